@@ -1,0 +1,248 @@
+//! The agent traits and what an agent receives when it runs.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use futures::Stream;
+
+use crate::error::FlowError;
+use crate::event::AgentEvent;
+use crate::flow::FlowAgent;
+use crate::message::MessageRef;
+use crate::run_path::RunPath;
+use crate::session::Session;
+
+/// The input an agent runs on.
+#[derive(Debug, Clone, Default)]
+pub struct AgentInput {
+    /// The conversation as this agent should see it (after its context policy ran).
+    pub messages: Vec<MessageRef>,
+    /// Whether the caller asked for streamed output.
+    pub streaming: bool,
+}
+
+impl AgentInput {
+    /// Input made of the given messages, not streaming.
+    pub fn new(messages: impl IntoIterator<Item = MessageRef>) -> Self {
+        AgentInput {
+            messages: messages.into_iter().collect(),
+            streaming: false,
+        }
+    }
+}
+
+/// A stream of [`AgentEvent`]s: what running an agent produces.
+///
+/// Dropping it cancels the run at its next await point; nothing keeps running in the background.
+pub struct EventStream {
+    inner: Pin<Box<dyn Stream<Item = AgentEvent> + Send>>,
+}
+
+impl EventStream {
+    /// Wraps any stream of events.
+    pub fn new(stream: impl Stream<Item = AgentEvent> + Send + 'static) -> Self {
+        EventStream {
+            inner: Box::pin(stream),
+        }
+    }
+
+    /// A stream that ends at once.
+    pub fn empty() -> Self {
+        Self::new(futures::stream::empty())
+    }
+
+    /// A stream of the given events, in order.
+    pub fn from_events(events: impl IntoIterator<Item = AgentEvent>) -> Self {
+        Self::new(futures::stream::iter(
+            events.into_iter().collect::<Vec<_>>(),
+        ))
+    }
+}
+
+impl Stream for EventStream {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventStream").finish_non_exhaustive()
+    }
+}
+
+/// Name and description of an agent, as hooks and tools see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// The agent's unique name in its tree.
+    pub name: Arc<str>,
+    /// What the agent is for (shown to models choosing a transfer target).
+    pub description: Arc<str>,
+}
+
+/// Something that runs on an input and streams events.
+///
+/// Implement it for agents with their own control flow; most agents are written with
+/// `#[agent]` (from the `agentflow` facade) or [`FnAgent`](crate::FnAgent) instead.
+/// The event stream must own what it needs (it is `'static`): take `self: Arc<Self>` into it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flow_runtime::{Agent, AgentEvent, AgentInput, EventStream, Message, RunContext};
+///
+/// struct Echo;
+/// impl Agent for Echo {
+///     fn name(&self) -> &str { "echo" }
+///     fn run(self: Arc<Self>, _cx: RunContext, input: AgentInput) -> EventStream {
+///         let last = input.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+///         EventStream::from_events([AgentEvent::message(Message::assistant(last))])
+///     }
+/// }
+/// ```
+pub trait Agent: Send + Sync + 'static {
+    /// The agent's name: unique within a tree, used for transfers and run paths.
+    fn name(&self) -> &str;
+
+    /// What the agent does (the doc comment, for `#[agent]`).
+    fn description(&self) -> &str {
+        ""
+    }
+
+    /// Runs the agent. `cx.run_path()` is this agent's own path in the run.
+    fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream;
+
+    /// The agent's tree hooks, if it wants to hear about its place in a tree.
+    fn on_sub_agents(&self) -> Option<&dyn OnSubAgents> {
+        None
+    }
+}
+
+/// Hooks an agent can implement to learn about its place in a tree as it is built
+/// (see [`set_sub_agents`](crate::set_sub_agents)). Any error aborts the construction.
+pub trait OnSubAgents: Send + Sync {
+    /// This agent was given sub-agents.
+    fn on_set_sub_agents(&self, sub_agents: &[AgentInfo]) -> Result<(), FlowError> {
+        let _ = sub_agents;
+        Ok(())
+    }
+
+    /// This agent was made a sub-agent of `parent`.
+    fn on_set_as_sub_agent(&self, parent: &AgentInfo) -> Result<(), FlowError> {
+        let _ = parent;
+        Ok(())
+    }
+
+    /// This agent was barred from transferring to its parent.
+    fn on_disallow_transfer_to_parent(&self) -> Result<(), FlowError> {
+        Ok(())
+    }
+}
+
+/// What an agent knows about the run it is part of. Cheap to clone.
+#[derive(Clone)]
+pub struct RunContext {
+    shared: Arc<RunShared>,
+    run_path: RunPath,
+    agent_name: Arc<str>,
+    node: Option<FlowAgent>,
+}
+
+struct RunShared {
+    session: Arc<Session>,
+    root_input: Arc<[MessageRef]>,
+    streaming: bool,
+}
+
+impl RunContext {
+    /// The context of a new run: a session, the caller's messages and the streaming choice.
+    /// The agent it is given to runs at the root path `[agent_name]`.
+    pub fn new_run(
+        session: Arc<Session>,
+        root_input: impl IntoIterator<Item = MessageRef>,
+        streaming: bool,
+        agent_name: impl Into<Arc<str>>,
+    ) -> Self {
+        let agent_name = agent_name.into();
+        RunContext {
+            shared: Arc::new(RunShared {
+                session,
+                root_input: root_input.into_iter().collect(),
+                streaming,
+            }),
+            run_path: RunPath::root(Arc::clone(&agent_name)),
+            agent_name,
+            node: None,
+        }
+    }
+
+    /// The context for running `agent_name` at `run_path` in the same run.
+    pub fn at(&self, agent_name: impl Into<Arc<str>>, run_path: RunPath) -> Self {
+        RunContext {
+            shared: Arc::clone(&self.shared),
+            run_path,
+            agent_name: agent_name.into(),
+            node: None,
+        }
+    }
+
+    /// The context for running a child `agent_name` one step below this agent.
+    pub fn child(&self, agent_name: impl Into<Arc<str>>) -> Self {
+        let agent_name = agent_name.into();
+        let run_path = self.run_path.child(Arc::clone(&agent_name));
+        self.at(agent_name, run_path)
+    }
+
+    pub(crate) fn with_node(mut self, node: FlowAgent) -> Self {
+        self.node = Some(node);
+        self
+    }
+
+    /// The run's session: recorded events and session values.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.shared.session
+    }
+
+    /// This agent's run path.
+    pub fn run_path(&self) -> &RunPath {
+        &self.run_path
+    }
+
+    /// The name of the agent running with this context.
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    /// The messages the run started with (user input; never rewritten).
+    pub fn root_input(&self) -> &[MessageRef] {
+        &self.shared.root_input
+    }
+
+    /// Whether the caller asked for streamed output.
+    pub fn streaming(&self) -> bool {
+        self.shared.streaming
+    }
+
+    /// The tree node this agent runs as, when it runs inside a [`FlowAgent`] tree: its
+    /// sub-agents (for workflow agents) and its legal transfer targets (for transfer tools).
+    pub fn node(&self) -> Option<&FlowAgent> {
+        self.node.as_ref()
+    }
+}
+
+impl fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunContext")
+            .field("agent_name", &self.agent_name)
+            .field("run_path", &self.run_path)
+            .field("streaming", &self.shared.streaming)
+            .finish_non_exhaustive()
+    }
+}

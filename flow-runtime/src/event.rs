@@ -1,0 +1,281 @@
+//! Events agents emit, the actions that steer a run, and the errors they report.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Message, MessageRef};
+use crate::run_path::RunPath;
+use crate::stream::{MessageStream, StreamError};
+
+/// What an event carries.
+#[derive(Debug)]
+pub enum EventOutput {
+    /// A whole message.
+    Message(MessageRef),
+    /// A message arriving in chunks. The event you receive holds your own reader: the session
+    /// reads its own fork, so you may consume, ignore or drop yours.
+    Stream(MessageStream),
+    /// Application data that is not a message (never part of any agent's history).
+    Custom(Arc<serde_json::Value>),
+}
+
+impl EventOutput {
+    /// The message, if this output is a whole message.
+    pub fn message(&self) -> Option<&MessageRef> {
+        match self {
+            EventOutput::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+impl Clone for EventOutput {
+    /// Cloning a stream output forks it: the clone is an independent reader.
+    fn clone(&self) -> Self {
+        match self {
+            EventOutput::Message(m) => EventOutput::Message(Arc::clone(m)),
+            EventOutput::Stream(s) => EventOutput::Stream(s.fork()),
+            EventOutput::Custom(v) => EventOutput::Custom(Arc::clone(v)),
+        }
+    }
+}
+
+/// Why a run stopped for outside input; carried by [`Action::Interrupted`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct InterruptInfo {
+    /// What the interrupting agent wants the caller to know (shown to a human, for instance).
+    pub info: serde_json::Value,
+    /// State the agent wants back when it is resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
+}
+
+/// What the emitting agent asks the framework to do next.
+///
+/// Only the last action among an agent's own recorded events steers the run, once the agent's
+/// event stream has ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// End the run here.
+    Exit,
+    /// Hand control to the named agent (a sub-agent, or the parent unless barred).
+    TransferToAgent(Arc<str>),
+    /// Stop the run for outside input; it can be resumed from a checkpoint.
+    Interrupted(InterruptInfo),
+    /// Stop the enclosing loop workflow; names the agent that broke it.
+    BreakLoop(Arc<str>),
+    /// Application-defined action, passed through untouched.
+    Custom(Arc<serde_json::Value>),
+}
+
+impl Action {
+    /// A transfer to the named agent.
+    pub fn transfer_to(agent_name: impl Into<Arc<str>>) -> Self {
+        Action::TransferToAgent(agent_name.into())
+    }
+
+    /// The transfer target, if this is a transfer.
+    pub fn transfer_target(&self) -> Option<&str> {
+        match self {
+            Action::TransferToAgent(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// An error reported in an event: by an agent, a tool, a model or the framework itself.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// A transfer named an agent that is neither a sub-agent nor the parent.
+    #[error("transfer failed: agent '{target}' not found when transferring from '{from}'")]
+    TransferTargetNotFound {
+        /// The agent asked for.
+        target: Arc<str>,
+        /// The agent that asked.
+        from: Arc<str>,
+    },
+    /// A transfer to the parent from an agent barred from it.
+    #[error(
+        "transfer refused: agent '{from}' may not transfer to its parent '{target}' \
+         (it was built with disallow_transfer_to_parent)"
+    )]
+    TransferToParentRefused {
+        /// The parent.
+        target: Arc<str>,
+        /// The barred agent.
+        from: Arc<str>,
+    },
+    /// An agent panicked; the run ended cleanly after this event.
+    #[error("panic in agent '{agent}': {message}")]
+    Panic {
+        /// The agent whose code panicked.
+        agent: Arc<str>,
+        /// The panic payload, when it was a string.
+        message: Arc<str>,
+    },
+    /// A message stream failed part-way.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// Anything else an agent reports.
+    #[error("agent '{agent}' failed: {message}")]
+    Failed {
+        /// The agent reporting.
+        agent: Arc<str>,
+        /// What went wrong.
+        message: Arc<str>,
+    },
+    /// An error of the caller's own type.
+    #[error(transparent)]
+    Custom(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl AgentError {
+    /// A failure of the named agent, described in words.
+    pub fn failed(agent: impl Into<Arc<str>>, message: impl fmt::Display) -> Self {
+        AgentError::Failed {
+            agent: agent.into(),
+            message: message.to_string().into(),
+        }
+    }
+
+    /// Wraps any error type.
+    pub fn custom(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        AgentError::Custom(Arc::new(error))
+    }
+
+    pub(crate) fn from_panic(agent: &Arc<str>, payload: Box<dyn std::any::Any + Send>) -> Self {
+        let message: Arc<str> = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).into()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.as_str().into()
+        } else {
+            "non-string panic payload".into()
+        };
+        AgentError::Panic {
+            agent: Arc::clone(agent),
+            message,
+        }
+    }
+}
+
+/// One event of a run, as the caller and the session see it.
+///
+/// Agents build events with the constructors below; the framework fills in the agent name and
+/// [`RunPath`] exactly once, where it first sees the event (an event that already has a path,
+/// because a nested agent set it, keeps it).
+#[derive(Debug, Clone)]
+pub struct AgentEvent {
+    agent_name: Arc<str>,
+    run_path: RunPath,
+    /// The message, stream or custom data, if any.
+    pub output: Option<EventOutput>,
+    /// What the agent asks to happen next, if anything.
+    pub action: Option<Action>,
+    /// The error this event reports, if any.
+    pub error: Option<AgentError>,
+    /// Set once a flow has recorded the event, so an enclosing flow does not record it again.
+    pub(crate) recorded: bool,
+}
+
+impl AgentEvent {
+    fn empty() -> Self {
+        AgentEvent {
+            agent_name: Arc::from(""),
+            run_path: RunPath::default(),
+            output: None,
+            action: None,
+            error: None,
+            recorded: false,
+        }
+    }
+
+    /// An event carrying a whole message.
+    pub fn message(message: impl Into<MessageRef>) -> Self {
+        AgentEvent {
+            output: Some(EventOutput::Message(message.into())),
+            ..Self::empty()
+        }
+    }
+
+    /// An event carrying a streamed message.
+    pub fn stream(stream: MessageStream) -> Self {
+        AgentEvent {
+            output: Some(EventOutput::Stream(stream)),
+            ..Self::empty()
+        }
+    }
+
+    /// An event carrying application data.
+    pub fn custom(data: serde_json::Value) -> Self {
+        AgentEvent {
+            output: Some(EventOutput::Custom(Arc::new(data))),
+            ..Self::empty()
+        }
+    }
+
+    /// An event carrying only an action.
+    pub fn action(action: Action) -> Self {
+        AgentEvent {
+            action: Some(action),
+            ..Self::empty()
+        }
+    }
+
+    /// An event reporting an error.
+    pub fn error(error: AgentError) -> Self {
+        AgentEvent {
+            error: Some(error),
+            ..Self::empty()
+        }
+    }
+
+    /// This event with an action attached.
+    pub fn with_action(mut self, action: Action) -> Self {
+        self.action = Some(action);
+        self
+    }
+
+    /// The agent that emitted the event (empty until the framework has seen it).
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    /// Where in the run the event came from (empty until the framework has seen it).
+    pub fn run_path(&self) -> &RunPath {
+        &self.run_path
+    }
+
+    /// The whole message, if the output is one.
+    pub fn message_output(&self) -> Option<&Message> {
+        self.output
+            .as_ref()
+            .and_then(EventOutput::message)
+            .map(|m| &**m)
+    }
+
+    /// Whether this event carries an interrupt.
+    pub fn is_interrupt(&self) -> bool {
+        matches!(self.action, Some(Action::Interrupted(_)))
+    }
+
+    /// Sets name and path if the event has none yet; returns whether it did.
+    pub(crate) fn stamp(&mut self, agent_name: &Arc<str>, run_path: &RunPath) -> bool {
+        if self.run_path.is_empty() {
+            self.agent_name = Arc::clone(agent_name);
+            self.run_path = run_path.clone();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Framework-internal: builds an event that is already stamped.
+    pub(crate) fn stamped(mut self, agent_name: &Arc<str>, run_path: &RunPath) -> Self {
+        self.stamp(agent_name, run_path);
+        self
+    }
+}

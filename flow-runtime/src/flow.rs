@@ -1,0 +1,485 @@
+//! Agent trees and the orchestration of one run through them: [`FlowAgent`], [`set_sub_agents`].
+
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tracing::Instrument;
+
+use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
+use crate::error::FlowError;
+use crate::event::{Action, AgentError, AgentEvent};
+use crate::generate::{generate, Context};
+use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter};
+use crate::message::Role;
+
+/// Per-node options of a tree.
+#[derive(Debug, Clone, Default)]
+pub struct NodeOptions {
+    /// The agent may not transfer to its parent. Enforced at run time (a transfer to the parent
+    /// becomes an error event), not only hidden from a model.
+    pub disallow_transfer_to_parent: bool,
+    /// Leave transfer messages (the transfer tool call and its result) out of this agent's input.
+    pub skip_transfer_messages: bool,
+    /// How the history is shaped into this agent's input.
+    pub context: ContextPolicy,
+}
+
+#[derive(Clone)]
+struct Node {
+    agent: Arc<dyn Agent>,
+    name: Arc<str>,
+    description: Arc<str>,
+    parent: Option<usize>,
+    children: Vec<usize>,
+    options: NodeOptions,
+}
+
+#[derive(Clone)]
+struct Tree {
+    nodes: Vec<Node>,
+}
+
+/// An agent placed in a tree: the agent itself, its sub-agents, its parent and its options.
+///
+/// A `FlowAgent` is a handle on an immutable tree shared by every run, so one configuration
+/// serves any number of concurrent runs: all per-run state lives in the run's
+/// [`Session`](crate::Session). [`set_sub_agents`] copies the trees it joins into a new one
+/// (Eino's deep copy on wrap), so a tree you keep a handle on never changes under you.
+///
+/// Running a `FlowAgent` applies the orchestration rules: the agent's input is the run's input
+/// plus the recorded history shaped by its [`ContextPolicy`]; its own events (run path equal to
+/// its own, not interrupts) are recorded; when its stream ends, the last own action decides
+/// what happens: a transfer runs the named sub-agent or the parent (unless barred) at the run
+/// path extended by the target, anything else ends the run.
+///
+/// ```
+/// use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
+/// use futures::StreamExt;
+/// # futures::executor::block_on(async {
+/// let triage = FnAgent::new("triage", |cx, _| async move { cx.transfer("refund"); Ok(()) });
+/// let refund = FnAgent::new("refund", |cx, _| async move { cx.say("Refunded."); Ok(()) });
+/// let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
+/// let paths: Vec<String> = Runner::new(tree)
+///     .query("I want my money back")
+///     .map(|e| e.run_path().to_string())
+///     .collect()
+///     .await;
+/// assert_eq!(paths, ["triage", "triage", "triage/refund"]);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct FlowAgent {
+    tree: Arc<Tree>,
+    node: usize,
+}
+
+impl FlowAgent {
+    /// A one-node tree holding `agent`.
+    pub fn new(agent: impl Agent) -> Self {
+        Self::from_arc(Arc::new(agent))
+    }
+
+    /// A one-node tree holding a shared agent.
+    pub fn from_arc(agent: Arc<dyn Agent>) -> Self {
+        let name: Arc<str> = agent.name().into();
+        let description: Arc<str> = agent.description().into();
+        FlowAgent {
+            tree: Arc::new(Tree {
+                nodes: vec![Node {
+                    agent,
+                    name,
+                    description,
+                    parent: None,
+                    children: Vec::new(),
+                    options: NodeOptions::default(),
+                }],
+            }),
+            node: 0,
+        }
+    }
+
+    fn this(&self) -> &Node {
+        &self.tree.nodes[self.node]
+    }
+
+    fn at(&self, node: usize) -> FlowAgent {
+        FlowAgent {
+            tree: Arc::clone(&self.tree),
+            node,
+        }
+    }
+
+    fn options_mut(&mut self) -> &mut NodeOptions {
+        let node = self.node;
+        &mut Arc::make_mut(&mut self.tree).nodes[node].options
+    }
+
+    /// Bars (or allows) transfers from this agent to its parent. Set it before the agent is
+    /// given to [`set_sub_agents`] so its [`OnSubAgents`](crate::OnSubAgents) hook is called.
+    pub fn disallow_transfer_to_parent(mut self, disallow: bool) -> Self {
+        self.options_mut().disallow_transfer_to_parent = disallow;
+        self
+    }
+
+    /// Leaves transfer messages out of this agent's input.
+    pub fn skip_transfer_messages(mut self, skip: bool) -> Self {
+        self.options_mut().skip_transfer_messages = skip;
+        self
+    }
+
+    /// Sets this agent's context policy.
+    pub fn context(mut self, policy: ContextPolicy) -> Self {
+        self.options_mut().context = policy;
+        self
+    }
+
+    /// Sets a custom history rewriter (shorthand for [`ContextPolicy::Custom`]).
+    pub fn history_rewriter(self, rewriter: impl HistoryRewriter) -> Self {
+        self.context(ContextPolicy::custom(rewriter))
+    }
+
+    /// This node's options.
+    pub fn options(&self) -> &NodeOptions {
+        &self.this().options
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.this().name
+    }
+
+    /// The agent's description.
+    pub fn description(&self) -> &str {
+        &self.this().description
+    }
+
+    /// Name and description.
+    pub fn info(&self) -> AgentInfo {
+        let n = self.this();
+        AgentInfo {
+            name: Arc::clone(&n.name),
+            description: Arc::clone(&n.description),
+        }
+    }
+
+    /// The agent this node runs.
+    pub fn agent(&self) -> &Arc<dyn Agent> {
+        &self.this().agent
+    }
+
+    /// The sub-agents, in order.
+    pub fn sub_agents(&self) -> Vec<FlowAgent> {
+        self.this().children.iter().map(|&c| self.at(c)).collect()
+    }
+
+    /// The parent, if this agent is a sub-agent.
+    pub fn parent(&self) -> Option<FlowAgent> {
+        self.this().parent.map(|p| self.at(p))
+    }
+
+    /// The agents this one may transfer to: its sub-agents, then its parent unless barred.
+    pub fn transfer_targets(&self) -> Vec<AgentInfo> {
+        let n = self.this();
+        let mut out: Vec<AgentInfo> = n.children.iter().map(|&c| self.at(c).info()).collect();
+        if let (Some(p), false) = (n.parent, n.options.disallow_transfer_to_parent) {
+            out.push(self.at(p).info());
+        }
+        out
+    }
+
+    /// The agent named `name` anywhere in this tree.
+    pub fn find(&self, name: &str) -> Option<FlowAgent> {
+        self.tree
+            .nodes
+            .iter()
+            .position(|n| &*n.name == name)
+            .map(|i| self.at(i))
+    }
+
+    /// The root of the tree this agent is in.
+    pub fn root(&self) -> FlowAgent {
+        let mut node = self.node;
+        while let Some(p) = self.tree.nodes[node].parent {
+            node = p;
+        }
+        self.at(node)
+    }
+
+    /// Resolves a transfer from this agent to `target`.
+    fn transfer_target(&self, target: &str) -> Result<usize, AgentError> {
+        let n = self.this();
+        if let Some(&c) = n
+            .children
+            .iter()
+            .find(|&&c| &*self.tree.nodes[c].name == target)
+        {
+            return Ok(c);
+        }
+        if let Some(p) = n.parent {
+            if &*self.tree.nodes[p].name == target {
+                if n.options.disallow_transfer_to_parent {
+                    return Err(AgentError::TransferToParentRefused {
+                        target: Arc::clone(&self.tree.nodes[p].name),
+                        from: Arc::clone(&n.name),
+                    });
+                }
+                return Ok(p);
+            }
+        }
+        Err(AgentError::TransferTargetNotFound {
+            target: target.into(),
+            from: Arc::clone(&n.name),
+        })
+    }
+}
+
+/// Gives `parent` its sub-agents and returns the joined tree, a handle on `parent` in it.
+///
+/// Errors (and changes nothing) if `parent` already has sub-agents, if a child already has a
+/// parent, if `children` is empty, if two agents of the joined tree share a name, or if an
+/// [`OnSubAgents`](crate::OnSubAgents) hook refuses. Hooks are called in this order: the
+/// parent's `on_set_sub_agents`, then for each child `on_set_as_sub_agent` and, if it is barred
+/// from its parent, `on_disallow_transfer_to_parent`.
+pub fn set_sub_agents(
+    parent: FlowAgent,
+    children: impl IntoIterator<Item = FlowAgent>,
+) -> Result<FlowAgent, FlowError> {
+    let children: Vec<FlowAgent> = children.into_iter().collect();
+    let p = parent.this();
+    if !p.children.is_empty() {
+        return Err(FlowError::AlreadyHasSubAgents {
+            agent: Arc::clone(&p.name),
+        });
+    }
+    if children.is_empty() {
+        return Err(FlowError::NoSubAgents {
+            agent: Arc::clone(&p.name),
+        });
+    }
+    for child in &children {
+        if let Some(existing) = child.parent() {
+            return Err(FlowError::AlreadyHasParent {
+                agent: child.this().name.clone(),
+                parent: existing.this().name.clone(),
+            });
+        }
+    }
+
+    let mut tree = Tree::clone(&parent.tree);
+    let mut child_ids = Vec::with_capacity(children.len());
+    for child in &children {
+        let offset = tree.nodes.len();
+        for n in &child.tree.nodes {
+            let mut n = n.clone();
+            n.parent = n.parent.map(|i| i + offset);
+            for c in &mut n.children {
+                *c += offset;
+            }
+            tree.nodes.push(n);
+        }
+        let id = child.node + offset;
+        tree.nodes[id].parent = Some(parent.node);
+        child_ids.push(id);
+    }
+    tree.nodes[parent.node].children = child_ids;
+
+    let mut names = std::collections::HashSet::with_capacity(tree.nodes.len());
+    for n in &tree.nodes {
+        if !names.insert(&*n.name) {
+            return Err(FlowError::DuplicateName {
+                name: Arc::clone(&n.name),
+            });
+        }
+    }
+
+    let parent_info = parent.info();
+    let child_infos: Vec<AgentInfo> = children.iter().map(FlowAgent::info).collect();
+    if let Some(hooks) = p.agent.on_sub_agents() {
+        hooks.on_set_sub_agents(&child_infos)?;
+    }
+    for child in &children {
+        if let Some(hooks) = child.this().agent.on_sub_agents() {
+            hooks.on_set_as_sub_agent(&parent_info)?;
+            if child.this().options.disallow_transfer_to_parent {
+                hooks.on_disallow_transfer_to_parent()?;
+            }
+        }
+    }
+
+    Ok(FlowAgent {
+        tree: Arc::new(tree),
+        node: parent.node,
+    })
+}
+
+impl FlowAgent {
+    /// Method form of [`set_sub_agents`].
+    pub fn with_sub_agents(
+        self,
+        children: impl IntoIterator<Item = FlowAgent>,
+    ) -> Result<FlowAgent, FlowError> {
+        set_sub_agents(self, children)
+    }
+}
+
+impl Agent for FlowAgent {
+    fn name(&self) -> &str {
+        &self.this().name
+    }
+
+    fn description(&self) -> &str {
+        &self.this().description
+    }
+
+    /// Runs this node at `cx.run_path()`, following transfers through the tree. Its agents'
+    /// inputs are built from the run's root input and session; `input` is not consulted.
+    fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
+        let flow = FlowAgent::clone(&self);
+        generate(cx, move |out| drive(flow, out))
+    }
+}
+
+impl fmt::Debug for FlowAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowAgent")
+            .field("name", &self.name())
+            .field(
+                "sub_agents",
+                &self
+                    .sub_agents()
+                    .iter()
+                    .map(|c| c.name().to_owned())
+                    .collect::<Vec<_>>(),
+            )
+            .field("parent", &self.parent().map(|p| p.name().to_owned()))
+            .field("options", self.options())
+            .finish()
+    }
+}
+
+/// The run loop: runs the current node, records and forwards its events, then follows the
+/// transfer its last own action asks for, until something else ends the run.
+async fn drive(start: FlowAgent, out: Context) -> Result<(), AgentError> {
+    let mut current = start;
+    let mut path = out.run_path().clone();
+    loop {
+        let node = current.this();
+        let name = Arc::clone(&node.name);
+        let run = out
+            .at(Arc::clone(&name), path.clone())
+            .with_node(current.clone());
+        let input = build_input(&run, node).await?;
+        let span = tracing::info_span!("agent", agent = %name, run_path = %path);
+
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            Arc::clone(&node.agent).run(run.clone(), input)
+        }));
+        let mut events = match started {
+            Ok(events) => AssertUnwindSafe(events).catch_unwind(),
+            Err(payload) => {
+                out.emit(
+                    AgentEvent::error(AgentError::from_panic(&name, payload)).stamped(&name, &path),
+                );
+                return Ok(());
+            }
+        };
+
+        let mut last_action: Option<Action> = None;
+        let mut interrupted = false;
+        while let Some(item) = events.next().instrument(span.clone()).await {
+            match item {
+                Ok(mut event) => {
+                    event.stamp(&name, &path);
+                    if event.run_path().same(&path) && !event.recorded {
+                        if event.is_interrupt() {
+                            interrupted = true;
+                        } else {
+                            run.session().record(&event);
+                            event.recorded = true;
+                        }
+                        last_action.clone_from(&event.action);
+                    }
+                    out.emit(event);
+                }
+                Err(payload) => {
+                    out.emit(
+                        AgentEvent::error(AgentError::from_panic(&name, payload))
+                            .stamped(&name, &path),
+                    );
+                    return Ok(());
+                }
+            }
+        }
+        drop(events);
+
+        if interrupted {
+            return Ok(());
+        }
+        let Some(Action::TransferToAgent(target)) = last_action else {
+            return Ok(());
+        };
+        match current.transfer_target(&target) {
+            Ok(next) => {
+                path = path.child(Arc::clone(&current.tree.nodes[next].name));
+                current = current.at(next);
+            }
+            Err(error) => {
+                out.emit(AgentEvent::error(error).stamped(&name, &path));
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The input of `node`: the run's root input, then one entry per recorded event with a
+/// message, shaped by the node's options.
+async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
+    let events = run.session().events();
+    let root = run.root_input();
+    let mut entries = Vec::with_capacity(root.len() + events.len());
+    let user: Arc<str> = Arc::from("");
+    entries.extend(root.iter().map(|m| HistoryEntry {
+        is_user_input: true,
+        agent_name: Arc::clone(&user),
+        message: Arc::clone(m),
+    }));
+    let skip = node.options.skip_transfer_messages;
+    for event in &events {
+        let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
+        let Some(message) = event.message().await? else {
+            continue;
+        };
+        if skip && is_transfer {
+            // The tool-call message that asked for this transfer goes too.
+            if message.role == Role::Tool {
+                if let Some(prev) = entries.last() {
+                    let asked = !prev.is_user_input
+                        && prev.agent_name == *event.agent_name_arc()
+                        && prev.message.role == Role::Assistant
+                        && prev.message.tool_calls.iter().any(|c| {
+                            message
+                                .tool_call_id
+                                .as_deref()
+                                .map_or(true, |id| c.id == id)
+                        });
+                    if asked {
+                        entries.pop();
+                    }
+                }
+            }
+            continue;
+        }
+        entries.push(HistoryEntry {
+            is_user_input: false,
+            agent_name: Arc::clone(event.agent_name_arc()),
+            message,
+        });
+    }
+    let messages = node.options.context.apply(&node.name, &entries)?;
+    Ok(AgentInput {
+        messages,
+        streaming: run.streaming(),
+    })
+}

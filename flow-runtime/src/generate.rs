@@ -1,0 +1,192 @@
+//! Event streams written as ordinary async code: [`generate`] and the [`Context`] it hands out.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll, Waker};
+
+use futures::Stream;
+
+use crate::agent::{EventStream, RunContext};
+use crate::event::{Action, AgentError, AgentEvent};
+use crate::message::{Message, ToolCall};
+use crate::stream::MessageStream;
+
+/// Name of the tool a transfer is expressed with in the conversation.
+pub const TRANSFER_TOOL_NAME: &str = "transfer_to_agent";
+
+/// The pair of messages that records a transfer in the conversation: an assistant message
+/// calling `transfer_to_agent` with `{"agent_name": target}`, and its tool result
+/// `successfully transferred to agent [target]`. The second carries the transfer action when
+/// emitted with [`Context::transfer`].
+pub fn transfer_messages(target: &str) -> (Message, Message) {
+    let call_id = format!("transfer-{target}");
+    let arguments = serde_json::json!({ "agent_name": target }).to_string();
+    let call = Message::assistant_tool_calls(
+        "",
+        vec![ToolCall::new(
+            call_id.clone(),
+            TRANSFER_TOOL_NAME,
+            arguments,
+        )],
+    );
+    let result = Message::tool(
+        format!("successfully transferred to agent [{target}]"),
+        call_id,
+        TRANSFER_TOOL_NAME,
+    );
+    (call, result)
+}
+
+#[derive(Default)]
+struct Queue {
+    events: VecDeque<AgentEvent>,
+    /// The consumer's waker, stored when it found nothing to read.
+    consumer: Option<Waker>,
+}
+
+/// What a code-defined agent's body uses to emit events; it also derefs to the
+/// [`RunContext`] (session, run path, root input).
+///
+/// Emitting never waits: events queue up and the caller reads them in order as it polls.
+#[derive(Clone)]
+pub struct Context {
+    run: RunContext,
+    queue: Arc<Mutex<Queue>>,
+}
+
+impl Context {
+    /// Emits an event.
+    pub fn emit(&self, event: AgentEvent) {
+        let mut q = self.queue.lock().expect("event queue lock");
+        q.events.push_back(event);
+        if let Some(w) = q.consumer.take() {
+            w.wake();
+        }
+    }
+
+    /// Emits an assistant message with the given text.
+    pub fn say(&self, text: impl Into<String>) {
+        self.emit(AgentEvent::message(Message::assistant(text)));
+    }
+
+    /// Emits a message.
+    pub fn send(&self, message: Message) {
+        self.emit(AgentEvent::message(message));
+    }
+
+    /// Emits a streamed message.
+    pub fn send_stream(&self, stream: MessageStream) {
+        self.emit(AgentEvent::stream(stream));
+    }
+
+    /// Emits the two transfer messages of [`transfer_messages`], the second carrying
+    /// [`Action::TransferToAgent`]. Whether the target is legal is checked when this agent's
+    /// stream ends: an unknown target becomes an error event.
+    pub fn transfer(&self, target: &str) {
+        let (call, result) = transfer_messages(target);
+        self.emit(AgentEvent::message(call));
+        self.emit(AgentEvent::message(result).with_action(Action::transfer_to(target)));
+    }
+
+    /// Emits an event whose only content is [`Action::Exit`].
+    pub fn exit(&self) {
+        self.emit(AgentEvent::action(Action::Exit));
+    }
+
+    /// The run context.
+    pub fn run_context(&self) -> &RunContext {
+        &self.run
+    }
+}
+
+impl Deref for Context {
+    type Target = RunContext;
+    fn deref(&self) -> &RunContext {
+        &self.run
+    }
+}
+
+/// Turns async code into an [`EventStream`]: `body` gets a [`Context`] to emit with; what it
+/// emits is streamed in order; an `Err` it returns becomes a last error event.
+///
+/// The body runs inside the caller's polling (no task is spawned), so dropping the stream drops
+/// the body at its next await point.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use flow_runtime::{generate, RunContext, Session};
+/// use futures::StreamExt;
+/// let cx = RunContext::new_run(Session::new(), [], false, "bot");
+/// let events: Vec<_> = generate(cx, |cx| async move {
+///     cx.say("one");
+///     cx.say("two");
+///     Ok(())
+/// })
+/// .collect()
+/// .await;
+/// assert_eq!(events.len(), 2);
+/// # });
+/// ```
+pub fn generate<F, Fut>(run: RunContext, body: F) -> EventStream
+where
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = Result<(), AgentError>> + Send + 'static,
+{
+    let queue = Arc::new(Mutex::new(Queue::default()));
+    let cx = Context {
+        run,
+        queue: Arc::clone(&queue),
+    };
+    let fut = body(cx);
+    EventStream::new(Generated {
+        fut: Some(Box::pin(fut)),
+        queue,
+    })
+}
+
+struct Generated {
+    fut: Option<futures::future::BoxFuture<'static, Result<(), AgentError>>>,
+    queue: Arc<Mutex<Queue>>,
+}
+
+impl Stream for Generated {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
+        if let Some(ev) = self
+            .queue
+            .lock()
+            .expect("event queue lock")
+            .events
+            .pop_front()
+        {
+            return Poll::Ready(Some(ev));
+        }
+        let Some(fut) = self.fut.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let done = fut.as_mut().poll(cx);
+        let mut q = self.queue.lock().expect("event queue lock");
+        match done {
+            Poll::Ready(result) => {
+                if let Err(e) = result {
+                    q.events.push_back(AgentEvent::error(e));
+                }
+                let next = q.events.pop_front();
+                drop(q);
+                self.fut = None;
+                Poll::Ready(next)
+            }
+            Poll::Pending => match q.events.pop_front() {
+                Some(ev) => Poll::Ready(Some(ev)),
+                None => {
+                    q.consumer = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! What an agent sees of the conversation: history entries, rewriters and context policies.
+
+use std::fmt;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use crate::event::AgentError;
+use crate::message::{Message, MessageRef, Role};
+
+/// One entry of the history an agent's input is made from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// Whether this is the run's input (from the user; never rewritten by the built-in policies).
+    pub is_user_input: bool,
+    /// The agent that produced the message (empty for user input).
+    pub agent_name: Arc<str>,
+    /// The message itself, shared.
+    pub message: MessageRef,
+}
+
+/// Maps history entries to the messages the next agent receives.
+///
+/// Implemented for closures `Fn(&str, &[HistoryEntry]) -> Result<Vec<MessageRef>, AgentError>`,
+/// whose first argument is the name of the agent about to run.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flow_runtime::{ContextPolicy, HistoryEntry, Message, MessageRef};
+/// // Keep only what the user said, as the agent would receive it.
+/// let policy = ContextPolicy::custom(|_agent: &str, entries: &[HistoryEntry]| {
+///     Ok(entries
+///         .iter()
+///         .filter(|e| e.is_user_input)
+///         .map(|e| Arc::clone(&e.message))
+///         .collect::<Vec<MessageRef>>())
+/// });
+/// # let _ = policy;
+/// ```
+pub trait HistoryRewriter: Send + Sync + 'static {
+    /// The messages `agent_name` should receive for these entries.
+    fn rewrite(
+        &self,
+        agent_name: &str,
+        entries: &[HistoryEntry],
+    ) -> Result<Vec<MessageRef>, AgentError>;
+}
+
+impl<F> HistoryRewriter for F
+where
+    F: Fn(&str, &[HistoryEntry]) -> Result<Vec<MessageRef>, AgentError> + Send + Sync + 'static,
+{
+    fn rewrite(
+        &self,
+        agent_name: &str,
+        entries: &[HistoryEntry],
+    ) -> Result<Vec<MessageRef>, AgentError> {
+        self(agent_name, entries)
+    }
+}
+
+/// How much of the conversation an agent is given, and in what form. Declared per agent (per
+/// tree node); the default is Eino's.
+#[derive(Clone, Default)]
+pub enum ContextPolicy {
+    /// Eino-compatible: user input and the agent's own messages as they are, every other
+    /// agent's message rewritten by [`rewrite_for_context`].
+    #[default]
+    Rewrite,
+    /// Only the run's input from the user.
+    UserInputOnly,
+    /// The user input, then the last `n` other entries, rewritten as for [`ContextPolicy::Rewrite`].
+    LastN(usize),
+    /// A rewriter of your own.
+    Custom(Arc<dyn HistoryRewriter>),
+}
+
+impl ContextPolicy {
+    /// A policy from a custom rewriter.
+    pub fn custom(rewriter: impl HistoryRewriter) -> Self {
+        ContextPolicy::Custom(Arc::new(rewriter))
+    }
+
+    /// Applies the policy for `agent_name`.
+    pub fn apply(
+        &self,
+        agent_name: &str,
+        entries: &[HistoryEntry],
+    ) -> Result<Vec<MessageRef>, AgentError> {
+        match self {
+            ContextPolicy::Rewrite => Ok(default_rewrite(agent_name, entries.iter())),
+            ContextPolicy::UserInputOnly => Ok(entries
+                .iter()
+                .filter(|e| e.is_user_input)
+                .map(|e| Arc::clone(&e.message))
+                .collect()),
+            ContextPolicy::LastN(n) => {
+                let user = entries.iter().filter(|e| e.is_user_input);
+                let others: Vec<&HistoryEntry> =
+                    entries.iter().filter(|e| !e.is_user_input).collect();
+                let tail = others[others.len().saturating_sub(*n)..].iter().copied();
+                Ok(default_rewrite(agent_name, user.chain(tail)))
+            }
+            ContextPolicy::Custom(r) => r.rewrite(agent_name, entries),
+        }
+    }
+}
+
+impl fmt::Debug for ContextPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ContextPolicy::Rewrite => f.write_str("Rewrite"),
+            ContextPolicy::UserInputOnly => f.write_str("UserInputOnly"),
+            ContextPolicy::LastN(n) => write!(f, "LastN({n})"),
+            ContextPolicy::Custom(_) => f.write_str("Custom(..)"),
+        }
+    }
+}
+
+fn default_rewrite<'a>(
+    agent_name: &str,
+    entries: impl Iterator<Item = &'a HistoryEntry>,
+) -> Vec<MessageRef> {
+    entries
+        .map(|e| {
+            if e.is_user_input || &*e.agent_name == agent_name {
+                Arc::clone(&e.message)
+            } else {
+                Arc::new(rewrite_for_context(&e.agent_name, &e.message))
+            }
+        })
+        .collect()
+}
+
+/// Rewrites another agent's message as a user message that gives context, the way Eino does:
+///
+/// - an assistant message: `For context: [A] said: CONTENT.` (if it has content), then
+///   `` [A] called tool: `NAME` with arguments: ARGS.`` for each tool call;
+/// - a tool result with content: ``For context: [A] `TOOL` tool returned result: CONTENT.``;
+/// - anything else: `For context:`.
+///
+/// ```
+/// use flow_runtime::{rewrite_for_context, Message};
+/// let m = rewrite_for_context("triage", &Message::assistant("it is a refund"));
+/// assert_eq!(m.content, "For context: [triage] said: it is a refund.");
+/// ```
+pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
+    let mut text = String::from("For context:");
+    match message.role {
+        Role::Assistant => {
+            if !message.content.is_empty() {
+                let _ = write!(text, " [{agent_name}] said: {}.", message.content);
+            }
+            for call in &message.tool_calls {
+                let _ = write!(
+                    text,
+                    " [{agent_name}] called tool: `{}` with arguments: {}.",
+                    call.name, call.arguments
+                );
+            }
+        }
+        Role::Tool if !message.content.is_empty() => {
+            let _ = write!(
+                text,
+                " [{agent_name}] `{}` tool returned result: {}.",
+                message.tool_name.as_deref().unwrap_or(""),
+                message.content
+            );
+        }
+        _ => {}
+    }
+    Message::user(text)
+}

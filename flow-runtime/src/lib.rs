@@ -1,0 +1,70 @@
+//! The agentflow runtime: messages, event streams, agent trees and the [`Runner`].
+//!
+//! This crate has no macros and can be used alone, with trees built at run time by
+//! [`set_sub_agents`]; the `agentflow` facade adds `#[agent]` and `flow!`, which build the
+//! same trees from declarations checked at compile time.
+//!
+//! # The model
+//!
+//! - An [`Agent`] runs on an [`AgentInput`] and returns an [`EventStream`] of [`AgentEvent`]s.
+//!   An event carries a message (whole, or a [`MessageStream`] of chunks), an [`Action`], or an
+//!   error. Dropping the stream cancels the run.
+//! - A [`FlowAgent`] places an agent in a tree. Running it records the agent's own events in the
+//!   run's [`Session`], builds each agent's input from the run's input and that record (shaped
+//!   by the agent's [`ContextPolicy`]), and follows transfers between neighbours in the tree.
+//! - Every event carries a [`RunPath`]: the chain of agents from the root to its source, with one
+//!   step per hop (`triage/refund/triage/complaint`). The framework sets it once.
+//! - The [`Runner`] starts runs: a new session per run, streaming on or off.
+//! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
+//!
+//! ```
+//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
+//! use futures::StreamExt;
+//! # futures::executor::block_on(async {
+//! let triage = FnAgent::new("triage", |cx, _| async move {
+//!     cx.say("Looks like a refund.");
+//!     cx.transfer("refund");
+//!     Ok(())
+//! });
+//! let refund = FnAgent::new("refund", |cx, input| async move {
+//!     // What triage said reaches refund as context.
+//!     assert_eq!(input.messages[1].content, "For context: [triage] said: Looks like a refund.");
+//!     cx.say("Refund issued.");
+//!     Ok(())
+//! });
+//! let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
+//! let mut events = Runner::new(desk).query("My order arrived broken");
+//! while let Some(event) = events.next().await {
+//!     if let Some(m) = event.message_output() {
+//!         println!("{}: {}", event.run_path(), m.content);
+//!     }
+//! }
+//! # });
+//! ```
+#![warn(missing_docs)]
+
+mod agent;
+mod error;
+mod event;
+mod flow;
+mod fn_agent;
+mod generate;
+pub mod history;
+mod message;
+mod run_path;
+mod runner;
+mod session;
+mod stream;
+
+pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
+pub use error::FlowError;
+pub use event::{Action, AgentError, AgentEvent, EventOutput, InterruptInfo};
+pub use flow::{set_sub_agents, FlowAgent, NodeOptions};
+pub use fn_agent::FnAgent;
+pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
+pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
+pub use message::{Message, MessageRef, Role, ToolCall};
+pub use run_path::{RunPath, RunStep};
+pub use runner::Runner;
+pub use session::{Session, SessionEvent};
+pub use stream::{MessageStream, MessageStreamSender, StreamError};
