@@ -207,6 +207,40 @@ impl FlowAgent {
         self.at(node)
     }
 
+    /// The tree's shape in canonical form: each node's name followed by its children in
+    /// parentheses, depth first from the root, e.g. `triage(refund,complaint(escalation))`.
+    /// A node barred from its parent is marked with a trailing `^`.
+    pub fn shape(&self) -> String {
+        fn write(tree: &Tree, i: usize, out: &mut String) {
+            let n = &tree.nodes[i];
+            out.push_str(&n.name);
+            if n.options.disallow_transfer_to_parent {
+                out.push('^');
+            }
+            if !n.children.is_empty() {
+                out.push('(');
+                for (k, &c) in n.children.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    write(tree, c, out);
+                }
+                out.push(')');
+            }
+        }
+        let root = self.root();
+        let mut out = String::new();
+        write(&self.tree, root.node, &mut out);
+        out
+    }
+
+    /// A fingerprint of [`shape`](FlowAgent::shape): FNV-1a (64-bit) of its UTF-8 bytes. It
+    /// identifies the tree a checkpoint was taken in; `flow!` computes the same value at compile
+    /// time.
+    pub fn fingerprint(&self) -> u64 {
+        fingerprint_of(&self.shape())
+    }
+
     /// Resolves a transfer from this agent to `target`.
     fn transfer_target(&self, target: &str) -> Result<usize, AgentError> {
         let n = self.this();
@@ -233,6 +267,19 @@ impl FlowAgent {
             from: Arc::clone(&n.name),
         })
     }
+}
+
+/// FNV-1a, 64-bit, of `shape` (see [`FlowAgent::fingerprint`]).
+pub const fn fingerprint_of(shape: &str) -> u64 {
+    let bytes = shape.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
 }
 
 /// Gives `parent` its sub-agents and returns the joined tree, a handle on `parent` in it.

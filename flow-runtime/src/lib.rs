@@ -59,7 +59,7 @@ mod stream;
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
 pub use error::FlowError;
 pub use event::{Action, AgentError, AgentEvent, EventOutput, InterruptInfo};
-pub use flow::{set_sub_agents, FlowAgent, NodeOptions};
+pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
