@@ -448,7 +448,7 @@ async fn drive(start: FlowAgent, out: Context) -> Result<(), AgentError> {
                         }
                         last_action.clone_from(&event.action);
                     }
-                    out.emit(event);
+                    out.yield_event(event).await;
                 }
                 Err(payload) => {
                     out.emit(

@@ -67,6 +67,15 @@ impl Context {
         }
     }
 
+    /// Emits an event and waits until the caller has taken it (and every event before it).
+    ///
+    /// Use it in loops that may emit without end: the caller paces them, and dropping the
+    /// stream stops them at this await.
+    pub async fn yield_event(&self, event: AgentEvent) {
+        self.emit(event);
+        YieldOnce { yielded: false }.await;
+    }
+
     /// Emits an assistant message with the given text.
     pub fn say(&self, text: impl Into<String>) {
         self.emit(AgentEvent::message(Message::assistant(text)));
@@ -145,6 +154,26 @@ where
         fut: Some(Box::pin(fut)),
         queue,
     })
+}
+
+/// Returns `Pending` once, so the generated stream hands out what is queued before the body
+/// goes on.
+struct YieldOnce {
+    yielded: bool,
+}
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        // The generated stream returns a queued event right after this, so the wake is only
+        // needed when the body is polled by someone else (e.g. moved into a spawned task).
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
 }
 
 struct Generated {
