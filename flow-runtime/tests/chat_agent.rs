@@ -579,7 +579,7 @@ async fn retryable_failures_are_retried_and_never_recorded() {
     assert_eq!(
         events,
         ["patient error: agent 'patient' got no answer from its model after 3 attempt(s): model \
-          'scripted' answered HTTP 503: overloaded"]
+          'scripted' answered HTTP 503: overloaded; the server failed: retry later"]
     );
     // Only the error event is recorded (it has no message); no failed attempt is.
     assert_eq!(session, ["patient"]);
@@ -593,7 +593,7 @@ async fn retryable_failures_are_retried_and_never_recorded() {
     assert_eq!(
         events,
         ["patient error: agent 'patient' got no answer from its model after 1 attempt(s): model \
-          'scripted' answered HTTP 401: bad key"]
+          'scripted' answered HTTP 401: bad key; check the API key (OPENAI_API_KEY)"]
     );
     assert_eq!(model.calls(), 1);
 }

@@ -144,7 +144,7 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 #[non_exhaustive]
 pub enum ModelError {
     /// The server answered with an HTTP error status. Retryable for 408, 409, 429 and 5xx.
-    #[error("model '{model}' answered HTTP {status}: {body}")]
+    #[error("model '{model}' answered HTTP {status}: {body}{}", http_hint(*.status))]
     Http {
         /// The model asked.
         model: Arc<str>,
@@ -268,6 +268,17 @@ impl ModelError {
     }
 }
 
+/// What to do about an HTTP error status, appended to its message.
+fn http_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => "; check the API key (OPENAI_API_KEY)",
+        404 => "; check the base URL (OPENAI_BASE_URL) and the model name (OPENAI_MODEL)",
+        429 => "; the server is rate limiting: retry later or wait longer between retries",
+        500..=599 => "; the server failed: retry later",
+        _ => "",
+    }
+}
+
 /// The first `max` characters of `text`, with `…` if it was cut.
 pub(crate) fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -296,7 +307,14 @@ mod tests {
         let text = e.to_string();
         assert_eq!(
             text,
-            format!("model 'gpt' answered HTTP 503: {}…", "x".repeat(500))
+            format!(
+                "model 'gpt' answered HTTP 503: {}…; the server failed: retry later",
+                "x".repeat(500)
+            )
+        );
+        assert_eq!(
+            ModelError::http("gpt", 401, "no key").to_string(),
+            "model 'gpt' answered HTTP 401: no key; check the API key (OPENAI_API_KEY)"
         );
     }
 }
