@@ -9,8 +9,8 @@
 //!
 //! - not streaming, or a stream that fails before its first chunk: nothing was emitted;
 //! - a stream that fails part-way: the caller has already seen its chunks live, so it sees the
-//!   failure too (its reader ends with a [`StreamError`] whose text ends with `will retry` or
-//!   `giving up`). The session, however, does not fork that stream: inside a tree, the agent
+//!   failure too: its reader ends with a [`StreamError`] whose text says what failed, then
+//!   `agent 'A' will retry (attempt N of M)` or `agent 'A' is giving up`. The session, however, does not fork that stream: inside a tree, the agent
 //!   marks its stream events as recorded by itself, reads its own fork to the end, and only
 //!   when the stream completed records the whole message in the session, at its own run path
 //!   and in its place in the event order. A failed attempt is simply never recorded.

@@ -639,7 +639,7 @@ mod tests {
 
     #[test]
     fn config_debug_hides_the_key() {
-        let c = OpenAiConfig::new("http://x/v1", "m").api_key("sk-secret");
-        assert!(!format!("{c:?}").contains("sk-secret"));
+        let c = OpenAiConfig::new("http://x/v1", "m").api_key("not-a-real-key");
+        assert!(!format!("{c:?}").contains("not-a-real-key"));
     }
 }
