@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod chat_agent;
 mod error;
 mod event;
 mod flow;
@@ -51,12 +52,19 @@ mod fn_agent;
 mod generate;
 pub mod history;
 mod message;
+pub mod model;
 mod run_path;
 mod runner;
 mod session;
 mod stream;
+pub mod tool;
 
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
+pub use async_trait::async_trait;
+pub use chat_agent::{
+    exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
+    ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+};
 pub use error::FlowError;
 pub use event::{Action, AgentError, AgentEvent, EventOutput, InterruptInfo};
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
@@ -64,7 +72,10 @@ pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
 pub use message::{Message, MessageRef, Role, ToolCall};
+pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
 pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;
+pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
+pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError};

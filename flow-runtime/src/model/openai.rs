@@ -1,0 +1,645 @@
+//! [`OpenAiChatModel`]: a chat model over any OpenAI-compatible `/v1/chat/completions` server.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream};
+use crate::message::{Message, Role, ToolCall};
+
+/// Where and how to reach an OpenAI-compatible server.
+///
+/// `base_url` ends before `/chat/completions`: `https://api.openai.com/v1` for OpenAI,
+/// `http://localhost:11434/v1` for Ollama, `http://localhost:8000/v1` for vLLM,
+/// `http://localhost:8080/v1` for llama.cpp's server.
+///
+/// ```
+/// use flow_runtime::model::OpenAiConfig;
+/// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2");
+/// assert_eq!(config.endpoint(), "http://localhost:11434/v1/chat/completions");
+/// ```
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    /// The API's base URL, up to and including the version (`…/v1`).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer …` when set (local servers usually need none).
+    pub api_key: Option<String>,
+    /// The model id (`gpt-4o-mini`, `llama3.2`, …).
+    pub model: String,
+    /// Limit on a whole non-streamed call; `None` waits as long as the server takes.
+    pub timeout: Option<Duration>,
+    /// Extra fields merged into every request body (`temperature`, `max_tokens`, …).
+    pub extra_body: serde_json::Map<String, Value>,
+}
+
+impl OpenAiConfig {
+    /// The base URL used when `OPENAI_BASE_URL` is not set.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+    /// The model used when `OPENAI_MODEL` is not set.
+    pub const DEFAULT_MODEL: &'static str = "gpt-4o-mini";
+
+    /// A configuration for `model` at `base_url`, without an API key.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            timeout: None,
+            extra_body: serde_json::Map::new(),
+        }
+    }
+
+    /// A configuration from the usual environment variables: `OPENAI_BASE_URL` (default
+    /// [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL)), `OPENAI_API_KEY` (optional) and
+    /// `OPENAI_MODEL` (default [`DEFAULT_MODEL`](Self::DEFAULT_MODEL)). Empty values count as
+    /// unset.
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        OpenAiConfig {
+            api_key: var("OPENAI_API_KEY"),
+            ..Self::new(
+                var("OPENAI_BASE_URL").unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+                var("OPENAI_MODEL").unwrap_or_else(|| Self::DEFAULT_MODEL.to_owned()),
+            )
+        }
+    }
+
+    /// Sets the API key.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sets the limit on a whole non-streamed call.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Adds a field to every request body.
+    pub fn extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra_body.insert(key.into(), value);
+        self
+    }
+
+    /// The URL requests go to: the base URL with `/chat/completions` appended.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("extra_body", &self.extra_body)
+            .finish()
+    }
+}
+
+/// A [`ChatModel`] speaking the OpenAI chat-completions protocol over HTTP (reqwest with
+/// rustls): tool calling, and streaming over server-sent events. Works with OpenAI, Ollama,
+/// vLLM, llama.cpp and other compatible servers.
+///
+/// Errors are typed: an HTTP error status is [`ModelError::Http`] (with `Retry-After`), a
+/// connection failure [`ModelError::Connection`], a stream that breaks off
+/// [`ModelError::StreamInterrupted`], a body that is not a chat completion
+/// [`ModelError::Malformed`].
+///
+/// ```no_run
+/// use flow_runtime::model::{OpenAiChatModel, OpenAiConfig};
+/// use flow_runtime::ChatModelAgent;
+/// let model = OpenAiChatModel::new(OpenAiConfig::from_env()).unwrap();
+/// let agent = ChatModelAgent::builder("assistant", model).build().unwrap();
+/// # let _ = agent;
+/// ```
+#[derive(Clone)]
+pub struct OpenAiChatModel {
+    config: Arc<OpenAiConfig>,
+    endpoint: Arc<str>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for OpenAiChatModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiChatModel")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiChatModel {
+    /// A model with its own HTTP client. Fails only if the client cannot be set up.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| ModelError::Connection {
+                model: config.model.as_str().into(),
+                message: format!("cannot set up the HTTP client: {e}").into(),
+            })?;
+        Ok(Self::with_client(config, client))
+    }
+
+    /// A model using the given HTTP client (to share connection pools or set proxies).
+    pub fn with_client(config: OpenAiConfig, client: reqwest::Client) -> Self {
+        OpenAiChatModel {
+            endpoint: config.endpoint().into(),
+            config: Arc::new(config),
+            client,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn model(&self) -> Arc<str> {
+        self.config.model.as_str().into()
+    }
+
+    /// The JSON body of a request.
+    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+        let messages: Vec<Value> = request.messages.iter().map(|m| wire_message(m)).collect();
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.parameters,
+                        }
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        body.insert("stream".into(), json!(stream));
+        for (k, v) in &self.config.extra_body {
+            body.insert(k.clone(), v.clone());
+        }
+        Value::Object(body)
+    }
+
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<reqwest::Response, ModelError> {
+        let mut http = self
+            .client
+            .post(&*self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.request_body(request, stream).to_string());
+        if let Some(key) = &self.config.api_key {
+            http = http.bearer_auth(key);
+        }
+        if let (Some(timeout), false) = (self.config.timeout, stream) {
+            http = http.timeout(timeout);
+        }
+        let response = http.send().await.map_err(|e| ModelError::Connection {
+            model: self.model(),
+            message: format!("POST {}: {}", self.endpoint, error_chain(&e)).into(),
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = response.text().await.unwrap_or_default();
+        let body = serde_json::from_str::<ErrorBody>(&text)
+            .ok()
+            .and_then(|b| b.error)
+            .map(|e| e.message)
+            .unwrap_or(text);
+        Err(ModelError::Http {
+            model: self.model(),
+            status: status.as_u16(),
+            body: truncate(&body, 500).into(),
+            retry_after,
+        })
+    }
+
+    fn malformed(&self, message: impl fmt::Display) -> ModelError {
+        ModelError::Malformed {
+            model: self.model(),
+            message: message.to_string().into(),
+        }
+    }
+
+    fn parse_completion(&self, text: &str) -> Result<Message, ModelError> {
+        let body: Completion = serde_json::from_str(text).map_err(|e| {
+            self.malformed(format_args!(
+                "{e}; the body starts: {}",
+                truncate(text, 200)
+            ))
+        })?;
+        let choice = body
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.malformed("the reply has no choices"))?;
+        let m = choice.message;
+        let tool_calls = m
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                let f = c.function.unwrap_or_default();
+                ToolCall::new(
+                    c.id.unwrap_or_default(),
+                    f.name.unwrap_or_default(),
+                    f.arguments.unwrap_or_default(),
+                )
+            })
+            .collect();
+        Ok(Message::assistant_tool_calls(
+            m.content.unwrap_or_default(),
+            tool_calls,
+        ))
+    }
+}
+
+/// A message as the protocol writes it.
+fn wire_message(m: &Message) -> Value {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("role".into(), json!(role));
+    if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
+        out.insert("content".into(), Value::Null);
+    } else {
+        out.insert("content".into(), json!(m.content));
+    }
+    if !m.tool_calls.is_empty() {
+        let calls: Vec<Value> = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": { "name": c.name, "arguments": c.arguments },
+                })
+            })
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = &m.tool_call_id {
+        out.insert("tool_call_id".into(), json!(id));
+    }
+    Value::Object(out)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: Option<ApiError>,
+}
+
+#[derive(Deserialize)]
+struct ApiError {
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: WireMessage,
+}
+
+#[derive(Deserialize, Default)]
+struct WireMessage {
+    content: Option<String>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    index: Option<usize>,
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct StreamChunk {
+    #[serde(default)]
+    choices: Vec<StreamChoice>,
+    error: Option<ApiError>,
+}
+
+#[derive(Deserialize)]
+struct StreamChoice {
+    #[serde(default)]
+    delta: WireMessage,
+    finish_reason: Option<String>,
+}
+
+#[async_trait]
+impl ChatModel for OpenAiChatModel {
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
+        let response = self.send(request, false).await?;
+        let text = response
+            .text()
+            .await
+            .map_err(|e| ModelError::StreamInterrupted {
+                model: self.model(),
+                message: format!("reading the reply: {}", error_chain(&e)).into(),
+            })?;
+        self.parse_completion(&text)
+    }
+
+    async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
+        let response = self.send(request, true).await?;
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            // The server ignored `stream: true` and sent the whole reply.
+            let text = response
+                .text()
+                .await
+                .map_err(|e| ModelError::StreamInterrupted {
+                    model: self.model(),
+                    message: format!("reading the reply: {}", error_chain(&e)).into(),
+                })?;
+            let whole = self.parse_completion(&text)?;
+            return Ok(futures::stream::once(async move { Ok(whole) }).boxed());
+        }
+        Ok(sse_chunks(self.clone(), response.bytes_stream()).boxed())
+    }
+}
+
+/// State of one SSE stream being decoded.
+struct Sse<S> {
+    model: OpenAiChatModel,
+    body: S,
+    buffer: Vec<u8>,
+    data: String,
+    ready: VecDeque<Result<Message, ModelError>>,
+    finished: bool,
+    done: bool,
+}
+
+fn sse_chunks<S, B>(
+    model: OpenAiChatModel,
+    body: S,
+) -> impl Stream<Item = Result<Message, ModelError>>
+where
+    S: Stream<Item = Result<B, reqwest::Error>> + Unpin + Send + 'static,
+    B: AsRef<[u8]>,
+{
+    let state = Sse {
+        model,
+        body,
+        buffer: Vec::new(),
+        data: String::new(),
+        ready: VecDeque::new(),
+        finished: false,
+        done: false,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(item) = st.ready.pop_front() {
+                if item.is_err() {
+                    st.done = true;
+                }
+                return Some((item, st));
+            }
+            if st.done {
+                return None;
+            }
+            match st.body.next().await {
+                Some(Ok(bytes)) => {
+                    st.buffer.extend_from_slice(bytes.as_ref());
+                    st.take_lines();
+                }
+                Some(Err(e)) => {
+                    let error = ModelError::StreamInterrupted {
+                        model: st.model.model(),
+                        message: error_chain(&e).into(),
+                    };
+                    st.ready.push_back(Err(error));
+                }
+                None => {
+                    // A last event not followed by a blank line still counts.
+                    if !st.buffer.is_empty() {
+                        st.buffer.push(b'\n');
+                        st.take_lines();
+                    }
+                    st.line("");
+                    if st.ready.is_empty() && !st.done {
+                        st.done = true;
+                        if !st.finished {
+                            let error = ModelError::StreamInterrupted {
+                                model: st.model.model(),
+                                message: "the stream ended before the reply was complete (no \
+                                          finish_reason and no [DONE])"
+                                    .into(),
+                            };
+                            return Some((Err(error), st));
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+impl<S> Sse<S> {
+    /// Takes every whole line out of the buffer.
+    fn take_lines(&mut self) {
+        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+            let raw: Vec<u8> = self.buffer.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&raw);
+            let line = line.trim_end_matches(['\n', '\r']).to_owned();
+            self.line(&line);
+            if self.done {
+                self.buffer.clear();
+                return;
+            }
+        }
+    }
+
+    /// One SSE line: `data:` lines accumulate, a blank line dispatches the event.
+    fn line(&mut self, line: &str) {
+        if self.done {
+            return;
+        }
+        if line.is_empty() {
+            if !self.data.is_empty() {
+                let data = std::mem::take(&mut self.data);
+                self.event(&data);
+            }
+            return;
+        }
+        if let Some(value) = line.strip_prefix("data:") {
+            if !self.data.is_empty() {
+                self.data.push('\n');
+            }
+            self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
+        }
+        // Comments (`:`), `event:`, `id:` and `retry:` lines carry nothing we use.
+    }
+
+    fn event(&mut self, data: &str) {
+        if data.trim() == "[DONE]" {
+            self.finished = true;
+            self.done = true;
+            return;
+        }
+        let chunk: StreamChunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let error = self.model.malformed(format_args!(
+                    "a stream chunk is not valid: {e}; the chunk starts: {}",
+                    truncate(data, 200)
+                ));
+                self.ready.push_back(Err(error));
+                self.done = true;
+                return;
+            }
+        };
+        if let Some(error) = chunk.error {
+            self.ready.push_back(Err(ModelError::StreamInterrupted {
+                model: self.model.model(),
+                message: format!("the server reported an error: {}", error.message).into(),
+            }));
+            self.done = true;
+            return;
+        }
+        for choice in chunk.choices {
+            if choice.finish_reason.is_some() {
+                self.finished = true;
+            }
+            let delta = choice.delta;
+            let tool_calls: Vec<ToolCall> = delta
+                .tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(k, c)| {
+                    let f = c.function.unwrap_or_default();
+                    ToolCall {
+                        index: Some(c.index.unwrap_or(k)),
+                        id: c.id.unwrap_or_default(),
+                        name: f.name.unwrap_or_default(),
+                        arguments: f.arguments.unwrap_or_default(),
+                    }
+                })
+                .collect();
+            let content = delta.content.unwrap_or_default();
+            if !content.is_empty() || !tool_calls.is_empty() {
+                self.ready
+                    .push_back(Ok(Message::assistant_tool_calls(content, tool_calls)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ToolDefinition;
+
+    #[test]
+    fn request_body_follows_the_protocol() {
+        let model = OpenAiChatModel::new(
+            OpenAiConfig::new("http://127.0.0.1:1/v1/", "m").extra("temperature", json!(0)),
+        )
+        .unwrap();
+        assert_eq!(&*model.endpoint, "http://127.0.0.1:1/v1/chat/completions");
+        let request = ChatRequest::new([
+            Arc::new(Message::system("be brief")),
+            Arc::new(Message::user("hi")),
+            Arc::new(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::new("c1", "lookup", "{\"id\":1}")],
+            )),
+            Arc::new(Message::tool("found", "c1", "lookup")),
+        ])
+        .with_tools([ToolDefinition {
+            name: "lookup".into(),
+            description: "Looks up.".into(),
+            parameters: json!({"type": "object"}),
+        }]);
+        assert_eq!(
+            model.request_body(&request, true),
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function",
+                         "function": {"name": "lookup", "arguments": "{\"id\":1}"}}
+                    ]},
+                    {"role": "tool", "content": "found", "tool_call_id": "c1"}
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "lookup", "description": "Looks up.", "parameters": {"type": "object"}
+                }}],
+                "stream": true,
+                "temperature": 0
+            })
+        );
+    }
+
+    #[test]
+    fn config_debug_hides_the_key() {
+        let c = OpenAiConfig::new("http://x/v1", "m").api_key("not-a-real-key");
+        assert!(!format!("{c:?}").contains("not-a-real-key"));
+    }
+}

@@ -1,0 +1,496 @@
+//! [`ScriptedModel`]: a deterministic, offline chat model for examples and tests.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+
+use super::{ChatModel, ChatRequest, ModelError, ModelStream};
+use crate::generate::TRANSFER_TOOL_NAME;
+use crate::message::{Message, Role, ToolCall};
+
+/// One answer of a [`ScriptedModel`]: a reply, or a failure.
+///
+/// Tool calls built here have an empty id; the model fills it in as `call_{turn}_{k}` (turn:
+/// 1 + the number of assistant messages in the request, k: 1-based position in the reply), so
+/// ids are unique in a conversation and the same on every run.
+///
+/// ```
+/// use flow_runtime::model::ScriptStep;
+/// use serde_json::json;
+/// let step = ScriptStep::tool_call("lookup_order", json!({"order_id": 42}));
+/// # let _ = step;
+/// ```
+#[derive(Debug, Clone)]
+pub enum ScriptStep {
+    /// Answer with this assistant message.
+    Reply(Message),
+    /// Fail the call with this error (before any chunk, when streaming).
+    Fail(ModelError),
+    /// Reply, but when streaming, fail with `error` after the first `after_chunks` chunks.
+    /// Generating (not streaming) fails with `error` at once.
+    FailMidStream {
+        /// The reply whose chunks are streamed before the failure.
+        reply: Message,
+        /// How many chunks get through.
+        after_chunks: usize,
+        /// The failure.
+        error: ModelError,
+    },
+}
+
+impl ScriptStep {
+    /// A plain text answer.
+    pub fn text(content: impl Into<String>) -> Self {
+        ScriptStep::Reply(Message::assistant(content))
+    }
+
+    /// An answer calling one tool with the given arguments.
+    pub fn tool_call(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self::tool_calls([(name, arguments)])
+    }
+
+    /// An answer calling several tools, in this order.
+    pub fn tool_calls<N: Into<String>>(
+        calls: impl IntoIterator<Item = (N, serde_json::Value)>,
+    ) -> Self {
+        let calls = calls
+            .into_iter()
+            .map(|(name, args)| ToolCall::new("", name, args.to_string()))
+            .collect();
+        ScriptStep::Reply(Message::assistant_tool_calls("", calls))
+    }
+
+    /// An answer calling a tool with raw argument text (which need not be valid JSON).
+    pub fn raw_tool_call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        ScriptStep::Reply(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::new("", name, arguments)],
+        ))
+    }
+
+    /// An answer calling `transfer_to_agent` with `{"agent_name": target}`.
+    pub fn transfer(target: &str) -> Self {
+        Self::tool_call(
+            TRANSFER_TOOL_NAME,
+            serde_json::json!({ "agent_name": target }),
+        )
+    }
+
+    /// An answer calling the `exit` tool with `{"final_result": result}`.
+    pub fn exit(result: &str) -> Self {
+        Self::tool_call("exit", serde_json::json!({ "final_result": result }))
+    }
+
+    /// A failure.
+    pub fn fail(error: ModelError) -> Self {
+        ScriptStep::Fail(error)
+    }
+
+    /// This reply, failing with `error` after `after_chunks` chunks when streamed.
+    pub fn fail_mid_stream(self, after_chunks: usize, error: ModelError) -> Self {
+        match self {
+            ScriptStep::Reply(reply) | ScriptStep::FailMidStream { reply, .. } => {
+                ScriptStep::FailMidStream {
+                    reply,
+                    after_chunks,
+                    error,
+                }
+            }
+            ScriptStep::Fail(_) => ScriptStep::Fail(error),
+        }
+    }
+}
+
+impl From<Message> for ScriptStep {
+    fn from(message: Message) -> Self {
+        ScriptStep::Reply(message)
+    }
+}
+
+impl From<&str> for ScriptStep {
+    fn from(text: &str) -> Self {
+        ScriptStep::text(text)
+    }
+}
+
+type Predicate = dyn Fn(&ChatRequest) -> bool + Send + Sync;
+
+struct Rule {
+    when: Box<Predicate>,
+    then: ScriptStep,
+}
+
+enum Source {
+    /// Steps in order, one per call.
+    Script(Vec<ScriptStep>),
+    /// First matching rule wins.
+    Rules {
+        rules: Vec<Rule>,
+        otherwise: Option<ScriptStep>,
+    },
+}
+
+struct Inner {
+    source: Source,
+    log: Mutex<Vec<ChatRequest>>,
+}
+
+/// A chat model that answers from a script, with no network: the default for examples and
+/// tests.
+///
+/// Two kinds of script:
+/// - [`ScriptedModel::new`]: a list of steps, one per call, in order (shared by all runs of the
+///   model; when it runs out, calls fail with [`ModelError::ScriptExhausted`]);
+/// - [`ScriptedModel::rules`]: rules looked at on every call, the first match answers
+///   (stateless, so concurrent runs each get the same answers).
+///
+/// When asked to stream, the reply comes in chunks: the content word by word (each chunk a
+/// run of spaces and a word), then each tool call in two chunks carrying the call's `index`
+/// (id and name with the first half of the arguments, then the rest).
+///
+/// A clone shares the script and the log of requests ([`requests`](ScriptedModel::requests)),
+/// so a test can keep one to look at what the agent asked.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use flow_runtime::model::{ChatModel, ChatRequest, ScriptStep, ScriptedModel};
+/// use flow_runtime::Message;
+/// use std::sync::Arc;
+///
+/// let model = ScriptedModel::rules()
+///     .when_last_user_contains("refund", ScriptStep::transfer("refund"))
+///     .otherwise(ScriptStep::text("How can I help?"))
+///     .named("triage-model");
+/// let ask = |text: &str| ChatRequest::new([Arc::new(Message::user(text))]);
+/// let reply = model.generate(&ask("I want a refund")).await.unwrap();
+/// assert_eq!(reply.tool_calls[0].name, "transfer_to_agent");
+/// assert_eq!(reply.tool_calls[0].arguments, r#"{"agent_name":"refund"}"#);
+/// assert_eq!(reply.tool_calls[0].id, "call_1_1");
+/// let reply = model.generate(&ask("hello")).await.unwrap();
+/// assert_eq!(reply.content, "How can I help?");
+/// assert_eq!(model.requests().len(), 2);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct ScriptedModel {
+    name: Arc<str>,
+    inner: Arc<Inner>,
+}
+
+impl ScriptedModel {
+    /// A model answering call `n` with step `n` of `steps`.
+    pub fn new(steps: impl IntoIterator<Item = impl Into<ScriptStep>>) -> Self {
+        Self::from_source(Source::Script(steps.into_iter().map(Into::into).collect()))
+    }
+
+    /// A model answering by rules; add them with the returned builder.
+    pub fn rules() -> ScriptRules {
+        ScriptRules {
+            rules: Vec::new(),
+            otherwise: None,
+        }
+    }
+
+    fn from_source(source: Source) -> Self {
+        ScriptedModel {
+            name: Arc::from("scripted"),
+            inner: Arc::new(Inner {
+                source,
+                log: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// This model under another name (errors name it); it shares script and log with `self`.
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Every request this model (and its clones) received, in order.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.inner.log.lock().expect("scripted model log").clone()
+    }
+
+    /// How many calls this model (and its clones) received.
+    pub fn calls(&self) -> usize {
+        self.inner.log.lock().expect("scripted model log").len()
+    }
+
+    /// Logs the request and picks the step that answers it.
+    fn answer(&self, request: &ChatRequest) -> Result<ScriptStep, ModelError> {
+        let call = {
+            let mut log = self.inner.log.lock().expect("scripted model log");
+            log.push(request.clone());
+            log.len()
+        };
+        let step = match &self.inner.source {
+            Source::Script(steps) => {
+                steps
+                    .get(call - 1)
+                    .cloned()
+                    .ok_or_else(|| ModelError::ScriptExhausted {
+                        model: Arc::clone(&self.name),
+                        call,
+                        message: format!("the script has {} step(s)", steps.len()).into(),
+                    })?
+            }
+            Source::Rules { rules, otherwise } => rules
+                .iter()
+                .find(|r| (r.when)(request))
+                .map(|r| r.then.clone())
+                .or_else(|| otherwise.clone())
+                .ok_or_else(|| ModelError::ScriptExhausted {
+                    model: Arc::clone(&self.name),
+                    call,
+                    message: "no rule matched and there is no `otherwise` step".into(),
+                })?,
+        };
+        Ok(match step {
+            ScriptStep::Reply(m) => ScriptStep::Reply(with_ids(m, request)),
+            ScriptStep::FailMidStream {
+                reply,
+                after_chunks,
+                error,
+            } => ScriptStep::FailMidStream {
+                reply: with_ids(reply, request),
+                after_chunks,
+                error,
+            },
+            fail @ ScriptStep::Fail(_) => fail,
+        })
+    }
+}
+
+/// Fills in empty tool-call ids as `call_{turn}_{k}`.
+fn with_ids(mut reply: Message, request: &ChatRequest) -> Message {
+    let turn = 1 + request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    for (k, call) in reply.tool_calls.iter_mut().enumerate() {
+        if call.id.is_empty() {
+            call.id = format!("call_{turn}_{}", k + 1);
+        }
+    }
+    reply
+}
+
+/// Splits a reply into stream chunks: words of the content, then two chunks per tool call.
+pub(crate) fn chunks_of(reply: &Message) -> Vec<Message> {
+    let mut out = Vec::new();
+    let text = reply.content.as_str();
+    let mut start = 0;
+    let mut in_word = false;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() && in_word {
+            out.push(Message::assistant(&text[start..i]));
+            start = i;
+            in_word = false;
+        } else if !c.is_whitespace() {
+            in_word = true;
+        }
+    }
+    if start < text.len() {
+        out.push(Message::assistant(&text[start..]));
+    }
+    for (index, call) in reply.tool_calls.iter().enumerate() {
+        let args = call.arguments.as_str();
+        let half = args
+            .char_indices()
+            .map(|(i, _)| i)
+            .nth(args.chars().count() / 2)
+            .unwrap_or(args.len());
+        let piece = |id: &str, name: &str, arguments: &str| {
+            Message::assistant_tool_calls(
+                "",
+                vec![ToolCall {
+                    index: Some(index),
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    arguments: arguments.to_owned(),
+                }],
+            )
+        };
+        out.push(piece(&call.id, &call.name, &args[..half]));
+        if half < args.len() {
+            out.push(piece("", "", &args[half..]));
+        }
+    }
+    if out.is_empty() {
+        out.push(Message::assistant(""));
+    }
+    out
+}
+
+#[async_trait]
+impl ChatModel for ScriptedModel {
+    fn model_name(&self) -> &str {
+        &self.name
+    }
+
+    async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
+        match self.answer(request)? {
+            ScriptStep::Reply(m) => Ok(m),
+            ScriptStep::Fail(e) | ScriptStep::FailMidStream { error: e, .. } => Err(e),
+        }
+    }
+
+    async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
+        let items: Vec<Result<Message, ModelError>> = match self.answer(request)? {
+            ScriptStep::Reply(m) => chunks_of(&m).into_iter().map(Ok).collect(),
+            ScriptStep::Fail(e) => return Err(e),
+            ScriptStep::FailMidStream {
+                reply,
+                after_chunks,
+                error,
+            } => chunks_of(&reply)
+                .into_iter()
+                .take(after_chunks)
+                .map(Ok)
+                .chain([Err(error)])
+                .collect(),
+        };
+        Ok(futures::stream::iter(items).boxed())
+    }
+}
+
+impl fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("name", &self.name)
+            .field("calls", &self.calls())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a rule-based [`ScriptedModel`]: on each call the rules are tried in the order they
+/// were added and the first that matches answers; if none does, the `otherwise` step answers.
+///
+/// A rule that matches on the user's words keeps matching after a tool call (the user's words
+/// are still there): put [`after_tool`](ScriptRules::after_tool) rules first.
+pub struct ScriptRules {
+    rules: Vec<Rule>,
+    otherwise: Option<ScriptStep>,
+}
+
+impl ScriptRules {
+    /// Answers `then` when `when` holds for the request.
+    pub fn when(
+        mut self,
+        when: impl Fn(&ChatRequest) -> bool + Send + Sync + 'static,
+        then: impl Into<ScriptStep>,
+    ) -> Self {
+        self.rules.push(Rule {
+            when: Box::new(when),
+            then: then.into(),
+        });
+        self
+    }
+
+    /// Answers `then` when the last user-role message (the user's words, or another agent's
+    /// words rewritten as context) contains `keyword`, ignoring case.
+    pub fn when_last_user_contains(self, keyword: &str, then: impl Into<ScriptStep>) -> Self {
+        let keyword = keyword.to_lowercase();
+        self.when(
+            move |r| {
+                r.last_user_message()
+                    .is_some_and(|m| m.content.to_lowercase().contains(&keyword))
+            },
+            then,
+        )
+    }
+
+    /// Answers `then` when any user-role message contains `keyword`, ignoring case.
+    pub fn when_any_user_contains(self, keyword: &str, then: impl Into<ScriptStep>) -> Self {
+        let keyword = keyword.to_lowercase();
+        self.when(
+            move |r| {
+                r.messages
+                    .iter()
+                    .any(|m| m.role == Role::User && m.content.to_lowercase().contains(&keyword))
+            },
+            then,
+        )
+    }
+
+    /// Answers `then` when the last message is a result of the tool `tool_name`.
+    pub fn after_tool(self, tool_name: &str, then: impl Into<ScriptStep>) -> Self {
+        let tool_name = tool_name.to_owned();
+        self.when(
+            move |r| {
+                r.messages.last().is_some_and(|m| {
+                    m.role == Role::Tool && m.tool_name.as_deref() == Some(tool_name.as_str())
+                })
+            },
+            then,
+        )
+    }
+
+    /// Answers `then` when no rule matches, and builds the model (named `scripted`).
+    pub fn otherwise(mut self, then: impl Into<ScriptStep>) -> ScriptedModel {
+        self.otherwise = Some(then.into());
+        self.build()
+    }
+
+    /// Builds the model with no fallback: a call no rule matches fails.
+    pub fn build(self) -> ScriptedModel {
+        ScriptedModel::from_source(Source::Rules {
+            rules: self.rules,
+            otherwise: self.otherwise,
+        })
+    }
+}
+
+impl fmt::Debug for ScriptRules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptRules")
+            .field("rules", &self.rules.len())
+            .field("otherwise", &self.otherwise)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_split_words_and_tool_calls_and_concat_back() {
+        let reply = Message::assistant_tool_calls(
+            "Let me  check.",
+            vec![
+                ToolCall::new("c1", "lookup", r#"{"id":7}"#),
+                ToolCall::new("c2", "ping", ""),
+            ],
+        );
+        let chunks = chunks_of(&reply);
+        let texts: Vec<&str> = chunks.iter().map(|c| c.content.as_str()).collect();
+        assert_eq!(texts, ["Let", " me", "  check.", "", "", ""]);
+        let args: Vec<(Option<usize>, &str, &str)> = chunks
+            .iter()
+            .flat_map(|c| &c.tool_calls)
+            .map(|t| (t.index, t.id.as_str(), t.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            args,
+            [
+                (Some(0), "c1", "{\"id"),
+                (Some(0), "", "\":7}"),
+                (Some(1), "c2", "")
+            ]
+        );
+        let whole = Message::concat(&chunks);
+        assert_eq!(whole.content, "Let me  check.");
+        assert_eq!(whole.role, Role::Assistant);
+        let calls: Vec<(&str, &str, &str)> = whole
+            .tool_calls
+            .iter()
+            .map(|t| (t.id.as_str(), t.name.as_str(), t.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("c1", "lookup", r#"{"id":7}"#), ("c2", "ping", "")]);
+    }
+}

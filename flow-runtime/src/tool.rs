@@ -1,0 +1,484 @@
+//! Tools a [`ChatModelAgent`](crate::ChatModelAgent) can call: the [`Tool`] trait, typed
+//! function tools ([`tool_fn`]) and [`ToolError`].
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::agent::RunContext;
+use crate::model::ToolDefinition;
+
+/// What a tool call knows about where it runs.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    run: RunContext,
+    call_id: Arc<str>,
+}
+
+impl ToolContext {
+    /// The context of the call `call_id` made by the agent running with `run`.
+    pub fn new(run: RunContext, call_id: impl Into<Arc<str>>) -> Self {
+        ToolContext {
+            run,
+            call_id: call_id.into(),
+        }
+    }
+
+    /// The calling agent's run context: session (values, record), run path, root input.
+    pub fn run_context(&self) -> &RunContext {
+        &self.run
+    }
+
+    /// The name of the agent that called the tool.
+    pub fn agent_name(&self) -> &str {
+        self.run.agent_name()
+    }
+
+    /// The id of the tool call being answered.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+}
+
+/// A tool failed. The [`ChatModelAgent`](crate::ChatModelAgent) does not end the run: it
+/// answers the model with `error: ` and this text, so the model can correct itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The arguments are not JSON, or do not match the tool's schema.
+    #[error(
+        "invalid arguments for tool '{tool}': {message}; call it again with a JSON object that \
+         matches its parameters schema"
+    )]
+    InvalidArguments {
+        /// The tool called.
+        tool: Arc<str>,
+        /// What is wrong with the arguments.
+        message: Arc<str>,
+    },
+    /// The model called a tool the agent does not have.
+    #[error("unknown tool '{tool}'; {}", available_text(.available))]
+    UnknownTool {
+        /// The name the model used.
+        tool: Arc<str>,
+        /// The tools the agent has.
+        available: Vec<Arc<str>>,
+    },
+    /// `transfer_to_agent` named an agent that is not a legal target.
+    #[error(
+        "cannot transfer to agent '{target}': it is not one of the agents you can transfer to \
+         ({}); call transfer_to_agent again with one of them",
+        .available.join(", ")
+    )]
+    IllegalTransfer {
+        /// The agent asked for.
+        target: Arc<str>,
+        /// The legal targets.
+        available: Vec<Arc<str>>,
+    },
+    /// The call was not run because an earlier call of the same reply ends the agent's turn.
+    #[error("tool '{tool}' was not run: {reason}")]
+    NotRun {
+        /// The tool called.
+        tool: Arc<str>,
+        /// Why.
+        reason: Arc<str>,
+    },
+    /// The tool ran and failed.
+    #[error("tool '{tool}' failed: {message}")]
+    Failed {
+        /// The tool.
+        tool: Arc<str>,
+        /// What went wrong.
+        message: Arc<str>,
+    },
+    /// The tool panicked; the run goes on.
+    #[error("tool '{tool}' panicked: {message}")]
+    Panicked {
+        /// The tool.
+        tool: Arc<str>,
+        /// The panic message, when it was a string.
+        message: Arc<str>,
+    },
+}
+
+fn available_text(available: &[Arc<str>]) -> String {
+    if available.is_empty() {
+        "this agent has no tools: answer without calling any".to_owned()
+    } else {
+        format!(
+            "the available tools are: {}; call one of them or answer without tools",
+            available.join(", ")
+        )
+    }
+}
+
+impl ToolError {
+    /// The tool ran and failed.
+    pub fn failed(tool: impl Into<Arc<str>>, message: impl fmt::Display) -> Self {
+        ToolError::Failed {
+            tool: tool.into(),
+            message: message.to_string().into(),
+        }
+    }
+
+    /// The arguments were not acceptable.
+    pub fn invalid_arguments(tool: impl Into<Arc<str>>, message: impl fmt::Display) -> Self {
+        ToolError::InvalidArguments {
+            tool: tool.into(),
+            message: message.to_string().into(),
+        }
+    }
+
+    /// The tool-result text the model receives for this error: `error: ` and the message.
+    pub fn to_model_text(&self) -> String {
+        format!("error: {self}")
+    }
+}
+
+/// Something a model can call: a name, a description, the JSON Schema of its arguments, and
+/// an async function from the arguments' JSON text to a text result.
+///
+/// Object safe (agents hold `Arc<dyn Tool>`). Most tools are written with [`tool_fn`], which
+/// derives the schema from a typed argument struct; implement the trait for tools that need
+/// more (their own state, a schema decided at run time).
+///
+/// ```
+/// use async_trait::async_trait;
+/// use flow_runtime::{Tool, ToolContext, ToolError};
+///
+/// struct Clock;
+///
+/// #[async_trait]
+/// impl Tool for Clock {
+///     fn name(&self) -> &str { "clock" }
+///     fn description(&self) -> &str { "The current time, as HH:MM." }
+///     fn parameters(&self) -> serde_json::Value {
+///         serde_json::json!({ "type": "object", "properties": {} })
+///     }
+///     async fn call(&self, _cx: &ToolContext, _arguments: &str) -> Result<String, ToolError> {
+///         Ok("12:00".into())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls the tool by (unique among an agent's tools).
+    fn name(&self) -> &str;
+
+    /// What the tool does and when to call it.
+    fn description(&self) -> &str;
+
+    /// The JSON Schema of the arguments object.
+    fn parameters(&self) -> serde_json::Value;
+
+    /// The definition the model is given.
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.name().to_owned(),
+            description: self.description().to_owned(),
+            parameters: self.parameters(),
+        }
+    }
+
+    /// Runs the tool on the arguments' JSON text, exactly as the model wrote it.
+    async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError>;
+}
+
+/// The JSON Schema of `T` as tools give it to models: generated by `schemars` (draft 2020-12)
+/// with every sub-schema inlined (no `$ref`, which many local models do not follow) and no
+/// `$schema` key. Doc comments on the struct and its fields become descriptions.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Lookup {
+///     /// The order number.
+///     order_id: u64,
+/// }
+///
+/// let schema = flow_runtime::tool::schema_for::<Lookup>();
+/// assert_eq!(schema["type"], "object");
+/// assert_eq!(schema["required"], serde_json::json!(["order_id"]));
+/// assert_eq!(schema["properties"]["order_id"]["description"], "The order number.");
+/// ```
+pub fn schema_for<T: JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut value: serde_json::Value = generator.into_root_schema_for::<T>().into();
+    if let Some(object) = value.as_object_mut() {
+        // Tools carry their own name; a `title` of the Rust type's name only adds noise.
+        object.remove("title");
+    }
+    value
+}
+
+/// Decodes tool arguments: empty text counts as `{}` (some models send nothing for tools
+/// without parameters); text that is not JSON, or JSON that does not fit `T`, is a
+/// [`ToolError::InvalidArguments`] saying which.
+pub fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, ToolError> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    serde_json::from_str(text).map_err(|e| {
+        let what = match e.classify() {
+            serde_json::error::Category::Data => "the arguments do not match the schema",
+            _ => "the arguments are not valid JSON",
+        };
+        ToolError::invalid_arguments(tool, format_args!("{what} ({e})"))
+    })
+}
+
+type CallFn =
+    dyn Fn(ToolContext, String) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync;
+
+/// A tool made from a typed async function (see [`tool_fn`] and [`tool_fn_with_context`]).
+#[derive(Clone)]
+pub struct FnTool {
+    name: Arc<str>,
+    description: Arc<str>,
+    parameters: serde_json::Value,
+    call: Arc<CallFn>,
+}
+
+impl fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnTool")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool from a typed async function of its arguments.
+///
+/// The argument type derives serde's `Deserialize` and schemars' `JsonSchema`; its schema
+/// (see [`schema_for`]) is what the model is given, and the model's arguments are decoded into
+/// it before `f` runs (a failure is answered to the model as [`ToolError::InvalidArguments`]).
+/// `f` returns the result text, or an error of any type (a [`ToolError`] is passed on as it
+/// is, anything else becomes [`ToolError::Failed`]).
+///
+/// ```
+/// use flow_runtime::tool_fn;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// /// Arguments of `lookup_order`.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct LookupOrder {
+///     /// The order number, as printed on the receipt.
+///     order_id: u64,
+/// }
+///
+/// let lookup = tool_fn("lookup_order", "Finds an order by number.", |args: LookupOrder| async move {
+///     if args.order_id == 0 {
+///         return Err("there is no order 0".to_string());
+///     }
+///     Ok(format!("order {}: one kettle, 39 EUR, delivered", args.order_id))
+/// });
+/// # let _ = lookup;
+/// ```
+pub fn tool_fn<A, F, Fut, R, E>(
+    name: impl Into<Arc<str>>,
+    description: impl Into<Arc<str>>,
+    f: F,
+) -> FnTool
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: Into<String>,
+    E: Into<Box<dyn StdError + Send + Sync>>,
+{
+    tool_fn_with_context(name, description, move |_cx, args: A| f(args))
+}
+
+/// Like [`tool_fn`], for a function that also takes the call's [`ToolContext`] (to read or
+/// write session values, or to know which agent called).
+pub fn tool_fn_with_context<A, F, Fut, R, E>(
+    name: impl Into<Arc<str>>,
+    description: impl Into<Arc<str>>,
+    f: F,
+) -> FnTool
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: Into<String>,
+    E: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let name: Arc<str> = name.into();
+    let tool = Arc::clone(&name);
+    let call = move |cx: ToolContext, arguments: String| -> BoxFuture<'static, _> {
+        let parsed = parse_arguments::<A>(&tool, &arguments);
+        let tool = Arc::clone(&tool);
+        let fut = parsed.map(|args| f(cx, args));
+        Box::pin(async move {
+            match fut?.await {
+                Ok(out) => Ok(out.into()),
+                Err(e) => {
+                    let e: Box<dyn StdError + Send + Sync> = e.into();
+                    Err(match e.downcast::<ToolError>() {
+                        Ok(tool_error) => *tool_error,
+                        Err(other) => ToolError::failed(tool, other),
+                    })
+                }
+            }
+        })
+    };
+    FnTool {
+        name,
+        description: description.into(),
+        parameters: schema_for::<A>(),
+        call: Arc::new(call),
+    }
+}
+
+#[async_trait]
+impl Tool for FnTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.parameters.clone()
+    }
+
+    async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+        (self.call)(cx.clone(), arguments.to_owned()).await
+    }
+}
+
+#[async_trait]
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        (**self).parameters()
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        (**self).definition()
+    }
+
+    async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+        (**self).call(cx, arguments).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Session;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct Add {
+        a: i64,
+        b: i64,
+    }
+
+    fn cx() -> ToolContext {
+        ToolContext::new(RunContext::new_run(Session::new(), [], false, "calc"), "c1")
+    }
+
+    fn adder() -> FnTool {
+        tool_fn("add", "Adds two numbers.", |args: Add| async move {
+            if args.a < 0 {
+                return Err(ToolError::failed(
+                    "add",
+                    "negative numbers are not supported",
+                ));
+            }
+            Ok::<_, ToolError>((args.a + args.b).to_string())
+        })
+    }
+
+    #[test]
+    fn typed_tool_calls_decode_and_report_errors() {
+        futures::executor::block_on(async {
+            let add = adder();
+            assert_eq!(add.call(&cx(), r#"{"a":2,"b":3}"#).await.unwrap(), "5");
+            assert_eq!(
+                add.call(&cx(), "{a:2").await.unwrap_err().to_string(),
+                "invalid arguments for tool 'add': the arguments are not valid JSON (key must be \
+                 a string at line 1 column 2); call it again with a JSON object that matches its \
+                 parameters schema"
+            );
+            assert_eq!(
+                add.call(&cx(), r#"{"a":"2","b":3}"#)
+                    .await
+                    .unwrap_err()
+                    .to_string(),
+                "invalid arguments for tool 'add': the arguments do not match the schema (invalid \
+                 type: string \"2\", expected i64 at line 1 column 8); call it again with a JSON \
+                 object that matches its parameters schema"
+            );
+            // A ToolError returned by the function is passed on as it is.
+            assert_eq!(
+                add.call(&cx(), r#"{"a":-1,"b":3}"#).await.unwrap_err(),
+                ToolError::failed("add", "negative numbers are not supported")
+            );
+        });
+    }
+
+    #[test]
+    fn schema_is_derived_inlined_and_untitled() {
+        assert_eq!(
+            adder().parameters(),
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "a": { "type": "integer", "format": "int64" },
+                    "b": { "type": "integer", "format": "int64" }
+                },
+                "required": ["a", "b"]
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_tool_text_names_the_available_tools() {
+        let e = ToolError::UnknownTool {
+            tool: "fly".into(),
+            available: vec!["add".into(), "sub".into()],
+        };
+        assert_eq!(
+            e.to_model_text(),
+            "error: unknown tool 'fly'; the available tools are: add, sub; call one of them or \
+             answer without tools"
+        );
+        let none = ToolError::UnknownTool {
+            tool: "fly".into(),
+            available: vec![],
+        };
+        assert_eq!(
+            none.to_string(),
+            "unknown tool 'fly'; this agent has no tools: answer without calling any"
+        );
+    }
+}

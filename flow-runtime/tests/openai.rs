@@ -1,0 +1,551 @@
+//! `OpenAiChatModel` against a small HTTP/1.1 server on 127.0.0.1 that speaks the
+//! chat-completions protocol, seen as a user sees it: through a `ChatModelAgent` run.
+//!
+//! Run with `cargo test -p flow-runtime --features openai --test openai`.
+#![cfg(feature = "openai")]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy};
+use flow_runtime::{
+    tool_fn, AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message, Runner,
+    Session, ToolError,
+};
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+struct Received {
+    request_line: String,
+    authorization: Option<String>,
+    body: Value,
+}
+
+/// Answers each connection with the next canned response (written in the given pieces), then
+/// with HTTP 500.
+struct Server {
+    base_url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+async fn serve(responses: Vec<Vec<String>>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&received);
+    tokio::spawn(async move {
+        let mut responses = responses.into_iter();
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let request = read_request(&mut socket).await;
+            log.lock().unwrap().push(request);
+            let pieces = responses.next().unwrap_or_else(|| {
+                vec![raw(
+                    "500 Internal Server Error",
+                    "application/json",
+                    r#"{"error":{"message":"the test server has no more responses"}}"#,
+                )]
+            });
+            for piece in pieces {
+                if socket.write_all(piece.as_bytes()).await.is_err() {
+                    break;
+                }
+                let _ = socket.flush().await;
+                tokio::task::yield_now().await;
+            }
+            let _ = socket.shutdown().await;
+        }
+    });
+    Server { base_url, received }
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Received {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        let n = socket.read(&mut buf).await.unwrap();
+        assert!(n > 0, "client closed before sending a request");
+        data.extend_from_slice(&buf[..n]);
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    };
+    let length: usize = header("content-length").unwrap().parse().unwrap();
+    while data.len() < head_end + length {
+        let n = socket.read(&mut buf).await.unwrap();
+        assert!(n > 0, "client closed in the middle of its request");
+        data.extend_from_slice(&buf[..n]);
+    }
+    Received {
+        request_line: head.lines().next().unwrap().to_owned(),
+        authorization: header("authorization"),
+        body: serde_json::from_slice(&data[head_end..head_end + length]).unwrap(),
+    }
+}
+
+/// A whole response, the body delimited by the end of the connection.
+fn raw(status: &str, content_type: &str, body: &str) -> String {
+    format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n{body}")
+}
+
+fn completion(message: Value) -> Vec<String> {
+    let body = json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]
+    });
+    vec![raw("200 OK", "application/json", &body.to_string())]
+}
+
+/// An SSE response: the head, then one piece per `data:` event.
+fn sse(events: &[Value], done: bool) -> Vec<String> {
+    let mut pieces = vec![
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            .to_owned(),
+    ];
+    pieces.extend(events.iter().map(|e| format!("data: {e}\n\n")));
+    if done {
+        pieces.push("data: [DONE]\n\n".to_owned());
+    }
+    pieces
+}
+
+fn delta(delta: Value, finish: Option<&str>) -> Value {
+    json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct LookupOrder {
+    /// The order number.
+    order_id: u64,
+}
+
+fn agent(base_url: &str, retry: RetryPolicy) -> FlowAgent {
+    let model = OpenAiChatModel::new(OpenAiConfig::new(base_url, "test-model").api_key("test-key"))
+        .unwrap();
+    let clerk = ChatModelAgent::builder("clerk", model)
+        .instruction("You look up orders.")
+        .tool(tool_fn(
+            "lookup_order",
+            "Finds an order.",
+            |a: LookupOrder| async move {
+                Ok::<_, ToolError>(format!("order {}: a kettle", a.order_id))
+            },
+        ))
+        .retry(retry)
+        .build()
+        .unwrap();
+    FlowAgent::new(clerk)
+}
+
+fn fast(retries: u32) -> RetryPolicy {
+    RetryPolicy::new(retries).initial_backoff(Duration::from_millis(1))
+}
+
+fn show(m: &Message) -> String {
+    let mut s = format!("{}: {}", m.role, m.content);
+    for c in &m.tool_calls {
+        s.push_str(&format!(" [call {} {} {}]", c.id, c.name, c.arguments));
+    }
+    if let Some(id) = &m.tool_call_id {
+        s.push_str(&format!(" [result of {id}]"));
+    }
+    s
+}
+
+async fn line(e: &AgentEvent) -> String {
+    let mut s = e.run_path().to_string();
+    match &e.output {
+        Some(EventOutput::Message(m)) => s.push_str(&format!(" {}", show(m))),
+        Some(EventOutput::Stream(stream)) => {
+            let mut reader = stream.fork();
+            let mut parts = Vec::new();
+            while let Some(chunk) = reader.next().await {
+                parts.push(match chunk {
+                    Ok(c) => show(&c),
+                    Err(e) => format!("error: {}", e.message),
+                });
+            }
+            s.push_str(&format!(" stream[{}]", parts.join(" | ")));
+        }
+        _ => {}
+    }
+    if let Some(err) = &e.error {
+        s.push_str(&format!(" error: {err}"));
+    }
+    s
+}
+
+/// Runs the agent on one question; returns the event lines, the session's record and the
+/// events themselves.
+async fn run(flow: FlowAgent, streaming: bool) -> (Vec<String>, Vec<String>, Vec<AgentEvent>) {
+    let session = Session::new();
+    let events: Vec<AgentEvent> = Runner::new(flow)
+        .streaming(streaming)
+        .run_in(
+            Arc::clone(&session),
+            [Arc::new(Message::user("What is order 42?"))],
+        )
+        .collect()
+        .await;
+    let mut lines = Vec::new();
+    for e in &events {
+        lines.push(line(e).await);
+    }
+    let mut record = Vec::new();
+    for e in session.events() {
+        record.push(match e.message().await.unwrap() {
+            Some(m) => format!("{} {}", e.run_path(), show(&m)),
+            None => e.run_path().to_string(),
+        });
+    }
+    (lines, record, events)
+}
+
+fn tool_call_message() -> Value {
+    json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{
+            "id": "call_abc",
+            "type": "function",
+            "function": {"name": "lookup_order", "arguments": "{\"order_id\":42}"}
+        }]
+    })
+}
+
+#[tokio::test]
+async fn non_streaming_tool_calling_round_trip() {
+    let server = serve(vec![
+        completion(tool_call_message()),
+        completion(json!({"role": "assistant", "content": "Order 42 is a kettle."})),
+    ])
+    .await;
+    let (lines, record, _) = run(agent(&server.base_url, fast(0)), false).await;
+    let expected = [
+        r#"clerk assistant:  [call call_abc lookup_order {"order_id":42}]"#,
+        "clerk tool: order 42: a kettle [result of call_abc]",
+        "clerk assistant: Order 42 is a kettle.",
+    ];
+    assert_eq!(lines, expected);
+    assert_eq!(record, expected);
+
+    let received = server.received.lock().unwrap().clone();
+    assert_eq!(received.len(), 2);
+    assert_eq!(
+        received[0].request_line,
+        "POST /v1/chat/completions HTTP/1.1"
+    );
+    assert_eq!(
+        received[0].authorization.as_deref(),
+        Some("Bearer test-key")
+    );
+    assert_eq!(
+        received[0].body,
+        json!({
+            "model": "test-model",
+            "messages": [
+                {"role": "system", "content": "You look up orders."},
+                {"role": "user", "content": "What is order 42?"}
+            ],
+            "tools": [{
+                "type": "function",
+                "function": {
+                    "name": "lookup_order",
+                    "description": "Finds an order.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"order_id": {
+                            "description": "The order number.",
+                            "type": "integer", "format": "uint64", "minimum": 0
+                        }},
+                        "required": ["order_id"]
+                    }
+                }
+            }],
+            "stream": false
+        })
+    );
+    assert_eq!(
+        received[1].body["messages"],
+        json!([
+            {"role": "system", "content": "You look up orders."},
+            {"role": "user", "content": "What is order 42?"},
+            {"role": "assistant", "content": null, "tool_calls": [{
+                "id": "call_abc", "type": "function",
+                "function": {"name": "lookup_order", "arguments": "{\"order_id\":42}"}
+            }]},
+            {"role": "tool", "content": "order 42: a kettle", "tool_call_id": "call_abc"}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn streaming_merges_tool_calls_split_across_sse_chunks() {
+    let server = serve(vec![
+        sse(
+            &[
+                delta(json!({"role": "assistant", "content": ""}), None),
+                delta(
+                    json!({"tool_calls": [{"index": 0, "id": "call_abc", "type": "function",
+                        "function": {"name": "lookup_order", "arguments": ""}}]}),
+                    None,
+                ),
+                delta(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"order"}}]}),
+                    None,
+                ),
+                delta(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "_id\":42}"}}]}),
+                    None,
+                ),
+                delta(json!({}), Some("tool_calls")),
+            ],
+            true,
+        ),
+        sse(
+            &[
+                delta(json!({"role": "assistant", "content": "Order 42"}), None),
+                delta(json!({"content": " is a kettle."}), None),
+                delta(json!({}), Some("stop")),
+            ],
+            true,
+        ),
+    ])
+    .await;
+    let (lines, record, _) = run(agent(&server.base_url, fast(0)), true).await;
+    assert_eq!(
+        lines,
+        [
+            concat!(
+                "clerk stream[assistant:  [call call_abc lookup_order ]",
+                r#" | assistant:  [call   {"order]"#,
+                r#" | assistant:  [call   _id":42}]]"#
+            ),
+            "clerk tool: order 42: a kettle [result of call_abc]",
+            "clerk stream[assistant: Order 42 | assistant:  is a kettle.]",
+        ]
+    );
+    assert_eq!(
+        record,
+        [
+            r#"clerk assistant:  [call call_abc lookup_order {"order_id":42}]"#,
+            "clerk tool: order 42: a kettle [result of call_abc]",
+            "clerk assistant: Order 42 is a kettle.",
+        ]
+    );
+    let received = server.received.lock().unwrap().clone();
+    assert_eq!(received[0].body["stream"], json!(true));
+    assert_eq!(
+        received[1].body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        json!("{\"order_id\":42}")
+    );
+}
+
+#[tokio::test]
+async fn http_429_is_retried_and_the_failed_attempt_leaves_no_trace() {
+    let server = serve(vec![
+        vec![format!(
+            "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 0\r\n\
+             Connection: close\r\n\r\n{}",
+            json!({"error": {"message": "Rate limit reached", "type": "requests"}})
+        )],
+        completion(json!({"role": "assistant", "content": "Order 42 is a kettle."})),
+    ])
+    .await;
+    let (lines, record, _) = run(agent(&server.base_url, fast(2)), false).await;
+    assert_eq!(lines, ["clerk assistant: Order 42 is a kettle."]);
+    assert_eq!(record, ["clerk assistant: Order 42 is a kettle."]);
+    let received = server.received.lock().unwrap().clone();
+    assert_eq!(received.len(), 2);
+    assert_eq!(received[0].body, received[1].body);
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_off_is_retried_and_only_the_retry_is_recorded() {
+    let server = serve(vec![
+        // No finish_reason, no [DONE]: the connection just ends.
+        sse(
+            &[delta(
+                json!({"role": "assistant", "content": "Order"}),
+                None,
+            )],
+            false,
+        ),
+        sse(
+            &[
+                delta(json!({"role": "assistant", "content": "Order 42"}), None),
+                delta(json!({"content": " is a kettle."}), Some("stop")),
+            ],
+            true,
+        ),
+    ])
+    .await;
+    let (lines, record, _) = run(agent(&server.base_url, fast(1)), true).await;
+    assert_eq!(
+        lines,
+        [
+            "clerk stream[assistant: Order | error: model 'test-model' stream broke off part-way: \
+             the stream ended before the reply was complete (no finish_reason and no [DONE]); \
+             agent 'clerk' will retry (attempt 2 of 2)]",
+            "clerk stream[assistant: Order 42 | assistant:  is a kettle.]",
+        ]
+    );
+    assert_eq!(record, ["clerk assistant: Order 42 is a kettle."]);
+}
+
+#[tokio::test]
+async fn a_malformed_body_is_a_clear_typed_error() {
+    let server = serve(vec![vec![raw(
+        "200 OK",
+        "application/json",
+        "this is not json",
+    )]])
+    .await;
+    let (lines, _, events) = run(agent(&server.base_url, fast(3)), false).await;
+    assert_eq!(
+        lines,
+        [
+            "clerk error: agent 'clerk' got no answer from its model after 1 attempt(s): model \
+          'test-model' sent a reply that is not a valid chat completion: expected ident at line 1 \
+          column 2; the body starts: this is not json; check that the server speaks the \
+          OpenAI-compatible protocol"
+        ]
+    );
+    let error = events[0].error.as_ref().unwrap();
+    let flow_runtime::AgentError::Custom(inner) = error else {
+        panic!("not a custom error: {error:?}");
+    };
+    let chat = inner.downcast_ref::<ChatAgentError>().unwrap();
+    assert!(matches!(
+        chat,
+        ChatAgentError::Model {
+            attempts: 1,
+            source: ModelError::Malformed { .. },
+            ..
+        }
+    ));
+    // Not retried.
+    assert_eq!(server.received.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_stream_chunk_is_a_clear_typed_error() {
+    let mut pieces = sse(
+        &[delta(json!({"role": "assistant", "content": "Hi"}), None)],
+        false,
+    );
+    pieces.push("data: {not json}\n\n".to_owned());
+    let server = serve(vec![pieces]).await;
+    let (lines, record, _) = run(agent(&server.base_url, fast(3)), true).await;
+    assert_eq!(
+        lines,
+        [
+            "clerk stream[assistant: Hi | error: model 'test-model' sent a reply that is not a \
+             valid chat completion: a stream chunk is not valid: key must be a string at line 1 \
+             column 2; the chunk starts: {not json}; check that the server speaks the \
+             OpenAI-compatible protocol; agent 'clerk' is giving up]",
+            "clerk error: agent 'clerk' got no answer from its model after 1 attempt(s): model \
+             'test-model' sent a reply that is not a valid chat completion: a stream chunk is not \
+             valid: key must be a string at line 1 column 2; the chunk starts: {not json}; check \
+             that the server speaks the OpenAI-compatible protocol",
+        ]
+    );
+    // The error event is recorded; the broken stream is not.
+    assert_eq!(record, ["clerk"]);
+}
+
+#[tokio::test]
+async fn an_http_error_reports_the_servers_message() {
+    let server = serve(vec![vec![raw(
+        "400 Bad Request",
+        "application/json",
+        r#"{"error":{"message":"Invalid 'messages': empty array","type":"invalid_request_error"}}"#,
+    )]])
+    .await;
+    let (lines, _, _) = run(agent(&server.base_url, fast(3)), false).await;
+    assert_eq!(
+        lines,
+        [
+            "clerk error: agent 'clerk' got no answer from its model after 1 attempt(s): model \
+          'test-model' answered HTTP 400: Invalid 'messages': empty array"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_connection_error() {
+    // Bind, learn the port, close: nothing listens there any more.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (_, _, events) = run(
+        agent(&format!("http://127.0.0.1:{port}/v1"), fast(1)),
+        false,
+    )
+    .await;
+    assert_eq!(events.len(), 1);
+    let Some(flow_runtime::AgentError::Custom(inner)) = &events[0].error else {
+        panic!("expected an error event, got {:?}", events[0]);
+    };
+    match inner.downcast_ref::<ChatAgentError>().unwrap() {
+        ChatAgentError::Model {
+            agent,
+            attempts,
+            source: ModelError::Connection { model, message },
+        } => {
+            assert_eq!((&**agent, *attempts, &**model), ("clerk", 2, "test-model"));
+            assert!(
+                message.starts_with(&format!(
+                    "POST http://127.0.0.1:{port}/v1/chat/completions: "
+                )),
+                "{message}"
+            );
+        }
+        other => panic!("expected a connection error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn configuration_comes_from_the_usual_environment_variables() {
+    let server = serve(vec![completion(
+        json!({"role": "assistant", "content": "Hello."}),
+    )])
+    .await;
+    // The only test in this binary that touches the environment.
+    std::env::set_var("OPENAI_BASE_URL", &server.base_url);
+    std::env::set_var("OPENAI_API_KEY", "env-key");
+    std::env::set_var("OPENAI_MODEL", "env-model");
+    let config = OpenAiConfig::from_env();
+    assert_eq!(config.base_url, server.base_url);
+    assert_eq!(config.model, "env-model");
+    let model = OpenAiChatModel::new(config).unwrap();
+    let agent = ChatModelAgent::builder("greeter", model).build().unwrap();
+    let (lines, _, _) = run(FlowAgent::new(agent), false).await;
+    assert_eq!(lines, ["greeter assistant: Hello."]);
+    let received = server.received.lock().unwrap().clone();
+    assert_eq!(received[0].authorization.as_deref(), Some("Bearer env-key"));
+    assert_eq!(received[0].body["model"], json!("env-model"));
+    assert_eq!(received[0].body.get("tools"), None);
+}
