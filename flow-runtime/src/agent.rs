@@ -8,9 +8,10 @@ use std::task::{Context as TaskContext, Poll};
 use futures::Stream;
 
 use crate::error::FlowError;
-use crate::event::AgentEvent;
+use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
 use crate::message::MessageRef;
+use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::Session;
 
@@ -118,6 +119,26 @@ pub trait Agent: Send + Sync + 'static {
 
     /// Runs the agent. `cx.run_path()` is this agent's own path in the run.
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream;
+
+    /// Resumes the agent after an interrupt. `info` says whether this agent raised the
+    /// interrupt (with its saved state and the caller's resume data) or, for a wrapper, which
+    /// sub-agents hold pending interrupts. `input` is built as for [`run`](Agent::run), from
+    /// the restored session.
+    ///
+    /// The default reports [`AgentError::NotResumable`]: override it for agents that interrupt.
+    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+        let _ = (input, info);
+        let error = AgentError::NotResumable {
+            agent: cx.agent_name().into(),
+        };
+        EventStream::from_events([AgentEvent::error(error)])
+    }
+
+    /// Whether this agent is a [`FlowAgent`] (a whole tree used as one node's agent).
+    #[doc(hidden)]
+    fn as_flow(&self) -> Option<&FlowAgent> {
+        None
+    }
 
     /// The agent's tree hooks, if it wants to hear about its place in a tree.
     fn on_sub_agents(&self) -> Option<&dyn OnSubAgents> {

@@ -43,6 +43,11 @@ impl Clone for EventOutput {
 }
 
 /// Why a run stopped for outside input; carried by [`Action::Interrupted`].
+///
+/// The interrupting agent sets [`info`](InterruptInfo::info) and, if it wants it back on
+/// resume, [`state`](InterruptInfo::state). The framework fills in the rest as the event travels
+/// up: the [`address`](InterruptInfo::address) (one frame per level of the tree the interrupt
+/// crossed, outermost first) and the [`id`](InterruptInfo::id) that resume data is addressed to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct InterruptInfo {
     /// What the interrupting agent wants the caller to know (shown to a human, for instance).
@@ -50,6 +55,78 @@ pub struct InterruptInfo {
     /// State the agent wants back when it is resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<serde_json::Value>,
+    /// The interrupt's id: the run path of the interrupting agent (e.g. `desk/refund`), so it is
+    /// unique within a run and readable. Set by the framework.
+    #[serde(default)]
+    pub id: String,
+    /// Where the interrupt happened, structurally: the nodes it crossed, outermost first. Set
+    /// by the framework.
+    #[serde(default)]
+    pub address: Vec<InterruptFrame>,
+    /// State a wrapper agent attached while forwarding; moved into its frame by its flow.
+    #[serde(skip)]
+    pub(crate) wrapper_state: Option<serde_json::Value>,
+}
+
+impl InterruptInfo {
+    /// An interrupt carrying `info`.
+    pub fn new(info: serde_json::Value) -> Self {
+        InterruptInfo {
+            info,
+            ..InterruptInfo::default()
+        }
+    }
+
+    /// The same interrupt with state to get back on resume.
+    pub fn with_state(mut self, state: serde_json::Value) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// The address in text form: `agent:A;agent:B`, with `tool:NAME:CALL_ID` for a frame that
+    /// crossed a tool boundary.
+    pub fn address_string(&self) -> String {
+        let mut out = String::new();
+        for (i, frame) in self.address.iter().enumerate() {
+            if i > 0 {
+                out.push(';');
+            }
+            out.push_str("agent:");
+            out.push_str(&frame.agent);
+            if let Some(tool) = &frame.tool {
+                out.push_str(";tool:");
+                out.push_str(&tool.name);
+                out.push(':');
+                out.push_str(&tool.call_id);
+            }
+        }
+        out
+    }
+}
+
+/// One level of an interrupt's address: the tree node that was running at that level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptFrame {
+    /// The node's agent.
+    pub agent: Arc<str>,
+    /// The run path it was running at.
+    pub run_path: RunPath,
+    /// State its agent attached while forwarding the interrupt (wrapper agents: which child
+    /// was running, the loop iteration, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
+    /// Set when the interrupt crossed from inside a tool of this agent (an agent used as a tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolFrame>,
+}
+
+/// The tool call an interrupt crossed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFrame {
+    /// The tool's name.
+    pub name: String,
+    /// The call's id.
+    pub call_id: String,
 }
 
 /// What the emitting agent asks the framework to do next.
@@ -125,6 +202,22 @@ pub enum AgentError {
     Failed {
         /// The agent reporting.
         agent: Arc<str>,
+        /// What went wrong.
+        message: Arc<str>,
+    },
+    /// Resume reached an agent that was interrupted but cannot be resumed.
+    #[error(
+        "agent '{agent}' was interrupted but is not resumable; implement Agent::resume for it \
+         (or use FnAgent::on_resume)"
+    )]
+    NotResumable {
+        /// The agent.
+        agent: Arc<str>,
+    },
+    /// A checkpoint could not be saved or used; the run stopped and the stored checkpoint was
+    /// left as it was.
+    #[error("checkpoint: {message}")]
+    Checkpoint {
         /// What went wrong.
         message: Arc<str>,
     },
@@ -255,6 +348,23 @@ impl AgentEvent {
             .as_ref()
             .and_then(EventOutput::message)
             .map(|m| &**m)
+    }
+
+    /// The interrupt this event carries, if any.
+    pub fn interrupt(&self) -> Option<&InterruptInfo> {
+        match &self.action {
+            Some(Action::Interrupted(info)) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// For a wrapper agent forwarding a sub-agent's interrupt: attaches state that the wrapper
+    /// gets back in its [`ResumeInfo`](crate::ResumeInfo) on resume (e.g. the loop iteration).
+    /// Does nothing on other events.
+    pub fn attach_interrupt_state(&mut self, state: serde_json::Value) {
+        if let Some(Action::Interrupted(info)) = &mut self.action {
+            info.wrapper_state = Some(state);
+        }
     }
 
     /// Whether this event carries an interrupt.

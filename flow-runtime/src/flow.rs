@@ -9,10 +9,11 @@ use tracing::Instrument;
 
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
-use crate::event::{Action, AgentError, AgentEvent};
+use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
 use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter};
 use crate::message::Role;
+use crate::resume::ResumeInfo;
 
 /// Per-node options of a tree.
 #[derive(Debug, Clone, Default)]
@@ -384,7 +385,24 @@ impl Agent for FlowAgent {
     /// inputs are built from the run's root input and session; `input` is not consulted.
     fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
         let flow = FlowAgent::clone(&self);
-        generate(cx, move |out| drive(flow, out))
+        generate(cx, move |out| drive(flow, out, None))
+    }
+
+    /// Resumes the node the interrupt points name (anywhere in this tree), at the run path it
+    /// had, then carries on as [`run`](Agent::run) does: agents that finished before the
+    /// interrupt are not run again.
+    fn resume(
+        self: Arc<Self>,
+        cx: RunContext,
+        _input: AgentInput,
+        info: ResumeInfo,
+    ) -> EventStream {
+        let flow = FlowAgent::clone(&self);
+        generate(cx, move |out| drive(flow, out, Some(info)))
+    }
+
+    fn as_flow(&self) -> Option<&FlowAgent> {
+        Some(self)
     }
 }
 
@@ -407,10 +425,35 @@ impl fmt::Debug for FlowAgent {
 }
 
 /// The run loop: runs the current node, records and forwards its events, then follows the
-/// transfer its last own action asks for, until something else ends the run.
-async fn drive(start: FlowAgent, out: Context) -> Result<(), AgentError> {
+/// transfer its last own action asks for, until something else ends the run. With `resume`,
+/// the first node is the one the interrupt points name, at their run path, and it is resumed
+/// instead of run.
+async fn drive(
+    start: FlowAgent,
+    out: Context,
+    mut resume: Option<ResumeInfo>,
+) -> Result<(), AgentError> {
     let mut current = start;
     let mut path = out.run_path().clone();
+    if let Some(info) = &resume {
+        let Some((name, at)) = info.node() else {
+            return Err(AgentError::Checkpoint {
+                message: format!(
+                    "the interrupt points below '{}' disagree on which agent was running",
+                    current.name()
+                )
+                .into(),
+            });
+        };
+        current = current.find(name).ok_or_else(|| AgentError::Checkpoint {
+            message: format!(
+                "the checkpoint resumes agent '{name}', which is not in the tree of '{}'",
+                current.name()
+            )
+            .into(),
+        })?;
+        path = at.clone();
+    }
     loop {
         let node = current.this();
         let name = Arc::clone(&node.name);
@@ -420,8 +463,20 @@ async fn drive(start: FlowAgent, out: Context) -> Result<(), AgentError> {
         let input = build_input(&run, node).await?;
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
 
+        let resuming = resume.take();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            Arc::clone(&node.agent).run(run.clone(), input)
+            let agent = Arc::clone(&node.agent);
+            match resuming {
+                None => agent.run(run.clone(), input),
+                Some(info) => match agent.as_flow() {
+                    // A whole tree as this node's agent: its own level holds the next frame.
+                    Some(_) => {
+                        let below = info.children().into_iter().next().map(|(_, i)| i);
+                        agent.resume(run.clone(), input, below.unwrap_or_default())
+                    }
+                    None => agent.resume(run.clone(), input, info),
+                },
+            }
         }));
         let mut events = match started {
             Ok(events) => AssertUnwindSafe(events).catch_unwind(),
@@ -439,13 +494,23 @@ async fn drive(start: FlowAgent, out: Context) -> Result<(), AgentError> {
             match item {
                 Ok(mut event) => {
                     event.stamp(&name, &path);
-                    if event.run_path().same(&path) && !event.recorded {
-                        if event.is_interrupt() {
-                            interrupted = true;
-                        } else {
-                            run.session().record(&event);
-                            event.recorded = true;
+                    let own = event.run_path().same(&path) && !event.recorded;
+                    if let Some(Action::Interrupted(info)) = &mut event.action {
+                        // Any interrupt ends this level; each level adds its frame.
+                        interrupted = true;
+                        if own && info.address.is_empty() {
+                            info.id = path.to_string();
                         }
+                        let frame = InterruptFrame {
+                            agent: Arc::clone(&name),
+                            run_path: path.clone(),
+                            state: info.wrapper_state.take(),
+                            tool: None,
+                        };
+                        info.address.insert(0, frame);
+                    } else if own {
+                        run.session().record(&event);
+                        event.recorded = true;
                         last_action.clone_from(&event.action);
                     }
                     out.yield_event(event).await;

@@ -7,6 +7,15 @@ use std::sync::Arc;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
 use crate::generate::{generate, Context};
+use crate::resume::ResumeInfo;
+
+type ResumeBody = dyn Fn(
+        Context,
+        AgentInput,
+        ResumeInfo,
+    ) -> futures::future::BoxFuture<'static, Result<(), AgentError>>
+    + Send
+    + Sync;
 
 type Body = dyn Fn(Context, AgentInput) -> futures::future::BoxFuture<'static, Result<(), AgentError>>
     + Send
@@ -34,6 +43,7 @@ pub struct FnAgent {
     name: Arc<str>,
     description: Arc<str>,
     body: Arc<Body>,
+    on_resume: Option<Arc<ResumeBody>>,
 }
 
 impl FnAgent {
@@ -47,7 +57,35 @@ impl FnAgent {
             name: name.into(),
             description: Arc::from(""),
             body: Arc::new(move |cx, input| Box::pin(body(cx, input))),
+            on_resume: None,
         }
+    }
+
+    /// Makes the agent resumable: after an interrupt, `body` runs with the [`ResumeInfo`]
+    /// (saved state, the caller's resume data) instead of the run body.
+    ///
+    /// ```
+    /// use flow_runtime::FnAgent;
+    /// let approver = FnAgent::new("approver", |cx, _| async move {
+    ///     cx.interrupt(serde_json::json!("approve refund of $40?"));
+    ///     Ok(())
+    /// })
+    /// .on_resume(|cx, _input, info| async move {
+    ///     let approved = info.data().and_then(|d| d.as_bool()).unwrap_or(false);
+    ///     cx.say(if approved { "refund sent" } else { "refund declined" });
+    ///     Ok(())
+    /// });
+    /// # let _ = approver;
+    /// ```
+    pub fn on_resume<F, Fut>(mut self, body: F) -> Self
+    where
+        F: Fn(Context, AgentInput, ResumeInfo) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), AgentError>> + Send + 'static,
+    {
+        self.on_resume = Some(Arc::new(move |cx, input, info| {
+            Box::pin(body(cx, input, info))
+        }));
+        self
     }
 
     /// Sets the description.
@@ -68,6 +106,20 @@ impl Agent for FnAgent {
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
         generate(cx, move |cx| (self.body)(cx, input))
+    }
+
+    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+        match &self.on_resume {
+            Some(body) => {
+                let body = Arc::clone(body);
+                generate(cx, move |cx| body(cx, input, info))
+            }
+            None => {
+                EventStream::from_events([crate::AgentEvent::error(AgentError::NotResumable {
+                    agent: Arc::clone(&self.name),
+                })])
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::task::{Context as TaskContext, Poll, Waker};
 use futures::Stream;
 
 use crate::agent::{EventStream, RunContext};
-use crate::event::{Action, AgentError, AgentEvent};
+use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
 use crate::message::{Message, ToolCall};
 use crate::stream::MessageStream;
 
@@ -98,6 +98,22 @@ impl Context {
         let (call, result) = transfer_messages(target);
         self.emit(AgentEvent::message(call));
         self.emit(AgentEvent::message(result).with_action(Action::transfer_to(target)));
+    }
+
+    /// Emits an interrupt: the run stops after this agent's stream ends and can be resumed
+    /// from a checkpoint. `info` is shown to the caller; use [`interrupt_with_state`]
+    /// (Context::interrupt_with_state) to get state back on resume.
+    pub fn interrupt(&self, info: serde_json::Value) {
+        self.emit(AgentEvent::action(Action::Interrupted(InterruptInfo::new(
+            info,
+        ))));
+    }
+
+    /// Emits an interrupt carrying state this agent gets back in its
+    /// [`ResumeInfo::state`](crate::ResumeInfo::state).
+    pub fn interrupt_with_state(&self, info: serde_json::Value, state: serde_json::Value) {
+        let interrupt = InterruptInfo::new(info).with_state(state);
+        self.emit(AgentEvent::action(Action::Interrupted(interrupt)));
     }
 
     /// Emits an event whose only content is [`Action::Exit`].

@@ -53,6 +53,7 @@ mod generate;
 pub mod history;
 mod message;
 pub mod model;
+mod resume;
 mod run_path;
 mod runner;
 mod session;
@@ -66,13 +67,16 @@ pub use chat_agent::{
     ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use error::FlowError;
-pub use event::{Action, AgentError, AgentEvent, EventOutput, InterruptInfo};
+pub use event::{
+    Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
+};
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
 pub use message::{Message, MessageRef, Role, ToolCall};
 pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;
 pub use schemars;
