@@ -45,6 +45,7 @@
 
 mod agent;
 mod chat_agent;
+pub mod checkpoint;
 mod error;
 mod event;
 mod flow;
@@ -65,6 +66,9 @@ pub use async_trait::async_trait;
 pub use chat_agent::{
     exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
     ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+};
+pub use checkpoint::{
+    Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
 };
 pub use error::FlowError;
 pub use event::{

@@ -1,10 +1,18 @@
-//! [`Runner`]: the top-level entry point of a run.
+//! [`Runner`]: the top-level entry point of a run, and of its resume.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
 
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
+use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStore};
+use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
+use crate::generate::generate;
 use crate::message::{Message, MessageRef};
+use crate::resume::ResumeInfo;
 use crate::session::Session;
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -22,10 +30,26 @@ use crate::session::Session;
 /// assert_eq!(events[0].message_output().unwrap().content, "you said: hello");
 /// # });
 /// ```
-#[derive(Debug, Clone)]
+///
+/// With a [`CheckpointStore`], a run started with [`run_checkpointed`](Runner::run_checkpointed)
+/// saves a checkpoint when it is interrupted (before the caller sees the interrupt event), and
+/// [`resume`](Runner::resume) continues it, in this process or another one.
+#[derive(Clone)]
 pub struct Runner {
     agent: FlowAgent,
     streaming: bool,
+    store: Option<Arc<dyn CheckpointStore>>,
+    resuming: Arc<Mutex<HashSet<String>>>,
+}
+
+impl fmt::Debug for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner")
+            .field("agent", &self.agent.name())
+            .field("streaming", &self.streaming)
+            .field("store", &self.store.is_some())
+            .finish()
+    }
 }
 
 impl Runner {
@@ -34,12 +58,20 @@ impl Runner {
         Runner {
             agent,
             streaming: false,
+            store: None,
+            resuming: Arc::default(),
         }
     }
 
     /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Where checkpoints of interrupted runs are saved.
+    pub fn checkpoint_store(mut self, store: impl CheckpointStore) -> Self {
+        self.store = Some(Arc::new(store));
         self
     }
 
@@ -65,7 +97,26 @@ impl Runner {
         session: Arc<Session>,
         messages: impl IntoIterator<Item = MessageRef>,
     ) -> EventStream {
-        let messages: Vec<MessageRef> = messages.into_iter().collect();
+        let (cx, input) = self.start(session, messages.into_iter().collect());
+        Arc::new(self.agent.clone()).run(cx, input)
+    }
+
+    /// Starts a run that saves a checkpoint under `checkpoint_id` if it is interrupted.
+    ///
+    /// The checkpoint is saved before the interrupt event reaches you; if saving fails, an
+    /// error event follows the interrupt and the store keeps what it had.
+    pub fn run_checkpointed(
+        &self,
+        checkpoint_id: impl Into<String>,
+        session: Arc<Session>,
+        messages: impl IntoIterator<Item = MessageRef>,
+    ) -> EventStream {
+        let (cx, input) = self.start(Arc::clone(&session), messages.into_iter().collect());
+        let events = Arc::new(self.agent.clone()).run(cx.clone(), input);
+        self.checkpointing(checkpoint_id.into(), cx, events, None)
+    }
+
+    fn start(&self, session: Arc<Session>, messages: Vec<MessageRef>) -> (RunContext, AgentInput) {
         let cx = RunContext::new_run(
             session,
             messages.iter().cloned(),
@@ -76,6 +127,199 @@ impl Runner {
             messages,
             streaming: self.streaming,
         };
-        Arc::new(self.agent.clone()).run(cx, input)
+        (cx, input)
+    }
+
+    /// Loads and checks a checkpoint: it exists, decodes, was taken in this flow, and has not
+    /// been resumed to its end.
+    pub async fn load_checkpoint(
+        &self,
+        checkpoint_id: &str,
+    ) -> Result<Checkpoint, CheckpointError> {
+        let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
+        let bytes = store
+            .get(checkpoint_id)
+            .await?
+            .ok_or_else(|| CheckpointError::NotFound {
+                id: checkpoint_id.to_owned(),
+            })?;
+        let checkpoint = Checkpoint::decode(checkpoint_id, &bytes)?;
+        let current = self.agent.shape();
+        let fingerprint = format!("{:016x}", crate::fingerprint_of(&current));
+        if checkpoint.shape != current || checkpoint.fingerprint != fingerprint {
+            return Err(CheckpointError::ShapeChanged {
+                id: checkpoint_id.to_owned(),
+                saved: checkpoint.shape,
+                current,
+            });
+        }
+        if checkpoint.status == CheckpointStatus::Resumed {
+            return Err(CheckpointError::AlreadyResumed {
+                id: checkpoint_id.to_owned(),
+            });
+        }
+        Ok(checkpoint)
+    }
+
+    /// Resumes the run saved under `checkpoint_id`.
+    ///
+    /// `targets` maps interrupt ids ([`InterruptInfo::id`], e.g. `desk/refund`) to resume data
+    /// for them; every interrupt of the checkpoint is re-entered, targeted or not (one that is
+    /// not targeted may interrupt again). Events of the resumed run carry the run paths they
+    /// would have had without the interrupt; agents that finished before it are not run again.
+    /// If the resumed run is interrupted again, the checkpoint is replaced by the new one; when
+    /// it ends, the checkpoint is marked resumed and cannot be resumed again.
+    pub async fn resume(
+        &self,
+        checkpoint_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+    ) -> Result<EventStream, CheckpointError> {
+        let checkpoint = self.load_checkpoint(checkpoint_id).await?;
+        for target in targets.keys() {
+            if !checkpoint.interrupts.iter().any(|i| &i.id == target) {
+                let known: Vec<&str> = checkpoint.interrupts.iter().map(|i| &*i.id).collect();
+                return Err(CheckpointError::UnknownInterrupt {
+                    id: checkpoint_id.to_owned(),
+                    interrupt: target.clone(),
+                    known: known.join(", "),
+                });
+            }
+        }
+        let claim = ResumeClaim::take(&self.resuming, checkpoint_id)?;
+
+        let session = checkpoint.restore_session();
+        let root_input: Vec<MessageRef> = checkpoint
+            .root_input
+            .iter()
+            .cloned()
+            .map(Arc::new)
+            .collect();
+        let cx = RunContext::new_run(
+            session,
+            root_input.iter().cloned(),
+            checkpoint.streaming,
+            self.agent.name(),
+        );
+        let input = AgentInput {
+            messages: root_input,
+            streaming: checkpoint.streaming,
+        };
+        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
+        let events = Arc::new(self.agent.clone()).resume(cx.clone(), input, info);
+        Ok(self.checkpointing(checkpoint_id.to_owned(), cx, events, Some(claim)))
+    }
+
+    /// Forwards `events`, saving a checkpoint before each interrupt is forwarded and marking a
+    /// resumed checkpoint done when its run ends uninterrupted.
+    fn checkpointing(
+        &self,
+        id: String,
+        cx: RunContext,
+        mut events: EventStream,
+        claim: Option<ResumeClaim>,
+    ) -> EventStream {
+        let store = self.store.clone();
+        let shape = self.agent.shape();
+        let streaming = cx.streaming();
+        generate(cx.clone(), move |out| async move {
+            let _claim = claim;
+            let mut interrupts: Vec<InterruptInfo> = Vec::new();
+            while let Some(event) = events.next().await {
+                let Some(info) = event.interrupt() else {
+                    out.yield_event(event).await;
+                    continue;
+                };
+                interrupts.push(info.clone());
+                let saved = save(
+                    store.as_deref(),
+                    &id,
+                    shape.clone(),
+                    streaming,
+                    &cx,
+                    interrupts.clone(),
+                    CheckpointStatus::Interrupted,
+                )
+                .await;
+                out.yield_event(event).await;
+                if let Err(e) = saved {
+                    out.emit(checkpoint_error(&cx, &id, &e));
+                    return Ok(());
+                }
+            }
+            if _claim.is_some() && interrupts.is_empty() {
+                let done = save(
+                    store.as_deref(),
+                    &id,
+                    shape,
+                    streaming,
+                    &cx,
+                    Vec::new(),
+                    CheckpointStatus::Resumed,
+                )
+                .await;
+                if let Err(e) = done {
+                    out.emit(checkpoint_error(&cx, &id, &e));
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEvent {
+    AgentEvent::error(AgentError::Checkpoint {
+        message: format!("could not save checkpoint '{id}': {e}").into(),
+    })
+    .stamped(&Arc::from(cx.agent_name()), cx.run_path())
+}
+
+async fn save(
+    store: Option<&dyn CheckpointStore>,
+    id: &str,
+    shape: String,
+    streaming: bool,
+    cx: &RunContext,
+    interrupts: Vec<InterruptInfo>,
+    status: CheckpointStatus,
+) -> Result<(), CheckpointError> {
+    let store = store.ok_or(CheckpointError::NoStore)?;
+    let mut checkpoint = Checkpoint::capture(
+        id,
+        shape,
+        streaming,
+        cx.root_input(),
+        cx.session(),
+        interrupts,
+    )
+    .await?;
+    checkpoint.status = status;
+    store.set(id, checkpoint.encode()).await?;
+    Ok(())
+}
+
+/// Marks a checkpoint as being resumed in this runner until dropped, so two concurrent resumes
+/// of one checkpoint cannot both run.
+struct ResumeClaim {
+    set: Arc<Mutex<HashSet<String>>>,
+    id: String,
+}
+
+impl ResumeClaim {
+    fn take(set: &Arc<Mutex<HashSet<String>>>, id: &str) -> Result<Self, CheckpointError> {
+        if !set.lock().expect("resume set lock").insert(id.to_owned()) {
+            return Err(CheckpointError::AlreadyResumed { id: id.to_owned() });
+        }
+        Ok(ResumeClaim {
+            set: Arc::clone(set),
+            id: id.to_owned(),
+        })
+    }
+}
+
+impl Drop for ResumeClaim {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.set.lock() {
+            set.remove(&self.id);
+        }
     }
 }
