@@ -54,6 +54,7 @@ mod message;
 mod run_path;
 mod runner;
 mod session;
+pub mod spec;
 mod stream;
 
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
@@ -67,4 +68,7 @@ pub use message::{Message, MessageRef, Role, ToolCall};
 pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;
 pub use session::{Session, SessionEvent};
+pub use spec::{
+    AgentContext, AgentResult, AgentSpec, Exit, IntoOutcome, TransferTarget, UnknownAgent,
+};
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
