@@ -226,6 +226,80 @@ impl fmt::Display for UnknownAgent {
 
 impl std::error::Error for UnknownAgent {}
 
+/// A builder slot of a flow whose agent has not been given yet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unset;
+
+/// A builder slot of a flow holding the agent given to it.
+#[derive(Debug, Clone)]
+pub struct Set<T>(pub T);
+
+/// A builder slot that holds its agent: what a flow builder's `build()` requires of every slot.
+#[diagnostic::on_unimplemented(
+    message = "the flow builder has no agent yet for a node of type `{T}`",
+    label = "this slot is still `{Self}`",
+    note = "call the builder's setter named after every `dyn` and `runtime` node before \
+            `build()`; the builder's documentation lists them"
+)]
+pub trait Filled<T> {
+    /// The agent in the slot.
+    fn into_agent(self) -> T;
+}
+
+impl<T> Filled<T> for Set<T> {
+    fn into_agent(self) -> T {
+        self.0
+    }
+}
+
+/// The agent of a node a flow builds itself: `T::default()`.
+///
+/// An agent type without `Default` (a struct holding a client) fills a `runtime` node of the
+/// flow instead, and the builder is given its value.
+pub fn instantiate<T: AgentSpec + Default>() -> T {
+    T::default()
+}
+
+/// Text renderings of a flow's tree, for the `mermaid()` and `to_dot()` of `flow!` types.
+#[doc(hidden)]
+pub mod render {
+    use std::fmt::Write as _;
+
+    /// A Mermaid flowchart: one node per agent, `<-->` from a parent to a sub-agent that may
+    /// transfer back, `-->` to one barred from it.
+    pub fn mermaid(names: &[&str], parents: &[Option<usize>], barred: &[bool]) -> String {
+        let mut out = String::from("graph TD\n");
+        for (i, name) in names.iter().enumerate() {
+            let _ = writeln!(out, "    n{i}[\"{}\"]", name.replace('"', "#quot;"));
+        }
+        for (i, parent) in parents.iter().enumerate() {
+            if let Some(p) = parent {
+                let arrow = if barred[i] { "-->" } else { "<-->" };
+                let _ = writeln!(out, "    n{p} {arrow} n{i}");
+            }
+        }
+        out
+    }
+
+    /// A Graphviz digraph: one edge per parent and sub-agent, `dir=both` where the sub-agent
+    /// may transfer back.
+    pub fn dot(flow: &str, names: &[&str], parents: &[Option<usize>], barred: &[bool]) -> String {
+        let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+        let mut out = format!("digraph \"{}\" {{\n", quote(flow));
+        for (i, name) in names.iter().enumerate() {
+            let _ = writeln!(out, "    n{i} [label=\"{}\"];", quote(name));
+        }
+        for (i, parent) in parents.iter().enumerate() {
+            if let Some(p) = parent {
+                let dir = if barred[i] { "" } else { " [dir=both]" };
+                let _ = writeln!(out, "    n{p} -> n{i}{dir};");
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+}
+
 /// Compile-time checks evaluated by the code `flow!` generates.
 ///
 /// Each check returns a [`check::Verdict`]; the generated `const` item panics with its message
@@ -488,6 +562,24 @@ mod tests {
         let dup = unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 2);
         assert!(dup.as_str().starts_with("two agents of flow `Desk` are named `a`: node `c`"));
         assert!(!unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 1).failed());
+    }
+
+    #[test]
+    fn renders() {
+        let names = ["triage", "refund", "complaint", "escalation"];
+        let parents = [None, Some(0), Some(0), Some(2)];
+        let barred = [false, false, false, true];
+        assert_eq!(
+            super::render::mermaid(&names, &parents, &barred),
+            "graph TD\n    n0[\"triage\"]\n    n1[\"refund\"]\n    n2[\"complaint\"]\n    \
+             n3[\"escalation\"]\n    n0 <--> n1\n    n0 <--> n2\n    n2 --> n3\n"
+        );
+        assert_eq!(
+            super::render::dot("Desk", &names, &parents, &barred),
+            "digraph \"Desk\" {\n    n0 [label=\"triage\"];\n    n1 [label=\"refund\"];\n    \
+             n2 [label=\"complaint\"];\n    n3 [label=\"escalation\"];\n    \
+             n0 -> n1 [dir=both];\n    n0 -> n2 [dir=both];\n    n2 -> n3;\n}\n"
+        );
     }
 
     #[test]
