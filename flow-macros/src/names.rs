@@ -59,7 +59,7 @@ pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> String {
             }) = &nv.value
             {
                 let v = s.value();
-                for line in v.lines() {
+                for line in v.split('\n') {
                     lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
                 }
             }

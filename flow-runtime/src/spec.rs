@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::agent::{Agent, RunContext};
 use crate::event::{Action, AgentError, AgentEvent};
+use crate::flow::FlowAgent;
 use crate::generate::Context;
 use crate::message::Message;
 use crate::stream::MessageStream;
@@ -49,6 +50,33 @@ pub trait AgentSpec: Agent {
     /// Whether the agent never transfers to its parent (`#[agent(no_parent)]`): every node it
     /// fills is barred from its parent.
     const NO_PARENT: bool;
+
+    /// A one-node tree of [`FlowBuilt::instance`]: how `flow!` builds the nodes it builds
+    /// itself.
+    #[doc(hidden)]
+    fn __node() -> FlowAgent
+    where
+        Self: FlowBuilt,
+    {
+        FlowAgent::new(Self::instance())
+    }
+}
+
+/// An agent a flow can build on its own: a node of `flow!` that names the type gets
+/// [`instance`](FlowBuilt::instance).
+///
+/// `#[agent]` implements it for agent fns and unit structs. An agent that holds state (a
+/// client, a configuration) fills a `runtime` node instead, and the flow's builder is given its
+/// value; implement this trait only if the agent has one obvious value.
+#[diagnostic::on_unimplemented(
+    message = "agent `{Self}` holds state, so a flow cannot build it on its own",
+    label = "the flow would have to make a `{Self}` itself",
+    note = "mark the node `runtime`, as in `{Self}(runtime)`, and give the value to the flow's \
+            builder; or implement `FlowBuilt` for `{Self}` if it has one obvious value"
+)]
+pub trait FlowBuilt: AgentSpec + Sized {
+    /// The agent's value.
+    fn instance() -> Self;
 }
 
 /// A legal transfer target of one agent: implemented by the enum `#[agent(transfers = [...])]`
@@ -236,8 +264,9 @@ pub struct Set<T>(pub T);
 
 /// A builder slot that holds its agent: what a flow builder's `build()` requires of every slot.
 #[diagnostic::on_unimplemented(
-    message = "the flow builder has no agent yet for a node of type `{T}`",
-    label = "this slot is still `{Self}`",
+    message = "`build()` needs the agent of every `dyn` and `runtime` node, and one of type \
+               `{T}` is missing",
+    label = "this builder's slot for `{T}` is still `{Self}`",
     note = "call the builder's setter named after every `dyn` and `runtime` node before \
             `build()`; the builder's documentation lists them"
 )]
@@ -252,12 +281,14 @@ impl<T> Filled<T> for Set<T> {
     }
 }
 
-/// The agent of a node a flow builds itself: `T::default()`.
-///
-/// An agent type without `Default` (a struct holding a client) fills a `runtime` node of the
-/// flow instead, and the builder is given its value.
-pub fn instantiate<T: AgentSpec + Default>() -> T {
-    T::default()
+/// The agent of a `dyn` node, as a flow builder holds it.
+#[derive(Clone)]
+pub struct DynAgent(pub Arc<dyn Agent>);
+
+impl fmt::Debug for DynAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DynAgent").field(&self.0.name()).finish()
+    }
 }
 
 /// Text renderings of a flow's tree, for the `mermaid()` and `to_dot()` of `flow!` types.

@@ -56,6 +56,13 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
             #facts
 
             #[automatically_derived]
+            impl #p::FlowBuilt for #ident {
+                fn instance() -> Self {
+                    #ident
+                }
+            }
+
+            #[automatically_derived]
             impl #p::Agent for #ident {
                 fn name(&self) -> &str {
                     <Self as #p::AgentSpec>::NAME
@@ -91,12 +98,24 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
     }
     let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs, cx);
     let transfers = transfer_enum(args, &s.vis, &quote!(#ident), &ident, cx);
-    let _ = krate;
+    let p = quote!(#krate::__private);
+    let built = match &s.fields {
+        syn::Fields::Unit => quote! {
+            #[automatically_derived]
+            impl #p::FlowBuilt for #ident {
+                fn instance() -> Self {
+                    #ident
+                }
+            }
+        },
+        _ => TokenStream::new(),
+    };
     quote! {
         #s
         #transfers
         const _: () = {
             #facts
+            #built
         };
     }
 }

@@ -518,7 +518,7 @@ fn builder_items(
         .iter()
         .map(|&i| match cx.tree.nodes[i].ty() {
             Some(ty) => quote!(#ty),
-            None => quote!(#p::Arc<dyn #p::Agent>),
+            None => quote!(#p::DynAgent),
         })
         .collect();
 
@@ -611,7 +611,7 @@ fn builder_items(
         let (arg_ty, value, doc) = match node.kind {
             Kind::Dyn => (
                 quote!(impl #p::Agent),
-                quote!(#p::Set(#p::Arc::new(agent) as #p::Arc<dyn #p::Agent>)),
+                quote!(#p::Set(#p::DynAgent(#p::Arc::new(agent)))),
                 format!(
                     "Gives node `{}` its agent; the agent must be named `{}` (`build()` checks).",
                     node.written, node.label
@@ -648,11 +648,11 @@ fn builder_items(
         if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
             takes.extend(quote! {
-                if #field.name() != #name {
+                if #field.0.name() != #name {
                     return ::core::result::Result::Err(#p::FlowError::NodeNameMismatch {
                         flow: ::core::convert::From::from(#flow_str),
                         node: ::core::convert::From::from(#name),
-                        agent: ::core::convert::From::from(#field.name()),
+                        agent: ::core::convert::From::from(#field.0.name()),
                     });
                 }
             });
@@ -691,7 +691,7 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
     let node = &cx.tree.nodes[i];
     let agent = match &node.kind {
         Kind::Static(ty) => {
-            quote_spanned!(node.span=> #p::FlowAgent::new(#p::instantiate::<#ty>()))
+            quote_spanned!(node.span=> <#ty as #p::AgentSpec>::__node())
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
@@ -701,7 +701,7 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
         Kind::Dyn => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let f = &fields[j];
-            quote!(#p::FlowAgent::from_arc(#f))
+            quote!(#p::FlowAgent::from_arc(#f.0))
         }
     };
     let barred = cx.barred(i);
