@@ -7,7 +7,11 @@ use futures::StreamExt;
 /// Decides which desk owns the request.
 #[agent(transfers = [refund, complaint])]
 async fn triage(cx: &AgentContext, input: AgentInput) -> AgentResult<TriageTransfer> {
-    let text = input.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+    let text = input
+        .messages
+        .last()
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
     if text.contains("broken") {
         cx.say("This is a complaint.");
         Ok(TriageTransfer::Complaint)

@@ -33,6 +33,9 @@ impl Ctxt {
 
     /// The errors as `compile_error!` invocations.
     pub(crate) fn into_compile_errors(self) -> TokenStream {
-        self.errors.iter().map(syn::Error::to_compile_error).collect()
+        self.errors
+            .iter()
+            .map(syn::Error::to_compile_error)
+            .collect()
     }
 }

@@ -69,6 +69,7 @@ pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget, UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
+    UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError};

@@ -389,9 +389,7 @@ pub mod check {
             }
             if i < bytes.len() {
                 // Cut short: never end inside a UTF-8 sequence.
-                while self.len > 0
-                    && core::str::from_utf8(self.buf.split_at(self.len).0).is_err()
-                {
+                while self.len > 0 && core::str::from_utf8(self.buf.split_at(self.len).0).is_err() {
                     self.len -= 1;
                 }
             }
@@ -457,12 +455,7 @@ pub mod check {
     /// Checks that the agent of node `index` of flow `flow` has a name no earlier node has.
     /// `names` and `nodes` list the agents' names and the nodes as written in the flow, in
     /// tree order.
-    pub const fn unique_name(
-        flow: &str,
-        names: &[&str],
-        nodes: &[&str],
-        index: usize,
-    ) -> Verdict {
+    pub const fn unique_name(flow: &str, names: &[&str], nodes: &[&str], index: usize) -> Verdict {
         let mut j = 0;
         while j < index {
             if eq(names[j], names[index]) {
@@ -555,7 +548,9 @@ pub mod check {
                 .code(target)
                 .push(" under ")
                 .code(agent)
-                .push(" in this flow, or remove it from the agent's `#[agent(transfers = [...])]`");
+                .push(
+                    " in this flow, or remove it from the agent's `#[agent(transfers = [...])]`",
+                );
         }
         Verdict::pass()
     }
@@ -569,7 +564,17 @@ mod tests {
     fn fnv_pieces_equal_the_whole() {
         let whole = crate::fingerprint_of("triage(refund,complaint(escalation^))");
         let mut h = FNV_OFFSET;
-        for piece in ["triage", "(", "refund", ",", "complaint", "(", "escalation", "^", "))"] {
+        for piece in [
+            "triage",
+            "(",
+            "refund",
+            ",",
+            "complaint",
+            "(",
+            "escalation",
+            "^",
+            "))",
+        ] {
             h = fnv1a(h, piece);
         }
         assert_eq!(h, whole);
@@ -577,7 +582,15 @@ mod tests {
 
     #[test]
     fn verdict_messages() {
-        let v = transfers("Desk", "triage", &["refund", "billing"], &["refund"], None, false, false);
+        let v = transfers(
+            "Desk",
+            "triage",
+            &["refund", "billing"],
+            &["refund"],
+            None,
+            false,
+            false,
+        );
         assert_eq!(
             v.as_str(),
             "agent `triage` declares a transfer to `billing`, but in flow `Desk` `billing` is \
@@ -586,12 +599,30 @@ mod tests {
              `billing` under `triage` in this flow, or remove it from the agent's \
              `#[agent(transfers = [...])]`"
         );
-        let ok = transfers("Desk", "refund", &["triage"], &[], Some("triage"), false, false);
+        let ok = transfers(
+            "Desk",
+            "refund",
+            &["triage"],
+            &[],
+            Some("triage"),
+            false,
+            false,
+        );
         assert!(!ok.failed());
-        let barred = transfers("Desk", "refund", &["triage"], &[], Some("triage"), true, false);
+        let barred = transfers(
+            "Desk",
+            "refund",
+            &["triage"],
+            &[],
+            Some("triage"),
+            true,
+            false,
+        );
         assert!(barred.as_str().contains("marked `no_parent`"));
         let dup = unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 2);
-        assert!(dup.as_str().starts_with("two agents of flow `Desk` are named `a`: node `c`"));
+        assert!(dup
+            .as_str()
+            .starts_with("two agents of flow `Desk` are named `a`: node `c`"));
         assert!(!unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 1).failed());
     }
 

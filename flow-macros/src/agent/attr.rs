@@ -94,7 +94,10 @@ fn option(input: ParseStream, args: &mut AgentArgs) -> syn::Result<()> {
         "name" | "description" => {
             input.parse::<Token![=]>()?;
             let value: LitStr = input.parse().map_err(|e| {
-                syn::Error::new(e.span(), format!("`{key}` takes a string: `{key} = \"...\"`"))
+                syn::Error::new(
+                    e.span(),
+                    format!("`{key}` takes a string: `{key} = \"...\"`"),
+                )
             })?;
             if key == "name" && value.value().trim().is_empty() {
                 return Err(syn::Error::new(

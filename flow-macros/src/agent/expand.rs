@@ -391,9 +391,7 @@ fn transfer_enum(
         variants.push(v);
     }
     let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-    let variant_docs = names
-        .iter()
-        .map(|n| format!("Transfer to agent `{n}`."));
+    let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
     let enum_doc = format!(
         "The agents `{agent_name}` may transfer to, as declared with \
          `#[agent(transfers = [...])]`.\n\nReturn a variant from the agent's body to transfer; \

@@ -83,9 +83,10 @@ fn annotations(node: &Node) -> String {
         Some(ContextOpt::Rewrite) => notes.push("context = rewrite".into()),
         Some(ContextOpt::UserInputOnly) => notes.push("context = user_input_only".into()),
         Some(ContextOpt::LastN(n)) => notes.push(format!("context = last({n})")),
-        Some(ContextOpt::Custom(p)) => {
-            notes.push(format!("context = custom({})", super::parse::path_string(p)))
-        }
+        Some(ContextOpt::Custom(p)) => notes.push(format!(
+            "context = custom({})",
+            super::parse::path_string(p)
+        )),
     }
     if notes.is_empty() {
         String::new()
@@ -94,14 +95,7 @@ fn annotations(node: &Node) -> String {
     }
 }
 
-fn tree_lines(
-    tree: &Tree,
-    i: usize,
-    prefix: &str,
-    last: bool,
-    root: bool,
-    out: &mut Vec<String>,
-) {
+fn tree_lines(tree: &Tree, i: usize, prefix: &str, last: bool, root: bool, out: &mut Vec<String>) {
     let node = &tree.nodes[i];
     let (branch, next) = if root {
         ("", String::new())
@@ -124,7 +118,10 @@ fn tree_lines(
 fn mermaid(tree: &Tree) -> Vec<String> {
     let mut out = vec!["graph TD".to_owned()];
     for (i, node) in tree.nodes.iter().enumerate() {
-        out.push(format!("    n{i}[\"{}\"]", node.written.replace('"', "#quot;")));
+        out.push(format!(
+            "    n{i}[\"{}\"]",
+            node.written.replace('"', "#quot;")
+        ));
     }
     for (i, node) in tree.nodes.iter().enumerate() {
         if let Some(p) = node.parent {

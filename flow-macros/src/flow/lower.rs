@@ -346,9 +346,8 @@ fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> T
             quote!(&[#(Self::#vs),*])
         })
         .collect();
-    let enum_doc = format!(
-        "The agents of flow [`{flow}`]; `Display` and `FromStr` use the agents' names."
-    );
+    let enum_doc =
+        format!("The agents of flow [`{flow}`]; `Display` and `FromStr` use the agents' names.");
     let indices = 0..n;
     quote! {
         #[doc = #enum_doc]
@@ -499,11 +498,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
 
 /// The builder type: a typed slot per node whose agent is given at run time; `build()` lowers
 /// the tree.
-fn builder_items(
-    cx: &Cx<'_>,
-    builder: &Ident,
-    vis: &syn::Visibility,
-) -> (TokenStream, bool) {
+fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenStream, bool) {
     let p = &cx.p;
     let flow = cx.flow;
     let flow_str = &cx.flow_str;
@@ -588,7 +583,13 @@ fn builder_items(
         let before: Vec<TokenStream> = params
             .iter()
             .enumerate()
-            .map(|(m, x)| if m == j { quote!(#p::Unset) } else { quote!(#x) })
+            .map(|(m, x)| {
+                if m == j {
+                    quote!(#p::Unset)
+                } else {
+                    quote!(#x)
+                }
+            })
             .collect();
         let slot_ty = &slot_tys[j];
         let after: Vec<TokenStream> = params

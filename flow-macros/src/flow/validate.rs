@@ -35,7 +35,10 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
         seen.push(key.clone());
         let flag = |cx: &mut Ctxt| {
             if let Some(v) = &o.value {
-                cx.error_at(v, format!("option `{key}` takes no value: write just `{key}`"));
+                cx.error_at(
+                    v,
+                    format!("option `{key}` takes no value: write just `{key}`"),
+                );
             }
         };
         match key.as_str() {
