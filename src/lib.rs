@@ -9,8 +9,13 @@
 
 pub use flow_runtime::*;
 
+// Lets the macros' `::agentflow::...` paths resolve inside this crate (for `dsl::example`).
+extern crate self as agentflow;
+
 mod dsl;
 
+#[cfg(doc)]
+pub use dsl::example;
 pub use dsl::agent;
 
 /// The names most programs need.

@@ -50,7 +50,7 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     lines.push(" | agent | may transfer to |".into());
     lines.push(" | --- | --- |".into());
     for node in &tree.nodes {
-        lines.push(format!(" | `{}` | {} |", node.written, targets(tree, node)));
+        lines.push(format!(" | `{}` | {} |", shown(node), targets(tree, node)));
     }
     lines.push(String::new());
     lines.push(
@@ -66,11 +66,20 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     }
 }
 
+/// A node as the docs show it: its path as written, or a `dyn` node's name.
+fn shown(node: &Node) -> String {
+    match node.kind {
+        Kind::Dyn => node.label.to_string(),
+        Kind::Static(_) | Kind::Given(_) => node.written.clone(),
+    }
+}
+
 fn annotations(node: &Node) -> String {
     let mut notes: Vec<String> = Vec::new();
     match node.kind {
         Kind::Given(_) => notes.push("runtime".into()),
-        Kind::Dyn | Kind::Static(_) => {}
+        Kind::Dyn => notes.push("dyn: given at run time".into()),
+        Kind::Static(_) => {}
     }
     if node.opts.no_parent {
         notes.push("no_parent".into());
@@ -106,7 +115,7 @@ fn tree_lines(tree: &Tree, i: usize, prefix: &str, last: bool, root: bool, out: 
     };
     out.push(format!(
         " {prefix}{branch}{}{}",
-        node.written,
+        shown(node),
         annotations(node)
     ));
     let n = node.children.len();
@@ -136,10 +145,10 @@ fn targets(tree: &Tree, node: &Node) -> String {
     let mut out: Vec<String> = node
         .children
         .iter()
-        .map(|&c| format!("`{}`", tree.nodes[c].written))
+        .map(|&c| format!("`{}`", shown(&tree.nodes[c])))
         .collect();
     if let Some(p) = node.parent {
-        let parent = &tree.nodes[p].written;
+        let parent = shown(&tree.nodes[p]);
         if node.opts.no_parent {
             if out.is_empty() {
                 return format!("none (barred from its parent `{parent}`)");
