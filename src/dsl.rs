@@ -102,7 +102,7 @@ pub use flow_macros::agent;
 ///
 /// ```
 /// use agentflow::prelude::*;
-/// # /// Routes. 
+/// # /// Routes.
 /// # #[agent(transfers = [refund, complaint])]
 /// # async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
 /// # #[agent]

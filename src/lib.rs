@@ -14,9 +14,9 @@ extern crate self as agentflow;
 
 mod dsl;
 
+pub use dsl::agent;
 #[cfg(doc)]
 pub use dsl::example;
-pub use dsl::agent;
 
 /// The names most programs need.
 pub mod prelude {

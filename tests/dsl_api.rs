@@ -68,8 +68,13 @@ fn agent_facts() {
         "Decides which desk owns the request."
     );
     assert_eq!(<triage as AgentSpec>::TRANSFERS, ["refund", "complaint"]);
-    assert!(!<triage as AgentSpec>::NO_PARENT);
-    assert!(<escalation as AgentSpec>::NO_PARENT);
+    assert_eq!(
+        [
+            <triage as AgentSpec>::NO_PARENT,
+            <escalation as AgentSpec>::NO_PARENT
+        ],
+        [false, true]
+    );
     assert_eq!(<escalation as AgentSpec>::TRANSFERS, [] as [&str; 0]);
     assert_eq!(triage.name(), "triage");
     assert_eq!(refund.description(), "Refunds.");

@@ -12,6 +12,8 @@ mod agent;
 mod ctxt;
 mod flow;
 mod names;
+#[cfg(test)]
+mod snapshot_tests;
 
 use proc_macro::TokenStream;
 

@@ -140,8 +140,7 @@ fn option(input: ParseStream, args: &mut AgentArgs) -> syn::Result<()> {
                         span: i.span(),
                     }
                 };
-                if let Some(first) = targets.iter().find(|t| t.name == target.name) {
-                    let _ = first;
+                if targets.iter().any(|t| t.name == target.name) {
                     return Err(syn::Error::new(
                         target.span,
                         format!(

@@ -22,7 +22,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     f.attrs = others;
     f.vis = Visibility::Inherited;
 
-    let facts = spec_impl(args, &quote!(#ident), &ident, &docs, cx);
+    let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
     let transfers = transfer_enum(args, &vis, &quote!(#ident), &ident, cx);
 
     let run_body = if sig_ok {
@@ -96,7 +96,7 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
         );
         return quote!(#s);
     }
-    let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs, cx);
+    let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs);
     let transfers = transfer_enum(args, &s.vis, &quote!(#ident), &ident, cx);
     let p = quote!(#krate::__private);
     let built = match &s.fields {
@@ -308,7 +308,6 @@ fn spec_impl(
     ty: &TokenStream,
     ident: &Ident,
     attrs: &[syn::Attribute],
-    _cx: &mut Ctxt,
 ) -> TokenStream {
     let krate = args.krate();
     let p = quote!(#krate::__private);
@@ -398,8 +397,6 @@ fn transfer_enum(
          `flow!` checks at compile time that each target is a sub-agent or the parent of \
          `{agent_name}` in every flow it is placed in."
     );
-    let ty_str = ty.to_string();
-    let _ = ty_str;
     quote! {
         #[doc = #enum_doc]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -36,8 +36,9 @@ impl Cx<'_> {
         let node = &self.tree.nodes[i];
         let flag = node.opts.no_parent;
         match node.ty() {
-            Some(ty) => quote_spanned!(node.span=> #flag || <#ty as #p::AgentSpec>::NO_PARENT),
-            None => quote!(#flag),
+            _ if flag => quote!(true),
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::NO_PARENT),
+            None => quote!(false),
         }
     }
 
@@ -614,8 +615,9 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
                 quote!(impl #p::Agent),
                 quote!(#p::Set(#p::DynAgent(#p::Arc::new(agent)))),
                 format!(
-                    "Gives node `{}` its agent; the agent must be named `{}` (`build()` checks).",
-                    node.written, node.label
+                    "Gives the `dyn` node `{}` its agent, which must be named `{}` (`build()` \
+                     checks).",
+                    node.label, node.label
                 ),
             ),
             _ => (
@@ -649,11 +651,11 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
             takes.extend(quote! {
-                if #field.0.name() != #name {
+                if #p::Agent::name(&*#field.0) != #name {
                     return ::core::result::Result::Err(#p::FlowError::NodeNameMismatch {
                         flow: ::core::convert::From::from(#flow_str),
                         node: ::core::convert::From::from(#name),
-                        agent: ::core::convert::From::from(#field.0.name()),
+                        agent: ::core::convert::From::from(#p::Agent::name(&*#field.0)),
                     });
                 }
             });
@@ -677,7 +679,6 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             where
                 #(#bounds,)*
             {
-                use #p::Agent as _;
                 #takes
                 ::core::result::Result::Ok(#flow { flow: #tree_expr })
             }
