@@ -49,9 +49,9 @@ const OPTIONS: &str = "`name = \"...\"`, `description = \"...\"`, `transfers = [
 /// Parses the attribute's tokens, recording every error and going on with the next option.
 pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
     let mut args = AgentArgs::default();
-    let parser = |input: ParseStream| {
+    let mut parser = |input: ParseStream| {
         while !input.is_empty() {
-            if let Err(e) = option(input, &mut args) {
+            if let Err(e) = option(input, &mut args, cx) {
                 cx.push(e);
                 // Skip to the next option.
                 while !input.is_empty() && !input.peek(Token![,]) {
@@ -64,7 +64,8 @@ pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
         }
         Ok(())
     };
-    if let Err(e) = parser.parse2(tokens) {
+    let result = (&mut parser).parse2(tokens);
+    if let Err(e) = result {
         cx.push(e);
     }
     args
@@ -77,7 +78,7 @@ fn duplicate(span: Span, what: &str) -> syn::Error {
     )
 }
 
-fn option(input: ParseStream, args: &mut AgentArgs) -> syn::Result<()> {
+fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Result<()> {
     let key: Ident = if input.peek(Token![crate]) {
         let k: Token![crate] = input.parse()?;
         Ident::new("crate", k.span)
@@ -141,15 +142,16 @@ fn option(input: ParseStream, args: &mut AgentArgs) -> syn::Result<()> {
                     }
                 };
                 if targets.iter().any(|t| t.name == target.name) {
-                    return Err(syn::Error::new(
+                    cx.error(
                         target.span,
                         format!(
                             "`{}` is listed twice in `transfers`; list each target once",
                             target.name
                         ),
-                    ));
+                    );
+                } else {
+                    targets.push(target);
                 }
-                targets.push(target);
                 if !content.is_empty() {
                     content.parse::<Token![,]>()?;
                 }

@@ -120,29 +120,20 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
     }
 }
 
-/// `#[agent] impl Lookup { async fn run(&self, cx: &AgentContext, input: AgentInput) -> R }`.
-pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
-    let krate = args.krate();
-    let p = quote!(#krate::__private);
-    let self_ty = &i.self_ty;
-    if let Some(span) = args.first_item_option() {
-        cx.error(
-            span,
-            "on an impl block #[agent] takes only `crate = path`; put `name`, `description`, \
-             `transfers` and `no_parent` on the struct's #[agent(...)]",
-        );
-    }
+/// The generated `run` of an `#[agent] impl`, or `None` (errors recorded) if the impl block
+/// does not hold a usable `async fn run(&self, cx[, input])`.
+fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Option<TokenStream> {
     if let Some((_, path, _)) = &i.trait_ {
         cx.error_at(
             path,
             "#[agent] goes on the inherent impl block of a struct agent (`impl Lookup { async fn \
              run(..) }`), not on a trait impl",
         );
-        return quote!(#i);
+        return None;
     }
     if !i.generics.params.is_empty() {
         cx.error_at(&i.generics, "the impl block of an agent cannot be generic");
-        return quote!(#i);
+        return None;
     }
     let run = i.items.iter().find_map(|item| match item {
         syn::ImplItem::Fn(f) if f.sig.ident == "run" => Some(f),
@@ -158,7 +149,7 @@ pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenS
                 quote!(#self_ty)
             ),
         );
-        return quote!(#i);
+        return None;
     };
     let mut ok = true;
     if run.sig.asyncness.is_none() {
@@ -188,23 +179,40 @@ pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenS
         );
         ok = false;
     }
-    let body = if ok {
-        let call_args = call_args(run.sig.inputs.iter().skip(1), rest);
-        let ret_span = output_span(&run.sig.output);
-        let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
-        quote! {
-            #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-                let cx = #p::AgentContext::new(__agentflow_cx);
-                let outcome = Self::run(&*self, #call_args).await;
-                #into(outcome, &cx)
-            })
-        }
-    } else {
+    if !ok {
+        return None;
+    }
+    let call_args = call_args(run.sig.inputs.iter().skip(1), rest);
+    let ret_span = output_span(&run.sig.output);
+    let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
+    Some(quote! {
+        #p::generate(__agentflow_run, move |__agentflow_cx| async move {
+            let cx = #p::AgentContext::new(__agentflow_cx);
+            let outcome = Self::run(&*self, #call_args).await;
+            #into(outcome, &cx)
+        })
+    })
+}
+
+/// `#[agent] impl Lookup { async fn run(&self, cx: &AgentContext, input: AgentInput) -> R }`.
+pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
+    let krate = args.krate();
+    let p = quote!(#krate::__private);
+    let self_ty = &i.self_ty;
+    if let Some(span) = args.first_item_option() {
+        cx.error(
+            span,
+            "on an impl block #[agent] takes only `crate = path`; put `name`, `description`, \
+             `transfers` and `no_parent` on the struct's #[agent(...)]",
+        );
+    }
+    let body = run_body(&i, self_ty, &p, cx).unwrap_or_else(|| {
+        // A stub, so the type still is an agent and later errors stay about real mistakes.
         quote! {
             let _ = (self, __agentflow_run);
             #p::EventStream::empty()
         }
-    };
+    });
     quote! {
         #i
         const _: () = {
