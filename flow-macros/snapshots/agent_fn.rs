@@ -27,8 +27,8 @@ impl TriageTransfer {
 const _: () = {
     #[automatically_derived]
     impl ::core::fmt::Display for TriageTransfer {
-        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-            f.write_str(self.as_str())
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.as_str())
         }
     }
     #[automatically_derived]
@@ -42,9 +42,9 @@ const _: () = {
     impl ::agentflow::__private::IntoOutcome<triage> for TriageTransfer {
         fn into_outcome(
             self,
-            cx: &::agentflow::__private::AgentContext,
+            __cx: &::agentflow::__private::AgentContext,
         ) -> ::agentflow::__private::AgentResult {
-            cx.__transfer(self.as_str());
+            __cx.__transfer(self.as_str());
             ::core::result::Result::Ok(())
         }
     }
@@ -85,11 +85,14 @@ const _: () = {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let cx = ::agentflow::__private::AgentContext::new(__agentflow_cx);
-                    let outcome = triage(&cx, __agentflow_input).await;
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::new(
+                        __agentflow_cx,
+                    );
+                    let __agentflow_outcome = triage(&__agentflow_cx, __agentflow_input)
+                        .await;
                     <_ as ::agentflow::__private::IntoOutcome<
                         Self,
-                    >>::into_outcome(outcome, &cx)
+                    >>::into_outcome(__agentflow_outcome, &__agentflow_cx)
                 },
             )
         }

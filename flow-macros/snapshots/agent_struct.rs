@@ -31,11 +31,13 @@ const _: () = {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let cx = ::agentflow::__private::AgentContext::new(__agentflow_cx);
-                    let outcome = Self::run(&*self, &cx).await;
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::new(
+                        __agentflow_cx,
+                    );
+                    let __agentflow_outcome = Self::run(&*self, &__agentflow_cx).await;
                     <_ as ::agentflow::__private::IntoOutcome<
                         Self,
-                    >>::into_outcome(outcome, &cx)
+                    >>::into_outcome(__agentflow_outcome, &__agentflow_cx)
                 },
             )
         }

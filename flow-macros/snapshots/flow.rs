@@ -70,34 +70,34 @@ impl Desk {
     /// The fingerprint of the flow's shape, computed at compile time; equal to
     /// `FlowAgent::fingerprint()` of the built tree.
     pub const FINGERPRINT: u64 = {
-        let mut h = ::agentflow::__private::check::FNV_OFFSET;
-        h = ::agentflow::__private::check::fnv1a(h, Self::AGENTS[0usize]);
+        let mut __h = ::agentflow::__private::check::FNV_OFFSET;
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[0usize]);
         if Self::__BARRED[0usize] {
-            h = ::agentflow::__private::check::fnv1a(h, "^");
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
         }
-        h = ::agentflow::__private::check::fnv1a(h, "(");
-        h = ::agentflow::__private::check::fnv1a(h, Self::AGENTS[1usize]);
+        __h = ::agentflow::__private::check::fnv1a(__h, "(");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[1usize]);
         if Self::__BARRED[1usize] {
-            h = ::agentflow::__private::check::fnv1a(h, "^");
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
         }
-        h = ::agentflow::__private::check::fnv1a(h, ",");
-        h = ::agentflow::__private::check::fnv1a(h, Self::AGENTS[2usize]);
+        __h = ::agentflow::__private::check::fnv1a(__h, ",");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[2usize]);
         if Self::__BARRED[2usize] {
-            h = ::agentflow::__private::check::fnv1a(h, "^");
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
         }
-        h = ::agentflow::__private::check::fnv1a(h, "(");
-        h = ::agentflow::__private::check::fnv1a(h, Self::AGENTS[3usize]);
+        __h = ::agentflow::__private::check::fnv1a(__h, "(");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[3usize]);
         if Self::__BARRED[3usize] {
-            h = ::agentflow::__private::check::fnv1a(h, "^");
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
         }
-        h = ::agentflow::__private::check::fnv1a(h, ")");
-        h = ::agentflow::__private::check::fnv1a(h, ",");
-        h = ::agentflow::__private::check::fnv1a(h, Self::AGENTS[4usize]);
+        __h = ::agentflow::__private::check::fnv1a(__h, ")");
+        __h = ::agentflow::__private::check::fnv1a(__h, ",");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[4usize]);
         if Self::__BARRED[4usize] {
-            h = ::agentflow::__private::check::fnv1a(h, "^");
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
         }
-        h = ::agentflow::__private::check::fnv1a(h, ")");
-        h
+        __h = ::agentflow::__private::check::fnv1a(__h, ")");
+        __h
     };
     #[doc(hidden)]
     pub const __PARENTS: &'static [::core::option::Option<usize>] = &[
@@ -121,8 +121,11 @@ impl Desk {
     }
     /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
     /// the flow has no such agent.
-    pub fn path_of(agent: &str) -> ::core::option::Option<&'static [&'static str]> {
-        Self::PATHS.iter().find(|(name, _)| *name == agent).map(|(_, path)| *path)
+    pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
+        Self::PATHS
+            .iter()
+            .find(|(__name, _)| *__name == agent_name)
+            .map(|(_, __path)| *__path)
     }
     /// The built tree, at its root.
     pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
@@ -158,8 +161,8 @@ impl Desk {
 }
 #[automatically_derived]
 impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
-    fn from(flow: Desk) -> Self {
-        flow.flow
+    fn from(__flow: Desk) -> Self {
+        __flow.flow
     }
 }
 ///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
@@ -219,21 +222,21 @@ impl DeskAgent {
 }
 #[automatically_derived]
 impl ::core::fmt::Display for DeskAgent {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.name())
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.name())
     }
 }
 #[automatically_derived]
 impl ::core::str::FromStr for DeskAgent {
     type Err = ::agentflow::__private::UnknownAgent;
-    fn from_str(s: &str) -> ::core::result::Result<Self, Self::Err> {
+    fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
         Self::ALL
             .iter()
             .copied()
-            .find(|a| a.name() == s)
+            .find(|__a| __a.name() == __s)
             .ok_or_else(|| ::agentflow::__private::UnknownAgent {
                 flow: Desk::NAME,
-                name: ::core::convert::From::from(s),
+                name: ::core::convert::From::from(__s),
                 known: Desk::AGENTS,
             })
     }
@@ -268,8 +271,8 @@ impl DeskTriageTarget {
 }
 #[automatically_derived]
 impl ::core::fmt::Display for DeskTriageTarget {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
     }
 }
 #[automatically_derived]
@@ -281,8 +284,8 @@ impl ::agentflow::__private::TransferTarget for DeskTriageTarget {
 }
 #[automatically_derived]
 impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
-    fn from(target: DeskTriageTarget) -> Self {
-        target.agent()
+    fn from(__target: DeskTriageTarget) -> Self {
+        __target.agent()
     }
 }
 ///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
@@ -309,8 +312,8 @@ impl DeskRefundTarget {
 }
 #[automatically_derived]
 impl ::core::fmt::Display for DeskRefundTarget {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
     }
 }
 #[automatically_derived]
@@ -322,8 +325,8 @@ impl ::agentflow::__private::TransferTarget for DeskRefundTarget {
 }
 #[automatically_derived]
 impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
-    fn from(target: DeskRefundTarget) -> Self {
-        target.agent()
+    fn from(__target: DeskRefundTarget) -> Self {
+        __target.agent()
     }
 }
 ///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
@@ -353,8 +356,8 @@ impl DeskComplaintTarget {
 }
 #[automatically_derived]
 impl ::core::fmt::Display for DeskComplaintTarget {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
     }
 }
 #[automatically_derived]
@@ -366,8 +369,8 @@ impl ::agentflow::__private::TransferTarget for DeskComplaintTarget {
 }
 #[automatically_derived]
 impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
-    fn from(target: DeskComplaintTarget) -> Self {
-        target.agent()
+    fn from(__target: DeskComplaintTarget) -> Self {
+        __target.agent()
     }
 }
 ///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
@@ -394,8 +397,8 @@ impl DeskBillingTarget {
 }
 #[automatically_derived]
 impl ::core::fmt::Display for DeskBillingTarget {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        f.write_str(self.as_str())
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
     }
 }
 #[automatically_derived]
@@ -407,8 +410,8 @@ impl ::agentflow::__private::TransferTarget for DeskBillingTarget {
 }
 #[automatically_derived]
 impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
-    fn from(target: DeskBillingTarget) -> Self {
-        target.agent()
+    fn from(__target: DeskBillingTarget) -> Self {
+        __target.agent()
     }
 }
 ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
@@ -430,11 +433,13 @@ impl DeskBuilder<::agentflow::__private::Unset> {
     ///Gives the `dyn` node `billing` its agent, which must be named `billing` (`build()` checks).
     pub fn billing(
         self,
-        agent: impl ::agentflow::__private::Agent,
+        __agent: impl ::agentflow::__private::Agent,
     ) -> DeskBuilder<::agentflow::__private::Set<::agentflow::__private::DynAgent>> {
         DeskBuilder {
             billing: ::agentflow::__private::Set(
-                ::agentflow::__private::DynAgent(::agentflow::__private::Arc::new(agent)),
+                ::agentflow::__private::DynAgent(
+                    ::agentflow::__private::Arc::new(__agent),
+                ),
             ),
         }
     }
@@ -450,13 +455,16 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
     where
         S0: ::agentflow::__private::Filled<::agentflow::__private::DynAgent>,
     {
-        let billing = ::agentflow::__private::Filled::into_agent(self.billing);
-        if ::agentflow::__private::Agent::name(&*billing.0) != "billing" {
+        let __agentflow_slot_billing = ::agentflow::__private::Filled::into_agent(
+            self.billing,
+        );
+        if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
+        {
             return ::core::result::Result::Err(::agentflow::__private::FlowError::NodeNameMismatch {
                 flow: ::core::convert::From::from("Desk"),
                 node: ::core::convert::From::from("billing"),
                 agent: ::core::convert::From::from(
-                    ::agentflow::__private::Agent::name(&*billing.0),
+                    ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0),
                 ),
             });
         }
@@ -482,7 +490,9 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
                                 .disallow_transfer_to_parent(true),
                         ],
                     )?,
-                    ::agentflow::__private::FlowAgent::from_arc(billing.0)
+                    ::agentflow::__private::FlowAgent::from_arc(
+                            __agentflow_slot_billing.0,
+                        )
                         .disallow_transfer_to_parent(false),
                 ],
             )?,
@@ -499,7 +509,7 @@ const _: () = {
         "dyn billing",
     ];
     const _: () = {
-        let v = ::agentflow::__private::check::transfers(
+        let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <triage as ::agentflow::__private::AgentSpec>::NAME,
             <triage as ::agentflow::__private::AgentSpec>::TRANSFERS,
@@ -508,23 +518,23 @@ const _: () = {
             false,
             <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::unique_name(
+        let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
             NODES,
             1usize,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::transfers(
+        let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <refund as ::agentflow::__private::AgentSpec>::NAME,
             <refund as ::agentflow::__private::AgentSpec>::TRANSFERS,
@@ -533,23 +543,23 @@ const _: () = {
             false,
             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::unique_name(
+        let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
             NODES,
             2usize,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::transfers(
+        let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <complaint as ::agentflow::__private::AgentSpec>::NAME,
             <complaint as ::agentflow::__private::AgentSpec>::TRANSFERS,
@@ -558,23 +568,23 @@ const _: () = {
             false,
             <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::unique_name(
+        let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
             NODES,
             3usize,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::transfers(
+        let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <escalation as ::agentflow::__private::AgentSpec>::NAME,
             <escalation as ::agentflow::__private::AgentSpec>::TRANSFERS,
@@ -583,19 +593,19 @@ const _: () = {
             true,
             <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
     const _: () = {
-        let v = ::agentflow::__private::check::unique_name(
+        let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
             NODES,
             4usize,
         );
-        if v.failed() {
-            ::core::panic!("{}", v.as_str())
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
         }
     };
 };

@@ -32,9 +32,9 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         quote! {
             #f
             #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-                let cx = #p::AgentContext::new(__agentflow_cx);
-                let outcome = #ident(#call_args).await;
-                #into(outcome, &cx)
+                let __agentflow_cx = #p::AgentContext::new(__agentflow_cx);
+                let __agentflow_outcome = #ident(#call_args).await;
+                #into(__agentflow_outcome, &__agentflow_cx)
             })
         }
     } else {
@@ -187,9 +187,9 @@ fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Opt
     let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
     Some(quote! {
         #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-            let cx = #p::AgentContext::new(__agentflow_cx);
-            let outcome = Self::run(&*self, #call_args).await;
-            #into(outcome, &cx)
+            let __agentflow_cx = #p::AgentContext::new(__agentflow_cx);
+            let __agentflow_outcome = Self::run(&*self, #call_args).await;
+            #into(__agentflow_outcome, &__agentflow_cx)
         })
     })
 }
@@ -248,11 +248,11 @@ fn output_span(output: &syn::ReturnType) -> Span {
 fn call_args<'a>(mut params: impl Iterator<Item = &'a FnArg>, count: usize) -> TokenStream {
     let cx_arg = match params.next() {
         Some(FnArg::Typed(t)) => match &*t.ty {
-            Type::Reference(r) if r.mutability.is_some() => quote!(&mut { cx.clone() }),
-            Type::Reference(_) => quote!(&cx),
-            _ => quote!(cx.clone()),
+            Type::Reference(r) if r.mutability.is_some() => quote!(&mut { __agentflow_cx.clone() }),
+            Type::Reference(_) => quote!(&__agentflow_cx),
+            _ => quote!(__agentflow_cx.clone()),
         },
-        _ => quote!(&cx),
+        _ => quote!(&__agentflow_cx),
     };
     if count == 2 {
         quote!(#cx_arg, __agentflow_input)
@@ -428,8 +428,8 @@ fn transfer_enum(
         const _: () = {
             #[automatically_derived]
             impl ::core::fmt::Display for #enum_ident {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    f.write_str(self.as_str())
+                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    __f.write_str(self.as_str())
                 }
             }
 
@@ -443,8 +443,8 @@ fn transfer_enum(
 
             #[automatically_derived]
             impl #p::IntoOutcome<#ty> for #enum_ident {
-                fn into_outcome(self, cx: &#p::AgentContext) -> #p::AgentResult {
-                    cx.__transfer(self.as_str());
+                fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
+                    __cx.__transfer(self.as_str());
                     ::core::result::Result::Ok(())
                 }
             }

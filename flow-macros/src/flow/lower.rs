@@ -149,11 +149,11 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
             /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
             /// the flow has no such agent.
-            pub fn path_of(agent: &str) -> ::core::option::Option<&'static [&'static str]> {
+            pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
                 Self::PATHS
                     .iter()
-                    .find(|(name, _)| *name == agent)
-                    .map(|(_, path)| *path)
+                    .find(|(__name, _)| *__name == agent_name)
+                    .map(|(_, __path)| *__path)
             }
 
             /// The built tree, at its root.
@@ -186,8 +186,8 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
         #[automatically_derived]
         impl ::core::convert::From<#flow> for #p::FlowAgent {
-            fn from(flow: #flow) -> Self {
-                flow.flow
+            fn from(__flow: #flow) -> Self {
+                __flow.flow
             }
         }
 
@@ -229,8 +229,8 @@ pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
         }
 
         impl ::core::convert::From<#flow> for #p::FlowAgent {
-            fn from(flow: #flow) -> Self {
-                flow.flow
+            fn from(__flow: #flow) -> Self {
+                __flow.flow
             }
         }
     }
@@ -240,27 +240,27 @@ pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
 fn fingerprint(cx: &Cx<'_>) -> TokenStream {
     fn node(cx: &Cx<'_>, i: usize, out: &mut Vec<TokenStream>) {
         let p = &cx.p;
-        out.push(quote!(h = #p::check::fnv1a(h, Self::AGENTS[#i]);));
-        out.push(quote!(if Self::__BARRED[#i] { h = #p::check::fnv1a(h, "^"); }));
+        out.push(quote!(__h = #p::check::fnv1a(__h, Self::AGENTS[#i]);));
+        out.push(quote!(if Self::__BARRED[#i] { __h = #p::check::fnv1a(__h, "^"); }));
         let children = &cx.tree.nodes[i].children;
         if !children.is_empty() {
-            out.push(quote!(h = #p::check::fnv1a(h, "(");));
+            out.push(quote!(__h = #p::check::fnv1a(__h, "(");));
             for (k, &c) in children.iter().enumerate() {
                 if k > 0 {
-                    out.push(quote!(h = #p::check::fnv1a(h, ",");));
+                    out.push(quote!(__h = #p::check::fnv1a(__h, ",");));
                 }
                 node(cx, c, out);
             }
-            out.push(quote!(h = #p::check::fnv1a(h, ")");));
+            out.push(quote!(__h = #p::check::fnv1a(__h, ")");));
         }
     }
     let p = &cx.p;
     let mut steps = Vec::new();
     node(cx, 0, &mut steps);
     quote! {{
-        let mut h = #p::check::FNV_OFFSET;
+        let mut __h = #p::check::FNV_OFFSET;
         #(#steps)*
-        h
+        __h
     }}
 }
 
@@ -279,9 +279,9 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
         if i > 0 {
             out.extend(quote_spanned! {span=>
                 const _: () = {
-                    let v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i);
-                    if v.failed() {
-                        ::core::panic!("{}", v.as_str())
+                    let __v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i);
+                    if __v.failed() {
+                        ::core::panic!("{}", __v.as_str())
                     }
                 };
             });
@@ -296,7 +296,7 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
         let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
         out.extend(quote_spanned! {span=>
             const _: () = {
-                let v = #p::check::transfers(
+                let __v = #p::check::transfers(
                     #flow_str,
                     #spec::NAME,
                     #spec::TRANSFERS,
@@ -305,8 +305,8 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                     #no_parent,
                     #spec::NO_PARENT,
                 );
-                if v.failed() {
-                    ::core::panic!("{}", v.as_str())
+                if __v.failed() {
+                    ::core::panic!("{}", __v.as_str())
                 }
             };
         });
@@ -391,22 +391,22 @@ fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> T
 
         #[automatically_derived]
         impl ::core::fmt::Display for #agent_enum {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.write_str(self.name())
+            fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                __f.write_str(self.name())
             }
         }
 
         #[automatically_derived]
         impl ::core::str::FromStr for #agent_enum {
             type Err = #p::UnknownAgent;
-            fn from_str(s: &str) -> ::core::result::Result<Self, Self::Err> {
+            fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
                 Self::ALL
                     .iter()
                     .copied()
-                    .find(|a| a.name() == s)
+                    .find(|__a| __a.name() == __s)
                     .ok_or_else(|| #p::UnknownAgent {
                         flow: #flow::NAME,
-                        name: ::core::convert::From::from(s),
+                        name: ::core::convert::From::from(__s),
                         known: #flow::AGENTS,
                     })
             }
@@ -473,8 +473,8 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
 
             #[automatically_derived]
             impl ::core::fmt::Display for #ident {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    f.write_str(self.as_str())
+                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    __f.write_str(self.as_str())
                 }
             }
 
@@ -488,8 +488,8 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
 
             #[automatically_derived]
             impl ::core::convert::From<#ident> for #agent_enum {
-                fn from(target: #ident) -> Self {
-                    target.agent()
+                fn from(__target: #ident) -> Self {
+                    __target.agent()
                 }
             }
         });
@@ -613,7 +613,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         let (arg_ty, value, doc) = match node.kind {
             Kind::Dyn => (
                 quote!(impl #p::Agent),
-                quote!(#p::Set(#p::DynAgent(#p::Arc::new(agent)))),
+                quote!(#p::Set(#p::DynAgent(#p::Arc::new(__agent)))),
                 format!(
                     "Gives the `dyn` node `{}` its agent, which must be named `{}` (`build()` \
                      checks).",
@@ -622,7 +622,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             ),
             _ => (
                 quote!(#slot_ty),
-                quote!(#p::Set(agent)),
+                quote!(#p::Set(__agent)),
                 format!("Gives node `{}` its agent.", node.written),
             ),
         };
@@ -630,7 +630,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             #[allow(dead_code)]
             impl<#(#others),*> #builder<#(#before),*> {
                 #[doc = #doc]
-                pub fn #field(self, agent: #arg_ty) -> #builder<#(#after),*> {
+                pub fn #field(self, __agent: #arg_ty) -> #builder<#(#after),*> {
                     #builder {
                         #field: #value,
                         #(#rest: self.#rest,)*
@@ -645,17 +645,18 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     for (j, &i) in given.iter().enumerate() {
         let field = &fields[j];
         let node = &cx.tree.nodes[i];
+        let slot = slot_local(field);
         takes.extend(quote! {
-            let #field = #p::Filled::into_agent(self.#field);
+            let #slot = #p::Filled::into_agent(self.#field);
         });
         if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
             takes.extend(quote! {
-                if #p::Agent::name(&*#field.0) != #name {
+                if #p::Agent::name(&*#slot.0) != #name {
                     return ::core::result::Result::Err(#p::FlowError::NodeNameMismatch {
                         flow: ::core::convert::From::from(#flow_str),
                         node: ::core::convert::From::from(#name),
-                        agent: ::core::convert::From::from(#p::Agent::name(&*#field.0)),
+                        agent: ::core::convert::From::from(#p::Agent::name(&*#slot.0)),
                     });
                 }
             });
@@ -687,6 +688,12 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     (quote!(#struct_def #setters #build), k > 0)
 }
 
+/// The local holding a builder slot's agent in `build()`; prefixed so that no agent's unit
+/// struct (which a plain `let refund` would collide with) can clash with it.
+fn slot_local(field: &Ident) -> Ident {
+    format_ident!("__agentflow_slot_{}", field)
+}
+
 /// The expression building node `i` and its subtree.
 fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> TokenStream {
     let p = &cx.p;
@@ -697,13 +704,13 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
-            let f = &fields[j];
-            quote!(#p::FlowAgent::new(#f))
+            let slot = slot_local(&fields[j]);
+            quote!(#p::FlowAgent::new(#slot))
         }
         Kind::Dyn => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
-            let f = &fields[j];
-            quote!(#p::FlowAgent::from_arc(#f.0))
+            let slot = slot_local(&fields[j]);
+            quote!(#p::FlowAgent::from_arc(#slot.0))
         }
     };
     let barred = cx.barred(i);
