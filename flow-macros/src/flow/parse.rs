@@ -159,6 +159,11 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             None
         }
     };
+    // A trailing comma after the tree is fine.
+    let fork = input.fork();
+    if fork.parse::<Token![,]>().is_ok() && fork.is_empty() {
+        input.parse::<Token![,]>()?;
+    }
     if !input.is_empty() {
         let span = input.span();
         let msg = if input.peek(Token![,]) {

@@ -15,7 +15,7 @@ flow! {
     /// The desk.
     ///
     /// More about the desk.
-    pub Desk: triage => [refund]
+    pub Desk: triage => [refund],
 }
 
 fn main() {
