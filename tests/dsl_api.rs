@@ -276,6 +276,10 @@ async fn struct_agents_and_runtime_nodes() {
         cx.say("audited");
         Ok(())
     });
+    assert_eq!(
+        format!("{:?}", Orders::builder()),
+        "OrdersBuilder { lookup: Unset, audit: Unset }"
+    );
     let orders = Orders::builder()
         .lookup(Lookup {
             endpoint: "orders-db".into(),

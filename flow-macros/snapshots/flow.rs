@@ -416,6 +416,7 @@ impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
 }
 ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
 #[must_use]
+#[derive(Debug)]
 #[allow(dead_code)]
 pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
     billing: S0,

@@ -557,6 +557,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         quote! {
             #[doc = #doc]
             #[must_use]
+            #[derive(Debug)]
             #[allow(dead_code)]
             #vis struct #builder<#(#params = #p::Unset),*> {
                 #(#fields: #params,)*
