@@ -176,7 +176,9 @@ pub use flow_macros::agent;
 /// parents, an agent listed twice, two agents with one name, an empty child list, a node that
 /// is not an agent type, a declared transfer to an agent that is neither a sub-agent nor the
 /// parent in this flow, a declared transfer to a parent the node is barred from, an unknown
-/// option, malformed syntax. All errors of one flow are reported in one compile.
+/// option, malformed syntax. Every error the macro finds in a flow is reported in one compile;
+/// the checks that need the agents' facts (names, declared transfers, `no_parent`) then run as
+/// `const` evaluation, one error per offending node.
 ///
 /// ```compile_fail
 /// use agentflow::prelude::*;

@@ -129,13 +129,21 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
         )
     })?;
     if !input.peek(Token![:]) {
-        return Err(syn::Error::new(
+        cx.error(
             input.span(),
             format!(
                 "expected `:` after the flow name `{name}`, then its root agent: \
                  `{name}: triage => [refund]`"
             ),
-        ));
+        );
+        skip_rest(input);
+        return Ok(FlowAst {
+            krate,
+            attrs,
+            vis,
+            name,
+            root: None,
+        });
     }
     input.parse::<Token![:]>()?;
     if input.is_empty() {
