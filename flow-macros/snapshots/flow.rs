@@ -241,7 +241,7 @@ impl ::core::str::FromStr for DeskAgent {
             })
     }
 }
-///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
+///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub enum DeskTriageTarget {
@@ -288,7 +288,7 @@ impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
         __target.agent()
     }
 }
-///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
+///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub enum DeskRefundTarget {
@@ -329,7 +329,7 @@ impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
         __target.agent()
     }
 }
-///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
+///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub enum DeskComplaintTarget {
@@ -373,7 +373,7 @@ impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
         __target.agent()
     }
 }
-///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent`.
+///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub enum DeskBillingTarget {

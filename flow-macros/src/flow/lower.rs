@@ -442,7 +442,8 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
             .collect();
         let doc = format!(
             "The agents node `{}` of flow [`{flow}`] may transfer to: its sub-agents, and its \
-             parent unless the node is `no_parent`.",
+             parent unless the node is `no_parent` (if the agent itself is declared \
+             `#[agent(no_parent)]`, a transfer to the parent is refused at run time).",
             node.written
         );
         out.extend(quote! {
