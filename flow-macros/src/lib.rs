@@ -1,4 +1,35 @@
 //! Procedural macros of agentflow: `#[agent]` and `flow!`.
 //!
-//! This crate is used through the `agentflow` facade; generated code names only
-//! `::agentflow::__private`. The macros arrive with the DSL issue; for now the crate is empty.
+//! Use them through the `agentflow` facade (`agentflow::agent`, `agentflow::flow!`), which
+//! documents them with examples; generated code names only `::agentflow::__private` (or the
+//! path the facade passes in), never this crate or the runtime directly.
+//!
+//! Layout: [`agent`] expands `#[agent]`; `flow` expands `flow!` in four stages, `parse` (the
+//! syntax) -> `tree` (the nodes, flattened) -> `validate` (every rule, errors collected in
+//! `ctxt`) -> `lower` (tokens out), with `docs` writing the generated rustdoc.
+
+mod agent;
+mod ctxt;
+mod flow;
+mod names;
+#[cfg(test)]
+mod snapshot_tests;
+
+use proc_macro::TokenStream;
+
+/// Turns an async fn, a struct, or a struct's impl block into an agent type.
+///
+/// See the `agentflow` facade's documentation of `agent` for the forms, the options and
+/// examples.
+#[proc_macro_attribute]
+pub fn agent(args: TokenStream, item: TokenStream) -> TokenStream {
+    agent::expand(args.into(), item.into()).into()
+}
+
+/// The implementation of `agentflow::flow!`: takes the facade's path, a `;`, then the flow.
+/// Use `agentflow::flow!`, which passes its own path so a renamed dependency still works.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __flow(input: TokenStream) -> TokenStream {
+    flow::expand(input.into()).into()
+}

@@ -108,6 +108,12 @@ pub struct AgentInfo {
 ///     }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an agent: it does not implement `Agent`",
+    label = "not an agent",
+    note = "implement `Agent`, or use `#[agent]`: on an async fn, or on a struct and on its impl \
+            block holding `async fn run(&self, cx: &AgentContext, input: AgentInput)`"
+)]
 pub trait Agent: Send + Sync + 'static {
     /// The agent's name: unique within a tree, used for transfers and run paths.
     fn name(&self) -> &str;

@@ -39,6 +39,19 @@ pub enum FlowError {
         /// The parent.
         agent: Arc<str>,
     },
+    /// An agent given to a node declared with a name (a `dyn` node of `flow!`) has another name.
+    #[error(
+        "node '{node}' of flow '{flow}' was given an agent named '{agent}'; the agent of a `dyn` \
+         node must carry the node's name (rename the node or the agent)"
+    )]
+    NodeNameMismatch {
+        /// The flow.
+        flow: Arc<str>,
+        /// The node, as declared.
+        node: Arc<str>,
+        /// The name of the agent given to it.
+        agent: Arc<str>,
+    },
     /// A hook of an agent refused its place in the tree.
     #[error("agent '{agent}' refused its place in the tree: {message}")]
     Hook {

@@ -58,6 +58,7 @@ mod resume;
 mod run_path;
 mod runner;
 mod session;
+pub mod spec;
 mod stream;
 pub mod tool;
 
@@ -85,5 +86,9 @@ pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;
 pub use schemars;
 pub use session::{Session, SessionEvent};
+pub use spec::{
+    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
+    UnknownAgent,
+};
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
 pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError};

@@ -1,0 +1,100 @@
+/// Decides which desk owns the request.
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct triage;
+/**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
+
+Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in.*/
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TriageTransfer {
+    ///Transfer to agent `refund`.
+    Refund,
+    ///Transfer to agent `complaint`.
+    Complaint,
+}
+#[allow(dead_code)]
+impl TriageTransfer {
+    /// Every target, in declaration order.
+    pub const ALL: &'static [Self] = &[Self::Refund, Self::Complaint];
+    /// The name of the agent this target transfers to.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Refund => "refund",
+            Self::Complaint => "complaint",
+        }
+    }
+}
+const _: () = {
+    #[automatically_derived]
+    impl ::core::fmt::Display for TriageTransfer {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.as_str())
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::TransferTarget for TriageTransfer {
+        const ALL: &'static [Self] = TriageTransfer::ALL;
+        fn agent_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::IntoOutcome<triage> for TriageTransfer {
+        fn into_outcome(
+            self,
+            __cx: &::agentflow::__private::AgentContext,
+        ) -> ::agentflow::__private::AgentResult {
+            __cx.__transfer(self.as_str());
+            ::core::result::Result::Ok(())
+        }
+    }
+};
+const _: () = {
+    #[automatically_derived]
+    impl ::agentflow::__private::AgentSpec for triage {
+        const NAME: &'static str = "triage";
+        const DESCRIPTION: &'static str = "Decides which desk owns the request.";
+        const TRANSFERS: &'static [&'static str] = &["refund", "complaint"];
+        const NO_PARENT: bool = false;
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowBuilt for triage {
+        fn instance() -> Self {
+            triage
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::Agent for triage {
+        fn name(&self) -> &str {
+            <Self as ::agentflow::__private::AgentSpec>::NAME
+        }
+        fn description(&self) -> &str {
+            <Self as ::agentflow::__private::AgentSpec>::DESCRIPTION
+        }
+        fn run(
+            self: ::agentflow::__private::Arc<Self>,
+            __agentflow_run: ::agentflow::__private::RunContext,
+            __agentflow_input: ::agentflow::__private::AgentInput,
+        ) -> ::agentflow::__private::EventStream {
+            async fn triage(
+                cx: &AgentContext,
+                input: AgentInput,
+            ) -> AgentResult<TriageTransfer> {
+                Ok(TriageTransfer::Refund)
+            }
+            ::agentflow::__private::generate(
+                __agentflow_run,
+                move |__agentflow_cx| async move {
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::new(
+                        __agentflow_cx,
+                    );
+                    let __agentflow_outcome = triage(&__agentflow_cx, __agentflow_input)
+                        .await;
+                    <_ as ::agentflow::__private::IntoOutcome<
+                        Self,
+                    >>::into_outcome(__agentflow_outcome, &__agentflow_cx)
+                },
+            )
+        }
+    }
+};

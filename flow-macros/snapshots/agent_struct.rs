@@ -1,0 +1,45 @@
+/// Looks orders up.
+pub struct Lookup {
+    endpoint: String,
+}
+const _: () = {
+    #[automatically_derived]
+    impl ::agentflow::__private::AgentSpec for Lookup {
+        const NAME: &'static str = "lookup";
+        const DESCRIPTION: &'static str = "Looks orders up.";
+        const TRANSFERS: &'static [&'static str] = &[];
+        const NO_PARENT: bool = false;
+    }
+};
+impl Lookup {
+    async fn run(&self, cx: &AgentContext) {}
+}
+const _: () = {
+    #[automatically_derived]
+    impl ::agentflow::__private::Agent for Lookup {
+        fn name(&self) -> &str {
+            <Self as ::agentflow::__private::AgentSpec>::NAME
+        }
+        fn description(&self) -> &str {
+            <Self as ::agentflow::__private::AgentSpec>::DESCRIPTION
+        }
+        fn run(
+            self: ::agentflow::__private::Arc<Self>,
+            __agentflow_run: ::agentflow::__private::RunContext,
+            __agentflow_input: ::agentflow::__private::AgentInput,
+        ) -> ::agentflow::__private::EventStream {
+            ::agentflow::__private::generate(
+                __agentflow_run,
+                move |__agentflow_cx| async move {
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::new(
+                        __agentflow_cx,
+                    );
+                    let __agentflow_outcome = Self::run(&*self, &__agentflow_cx).await;
+                    <_ as ::agentflow::__private::IntoOutcome<
+                        Self,
+                    >>::into_outcome(__agentflow_outcome, &__agentflow_cx)
+                },
+            )
+        }
+    }
+};

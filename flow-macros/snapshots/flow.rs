@@ -1,0 +1,612 @@
+/// The desk.
+///
+/// Declared with `flow!`: the tree below, the legal transfers and every agent's declared transfers are checked at compile time. Build it with [`Desk::builder`]; run it with [`Desk::runner`].
+///
+/// # Tree
+///
+/// ```text
+/// triage
+/// ├── refund  (context = user_input_only)
+/// ├── complaint
+/// │   └── escalation  (no_parent)
+/// └── billing  (dyn: given at run time)
+/// ```
+///
+/// ```mermaid
+/// graph TD
+///     n0["triage"]
+///     n1["refund"]
+///     n2["complaint"]
+///     n3["escalation"]
+///     n4["dyn billing"]
+///     n0 <--> n1
+///     n0 <--> n2
+///     n2 --> n3
+///     n0 <--> n4
+/// ```
+///
+/// # Transfers
+///
+/// Who may transfer to whom (its sub-agents, and its parent unless barred):
+///
+/// | agent | may transfer to |
+/// | --- | --- |
+/// | `triage` | `refund`, `complaint`, `billing` |
+/// | `refund` | `triage` (parent) |
+/// | `complaint` | `escalation`, `triage` (parent) |
+/// | `escalation` | none (barred from its parent `complaint`) |
+/// | `billing` | `triage` (parent) |
+///
+/// An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown as written; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`].
+#[derive(Debug, Clone)]
+#[allow(dead_code)]
+pub struct Desk {
+    flow: ::agentflow::__private::FlowAgent,
+}
+#[allow(dead_code)]
+impl Desk {
+    /// The flow's name.
+    pub const NAME: &'static str = "Desk";
+    /// The names of the flow's agents, depth first from the root.
+    pub const AGENTS: &'static [&'static str] = &[
+        <triage as ::agentflow::__private::AgentSpec>::NAME,
+        <refund as ::agentflow::__private::AgentSpec>::NAME,
+        <complaint as ::agentflow::__private::AgentSpec>::NAME,
+        <escalation as ::agentflow::__private::AgentSpec>::NAME,
+        "billing",
+    ];
+    /// For each agent, the names of the agents from the root down to it: the path a
+    /// resume follows to reach it.
+    pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[
+        (Self::AGENTS[0usize], &[Self::AGENTS[0usize]]),
+        (Self::AGENTS[1usize], &[Self::AGENTS[0usize], Self::AGENTS[1usize]]),
+        (Self::AGENTS[2usize], &[Self::AGENTS[0usize], Self::AGENTS[2usize]]),
+        (
+            Self::AGENTS[3usize],
+            &[Self::AGENTS[0usize], Self::AGENTS[2usize], Self::AGENTS[3usize]],
+        ),
+        (Self::AGENTS[4usize], &[Self::AGENTS[0usize], Self::AGENTS[4usize]]),
+    ];
+    /// The fingerprint of the flow's shape, computed at compile time; equal to
+    /// `FlowAgent::fingerprint()` of the built tree.
+    pub const FINGERPRINT: u64 = {
+        let mut __h = ::agentflow::__private::check::FNV_OFFSET;
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[0usize]);
+        if Self::__BARRED[0usize] {
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
+        }
+        __h = ::agentflow::__private::check::fnv1a(__h, "(");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[1usize]);
+        if Self::__BARRED[1usize] {
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
+        }
+        __h = ::agentflow::__private::check::fnv1a(__h, ",");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[2usize]);
+        if Self::__BARRED[2usize] {
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
+        }
+        __h = ::agentflow::__private::check::fnv1a(__h, "(");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[3usize]);
+        if Self::__BARRED[3usize] {
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
+        }
+        __h = ::agentflow::__private::check::fnv1a(__h, ")");
+        __h = ::agentflow::__private::check::fnv1a(__h, ",");
+        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[4usize]);
+        if Self::__BARRED[4usize] {
+            __h = ::agentflow::__private::check::fnv1a(__h, "^");
+        }
+        __h = ::agentflow::__private::check::fnv1a(__h, ")");
+        __h
+    };
+    #[doc(hidden)]
+    pub const __PARENTS: &'static [::core::option::Option<usize>] = &[
+        ::core::option::Option::None,
+        ::core::option::Option::Some(0usize),
+        ::core::option::Option::Some(0usize),
+        ::core::option::Option::Some(2usize),
+        ::core::option::Option::Some(0usize),
+    ];
+    #[doc(hidden)]
+    pub const __BARRED: &'static [bool] = &[
+        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        true,
+        false,
+    ];
+    ///A builder of [`Desk`]: give it the agent of every `dyn` and `runtime` node, then call `build()`.
+    pub fn builder() -> DeskBuilder {
+        DeskBuilder::new()
+    }
+    /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
+    /// the flow has no such agent.
+    pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
+        Self::PATHS
+            .iter()
+            .find(|(__name, _)| *__name == agent_name)
+            .map(|(_, __path)| *__path)
+    }
+    /// The built tree, at its root.
+    pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
+        &self.flow
+    }
+    /// The built tree, at its root.
+    pub fn into_flow(self) -> ::agentflow::__private::FlowAgent {
+        self.flow
+    }
+    /// A runner for this flow.
+    pub fn runner(&self) -> ::agentflow::__private::Runner {
+        ::agentflow::__private::Runner::new(::core::clone::Clone::clone(&self.flow))
+    }
+    /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
+    /// its parent, `-->` where it is barred.
+    pub fn mermaid() -> ::std::string::String {
+        ::agentflow::__private::render::mermaid(
+            Self::AGENTS,
+            Self::__PARENTS,
+            Self::__BARRED,
+        )
+    }
+    /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
+    /// to its parent).
+    pub fn to_dot() -> ::std::string::String {
+        ::agentflow::__private::render::dot(
+            Self::NAME,
+            Self::AGENTS,
+            Self::__PARENTS,
+            Self::__BARRED,
+        )
+    }
+}
+#[automatically_derived]
+impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
+    fn from(__flow: Desk) -> Self {
+        __flow.flow
+    }
+}
+///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+#[repr(usize)]
+pub enum DeskAgent {
+    ///The agent of node `triage`.
+    Triage = 0usize,
+    ///The agent of node `refund`.
+    Refund = 1usize,
+    ///The agent of node `complaint`.
+    Complaint = 2usize,
+    ///The agent of node `escalation`.
+    Escalation = 3usize,
+    ///The agent of node `dyn billing`.
+    Billing = 4usize,
+}
+#[allow(dead_code)]
+impl DeskAgent {
+    /// Every agent, depth first from the root.
+    pub const ALL: &'static [Self] = &[
+        Self::Triage,
+        Self::Refund,
+        Self::Complaint,
+        Self::Escalation,
+        Self::Billing,
+    ];
+    /// The agent's name.
+    pub const fn name(self) -> &'static str {
+        Desk::AGENTS[self as usize]
+    }
+    /// The names of the agents from the root down to this one.
+    pub const fn path(self) -> &'static [&'static str] {
+        Desk::PATHS[self as usize].1
+    }
+    /// The agent's parent in the flow, if it is not the root.
+    pub const fn parent(self) -> ::core::option::Option<Self> {
+        match self {
+            Self::Triage => ::core::option::Option::None,
+            Self::Refund => ::core::option::Option::Some(Self::Triage),
+            Self::Complaint => ::core::option::Option::Some(Self::Triage),
+            Self::Escalation => ::core::option::Option::Some(Self::Complaint),
+            Self::Billing => ::core::option::Option::Some(Self::Triage),
+        }
+    }
+    /// The agent's sub-agents, in order.
+    pub const fn children(self) -> &'static [Self] {
+        match self {
+            Self::Triage => &[Self::Refund, Self::Complaint, Self::Billing],
+            Self::Refund => &[],
+            Self::Complaint => &[Self::Escalation],
+            Self::Escalation => &[],
+            Self::Billing => &[],
+        }
+    }
+}
+#[automatically_derived]
+impl ::core::fmt::Display for DeskAgent {
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.name())
+    }
+}
+#[automatically_derived]
+impl ::core::str::FromStr for DeskAgent {
+    type Err = ::agentflow::__private::UnknownAgent;
+    fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|__a| __a.name() == __s)
+            .ok_or_else(|| ::agentflow::__private::UnknownAgent {
+                flow: Desk::NAME,
+                name: ::core::convert::From::from(__s),
+                known: Desk::AGENTS,
+            })
+    }
+}
+///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+pub enum DeskTriageTarget {
+    ///Transfer to `refund`, a sub-agent.
+    Refund,
+    ///Transfer to `complaint`, a sub-agent.
+    Complaint,
+    ///Transfer to `dyn billing`, a sub-agent.
+    Billing,
+}
+#[allow(dead_code)]
+impl DeskTriageTarget {
+    /// Every target, sub-agents first.
+    pub const ALL: &'static [Self] = &[Self::Refund, Self::Complaint, Self::Billing];
+    /// The target as an agent of the flow.
+    pub const fn agent(self) -> DeskAgent {
+        match self {
+            Self::Refund => DeskAgent::Refund,
+            Self::Complaint => DeskAgent::Complaint,
+            Self::Billing => DeskAgent::Billing,
+        }
+    }
+    /// The name of the agent this target transfers to.
+    pub const fn as_str(self) -> &'static str {
+        self.agent().name()
+    }
+}
+#[automatically_derived]
+impl ::core::fmt::Display for DeskTriageTarget {
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
+    }
+}
+#[automatically_derived]
+impl ::agentflow::__private::TransferTarget for DeskTriageTarget {
+    const ALL: &'static [Self] = DeskTriageTarget::ALL;
+    fn agent_name(self) -> &'static str {
+        self.as_str()
+    }
+}
+#[automatically_derived]
+impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
+    fn from(__target: DeskTriageTarget) -> Self {
+        __target.agent()
+    }
+}
+///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+pub enum DeskRefundTarget {
+    ///Transfer to `triage`, its parent.
+    Triage,
+}
+#[allow(dead_code)]
+impl DeskRefundTarget {
+    /// Every target, sub-agents first.
+    pub const ALL: &'static [Self] = &[Self::Triage];
+    /// The target as an agent of the flow.
+    pub const fn agent(self) -> DeskAgent {
+        match self {
+            Self::Triage => DeskAgent::Triage,
+        }
+    }
+    /// The name of the agent this target transfers to.
+    pub const fn as_str(self) -> &'static str {
+        self.agent().name()
+    }
+}
+#[automatically_derived]
+impl ::core::fmt::Display for DeskRefundTarget {
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
+    }
+}
+#[automatically_derived]
+impl ::agentflow::__private::TransferTarget for DeskRefundTarget {
+    const ALL: &'static [Self] = DeskRefundTarget::ALL;
+    fn agent_name(self) -> &'static str {
+        self.as_str()
+    }
+}
+#[automatically_derived]
+impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
+    fn from(__target: DeskRefundTarget) -> Self {
+        __target.agent()
+    }
+}
+///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+pub enum DeskComplaintTarget {
+    ///Transfer to `escalation`, a sub-agent.
+    Escalation,
+    ///Transfer to `triage`, its parent.
+    Triage,
+}
+#[allow(dead_code)]
+impl DeskComplaintTarget {
+    /// Every target, sub-agents first.
+    pub const ALL: &'static [Self] = &[Self::Escalation, Self::Triage];
+    /// The target as an agent of the flow.
+    pub const fn agent(self) -> DeskAgent {
+        match self {
+            Self::Escalation => DeskAgent::Escalation,
+            Self::Triage => DeskAgent::Triage,
+        }
+    }
+    /// The name of the agent this target transfers to.
+    pub const fn as_str(self) -> &'static str {
+        self.agent().name()
+    }
+}
+#[automatically_derived]
+impl ::core::fmt::Display for DeskComplaintTarget {
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
+    }
+}
+#[automatically_derived]
+impl ::agentflow::__private::TransferTarget for DeskComplaintTarget {
+    const ALL: &'static [Self] = DeskComplaintTarget::ALL;
+    fn agent_name(self) -> &'static str {
+        self.as_str()
+    }
+}
+#[automatically_derived]
+impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
+    fn from(__target: DeskComplaintTarget) -> Self {
+        __target.agent()
+    }
+}
+///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+pub enum DeskBillingTarget {
+    ///Transfer to `triage`, its parent.
+    Triage,
+}
+#[allow(dead_code)]
+impl DeskBillingTarget {
+    /// Every target, sub-agents first.
+    pub const ALL: &'static [Self] = &[Self::Triage];
+    /// The target as an agent of the flow.
+    pub const fn agent(self) -> DeskAgent {
+        match self {
+            Self::Triage => DeskAgent::Triage,
+        }
+    }
+    /// The name of the agent this target transfers to.
+    pub const fn as_str(self) -> &'static str {
+        self.agent().name()
+    }
+}
+#[automatically_derived]
+impl ::core::fmt::Display for DeskBillingTarget {
+    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        __f.write_str(self.as_str())
+    }
+}
+#[automatically_derived]
+impl ::agentflow::__private::TransferTarget for DeskBillingTarget {
+    const ALL: &'static [Self] = DeskBillingTarget::ALL;
+    fn agent_name(self) -> &'static str {
+        self.as_str()
+    }
+}
+#[automatically_derived]
+impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
+    fn from(__target: DeskBillingTarget) -> Self {
+        __target.agent()
+    }
+}
+///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
+#[must_use]
+#[derive(Debug)]
+#[allow(dead_code)]
+pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
+    billing: S0,
+}
+#[allow(dead_code)]
+impl DeskBuilder {
+    fn new() -> Self {
+        DeskBuilder {
+            billing: ::agentflow::__private::Unset,
+        }
+    }
+}
+#[allow(dead_code)]
+impl DeskBuilder<::agentflow::__private::Unset> {
+    ///Gives the `dyn` node `billing` its agent, which must be named `billing` (`build()` checks).
+    pub fn billing(
+        self,
+        __agent: impl ::agentflow::__private::Agent,
+    ) -> DeskBuilder<::agentflow::__private::Set<::agentflow::__private::DynAgent>> {
+        DeskBuilder {
+            billing: ::agentflow::__private::Set(
+                ::agentflow::__private::DynAgent(
+                    ::agentflow::__private::Arc::new(__agent),
+                ),
+            ),
+        }
+    }
+}
+#[allow(dead_code)]
+impl<S0> DeskBuilder<S0> {
+    /**Builds the flow's tree: bottom-up, each agent's node given its options and then its sub-agents, exactly as `set_sub_agents` calls written by hand would.
+
+# Errors
+
+If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgents` hook refuses its place in the tree.*/
+    pub fn build(self) -> ::core::result::Result<Desk, ::agentflow::__private::FlowError>
+    where
+        S0: ::agentflow::__private::Filled<::agentflow::__private::DynAgent>,
+    {
+        let __agentflow_slot_billing = ::agentflow::__private::Filled::into_agent(
+            self.billing,
+        );
+        if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
+        {
+            return ::core::result::Result::Err(::agentflow::__private::FlowError::NodeNameMismatch {
+                flow: ::core::convert::From::from("Desk"),
+                node: ::core::convert::From::from("billing"),
+                agent: ::core::convert::From::from(
+                    ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0),
+                ),
+            });
+        }
+        ::core::result::Result::Ok(Desk {
+            flow: ::agentflow::__private::set_sub_agents(
+                <triage as ::agentflow::__private::AgentSpec>::__node()
+                    .disallow_transfer_to_parent(
+                        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                    ),
+                [
+                    <refund as ::agentflow::__private::AgentSpec>::__node()
+                        .disallow_transfer_to_parent(
+                            <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                        )
+                        .context(::agentflow::__private::ContextPolicy::UserInputOnly),
+                    ::agentflow::__private::set_sub_agents(
+                        <complaint as ::agentflow::__private::AgentSpec>::__node()
+                            .disallow_transfer_to_parent(
+                                <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                            ),
+                        [
+                            <escalation as ::agentflow::__private::AgentSpec>::__node()
+                                .disallow_transfer_to_parent(true),
+                        ],
+                    )?,
+                    ::agentflow::__private::FlowAgent::from_arc(
+                            __agentflow_slot_billing.0,
+                        )
+                        .disallow_transfer_to_parent(false),
+                ],
+            )?,
+        })
+    }
+}
+#[doc(hidden)]
+const _: () = {
+    const NODES: &[&str] = &[
+        "triage",
+        "refund",
+        "complaint",
+        "escalation",
+        "dyn billing",
+    ];
+    const _: () = {
+        let __v = ::agentflow::__private::check::transfers(
+            "Desk",
+            <triage as ::agentflow::__private::AgentSpec>::NAME,
+            <triage as ::agentflow::__private::AgentSpec>::TRANSFERS,
+            &[Desk::AGENTS[1usize], Desk::AGENTS[2usize], Desk::AGENTS[4usize]],
+            ::core::option::Option::None,
+            false,
+            <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::unique_name(
+            "Desk",
+            Desk::AGENTS,
+            NODES,
+            1usize,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::transfers(
+            "Desk",
+            <refund as ::agentflow::__private::AgentSpec>::NAME,
+            <refund as ::agentflow::__private::AgentSpec>::TRANSFERS,
+            &[],
+            ::core::option::Option::Some(Desk::AGENTS[0usize]),
+            false,
+            <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::unique_name(
+            "Desk",
+            Desk::AGENTS,
+            NODES,
+            2usize,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::transfers(
+            "Desk",
+            <complaint as ::agentflow::__private::AgentSpec>::NAME,
+            <complaint as ::agentflow::__private::AgentSpec>::TRANSFERS,
+            &[Desk::AGENTS[3usize]],
+            ::core::option::Option::Some(Desk::AGENTS[0usize]),
+            false,
+            <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::unique_name(
+            "Desk",
+            Desk::AGENTS,
+            NODES,
+            3usize,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::transfers(
+            "Desk",
+            <escalation as ::agentflow::__private::AgentSpec>::NAME,
+            <escalation as ::agentflow::__private::AgentSpec>::TRANSFERS,
+            &[],
+            ::core::option::Option::Some(Desk::AGENTS[2usize]),
+            true,
+            <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+    const _: () = {
+        let __v = ::agentflow::__private::check::unique_name(
+            "Desk",
+            Desk::AGENTS,
+            NODES,
+            4usize,
+        );
+        if __v.failed() {
+            ::core::panic!("{}", __v.as_str())
+        }
+    };
+};

@@ -1,0 +1,182 @@
+//! The arguments of `#[agent(...)]`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::parse::{ParseStream, Parser};
+use syn::{bracketed, Ident, LitStr, Token};
+
+use crate::ctxt::Ctxt;
+
+/// One declared transfer target: an agent name, written as an identifier or a string.
+pub(crate) struct Target {
+    pub(crate) name: String,
+    pub(crate) span: Span,
+}
+
+/// The parsed `#[agent(...)]` arguments.
+#[derive(Default)]
+pub(crate) struct AgentArgs {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) transfers: Option<(Span, Vec<Target>)>,
+    pub(crate) no_parent: Option<Span>,
+    pub(crate) krate: Option<syn::Path>,
+}
+
+impl AgentArgs {
+    /// The path generated code reaches the facade through.
+    pub(crate) fn krate(&self) -> TokenStream {
+        match &self.krate {
+            Some(p) => quote!(#p),
+            None => quote!(::agentflow),
+        }
+    }
+
+    /// Whether any option besides `crate` was given (those belong on the struct, not its impl).
+    pub(crate) fn first_item_option(&self) -> Option<Span> {
+        self.name
+            .as_ref()
+            .map(LitStr::span)
+            .or(self.description.as_ref().map(LitStr::span))
+            .or(self.transfers.as_ref().map(|t| t.0))
+            .or(self.no_parent)
+    }
+}
+
+const OPTIONS: &str = "`name = \"...\"`, `description = \"...\"`, `transfers = [a, b]`, \
+                       `no_parent`, `crate = path`";
+
+/// Parses the attribute's tokens, recording every error and going on with the next option.
+pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
+    let mut args = AgentArgs::default();
+    let mut parser = |input: ParseStream| {
+        while !input.is_empty() {
+            if let Err(e) = option(input, &mut args, cx) {
+                cx.push(e);
+                // Skip to the next option.
+                while !input.is_empty() && !input.peek(Token![,]) {
+                    input.parse::<proc_macro2::TokenTree>()?;
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(())
+    };
+    let result = (&mut parser).parse2(tokens);
+    if let Err(e) = result {
+        cx.push(e);
+    }
+    args
+}
+
+fn duplicate(span: Span, what: &str) -> syn::Error {
+    syn::Error::new(
+        span,
+        format!("`{what}` is given twice in #[agent(...)]; give it once"),
+    )
+}
+
+fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Result<()> {
+    let key: Ident = if input.peek(Token![crate]) {
+        let k: Token![crate] = input.parse()?;
+        Ident::new("crate", k.span)
+    } else {
+        input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                format!("expected an option of #[agent(...)]: {OPTIONS}"),
+            )
+        })?
+    };
+    let span = key.span();
+    match key.to_string().as_str() {
+        "name" | "description" => {
+            input.parse::<Token![=]>()?;
+            let value: LitStr = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    format!("`{key}` takes a string: `{key} = \"...\"`"),
+                )
+            })?;
+            if key == "name" && value.value().trim().is_empty() {
+                return Err(syn::Error::new(
+                    value.span(),
+                    "an agent name cannot be empty: give a name, as in `name = \"refund\"`",
+                ));
+            }
+            let slot = if key == "name" {
+                &mut args.name
+            } else {
+                &mut args.description
+            };
+            if slot.is_some() {
+                return Err(duplicate(span, &key.to_string()));
+            }
+            *slot = Some(value);
+        }
+        "transfers" => {
+            input.parse::<Token![=]>()?;
+            let content;
+            let bracket = bracketed!(content in input);
+            let mut targets: Vec<Target> = Vec::new();
+            while !content.is_empty() {
+                let target = if content.peek(LitStr) {
+                    let s: LitStr = content.parse()?;
+                    Target {
+                        name: s.value(),
+                        span: s.span(),
+                    }
+                } else {
+                    let i: Ident = content.parse().map_err(|e| {
+                        syn::Error::new(
+                            e.span(),
+                            "expected an agent name (an identifier or a string) in \
+                             `transfers = [...]`",
+                        )
+                    })?;
+                    Target {
+                        name: i.to_string(),
+                        span: i.span(),
+                    }
+                };
+                if targets.iter().any(|t| t.name == target.name) {
+                    cx.error(
+                        target.span,
+                        format!(
+                            "`{}` is listed twice in `transfers`; list each target once",
+                            target.name
+                        ),
+                    );
+                } else {
+                    targets.push(target);
+                }
+                if !content.is_empty() {
+                    content.parse::<Token![,]>()?;
+                }
+            }
+            if args.transfers.is_some() {
+                return Err(duplicate(span, "transfers"));
+            }
+            args.transfers = Some((bracket.span.join(), targets));
+        }
+        "no_parent" => {
+            if args.no_parent.is_some() {
+                return Err(duplicate(span, "no_parent"));
+            }
+            args.no_parent = Some(span);
+        }
+        "crate" => {
+            input.parse::<Token![=]>()?;
+            args.krate = Some(input.call(syn::Path::parse_mod_style)?);
+        }
+        other => {
+            return Err(syn::Error::new(
+                span,
+                format!("unknown option `{other}` of #[agent(...)]; the options are: {OPTIONS}"),
+            ))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,453 @@
+//! Tokens out for `#[agent]`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, ItemFn, ItemImpl, ItemStruct, Type, Visibility};
+
+use super::attr::AgentArgs;
+use crate::ctxt::Ctxt;
+use crate::names::{doc_text, upper_camel};
+
+/// `#[agent] async fn triage(cx: &AgentContext, input: AgentInput) -> R`.
+pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenStream {
+    let krate = args.krate();
+    let p = quote!(#krate::__private);
+    let ident = f.sig.ident.clone();
+    let vis = f.vis.clone();
+
+    let sig_ok = check_signature(&f, cx);
+    let (docs, others): (Vec<_>, Vec<_>) =
+        f.attrs.drain(..).partition(|a| a.path().is_ident("doc"));
+    f.attrs = others;
+    f.vis = Visibility::Inherited;
+
+    let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
+    let transfers = transfer_enum(args, &vis, &quote!(#ident), &ident, cx);
+
+    let run_body = if sig_ok {
+        let call_args = call_args(f.sig.inputs.iter(), f.sig.inputs.len());
+        let ret_span = output_span(&f.sig.output);
+        let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
+        quote! {
+            #f
+            #p::generate(__agentflow_run, move |__agentflow_cx| async move {
+                let __agentflow_cx = #p::AgentContext::new(__agentflow_cx);
+                let __agentflow_outcome = #ident(#call_args).await;
+                #into(__agentflow_outcome, &__agentflow_cx)
+            })
+        }
+    } else {
+        quote! {
+            let _ = __agentflow_run;
+            #p::EventStream::empty()
+        }
+    };
+
+    quote! {
+        #(#docs)*
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        #vis struct #ident;
+
+        #transfers
+
+        const _: () = {
+            #facts
+
+            #[automatically_derived]
+            impl #p::FlowBuilt for #ident {
+                fn instance() -> Self {
+                    #ident
+                }
+            }
+
+            #[automatically_derived]
+            impl #p::Agent for #ident {
+                fn name(&self) -> &str {
+                    <Self as #p::AgentSpec>::NAME
+                }
+                fn description(&self) -> &str {
+                    <Self as #p::AgentSpec>::DESCRIPTION
+                }
+                fn run(
+                    self: #p::Arc<Self>,
+                    __agentflow_run: #p::RunContext,
+                    __agentflow_input: #p::AgentInput,
+                ) -> #p::EventStream {
+                    #run_body
+                }
+            }
+        };
+    }
+}
+
+/// `#[agent(...)] struct Lookup { .. }`: the facts; the behaviour comes from `#[agent] impl`.
+pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> TokenStream {
+    let krate = args.krate();
+    let ident = s.ident.clone();
+    if !s.generics.params.is_empty() {
+        cx.error_at(
+            &s.generics,
+            format!(
+                "agent `{ident}` cannot be generic: an agent type has one fixed name and set of \
+                 transfers; make a concrete struct (it may hold a generic field's concrete type)"
+            ),
+        );
+        return quote!(#s);
+    }
+    let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs);
+    let transfers = transfer_enum(args, &s.vis, &quote!(#ident), &ident, cx);
+    let p = quote!(#krate::__private);
+    let built = match &s.fields {
+        syn::Fields::Unit => quote! {
+            #[automatically_derived]
+            impl #p::FlowBuilt for #ident {
+                fn instance() -> Self {
+                    #ident
+                }
+            }
+        },
+        _ => TokenStream::new(),
+    };
+    quote! {
+        #s
+        #transfers
+        const _: () = {
+            #facts
+            #built
+        };
+    }
+}
+
+/// The generated `run` of an `#[agent] impl`, or `None` (errors recorded) if the impl block
+/// does not hold a usable `async fn run(&self, cx[, input])`.
+fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Option<TokenStream> {
+    if let Some((_, path, _)) = &i.trait_ {
+        cx.error_at(
+            path,
+            "#[agent] goes on the inherent impl block of a struct agent (`impl Lookup { async fn \
+             run(..) }`), not on a trait impl",
+        );
+        return None;
+    }
+    if !i.generics.params.is_empty() {
+        cx.error_at(&i.generics, "the impl block of an agent cannot be generic");
+        return None;
+    }
+    let run = i.items.iter().find_map(|item| match item {
+        syn::ImplItem::Fn(f) if f.sig.ident == "run" => Some(f),
+        _ => None,
+    });
+    let Some(run) = run else {
+        cx.error_at(
+            self_ty,
+            format!(
+                "the #[agent] impl of `{}` has no `run` method; add \
+                 `async fn run(&self, cx: &AgentContext, input: AgentInput) -> AgentResult` (or \
+                 returning the agent's transfer enum)",
+                quote!(#self_ty)
+            ),
+        );
+        return None;
+    };
+    let mut ok = true;
+    if run.sig.asyncness.is_none() {
+        cx.error_at(
+            run.sig.fn_token,
+            "the `run` method of an #[agent] impl must be async: write `async fn run(&self, ...)`",
+        );
+        ok = false;
+    }
+    match run.sig.inputs.first() {
+        Some(FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => {}
+        _ => {
+            cx.error_at(
+                &run.sig.inputs,
+                "the `run` method of an #[agent] impl takes `&self` first: \
+                 `async fn run(&self, cx: &AgentContext, input: AgentInput)`",
+            );
+            ok = false;
+        }
+    }
+    let rest = run.sig.inputs.len().saturating_sub(1);
+    if !(1..=2).contains(&rest) {
+        cx.error_at(
+            &run.sig.inputs,
+            "the `run` method of an #[agent] impl takes `&self`, the context and optionally the \
+             input: `async fn run(&self, cx: &AgentContext, input: AgentInput)`",
+        );
+        ok = false;
+    }
+    if !ok {
+        return None;
+    }
+    let call_args = call_args(run.sig.inputs.iter().skip(1), rest);
+    let ret_span = output_span(&run.sig.output);
+    let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
+    Some(quote! {
+        #p::generate(__agentflow_run, move |__agentflow_cx| async move {
+            let __agentflow_cx = #p::AgentContext::new(__agentflow_cx);
+            let __agentflow_outcome = Self::run(&*self, #call_args).await;
+            #into(__agentflow_outcome, &__agentflow_cx)
+        })
+    })
+}
+
+/// `#[agent] impl Lookup { async fn run(&self, cx: &AgentContext, input: AgentInput) -> R }`.
+pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
+    let krate = args.krate();
+    let p = quote!(#krate::__private);
+    let self_ty = &i.self_ty;
+    if let Some(span) = args.first_item_option() {
+        cx.error(
+            span,
+            "on an impl block #[agent] takes only `crate = path`; put `name`, `description`, \
+             `transfers` and `no_parent` on the struct's #[agent(...)]",
+        );
+    }
+    let body = run_body(&i, self_ty, &p, cx).unwrap_or_else(|| {
+        // A stub, so the type still is an agent and later errors stay about real mistakes.
+        quote! {
+            let _ = (self, __agentflow_run);
+            #p::EventStream::empty()
+        }
+    });
+    quote! {
+        #i
+        const _: () = {
+            #[automatically_derived]
+            impl #p::Agent for #self_ty {
+                fn name(&self) -> &str {
+                    <Self as #p::AgentSpec>::NAME
+                }
+                fn description(&self) -> &str {
+                    <Self as #p::AgentSpec>::DESCRIPTION
+                }
+                fn run(
+                    self: #p::Arc<Self>,
+                    __agentflow_run: #p::RunContext,
+                    __agentflow_input: #p::AgentInput,
+                ) -> #p::EventStream {
+                    #body
+                }
+            }
+        };
+    }
+}
+
+fn output_span(output: &syn::ReturnType) -> Span {
+    match output {
+        syn::ReturnType::Default => Span::call_site(),
+        syn::ReturnType::Type(_, ty) => ty.span(),
+    }
+}
+
+/// The arguments the generated `run` passes: the context as the parameter takes it
+/// (`&cx`, `&mut cx` or a clone), then the input if the body takes it.
+fn call_args<'a>(mut params: impl Iterator<Item = &'a FnArg>, count: usize) -> TokenStream {
+    let cx_arg = match params.next() {
+        Some(FnArg::Typed(t)) => match &*t.ty {
+            Type::Reference(r) if r.mutability.is_some() => quote!(&mut { __agentflow_cx.clone() }),
+            Type::Reference(_) => quote!(&__agentflow_cx),
+            _ => quote!(__agentflow_cx.clone()),
+        },
+        _ => quote!(&__agentflow_cx),
+    };
+    if count == 2 {
+        quote!(#cx_arg, __agentflow_input)
+    } else {
+        quote!(#cx_arg)
+    }
+}
+
+/// Checks an agent fn's signature; returns whether the body can be called.
+fn check_signature(f: &ItemFn, cx: &mut Ctxt) -> bool {
+    let ident = &f.sig.ident;
+    let mut ok = true;
+    if f.sig.asyncness.is_none() {
+        cx.error_at(
+            f.sig.fn_token,
+            format!("agent fn `{ident}` must be async: write `async fn {ident}(...)`"),
+        );
+        ok = false;
+    }
+    if !f.sig.generics.params.is_empty() {
+        cx.error_at(
+            &f.sig.generics,
+            format!(
+                "agent fn `{ident}` cannot be generic: it becomes one agent type with a fixed \
+                 name"
+            ),
+        );
+        ok = false;
+    }
+    if let Some(FnArg::Receiver(r)) = f.sig.inputs.first() {
+        cx.error_at(
+            r,
+            format!(
+                "agent fn `{ident}` takes no `self`; for an agent with state, put #[agent] on a \
+                 struct and on its impl block with `async fn run(&self, ...)`"
+            ),
+        );
+        return false;
+    }
+    if !(1..=2).contains(&f.sig.inputs.len()) {
+        let span = if f.sig.inputs.is_empty() {
+            f.sig.paren_token.span.join()
+        } else {
+            f.sig.inputs.span()
+        };
+        cx.error(
+            span,
+            format!(
+                "agent fn `{ident}` takes the context and optionally the input: \
+                 `async fn {ident}(cx: &AgentContext, input: AgentInput)`"
+            ),
+        );
+        ok = false;
+    }
+    ok
+}
+
+/// The `AgentSpec` impl: name, description, declared transfers, `no_parent`.
+fn spec_impl(
+    args: &AgentArgs,
+    ty: &TokenStream,
+    ident: &Ident,
+    attrs: &[syn::Attribute],
+) -> TokenStream {
+    let krate = args.krate();
+    let p = quote!(#krate::__private);
+    let name = match &args.name {
+        Some(n) => n.value(),
+        None => ident.to_string(),
+    };
+    let description = match &args.description {
+        Some(d) => d.value(),
+        None => doc_text(attrs),
+    };
+    let targets: Vec<&str> = args
+        .transfers
+        .iter()
+        .flat_map(|(_, t)| t.iter().map(|t| t.name.as_str()))
+        .collect();
+    let no_parent = args.no_parent.is_some();
+    quote! {
+        #[automatically_derived]
+        impl #p::AgentSpec for #ty {
+            const NAME: &'static str = #name;
+            const DESCRIPTION: &'static str = #description;
+            const TRANSFERS: &'static [&'static str] = &[#(#targets),*];
+            const NO_PARENT: bool = #no_parent;
+        }
+    }
+}
+
+/// The transfer enum `{Agent}Transfer`, if the agent declares transfers.
+fn transfer_enum(
+    args: &AgentArgs,
+    vis: &Visibility,
+    ty: &TokenStream,
+    ident: &Ident,
+    cx: &mut Ctxt,
+) -> TokenStream {
+    let Some((span, targets)) = &args.transfers else {
+        return TokenStream::new();
+    };
+    let agent_name = args
+        .name
+        .as_ref()
+        .map_or_else(|| ident.to_string(), |n| n.value());
+    let krate = args.krate();
+    let p = quote!(#krate::__private);
+    let enum_ident = format_ident!("{}Transfer", upper_camel(&ident.to_string()));
+    if targets.is_empty() {
+        cx.error(
+            *span,
+            format!(
+                "agent `{agent_name}` declares an empty `transfers` list; name its targets, as \
+                 in `transfers = [refund]`, or remove the option"
+            ),
+        );
+        return TokenStream::new();
+    }
+    let mut variants: Vec<Ident> = Vec::new();
+    for t in targets {
+        if t.name == agent_name {
+            cx.error(
+                t.span,
+                format!(
+                    "agent `{agent_name}` declares a transfer to itself; an agent transfers to a \
+                     sub-agent or its parent: remove `{}` from `transfers`",
+                    t.name
+                ),
+            );
+        }
+        let v = Ident::new(&upper_camel(&t.name), t.span);
+        if let Some(prev) = variants.iter().position(|p| *p == v) {
+            cx.error(
+                t.span,
+                format!(
+                    "transfer targets `{}` and `{}` of agent `{agent_name}` would both be the \
+                     variant `{enum_ident}::{v}`; rename one of the agents",
+                    targets[prev].name, t.name
+                ),
+            );
+        }
+        variants.push(v);
+    }
+    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
+    let enum_doc = format!(
+        "The agents `{agent_name}` may transfer to, as declared with \
+         `#[agent(transfers = [...])]`.\n\nReturn a variant from the agent's body to transfer; \
+         `flow!` checks at compile time that each target is a sub-agent or the parent of \
+         `{agent_name}` in every flow it is placed in."
+    );
+    quote! {
+        #[doc = #enum_doc]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #vis enum #enum_ident {
+            #( #[doc = #variant_docs] #variants, )*
+        }
+
+        #[allow(dead_code)]
+        impl #enum_ident {
+            /// Every target, in declaration order.
+            pub const ALL: &'static [Self] = &[#(Self::#variants),*];
+
+            /// The name of the agent this target transfers to.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    #( Self::#variants => #names, )*
+                }
+            }
+        }
+
+        const _: () = {
+            #[automatically_derived]
+            impl ::core::fmt::Display for #enum_ident {
+                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    __f.write_str(self.as_str())
+                }
+            }
+
+            #[automatically_derived]
+            impl #p::TransferTarget for #enum_ident {
+                const ALL: &'static [Self] = #enum_ident::ALL;
+                fn agent_name(self) -> &'static str {
+                    self.as_str()
+                }
+            }
+
+            #[automatically_derived]
+            impl #p::IntoOutcome<#ty> for #enum_ident {
+                fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
+                    __cx.__transfer(self.as_str());
+                    ::core::result::Result::Ok(())
+                }
+            }
+        };
+    }
+}

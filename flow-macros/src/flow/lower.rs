@@ -1,0 +1,741 @@
+//! Tokens out for `flow!`: the flow type, its builder, its agent and target enums, the
+//! compile-time checks, and the lowering to the runtime's `FlowAgent` tree.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
+
+use super::parse::FlowAst;
+use super::tree::{ContextOpt, Kind, Tree};
+use crate::names::{snake, upper_camel};
+
+struct Cx<'a> {
+    p: TokenStream,
+    flow: &'a Ident,
+    flow_str: String,
+    tree: &'a Tree,
+}
+
+impl Cx<'_> {
+    /// The agent name of node `i`, as a const expression.
+    fn name(&self, i: usize) -> TokenStream {
+        let p = &self.p;
+        let node = &self.tree.nodes[i];
+        match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::NAME),
+            None => {
+                let s = node.label.to_string();
+                quote!(#s)
+            }
+        }
+    }
+
+    /// Whether node `i` is barred from its parent, as a const expression.
+    fn barred(&self, i: usize) -> TokenStream {
+        let p = &self.p;
+        let node = &self.tree.nodes[i];
+        let flag = node.opts.no_parent;
+        match node.ty() {
+            _ if flag => quote!(true),
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::NO_PARENT),
+            None => quote!(false),
+        }
+    }
+
+    fn variant(&self, i: usize) -> Ident {
+        let node = &self.tree.nodes[i];
+        Ident::new(&upper_camel(&node.label.to_string()), node.label.span())
+    }
+}
+
+/// The full expansion of a valid flow.
+pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStream {
+    let krate = &ast.krate;
+    let cx = Cx {
+        p: quote!(#krate::__private),
+        flow: &ast.name,
+        flow_str: ast.name.to_string(),
+        tree,
+    };
+    let p = &cx.p;
+    let flow = cx.flow;
+    let flow_str = &cx.flow_str;
+    let vis = &ast.vis;
+    let n = tree.nodes.len();
+    let agent_enum = format_ident!("{}Agent", flow);
+    let builder = format_ident!("{}Builder", flow);
+
+    let names: Vec<TokenStream> = (0..n).map(|i| cx.name(i)).collect();
+    let barred: Vec<TokenStream> = (0..n).map(|i| cx.barred(i)).collect();
+    let parents: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.parent {
+            Some(p) => quote!(::core::option::Option::Some(#p)),
+            None => quote!(::core::option::Option::None),
+        })
+        .collect();
+    let paths: Vec<TokenStream> = (0..n)
+        .map(|i| {
+            let chain = tree.ancestry(i);
+            quote!((Self::AGENTS[#i], &[#(Self::AGENTS[#chain]),*]))
+        })
+        .collect();
+    let fingerprint = fingerprint(&cx);
+    let checks = checks(&cx);
+    let agents = agent_enum_items(&cx, &agent_enum, vis);
+    let targets = target_enums(&cx, &agent_enum, vis);
+    let (builder_items, has_given) = builder_items(&cx, &builder, vis);
+
+    let new_fn = if has_given {
+        TokenStream::new()
+    } else {
+        quote! {
+            /// Builds the flow's tree: every agent of this flow is built by the flow itself.
+            ///
+            /// # Errors
+            ///
+            /// Only if an agent's `OnSubAgents` hook refuses its place in the tree.
+            pub fn new() -> ::core::result::Result<Self, #p::FlowError> {
+                Self::builder().build()
+            }
+        }
+    };
+    let builder_doc = format!(
+        "A builder of [`{flow}`]{}.",
+        if has_given {
+            ": give it the agent of every `dyn` and `runtime` node, then call `build()`"
+        } else {
+            ""
+        }
+    );
+
+    quote! {
+        #docs
+        #[derive(Debug, Clone)]
+        #[allow(dead_code)]
+        #vis struct #flow {
+            flow: #p::FlowAgent,
+        }
+
+        #[allow(dead_code)]
+        impl #flow {
+            /// The flow's name.
+            pub const NAME: &'static str = #flow_str;
+
+            /// The names of the flow's agents, depth first from the root.
+            pub const AGENTS: &'static [&'static str] = &[#(#names),*];
+
+            /// For each agent, the names of the agents from the root down to it: the path a
+            /// resume follows to reach it.
+            pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[#(#paths),*];
+
+            /// The fingerprint of the flow's shape, computed at compile time; equal to
+            /// `FlowAgent::fingerprint()` of the built tree.
+            pub const FINGERPRINT: u64 = #fingerprint;
+
+            #[doc(hidden)]
+            pub const __PARENTS: &'static [::core::option::Option<usize>] = &[#(#parents),*];
+
+            #[doc(hidden)]
+            pub const __BARRED: &'static [bool] = &[#(#barred),*];
+
+            #new_fn
+
+            #[doc = #builder_doc]
+            pub fn builder() -> #builder {
+                #builder::new()
+            }
+
+            /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
+            /// the flow has no such agent.
+            pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
+                Self::PATHS
+                    .iter()
+                    .find(|(__name, _)| *__name == agent_name)
+                    .map(|(_, __path)| *__path)
+            }
+
+            /// The built tree, at its root.
+            pub fn flow(&self) -> &#p::FlowAgent {
+                &self.flow
+            }
+
+            /// The built tree, at its root.
+            pub fn into_flow(self) -> #p::FlowAgent {
+                self.flow
+            }
+
+            /// A runner for this flow.
+            pub fn runner(&self) -> #p::Runner {
+                #p::Runner::new(::core::clone::Clone::clone(&self.flow))
+            }
+
+            /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
+            /// its parent, `-->` where it is barred.
+            pub fn mermaid() -> ::std::string::String {
+                #p::render::mermaid(Self::AGENTS, Self::__PARENTS, Self::__BARRED)
+            }
+
+            /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
+            /// to its parent).
+            pub fn to_dot() -> ::std::string::String {
+                #p::render::dot(Self::NAME, Self::AGENTS, Self::__PARENTS, Self::__BARRED)
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::convert::From<#flow> for #p::FlowAgent {
+            fn from(__flow: #flow) -> Self {
+                __flow.flow
+            }
+        }
+
+        #agents
+        #targets
+        #builder_items
+
+        #[doc(hidden)]
+        const _: () = {
+            #checks
+        };
+    }
+}
+
+/// The flow type and a stub impl, emitted with the errors of an invalid flow.
+pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
+    let krate = &ast.krate;
+    let p = quote!(#krate::__private);
+    let flow = &ast.name;
+    let vis = &ast.vis;
+    let attrs = &ast.attrs;
+    quote! {
+        #(#attrs)*
+        #[allow(dead_code)]
+        #vis struct #flow {
+            flow: #p::FlowAgent,
+        }
+
+        #[allow(dead_code)]
+        impl #flow {
+            /// Not available: the flow has errors.
+            pub fn new() -> ::core::result::Result<Self, #p::FlowError> {
+                ::core::unimplemented!()
+            }
+            /// Not available: the flow has errors.
+            pub fn into_flow(self) -> #p::FlowAgent {
+                self.flow
+            }
+        }
+
+        impl ::core::convert::From<#flow> for #p::FlowAgent {
+            fn from(__flow: #flow) -> Self {
+                __flow.flow
+            }
+        }
+    }
+}
+
+/// The FNV-1a hash of the shape, piece by piece, as a const block.
+fn fingerprint(cx: &Cx<'_>) -> TokenStream {
+    fn node(cx: &Cx<'_>, i: usize, out: &mut Vec<TokenStream>) {
+        let p = &cx.p;
+        out.push(quote!(__h = #p::check::fnv1a(__h, Self::AGENTS[#i]);));
+        out.push(quote!(if Self::__BARRED[#i] { __h = #p::check::fnv1a(__h, "^"); }));
+        let children = &cx.tree.nodes[i].children;
+        if !children.is_empty() {
+            out.push(quote!(__h = #p::check::fnv1a(__h, "(");));
+            for (k, &c) in children.iter().enumerate() {
+                if k > 0 {
+                    out.push(quote!(__h = #p::check::fnv1a(__h, ",");));
+                }
+                node(cx, c, out);
+            }
+            out.push(quote!(__h = #p::check::fnv1a(__h, ")");));
+        }
+    }
+    let p = &cx.p;
+    let mut steps = Vec::new();
+    node(cx, 0, &mut steps);
+    quote! {{
+        let mut __h = #p::check::FNV_OFFSET;
+        #(#steps)*
+        __h
+    }}
+}
+
+/// The compile-time checks: unique names, and each agent's declared transfers against its
+/// neighbours here.
+fn checks(cx: &Cx<'_>) -> TokenStream {
+    let p = &cx.p;
+    let flow = cx.flow;
+    let flow_str = &cx.flow_str;
+    let written: Vec<&str> = cx.tree.nodes.iter().map(|n| n.written.as_str()).collect();
+    let mut out = quote! {
+        const NODES: &[&str] = &[#(#written),*];
+    };
+    for (i, node) in cx.tree.nodes.iter().enumerate() {
+        let span = node.span;
+        if i > 0 {
+            out.extend(quote_spanned! {span=>
+                const _: () = {
+                    let __v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i);
+                    if __v.failed() {
+                        ::core::panic!("{}", __v.as_str())
+                    }
+                };
+            });
+        }
+        let Some(ty) = node.ty() else { continue };
+        let children = &node.children;
+        let parent = match node.parent {
+            Some(k) => quote!(::core::option::Option::Some(#flow::AGENTS[#k])),
+            None => quote!(::core::option::Option::None),
+        };
+        let no_parent = node.opts.no_parent;
+        let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
+        out.extend(quote_spanned! {span=>
+            const _: () = {
+                let __v = #p::check::transfers(
+                    #flow_str,
+                    #spec::NAME,
+                    #spec::TRANSFERS,
+                    &[#(#flow::AGENTS[#children]),*],
+                    #parent,
+                    #no_parent,
+                    #spec::NO_PARENT,
+                );
+                if __v.failed() {
+                    ::core::panic!("{}", __v.as_str())
+                }
+            };
+        });
+    }
+    out
+}
+
+/// `{Flow}Agent`: one variant per agent.
+fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> TokenStream {
+    let p = &cx.p;
+    let flow = cx.flow;
+    let n = cx.tree.nodes.len();
+    let variants: Vec<Ident> = (0..n).map(|i| cx.variant(i)).collect();
+    let docs: Vec<String> = cx
+        .tree
+        .nodes
+        .iter()
+        .map(|node| format!("The agent of node `{}`.", node.written))
+        .collect();
+    let parents: Vec<TokenStream> = cx
+        .tree
+        .nodes
+        .iter()
+        .map(|node| match node.parent {
+            Some(k) => {
+                let v = &variants[k];
+                quote!(::core::option::Option::Some(Self::#v))
+            }
+            None => quote!(::core::option::Option::None),
+        })
+        .collect();
+    let children: Vec<TokenStream> = cx
+        .tree
+        .nodes
+        .iter()
+        .map(|node| {
+            let vs = node.children.iter().map(|&c| &variants[c]);
+            quote!(&[#(Self::#vs),*])
+        })
+        .collect();
+    let enum_doc =
+        format!("The agents of flow [`{flow}`]; `Display` and `FromStr` use the agents' names.");
+    let indices = 0..n;
+    quote! {
+        #[doc = #enum_doc]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(dead_code)]
+        #[repr(usize)]
+        #vis enum #agent_enum {
+            #( #[doc = #docs] #variants = #indices, )*
+        }
+
+        #[allow(dead_code)]
+        impl #agent_enum {
+            /// Every agent, depth first from the root.
+            pub const ALL: &'static [Self] = &[#(Self::#variants),*];
+
+            /// The agent's name.
+            pub const fn name(self) -> &'static str {
+                #flow::AGENTS[self as usize]
+            }
+
+            /// The names of the agents from the root down to this one.
+            pub const fn path(self) -> &'static [&'static str] {
+                #flow::PATHS[self as usize].1
+            }
+
+            /// The agent's parent in the flow, if it is not the root.
+            pub const fn parent(self) -> ::core::option::Option<Self> {
+                match self {
+                    #( Self::#variants => #parents, )*
+                }
+            }
+
+            /// The agent's sub-agents, in order.
+            pub const fn children(self) -> &'static [Self] {
+                match self {
+                    #( Self::#variants => #children, )*
+                }
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::fmt::Display for #agent_enum {
+            fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                __f.write_str(self.name())
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::str::FromStr for #agent_enum {
+            type Err = #p::UnknownAgent;
+            fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|__a| __a.name() == __s)
+                    .ok_or_else(|| #p::UnknownAgent {
+                        flow: #flow::NAME,
+                        name: ::core::convert::From::from(__s),
+                        known: #flow::AGENTS,
+                    })
+            }
+        }
+    }
+}
+
+/// `{Flow}{Node}Target`: for each node, the agents it may transfer to in this flow.
+fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> TokenStream {
+    let p = &cx.p;
+    let flow = cx.flow;
+    let mut out = TokenStream::new();
+    for (i, node) in cx.tree.nodes.iter().enumerate() {
+        let mut targets: Vec<usize> = node.children.clone();
+        if let (Some(parent), false) = (node.parent, node.opts.no_parent) {
+            targets.push(parent);
+        }
+        if targets.is_empty() {
+            continue;
+        }
+        let ident = format_ident!("{}{}Target", flow, cx.variant(i));
+        let variants: Vec<Ident> = targets.iter().map(|&t| cx.variant(t)).collect();
+        let docs: Vec<String> = targets
+            .iter()
+            .map(|&t| {
+                let rel = if Some(t) == node.parent {
+                    "its parent"
+                } else {
+                    "a sub-agent"
+                };
+                format!("Transfer to `{}`, {rel}.", cx.tree.nodes[t].written)
+            })
+            .collect();
+        let doc = format!(
+            "The agents node `{}` of flow [`{flow}`] may transfer to: its sub-agents, and its \
+             parent unless the node is `no_parent` (if the agent itself is declared \
+             `#[agent(no_parent)]`, a transfer to the parent is refused at run time).",
+            node.written
+        );
+        out.extend(quote! {
+            #[doc = #doc]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            #[allow(dead_code)]
+            #vis enum #ident {
+                #( #[doc = #docs] #variants, )*
+            }
+
+            #[allow(dead_code)]
+            impl #ident {
+                /// Every target, sub-agents first.
+                pub const ALL: &'static [Self] = &[#(Self::#variants),*];
+
+                /// The target as an agent of the flow.
+                pub const fn agent(self) -> #agent_enum {
+                    match self {
+                        #( Self::#variants => #agent_enum::#variants, )*
+                    }
+                }
+
+                /// The name of the agent this target transfers to.
+                pub const fn as_str(self) -> &'static str {
+                    self.agent().name()
+                }
+            }
+
+            #[automatically_derived]
+            impl ::core::fmt::Display for #ident {
+                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    __f.write_str(self.as_str())
+                }
+            }
+
+            #[automatically_derived]
+            impl #p::TransferTarget for #ident {
+                const ALL: &'static [Self] = #ident::ALL;
+                fn agent_name(self) -> &'static str {
+                    self.as_str()
+                }
+            }
+
+            #[automatically_derived]
+            impl ::core::convert::From<#ident> for #agent_enum {
+                fn from(__target: #ident) -> Self {
+                    __target.agent()
+                }
+            }
+        });
+    }
+    out
+}
+
+/// The builder type: a typed slot per node whose agent is given at run time; `build()` lowers
+/// the tree.
+fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenStream, bool) {
+    let p = &cx.p;
+    let flow = cx.flow;
+    let flow_str = &cx.flow_str;
+    let given: Vec<usize> = cx.tree.given().map(|(i, _)| i).collect();
+    let k = given.len();
+    let params: Vec<Ident> = (0..k).map(|j| format_ident!("S{}", j)).collect();
+    let fields: Vec<Ident> = given
+        .iter()
+        .map(|&i| format_ident!("{}", snake(&cx.tree.nodes[i].label.to_string())))
+        .collect();
+    let slot_tys: Vec<TokenStream> = given
+        .iter()
+        .map(|&i| match cx.tree.nodes[i].ty() {
+            Some(ty) => quote!(#ty),
+            None => quote!(#p::DynAgent),
+        })
+        .collect();
+
+    let doc = if k == 0 {
+        format!(
+            "A builder of [`{flow}`]. Every agent of this flow is built by the flow itself: call \
+             `build()`."
+        )
+    } else {
+        let list: Vec<String> = given
+            .iter()
+            .map(|&i| format!("`{}`", cx.tree.nodes[i].written))
+            .collect();
+        format!(
+            "A builder of [`{flow}`]: call one setter per node whose agent is given at run \
+             time ({}), then `build()`. Each type parameter is `Unset` until its setter is \
+             called.",
+            list.join(", ")
+        )
+    };
+
+    let struct_def = if k == 0 {
+        quote! {
+            #[doc = #doc]
+            #[must_use]
+            #[derive(Debug)]
+            #[allow(dead_code)]
+            #vis struct #builder {
+                _private: (),
+            }
+
+            #[allow(dead_code)]
+            impl #builder {
+                fn new() -> Self {
+                    #builder { _private: () }
+                }
+            }
+        }
+    } else {
+        quote! {
+            #[doc = #doc]
+            #[must_use]
+            #[derive(Debug)]
+            #[allow(dead_code)]
+            #vis struct #builder<#(#params = #p::Unset),*> {
+                #(#fields: #params,)*
+            }
+
+            #[allow(dead_code)]
+            impl #builder {
+                fn new() -> Self {
+                    #builder { #(#fields: #p::Unset,)* }
+                }
+            }
+        }
+    };
+
+    let mut setters = TokenStream::new();
+    for (j, &i) in given.iter().enumerate() {
+        let node = &cx.tree.nodes[i];
+        let field = &fields[j];
+        let others: Vec<&Ident> = params
+            .iter()
+            .enumerate()
+            .filter(|(m, _)| *m != j)
+            .map(|(_, x)| x)
+            .collect();
+        let before: Vec<TokenStream> = params
+            .iter()
+            .enumerate()
+            .map(|(m, x)| {
+                if m == j {
+                    quote!(#p::Unset)
+                } else {
+                    quote!(#x)
+                }
+            })
+            .collect();
+        let slot_ty = &slot_tys[j];
+        let after: Vec<TokenStream> = params
+            .iter()
+            .enumerate()
+            .map(|(m, x)| {
+                if m == j {
+                    quote!(#p::Set<#slot_ty>)
+                } else {
+                    quote!(#x)
+                }
+            })
+            .collect();
+        let rest: Vec<&Ident> = fields
+            .iter()
+            .enumerate()
+            .filter(|(m, _)| *m != j)
+            .map(|(_, f)| f)
+            .collect();
+        let (arg_ty, value, doc) = match node.kind {
+            Kind::Dyn => (
+                quote!(impl #p::Agent),
+                quote!(#p::Set(#p::DynAgent(#p::Arc::new(__agent)))),
+                format!(
+                    "Gives the `dyn` node `{}` its agent, which must be named `{}` (`build()` \
+                     checks).",
+                    node.label, node.label
+                ),
+            ),
+            _ => (
+                quote!(#slot_ty),
+                quote!(#p::Set(__agent)),
+                format!("Gives node `{}` its agent.", node.written),
+            ),
+        };
+        setters.extend(quote! {
+            #[allow(dead_code)]
+            impl<#(#others),*> #builder<#(#before),*> {
+                #[doc = #doc]
+                pub fn #field(self, __agent: #arg_ty) -> #builder<#(#after),*> {
+                    #builder {
+                        #field: #value,
+                        #(#rest: self.#rest,)*
+                    }
+                }
+            }
+        });
+    }
+
+    // The lowering: bottom-up `set_sub_agents`, as written by hand.
+    let mut takes = TokenStream::new();
+    for (j, &i) in given.iter().enumerate() {
+        let field = &fields[j];
+        let node = &cx.tree.nodes[i];
+        let slot = slot_local(field);
+        takes.extend(quote! {
+            let #slot = #p::Filled::into_agent(self.#field);
+        });
+        if let Kind::Dyn = node.kind {
+            let name = node.label.to_string();
+            takes.extend(quote! {
+                if #p::Agent::name(&*#slot.0) != #name {
+                    return ::core::result::Result::Err(#p::FlowError::NodeNameMismatch {
+                        flow: ::core::convert::From::from(#flow_str),
+                        node: ::core::convert::From::from(#name),
+                        agent: ::core::convert::From::from(#p::Agent::name(&*#slot.0)),
+                    });
+                }
+            });
+        }
+    }
+    let tree_expr = lower_node(cx, 0, &given, &fields);
+    let bounds: Vec<TokenStream> = params
+        .iter()
+        .zip(&slot_tys)
+        .map(|(s, t)| quote!(#s: #p::Filled<#t>))
+        .collect();
+    let build_doc = "Builds the flow's tree: bottom-up, each agent's node given its options and \
+                     then its sub-agents, exactly as `set_sub_agents` calls written by hand \
+                     would.\n\n# Errors\n\nIf a `dyn` node's agent has another name than the \
+                     node, or an agent's `OnSubAgents` hook refuses its place in the tree.";
+    let build = quote! {
+        #[allow(dead_code)]
+        impl<#(#params),*> #builder<#(#params),*> {
+            #[doc = #build_doc]
+            pub fn build(self) -> ::core::result::Result<#flow, #p::FlowError>
+            where
+                #(#bounds,)*
+            {
+                #takes
+                ::core::result::Result::Ok(#flow { flow: #tree_expr })
+            }
+        }
+    };
+    (quote!(#struct_def #setters #build), k > 0)
+}
+
+/// The local holding a builder slot's agent in `build()`; prefixed so that no agent's unit
+/// struct (which a plain `let refund` would collide with) can clash with it.
+fn slot_local(field: &Ident) -> Ident {
+    format_ident!("__agentflow_slot_{}", field)
+}
+
+/// The expression building node `i` and its subtree.
+fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> TokenStream {
+    let p = &cx.p;
+    let node = &cx.tree.nodes[i];
+    let agent = match &node.kind {
+        Kind::Static(ty) => {
+            quote_spanned!(node.span=> <#ty as #p::AgentSpec>::__node())
+        }
+        Kind::Given(_) => {
+            let j = given.iter().position(|&g| g == i).unwrap_or(0);
+            let slot = slot_local(&fields[j]);
+            quote!(#p::FlowAgent::new(#slot))
+        }
+        Kind::Dyn => {
+            let j = given.iter().position(|&g| g == i).unwrap_or(0);
+            let slot = slot_local(&fields[j]);
+            quote!(#p::FlowAgent::from_arc(#slot.0))
+        }
+    };
+    let barred = cx.barred(i);
+    let mut node_expr = quote!(#agent.disallow_transfer_to_parent(#barred));
+    if node.opts.skip_transfer_messages {
+        node_expr.extend(quote!(.skip_transfer_messages(true)));
+    }
+    if let Some(c) = &node.opts.context {
+        let policy = match c {
+            ContextOpt::Rewrite => quote!(#p::ContextPolicy::Rewrite),
+            ContextOpt::UserInputOnly => quote!(#p::ContextPolicy::UserInputOnly),
+            ContextOpt::LastN(n) => quote!(#p::ContextPolicy::LastN(#n)),
+            ContextOpt::Custom(path) => quote!(#p::ContextPolicy::custom(#path)),
+        };
+        node_expr.extend(quote!(.context(#policy)));
+    }
+    if node.children.is_empty() {
+        node_expr
+    } else {
+        let children = node
+            .children
+            .iter()
+            .map(|&c| lower_node(cx, c, given, fields));
+        quote!(#p::set_sub_agents(#node_expr, [#(#children),*])?)
+    }
+}

@@ -1,0 +1,86 @@
+//! Case conversions for the names of generated items.
+
+/// `refund_desk`, `refund-desk` or `RefundDesk` -> `RefundDesk`.
+pub(crate) fn upper_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = true;
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            if upper {
+                out.extend(c.to_uppercase());
+            } else {
+                out.push(c);
+            }
+            upper = false;
+        } else {
+            upper = true;
+        }
+    }
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, 'N');
+    }
+    out
+}
+
+/// `RefundDesk` or `refund_desk` -> `refund_desk`.
+pub(crate) fn snake(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_uppercase() {
+            if prev_lower {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+            prev_lower = false;
+        } else if c.is_alphanumeric() {
+            out.push(c);
+            prev_lower = true;
+        } else {
+            out.push('_');
+            prev_lower = false;
+        }
+    }
+    out
+}
+
+/// The text of doc attributes, as rustdoc reads it: one line per attribute, the single space
+/// after `///` dropped, surrounding blank lines trimmed.
+pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> String {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        if !attr.path().is_ident("doc") {
+            continue;
+        }
+        if let syn::Meta::NameValue(nv) = &attr.meta {
+            if let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = &nv.value
+            {
+                let v = s.value();
+                for line in v.split('\n') {
+                    lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
+                }
+            }
+        }
+    }
+    lines.join("\n").trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases() {
+        assert_eq!(upper_camel("refund"), "Refund");
+        assert_eq!(upper_camel("refund_desk"), "RefundDesk");
+        assert_eq!(upper_camel("refund-desk"), "RefundDesk");
+        assert_eq!(upper_camel("Lookup"), "Lookup");
+        assert_eq!(upper_camel("2fa"), "N2fa");
+        assert_eq!(snake("RefundDesk"), "refund_desk");
+        assert_eq!(snake("triage"), "triage");
+        assert_eq!(snake("Lookup"), "lookup");
+    }
+}

@@ -1,0 +1,654 @@
+//! Static facts of agents and what agent bodies written with `#[agent]` use.
+//!
+//! The `agentflow` facade's `#[agent]` and `flow!` macros build on the items here:
+//!
+//! - [`AgentSpec`]: an agent type's name, description, declared transfer targets and whether it
+//!   is barred from its parent, as associated consts, so a tree can be checked by the compiler.
+//! - [`AgentContext`]: what an `#[agent]` body emits through. It has no way to transfer by name:
+//!   a body transfers by returning a variant of its generated transfer enum.
+//! - [`IntoOutcome`]: what an `#[agent]` body may return: `()`, [`Exit`], its own transfer enum,
+//!   or an [`Option`] or [`AgentResult`] of one of these.
+//! - [`TransferTarget`]: implemented by the generated transfer enums.
+//!
+//! The [`check`] module holds the `const fn`s the generated code evaluates at compile time.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::agent::{Agent, RunContext};
+use crate::event::{Action, AgentError, AgentEvent};
+use crate::flow::FlowAgent;
+use crate::generate::Context;
+use crate::message::Message;
+use crate::stream::MessageStream;
+
+/// What an agent body returns: `Ok(outcome)` or an error that ends the agent's run with an
+/// error event.
+pub type AgentResult<T = ()> = Result<T, AgentError>;
+
+/// The static facts of an agent type, known at compile time.
+///
+/// `#[agent]` implements it; `flow!` reads it in `const` items to check a tree. Implement it by
+/// hand only for an agent type whose facts are fixed; an agent whose name is chosen at run time
+/// fills a `dyn` node of a flow instead.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an agent type, so it cannot be a node of a `flow!`",
+    label = "not an agent",
+    note = "a node of `flow!` names a type made with `#[agent]` (on an async fn or a struct), \
+            or one that implements `AgentSpec`",
+    note = "for an agent built at run time (a model agent holding a client), write the node as \
+            `dyn NAME` and give the agent to the flow's builder"
+)]
+pub trait AgentSpec: Agent {
+    /// The agent's name: unique within a tree, used for transfers and run paths.
+    const NAME: &'static str;
+    /// What the agent does (its doc comment, for `#[agent]`).
+    const DESCRIPTION: &'static str;
+    /// The agents it may transfer to, by name, as declared with `#[agent(transfers = [...])]`.
+    const TRANSFERS: &'static [&'static str];
+    /// Whether the agent never transfers to its parent (`#[agent(no_parent)]`): every node it
+    /// fills is barred from its parent.
+    const NO_PARENT: bool;
+
+    /// A one-node tree of [`FlowBuilt::instance`]: how `flow!` builds the nodes it builds
+    /// itself.
+    #[doc(hidden)]
+    fn __node() -> FlowAgent
+    where
+        Self: FlowBuilt,
+    {
+        FlowAgent::new(Self::instance())
+    }
+}
+
+/// An agent a flow can build on its own: a node of `flow!` that names the type gets
+/// [`instance`](FlowBuilt::instance).
+///
+/// `#[agent]` implements it for agent fns and unit structs. An agent that holds state (a
+/// client, a configuration) fills a `runtime` node instead, and the flow's builder is given its
+/// value; implement this trait only if the agent has one obvious value.
+#[diagnostic::on_unimplemented(
+    message = "agent `{Self}` holds state, so a flow cannot build it on its own",
+    label = "the flow would have to make a `{Self}` itself",
+    note = "mark the node `runtime`, as in `{Self}(runtime)`, and give the value to the flow's \
+            builder; or implement `FlowBuilt` for `{Self}` if it has one obvious value"
+)]
+pub trait FlowBuilt: AgentSpec + Sized {
+    /// The agent's value.
+    fn instance() -> Self;
+}
+
+/// A legal transfer target of one agent: implemented by the enum `#[agent(transfers = [...])]`
+/// generates (`TriageTransfer::Refund`).
+pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
+    /// Every target, in declaration order.
+    const ALL: &'static [Self];
+
+    /// The name of the agent this target transfers to.
+    fn agent_name(self) -> &'static str;
+}
+
+/// The context an `#[agent]` body emits through; it derefs to the [`RunContext`] (session, run
+/// path, root input).
+///
+/// Unlike [`Context`] it offers no transfer by name: an `#[agent]` transfers by returning a
+/// variant of its transfer enum, so every transfer it makes is one it declared. An event emitted
+/// here that carries a [`Action::TransferToAgent`] of this agent's own is replaced by an error
+/// event saying so.
+#[derive(Clone)]
+pub struct AgentContext {
+    cx: Context,
+}
+
+impl AgentContext {
+    /// Wraps the emitting context of a run (done by the code `#[agent]` generates).
+    pub fn new(cx: Context) -> Self {
+        AgentContext { cx }
+    }
+
+    /// Emits an event. An own event (no run path yet, or this agent's) carrying a transfer
+    /// action is turned into an error event: return a transfer variant instead.
+    pub fn emit(&self, event: AgentEvent) {
+        let own = event.run_path().is_empty() || event.run_path() == self.cx.run_path();
+        if let (true, Some(Action::TransferToAgent(target))) = (own, &event.action) {
+            let message = format!(
+                "emitted a transfer to '{target}' as an event; an #[agent] transfers by \
+                 returning a variant of its transfer enum"
+            );
+            self.cx.emit(AgentEvent::error(AgentError::failed(
+                self.cx.agent_name(),
+                message,
+            )));
+            return;
+        }
+        self.cx.emit(event);
+    }
+
+    /// Emits an assistant message with the given text.
+    pub fn say(&self, text: impl Into<String>) {
+        self.cx.say(text);
+    }
+
+    /// Emits a message.
+    pub fn send(&self, message: Message) {
+        self.cx.send(message);
+    }
+
+    /// Emits a streamed message.
+    pub fn send_stream(&self, stream: MessageStream) {
+        self.cx.send_stream(stream);
+    }
+
+    /// Emits application data (never part of any agent's history).
+    pub fn custom(&self, data: serde_json::Value) {
+        self.cx.emit(AgentEvent::custom(data));
+    }
+
+    /// The run context.
+    pub fn run_context(&self) -> &RunContext {
+        self.cx.run_context()
+    }
+
+    /// Emits a transfer to a declared target. Used by the `IntoOutcome` impls `#[agent]`
+    /// generates for transfer enums; not for agent bodies.
+    #[doc(hidden)]
+    pub fn __transfer(&self, target: &str) {
+        self.cx.transfer(target);
+    }
+}
+
+impl Deref for AgentContext {
+    type Target = RunContext;
+    fn deref(&self) -> &RunContext {
+        self.cx.run_context()
+    }
+}
+
+impl fmt::Debug for AgentContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AgentContext")
+            .field(self.cx.run_context())
+            .finish()
+    }
+}
+
+/// Ends the run here: returned by an `#[agent]` body, it emits an event carrying
+/// [`Action::Exit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Exit;
+
+/// What an `#[agent]` body returns, turned into the event that steers the run.
+///
+/// `A` is the agent type: an agent's transfer enum is an outcome of that agent only, so an
+/// agent cannot return another agent's targets.
+///
+/// | returned | effect |
+/// | --- | --- |
+/// | `()` | nothing more is emitted: the agent's last own action (if any) decides |
+/// | [`Exit`] | an event carrying [`Action::Exit`] |
+/// | `TriageTransfer::Refund` | the transfer messages, the second carrying the transfer |
+/// | `None` / `Some(x)` | nothing / as `x` |
+/// | `Err(e)` / `Ok(x)` | an error event / as `x` |
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an outcome agent `{A}` can return",
+    label = "returned by the body of agent `{A}`",
+    note = "an #[agent] body returns `()`, `Exit`, the agent's own transfer enum \
+            (declared with `#[agent(transfers = [...])]`), or an `Option` or `AgentResult` of one"
+)]
+pub trait IntoOutcome<A: ?Sized> {
+    /// Emits what this outcome means through `cx`; an `Err` becomes the agent's error event.
+    fn into_outcome(self, cx: &AgentContext) -> AgentResult;
+}
+
+impl<A: ?Sized> IntoOutcome<A> for () {
+    fn into_outcome(self, _cx: &AgentContext) -> AgentResult {
+        Ok(())
+    }
+}
+
+impl<A: ?Sized> IntoOutcome<A> for Exit {
+    fn into_outcome(self, cx: &AgentContext) -> AgentResult {
+        cx.cx.exit();
+        Ok(())
+    }
+}
+
+impl<A: ?Sized, T: IntoOutcome<A>> IntoOutcome<A> for Option<T> {
+    fn into_outcome(self, cx: &AgentContext) -> AgentResult {
+        match self {
+            Some(outcome) => outcome.into_outcome(cx),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<A: ?Sized, T: IntoOutcome<A>, E: Into<AgentError>> IntoOutcome<A> for Result<T, E> {
+    fn into_outcome(self, cx: &AgentContext) -> AgentResult {
+        self.map_err(Into::into)?.into_outcome(cx)
+    }
+}
+
+/// A name that is not an agent of a flow: the error of the generated agent enum's `FromStr`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownAgent {
+    /// The flow asked.
+    pub flow: &'static str,
+    /// The name that matched no agent.
+    pub name: Arc<str>,
+    /// The flow's agents.
+    pub known: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "flow '{}' has no agent named '{}'; its agents are: {}",
+            self.flow,
+            self.name,
+            self.known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownAgent {}
+
+/// A builder slot of a flow whose agent has not been given yet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unset;
+
+/// A builder slot of a flow holding the agent given to it.
+#[derive(Debug, Clone)]
+pub struct Set<T>(pub T);
+
+/// A builder slot that holds its agent: what a flow builder's `build()` requires of every slot.
+#[diagnostic::on_unimplemented(
+    message = "`build()` needs the agent of every `dyn` and `runtime` node, and one of type \
+               `{T}` is missing",
+    label = "this builder's slot for `{T}` is still `{Self}`",
+    note = "call the builder's setter named after every `dyn` and `runtime` node before \
+            `build()`; the builder's documentation lists them"
+)]
+pub trait Filled<T> {
+    /// The agent in the slot.
+    fn into_agent(self) -> T;
+}
+
+impl<T> Filled<T> for Set<T> {
+    fn into_agent(self) -> T {
+        self.0
+    }
+}
+
+/// The agent of a `dyn` node, as a flow builder holds it.
+#[derive(Clone)]
+pub struct DynAgent(pub Arc<dyn Agent>);
+
+impl fmt::Debug for DynAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DynAgent").field(&self.0.name()).finish()
+    }
+}
+
+/// Text renderings of a flow's tree, for the `mermaid()` and `to_dot()` of `flow!` types.
+#[doc(hidden)]
+pub mod render {
+    use std::fmt::Write as _;
+
+    /// A Mermaid flowchart: one node per agent, `<-->` from a parent to a sub-agent that may
+    /// transfer back, `-->` to one barred from it.
+    pub fn mermaid(names: &[&str], parents: &[Option<usize>], barred: &[bool]) -> String {
+        let mut out = String::from("graph TD\n");
+        for (i, name) in names.iter().enumerate() {
+            let _ = writeln!(out, "    n{i}[\"{}\"]", name.replace('"', "#quot;"));
+        }
+        for (i, parent) in parents.iter().enumerate() {
+            if let Some(p) = parent {
+                let arrow = if barred[i] { "-->" } else { "<-->" };
+                let _ = writeln!(out, "    n{p} {arrow} n{i}");
+            }
+        }
+        out
+    }
+
+    /// A Graphviz digraph: one edge per parent and sub-agent, `dir=both` where the sub-agent
+    /// may transfer back.
+    pub fn dot(flow: &str, names: &[&str], parents: &[Option<usize>], barred: &[bool]) -> String {
+        let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+        let mut out = format!("digraph \"{}\" {{\n", quote(flow));
+        for (i, name) in names.iter().enumerate() {
+            let _ = writeln!(out, "    n{i} [label=\"{}\"];", quote(name));
+        }
+        for (i, parent) in parents.iter().enumerate() {
+            if let Some(p) = parent {
+                let dir = if barred[i] { "" } else { " [dir=both]" };
+                let _ = writeln!(out, "    n{p} -> n{i}{dir};");
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+}
+
+/// Compile-time checks evaluated by the code `flow!` generates.
+///
+/// Each check returns a [`check::Verdict`]; the generated `const` item panics with its message
+/// when it is not empty, so the compiler reports it at the offending node of the flow.
+#[doc(hidden)]
+pub mod check {
+    /// The FNV-1a (64-bit) offset basis: the hash of nothing.
+    pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+    /// Extends an FNV-1a (64-bit) hash by the UTF-8 bytes of `s`; hashing the pieces of a
+    /// string in order gives [`fingerprint_of`](crate::fingerprint_of) of the whole.
+    pub const fn fnv1a(mut hash: u64, s: &str) -> u64 {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            hash ^= bytes[i] as u64;
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            i += 1;
+        }
+        hash
+    }
+
+    const CAP: usize = 1024;
+
+    /// The outcome of a check: empty when it passed, else the compile error's text.
+    pub struct Verdict {
+        buf: [u8; CAP],
+        len: usize,
+    }
+
+    impl Verdict {
+        /// A passing verdict.
+        pub const fn pass() -> Self {
+            Verdict {
+                buf: [0; CAP],
+                len: 0,
+            }
+        }
+
+        /// Whether the check failed.
+        pub const fn failed(&self) -> bool {
+            self.len > 0
+        }
+
+        /// Appends text (cut short, on a character boundary, past the capacity).
+        pub const fn push(mut self, s: &str) -> Self {
+            let bytes = s.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                if self.len == CAP {
+                    break;
+                }
+                self.buf[self.len] = bytes[i];
+                self.len += 1;
+                i += 1;
+            }
+            if i < bytes.len() {
+                // Cut short: never end inside a UTF-8 sequence.
+                while self.len > 0 && core::str::from_utf8(self.buf.split_at(self.len).0).is_err() {
+                    self.len -= 1;
+                }
+            }
+            self
+        }
+
+        /// Appends `` `s` ``.
+        pub const fn code(self, s: &str) -> Self {
+            self.push("`").push(s).push("`")
+        }
+
+        /// Appends the names as `` `a`, `b` `` (or `none` when there are none).
+        pub const fn list(mut self, names: &[&str]) -> Self {
+            if names.is_empty() {
+                return self.push("none");
+            }
+            let mut i = 0;
+            while i < names.len() {
+                if i > 0 {
+                    self = self.push(", ");
+                }
+                self = self.code(names[i]);
+                i += 1;
+            }
+            self
+        }
+
+        /// The message.
+        pub const fn as_str(&self) -> &str {
+            match core::str::from_utf8(self.buf.split_at(self.len).0) {
+                Ok(s) => s,
+                Err(_) => "",
+            }
+        }
+    }
+
+    const fn eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    const fn contains(names: &[&str], name: &str) -> bool {
+        let mut i = 0;
+        while i < names.len() {
+            if eq(names[i], name) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// Checks that the agent of node `index` of flow `flow` has a name no earlier node has.
+    /// `names` and `nodes` list the agents' names and the nodes as written in the flow, in
+    /// tree order.
+    pub const fn unique_name(flow: &str, names: &[&str], nodes: &[&str], index: usize) -> Verdict {
+        let mut j = 0;
+        while j < index {
+            if eq(names[j], names[index]) {
+                let v = Verdict::pass()
+                    .push("two agents of flow ")
+                    .code(flow)
+                    .push(" are named ")
+                    .code(names[index])
+                    .push(": node ")
+                    .code(nodes[index])
+                    .push(" has the name of node ")
+                    .code(nodes[j]);
+                return v.push(
+                    ". Transfers and resumes find agents by name, so names must be unique \
+                     within a flow: give one of them another name with \
+                     `#[agent(name = \"...\")]`, or remove one node",
+                );
+            }
+            j += 1;
+        }
+        Verdict::pass()
+    }
+
+    /// Checks the transfers agent `agent` declares against its place in flow `flow`: each must
+    /// name one of `children` or the `parent`, and not the parent when the node is barred from
+    /// it (`barred_by_node`: `no_parent` on the node; `barred_by_agent`: `#[agent(no_parent)]`).
+    #[allow(clippy::too_many_arguments)]
+    pub const fn transfers(
+        flow: &str,
+        agent: &str,
+        declared: &[&str],
+        children: &[&str],
+        parent: Option<&str>,
+        barred_by_node: bool,
+        barred_by_agent: bool,
+    ) -> Verdict {
+        let mut i = 0;
+        while i < declared.len() {
+            let target = declared[i];
+            i += 1;
+            if contains(children, target) {
+                continue;
+            }
+            if let Some(parent) = parent {
+                if eq(parent, target) {
+                    if barred_by_node || barred_by_agent {
+                        let v = Verdict::pass()
+                            .push("agent ")
+                            .code(agent)
+                            .push(" declares a transfer to ")
+                            .code(target)
+                            .push(", its parent in flow ")
+                            .code(flow);
+                        if barred_by_node {
+                            return v.push(
+                                ", but its node is marked `no_parent`, so that transfer would \
+                                 be refused: remove `no_parent` from the node, or remove the \
+                                 target from the agent's `#[agent(transfers = [...])]`",
+                            );
+                        }
+                        return v.push(
+                            ", but the agent is declared `#[agent(no_parent)]`, so that \
+                             transfer would be refused: remove `no_parent` or the target \
+                             from its `#[agent(...)]`",
+                        );
+                    }
+                    continue;
+                }
+            }
+            let v = Verdict::pass()
+                .push("agent ")
+                .code(agent)
+                .push(" declares a transfer to ")
+                .code(target)
+                .push(", but in flow ")
+                .code(flow)
+                .push(" ")
+                .code(target)
+                .push(" is neither a sub-agent nor the parent of ")
+                .code(agent)
+                .push(", so the transfer could never succeed. Its sub-agents here: ")
+                .list(children)
+                .push("; its parent: ");
+            let v = match parent {
+                Some(p) => v.code(p),
+                None => v.push("none (it is the root)"),
+            };
+            return v
+                .push(". Place ")
+                .code(target)
+                .push(" under ")
+                .code(agent)
+                .push(
+                    " in this flow, or remove it from the agent's `#[agent(transfers = [...])]`",
+                );
+        }
+        Verdict::pass()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check::*;
+
+    #[test]
+    fn fnv_pieces_equal_the_whole() {
+        let whole = crate::fingerprint_of("triage(refund,complaint(escalation^))");
+        let mut h = FNV_OFFSET;
+        for piece in [
+            "triage",
+            "(",
+            "refund",
+            ",",
+            "complaint",
+            "(",
+            "escalation",
+            "^",
+            "))",
+        ] {
+            h = fnv1a(h, piece);
+        }
+        assert_eq!(h, whole);
+    }
+
+    #[test]
+    fn verdict_messages() {
+        let v = transfers(
+            "Desk",
+            "triage",
+            &["refund", "billing"],
+            &["refund"],
+            None,
+            false,
+            false,
+        );
+        assert_eq!(
+            v.as_str(),
+            "agent `triage` declares a transfer to `billing`, but in flow `Desk` `billing` is \
+             neither a sub-agent nor the parent of `triage`, so the transfer could never \
+             succeed. Its sub-agents here: `refund`; its parent: none (it is the root). Place \
+             `billing` under `triage` in this flow, or remove it from the agent's \
+             `#[agent(transfers = [...])]`"
+        );
+        let ok = transfers(
+            "Desk",
+            "refund",
+            &["triage"],
+            &[],
+            Some("triage"),
+            false,
+            false,
+        );
+        assert!(!ok.failed());
+        let barred = transfers(
+            "Desk",
+            "refund",
+            &["triage"],
+            &[],
+            Some("triage"),
+            true,
+            false,
+        );
+        assert!(barred.as_str().contains("marked `no_parent`"));
+        let dup = unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 2);
+        assert!(dup
+            .as_str()
+            .starts_with("two agents of flow `Desk` are named `a`: node `c`"));
+        assert!(!unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 1).failed());
+    }
+
+    #[test]
+    fn renders() {
+        let names = ["triage", "refund", "complaint", "escalation"];
+        let parents = [None, Some(0), Some(0), Some(2)];
+        let barred = [false, false, false, true];
+        assert_eq!(
+            super::render::mermaid(&names, &parents, &barred),
+            "graph TD\n    n0[\"triage\"]\n    n1[\"refund\"]\n    n2[\"complaint\"]\n    \
+             n3[\"escalation\"]\n    n0 <--> n1\n    n0 <--> n2\n    n2 --> n3\n"
+        );
+        assert_eq!(
+            super::render::dot("Desk", &names, &parents, &barred),
+            "digraph \"Desk\" {\n    n0 [label=\"triage\"];\n    n1 [label=\"refund\"];\n    \
+             n2 [label=\"complaint\"];\n    n3 [label=\"escalation\"];\n    \
+             n0 -> n1 [dir=both];\n    n0 -> n2 [dir=both];\n    n2 -> n3;\n}\n"
+        );
+    }
+
+    #[test]
+    fn verdict_cuts_on_char_boundary() {
+        let long = "é".repeat(600);
+        let v = Verdict::pass().push("x").push(&long);
+        assert!(v.as_str().len() <= 1024);
+        assert!(v.as_str().ends_with('é'));
+    }
+}

@@ -1,0 +1,243 @@
+//! The documented front ends of the macros.
+
+/// Turns an async fn, or a struct and its impl block, into an agent type.
+///
+/// # On an async fn
+///
+/// The fn becomes a unit struct of the same name (as actix-web's `#[get] async fn index` does),
+/// with the fn's visibility, implementing [`Agent`](crate::Agent),
+/// [`AgentSpec`](crate::AgentSpec) (its static facts) and [`FlowBuilt`](crate::FlowBuilt) (a
+/// flow can build it on its own). Its doc comment is the agent's description, its name the
+/// fn's name.
+///
+/// ```
+/// use agentflow::prelude::*;
+///
+/// /// Decides which desk owns the request.
+/// #[agent(transfers = [refund, complaint])]
+/// async fn triage(cx: &AgentContext, input: AgentInput) -> AgentResult<TriageTransfer> {
+///     let text = &input.messages.last().expect("a user message").content;
+///     if text.contains("refund") {
+///         cx.say("Sending you to refunds.");
+///         Ok(TriageTransfer::Refund)
+///     } else {
+///         Ok(TriageTransfer::Complaint)
+///     }
+/// }
+///
+/// assert_eq!(triage.name(), "triage");
+/// assert_eq!(triage.description(), "Decides which desk owns the request.");
+/// assert_eq!(<triage as AgentSpec>::TRANSFERS, ["refund", "complaint"]);
+/// assert_eq!(TriageTransfer::Refund.to_string(), "refund");
+/// ```
+///
+/// The fn takes the context, then optionally the input:
+/// `async fn NAME(cx: &AgentContext[, input: AgentInput]) -> R`. The
+/// [`AgentContext`](crate::AgentContext) emits (`say`, `send`, `send_stream`, `emit`,
+/// `custom`) and derefs to the [`RunContext`](crate::RunContext) (session, run path, root
+/// input). It has no transfer by name: an agent transfers by **returning** a variant of its
+/// transfer enum, so it can only make the transfers it declared. What the body may return
+/// ([`IntoOutcome`](crate::IntoOutcome)):
+///
+/// | `R` | effect when the body returns |
+/// | --- | --- |
+/// | `()` | nothing more: the run ends after this agent unless its last own event transfers |
+/// | [`Exit`](crate::Exit) | an event carrying `Action::Exit` |
+/// | `TriageTransfer` (its own enum) | the `transfer_to_agent` messages, the second carrying the transfer |
+/// | `Option<R>` | `None`: nothing; `Some(r)`: as `r` |
+/// | `AgentResult<R>` | `Err(e)`: an error event; `Ok(r)`: as `r` |
+///
+/// # On a struct and its impl
+///
+/// An agent that holds state (a client, a configuration) is a struct: `#[agent(...)]` on the
+/// struct declares its facts, `#[agent]` on its impl block makes its `async fn run(&self, cx,
+/// [input])` the agent's body. A flow cannot build such an agent itself: its node is marked
+/// `runtime` and the flow's builder is given the value.
+///
+/// ```
+/// use agentflow::prelude::*;
+///
+/// /// Looks orders up.
+/// #[agent(name = "lookup", transfers = [triage])]
+/// struct Lookup {
+///     endpoint: String,
+/// }
+///
+/// #[agent]
+/// impl Lookup {
+///     async fn run(&self, cx: &AgentContext, _input: AgentInput) -> LookupTransfer {
+///         cx.say(format!("looked up at {}", self.endpoint));
+///         LookupTransfer::Triage
+///     }
+/// }
+///
+/// let agent = Lookup { endpoint: "orders".into() };
+/// assert_eq!(agent.name(), "lookup");
+/// ```
+///
+/// # Options
+///
+/// | option | meaning |
+/// | --- | --- |
+/// | `name = "..."` | the agent's name (default: the fn's or struct's identifier) |
+/// | `description = "..."` | the description (default: the doc comment) |
+/// | `transfers = [a, "b-c"]` | the agents it may transfer to, by name; generates the enum `{Ident}Transfer` with one variant per target (`A`, `BC`) |
+/// | `no_parent` | it never transfers to its parent: every node it fills is barred from its parent |
+/// | `crate = path` | the path of the `agentflow` crate, if renamed |
+///
+/// Declared targets are checked against every flow the agent is placed in (see [`flow!`](crate::flow!)).
+///
+/// A body cannot return another agent's transfer enum:
+///
+/// ```compile_fail
+/// use agentflow::prelude::*;
+/// #[agent(transfers = [refund])]
+/// async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
+/// #[agent]
+/// async fn refund(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
+/// ```
+pub use flow_macros::agent;
+
+/// Declares a tree of agents that the compiler checks, and generates its types.
+///
+/// ```
+/// use agentflow::prelude::*;
+/// # /// Routes.
+/// # #[agent(transfers = [refund, complaint])]
+/// # async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
+/// # #[agent]
+/// # async fn refund(_cx: &AgentContext) {}
+/// # #[agent(transfers = [escalation])]
+/// # async fn complaint(_cx: &AgentContext) {}
+/// # #[agent]
+/// # async fn escalation(_cx: &AgentContext) {}
+///
+/// flow! {
+///     /// The customer-service desk.
+///     pub CustomerService: triage => [refund, complaint => [escalation(no_parent)]]
+/// }
+///
+/// let desk = CustomerService::new().unwrap();
+/// assert_eq!(desk.flow().shape(), "triage(refund,complaint(escalation^))");
+/// assert_eq!(CustomerService::FINGERPRINT, desk.flow().fingerprint());
+/// assert_eq!(CustomerService::path_of("escalation"), Some(&["triage", "complaint", "escalation"][..]));
+/// assert_eq!("refund".parse::<CustomerServiceAgent>(), Ok(CustomerServiceAgent::Refund));
+/// let runner = desk.runner();
+/// # let _ = runner;
+/// ```
+///
+/// # Syntax
+///
+/// ```text
+/// flow! { DOCS VIS NAME: NODE }
+/// NODE := AGENT ( '(' OPTION, ... ')' )? ( '=>' '[' NODE, ... ']' )?
+/// AGENT := path::to::agent_type | 'dyn' name
+/// ```
+///
+/// A node names an `#[agent]` type (by path), or is `dyn name`: an agent built at run time
+/// (a model agent holding a client), named `name`, given to the builder. Children follow `=>`
+/// in brackets.
+///
+/// # Node options
+///
+/// | option | meaning |
+/// | --- | --- |
+/// | `no_parent` | the node may not transfer to its parent (enforced at run time too) |
+/// | `skip_transfer_messages` | transfer messages are left out of the node's input |
+/// | `context = rewrite` | the default: other agents' messages become `For context:` user messages |
+/// | `context = user_input_only` | the node sees only the user's input |
+/// | `context = last(N)` | the user's input and the last `N` entries |
+/// | `context = custom(path)` | a [`HistoryRewriter`](crate::HistoryRewriter) (a fn or a value) |
+/// | `runtime` | the agent type holds state: the builder is given its value |
+///
+/// # What it generates
+///
+/// For `pub Desk: triage => [refund(runtime), dyn billing]`:
+///
+/// - `struct Desk`: the built flow. `Desk::builder()` returns `DeskBuilder`, with one required
+///   setter per `runtime` or `dyn` node (`.refund(value)`, `.billing(agent)`) and `build()`,
+///   which does not compile until every setter was called; `Desk::new()` when there are none.
+///   `flow()`, `into_flow()`, `runner()`, and `From<Desk> for FlowAgent`.
+/// - consts `Desk::NAME`, `Desk::AGENTS` (names, depth first), `Desk::PATHS` (agent -> names
+///   from the root: the resume dispatch table, also `Desk::path_of`), `Desk::FINGERPRINT`
+///   (equal to [`FlowAgent::fingerprint`](crate::FlowAgent::fingerprint) of the built tree).
+/// - `Desk::mermaid()` and `Desk::to_dot()`, and rustdoc on `Desk` with the tree, a Mermaid
+///   diagram and the table of who may transfer to whom.
+/// - `enum DeskAgent` (one variant per agent; `Display`/`FromStr` by name, `parent()`,
+///   `children()`, `path()`), and per node with targets `enum Desk{Node}Target` (its
+///   sub-agents, then its parent unless the node is `no_parent`).
+///
+/// The tree is built bottom-up with [`set_sub_agents`](crate::set_sub_agents), exactly as
+/// written by hand: same shape, options and events.
+///
+/// # Checked at compile time
+///
+/// Each error points at the offending node and names the agents: a cycle, an agent under two
+/// parents, an agent listed twice, two agents with one name, an empty child list, a node that
+/// is not an agent type, a declared transfer to an agent that is neither a sub-agent nor the
+/// parent in this flow, a declared transfer to a parent the node is barred from, an unknown
+/// option, malformed syntax. Every error the macro finds in a flow is reported in one compile;
+/// the checks that need the agents' facts (names, declared transfers, `no_parent`) then run as
+/// `const` evaluation, one error per offending node.
+///
+/// ```compile_fail
+/// use agentflow::prelude::*;
+/// #[agent(transfers = [refund, billing])] // `billing` is not a neighbour of `triage` below
+/// async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
+/// #[agent]
+/// async fn refund(_cx: &AgentContext) {}
+/// flow! { Desk: triage => [refund] }
+/// ```
+///
+/// ```compile_fail
+/// use agentflow::prelude::*;
+/// #[agent]
+/// async fn triage(_cx: &AgentContext) {}
+/// #[agent]
+/// async fn complaint(_cx: &AgentContext) {}
+/// flow! { Desk: triage => [complaint => [triage]] } // a cycle
+/// ```
+#[macro_export]
+macro_rules! flow {
+    ($($flow:tt)*) => {
+        $crate::__private::__flow! { $crate; $($flow)* }
+    };
+}
+
+/// An example of what `flow!` generates, built from the customer-service desk of the guide.
+/// Only part of the documentation.
+#[cfg(doc)]
+pub mod example {
+    use crate::prelude::*;
+
+    /// Decides which desk owns the request.
+    #[agent(transfers = [refund, complaint])]
+    pub async fn triage(_cx: &AgentContext) -> TriageTransfer {
+        TriageTransfer::Refund
+    }
+
+    /// Issues refunds.
+    #[agent]
+    pub async fn refund(_cx: &AgentContext) -> Exit {
+        Exit
+    }
+
+    /// Handles complaints; escalates the serious ones.
+    #[agent(transfers = [escalation])]
+    pub async fn complaint(_cx: &AgentContext) -> ComplaintTransfer {
+        ComplaintTransfer::Escalation
+    }
+
+    /// Takes over serious complaints.
+    #[agent]
+    pub async fn escalation(_cx: &AgentContext) {}
+
+    flow! {
+        /// The customer-service desk.
+        pub CustomerService: triage => [
+            refund(context = user_input_only),
+            complaint => [escalation(no_parent)],
+            dyn billing,
+        ]
+    }
+}

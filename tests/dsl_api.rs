@@ -1,0 +1,344 @@
+//! The API `#[agent]` and `flow!` generate, and how generated agents behave when run.
+
+use std::sync::Arc;
+
+use agentflow::prelude::*;
+use agentflow::{HistoryEntry, MessageRef, TransferTarget};
+use futures::StreamExt;
+
+/// Decides which desk owns the request.
+#[agent(transfers = [refund, complaint])]
+async fn triage(cx: &AgentContext, input: AgentInput) -> AgentResult<TriageTransfer> {
+    let text = input.messages[0].content.clone();
+    cx.say("routing");
+    if text.contains("refund") {
+        Ok(TriageTransfer::Refund)
+    } else if text.contains("fail") {
+        Err(AgentError::failed("triage", "cannot route"))
+    } else {
+        Ok(TriageTransfer::Complaint)
+    }
+}
+
+/// Refunds.
+#[agent]
+async fn refund(cx: &AgentContext) {
+    cx.say("refunded");
+}
+
+/// Complaints.
+#[agent(transfers = [escalation, "triage"])]
+async fn complaint(_cx: &AgentContext) -> ComplaintTransfer {
+    ComplaintTransfer::Escalation
+}
+
+/// Escalations; never hands back.
+#[agent(no_parent)]
+async fn escalation(cx: &AgentContext, input: AgentInput) -> Exit {
+    cx.say(format!("{} messages", input.messages.len()));
+    Exit
+}
+
+flow! {
+    /// The desk.
+    pub Desk: triage => [refund, complaint => [escalation]]
+}
+
+async fn contents(flow: impl Into<FlowAgent>, query: &str) -> Vec<String> {
+    Runner::new(flow.into())
+        .query(query)
+        .map(|e| {
+            let text = e
+                .message_output()
+                .map(|m| m.content.clone())
+                .or_else(|| e.error.as_ref().map(|x| format!("error: {x}")))
+                .or_else(|| e.action.as_ref().map(|a| format!("{a:?}")))
+                .unwrap_or_default();
+            format!("{}: {text}", e.run_path())
+        })
+        .collect()
+        .await
+}
+
+#[test]
+fn agent_facts() {
+    assert_eq!(<triage as AgentSpec>::NAME, "triage");
+    assert_eq!(
+        <triage as AgentSpec>::DESCRIPTION,
+        "Decides which desk owns the request."
+    );
+    assert_eq!(<triage as AgentSpec>::TRANSFERS, ["refund", "complaint"]);
+    assert_eq!(
+        [
+            <triage as AgentSpec>::NO_PARENT,
+            <escalation as AgentSpec>::NO_PARENT
+        ],
+        [false, true]
+    );
+    assert_eq!(<escalation as AgentSpec>::TRANSFERS, [] as [&str; 0]);
+    assert_eq!(triage.name(), "triage");
+    assert_eq!(refund.description(), "Refunds.");
+}
+
+#[test]
+fn transfer_enums() {
+    assert_eq!(TriageTransfer::Refund.as_str(), "refund");
+    assert_eq!(TriageTransfer::Complaint.to_string(), "complaint");
+    assert_eq!(
+        TriageTransfer::ALL,
+        [TriageTransfer::Refund, TriageTransfer::Complaint]
+    );
+    assert_eq!(ComplaintTransfer::Triage.agent_name(), "triage");
+    assert_eq!(
+        <ComplaintTransfer as TransferTarget>::ALL,
+        [ComplaintTransfer::Escalation, ComplaintTransfer::Triage]
+    );
+}
+
+#[test]
+fn flow_consts() {
+    assert_eq!(Desk::NAME, "Desk");
+    assert_eq!(
+        Desk::AGENTS,
+        ["triage", "refund", "complaint", "escalation"]
+    );
+    assert_eq!(
+        Desk::PATHS,
+        [
+            ("triage", &["triage"][..]),
+            ("refund", &["triage", "refund"][..]),
+            ("complaint", &["triage", "complaint"][..]),
+            ("escalation", &["triage", "complaint", "escalation"][..]),
+        ]
+    );
+    assert_eq!(
+        Desk::path_of("escalation"),
+        Some(&["triage", "complaint", "escalation"][..])
+    );
+    assert_eq!(Desk::path_of("billing"), None);
+    // `#[agent(no_parent)]` bars the node even though the flow does not say so.
+    assert_eq!(
+        Desk::FINGERPRINT,
+        agentflow::fingerprint_of("triage(refund,complaint(escalation^))")
+    );
+    let flow = Desk::new().unwrap();
+    assert_eq!(flow.flow().shape(), "triage(refund,complaint(escalation^))");
+    assert_eq!(flow.runner().agent().name(), "triage");
+}
+
+#[test]
+fn agent_enum() {
+    assert_eq!(DeskAgent::ALL.len(), 4);
+    assert_eq!(DeskAgent::Complaint.name(), "complaint");
+    assert_eq!(DeskAgent::Escalation.to_string(), "escalation");
+    assert_eq!("refund".parse::<DeskAgent>(), Ok(DeskAgent::Refund));
+    let err = "billing".parse::<DeskAgent>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "flow 'Desk' has no agent named 'billing'; its agents are: triage, refund, complaint, \
+         escalation"
+    );
+    assert_eq!(DeskAgent::Escalation.parent(), Some(DeskAgent::Complaint));
+    assert_eq!(DeskAgent::Triage.parent(), None);
+    assert_eq!(
+        DeskAgent::Triage.children(),
+        [DeskAgent::Refund, DeskAgent::Complaint]
+    );
+    assert_eq!(DeskAgent::Refund.path(), ["triage", "refund"]);
+}
+
+#[test]
+fn node_target_enums() {
+    assert_eq!(
+        DeskTriageTarget::ALL,
+        [DeskTriageTarget::Refund, DeskTriageTarget::Complaint]
+    );
+    assert_eq!(
+        DeskComplaintTarget::ALL,
+        [DeskComplaintTarget::Escalation, DeskComplaintTarget::Triage]
+    );
+    assert_eq!(DeskComplaintTarget::Triage.as_str(), "triage");
+    assert_eq!(DeskAgent::from(DeskRefundTarget::Triage), DeskAgent::Triage);
+    assert_eq!(DeskRefundTarget::Triage.to_string(), "triage");
+}
+
+#[test]
+fn diagrams() {
+    assert_eq!(
+        Desk::mermaid(),
+        "graph TD\n    n0[\"triage\"]\n    n1[\"refund\"]\n    n2[\"complaint\"]\n    \
+         n3[\"escalation\"]\n    n0 <--> n1\n    n0 <--> n2\n    n2 --> n3\n"
+    );
+    assert_eq!(
+        Desk::to_dot(),
+        "digraph \"Desk\" {\n    n0 [label=\"triage\"];\n    n1 [label=\"refund\"];\n    \
+         n2 [label=\"complaint\"];\n    n3 [label=\"escalation\"];\n    \
+         n0 -> n1 [dir=both];\n    n0 -> n2 [dir=both];\n    n2 -> n3;\n}\n"
+    );
+}
+
+#[tokio::test]
+async fn outcomes_steer_the_run() {
+    let flow = Desk::new().unwrap();
+    assert_eq!(
+        contents(flow.clone(), "refund please").await,
+        [
+            "triage: routing",
+            "triage: ",
+            "triage: successfully transferred to agent [refund]",
+            "triage/refund: refunded",
+        ]
+    );
+    assert_eq!(
+        contents(flow.clone(), "this will fail").await,
+        [
+            "triage: routing",
+            "triage: error: agent 'triage' failed: cannot route"
+        ]
+    );
+    let escalated = contents(flow, "broken").await;
+    assert_eq!(
+        escalated.last().unwrap(),
+        "triage/complaint/escalation: Exit"
+    );
+    assert_eq!(
+        escalated[escalated.len() - 2],
+        "triage/complaint/escalation: 6 messages"
+    );
+}
+
+/// Tries to transfer by emitting the action itself.
+#[agent]
+async fn sneaky(cx: &AgentContext) {
+    cx.emit(AgentEvent::action(Action::transfer_to("refund")));
+}
+
+flow! {
+    Sneaky: sneaky => [refund]
+}
+
+#[tokio::test]
+async fn an_agent_cannot_transfer_by_emitting_the_action() {
+    assert_eq!(
+        contents(Sneaky::new().unwrap(), "hi").await,
+        [
+            "sneaky: error: agent 'sneaky' failed: emitted a transfer to 'refund' as an event; an \
+          #[agent] transfers by returning a variant of its transfer enum"
+        ]
+    );
+}
+
+/// Looks orders up at the endpoint it holds, then hands back.
+#[agent(name = "lookup-desk", transfers = [front])]
+struct Lookup {
+    endpoint: String,
+}
+
+#[agent]
+impl Lookup {
+    async fn run(&self, cx: &AgentContext, input: AgentInput) -> LookupTransfer {
+        cx.say(format!("{} saw {}", self.endpoint, input.messages.len()));
+        LookupTransfer::Front
+    }
+}
+
+/// Sends lookups; ends the run after the lookup desk hands back.
+#[agent(transfers = ["lookup-desk"])]
+async fn front(cx: &AgentContext) -> Option<FrontTransfer> {
+    let back = cx
+        .session()
+        .events()
+        .iter()
+        .any(|e| e.agent_name() == "lookup-desk");
+    if back {
+        cx.say("done");
+        None
+    } else {
+        Some(FrontTransfer::LookupDesk)
+    }
+}
+
+fn only_user(_agent: &str, entries: &[HistoryEntry]) -> Result<Vec<MessageRef>, AgentError> {
+    Ok(entries
+        .iter()
+        .filter(|e| e.is_user_input)
+        .map(|e| Arc::clone(&e.message))
+        .collect())
+}
+
+flow! {
+    Orders: front => [Lookup(runtime, context = custom(only_user)), dyn audit(no_parent)]
+}
+
+#[tokio::test]
+async fn struct_agents_and_runtime_nodes() {
+    let audit = FnAgent::new("audit", |cx, _| async move {
+        cx.say("audited");
+        Ok(())
+    });
+    assert_eq!(
+        format!("{:?}", Orders::builder()),
+        "OrdersBuilder { lookup: Unset, audit: Unset }"
+    );
+    let orders = Orders::builder()
+        .lookup(Lookup {
+            endpoint: "orders-db".into(),
+        })
+        .audit(audit)
+        .build()
+        .unwrap();
+    assert_eq!(Orders::AGENTS, ["front", "lookup-desk", "audit"]);
+    assert_eq!(orders.flow().shape(), "front(lookup-desk,audit^)");
+    assert_eq!(Orders::FINGERPRINT, orders.flow().fingerprint());
+    assert_eq!(OrdersAgent::Lookup.name(), "lookup-desk");
+    assert_eq!(
+        contents(orders, "where is my order").await,
+        [
+            "front: ",
+            "front: successfully transferred to agent [lookup-desk]",
+            // The custom policy kept only the user's message.
+            "front/lookup-desk: orders-db saw 1",
+            "front/lookup-desk: ",
+            "front/lookup-desk: successfully transferred to agent [front]",
+            "front/lookup-desk/front: done",
+        ]
+    );
+}
+
+/// Reads what it is given.
+#[agent]
+async fn reader(cx: &AgentContext, input: AgentInput) {
+    let all: Vec<String> = input.messages.iter().map(|m| m.content.clone()).collect();
+    cx.say(all.join(" | "));
+}
+
+/// Talks, then transfers.
+#[agent(transfers = [reader])]
+async fn talker(cx: &AgentContext) -> TalkerTransfer {
+    cx.say("one");
+    cx.say("two");
+    TalkerTransfer::Reader
+}
+
+flow! {
+    LastOne: talker => [reader(context = last(1))]
+}
+
+flow! {
+    Skipping: talker => [reader(skip_transfer_messages)]
+}
+
+#[tokio::test]
+async fn context_options_reach_the_node() {
+    let last = contents(LastOne::new().unwrap(), "hi").await;
+    assert_eq!(
+        last.last().unwrap(),
+        "talker/reader: hi | For context: [talker] `transfer_to_agent` tool returned result: \
+         successfully transferred to agent [reader]."
+    );
+    let skipped = contents(Skipping::new().unwrap(), "hi").await;
+    assert_eq!(
+        skipped.last().unwrap(),
+        "talker/reader: hi | For context: [talker] said: one. | For context: [talker] said: two."
+    );
+}

@@ -1,0 +1,12 @@
+use agentflow::prelude::*;
+
+#[agent]
+fn triage(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage
+}
+
+fn main() {
+    let _ = Desk::new();
+}

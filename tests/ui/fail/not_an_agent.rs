@@ -1,0 +1,13 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+#[derive(Default)]
+struct Refund;
+
+flow! {
+    Desk: triage => [Refund]
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+#[agent]
+async fn refund(_cx: &AgentContext) {}
+#[agent]
+async fn complaint(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [refund, complaint => [refund]]
+}
+
+fn main() {}

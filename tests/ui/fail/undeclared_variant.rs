@@ -1,0 +1,8 @@
+use agentflow::prelude::*;
+
+#[agent(transfers = [refund])]
+async fn triage(_cx: &AgentContext) -> TriageTransfer {
+    TriageTransfer::Billing
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use agentflow::prelude::*;
+
+#[agent(transfer = [refund], name = 7)]
+async fn triage(_cx: &AgentContext) {}
+
+fn main() {
+    let _ = triage;
+}

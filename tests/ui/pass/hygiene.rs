@@ -1,0 +1,34 @@
+//! Agents named like the locals and parameters of generated code still work: the generated
+//! code's own names cannot collide with an agent's unit struct.
+use agentflow::prelude::*;
+
+#[agent(transfers = [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent])]
+async fn root(_cx: &AgentContext) {}
+
+macro_rules! leaves {
+    ($($name:ident),*) => {
+        $(
+            #[agent]
+            async fn $name(_cx: &AgentContext) {}
+        )*
+    };
+}
+
+leaves!(f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent, billing);
+
+flow! {
+    Hygiene: root => [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent(runtime), dyn billing]
+}
+
+fn main() {
+    let billing_agent = FnAgent::new("billing", |_, _| async move { Ok(()) });
+    let built = Hygiene::builder()
+        .node_agent(node_agent)
+        .billing(billing_agent)
+        .build()
+        .unwrap();
+    assert_eq!(Hygiene::FINGERPRINT, built.flow().fingerprint());
+    assert_eq!("h".parse::<HygieneAgent>(), Ok(HygieneAgent::H));
+    assert_eq!(Hygiene::path_of("cx"), Some(&["root", "cx"][..]));
+    assert_eq!(HygieneRootTarget::F.to_string(), "f");
+}
