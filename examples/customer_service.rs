@@ -1,77 +1,281 @@
-//! A customer-service desk: triage reads the request and hands it to the refund or the
-//! complaint desk. Runs offline; each event is printed with its run path.
+//! The customer-service desk: `triage` hands each request to `refund` or `complaint`, which use
+//! tools to do the work. The tree is declared with `flow!` (checked at compile time); its three
+//! nodes are LLM agents built at run time and given to the flow's builder.
 //!
 //! ```text
-//! cargo run --example customer_service
+//! cargo run --example customer_service                                 # offline, scripted models
+//! OPENAI_API_KEY=… cargo run --example customer_service --features openai
+//! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.2 \
+//!     cargo run --example customer_service --features openai -- --openai  # a local Ollama server
 //! ```
+//!
+//! Offline, every agent runs on a `ScriptedModel` with keyword rules, so the run is the same
+//! every time. With `--openai` (or `OPENAI_BASE_URL` / `OPENAI_API_KEY` set) and the `openai`
+//! feature, a real model decides instead, with the same tools and transfer rules.
 
-use agentflow::prelude::*;
+use std::sync::Arc;
+
+use agentflow::model::{ChatModel, ScriptStep, ScriptedModel};
+use agentflow::{
+    flow, tool_fn, Action, AgentEvent, ChatModelAgent, EventOutput, FlowAgent, Message, Runner,
+};
 use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 
-fn desk() -> Result<FlowAgent, agentflow::FlowError> {
-    let triage = FnAgent::new("triage", |cx, input| async move {
-        let question = input
-            .messages
-            .last()
-            .map(|m| m.content.to_lowercase())
-            .unwrap_or_default();
-        let desk = if question.contains("refund") || question.contains("money back") {
-            "refund"
-        } else {
-            "complaint"
-        };
-        cx.say(format!("This is a question for the {desk} desk."));
-        cx.transfer(desk);
-        Ok(())
-    })
-    .with_description("Decides which desk owns the request.");
-
-    let refund = FnAgent::new("refund", |cx, _input| async move {
-        cx.say("Your refund of order #1042 has been issued; expect it within 3 days.");
-        Ok(())
-    })
-    .with_description("Issues refunds.");
-
-    let complaint = FnAgent::new("complaint", |cx, _input| async move {
-        cx.say("We are sorry. Your complaint is filed as case 77.");
-        Ok(())
-    })
-    .with_description("Files complaints.");
-
-    set_sub_agents(
-        FlowAgent::new(triage),
-        [FlowAgent::new(refund), FlowAgent::new(complaint)],
-    )
+/// Arguments of `lookup_order`.
+#[derive(Deserialize, JsonSchema)]
+struct LookupOrder {
+    /// The order number, as printed on the receipt.
+    order_id: u64,
 }
 
-fn print(event: &AgentEvent) {
-    let path = event.run_path();
-    if let Some(m) = event.message_output() {
-        if !m.content.is_empty() {
-            println!("[{path}] {}: {}", m.role, m.content);
-        }
-        for call in &m.tool_calls {
-            println!("[{path}] calls {}({})", call.name, call.arguments);
-        }
-    }
-    if let Some(Action::TransferToAgent(to)) = &event.action {
-        println!("[{path}] -> transfer to {to}");
-    }
-    if let Some(e) = &event.error {
-        println!("[{path}] error: {e}");
+/// Arguments of `issue_refund`.
+#[derive(Deserialize, JsonSchema)]
+struct IssueRefund {
+    /// The order to refund.
+    order_id: u64,
+    /// The amount to pay back, in euros.
+    amount_eur: f64,
+}
+
+/// Arguments of `log_complaint`.
+#[derive(Deserialize, JsonSchema)]
+struct LogComplaint {
+    /// One sentence saying what went wrong.
+    summary: String,
+}
+
+/// The orders this shop knows about.
+fn order(id: u64) -> Option<(&'static str, f64)> {
+    match id {
+        42 => Some(("one electric kettle", 39.0)),
+        7 => Some(("two mugs", 12.5)),
+        _ => None,
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runner = Runner::new(desk()?);
-    for question in ["I want a refund for order #1042", "The courier was rude"] {
-        println!("user: {question}");
-        let mut events = runner.query(question);
+/// Which models drive the agents.
+enum Models {
+    Scripted,
+    #[cfg(feature = "openai")]
+    OpenAi(Arc<dyn ChatModel>),
+}
+
+impl Models {
+    fn pick(scripted: ScriptedModel, models: &Models) -> Arc<dyn ChatModel> {
+        match models {
+            Models::Scripted => Arc::new(scripted),
+            #[cfg(feature = "openai")]
+            Models::OpenAi(model) => Arc::clone(model),
+        }
+    }
+}
+
+fn choose_models() -> Models {
+    let asked = std::env::args().any(|a| a == "--openai")
+        || std::env::var_os("OPENAI_BASE_URL").is_some()
+        || std::env::var_os("OPENAI_API_KEY").is_some();
+    if !asked {
+        println!("(offline: scripted models; see the file's docs for a real model)\n");
+        return Models::Scripted;
+    }
+    #[cfg(feature = "openai")]
+    {
+        use agentflow::model::{OpenAiChatModel, OpenAiConfig};
+        let config = OpenAiConfig::from_env();
+        println!("(model {} at {})\n", config.model, config.base_url);
+        match OpenAiChatModel::new(config) {
+            Ok(model) => return Models::OpenAi(Arc::new(model)),
+            Err(e) => println!("cannot use the OpenAI model ({e}); running offline\n"),
+        }
+    }
+    #[cfg(not(feature = "openai"))]
+    println!(
+        "(this build has no OpenAI support: run `cargo run --example customer_service --features openai \
+         -- --openai`; running offline with scripted models)\n"
+    );
+    Models::Scripted
+}
+
+flow! {
+    /// The customer-service desk: the front desk routes each request to refunds or complaints.
+    pub CustomerService: dyn triage => [dyn refund, dyn complaint]
+}
+
+fn desk(models: &Models) -> FlowAgent {
+    let triage_script = ScriptedModel::rules()
+        .when_last_user_contains("refund", ScriptStep::transfer("refund"))
+        .when_last_user_contains("broken", ScriptStep::transfer("complaint"))
+        .otherwise("Hello! I can help with refunds and complaints.")
+        .named("triage-script");
+    let triage = ChatModelAgent::builder_with_arc("triage", Models::pick(triage_script, models))
+        .description("The front desk: finds out what the customer needs.")
+        .instruction(
+            "You are the front desk of a small shop. Hand refund requests to the refund agent and \
+             complaints about broken or missing goods to the complaint agent. Answer anything \
+             else yourself, in one or two sentences.",
+        )
+        .build()
+        .expect("triage agent");
+
+    let refund_script = ScriptedModel::rules()
+        .after_tool(
+            "issue_refund",
+            "Done: 39 EUR for order 42 are on their way back to you.",
+        )
+        .after_tool(
+            "lookup_order",
+            ScriptStep::tool_call("issue_refund", json!({"order_id": 42, "amount_eur": 39.0})),
+        )
+        .otherwise(ScriptStep::tool_call(
+            "lookup_order",
+            json!({"order_id": 42}),
+        ))
+        .named("refund-script");
+    let refund = ChatModelAgent::builder_with_arc("refund", Models::pick(refund_script, models))
+        .description("Refunds orders: looks them up and pays the money back.")
+        .instruction(
+            "You handle refunds. Look the order up first, then refund its price and tell the \
+             customer how much comes back.",
+        )
+        .tool(tool_fn(
+            "lookup_order",
+            "Finds an order by its number: what it contains and what it cost.",
+            |a: LookupOrder| async move {
+                match order(a.order_id) {
+                    Some((items, price)) => Ok(format!(
+                        "order {}: {items}, {price:.2} EUR, delivered",
+                        a.order_id
+                    )),
+                    None => Err(format!("there is no order {}", a.order_id)),
+                }
+            },
+        ))
+        .tool(tool_fn(
+            "issue_refund",
+            "Pays an amount back for an order.",
+            |a: IssueRefund| async move {
+                match order(a.order_id) {
+                    Some((_, price)) if a.amount_eur <= price => Ok(format!(
+                        "refunded {:.2} EUR for order {}",
+                        a.amount_eur, a.order_id
+                    )),
+                    Some((_, price)) => Err(format!(
+                        "order {} cost {price:.2} EUR; refund at most that",
+                        a.order_id
+                    )),
+                    None => Err(format!("there is no order {}", a.order_id)),
+                }
+            },
+        ))
+        .build()
+        .expect("refund agent");
+
+    let complaint_script = ScriptedModel::rules()
+        .after_tool(
+            "log_complaint",
+            ScriptStep::exit("Your complaint is logged as #1001; we will call you tomorrow."),
+        )
+        .otherwise(ScriptStep::tool_call(
+            "log_complaint",
+            json!({"summary": "The kettle arrived broken."}),
+        ))
+        .named("complaint-script");
+    let complaint =
+        ChatModelAgent::builder_with_arc("complaint", Models::pick(complaint_script, models))
+            .description("Takes complaints about broken or missing goods.")
+            .instruction(
+                "You take complaints. Log the complaint with one sentence, then call exit with \
+                 what you tell the customer.",
+            )
+            .tool(tool_fn(
+                "log_complaint",
+                "Records a complaint and returns its number.",
+                |a: LogComplaint| async move {
+                    Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary))
+                },
+            ))
+            .exit_tool(true)
+            .build()
+            .expect("complaint agent");
+
+    CustomerService::builder()
+        .triage(triage)
+        .refund(refund)
+        .complaint(complaint)
+        .build()
+        .expect("each node is filled by an agent of its name")
+        .into()
+}
+
+fn describe(m: &Message) -> String {
+    let mut text = format!("{}: {}", m.role, m.content);
+    for call in &m.tool_calls {
+        text.push_str(&format!(" -> {}({})", call.name, call.arguments));
+    }
+    text
+}
+
+async fn print_event(event: AgentEvent) {
+    let path = event.run_path().to_string();
+    match event.output {
+        Some(EventOutput::Message(m)) => println!("  [{path}] {}", describe(&m)),
+        Some(EventOutput::Stream(mut stream)) => {
+            // Print chunks as they arrive; tool calls once the message is whole.
+            print!("  [{path}] assistant (streamed): ");
+            let mut chunks = Vec::new();
+            while let Some(chunk) = stream.next().await {
+                match chunk {
+                    Ok(c) => {
+                        print!("{}", c.content);
+                        chunks.push(c);
+                    }
+                    Err(e) => print!(" <{e}>"),
+                }
+            }
+            let whole = Message::concat(chunks.iter().map(|c| &**c));
+            for call in &whole.tool_calls {
+                print!(" -> {}({})", call.name, call.arguments);
+            }
+            println!();
+        }
+        Some(EventOutput::Custom(v)) => println!("  [{path}] custom: {v}"),
+        None => {}
+    }
+    match event.action {
+        Some(Action::TransferToAgent(to)) => println!("  [{path}] => transfer to {to}"),
+        Some(Action::Exit) => println!("  [{path}] => exit"),
+        Some(other) => println!("  [{path}] => {other:?}"),
+        None => {}
+    }
+    if let Some(e) = event.error {
+        println!("  [{path}] error: {e}");
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let models = choose_models();
+    let desk = desk(&models);
+    println!("desk: {}\n", desk.shape());
+    let questions = [
+        ("I want a refund for order 42, please.", false),
+        ("My kettle arrived broken!", false),
+        ("Hi, are you open on Sundays?", true),
+    ];
+    for (question, streaming) in questions {
+        println!(
+            "user: {question}{}",
+            if streaming { " (streaming)" } else { "" }
+        );
+        let mut events = Runner::new(desk.clone())
+            .streaming(streaming)
+            .query(question);
         while let Some(event) = events.next().await {
-            print(&event);
+            print_event(event).await;
         }
         println!();
     }
-    Ok(())
 }
