@@ -272,8 +272,14 @@ impl FlowAgent {
 
 /// FNV-1a, 64-bit, of `shape` (see [`FlowAgent::fingerprint`]).
 pub const fn fingerprint_of(shape: &str) -> u64 {
-    let bytes = shape.as_bytes();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a_extend(FNV_OFFSET, shape.as_bytes())
+}
+
+/// The FNV-1a (64-bit) offset basis: the hash of nothing.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Extends an FNV-1a (64-bit) hash by `bytes`.
+pub(crate) const fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     let mut i = 0;
     while i < bytes.len() {
         hash ^= bytes[i] as u64;

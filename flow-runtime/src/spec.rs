@@ -338,19 +338,12 @@ pub mod render {
 #[doc(hidden)]
 pub mod check {
     /// The FNV-1a (64-bit) offset basis: the hash of nothing.
-    pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    pub const FNV_OFFSET: u64 = crate::flow::FNV_OFFSET;
 
     /// Extends an FNV-1a (64-bit) hash by the UTF-8 bytes of `s`; hashing the pieces of a
     /// string in order gives [`fingerprint_of`](crate::fingerprint_of) of the whole.
-    pub const fn fnv1a(mut hash: u64, s: &str) -> u64 {
-        let bytes = s.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            hash ^= bytes[i] as u64;
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            i += 1;
-        }
-        hash
+    pub const fn fnv1a(hash: u64, s: &str) -> u64 {
+        crate::flow::fnv1a_extend(hash, s.as_bytes())
     }
 
     const CAP: usize = 1024;

@@ -92,6 +92,15 @@ async fn run_to_interrupt(runner: &Runner, id: &str, text: &str) -> Vec<AgentEve
         .await
 }
 
+/// Resumes `id` and collects the whole resumed run.
+async fn resume_all(
+    runner: &Runner,
+    id: &str,
+    targets: HashMap<String, serde_json::Value>,
+) -> Vec<AgentEvent> {
+    runner.resume(id, targets).await.unwrap().collect().await
+}
+
 /// No resume targets: every interrupt is re-entered without data.
 fn no_targets() -> HashMap<String, serde_json::Value> {
     HashMap::new()
@@ -122,12 +131,8 @@ async fn interrupt_at_depth_one_then_resume() {
     let info = first[1].interrupt().unwrap();
     assert_eq!(info.info, json!({"ask": "approve refund of $40?"}));
 
-    let resumed: Vec<AgentEvent> = runner
-        .resume("c1", target("refund", json!({"approve": true})))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let resumed: Vec<AgentEvent> =
+        resume_all(&runner, "c1", target("refund", json!({"approve": true}))).await;
     assert_eq!(
         resumed.iter().map(seen).collect::<Vec<_>>(),
         vec![say("refund", "refunded $40")]
@@ -174,12 +179,12 @@ async fn interrupt_at_depth_two_resumes_the_child_at_its_path_without_rerunning_
         .restore_session();
     assert_eq!(session.len(), 4, "interrupts are never recorded");
 
-    let resumed: Vec<AgentEvent> = runner
-        .resume("c2", target("desk/refund", json!({"approve": false})))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let resumed: Vec<AgentEvent> = resume_all(
+        &runner,
+        "c2",
+        target("desk/refund", json!({"approve": false})),
+    )
+    .await;
     assert_eq!(
         resumed.iter().map(seen).collect::<Vec<_>>(),
         vec![say("desk/refund", "refund declined")]
@@ -243,12 +248,8 @@ async fn interrupt_at_depth_three_and_the_run_goes_on_after_resume() {
     assert_eq!(last.run_path().to_string(), "root/a/refund");
     assert_eq!(last.interrupt().unwrap().id, "root/a/refund");
 
-    let resumed: Vec<AgentEvent> = runner
-        .resume("c3", target("root/a/refund", json!("yes")))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let resumed: Vec<AgentEvent> =
+        resume_all(&runner, "c3", target("root/a/refund", json!("yes"))).await;
     let paths: Vec<String> = resumed.iter().map(|e| e.run_path().to_string()).collect();
     assert_eq!(
         paths,
@@ -271,23 +272,14 @@ async fn resume_without_targets_re_enters_and_may_interrupt_again() {
     let inputs = Arc::new(Mutex::new(Vec::new()));
     let runner = Runner::new(approver("refund", inputs)).checkpoint_store(InMemoryStore::new());
     run_to_interrupt(&runner, "c4", "refund").await;
-    let again: Vec<AgentEvent> = runner
-        .resume("c4", no_targets())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let again: Vec<AgentEvent> = resume_all(&runner, "c4", no_targets()).await;
     assert_eq!(
         again[0].interrupt().unwrap().info,
         json!({"ask": "still waiting for approval"})
     );
     // The new interrupt replaced the checkpoint; it resumes with its state.
-    let done: Vec<AgentEvent> = runner
-        .resume("c4", target("refund", json!({"approve": true})))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let done: Vec<AgentEvent> =
+        resume_all(&runner, "c4", target("refund", json!({"approve": true}))).await;
     assert_eq!(done[0].message_output().unwrap().content, "refunded $40");
 }
 
@@ -296,12 +288,8 @@ async fn resuming_twice_is_an_error_and_the_record_stays() {
     let runner =
         Runner::new(approver("refund", Arc::default())).checkpoint_store(InMemoryStore::new());
     run_to_interrupt(&runner, "c5", "refund").await;
-    let done: Vec<AgentEvent> = runner
-        .resume("c5", target("refund", json!({"approve": true})))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let done: Vec<AgentEvent> =
+        resume_all(&runner, "c5", target("refund", json!({"approve": true}))).await;
     assert_eq!(done.len(), 1);
     let err = runner.resume("c5", no_targets()).await.unwrap_err();
     assert!(matches!(err, CheckpointError::AlreadyResumed { .. }));
@@ -420,12 +408,7 @@ async fn resuming_an_agent_that_cannot_resume_is_an_error_event() {
     }));
     let runner = Runner::new(plain).checkpoint_store(InMemoryStore::new());
     run_to_interrupt(&runner, "c8", "x").await;
-    let events: Vec<AgentEvent> = runner
-        .resume("c8", no_targets())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = resume_all(&runner, "c8", no_targets()).await;
     assert_eq!(
         seen(&events[0]).error.unwrap(),
         "agent 'plain' was interrupted but is not resumable; implement Agent::resume for it (or use FnAgent::on_resume)"
@@ -473,12 +456,7 @@ async fn a_failing_store_gives_an_error_event_and_keeps_the_old_checkpoint() {
     let saved = store.inner.get("c9").await.unwrap().unwrap();
 
     // The resumed run interrupts again, but this write fails.
-    let events: Vec<AgentEvent> = runner
-        .resume("c9", no_targets())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = resume_all(&runner, "c9", no_targets()).await;
     assert_eq!(events.len(), 2);
     assert!(events[0].is_interrupt());
     assert_eq!(
@@ -500,12 +478,12 @@ async fn the_file_store_survives_a_new_runner_and_writes_whole_files() {
 
     let fresh = Runner::new(approver("refund", Arc::default()))
         .checkpoint_store(FileStore::new(&dir).unwrap());
-    let events: Vec<AgentEvent> = fresh
-        .resume("order-1042", target("refund", json!({"approve": true})))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = resume_all(
+        &fresh,
+        "order-1042",
+        target("refund", json!({"approve": true})),
+    )
+    .await;
     assert_eq!(events[0].message_output().unwrap().content, "refunded $40");
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -559,12 +537,12 @@ async fn a_run_interrupted_in_one_process_resumes_in_another() {
     assert!(stdout.contains("interrupted: desk/refund"), "{stdout}");
 
     let runner = Runner::new(desk()).checkpoint_store(FileStore::new(&dir).unwrap());
-    let events: Vec<AgentEvent> = runner
-        .resume("crossing", target("desk/refund", json!({"approve": true})))
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = resume_all(
+        &runner,
+        "crossing",
+        target("desk/refund", json!({"approve": true})),
+    )
+    .await;
     assert_eq!(
         events.iter().map(seen).collect::<Vec<_>>(),
         vec![say("desk/refund", "refunded $40")]

@@ -270,12 +270,7 @@ impl Checkpoint {
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    crate::flow::fnv1a_extend(crate::flow::FNV_OFFSET, bytes)
 }
 
 #[cfg(test)]
