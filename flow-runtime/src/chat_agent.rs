@@ -174,6 +174,11 @@ pub struct ChatModelAgent {
     exit_tool: bool,
     illegal_transfer: IllegalTransfer,
     retry: RetryPolicy,
+    /// The instruction as a system message, built once.
+    system: Option<MessageRef>,
+    /// The tool set of the last node this agent ran as (one per agent in practice): building
+    /// tool schemas on every run would cost more than the rest of the run.
+    toolset: Mutex<Option<Arc<Toolset>>>,
 }
 
 /// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
@@ -203,6 +208,8 @@ impl ChatModelAgent {
                 exit_tool: false,
                 illegal_transfer: IllegalTransfer::default(),
                 retry: RetryPolicy::default(),
+                system: None,
+                toolset: Mutex::new(None),
             },
         }
     }
@@ -223,6 +230,17 @@ impl ChatModelAgent {
     pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
         self.toolset(targets).definitions
+    }
+
+    /// The tool set for these transfer targets: the cached one if it has the same targets.
+    fn toolset_for(&self, targets: Vec<AgentInfo>) -> Arc<Toolset> {
+        let mut cached = self.toolset.lock().expect("toolset cache lock");
+        if let Some(toolset) = cached.as_ref().filter(|t| t.targets == targets) {
+            return Arc::clone(toolset);
+        }
+        let toolset = Arc::new(self.toolset(targets));
+        *cached = Some(Arc::clone(&toolset));
+        toolset
     }
 
     fn toolset(&self, targets: Vec<AgentInfo>) -> Toolset {
@@ -298,7 +316,9 @@ impl ChatModelAgentBuilder {
     /// Builds the agent. Fails if two tools share a name, a tool takes the name of a built-in
     /// one, or the limit of model calls is 0.
     pub fn build(self) -> Result<ChatModelAgent, ChatAgentError> {
-        let agent = self.agent;
+        let mut agent = self.agent;
+        agent.system =
+            (!agent.instruction.is_empty()).then(|| Arc::new(Message::system(&*agent.instruction)));
         let config = |message: String| ChatAgentError::Config {
             agent: Arc::clone(&agent.name),
             message: message.into(),
@@ -438,11 +458,9 @@ impl ChatModelAgent {
             .node()
             .map(FlowAgent::transfer_targets)
             .unwrap_or_default();
-        let toolset = self.toolset(targets);
+        let toolset = self.toolset_for(targets);
         let mut messages = Vec::with_capacity(input.messages.len() + 1);
-        if !self.instruction.is_empty() {
-            messages.push(Arc::new(Message::system(&*self.instruction)));
-        }
+        messages.extend(self.system.iter().cloned());
         messages.extend(input.messages.iter().cloned());
         let mut request = ChatRequest {
             messages,

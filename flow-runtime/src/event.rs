@@ -274,10 +274,17 @@ pub struct AgentEvent {
     pub(crate) recorded: bool,
 }
 
+/// The empty name, shared: an event gets its real name when the framework stamps it, so
+/// building one costs no allocation for the placeholder.
+pub(crate) fn empty_name() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    Arc::clone(EMPTY.get_or_init(|| Arc::from("")))
+}
+
 impl AgentEvent {
     fn empty() -> Self {
         AgentEvent {
-            agent_name: Arc::from(""),
+            agent_name: empty_name(),
             run_path: RunPath::default(),
             output: None,
             action: None,
@@ -334,6 +341,10 @@ impl AgentEvent {
 
     /// The agent that emitted the event (empty until the framework has seen it).
     pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    pub(crate) fn agent_name_arc(&self) -> &Arc<str> {
         &self.agent_name
     }
 

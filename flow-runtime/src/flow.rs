@@ -557,7 +557,7 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
     let events = run.session().events();
     let root = run.root_input();
     let mut entries = Vec::with_capacity(root.len() + events.len());
-    let user: Arc<str> = Arc::from("");
+    let user = crate::event::empty_name();
     entries.extend(root.iter().map(|m| HistoryEntry {
         is_user_input: true,
         agent_name: Arc::clone(&user),

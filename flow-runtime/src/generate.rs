@@ -166,8 +166,9 @@ where
         queue: Arc::clone(&queue),
     };
     let fut = body(cx);
+    // The body lives inside the stream's own allocation: no second box per agent run.
     EventStream::new(Generated {
-        fut: Some(Box::pin(fut)),
+        fut: Some(fut),
         queue,
     })
 }
@@ -192,16 +193,23 @@ impl Future for YieldOnce {
     }
 }
 
-struct Generated {
-    fut: Option<futures::future::BoxFuture<'static, Result<(), AgentError>>>,
-    queue: Arc<Mutex<Queue>>,
+pin_project_lite::pin_project! {
+    struct Generated<Fut> {
+        #[pin]
+        fut: Option<Fut>,
+        queue: Arc<Mutex<Queue>>,
+    }
 }
 
-impl Stream for Generated {
+impl<Fut> Stream for Generated<Fut>
+where
+    Fut: Future<Output = Result<(), AgentError>>,
+{
     type Item = AgentEvent;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
-        if let Some(ev) = self
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
+        let mut this = self.project();
+        if let Some(ev) = this
             .queue
             .lock()
             .expect("event queue lock")
@@ -210,11 +218,11 @@ impl Stream for Generated {
         {
             return Poll::Ready(Some(ev));
         }
-        let Some(fut) = self.fut.as_mut() else {
+        let Some(fut) = this.fut.as_mut().as_pin_mut() else {
             return Poll::Ready(None);
         };
-        let done = fut.as_mut().poll(cx);
-        let mut q = self.queue.lock().expect("event queue lock");
+        let done = fut.poll(cx);
+        let mut q = this.queue.lock().expect("event queue lock");
         match done {
             Poll::Ready(result) => {
                 if let Err(e) = result {
@@ -222,7 +230,7 @@ impl Stream for Generated {
                 }
                 let next = q.events.pop_front();
                 drop(q);
-                self.fut = None;
+                this.fut.set(None);
                 Poll::Ready(next)
             }
             Poll::Pending => match q.events.pop_front() {

@@ -68,11 +68,10 @@ impl RunPath {
 
     /// This path extended by one agent.
     pub fn child(&self, agent_name: impl Into<Arc<str>>) -> Self {
-        let mut steps = Vec::with_capacity(self.steps.len() + 1);
-        steps.extend_from_slice(&self.steps);
-        steps.push(RunStep::new(agent_name));
+        // An exact-size iterator: collected straight into one allocation.
+        let last = std::iter::once(RunStep::new(agent_name));
         RunPath {
-            steps: steps.into(),
+            steps: self.steps.iter().cloned().chain(last).collect(),
         }
     }
 

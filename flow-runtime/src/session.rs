@@ -59,7 +59,7 @@ impl SessionEvent {
             Some(EventOutput::Custom(_)) | None => RecordedOutput::None,
         };
         SessionEvent {
-            agent_name: Arc::from(event.agent_name()),
+            agent_name: Arc::clone(event.agent_name_arc()),
             run_path: event.run_path().clone(),
             output,
             action: event.action.clone(),

@@ -1,6 +1,7 @@
 //! [`ScriptedModel`]: a deterministic, offline chat model for examples and tests.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -135,6 +136,8 @@ enum Source {
 struct Inner {
     source: Source,
     log: Mutex<Vec<ChatRequest>>,
+    /// Calls received, logged or not.
+    calls: AtomicUsize,
 }
 
 /// A chat model that answers from a script, with no network: the default for examples and
@@ -177,6 +180,7 @@ struct Inner {
 pub struct ScriptedModel {
     name: Arc<str>,
     inner: Arc<Inner>,
+    keep_requests: bool,
 }
 
 impl ScriptedModel {
@@ -199,8 +203,18 @@ impl ScriptedModel {
             inner: Arc::new(Inner {
                 source,
                 log: Mutex::new(Vec::new()),
+                calls: AtomicUsize::new(0),
             }),
+            keep_requests: true,
         }
+    }
+
+    /// Whether this handle logs the requests it answers (on by default). Turn it off for
+    /// long-running loops (benchmarks, soak tests), where the log would grow without end;
+    /// [`calls`](ScriptedModel::calls) still counts them.
+    pub fn keep_requests(mut self, keep: bool) -> Self {
+        self.keep_requests = keep;
+        self
     }
 
     /// This model under another name (errors name it); it shares script and log with `self`.
@@ -209,23 +223,28 @@ impl ScriptedModel {
         self
     }
 
-    /// Every request this model (and its clones) received, in order.
+    /// Every request this model (and its clones) received, in order (those answered by a
+    /// handle with [`keep_requests(false)`](ScriptedModel::keep_requests) are left out).
     pub fn requests(&self) -> Vec<ChatRequest> {
         self.inner.log.lock().expect("scripted model log").clone()
     }
 
     /// How many calls this model (and its clones) received.
     pub fn calls(&self) -> usize {
-        self.inner.log.lock().expect("scripted model log").len()
+        self.inner.calls.load(Ordering::Relaxed)
     }
 
     /// Logs the request and picks the step that answers it.
     fn answer(&self, request: &ChatRequest) -> Result<ScriptStep, ModelError> {
-        let call = {
-            let mut log = self.inner.log.lock().expect("scripted model log");
+        let mut log = self
+            .keep_requests
+            .then(|| self.inner.log.lock().expect("scripted model log"));
+        if let Some(log) = log.as_mut() {
             log.push(request.clone());
-            log.len()
-        };
+        }
+        // Counted while the log is held, so call numbers follow the log's order.
+        let call = self.inner.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        drop(log);
         let step = match &self.inner.source {
             Source::Script(steps) => {
                 steps
