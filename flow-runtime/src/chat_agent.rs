@@ -29,18 +29,17 @@ use futures::future::{self, BoxFuture};
 use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
-use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
+use crate::event::{Action, AgentError, AgentEvent};
 use crate::flow::FlowAgent;
 use crate::generate::{generate, Context, TRANSFER_TOOL_NAME};
 use crate::message::{Message, MessageRef, ToolCall};
 use crate::model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ToolDefinition};
-use crate::resume::ResumeInfo;
 use crate::session::SessionEvent;
 use crate::stream::{MessageStream, StreamError};
-use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError, ToolResume};
+use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 
 /// Name of the built-in tool that ends the run with a final result.
 pub const EXIT_TOOL_NAME: &str = "exit";
@@ -382,64 +381,8 @@ impl Agent for ChatModelAgent {
     }
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
-        generate(
-            cx,
-            move |cx| async move { self.react(cx, input, None).await },
-        )
+        generate(cx, move |cx| async move { self.react(cx, input).await })
     }
-
-    /// Resumes after a tool interrupted: the conversation comes back from the interrupt's state,
-    /// the interrupted calls run again (their [`ToolContext::resume`] set, with the caller's
-    /// data), and the loop goes on with the iterations left.
-    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
-        generate(cx, move |cx| async move {
-            let saved = info
-                .state()
-                .cloned()
-                .map(serde_json::from_value::<SavedTurn>)
-                .transpose()
-                .map_err(|e| {
-                    AgentError::failed(
-                        self.name.clone(),
-                        format!("its saved state does not decode: {e}"),
-                    )
-                })?
-                .ok_or_else(|| {
-                    AgentError::failed(self.name.clone(), "resumed without the state it saved")
-                })?;
-            self.react(cx, input, Some((saved, info.data().cloned())))
-                .await
-        })
-    }
-}
-
-/// What a ChatModelAgent saves when a tool interrupts its turn.
-#[derive(Debug, Serialize, Deserialize)]
-struct SavedTurn {
-    /// The conversation after the system prompt, up to the interrupted reply and the results of
-    /// its calls that completed.
-    messages: Vec<Message>,
-    /// The interrupted calls, with the state each tool saved.
-    pending: Vec<PendingCall>,
-    /// Iterations used so far.
-    iterations: usize,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct PendingCall {
-    call: ToolCall,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    state: Option<serde_json::Value>,
-}
-
-/// How a reply's tool calls ended the iteration.
-enum Turn {
-    /// Go on asking the model.
-    Continue,
-    /// A transfer or exit ended the agent's turn.
-    Ended,
-    /// Tools interrupted: the calls to run again on resume.
-    Interrupted(Vec<(ToolCall, serde_json::Value, Option<serde_json::Value>)>),
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -510,12 +453,7 @@ struct Toolset {
 type CallOutcome = Result<(String, Option<Action>), ToolError>;
 
 impl ChatModelAgent {
-    async fn react(
-        &self,
-        cx: Context,
-        input: AgentInput,
-        resumed: Option<(SavedTurn, Option<serde_json::Value>)>,
-    ) -> Result<(), AgentError> {
+    async fn react(&self, cx: Context, input: AgentInput) -> Result<(), AgentError> {
         let targets = cx
             .node()
             .map(FlowAgent::transfer_targets)
@@ -523,64 +461,22 @@ impl ChatModelAgent {
         let toolset = self.toolset_for(targets);
         let mut messages = Vec::with_capacity(input.messages.len() + 1);
         messages.extend(self.system.iter().cloned());
-        let mut used = 0;
-        let mut pending = Vec::new();
-        match resumed {
-            None => messages.extend(input.messages.iter().cloned()),
-            Some((saved, data)) => {
-                messages.extend(saved.messages.into_iter().map(Arc::new));
-                used = saved.iterations;
-                pending = saved
-                    .pending
-                    .into_iter()
-                    .map(|p| {
-                        let resume = ToolResume {
-                            state: p.state,
-                            data: data.clone(),
-                        };
-                        (p.call, resume)
-                    })
-                    .collect();
-            }
-        }
+        messages.extend(input.messages.iter().cloned());
         let mut request = ChatRequest {
             messages,
             tools: toolset.definitions.clone(),
         };
-        if !pending.is_empty() {
-            let calls: Vec<ToolCall> = pending.iter().map(|(c, _)| c.clone()).collect();
-            let resumes: Vec<Option<ToolResume>> =
-                pending.into_iter().map(|(_, r)| Some(r)).collect();
-            match self
-                .run_tools(&cx, &toolset, &calls, &resumes, &mut request.messages)
-                .await
-            {
-                Turn::Continue => {}
-                Turn::Ended => return Ok(()),
-                Turn::Interrupted(again) => return self.interrupt(&cx, &request, again, used),
-            }
-        }
-        while used < self.max_iterations {
-            used += 1;
+        for _ in 0..self.max_iterations {
             let reply = self.ask_model(&cx, &request, input.streaming).await?;
             request.messages.push(Arc::clone(&reply));
             if reply.tool_calls.is_empty() {
                 return Ok(());
             }
-            let fresh = vec![None; reply.tool_calls.len()];
-            match self
-                .run_tools(
-                    &cx,
-                    &toolset,
-                    &reply.tool_calls,
-                    &fresh,
-                    &mut request.messages,
-                )
+            if self
+                .run_tools(&cx, &toolset, &reply.tool_calls, &mut request.messages)
                 .await
             {
-                Turn::Continue => {}
-                Turn::Ended => return Ok(()),
-                Turn::Interrupted(pending) => return self.interrupt(&cx, &request, pending, used),
+                return Ok(());
             }
         }
         Err(ChatAgentError::MaxIterations {
@@ -588,42 +484,6 @@ impl ChatModelAgent {
             limit: self.max_iterations,
         }
         .into())
-    }
-
-    /// Ends the turn with one interrupt for the interrupted calls, saving the conversation.
-    fn interrupt(
-        &self,
-        cx: &Context,
-        request: &ChatRequest,
-        pending: Vec<(ToolCall, serde_json::Value, Option<serde_json::Value>)>,
-        iterations: usize,
-    ) -> Result<(), AgentError> {
-        let info = serde_json::Value::Array(
-            pending
-                .iter()
-                .map(|(call, info, _)| {
-                    serde_json::json!({ "tool": call.name, "call_id": call.id, "info": info })
-                })
-                .collect(),
-        );
-        let saved = SavedTurn {
-            messages: request.messages[usize::from(self.system.is_some())..]
-                .iter()
-                .map(|m| Message::clone(m))
-                .collect(),
-            pending: pending
-                .into_iter()
-                .map(|(call, _, state)| PendingCall { call, state })
-                .collect(),
-            iterations,
-        };
-        let state = serde_json::to_value(&saved).map_err(|e| {
-            AgentError::failed(self.name.clone(), format!("cannot save its turn: {e}"))
-        })?;
-        cx.emit(AgentEvent::action(Action::Interrupted(
-            InterruptInfo::new(info).with_state(state),
-        )));
-        Ok(())
     }
 
     /// One answer of the model, retried per the policy, emitted as an event.
@@ -739,12 +599,11 @@ impl ChatModelAgent {
         cx: &Context,
         toolset: &Toolset,
         calls: &[ToolCall],
-        resumes: &[Option<ToolResume>],
         history: &mut Vec<MessageRef>,
-    ) -> Turn {
+    ) -> bool {
         let mut ending: Option<Action> = None;
         let mut jobs = FuturesOrdered::new();
-        for (call, resume) in calls.iter().zip(resumes) {
+        for call in calls {
             let job: BoxFuture<'static, CallOutcome> = match call.name.as_str() {
                 TRANSFER_TOOL_NAME if !toolset.targets.is_empty() => {
                     future::ready(self.transfer(toolset, call, &mut ending)).boxed()
@@ -753,10 +612,7 @@ impl ChatModelAgent {
                 name => match self.tools.iter().find(|t| t.name() == name) {
                     Some(tool) => {
                         let tool = Arc::clone(tool);
-                        let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str());
-                        if let Some(resume) = resume {
-                            tcx = tcx.resumed(resume.clone());
-                        }
+                        let tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str());
                         let arguments = call.arguments.clone();
                         async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await });
@@ -784,16 +640,11 @@ impl ChatModelAgent {
             jobs.push_back(job);
         }
         let mut last_carried_action = false;
-        let mut interrupted = Vec::new();
         let mut calls = calls.iter();
         while let Some(outcome) = jobs.next().await {
             let call = calls.next().expect("one outcome per call");
             let (text, action) = match outcome {
                 Ok(done) => done,
-                Err(ToolError::Interrupted { info, state, .. }) => {
-                    interrupted.push((call.clone(), info, state));
-                    continue;
-                }
                 Err(error) => (error.to_model_text(), None),
             };
             let message = Arc::new(Message::tool(text, call.id.as_str(), call.name.as_str()));
@@ -805,9 +656,6 @@ impl ChatModelAgent {
             }
             cx.emit(event);
         }
-        if !interrupted.is_empty() {
-            return Turn::Interrupted(interrupted);
-        }
         match ending {
             Some(action) => {
                 // The last event of the agent decides; repeat the action if later results of
@@ -815,9 +663,9 @@ impl ChatModelAgent {
                 if !last_carried_action {
                     cx.emit(AgentEvent::action(action));
                 }
-                Turn::Ended
+                true
             }
-            None => Turn::Continue,
+            None => false,
         }
     }
 

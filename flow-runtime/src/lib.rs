@@ -91,4 +91,4 @@ pub use spec::{
     UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
-pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolResume};
+pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError};

@@ -19,16 +19,6 @@ use crate::model::ToolDefinition;
 pub struct ToolContext {
     run: RunContext,
     call_id: Arc<str>,
-    resume: Option<Arc<ToolResume>>,
-}
-
-/// What a tool that interrupted gets back when its call is run again after resume.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ToolResume {
-    /// The state the tool saved with [`ToolError::Interrupted`].
-    pub state: Option<serde_json::Value>,
-    /// The resume data the caller addressed to the agent's interrupt, if any.
-    pub data: Option<serde_json::Value>,
 }
 
 impl ToolContext {
@@ -37,20 +27,7 @@ impl ToolContext {
         ToolContext {
             run,
             call_id: call_id.into(),
-            resume: None,
         }
-    }
-
-    /// The same context for a call being run again after an interrupt.
-    pub fn resumed(mut self, resume: ToolResume) -> Self {
-        self.resume = Some(Arc::new(resume));
-        self
-    }
-
-    /// Set when this call interrupted before and the run was resumed: the saved state and the
-    /// caller's resume data. A tool checks it before interrupting again.
-    pub fn resume(&self) -> Option<&ToolResume> {
-        self.resume.as_deref()
     }
 
     /// The calling agent's run context: session (values, record), run path, root input.
@@ -121,18 +98,6 @@ pub enum ToolError {
         /// What went wrong.
         message: Arc<str>,
     },
-    /// The tool asks to stop the run for outside input (a human's approval, say). The agent
-    /// ends its turn with an interrupt; on resume it runs this call again with
-    /// [`ToolContext::resume`] set. Made with [`ToolError::interrupt`].
-    #[error("tool '{tool}' interrupted the run: {info}")]
-    Interrupted {
-        /// The tool.
-        tool: Arc<str>,
-        /// What the caller is told.
-        info: serde_json::Value,
-        /// What the tool gets back on resume.
-        state: Option<serde_json::Value>,
-    },
     /// The tool panicked; the run goes on.
     #[error("tool '{tool}' panicked: {message}")]
     Panicked {
@@ -160,20 +125,6 @@ impl ToolError {
         ToolError::Failed {
             tool: tool.into(),
             message: message.to_string().into(),
-        }
-    }
-
-    /// Interrupts the run from inside a tool: return it as the tool's error. `state` comes
-    /// back in [`ToolContext::resume`] when the call runs again.
-    pub fn interrupt(
-        tool: impl Into<Arc<str>>,
-        info: serde_json::Value,
-        state: Option<serde_json::Value>,
-    ) -> Self {
-        ToolError::Interrupted {
-            tool: tool.into(),
-            info,
-            state,
         }
     }
 
