@@ -594,7 +594,10 @@ impl ChatModelAgent {
                 name => match self.tools.iter().find(|t| t.name() == name) {
                     Some(tool) => {
                         let tool = Arc::clone(tool);
-                        let tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str());
+                        let tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
+                            .with_tool_name(call.name.as_str())
+                            .with_history(history.iter().cloned())
+                            .with_events(cx.clone());
                         let arguments = call.arguments.clone();
                         async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await });

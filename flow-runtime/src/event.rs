@@ -272,6 +272,9 @@ pub struct AgentEvent {
     pub error: Option<AgentError>,
     /// Set once a flow has recorded the event, so an enclosing flow does not record it again.
     pub(crate) recorded: bool,
+    /// Set on a [`Action::BreakLoop`] event once a loop workflow has stopped for it, so an
+    /// enclosing loop does not stop too.
+    pub(crate) break_handled: bool,
 }
 
 impl AgentEvent {
@@ -283,6 +286,7 @@ impl AgentEvent {
             action: None,
             error: None,
             recorded: false,
+            break_handled: false,
         }
     }
 

@@ -12,13 +12,31 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::agent::RunContext;
+use crate::event::AgentEvent;
+use crate::generate::Context;
+use crate::message::MessageRef;
 use crate::model::ToolDefinition;
 
 /// What a tool call knows about where it runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     run: RunContext,
     call_id: Arc<str>,
+    tool_name: Arc<str>,
+    history: Arc<[MessageRef]>,
+    events: Option<Context>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("run", &self.run)
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("history", &self.history.len())
+            .field("surfaces_events", &self.events.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -27,7 +45,62 @@ impl ToolContext {
         ToolContext {
             run,
             call_id: call_id.into(),
+            tool_name: Arc::from(""),
+            history: Arc::from([]),
+            events: None,
         }
+    }
+
+    /// The same context, naming the tool being called.
+    pub fn with_tool_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.tool_name = name.into();
+        self
+    }
+
+    /// The same context, with the caller's conversation (see [`history`](ToolContext::history)).
+    pub fn with_history(mut self, messages: impl IntoIterator<Item = MessageRef>) -> Self {
+        self.history = messages.into_iter().collect();
+        self
+    }
+
+    /// The same context, able to [surface](ToolContext::surface) events in the caller's
+    /// event stream: `out` is the calling agent's emitter.
+    pub fn with_events(mut self, out: Context) -> Self {
+        self.events = Some(out);
+        self
+    }
+
+    /// The name of the tool being called (empty if the caller did not say).
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// The calling agent's conversation as its model saw it, ending with the reply that made
+    /// this call (a [`ChatModelAgent`](crate::ChatModelAgent) provides it; empty otherwise).
+    pub fn history(&self) -> &[MessageRef] {
+        &self.history
+    }
+
+    /// Shows `event` to whoever reads the caller's event stream, and waits until it has been
+    /// taken. Returns `false` (and drops the event) if the caller gives its tools no way to
+    /// surface events.
+    ///
+    /// Surfaced events are for display only: they are not recorded in the caller's session
+    /// and never steer the run, so their action is dropped (an interrupt cannot be surfaced).
+    /// An event that has no run path yet gets the tool's: the caller's path extended by the
+    /// tool's name.
+    pub async fn surface(&self, mut event: AgentEvent) -> bool {
+        let Some(out) = &self.events else {
+            return false;
+        };
+        if event.run_path().is_empty() {
+            let path = self.run.run_path().child(Arc::clone(&self.tool_name));
+            event.stamp(&self.tool_name, &path);
+        }
+        event.action = None;
+        event.recorded = true;
+        out.yield_event(event).await;
+        true
     }
 
     /// The calling agent's run context: session (values, record), run path, root input.
