@@ -59,6 +59,7 @@ mod runner;
 mod session;
 mod stream;
 pub mod tool;
+pub mod workflow;
 
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
 pub use async_trait::async_trait;
@@ -83,3 +84,4 @@ pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
 pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError};
+pub use workflow::{Loop, Parallel, Sequential, WorkflowError};
