@@ -165,7 +165,12 @@ impl Agent for Loop {
 
     /// Resumes the sub-agent that was interrupted, in the iteration it was in and at the run
     /// path it had, then carries on with the rest of that iteration and the ones after.
-    fn resume(self: Arc<Self>, cx: RunContext, _input: AgentInput, info: ResumeInfo) -> EventStream {
+    fn resume(
+        self: Arc<Self>,
+        cx: RunContext,
+        _input: AgentInput,
+        info: ResumeInfo,
+    ) -> EventStream {
         generate(cx, move |out| async move {
             self.check_limit()?;
             let who = self.named();
@@ -184,7 +189,7 @@ impl Agent for Loop {
                     .into());
             }
             let expected = sequence_path(out.run_path(), &subs, iteration, k);
-            let below = who.only_child(&info, &expected)?;
+            let below = who.only_child(&info, &subs[k], &expected)?;
             self.run_from(out, subs, iteration, k, Some(below)).await
         })
     }

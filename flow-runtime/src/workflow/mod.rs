@@ -181,7 +181,12 @@ impl Named {
 
     /// The one sub-agent resume info of a workflow that runs one sub-agent at a time, checked
     /// to lie under `expected` (the run path of the sub-agent at the saved position).
-    fn only_child(&self, info: &ResumeInfo, expected: &RunPath) -> Result<ResumeInfo, WorkflowError> {
+    fn only_child(
+        &self,
+        info: &ResumeInfo,
+        sub: &FlowAgent,
+        expected: &RunPath,
+    ) -> Result<ResumeInfo, WorkflowError> {
         if info.was_interrupted() {
             return Err(self.resume_error(
                 "the interrupt points name the workflow itself, which never interrupts",
@@ -197,20 +202,22 @@ impl Named {
             )));
         }
         let (name, below) = children.remove(0);
-        check_under(self, &name, &below, expected)?;
+        check_under(self, sub, &name, &below, expected)?;
         Ok(below)
     }
 }
 
-/// Checks that the node `below` resumes runs at or under `expected`.
+/// Checks that the node `below` resumes is `sub` or one of its descendants, running at or
+/// under `expected` (the run path `sub` had).
 fn check_under(
     who: &Named,
+    sub: &FlowAgent,
     name: &str,
     below: &ResumeInfo,
     expected: &RunPath,
 ) -> Result<(), WorkflowError> {
     match below.node() {
-        Some((_, at)) if at.starts_with(expected) => Ok(()),
+        Some((_, at)) if at.starts_with(expected) && is_within(sub, name) => Ok(()),
         Some((_, at)) => Err(who.resume_error(format!(
             "the saved position says the sub-agent at '{expected}' was running, but the \
              interrupted agent '{name}' ran at '{at}'; was the tree changed since?"
@@ -219,6 +226,18 @@ fn check_under(
             "the interrupt points below '{name}' disagree on which agent was running"
         ))),
     }
+}
+
+/// Whether the node named `name` is `sub` or below it in the tree.
+fn is_within(sub: &FlowAgent, name: &str) -> bool {
+    let mut node = sub.find(name);
+    while let Some(n) = node {
+        if n.name() == sub.name() {
+            return true;
+        }
+        node = n.parent();
+    }
+    false
 }
 
 /// How a sub-agent run ended, as far as the workflow running it cares.

@@ -159,7 +159,12 @@ impl Agent for Parallel {
 
     /// Resumes the lanes that were interrupted, concurrently, each at its run path; the lanes
     /// that had finished are not run again.
-    fn resume(self: Arc<Self>, cx: RunContext, _input: AgentInput, info: ResumeInfo) -> EventStream {
+    fn resume(
+        self: Arc<Self>,
+        cx: RunContext,
+        _input: AgentInput,
+        info: ResumeInfo,
+    ) -> EventStream {
         generate(cx, move |out| async move {
             let who = self.named();
             let subs = who.sub_agents(&out)?;
@@ -209,7 +214,13 @@ fn resumed_lanes(
                 ))
                 .into());
         };
-        check_under(who, &name, &below, &base.child(subs[lane].name()))?;
+        check_under(
+            who,
+            &subs[lane],
+            &name,
+            &below,
+            &base.child(subs[lane].name()),
+        )?;
         if lanes.iter().any(|(l, _)| *l == lane) {
             return Err(who
                 .resume_error(format!(

@@ -7,10 +7,10 @@ use serde_json::json;
 use super::{run_child, sequence_path, workflow_agent_common, Named};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
+use crate::event::AgentError;
 use crate::flow::{set_sub_agents, FlowAgent};
 use crate::generate::{generate, Context};
 use crate::resume::ResumeInfo;
-use crate::event::AgentError;
 
 /// A workflow agent that runs its sub-agents one after the other, in order.
 ///
@@ -113,7 +113,12 @@ impl Agent for Sequential {
 
     /// Resumes the sub-agent that was interrupted, at its run path, then runs the ones after
     /// it; the ones before it are not run again.
-    fn resume(self: Arc<Self>, cx: RunContext, _input: AgentInput, info: ResumeInfo) -> EventStream {
+    fn resume(
+        self: Arc<Self>,
+        cx: RunContext,
+        _input: AgentInput,
+        info: ResumeInfo,
+    ) -> EventStream {
         generate(cx, move |out| async move {
             let who = self.named();
             let subs = who.sub_agents(&out)?;
@@ -127,7 +132,7 @@ impl Agent for Sequential {
                     .into());
             }
             let expected = sequence_path(out.run_path(), &subs, 0, k);
-            let below = who.only_child(&info, &expected)?;
+            let below = who.only_child(&info, &subs[k], &expected)?;
             run_from(out, subs, k, Some(below)).await
         })
     }
