@@ -44,7 +44,9 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod agent_tool;
 mod chat_agent;
+mod deterministic;
 mod error;
 mod event;
 mod flow;
@@ -62,11 +64,13 @@ pub mod tool;
 pub mod workflow;
 
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
+pub use agent_tool::AgentTool;
 pub use async_trait::async_trait;
 pub use chat_agent::{
     exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
     ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
+pub use deterministic::DeterministicTransfer;
 pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::{
-    Action, Agent, AgentEvent, AgentInput, FlowAgent, FnAgent, InterruptInfo, Loop, Message,
-    MessageRef, Parallel, ResumeInfo, Role, RunContext, Runner, Sequential, Session,
+    Action, Agent, AgentEvent, AgentInput, DeterministicTransfer, FlowAgent, FnAgent,
+    InterruptInfo, Loop, Message, MessageRef, Parallel, ResumeInfo, Role, RunContext, Runner,
+    Sequential, Session,
 };
 use futures::channel::oneshot;
 use futures::StreamExt;
@@ -1047,4 +1048,168 @@ async fn a_loop_of_a_parallel_resumes_the_interrupted_lane_in_its_iteration() {
     let mut second: Vec<String> = got[1..].to_vec();
     second.sort();
     assert_eq!(second, ["fast@l/p/p/fast: fast", "slow@l/p/p/slow: slow 2"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Deterministic transfer
+
+fn after(name: &'static str, text: &'static str, to: &'static str) -> FlowAgent {
+    FlowAgent::new(DeterministicTransfer::new(
+        FnAgent::new(name, move |cx, _| async move {
+            cx.say(text);
+            Ok(())
+        }),
+        [to],
+    ))
+}
+
+#[tokio::test]
+async fn deterministic_transfer_hands_off_after_the_agent_ends() {
+    let (reviewer, inputs) = recorder("reviewer", "reviewed");
+    let tree = after("writer", "drafted", "reviewer")
+        .with_sub_agents([reviewer])
+        .unwrap();
+    let events = Run::new(tree, "go").start().await;
+    assert_eq!(
+        lines(&events),
+        [
+            "writer@writer: drafted".to_owned(),
+            r#"writer@writer:  [calls transfer_to_agent {"agent_name":"reviewer"}]"#.to_owned(),
+            format!("writer@writer: {MOVED} [reviewer] => transfer reviewer"),
+            "reviewer@writer/reviewer: reviewed".to_owned(),
+        ]
+    );
+    assert_eq!(
+        inputs.lock().unwrap()[0],
+        [
+            user("go"),
+            user("For context: [writer] said: drafted."),
+            user(r#"For context: [writer] called tool: `transfer_to_agent` with arguments: {"agent_name":"reviewer"}."#),
+            user(&format!("For context: [writer] `transfer_to_agent` tool returned result: {MOVED} [reviewer].")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn deterministic_transfer_does_not_hand_off_after_exit_or_an_error() {
+    let (reviewer, runs) = counted("reviewer", "never");
+    let exits = FlowAgent::new(DeterministicTransfer::new(
+        FnAgent::new("writer", |cx, _| async move {
+            cx.exit();
+            Ok(())
+        }),
+        ["reviewer"],
+    ))
+    .with_sub_agents([reviewer])
+    .unwrap();
+    assert_eq!(
+        lines(&Run::new(exits, "go").start().await),
+        ["writer@writer: => exit"]
+    );
+
+    let (reviewer, runs2) = counted("reviewer", "never");
+    let fails = FlowAgent::new(DeterministicTransfer::new(
+        FnAgent::new("writer", |_, _| async move {
+            Err(flow_runtime::AgentError::failed("writer", "no ink"))
+        }),
+        ["reviewer"],
+    ))
+    .with_sub_agents([reviewer])
+    .unwrap();
+    assert_eq!(
+        lines(&Run::new(fails, "go").start().await),
+        ["writer@writer: error: agent 'writer' failed: no ink"]
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst) + runs2.load(Ordering::SeqCst),
+        0
+    );
+}
+
+#[tokio::test]
+async fn deterministic_transfer_inside_a_sequence_hands_off_within_its_sub_agent() {
+    let s1 = after("s1", "first", "helper")
+        .with_sub_agents([say("helper", "helped")])
+        .unwrap();
+    let w = Sequential::new("w")
+        .with_sub_agents([s1, say("s2", "second")])
+        .unwrap();
+    let events = Run::new(w, "go").start().await;
+    assert_eq!(
+        lines(&events),
+        [
+            "s1@w/s1: first".to_owned(),
+            r#"s1@w/s1:  [calls transfer_to_agent {"agent_name":"helper"}]"#.to_owned(),
+            format!("s1@w/s1: {MOVED} [helper] => transfer helper"),
+            "helper@w/s1/helper: helped".to_owned(),
+            "s2@w/s1/s2: second".to_owned(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_wrapped_workflow_hands_back_to_its_parent_when_it_is_done() {
+    let visits = Arc::new(AtomicUsize::new(0));
+    let v = Arc::clone(&visits);
+    let supervisor = FlowAgent::new(FnAgent::new("sup", move |cx, _| {
+        let first = v.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            if first {
+                cx.transfer("pipeline");
+            } else {
+                cx.say("all done");
+            }
+            Ok(())
+        }
+    }));
+    let pipeline = FlowAgent::new(DeterministicTransfer::new(
+        Sequential::new("pipeline"),
+        ["sup"],
+    ))
+    .with_sub_agents([say("a", "a1"), say("b", "b1")])
+    .unwrap();
+    let tree = supervisor.with_sub_agents([pipeline]).unwrap();
+    // The wrapper passes on runs_its_sub_agents, so a and b are barred from the pipeline.
+    assert_eq!(tree.shape(), "sup(pipeline(a^,b^))");
+    let events = Run::new(tree, "go").start().await;
+    assert_eq!(
+        lines(&events)[2..],
+        [
+            "a@sup/pipeline/a: a1".to_owned(),
+            "b@sup/pipeline/a/b: b1".to_owned(),
+            r#"pipeline@sup/pipeline:  [calls transfer_to_agent {"agent_name":"sup"}]"#.to_owned(),
+            format!("pipeline@sup/pipeline: {MOVED} [sup] => transfer sup"),
+            "sup@sup/pipeline/sup: all done".to_owned(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn deterministic_transfer_waits_for_resume_then_hands_off() {
+    let wrapped = FlowAgent::new(DeterministicTransfer::new(
+        FnAgent::new("approver", |cx, _| async move {
+            cx.interrupt(json!("approve?"));
+            Ok(())
+        })
+        .on_resume(|cx, _, info| async move {
+            cx.say(format!("approved: {}", info.data().unwrap()));
+            Ok(())
+        }),
+        ["payer"],
+    ))
+    .with_sub_agents([say("payer", "paid")])
+    .unwrap();
+    let run = Run::new(wrapped, "go");
+    let events = run.start().await;
+    assert_eq!(lines(&events), ["approver@approver: => interrupt approver"]);
+    let resumed = run.resume(&events, &[("approver", json!(true))]).await;
+    assert_eq!(
+        lines(&resumed),
+        [
+            "approver@approver: approved: true".to_owned(),
+            r#"approver@approver:  [calls transfer_to_agent {"agent_name":"payer"}]"#.to_owned(),
+            format!("approver@approver: {MOVED} [payer] => transfer payer"),
+            "payer@approver/payer: paid".to_owned(),
+        ]
+    );
 }
