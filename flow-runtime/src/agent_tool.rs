@@ -14,7 +14,7 @@ use crate::history::rewrite_for_context;
 use crate::message::{Message, MessageRef, Role};
 use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 
-/// The arguments of an agent tool.
+// The arguments of an agent tool (no doc comment: it would become the schema's description).
 #[derive(Deserialize, JsonSchema)]
 struct RequestArgs {
     /// What to ask the agent, in plain words.
