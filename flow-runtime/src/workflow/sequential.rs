@@ -23,11 +23,11 @@ use crate::resume::ResumeInfo;
 /// use flow_runtime::{FlowAgent, FnAgent, Runner, Sequential};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
-/// let draft = FnAgent::new("draft", |cx, _| async move { cx.say("A first draft."); Ok(()) });
+/// let draft = FnAgent::new("draft", |cx, _| async move { cx.say("a first draft"); Ok(()) });
 /// let edit = FnAgent::new("edit", |cx, input| async move {
 ///     // The draft reaches the editor as context.
-///     assert_eq!(input.messages[1].content, "For context: [draft] said: A first draft.");
-///     cx.say("An edited draft.");
+///     assert_eq!(input.messages[1].content, "For context: [draft] said: a first draft.");
+///     cx.say("an edited draft");
 ///     Ok(())
 /// });
 /// let pipeline = Sequential::new("pipeline")
@@ -38,7 +38,7 @@ use crate::resume::ResumeInfo;
 ///     .map(|e| format!("{}: {}", e.run_path(), e.message_output().unwrap().content))
 ///     .collect()
 ///     .await;
-/// assert_eq!(seen, ["pipeline/draft: A first draft.", "pipeline/draft/edit: An edited draft."]);
+/// assert_eq!(seen, ["pipeline/draft: a first draft", "pipeline/draft/edit: an edited draft"]);
 /// # });
 /// ```
 #[derive(Debug, Clone)]
