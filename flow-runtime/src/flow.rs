@@ -514,7 +514,7 @@ async fn drive(
                             agent: Arc::clone(&name),
                             run_path: path.clone(),
                             state: info.wrapper_state.take(),
-                            tool: None,
+                            tool: info.wrapper_tool.take(),
                         };
                         info.address.insert(0, frame);
                     } else if own {

@@ -12,10 +12,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::agent::RunContext;
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, InterruptInfo};
 use crate::generate::Context;
 use crate::message::MessageRef;
 use crate::model::ToolDefinition;
+use crate::resume::ResumeInfo;
 
 /// What a tool call knows about where it runs.
 #[derive(Clone)]
@@ -25,6 +26,14 @@ pub struct ToolContext {
     tool_name: Arc<str>,
     history: Arc<[MessageRef]>,
     events: Option<Context>,
+    resume: Option<Arc<ToolResume>>,
+}
+
+/// A resumed call's saved state and the interrupt points below it.
+#[derive(Debug)]
+struct ToolResume {
+    info: ResumeInfo,
+    state: Option<serde_json::Value>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -35,6 +44,7 @@ impl fmt::Debug for ToolContext {
             .field("tool_name", &self.tool_name)
             .field("history", &self.history.len())
             .field("surfaces_events", &self.events.is_some())
+            .field("resume", &self.resume)
             .finish()
     }
 }
@@ -48,7 +58,31 @@ impl ToolContext {
             tool_name: Arc::from(""),
             history: Arc::from([]),
             events: None,
+            resume: None,
         }
+    }
+
+    /// The same context, for resuming a call that stopped with [`ToolError::Interrupted`]:
+    /// `info` holds the interrupt points below the call (see
+    /// [`ResumeInfo::tool_calls`]), `state` what the tool saved in its [`ToolInterrupt`].
+    pub fn with_resume(mut self, info: ResumeInfo, state: Option<serde_json::Value>) -> Self {
+        self.resume = Some(Arc::new(ToolResume { info, state }));
+        self
+    }
+
+    /// Whether this call resumes one that stopped for outside input.
+    pub fn is_resuming(&self) -> bool {
+        self.resume.is_some()
+    }
+
+    /// When resuming: the interrupt points below this call, with the caller's resume data.
+    pub fn resume_info(&self) -> Option<&ResumeInfo> {
+        self.resume.as_ref().map(|r| &r.info)
+    }
+
+    /// When resuming: the state the tool saved in its [`ToolInterrupt`].
+    pub fn saved_state(&self) -> Option<&serde_json::Value> {
+        self.resume.as_ref().and_then(|r| r.state.as_ref())
     }
 
     /// The same context, naming the tool being called.
@@ -179,6 +213,30 @@ pub enum ToolError {
         /// The panic message, when it was a string.
         message: Arc<str>,
     },
+    /// Something inside the tool stopped for outside input (an agent tool whose agent
+    /// interrupted). A [`ChatModelAgent`](crate::ChatModelAgent) passes the interrupts on, so
+    /// its run can be resumed and the call with it; see [`ToolInterrupt`].
+    #[error(
+        "tool '{tool}' stopped for outside input; it can only be called by an agent that can          pass its interrupts on and resume it (a ChatModelAgent)"
+    )]
+    Interrupted {
+        /// The tool.
+        tool: Arc<str>,
+        /// The interrupts and the tool's state.
+        interrupt: Box<ToolInterrupt>,
+    },
+}
+
+/// What a tool that stopped for outside input hands its caller (in
+/// [`ToolError::Interrupted`]): the interrupts raised inside it, and the state it needs to go
+/// on when the call is resumed ([`ToolContext::saved_state`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolInterrupt {
+    /// The interrupts, as they reached the tool: each with the address frames of the levels
+    /// it crossed inside the tool (an agent tool's run adds at least one), and its id.
+    pub interrupts: Vec<InterruptInfo>,
+    /// State the tool gets back when the call is resumed.
+    pub state: Option<serde_json::Value>,
 }
 
 fn available_text(available: &[Arc<str>]) -> String {
