@@ -6,13 +6,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::{Agent, AgentInput, RunContext};
+use crate::event::{Action, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::history::rewrite_for_context;
 use crate::message::{Message, MessageRef, Role};
-use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
+use crate::run_path::RunPath;
+use crate::session::{Session, SessionEvent};
+use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError, ToolInterrupt};
 
 // The arguments of an agent tool (no doc comment: it would become the schema's description).
 #[derive(Deserialize, JsonSchema)]
@@ -45,9 +48,12 @@ struct RequestArgs {
 ///   [`surface_events`](AgentTool::surface_events) its events are shown in the caller's
 ///   event stream as they happen, with those paths and without their actions (see
 ///   [`ToolContext::surface`]); errors and interrupts are not surfaced.
-/// - **Interrupts** do not cross the tool boundary yet: a [`ChatModelAgent`](crate::ChatModelAgent)
-///   cannot be resumed from inside a tool call, so an interrupt inside the agent fails the
-///   call with a [`ToolError::Failed`] that says so, and the caller's model gets that text.
+/// - **Interrupts** cross the boundary: an interrupt inside the agent ends the call with
+///   [`ToolError::Interrupted`], carrying the interrupts and the agent's run so far (its
+///   input and record) as state. A [`ChatModelAgent`](crate::ChatModelAgent) caller passes
+///   them on, its frame marked with the call (`agent:caller;tool:NAME:CALL_ID;agent:...`);
+///   when the run is resumed, the call is resumed: the record is restored and the agent's
+///   tree resumes at the interrupted node, then the call returns its result as usual.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -179,10 +185,36 @@ impl Tool for AgentTool {
 
     async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let name = self.agent.name();
-        let args: RequestArgs = parse_arguments(name, arguments)?;
-        let input = self.input(cx, args.request);
         let caller = cx.run_context();
         let session = caller.session().scoped();
+        let (input, resume) = match cx.resume_info() {
+            None => {
+                let args: RequestArgs = parse_arguments(name, arguments)?;
+                (self.input(cx, args.request), None)
+            }
+            Some(info) => {
+                let saved = cx
+                    .saved_state()
+                    .cloned()
+                    .map(serde_json::from_value::<SavedRun>)
+                    .transpose()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        ToolError::failed(
+                            name,
+                            format!(
+                                "agent tool '{name}' was asked to resume but its saved run is \
+                                 missing or does not decode"
+                            ),
+                        )
+                    })?;
+                for e in saved.events {
+                    session.push(SessionEvent::new(e.agent, e.run_path, e.message, e.action));
+                }
+                (saved.input, Some(info.clone()))
+            }
+        };
         let path = caller.run_path().child(name);
         let run = RunContext::new_run(
             Arc::clone(&session),
@@ -191,18 +223,20 @@ impl Tool for AgentTool {
             name,
         )
         .at(name, path);
-        let mut events = Arc::new(self.agent.clone()).run(
-            run,
-            AgentInput {
-                messages: input,
-                streaming: caller.streaming(),
-            },
-        );
+        let agent_input = AgentInput {
+            messages: input.clone(),
+            streaming: caller.streaming(),
+        };
+        let agent = Arc::new(self.agent.clone());
+        let mut events = match resume {
+            None => agent.run(run, agent_input),
+            Some(info) => agent.resume(run, agent_input, info),
+        };
         let mut failure: Option<String> = None;
-        let mut interrupt: Option<serde_json::Value> = None;
+        let mut interrupts: Vec<InterruptInfo> = Vec::new();
         while let Some(event) = events.next().await {
             if let Some(info) = event.interrupt() {
-                interrupt.get_or_insert_with(|| info.info.clone());
+                interrupts.push(info.clone());
                 continue;
             }
             if let Some(error) = &event.error {
@@ -217,17 +251,17 @@ impl Tool for AgentTool {
         if let Some(message) = failure {
             return Err(ToolError::failed(name, message));
         }
-        if let Some(info) = interrupt {
-            return Err(ToolError::failed(
-                name,
-                format!(
-                    "agent '{name}' stopped for outside input ({info}), but an interrupt cannot \
-                     cross an agent tool: '{}' cannot be resumed inside a tool call; ask for the \
-                     input before calling the tool, or run '{name}' in the tree instead of as a \
-                     tool",
-                    cx.agent_name()
-                ),
-            ));
+        if !interrupts.is_empty() {
+            let state = save_run(&session, input)
+                .await
+                .map_err(|e| ToolError::failed(name, e))?;
+            return Err(ToolError::Interrupted {
+                tool: name.into(),
+                interrupt: Box::new(ToolInterrupt {
+                    interrupts,
+                    state: Some(state),
+                }),
+            });
         }
         for event in session.events().iter().rev() {
             match event.message().await {
@@ -241,6 +275,39 @@ impl Tool for AgentTool {
             format!("agent '{name}' ended without a message, so there is no result to return"),
         ))
     }
+}
+
+/// The run of an interrupted agent tool, as its interrupt state keeps it: the input it
+/// started from and its record (streams concatenated).
+#[derive(Serialize, Deserialize)]
+struct SavedRun {
+    input: Vec<MessageRef>,
+    events: Vec<SavedEvent>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedEvent {
+    agent: Arc<str>,
+    run_path: RunPath,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<MessageRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    action: Option<Action>,
+}
+
+async fn save_run(session: &Session, input: Vec<MessageRef>) -> Result<serde_json::Value, String> {
+    let mut events = Vec::new();
+    for e in session.events() {
+        let message = e.message().await.map_err(|e| e.to_string())?;
+        events.push(SavedEvent {
+            agent: Arc::from(e.agent_name()),
+            run_path: e.run_path().clone(),
+            message,
+            action: e.action().cloned(),
+        });
+    }
+    serde_json::to_value(SavedRun { input, events })
+        .map_err(|e| format!("its run could not be saved ({e})"))
 }
 
 impl fmt::Debug for AgentTool {

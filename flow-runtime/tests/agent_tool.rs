@@ -1,11 +1,14 @@
 //! AgentTool: an agent tree called as a tool by a ChatModelAgent on a ScriptedModel.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::{
-    Action, AgentEvent, AgentInput, AgentTool, ChatModelAgent, FlowAgent, FnAgent, Message,
-    MessageRef, Role, Runner, Sequential, Session, Tool, ToolCall,
+    Action, Agent, AgentEvent, AgentInput, AgentTool, ChatModelAgent, FlowAgent, FnAgent,
+    InterruptInfo, Message, MessageRef, ResumeInfo, Role, RunContext, Runner, Sequential, Session,
+    Tool, ToolCall,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -24,6 +27,7 @@ fn line(e: &AgentEvent) -> String {
     match &e.action {
         Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
         Some(Action::Exit) => out.push_str(" => exit"),
+        Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
         Some(other) => out.push_str(&format!(" => {other:?}")),
         None => {}
     }
@@ -341,18 +345,6 @@ async fn failures_inside_the_tool_are_answered_to_the_callers_model() {
         "error: tool 'silent' failed: agent 'silent' ended without a message, so there is no \
          result to return"
     );
-
-    let asks = FnAgent::new("asks", |cx, _| async move {
-        cx.interrupt(json!("which account?"));
-        Ok(())
-    });
-    assert_eq!(
-        tool_result(AgentTool::new(FlowAgent::new(asks)), r#"{"request":"x"}"#).await,
-        "error: tool 'asks' failed: agent 'asks' stopped for outside input (\"which account?\"), \
-         but an interrupt cannot cross an agent tool: 'assistant' cannot be resumed inside a \
-         tool call; ask for the input before calling the tool, or run 'asks' in the tree \
-         instead of as a tool"
-    );
 }
 
 #[tokio::test]
@@ -406,5 +398,192 @@ fn the_tool_is_named_and_described_after_its_agent() {
     assert_eq!(
         AgentTool::new(tree).with_description("Digs.").description(),
         "Digs."
+    );
+}
+
+/// The tool's tree for interrupts: `desk` hands every request to `approver`, which stops for
+/// a human and, resumed, says what it was told. Counts the runs of `desk`.
+fn approval_tree() -> (FlowAgent, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let n = Arc::clone(&runs);
+    let desk = FnAgent::new("desk", move |cx, _| {
+        n.fetch_add(1, Ordering::SeqCst);
+        async move {
+            cx.transfer("approver");
+            Ok(())
+        }
+    })
+    .with_description("Gets refunds approved.");
+    let approver = FnAgent::new("approver", |cx, input: AgentInput| async move {
+        cx.say(format!("asking about: {}", input.messages[0].content));
+        cx.interrupt(json!("approve the refund?"));
+        Ok(())
+    })
+    .on_resume(|cx, _, info| async move {
+        cx.say(format!("approved: {}", info.data().unwrap()));
+        Ok(())
+    });
+    let tree = FlowAgent::new(desk)
+        .with_sub_agents([FlowAgent::new(approver)])
+        .unwrap();
+    (tree, runs)
+}
+
+async fn resume(
+    root: &FlowAgent,
+    session: &Arc<Session>,
+    text: &str,
+    events: &[AgentEvent],
+    data: &[(&str, serde_json::Value)],
+) -> Vec<AgentEvent> {
+    let interrupts: Vec<InterruptInfo> = events
+        .iter()
+        .filter_map(|e| e.interrupt().cloned())
+        .collect();
+    let targets: HashMap<String, serde_json::Value> = data
+        .iter()
+        .map(|(id, v)| (id.to_string(), v.clone()))
+        .collect();
+    let input = vec![MessageRef::new(Message::user(text))];
+    let cx = RunContext::new_run(
+        Arc::clone(session),
+        input.iter().cloned(),
+        false,
+        root.name(),
+    );
+    Arc::new(root.clone())
+        .resume(
+            cx,
+            AgentInput::new(input),
+            ResumeInfo::new(interrupts, &targets),
+        )
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn an_interrupt_inside_the_tool_crosses_to_the_caller_and_resume_goes_back_in() {
+    let (tree, desk_runs) = approval_tree();
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("desk", json!({"request": "refund order 7"})),
+        ScriptStep::text("Your refund is approved."),
+    ]);
+    let root = caller(model.clone(), AgentTool::new(tree).surface_events(true));
+    let session = Session::new();
+    let events = run_in(root.clone(), &session, "refund please").await;
+    assert_eq!(
+        lines(&events),
+        [
+            r#"assistant@assistant:  [calls desk {"request":"refund order 7"}]"#,
+            r#"desk@assistant/desk:  [calls transfer_to_agent {"agent_name":"approver"}]"#,
+            "desk@assistant/desk: successfully transferred to agent [approver]",
+            "approver@assistant/desk/approver: asking about: refund order 7",
+            "assistant@assistant: => interrupt assistant/desk/approver",
+        ]
+    );
+    let info = events[4].interrupt().unwrap();
+    assert_eq!(info.id, "assistant/desk/approver");
+    assert_eq!(info.info, json!("approve the refund?"));
+    assert_eq!(
+        info.address_string(),
+        "agent:assistant;tool:desk:call_1_1;agent:approver"
+    );
+    assert_eq!(
+        info.address[1].run_path.to_string(),
+        "assistant/desk/approver"
+    );
+    assert_eq!(session.len(), 1, "only the caller's reply is recorded");
+
+    let resumed = resume(
+        &root,
+        &session,
+        "refund please",
+        &events,
+        &[("assistant/desk/approver", json!("yes"))],
+    )
+    .await;
+    assert_eq!(
+        lines(&resumed),
+        [
+            "approver@assistant/desk/approver: approved: \"yes\"",
+            "assistant@assistant: approved: \"yes\"",
+            "assistant@assistant: Your refund is approved.",
+        ]
+    );
+    assert_eq!(desk_runs.load(Ordering::SeqCst), 1, "desk is not run again");
+    let second = &model.requests()[1];
+    assert_eq!(
+        contents(&second.messages[1..]),
+        [
+            (Role::User, "refund please".to_owned()),
+            (Role::Assistant, String::new()),
+            (Role::Tool, "approved: \"yes\"".to_owned()),
+        ]
+    );
+    let recorded: Vec<String> = session
+        .events()
+        .iter()
+        .map(|e| format!("{}: {}", e.run_path(), e.message_now().unwrap().content))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            "assistant: ",
+            "assistant: approved: \"yes\"",
+            "assistant: Your refund is approved.",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_later_call_of_the_same_reply_is_not_run_again_and_results_keep_call_order() {
+    let (tree, _) = approval_tree();
+    let clock_runs = Arc::new(AtomicUsize::new(0));
+    let n = Arc::clone(&clock_runs);
+    let clock = flow_runtime::tool_fn("clock", "The time.", move |_: NoArgs| {
+        n.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<_, String>("12:00") }
+    });
+    let model = ScriptedModel::new([
+        ScriptStep::tool_calls([("desk", json!({"request": "refund"})), ("clock", json!({}))]),
+        ScriptStep::text("Done at noon."),
+    ]);
+    let agent = ChatModelAgent::builder("assistant", model)
+        .tool(AgentTool::new(tree))
+        .tool(clock)
+        .build()
+        .unwrap();
+    let w = Sequential::new("w")
+        .with_sub_agents([FlowAgent::new(agent)])
+        .unwrap();
+    let session = Session::new();
+    let events = run_in(w.clone(), &session, "go").await;
+    assert_eq!(events.len(), 2);
+    let info = events[1].interrupt().unwrap();
+    assert_eq!(
+        info.address_string(),
+        "agent:w;agent:assistant;tool:desk:call_1_1;agent:approver"
+    );
+    assert_eq!(info.address[0].state, Some(json!({"child": 0})));
+    let resumed = resume(
+        &w,
+        &session,
+        "go",
+        &events,
+        &[("w/assistant/desk/approver", json!(1))],
+    )
+    .await;
+    assert_eq!(
+        lines(&resumed),
+        [
+            "assistant@w/assistant: approved: 1",
+            "assistant@w/assistant: 12:00",
+            "assistant@w/assistant: Done at noon.",
+        ]
+    );
+    assert_eq!(
+        clock_runs.load(Ordering::SeqCst),
+        1,
+        "the clock call finished before"
     );
 }
