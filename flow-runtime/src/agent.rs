@@ -13,7 +13,7 @@ use crate::flow::FlowAgent;
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
-use crate::session::Session;
+use crate::session::{Session, SessionEvent};
 
 /// The input an agent runs on.
 #[derive(Debug, Clone, Default)]
@@ -140,6 +140,16 @@ pub trait Agent: Send + Sync + 'static {
         EventStream::from_events([AgentEvent::error(error)])
     }
 
+    /// Whether this agent runs its sub-agents itself, as the workflow agents
+    /// ([`Sequential`](crate::Sequential), [`Parallel`](crate::Parallel),
+    /// [`Loop`](crate::Loop)) do. [`set_sub_agents`](crate::set_sub_agents) then bars each of
+    /// its sub-agents from transferring to it (as
+    /// [`FlowAgent::disallow_transfer_to_parent`] does): a sub-agent handing control back up
+    /// would run the workflow again from its start. Wrappers delegate it to the agent they wrap.
+    fn runs_its_sub_agents(&self) -> bool {
+        false
+    }
+
     /// Whether this agent is a [`FlowAgent`] (a whole tree used as one node's agent).
     #[doc(hidden)]
     fn as_flow(&self) -> Option<&FlowAgent> {
@@ -180,6 +190,9 @@ pub struct RunContext {
     run_path: RunPath,
     agent_name: Arc<str>,
     node: Option<FlowAgent>,
+    /// Recorded events under these run paths are not part of this context's history: the
+    /// paths of the sibling lanes of the parallel lane(s) this context runs in.
+    hidden: Arc<[RunPath]>,
 }
 
 struct RunShared {
@@ -207,17 +220,54 @@ impl RunContext {
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
             node: None,
+            hidden: Arc::from([]),
         }
     }
 
-    /// The context for running `agent_name` at `run_path` in the same run.
+    /// The context for running `agent_name` at `run_path` in the same run (and in the same
+    /// parallel lane, if this context is in one).
     pub fn at(&self, agent_name: impl Into<Arc<str>>, run_path: RunPath) -> Self {
         RunContext {
             shared: Arc::clone(&self.shared),
             run_path,
             agent_name: agent_name.into(),
             node: None,
+            hidden: Arc::clone(&self.hidden),
         }
+    }
+
+    /// This context, with the recorded events under `paths` left out of its history (and of
+    /// the history of every context derived from it). A [`Parallel`](crate::Parallel) runs
+    /// each lane with its sibling lanes' paths hidden, so no lane sees what another lane said
+    /// while they run; what runs after the parallel sees every lane.
+    ///
+    /// ```
+    /// use flow_runtime::{RunContext, RunPath, Session};
+    /// let cx = RunContext::new_run(Session::new(), [], false, "p");
+    /// let lane_a = RunPath::root("p").child("a");
+    /// let lane_b = cx.at("b", RunPath::root("p").child("b")).hiding([lane_a]);
+    /// assert_eq!(lane_b.hidden_paths().len(), 1);
+    /// ```
+    pub fn hiding(mut self, paths: impl IntoIterator<Item = RunPath>) -> Self {
+        let mut hidden: Vec<RunPath> = self.hidden.to_vec();
+        hidden.extend(paths);
+        self.hidden = hidden.into();
+        self
+    }
+
+    /// The run paths whose events this context does not see (see [`hiding`](RunContext::hiding)).
+    pub fn hidden_paths(&self) -> &[RunPath] {
+        &self.hidden
+    }
+
+    /// The session's recorded events this context may see, in order: all of them, except
+    /// those under a [hidden](RunContext::hiding) path. Agents' inputs are built from these.
+    pub fn visible_events(&self) -> Vec<Arc<SessionEvent>> {
+        let mut events = self.shared.session.events();
+        if !self.hidden.is_empty() {
+            events.retain(|e| !self.hidden.iter().any(|h| e.run_path().starts_with(h)));
+        }
+        events
     }
 
     /// The context for running a child `agent_name` one step below this agent.

@@ -29,17 +29,18 @@ use futures::future::{self, BoxFuture};
 use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
-use crate::event::{Action, AgentError, AgentEvent};
+use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
 use crate::flow::FlowAgent;
 use crate::generate::{generate, Context, TRANSFER_TOOL_NAME};
 use crate::message::{Message, MessageRef, ToolCall};
 use crate::model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ToolDefinition};
+use crate::resume::ResumeInfo;
 use crate::session::SessionEvent;
 use crate::stream::{MessageStream, StreamError};
-use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
+use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError, ToolInterrupt};
 
 /// Name of the built-in tool that ends the run with a final result.
 pub const EXIT_TOOL_NAME: &str = "exit";
@@ -86,6 +87,14 @@ pub enum ChatAgentError {
         agent: Arc<str>,
         /// The limit.
         limit: usize,
+    },
+    /// A resume did not fit the interrupt this agent saved (or its turn could not be saved).
+    #[error("agent '{agent}' cannot resume: {message}")]
+    Resume {
+        /// The agent.
+        agent: Arc<str>,
+        /// What does not fit.
+        message: Arc<str>,
     },
     /// The builder was given a configuration that cannot work.
     #[error("agent '{agent}' cannot be built: {message}")]
@@ -383,6 +392,16 @@ impl Agent for ChatModelAgent {
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
         generate(cx, move |cx| async move { self.react(cx, input).await })
     }
+
+    /// Resumes a run that stopped inside tool calls (an [`AgentTool`](crate::AgentTool) whose
+    /// agent interrupted): the conversation comes from the saved state, not from `input`;
+    /// the calls that had finished are not run again; each interrupted call is resumed (its
+    /// tool gets [`ToolContext::resume_info`]); then the ReAct loop goes on.
+    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+        generate(cx, move |cx| async move {
+            self.resume_react(cx, input, info).await
+        })
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -452,30 +471,87 @@ struct Toolset {
 /// What one tool call produced: the result text (or error) and the action it carries.
 type CallOutcome = Result<(String, Option<Action>), ToolError>;
 
+/// How a turn of tool calls ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Ask the model again.
+    Continue,
+    /// A transfer or an exit ended the agent's run.
+    Ended,
+    /// A call stopped for outside input; the turn was saved in the interrupts.
+    Interrupted,
+}
+
+/// A turn of tool calls saved in the interrupt state: everything needed to finish it.
+#[derive(Debug, Serialize, Deserialize)]
+struct SavedTurn {
+    /// The conversation as the model saw it, with the reply and the results emitted so far.
+    messages: Vec<MessageRef>,
+    /// Model calls made.
+    used: usize,
+    /// The first call whose result was not emitted.
+    next_call: usize,
+    /// The transfer or exit a call of the reply asked for.
+    ending: Option<Action>,
+    /// Results of later calls that finished: call id, text, action.
+    results: Vec<(String, String, Option<Action>)>,
+    /// The interrupted calls: call id and the tool's saved state.
+    pending: Vec<(String, Option<serde_json::Value>)>,
+}
+
+/// A turn being resumed.
+#[derive(Default)]
+struct Resumed {
+    next_call: usize,
+    ending: Option<Action>,
+    results: Vec<(String, String, Option<Action>)>,
+    /// Interrupted calls: call id, the resume info below the call, the tool's state.
+    calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
+}
+
 impl ChatModelAgent {
     async fn react(&self, cx: Context, input: AgentInput) -> Result<(), AgentError> {
+        let toolset = self.node_toolset(&cx);
+        let mut messages = Vec::with_capacity(input.messages.len() + 1);
+        messages.extend(self.system.iter().cloned());
+        messages.extend(input.messages.iter().cloned());
+        let request = ChatRequest {
+            messages,
+            tools: toolset.definitions.clone(),
+        };
+        self.react_loop(&cx, &toolset, request, 0, input.streaming)
+            .await
+    }
+
+    /// The tool set of the node `cx` runs at (cached per set of transfer targets).
+    fn node_toolset(&self, cx: &Context) -> Arc<Toolset> {
         let targets = cx
             .node()
             .map(FlowAgent::transfer_targets)
             .unwrap_or_default();
-        let toolset = self.toolset_for(targets);
-        let mut messages = Vec::with_capacity(input.messages.len() + 1);
-        messages.extend(self.system.iter().cloned());
-        messages.extend(input.messages.iter().cloned());
-        let mut request = ChatRequest {
-            messages,
-            tools: toolset.definitions.clone(),
-        };
-        for _ in 0..self.max_iterations {
-            let reply = self.ask_model(&cx, &request, input.streaming).await?;
+        self.toolset_for(targets)
+    }
+
+    /// The ReAct loop from a conversation, with `used` model calls already made.
+    async fn react_loop(
+        &self,
+        cx: &Context,
+        toolset: &Toolset,
+        mut request: ChatRequest,
+        mut used: usize,
+        streaming: bool,
+    ) -> Result<(), AgentError> {
+        while used < self.max_iterations {
+            let reply = self.ask_model(cx, &request, streaming).await?;
+            used += 1;
             request.messages.push(Arc::clone(&reply));
             if reply.tool_calls.is_empty() {
                 return Ok(());
             }
-            if self
-                .run_tools(&cx, &toolset, &reply.tool_calls, &mut request.messages)
-                .await
-            {
+            let turn = self
+                .run_tools(cx, toolset, &mut request.messages, used, None)
+                .await?;
+            if turn != Turn::Continue {
                 return Ok(());
             }
         }
@@ -484,6 +560,85 @@ impl ChatModelAgent {
             limit: self.max_iterations,
         }
         .into())
+    }
+
+    /// Resumes a turn whose tool calls were interrupted: the saved conversation, the results
+    /// of the calls that had finished, and a resumed run of each interrupted call; then the
+    /// ReAct loop goes on.
+    async fn resume_react(
+        &self,
+        cx: Context,
+        input: AgentInput,
+        info: ResumeInfo,
+    ) -> Result<(), AgentError> {
+        let fail = |message: String| -> AgentError {
+            ChatAgentError::Resume {
+                agent: Arc::clone(&self.name),
+                message: message.into(),
+            }
+            .into()
+        };
+        if info.was_interrupted() {
+            return Err(fail(
+                "the interrupt names the agent itself, but it only stops for interrupts raised \
+                 inside its tool calls"
+                    .into(),
+            ));
+        }
+        let saved: SavedTurn = info
+            .state()
+            .cloned()
+            .ok_or_else(|| fail("its interrupt carries no saved conversation".into()))
+            .and_then(|state| {
+                serde_json::from_value(state)
+                    .map_err(|e| fail(format!("its saved conversation does not decode ({e})")))
+            })?;
+        let mut below: Vec<(ToolFrame, ResumeInfo)> = info.tool_calls();
+        for (call, _) in &below {
+            if !saved.pending.iter().any(|(id, _)| *id == call.call_id) {
+                return Err(fail(format!(
+                    "the resume info has interrupt points in tool call '{}' ({}), which was not \
+                     pending",
+                    call.call_id, call.name
+                )));
+            }
+        }
+        let mut resumes = Vec::with_capacity(saved.pending.len());
+        for (id, state) in &saved.pending {
+            let Some(k) = below.iter().position(|(call, _)| call.call_id == *id) else {
+                return Err(fail(format!(
+                    "tool call '{id}' was interrupted but the resume info has no interrupt \
+                     point in it; resume with every interrupt of the run"
+                )));
+            };
+            let (_, info) = below.remove(k);
+            resumes.push((id.clone(), info, state.clone()));
+        }
+        let toolset = self.node_toolset(&cx);
+        let mut request = ChatRequest {
+            messages: saved.messages.clone(),
+            tools: toolset.definitions.clone(),
+        };
+        let resumed = Resumed {
+            next_call: saved.next_call,
+            ending: saved.ending.clone(),
+            results: saved.results.clone(),
+            calls: resumes,
+        };
+        let turn = self
+            .run_tools(
+                &cx,
+                &toolset,
+                &mut request.messages,
+                saved.used,
+                Some(resumed),
+            )
+            .await?;
+        if turn != Turn::Continue {
+            return Ok(());
+        }
+        self.react_loop(&cx, &toolset, request, saved.used, input.streaming)
+            .await
     }
 
     /// One answer of the model, retried per the policy, emitted as an event.
@@ -592,18 +747,39 @@ impl ChatModelAgent {
         }
     }
 
-    /// Runs the calls of one reply; emits their results in call order. Returns whether a call
-    /// ended the agent's turn (transfer or exit).
+    /// Runs the calls of the reply that ends `history`; emits their results in call order.
+    /// With `resumed`, starts at the saved position: finished calls give their saved results
+    /// and interrupted ones are resumed. If a call stops for outside input, the results from
+    /// it on are held, the turn is saved, and its interrupts are emitted.
     async fn run_tools(
         &self,
         cx: &Context,
         toolset: &Toolset,
-        calls: &[ToolCall],
         history: &mut Vec<MessageRef>,
-    ) -> bool {
-        let mut ending: Option<Action> = None;
+        used: usize,
+        resumed: Option<Resumed>,
+    ) -> Result<Turn, AgentError> {
+        let reply = Arc::clone(history.last().expect("the reply that made the calls"));
+        let calls = &reply.tool_calls;
+        let Resumed {
+            next_call: start,
+            mut ending,
+            results: saved_results,
+            calls: mut resumes,
+        } = resumed.unwrap_or_default();
         let mut jobs = FuturesOrdered::new();
-        for call in calls {
+        let shared_history: Arc<[MessageRef]> = history.iter().cloned().collect();
+        for call in calls.iter().skip(start) {
+            if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
+            {
+                let done: CallOutcome = Ok((text.clone(), action.clone()));
+                jobs.push_back(future::ready(done).boxed());
+                continue;
+            }
+            let resume = resumes
+                .iter()
+                .position(|(id, _, _)| *id == call.id)
+                .map(|k| resumes.swap_remove(k));
             let job: BoxFuture<'static, CallOutcome> = match call.name.as_str() {
                 TRANSFER_TOOL_NAME if !toolset.targets.is_empty() => {
                     future::ready(self.transfer(toolset, call, &mut ending)).boxed()
@@ -612,7 +788,13 @@ impl ChatModelAgent {
                 name => match self.tools.iter().find(|t| t.name() == name) {
                     Some(tool) => {
                         let tool = Arc::clone(tool);
-                        let tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str());
+                        let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
+                            .with_tool_name(call.name.as_str())
+                            .with_history(shared_history.iter().cloned())
+                            .with_events(cx.clone());
+                        if let Some((_, info, state)) = resume {
+                            tcx = tcx.with_resume(info, state);
+                        }
                         let arguments = call.arguments.clone();
                         async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await });
@@ -640,13 +822,26 @@ impl ChatModelAgent {
             jobs.push_back(job);
         }
         let mut last_carried_action = false;
-        let mut calls = calls.iter();
+        let mut stopped_at: Option<usize> = None;
+        let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
+        let mut pending: Vec<(ToolCall, ToolInterrupt)> = Vec::new();
+        let mut k = start;
         while let Some(outcome) = jobs.next().await {
-            let call = calls.next().expect("one outcome per call");
+            let call = &calls[k];
+            k += 1;
             let (text, action) = match outcome {
+                Err(ToolError::Interrupted { interrupt, .. }) => {
+                    stopped_at.get_or_insert(k - 1);
+                    pending.push((call.clone(), *interrupt));
+                    continue;
+                }
                 Ok(done) => done,
                 Err(error) => (error.to_model_text(), None),
             };
+            if stopped_at.is_some() {
+                held.push((call.id.clone(), text, action));
+                continue;
+            }
             let message = Arc::new(Message::tool(text, call.id.as_str(), call.name.as_str()));
             history.push(Arc::clone(&message));
             let mut event = AgentEvent::message(message);
@@ -656,6 +851,25 @@ impl ChatModelAgent {
             }
             cx.emit(event);
         }
+        if let Some(next_call) = stopped_at {
+            let saved = SavedTurn {
+                messages: history.clone(),
+                used,
+                next_call,
+                ending,
+                results: held,
+                pending: pending
+                    .iter()
+                    .map(|(call, i)| (call.id.clone(), i.state.clone()))
+                    .collect(),
+            };
+            let state = serde_json::to_value(&saved).map_err(|e| ChatAgentError::Resume {
+                agent: Arc::clone(&self.name),
+                message: format!("its conversation could not be saved ({e})").into(),
+            })?;
+            self.emit_interrupts(cx, pending, &state)?;
+            return Ok(Turn::Interrupted);
+        }
         match ending {
             Some(action) => {
                 // The last event of the agent decides; repeat the action if later results of
@@ -663,10 +877,52 @@ impl ChatModelAgent {
                 if !last_carried_action {
                     cx.emit(AgentEvent::action(action));
                 }
-                true
+                Ok(Turn::Ended)
             }
-            None => false,
+            None => Ok(Turn::Continue),
         }
+    }
+
+    /// Emits the interrupts of the stopped calls, each carrying the saved turn and its call.
+    fn emit_interrupts(
+        &self,
+        cx: &Context,
+        pending: Vec<(ToolCall, ToolInterrupt)>,
+        state: &serde_json::Value,
+    ) -> Result<(), AgentError> {
+        let mut seen_ids: Vec<String> = Vec::new();
+        for (call, interrupt) in pending {
+            if interrupt.interrupts.is_empty()
+                || interrupt.interrupts.iter().any(|i| i.address.is_empty())
+            {
+                return Err(ChatAgentError::Resume {
+                    agent: Arc::clone(&self.name),
+                    message: format!(
+                        "tool '{}' stopped for outside input without an interrupt that says \
+                         where; a tool can only pass on interrupts raised by an agent run \
+                         inside it (as AgentTool does)",
+                        call.name
+                    )
+                    .into(),
+                }
+                .into());
+            }
+            for mut info in interrupt.interrupts {
+                // The same tool called twice in one reply runs its agent at the same path.
+                if seen_ids.contains(&info.id) {
+                    info.id = format!("{} (call {})", info.id, call.id);
+                }
+                seen_ids.push(info.id.clone());
+                let mut event = AgentEvent::action(Action::Interrupted(info));
+                event.attach_interrupt_state(state.clone());
+                event.attach_interrupt_tool(ToolFrame {
+                    name: call.name.clone(),
+                    call_id: call.id.clone(),
+                });
+                cx.emit(event);
+            }
+        }
+        Ok(())
     }
 
     fn transfer(

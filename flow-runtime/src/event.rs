@@ -48,7 +48,7 @@ impl Clone for EventOutput {
 /// resume, [`state`](InterruptInfo::state). The framework fills in the rest as the event travels
 /// up: the [`address`](InterruptInfo::address) (one frame per level of the tree the interrupt
 /// crossed, outermost first) and the [`id`](InterruptInfo::id) that resume data is addressed to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct InterruptInfo {
     /// What the interrupting agent wants the caller to know (shown to a human, for instance).
     pub info: serde_json::Value,
@@ -66,6 +66,9 @@ pub struct InterruptInfo {
     /// State a wrapper agent attached while forwarding; moved into its frame by its flow.
     #[serde(skip)]
     pub(crate) wrapper_state: Option<serde_json::Value>,
+    /// The tool call a wrapper agent forwarded the interrupt from; moved into its frame.
+    #[serde(skip)]
+    pub(crate) wrapper_tool: Option<ToolFrame>,
 }
 
 impl InterruptInfo {
@@ -105,7 +108,7 @@ impl InterruptInfo {
 }
 
 /// One level of an interrupt's address: the tree node that was running at that level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterruptFrame {
     /// The node's agent.
     pub agent: Arc<str>,
@@ -272,6 +275,9 @@ pub struct AgentEvent {
     pub error: Option<AgentError>,
     /// Set once a flow has recorded the event, so an enclosing flow does not record it again.
     pub(crate) recorded: bool,
+    /// Set on a [`Action::BreakLoop`] event once a loop workflow has stopped for it, so an
+    /// enclosing loop does not stop too.
+    pub(crate) break_handled: bool,
 }
 
 /// The empty name, shared: an event gets its real name when the framework stamps it, so
@@ -290,6 +296,7 @@ impl AgentEvent {
             action: None,
             error: None,
             recorded: false,
+            break_handled: false,
         }
     }
 
@@ -375,6 +382,14 @@ impl AgentEvent {
     pub fn attach_interrupt_state(&mut self, state: serde_json::Value) {
         if let Some(Action::Interrupted(info)) = &mut self.action {
             info.wrapper_state = Some(state);
+        }
+    }
+
+    /// For an agent forwarding an interrupt raised inside one of its tool calls: records the
+    /// call in the agent's frame of the interrupt's address (`agent:A;tool:NAME:CALL_ID;...`).
+    pub(crate) fn attach_interrupt_tool(&mut self, tool: ToolFrame) {
+        if let Some(Action::Interrupted(info)) = &mut self.action {
+            info.wrapper_tool = Some(tool);
         }
     }
 

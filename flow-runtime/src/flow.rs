@@ -296,6 +296,10 @@ pub(crate) const fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
 /// [`OnSubAgents`](crate::OnSubAgents) hook refuses. Hooks are called in this order: the
 /// parent's `on_set_sub_agents`, then for each child `on_set_as_sub_agent` and, if it is barred
 /// from its parent, `on_disallow_transfer_to_parent`.
+///
+/// When the parent's agent [runs its sub-agents itself](Agent::runs_its_sub_agents) (a
+/// workflow agent), every child is barred from transferring to it, as if built with
+/// [`FlowAgent::disallow_transfer_to_parent`].
 pub fn set_sub_agents(
     parent: FlowAgent,
     children: impl IntoIterator<Item = FlowAgent>,
@@ -321,6 +325,8 @@ pub fn set_sub_agents(
         }
     }
 
+    // A parent that runs its sub-agents itself (a workflow) bars them from transferring back.
+    let bar_all = p.agent.runs_its_sub_agents();
     let mut tree = Tree::clone(&parent.tree);
     let mut child_ids = Vec::with_capacity(children.len());
     for child in &children {
@@ -335,6 +341,9 @@ pub fn set_sub_agents(
         }
         let id = child.node + offset;
         tree.nodes[id].parent = Some(parent.node);
+        if bar_all {
+            tree.nodes[id].options.disallow_transfer_to_parent = true;
+        }
         child_ids.push(id);
     }
     tree.nodes[parent.node].children = child_ids;
@@ -356,7 +365,7 @@ pub fn set_sub_agents(
     for child in &children {
         if let Some(hooks) = child.this().agent.on_sub_agents() {
             hooks.on_set_as_sub_agent(&parent_info)?;
-            if child.this().options.disallow_transfer_to_parent {
+            if bar_all || child.this().options.disallow_transfer_to_parent {
                 hooks.on_disallow_transfer_to_parent()?;
             }
         }
@@ -511,7 +520,7 @@ async fn drive(
                             agent: Arc::clone(&name),
                             run_path: path.clone(),
                             state: info.wrapper_state.take(),
-                            tool: None,
+                            tool: info.wrapper_tool.take(),
                         };
                         info.address.insert(0, frame);
                     } else if own {
@@ -554,7 +563,7 @@ async fn drive(
 /// The input of `node`: the run's root input, then one entry per recorded event with a
 /// message, shaped by the node's options.
 async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
-    let events = run.session().events();
+    let events = run.visible_events();
     let root = run.root_input();
     let mut entries = Vec::with_capacity(root.len() + events.len());
     let user = crate::event::empty_name();

@@ -121,6 +121,15 @@ impl Context {
         self.emit(AgentEvent::action(Action::Exit));
     }
 
+    /// Emits an event whose only content is [`Action::BreakLoop`] naming this agent: the
+    /// innermost [`Loop`](crate::Loop) workflow around it stops once this agent's sub-agent
+    /// run ends.
+    pub fn break_loop(&self) {
+        self.emit(AgentEvent::action(Action::BreakLoop(Arc::from(
+            self.agent_name(),
+        ))));
+    }
+
     /// The run context.
     pub fn run_context(&self) -> &RunContext {
         &self.run

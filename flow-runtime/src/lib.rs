@@ -44,8 +44,10 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod agent_tool;
 mod chat_agent;
 pub mod checkpoint;
+mod deterministic;
 mod error;
 mod event;
 mod flow;
@@ -61,8 +63,10 @@ mod session;
 pub mod spec;
 mod stream;
 pub mod tool;
+pub mod workflow;
 
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
+pub use agent_tool::AgentTool;
 pub use async_trait::async_trait;
 pub use chat_agent::{
     exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
@@ -71,6 +75,7 @@ pub use chat_agent::{
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
 };
+pub use deterministic::DeterministicTransfer;
 pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
@@ -92,3 +97,4 @@ pub use spec::{
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
 pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError};
+pub use workflow::{Loop, Parallel, Sequential, WorkflowError};

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::event::{InterruptFrame, InterruptInfo};
+use crate::event::{InterruptFrame, InterruptInfo, ToolFrame};
 use crate::run_path::RunPath;
 
 /// One interrupt point still pending below the level that holds it.
@@ -131,6 +131,33 @@ impl ResumeInfo {
                 Some((_, info)) => info.points.push(below),
                 None => out.push((
                     name,
+                    ResumeInfo {
+                        points: vec![below],
+                    },
+                )),
+            }
+        }
+        out
+    }
+
+    /// For an agent whose tool calls were interrupted (an [`AgentTool`](crate::AgentTool)
+    /// inside a [`ChatModelAgent`](crate::ChatModelAgent)): the calls with pending interrupts
+    /// below this agent, in the order their interrupts happened, each with the `ResumeInfo`
+    /// for the level below the call (for an agent tool, its tree's `FlowAgent::resume`).
+    pub fn tool_calls(&self) -> Vec<(ToolFrame, ResumeInfo)> {
+        let mut out: Vec<(ToolFrame, ResumeInfo)> = Vec::new();
+        for p in self.points.iter().filter(|p| !p.is_leaf()) {
+            let Some(tool) = p.frame().tool.clone() else {
+                continue;
+            };
+            let below = Pending {
+                depth: p.depth + 1,
+                ..p.clone()
+            };
+            match out.iter_mut().find(|(t, _)| t.call_id == tool.call_id) {
+                Some((_, info)) => info.points.push(below),
+                None => out.push((
+                    tool,
                     ResumeInfo {
                         points: vec![below],
                     },

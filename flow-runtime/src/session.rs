@@ -149,13 +149,32 @@ impl fmt::Debug for SessionEvent {
 #[derive(Default)]
 pub struct Session {
     events: Mutex<Vec<Arc<SessionEvent>>>,
-    values: Mutex<HashMap<String, serde_json::Value>>,
+    /// Shared with the [scoped](Session::scoped) sessions made from this one.
+    values: Arc<Mutex<HashMap<String, serde_json::Value>>>,
 }
 
 impl Session {
     /// An empty session.
     pub fn new() -> Arc<Session> {
         Arc::new(Session::default())
+    }
+
+    /// A new, empty record that shares this session's values: what one writes, the other
+    /// reads. An [`AgentTool`](crate::AgentTool) runs its agent in one, so the agent's events
+    /// stay out of the caller's record while session values stay common to the whole run.
+    ///
+    /// ```
+    /// use flow_runtime::Session;
+    /// let run = Session::new();
+    /// let inner = run.scoped();
+    /// inner.set_value("seen", true).unwrap();
+    /// assert_eq!(run.value::<bool>("seen").unwrap(), Some(true));
+    /// ```
+    pub fn scoped(&self) -> Arc<Session> {
+        Arc::new(Session {
+            events: Mutex::default(),
+            values: Arc::clone(&self.values),
+        })
     }
 
     /// Appends a recorded event.

@@ -12,13 +12,41 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::agent::RunContext;
+use crate::event::{AgentEvent, InterruptInfo};
+use crate::generate::Context;
+use crate::message::MessageRef;
 use crate::model::ToolDefinition;
+use crate::resume::ResumeInfo;
 
 /// What a tool call knows about where it runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     run: RunContext,
     call_id: Arc<str>,
+    tool_name: Arc<str>,
+    history: Arc<[MessageRef]>,
+    events: Option<Context>,
+    resume: Option<Arc<ToolResume>>,
+}
+
+/// A resumed call's saved state and the interrupt points below it.
+#[derive(Debug)]
+struct ToolResume {
+    info: ResumeInfo,
+    state: Option<serde_json::Value>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("run", &self.run)
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("history", &self.history.len())
+            .field("surfaces_events", &self.events.is_some())
+            .field("resume", &self.resume)
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -27,7 +55,86 @@ impl ToolContext {
         ToolContext {
             run,
             call_id: call_id.into(),
+            tool_name: Arc::from(""),
+            history: Arc::from([]),
+            events: None,
+            resume: None,
         }
+    }
+
+    /// The same context, for resuming a call that stopped with [`ToolError::Interrupted`]:
+    /// `info` holds the interrupt points below the call (see
+    /// [`ResumeInfo::tool_calls`]), `state` what the tool saved in its [`ToolInterrupt`].
+    pub fn with_resume(mut self, info: ResumeInfo, state: Option<serde_json::Value>) -> Self {
+        self.resume = Some(Arc::new(ToolResume { info, state }));
+        self
+    }
+
+    /// Whether this call resumes one that stopped for outside input.
+    pub fn is_resuming(&self) -> bool {
+        self.resume.is_some()
+    }
+
+    /// When resuming: the interrupt points below this call, with the caller's resume data.
+    pub fn resume_info(&self) -> Option<&ResumeInfo> {
+        self.resume.as_ref().map(|r| &r.info)
+    }
+
+    /// When resuming: the state the tool saved in its [`ToolInterrupt`].
+    pub fn saved_state(&self) -> Option<&serde_json::Value> {
+        self.resume.as_ref().and_then(|r| r.state.as_ref())
+    }
+
+    /// The same context, naming the tool being called.
+    pub fn with_tool_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.tool_name = name.into();
+        self
+    }
+
+    /// The same context, with the caller's conversation (see [`history`](ToolContext::history)).
+    pub fn with_history(mut self, messages: impl IntoIterator<Item = MessageRef>) -> Self {
+        self.history = messages.into_iter().collect();
+        self
+    }
+
+    /// The same context, able to [surface](ToolContext::surface) events in the caller's
+    /// event stream: `out` is the calling agent's emitter.
+    pub fn with_events(mut self, out: Context) -> Self {
+        self.events = Some(out);
+        self
+    }
+
+    /// The name of the tool being called (empty if the caller did not say).
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// The calling agent's conversation as its model saw it, ending with the reply that made
+    /// this call (a [`ChatModelAgent`](crate::ChatModelAgent) provides it; empty otherwise).
+    pub fn history(&self) -> &[MessageRef] {
+        &self.history
+    }
+
+    /// Shows `event` to whoever reads the caller's event stream, and waits until it has been
+    /// taken. Returns `false` (and drops the event) if the caller gives its tools no way to
+    /// surface events.
+    ///
+    /// Surfaced events are for display only: they are not recorded in the caller's session
+    /// and never steer the run, so their action is dropped (an interrupt cannot be surfaced).
+    /// An event that has no run path yet gets the tool's: the caller's path extended by the
+    /// tool's name.
+    pub async fn surface(&self, mut event: AgentEvent) -> bool {
+        let Some(out) = &self.events else {
+            return false;
+        };
+        if event.run_path().is_empty() {
+            let path = self.run.run_path().child(Arc::clone(&self.tool_name));
+            event.stamp(&self.tool_name, &path);
+        }
+        event.action = None;
+        event.recorded = true;
+        out.yield_event(event).await;
+        true
     }
 
     /// The calling agent's run context: session (values, record), run path, root input.
@@ -106,6 +213,30 @@ pub enum ToolError {
         /// The panic message, when it was a string.
         message: Arc<str>,
     },
+    /// Something inside the tool stopped for outside input (an agent tool whose agent
+    /// interrupted). A [`ChatModelAgent`](crate::ChatModelAgent) passes the interrupts on, so
+    /// its run can be resumed and the call with it; see [`ToolInterrupt`].
+    #[error(
+        "tool '{tool}' stopped for outside input; it can only be called by an agent that can          pass its interrupts on and resume it (a ChatModelAgent)"
+    )]
+    Interrupted {
+        /// The tool.
+        tool: Arc<str>,
+        /// The interrupts and the tool's state.
+        interrupt: Box<ToolInterrupt>,
+    },
+}
+
+/// What a tool that stopped for outside input hands its caller (in
+/// [`ToolError::Interrupted`]): the interrupts raised inside it, and the state it needs to go
+/// on when the call is resumed ([`ToolContext::saved_state`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolInterrupt {
+    /// The interrupts, as they reached the tool: each with the address frames of the levels
+    /// it crossed inside the tool (an agent tool's run adds at least one), and its id.
+    pub interrupts: Vec<InterruptInfo>,
+    /// State the tool gets back when the call is resumed.
+    pub state: Option<serde_json::Value>,
 }
 
 fn available_text(available: &[Arc<str>]) -> String {
