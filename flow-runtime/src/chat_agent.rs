@@ -128,6 +128,11 @@ impl From<ChatAgentError> for AgentError {
 ///   have, tools that fail or panic: each is answered to the model as a tool error
 ///   (`error: …`), and the loop goes on.
 /// - It streams when its input asks for it ([`AgentInput::streaming`]).
+/// - A tool call that stops for outside input ([`ToolError::Interrupted`]: an
+///   [`AgentTool`](crate::AgentTool) whose agent interrupted) ends the run with those
+///   interrupts, each carrying the turn (conversation, finished results, pending calls) as
+///   state and the call in its address; [`Agent::resume`] finishes that turn without running
+///   the finished calls again, and the loop goes on.
 /// - Model failures are retried per its [`RetryPolicy`] (see the module docs for what the
 ///   session keeps); a final failure, or reaching the limit of model calls, ends the run with
 ///   an error event ([`ChatAgentError`]).

@@ -14,6 +14,9 @@
 //!   by the agent's [`ContextPolicy`]), and follows transfers between neighbours in the tree.
 //! - Every event carries a [`RunPath`]: the chain of agents from the root to its source, with one
 //!   step per hop (`triage/refund/triage/complaint`). The framework sets it once.
+//! - Workflow agents ([`Sequential`], [`Parallel`], [`Loop`]) run their node's sub-agents in
+//!   a fixed pattern; [`DeterministicTransfer`] hands off to fixed agents; an [`AgentTool`]
+//!   lets a model call a whole tree as a tool (see [`workflow`]).
 //! - The [`Runner`] starts runs: a new session per run, streaming on or off.
 //! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
 //!
@@ -96,5 +99,7 @@ pub use spec::{
     UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError};
-pub use tool::{tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError};
+pub use tool::{
+    tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
+};
 pub use workflow::{Loop, Parallel, Sequential, WorkflowError};
