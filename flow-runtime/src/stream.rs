@@ -76,8 +76,10 @@ impl State {
     }
 
     fn wake_waiting(&mut self) {
-        for w in self.waiting.drain(..) {
-            w.wake();
+        if !self.waiting.is_empty() {
+            for w in self.waiting.drain(..) {
+                w.wake();
+            }
         }
     }
 }
@@ -177,8 +179,12 @@ impl Stream for MessageStream {
             };
             match source.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    state.chunks.push(Arc::new(chunk));
+                    // Hand the new chunk to this reader straight away.
+                    let chunk = Arc::new(chunk);
+                    state.chunks.push(Arc::clone(&chunk));
                     state.wake_waiting();
+                    this.pos += 1;
+                    return Poll::Ready(Some(Ok(chunk)));
                 }
                 Poll::Ready(Some(Err(err))) => {
                     state.error = Some(err);
