@@ -170,6 +170,12 @@ impl Stream for MessageStream {
                 this.pos += 1;
                 return Poll::Ready(Some(Ok(Arc::clone(chunk))));
             }
+            if state.chunks.is_empty() {
+                // A source that knows its length (a scripted reply, a replay) fills the buffer
+                // without regrowing it.
+                let expected = state.source.as_ref().map_or(0, |s| s.size_hint().0);
+                state.chunks.reserve(expected.min(1 << 16));
+            }
             let Some(source) = state.source.as_mut() else {
                 if let (Some(err), false) = (&state.error, this.error_seen) {
                     this.error_seen = true;
