@@ -145,7 +145,7 @@ impl MessageStream {
     /// Fails with the source's error if it failed; the chunks read so far are still available to
     /// other readers.
     pub async fn collect_message(mut self) -> Result<Message, StreamError> {
-        let mut chunks = Vec::new();
+        let mut chunks = Vec::with_capacity(self.size_hint().0);
         while let Some(chunk) = self.next().await {
             chunks.push(chunk?);
         }
@@ -207,6 +207,32 @@ impl Stream for MessageStream {
                     }
                     return Poll::Pending;
                 }
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.remaining_hint()
+    }
+}
+
+impl MessageStream {
+    /// Chunks this reader has yet to read: those buffered past it, plus what the source says
+    /// it still has.
+    fn remaining_hint(&self) -> (usize, Option<usize>) {
+        let state = self.shared.state.lock().expect("message stream lock");
+        let buffered = state.chunks.len().saturating_sub(self.pos);
+        match &state.source {
+            Some(source) => {
+                let (low, high) = source.size_hint();
+                (
+                    buffered.saturating_add(low),
+                    high.and_then(|h| h.checked_add(buffered)),
+                )
+            }
+            None => {
+                let error = usize::from(state.error.is_some() && !self.error_seen);
+                (buffered + error, Some(buffered + error))
             }
         }
     }
