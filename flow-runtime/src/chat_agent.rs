@@ -243,7 +243,7 @@ impl ChatModelAgent {
     /// `exit` if enabled.
     pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
-        self.toolset(targets).definitions
+        self.toolset(targets).definitions.to_vec()
     }
 
     /// The tool set for these transfer targets: the cached one if it has the same targets.
@@ -268,7 +268,7 @@ impl ChatModelAgent {
         }
         Toolset {
             targets,
-            definitions,
+            definitions: definitions.into(),
         }
     }
 }
@@ -470,7 +470,7 @@ pub fn exit_tool_definition() -> ToolDefinition {
 /// The tools of one run: the agent's own plus the built-ins this node gets.
 struct Toolset {
     targets: Vec<AgentInfo>,
-    definitions: Vec<ToolDefinition>,
+    definitions: Arc<[ToolDefinition]>,
 }
 
 /// What one tool call produced: the result text (or error) and the action it carries.

@@ -23,7 +23,12 @@ pub const TRANSFER_TOOL_NAME: &str = "transfer_to_agent";
 /// emitted with [`Context::transfer`].
 pub fn transfer_messages(target: &str) -> (Message, Message) {
     let call_id = format!("transfer-{target}");
-    let arguments = serde_json::json!({ "agent_name": target }).to_string();
+    // `{"agent_name": target}` as JSON text, written directly (no `Value` map per transfer).
+    let name = serde_json::to_string(target).expect("a string serializes");
+    let mut arguments = String::with_capacity(name.len() + 15);
+    arguments.push_str("{\"agent_name\":");
+    arguments.push_str(&name);
+    arguments.push('}');
     let call = Message::assistant_tool_calls(
         "",
         vec![ToolCall::new(

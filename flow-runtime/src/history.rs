@@ -144,7 +144,14 @@ fn default_rewrite<'a>(
 /// assert_eq!(m.content, "For context: [triage] said: it is a refund.");
 /// ```
 pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
-    let mut text = String::from("For context:");
+    // Sized for the common shapes, so the text is written without regrowing.
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| c.name.len() + c.arguments.len() + agent_name.len() + 40)
+        .sum();
+    let mut text = String::with_capacity(40 + agent_name.len() + message.content.len() + calls);
+    text.push_str("For context:");
     match message.role {
         Role::Assistant => {
             if !message.content.is_empty() {

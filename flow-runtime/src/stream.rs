@@ -76,8 +76,10 @@ impl State {
     }
 
     fn wake_waiting(&mut self) {
-        for w in self.waiting.drain(..) {
-            w.wake();
+        if !self.waiting.is_empty() {
+            for w in self.waiting.drain(..) {
+                w.wake();
+            }
         }
     }
 }
@@ -143,7 +145,7 @@ impl MessageStream {
     /// Fails with the source's error if it failed; the chunks read so far are still available to
     /// other readers.
     pub async fn collect_message(mut self) -> Result<Message, StreamError> {
-        let mut chunks = Vec::new();
+        let mut chunks = Vec::with_capacity(self.size_hint().0);
         while let Some(chunk) = self.next().await {
             chunks.push(chunk?);
         }
@@ -168,6 +170,12 @@ impl Stream for MessageStream {
                 this.pos += 1;
                 return Poll::Ready(Some(Ok(Arc::clone(chunk))));
             }
+            if state.chunks.is_empty() {
+                // A source that knows its length (a scripted reply, a replay) fills the buffer
+                // without regrowing it.
+                let expected = state.source.as_ref().map_or(0, |s| s.size_hint().0);
+                state.chunks.reserve(expected.min(1 << 16));
+            }
             let Some(source) = state.source.as_mut() else {
                 if let (Some(err), false) = (&state.error, this.error_seen) {
                     this.error_seen = true;
@@ -177,8 +185,12 @@ impl Stream for MessageStream {
             };
             match source.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    state.chunks.push(Arc::new(chunk));
+                    // Hand the new chunk to this reader straight away.
+                    let chunk = Arc::new(chunk);
+                    state.chunks.push(Arc::clone(&chunk));
                     state.wake_waiting();
+                    this.pos += 1;
+                    return Poll::Ready(Some(Ok(chunk)));
                 }
                 Poll::Ready(Some(Err(err))) => {
                     state.error = Some(err);
@@ -195,6 +207,32 @@ impl Stream for MessageStream {
                     }
                     return Poll::Pending;
                 }
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.remaining_hint()
+    }
+}
+
+impl MessageStream {
+    /// Chunks this reader has yet to read: those buffered past it, plus what the source says
+    /// it still has.
+    fn remaining_hint(&self) -> (usize, Option<usize>) {
+        let state = self.shared.state.lock().expect("message stream lock");
+        let buffered = state.chunks.len().saturating_sub(self.pos);
+        match &state.source {
+            Some(source) => {
+                let (low, high) = source.size_hint();
+                (
+                    buffered.saturating_add(low),
+                    high.and_then(|h| h.checked_add(buffered)),
+                )
+            }
+            None => {
+                let error = usize::from(state.error.is_some() && !self.error_seen);
+                (buffered + error, Some(buffered + error))
             }
         }
     }

@@ -46,8 +46,9 @@ pub struct ToolDefinition {
 pub struct ChatRequest {
     /// The conversation, oldest first (a system message first, if the agent has instructions).
     pub messages: Vec<MessageRef>,
-    /// The tools the model may call; empty if it may not call any.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools the model may call; empty if it may not call any. Shared: an agent builds its
+    /// definitions once and every request it makes points at them.
+    pub tools: Arc<[ToolDefinition]>,
 }
 
 impl ChatRequest {
@@ -55,7 +56,7 @@ impl ChatRequest {
     pub fn new(messages: impl IntoIterator<Item = MessageRef>) -> Self {
         ChatRequest {
             messages: messages.into_iter().collect(),
-            tools: Vec::new(),
+            tools: Arc::default(),
         }
     }
 
