@@ -98,6 +98,18 @@ pub enum ToolError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// The tool did not finish within the agent's
+    /// [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout); it was dropped.
+    #[error(
+        "tool '{tool}' timed out after {} ms (the agent's tool_timeout); it was stopped",
+        .limit.as_millis()
+    )]
+    TimedOut {
+        /// The tool.
+        tool: Arc<str>,
+        /// The limit it exceeded.
+        limit: std::time::Duration,
+    },
     /// The tool panicked; the run goes on.
     #[error("tool '{tool}' panicked: {message}")]
     Panicked {
