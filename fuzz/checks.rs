@@ -101,8 +101,7 @@ pub fn entries_from(data: &[u8]) -> Vec<HistoryEntry> {
     let text = String::from_utf8_lossy(data).into_owned();
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
-    let mut at = 0;
-    for group in data.chunks(3) {
+    for (at, group) in data.chunks(3).enumerate() {
         let pick = |k: usize| group.get(k).copied().unwrap_or(0) as usize;
         let len = pick(2) % 12;
         let content: String = chars
@@ -111,7 +110,6 @@ pub fn entries_from(data: &[u8]) -> Vec<HistoryEntry> {
             .skip(at)
             .take(len.min(chars.len()))
             .collect();
-        at += 1;
         let agent = AGENTS[pick(0) % 3];
         let (is_user_input, message) = match pick(1) % 5 {
             0 => (true, Message::user(content)),

@@ -201,8 +201,7 @@ fn tree(live: &Live) -> FlowAgent {
 }
 
 /// Polls `events` at most `polls` times (with a no-op waker: every await point here wakes
-/// itself), reading each streamed message's chunks as they come when `read_streams`.
-/// Returns the events taken and whether the stream ended.
+/// itself). Returns the events taken and whether the stream ended.
 fn poll_some(events: &mut EventStream, polls: usize) -> (Vec<AgentEvent>, bool) {
     let waker = futures::task::noop_waker();
     let mut cx = TaskContext::from_waker(&waker);
