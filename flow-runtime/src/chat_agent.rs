@@ -24,6 +24,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 use futures::future::{self, BoxFuture};
 use futures::stream::FuturesOrdered;
@@ -125,7 +126,7 @@ impl From<ChatAgentError> for AgentError {
 /// - With [`exit_tool`](ChatModelAgentBuilder::exit_tool), it gets an `exit` tool taking
 ///   `{"final_result": string}` whose result carries [`Action::Exit`].
 /// - Tool arguments that are not valid JSON or do not fit the schema, calls to tools it does not
-///   have, tools that fail or panic: each is answered to the model as a tool error
+///   have, tools that fail, panic or exceed the [`tool_timeout`](ChatModelAgentBuilder::tool_timeout): each is answered to the model as a tool error
 ///   (`error: …`), and the loop goes on.
 /// - It streams when its input asks for it ([`AgentInput::streaming`]).
 /// - A tool call that stops for outside input ([`ToolError::Interrupted`]: an
@@ -193,6 +194,7 @@ pub struct ChatModelAgent {
     /// The tool set of the last node this agent ran as (one per agent in practice): building
     /// tool schemas on every run would cost more than the rest of the run.
     toolset: Mutex<Option<Arc<Toolset>>>,
+    tool_timeout: Option<Duration>,
 }
 
 /// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
@@ -224,6 +226,7 @@ impl ChatModelAgent {
                 retry: RetryPolicy::default(),
                 system: None,
                 toolset: Mutex::new(None),
+                tool_timeout: None,
             },
         }
     }
@@ -327,6 +330,17 @@ impl ChatModelAgentBuilder {
         self
     }
 
+    /// How long one tool call may take (default: no limit). A call that takes longer is
+    /// dropped at its next await point and answered to the model as
+    /// [`ToolError::TimedOut`], naming the tool and the limit; the loop goes on.
+    ///
+    /// The limit uses tokio's timer: the run must be polled inside a tokio runtime with time
+    /// enabled.
+    pub fn tool_timeout(mut self, limit: Duration) -> Self {
+        self.agent.tool_timeout = Some(limit);
+        self
+    }
+
     /// Builds the agent. Fails if two tools share a name, a tool takes the name of a built-in
     /// one, or the limit of model calls is 0.
     pub fn build(self) -> Result<ChatModelAgent, ChatAgentError> {
@@ -373,6 +387,7 @@ impl fmt::Debug for ChatModelAgent {
             .field("exit_tool", &self.exit_tool)
             .field("illegal_transfer", &self.illegal_transfer)
             .field("retry", &self.retry)
+            .field("tool_timeout", &self.tool_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -801,9 +816,23 @@ impl ChatModelAgent {
                             tcx = tcx.with_resume(info, state);
                         }
                         let arguments = call.arguments.clone();
+                        let limit = self.tool_timeout;
                         async move {
-                            let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await });
-                            match run.catch_unwind().await {
+                            let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
+                                .catch_unwind();
+                            let finished = match limit {
+                                None => run.await,
+                                Some(limit) => match tokio::time::timeout(limit, run).await {
+                                    Ok(finished) => finished,
+                                    Err(_) => {
+                                        return Err(ToolError::TimedOut {
+                                            tool: tool.name().into(),
+                                            limit,
+                                        })
+                                    }
+                                },
+                            };
+                            match finished {
                                 Ok(result) => result.map(|text| (text, None)),
                                 Err(payload) => Err(ToolError::Panicked {
                                     tool: tool.name().into(),

@@ -205,6 +205,18 @@ pub enum ToolError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// The tool did not finish within the agent's
+    /// [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout); it was dropped.
+    #[error(
+        "tool '{tool}' timed out after {} ms (the agent's tool_timeout); it was stopped",
+        .limit.as_millis()
+    )]
+    TimedOut {
+        /// The tool.
+        tool: Arc<str>,
+        /// The limit it exceeded.
+        limit: std::time::Duration,
+    },
     /// The tool panicked; the run goes on.
     #[error("tool '{tool}' panicked: {message}")]
     Panicked {
@@ -357,14 +369,24 @@ pub fn schema_for<T: JsonSchema>() -> serde_json::Value {
 }
 
 /// Decodes tool arguments: empty text counts as `{}` (some models send nothing for tools
-/// without parameters); text that is not JSON, or JSON that does not fit `T`, is a
-/// [`ToolError::InvalidArguments`] saying which.
+/// without parameters); text that is not JSON, JSON that is not an object, or an object that
+/// does not fit `T`, is a [`ToolError::InvalidArguments`] saying which.
 pub fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, ToolError> {
     let text = if arguments.trim().is_empty() {
         "{}"
     } else {
         arguments
     };
+    if !text.trim_start().starts_with('{') {
+        // Arguments are an object (every tool schema says so); serde would also take a
+        // struct from an array of its fields, which the schema does not allow.
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+            return Err(ToolError::invalid_arguments(
+                tool,
+                "the arguments do not match the schema (they must be a JSON object)",
+            ));
+        }
+    }
     serde_json::from_str(text).map_err(|e| {
         let what = match e.classify() {
             serde_json::error::Category::Data => "the arguments do not match the schema",

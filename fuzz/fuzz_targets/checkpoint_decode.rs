@@ -1,0 +1,8 @@
+#![no_main]
+
+#[path = "../checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    checks::checkpoint_decode(data);
+});
