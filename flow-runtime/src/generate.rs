@@ -106,8 +106,8 @@ impl Context {
     }
 
     /// Emits an interrupt: the run stops after this agent's stream ends and can be resumed
-    /// from a checkpoint. `info` is shown to the caller; use [`interrupt_with_state`]
-    /// (Context::interrupt_with_state) to get state back on resume.
+    /// from a checkpoint. `info` is shown to the caller; use
+    /// [`interrupt_with_state`](Context::interrupt_with_state) to get state back on resume.
     pub fn interrupt(&self, info: serde_json::Value) {
         self.emit(AgentEvent::action(Action::Interrupted(InterruptInfo::new(
             info,
