@@ -40,8 +40,8 @@ pub mod __private {
     pub use flow_runtime::spec::{check, render, DynAgent, Filled, Set, UnknownAgent, Unset};
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
-        ContextPolicy, EventStream, FlowAgent, FlowBuilt, FlowError, IntoOutcome, RunContext,
-        Runner, TransferTarget,
+        ContextPolicy, EventStream, FlowAgent, FlowBuilt, FlowError, IntoOutcome, Loop, Parallel,
+        RunContext, Runner, Sequential, TransferTarget,
     };
     pub use std::sync::Arc;
 }

@@ -37,7 +37,7 @@
 /// | `escalation` | none (barred from its parent `complaint`) |
 /// | `billing` | `triage` (parent) |
 ///
-/// An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown as written; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`].
+/// An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown as written; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
 #[derive(Debug, Clone)]
 #[allow(dead_code)]
 pub struct Desk {

@@ -547,6 +547,38 @@ pub mod check {
         }
         Verdict::pass()
     }
+
+    /// Checks that agent `agent`, a sub-agent of the workflow `workflow` (a `kind` workflow:
+    /// `sequential`, `parallel` or `loop`) in flow `flow`, declares no transfer to it: a
+    /// workflow runs its sub-agents itself and bars them from transferring to it.
+    pub const fn workflow_child(
+        flow: &str,
+        agent: &str,
+        declared: &[&str],
+        workflow: &str,
+        kind: &str,
+    ) -> Verdict {
+        if !contains(declared, workflow) {
+            return Verdict::pass();
+        }
+        Verdict::pass()
+            .push("agent ")
+            .code(agent)
+            .push(" declares a transfer to ")
+            .code(workflow)
+            .push(", its parent in flow ")
+            .code(flow)
+            .push(", but ")
+            .code(workflow)
+            .push(" is a ")
+            .code(kind)
+            .push(
+                " workflow: it runs its sub-agents itself and bars them from transferring to \
+                 it, so that transfer would be refused. Remove the target from the agent's \
+                 `#[agent(transfers = [...])]`; the workflow goes on by itself when the agent \
+                 ends",
+            )
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::parse::FlowAst;
+use super::parse::{FlowAst, WorkflowKind};
 use super::tree::{ContextOpt, Kind, Node, Tree};
 
 /// The doc attributes of the flow type: the user's, then the generated sections.
@@ -49,14 +49,15 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     lines.push(String::new());
     lines.push(" | agent | may transfer to |".into());
     lines.push(" | --- | --- |".into());
-    for node in &tree.nodes {
-        lines.push(format!(" | `{}` | {} |", shown(node), targets(tree, node)));
+    for (i, node) in tree.nodes.iter().enumerate() {
+        lines.push(format!(" | `{}` | {} |", shown(node), targets(tree, i)));
     }
     lines.push(String::new());
     lines.push(
         " An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown \
          as written; the agents' names are in [`Self::AGENTS`], the path from the root to each \
-         in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]."
+         in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow \
+         node runs its sub-agents itself and never transfers; they are barred from it."
             .into(),
     );
     let attrs = &ast.attrs;
@@ -70,16 +71,21 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
 fn shown(node: &Node) -> String {
     match node.kind {
         Kind::Dyn => node.label.to_string(),
-        Kind::Static(_) | Kind::Given(_) => node.written.clone(),
+        Kind::Static(_) | Kind::Given(_) | Kind::Workflow(_) => node.written.clone(),
     }
 }
 
 fn annotations(node: &Node) -> String {
     let mut notes: Vec<String> = Vec::new();
-    match node.kind {
+    match &node.kind {
         Kind::Given(_) => notes.push("runtime".into()),
         Kind::Dyn => notes.push("dyn: given at run time".into()),
         Kind::Static(_) => {}
+        Kind::Workflow(WorkflowKind::Loop(Some(n))) => {
+            notes.push(format!("loop workflow, at most {n} iterations"));
+        }
+        Kind::Workflow(WorkflowKind::Loop(None)) => notes.push("loop workflow, unbounded".into()),
+        Kind::Workflow(k) => notes.push(format!("{} workflow", k.keyword())),
     }
     if node.opts.no_parent {
         notes.push("no_parent".into());
@@ -134,14 +140,21 @@ fn mermaid(tree: &Tree) -> Vec<String> {
     }
     for (i, node) in tree.nodes.iter().enumerate() {
         if let Some(p) = node.parent {
-            let arrow = if node.opts.no_parent { "-->" } else { "<-->" };
+            let arrow = if tree.barred(i) { "-->" } else { "<-->" };
             out.push(format!("    n{p} {arrow} n{i}"));
         }
     }
     out
 }
 
-fn targets(tree: &Tree, node: &Node) -> String {
+fn targets(tree: &Tree, i: usize) -> String {
+    let node = &tree.nodes[i];
+    if let Some(kind) = node.workflow() {
+        return format!(
+            "none: a {} workflow, it runs its sub-agents itself",
+            kind.keyword()
+        );
+    }
     let mut out: Vec<String> = node
         .children
         .iter()
@@ -149,11 +162,16 @@ fn targets(tree: &Tree, node: &Node) -> String {
         .collect();
     if let Some(p) = node.parent {
         let parent = shown(&tree.nodes[p]);
-        if node.opts.no_parent {
+        if tree.barred(i) {
+            let why = if tree.workflow_parent(i).is_some() {
+                ", a workflow"
+            } else {
+                ""
+            };
             if out.is_empty() {
-                return format!("none (barred from its parent `{parent}`)");
+                return format!("none (barred from its parent `{parent}`{why})");
             }
-            out.push(format!("(barred from its parent `{parent}`)"));
+            out.push(format!("(barred from its parent `{parent}`{why})"));
         } else {
             out.push(format!("`{parent}` (parent)"));
         }

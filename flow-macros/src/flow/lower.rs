@@ -6,6 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
 use super::parse::FlowAst;
+use super::parse::WorkflowKind;
 use super::tree::{ContextOpt, Kind, Tree};
 use crate::names::{snake, upper_camel};
 
@@ -34,7 +35,7 @@ impl Cx<'_> {
     fn barred(&self, i: usize) -> TokenStream {
         let p = &self.p;
         let node = &self.tree.nodes[i];
-        let flag = node.opts.no_parent;
+        let flag = self.tree.barred(i);
         match node.ty() {
             _ if flag => quote!(true),
             Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::NO_PARENT),
@@ -310,6 +311,23 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                 }
             };
         });
+        if let Some((k, kind)) = cx.tree.workflow_parent(i) {
+            let kind = kind.keyword();
+            out.extend(quote_spanned! {span=>
+                const _: () = {
+                    let __v = #p::check::workflow_child(
+                        #flow_str,
+                        #spec::NAME,
+                        #spec::TRANSFERS,
+                        #flow::AGENTS[#k],
+                        #kind,
+                    );
+                    if __v.failed() {
+                        ::core::panic!("{}", __v.as_str())
+                    }
+                };
+            });
+        }
     }
     out
 }
@@ -420,8 +438,11 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
     let flow = cx.flow;
     let mut out = TokenStream::new();
     for (i, node) in cx.tree.nodes.iter().enumerate() {
+        if node.workflow().is_some() {
+            continue; // a workflow runs its sub-agents; it never transfers
+        }
         let mut targets: Vec<usize> = node.children.clone();
-        if let (Some(parent), false) = (node.parent, node.opts.no_parent) {
+        if let (Some(parent), false) = (node.parent, cx.tree.barred(i)) {
             targets.push(parent);
         }
         if targets.is_empty() {
@@ -713,6 +734,16 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let slot = slot_local(&fields[j]);
             quote!(#p::FlowAgent::from_arc(#slot.0))
+        }
+        Kind::Workflow(kind) => {
+            let name = node.label.to_string();
+            let workflow = match kind {
+                WorkflowKind::Sequential => quote!(#p::Sequential::new(#name)),
+                WorkflowKind::Parallel => quote!(#p::Parallel::new(#name)),
+                WorkflowKind::Loop(Some(n)) => quote!(#p::Loop::new(#name, #n)),
+                WorkflowKind::Loop(None) => quote!(#p::Loop::unbounded(#name)),
+            };
+            quote!(#p::FlowAgent::new(#workflow))
         }
     };
     let barred = cx.barred(i);

@@ -4,7 +4,10 @@
 //! ```text
 //! input    := CRATE ';' FLOW
 //! FLOW     := doc-attr* VIS IDENT ':' NODE
-//! NODE     := ('dyn' IDENT | PATH) ('(' OPTION (',' OPTION)* ')')? ('=>' '[' NODE (',' NODE)* ']')?
+//! NODE     := ('dyn' IDENT | PATH) OPTIONS? ('=>' '[' NODE (',' NODE)* ']')?
+//!           | IDENT OPTIONS? '=' WORKFLOW '[' NODE (',' NODE)* ']'
+//! WORKFLOW := 'sequential' | 'parallel' | 'loop' '(' ('max' '=' INT | 'unbounded') ')'
+//! OPTIONS  := '(' OPTION (',' OPTION)* ')'
 //! OPTION   := IDENT ('=' tokens)?
 //! ```
 
@@ -33,6 +36,28 @@ pub(crate) enum Target {
     Type(syn::Path),
     /// An agent given at run time, named by the identifier.
     Dyn(Ident),
+    /// A workflow agent the flow builds, named by the identifier.
+    Workflow(Ident, WorkflowKind),
+}
+
+/// What a workflow node runs.
+#[derive(Clone)]
+pub(crate) enum WorkflowKind {
+    Sequential,
+    Parallel,
+    /// `loop(max = N)` (`Some`, N >= 1) or `loop(unbounded)` (`None`).
+    Loop(Option<syn::LitInt>),
+}
+
+impl WorkflowKind {
+    /// The keyword as written: `sequential`, `parallel` or `loop`.
+    pub(crate) fn keyword(&self) -> &'static str {
+        match self {
+            WorkflowKind::Sequential => "sequential",
+            WorkflowKind::Parallel => "parallel",
+            WorkflowKind::Loop(_) => "loop",
+        }
+    }
 }
 
 /// One node as written.
@@ -47,7 +72,7 @@ impl NodeAst {
     pub(crate) fn span(&self) -> Span {
         match &self.target {
             Target::Type(p) => p.span(),
-            Target::Dyn(i) => i.span(),
+            Target::Dyn(i) | Target::Workflow(i, _) => i.span(),
         }
     }
 
@@ -56,6 +81,7 @@ impl NodeAst {
         match &self.target {
             Target::Type(p) => path_string(p),
             Target::Dyn(i) => format!("dyn {i}"),
+            Target::Workflow(i, _) => i.to_string(),
         }
     }
 
@@ -66,7 +92,7 @@ impl NodeAst {
                 || Ident::new("agent", Span::call_site()),
                 |s| s.ident.clone(),
             ),
-            Target::Dyn(i) => i.clone(),
+            Target::Dyn(i) | Target::Workflow(i, _) => i.clone(),
         }
     }
 }
@@ -244,6 +270,9 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
         }
     }
     let arrow = input.peek(Token![=>]);
+    if !arrow && input.peek(Token![=]) {
+        return workflow(input, node, cx);
+    }
     if arrow {
         input.parse::<Token![=>]>()?;
         if !input.peek(syn::token::Bracket) {
@@ -268,35 +297,7 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
         );
     }
     if input.peek(syn::token::Bracket) {
-        let content;
-        let bracket = bracketed!(content in input);
-        let mut nodes = Vec::new();
-        while !content.is_empty() {
-            match parse_node(&content, cx) {
-                Ok(n) => nodes.push(n),
-                Err(e) => {
-                    cx.push(e);
-                    skip_to_comma(&content);
-                }
-            }
-            if !content.is_empty() {
-                if let Err(e) = content.parse::<Token![,]>() {
-                    cx.push(syn::Error::new(
-                        e.span(),
-                        format!(
-                            "expected `,` between the sub-agents of `{}`",
-                            node.written()
-                        ),
-                    ));
-                    skip_to_comma(&content);
-                    let _ = content.parse::<Token![,]>();
-                }
-            }
-        }
-        node.children = Some(Children {
-            bracket: bracket.span.join(),
-            nodes,
-        });
+        node.children = Some(children(input, &node.written(), cx)?);
     } else if input.peek(syn::token::Brace) || input.peek(syn::token::Paren) {
         return Err(syn::Error::new(
             input.span(),
@@ -308,6 +309,173 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
         ));
     }
     Ok(node)
+}
+
+const WORKFLOWS: &str = "`sequential [...]`, `parallel [...]`, `loop(max = N) [...]` or \
+                         `loop(unbounded) [...]`";
+
+/// The rest of a workflow node, from its `=`: `NAME = KIND [children]`.
+fn workflow(input: ParseStream, mut node: NodeAst, cx: &mut Ctxt) -> syn::Result<NodeAst> {
+    let eq: Token![=] = input.parse()?;
+    let name = match &node.target {
+        Target::Type(p) if p.leading_colon.is_none() && p.segments.len() == 1 => {
+            p.segments[0].ident.clone()
+        }
+        _ => {
+            return Err(syn::Error::new(
+                node.span(),
+                format!(
+                    "a workflow node is named by an identifier, as in `pipeline = sequential \
+                     [...]`; `{}` is not one",
+                    node.written()
+                ),
+            ))
+        }
+    };
+    let kind_span = input.span();
+    let kind = if input.peek(Token![loop]) {
+        let loop_token: Token![loop] = input.parse()?;
+        let bound = if input.peek(syn::token::Paren) {
+            let content;
+            parenthesized!(content in input);
+            loop_bound(&content, &name)?
+        } else {
+            None
+        };
+        match bound {
+            Some(b) => WorkflowKind::Loop(b),
+            None => {
+                cx.error(
+                    loop_token.span,
+                    format!(
+                        "loop workflow `{name}` needs a bound: write `{name} = loop(max = N) \
+                         [...]` to run its sub-agents at most N times (N >= 1), or `{name} = \
+                         loop(unbounded) [...]` for a loop that only BreakLoop or Exit ends"
+                    ),
+                );
+                WorkflowKind::Loop(None)
+            }
+        }
+    } else {
+        let kw: Ident = input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span().join(eq.span).unwrap_or(e.span()),
+                format!("expected the kind of workflow `{name}` after `=`: {WORKFLOWS}"),
+            )
+        })?;
+        match kw.to_string().as_str() {
+            "sequential" => WorkflowKind::Sequential,
+            "parallel" => WorkflowKind::Parallel,
+            other => {
+                return Err(syn::Error::new(
+                    kw.span(),
+                    format!(
+                        "unknown workflow kind `{other}` for node `{name}`; write `{name} = ` \
+                         then {WORKFLOWS}"
+                    ),
+                ))
+            }
+        }
+    };
+    if !matches!(kind, WorkflowKind::Loop(_)) && input.peek(syn::token::Paren) {
+        let content;
+        let paren = parenthesized!(content in input);
+        let _: TokenStream = content.parse()?;
+        cx.error(
+            paren.span.join(),
+            format!(
+                "a {} workflow takes no arguments: write `{name} = {} [...]`",
+                kind.keyword(),
+                kind.keyword()
+            ),
+        );
+    }
+    if !input.peek(syn::token::Bracket) {
+        return Err(syn::Error::new(
+            if input.is_empty() {
+                kind_span
+            } else {
+                input.span()
+            },
+            format!(
+                "expected the sub-agents of workflow `{name}` in brackets, as in `{name} = {} \
+                 [a, b]`",
+                kind.keyword()
+            ),
+        ));
+    }
+    node.target = Target::Workflow(name.clone(), kind);
+    node.children = Some(children(input, &name.to_string(), cx)?);
+    Ok(node)
+}
+
+/// Inside `loop( ... )`: `max = N` (`Some(Some(N))`), `unbounded` (`Some(None)`), or an error
+/// that is recorded (`None`).
+#[allow(clippy::option_option)]
+fn loop_bound(content: ParseStream, name: &Ident) -> syn::Result<Option<Option<syn::LitInt>>> {
+    let bad = |span: Span| {
+        syn::Error::new(
+            span,
+            format!(
+                "the bound of loop workflow `{name}` is `max = N` (N >= 1) or `unbounded`, as in \
+                 `{name} = loop(max = 3) [...]`"
+            ),
+        )
+    };
+    let key: Ident = content.parse().map_err(|e| bad(e.span()))?;
+    let out = match key.to_string().as_str() {
+        "unbounded" => None,
+        "max" => {
+            content.parse::<Token![=]>().map_err(|e| bad(e.span()))?;
+            let n: syn::LitInt = content.parse().map_err(|e| bad(e.span()))?;
+            if n.base10_parse::<usize>()? == 0 {
+                return Err(syn::Error::new(
+                    n.span(),
+                    format!(
+                        "loop workflow `{name}` has `max = 0`, so it would never run its \
+                         sub-agents; use `max = 1` or more, or `loop(unbounded)` for a loop \
+                         that only BreakLoop or Exit ends"
+                    ),
+                ));
+            }
+            Some(n)
+        }
+        _ => return Err(bad(key.span())),
+    };
+    if !content.is_empty() {
+        return Err(bad(content.span()));
+    }
+    Ok(Some(out))
+}
+
+/// `[ NODE, ... ]`.
+fn children(input: ParseStream, written: &str, cx: &mut Ctxt) -> syn::Result<Children> {
+    let content;
+    let bracket = bracketed!(content in input);
+    let mut nodes = Vec::new();
+    while !content.is_empty() {
+        match parse_node(&content, cx) {
+            Ok(n) => nodes.push(n),
+            Err(e) => {
+                cx.push(e);
+                skip_to_comma(&content);
+            }
+        }
+        if !content.is_empty() {
+            if let Err(e) = content.parse::<Token![,]>() {
+                cx.push(syn::Error::new(
+                    e.span(),
+                    format!("expected `,` between the sub-agents of `{written}`"),
+                ));
+                skip_to_comma(&content);
+                let _ = content.parse::<Token![,]>();
+            }
+        }
+    }
+    Ok(Children {
+        bracket: bracket.span.join(),
+        nodes,
+    })
 }
 
 fn skip_to_comma(input: ParseStream) {

@@ -4,7 +4,7 @@
 use proc_macro2::Span;
 use syn::{Ident, LitInt};
 
-use super::parse::{FlowAst, NodeAst, Target};
+use super::parse::{FlowAst, NodeAst, Target, WorkflowKind};
 use super::validate;
 use crate::ctxt::Ctxt;
 
@@ -35,6 +35,8 @@ pub(crate) enum Kind {
     Given(syn::Path),
     /// Any agent, given to the builder, named by the node.
     Dyn,
+    /// A workflow agent the flow builds, named by the node; it runs its sub-agents itself.
+    Workflow(WorkflowKind),
 }
 
 /// One node of the tree.
@@ -55,13 +57,21 @@ impl Node {
     pub(crate) fn ty(&self) -> Option<&syn::Path> {
         match &self.kind {
             Kind::Static(p) | Kind::Given(p) => Some(p),
-            Kind::Dyn => None,
+            Kind::Dyn | Kind::Workflow(_) => None,
         }
     }
 
     /// Whether the builder is given this node's agent.
     pub(crate) fn is_given(&self) -> bool {
-        !matches!(self.kind, Kind::Static(_))
+        matches!(self.kind, Kind::Given(_) | Kind::Dyn)
+    }
+
+    /// The workflow this node runs, if it is a workflow node.
+    pub(crate) fn workflow(&self) -> Option<&WorkflowKind> {
+        match &self.kind {
+            Kind::Workflow(k) => Some(k),
+            _ => None,
+        }
     }
 }
 
@@ -86,6 +96,7 @@ impl Tree {
             Target::Type(p) if opts.runtime => Kind::Given(p.clone()),
             Target::Type(p) => Kind::Static(p.clone()),
             Target::Dyn(_) => Kind::Dyn,
+            Target::Workflow(_, k) => Kind::Workflow(k.clone()),
         };
         let index = self.nodes.len();
         self.nodes.push(Node {
@@ -119,6 +130,18 @@ impl Tree {
         }
         chain.reverse();
         chain
+    }
+
+    /// The workflow node `i` is a sub-agent of, if its parent is one.
+    pub(crate) fn workflow_parent(&self, i: usize) -> Option<(usize, &WorkflowKind)> {
+        let p = self.nodes[i].parent?;
+        self.nodes[p].workflow().map(|k| (p, k))
+    }
+
+    /// Whether the flow's syntax bars node `i` from its parent: the node is `no_parent`, or
+    /// its parent is a workflow (which runs its sub-agents itself).
+    pub(crate) fn barred(&self, i: usize) -> bool {
+        self.nodes[i].opts.no_parent || self.workflow_parent(i).is_some()
     }
 
     /// Runtime-given nodes, in tree order.

@@ -61,7 +61,15 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
             }
             "runtime" => {
                 flag(cx);
-                if matches!(ast.target, Target::Dyn(_)) {
+                if let Target::Workflow(..) = ast.target {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "node `{written}` is a workflow, which the flow builds itself; \
+                             remove `runtime`"
+                        ),
+                    );
+                } else if matches!(ast.target, Target::Dyn(_)) {
                     cx.error(
                         o.key.span(),
                         format!(
@@ -146,6 +154,22 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
 /// `x => []`.
 pub(crate) fn empty_children(ast: &NodeAst, bracket: Span, cx: &mut Ctxt) {
     let w = ast.written();
+    if let Target::Workflow(_, kind) = &ast.target {
+        let k = kind.keyword();
+        cx.error(
+            bracket,
+            format!(
+                "{k} workflow `{w}` has an empty list of sub-agents, so it would have nothing \
+                 to run; list them, as in `{w} = {k}{} [draft, review]`",
+                if let super::parse::WorkflowKind::Loop(_) = kind {
+                    "(max = 3)"
+                } else {
+                    ""
+                }
+            ),
+        );
+        return;
+    }
     cx.error(
         bracket,
         format!(

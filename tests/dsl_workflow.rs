@@ -1,0 +1,133 @@
+//! A workflow tree declared with `flow!` behaves exactly like the same tree built by hand with
+//! `Sequential`, `Parallel` and `Loop`: same shape, same fingerprint, same events.
+
+use agentflow::prelude::*;
+use futures::StreamExt;
+
+/// Writes the first draft.
+#[agent]
+async fn drafter(cx: &AgentContext, input: AgentInput) {
+    cx.say(format!("draft of {} messages", input.messages.len()));
+}
+
+/// Checks the style.
+#[agent]
+async fn style(cx: &AgentContext) {
+    cx.say("style ok");
+}
+
+/// Checks the facts.
+#[agent]
+async fn facts(cx: &AgentContext) {
+    cx.say("facts ok");
+}
+
+/// Revises the draft.
+#[agent]
+async fn reviser(cx: &AgentContext, input: AgentInput) {
+    cx.say(format!("revised after {} messages", input.messages.len()));
+}
+
+/// Approves the revision.
+#[agent]
+async fn approver(cx: &AgentContext) {
+    cx.say("approved");
+}
+
+flow! {
+    /// Drafts, reviews in parallel, then revises twice.
+    Research: pipeline = sequential [
+        drafter,
+        reviews = parallel [style, facts],
+        revise = loop(max = 2) [reviser, approver(context = user_input_only)],
+    ]
+}
+
+fn by_hand() -> FlowAgent {
+    let reviews = Parallel::new("reviews")
+        .with_sub_agents([FlowAgent::new(style), FlowAgent::new(facts)])
+        .unwrap();
+    let revise = Loop::new("revise", 2)
+        .with_sub_agents([
+            FlowAgent::new(reviser),
+            FlowAgent::new(approver).context(ContextPolicy::UserInputOnly),
+        ])
+        .unwrap();
+    Sequential::new("pipeline")
+        .with_sub_agents([FlowAgent::new(drafter), reviews, revise])
+        .unwrap()
+}
+
+const SHAPE: &str = "pipeline(drafter^,reviews^(style^,facts^),revise^(reviser^,approver^))";
+
+/// Everything observable about an event, as text.
+fn describe(e: &AgentEvent) -> String {
+    format!(
+        "{} @ {} | {:?} | {:?} | {:?}",
+        e.agent_name(),
+        e.run_path(),
+        e.message_output().map(|m| m.content.clone()),
+        e.action,
+        e.error.as_ref().map(ToString::to_string)
+    )
+}
+
+async fn run(flow: FlowAgent, query: &str) -> Vec<String> {
+    Runner::new(flow)
+        .query(query)
+        .map(|e| describe(&e))
+        .collect()
+        .await
+}
+
+#[test]
+fn same_shape_and_fingerprint() {
+    let declared = Research::new().unwrap();
+    let hand = by_hand();
+    assert_eq!(declared.flow().shape(), SHAPE);
+    assert_eq!(hand.shape(), SHAPE);
+    assert_eq!(Research::FINGERPRINT, declared.flow().fingerprint());
+    assert_eq!(Research::FINGERPRINT, hand.fingerprint());
+    assert_eq!(Research::FINGERPRINT, agentflow::fingerprint_of(SHAPE));
+    assert_eq!(
+        Research::AGENTS,
+        ["pipeline", "drafter", "reviews", "style", "facts", "revise", "reviser", "approver"]
+    );
+    assert_eq!(
+        Research::path_of("approver").unwrap(),
+        ["pipeline", "revise", "approver"]
+    );
+    // Every sub-agent of a workflow is barred from it.
+    let mermaid = Research::mermaid();
+    assert!(!mermaid.contains("<-->"), "{mermaid}");
+}
+
+#[tokio::test]
+async fn same_events_on_the_same_input() {
+    let declared = run(Research::new().unwrap().into(), "write about owls").await;
+    let hand = run(by_hand(), "write about owls").await;
+    // The parallel lanes may interleave: compare everything as a multiset, and the order of
+    // the events outside the parallel lanes exactly.
+    let (mut d, mut h) = (declared.clone(), hand.clone());
+    d.sort();
+    h.sort();
+    assert_eq!(d, h);
+    let outside = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|e| !e.starts_with("style") && !e.starts_with("facts"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(outside(&declared), outside(&hand));
+    assert_eq!(
+        outside(&declared),
+        [
+            "drafter @ pipeline/drafter | Some(\"draft of 1 messages\") | None | None",
+            "reviser @ pipeline/drafter/reviews/revise/reviser | Some(\"revised after 4 messages\") | None | None",
+            "approver @ pipeline/drafter/reviews/revise/reviser/approver | Some(\"approved\") | None | None",
+            "reviser @ pipeline/drafter/reviews/revise/reviser/approver/reviser | Some(\"revised after 6 messages\") | None | None",
+            "approver @ pipeline/drafter/reviews/revise/reviser/approver/reviser/approver | Some(\"approved\") | None | None",
+        ]
+    );
+    assert_eq!(declared.len(), 7);
+}

@@ -1,0 +1,10 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [pipeline = sequential []]
+}
+
+fn main() {}

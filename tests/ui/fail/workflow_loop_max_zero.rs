@@ -1,0 +1,13 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn draft(_cx: &AgentContext) {}
+
+#[agent]
+async fn review(_cx: &AgentContext) {}
+
+flow! {
+    Desk: revise = loop(max = 0) [draft, review]
+}
+
+fn main() {}

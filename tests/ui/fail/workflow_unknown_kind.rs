@@ -1,0 +1,10 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn draft(_cx: &AgentContext) {}
+
+flow! {
+    Desk: pipeline = serial [draft]
+}
+
+fn main() {}
