@@ -5,17 +5,19 @@
 //! (`chat_agent.rs` and `resume.rs` cover the retried stream failure, the panicking tool and the
 //! failing re-interrupt write; these extend them.)
 
+mod support;
+use support::FailingStore;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use flow_runtime::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
 use flow_runtime::{
     set_sub_agents, tool_fn, AgentEvent, ChatModelAgent, Checkpoint, CheckpointError,
     CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageStream, Runner, Session,
-    StoreError, StreamError, ToolError,
+    StreamError, ToolError,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -199,36 +201,6 @@ async fn a_model_stream_giving_up_part_way_in_a_sub_agent_ends_the_run_and_keeps
         ]
     );
     assert_eq!(refund_model.calls(), 1);
-}
-
-/// A store whose writes fail after the first `ok_writes`.
-#[derive(Clone)]
-struct FailingStore {
-    inner: InMemoryStore,
-    ok_writes: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl CheckpointStore for FailingStore {
-    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.get(id).await
-    }
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
-        if self
-            .ok_writes
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_err()
-        {
-            return Err(StoreError::Other {
-                id: id.into(),
-                message: "disk full".into(),
-            });
-        }
-        self.inner.set(id, bytes).await
-    }
-    async fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.inner.delete(id).await
-    }
 }
 
 fn failing_store(ok_writes: usize) -> FailingStore {

@@ -1,11 +1,13 @@
 //! Interrupts, checkpoints and resume: at any depth, with state, with and without targets,
 //! and every way a checkpoint can be wrong.
 
+mod support;
+use support::FailingStore;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use flow_runtime::{
     set_sub_agents, Action, AgentEvent, AgentInput, Checkpoint, CheckpointError, CheckpointStore,
     FileStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef, Role, Runner, Session,
@@ -413,36 +415,6 @@ async fn resuming_an_agent_that_cannot_resume_is_an_error_event() {
         seen(&events[0]).error.unwrap(),
         "agent 'plain' was interrupted but is not resumable; implement Agent::resume for it (or use FnAgent::on_resume)"
     );
-}
-
-/// A store whose writes fail after the first `ok_writes`.
-#[derive(Clone)]
-struct FailingStore {
-    inner: InMemoryStore,
-    ok_writes: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl CheckpointStore for FailingStore {
-    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.get(id).await
-    }
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
-        if self
-            .ok_writes
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_err()
-        {
-            return Err(StoreError::Other {
-                id: id.into(),
-                message: "disk full".into(),
-            });
-        }
-        self.inner.set(id, bytes).await
-    }
-    async fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.inner.delete(id).await
-    }
 }
 
 #[tokio::test]
