@@ -126,14 +126,16 @@ impl From<ChatAgentError> for AgentError {
 /// - With [`exit_tool`](ChatModelAgentBuilder::exit_tool), it gets an `exit` tool taking
 ///   `{"final_result": string}` whose result carries [`Action::Exit`].
 /// - Tool arguments that are not valid JSON or do not fit the schema, calls to tools it does not
-///   have, tools that fail, panic or exceed the [`tool_timeout`](ChatModelAgentBuilder::tool_timeout): each is answered to the model as a tool error
-///   (`error: …`), and the loop goes on.
+///   have, tools that fail, panic or exceed the
+///   [`tool_timeout`](ChatModelAgentBuilder::tool_timeout): each is answered to the model as a
+///   tool error (`error: …`), and the loop goes on.
 /// - It streams when its input asks for it ([`AgentInput::streaming`]).
-/// - A tool call that stops for outside input ([`ToolError::Interrupted`]: an
-///   [`AgentTool`](crate::AgentTool) whose agent interrupted) ends the run with those
-///   interrupts, each carrying the turn (conversation, finished results, pending calls) as
-///   state and the call in its address; [`Agent::resume`] finishes that turn without running
-///   the finished calls again, and the loop goes on.
+/// - A tool call that stops for outside input ([`ToolError::Interrupted`]: a tool that called
+///   [`ToolContext::interrupt`], or an [`AgentTool`](crate::AgentTool) whose agent interrupted)
+///   ends the run with those interrupts, each carrying the turn (conversation, finished
+///   results, pending calls) as state and the call in its address; a tool's own interrupt has
+///   this agent's run path as its id. [`Agent::resume`] finishes that turn without running the
+///   finished calls again (an interrupted call runs again, resuming), and the loop goes on.
 /// - Model failures are retried per its [`RetryPolicy`] (see the module docs for what the
 ///   session keeps); a final failure, or reaching the limit of model calls, ends the run with
 ///   an error event ([`ChatAgentError`]).
@@ -918,6 +920,7 @@ impl ChatModelAgent {
     }
 
     /// Emits the interrupts of the stopped calls, each carrying the saved turn and its call.
+    /// A tool's own interrupt (no address yet) is named after this agent's run path.
     fn emit_interrupts(
         &self,
         cx: &Context,
@@ -926,15 +929,13 @@ impl ChatModelAgent {
     ) -> Result<(), AgentError> {
         let mut seen_ids: Vec<String> = Vec::new();
         for (call, interrupt) in pending {
-            if interrupt.interrupts.is_empty()
-                || interrupt.interrupts.iter().any(|i| i.address.is_empty())
-            {
+            if interrupt.interrupts.is_empty() {
                 return Err(ChatAgentError::Resume {
                     agent: Arc::clone(&self.name),
                     message: format!(
-                        "tool '{}' stopped for outside input without an interrupt that says \
-                         where; a tool can only pass on interrupts raised by an agent run \
-                         inside it (as AgentTool does)",
+                        "tool '{}' stopped for outside input without saying why: its \
+                         ToolInterrupt holds no interrupt (build it with ToolInterrupt::new or \
+                         ToolContext::interrupt)",
                         call.name
                     )
                     .into(),
@@ -942,7 +943,14 @@ impl ChatModelAgent {
                 .into());
             }
             for mut info in interrupt.interrupts {
-                // The same tool called twice in one reply runs its agent at the same path.
+                if info.address.is_empty() {
+                    // The tool's own: it is resumed with the call, and gets its state back.
+                    info.id = cx.run_path().to_string();
+                    if info.state.is_none() {
+                        info.state.clone_from(&interrupt.state);
+                    }
+                }
+                // The same tool called twice in one reply interrupts at the same path.
                 if seen_ids.contains(&info.id) {
                     info.id = format!("{} (call {})", info.id, call.id);
                 }

@@ -513,7 +513,9 @@ async fn drive(
                     if let Some(Action::Interrupted(info)) = &mut event.action {
                         // Any interrupt ends this level; each level adds its frame.
                         interrupted = true;
-                        if own && info.address.is_empty() {
+                        // An agent's own interrupt is named by its run path; a tool's own is
+                        // named by the agent that ran the tool (it may have several).
+                        if own && info.address.is_empty() && info.wrapper_tool.is_none() {
                             info.id = path.to_string();
                         }
                         let frame = InterruptFrame {

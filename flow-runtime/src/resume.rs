@@ -15,6 +15,9 @@ struct Pending {
     depth: usize,
     interrupt: Arc<InterruptInfo>,
     data: Option<serde_json::Value>,
+    /// Whether this level is the tool call in the leaf frame, which raised the interrupt
+    /// itself (a plain tool, not an agent run inside it).
+    at_tool: bool,
 }
 
 impl Pending {
@@ -24,6 +27,12 @@ impl Pending {
 
     fn is_leaf(&self) -> bool {
         self.depth + 1 == self.frames.len()
+    }
+
+    /// Whether the level holding this point raised the interrupt: the agent of a leaf frame
+    /// with no tool call in it, or the tool call of a leaf frame.
+    fn is_own(&self) -> bool {
+        self.is_leaf() && (self.at_tool || self.frame().tool.is_none())
     }
 }
 
@@ -59,6 +68,7 @@ impl ResumeInfo {
                 frames: i.address.clone().into(),
                 depth: 0,
                 data: targets.get(&i.id).cloned(),
+                at_tool: false,
                 interrupt: Arc::new(i),
             })
             .collect();
@@ -79,13 +89,14 @@ impl ResumeInfo {
             .then_some((&first.agent, &first.run_path))
     }
 
-    /// Whether this agent raised the interrupt being resumed.
+    /// Whether this agent (or, in a tool's [`ToolContext::resume_info`](crate::ToolContext),
+    /// this tool call) raised the interrupt being resumed.
     pub fn was_interrupted(&self) -> bool {
-        self.points.iter().any(Pending::is_leaf)
+        self.points.iter().any(Pending::is_own)
     }
 
     fn leaf(&self) -> Option<&Pending> {
-        self.points.iter().find(|p| p.is_leaf())
+        self.points.iter().find(|p| p.is_own())
     }
 
     /// The state saved with the interrupt: the agent's own [`InterruptInfo::state`] if it
@@ -140,19 +151,33 @@ impl ResumeInfo {
         out
     }
 
-    /// For an agent whose tool calls were interrupted (an [`AgentTool`](crate::AgentTool)
-    /// inside a [`ChatModelAgent`](crate::ChatModelAgent)): the calls with pending interrupts
-    /// below this agent, in the order their interrupts happened, each with the `ResumeInfo`
-    /// for the level below the call (for an agent tool, its tree's `FlowAgent::resume`).
+    /// For an agent whose tool calls were interrupted (a [`ChatModelAgent`](crate::ChatModelAgent)
+    /// calling an [`AgentTool`](crate::AgentTool) whose agent interrupted, or a tool that
+    /// interrupted itself with [`ToolContext::interrupt`](crate::ToolContext::interrupt)): the
+    /// calls with pending interrupts, in the order their interrupts happened, each with the
+    /// `ResumeInfo` of the level below the call. For an agent tool that is its tree's
+    /// `FlowAgent::resume` info; for a tool that interrupted itself, it is the tool's own:
+    /// [`was_interrupted`](ResumeInfo::was_interrupted) is true and
+    /// [`data`](ResumeInfo::data) holds what the caller sent it.
     pub fn tool_calls(&self) -> Vec<(ToolFrame, ResumeInfo)> {
         let mut out: Vec<(ToolFrame, ResumeInfo)> = Vec::new();
-        for p in self.points.iter().filter(|p| !p.is_leaf()) {
+        for p in &self.points {
+            if p.at_tool {
+                continue;
+            }
             let Some(tool) = p.frame().tool.clone() else {
                 continue;
             };
-            let below = Pending {
-                depth: p.depth + 1,
-                ..p.clone()
+            let below = if p.is_leaf() {
+                Pending {
+                    at_tool: true,
+                    ..p.clone()
+                }
+            } else {
+                Pending {
+                    depth: p.depth + 1,
+                    ..p.clone()
+                }
             };
             match out.iter_mut().find(|(t, _)| t.call_id == tool.call_id) {
                 Some((_, info)) => info.points.push(below),

@@ -85,6 +85,59 @@ impl ToolContext {
         self.resume.as_ref().and_then(|r| r.state.as_ref())
     }
 
+    /// When resuming: the data the caller addressed to this call's own interrupt (the
+    /// `targets` of [`Runner::resume`](crate::Runner::resume)), if it sent any.
+    pub fn resume_data(&self) -> Option<&serde_json::Value> {
+        self.resume_info().and_then(ResumeInfo::data)
+    }
+
+    /// Stops this call for outside input: return the error this makes (`Err(cx.interrupt(..))`)
+    /// and the calling [`ChatModelAgent`](crate::ChatModelAgent) ends its run with an
+    /// interrupt carrying `info`, addressed to this call (`agent:A;tool:NAME:CALL_ID`). The
+    /// runner checkpoints it; on resume the call runs again, with the same arguments, with
+    /// [`is_resuming`](ToolContext::is_resuming) true and the caller's answer in
+    /// [`resume_data`](ToolContext::resume_data). Results of the reply's other calls are kept,
+    /// not recomputed.
+    ///
+    /// ```
+    /// use flow_runtime::{tool_fn_with_context, ToolContext, ToolError};
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Refund {
+    ///     amount: u32,
+    /// }
+    ///
+    /// let refund = tool_fn_with_context(
+    ///     "issue_refund",
+    ///     "Refunds the customer (needs a human's approval).",
+    ///     |cx: ToolContext, args: Refund| async move {
+    ///         match cx.resume_data() {
+    ///             None => Err(cx.interrupt(json!({ "approve refund of": args.amount }))),
+    ///             Some(answer) if answer == "yes" => Ok(format!("refunded {}", args.amount)),
+    ///             Some(_) => Ok("the refund was not approved".to_string()),
+    ///         }
+    ///     },
+    /// );
+    /// # let _ = refund;
+    /// ```
+    pub fn interrupt(&self, info: serde_json::Value) -> ToolError {
+        ToolError::interrupted(Arc::clone(&self.tool_name), ToolInterrupt::new(info))
+    }
+
+    /// Like [`interrupt`](ToolContext::interrupt), keeping `state` for the resumed call
+    /// ([`saved_state`](ToolContext::saved_state)); it is stored in the checkpoint.
+    pub fn interrupt_with_state(
+        &self,
+        info: serde_json::Value,
+        state: serde_json::Value,
+    ) -> ToolError {
+        ToolError::interrupted(
+            Arc::clone(&self.tool_name),
+            ToolInterrupt::new(info).with_state(state),
+        )
+    }
+
     /// The same context, naming the tool being called.
     pub fn with_tool_name(mut self, name: impl Into<Arc<str>>) -> Self {
         self.tool_name = name.into();
@@ -225,11 +278,13 @@ pub enum ToolError {
         /// The panic message, when it was a string.
         message: Arc<str>,
     },
-    /// Something inside the tool stopped for outside input (an agent tool whose agent
-    /// interrupted). A [`ChatModelAgent`](crate::ChatModelAgent) passes the interrupts on, so
-    /// its run can be resumed and the call with it; see [`ToolInterrupt`].
+    /// The tool stopped for outside input: it interrupted itself
+    /// ([`ToolContext::interrupt`]), or an agent run inside it did (an
+    /// [`AgentTool`](crate::AgentTool)). A [`ChatModelAgent`](crate::ChatModelAgent) passes the
+    /// interrupts on, so its run can be resumed and the call with it; see [`ToolInterrupt`].
     #[error(
-        "tool '{tool}' stopped for outside input; it can only be called by an agent that can          pass its interrupts on and resume it (a ChatModelAgent)"
+        "tool '{tool}' stopped for outside input; it can only be called by an agent that can \
+         pass its interrupts on and resume it (a ChatModelAgent)"
     )]
     Interrupted {
         /// The tool.
@@ -244,11 +299,33 @@ pub enum ToolError {
 /// on when the call is resumed ([`ToolContext::saved_state`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolInterrupt {
-    /// The interrupts, as they reached the tool: each with the address frames of the levels
-    /// it crossed inside the tool (an agent tool's run adds at least one), and its id.
+    /// The interrupts, as they reached the tool. One with an empty
+    /// [`address`](InterruptInfo::address) is the tool's own (see [`ToolInterrupt::new`]); the
+    /// calling agent names it. The others come from agent runs inside the tool, each with the
+    /// address frames of the levels it crossed there (an agent tool's run adds at least one)
+    /// and its id.
     pub interrupts: Vec<InterruptInfo>,
     /// State the tool gets back when the call is resumed.
     pub state: Option<serde_json::Value>,
+}
+
+impl ToolInterrupt {
+    /// The tool's own interrupt, carrying `info` for whoever answers it (a human approving a
+    /// payment, say). Resumed, the call runs again with [`ToolContext::is_resuming`] true and
+    /// the caller's answer in [`ToolContext::resume_data`].
+    pub fn new(info: serde_json::Value) -> Self {
+        ToolInterrupt {
+            interrupts: vec![InterruptInfo::new(info)],
+            state: None,
+        }
+    }
+
+    /// The same interrupt, with state the tool gets back on resume
+    /// ([`ToolContext::saved_state`]).
+    pub fn with_state(mut self, state: serde_json::Value) -> Self {
+        self.state = Some(state);
+        self
+    }
 }
 
 fn available_text(available: &[Arc<str>]) -> String {
@@ -268,6 +345,15 @@ impl ToolError {
         ToolError::Failed {
             tool: tool.into(),
             message: message.to_string().into(),
+        }
+    }
+
+    /// The tool `tool` stopped for outside input with `interrupt`; usually written
+    /// [`ToolContext::interrupt`], which knows the tool's name.
+    pub fn interrupted(tool: impl Into<Arc<str>>, interrupt: ToolInterrupt) -> Self {
+        ToolError::Interrupted {
+            tool: tool.into(),
+            interrupt: Box::new(interrupt),
         }
     }
 
