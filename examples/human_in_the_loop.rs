@@ -1,4 +1,5 @@
-//! A refund that needs a human's approval, across two processes.
+//! A refund that needs a human's approval, across two processes: the refund desk's
+//! `issue_refund` tool stops the run until a human answers.
 //!
 //! ```text
 //! cargo run --example human_in_the_loop                               # stops, prints an id
@@ -13,12 +14,78 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use agentflow::model::ChatRequest;
 use agentflow::prelude::*;
-use agentflow::FileStore;
+use agentflow::{FileStore, FnTool};
 use futures::StreamExt;
 use serde_json::json;
 
-fn desk() -> Result<FlowAgent, agentflow::FlowError> {
+/// The refund tool's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Refund {
+    /// The order to refund.
+    order: u32,
+    /// The amount in dollars.
+    amount: u32,
+}
+
+/// `issue_refund` never pays out on the model's word alone: the first call stops the run for a
+/// human; resumed, the same call runs again with the human's answer.
+fn issue_refund() -> FnTool {
+    tool_fn_with_context(
+        "issue_refund",
+        "Refunds an order. A human approves every refund.",
+        |cx: ToolContext, args: Refund| async move {
+            let approved = cx
+                .resume_data()
+                .and_then(|d| d.get("approve"))
+                .and_then(|a| a.as_bool());
+            match approved {
+                Some(true) => Ok(format!(
+                    "Approved: ${} refunded for order #{}.",
+                    args.amount, args.order
+                )),
+                Some(false) => Ok(format!("Declined: no refund for order #{}.", args.order)),
+                None => Err(cx.interrupt_with_state(
+                    json!({
+                        "question": format!(
+                            "Approve a refund of ${} for order #{}?",
+                            args.amount, args.order
+                        )
+                    }),
+                    json!({ "order": args.order, "amount": args.amount }),
+                )),
+            }
+        },
+    )
+}
+
+/// The refund desk's model, scripted so the example runs offline: it asks for the refund, then
+/// tells the customer what the tool answered.
+fn refund_model() -> ScriptedModel {
+    let tool_said = |word: &'static str| {
+        move |r: &ChatRequest| {
+            r.messages
+                .last()
+                .is_some_and(|m| m.role == Role::Tool && m.content.starts_with(word))
+        }
+    };
+    ScriptedModel::rules()
+        .when(
+            tool_said("Approved"),
+            ScriptStep::text("Your refund of $40 for order #1042 is on its way."),
+        )
+        .when(
+            tool_said("Declined"),
+            ScriptStep::text("Sorry: the refund for order #1042 was not approved."),
+        )
+        .otherwise(ScriptStep::tool_call(
+            "issue_refund",
+            json!({ "order": 1042, "amount": 40 }),
+        ))
+}
+
+fn desk() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     let triage = FnAgent::new("triage", |cx, _| async move {
         cx.say("A refund request: passing it to the refund desk.");
         cx.transfer("refund");
@@ -26,39 +93,16 @@ fn desk() -> Result<FlowAgent, agentflow::FlowError> {
     })
     .with_description("Decides which desk owns the request.");
 
-    let refund = FnAgent::new("refund", |cx, _| async move {
-        cx.say("Order #1042 qualifies for a refund of $40.");
-        cx.interrupt_with_state(
-            json!({ "question": "Approve a refund of $40 for order #1042?" }),
-            json!({ "order": 1042, "amount": 40 }),
-        );
-        Ok(())
-    })
-    .on_resume(|cx, _input, info| async move {
-        let state = info.state().cloned().unwrap_or_default();
-        let approved = info
-            .data()
-            .and_then(|d| d.get("approve"))
-            .and_then(|a| a.as_bool());
-        match approved {
-            Some(true) => cx.say(format!(
-                "Approved: ${} refunded for order #{}.",
-                state["amount"], state["order"]
-            )),
-            Some(false) => cx.say(format!(
-                "Declined: no refund for order #{}.",
-                state["order"]
-            )),
-            None => cx.interrupt_with_state(
-                json!({ "question": "Still waiting: approve the refund?" }),
-                state,
-            ),
-        }
-        Ok(())
-    })
-    .with_description("Issues refunds once a human approves them.");
+    let refund = ChatModelAgent::builder("refund", refund_model())
+        .description("Issues refunds once a human approves them.")
+        .instruction("You refund orders with the issue_refund tool.")
+        .tool(issue_refund())
+        .build()?;
 
-    set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)])
+    Ok(set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund)],
+    )?)
 }
 
 fn print(event: &AgentEvent) {
@@ -66,6 +110,9 @@ fn print(event: &AgentEvent) {
     if let Some(m) = event.message_output() {
         if !m.content.is_empty() {
             println!("[{path}] {}: {}", m.role, m.content);
+        }
+        for call in &m.tool_calls {
+            println!("[{path}] calls {} {}", call.name, call.arguments);
         }
     }
     if let Some(interrupt) = event.interrupt() {
@@ -118,7 +165,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             };
             let mut targets = HashMap::new();
             if let Some(approve) = approve {
-                // The interrupt id is the run path of the agent that asked.
+                // The interrupt id is the run path of the agent whose tool asked.
                 targets.insert("triage/refund".to_owned(), json!({ "approve": approve }));
             }
             println!("resuming {id}");

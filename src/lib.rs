@@ -27,7 +27,8 @@ pub mod prelude {
         Message, MessageStream, Role, RunContext, RunPath, Runner, Session,
     };
     pub use flow_runtime::{
-        tool_fn, ChatModel, ChatModelAgent, ScriptStep, ScriptedModel, Tool, ToolError,
+        tool_fn, tool_fn_with_context, ChatModel, ChatModelAgent, ScriptStep, ScriptedModel, Tool,
+        ToolContext, ToolError,
     };
     pub use flow_runtime::{AgentTool, DeterministicTransfer, Loop, Parallel, Sequential};
 }
