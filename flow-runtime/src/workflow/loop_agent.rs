@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{run_child, sequence_path, workflow_agent_common, Named, WorkflowError};
+use super::{
+    run_child, sequence_path, workflow_agent_common, workflow_builders, Header, WorkflowError,
+};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::AgentError;
@@ -62,8 +64,7 @@ use crate::resume::ResumeInfo;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Loop {
-    name: Arc<str>,
-    description: Arc<str>,
+    head: Header,
     max_iterations: Option<usize>,
 }
 
@@ -72,8 +73,7 @@ impl Loop {
     /// of 0 is reported as an error event when the loop runs ([`WorkflowError::ZeroIterations`]).
     pub fn new(name: impl Into<Arc<str>>, max_iterations: usize) -> Self {
         Loop {
-            name: name.into(),
-            description: Arc::from(""),
+            head: Header::new("Loop", name.into()),
             max_iterations: Some(max_iterations),
         }
     }
@@ -92,32 +92,14 @@ impl Loop {
         self.max_iterations
     }
 
-    /// Sets the description (what a model choosing a transfer target reads).
-    pub fn with_description(mut self, description: impl Into<Arc<str>>) -> Self {
-        self.description = description.into();
-        self
-    }
-
-    /// The tree node of this loop with these sub-agents, in the order each iteration runs
-    /// them. Shorthand for `set_sub_agents(FlowAgent::new(self), sub_agents)`.
-    pub fn with_sub_agents(
-        self,
-        sub_agents: impl IntoIterator<Item = FlowAgent>,
-    ) -> Result<FlowAgent, FlowError> {
-        set_sub_agents(FlowAgent::new(self), sub_agents)
-    }
-
-    fn named(&self) -> Named {
-        Named {
-            kind: "Loop",
-            name: Arc::clone(&self.name),
-        }
-    }
+    workflow_builders!(
+        "The tree node of this loop with these sub-agents, in the order each iteration runs them."
+    );
 
     fn check_limit(&self) -> Result<(), WorkflowError> {
         if self.max_iterations == Some(0) {
             return Err(WorkflowError::ZeroIterations {
-                workflow: Arc::clone(&self.name),
+                workflow: Arc::clone(&self.head.name),
             });
         }
         Ok(())
@@ -158,7 +140,7 @@ impl Agent for Loop {
     fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
         generate(cx, move |out| async move {
             self.check_limit()?;
-            let subs = self.named().sub_agents(&out)?;
+            let subs = self.head.sub_agents(&out)?;
             self.run_from(out, subs, 0, 0, None).await
         })
     }
@@ -173,7 +155,7 @@ impl Agent for Loop {
     ) -> EventStream {
         generate(cx, move |out| async move {
             self.check_limit()?;
-            let who = self.named();
+            let who = &self.head;
             let subs = who.sub_agents(&out)?;
             let iteration = who.index(&info, "iteration")?;
             let k = who.index(&info, "child")?;

@@ -135,14 +135,23 @@ impl From<WorkflowError> for AgentError {
     }
 }
 
-/// Who a workflow is, for its errors.
-#[derive(Clone)]
-struct Named {
+/// What every workflow agent has: its kind (for its errors), name and description.
+#[derive(Debug, Clone)]
+struct Header {
     kind: &'static str,
     name: Arc<str>,
+    description: Arc<str>,
 }
 
-impl Named {
+impl Header {
+    fn new(kind: &'static str, name: Arc<str>) -> Self {
+        Header {
+            kind,
+            name,
+            description: Arc::from(""),
+        }
+    }
+
     fn resume_error(&self, message: impl Into<Arc<str>>) -> WorkflowError {
         WorkflowError::Resume {
             kind: self.kind,
@@ -210,7 +219,7 @@ impl Named {
 /// Checks that the node `below` resumes is `sub` or one of its descendants, running at or
 /// under `expected` (the run path `sub` had).
 fn check_under(
-    who: &Named,
+    who: &Header,
     sub: &FlowAgent,
     name: &str,
     below: &ResumeInfo,
@@ -319,11 +328,11 @@ fn sequence_path(base: &RunPath, subs: &[FlowAgent], rounds: usize, k: usize) ->
 macro_rules! workflow_agent_common {
     () => {
         fn name(&self) -> &str {
-            &self.name
+            &self.head.name
         }
 
         fn description(&self) -> &str {
-            &self.description
+            &self.head.description
         }
 
         fn runs_its_sub_agents(&self) -> bool {
@@ -332,3 +341,25 @@ macro_rules! workflow_agent_common {
     };
 }
 use workflow_agent_common;
+
+/// The builder methods every workflow type has; `$sub_agents` documents `with_sub_agents`.
+macro_rules! workflow_builders {
+    ($sub_agents:literal) => {
+        /// Sets the description (what a model choosing a transfer target reads).
+        pub fn with_description(mut self, description: impl Into<Arc<str>>) -> Self {
+            self.head.description = description.into();
+            self
+        }
+
+        #[doc = $sub_agents]
+        ///
+        /// Shorthand for `set_sub_agents(FlowAgent::new(self), sub_agents)`, with its errors.
+        pub fn with_sub_agents(
+            self,
+            sub_agents: impl IntoIterator<Item = FlowAgent>,
+        ) -> Result<FlowAgent, FlowError> {
+            set_sub_agents(FlowAgent::new(self), sub_agents)
+        }
+    };
+}
+use workflow_builders;

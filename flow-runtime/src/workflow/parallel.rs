@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::json;
 
-use super::{check_under, workflow_agent_common, Named};
+use super::{check_under, workflow_agent_common, workflow_builders, Header};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
@@ -55,8 +55,7 @@ use crate::run_path::RunPath;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Parallel {
-    name: Arc<str>,
-    description: Arc<str>,
+    head: Header,
 }
 
 impl Parallel {
@@ -64,32 +63,11 @@ impl Parallel {
     /// [`with_sub_agents`](Parallel::with_sub_agents) or [`set_sub_agents`].
     pub fn new(name: impl Into<Arc<str>>) -> Self {
         Parallel {
-            name: name.into(),
-            description: Arc::from(""),
+            head: Header::new("Parallel", name.into()),
         }
     }
 
-    /// Sets the description (what a model choosing a transfer target reads).
-    pub fn with_description(mut self, description: impl Into<Arc<str>>) -> Self {
-        self.description = description.into();
-        self
-    }
-
-    /// The tree node of this workflow with these sub-agents as its lanes. Shorthand for
-    /// `set_sub_agents(FlowAgent::new(self), sub_agents)`.
-    pub fn with_sub_agents(
-        self,
-        sub_agents: impl IntoIterator<Item = FlowAgent>,
-    ) -> Result<FlowAgent, FlowError> {
-        set_sub_agents(FlowAgent::new(self), sub_agents)
-    }
-
-    fn named(&self) -> Named {
-        Named {
-            kind: "Parallel",
-            name: Arc::clone(&self.name),
-        }
-    }
+    workflow_builders!("The tree node of this workflow with these sub-agents as its lanes.");
 }
 
 /// Runs the lanes given as `(index, resume)` (run if `resume` is `None`), out of all `subs`.
@@ -151,7 +129,7 @@ impl Agent for Parallel {
     /// input is built from the run's record.
     fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
         generate(cx, move |out| async move {
-            let subs = self.named().sub_agents(&out)?;
+            let subs = self.head.sub_agents(&out)?;
             let lanes = (0..subs.len()).map(|i| (i, None)).collect();
             run_lanes(out, subs, lanes).await
         })
@@ -166,9 +144,9 @@ impl Agent for Parallel {
         info: ResumeInfo,
     ) -> EventStream {
         generate(cx, move |out| async move {
-            let who = self.named();
+            let who = &self.head;
             let subs = who.sub_agents(&out)?;
-            let lanes = resumed_lanes(&who, &out, &subs, &info)?;
+            let lanes = resumed_lanes(who, &out, &subs, &info)?;
             run_lanes(out, subs, lanes).await
         })
     }
@@ -177,7 +155,7 @@ impl Agent for Parallel {
 /// Maps each pending interrupt point below the workflow to its lane, and checks that every
 /// lane the saved state lists as interrupted has one.
 fn resumed_lanes(
-    who: &Named,
+    who: &Header,
     cx: &RunContext,
     subs: &[FlowAgent],
     info: &ResumeInfo,

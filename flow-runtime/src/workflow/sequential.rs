@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{run_child, sequence_path, workflow_agent_common, Named};
+use super::{run_child, sequence_path, workflow_agent_common, workflow_builders, Header};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::AgentError;
@@ -43,8 +43,7 @@ use crate::resume::ResumeInfo;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Sequential {
-    name: Arc<str>,
-    description: Arc<str>,
+    head: Header,
 }
 
 impl Sequential {
@@ -52,32 +51,13 @@ impl Sequential {
     /// [`with_sub_agents`](Sequential::with_sub_agents) or [`set_sub_agents`].
     pub fn new(name: impl Into<Arc<str>>) -> Self {
         Sequential {
-            name: name.into(),
-            description: Arc::from(""),
+            head: Header::new("Sequential", name.into()),
         }
     }
 
-    /// Sets the description (what a model choosing a transfer target reads).
-    pub fn with_description(mut self, description: impl Into<Arc<str>>) -> Self {
-        self.description = description.into();
-        self
-    }
-
-    /// The tree node of this workflow with these sub-agents, in the order they run.
-    /// Shorthand for `set_sub_agents(FlowAgent::new(self), sub_agents)`, with its errors.
-    pub fn with_sub_agents(
-        self,
-        sub_agents: impl IntoIterator<Item = FlowAgent>,
-    ) -> Result<FlowAgent, FlowError> {
-        set_sub_agents(FlowAgent::new(self), sub_agents)
-    }
-
-    fn named(&self) -> Named {
-        Named {
-            kind: "Sequential",
-            name: Arc::clone(&self.name),
-        }
-    }
+    workflow_builders!(
+        "The tree node of this workflow with these sub-agents, in the order they run."
+    );
 }
 
 /// Runs `subs[start..]`; the one at `start` is resumed with `resume` if given.
@@ -106,7 +86,7 @@ impl Agent for Sequential {
     /// is built from the run's record.
     fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
         generate(cx, move |out| async move {
-            let subs = self.named().sub_agents(&out)?;
+            let subs = self.head.sub_agents(&out)?;
             run_from(out, subs, 0, None).await
         })
     }
@@ -120,7 +100,7 @@ impl Agent for Sequential {
         info: ResumeInfo,
     ) -> EventStream {
         generate(cx, move |out| async move {
-            let who = self.named();
+            let who = &self.head;
             let subs = who.sub_agents(&out)?;
             let k = who.index(&info, "child")?;
             if k >= subs.len() {
