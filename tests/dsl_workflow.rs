@@ -38,16 +38,21 @@ flow! {
     /// Drafts, reviews in parallel, then revises twice.
     Research: pipeline = sequential [
         drafter,
+        /// Reviews style and facts at once.
         reviews = parallel [style, facts],
+        /// Revises until approved,
+        /// twice at most.
         revise = loop(max = 2) [reviser, approver(context = user_input_only)],
     ]
 }
 
 fn by_hand() -> FlowAgent {
     let reviews = Parallel::new("reviews")
+        .with_description("Reviews style and facts at once.")
         .with_sub_agents([FlowAgent::new(style), FlowAgent::new(facts)])
         .unwrap();
     let revise = Loop::new("revise", 2)
+        .with_description("Revises until approved,\ntwice at most.")
         .with_sub_agents([
             FlowAgent::new(reviser),
             FlowAgent::new(approver).context(ContextPolicy::UserInputOnly),
@@ -100,6 +105,29 @@ fn same_shape_and_fingerprint() {
     // Every sub-agent of a workflow is barred from it.
     let mermaid = Research::mermaid();
     assert!(!mermaid.contains("<-->"), "{mermaid}");
+}
+
+#[test]
+fn a_doc_comment_on_a_workflow_node_is_its_description() {
+    let declared = Research::new().unwrap();
+    let hand = by_hand();
+    for (name, description) in [
+        ("pipeline", ""),
+        ("reviews", "Reviews style and facts at once."),
+        ("revise", "Revises until approved,\ntwice at most."),
+        ("drafter", "Writes the first draft."),
+    ] {
+        assert_eq!(
+            declared.flow().find(name).unwrap().description(),
+            description,
+            "{name}"
+        );
+        assert_eq!(
+            hand.find(name).unwrap().description(),
+            description,
+            "{name}"
+        );
+    }
 }
 
 #[tokio::test]

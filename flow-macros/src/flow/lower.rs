@@ -743,7 +743,12 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
                 WorkflowKind::Loop(Some(n)) => quote!(#p::Loop::new(#name, #n)),
                 WorkflowKind::Loop(None) => quote!(#p::Loop::unbounded(#name)),
             };
-            quote!(#p::FlowAgent::new(#workflow))
+            match &node.description {
+                Some(d) if !d.is_empty() => {
+                    quote!(#p::FlowAgent::new(#workflow.with_description(#d)))
+                }
+                _ => quote!(#p::FlowAgent::new(#workflow)),
+            }
         }
     };
     let barred = cx.barred(i);

@@ -5,7 +5,7 @@
 //! input    := CRATE ';' FLOW
 //! FLOW     := doc-attr* VIS IDENT ':' NODE
 //! NODE     := ('dyn' IDENT | PATH) OPTIONS? ('=>' '[' NODE (',' NODE)* ']')?
-//!           | IDENT OPTIONS? '=' WORKFLOW '[' NODE (',' NODE)* ']'
+//!           | doc-attr* IDENT OPTIONS? '=' WORKFLOW '[' NODE (',' NODE)* ']'
 //! WORKFLOW := 'sequential' | 'parallel' | 'loop' '(' ('max' '=' INT | 'unbounded') ')'
 //! OPTIONS  := '(' OPTION (',' OPTION)* ')'
 //! OPTION   := IDENT ('=' tokens)?
@@ -62,6 +62,8 @@ impl WorkflowKind {
 
 /// One node as written.
 pub(crate) struct NodeAst {
+    /// Attributes before the node: doc comments describe a workflow node.
+    pub(crate) attrs: Vec<Attribute>,
     pub(crate) target: Target,
     pub(crate) options: Vec<OptionAst>,
     pub(crate) children: Option<Children>,
@@ -229,6 +231,7 @@ fn skip_rest(input: ParseStream) {
 }
 
 fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
+    let attrs = input.call(Attribute::parse_outer)?;
     let target = if input.peek(Token![dyn]) {
         let dyn_token: Token![dyn] = input.parse()?;
         let ident: Ident = input.parse().map_err(|e| {
@@ -249,6 +252,7 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
         Target::Type(path)
     };
     let mut node = NodeAst {
+        attrs,
         target,
         options: Vec::new(),
         children: None,

@@ -48,6 +48,8 @@ pub(crate) struct Node {
     pub(crate) written: String,
     pub(crate) span: Span,
     pub(crate) opts: NodeOpts,
+    /// A workflow node's description (its doc comment).
+    pub(crate) description: Option<String>,
     pub(crate) parent: Option<usize>,
     pub(crate) children: Vec<usize>,
 }
@@ -92,6 +94,7 @@ impl Tree {
 
     fn add(&mut self, ast: &NodeAst, parent: Option<usize>, flow: &Ident, cx: &mut Ctxt) {
         let opts = validate::options(ast, parent.is_none(), flow, cx);
+        let description = validate::description(ast, cx);
         let kind = match &ast.target {
             Target::Type(p) if opts.runtime => Kind::Given(p.clone()),
             Target::Type(p) => Kind::Static(p.clone()),
@@ -105,6 +108,7 @@ impl Tree {
             written: ast.written(),
             span: ast.span(),
             opts,
+            description,
             parent,
             children: Vec::new(),
         });

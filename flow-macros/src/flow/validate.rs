@@ -152,6 +152,52 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
 }
 
 /// `x => []`.
+/// The description of a workflow node: its doc comment. Attributes other than doc comments,
+/// and doc comments on agent nodes (whose description comes from the agent), are errors.
+pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
+    let mut docs = Vec::new();
+    for attr in &ast.attrs {
+        if attr.path().is_ident("doc") {
+            docs.push(attr.clone());
+            continue;
+        }
+        cx.error_at(
+            attr,
+            format!(
+                "only doc comments can stand before node `{}` (they describe a workflow node)",
+                ast.written()
+            ),
+        );
+    }
+    let first = docs.first()?;
+    match &ast.target {
+        Target::Workflow(..) => Some(crate::names::doc_text(&docs)),
+        Target::Type(_) => {
+            cx.error_at(
+                first,
+                format!(
+                    "a doc comment on agent node `{}` would be lost: an agent's description is \
+                     the doc comment where the agent is declared (or `#[agent(description = \
+                     \"...\")]`); in `flow!`, doc comments describe workflow nodes",
+                    ast.written()
+                ),
+            );
+            None
+        }
+        Target::Dyn(name) => {
+            cx.error_at(
+                first,
+                format!(
+                    "a doc comment on `dyn {name}` would be lost: the agent given for it at run \
+                     time brings its own description; in `flow!`, doc comments describe \
+                     workflow nodes"
+                ),
+            );
+            None
+        }
+    }
+}
+
 pub(crate) fn empty_children(ast: &NodeAst, bracket: Span, cx: &mut Ctxt) {
     let w = ast.written();
     if let Target::Workflow(_, kind) = &ast.target {

@@ -1,0 +1,23 @@
+use agentflow::prelude::*;
+
+/// Decides which desk owns the request.
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+/// Refunds orders.
+#[agent]
+async fn refund(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [
+        /// Handles refunds.
+        refund,
+        /// A billing agent given at run time.
+        dyn billing,
+        #[allow(unused)]
+        /// Fine: a workflow's doc comment is its description.
+        checks = sequential [dyn auditor],
+    ]
+}
+
+fn main() {}
