@@ -1,45 +1,19 @@
 //! AgentTool: an agent tree called as a tool by a ChatModelAgent on a ScriptedModel.
 
+mod support;
+use support::lines;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::{
-    Action, Agent, AgentEvent, AgentInput, AgentTool, ChatModelAgent, FlowAgent, FnAgent,
-    InterruptInfo, Message, MessageRef, ResumeInfo, Role, RunContext, Runner, Sequential, Session,
-    Tool, ToolCall,
+    Agent, AgentEvent, AgentInput, AgentTool, ChatModelAgent, FlowAgent, FnAgent, InterruptInfo,
+    Message, MessageRef, ResumeInfo, Role, RunContext, Runner, Sequential, Session, Tool, ToolCall,
 };
 use futures::StreamExt;
 use serde_json::json;
-
-/// One event as a line: `agent@path: content`, ` [calls TOOL ARGS]` for tool calls and
-/// ` => ACTION` for an action.
-fn line(e: &AgentEvent) -> String {
-    let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
-    if let Some(m) = e.message_output() {
-        out.push(' ');
-        out.push_str(&m.content);
-        for c in &m.tool_calls {
-            out.push_str(&format!(" [calls {} {}]", c.name, c.arguments));
-        }
-    }
-    match &e.action {
-        Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
-        Some(Action::Exit) => out.push_str(" => exit"),
-        Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
-        Some(other) => out.push_str(&format!(" => {other:?}")),
-        None => {}
-    }
-    if let Some(err) = &e.error {
-        out.push_str(&format!(" error: {err}"));
-    }
-    out
-}
-
-fn lines(events: &[AgentEvent]) -> Vec<String> {
-    events.iter().map(line).collect()
-}
 
 type Inputs = Arc<Mutex<Vec<Vec<(Role, String)>>>>;
 

@@ -2,45 +2,29 @@
 //! ChatModelAgent ends its run with an interrupt addressed to the call, the runner checkpoints
 //! it, and resume runs the call again with the caller's answer, then the ReAct loop goes on.
 
+mod support;
+use support::{line, lines};
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::{
-    set_sub_agents, tool_fn_with_context, Action, AgentEvent, AgentTool, ChatModelAgent,
-    Checkpoint, CheckpointStore, FileStore, FlowAgent, FnAgent, FnTool, InMemoryStore, Message,
+    set_sub_agents, tool_fn_with_context, AgentEvent, AgentTool, ChatModelAgent, Checkpoint,
+    CheckpointStore, FileStore, FlowAgent, FnAgent, FnTool, InMemoryStore, InterruptInfo, Message,
     MessageRef, Role, Runner, Session, ToolContext, ToolError, ToolInterrupt,
 };
 use futures::StreamExt;
 use serde_json::json;
 
-/// One event as a line: `path: content`, ` [calls NAME ARGS]`, ` => ACTION`, ` error: …`.
-fn line(e: &AgentEvent) -> String {
-    let mut out = format!("{}:", e.run_path());
-    if let Some(m) = e.message_output() {
-        out.push(' ');
-        out.push_str(&m.content);
-        for c in &m.tool_calls {
-            out.push_str(&format!(" [calls {} {}]", c.name, c.arguments));
-        }
-    }
-    match &e.action {
-        Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
-        Some(Action::Interrupted(i)) => {
-            out.push_str(&format!(" => interrupt {} at {}", i.id, i.address_string()))
-        }
-        Some(other) => out.push_str(&format!(" => {other:?}")),
-        None => {}
-    }
-    if let Some(err) = &e.error {
-        out.push_str(&format!(" error: {err}"));
-    }
-    out
-}
-
-fn lines(events: &[AgentEvent]) -> Vec<String> {
-    events.iter().map(line).collect()
+/// The addresses of the interrupts among `events`.
+fn addresses(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(AgentEvent::interrupt)
+        .map(InterruptInfo::address_string)
+        .collect()
 }
 
 /// The session record as `path role: content` lines.
@@ -149,12 +133,16 @@ async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer
     assert_eq!(
         lines(&first),
         [
-            "desk: desk passes to refund",
-            r#"desk:  [calls transfer_to_agent {"agent_name":"refund"}]"#,
-            "desk: successfully transferred to agent [refund] => transfer refund",
-            r#"desk/refund:  [calls issue_refund {"amount":40}]"#,
-            "desk/refund: => interrupt desk/refund at agent:refund;tool:issue_refund:call_1_1",
+            "desk@desk: desk passes to refund",
+            r#"desk@desk:  [calls transfer_to_agent {"agent_name":"refund"}]"#,
+            "desk@desk: successfully transferred to agent [refund] => transfer refund",
+            r#"refund@desk/refund:  [calls issue_refund {"amount":40}]"#,
+            "refund@desk/refund: => interrupt desk/refund",
         ]
+    );
+    assert_eq!(
+        addresses(&first),
+        ["agent:refund;tool:issue_refund:call_1_1"]
     );
     let info = first[4].interrupt().unwrap();
     assert_eq!(info.info, json!({"approve refund of": 40}));
@@ -174,7 +162,10 @@ async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer
     let resumed = resume_all(&runner, "r1", target("desk/refund", json!("yes"))).await;
     assert_eq!(
         lines(&resumed),
-        ["desk/refund: refunded $40", "desk/refund: All done."]
+        [
+            "refund@desk/refund: refunded $40",
+            "refund@desk/refund: All done."
+        ]
     );
     assert_eq!(
         calls.lock().unwrap()[1],
@@ -296,7 +287,11 @@ async fn resumed_without_an_answer_the_tool_interrupts_again_and_a_later_resume_
     let again = resume_all(&runner, "r4", HashMap::new()).await;
     assert_eq!(
         lines(&again),
-        ["desk/refund: => interrupt desk/refund at agent:refund;tool:issue_refund:call_1_1"]
+        ["refund@desk/refund: => interrupt desk/refund"]
+    );
+    assert_eq!(
+        addresses(&again),
+        ["agent:refund;tool:issue_refund:call_1_1"]
     );
     assert_eq!(
         calls.lock().unwrap()[1],
@@ -307,8 +302,8 @@ async fn resumed_without_an_answer_the_tool_interrupts_again_and_a_later_resume_
     assert_eq!(
         lines(&done),
         [
-            "desk/refund: refund of $40 declined",
-            "desk/refund: All done."
+            "refund@desk/refund: refund of $40 declined",
+            "refund@desk/refund: All done."
         ]
     );
     let err = runner.resume("r4", HashMap::new()).await.unwrap_err();
@@ -344,8 +339,15 @@ async fn two_calls_of_one_reply_that_interrupt_get_their_own_ids_and_answers() {
     assert_eq!(
         lines(&first)[1..],
         [
-            "refund: => interrupt refund at agent:refund;tool:issue_refund:call_1_1",
-            "refund: => interrupt refund (call call_1_3) at agent:refund;tool:issue_refund:call_1_3",
+            "refund@refund: => interrupt refund",
+            "refund@refund: => interrupt refund (call call_1_3)",
+        ]
+    );
+    assert_eq!(
+        addresses(&first),
+        [
+            "agent:refund;tool:issue_refund:call_1_1",
+            "agent:refund;tool:issue_refund:call_1_3"
         ]
     );
     let targets = HashMap::from([
@@ -356,10 +358,10 @@ async fn two_calls_of_one_reply_that_interrupt_get_their_own_ids_and_answers() {
     assert_eq!(
         lines(&resumed),
         [
-            "refund: refunded $40",
-            "refund: 12:00",
-            "refund: refund of $15 declined",
-            "refund: Both handled.",
+            "refund@refund: refunded $40",
+            "refund@refund: 12:00",
+            "refund@refund: refund of $15 declined",
+            "refund@refund: Both handled.",
         ],
         "results keep call order"
     );
@@ -405,8 +407,8 @@ async fn a_tool_interrupt_inside_an_agent_tool_crosses_both_calls_and_resumes_th
     assert_eq!(
         lines(&resumed),
         [
-            "assistant: All done.",
-            "assistant: Your refund is on its way."
+            "assistant@assistant: All done.",
+            "assistant@assistant: Your refund is on its way."
         ]
     );
     assert_eq!(
@@ -440,7 +442,10 @@ async fn a_tool_interrupt_survives_a_new_runner_over_the_durable_store() {
     let resumed = resume_all(&runner, "order-7", target("desk/refund", json!("yes"))).await;
     assert_eq!(
         lines(&resumed),
-        ["desk/refund: refunded $40", "desk/refund: All done."]
+        [
+            "refund@desk/refund: refunded $40",
+            "refund@desk/refund: All done."
+        ]
     );
     assert_eq!(
         calls.lock().unwrap()[1],

@@ -1,47 +1,20 @@
 //! Workflow agents: Sequential, Parallel and Loop — run paths, history, lanes, Exit,
 //! BreakLoop, errors, and interrupt + resume inside each.
 
+mod support;
+use support::{line, lines};
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::{
-    Action, Agent, AgentEvent, AgentInput, DeterministicTransfer, FlowAgent, FnAgent,
-    InterruptInfo, Loop, Message, MessageRef, Parallel, ResumeInfo, Role, RunContext, Runner,
-    Sequential, Session,
+    Agent, AgentEvent, AgentInput, DeterministicTransfer, FlowAgent, FnAgent, InterruptInfo, Loop,
+    Message, MessageRef, Parallel, ResumeInfo, Role, RunContext, Runner, Sequential, Session,
 };
 use futures::channel::oneshot;
 use futures::StreamExt;
 use serde_json::json;
-
-/// One event as a line: `agent@path: content`, then ` [calls TOOL ARGS]` for tool calls,
-/// ` => ACTION` for an action and `error: TEXT` for an error.
-fn line(e: &AgentEvent) -> String {
-    let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
-    if let Some(m) = e.message_output() {
-        out.push(' ');
-        out.push_str(&m.content);
-        for c in &m.tool_calls {
-            out.push_str(&format!(" [calls {} {}]", c.name, c.arguments));
-        }
-    }
-    match &e.action {
-        Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
-        Some(Action::Exit) => out.push_str(" => exit"),
-        Some(Action::BreakLoop(by)) => out.push_str(&format!(" => break_loop {by}")),
-        Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
-        Some(Action::Custom(v)) => out.push_str(&format!(" => custom {v}")),
-        None => {}
-    }
-    if let Some(err) = &e.error {
-        out.push_str(&format!(" error: {err}"));
-    }
-    out
-}
-
-fn lines(events: &[AgentEvent]) -> Vec<String> {
-    events.iter().map(line).collect()
-}
 
 /// An agent that says `text`.
 fn say(name: &'static str, text: &'static str) -> FlowAgent {

@@ -1,10 +1,11 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests. Each test crate uses some of them.
+#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use flow_runtime::{CheckpointStore, InMemoryStore, StoreError};
+use flow_runtime::{Action, AgentEvent, CheckpointStore, InMemoryStore, StoreError};
 
 /// A store whose writes fail ("disk full") after the first `ok_writes`.
 #[derive(Clone)]
@@ -36,4 +37,34 @@ impl CheckpointStore for FailingStore {
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
         self.inner.delete(id).await
     }
+}
+
+/// One event as a line: `agent@path: content`, then ` [calls TOOL ARGS]` for tool calls,
+/// ` => ACTION` for an action and ` error: TEXT` for an error.
+pub fn line(e: &AgentEvent) -> String {
+    let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
+    if let Some(m) = e.message_output() {
+        out.push(' ');
+        out.push_str(&m.content);
+        for c in &m.tool_calls {
+            out.push_str(&format!(" [calls {} {}]", c.name, c.arguments));
+        }
+    }
+    match &e.action {
+        Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
+        Some(Action::Exit) => out.push_str(" => exit"),
+        Some(Action::BreakLoop(by)) => out.push_str(&format!(" => break_loop {by}")),
+        Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
+        Some(Action::Custom(v)) => out.push_str(&format!(" => custom {v}")),
+        None => {}
+    }
+    if let Some(err) = &e.error {
+        out.push_str(&format!(" error: {err}"));
+    }
+    out
+}
+
+/// [`line`] for each event.
+pub fn lines(events: &[AgentEvent]) -> Vec<String> {
+    events.iter().map(line).collect()
 }
