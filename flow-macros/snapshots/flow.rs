@@ -509,6 +509,10 @@ const _: () = {
         "escalation",
         "dyn billing",
     ];
+    const EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
+        5usize,
+    >(Desk::AGENTS);
+    use ::agentflow::__private::check::assert_passed as __assert_passed;
     const _: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
@@ -519,9 +523,7 @@ const _: () = {
             false,
             <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::unique_name(
@@ -529,10 +531,9 @@ const _: () = {
             Desk::AGENTS,
             NODES,
             1usize,
+            EARLIER[1usize],
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::transfers(
@@ -544,9 +545,7 @@ const _: () = {
             false,
             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::unique_name(
@@ -554,10 +553,9 @@ const _: () = {
             Desk::AGENTS,
             NODES,
             2usize,
+            EARLIER[2usize],
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::transfers(
@@ -569,9 +567,7 @@ const _: () = {
             false,
             <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::unique_name(
@@ -579,10 +575,9 @@ const _: () = {
             Desk::AGENTS,
             NODES,
             3usize,
+            EARLIER[3usize],
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::transfers(
@@ -594,9 +589,7 @@ const _: () = {
             true,
             <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
     const _: () = {
         let __v = ::agentflow::__private::check::unique_name(
@@ -604,9 +597,8 @@ const _: () = {
             Desk::AGENTS,
             NODES,
             4usize,
+            EARLIER[4usize],
         );
-        if __v.failed() {
-            ::core::panic!("{}", __v.as_str())
-        }
+        __assert_passed(&__v);
     };
 };

@@ -419,6 +419,14 @@ pub mod check {
         }
     }
 
+    /// Fails the compile with the verdict's message, at the caller's node, if it failed.
+    #[track_caller]
+    pub const fn assert_passed(verdict: &Verdict) {
+        if verdict.failed() {
+            panic!("{}", verdict.as_str())
+        }
+    }
+
     const fn eq(a: &str, b: &str) -> bool {
         let (a, b) = (a.as_bytes(), b.as_bytes());
         if a.len() != b.len() {
@@ -445,31 +453,59 @@ pub mod check {
         false
     }
 
-    /// Checks that the agent of node `index` of flow `flow` has a name no earlier node has.
-    /// `names` and `nodes` list the agents' names and the nodes as written in the flow, in
-    /// tree order.
-    pub const fn unique_name(flow: &str, names: &[&str], nodes: &[&str], index: usize) -> Verdict {
-        let mut j = 0;
-        while j < index {
-            if eq(names[j], names[index]) {
-                let v = Verdict::pass()
-                    .push("two agents of flow ")
-                    .code(flow)
-                    .push(" are named ")
-                    .code(names[index])
-                    .push(": node ")
-                    .code(nodes[index])
-                    .push(" has the name of node ")
-                    .code(nodes[j]);
-                return v.push(
-                    ". Transfers and resumes find agents by name, so names must be unique \
-                     within a flow: give one of them another name with \
-                     `#[agent(name = \"...\")]`, or remove one node",
-                );
+    /// For each of `names` (`N` of them), the index of the first earlier name equal to it, or
+    /// `usize::MAX` if there is none. Computed once per flow, so that each node's
+    /// [`unique_name`] check costs nothing when it passes: names are compared by hash first.
+    pub const fn duplicates<const N: usize>(names: &[&str]) -> [usize; N] {
+        let mut hashes = [0u64; N];
+        let mut i = 0;
+        while i < N {
+            hashes[i] = fnv1a(FNV_OFFSET, names[i]);
+            i += 1;
+        }
+        let mut out = [usize::MAX; N];
+        let mut i = 1;
+        while i < N {
+            let mut j = 0;
+            while j < i {
+                if hashes[j] == hashes[i] && eq(names[j], names[i]) {
+                    out[i] = j;
+                    break;
+                }
+                j += 1;
             }
-            j += 1;
+            i += 1;
+        }
+        out
+    }
+
+    /// Checks that the agent of node `index` of flow `flow` has a name no earlier node has;
+    /// `earlier` is that node's entry of [`duplicates`]. `names` and `nodes` list the agents'
+    /// names and the nodes as written in the flow, in tree order.
+    pub const fn unique_name(
+        flow: &str,
+        names: &[&str],
+        nodes: &[&str],
+        index: usize,
+        earlier: usize,
+    ) -> Verdict {
+        if earlier == usize::MAX {
+            return Verdict::pass();
         }
         Verdict::pass()
+            .push("two agents of flow ")
+            .code(flow)
+            .push(" are named ")
+            .code(names[index])
+            .push(": node ")
+            .code(nodes[index])
+            .push(" has the name of node ")
+            .code(nodes[earlier])
+            .push(
+                ". Transfers and resumes find agents by name, so names must be unique within a \
+                 flow: give one of them another name with `#[agent(name = \"...\")]`, or remove \
+                 one node",
+            )
     }
 
     /// Checks the transfers agent `agent` declares against its place in flow `flow`: each must
@@ -644,11 +680,15 @@ mod tests {
             false,
         );
         assert!(barred.as_str().contains("marked `no_parent`"));
-        let dup = unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 2);
-        assert!(dup
-            .as_str()
-            .starts_with("two agents of flow `Desk` are named `a`: node `c`"));
-        assert!(!unique_name("Desk", &["a", "b", "a"], &["a", "b", "c"], 1).failed());
+        let names = ["a", "b", "a", "b", "c"];
+        let nodes = ["a", "b", "c", "d", "e"];
+        let earlier = duplicates::<5>(&names);
+        assert_eq!(earlier, [usize::MAX, usize::MAX, 0, 1, usize::MAX]);
+        let dup = unique_name("Desk", &names, &nodes, 2, earlier[2]);
+        assert!(dup.as_str().starts_with(
+            "two agents of flow `Desk` are named `a`: node `c` has the name of node `a`"
+        ));
+        assert!(!unique_name("Desk", &names, &nodes, 1, earlier[1]).failed());
     }
 
     #[test]

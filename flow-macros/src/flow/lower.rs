@@ -272,18 +272,20 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
     let flow = cx.flow;
     let flow_str = &cx.flow_str;
     let written: Vec<&str> = cx.tree.nodes.iter().map(|n| n.written.as_str()).collect();
+    let n = written.len();
     let mut out = quote! {
         const NODES: &[&str] = &[#(#written),*];
+        const EARLIER: [usize; #n] = #p::check::duplicates::<#n>(#flow::AGENTS);
+        // Called by a name spanned at each node, so that a failed check points at the node.
+        use #p::check::assert_passed as __assert_passed;
     };
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         let span = node.span;
         if i > 0 {
             out.extend(quote_spanned! {span=>
                 const _: () = {
-                    let __v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i);
-                    if __v.failed() {
-                        ::core::panic!("{}", __v.as_str())
-                    }
+                    let __v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i, EARLIER[#i]);
+                    __assert_passed(&__v);
                 };
             });
         }
@@ -306,9 +308,7 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                     #no_parent,
                     #spec::NO_PARENT,
                 );
-                if __v.failed() {
-                    ::core::panic!("{}", __v.as_str())
-                }
+                __assert_passed(&__v);
             };
         });
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
@@ -322,9 +322,7 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                         #flow::AGENTS[#k],
                         #kind,
                     );
-                    if __v.failed() {
-                        ::core::panic!("{}", __v.as_str())
-                    }
+                    __assert_passed(&__v);
                 };
             });
         }
