@@ -34,7 +34,7 @@
 /// The fn takes the context, then optionally the input:
 /// `async fn NAME(cx: &AgentContext[, input: AgentInput]) -> R`. The
 /// [`AgentContext`](crate::AgentContext) emits (`say`, `send`, `send_stream`, `emit`,
-/// `custom`) and derefs to the [`RunContext`](crate::RunContext) (session, run path, root
+/// `custom`, `interrupt`, `break_loop`) and derefs to the [`RunContext`](crate::RunContext) (session, run path, root
 /// input). It has no transfer by name: an agent transfers by **returning** a variant of its
 /// transfer enum, so it can only make the transfers it declared. What the body may return
 /// ([`IntoOutcome`](crate::IntoOutcome)):
@@ -46,6 +46,35 @@
 /// | `TriageTransfer` (its own enum) | the `transfer_to_agent` messages, the second carrying the transfer |
 /// | `Option<R>` | `None`: nothing; `Some(r)`: as `r` |
 /// | `AgentResult<R>` | `Err(e)`: an error event; `Ok(r)`: as `r` |
+///
+/// # Interrupt and resume
+///
+/// A body stops the run for outside input with
+/// [`cx.interrupt(info)`](crate::AgentContext::interrupt) (or `interrupt_with_state`). When the
+/// run is resumed (`Runner::resume`), the same body runs again, at the same run path, with
+/// [`cx.is_resuming()`](crate::AgentContext::is_resuming) true, the caller's answer in
+/// `cx.resume_data()` and the saved state in `cx.saved_state()`; its input includes what it
+/// said before the interrupt.
+///
+/// ```
+/// use agentflow::prelude::*;
+/// use serde_json::json;
+///
+/// /// Refunds once a human approves.
+/// #[agent]
+/// async fn refund(cx: &AgentContext) {
+///     match cx.resume_data() {
+///         None => cx.interrupt_with_state(json!("approve a refund of $40?"), json!(40)),
+///         Some(answer) if answer == "yes" => {
+///             cx.say(format!("Refunded ${}.", cx.saved_state().unwrap()))
+///         }
+///         Some(_) => cx.say("The refund was declined."),
+///     }
+/// }
+/// # let _ = refund;
+/// ```
+///
+/// In a [`Loop`](crate::Loop) workflow, `cx.break_loop()` ends the loop after this agent.
 ///
 /// # On a struct and its impl
 ///

@@ -42,7 +42,7 @@ pub mod __private {
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
         ContextPolicy, EventStream, FlowAgent, FlowBuilt, FlowError, IntoOutcome, Loop, Parallel,
-        RunContext, Runner, Sequential, TransferTarget,
+        ResumeInfo, RunContext, Runner, Sequential, TransferTarget,
     };
     pub use std::sync::Arc;
 }

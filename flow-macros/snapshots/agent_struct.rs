@@ -28,11 +28,26 @@ const _: () = {
             __agentflow_run: ::agentflow::__private::RunContext,
             __agentflow_input: ::agentflow::__private::AgentInput,
         ) -> ::agentflow::__private::EventStream {
+            ::agentflow::__private::Agent::resume(
+                self,
+                __agentflow_run,
+                __agentflow_input,
+                ::core::default::Default::default(),
+            )
+        }
+        /// Runs the body again, resuming: its context carries the resume info.
+        fn resume(
+            self: ::agentflow::__private::Arc<Self>,
+            __agentflow_run: ::agentflow::__private::RunContext,
+            __agentflow_input: ::agentflow::__private::AgentInput,
+            __agentflow_resume: ::agentflow::__private::ResumeInfo,
+        ) -> ::agentflow::__private::EventStream {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::new(
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start(
                         __agentflow_cx,
+                        __agentflow_resume,
                     );
                     let __agentflow_outcome = Self::run(&*self, &__agentflow_cx).await;
                     <_ as ::agentflow::__private::IntoOutcome<

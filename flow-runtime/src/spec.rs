@@ -21,6 +21,7 @@ use crate::event::{Action, AgentError, AgentEvent};
 use crate::flow::FlowAgent;
 use crate::generate::Context;
 use crate::message::Message;
+use crate::resume::ResumeInfo;
 use crate::stream::MessageStream;
 
 /// What an agent body returns: `Ok(outcome)` or an error that ends the agent's run with an
@@ -96,15 +97,75 @@ pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
 /// variant of its transfer enum, so every transfer it makes is one it declared. An event emitted
 /// here that carries a [`Action::TransferToAgent`] of this agent's own is replaced by an error
 /// event saying so.
+///
+/// An `#[agent]` stops for outside input with [`interrupt`](AgentContext::interrupt). When the
+/// run is resumed, the agent's body runs again with
+/// [`is_resuming`](AgentContext::is_resuming) true, the caller's answer in
+/// [`resume_data`](AgentContext::resume_data) and its state in
+/// [`saved_state`](AgentContext::saved_state); its input holds what it said before the
+/// interrupt, so a body that branches on `is_resuming` first does not say it twice.
 #[derive(Clone)]
 pub struct AgentContext {
     cx: Context,
+    resume: Option<Arc<ResumeInfo>>,
 }
 
 impl AgentContext {
-    /// Wraps the emitting context of a run (done by the code `#[agent]` generates).
+    /// Wraps the emitting context of a run.
     pub fn new(cx: Context) -> Self {
-        AgentContext { cx }
+        AgentContext { cx, resume: None }
+    }
+
+    /// Wraps the emitting context of a run that resumes with `info` (an empty `info`: a
+    /// plain run). Used by the code `#[agent]` generates.
+    #[doc(hidden)]
+    pub fn __start(cx: Context, info: ResumeInfo) -> Self {
+        AgentContext {
+            cx,
+            resume: (!info.is_empty()).then(|| Arc::new(info)),
+        }
+    }
+
+    /// Whether this run of the agent resumes one that stopped with an interrupt.
+    pub fn is_resuming(&self) -> bool {
+        self.resume.is_some()
+    }
+
+    /// When resuming: the interrupt being resumed (see [`ResumeInfo`]).
+    pub fn resume_info(&self) -> Option<&ResumeInfo> {
+        self.resume.as_deref()
+    }
+
+    /// When resuming: the data the caller addressed to this agent's interrupt, if any
+    /// (resumed without targets, an agent gets none and may interrupt again).
+    pub fn resume_data(&self) -> Option<&serde_json::Value> {
+        self.resume_info().and_then(ResumeInfo::data)
+    }
+
+    /// When resuming: the state this agent saved with
+    /// [`interrupt_with_state`](AgentContext::interrupt_with_state).
+    pub fn saved_state(&self) -> Option<&serde_json::Value> {
+        self.resume_info().and_then(ResumeInfo::state)
+    }
+
+    /// Stops the run for outside input once this agent's body returns: the runner saves a
+    /// checkpoint, and the caller sees `info` (a question for a human, say). The interrupt's
+    /// id is this agent's run path. What the body returns after it is ignored.
+    /// See the `#[agent]` macro's documentation for an example.
+    pub fn interrupt(&self, info: serde_json::Value) {
+        self.cx.interrupt(info);
+    }
+
+    /// Like [`interrupt`](AgentContext::interrupt), keeping `state` for the resumed run
+    /// ([`saved_state`](AgentContext::saved_state)); it is stored in the checkpoint.
+    pub fn interrupt_with_state(&self, info: serde_json::Value, state: serde_json::Value) {
+        self.cx.interrupt_with_state(info, state);
+    }
+
+    /// Stops the innermost [`Loop`](crate::Loop) workflow around this agent once its run
+    /// ends (see [`Context::break_loop`]).
+    pub fn break_loop(&self) {
+        self.cx.break_loop();
     }
 
     /// Emits an event. An own event (no run path yet, or this agent's) carrying a transfer
@@ -167,8 +228,9 @@ impl Deref for AgentContext {
 
 impl fmt::Debug for AgentContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("AgentContext")
-            .field(self.cx.run_context())
+        f.debug_struct("AgentContext")
+            .field("run", self.cx.run_context())
+            .field("resume", &self.resume)
             .finish()
     }
 }

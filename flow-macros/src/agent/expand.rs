@@ -32,14 +32,14 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         quote! {
             #f
             #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-                let __agentflow_cx = #p::AgentContext::new(__agentflow_cx);
+                let __agentflow_cx = #p::AgentContext::__start(__agentflow_cx, __agentflow_resume);
                 let __agentflow_outcome = #ident(#call_args).await;
                 #into(__agentflow_outcome, &__agentflow_cx)
             })
         }
     } else {
         quote! {
-            let _ = __agentflow_run;
+            let _ = (__agentflow_run, __agentflow_resume);
             #p::EventStream::empty()
         }
     };
@@ -74,6 +74,21 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
                     self: #p::Arc<Self>,
                     __agentflow_run: #p::RunContext,
                     __agentflow_input: #p::AgentInput,
+                ) -> #p::EventStream {
+                    // One body for both: a plain run is a resume with nothing to resume.
+                    #p::Agent::resume(
+                        self,
+                        __agentflow_run,
+                        __agentflow_input,
+                        ::core::default::Default::default(),
+                    )
+                }
+                /// Runs the body again, resuming: its context carries the resume info.
+                fn resume(
+                    self: #p::Arc<Self>,
+                    __agentflow_run: #p::RunContext,
+                    __agentflow_input: #p::AgentInput,
+                    __agentflow_resume: #p::ResumeInfo,
                 ) -> #p::EventStream {
                     #run_body
                 }
@@ -187,7 +202,7 @@ fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Opt
     let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
     Some(quote! {
         #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-            let __agentflow_cx = #p::AgentContext::new(__agentflow_cx);
+            let __agentflow_cx = #p::AgentContext::__start(__agentflow_cx, __agentflow_resume);
             let __agentflow_outcome = Self::run(&*self, #call_args).await;
             #into(__agentflow_outcome, &__agentflow_cx)
         })
@@ -209,7 +224,7 @@ pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenS
     let body = run_body(&i, self_ty, &p, cx).unwrap_or_else(|| {
         // A stub, so the type still is an agent and later errors stay about real mistakes.
         quote! {
-            let _ = (self, __agentflow_run);
+            let _ = (self, __agentflow_run, __agentflow_resume);
             #p::EventStream::empty()
         }
     });
@@ -228,6 +243,21 @@ pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenS
                     self: #p::Arc<Self>,
                     __agentflow_run: #p::RunContext,
                     __agentflow_input: #p::AgentInput,
+                ) -> #p::EventStream {
+                    // One body for both: a plain run is a resume with nothing to resume.
+                    #p::Agent::resume(
+                        self,
+                        __agentflow_run,
+                        __agentflow_input,
+                        ::core::default::Default::default(),
+                    )
+                }
+                /// Runs the body again, resuming: its context carries the resume info.
+                fn resume(
+                    self: #p::Arc<Self>,
+                    __agentflow_run: #p::RunContext,
+                    __agentflow_input: #p::AgentInput,
+                    __agentflow_resume: #p::ResumeInfo,
                 ) -> #p::EventStream {
                     #body
                 }
