@@ -395,9 +395,14 @@ async fn a_stream_breaking_off_is_a_typed_interruption() {
         panic!("expected an interruption, got {:?}", items[3]);
     };
     assert!(
-        message.contains("the scripted model broke off mid-stream"),
+        message.starts_with(
+            "the server reported an error: litellm.APIConnectionError: the scripted model broke \
+             off mid-stream\nTraceback"
+        ),
         "{message}"
     );
+    // LiteLLM's message goes on with a whole traceback: it is cut to 500 characters.
+    assert!(message.chars().count() <= 531, "{message}");
     assert!(error.retryable());
 }
 
@@ -416,4 +421,24 @@ async fn a_pooled_connection_outliving_the_servers_keep_alive_still_works() {
     }
     let reply = model.stream(&ask("Hi")).await.unwrap().count().await;
     assert_eq!(reply, 11);
+}
+
+#[tokio::test]
+#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
+async fn a_call_past_the_timeout_says_so() {
+    let Some(model) = model("mock-slow") else {
+        return;
+    };
+    let patient = model.generate(&ask("Hi")).await.unwrap();
+    assert_eq!(patient.content, "Slow, but here.");
+    let config = model.config().clone().timeout(Duration::from_millis(500));
+    let hasty = OpenAiChatModel::new(config).unwrap();
+    let error = hasty.generate(&ask("Hi")).await.unwrap_err();
+    let ModelError::Connection { message, .. } = &error else {
+        panic!("expected a connection error, got {error:?}");
+    };
+    assert!(
+        message.ends_with(": no answer within 500ms (the configured timeout)"),
+        "{message}"
+    );
 }
