@@ -549,3 +549,107 @@ async fn configuration_comes_from_the_usual_environment_variables() {
     assert_eq!(received[0].body["model"], json!("env-model"));
     assert_eq!(received[0].body.get("tools"), None);
 }
+
+/// The frame the LiteLLM proxy (1.108) sends when its model fails part-way through a stream:
+/// `json.dumps` spacing, a null `type`, a string `code`, and a message carrying the Python
+/// traceback; then the connection ends without `[DONE]`.
+fn litellm_midstream_error_frame() -> String {
+    let mut traceback = String::from(
+        "litellm.APIConnectionError: the model broke off mid-stream\nTraceback (most recent call \
+         last):\n",
+    );
+    for k in 0..20 {
+        traceback.push_str(&format!(
+            "  File \"site-packages/litellm/litellm_core_utils/streaming_handler.py\", line {k}, in \
+             __anext__\n    async for chunk in self.completion_stream:\n"
+        ));
+    }
+    traceback.push_str("RuntimeError: the model broke off mid-stream\n");
+    let error = json!({"message": traceback, "type": null, "param": null, "code": "500"});
+    format!("data: {{\"error\": {error}}}\n\n")
+}
+
+#[tokio::test]
+async fn a_servers_long_midstream_error_is_cut_like_an_http_error_body() {
+    let mut pieces = sse(
+        &[delta(json!({"role": "assistant", "content": "Ord"}), None)],
+        false,
+    );
+    pieces.push(litellm_midstream_error_frame());
+    let server = serve(vec![pieces]).await;
+    let (_, record, events) = run(agent(&server.base_url, fast(0)), true).await;
+    let Some(flow_runtime::AgentError::Custom(inner)) = &events.last().unwrap().error else {
+        panic!("expected an error event, got {events:?}");
+    };
+    let ChatAgentError::Model {
+        source: ModelError::StreamInterrupted { message, .. },
+        ..
+    } = inner.downcast_ref::<ChatAgentError>().unwrap()
+    else {
+        panic!("expected an interrupted stream, got {inner:?}");
+    };
+    assert!(
+        message.starts_with(
+            "the server reported an error: litellm.APIConnectionError: the model broke off \
+             mid-stream\nTraceback"
+        ),
+        "{message}"
+    );
+    // 500 characters of the server's message, then an ellipsis.
+    let server_part = message
+        .strip_prefix("the server reported an error: ")
+        .unwrap();
+    assert_eq!(server_part.chars().count(), 501, "{message}");
+    assert!(server_part.ends_with('…'));
+    assert_eq!(record, ["clerk"]);
+}
+
+#[tokio::test]
+async fn a_call_past_the_timeout_says_so() {
+    // Accepts the connection, reads nothing, never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let _held = tokio::spawn(async move {
+        let mut sockets = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            sockets.push(socket);
+        }
+    });
+    let model = OpenAiChatModel::new(
+        OpenAiConfig::new(&base_url, "test-model").timeout(Duration::from_millis(200)),
+    )
+    .unwrap();
+    let request = flow_runtime::ChatRequest::new([Arc::new(Message::user("What is order 42?"))]);
+    let error = flow_runtime::ChatModel::generate(&model, &request)
+        .await
+        .unwrap_err();
+    let ModelError::Connection { message, .. } = &error else {
+        panic!("expected a connection error, got {error:?}");
+    };
+    assert_eq!(
+        &**message,
+        format!(
+            "POST {base_url}/chat/completions: no answer within 200ms (the configured timeout)"
+        )
+    );
+    assert!(error.retryable());
+}
+
+#[tokio::test]
+async fn litellms_529_without_a_reason_phrase_is_retried() {
+    // The LiteLLM proxy's answer when its model is overloaded: status 529, an empty reason
+    // phrase, a JSON error body with a string `code`.
+    let body = json!({"error": {
+        "message": "litellm.APIError: APIError: OpenAIException - overloaded",
+        "type": "internal_server_error", "param": null, "code": "529"
+    }});
+    let server = serve(vec![
+        vec![raw("529 ", "application/json", &body.to_string())],
+        completion(json!({"role": "assistant", "content": "Order 42 is a kettle."})),
+    ])
+    .await;
+    let (lines, record, _) = run(agent(&server.base_url, fast(1)), false).await;
+    assert_eq!(lines, ["clerk assistant: Order 42 is a kettle."]);
+    assert_eq!(record, lines);
+    assert_eq!(server.received.lock().unwrap().len(), 2);
+}

@@ -216,7 +216,7 @@ impl OpenAiChatModel {
         }
         let response = http.send().await.map_err(|e| ModelError::Connection {
             model: self.model(),
-            message: format!("POST {}: {}", self.endpoint, error_chain(&e)).into(),
+            message: format!("POST {}: {}", self.endpoint, self.describe(&e)).into(),
         })?;
         let status = response.status();
         if status.is_success() {
@@ -240,6 +240,22 @@ impl OpenAiChatModel {
             body: truncate(&body, 500).into(),
             retry_after,
         })
+    }
+
+    /// What went wrong with a request: a timeout names the configured limit (reqwest says only
+    /// "operation timed out", deep in its error chain).
+    fn describe(&self, e: &reqwest::Error) -> String {
+        match (e.is_timeout(), self.config.timeout) {
+            (true, Some(limit)) => format!("no answer within {limit:?} (the configured timeout)"),
+            _ => error_chain(e),
+        }
+    }
+
+    fn reading_failed(&self, e: &reqwest::Error) -> ModelError {
+        ModelError::StreamInterrupted {
+            model: self.model(),
+            message: format!("reading the reply: {}", self.describe(e)).into(),
+        }
     }
 
     fn malformed(&self, message: impl fmt::Display) -> ModelError {
@@ -389,13 +405,7 @@ impl ChatModel for OpenAiChatModel {
 
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         let response = self.send(request, false).await?;
-        let text = response
-            .text()
-            .await
-            .map_err(|e| ModelError::StreamInterrupted {
-                model: self.model(),
-                message: format!("reading the reply: {}", error_chain(&e)).into(),
-            })?;
+        let text = response.text().await.map_err(|e| self.reading_failed(&e))?;
         self.parse_completion(&text)
     }
 
@@ -408,13 +418,7 @@ impl ChatModel for OpenAiChatModel {
             .is_some_and(|v| v.starts_with("application/json"));
         if is_json {
             // The server ignored `stream: true` and sent the whole reply.
-            let text = response
-                .text()
-                .await
-                .map_err(|e| ModelError::StreamInterrupted {
-                    model: self.model(),
-                    message: format!("reading the reply: {}", error_chain(&e)).into(),
-                })?;
+            let text = response.text().await.map_err(|e| self.reading_failed(&e))?;
             let whole = self.parse_completion(&text)?;
             return Ok(futures::stream::once(async move { Ok(whole) }).boxed());
         }
@@ -555,7 +559,12 @@ impl<S> Sse<S> {
         if let Some(error) = chunk.error {
             self.ready.push_back(Err(ModelError::StreamInterrupted {
                 model: self.model.model(),
-                message: format!("the server reported an error: {}", error.message).into(),
+                // Cut like an HTTP error body: LiteLLM's carries a whole Python traceback.
+                message: format!(
+                    "the server reported an error: {}",
+                    truncate(&error.message, 500)
+                )
+                .into(),
             }));
             self.done = true;
             return;
