@@ -170,6 +170,7 @@ pub(crate) struct Concat {
 
 impl Concat {
     /// Appends the next chunk.
+    #[inline]
     pub(crate) fn push(&mut self, chunk: &Message) {
         let out = &mut self.out;
         if !self.role_set && (chunk.role != Role::User || !chunk.content.is_empty()) {

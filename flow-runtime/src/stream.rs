@@ -191,6 +191,7 @@ impl State {
     /// Polls the source for its next chunk and feeds it to the open records. At the end (or
     /// the source's error) the records are finished and everyone waiting is woken; `None`
     /// then, and also when the source is already gone.
+    #[inline]
     fn pull(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
         let Some(source) = self.source.as_mut() else {
             self.finish_records(None);
