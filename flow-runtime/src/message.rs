@@ -178,10 +178,10 @@ impl Concat {
             self.role_set = true;
         }
         out.content.push_str(&chunk.content);
-        if out.tool_call_id.is_none() {
+        if out.tool_call_id.is_none() && chunk.tool_call_id.is_some() {
             out.tool_call_id.clone_from(&chunk.tool_call_id);
         }
-        if out.tool_name.is_none() {
+        if out.tool_name.is_none() && chunk.tool_name.is_some() {
             out.tool_name.clone_from(&chunk.tool_name);
         }
         for call in &chunk.tool_calls {

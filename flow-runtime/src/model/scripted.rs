@@ -329,6 +329,15 @@ impl Chunks {
         }
     }
 
+    /// Sends nothing more.
+    fn stop(&mut self) {
+        self.text_at = self.reply.content.len();
+        self.call = self.reply.tool_calls.len();
+        self.second_half = false;
+        self.sent_any = true;
+    }
+
+    #[inline]
     fn next_text(&mut self) -> Option<Message> {
         let rest = &self.reply.content[self.text_at..];
         // A chunk ends where whitespace follows a word (ASCII is looked at byte by byte).
@@ -390,12 +399,11 @@ impl Chunks {
     }
 }
 
-/// A reply's chunks as a model stream, failing with `error` after `fail_after` chunks if set.
+/// A reply's chunks as a model stream; with `fail` set, it fails with the error after that
+/// many chunks (or after the last one, if the reply has fewer) and ends there.
 struct ReplyStream {
     chunks: Chunks,
     fail: Option<(usize, ModelError)>,
-    /// Set once the failure is out: nothing comes after it.
-    failed: bool,
 }
 
 impl futures::Stream for ReplyStream {
@@ -406,31 +414,29 @@ impl futures::Stream for ReplyStream {
         _cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let chunk = match &mut this.fail {
-            _ if this.failed => None,
-            Some((0, _)) => None,
-            Some((left, _)) => {
+        let Some((left, _)) = &mut this.fail else {
+            return std::task::Poll::Ready(this.chunks.next().map(Ok));
+        };
+        let chunk = match left {
+            0 => None,
+            left => {
                 *left -= 1;
                 this.chunks.next()
             }
-            None => return std::task::Poll::Ready(this.chunks.next().map(Ok)),
         };
-        // After `after_chunks` chunks, or after the last if the reply has fewer: the failure.
-        let item = match chunk {
+        std::task::Poll::Ready(match chunk {
             Some(chunk) => Some(Ok(chunk)),
-            None => this.fail.take().map(|(_, error)| {
-                this.failed = true;
-                Err(error)
-            }),
-        };
-        std::task::Poll::Ready(item)
+            None => {
+                this.chunks.stop();
+                this.fail.take().map(|(_, error)| Err(error))
+            }
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let (low, high) = self.chunks.size_hint();
         match &self.fail {
             Some((left, _)) => ((low.min(*left) + 1), high.map(|h| h.min(*left) + 1)),
-            None if self.failed => (0, Some(0)),
             None => (low, high),
         }
     }
@@ -439,6 +445,7 @@ impl futures::Stream for ReplyStream {
 impl Iterator for Chunks {
     type Item = Message;
 
+    #[inline]
     fn next(&mut self) -> Option<Message> {
         let chunk = self.next_text().or_else(|| self.next_call());
         match chunk {
@@ -488,7 +495,6 @@ impl ChatModel for ScriptedModel {
         Ok(ReplyStream {
             chunks: Chunks::new(reply),
             fail,
-            failed: false,
         }
         .boxed())
     }
