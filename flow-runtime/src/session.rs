@@ -312,4 +312,23 @@ mod tests {
         assert!(event.message_now().is_none());
         assert!(event.has_message());
     }
+
+    #[test]
+    fn a_checkpoint_materialises_a_recorded_stream_nobody_read() {
+        let session = Session::new();
+        let (event, caller) = recorded(chunks(&["Your ", "refund ", "is approved."]));
+        drop(caller);
+        session.push(event);
+        let checkpoint = block_on(crate::checkpoint::Checkpoint::capture(
+            "run-1",
+            String::new(),
+            true,
+            &[],
+            &session,
+            Vec::new(),
+        ))
+        .unwrap();
+        let message = checkpoint.events[0].message.as_ref().unwrap();
+        assert_eq!(message.content, "Your refund is approved.");
+    }
 }

@@ -804,4 +804,36 @@ mod tests {
         assert_eq!(next_weak(&mut other).0, "a");
         assert_eq!(buffered_len(&other), 1);
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readers_and_records_in_other_tasks_all_get_everything() {
+        let (tx, reader) = MessageStream::channel();
+        let other = reader.fork();
+        let record = Arc::new(reader.record());
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let record = Arc::clone(&record);
+                tokio::spawn(async move { record.message().await.unwrap().content.clone() })
+            })
+            .collect();
+        let readers: Vec<_> = [reader, other]
+            .into_iter()
+            .map(|r| {
+                tokio::spawn(async move {
+                    r.map(|c| c.unwrap().content.clone())
+                        .collect::<String>()
+                        .await
+                })
+            })
+            .collect();
+        for i in 0..200 {
+            tx.send(chunk(&format!("{i},")));
+            tokio::task::yield_now().await;
+        }
+        drop(tx);
+        let expected: String = (0..200).map(|i| format!("{i},")).collect();
+        for task in waiters.into_iter().chain(readers) {
+            assert_eq!(task.await.unwrap(), expected);
+        }
+    }
 }
