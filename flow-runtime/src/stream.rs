@@ -70,6 +70,8 @@ struct Shared {
     state: Mutex<State>,
 }
 
+type Source = BoxStream<'static, Result<Message, StreamError>>;
+
 /// A chunk pulled from the source that a live reader has yet to read.
 struct Buffered {
     chunk: MessageRef,
@@ -98,7 +100,7 @@ struct State {
     at_head: usize,
     /// Live readers.
     readers: usize,
-    source: Option<BoxStream<'static, Result<Message, StreamError>>>,
+    source: Option<Source>,
     error: Option<StreamError>,
     /// Readers and records parked waiting for a chunk that another one's poll of the source
     /// may bring.
@@ -255,8 +257,6 @@ impl State {
         }
     }
 }
-
-type Source = BoxStream<'static, Result<Message, StreamError>>;
 
 impl MessageStream {
     /// A stream over any source of chunks.
