@@ -10,16 +10,16 @@
 //! - not streaming, or a stream that fails before its first chunk: nothing was emitted;
 //! - a stream that fails part-way: the caller has already seen its chunks live, so it sees the
 //!   failure too: its reader ends with a [`StreamError`] whose text says what failed, then
-//!   `agent 'A' will retry (attempt N of M)` or `agent 'A' is giving up`. The session, however, does not fork that stream: inside a tree, the agent
-//!   marks its stream events as recorded by itself, reads its own fork to the end, and only
-//!   when the stream completed records the whole message in the session, at its own run path
-//!   and in its place in the event order. A failed attempt is simply never recorded.
+//!   `agent 'A' will retry (attempt N of M)` or `agent 'A' is giving up`. The session, however, does not record that stream: inside a tree, the agent
+//!   marks its stream events as recorded by itself, keeps a [record](MessageStream::record)
+//!   of the stream (the message concatenated as the chunks pass), and only when the stream
+//!   completed records the whole message in the session, at its own run path and in its
+//!   place in the event order. A failed attempt is simply never recorded.
 //!
 //! Deciding first and streaming afterwards would have been simpler, but the caller would then
 //! see nothing until the model finished; marking events lets streams stay live.
 
 use std::fmt;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use futures::future::{self, BoxFuture};
 use futures::stream::FuturesOrdered;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +37,7 @@ use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
 use crate::flow::FlowAgent;
 use crate::generate::{generate, Context, TRANSFER_TOOL_NAME};
 use crate::message::{Message, MessageRef, ToolCall};
-use crate::model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ToolDefinition};
+use crate::model::{ChatModel, ChatRequest, ModelError, ModelStream, RetryPolicy, ToolDefinition};
 use crate::resume::ResumeInfo;
 use crate::session::SessionEvent;
 use crate::stream::{MessageStream, StreamError};
@@ -717,38 +717,27 @@ impl ChatModelAgent {
     ) -> Result<MessageRef, ModelError> {
         let chunks = self.model.stream(request).await?;
         let failure: Arc<Mutex<Option<ModelError>>> = Arc::default();
-        let slot = Arc::clone(&failure);
-        let retry = self.retry.clone();
-        let agent = Arc::clone(&self.name);
-        let live = MessageStream::from_stream(chunks.map(move |item| {
-            item.map_err(|error| {
-                let next = if retry.should_retry(attempt, &error) {
-                    format!(
-                        "agent '{agent}' will retry (attempt {} of {})",
-                        attempt + 1,
-                        retry.max_retries + 1
-                    )
-                } else {
-                    format!("agent '{agent}' is giving up")
-                };
-                let text = format!("{error}; {next}");
-                *slot.lock().expect("model failure slot") = Some(error);
-                StreamError::new(text)
-            })
-        }));
-        let mine = live.fork();
+        let live = MessageStream::from_stream(AttemptChunks {
+            chunks,
+            failure: Arc::clone(&failure),
+            retry: self.retry.clone(),
+            agent: Arc::clone(&self.name),
+            attempt,
+        });
+        // The agent's own copy of the message is concatenated as the chunks pass: it holds
+        // no reader, so the stream keeps no chunk for it.
+        let record = live.record();
         let in_tree = cx.node().is_some();
         let mut event = AgentEvent::stream(live);
         // Inside a tree the flow would record the event's stream as it passes; this agent
         // records the message itself once the stream is complete.
         event.recorded = in_tree;
-        cx.emit(event);
-        match mine.collect_message().await {
+        // Let the consumer take the event (and every one before it) first, so that its reader
+        // pulls the chunks live; the record then reads whatever the consumer has not.
+        cx.yield_event(event).await;
+        match record.message().await {
             Ok(whole) => {
-                let whole = Arc::new(whole);
                 if in_tree {
-                    // Let the consumer take (and record) every event emitted before this one.
-                    YieldNow(false).await;
                     cx.session().push(SessionEvent::new(
                         cx.agent_name(),
                         cx.run_path().clone(),
@@ -1027,20 +1016,48 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Returns `Pending` once (waking itself), so a consumer polling the agent's stream takes the
-/// events queued so far before the agent goes on.
-struct YieldNow(bool);
+/// A streamed attempt's chunks as the source of its [`MessageStream`]: a model error becomes a
+/// [`StreamError`] that says whether the agent will retry, and is kept for the agent.
+struct AttemptChunks {
+    chunks: ModelStream,
+    failure: Arc<Mutex<Option<ModelError>>>,
+    retry: RetryPolicy,
+    agent: Arc<str>,
+    attempt: u32,
+}
 
-impl Future for YieldNow {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
+impl AttemptChunks {
+    #[cold]
+    fn fail(&self, error: ModelError) -> StreamError {
+        let next = if self.retry.should_retry(self.attempt, &error) {
+            format!(
+                "agent '{}' will retry (attempt {} of {})",
+                self.agent,
+                self.attempt + 1,
+                self.retry.max_retries + 1
+            )
         } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
+            format!("agent '{}' is giving up", self.agent)
+        };
+        let text = format!("{error}; {next}");
+        *self.failure.lock().expect("model failure slot") = Some(error);
+        StreamError::new(text)
+    }
+}
+
+impl Stream for AttemptChunks {
+    type Item = Result<Message, StreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        match self.chunks.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => Poll::Ready(Some(Ok(chunk))),
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(self.fail(error)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.chunks.size_hint()
     }
 }

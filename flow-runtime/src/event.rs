@@ -15,7 +15,8 @@ pub enum EventOutput {
     /// A whole message.
     Message(MessageRef),
     /// A message arriving in chunks. The event you receive holds your own reader: the session
-    /// reads its own fork, so you may consume, ignore or drop yours.
+    /// keeps its own [record](MessageStream::record) of the message (read to the end by
+    /// itself if need be), so you may consume, ignore or drop yours.
     Stream(MessageStream),
     /// Application data that is not a message (never part of any agent's history).
     Custom(Arc<serde_json::Value>),

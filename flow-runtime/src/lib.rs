@@ -98,7 +98,7 @@ pub use spec::{
     AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
     UnknownAgent,
 };
-pub use stream::{MessageStream, MessageStreamSender, StreamError};
+pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };

@@ -152,41 +152,62 @@ impl Message {
     /// assert_eq!(whole.content, "Hello");
     /// ```
     pub fn concat<'a>(chunks: impl IntoIterator<Item = &'a Message>) -> Message {
-        let mut out = Message::default();
-        let mut role_set = false;
+        let mut whole = Concat::default();
         for chunk in chunks {
-            if !role_set && (chunk.role != Role::User || !chunk.content.is_empty()) {
-                out.role = chunk.role;
-                role_set = true;
-            }
-            out.content.push_str(&chunk.content);
-            if out.tool_call_id.is_none() {
-                out.tool_call_id.clone_from(&chunk.tool_call_id);
-            }
-            if out.tool_name.is_none() {
-                out.tool_name.clone_from(&chunk.tool_name);
-            }
-            for call in &chunk.tool_calls {
-                let merged = call.index.and_then(|i| {
-                    out.tool_calls
-                        .iter_mut()
-                        .find(|existing| existing.index == Some(i))
-                });
-                match merged {
-                    Some(existing) => {
-                        if existing.id.is_empty() {
-                            existing.id.clone_from(&call.id);
-                        }
-                        if existing.name.is_empty() {
-                            existing.name.clone_from(&call.name);
-                        }
-                        existing.arguments.push_str(&call.arguments);
+            whole.push(chunk);
+        }
+        whole.finish()
+    }
+}
+
+/// [`Message::concat`] one chunk at a time: what a [`MessageStream`](crate::MessageStream)
+/// records as its chunks pass.
+#[derive(Debug, Default)]
+pub(crate) struct Concat {
+    out: Message,
+    role_set: bool,
+}
+
+impl Concat {
+    /// Appends the next chunk.
+    #[inline]
+    pub(crate) fn push(&mut self, chunk: &Message) {
+        let out = &mut self.out;
+        if !self.role_set && (chunk.role != Role::User || !chunk.content.is_empty()) {
+            out.role = chunk.role;
+            self.role_set = true;
+        }
+        out.content.push_str(&chunk.content);
+        if out.tool_call_id.is_none() && chunk.tool_call_id.is_some() {
+            out.tool_call_id.clone_from(&chunk.tool_call_id);
+        }
+        if out.tool_name.is_none() && chunk.tool_name.is_some() {
+            out.tool_name.clone_from(&chunk.tool_name);
+        }
+        for call in &chunk.tool_calls {
+            let merged = call.index.and_then(|i| {
+                out.tool_calls
+                    .iter_mut()
+                    .find(|existing| existing.index == Some(i))
+            });
+            match merged {
+                Some(existing) => {
+                    if existing.id.is_empty() {
+                        existing.id.clone_from(&call.id);
                     }
-                    None => out.tool_calls.push(call.clone()),
+                    if existing.name.is_empty() {
+                        existing.name.clone_from(&call.name);
+                    }
+                    existing.arguments.push_str(&call.arguments);
                 }
+                None => out.tool_calls.push(call.clone()),
             }
         }
-        out
+    }
+
+    /// The whole message so far.
+    pub(crate) fn finish(self) -> Message {
+        self.out
     }
 }
 

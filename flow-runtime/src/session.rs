@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::event::{Action, AgentEvent, EventOutput};
 use crate::message::MessageRef;
 use crate::run_path::RunPath;
-use crate::stream::{MessageStream, StreamError};
+use crate::stream::{StreamError, StreamRecord};
 
 /// An event as the session recorded it.
 pub struct SessionEvent {
@@ -23,11 +23,9 @@ pub struct SessionEvent {
 enum RecordedOutput {
     None,
     Message(MessageRef),
-    /// The session's own fork of a streamed message, concatenated once on first use.
-    Stream {
-        reader: Mutex<Option<MessageStream>>,
-        whole: OnceLock<Result<MessageRef, StreamError>>,
-    },
+    /// A streamed message, concatenated as its chunks pass (the session holds no reader, so
+    /// it keeps no chunk); read to its end on first use if nobody else has.
+    Stream(StreamRecord),
 }
 
 impl SessionEvent {
@@ -52,10 +50,7 @@ impl SessionEvent {
     pub(crate) fn from_event(event: &AgentEvent) -> Self {
         let output = match &event.output {
             Some(EventOutput::Message(m)) => RecordedOutput::Message(Arc::clone(m)),
-            Some(EventOutput::Stream(s)) => RecordedOutput::Stream {
-                reader: Mutex::new(Some(s.fork())),
-                whole: OnceLock::new(),
-            },
+            Some(EventOutput::Stream(s)) => RecordedOutput::Stream(s.record()),
             Some(EventOutput::Custom(_)) | None => RecordedOutput::None,
         };
         SessionEvent {
@@ -90,29 +85,14 @@ impl SessionEvent {
         !matches!(self.output, RecordedOutput::None)
     }
 
-    /// The event's message; a streamed one is read to its end and concatenated, once.
+    /// The event's message. A streamed one is whole once its stream has ended: this waits for
+    /// that, reading the rest of the stream from its source if no reader does (so it is
+    /// complete even if the caller dropped its reader early).
     pub async fn message(&self) -> Result<Option<MessageRef>, StreamError> {
         match &self.output {
             RecordedOutput::None => Ok(None),
             RecordedOutput::Message(m) => Ok(Some(Arc::clone(m))),
-            RecordedOutput::Stream { reader, whole } => {
-                if let Some(done) = whole.get() {
-                    return done.clone().map(Some);
-                }
-                let fork = reader
-                    .lock()
-                    .expect("session stream lock")
-                    .as_ref()
-                    .map(MessageStream::fork);
-                let Some(fork) = fork else {
-                    return whole.get().cloned().transpose();
-                };
-                let result = fork.collect_message().await.map(Arc::new);
-                let _ = whole.set(result);
-                // The whole message is known: the session no longer needs its reader.
-                reader.lock().expect("session stream lock").take();
-                whole.get().cloned().transpose()
-            }
+            RecordedOutput::Stream(record) => record.message().await.map(Some),
         }
     }
 
@@ -120,7 +100,7 @@ impl SessionEvent {
     pub fn message_now(&self) -> Option<MessageRef> {
         match &self.output {
             RecordedOutput::Message(m) => Some(Arc::clone(m)),
-            RecordedOutput::Stream { whole, .. } => whole.get().and_then(|r| r.clone().ok()),
+            RecordedOutput::Stream(record) => record.message_now().and_then(Result::ok),
             RecordedOutput::None => None,
         }
     }
@@ -246,5 +226,109 @@ impl fmt::Debug for Session {
             .field("events", &*self.events.lock().expect("session lock"))
             .field("values", &*self.values.lock().expect("session lock"))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Weak;
+
+    use futures::executor::block_on;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::message::Message;
+    use crate::stream::MessageStream;
+
+    /// A recorded stream event and the caller's reader of it.
+    fn recorded(stream: MessageStream) -> (SessionEvent, MessageStream) {
+        let event = AgentEvent::stream(stream);
+        let recorded = SessionEvent::from_event(&event);
+        let Some(EventOutput::Stream(caller)) = event.output else {
+            unreachable!("a stream event")
+        };
+        (recorded, caller)
+    }
+
+    fn chunks(texts: &[&str]) -> MessageStream {
+        let items: Vec<_> = texts.iter().map(|t| Ok(Message::assistant(*t))).collect();
+        MessageStream::from_stream(futures::stream::iter(items))
+    }
+
+    #[test]
+    fn the_session_keeps_no_chunk_of_a_stream_the_caller_reads() {
+        let (event, mut caller) = recorded(chunks(&["Your ", "refund ", "is approved."]));
+        let mut passed: Vec<Weak<Message>> = Vec::new();
+        while let Some(chunk) = block_on(caller.next()) {
+            passed.push(Arc::downgrade(&chunk.unwrap()));
+            assert!(
+                passed.iter().all(|w| w.upgrade().is_none()),
+                "a chunk the caller has read is kept by nobody"
+            );
+        }
+        assert_eq!(passed.len(), 3);
+        let whole = event.message_now().expect("the stream has ended");
+        assert_eq!(whole.content, "Your refund is approved.");
+        let awaited = block_on(event.message()).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&whole, &awaited));
+    }
+
+    #[test]
+    fn the_session_message_is_whole_when_the_caller_drops_its_reader_early() {
+        let (event, mut caller) = recorded(chunks(&["a", "b", "c"]));
+        assert_eq!(block_on(caller.next()).unwrap().unwrap().content, "a");
+        drop(caller);
+        assert!(event.message_now().is_none());
+        let whole = block_on(event.message()).unwrap().unwrap();
+        assert_eq!(whole.content, "abc");
+    }
+
+    #[test]
+    fn the_session_message_awaited_first_leaves_every_chunk_to_the_caller() {
+        let (event, caller) = recorded(chunks(&["a", "b", "c"]));
+        assert_eq!(block_on(event.message()).unwrap().unwrap().content, "abc");
+        let seen: Vec<String> = block_on(
+            caller
+                .map(|c| c.unwrap().content.clone())
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(seen, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_stream_error_after_chunks_is_the_session_messages_error() {
+        let (tx, stream) = MessageStream::channel();
+        let (event, caller) = recorded(stream);
+        tx.send(Message::assistant("partial"));
+        tx.fail(StreamError::new("connection reset"));
+        let seen: Vec<_> = block_on(caller.collect::<Vec<_>>());
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].as_ref().unwrap().content, "partial");
+        assert!(seen[1].is_err());
+        assert_eq!(
+            block_on(event.message()).unwrap_err(),
+            StreamError::new("connection reset")
+        );
+        assert!(event.message_now().is_none());
+        assert!(event.has_message());
+    }
+
+    #[test]
+    fn a_checkpoint_materialises_a_recorded_stream_nobody_read() {
+        let session = Session::new();
+        let (event, caller) = recorded(chunks(&["Your ", "refund ", "is approved."]));
+        drop(caller);
+        session.push(event);
+        let checkpoint = block_on(crate::checkpoint::Checkpoint::capture(
+            "run-1",
+            String::new(),
+            true,
+            &[],
+            &session,
+            Vec::new(),
+        ))
+        .unwrap();
+        let message = checkpoint.events[0].message.as_ref().unwrap();
+        assert_eq!(message.content, "Your refund is approved.");
     }
 }

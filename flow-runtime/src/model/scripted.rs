@@ -299,24 +299,74 @@ fn with_ids(mut reply: Message, request: &ChatRequest) -> Message {
 }
 
 /// Splits a reply into stream chunks: words of the content, then two chunks per tool call.
+#[cfg(test)]
 pub(crate) fn chunks_of(reply: &Message) -> Vec<Message> {
-    let mut out = Vec::new();
-    let text = reply.content.as_str();
-    let mut start = 0;
-    let mut in_word = false;
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() && in_word {
-            out.push(Message::assistant(&text[start..i]));
-            start = i;
-            in_word = false;
-        } else if !c.is_whitespace() {
-            in_word = true;
+    Chunks::new(reply.clone()).collect()
+}
+
+/// The stream chunks of a reply, made one at a time as the stream is read (as a model client
+/// would), not all up front: each chunk of the content is a run of whitespace and the word
+/// after it; then each tool call comes in two chunks carrying its `index` (id and name with
+/// the first half of the arguments, then the rest). A reply with neither is one empty chunk.
+struct Chunks {
+    reply: Message,
+    /// Byte offset of the content not yet sent.
+    text_at: usize,
+    /// The next tool call to send, and whether its first half is out already.
+    call: usize,
+    second_half: bool,
+    sent_any: bool,
+}
+
+impl Chunks {
+    fn new(reply: Message) -> Self {
+        Chunks {
+            reply,
+            text_at: 0,
+            call: 0,
+            second_half: false,
+            sent_any: false,
         }
     }
-    if start < text.len() {
-        out.push(Message::assistant(&text[start..]));
+
+    /// Sends nothing more.
+    fn stop(&mut self) {
+        self.text_at = self.reply.content.len();
+        self.call = self.reply.tool_calls.len();
+        self.second_half = false;
+        self.sent_any = true;
     }
-    for (index, call) in reply.tool_calls.iter().enumerate() {
+
+    #[inline]
+    fn next_text(&mut self) -> Option<Message> {
+        let rest = &self.reply.content[self.text_at..];
+        // A chunk ends where whitespace follows a word (ASCII is looked at byte by byte).
+        let bytes = rest.as_bytes();
+        let mut in_word = false;
+        let mut end = 0;
+        while end < bytes.len() {
+            let (space, width) = match bytes[end] {
+                b if b.is_ascii() => (matches!(b, b' ' | b'\t'..=b'\r'), 1),
+                _ => {
+                    let c = rest[end..].chars().next().expect("a char starts here");
+                    (c.is_whitespace(), c.len_utf8())
+                }
+            };
+            if space && in_word {
+                break;
+            }
+            in_word |= !space;
+            end += width;
+        }
+        if end == 0 {
+            return None;
+        }
+        self.text_at += end;
+        Some(Message::assistant(&rest[..end]))
+    }
+
+    fn next_call(&mut self) -> Option<Message> {
+        let (index, call) = (self.call, self.reply.tool_calls.get(self.call)?);
         let args = call.arguments.as_str();
         let half = args
             .char_indices()
@@ -334,15 +384,89 @@ pub(crate) fn chunks_of(reply: &Message) -> Vec<Message> {
                 }],
             )
         };
-        out.push(piece(&call.id, &call.name, &args[..half]));
-        if half < args.len() {
-            out.push(piece("", "", &args[half..]));
+        let chunk = if self.second_half {
+            piece("", "", &args[half..])
+        } else {
+            piece(&call.id, &call.name, &args[..half])
+        };
+        if self.second_half || half == args.len() {
+            self.call += 1;
+            self.second_half = false;
+        } else {
+            self.second_half = true;
+        }
+        Some(chunk)
+    }
+}
+
+/// A reply's chunks as a model stream; with `fail` set, it fails with the error after that
+/// many chunks (or after the last one, if the reply has fewer) and ends there.
+struct ReplyStream {
+    chunks: Chunks,
+    fail: Option<(usize, ModelError)>,
+}
+
+impl futures::Stream for ReplyStream {
+    type Item = Result<Message, ModelError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let Some((left, _)) = &mut this.fail else {
+            return std::task::Poll::Ready(this.chunks.next().map(Ok));
+        };
+        let chunk = match left {
+            0 => None,
+            left => {
+                *left -= 1;
+                this.chunks.next()
+            }
+        };
+        std::task::Poll::Ready(match chunk {
+            Some(chunk) => Some(Ok(chunk)),
+            None => {
+                this.chunks.stop();
+                this.fail.take().map(|(_, error)| Err(error))
+            }
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let (low, high) = self.chunks.size_hint();
+        match &self.fail {
+            Some((left, _)) => ((low.min(*left) + 1), high.map(|h| h.min(*left) + 1)),
+            None => (low, high),
         }
     }
-    if out.is_empty() {
-        out.push(Message::assistant(""));
+}
+
+impl Iterator for Chunks {
+    type Item = Message;
+
+    #[inline]
+    fn next(&mut self) -> Option<Message> {
+        let chunk = self.next_text().or_else(|| self.next_call());
+        match chunk {
+            Some(chunk) => {
+                self.sent_any = true;
+                Some(chunk)
+            }
+            None if !self.sent_any => {
+                self.sent_any = true;
+                Some(Message::assistant(""))
+            }
+            None => None,
+        }
     }
-    out
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let text = self.reply.content.len() - self.text_at;
+        let calls = 2 * (self.reply.tool_calls.len() - self.call);
+        let low = usize::from(!self.sent_any || text > 0 || calls > 0);
+        (low, Some(text + calls + 1))
+    }
 }
 
 #[async_trait]
@@ -359,21 +483,20 @@ impl ChatModel for ScriptedModel {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
-        let items: Vec<Result<Message, ModelError>> = match self.answer(request)? {
-            ScriptStep::Reply(m) => chunks_of(&m).into_iter().map(Ok).collect(),
+        let (reply, fail) = match self.answer(request)? {
+            ScriptStep::Reply(m) => (m, None),
             ScriptStep::Fail(e) => return Err(e),
             ScriptStep::FailMidStream {
                 reply,
                 after_chunks,
                 error,
-            } => chunks_of(&reply)
-                .into_iter()
-                .take(after_chunks)
-                .map(Ok)
-                .chain([Err(error)])
-                .collect(),
+            } => (reply, Some((after_chunks, error))),
         };
-        Ok(futures::stream::iter(items).boxed())
+        Ok(ReplyStream {
+            chunks: Chunks::new(reply),
+            fail,
+        }
+        .boxed())
     }
 }
 
@@ -511,5 +634,47 @@ mod tests {
             .map(|t| (t.id.as_str(), t.name.as_str(), t.arguments.as_str()))
             .collect();
         assert_eq!(calls, [("c1", "lookup", r#"{"id":7}"#), ("c2", "ping", "")]);
+    }
+
+    #[test]
+    fn the_stream_makes_its_chunks_as_it_is_read_and_fails_where_told() {
+        use futures::executor::block_on;
+
+        let reply = Message::assistant_tool_calls(
+            " Hé  said:\u{2003}ok\t",
+            vec![ToolCall::new("c1", "lookup", r#"{"id":7}"#)],
+        );
+        let texts: Vec<String> = chunks_of(&reply).into_iter().map(|c| c.content).collect();
+        assert_eq!(texts, [" Hé", "  said:", "\u{2003}ok", "\t", "", ""]);
+        assert_eq!(chunks_of(&Message::assistant("")).len(), 1);
+
+        let request = ChatRequest::new([]);
+        let model = ScriptedModel::new([
+            ScriptStep::Reply(reply.clone()),
+            ScriptStep::Reply(reply.clone())
+                .fail_mid_stream(2, ModelError::other("m", "cut", true)),
+            ScriptStep::Reply(reply.clone())
+                .fail_mid_stream(9, ModelError::other("m", "late", true)),
+        ]);
+        let run = |model: &ScriptedModel| -> Vec<Result<String, String>> {
+            let stream = block_on(model.stream(&request)).unwrap();
+            let items: Vec<_> = block_on(stream.collect());
+            items
+                .into_iter()
+                .map(|i| i.map(|m| m.content).map_err(|e| e.to_string()))
+                .collect()
+        };
+        let whole = run(&model);
+        assert_eq!(whole.len(), 6);
+        assert!(whole.iter().all(Result::is_ok));
+        let cut = run(&model);
+        assert_eq!(cut.len(), 3);
+        assert_eq!(cut[..2], [Ok(" Hé".to_owned()), Ok("  said:".to_owned())]);
+        assert!(cut[2].as_ref().unwrap_err().contains("cut"));
+        // Fewer chunks than `after_chunks`: all of them, then the failure.
+        let late = run(&model);
+        assert_eq!(late.len(), 7);
+        assert!(late[6].as_ref().unwrap_err().contains("late"));
+        assert!(late[..6].iter().all(Result::is_ok));
     }
 }
