@@ -44,6 +44,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         }
     };
 
+    let agent_impl = agent_trait_impl(&p, &quote!(#ident), &run_body);
     quote! {
         #(#docs)*
         #[allow(non_camel_case_types)]
@@ -62,37 +63,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
                 }
             }
 
-            #[automatically_derived]
-            impl #p::Agent for #ident {
-                fn name(&self) -> &str {
-                    <Self as #p::AgentSpec>::NAME
-                }
-                fn description(&self) -> &str {
-                    <Self as #p::AgentSpec>::DESCRIPTION
-                }
-                fn run(
-                    self: #p::Arc<Self>,
-                    __agentflow_run: #p::RunContext,
-                    __agentflow_input: #p::AgentInput,
-                ) -> #p::EventStream {
-                    // One body for both: a plain run is a resume with nothing to resume.
-                    #p::Agent::resume(
-                        self,
-                        __agentflow_run,
-                        __agentflow_input,
-                        ::core::default::Default::default(),
-                    )
-                }
-                /// Runs the body again, resuming: its context carries the resume info.
-                fn resume(
-                    self: #p::Arc<Self>,
-                    __agentflow_run: #p::RunContext,
-                    __agentflow_input: #p::AgentInput,
-                    __agentflow_resume: #p::ResumeInfo,
-                ) -> #p::EventStream {
-                    #run_body
-                }
-            }
+            #agent_impl
         };
     }
 }
@@ -228,41 +199,51 @@ pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenS
             #p::EventStream::empty()
         }
     });
+    let agent_impl = agent_trait_impl(&p, &quote!(#self_ty), &body);
     quote! {
         #i
         const _: () = {
-            #[automatically_derived]
-            impl #p::Agent for #self_ty {
-                fn name(&self) -> &str {
-                    <Self as #p::AgentSpec>::NAME
-                }
-                fn description(&self) -> &str {
-                    <Self as #p::AgentSpec>::DESCRIPTION
-                }
-                fn run(
-                    self: #p::Arc<Self>,
-                    __agentflow_run: #p::RunContext,
-                    __agentflow_input: #p::AgentInput,
-                ) -> #p::EventStream {
-                    // One body for both: a plain run is a resume with nothing to resume.
-                    #p::Agent::resume(
-                        self,
-                        __agentflow_run,
-                        __agentflow_input,
-                        ::core::default::Default::default(),
-                    )
-                }
-                /// Runs the body again, resuming: its context carries the resume info.
-                fn resume(
-                    self: #p::Arc<Self>,
-                    __agentflow_run: #p::RunContext,
-                    __agentflow_input: #p::AgentInput,
-                    __agentflow_resume: #p::ResumeInfo,
-                ) -> #p::EventStream {
-                    #body
-                }
-            }
+            #agent_impl
         };
+    }
+}
+
+/// `impl Agent for TY`: name and description from its `AgentSpec`, and `body` as the run;
+/// `body` sees `self`, `__agentflow_run`, `__agentflow_input` and `__agentflow_resume` (empty
+/// for a plain run).
+fn agent_trait_impl(p: &TokenStream, ty: &TokenStream, body: &TokenStream) -> TokenStream {
+    quote! {
+        #[automatically_derived]
+        impl #p::Agent for #ty {
+            fn name(&self) -> &str {
+                <Self as #p::AgentSpec>::NAME
+            }
+            fn description(&self) -> &str {
+                <Self as #p::AgentSpec>::DESCRIPTION
+            }
+            fn run(
+                self: #p::Arc<Self>,
+                __agentflow_run: #p::RunContext,
+                __agentflow_input: #p::AgentInput,
+            ) -> #p::EventStream {
+                // One body for both: a plain run is a resume with nothing to resume.
+                #p::Agent::resume(
+                    self,
+                    __agentflow_run,
+                    __agentflow_input,
+                    ::core::default::Default::default(),
+                )
+            }
+            /// Runs the body again, resuming: its context carries the resume info.
+            fn resume(
+                self: #p::Arc<Self>,
+                __agentflow_run: #p::RunContext,
+                __agentflow_input: #p::AgentInput,
+                __agentflow_resume: #p::ResumeInfo,
+            ) -> #p::EventStream {
+                #body
+            }
+        }
     }
 }
 
