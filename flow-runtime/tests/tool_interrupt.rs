@@ -520,3 +520,54 @@ async fn outside_a_chat_agent_the_interrupt_is_an_error_that_says_why() {
          can pass its interrupts on and resume it (a ChatModelAgent)"
     );
 }
+
+#[tokio::test]
+async fn tool_interrupts_in_two_parallel_lanes_resume_each_lane_with_its_answer() {
+    let calls = Calls::default();
+    let lane = |name: &str| {
+        FlowAgent::new(
+            ChatModelAgent::builder(name, refund_model())
+                .tool(issue_refund(Arc::clone(&calls)))
+                .build()
+                .unwrap(),
+        )
+    };
+    let desks = flow_runtime::Parallel::new("desks")
+        .with_sub_agents([lane("north"), lane("south")])
+        .unwrap();
+    let runner = Runner::new(desks).checkpoint_store(InMemoryStore::new());
+    let first: Vec<AgentEvent> = runner
+        .run_checkpointed("r7", Session::new(), user("refund please"))
+        .collect()
+        .await;
+    let mut ids: Vec<String> = first
+        .iter()
+        .filter_map(|e| e.interrupt().map(|i| i.id.clone()))
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["desks/north", "desks/south"]);
+    let mut got = addresses(&first);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "agent:desks;agent:north;tool:issue_refund:call_1_1",
+            "agent:desks;agent:south;tool:issue_refund:call_1_1",
+        ]
+    );
+    let targets = HashMap::from([
+        ("desks/north".to_owned(), json!("yes")),
+        ("desks/south".to_owned(), json!("no")),
+    ]);
+    let mut resumed = lines(&resume_all(&runner, "r7", targets).await);
+    resumed.sort();
+    assert_eq!(
+        resumed,
+        [
+            "north@desks/north: All done.",
+            "north@desks/north: refunded $40",
+            "south@desks/south: All done.",
+            "south@desks/south: refund of $40 declined",
+        ]
+    );
+}
