@@ -908,15 +908,14 @@ impl ChatModelAgent {
         }
     }
 
-    /// Emits the interrupts of the stopped calls, each carrying the saved turn and its call.
-    /// A tool's own interrupt (no address yet) is named after this agent's run path.
+    /// Emits the interrupts of the stopped calls, each carrying the saved turn and its call
+    /// (the flow names them: a tool's own interrupt gets this agent's run path as its id).
     fn emit_interrupts(
         &self,
         cx: &Context,
         pending: Vec<(ToolCall, ToolInterrupt)>,
         state: &serde_json::Value,
     ) -> Result<(), AgentError> {
-        let mut seen_ids: Vec<String> = Vec::new();
         for (call, interrupt) in pending {
             if interrupt.interrupts.is_empty() {
                 return Err(ChatAgentError::Resume {
@@ -932,18 +931,10 @@ impl ChatModelAgent {
                 .into());
             }
             for mut info in interrupt.interrupts {
-                if info.address.is_empty() {
+                if info.address.is_empty() && info.state.is_none() {
                     // The tool's own: it is resumed with the call, and gets its state back.
-                    info.id = cx.run_path().to_string();
-                    if info.state.is_none() {
-                        info.state.clone_from(&interrupt.state);
-                    }
+                    info.state.clone_from(&interrupt.state);
                 }
-                // The same tool called twice in one reply interrupts at the same path.
-                if seen_ids.contains(&info.id) {
-                    info.id = format!("{} (call {})", info.id, call.id);
-                }
-                seen_ids.push(info.id.clone());
                 let mut event = AgentEvent::action(Action::Interrupted(info));
                 event.attach_interrupt_state(state.clone());
                 event.attach_interrupt_tool(ToolFrame {

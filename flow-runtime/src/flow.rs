@@ -505,6 +505,7 @@ async fn drive(
 
         let mut last_action: Option<Action> = None;
         let mut interrupted = false;
+        let mut interrupt_ids: Vec<String> = Vec::new();
         while let Some(item) = events.next().instrument(span.clone()).await {
             match item {
                 Ok(mut event) => {
@@ -513,11 +514,18 @@ async fn drive(
                     if let Some(Action::Interrupted(info)) = &mut event.action {
                         // Any interrupt ends this level; each level adds its frame.
                         interrupted = true;
-                        // An agent's own interrupt is named by its run path; a tool's own is
-                        // named by the agent that ran the tool (it may have several).
-                        if own && info.address.is_empty() && info.wrapper_tool.is_none() {
+                        // An agent's own interrupt (or its tool's) is named by its run path.
+                        if own && info.address.is_empty() {
                             info.id = path.to_string();
                         }
+                        // Two tool calls of one reply may stop at the same path: the later
+                        // ones are told apart by their call.
+                        if let Some(tool) = &info.wrapper_tool {
+                            if interrupt_ids.contains(&info.id) {
+                                info.id = format!("{} (call {})", info.id, tool.call_id);
+                            }
+                        }
+                        interrupt_ids.push(info.id.clone());
                         let frame = InterruptFrame {
                             agent: Arc::clone(&name),
                             run_path: path.clone(),
