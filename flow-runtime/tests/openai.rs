@@ -4,17 +4,16 @@
 //! Run with `cargo test -p flow-runtime --features openai --test openai`.
 #![cfg(feature = "openai")]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy};
 use flow_runtime::{
-    tool_fn, AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message, Runner,
-    Session, ToolError,
+    AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message, Runner, Session,
 };
 use futures::StreamExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -132,28 +131,10 @@ fn delta(delta: Value, finish: Option<&str>) -> Value {
     json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct LookupOrder {
-    /// The order number.
-    order_id: u64,
-}
-
 fn agent(base_url: &str, retry: RetryPolicy) -> FlowAgent {
     let model = OpenAiChatModel::new(OpenAiConfig::new(base_url, "test-model").api_key("test-key"))
         .unwrap();
-    let clerk = ChatModelAgent::builder("clerk", model)
-        .instruction("You look up orders.")
-        .tool(tool_fn(
-            "lookup_order",
-            "Finds an order.",
-            |a: LookupOrder| async move {
-                Ok::<_, ToolError>(format!("order {}: a kettle", a.order_id))
-            },
-        ))
-        .retry(retry)
-        .build()
-        .unwrap();
-    FlowAgent::new(clerk)
+    support::clerk(model, retry)
 }
 
 fn fast(retries: u32) -> RetryPolicy {

@@ -8,18 +8,18 @@
 //! proxy's key) set. Without the URL each test says so and does nothing.
 #![cfg(feature = "openai")]
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy};
 use flow_runtime::{
-    tool_fn, AgentError, AgentEvent, ChatAgentError, ChatModel, ChatModelAgent, ChatRequest,
-    EventOutput, FlowAgent, Message, Role, Runner, Session, ToolError,
+    AgentError, AgentEvent, ChatAgentError, ChatModel, ChatRequest, EventOutput, FlowAgent,
+    Message, Role, Runner, Session,
 };
 use futures::StreamExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 /// The model at the server the script started, or `None` (and a note) when none is set up.
 fn model(name: &str) -> Option<OpenAiChatModel> {
@@ -39,28 +39,6 @@ fn model(name: &str) -> Option<OpenAiChatModel> {
 
 fn ask(text: &str) -> ChatRequest {
     ChatRequest::new([Arc::new(Message::user(text))])
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct LookupOrder {
-    /// The order number.
-    order_id: u64,
-}
-
-fn clerk(model: OpenAiChatModel, retry: RetryPolicy) -> FlowAgent {
-    let clerk = ChatModelAgent::builder("clerk", model)
-        .instruction("You look up orders.")
-        .tool(tool_fn(
-            "lookup_order",
-            "Finds an order.",
-            |a: LookupOrder| async move {
-                Ok::<_, ToolError>(format!("order {}: a kettle", a.order_id))
-            },
-        ))
-        .retry(retry)
-        .build()
-        .unwrap();
-    FlowAgent::new(clerk)
 }
 
 /// A message on one line, with call ids replaced by `#1`, `#2`, … in order of appearance (the
@@ -204,7 +182,7 @@ async fn tool_call_round_trip_unstreamed() {
         return;
     };
     let (lines, record) = run(
-        clerk(model, RetryPolicy::none()),
+        support::clerk(model, RetryPolicy::none()),
         "What is order 42?",
         false,
     )
@@ -224,7 +202,12 @@ async fn tool_call_round_trip_streamed() {
     let Some(model) = model("scripted-desk") else {
         return;
     };
-    let (lines, record) = run(clerk(model, RetryPolicy::none()), "What is order 42?", true).await;
+    let (lines, record) = run(
+        support::clerk(model, RetryPolicy::none()),
+        "What is order 42?",
+        true,
+    )
+    .await;
     assert_eq!(
         lines,
         [
@@ -258,7 +241,7 @@ async fn two_streamed_tool_calls_in_one_reply_stay_apart() {
         return;
     };
     let (lines, record) = run(
-        clerk(model, RetryPolicy::none()),
+        support::clerk(model, RetryPolicy::none()),
         "What are orders 42 and 7?",
         true,
     )
@@ -339,7 +322,7 @@ async fn a_rate_limit_is_retried_then_reported() {
     let Some(model) = model("mock-rate-limited") else {
         return;
     };
-    let flow = clerk(
+    let flow = support::clerk(
         model,
         RetryPolicy::new(1).initial_backoff(Duration::from_millis(1)),
     );

@@ -5,7 +5,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use flow_runtime::{Action, AgentEvent, CheckpointStore, InMemoryStore, StoreError};
+use flow_runtime::model::{ChatModel, RetryPolicy};
+use flow_runtime::{
+    tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointStore, FlowAgent, InMemoryStore,
+    StoreError, ToolError,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// A store whose writes fail ("disk full") after the first `ok_writes`.
 #[derive(Clone)]
@@ -67,4 +73,30 @@ pub fn line(e: &AgentEvent) -> String {
 /// [`line`] for each event.
 pub fn lines(events: &[AgentEvent]) -> Vec<String> {
     events.iter().map(line).collect()
+}
+
+// The arguments of the clerk's `lookup_order` tool (no doc comment: it would become the
+// schema's description, which the wire-format tests compare).
+#[derive(Deserialize, JsonSchema)]
+pub struct LookupOrder {
+    /// The order number.
+    pub order_id: u64,
+}
+
+/// `clerk`, a ChatModelAgent on `model` that looks orders up with its `lookup_order` tool
+/// (every order is "a kettle"), retrying model calls per `retry`.
+pub fn clerk(model: impl ChatModel, retry: RetryPolicy) -> FlowAgent {
+    let clerk = ChatModelAgent::builder("clerk", model)
+        .instruction("You look up orders.")
+        .tool(tool_fn(
+            "lookup_order",
+            "Finds an order.",
+            |a: LookupOrder| async move {
+                Ok::<_, ToolError>(format!("order {}: a kettle", a.order_id))
+            },
+        ))
+        .retry(retry)
+        .build()
+        .unwrap();
+    FlowAgent::new(clerk)
 }
