@@ -114,6 +114,23 @@ async fn resume_all(
     runner.resume(id, targets).await.unwrap().collect().await
 }
 
+/// The desk's run resumed with approval: the call answered, the model finished, and the
+/// second call of `issue_refund` was the resumed one, with the answer and its state.
+fn assert_approved_refund(resumed: &[AgentEvent], calls: &Calls) {
+    assert_eq!(
+        lines(resumed),
+        [
+            "refund@desk/refund: refunded $40",
+            "refund@desk/refund: All done."
+        ]
+    );
+    assert_eq!(
+        calls.lock().unwrap()[1],
+        (true, Some(json!("yes")), Some(json!({"amount": 40}))),
+        "the call runs again, resuming, with the answer and its state"
+    );
+}
+
 #[tokio::test]
 async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer() {
     let calls = Calls::default();
@@ -160,18 +177,7 @@ async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer
     assert_eq!(*calls.lock().unwrap(), [(false, None, None)]);
 
     let resumed = resume_all(&runner, "r1", target("desk/refund", json!("yes"))).await;
-    assert_eq!(
-        lines(&resumed),
-        [
-            "refund@desk/refund: refunded $40",
-            "refund@desk/refund: All done."
-        ]
-    );
-    assert_eq!(
-        calls.lock().unwrap()[1],
-        (true, Some(json!("yes")), Some(json!({"amount": 40}))),
-        "the call runs again, resuming, with the answer and its state"
-    );
+    assert_approved_refund(&resumed, &calls);
     assert_eq!(desk_runs.load(Ordering::SeqCst), 1, "desk is not run again");
     assert_eq!(
         model.calls(),
@@ -440,17 +446,7 @@ async fn a_tool_interrupt_survives_a_new_runner_over_the_durable_store() {
     ))
     .checkpoint_store(FileStore::new(&dir).unwrap());
     let resumed = resume_all(&runner, "order-7", target("desk/refund", json!("yes"))).await;
-    assert_eq!(
-        lines(&resumed),
-        [
-            "refund@desk/refund: refunded $40",
-            "refund@desk/refund: All done."
-        ]
-    );
-    assert_eq!(
-        calls.lock().unwrap()[1],
-        (true, Some(json!("yes")), Some(json!({"amount": 40})))
-    );
+    assert_approved_refund(&resumed, &calls);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
