@@ -300,8 +300,8 @@ pub enum ToolError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolInterrupt {
     /// The interrupts, as they reached the tool. One with an empty
-    /// [`address`](InterruptInfo::address) is the tool's own (see [`ToolInterrupt::new`]); the
-    /// calling agent names it. The others come from agent runs inside the tool, each with the
+    /// [`address`](InterruptInfo::address) is the tool's own (see [`ToolInterrupt::new`]); its id
+    /// becomes the calling agent's run path. The others come from agent runs inside the tool, each with the
     /// address frames of the levels it crossed there (an agent tool's run adds at least one)
     /// and its id.
     pub interrupts: Vec<InterruptInfo>,

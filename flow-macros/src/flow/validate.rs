@@ -155,12 +155,7 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
 /// The description of a workflow node: its doc comment. Attributes other than doc comments,
 /// and doc comments on agent nodes (whose description comes from the agent), are errors.
 pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
-    let mut docs = Vec::new();
-    for attr in &ast.attrs {
-        if attr.path().is_ident("doc") {
-            docs.push(attr.clone());
-            continue;
-        }
+    for attr in ast.attrs.iter().filter(|a| !a.path().is_ident("doc")) {
         cx.error_at(
             attr,
             format!(
@@ -169,9 +164,9 @@ pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
             ),
         );
     }
-    let first = docs.first()?;
+    let first = ast.attrs.iter().find(|a| a.path().is_ident("doc"))?;
     match &ast.target {
-        Target::Workflow(..) => Some(crate::names::doc_text(&docs)),
+        Target::Workflow(..) => Some(crate::names::doc_text(&ast.attrs)),
         Target::Type(_) => {
             cx.error_at(
                 first,
