@@ -150,7 +150,8 @@ impl AgentContext {
 
     /// Stops the run for outside input once this agent's body returns: the runner saves a
     /// checkpoint, and the caller sees `info` (a question for a human, say). The interrupt's
-    /// id is this agent's run path. What the body returns after it is ignored.
+    /// id is this agent's run path. The run stops once the body returns, whatever it returns
+    /// (a transfer it returns is not followed).
     /// See the `#[agent]` macro's documentation for an example.
     pub fn interrupt(&self, info: serde_json::Value) {
         self.cx.interrupt(info);
