@@ -47,38 +47,40 @@
 #![warn(missing_docs)]
 
 mod agent;
-mod agent_tool;
-mod chat_agent;
-pub mod checkpoint;
-mod deterministic;
 mod error;
 mod event;
 mod flow;
 mod fn_agent;
 mod generate;
 pub mod history;
+mod llm;
 mod message;
-pub mod model;
 mod resume;
 mod run_path;
 mod runner;
 mod session;
 pub mod spec;
+pub mod store;
 mod stream;
-pub mod tool;
 pub mod workflow;
 
+pub use llm::models as model;
+pub use llm::tool;
+/// The former name of [`store`].
+#[doc(hidden)]
+pub use store as checkpoint;
+
 pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
-pub use agent_tool::AgentTool;
+
 pub use async_trait::async_trait;
-pub use chat_agent::{
+pub use llm::{
     exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
     ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
-pub use checkpoint::{
+pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
 };
-pub use deterministic::DeterministicTransfer;
+
 pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
@@ -102,4 +104,4 @@ pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };
-pub use workflow::{Loop, Parallel, Sequential, WorkflowError};
+pub use workflow::{AgentTool, DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};

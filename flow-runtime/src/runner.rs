@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
-use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStore};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
+use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStore};
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
 ///

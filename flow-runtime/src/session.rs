@@ -319,7 +319,7 @@ mod tests {
         let (event, caller) = recorded(chunks(&["Your ", "refund ", "is approved."]));
         drop(caller);
         session.push(event);
-        let checkpoint = block_on(crate::checkpoint::Checkpoint::capture(
+        let checkpoint = block_on(crate::store::Checkpoint::capture(
             "run-1",
             String::new(),
             true,

@@ -70,6 +70,8 @@
 //! Workflow errors (no sub-agents, a resume that does not fit) are [`WorkflowError`]s,
 //! carried by an error event as [`AgentError::Custom`].
 
+mod agent_tool;
+mod deterministic;
 mod loop_agent;
 mod parallel;
 mod sequential;
@@ -87,6 +89,8 @@ use crate::generate::Context;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 
+pub use agent_tool::AgentTool;
+pub use deterministic::DeterministicTransfer;
 pub use loop_agent::Loop;
 pub use parallel::Parallel;
 pub use sequential::Sequential;

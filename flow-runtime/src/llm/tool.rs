@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use crate::agent::RunContext;
 use crate::event::{AgentEvent, InterruptInfo};
 use crate::generate::Context;
+use crate::llm::models::ToolDefinition;
 use crate::message::MessageRef;
-use crate::model::ToolDefinition;
 use crate::resume::ResumeInfo;
 
 /// What a tool call knows about where it runs.

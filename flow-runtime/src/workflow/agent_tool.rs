@@ -12,10 +12,10 @@ use crate::agent::{Agent, AgentInput, RunContext};
 use crate::event::{Action, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::history::rewrite_for_context;
+use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError, ToolInterrupt};
 use crate::message::{Message, MessageRef, Role};
 use crate::run_path::RunPath;
 use crate::session::{Session, SessionEvent};
-use crate::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError, ToolInterrupt};
 
 // The arguments of an agent tool (no doc comment: it would become the schema's description).
 #[derive(Deserialize, JsonSchema)]

@@ -601,7 +601,7 @@ impl<S> Sse<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolDefinition;
+    use crate::llm::models::ToolDefinition;
 
     #[test]
     fn request_body_follows_the_protocol() {

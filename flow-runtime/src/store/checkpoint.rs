@@ -1,27 +1,11 @@
-//! Checkpoints: what an interrupted run saves so it can resume, even in another process.
-//!
-//! A checkpoint holds the run's input, its session (events and values), the interrupts it
-//! stopped at and the fingerprint of the flow's shape. It is encoded as
-//!
-//! ```text
-//! agentflow-checkpoint <version>\n
-//! <FNV-1a 64 of the body, 16 hex digits>\n
-//! <body: JSON>
-//! ```
-//!
-//! so foreign bytes, an unknown version, a truncated or corrupted file and a checkpoint of a
-//! different flow are each told apart and reported as a [`CheckpointError`].
-
-mod store;
+//! The [`Checkpoint`] format.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use super::StoreError;
 
-pub use store::{
-    validate_id, CheckpointStore, FileStore, InMemoryStore, StoreError, DEFAULT_CHECKPOINT_DIR,
-};
+use serde::{Deserialize, Serialize};
 
 use crate::event::{Action, InterruptInfo};
 use crate::flow::fingerprint_of;
@@ -217,7 +201,7 @@ impl Checkpoint {
         session
     }
 
-    /// Encodes the checkpoint (see the [module docs](self)).
+    /// Encodes the checkpoint (see the [store module docs](crate::store)).
     pub fn encode(&self) -> Vec<u8> {
         let body = serde_json::to_vec(self).expect("a checkpoint always serialises");
         let mut out = format!("{MAGIC} {FORMAT_VERSION}\n{:016x}\n", fnv1a(&body)).into_bytes();

@@ -1,111 +1,14 @@
-//! Where checkpoints are kept: the [`CheckpointStore`] trait and two stores.
+//! [`FileStore`]: one file per checkpoint in a directory.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
-/// A failure of a [`CheckpointStore`].
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The id cannot name a checkpoint (ids are 1 to 128 characters of `A-Z a-z 0-9 . _ -`,
-    /// not starting with `.`).
-    #[error(
-        "checkpoint id '{id}' is not valid: use 1 to 128 characters of A-Z, a-z, 0-9, '.', \
-         '_' or '-', not starting with '.'"
-    )]
-    InvalidId {
-        /// The id given.
-        id: String,
-    },
-    /// Reading or writing failed.
-    #[error("checkpoint store could not {operation} '{id}': {source}")]
-    Io {
-        /// What the store was doing: `read`, `write` or `delete`.
-        operation: &'static str,
-        /// The checkpoint id.
-        id: String,
-        /// The underlying error.
-        #[source]
-        source: Arc<io::Error>,
-    },
-    /// Any other failure of a store of your own.
-    #[error("checkpoint store failed on '{id}': {message}")]
-    Other {
-        /// The checkpoint id.
-        id: String,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-/// Async get, set and delete of checkpoint bytes by id.
-///
-/// `set` must be atomic: after it returns `Ok`, `get` returns the new bytes; if it fails, `get`
-/// returns the old bytes (or nothing), never a mix.
-#[async_trait]
-pub trait CheckpointStore: Send + Sync + 'static {
-    /// The bytes stored under `id`, if any.
-    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
-    /// Stores `bytes` under `id`, replacing what was there.
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError>;
-    /// Removes `id`; removing a missing id is not an error.
-    async fn delete(&self, id: &str) -> Result<(), StoreError>;
-}
-
-/// Checks that `id` is a valid checkpoint id (see [`StoreError::InvalidId`]).
-pub fn validate_id(id: &str) -> Result<(), StoreError> {
-    let ok = !id.is_empty()
-        && id.len() <= 128
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(StoreError::InvalidId { id: id.to_owned() })
-    }
-}
-
-/// A store in memory: for tests, and for runs that need not survive the process.
-#[derive(Debug, Default, Clone)]
-pub struct InMemoryStore {
-    map: Arc<Mutex<HashMap<String, Vec<u8>>>>,
-}
-
-impl InMemoryStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-#[async_trait]
-impl CheckpointStore for InMemoryStore {
-    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.map.lock().expect("store lock").get(id).cloned())
-    }
-
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
-        validate_id(id)?;
-        self.map
-            .lock()
-            .expect("store lock")
-            .insert(id.to_owned(), bytes);
-        Ok(())
-    }
-
-    async fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.map.lock().expect("store lock").remove(id);
-        Ok(())
-    }
-}
+use super::{validate_id, CheckpointStore, StoreError};
 
 /// The durable default: one file per checkpoint in a directory.
 ///

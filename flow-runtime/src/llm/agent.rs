@@ -1,0 +1,418 @@
+//! [`ChatModelAgent`]: the ReAct agent over a [`ChatModel`] and its [`Tool`]s, with the
+//! built-in `transfer_to_agent` and `exit` tools.
+//!
+//! # Retries and the session record
+//!
+//! A model call that fails with a [retryable](ModelError::retryable) error is tried again
+//! under the agent's [`RetryPolicy`]. What the failed attempt produced never reaches the
+//! session, so no later model call or agent sees it:
+//!
+//! - not streaming, or a stream that fails before its first chunk: nothing was emitted;
+//! - a stream that fails part-way: the caller has already seen its chunks live, so it sees the
+//!   failure too: its reader ends with a [`StreamError`] whose text says what failed, then
+//!   `agent 'A' will retry (attempt N of M)` or `agent 'A' is giving up`. The session, however, does not record that stream: inside a tree, the agent
+//!   marks its stream events as recorded by itself, keeps a [record](MessageStream::record)
+//!   of the stream (the message concatenated as the chunks pass), and only when the stream
+//!   completed records the whole message in the session, at its own run path and in its
+//!   place in the event order. A failed attempt is simply never recorded.
+//!
+//! Deciding first and streaming afterwards would have been simpler, but the caller would then
+//! see nothing until the model finished; marking events lets streams stay live.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::builtin::{exit_tool_definition, transfer_tool_definition};
+use super::tool_calls::Toolset;
+use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
+use crate::event::AgentError;
+use crate::flow::FlowAgent;
+use crate::generate::{generate, TRANSFER_TOOL_NAME};
+use crate::llm::models::{ChatModel, ModelError, RetryPolicy, ToolDefinition};
+use crate::llm::tool::Tool;
+use crate::message::{Message, MessageRef};
+use crate::resume::ResumeInfo;
+
+/// Name of the built-in tool that ends the run with a final result.
+pub const EXIT_TOOL_NAME: &str = "exit";
+
+/// Default limit of model calls per run of a [`ChatModelAgent`].
+pub const DEFAULT_MAX_ITERATIONS: usize = 20;
+
+/// What a [`ChatModelAgent`] does when its model calls `transfer_to_agent` with an agent that
+/// is not one of its transfer targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IllegalTransfer {
+    /// Answer the call with a tool error listing the legal targets; the model gets another
+    /// turn to correct itself (the default).
+    #[default]
+    ReturnToModel,
+    /// Transfer anyway, as Eino does: the flow then ends the run with its error event
+    /// `transfer failed: agent 'X' not found when transferring from 'Y'`.
+    FailRun,
+}
+
+/// An error a [`ChatModelAgent`] ends its run with (carried by the last event as
+/// [`AgentError::Custom`]), or refuses to be built with.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatAgentError {
+    /// The model failed and will not be asked again (not retryable, or out of retries).
+    #[error("agent '{agent}' got no answer from its model after {attempts} attempt(s): {source}")]
+    Model {
+        /// The agent.
+        agent: Arc<str>,
+        /// How many times the model was called for this answer.
+        attempts: u32,
+        /// The last failure.
+        #[source]
+        source: ModelError,
+    },
+    /// The model kept calling tools until the agent's limit of model calls was reached.
+    #[error(
+        "agent '{agent}' reached its limit of {limit} model calls without a final answer; raise \
+         it with max_iterations(..) or check that its tools let the model finish"
+    )]
+    MaxIterations {
+        /// The agent.
+        agent: Arc<str>,
+        /// The limit.
+        limit: usize,
+    },
+    /// A resume did not fit the interrupt this agent saved (or its turn could not be saved).
+    #[error("agent '{agent}' cannot resume: {message}")]
+    Resume {
+        /// The agent.
+        agent: Arc<str>,
+        /// What does not fit.
+        message: Arc<str>,
+    },
+    /// The builder was given a configuration that cannot work.
+    #[error("agent '{agent}' cannot be built: {message}")]
+    Config {
+        /// The agent.
+        agent: Arc<str>,
+        /// What is wrong and how to fix it.
+        message: Arc<str>,
+    },
+}
+
+impl From<ChatAgentError> for AgentError {
+    fn from(e: ChatAgentError) -> Self {
+        AgentError::custom(e)
+    }
+}
+
+/// An agent that runs the ReAct loop over a chat model: ask the model; emit its answer; run the
+/// tools it called (concurrently, results emitted in call order as tool messages); repeat until
+/// the model answers without tool calls.
+///
+/// - Its input (the conversation as its context policy shaped it) follows the instruction,
+///   given as a system message.
+/// - In a tree, it gets a `transfer_to_agent` tool whose schema lists exactly its legal targets
+///   (`enum`) and whose description names and describes them. A transfer answers
+///   `successfully transferred to agent [X]`, carries [`Action::TransferToAgent`](crate::Action::TransferToAgent), and ends the
+///   agent's turn. An illegal target is answered as a tool error (see [`IllegalTransfer`]).
+/// - With [`exit_tool`](ChatModelAgentBuilder::exit_tool), it gets an `exit` tool taking
+///   `{"final_result": string}` whose result carries [`Action::Exit`](crate::Action::Exit).
+/// - Tool arguments that are not valid JSON or do not fit the schema, calls to tools it does not
+///   have, tools that fail, panic or exceed the
+///   [`tool_timeout`](ChatModelAgentBuilder::tool_timeout): each is answered to the model as a
+///   tool error (`error: …`), and the loop goes on.
+/// - It streams when its input asks for it ([`AgentInput::streaming`]).
+/// - A tool call that stops for outside input ([`ToolError::Interrupted`](crate::ToolError::Interrupted): a tool that called
+///   [`ToolContext::interrupt`](crate::ToolContext::interrupt), or an [`AgentTool`](crate::AgentTool) whose agent interrupted)
+///   ends the run with those interrupts, each carrying the turn (conversation, finished
+///   results, pending calls) as state and the call in its address; a tool's own interrupt has
+///   this agent's run path as its id. [`Agent::resume`] finishes that turn without running the
+///   finished calls again (an interrupted call runs again, resuming), and the loop goes on.
+/// - Model failures are retried per its [`RetryPolicy`] (see the module docs for what the
+///   session keeps); a final failure, or reaching the limit of model calls, ends the run with
+///   an error event ([`ChatAgentError`]).
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use flow_runtime::model::{ScriptStep, ScriptedModel};
+/// use flow_runtime::{tool_fn, ChatModelAgent, FlowAgent, Runner};
+/// use futures::StreamExt;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Weather {
+///     /// The city.
+///     city: String,
+/// }
+///
+/// let model = ScriptedModel::new([
+///     ScriptStep::tool_call("weather", serde_json::json!({"city": "Oslo"})),
+///     ScriptStep::text("It is sunny in Oslo."),
+/// ]);
+/// let agent = ChatModelAgent::builder("forecaster", model)
+///     .instruction("You answer questions about the weather.")
+///     .tool(tool_fn("weather", "Today's weather in a city.", |w: Weather| async move {
+///         Ok::<_, String>(format!("{}: sunny", w.city))
+///     }))
+///     .build()
+///     .unwrap();
+/// let lines: Vec<String> = Runner::new(FlowAgent::new(agent))
+///     .query("Weather in Oslo?")
+///     .map(|e| {
+///         let m = e.message_output().unwrap();
+///         format!("{} {}: {}", e.run_path(), m.role, m.content)
+///     })
+///     .collect()
+///     .await;
+/// assert_eq!(
+///     lines,
+///     [
+///         "forecaster assistant: ",
+///         "forecaster tool: Oslo: sunny",
+///         "forecaster assistant: It is sunny in Oslo.",
+///     ]
+/// );
+/// # });
+/// ```
+pub struct ChatModelAgent {
+    pub(super) name: Arc<str>,
+    pub(super) description: Arc<str>,
+    pub(super) instruction: Arc<str>,
+    pub(super) model: Arc<dyn ChatModel>,
+    pub(super) tools: Vec<Arc<dyn Tool>>,
+    pub(super) max_iterations: usize,
+    pub(super) exit_tool: bool,
+    pub(super) illegal_transfer: IllegalTransfer,
+    pub(super) retry: RetryPolicy,
+    /// The instruction as a system message, built once.
+    pub(super) system: Option<MessageRef>,
+    /// The tool set of the last node this agent ran as (one per agent in practice): building
+    /// tool schemas on every run would cost more than the rest of the run.
+    pub(super) toolset: Mutex<Option<Arc<Toolset>>>,
+    pub(super) tool_timeout: Option<Duration>,
+}
+
+/// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
+pub struct ChatModelAgentBuilder {
+    pub(super) agent: ChatModelAgent,
+}
+
+impl ChatModelAgent {
+    /// Starts building an agent named `name` over `model`.
+    pub fn builder(name: impl Into<Arc<str>>, model: impl ChatModel) -> ChatModelAgentBuilder {
+        Self::builder_with_arc(name, Arc::new(model))
+    }
+
+    /// Starts building an agent over a shared model.
+    pub fn builder_with_arc(
+        name: impl Into<Arc<str>>,
+        model: Arc<dyn ChatModel>,
+    ) -> ChatModelAgentBuilder {
+        ChatModelAgentBuilder {
+            agent: ChatModelAgent {
+                name: name.into(),
+                description: Arc::from(""),
+                instruction: Arc::from(""),
+                model,
+                tools: Vec::new(),
+                max_iterations: DEFAULT_MAX_ITERATIONS,
+                exit_tool: false,
+                illegal_transfer: IllegalTransfer::default(),
+                retry: RetryPolicy::default(),
+                system: None,
+                toolset: Mutex::new(None),
+                tool_timeout: None,
+            },
+        }
+    }
+
+    /// The system prompt.
+    pub fn instruction(&self) -> &str {
+        &self.instruction
+    }
+
+    /// The limit of model calls per run.
+    pub fn max_iterations(&self) -> usize {
+        self.max_iterations
+    }
+
+    /// The tool definitions the model is given when the agent runs as `node` (or alone, for
+    /// `None`): its own tools, then `transfer_to_agent` if the node has transfer targets, then
+    /// `exit` if enabled.
+    pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
+        let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
+        self.toolset(targets).definitions.to_vec()
+    }
+
+    /// The tool set for these transfer targets: the cached one if it has the same targets.
+    pub(super) fn toolset_for(&self, targets: Vec<AgentInfo>) -> Arc<Toolset> {
+        let mut cached = self.toolset.lock().expect("toolset cache lock");
+        if let Some(toolset) = cached.as_ref().filter(|t| t.targets == targets) {
+            return Arc::clone(toolset);
+        }
+        let toolset = Arc::new(self.toolset(targets));
+        *cached = Some(Arc::clone(&toolset));
+        toolset
+    }
+
+    fn toolset(&self, targets: Vec<AgentInfo>) -> Toolset {
+        let mut definitions: Vec<ToolDefinition> =
+            self.tools.iter().map(|t| t.definition()).collect();
+        if !targets.is_empty() {
+            definitions.push(transfer_tool_definition(&targets));
+        }
+        if self.exit_tool {
+            definitions.push(exit_tool_definition());
+        }
+        Toolset {
+            targets,
+            definitions: definitions.into(),
+        }
+    }
+}
+
+impl ChatModelAgentBuilder {
+    /// What the agent is for; other agents' models read it when choosing a transfer target.
+    pub fn description(mut self, description: impl Into<Arc<str>>) -> Self {
+        self.agent.description = description.into();
+        self
+    }
+
+    /// The system prompt (none if empty).
+    pub fn instruction(mut self, instruction: impl Into<Arc<str>>) -> Self {
+        self.agent.instruction = instruction.into();
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(self, tool: impl Tool) -> Self {
+        self.tool_arc(Arc::new(tool))
+    }
+
+    /// Adds a shared tool.
+    pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.agent.tools.push(tool);
+        self
+    }
+
+    /// Adds shared tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.agent.tools.extend(tools);
+        self
+    }
+
+    /// The limit of model calls per run (default [`DEFAULT_MAX_ITERATIONS`]).
+    pub fn max_iterations(mut self, limit: usize) -> Self {
+        self.agent.max_iterations = limit;
+        self
+    }
+
+    /// Gives the model the `exit` tool (off by default).
+    pub fn exit_tool(mut self, enabled: bool) -> Self {
+        self.agent.exit_tool = enabled;
+        self
+    }
+
+    /// What to do with a transfer to an agent that is not a legal target.
+    pub fn on_illegal_transfer(mut self, policy: IllegalTransfer) -> Self {
+        self.agent.illegal_transfer = policy;
+        self
+    }
+
+    /// How failed model calls are retried (default [`RetryPolicy::default`]).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.agent.retry = policy;
+        self
+    }
+
+    /// How long one tool call may take (default: no limit). A call that takes longer is
+    /// dropped at its next await point and answered to the model as
+    /// [`ToolError::TimedOut`](crate::ToolError::TimedOut), naming the tool and the limit; the loop goes on.
+    ///
+    /// The limit uses tokio's timer: the run must be polled inside a tokio runtime with time
+    /// enabled.
+    pub fn tool_timeout(mut self, limit: Duration) -> Self {
+        self.agent.tool_timeout = Some(limit);
+        self
+    }
+
+    /// Builds the agent. Fails if two tools share a name, a tool takes the name of a built-in
+    /// one, or the limit of model calls is 0.
+    pub fn build(self) -> Result<ChatModelAgent, ChatAgentError> {
+        let mut agent = self.agent;
+        agent.system =
+            (!agent.instruction.is_empty()).then(|| Arc::new(Message::system(&*agent.instruction)));
+        let config = |message: String| ChatAgentError::Config {
+            agent: Arc::clone(&agent.name),
+            message: message.into(),
+        };
+        if agent.max_iterations == 0 {
+            return Err(config(
+                "max_iterations is 0, so the model could never be called; use at least 1".into(),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for tool in &agent.tools {
+            let name = tool.name();
+            if name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME {
+                return Err(config(format!(
+                    "a tool is named '{name}', the name of a built-in tool; rename it"
+                )));
+            }
+            if !seen.insert(name.to_owned()) {
+                return Err(config(format!(
+                    "two tools are named '{name}'; tool names must be unique per agent"
+                )));
+            }
+        }
+        Ok(agent)
+    }
+}
+
+impl fmt::Debug for ChatModelAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatModelAgent")
+            .field("name", &self.name)
+            .field("model", &self.model.model_name())
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .field("max_iterations", &self.max_iterations)
+            .field("exit_tool", &self.exit_tool)
+            .field("illegal_transfer", &self.illegal_transfer)
+            .field("retry", &self.retry)
+            .field("tool_timeout", &self.tool_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for ChatModelAgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ChatModelAgentBuilder")
+            .field(&self.agent)
+            .finish()
+    }
+}
+
+impl Agent for ChatModelAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
+        generate(cx, move |cx| async move { self.react(cx, input).await })
+    }
+
+    /// Resumes a run that stopped inside tool calls (an [`AgentTool`](crate::AgentTool) whose
+    /// agent interrupted): the conversation comes from the saved state, not from `input`;
+    /// the calls that had finished are not run again; each interrupted call is resumed (its
+    /// tool gets [`ToolContext::resume_info`](crate::ToolContext::resume_info)); then the ReAct loop goes on.
+    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+        generate(cx, move |cx| async move {
+            self.resume_react(cx, input, info).await
+        })
+    }
+}

@@ -1,0 +1,18 @@
+//! The LLM layer: [`ChatModelAgent`] (the ReAct agent), its tools, and the chat models.
+//!
+//! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), running
+//! the tool calls of a reply (`tool_calls`), the built-in `transfer_to_agent` and `exit` tools
+//! (`builtin`), the [`tool`] trait and function tools, and the [`models`].
+
+mod agent;
+mod builtin;
+pub mod models;
+mod react;
+pub mod tool;
+mod tool_calls;
+
+pub use agent::{
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS,
+    EXIT_TOOL_NAME,
+};
+pub use builtin::{exit_tool_definition, transfer_tool_definition};

@@ -1,0 +1,293 @@
+//! The ReAct loop: ask the model, run the tools it called, repeat.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+
+use futures::Stream;
+
+use super::agent::*;
+use super::tool_calls::*;
+use crate::agent::AgentInput;
+use crate::event::{AgentError, AgentEvent, ToolFrame};
+use crate::flow::FlowAgent;
+use crate::generate::Context;
+use crate::llm::models::{ChatModel, ChatRequest, ModelError, ModelStream, RetryPolicy};
+use crate::message::{Message, MessageRef};
+use crate::resume::ResumeInfo;
+use crate::session::SessionEvent;
+use crate::stream::{MessageStream, StreamError};
+
+impl ChatModelAgent {
+    pub(super) async fn react(&self, cx: Context, input: AgentInput) -> Result<(), AgentError> {
+        let toolset = self.node_toolset(&cx);
+        let mut messages = Vec::with_capacity(input.messages.len() + 1);
+        messages.extend(self.system.iter().cloned());
+        messages.extend(input.messages.iter().cloned());
+        let request = ChatRequest {
+            messages,
+            tools: toolset.definitions.clone(),
+        };
+        self.react_loop(&cx, &toolset, request, 0, input.streaming)
+            .await
+    }
+
+    /// The tool set of the node `cx` runs at (cached per set of transfer targets).
+    pub(super) fn node_toolset(&self, cx: &Context) -> Arc<Toolset> {
+        let targets = cx
+            .node()
+            .map(FlowAgent::transfer_targets)
+            .unwrap_or_default();
+        self.toolset_for(targets)
+    }
+
+    /// The ReAct loop from a conversation, with `used` model calls already made.
+    pub(super) async fn react_loop(
+        &self,
+        cx: &Context,
+        toolset: &Toolset,
+        mut request: ChatRequest,
+        mut used: usize,
+        streaming: bool,
+    ) -> Result<(), AgentError> {
+        while used < self.max_iterations {
+            let reply = self.ask_model(cx, &request, streaming).await?;
+            used += 1;
+            request.messages.push(Arc::clone(&reply));
+            if reply.tool_calls.is_empty() {
+                return Ok(());
+            }
+            let turn = self
+                .run_tools(cx, toolset, &mut request.messages, used, None)
+                .await?;
+            if turn != Turn::Continue {
+                return Ok(());
+            }
+        }
+        Err(ChatAgentError::MaxIterations {
+            agent: Arc::clone(&self.name),
+            limit: self.max_iterations,
+        }
+        .into())
+    }
+
+    /// Resumes a turn whose tool calls were interrupted: the saved conversation, the results
+    /// of the calls that had finished, and a resumed run of each interrupted call; then the
+    /// ReAct loop goes on.
+    pub(super) async fn resume_react(
+        &self,
+        cx: Context,
+        input: AgentInput,
+        info: ResumeInfo,
+    ) -> Result<(), AgentError> {
+        let fail = |message: String| -> AgentError {
+            ChatAgentError::Resume {
+                agent: Arc::clone(&self.name),
+                message: message.into(),
+            }
+            .into()
+        };
+        if info.was_interrupted() {
+            return Err(fail(
+                "the interrupt names the agent itself, but it only stops for interrupts raised \
+                 inside its tool calls"
+                    .into(),
+            ));
+        }
+        let saved: SavedTurn = info
+            .state()
+            .cloned()
+            .ok_or_else(|| fail("its interrupt carries no saved conversation".into()))
+            .and_then(|state| {
+                serde_json::from_value(state)
+                    .map_err(|e| fail(format!("its saved conversation does not decode ({e})")))
+            })?;
+        let mut below: Vec<(ToolFrame, ResumeInfo)> = info.tool_calls();
+        for (call, _) in &below {
+            if !saved.pending.iter().any(|(id, _)| *id == call.call_id) {
+                return Err(fail(format!(
+                    "the resume info has interrupt points in tool call '{}' ({}), which was not \
+                     pending",
+                    call.call_id, call.name
+                )));
+            }
+        }
+        let mut resumes = Vec::with_capacity(saved.pending.len());
+        for (id, state) in &saved.pending {
+            let Some(k) = below.iter().position(|(call, _)| call.call_id == *id) else {
+                return Err(fail(format!(
+                    "tool call '{id}' was interrupted but the resume info has no interrupt \
+                     point in it; resume with every interrupt of the run"
+                )));
+            };
+            let (_, info) = below.remove(k);
+            resumes.push((id.clone(), info, state.clone()));
+        }
+        let toolset = self.node_toolset(&cx);
+        let mut request = ChatRequest {
+            messages: saved.messages.clone(),
+            tools: toolset.definitions.clone(),
+        };
+        let resumed = Resumed {
+            next_call: saved.next_call,
+            ending: saved.ending.clone(),
+            results: saved.results.clone(),
+            calls: resumes,
+        };
+        let turn = self
+            .run_tools(
+                &cx,
+                &toolset,
+                &mut request.messages,
+                saved.used,
+                Some(resumed),
+            )
+            .await?;
+        if turn != Turn::Continue {
+            return Ok(());
+        }
+        self.react_loop(&cx, &toolset, request, saved.used, input.streaming)
+            .await
+    }
+
+    /// One answer of the model, retried per the policy, emitted as an event.
+    pub(super) async fn ask_model(
+        &self,
+        cx: &Context,
+        request: &ChatRequest,
+        streaming: bool,
+    ) -> Result<MessageRef, AgentError> {
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let result = if streaming {
+                self.stream_attempt(cx, request, attempt).await
+            } else {
+                self.model.generate(request).await.map(|reply| {
+                    let reply = Arc::new(reply);
+                    cx.emit(AgentEvent::message(Arc::clone(&reply)));
+                    reply
+                })
+            };
+            match result {
+                Ok(reply) => return Ok(reply),
+                Err(error) if self.retry.should_retry(attempt, &error) => {
+                    let wait = self.retry.delay(attempt, &error);
+                    tracing::warn!(
+                        agent = %self.name,
+                        attempt,
+                        wait_ms = wait.as_millis() as u64,
+                        %error,
+                        "model call failed; retrying"
+                    );
+                    tokio::time::sleep(wait).await;
+                }
+                Err(source) => {
+                    return Err(ChatAgentError::Model {
+                        agent: Arc::clone(&self.name),
+                        attempts: attempt,
+                        source,
+                    }
+                    .into())
+                }
+            }
+        }
+    }
+
+    /// One streamed attempt: the chunks go to the caller live; the session gets the whole
+    /// message only if the stream completes (see the module docs).
+    pub(super) async fn stream_attempt(
+        &self,
+        cx: &Context,
+        request: &ChatRequest,
+        attempt: u32,
+    ) -> Result<MessageRef, ModelError> {
+        let chunks = self.model.stream(request).await?;
+        let failure: Arc<Mutex<Option<ModelError>>> = Arc::default();
+        let live = MessageStream::from_stream(AttemptChunks {
+            chunks,
+            failure: Arc::clone(&failure),
+            retry: self.retry.clone(),
+            agent: Arc::clone(&self.name),
+            attempt,
+        });
+        // The agent's own copy of the message is concatenated as the chunks pass: it holds
+        // no reader, so the stream keeps no chunk for it.
+        let record = live.record();
+        let in_tree = cx.node().is_some();
+        let mut event = AgentEvent::stream(live);
+        // Inside a tree the flow would record the event's stream as it passes; this agent
+        // records the message itself once the stream is complete.
+        event.recorded = in_tree;
+        // Let the consumer take the event (and every one before it) first, so that its reader
+        // pulls the chunks live; the record then reads whatever the consumer has not.
+        cx.yield_event(event).await;
+        match record.message().await {
+            Ok(whole) => {
+                if in_tree {
+                    cx.session().push(SessionEvent::new(
+                        cx.agent_name(),
+                        cx.run_path().clone(),
+                        Some(Arc::clone(&whole)),
+                        None,
+                    ));
+                }
+                Ok(whole)
+            }
+            Err(e) => Err(failure
+                .lock()
+                .expect("model failure slot")
+                .take()
+                .unwrap_or_else(|| ModelError::StreamInterrupted {
+                    model: self.model.model_name().into(),
+                    message: e.message,
+                })),
+        }
+    }
+}
+
+/// A streamed attempt's chunks as the source of its [`MessageStream`]: a model error becomes a
+/// [`StreamError`] that says whether the agent will retry, and is kept for the agent.
+pub(super) struct AttemptChunks {
+    pub(super) chunks: ModelStream,
+    pub(super) failure: Arc<Mutex<Option<ModelError>>>,
+    pub(super) retry: RetryPolicy,
+    pub(super) agent: Arc<str>,
+    pub(super) attempt: u32,
+}
+
+impl AttemptChunks {
+    #[cold]
+    pub(super) fn fail(&self, error: ModelError) -> StreamError {
+        let next = if self.retry.should_retry(self.attempt, &error) {
+            format!(
+                "agent '{}' will retry (attempt {} of {})",
+                self.agent,
+                self.attempt + 1,
+                self.retry.max_retries + 1
+            )
+        } else {
+            format!("agent '{}' is giving up", self.agent)
+        };
+        let text = format!("{error}; {next}");
+        *self.failure.lock().expect("model failure slot") = Some(error);
+        StreamError::new(text)
+    }
+}
+
+impl Stream for AttemptChunks {
+    type Item = Result<Message, StreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        match self.chunks.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => Poll::Ready(Some(Ok(chunk))),
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(self.fail(error)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.chunks.size_hint()
+    }
+}

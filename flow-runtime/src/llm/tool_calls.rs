@@ -1,0 +1,316 @@
+//! Running the tool calls of one model reply, and saving a turn that a call interrupted.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::future::{self, BoxFuture};
+use futures::stream::FuturesOrdered;
+use futures::{FutureExt, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use super::agent::*;
+use super::builtin::{ExitArgs, TransferArgs};
+use crate::agent::AgentInfo;
+use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
+use crate::generate::{Context, TRANSFER_TOOL_NAME};
+use crate::llm::models::ToolDefinition;
+use crate::llm::tool::{parse_arguments, Tool, ToolContext, ToolError, ToolInterrupt};
+use crate::message::{Message, MessageRef, ToolCall};
+use crate::resume::ResumeInfo;
+
+/// The tools of one run: the agent's own plus the built-ins this node gets.
+pub(super) struct Toolset {
+    pub(super) targets: Vec<AgentInfo>,
+    pub(super) definitions: Arc<[ToolDefinition]>,
+}
+
+/// What one tool call produced: the result text (or error) and the action it carries.
+pub(super) type CallOutcome = Result<(String, Option<Action>), ToolError>;
+
+/// How a turn of tool calls ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Turn {
+    /// Ask the model again.
+    Continue,
+    /// A transfer or an exit ended the agent's run.
+    Ended,
+    /// A call stopped for outside input; the turn was saved in the interrupts.
+    Interrupted,
+}
+
+/// A turn of tool calls saved in the interrupt state: everything needed to finish it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct SavedTurn {
+    /// The conversation as the model saw it, with the reply and the results emitted so far.
+    pub(super) messages: Vec<MessageRef>,
+    /// Model calls made.
+    pub(super) used: usize,
+    /// The first call whose result was not emitted.
+    pub(super) next_call: usize,
+    /// The transfer or exit a call of the reply asked for.
+    pub(super) ending: Option<Action>,
+    /// Results of later calls that finished: call id, text, action.
+    pub(super) results: Vec<(String, String, Option<Action>)>,
+    /// The interrupted calls: call id and the tool's saved state.
+    pub(super) pending: Vec<(String, Option<serde_json::Value>)>,
+}
+
+/// A turn being resumed.
+#[derive(Default)]
+pub(super) struct Resumed {
+    pub(super) next_call: usize,
+    pub(super) ending: Option<Action>,
+    pub(super) results: Vec<(String, String, Option<Action>)>,
+    /// Interrupted calls: call id, the resume info below the call, the tool's state.
+    pub(super) calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
+}
+
+impl ChatModelAgent {
+    /// Runs the calls of the reply that ends `history`; emits their results in call order.
+    /// With `resumed`, starts at the saved position: finished calls give their saved results
+    /// and interrupted ones are resumed. If a call stops for outside input, the results from
+    /// it on are held, the turn is saved, and its interrupts are emitted.
+    pub(super) async fn run_tools(
+        &self,
+        cx: &Context,
+        toolset: &Toolset,
+        history: &mut Vec<MessageRef>,
+        used: usize,
+        resumed: Option<Resumed>,
+    ) -> Result<Turn, AgentError> {
+        let reply = Arc::clone(history.last().expect("the reply that made the calls"));
+        let calls = &reply.tool_calls;
+        let Resumed {
+            next_call: start,
+            mut ending,
+            results: saved_results,
+            calls: mut resumes,
+        } = resumed.unwrap_or_default();
+        let mut jobs = FuturesOrdered::new();
+        let shared_history: Arc<[MessageRef]> = history.iter().cloned().collect();
+        for call in calls.iter().skip(start) {
+            if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
+            {
+                let done: CallOutcome = Ok((text.clone(), action.clone()));
+                jobs.push_back(future::ready(done).boxed());
+                continue;
+            }
+            let resume = resumes
+                .iter()
+                .position(|(id, _, _)| *id == call.id)
+                .map(|k| resumes.swap_remove(k));
+            let job: BoxFuture<'static, CallOutcome> = match call.name.as_str() {
+                TRANSFER_TOOL_NAME if !toolset.targets.is_empty() => {
+                    future::ready(self.transfer(toolset, call, &mut ending)).boxed()
+                }
+                EXIT_TOOL_NAME if self.exit_tool => future::ready(exit(call, &mut ending)).boxed(),
+                name => match self.tools.iter().find(|t| t.name() == name) {
+                    Some(tool) => {
+                        let tool = Arc::clone(tool);
+                        let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
+                            .with_tool_name(call.name.as_str())
+                            .with_history(shared_history.iter().cloned())
+                            .with_events(cx.clone());
+                        if let Some((_, info, state)) = resume {
+                            tcx = tcx.with_resume(info, state);
+                        }
+                        let arguments = call.arguments.clone();
+                        let limit = self.tool_timeout;
+                        async move {
+                            let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
+                                .catch_unwind();
+                            let finished = match limit {
+                                None => run.await,
+                                Some(limit) => match tokio::time::timeout(limit, run).await {
+                                    Ok(finished) => finished,
+                                    Err(_) => {
+                                        return Err(ToolError::TimedOut {
+                                            tool: tool.name().into(),
+                                            limit,
+                                        })
+                                    }
+                                },
+                            };
+                            match finished {
+                                Ok(result) => result.map(|text| (text, None)),
+                                Err(payload) => Err(ToolError::Panicked {
+                                    tool: tool.name().into(),
+                                    message: panic_message(&*payload).into(),
+                                }),
+                            }
+                        }
+                        .boxed()
+                    }
+                    None => future::ready(Err(ToolError::UnknownTool {
+                        tool: name.into(),
+                        available: toolset
+                            .definitions
+                            .iter()
+                            .map(|d| Arc::from(d.name.as_str()))
+                            .collect(),
+                    }))
+                    .boxed(),
+                },
+            };
+            jobs.push_back(job);
+        }
+        let mut last_carried_action = false;
+        let mut stopped_at: Option<usize> = None;
+        let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
+        let mut pending: Vec<(ToolCall, ToolInterrupt)> = Vec::new();
+        let mut k = start;
+        while let Some(outcome) = jobs.next().await {
+            let call = &calls[k];
+            k += 1;
+            let (text, action) = match outcome {
+                Err(ToolError::Interrupted { interrupt, .. }) => {
+                    stopped_at.get_or_insert(k - 1);
+                    pending.push((call.clone(), *interrupt));
+                    continue;
+                }
+                Ok(done) => done,
+                Err(error) => (error.to_model_text(), None),
+            };
+            if stopped_at.is_some() {
+                held.push((call.id.clone(), text, action));
+                continue;
+            }
+            let message = Arc::new(Message::tool(text, call.id.as_str(), call.name.as_str()));
+            history.push(Arc::clone(&message));
+            let mut event = AgentEvent::message(message);
+            last_carried_action = action.is_some();
+            if let Some(action) = action {
+                event = event.with_action(action);
+            }
+            cx.emit(event);
+        }
+        if let Some(next_call) = stopped_at {
+            let saved = SavedTurn {
+                messages: history.clone(),
+                used,
+                next_call,
+                ending,
+                results: held,
+                pending: pending
+                    .iter()
+                    .map(|(call, i)| (call.id.clone(), i.state.clone()))
+                    .collect(),
+            };
+            let state = serde_json::to_value(&saved).map_err(|e| ChatAgentError::Resume {
+                agent: Arc::clone(&self.name),
+                message: format!("its conversation could not be saved ({e})").into(),
+            })?;
+            self.emit_interrupts(cx, pending, &state)?;
+            return Ok(Turn::Interrupted);
+        }
+        match ending {
+            Some(action) => {
+                // The last event of the agent decides; repeat the action if later results of
+                // the same reply came after it.
+                if !last_carried_action {
+                    cx.emit(AgentEvent::action(action));
+                }
+                Ok(Turn::Ended)
+            }
+            None => Ok(Turn::Continue),
+        }
+    }
+
+    /// Emits the interrupts of the stopped calls, each carrying the saved turn and its call
+    /// (the flow names them: a tool's own interrupt gets this agent's run path as its id).
+    pub(super) fn emit_interrupts(
+        &self,
+        cx: &Context,
+        pending: Vec<(ToolCall, ToolInterrupt)>,
+        state: &serde_json::Value,
+    ) -> Result<(), AgentError> {
+        for (call, interrupt) in pending {
+            if interrupt.interrupts.is_empty() {
+                return Err(ChatAgentError::Resume {
+                    agent: Arc::clone(&self.name),
+                    message: format!(
+                        "tool '{}' stopped for outside input without saying why: its \
+                         ToolInterrupt holds no interrupt (build it with ToolInterrupt::new or \
+                         ToolContext::interrupt)",
+                        call.name
+                    )
+                    .into(),
+                }
+                .into());
+            }
+            for mut info in interrupt.interrupts {
+                if info.address.is_empty() && info.state.is_none() {
+                    // The tool's own: it is resumed with the call, and gets its state back.
+                    info.state.clone_from(&interrupt.state);
+                }
+                let mut event = AgentEvent::action(Action::Interrupted(info));
+                event.attach_interrupt_state(state.clone());
+                event.attach_interrupt_tool(ToolFrame {
+                    name: call.name.clone(),
+                    call_id: call.id.clone(),
+                });
+                cx.emit(event);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn transfer(
+        &self,
+        toolset: &Toolset,
+        call: &ToolCall,
+        ending: &mut Option<Action>,
+    ) -> CallOutcome {
+        let args: TransferArgs = parse_arguments(TRANSFER_TOOL_NAME, &call.arguments)?;
+        if let Some(earlier) = ending {
+            return Err(not_run(TRANSFER_TOOL_NAME, earlier));
+        }
+        let legal = toolset.targets.iter().any(|t| *t.name == args.agent_name);
+        if !legal && self.illegal_transfer == IllegalTransfer::ReturnToModel {
+            return Err(ToolError::IllegalTransfer {
+                target: args.agent_name.into(),
+                available: toolset
+                    .targets
+                    .iter()
+                    .map(|t| Arc::clone(&t.name))
+                    .collect(),
+            });
+        }
+        let action = Action::transfer_to(args.agent_name.as_str());
+        *ending = Some(action.clone());
+        Ok((
+            format!("successfully transferred to agent [{}]", args.agent_name),
+            Some(action),
+        ))
+    }
+}
+
+pub(super) fn exit(call: &ToolCall, ending: &mut Option<Action>) -> CallOutcome {
+    let args: ExitArgs = parse_arguments(EXIT_TOOL_NAME, &call.arguments)?;
+    if let Some(earlier) = ending {
+        return Err(not_run(EXIT_TOOL_NAME, earlier));
+    }
+    *ending = Some(Action::Exit);
+    Ok((args.final_result, Some(Action::Exit)))
+}
+
+pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {
+    let what = match earlier {
+        Action::TransferToAgent(target) => format!("transfers to agent '{target}'"),
+        _ => "exits".to_owned(),
+    };
+    ToolError::NotRun {
+        tool: tool.into(),
+        reason: format!("an earlier call of the same reply already {what}").into(),
+    }
+}
+
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
