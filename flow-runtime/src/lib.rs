@@ -62,6 +62,7 @@ mod session;
 pub mod spec;
 pub mod store;
 mod stream;
+pub mod testing;
 pub mod workflow;
 
 pub use llm::models as model;
