@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
@@ -10,6 +11,7 @@ use futures::Stream;
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
+use crate::limits::{LimitReached, RunLimit, RunLimits};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
@@ -199,6 +201,9 @@ struct RunShared {
     session: Arc<Session>,
     root_input: Arc<[MessageRef]>,
     streaming: bool,
+    limits: RunLimits,
+    /// Transfers made so far in this run.
+    transfers: AtomicUsize,
 }
 
 impl RunContext {
@@ -216,12 +221,62 @@ impl RunContext {
                 session,
                 root_input: root_input.into_iter().collect(),
                 streaming,
+                limits: RunLimits::default(),
+                transfers: AtomicUsize::new(0),
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
             node: None,
             hidden: Arc::from([]),
         }
+    }
+
+    /// This (new) run with the given limits. Set them before the run starts: contexts already
+    /// derived from this one keep the limits they had.
+    pub fn with_limits(mut self, limits: RunLimits) -> Self {
+        let shared = RunShared {
+            session: Arc::clone(&self.shared.session),
+            root_input: Arc::clone(&self.shared.root_input),
+            streaming: self.shared.streaming,
+            limits,
+            transfers: AtomicUsize::new(self.shared.transfers.load(Ordering::Relaxed)),
+        };
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// The run's limits.
+    pub fn limits(&self) -> &RunLimits {
+        &self.shared.limits
+    }
+
+    /// Counts one transfer of this run; an error once the run's
+    /// [`max_transfers`](RunLimits::max_transfers) is passed.
+    pub(crate) fn count_transfer(&self) -> Result<(), LimitReached> {
+        let max = self.shared.limits.max_transfers;
+        let made = self.shared.transfers.fetch_add(1, Ordering::Relaxed) + 1;
+        if made > max {
+            return Err(LimitReached {
+                limit: RunLimit::Transfers,
+                max,
+                agent: Arc::clone(&self.agent_name),
+            });
+        }
+        Ok(())
+    }
+
+    /// An error if recording one more event would pass the run's
+    /// [`max_events`](RunLimits::max_events).
+    pub(crate) fn check_event_room(&self) -> Result<(), LimitReached> {
+        let max = self.shared.limits.max_events;
+        if self.shared.session.len() >= max {
+            return Err(LimitReached {
+                limit: RunLimit::Events,
+                max,
+                agent: Arc::clone(&self.agent_name),
+            });
+        }
+        Ok(())
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same

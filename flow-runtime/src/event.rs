@@ -225,6 +225,9 @@ pub enum AgentError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// The run met one of its [`RunLimits`](crate::RunLimits) and stopped there.
+    #[error(transparent)]
+    LimitReached(#[from] crate::limits::LimitReached),
     /// An error of the caller's own type.
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),

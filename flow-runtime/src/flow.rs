@@ -199,6 +199,22 @@ impl FlowAgent {
             .map(|i| self.at(i))
     }
 
+    /// The names of every agent of this tree and of the trees its nodes hold as their agent,
+    /// each once (the names a run path of a run of this tree can hold).
+    pub(crate) fn all_names(&self) -> std::collections::HashSet<Arc<str>> {
+        fn walk(tree: &Tree, names: &mut std::collections::HashSet<Arc<str>>) {
+            for n in &tree.nodes {
+                names.insert(Arc::clone(&n.name));
+                if let Some(inner) = n.agent.as_flow() {
+                    walk(&inner.tree, names);
+                }
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        walk(&self.tree, &mut names);
+        names
+    }
+
     /// The root of the tree this agent is in.
     pub fn root(&self) -> FlowAgent {
         let mut node = self.node;
@@ -534,6 +550,10 @@ async fn drive(
                         };
                         info.address.insert(0, frame);
                     } else if own {
+                        if let Err(limit) = run.check_event_room() {
+                            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+                            return Ok(());
+                        }
                         run.session().record(&event);
                         event.recorded = true;
                         last_action.clone_from(&event.action);
@@ -557,6 +577,10 @@ async fn drive(
         let Some(Action::TransferToAgent(target)) = last_action else {
             return Ok(());
         };
+        if let Err(limit) = run.count_transfer() {
+            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+            return Ok(());
+        }
         match current.transfer_target(&target) {
             Ok(next) => {
                 path = path.child(Arc::clone(&current.tree.nodes[next].name));

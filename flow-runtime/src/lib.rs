@@ -53,6 +53,7 @@ mod flow;
 mod fn_agent;
 mod generate;
 pub mod history;
+mod limits;
 mod llm;
 mod message;
 mod resume;
@@ -76,7 +77,7 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 pub use async_trait::async_trait;
 pub use llm::{
     exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
-    ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    ChatModelAgentBuilder, IllegalTransfer, ToolCallLimits, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
@@ -90,6 +91,7 @@ pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
+pub use limits::{LimitReached, RunLimit, RunLimits};
 pub use message::{Message, MessageRef, Role, ToolCall};
 pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
 pub use resume::ResumeInfo;

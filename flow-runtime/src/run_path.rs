@@ -90,6 +90,16 @@ impl RunPath {
         self.steps.is_empty()
     }
 
+    /// The first step's agent (the root of the run), if any.
+    pub fn first(&self) -> Option<&str> {
+        self.steps.first().map(RunStep::agent_name)
+    }
+
+    /// The agents of the steps, root first.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.steps.iter().map(RunStep::agent_name)
+    }
+
     /// The last step's agent, if any.
     pub fn last(&self) -> Option<&str> {
         self.steps.last().map(RunStep::agent_name)

@@ -10,10 +10,13 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
+use crate::limits::RunLimits;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
-use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStore};
+use crate::store::{
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
+};
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
 ///
@@ -39,6 +42,8 @@ pub struct Runner {
     agent: FlowAgent,
     streaming: bool,
     store: Option<Arc<dyn CheckpointStore>>,
+    codec: CheckpointCodec,
+    limits: RunLimits,
     resuming: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -59,6 +64,8 @@ impl Runner {
             agent,
             streaming: false,
             store: None,
+            codec: CheckpointCodec::default(),
+            limits: RunLimits::default(),
             resuming: Arc::default(),
         }
     }
@@ -66,6 +73,29 @@ impl Runner {
     /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Bounds on every run of this runner (transfers, recorded events); default
+    /// [`RunLimits::default`]. A run that meets one ends with one
+    /// [`AgentError::LimitReached`] event and keeps what it recorded.
+    pub fn limits(mut self, limits: RunLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Signs every checkpoint this runner saves with `key` (HMAC-SHA256) and refuses, on
+    /// resume, any checkpoint not signed with it ([`CheckpointError::BadSignature`]). The key
+    /// belongs to the runner, not the store, so every store backend gets it; give every
+    /// process that resumes these runs the same key.
+    pub fn checkpoint_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.codec = self.codec.key(key);
+        self
+    }
+
+    /// How checkpoints are encoded and decoded (key, size limit); see [`CheckpointCodec`].
+    pub fn checkpoint_codec(mut self, codec: CheckpointCodec) -> Self {
+        self.codec = codec;
         self
     }
 
@@ -122,7 +152,8 @@ impl Runner {
             messages.iter().cloned(),
             self.streaming,
             self.agent.name(),
-        );
+        )
+        .with_limits(self.limits);
         let input = AgentInput {
             messages,
             streaming: self.streaming,
@@ -143,7 +174,7 @@ impl Runner {
             .ok_or_else(|| CheckpointError::NotFound {
                 id: checkpoint_id.to_owned(),
             })?;
-        let checkpoint = Checkpoint::decode(checkpoint_id, &bytes)?;
+        let checkpoint = self.codec.decode(checkpoint_id, &bytes)?;
         let current = self.agent.shape();
         let fingerprint = format!("{:016x}", crate::fingerprint_of(&current));
         if checkpoint.shape != current || checkpoint.fingerprint != fingerprint {
@@ -153,6 +184,8 @@ impl Runner {
                 current,
             });
         }
+        let names = self.agent.all_names();
+        checkpoint.check_names(checkpoint_id, self.agent.name(), |n| names.contains(n))?;
         if checkpoint.status == CheckpointStatus::Resumed {
             return Err(CheckpointError::AlreadyResumed {
                 id: checkpoint_id.to_owned(),
@@ -199,7 +232,8 @@ impl Runner {
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
-        );
+        )
+        .with_limits(self.limits);
         let input = AgentInput {
             messages: root_input,
             streaming: checkpoint.streaming,
@@ -219,6 +253,7 @@ impl Runner {
         claim: Option<ResumeClaim>,
     ) -> EventStream {
         let store = self.store.clone();
+        let codec = self.codec.clone();
         let shape = self.agent.shape();
         let streaming = cx.streaming();
         generate(cx.clone(), move |out| async move {
@@ -232,6 +267,7 @@ impl Runner {
                 interrupts.push(info.clone());
                 let saved = save(
                     store.as_deref(),
+                    &codec,
                     &id,
                     shape.clone(),
                     streaming,
@@ -249,6 +285,7 @@ impl Runner {
             if _claim.is_some() && interrupts.is_empty() {
                 let done = save(
                     store.as_deref(),
+                    &codec,
                     &id,
                     shape,
                     streaming,
@@ -273,8 +310,10 @@ fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEven
     .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn save(
     store: Option<&dyn CheckpointStore>,
+    codec: &CheckpointCodec,
     id: &str,
     shape: String,
     streaming: bool,
@@ -293,7 +332,7 @@ async fn save(
     )
     .await?;
     checkpoint.status = status;
-    store.set(id, checkpoint.encode()).await?;
+    store.set(id, codec.encode(&checkpoint)).await?;
     Ok(())
 }
 

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::builtin::{exit_tool_definition, transfer_tool_definition};
-use super::tool_calls::Toolset;
+use super::tool_calls::{ToolCallLimits, Toolset};
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
 use crate::flow::FlowAgent;
@@ -188,6 +188,7 @@ pub struct ChatModelAgent {
     /// tool schemas on every run would cost more than the rest of the run.
     pub(super) toolset: Mutex<Option<Arc<Toolset>>>,
     pub(super) tool_timeout: Option<Duration>,
+    pub(super) tool_limits: ToolCallLimits,
 }
 
 /// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
@@ -220,6 +221,7 @@ impl ChatModelAgent {
                 system: None,
                 toolset: Mutex::new(None),
                 tool_timeout: None,
+                tool_limits: ToolCallLimits::default(),
             },
         }
     }
@@ -334,6 +336,23 @@ impl ChatModelAgentBuilder {
         self
     }
 
+    /// How many tool calls of one model reply are run (default
+    /// [`ToolCallLimits::DEFAULT_MAX_PER_REPLY`]). Calls past it are not run: each is answered
+    /// to the model as a tool error ([`ToolError::NotRun`](crate::ToolError::NotRun)) saying
+    /// so, and the loop goes on.
+    pub fn max_tool_calls_per_reply(mut self, limit: usize) -> Self {
+        self.agent.tool_limits.max_per_reply = limit;
+        self
+    }
+
+    /// How many tool calls of one reply run at once (default
+    /// [`ToolCallLimits::DEFAULT_MAX_CONCURRENT`]; at least 1). Results still come in call
+    /// order.
+    pub fn max_concurrent_tool_calls(mut self, limit: usize) -> Self {
+        self.agent.tool_limits.max_concurrent = limit.max(1);
+        self
+    }
+
     /// Builds the agent. Fails if two tools share a name, a tool takes the name of a built-in
     /// one, or the limit of model calls is 0.
     pub fn build(self) -> Result<ChatModelAgent, ChatAgentError> {
@@ -381,6 +400,7 @@ impl fmt::Debug for ChatModelAgent {
             .field("illegal_transfer", &self.illegal_transfer)
             .field("retry", &self.retry)
             .field("tool_timeout", &self.tool_timeout)
+            .field("tool_limits", &self.tool_limits)
             .finish_non_exhaustive()
     }
 }

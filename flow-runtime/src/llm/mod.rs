@@ -16,3 +16,4 @@ pub use agent::{
     EXIT_TOOL_NAME,
 };
 pub use builtin::{exit_tool_definition, transfer_tool_definition};
+pub use tool_calls::ToolCallLimits;

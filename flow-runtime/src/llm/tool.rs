@@ -157,6 +157,13 @@ impl ToolContext {
         self
     }
 
+    /// The same context, with the caller's conversation shared, not copied: the calls of one
+    /// reply all point at one history.
+    pub fn with_shared_history(mut self, messages: Arc<[MessageRef]>) -> Self {
+        self.history = messages;
+        self
+    }
+
     /// The name of the tool being called (empty if the caller did not say).
     pub fn tool_name(&self) -> &str {
         &self.tool_name

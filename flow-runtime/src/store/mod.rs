@@ -25,7 +25,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use checkpoint::{
-    Checkpoint, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, RecordedEvent,
+    DEFAULT_MAX_CHECKPOINT_BYTES, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;
