@@ -44,6 +44,7 @@ fn limit_of(event: &AgentEvent) -> (RunLimit, usize) {
 
 #[tokio::test]
 async fn a_transfer_loop_stops_at_the_transfer_limit_and_keeps_its_record() {
+    let _serial = counting::measure();
     let session = Session::new();
     let runner = Runner::new(ping_pong()).limits(RunLimits::default().max_transfers(50));
     let events: Vec<AgentEvent> = runner
@@ -63,6 +64,7 @@ async fn a_transfer_loop_stops_at_the_transfer_limit_and_keeps_its_record() {
 
 #[tokio::test]
 async fn the_default_transfer_limit_stops_an_endless_loop() {
+    let _serial = counting::measure();
     let events: Vec<AgentEvent> = Runner::new(ping_pong()).query("go").collect().await;
     assert_eq!(
         limit_of(events.last().unwrap()),
@@ -72,6 +74,7 @@ async fn the_default_transfer_limit_stops_an_endless_loop() {
 
 #[tokio::test]
 async fn an_agent_emitting_without_end_stops_at_the_event_limit() {
+    let _serial = counting::measure();
     let chatty = FnAgent::new("chatty", |cx, _| async move {
         loop {
             cx.yield_event(AgentEvent::message(Message::assistant("more")))
@@ -138,9 +141,9 @@ async fn a_reply_with_20000_tool_calls_runs_the_first_few_at_a_time_in_bounded_m
         events.last().unwrap().message_output().unwrap().content,
         "done"
     );
-    // Linear in the calls (about 1 KB of events and messages each), not calls x history
+    // Linear in the calls (a few KB of events and messages each), not calls x history
     // (200 KB each: 4 GB).
-    assert!(peak < 64 << 20, "peak {peak} bytes");
+    assert!(peak < 128 << 20, "peak {peak} bytes");
 }
 
 /// A flow whose `desk` asks for approval; returns the runner, its store and the checkpoint
@@ -192,6 +195,7 @@ const KEY: &str = "a test key that is not a secret at all";
 
 #[tokio::test]
 async fn a_forged_checkpoint_with_a_recomputed_checksum_is_refused_when_signed() {
+    let _serial = counting::measure();
     let (runner, store, bytes) = interrupted(Some(KEY)).await;
     // Injected system message, checksum recomputed: not signed with the key.
     let forged = forge(&bytes, |b| {
@@ -233,6 +237,7 @@ async fn a_forged_checkpoint_with_a_recomputed_checksum_is_refused_when_signed()
 
 #[tokio::test]
 async fn a_signed_checkpoint_needs_the_key_and_a_key_needs_a_signed_checkpoint() {
+    let _serial = counting::measure();
     let (_, store, bytes) = interrupted(Some(KEY)).await;
     let keyless = Runner::new(FlowAgent::new(FnAgent::new("desk", |_, _| async {
         Ok(())
@@ -252,9 +257,12 @@ async fn a_signed_checkpoint_needs_the_key_and_a_key_needs_a_signed_checkpoint()
 
 #[tokio::test]
 async fn run_paths_and_agents_not_in_the_flow_are_refused_even_unsigned() {
+    let _serial = counting::measure();
     let (runner, store, bytes) = interrupted(None).await;
     let forged = forge(&bytes, |b| {
-        b["events"][0]["run_path"] = json!(["desk", "evil/../..", "x"]);
+        let event = b["events"][0].as_object_mut().unwrap();
+        event.remove("path");
+        event.insert("run_path".into(), json!(["desk", "evil/../..", "x"]));
     });
     store.set("run-1", forged).await.unwrap();
     let error = runner.resume("run-1", HashMap::new()).await.unwrap_err();
@@ -274,6 +282,7 @@ async fn run_paths_and_agents_not_in_the_flow_are_refused_even_unsigned() {
 
 #[tokio::test]
 async fn a_checkpoint_past_the_size_limit_is_refused_unread() {
+    let _serial = counting::measure();
     let (runner, _, bytes) = interrupted(None).await;
     let codec = CheckpointCodec::default().max_checkpoint_bytes(bytes.len() - 1);
     let error = codec.decode("run-1", &bytes).unwrap_err();

@@ -14,8 +14,12 @@ use crate::run_path::RunPath;
 use crate::session::{Session, SessionEvent};
 use crate::stream::StreamError;
 
-/// The checkpoint format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The checkpoint format version this build writes. It reads this one and version 1 (which
+/// stored each event's whole run path instead of an index into a table of shared steps).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The older format version this build still reads.
+const READS_ALSO: u32 = 1;
 
 const MAGIC: &str = "agentflow-checkpoint";
 
@@ -176,7 +180,12 @@ pub struct RecordedEvent {
 }
 
 /// Everything a run needs to resume.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialised with its run paths as one table of steps (each step once: its parent's index and
+/// its agent), every event naming its path by index, so a checkpoint grows linearly with the
+/// run however deep the transfers go.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "wire::CheckpointIn")]
 pub struct Checkpoint {
     /// Interrupted or already resumed.
     pub status: CheckpointStatus,
@@ -274,19 +283,29 @@ impl Checkpoint {
             id: id.to_owned(),
             reason,
         };
-        let check_path = |what: &str, path: &RunPath| -> Result<(), CheckpointError> {
-            if path.first() != Some(root) {
-                return Err(refuse(format!(
-                    "{what} has run path `{path}`, which does not start at '{root}'"
-                )));
+        // Steps shared by many paths are checked once: linear in the checkpoint.
+        let mut seen = std::collections::HashSet::new();
+        let mut check_path = |what: &str, path: &RunPath| -> Result<(), CheckpointError> {
+            if path.is_empty() {
+                return Err(refuse(format!("{what} has an empty run path")));
             }
-            if let Some(bad) = path.iter().find(|step| !known(step)) {
-                return Err(refuse(format!(
-                    "{what} has run path `{path}`, which names agent '{bad}' that the flow \
-                     does not have"
-                )));
+            let mut fault: Option<String> = None;
+            path.visit_new_steps(&mut seen, |_, parent, agent| {
+                if fault.is_some() {
+                    return;
+                }
+                if parent.is_none() && agent != root {
+                    fault = Some(format!("does not start at '{root}'"));
+                } else if !known(agent) {
+                    fault = Some(format!("names agent '{agent}' that the flow does not have"));
+                }
+            });
+            match fault {
+                Some(fault) => Err(refuse(format!(
+                    "{what} has run path `{path}`, which {fault}"
+                ))),
+                None => Ok(()),
             }
-            Ok(())
         };
         for (k, e) in self.events.iter().enumerate() {
             let what = format!("recorded event {k}");
@@ -464,7 +483,7 @@ impl CheckpointCodec {
             .position(|&b| b == b'\n')
             .ok_or_else(|| corrupt("it ends inside its header".into()))?;
         let version = String::from_utf8_lossy(&rest[..line_end]).into_owned();
-        if version != FORMAT_VERSION.to_string() {
+        if version != FORMAT_VERSION.to_string() && version != READS_ALSO.to_string() {
             return Err(CheckpointError::UnsupportedVersion {
                 id: id.to_owned(),
                 found: version,
@@ -535,6 +554,166 @@ fn decode_body(id: &str, body: &[u8]) -> Result<Checkpoint, CheckpointError> {
         id: id.to_owned(),
         reason: format!("its body does not decode: {e}"),
     })
+}
+
+impl Serialize for Checkpoint {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        wire::CheckpointOut::new(self).serialize(serializer)
+    }
+}
+
+/// The serialised shape of a checkpoint: run paths as a table of shared steps.
+mod wire {
+    use std::collections::{HashMap, HashSet};
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Serialize};
+
+    use super::{Checkpoint, CheckpointStatus};
+    use crate::event::{Action, InterruptInfo};
+    use crate::message::Message;
+    use crate::run_path::RunPath;
+
+    #[derive(Serialize)]
+    pub(super) struct CheckpointOut<'a> {
+        status: CheckpointStatus,
+        shape: &'a str,
+        fingerprint: &'a str,
+        streaming: bool,
+        root_input: &'a [Message],
+        /// `[parent index or null, agent]`, parents before children.
+        paths: Vec<(Option<usize>, &'a str)>,
+        events: Vec<EventOut<'a>>,
+        values: &'a HashMap<String, serde_json::Value>,
+        interrupts: &'a [InterruptInfo],
+    }
+
+    #[derive(Serialize)]
+    struct EventOut<'a> {
+        agent_name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        path: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a Message>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        action: Option<&'a Action>,
+    }
+
+    impl<'a> CheckpointOut<'a> {
+        pub(super) fn new(c: &'a Checkpoint) -> Self {
+            let mut seen = HashSet::new();
+            let mut index: HashMap<usize, usize> = HashMap::new();
+            let mut paths: Vec<(Option<usize>, &'a str)> = Vec::new();
+            let events = c
+                .events
+                .iter()
+                .map(|e| {
+                    let tip = e.run_path.visit_new_steps(&mut seen, |id, parent, agent| {
+                        index.insert(id, paths.len());
+                        paths.push((parent.map(|p| index[&p]), agent));
+                    });
+                    EventOut {
+                        agent_name: &e.agent_name,
+                        path: tip.map(|t| index[&t]),
+                        message: e.message.as_ref(),
+                        action: e.action.as_ref(),
+                    }
+                })
+                .collect::<Vec<_>>();
+            CheckpointOut {
+                status: c.status,
+                shape: &c.shape,
+                fingerprint: &c.fingerprint,
+                streaming: c.streaming,
+                root_input: &c.root_input,
+                paths,
+                events,
+                values: &c.values,
+                interrupts: &c.interrupts,
+            }
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct CheckpointIn {
+        status: CheckpointStatus,
+        shape: String,
+        fingerprint: String,
+        streaming: bool,
+        root_input: Vec<Message>,
+        #[serde(default)]
+        paths: Vec<(Option<usize>, Arc<str>)>,
+        events: Vec<EventIn>,
+        values: HashMap<String, serde_json::Value>,
+        interrupts: Vec<InterruptInfo>,
+    }
+
+    #[derive(Deserialize)]
+    struct EventIn {
+        agent_name: Arc<str>,
+        /// Version 1: the whole path.
+        #[serde(default)]
+        run_path: Option<RunPath>,
+        /// Version 2: an index into `paths`.
+        #[serde(default)]
+        path: Option<usize>,
+        #[serde(default)]
+        message: Option<Message>,
+        #[serde(default)]
+        action: Option<Action>,
+    }
+
+    impl TryFrom<CheckpointIn> for Checkpoint {
+        type Error = String;
+
+        fn try_from(c: CheckpointIn) -> Result<Self, String> {
+            let mut table: Vec<RunPath> = Vec::with_capacity(c.paths.len());
+            for (k, (parent, agent)) in c.paths.into_iter().enumerate() {
+                let base = match parent {
+                    None => RunPath::default(),
+                    Some(p) if p < k => table[p].clone(),
+                    Some(p) => {
+                        return Err(format!(
+                            "run path step {k} has parent {p}, which is not an earlier step"
+                        ))
+                    }
+                };
+                table.push(base.child(agent));
+            }
+            let events = c
+                .events
+                .into_iter()
+                .enumerate()
+                .map(|(k, e)| {
+                    let run_path = match (e.path, e.run_path) {
+                        (Some(i), _) => table.get(i).cloned().ok_or_else(|| {
+                            format!(
+                                "event {k} names run path step {i}, which the table does not have"
+                            )
+                        })?,
+                        (None, Some(path)) => path,
+                        (None, None) => RunPath::default(),
+                    };
+                    Ok(super::RecordedEvent {
+                        agent_name: e.agent_name,
+                        run_path,
+                        message: e.message,
+                        action: e.action,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(Checkpoint {
+                status: c.status,
+                shape: c.shape,
+                fingerprint: c.fingerprint,
+                streaming: c.streaming,
+                root_input: c.root_input,
+                events,
+                values: c.values,
+                interrupts: c.interrupts,
+            })
+        }
+    }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
