@@ -42,7 +42,7 @@ pub enum CheckpointError {
     },
     /// The checkpoint was written by a format version this build cannot read.
     #[error(
-        "checkpoint '{id}' has format version {found}; this build reads version {supported} only"
+        "checkpoint '{id}' has format version {found}; this build reads versions 1 to {supported} only"
     )]
     UnsupportedVersion {
         /// The id.
