@@ -11,6 +11,7 @@ use futures::Stream;
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
+use crate::input::Messages;
 use crate::limits::{LimitReached, RunLimit, RunLimits};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
@@ -20,8 +21,9 @@ use crate::session::{Session, SessionEvent};
 /// The input an agent runs on.
 #[derive(Debug, Clone, Default)]
 pub struct AgentInput {
-    /// The conversation as this agent should see it (after its context policy ran).
-    pub messages: Vec<MessageRef>,
+    /// The conversation as this agent should see it (after its context policy ran); shared,
+    /// not copied (it derefs to `[MessageRef]`).
+    pub messages: Messages,
     /// Whether the caller asked for streamed output.
     pub streaming: bool,
 }

@@ -11,7 +11,7 @@ use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
-use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter};
+use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
 use crate::message::Role;
 use crate::resume::ResumeInfo;
 
@@ -595,19 +595,26 @@ async fn drive(
 }
 
 /// The input of `node`: the run's root input, then one entry per recorded event with a
-/// message, shaped by the node's options.
+/// message, shaped by the node's options. Built incrementally from what the node's input was
+/// last time in this session (see [`InputCache`]), except in a parallel lane, whose view of
+/// the session hides its siblings.
 async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
-    let events = run.visible_events();
-    let root = run.root_input();
-    let mut entries = Vec::with_capacity(root.len() + events.len());
-    let user = crate::event::empty_name();
-    entries.extend(root.iter().map(|m| HistoryEntry {
-        is_user_input: true,
-        agent_name: Arc::clone(&user),
-        message: Arc::clone(m),
-    }));
     let skip = node.options.skip_transfer_messages;
+    let user = crate::event::empty_name();
+    let incremental = run.hidden_paths().is_empty();
+    let key = (Arc::clone(&node.name), skip);
+    let mut cache = incremental
+        .then(|| run.session().take_input_cache(&key))
+        .flatten()
+        .filter(|c| c.starts_with(run.root_input()))
+        .unwrap_or_else(|| InputCache::new(run.root_input(), &user));
+    let events = if incremental {
+        run.session().events_since(cache.seen)
+    } else {
+        run.visible_events()
+    };
     for event in &events {
+        cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
         let Some(message) = event.message().await? else {
             continue;
@@ -615,7 +622,7 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
         if skip && is_transfer {
             // The tool-call message that asked for this transfer goes too.
             if message.role == Role::Tool {
-                if let Some(prev) = entries.last() {
+                if let Some(prev) = cache.entries.last() {
                     let asked = !prev.is_user_input
                         && prev.agent_name == *event.agent_name_arc()
                         && prev.message.role == Role::Assistant
@@ -626,19 +633,22 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
                                 .map_or(true, |id| c.id == id)
                         });
                     if asked {
-                        entries.pop();
+                        cache.pop_entry();
                     }
                 }
             }
             continue;
         }
-        entries.push(HistoryEntry {
+        cache.entries.push(HistoryEntry {
             is_user_input: false,
             agent_name: Arc::clone(event.agent_name_arc()),
             message,
         });
     }
-    let messages = node.options.context.apply(&node.name, &entries)?;
+    let messages = cache.input(&node.name, &node.options.context)?;
+    if incremental {
+        run.session().put_input_cache(key, cache);
+    }
     Ok(AgentInput {
         messages,
         streaming: run.streaming(),

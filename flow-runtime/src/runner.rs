@@ -155,7 +155,7 @@ impl Runner {
         )
         .with_limits(self.limits);
         let input = AgentInput {
-            messages,
+            messages: messages.into(),
             streaming: self.streaming,
         };
         (cx, input)
@@ -235,7 +235,7 @@ impl Runner {
         )
         .with_limits(self.limits);
         let input = AgentInput {
-            messages: root_input,
+            messages: root_input.into(),
             streaming: checkpoint.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);

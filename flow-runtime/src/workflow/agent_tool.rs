@@ -224,7 +224,7 @@ impl Tool for AgentTool {
         )
         .at(name, path);
         let agent_input = AgentInput {
-            messages: input.clone(),
+            messages: input.clone().into(),
             streaming: caller.streaming(),
         };
         let agent = Arc::new(self.agent.clone());
