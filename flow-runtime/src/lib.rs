@@ -49,6 +49,7 @@
 mod agent;
 mod error;
 mod event;
+pub mod event_json;
 mod flow;
 mod fn_agent;
 mod generate;
@@ -89,6 +90,7 @@ pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
 };
+pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
