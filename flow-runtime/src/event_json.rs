@@ -136,9 +136,10 @@ impl AgentEvent {
                 if !ended {
                     return Err(EventJsonError::StreamNotEnded { agent: agent() });
                 }
-                let whole = s.record().message_now().unwrap_or_else(|| {
-                    Ok(Arc::new(Message::concat(chunks.iter().map(|c| &**c))))
-                });
+                let whole = s
+                    .record()
+                    .message_now()
+                    .unwrap_or_else(|| Ok(Arc::new(Message::concat(chunks.iter().map(|c| &**c)))));
                 let whole = whole.map_err(|source| EventJsonError::Stream {
                     agent: agent(),
                     source,
