@@ -188,7 +188,16 @@ pub fn svg(title: &str, root: &Node) -> String {
     for (i, n) in nodes.iter().enumerate() {
         let Some(p) = n.parent else { continue };
         let parent = &nodes[p];
-        let (x1, y1) = (parent.x, parent.y + parent.h);
+        // Edges leave the parent spread along its bottom, so their arrowheads do not overlap.
+        let k = parent.children.iter().position(|&c| c == i).unwrap_or(0);
+        let count = parent.children.len();
+        let spread = if count > 1 {
+            let room = (parent.w * 0.5).min(24.0 * (count - 1) as f64);
+            -room / 2.0 + room * k as f64 / (count - 1) as f64
+        } else {
+            0.0
+        };
+        let (x1, y1) = (parent.x + spread, parent.y + parent.h);
         let (x2, y2) = (n.x, n.y);
         let mid = (y1 + y2) / 2.0;
         let d = format!(
@@ -212,7 +221,7 @@ pub fn svg(title: &str, root: &Node) -> String {
                 escape(&nodes[i].name),
             );
             // The bar: a short stroke across the edge just above the sub-agent.
-            let by = y2 - 9.0;
+            let by = y2 - 17.0;
             let _ = write!(
                 out,
                 "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#b7472a\" \
