@@ -123,7 +123,8 @@ pub enum TurnOutcome {
 ///
 /// The turn is recorded when the stream ends: read it to its end (or call
 /// [`finish`](Turn::finish) or [`final_output`](Turn::final_output)). Dropping it before the
-/// end cancels the turn and records nothing.
+/// end cancels the turn and records nothing (once the last event is out and the store's write
+/// has started, the write completes or fails whole: a turn is never recorded in part).
 pub struct Turn {
     events: EventStream,
     thread_id: String,
