@@ -57,8 +57,9 @@ impl ChatModelAgent {
             if reply.tool_calls.is_empty() {
                 return Ok(());
             }
+            let reply_at = request.messages.len() - 1;
             let turn = self
-                .run_tools(cx, toolset, &mut request.messages, used, None)
+                .run_tools(cx, toolset, &mut request.messages, reply_at, used, None)
                 .await?;
             if turn != Turn::Continue {
                 return Ok(());
@@ -123,6 +124,10 @@ impl ChatModelAgent {
             let (_, info) = below.remove(k);
             resumes.push((id.clone(), info, state.clone()));
         }
+        let reply_at = saved
+            .reply_index()
+            .filter(|&at| !saved.messages[at].tool_calls.is_empty())
+            .ok_or_else(|| fail("its saved conversation has no reply that called tools".into()))?;
         let toolset = self.node_toolset(&cx);
         let mut request = ChatRequest {
             messages: saved.messages.clone(),
@@ -139,6 +144,7 @@ impl ChatModelAgent {
                 &cx,
                 &toolset,
                 &mut request.messages,
+                reply_at,
                 saved.used,
                 Some(resumed),
             )

@@ -15,7 +15,7 @@ use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
 use crate::generate::{Context, TRANSFER_TOOL_NAME};
 use crate::llm::models::ToolDefinition;
 use crate::llm::tool::{parse_arguments, Tool, ToolContext, ToolError, ToolInterrupt};
-use crate::message::{Message, MessageRef, ToolCall};
+use crate::message::{Message, MessageRef, Role, ToolCall};
 use crate::resume::ResumeInfo;
 
 /// The tools of one run: the agent's own plus the built-ins this node gets.
@@ -43,6 +43,11 @@ pub(super) enum Turn {
 pub(super) struct SavedTurn {
     /// The conversation as the model saw it, with the reply and the results emitted so far.
     pub(super) messages: Vec<MessageRef>,
+    /// Where the reply that made the calls is in `messages`: the results emitted before the
+    /// interrupt follow it, so it is not always the last message. Absent in turns saved
+    /// before it was added: then it is the last assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) reply: Option<usize>,
     /// Model calls made.
     pub(super) used: usize,
     /// The first call whose result was not emitted.
@@ -65,20 +70,36 @@ pub(super) struct Resumed {
     pub(super) calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
 }
 
+impl SavedTurn {
+    /// The reply whose calls this turn runs.
+    pub(super) fn reply_index(&self) -> Option<usize> {
+        self.reply
+            .or_else(|| {
+                self.messages
+                    .iter()
+                    .rposition(|m| m.role == Role::Assistant)
+            })
+            .filter(|&at| at < self.messages.len())
+    }
+}
+
 impl ChatModelAgent {
-    /// Runs the calls of the reply that ends `history`; emits their results in call order.
-    /// With `resumed`, starts at the saved position: finished calls give their saved results
-    /// and interrupted ones are resumed. If a call stops for outside input, the results from
-    /// it on are held, the turn is saved, and its interrupts are emitted.
+    /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
+    /// of a resumed turn follow it); emits their results in call order and appends them to
+    /// `history`. With `resumed`, starts at the saved position: finished calls give their
+    /// saved results and interrupted ones are resumed. If a call stops for outside input, the
+    /// results from it on are held, the turn is saved (with where its reply is), and its
+    /// interrupts are emitted.
     pub(super) async fn run_tools(
         &self,
         cx: &Context,
         toolset: &Toolset,
         history: &mut Vec<MessageRef>,
+        reply_at: usize,
         used: usize,
         resumed: Option<Resumed>,
     ) -> Result<Turn, AgentError> {
-        let reply = Arc::clone(history.last().expect("the reply that made the calls"));
+        let reply = Arc::clone(&history[reply_at]);
         let calls = &reply.tool_calls;
         let Resumed {
             next_call: start,
@@ -87,7 +108,8 @@ impl ChatModelAgent {
             calls: mut resumes,
         } = resumed.unwrap_or_default();
         let mut jobs = FuturesOrdered::new();
-        let shared_history: Arc<[MessageRef]> = history.iter().cloned().collect();
+        // Tools see the conversation up to the reply that made their calls.
+        let shared_history: Arc<[MessageRef]> = history[..=reply_at].iter().cloned().collect();
         for call in calls.iter().skip(start) {
             if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
             {
@@ -187,6 +209,7 @@ impl ChatModelAgent {
         if let Some(next_call) = stopped_at {
             let saved = SavedTurn {
                 messages: history.clone(),
+                reply: Some(reply_at),
                 used,
                 next_call,
                 ending,
