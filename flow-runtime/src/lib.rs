@@ -67,6 +67,7 @@ pub mod workflow;
 
 pub use llm::models as model;
 pub use llm::tool;
+pub use llm::{instruction, options};
 /// The former name of [`store`].
 #[doc(hidden)]
 pub use store as checkpoint;
@@ -75,8 +76,10 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 
 pub use async_trait::async_trait;
 pub use llm::{
-    exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
-    ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, IllegalTransfer,
+    InstructionError, InstructionFn, RunOptions, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS,
+    EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,

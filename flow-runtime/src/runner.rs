@@ -10,6 +10,7 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
+use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
@@ -40,6 +41,7 @@ pub struct Runner {
     streaming: bool,
     store: Option<Arc<dyn CheckpointStore>>,
     resuming: Arc<Mutex<HashSet<String>>>,
+    options: Arc<RunOptions>,
 }
 
 impl fmt::Debug for Runner {
@@ -60,12 +62,29 @@ impl Runner {
             streaming: false,
             store: None,
             resuming: Arc::default(),
+            options: Arc::default(),
         }
     }
 
     /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Options for the runs (and resumes) this runner starts, addressed to agents by name
+    /// (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
+    /// (store, resume claims) with the original.
+    ///
+    /// ```
+    /// # use flow_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
+    /// # let runner = Runner::new(FlowAgent::new(FnAgent::new("a", |_, _| async { Ok(()) })));
+    /// let cold = RunOptions::new().agent("a", AgentRunOptions::new().temperature(0.0));
+    /// let events = runner.clone().run_options(cold).query("hello");
+    /// # drop(events);
+    /// ```
+    pub fn run_options(mut self, options: RunOptions) -> Self {
+        self.options = Arc::new(options);
         self
     }
 
@@ -122,7 +141,8 @@ impl Runner {
             messages.iter().cloned(),
             self.streaming,
             self.agent.name(),
-        );
+        )
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages,
             streaming: self.streaming,
@@ -199,7 +219,8 @@ impl Runner {
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
-        );
+        )
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages: root_input,
             streaming: checkpoint.streaming,

@@ -222,6 +222,7 @@ impl Tool for AgentTool {
             caller.streaming(),
             name,
         )
+        .with_options(Arc::clone(caller.run_options()))
         .at(name, path);
         let agent_input = AgentInput {
             messages: input.clone(),

@@ -22,11 +22,13 @@ use crate::message::{Message, MessageRef};
 
 #[cfg(feature = "openai")]
 mod openai;
+mod params;
 mod retry;
 mod scripted;
 
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChatModel, OpenAiConfig};
+pub use params::ModelParams;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
@@ -49,6 +51,8 @@ pub struct ChatRequest {
     /// The tools the model may call; empty if it may not call any. Shared: an agent builds its
     /// definitions once and every request it makes points at them.
     pub tools: Arc<[ToolDefinition]>,
+    /// Sampling parameters (temperature, max tokens, ...); unset ones are not sent.
+    pub params: ModelParams,
 }
 
 impl ChatRequest {
@@ -57,6 +61,7 @@ impl ChatRequest {
         ChatRequest {
             messages: messages.into_iter().collect(),
             tools: Arc::default(),
+            params: ModelParams::default(),
         }
     }
 

@@ -195,6 +195,10 @@ impl OpenAiChatModel {
         for (k, v) in &self.config.extra_body {
             body.insert(k.clone(), v.clone());
         }
+        // The request's own parameters win over the configured ones.
+        if let Value::Object(params) = json!(request.params) {
+            body.extend(params);
+        }
         Value::Object(body)
     }
 
