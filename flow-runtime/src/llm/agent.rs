@@ -135,6 +135,15 @@ impl From<ChatAgentError> for AgentError {
 ///   results, pending calls) as state and the call in its address; a tool's own interrupt has
 ///   this agent's run path as its id. [`Agent::resume`] finishes that turn without running the
 ///   finished calls again (an interrupted call runs again, resuming), and the loop goes on.
+/// - Its system message is its instruction (a template over session values, or a function
+///   of the run: see [`instruction`](crate::instruction)), then, at a node with transfer
+///   targets, the transfer instructions.
+/// - With an [`output_key`](ChatModelAgentBuilder::output_key), its final answer is stored as
+///   a session value; a [`return_directly`](ChatModelAgentBuilder::return_directly) tool ends
+///   the turn with its result; a tool may attach an action to its own result
+///   ([`ToolContext::attach_action`](crate::ToolContext::attach_action)).
+/// - It reads the [run options](crate::options) addressed to its name: model parameters, an
+///   instruction override, tool options, and on resume a history modifier.
 /// - Model failures are retried per its [`RetryPolicy`] (see the module docs for what the
 ///   session keeps); a final failure, or reaching the limit of model calls, ends the run with
 ///   an error event ([`ChatAgentError`]).
