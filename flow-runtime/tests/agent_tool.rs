@@ -565,6 +565,7 @@ async fn a_later_call_of_the_same_reply_is_not_run_again_and_results_keep_call_o
 /// The input of the `researcher` agent tool with a custom schema.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Only decoded, to check the arguments: the agent gets their JSON text.
 struct Search {
     /// The topic.
     topic: String,

@@ -100,12 +100,14 @@ pub struct AgentTool {
     input: Option<CustomInput>,
 }
 
+/// Checks a call's arguments (tool name, argument text) by decoding them into the typed input.
+type CheckInput = dyn Fn(&str, &str) -> Result<(), ToolError> + Send + Sync;
+
 /// A typed input schema (see [`AgentTool::with_input_schema`]).
 #[derive(Clone)]
 struct CustomInput {
     schema: serde_json::Value,
-    /// Decodes the arguments into the typed input, to check them.
-    check: Arc<dyn Fn(&str, &str) -> Result<(), ToolError> + Send + Sync>,
+    check: Arc<CheckInput>,
 }
 
 impl AgentTool {
