@@ -246,6 +246,10 @@ impl RunContext {
 
     /// The run's options addressed to the agent running with this context, if any.
     pub fn agent_options(&self) -> Option<&AgentRunOptions> {
+        if self.shared.options.is_empty() {
+            // Most runs have none: skip hashing the name.
+            return None;
+        }
         self.shared.options.for_agent(&self.agent_name)
     }
 

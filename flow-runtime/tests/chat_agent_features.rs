@@ -664,6 +664,35 @@ async fn run_options_reach_only_the_agent_they_name() {
 }
 
 #[tokio::test]
+async fn an_instruction_override_is_a_template_too_and_its_errors_name_the_agent() {
+    let model = ScriptedModel::new(["never"]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .instruction("You clerk.")
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent));
+    let unreadable = RunOptions::new().agent("clerk", AgentRunOptions::new().instruction("Say {"));
+    assert_eq!(
+        collect(runner.clone().run_options(unreadable).query("hi")).await,
+        [
+            "clerk@clerk: error: agent 'clerk' has an instruction template that cannot be read: \
+             the instruction of its run options: the `{` at byte 4 is never closed; write `{{` \
+             for a literal brace"
+        ]
+    );
+    let missing = RunOptions::new().agent("clerk", AgentRunOptions::new().instruction("Hi {who}"));
+    assert_eq!(
+        collect(runner.run_options(missing).query("hi")).await,
+        [
+            "clerk@clerk: error: agent 'clerk' cannot build its instruction: the session value \
+             'who' named by `{who}` is not set; set it before the run (Session::set_value), or \
+             write literal braces as `{{` and `}}`"
+        ]
+    );
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
 async fn options_for_another_agent_change_nothing() {
     let model = ScriptedModel::new(["Hi."]);
     let agent = ChatModelAgent::builder("clerk", model.clone())
