@@ -514,3 +514,91 @@ async fn the_session_record_after_the_resumes_is_the_uninterrupted_one() {
         ]
     );
 }
+
+#[tokio::test]
+async fn two_calls_of_an_agent_tool_that_interrupts_keep_their_ids_when_answered_one_at_a_time() {
+    // `payments` asks `approve` for the amount it was asked about; two calls of it in one reply.
+    let approve = tool_fn_with_context(
+        "approve",
+        "Asks a human.",
+        |cx: ToolContext, a: Item| async move {
+            match cx.resume_data() {
+                None => Err(cx.interrupt(json!({ "approve": a.item }))),
+                Some(answer) => Ok(format!("{answer} for {}", a.item)),
+            }
+        },
+    );
+    let inner = ScriptedModel::rules()
+        .after_tool("approve", "paid")
+        .when_last_user_contains(
+            "40",
+            ScriptStep::tool_call("approve", json!({"item": "40"})),
+        )
+        .otherwise(ScriptStep::tool_call("approve", json!({"item": "15"})));
+    let payments = ChatModelAgent::builder("payments", inner)
+        .description("Pays.")
+        .tool(approve)
+        .build()
+        .unwrap();
+    let outer = ScriptedModel::new([
+        ScriptStep::tool_calls([
+            ("payments", json!({"request": "pay 40"})),
+            ("payments", json!({"request": "pay 15"})),
+        ]),
+        ScriptStep::text("Both paid."),
+    ]);
+    let assistant = ChatModelAgent::builder("assistant", outer.clone())
+        .tool(flow_runtime::AgentTool::new(FlowAgent::new(payments)))
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(assistant)).checkpoint_store(InMemoryStore::new());
+    let first: Vec<AgentEvent> = runner
+        .run_checkpointed("p", Session::new(), [Arc::new(Message::user("pay both"))])
+        .collect()
+        .await;
+    let ids = [
+        "assistant/payments @ agent:assistant;tool:payments:call_1_1;agent:payments;tool:approve:call_1_1",
+        "assistant/payments (call call_1_2) @ agent:assistant;tool:payments:call_1_2;agent:payments;tool:approve:call_1_1",
+    ];
+    assert_eq!(interrupts(&first), ids);
+    let resume = |id: &str| {
+        let targets = HashMap::from([(id.to_owned(), json!("yes"))]);
+        let runner = runner.clone();
+        async move {
+            let events: Vec<AgentEvent> =
+                runner.resume("p", targets).await.unwrap().collect().await;
+            events
+        }
+    };
+    let once = resume("assistant/payments").await;
+    assert_eq!(
+        lines(&once),
+        [
+            "assistant@assistant: paid",
+            "assistant@assistant: => interrupt assistant/payments (call call_1_2)",
+        ]
+    );
+    assert_eq!(interrupts(&once), &ids[1..]);
+    assert_eq!(outer.calls(), 1, "not asked with a call unanswered");
+    let twice = resume("assistant/payments (call call_1_2)").await;
+    assert_eq!(
+        lines(&twice),
+        [
+            "assistant@assistant: paid",
+            "assistant@assistant: Both paid."
+        ]
+    );
+    assert_eq!(
+        desk_requests(&outer)[1],
+        [
+            "user: pay both",
+            r#"assistant:  [call_1_1 payments {"request":"pay 40"}] [call_1_2 payments {"request":"pay 15"}]"#,
+            "tool call_1_1: paid",
+            "tool call_1_2: paid",
+        ]
+    );
+}
+
+fn desk_requests(model: &ScriptedModel) -> Vec<Vec<String>> {
+    model.requests().iter().map(seen).collect()
+}
