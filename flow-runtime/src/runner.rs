@@ -37,11 +37,13 @@ use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStor
 /// [`resume`](Runner::resume) continues it, in this process or another one.
 #[derive(Clone)]
 pub struct Runner {
-    agent: FlowAgent,
-    streaming: bool,
-    store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) agent: FlowAgent,
+    pub(crate) streaming: bool,
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     resuming: Arc<Mutex<HashSet<String>>>,
-    options: Arc<RunOptions>,
+    pub(crate) options: Arc<RunOptions>,
+    /// Where threads are kept, their routing, and the threads with a turn running here.
+    pub(crate) threads: crate::turn::ThreadSettings,
 }
 
 impl fmt::Debug for Runner {
@@ -63,6 +65,7 @@ impl Runner {
             store: None,
             resuming: Arc::default(),
             options: Arc::default(),
+            threads: crate::turn::ThreadSettings::default(),
         }
     }
 
@@ -72,8 +75,8 @@ impl Runner {
         self
     }
 
-    /// Options for the runs (and resumes) this runner starts, addressed to agents by name
-    /// (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
+    /// Options for the runs (and resumes, thread turns) this runner starts, addressed to
+    /// agents by name (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
     /// (store, resume claims) with the original.
     ///
     /// ```
@@ -294,7 +297,7 @@ fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEven
     .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
-async fn save(
+pub(crate) async fn save(
     store: Option<&dyn CheckpointStore>,
     id: &str,
     shape: String,
