@@ -284,7 +284,7 @@ async fn struct_agents_and_runtime_nodes() {
         .lookup(Lookup {
             endpoint: "orders-db".into(),
         })
-        .audit(audit)
+        .audit(|_| audit)
         .build()
         .unwrap();
     assert_eq!(Orders::AGENTS, ["front", "lookup-desk", "audit"]);

@@ -12,6 +12,7 @@ const _: () = {
     }
 };
 impl Lookup {
+    #[allow(clippy::unused_async)]
     async fn run(&self, cx: &AgentContext) {}
 }
 const _: () = {

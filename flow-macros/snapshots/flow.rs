@@ -38,7 +38,7 @@
 /// | `billing` | `triage` (parent) |
 ///
 /// An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown as written; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
-#[derive(Debug, Clone)]
+#[derive(::core::fmt::Debug, ::core::clone::Clone)]
 #[allow(dead_code)]
 pub struct Desk {
     flow: ::agentflow::__private::FlowAgent,
@@ -117,15 +117,19 @@ impl Desk {
     ];
     ///A builder of [`Desk`]: give it the agent of every `dyn` and `runtime` node, then call `build()`.
     pub fn builder() -> DeskBuilder {
-        DeskBuilder::new()
+        DeskBuilder::__agentflow_new()
     }
     /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
     /// the flow has no such agent.
     pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
-        Self::PATHS
-            .iter()
-            .find(|(__name, _)| *__name == agent_name)
-            .map(|(_, __path)| *__path)
+        let mut __i = 0;
+        while __i < Self::PATHS.len() {
+            if Self::PATHS[__i].0 == agent_name {
+                return ::core::option::Option::Some(Self::PATHS[__i].1);
+            }
+            __i += 1;
+        }
+        ::core::option::Option::None
     }
     /// The built tree, at its root.
     pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
@@ -166,7 +170,14 @@ impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
     }
 }
 ///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 #[repr(usize)]
 pub enum DeskAgent {
@@ -230,19 +241,29 @@ impl ::core::fmt::Display for DeskAgent {
 impl ::core::str::FromStr for DeskAgent {
     type Err = ::agentflow::__private::UnknownAgent;
     fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|__a| __a.name() == __s)
-            .ok_or_else(|| ::agentflow::__private::UnknownAgent {
-                flow: Desk::NAME,
-                name: ::core::convert::From::from(__s),
-                known: Desk::AGENTS,
-            })
+        let mut __i = 0;
+        while __i < Self::ALL.len() {
+            if Self::ALL[__i].name() == __s {
+                return ::core::result::Result::Ok(Self::ALL[__i]);
+            }
+            __i += 1;
+        }
+        ::core::result::Result::Err(::agentflow::__private::UnknownAgent {
+            flow: Desk::NAME,
+            name: ::core::convert::From::from(__s),
+            known: Desk::AGENTS,
+        })
     }
 }
 ///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskTriageTarget {
     ///Transfer to `refund`, a sub-agent.
@@ -289,7 +310,14 @@ impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
     }
 }
 ///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskRefundTarget {
     ///Transfer to `triage`, its parent.
@@ -330,7 +358,14 @@ impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
     }
 }
 ///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskComplaintTarget {
     ///Transfer to `escalation`, a sub-agent.
@@ -374,7 +409,14 @@ impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
     }
 }
 ///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskBillingTarget {
     ///Transfer to `triage`, its parent.
@@ -416,14 +458,14 @@ impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
 }
 ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
 #[must_use]
-#[derive(Debug)]
+#[derive(::core::fmt::Debug)]
 #[allow(dead_code)]
 pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
     billing: S0,
 }
 #[allow(dead_code)]
 impl DeskBuilder {
-    fn new() -> Self {
+    fn __agentflow_new() -> Self {
         DeskBuilder {
             billing: ::agentflow::__private::Unset,
         }
@@ -431,11 +473,20 @@ impl DeskBuilder {
 }
 #[allow(dead_code)]
 impl DeskBuilder<::agentflow::__private::Unset> {
-    ///Gives the `dyn` node `billing` its agent, which must be named `billing` (`build()` checks).
-    pub fn billing(
+    ///Gives the `dyn` node `billing` its agent: the closure is called with the node (its name and its legal transfer targets, [`DeskBillingTarget`]) and returns the agent, which takes its name from the node, as in `ChatModelAgent::builder(node, model)`. `build()` checks that the agent carries the node's name.
+    pub fn billing<__A: ::agentflow::__private::Agent>(
         self,
-        __agent: impl ::agentflow::__private::Agent,
+        __agentflow_make: impl ::core::ops::FnOnce(
+            ::agentflow::__private::FlowNode<DeskBillingTarget>,
+        ) -> __A,
     ) -> DeskBuilder<::agentflow::__private::Set<::agentflow::__private::DynAgent>> {
+        let __agent = __agentflow_make(
+            ::agentflow::__private::FlowNode::__new(
+                "Desk",
+                "billing",
+                <DeskBillingTarget as ::agentflow::__private::TransferTarget>::ALL,
+            ),
+        );
         DeskBuilder {
             billing: ::agentflow::__private::Set(
                 ::agentflow::__private::DynAgent(

@@ -377,6 +377,110 @@ impl<T> Filled<T> for Set<T> {
     }
 }
 
+/// What a flow hands the agent of one of its `dyn` nodes: the node's name and its legal
+/// transfer targets, typed. The builder's setter for the node calls your closure with it, so an
+/// agent built at run time (a `ChatModelAgent` with its client) takes its name from the flow
+/// instead of repeating it, and code that names its targets uses the node's target enum (a
+/// target that is not legal there does not compile).
+///
+/// `T` is the node's target enum (`{Flow}{Node}Target`), or [`NoTarget`] for a node that may
+/// transfer nowhere. A `FlowNode` converts into the agent's name, so it goes where a name goes
+/// (`ChatModelAgent::builder(node, model)`, `FnAgent::new(node, body)`); the `flow!`
+/// documentation of the `agentflow` facade has an example.
+pub struct FlowNode<T: 'static> {
+    flow: &'static str,
+    name: &'static str,
+    targets: &'static [T],
+}
+
+impl<T: TransferTarget> FlowNode<T> {
+    /// The node `name` of flow `flow`, whose legal targets are `targets`. Made by the builders
+    /// `flow!` generates.
+    #[doc(hidden)]
+    pub const fn __new(flow: &'static str, name: &'static str, targets: &'static [T]) -> Self {
+        FlowNode {
+            flow,
+            name,
+            targets,
+        }
+    }
+
+    /// The node's name: the name its agent must carry.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The flow's name.
+    pub fn flow(&self) -> &'static str {
+        self.flow
+    }
+
+    /// The agents this node may transfer to: its sub-agents, then its parent unless it is
+    /// barred from it.
+    pub fn targets(&self) -> &'static [T] {
+        self.targets
+    }
+
+    /// The names of [`targets`](FlowNode::targets).
+    pub fn target_names(&self) -> Vec<&'static str> {
+        self.targets.iter().map(|t| t.agent_name()).collect()
+    }
+}
+
+impl<T> Clone for FlowNode<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for FlowNode<T> {}
+
+impl<T: TransferTarget> fmt::Debug for FlowNode<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowNode")
+            .field("flow", &self.flow)
+            .field("name", &self.name)
+            .field("targets", &self.target_names())
+            .finish()
+    }
+}
+
+impl<T> fmt::Display for FlowNode<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl<T> From<FlowNode<T>> for Arc<str> {
+    fn from(node: FlowNode<T>) -> Self {
+        Arc::from(node.name)
+    }
+}
+
+impl<T> From<FlowNode<T>> for String {
+    fn from(node: FlowNode<T>) -> Self {
+        node.name.to_owned()
+    }
+}
+
+/// The target type of a node that may transfer nowhere (a leaf barred from its parent, or the
+/// root of a one-node flow): it has no values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoTarget {}
+
+impl fmt::Display for NoTarget {
+    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {}
+    }
+}
+
+impl TransferTarget for NoTarget {
+    const ALL: &'static [Self] = &[];
+    fn agent_name(self) -> &'static str {
+        match self {}
+    }
+}
+
 /// The agent of a `dyn` node, as a flow builder holds it.
 #[derive(Clone)]
 pub struct DynAgent(pub Arc<dyn Agent>);

@@ -21,6 +21,9 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     let (docs, others): (Vec<_>, Vec<_>) =
         f.attrs.drain(..).partition(|a| a.path().is_ident("doc"));
     f.attrs = others;
+    // The body is async because the macro needs it to be, `.await` or not.
+    f.attrs
+        .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
     f.vis = Visibility::Inherited;
 
     let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
@@ -49,7 +52,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     quote! {
         #(#docs)*
         #[allow(non_camel_case_types)]
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #vis struct #ident;
 
         #transfers
@@ -182,7 +185,16 @@ fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Opt
 }
 
 /// `#[agent] impl Lookup { async fn run(&self, cx: &AgentContext, input: AgentInput) -> R }`.
-pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
+pub(crate) fn agent_impl(args: &AgentArgs, mut i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
+    for item in &mut i.items {
+        if let syn::ImplItem::Fn(f) = item {
+            if f.sig.ident == "run" {
+                // Async because the macro needs it to be, `.await` or not.
+                f.attrs
+                    .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
+            }
+        }
+    }
     let krate = args.krate();
     let p = quote!(#krate::__private);
     let self_ty = &i.self_ty;
@@ -260,9 +272,11 @@ fn output_span(output: &syn::ReturnType) -> Span {
 fn call_args<'a>(mut params: impl Iterator<Item = &'a FnArg>, count: usize) -> TokenStream {
     let cx_arg = match params.next() {
         Some(FnArg::Typed(t)) => match &*t.ty {
-            Type::Reference(r) if r.mutability.is_some() => quote!(&mut { __agentflow_cx.clone() }),
+            Type::Reference(r) if r.mutability.is_some() => {
+                quote!(&mut { ::core::clone::Clone::clone(&__agentflow_cx) })
+            }
             Type::Reference(_) => quote!(&__agentflow_cx),
-            _ => quote!(__agentflow_cx.clone()),
+            _ => quote!(::core::clone::Clone::clone(&__agentflow_cx)),
         },
         _ => quote!(&__agentflow_cx),
     };
@@ -419,7 +433,7 @@ fn transfer_enum(
     );
     quote! {
         #[doc = #enum_doc]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #vis enum #enum_ident {
             #( #[doc = #variant_docs] #variants, )*
         }

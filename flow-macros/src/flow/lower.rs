@@ -8,7 +8,7 @@ use syn::Ident;
 use super::parse::FlowAst;
 use super::parse::WorkflowKind;
 use super::tree::{ContextOpt, Kind, Tree};
-use crate::names::{ident, snake, upper_camel};
+use crate::names::{ident, setter, upper_camel};
 
 struct Cx<'a> {
     p: TokenStream,
@@ -41,6 +41,25 @@ impl Cx<'_> {
             Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::NO_PARENT),
             None => quote!(false),
         }
+    }
+
+    /// The nodes node `i` may transfer to: its sub-agents, then its parent unless barred (none
+    /// for a workflow node, which runs its sub-agents itself).
+    fn targets(&self, i: usize) -> Vec<usize> {
+        let node = &self.tree.nodes[i];
+        if node.workflow().is_some() {
+            return Vec::new();
+        }
+        let mut targets: Vec<usize> = node.children.clone();
+        if let (Some(parent), false) = (node.parent, self.tree.barred(i)) {
+            targets.push(parent);
+        }
+        targets
+    }
+
+    /// `{Flow}{Node}Target`, the target enum of node `i` (if it has targets).
+    fn target_enum(&self, i: usize) -> Ident {
+        format_ident!("{}{}Target", self.flow, self.variant(i))
     }
 
     fn variant(&self, i: usize) -> Ident {
@@ -113,7 +132,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
     quote! {
         #docs
-        #[derive(Debug, Clone)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone)]
         #[allow(dead_code)]
         #vis struct #flow {
             flow: #p::FlowAgent,
@@ -145,16 +164,20 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
             #[doc = #builder_doc]
             pub fn builder() -> #builder {
-                #builder::new()
+                #builder::__agentflow_new()
             }
 
             /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
             /// the flow has no such agent.
             pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
-                Self::PATHS
-                    .iter()
-                    .find(|(__name, _)| *__name == agent_name)
-                    .map(|(_, __path)| *__path)
+                let mut __i = 0;
+                while __i < Self::PATHS.len() {
+                    if Self::PATHS[__i].0 == agent_name {
+                        return ::core::option::Option::Some(Self::PATHS[__i].1);
+                    }
+                    __i += 1;
+                }
+                ::core::option::Option::None
             }
 
             /// The built tree, at its root.
@@ -368,7 +391,7 @@ fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> T
     let indices = 0..n;
     quote! {
         #[doc = #enum_doc]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #[allow(dead_code)]
         #[repr(usize)]
         #vis enum #agent_enum {
@@ -416,15 +439,18 @@ fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> T
         impl ::core::str::FromStr for #agent_enum {
             type Err = #p::UnknownAgent;
             fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|__a| __a.name() == __s)
-                    .ok_or_else(|| #p::UnknownAgent {
-                        flow: #flow::NAME,
-                        name: ::core::convert::From::from(__s),
-                        known: #flow::AGENTS,
-                    })
+                let mut __i = 0;
+                while __i < Self::ALL.len() {
+                    if Self::ALL[__i].name() == __s {
+                        return ::core::result::Result::Ok(Self::ALL[__i]);
+                    }
+                    __i += 1;
+                }
+                ::core::result::Result::Err(#p::UnknownAgent {
+                    flow: #flow::NAME,
+                    name: ::core::convert::From::from(__s),
+                    known: #flow::AGENTS,
+                })
             }
         }
     }
@@ -439,14 +465,11 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
         if node.workflow().is_some() {
             continue; // a workflow runs its sub-agents; it never transfers
         }
-        let mut targets: Vec<usize> = node.children.clone();
-        if let (Some(parent), false) = (node.parent, cx.tree.barred(i)) {
-            targets.push(parent);
-        }
+        let targets = cx.targets(i);
         if targets.is_empty() {
             continue;
         }
-        let ident = format_ident!("{}{}Target", flow, cx.variant(i));
+        let ident = cx.target_enum(i);
         let variants: Vec<Ident> = targets.iter().map(|&t| cx.variant(t)).collect();
         let docs: Vec<String> = targets
             .iter()
@@ -467,7 +490,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
         );
         out.extend(quote! {
             #[doc = #doc]
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
             #[allow(dead_code)]
             #vis enum #ident {
                 #( #[doc = #docs] #variants, )*
@@ -530,7 +553,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         .iter()
         .map(|&i| {
             let node = &cx.tree.nodes[i];
-            ident(&snake(&node.label.to_string()), node.label.span())
+            ident(&setter(&node.label.to_string()), node.label.span())
         })
         .collect();
     let slot_tys: Vec<TokenStream> = given
@@ -563,7 +586,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         quote! {
             #[doc = #doc]
             #[must_use]
-            #[derive(Debug)]
+            #[derive(::core::fmt::Debug)]
             #[allow(dead_code)]
             #vis struct #builder {
                 _private: (),
@@ -571,7 +594,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
 
             #[allow(dead_code)]
             impl #builder {
-                fn new() -> Self {
+                fn __agentflow_new() -> Self {
                     #builder { _private: () }
                 }
             }
@@ -580,7 +603,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         quote! {
             #[doc = #doc]
             #[must_use]
-            #[derive(Debug)]
+            #[derive(::core::fmt::Debug)]
             #[allow(dead_code)]
             #vis struct #builder<#(#params = #p::Unset),*> {
                 #(#fields: #params,)*
@@ -588,7 +611,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
 
             #[allow(dead_code)]
             impl #builder {
-                fn new() -> Self {
+                fn __agentflow_new() -> Self {
                     #builder { #(#fields: #p::Unset,)* }
                 }
             }
@@ -634,32 +657,53 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             .filter(|(m, _)| *m != j)
             .map(|(_, f)| f)
             .collect();
-        let (arg_ty, value, doc) = match node.kind {
-            Kind::Dyn => (
-                quote!(impl #p::Agent),
-                quote!(#p::Set(#p::DynAgent(#p::Arc::new(__agent)))),
-                format!(
-                    "Gives the `dyn` node `{}` its agent, which must be named `{}` (`build()` \
-                     checks).",
-                    node.label, node.label
-                ),
-            ),
-            _ => (
-                quote!(#slot_ty),
-                quote!(#p::Set(__agent)),
-                format!("Gives node `{}` its agent.", node.written),
-            ),
+        let setter = if let Kind::Dyn = node.kind {
+            let name = node.label.to_string();
+            let (target_ty, target) = if cx.targets(i).is_empty() {
+                (quote!(#p::NoTarget), "`NoTarget`: none".to_owned())
+            } else {
+                let t = cx.target_enum(i);
+                (quote!(#t), format!("[`{t}`]"))
+            };
+            let doc = format!(
+                "Gives the `dyn` node `{name}` its agent: the closure is called with the node (its \
+                 name and its legal transfer targets, {target}) and returns the agent, which \
+                 takes its name from the node, as in `ChatModelAgent::builder(node, model)`. \
+                 `build()` checks that the agent carries the node's name."
+            );
+            quote! {
+                #[doc = #doc]
+                pub fn #field<__A: #p::Agent>(
+                    self,
+                    __agentflow_make: impl ::core::ops::FnOnce(#p::FlowNode<#target_ty>) -> __A,
+                ) -> #builder<#(#after),*> {
+                    let __agent = __agentflow_make(#p::FlowNode::__new(
+                        #flow_str,
+                        #name,
+                        <#target_ty as #p::TransferTarget>::ALL,
+                    ));
+                    #builder {
+                        #field: #p::Set(#p::DynAgent(#p::Arc::new(__agent))),
+                        #(#rest: self.#rest,)*
+                    }
+                }
+            }
+        } else {
+            let doc = format!("Gives node `{}` its agent.", node.written);
+            quote! {
+                #[doc = #doc]
+                pub fn #field(self, __agent: #slot_ty) -> #builder<#(#after),*> {
+                    #builder {
+                        #field: #p::Set(__agent),
+                        #(#rest: self.#rest,)*
+                    }
+                }
+            }
         };
         setters.extend(quote! {
             #[allow(dead_code)]
             impl<#(#others),*> #builder<#(#before),*> {
-                #[doc = #doc]
-                pub fn #field(self, __agent: #arg_ty) -> #builder<#(#after),*> {
-                    #builder {
-                        #field: #value,
-                        #(#rest: self.#rest,)*
-                    }
-                }
+                #setter
             }
         });
     }

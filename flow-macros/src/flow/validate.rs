@@ -12,7 +12,7 @@ use syn::{Ident, LitInt};
 use super::parse::{NodeAst, Target};
 use super::tree::{ContextOpt, NodeOpts, Tree};
 use crate::ctxt::Ctxt;
-use crate::names::{snake, upper_camel};
+use crate::names::{setter, upper_camel};
 
 const OPTIONS: &str = "`no_parent`, `skip_transfer_messages`, `context = rewrite`, \
                        `context = user_input_only`, `context = last(N)`, \
@@ -283,7 +283,7 @@ pub(crate) fn tree(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
                      rename one of the agents",
                     tree.nodes[j].written,
                     node.written,
-                    snake(&node.label.to_string())
+                    setter(&node.label.to_string())
                 ),
             );
         } else {
