@@ -230,8 +230,11 @@ pub use flow_macros::agent;
 /// - consts `Desk::NAME`, `Desk::AGENTS` (names, depth first), `Desk::PATHS` (agent -> names
 ///   from the root: the resume dispatch table, also `Desk::path_of`), `Desk::FINGERPRINT`
 ///   (equal to [`FlowAgent::fingerprint`](crate::FlowAgent::fingerprint) of the built tree).
-/// - `Desk::mermaid()` and `Desk::to_dot()`, and rustdoc on `Desk` with the tree, a Mermaid
-///   diagram and the table of who may transfer to whom.
+/// - `Desk::svg()`, `Desk::mermaid()` and `Desk::to_dot()`, and rustdoc on `Desk` with the
+///   tree, a picture of it (an inline SVG laid out at compile time: no script, no network) and
+///   the table of who may transfer to whom. A built tree draws itself with
+///   [`FlowAgent::to_svg`](crate::FlowAgent::to_svg). A `dyn` node named `build` gets the setter
+///   `build_agent`.
 /// - `enum DeskAgent` (one variant per agent; `Display`/`FromStr` by name, `parent()`,
 ///   `children()`, `path()`), and per node with targets `enum Desk{Node}Target` (its
 ///   sub-agents, then its parent unless the node is `no_parent`).

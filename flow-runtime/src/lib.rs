@@ -47,6 +47,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod diagram;
 mod error;
 mod event;
 mod flow;

@@ -512,6 +512,41 @@ pub mod render {
         out
     }
 
+    /// A standalone SVG of the tree (see `flow-diagram`): `descriptions` and `notes` per
+    /// agent, in the order of `names`.
+    pub fn svg(
+        flow: &str,
+        names: &[&str],
+        descriptions: &[&str],
+        notes: &[&str],
+        parents: &[Option<usize>],
+        barred: &[bool],
+    ) -> String {
+        fn node(
+            i: usize,
+            names: &[&str],
+            descriptions: &[&str],
+            notes: &[&str],
+            parents: &[Option<usize>],
+            barred: &[bool],
+        ) -> flow_diagram::Node {
+            let mut out = flow_diagram::Node::new(names[i])
+                .description(descriptions[i])
+                .note(notes[i])
+                .barred(barred[i]);
+            for (c, parent) in parents.iter().enumerate() {
+                if *parent == Some(i) {
+                    out = out.child(node(c, names, descriptions, notes, parents, barred));
+                }
+            }
+            out
+        }
+        if names.is_empty() {
+            return flow_diagram::svg(flow, &flow_diagram::Node::new(flow));
+        }
+        flow_diagram::svg(flow, &node(0, names, descriptions, notes, parents, barred))
+    }
+
     /// A Graphviz digraph: one edge per parent and sub-agent, `dir=both` where the sub-agent
     /// may transfer back.
     pub fn dot(flow: &str, names: &[&str], parents: &[Option<usize>], barred: &[bool]) -> String {

@@ -87,6 +87,19 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
     let names: Vec<TokenStream> = (0..n).map(|i| cx.name(i)).collect();
     let barred: Vec<TokenStream> = (0..n).map(|i| cx.barred(i)).collect();
+    let descriptions: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match (&node.kind, node.ty()) {
+            (_, Some(ty)) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::DESCRIPTION),
+            (Kind::Workflow(_), None) => {
+                let d = node.description.clone().unwrap_or_default();
+                quote!(#d)
+            }
+            _ => quote!(""),
+        })
+        .collect();
+    let notes: Vec<String> = tree.nodes.iter().map(super::docs::note).collect();
     let parents: Vec<TokenStream> = tree
         .nodes
         .iter()
@@ -160,6 +173,12 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             #[doc(hidden)]
             pub const __BARRED: &'static [bool] = &[#(#barred),*];
 
+            #[doc(hidden)]
+            pub const __DESCRIPTIONS: &'static [&'static str] = &[#(#descriptions),*];
+
+            #[doc(hidden)]
+            pub const __NOTES: &'static [&'static str] = &[#(#notes),*];
+
             #new_fn
 
             #[doc = #builder_doc]
@@ -199,6 +218,22 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             /// its parent, `-->` where it is barred.
             pub fn mermaid() -> ::std::string::String {
                 #p::render::mermaid(Self::AGENTS, Self::__PARENTS, Self::__BARRED)
+            }
+
+            /// The tree as a standalone SVG document (the picture in this type's
+            /// documentation): each agent's name, kind and description; a solid two-headed edge
+            /// where a sub-agent may transfer back to its parent, a dashed one where it is
+            /// barred. A `dyn` node's description comes with its agent: draw the built tree
+            /// with `FlowAgent::to_svg` to show it.
+            pub fn svg() -> ::std::string::String {
+                #p::render::svg(
+                    Self::NAME,
+                    Self::AGENTS,
+                    Self::__DESCRIPTIONS,
+                    Self::__NOTES,
+                    Self::__PARENTS,
+                    Self::__BARRED,
+                )
             }
 
             /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
