@@ -124,6 +124,17 @@ impl Desk {
         "",
         "dyn: built at run time",
     ];
+    /// Not available: this flow has nodes whose agents are given at run time; use
+    /// `builder()`.
+    #[doc(hidden)]
+    pub fn new<'__a>() -> ::core::result::Result<Self, ::agentflow::__private::FlowError>
+    where
+        &'__a ::agentflow::__private::UseTheBuilder: ::agentflow::__private::NewNeedsNoAgents<
+            Self,
+        >,
+    {
+        ::core::unreachable!()
+    }
     ///A builder of [`Desk`]: give it the agent of every `dyn` and `runtime` node, then call `build()`.
     pub fn builder() -> DeskBuilder {
         DeskBuilder::__agentflow_new()
@@ -546,23 +557,31 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
         }
         ::core::result::Result::Ok(Desk {
             flow: ::agentflow::__private::set_sub_agents(
-                <triage as ::agentflow::__private::AgentSpec>::__node()
+                ::agentflow::__private::FlowAgent::new(
+                        <triage as ::agentflow::__private::FlowBuilt>::instance(),
+                    )
                     .disallow_transfer_to_parent(
                         <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
                     ),
                 [
-                    <refund as ::agentflow::__private::AgentSpec>::__node()
+                    ::agentflow::__private::FlowAgent::new(
+                            <refund as ::agentflow::__private::FlowBuilt>::instance(),
+                        )
                         .disallow_transfer_to_parent(
                             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
                         )
                         .context(::agentflow::__private::ContextPolicy::UserInputOnly),
                     ::agentflow::__private::set_sub_agents(
-                        <complaint as ::agentflow::__private::AgentSpec>::__node()
+                        ::agentflow::__private::FlowAgent::new(
+                                <complaint as ::agentflow::__private::FlowBuilt>::instance(),
+                            )
                             .disallow_transfer_to_parent(
                                 <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
                             ),
                         [
-                            <escalation as ::agentflow::__private::AgentSpec>::__node()
+                            ::agentflow::__private::FlowAgent::new(
+                                    <escalation as ::agentflow::__private::FlowBuilt>::instance(),
+                                )
                                 .disallow_transfer_to_parent(true),
                         ],
                     )?,

@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use crate::agent::{Agent, RunContext};
 use crate::event::{Action, AgentError, AgentEvent};
-use crate::flow::FlowAgent;
 use crate::generate::Context;
 use crate::message::Message;
 use crate::resume::ResumeInfo;
@@ -30,6 +29,8 @@ pub type AgentResult<T = ()> = Result<T, AgentError>;
 
 /// The static facts of an agent type, known at compile time.
 ///
+/// It asks nothing of the type's behaviour (that is [`Agent`]'s), so a type whose `Agent`
+/// impl is missing is reported once, where it is declared, not at every fact a flow reads.
 /// `#[agent]` implements it; `flow!` reads it in `const` items to check a tree. Implement it by
 /// hand only for an agent type whose facts are fixed; an agent whose name is chosen at run time
 /// fills a `dyn` node of a flow instead.
@@ -41,7 +42,7 @@ pub type AgentResult<T = ()> = Result<T, AgentError>;
     note = "for an agent built at run time (a model agent holding a client), write the node as \
             `dyn NAME` and give the agent to the flow's builder"
 )]
-pub trait AgentSpec: Agent {
+pub trait AgentSpec {
     /// The agent's name: unique within a tree, used for transfers and run paths.
     const NAME: &'static str;
     /// What the agent does (its doc comment, for `#[agent]`).
@@ -51,16 +52,6 @@ pub trait AgentSpec: Agent {
     /// Whether the agent never transfers to its parent (`#[agent(no_parent)]`): every node it
     /// fills is barred from its parent.
     const NO_PARENT: bool;
-
-    /// A one-node tree of [`FlowBuilt::instance`]: how `flow!` builds the nodes it builds
-    /// itself.
-    #[doc(hidden)]
-    fn __node() -> FlowAgent
-    where
-        Self: FlowBuilt,
-    {
-        FlowAgent::new(Self::instance())
-    }
 }
 
 /// An agent a flow can build on its own: a node of `flow!` that names the type gets
@@ -70,12 +61,15 @@ pub trait AgentSpec: Agent {
 /// client, a configuration) fills a `runtime` node instead, and the flow's builder is given its
 /// value; implement this trait only if the agent has one obvious value.
 #[diagnostic::on_unimplemented(
-    message = "agent `{Self}` holds state, so a flow cannot build it on its own",
+    message = "a flow cannot build `{Self}` on its own",
     label = "the flow would have to make a `{Self}` itself",
-    note = "mark the node `runtime`, as in `{Self}(runtime)`, and give the value to the flow's \
-            builder; or implement `FlowBuilt` for `{Self}` if it has one obvious value"
+    note = "if `{Self}` is an #[agent] struct that holds state, mark the node `runtime`, as in \
+            `{Self}(runtime)`, and give the value to the flow's builder; or implement \
+            `FlowBuilt` for `{Self}` if it has one obvious value",
+    note = "if `{Self}` is not an agent type at all, put #[agent] on it (see the error about \
+            `AgentSpec`)"
 )]
-pub trait FlowBuilt: AgentSpec + Sized {
+pub trait FlowBuilt: AgentSpec + Agent + Sized {
     /// The agent's value.
     fn instance() -> Self;
 }
@@ -481,6 +475,22 @@ impl TransferTarget for NoTarget {
     }
 }
 
+/// What the `new()` of a flow with `dyn` or `runtime` nodes requires, so that calling it fails
+/// to compile with a message pointing to the builder. Nothing implements it.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}` has nodes whose agents are given at run time, so it has no `new()`",
+    label = "use `{F}::builder()` instead",
+    note = "build it with `{F}::builder()`: call its setter for every `dyn` and `runtime` node \
+            (named after the node), then `build()`"
+)]
+pub trait NewNeedsNoAgents<F> {}
+
+/// The type [`NewNeedsNoAgents`] is asked of.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct UseTheBuilder;
+
 /// The agent of a `dyn` node, as a flow builder holds it.
 #[derive(Clone)]
 pub struct DynAgent(pub Arc<dyn Agent>);
@@ -762,6 +772,17 @@ pub mod check {
             i += 1;
             if contains(children, target) {
                 continue;
+            }
+            if eq(target, agent) {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" declares a transfer to itself (in flow ")
+                    .code(flow)
+                    .push(
+                        "); an agent transfers to a sub-agent or its parent: remove it from the \
+                         agent's declared transfers",
+                    );
             }
             if let Some(parent) = parent {
                 if eq(parent, target) {

@@ -98,7 +98,14 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
                 }
             }
         },
-        _ => TokenStream::new(),
+        // No `FlowBuilt` (whose `Agent` supertrait checks the same): say here, once, if the
+        // `#[agent] impl` with the body is missing.
+        _ => quote! {
+            const _: () = {
+                const fn __agentflow_is_agent<T: ?::core::marker::Sized + #p::Agent>() {}
+                __agentflow_is_agent::<#ident>()
+            };
+        },
     };
     quote! {
         #s
@@ -353,10 +360,13 @@ fn spec_impl(
         Some(d) => d.value(),
         None => doc_text(attrs),
     };
+    // A transfer to itself is reported by `transfer_enum`; leaving it out here keeps every
+    // flow the agent is placed in from reporting it again.
     let targets: Vec<&str> = args
         .transfers
         .iter()
         .flat_map(|(_, t)| t.iter().map(|t| t.name.as_str()))
+        .filter(|t| *t != name)
         .collect();
     let no_parent = args.no_parent.is_some();
     quote! {
@@ -399,6 +409,7 @@ fn transfer_enum(
         return TokenStream::new();
     }
     let mut variants: Vec<Ident> = Vec::new();
+    let mut kept: Vec<&str> = Vec::new();
     for t in targets {
         if t.name == agent_name {
             cx.error(
@@ -417,13 +428,16 @@ fn transfer_enum(
                 format!(
                     "transfer targets `{}` and `{}` of agent `{agent_name}` would both be the \
                      variant `{enum_ident}::{v}`; rename one of the agents",
-                    targets[prev].name, t.name
+                    kept[prev], t.name
                 ),
             );
+            // Left out, so the enum stays valid and this is the only error.
+            continue;
         }
         variants.push(v);
+        kept.push(&t.name);
     }
-    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = kept;
     let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
     let enum_doc = format!(
         "The agents `{agent_name}` may transfer to, as declared with \

@@ -121,7 +121,19 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     let (builder_items, has_given) = builder_items(&cx, &builder, vis);
 
     let new_fn = if has_given {
-        TokenStream::new()
+        // A `new()` whose every call fails to compile, saying to use the builder. (The bound
+        // names a lifetime so that it is checked at the call, not here.)
+        quote! {
+            /// Not available: this flow has nodes whose agents are given at run time; use
+            /// `builder()`.
+            #[doc(hidden)]
+            pub fn new<'__a>() -> ::core::result::Result<Self, #p::FlowError>
+            where
+                &'__a #p::UseTheBuilder: #p::NewNeedsNoAgents<Self>,
+            {
+                ::core::unreachable!()
+            }
+        }
     } else {
         quote! {
             /// Builds the flow's tree: every agent of this flow is built by the flow itself.
@@ -803,7 +815,7 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
     let node = &cx.tree.nodes[i];
     let agent = match &node.kind {
         Kind::Static(ty) => {
-            quote_spanned!(node.span=> <#ty as #p::AgentSpec>::__node())
+            quote_spanned!(node.span=> #p::FlowAgent::new(<#ty as #p::FlowBuilt>::instance()))
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);

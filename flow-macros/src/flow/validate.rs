@@ -118,6 +118,12 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
             "rewrite" => ContextOpt::Rewrite,
             "user_input_only" => ContextOpt::UserInputOnly,
             "last" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "`last` takes how many entries to keep: write `context = last(5)`",
+                    ));
+                }
                 let content;
                 syn::parenthesized!(content in input);
                 let n: LitInt = content.parse().map_err(|e| {
@@ -127,6 +133,13 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
                 ContextOpt::LastN(n)
             }
             "custom" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "`custom` takes the path of a history rewriter: write \
+                         `context = custom(my_rewriter)`",
+                    ));
+                }
                 let content;
                 syn::parenthesized!(content in input);
                 let p: syn::Path = content.call(syn::Path::parse_mod_style).map_err(|e| {
@@ -243,6 +256,21 @@ pub(crate) fn tree(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
                      sub-agent may always transfer to its parent (declare \
                      `#[agent(transfers = [{w}])]` on it)",
                     cycle.join(" => ")
+                ),
+            );
+        } else if node.workflow().is_some() || tree.nodes[j].workflow().is_some() {
+            let what = |k: usize| match tree.nodes[k].workflow() {
+                Some(kind) => format!("the {} workflow `{w}`", kind.keyword()),
+                None => format!("the agent `{w}`"),
+            };
+            cx.error(
+                node.span,
+                format!(
+                    "two nodes of flow `{flow}` are named `{w}`: {} and {}. Transfers and \
+                     resumes find agents by name, so names must be unique within a flow: give \
+                     the workflow another name, as in `{w}_steps = ...`",
+                    what(j),
+                    what(i)
                 ),
             );
         } else if tree.nodes[j].parent == node.parent {
