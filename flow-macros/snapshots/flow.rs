@@ -595,19 +595,19 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
     }
 }
 #[doc(hidden)]
-const _: () = {
-    const NODES: &[&str] = &[
+#[allow(non_upper_case_globals, dead_code)]
+impl Desk {
+    const __NODES: &'static [&'static str] = &[
         "triage",
         "refund",
         "complaint",
         "escalation",
         "dyn billing",
     ];
-    const EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
+    const __EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
         5usize,
     >(Desk::AGENTS);
-    use ::agentflow::__private::check::assert_passed as __assert_passed;
-    const _: () = {
+    const triage_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <triage as ::agentflow::__private::AgentSpec>::NAME,
@@ -617,19 +617,19 @@ const _: () = {
             false,
             <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const refund_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             1usize,
-            EARLIER[1usize],
+            Self::__EARLIER[1usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const refund_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <refund as ::agentflow::__private::AgentSpec>::NAME,
@@ -639,19 +639,19 @@ const _: () = {
             false,
             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const complaint_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             2usize,
-            EARLIER[2usize],
+            Self::__EARLIER[2usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const complaint_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <complaint as ::agentflow::__private::AgentSpec>::NAME,
@@ -661,19 +661,19 @@ const _: () = {
             false,
             <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const escalation_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             3usize,
-            EARLIER[3usize],
+            Self::__EARLIER[3usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const escalation_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <escalation as ::agentflow::__private::AgentSpec>::NAME,
@@ -683,16 +683,32 @@ const _: () = {
             true,
             <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const billing_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             4usize,
-            EARLIER[4usize],
+            Self::__EARLIER[4usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-};
+}
+#[doc(hidden)]
+const _: () = Desk::triage_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::refund_has_a_unique_name;
+#[doc(hidden)]
+const _: () = Desk::refund_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::complaint_has_a_unique_name;
+#[doc(hidden)]
+const _: () = Desk::complaint_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::escalation_has_a_unique_name;
+#[doc(hidden)]
+const _: () = Desk::escalation_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::billing_has_a_unique_name;

@@ -608,6 +608,15 @@ pub mod check {
             }
         }
 
+        /// Fails the compile with the message, at the caller (the checked node), if the check
+        /// failed.
+        #[track_caller]
+        pub const fn assert_passed(self) {
+            if self.failed() {
+                panic!("{}", self.as_str())
+            }
+        }
+
         /// Whether the check failed.
         pub const fn failed(&self) -> bool {
             self.len > 0

@@ -266,10 +266,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         #targets
         #builder_items
 
-        #[doc(hidden)]
-        const _: () = {
-            #checks
-        };
+        #checks
     }
 }
 
@@ -343,21 +340,38 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
     let flow_str = &cx.flow_str;
     let written: Vec<&str> = cx.tree.nodes.iter().map(|n| n.written.as_str()).collect();
     let n = written.len();
-    let mut out = quote! {
-        const NODES: &[&str] = &[#(#written),*];
-        const EARLIER: [usize; #n] = #p::check::duplicates::<#n>(#flow::AGENTS);
-        // Called by a name spanned at each node, so that a failed check points at the node.
-        use #p::check::assert_passed as __assert_passed;
+    // Each check is an associated const of the flow type named after what it checks, so a
+    // failure reads "evaluation of `Desk::refund_transfers_are_legal` failed", and its
+    // assertion is a method call spanned at the node, so the error points at the node.
+    let mut consts = quote! {
+        const __NODES: &'static [&'static str] = &[#(#written),*];
+        const __EARLIER: [usize; #n] = #p::check::duplicates::<#n>(#flow::AGENTS);
     };
+    let mut uses = TokenStream::new();
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         let span = node.span;
-        if i > 0 {
-            out.extend(quote_spanned! {span=>
-                const _: () = {
-                    let __v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i, EARLIER[#i]);
-                    __assert_passed(&__v);
-                };
+        let snake = crate::names::snake(&node.label.to_string());
+        let mut check = |name: Ident, body: TokenStream| {
+            consts.extend(quote_spanned! {span=>
+                const #name: () = #body;
             });
+            // One item per check, so each failing check is reported; the flow's name is
+            // respanned so the note about the use points at the node alone.
+            let flow_at = Ident::new(&flow.to_string(), span);
+            uses.extend(quote_spanned! {span=>
+                #[doc(hidden)]
+                const _: () = #flow_at::#name;
+            });
+        };
+        if i > 0 {
+            let v = quote_spanned!(span=> __v);
+            check(
+                format_ident!("{}_has_a_unique_name", snake, span = span),
+                quote_spanned! {span=> {
+                    let #v = #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i]);
+                    #v.assert_passed()
+                }},
+            );
         }
         let Some(ty) = node.ty() else { continue };
         let children = &node.children;
@@ -367,8 +381,9 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
         };
         let no_parent = node.opts.no_parent;
         let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
-        out.extend(quote_spanned! {span=>
-            const _: () = {
+        check(
+            format_ident!("{}_transfers_are_legal", snake, span = span),
+            quote_spanned! {span=> {
                 let __v = #p::check::transfers(
                     #flow_str,
                     #spec::NAME,
@@ -378,13 +393,14 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                     #no_parent,
                     #spec::NO_PARENT,
                 );
-                __assert_passed(&__v);
-            };
-        });
+                __v.assert_passed()
+            }},
+        );
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
             let kind = kind.keyword();
-            out.extend(quote_spanned! {span=>
-                const _: () = {
+            check(
+                format_ident!("{}_does_not_transfer_to_its_workflow", snake, span = span),
+                quote_spanned! {span=> {
                     let __v = #p::check::workflow_child(
                         #flow_str,
                         #spec::NAME,
@@ -392,12 +408,20 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                         #flow::AGENTS[#k],
                         #kind,
                     );
-                    __assert_passed(&__v);
-                };
-            });
+                    __v.assert_passed()
+                }},
+            );
         }
     }
-    out
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        impl #flow {
+            #consts
+        }
+
+        #uses
+    }
 }
 
 /// `{Flow}Agent`: one variant per agent.
