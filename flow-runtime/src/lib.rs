@@ -47,6 +47,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod diagram;
 mod error;
 mod event;
 mod flow;
@@ -104,8 +105,8 @@ pub use runner::Runner;
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
-    UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
+    TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{
