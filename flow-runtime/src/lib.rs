@@ -17,7 +17,11 @@
 //! - Workflow agents ([`Sequential`], [`Parallel`], [`Loop`]) run their node's sub-agents in
 //!   a fixed pattern; [`DeterministicTransfer`] hands off to fixed agents; an [`AgentTool`]
 //!   lets a model call a whole tree as a tool (see [`workflow`]).
-//! - The [`Runner`] starts runs: a new session per run, streaming on or off.
+//! - The [`Runner`] starts runs: a new session per run, streaming on or off. A conversation
+//!   is a thread kept in a [`ThreadStore`]: [`Runner::turn`] runs one user turn of it, starting
+//!   where [`TurnRouting`] says, with the earlier turns reaching each agent through its
+//!   [`ContextPolicy`] (see [`Turn`]).
+//! - An [`AgentEvent`] serialises to its documented JSON form, [`EventJson`] (see [`event_json`]).
 //! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
 //!
 //! ```
@@ -50,6 +54,7 @@ mod agent;
 mod diagram;
 mod error;
 mod event;
+pub mod event_json;
 mod flow;
 mod fn_agent;
 mod generate;
@@ -93,6 +98,7 @@ pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
 };
+pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};

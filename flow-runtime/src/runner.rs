@@ -35,6 +35,9 @@ use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStor
 /// With a [`CheckpointStore`], a run started with [`run_checkpointed`](Runner::run_checkpointed)
 /// saves a checkpoint when it is interrupted (before the caller sees the interrupt event), and
 /// [`resume`](Runner::resume) continues it, in this process or another one.
+///
+/// With a [`ThreadStore`](crate::ThreadStore), [`turn`](Runner::turn) runs one user turn of a
+/// conversation kept in the store (see [`Turn`](crate::Turn)).
 #[derive(Clone)]
 pub struct Runner {
     pub(crate) agent: FlowAgent,
