@@ -108,27 +108,32 @@ pub fn desk() -> FlowAgent {
     .build()
     .expect("refund");
 
-    let complaint = ChatModelAgent::builder(
-        "complaint",
-        ScriptedModel::rules()
-            .after_tool(
-                "log_complaint",
-                ScriptStep::exit("Your complaint is logged as #1001; we will call you tomorrow."),
-            )
-            .otherwise(ScriptStep::tool_call(
-                "log_complaint",
-                json!({"summary": "The kettle arrived broken."}),
-            )),
-    )
-    .description("Takes complaints about broken or missing goods.")
-    .tool(tool_fn(
-        "log_complaint",
-        "Records a complaint.",
-        |a: Complaint| async move { Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary)) },
-    ))
-    .exit_tool(true)
-    .build()
-    .expect("complaint");
+    let complaint =
+        ChatModelAgent::builder(
+            "complaint",
+            ScriptedModel::rules()
+                .after_tool(
+                    "log_complaint",
+                    ScriptStep::exit(
+                        "Your complaint is logged as #1001; we will call you tomorrow.",
+                    ),
+                )
+                .otherwise(ScriptStep::tool_call(
+                    "log_complaint",
+                    json!({"summary": "The kettle arrived broken."}),
+                )),
+        )
+        .description("Takes complaints about broken or missing goods.")
+        .tool(tool_fn(
+            "log_complaint",
+            "Records a complaint.",
+            |a: Complaint| async move {
+                Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary))
+            },
+        ))
+        .exit_tool(true)
+        .build()
+        .expect("complaint");
 
     set_sub_agents(
         FlowAgent::new(triage),

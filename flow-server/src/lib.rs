@@ -97,8 +97,14 @@ pub fn app(state: AppState) -> Router {
             "/flows/{flow}/threads/{thread}",
             get(routes::get_thread).delete(routes::delete_thread),
         )
-        .route("/flows/{flow}/threads/{thread}/turns", post(routes::post_turn))
-        .route("/flows/{flow}/threads/{thread}/resume", post(routes::post_resume))
+        .route(
+            "/flows/{flow}/threads/{thread}/turns",
+            post(routes::post_turn),
+        )
+        .route(
+            "/flows/{flow}/threads/{thread}/resume",
+            post(routes::post_resume),
+        )
         .route(
             "/flows/{flow}/threads/{thread}/interrupts",
             get(routes::thread_interrupts),

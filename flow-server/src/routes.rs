@@ -147,7 +147,12 @@ pub async fn post_turn(
     }
     let turn = record.turns + 1;
     let user = Message::user(request.message);
-    let mut input: Vec<_> = record.messages.iter().cloned().map(std::sync::Arc::new).collect();
+    let mut input: Vec<_> = record
+        .messages
+        .iter()
+        .cloned()
+        .map(std::sync::Arc::new)
+        .collect();
     input.push(std::sync::Arc::new(user.clone()));
     let served = state.flow(&flow)?;
     let events = served
@@ -187,12 +192,13 @@ pub async fn post_resume(
         }
         (None, None) => {}
     }
-    let record = thread::load(&**state.store(), &key)
-        .await?
-        .ok_or_else(|| ApiError::UnknownThread {
-            flow: flow.clone(),
-            id: id.clone(),
-        })?;
+    let record =
+        thread::load(&**state.store(), &key)
+            .await?
+            .ok_or_else(|| ApiError::UnknownThread {
+                flow: flow.clone(),
+                id: id.clone(),
+            })?;
     let Some(pending) = record.pending.clone() else {
         return Err(ApiError::Conflict(format!(
             "thread '{id}' waits for no interrupt (it may have been resumed already)"

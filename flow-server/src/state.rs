@@ -137,9 +137,7 @@ pub enum BuildError {
     )]
     NoAuth,
     /// A flow name is not usable in URLs and store keys.
-    #[error(
-        "flow name '{0}' is not valid: use 1 to 24 characters of A-Z, a-z, 0-9, '_' or '-'"
-    )]
+    #[error("flow name '{0}' is not valid: use 1 to 24 characters of A-Z, a-z, 0-9, '_' or '-'")]
     InvalidFlowName(String),
     /// Two flows under one name.
     #[error("two flows are served as '{0}'; give each its own name")]
@@ -180,7 +178,10 @@ pub struct ServerBuilder {
 impl fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerBuilder")
-            .field("flows", &self.flows.iter().map(|f| &f.0).collect::<Vec<_>>())
+            .field(
+                "flows",
+                &self.flows.iter().map(|f| &f.0).collect::<Vec<_>>(),
+            )
             .field("auth", &self.auth)
             .finish_non_exhaustive()
     }

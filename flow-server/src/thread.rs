@@ -108,7 +108,10 @@ pub async fn load(
         ApiError::Internal
     })?;
     if record.version != THREAD_FORMAT {
-        tracing::error!(version = record.version, "thread record of an unknown format");
+        tracing::error!(
+            version = record.version,
+            "thread record of an unknown format"
+        );
         return Err(ApiError::Internal);
     }
     Ok(Some(record))

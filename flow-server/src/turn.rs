@@ -7,8 +7,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::response::sse::Event;
-use futures::{Stream, StreamExt};
 use flow_runtime::{Action, EventOutput, EventStream, InterruptInfo, Message, Role};
+use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::json;
 
@@ -41,7 +41,10 @@ pub struct TurnContext {
 }
 
 /// The Server-Sent Events of a run.
-pub fn sse(cx: TurnContext, mut events: EventStream) -> impl Stream<Item = Result<Event, Infallible>> {
+pub fn sse(
+    cx: TurnContext,
+    mut events: EventStream,
+) -> impl Stream<Item = Result<Event, Infallible>> {
     async_stream::stream! {
         let TurnContext { state, key, mut record, turn, start } = cx;
         let limit = state.limits().max_event_bytes;

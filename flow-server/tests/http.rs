@@ -14,7 +14,11 @@ use serde_json::{json, Value};
 async fn health_and_readiness_answer_without_a_token() {
     let server = spawn(desk_state()).await;
     for (path, status) in [("/v1/health", "ok"), ("/v1/ready", "ready")] {
-        let r = client().get(format!("{}{path}", server.base)).send().await.unwrap();
+        let r = client()
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200, "{path}");
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["status"], status);
@@ -27,7 +31,12 @@ async fn the_api_refuses_a_missing_or_wrong_token() {
     let url = format!("{}/v1/flows", server.base);
     let missing = client().get(&url).send().await.unwrap();
     assert_eq!(error_code(missing).await.1, "unauthorized");
-    let wrong = client().get(&url).bearer_auth("not-the-token-at-all").send().await.unwrap();
+    let wrong = client()
+        .get(&url)
+        .bearer_auth("not-the-token-at-all")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status(), 401);
     let basic = client()
         .get(&url)
@@ -62,7 +71,10 @@ async fn weak_tokens_and_missing_auth_do_not_build() {
         .flow("my desk", flow_server::demo::desk())
         .dev_mode()
         .build();
-    assert!(matches!(bad_name, Err(flow_server::BuildError::InvalidFlowName(_))));
+    assert!(matches!(
+        bad_name,
+        Err(flow_server::BuildError::InvalidFlowName(_))
+    ));
 }
 
 #[tokio::test]
@@ -72,7 +84,11 @@ async fn flows_are_listed_with_their_tree_and_mermaid() {
     assert_eq!(list["flows"][0]["name"], "desk");
     assert_eq!(list["flows"][0]["root"], "triage");
 
-    let flow: Value = get(&server.base, "/v1/flows/desk").await.json().await.unwrap();
+    let flow: Value = get(&server.base, "/v1/flows/desk")
+        .await
+        .json()
+        .await
+        .unwrap();
     let tree = &flow["tree"];
     assert_eq!(tree["name"], "triage");
     let children: Vec<&str> = tree["children"]
@@ -94,7 +110,10 @@ async fn flows_are_listed_with_their_tree_and_mermaid() {
         .to_str()
         .unwrap()
         .starts_with("text/vnd.mermaid"));
-    assert_eq!(mermaid.text().await.unwrap(), flow["mermaid"].as_str().unwrap());
+    assert_eq!(
+        mermaid.text().await.unwrap(),
+        flow["mermaid"].as_str().unwrap()
+    );
 
     let (status, code, message) = error_code(get(&server.base, "/v1/flows/nope").await).await;
     assert_eq!((status, code.as_str()), (404, "unknown_flow"));
@@ -119,7 +138,11 @@ async fn a_turn_streams_sse_frames_chunks_and_the_final_answer() {
     let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
     for frame in &frames {
         let lines: Vec<&str> = frame.lines().collect();
-        assert_eq!(lines.len(), 2, "one event line and one data line: {frame:?}");
+        assert_eq!(
+            lines.len(),
+            2,
+            "one event line and one data line: {frame:?}"
+        );
         assert!(lines[0].starts_with("event: ") && lines[1].starts_with("data: "));
     }
     assert!(frames.last().unwrap().starts_with("event: done\n"));
@@ -130,9 +153,17 @@ async fn a_turn_streams_sse_frames_chunks_and_the_final_answer() {
     assert_eq!(events[0].data["thread"], "t1");
     assert_eq!(events[0].data["turn"], 1);
     let chunks: Vec<&Sse> = events.iter().filter(|e| e.name == "chunk").collect();
-    assert!(chunks.len() > 3, "the answer streams word by word: {events:#?}");
-    assert!(chunks.iter().all(|c| c.data["run_path"] == json!(["triage"])));
-    let streamed: String = chunks.iter().map(|c| c.data["content"].as_str().unwrap()).collect();
+    assert!(
+        chunks.len() > 3,
+        "the answer streams word by word: {events:#?}"
+    );
+    assert!(chunks
+        .iter()
+        .all(|c| c.data["run_path"] == json!(["triage"])));
+    let streamed: String = chunks
+        .iter()
+        .map(|c| c.data["content"].as_str().unwrap())
+        .collect();
     let event = events.iter().find(|e| e.name == "event").unwrap();
     assert_eq!(event.data["streamed"], true);
     assert_eq!(event.data["agent"], "triage");
@@ -195,7 +226,11 @@ async fn an_approval_resumes_exactly_once() {
         .unwrap();
     assert_eq!(pending["interrupts"][0]["id"], "triage/refund");
     assert_eq!(pending["interrupts"][0]["thread"], "r1");
-    let thread: Value = get(&server.base, "/v1/flows/desk/threads/r1").await.json().await.unwrap();
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/r1")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(thread["pending"]["interrupts"][0]["id"], "triage/refund");
 
     // No new turn while it waits.
@@ -256,7 +291,11 @@ async fn an_approval_resumes_exactly_once() {
     .await;
     assert_eq!(error_code(again).await.0, 409);
 
-    let thread: Value = get(&server.base, "/v1/flows/desk/threads/r1").await.json().await.unwrap();
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/r1")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(thread["pending"], Value::Null);
     assert_eq!(
         thread["messages"],
@@ -295,7 +334,11 @@ async fn threads_are_read_and_deleted() {
     let (status, code, _) = error_code(get(&server.base, "/v1/flows/desk/threads/x1").await).await;
     assert_eq!((status, code.as_str()), (404, "unknown_thread"));
     turn(&server.base, "desk", "x1", "Hi").await;
-    let thread: Value = get(&server.base, "/v1/flows/desk/threads/x1").await.json().await.unwrap();
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/x1")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(thread["turns"], 1);
     assert_eq!(thread["messages"][0]["content"], "Hi");
     assert_eq!(
@@ -304,18 +347,41 @@ async fn threads_are_read_and_deleted() {
     );
     // The second turn sees the first: the thread's messages are its input.
     turn(&server.base, "desk", "x1", "Hi again").await;
-    let thread: Value = get(&server.base, "/v1/flows/desk/threads/x1").await.json().await.unwrap();
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/x1")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(thread["messages"].as_array().unwrap().len(), 4);
 
     let url = format!("{}/v1/flows/desk/threads/x1", server.base);
-    let deleted = client().delete(&url).bearer_auth(TOKEN).send().await.unwrap();
+    let deleted = client()
+        .delete(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(deleted.status(), 204);
-    assert_eq!(get(&server.base, "/v1/flows/desk/threads/x1").await.status(), 404);
-    let again = client().delete(&url).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/x1")
+            .await
+            .status(),
+        404
+    );
+    let again = client()
+        .delete(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.status(), 404);
 
     let bad = get(&server.base, "/v1/flows/desk/threads/a.b").await;
-    assert_eq!(error_code(bad).await.0, 400, "a thread id with a dot is refused");
+    assert_eq!(
+        error_code(bad).await.0,
+        400,
+        "a thread id with a dot is refused"
+    );
 }
 
 #[tokio::test]
@@ -342,8 +408,17 @@ async fn bodies_and_messages_over_the_limits_are_refused() {
     assert!(message.contains("512"), "{message}");
     let empty = post(&server.base, path, json!({"message": "  "})).await;
     assert_eq!(error_code(empty).await.0, 400);
-    let unknown = post(&server.base, path, json!({"message": "hi", "agent": "refund"})).await;
-    assert_eq!(error_code(unknown).await.0, 400, "unknown fields are refused");
+    let unknown = post(
+        &server.base,
+        path,
+        json!({"message": "hi", "agent": "refund"}),
+    )
+    .await;
+    assert_eq!(
+        error_code(unknown).await.0,
+        400,
+        "unknown fields are refused"
+    );
     let not_json = client()
         .post(format!("{}{path}", server.base))
         .bearer_auth(TOKEN)
@@ -354,7 +429,12 @@ async fn bodies_and_messages_over_the_limits_are_refused() {
         .unwrap();
     assert_eq!(error_code(not_json).await.0, 400);
     // Nothing of this reached the thread.
-    assert_eq!(get(&server.base, "/v1/flows/desk/threads/l1").await.status(), 404);
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/l1")
+            .await
+            .status(),
+        404
+    );
 }
 
 #[tokio::test]
@@ -376,12 +456,25 @@ async fn an_event_over_the_size_limit_becomes_an_error_event() {
         .find(|e| e.name == "error")
         .expect("an error event for the oversized event");
     let message = error.data["message"].as_str().unwrap();
-    assert!(message.contains("event size limit of 130 bytes"), "{message}");
-    assert!(events.iter().all(|e| e.name != "event"), "the oversized event was not sent");
+    assert!(
+        message.contains("event size limit of 130 bytes"),
+        "{message}"
+    );
+    assert!(
+        events.iter().all(|e| e.name != "event"),
+        "the oversized event was not sent"
+    );
     assert!(events.iter().filter(|e| e.name == "chunk").count() > 3);
-    assert_eq!(done(&events)["output"], "Hello! I can help with refunds and complaints.");
+    assert_eq!(
+        done(&events)["output"],
+        "Hello! I can help with refunds and complaints."
+    );
     // The thread keeps the whole answer.
-    let thread: Value = get(&server.base, "/v1/flows/desk/threads/e1").await.json().await.unwrap();
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/e1")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(
         thread["messages"][1]["content"],
         "Hello! I can help with refunds and complaints."
@@ -422,10 +515,17 @@ async fn store_failures_reveal_no_internal_paths() {
         .build()
         .unwrap();
     let server = spawn(state).await;
-    let ready = client().get(format!("{}/v1/ready", server.base)).send().await.unwrap();
+    let ready = client()
+        .get(format!("{}/v1/ready", server.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ready.status(), 503);
     let text = ready.text().await.unwrap();
-    assert!(!text.contains("/srv") && !text.contains("permission"), "{text}");
+    assert!(
+        !text.contains("/srv") && !text.contains("permission"),
+        "{text}"
+    );
     let turn = post(
         &server.base,
         "/v1/flows/desk/threads/s1/turns",
@@ -475,7 +575,10 @@ async fn cors_is_closed_unless_origins_are_listed() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
     let r = preflight(open.base.clone()).await;
     assert!(
         r.headers().get("access-control-allow-origin").is_none(),
@@ -505,11 +608,15 @@ async fn one_tenant_cannot_read_or_resume_another_tenants_thread() {
     };
     let alice = "alice-token-0123456789";
     let bob = "bob-token-0123456789ab";
-    let r = as_user(alice, reqwest::Method::POST, "/v1/flows/desk/threads/shared/turns")
-        .json(&json!({"message": "I want a refund"}))
-        .send()
-        .await
-        .unwrap();
+    let r = as_user(
+        alice,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/shared/turns",
+    )
+    .json(&json!({"message": "I want a refund"}))
+    .send()
+    .await
+    .unwrap();
     assert_eq!(done(&read_sse(r).await)["interrupted"], true);
 
     // Bob names the same thread id: he sees nothing of Alice's.
@@ -518,23 +625,39 @@ async fn one_tenant_cannot_read_or_resume_another_tenants_thread() {
         .await
         .unwrap();
     assert_eq!(error_code(r).await.0, 404);
-    let r = as_user(bob, reqwest::Method::POST, "/v1/flows/desk/threads/shared/resume")
-        .json(&json!({"interrupt_id": "triage/refund", "data": {"approve": true}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_code(r).await.0, 404, "Bob cannot approve Alice's refund");
-    let r = as_user(bob, reqwest::Method::DELETE, "/v1/flows/desk/threads/shared")
-        .send()
-        .await
-        .unwrap();
+    let r = as_user(
+        bob,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/shared/resume",
+    )
+    .json(&json!({"interrupt_id": "triage/refund", "data": {"approve": true}}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(
+        error_code(r).await.0,
+        404,
+        "Bob cannot approve Alice's refund"
+    );
+    let r = as_user(
+        bob,
+        reqwest::Method::DELETE,
+        "/v1/flows/desk/threads/shared",
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(r.status(), 404);
     // Bob's own thread of that id is his.
-    let r = as_user(bob, reqwest::Method::POST, "/v1/flows/desk/threads/shared/turns")
-        .json(&json!({"message": "Hi"}))
-        .send()
-        .await
-        .unwrap();
+    let r = as_user(
+        bob,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/shared/turns",
+    )
+    .json(&json!({"message": "Hi"}))
+    .send()
+    .await
+    .unwrap();
     assert_eq!(done(&read_sse(r).await)["interrupted"], false);
 
     // Alice's thread is untouched, still waiting for her approval.
@@ -578,7 +701,10 @@ async fn dev_mode_serves_loopback_only() {
     let everywhere = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let refused = flow_server::serve(everywhere, dev()).await;
     assert!(
-        matches!(refused, Err(flow_server::ServeError::DevModeNotLoopback { .. })),
+        matches!(
+            refused,
+            Err(flow_server::ServeError::DevModeNotLoopback { .. })
+        ),
         "{refused:?}"
     );
     let server = spawn(dev()).await;
@@ -601,11 +727,24 @@ async fn the_console_is_served_with_its_assets() {
         .contains("default-src 'self'"));
     let html = page.text().await.unwrap();
     assert!(html.contains("<script src=\"console.js\"></script>"));
-    assert!(!html.contains("http://") && !html.contains("https://"), "no outside resources");
-    for (path, kind) in [("/console.js", "text/javascript"), ("/console.css", "text/css")] {
-        let r = client().get(format!("{}{path}", server.base)).send().await.unwrap();
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no outside resources"
+    );
+    for (path, kind) in [
+        ("/console.js", "text/javascript"),
+        ("/console.css", "text/css"),
+    ] {
+        let r = client()
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200);
-        assert!(r.headers()["content-type"].to_str().unwrap().starts_with(kind));
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with(kind));
     }
 }
 
@@ -665,5 +804,10 @@ async fn a_client_that_disconnects_cancels_its_turn() {
         .expect("the run was cancelled")
         .unwrap();
     // The cancelled turn left no trace in the thread.
-    assert_eq!(get(&server.base, "/v1/flows/slow/threads/c1").await.status(), 404);
+    assert_eq!(
+        get(&server.base, "/v1/flows/slow/threads/c1")
+            .await
+            .status(),
+        404
+    );
 }
