@@ -19,7 +19,7 @@
 
 use std::net::SocketAddr;
 
-use agentflow::FileStore;
+use agentflow::{FileStore, TurnRouting};
 use flow_server::{AppState, Auth};
 
 #[tokio::main]

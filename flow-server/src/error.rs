@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use flow_runtime::{CheckpointError, StoreError};
+use flow_runtime::{CheckpointError, StoreError, ThreadError};
 use serde_json::json;
 
 /// A failed request. Each variant has one status code and a stable `code` string; the response
@@ -148,6 +148,37 @@ impl From<CheckpointError> for ApiError {
             other => {
                 tracing::error!(error = %other, "checkpoint unusable");
                 ApiError::Conflict("the saved checkpoint cannot be used".into())
+            }
+        }
+    }
+}
+
+impl From<ThreadError> for ApiError {
+    fn from(e: ThreadError) -> Self {
+        match e {
+            ThreadError::InvalidId { .. } => ApiError::BadRequest(
+                "a thread id is 1 to 40 characters of A-Z, a-z, 0-9, '_' or '-'".into(),
+            ),
+            ThreadError::Busy { .. } => ApiError::Conflict(
+                "a turn of this thread is running; wait for it to end before the next one".into(),
+            ),
+            ThreadError::Conflict { .. } => ApiError::Conflict(
+                "another turn of this thread was recorded while this one started; send the \
+                 message again"
+                    .into(),
+            ),
+            ThreadError::AwaitingResume { interrupts, .. } => ApiError::Conflict(format!(
+                "this thread waits for interrupt(s) {interrupts}: resume it (POST .../resume) \
+                 before the next turn"
+            )),
+            ThreadError::NotInterrupted { .. } => ApiError::Conflict(
+                "this thread waits for no interrupt (it may have been resumed already)".into(),
+            ),
+            ThreadError::Checkpoint(e) => e.into(),
+            ThreadError::Store(e) => e.into(),
+            other => {
+                tracing::error!(error = %other, "thread unusable");
+                ApiError::Internal
             }
         }
     }

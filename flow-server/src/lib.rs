@@ -34,9 +34,10 @@
 //! | `GET /v1/flows/{flow}` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
 //! | `GET /v1/flows/{flow}/mermaid` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/turns` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
-//! | `GET /v1/flows/{flow}/threads/{thread}` | the thread: `turns`, `messages`, `pending` |
-//! | `DELETE /v1/flows/{flow}/threads/{thread}` | deletes the thread and its checkpoints (204) |
-//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | the interrupts the thread waits on: `{thread, checkpoint, id, info, address}` |
+//! | `GET /v1/flows/{flow}/threads/{thread}` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts |
+//! | `DELETE /v1/flows/{flow}/threads/{thread}` | deletes the thread and the checkpoint it waits on (204) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
+//! | `GET /v1/flows/{flow}/interrupts` | every interrupt the caller's threads of the flow wait on (the approvals queue) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/resume` | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409 |
 //! | `GET /` | the web console |
 //!
@@ -64,7 +65,7 @@ mod error;
 mod limits;
 mod routes;
 mod state;
-pub mod thread;
+mod thread;
 mod tree;
 mod turn;
 pub mod wire;
@@ -105,6 +106,7 @@ pub fn app(state: AppState) -> Router {
             "/flows/{flow}/threads/{thread}/resume",
             post(routes::post_resume),
         )
+        .route("/flows/{flow}/interrupts", get(routes::flow_interrupts))
         .route(
             "/flows/{flow}/threads/{thread}/interrupts",
             get(routes::thread_interrupts),

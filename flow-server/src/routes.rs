@@ -8,17 +8,17 @@ use axum::http::{header, StatusCode};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use flow_runtime::{Message, Session};
+use flow_runtime::store::{RecordEnd, ThreadRecord};
+use flow_runtime::Message;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::thread::{self, ThreadKey, ThreadRecord};
+use crate::thread::ThreadKey;
 use crate::tree::{mermaid, TreeNode};
-use crate::turn::{self, Start, TurnContext};
-use crate::wire::PublicInterrupt;
+use crate::turn;
 
 /// The body of `POST .../turns`.
 #[derive(Debug, Deserialize)]
@@ -135,39 +135,32 @@ pub async fn post_turn(
     if request.message.trim().is_empty() {
         return Err(ApiError::BadRequest("the message is empty".into()));
     }
-    let record = thread::load(&**state.store(), &key)
-        .await?
-        .unwrap_or_else(ThreadRecord::empty);
-    if let Some(pending) = &record.pending {
-        let ids: Vec<&str> = pending.interrupts.iter().map(|i| &*i.id).collect();
-        return Err(ApiError::Conflict(format!(
-            "thread '{id}' waits for interrupt(s) {}: resume it (POST .../resume) before the next turn",
-            ids.join(", ")
-        )));
-    }
-    let turn = record.turns + 1;
-    let user = Message::user(request.message);
-    let mut input: Vec<_> = record
-        .messages
-        .iter()
-        .cloned()
-        .map(std::sync::Arc::new)
-        .collect();
-    input.push(std::sync::Arc::new(user.clone()));
     let served = state.flow(&flow)?;
-    let events = served
+    let turn = served
         .runner()
-        .run_checkpointed(key.checkpoint_id(turn), Session::new(), input);
-    let cx = TurnContext {
-        state: state.clone(),
-        key,
-        record,
-        turn,
-        start: Start::Turn(user),
-    };
-    Ok(Sse::new(turn::sse(cx, events))
+        .turn(&key.store_id(), Message::user(request.message))
+        .await?;
+    Ok(sse_response(
+        &state,
+        turn::sse(
+            turn,
+            key.flow,
+            key.id,
+            false,
+            state.limits().max_event_bytes,
+        ),
+    ))
+}
+
+fn sse_response(
+    state: &AppState,
+    events: impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>
+        + Send
+        + 'static,
+) -> Response {
+    Sse::new(events)
         .keep_alive(KeepAlive::new().interval(state.limits().sse_keep_alive))
-        .into_response())
+        .into_response()
 }
 
 /// `POST /v1/flows/{flow}/threads/{thread}/resume`: resumes the interrupt the thread waits on
@@ -192,31 +185,36 @@ pub async fn post_resume(
         }
         (None, None) => {}
     }
-    let record =
-        thread::load(&**state.store(), &key)
-            .await?
-            .ok_or_else(|| ApiError::UnknownThread {
-                flow: flow.clone(),
-                id: id.clone(),
-            })?;
-    let Some(pending) = record.pending.clone() else {
-        return Err(ApiError::Conflict(format!(
-            "thread '{id}' waits for no interrupt (it may have been resumed already)"
-        )));
-    };
+    if state.threads().head(&key.store_id()).await?.is_none() {
+        return Err(ApiError::UnknownThread { flow, id });
+    }
     let served = state.flow(&flow)?;
-    let events = served.runner().resume(&pending.checkpoint, targets).await?;
-    let turn = record.turns;
-    let cx = TurnContext {
-        state: state.clone(),
-        key,
-        record,
-        turn,
-        start: Start::Resume,
-    };
-    Ok(Sse::new(turn::sse(cx, events))
-        .keep_alive(KeepAlive::new().interval(state.limits().sse_keep_alive))
-        .into_response())
+    let turn = served
+        .runner()
+        .resume_turn(&key.store_id(), targets)
+        .await?;
+    Ok(sse_response(
+        &state,
+        turn::sse(turn, key.flow, key.id, true, state.limits().max_event_bytes),
+    ))
+}
+
+fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
+    match &record.end {
+        RecordEnd::Interrupted { interrupts, .. } => interrupts
+            .iter()
+            .map(|i| {
+                json!({
+                    "thread": thread,
+                    "turn": record.turn,
+                    "id": i.id,
+                    "info": i.info,
+                    "address": i.address_string(),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `GET /v1/flows/{flow}/threads/{thread}`: the thread's messages and what it waits on.
@@ -226,33 +224,48 @@ pub async fn get_thread(
     Path((flow, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
-    let record = thread::load(&**state.store(), &key)
-        .await?
-        .ok_or(ApiError::UnknownThread { flow, id })?;
-    let pending = record.pending.as_ref().map(|p| {
-        json!({
-            "checkpoint": p.checkpoint,
-            "interrupts": p.interrupts.iter().map(PublicInterrupt::of).collect::<Vec<_>>(),
+    let Some(head) = state.threads().head(&key.store_id()).await? else {
+        return Err(ApiError::UnknownThread { flow, id });
+    };
+    let messages = state
+        .flow(&flow)?
+        .runner()
+        .thread_messages(&key.store_id())
+        .await?;
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|m| {
+            json!({
+                "turn": m.turn,
+                "agent": m.agent_name,
+                "run_path": m.run_path,
+                "message": m.message,
+            })
         })
-    });
+        .collect();
     Ok(Json(json!({
         "flow": key.flow,
         "thread": key.id,
-        "turns": record.turns,
-        "messages": record.messages,
-        "pending": pending,
+        "turns": head.turns,
+        "messages": messages,
+        "pending": pending_of(&key.id, &head.last),
     })))
 }
 
-/// `DELETE /v1/flows/{flow}/threads/{thread}`: deletes the thread and its checkpoints (204; 404
-/// if there is none).
+/// `DELETE /v1/flows/{flow}/threads/{thread}`: deletes the thread and the checkpoint it waits
+/// on (204; 404 if there is none).
 pub async fn delete_thread(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
     Path((flow, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
-    if thread::delete(&**state.store(), &key).await? {
+    if state
+        .flow(&flow)?
+        .runner()
+        .delete_thread(&key.store_id())
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::UnknownThread { flow, id })
@@ -266,25 +279,32 @@ pub async fn thread_interrupts(
     Path((flow, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
-    let record = thread::load(&**state.store(), &key)
-        .await?
-        .ok_or(ApiError::UnknownThread { flow, id })?;
-    let interrupts: Vec<Value> = record
-        .pending
-        .iter()
-        .flat_map(|p| {
-            let key = &key;
-            p.interrupts.iter().map(move |i| {
-                json!({
-                    "thread": key.id,
-                    "checkpoint": p.checkpoint,
-                    "id": i.id,
-                    "info": i.info,
-                    "address": i.address_string(),
-                })
-            })
-        })
-        .collect();
+    let Some(head) = state.threads().head(&key.store_id()).await? else {
+        return Err(ApiError::UnknownThread { flow, id });
+    };
+    Ok(Json(
+        json!({ "interrupts": pending_of(&key.id, &head.last) }),
+    ))
+}
+
+/// `GET /v1/flows/{flow}/interrupts`: every interrupt the caller's threads of this flow wait
+/// on, oldest thread id first.
+pub async fn flow_interrupts(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(flow): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let served = state.flow(&flow)?;
+    let prefix = ThreadKey::prefix(served.name(), &tenant.0);
+    let mut interrupts = Vec::new();
+    for store_id in state.threads().list().await? {
+        let Some(thread) = store_id.strip_prefix(&prefix) else {
+            continue;
+        };
+        if let Some(head) = state.threads().head(&store_id).await? {
+            interrupts.extend(pending_of(thread, &head.last));
+        }
+    }
     Ok(Json(json!({ "interrupts": interrupts })))
 }
 

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
-use flow_runtime::store::StoreError;
-use flow_runtime::{async_trait, CheckpointStore, FlowAgent, Runner};
+use flow_runtime::{CheckpointStore, FlowAgent, Runner, ThreadStore, TurnRouting};
 
 use crate::auth::{valid_tenant, Auth, SHARED_TENANT};
 use crate::error::ApiError;
@@ -46,6 +45,7 @@ impl ServedFlow {
 struct Inner {
     flows: BTreeMap<String, ServedFlow>,
     store: Arc<dyn CheckpointStore>,
+    threads: Arc<dyn ThreadStore>,
     auth: Auth,
     tenant: Option<Box<TenantFn>>,
     limits: Limits,
@@ -69,7 +69,7 @@ impl fmt::Debug for AppState {
 
 impl AppState {
     /// Starts building a server's state over `store`, where threads and checkpoints live.
-    pub fn builder(store: impl CheckpointStore) -> ServerBuilder {
+    pub fn builder<S: ThreadStore + CheckpointStore + Clone>(store: S) -> ServerBuilder {
         ServerBuilder::new(store)
     }
 
@@ -85,9 +85,14 @@ impl AppState {
         self.0.flows.values()
     }
 
-    /// The store of threads and checkpoints.
+    /// The store of checkpoints.
     pub fn store(&self) -> &Arc<dyn CheckpointStore> {
         &self.0.store
+    }
+
+    /// The store of threads.
+    pub fn threads(&self) -> &Arc<dyn ThreadStore> {
+        &self.0.threads
     }
 
     /// How callers are authenticated.
@@ -168,6 +173,9 @@ pub enum BuildError {
 pub struct ServerBuilder {
     flows: Vec<(String, FlowAgent)>,
     store: Arc<dyn CheckpointStore>,
+    threads: Arc<dyn ThreadStore>,
+    runner: Box<dyn Fn(FlowAgent) -> Runner + Send + Sync>,
+    routing: TurnRouting,
     auth: Option<Auth>,
     tenant: Option<Box<TenantFn>>,
     limits: Limits,
@@ -188,11 +196,16 @@ impl fmt::Debug for ServerBuilder {
 }
 
 impl ServerBuilder {
-    /// A builder over `store`.
-    pub fn new(store: impl CheckpointStore) -> Self {
+    /// A builder over `store` (checkpoints and threads: [`InMemoryStore`](flow_runtime::InMemoryStore),
+    /// [`FileStore`](flow_runtime::FileStore), or a store of your own).
+    pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
+        let shared = store.clone();
         ServerBuilder {
             flows: Vec::new(),
-            store: Arc::new(store),
+            store: Arc::new(store.clone()),
+            threads: Arc::new(store),
+            runner: Box::new(move |agent| Runner::new(agent).stores(shared.clone())),
+            routing: TurnRouting::default(),
             auth: None,
             tenant: None,
             limits: Limits::default(),
@@ -240,6 +253,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Where each turn of a thread starts (default: [`TurnRouting::LastAgent`], the agent that
+    /// answered the previous turn).
+    pub fn turn_routing(mut self, routing: TurnRouting) -> Self {
+        self.routing = routing;
+        self
+    }
+
     /// Whether agents stream their answers (on by default, so the console shows them as they
     /// come).
     pub fn streaming(mut self, streaming: bool) -> Self {
@@ -275,34 +295,19 @@ impl ServerBuilder {
             if flows.contains_key(&name) {
                 return Err(BuildError::DuplicateFlow(name));
             }
-            let runner = Runner::new(agent)
+            let runner = (self.runner)(agent)
                 .streaming(self.streaming)
-                .checkpoint_store(SharedStore(Arc::clone(&self.store)));
+                .turn_routing(self.routing);
             flows.insert(name.clone(), ServedFlow { name, runner });
         }
         Ok(AppState(Arc::new(Inner {
             flows,
             store: self.store,
+            threads: self.threads,
             auth,
             tenant: self.tenant,
             limits: self.limits,
             cors_origins: self.cors_origins,
         })))
-    }
-}
-
-/// The server's one store, shared by every flow's runner and the thread records.
-struct SharedStore(Arc<dyn CheckpointStore>);
-
-#[async_trait]
-impl CheckpointStore for SharedStore {
-    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get(id).await
-    }
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
-        self.0.set(id, bytes).await
-    }
-    async fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.0.delete(id).await
     }
 }

@@ -1,65 +1,38 @@
 //! A turn (or a resume) of a thread as a stream of Server-Sent Events: the run's events go out
-//! as they come (see [`wire`](crate::wire)), and the thread's record is written when the run
-//! ends or interrupts. Dropping the stream (the client went away) drops the run's event stream,
-//! which cancels the run; the thread then stays as it was.
+//! as they come (see [`wire`](crate::wire)); the runtime records the turn in the thread when
+//! its stream ends. Dropping the stream (the client went away) drops the [`Turn`], which
+//! cancels the run and records nothing.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::response::sse::Event;
-use flow_runtime::{Action, EventOutput, EventStream, InterruptInfo, Message, Role};
+use flow_runtime::{EventOutput, Message, Turn, TurnOutcome};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::state::AppState;
-use crate::thread::{self, Pending, ThreadKey, ThreadRecord};
 use crate::wire::{ChunkData, EventData, PublicInterrupt};
 
-/// What started the run.
-#[derive(Debug, Clone)]
-pub enum Start {
-    /// A new turn with this user message.
-    Turn(Message),
-    /// A resume of the thread's pending checkpoint.
-    Resume,
-}
-
-/// What the stream needs besides the run's events.
-#[derive(Debug)]
-pub struct TurnContext {
-    /// The server's state (limits, store).
-    pub state: AppState,
-    /// The thread.
-    pub key: ThreadKey,
-    /// Its record as the turn found it.
-    pub record: ThreadRecord,
-    /// The turn's number.
-    pub turn: u64,
-    /// How the run started.
-    pub start: Start,
-}
-
-/// The Server-Sent Events of a run.
-pub fn sse(
-    cx: TurnContext,
-    mut events: EventStream,
+/// The Server-Sent Events of a turn of the thread the caller calls `thread`; `resumed` when
+/// the turn continues an interrupted one.
+pub(crate) fn sse(
+    mut turn: Turn,
+    flow: String,
+    thread: String,
+    resumed: bool,
+    limit: usize,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     async_stream::stream! {
-        let TurnContext { state, key, mut record, turn, start } = cx;
-        let limit = state.limits().max_event_bytes;
-        let checkpoint = key.checkpoint_id(turn);
         yield Ok(frame("turn", &json!({
-            "flow": key.flow,
-            "thread": key.id,
-            "turn": turn,
-            "checkpoint": checkpoint,
-            "resumed": matches!(start, Start::Resume),
+            "flow": flow,
+            "thread": thread,
+            "turn": turn.number(),
+            "started_at": turn.started_at(),
+            "resumed": resumed,
         }), limit));
 
-        let mut output: Option<String> = None;
-        let mut interrupts: Vec<InterruptInfo> = Vec::new();
-        while let Some(mut event) = events.next().await {
+        while let Some(mut event) = turn.next().await {
             let mut streamed = false;
             let mut custom = None;
             let message: Option<Arc<Message>> = match event.output.take() {
@@ -97,46 +70,27 @@ pub fn sse(
             };
             let data = EventData::of(&event, message.as_deref(), custom.as_deref(), streamed);
             yield Ok(frame("event", &data, limit));
-            if let Some(m) = &message {
-                let answer = m.role == Role::Assistant && m.tool_calls.is_empty()
-                    && !m.content.is_empty();
-                let exit_result = m.role == Role::Tool
-                    && matches!(event.action, Some(Action::Exit));
-                if answer || exit_result {
-                    output = Some(m.content.clone());
-                }
-            }
-            if let Some(info) = event.interrupt() {
-                interrupts.push(info.clone());
-            }
         }
 
-        // The run ended or interrupted: record it in the thread.
-        if let Start::Turn(user) = &start {
-            record.messages.push(user.clone());
-        }
-        record.turns = turn;
-        if interrupts.is_empty() {
-            record.pending = None;
-            if let Some(text) = &output {
-                record.messages.push(Message::assistant(text.clone()));
+        let done = match turn.outcome() {
+            Some(TurnOutcome::Completed { answer, answered_by, .. }) => json!({
+                "output": answer.map(|m| m.content),
+                "answered_by": answered_by,
+                "interrupted": false,
+                "interrupts": [],
+            }),
+            Some(TurnOutcome::Interrupted { interrupts, .. }) => json!({
+                "output": null,
+                "interrupted": true,
+                "interrupts": interrupts.iter().map(PublicInterrupt::of).collect::<Vec<_>>(),
+            }),
+            Some(TurnOutcome::Failed(e)) => {
+                yield Ok(frame("error", &json!({ "message": e.to_string() }), limit));
+                json!({ "output": null, "interrupted": false, "interrupts": [], "failed": true })
             }
-        } else {
-            record.pending = Some(Pending {
-                checkpoint: checkpoint.clone(),
-                interrupts: interrupts.clone(),
-            });
-        }
-        if let Err(e) = thread::save(&**state.store(), &key, &record).await {
-            yield Ok(frame("error", &json!({ "message": format!("the thread was not saved: {e}") }), limit));
-        }
-        let public: Vec<PublicInterrupt<'_>> = interrupts.iter().map(PublicInterrupt::of).collect();
-        yield Ok(frame("done", &json!({
-            "output": output,
-            "interrupted": !interrupts.is_empty(),
-            "interrupts": public,
-            "checkpoint": (!interrupts.is_empty()).then_some(&checkpoint),
-        }), limit));
+            None => json!({ "output": null, "interrupted": false, "interrupts": [], "failed": true }),
+        };
+        yield Ok(frame("done", &done, limit));
     }
 }
 

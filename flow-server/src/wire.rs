@@ -2,11 +2,11 @@
 //!
 //! | SSE `event:` | `data:` |
 //! | --- | --- |
-//! | `turn` | `{"flow", "thread", "turn", "checkpoint", "resumed"}`: first, once |
+//! | `turn` | `{"flow", "thread", "turn", "started_at", "resumed"}`: first, once; `turn` counts from 0, `started_at` is the run path the turn started at |
 //! | `chunk` | `{"agent", "run_path", "content", "tool_calls"?}`: a piece of a streamed message, as it comes |
 //! | `event` | `{"agent", "run_path", "message"?, "streamed"?, "custom"?, "action"?, "error"?}`: one [`AgentEvent`]; a streamed message arrives here whole after its chunks, with `"streamed": true` |
-//! | `error` | `{"message"}`: the server could not send something (an event over the size limit) or save the thread |
-//! | `done` | `{"output", "interrupted", "interrupts", "checkpoint"}`: last, once; `output` is the turn's answer |
+//! | `error` | `{"message"}`: the server could not send something (an event over the size limit), or the turn failed and was not recorded |
+//! | `done` | `{"output", "answered_by"?, "interrupted", "interrupts", "failed"?}`: last, once; `output` is the turn's answer, `interrupts` (`{"id", "info", "address"}`) what it waits on |
 //!
 //! `run_path` is the list of agent names from the root to the event's source. `action` is
 //! `"exit"`, `{"transfer_to_agent": NAME}`, `{"interrupted": {"id", "info", "address"}}`,

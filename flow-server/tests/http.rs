@@ -5,8 +5,12 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use flow_runtime::store::StoreError;
-use flow_runtime::{async_trait, CheckpointStore, FlowAgent, FnAgent, InMemoryStore};
+use std::ops::Range;
+
+use flow_runtime::store::{StoreError, ThreadHead, ThreadRecord};
+use flow_runtime::{
+    async_trait, CheckpointStore, FlowAgent, FnAgent, InMemoryStore, ThreadError, ThreadStore,
+};
 use flow_server::{AppState, Auth, Limits};
 use serde_json::{json, Value};
 
@@ -151,7 +155,8 @@ async fn a_turn_streams_sse_frames_chunks_and_the_final_answer() {
     let events = turn(&server.base, "desk", "t1", "Hi there").await;
     assert_eq!(events[0].name, "turn");
     assert_eq!(events[0].data["thread"], "t1");
-    assert_eq!(events[0].data["turn"], 1);
+    assert_eq!(events[0].data["turn"], 0);
+    assert_eq!(events[0].data["started_at"], json!(["triage"]));
     let chunks: Vec<&Sse> = events.iter().filter(|e| e.name == "chunk").collect();
     assert!(
         chunks.len() > 3,
@@ -231,7 +236,16 @@ async fn an_approval_resumes_exactly_once() {
         .json()
         .await
         .unwrap();
-    assert_eq!(thread["pending"]["interrupts"][0]["id"], "triage/refund");
+    assert_eq!(thread["pending"][0]["id"], "triage/refund");
+    let queue: Value = get(&server.base, "/v1/flows/desk/interrupts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        queue["interrupts"], pending["interrupts"],
+        "the flow's approval queue lists it"
+    );
 
     // No new turn while it waits.
     let (status, code, _) = error_code(
@@ -296,17 +310,27 @@ async fn an_approval_resumes_exactly_once() {
         .json()
         .await
         .unwrap();
-    assert_eq!(thread["pending"], Value::Null);
+    assert_eq!(thread["pending"], json!([]));
+    let messages = thread["messages"].as_array().unwrap();
     assert_eq!(
-        thread["messages"],
-        json!([
-            {"role": "user", "content": "I want a refund for order 42"},
-            {"role": "assistant", "content": "Done: 39 EUR for order 42 are on their way back to you."}
-        ])
+        messages[0]["message"],
+        json!({"role": "user", "content": "I want a refund for order 42"})
     );
+    let last = messages.last().unwrap();
+    assert_eq!(last["run_path"], json!(["triage", "refund"]));
+    assert_eq!(
+        last["message"]["content"],
+        "Done: 39 EUR for order 42 are on their way back to you."
+    );
+    let queue: Value = get(&server.base, "/v1/flows/desk/interrupts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queue["interrupts"], json!([]));
     // The thread takes turns again.
     let next = turn(&server.base, "desk", "r1", "thanks").await;
-    assert_eq!(next[0].data["turn"], 2);
+    assert_eq!(next[0].data["turn"], 1);
 }
 
 #[tokio::test]
@@ -340,9 +364,9 @@ async fn threads_are_read_and_deleted() {
         .await
         .unwrap();
     assert_eq!(thread["turns"], 1);
-    assert_eq!(thread["messages"][0]["content"], "Hi");
+    assert_eq!(thread["messages"][0]["message"]["content"], "Hi");
     assert_eq!(
-        thread["messages"][1]["content"],
+        thread["messages"][1]["message"]["content"],
         "Hello! I can help with refunds and complaints."
     );
     // The second turn sees the first: the thread's messages are its input.
@@ -476,13 +500,33 @@ async fn an_event_over_the_size_limit_becomes_an_error_event() {
         .await
         .unwrap();
     assert_eq!(
-        thread["messages"][1]["content"],
+        thread["messages"][1]["message"]["content"],
         "Hello! I can help with refunds and complaints."
     );
 }
 
 /// A store whose every call fails with an I/O error that names a server path.
+#[derive(Clone)]
 struct BrokenStore;
+
+#[async_trait]
+impl ThreadStore for BrokenStore {
+    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn read(&self, id: &str, _: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn append(&self, id: &str, _: u64, _: ThreadRecord) -> Result<u64, ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn list(&self) -> Result<Vec<String>, ThreadError> {
+        Err(broken("list").into())
+    }
+    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+        Err(broken(id).into())
+    }
+}
 
 #[async_trait]
 impl CheckpointStore for BrokenStore {
@@ -666,8 +710,19 @@ async fn one_tenant_cannot_read_or_resume_another_tenants_thread() {
         .await
         .unwrap();
     let thread: Value = r.json().await.unwrap();
-    assert_eq!(thread["pending"]["interrupts"][0]["id"], "triage/refund");
-    assert_eq!(thread["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(thread["pending"][0]["id"], "triage/refund");
+    assert_eq!(
+        thread["messages"][0]["message"]["content"],
+        "I want a refund"
+    );
+    // Bob's approval queue is empty; Alice's holds her refund.
+    let queue = |token: &'static str| {
+        as_user(token, reqwest::Method::GET, "/v1/flows/desk/interrupts").send()
+    };
+    let bobs: Value = queue(bob).await.unwrap().json().await.unwrap();
+    assert_eq!(bobs["interrupts"], json!([]));
+    let alices: Value = queue(alice).await.unwrap().json().await.unwrap();
+    assert_eq!(alices["interrupts"][0]["thread"], "shared");
 }
 
 #[tokio::test]

@@ -210,7 +210,9 @@ function turnHandler() {
   const bubbles = new Map(); // run path -> the bubble being streamed
   return (name, data) => {
     if (name === "turn") {
-      timeline("turn", null, data.resumed ? "resumed turn " + data.turn : "turn " + data.turn, "thread " + data.thread);
+      const n = data.turn + 1;
+      timeline("turn", null, data.resumed ? "turn " + n + " resumed" : "turn " + n,
+        "thread " + data.thread + ", starts at " + data.started_at.join("/"));
     } else if (name === "chunk") {
       const key = data.run_path.join("/");
       let bubble = bubbles.get(key);
@@ -226,6 +228,11 @@ function turnHandler() {
       chatMessage("error", data.message);
       timeline("error", null, "error", data.message);
     } else if (name === "done") {
+      if (data.failed) {
+        timeline("error", null, "failed", "the turn was not recorded");
+        setStatus("failed", "error");
+        return;
+      }
       timeline("done", null, data.interrupted ? "waiting for approval" : "finished", data.output || "");
       if (data.interrupted) {
         showApprovals(data.interrupts);
@@ -333,9 +340,15 @@ async function loadThread() {
     return;
   }
   const t = await response.json();
-  for (const m of t.messages) chatMessage(m.role, m.content);
-  showApprovals(t.pending ? t.pending.interrupts : []);
-  setStatus(t.pending ? "waiting for approval" : "ready");
+  for (const m of t.messages) {
+    const msg = m.message;
+    if (msg.role === "user") chatMessage("user", msg.content);
+    else if (msg.role === "assistant" && msg.content && !(msg.tool_calls || []).length) {
+      chatMessage("assistant", msg.content, m.run_path.join("/"));
+    }
+  }
+  showApprovals(t.pending);
+  setStatus(t.pending.length ? "waiting for approval" : "ready");
 }
 
 async function loadFlow(name) {

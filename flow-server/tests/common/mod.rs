@@ -52,6 +52,7 @@ pub fn desk_state() -> AppState {
     AppState::builder(flow_runtime::InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
         .auth(flow_server::Auth::bearer(TOKEN))
+        .turn_routing(flow_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }
