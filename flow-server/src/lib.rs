@@ -33,6 +33,7 @@
 //! | `GET /v1/flows` | the served flows: name, root agent, description |
 //! | `GET /v1/flows/{flow}` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
 //! | `GET /v1/flows/{flow}/mermaid` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
+//! | `GET /v1/flows/{flow}/svg` | the tree as a standalone SVG picture (`image/svg+xml`) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/turns` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
 //! | `GET /v1/flows/{flow}/threads/{thread}` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts |
 //! | `DELETE /v1/flows/{flow}/threads/{thread}` | deletes the thread and the checkpoint it waits on (204) |
@@ -86,7 +87,7 @@ pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
 pub use limits::Limits;
 pub use state::{AppState, BuildError, ServedFlow, ServerBuilder, TenantFn};
-pub use tree::{mermaid, TreeNode};
+pub use tree::{mermaid, svg, TreeNode};
 
 /// The router serving `state`: the `/v1` API and the console.
 pub fn app(state: AppState) -> Router {
@@ -94,6 +95,7 @@ pub fn app(state: AppState) -> Router {
         .route("/flows", get(routes::list_flows))
         .route("/flows/{flow}", get(routes::get_flow))
         .route("/flows/{flow}/mermaid", get(routes::get_mermaid))
+        .route("/flows/{flow}/svg", get(routes::get_svg))
         .route(
             "/flows/{flow}/threads/{thread}",
             get(routes::get_thread).delete(routes::delete_thread),

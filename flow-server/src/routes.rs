@@ -17,7 +17,7 @@ use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
-use crate::tree::{mermaid, TreeNode};
+use crate::tree::{mermaid, svg, TreeNode};
 use crate::turn;
 
 /// The body of `POST .../turns`.
@@ -107,6 +107,19 @@ pub async fn get_mermaid(
     Ok((
         [(header::CONTENT_TYPE, "text/vnd.mermaid; charset=utf-8")],
         mermaid(flow.agent()),
+    )
+        .into_response())
+}
+
+/// `GET /v1/flows/{flow}/svg`: the tree as an SVG picture (`image/svg+xml`).
+pub async fn get_svg(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let flow = state.flow(&name)?;
+    Ok((
+        [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
+        svg(flow.name(), flow.agent()),
     )
         .into_response())
 }

@@ -1,4 +1,4 @@
-//! A served flow's tree as JSON and as a Mermaid flowchart.
+//! A served flow's tree as JSON, as a Mermaid flowchart and as an SVG picture.
 
 use flow_runtime::FlowAgent;
 use serde::Serialize;
@@ -57,4 +57,19 @@ pub fn mermaid(agent: &FlowAgent) -> String {
     let (mut names, mut parents, mut barred) = (Vec::new(), Vec::new(), Vec::new());
     walk(&tree, None, &mut names, &mut parents, &mut barred);
     flow_runtime::spec::render::mermaid(&names, &parents, &barred)
+}
+
+/// The tree `agent` heads as a standalone SVG picture (drawn by `flow-diagram`), titled
+/// `title`.
+pub fn svg(title: &str, agent: &FlowAgent) -> String {
+    fn node(t: &TreeNode) -> flow_diagram::Node {
+        let mut n = flow_diagram::Node::new(&t.name)
+            .description(&t.description)
+            .barred(t.no_parent);
+        for child in &t.children {
+            n = n.child(node(child));
+        }
+        n
+    }
+    flow_diagram::svg(title, &node(&TreeNode::of(agent)))
 }

@@ -119,6 +119,21 @@ async fn flows_are_listed_with_their_tree_and_mermaid() {
         flow["mermaid"].as_str().unwrap()
     );
 
+    let svg = get(&server.base, "/v1/flows/desk/svg").await;
+    assert_eq!(svg.status(), 200);
+    assert!(svg.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("image/svg+xml"));
+    let svg = svg.text().await.unwrap();
+    assert!(svg.starts_with("<svg "), "{svg}");
+    for agent in ["triage", "refund", "complaint"] {
+        assert!(
+            svg.contains(&format!(">{agent}</text>")),
+            "{agent} is drawn"
+        );
+    }
+
     let (status, code, message) = error_code(get(&server.base, "/v1/flows/nope").await).await;
     assert_eq!((status, code.as_str()), (404, "unknown_flow"));
     assert!(message.contains("'nope'"));
