@@ -38,8 +38,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         _ => "127.0.0.1:8080".parse()?,
     };
     let token = std::env::var("AGENTFLOW_TOKEN").ok();
-    let builder =
-        AppState::builder(FileStore::open_default()?).flow("desk", flow_server::demo::desk());
+    let builder = AppState::builder(FileStore::open_default()?)
+        .flow("desk", flow_server::demo::desk())
+        // The desk's triage routes by keywords, so every turn starts there.
+        .turn_routing(TurnRouting::Root);
     let state = match &token {
         Some(t) => builder.auth(Auth::bearer(t.clone())),
         None => builder.dev_mode(),
