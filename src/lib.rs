@@ -14,6 +14,10 @@ extern crate self as agentflow;
 
 mod dsl;
 
+/// The HTTP server and web console: the `flow-server` crate (feature `server`).
+#[cfg(feature = "server")]
+pub use flow_server as server;
+
 pub use dsl::agent;
 #[cfg(doc)]
 pub use dsl::example;
