@@ -65,6 +65,9 @@ mod stream;
 pub mod testing;
 pub mod workflow;
 
+/// Tools from Model Context Protocol servers (cargo feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use llm::mcp;
 pub use llm::models as model;
 pub use llm::tool;
 /// The former name of [`store`].

@@ -6,6 +6,8 @@
 
 mod agent;
 mod builtin;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod models;
 mod react;
 pub mod tool;
