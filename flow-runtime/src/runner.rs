@@ -36,10 +36,12 @@ use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStor
 /// [`resume`](Runner::resume) continues it, in this process or another one.
 #[derive(Clone)]
 pub struct Runner {
-    agent: FlowAgent,
-    streaming: bool,
-    store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) agent: FlowAgent,
+    pub(crate) streaming: bool,
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     resuming: Arc<Mutex<HashSet<String>>>,
+    /// Where threads are kept, their routing, and the threads with a turn running here.
+    pub(crate) threads: crate::turn::ThreadSettings,
 }
 
 impl fmt::Debug for Runner {
@@ -60,6 +62,7 @@ impl Runner {
             streaming: false,
             store: None,
             resuming: Arc::default(),
+            threads: crate::turn::ThreadSettings::default(),
         }
     }
 
@@ -273,7 +276,7 @@ fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEven
     .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
-async fn save(
+pub(crate) async fn save(
     store: Option<&dyn CheckpointStore>,
     id: &str,
     shape: String,
