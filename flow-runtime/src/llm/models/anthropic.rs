@@ -537,14 +537,12 @@ struct StartMessage {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
     #[serde(other)]
     Other,
 }
@@ -683,10 +681,10 @@ impl Sse {
                 _ => {}
             },
             StreamEvent::ContentBlockDelta { index, delta } => match delta {
-                Delta::TextDelta { text } if !text.is_empty() => {
+                Delta::Text { text } if !text.is_empty() => {
                     self.ready.push_back(Ok(Message::assistant(text)));
                 }
-                Delta::InputJsonDelta { partial_json } if !partial_json.is_empty() => {
+                Delta::InputJson { partial_json } if !partial_json.is_empty() => {
                     let call = ToolCall {
                         index: Some(index),
                         id: String::new(),
