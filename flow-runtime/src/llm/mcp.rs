@@ -440,6 +440,8 @@ struct Inner {
     live: tokio::sync::Mutex<Option<Live>>,
     /// The process id of the current stdio connection, readable without the async lock.
     process_id: StdMutex<Option<u32>>,
+    /// The tools as last listed, readable without the async lock.
+    listed: StdMutex<Vec<rmcp::model::Tool>>,
     connections: AtomicU64,
 }
 
@@ -472,6 +474,7 @@ impl McpServer {
                 config,
                 live: tokio::sync::Mutex::new(None),
                 process_id: StdMutex::new(None),
+                listed: StdMutex::new(Vec::new()),
                 connections: AtomicU64::new(0),
             }),
         };
@@ -736,14 +739,16 @@ impl McpServer {
         &self,
         service: &RunningService<RoleClient, Handler>,
     ) -> Result<Vec<rmcp::model::Tool>, McpError> {
-        service
+        let tools = service
             .peer()
             .list_all_tools()
             .await
             .map_err(|e| McpError::Other {
                 server: Arc::clone(&self.inner.config.name),
                 message: format!("could not list its tools: {e}").into(),
-            })
+            })?;
+        tools.clone_into(&mut self.inner.listed.lock().expect("tool list lock"));
+        Ok(tools)
     }
 }
 
@@ -970,13 +975,7 @@ impl McpToolset {
             .servers
             .iter()
             .map(|s| {
-                let tools = s
-                    .inner
-                    .live
-                    .try_lock()
-                    .ok()
-                    .and_then(|g| g.as_ref().map(|l| l.tools.clone()))
-                    .unwrap_or_default();
+                let tools = s.inner.listed.lock().expect("tool list lock").clone();
                 (s.clone(), tools)
             })
             .collect();
