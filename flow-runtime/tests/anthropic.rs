@@ -469,3 +469,45 @@ async fn a_user_image_reaches_the_server_as_an_image_block() {
             {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
     );
 }
+
+/// Against an independent implementation of the Messages API: LiteLLM's proxy serving
+/// `/v1/messages` with an offline mock model (`mock_response`). Opt-in (a large PyPI install):
+/// start the proxy with a model `mock-text` whose `mock_response` is
+/// `Order 42 is an electric kettle.`, then run
+/// `AGENTFLOW_ANTHROPIC_COMPAT_URL=http://127.0.0.1:PORT AGENTFLOW_ANTHROPIC_COMPAT_KEY=KEY
+/// cargo test -p flow-runtime --features anthropic --test anthropic -- --ignored`.
+#[tokio::test]
+#[ignore = "needs a LiteLLM proxy: set AGENTFLOW_ANTHROPIC_COMPAT_URL"]
+async fn litellm_proxy_messages_endpoint() {
+    let url = std::env::var("AGENTFLOW_ANTHROPIC_COMPAT_URL")
+        .expect("set AGENTFLOW_ANTHROPIC_COMPAT_URL to the proxy's base URL");
+    let mut config = AnthropicConfig::new(url, "mock-text");
+    if let Ok(key) = std::env::var("AGENTFLOW_ANTHROPIC_COMPAT_KEY") {
+        config = config.api_key(key);
+    }
+    let model = AnthropicChatModel::new(config).unwrap();
+    let request = ChatRequest::new([
+        Arc::new(Message::system("You answer about orders.")),
+        Arc::new(Message::user("What is order 42?")),
+    ]);
+    let whole = model.generate(&request).await.unwrap();
+    assert_eq!(whole.content, "Order 42 is an electric kettle.");
+    // Streamed (the proxy's mock answers whole; the client takes either form).
+    let chunks: Vec<Message> = model
+        .stream(&request)
+        .await
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect()
+        .await;
+    assert_eq!(
+        Message::concat(chunks.iter()).content,
+        "Order 42 is an electric kettle."
+    );
+    let usage = model.usage();
+    assert_eq!(usage.calls, 2);
+    assert!(
+        usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+}
