@@ -73,6 +73,9 @@ mod thread_history;
 mod turn;
 pub mod workflow;
 
+/// Tools from Model Context Protocol servers (cargo feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use llm::mcp;
 pub use llm::models as model;
 pub use llm::tool;
 pub use llm::{instruction, options};
@@ -103,7 +106,7 @@ pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
-pub use message::{Message, MessageRef, Role, ToolCall};
+pub use message::{ContentPart, ImageSource, Message, MessageRef, Role, ToolCall};
 pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};

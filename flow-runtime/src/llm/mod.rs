@@ -9,6 +9,8 @@
 mod agent;
 mod builtin;
 pub mod instruction;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod models;
 pub mod options;
 mod react;

@@ -4,11 +4,13 @@
 //! A model answers a conversation with one assistant [`Message`], whole
 //! ([`ChatModel::generate`]) or in chunks ([`ChatModel::stream`]); the answer may call tools
 //! (see [`ToolCall`](crate::ToolCall)). [`ChatModelAgent`](crate::ChatModelAgent) runs the
-//! ReAct loop over a model. Two models ship with the runtime:
+//! ReAct loop over a model. Three models ship with the runtime:
 //!
 //! - [`ScriptedModel`]: deterministic, offline, answers from a script or from rules;
 //! - `OpenAiChatModel` (cargo feature `openai`): any OpenAI-compatible `/v1/chat/completions`
-//!   server (OpenAI, Ollama, vLLM, llama.cpp).
+//!   server (OpenAI, Ollama, vLLM, llama.cpp);
+//! - `AnthropicChatModel` (cargo feature `anthropic`): Anthropic's Messages API
+//!   (`/v1/messages`), or a proxy serving it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, MessageRef};
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "openai")]
@@ -28,6 +32,8 @@ mod params;
 mod retry;
 mod scripted;
 
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicChatModel, AnthropicConfig, AnthropicUsage};
 #[cfg(feature = "http")]
 pub use http::{HttpCall, HttpError, HttpLimits, SizeLimit, SseEvent, TimeoutKind};
 #[cfg(feature = "openai")]
