@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::event::AgentError;
-use crate::message::{Message, MessageRef, Role};
+use crate::message::{ContentPart, Message, MessageRef, Role};
 
 /// One entry of the history an agent's input is made from.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,15 +233,31 @@ fn default_rewrite<'a>(
 
 /// Rewrites another agent's message as a user message that gives context, the way Eino does:
 ///
-/// - an assistant message: `For context: [A] said: CONTENT.` (if it has content), then
+/// - an assistant message: `For context: [A] said: CONTENT.` (if it has content), then for
+///   each of its [content parts](Message::parts) ` [A] said: TEXT.` for text and
+///   ` [A] shared DESCRIPTION.` for anything else (an image: `an image at URL`,
+///   `an image (image/png, N bytes)`, see [`ContentPart::describe`]), then
 ///   `` [A] called tool: `NAME` with arguments: ARGS.`` for each tool call;
-/// - a tool result with content: ``For context: [A] `TOOL` tool returned result: CONTENT.``;
+/// - a tool result: ``For context: [A] `TOOL` tool returned result: CONTENT.`` (if it has
+///   content), then per part ``[A] `TOOL` tool returned result: TEXT.`` or
+///   ``[A] `TOOL` tool returned DESCRIPTION.``;
 /// - anything else: `For context:`.
+///
+/// The rewritten message is text only: images are described, not passed on (a
+/// [custom policy](ContextPolicy::Custom) can pass them on).
 ///
 /// ```
 /// use flow_runtime::{rewrite_for_context, Message};
 /// let m = rewrite_for_context("triage", &Message::assistant("it is a refund"));
 /// assert_eq!(m.content, "For context: [triage] said: it is a refund.");
+/// let m = rewrite_for_context(
+///     "scanner",
+///     &Message::assistant("the receipt").with_image_url("https://x/r.png"),
+/// );
+/// assert_eq!(
+///     m.content,
+///     "For context: [scanner] said: the receipt. [scanner] shared an image at https://x/r.png."
+/// );
 /// ```
 pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
     // Sized for the common shapes, so the text is written without regrowing.
@@ -257,6 +273,17 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
             if !message.content.is_empty() {
                 let _ = write!(text, " [{agent_name}] said: {}.", message.content);
             }
+            // Parts other agents cannot see are described, not dropped.
+            for part in &message.parts {
+                match part {
+                    ContentPart::Text { text: more } => {
+                        let _ = write!(text, " [{agent_name}] said: {more}.");
+                    }
+                    other => {
+                        let _ = write!(text, " [{agent_name}] shared {}.", other.describe());
+                    }
+                }
+            }
             for call in &message.tool_calls {
                 let _ = write!(
                     text,
@@ -265,13 +292,32 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
                 );
             }
         }
-        Role::Tool if !message.content.is_empty() => {
-            let _ = write!(
-                text,
-                " [{agent_name}] `{}` tool returned result: {}.",
-                message.tool_name.as_deref().unwrap_or(""),
-                message.content
-            );
+        Role::Tool => {
+            let tool = message.tool_name.as_deref().unwrap_or("");
+            if !message.content.is_empty() {
+                let _ = write!(
+                    text,
+                    " [{agent_name}] `{tool}` tool returned result: {}.",
+                    message.content
+                );
+            }
+            for part in &message.parts {
+                match part {
+                    ContentPart::Text { text: more } => {
+                        let _ = write!(
+                            text,
+                            " [{agent_name}] `{tool}` tool returned result: {more}."
+                        );
+                    }
+                    other => {
+                        let _ = write!(
+                            text,
+                            " [{agent_name}] `{tool}` tool returned {}.",
+                            other.describe()
+                        );
+                    }
+                }
+            }
         }
         _ => {}
     }

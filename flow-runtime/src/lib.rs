@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod diagram;
 mod error;
 mod event;
 pub mod event_json;
@@ -72,8 +73,12 @@ mod thread_history;
 mod turn;
 pub mod workflow;
 
+/// Tools from Model Context Protocol servers (cargo feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use llm::mcp;
 pub use llm::models as model;
 pub use llm::tool;
+pub use llm::{instruction, options};
 /// The former name of [`store`].
 #[doc(hidden)]
 pub use store as checkpoint;
@@ -82,8 +87,10 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 
 pub use async_trait::async_trait;
 pub use llm::{
-    exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
-    ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, IllegalTransfer,
+    InstructionError, InstructionFn, RunOptions, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS,
+    EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
@@ -99,7 +106,7 @@ pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
-pub use message::{Message, MessageRef, Role, ToolCall};
+pub use message::{ContentPart, ImageSource, Message, MessageRef, Role, ToolCall};
 pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
@@ -107,8 +114,8 @@ pub use runner::Runner;
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
-    UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
+    TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{

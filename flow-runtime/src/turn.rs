@@ -277,7 +277,8 @@ impl Runner {
             self.streaming,
             start.name(),
         )
-        .with_thread(Arc::new(history));
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages: vec![Arc::clone(&message)],
             streaming: self.streaming,
@@ -355,7 +356,8 @@ impl Runner {
             checkpoint.streaming,
             start_name,
         )
-        .with_thread(Arc::new(history));
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages: root_input,
             streaming: checkpoint.streaming,
