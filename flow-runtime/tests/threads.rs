@@ -77,6 +77,27 @@ async fn run_turn(
     (started, events, outcome)
 }
 
+/// Each request `model` received, shown: its system message (which must start with
+/// `instruction`; the agent adds how to transfer) as `system: INSTRUCTION`, then the rest.
+fn requests_of(model: &ScriptedModel, instruction: &str) -> Vec<Vec<String>> {
+    model
+        .requests()
+        .iter()
+        .map(|r| {
+            let system = &r.messages[0];
+            assert_eq!(system.role, Role::System);
+            assert!(
+                system.content.starts_with(instruction),
+                "{}",
+                system.content
+            );
+            let mut shown = vec![format!("system: {instruction}")];
+            shown.extend(show(&r.messages[1..]));
+            shown
+        })
+        .collect()
+}
+
 fn texts(lines: &[&str]) -> Vec<String> {
     lines.iter().map(|l| (*l).to_owned()).collect()
 }
@@ -144,11 +165,7 @@ async fn three_turns_go_back_to_complaint_then_transfer_to_triage_and_each_agent
 
     // Every input, exactly. Another agent's tool calls arrive as context, never as calls of
     // tools the agent does not have; its own calls arrive as they were.
-    let triage_saw: Vec<Vec<String>> = triage
-        .requests()
-        .iter()
-        .map(|r| show(&r.messages))
-        .collect();
+    let triage_saw = requests_of(&triage, "Route the customer.");
     assert_eq!(
         triage_saw,
         [
@@ -184,11 +201,7 @@ async fn three_turns_go_back_to_complaint_then_transfer_to_triage_and_each_agent
         r#"assistant:  [call call_2_1 exit {"final_result":"Logged as complaint #1."}]"#,
         "tool: Logged as complaint #1. [result of call_2_1]",
     ];
-    let complaint_saw: Vec<Vec<String>> = complaint
-        .requests()
-        .iter()
-        .map(|r| show(&r.messages))
-        .collect();
+    let complaint_saw = requests_of(&complaint, "Handle complaints.");
     assert_eq!(
         complaint_saw,
         [
