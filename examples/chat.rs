@@ -76,6 +76,8 @@ impl Models {
     /// The desk, built anew (as each worker would build it); the models keep their place in
     /// their scripts.
     fn desk(&self) -> FlowAgent {
+        // Each agent is named once, in `flow!`: every `dyn` node hands its builder closure the
+        // node (its name and typed transfer targets).
         Desk::builder()
             .triage(|node| {
                 ChatModelAgent::builder(node, self.triage.clone())
