@@ -177,6 +177,86 @@ fn diagrams() {
     );
 }
 
+/// The agents drawn in an SVG, by name, with the texts of each box, and the edges as
+/// `(class, from, to)`.
+#[allow(clippy::type_complexity)]
+fn drawn(svg: &str) -> (Vec<(String, Vec<String>)>, Vec<(String, String, String)>) {
+    let doc = roxmltree::Document::parse(svg).expect("a well-formed SVG");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let agents = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("agent"))
+        .map(|g| {
+            let texts = g
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text().map(str::to_owned))
+                .collect();
+            (g.attribute("data-name").unwrap().to_owned(), texts)
+        })
+        .collect();
+    let edges = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("path") && n.attribute("data-from").is_some())
+        .map(|n| {
+            (
+                n.attribute("class").unwrap().to_owned(),
+                n.attribute("data-from").unwrap().to_owned(),
+                n.attribute("data-to").unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (agents, edges)
+}
+
+#[test]
+fn svg_draws_every_agent_with_its_real_name_and_description() {
+    let (agents, edges) = drawn(&Desk::svg());
+    let names: Vec<&str> = agents.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, Desk::AGENTS);
+    // The description is wrapped over lines.
+    assert_eq!(agents[0].1[0], "triage");
+    assert_eq!(
+        agents[0].1[1..].join(" "),
+        "Decides which desk owns the request."
+    );
+    assert_eq!(
+        agents[3].1,
+        ["escalation", "Escalations; never hands back."]
+    );
+    let edge = |from: &str, to: &str| {
+        edges
+            .iter()
+            .find(|(_, f, t)| f == from && t == to)
+            .map(|(c, _, _)| c.clone())
+    };
+    assert_eq!(edge("triage", "refund").as_deref(), Some("edge"));
+    // `escalation` is `#[agent(no_parent)]`: barred, drawn dashed.
+    assert_eq!(
+        edge("complaint", "escalation").as_deref(),
+        Some("edge barred")
+    );
+
+    // A renamed agent is drawn by its name; a built tree adds the `dyn` agents' descriptions.
+    let orders = Orders::builder()
+        .lookup(Lookup {
+            endpoint: "orders-db".into(),
+        })
+        .audit(|node| {
+            FnAgent::new(node, |_, _| async move { Ok(()) }).with_description("Audits orders.")
+        })
+        .build()
+        .unwrap();
+    let (agents, edges) = drawn(&orders.flow().to_svg());
+    let names: Vec<&str> = agents.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["front", "lookup-desk", "audit"]);
+    assert_eq!(agents[2].1, ["audit", "Audits orders."]);
+    assert!(edges.contains(&("edge barred".into(), "front".into(), "audit".into())));
+    let (agents, _) = drawn(&Orders::svg());
+    assert_eq!(agents[1].1[0], "lookup-desk");
+    assert_eq!(agents[2].1, ["audit", "dyn: built at run time"]);
+}
+
 #[tokio::test]
 async fn outcomes_steer_the_run() {
     let flow = Desk::new().unwrap();
@@ -284,7 +364,7 @@ async fn struct_agents_and_runtime_nodes() {
         .lookup(Lookup {
             endpoint: "orders-db".into(),
         })
-        .audit(audit)
+        .audit(|_| audit)
         .build()
         .unwrap();
     assert_eq!(Orders::AGENTS, ["front", "lookup-desk", "audit"]);

@@ -1,11 +1,26 @@
 /// Decides which desk owns the request.
 #[allow(non_camel_case_types)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::default::Default,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 
 Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in.*/
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 pub enum TriageTransfer {
     ///Transfer to agent `refund`.
     Refund,
@@ -89,6 +104,7 @@ const _: () = {
             __agentflow_input: ::agentflow::__private::AgentInput,
             __agentflow_resume: ::agentflow::__private::ResumeInfo,
         ) -> ::agentflow::__private::EventStream {
+            #[allow(clippy::unused_async)]
             async fn triage(
                 cx: &AgentContext,
                 input: AgentInput,

@@ -10,8 +10,15 @@ const _: () = {
         const TRANSFERS: &'static [&'static str] = &[];
         const NO_PARENT: bool = false;
     }
+    const _: () = {
+        const fn __agentflow_is_agent<
+            T: ?::core::marker::Sized + ::agentflow::__private::Agent,
+        >() {}
+        __agentflow_is_agent::<Lookup>()
+    };
 };
 impl Lookup {
+    #[allow(clippy::unused_async)]
     async fn run(&self, cx: &AgentContext) {}
 }
 const _: () = {

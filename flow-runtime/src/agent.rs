@@ -10,6 +10,7 @@ use futures::Stream;
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
+use crate::llm::options::{AgentRunOptions, RunOptions};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
@@ -200,6 +201,7 @@ struct RunShared {
     session: Arc<Session>,
     root_input: Arc<[MessageRef]>,
     streaming: bool,
+    options: Arc<RunOptions>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
 }
@@ -219,6 +221,7 @@ impl RunContext {
                 session,
                 root_input: root_input.into_iter().collect(),
                 streaming,
+                options: Arc::default(),
                 thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
@@ -226,6 +229,38 @@ impl RunContext {
             node: None,
             hidden: Arc::from([]),
         }
+    }
+
+    /// This run's context with `options` (see [`RunOptions`]): every context derived from it
+    /// shares them.
+    pub fn with_options(mut self, options: Arc<RunOptions>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.options = options,
+            None => {
+                self.shared = Arc::new(RunShared {
+                    session: Arc::clone(&self.shared.session),
+                    root_input: Arc::clone(&self.shared.root_input),
+                    streaming: self.shared.streaming,
+                    options,
+                    thread: self.shared.thread.clone(),
+                });
+            }
+        }
+        self
+    }
+
+    /// The run's options, for every agent (see [`RunOptions`]).
+    pub fn run_options(&self) -> &Arc<RunOptions> {
+        &self.shared.options
+    }
+
+    /// The run's options addressed to the agent running with this context, if any.
+    pub fn agent_options(&self) -> Option<&AgentRunOptions> {
+        if self.shared.options.is_empty() {
+            // Most runs have none: skip hashing the name.
+            return None;
+        }
+        self.shared.options.for_agent(&self.agent_name)
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same
@@ -291,6 +326,7 @@ impl RunContext {
                     session: Arc::clone(&self.shared.session),
                     root_input: Arc::clone(&self.shared.root_input),
                     streaming: self.shared.streaming,
+                    options: Arc::clone(&self.shared.options),
                     thread: Some(thread),
                 });
             }

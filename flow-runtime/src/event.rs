@@ -251,6 +251,35 @@ impl AgentError {
         AgentError::Custom(Arc::new(error))
     }
 
+    /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
+    /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
+    /// `not_resumable`, `checkpoint`, `thread` or `custom`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
+            AgentError::TransferToParentRefused { .. } => "transfer_to_parent_refused",
+            AgentError::Panic { .. } => "panic",
+            AgentError::Stream(_) => "stream",
+            AgentError::Failed { .. } => "failed",
+            AgentError::NotResumable { .. } => "not_resumable",
+            AgentError::Checkpoint { .. } => "checkpoint",
+            AgentError::Thread { .. } => "thread",
+            AgentError::Custom(_) => "custom",
+        }
+    }
+
+    /// The agent the error is about, if it names one (for a transfer, the agent that asked).
+    pub fn agent(&self) -> Option<&Arc<str>> {
+        match self {
+            AgentError::TransferTargetNotFound { from, .. }
+            | AgentError::TransferToParentRefused { from, .. } => Some(from),
+            AgentError::Panic { agent, .. }
+            | AgentError::Failed { agent, .. }
+            | AgentError::NotResumable { agent } => Some(agent),
+            _ => None,
+        }
+    }
+
     pub(crate) fn from_panic(agent: &Arc<str>, payload: Box<dyn std::any::Any + Send>) -> Self {
         let message: Arc<str> = if let Some(s) = payload.downcast_ref::<&str>() {
             (*s).into()

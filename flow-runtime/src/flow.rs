@@ -479,6 +479,8 @@ async fn drive(
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
 
         let resuming = resume.take();
+        // The interrupts being resumed: one raised again at the same place keeps its id.
+        let earlier = resuming.clone();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let agent = Arc::clone(&node.agent);
             match resuming {
@@ -518,21 +520,26 @@ async fn drive(
                         if own && info.address.is_empty() {
                             info.id = path.to_string();
                         }
-                        // Two tool calls of one reply may stop at the same path: the later
-                        // ones are told apart by their call.
-                        if let Some(tool) = &info.wrapper_tool {
+                        let tool = info.wrapper_tool.take();
+                        let frame = InterruptFrame {
+                            agent: Arc::clone(&name),
+                            run_path: path.clone(),
+                            state: info.wrapper_state.take(),
+                            tool: tool.clone(),
+                        };
+                        info.address.insert(0, frame);
+                        let again = earlier.as_ref().and_then(|e| e.earlier_id(&info.address));
+                        if let Some(id) = again {
+                            // Raised again where it was: the id the caller knows it by.
+                            info.id = id.to_owned();
+                        } else if let Some(tool) = &tool {
+                            // Two tool calls of one reply may stop at the same path: the
+                            // later ones are told apart by their call.
                             if interrupt_ids.contains(&info.id) {
                                 info.id = format!("{} (call {})", info.id, tool.call_id);
                             }
                         }
                         interrupt_ids.push(info.id.clone());
-                        let frame = InterruptFrame {
-                            agent: Arc::clone(&name),
-                            run_path: path.clone(),
-                            state: info.wrapper_state.take(),
-                            tool: info.wrapper_tool.take(),
-                        };
-                        info.address.insert(0, frame);
                     } else if own {
                         run.session().record(&event);
                         event.recorded = true;

@@ -17,7 +17,11 @@
 //! - Workflow agents ([`Sequential`], [`Parallel`], [`Loop`]) run their node's sub-agents in
 //!   a fixed pattern; [`DeterministicTransfer`] hands off to fixed agents; an [`AgentTool`]
 //!   lets a model call a whole tree as a tool (see [`workflow`]).
-//! - The [`Runner`] starts runs: a new session per run, streaming on or off.
+//! - The [`Runner`] starts runs: a new session per run, streaming on or off. A conversation
+//!   is a thread kept in a [`ThreadStore`]: [`Runner::turn`] runs one user turn of it, starting
+//!   where [`TurnRouting`] says, with the earlier turns reaching each agent through its
+//!   [`ContextPolicy`] (see [`Turn`]).
+//! - An [`AgentEvent`] serialises to its documented JSON form, [`EventJson`] (see [`event_json`]).
 //! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
 //!
 //! ```
@@ -47,8 +51,10 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod diagram;
 mod error;
 mod event;
+pub mod event_json;
 mod flow;
 mod fn_agent;
 mod generate;
@@ -72,6 +78,7 @@ pub mod workflow;
 pub use llm::mcp;
 pub use llm::models as model;
 pub use llm::tool;
+pub use llm::{instruction, options};
 /// The former name of [`store`].
 #[doc(hidden)]
 pub use store as checkpoint;
@@ -80,8 +87,10 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 
 pub use async_trait::async_trait;
 pub use llm::{
-    exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
-    ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, IllegalTransfer,
+    InstructionError, InstructionFn, RunOptions, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS,
+    EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
@@ -92,6 +101,7 @@ pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
 };
+pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
@@ -104,8 +114,8 @@ pub use runner::Runner;
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
-    UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
+    TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{

@@ -10,6 +10,7 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
+use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
@@ -34,12 +35,16 @@ use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStor
 /// With a [`CheckpointStore`], a run started with [`run_checkpointed`](Runner::run_checkpointed)
 /// saves a checkpoint when it is interrupted (before the caller sees the interrupt event), and
 /// [`resume`](Runner::resume) continues it, in this process or another one.
+///
+/// With a [`ThreadStore`](crate::ThreadStore), [`turn`](Runner::turn) runs one user turn of a
+/// conversation kept in the store (see [`Turn`](crate::Turn)).
 #[derive(Clone)]
 pub struct Runner {
     pub(crate) agent: FlowAgent,
     pub(crate) streaming: bool,
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     resuming: Arc<Mutex<HashSet<String>>>,
+    pub(crate) options: Arc<RunOptions>,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: crate::turn::ThreadSettings,
 }
@@ -62,6 +67,7 @@ impl Runner {
             streaming: false,
             store: None,
             resuming: Arc::default(),
+            options: Arc::default(),
             threads: crate::turn::ThreadSettings::default(),
         }
     }
@@ -69,6 +75,22 @@ impl Runner {
     /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Options for the runs (and resumes, thread turns) this runner starts, addressed to
+    /// agents by name (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
+    /// (store, resume claims) with the original.
+    ///
+    /// ```
+    /// # use flow_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
+    /// # let runner = Runner::new(FlowAgent::new(FnAgent::new("a", |_, _| async { Ok(()) })));
+    /// let cold = RunOptions::new().agent("a", AgentRunOptions::new().temperature(0.0));
+    /// let events = runner.clone().run_options(cold).query("hello");
+    /// # drop(events);
+    /// ```
+    pub fn run_options(mut self, options: RunOptions) -> Self {
+        self.options = Arc::new(options);
         self
     }
 
@@ -125,7 +147,8 @@ impl Runner {
             messages.iter().cloned(),
             self.streaming,
             self.agent.name(),
-        );
+        )
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages,
             streaming: self.streaming,
@@ -202,7 +225,8 @@ impl Runner {
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
-        );
+        )
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages: root_input,
             streaming: checkpoint.streaming,

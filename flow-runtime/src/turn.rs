@@ -276,7 +276,8 @@ impl Runner {
             self.streaming,
             start.name(),
         )
-        .with_thread(Arc::new(history));
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages: vec![Arc::clone(&message)],
             streaming: self.streaming,
@@ -354,7 +355,8 @@ impl Runner {
             checkpoint.streaming,
             start_name,
         )
-        .with_thread(Arc::new(history));
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options));
         let input = AgentInput {
             messages: root_input,
             streaming: checkpoint.streaming,
@@ -589,14 +591,15 @@ impl Recording {
     ) -> Result<TurnOutcome, ThreadError> {
         let interrupts: Vec<InterruptInfo> =
             held.iter().filter_map(|e| e.interrupt().cloned()).collect();
-        let checkpoint_id = turn_checkpoint_id(&self.thread_id, self.turn);
         let all = cx.session().events();
-        let events = record_events(&checkpoint_id, &all[self.restored.min(all.len())..]).await?;
+        let events = record_events(&self.thread_id, &all[self.restored.min(all.len())..]).await?;
         let answered_by: Arc<str> = all
             .last()
             .map(|e| Arc::from(e.agent_name()))
             .unwrap_or_else(|| Arc::from(self.started_at.last().unwrap_or_default()));
         let answer = answer_of(&events);
+        // Each interrupted part gets a checkpoint of its own (see `turn_checkpoint_id`).
+        let checkpoint_id = turn_checkpoint_id(&self.thread_id, self.turn);
         let end = if interrupts.is_empty() {
             RecordEnd::Completed {
                 answered_by: Arc::clone(&answered_by),

@@ -36,9 +36,10 @@ use crate::event::InterruptInfo;
 use crate::message::Message;
 use crate::run_path::RunPath;
 
-/// The longest thread id: a turn's checkpoint is saved under `THREAD.turn-N`, which must still
-/// be a valid checkpoint id (at most 128 characters).
-pub const MAX_THREAD_ID_LEN: usize = 100;
+/// The longest thread id: an interrupted turn saves its checkpoint under
+/// `THREAD.turn-N.NONCE` (see [`turn_checkpoint_id`]), which must still be a valid checkpoint
+/// id (at most 128 characters).
+pub const MAX_THREAD_ID_LEN: usize = 80;
 
 /// Checks that `id` can name a thread: 1 to [`MAX_THREAD_ID_LEN`] characters of
 /// `A-Z a-z 0-9 . _ -`, not starting with `.` (the rules of checkpoint ids, shorter).
@@ -62,9 +63,22 @@ pub fn validate_thread_id(id: &str) -> Result<(), ThreadError> {
     }
 }
 
-/// The id of the checkpoint a turn saves when it is interrupted: `THREAD.turn-N`.
+/// A new id for the checkpoint of an interrupted part of turn `turn`:
+/// `THREAD.turn-N.NONCE`, with a nonce (16 hex digits) unique to this call, so two processes
+/// racing on one turn never write the same checkpoint (only the one whose record is appended
+/// is ever resumed).
 pub fn turn_checkpoint_id(thread_id: &str, turn: u64) -> String {
-    format!("{thread_id}.turn-{turn}")
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut seed = [0u8; 24];
+    seed[..8].copy_from_slice(&nanos.to_le_bytes());
+    seed[8..16].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    seed[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+    let nonce = crate::flow::fnv1a_extend(crate::flow::FNV_OFFSET, &seed);
+    format!("{thread_id}.turn-{turn}.{nonce:016x}")
 }
 
 /// Why a thread could not be read, written or served. Nothing stored is changed when one is
@@ -74,7 +88,7 @@ pub fn turn_checkpoint_id(thread_id: &str, turn: u64) -> String {
 pub enum ThreadError {
     /// The id cannot name a thread.
     #[error(
-        "thread id '{id}' is not valid: use 1 to 100 characters of A-Z, a-z, 0-9, '.', '_' or \
+        "thread id '{id}' is not valid: use 1 to 80 characters of A-Z, a-z, 0-9, '.', '_' or \
          '-', not starting with '.'"
     )]
     InvalidId {

@@ -28,6 +28,7 @@ mod anthropic;
 mod http;
 #[cfg(feature = "openai")]
 mod openai;
+mod params;
 mod retry;
 mod scripted;
 
@@ -37,6 +38,7 @@ pub use anthropic::{AnthropicChatModel, AnthropicConfig, AnthropicUsage};
 pub use http::{HttpCall, HttpError, HttpLimits, SizeLimit, SseEvent, TimeoutKind};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChatModel, OpenAiConfig};
+pub use params::ModelParams;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
@@ -59,6 +61,8 @@ pub struct ChatRequest {
     /// The tools the model may call; empty if it may not call any. Shared: an agent builds its
     /// definitions once and every request it makes points at them.
     pub tools: Arc<[ToolDefinition]>,
+    /// Sampling parameters (temperature, max tokens, ...); unset ones are not sent.
+    pub params: ModelParams,
 }
 
 impl ChatRequest {
@@ -67,6 +71,7 @@ impl ChatRequest {
         ChatRequest {
             messages: messages.into_iter().collect(),
             tools: Arc::default(),
+            params: ModelParams::default(),
         }
     }
 

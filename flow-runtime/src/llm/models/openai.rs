@@ -201,6 +201,10 @@ impl OpenAiChatModel {
         for (k, v) in &self.config.extra_body {
             body.insert(k.clone(), v.clone());
         }
+        // The request's own parameters win over the configured ones.
+        if let Value::Object(params) = json!(request.params) {
+            body.extend(params);
+        }
         Value::Object(body)
     }
 
@@ -633,6 +637,35 @@ mod tests {
                 }}],
                 "stream": true,
                 "temperature": 0
+            })
+        );
+    }
+
+    #[test]
+    fn request_params_are_sent_and_win_over_the_configured_ones() {
+        let model = OpenAiChatModel::new(
+            OpenAiConfig::new("http://127.0.0.1:1/v1/", "m")
+                .extra("temperature", json!(1))
+                .extra("seed", json!(7)),
+        )
+        .unwrap();
+        let mut request = ChatRequest::new([Arc::new(Message::user("hi"))]);
+        request.params = crate::llm::models::ModelParams {
+            temperature: Some(0.5),
+            max_tokens: Some(64),
+            stop: Some(vec!["END".into()]),
+            ..Default::default()
+        };
+        assert_eq!(
+            model.request_body(&request, false),
+            json!({
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": false,
+                "temperature": 0.5,
+                "seed": 7,
+                "max_tokens": 64,
+                "stop": ["END"]
             })
         );
     }
