@@ -76,37 +76,44 @@ impl Models {
     /// The desk, built anew (as each worker would build it); the models keep their place in
     /// their scripts.
     fn desk(&self) -> FlowAgent {
-        let triage = ChatModelAgent::builder("triage", self.triage.clone())
-            .instruction("You are the front desk. Hand refunds and complaints to their desks.")
-            .build()
-            .expect("triage agent");
-        let refund = ChatModelAgent::builder("refund", self.refund.clone())
-            .instruction("You handle refunds.")
-            .tool(tool_fn(
-                "issue_refund",
-                "Pays an order's price back.",
-                |a: IssueRefund| async move {
-                    Ok::<_, String>(format!("refunded 39.00 EUR for order {}", a.order_id))
-                },
-            ))
-            .build()
-            .expect("refund agent");
-        let complaint = ChatModelAgent::builder("complaint", self.complaint.clone())
-            .instruction("You take complaints about broken goods.")
-            .tool(tool_fn(
-                "log_complaint",
-                "Records a complaint and returns its number.",
-                |a: LogComplaint| async move {
-                    Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary))
-                },
-            ))
-            .exit_tool(true)
-            .build()
-            .expect("complaint agent");
+        // Each agent is named once, in `flow!`: every `dyn` node hands its builder closure the
+        // node (its name and typed transfer targets).
         Desk::builder()
-            .triage(triage)
-            .refund(refund)
-            .complaint(complaint)
+            .triage(|node| {
+                ChatModelAgent::builder(node, self.triage.clone())
+                    .instruction(
+                        "You are the front desk. Hand refunds and complaints to their desks.",
+                    )
+                    .build()
+                    .expect("triage agent")
+            })
+            .refund(|node| {
+                ChatModelAgent::builder(node, self.refund.clone())
+                    .instruction("You handle refunds.")
+                    .tool(tool_fn(
+                        "issue_refund",
+                        "Pays an order's price back.",
+                        |a: IssueRefund| async move {
+                            Ok::<_, String>(format!("refunded 39.00 EUR for order {}", a.order_id))
+                        },
+                    ))
+                    .build()
+                    .expect("refund agent")
+            })
+            .complaint(|node| {
+                ChatModelAgent::builder(node, self.complaint.clone())
+                    .instruction("You take complaints about broken goods.")
+                    .tool(tool_fn(
+                        "log_complaint",
+                        "Records a complaint and returns its number.",
+                        |a: LogComplaint| async move {
+                            Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary))
+                        },
+                    ))
+                    .exit_tool(true)
+                    .build()
+                    .expect("complaint agent")
+            })
             .build()
             .expect("each node is filled by an agent of its name")
             .into()
