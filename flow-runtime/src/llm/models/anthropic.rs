@@ -1,24 +1,6 @@
 //! [`AnthropicChatModel`]: a chat model over Anthropic's Messages API (`POST /v1/messages`).
 //!
-//! How a conversation is written in that protocol:
-//!
-//! - system messages become the request's `system` text (joined by blank lines);
-//! - user messages become `user` turns of content blocks: the text, then each
-//!   [part](crate::Message::parts) (`text`, or `image` with a `base64` or `url` source);
-//! - assistant messages become `assistant` turns: the text, then a `tool_use` block per tool
-//!   call (its arguments parsed as the `input` object; arguments that are not a JSON object
-//!   are sent as `{}`, the tool having already answered that they were invalid);
-//! - tool results become `tool_result` blocks of a `user` turn (`is_error` when the result is
-//!   a tool error, i.e. starts with `error: `); results of one reply share one turn;
-//! - consecutive messages of one role are merged into one turn, as the protocol wants.
-//!
-//! Replies are read whole or streamed (the `message_start`, `content_block_start`,
-//! `content_block_delta` with `text_delta` or `input_json_delta`, `content_block_stop`,
-//! `message_delta`, `message_stop`, `ping` and `error` events). Token usage of every call is
-//! added to [`AnthropicChatModel::usage`]. HTTP goes through the same bounded transport as the
-//! OpenAI client ([`HttpCall`], [`HttpLimits`]): every timeout and size limit holds. A 429 or a
-//! 529 (overloaded) answer is a retryable [`ModelError::Http`] carrying the server's
-//! `retry-after`, which the agent's [`RetryPolicy`](super::RetryPolicy) honours.
+//! See [`AnthropicChatModel`] for how a conversation is written in that protocol.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -176,9 +158,28 @@ impl UsageCounters {
     }
 }
 
-/// A [`ChatModel`] speaking Anthropic's Messages API over HTTP (see the
-/// [module docs](self) for how messages are written): text, tool use and tool results,
-/// images, system prompts, streaming, usage.
+/// A [`ChatModel`] speaking Anthropic's Messages API over HTTP: text, tool use and tool
+/// results, images, system prompts, streaming, usage.
+///
+/// How a conversation is written in the protocol:
+///
+/// - system messages become the request's `system` text (joined by blank lines);
+/// - user messages become `user` turns of content blocks: the text, then each
+///   [part](crate::Message::parts) (`text`, or `image` with a `base64` or `url` source);
+/// - assistant messages become `assistant` turns: the text, then a `tool_use` block per tool
+///   call (its arguments parsed as the `input` object; arguments that are not a JSON object
+///   are sent as `{}`, the tool having already answered that they were invalid);
+/// - tool results become `tool_result` blocks of a `user` turn (`is_error` when the result is
+///   a tool error, i.e. starts with `error: `); results of one reply share one turn;
+/// - consecutive messages of one role are merged into one turn, as the protocol wants.
+///
+/// Replies are read whole or streamed (the `message_start`, `content_block_start`,
+/// `content_block_delta` with `text_delta` or `input_json_delta`, `content_block_stop`,
+/// `message_delta`, `message_stop`, `ping` and `error` events). Token usage of every call is
+/// added to [`AnthropicChatModel::usage`]. HTTP goes through the same bounded transport as the
+/// OpenAI client ([`HttpCall`], [`HttpLimits`]): every timeout and size limit holds. A 429 or a
+/// 529 (overloaded) answer is a retryable [`ModelError::Http`] carrying the server's
+/// `retry-after`, which the agent's [`RetryPolicy`](super::RetryPolicy) honours.
 ///
 /// Errors are typed as for the OpenAI client: [`ModelError::Http`] (with `retry-after`;
 /// retryable for 408, 409, 429 and 5xx, so for 529 "overloaded"),
