@@ -63,7 +63,7 @@ fn main() {
     runtime.block_on(async {
         // 1. Events per second to one client.
         let words = vec!["x"; 10_000].join(" ");
-        let streamer = ChatModelAgent::builder("streamer", ScriptedModel::rules().otherwise(words.as_str()))
+        let streamer = ChatModelAgent::builder("streamer", ScriptedModel::rules().otherwise(flow_runtime::ScriptStep::text(words)))
             .build()
             .unwrap();
         let state = AppState::builder(InMemoryStore::new())

@@ -33,7 +33,8 @@ pub enum Auth {
     Custom(Arc<dyn Authenticator>),
     /// No authentication: only for development. [`serve`](crate::serve) refuses to listen on
     /// anything but a loopback address in this mode, and every request must come from a
-    /// loopback peer.
+    /// loopback peer. The peer's address is read from axum's `ConnectInfo`, which
+    /// [`serve`](crate::serve) provides; a router served without it refuses every request.
     DevModeLoopbackOnly,
 }
 

@@ -12,7 +12,7 @@ use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::wire::{ChunkData, EventData, PublicInterrupt};
+use crate::wire::{event_data, ChunkData, PublicInterrupt};
 
 /// The Server-Sent Events of a turn of the thread the caller calls `thread`; `resumed` when
 /// the turn continues an interrupted one.
@@ -49,7 +49,7 @@ pub(crate) fn sse(
                         match chunk {
                             Ok(c) => {
                                 yield Ok(frame("chunk", &ChunkData {
-                                    agent: event.agent_name(),
+                                    agent_name: event.agent_name(),
                                     run_path: event.run_path(),
                                     content: &c.content,
                                     tool_calls: &c.tool_calls,
@@ -68,7 +68,7 @@ pub(crate) fn sse(
                 }
                 None => None,
             };
-            let data = EventData::of(&event, message.as_deref(), custom.as_deref(), streamed);
+            let data = event_data(&event, message.as_deref(), custom.as_deref(), streamed);
             yield Ok(frame("event", &data, limit));
         }
 

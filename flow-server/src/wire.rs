@@ -3,23 +3,24 @@
 //! | SSE `event:` | `data:` |
 //! | --- | --- |
 //! | `turn` | `{"flow", "thread", "turn", "started_at", "resumed"}`: first, once; `turn` counts from 0, `started_at` is the run path the turn started at |
-//! | `chunk` | `{"agent", "run_path", "content", "tool_calls"?}`: a piece of a streamed message, as it comes |
-//! | `event` | `{"agent", "run_path", "message"?, "streamed"?, "custom"?, "action"?, "error"?}`: one [`AgentEvent`]; a streamed message arrives here whole after its chunks, with `"streamed": true` |
+//! | `chunk` | `{"agent_name", "run_path", "content", "tool_calls"?}`: a piece of a streamed message, as it comes |
+//! | `event` | one [`AgentEvent`] in the runtime's JSON form ([`EventJson`]: `{"agent_name", "run_path", "message"?, "streamed"?, "custom"?, "action"?, "error"?}`); a streamed message arrives here whole after its chunks, with `"streamed": true` |
 //! | `error` | `{"message"}`: the server could not send something (an event over the size limit), or the turn failed and was not recorded |
 //! | `done` | `{"output", "answered_by"?, "interrupted", "interrupts", "failed"?}`: last, once; `output` is the turn's answer, `interrupts` (`{"id", "info", "address"}`) what it waits on |
 //!
 //! `run_path` is the list of agent names from the root to the event's source. `action` is
-//! `"exit"`, `{"transfer_to_agent": NAME}`, `{"interrupted": {"id", "info", "address"}}`,
-//! `{"break_loop": NAME}` or `{"custom": VALUE}`. A client that disconnects cancels the run.
+//! `"exit"`, `{"transfer_to_agent": NAME}`, `{"interrupted": {"id", "info", "address"}}` (the
+//! agent's saved state is not sent), `{"break_loop": NAME}` or `{"custom": VALUE}`; `error` is
+//! `{"kind", "message", "agent"?}`. A client that disconnects cancels the run.
 
-use flow_runtime::{Action, AgentEvent, InterruptInfo, Message, RunPath};
+use flow_runtime::{Action, AgentEvent, ErrorJson, EventJson, InterruptInfo, Message, RunPath};
 use serde::Serialize;
 
 /// The `data` of a `chunk` event.
 #[derive(Debug, Serialize)]
 pub struct ChunkData<'a> {
     /// The agent streaming.
-    pub agent: &'a str,
+    pub agent_name: &'a str,
     /// Its run path.
     pub run_path: &'a RunPath,
     /// The chunk's text.
@@ -29,56 +30,29 @@ pub struct ChunkData<'a> {
     pub tool_calls: &'a [flow_runtime::ToolCall],
 }
 
-/// The `data` of an `event` event: one [`AgentEvent`], its stream (if any) already whole.
-#[derive(Debug, Serialize)]
-pub struct EventData<'a> {
-    /// The agent that emitted it.
-    pub agent: &'a str,
-    /// Where in the run.
-    pub run_path: &'a RunPath,
-    /// Its message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<&'a Message>,
-    /// Whether the message arrived as a stream (its chunks went out as `chunk` events).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub streamed: bool,
-    /// Application data.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub custom: Option<&'a serde_json::Value>,
-    /// What the agent asked to happen next.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<WireAction<'a>>,
-    /// The error it reports, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// An [`Action`] on the wire: an interrupt without the state its agent keeps for itself.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WireAction<'a> {
-    /// End the run.
-    Exit,
-    /// Hand control to this agent.
-    TransferToAgent(&'a str),
-    /// Stopped for outside input.
-    Interrupted(PublicInterrupt<'a>),
-    /// Stop the enclosing loop.
-    BreakLoop(&'a str),
-    /// Application-defined.
-    Custom(&'a serde_json::Value),
-}
-
-impl<'a> WireAction<'a> {
-    /// The wire form of `action`.
-    pub fn of(action: &'a Action) -> Self {
-        match action {
-            Action::Exit => WireAction::Exit,
-            Action::TransferToAgent(to) => WireAction::TransferToAgent(to),
-            Action::Interrupted(info) => WireAction::Interrupted(PublicInterrupt::of(info)),
-            Action::BreakLoop(by) => WireAction::BreakLoop(by),
-            Action::Custom(v) => WireAction::Custom(v),
+/// The `data` of an `event` event: the runtime's JSON form of the event ([`EventJson`]), its
+/// streamed message (if any) whole, the agent's saved interrupt state left out.
+pub fn event_data(
+    event: &AgentEvent,
+    message: Option<&Message>,
+    custom: Option<&serde_json::Value>,
+    streamed: bool,
+) -> EventJson {
+    let action = event.action.clone().map(|a| match a {
+        Action::Interrupted(mut info) => {
+            info.state = None;
+            Action::Interrupted(info)
         }
+        other => other,
+    });
+    EventJson {
+        agent_name: event.agent_name().into(),
+        run_path: event.run_path().clone(),
+        message: message.cloned(),
+        streamed,
+        custom: custom.cloned(),
+        action,
+        error: event.error.as_ref().map(ErrorJson::from),
     }
 }
 
@@ -101,27 +75,6 @@ impl<'a> PublicInterrupt<'a> {
             id: &info.id,
             info: &info.info,
             address: info.address_string(),
-        }
-    }
-}
-
-impl<'a> EventData<'a> {
-    /// The wire form of `event`, whose output was taken out of it: `message` (whole) or
-    /// `custom` data.
-    pub fn of(
-        event: &'a AgentEvent,
-        message: Option<&'a Message>,
-        custom: Option<&'a serde_json::Value>,
-        streamed: bool,
-    ) -> Self {
-        EventData {
-            agent: event.agent_name(),
-            run_path: event.run_path(),
-            message,
-            streamed,
-            custom,
-            action: event.action.as_ref().map(WireAction::of),
-            error: event.error.as_ref().map(|e| e.to_string()),
         }
     }
 }

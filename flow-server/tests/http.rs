@@ -186,7 +186,7 @@ async fn a_turn_streams_sse_frames_chunks_and_the_final_answer() {
         .collect();
     let event = events.iter().find(|e| e.name == "event").unwrap();
     assert_eq!(event.data["streamed"], true);
-    assert_eq!(event.data["agent"], "triage");
+    assert_eq!(event.data["agent_name"], "triage");
     assert_eq!(event.data["message"]["content"], streamed);
     assert_eq!(streamed, "Hello! I can help with refunds and complaints.");
     let done = done(&events);

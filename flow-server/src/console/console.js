@@ -280,8 +280,8 @@ function onEvent(e, bubbles) {
     timeline("interrupt", path, "interrupt " + a.interrupted.id, (info && info.question) || JSON.stringify(info));
   } else if (a && a.break_loop) timeline("transfer", path, "break loop");
   if (e.error) {
-    timeline("error", path, "error", e.error);
-    chatMessage("error", e.error, key);
+    timeline("error", path, "error", e.error.message);
+    chatMessage("error", e.error.message, key);
   }
 }
 
