@@ -195,10 +195,12 @@ pub struct RunContext {
     hidden: Arc<[RunPath]>,
 }
 
+#[derive(Clone)]
 struct RunShared {
     session: Arc<Session>,
     root_input: Arc<[MessageRef]>,
     streaming: bool,
+    scope: Arc<str>,
 }
 
 impl RunContext {
@@ -216,12 +218,30 @@ impl RunContext {
                 session,
                 root_input: root_input.into_iter().collect(),
                 streaming,
+                scope: crate::store::unique_token().into(),
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
             node: None,
             hidden: Arc::from([]),
         }
+    }
+
+    /// This context (and every one derived from it) with the idempotency scope `scope`: the
+    /// part of each tool call's [idempotency key](crate::ToolContext::idempotency_key) that
+    /// names the run. A new run gets a random scope; the [`Runner`](crate::Runner) gives a
+    /// resumed run its checkpoint's ([`Checkpoint::idempotency_scope`](crate::Checkpoint::idempotency_scope)),
+    /// so every resume of the same checkpoint gives its calls the same keys.
+    pub fn with_idempotency_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+        let mut shared = RunShared::clone(&self.shared);
+        shared.scope = scope.into();
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// The run's idempotency scope (see [`with_idempotency_scope`](RunContext::with_idempotency_scope)).
+    pub fn idempotency_scope(&self) -> &str {
+        &self.shared.scope
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same

@@ -79,7 +79,9 @@ pub use llm::{
     ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
-    Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
+    Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
+    Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
+    StoreError,
 };
 
 pub use error::FlowError;

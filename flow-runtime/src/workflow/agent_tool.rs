@@ -222,6 +222,7 @@ impl Tool for AgentTool {
             caller.streaming(),
             name,
         )
+        .with_idempotency_scope(caller.idempotency_scope())
         .at(name, path);
         let agent_input = AgentInput {
             messages: input.clone(),
