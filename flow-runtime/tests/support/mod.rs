@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests. Each test crate uses some of them.
 #![allow(dead_code)]
 
+pub mod contract;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
