@@ -61,7 +61,13 @@
 mod checkpoint;
 mod file;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod records;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -76,6 +82,10 @@ pub use checkpoint::{
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 
 /// How long a claim lasts when the caller does not say (see [`Runner::lease`](crate::Runner::lease)).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
