@@ -38,7 +38,9 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
-    pub use flow_runtime::spec::{check, render, DynAgent, Filled, Set, UnknownAgent, Unset};
+    pub use flow_runtime::spec::{
+        check, render, transfer, DynAgent, Filled, Set, UnknownAgent, Unset,
+    };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
         ContextPolicy, EventStream, FlowAgent, FlowBuilt, FlowError, IntoOutcome, Loop, Parallel,

@@ -342,3 +342,44 @@ async fn context_options_reach_the_node() {
         "talker/reader: hi | For context: [talker] said: one. | For context: [talker] said: two."
     );
 }
+
+/// A hand-written target naming an agent `bypass` never declared.
+#[derive(Clone, Copy)]
+struct Forged;
+
+impl std::fmt::Display for Forged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("complaint")
+    }
+}
+
+impl TransferTarget for Forged {
+    const ALL: &'static [Self] = &[Forged];
+    fn agent_name(self) -> &'static str {
+        "complaint"
+    }
+}
+
+/// Declares only `refund`, then tries the only transfer function there is with a forged
+/// target naming its sibling `complaint`.
+#[agent(name = "triage", transfers = [refund])]
+async fn forger(cx: &AgentContext) -> AgentResult {
+    agentflow::__private::transfer(cx, Forged)
+}
+
+flow! {
+    Forgery: forger => [refund, complaint => [escalation]]
+}
+
+#[tokio::test]
+async fn a_forged_target_is_refused_and_nothing_transfers() {
+    let out = contents(Forgery::new().unwrap(), "hi").await;
+    assert_eq!(
+        out,
+        [
+            "triage: error: agent 'triage' failed: refused a transfer to 'complaint': it is not \
+             among the agent's declared transfers (refund); declare it with #[agent(transfers = \
+             [...])]"
+        ]
+    );
+}

@@ -44,8 +44,7 @@ const _: () = {
             self,
             __cx: &::agentflow::__private::AgentContext,
         ) -> ::agentflow::__private::AgentResult {
-            __cx.__transfer(self.as_str());
-            ::core::result::Result::Ok(())
+            ::agentflow::__private::transfer(__cx, self)
         }
     }
 };
@@ -99,10 +98,9 @@ const _: () = {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start(
-                        __agentflow_cx,
-                        __agentflow_resume,
-                    );
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start::<
+                        Self,
+                    >(__agentflow_cx, __agentflow_resume);
                     let __agentflow_outcome = triage(&__agentflow_cx, __agentflow_input)
                         .await;
                     <_ as ::agentflow::__private::IntoOutcome<

@@ -45,10 +45,9 @@ const _: () = {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start(
-                        __agentflow_cx,
-                        __agentflow_resume,
-                    );
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start::<
+                        Self,
+                    >(__agentflow_cx, __agentflow_resume);
                     let __agentflow_outcome = Self::run(&*self, &__agentflow_cx).await;
                     <_ as ::agentflow::__private::IntoOutcome<
                         Self,

@@ -14,6 +14,7 @@ use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::{Session, SessionEvent};
+use crate::thread_history::ThreadHistory;
 
 /// The input an agent runs on.
 #[derive(Debug, Clone, Default)]
@@ -201,6 +202,8 @@ struct RunShared {
     root_input: Arc<[MessageRef]>,
     streaming: bool,
     scope: Arc<str>,
+    /// The earlier turns, when the run is a turn of a thread.
+    thread: Option<Arc<ThreadHistory>>,
 }
 
 impl RunContext {
@@ -219,6 +222,7 @@ impl RunContext {
                 root_input: root_input.into_iter().collect(),
                 streaming,
                 scope: crate::store::unique_token().into(),
+                thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -295,6 +299,30 @@ impl RunContext {
         let agent_name = agent_name.into();
         let run_path = self.run_path.child(Arc::clone(&agent_name));
         self.at(agent_name, run_path)
+    }
+
+    /// This run, as a turn of a thread whose earlier turns `thread` reads. Call it on a new
+    /// run's context, before it is cloned.
+    pub(crate) fn with_thread(mut self, thread: Arc<ThreadHistory>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.thread = Some(thread),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.thread = Some(thread);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The earlier turns of the thread this run is a turn of.
+    pub(crate) fn thread(&self) -> Option<&Arc<ThreadHistory>> {
+        self.shared.thread.as_ref()
+    }
+
+    /// The number of the turn this run is in a thread (0 outside threads).
+    pub fn turn(&self) -> u64 {
+        self.shared.thread.as_ref().map_or(0, |t| t.turn())
     }
 
     pub(crate) fn with_node(mut self, node: FlowAgent) -> Self {

@@ -225,6 +225,13 @@ pub enum AgentError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// A thread's earlier turns could not be read, or the turn could not be recorded; the
+    /// thread was left as it was.
+    #[error("thread: {message}")]
+    Thread {
+        /// What went wrong.
+        message: Arc<str>,
+    },
     /// An error of the caller's own type.
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),

@@ -63,6 +63,8 @@ pub mod spec;
 pub mod store;
 mod stream;
 pub mod testing;
+mod thread_history;
+mod turn;
 pub mod workflow;
 
 pub use llm::models as model;
@@ -81,7 +83,7 @@ pub use llm::{
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
     Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
-    StoreError,
+    StoreError, ThreadError, ThreadStore,
 };
 
 pub use error::FlowError;
@@ -91,7 +93,7 @@ pub use event::{
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
-pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
+pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
 pub use message::{Message, MessageRef, Role, ToolCall};
 pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
 pub use resume::ResumeInfo;
@@ -107,4 +109,5 @@ pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };
+pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use workflow::{AgentTool, DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};

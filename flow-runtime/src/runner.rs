@@ -42,10 +42,12 @@ use crate::store::{
 /// one checkpoint, exactly one runs it (see [the store contract](crate::store)).
 #[derive(Clone)]
 pub struct Runner {
-    agent: FlowAgent,
-    streaming: bool,
-    store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) agent: FlowAgent,
+    pub(crate) streaming: bool,
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     lease: Duration,
+    /// Where threads are kept, their routing, and the threads with a turn running here.
+    pub(crate) threads: crate::turn::ThreadSettings,
 }
 
 impl fmt::Debug for Runner {
@@ -67,6 +69,7 @@ impl Runner {
             streaming: false,
             store: None,
             lease: DEFAULT_LEASE,
+            threads: crate::turn::ThreadSettings::default(),
         }
     }
 
@@ -272,21 +275,7 @@ impl Runner {
         checkpoint_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<EventStream, CheckpointError> {
-        let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
-        let claim = store.claim(checkpoint_id, self.lease).await?;
-        let checkpoint = match self
-            .check(checkpoint_id, &claim.bytes)
-            .and_then(|c| check_targets(checkpoint_id, &c, &targets).map(|()| c))
-        {
-            Ok(c) => c,
-            Err(e) => {
-                if let Err(release) = store.release(&claim).await {
-                    tracing::warn!(checkpoint = checkpoint_id, error = %release, "could not give a claim back");
-                }
-                return Err(e);
-            }
-        };
-
+        let (checkpoint, guard) = self.claim_checkpoint(checkpoint_id, &targets).await?;
         let session = checkpoint.restore_session();
         let root_input: Vec<MessageRef> = checkpoint
             .root_input
@@ -317,12 +306,38 @@ impl Runner {
             run_id,
             resumes: checkpoint.resumes + 1,
             first_save: SaveMode::Create,
-            claim: Some(ClaimGuard {
-                store: Arc::clone(store),
-                claim: Some(claim),
-            }),
+            claim: Some(guard),
         };
         Ok(self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info)))
+    }
+
+    /// Claims checkpoint `checkpoint_id` for this runner's lease and checks it can resume here
+    /// with `targets`; on any error after the claim, gives the claim back.
+    pub(crate) async fn claim_checkpoint(
+        &self,
+        checkpoint_id: &str,
+        targets: &HashMap<String, serde_json::Value>,
+    ) -> Result<(Checkpoint, ClaimGuard), CheckpointError> {
+        let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
+        let claim = store.claim(checkpoint_id, self.lease).await?;
+        match self
+            .check(checkpoint_id, &claim.bytes)
+            .and_then(|c| check_targets(checkpoint_id, &c, targets).map(|()| c))
+        {
+            Ok(c) => Ok((
+                c,
+                ClaimGuard {
+                    store: Arc::clone(store),
+                    claim: Some(claim),
+                },
+            )),
+            Err(e) => {
+                if let Err(release) = store.release(&claim).await {
+                    tracing::warn!(checkpoint = checkpoint_id, error = %release, "could not give a claim back");
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Runs `start` and forwards its events, saving a checkpoint before each interrupt is
@@ -462,14 +477,28 @@ struct Lineage {
 }
 
 /// A held claim: given back when dropped unless the run completed it.
-struct ClaimGuard {
+pub(crate) struct ClaimGuard {
     store: Arc<dyn CheckpointStore>,
     claim: Option<Claim>,
 }
 
 impl ClaimGuard {
-    fn disarm(&mut self) {
+    /// Marks the claim as completed (or given back): dropping the guard then does nothing.
+    pub(crate) fn disarm(&mut self) {
         self.claim = None;
+    }
+
+    /// Completes the claim with `completion`; on success the guard is disarmed.
+    pub(crate) async fn complete(&mut self, completion: Completion) -> Result<u64, StoreError> {
+        let Some(claim) = &self.claim else {
+            return Err(StoreError::Other {
+                id: String::new(),
+                message: "the claim was already completed".into(),
+            });
+        };
+        let version = self.store.complete(claim, completion).await?;
+        self.disarm();
+        Ok(version)
     }
 }
 
@@ -523,6 +552,24 @@ async fn capture(
     lineage: &Lineage,
     interrupts: Vec<InterruptInfo>,
 ) -> Result<Vec<u8>, CheckpointError> {
+    capture_bytes(
+        cx,
+        id,
+        shape,
+        (lineage.run_id.clone(), lineage.resumes),
+        interrupts,
+    )
+    .await
+}
+
+/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`.
+pub(crate) async fn capture_bytes(
+    cx: &RunContext,
+    id: &str,
+    shape: &str,
+    (run_id, resumes): (String, u32),
+    interrupts: Vec<InterruptInfo>,
+) -> Result<Vec<u8>, CheckpointError> {
     let mut checkpoint = Checkpoint::capture(
         id,
         shape.to_owned(),
@@ -530,7 +577,7 @@ async fn capture(
         cx.root_input(),
         cx.session(),
         interrupts,
-        (lineage.run_id.clone(), lineage.resumes),
+        (run_id, resumes),
     )
     .await?;
 

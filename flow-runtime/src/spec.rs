@@ -108,21 +108,29 @@ pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
 pub struct AgentContext {
     cx: Context,
     resume: Option<Arc<ResumeInfo>>,
+    /// The targets the running agent declared: the only names [`transfer`] sends it to.
+    declared: &'static [&'static str],
 }
 
 impl AgentContext {
-    /// Wraps the emitting context of a run.
+    /// Wraps the emitting context of a run. The agent it stands for declares no transfers.
     pub fn new(cx: Context) -> Self {
-        AgentContext { cx, resume: None }
+        AgentContext {
+            cx,
+            resume: None,
+            declared: &[],
+        }
     }
 
-    /// Wraps the emitting context of a run that resumes with `info` (an empty `info`: a
-    /// plain run). Used by the code `#[agent]` generates.
+    /// Wraps the emitting context of a run of agent `A` that resumes with `info` (an empty
+    /// `info`: a plain run); `A`'s declared transfers are the only targets [`transfer`] accepts.
+    /// Used by the code `#[agent]` generates.
     #[doc(hidden)]
-    pub fn __start(cx: Context, info: ResumeInfo) -> Self {
+    pub fn __start<A: AgentSpec + ?Sized>(cx: Context, info: ResumeInfo) -> Self {
         AgentContext {
             cx,
             resume: (!info.is_empty()).then(|| Arc::new(info)),
+            declared: A::TRANSFERS,
         }
     }
 
@@ -211,13 +219,38 @@ impl AgentContext {
     pub fn run_context(&self) -> &RunContext {
         self.cx.run_context()
     }
+}
 
-    /// Emits a transfer to a declared target. Used by the `IntoOutcome` impls `#[agent]`
-    /// generates for transfer enums; not for agent bodies.
-    #[doc(hidden)]
-    pub fn __transfer(&self, target: &str) {
-        self.cx.transfer(target);
+/// Transfers the running agent to `target`, one of the targets it declared with
+/// `#[agent(transfers = [...])]`: what returning a variant of a transfer enum does. The
+/// `IntoOutcome` impl `#[agent]` generates for the enum calls it.
+///
+/// The context carries the running agent's declared targets (set when the generated code
+/// starts the body), and a target outside them is refused with an error, so neither this
+/// function nor a hand-written [`TransferTarget`] can make an agent transfer anywhere it did not
+/// declare (`flow!` checks the declared ones against the tree at compile time).
+///
+/// # Errors
+///
+/// If `target` is not one of the running agent's declared transfers; nothing is emitted then.
+pub fn transfer<T: TransferTarget>(cx: &AgentContext, target: T) -> AgentResult {
+    let name = target.agent_name();
+    if !cx.declared.contains(&name) {
+        let declared = if cx.declared.is_empty() {
+            "none".to_owned()
+        } else {
+            cx.declared.join(", ")
+        };
+        return Err(AgentError::failed(
+            cx.cx.agent_name(),
+            format!(
+                "refused a transfer to '{name}': it is not among the agent's declared \
+                 transfers ({declared}); declare it with #[agent(transfers = [...])]"
+            ),
+        ));
     }
+    cx.cx.transfer(name);
+    Ok(())
 }
 
 impl Deref for AgentContext {

@@ -467,10 +467,11 @@ async fn the_file_store_survives_a_new_runner_and_writes_whole_files() {
         names.sort();
         names
     };
-    assert_eq!(names(&dir), ["order-1042"]);
+    assert_eq!(names(&dir), ["runs"]);
+    assert_eq!(names(&dir.join("runs")), ["order-1042"]);
     // The interrupted record, the finished one, the index and the lock: no temporary files.
     assert_eq!(
-        names(&dir.join("order-1042")),
+        names(&dir.join("runs/order-1042")),
         ["1.ckpt", "2.ckpt", "lock", "records.json"]
     );
     assert!(matches!(

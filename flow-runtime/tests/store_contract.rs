@@ -47,11 +47,14 @@ async fn file_store_keeps_the_contract() {
     let limited = FileStore::new(&dir).unwrap().max_checkpoint_bytes(16);
     contract::size_limit(&store, &limited, "").await;
     // Nothing escaped the directory, and no temporary file is left.
-    let names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(names.is_empty(), "{names:?}");
+    let names = |dir: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(names(&dir), ["runs"]);
+    assert!(names(&dir.join("runs")).is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -74,22 +77,22 @@ async fn file_store_files_are_private_and_temps_are_cleaned_and_symlinks_refused
         .await
         .unwrap();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&dir.join("a/1.ckpt")), 0o600);
-    assert_eq!(mode(&dir.join("a/records.json")), 0o600);
-    assert_eq!(mode(&dir.join("a")), 0o700);
+    assert_eq!(mode(&dir.join("runs/a/1.ckpt")), 0o600);
+    assert_eq!(mode(&dir.join("runs/a/records.json")), 0o600);
+    assert_eq!(mode(&dir.join("runs/a")), 0o700);
 
     // Temporary files a crash left behind go when a store opens the directory.
-    std::fs::write(dir.join("a/.tmp-dead"), b"half").unwrap();
+    std::fs::write(dir.join("runs/a/.tmp-dead"), b"half").unwrap();
     std::fs::write(dir.join(".tmp-old"), b"half").unwrap();
     let _reopened = FileStore::new(&dir).unwrap();
-    assert!(!dir.join("a/.tmp-dead").exists());
+    assert!(!dir.join("runs/a/.tmp-dead").exists());
     assert!(!dir.join(".tmp-old").exists());
 
     // A record planted as a symlink is not followed.
     let outside = dir.with_extension("outside");
     std::fs::write(&outside, b"secret").unwrap();
-    std::fs::remove_file(dir.join("a/1.ckpt")).unwrap();
-    std::os::unix::fs::symlink(&outside, dir.join("a/1.ckpt")).unwrap();
+    std::fs::remove_file(dir.join("runs/a/1.ckpt")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("runs/a/1.ckpt")).unwrap();
     assert!(store.get("a").await.is_err());
     std::fs::remove_file(&outside).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();

@@ -2,6 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ItemImpl, ItemStruct, Type, Visibility};
 
@@ -32,7 +33,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         quote! {
             #f
             #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-                let __agentflow_cx = #p::AgentContext::__start(__agentflow_cx, __agentflow_resume);
+                let __agentflow_cx = #p::AgentContext::__start::<Self>(__agentflow_cx, __agentflow_resume);
                 let __agentflow_outcome = #ident(#call_args).await;
                 #into(__agentflow_outcome, &__agentflow_cx)
             })
@@ -173,7 +174,7 @@ fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Opt
     let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
     Some(quote! {
         #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-            let __agentflow_cx = #p::AgentContext::__start(__agentflow_cx, __agentflow_resume);
+            let __agentflow_cx = #p::AgentContext::__start::<Self>(__agentflow_cx, __agentflow_resume);
             let __agentflow_outcome = Self::run(&*self, #call_args).await;
             #into(__agentflow_outcome, &__agentflow_cx)
         })
@@ -332,7 +333,7 @@ fn spec_impl(
     let p = quote!(#krate::__private);
     let name = match &args.name {
         Some(n) => n.value(),
-        None => ident.to_string(),
+        None => ident.unraw().to_string(),
     };
     let description = match &args.description {
         Some(d) => d.value(),
@@ -369,10 +370,10 @@ fn transfer_enum(
     let agent_name = args
         .name
         .as_ref()
-        .map_or_else(|| ident.to_string(), |n| n.value());
+        .map_or_else(|| ident.unraw().to_string(), |n| n.value());
     let krate = args.krate();
     let p = quote!(#krate::__private);
-    let enum_ident = format_ident!("{}Transfer", upper_camel(&ident.to_string()));
+    let enum_ident = format_ident!("{}Transfer", upper_camel(&ident.unraw().to_string()));
     if targets.is_empty() {
         cx.error(
             *span,
@@ -455,8 +456,7 @@ fn transfer_enum(
             #[automatically_derived]
             impl #p::IntoOutcome<#ty> for #enum_ident {
                 fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
-                    __cx.__transfer(self.as_str());
-                    ::core::result::Result::Ok(())
+                    #p::transfer(__cx, self)
                 }
             }
         };

@@ -8,7 +8,7 @@ use syn::Ident;
 use super::parse::FlowAst;
 use super::parse::WorkflowKind;
 use super::tree::{ContextOpt, Kind, Tree};
-use crate::names::{snake, upper_camel};
+use crate::names::{ident, snake, upper_camel};
 
 struct Cx<'a> {
     p: TokenStream,
@@ -528,7 +528,10 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let params: Vec<Ident> = (0..k).map(|j| format_ident!("S{}", j)).collect();
     let fields: Vec<Ident> = given
         .iter()
-        .map(|&i| format_ident!("{}", snake(&cx.tree.nodes[i].label.to_string())))
+        .map(|&i| {
+            let node = &cx.tree.nodes[i];
+            ident(&snake(&node.label.to_string()), node.label.span())
+        })
         .collect();
     let slot_tys: Vec<TokenStream> = given
         .iter()

@@ -12,6 +12,7 @@
 //! ```
 
 use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{bracketed, parenthesized, Attribute, Ident, Token, Visibility};
@@ -87,14 +88,15 @@ impl NodeAst {
         }
     }
 
-    /// The node's identifier: the last path segment, or the `dyn` node's name.
+    /// The node's identifier without a raw prefix (`r#match` is `match`): the last path
+    /// segment, or the `dyn` or workflow node's name.
     pub(crate) fn label(&self) -> Ident {
         match &self.target {
             Target::Type(p) => p.segments.last().map_or_else(
                 || Ident::new("agent", Span::call_site()),
-                |s| s.ident.clone(),
+                |s| s.ident.unraw(),
             ),
-            Target::Dyn(i) | Target::Workflow(i, _) => i.clone(),
+            Target::Dyn(i) | Target::Workflow(i, _) => i.unraw(),
         }
     }
 }

@@ -190,22 +190,7 @@ impl Checkpoint {
         interrupts: Vec<InterruptInfo>,
         (run_id, resumes): (String, u32),
     ) -> Result<Checkpoint, CheckpointError> {
-        let mut events = Vec::new();
-        for e in session.events() {
-            let message = e
-                .message()
-                .await
-                .map_err(|source| CheckpointError::Stream {
-                    id: id.to_owned(),
-                    source,
-                })?;
-            events.push(RecordedEvent {
-                agent_name: e.agent_name().into(),
-                run_path: e.run_path().clone(),
-                message: message.map(|m| Message::clone(&m)),
-                action: e.action().cloned(),
-            });
-        }
+        let events = record_events(id, &session.events()).await?;
         Ok(Checkpoint {
             status: CheckpointStatus::Interrupted,
             fingerprint: format!("{:016x}", fingerprint_of(&shape)),
@@ -291,6 +276,30 @@ impl Checkpoint {
         }
         serde_json::from_slice(body).map_err(|e| corrupt(format!("its body does not decode: {e}")))
     }
+}
+
+/// The session events in their stored form; recorded streams are read to their end first.
+pub(crate) async fn record_events(
+    id: &str,
+    events: &[Arc<SessionEvent>],
+) -> Result<Vec<RecordedEvent>, CheckpointError> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        let message = e
+            .message()
+            .await
+            .map_err(|source| CheckpointError::Stream {
+                id: id.to_owned(),
+                source,
+            })?;
+        out.push(RecordedEvent {
+            agent_name: e.agent_name().into(),
+            run_path: e.run_path().clone(),
+            message: message.map(|m| Message::clone(&m)),
+            action: e.action().cloned(),
+        });
+    }
+    Ok(out)
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {

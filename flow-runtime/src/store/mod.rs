@@ -1,7 +1,8 @@
-//! Checkpoints and where they are kept: the [`Checkpoint`] format, the [`CheckpointStore`]
-//! contract with its atomic claim, and the stores that ship with the runtime
-//! ([`InMemoryStore`], [`FileStore`]; `SqliteStore` and `PostgresStore` behind the `sqlite` and
-//! `postgres` features).
+//! Checkpoints and threads, and where they are kept: the [`Checkpoint`] format, the
+//! [`CheckpointStore`] contract with its atomic claim, the [`ThreadStore`] contract of
+//! conversations, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`]:
+//! both implement both traits; `SqliteStore` and `PostgresStore`, behind the `sqlite` and
+//! `postgres` features, implement the checkpoint contract).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -68,6 +69,7 @@ mod records;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod thread;
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -77,6 +79,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
+pub(crate) use checkpoint::record_events;
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
 };
@@ -201,6 +204,12 @@ pub enum Completion {
     /// The run was interrupted again; the bytes are the new pending checkpoint.
     Interrupted(Vec<u8>),
 }
+
+pub(crate) use thread::now_ms;
+pub use thread::{
+    turn_checkpoint_id, validate_thread_id, RecordEnd, RecordStart, ThreadError, ThreadHead,
+    ThreadRecord, ThreadStore, MAX_THREAD_ID_LEN,
+};
 
 /// A failure of a [`CheckpointStore`].
 #[derive(Debug, Clone, thiserror::Error)]

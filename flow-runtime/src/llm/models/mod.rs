@@ -20,11 +20,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, MessageRef};
 
+#[cfg(feature = "http")]
+mod http;
 #[cfg(feature = "openai")]
 mod openai;
 mod retry;
 mod scripted;
 
+#[cfg(feature = "http")]
+pub use http::{HttpCall, HttpError, HttpLimits, SizeLimit, SseEvent, TimeoutKind};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChatModel, OpenAiConfig};
 pub use retry::RetryPolicy;
@@ -186,6 +190,29 @@ pub enum ModelError {
         /// What was wrong with it.
         message: Arc<str>,
     },
+    /// A wait of an HTTP call ran out (see `HttpLimits`, cargo feature `http`). Retryable.
+    #[cfg(feature = "http")]
+    #[error("model '{model}' timed out: no {kind} within {limit:?} (HttpLimits::{}); raise it if the server is slow but healthy", kind.field())]
+    Timeout {
+        /// The model asked.
+        model: Arc<str>,
+        /// Which wait ran out.
+        kind: TimeoutKind,
+        /// The limit that ran out.
+        limit: Duration,
+    },
+    /// The reply went past a size limit of its HTTP call; reading stopped there (see
+    /// `HttpLimits`, cargo feature `http`). Not retryable.
+    #[cfg(feature = "http")]
+    #[error("model '{model}' sent a reply past a size limit: {what} is larger than {limit} bytes (HttpLimits::{}); raise the limit if the server is trusted and the reply legitimately this large", what.field())]
+    LimitExceeded {
+        /// The model asked.
+        model: Arc<str>,
+        /// Which limit.
+        what: SizeLimit,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// A [`ScriptedModel`] has no reply for this request. Not retryable.
     #[error(
         "scripted model '{model}' has no reply for call {call}: {message}; add a step to its \
@@ -220,6 +247,10 @@ impl ModelError {
                 matches!(status, 408 | 409 | 429) || (500..600).contains(status)
             }
             ModelError::Connection { .. } | ModelError::StreamInterrupted { .. } => true,
+            #[cfg(feature = "http")]
+            ModelError::Timeout { .. } => true,
+            #[cfg(feature = "http")]
+            ModelError::LimitExceeded { .. } => false,
             ModelError::Malformed { .. } | ModelError::ScriptExhausted { .. } => false,
             ModelError::Other { retryable, .. } => *retryable,
         }
@@ -234,6 +265,8 @@ impl ModelError {
             | ModelError::Malformed { model, .. }
             | ModelError::ScriptExhausted { model, .. }
             | ModelError::Other { model, .. } => model,
+            #[cfg(feature = "http")]
+            ModelError::Timeout { model, .. } | ModelError::LimitExceeded { model, .. } => model,
         }
     }
 
