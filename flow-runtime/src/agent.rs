@@ -197,11 +197,13 @@ pub struct RunContext {
     hidden: Arc<[RunPath]>,
 }
 
+#[derive(Clone)]
 struct RunShared {
     session: Arc<Session>,
     root_input: Arc<[MessageRef]>,
     streaming: bool,
     options: Arc<RunOptions>,
+    scope: Arc<str>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
 }
@@ -222,6 +224,7 @@ impl RunContext {
                 root_input: root_input.into_iter().collect(),
                 streaming,
                 options: Arc::default(),
+                scope: crate::store::unique_token().into(),
                 thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
@@ -237,13 +240,9 @@ impl RunContext {
         match Arc::get_mut(&mut self.shared) {
             Some(shared) => shared.options = options,
             None => {
-                self.shared = Arc::new(RunShared {
-                    session: Arc::clone(&self.shared.session),
-                    root_input: Arc::clone(&self.shared.root_input),
-                    streaming: self.shared.streaming,
-                    options,
-                    thread: self.shared.thread.clone(),
-                });
+                let mut shared = RunShared::clone(&self.shared);
+                shared.options = options;
+                self.shared = Arc::new(shared);
             }
         }
         self
@@ -261,6 +260,23 @@ impl RunContext {
             return None;
         }
         self.shared.options.for_agent(&self.agent_name)
+    }
+
+    /// This context (and every one derived from it) with the idempotency scope `scope`: the
+    /// part of each tool call's [idempotency key](crate::ToolContext::idempotency_key) that
+    /// names the run. A new run gets a random scope; the [`Runner`](crate::Runner) gives a
+    /// resumed run its checkpoint's ([`Checkpoint::idempotency_scope`](crate::Checkpoint::idempotency_scope)),
+    /// so every resume of the same checkpoint gives its calls the same keys.
+    pub fn with_idempotency_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+        let mut shared = RunShared::clone(&self.shared);
+        shared.scope = scope.into();
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// The run's idempotency scope (see [`with_idempotency_scope`](RunContext::with_idempotency_scope)).
+    pub fn idempotency_scope(&self) -> &str {
+        &self.shared.scope
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same
@@ -322,13 +338,9 @@ impl RunContext {
         match Arc::get_mut(&mut self.shared) {
             Some(shared) => shared.thread = Some(thread),
             None => {
-                self.shared = Arc::new(RunShared {
-                    session: Arc::clone(&self.shared.session),
-                    root_input: Arc::clone(&self.shared.root_input),
-                    streaming: self.shared.streaming,
-                    options: Arc::clone(&self.shared.options),
-                    thread: Some(thread),
-                });
+                let mut shared = RunShared::clone(&self.shared);
+                shared.thread = Some(thread);
+                self.shared = Arc::new(shared);
             }
         }
         self

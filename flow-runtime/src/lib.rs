@@ -93,8 +93,9 @@ pub use llm::{
     EXIT_TOOL_NAME,
 };
 pub use store::{
-    Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
-    ThreadError, ThreadStore,
+    Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
+    Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
+    StoreError, ThreadError, ThreadStore,
 };
 
 pub use error::FlowError;

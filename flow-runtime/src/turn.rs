@@ -49,11 +49,12 @@ use crate::generate::generate;
 use crate::message::{Message, MessageRef, Role};
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
-use crate::runner::{save, Runner};
+use crate::runner::{capture_bytes, ClaimGuard, Runner};
 use crate::session::Session;
 use crate::store::{
-    record_events, turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStatus,
-    CheckpointStore, RecordEnd, RecordStart, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+    record_events, turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStore,
+    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord,
+    ThreadStore,
 };
 use crate::thread_history::ThreadHistory;
 
@@ -296,6 +297,8 @@ impl Runner {
             },
             restored: 0,
             resumed_checkpoint: None,
+            lineage: (crate::store::unique_token(), 0),
+            resume_claim: Mutex::new(None),
         };
         Ok(plan.into_turn(cx, events, claim))
     }
@@ -329,17 +332,8 @@ impl Runner {
                 id: thread_id.to_owned(),
             });
         };
-        let checkpoint = self.load_checkpoint(&checkpoint_id).await?;
-        for target in targets.keys() {
-            if !checkpoint.interrupts.iter().any(|i| &i.id == target) {
-                return Err(CheckpointError::UnknownInterrupt {
-                    id: checkpoint_id,
-                    interrupt: target.clone(),
-                    known: interrupt_ids(&checkpoint.interrupts),
-                }
-                .into());
-            }
-        }
+        // The claim makes this resume the only one, in any process (see the store contract).
+        let (checkpoint, resume_claim) = self.claim_checkpoint(&checkpoint_id, &targets).await?;
         let session = checkpoint.restore_session();
         let restored = session.len();
         let root_input: Vec<MessageRef> = checkpoint
@@ -356,6 +350,7 @@ impl Runner {
             checkpoint.streaming,
             start_name,
         )
+        .with_idempotency_scope(checkpoint.idempotency_scope())
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options));
         let input = AgentInput {
@@ -377,6 +372,8 @@ impl Runner {
             },
             restored,
             resumed_checkpoint: Some(checkpoint_id),
+            lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
+            resume_claim: Mutex::new(Some(resume_claim)),
         };
         Ok(plan.into_turn(cx, events, claim))
     }
@@ -510,6 +507,10 @@ struct Recording {
     restored: usize,
     /// The checkpoint a resumed turn continues.
     resumed_checkpoint: Option<String>,
+    /// The lineage of the checkpoint this turn saves if interrupted: run id, resumes before it.
+    lineage: (String, u32),
+    /// A resumed turn's claim on its checkpoint (given back if the turn ends unrecorded).
+    resume_claim: Mutex<Option<ClaimGuard>>,
 }
 
 impl Recording {
@@ -606,16 +607,33 @@ impl Recording {
                 answered_by: Arc::clone(&answered_by),
             }
         } else {
-            save(
-                self.runner.store.as_deref(),
-                &checkpoint_id,
-                self.runner.agent.shape(),
-                cx.streaming(),
+            let bytes = capture_bytes(
                 cx,
+                &checkpoint_id,
+                &self.runner.agent.shape(),
+                self.lineage.clone(),
                 interrupts.clone(),
-                CheckpointStatus::Interrupted,
             )
             .await?;
+            let claim = self.resume_claim.lock().expect("claim lock").take();
+            match claim {
+                // Interrupted again: the new checkpoint is the child of the resumed one.
+                Some(mut claim) => {
+                    claim
+                        .complete(Completion::Interrupted(bytes))
+                        .await
+                        .map_err(CheckpointError::from)?;
+                }
+                None => {
+                    let store = self.runner.store.as_ref().ok_or(CheckpointError::NoStore)?;
+                    // A turn's checkpoint id is the thread's and the turn's: a retried turn
+                    // whose record was not appended replaces its own earlier checkpoint.
+                    store
+                        .save(&checkpoint_id, bytes, SaveMode::Replace)
+                        .await
+                        .map_err(CheckpointError::from)?;
+                }
+            }
             RecordEnd::Interrupted {
                 checkpoint_id: checkpoint_id.clone(),
                 interrupts: interrupts.clone(),
@@ -640,19 +658,23 @@ impl Recording {
                 interrupts,
             });
         }
-        if let Some(resumed) = &self.resumed_checkpoint {
+        let claim = self.resume_claim.lock().expect("claim lock").take();
+        if let (Some(resumed), Some(mut claim)) = (&self.resumed_checkpoint, claim) {
             // The thread now says the turn is done; the checkpoint is kept as a record.
             // Failing to mark it is harmless: the thread no longer points at it.
-            let _ = save(
-                self.runner.store.as_deref(),
-                resumed,
-                self.runner.agent.shape(),
-                cx.streaming(),
+            let done = capture_bytes(
                 cx,
+                resumed,
+                &self.runner.agent.shape(),
+                self.lineage.clone(),
                 Vec::new(),
-                CheckpointStatus::Resumed,
             )
             .await;
+            if let Ok(bytes) = done {
+                if let Err(e) = claim.complete(Completion::Finished(bytes)).await {
+                    tracing::warn!(checkpoint = %resumed, error = %e, "could not mark a resumed turn's checkpoint finished");
+                }
+            }
         }
         Ok(TurnOutcome::Completed {
             answered_by,

@@ -258,6 +258,33 @@ impl ToolContext {
     pub fn call_id(&self) -> &str {
         &self.call_id
     }
+
+    /// A key naming this tool call, for a tool with side effects to deduplicate them (send it
+    /// as a payment API's idempotency key, or keep it next to what the tool did).
+    ///
+    /// It is made of the run's idempotency scope, the calling agent's run path and the call id:
+    /// `SCOPE:RUN/PATH:CALL_ID`. It is the same every time the same checkpoint is resumed, so a
+    /// call that was in flight when a worker died, and runs again when another worker takes
+    /// the checkpoint over, gets the same key; it differs between runs, between the
+    /// checkpoints of one run (each resume of a run has its own scope) and between calls.
+    /// (A call whose id comes from a model reply made *during* the lost attempt gets the id
+    /// the model gives in the new attempt.)
+    ///
+    /// ```
+    /// use flow_runtime::{RunContext, Session, ToolContext};
+    /// let run = RunContext::new_run(Session::new(), [], false, "desk")
+    ///     .with_idempotency_scope("run-7.1");
+    /// let cx = ToolContext::new(run, "call_1");
+    /// assert_eq!(cx.idempotency_key(), "run-7.1:desk:call_1");
+    /// ```
+    pub fn idempotency_key(&self) -> String {
+        format!(
+            "{}:{}:{}",
+            self.run.idempotency_scope(),
+            self.run.run_path(),
+            self.call_id
+        )
+    }
 }
 
 /// A tool failed. The [`ChatModelAgent`](crate::ChatModelAgent) does not end the run: it

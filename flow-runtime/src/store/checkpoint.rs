@@ -75,6 +75,18 @@ pub enum CheckpointError {
         /// The id.
         id: String,
     },
+    /// Another worker is resuming the checkpoint right now (it holds the claim). It can be
+    /// taken over only if that worker dies and its lease runs out.
+    #[error(
+        "checkpoint '{id}' is being resumed by another worker; it can be taken over only if \
+         that worker's lease runs out, in {remaining:?}"
+    )]
+    Claimed {
+        /// The id.
+        id: String,
+        /// How long the holder's lease still runs.
+        remaining: std::time::Duration,
+    },
     /// Resume data was addressed to an interrupt the checkpoint does not have.
     #[error("checkpoint '{id}' has no interrupt '{interrupt}'; its interrupts are: {known}")]
     UnknownInterrupt {
@@ -99,7 +111,19 @@ pub enum CheckpointError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for CheckpointError {
+    /// The store's "not found", "already resumed" and "claimed" become this error's own.
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { id } => CheckpointError::NotFound { id },
+            StoreError::AlreadyResumed { id } => CheckpointError::AlreadyResumed { id },
+            StoreError::Claimed { id, remaining, .. } => CheckpointError::Claimed { id, remaining },
+            e => CheckpointError::Store(e),
+        }
+    }
 }
 
 /// Whether a checkpoint still waits for its resume.
@@ -146,6 +170,13 @@ pub struct Checkpoint {
     pub values: HashMap<String, serde_json::Value>,
     /// The interrupts the run stopped at, in the order they happened.
     pub interrupts: Vec<InterruptInfo>,
+    /// The run's random id, the same in every checkpoint of its lineage (it scopes the tools'
+    /// idempotency keys; empty in checkpoints written before it existed).
+    #[serde(default)]
+    pub run_id: String,
+    /// How many resumes of this run's lineage came before this checkpoint.
+    #[serde(default)]
+    pub resumes: u32,
 }
 
 impl Checkpoint {
@@ -157,6 +188,7 @@ impl Checkpoint {
         root_input: &[crate::MessageRef],
         session: &Session,
         interrupts: Vec<InterruptInfo>,
+        (run_id, resumes): (String, u32),
     ) -> Result<Checkpoint, CheckpointError> {
         let events = record_events(id, &session.events()).await?;
         Ok(Checkpoint {
@@ -168,7 +200,15 @@ impl Checkpoint {
             events,
             values: session.values(),
             interrupts,
+            run_id,
+            resumes,
         })
+    }
+
+    /// The scope of the idempotency keys of the tool calls made while resuming this
+    /// checkpoint: the same for every resume of it, different for every other checkpoint.
+    pub fn idempotency_scope(&self) -> String {
+        format!("{}.{}", self.run_id, self.resumes)
     }
 
     /// A new session holding this checkpoint's events and values.
@@ -280,6 +320,8 @@ mod tests {
             events: vec![],
             values: HashMap::new(),
             interrupts: vec![],
+            run_id: "r".into(),
+            resumes: 0,
         }
     }
 

@@ -295,6 +295,7 @@ impl Tool for AgentTool {
             name,
         )
         .with_options(Arc::clone(caller.run_options()))
+        .with_idempotency_scope(caller.idempotency_scope())
         .at(name, path);
         let agent_input = AgentInput {
             messages: input.clone(),
