@@ -1,15 +1,19 @@
-//! W6: checkpoint save + resume round trip with the durable store (`FileStore`).
+//! W6: checkpoint save + resume round trip on each store: `memory`, `file` (`FileStore`),
+//! `sqlite` (`SqliteStore`, WAL, synchronous=FULL) and `postgres` (`PostgresStore`, when
+//! `AGENTFLOW_PG_URL` names a server).
 //!
 //! A W1-shaped tree whose `refund` agent interrupts: each iteration runs it checkpointed (the
-//! Runner encodes the session and writes it atomically: temp file, fsync, rename, dir sync),
-//! then resumes it from the store (read, checksum, decode, shape check, restore) to the end
-//! (which writes the "resumed" record). H is the number of prior messages in the input.
+//! Runner encodes the session and saves it), then resumes it from the store (claim, checksum,
+//! decode, shape check, restore) to the end (which completes the claim with the final record).
+//! H is the number of prior messages in the input.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use agentflow::store::CheckpointStore;
 use agentflow::{
-    set_sub_agents, FileStore, FlowAgent, FnAgent, Message, MessageRef, Runner, Session,
+    set_sub_agents, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef, Runner,
+    Session,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
@@ -31,40 +35,62 @@ fn desk() -> FlowAgent {
 }
 
 fn w6(c: &mut Criterion) {
-    let dir = std::env::temp_dir().join(format!("agentflow-w6-{}", std::process::id()));
-    let store = FileStore::new(&dir).unwrap();
-    let runner = Runner::new(desk()).checkpoint_store(store);
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    let dir = std::env::temp_dir().join(format!("agentflow-w6-{}", std::process::id()));
+    let mut stores: Vec<(&str, Arc<dyn CheckpointStore>)> = vec![
+        ("memory", Arc::new(InMemoryStore::new())),
+        ("file", Arc::new(FileStore::new(dir.join("files")).unwrap())),
+    ];
+    #[cfg(feature = "sqlite")]
+    stores.push((
+        "sqlite",
+        Arc::new(
+            rt.block_on(agentflow::store::SqliteStore::open(dir.join("w6.db")))
+                .unwrap(),
+        ),
+    ));
+    #[cfg(feature = "postgres")]
+    if let Ok(url) = std::env::var("AGENTFLOW_PG_URL") {
+        let store = rt
+            .block_on(agentflow::store::PostgresStore::connect(&url))
+            .unwrap();
+        stores.push(("postgres", Arc::new(store)));
+    }
     let mut group = c.benchmark_group("w6_checkpoint_round_trip");
-    for h in [0usize, 1000] {
-        let history: Vec<MessageRef> = (0..h)
-            .map(|i| Arc::new(Message::user(format!("earlier message {i}"))))
-            .chain([Arc::new(Message::user("refund please"))])
-            .collect();
-        let mut n = 0u64;
-        group.bench_with_input(BenchmarkId::from_parameter(h), &history, |b, history| {
-            b.iter(|| {
-                n += 1;
-                let id = format!("w6-{n}");
-                rt.block_on(async {
-                    let first: Vec<_> = runner
-                        .run_checkpointed(&id, Session::new(), history.iter().cloned())
-                        .collect()
-                        .await;
-                    assert!(first.last().unwrap().is_interrupt());
-                    let done: Vec<_> = runner
-                        .resume(&id, HashMap::new())
-                        .await
-                        .unwrap()
-                        .collect()
-                        .await;
-                    assert_eq!(done.len(), 1);
+    let run = std::process::id();
+    for (name, store) in stores {
+        let runner = Runner::new(desk()).shared_checkpoint_store(store);
+        for h in [0usize, 1000] {
+            let history: Vec<MessageRef> = (0..h)
+                .map(|i| Arc::new(Message::user(format!("earlier message {i}"))))
+                .chain([Arc::new(Message::user("refund please"))])
+                .collect();
+            let mut n = 0u64;
+            group.bench_with_input(BenchmarkId::new(name, h), &history, |b, history| {
+                b.iter(|| {
+                    n += 1;
+                    let id = format!("w6-{run}-{name}-{h}-{n}");
+                    rt.block_on(async {
+                        let first: Vec<_> = runner
+                            .run_checkpointed(&id, Session::new(), history.iter().cloned())
+                            .collect()
+                            .await;
+                        assert!(first.last().unwrap().is_interrupt());
+                        let done: Vec<_> = runner
+                            .resume(&id, HashMap::new())
+                            .await
+                            .unwrap()
+                            .collect()
+                            .await;
+                        assert_eq!(done.len(), 1);
+                    })
                 })
-            })
-        });
+            });
+        }
     }
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);

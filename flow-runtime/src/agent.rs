@@ -13,10 +13,12 @@ use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
 use crate::input::Messages;
 use crate::limits::{LimitReached, RunLimit, RunLimits};
+use crate::llm::options::{AgentRunOptions, RunOptions};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::{Session, SessionEvent};
+use crate::thread_history::ThreadHistory;
 
 /// The input an agent runs on.
 #[derive(Debug, Clone, Default)]
@@ -206,6 +208,27 @@ struct RunShared {
     limits: RunLimits,
     /// Transfers made so far in this run.
     transfers: AtomicUsize,
+    options: Arc<RunOptions>,
+    scope: Arc<str>,
+    /// The earlier turns, when the run is a turn of a thread.
+    thread: Option<Arc<ThreadHistory>>,
+}
+
+impl Clone for RunShared {
+    /// A copy for a context being set up (limits, options, scope, thread): the transfers
+    /// counted so far are carried over, not shared.
+    fn clone(&self) -> Self {
+        RunShared {
+            session: Arc::clone(&self.session),
+            root_input: Arc::clone(&self.root_input),
+            streaming: self.streaming,
+            limits: self.limits,
+            transfers: AtomicUsize::new(self.transfers.load(Ordering::Relaxed)),
+            options: Arc::clone(&self.options),
+            scope: Arc::clone(&self.scope),
+            thread: self.thread.clone(),
+        }
+    }
 }
 
 impl RunContext {
@@ -225,6 +248,9 @@ impl RunContext {
                 streaming,
                 limits: RunLimits::default(),
                 transfers: AtomicUsize::new(0),
+                options: Arc::default(),
+                scope: crate::store::unique_token().into(),
+                thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -236,14 +262,14 @@ impl RunContext {
     /// This (new) run with the given limits. Set them before the run starts: contexts already
     /// derived from this one keep the limits they had.
     pub fn with_limits(mut self, limits: RunLimits) -> Self {
-        let shared = RunShared {
-            session: Arc::clone(&self.shared.session),
-            root_input: Arc::clone(&self.shared.root_input),
-            streaming: self.shared.streaming,
-            limits,
-            transfers: AtomicUsize::new(self.shared.transfers.load(Ordering::Relaxed)),
-        };
-        self.shared = Arc::new(shared);
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.limits = limits,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.limits = limits;
+                self.shared = Arc::new(shared);
+            }
+        }
         self
     }
 
@@ -279,6 +305,51 @@ impl RunContext {
             });
         }
         Ok(())
+    }
+
+    /// This run's context with `options` (see [`RunOptions`]): every context derived from it
+    /// shares them.
+    pub fn with_options(mut self, options: Arc<RunOptions>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.options = options,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.options = options;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's options, for every agent (see [`RunOptions`]).
+    pub fn run_options(&self) -> &Arc<RunOptions> {
+        &self.shared.options
+    }
+
+    /// The run's options addressed to the agent running with this context, if any.
+    pub fn agent_options(&self) -> Option<&AgentRunOptions> {
+        if self.shared.options.is_empty() {
+            // Most runs have none: skip hashing the name.
+            return None;
+        }
+        self.shared.options.for_agent(&self.agent_name)
+    }
+
+    /// This context (and every one derived from it) with the idempotency scope `scope`: the
+    /// part of each tool call's [idempotency key](crate::ToolContext::idempotency_key) that
+    /// names the run. A new run gets a random scope; the [`Runner`](crate::Runner) gives a
+    /// resumed run its checkpoint's ([`Checkpoint::idempotency_scope`](crate::Checkpoint::idempotency_scope)),
+    /// so every resume of the same checkpoint gives its calls the same keys.
+    pub fn with_idempotency_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+        let mut shared = RunShared::clone(&self.shared);
+        shared.scope = scope.into();
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// The run's idempotency scope (see [`with_idempotency_scope`](RunContext::with_idempotency_scope)).
+    pub fn idempotency_scope(&self) -> &str {
+        &self.shared.scope
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same
@@ -332,6 +403,30 @@ impl RunContext {
         let agent_name = agent_name.into();
         let run_path = self.run_path.child(Arc::clone(&agent_name));
         self.at(agent_name, run_path)
+    }
+
+    /// This run, as a turn of a thread whose earlier turns `thread` reads. Call it on a new
+    /// run's context, before it is cloned.
+    pub(crate) fn with_thread(mut self, thread: Arc<ThreadHistory>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.thread = Some(thread),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.thread = Some(thread);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The earlier turns of the thread this run is a turn of.
+    pub(crate) fn thread(&self) -> Option<&Arc<ThreadHistory>> {
+        self.shared.thread.as_ref()
+    }
+
+    /// The number of the turn this run is in a thread (0 outside threads).
+    pub fn turn(&self) -> u64 {
+        self.shared.thread.as_ref().map_or(0, |t| t.turn())
     }
 
     pub(crate) fn with_node(mut self, node: FlowAgent) -> Self {

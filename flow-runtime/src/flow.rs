@@ -12,7 +12,6 @@ use crate::error::FlowError;
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
 use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
-use crate::message::Role;
 use crate::resume::ResumeInfo;
 
 /// Per-node options of a tree.
@@ -495,6 +494,8 @@ async fn drive(
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
 
         let resuming = resume.take();
+        // The interrupts being resumed: one raised again at the same place keeps its id.
+        let earlier = resuming.clone();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let agent = Arc::clone(&node.agent);
             match resuming {
@@ -534,21 +535,26 @@ async fn drive(
                         if own && info.address.is_empty() {
                             info.id = path.to_string();
                         }
-                        // Two tool calls of one reply may stop at the same path: the later
-                        // ones are told apart by their call.
-                        if let Some(tool) = &info.wrapper_tool {
+                        let tool = info.wrapper_tool.take();
+                        let frame = InterruptFrame {
+                            agent: Arc::clone(&name),
+                            run_path: path.clone(),
+                            state: info.wrapper_state.take(),
+                            tool: tool.clone(),
+                        };
+                        info.address.insert(0, frame);
+                        let again = earlier.as_ref().and_then(|e| e.earlier_id(&info.address));
+                        if let Some(id) = again {
+                            // Raised again where it was: the id the caller knows it by.
+                            info.id = id.to_owned();
+                        } else if let Some(tool) = &tool {
+                            // Two tool calls of one reply may stop at the same path: the
+                            // later ones are told apart by their call.
                             if interrupt_ids.contains(&info.id) {
                                 info.id = format!("{} (call {})", info.id, tool.call_id);
                             }
                         }
                         interrupt_ids.push(info.id.clone());
-                        let frame = InterruptFrame {
-                            agent: Arc::clone(&name),
-                            run_path: path.clone(),
-                            state: info.wrapper_state.take(),
-                            tool: info.wrapper_tool.take(),
-                        };
-                        info.address.insert(0, frame);
                     } else if own {
                         if let Err(limit) = run.check_event_room() {
                             out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
@@ -594,20 +600,43 @@ async fn drive(
     }
 }
 
-/// The input of `node`: the run's root input, then one entry per recorded event with a
-/// message, shaped by the node's options. Built incrementally from what the node's input was
-/// last time in this session (see [`InputCache`]), except in a parallel lane, whose view of
-/// the session hides its siblings.
+/// The input of `node`: in a thread, the earlier turns the node's policy looks at; then the
+/// run's root input, then one entry per recorded event with a message, shaped by the node's
+/// options. Built incrementally from what the node's input was last time in this session (see
+/// [`InputCache`]), except in a parallel lane, whose view of the session hides its siblings.
 async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
     let skip = node.options.skip_transfer_messages;
-    let user = crate::event::empty_name();
     let incremental = run.hidden_paths().is_empty();
     let key = (Arc::clone(&node.name), skip);
-    let mut cache = incremental
+    let turn = run.turn();
+    let cached = incremental
         .then(|| run.session().take_input_cache(&key))
         .flatten()
-        .filter(|c| c.starts_with(run.root_input()))
-        .unwrap_or_else(|| InputCache::new(run.root_input(), &user));
+        .filter(|c| c.starts_with(run.root_input()));
+    let mut cache = match cached {
+        Some(cache) => cache,
+        None => {
+            let root = run.root_input();
+            let mut cache = InputCache::new(root);
+            if let Some(thread) = run.thread() {
+                let window = node.options.context.thread_window();
+                for e in thread.entries(window).await? {
+                    cache.push(e.entry, e.is_transfer, skip);
+                }
+            }
+            let user = crate::event::empty_name();
+            for m in root {
+                let entry = HistoryEntry {
+                    is_user_input: true,
+                    agent_name: Arc::clone(&user),
+                    message: Arc::clone(m),
+                    turn,
+                };
+                cache.push(entry, false, skip);
+            }
+            cache
+        }
+    };
     let events = if incremental {
         run.session().events_since(cache.seen)
     } else {
@@ -619,31 +648,13 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
         let Some(message) = event.message().await? else {
             continue;
         };
-        if skip && is_transfer {
-            // The tool-call message that asked for this transfer goes too.
-            if message.role == Role::Tool {
-                if let Some(prev) = cache.entries.last() {
-                    let asked = !prev.is_user_input
-                        && prev.agent_name == *event.agent_name_arc()
-                        && prev.message.role == Role::Assistant
-                        && prev.message.tool_calls.iter().any(|c| {
-                            message
-                                .tool_call_id
-                                .as_deref()
-                                .map_or(true, |id| c.id == id)
-                        });
-                    if asked {
-                        cache.pop_entry();
-                    }
-                }
-            }
-            continue;
-        }
-        cache.entries.push(HistoryEntry {
+        let entry = HistoryEntry {
             is_user_input: false,
             agent_name: Arc::clone(event.agent_name_arc()),
             message,
-        });
+            turn,
+        };
+        cache.push(entry, is_transfer, skip);
     }
     let messages = cache.input(&node.name, &node.options.context)?;
     if incremental {
@@ -654,3 +665,4 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
         streaming: run.streaming(),
     })
 }
+

@@ -1,8 +1,9 @@
 //! [`Runner`]: the top-level entry point of a run, and of its resume.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
@@ -11,11 +12,13 @@ use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
 use crate::limits::RunLimits;
+use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
-    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
+    unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus,
+    CheckpointStore, Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -36,15 +39,23 @@ use crate::store::{
 ///
 /// With a [`CheckpointStore`], a run started with [`run_checkpointed`](Runner::run_checkpointed)
 /// saves a checkpoint when it is interrupted (before the caller sees the interrupt event), and
-/// [`resume`](Runner::resume) continues it, in this process or another one.
+/// [`resume`](Runner::resume) continues it, in this process or another one. A resume first
+/// claims the checkpoint in the store: of all the runners, processes and machines that resume
+/// one checkpoint, exactly one runs it (see [the store contract](crate::store)).
+///
+/// With a [`ThreadStore`](crate::ThreadStore), [`turn`](Runner::turn) runs one user turn of a
+/// conversation kept in the store (see [`Turn`](crate::Turn)).
 #[derive(Clone)]
 pub struct Runner {
-    agent: FlowAgent,
-    streaming: bool,
-    store: Option<Arc<dyn CheckpointStore>>,
-    codec: CheckpointCodec,
-    limits: RunLimits,
-    resuming: Arc<Mutex<HashSet<String>>>,
+    pub(crate) agent: FlowAgent,
+    pub(crate) streaming: bool,
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) options: Arc<RunOptions>,
+    pub(crate) codec: CheckpointCodec,
+    pub(crate) limits: RunLimits,
+    lease: Duration,
+    /// Where threads are kept, their routing, and the threads with a turn running here.
+    pub(crate) threads: crate::turn::ThreadSettings,
 }
 
 impl fmt::Debug for Runner {
@@ -53,6 +64,9 @@ impl fmt::Debug for Runner {
             .field("agent", &self.agent.name())
             .field("streaming", &self.streaming)
             .field("store", &self.store.is_some())
+            .field("lease", &self.lease)
+            .field("limits", &self.limits)
+            .field("codec", &self.codec)
             .finish()
     }
 }
@@ -64,9 +78,11 @@ impl Runner {
             agent,
             streaming: false,
             store: None,
+            options: Arc::default(),
             codec: CheckpointCodec::default(),
             limits: RunLimits::default(),
-            resuming: Arc::default(),
+            lease: DEFAULT_LEASE,
+            threads: crate::turn::ThreadSettings::default(),
         }
     }
 
@@ -99,9 +115,41 @@ impl Runner {
         self
     }
 
+    /// Options for the runs (and resumes, thread turns) this runner starts, addressed to
+    /// agents by name (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
+    /// (store, resume claims) with the original.
+    ///
+    /// ```
+    /// # use flow_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
+    /// # let runner = Runner::new(FlowAgent::new(FnAgent::new("a", |_, _| async { Ok(()) })));
+    /// let cold = RunOptions::new().agent("a", AgentRunOptions::new().temperature(0.0));
+    /// let events = runner.clone().run_options(cold).query("hello");
+    /// # drop(events);
+    /// ```
+    pub fn run_options(mut self, options: RunOptions) -> Self {
+        self.options = Arc::new(options);
+        self
+    }
+
     /// Where checkpoints of interrupted runs are saved.
     pub fn checkpoint_store(mut self, store: impl CheckpointStore) -> Self {
         self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Like [`checkpoint_store`](Runner::checkpoint_store), with a store already shared.
+    pub fn shared_checkpoint_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// How long a resume's claim lasts before another worker may take the checkpoint over
+    /// (default [`DEFAULT_LEASE`], five minutes). The runner renews it as the resumed run
+    /// emits events, so choose a lease longer than the longest stretch without an event
+    /// (a slow model call, a slow tool): a worker that stays silent past its lease may find
+    /// its run taken over, and its outcome refused ([`StoreError::ClaimLost`]).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
         self
     }
 
@@ -134,16 +182,50 @@ impl Runner {
     /// Starts a run that saves a checkpoint under `checkpoint_id` if it is interrupted.
     ///
     /// The checkpoint is saved before the interrupt event reaches you; if saving fails, an
-    /// error event follows the interrupt and the store keeps what it had.
+    /// error event follows the interrupt and the store keeps what it had. If `checkpoint_id`
+    /// holds a run that still waits for its resume, nothing runs: the stream has one error
+    /// event ([`StoreError::Pending`]); use
+    /// [`run_checkpointed_replacing`](Runner::run_checkpointed_replacing) to replace it.
     pub fn run_checkpointed(
         &self,
         checkpoint_id: impl Into<String>,
         session: Arc<Session>,
         messages: impl IntoIterator<Item = MessageRef>,
     ) -> EventStream {
+        self.fresh(checkpoint_id.into(), SaveMode::Create, session, messages)
+    }
+
+    /// Like [`run_checkpointed`](Runner::run_checkpointed), replacing a run that waits under
+    /// `checkpoint_id` (it stays in the id's history, as replaced; a worker resuming it right
+    /// now cannot record its outcome).
+    pub fn run_checkpointed_replacing(
+        &self,
+        checkpoint_id: impl Into<String>,
+        session: Arc<Session>,
+        messages: impl IntoIterator<Item = MessageRef>,
+    ) -> EventStream {
+        self.fresh(checkpoint_id.into(), SaveMode::Replace, session, messages)
+    }
+
+    fn fresh(
+        &self,
+        id: String,
+        mode: SaveMode,
+        session: Arc<Session>,
+        messages: impl IntoIterator<Item = MessageRef>,
+    ) -> EventStream {
         let (cx, input) = self.start(Arc::clone(&session), messages.into_iter().collect());
-        let events = Arc::new(self.agent.clone()).run(cx.clone(), input);
-        self.checkpointing(checkpoint_id.into(), cx, events, None)
+        let run_id = unique_token();
+        let cx = cx.with_idempotency_scope(format!("{run_id}.0"));
+        let agent = Arc::new(self.agent.clone());
+        let lineage = Lineage {
+            id,
+            run_id,
+            resumes: 0,
+            first_save: mode,
+            claim: None,
+        };
+        self.checkpointing(lineage, cx, move |cx| agent.run(cx, input))
     }
 
     fn start(&self, session: Arc<Session>, messages: Vec<MessageRef>) -> (RunContext, AgentInput) {
@@ -153,6 +235,7 @@ impl Runner {
             self.streaming,
             self.agent.name(),
         )
+        .with_options(Arc::clone(&self.options))
         .with_limits(self.limits);
         let input = AgentInput {
             messages: messages.into(),
@@ -161,8 +244,8 @@ impl Runner {
         (cx, input)
     }
 
-    /// Loads and checks a checkpoint: it exists, decodes, was taken in this flow, and has not
-    /// been resumed to its end.
+    /// Loads and checks a checkpoint without claiming it: it exists, decodes, was taken in
+    /// this flow, and has not been resumed to its end.
     pub async fn load_checkpoint(
         &self,
         checkpoint_id: &str,
@@ -174,7 +257,18 @@ impl Runner {
             .ok_or_else(|| CheckpointError::NotFound {
                 id: checkpoint_id.to_owned(),
             })?;
-        let checkpoint = self.codec.decode(checkpoint_id, &bytes)?;
+        self.check(checkpoint_id, &bytes, self.agent.name())
+    }
+
+    /// Decodes `bytes` and checks they can resume in this runner, as a run that started at
+    /// agent `root` (the runner's agent, or the agent a thread's turn started at).
+    fn check(
+        &self,
+        checkpoint_id: &str,
+        bytes: &[u8],
+        root: &str,
+    ) -> Result<Checkpoint, CheckpointError> {
+        let checkpoint = self.codec.decode(checkpoint_id, bytes)?;
         let current = self.agent.shape();
         let fingerprint = format!("{:016x}", crate::fingerprint_of(&current));
         if checkpoint.shape != current || checkpoint.fingerprint != fingerprint {
@@ -185,7 +279,7 @@ impl Runner {
             });
         }
         let names = self.agent.all_names();
-        checkpoint.check_names(checkpoint_id, self.agent.name(), |n| names.contains(n))?;
+        checkpoint.check_names(checkpoint_id, root, |n| names.contains(n))?;
         if checkpoint.status == CheckpointStatus::Resumed {
             return Err(CheckpointError::AlreadyResumed {
                 id: checkpoint_id.to_owned(),
@@ -194,32 +288,58 @@ impl Runner {
         Ok(checkpoint)
     }
 
+    /// The runs waiting for their resume in this runner's store, oldest first, at most
+    /// `limit`: each with its id, the flow it was taken in, its interrupts (ids and infos)
+    /// and when it was saved. What an approvals screen lists. Checkpoints that do not decode
+    /// are left out (and stay in the store).
+    pub async fn pending_interrupts(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<PendingInterrupt>, CheckpointError> {
+        let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
+        let pending = store.pending(limit).await?;
+        Ok(pending
+            .into_iter()
+            .filter_map(|p| match self.codec.decode(&p.id, &p.bytes) {
+                Ok(c) => Some(PendingInterrupt {
+                    id: p.id,
+                    version: p.version,
+                    created_at: p.created_at,
+                    flow: c.shape,
+                    interrupts: c.interrupts,
+                }),
+                Err(e) => {
+                    tracing::warn!(checkpoint = %p.id, error = %e, "pending checkpoint does not decode");
+                    None
+                }
+            })
+            .collect())
+    }
+
     /// Resumes the run saved under `checkpoint_id`.
+    ///
+    /// First it claims the checkpoint in the store (for the runner's [lease](Runner::lease)):
+    /// if another resume holds it or has completed it, this returns
+    /// [`CheckpointError::Claimed`] or [`CheckpointError::AlreadyResumed`] and runs nothing.
+    /// Any other error (the checkpoint does not decode, was taken in another flow, `targets`
+    /// names an unknown interrupt) gives the claim back and leaves the store as it was.
     ///
     /// `targets` maps interrupt ids ([`InterruptInfo::id`], e.g. `desk/refund`) to resume data
     /// for them; every interrupt of the checkpoint is re-entered, targeted or not (one that is
     /// not targeted may interrupt again). Events of the resumed run carry the run paths they
     /// would have had without the interrupt; agents that finished before it are not run again.
-    /// If the resumed run is interrupted again, the checkpoint is replaced by the new one; when
-    /// it ends, the checkpoint is marked resumed and cannot be resumed again.
+    /// If the resumed run is interrupted again, its new checkpoint becomes the head of the
+    /// id's history (a child of the resumed one); when it ends, the checkpoint is marked
+    /// finished and cannot be resumed again. Dropping the event stream before the end gives
+    /// the claim back (when a Tokio runtime is there to do it; else the lease runs out).
     pub async fn resume(
         &self,
         checkpoint_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<EventStream, CheckpointError> {
-        let checkpoint = self.load_checkpoint(checkpoint_id).await?;
-        for target in targets.keys() {
-            if !checkpoint.interrupts.iter().any(|i| &i.id == target) {
-                let known: Vec<&str> = checkpoint.interrupts.iter().map(|i| &*i.id).collect();
-                return Err(CheckpointError::UnknownInterrupt {
-                    id: checkpoint_id.to_owned(),
-                    interrupt: target.clone(),
-                    known: known.join(", "),
-                });
-            }
-        }
-        let claim = ResumeClaim::take(&self.resuming, checkpoint_id)?;
-
+        let (checkpoint, guard) = self
+            .claim_checkpoint(checkpoint_id, &targets, self.agent.name())
+            .await?;
         let session = checkpoint.restore_session();
         let root_input: Vec<MessageRef> = checkpoint
             .root_input
@@ -227,80 +347,262 @@ impl Runner {
             .cloned()
             .map(Arc::new)
             .collect();
+        let run_id = if checkpoint.run_id.is_empty() {
+            checkpoint_id.to_owned()
+        } else {
+            checkpoint.run_id.clone()
+        };
         let cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
         )
-        .with_limits(self.limits);
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
+        .with_idempotency_scope(format!("{run_id}.{}", checkpoint.resumes));
         let input = AgentInput {
             messages: root_input.into(),
             streaming: checkpoint.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
-        let events = Arc::new(self.agent.clone()).resume(cx.clone(), input, info);
-        Ok(self.checkpointing(checkpoint_id.to_owned(), cx, events, Some(claim)))
+        let agent = Arc::new(self.agent.clone());
+        let lineage = Lineage {
+            id: checkpoint_id.to_owned(),
+            run_id,
+            resumes: checkpoint.resumes + 1,
+            first_save: SaveMode::Create,
+            claim: Some(guard),
+        };
+        Ok(self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info)))
     }
 
-    /// Forwards `events`, saving a checkpoint before each interrupt is forwarded and marking a
-    /// resumed checkpoint done when its run ends uninterrupted.
+    /// Claims checkpoint `checkpoint_id` for this runner's lease and checks it can resume here
+    /// with `targets`, as a run that started at agent `root`; on any error after the claim,
+    /// gives the claim back.
+    pub(crate) async fn claim_checkpoint(
+        &self,
+        checkpoint_id: &str,
+        targets: &HashMap<String, serde_json::Value>,
+        root: &str,
+    ) -> Result<(Checkpoint, ClaimGuard), CheckpointError> {
+        let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
+        let claim = store.claim(checkpoint_id, self.lease).await?;
+        match self
+            .check(checkpoint_id, &claim.bytes, root)
+            .and_then(|c| check_targets(checkpoint_id, &c, targets).map(|()| c))
+        {
+            Ok(c) => Ok((
+                c,
+                ClaimGuard {
+                    store: Arc::clone(store),
+                    claim: Some(claim),
+                },
+            )),
+            Err(e) => {
+                if let Err(release) = store.release(&claim).await {
+                    tracing::warn!(checkpoint = checkpoint_id, error = %release, "could not give a claim back");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs `start` and forwards its events, saving a checkpoint before each interrupt is
+    /// forwarded and completing a resume's claim when the run ends.
     fn checkpointing(
         &self,
-        id: String,
+        mut lineage: Lineage,
         cx: RunContext,
-        mut events: EventStream,
-        claim: Option<ResumeClaim>,
+        start: impl FnOnce(RunContext) -> EventStream + Send + 'static,
     ) -> EventStream {
         let store = self.store.clone();
         let codec = self.codec.clone();
         let shape = self.agent.shape();
-        let streaming = cx.streaming();
+        let lease = self.lease;
         generate(cx.clone(), move |out| async move {
-            let _claim = claim;
+            let id = lineage.id.clone();
+            let Some(store) = store else {
+                out.emit(checkpoint_error(&cx, &id, &CheckpointError::NoStore));
+                return Ok(());
+            };
+            if lineage.claim.is_none() && lineage.first_save == SaveMode::Create {
+                // Refuse early a run that could not be saved: nothing runs.
+                match store.history(&id).await {
+                    Ok(history) => {
+                        if let Some(head) = history.last().filter(|h| {
+                            matches!(
+                                h.state,
+                                crate::store::CheckpointState::Pending
+                                    | crate::store::CheckpointState::Claimed { .. }
+                            )
+                        }) {
+                            let e = StoreError::Pending {
+                                id: id.clone(),
+                                version: head.version,
+                            };
+                            out.emit(checkpoint_error(&cx, &id, &e.into()));
+                            return Ok(());
+                        }
+                    }
+                    Err(e) => {
+                        out.emit(checkpoint_error(&cx, &id, &e.into()));
+                        return Ok(());
+                    }
+                }
+            }
+            let mut events = start(cx.clone());
+            let mut renewed = Instant::now();
+            let mut saved_once = false;
             let mut interrupts: Vec<InterruptInfo> = Vec::new();
             while let Some(event) = events.next().await {
+                if let Some(guard) = &lineage.claim {
+                    if let Some(claim) = &guard.claim {
+                        if renewed.elapsed() >= lease / 2 {
+                            if let Err(e) = store.renew(claim, lease).await {
+                                out.emit(checkpoint_error(&cx, &id, &e.into()));
+                                return Ok(());
+                            }
+                            renewed = Instant::now();
+                        }
+                    }
+                }
                 let Some(info) = event.interrupt() else {
                     out.yield_event(event).await;
                     continue;
                 };
                 interrupts.push(info.clone());
-                let saved = save(
-                    store.as_deref(),
-                    &codec,
-                    &id,
-                    shape.clone(),
-                    streaming,
-                    &cx,
-                    interrupts.clone(),
-                    CheckpointStatus::Interrupted,
-                )
-                .await;
+                let captured = capture(&cx, &codec, &id, &shape, &lineage, interrupts.clone()).await;
+                let saved = match captured {
+                    Err(e) => Err(e),
+                    Ok(bytes) => {
+                        let claim = lineage.claim.as_mut().and_then(|g| g.claim.clone());
+                        match (saved_once, claim) {
+                            (false, Some(claim)) => {
+                                let done =
+                                    store.complete(&claim, Completion::Interrupted(bytes)).await;
+                                if done.is_ok() {
+                                    lineage.claim.as_mut().map(ClaimGuard::disarm);
+                                }
+                                done
+                            }
+                            (false, None) => store.save(&id, bytes, lineage.first_save).await,
+                            (true, _) => store.save(&id, bytes, SaveMode::Replace).await,
+                        }
+                        .map_err(CheckpointError::from)
+                    }
+                };
                 out.yield_event(event).await;
-                if let Err(e) = saved {
-                    out.emit(checkpoint_error(&cx, &id, &e));
-                    return Ok(());
+                match saved {
+                    Ok(_) => saved_once = true,
+                    Err(e) => {
+                        out.emit(checkpoint_error(&cx, &id, &e));
+                        return Ok(());
+                    }
                 }
             }
-            if _claim.is_some() && interrupts.is_empty() {
-                let done = save(
-                    store.as_deref(),
-                    &codec,
-                    &id,
-                    shape,
-                    streaming,
-                    &cx,
-                    Vec::new(),
-                    CheckpointStatus::Resumed,
-                )
-                .await;
-                if let Err(e) = done {
-                    out.emit(checkpoint_error(&cx, &id, &e));
+            let claim = lineage.claim.as_ref().and_then(|g| g.claim.clone());
+            if let Some(claim) = claim {
+                // The resumed run ended without an interrupt: record its end.
+                let bytes = capture(&cx, &codec, &id, &shape, &lineage, Vec::new()).await;
+                let done = match bytes {
+                    Ok(bytes) => store
+                        .complete(&claim, Completion::Finished(bytes))
+                        .await
+                        .map_err(CheckpointError::from),
+                    Err(e) => Err(e),
+                };
+                match done {
+                    Ok(_) => {
+                        lineage.claim.as_mut().map(ClaimGuard::disarm);
+                    }
+                    Err(e) => {
+                        // The outcome is not recorded: the checkpoint is pending again, so
+                        // it can be resumed once more (tools see the same idempotency keys).
+                        if let Some(guard) = lineage.claim.as_mut() {
+                            guard.disarm();
+                        }
+                        if let Err(release) = store.release(&claim).await {
+                            tracing::warn!(checkpoint = %id, error = %release, "could not give a claim back");
+                        }
+                        out.emit(checkpoint_error(&cx, &id, &e));
+                    }
                 }
             }
             Ok(())
         })
     }
+}
+
+/// What a checkpointing run saves under, and the claim it resumes with.
+struct Lineage {
+    id: String,
+    run_id: String,
+    /// The resumes before the checkpoints this run writes.
+    resumes: u32,
+    /// How a fresh run's first checkpoint is saved.
+    first_save: SaveMode,
+    claim: Option<ClaimGuard>,
+}
+
+/// A held claim: given back when dropped unless the run completed it.
+pub(crate) struct ClaimGuard {
+    store: Arc<dyn CheckpointStore>,
+    claim: Option<Claim>,
+}
+
+impl ClaimGuard {
+    /// Marks the claim as completed (or given back): dropping the guard then does nothing.
+    pub(crate) fn disarm(&mut self) {
+        self.claim = None;
+    }
+
+    /// Completes the claim with `completion`; on success the guard is disarmed.
+    pub(crate) async fn complete(&mut self, completion: Completion) -> Result<u64, StoreError> {
+        let Some(claim) = &self.claim else {
+            return Err(StoreError::Other {
+                id: String::new(),
+                message: "the claim was already completed".into(),
+            });
+        };
+        let version = self.store.complete(claim, completion).await?;
+        self.disarm();
+        Ok(version)
+    }
+}
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        let Some(claim) = self.claim.take() else {
+            return;
+        };
+        // The run was dropped before it ended: give the claim back now if a runtime is here
+        // to do it; else its lease runs out.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let store = Arc::clone(&self.store);
+            handle.spawn(async move {
+                let _ = store.release(&claim).await;
+            });
+        }
+    }
+}
+
+fn check_targets(
+    checkpoint_id: &str,
+    checkpoint: &Checkpoint,
+    targets: &HashMap<String, serde_json::Value>,
+) -> Result<(), CheckpointError> {
+    for target in targets.keys() {
+        if !checkpoint.interrupts.iter().any(|i| &i.id == target) {
+            let known: Vec<&str> = checkpoint.interrupts.iter().map(|i| &*i.id).collect();
+            return Err(CheckpointError::UnknownInterrupt {
+                id: checkpoint_id.to_owned(),
+                interrupt: target.clone(),
+                known: known.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEvent {
@@ -310,55 +612,50 @@ fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEven
     .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn save(
-    store: Option<&dyn CheckpointStore>,
+/// Captures the run's session as checkpoint bytes: interrupted at `interrupts`, or, with none,
+/// the final record of a run that was resumed to its end.
+async fn capture(
+    cx: &RunContext,
     codec: &CheckpointCodec,
     id: &str,
-    shape: String,
-    streaming: bool,
-    cx: &RunContext,
+    shape: &str,
+    lineage: &Lineage,
     interrupts: Vec<InterruptInfo>,
-    status: CheckpointStatus,
-) -> Result<(), CheckpointError> {
-    let store = store.ok_or(CheckpointError::NoStore)?;
-    let mut checkpoint = Checkpoint::capture(
+) -> Result<Vec<u8>, CheckpointError> {
+    capture_bytes(
+        cx,
+        codec,
         id,
         shape,
-        streaming,
+        (lineage.run_id.clone(), lineage.resumes),
+        interrupts,
+    )
+    .await
+}
+
+/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`,
+/// encoded (and signed, if it has a key) by `codec`.
+pub(crate) async fn capture_bytes(
+    cx: &RunContext,
+    codec: &CheckpointCodec,
+    id: &str,
+    shape: &str,
+    (run_id, resumes): (String, u32),
+    interrupts: Vec<InterruptInfo>,
+) -> Result<Vec<u8>, CheckpointError> {
+    let mut checkpoint = Checkpoint::capture(
+        id,
+        shape.to_owned(),
+        cx.streaming(),
         cx.root_input(),
         cx.session(),
         interrupts,
+        (run_id, resumes),
     )
     .await?;
-    checkpoint.status = status;
-    store.set(id, codec.encode(&checkpoint)).await?;
-    Ok(())
-}
 
-/// Marks a checkpoint as being resumed in this runner until dropped, so two concurrent resumes
-/// of one checkpoint cannot both run.
-struct ResumeClaim {
-    set: Arc<Mutex<HashSet<String>>>,
-    id: String,
-}
-
-impl ResumeClaim {
-    fn take(set: &Arc<Mutex<HashSet<String>>>, id: &str) -> Result<Self, CheckpointError> {
-        if !set.lock().expect("resume set lock").insert(id.to_owned()) {
-            return Err(CheckpointError::AlreadyResumed { id: id.to_owned() });
-        }
-        Ok(ResumeClaim {
-            set: Arc::clone(set),
-            id: id.to_owned(),
-        })
+    if checkpoint.interrupts.is_empty() {
+        checkpoint.status = CheckpointStatus::Resumed;
     }
-}
-
-impl Drop for ResumeClaim {
-    fn drop(&mut self) {
-        if let Ok(mut set) = self.set.lock() {
-            set.remove(&self.id);
-        }
-    }
+    Ok(codec.encode(&checkpoint))
 }

@@ -346,6 +346,7 @@ mod tests {
             &[],
             &session,
             Vec::new(),
+            ("r".into(), 0),
         ))
         .unwrap();
         let message = checkpoint.events[0].message.as_ref().unwrap();

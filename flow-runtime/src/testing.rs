@@ -52,3 +52,72 @@ pub fn skip_missing_component(component: &str, how: &str) {
         std::panic::Location::caller()
     );
 }
+
+/// The environment variable naming the PostgreSQL server the Postgres tests use
+/// (`postgres://user@host/database`, `?host=/socket/dir` for a Unix socket).
+pub const POSTGRES_URL_ENV: &str = "AGENTFLOW_PG_URL";
+
+/// A new, empty database on the server at [`POSTGRES_URL_ENV`], for one test: its URL. `None`
+/// (after [`skip_missing_component`]) when the variable is not set.
+///
+/// The database is named `PREFIX_` and a random suffix; it is not dropped (the server is a
+/// throw-away one).
+///
+/// # Panics
+///
+/// If the server cannot be reached or the database cannot be made.
+#[cfg(feature = "postgres")]
+pub async fn fresh_postgres_database(prefix: &str) -> Option<String> {
+    use sqlx::Connection;
+    let Ok(url) = std::env::var(POSTGRES_URL_ENV) else {
+        skip_missing_component(
+            "PostgreSQL",
+            "set AGENTFLOW_PG_URL to a server's URL; .ci/postgres.sh starts one",
+        );
+        return None;
+    };
+    let name = format!(
+        "{}_{}",
+        prefix.to_ascii_lowercase(),
+        &crate::store::unique_token()[..12]
+    );
+    assert!(
+        name.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+        "database names are made of a-z, 0-9 and _: {name}"
+    );
+    let mut admin = sqlx::PgConnection::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+    // The name is checked above: it needs no quoting.
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (&url[..], String::new()),
+    };
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    Some(format!("{server}/{name}{query}"))
+}
+
+/// Writes `version` as the schema version of the SQLite store at `path`, as a newer build
+/// would: to check that a store refuses a schema it does not know.
+///
+/// # Panics
+///
+/// If the database cannot be opened or written.
+#[cfg(feature = "sqlite")]
+pub async fn set_sqlite_schema_version(path: &std::path::Path, version: i64) {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+    let mut db = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
+    sqlx::query("UPDATE agentflow_schema SET version = $1 WHERE id = 1")
+        .bind(version)
+        .execute(&mut db)
+        .await
+        .unwrap_or_else(|e| panic!("cannot write the schema version: {e}"));
+}

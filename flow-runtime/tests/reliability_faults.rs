@@ -322,7 +322,7 @@ async fn a_session_that_cannot_be_captured_never_replaces_the_stored_checkpoint(
     };
     let runner = Runner::new(FlowAgent::new(broken)).checkpoint_store(store.clone());
     let events: Vec<AgentEvent> = runner
-        .run_checkpointed("c3", Session::new(), [Arc::new(Message::user("new"))])
+        .run_checkpointed_replacing("c3", Session::new(), [Arc::new(Message::user("new"))])
         .collect()
         .await;
     let shown = lines(&events).await;

@@ -2,11 +2,17 @@
 //!
 //! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), running
 //! the tool calls of a reply (`tool_calls`), the built-in `transfer_to_agent` and `exit` tools
-//! (`builtin`), the [`tool`] trait and function tools, and the [`models`].
+//! (`builtin`), the system prompt ([`instruction`]: templates over session values, transfer
+//! instructions), per-agent [`options`] of a run, the [`tool`] trait and function tools, and
+//! the [`models`].
 
 mod agent;
 mod builtin;
+pub mod instruction;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod models;
+pub mod options;
 mod react;
 pub mod tool;
 mod tool_calls;
@@ -16,4 +22,8 @@ pub use agent::{
     EXIT_TOOL_NAME,
 };
 pub use builtin::{exit_tool_definition, transfer_tool_definition};
+pub use instruction::{
+    default_transfer_instructions, InstructionError, InstructionFn, TransferInstructionsFn,
+};
+pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use tool_calls::ToolCallLimits;

@@ -4,7 +4,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::agent::RunContext;
-use crate::event::{AgentEvent, InterruptInfo};
+use crate::event::{Action, AgentEvent, InterruptInfo};
 use crate::generate::Context;
 use crate::llm::models::ToolDefinition;
 use crate::message::MessageRef;
@@ -27,6 +27,8 @@ pub struct ToolContext {
     history: Arc<[MessageRef]>,
     events: Option<Context>,
     resume: Option<Arc<ToolResume>>,
+    /// The action this call attached to its result event (see [`ToolContext::attach_action`]).
+    action: Arc<Mutex<Option<Action>>>,
 }
 
 /// A resumed call's saved state and the interrupt points below it.
@@ -59,7 +61,59 @@ impl ToolContext {
             history: Arc::from([]),
             events: None,
             resume: None,
+            action: Arc::default(),
         }
+    }
+
+    /// Attaches `action` to this call's result event (replacing one attached before): a tool's
+    /// own way to steer the run, as the built-in `exit` and `transfer_to_agent` tools do. The
+    /// slot belongs to this call (this context), so concurrent calls of one tool never mix
+    /// their actions up. A [`ChatModelAgent`](crate::ChatModelAgent) carries it out once the
+    /// call has returned `Ok` (an error result drops it):
+    ///
+    /// - [`Action::Exit`], [`Action::TransferToAgent`] and [`Action::BreakLoop`] end the
+    ///   agent's turn after the reply's results, like the built-in tools (the first of the
+    ///   reply, in call order, wins; a built-in `exit` or `transfer_to_agent` of the same reply
+    ///   comes first; a later one is dropped);
+    /// - [`Action::Custom`] rides on the event and the loop goes on;
+    /// - [`Action::Interrupted`] cannot be attached: stop with
+    ///   [`interrupt`](ToolContext::interrupt) instead (it is dropped).
+    ///
+    /// ```
+    /// use flow_runtime::{tool_fn_with_context, Action, ToolContext};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict {
+    ///     approved: bool,
+    /// }
+    ///
+    /// let review = tool_fn_with_context(
+    ///     "review",
+    ///     "Records the verdict; an approval ends the review loop.",
+    ///     |cx: ToolContext, v: Verdict| async move {
+    ///         if v.approved {
+    ///             cx.attach_action(Action::BreakLoop(cx.agent_name().into()));
+    ///         }
+    ///         Ok::<_, String>(if v.approved { "approved" } else { "rejected" })
+    ///     },
+    /// );
+    /// # let _ = review;
+    /// ```
+    pub fn attach_action(&self, action: Action) {
+        *self.action.lock().expect("tool action slot") = Some(action);
+    }
+
+    /// The action attached to this call's result so far.
+    pub fn attached_action(&self) -> Option<Action> {
+        self.action.lock().expect("tool action slot").clone()
+    }
+
+    /// The run option `key` addressed to the calling agent
+    /// ([`AgentRunOptions::tool_option`](crate::AgentRunOptions::tool_option)), if given.
+    pub fn tool_option(&self, key: &str) -> Option<&serde_json::Value> {
+        self.run
+            .agent_options()
+            .and_then(|o| o.tool_option_value(key))
     }
 
     /// The same context, for resuming a call that stopped with [`ToolError::Interrupted`]:
@@ -210,6 +264,33 @@ impl ToolContext {
     /// The id of the tool call being answered.
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// A key naming this tool call, for a tool with side effects to deduplicate them (send it
+    /// as a payment API's idempotency key, or keep it next to what the tool did).
+    ///
+    /// It is made of the run's idempotency scope, the calling agent's run path and the call id:
+    /// `SCOPE:RUN/PATH:CALL_ID`. It is the same every time the same checkpoint is resumed, so a
+    /// call that was in flight when a worker died, and runs again when another worker takes
+    /// the checkpoint over, gets the same key; it differs between runs, between the
+    /// checkpoints of one run (each resume of a run has its own scope) and between calls.
+    /// (A call whose id comes from a model reply made *during* the lost attempt gets the id
+    /// the model gives in the new attempt.)
+    ///
+    /// ```
+    /// use flow_runtime::{RunContext, Session, ToolContext};
+    /// let run = RunContext::new_run(Session::new(), [], false, "desk")
+    ///     .with_idempotency_scope("run-7.1");
+    /// let cx = ToolContext::new(run, "call_1");
+    /// assert_eq!(cx.idempotency_key(), "run-7.1:desk:call_1");
+    /// ```
+    pub fn idempotency_key(&self) -> String {
+        format!(
+            "{}:{}:{}",
+            self.run.idempotency_scope(),
+            self.run.run_path(),
+            self.call_id
+        )
     }
 }
 

@@ -79,6 +79,18 @@ pub enum CheckpointError {
         /// The id.
         id: String,
     },
+    /// Another worker is resuming the checkpoint right now (it holds the claim). It can be
+    /// taken over only if that worker dies and its lease runs out.
+    #[error(
+        "checkpoint '{id}' is being resumed by another worker; it can be taken over only if \
+         that worker's lease runs out, in {remaining:?}"
+    )]
+    Claimed {
+        /// The id.
+        id: String,
+        /// How long the holder's lease still runs.
+        remaining: std::time::Duration,
+    },
     /// Resume data was addressed to an interrupt the checkpoint does not have.
     #[error("checkpoint '{id}' has no interrupt '{interrupt}'; its interrupts are: {known}")]
     UnknownInterrupt {
@@ -151,7 +163,19 @@ pub enum CheckpointError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for CheckpointError {
+    /// The store's "not found", "already resumed" and "claimed" become this error's own.
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { id } => CheckpointError::NotFound { id },
+            StoreError::AlreadyResumed { id } => CheckpointError::AlreadyResumed { id },
+            StoreError::Claimed { id, remaining, .. } => CheckpointError::Claimed { id, remaining },
+            e => CheckpointError::Store(e),
+        }
+    }
 }
 
 /// Whether a checkpoint still waits for its resume.
@@ -203,6 +227,13 @@ pub struct Checkpoint {
     pub values: HashMap<String, serde_json::Value>,
     /// The interrupts the run stopped at, in the order they happened.
     pub interrupts: Vec<InterruptInfo>,
+    /// The run's random id, the same in every checkpoint of its lineage (it scopes the tools'
+    /// idempotency keys; empty in checkpoints written before it existed).
+    #[serde(default)]
+    pub run_id: String,
+    /// How many resumes of this run's lineage came before this checkpoint.
+    #[serde(default)]
+    pub resumes: u32,
 }
 
 impl Checkpoint {
@@ -214,23 +245,9 @@ impl Checkpoint {
         root_input: &[crate::MessageRef],
         session: &Session,
         interrupts: Vec<InterruptInfo>,
+        (run_id, resumes): (String, u32),
     ) -> Result<Checkpoint, CheckpointError> {
-        let mut events = Vec::new();
-        for e in session.events() {
-            let message = e
-                .message()
-                .await
-                .map_err(|source| CheckpointError::Stream {
-                    id: id.to_owned(),
-                    source,
-                })?;
-            events.push(RecordedEvent {
-                agent_name: e.agent_name().into(),
-                run_path: e.run_path().clone(),
-                message: message.map(|m| Message::clone(&m)),
-                action: e.action().cloned(),
-            });
-        }
+        let events = record_events(id, &session.events()).await?;
         Ok(Checkpoint {
             status: CheckpointStatus::Interrupted,
             fingerprint: format!("{:016x}", fingerprint_of(&shape)),
@@ -240,7 +257,15 @@ impl Checkpoint {
             events,
             values: session.values(),
             interrupts,
+            run_id,
+            resumes,
         })
+    }
+
+    /// The scope of the idempotency keys of the tool calls made while resuming this
+    /// checkpoint: the same for every resume of it, different for every other checkpoint.
+    pub fn idempotency_scope(&self) -> String {
+        format!("{}.{}", self.run_id, self.resumes)
     }
 
     /// A new session holding this checkpoint's events and values.
@@ -422,6 +447,8 @@ impl CheckpointCodec {
             events: vec![],
             values: HashMap::new(),
             interrupts: vec![],
+            run_id: "run".into(),
+            resumes: 0,
         }
     }
 
@@ -586,6 +613,8 @@ mod wire {
         events: Vec<EventOut<'a>>,
         values: &'a HashMap<String, serde_json::Value>,
         interrupts: &'a [InterruptInfo],
+        run_id: &'a str,
+        resumes: u32,
     }
 
     #[derive(Serialize)]
@@ -630,6 +659,8 @@ mod wire {
                 events,
                 values: &c.values,
                 interrupts: &c.interrupts,
+                run_id: &c.run_id,
+                resumes: c.resumes,
             }
         }
     }
@@ -646,6 +677,10 @@ mod wire {
         events: Vec<EventIn>,
         values: HashMap<String, serde_json::Value>,
         interrupts: Vec<InterruptInfo>,
+        #[serde(default)]
+        run_id: String,
+        #[serde(default)]
+        resumes: u32,
     }
 
     #[derive(Deserialize)]
@@ -711,9 +746,35 @@ mod wire {
                 events,
                 values: c.values,
                 interrupts: c.interrupts,
+                run_id: c.run_id,
+                resumes: c.resumes,
             })
         }
     }
+}
+
+/// The session events in their stored form; recorded streams are read to their end first.
+pub(crate) async fn record_events(
+    id: &str,
+    events: &[Arc<SessionEvent>],
+) -> Result<Vec<RecordedEvent>, CheckpointError> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        let message = e
+            .message()
+            .await
+            .map_err(|source| CheckpointError::Stream {
+                id: id.to_owned(),
+                source,
+            })?;
+        out.push(RecordedEvent {
+            agent_name: e.agent_name().into(),
+            run_path: e.run_path().clone(),
+            message: message.map(|m| Message::clone(&m)),
+            action: e.action().cloned(),
+        });
+    }
+    Ok(out)
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -734,6 +795,8 @@ mod tests {
             events: vec![],
             values: HashMap::new(),
             interrupts: vec![],
+            run_id: "r".into(),
+            resumes: 0,
         }
     }
 

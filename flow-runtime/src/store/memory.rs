@@ -1,16 +1,57 @@
-//! [`InMemoryStore`]: checkpoints in a map, for tests and runs that need not survive the process.
+//! [`InMemoryStore`]: checkpoints and threads in maps, for tests and runs that need not survive
+//! the process.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
-use super::{validate_id, CheckpointStore, StoreError};
+use super::records::{check_size, Records};
+use super::thread::{check_version, validate_thread_id};
+use super::{
+    from_millis, millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
+    PendingCheckpoint, SaveMode, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+    DEFAULT_MAX_CHECKPOINT_BYTES,
+};
 
-/// A store in memory: for tests, and for runs that need not survive the process.
-#[derive(Debug, Default, Clone)]
+/// A store in memory: for tests, and for runs that need not survive the process. Clones share
+/// the same checkpoints and threads; claims are atomic across the tasks and threads of the
+/// process.
+///
+/// It keeps checkpoints and threads in their encoded form (as a durable store would), so what
+/// it hands back was decoded, never shared with the writer.
+#[derive(Debug, Clone)]
 pub struct InMemoryStore {
-    map: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+    runs: Arc<Mutex<HashMap<String, Run>>>,
+    threads: Arc<Mutex<HashMap<String, Vec<StoredRecord>>>>,
+    max_bytes: u64,
+}
+
+/// A thread record as the in-memory store keeps it: its turn (to find a turn without decoding)
+/// and its JSON bytes.
+#[derive(Debug)]
+struct StoredRecord {
+    turn: u64,
+    bytes: Arc<[u8]>,
+}
+
+#[derive(Debug, Default)]
+struct Run {
+    records: Records,
+    /// The bytes of each record, by version.
+    bytes: HashMap<u64, Arc<Vec<u8>>>,
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        InMemoryStore {
+            runs: Arc::default(),
+            threads: Arc::default(),
+            max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
+        }
+    }
 }
 
 impl InMemoryStore {
@@ -18,25 +59,242 @@ impl InMemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// The same store, refusing checkpoints over `limit` bytes ([`StoreError::TooLarge`]);
+    /// the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
+    pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
+        self.max_bytes = limit;
+        self
+    }
+
+    fn runs(&self) -> MutexGuard<'_, HashMap<String, Run>> {
+        // A panic while holding the lock cannot leave a half-made transition: every one is
+        // checked before it changes anything.
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn bytes_of(&self, id: &str, run: &Run, version: u64) -> Result<Vec<u8>, StoreError> {
+        let bytes = run
+            .bytes
+            .get(&version)
+            .map(|b| b.to_vec())
+            .unwrap_or_default();
+        check_size(id, bytes.len() as u64, self.max_bytes)?;
+        Ok(bytes)
+    }
+}
+
+fn now_ms() -> u64 {
+    millis(SystemTime::now())
 }
 
 #[async_trait]
 impl CheckpointStore for InMemoryStore {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.map.lock().expect("store lock").get(id).cloned())
+        validate_id(id)?;
+        let runs = self.runs();
+        let Some(run) = runs.get(id) else {
+            return Ok(None);
+        };
+        match run.records.head() {
+            Some(head) => self.bytes_of(id, run, head.version).map(Some),
+            None => Ok(None),
+        }
     }
 
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+    async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
         validate_id(id)?;
-        self.map
-            .lock()
-            .expect("store lock")
-            .insert(id.to_owned(), bytes);
+        check_size(id, bytes.len() as u64, self.max_bytes)?;
+        let mut runs = self.runs();
+        let run = runs.entry(id.to_owned()).or_default();
+        let version = run.records.save(id, mode, now_ms(), bytes.len() as u64)?;
+        run.bytes.insert(version, Arc::new(bytes));
+        Ok(version)
+    }
+
+    async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
+        validate_id(id)?;
+        let mut runs = self.runs();
+        let Some(run) = runs.get_mut(id) else {
+            return Err(StoreError::NotFound { id: id.to_owned() });
+        };
+        if let Some(head) = run.records.waiting_head() {
+            // Refuse an oversized record before claiming it.
+            self.bytes_of(id, run, head.version)?;
+        }
+        let (version, attempt) = run.records.claim(id, now_ms(), lease)?;
+        let bytes = self.bytes_of(id, run, version)?;
+        Ok(Claim {
+            id: id.to_owned(),
+            version,
+            attempt,
+            bytes,
+        })
+    }
+
+    async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
+        let mut runs = self.runs();
+        match runs.get_mut(&claim.id) {
+            Some(run) => run.records.renew(claim, now_ms(), lease),
+            None => Err(lost(claim)),
+        }
+    }
+
+    async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        if let Some(run) = self.runs().get_mut(&claim.id) {
+            run.records.release(claim);
+        }
         Ok(())
+    }
+
+    async fn complete(&self, claim: &Claim, completion: Completion) -> Result<u64, StoreError> {
+        let (finished, bytes) = match completion {
+            Completion::Finished(b) => (true, b),
+            Completion::Interrupted(b) => (false, b),
+        };
+        check_size(&claim.id, bytes.len() as u64, self.max_bytes)?;
+        let mut runs = self.runs();
+        let run = runs.get_mut(&claim.id).ok_or_else(|| lost(claim))?;
+        let version = run
+            .records
+            .complete(claim, finished, now_ms(), bytes.len() as u64)?;
+        run.bytes.insert(version, Arc::new(bytes));
+        Ok(version)
+    }
+
+    async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        validate_id(id)?;
+        Ok(self
+            .runs()
+            .get(id)
+            .map(|run| run.records.meta(id))
+            .unwrap_or_default())
+    }
+
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError> {
+        let runs = self.runs();
+        let mut waiting: Vec<(&String, &Run, u64, u64)> = runs
+            .iter()
+            .filter_map(|(id, run)| {
+                let head = run.records.waiting_head()?;
+                Some((id, run, head.version, head.created_ms))
+            })
+            .collect();
+        waiting.sort_by(|a, b| (a.3, a.0).cmp(&(b.3, b.0)));
+        waiting
+            .into_iter()
+            .take(limit)
+            .map(|(id, run, version, created)| {
+                Ok(PendingCheckpoint {
+                    id: id.clone(),
+                    version,
+                    created_at: from_millis(created),
+                    bytes: self.bytes_of(id, run, version)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
+        let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
+        let mut runs = self.runs();
+        let before = runs.len();
+        runs.retain(|_, run| !run.records.finished_by(cutoff));
+        Ok(before - runs.len())
     }
 
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
-        self.map.lock().expect("store lock").remove(id);
+        validate_id(id)?;
+        self.runs().remove(id);
         Ok(())
+    }
+}
+
+pub(crate) fn lost(claim: &Claim) -> StoreError {
+    StoreError::ClaimLost {
+        id: claim.id.clone(),
+        version: claim.version,
+        attempt: claim.attempt,
+    }
+}
+
+#[async_trait]
+impl ThreadStore for InMemoryStore {
+    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+        validate_thread_id(id)?;
+        let (version, turn, bytes) = {
+            let threads = self.threads.lock().expect("store lock");
+            let Some(last) = threads.get(id).and_then(|r| r.last()) else {
+                return Ok(None);
+            };
+            let version = threads[id].len() as u64;
+            (version, last.turn, Arc::clone(&last.bytes))
+        };
+        let last = ThreadRecord::decode(id, version - 1, &bytes)?;
+        Ok(Some(ThreadHead {
+            id: id.to_owned(),
+            version,
+            turns: turn + 1,
+            last,
+        }))
+    }
+
+    async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
+        validate_thread_id(id)?;
+        let (first, picked): (usize, Vec<Arc<[u8]>>) = {
+            let threads = self.threads.lock().expect("store lock");
+            let Some(records) = threads.get(id) else {
+                return Ok(Vec::new());
+            };
+            // Records are in turn order: find the window by binary search.
+            let from = records.partition_point(|r| r.turn < turns.start);
+            let to = records.partition_point(|r| r.turn < turns.end);
+            let picked = records[from..to.max(from)]
+                .iter()
+                .map(|r| Arc::clone(&r.bytes))
+                .collect();
+            (from, picked)
+        };
+        picked
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| ThreadRecord::decode(id, (first + i) as u64, bytes))
+            .collect()
+    }
+
+    async fn append(
+        &self,
+        id: &str,
+        expected_version: u64,
+        mut record: ThreadRecord,
+    ) -> Result<u64, ThreadError> {
+        validate_thread_id(id)?;
+        record.seq = expected_version;
+        let bytes: Arc<[u8]> = record.encode().into();
+        let mut threads = self.threads.lock().expect("store lock");
+        let records = threads.entry(id.to_owned()).or_default();
+        check_version(id, expected_version, records.len() as u64)?;
+        records.push(StoredRecord {
+            turn: record.turn,
+            bytes,
+        });
+        Ok(records.len() as u64)
+    }
+
+    async fn list(&self) -> Result<Vec<String>, ThreadError> {
+        let threads = self.threads.lock().expect("store lock");
+        let mut ids: Vec<String> = threads
+            .iter()
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+        validate_thread_id(id)?;
+        let removed = self.threads.lock().expect("store lock").remove(id);
+        Ok(removed.is_some_and(|r| !r.is_empty()))
     }
 }

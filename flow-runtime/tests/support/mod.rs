@@ -1,19 +1,23 @@
 //! Helpers shared by the integration tests. Each test crate uses some of them.
 #![allow(dead_code)]
 
+pub mod contract;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use flow_runtime::model::{ChatModel, RetryPolicy};
 use flow_runtime::{
-    tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointStore, FlowAgent, InMemoryStore,
-    StoreError, ToolError,
+    tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore, Claim,
+    Completion, FlowAgent, InMemoryStore, PendingCheckpoint, SaveMode, StoreError, ToolError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// A store whose writes fail ("disk full") after the first `ok_writes`.
+/// A store whose writes (saves and completions) fail ("disk full") after the first
+/// `ok_writes`.
 #[derive(Clone)]
 pub struct FailingStore {
     /// Where the writes that succeed go.
@@ -22,23 +26,51 @@ pub struct FailingStore {
     pub ok_writes: Arc<AtomicUsize>,
 }
 
+impl FailingStore {
+    fn write(&self, id: &str) -> Result<(), StoreError> {
+        match self
+            .ok_writes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        {
+            Ok(_) => Ok(()),
+            Err(_) => Err(StoreError::Other {
+                id: id.into(),
+                message: "disk full".into(),
+            }),
+        }
+    }
+}
+
 #[async_trait]
 impl CheckpointStore for FailingStore {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.inner.get(id).await
     }
-    async fn set(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
-        if self
-            .ok_writes
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_err()
-        {
-            return Err(StoreError::Other {
-                id: id.into(),
-                message: "disk full".into(),
-            });
-        }
-        self.inner.set(id, bytes).await
+    async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
+        self.write(id)?;
+        self.inner.save(id, bytes, mode).await
+    }
+    async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
+        self.inner.claim(id, lease).await
+    }
+    async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
+        self.inner.renew(claim, lease).await
+    }
+    async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.inner.release(claim).await
+    }
+    async fn complete(&self, claim: &Claim, completion: Completion) -> Result<u64, StoreError> {
+        self.write(&claim.id)?;
+        self.inner.complete(claim, completion).await
+    }
+    async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        self.inner.history(id).await
+    }
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError> {
+        self.inner.pending(limit).await
+    }
+    async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
+        self.inner.purge_finished(age).await
     }
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
         self.inner.delete(id).await

@@ -4,11 +4,13 @@
 //! A model answers a conversation with one assistant [`Message`], whole
 //! ([`ChatModel::generate`]) or in chunks ([`ChatModel::stream`]); the answer may call tools
 //! (see [`ToolCall`](crate::ToolCall)). [`ChatModelAgent`](crate::ChatModelAgent) runs the
-//! ReAct loop over a model. Two models ship with the runtime:
+//! ReAct loop over a model. Three models ship with the runtime:
 //!
 //! - [`ScriptedModel`]: deterministic, offline, answers from a script or from rules;
 //! - `OpenAiChatModel` (cargo feature `openai`): any OpenAI-compatible `/v1/chat/completions`
-//!   server (OpenAI, Ollama, vLLM, llama.cpp).
+//!   server (OpenAI, Ollama, vLLM, llama.cpp);
+//! - `AnthropicChatModel` (cargo feature `anthropic`): Anthropic's Messages API
+//!   (`/v1/messages`), or a proxy serving it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,17 +22,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, MessageRef};
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "openai")]
 mod openai;
+mod params;
 mod retry;
 mod scripted;
 
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicChatModel, AnthropicConfig, AnthropicUsage};
 #[cfg(feature = "http")]
 pub use http::{HttpCall, HttpError, HttpLimits, SizeLimit, SseEvent, TimeoutKind};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChatModel, OpenAiConfig};
+pub use params::ModelParams;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
@@ -53,6 +61,8 @@ pub struct ChatRequest {
     /// The tools the model may call; empty if it may not call any. Shared: an agent builds its
     /// definitions once and every request it makes points at them.
     pub tools: Arc<[ToolDefinition]>,
+    /// Sampling parameters (temperature, max tokens, ...); unset ones are not sent.
+    pub params: ModelParams,
 }
 
 impl ChatRequest {
@@ -61,6 +71,7 @@ impl ChatRequest {
         ChatRequest {
             messages: messages.into_iter().collect(),
             tools: Arc::default(),
+            params: ModelParams::default(),
         }
     }
 

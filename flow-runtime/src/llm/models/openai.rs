@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::http::{HttpCall, HttpError, HttpLimits, SseEvent};
 use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream};
-use crate::message::{Message, Role, ToolCall};
+use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 
 /// Where and how to reach an OpenAI-compatible server.
 ///
@@ -201,6 +201,10 @@ impl OpenAiChatModel {
         for (k, v) in &self.config.extra_body {
             body.insert(k.clone(), v.clone());
         }
+        // The request's own parameters win over the configured ones.
+        if let Value::Object(params) = json!(request.params) {
+            body.extend(params);
+        }
         Value::Object(body)
     }
 
@@ -313,7 +317,9 @@ fn wire_message(m: &Message) -> Value {
     };
     let mut out = serde_json::Map::new();
     out.insert("role".into(), json!(role));
-    if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
+    if !m.parts.is_empty() {
+        out.insert("content".into(), wire_parts(m));
+    } else if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
         out.insert("content".into(), Value::Null);
     } else {
         out.insert("content".into(), json!(m.content));
@@ -336,6 +342,32 @@ fn wire_message(m: &Message) -> Value {
         out.insert("tool_call_id".into(), json!(id));
     }
     Value::Object(out)
+}
+
+/// A message with [parts](Message::parts) as the protocol's array of content parts: its text
+/// first, then each part. Only user messages may carry images; in other roles an image is
+/// sent as its description.
+fn wire_parts(m: &Message) -> Value {
+    let mut parts = Vec::with_capacity(m.parts.len() + 1);
+    if !m.content.is_empty() {
+        parts.push(json!({"type": "text", "text": m.content}));
+    }
+    for part in &m.parts {
+        parts.push(match part {
+            ContentPart::Text { text } => json!({"type": "text", "text": text}),
+            ContentPart::Image { source } if m.role == Role::User => {
+                let url = match source {
+                    ImageSource::Url { url } => url.clone(),
+                    ImageSource::Base64 { media_type, data } => {
+                        format!("data:{media_type};base64,{data}")
+                    }
+                };
+                json!({"type": "image_url", "image_url": {"url": url}})
+            }
+            other => json!({"type": "text", "text": format!("[{}]", other.describe())}),
+        });
+    }
+    Value::Array(parts)
 }
 
 #[derive(Deserialize)]
@@ -537,6 +569,36 @@ mod tests {
     use crate::llm::models::ToolDefinition;
 
     #[test]
+    fn content_parts_become_content_part_arrays() {
+        let user = Message::user("What is this?")
+            .with_image_url("https://x/a.png")
+            .with_image_base64("image/png", "AAAA")
+            .with_part(ContentPart::text("Be short."));
+        assert_eq!(
+            wire_message(&user),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "https://x/a.png"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "text", "text": "Be short."}
+            ]})
+        );
+        // Only user messages carry images: elsewhere the image is described.
+        let tool = Message::tool("", "c1", "camera").with_image_url("https://x/b.png");
+        assert_eq!(
+            wire_message(&tool),
+            json!({"role": "tool", "tool_call_id": "c1", "content": [
+                {"type": "text", "text": "[an image at https://x/b.png]"}
+            ]})
+        );
+        // Without parts, content stays a plain string.
+        assert_eq!(
+            wire_message(&Message::user("hi")),
+            json!({"role": "user", "content": "hi"})
+        );
+    }
+
+    #[test]
     fn request_body_follows_the_protocol() {
         let model = OpenAiChatModel::new(
             OpenAiConfig::new("http://127.0.0.1:1/v1/", "m").extra("temperature", json!(0)),
@@ -575,6 +637,35 @@ mod tests {
                 }}],
                 "stream": true,
                 "temperature": 0
+            })
+        );
+    }
+
+    #[test]
+    fn request_params_are_sent_and_win_over_the_configured_ones() {
+        let model = OpenAiChatModel::new(
+            OpenAiConfig::new("http://127.0.0.1:1/v1/", "m")
+                .extra("temperature", json!(1))
+                .extra("seed", json!(7)),
+        )
+        .unwrap();
+        let mut request = ChatRequest::new([Arc::new(Message::user("hi"))]);
+        request.params = crate::llm::models::ModelParams {
+            temperature: Some(0.5),
+            max_tokens: Some(64),
+            stop: Some(vec!["END".into()]),
+            ..Default::default()
+        };
+        assert_eq!(
+            model.request_body(&request, false),
+            json!({
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": false,
+                "temperature": 0.5,
+                "seed": 7,
+                "max_tokens": 64,
+                "stop": ["END"]
             })
         );
     }

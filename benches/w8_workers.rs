@@ -1,0 +1,148 @@
+//! W8: resumes per second with 1, 2 and 4 worker processes sharing one store (SQLite, and
+//! PostgreSQL when `AGENTFLOW_PG_URL` names a server).
+//!
+//! For each store and worker count, this process saves `W8_RESUMES` (default 2,000) pending
+//! checkpoints, starts the workers (this binary again, as `W8_ROLE=worker`), opens a start
+//! barrier, and measures the time until every worker has drained the store: each worker lists
+//! pending checkpoints and resumes them (claim, decode, run, complete); a checkpoint another
+//! worker holds is skipped. Prints `store workers resumes seconds resumes/s`.
+//!
+//! ```text
+//! cargo bench --bench w8_workers
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentflow::store::CheckpointStore;
+use agentflow::{CheckpointError, FlowAgent, FnAgent, Message, Runner, Session};
+use futures::StreamExt;
+
+fn desk() -> FlowAgent {
+    FlowAgent::new(
+        FnAgent::new("refund", |cx, _| async move {
+            cx.interrupt(serde_json::json!("approve?"));
+            Ok(())
+        })
+        .on_resume(|cx, _, _| async move {
+            cx.say("refunded");
+            Ok(())
+        }),
+    )
+}
+
+async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
+    let (kind, at) = backend.split_once(':').unwrap();
+    match kind {
+        #[cfg(feature = "sqlite")]
+        "sqlite" => Arc::new(agentflow::store::SqliteStore::open(at).await.unwrap()),
+        #[cfg(feature = "postgres")]
+        "postgres" => Arc::new(agentflow::store::PostgresStore::connect(at).await.unwrap()),
+        other => panic!("store {other} is not built in; enable its feature"),
+    }
+}
+
+async fn worker(backend: &str, go: &Path) {
+    let runner = Runner::new(desk()).shared_checkpoint_store(open(backend).await);
+    while !go.exists() {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    loop {
+        let pending = runner.pending_interrupts(64).await.unwrap();
+        if pending.is_empty() {
+            return;
+        }
+        for p in pending {
+            match runner.resume(&p.id, HashMap::new()).await {
+                Ok(events) => {
+                    let events: Vec<_> = events.collect().await;
+                    assert!(events.iter().all(|e| e.error.is_none()));
+                }
+                Err(CheckpointError::Claimed { .. } | CheckpointError::AlreadyResumed { .. }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+}
+
+async fn measure(backend: &str, workers: usize, resumes: usize, work: &Path) -> f64 {
+    let runner = Runner::new(desk()).shared_checkpoint_store(open(backend).await);
+    let round = format!("{}-{workers}", std::process::id());
+    for k in 0..resumes {
+        let _: Vec<_> = runner
+            .run_checkpointed(
+                format!("w8-{round}-{k}"),
+                Session::new(),
+                [Arc::new(Message::user("refund"))],
+            )
+            .collect()
+            .await;
+    }
+    let go = work.join(format!("go-{round}"));
+    let children: Vec<Child> = (0..workers)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .env("W8_ROLE", "worker")
+                .env("W8_BACKEND", backend)
+                .env("W8_GO", &go)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Let the workers connect before the clock starts.
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    std::fs::write(&go, b"").unwrap();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(runner.pending_interrupts(1).await.unwrap().is_empty());
+    println!(
+        "{:<9} {workers} {resumes} {seconds:.3} {:.0}",
+        backend.split(':').next().unwrap(),
+        resumes as f64 / seconds
+    );
+    seconds
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if std::env::var("W8_ROLE").as_deref() == Ok("worker") {
+        let backend = std::env::var("W8_BACKEND").unwrap();
+        let go = PathBuf::from(std::env::var("W8_GO").unwrap());
+        rt.block_on(worker(&backend, &go));
+        return;
+    }
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not: then only a smoke run.
+    let benching = std::env::args().any(|a| a == "--bench");
+    let resumes: usize = std::env::var("W8_RESUMES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if benching { 2000 } else { 20 });
+    let work = std::env::temp_dir().join(format!("agentflow-w8-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let mut backends: Vec<String> = Vec::new();
+    if cfg!(feature = "sqlite") {
+        backends.push(format!("sqlite:{}", work.join("w8.db").display()));
+    }
+    if cfg!(feature = "postgres") {
+        if let Ok(url) = std::env::var("AGENTFLOW_PG_URL") {
+            backends.push(format!("postgres:{url}"));
+        }
+    }
+    println!("store     workers resumes seconds resumes/s");
+    for backend in &backends {
+        for workers in [1, 2, 4] {
+            rt.block_on(measure(backend, workers, resumes, &work));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

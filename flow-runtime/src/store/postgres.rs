@@ -1,0 +1,191 @@
+//! [`PostgresStore`]: one store shared by workers on many machines (feature `postgres`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
+use sqlx::Row;
+
+use super::memory::lost;
+use super::records::{check_size, Record};
+use super::sql::{self, sql_checkpoint_store, Statements, MIGRATIONS};
+use super::{
+    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
+    PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
+};
+
+/// The server's clock in milliseconds since the Unix epoch: every worker's leases are measured
+/// on one clock, whatever the workers' own clocks say.
+const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// The advisory lock key under which the schema is migrated (`agentflow` in ASCII, folded).
+const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
+
+/// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
+/// store.
+///
+/// A claim is a single `UPDATE` of the run's head row: PostgreSQL's row lock makes exactly one
+/// of any number of concurrent claimants match it. Leases are measured on the server's clock.
+/// Appending a record (a save, a completion) runs in a transaction holding a transaction-level
+/// advisory lock on the checkpoint id. The schema is created or migrated when the store opens
+/// (under an advisory lock, so many workers starting at once migrate it once), and a database
+/// migrated by a newer build is refused ([`StoreError::Schema`]).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), flow_runtime::StoreError> {
+/// use flow_runtime::store::PostgresStore;
+/// let store = PostgresStore::connect("postgres://agentflow@localhost/agentflow").await?;
+/// # let _ = store;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    sql: Arc<Statements>,
+    max_bytes: u64,
+}
+
+/// How a [`PostgresStore`] connects.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// Connections in the pool (default 8).
+    pub max_connections: u32,
+    /// How long to wait for a connection (default 30 s).
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/database`, or
+    /// `postgres:///database?host=/run/postgresql` for a Unix socket), and creates or
+    /// migrates its schema.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Like [`connect`](PostgresStore::connect), with options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        let connect: PgConnectOptions = url.parse().map_err(|e| database("parse the URL of", e))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(|e| database("connect to", e))?;
+        migrate(&pool).await?;
+        Ok(PostgresStore {
+            pool,
+            sql: Arc::new(Statements::with_clock(NOW)),
+            max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
+        })
+    }
+
+    /// The same store, refusing checkpoints over `limit` bytes ([`StoreError::TooLarge`]);
+    /// the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
+    pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
+        self.max_bytes = limit;
+        self
+    }
+
+    /// The schema version of the database.
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        let row = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| database("read the schema of", e))?;
+        match row {
+            Some(row) => row
+                .try_get("version")
+                .map_err(|e| database("read the schema of", e)),
+            None => Ok(0),
+        }
+    }
+
+    /// A transaction holding the advisory lock of run `id`.
+    async fn begin(&self, id: &str) -> Result<sqlx::Transaction<'static, Postgres>, StoreError> {
+        let err = Self::db_error("lock", id);
+        let mut tx = self.pool.begin().await.map_err(&err)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        Ok(tx)
+    }
+}
+
+fn database(operation: &'static str, e: sqlx::Error) -> StoreError {
+    StoreError::Database {
+        operation,
+        id: "the PostgreSQL database".to_owned(),
+        source: Arc::new(e),
+    }
+}
+
+/// Creates or migrates the schema in one transaction, under an advisory lock.
+async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
+    let err = |e| database("migrate", e);
+    let mut tx = pool.begin().await.map_err(err)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+    sqlx::query(sql::SCHEMA_TABLE)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+    let found: Option<i64> = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?
+        .map(|row| row.try_get("version"))
+        .transpose()
+        .map_err(err)?;
+    let found = found.unwrap_or(0);
+    let latest = sql::latest_version();
+    if found > latest {
+        return Err(StoreError::Schema {
+            found,
+            supported: latest,
+        });
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+        for statement in migration.postgres {
+            sqlx::query(statement)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| StoreError::Database {
+                    operation: "migrate",
+                    id: format!(
+                        "the PostgreSQL database (migration {}: {})",
+                        migration.version, migration.name
+                    ),
+                    source: Arc::new(e),
+                })?;
+        }
+    }
+    if found < latest {
+        sqlx::query(
+            "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        )
+        .bind(latest)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+    }
+    tx.commit().await.map_err(err)
+}
+
+sql_checkpoint_store!(PostgresStore, Postgres);

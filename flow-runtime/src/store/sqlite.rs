@@ -1,0 +1,230 @@
+//! [`SqliteStore`]: the durable embedded store, one SQLite database file (feature `sqlite`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite};
+
+use super::memory::lost;
+use super::records::{check_size, Record};
+use super::sql::{self, sql_checkpoint_store, Statements, MIGRATIONS};
+use super::{
+    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
+    PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
+};
+
+/// The database file [`SqliteStore::open_default`] uses when `AGENTFLOW_DB` is not set.
+pub const DEFAULT_SQLITE_PATH: &str = ".agentflow/agentflow.db";
+
+/// The SQLite clock in milliseconds since the Unix epoch.
+const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+
+/// The durable embedded default: checkpoints in one SQLite database file, shared safely by the
+/// processes of one machine (it is not for network file systems: use
+/// [`PostgresStore`](super::PostgresStore) for workers on several machines).
+///
+/// The database runs in WAL mode (readers do not block the writer) with `synchronous=FULL`
+/// (a commit is on disk when it returns) and waits up to the busy timeout for another
+/// process's write. A claim is a single `UPDATE` of the run's head row, so of any number of
+/// processes claiming one checkpoint exactly one wins. The schema is created or migrated when
+/// the store opens, and a database written by a newer build is refused
+/// ([`StoreError::Schema`]).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), flow_runtime::StoreError> {
+/// use flow_runtime::store::{CheckpointStore, SaveMode, SqliteStore};
+/// # let dir = std::env::temp_dir().join(format!("agentflow-doc-{}", std::process::id()));
+/// let store = SqliteStore::open(dir.join("checkpoints.db")).await?;
+/// store.save("order-7", b"...".to_vec(), SaveMode::Create).await?;
+/// assert_eq!(store.history("order-7").await?.len(), 1);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    sql: Arc<Statements>,
+    max_bytes: u64,
+    path: Arc<PathBuf>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates, with its directory) the database at `path`, and creates or migrates
+    /// its schema.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// Like [`open`](SqliteStore::open), with options.
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        options: SqliteOptions,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let shown = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Io {
+                operation: "create the directory of",
+                id: shown.clone(),
+                source: Arc::new(e),
+            })?;
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(options.busy_timeout)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .connect_with(connect)
+            .await
+            .map_err(|e| StoreError::Database {
+                operation: "open",
+                id: shown.clone(),
+                source: Arc::new(e),
+            })?;
+        migrate(&pool, &shown).await?;
+        Ok(SqliteStore {
+            pool,
+            sql: Arc::new(Statements::with_clock(NOW)),
+            max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
+            path: Arc::new(path),
+        })
+    }
+
+    /// The store in `$AGENTFLOW_DB`, or in [`DEFAULT_SQLITE_PATH`] under the current
+    /// directory.
+    pub async fn open_default() -> Result<Self, StoreError> {
+        match std::env::var_os("AGENTFLOW_DB") {
+            Some(path) => Self::open(path).await,
+            None => Self::open(DEFAULT_SQLITE_PATH).await,
+        }
+    }
+
+    /// The same store, refusing checkpoints over `limit` bytes ([`StoreError::TooLarge`]);
+    /// the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
+    pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
+        self.max_bytes = limit;
+        self
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the database (the newest this build knows after opening).
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        schema_version(&self.pool, &self.path.display().to_string()).await
+    }
+
+    /// A write transaction: SQLite has one writer at a time, so it holds every run's lock.
+    async fn begin(&self, id: &str) -> Result<sqlx::Transaction<'static, Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(Self::db_error("lock", id))
+    }
+}
+
+/// How a [`SqliteStore`] connects.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// How long a write waits for another connection's (default 30 s).
+    pub busy_timeout: Duration,
+    /// Connections in the pool (default 4).
+    pub max_connections: u32,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            busy_timeout: Duration::from_secs(30),
+            max_connections: 4,
+        }
+    }
+}
+
+async fn schema_version(pool: &SqlitePool, shown: &str) -> Result<i64, StoreError> {
+    let row = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
+        .fetch_optional(pool)
+        .await
+        .map_err(|e| database("read the schema of", shown, e))?;
+    match row {
+        Some(row) => row
+            .try_get("version")
+            .map_err(|e| database("read the schema of", shown, e)),
+        None => Ok(0),
+    }
+}
+
+fn database(operation: &'static str, shown: &str, e: sqlx::Error) -> StoreError {
+    StoreError::Database {
+        operation,
+        id: shown.to_owned(),
+        source: Arc::new(e),
+    }
+}
+
+/// Creates or migrates the schema, in one write transaction (so two processes opening a new
+/// database at once migrate it once).
+async fn migrate(pool: &SqlitePool, shown: &str) -> Result<(), StoreError> {
+    let err = |e| database("migrate", shown, e);
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+    sqlx::query(sql::SCHEMA_TABLE)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+    let found: Option<i64> = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?
+        .map(|row| row.try_get("version"))
+        .transpose()
+        .map_err(err)?;
+    let found = found.unwrap_or(0);
+    let latest = sql::latest_version();
+    if found > latest {
+        return Err(StoreError::Schema {
+            found,
+            supported: latest,
+        });
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+        for statement in migration.sqlite {
+            sqlx::query(statement)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| StoreError::Database {
+                    operation: "migrate",
+                    id: format!(
+                        "{shown} (migration {}: {})",
+                        migration.version, migration.name
+                    ),
+                    source: Arc::new(e),
+                })?;
+        }
+    }
+    if found < latest {
+        sqlx::query(
+            "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        )
+        .bind(latest)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+    }
+    tx.commit().await.map_err(err)
+}
+
+sql_checkpoint_store!(SqliteStore, Sqlite);

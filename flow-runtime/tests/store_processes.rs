@@ -1,0 +1,416 @@
+//! The resume claim across OS processes, on every durable backend: the test binary runs
+//! itself again as worker processes (`worker_entry`, selected by environment variables).
+//!
+//! - `*_race`: 50 trials; in each, 4 processes resume one checkpoint at the same moment:
+//!   exactly one runs the approved tool, every other is refused with a typed error.
+//! - `*_takeover`: a worker is killed with SIGKILL inside the tool while it holds the claim;
+//!   before the lease ends nobody else can resume, after it another worker takes over and the
+//!   tool sees the same idempotency key.
+//! - `*_drain`: 4 processes drain 1,000 pending approvals: every one runs exactly once.
+//!
+//! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use flow_runtime::{
+    tool_fn_with_context, ChatModelAgent, CheckpointError, CheckpointStore, FileStore, FlowAgent,
+    Message, Runner, ScriptStep, ScriptedModel, Session, StoreError, ToolContext,
+};
+use futures::StreamExt;
+use serde_json::json;
+
+const ROLE: &str = "AGENTFLOW_TEST_WORKER";
+const BACKEND: &str = "AGENTFLOW_TEST_BACKEND";
+const WORK_DIR: &str = "AGENTFLOW_TEST_WORK_DIR";
+const WORKER: &str = "AGENTFLOW_TEST_WORKER_NO";
+const TRIALS: usize = 50;
+const WORKERS: usize = 4;
+const APPROVALS: usize = 1000;
+
+/// Where a backend lives: `file:DIR`, `sqlite:PATH` or `postgres:URL`.
+async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
+    let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
+    match kind {
+        "file" => Arc::new(FileStore::new(at).unwrap()),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => Arc::new(flow_runtime::store::SqliteStore::open(at).await.unwrap()),
+        #[cfg(feature = "postgres")]
+        "postgres" => Arc::new(
+            flow_runtime::store::PostgresStore::connect(at)
+                .await
+                .unwrap(),
+        ),
+        other => panic!("unknown backend {other}"),
+    }
+}
+
+/// Appends one line to `path` (one `write` on a file opened for appending: lines of
+/// concurrent processes never mix).
+fn append(path: &Path, line: &str) {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The desk: its `refund` tool interrupts for approval; approved, it logs its idempotency key
+/// to `ran.log` (and, with `hang`, then waits forever: the worker will be killed there).
+fn desk(work: PathBuf, hang: bool) -> FlowAgent {
+    let refund = tool_fn_with_context(
+        "refund",
+        "Refunds after approval.",
+        move |cx: ToolContext, _args: serde_json::Value| {
+            let work = work.clone();
+            async move {
+                if cx.resume_data().is_none() {
+                    return Err(cx.interrupt(json!("approve?")));
+                }
+                append(&work.join("ran.log"), &cx.idempotency_key());
+                if hang {
+                    futures::future::pending::<()>().await;
+                }
+                Ok("paid".to_string())
+            }
+        },
+    );
+    let model = ScriptedModel::rules()
+        .when(
+            |r: &flow_runtime::ChatRequest| r.messages.last().is_some_and(|m| m.content == "paid"),
+            ScriptStep::text("refunded"),
+        )
+        .otherwise(ScriptStep::tool_call("refund", json!({})));
+    FlowAgent::new(
+        ChatModelAgent::builder("desk", model)
+            .tool(refund)
+            .build()
+            .unwrap(),
+    )
+}
+
+fn runner(store: Arc<dyn CheckpointStore>, work: &Path, hang: bool, lease: Duration) -> Runner {
+    Runner::new(desk(work.to_path_buf(), hang))
+        .shared_checkpoint_store(store)
+        .lease(lease)
+}
+
+fn approve() -> HashMap<String, serde_json::Value> {
+    HashMap::from([("desk".to_owned(), json!("yes"))])
+}
+
+/// Resumes `id` to its end; `Ok(true)` if this worker ran it, `Ok(false)` if it was refused
+/// because another has it or had it.
+async fn resume(runner: &Runner, id: &str) -> Result<bool, CheckpointError> {
+    match runner.resume(id, approve()).await {
+        Ok(events) => {
+            let events: Vec<_> = events.collect().await;
+            if let Some(e) = events.iter().find_map(|e| e.error.as_ref()) {
+                panic!("resumed run of {id} failed: {e}");
+            }
+            Ok(true)
+        }
+        Err(CheckpointError::Claimed { .. } | CheckpointError::AlreadyResumed { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Waits until `n` workers have reached barrier `name`.
+fn barrier(work: &Path, name: &str, me: usize, n: usize) {
+    std::fs::write(work.join(format!("{name}.{me}")), b"").unwrap();
+    while (0..n).any(|w| !work.join(format!("{name}.{w}")).exists()) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Runs only as a worker process of the tests below.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_entry() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let backend = std::env::var(BACKEND).unwrap();
+    let work = PathBuf::from(std::env::var(WORK_DIR).unwrap());
+    let me: usize = std::env::var(WORKER).unwrap().parse().unwrap();
+    let store = open(&backend).await;
+    let log = work.join(format!("worker-{me}.log"));
+    match role.as_str() {
+        "race" => {
+            let runner = runner(store, &work, false, Duration::from_secs(300));
+            for trial in 0..TRIALS {
+                barrier(&work, &format!("go-{trial}"), me, WORKERS);
+                let id = format!("race-{trial}");
+                match resume(&runner, &id).await {
+                    Ok(true) => append(&log, &format!("won {id}")),
+                    Ok(false) => append(&log, &format!("refused {id}")),
+                    Err(e) => append(&log, &format!("error {id}: {e}")),
+                }
+            }
+        }
+        "hold" => {
+            let runner = runner(store, &work, true, Duration::from_secs(3));
+            resume(&runner, "held").await.unwrap();
+            unreachable!("the tool hangs until this process is killed");
+        }
+        "drain" => {
+            let runner = runner(store, &work, false, Duration::from_secs(300));
+            loop {
+                let pending = runner.pending_interrupts(32).await.unwrap();
+                if pending.is_empty() {
+                    break;
+                }
+                for p in pending {
+                    match resume(&runner, &p.id).await {
+                        Ok(true) => append(&log, &format!("won {}", p.id)),
+                        Ok(false) => {}
+                        Err(e) => append(&log, &format!("error {}: {e}", p.id)),
+                    }
+                }
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+    std::process::exit(0);
+}
+
+fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "worker_entry", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(BACKEND, backend)
+        .env(WORK_DIR, work)
+        .env(WORKER, me.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_all(children: Vec<Child>) {
+    for mut child in children {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "a worker failed: {status}");
+    }
+}
+
+fn work_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentflow-procs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn interrupt(runner: &Runner, id: &str) {
+    let events: Vec<_> = runner
+        .run_checkpointed(id, Session::new(), [Arc::new(Message::user("refund me"))])
+        .collect()
+        .await;
+    assert!(events.last().unwrap().is_interrupt(), "{id} did not stop");
+}
+
+fn worker_lines(work: &Path) -> Vec<String> {
+    (0..WORKERS)
+        .flat_map(|w| lines(&work.join(format!("worker-{w}.log"))))
+        .collect()
+}
+
+async fn race(backend: &str, work: &Path) {
+    let store = open(backend).await;
+    let runner = runner(Arc::clone(&store), work, false, Duration::from_secs(300));
+    for trial in 0..TRIALS {
+        interrupt(&runner, &format!("race-{trial}")).await;
+    }
+    let workers: Vec<Child> = (0..WORKERS)
+        .map(|w| spawn("race", backend, work, w))
+        .collect();
+    wait_all(workers);
+    let outcomes = worker_lines(work);
+    let errors: Vec<&String> = outcomes.iter().filter(|l| l.starts_with("error")).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    for trial in 0..TRIALS {
+        let won = outcomes
+            .iter()
+            .filter(|l| **l == format!("won race-{trial}"))
+            .count();
+        let refused = outcomes
+            .iter()
+            .filter(|l| **l == format!("refused race-{trial}"))
+            .count();
+        assert_eq!((won, refused), (1, WORKERS - 1), "trial {trial}");
+    }
+    // The tool ran once per trial, each time with its own key.
+    let ran = lines(&work.join("ran.log"));
+    assert_eq!(ran.len(), TRIALS);
+    assert_eq!(ran.iter().collect::<HashSet<_>>().len(), TRIALS);
+}
+
+async fn takeover(backend: &str, work: &Path) {
+    let store = open(backend).await;
+    let lease = Duration::from_secs(3);
+    let runner = runner(Arc::clone(&store), work, false, lease);
+    interrupt(&runner, "held").await;
+    let mut holder = spawn("hold", backend, work, 0);
+    // The holder is inside the tool: it holds the claim.
+    while lines(&work.join("ran.log")).is_empty() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    holder.kill().unwrap(); // SIGKILL
+    holder.wait().unwrap();
+    // Its lease still runs: nobody else may resume.
+    match runner.resume("held", approve()).await {
+        Err(CheckpointError::Claimed { .. }) => {}
+        other => panic!("expected Claimed, got {:?}", other.map(|_| ())),
+    }
+    // After the lease, another worker takes over.
+    let mut taken = false;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if resume(&runner, "held").await.unwrap() {
+            taken = true;
+            break;
+        }
+    }
+    assert!(taken, "the dead worker's claim was never taken over");
+    let ran = lines(&work.join("ran.log"));
+    assert_eq!(ran.len(), 2, "the call in flight ran again (at-least-once)");
+    assert_eq!(ran[0], ran[1], "with the same idempotency key");
+    let history = store.history("held").await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert!(matches!(
+        store.claim("held", lease).await,
+        Err(StoreError::AlreadyResumed { .. })
+    ));
+}
+
+async fn drain(backend: &str, work: &Path) {
+    let store = open(backend).await;
+    let runner = runner(Arc::clone(&store), work, false, Duration::from_secs(300));
+    for k in 0..APPROVALS {
+        interrupt(&runner, &format!("approval-{k}")).await;
+    }
+    assert_eq!(
+        runner.pending_interrupts(usize::MAX).await.unwrap().len(),
+        APPROVALS
+    );
+    let workers: Vec<Child> = (0..WORKERS)
+        .map(|w| spawn("drain", backend, work, w))
+        .collect();
+    wait_all(workers);
+    let outcomes = worker_lines(work);
+    let errors: Vec<&String> = outcomes.iter().filter(|l| l.starts_with("error")).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let won: HashSet<&String> = outcomes.iter().collect();
+    assert_eq!(outcomes.len(), APPROVALS, "none run twice");
+    assert_eq!(won.len(), APPROVALS, "none lost");
+    let ran = lines(&work.join("ran.log"));
+    assert_eq!(ran.len(), APPROVALS);
+    assert_eq!(ran.iter().collect::<HashSet<_>>().len(), APPROVALS);
+    assert!(runner.pending_interrupts(10).await.unwrap().is_empty());
+    // More than one worker took part.
+    let busy = (0..WORKERS)
+        .filter(|w| !lines(&work.join(format!("worker-{w}.log"))).is_empty())
+        .count();
+    assert!(busy > 1, "only {busy} worker drained");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_race() {
+    let work = work_dir("file-race");
+    race(&format!("file:{}", work.join("store").display()), &work).await;
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_takeover() {
+    let work = work_dir("file-takeover");
+    takeover(&format!("file:{}", work.join("store").display()), &work).await;
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_drain() {
+    let work = work_dir("file-drain");
+    drain(&format!("file:{}", work.join("store").display()), &work).await;
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+
+    fn backend(work: &Path) -> String {
+        format!("sqlite:{}", work.join("store.db").display())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_race() {
+        let work = work_dir("sqlite-race");
+        race(&backend(&work), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_takeover() {
+        let work = work_dir("sqlite-takeover");
+        takeover(&backend(&work), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_drain() {
+        let work = work_dir("sqlite-drain");
+        drain(&backend(&work), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use flow_runtime::testing::fresh_postgres_database as fresh_database;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_race() {
+        let Some(url) = fresh_database("race").await else {
+            return;
+        };
+        let work = work_dir("pg-race");
+        race(&format!("postgres:{url}"), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_takeover() {
+        let Some(url) = fresh_database("takeover").await else {
+            return;
+        };
+        let work = work_dir("pg-takeover");
+        takeover(&format!("postgres:{url}"), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_drain() {
+        let Some(url) = fresh_database("drain").await else {
+            return;
+        };
+        let work = work_dir("pg-drain");
+        drain(&format!("postgres:{url}"), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}

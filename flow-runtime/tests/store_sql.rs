@@ -1,0 +1,130 @@
+//! The store contract on the SQL stores: `SqliteStore` (feature `sqlite`) and `PostgresStore`
+//! (feature `postgres`, against the server at `AGENTFLOW_PG_URL`), and their schemas.
+#![cfg(any(feature = "sqlite", feature = "postgres"))]
+
+mod support;
+
+use std::sync::Arc;
+
+use support::contract;
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+    use flow_runtime::store::{CheckpointStore, SqliteStore, StoreError};
+
+    fn path(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("agentflow-sql-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir.join("nested").join("store.db")
+    }
+
+    #[tokio::test]
+    async fn sqlite_store_keeps_the_contract() {
+        let path = path("contract");
+        let store = SqliteStore::open(&path).await.unwrap();
+        contract::refuses_escaping_ids(&store).await;
+        contract::lifecycle(&store, "").await;
+        contract::pending_and_purge(&store, "").await;
+        let limited = SqliteStore::open(&path)
+            .await
+            .unwrap()
+            .max_checkpoint_bytes(16);
+        contract::size_limit(&store, &limited, "").await;
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_store_gives_one_claim_among_tasks() {
+        let path = path("race");
+        let store = SqliteStore::open(&path).await.unwrap();
+        contract::one_claim_among_tasks(Arc::new(store), "").await;
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn sqlite_schema_is_made_once_and_a_newer_one_is_refused() {
+        let path = path("schema");
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(store.schema_version().await.unwrap(), 1);
+        // Opening again migrates nothing and keeps the data.
+        store
+            .save("kept", b"x".to_vec(), flow_runtime::SaveMode::Create)
+            .await
+            .unwrap();
+        let again = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(again.get("kept").await.unwrap().unwrap(), b"x");
+        // A database from a newer build is refused, not misread.
+        flow_runtime::testing::set_sqlite_schema_version(&path, 99).await;
+        match SqliteStore::open(&path).await {
+            Err(StoreError::Schema {
+                found: 99,
+                supported: 1,
+            }) => {}
+            other => panic!("expected a schema error, got {other:?}"),
+        }
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn open_default_uses_agentflow_db() {
+        let path = path("default");
+        std::env::set_var("AGENTFLOW_DB", &path);
+        let store = SqliteStore::open_default().await.unwrap();
+        assert_eq!(store.path(), path);
+        assert!(path.exists());
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use flow_runtime::store::PostgresStore;
+    use flow_runtime::testing::fresh_postgres_database;
+
+    #[tokio::test]
+    async fn postgres_store_keeps_the_contract() {
+        let Some(url) = fresh_postgres_database("contract").await else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        assert_eq!(store.schema_version().await.unwrap(), 1);
+        contract::refuses_escaping_ids(&store).await;
+        contract::lifecycle(&store, "").await;
+        contract::pending_and_purge(&store, "").await;
+        let limited = PostgresStore::connect(&url)
+            .await
+            .unwrap()
+            .max_checkpoint_bytes(16);
+        contract::size_limit(&store, &limited, "").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_store_gives_one_claim_among_tasks() {
+        let Some(url) = fresh_postgres_database("tasks").await else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        contract::one_claim_among_tasks(Arc::new(store), "").await;
+    }
+
+    #[tokio::test]
+    async fn postgres_schema_is_migrated_once_by_many_workers_at_once() {
+        let Some(url) = fresh_postgres_database("schema").await else {
+            return;
+        };
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move { PostgresStore::connect(&url).await })
+            })
+            .collect();
+        for open in opens {
+            assert_eq!(
+                open.await.unwrap().unwrap().schema_version().await.unwrap(),
+                1
+            );
+        }
+    }
+}
