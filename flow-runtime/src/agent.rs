@@ -10,6 +10,7 @@ use futures::Stream;
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
+use crate::llm::middleware::Middlewares;
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
@@ -199,6 +200,8 @@ struct RunShared {
     session: Arc<Session>,
     root_input: Arc<[MessageRef]>,
     streaming: bool,
+    /// The runner's middleware, for every agent of the run.
+    middleware: Middlewares,
 }
 
 impl RunContext {
@@ -216,6 +219,7 @@ impl RunContext {
                 session,
                 root_input: root_input.into_iter().collect(),
                 streaming,
+                middleware: Middlewares::default(),
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -275,6 +279,24 @@ impl RunContext {
         let agent_name = agent_name.into();
         let run_path = self.run_path.child(Arc::clone(&agent_name));
         self.at(agent_name, run_path)
+    }
+
+    /// This context (and every context derived from it) with the run's middleware set to
+    /// `middleware` (see [`Runner::middleware`](crate::Runner::middleware)).
+    pub fn with_run_middleware(mut self, middleware: Middlewares) -> Self {
+        self.shared = Arc::new(RunShared {
+            session: Arc::clone(&self.shared.session),
+            root_input: Arc::clone(&self.shared.root_input),
+            streaming: self.shared.streaming,
+            middleware,
+        });
+        self
+    }
+
+    /// The run's middleware (the [`Runner`](crate::Runner)'s): it runs around every agent of
+    /// the run, and around the model and tool calls of its LLM agents.
+    pub fn run_middleware(&self) -> &Middlewares {
+        &self.shared.middleware
     }
 
     pub(crate) fn with_node(mut self, node: FlowAgent) -> Self {

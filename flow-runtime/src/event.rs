@@ -225,6 +225,10 @@ pub enum AgentError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// A [middleware](crate::middleware) hook refused (a guardrail) or failed or panicked; the
+    /// agent's run ended with this event.
+    #[error(transparent)]
+    Middleware(#[from] crate::llm::middleware::MiddlewareError),
     /// An error of the caller's own type.
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),
@@ -367,6 +371,13 @@ impl AgentEvent {
             .as_ref()
             .and_then(EventOutput::message)
             .map(|m| &**m)
+    }
+
+    /// The token usage of the model call whose reply this event's whole message is, if the
+    /// model reported it. A streamed reply carries its usage in its last chunk, so it is on
+    /// the message the stream concatenates to.
+    pub fn usage(&self) -> Option<&crate::llm::usage::Usage> {
+        self.message_output().and_then(|m| m.usage.as_ref())
     }
 
     /// The interrupt this event carries, if any.

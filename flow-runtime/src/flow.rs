@@ -12,6 +12,7 @@ use crate::error::FlowError;
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
 use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter};
+use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
 use crate::message::Role;
 use crate::resume::ResumeInfo;
 
@@ -25,6 +26,10 @@ pub struct NodeOptions {
     pub skip_transfer_messages: bool,
     /// How the history is shaped into this agent's input.
     pub context: ContextPolicy,
+    /// Middleware around this node's agent runs (and its model and tool calls, for an LLM
+    /// agent), after the runner's and before the agent's own (see
+    /// [`middleware`](crate::middleware)).
+    pub middleware: Middlewares,
 }
 
 #[derive(Clone)]
@@ -133,6 +138,13 @@ impl FlowAgent {
     /// Sets this agent's context policy.
     pub fn context(mut self, policy: ContextPolicy) -> Self {
         self.options_mut().context = policy;
+        self
+    }
+
+    /// Adds middleware around this node's agent (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        let options = self.options_mut();
+        options.middleware = options.middleware.with(Arc::new(middleware));
         self
     }
 
@@ -475,8 +487,32 @@ async fn drive(
         let run = out
             .at(Arc::clone(&name), path.clone())
             .with_node(current.clone());
-        let input = build_input(&run, node).await?;
+        let mut input = build_input(&run, node).await?;
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
+        let hooks = Middlewares::chain([run.run_middleware(), &node.options.middleware]);
+        let hooked = if hooks.is_empty() {
+            None
+        } else {
+            let hcx = HookContext::agent(&run);
+            match middleware::before_agent(&hooks, &hcx, &mut input).await {
+                Ok((None, ran)) => Some((hcx, ran)),
+                Ok((Some(reply), ran)) => {
+                    // Answered in the agent's place: recorded as its own, and the run ends.
+                    let mut event = AgentEvent::message(reply).stamped(&name, &path);
+                    run.session().record(&event);
+                    event.recorded = true;
+                    out.yield_event(event).await;
+                    if let Err(e) = middleware::after_agent(&hooks, &hcx, ran).await {
+                        out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                    return Ok(());
+                }
+            }
+        };
 
         let resuming = resume.take();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -550,6 +586,12 @@ async fn drive(
             }
         }
         drop(events);
+        if let Some((hcx, ran)) = hooked {
+            if let Err(e) = middleware::after_agent(&hooks, &hcx, ran).await {
+                out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                return Ok(());
+            }
+        }
 
         if interrupted {
             return Ok(());

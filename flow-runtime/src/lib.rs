@@ -65,7 +65,9 @@ mod stream;
 pub mod testing;
 pub mod workflow;
 
+pub use llm::middleware;
 pub use llm::models as model;
+pub use llm::telemetry;
 pub use llm::tool;
 /// The former name of [`store`].
 #[doc(hidden)]
@@ -76,7 +78,8 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 pub use async_trait::async_trait;
 pub use llm::{
     exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
-    ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    ChatModelAgentBuilder, HookContext, HookError, IllegalTransfer, Middleware, MiddlewareError,
+    DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
@@ -91,7 +94,10 @@ pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
 pub use message::{Message, MessageRef, Role, ToolCall};
-pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+pub use model::{
+    ChatModel, ChatRequest, ModelError, OutputSchema, RetryPolicy, ScriptStep, ScriptedModel,
+    Usage, UsageReport,
+};
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;

@@ -10,6 +10,7 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
+use crate::llm::middleware::{Middleware, Middlewares};
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
@@ -40,6 +41,7 @@ pub struct Runner {
     streaming: bool,
     store: Option<Arc<dyn CheckpointStore>>,
     resuming: Arc<Mutex<HashSet<String>>>,
+    middleware: Middlewares,
 }
 
 impl fmt::Debug for Runner {
@@ -48,6 +50,7 @@ impl fmt::Debug for Runner {
             .field("agent", &self.agent.name())
             .field("streaming", &self.streaming)
             .field("store", &self.store.is_some())
+            .field("middleware", &self.middleware)
             .finish()
     }
 }
@@ -60,6 +63,7 @@ impl Runner {
             streaming: false,
             store: None,
             resuming: Arc::default(),
+            middleware: Middlewares::default(),
         }
     }
 
@@ -72,6 +76,20 @@ impl Runner {
     /// Where checkpoints of interrupted runs are saved.
     pub fn checkpoint_store(mut self, store: impl CheckpointStore) -> Self {
         self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Adds middleware that runs around every agent of every run this runner starts (or
+    /// resumes), and around the model and tool calls of its LLM agents; it is the outermost,
+    /// before the nodes' and the agents' own (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware = self.middleware.with(Arc::new(middleware));
+        self
+    }
+
+    /// Adds shared middleware (see [`middleware`](Runner::middleware)).
+    pub fn middleware_arc(mut self, middleware: Arc<dyn Middleware>) -> Self {
+        self.middleware = self.middleware.with(middleware);
         self
     }
 
@@ -117,12 +135,15 @@ impl Runner {
     }
 
     fn start(&self, session: Arc<Session>, messages: Vec<MessageRef>) -> (RunContext, AgentInput) {
-        let cx = RunContext::new_run(
+        let mut cx = RunContext::new_run(
             session,
             messages.iter().cloned(),
             self.streaming,
             self.agent.name(),
         );
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
         let input = AgentInput {
             messages,
             streaming: self.streaming,
@@ -194,12 +215,15 @@ impl Runner {
             .cloned()
             .map(Arc::new)
             .collect();
-        let cx = RunContext::new_run(
+        let mut cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
         );
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
         let input = AgentInput {
             messages: root_input,
             streaming: checkpoint.streaming,

@@ -2,17 +2,25 @@
 //!
 //! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), running
 //! the tool calls of a reply (`tool_calls`), the built-in `transfer_to_agent` and `exit` tools
-//! (`builtin`), the [`tool`] trait and function tools, and the [`models`].
+//! (`builtin`), the [`tool`] trait and function tools, the [`models`], [`middleware`] around
+//! agent runs, model calls and tool calls, token [`usage`], [`structured`] output, and the
+//! [`telemetry`] spans.
 
 mod agent;
 mod builtin;
+mod hooked_tool;
+pub mod middleware;
 pub mod models;
 mod react;
+pub mod structured;
+pub mod telemetry;
 pub mod tool;
 mod tool_calls;
+pub mod usage;
 
 pub use agent::{
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS,
     EXIT_TOOL_NAME,
 };
 pub use builtin::{exit_tool_definition, transfer_tool_definition};
+pub use middleware::{HookContext, HookError, Middleware, MiddlewareError};

@@ -87,6 +87,7 @@ impl ChatModelAgent {
             calls: mut resumes,
         } = resumed.unwrap_or_default();
         let mut jobs = FuturesOrdered::new();
+        let chain = self.middleware_chain(cx);
         let shared_history: Arc<[MessageRef]> = history.iter().cloned().collect();
         for call in calls.iter().skip(start) {
             if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
@@ -114,9 +115,8 @@ impl ChatModelAgent {
                         if let Some((_, info, state)) = resume {
                             tcx = tcx.with_resume(info, state);
                         }
-                        let arguments = call.arguments.clone();
                         let limit = self.tool_timeout;
-                        async move {
+                        let run = move |arguments: String| async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
                                 .catch_unwind();
                             let finished = match limit {
@@ -138,8 +138,8 @@ impl ChatModelAgent {
                                     message: panic_message(&*payload).into(),
                                 }),
                             }
-                        }
-                        .boxed()
+                        };
+                        self.hooked_tool_call(cx, &chain, call, run)
                     }
                     None => future::ready(Err(ToolError::UnknownTool {
                         tool: name.into(),
@@ -168,6 +168,7 @@ impl ChatModelAgent {
                     pending.push((call.clone(), *interrupt));
                     continue;
                 }
+                Err(ToolError::Middleware(error)) => return Err(error.into()),
                 Ok(done) => done,
                 Err(error) => (error.to_model_text(), None),
             };

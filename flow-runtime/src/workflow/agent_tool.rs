@@ -222,6 +222,7 @@ impl Tool for AgentTool {
             caller.streaming(),
             name,
         )
+        .with_run_middleware(caller.run_middleware().clone())
         .at(name, path);
         let agent_input = AgentInput {
             messages: input.clone(),

@@ -30,6 +30,9 @@ pub use openai::{OpenAiChatModel, OpenAiConfig};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
+pub use super::structured::{OutputSchema, DEFAULT_OUTPUT_RETRIES};
+pub use super::usage::{Usage, UsageReport, UsageTotal, USAGE_SESSION_KEY};
+
 /// A tool as a model sees it: name, description and the JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
@@ -49,6 +52,10 @@ pub struct ChatRequest {
     /// The tools the model may call; empty if it may not call any. Shared: an agent builds its
     /// definitions once and every request it makes points at them.
     pub tools: Arc<[ToolDefinition]>,
+    /// The JSON Schema the answer must match, when the agent declared an output type (see
+    /// [`structured`](crate::llm::structured)); the OpenAI client sends it as
+    /// `response_format`.
+    pub output_schema: Option<Arc<OutputSchema>>,
 }
 
 impl ChatRequest {
@@ -57,6 +64,7 @@ impl ChatRequest {
         ChatRequest {
             messages: messages.into_iter().collect(),
             tools: Arc::default(),
+            output_schema: None,
         }
     }
 

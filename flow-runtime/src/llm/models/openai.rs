@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream};
+use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream, Usage};
 use crate::message::{Message, Role, ToolCall};
 
 /// Where and how to reach an OpenAI-compatible server.
@@ -191,7 +191,15 @@ impl OpenAiChatModel {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(schema) = &request.output_schema {
+            body.insert("response_format".into(), schema.openai_response_format());
+        }
         body.insert("stream".into(), json!(stream));
+        if stream {
+            // Ask for the usage chunk at the end of the stream (servers that do not know the
+            // option ignore it; set `stream_options` in `extra_body` to override).
+            body.insert("stream_options".into(), json!({ "include_usage": true }));
+        }
         for (k, v) in &self.config.extra_body {
             body.insert(k.clone(), v.clone());
         }
@@ -291,10 +299,9 @@ impl OpenAiChatModel {
                 )
             })
             .collect();
-        Ok(Message::assistant_tool_calls(
-            m.content.unwrap_or_default(),
-            tool_calls,
-        ))
+        let mut reply = Message::assistant_tool_calls(m.content.unwrap_or_default(), tool_calls);
+        reply.usage = body.usage.map(WireUsage::usage);
+        Ok(reply)
     }
 }
 
@@ -357,6 +364,46 @@ struct ApiError {
 #[derive(Deserialize)]
 struct Completion {
     choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+/// The `usage` object of a completion or of the last stream chunk.
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens.unwrap_or(0),
+            output_tokens: self.completion_tokens.unwrap_or(0),
+            cached_input_tokens: self.prompt_tokens_details.and_then(|d| d.cached_tokens),
+            reasoning_tokens: self
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -388,6 +435,8 @@ struct StreamChunk {
     #[serde(default)]
     choices: Vec<StreamChoice>,
     error: Option<ApiError>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -569,6 +618,7 @@ impl<S> Sse<S> {
             self.done = true;
             return;
         }
+        let usage = chunk.usage.map(WireUsage::usage);
         for choice in chunk.choices {
             if choice.finish_reason.is_some() {
                 self.finished = true;
@@ -594,6 +644,14 @@ impl<S> Sse<S> {
                 self.ready
                     .push_back(Ok(Message::assistant_tool_calls(content, tool_calls)));
             }
+        }
+        if let Some(usage) = usage {
+            // With `include_usage`, the last chunk before `[DONE]` has no choices and the
+            // call's usage.
+            self.ready.push_back(Ok(Message {
+                usage: Some(usage),
+                ..Message::assistant("")
+            }));
         }
     }
 }
@@ -641,6 +699,7 @@ mod tests {
                     "name": "lookup", "description": "Looks up.", "parameters": {"type": "object"}
                 }}],
                 "stream": true,
+                "stream_options": {"include_usage": true},
                 "temperature": 0
             })
         );
