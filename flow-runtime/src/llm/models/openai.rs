@@ -706,6 +706,53 @@ mod tests {
     }
 
     #[test]
+    fn usage_and_response_format_follow_the_protocol() {
+        let model = OpenAiChatModel::new(OpenAiConfig::new("http://127.0.0.1:1/v1", "m")).unwrap();
+        let usage = json!({"prompt_tokens": 120, "completion_tokens": 30,
+            "prompt_tokens_details": {"cached_tokens": 100},
+            "completion_tokens_details": {"reasoning_tokens": 12}});
+        let body = json!({"choices": [{"message": {"content": "hi"}}], "usage": usage});
+        let reply = model.parse_completion(&body.to_string()).unwrap();
+        let expected = Usage::new(120, 30).with_cached_input(100).with_reasoning(12);
+        assert_eq!(reply.usage, Some(expected));
+        let bare = json!({"choices": [{"message": {"content": "hi"}}]});
+        assert_eq!(model.parse_completion(&bare.to_string()).unwrap().usage, None);
+
+        let frames = [
+            format!("data: {}\n\n", json!({"choices": [{"delta": {"content": "hi"}}]})),
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+            ),
+            format!("data: {}\n\n", json!({"choices": [], "usage": usage})),
+            "data: [DONE]\n\n".to_owned(),
+        ];
+        let body = futures::stream::iter(frames.map(|f| Ok::<_, reqwest::Error>(f.into_bytes())));
+        let chunks: Vec<Message> = futures::executor::block_on(
+            sse_chunks(model.clone(), body)
+                .map(|c| c.unwrap())
+                .collect::<Vec<_>>(),
+        );
+        let whole = Message::concat(&chunks);
+        assert_eq!((whole.content.as_str(), whole.usage), ("hi", Some(expected)));
+
+        #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        struct Verdict {
+            approved: bool,
+        }
+        let mut request = ChatRequest::new([Arc::new(Message::user("ok?"))]);
+        request.output_schema = Some(Arc::new(super::super::OutputSchema::of::<Verdict>()));
+        let body = model.request_body(&request, false);
+        assert_eq!(body["response_format"]["type"], "json_schema");
+        assert_eq!(body["response_format"]["json_schema"]["name"], "Verdict");
+        assert_eq!(
+            body["response_format"]["json_schema"]["schema"]["required"],
+            json!(["approved"])
+        );
+        assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
     fn config_debug_hides_the_key() {
         let c = OpenAiConfig::new("http://x/v1", "m").api_key("not-a-real-key");
         assert!(!format!("{c:?}").contains("not-a-real-key"));
