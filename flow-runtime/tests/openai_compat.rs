@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, Usage};
+use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
     AgentError, AgentEvent, ChatAgentError, ChatModel, ChatModelAgent, ChatRequest, EventOutput,
     FlowAgent, Message, Role, Runner, Session,
 };
-use flow_runtime::testing::skip_missing_component;
 use futures::StreamExt;
 
 /// The model at the server the script started, or `None` (and a note) when none is set up.
@@ -440,7 +440,10 @@ async fn usage_is_read_from_plain_and_streamed_replies() {
         .await;
     let whole = Message::concat(&chunks);
     let usage = whole.usage.expect("the streamed reply reports its usage");
-    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    assert!(
+        usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
     assert_eq!(usage.reasoning_tokens, Some(0));
 
     // Through an agent run: the events carry it and the session totals it.
@@ -508,7 +511,12 @@ async fn structured_output_round_trip_through_response_format() {
         );
         let answers = events
             .iter()
-            .filter(|e| matches!(e.output, Some(EventOutput::Message(_)) | Some(EventOutput::Stream(_))))
+            .filter(|e| {
+                matches!(
+                    e.output,
+                    Some(EventOutput::Message(_)) | Some(EventOutput::Stream(_))
+                )
+            })
             .count();
         let expected = if question.contains("bad json") { 2 } else { 1 };
         assert_eq!(answers, expected, "{question}");

@@ -199,7 +199,7 @@ impl ChatModelAgent {
     }
 
     /// One answer of the model, retried per the policy, with the middleware around it;
-    /// emitted as an event (a streamed one as it streams) and its usage added to the run's.
+    /// emitted as an event (a streamed one as it streams); its usage is added to the run's.
     pub(super) async fn ask_model(
         &self,
         cx: &Context,
@@ -237,10 +237,6 @@ impl ChatModelAgent {
         } else {
             cx.emit(AgentEvent::message(Arc::clone(&reply)));
         }
-        if let Some(usage) = reply.usage {
-            cx.session()
-                .add_usage(cx.agent_name(), self.model.model_name(), usage);
-        }
         Ok(reply)
     }
 
@@ -273,6 +269,12 @@ impl ChatModelAgent {
             match result {
                 Ok(reply) => {
                     telemetry::record_reply(&span, &reply, self.record_content);
+                    // Counted as soon as the model answered: a reply a middleware refuses
+                    // later has used its tokens all the same.
+                    if let Some(usage) = reply.usage {
+                        cx.session()
+                            .add_usage(cx.agent_name(), self.model.model_name(), usage);
+                    }
                     return Ok((reply, streaming));
                 }
                 Err(error) if self.retry.should_retry(attempt, &error) => {

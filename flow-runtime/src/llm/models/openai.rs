@@ -713,13 +713,21 @@ mod tests {
             "completion_tokens_details": {"reasoning_tokens": 12}});
         let body = json!({"choices": [{"message": {"content": "hi"}}], "usage": usage});
         let reply = model.parse_completion(&body.to_string()).unwrap();
-        let expected = Usage::new(120, 30).with_cached_input(100).with_reasoning(12);
+        let expected = Usage::new(120, 30)
+            .with_cached_input(100)
+            .with_reasoning(12);
         assert_eq!(reply.usage, Some(expected));
         let bare = json!({"choices": [{"message": {"content": "hi"}}]});
-        assert_eq!(model.parse_completion(&bare.to_string()).unwrap().usage, None);
+        assert_eq!(
+            model.parse_completion(&bare.to_string()).unwrap().usage,
+            None
+        );
 
         let frames = [
-            format!("data: {}\n\n", json!({"choices": [{"delta": {"content": "hi"}}]})),
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"delta": {"content": "hi"}}]})
+            ),
             format!(
                 "data: {}\n\n",
                 json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})
@@ -734,7 +742,10 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         let whole = Message::concat(&chunks);
-        assert_eq!((whole.content.as_str(), whole.usage), ("hi", Some(expected)));
+        assert_eq!(
+            (whole.content.as_str(), whole.usage),
+            ("hi", Some(expected))
+        );
 
         #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         struct Verdict {
