@@ -13,6 +13,8 @@ pub use flow_runtime::*;
 extern crate self as agentflow;
 
 mod dsl;
+#[cfg(feature = "otel")]
+pub mod otel;
 
 pub use dsl::agent;
 #[cfg(doc)]

@@ -182,7 +182,7 @@ fn model_and_tool_calls_are_spans_under_the_agent_with_genai_attributes() {
     // The tool failed: the error is on its span.
     assert_eq!(field(tool, "error.type"), Some("ToolError::Failed"));
     assert_eq!(field(tool, "otel.status_code"), Some("ERROR"));
-    assert!(field(tool, "otel.status_message")
+    assert!(field(tool, "otel.status_description")
         .unwrap()
         .contains("the order database is down"));
 
@@ -238,7 +238,7 @@ fn a_failed_model_call_is_recorded_on_its_span() {
     assert_eq!(chat.name, "chat");
     assert_eq!(field(chat, "error.type"), Some("ModelError::Http"));
     assert_eq!(field(chat, "otel.status_code"), Some("ERROR"));
-    assert!(field(chat, "otel.status_message")
+    assert!(field(chat, "otel.status_description")
         .unwrap()
         .contains("HTTP 401"));
 }

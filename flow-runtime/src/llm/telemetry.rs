@@ -16,7 +16,7 @@
 //!   `agentflow.run_path`.
 //!
 //! A failed call sets `error.type` (the error's kind, e.g. `ModelError::Http`),
-//! `otel.status_code` = `ERROR` and `otel.status_message` (the error's text) on its span.
+//! `otel.status_code` = `ERROR` and `otel.status_description` (the error's text) on its span.
 //!
 //! Prompts, replies, tool arguments and results are not recorded unless the agent asks for it
 //! with [`record_content`](crate::ChatModelAgentBuilder::record_content), as the conventions
@@ -46,7 +46,7 @@ pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: 
         gen_ai.request.model = model,
         gen_ai.agent.name = cx.agent_name(),
         agentflow.run_path = %cx.run_path(),
-        agentflow.attempt = attempt,
+        agentflow.attempt = i64::from(attempt),
         agentflow.streaming = streaming,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
@@ -57,7 +57,7 @@ pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: 
         gen_ai.output.messages = Empty,
         error.type = Empty,
         otel.status_code = Empty,
-        otel.status_message = Empty,
+        otel.status_description = Empty,
     )
 }
 
@@ -77,14 +77,17 @@ pub(crate) fn record_reply(span: &Span, reply: &Message, content: bool) {
     if span.is_disabled() {
         return;
     }
+    // As signed integers: OpenTelemetry has no unsigned type, and tracing-opentelemetry
+    // would write a `u64` as text.
+    let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     if let Some(usage) = &reply.usage {
-        span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+        span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+        span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
         if let Some(cached) = usage.cached_input_tokens {
-            span.record("gen_ai.usage.cached_input_tokens", cached);
+            span.record("gen_ai.usage.cached_input_tokens", int(cached));
         }
         if let Some(reasoning) = usage.reasoning_tokens {
-            span.record("gen_ai.usage.reasoning_tokens", reasoning);
+            span.record("gen_ai.usage.reasoning_tokens", int(reasoning));
         }
     }
     let finish = if reply.tool_calls.is_empty() {
@@ -132,7 +135,7 @@ pub(crate) fn tool_span(cx: &RunContext, call: &ToolCall) -> Span {
         gen_ai.tool.call.result = Empty,
         error.type = Empty,
         otel.status_code = Empty,
-        otel.status_message = Empty,
+        otel.status_description = Empty,
     )
 }
 
@@ -179,5 +182,6 @@ pub(crate) fn record_tool_outcome(
 pub(crate) fn record_error(span: &Span, kind: &str, error: &dyn std::fmt::Display) {
     span.record("error.type", kind);
     span.record("otel.status_code", "ERROR");
-    span.record("otel.status_message", tracing::field::display(error));
+    // As text (`&str`): tracing-opentelemetry reads the status description from a string.
+    span.record("otel.status_description", error.to_string().as_str());
 }
