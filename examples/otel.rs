@@ -12,7 +12,7 @@
 //! and under it a `chat {model}` span per model call and an `execute_tool {tool}` span per tool
 //! call, with the GenAI attributes (`gen_ai.operation.name`, `gen_ai.request.model`,
 //! `gen_ai.usage.input_tokens`, `gen_ai.tool.name`, ...). With no collector running, the export
-//! fails and the example says so; the run itself is the same.
+//! fails and the spans are dropped; the run itself is the same.
 
 use agentflow::model::{ScriptStep, ScriptedModel, Usage};
 use agentflow::otel;
