@@ -389,31 +389,37 @@ impl MiddlewareError {
     }
 }
 
-/// An ordered list of middleware, cheap to clone (see the [module docs](self)).
+/// An ordered list of middleware, cheap to clone (see the [module docs](self)). The empty list
+/// holds no allocation.
 #[derive(Clone, Default)]
-pub struct Middlewares(Arc<[Arc<dyn Middleware>]>);
+pub struct Middlewares(Option<Arc<[Arc<dyn Middleware>]>>);
 
 impl Middlewares {
     /// The list with `middleware` added last.
     pub fn with(&self, middleware: Arc<dyn Middleware>) -> Self {
-        let mut all: Vec<Arc<dyn Middleware>> = self.0.to_vec();
+        let mut all: Vec<Arc<dyn Middleware>> = self.as_slice().to_vec();
         all.push(middleware);
-        Middlewares(all.into())
+        Middlewares(Some(all.into()))
+    }
+
+    /// The middleware, in order.
+    pub fn as_slice(&self) -> &[Arc<dyn Middleware>] {
+        self.0.as_deref().unwrap_or(&[])
     }
 
     /// Whether the list is empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_none()
     }
 
     /// How many middleware the list holds.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_slice().len()
     }
 
     /// The middleware, in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Arc<dyn Middleware>> {
-        self.0.iter()
+        self.as_slice().iter()
     }
 
     /// The chain of `lists`, concatenated in order.
@@ -422,14 +428,15 @@ impl Middlewares {
         let Some(first) = lists.next() else {
             return Middlewares::default();
         };
-        let mut all: Vec<Arc<dyn Middleware>> = first.0.to_vec();
-        for list in lists {
-            all.extend(list.0.iter().cloned());
-        }
-        if all.len() == first.len() {
+        let Some(second) = lists.next() else {
             return first.clone();
+        };
+        let mut all: Vec<Arc<dyn Middleware>> = first.as_slice().to_vec();
+        all.extend(second.iter().cloned());
+        for list in lists {
+            all.extend(list.iter().cloned());
         }
-        Middlewares(all.into())
+        Middlewares(Some(all.into()))
     }
 }
 
@@ -473,20 +480,23 @@ pub(crate) async fn guard<T>(
 impl fmt::Debug for Middlewares {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|m| m.name()))
+            .entries(self.iter().map(|m| m.name()))
             .finish()
     }
 }
 
 impl<M: Middleware> From<M> for Middlewares {
     fn from(middleware: M) -> Self {
-        Middlewares(Arc::from([Arc::new(middleware) as Arc<dyn Middleware>]))
+        Middlewares(Some(Arc::from([
+            Arc::new(middleware) as Arc<dyn Middleware>
+        ])))
     }
 }
 
 impl FromIterator<Arc<dyn Middleware>> for Middlewares {
     fn from_iter<I: IntoIterator<Item = Arc<dyn Middleware>>>(iter: I) -> Self {
-        Middlewares(iter.into_iter().collect())
+        let all: Arc<[Arc<dyn Middleware>]> = iter.into_iter().collect();
+        Middlewares((!all.is_empty()).then_some(all))
     }
 }
 
@@ -511,7 +521,7 @@ pub(crate) async fn after_agent(
     cx: &HookContext,
     ran: usize,
 ) -> Result<(), MiddlewareError> {
-    for m in chain.0[..ran].iter().rev() {
+    for m in chain.as_slice()[..ran].iter().rev() {
         guard(m, cx, Hook::AfterAgent, m.after_agent(cx)).await?;
     }
     Ok(())
@@ -538,7 +548,7 @@ pub(crate) async fn after_model(
     ran: usize,
     reply: &mut Message,
 ) -> Result<(), MiddlewareError> {
-    for m in chain.0[..ran].iter().rev() {
+    for m in chain.as_slice()[..ran].iter().rev() {
         guard(m, cx, Hook::AfterModel, m.after_model(cx, reply)).await?;
     }
     Ok(())
@@ -565,7 +575,7 @@ pub(crate) async fn after_tool(
     ran: usize,
     result: &mut String,
 ) -> Result<(), MiddlewareError> {
-    for m in chain.0[..ran].iter().rev() {
+    for m in chain.as_slice()[..ran].iter().rev() {
         guard(m, cx, Hook::AfterTool, m.after_tool(cx, result)).await?;
     }
     Ok(())
