@@ -8,10 +8,10 @@
 
 use std::time::Instant;
 
+use agentflow::async_trait;
 use agentflow::middleware::Middleware;
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
-use agentflow::async_trait;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures::StreamExt;
 
@@ -36,9 +36,11 @@ fn runner(middleware: bool) -> Runner {
         ))
         .keep_requests(false);
     let agent = ChatModelAgent::builder("clerk", model)
-        .tool(tool_fn("lookup_order", "Looks up an order.", |o: Order| async move {
-            Ok::<_, String>(format!("order {}: a kettle", o.order_id))
-        }))
+        .tool(tool_fn(
+            "lookup_order",
+            "Looks up an order.",
+            |o: Order| async move { Ok::<_, String>(format!("order {}: a kettle", o.order_id)) },
+        ))
         .build()
         .expect("valid agent");
     let runner = Runner::new(FlowAgent::new(agent));

@@ -39,7 +39,7 @@ impl Middleware for AuditLog {
         Ok(None)
     }
     async fn after_model(&self, cx: &HookContext, reply: &mut Message) -> Result<(), HookError> {
-        let usage = reply.usage.unwrap_or_default();
+        let usage = reply.usage.as_deref().copied().unwrap_or_default();
         println!(
             "  audit: model {} answered ({} tokens in, {} out)",
             cx.model_name().unwrap_or("?"),

@@ -377,7 +377,7 @@ impl AgentEvent {
     /// model reported it. A streamed reply carries its usage in its last chunk, so it is on
     /// the message the stream concatenates to.
     pub fn usage(&self) -> Option<&crate::llm::usage::Usage> {
-        self.message_output().and_then(|m| m.usage.as_ref())
+        self.message_output().and_then(|m| m.usage.as_deref())
     }
 
     /// The interrupt this event carries, if any.

@@ -489,20 +489,25 @@ async fn drive(
             .with_node(current.clone());
         let mut input = build_input(&run, node).await?;
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
-        let hooks = Middlewares::chain([run.run_middleware(), &node.options.middleware]);
+        let hooks = if run.run_middleware().is_empty() && node.options.middleware.is_empty() {
+            Middlewares::default()
+        } else {
+            Middlewares::chain([run.run_middleware(), &node.options.middleware])
+        };
+        // Boxed: the hooks' state stays out of the run loop's future when there are none.
         let hooked = if hooks.is_empty() {
             None
         } else {
             let hcx = HookContext::agent(&run);
-            match middleware::before_agent(&hooks, &hcx, &mut input).await {
-                Ok((None, ran)) => Some((hcx, ran)),
+            match Box::pin(middleware::before_agent(&hooks, &hcx, &mut input)).await {
+                Ok((None, ran)) => Some(Box::new((hcx, ran))),
                 Ok((Some(reply), ran)) => {
                     // Answered in the agent's place: recorded as its own, and the run ends.
                     let mut event = AgentEvent::message(reply).stamped(&name, &path);
                     run.session().record(&event);
                     event.recorded = true;
                     out.yield_event(event).await;
-                    if let Err(e) = middleware::after_agent(&hooks, &hcx, ran).await {
+                    if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
                         out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
                     }
                     return Ok(());
@@ -586,8 +591,9 @@ async fn drive(
             }
         }
         drop(events);
-        if let Some((hcx, ran)) = hooked {
-            if let Err(e) = middleware::after_agent(&hooks, &hcx, ran).await {
+        if let Some(hooked) = hooked {
+            let (hcx, ran) = *hooked;
+            if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
                 out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
                 return Ok(());
             }

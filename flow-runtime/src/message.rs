@@ -92,9 +92,10 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// For a model's reply: the tokens the call used, when the model reported them. In a
-    /// streamed reply it comes with the last chunk.
+    /// streamed reply it comes with the last chunk. Boxed, so that messages that have none
+    /// (every chunk of a stream but the last) stay one pointer larger, not five.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
 }
 
 /// A shared message, as the runtime stores and passes it.
@@ -193,7 +194,7 @@ impl Concat {
         if chunk.usage.is_some() {
             // Servers report usage once, with the last chunk, or (vLLM's continuous usage
             // stats) as running totals in every chunk: the last report is the call's.
-            out.usage = chunk.usage;
+            out.usage.clone_from(&chunk.usage);
         }
         for call in &chunk.tool_calls {
             let merged = call.index.and_then(|i| {

@@ -429,7 +429,7 @@ async fn usage_is_read_from_plain_and_streamed_replies() {
     };
     // LiteLLM's mock reports fixed figures for a whole reply...
     let reply = model.generate(&ask("What is order 42?")).await.unwrap();
-    assert_eq!(reply.usage, Some(Usage::new(10, 20)));
+    assert_eq!(reply.usage.as_deref(), Some(&Usage::new(10, 20)));
     // ...and counts the tokens of a streamed one, in a last chunk (`include_usage`).
     let chunks: Vec<Message> = model
         .stream(&ask("What is order 42?"))

@@ -45,7 +45,9 @@ async fn usages(events: &[AgentEvent]) -> Vec<Option<Usage>> {
     let mut out = Vec::new();
     for e in events {
         out.push(match &e.output {
-            Some(EventOutput::Stream(s)) => s.fork().collect_message().await.unwrap().usage,
+            Some(EventOutput::Stream(s)) => {
+                s.fork().collect_message().await.unwrap().usage.map(|u| *u)
+            }
             _ => e.usage().copied(),
         });
     }
@@ -98,7 +100,7 @@ fn replies_and_events_carry_usage_and_the_run_totals_it_per_agent_and_model() {
         let recorded: Vec<Option<Usage>> = session
             .events()
             .iter()
-            .map(|e| e.message_now().and_then(|m| m.usage))
+            .map(|e| e.message_now().and_then(|m| m.usage.as_deref().copied()))
             .collect();
         assert_eq!(recorded, got, "streaming: {streaming}");
     }
@@ -112,7 +114,7 @@ fn usage_serializes_only_when_reported() {
         r#"{"role":"assistant","content":"hi"}"#
     );
     let with = Message {
-        usage: Some(Usage::new(3, 1)),
+        usage: Some(Box::new(Usage::new(3, 1))),
         ..plain
     };
     let text = serde_json::to_string(&with).unwrap();

@@ -31,13 +31,13 @@ impl ChatModelAgent {
         } else {
             let hcx = HookContext::agent(cx.run_context());
             let (answer, ran) =
-                middleware::before_agent(&self.middleware, &hcx, &mut input).await?;
+                Box::pin(middleware::before_agent(&self.middleware, &hcx, &mut input)).await?;
             if let Some(reply) = answer {
                 cx.emit(AgentEvent::message(reply));
-                middleware::after_agent(&self.middleware, &hcx, ran).await?;
+                Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
                 return Ok(());
             }
-            Some((hcx, ran))
+            Some(Box::new((hcx, ran)))
         };
         let toolset = self.node_toolset(&cx);
         let mut messages = Vec::with_capacity(input.messages.len() + 1);
@@ -51,8 +51,9 @@ impl ChatModelAgent {
         let result = self
             .react_loop(&cx, &toolset, request, 0, input.streaming)
             .await;
-        if let Some((hcx, ran)) = hooked {
-            middleware::after_agent(&self.middleware, &hcx, ran).await?;
+        if let Some(hooked) = hooked {
+            let (hcx, ran) = *hooked;
+            Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
         }
         result
     }
@@ -60,9 +61,15 @@ impl ChatModelAgent {
     /// The middleware around this agent's model and tool calls where `cx` runs it: the
     /// runner's, the node's, the agent's own.
     pub(super) fn middleware_chain(&self, cx: &Context) -> Middlewares {
+        let run = cx.run_middleware();
         let node = cx.node().map(|n| &n.options().middleware);
+        if run.is_empty() && node.map_or(true, Middlewares::is_empty) && self.middleware.is_empty()
+        {
+            // The common case, checked without building anything.
+            return Middlewares::default();
+        }
         Middlewares::chain(
-            [Some(cx.run_middleware()), node, Some(&self.middleware)]
+            [Some(run), node, Some(&self.middleware)]
                 .into_iter()
                 .flatten(),
         )
@@ -210,18 +217,8 @@ impl ChatModelAgent {
         let (reply, streamed) = if chain.is_empty() {
             self.call_model(cx, request, streaming).await?
         } else {
-            let hcx = HookContext::model(cx.run_context(), self.model.model_name());
-            let mut edited = request.clone();
-            let (answer, ran) = middleware::before_model(&chain, &hcx, &mut edited).await?;
-            let (mut reply, streamed) = match answer {
-                Some(reply) => (reply, false),
-                None => {
-                    let (reply, streamed) = self.call_model(cx, &edited, streaming).await?;
-                    (Arc::unwrap_or_clone(reply), streamed)
-                }
-            };
-            middleware::after_model(&chain, &hcx, ran, &mut reply).await?;
-            (Arc::new(reply), streamed)
+            // Boxed: the hooks' state stays out of the future of a call without middleware.
+            Box::pin(self.hooked_model_call(cx, &chain, request, streaming)).await?
         };
         if streamed {
             // The caller has had the chunks; inside a tree the session gets the whole message
@@ -238,6 +235,29 @@ impl ChatModelAgent {
             cx.emit(AgentEvent::message(Arc::clone(&reply)));
         }
         Ok(reply)
+    }
+
+    /// [`call_model`](Self::call_model) inside the `before_model` and `after_model` hooks of
+    /// `chain`: a hook may change the request, answer in the model's place, or edit the reply.
+    async fn hooked_model_call(
+        &self,
+        cx: &Context,
+        chain: &Middlewares,
+        request: &ChatRequest,
+        streaming: bool,
+    ) -> Result<(MessageRef, bool), AgentError> {
+        let hcx = HookContext::model(cx.run_context(), self.model.model_name());
+        let mut edited = request.clone();
+        let (answer, ran) = middleware::before_model(chain, &hcx, &mut edited).await?;
+        let (mut reply, streamed) = match answer {
+            Some(reply) => (reply, false),
+            None => {
+                let (reply, streamed) = self.call_model(cx, &edited, streaming).await?;
+                (Arc::unwrap_or_clone(reply), streamed)
+            }
+        };
+        middleware::after_model(chain, &hcx, ran, &mut reply).await?;
+        Ok((Arc::new(reply), streamed))
     }
 
     /// Calls the model, retried per the policy, each attempt in its span; returns the reply
@@ -271,7 +291,7 @@ impl ChatModelAgent {
                     telemetry::record_reply(&span, &reply, self.record_content);
                     // Counted as soon as the model answered: a reply a middleware refuses
                     // later has used its tokens all the same.
-                    if let Some(usage) = reply.usage {
+                    if let Some(usage) = reply.usage.as_deref().copied() {
                         cx.session()
                             .add_usage(cx.agent_name(), self.model.model_name(), usage);
                     }

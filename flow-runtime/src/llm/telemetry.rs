@@ -80,7 +80,7 @@ pub(crate) fn record_reply(span: &Span, reply: &Message, content: bool) {
     // As signed integers: OpenTelemetry has no unsigned type, and tracing-opentelemetry
     // would write a `u64` as text.
     let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    if let Some(usage) = &reply.usage {
+    if let Some(usage) = reply.usage.as_deref() {
         span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
         span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
         if let Some(cached) = usage.cached_input_tokens {

@@ -300,7 +300,7 @@ impl OpenAiChatModel {
             })
             .collect();
         let mut reply = Message::assistant_tool_calls(m.content.unwrap_or_default(), tool_calls);
-        reply.usage = body.usage.map(WireUsage::usage);
+        reply.usage = body.usage.map(|u| Box::new(u.usage()));
         Ok(reply)
     }
 }
@@ -618,7 +618,7 @@ impl<S> Sse<S> {
             self.done = true;
             return;
         }
-        let usage = chunk.usage.map(WireUsage::usage);
+        let usage = chunk.usage.map(|u| Box::new(u.usage()));
         for choice in chunk.choices {
             if choice.finish_reason.is_some() {
                 self.finished = true;
@@ -716,10 +716,14 @@ mod tests {
         let expected = Usage::new(120, 30)
             .with_cached_input(100)
             .with_reasoning(12);
-        assert_eq!(reply.usage, Some(expected));
+        assert_eq!(reply.usage.as_deref(), Some(&expected));
         let bare = json!({"choices": [{"message": {"content": "hi"}}]});
         assert_eq!(
-            model.parse_completion(&bare.to_string()).unwrap().usage,
+            model
+                .parse_completion(&bare.to_string())
+                .unwrap()
+                .usage
+                .as_deref(),
             None
         );
 
@@ -743,8 +747,8 @@ mod tests {
         );
         let whole = Message::concat(&chunks);
         assert_eq!(
-            (whole.content.as_str(), whole.usage),
-            ("hi", Some(expected))
+            (whole.content.as_str(), whole.usage.as_deref()),
+            ("hi", Some(&expected))
         );
 
         #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]

@@ -95,7 +95,7 @@ impl ScriptStep {
     pub fn with_usage(self, usage: Usage) -> Self {
         match self {
             ScriptStep::Reply(mut reply) => {
-                reply.usage = Some(usage);
+                reply.usage = Some(Box::new(usage));
                 ScriptStep::Reply(reply)
             }
             ScriptStep::FailMidStream {
@@ -103,7 +103,7 @@ impl ScriptStep {
                 after_chunks,
                 error,
             } => {
-                reply.usage = Some(usage);
+                reply.usage = Some(Box::new(usage));
                 ScriptStep::FailMidStream {
                     reply,
                     after_chunks,
