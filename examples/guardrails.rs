@@ -125,8 +125,7 @@ impl Middleware for OutputGuardrail {
         _cx: &HookContext,
         call: &mut ToolCall,
     ) -> Result<Option<String>, HookError> {
-        let order: Order =
-            serde_json::from_str(&call.arguments).map_err(|e| HookError::failed(e))?;
+        let order: Order = serde_json::from_str(&call.arguments).map_err(HookError::failed)?;
         if self.own_orders.contains(&order.order_id) {
             Ok(None)
         } else {
