@@ -67,7 +67,9 @@ pub mod workflow;
 
 pub use llm::middleware;
 pub use llm::models as model;
+pub use llm::structured;
 pub use llm::telemetry;
+pub use llm::usage;
 pub use llm::tool;
 /// The former name of [`store`].
 #[doc(hidden)]

@@ -382,7 +382,7 @@ impl ChatModelAgentBuilder {
 
     /// Declares the type of the agent's final answer: requests ask for JSON matching its
     /// schema, the answer is decoded into it and stored as the session value named after the
-    /// agent (see [`structured`](crate::llm::structured)); an answer that does not decode is
+    /// agent (see [`structured`](crate::structured)); an answer that does not decode is
     /// sent back to the model with the error up to [`DEFAULT_OUTPUT_RETRIES`] times (see
     /// [`output_retries`](ChatModelAgentBuilder::output_retries)), then the run ends with
     /// [`ChatAgentError::Output`].
@@ -425,7 +425,7 @@ impl ChatModelAgentBuilder {
     }
 
     /// Records prompts, replies, tool arguments and results on the model and tool spans (off
-    /// by default: they may hold personal data; see [`telemetry`](crate::llm::telemetry)).
+    /// by default: they may hold personal data; see [`telemetry`](crate::telemetry)).
     pub fn record_content(mut self, record: bool) -> Self {
         self.agent.record_content = record;
         self

@@ -53,7 +53,7 @@ pub struct ChatRequest {
     /// definitions once and every request it makes points at them.
     pub tools: Arc<[ToolDefinition]>,
     /// The JSON Schema the answer must match, when the agent declared an output type (see
-    /// [`structured`](crate::llm::structured)); the OpenAI client sends it as
+    /// [`structured`](crate::structured)); the OpenAI client sends it as
     /// `response_format`.
     pub output_schema: Option<Arc<OutputSchema>>,
 }
