@@ -105,108 +105,117 @@ flow! {
 }
 
 fn desk(models: &Models) -> FlowAgent {
-    let triage_script = ScriptedModel::rules()
-        .when_last_user_contains("refund", ScriptStep::transfer("refund"))
-        .when_last_user_contains("broken", ScriptStep::transfer("complaint"))
-        .otherwise("Hello! I can help with refunds and complaints.")
-        .named("triage-script");
-    let triage = ChatModelAgent::builder_with_arc("triage", Models::pick(triage_script, models))
-        .description("The front desk: finds out what the customer needs.")
-        .instruction(
-            "You are the front desk of a small shop. Hand refund requests to the refund agent and \
-             complaints about broken or missing goods to the complaint agent. Answer anything \
-             else yourself, in one or two sentences.",
-        )
-        .build()
-        .expect("triage agent");
-
-    let refund_script = ScriptedModel::rules()
-        .after_tool(
-            "issue_refund",
-            "Done: 39 EUR for order 42 are on their way back to you.",
-        )
-        .after_tool(
-            "lookup_order",
-            ScriptStep::tool_call("issue_refund", json!({"order_id": 42, "amount_eur": 39.0})),
-        )
-        .otherwise(ScriptStep::tool_call(
-            "lookup_order",
-            json!({"order_id": 42}),
-        ))
-        .named("refund-script");
-    let refund = ChatModelAgent::builder_with_arc("refund", Models::pick(refund_script, models))
-        .description("Refunds orders: looks them up and pays the money back.")
-        .instruction(
-            "You handle refunds. Look the order up first, then refund its price and tell the \
-             customer how much comes back.",
-        )
-        .tool(tool_fn(
-            "lookup_order",
-            "Finds an order by its number: what it contains and what it cost.",
-            |a: LookupOrder| async move {
-                match order(a.order_id) {
-                    Some((items, price)) => Ok(format!(
-                        "order {}: {items}, {price:.2} EUR, delivered",
-                        a.order_id
-                    )),
-                    None => Err(format!("there is no order {}", a.order_id)),
-                }
-            },
-        ))
-        .tool(tool_fn(
-            "issue_refund",
-            "Pays an amount back for an order.",
-            |a: IssueRefund| async move {
-                match order(a.order_id) {
-                    Some((_, price)) if a.amount_eur <= price => Ok(format!(
-                        "refunded {:.2} EUR for order {}",
-                        a.amount_eur, a.order_id
-                    )),
-                    Some((_, price)) => Err(format!(
-                        "order {} cost {price:.2} EUR; refund at most that",
-                        a.order_id
-                    )),
-                    None => Err(format!("there is no order {}", a.order_id)),
-                }
-            },
-        ))
-        .build()
-        .expect("refund agent");
-
-    let complaint_script = ScriptedModel::rules()
-        .after_tool(
-            "log_complaint",
-            ScriptStep::exit("Your complaint is logged as #1001; we will call you tomorrow."),
-        )
-        .otherwise(ScriptStep::tool_call(
-            "log_complaint",
-            json!({"summary": "The kettle arrived broken."}),
-        ))
-        .named("complaint-script");
-    let complaint =
-        ChatModelAgent::builder_with_arc("complaint", Models::pick(complaint_script, models))
-            .description("Takes complaints about broken or missing goods.")
-            .instruction(
-                "You take complaints. Log the complaint with one sentence, then call exit with \
-                 what you tell the customer.",
-            )
-            .tool(tool_fn(
-                "log_complaint",
-                "Records a complaint and returns its number.",
-                |a: LogComplaint| async move {
-                    Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary))
-                },
-            ))
-            .exit_tool(true)
-            .build()
-            .expect("complaint agent");
-
+    // Each agent is named once, in `flow!` above: the builder hands every `dyn` node its name
+    // and its legal transfer targets (typed), and the agent takes its name from the node. A
+    // target that is not legal for the node (`CustomerServiceTriageTarget::Escalation`) does
+    // not compile.
     CustomerService::builder()
-        .triage(triage)
-        .refund(refund)
-        .complaint(complaint)
+        .triage(|node| {
+            use CustomerServiceTriageTarget::{Complaint, Refund};
+            let script = ScriptedModel::rules()
+                .when_last_user_contains("refund", ScriptStep::transfer(Refund.as_str()))
+                .when_last_user_contains("broken", ScriptStep::transfer(Complaint.as_str()))
+                .otherwise("Hello! I can help with refunds and complaints.")
+                .named("triage-script");
+            ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
+                .description("The front desk: finds out what the customer needs.")
+                .instruction(
+                    "You are the front desk of a small shop. Hand refund requests to the refund \
+                     agent and complaints about broken or missing goods to the complaint agent. \
+                     Answer anything else yourself, in one or two sentences.",
+                )
+                .build()
+                .expect("triage agent")
+        })
+        .refund(|node| {
+            let script = ScriptedModel::rules()
+                .after_tool(
+                    "issue_refund",
+                    "Done: 39 EUR for order 42 are on their way back to you.",
+                )
+                .after_tool(
+                    "lookup_order",
+                    ScriptStep::tool_call(
+                        "issue_refund",
+                        json!({"order_id": 42, "amount_eur": 39.0}),
+                    ),
+                )
+                .otherwise(ScriptStep::tool_call(
+                    "lookup_order",
+                    json!({"order_id": 42}),
+                ))
+                .named("refund-script");
+            ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
+                .description("Refunds orders: looks them up and pays the money back.")
+                .instruction(
+                    "You handle refunds. Look the order up first, then refund its price and tell \
+                     the customer how much comes back.",
+                )
+                .tool(tool_fn(
+                    "lookup_order",
+                    "Finds an order by its number: what it contains and what it cost.",
+                    |a: LookupOrder| async move {
+                        match order(a.order_id) {
+                            Some((items, price)) => Ok(format!(
+                                "order {}: {items}, {price:.2} EUR, delivered",
+                                a.order_id
+                            )),
+                            None => Err(format!("there is no order {}", a.order_id)),
+                        }
+                    },
+                ))
+                .tool(tool_fn(
+                    "issue_refund",
+                    "Pays an amount back for an order.",
+                    |a: IssueRefund| async move {
+                        match order(a.order_id) {
+                            Some((_, price)) if a.amount_eur <= price => Ok(format!(
+                                "refunded {:.2} EUR for order {}",
+                                a.amount_eur, a.order_id
+                            )),
+                            Some((_, price)) => Err(format!(
+                                "order {} cost {price:.2} EUR; refund at most that",
+                                a.order_id
+                            )),
+                            None => Err(format!("there is no order {}", a.order_id)),
+                        }
+                    },
+                ))
+                .build()
+                .expect("refund agent")
+        })
+        .complaint(|node| {
+            let script = ScriptedModel::rules()
+                .after_tool(
+                    "log_complaint",
+                    ScriptStep::exit(
+                        "Your complaint is logged as #1001; we will call you tomorrow.",
+                    ),
+                )
+                .otherwise(ScriptStep::tool_call(
+                    "log_complaint",
+                    json!({"summary": "The kettle arrived broken."}),
+                ))
+                .named("complaint-script");
+            ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
+                .description("Takes complaints about broken or missing goods.")
+                .instruction(
+                    "You take complaints. Log the complaint with one sentence, then call exit \
+                     with what you tell the customer.",
+                )
+                .tool(tool_fn(
+                    "log_complaint",
+                    "Records a complaint and returns its number.",
+                    |a: LogComplaint| async move {
+                        Ok::<_, String>(format!("complaint #1001 logged: {}", a.summary))
+                    },
+                ))
+                .exit_tool(true)
+                .build()
+                .expect("complaint agent")
+        })
         .build()
-        .expect("each node is filled by an agent of its name")
+        .expect("each node's agent takes its name from the node")
         .into()
 }
 

@@ -49,11 +49,17 @@ flow! {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     // `refund` is built at run time (in a real program, a model agent holding a client).
-    let refund = FnAgent::new("refund", |cx, _| async move {
-        cx.say("Your refund is on its way.");
-        Ok(())
-    });
-    let desk = CustomerService::builder().refund(refund).build().unwrap();
+    // The flow hands it the node: its name and its legal targets.
+    let desk = CustomerService::builder()
+        .refund(|node| {
+            assert_eq!(node.targets(), [CustomerServiceRefundTarget::Triage]);
+            FnAgent::new(node, |cx, _| async move {
+                cx.say("Your refund is on its way.");
+                Ok(())
+            })
+        })
+        .build()
+        .unwrap();
 
     println!("{}", CustomerService::mermaid());
     println!("fingerprint {:016x}", CustomerService::FINGERPRINT);

@@ -132,6 +132,7 @@ pub fn entries_from(data: &[u8]) -> Vec<HistoryEntry> {
                 Arc::from(agent)
             },
             message: Arc::new(message),
+            turn: 0,
         });
     }
     out

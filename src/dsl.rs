@@ -164,8 +164,48 @@ pub use flow_macros::agent;
 /// ```
 ///
 /// A node names an `#[agent]` type (by path), or is `dyn name`: an agent built at run time
-/// (a model agent holding a client), named `name`, given to the builder. Children follow `=>`
-/// in brackets.
+/// (a model agent holding a client), named `name`, made by a closure given to the builder.
+/// Children follow `=>` in brackets.
+///
+/// # Agents built at run time
+///
+/// The flow is the single source of a `dyn` node's name and legal targets: its builder setter
+/// calls your closure with a [`FlowNode`](crate::FlowNode), which carries the node's name and
+/// its targets as the node's target enum, and converts into the name wherever a name goes
+/// (`ChatModelAgent::builder(node, model)`, `FnAgent::new(node, body)`):
+///
+/// ```
+/// use agentflow::prelude::*;
+/// use agentflow::model::{ScriptStep, ScriptedModel};
+///
+/// flow! { Desk: dyn triage => [dyn refund] }
+///
+/// let desk = Desk::builder()
+///     .triage(|node| {
+///         assert_eq!(node.name(), "triage");
+///         assert_eq!(node.targets(), [DeskTriageTarget::Refund]);
+///         let model = ScriptedModel::rules()
+///             .otherwise(ScriptStep::transfer(DeskTriageTarget::Refund.as_str()));
+///         ChatModelAgent::builder(node, model).build().unwrap()
+///     })
+///     .refund(|node| {
+///         FnAgent::new(node, |cx, _| async move {
+///             cx.say("refunded");
+///             Ok(())
+///         })
+///     })
+///     .build()
+///     .unwrap();
+/// assert_eq!(desk.flow().shape(), "triage(refund)");
+/// ```
+///
+/// A target the node does not have is not a variant of its enum, so it does not compile:
+///
+/// ```compile_fail
+/// use agentflow::prelude::*;
+/// flow! { Desk: dyn triage => [dyn refund] }
+/// let _ = DeskTriageTarget::Complaint;
+/// ```
 ///
 /// # Node options
 ///
@@ -184,14 +224,17 @@ pub use flow_macros::agent;
 /// For `pub Desk: triage => [refund(runtime), dyn billing]`:
 ///
 /// - `struct Desk`: the built flow. `Desk::builder()` returns `DeskBuilder`, with one required
-///   setter per `runtime` or `dyn` node (`.refund(value)`, `.billing(agent)`) and `build()`,
+///   setter per `runtime` or `dyn` node (`.refund(value)`, `.billing(|node| agent)`) and `build()`,
 ///   which does not compile until every setter was called; `Desk::new()` when there are none.
 ///   `flow()`, `into_flow()`, `runner()`, and `From<Desk> for FlowAgent`.
 /// - consts `Desk::NAME`, `Desk::AGENTS` (names, depth first), `Desk::PATHS` (agent -> names
 ///   from the root: the resume dispatch table, also `Desk::path_of`), `Desk::FINGERPRINT`
 ///   (equal to [`FlowAgent::fingerprint`](crate::FlowAgent::fingerprint) of the built tree).
-/// - `Desk::mermaid()` and `Desk::to_dot()`, and rustdoc on `Desk` with the tree, a Mermaid
-///   diagram and the table of who may transfer to whom.
+/// - `Desk::svg()`, `Desk::mermaid()` and `Desk::to_dot()`, and rustdoc on `Desk` with the
+///   tree, a picture of it (an inline SVG laid out at compile time: no script, no network) and
+///   the table of who may transfer to whom. A built tree draws itself with
+///   [`FlowAgent::to_svg`](crate::FlowAgent::to_svg). A `dyn` node named `build` gets the setter
+///   `build_agent`.
 /// - `enum DeskAgent` (one variant per agent; `Display`/`FromStr` by name, `parent()`,
 ///   `children()`, `path()`), and per node with targets `enum Desk{Node}Target` (its
 ///   sub-agents, then its parent unless the node is `no_parent`).

@@ -16,6 +16,10 @@ mod dsl;
 #[cfg(feature = "otel")]
 pub mod otel;
 
+/// The HTTP server and web console: the `flow-server` crate (feature `server`).
+#[cfg(feature = "server")]
+pub use flow_server as server;
+
 pub use dsl::agent;
 #[cfg(doc)]
 pub use dsl::example;
@@ -25,8 +29,8 @@ pub mod prelude {
     pub use crate::{agent, flow};
     pub use flow_runtime::{
         set_sub_agents, Action, Agent, AgentContext, AgentError, AgentEvent, AgentInput,
-        AgentResult, AgentSpec, Context, ContextPolicy, EventStream, Exit, FlowAgent, FnAgent,
-        Message, MessageStream, Role, RunContext, RunPath, Runner, Session,
+        AgentResult, AgentSpec, Context, ContextPolicy, EventStream, Exit, FlowAgent, FlowNode,
+        FnAgent, Message, MessageStream, Role, RunContext, RunPath, Runner, Session,
     };
     pub use flow_runtime::{
         tool_fn, tool_fn_with_context, ChatModel, ChatModelAgent, ScriptStep, ScriptedModel, Tool,
@@ -40,11 +44,14 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
-    pub use flow_runtime::spec::{check, render, DynAgent, Filled, Set, UnknownAgent, Unset};
+    pub use flow_runtime::spec::{
+        check, render, transfer, DynAgent, Filled, NewNeedsNoAgents, NoTarget, Set, UnknownAgent,
+        Unset, UseTheBuilder,
+    };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
-        ContextPolicy, EventStream, FlowAgent, FlowBuilt, FlowError, IntoOutcome, Loop, Parallel,
-        ResumeInfo, RunContext, Runner, Sequential, TransferTarget,
+        ContextPolicy, EventStream, FlowAgent, FlowBuilt, FlowError, FlowNode, IntoOutcome, Loop,
+        Parallel, ResumeInfo, RunContext, Runner, Sequential, TransferTarget,
     };
     pub use std::sync::Arc;
 }

@@ -177,6 +177,86 @@ fn diagrams() {
     );
 }
 
+/// The agents drawn in an SVG, by name, with the texts of each box, and the edges as
+/// `(class, from, to)`.
+#[allow(clippy::type_complexity)]
+fn drawn(svg: &str) -> (Vec<(String, Vec<String>)>, Vec<(String, String, String)>) {
+    let doc = roxmltree::Document::parse(svg).expect("a well-formed SVG");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let agents = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("agent"))
+        .map(|g| {
+            let texts = g
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text().map(str::to_owned))
+                .collect();
+            (g.attribute("data-name").unwrap().to_owned(), texts)
+        })
+        .collect();
+    let edges = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("path") && n.attribute("data-from").is_some())
+        .map(|n| {
+            (
+                n.attribute("class").unwrap().to_owned(),
+                n.attribute("data-from").unwrap().to_owned(),
+                n.attribute("data-to").unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (agents, edges)
+}
+
+#[test]
+fn svg_draws_every_agent_with_its_real_name_and_description() {
+    let (agents, edges) = drawn(&Desk::svg());
+    let names: Vec<&str> = agents.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, Desk::AGENTS);
+    // The description is wrapped over lines.
+    assert_eq!(agents[0].1[0], "triage");
+    assert_eq!(
+        agents[0].1[1..].join(" "),
+        "Decides which desk owns the request."
+    );
+    assert_eq!(
+        agents[3].1,
+        ["escalation", "Escalations; never hands back."]
+    );
+    let edge = |from: &str, to: &str| {
+        edges
+            .iter()
+            .find(|(_, f, t)| f == from && t == to)
+            .map(|(c, _, _)| c.clone())
+    };
+    assert_eq!(edge("triage", "refund").as_deref(), Some("edge"));
+    // `escalation` is `#[agent(no_parent)]`: barred, drawn dashed.
+    assert_eq!(
+        edge("complaint", "escalation").as_deref(),
+        Some("edge barred")
+    );
+
+    // A renamed agent is drawn by its name; a built tree adds the `dyn` agents' descriptions.
+    let orders = Orders::builder()
+        .lookup(Lookup {
+            endpoint: "orders-db".into(),
+        })
+        .audit(|node| {
+            FnAgent::new(node, |_, _| async move { Ok(()) }).with_description("Audits orders.")
+        })
+        .build()
+        .unwrap();
+    let (agents, edges) = drawn(&orders.flow().to_svg());
+    let names: Vec<&str> = agents.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["front", "lookup-desk", "audit"]);
+    assert_eq!(agents[2].1, ["audit", "Audits orders."]);
+    assert!(edges.contains(&("edge barred".into(), "front".into(), "audit".into())));
+    let (agents, _) = drawn(&Orders::svg());
+    assert_eq!(agents[1].1[0], "lookup-desk");
+    assert_eq!(agents[2].1, ["audit", "dyn: built at run time"]);
+}
+
 #[tokio::test]
 async fn outcomes_steer_the_run() {
     let flow = Desk::new().unwrap();
@@ -284,7 +364,7 @@ async fn struct_agents_and_runtime_nodes() {
         .lookup(Lookup {
             endpoint: "orders-db".into(),
         })
-        .audit(audit)
+        .audit(|_| audit)
         .build()
         .unwrap();
     assert_eq!(Orders::AGENTS, ["front", "lookup-desk", "audit"]);
@@ -340,5 +420,46 @@ async fn context_options_reach_the_node() {
     assert_eq!(
         skipped.last().unwrap(),
         "talker/reader: hi | For context: [talker] said: one. | For context: [talker] said: two."
+    );
+}
+
+/// A hand-written target naming an agent `bypass` never declared.
+#[derive(Clone, Copy)]
+struct Forged;
+
+impl std::fmt::Display for Forged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("complaint")
+    }
+}
+
+impl TransferTarget for Forged {
+    const ALL: &'static [Self] = &[Forged];
+    fn agent_name(self) -> &'static str {
+        "complaint"
+    }
+}
+
+/// Declares only `refund`, then tries the only transfer function there is with a forged
+/// target naming its sibling `complaint`.
+#[agent(name = "triage", transfers = [refund])]
+async fn forger(cx: &AgentContext) -> AgentResult {
+    agentflow::__private::transfer(cx, Forged)
+}
+
+flow! {
+    Forgery: forger => [refund, complaint => [escalation]]
+}
+
+#[tokio::test]
+async fn a_forged_target_is_refused_and_nothing_transfers() {
+    let out = contents(Forgery::new().unwrap(), "hi").await;
+    assert_eq!(
+        out,
+        [
+            "triage: error: agent 'triage' failed: refused a transfer to 'complaint': it is not \
+             among the agent's declared transfers (refund); declare it with #[agent(transfers = \
+             [...])]"
+        ]
     );
 }

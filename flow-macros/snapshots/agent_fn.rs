@@ -1,11 +1,26 @@
 /// Decides which desk owns the request.
 #[allow(non_camel_case_types)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::default::Default,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 
 Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in.*/
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 pub enum TriageTransfer {
     ///Transfer to agent `refund`.
     Refund,
@@ -44,8 +59,7 @@ const _: () = {
             self,
             __cx: &::agentflow::__private::AgentContext,
         ) -> ::agentflow::__private::AgentResult {
-            __cx.__transfer(self.as_str());
-            ::core::result::Result::Ok(())
+            ::agentflow::__private::transfer(__cx, self)
         }
     }
 };
@@ -90,6 +104,7 @@ const _: () = {
             __agentflow_input: ::agentflow::__private::AgentInput,
             __agentflow_resume: ::agentflow::__private::ResumeInfo,
         ) -> ::agentflow::__private::EventStream {
+            #[allow(clippy::unused_async)]
             async fn triage(
                 cx: &AgentContext,
                 input: AgentInput,
@@ -99,10 +114,9 @@ const _: () = {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start(
-                        __agentflow_cx,
-                        __agentflow_resume,
-                    );
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start::<
+                        Self,
+                    >(__agentflow_cx, __agentflow_resume);
                     let __agentflow_outcome = triage(&__agentflow_cx, __agentflow_input)
                         .await;
                     <_ as ::agentflow::__private::IntoOutcome<

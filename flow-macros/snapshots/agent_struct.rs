@@ -10,8 +10,15 @@ const _: () = {
         const TRANSFERS: &'static [&'static str] = &[];
         const NO_PARENT: bool = false;
     }
+    const _: () = {
+        const fn __agentflow_is_agent<
+            T: ?::core::marker::Sized + ::agentflow::__private::Agent,
+        >() {}
+        __agentflow_is_agent::<Lookup>()
+    };
 };
 impl Lookup {
+    #[allow(clippy::unused_async)]
     async fn run(&self, cx: &AgentContext) {}
 }
 const _: () = {
@@ -45,10 +52,9 @@ const _: () = {
             ::agentflow::__private::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start(
-                        __agentflow_cx,
-                        __agentflow_resume,
-                    );
+                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start::<
+                        Self,
+                    >(__agentflow_cx, __agentflow_resume);
                     let __agentflow_outcome = Self::run(&*self, &__agentflow_cx).await;
                     <_ as ::agentflow::__private::IntoOutcome<
                         Self,

@@ -12,18 +12,11 @@
 /// └── billing  (dyn: given at run time)
 /// ```
 ///
-/// ```mermaid
-/// graph TD
-///     n0["triage"]
-///     n1["refund"]
-///     n2["complaint"]
-///     n3["escalation"]
-///     n4["dyn billing"]
-///     n0 <--> n1
-///     n0 <--> n2
-///     n2 --> n3
-///     n0 <--> n4
-/// ```
+/// <div class="agentflow-diagram">
+/// <svg xmlns="http://www.w3.org/2000/svg" width="480.6" height="318" viewBox="0 0 480.6 318" role="img" aria-label="Desk: a tree of 5 agents" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"><title>Desk</title><defs><marker id="af-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker><marker id="af-head-barred" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b7472a"/></marker></defs><rect width="100%" height="100%" fill="#ffffff"/><path class="edge" data-from="triage" data-to="refund" d="M200.9,54 C200.9,82 71,82 71,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge" data-from="triage" data-to="complaint" d="M224.9,54 C224.9,82 209.4,82 209.4,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge barred" data-from="complaint" data-to="escalation" d="M209.4,148 C209.4,184 209.4,184 209.4,220" fill="none" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><line x1="201.4" y1="203" x2="217.4" y2="203" stroke="#b7472a" stroke-width="2.4"/><path class="edge" data-from="triage" data-to="billing" d="M248.9,54 C248.9,82 378.7,82 378.7,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><g class="agent" data-name="triage"><rect x="169.9" y="16" width="110" height="38" rx="8" fill="#ebf4ff" stroke="#2b6cb0" stroke-width="1.4"/><text x="224.9" y="40" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">triage</text></g><g class="agent" data-name="refund"><rect x="16" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="71" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">refund</text></g><g class="agent" data-name="complaint"><rect x="154.4" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">complaint</text></g><g class="agent" data-name="escalation"><rect x="154" y="220" width="110.8" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="244" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">escalation</text></g><g class="agent" data-name="billing"><rect x="292.8" y="110" width="171.8" height="54" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="378.7" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">billing</text><text x="378.7" y="150" text-anchor="middle" font-size="12" font-style="italic" fill="#6b46c1">dyn: built at run time</text></g><g class="legend" font-size="12" fill="#4a5568"><line x1="16" y1="288" x2="52" y2="288" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><text x="60" y="292">transfers both ways</text><line x1="196" y1="288" x2="232" y2="288" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><text x="240" y="292">barred from its parent</text></g></svg>
+/// </div>
+///
+/// Boxes show each agent's name and kind; the agents' descriptions are drawn by [`Desk::svg`] and, with those of agents built at run time, by `FlowAgent::to_svg`. [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
 ///
 /// # Transfers
 ///
@@ -37,8 +30,8 @@
 /// | `escalation` | none (barred from its parent `complaint`) |
 /// | `billing` | `triage` (parent) |
 ///
-/// An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown as written; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
-#[derive(Debug, Clone)]
+/// An agent declared `#[agent(no_parent)]` is barred from its parent too. Agent types are shown by their identifier, which is their name unless they were renamed with `#[agent(name = "...")]`; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
+#[derive(::core::fmt::Debug, ::core::clone::Clone)]
 #[allow(dead_code)]
 pub struct Desk {
     flow: ::agentflow::__private::FlowAgent,
@@ -115,17 +108,48 @@ impl Desk {
         true,
         false,
     ];
+    #[doc(hidden)]
+    pub const __DESCRIPTIONS: &'static [&'static str] = &[
+        <triage as ::agentflow::__private::AgentSpec>::DESCRIPTION,
+        <refund as ::agentflow::__private::AgentSpec>::DESCRIPTION,
+        <complaint as ::agentflow::__private::AgentSpec>::DESCRIPTION,
+        <escalation as ::agentflow::__private::AgentSpec>::DESCRIPTION,
+        "",
+    ];
+    #[doc(hidden)]
+    pub const __NOTES: &'static [&'static str] = &[
+        "",
+        "",
+        "",
+        "",
+        "dyn: built at run time",
+    ];
+    /// Not available: this flow has nodes whose agents are given at run time; use
+    /// `builder()`.
+    #[doc(hidden)]
+    pub fn new<'__a>() -> ::core::result::Result<Self, ::agentflow::__private::FlowError>
+    where
+        &'__a ::agentflow::__private::UseTheBuilder: ::agentflow::__private::NewNeedsNoAgents<
+            Self,
+        >,
+    {
+        ::core::unreachable!()
+    }
     ///A builder of [`Desk`]: give it the agent of every `dyn` and `runtime` node, then call `build()`.
     pub fn builder() -> DeskBuilder {
-        DeskBuilder::new()
+        DeskBuilder::__agentflow_new()
     }
     /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
     /// the flow has no such agent.
     pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
-        Self::PATHS
-            .iter()
-            .find(|(__name, _)| *__name == agent_name)
-            .map(|(_, __path)| *__path)
+        let mut __i = 0;
+        while __i < Self::PATHS.len() {
+            if Self::PATHS[__i].0 == agent_name {
+                return ::core::option::Option::Some(Self::PATHS[__i].1);
+            }
+            __i += 1;
+        }
+        ::core::option::Option::None
     }
     /// The built tree, at its root.
     pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
@@ -148,6 +172,21 @@ impl Desk {
             Self::__BARRED,
         )
     }
+    /// The tree as a standalone SVG document (the picture in this type's
+    /// documentation): each agent's name, kind and description; a solid two-headed edge
+    /// where a sub-agent may transfer back to its parent, a dashed one where it is
+    /// barred. A `dyn` node's description comes with its agent: draw the built tree
+    /// with `FlowAgent::to_svg` to show it.
+    pub fn svg() -> ::std::string::String {
+        ::agentflow::__private::render::svg(
+            Self::NAME,
+            Self::AGENTS,
+            Self::__DESCRIPTIONS,
+            Self::__NOTES,
+            Self::__PARENTS,
+            Self::__BARRED,
+        )
+    }
     /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
     /// to its parent).
     pub fn to_dot() -> ::std::string::String {
@@ -166,7 +205,14 @@ impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
     }
 }
 ///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 #[repr(usize)]
 pub enum DeskAgent {
@@ -230,19 +276,29 @@ impl ::core::fmt::Display for DeskAgent {
 impl ::core::str::FromStr for DeskAgent {
     type Err = ::agentflow::__private::UnknownAgent;
     fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|__a| __a.name() == __s)
-            .ok_or_else(|| ::agentflow::__private::UnknownAgent {
-                flow: Desk::NAME,
-                name: ::core::convert::From::from(__s),
-                known: Desk::AGENTS,
-            })
+        let mut __i = 0;
+        while __i < Self::ALL.len() {
+            if Self::ALL[__i].name() == __s {
+                return ::core::result::Result::Ok(Self::ALL[__i]);
+            }
+            __i += 1;
+        }
+        ::core::result::Result::Err(::agentflow::__private::UnknownAgent {
+            flow: Desk::NAME,
+            name: ::core::convert::From::from(__s),
+            known: Desk::AGENTS,
+        })
     }
 }
 ///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskTriageTarget {
     ///Transfer to `refund`, a sub-agent.
@@ -289,7 +345,14 @@ impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
     }
 }
 ///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskRefundTarget {
     ///Transfer to `triage`, its parent.
@@ -330,7 +393,14 @@ impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
     }
 }
 ///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskComplaintTarget {
     ///Transfer to `escalation`, a sub-agent.
@@ -374,7 +444,14 @@ impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
     }
 }
 ///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::cmp::PartialEq,
+    ::core::cmp::Eq,
+    ::core::hash::Hash
+)]
 #[allow(dead_code)]
 pub enum DeskBillingTarget {
     ///Transfer to `triage`, its parent.
@@ -416,14 +493,14 @@ impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
 }
 ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
 #[must_use]
-#[derive(Debug)]
+#[derive(::core::fmt::Debug)]
 #[allow(dead_code)]
 pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
     billing: S0,
 }
 #[allow(dead_code)]
 impl DeskBuilder {
-    fn new() -> Self {
+    fn __agentflow_new() -> Self {
         DeskBuilder {
             billing: ::agentflow::__private::Unset,
         }
@@ -431,11 +508,20 @@ impl DeskBuilder {
 }
 #[allow(dead_code)]
 impl DeskBuilder<::agentflow::__private::Unset> {
-    ///Gives the `dyn` node `billing` its agent, which must be named `billing` (`build()` checks).
-    pub fn billing(
+    ///Gives the `dyn` node `billing` its agent: the closure is called with the node (its name and its legal transfer targets, [`DeskBillingTarget`]) and returns the agent, which takes its name from the node, as in `ChatModelAgent::builder(node, model)`. `build()` checks that the agent carries the node's name.
+    pub fn billing<__A: ::agentflow::__private::Agent>(
         self,
-        __agent: impl ::agentflow::__private::Agent,
+        __agentflow_make: impl ::core::ops::FnOnce(
+            ::agentflow::__private::FlowNode<DeskBillingTarget>,
+        ) -> __A,
     ) -> DeskBuilder<::agentflow::__private::Set<::agentflow::__private::DynAgent>> {
+        let __agent = __agentflow_make(
+            ::agentflow::__private::FlowNode::__new(
+                "Desk",
+                "billing",
+                <DeskBillingTarget as ::agentflow::__private::TransferTarget>::ALL,
+            ),
+        );
         DeskBuilder {
             billing: ::agentflow::__private::Set(
                 ::agentflow::__private::DynAgent(
@@ -471,23 +557,31 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
         }
         ::core::result::Result::Ok(Desk {
             flow: ::agentflow::__private::set_sub_agents(
-                <triage as ::agentflow::__private::AgentSpec>::__node()
+                ::agentflow::__private::FlowAgent::new(
+                        <triage as ::agentflow::__private::FlowBuilt>::instance(),
+                    )
                     .disallow_transfer_to_parent(
                         <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
                     ),
                 [
-                    <refund as ::agentflow::__private::AgentSpec>::__node()
+                    ::agentflow::__private::FlowAgent::new(
+                            <refund as ::agentflow::__private::FlowBuilt>::instance(),
+                        )
                         .disallow_transfer_to_parent(
                             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
                         )
                         .context(::agentflow::__private::ContextPolicy::UserInputOnly),
                     ::agentflow::__private::set_sub_agents(
-                        <complaint as ::agentflow::__private::AgentSpec>::__node()
+                        ::agentflow::__private::FlowAgent::new(
+                                <complaint as ::agentflow::__private::FlowBuilt>::instance(),
+                            )
                             .disallow_transfer_to_parent(
                                 <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
                             ),
                         [
-                            <escalation as ::agentflow::__private::AgentSpec>::__node()
+                            ::agentflow::__private::FlowAgent::new(
+                                    <escalation as ::agentflow::__private::FlowBuilt>::instance(),
+                                )
                                 .disallow_transfer_to_parent(true),
                         ],
                     )?,
@@ -501,19 +595,19 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
     }
 }
 #[doc(hidden)]
-const _: () = {
-    const NODES: &[&str] = &[
+#[allow(non_upper_case_globals, dead_code)]
+impl Desk {
+    const __NODES: &'static [&'static str] = &[
         "triage",
         "refund",
         "complaint",
         "escalation",
         "dyn billing",
     ];
-    const EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
+    const __EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
         5usize,
     >(Desk::AGENTS);
-    use ::agentflow::__private::check::assert_passed as __assert_passed;
-    const _: () = {
+    const triage_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <triage as ::agentflow::__private::AgentSpec>::NAME,
@@ -523,19 +617,19 @@ const _: () = {
             false,
             <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const refund_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             1usize,
-            EARLIER[1usize],
+            Self::__EARLIER[1usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const refund_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <refund as ::agentflow::__private::AgentSpec>::NAME,
@@ -545,19 +639,19 @@ const _: () = {
             false,
             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const complaint_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             2usize,
-            EARLIER[2usize],
+            Self::__EARLIER[2usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const complaint_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <complaint as ::agentflow::__private::AgentSpec>::NAME,
@@ -567,19 +661,19 @@ const _: () = {
             false,
             <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const escalation_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             3usize,
-            EARLIER[3usize],
+            Self::__EARLIER[3usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const escalation_transfers_are_legal: () = {
         let __v = ::agentflow::__private::check::transfers(
             "Desk",
             <escalation as ::agentflow::__private::AgentSpec>::NAME,
@@ -589,16 +683,32 @@ const _: () = {
             true,
             <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-    const _: () = {
+    const billing_has_a_unique_name: () = {
         let __v = ::agentflow::__private::check::unique_name(
             "Desk",
             Desk::AGENTS,
-            NODES,
+            Self::__NODES,
             4usize,
-            EARLIER[4usize],
+            Self::__EARLIER[4usize],
         );
-        __assert_passed(&__v);
+        __v.assert_passed()
     };
-};
+}
+#[doc(hidden)]
+const _: () = Desk::triage_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::refund_has_a_unique_name;
+#[doc(hidden)]
+const _: () = Desk::refund_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::complaint_has_a_unique_name;
+#[doc(hidden)]
+const _: () = Desk::complaint_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::escalation_has_a_unique_name;
+#[doc(hidden)]
+const _: () = Desk::escalation_transfers_are_legal;
+#[doc(hidden)]
+const _: () = Desk::billing_has_a_unique_name;

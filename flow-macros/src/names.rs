@@ -44,6 +44,26 @@ pub(crate) fn snake(name: &str) -> String {
     out
 }
 
+/// The builder setter of a node labelled `label`: its snake-case name, or `build_agent` for a
+/// node named `build` (the builder's own `build()` keeps its name).
+pub(crate) fn setter(label: &str) -> String {
+    let name = snake(label);
+    if name == "build" {
+        "build_agent".to_owned()
+    } else {
+        name
+    }
+}
+
+/// An identifier for `name`, raw (`r#match`) when `name` is a keyword.
+pub(crate) fn ident(name: &str, span: proc_macro2::Span) -> syn::Ident {
+    if syn::parse_str::<syn::Ident>(name).is_ok() {
+        syn::Ident::new(name, span)
+    } else {
+        syn::Ident::new_raw(name, span)
+    }
+}
+
 /// The text of doc attributes, as rustdoc reads it: one line per attribute, the single space
 /// after `///` dropped, surrounding blank lines trimmed.
 pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> String {

@@ -64,3 +64,61 @@ fn flow() {
     });
     check("flow", out);
 }
+
+/// The picture in the generated rustdoc is one well-formed SVG holding every node, by name.
+#[test]
+fn doc_svg_is_well_formed_and_holds_every_agent() {
+    let out = crate::flow::expand(quote! {
+        ::agentflow;
+        /// The desk.
+        pub Desk: triage => [agents::refund_desk, complaint => [escalation(no_parent)], dyn billing, checks = sequential [audit]]
+    });
+    let file: syn::File = syn::parse2(out).unwrap();
+    let svg = file
+        .items
+        .iter()
+        .find_map(|item| match item {
+            syn::Item::Struct(s) if s.ident == "Desk" => Some(s.attrs.clone()),
+            _ => None,
+        })
+        .unwrap()
+        .iter()
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .find(|line| line.trim_start().starts_with("<svg"))
+        .expect("an SVG line in the docs");
+    let doc = roxmltree::Document::parse(svg.trim()).expect("well-formed");
+    let names: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("agent"))
+        .filter_map(|n| n.attribute("data-name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "triage",
+            "refund_desk",
+            "complaint",
+            "escalation",
+            "billing",
+            "checks",
+            "audit"
+        ]
+    );
+    let barred: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("edge barred"))
+        .filter_map(|n| n.attribute("data-to"))
+        .collect();
+    assert_eq!(barred, ["escalation", "audit"]);
+    assert!(svg.contains(">sequential workflow</text>"));
+    assert!(svg.contains(">agents::refund&#95;desk</text>"));
+}

@@ -11,10 +11,12 @@ use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
 use crate::llm::middleware::Middlewares;
+use crate::llm::options::{AgentRunOptions, RunOptions};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::{Session, SessionEvent};
+use crate::thread_history::ThreadHistory;
 
 /// The input an agent runs on.
 #[derive(Debug, Clone, Default)]
@@ -202,6 +204,9 @@ struct RunShared {
     streaming: bool,
     /// The runner's middleware, for every agent of the run.
     middleware: Middlewares,
+    options: Arc<RunOptions>,
+    /// The earlier turns, when the run is a turn of a thread.
+    thread: Option<Arc<ThreadHistory>>,
 }
 
 impl RunContext {
@@ -220,12 +225,47 @@ impl RunContext {
                 root_input: root_input.into_iter().collect(),
                 streaming,
                 middleware: Middlewares::default(),
+                options: Arc::default(),
+                thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
             node: None,
             hidden: Arc::from([]),
         }
+    }
+
+    /// This run's context with `options` (see [`RunOptions`]): every context derived from it
+    /// shares them.
+    pub fn with_options(mut self, options: Arc<RunOptions>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.options = options,
+            None => {
+                self.shared = Arc::new(RunShared {
+                    session: Arc::clone(&self.shared.session),
+                    root_input: Arc::clone(&self.shared.root_input),
+                    streaming: self.shared.streaming,
+                    middleware: self.shared.middleware.clone(),
+                    options,
+                    thread: self.shared.thread.clone(),
+                });
+            }
+        }
+        self
+    }
+
+    /// The run's options, for every agent (see [`RunOptions`]).
+    pub fn run_options(&self) -> &Arc<RunOptions> {
+        &self.shared.options
+    }
+
+    /// The run's options addressed to the agent running with this context, if any.
+    pub fn agent_options(&self) -> Option<&AgentRunOptions> {
+        if self.shared.options.is_empty() {
+            // Most runs have none: skip hashing the name.
+            return None;
+        }
+        self.shared.options.for_agent(&self.agent_name)
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same
@@ -288,6 +328,8 @@ impl RunContext {
             session: Arc::clone(&self.shared.session),
             root_input: Arc::clone(&self.shared.root_input),
             streaming: self.shared.streaming,
+            options: Arc::clone(&self.shared.options),
+            thread: self.shared.thread.clone(),
             middleware,
         });
         self
@@ -297,6 +339,35 @@ impl RunContext {
     /// the run, and around the model and tool calls of its LLM agents.
     pub fn run_middleware(&self) -> &Middlewares {
         &self.shared.middleware
+    }
+
+    /// This run, as a turn of a thread whose earlier turns `thread` reads. Call it on a new
+    /// run's context, before it is cloned.
+    pub(crate) fn with_thread(mut self, thread: Arc<ThreadHistory>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.thread = Some(thread),
+            None => {
+                self.shared = Arc::new(RunShared {
+                    session: Arc::clone(&self.shared.session),
+                    root_input: Arc::clone(&self.shared.root_input),
+                    streaming: self.shared.streaming,
+                    middleware: self.shared.middleware.clone(),
+                    options: Arc::clone(&self.shared.options),
+                    thread: Some(thread),
+                });
+            }
+        }
+        self
+    }
+
+    /// The earlier turns of the thread this run is a turn of.
+    pub(crate) fn thread(&self) -> Option<&Arc<ThreadHistory>> {
+        self.shared.thread.as_ref()
+    }
+
+    /// The number of the turn this run is in a thread (0 outside threads).
+    pub fn turn(&self) -> u64 {
+        self.shared.thread.as_ref().map_or(0, |t| t.turn())
     }
 
     pub(crate) fn with_node(mut self, node: FlowAgent) -> Self {

@@ -229,6 +229,13 @@ pub enum AgentError {
     /// agent's run ended with this event.
     #[error(transparent)]
     Middleware(#[from] crate::llm::middleware::MiddlewareError),
+    /// A thread's earlier turns could not be read, or the turn could not be recorded; the
+    /// thread was left as it was.
+    #[error("thread: {message}")]
+    Thread {
+        /// What went wrong.
+        message: Arc<str>,
+    },
     /// An error of the caller's own type.
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),
@@ -246,6 +253,41 @@ impl AgentError {
     /// Wraps any error type.
     pub fn custom(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         AgentError::Custom(Arc::new(error))
+    }
+
+    /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
+    /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
+    /// `not_resumable`, `checkpoint`, `thread`, `middleware` or `custom`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
+            AgentError::TransferToParentRefused { .. } => "transfer_to_parent_refused",
+            AgentError::Panic { .. } => "panic",
+            AgentError::Stream(_) => "stream",
+            AgentError::Failed { .. } => "failed",
+            AgentError::NotResumable { .. } => "not_resumable",
+            AgentError::Checkpoint { .. } => "checkpoint",
+            AgentError::Thread { .. } => "thread",
+            AgentError::Middleware(_) => "middleware",
+            AgentError::Custom(_) => "custom",
+        }
+    }
+
+    /// The agent the error is about, if it names one (for a transfer, the agent that asked).
+    pub fn agent(&self) -> Option<&Arc<str>> {
+        match self {
+            AgentError::TransferTargetNotFound { from, .. }
+            | AgentError::TransferToParentRefused { from, .. } => Some(from),
+            AgentError::Panic { agent, .. }
+            | AgentError::Failed { agent, .. }
+            | AgentError::NotResumable { agent } => Some(agent),
+            AgentError::Middleware(
+                crate::llm::middleware::MiddlewareError::Refused { agent, .. }
+                | crate::llm::middleware::MiddlewareError::Failed { agent, .. }
+                | crate::llm::middleware::MiddlewareError::Panicked { agent, .. },
+            ) => Some(agent),
+            _ => None,
+        }
     }
 
     pub(crate) fn from_panic(agent: &Arc<str>, payload: Box<dyn std::any::Any + Send>) -> Self {

@@ -520,6 +520,8 @@ async fn drive(
         };
 
         let resuming = resume.take();
+        // The interrupts being resumed: one raised again at the same place keeps its id.
+        let earlier = resuming.clone();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let agent = Arc::clone(&node.agent);
             match resuming {
@@ -559,21 +561,26 @@ async fn drive(
                         if own && info.address.is_empty() {
                             info.id = path.to_string();
                         }
-                        // Two tool calls of one reply may stop at the same path: the later
-                        // ones are told apart by their call.
-                        if let Some(tool) = &info.wrapper_tool {
+                        let tool = info.wrapper_tool.take();
+                        let frame = InterruptFrame {
+                            agent: Arc::clone(&name),
+                            run_path: path.clone(),
+                            state: info.wrapper_state.take(),
+                            tool: tool.clone(),
+                        };
+                        info.address.insert(0, frame);
+                        let again = earlier.as_ref().and_then(|e| e.earlier_id(&info.address));
+                        if let Some(id) = again {
+                            // Raised again where it was: the id the caller knows it by.
+                            info.id = id.to_owned();
+                        } else if let Some(tool) = &tool {
+                            // Two tool calls of one reply may stop at the same path: the
+                            // later ones are told apart by their call.
                             if interrupt_ids.contains(&info.id) {
                                 info.id = format!("{} (call {})", info.id, tool.call_id);
                             }
                         }
                         interrupt_ids.push(info.id.clone());
-                        let frame = InterruptFrame {
-                            agent: Arc::clone(&name),
-                            run_path: path.clone(),
-                            state: info.wrapper_state.take(),
-                            tool: info.wrapper_tool.take(),
-                        };
-                        info.address.insert(0, frame);
                     } else if own {
                         run.session().record(&event);
                         event.recorded = true;
@@ -618,53 +625,71 @@ async fn drive(
     }
 }
 
-/// The input of `node`: the run's root input, then one entry per recorded event with a
-/// message, shaped by the node's options.
+/// The input of `node`: in a thread, the earlier turns the node's policy looks at; then the
+/// run's root input, then one entry per recorded event with a message, shaped by the node's
+/// options.
 async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
+    let earlier = match run.thread() {
+        Some(thread) => thread.entries(node.options.context.thread_window()).await?,
+        None => Vec::new(),
+    };
     let events = run.visible_events();
     let root = run.root_input();
-    let mut entries = Vec::with_capacity(root.len() + events.len());
+    let turn = run.turn();
+    let mut entries = Vec::with_capacity(earlier.len() + root.len() + events.len());
+    let skip = node.options.skip_transfer_messages;
+    for e in earlier {
+        push_entry(&mut entries, e.entry, e.is_transfer, skip);
+    }
     let user = crate::event::empty_name();
     entries.extend(root.iter().map(|m| HistoryEntry {
         is_user_input: true,
         agent_name: Arc::clone(&user),
         message: Arc::clone(m),
+        turn,
     }));
-    let skip = node.options.skip_transfer_messages;
     for event in &events {
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
         let Some(message) = event.message().await? else {
             continue;
         };
-        if skip && is_transfer {
-            // The tool-call message that asked for this transfer goes too.
-            if message.role == Role::Tool {
-                if let Some(prev) = entries.last() {
-                    let asked = !prev.is_user_input
-                        && prev.agent_name == *event.agent_name_arc()
-                        && prev.message.role == Role::Assistant
-                        && prev.message.tool_calls.iter().any(|c| {
-                            message
-                                .tool_call_id
-                                .as_deref()
-                                .map_or(true, |id| c.id == id)
-                        });
-                    if asked {
-                        entries.pop();
-                    }
-                }
-            }
-            continue;
-        }
-        entries.push(HistoryEntry {
+        let entry = HistoryEntry {
             is_user_input: false,
             agent_name: Arc::clone(event.agent_name_arc()),
             message,
-        });
+            turn,
+        };
+        push_entry(&mut entries, entry, is_transfer, skip);
     }
     let messages = node.options.context.apply(&node.name, &entries)?;
     Ok(AgentInput {
         messages,
         streaming: run.streaming(),
     })
+}
+
+/// Appends an agent's entry, or with `skip` leaves out a transfer's messages: the event that
+/// carried the transfer and the tool-call message that asked for it.
+fn push_entry(entries: &mut Vec<HistoryEntry>, entry: HistoryEntry, is_transfer: bool, skip: bool) {
+    if !(skip && is_transfer) {
+        entries.push(entry);
+        return;
+    }
+    let message = &entry.message;
+    if message.role == Role::Tool {
+        if let Some(prev) = entries.last() {
+            let asked = !prev.is_user_input
+                && prev.agent_name == entry.agent_name
+                && prev.message.role == Role::Assistant
+                && prev.message.tool_calls.iter().any(|c| {
+                    message
+                        .tool_call_id
+                        .as_deref()
+                        .map_or(true, |id| c.id == id)
+                });
+            if asked {
+                entries.pop();
+            }
+        }
+    }
 }

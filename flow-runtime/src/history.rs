@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::event::AgentError;
-use crate::message::{Message, MessageRef, Role};
+use crate::message::{ContentPart, Message, MessageRef, Role};
 
 /// One entry of the history an agent's input is made from.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +16,10 @@ pub struct HistoryEntry {
     pub agent_name: Arc<str>,
     /// The message itself, shared.
     pub message: MessageRef,
+    /// The turn of the conversation it belongs to: 0 for a run outside a thread; in a
+    /// [thread](crate::Runner::turn), earlier turns have smaller numbers and the running
+    /// turn the largest.
+    pub turn: u64,
 }
 
 /// Maps history entries to the messages the next agent receives.
@@ -58,18 +62,57 @@ where
     }
 }
 
+/// Writes the summary of earlier turns for [`ContextPolicy::Summary`]: given the agent's name
+/// and the entries of the turns to summarise, returns the message that stands for them.
+///
+/// Implemented for closures `Fn(&str, &[HistoryEntry]) -> Result<Message, AgentError>`.
+pub trait Summarizer: Send + Sync + 'static {
+    /// The message that stands for `entries` in `agent_name`'s input.
+    fn summarize(&self, agent_name: &str, entries: &[HistoryEntry]) -> Result<Message, AgentError>;
+}
+
+impl<F> Summarizer for F
+where
+    F: Fn(&str, &[HistoryEntry]) -> Result<Message, AgentError> + Send + Sync + 'static,
+{
+    fn summarize(&self, agent_name: &str, entries: &[HistoryEntry]) -> Result<Message, AgentError> {
+        self(agent_name, entries)
+    }
+}
+
 /// How much of the conversation an agent is given, and in what form. Declared per agent (per
 /// tree node); the default is Eino's.
+///
+/// In a [thread](crate::Runner::turn), the entries are the whole conversation: every earlier
+/// turn's user input and recorded messages, then the running turn's; each entry knows its
+/// [`turn`](HistoryEntry::turn). The policies apply to them exactly as within one run: another
+/// agent's tool calls from an earlier turn reach an agent as `For context:` messages, never as
+/// tool calls of tools it does not have. [`LastTurns`](ContextPolicy::LastTurns) and
+/// [`Summary`](ContextPolicy::Summary) limit how much of the thread an agent sees; a thread's
+/// earlier turns are only read from the store as far back as the policy looks
+/// ([`thread_window`](ContextPolicy::thread_window)).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub enum ContextPolicy {
     /// Eino-compatible: user input and the agent's own messages as they are, every other
     /// agent's message rewritten by [`rewrite_for_context`].
     #[default]
     Rewrite,
-    /// Only the run's input from the user.
+    /// Only what the user said: the run's input, and in a thread every turn's input.
     UserInputOnly,
     /// The user input, then the last `n` other entries, rewritten as for [`ContextPolicy::Rewrite`].
     LastN(usize),
+    /// Only the last `n` turns of a thread, the running one included (so `LastTurns(1)`, like
+    /// `LastTurns(0)`, is the running turn alone), rewritten as for [`ContextPolicy::Rewrite`].
+    LastTurns(usize),
+    /// The turns before the last `keep_turns` (the running one counted) are replaced by one
+    /// message written by `summarizer`; the rest is rewritten as for [`ContextPolicy::Rewrite`].
+    Summary {
+        /// How many of the latest turns are kept whole (at least the running one).
+        keep_turns: usize,
+        /// Writes the message standing for the older turns.
+        summarizer: Arc<dyn Summarizer>,
+    },
     /// A rewriter of your own.
     Custom(Arc<dyn HistoryRewriter>),
 }
@@ -78,6 +121,33 @@ impl ContextPolicy {
     /// A policy from a custom rewriter.
     pub fn custom(rewriter: impl HistoryRewriter) -> Self {
         ContextPolicy::Custom(Arc::new(rewriter))
+    }
+
+    /// A summary policy: turns older than the last `keep_turns` (the running one counted) are
+    /// replaced by the message `summarizer` writes for them.
+    ///
+    /// ```
+    /// use flow_runtime::{ContextPolicy, HistoryEntry, Message};
+    /// let policy = ContextPolicy::summary(2, |_agent: &str, older: &[HistoryEntry]| {
+    ///     Ok(Message::system(format!("Earlier: {} messages.", older.len())))
+    /// });
+    /// # let _ = policy;
+    /// ```
+    pub fn summary(keep_turns: usize, summarizer: impl Summarizer) -> Self {
+        ContextPolicy::Summary {
+            keep_turns,
+            summarizer: Arc::new(summarizer),
+        }
+    }
+
+    /// How many turns before the running one this policy looks at in a thread: `Some(n)` for
+    /// [`LastTurns(n + 1)`](ContextPolicy::LastTurns), `None` (all of them) for the others.
+    /// A turn reads no earlier record from the thread store than this.
+    pub fn thread_window(&self) -> Option<u64> {
+        match self {
+            ContextPolicy::LastTurns(n) => Some((*n as u64).saturating_sub(1)),
+            _ => None,
+        }
     }
 
     /// Applies the policy for `agent_name`.
@@ -100,6 +170,26 @@ impl ContextPolicy {
                 let tail = others[others.len().saturating_sub(*n)..].iter().copied();
                 Ok(default_rewrite(agent_name, user.chain(tail)))
             }
+            ContextPolicy::LastTurns(n) => {
+                let from = first_kept_turn(entries, (*n).max(1));
+                let start = entries.partition_point(|e| e.turn < from);
+                Ok(default_rewrite(agent_name, entries[start..].iter()))
+            }
+            ContextPolicy::Summary {
+                keep_turns,
+                summarizer,
+            } => {
+                let from = first_kept_turn(entries, (*keep_turns).max(1));
+                let start = entries.partition_point(|e| e.turn < from);
+                let mut out = Vec::with_capacity(entries.len() - start + 1);
+                if start > 0 {
+                    out.push(Arc::new(
+                        summarizer.summarize(agent_name, &entries[..start])?,
+                    ));
+                }
+                out.extend(default_rewrite(agent_name, entries[start..].iter()));
+                Ok(out)
+            }
             ContextPolicy::Custom(r) => r.rewrite(agent_name, entries),
         }
     }
@@ -111,9 +201,19 @@ impl fmt::Debug for ContextPolicy {
             ContextPolicy::Rewrite => f.write_str("Rewrite"),
             ContextPolicy::UserInputOnly => f.write_str("UserInputOnly"),
             ContextPolicy::LastN(n) => write!(f, "LastN({n})"),
+            ContextPolicy::LastTurns(n) => write!(f, "LastTurns({n})"),
+            ContextPolicy::Summary { keep_turns, .. } => {
+                write!(f, "Summary {{ keep_turns: {keep_turns}, .. }}")
+            }
             ContextPolicy::Custom(_) => f.write_str("Custom(..)"),
         }
     }
+}
+
+/// The first turn of the last `n` turns of `entries` (sorted by turn; the last is running).
+fn first_kept_turn(entries: &[HistoryEntry], n: usize) -> u64 {
+    let current = entries.last().map_or(0, |e| e.turn);
+    (current + 1).saturating_sub(n as u64)
 }
 
 fn default_rewrite<'a>(
@@ -133,15 +233,31 @@ fn default_rewrite<'a>(
 
 /// Rewrites another agent's message as a user message that gives context, the way Eino does:
 ///
-/// - an assistant message: `For context: [A] said: CONTENT.` (if it has content), then
+/// - an assistant message: `For context: [A] said: CONTENT.` (if it has content), then for
+///   each of its [content parts](Message::parts) ` [A] said: TEXT.` for text and
+///   ` [A] shared DESCRIPTION.` for anything else (an image: `an image at URL`,
+///   `an image (image/png, N bytes)`, see [`ContentPart::describe`]), then
 ///   `` [A] called tool: `NAME` with arguments: ARGS.`` for each tool call;
-/// - a tool result with content: ``For context: [A] `TOOL` tool returned result: CONTENT.``;
+/// - a tool result: ``For context: [A] `TOOL` tool returned result: CONTENT.`` (if it has
+///   content), then per part ``[A] `TOOL` tool returned result: TEXT.`` or
+///   ``[A] `TOOL` tool returned DESCRIPTION.``;
 /// - anything else: `For context:`.
+///
+/// The rewritten message is text only: images are described, not passed on (a
+/// [custom policy](ContextPolicy::Custom) can pass them on).
 ///
 /// ```
 /// use flow_runtime::{rewrite_for_context, Message};
 /// let m = rewrite_for_context("triage", &Message::assistant("it is a refund"));
 /// assert_eq!(m.content, "For context: [triage] said: it is a refund.");
+/// let m = rewrite_for_context(
+///     "scanner",
+///     &Message::assistant("the receipt").with_image_url("https://x/r.png"),
+/// );
+/// assert_eq!(
+///     m.content,
+///     "For context: [scanner] said: the receipt. [scanner] shared an image at https://x/r.png."
+/// );
 /// ```
 pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
     // Sized for the common shapes, so the text is written without regrowing.
@@ -157,6 +273,17 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
             if !message.content.is_empty() {
                 let _ = write!(text, " [{agent_name}] said: {}.", message.content);
             }
+            // Parts other agents cannot see are described, not dropped.
+            for part in &message.parts {
+                match part {
+                    ContentPart::Text { text: more } => {
+                        let _ = write!(text, " [{agent_name}] said: {more}.");
+                    }
+                    other => {
+                        let _ = write!(text, " [{agent_name}] shared {}.", other.describe());
+                    }
+                }
+            }
             for call in &message.tool_calls {
                 let _ = write!(
                     text,
@@ -165,13 +292,32 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
                 );
             }
         }
-        Role::Tool if !message.content.is_empty() => {
-            let _ = write!(
-                text,
-                " [{agent_name}] `{}` tool returned result: {}.",
-                message.tool_name.as_deref().unwrap_or(""),
-                message.content
-            );
+        Role::Tool => {
+            let tool = message.tool_name.as_deref().unwrap_or("");
+            if !message.content.is_empty() {
+                let _ = write!(
+                    text,
+                    " [{agent_name}] `{tool}` tool returned result: {}.",
+                    message.content
+                );
+            }
+            for part in &message.parts {
+                match part {
+                    ContentPart::Text { text: more } => {
+                        let _ = write!(
+                            text,
+                            " [{agent_name}] `{tool}` tool returned result: {more}."
+                        );
+                    }
+                    other => {
+                        let _ = write!(
+                            text,
+                            " [{agent_name}] `{tool}` tool returned {}.",
+                            other.describe()
+                        );
+                    }
+                }
+            }
         }
         _ => {}
     }

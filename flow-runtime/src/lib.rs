@@ -17,7 +17,11 @@
 //! - Workflow agents ([`Sequential`], [`Parallel`], [`Loop`]) run their node's sub-agents in
 //!   a fixed pattern; [`DeterministicTransfer`] hands off to fixed agents; an [`AgentTool`]
 //!   lets a model call a whole tree as a tool (see [`workflow`]).
-//! - The [`Runner`] starts runs: a new session per run, streaming on or off.
+//! - The [`Runner`] starts runs: a new session per run, streaming on or off. A conversation
+//!   is a thread kept in a [`ThreadStore`]: [`Runner::turn`] runs one user turn of it, starting
+//!   where [`TurnRouting`] says, with the earlier turns reaching each agent through its
+//!   [`ContextPolicy`] (see [`Turn`]).
+//! - An [`AgentEvent`] serialises to its documented JSON form, [`EventJson`] (see [`event_json`]).
 //! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
 //!
 //! ```
@@ -47,8 +51,10 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod diagram;
 mod error;
 mod event;
+pub mod event_json;
 mod flow;
 mod fn_agent;
 mod generate;
@@ -63,14 +69,20 @@ pub mod spec;
 pub mod store;
 mod stream;
 pub mod testing;
+mod thread_history;
+mod turn;
 pub mod workflow;
 
+/// Tools from Model Context Protocol servers (cargo feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use llm::mcp;
 pub use llm::middleware;
 pub use llm::models as model;
 pub use llm::structured;
 pub use llm::telemetry;
-pub use llm::usage;
 pub use llm::tool;
+pub use llm::usage;
+pub use llm::{instruction, options};
 /// The former name of [`store`].
 #[doc(hidden)]
 pub use store as checkpoint;
@@ -79,23 +91,26 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 
 pub use async_trait::async_trait;
 pub use llm::{
-    exit_tool_definition, transfer_tool_definition, ChatAgentError, ChatModelAgent,
-    ChatModelAgentBuilder, HookContext, HookError, IllegalTransfer, Middleware, MiddlewareError,
-    DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, HookContext, HookError,
+    IllegalTransfer, InstructionError, InstructionFn, Middleware, MiddlewareError, RunOptions,
+    TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointStore, FileStore, InMemoryStore, StoreError,
+    ThreadError, ThreadStore,
 };
 
 pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
 };
+pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
-pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter};
-pub use message::{Message, MessageRef, Role, ToolCall};
+pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
+pub use message::{ContentPart, ImageSource, Message, MessageRef, Role, ToolCall};
 pub use model::{
     ChatModel, ChatRequest, ModelError, OutputSchema, RetryPolicy, ScriptStep, ScriptedModel,
     Usage, UsageReport,
@@ -106,11 +121,12 @@ pub use runner::Runner;
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, IntoOutcome, TransferTarget,
-    UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
+    TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };
+pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use workflow::{AgentTool, DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};

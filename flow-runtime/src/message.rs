@@ -91,11 +91,115 @@ pub struct Message {
     /// For a tool message: the name of the tool that produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// Content beyond the text: images, more text. What a model is sent is
+    /// [`content`](Message::content) (when not empty) followed by these parts, in order. Empty
+    /// for text-only messages (and then absent from the serialised form).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<ContentPart>,
     /// For a model's reply: the tokens the call used, when the model reported them. In a
     /// streamed reply it comes with the last chunk. Boxed, so that messages that have none
     /// (every chunk of a stream but the last) stay one pointer larger, not five.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Box<Usage>>,
+}
+
+/// A part of a message's content besides its [`content`](Message::content) text (see
+/// [`Message::parts`]).
+///
+/// ```
+/// use flow_runtime::{ContentPart, Message};
+/// let m = Message::user("What is on this receipt?")
+///     .with_image_url("https://example.com/receipt.png")
+///     .with_image_base64("image/png", "iVBORw0KGgo=");
+/// assert_eq!(m.parts.len(), 2);
+/// assert_eq!(m.parts[1].describe(), "an image (image/png, 8 bytes)");
+/// assert_eq!(m.parts[0], ContentPart::image_url("https://example.com/receipt.png"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentPart {
+    /// More text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image.
+    Image {
+        /// Where its bytes are.
+        source: ImageSource,
+    },
+}
+
+/// Where an image's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ImageSource {
+    /// At a URL the model's provider fetches (`https:`, or a `data:` URL).
+    Url {
+        /// The URL.
+        url: String,
+    },
+    /// Inline, base64-encoded.
+    Base64 {
+        /// The media type: `image/png`, `image/jpeg`, `image/gif`, `image/webp`.
+        media_type: String,
+        /// The bytes, base64-encoded (standard alphabet, padded).
+        data: String,
+    },
+}
+
+impl ContentPart {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart::Text { text: text.into() }
+    }
+
+    /// An image at a URL.
+    pub fn image_url(url: impl Into<String>) -> Self {
+        ContentPart::Image {
+            source: ImageSource::Url { url: url.into() },
+        }
+    }
+
+    /// An inline image: its media type and its bytes in base64.
+    pub fn image_base64(media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        ContentPart::Image {
+            source: ImageSource::Base64 {
+                media_type: media_type.into(),
+                data: data.into(),
+            },
+        }
+    }
+
+    /// The part in words, for a reader that cannot see it: the text itself, or
+    /// `an image at URL` / `an image (MEDIA_TYPE, N bytes)`.
+    pub fn describe(&self) -> String {
+        match self {
+            ContentPart::Text { text } => text.clone(),
+            ContentPart::Image { source } => match source {
+                ImageSource::Url { url } if url.starts_with("data:") => {
+                    let media = url[5..].split([';', ',']).next().unwrap_or("");
+                    let data = url.split_once(',').map_or("", |(_, d)| d);
+                    format!("an image ({media}, {} bytes)", base64_decoded_len(data))
+                }
+                ImageSource::Url { url } => format!("an image at {url}"),
+                ImageSource::Base64 { media_type, data } => {
+                    format!(
+                        "an image ({media_type}, {} bytes)",
+                        base64_decoded_len(data)
+                    )
+                }
+            },
+        }
+    }
+}
+
+/// How many bytes base64 `data` decodes to (padding and trailing whitespace ignored).
+fn base64_decoded_len(data: &str) -> usize {
+    let data = data.trim_end().trim_end_matches('=');
+    data.len() * 3 / 4
 }
 
 /// A shared message, as the runtime stores and passes it.
@@ -138,6 +242,23 @@ impl Message {
         }
     }
 
+    /// The same message with one more content part (see [`Message::parts`]).
+    pub fn with_part(mut self, part: ContentPart) -> Self {
+        self.parts.push(part);
+        self
+    }
+
+    /// The same message with an image at `url` appended to its content.
+    pub fn with_image_url(self, url: impl Into<String>) -> Self {
+        self.with_part(ContentPart::image_url(url))
+    }
+
+    /// The same message with an inline image appended: its media type (`image/png`) and its
+    /// bytes in base64.
+    pub fn with_image_base64(self, media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        self.with_part(ContentPart::image_base64(media_type, data))
+    }
+
     fn with_role(role: Role, content: impl Into<String>) -> Self {
         Message {
             role,
@@ -148,8 +269,9 @@ impl Message {
 
     /// Concatenates streamed chunks into one message.
     ///
-    /// Contents are appended in order; the role, tool call id and tool name come from the first
-    /// chunk that has them; the usage from the last chunk that has it; tool-call chunks that carry the same `index` are merged (id and name
+    /// Contents are appended in order, and so are content parts; the role, tool call id and
+    /// tool name come from the first chunk that has them; the usage from the last chunk that
+    /// has it; tool-call chunks that carry the same `index` are merged (id and name
     /// from the first that has them, arguments appended), calls without an index are kept as
     /// they are.
     ///
@@ -180,11 +302,16 @@ impl Concat {
     #[inline]
     pub(crate) fn push(&mut self, chunk: &Message) {
         let out = &mut self.out;
-        if !self.role_set && (chunk.role != Role::User || !chunk.content.is_empty()) {
+        if !self.role_set
+            && (chunk.role != Role::User || !chunk.content.is_empty() || !chunk.parts.is_empty())
+        {
             out.role = chunk.role;
             self.role_set = true;
         }
         out.content.push_str(&chunk.content);
+        if !chunk.parts.is_empty() {
+            out.parts.extend(chunk.parts.iter().cloned());
+        }
         if out.tool_call_id.is_none() && chunk.tool_call_id.is_some() {
             out.tool_call_id.clone_from(&chunk.tool_call_id);
         }
@@ -255,6 +382,54 @@ mod tests {
         assert_eq!(m.tool_calls[0].name, "lookup");
         assert_eq!(m.tool_calls[0].arguments, "{\"id\":7}");
         assert_eq!(m.role, Role::Assistant);
+    }
+
+    #[test]
+    fn concat_keeps_parts_in_order() {
+        let a = Message::assistant("Here ").with_image_url("https://x/a.png");
+        let b = Message::assistant("they are.").with_part(ContentPart::text("(two)"));
+        let c = Message::assistant("").with_image_base64("image/gif", "R0lGOD==");
+        let m = Message::concat([&a, &b, &c]);
+        assert_eq!(m.content, "Here they are.");
+        assert_eq!(
+            m.parts,
+            [
+                ContentPart::image_url("https://x/a.png"),
+                ContentPart::text("(two)"),
+                ContentPart::image_base64("image/gif", "R0lGOD=="),
+            ]
+        );
+    }
+
+    #[test]
+    fn parts_serialise_only_when_present() {
+        let plain = serde_json::to_string(&Message::user("hi")).unwrap();
+        assert_eq!(plain, r#"{"role":"user","content":"hi"}"#);
+        let m = Message::user("look")
+            .with_image_url("https://x/a.png")
+            .with_image_base64("image/png", "AAAA");
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            text,
+            r#"{"role":"user","content":"look","parts":[{"type":"image","source":{"kind":"url","url":"https://x/a.png"}},{"type":"image","source":{"kind":"base64","media_type":"image/png","data":"AAAA"}}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Message>(&text).unwrap(), m);
+        // A message written before parts existed still reads.
+        let old: Message = serde_json::from_str(r#"{"role":"user","content":"hi"}"#).unwrap();
+        assert!(old.parts.is_empty());
+    }
+
+    #[test]
+    fn parts_describe_themselves() {
+        assert_eq!(
+            ContentPart::image_url("https://x/a.png").describe(),
+            "an image at https://x/a.png"
+        );
+        assert_eq!(
+            ContentPart::image_url("data:image/jpeg;base64,AAAAAA==").describe(),
+            "an image (image/jpeg, 4 bytes)"
+        );
+        assert_eq!(ContentPart::text("more").describe(), "more");
     }
 
     #[test]

@@ -192,6 +192,23 @@ impl ResumeInfo {
         out
     }
 
+    /// The id of the pending interrupt raised at `address` (the frames from this level down,
+    /// compared by agent, run path and tool call; the state attached to them may differ), if
+    /// one was: an interrupt raised again at the same place keeps the id the caller knows it
+    /// by, whichever other interrupts were answered in between.
+    pub(crate) fn earlier_id(&self, address: &[InterruptFrame]) -> Option<&str> {
+        self.points
+            .iter()
+            .find(|p| {
+                let frames = &p.frames[p.depth..];
+                frames.len() == address.len()
+                    && frames.iter().zip(address).all(|(a, b)| {
+                        a.agent == b.agent && a.run_path == b.run_path && a.tool == b.tool
+                    })
+            })
+            .map(|p| p.interrupt.id.as_str())
+    }
+
     /// The interrupts still pending, as they were raised.
     pub fn interrupts(&self) -> impl Iterator<Item = &InterruptInfo> {
         self.points.iter().map(|p| &*p.interrupt)

@@ -11,6 +11,7 @@ use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
 use crate::llm::middleware::{Middleware, Middlewares};
+use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
@@ -35,13 +36,19 @@ use crate::store::{Checkpoint, CheckpointError, CheckpointStatus, CheckpointStor
 /// With a [`CheckpointStore`], a run started with [`run_checkpointed`](Runner::run_checkpointed)
 /// saves a checkpoint when it is interrupted (before the caller sees the interrupt event), and
 /// [`resume`](Runner::resume) continues it, in this process or another one.
+///
+/// With a [`ThreadStore`](crate::ThreadStore), [`turn`](Runner::turn) runs one user turn of a
+/// conversation kept in the store (see [`Turn`](crate::Turn)).
 #[derive(Clone)]
 pub struct Runner {
-    agent: FlowAgent,
-    streaming: bool,
-    store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) agent: FlowAgent,
+    pub(crate) streaming: bool,
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     resuming: Arc<Mutex<HashSet<String>>>,
     middleware: Middlewares,
+    pub(crate) options: Arc<RunOptions>,
+    /// Where threads are kept, their routing, and the threads with a turn running here.
+    pub(crate) threads: crate::turn::ThreadSettings,
 }
 
 impl fmt::Debug for Runner {
@@ -64,12 +71,30 @@ impl Runner {
             store: None,
             resuming: Arc::default(),
             middleware: Middlewares::default(),
+            options: Arc::default(),
+            threads: crate::turn::ThreadSettings::default(),
         }
     }
 
     /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Options for the runs (and resumes, thread turns) this runner starts, addressed to
+    /// agents by name (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
+    /// (store, resume claims) with the original.
+    ///
+    /// ```
+    /// # use flow_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
+    /// # let runner = Runner::new(FlowAgent::new(FnAgent::new("a", |_, _| async { Ok(()) })));
+    /// let cold = RunOptions::new().agent("a", AgentRunOptions::new().temperature(0.0));
+    /// let events = runner.clone().run_options(cold).query("hello");
+    /// # drop(events);
+    /// ```
+    pub fn run_options(mut self, options: RunOptions) -> Self {
+        self.options = Arc::new(options);
         self
     }
 
@@ -140,7 +165,8 @@ impl Runner {
             messages.iter().cloned(),
             self.streaming,
             self.agent.name(),
-        );
+        )
+        .with_options(Arc::clone(&self.options));
         if !self.middleware.is_empty() {
             cx = cx.with_run_middleware(self.middleware.clone());
         }
@@ -220,7 +246,8 @@ impl Runner {
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
-        );
+        )
+        .with_options(Arc::clone(&self.options));
         if !self.middleware.is_empty() {
             cx = cx.with_run_middleware(self.middleware.clone());
         }
@@ -297,7 +324,7 @@ fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEven
     .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
-async fn save(
+pub(crate) async fn save(
     store: Option<&dyn CheckpointStore>,
     id: &str,
     shape: String,

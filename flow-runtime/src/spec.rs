@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use crate::agent::{Agent, RunContext};
 use crate::event::{Action, AgentError, AgentEvent};
-use crate::flow::FlowAgent;
 use crate::generate::Context;
 use crate::message::Message;
 use crate::resume::ResumeInfo;
@@ -30,6 +29,8 @@ pub type AgentResult<T = ()> = Result<T, AgentError>;
 
 /// The static facts of an agent type, known at compile time.
 ///
+/// It asks nothing of the type's behaviour (that is [`Agent`]'s), so a type whose `Agent`
+/// impl is missing is reported once, where it is declared, not at every fact a flow reads.
 /// `#[agent]` implements it; `flow!` reads it in `const` items to check a tree. Implement it by
 /// hand only for an agent type whose facts are fixed; an agent whose name is chosen at run time
 /// fills a `dyn` node of a flow instead.
@@ -41,7 +42,7 @@ pub type AgentResult<T = ()> = Result<T, AgentError>;
     note = "for an agent built at run time (a model agent holding a client), write the node as \
             `dyn NAME` and give the agent to the flow's builder"
 )]
-pub trait AgentSpec: Agent {
+pub trait AgentSpec {
     /// The agent's name: unique within a tree, used for transfers and run paths.
     const NAME: &'static str;
     /// What the agent does (its doc comment, for `#[agent]`).
@@ -51,16 +52,6 @@ pub trait AgentSpec: Agent {
     /// Whether the agent never transfers to its parent (`#[agent(no_parent)]`): every node it
     /// fills is barred from its parent.
     const NO_PARENT: bool;
-
-    /// A one-node tree of [`FlowBuilt::instance`]: how `flow!` builds the nodes it builds
-    /// itself.
-    #[doc(hidden)]
-    fn __node() -> FlowAgent
-    where
-        Self: FlowBuilt,
-    {
-        FlowAgent::new(Self::instance())
-    }
 }
 
 /// An agent a flow can build on its own: a node of `flow!` that names the type gets
@@ -70,12 +61,15 @@ pub trait AgentSpec: Agent {
 /// client, a configuration) fills a `runtime` node instead, and the flow's builder is given its
 /// value; implement this trait only if the agent has one obvious value.
 #[diagnostic::on_unimplemented(
-    message = "agent `{Self}` holds state, so a flow cannot build it on its own",
+    message = "a flow cannot build `{Self}` on its own",
     label = "the flow would have to make a `{Self}` itself",
-    note = "mark the node `runtime`, as in `{Self}(runtime)`, and give the value to the flow's \
-            builder; or implement `FlowBuilt` for `{Self}` if it has one obvious value"
+    note = "if `{Self}` is an #[agent] struct that holds state, mark the node `runtime`, as in \
+            `{Self}(runtime)`, and give the value to the flow's builder; or implement \
+            `FlowBuilt` for `{Self}` if it has one obvious value",
+    note = "if `{Self}` is not an agent type at all, put #[agent] on it (see the error about \
+            `AgentSpec`)"
 )]
-pub trait FlowBuilt: AgentSpec + Sized {
+pub trait FlowBuilt: AgentSpec + Agent + Sized {
     /// The agent's value.
     fn instance() -> Self;
 }
@@ -108,21 +102,29 @@ pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
 pub struct AgentContext {
     cx: Context,
     resume: Option<Arc<ResumeInfo>>,
+    /// The targets the running agent declared: the only names [`transfer`] sends it to.
+    declared: &'static [&'static str],
 }
 
 impl AgentContext {
-    /// Wraps the emitting context of a run.
+    /// Wraps the emitting context of a run. The agent it stands for declares no transfers.
     pub fn new(cx: Context) -> Self {
-        AgentContext { cx, resume: None }
+        AgentContext {
+            cx,
+            resume: None,
+            declared: &[],
+        }
     }
 
-    /// Wraps the emitting context of a run that resumes with `info` (an empty `info`: a
-    /// plain run). Used by the code `#[agent]` generates.
+    /// Wraps the emitting context of a run of agent `A` that resumes with `info` (an empty
+    /// `info`: a plain run); `A`'s declared transfers are the only targets [`transfer`] accepts.
+    /// Used by the code `#[agent]` generates.
     #[doc(hidden)]
-    pub fn __start(cx: Context, info: ResumeInfo) -> Self {
+    pub fn __start<A: AgentSpec + ?Sized>(cx: Context, info: ResumeInfo) -> Self {
         AgentContext {
             cx,
             resume: (!info.is_empty()).then(|| Arc::new(info)),
+            declared: A::TRANSFERS,
         }
     }
 
@@ -211,13 +213,38 @@ impl AgentContext {
     pub fn run_context(&self) -> &RunContext {
         self.cx.run_context()
     }
+}
 
-    /// Emits a transfer to a declared target. Used by the `IntoOutcome` impls `#[agent]`
-    /// generates for transfer enums; not for agent bodies.
-    #[doc(hidden)]
-    pub fn __transfer(&self, target: &str) {
-        self.cx.transfer(target);
+/// Transfers the running agent to `target`, one of the targets it declared with
+/// `#[agent(transfers = [...])]`: what returning a variant of a transfer enum does. The
+/// `IntoOutcome` impl `#[agent]` generates for the enum calls it.
+///
+/// The context carries the running agent's declared targets (set when the generated code
+/// starts the body), and a target outside them is refused with an error, so neither this
+/// function nor a hand-written [`TransferTarget`] can make an agent transfer anywhere it did not
+/// declare (`flow!` checks the declared ones against the tree at compile time).
+///
+/// # Errors
+///
+/// If `target` is not one of the running agent's declared transfers; nothing is emitted then.
+pub fn transfer<T: TransferTarget>(cx: &AgentContext, target: T) -> AgentResult {
+    let name = target.agent_name();
+    if !cx.declared.contains(&name) {
+        let declared = if cx.declared.is_empty() {
+            "none".to_owned()
+        } else {
+            cx.declared.join(", ")
+        };
+        return Err(AgentError::failed(
+            cx.cx.agent_name(),
+            format!(
+                "refused a transfer to '{name}': it is not among the agent's declared \
+                 transfers ({declared}); declare it with #[agent(transfers = [...])]"
+            ),
+        ));
     }
+    cx.cx.transfer(name);
+    Ok(())
 }
 
 impl Deref for AgentContext {
@@ -344,6 +371,126 @@ impl<T> Filled<T> for Set<T> {
     }
 }
 
+/// What a flow hands the agent of one of its `dyn` nodes: the node's name and its legal
+/// transfer targets, typed. The builder's setter for the node calls your closure with it, so an
+/// agent built at run time (a `ChatModelAgent` with its client) takes its name from the flow
+/// instead of repeating it, and code that names its targets uses the node's target enum (a
+/// target that is not legal there does not compile).
+///
+/// `T` is the node's target enum (`{Flow}{Node}Target`), or [`NoTarget`] for a node that may
+/// transfer nowhere. A `FlowNode` converts into the agent's name, so it goes where a name goes
+/// (`ChatModelAgent::builder(node, model)`, `FnAgent::new(node, body)`); the `flow!`
+/// documentation of the `agentflow` facade has an example.
+pub struct FlowNode<T: 'static> {
+    flow: &'static str,
+    name: &'static str,
+    targets: &'static [T],
+}
+
+impl<T: TransferTarget> FlowNode<T> {
+    /// The node `name` of flow `flow`, whose legal targets are `targets`. Made by the builders
+    /// `flow!` generates.
+    #[doc(hidden)]
+    pub const fn __new(flow: &'static str, name: &'static str, targets: &'static [T]) -> Self {
+        FlowNode {
+            flow,
+            name,
+            targets,
+        }
+    }
+
+    /// The node's name: the name its agent must carry.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The flow's name.
+    pub fn flow(&self) -> &'static str {
+        self.flow
+    }
+
+    /// The agents this node may transfer to: its sub-agents, then its parent unless it is
+    /// barred from it.
+    pub fn targets(&self) -> &'static [T] {
+        self.targets
+    }
+
+    /// The names of [`targets`](FlowNode::targets).
+    pub fn target_names(&self) -> Vec<&'static str> {
+        self.targets.iter().map(|t| t.agent_name()).collect()
+    }
+}
+
+impl<T> Clone for FlowNode<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for FlowNode<T> {}
+
+impl<T: TransferTarget> fmt::Debug for FlowNode<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowNode")
+            .field("flow", &self.flow)
+            .field("name", &self.name)
+            .field("targets", &self.target_names())
+            .finish()
+    }
+}
+
+impl<T> fmt::Display for FlowNode<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl<T> From<FlowNode<T>> for Arc<str> {
+    fn from(node: FlowNode<T>) -> Self {
+        Arc::from(node.name)
+    }
+}
+
+impl<T> From<FlowNode<T>> for String {
+    fn from(node: FlowNode<T>) -> Self {
+        node.name.to_owned()
+    }
+}
+
+/// The target type of a node that may transfer nowhere (a leaf barred from its parent, or the
+/// root of a one-node flow): it has no values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoTarget {}
+
+impl fmt::Display for NoTarget {
+    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {}
+    }
+}
+
+impl TransferTarget for NoTarget {
+    const ALL: &'static [Self] = &[];
+    fn agent_name(self) -> &'static str {
+        match self {}
+    }
+}
+
+/// What the `new()` of a flow with `dyn` or `runtime` nodes requires, so that calling it fails
+/// to compile with a message pointing to the builder. Nothing implements it.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}` has nodes whose agents are given at run time, so it has no `new()`",
+    label = "use `{F}::builder()` instead",
+    note = "build it with `{F}::builder()`: call its setter for every `dyn` and `runtime` node \
+            (named after the node), then `build()`"
+)]
+pub trait NewNeedsNoAgents<F> {}
+
+/// The type [`NewNeedsNoAgents`] is asked of.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct UseTheBuilder;
+
 /// The agent of a `dyn` node, as a flow builder holds it.
 #[derive(Clone)]
 pub struct DynAgent(pub Arc<dyn Agent>);
@@ -373,6 +520,41 @@ pub mod render {
             }
         }
         out
+    }
+
+    /// A standalone SVG of the tree (see `flow-diagram`): `descriptions` and `notes` per
+    /// agent, in the order of `names`.
+    pub fn svg(
+        flow: &str,
+        names: &[&str],
+        descriptions: &[&str],
+        notes: &[&str],
+        parents: &[Option<usize>],
+        barred: &[bool],
+    ) -> String {
+        fn node(
+            i: usize,
+            names: &[&str],
+            descriptions: &[&str],
+            notes: &[&str],
+            parents: &[Option<usize>],
+            barred: &[bool],
+        ) -> flow_diagram::Node {
+            let mut out = flow_diagram::Node::new(names[i])
+                .description(descriptions[i])
+                .note(notes[i])
+                .barred(barred[i]);
+            for (c, parent) in parents.iter().enumerate() {
+                if *parent == Some(i) {
+                    out = out.child(node(c, names, descriptions, notes, parents, barred));
+                }
+            }
+            out
+        }
+        if names.is_empty() {
+            return flow_diagram::svg(flow, &flow_diagram::Node::new(flow));
+        }
+        flow_diagram::svg(flow, &node(0, names, descriptions, notes, parents, barred))
     }
 
     /// A Graphviz digraph: one edge per parent and sub-agent, `dir=both` where the sub-agent
@@ -423,6 +605,15 @@ pub mod check {
             Verdict {
                 buf: [0; CAP],
                 len: 0,
+            }
+        }
+
+        /// Fails the compile with the message, at the caller (the checked node), if the check
+        /// failed.
+        #[track_caller]
+        pub const fn assert_passed(self) {
+            if self.failed() {
+                panic!("{}", self.as_str())
             }
         }
 
@@ -590,6 +781,17 @@ pub mod check {
             i += 1;
             if contains(children, target) {
                 continue;
+            }
+            if eq(target, agent) {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" declares a transfer to itself (in flow ")
+                    .code(flow)
+                    .push(
+                        "); an agent transfers to a sub-agent or its parent: remove it from the \
+                         agent's declared transfers",
+                    );
             }
             if let Some(parent) = parent {
                 if eq(parent, target) {

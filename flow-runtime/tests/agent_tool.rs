@@ -561,3 +561,79 @@ async fn a_later_call_of_the_same_reply_is_not_run_again_and_results_keep_call_o
         "the clock call finished before"
     );
 }
+
+/// The input of the `researcher` agent tool with a custom schema.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Only decoded, to check the arguments: the agent gets their JSON text.
+struct Search {
+    /// The topic.
+    topic: String,
+    /// The earliest year.
+    since: u16,
+}
+
+#[tokio::test]
+async fn a_typed_input_schema_replaces_the_request_and_reaches_the_agent_as_its_input() {
+    let inputs: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let seen = Arc::clone(&inputs);
+    let researcher = FnAgent::new("researcher", move |cx, input| {
+        seen.lock().unwrap().push(
+            input
+                .messages
+                .iter()
+                .map(|m| format!("{}: {}", m.role, m.content))
+                .collect(),
+        );
+        async move {
+            cx.say("3 papers.");
+            Ok(())
+        }
+    });
+    let tool = AgentTool::new(FlowAgent::new(researcher)).with_input_schema::<Search>();
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("researcher", json!({"topic": "otters"})),
+        ScriptStep::tool_call("researcher", json!({"topic": "otters", "since": 2020})),
+        ScriptStep::text("Three."),
+    ]);
+    let caller = ChatModelAgent::builder("assistant", model.clone())
+        .tool(tool)
+        .build()
+        .unwrap();
+    let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(caller))
+        .query("otter papers?")
+        .collect()
+        .await;
+    assert_eq!(
+        lines(&events),
+        [
+            r#"assistant@assistant:  [calls researcher {"topic":"otters"}]"#,
+            "assistant@assistant: error: invalid arguments for tool 'researcher': the arguments \
+             do not match the schema (missing field `since` at line 1 column 18); call it again \
+             with a JSON object that matches its parameters schema",
+            r#"assistant@assistant:  [calls researcher {"since":2020,"topic":"otters"}]"#,
+            "assistant@assistant: 3 papers.",
+            "assistant@assistant: Three.",
+        ]
+    );
+    assert_eq!(
+        *inputs.lock().unwrap(),
+        [[r#"user: {"since":2020,"topic":"otters"}"#]],
+        "the arguments, as the model wrote them, are the agent's input"
+    );
+    let asked = &model.requests()[0];
+    assert_eq!(
+        asked.tools[0].parameters,
+        json!({
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string", "description": "The topic."},
+                "since": {"type": "integer", "format": "uint16", "minimum": 0, "maximum": 65535,
+                          "description": "The earliest year."}
+            },
+            "required": ["topic", "since"],
+            "additionalProperties": false,
+            "description": "The input of the `researcher` agent tool with a custom schema."
+        })
+    );
+}

@@ -276,7 +276,13 @@ async fn transfer_tool_hands_over_to_a_sub_agent_with_rewritten_context() {
     assert_eq!(
         shown(&refund_request.messages),
         [
-            "system: You handle refunds.",
+            // Its instruction, then the transfer instructions: it can transfer to its parent.
+            "system: You handle refunds.\n\n\
+             You can transfer the conversation to these agents:\n\
+             - triage: Routes requests.\n\
+             If you can answer the request yourself, answer it. If one of these agents is \
+             better placed to handle it, call the `transfer_to_agent` tool with that agent's \
+             name and do not answer it yourself.",
             "user: I want a refund",
             r#"user: For context: [triage] called tool: `transfer_to_agent` with arguments: {"agent_name":"refund"}."#,
             "user: For context: [triage] `transfer_to_agent` tool returned result: successfully transferred to agent [refund].",

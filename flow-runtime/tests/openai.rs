@@ -9,7 +9,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy};
+use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
 use flow_runtime::{
     AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message, Runner, Session,
 };
@@ -604,14 +604,17 @@ async fn a_call_past_the_timeout_says_so() {
     let error = flow_runtime::ChatModel::generate(&model, &request)
         .await
         .unwrap_err();
-    let ModelError::Connection { message, .. } = &error else {
-        panic!("expected a connection error, got {error:?}");
+    let ModelError::Timeout { kind, limit, .. } = &error else {
+        panic!("expected a timeout, got {error:?}");
     };
     assert_eq!(
-        &**message,
-        format!(
-            "POST {base_url}/chat/completions: no answer within 200ms (the configured timeout)"
-        )
+        (*kind, *limit),
+        (TimeoutKind::Total, Duration::from_millis(200))
+    );
+    assert_eq!(
+        error.to_string(),
+        "model 'test-model' timed out: no end of the call within 200ms \
+         (HttpLimits::total_timeout); raise it if the server is slow but healthy"
     );
     assert!(error.retryable());
 }

@@ -193,7 +193,16 @@ async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer
     assert_eq!(
         seen,
         [
-            (Role::System, "You issue refunds."),
+            (
+                Role::System,
+                // The instruction, then the transfer instructions: refund may go back to desk.
+                "You issue refunds.\n\n\
+                 You can transfer the conversation to these agents:\n\
+                 - desk\n\
+                 If you can answer the request yourself, answer it. If one of these agents is \
+                 better placed to handle it, call the `transfer_to_agent` tool with that agent's \
+                 name and do not answer it yourself."
+            ),
             (Role::User, "I want my $40 back"),
             (
                 Role::User,

@@ -2,6 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{bracketed, Ident, LitStr, Token};
 
@@ -121,9 +122,22 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
             let content;
             let bracket = bracketed!(content in input);
             let mut targets: Vec<Target> = Vec::new();
+            let mut empty_names = false;
             while !content.is_empty() {
                 let target = if content.peek(LitStr) {
                     let s: LitStr = content.parse()?;
+                    if s.value().trim().is_empty() {
+                        cx.error(
+                            s.span(),
+                            "a transfer target cannot be an empty name: write the target \
+                             agent's name, as in `transfers = [\"refund\"]`",
+                        );
+                        empty_names = true;
+                        if !content.is_empty() {
+                            content.parse::<Token![,]>()?;
+                        }
+                        continue;
+                    }
                     Target {
                         name: s.value(),
                         span: s.span(),
@@ -137,7 +151,7 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                         )
                     })?;
                     Target {
-                        name: i.to_string(),
+                        name: i.unraw().to_string(),
                         span: i.span(),
                     }
                 };
@@ -159,7 +173,10 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
             if args.transfers.is_some() {
                 return Err(duplicate(span, "transfers"));
             }
-            args.transfers = Some((bracket.span.join(), targets));
+            if !(empty_names && targets.is_empty()) {
+                // (A list of only empty names was reported above, not as an empty list.)
+                args.transfers = Some((bracket.span.join(), targets));
+            }
         }
         "no_parent" => {
             if args.no_parent.is_some() {

@@ -2,6 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ItemImpl, ItemStruct, Type, Visibility};
 
@@ -20,6 +21,9 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     let (docs, others): (Vec<_>, Vec<_>) =
         f.attrs.drain(..).partition(|a| a.path().is_ident("doc"));
     f.attrs = others;
+    // The body is async because the macro needs it to be, `.await` or not.
+    f.attrs
+        .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
     f.vis = Visibility::Inherited;
 
     let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
@@ -32,7 +36,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         quote! {
             #f
             #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-                let __agentflow_cx = #p::AgentContext::__start(__agentflow_cx, __agentflow_resume);
+                let __agentflow_cx = #p::AgentContext::__start::<Self>(__agentflow_cx, __agentflow_resume);
                 let __agentflow_outcome = #ident(#call_args).await;
                 #into(__agentflow_outcome, &__agentflow_cx)
             })
@@ -48,7 +52,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     quote! {
         #(#docs)*
         #[allow(non_camel_case_types)]
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #vis struct #ident;
 
         #transfers
@@ -94,7 +98,14 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
                 }
             }
         },
-        _ => TokenStream::new(),
+        // No `FlowBuilt` (whose `Agent` supertrait checks the same): say here, once, if the
+        // `#[agent] impl` with the body is missing.
+        _ => quote! {
+            const _: () = {
+                const fn __agentflow_is_agent<T: ?::core::marker::Sized + #p::Agent>() {}
+                __agentflow_is_agent::<#ident>()
+            };
+        },
     };
     quote! {
         #s
@@ -173,7 +184,7 @@ fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Opt
     let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);
     Some(quote! {
         #p::generate(__agentflow_run, move |__agentflow_cx| async move {
-            let __agentflow_cx = #p::AgentContext::__start(__agentflow_cx, __agentflow_resume);
+            let __agentflow_cx = #p::AgentContext::__start::<Self>(__agentflow_cx, __agentflow_resume);
             let __agentflow_outcome = Self::run(&*self, #call_args).await;
             #into(__agentflow_outcome, &__agentflow_cx)
         })
@@ -181,7 +192,16 @@ fn run_body(i: &ItemImpl, self_ty: &Type, p: &TokenStream, cx: &mut Ctxt) -> Opt
 }
 
 /// `#[agent] impl Lookup { async fn run(&self, cx: &AgentContext, input: AgentInput) -> R }`.
-pub(crate) fn agent_impl(args: &AgentArgs, i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
+pub(crate) fn agent_impl(args: &AgentArgs, mut i: ItemImpl, cx: &mut Ctxt) -> TokenStream {
+    for item in &mut i.items {
+        if let syn::ImplItem::Fn(f) = item {
+            if f.sig.ident == "run" {
+                // Async because the macro needs it to be, `.await` or not.
+                f.attrs
+                    .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
+            }
+        }
+    }
     let krate = args.krate();
     let p = quote!(#krate::__private);
     let self_ty = &i.self_ty;
@@ -259,9 +279,11 @@ fn output_span(output: &syn::ReturnType) -> Span {
 fn call_args<'a>(mut params: impl Iterator<Item = &'a FnArg>, count: usize) -> TokenStream {
     let cx_arg = match params.next() {
         Some(FnArg::Typed(t)) => match &*t.ty {
-            Type::Reference(r) if r.mutability.is_some() => quote!(&mut { __agentflow_cx.clone() }),
+            Type::Reference(r) if r.mutability.is_some() => {
+                quote!(&mut { ::core::clone::Clone::clone(&__agentflow_cx) })
+            }
             Type::Reference(_) => quote!(&__agentflow_cx),
-            _ => quote!(__agentflow_cx.clone()),
+            _ => quote!(::core::clone::Clone::clone(&__agentflow_cx)),
         },
         _ => quote!(&__agentflow_cx),
     };
@@ -332,16 +354,19 @@ fn spec_impl(
     let p = quote!(#krate::__private);
     let name = match &args.name {
         Some(n) => n.value(),
-        None => ident.to_string(),
+        None => ident.unraw().to_string(),
     };
     let description = match &args.description {
         Some(d) => d.value(),
         None => doc_text(attrs),
     };
+    // A transfer to itself is reported by `transfer_enum`; leaving it out here keeps every
+    // flow the agent is placed in from reporting it again.
     let targets: Vec<&str> = args
         .transfers
         .iter()
         .flat_map(|(_, t)| t.iter().map(|t| t.name.as_str()))
+        .filter(|t| *t != name)
         .collect();
     let no_parent = args.no_parent.is_some();
     quote! {
@@ -369,10 +394,10 @@ fn transfer_enum(
     let agent_name = args
         .name
         .as_ref()
-        .map_or_else(|| ident.to_string(), |n| n.value());
+        .map_or_else(|| ident.unraw().to_string(), |n| n.value());
     let krate = args.krate();
     let p = quote!(#krate::__private);
-    let enum_ident = format_ident!("{}Transfer", upper_camel(&ident.to_string()));
+    let enum_ident = format_ident!("{}Transfer", upper_camel(&ident.unraw().to_string()));
     if targets.is_empty() {
         cx.error(
             *span,
@@ -384,6 +409,7 @@ fn transfer_enum(
         return TokenStream::new();
     }
     let mut variants: Vec<Ident> = Vec::new();
+    let mut kept: Vec<&str> = Vec::new();
     for t in targets {
         if t.name == agent_name {
             cx.error(
@@ -402,13 +428,16 @@ fn transfer_enum(
                 format!(
                     "transfer targets `{}` and `{}` of agent `{agent_name}` would both be the \
                      variant `{enum_ident}::{v}`; rename one of the agents",
-                    targets[prev].name, t.name
+                    kept[prev], t.name
                 ),
             );
+            // Left out, so the enum stays valid and this is the only error.
+            continue;
         }
         variants.push(v);
+        kept.push(&t.name);
     }
-    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = kept;
     let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
     let enum_doc = format!(
         "The agents `{agent_name}` may transfer to, as declared with \
@@ -418,7 +447,7 @@ fn transfer_enum(
     );
     quote! {
         #[doc = #enum_doc]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #vis enum #enum_ident {
             #( #[doc = #variant_docs] #variants, )*
         }
@@ -455,8 +484,7 @@ fn transfer_enum(
             #[automatically_derived]
             impl #p::IntoOutcome<#ty> for #enum_ident {
                 fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
-                    __cx.__transfer(self.as_str());
-                    ::core::result::Result::Ok(())
+                    #p::transfer(__cx, self)
                 }
             }
         };

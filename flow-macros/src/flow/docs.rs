@@ -37,11 +37,17 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     tree_lines(tree, 0, "", true, true, &mut lines);
     lines.push(" ```".into());
     lines.push(String::new());
-    lines.push(" ```mermaid".into());
-    for l in mermaid(tree) {
-        lines.push(format!(" {l}"));
-    }
-    lines.push(" ```".into());
+    // The picture: an inline SVG, laid out here, at compile time. An HTML block (the `<div>` on
+    // its own line) so Markdown leaves it alone.
+    lines.push(" <div class=\"agentflow-diagram\">".into());
+    lines.push(format!(" {}", flow_diagram::svg(&flow, &diagram(tree, 0))));
+    lines.push(" </div>".into());
+    lines.push(String::new());
+    lines.push(format!(
+        " Boxes show each agent's name and kind; the agents' descriptions are drawn by \
+         [`{flow}::svg`] and, with those of agents built at run time, by `FlowAgent::to_svg`. \
+         [`{flow}::mermaid`] and [`{flow}::to_dot`] give the tree as Mermaid and Graphviz text."
+    ));
     lines.push(String::new());
     lines.push(" # Transfers".into());
     lines.push(String::new());
@@ -54,8 +60,9 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     }
     lines.push(String::new());
     lines.push(
-        " An agent declared `#[agent(no_parent)]` is barred from its parent too. Nodes are shown \
-         as written; the agents' names are in [`Self::AGENTS`], the path from the root to each \
+        " An agent declared `#[agent(no_parent)]` is barred from its parent too. Agent types are \
+         shown by their identifier, which is their name unless they were renamed with \
+         `#[agent(name = \"...\")]`; the agents' names are in [`Self::AGENTS`], the path from the root to each \
          in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow \
          node runs its sub-agents itself and never transfers; they are barred from it."
             .into(),
@@ -67,12 +74,9 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     }
 }
 
-/// A node as the docs show it: its path as written, or a `dyn` node's name.
+/// A node as the docs show it: its agent's name as far as the expansion knows it.
 fn shown(node: &Node) -> String {
-    match node.kind {
-        Kind::Dyn => node.label.to_string(),
-        Kind::Static(_) | Kind::Given(_) | Kind::Workflow(_) => node.written.clone(),
-    }
+    name(node)
 }
 
 fn annotations(node: &Node) -> String {
@@ -130,19 +134,34 @@ fn tree_lines(tree: &Tree, i: usize, prefix: &str, last: bool, root: bool, out: 
     }
 }
 
-fn mermaid(tree: &Tree) -> Vec<String> {
-    let mut out = vec!["graph TD".to_owned()];
-    for (i, node) in tree.nodes.iter().enumerate() {
-        out.push(format!(
-            "    n{i}[\"{}\"]",
-            node.written.replace('"', "#quot;")
-        ));
+/// The agent name of a node as far as the expansion knows it: a `dyn` or workflow node's name,
+/// or the identifier of the agent type (its name unless renamed with `#[agent(name = ...)]`).
+fn name(node: &Node) -> String {
+    node.label.to_string()
+}
+
+/// What a node is, in a few words, for the picture: its kind, or the path it was written as.
+pub(crate) fn note(node: &Node) -> String {
+    match &node.kind {
+        Kind::Dyn => "dyn: built at run time".into(),
+        Kind::Given(_) => "given at run time".into(),
+        Kind::Static(_) if node.written.contains("::") => node.written.clone(),
+        Kind::Static(_) => String::new(),
+        Kind::Workflow(WorkflowKind::Loop(Some(n))) => format!("loop workflow, at most {n}"),
+        Kind::Workflow(WorkflowKind::Loop(None)) => "loop workflow, unbounded".into(),
+        Kind::Workflow(k) => format!("{} workflow", k.keyword()),
     }
-    for (i, node) in tree.nodes.iter().enumerate() {
-        if let Some(p) = node.parent {
-            let arrow = if tree.barred(i) { "-->" } else { "<-->" };
-            out.push(format!("    n{p} {arrow} n{i}"));
-        }
+}
+
+/// The tree below node `i`, for `flow-diagram`.
+fn diagram(tree: &Tree, i: usize) -> flow_diagram::Node {
+    let node = &tree.nodes[i];
+    let mut out = flow_diagram::Node::new(name(node))
+        .note(note(node))
+        .description(node.description.clone().unwrap_or_default())
+        .barred(tree.barred(i));
+    for &c in &node.children {
+        out = out.child(diagram(tree, c));
     }
     out
 }

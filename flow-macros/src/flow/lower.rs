@@ -8,7 +8,7 @@ use syn::Ident;
 use super::parse::FlowAst;
 use super::parse::WorkflowKind;
 use super::tree::{ContextOpt, Kind, Tree};
-use crate::names::{snake, upper_camel};
+use crate::names::{ident, setter, upper_camel};
 
 struct Cx<'a> {
     p: TokenStream,
@@ -43,6 +43,25 @@ impl Cx<'_> {
         }
     }
 
+    /// The nodes node `i` may transfer to: its sub-agents, then its parent unless barred (none
+    /// for a workflow node, which runs its sub-agents itself).
+    fn targets(&self, i: usize) -> Vec<usize> {
+        let node = &self.tree.nodes[i];
+        if node.workflow().is_some() {
+            return Vec::new();
+        }
+        let mut targets: Vec<usize> = node.children.clone();
+        if let (Some(parent), false) = (node.parent, self.tree.barred(i)) {
+            targets.push(parent);
+        }
+        targets
+    }
+
+    /// `{Flow}{Node}Target`, the target enum of node `i` (if it has targets).
+    fn target_enum(&self, i: usize) -> Ident {
+        format_ident!("{}{}Target", self.flow, self.variant(i))
+    }
+
     fn variant(&self, i: usize) -> Ident {
         let node = &self.tree.nodes[i];
         Ident::new(&upper_camel(&node.label.to_string()), node.label.span())
@@ -68,6 +87,19 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
     let names: Vec<TokenStream> = (0..n).map(|i| cx.name(i)).collect();
     let barred: Vec<TokenStream> = (0..n).map(|i| cx.barred(i)).collect();
+    let descriptions: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match (&node.kind, node.ty()) {
+            (_, Some(ty)) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::DESCRIPTION),
+            (Kind::Workflow(_), None) => {
+                let d = node.description.clone().unwrap_or_default();
+                quote!(#d)
+            }
+            _ => quote!(""),
+        })
+        .collect();
+    let notes: Vec<String> = tree.nodes.iter().map(super::docs::note).collect();
     let parents: Vec<TokenStream> = tree
         .nodes
         .iter()
@@ -89,7 +121,19 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     let (builder_items, has_given) = builder_items(&cx, &builder, vis);
 
     let new_fn = if has_given {
-        TokenStream::new()
+        // A `new()` whose every call fails to compile, saying to use the builder. (The bound
+        // names a lifetime so that it is checked at the call, not here.)
+        quote! {
+            /// Not available: this flow has nodes whose agents are given at run time; use
+            /// `builder()`.
+            #[doc(hidden)]
+            pub fn new<'__a>() -> ::core::result::Result<Self, #p::FlowError>
+            where
+                &'__a #p::UseTheBuilder: #p::NewNeedsNoAgents<Self>,
+            {
+                ::core::unreachable!()
+            }
+        }
     } else {
         quote! {
             /// Builds the flow's tree: every agent of this flow is built by the flow itself.
@@ -113,7 +157,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
     quote! {
         #docs
-        #[derive(Debug, Clone)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone)]
         #[allow(dead_code)]
         #vis struct #flow {
             flow: #p::FlowAgent,
@@ -141,20 +185,30 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             #[doc(hidden)]
             pub const __BARRED: &'static [bool] = &[#(#barred),*];
 
+            #[doc(hidden)]
+            pub const __DESCRIPTIONS: &'static [&'static str] = &[#(#descriptions),*];
+
+            #[doc(hidden)]
+            pub const __NOTES: &'static [&'static str] = &[#(#notes),*];
+
             #new_fn
 
             #[doc = #builder_doc]
             pub fn builder() -> #builder {
-                #builder::new()
+                #builder::__agentflow_new()
             }
 
             /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
             /// the flow has no such agent.
             pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
-                Self::PATHS
-                    .iter()
-                    .find(|(__name, _)| *__name == agent_name)
-                    .map(|(_, __path)| *__path)
+                let mut __i = 0;
+                while __i < Self::PATHS.len() {
+                    if Self::PATHS[__i].0 == agent_name {
+                        return ::core::option::Option::Some(Self::PATHS[__i].1);
+                    }
+                    __i += 1;
+                }
+                ::core::option::Option::None
             }
 
             /// The built tree, at its root.
@@ -178,6 +232,22 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
                 #p::render::mermaid(Self::AGENTS, Self::__PARENTS, Self::__BARRED)
             }
 
+            /// The tree as a standalone SVG document (the picture in this type's
+            /// documentation): each agent's name, kind and description; a solid two-headed edge
+            /// where a sub-agent may transfer back to its parent, a dashed one where it is
+            /// barred. A `dyn` node's description comes with its agent: draw the built tree
+            /// with `FlowAgent::to_svg` to show it.
+            pub fn svg() -> ::std::string::String {
+                #p::render::svg(
+                    Self::NAME,
+                    Self::AGENTS,
+                    Self::__DESCRIPTIONS,
+                    Self::__NOTES,
+                    Self::__PARENTS,
+                    Self::__BARRED,
+                )
+            }
+
             /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
             /// to its parent).
             pub fn to_dot() -> ::std::string::String {
@@ -196,10 +266,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         #targets
         #builder_items
 
-        #[doc(hidden)]
-        const _: () = {
-            #checks
-        };
+        #checks
     }
 }
 
@@ -273,21 +340,38 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
     let flow_str = &cx.flow_str;
     let written: Vec<&str> = cx.tree.nodes.iter().map(|n| n.written.as_str()).collect();
     let n = written.len();
-    let mut out = quote! {
-        const NODES: &[&str] = &[#(#written),*];
-        const EARLIER: [usize; #n] = #p::check::duplicates::<#n>(#flow::AGENTS);
-        // Called by a name spanned at each node, so that a failed check points at the node.
-        use #p::check::assert_passed as __assert_passed;
+    // Each check is an associated const of the flow type named after what it checks, so a
+    // failure reads "evaluation of `Desk::refund_transfers_are_legal` failed", and its
+    // assertion is a method call spanned at the node, so the error points at the node.
+    let mut consts = quote! {
+        const __NODES: &'static [&'static str] = &[#(#written),*];
+        const __EARLIER: [usize; #n] = #p::check::duplicates::<#n>(#flow::AGENTS);
     };
+    let mut uses = TokenStream::new();
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         let span = node.span;
-        if i > 0 {
-            out.extend(quote_spanned! {span=>
-                const _: () = {
-                    let __v = #p::check::unique_name(#flow_str, #flow::AGENTS, NODES, #i, EARLIER[#i]);
-                    __assert_passed(&__v);
-                };
+        let snake = crate::names::snake(&node.label.to_string());
+        let mut check = |name: Ident, body: TokenStream| {
+            consts.extend(quote_spanned! {span=>
+                const #name: () = #body;
             });
+            // One item per check, so each failing check is reported; the flow's name is
+            // respanned so the note about the use points at the node alone.
+            let flow_at = Ident::new(&flow.to_string(), span);
+            uses.extend(quote_spanned! {span=>
+                #[doc(hidden)]
+                const _: () = #flow_at::#name;
+            });
+        };
+        if i > 0 {
+            let v = quote_spanned!(span=> __v);
+            check(
+                format_ident!("{}_has_a_unique_name", snake, span = span),
+                quote_spanned! {span=> {
+                    let #v = #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i]);
+                    #v.assert_passed()
+                }},
+            );
         }
         let Some(ty) = node.ty() else { continue };
         let children = &node.children;
@@ -297,8 +381,9 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
         };
         let no_parent = node.opts.no_parent;
         let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
-        out.extend(quote_spanned! {span=>
-            const _: () = {
+        check(
+            format_ident!("{}_transfers_are_legal", snake, span = span),
+            quote_spanned! {span=> {
                 let __v = #p::check::transfers(
                     #flow_str,
                     #spec::NAME,
@@ -308,13 +393,14 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                     #no_parent,
                     #spec::NO_PARENT,
                 );
-                __assert_passed(&__v);
-            };
-        });
+                __v.assert_passed()
+            }},
+        );
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
             let kind = kind.keyword();
-            out.extend(quote_spanned! {span=>
-                const _: () = {
+            check(
+                format_ident!("{}_does_not_transfer_to_its_workflow", snake, span = span),
+                quote_spanned! {span=> {
                     let __v = #p::check::workflow_child(
                         #flow_str,
                         #spec::NAME,
@@ -322,12 +408,20 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                         #flow::AGENTS[#k],
                         #kind,
                     );
-                    __assert_passed(&__v);
-                };
-            });
+                    __v.assert_passed()
+                }},
+            );
         }
     }
-    out
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        impl #flow {
+            #consts
+        }
+
+        #uses
+    }
 }
 
 /// `{Flow}Agent`: one variant per agent.
@@ -368,7 +462,7 @@ fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> T
     let indices = 0..n;
     quote! {
         #[doc = #enum_doc]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #[allow(dead_code)]
         #[repr(usize)]
         #vis enum #agent_enum {
@@ -416,15 +510,18 @@ fn agent_enum_items(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> T
         impl ::core::str::FromStr for #agent_enum {
             type Err = #p::UnknownAgent;
             fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|__a| __a.name() == __s)
-                    .ok_or_else(|| #p::UnknownAgent {
-                        flow: #flow::NAME,
-                        name: ::core::convert::From::from(__s),
-                        known: #flow::AGENTS,
-                    })
+                let mut __i = 0;
+                while __i < Self::ALL.len() {
+                    if Self::ALL[__i].name() == __s {
+                        return ::core::result::Result::Ok(Self::ALL[__i]);
+                    }
+                    __i += 1;
+                }
+                ::core::result::Result::Err(#p::UnknownAgent {
+                    flow: #flow::NAME,
+                    name: ::core::convert::From::from(__s),
+                    known: #flow::AGENTS,
+                })
             }
         }
     }
@@ -439,14 +536,11 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
         if node.workflow().is_some() {
             continue; // a workflow runs its sub-agents; it never transfers
         }
-        let mut targets: Vec<usize> = node.children.clone();
-        if let (Some(parent), false) = (node.parent, cx.tree.barred(i)) {
-            targets.push(parent);
-        }
+        let targets = cx.targets(i);
         if targets.is_empty() {
             continue;
         }
-        let ident = format_ident!("{}{}Target", flow, cx.variant(i));
+        let ident = cx.target_enum(i);
         let variants: Vec<Ident> = targets.iter().map(|&t| cx.variant(t)).collect();
         let docs: Vec<String> = targets
             .iter()
@@ -467,7 +561,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
         );
         out.extend(quote! {
             #[doc = #doc]
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
             #[allow(dead_code)]
             #vis enum #ident {
                 #( #[doc = #docs] #variants, )*
@@ -528,7 +622,10 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let params: Vec<Ident> = (0..k).map(|j| format_ident!("S{}", j)).collect();
     let fields: Vec<Ident> = given
         .iter()
-        .map(|&i| format_ident!("{}", snake(&cx.tree.nodes[i].label.to_string())))
+        .map(|&i| {
+            let node = &cx.tree.nodes[i];
+            ident(&setter(&node.label.to_string()), node.label.span())
+        })
         .collect();
     let slot_tys: Vec<TokenStream> = given
         .iter()
@@ -560,7 +657,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         quote! {
             #[doc = #doc]
             #[must_use]
-            #[derive(Debug)]
+            #[derive(::core::fmt::Debug)]
             #[allow(dead_code)]
             #vis struct #builder {
                 _private: (),
@@ -568,7 +665,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
 
             #[allow(dead_code)]
             impl #builder {
-                fn new() -> Self {
+                fn __agentflow_new() -> Self {
                     #builder { _private: () }
                 }
             }
@@ -577,7 +674,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         quote! {
             #[doc = #doc]
             #[must_use]
-            #[derive(Debug)]
+            #[derive(::core::fmt::Debug)]
             #[allow(dead_code)]
             #vis struct #builder<#(#params = #p::Unset),*> {
                 #(#fields: #params,)*
@@ -585,7 +682,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
 
             #[allow(dead_code)]
             impl #builder {
-                fn new() -> Self {
+                fn __agentflow_new() -> Self {
                     #builder { #(#fields: #p::Unset,)* }
                 }
             }
@@ -631,32 +728,53 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             .filter(|(m, _)| *m != j)
             .map(|(_, f)| f)
             .collect();
-        let (arg_ty, value, doc) = match node.kind {
-            Kind::Dyn => (
-                quote!(impl #p::Agent),
-                quote!(#p::Set(#p::DynAgent(#p::Arc::new(__agent)))),
-                format!(
-                    "Gives the `dyn` node `{}` its agent, which must be named `{}` (`build()` \
-                     checks).",
-                    node.label, node.label
-                ),
-            ),
-            _ => (
-                quote!(#slot_ty),
-                quote!(#p::Set(__agent)),
-                format!("Gives node `{}` its agent.", node.written),
-            ),
+        let setter = if let Kind::Dyn = node.kind {
+            let name = node.label.to_string();
+            let (target_ty, target) = if cx.targets(i).is_empty() {
+                (quote!(#p::NoTarget), "`NoTarget`: none".to_owned())
+            } else {
+                let t = cx.target_enum(i);
+                (quote!(#t), format!("[`{t}`]"))
+            };
+            let doc = format!(
+                "Gives the `dyn` node `{name}` its agent: the closure is called with the node (its \
+                 name and its legal transfer targets, {target}) and returns the agent, which \
+                 takes its name from the node, as in `ChatModelAgent::builder(node, model)`. \
+                 `build()` checks that the agent carries the node's name."
+            );
+            quote! {
+                #[doc = #doc]
+                pub fn #field<__A: #p::Agent>(
+                    self,
+                    __agentflow_make: impl ::core::ops::FnOnce(#p::FlowNode<#target_ty>) -> __A,
+                ) -> #builder<#(#after),*> {
+                    let __agent = __agentflow_make(#p::FlowNode::__new(
+                        #flow_str,
+                        #name,
+                        <#target_ty as #p::TransferTarget>::ALL,
+                    ));
+                    #builder {
+                        #field: #p::Set(#p::DynAgent(#p::Arc::new(__agent))),
+                        #(#rest: self.#rest,)*
+                    }
+                }
+            }
+        } else {
+            let doc = format!("Gives node `{}` its agent.", node.written);
+            quote! {
+                #[doc = #doc]
+                pub fn #field(self, __agent: #slot_ty) -> #builder<#(#after),*> {
+                    #builder {
+                        #field: #p::Set(__agent),
+                        #(#rest: self.#rest,)*
+                    }
+                }
+            }
         };
         setters.extend(quote! {
             #[allow(dead_code)]
             impl<#(#others),*> #builder<#(#before),*> {
-                #[doc = #doc]
-                pub fn #field(self, __agent: #arg_ty) -> #builder<#(#after),*> {
-                    #builder {
-                        #field: #value,
-                        #(#rest: self.#rest,)*
-                    }
-                }
+                #setter
             }
         });
     }
@@ -721,7 +839,7 @@ fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> Token
     let node = &cx.tree.nodes[i];
     let agent = match &node.kind {
         Kind::Static(ty) => {
-            quote_spanned!(node.span=> <#ty as #p::AgentSpec>::__node())
+            quote_spanned!(node.span=> #p::FlowAgent::new(<#ty as #p::FlowBuilt>::instance()))
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);

@@ -27,8 +27,10 @@ pub(crate) fn expand(input: TokenStream) -> TokenStream {
     let out = if cx.is_ok() && !tree.nodes.is_empty() {
         let docs = docs::docs(&ast, &tree);
         lower::lower(&ast, &tree, docs)
-    } else {
+    } else if ast.named {
         lower::stub(&ast)
+    } else {
+        TokenStream::new()
     };
     let errors = cx.into_compile_errors();
     quote!(#out #errors)

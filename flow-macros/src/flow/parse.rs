@@ -12,6 +12,7 @@
 //! ```
 
 use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{bracketed, parenthesized, Attribute, Ident, Token, Visibility};
@@ -28,6 +29,9 @@ pub(crate) struct FlowAst {
     pub(crate) name: Ident,
     /// The root, unless it failed to parse.
     pub(crate) root: Option<NodeAst>,
+    /// Whether `name` really is the flow's name (not the root agent of a flow written without
+    /// one), so that a stub of the flow type may be emitted on errors.
+    pub(crate) named: bool,
 }
 
 /// What fills a node.
@@ -87,14 +91,15 @@ impl NodeAst {
         }
     }
 
-    /// The node's identifier: the last path segment, or the `dyn` node's name.
+    /// The node's identifier without a raw prefix (`r#match` is `match`): the last path
+    /// segment, or the `dyn` or workflow node's name.
     pub(crate) fn label(&self) -> Ident {
         match &self.target {
             Target::Type(p) => p.segments.last().map_or_else(
                 || Ident::new("agent", Span::call_site()),
-                |s| s.ident.clone(),
+                |s| s.ident.unraw(),
             ),
-            Target::Dyn(i) | Target::Workflow(i, _) => i.clone(),
+            Target::Dyn(i) | Target::Workflow(i, _) => i.unraw(),
         }
     }
 }
@@ -156,6 +161,24 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             "expected the flow's name, as in `flow! { pub CustomerService: triage => [refund] }`",
         )
     })?;
+    if input.peek(Token![=>]) || input.peek(syn::token::Bracket) || input.peek(Token![::]) {
+        cx.error(
+            name.span(),
+            format!(
+                "`flow!` starts with the flow's name, then `:` and the root agent: write \
+                 `flow! {{ Desk: {name} => [...] }}`"
+            ),
+        );
+        skip_rest(input);
+        return Ok(FlowAst {
+            krate,
+            attrs,
+            vis,
+            name,
+            root: None,
+            named: false,
+        });
+    }
     if !input.peek(Token![:]) {
         cx.error(
             input.span(),
@@ -171,6 +194,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             vis,
             name,
             root: None,
+            named: true,
         });
     }
     input.parse::<Token![:]>()?;
@@ -185,6 +209,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             vis,
             name,
             root: None,
+            named: true,
         });
     }
     let root = match parse_node(input, cx) {
@@ -219,6 +244,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
         vis,
         name,
         root,
+        named: true,
     })
 }
 
@@ -272,6 +298,20 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
                 content.parse::<Token![,]>()?;
             }
         }
+    }
+    if input.peek(Token![->]) {
+        let thin: Token![->] = input.parse()?;
+        let written = node.written();
+        cx.error(
+            thin.spans[0].join(thin.spans[1]).unwrap_or(thin.spans[0]),
+            format!(
+                "sub-agents follow a fat arrow: write `{written} => [...]`, not `{written} -> [...]`"
+            ),
+        );
+        if input.peek(syn::token::Bracket) {
+            node.children = Some(children(input, &written, cx)?);
+        }
+        return Ok(node);
     }
     let arrow = input.peek(Token![=>]);
     if !arrow && input.peek(Token![=]) {

@@ -12,7 +12,7 @@ use syn::{Ident, LitInt};
 use super::parse::{NodeAst, Target};
 use super::tree::{ContextOpt, NodeOpts, Tree};
 use crate::ctxt::Ctxt;
-use crate::names::{snake, upper_camel};
+use crate::names::{setter, upper_camel};
 
 const OPTIONS: &str = "`no_parent`, `skip_transfer_messages`, `context = rewrite`, \
                        `context = user_input_only`, `context = last(N)`, \
@@ -118,6 +118,12 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
             "rewrite" => ContextOpt::Rewrite,
             "user_input_only" => ContextOpt::UserInputOnly,
             "last" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "`last` takes how many entries to keep: write `context = last(5)`",
+                    ));
+                }
                 let content;
                 syn::parenthesized!(content in input);
                 let n: LitInt = content.parse().map_err(|e| {
@@ -127,6 +133,13 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
                 ContextOpt::LastN(n)
             }
             "custom" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "`custom` takes the path of a history rewriter: write \
+                         `context = custom(my_rewriter)`",
+                    ));
+                }
                 let content;
                 syn::parenthesized!(content in input);
                 let p: syn::Path = content.call(syn::Path::parse_mod_style).map_err(|e| {
@@ -245,6 +258,21 @@ pub(crate) fn tree(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
                     cycle.join(" => ")
                 ),
             );
+        } else if node.workflow().is_some() || tree.nodes[j].workflow().is_some() {
+            let what = |k: usize| match tree.nodes[k].workflow() {
+                Some(kind) => format!("the {} workflow `{w}`", kind.keyword()),
+                None => format!("the agent `{w}`"),
+            };
+            cx.error(
+                node.span,
+                format!(
+                    "two nodes of flow `{flow}` are named `{w}`: {} and {}. Transfers and \
+                     resumes find agents by name, so names must be unique within a flow: give \
+                     the workflow another name, as in `{w}_steps = ...`",
+                    what(j),
+                    what(i)
+                ),
+            );
         } else if tree.nodes[j].parent == node.parent {
             let parent = node.parent.map_or("", name);
             cx.error(
@@ -283,7 +311,7 @@ pub(crate) fn tree(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
                      rename one of the agents",
                     tree.nodes[j].written,
                     node.written,
-                    snake(&node.label.to_string())
+                    setter(&node.label.to_string())
                 ),
             );
         } else {

@@ -28,13 +28,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::builtin::{exit_tool_definition, transfer_tool_definition};
+use super::instruction::{
+    system_text, Instruction, InstructionError, InstructionFn, TransferInstructions,
+};
 use super::tool_calls::Toolset;
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
 use crate::flow::FlowAgent;
 use crate::generate::{generate, TRANSFER_TOOL_NAME};
 use crate::llm::middleware::{Middleware, Middlewares};
-use crate::llm::models::{ChatModel, ModelError, RetryPolicy, ToolDefinition};
+use crate::llm::models::{ChatModel, ModelError, ModelParams, RetryPolicy, ToolDefinition};
 use crate::llm::structured::{OutputSchema, StructuredOutput, DEFAULT_OUTPUT_RETRIES};
 use crate::llm::tool::Tool;
 use crate::message::{Message, MessageRef};
@@ -120,6 +123,11 @@ pub enum ChatAgentError {
         /// What is wrong and how to fix it.
         message: Arc<str>,
     },
+    /// The instruction could not be made: a template that cannot be read (when building), a
+    /// session value it names that is not set, or a failing instruction function (when
+    /// running).
+    #[error(transparent)]
+    Instruction(#[from] InstructionError),
 }
 
 impl From<ChatAgentError> for AgentError {
@@ -151,6 +159,15 @@ impl From<ChatAgentError> for AgentError {
 ///   results, pending calls) as state and the call in its address; a tool's own interrupt has
 ///   this agent's run path as its id. [`Agent::resume`] finishes that turn without running the
 ///   finished calls again (an interrupted call runs again, resuming), and the loop goes on.
+/// - Its system message is its instruction (a template over session values, or a function
+///   of the run: see [`instruction`](crate::instruction)), then, at a node with transfer
+///   targets, the transfer instructions.
+/// - With an [`output_key`](ChatModelAgentBuilder::output_key), its final answer is stored as
+///   a session value; a [`return_directly`](ChatModelAgentBuilder::return_directly) tool ends
+///   the turn with its result; a tool may attach an action to its own result
+///   ([`ToolContext::attach_action`](crate::ToolContext::attach_action)).
+/// - It reads the [run options](crate::options) addressed to its name: model parameters, an
+///   instruction override, tool options, and on resume a history modifier.
 /// - Model failures are retried per its [`RetryPolicy`] (see the module docs for what the
 ///   session keeps); a final failure, or reaching the limit of model calls, ends the run with
 ///   an error event ([`ChatAgentError`]).
@@ -200,14 +217,18 @@ pub struct ChatModelAgent {
     pub(super) name: Arc<str>,
     pub(super) description: Arc<str>,
     pub(super) instruction: Arc<str>,
+    /// The instruction, parsed (or the instruction function).
+    pub(super) template: Instruction,
+    pub(super) transfer_instructions: TransferInstructions,
+    pub(super) output_key: Option<Arc<str>>,
+    pub(super) return_directly: Vec<Arc<str>>,
+    pub(super) model_params: ModelParams,
     pub(super) model: Arc<dyn ChatModel>,
     pub(super) tools: Vec<Arc<dyn Tool>>,
     pub(super) max_iterations: usize,
     pub(super) exit_tool: bool,
     pub(super) illegal_transfer: IllegalTransfer,
     pub(super) retry: RetryPolicy,
-    /// The instruction as a system message, built once.
-    pub(super) system: Option<MessageRef>,
     /// The tool set of the last node this agent ran as (one per agent in practice): building
     /// tool schemas on every run would cost more than the rest of the run.
     pub(super) toolset: Mutex<Option<Arc<Toolset>>>,
@@ -241,13 +262,17 @@ impl ChatModelAgent {
                 name: name.into(),
                 description: Arc::from(""),
                 instruction: Arc::from(""),
+                template: Instruction::default(),
+                transfer_instructions: TransferInstructions::default(),
+                output_key: None,
+                return_directly: Vec::new(),
+                model_params: ModelParams::default(),
                 model,
                 tools: Vec::new(),
                 max_iterations: DEFAULT_MAX_ITERATIONS,
                 exit_tool: false,
                 illegal_transfer: IllegalTransfer::default(),
                 retry: RetryPolicy::default(),
-                system: None,
                 toolset: Mutex::new(None),
                 tool_timeout: None,
                 middleware: Middlewares::default(),
@@ -295,9 +320,62 @@ impl ChatModelAgent {
         if self.exit_tool {
             definitions.push(exit_tool_definition());
         }
+        let transfer_text = self.transfer_instructions.text(&targets);
+        let fixed_system = self.template.fixed().map(|instruction| {
+            system_text(&instruction, transfer_text.as_deref())
+                .map(|t| Arc::new(Message::system(t)))
+        });
         Toolset {
             targets,
             definitions: definitions.into(),
+            transfer_text,
+            fixed_system,
+        }
+    }
+
+    /// The system message of a run at this tool set's node: the instruction (the run options'
+    /// override, else the agent's own, rendered from the session values), then the transfer
+    /// instructions.
+    pub(super) fn system_message(
+        &self,
+        cx: &RunContext,
+        toolset: &Toolset,
+    ) -> Result<Option<MessageRef>, ChatAgentError> {
+        let overridden = cx.agent_options().and_then(|o| o.instruction.as_deref());
+        let instruction = match overridden {
+            None => match &toolset.fixed_system {
+                Some(fixed) => return Ok(fixed.clone()),
+                None => self.template.render(&self.name, cx)?,
+            },
+            Some(text) => Instruction::template(text)
+                .map_err(|message| InstructionError::Template {
+                    agent: Arc::clone(&self.name),
+                    message: format!("the instruction of its run options: {message}").into(),
+                })?
+                .render(&self.name, cx)?,
+        };
+        Ok(system_text(&instruction, toolset.transfer_text.as_deref())
+            .map(|t| Arc::new(Message::system(t))))
+    }
+
+    /// The model parameters of a run: the agent's, overridden by its run options'.
+    pub(super) fn run_params(&self, cx: &RunContext) -> ModelParams {
+        match cx.agent_options() {
+            Some(o) => self.model_params.overridden_by(&o.params),
+            None => self.model_params.clone(),
+        }
+    }
+
+    /// Whether calls of the tool `name` end the turn with their result.
+    pub(super) fn returns_directly(&self, name: &str) -> bool {
+        self.return_directly.iter().any(|t| **t == *name)
+    }
+
+    /// Stores the agent's final answer under its output key, if it has one.
+    pub(super) fn store_output(&self, cx: &RunContext, answer: &str) {
+        if let Some(key) = &self.output_key {
+            // A string always serializes.
+            let _ = cx.session().set_value(&**key, answer);
         }
     }
 }
@@ -309,9 +387,103 @@ impl ChatModelAgentBuilder {
         self
     }
 
-    /// The system prompt (none if empty).
+    /// The system prompt (none if empty): a template over the run's session values, `{key}`
+    /// replaced by the value `key`, `{{` and `}}` for literal braces (see
+    /// [`instruction`](crate::instruction) for the rules and the errors). A template that
+    /// cannot be read makes [`build`](ChatModelAgentBuilder::build) fail with
+    /// [`ChatAgentError::Instruction`].
     pub fn instruction(mut self, instruction: impl Into<Arc<str>>) -> Self {
         self.agent.instruction = instruction.into();
+        self.agent.template = Instruction::default();
+        self
+    }
+
+    /// The system prompt as a function of the run (session values, run path, root input),
+    /// called once per run and resume. An `Err` ends the run with an error event
+    /// ([`InstructionError::Function`]) naming the agent.
+    ///
+    /// ```
+    /// use flow_runtime::model::ScriptedModel;
+    /// use flow_runtime::ChatModelAgent;
+    /// let agent = ChatModelAgent::builder("greeter", ScriptedModel::new(["Hi."]))
+    ///     .instruction_fn(|cx| {
+    ///         let vip: bool = cx.session().value("vip").ok().flatten().unwrap_or(false);
+    ///         Ok(if vip { "Be extra polite.".into() } else { "Be polite.".into() })
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn instruction_fn(
+        mut self,
+        f: impl Fn(&RunContext) -> Result<String, String> + Send + Sync + 'static,
+    ) -> Self {
+        let f: Arc<InstructionFn> = Arc::new(f);
+        self.agent.template = Instruction::Function(f);
+        self.agent.instruction = Arc::from("");
+        self
+    }
+
+    /// Whether the system message lists the agents this one may transfer to, with their
+    /// descriptions, and the rule to answer or call `transfer_to_agent` (on by default; see
+    /// [`default_transfer_instructions`](crate::default_transfer_instructions)). It is added
+    /// only at a node with transfer targets, after the instruction and a blank line.
+    pub fn transfer_instructions(mut self, enabled: bool) -> Self {
+        self.agent.transfer_instructions = if enabled {
+            TransferInstructions::Default
+        } else {
+            TransferInstructions::Off
+        };
+        self
+    }
+
+    /// Replaces the transfer instructions with `f(targets)` (an empty text adds nothing).
+    ///
+    /// ```
+    /// use flow_runtime::model::ScriptedModel;
+    /// use flow_runtime::ChatModelAgent;
+    /// let agent = ChatModelAgent::builder("triage", ScriptedModel::new(["Hi."]))
+    ///     .transfer_instructions_with(|targets| {
+    ///         let names: Vec<&str> = targets.iter().map(|t| &*t.name).collect();
+    ///         format!("Hand off to one of: {}.", names.join(", "))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn transfer_instructions_with(
+        mut self,
+        f: impl Fn(&[AgentInfo]) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.agent.transfer_instructions = TransferInstructions::Custom(Arc::new(f));
+        self
+    }
+
+    /// Stores the agent's final answer, as a string, under the session value `key` when its
+    /// run ends with one: the content of the model's answer without tool calls (streamed or
+    /// not), the result of a [return-directly](ChatModelAgentBuilder::return_directly) tool,
+    /// or the `final_result` of the `exit` tool. A later agent, a tool or the caller reads it
+    /// with [`Session::value`](crate::Session::value) without parsing events.
+    pub fn output_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.agent.output_key = Some(key.into());
+        self
+    }
+
+    /// Makes the tool `name` return directly: once a call of it succeeds, the agent's turn
+    /// ends after the reply's results, and that result is its final output (stored under the
+    /// [output key](ChatModelAgentBuilder::output_key)); the model is not asked again. If
+    /// several such calls succeed in one reply, the first in call order is the output. A call
+    /// that fails is answered to the model as usual. (Eino's `ReturnDirectly`, the OpenAI
+    /// Agents SDK's `StopAtTools`.) Naming a tool the agent does not have fails the build.
+    pub fn return_directly(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.agent.return_directly.push(name.into());
+        self
+    }
+
+    /// Model parameters sent with every call of this agent (overridden, field by field, by the
+    /// [run options](crate::AgentRunOptions) addressed to it).
+    pub fn model_params(mut self, params: ModelParams) -> Self {
+        self.agent.model_params = params;
         self
     }
 
@@ -435,8 +607,14 @@ impl ChatModelAgentBuilder {
     /// one, or the limit of model calls is 0.
     pub fn build(self) -> Result<ChatModelAgent, ChatAgentError> {
         let mut agent = self.agent;
-        agent.system =
-            (!agent.instruction.is_empty()).then(|| Arc::new(Message::system(&*agent.instruction)));
+        if !matches!(agent.template, Instruction::Function(_)) {
+            agent.template = Instruction::template(&agent.instruction).map_err(|message| {
+                InstructionError::Template {
+                    agent: Arc::clone(&agent.name),
+                    message: message.into(),
+                }
+            })?;
+        }
         let config = |message: String| ChatAgentError::Config {
             agent: Arc::clone(&agent.name),
             message: message.into(),
@@ -460,6 +638,14 @@ impl ChatModelAgentBuilder {
                 )));
             }
         }
+        for name in &agent.return_directly {
+            if !seen.contains(&**name) {
+                return Err(config(format!(
+                    "return_directly names the tool '{name}', which the agent does not have; \
+                     add the tool first, or fix the name"
+                )));
+            }
+        }
         Ok(agent)
     }
 }
@@ -478,6 +664,11 @@ impl fmt::Debug for ChatModelAgent {
             .field("illegal_transfer", &self.illegal_transfer)
             .field("retry", &self.retry)
             .field("tool_timeout", &self.tool_timeout)
+            .field("instruction", &self.template)
+            .field("transfer_instructions", &self.transfer_instructions)
+            .field("output_key", &self.output_key)
+            .field("return_directly", &self.return_directly)
+            .field("model_params", &self.model_params)
             .field("middleware", &self.middleware)
             .field("output", &self.output.as_ref().map(|o| &o.schema.name))
             .finish_non_exhaustive()

@@ -40,13 +40,15 @@ impl ChatModelAgent {
             Some(Box::new((hcx, ran)))
         };
         let toolset = self.node_toolset(&cx);
+        let system = self.system_message(&cx, &toolset)?;
         let mut messages = Vec::with_capacity(input.messages.len() + 1);
-        messages.extend(self.system.iter().cloned());
+        messages.extend(system);
         messages.extend(input.messages.iter().cloned());
         let request = ChatRequest {
             messages,
             tools: toolset.definitions.clone(),
             output_schema: self.output.as_ref().map(|o| Arc::clone(&o.schema)),
+            params: self.run_params(&cx),
         };
         let result = self
             .react_loop(&cx, &toolset, request, 0, input.streaming)
@@ -100,10 +102,14 @@ impl ChatModelAgent {
             request.messages.push(Arc::clone(&reply));
             if reply.tool_calls.is_empty() {
                 let Some(output) = &self.output else {
+                    self.store_output(cx, &reply.content);
                     return Ok(());
                 };
                 match self.take_output(cx, output, &reply, &mut bad_answers) {
-                    Ok(None) => return Ok(()),
+                    Ok(None) => {
+                        self.store_output(cx, &reply.content);
+                        return Ok(());
+                    }
                     Ok(Some(correction)) => {
                         request.messages.push(Arc::new(Message::user(correction)));
                         continue;
@@ -111,10 +117,11 @@ impl ChatModelAgent {
                     Err(e) => return Err(e),
                 }
             }
+            let reply_at = request.messages.len() - 1;
             let turn = self
-                .run_tools(cx, toolset, &mut request.messages, used, None)
+                .run_tools(cx, toolset, &mut request.messages, reply_at, used, None)
                 .await?;
-            if turn != Turn::Continue {
+            if self.turn_ended(cx, turn) {
                 return Ok(());
             }
         }
@@ -177,15 +184,21 @@ impl ChatModelAgent {
             let (_, info) = below.remove(k);
             resumes.push((id.clone(), info, state.clone()));
         }
+        let reply_at = saved
+            .reply_index()
+            .filter(|&at| !saved.messages[at].tool_calls.is_empty())
+            .ok_or_else(|| fail("its saved conversation has no reply that called tools".into()))?;
         let toolset = self.node_toolset(&cx);
         let mut request = ChatRequest {
             messages: saved.messages.clone(),
             tools: toolset.definitions.clone(),
             output_schema: self.output.as_ref().map(|o| Arc::clone(&o.schema)),
+            params: self.run_params(&cx),
         };
         let resumed = Resumed {
             next_call: saved.next_call,
             ending: saved.ending.clone(),
+            output: saved.output.clone(),
             results: saved.results.clone(),
             calls: resumes,
         };
@@ -194,15 +207,34 @@ impl ChatModelAgent {
                 &cx,
                 &toolset,
                 &mut request.messages,
+                reply_at,
                 saved.used,
                 Some(resumed),
             )
             .await?;
-        if turn != Turn::Continue {
+        if self.turn_ended(&cx, turn) {
             return Ok(());
+        }
+        // The resume's history modifier edits the conversation before the model sees it.
+        if let Some(modify) = cx.agent_options().and_then(|o| o.history_modifier.clone()) {
+            request.messages = modify(std::mem::take(&mut request.messages));
         }
         self.react_loop(&cx, &toolset, request, saved.used, input.streaming)
             .await
+    }
+
+    /// Whether a turn of tool calls ended the run; stores its final output, if it made one.
+    fn turn_ended(&self, cx: &Context, turn: Turn) -> bool {
+        match turn {
+            Turn::Continue => false,
+            Turn::Ended(output) => {
+                if let Some(output) = output {
+                    self.store_output(cx, &output);
+                }
+                true
+            }
+            Turn::Interrupted => true,
+        }
     }
 
     /// One answer of the model, retried per the policy, with the middleware around it;

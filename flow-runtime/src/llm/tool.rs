@@ -4,7 +4,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::agent::RunContext;
-use crate::event::{AgentEvent, InterruptInfo};
+use crate::event::{Action, AgentEvent, InterruptInfo};
 use crate::generate::Context;
 use crate::llm::models::ToolDefinition;
 use crate::message::MessageRef;
@@ -27,6 +27,8 @@ pub struct ToolContext {
     history: Arc<[MessageRef]>,
     events: Option<Context>,
     resume: Option<Arc<ToolResume>>,
+    /// The action this call attached to its result event (see [`ToolContext::attach_action`]).
+    action: Arc<Mutex<Option<Action>>>,
 }
 
 /// A resumed call's saved state and the interrupt points below it.
@@ -59,7 +61,59 @@ impl ToolContext {
             history: Arc::from([]),
             events: None,
             resume: None,
+            action: Arc::default(),
         }
+    }
+
+    /// Attaches `action` to this call's result event (replacing one attached before): a tool's
+    /// own way to steer the run, as the built-in `exit` and `transfer_to_agent` tools do. The
+    /// slot belongs to this call (this context), so concurrent calls of one tool never mix
+    /// their actions up. A [`ChatModelAgent`](crate::ChatModelAgent) carries it out once the
+    /// call has returned `Ok` (an error result drops it):
+    ///
+    /// - [`Action::Exit`], [`Action::TransferToAgent`] and [`Action::BreakLoop`] end the
+    ///   agent's turn after the reply's results, like the built-in tools (the first of the
+    ///   reply, in call order, wins; a built-in `exit` or `transfer_to_agent` of the same reply
+    ///   comes first; a later one is dropped);
+    /// - [`Action::Custom`] rides on the event and the loop goes on;
+    /// - [`Action::Interrupted`] cannot be attached: stop with
+    ///   [`interrupt`](ToolContext::interrupt) instead (it is dropped).
+    ///
+    /// ```
+    /// use flow_runtime::{tool_fn_with_context, Action, ToolContext};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict {
+    ///     approved: bool,
+    /// }
+    ///
+    /// let review = tool_fn_with_context(
+    ///     "review",
+    ///     "Records the verdict; an approval ends the review loop.",
+    ///     |cx: ToolContext, v: Verdict| async move {
+    ///         if v.approved {
+    ///             cx.attach_action(Action::BreakLoop(cx.agent_name().into()));
+    ///         }
+    ///         Ok::<_, String>(if v.approved { "approved" } else { "rejected" })
+    ///     },
+    /// );
+    /// # let _ = review;
+    /// ```
+    pub fn attach_action(&self, action: Action) {
+        *self.action.lock().expect("tool action slot") = Some(action);
+    }
+
+    /// The action attached to this call's result so far.
+    pub fn attached_action(&self) -> Option<Action> {
+        self.action.lock().expect("tool action slot").clone()
+    }
+
+    /// The run option `key` addressed to the calling agent
+    /// ([`AgentRunOptions::tool_option`](crate::AgentRunOptions::tool_option)), if given.
+    pub fn tool_option(&self, key: &str) -> Option<&serde_json::Value> {
+        self.run
+            .agent_options()
+            .and_then(|o| o.tool_option_value(key))
     }
 
     /// The same context, for resuming a call that stopped with [`ToolError::Interrupted`]:

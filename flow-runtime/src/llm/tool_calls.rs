@@ -15,25 +15,31 @@ use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
 use crate::generate::{Context, TRANSFER_TOOL_NAME};
 use crate::llm::models::ToolDefinition;
 use crate::llm::tool::{parse_arguments, Tool, ToolContext, ToolError, ToolInterrupt};
-use crate::message::{Message, MessageRef, ToolCall};
+use crate::message::{Message, MessageRef, Role, ToolCall};
 use crate::resume::ResumeInfo;
 
 /// The tools of one run: the agent's own plus the built-ins this node gets.
 pub(super) struct Toolset {
     pub(super) targets: Vec<AgentInfo>,
     pub(super) definitions: Arc<[ToolDefinition]>,
+    /// The transfer instructions for these targets, if any.
+    pub(super) transfer_text: Option<String>,
+    /// The system message, when it does not depend on the run (the instruction has no
+    /// session value in it).
+    pub(super) fixed_system: Option<Option<MessageRef>>,
 }
 
 /// What one tool call produced: the result text (or error) and the action it carries.
 pub(super) type CallOutcome = Result<(String, Option<Action>), ToolError>;
 
 /// How a turn of tool calls ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Turn {
     /// Ask the model again.
     Continue,
-    /// A transfer or an exit ended the agent's run.
-    Ended,
+    /// A transfer, an exit, a break-loop or a return-directly tool ended the agent's run;
+    /// with the final output, if the turn made one (exit's result, a return-directly result).
+    Ended(Option<String>),
     /// A call stopped for outside input; the turn was saved in the interrupts.
     Interrupted,
 }
@@ -43,6 +49,11 @@ pub(super) enum Turn {
 pub(super) struct SavedTurn {
     /// The conversation as the model saw it, with the reply and the results emitted so far.
     pub(super) messages: Vec<MessageRef>,
+    /// Where the reply that made the calls is in `messages`: the results emitted before the
+    /// interrupt follow it, so it is not always the last message. Absent in turns saved
+    /// before it was added: then it is the last assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) reply: Option<usize>,
     /// Model calls made.
     pub(super) used: usize,
     /// The first call whose result was not emitted.
@@ -53,6 +64,9 @@ pub(super) struct SavedTurn {
     pub(super) results: Vec<(String, String, Option<Action>)>,
     /// The interrupted calls: call id and the tool's saved state.
     pub(super) pending: Vec<(String, Option<serde_json::Value>)>,
+    /// The final output a call made (exit's result, a return-directly result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) output: Option<String>,
 }
 
 /// A turn being resumed.
@@ -60,35 +74,54 @@ pub(super) struct SavedTurn {
 pub(super) struct Resumed {
     pub(super) next_call: usize,
     pub(super) ending: Option<Action>,
+    pub(super) output: Option<String>,
     pub(super) results: Vec<(String, String, Option<Action>)>,
     /// Interrupted calls: call id, the resume info below the call, the tool's state.
     pub(super) calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
 }
 
+impl SavedTurn {
+    /// The reply whose calls this turn runs.
+    pub(super) fn reply_index(&self) -> Option<usize> {
+        self.reply
+            .or_else(|| {
+                self.messages
+                    .iter()
+                    .rposition(|m| m.role == Role::Assistant)
+            })
+            .filter(|&at| at < self.messages.len())
+    }
+}
+
 impl ChatModelAgent {
-    /// Runs the calls of the reply that ends `history`; emits their results in call order.
-    /// With `resumed`, starts at the saved position: finished calls give their saved results
-    /// and interrupted ones are resumed. If a call stops for outside input, the results from
-    /// it on are held, the turn is saved, and its interrupts are emitted.
+    /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
+    /// of a resumed turn follow it); emits their results in call order and appends them to
+    /// `history`. With `resumed`, starts at the saved position: finished calls give their
+    /// saved results and interrupted ones are resumed. If a call stops for outside input, the
+    /// results from it on are held, the turn is saved (with where its reply is), and its
+    /// interrupts are emitted.
     pub(super) async fn run_tools(
         &self,
         cx: &Context,
         toolset: &Toolset,
         history: &mut Vec<MessageRef>,
+        reply_at: usize,
         used: usize,
         resumed: Option<Resumed>,
     ) -> Result<Turn, AgentError> {
-        let reply = Arc::clone(history.last().expect("the reply that made the calls"));
+        let reply = Arc::clone(&history[reply_at]);
         let calls = &reply.tool_calls;
         let Resumed {
             next_call: start,
             mut ending,
+            mut output,
             results: saved_results,
             calls: mut resumes,
         } = resumed.unwrap_or_default();
         let mut jobs = FuturesOrdered::new();
         let chain = self.middleware_chain(cx);
-        let shared_history: Arc<[MessageRef]> = history.iter().cloned().collect();
+        // Tools see the conversation up to the reply that made their calls.
+        let shared_history: Arc<[MessageRef]> = history[..=reply_at].iter().cloned().collect();
         for call in calls.iter().skip(start) {
             if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
             {
@@ -132,7 +165,13 @@ impl ChatModelAgent {
                                 },
                             };
                             match finished {
-                                Ok(result) => result.map(|text| (text, None)),
+                                Ok(result) => result.map(|text| {
+                                    // The action the call attached to its own result.
+                                    let action = tcx
+                                        .attached_action()
+                                        .filter(|a| !matches!(a, Action::Interrupted(_)));
+                                    (text, action)
+                                }),
                                 Err(payload) => Err(ToolError::Panicked {
                                     tool: tool.name().into(),
                                     message: panic_message(&*payload).into(),
@@ -154,7 +193,7 @@ impl ChatModelAgent {
             };
             jobs.push_back(job);
         }
-        let mut last_carried_action = false;
+        let mut last_action: Option<Action> = None;
         let mut stopped_at: Option<usize> = None;
         let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
         let mut pending: Vec<(ToolCall, ToolInterrupt)> = Vec::new();
@@ -162,16 +201,35 @@ impl ChatModelAgent {
         while let Some(outcome) = jobs.next().await {
             let call = &calls[k];
             k += 1;
-            let (text, action) = match outcome {
+            let (text, mut action) = match outcome {
                 Err(ToolError::Interrupted { interrupt, .. }) => {
                     stopped_at.get_or_insert(k - 1);
                     pending.push((call.clone(), *interrupt));
                     continue;
                 }
                 Err(ToolError::Middleware(error)) => return Err(error.into()),
-                Ok(done) => done,
+                Ok(done) => {
+                    if output.is_none() {
+                        let exited =
+                            call.name == EXIT_TOOL_NAME && action_is(&done.1, &Action::Exit);
+                        if exited || self.returns_directly(&call.name) {
+                            output = Some(done.0.clone());
+                        }
+                    }
+                    done
+                }
                 Err(error) => (error.to_model_text(), None),
             };
+            // A tool's own ending action: the first of the reply wins, later ones are dropped.
+            if let Some(a) = &action {
+                if ends_turn(a) {
+                    match &ending {
+                        None => ending = Some(a.clone()),
+                        Some(first) if first != a => action = None,
+                        Some(_) => {}
+                    }
+                }
+            }
             if stopped_at.is_some() {
                 held.push((call.id.clone(), text, action));
                 continue;
@@ -179,7 +237,7 @@ impl ChatModelAgent {
             let message = Arc::new(Message::tool(text, call.id.as_str(), call.name.as_str()));
             history.push(Arc::clone(&message));
             let mut event = AgentEvent::message(message);
-            last_carried_action = action.is_some();
+            last_action.clone_from(&action);
             if let Some(action) = action {
                 event = event.with_action(action);
             }
@@ -188,9 +246,11 @@ impl ChatModelAgent {
         if let Some(next_call) = stopped_at {
             let saved = SavedTurn {
                 messages: history.clone(),
+                reply: Some(reply_at),
                 used,
                 next_call,
                 ending,
+                output,
                 results: held,
                 pending: pending
                     .iter()
@@ -208,11 +268,12 @@ impl ChatModelAgent {
             Some(action) => {
                 // The last event of the agent decides; repeat the action if later results of
                 // the same reply came after it.
-                if !last_carried_action {
+                if last_action.as_ref() != Some(&action) {
                     cx.emit(AgentEvent::action(action));
                 }
-                Ok(Turn::Ended)
+                Ok(Turn::Ended(output))
             }
+            None if output.is_some() => Ok(Turn::Ended(output)),
             None => Ok(Turn::Continue),
         }
     }
@@ -293,6 +354,18 @@ pub(super) fn exit(call: &ToolCall, ending: &mut Option<Action>) -> CallOutcome 
     }
     *ending = Some(Action::Exit);
     Ok((args.final_result, Some(Action::Exit)))
+}
+
+/// Whether an action a call carries ends the agent's turn.
+fn ends_turn(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_)
+    )
+}
+
+fn action_is(action: &Option<Action>, expected: &Action) -> bool {
+    action.as_ref() == Some(expected)
 }
 
 pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {

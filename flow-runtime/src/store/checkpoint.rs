@@ -158,22 +158,7 @@ impl Checkpoint {
         session: &Session,
         interrupts: Vec<InterruptInfo>,
     ) -> Result<Checkpoint, CheckpointError> {
-        let mut events = Vec::new();
-        for e in session.events() {
-            let message = e
-                .message()
-                .await
-                .map_err(|source| CheckpointError::Stream {
-                    id: id.to_owned(),
-                    source,
-                })?;
-            events.push(RecordedEvent {
-                agent_name: e.agent_name().into(),
-                run_path: e.run_path().clone(),
-                message: message.map(|m| Message::clone(&m)),
-                action: e.action().cloned(),
-            });
-        }
+        let events = record_events(id, &session.events()).await?;
         Ok(Checkpoint {
             status: CheckpointStatus::Interrupted,
             fingerprint: format!("{:016x}", fingerprint_of(&shape)),
@@ -251,6 +236,30 @@ impl Checkpoint {
         }
         serde_json::from_slice(body).map_err(|e| corrupt(format!("its body does not decode: {e}")))
     }
+}
+
+/// The session events in their stored form; recorded streams are read to their end first.
+pub(crate) async fn record_events(
+    id: &str,
+    events: &[Arc<SessionEvent>],
+) -> Result<Vec<RecordedEvent>, CheckpointError> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        let message = e
+            .message()
+            .await
+            .map_err(|source| CheckpointError::Stream {
+                id: id.to_owned(),
+                source,
+            })?;
+        out.push(RecordedEvent {
+            agent_name: e.agent_name().into(),
+            run_path: e.run_path().clone(),
+            message: message.map(|m| Message::clone(&m)),
+            action: e.action().cloned(),
+        });
+    }
+    Ok(out)
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {

@@ -1,5 +1,6 @@
-//! Checkpoints and where they are kept: the [`Checkpoint`] format, the [`CheckpointStore`]
-//! trait, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`]).
+//! Checkpoints and threads, and where they are kept: the [`Checkpoint`] format, the
+//! [`CheckpointStore`] trait, the [`ThreadStore`] contract of conversations, and the stores
+//! that ship with the runtime ([`InMemoryStore`], [`FileStore`]; both implement both traits).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -18,17 +19,24 @@
 mod checkpoint;
 mod file;
 mod memory;
+mod thread;
 
 use std::io;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub(crate) use checkpoint::record_events;
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;
+pub(crate) use thread::now_ms;
+pub use thread::{
+    turn_checkpoint_id, validate_thread_id, RecordEnd, RecordStart, ThreadError, ThreadHead,
+    ThreadRecord, ThreadStore, MAX_THREAD_ID_LEN,
+};
 
 /// A failure of a [`CheckpointStore`].
 #[derive(Debug, Clone, thiserror::Error)]

@@ -8,4 +8,8 @@ async fn triage(_cx: &AgentContext) {}
 #[agent(transfers = [])]
 async fn refund(_cx: &AgentContext) {}
 
+// An empty name, rejected like `name = ""`.
+#[agent(transfers = [""])]
+async fn complaint(_cx: &AgentContext) {}
+
 fn main() {}

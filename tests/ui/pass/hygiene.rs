@@ -2,7 +2,7 @@
 //! code's own names cannot collide with an agent's unit struct.
 use agentflow::prelude::*;
 
-#[agent(transfers = [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent])]
+#[agent(transfers = [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent, make, node])]
 async fn root(_cx: &AgentContext) {}
 
 macro_rules! leaves {
@@ -14,17 +14,17 @@ macro_rules! leaves {
     };
 }
 
-leaves!(f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent, billing);
+leaves!(f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent, billing, make, node);
 
 flow! {
-    Hygiene: root => [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent(runtime), dyn billing]
+    Hygiene: root => [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent(runtime), make, node, dyn billing]
 }
 
 fn main() {
     let billing_agent = FnAgent::new("billing", |_, _| async move { Ok(()) });
     let built = Hygiene::builder()
         .node_agent(node_agent)
-        .billing(billing_agent)
+        .billing(|_| billing_agent)
         .build()
         .unwrap();
     assert_eq!(Hygiene::FINGERPRINT, built.flow().fingerprint());

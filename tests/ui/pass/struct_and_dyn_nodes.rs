@@ -28,9 +28,24 @@ fn main() {
     });
     // Setters in any order.
     let desk = Desk::builder()
-        .billing(billing)
+        .billing(|_| billing)
         .lookup(Lookup {
             endpoint: "orders".into(),
+        })
+        .build()
+        .unwrap();
+    assert_eq!(desk.flow().shape(), "triage(lookup,billing^)");
+
+    // The node's own name and targets reach the closure.
+    let desk = Desk::builder()
+        .lookup(Lookup {
+            endpoint: "orders".into(),
+        })
+        .billing(|node| {
+            assert_eq!((node.flow(), node.name()), ("Desk", "billing"));
+            // `billing` is barred from its parent and has no sub-agents.
+            assert!(node.targets().is_empty());
+            FnAgent::new(node, |_, _| async move { Ok(()) })
         })
         .build()
         .unwrap();
@@ -42,7 +57,7 @@ fn main() {
         .lookup(Lookup {
             endpoint: "orders".into(),
         })
-        .billing(misnamed)
+        .billing(|_| misnamed)
         .build()
         .unwrap_err();
     assert_eq!(

@@ -4,11 +4,13 @@
 //! A model answers a conversation with one assistant [`Message`], whole
 //! ([`ChatModel::generate`]) or in chunks ([`ChatModel::stream`]); the answer may call tools
 //! (see [`ToolCall`](crate::ToolCall)). [`ChatModelAgent`](crate::ChatModelAgent) runs the
-//! ReAct loop over a model. Two models ship with the runtime:
+//! ReAct loop over a model. Three models ship with the runtime:
 //!
 //! - [`ScriptedModel`]: deterministic, offline, answers from a script or from rules;
 //! - `OpenAiChatModel` (cargo feature `openai`): any OpenAI-compatible `/v1/chat/completions`
-//!   server (OpenAI, Ollama, vLLM, llama.cpp).
+//!   server (OpenAI, Ollama, vLLM, llama.cpp);
+//! - `AnthropicChatModel` (cargo feature `anthropic`): Anthropic's Messages API
+//!   (`/v1/messages`), or a proxy serving it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,13 +22,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, MessageRef};
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "http")]
+mod http;
 #[cfg(feature = "openai")]
 mod openai;
+mod params;
 mod retry;
 mod scripted;
 
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicChatModel, AnthropicConfig, AnthropicUsage};
+#[cfg(feature = "http")]
+pub use http::{HttpCall, HttpError, HttpLimits, SizeLimit, SseEvent, TimeoutKind};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiChatModel, OpenAiConfig};
+pub use params::ModelParams;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
@@ -56,6 +68,8 @@ pub struct ChatRequest {
     /// [`structured`](crate::structured)); the OpenAI client sends it as
     /// `response_format`.
     pub output_schema: Option<Arc<OutputSchema>>,
+    /// Sampling parameters (temperature, max tokens, ...); unset ones are not sent.
+    pub params: ModelParams,
 }
 
 impl ChatRequest {
@@ -65,6 +79,7 @@ impl ChatRequest {
             messages: messages.into_iter().collect(),
             tools: Arc::default(),
             output_schema: None,
+            params: ModelParams::default(),
         }
     }
 
@@ -194,6 +209,29 @@ pub enum ModelError {
         /// What was wrong with it.
         message: Arc<str>,
     },
+    /// A wait of an HTTP call ran out (see `HttpLimits`, cargo feature `http`). Retryable.
+    #[cfg(feature = "http")]
+    #[error("model '{model}' timed out: no {kind} within {limit:?} (HttpLimits::{}); raise it if the server is slow but healthy", kind.field())]
+    Timeout {
+        /// The model asked.
+        model: Arc<str>,
+        /// Which wait ran out.
+        kind: TimeoutKind,
+        /// The limit that ran out.
+        limit: Duration,
+    },
+    /// The reply went past a size limit of its HTTP call; reading stopped there (see
+    /// `HttpLimits`, cargo feature `http`). Not retryable.
+    #[cfg(feature = "http")]
+    #[error("model '{model}' sent a reply past a size limit: {what} is larger than {limit} bytes (HttpLimits::{}); raise the limit if the server is trusted and the reply legitimately this large", what.field())]
+    LimitExceeded {
+        /// The model asked.
+        model: Arc<str>,
+        /// Which limit.
+        what: SizeLimit,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// A [`ScriptedModel`] has no reply for this request. Not retryable.
     #[error(
         "scripted model '{model}' has no reply for call {call}: {message}; add a step to its \
@@ -228,6 +266,10 @@ impl ModelError {
                 matches!(status, 408 | 409 | 429) || (500..600).contains(status)
             }
             ModelError::Connection { .. } | ModelError::StreamInterrupted { .. } => true,
+            #[cfg(feature = "http")]
+            ModelError::Timeout { .. } => true,
+            #[cfg(feature = "http")]
+            ModelError::LimitExceeded { .. } => false,
             ModelError::Malformed { .. } | ModelError::ScriptExhausted { .. } => false,
             ModelError::Other { retryable, .. } => *retryable,
         }
@@ -242,6 +284,8 @@ impl ModelError {
             | ModelError::Malformed { model, .. }
             | ModelError::ScriptExhausted { model, .. }
             | ModelError::Other { model, .. } => model,
+            #[cfg(feature = "http")]
+            ModelError::Timeout { model, .. } | ModelError::LimitExceeded { model, .. } => model,
         }
     }
 

@@ -1,17 +1,17 @@
 //! [`OpenAiChatModel`]: a chat model over any OpenAI-compatible `/v1/chat/completions` server.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::http::{HttpCall, HttpError, HttpLimits, SseEvent};
 use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream, Usage};
-use crate::message::{Message, Role, ToolCall};
+use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 
 /// Where and how to reach an OpenAI-compatible server.
 ///
@@ -32,8 +32,8 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// The model id (`gpt-4o-mini`, `llama3.2`, …).
     pub model: String,
-    /// Limit on a whole non-streamed call; `None` waits as long as the server takes.
-    pub timeout: Option<Duration>,
+    /// Timeouts and size limits of every call, streamed or not (finite by default).
+    pub limits: HttpLimits,
     /// Extra fields merged into every request body (`temperature`, `max_tokens`, …).
     pub extra_body: serde_json::Map<String, Value>,
 }
@@ -50,7 +50,7 @@ impl OpenAiConfig {
             base_url: base_url.into(),
             api_key: None,
             model: model.into(),
-            timeout: None,
+            limits: HttpLimits::default(),
             extra_body: serde_json::Map::new(),
         }
     }
@@ -76,9 +76,15 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the limit on a whole non-streamed call.
+    /// Sets the deadline of a whole call, streamed or not ([`HttpLimits::total_timeout`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.limits.total_timeout = timeout;
+        self
+    }
+
+    /// Sets all timeouts and size limits.
+    pub fn limits(mut self, limits: HttpLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -100,7 +106,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
-            .field("timeout", &self.timeout)
+            .field("limits", &self.limits)
             .field("extra_body", &self.extra_body)
             .finish()
     }
@@ -113,7 +119,8 @@ impl fmt::Debug for OpenAiConfig {
 /// Errors are typed: an HTTP error status is [`ModelError::Http`] (with `Retry-After`), a
 /// connection failure [`ModelError::Connection`], a stream that breaks off
 /// [`ModelError::StreamInterrupted`], a body that is not a chat completion
-/// [`ModelError::Malformed`].
+/// [`ModelError::Malformed`], a wait past its limit [`ModelError::Timeout`], a reply past a
+/// size limit [`ModelError::LimitExceeded`] (see [`OpenAiConfig::limits`]).
 ///
 /// ```no_run
 /// use flow_runtime::model::{OpenAiChatModel, OpenAiConfig};
@@ -138,19 +145,18 @@ impl fmt::Debug for OpenAiChatModel {
 }
 
 impl OpenAiChatModel {
-    /// A model with its own HTTP client. Fails only if the client cannot be set up.
+    /// A model with its own HTTP client (with the configured connect timeout). Fails only if
+    /// the client cannot be set up.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ModelError::Connection {
-                model: config.model.as_str().into(),
-                message: format!("cannot set up the HTTP client: {e}").into(),
-            })?;
+        let client = config
+            .limits
+            .client()
+            .map_err(|e| e.into_model_error(&config.model))?;
         Ok(Self::with_client(config, client))
     }
 
-    /// A model using the given HTTP client (to share connection pools or set proxies).
+    /// A model using the given HTTP client (to share connection pools or set proxies). The
+    /// client's own connect timeout applies; every other limit of the configuration holds.
     pub fn with_client(config: OpenAiConfig, client: reqwest::Client) -> Self {
         OpenAiChatModel {
             endpoint: config.endpoint().into(),
@@ -203,11 +209,16 @@ impl OpenAiChatModel {
         for (k, v) in &self.config.extra_body {
             body.insert(k.clone(), v.clone());
         }
+        // The request's own parameters win over the configured ones.
+        if let Value::Object(params) = json!(request.params) {
+            body.extend(params);
+        }
         Value::Object(body)
     }
 
     async fn send(
         &self,
+        call: &HttpCall,
         request: &ChatRequest,
         stream: bool,
     ) -> Result<reqwest::Response, ModelError> {
@@ -219,13 +230,13 @@ impl OpenAiChatModel {
         if let Some(key) = &self.config.api_key {
             http = http.bearer_auth(key);
         }
-        if let (Some(timeout), false) = (self.config.timeout, stream) {
-            http = http.timeout(timeout);
-        }
-        let response = http.send().await.map_err(|e| ModelError::Connection {
-            model: self.model(),
-            message: format!("POST {}: {}", self.endpoint, self.describe(&e)).into(),
-        })?;
+        let response = call.send(http).await.map_err(|e| match e {
+            HttpError::Connection { message } => HttpError::Connection {
+                message: format!("POST {}: {message}", self.endpoint),
+            },
+            other => other,
+        });
+        let response = response.map_err(|e| self.http_failed(e))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -236,7 +247,7 @@ impl OpenAiChatModel {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let text = response.text().await.unwrap_or_default();
+        let text = call.error_body(response).await;
         let body = serde_json::from_str::<ErrorBody>(&text)
             .ok()
             .and_then(|b| b.error)
@@ -250,20 +261,18 @@ impl OpenAiChatModel {
         })
     }
 
-    /// What went wrong with a request: a timeout names the configured limit (reqwest says only
-    /// "operation timed out", deep in its error chain).
-    fn describe(&self, e: &reqwest::Error) -> String {
-        match (e.is_timeout(), self.config.timeout) {
-            (true, Some(limit)) => format!("no answer within {limit:?} (the configured timeout)"),
-            _ => error_chain(e),
-        }
+    fn http_failed(&self, e: HttpError) -> ModelError {
+        e.into_model_error(&self.config.model)
     }
 
-    fn reading_failed(&self, e: &reqwest::Error) -> ModelError {
-        ModelError::StreamInterrupted {
-            model: self.model(),
-            message: format!("reading the reply: {}", self.describe(e)).into(),
-        }
+    /// Reads a whole body under the size limit and parses it as a completion.
+    async fn whole(
+        &self,
+        call: &HttpCall,
+        response: reqwest::Response,
+    ) -> Result<Message, ModelError> {
+        let body = call.body(response).await.map_err(|e| self.http_failed(e))?;
+        self.parse_completion(&String::from_utf8_lossy(&body))
     }
 
     fn malformed(&self, message: impl fmt::Display) -> ModelError {
@@ -315,7 +324,9 @@ fn wire_message(m: &Message) -> Value {
     };
     let mut out = serde_json::Map::new();
     out.insert("role".into(), json!(role));
-    if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
+    if !m.parts.is_empty() {
+        out.insert("content".into(), wire_parts(m));
+    } else if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
         out.insert("content".into(), Value::Null);
     } else {
         out.insert("content".into(), json!(m.content));
@@ -340,15 +351,30 @@ fn wire_message(m: &Message) -> Value {
     Value::Object(out)
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
+/// A message with [parts](Message::parts) as the protocol's array of content parts: its text
+/// first, then each part. Only user messages may carry images; in other roles an image is
+/// sent as its description.
+fn wire_parts(m: &Message) -> Value {
+    let mut parts = Vec::with_capacity(m.parts.len() + 1);
+    if !m.content.is_empty() {
+        parts.push(json!({"type": "text", "text": m.content}));
     }
-    text
+    for part in &m.parts {
+        parts.push(match part {
+            ContentPart::Text { text } => json!({"type": "text", "text": text}),
+            ContentPart::Image { source } if m.role == Role::User => {
+                let url = match source {
+                    ImageSource::Url { url } => url.clone(),
+                    ImageSource::Base64 { media_type, data } => {
+                        format!("data:{media_type};base64,{data}")
+                    }
+                };
+                json!({"type": "image_url", "image_url": {"url": url}})
+            }
+            other => json!({"type": "text", "text": format!("[{}]", other.describe())}),
+        });
+    }
+    Value::Array(parts)
 }
 
 #[derive(Deserialize)]
@@ -453,13 +479,14 @@ impl ChatModel for OpenAiChatModel {
     }
 
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
-        let response = self.send(request, false).await?;
-        let text = response.text().await.map_err(|e| self.reading_failed(&e))?;
-        self.parse_completion(&text)
+        let call = HttpCall::start(&self.config.limits);
+        let response = self.send(&call, request, false).await?;
+        self.whole(&call, response).await
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
-        let response = self.send(request, true).await?;
+        let call = HttpCall::start(&self.config.limits);
+        let response = self.send(&call, request, true).await?;
         let is_json = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -467,83 +494,56 @@ impl ChatModel for OpenAiChatModel {
             .is_some_and(|v| v.starts_with("application/json"));
         if is_json {
             // The server ignored `stream: true` and sent the whole reply.
-            let text = response.text().await.map_err(|e| self.reading_failed(&e))?;
-            let whole = self.parse_completion(&text)?;
+            let whole = self.whole(&call, response).await?;
             return Ok(futures::stream::once(async move { Ok(whole) }).boxed());
         }
-        Ok(sse_chunks(self.clone(), response.bytes_stream()).boxed())
+        Ok(sse_chunks(self.clone(), call.events(response)).boxed())
     }
 }
 
-/// State of one SSE stream being decoded.
-struct Sse<S> {
+/// Turns the server-sent events of a streamed reply into message chunks.
+struct Sse {
     model: OpenAiChatModel,
-    body: S,
-    buffer: Vec<u8>,
-    data: String,
-    ready: VecDeque<Result<Message, ModelError>>,
+    ready: std::collections::VecDeque<Result<Message, ModelError>>,
     finished: bool,
     done: bool,
 }
 
-fn sse_chunks<S, B>(
+fn sse_chunks(
     model: OpenAiChatModel,
-    body: S,
-) -> impl Stream<Item = Result<Message, ModelError>>
-where
-    S: Stream<Item = Result<B, reqwest::Error>> + Unpin + Send + 'static,
-    B: AsRef<[u8]>,
-{
+    events: futures::stream::BoxStream<'static, Result<SseEvent, HttpError>>,
+) -> impl futures::Stream<Item = Result<Message, ModelError>> {
     let state = Sse {
         model,
-        body,
-        buffer: Vec::new(),
-        data: String::new(),
-        ready: VecDeque::new(),
+        ready: Default::default(),
         finished: false,
         done: false,
     };
-    futures::stream::unfold(state, |mut st| async move {
+    futures::stream::unfold((state, events), |(mut st, mut events)| async move {
         loop {
             if let Some(item) = st.ready.pop_front() {
                 if item.is_err() {
                     st.done = true;
+                    st.ready.clear();
                 }
-                return Some((item, st));
+                return Some((item, (st, events)));
             }
             if st.done {
                 return None;
             }
-            match st.body.next().await {
-                Some(Ok(bytes)) => {
-                    st.buffer.extend_from_slice(bytes.as_ref());
-                    st.take_lines();
-                }
-                Some(Err(e)) => {
-                    let error = ModelError::StreamInterrupted {
-                        model: st.model.model(),
-                        message: error_chain(&e).into(),
-                    };
-                    st.ready.push_back(Err(error));
-                }
+            match events.next().await {
+                Some(Ok(event)) => st.event(&event.data),
+                Some(Err(e)) => st.ready.push_back(Err(st.model.http_failed(e))),
                 None => {
-                    // A last event not followed by a blank line still counts.
-                    if !st.buffer.is_empty() {
-                        st.buffer.push(b'\n');
-                        st.take_lines();
-                    }
-                    st.line("");
-                    if st.ready.is_empty() && !st.done {
-                        st.done = true;
-                        if !st.finished {
-                            let error = ModelError::StreamInterrupted {
-                                model: st.model.model(),
-                                message: "the stream ended before the reply was complete (no \
-                                          finish_reason and no [DONE])"
-                                    .into(),
-                            };
-                            return Some((Err(error), st));
-                        }
+                    st.done = true;
+                    if !st.finished {
+                        let error = ModelError::StreamInterrupted {
+                            model: st.model.model(),
+                            message: "the stream ended before the reply was complete (no \
+                                      finish_reason and no [DONE])"
+                                .into(),
+                        };
+                        return Some((Err(error), (st, events)));
                     }
                 }
             }
@@ -551,42 +551,7 @@ where
     })
 }
 
-impl<S> Sse<S> {
-    /// Takes every whole line out of the buffer.
-    fn take_lines(&mut self) {
-        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
-            let raw: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&raw);
-            let line = line.trim_end_matches(['\n', '\r']).to_owned();
-            self.line(&line);
-            if self.done {
-                self.buffer.clear();
-                return;
-            }
-        }
-    }
-
-    /// One SSE line: `data:` lines accumulate, a blank line dispatches the event.
-    fn line(&mut self, line: &str) {
-        if self.done {
-            return;
-        }
-        if line.is_empty() {
-            if !self.data.is_empty() {
-                let data = std::mem::take(&mut self.data);
-                self.event(&data);
-            }
-            return;
-        }
-        if let Some(value) = line.strip_prefix("data:") {
-            if !self.data.is_empty() {
-                self.data.push('\n');
-            }
-            self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
-        }
-        // Comments (`:`), `event:`, `id:` and `retry:` lines carry nothing we use.
-    }
-
+impl Sse {
     fn event(&mut self, data: &str) {
         if data.trim() == "[DONE]" {
             self.finished = true;
@@ -660,6 +625,36 @@ impl<S> Sse<S> {
 mod tests {
     use super::*;
     use crate::llm::models::ToolDefinition;
+
+    #[test]
+    fn content_parts_become_content_part_arrays() {
+        let user = Message::user("What is this?")
+            .with_image_url("https://x/a.png")
+            .with_image_base64("image/png", "AAAA")
+            .with_part(ContentPart::text("Be short."));
+        assert_eq!(
+            wire_message(&user),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "https://x/a.png"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "text", "text": "Be short."}
+            ]})
+        );
+        // Only user messages carry images: elsewhere the image is described.
+        let tool = Message::tool("", "c1", "camera").with_image_url("https://x/b.png");
+        assert_eq!(
+            wire_message(&tool),
+            json!({"role": "tool", "tool_call_id": "c1", "content": [
+                {"type": "text", "text": "[an image at https://x/b.png]"}
+            ]})
+        );
+        // Without parts, content stays a plain string.
+        assert_eq!(
+            wire_message(&Message::user("hi")),
+            json!({"role": "user", "content": "hi"})
+        );
+    }
 
     #[test]
     fn request_body_follows_the_protocol() {
@@ -765,6 +760,35 @@ mod tests {
             json!(["approved"])
         );
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn request_params_are_sent_and_win_over_the_configured_ones() {
+        let model = OpenAiChatModel::new(
+            OpenAiConfig::new("http://127.0.0.1:1/v1/", "m")
+                .extra("temperature", json!(1))
+                .extra("seed", json!(7)),
+        )
+        .unwrap();
+        let mut request = ChatRequest::new([Arc::new(Message::user("hi"))]);
+        request.params = crate::llm::models::ModelParams {
+            temperature: Some(0.5),
+            max_tokens: Some(64),
+            stop: Some(vec!["END".into()]),
+            ..Default::default()
+        };
+        assert_eq!(
+            model.request_body(&request, false),
+            json!({
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": false,
+                "temperature": 0.5,
+                "seed": 7,
+                "max_tokens": 64,
+                "stop": ["END"]
+            })
+        );
     }
 
     #[test]

@@ -1,0 +1,13 @@
+# Chromium and its WebDriver for the console's browser tests (flow-server/tests/browser.rs).
+# Sourced by .ci/run: installs both from the distribution, starts chromedriver on a loopback
+# port, exports its URL as AGENTFLOW_WEBDRIVER_URL and stops it on exit.
+apt_install chromium chromium-driver
+chromedriver_port=9515
+chromedriver --port="$chromedriver_port" --allowed-ips=127.0.0.1 >/tmp/chromedriver.log 2>&1 &
+chromedriver_pid=$!
+cleanups+=("kill $chromedriver_pid")
+for _ in $(seq 1 50); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$chromedriver_port") 2>/dev/null; then break; fi
+    sleep 0.2
+done
+export AGENTFLOW_WEBDRIVER_URL="http://127.0.0.1:$chromedriver_port"

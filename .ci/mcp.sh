@@ -1,0 +1,32 @@
+# Sourced by .ci/run: installs the MCP servers the `mcp` feature's tests and the mcp_tools
+# example talk to, servers nobody in this project wrote:
+# - the reference "everything" server (@modelcontextprotocol/server-everything, npm);
+# - the Python SDK (`mcp` on PyPI), whose MCPServer (named FastMCP before 2.0) runs the small
+#   scripts in flow-runtime/tests/mcp/ (cases the reference server has no tool for: a tool that exits
+#   mid-call, one that never answers).
+# Both go into a temporary directory; the tests find them through the exported variables.
+mcp_everything_version="2026.8.31"
+mcp_python_version="2.3.0"
+
+mcp_dir="$(mktemp -d)"
+cleanups+=("rm -rf '$mcp_dir'")
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt_install nodejs npm
+fi
+if ! python3 -m venv --help >/dev/null 2>&1; then
+    apt_install python3-venv
+fi
+
+echo "-- npm: @modelcontextprotocol/server-everything@$mcp_everything_version"
+npm install --prefix "$mcp_dir/npm" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/server-everything@$mcp_everything_version" >/dev/null
+echo "-- pip: mcp==$mcp_python_version"
+python3 -m venv "$mcp_dir/venv"
+"$mcp_dir/venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_python_version"
+
+# The everything server's entry point (run with `node`), and a Python with FastMCP.
+export AGENTFLOW_MCP_EVERYTHING="$mcp_dir/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+export AGENTFLOW_MCP_PYTHON="$mcp_dir/venv/bin/python"
+test -f "$AGENTFLOW_MCP_EVERYTHING"
+"$AGENTFLOW_MCP_PYTHON" -c "import mcp.server.mcpserver"

@@ -1,0 +1,126 @@
+//! W9: the latency of one turn of a thread against the thread's length (DESIGN.md,
+//! "Performance budget"; figures in BENCHMARKS.md).
+//!
+//! ```text
+//! cargo bench --bench w9_threads
+//! ```
+//!
+//! A thread of L earlier messages (L/2 turns, each a user message and the bot's answer) is
+//! kept in an `InMemoryStore`; each timed turn loads the thread's head, builds the bot's input
+//! from the earlier turns its context policy looks at, runs the bot, and encodes the turn's
+//! record. The record is not kept (the store below drops appends after encoding them), so the
+//! thread keeps its length L across iterations. With the default policy the bot sees the whole
+//! thread, so a turn costs time linear in L; with `ContextPolicy::LastTurns(3)` it sees (and
+//! reads from the store) two earlier turns, so a turn costs the same for every L.
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use agentflow::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord, ThreadStore};
+use agentflow::{
+    async_trait, ContextPolicy, FlowAgent, FnAgent, InMemoryStore, Message, RunPath, Runner,
+    ThreadError,
+};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+/// An `InMemoryStore` whose appends are encoded (as a store must) and then dropped.
+struct FixedLength(InMemoryStore);
+
+#[async_trait]
+impl ThreadStore for FixedLength {
+    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+        self.0.head(id).await
+    }
+    async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
+        self.0.read(id, turns).await
+    }
+    async fn append(
+        &self,
+        _id: &str,
+        expected_version: u64,
+        record: ThreadRecord,
+    ) -> Result<u64, ThreadError> {
+        std::hint::black_box(record.encode());
+        Ok(expected_version + 1)
+    }
+    async fn list(&self) -> Result<Vec<String>, ThreadError> {
+        self.0.list().await
+    }
+    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+        ThreadStore::delete(&self.0, id).await
+    }
+}
+
+/// A store holding the thread `t` with `messages` earlier messages.
+async fn thread_of(messages: u64) -> InMemoryStore {
+    let store = InMemoryStore::new();
+    for turn in 0..messages / 2 {
+        let record = ThreadRecord {
+            seq: turn,
+            turn,
+            at_ms: 0,
+            start: RecordStart::Turn {
+                input: vec![Message::user(format!("question {turn}"))],
+            },
+            started_at: RunPath::root("bot"),
+            events: vec![agentflow::store::RecordedEvent {
+                agent_name: "bot".into(),
+                run_path: RunPath::root("bot"),
+                message: Some(Message::assistant(format!("answer {turn}"))),
+                action: None,
+            }],
+            end: RecordEnd::Completed {
+                answered_by: "bot".into(),
+            },
+        };
+        store.append("t", turn, record).await.expect("append");
+    }
+    store
+}
+
+fn w9_turn_latency(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group("w9_turn");
+    for (label, policy) in [
+        ("whole_thread", ContextPolicy::Rewrite),
+        ("last_3_turns", ContextPolicy::LastTurns(3)),
+    ] {
+        for length in [100u64, 1_000, 10_000] {
+            let store = rt.block_on(thread_of(length));
+            let bot = FnAgent::new("bot", |cx, input| async move {
+                cx.say(format!("you sent {} messages", input.messages.len()));
+                Ok(())
+            });
+            let runner = Runner::new(FlowAgent::new(bot).context(policy.clone()))
+                .thread_store(FixedLength(store));
+            group.bench_with_input(BenchmarkId::new(label, length), &length, |b, _| {
+                b.iter_custom(|iters| {
+                    rt.block_on(async {
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            let turn = runner
+                                .turn("t", Message::user("and now?"))
+                                .await
+                                .expect("turn");
+                            std::hint::black_box(turn.finish().await);
+                        }
+                        start.elapsed()
+                    })
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = w9_turn_latency
+);
+criterion_main!(benches);

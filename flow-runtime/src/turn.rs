@@ -1,0 +1,679 @@
+//! Conversations: [`Runner::turn`] runs one user turn of a thread, [`Runner::resume_turn`]
+//! continues an interrupted one, and [`TurnRouting`] says where a turn starts.
+//!
+//! A thread is a conversation kept in a [`ThreadStore`]. A turn loads the thread's head, picks
+//! the agent to start at, runs the flow from there with the earlier turns reaching each agent
+//! through its [`ContextPolicy`](crate::ContextPolicy), and when its event stream ends appends
+//! one [`ThreadRecord`] holding the turn's recorded events. A turn that fails (an error event)
+//! or is cancelled (its stream dropped before the end) appends nothing: the thread stays as it
+//! was. An interrupted turn saves a checkpoint, records what it did so far, and is continued by
+//! [`Runner::resume_turn`], whose events are recorded as the turn's continuation.
+//!
+//! ```
+//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner};
+//! # futures::executor::block_on(async {
+//! let triage = FnAgent::new("triage", |cx, _| async move { cx.transfer("refund"); Ok(()) });
+//! let refund = FnAgent::new("refund", |cx, input| async move {
+//!     cx.say(format!("refund desk, {} messages so far", input.messages.len()));
+//!     Ok(())
+//! });
+//! let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
+//! let runner = Runner::new(desk).thread_store(InMemoryStore::new());
+//!
+//! let first = runner.turn("ada", Message::user("my kettle broke")).await.unwrap();
+//! assert_eq!(first.started_at().to_string(), "triage");
+//! let answer = first.final_output().await.unwrap().unwrap();
+//! assert_eq!(answer.content, "refund desk, 3 messages so far");
+//!
+//! // The next turn goes back to the agent that answered.
+//! let second = runner.turn("ada", Message::user("any news?")).await.unwrap();
+//! assert_eq!(second.started_at().to_string(), "refund");
+//! let answer = second.final_output().await.unwrap().unwrap();
+//! assert_eq!(answer.content, "refund desk, 5 messages so far");
+//! # });
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{Agent, AgentInput, EventStream, RunContext};
+use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
+use crate::flow::FlowAgent;
+use crate::generate::generate;
+use crate::message::{Message, MessageRef, Role};
+use crate::resume::ResumeInfo;
+use crate::run_path::RunPath;
+use crate::runner::{save, Runner};
+use crate::session::Session;
+use crate::store::{
+    record_events, turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStatus,
+    CheckpointStore, RecordEnd, RecordStart, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+};
+use crate::thread_history::ThreadHistory;
+
+/// Where a thread's next turn starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnRouting {
+    /// Every turn starts at the root of the runner's tree (Eino's behaviour).
+    Root,
+    /// A turn starts at the agent that answered the previous turn (Google ADK's behaviour),
+    /// unless that agent may not be re-entered: if it, or an agent between it and the root, is
+    /// barred from transferring to its parent (a workflow's sub-agent, a `no_parent` node), the
+    /// turn starts at the parent above the highest such barred link, so that every agent of the
+    /// tree stays reachable (a workflow's sub-agent starts its workflow again). The first turn,
+    /// and a turn after one answered by an agent the tree no longer has, start at the root.
+    #[default]
+    LastAgent,
+}
+
+/// A runner's thread settings: the store, the routing, the threads with a turn running here.
+#[derive(Clone, Default)]
+pub(crate) struct ThreadSettings {
+    store: Option<Arc<dyn ThreadStore>>,
+    routing: TurnRouting,
+    running: Arc<Mutex<HashSet<String>>>,
+}
+
+/// One message of a thread, as [`Runner::thread_messages`] lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadMessage {
+    /// The turn it belongs to, from 0.
+    pub turn: u64,
+    /// The agent that recorded it; empty for the user's messages.
+    pub agent_name: Arc<str>,
+    /// Where it was recorded; empty for the user's messages.
+    pub run_path: RunPath,
+    /// The message.
+    pub message: Message,
+}
+
+/// How a turn ended, once its event stream has ended ([`Turn::outcome`]).
+#[derive(Debug, Clone)]
+pub enum TurnOutcome {
+    /// The turn ran to its end and was recorded.
+    Completed {
+        /// The agent that answered last (where the next turn starts with
+        /// [`TurnRouting::LastAgent`]).
+        answered_by: Arc<str>,
+        /// The turn's answer: see [`Turn::final_output`].
+        answer: Option<Message>,
+        /// The thread's version after the turn was recorded.
+        version: u64,
+    },
+    /// The turn stopped for outside input; it was recorded so far and its checkpoint saved.
+    /// Continue it with [`Runner::resume_turn`].
+    Interrupted {
+        /// The checkpoint the turn saved.
+        checkpoint_id: String,
+        /// The interrupts it waits on.
+        interrupts: Vec<InterruptInfo>,
+    },
+    /// The turn failed and recorded nothing: the thread is as it was before it.
+    Failed(ThreadError),
+}
+
+/// One turn of a thread: a stream of the turn's [`AgentEvent`]s, and how it ended.
+///
+/// The turn is recorded when the stream ends: read it to its end (or call
+/// [`finish`](Turn::finish) or [`final_output`](Turn::final_output)). Dropping it before the
+/// end cancels the turn and records nothing.
+pub struct Turn {
+    events: EventStream,
+    thread_id: String,
+    number: u64,
+    started_at: RunPath,
+    outcome: Arc<Mutex<Option<TurnOutcome>>>,
+}
+
+impl Turn {
+    /// The thread's id.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    /// The turn's number in its thread, from 0.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The run path the turn started at, `[agent]`: every event of the turn has a run path
+    /// starting with it.
+    pub fn started_at(&self) -> &RunPath {
+        &self.started_at
+    }
+
+    /// How the turn ended; `None` until its event stream has ended.
+    pub fn outcome(&self) -> Option<TurnOutcome> {
+        self.outcome.lock().expect("turn outcome lock").clone()
+    }
+
+    /// Reads the rest of the turn's events (dropping them) and returns how it ended.
+    pub async fn finish(mut self) -> TurnOutcome {
+        while self.events.next().await.is_some() {}
+        self.outcome().unwrap_or_else(|| {
+            TurnOutcome::Failed(ThreadError::Store(crate::store::StoreError::Other {
+                id: self.thread_id.clone(),
+                message: "the turn ended without an outcome".into(),
+            }))
+        })
+    }
+
+    /// Reads the rest of the turn and returns its answer: the message of the turn's last
+    /// recorded event if it carries [`Action::Exit`] and has content, else the last recorded
+    /// assistant message with content and no tool calls (`None` if there is none). An
+    /// interrupted turn gives [`ThreadError::AwaitingResume`], a failed one its error.
+    pub async fn final_output(self) -> Result<Option<Message>, ThreadError> {
+        let id = self.thread_id.clone();
+        let number = self.number;
+        match self.finish().await {
+            TurnOutcome::Completed { answer, .. } => Ok(answer),
+            TurnOutcome::Interrupted { interrupts, .. } => Err(ThreadError::AwaitingResume {
+                id,
+                turn: number,
+                interrupts: interrupt_ids(&interrupts),
+            }),
+            TurnOutcome::Failed(e) => Err(e),
+        }
+    }
+}
+
+impl Stream for Turn {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
+        Pin::new(&mut self.events).poll_next(cx)
+    }
+}
+
+impl fmt::Debug for Turn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Turn")
+            .field("thread_id", &self.thread_id)
+            .field("number", &self.number)
+            .field("started_at", &self.started_at)
+            .finish_non_exhaustive()
+    }
+}
+
+fn interrupt_ids(interrupts: &[InterruptInfo]) -> String {
+    interrupts
+        .iter()
+        .map(|i| i.id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Runner {
+    /// Where conversations are kept ([`InMemoryStore`](crate::InMemoryStore) and
+    /// [`FileStore`](crate::FileStore) implement [`ThreadStore`]). An interrupted turn also
+    /// needs a [`checkpoint_store`](Runner::checkpoint_store); [`stores`](Runner::stores) sets
+    /// both at once.
+    pub fn thread_store(mut self, store: impl ThreadStore) -> Self {
+        self.threads.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Uses `store` for both checkpoints and threads.
+    pub fn stores<S: ThreadStore + CheckpointStore + Clone>(self, store: S) -> Self {
+        self.checkpoint_store(store.clone()).thread_store(store)
+    }
+
+    /// Where each turn of a thread starts (default: [`TurnRouting::LastAgent`]).
+    pub fn turn_routing(mut self, routing: TurnRouting) -> Self {
+        self.threads.routing = routing;
+        self
+    }
+
+    /// The routing of this runner's turns.
+    pub fn routing(&self) -> TurnRouting {
+        self.threads.routing
+    }
+
+    fn thread_store_or_err(&self) -> Result<&Arc<dyn ThreadStore>, ThreadError> {
+        self.threads.store.as_ref().ok_or(ThreadError::NoStore)
+    }
+
+    /// Runs one user turn of the thread `thread_id` (a new thread if it has no records).
+    ///
+    /// The turn starts where [`TurnRouting`] says; each agent's input is the thread so far
+    /// (earlier turns, then this message, then what this turn recorded), shaped by its
+    /// [`ContextPolicy`](crate::ContextPolicy). The returned [`Turn`] streams the events;
+    /// when it ends, the turn is appended to the thread. Errors, before anything runs, if the
+    /// id is invalid, the thread waits for an interrupted turn to be resumed, another turn of
+    /// it is running in this runner, or the store fails. A turn that loses a race with a turn
+    /// of another process (both loaded the same version) is not recorded: its stream ends
+    /// with an error event and its outcome is [`ThreadError::Conflict`].
+    pub async fn turn(&self, thread_id: &str, message: Message) -> Result<Turn, ThreadError> {
+        validate_thread_id(thread_id)?;
+        let store = Arc::clone(self.thread_store_or_err()?);
+        let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        let head = store.head(thread_id).await?;
+        if let Some(head) = &head {
+            if let RecordEnd::Interrupted { interrupts, .. } = &head.last.end {
+                return Err(ThreadError::AwaitingResume {
+                    id: thread_id.to_owned(),
+                    turn: head.last.turn,
+                    interrupts: interrupt_ids(interrupts),
+                });
+            }
+        }
+        let start = self.turn_start(head.as_ref());
+        let number = head.as_ref().map_or(0, |h| h.turns);
+        let version = head.as_ref().map_or(0, |h| h.version);
+        let started_at = RunPath::root(start.name());
+        let message: MessageRef = Arc::new(message);
+        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        let cx = RunContext::new_run(
+            Session::new(),
+            [Arc::clone(&message)],
+            self.streaming,
+            start.name(),
+        )
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options));
+        let input = AgentInput {
+            messages: vec![Arc::clone(&message)],
+            streaming: self.streaming,
+        };
+        let events = Arc::new(start).run(cx.clone(), input);
+        let plan = Recording {
+            runner: self.clone(),
+            store,
+            thread_id: thread_id.to_owned(),
+            turn: number,
+            version,
+            started_at: started_at.clone(),
+            start: RecordStart::Turn {
+                input: vec![Message::clone(&message)],
+            },
+            restored: 0,
+            resumed_checkpoint: None,
+        };
+        Ok(plan.into_turn(cx, events, claim))
+    }
+
+    /// Continues the thread's interrupted turn: resumes its checkpoint with `targets`
+    /// (interrupt id -> resume data, as for [`Runner::resume`]), streams the continuation, and
+    /// when it ends appends it to the thread as part of the same turn. If it is interrupted
+    /// again, the thread records that and waits again.
+    pub async fn resume_turn(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+    ) -> Result<Turn, ThreadError> {
+        validate_thread_id(thread_id)?;
+        let store = Arc::clone(self.thread_store_or_err()?);
+        let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        let head = store.head(thread_id).await?;
+        let Some(ThreadHead {
+            version,
+            last:
+                ThreadRecord {
+                    turn,
+                    started_at,
+                    end: RecordEnd::Interrupted { checkpoint_id, .. },
+                    ..
+                },
+            ..
+        }) = head
+        else {
+            return Err(ThreadError::NotInterrupted {
+                id: thread_id.to_owned(),
+            });
+        };
+        let checkpoint = self.load_checkpoint(&checkpoint_id).await?;
+        for target in targets.keys() {
+            if !checkpoint.interrupts.iter().any(|i| &i.id == target) {
+                return Err(CheckpointError::UnknownInterrupt {
+                    id: checkpoint_id,
+                    interrupt: target.clone(),
+                    known: interrupt_ids(&checkpoint.interrupts),
+                }
+                .into());
+            }
+        }
+        let session = checkpoint.restore_session();
+        let restored = session.len();
+        let root_input: Vec<MessageRef> = checkpoint
+            .root_input
+            .iter()
+            .cloned()
+            .map(Arc::new)
+            .collect();
+        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
+        let cx = RunContext::new_run(
+            session,
+            root_input.iter().cloned(),
+            checkpoint.streaming,
+            start_name,
+        )
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options));
+        let input = AgentInput {
+            messages: root_input,
+            streaming: checkpoint.streaming,
+        };
+        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
+        let events = Arc::new(self.agent.clone()).resume(cx.clone(), input, info);
+        let plan = Recording {
+            runner: self.clone(),
+            store,
+            thread_id: thread_id.to_owned(),
+            turn,
+            version,
+            started_at,
+            start: RecordStart::Resume {
+                checkpoint_id: checkpoint_id.clone(),
+                targets: targets.into_iter().collect(),
+            },
+            restored,
+            resumed_checkpoint: Some(checkpoint_id),
+        };
+        Ok(plan.into_turn(cx, events, claim))
+    }
+
+    /// The thread's records, in order (empty for an unknown thread).
+    pub async fn thread_records(&self, thread_id: &str) -> Result<Vec<ThreadRecord>, ThreadError> {
+        validate_thread_id(thread_id)?;
+        self.thread_store_or_err()?
+            .read(thread_id, 0..u64::MAX)
+            .await
+    }
+
+    /// The thread's messages, in order: each turn's user input, then the messages its agents
+    /// recorded (streams whole). Empty for an unknown thread.
+    pub async fn thread_messages(
+        &self,
+        thread_id: &str,
+    ) -> Result<Vec<ThreadMessage>, ThreadError> {
+        let mut out = Vec::new();
+        for record in self.thread_records(thread_id).await? {
+            if let RecordStart::Turn { input } = record.start {
+                out.extend(input.into_iter().map(|message| ThreadMessage {
+                    turn: record.turn,
+                    agent_name: Arc::from(""),
+                    run_path: RunPath::default(),
+                    message,
+                }));
+            }
+            out.extend(record.events.into_iter().filter_map(|e| {
+                Some(ThreadMessage {
+                    turn: record.turn,
+                    message: e.message?,
+                    agent_name: e.agent_name,
+                    run_path: e.run_path,
+                })
+            }));
+        }
+        Ok(out)
+    }
+
+    /// The ids of the threads in the store, sorted.
+    pub async fn list_threads(&self) -> Result<Vec<String>, ThreadError> {
+        self.thread_store_or_err()?.list().await
+    }
+
+    /// Deletes a thread, and the checkpoint of its turn if one waits to be resumed; returns
+    /// whether the thread existed. Refused while a turn of it runs in this runner.
+    pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, ThreadError> {
+        validate_thread_id(thread_id)?;
+        let store = self.thread_store_or_err()?;
+        let _claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        if let Some(head) = store.head(thread_id).await? {
+            if let (RecordEnd::Interrupted { checkpoint_id, .. }, Some(checkpoints)) =
+                (&head.last.end, &self.store)
+            {
+                checkpoints.delete(checkpoint_id).await?;
+            }
+        }
+        store.delete(thread_id).await
+    }
+
+    /// The agent the next turn of a thread with this head starts at.
+    fn turn_start(&self, head: Option<&ThreadHead>) -> FlowAgent {
+        let root = self.agent.clone();
+        let answered_by = match (self.threads.routing, head.map(|h| &h.last.end)) {
+            (TurnRouting::LastAgent, Some(RecordEnd::Completed { answered_by })) => answered_by,
+            _ => return root,
+        };
+        let Some(last) = root.find(answered_by) else {
+            return root;
+        };
+        reentry_point(&root, last)
+    }
+}
+
+/// The deepest agent at or above `last` from which every link up to `root` is open (no agent
+/// on the way is barred from its parent).
+fn reentry_point(root: &FlowAgent, last: FlowAgent) -> FlowAgent {
+    let mut start = last.clone();
+    let mut current = last;
+    while current.name() != root.name() {
+        let Some(parent) = current.parent() else {
+            // `last` is not under the runner's agent: start at the runner's agent.
+            return root.clone();
+        };
+        if current.options().disallow_transfer_to_parent {
+            start = parent.clone();
+        }
+        current = parent;
+    }
+    start
+}
+
+/// Marks a thread as having a turn running in this runner until dropped.
+struct ThreadClaim {
+    set: Arc<Mutex<HashSet<String>>>,
+    id: String,
+}
+
+impl ThreadClaim {
+    fn take(set: &Arc<Mutex<HashSet<String>>>, id: &str) -> Result<Self, ThreadError> {
+        if !set.lock().expect("thread set lock").insert(id.to_owned()) {
+            return Err(ThreadError::Busy { id: id.to_owned() });
+        }
+        Ok(ThreadClaim {
+            set: Arc::clone(set),
+            id: id.to_owned(),
+        })
+    }
+}
+
+impl Drop for ThreadClaim {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.set.lock() {
+            set.remove(&self.id);
+        }
+    }
+}
+
+/// What a running turn appends when it ends.
+struct Recording {
+    runner: Runner,
+    store: Arc<dyn ThreadStore>,
+    thread_id: String,
+    turn: u64,
+    /// The thread's version the turn loaded.
+    version: u64,
+    started_at: RunPath,
+    start: RecordStart,
+    /// How many session events a resumed turn restored (recorded by earlier records).
+    restored: usize,
+    /// The checkpoint a resumed turn continues.
+    resumed_checkpoint: Option<String>,
+}
+
+impl Recording {
+    fn into_turn(self, cx: RunContext, events: EventStream, claim: ThreadClaim) -> Turn {
+        let outcome: Arc<Mutex<Option<TurnOutcome>>> = Arc::default();
+        let slot = Arc::clone(&outcome);
+        let thread_id = self.thread_id.clone();
+        let number = self.turn;
+        let started_at = self.started_at.clone();
+        let events = generate(cx.clone(), move |out| async move {
+            let _claim = claim;
+            let ended = self.forward(&out, &cx, events).await;
+            *slot.lock().expect("turn outcome lock") = Some(ended);
+            Ok(())
+        });
+        Turn {
+            events,
+            thread_id,
+            number,
+            started_at,
+            outcome,
+        }
+    }
+
+    /// Forwards the turn's events, holding back its interrupts until the turn is recorded,
+    /// then records it.
+    async fn forward(
+        self,
+        out: &crate::generate::Context,
+        cx: &RunContext,
+        mut events: EventStream,
+    ) -> TurnOutcome {
+        let mut held: Vec<AgentEvent> = Vec::new();
+        let mut failure: Option<AgentError> = None;
+        while let Some(event) = events.next().await {
+            if event.is_interrupt() {
+                held.push(event);
+                continue;
+            }
+            if let Some(error) = &event.error {
+                failure.get_or_insert_with(|| error.clone());
+            }
+            out.yield_event(event).await;
+        }
+        drop(events);
+        if let Some(error) = failure {
+            return TurnOutcome::Failed(ThreadError::TurnFailed {
+                id: self.thread_id.clone(),
+                turn: self.turn,
+                error,
+            });
+        }
+        match self.record(cx, &held).await {
+            Ok(outcome) => {
+                for event in held {
+                    out.yield_event(event).await;
+                }
+                outcome
+            }
+            Err(e) => {
+                let event = AgentEvent::error(AgentError::Thread {
+                    message: format!(
+                        "turn {} of thread '{}' was not recorded: {e}",
+                        self.turn, self.thread_id
+                    )
+                    .into(),
+                })
+                .stamped(&Arc::from(cx.agent_name()), cx.run_path());
+                out.yield_event(event).await;
+                TurnOutcome::Failed(e)
+            }
+        }
+    }
+
+    /// Saves the checkpoint of an interrupted turn, then appends the turn's record.
+    async fn record(
+        &self,
+        cx: &RunContext,
+        held: &[AgentEvent],
+    ) -> Result<TurnOutcome, ThreadError> {
+        let interrupts: Vec<InterruptInfo> =
+            held.iter().filter_map(|e| e.interrupt().cloned()).collect();
+        let all = cx.session().events();
+        let events = record_events(&self.thread_id, &all[self.restored.min(all.len())..]).await?;
+        let answered_by: Arc<str> = all
+            .last()
+            .map(|e| Arc::from(e.agent_name()))
+            .unwrap_or_else(|| Arc::from(self.started_at.last().unwrap_or_default()));
+        let answer = answer_of(&events);
+        // Each interrupted part gets a checkpoint of its own (see `turn_checkpoint_id`).
+        let checkpoint_id = turn_checkpoint_id(&self.thread_id, self.turn);
+        let end = if interrupts.is_empty() {
+            RecordEnd::Completed {
+                answered_by: Arc::clone(&answered_by),
+            }
+        } else {
+            save(
+                self.runner.store.as_deref(),
+                &checkpoint_id,
+                self.runner.agent.shape(),
+                cx.streaming(),
+                cx,
+                interrupts.clone(),
+                CheckpointStatus::Interrupted,
+            )
+            .await?;
+            RecordEnd::Interrupted {
+                checkpoint_id: checkpoint_id.clone(),
+                interrupts: interrupts.clone(),
+            }
+        };
+        let record = ThreadRecord {
+            seq: self.version,
+            turn: self.turn,
+            at_ms: crate::store::now_ms(),
+            start: self.start.clone(),
+            started_at: self.started_at.clone(),
+            events,
+            end,
+        };
+        let version = self
+            .store
+            .append(&self.thread_id, self.version, record)
+            .await?;
+        if !interrupts.is_empty() {
+            return Ok(TurnOutcome::Interrupted {
+                checkpoint_id,
+                interrupts,
+            });
+        }
+        if let Some(resumed) = &self.resumed_checkpoint {
+            // The thread now says the turn is done; the checkpoint is kept as a record.
+            // Failing to mark it is harmless: the thread no longer points at it.
+            let _ = save(
+                self.runner.store.as_deref(),
+                resumed,
+                self.runner.agent.shape(),
+                cx.streaming(),
+                cx,
+                Vec::new(),
+                CheckpointStatus::Resumed,
+            )
+            .await;
+        }
+        Ok(TurnOutcome::Completed {
+            answered_by,
+            answer,
+            version,
+        })
+    }
+}
+
+/// The answer of a turn (see [`Turn::final_output`]).
+fn answer_of(events: &[crate::store::RecordedEvent]) -> Option<Message> {
+    if let Some(last) = events.last() {
+        if matches!(last.action, Some(Action::Exit)) {
+            if let Some(m) = last.message.as_ref().filter(|m| !m.content.is_empty()) {
+                return Some(m.clone());
+            }
+        }
+    }
+    events
+        .iter()
+        .rev()
+        .filter_map(|e| e.message.as_ref())
+        .find(|m| m.role == Role::Assistant && !m.content.is_empty() && m.tool_calls.is_empty())
+        .cloned()
+}

@@ -1,0 +1,719 @@
+//! The ChatModelAgent features Eino pipelines are built on: transfer instructions, instruction
+//! templates, output key, return-directly tools, tool-attached actions, the history modifier on
+//! resume and per-agent run options. Each test asserts the exact events and model inputs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use flow_runtime::model::{ChatRequest, ModelParams, ScriptStep, ScriptedModel};
+use flow_runtime::{
+    set_sub_agents, tool_fn, tool_fn_with_context, Action, AgentEvent, AgentRunOptions,
+    ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, InMemoryStore, InstructionError, Loop,
+    Message, MessageRef, Role, RunOptions, Runner, Session, ToolContext,
+};
+use futures::StreamExt;
+use serde_json::json;
+
+/// One event as `agent@path: content [calls ..] => action error: ..`; streams are read whole.
+async fn line(e: AgentEvent) -> String {
+    let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
+    let message = match e.output {
+        Some(EventOutput::Message(ref m)) => Some((**m).clone()),
+        Some(EventOutput::Stream(ref s)) => Some(s.fork().collect_message().await.unwrap()),
+        _ => None,
+    };
+    if let Some(m) = message {
+        out.push(' ');
+        out.push_str(&m.content);
+        for c in &m.tool_calls {
+            out.push_str(&format!(" [calls {} {}]", c.name, c.arguments));
+        }
+    }
+    match &e.action {
+        Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
+        Some(Action::Exit) => out.push_str(" => exit"),
+        Some(Action::BreakLoop(by)) => out.push_str(&format!(" => break_loop {by}")),
+        Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
+        Some(Action::Custom(v)) => out.push_str(&format!(" => custom {v}")),
+        None => {}
+    }
+    if let Some(err) = &e.error {
+        out.push_str(&format!(" error: {err}"));
+    }
+    out
+}
+
+async fn collect(events: flow_runtime::EventStream) -> Vec<String> {
+    let events: Vec<AgentEvent> = events.collect().await;
+    let mut out = Vec::new();
+    for e in events {
+        out.push(line(e).await);
+    }
+    out
+}
+
+fn user(text: &str) -> [MessageRef; 1] {
+    [Arc::new(Message::user(text))]
+}
+
+/// A request's messages as `role: content`, with `[name args]` per tool call.
+fn seen(request: &ChatRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .map(|m| {
+            let mut line = format!("{}: {}", m.role, m.content);
+            for c in &m.tool_calls {
+                line.push_str(&format!(" [{} {}]", c.name, c.arguments));
+            }
+            line
+        })
+        .collect()
+}
+
+const RULE: &str = "If you can answer the request yourself, answer it. If one of these agents is \
+                    better placed to handle it, call the `transfer_to_agent` tool with that \
+                    agent's name and do not answer it yourself.";
+
+/// triage => [refund, complaint], all ChatModelAgents; `triage` is built by `f`.
+fn desk(
+    triage: impl FnOnce(flow_runtime::ChatModelAgentBuilder) -> flow_runtime::ChatModelAgentBuilder,
+    triage_model: &ScriptedModel,
+    refund_model: &ScriptedModel,
+) -> FlowAgent {
+    let triage = triage(
+        ChatModelAgent::builder("triage", triage_model.clone())
+            .description("Routes requests.")
+            .instruction("You route customer requests."),
+    )
+    .build()
+    .unwrap();
+    let refund = ChatModelAgent::builder("refund", refund_model.clone())
+        .description("Refunds orders.")
+        .instruction("You refund orders.")
+        .build()
+        .unwrap();
+    let complaint = ChatModelAgent::builder("complaint", ScriptedModel::new(["Sorry."]))
+        .build()
+        .unwrap();
+    set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund), FlowAgent::new(complaint)],
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn transfer_instructions_list_the_targets_with_their_descriptions_by_default() {
+    let triage_model = ScriptedModel::new([ScriptStep::transfer("refund")]);
+    let refund_model = ScriptedModel::new(["Refunded."]);
+    let runner = Runner::new(desk(|b| b, &triage_model, &refund_model));
+    let events = collect(runner.query("refund please")).await;
+    assert_eq!(
+        events,
+        [
+            r#"triage@triage:  [calls transfer_to_agent {"agent_name":"refund"}]"#,
+            "triage@triage: successfully transferred to agent [refund] => transfer refund",
+            "refund@triage/refund: Refunded.",
+        ]
+    );
+    assert_eq!(
+        seen(&triage_model.requests()[0]),
+        [
+            format!(
+                "system: You route customer requests.\n\n\
+                 You can transfer the conversation to these agents:\n\
+                 - refund: Refunds orders.\n\
+                 - complaint\n\
+                 {RULE}"
+            ),
+            "user: refund please".to_owned(),
+        ]
+    );
+    assert_eq!(
+        seen(&refund_model.requests()[0])[0],
+        format!(
+            "system: You refund orders.\n\n\
+             You can transfer the conversation to these agents:\n\
+             - triage: Routes requests.\n\
+             {RULE}"
+        ),
+        "a sub-agent lists its parent"
+    );
+}
+
+#[tokio::test]
+async fn transfer_instructions_can_be_replaced_or_turned_off() {
+    let triage_model = ScriptedModel::new(["Hello."]);
+    let runner = Runner::new(desk(
+        |b| {
+            b.transfer_instructions_with(|targets| {
+                let names: Vec<&str> = targets.iter().map(|t| &*t.name).collect();
+                format!("Hand off to: {}.", names.join(", "))
+            })
+        },
+        &triage_model,
+        &ScriptedModel::new(["unused"]),
+    ));
+    assert_eq!(collect(runner.query("hi")).await, ["triage@triage: Hello."]);
+    assert_eq!(
+        seen(&triage_model.requests()[0]),
+        [
+            "system: You route customer requests.\n\nHand off to: refund, complaint.",
+            "user: hi"
+        ]
+    );
+
+    let off_model = ScriptedModel::new(["Hello."]);
+    let runner = Runner::new(desk(
+        |b| b.transfer_instructions(false),
+        &off_model,
+        &ScriptedModel::new(["unused"]),
+    ));
+    assert_eq!(collect(runner.query("hi")).await, ["triage@triage: Hello."]);
+    let request = &off_model.requests()[0];
+    assert_eq!(
+        seen(request),
+        ["system: You route customer requests.", "user: hi"]
+    );
+    assert_eq!(
+        request.tools[0].name, "transfer_to_agent",
+        "the tool stays: only the text is off"
+    );
+
+    // No instruction and no targets: no system message at all.
+    let alone = ScriptedModel::new(["Hi."]);
+    let agent = ChatModelAgent::builder("alone", alone.clone())
+        .build()
+        .unwrap();
+    collect(Runner::new(FlowAgent::new(agent)).query("hi")).await;
+    assert_eq!(seen(&alone.requests()[0]), ["user: hi"]);
+}
+
+#[tokio::test]
+async fn instructions_are_templated_from_session_values_with_escaped_braces() {
+    let model = ScriptedModel::new(["Hello Ada."]);
+    let agent = ChatModelAgent::builder("greeter", model.clone())
+        .instruction("Greet {user} ({orders} orders, vip: {vip}). Reply as {{\"text\": ...}}.")
+        .build()
+        .unwrap();
+    let session = Session::new();
+    session.set_value("user", "Ada").unwrap();
+    session.set_value("orders", 3).unwrap();
+    session.set_value("vip", true).unwrap();
+    let events = collect(Runner::new(FlowAgent::new(agent)).run_in(session, user("hi"))).await;
+    assert_eq!(events, ["greeter@greeter: Hello Ada."]);
+    assert_eq!(
+        seen(&model.requests()[0]),
+        [
+            "system: Greet Ada (3 orders, vip: true). Reply as {\"text\": ...}.",
+            "user: hi"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_missing_session_value_is_an_error_naming_the_key_and_the_agent() {
+    let model = ScriptedModel::new(["never"]);
+    let agent = ChatModelAgent::builder("greeter", model.clone())
+        .instruction("Greet {user}.")
+        .build()
+        .unwrap();
+    let events = collect(Runner::new(FlowAgent::new(agent)).query("hi")).await;
+    assert_eq!(
+        events,
+        [
+            "greeter@greeter: error: agent 'greeter' cannot build its instruction: the session \
+             value 'user' named by `{user}` is not set; set it before the run \
+             (Session::set_value), or write literal braces as `{{` and `}}`"
+        ]
+    );
+    assert_eq!(model.calls(), 0, "the model is not asked");
+}
+
+#[test]
+fn a_template_that_cannot_be_read_fails_the_build() {
+    let err = ChatModelAgent::builder("greeter", ScriptedModel::new(["x"]))
+        .instruction("Answer as {\"text\": ...}")
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        ChatAgentError::Instruction(InstructionError::Template { .. })
+    ));
+    assert_eq!(
+        err.to_string(),
+        "agent 'greeter' has an instruction template that cannot be read: `{\"text\": ...}` at \
+         byte 10 is not a session value key (letters, digits, `_`, `-`, `.`); write `{{` and \
+         `}}` for literal braces"
+    );
+}
+
+#[tokio::test]
+async fn an_instruction_function_sees_the_run_and_its_error_ends_the_run() {
+    let model = ScriptedModel::new(["Hi."]);
+    let agent = ChatModelAgent::builder("greeter", model.clone())
+        .instruction_fn(|cx| {
+            let tier: Option<String> = cx.session().value("tier").ok().flatten();
+            match tier {
+                Some(tier) => Ok(format!(
+                    "You run at {} for a {tier} customer.",
+                    cx.run_path()
+                )),
+                None => Err("no customer tier in the session".to_owned()),
+            }
+        })
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent));
+    let session = Session::new();
+    session.set_value("tier", "gold").unwrap();
+    assert_eq!(
+        collect(runner.run_in(session, user("hi"))).await,
+        ["greeter@greeter: Hi."]
+    );
+    assert_eq!(
+        seen(&model.requests()[0]),
+        [
+            "system: You run at greeter for a gold customer.",
+            "user: hi"
+        ]
+    );
+    assert_eq!(
+        collect(runner.query("hi")).await,
+        [
+            "greeter@greeter: error: agent 'greeter' could not build its instruction: no \
+             customer tier in the session"
+        ]
+    );
+    assert_eq!(model.calls(), 1);
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Item {
+    item: String,
+}
+
+fn lookup() -> flow_runtime::FnTool {
+    tool_fn("lookup", "Looks an item up.", |a: Item| async move {
+        if a.item == "bad" {
+            return Err("no such item".to_owned());
+        }
+        Ok(format!("found {}", a.item))
+    })
+}
+
+#[tokio::test]
+async fn the_output_key_holds_the_final_answer_streamed_or_not() {
+    for streaming in [false, true] {
+        let model = ScriptedModel::new([
+            ScriptStep::tool_call("lookup", json!({"item": "kettle"})),
+            ScriptStep::text("The kettle is in stock."),
+        ]);
+        let agent = ChatModelAgent::builder("clerk", model.clone())
+            .tool(lookup())
+            .output_key("answer")
+            .build()
+            .unwrap();
+        let session = Session::new();
+        let events = collect(
+            Runner::new(FlowAgent::new(agent))
+                .streaming(streaming)
+                .run_in(Arc::clone(&session), user("kettle?")),
+        )
+        .await;
+        assert_eq!(
+            events,
+            [
+                r#"clerk@clerk:  [calls lookup {"item":"kettle"}]"#,
+                "clerk@clerk: found kettle",
+                "clerk@clerk: The kettle is in stock.",
+            ],
+            "streaming {streaming}"
+        );
+        assert_eq!(
+            session.value::<String>("answer").unwrap().as_deref(),
+            Some("The kettle is in stock."),
+            "streaming {streaming}"
+        );
+        assert_eq!(
+            seen(&model.requests()[1]),
+            [
+                "user: kettle?",
+                r#"assistant:  [lookup {"item":"kettle"}]"#,
+                "tool: found kettle"
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_return_directly_tool_ends_the_turn_with_its_result_as_the_final_output() {
+    let model = ScriptedModel::new([
+        ScriptStep::tool_calls([
+            ("lookup", json!({"item": "bad"})),
+            ("lookup", json!({"item": "kettle"})),
+            ("clock", json!({})),
+        ]),
+        ScriptStep::text("never asked"),
+    ]);
+    let clock = tool_fn("clock", "The time.", |_: NoArgs| async move {
+        Ok::<_, String>("12:00")
+    });
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .tool(lookup())
+        .tool(clock)
+        .return_directly("lookup")
+        .output_key("answer")
+        .build()
+        .unwrap();
+    let session = Session::new();
+    let events =
+        collect(Runner::new(FlowAgent::new(agent)).run_in(Arc::clone(&session), user("kettle?")))
+            .await;
+    assert_eq!(
+        events,
+        [
+            r#"clerk@clerk:  [calls lookup {"item":"bad"}] [calls lookup {"item":"kettle"}] [calls clock {}]"#,
+            "clerk@clerk: error: tool 'lookup' failed: no such item",
+            "clerk@clerk: found kettle",
+            "clerk@clerk: 12:00",
+        ]
+    );
+    assert_eq!(model.calls(), 1, "the model is not asked again");
+    assert_eq!(
+        session.value::<String>("answer").unwrap().as_deref(),
+        Some("found kettle"),
+        "the first successful return-directly result is the output"
+    );
+
+    let err = ChatModelAgent::builder("clerk", ScriptedModel::new(["x"]))
+        .return_directly("lookup")
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "agent 'clerk' cannot be built: return_directly names the tool 'lookup', which the \
+         agent does not have; add the tool first, or fix the name"
+    );
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Tag {
+    tag: String,
+}
+
+#[tokio::test]
+async fn concurrent_calls_of_one_tool_each_attach_their_own_action() {
+    // Both calls are in flight before either attaches its action.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let tag = tool_fn_with_context(
+        "tag",
+        "Tags the conversation.",
+        move |cx: ToolContext, t: Tag| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                barrier.wait().await;
+                cx.attach_action(Action::Custom(Arc::new(json!({ "tag": t.tag }))));
+                Ok::<_, String>(format!("tagged {}", t.tag))
+            }
+        },
+    );
+    let model = ScriptedModel::new([
+        ScriptStep::tool_calls([("tag", json!({"tag": "a"})), ("tag", json!({"tag": "b"}))]),
+        ScriptStep::text("Tagged."),
+    ]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .tool(tag)
+        .build()
+        .unwrap();
+    let events = collect(Runner::new(FlowAgent::new(agent)).query("tag it")).await;
+    assert_eq!(
+        events,
+        [
+            r#"clerk@clerk:  [calls tag {"tag":"a"}] [calls tag {"tag":"b"}]"#,
+            r#"clerk@clerk: tagged a => custom {"tag":"a"}"#,
+            r#"clerk@clerk: tagged b => custom {"tag":"b"}"#,
+            "clerk@clerk: Tagged.",
+        ],
+        "a custom action rides on its call's result and the loop goes on"
+    );
+    assert_eq!(
+        seen(&model.requests()[1])[2..],
+        ["tool: tagged a", "tool: tagged b"]
+    );
+}
+
+/// A tool that attaches `action` and answers `done`.
+fn acting(action: Action) -> flow_runtime::FnTool {
+    tool_fn_with_context("act", "Acts.", move |cx: ToolContext, _: NoArgs| {
+        cx.attach_action(action.clone());
+        async move { Ok::<_, String>("done") }
+    })
+}
+
+#[tokio::test]
+async fn a_tool_attached_exit_transfer_or_break_loop_ends_the_turn() {
+    // Exit: the run ends after the reply's results.
+    let model = ScriptedModel::new([
+        ScriptStep::tool_calls([("act", json!({})), ("lookup", json!({"item": "x"}))]),
+        ScriptStep::text("never asked"),
+    ]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .tool(acting(Action::Exit))
+        .tool(lookup())
+        .build()
+        .unwrap();
+    assert_eq!(
+        collect(Runner::new(FlowAgent::new(agent)).query("go")).await,
+        [
+            r#"clerk@clerk:  [calls act {}] [calls lookup {"item":"x"}]"#,
+            "clerk@clerk: done => exit",
+            "clerk@clerk: found x",
+            "clerk@clerk: => exit",
+        ]
+    );
+    assert_eq!(model.calls(), 1);
+
+    // Transfer: the flow hands over to the named agent.
+    let triage_model = ScriptedModel::new([ScriptStep::tool_call("act", json!({}))]);
+    let triage = ChatModelAgent::builder("triage", triage_model)
+        .tool(acting(Action::transfer_to("refund")))
+        .build()
+        .unwrap();
+    let refund = ChatModelAgent::builder("refund", ScriptedModel::new(["Refunded."]))
+        .build()
+        .unwrap();
+    let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
+    assert_eq!(
+        collect(Runner::new(tree).query("go")).await,
+        [
+            "triage@triage:  [calls act {}]",
+            "triage@triage: done => transfer refund",
+            "refund@triage/refund: Refunded.",
+        ]
+    );
+
+    // Break-loop: the loop stops after the agent.
+    let reviewer = ChatModelAgent::builder(
+        "reviewer",
+        ScriptedModel::new([ScriptStep::tool_call("act", json!({}))]),
+    )
+    .tool(acting(Action::BreakLoop("reviewer".into())))
+    .build()
+    .unwrap();
+    let review = Loop::new("review", 5)
+        .with_sub_agents([FlowAgent::new(reviewer)])
+        .unwrap();
+    assert_eq!(
+        collect(Runner::new(review).query("go")).await,
+        [
+            "reviewer@review/reviewer:  [calls act {}]",
+            "reviewer@review/reviewer: done => break_loop reviewer",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_history_modifier_given_with_the_resume_edits_the_conversation_before_the_model() {
+    let approve = tool_fn_with_context(
+        "approve",
+        "Asks a human.",
+        |cx: ToolContext, a: Item| async move {
+            match cx.resume_data() {
+                None => Err(cx.interrupt(json!({ "approve": a.item }))),
+                Some(_) => Ok(format!("approved {}", a.item)),
+            }
+        },
+    );
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("approve", json!({"item": "kettle"})),
+        ScriptStep::text("Approved, with the note."),
+    ]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .instruction("You approve.")
+        .tool(approve)
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent)).checkpoint_store(InMemoryStore::new());
+    let first = collect(runner.run_checkpointed("h", Session::new(), user("kettle"))).await;
+    assert_eq!(
+        first,
+        [
+            r#"clerk@clerk:  [calls approve {"item":"kettle"}]"#,
+            "clerk@clerk: => interrupt clerk",
+        ]
+    );
+    let options = RunOptions::new().agent(
+        "clerk",
+        AgentRunOptions::new().history_modifier(|mut history| {
+            // A human corrects the user's message and adds a note.
+            history[1] = Arc::new(Message::user("kettle, the blue one"));
+            history.push(Arc::new(Message::user("Note: ship it today.")));
+            history
+        }),
+    );
+    let resumed = runner
+        .clone()
+        .run_options(options)
+        .resume("h", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+        .await
+        .unwrap();
+    assert_eq!(
+        collect(resumed).await,
+        [
+            "clerk@clerk: approved kettle",
+            "clerk@clerk: Approved, with the note."
+        ]
+    );
+    assert_eq!(
+        seen(&model.requests()[1]),
+        [
+            "system: You approve.",
+            "user: kettle, the blue one",
+            r#"assistant:  [approve {"item":"kettle"}]"#,
+            "tool: approved kettle",
+            "user: Note: ship it today.",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn run_options_reach_only_the_agent_they_name() {
+    let triage_model = ScriptedModel::new([ScriptStep::transfer("refund")]);
+    let refund_model = ScriptedModel::new([
+        ScriptStep::tool_call("price", json!({})),
+        ScriptStep::text("Refunded."),
+    ]);
+    let price = tool_fn_with_context("price", "The price.", |cx: ToolContext, _: NoArgs| {
+        let currency = cx.tool_option("currency").cloned();
+        async move { Ok::<_, String>(format!("39 {}", currency.unwrap_or(json!("?")))) }
+    });
+    let triage = ChatModelAgent::builder("triage", triage_model.clone())
+        .instruction("You route.")
+        .model_params(ModelParams {
+            temperature: Some(0.7),
+            ..Default::default()
+        })
+        .transfer_instructions(false)
+        .build()
+        .unwrap();
+    let refund = ChatModelAgent::builder("refund", refund_model.clone())
+        .instruction("You refund.")
+        .model_params(ModelParams {
+            temperature: Some(0.7),
+            top_p: Some(0.9),
+            ..Default::default()
+        })
+        .transfer_instructions(false)
+        .tool(price)
+        .build()
+        .unwrap();
+    let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
+    let options = RunOptions::new().agent(
+        "refund",
+        AgentRunOptions::new()
+            .temperature(0.0)
+            .max_tokens(64)
+            .instruction("You refund {customer}.")
+            .tool_option("currency", json!("EUR")),
+    );
+    let session = Session::new();
+    session.set_value("customer", "Ada").unwrap();
+    let events = collect(
+        Runner::new(tree)
+            .run_options(options)
+            .run_in(session, user("refund")),
+    )
+    .await;
+    assert_eq!(
+        events,
+        [
+            r#"triage@triage:  [calls transfer_to_agent {"agent_name":"refund"}]"#,
+            "triage@triage: successfully transferred to agent [refund] => transfer refund",
+            "refund@triage/refund:  [calls price {}]",
+            r#"refund@triage/refund: 39 "EUR""#,
+            "refund@triage/refund: Refunded.",
+        ]
+    );
+    let triage_asked = &triage_model.requests()[0];
+    assert_eq!(seen(triage_asked), ["system: You route.", "user: refund"]);
+    assert_eq!(
+        triage_asked.params,
+        ModelParams {
+            temperature: Some(0.7),
+            ..Default::default()
+        },
+        "triage keeps its own parameters"
+    );
+    for asked in refund_model.requests() {
+        assert_eq!(seen(&asked)[0], "system: You refund Ada.");
+        assert_eq!(
+            asked.params,
+            ModelParams {
+                temperature: Some(0.0),
+                max_tokens: Some(64),
+                top_p: Some(0.9),
+                stop: None,
+            }
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_instruction_override_is_a_template_too_and_its_errors_name_the_agent() {
+    let model = ScriptedModel::new(["never"]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .instruction("You clerk.")
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent));
+    let unreadable = RunOptions::new().agent("clerk", AgentRunOptions::new().instruction("Say {"));
+    assert_eq!(
+        collect(runner.clone().run_options(unreadable).query("hi")).await,
+        [
+            "clerk@clerk: error: agent 'clerk' has an instruction template that cannot be read: \
+             the instruction of its run options: the `{` at byte 4 is never closed; write `{{` \
+             for a literal brace"
+        ]
+    );
+    let missing = RunOptions::new().agent("clerk", AgentRunOptions::new().instruction("Hi {who}"));
+    assert_eq!(
+        collect(runner.run_options(missing).query("hi")).await,
+        [
+            "clerk@clerk: error: agent 'clerk' cannot build its instruction: the session value \
+             'who' named by `{who}` is not set; set it before the run (Session::set_value), or \
+             write literal braces as `{{` and `}}`"
+        ]
+    );
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn options_for_another_agent_change_nothing() {
+    let model = ScriptedModel::new(["Hi."]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .instruction("You clerk.")
+        .build()
+        .unwrap();
+    let options = RunOptions::new().agent(
+        "someone",
+        AgentRunOptions::new()
+            .temperature(1.0)
+            .instruction("Other."),
+    );
+    let events = collect(
+        Runner::new(FlowAgent::new(agent))
+            .run_options(options)
+            .query("hi"),
+    )
+    .await;
+    assert_eq!(events, ["clerk@clerk: Hi."]);
+    let asked = &model.requests()[0];
+    assert_eq!(seen(asked), ["system: You clerk.", "user: hi"]);
+    assert_eq!(asked.params, ModelParams::default());
+    assert_eq!(asked.messages[0].role, Role::System);
+}

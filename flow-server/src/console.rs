@@ -1,0 +1,40 @@
+//! The web console: three static files compiled into the binary, served at `/`.
+//!
+//! Plain HTML, CSS and JavaScript with no external resource (no CDN, no build step): the
+//! flow's tree drawn as SVG from `GET /v1/flows/{flow}`, a chat panel streaming each turn's
+//! answer, a timeline of the turn's events labelled by run path, and the pending approvals with
+//! approve and deny buttons.
+
+use axum::http::header;
+use axum::response::{Html, IntoResponse, Response};
+
+const INDEX: &str = include_str!("console/index.html");
+const SCRIPT: &str = include_str!("console/console.js");
+const STYLE: &str = include_str!("console/console.css");
+
+/// `GET /`: the console's page.
+pub async fn index() -> Response {
+    (
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; \
+             connect-src 'self'; frame-ancestors 'none'",
+        )],
+        Html(INDEX),
+    )
+        .into_response()
+}
+
+/// `GET /console.js`.
+pub async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+/// `GET /console.css`.
+pub async fn style() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}

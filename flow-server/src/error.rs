@@ -1,0 +1,185 @@
+//! [`ApiError`]: every way a request can fail, as one JSON response.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flow_runtime::{CheckpointError, StoreError, ThreadError};
+use serde_json::json;
+
+/// A failed request. Each variant has one status code and a stable `code` string; the response
+/// body is `{"error": {"code": "...", "message": "..."}}`.
+///
+/// Messages say what went wrong and what to do; they never carry a stack trace, a file path of
+/// the server or the text of an I/O error (those go to the server's `tracing` log instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// No credentials, or wrong ones (401).
+    #[error("missing or invalid credentials: send `Authorization: Bearer <token>`")]
+    Unauthorized,
+    /// The caller is known but may not do this (403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// No flow of that name is served (404).
+    #[error("no flow named '{name}' is served here; GET /v1/flows lists the flows")]
+    UnknownFlow {
+        /// The name asked for.
+        name: String,
+    },
+    /// The thread does not exist (for this caller) (404).
+    #[error("thread '{id}' of flow '{flow}' does not exist")]
+    UnknownThread {
+        /// The flow.
+        flow: String,
+        /// The thread id.
+        id: String,
+    },
+    /// The checkpoint of an interrupt does not exist, or is not this caller's (404).
+    #[error("no pending interrupt is saved under '{id}'")]
+    UnknownCheckpoint {
+        /// The checkpoint id.
+        id: String,
+    },
+    /// The request is malformed: a bad id, a missing field, an unknown interrupt (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request body is larger than [`Limits::max_body_bytes`](crate::Limits) (413).
+    #[error("the request body is larger than this server accepts ({limit} bytes)")]
+    PayloadTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// No route matches the request (404).
+    #[error("no such endpoint; the API is documented at GET /v1 and in the crate's README")]
+    NoRoute,
+    /// The request conflicts with the state of the thread or checkpoint (409): a turn on a
+    /// thread that waits for an approval, an interrupt that was already resumed.
+    #[error("{0}")]
+    Conflict(String),
+    /// The store failed; details are in the server's log (503).
+    #[error("the store is unavailable; try again later")]
+    StoreUnavailable,
+    /// Something failed inside the server; details are in the server's log (500).
+    #[error("internal error; the server's log has the details")]
+    Internal,
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::UnknownFlow { .. }
+            | ApiError::UnknownThread { .. }
+            | ApiError::UnknownCheckpoint { .. } => StatusCode::NOT_FOUND,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::NoRoute => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable machine-readable code of this error (`unauthorized`, `unknown_flow`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::UnknownFlow { .. } => "unknown_flow",
+            ApiError::UnknownThread { .. } => "unknown_thread",
+            ApiError::UnknownCheckpoint { .. } => "unknown_checkpoint",
+            ApiError::BadRequest(_) => "bad_request",
+            ApiError::PayloadTooLarge { .. } => "payload_too_large",
+            ApiError::NoRoute => "no_route",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::StoreUnavailable => "store_unavailable",
+            ApiError::Internal => "internal",
+        }
+    }
+
+    /// The JSON body of this error.
+    pub fn body(&self) -> serde_json::Value {
+        json!({ "error": { "code": self.code(), "message": self.to_string() } })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status(), Json(self.body())).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::InvalidId { id } => {
+                ApiError::BadRequest(format!("'{id}' is not a valid id"))
+            }
+            other => {
+                tracing::error!(error = %other, "store failed");
+                ApiError::StoreUnavailable
+            }
+        }
+    }
+}
+
+impl From<CheckpointError> for ApiError {
+    fn from(e: CheckpointError) -> Self {
+        match e {
+            CheckpointError::NotFound { id } => ApiError::UnknownCheckpoint { id },
+            CheckpointError::AlreadyResumed { id } => ApiError::Conflict(format!(
+                "the interrupt saved under '{id}' was already resumed (or is being resumed); \
+                 it runs only once"
+            )),
+            CheckpointError::UnknownInterrupt {
+                id,
+                interrupt,
+                known,
+            } => ApiError::BadRequest(format!(
+                "checkpoint '{id}' has no interrupt '{interrupt}'; its interrupts: {known}"
+            )),
+            CheckpointError::ShapeChanged { id, .. } => ApiError::Conflict(format!(
+                "checkpoint '{id}' was saved by a flow of another shape and cannot be resumed \
+                 by this one"
+            )),
+            CheckpointError::Store(e) => e.into(),
+            other => {
+                tracing::error!(error = %other, "checkpoint unusable");
+                ApiError::Conflict("the saved checkpoint cannot be used".into())
+            }
+        }
+    }
+}
+
+impl From<ThreadError> for ApiError {
+    fn from(e: ThreadError) -> Self {
+        match e {
+            ThreadError::InvalidId { .. } => ApiError::BadRequest(
+                "a thread id is 1 to 40 characters of A-Z, a-z, 0-9, '_' or '-'".into(),
+            ),
+            ThreadError::Busy { .. } => ApiError::Conflict(
+                "a turn of this thread is running; wait for it to end before the next one".into(),
+            ),
+            ThreadError::Conflict { .. } => ApiError::Conflict(
+                "another turn of this thread was recorded while this one started; send the \
+                 message again"
+                    .into(),
+            ),
+            ThreadError::AwaitingResume { interrupts, .. } => ApiError::Conflict(format!(
+                "this thread waits for interrupt(s) {interrupts}: resume it (POST .../resume) \
+                 before the next turn"
+            )),
+            ThreadError::NotInterrupted { .. } => ApiError::Conflict(
+                "this thread waits for no interrupt (it may have been resumed already)".into(),
+            ),
+            ThreadError::Checkpoint(e) => e.into(),
+            ThreadError::Store(e) => e.into(),
+            other => {
+                tracing::error!(error = %other, "thread unusable");
+                ApiError::Internal
+            }
+        }
+    }
+}

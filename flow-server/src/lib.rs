@@ -1,0 +1,185 @@
+//! Serve agentflow flows over HTTP: a JSON API under `/v1`, each conversation turn streamed as
+//! Server-Sent Events, and an embedded web console at `/`.
+//!
+//! [`app`] builds the [`Router`] from an [`AppState`] (the flows, the store, the auth); [`serve`]
+//! runs it on a listener. Keeping the two apart lets a test bind the same router to port 0 and
+//! talk to it with a real HTTP client.
+//!
+//! ```no_run
+//! use flow_runtime::{FileStore, FlowAgent, FnAgent};
+//! use flow_server::{AppState, Auth};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let bot = FnAgent::new("bot", |cx, input| async move {
+//!     cx.say(format!("you said: {}", input.messages.last().unwrap().content));
+//!     Ok(())
+//! });
+//! let state = AppState::builder(FileStore::open_default()?)
+//!     .flow("echo", FlowAgent::new(bot))
+//!     .auth(Auth::bearer(std::env::var("AGENTFLOW_TOKEN")?))
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("0.0.0.0:8080").await?;
+//! flow_server::serve(listener, state).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Endpoints
+//!
+//! | method and path | what it does |
+//! | --- | --- |
+//! | `GET /v1/health` | `{"status":"ok"}` while the process runs (no auth) |
+//! | `GET /v1/ready` | `{"status":"ready"}` when the store answers, else 503 (no auth) |
+//! | `GET /v1/flows` | the served flows: name, root agent, description |
+//! | `GET /v1/flows/{flow}` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
+//! | `GET /v1/flows/{flow}/mermaid` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
+//! | `GET /v1/flows/{flow}/svg` | the tree as a standalone SVG picture (`image/svg+xml`) |
+//! | `POST /v1/flows/{flow}/threads/{thread}/turns` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
+//! | `GET /v1/flows/{flow}/threads/{thread}` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts |
+//! | `DELETE /v1/flows/{flow}/threads/{thread}` | deletes the thread and the checkpoint it waits on (204) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
+//! | `GET /v1/flows/{flow}/interrupts` | every interrupt the caller's threads of the flow wait on (the approvals queue) |
+//! | `POST /v1/flows/{flow}/threads/{thread}/resume` | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409 |
+//! | `GET /` | the web console |
+//!
+//! Errors are `{"error": {"code", "message"}}` with the status of their [`ApiError`].
+//!
+//! # Safety
+//!
+//! - Every `/v1` endpoint but health and readiness needs `Authorization: Bearer <token>`
+//!   ([`Auth::bearer`]) or passes your [`Authenticator`]. Without auth ([`ServerBuilder::dev_mode`])
+//!   [`serve`] listens on loopback addresses only and the API answers loopback peers only.
+//! - [`Limits`]: request body size (413), user message size, SSE event size.
+//! - No CORS headers unless you list origins ([`ServerBuilder::cors_origins`]): browsers on other
+//!   sites cannot call the API.
+//! - Errors carry no stack trace, file path or I/O error text; a panic in a handler is a JSON 500.
+//! - With a tenant function ([`ServerBuilder::tenant`]), threads are stored per tenant: one
+//!   tenant's thread id never reaches another tenant's thread (404).
+//! - The server keeps nothing in memory between requests: threads and checkpoints live in the
+//!   store, so several server processes on one store are one service.
+#![warn(missing_docs)]
+
+mod auth;
+mod console;
+pub mod demo;
+mod error;
+mod limits;
+mod routes;
+mod state;
+mod thread;
+mod tree;
+mod turn;
+pub mod wire;
+
+use std::net::SocketAddr;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, Method};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::routing::post;
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::CorsLayer;
+use tower_http::trace::TraceLayer;
+
+pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
+pub use error::ApiError;
+pub use limits::Limits;
+pub use state::{AppState, BuildError, ServedFlow, ServerBuilder, TenantFn};
+pub use tree::{mermaid, svg, TreeNode};
+
+/// The router serving `state`: the `/v1` API and the console.
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/flows", get(routes::list_flows))
+        .route("/flows/{flow}", get(routes::get_flow))
+        .route("/flows/{flow}/mermaid", get(routes::get_mermaid))
+        .route("/flows/{flow}/svg", get(routes::get_svg))
+        .route(
+            "/flows/{flow}/threads/{thread}",
+            get(routes::get_thread).delete(routes::delete_thread),
+        )
+        .route(
+            "/flows/{flow}/threads/{thread}/turns",
+            post(routes::post_turn),
+        )
+        .route(
+            "/flows/{flow}/threads/{thread}/resume",
+            post(routes::post_resume),
+        )
+        .route("/flows/{flow}/interrupts", get(routes::flow_interrupts))
+        .route(
+            "/flows/{flow}/threads/{thread}/interrupts",
+            get(routes::thread_interrupts),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::layer,
+        ))
+        .route("/health", get(routes::health))
+        .route("/ready", get(routes::ready));
+
+    let mut router = Router::new()
+        .route("/", get(console::index))
+        .route("/console.js", get(console::script))
+        .route("/console.css", get(console::style))
+        .nest("/v1", api)
+        .fallback(routes::no_route)
+        .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
+        .layer(CatchPanicLayer::custom(|_panic| {
+            ApiError::Internal.into_response()
+        }))
+        .layer(TraceLayer::new_for_http());
+    if !state.cors_origins().is_empty() {
+        router = router.layer(
+            CorsLayer::new()
+                .allow_origin(state.cors_origins().to_vec())
+                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]),
+        );
+    }
+    router.with_state(state)
+}
+
+/// Why [`serve`] stopped or did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Dev mode (no authentication) on an address others can reach.
+    #[error(
+        "refusing to serve without authentication on {addr}: dev mode listens on loopback \
+         addresses only (127.0.0.1 or ::1); configure Auth::bearer to serve elsewhere"
+    )]
+    DevModeNotLoopback {
+        /// The listener's address.
+        addr: SocketAddr,
+    },
+    /// The listener failed.
+    #[error("the listener failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves `state` on `listener` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result<(), ServeError> {
+    serve_until(listener, state, std::future::pending()).await
+}
+
+/// Serves `state` on `listener` until `shutdown` completes, then lets open requests finish.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let addr = listener.local_addr()?;
+    if state.auth().is_dev_mode() && !addr.ip().is_loopback() {
+        return Err(ServeError::DevModeNotLoopback { addr });
+    }
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    Ok(())
+}

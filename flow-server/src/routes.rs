@@ -1,0 +1,327 @@
+//! The handlers of the `/v1` API.
+
+use std::collections::HashMap;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use flow_runtime::store::{RecordEnd, ThreadRecord};
+use flow_runtime::Message;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::thread::ThreadKey;
+use crate::tree::{mermaid, svg, TreeNode};
+use crate::turn;
+
+/// The body of `POST .../turns`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    /// The user's message.
+    pub message: String,
+}
+
+/// The body of `POST .../resume`: either `targets` (interrupt id -> data) or one
+/// `interrupt_id` with its `data`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRequest {
+    /// Resume data by interrupt id.
+    #[serde(default)]
+    pub targets: HashMap<String, Value>,
+    /// One interrupt's id (with `data`).
+    #[serde(default)]
+    pub interrupt_id: Option<String>,
+    /// The data for `interrupt_id`.
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+fn body<T>(json: Result<Json<T>, JsonRejection>, state: &AppState) -> Result<T, ApiError> {
+    match json {
+        Ok(Json(v)) => Ok(v),
+        Err(JsonRejection::BytesRejection(_)) => Err(ApiError::PayloadTooLarge {
+            limit: state.limits().max_body_bytes,
+        }),
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::PayloadTooLarge {
+            limit: state.limits().max_body_bytes,
+        }),
+        Err(e) => Err(ApiError::BadRequest(e.body_text())),
+    }
+}
+
+/// `GET /v1/health`: the process answers.
+pub async fn health() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `GET /v1/ready`: the store answers (503 otherwise).
+pub async fn ready(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    state.store().get("ready-probe").await?;
+    Ok(Json(json!({ "status": "ready" })))
+}
+
+/// `GET /v1/flows`: the served flows.
+pub async fn list_flows(State(state): State<AppState>) -> Json<Value> {
+    let flows: Vec<Value> = state
+        .flows()
+        .map(|f| {
+            json!({
+                "name": f.name(),
+                "root": f.agent().name(),
+                "description": f.agent().description(),
+            })
+        })
+        .collect();
+    Json(json!({ "flows": flows }))
+}
+
+/// `GET /v1/flows/{flow}`: one flow, its tree and its Mermaid flowchart.
+pub async fn get_flow(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let flow = state.flow(&name)?;
+    Ok(Json(json!({
+        "name": flow.name(),
+        "root": flow.agent().name(),
+        "description": flow.agent().description(),
+        "tree": TreeNode::of(flow.agent()),
+        "mermaid": mermaid(flow.agent()),
+    })))
+}
+
+/// `GET /v1/flows/{flow}/mermaid`: the flowchart as `text/vnd.mermaid`.
+pub async fn get_mermaid(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let flow = state.flow(&name)?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/vnd.mermaid; charset=utf-8")],
+        mermaid(flow.agent()),
+    )
+        .into_response())
+}
+
+/// `GET /v1/flows/{flow}/svg`: the tree as an SVG picture (`image/svg+xml`).
+pub async fn get_svg(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let flow = state.flow(&name)?;
+    Ok((
+        [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
+        svg(flow.name(), flow.agent()),
+    )
+        .into_response())
+}
+
+fn key(state: &AppState, flow: &str, tenant: &Tenant, id: &str) -> Result<ThreadKey, ApiError> {
+    let flow = state.flow(flow)?;
+    ThreadKey::new(flow.name(), &tenant.0, id)
+}
+
+/// `POST /v1/flows/{flow}/threads/{thread}/turns`: runs one user turn, streamed as SSE.
+pub async fn post_turn(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path((flow, id)): Path<(String, String)>,
+    request: Result<Json<TurnRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let request = body(request, &state)?;
+    let key = key(&state, &flow, &tenant, &id)?;
+    let limit = state.limits().max_message_bytes;
+    if request.message.len() > limit {
+        return Err(ApiError::BadRequest(format!(
+            "the message has {} bytes; this server takes at most {limit} (Limits::max_message_bytes)",
+            request.message.len()
+        )));
+    }
+    if request.message.trim().is_empty() {
+        return Err(ApiError::BadRequest("the message is empty".into()));
+    }
+    let served = state.flow(&flow)?;
+    let turn = served
+        .runner()
+        .turn(&key.store_id(), Message::user(request.message))
+        .await?;
+    Ok(sse_response(
+        &state,
+        turn::sse(
+            turn,
+            key.flow,
+            key.id,
+            false,
+            state.limits().max_event_bytes,
+        ),
+    ))
+}
+
+fn sse_response(
+    state: &AppState,
+    events: impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>
+        + Send
+        + 'static,
+) -> Response {
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(state.limits().sse_keep_alive))
+        .into_response()
+}
+
+/// `POST /v1/flows/{flow}/threads/{thread}/resume`: resumes the interrupt the thread waits on
+/// with the caller's data, streamed as SSE. A checkpoint resumes once: a second resume gets 409.
+pub async fn post_resume(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path((flow, id)): Path<(String, String)>,
+    request: Result<Json<ResumeRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let request = body(request, &state)?;
+    let key = key(&state, &flow, &tenant, &id)?;
+    let mut targets = request.targets;
+    match (request.interrupt_id, request.data) {
+        (Some(i), data) => {
+            targets.insert(i, data.unwrap_or(Value::Null));
+        }
+        (None, Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "`data` needs the `interrupt_id` it is for".into(),
+            ))
+        }
+        (None, None) => {}
+    }
+    if state.threads().head(&key.store_id()).await?.is_none() {
+        return Err(ApiError::UnknownThread { flow, id });
+    }
+    let served = state.flow(&flow)?;
+    let turn = served
+        .runner()
+        .resume_turn(&key.store_id(), targets)
+        .await?;
+    Ok(sse_response(
+        &state,
+        turn::sse(turn, key.flow, key.id, true, state.limits().max_event_bytes),
+    ))
+}
+
+fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
+    match &record.end {
+        RecordEnd::Interrupted { interrupts, .. } => interrupts
+            .iter()
+            .map(|i| {
+                json!({
+                    "thread": thread,
+                    "turn": record.turn,
+                    "id": i.id,
+                    "info": i.info,
+                    "address": i.address_string(),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `GET /v1/flows/{flow}/threads/{thread}`: the thread's messages and what it waits on.
+pub async fn get_thread(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path((flow, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(&state, &flow, &tenant, &id)?;
+    let Some(head) = state.threads().head(&key.store_id()).await? else {
+        return Err(ApiError::UnknownThread { flow, id });
+    };
+    let messages = state
+        .flow(&flow)?
+        .runner()
+        .thread_messages(&key.store_id())
+        .await?;
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|m| {
+            json!({
+                "turn": m.turn,
+                "agent": m.agent_name,
+                "run_path": m.run_path,
+                "message": m.message,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "flow": key.flow,
+        "thread": key.id,
+        "turns": head.turns,
+        "messages": messages,
+        "pending": pending_of(&key.id, &head.last),
+    })))
+}
+
+/// `DELETE /v1/flows/{flow}/threads/{thread}`: deletes the thread and the checkpoint it waits
+/// on (204; 404 if there is none).
+pub async fn delete_thread(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path((flow, id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let key = key(&state, &flow, &tenant, &id)?;
+    if state
+        .flow(&flow)?
+        .runner()
+        .delete_thread(&key.store_id())
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::UnknownThread { flow, id })
+    }
+}
+
+/// `GET /v1/flows/{flow}/threads/{thread}/interrupts`: the interrupts the thread waits on.
+pub async fn thread_interrupts(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path((flow, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(&state, &flow, &tenant, &id)?;
+    let Some(head) = state.threads().head(&key.store_id()).await? else {
+        return Err(ApiError::UnknownThread { flow, id });
+    };
+    Ok(Json(
+        json!({ "interrupts": pending_of(&key.id, &head.last) }),
+    ))
+}
+
+/// `GET /v1/flows/{flow}/interrupts`: every interrupt the caller's threads of this flow wait
+/// on, oldest thread id first.
+pub async fn flow_interrupts(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<Tenant>,
+    Path(flow): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let served = state.flow(&flow)?;
+    let prefix = ThreadKey::prefix(served.name(), &tenant.0);
+    let mut interrupts = Vec::new();
+    for store_id in state.threads().list().await? {
+        let Some(thread) = store_id.strip_prefix(&prefix) else {
+            continue;
+        };
+        if let Some(head) = state.threads().head(&store_id).await? {
+            interrupts.extend(pending_of(thread, &head.last));
+        }
+    }
+    Ok(Json(json!({ "interrupts": interrupts })))
+}
+
+/// Any other path: a JSON 404.
+pub async fn no_route() -> ApiError {
+    ApiError::NoRoute
+}

@@ -1,0 +1,313 @@
+//! [`AppState`]: the flows a server serves, its store, and its settings; built with
+//! [`ServerBuilder`]. The state holds no run or thread of its own: everything lives in the
+//! store, so several server processes on one store behave as one service.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use axum::http::request::Parts;
+use axum::http::HeaderValue;
+use flow_runtime::{CheckpointStore, FlowAgent, Runner, ThreadStore, TurnRouting};
+
+use crate::auth::{valid_tenant, Auth, SHARED_TENANT};
+use crate::error::ApiError;
+use crate::limits::Limits;
+
+/// A tenant function: names the tenant of a request (from a header, a token, a client
+/// certificate a proxy vouched for...), or `None` to refuse it.
+pub type TenantFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
+
+/// One flow the server serves under a name.
+#[derive(Debug, Clone)]
+pub struct ServedFlow {
+    name: String,
+    runner: Runner,
+}
+
+impl ServedFlow {
+    /// The name it is served under (`/v1/flows/{name}`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The runner that runs its turns and resumes.
+    pub fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    /// The root of its tree.
+    pub fn agent(&self) -> &FlowAgent {
+        self.runner.agent()
+    }
+}
+
+struct Inner {
+    flows: BTreeMap<String, ServedFlow>,
+    store: Arc<dyn CheckpointStore>,
+    threads: Arc<dyn ThreadStore>,
+    auth: Auth,
+    tenant: Option<Box<TenantFn>>,
+    limits: Limits,
+    cors_origins: Vec<HeaderValue>,
+}
+
+/// What the router's handlers share: cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppState")
+            .field("flows", &self.0.flows.keys().collect::<Vec<_>>())
+            .field("auth", &self.0.auth)
+            .field("tenant_fn", &self.0.tenant.is_some())
+            .field("limits", &self.0.limits)
+            .finish()
+    }
+}
+
+impl AppState {
+    /// Starts building a server's state over `store`, where threads and checkpoints live.
+    pub fn builder<S: ThreadStore + CheckpointStore + Clone>(store: S) -> ServerBuilder {
+        ServerBuilder::new(store)
+    }
+
+    /// The flow served under `name`.
+    pub fn flow(&self, name: &str) -> Result<&ServedFlow, ApiError> {
+        self.0.flows.get(name).ok_or_else(|| ApiError::UnknownFlow {
+            name: name.chars().take(64).collect(),
+        })
+    }
+
+    /// Every served flow, by name.
+    pub fn flows(&self) -> impl Iterator<Item = &ServedFlow> {
+        self.0.flows.values()
+    }
+
+    /// The store of checkpoints.
+    pub fn store(&self) -> &Arc<dyn CheckpointStore> {
+        &self.0.store
+    }
+
+    /// The store of threads.
+    pub fn threads(&self) -> &Arc<dyn ThreadStore> {
+        &self.0.threads
+    }
+
+    /// How callers are authenticated.
+    pub fn auth(&self) -> &Auth {
+        &self.0.auth
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.0.limits
+    }
+
+    /// The origins allowed to call the API from a browser (none by default).
+    pub fn cors_origins(&self) -> &[HeaderValue] {
+        &self.0.cors_origins
+    }
+
+    /// The tenant of a request: the tenant function's answer, or [`SHARED_TENANT`] without one.
+    pub fn tenant_of(&self, parts: &Parts) -> Result<String, ApiError> {
+        let Some(f) = &self.0.tenant else {
+            return Ok(SHARED_TENANT.to_owned());
+        };
+        match f(parts) {
+            Some(t) if valid_tenant(&t) => Ok(t),
+            Some(_) => {
+                tracing::error!("the tenant function returned an invalid tenant name");
+                Err(ApiError::Internal)
+            }
+            None => Err(ApiError::Forbidden(
+                "this request belongs to no tenant of this server".into(),
+            )),
+        }
+    }
+}
+
+/// Why a server's state could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No flow was added.
+    #[error("a server needs at least one flow: call ServerBuilder::flow")]
+    NoFlows,
+    /// No [`Auth`] was chosen.
+    #[error(
+        "choose how callers authenticate: ServerBuilder::auth(Auth::bearer(token)), or \
+         ServerBuilder::dev_mode() for an unauthenticated server on loopback only"
+    )]
+    NoAuth,
+    /// A flow name is not usable in URLs and store keys.
+    #[error("flow name '{0}' is not valid: use 1 to 24 characters of A-Z, a-z, 0-9, '_' or '-'")]
+    InvalidFlowName(String),
+    /// Two flows under one name.
+    #[error("two flows are served as '{0}'; give each its own name")]
+    DuplicateFlow(String),
+    /// An empty or malformed bearer token.
+    #[error("a bearer token must be at least 16 visible ASCII characters")]
+    WeakToken,
+}
+
+/// Builds an [`AppState`].
+///
+/// ```
+/// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore};
+/// use flow_server::{AppState, Auth};
+///
+/// let bot = FnAgent::new("bot", |cx, _| async move {
+///     cx.say("hello");
+///     Ok(())
+/// });
+/// let state = AppState::builder(InMemoryStore::new())
+///     .flow("bot", FlowAgent::new(bot))
+///     .auth(Auth::bearer("a-long-random-token-0123456789"))
+///     .build()
+///     .unwrap();
+/// let router = flow_server::app(state);
+/// # let _ = router;
+/// ```
+pub struct ServerBuilder {
+    flows: Vec<(String, FlowAgent)>,
+    store: Arc<dyn CheckpointStore>,
+    threads: Arc<dyn ThreadStore>,
+    runner: Box<dyn Fn(FlowAgent) -> Runner + Send + Sync>,
+    routing: TurnRouting,
+    auth: Option<Auth>,
+    tenant: Option<Box<TenantFn>>,
+    limits: Limits,
+    cors_origins: Vec<HeaderValue>,
+    streaming: bool,
+}
+
+impl fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field(
+                "flows",
+                &self.flows.iter().map(|f| &f.0).collect::<Vec<_>>(),
+            )
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    /// A builder over `store` (checkpoints and threads: [`InMemoryStore`](flow_runtime::InMemoryStore),
+    /// [`FileStore`](flow_runtime::FileStore), or a store of your own).
+    pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
+        let shared = store.clone();
+        ServerBuilder {
+            flows: Vec::new(),
+            store: Arc::new(store.clone()),
+            threads: Arc::new(store),
+            runner: Box::new(move |agent| Runner::new(agent).stores(shared.clone())),
+            routing: TurnRouting::default(),
+            auth: None,
+            tenant: None,
+            limits: Limits::default(),
+            cors_origins: Vec::new(),
+            streaming: true,
+        }
+    }
+
+    /// Serves the tree `agent` heads as `name` (1 to 24 characters of `A-Z a-z 0-9 _ -`).
+    pub fn flow(mut self, name: impl Into<String>, agent: impl Into<FlowAgent>) -> Self {
+        self.flows.push((name.into(), agent.into()));
+        self
+    }
+
+    /// How callers authenticate (required, or [`dev_mode`](Self::dev_mode)).
+    pub fn auth(mut self, auth: Auth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// No authentication, for development: [`serve`](crate::serve) then listens on loopback
+    /// addresses only, and the API answers loopback peers only.
+    pub fn dev_mode(self) -> Self {
+        self.auth(Auth::DevModeLoopbackOnly)
+    }
+
+    /// Names each request's tenant; threads of one tenant are invisible to every other. A
+    /// request the function answers `None` for is refused (403). Tenant names are 1 to 32
+    /// characters of `A-Z a-z 0-9 _ -`.
+    pub fn tenant(mut self, f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.tenant = Some(Box::new(f));
+        self
+    }
+
+    /// The limits (body, event, message sizes).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Lets browsers on these origins call the API (CORS). None by default: only the console
+    /// served by this server (same origin) can.
+    pub fn cors_origins(mut self, origins: impl IntoIterator<Item = HeaderValue>) -> Self {
+        self.cors_origins = origins.into_iter().collect();
+        self
+    }
+
+    /// Where each turn of a thread starts (default: [`TurnRouting::LastAgent`], the agent that
+    /// answered the previous turn).
+    pub fn turn_routing(mut self, routing: TurnRouting) -> Self {
+        self.routing = routing;
+        self
+    }
+
+    /// Whether agents stream their answers (on by default, so the console shows them as they
+    /// come).
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// The state, checked.
+    pub fn build(self) -> Result<AppState, BuildError> {
+        let auth = self.auth.ok_or(BuildError::NoAuth)?;
+        if let Auth::Bearer(tokens) = &auth {
+            if tokens.is_empty()
+                || tokens
+                    .iter()
+                    .any(|t| t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()))
+            {
+                return Err(BuildError::WeakToken);
+            }
+        }
+        if self.flows.is_empty() {
+            return Err(BuildError::NoFlows);
+        }
+        let mut flows = BTreeMap::new();
+        for (name, agent) in self.flows {
+            let ok = !name.is_empty()
+                && name.len() <= 24
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+            if !ok {
+                return Err(BuildError::InvalidFlowName(name));
+            }
+            if flows.contains_key(&name) {
+                return Err(BuildError::DuplicateFlow(name));
+            }
+            let runner = (self.runner)(agent)
+                .streaming(self.streaming)
+                .turn_routing(self.routing);
+            flows.insert(name.clone(), ServedFlow { name, runner });
+        }
+        Ok(AppState(Arc::new(Inner {
+            flows,
+            store: self.store,
+            threads: self.threads,
+            auth,
+            tenant: self.tenant,
+            limits: self.limits,
+            cors_origins: self.cors_origins,
+        })))
+    }
+}

@@ -1,0 +1,52 @@
+//! Where a caller's thread lives in the store: the runtime's threads
+//! ([`Runner::turn`](flow_runtime::Runner::turn)) under an id that carries the flow and the
+//! caller's tenant, `FLOW.TENANT.THREAD`. None of the three parts may contain `.`, so one
+//! tenant's thread id never names another tenant's thread.
+
+use crate::error::ApiError;
+
+/// A valid thread id as callers write it: 1 to 40 characters of `A-Z a-z 0-9 _ -`.
+pub fn valid_thread_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 40
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// A caller's thread: its flow, its tenant and the id the caller chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ThreadKey {
+    /// The flow's name.
+    pub flow: String,
+    /// The tenant.
+    pub tenant: String,
+    /// The thread id the caller chose.
+    pub id: String,
+}
+
+impl ThreadKey {
+    /// A key, after checking the thread id.
+    pub fn new(flow: &str, tenant: &str, id: &str) -> Result<Self, ApiError> {
+        if !valid_thread_id(id) {
+            return Err(ApiError::BadRequest(
+                "a thread id is 1 to 40 characters of A-Z, a-z, 0-9, '_' or '-'".into(),
+            ));
+        }
+        Ok(ThreadKey {
+            flow: flow.to_owned(),
+            tenant: tenant.to_owned(),
+            id: id.to_owned(),
+        })
+    }
+
+    /// The runtime's thread id: `FLOW.TENANT.THREAD` (at most 24 + 32 + 40 + 2 characters).
+    pub fn store_id(&self) -> String {
+        format!("{}.{}.{}", self.flow, self.tenant, self.id)
+    }
+
+    /// The prefix of the store ids of every thread of `flow` and `tenant`.
+    pub fn prefix(flow: &str, tenant: &str) -> String {
+        format!("{flow}.{tenant}.")
+    }
+}

@@ -1,0 +1,883 @@
+//! HTTP-level tests of every endpoint, against a real server on a loopback port.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use std::ops::Range;
+
+use flow_runtime::store::{StoreError, ThreadHead, ThreadRecord};
+use flow_runtime::{
+    async_trait, CheckpointStore, FlowAgent, FnAgent, InMemoryStore, ThreadError, ThreadStore,
+};
+use flow_server::{AppState, Auth, Limits};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn health_and_readiness_answer_without_a_token() {
+    let server = spawn(desk_state()).await;
+    for (path, status) in [("/v1/health", "ok"), ("/v1/ready", "ready")] {
+        let r = client()
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["status"], status);
+    }
+}
+
+#[tokio::test]
+async fn the_api_refuses_a_missing_or_wrong_token() {
+    let server = spawn(desk_state()).await;
+    let url = format!("{}/v1/flows", server.base);
+    let missing = client().get(&url).send().await.unwrap();
+    assert_eq!(error_code(missing).await.1, "unauthorized");
+    let wrong = client()
+        .get(&url)
+        .bearer_auth("not-the-token-at-all")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let basic = client()
+        .get(&url)
+        .header("authorization", format!("Basic {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(basic.status(), 401);
+    let turn = client()
+        .post(format!("{}/v1/flows/desk/threads/t1/turns", server.base))
+        .json(&json!({"message": "refund"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(turn.status(), 401, "a turn needs the token too");
+    let right = get(&server.base, "/v1/flows").await;
+    assert_eq!(right.status(), 200);
+}
+
+#[tokio::test]
+async fn weak_tokens_and_missing_auth_do_not_build() {
+    let weak = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer("short"))
+        .build();
+    assert!(matches!(weak, Err(flow_server::BuildError::WeakToken)));
+    let none = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .build();
+    assert!(matches!(none, Err(flow_server::BuildError::NoAuth)));
+    let bad_name = AppState::builder(InMemoryStore::new())
+        .flow("my desk", flow_server::demo::desk())
+        .dev_mode()
+        .build();
+    assert!(matches!(
+        bad_name,
+        Err(flow_server::BuildError::InvalidFlowName(_))
+    ));
+}
+
+#[tokio::test]
+async fn flows_are_listed_with_their_tree_and_mermaid() {
+    let server = spawn(desk_state()).await;
+    let list: Value = get(&server.base, "/v1/flows").await.json().await.unwrap();
+    assert_eq!(list["flows"][0]["name"], "desk");
+    assert_eq!(list["flows"][0]["root"], "triage");
+
+    let flow: Value = get(&server.base, "/v1/flows/desk")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let tree = &flow["tree"];
+    assert_eq!(tree["name"], "triage");
+    let children: Vec<&str> = tree["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(children, ["refund", "complaint"]);
+    assert_eq!(tree["children"][0]["transfers"], json!(["triage"]));
+    assert_eq!(
+        flow["mermaid"],
+        "graph TD\n    n0[\"triage\"]\n    n1[\"refund\"]\n    n2[\"complaint\"]\n    n0 <--> n1\n    n0 <--> n2\n"
+    );
+
+    let mermaid = get(&server.base, "/v1/flows/desk/mermaid").await;
+    assert_eq!(mermaid.status(), 200);
+    assert!(mermaid.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/vnd.mermaid"));
+    assert_eq!(
+        mermaid.text().await.unwrap(),
+        flow["mermaid"].as_str().unwrap()
+    );
+
+    let svg = get(&server.base, "/v1/flows/desk/svg").await;
+    assert_eq!(svg.status(), 200);
+    assert!(svg.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("image/svg+xml"));
+    let svg = svg.text().await.unwrap();
+    assert!(svg.starts_with("<svg "), "{svg}");
+    for agent in ["triage", "refund", "complaint"] {
+        assert!(
+            svg.contains(&format!(">{agent}</text>")),
+            "{agent} is drawn"
+        );
+    }
+
+    let (status, code, message) = error_code(get(&server.base, "/v1/flows/nope").await).await;
+    assert_eq!((status, code.as_str()), (404, "unknown_flow"));
+    assert!(message.contains("'nope'"));
+    let (status, code, _) = error_code(get(&server.base, "/v1/no/such/thing").await).await;
+    assert_eq!((status, code.as_str()), (404, "no_route"));
+}
+
+#[tokio::test]
+async fn a_turn_streams_sse_frames_chunks_and_the_final_answer() {
+    let server = spawn(desk_state()).await;
+    // The raw framing first: `event:` and `data:` lines, one blank line after each event.
+    let response = post(
+        &server.base,
+        "/v1/flows/desk/threads/raw/turns",
+        json!({"message": "Hi there"}),
+    )
+    .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.unwrap();
+    assert!(text.starts_with("event: turn\ndata: {"), "{text}");
+    let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
+    for frame in &frames {
+        let lines: Vec<&str> = frame.lines().collect();
+        assert_eq!(
+            lines.len(),
+            2,
+            "one event line and one data line: {frame:?}"
+        );
+        assert!(lines[0].starts_with("event: ") && lines[1].starts_with("data: "));
+    }
+    assert!(frames.last().unwrap().starts_with("event: done\n"));
+
+    // Then the events' meaning.
+    let events = turn(&server.base, "desk", "t1", "Hi there").await;
+    assert_eq!(events[0].name, "turn");
+    assert_eq!(events[0].data["thread"], "t1");
+    assert_eq!(events[0].data["turn"], 0);
+    assert_eq!(events[0].data["started_at"], json!(["triage"]));
+    let chunks: Vec<&Sse> = events.iter().filter(|e| e.name == "chunk").collect();
+    assert!(
+        chunks.len() > 3,
+        "the answer streams word by word: {events:#?}"
+    );
+    assert!(chunks
+        .iter()
+        .all(|c| c.data["run_path"] == json!(["triage"])));
+    let streamed: String = chunks
+        .iter()
+        .map(|c| c.data["content"].as_str().unwrap())
+        .collect();
+    let event = events.iter().find(|e| e.name == "event").unwrap();
+    assert_eq!(event.data["streamed"], true);
+    assert_eq!(event.data["agent"], "triage");
+    assert_eq!(event.data["message"]["content"], streamed);
+    assert_eq!(streamed, "Hello! I can help with refunds and complaints.");
+    let done = done(&events);
+    assert_eq!(done["output"], streamed);
+    assert_eq!(done["interrupted"], false);
+}
+
+#[tokio::test]
+async fn a_transfer_shows_run_paths_and_an_exit_ends_the_turn() {
+    let server = spawn(desk_state()).await;
+    let events = turn(&server.base, "desk", "c1", "My kettle arrived broken").await;
+    let paths: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.name == "event")
+        .map(|e| &e.data["run_path"])
+        .collect();
+    assert!(paths.contains(&&json!(["triage"])));
+    assert!(paths.contains(&&json!(["triage", "complaint"])));
+    let transfer = events
+        .iter()
+        .find(|e| e.data["action"]["transfer_to_agent"] == "complaint")
+        .expect("a transfer event");
+    assert_eq!(transfer.data["run_path"], json!(["triage"]));
+    let exit = events
+        .iter()
+        .find(|e| e.data["action"] == "exit")
+        .expect("an exit event");
+    assert_eq!(exit.data["run_path"], json!(["triage", "complaint"]));
+    assert_eq!(
+        done(&events)["output"],
+        "Your complaint is logged as #1001; we will call you tomorrow."
+    );
+}
+
+#[tokio::test]
+async fn an_approval_resumes_exactly_once() {
+    let server = spawn(desk_state()).await;
+    let events = turn(&server.base, "desk", "r1", "I want a refund for order 42").await;
+    let done1 = done(&events).clone();
+    assert_eq!(done1["interrupted"], true);
+    assert_eq!(done1["interrupts"][0]["id"], "triage/refund");
+    assert_eq!(
+        done1["interrupts"][0]["info"]["question"],
+        "Approve a refund of 39.00 EUR for order 42?"
+    );
+    let interrupt = events
+        .iter()
+        .find(|e| e.data["action"]["interrupted"].is_object())
+        .expect("the interrupt event");
+    assert_eq!(interrupt.data["run_path"], json!(["triage", "refund"]));
+
+    // It is pending, and listed.
+    let pending: Value = get(&server.base, "/v1/flows/desk/threads/r1/interrupts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pending["interrupts"][0]["id"], "triage/refund");
+    assert_eq!(pending["interrupts"][0]["thread"], "r1");
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/r1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(thread["pending"][0]["id"], "triage/refund");
+    let queue: Value = get(&server.base, "/v1/flows/desk/interrupts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        queue["interrupts"], pending["interrupts"],
+        "the flow's approval queue lists it"
+    );
+
+    // No new turn while it waits.
+    let (status, code, _) = error_code(
+        post(
+            &server.base,
+            "/v1/flows/desk/threads/r1/turns",
+            json!({"message": "hello?"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "conflict"));
+
+    // An unknown interrupt id is refused and consumes nothing.
+    let (status, _, message) = error_code(
+        post(
+            &server.base,
+            "/v1/flows/desk/threads/r1/resume",
+            json!({"interrupt_id": "triage/nobody", "data": {"approve": true}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(message.contains("triage/refund"), "{message}");
+
+    // Approve: the refund runs and the turn finishes.
+    let resumed = read_sse(
+        post(
+            &server.base,
+            "/v1/flows/desk/threads/r1/resume",
+            json!({"interrupt_id": "triage/refund", "data": {"approve": true}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(resumed[0].data["resumed"], true);
+    let refunded = resumed
+        .iter()
+        .filter(|e| e.data["message"]["role"] == "tool")
+        .map(|e| e.data["message"]["content"].as_str().unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(refunded, ["refunded 39.00 EUR for order 42"]);
+    let finished = done(&resumed);
+    assert_eq!(finished["interrupted"], false);
+    assert_eq!(
+        finished["output"],
+        "Done: 39 EUR for order 42 are on their way back to you."
+    );
+
+    // Exactly once: a second approval is refused.
+    let again = post(
+        &server.base,
+        "/v1/flows/desk/threads/r1/resume",
+        json!({"interrupt_id": "triage/refund", "data": {"approve": true}}),
+    )
+    .await;
+    assert_eq!(error_code(again).await.0, 409);
+
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/r1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(thread["pending"], json!([]));
+    let messages = thread["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[0]["message"],
+        json!({"role": "user", "content": "I want a refund for order 42"})
+    );
+    let last = messages.last().unwrap();
+    assert_eq!(last["run_path"], json!(["triage", "refund"]));
+    assert_eq!(
+        last["message"]["content"],
+        "Done: 39 EUR for order 42 are on their way back to you."
+    );
+    let queue: Value = get(&server.base, "/v1/flows/desk/interrupts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queue["interrupts"], json!([]));
+    // The thread takes turns again.
+    let next = turn(&server.base, "desk", "r1", "thanks").await;
+    assert_eq!(next[0].data["turn"], 1);
+}
+
+#[tokio::test]
+async fn a_denial_resumes_with_the_denial() {
+    let server = spawn(desk_state()).await;
+    turn(&server.base, "desk", "d1", "refund please").await;
+    let resumed = read_sse(
+        post(
+            &server.base,
+            "/v1/flows/desk/threads/d1/resume",
+            json!({"targets": {"triage/refund": {"approve": false}}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        done(&resumed)["output"],
+        "Sorry: the refund for order 42 was not approved."
+    );
+}
+
+#[tokio::test]
+async fn threads_are_read_and_deleted() {
+    let server = spawn(desk_state()).await;
+    let (status, code, _) = error_code(get(&server.base, "/v1/flows/desk/threads/x1").await).await;
+    assert_eq!((status, code.as_str()), (404, "unknown_thread"));
+    turn(&server.base, "desk", "x1", "Hi").await;
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/x1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(thread["turns"], 1);
+    assert_eq!(thread["messages"][0]["message"]["content"], "Hi");
+    assert_eq!(
+        thread["messages"][1]["message"]["content"],
+        "Hello! I can help with refunds and complaints."
+    );
+    // The second turn sees the first: the thread's messages are its input.
+    turn(&server.base, "desk", "x1", "Hi again").await;
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/x1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(thread["messages"].as_array().unwrap().len(), 4);
+
+    let url = format!("{}/v1/flows/desk/threads/x1", server.base);
+    let deleted = client()
+        .delete(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/x1")
+            .await
+            .status(),
+        404
+    );
+    let again = client()
+        .delete(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 404);
+
+    let bad = get(&server.base, "/v1/flows/desk/threads/a.b").await;
+    assert_eq!(
+        error_code(bad).await.0,
+        400,
+        "a thread id with a dot is refused"
+    );
+}
+
+#[tokio::test]
+async fn bodies_and_messages_over_the_limits_are_refused() {
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .limits(Limits {
+            max_body_bytes: 2048,
+            max_message_bytes: 512,
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let path = "/v1/flows/desk/threads/l1/turns";
+    let huge = post(&server.base, path, json!({"message": "x".repeat(5000)})).await;
+    let (status, code, message) = error_code(huge).await;
+    assert_eq!((status, code.as_str()), (413, "payload_too_large"));
+    assert!(message.contains("2048"), "{message}");
+    let long = post(&server.base, path, json!({"message": "x".repeat(1000)})).await;
+    let (status, _, message) = error_code(long).await;
+    assert_eq!(status, 400);
+    assert!(message.contains("512"), "{message}");
+    let empty = post(&server.base, path, json!({"message": "  "})).await;
+    assert_eq!(error_code(empty).await.0, 400);
+    let unknown = post(
+        &server.base,
+        path,
+        json!({"message": "hi", "agent": "refund"}),
+    )
+    .await;
+    assert_eq!(
+        error_code(unknown).await.0,
+        400,
+        "unknown fields are refused"
+    );
+    let not_json = client()
+        .post(format!("{}{path}", server.base))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(not_json).await.0, 400);
+    // Nothing of this reached the thread.
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/l1")
+            .await
+            .status(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn an_event_over_the_size_limit_becomes_an_error_event() {
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .limits(Limits {
+            // The whole answer's `event` (146 bytes) is over; chunks, `turn` and `done` are not.
+            max_event_bytes: 130,
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let events = turn(&server.base, "desk", "e1", "Hi").await;
+    let error = events
+        .iter()
+        .find(|e| e.name == "error")
+        .expect("an error event for the oversized event");
+    let message = error.data["message"].as_str().unwrap();
+    assert!(
+        message.contains("event size limit of 130 bytes"),
+        "{message}"
+    );
+    assert!(
+        events.iter().all(|e| e.name != "event"),
+        "the oversized event was not sent"
+    );
+    assert!(events.iter().filter(|e| e.name == "chunk").count() > 3);
+    assert_eq!(
+        done(&events)["output"],
+        "Hello! I can help with refunds and complaints."
+    );
+    // The thread keeps the whole answer.
+    let thread: Value = get(&server.base, "/v1/flows/desk/threads/e1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        thread["messages"][1]["message"]["content"],
+        "Hello! I can help with refunds and complaints."
+    );
+}
+
+/// A store whose every call fails with an I/O error that names a server path.
+#[derive(Clone)]
+struct BrokenStore;
+
+#[async_trait]
+impl ThreadStore for BrokenStore {
+    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn read(&self, id: &str, _: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn append(&self, id: &str, _: u64, _: ThreadRecord) -> Result<u64, ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn list(&self) -> Result<Vec<String>, ThreadError> {
+        Err(broken("list").into())
+    }
+    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+        Err(broken(id).into())
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for BrokenStore {
+    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Err(broken(id))
+    }
+    async fn set(&self, id: &str, _: Vec<u8>) -> Result<(), StoreError> {
+        Err(broken(id))
+    }
+    async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        Err(broken(id))
+    }
+}
+
+fn broken(id: &str) -> StoreError {
+    StoreError::Io {
+        operation: "read",
+        id: id.to_owned(),
+        source: Arc::new(std::io::Error::other(
+            "/srv/secret/checkpoints/x: permission denied",
+        )),
+    }
+}
+
+#[tokio::test]
+async fn store_failures_reveal_no_internal_paths() {
+    let state = AppState::builder(BrokenStore)
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let ready = client()
+        .get(format!("{}/v1/ready", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    let text = ready.text().await.unwrap();
+    assert!(
+        !text.contains("/srv") && !text.contains("permission"),
+        "{text}"
+    );
+    let turn = post(
+        &server.base,
+        "/v1/flows/desk/threads/s1/turns",
+        json!({"message": "hi"}),
+    )
+    .await;
+    let (status, code, message) = error_code(turn).await;
+    assert_eq!((status, code.as_str()), (503, "store_unavailable"));
+    assert!(!message.contains("/srv"), "{message}");
+}
+
+#[tokio::test]
+async fn cors_is_closed_unless_origins_are_listed() {
+    let preflight = |base: String| async move {
+        client()
+            .request(reqwest::Method::OPTIONS, format!("{base}/v1/flows"))
+            .header("origin", "https://evil.example")
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "authorization")
+            .send()
+            .await
+            .unwrap()
+    };
+    let closed = spawn(desk_state()).await;
+    let r = preflight(closed.base.clone()).await;
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let r = client()
+        .get(format!("{}/v1/flows", closed.base))
+        .bearer_auth(TOKEN)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+
+    let open = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .cors_origins(["https://app.example".parse().unwrap()])
+        .build()
+        .unwrap();
+    let open = spawn(open).await;
+    let r = client()
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/flows", open.base))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    let r = preflight(open.base.clone()).await;
+    assert!(
+        r.headers().get("access-control-allow-origin").is_none(),
+        "an unlisted origin gets no CORS grant"
+    );
+}
+
+#[tokio::test]
+async fn one_tenant_cannot_read_or_resume_another_tenants_thread() {
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer_any([
+            "alice-token-0123456789".to_owned(),
+            "bob-token-0123456789ab".to_owned(),
+        ]))
+        .tenant(|parts| {
+            let token = flow_server::bearer_token(parts)?;
+            Some(token.split('-').next()?.to_owned())
+        })
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let as_user = |token: &'static str, method: reqwest::Method, path: &str| {
+        client()
+            .request(method, format!("{}{path}", server.base))
+            .bearer_auth(token)
+    };
+    let alice = "alice-token-0123456789";
+    let bob = "bob-token-0123456789ab";
+    let r = as_user(
+        alice,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/shared/turns",
+    )
+    .json(&json!({"message": "I want a refund"}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(done(&read_sse(r).await)["interrupted"], true);
+
+    // Bob names the same thread id: he sees nothing of Alice's.
+    let r = as_user(bob, reqwest::Method::GET, "/v1/flows/desk/threads/shared")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(r).await.0, 404);
+    let r = as_user(
+        bob,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/shared/resume",
+    )
+    .json(&json!({"interrupt_id": "triage/refund", "data": {"approve": true}}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(
+        error_code(r).await.0,
+        404,
+        "Bob cannot approve Alice's refund"
+    );
+    let r = as_user(
+        bob,
+        reqwest::Method::DELETE,
+        "/v1/flows/desk/threads/shared",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 404);
+    // Bob's own thread of that id is his.
+    let r = as_user(
+        bob,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/shared/turns",
+    )
+    .json(&json!({"message": "Hi"}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(done(&read_sse(r).await)["interrupted"], false);
+
+    // Alice's thread is untouched, still waiting for her approval.
+    let r = as_user(alice, reqwest::Method::GET, "/v1/flows/desk/threads/shared")
+        .send()
+        .await
+        .unwrap();
+    let thread: Value = r.json().await.unwrap();
+    assert_eq!(thread["pending"][0]["id"], "triage/refund");
+    assert_eq!(
+        thread["messages"][0]["message"]["content"],
+        "I want a refund"
+    );
+    // Bob's approval queue is empty; Alice's holds her refund.
+    let queue = |token: &'static str| {
+        as_user(token, reqwest::Method::GET, "/v1/flows/desk/interrupts").send()
+    };
+    let bobs: Value = queue(bob).await.unwrap().json().await.unwrap();
+    assert_eq!(bobs["interrupts"], json!([]));
+    let alices: Value = queue(alice).await.unwrap().json().await.unwrap();
+    assert_eq!(alices["interrupts"][0]["thread"], "shared");
+}
+
+#[tokio::test]
+async fn a_request_the_tenant_function_refuses_is_forbidden() {
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .tenant(|parts| {
+            parts
+                .headers
+                .get("x-tenant")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let r = get(&server.base, "/v1/flows/desk/threads/t").await;
+    assert_eq!(error_code(r).await.0, 403);
+}
+
+#[tokio::test]
+async fn dev_mode_serves_loopback_only() {
+    let dev = || {
+        AppState::builder(InMemoryStore::new())
+            .flow("desk", flow_server::demo::desk())
+            .dev_mode()
+            .build()
+            .unwrap()
+    };
+    let everywhere = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let refused = flow_server::serve(everywhere, dev()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(flow_server::ServeError::DevModeNotLoopback { .. })
+        ),
+        "{refused:?}"
+    );
+    let server = spawn(dev()).await;
+    let r = client()
+        .get(format!("{}/v1/flows", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "dev mode needs no token on loopback");
+}
+
+#[tokio::test]
+async fn the_console_is_served_with_its_assets() {
+    let server = spawn(desk_state()).await;
+    let page = client().get(&server.base).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("default-src 'self'"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<script src=\"console.js\"></script>"));
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no outside resources"
+    );
+    for (path, kind) in [
+        ("/console.js", "text/javascript"),
+        ("/console.css", "text/css"),
+    ] {
+        let r = client()
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with(kind));
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_cancels_its_turn() {
+    let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel::<()>();
+    let dropped_tx = Arc::new(std::sync::Mutex::new(Some(dropped_tx)));
+    /// Sends on the channel when the run drops it.
+    struct Guard(Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if let Some(tx) = self.0.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+    let slow = FnAgent::new("slow", move |cx, _| {
+        let guard = Guard(Arc::clone(&dropped_tx));
+        async move {
+            let _guard = guard;
+            cx.say("started");
+            // Waits forever: only cancellation ends this run.
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    });
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("slow", FlowAgent::new(slow))
+        .auth(Auth::bearer(TOKEN))
+        .limits(Limits {
+            sse_keep_alive: std::time::Duration::from_millis(20),
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let response = post(
+        &server.base,
+        "/v1/flows/slow/threads/c1/turns",
+        json!({"message": "go"}),
+    )
+    .await;
+    let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
+    use futures::StreamExt;
+    loop {
+        let e = events.next().await.unwrap().unwrap();
+        if e.event == "event" {
+            assert!(e.data.contains("started"));
+            break;
+        }
+    }
+    drop(events);
+    // The server notices the closed connection and drops the run, which drops the agent's
+    // body and its guard. (The timeout only turns a hang into a failure.)
+    tokio::time::timeout(std::time::Duration::from_secs(60), dropped_rx)
+        .await
+        .expect("the run was cancelled")
+        .unwrap();
+    // The cancelled turn left no trace in the thread.
+    assert_eq!(
+        get(&server.base, "/v1/flows/slow/threads/c1")
+            .await
+            .status(),
+        404
+    );
+}

@@ -1,0 +1,12 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+#[agent]
+async fn refund(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage -> [refund]
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+//! An agent body cannot transfer anywhere it did not declare: there is no method for it, and
+//! the one transfer function (what a returned variant uses) takes a typed target, not a name.
+use agentflow::prelude::*;
+
+#[agent(transfers = [refund])]
+async fn triage(cx: &AgentContext) -> TriageTransfer {
+    cx.__transfer("complaint");
+    cx.transfer("complaint");
+    TriageTransfer::Refund
+}
+
+#[agent(transfers = [refund])]
+async fn router(cx: &AgentContext) -> AgentResult {
+    agentflow::__private::transfer(cx, "complaint")
+}
+
+fn main() {}
