@@ -210,7 +210,13 @@ fn content_is_recorded_only_when_the_agent_asks_for_it() {
     let chat = &spans[3];
     let input: serde_json::Value =
         serde_json::from_str(field(chat, "gen_ai.input.messages").unwrap()).unwrap();
-    assert_eq!(input[0]["content"], "refund");
+    let said: Vec<&str> = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(said.contains(&"refund"), "{said:?}");
     let output: serde_json::Value =
         serde_json::from_str(field(chat, "gen_ai.output.messages").unwrap()).unwrap();
     assert_eq!(output[0]["tool_calls"][0]["name"], "lookup_order");
