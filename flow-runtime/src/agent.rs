@@ -13,6 +13,7 @@ use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
 use crate::input::Messages;
 use crate::limits::{LimitReached, RunLimit, RunLimits};
+use crate::llm::middleware::Middlewares;
 use crate::llm::options::{AgentRunOptions, RunOptions};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
@@ -208,6 +209,8 @@ struct RunShared {
     limits: RunLimits,
     /// Transfers made so far in this run.
     transfers: AtomicUsize,
+    /// The runner's middleware, for every agent of the run.
+    middleware: Middlewares,
     options: Arc<RunOptions>,
     scope: Arc<str>,
     /// The earlier turns, when the run is a turn of a thread.
@@ -222,6 +225,7 @@ impl Clone for RunShared {
             session: Arc::clone(&self.session),
             root_input: Arc::clone(&self.root_input),
             streaming: self.streaming,
+            middleware: self.middleware.clone(),
             limits: self.limits,
             transfers: AtomicUsize::new(self.transfers.load(Ordering::Relaxed)),
             options: Arc::clone(&self.options),
@@ -248,6 +252,7 @@ impl RunContext {
                 streaming,
                 limits: RunLimits::default(),
                 transfers: AtomicUsize::new(0),
+                middleware: Middlewares::default(),
                 options: Arc::default(),
                 scope: crate::store::unique_token().into(),
                 thread: None,
@@ -403,6 +408,26 @@ impl RunContext {
         let agent_name = agent_name.into();
         let run_path = self.run_path.child(Arc::clone(&agent_name));
         self.at(agent_name, run_path)
+    }
+
+    /// This context (and every context derived from it) with the run's middleware set to
+    /// `middleware` (see [`Runner::middleware`](crate::Runner::middleware)).
+    pub fn with_run_middleware(mut self, middleware: Middlewares) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.middleware = middleware,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.middleware = middleware;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's middleware (the [`Runner`](crate::Runner)'s): it runs around every agent of
+    /// the run, and around the model and tool calls of its LLM agents.
+    pub fn run_middleware(&self) -> &Middlewares {
+        &self.shared.middleware
     }
 
     /// This run, as a turn of a thread whose earlier turns `thread` reads. Call it on a new

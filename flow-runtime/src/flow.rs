@@ -12,6 +12,7 @@ use crate::error::FlowError;
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
 use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
+use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
 use crate::resume::ResumeInfo;
 
 /// Per-node options of a tree.
@@ -24,6 +25,10 @@ pub struct NodeOptions {
     pub skip_transfer_messages: bool,
     /// How the history is shaped into this agent's input.
     pub context: ContextPolicy,
+    /// Middleware around this node's agent runs (and its model and tool calls, for an LLM
+    /// agent), after the runner's and before the agent's own (see
+    /// [`middleware`](crate::middleware)).
+    pub middleware: Middlewares,
 }
 
 #[derive(Clone)]
@@ -132,6 +137,13 @@ impl FlowAgent {
     /// Sets this agent's context policy.
     pub fn context(mut self, policy: ContextPolicy) -> Self {
         self.options_mut().context = policy;
+        self
+    }
+
+    /// Adds middleware around this node's agent (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        let options = self.options_mut();
+        options.middleware = options.middleware.with(Arc::new(middleware));
         self
     }
 
@@ -490,8 +502,37 @@ async fn drive(
         let run = out
             .at(Arc::clone(&name), path.clone())
             .with_node(current.clone());
-        let input = build_input(&run, node).await?;
+        let mut input = build_input(&run, node).await?;
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
+        let hooks = if run.run_middleware().is_empty() && node.options.middleware.is_empty() {
+            Middlewares::default()
+        } else {
+            Middlewares::chain([run.run_middleware(), &node.options.middleware])
+        };
+        // Boxed: the hooks' state stays out of the run loop's future when there are none.
+        let hooked = if hooks.is_empty() {
+            None
+        } else {
+            let hcx = HookContext::agent(&run);
+            match Box::pin(middleware::before_agent(&hooks, &hcx, &mut input)).await {
+                Ok((None, ran)) => Some(Box::new((hcx, ran))),
+                Ok((Some(reply), ran)) => {
+                    // Answered in the agent's place: recorded as its own, and the run ends.
+                    let mut event = AgentEvent::message(reply).stamped(&name, &path);
+                    run.session().record(&event);
+                    event.recorded = true;
+                    out.yield_event(event).await;
+                    if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
+                        out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                    return Ok(());
+                }
+            }
+        };
 
         let resuming = resume.take();
         // The interrupts being resumed: one raised again at the same place keeps its id.
@@ -576,6 +617,13 @@ async fn drive(
             }
         }
         drop(events);
+        if let Some(hooked) = hooked {
+            let (hcx, ran) = *hooked;
+            if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
+                out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                return Ok(());
+            }
+        }
 
         if interrupted {
             return Ok(());

@@ -78,8 +78,12 @@ pub mod workflow;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use llm::mcp;
+pub use llm::middleware;
 pub use llm::models as model;
+pub use llm::structured;
+pub use llm::telemetry;
 pub use llm::tool;
+pub use llm::usage;
 pub use llm::{instruction, options};
 /// The former name of [`store`].
 #[doc(hidden)]
@@ -90,9 +94,9 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 pub use async_trait::async_trait;
 pub use llm::{
     default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
-    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, IllegalTransfer,
-    InstructionError, InstructionFn, RunOptions, ToolCallLimits, TransferInstructionsFn,
-    DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, HookContext, HookError,
+    IllegalTransfer, InstructionError, InstructionFn, Middleware, MiddlewareError, RunOptions,
+    ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
@@ -112,7 +116,10 @@ pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewri
 pub use input::Messages;
 pub use limits::{LimitReached, RunLimit, RunLimits};
 pub use message::{ContentPart, ImageSource, Message, MessageRef, Role, ToolCall};
-pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+pub use model::{
+    ChatModel, ChatRequest, ModelError, OutputSchema, RetryPolicy, ScriptStep, ScriptedModel,
+    Usage, UsageReport,
+};
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;

@@ -12,6 +12,7 @@ use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
 use crate::limits::RunLimits;
+use crate::llm::middleware::{Middleware, Middlewares};
 use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
@@ -50,6 +51,7 @@ pub struct Runner {
     pub(crate) agent: FlowAgent,
     pub(crate) streaming: bool,
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) middleware: Middlewares,
     pub(crate) options: Arc<RunOptions>,
     pub(crate) codec: CheckpointCodec,
     pub(crate) limits: RunLimits,
@@ -67,6 +69,7 @@ impl fmt::Debug for Runner {
             .field("lease", &self.lease)
             .field("limits", &self.limits)
             .field("codec", &self.codec)
+            .field("middleware", &self.middleware)
             .finish()
     }
 }
@@ -78,6 +81,7 @@ impl Runner {
             agent,
             streaming: false,
             store: None,
+            middleware: Middlewares::default(),
             options: Arc::default(),
             codec: CheckpointCodec::default(),
             limits: RunLimits::default(),
@@ -150,6 +154,20 @@ impl Runner {
     /// its run taken over, and its outcome refused ([`StoreError::ClaimLost`]).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// Adds middleware that runs around every agent of every run this runner starts (or
+    /// resumes), and around the model and tool calls of its LLM agents; it is the outermost,
+    /// before the nodes' and the agents' own (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware = self.middleware.with(Arc::new(middleware));
+        self
+    }
+
+    /// Adds shared middleware (see [`middleware`](Runner::middleware)).
+    pub fn middleware_arc(mut self, middleware: Arc<dyn Middleware>) -> Self {
+        self.middleware = self.middleware.with(middleware);
         self
     }
 
@@ -229,7 +247,7 @@ impl Runner {
     }
 
     fn start(&self, session: Arc<Session>, messages: Vec<MessageRef>) -> (RunContext, AgentInput) {
-        let cx = RunContext::new_run(
+        let mut cx = RunContext::new_run(
             session,
             messages.iter().cloned(),
             self.streaming,
@@ -237,6 +255,9 @@ impl Runner {
         )
         .with_options(Arc::clone(&self.options))
         .with_limits(self.limits);
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
         let input = AgentInput {
             messages: messages.into(),
             streaming: self.streaming,
@@ -352,7 +373,7 @@ impl Runner {
         } else {
             checkpoint.run_id.clone()
         };
-        let cx = RunContext::new_run(
+        let mut cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
             checkpoint.streaming,
@@ -361,6 +382,9 @@ impl Runner {
         .with_options(Arc::clone(&self.options))
         .with_limits(self.limits)
         .with_idempotency_scope(format!("{run_id}.{}", checkpoint.resumes));
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
         let input = AgentInput {
             messages: root_input.into(),
             streaming: checkpoint.streaming,

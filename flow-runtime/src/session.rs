@@ -234,6 +234,18 @@ impl Session {
         self.values.lock().expect("session lock").get(key).cloned()
     }
 
+    /// Replaces a session value with what `update` makes of the current one, under the
+    /// session's lock (so concurrent updates are not lost).
+    pub(crate) fn update_value(
+        &self,
+        key: &str,
+        update: impl FnOnce(Option<serde_json::Value>) -> serde_json::Value,
+    ) {
+        let mut values = self.values.lock().expect("session lock");
+        let old = values.remove(key);
+        values.insert(key.to_owned(), update(old));
+    }
+
     /// All session values.
     pub fn values(&self) -> HashMap<String, serde_json::Value> {
         self.values.lock().expect("session lock").clone()

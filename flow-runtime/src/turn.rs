@@ -280,7 +280,8 @@ impl Runner {
         )
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits);
+        .with_limits(self.limits)
+        .with_run_middleware(self.middleware.clone());
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
             streaming: self.streaming,
@@ -356,7 +357,8 @@ impl Runner {
         .with_idempotency_scope(checkpoint.idempotency_scope())
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits);
+        .with_limits(self.limits)
+        .with_run_middleware(self.middleware.clone());
         let input = AgentInput {
             messages: root_input.into(),
             streaming: checkpoint.streaming,

@@ -380,6 +380,10 @@ pub enum ToolError {
         /// The interrupts and the tool's state.
         interrupt: Box<ToolInterrupt>,
     },
+    /// A [middleware](crate::middleware) hook around the call refused or failed: the agent's
+    /// run ends with this error (it is not answered to the model).
+    #[error(transparent)]
+    Middleware(crate::llm::middleware::MiddlewareError),
 }
 
 /// What a tool that stopped for outside input hands its caller (in

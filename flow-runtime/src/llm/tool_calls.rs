@@ -118,6 +118,7 @@ impl ChatModelAgent {
             calls: mut resumes,
         } = resumed.unwrap_or_default();
         let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
+        let chain = self.middleware_chain(cx);
         // One copy of the conversation for all the calls of the reply: up to the reply that
         // made them.
         let shared_history: Arc<[MessageRef]> = history[..=reply_at].iter().cloned().collect();
@@ -152,9 +153,8 @@ impl ChatModelAgent {
                         if let Some((_, info, state)) = resume {
                             tcx = tcx.with_resume(info, state);
                         }
-                        let arguments = call.arguments.clone();
                         let limit = self.tool_timeout;
-                        async move {
+                        let run = move |arguments: String| async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
                                 .catch_unwind();
                             let finished = match limit {
@@ -182,8 +182,8 @@ impl ChatModelAgent {
                                     message: panic_message(&*payload).into(),
                                 }),
                             }
-                        }
-                        .boxed()
+                        };
+                        self.hooked_tool_call(cx, &chain, call, run)
                     }
                     None => future::ready(Err(ToolError::UnknownTool {
                         tool: name.into(),
@@ -213,6 +213,7 @@ impl ChatModelAgent {
                     pending.push((call.clone(), *interrupt));
                     continue;
                 }
+                Err(ToolError::Middleware(error)) => return Err(error.into()),
                 Ok(done) => {
                     if output.is_none() {
                         let exited =

@@ -294,6 +294,7 @@ impl Tool for AgentTool {
             caller.streaming(),
             name,
         )
+        .with_run_middleware(caller.run_middleware().clone())
         .with_options(Arc::clone(caller.run_options()))
         .with_idempotency_scope(caller.idempotency_scope())
         .at(name, path);
