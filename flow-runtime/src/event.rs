@@ -260,7 +260,7 @@ impl AgentError {
 
     /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
     /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
-    /// `not_resumable`, `checkpoint`, `thread`, `middleware` or `custom`.
+    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `middleware` or `custom`.
     pub fn kind(&self) -> &'static str {
         match self {
             AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
@@ -271,6 +271,7 @@ impl AgentError {
             AgentError::NotResumable { .. } => "not_resumable",
             AgentError::Checkpoint { .. } => "checkpoint",
             AgentError::Thread { .. } => "thread",
+            AgentError::LimitReached(_) => "limit_reached",
             AgentError::Middleware(_) => "middleware",
             AgentError::Custom(_) => "custom",
         }
@@ -284,6 +285,7 @@ impl AgentError {
             AgentError::Panic { agent, .. }
             | AgentError::Failed { agent, .. }
             | AgentError::NotResumable { agent } => Some(agent),
+            AgentError::LimitReached(limit) => Some(&limit.agent),
             AgentError::Middleware(
                 crate::llm::middleware::MiddlewareError::Refused { agent, .. }
                 | crate::llm::middleware::MiddlewareError::Failed { agent, .. }
