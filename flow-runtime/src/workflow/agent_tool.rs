@@ -296,6 +296,7 @@ impl Tool for AgentTool {
         )
         .with_run_middleware(caller.run_middleware().clone())
         .with_options(Arc::clone(caller.run_options()))
+        .with_limits(*caller.limits())
         .with_idempotency_scope(caller.idempotency_scope())
         .at(name, path);
         let agent_input = AgentInput {
