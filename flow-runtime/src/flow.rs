@@ -713,4 +713,3 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
         streaming: run.streaming(),
     })
 }
-

@@ -18,8 +18,8 @@ use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
-    unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus,
-    CheckpointStore, Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
+    unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
+    Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -496,7 +496,8 @@ impl Runner {
                     continue;
                 };
                 interrupts.push(info.clone());
-                let captured = capture(&cx, &codec, &id, &shape, &lineage, interrupts.clone()).await;
+                let captured =
+                    capture(&cx, &codec, &id, &shape, &lineage, interrupts.clone()).await;
                 let saved = match captured {
                     Err(e) => Err(e),
                     Ok(bytes) => {

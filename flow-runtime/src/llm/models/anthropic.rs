@@ -516,9 +516,8 @@ impl Usage {
     /// cached ones included, and given apart).
     fn report(self) -> super::Usage {
         let cached = self.cache_read_input_tokens;
-        let input = self.input_tokens
-            + cached.unwrap_or(0)
-            + self.cache_creation_input_tokens.unwrap_or(0);
+        let input =
+            self.input_tokens + cached.unwrap_or(0) + self.cache_creation_input_tokens.unwrap_or(0);
         let usage = super::Usage::new(input, self.output_tokens);
         match cached {
             Some(tokens) => usage.with_cached_input(tokens),
@@ -737,8 +736,7 @@ impl Sse {
                         self.usage.cache_read_input_tokens = usage.cache_read_input_tokens;
                     }
                     if usage.cache_creation_input_tokens.is_some() {
-                        self.usage.cache_creation_input_tokens =
-                            usage.cache_creation_input_tokens;
+                        self.usage.cache_creation_input_tokens = usage.cache_creation_input_tokens;
                     }
                     self.usage_reported = true;
                 }
