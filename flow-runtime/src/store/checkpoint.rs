@@ -362,9 +362,6 @@ impl Checkpoint {
     }
 }
 
-/// The default of [`CheckpointCodec::max_checkpoint_bytes`]: 256 MiB.
-pub const DEFAULT_MAX_CHECKPOINT_BYTES: usize = 256 << 20;
-
 /// How checkpoints are written and read: the size limit on reading, and an optional key that
 /// signs every checkpoint written and is required of every checkpoint read.
 ///
@@ -392,7 +389,8 @@ pub const DEFAULT_MAX_CHECKPOINT_BYTES: usize = 256 << 20;
 #[derive(Clone)]
 pub struct CheckpointCodec {
     /// Largest checkpoint decoded; larger ones are refused unread
-    /// ([`CheckpointError::TooLarge`]). Default [`DEFAULT_MAX_CHECKPOINT_BYTES`].
+    /// ([`CheckpointError::TooLarge`]). Default: the stores' read limit,
+    /// [`DEFAULT_MAX_CHECKPOINT_BYTES`](crate::store::DEFAULT_MAX_CHECKPOINT_BYTES) (64 MiB).
     pub max_checkpoint_bytes: usize,
     key: Option<Arc<[u8]>>,
 }
@@ -400,7 +398,7 @@ pub struct CheckpointCodec {
 impl Default for CheckpointCodec {
     fn default() -> Self {
         CheckpointCodec {
-            max_checkpoint_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
+            max_checkpoint_bytes: super::DEFAULT_MAX_CHECKPOINT_BYTES as usize,
             key: None,
         }
     }

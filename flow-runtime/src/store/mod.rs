@@ -81,8 +81,7 @@ use async_trait::async_trait;
 
 pub(crate) use checkpoint::record_events;
 pub use checkpoint::{
-    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, RecordedEvent,
-    DEFAULT_MAX_CHECKPOINT_BYTES, FORMAT_VERSION,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;
