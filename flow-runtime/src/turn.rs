@@ -606,8 +606,14 @@ impl Recording {
             .map(|e| Arc::from(e.agent_name()))
             .unwrap_or_else(|| Arc::from(self.started_at.last().unwrap_or_default()));
         let answer = answer_of(&events);
-        // Each interrupted part gets a checkpoint of its own (see `turn_checkpoint_id`).
-        let checkpoint_id = turn_checkpoint_id(&self.thread_id, self.turn);
+        // A new interrupted part gets a checkpoint of its own (see `turn_checkpoint_id`); a
+        // resumed part interrupted again writes the child of the checkpoint it claimed, under
+        // that checkpoint's id (the store keeps the lineage).
+        let resuming = self.resume_claim.lock().expect("claim lock").is_some();
+        let checkpoint_id = match (&self.resumed_checkpoint, resuming) {
+            (Some(resumed), true) => resumed.clone(),
+            _ => turn_checkpoint_id(&self.thread_id, self.turn),
+        };
         let end = if interrupts.is_empty() {
             RecordEnd::Completed {
                 answered_by: Arc::clone(&answered_by),

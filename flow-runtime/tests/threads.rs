@@ -904,7 +904,8 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
         records.iter().map(|r| r.turn).collect::<Vec<_>>(),
         [0, 0, 0]
     );
-    // Each interrupted part has a checkpoint of its own; each continuation resumes the last.
+    // A continuation interrupted again writes the child of the checkpoint it claimed, under the
+    // same id: the store keeps the lineage in the id's history.
     let RecordEnd::Interrupted {
         checkpoint_id: second,
         ..
@@ -912,7 +913,23 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     else {
         panic!("the first resume interrupted again")
     };
-    assert_ne!(*second, checkpoint_id);
+    assert_eq!(*second, checkpoint_id);
+    let history = flow_runtime::CheckpointStore::history(&store, &checkpoint_id)
+        .await
+        .unwrap();
+    // The first part, its continuation interrupted again, and the finished continuation.
+    assert_eq!(
+        history
+            .iter()
+            .map(|m| (m.version, m.parent, m.state))
+            .collect::<Vec<_>>(),
+        [
+            (1, None, flow_runtime::store::CheckpointState::Resumed),
+            (2, Some(1), flow_runtime::store::CheckpointState::Resumed),
+            (3, Some(2), flow_runtime::store::CheckpointState::Finished),
+        ],
+        "{history:?}"
+    );
     assert!(
         matches!(&records[1].start, RecordStart::Resume { checkpoint_id: c, .. } if *c == checkpoint_id)
     );

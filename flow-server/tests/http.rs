@@ -548,8 +548,46 @@ impl CheckpointStore for BrokenStore {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Err(broken(id))
     }
-    async fn set(&self, id: &str, _: Vec<u8>) -> Result<(), StoreError> {
+    async fn save(
+        &self,
+        id: &str,
+        _: Vec<u8>,
+        _: flow_runtime::SaveMode,
+    ) -> Result<u64, StoreError> {
         Err(broken(id))
+    }
+    async fn claim(
+        &self,
+        id: &str,
+        _: std::time::Duration,
+    ) -> Result<flow_runtime::Claim, StoreError> {
+        Err(broken(id))
+    }
+    async fn renew(
+        &self,
+        claim: &flow_runtime::Claim,
+        _: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        Err(broken(&claim.id))
+    }
+    async fn release(&self, claim: &flow_runtime::Claim) -> Result<(), StoreError> {
+        Err(broken(&claim.id))
+    }
+    async fn complete(
+        &self,
+        claim: &flow_runtime::Claim,
+        _: flow_runtime::Completion,
+    ) -> Result<u64, StoreError> {
+        Err(broken(&claim.id))
+    }
+    async fn history(&self, id: &str) -> Result<Vec<flow_runtime::CheckpointMeta>, StoreError> {
+        Err(broken(id))
+    }
+    async fn pending(&self, _: usize) -> Result<Vec<flow_runtime::PendingCheckpoint>, StoreError> {
+        Err(broken("pending"))
+    }
+    async fn purge_finished(&self, _: std::time::Duration) -> Result<usize, StoreError> {
+        Err(broken("purge"))
     }
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
         Err(broken(id))

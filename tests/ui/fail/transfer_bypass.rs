@@ -5,7 +5,7 @@ use agentflow::prelude::*;
 #[agent(transfers = [refund])]
 async fn triage(cx: &AgentContext) -> TriageTransfer {
     cx.__transfer("complaint");
-    cx.transfer("complaint");
+    // No `transfer` method either; rustc's near-name hints for it depend on the dependency graph.
     TriageTransfer::Refund
 }
 
