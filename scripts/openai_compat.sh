@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs OpenAiChatModel against a real, independent OpenAI-compatible server: the LiteLLM proxy
-# (from PyPI) with the offline models of scripts/openai_compat/litellm.yaml. Opt-in, not part
-# of .ci/run: it installs a large Python package.
+# (from PyPI) with the offline models of scripts/openai_compat/litellm.yaml. `.ci/run` runs the
+# same tests through .ci/litellm.sh; this script is for running them (and the example) locally.
 #
 #   scripts/openai_compat.sh           # the compat tests, then the customer_service example
 #   scripts/openai_compat.sh tests     # only the tests (flow-runtime/tests/openai_compat.rs)
@@ -84,7 +84,7 @@ fi
 if [[ $mode == all || $mode == tests ]]; then
     echo "== cargo test --test openai_compat, against the server"
     AGENTFLOW_OPENAI_COMPAT_URL=$url AGENTFLOW_OPENAI_COMPAT_KEY=$key \
-        cargo test -p flow-runtime --features openai --test openai_compat -- --ignored
+        cargo test -p flow-runtime --features openai --test openai_compat
 fi
 
 if [[ $mode == all || $mode == example ]]; then

@@ -13,6 +13,8 @@ pub use flow_runtime::*;
 extern crate self as agentflow;
 
 mod dsl;
+#[cfg(feature = "otel")]
+pub mod otel;
 
 /// The HTTP server and web console: the `flow-server` crate (feature `server`).
 #[cfg(feature = "server")]

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
@@ -10,6 +11,9 @@ use futures::Stream;
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
 use crate::flow::FlowAgent;
+use crate::input::Messages;
+use crate::limits::{LimitReached, RunLimit, RunLimits};
+use crate::llm::middleware::Middlewares;
 use crate::llm::options::{AgentRunOptions, RunOptions};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
@@ -20,8 +24,9 @@ use crate::thread_history::ThreadHistory;
 /// The input an agent runs on.
 #[derive(Debug, Clone, Default)]
 pub struct AgentInput {
-    /// The conversation as this agent should see it (after its context policy ran).
-    pub messages: Vec<MessageRef>,
+    /// The conversation as this agent should see it (after its context policy ran); shared,
+    /// not copied (it derefs to `[MessageRef]`).
+    pub messages: Messages,
     /// Whether the caller asked for streamed output.
     pub streaming: bool,
 }
@@ -197,15 +202,37 @@ pub struct RunContext {
     hidden: Arc<[RunPath]>,
 }
 
-#[derive(Clone)]
 struct RunShared {
     session: Arc<Session>,
     root_input: Arc<[MessageRef]>,
     streaming: bool,
+    limits: RunLimits,
+    /// Transfers made so far in this run.
+    transfers: AtomicUsize,
+    /// The runner's middleware, for every agent of the run.
+    middleware: Middlewares,
     options: Arc<RunOptions>,
     scope: Arc<str>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
+}
+
+impl Clone for RunShared {
+    /// A copy for a context being set up (limits, options, scope, thread): the transfers
+    /// counted so far are carried over, not shared.
+    fn clone(&self) -> Self {
+        RunShared {
+            session: Arc::clone(&self.session),
+            root_input: Arc::clone(&self.root_input),
+            streaming: self.streaming,
+            middleware: self.middleware.clone(),
+            limits: self.limits,
+            transfers: AtomicUsize::new(self.transfers.load(Ordering::Relaxed)),
+            options: Arc::clone(&self.options),
+            scope: Arc::clone(&self.scope),
+            thread: self.thread.clone(),
+        }
+    }
 }
 
 impl RunContext {
@@ -223,6 +250,9 @@ impl RunContext {
                 session,
                 root_input: root_input.into_iter().collect(),
                 streaming,
+                limits: RunLimits::default(),
+                transfers: AtomicUsize::new(0),
+                middleware: Middlewares::default(),
                 options: Arc::default(),
                 scope: crate::store::unique_token().into(),
                 thread: None,
@@ -232,6 +262,54 @@ impl RunContext {
             node: None,
             hidden: Arc::from([]),
         }
+    }
+
+    /// This (new) run with the given limits. Set them before the run starts: contexts already
+    /// derived from this one keep the limits they had.
+    pub fn with_limits(mut self, limits: RunLimits) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.limits = limits,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.limits = limits;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's limits.
+    pub fn limits(&self) -> &RunLimits {
+        &self.shared.limits
+    }
+
+    /// Counts one transfer of this run; an error once the run's
+    /// [`max_transfers`](RunLimits::max_transfers) is passed.
+    pub(crate) fn count_transfer(&self) -> Result<(), LimitReached> {
+        let max = self.shared.limits.max_transfers;
+        let made = self.shared.transfers.fetch_add(1, Ordering::Relaxed) + 1;
+        if made > max {
+            return Err(LimitReached {
+                limit: RunLimit::Transfers,
+                max,
+                agent: Arc::clone(&self.agent_name),
+            });
+        }
+        Ok(())
+    }
+
+    /// An error if recording one more event would pass the run's
+    /// [`max_events`](RunLimits::max_events).
+    pub(crate) fn check_event_room(&self) -> Result<(), LimitReached> {
+        let max = self.shared.limits.max_events;
+        if self.shared.session.len() >= max {
+            return Err(LimitReached {
+                limit: RunLimit::Events,
+                max,
+                agent: Arc::clone(&self.agent_name),
+            });
+        }
+        Ok(())
     }
 
     /// This run's context with `options` (see [`RunOptions`]): every context derived from it
@@ -330,6 +408,26 @@ impl RunContext {
         let agent_name = agent_name.into();
         let run_path = self.run_path.child(Arc::clone(&agent_name));
         self.at(agent_name, run_path)
+    }
+
+    /// This context (and every context derived from it) with the run's middleware set to
+    /// `middleware` (see [`Runner::middleware`](crate::Runner::middleware)).
+    pub fn with_run_middleware(mut self, middleware: Middlewares) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.middleware = middleware,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.middleware = middleware;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's middleware (the [`Runner`](crate::Runner)'s): it runs around every agent of
+    /// the run, and around the model and tool calls of its LLM agents.
+    pub fn run_middleware(&self) -> &Middlewares {
+        &self.shared.middleware
     }
 
     /// This run, as a turn of a thread whose earlier turns `thread` reads. Call it on a new

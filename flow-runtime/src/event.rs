@@ -225,6 +225,13 @@ pub enum AgentError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// The run met one of its [`RunLimits`](crate::RunLimits) and stopped there.
+    #[error(transparent)]
+    LimitReached(#[from] crate::limits::LimitReached),
+    /// A [middleware](crate::middleware) hook refused (a guardrail) or failed or panicked; the
+    /// agent's run ended with this event.
+    #[error(transparent)]
+    Middleware(#[from] crate::llm::middleware::MiddlewareError),
     /// A thread's earlier turns could not be read, or the turn could not be recorded; the
     /// thread was left as it was.
     #[error("thread: {message}")]
@@ -253,7 +260,7 @@ impl AgentError {
 
     /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
     /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
-    /// `not_resumable`, `checkpoint`, `thread` or `custom`.
+    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `middleware` or `custom`.
     pub fn kind(&self) -> &'static str {
         match self {
             AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
@@ -264,6 +271,8 @@ impl AgentError {
             AgentError::NotResumable { .. } => "not_resumable",
             AgentError::Checkpoint { .. } => "checkpoint",
             AgentError::Thread { .. } => "thread",
+            AgentError::LimitReached(_) => "limit_reached",
+            AgentError::Middleware(_) => "middleware",
             AgentError::Custom(_) => "custom",
         }
     }
@@ -276,6 +285,12 @@ impl AgentError {
             AgentError::Panic { agent, .. }
             | AgentError::Failed { agent, .. }
             | AgentError::NotResumable { agent } => Some(agent),
+            AgentError::LimitReached(limit) => Some(&limit.agent),
+            AgentError::Middleware(
+                crate::llm::middleware::MiddlewareError::Refused { agent, .. }
+                | crate::llm::middleware::MiddlewareError::Failed { agent, .. }
+                | crate::llm::middleware::MiddlewareError::Panicked { agent, .. },
+            ) => Some(agent),
             _ => None,
         }
     }
@@ -403,6 +418,13 @@ impl AgentEvent {
             .as_ref()
             .and_then(EventOutput::message)
             .map(|m| &**m)
+    }
+
+    /// The token usage of the model call whose reply this event's whole message is, if the
+    /// model reported it. A streamed reply carries its usage in its last chunk, so it is on
+    /// the message the stream concatenates to.
+    pub fn usage(&self) -> Option<&crate::llm::usage::Usage> {
+        self.message_output().and_then(|m| m.usage.as_deref())
     }
 
     /// The interrupt this event carries, if any.

@@ -67,7 +67,8 @@ pub struct EventJson {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorJson {
     /// [`AgentError::kind`]: `transfer_target_not_found`, `transfer_to_parent_refused`,
-    /// `panic`, `stream`, `failed`, `not_resumable`, `checkpoint`, `thread` or `custom`.
+    /// `panic`, `stream`, `failed`, `not_resumable`, `checkpoint`, `thread`, `limit_reached`,
+    /// `middleware` or `custom`.
     pub kind: String,
     /// The error's message, as displayed.
     pub message: String,

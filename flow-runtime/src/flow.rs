@@ -11,8 +11,8 @@ use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
-use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter};
-use crate::message::Role;
+use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
+use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
 use crate::resume::ResumeInfo;
 
 /// Per-node options of a tree.
@@ -25,6 +25,10 @@ pub struct NodeOptions {
     pub skip_transfer_messages: bool,
     /// How the history is shaped into this agent's input.
     pub context: ContextPolicy,
+    /// Middleware around this node's agent runs (and its model and tool calls, for an LLM
+    /// agent), after the runner's and before the agent's own (see
+    /// [`middleware`](crate::middleware)).
+    pub middleware: Middlewares,
 }
 
 #[derive(Clone)]
@@ -136,6 +140,13 @@ impl FlowAgent {
         self
     }
 
+    /// Adds middleware around this node's agent (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        let options = self.options_mut();
+        options.middleware = options.middleware.with(Arc::new(middleware));
+        self
+    }
+
     /// Sets a custom history rewriter (shorthand for [`ContextPolicy::Custom`]).
     pub fn history_rewriter(self, rewriter: impl HistoryRewriter) -> Self {
         self.context(ContextPolicy::custom(rewriter))
@@ -197,6 +208,22 @@ impl FlowAgent {
             .iter()
             .position(|n| &*n.name == name)
             .map(|i| self.at(i))
+    }
+
+    /// The names of every agent of this tree and of the trees its nodes hold as their agent,
+    /// each once (the names a run path of a run of this tree can hold).
+    pub(crate) fn all_names(&self) -> std::collections::HashSet<Arc<str>> {
+        fn walk(tree: &Tree, names: &mut std::collections::HashSet<Arc<str>>) {
+            for n in &tree.nodes {
+                names.insert(Arc::clone(&n.name));
+                if let Some(inner) = n.agent.as_flow() {
+                    walk(&inner.tree, names);
+                }
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        walk(&self.tree, &mut names);
+        names
     }
 
     /// The root of the tree this agent is in.
@@ -475,8 +502,37 @@ async fn drive(
         let run = out
             .at(Arc::clone(&name), path.clone())
             .with_node(current.clone());
-        let input = build_input(&run, node).await?;
+        let mut input = build_input(&run, node).await?;
         let span = tracing::info_span!("agent", agent = %name, run_path = %path);
+        let hooks = if run.run_middleware().is_empty() && node.options.middleware.is_empty() {
+            Middlewares::default()
+        } else {
+            Middlewares::chain([run.run_middleware(), &node.options.middleware])
+        };
+        // Boxed: the hooks' state stays out of the run loop's future when there are none.
+        let hooked = if hooks.is_empty() {
+            None
+        } else {
+            let hcx = HookContext::agent(&run);
+            match Box::pin(middleware::before_agent(&hooks, &hcx, &mut input)).await {
+                Ok((None, ran)) => Some(Box::new((hcx, ran))),
+                Ok((Some(reply), ran)) => {
+                    // Answered in the agent's place: recorded as its own, and the run ends.
+                    let mut event = AgentEvent::message(reply).stamped(&name, &path);
+                    run.session().record(&event);
+                    event.recorded = true;
+                    out.yield_event(event).await;
+                    if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
+                        out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                    return Ok(());
+                }
+            }
+        };
 
         let resuming = resume.take();
         // The interrupts being resumed: one raised again at the same place keeps its id.
@@ -541,6 +597,10 @@ async fn drive(
                         }
                         interrupt_ids.push(info.id.clone());
                     } else if own {
+                        if let Err(limit) = run.check_event_room() {
+                            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+                            return Ok(());
+                        }
                         run.session().record(&event);
                         event.recorded = true;
                         last_action.clone_from(&event.action);
@@ -557,6 +617,13 @@ async fn drive(
             }
         }
         drop(events);
+        if let Some(hooked) = hooked {
+            let (hcx, ran) = *hooked;
+            if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
+                out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
+                return Ok(());
+            }
+        }
 
         if interrupted {
             return Ok(());
@@ -564,6 +631,10 @@ async fn drive(
         let Some(Action::TransferToAgent(target)) = last_action else {
             return Ok(());
         };
+        if let Err(limit) = run.count_transfer() {
+            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+            return Ok(());
+        }
         match current.transfer_target(&target) {
             Ok(next) => {
                 path = path.child(Arc::clone(&current.tree.nodes[next].name));
@@ -579,28 +650,48 @@ async fn drive(
 
 /// The input of `node`: in a thread, the earlier turns the node's policy looks at; then the
 /// run's root input, then one entry per recorded event with a message, shaped by the node's
-/// options.
+/// options. Built incrementally from what the node's input was last time in this session (see
+/// [`InputCache`]), except in a parallel lane, whose view of the session hides its siblings.
 async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
-    let earlier = match run.thread() {
-        Some(thread) => thread.entries(node.options.context.thread_window()).await?,
-        None => Vec::new(),
-    };
-    let events = run.visible_events();
-    let root = run.root_input();
-    let turn = run.turn();
-    let mut entries = Vec::with_capacity(earlier.len() + root.len() + events.len());
     let skip = node.options.skip_transfer_messages;
-    for e in earlier {
-        push_entry(&mut entries, e.entry, e.is_transfer, skip);
-    }
-    let user = crate::event::empty_name();
-    entries.extend(root.iter().map(|m| HistoryEntry {
-        is_user_input: true,
-        agent_name: Arc::clone(&user),
-        message: Arc::clone(m),
-        turn,
-    }));
+    let incremental = run.hidden_paths().is_empty();
+    let key = (Arc::clone(&node.name), skip);
+    let turn = run.turn();
+    let cached = incremental
+        .then(|| run.session().take_input_cache(&key))
+        .flatten()
+        .filter(|c| c.starts_with(run.root_input()));
+    let mut cache = match cached {
+        Some(cache) => cache,
+        None => {
+            let root = run.root_input();
+            let mut cache = InputCache::new(root);
+            if let Some(thread) = run.thread() {
+                let window = node.options.context.thread_window();
+                for e in thread.entries(window).await? {
+                    cache.push(e.entry, e.is_transfer, skip);
+                }
+            }
+            let user = crate::event::empty_name();
+            for m in root {
+                let entry = HistoryEntry {
+                    is_user_input: true,
+                    agent_name: Arc::clone(&user),
+                    message: Arc::clone(m),
+                    turn,
+                };
+                cache.push(entry, false, skip);
+            }
+            cache
+        }
+    };
+    let events = if incremental {
+        run.session().events_since(cache.seen)
+    } else {
+        run.visible_events()
+    };
     for event in &events {
+        cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
         let Some(message) = event.message().await? else {
             continue;
@@ -611,37 +702,14 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
             message,
             turn,
         };
-        push_entry(&mut entries, entry, is_transfer, skip);
+        cache.push(entry, is_transfer, skip);
     }
-    let messages = node.options.context.apply(&node.name, &entries)?;
+    let messages = cache.input(&node.name, &node.options.context)?;
+    if incremental {
+        run.session().put_input_cache(key, cache);
+    }
     Ok(AgentInput {
         messages,
         streaming: run.streaming(),
     })
-}
-
-/// Appends an agent's entry, or with `skip` leaves out a transfer's messages: the event that
-/// carried the transfer and the tool-call message that asked for it.
-fn push_entry(entries: &mut Vec<HistoryEntry>, entry: HistoryEntry, is_transfer: bool, skip: bool) {
-    if !(skip && is_transfer) {
-        entries.push(entry);
-        return;
-    }
-    let message = &entry.message;
-    if message.role == Role::Tool {
-        if let Some(prev) = entries.last() {
-            let asked = !prev.is_user_input
-                && prev.agent_name == entry.agent_name
-                && prev.message.role == Role::Assistant
-                && prev.message.tool_calls.iter().any(|c| {
-                    message
-                        .tool_call_id
-                        .as_deref()
-                        .map_or(true, |id| c.id == id)
-                });
-            if asked {
-                entries.pop();
-            }
-        }
-    }
 }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::event::AgentError;
+use crate::input::Messages;
 use crate::message::{ContentPart, Message, MessageRef, Role};
 
 /// One entry of the history an agent's input is made from.
@@ -220,15 +221,107 @@ fn default_rewrite<'a>(
     agent_name: &str,
     entries: impl Iterator<Item = &'a HistoryEntry>,
 ) -> Vec<MessageRef> {
-    entries
-        .map(|e| {
-            if e.is_user_input || &*e.agent_name == agent_name {
-                Arc::clone(&e.message)
-            } else {
-                Arc::new(rewrite_for_context(&e.agent_name, &e.message))
+    entries.map(|e| rewrite_entry(agent_name, e)).collect()
+}
+
+/// One entry as [`ContextPolicy::Rewrite`] hands it to `agent_name`.
+fn rewrite_entry(agent_name: &str, e: &HistoryEntry) -> MessageRef {
+    if e.is_user_input || &*e.agent_name == agent_name {
+        Arc::clone(&e.message)
+    } else {
+        Arc::new(rewrite_for_context(&e.agent_name, &e.message))
+    }
+}
+
+/// What one node's input was built from last time, kept in the session so the next input of
+/// the same node extends it with the events recorded since instead of starting over: a
+/// transfer then costs O(1) amortised in the length of the run.
+pub(crate) struct InputCache {
+    /// The run input it started from (its address and length).
+    root: (usize, usize),
+    /// Session events already turned into entries.
+    pub(crate) seen: usize,
+    /// The history entries so far (root input first).
+    pub(crate) entries: Vec<HistoryEntry>,
+    /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
+    rewritten: Arc<Vec<MessageRef>>,
+    done: usize,
+}
+
+impl InputCache {
+    /// An empty cache for a run whose input is `root` (its entries are pushed next: a thread's
+    /// earlier turns, then the run's input).
+    pub(crate) fn new(root: &[MessageRef]) -> Self {
+        InputCache {
+            root: (root.as_ptr() as usize, root.len()),
+            seen: 0,
+            entries: Vec::new(),
+            rewritten: Arc::default(),
+            done: 0,
+        }
+    }
+
+    /// Whether this cache was built on `root`.
+    pub(crate) fn starts_with(&self, root: &[MessageRef]) -> bool {
+        self.root == (root.as_ptr() as usize, root.len())
+    }
+
+    /// Appends an entry, or with `skip` leaves out a transfer's messages: the event that
+    /// carried the transfer (`is_transfer`) and the tool-call message that asked for it.
+    pub(crate) fn push(&mut self, entry: HistoryEntry, is_transfer: bool, skip: bool) {
+        if !(skip && is_transfer) {
+            self.entries.push(entry);
+            return;
+        }
+        let message = &entry.message;
+        if message.role == Role::Tool {
+            if let Some(prev) = self.entries.last() {
+                let asked = !prev.is_user_input
+                    && prev.agent_name == entry.agent_name
+                    && prev.message.role == Role::Assistant
+                    && prev.message.tool_calls.iter().any(|c| {
+                        message
+                            .tool_call_id
+                            .as_deref()
+                            .map_or(true, |id| c.id == id)
+                    });
+                if asked {
+                    self.pop_entry();
+                }
             }
-        })
-        .collect()
+        }
+    }
+
+    /// Drops the last entry (a transfer's tool call, skipped with its result).
+    fn pop_entry(&mut self) {
+        self.entries.pop();
+        if self.done > self.entries.len() {
+            Arc::make_mut(&mut self.rewritten).pop();
+            self.done -= 1;
+        }
+    }
+
+    /// The input `policy` gives `agent_name`: under [`ContextPolicy::Rewrite`] only the
+    /// entries added since the last call are rewritten; other policies see all entries.
+    pub(crate) fn input(
+        &mut self,
+        agent_name: &str,
+        policy: &ContextPolicy,
+    ) -> Result<Messages, AgentError> {
+        if !matches!(policy, ContextPolicy::Rewrite) {
+            return policy.apply(agent_name, &self.entries).map(Messages::from);
+        }
+        if self.done < self.entries.len() {
+            let all = Arc::make_mut(&mut self.rewritten);
+            all.extend(
+                self.entries[self.done..]
+                    .iter()
+                    .map(|e| rewrite_entry(agent_name, e)),
+            );
+            self.done = self.entries.len();
+        }
+        Ok(Messages::prefix_of(&self.rewritten, self.done))
+    }
 }
 
 /// Rewrites another agent's message as a user message that gives context, the way Eino does:

@@ -59,6 +59,8 @@ mod flow;
 mod fn_agent;
 mod generate;
 pub mod history;
+mod input;
+mod limits;
 mod llm;
 mod message;
 mod resume;
@@ -76,8 +78,12 @@ pub mod workflow;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use llm::mcp;
+pub use llm::middleware;
 pub use llm::models as model;
+pub use llm::structured;
+pub use llm::telemetry;
 pub use llm::tool;
+pub use llm::usage;
 pub use llm::{instruction, options};
 /// The former name of [`store`].
 #[doc(hidden)]
@@ -88,9 +94,9 @@ pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunConte
 pub use async_trait::async_trait;
 pub use llm::{
     default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
-    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, IllegalTransfer,
-    InstructionError, InstructionFn, RunOptions, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS,
-    EXIT_TOOL_NAME,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, HookContext, HookError,
+    IllegalTransfer, InstructionError, InstructionFn, Middleware, MiddlewareError, RunOptions,
+    ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
@@ -107,8 +113,13 @@ pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
 pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
+pub use input::Messages;
+pub use limits::{LimitReached, RunLimit, RunLimits};
 pub use message::{ContentPart, ImageSource, Message, MessageRef, Role, ToolCall};
-pub use model::{ChatModel, ChatRequest, ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+pub use model::{
+    ChatModel, ChatRequest, ModelError, OutputSchema, RetryPolicy, ScriptStep, ScriptedModel,
+    Usage, UsageReport,
+};
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
 pub use runner::Runner;

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::llm::usage::Usage;
+
 /// Who a [`Message`] is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -94,6 +96,11 @@ pub struct Message {
     /// for text-only messages (and then absent from the serialised form).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<ContentPart>,
+    /// For a model's reply: the tokens the call used, when the model reported them. In a
+    /// streamed reply it comes with the last chunk. Boxed, so that messages that have none
+    /// (every chunk of a stream but the last) stay one pointer larger, not five.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Box<Usage>>,
 }
 
 /// A part of a message's content besides its [`content`](Message::content) text (see
@@ -262,8 +269,9 @@ impl Message {
 
     /// Concatenates streamed chunks into one message.
     ///
-    /// Contents are appended in order, and so are content parts; the role, tool call id and tool name come from the first
-    /// chunk that has them; tool-call chunks that carry the same `index` are merged (id and name
+    /// Contents are appended in order, and so are content parts; the role, tool call id and
+    /// tool name come from the first chunk that has them; the usage from the last chunk that
+    /// has it; tool-call chunks that carry the same `index` are merged (id and name
     /// from the first that has them, arguments appended), calls without an index are kept as
     /// they are.
     ///
@@ -309,6 +317,11 @@ impl Concat {
         }
         if out.tool_name.is_none() && chunk.tool_name.is_some() {
             out.tool_name.clone_from(&chunk.tool_name);
+        }
+        if chunk.usage.is_some() {
+            // Servers report usage once, with the last chunk, or (vLLM's continuous usage
+            // stats) as running totals in every chunk: the last report is the call's.
+            out.usage.clone_from(&chunk.usage);
         }
         for call in &chunk.tool_calls {
             let merged = call.index.and_then(|i| {

@@ -11,13 +11,15 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::flow::FlowAgent;
 use crate::generate::generate;
+use crate::limits::RunLimits;
+use crate::llm::middleware::{Middleware, Middlewares};
 use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
-    unique_token, Checkpoint, CheckpointError, CheckpointStatus, CheckpointStore, Claim,
-    Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
+    unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
+    Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -49,7 +51,10 @@ pub struct Runner {
     pub(crate) agent: FlowAgent,
     pub(crate) streaming: bool,
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    pub(crate) middleware: Middlewares,
     pub(crate) options: Arc<RunOptions>,
+    pub(crate) codec: CheckpointCodec,
+    pub(crate) limits: RunLimits,
     lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: crate::turn::ThreadSettings,
@@ -62,6 +67,9 @@ impl fmt::Debug for Runner {
             .field("streaming", &self.streaming)
             .field("store", &self.store.is_some())
             .field("lease", &self.lease)
+            .field("limits", &self.limits)
+            .field("codec", &self.codec)
+            .field("middleware", &self.middleware)
             .finish()
     }
 }
@@ -73,7 +81,10 @@ impl Runner {
             agent,
             streaming: false,
             store: None,
+            middleware: Middlewares::default(),
             options: Arc::default(),
+            codec: CheckpointCodec::default(),
+            limits: RunLimits::default(),
             lease: DEFAULT_LEASE,
             threads: crate::turn::ThreadSettings::default(),
         }
@@ -82,6 +93,29 @@ impl Runner {
     /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Bounds on every run of this runner (transfers, recorded events); default
+    /// [`RunLimits::default`]. A run that meets one ends with one
+    /// [`AgentError::LimitReached`] event and keeps what it recorded.
+    pub fn limits(mut self, limits: RunLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Signs every checkpoint this runner saves with `key` (HMAC-SHA256) and refuses, on
+    /// resume, any checkpoint not signed with it ([`CheckpointError::BadSignature`]). The key
+    /// belongs to the runner, not the store, so every store backend gets it; give every
+    /// process that resumes these runs the same key.
+    pub fn checkpoint_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.codec = self.codec.key(key);
+        self
+    }
+
+    /// How checkpoints are encoded and decoded (key, size limit); see [`CheckpointCodec`].
+    pub fn checkpoint_codec(mut self, codec: CheckpointCodec) -> Self {
+        self.codec = codec;
         self
     }
 
@@ -120,6 +154,20 @@ impl Runner {
     /// its run taken over, and its outcome refused ([`StoreError::ClaimLost`]).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// Adds middleware that runs around every agent of every run this runner starts (or
+    /// resumes), and around the model and tool calls of its LLM agents; it is the outermost,
+    /// before the nodes' and the agents' own (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware = self.middleware.with(Arc::new(middleware));
+        self
+    }
+
+    /// Adds shared middleware (see [`middleware`](Runner::middleware)).
+    pub fn middleware_arc(mut self, middleware: Arc<dyn Middleware>) -> Self {
+        self.middleware = self.middleware.with(middleware);
         self
     }
 
@@ -199,15 +247,19 @@ impl Runner {
     }
 
     fn start(&self, session: Arc<Session>, messages: Vec<MessageRef>) -> (RunContext, AgentInput) {
-        let cx = RunContext::new_run(
+        let mut cx = RunContext::new_run(
             session,
             messages.iter().cloned(),
             self.streaming,
             self.agent.name(),
         )
-        .with_options(Arc::clone(&self.options));
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits);
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
         let input = AgentInput {
-            messages,
+            messages: messages.into(),
             streaming: self.streaming,
         };
         (cx, input)
@@ -226,12 +278,18 @@ impl Runner {
             .ok_or_else(|| CheckpointError::NotFound {
                 id: checkpoint_id.to_owned(),
             })?;
-        self.check(checkpoint_id, &bytes)
+        self.check(checkpoint_id, &bytes, self.agent.name())
     }
 
-    /// Decodes `bytes` and checks they can resume in this runner.
-    fn check(&self, checkpoint_id: &str, bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
-        let checkpoint = Checkpoint::decode(checkpoint_id, bytes)?;
+    /// Decodes `bytes` and checks they can resume in this runner, as a run that started at
+    /// agent `root` (the runner's agent, or the agent a thread's turn started at).
+    fn check(
+        &self,
+        checkpoint_id: &str,
+        bytes: &[u8],
+        root: &str,
+    ) -> Result<Checkpoint, CheckpointError> {
+        let checkpoint = self.codec.decode(checkpoint_id, bytes)?;
         let current = self.agent.shape();
         let fingerprint = format!("{:016x}", crate::fingerprint_of(&current));
         if checkpoint.shape != current || checkpoint.fingerprint != fingerprint {
@@ -241,6 +299,8 @@ impl Runner {
                 current,
             });
         }
+        let names = self.agent.all_names();
+        checkpoint.check_names(checkpoint_id, root, |n| names.contains(n))?;
         if checkpoint.status == CheckpointStatus::Resumed {
             return Err(CheckpointError::AlreadyResumed {
                 id: checkpoint_id.to_owned(),
@@ -261,7 +321,7 @@ impl Runner {
         let pending = store.pending(limit).await?;
         Ok(pending
             .into_iter()
-            .filter_map(|p| match Checkpoint::decode(&p.id, &p.bytes) {
+            .filter_map(|p| match self.codec.decode(&p.id, &p.bytes) {
                 Ok(c) => Some(PendingInterrupt {
                     id: p.id,
                     version: p.version,
@@ -298,7 +358,9 @@ impl Runner {
         checkpoint_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<EventStream, CheckpointError> {
-        let (checkpoint, guard) = self.claim_checkpoint(checkpoint_id, &targets).await?;
+        let (checkpoint, guard) = self
+            .claim_checkpoint(checkpoint_id, &targets, self.agent.name())
+            .await?;
         let session = checkpoint.restore_session();
         let root_input: Vec<MessageRef> = checkpoint
             .root_input
@@ -311,16 +373,20 @@ impl Runner {
         } else {
             checkpoint.run_id.clone()
         };
-        let cx = RunContext::new_run(
+        let mut cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
             checkpoint.streaming,
             self.agent.name(),
         )
         .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
         .with_idempotency_scope(format!("{run_id}.{}", checkpoint.resumes));
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
         let input = AgentInput {
-            messages: root_input,
+            messages: root_input.into(),
             streaming: checkpoint.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
@@ -336,16 +402,18 @@ impl Runner {
     }
 
     /// Claims checkpoint `checkpoint_id` for this runner's lease and checks it can resume here
-    /// with `targets`; on any error after the claim, gives the claim back.
+    /// with `targets`, as a run that started at agent `root`; on any error after the claim,
+    /// gives the claim back.
     pub(crate) async fn claim_checkpoint(
         &self,
         checkpoint_id: &str,
         targets: &HashMap<String, serde_json::Value>,
+        root: &str,
     ) -> Result<(Checkpoint, ClaimGuard), CheckpointError> {
         let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
         let claim = store.claim(checkpoint_id, self.lease).await?;
         match self
-            .check(checkpoint_id, &claim.bytes)
+            .check(checkpoint_id, &claim.bytes, root)
             .and_then(|c| check_targets(checkpoint_id, &c, targets).map(|()| c))
         {
             Ok(c) => Ok((
@@ -373,6 +441,7 @@ impl Runner {
         start: impl FnOnce(RunContext) -> EventStream + Send + 'static,
     ) -> EventStream {
         let store = self.store.clone();
+        let codec = self.codec.clone();
         let shape = self.agent.shape();
         let lease = self.lease;
         generate(cx.clone(), move |out| async move {
@@ -427,7 +496,8 @@ impl Runner {
                     continue;
                 };
                 interrupts.push(info.clone());
-                let captured = capture(&cx, &id, &shape, &lineage, interrupts.clone()).await;
+                let captured =
+                    capture(&cx, &codec, &id, &shape, &lineage, interrupts.clone()).await;
                 let saved = match captured {
                     Err(e) => Err(e),
                     Ok(bytes) => {
@@ -459,7 +529,7 @@ impl Runner {
             let claim = lineage.claim.as_ref().and_then(|g| g.claim.clone());
             if let Some(claim) = claim {
                 // The resumed run ended without an interrupt: record its end.
-                let bytes = capture(&cx, &id, &shape, &lineage, Vec::new()).await;
+                let bytes = capture(&cx, &codec, &id, &shape, &lineage, Vec::new()).await;
                 let done = match bytes {
                     Ok(bytes) => store
                         .complete(&claim, Completion::Finished(bytes))
@@ -571,6 +641,7 @@ fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEven
 /// the final record of a run that was resumed to its end.
 async fn capture(
     cx: &RunContext,
+    codec: &CheckpointCodec,
     id: &str,
     shape: &str,
     lineage: &Lineage,
@@ -578,6 +649,7 @@ async fn capture(
 ) -> Result<Vec<u8>, CheckpointError> {
     capture_bytes(
         cx,
+        codec,
         id,
         shape,
         (lineage.run_id.clone(), lineage.resumes),
@@ -586,9 +658,11 @@ async fn capture(
     .await
 }
 
-/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`.
+/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`,
+/// encoded (and signed, if it has a key) by `codec`.
 pub(crate) async fn capture_bytes(
     cx: &RunContext,
+    codec: &CheckpointCodec,
     id: &str,
     shape: &str,
     (run_id, resumes): (String, u32),
@@ -608,5 +682,5 @@ pub(crate) async fn capture_bytes(
     if checkpoint.interrupts.is_empty() {
         checkpoint.status = CheckpointStatus::Resumed;
     }
-    Ok(checkpoint.encode())
+    Ok(codec.encode(&checkpoint))
 }

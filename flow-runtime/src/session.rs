@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::event::{Action, AgentEvent, EventOutput};
+use crate::history::InputCache;
 use crate::message::MessageRef;
 use crate::run_path::RunPath;
 use crate::stream::{StreamError, StreamRecord};
@@ -131,6 +132,8 @@ pub struct Session {
     events: Mutex<Vec<Arc<SessionEvent>>>,
     /// Shared with the [scoped](Session::scoped) sessions made from this one.
     values: Arc<Mutex<HashMap<String, serde_json::Value>>>,
+    /// Per node (name, skip-transfer flag): what its input was built from last time.
+    inputs: Mutex<HashMap<(Arc<str>, bool), InputCache>>,
 }
 
 impl Session {
@@ -154,6 +157,7 @@ impl Session {
         Arc::new(Session {
             events: Mutex::default(),
             values: Arc::clone(&self.values),
+            inputs: Mutex::default(),
         })
     }
 
@@ -172,6 +176,22 @@ impl Session {
     /// The recorded events, in order (a snapshot; the events themselves are shared).
     pub fn events(&self) -> Vec<Arc<SessionEvent>> {
         self.events.lock().expect("session lock").clone()
+    }
+
+    /// The recorded events from the `start`-th on (a snapshot of that part only).
+    pub fn events_since(&self, start: usize) -> Vec<Arc<SessionEvent>> {
+        let events = self.events.lock().expect("session lock");
+        events.get(start..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// Takes the input cache of a node out (it is put back when its input is built).
+    pub(crate) fn take_input_cache(&self, key: &(Arc<str>, bool)) -> Option<InputCache> {
+        self.inputs.lock().expect("session lock").remove(key)
+    }
+
+    /// Puts a node's input cache back.
+    pub(crate) fn put_input_cache(&self, key: (Arc<str>, bool), cache: InputCache) {
+        self.inputs.lock().expect("session lock").insert(key, cache);
     }
 
     /// Number of recorded events.
@@ -212,6 +232,18 @@ impl Session {
     /// A session value as JSON.
     pub fn raw_value(&self, key: &str) -> Option<serde_json::Value> {
         self.values.lock().expect("session lock").get(key).cloned()
+    }
+
+    /// Replaces a session value with what `update` makes of the current one, under the
+    /// session's lock (so concurrent updates are not lost).
+    pub(crate) fn update_value(
+        &self,
+        key: &str,
+        update: impl FnOnce(Option<serde_json::Value>) -> serde_json::Value,
+    ) {
+        let mut values = self.values.lock().expect("session lock");
+        let old = values.remove(key);
+        values.insert(key.to_owned(), update(old));
     }
 
     /// All session values.

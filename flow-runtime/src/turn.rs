@@ -279,9 +279,11 @@ impl Runner {
             start.name(),
         )
         .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options));
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
+        .with_run_middleware(self.middleware.clone());
         let input = AgentInput {
-            messages: vec![Arc::clone(&message)],
+            messages: vec![Arc::clone(&message)].into(),
             streaming: self.streaming,
         };
         let events = Arc::new(start).run(cx.clone(), input);
@@ -333,7 +335,10 @@ impl Runner {
             });
         };
         // The claim makes this resume the only one, in any process (see the store contract).
-        let (checkpoint, resume_claim) = self.claim_checkpoint(&checkpoint_id, &targets).await?;
+        let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
+        let (checkpoint, resume_claim) = self
+            .claim_checkpoint(&checkpoint_id, &targets, &start_name)
+            .await?;
         let session = checkpoint.restore_session();
         let restored = session.len();
         let root_input: Vec<MessageRef> = checkpoint
@@ -343,7 +348,6 @@ impl Runner {
             .map(Arc::new)
             .collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
-        let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
         let cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
@@ -352,9 +356,11 @@ impl Runner {
         )
         .with_idempotency_scope(checkpoint.idempotency_scope())
         .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options));
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
+        .with_run_middleware(self.middleware.clone());
         let input = AgentInput {
-            messages: root_input,
+            messages: root_input.into(),
             streaming: checkpoint.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
@@ -615,6 +621,7 @@ impl Recording {
         } else {
             let bytes = capture_bytes(
                 cx,
+                &self.runner.codec,
                 &checkpoint_id,
                 &self.runner.agent.shape(),
                 self.lineage.clone(),
@@ -670,6 +677,7 @@ impl Recording {
             // Failing to mark it is harmless: the thread no longer points at it.
             let done = capture_bytes(
                 cx,
+                &self.runner.codec,
                 resumed,
                 &self.runner.agent.shape(),
                 self.lineage.clone(),

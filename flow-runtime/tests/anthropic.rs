@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use flow_runtime::model::{
     AnthropicChatModel, AnthropicConfig, AnthropicUsage, ChatModel, ChatRequest, HttpLimits,
-    ModelError, RetryPolicy, SizeLimit,
+    ModelError, RetryPolicy, SizeLimit, Usage,
 };
 use flow_runtime::{AgentEvent, EventOutput, Message, Runner, Session};
 use futures::StreamExt;
@@ -319,6 +319,88 @@ async fn streaming_text_and_tool_use_events() {
         }
     );
     assert_eq!(server.received.lock().unwrap()[0].body["stream"], true);
+}
+
+/// Runs the clerk on one question; the usage of each recorded message, and the session's
+/// usage report.
+async fn usage_of_run(
+    model: AnthropicChatModel,
+    streaming: bool,
+) -> (Vec<Option<Usage>>, flow_runtime::model::UsageReport) {
+    let session = Session::new();
+    let events: Vec<AgentEvent> = Runner::new(support::clerk(model, fast(0)))
+        .streaming(streaming)
+        .run_in(
+            Arc::clone(&session),
+            [Arc::new(Message::user("What is order 42?"))],
+        )
+        .collect()
+        .await;
+    for e in &events {
+        assert!(e.error.is_none(), "{:?}", e.error);
+        if let Some(EventOutput::Stream(s)) = &e.output {
+            let mut r = s.fork();
+            while r.next().await.is_some() {}
+        }
+    }
+    let mut usage = Vec::new();
+    for e in session.events() {
+        if let Some(m) = e.message().await.unwrap() {
+            usage.push(m.usage.as_deref().copied());
+        }
+    }
+    (usage, session.usage())
+}
+
+#[tokio::test]
+async fn usage_is_on_the_reply_messages_plain_and_streamed() {
+    // Plain replies; the second read 40 input tokens from the prompt cache.
+    let cached = {
+        let body = json!({
+            "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [{"type": "text", "text": "Order 42 is a kettle."}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "cache_read_input_tokens": 40, "output_tokens": 8}
+        });
+        vec![raw("200 OK", &[], &body.to_string())]
+    };
+    let server = serve(vec![reply(tool_use(), 30, 12), cached]).await;
+    let (usage, report) = usage_of_run(model(&server.base_url), false).await;
+    assert_eq!(
+        usage,
+        [
+            Some(Usage::new(30, 12)),
+            None, // the tool's result
+            Some(Usage::new(50, 8).with_cached_input(40)),
+        ]
+    );
+    assert_eq!(report.calls, 2);
+    assert_eq!(report.total, Usage::new(80, 20).with_cached_input(40));
+    assert_eq!(report.by_model["claude-test"].calls, 2);
+    assert_eq!(report.by_agent["clerk"].usage.output_tokens, 20);
+
+    // Streamed replies: input from `message_start`, output from the last `message_delta`.
+    let server = serve(vec![
+        streamed_tool_use(),
+        sse(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 60}}}),
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "A kettle."}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 3}}),
+            json!({"type": "message_stop"}),
+        ]),
+    ])
+    .await;
+    let (usage, report) = usage_of_run(model(&server.base_url), true).await;
+    assert_eq!(
+        usage,
+        [Some(Usage::new(25, 17)), None, Some(Usage::new(60, 3))]
+    );
+    assert_eq!(report.total, Usage::new(85, 20));
+    assert_eq!(report.calls, 2);
 }
 
 #[tokio::test]

@@ -2,10 +2,11 @@
 //! with the offline models of `scripts/openai_compat/litellm.yaml` (mocks and a scripted desk,
 //! no weights, no network).
 //!
-//! Opt-in: `scripts/openai_compat.sh` installs and starts the server, then runs
-//! `cargo test -p flow-runtime --features openai --test openai_compat -- --ignored` with
+//! `.ci/run` (through `.ci/litellm.sh`) and `scripts/openai_compat.sh` install and start the
+//! server, then run `cargo test -p flow-runtime --features openai --test openai_compat` with
 //! `AGENTFLOW_OPENAI_COMPAT_URL` (the base URL, `…/v1`) and `AGENTFLOW_OPENAI_COMPAT_KEY` (the
-//! proxy's key) set. Without the URL each test says so and does nothing.
+//! proxy's key) set. Without the URL each test is skipped with a message
+//! ([`skip_missing_component`]), or fails in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
 #![cfg(feature = "openai")]
 
 mod support;
@@ -14,10 +15,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
+use flow_runtime::model::{
+    ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind, Usage,
+};
+use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
-    AgentError, AgentEvent, ChatAgentError, ChatModel, ChatRequest, EventOutput, FlowAgent,
-    Message, Role, Runner, Session,
+    AgentError, AgentEvent, ChatAgentError, ChatModel, ChatModelAgent, ChatRequest, EventOutput,
+    FlowAgent, Message, Role, Runner, Session,
 };
 use futures::StreamExt;
 
@@ -27,7 +31,10 @@ fn model(name: &str) -> Option<OpenAiChatModel> {
         .ok()
         .filter(|u| !u.is_empty())
     else {
-        eprintln!("AGENTFLOW_OPENAI_COMPAT_URL is not set: skipped (run scripts/openai_compat.sh)");
+        skip_missing_component(
+            "the LiteLLM proxy",
+            "set AGENTFLOW_OPENAI_COMPAT_URL, or run scripts/openai_compat.sh",
+        );
         return None;
     };
     let mut config = OpenAiConfig::new(url, name).timeout(Duration::from_secs(60));
@@ -125,7 +132,6 @@ fn model_error(lines_and_events: &[AgentEvent]) -> (u32, &ModelError) {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn plain_text_generate() {
     let Some(model) = model("mock-text") else {
         return;
@@ -137,7 +143,6 @@ async fn plain_text_generate() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn plain_text_stream() {
     let Some(model) = model("mock-text") else {
         return;
@@ -149,19 +154,19 @@ async fn plain_text_stream() {
         .map(|c| c.unwrap())
         .collect()
         .await;
-    // LiteLLM's mock streams three characters a chunk.
+    // LiteLLM's mock streams three characters a chunk; then comes the usage, alone.
     let pieces: Vec<&str> = chunks.iter().map(|c| c.content.as_str()).collect();
     assert_eq!(
         pieces,
-        ["Ord", "er ", "42 ", "is ", "an ", "ele", "ctr", "ic ", "ket", "tle", "."]
+        ["Ord", "er ", "42 ", "is ", "an ", "ele", "ctr", "ic ", "ket", "tle", ".", ""]
     );
+    assert!(chunks.last().unwrap().usage.is_some());
     let whole = Message::concat(&chunks);
     assert_eq!(whole.role, Role::Assistant);
     assert_eq!(whole.content, "Order 42 is an electric kettle.");
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_mocked_tool_call_is_read_with_its_text() {
     let Some(model) = model("mock-tool") else {
         return;
@@ -176,7 +181,6 @@ async fn a_mocked_tool_call_is_read_with_its_text() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn tool_call_round_trip_unstreamed() {
     let Some(model) = model("scripted-desk") else {
         return;
@@ -197,7 +201,6 @@ async fn tool_call_round_trip_unstreamed() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn tool_call_round_trip_streamed() {
     let Some(model) = model("scripted-desk") else {
         return;
@@ -214,12 +217,14 @@ async fn tool_call_round_trip_streamed() {
             concat!(
                 "clerk stream[assistant:  [call @0 #1 lookup_order ]",
                 r#" | assistant:  [call @0   {"order_]"#,
-                r#" | assistant:  [call @0   id": 42}]]"#
+                r#" | assistant:  [call @0   id": 42}]"#,
+                // The usage, in a chunk of its own (`stream_options.include_usage`).
+                " | assistant: ]"
             ),
             "clerk tool: order 42: a kettle [result of #1]",
             concat!(
                 "clerk stream[assistant: Done | assistant: : or | assistant: der  | assistant: 42: ",
-                " | assistant: a ke | assistant: ttle]"
+                " | assistant: a ke | assistant: ttle | assistant: ]"
             ),
         ]
     );
@@ -235,7 +240,6 @@ async fn tool_call_round_trip_streamed() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn two_streamed_tool_calls_in_one_reply_stay_apart() {
     let Some(model) = model("scripted-desk") else {
         return;
@@ -254,7 +258,8 @@ async fn two_streamed_tool_calls_in_one_reply_stay_apart() {
             r#" | assistant:  [call @0   id": 42}]"#,
             " | assistant:  [call @1 #2 lookup_order ]",
             r#" | assistant:  [call @1   {"order]"#,
-            r#" | assistant:  [call @1   _id": 7}]]"#
+            r#" | assistant:  [call @1   _id": 7}]"#,
+            " | assistant: ]"
         )
     );
     assert_eq!(
@@ -272,7 +277,6 @@ async fn two_streamed_tool_calls_in_one_reply_stay_apart() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn an_unknown_model_is_a_typed_http_400() {
     let Some(model) = model("no-such-model") else {
         return;
@@ -302,7 +306,6 @@ async fn an_unknown_model_is_a_typed_http_400() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_wrong_key_is_a_typed_http_error() {
     let Some(model) = model("mock-text") else {
         return;
@@ -317,7 +320,6 @@ async fn a_wrong_key_is_a_typed_http_error() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_rate_limit_is_retried_then_reported() {
     let Some(model) = model("mock-rate-limited") else {
         return;
@@ -337,7 +339,6 @@ async fn a_rate_limit_is_retried_then_reported() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_server_error_before_the_stream_is_a_retryable_http_error() {
     let Some(model) = model("mock-stream-error") else {
         return;
@@ -356,7 +357,6 @@ async fn a_server_error_before_the_stream_is_a_retryable_http_error() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_stream_breaking_off_is_a_typed_interruption() {
     let Some(model) = model("scripted-desk") else {
         return;
@@ -390,7 +390,6 @@ async fn a_stream_breaking_off_is_a_typed_interruption() {
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_pooled_connection_outliving_the_servers_keep_alive_still_works() {
     let Some(model) = model("mock-text") else {
         return;
@@ -403,11 +402,10 @@ async fn a_pooled_connection_outliving_the_servers_keep_alive_still_works() {
         tokio::time::sleep(Duration::from_millis(5500)).await;
     }
     let reply = model.stream(&ask("Hi")).await.unwrap().count().await;
-    assert_eq!(reply, 11);
+    assert_eq!(reply, 12, "eleven pieces of text and the usage");
 }
 
 #[tokio::test]
-#[ignore = "needs an OpenAI-compatible server: run scripts/openai_compat.sh"]
 async fn a_call_past_the_timeout_says_so() {
     let Some(model) = model("mock-slow") else {
         return;
@@ -425,4 +423,105 @@ async fn a_call_past_the_timeout_says_so() {
         (TimeoutKind::Total, Duration::from_millis(500))
     );
     assert!(error.retryable());
+}
+
+#[tokio::test]
+async fn usage_is_read_from_plain_and_streamed_replies() {
+    let Some(model) = model("mock-text") else {
+        return;
+    };
+    // LiteLLM's mock reports fixed figures for a whole reply...
+    let reply = model.generate(&ask("What is order 42?")).await.unwrap();
+    assert_eq!(reply.usage.as_deref(), Some(&Usage::new(10, 20)));
+    // ...and counts the tokens of a streamed one, in a last chunk (`include_usage`).
+    let chunks: Vec<Message> = model
+        .stream(&ask("What is order 42?"))
+        .await
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect()
+        .await;
+    let whole = Message::concat(&chunks);
+    let usage = whole.usage.expect("the streamed reply reports its usage");
+    assert!(
+        usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+    assert_eq!(usage.reasoning_tokens, Some(0));
+
+    // Through an agent run: the events carry it and the session totals it.
+    for streaming in [false, true] {
+        let agent = ChatModelAgent::builder("clerk", model.clone())
+            .build()
+            .unwrap();
+        let session = Session::new();
+        let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
+            .streaming(streaming)
+            .run_in(Arc::clone(&session), [Arc::new(Message::user("Hi"))])
+            .collect()
+            .await;
+        assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+        let report = session.usage();
+        assert_eq!(report.calls, 1, "streaming: {streaming}");
+        assert_eq!(report.by_agent["clerk"].calls, 1);
+        assert_eq!(report.by_model["mock-text"].usage, report.total);
+        assert!(report.total.output_tokens > 0, "streaming: {streaming}");
+    }
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Verdict {
+    /// Whether the refund is approved.
+    approved: bool,
+    /// The amount, in euros.
+    amount_eur: f64,
+    /// Which order.
+    order: String,
+}
+
+#[tokio::test]
+async fn structured_output_round_trip_through_response_format() {
+    let Some(model) = model("scripted-desk") else {
+        return;
+    };
+    for (streaming, question) in [
+        (false, "Approve the refund?"),
+        (true, "Approve the refund?"),
+        // The desk's first answer is not JSON: the agent sends the error back and decodes the
+        // second.
+        (false, "bad json please"),
+    ] {
+        let agent = ChatModelAgent::builder("judge", model.clone())
+            .output_type::<Verdict>()
+            .build()
+            .unwrap();
+        let session = Session::new();
+        let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
+            .streaming(streaming)
+            .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
+            .collect()
+            .await;
+        assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+        let verdict: Verdict = session.value("judge").unwrap().expect("a decoded verdict");
+        assert_eq!(
+            verdict,
+            Verdict {
+                approved: true,
+                amount_eur: 42.0,
+                order: "order 42".into()
+            },
+            "{question}, streaming: {streaming}"
+        );
+        let answers = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.output,
+                    Some(EventOutput::Message(_)) | Some(EventOutput::Stream(_))
+                )
+            })
+            .count();
+        let expected = if question.contains("bad json") { 2 } else { 1 };
+        assert_eq!(answers, expected, "{question}");
+    }
 }

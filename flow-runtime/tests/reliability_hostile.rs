@@ -93,7 +93,7 @@ fn a_foreign_or_damaged_checkpoint_is_a_typed_error() {
         Err(CheckpointError::Foreign { .. })
     ));
     assert!(matches!(
-        Checkpoint::decode("x", b"agentflow-checkpoint 2\n"),
+        Checkpoint::decode("x", b"agentflow-checkpoint 3\n"),
         Err(CheckpointError::UnsupportedVersion { .. })
     ));
     let body = b"{}";

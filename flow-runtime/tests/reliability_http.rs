@@ -200,6 +200,7 @@ async fn an_endless_stream_of_keepalives_ends_at_the_total_deadline() {
 
 #[tokio::test]
 async fn a_stream_silent_after_its_head_ends_at_the_idle_timeout() {
+    let _serial = counting::measure();
     let (url, _) = serve(silent_after(SSE_HEAD)).await;
     let idle = Duration::from_millis(200);
     let error = stream_error(&model(&url, HttpLimits::default().idle_timeout(idle))).await;
@@ -208,6 +209,7 @@ async fn a_stream_silent_after_its_head_ends_at_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_whole_reply_silent_after_its_head_ends_at_the_idle_timeout() {
+    let _serial = counting::measure();
     let (url, _) = serve(silent_after(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
     ))
@@ -220,6 +222,7 @@ async fn a_whole_reply_silent_after_its_head_ends_at_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_ends_at_the_first_byte_timeout_streamed_or_not() {
+    let _serial = counting::measure();
     let (url, _) = serve(silent_after("")).await;
     let wait = Duration::from_millis(200);
     let model = model(&url, HttpLimits::default().first_byte_timeout(wait));
@@ -244,6 +247,7 @@ async fn an_endless_body_is_refused_at_the_body_limit_in_bounded_memory() {
 
 #[tokio::test]
 async fn a_body_announced_too_large_is_refused_before_it_is_read() {
+    let _serial = counting::measure();
     let head =
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n";
     let (url, _) = serve(silent_after(head)).await;

@@ -356,7 +356,7 @@ async fn resume_errors_are_typed_and_leave_the_store_as_it_was() {
             .await
             .unwrap_err()
             .to_string(),
-        "checkpoint 'newer' has format version 9; this build reads version 1 only"
+        "checkpoint 'newer' has format version 9; this build reads versions 1 to 2 only"
     );
 
     store

@@ -13,7 +13,10 @@ only decides what the model "says", from the tools it is offered and the convers
 - offered `log_complaint` and not yet called: log the customer's words;
 - offered `exit` after a tool call: exit with the last tool result;
 - otherwise: answer with text (after tool calls, "Done: <the last reply's tool results>", else
-  "You said: <the last user message>").
+  "You said: <the last user message>"); asked for JSON matching a schema (`response_format` of
+  type `json_schema`), answer with an object of its required properties: `true` for booleans,
+  42 for numbers, "order 42" for strings; but the first time the last user message contains
+  "bad json", answer with text that is not JSON.
 
 Streamed, text comes in pieces of four characters, and each tool call in three chunks (id and
 name, then its arguments in two halves), the calls of one reply at their own `index`. A streamed
@@ -76,6 +79,22 @@ def _decide(messages: list, tools: list) -> tuple[str, list[tuple[str, dict]]]:
     return f"You said: {_last_user(messages)}", []
 
 
+def _json_answer(messages: list, response_format) -> str | None:
+    """An answer matching the requested JSON schema, if one was requested."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    if "bad json" in _last_user(messages) and not any(m.get("role") == "assistant" for m in messages):
+        return "Sure, here it is: approved."
+    schema = (response_format.get("json_schema") or {}).get("schema") or {}
+    properties = schema.get("properties") or {}
+    values = {"boolean": True, "number": 42, "integer": 42, "string": "order 42"}
+    answer = {}
+    for name in schema.get("required") or list(properties):
+        kind = (properties.get(name) or {}).get("type")
+        answer[name] = values.get(kind if isinstance(kind, str) else "string")
+    return json.dumps(answer)
+
+
 def _last_user(messages: list) -> str:
     return next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
 
@@ -93,6 +112,9 @@ def _params(args, kwargs) -> dict:
 class ScriptedDesk(CustomLLM):
     def _reply(self, messages, optional_params, model_response):
         text, calls = _decide(messages, optional_params.get("tools"))
+        structured = _json_answer(messages, optional_params.get("response_format"))
+        if structured is not None and not calls:
+            text = structured
         message = model_response.choices[0].message
         message.content = text or None
         if calls:
@@ -105,6 +127,9 @@ class ScriptedDesk(CustomLLM):
 
     def _chunks(self, messages, optional_params) -> Iterator[GenericStreamingChunk]:
         text, calls = _decide(messages, optional_params.get("tools"))
+        structured = _json_answer(messages, optional_params.get("response_format"))
+        if structured is not None and not calls:
+            text = structured
         breaks_off = "break off" in _last_user(messages)
 
         def chunk(text="", tool_use=None, finish=""):

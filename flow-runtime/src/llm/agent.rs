@@ -23,16 +23,22 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use super::builtin::{exit_tool_definition, transfer_tool_definition};
 use super::instruction::{
     system_text, Instruction, InstructionError, InstructionFn, TransferInstructions,
 };
-use super::tool_calls::Toolset;
+use super::tool_calls::{ToolCallLimits, Toolset};
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
 use crate::flow::FlowAgent;
 use crate::generate::{generate, TRANSFER_TOOL_NAME};
+use crate::llm::middleware::{Middleware, Middlewares};
 use crate::llm::models::{ChatModel, ModelError, ModelParams, RetryPolicy, ToolDefinition};
+use crate::llm::structured::{OutputSchema, StructuredOutput, DEFAULT_OUTPUT_RETRIES};
 use crate::llm::tool::Tool;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
@@ -90,6 +96,24 @@ pub enum ChatAgentError {
         agent: Arc<str>,
         /// What does not fit.
         message: Arc<str>,
+    },
+    /// The final answer did not decode into the agent's output type, even after the model was
+    /// told what was wrong as many times as the agent allows (see
+    /// [`output_type`](ChatModelAgentBuilder::output_type)).
+    #[error(
+        "agent '{agent}' got no answer matching its output type `{schema}` after {attempts}          attempt(s): {error}; its last answer was: {answer}"
+    )]
+    Output {
+        /// The agent.
+        agent: Arc<str>,
+        /// The output type's schema name.
+        schema: Arc<str>,
+        /// How many answers were tried.
+        attempts: u32,
+        /// Why the last answer did not decode.
+        error: Arc<str>,
+        /// The last answer (cut to its first 500 characters).
+        answer: Arc<str>,
     },
     /// The builder was given a configuration that cannot work.
     #[error("agent '{agent}' cannot be built: {message}")]
@@ -209,6 +233,13 @@ pub struct ChatModelAgent {
     /// tool schemas on every run would cost more than the rest of the run.
     pub(super) toolset: Mutex<Option<Arc<Toolset>>>,
     pub(super) tool_timeout: Option<Duration>,
+    pub(super) tool_limits: ToolCallLimits,
+    /// The agent's own middleware (innermost in the chain).
+    pub(super) middleware: Middlewares,
+    /// The declared output type, if any.
+    pub(super) output: Option<StructuredOutput>,
+    /// Whether spans record prompts, replies, tool arguments and results.
+    pub(super) record_content: bool,
 }
 
 /// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
@@ -245,6 +276,10 @@ impl ChatModelAgent {
                 retry: RetryPolicy::default(),
                 toolset: Mutex::new(None),
                 tool_timeout: None,
+                tool_limits: ToolCallLimits::default(),
+                middleware: Middlewares::default(),
+                output: None,
+                record_content: false,
             },
         }
     }
@@ -506,6 +541,87 @@ impl ChatModelAgentBuilder {
         self
     }
 
+    /// How many tool calls of one model reply are run (default
+    /// [`ToolCallLimits::DEFAULT_MAX_PER_REPLY`]). Calls past it are not run: each is answered
+    /// to the model as a tool error ([`ToolError::NotRun`](crate::ToolError::NotRun)) saying
+    /// so, and the loop goes on.
+    pub fn max_tool_calls_per_reply(mut self, limit: usize) -> Self {
+        self.agent.tool_limits.max_per_reply = limit;
+        self
+    }
+
+    /// How many tool calls of one reply run at once (default
+    /// [`ToolCallLimits::DEFAULT_MAX_CONCURRENT`]; at least 1). Results still come in call
+    /// order.
+    pub fn max_concurrent_tool_calls(mut self, limit: usize) -> Self {
+        self.agent.tool_limits.max_concurrent = limit.max(1);
+        self
+    }
+
+    /// Adds middleware around this agent's runs, model calls and tool calls, wherever it runs;
+    /// it comes after the runner's and the node's (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.agent.middleware = self.agent.middleware.with(Arc::new(middleware));
+        self
+    }
+
+    /// Adds shared middleware (see [`middleware`](ChatModelAgentBuilder::middleware)).
+    pub fn middleware_arc(mut self, middleware: Arc<dyn Middleware>) -> Self {
+        self.agent.middleware = self.agent.middleware.with(middleware);
+        self
+    }
+
+    /// Declares the type of the agent's final answer: requests ask for JSON matching its
+    /// schema, the answer is decoded into it and stored as the session value named after the
+    /// agent (see [`structured`](crate::structured)); an answer that does not decode is
+    /// sent back to the model with the error up to [`DEFAULT_OUTPUT_RETRIES`] times (see
+    /// [`output_retries`](ChatModelAgentBuilder::output_retries)), then the run ends with
+    /// [`ChatAgentError::Output`].
+    pub fn output_type<T: JsonSchema + DeserializeOwned + Serialize>(self) -> Self {
+        self.output_schema(OutputSchema::of::<T>())
+    }
+
+    /// Declares the final answer's schema directly (see
+    /// [`output_type`](ChatModelAgentBuilder::output_type)).
+    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
+        let (key, retries) = match self.agent.output.take() {
+            Some(old) => (old.key, old.retries),
+            None => (None, DEFAULT_OUTPUT_RETRIES),
+        };
+        self.agent.output = Some(StructuredOutput {
+            schema: Arc::new(schema),
+            key,
+            retries,
+        });
+        self
+    }
+
+    /// The session key the decoded answer is stored under (default: the agent's name). Has
+    /// no effect without an output type.
+    pub fn output_type_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        if let Some(output) = &mut self.agent.output {
+            output.key = Some(key.into());
+        }
+        self
+    }
+
+    /// How many times an answer that does not decode into the output type is sent back to
+    /// the model (default [`DEFAULT_OUTPUT_RETRIES`]; 0: the first bad answer ends the run).
+    /// Has no effect without an output type.
+    pub fn output_retries(mut self, retries: u32) -> Self {
+        if let Some(output) = &mut self.agent.output {
+            output.retries = retries;
+        }
+        self
+    }
+
+    /// Records prompts, replies, tool arguments and results on the model and tool spans (off
+    /// by default: they may hold personal data; see [`telemetry`](crate::telemetry)).
+    pub fn record_content(mut self, record: bool) -> Self {
+        self.agent.record_content = record;
+        self
+    }
+
     /// Builds the agent. Fails if two tools share a name, a tool takes the name of a built-in
     /// one, or the limit of model calls is 0.
     pub fn build(self) -> Result<ChatModelAgent, ChatAgentError> {
@@ -567,11 +683,14 @@ impl fmt::Debug for ChatModelAgent {
             .field("illegal_transfer", &self.illegal_transfer)
             .field("retry", &self.retry)
             .field("tool_timeout", &self.tool_timeout)
+            .field("tool_limits", &self.tool_limits)
             .field("instruction", &self.template)
             .field("transfer_instructions", &self.transfer_instructions)
             .field("output_key", &self.output_key)
             .field("return_directly", &self.return_directly)
             .field("model_params", &self.model_params)
+            .field("middleware", &self.middleware)
+            .field("output", &self.output.as_ref().map(|o| &o.schema.name))
             .finish_non_exhaustive()
     }
 }

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 
 use futures::Stream;
+use tracing::Instrument;
 
 use super::agent::*;
 use super::tool_calls::*;
@@ -12,14 +13,32 @@ use crate::agent::AgentInput;
 use crate::event::{AgentError, AgentEvent, ToolFrame};
 use crate::flow::FlowAgent;
 use crate::generate::Context;
+use crate::llm::middleware::{self, HookContext, Middlewares};
 use crate::llm::models::{ChatModel, ChatRequest, ModelError, ModelStream, RetryPolicy};
+use crate::llm::structured::StructuredOutput;
+use crate::llm::telemetry;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::SessionEvent;
 use crate::stream::{MessageStream, StreamError};
 
 impl ChatModelAgent {
-    pub(super) async fn react(&self, cx: Context, input: AgentInput) -> Result<(), AgentError> {
+    pub(super) async fn react(&self, cx: Context, mut input: AgentInput) -> Result<(), AgentError> {
+        // The agent's own middleware's agent hooks (the runner's and the node's run in the
+        // flow, around any agent).
+        let hooked = if self.middleware.is_empty() {
+            None
+        } else {
+            let hcx = HookContext::agent(cx.run_context());
+            let (answer, ran) =
+                Box::pin(middleware::before_agent(&self.middleware, &hcx, &mut input)).await?;
+            if let Some(reply) = answer {
+                cx.emit(AgentEvent::message(reply));
+                Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
+                return Ok(());
+            }
+            Some(Box::new((hcx, ran)))
+        };
         let toolset = self.node_toolset(&cx);
         let system = self.system_message(&cx, &toolset)?;
         let mut messages = Vec::with_capacity(input.messages.len() + 1);
@@ -28,10 +47,34 @@ impl ChatModelAgent {
         let request = ChatRequest {
             messages,
             tools: toolset.definitions.clone(),
+            output_schema: self.output.as_ref().map(|o| Arc::clone(&o.schema)),
             params: self.run_params(&cx),
         };
-        self.react_loop(&cx, &toolset, request, 0, input.streaming)
-            .await
+        let result = self
+            .react_loop(&cx, &toolset, request, 0, input.streaming)
+            .await;
+        if let Some(hooked) = hooked {
+            let (hcx, ran) = *hooked;
+            Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
+        }
+        result
+    }
+
+    /// The middleware around this agent's model and tool calls where `cx` runs it: the
+    /// runner's, the node's, the agent's own.
+    pub(super) fn middleware_chain(&self, cx: &Context) -> Middlewares {
+        let run = cx.run_middleware();
+        let node = cx.node().map(|n| &n.options().middleware);
+        if run.is_empty() && node.map_or(true, Middlewares::is_empty) && self.middleware.is_empty()
+        {
+            // The common case, checked without building anything.
+            return Middlewares::default();
+        }
+        Middlewares::chain(
+            [Some(run), node, Some(&self.middleware)]
+                .into_iter()
+                .flatten(),
+        )
     }
 
     /// The tool set of the node `cx` runs at (cached per set of transfer targets).
@@ -52,13 +95,27 @@ impl ChatModelAgent {
         mut used: usize,
         streaming: bool,
     ) -> Result<(), AgentError> {
+        let mut bad_answers: u32 = 0;
         while used < self.max_iterations {
             let reply = self.ask_model(cx, &request, streaming).await?;
             used += 1;
             request.messages.push(Arc::clone(&reply));
             if reply.tool_calls.is_empty() {
-                self.store_output(cx, &reply.content);
-                return Ok(());
+                let Some(output) = &self.output else {
+                    self.store_output(cx, &reply.content);
+                    return Ok(());
+                };
+                match self.take_output(cx, output, &reply, &mut bad_answers) {
+                    Ok(None) => {
+                        self.store_output(cx, &reply.content);
+                        return Ok(());
+                    }
+                    Ok(Some(correction)) => {
+                        request.messages.push(Arc::new(Message::user(correction)));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let reply_at = request.messages.len() - 1;
             let turn = self
@@ -135,6 +192,7 @@ impl ChatModelAgent {
         let mut request = ChatRequest {
             messages: saved.messages.clone(),
             tools: toolset.definitions.clone(),
+            output_schema: self.output.as_ref().map(|o| Arc::clone(&o.schema)),
             params: self.run_params(&cx),
         };
         let resumed = Resumed {
@@ -179,28 +237,101 @@ impl ChatModelAgent {
         }
     }
 
-    /// One answer of the model, retried per the policy, emitted as an event.
+    /// One answer of the model, retried per the policy, with the middleware around it;
+    /// emitted as an event (a streamed one as it streams); its usage is added to the run's.
     pub(super) async fn ask_model(
         &self,
         cx: &Context,
         request: &ChatRequest,
         streaming: bool,
     ) -> Result<MessageRef, AgentError> {
+        let chain = self.middleware_chain(cx);
+        let (reply, streamed) = if chain.is_empty() {
+            self.call_model(cx, request, streaming).await?
+        } else {
+            // Boxed: the hooks' state stays out of the future of a call without middleware.
+            Box::pin(self.hooked_model_call(cx, &chain, request, streaming)).await?
+        };
+        if streamed {
+            // The caller has had the chunks; inside a tree the session gets the whole message
+            // now that it is complete (see the module docs of `agent`).
+            if cx.node().is_some() {
+                cx.session().push(SessionEvent::new(
+                    cx.agent_name(),
+                    cx.run_path().clone(),
+                    Some(Arc::clone(&reply)),
+                    None,
+                ));
+            }
+        } else {
+            cx.emit(AgentEvent::message(Arc::clone(&reply)));
+        }
+        Ok(reply)
+    }
+
+    /// [`call_model`](Self::call_model) inside the `before_model` and `after_model` hooks of
+    /// `chain`: a hook may change the request, answer in the model's place, or edit the reply.
+    async fn hooked_model_call(
+        &self,
+        cx: &Context,
+        chain: &Middlewares,
+        request: &ChatRequest,
+        streaming: bool,
+    ) -> Result<(MessageRef, bool), AgentError> {
+        let hcx = HookContext::model(cx.run_context(), self.model.model_name());
+        let mut edited = request.clone();
+        let (answer, ran) = middleware::before_model(chain, &hcx, &mut edited).await?;
+        let (mut reply, streamed) = match answer {
+            Some(reply) => (reply, false),
+            None => {
+                let (reply, streamed) = self.call_model(cx, &edited, streaming).await?;
+                (Arc::unwrap_or_clone(reply), streamed)
+            }
+        };
+        middleware::after_model(chain, &hcx, ran, &mut reply).await?;
+        Ok((Arc::new(reply), streamed))
+    }
+
+    /// Calls the model, retried per the policy, each attempt in its span; returns the reply
+    /// and whether it was streamed to the caller (a whole reply is not emitted yet).
+    async fn call_model(
+        &self,
+        cx: &Context,
+        request: &ChatRequest,
+        streaming: bool,
+    ) -> Result<(MessageRef, bool), AgentError> {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
+            let span = telemetry::model_span(cx, self.model.model_name(), attempt, streaming);
+            if self.record_content {
+                telemetry::record_request(&span, request);
+            }
             let result = if streaming {
-                self.stream_attempt(cx, request, attempt).await
+                self.stream_attempt(cx, request, attempt)
+                    .instrument(span.clone())
+                    .await
             } else {
-                self.model.generate(request).await.map(|reply| {
-                    let reply = Arc::new(reply);
-                    cx.emit(AgentEvent::message(Arc::clone(&reply)));
-                    reply
-                })
+                self.model
+                    .generate(request)
+                    .instrument(span.clone())
+                    .await
+                    .map(Arc::new)
             };
             match result {
-                Ok(reply) => return Ok(reply),
+                Ok(reply) => {
+                    telemetry::record_reply(&span, &reply, self.record_content);
+                    // Counted as soon as the model answered: a reply a middleware refuses
+                    // later has used its tokens all the same.
+                    if let Some(usage) = reply.usage.as_deref().copied() {
+                        cx.session()
+                            .add_usage(cx.agent_name(), self.model.model_name(), usage);
+                    }
+                    return Ok((reply, streaming));
+                }
                 Err(error) if self.retry.should_retry(attempt, &error) => {
+                    telemetry::record_model_error(&span, &error);
+                    drop(span);
                     let wait = self.retry.delay(attempt, &error);
                     tracing::warn!(
                         agent = %self.name,
@@ -212,18 +343,50 @@ impl ChatModelAgent {
                     tokio::time::sleep(wait).await;
                 }
                 Err(source) => {
+                    telemetry::record_model_error(&span, &source);
                     return Err(ChatAgentError::Model {
                         agent: Arc::clone(&self.name),
                         attempts: attempt,
                         source,
                     }
-                    .into())
+                    .into());
                 }
             }
         }
     }
 
-    /// One streamed attempt: the chunks go to the caller live; the session gets the whole
+    /// Decodes a final answer into the declared output type and stores it; returns the
+    /// correction to send the model if it did not decode and retries are left.
+    fn take_output(
+        &self,
+        cx: &Context,
+        output: &StructuredOutput,
+        reply: &Message,
+        bad_answers: &mut u32,
+    ) -> Result<Option<String>, AgentError> {
+        match output.schema.decode(&reply.content) {
+            Ok(value) => {
+                let key = output.key.as_deref().unwrap_or(&self.name);
+                cx.session().add_values([(key.to_owned(), value)]);
+                Ok(None)
+            }
+            Err(error) if *bad_answers < output.retries => {
+                *bad_answers += 1;
+                tracing::debug!(agent = %self.name, %error, "answer does not decode; asking again");
+                Ok(Some(output.schema.correction(&error)))
+            }
+            Err(error) => Err(ChatAgentError::Output {
+                agent: Arc::clone(&self.name),
+                schema: output.schema.name.as_str().into(),
+                attempts: *bad_answers + 1,
+                error: error.to_string().into(),
+                answer: crate::llm::models::truncate(&reply.content, 500).into(),
+            }
+            .into()),
+        }
+    }
+
+    /// One streamed attempt: the chunks go to the caller live; the agent gets the whole
     /// message only if the stream completes (see the module docs).
     pub(super) async fn stream_attempt(
         &self,
@@ -243,26 +406,15 @@ impl ChatModelAgent {
         // The agent's own copy of the message is concatenated as the chunks pass: it holds
         // no reader, so the stream keeps no chunk for it.
         let record = live.record();
-        let in_tree = cx.node().is_some();
         let mut event = AgentEvent::stream(live);
         // Inside a tree the flow would record the event's stream as it passes; this agent
-        // records the message itself once the stream is complete.
-        event.recorded = in_tree;
+        // records the message itself once the stream is complete (in `ask_model`).
+        event.recorded = cx.node().is_some();
         // Let the consumer take the event (and every one before it) first, so that its reader
         // pulls the chunks live; the record then reads whatever the consumer has not.
         cx.yield_event(event).await;
         match record.message().await {
-            Ok(whole) => {
-                if in_tree {
-                    cx.session().push(SessionEvent::new(
-                        cx.agent_name(),
-                        cx.run_path().clone(),
-                        Some(Arc::clone(&whole)),
-                        None,
-                    ));
-                }
-                Ok(whole)
-            }
+            Ok(whole) => Ok(whole),
             Err(e) => Err(failure
                 .lock()
                 .expect("model failure slot")

@@ -211,6 +211,13 @@ impl ToolContext {
         self
     }
 
+    /// The same context, with the caller's conversation shared, not copied: the calls of one
+    /// reply all point at one history.
+    pub fn with_shared_history(mut self, messages: Arc<[MessageRef]>) -> Self {
+        self.history = messages;
+        self
+    }
+
     /// The name of the tool being called (empty if the caller did not say).
     pub fn tool_name(&self) -> &str {
         &self.tool_name
@@ -373,6 +380,10 @@ pub enum ToolError {
         /// The interrupts and the tool's state.
         interrupt: Box<ToolInterrupt>,
     },
+    /// A [middleware](crate::middleware) hook around the call refused or failed: the agent's
+    /// run ends with this error (it is not answered to the model).
+    #[error(transparent)]
+    Middleware(crate::llm::middleware::MiddlewareError),
 }
 
 /// What a tool that stopped for outside input hands its caller (in

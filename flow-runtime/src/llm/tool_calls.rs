@@ -4,7 +4,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::future::{self, BoxFuture};
-use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -118,14 +117,21 @@ impl ChatModelAgent {
             results: saved_results,
             calls: mut resumes,
         } = resumed.unwrap_or_default();
-        let mut jobs = FuturesOrdered::new();
-        // Tools see the conversation up to the reply that made their calls.
+        let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
+        let chain = self.middleware_chain(cx);
+        // One copy of the conversation for all the calls of the reply: up to the reply that
+        // made them.
         let shared_history: Arc<[MessageRef]> = history[..=reply_at].iter().cloned().collect();
-        for call in calls.iter().skip(start) {
+        let limits = self.tool_limits;
+        for (k, call) in calls.iter().enumerate().skip(start) {
+            if k >= limits.max_per_reply {
+                jobs.push(future::ready(Err(limits.refuse(call, calls.len()))).boxed());
+                continue;
+            }
             if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
             {
                 let done: CallOutcome = Ok((text.clone(), action.clone()));
-                jobs.push_back(future::ready(done).boxed());
+                jobs.push(future::ready(done).boxed());
                 continue;
             }
             let resume = resumes
@@ -142,14 +148,13 @@ impl ChatModelAgent {
                         let tool = Arc::clone(tool);
                         let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
                             .with_tool_name(call.name.as_str())
-                            .with_history(shared_history.iter().cloned())
+                            .with_shared_history(Arc::clone(&shared_history))
                             .with_events(cx.clone());
                         if let Some((_, info, state)) = resume {
                             tcx = tcx.with_resume(info, state);
                         }
-                        let arguments = call.arguments.clone();
                         let limit = self.tool_timeout;
-                        async move {
+                        let run = move |arguments: String| async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
                                 .catch_unwind();
                             let finished = match limit {
@@ -177,8 +182,8 @@ impl ChatModelAgent {
                                     message: panic_message(&*payload).into(),
                                 }),
                             }
-                        }
-                        .boxed()
+                        };
+                        self.hooked_tool_call(cx, &chain, call, run)
                     }
                     None => future::ready(Err(ToolError::UnknownTool {
                         tool: name.into(),
@@ -191,8 +196,9 @@ impl ChatModelAgent {
                     .boxed(),
                 },
             };
-            jobs.push_back(job);
+            jobs.push(job);
         }
+        let mut jobs = futures::stream::iter(jobs).buffered(limits.max_concurrent);
         let mut last_action: Option<Action> = None;
         let mut stopped_at: Option<usize> = None;
         let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
@@ -207,6 +213,7 @@ impl ChatModelAgent {
                     pending.push((call.clone(), *interrupt));
                     continue;
                 }
+                Err(ToolError::Middleware(error)) => return Err(error.into()),
                 Ok(done) => {
                     if output.is_none() {
                         let exited =
@@ -385,5 +392,44 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+/// Bounds on the tool calls of one model reply (set on the
+/// [`ChatModelAgentBuilder`](crate::ChatModelAgentBuilder)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolCallLimits {
+    /// Calls of one reply that are run; later ones are answered as tool errors.
+    pub max_per_reply: usize,
+    /// Calls of one reply running at once.
+    pub max_concurrent: usize,
+}
+
+impl ToolCallLimits {
+    /// The default number of calls of one reply that are run.
+    pub const DEFAULT_MAX_PER_REPLY: usize = 128;
+    /// The default number of calls running at once.
+    pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+
+    /// The tool error a call past [`max_per_reply`](Self::max_per_reply) is answered with.
+    fn refuse(&self, call: &ToolCall, made: usize) -> ToolError {
+        ToolError::NotRun {
+            tool: call.name.as_str().into(),
+            reason: format!(
+                "the reply made {made} tool calls and only the first {} are run \
+                 (ChatModelAgentBuilder::max_tool_calls_per_reply); make fewer calls per reply",
+                self.max_per_reply
+            )
+            .into(),
+        }
+    }
+}
+
+impl Default for ToolCallLimits {
+    fn default() -> Self {
+        ToolCallLimits {
+            max_per_reply: Self::DEFAULT_MAX_PER_REPLY,
+            max_concurrent: Self::DEFAULT_MAX_CONCURRENT,
+        }
     }
 }

@@ -14,8 +14,12 @@ use crate::run_path::RunPath;
 use crate::session::{Session, SessionEvent};
 use crate::stream::StreamError;
 
-/// The checkpoint format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The checkpoint format version this build writes. It reads this one and version 1 (which
+/// stored each event's whole run path instead of an index into a table of shared steps).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The older format version this build still reads.
+const READS_ALSO: u32 = 1;
 
 const MAGIC: &str = "agentflow-checkpoint";
 
@@ -38,7 +42,7 @@ pub enum CheckpointError {
     },
     /// The checkpoint was written by a format version this build cannot read.
     #[error(
-        "checkpoint '{id}' has format version {found}; this build reads version {supported} only"
+        "checkpoint '{id}' has format version {found}; this build reads versions 1 to {supported} only"
     )]
     UnsupportedVersion {
         /// The id.
@@ -109,6 +113,54 @@ pub enum CheckpointError {
         #[source]
         source: StreamError,
     },
+    /// The checkpoint is larger than the codec reads
+    /// ([`CheckpointCodec::max_checkpoint_bytes`]); nothing of it was decoded.
+    #[error(
+        "checkpoint '{id}' is {size} bytes, more than the {limit} this runner reads \
+         (CheckpointCodec::max_checkpoint_bytes); raise it with Runner::checkpoint_codec if the \
+         checkpoint is trusted and legitimately this large"
+    )]
+    TooLarge {
+        /// The id.
+        id: String,
+        /// Its size in bytes.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The runner has a checkpoint key and the checkpoint is not signed with it (not signed at
+    /// all, or its signature does not match its content): it was altered, forged, or written
+    /// with another key. It is not used.
+    #[error(
+        "checkpoint '{id}' is not authentic: {reason}; it was altered, forged, or signed with \
+         another key, and is not used"
+    )]
+    BadSignature {
+        /// The id.
+        id: String,
+        /// What did not verify.
+        reason: String,
+    },
+    /// The checkpoint is signed but the runner has no key to check it with.
+    #[error(
+        "checkpoint '{id}' is signed, but this runner has no checkpoint key to verify it; give it \
+         the key it was written with (Runner::checkpoint_key)"
+    )]
+    KeyMissing {
+        /// The id.
+        id: String,
+    },
+    /// The checkpoint names agents or run paths that are not in the runner's flow.
+    #[error(
+        "checkpoint '{id}' does not fit this flow: {reason}; it was altered or taken in \
+         another flow, and is not used"
+    )]
+    NotInFlow {
+        /// The id.
+        id: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(StoreError),
@@ -152,7 +204,12 @@ pub struct RecordedEvent {
 }
 
 /// Everything a run needs to resume.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialised with its run paths as one table of steps (each step once: its parent's index and
+/// its agent), every event naming its path by index, so a checkpoint grows linearly with the
+/// run however deep the transfers go.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "wire::CheckpointIn")]
 pub struct Checkpoint {
     /// Interrupted or already resumed.
     pub status: CheckpointStatus,
@@ -226,16 +283,216 @@ impl Checkpoint {
         session
     }
 
-    /// Encodes the checkpoint (see the [store module docs](crate::store)).
+    /// Encodes the checkpoint, unsigned (see the [store module docs](crate::store) and
+    /// [`CheckpointCodec`]).
     pub fn encode(&self) -> Vec<u8> {
-        let body = serde_json::to_vec(self).expect("a checkpoint always serialises");
-        let mut out = format!("{MAGIC} {FORMAT_VERSION}\n{:016x}\n", fnv1a(&body)).into_bytes();
+        CheckpointCodec::default().encode(self)
+    }
+
+    /// Decodes bytes read for checkpoint `id` with the default [`CheckpointCodec`] (no key,
+    /// the default size limit).
+    pub fn decode(id: &str, bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
+        CheckpointCodec::default().decode(id, bytes)
+    }
+
+    /// Checks that every agent and run path this checkpoint names is one `known` accepts, and
+    /// that every run path starts at `root`: a checkpoint naming an agent the flow does not
+    /// have (or a path like `evil/../../x`) is refused before anything runs.
+    pub fn check_names(
+        &self,
+        id: &str,
+        root: &str,
+        known: impl Fn(&str) -> bool,
+    ) -> Result<(), CheckpointError> {
+        let refuse = |reason: String| CheckpointError::NotInFlow {
+            id: id.to_owned(),
+            reason,
+        };
+        // Steps shared by many paths are checked once: linear in the checkpoint.
+        let mut seen = std::collections::HashSet::new();
+        let mut check_path = |what: &str, path: &RunPath| -> Result<(), CheckpointError> {
+            if path.is_empty() {
+                return Err(refuse(format!("{what} has an empty run path")));
+            }
+            let mut fault: Option<String> = None;
+            path.visit_new_steps(&mut seen, |_, parent, agent| {
+                if fault.is_some() {
+                    return;
+                }
+                if parent.is_none() && agent != root {
+                    fault = Some(format!("does not start at '{root}'"));
+                } else if !known(agent) {
+                    fault = Some(format!("names agent '{agent}' that the flow does not have"));
+                }
+            });
+            match fault {
+                Some(fault) => Err(refuse(format!(
+                    "{what} has run path `{path}`, which {fault}"
+                ))),
+                None => Ok(()),
+            }
+        };
+        for (k, e) in self.events.iter().enumerate() {
+            let what = format!("recorded event {k}");
+            if !known(&e.agent_name) {
+                return Err(refuse(format!(
+                    "{what} is from agent '{}', which the flow does not have",
+                    e.agent_name
+                )));
+            }
+            check_path(&what, &e.run_path)?;
+        }
+        for i in &self.interrupts {
+            // Frames past a tool call are inside an agent used as a tool: its own tree, not
+            // this flow's, names them (and checks them when the tool resumes).
+            let ours = i.address.iter().position(|f| f.tool.is_some());
+            let ours = ours.map_or(i.address.len(), |k| k + 1);
+            for frame in &i.address[..ours] {
+                let what = format!("interrupt '{}'", i.id);
+                if !known(&frame.agent) {
+                    return Err(refuse(format!(
+                        "{what} passes through agent '{}', which the flow does not have",
+                        frame.agent
+                    )));
+                }
+                check_path(&what, &frame.run_path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How checkpoints are written and read: the size limit on reading, and an optional key that
+/// signs every checkpoint written and is required of every checkpoint read.
+///
+/// With a key, a checkpoint carries an HMAC-SHA256 of its header and body instead of a
+/// checksum; decoding verifies it (in constant time) before anything is parsed, so a
+/// checkpoint edited by hand, even with its checksum recomputed, is refused
+/// ([`CheckpointError::BadSignature`]), and so is an unsigned one. Keep the key secret and the
+/// same across the processes that resume each other's runs. The key is the codec's, not the
+/// store's: every store backend gets it through [`Runner::checkpoint_key`](crate::Runner::checkpoint_key).
+///
+/// ```
+/// use flow_runtime::store::{Checkpoint, CheckpointCodec, CheckpointError};
+/// # let checkpoint = flow_runtime::store::CheckpointCodec::sample();
+/// let codec = CheckpointCodec::default().key(b"a secret of at least 32 bytes, please!".to_vec());
+/// let bytes = codec.encode(&checkpoint);
+/// assert_eq!(codec.decode("run-1", &bytes).unwrap(), checkpoint);
+///
+/// let other = CheckpointCodec::default().key(b"another key".to_vec());
+/// assert!(matches!(other.decode("run-1", &bytes), Err(CheckpointError::BadSignature { .. })));
+/// assert!(matches!(
+///     codec.decode("run-1", &checkpoint.encode()),
+///     Err(CheckpointError::BadSignature { .. })
+/// ));
+/// ```
+#[derive(Clone)]
+pub struct CheckpointCodec {
+    /// Largest checkpoint decoded; larger ones are refused unread
+    /// ([`CheckpointError::TooLarge`]). Default: the stores' read limit,
+    /// [`DEFAULT_MAX_CHECKPOINT_BYTES`](crate::store::DEFAULT_MAX_CHECKPOINT_BYTES) (64 MiB).
+    pub max_checkpoint_bytes: usize,
+    key: Option<Arc<[u8]>>,
+}
+
+impl Default for CheckpointCodec {
+    fn default() -> Self {
+        CheckpointCodec {
+            max_checkpoint_bytes: super::DEFAULT_MAX_CHECKPOINT_BYTES as usize,
+            key: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for CheckpointCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckpointCodec")
+            .field("max_checkpoint_bytes", &self.max_checkpoint_bytes)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+const SIGNATURE_PREFIX: &[u8] = b"hmac-sha256:";
+
+impl CheckpointCodec {
+    /// Signs checkpoints with `key` and requires the signature on read.
+    pub fn key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.key = Some(key.into().into());
+        self
+    }
+
+    /// Sets [`max_checkpoint_bytes`](Self::max_checkpoint_bytes).
+    pub fn max_checkpoint_bytes(mut self, limit: usize) -> Self {
+        self.max_checkpoint_bytes = limit;
+        self
+    }
+
+    /// Whether checkpoints are signed.
+    pub fn is_keyed(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// A small checkpoint, for examples.
+    #[doc(hidden)]
+    pub fn sample() -> Checkpoint {
+        Checkpoint {
+            status: CheckpointStatus::Interrupted,
+            shape: "a".into(),
+            fingerprint: format!("{:016x}", fingerprint_of("a")),
+            streaming: false,
+            root_input: vec![Message::user("hi")],
+            events: vec![],
+            values: HashMap::new(),
+            interrupts: vec![],
+            run_id: "run".into(),
+            resumes: 0,
+        }
+    }
+
+    fn mac(&self, key: &[u8], header: &[u8], body: &[u8]) -> hmac::Hmac<sha2::Sha256> {
+        use hmac::Mac;
+        let mut mac =
+            hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes keys of any size");
+        mac.update(header);
+        mac.update(body);
+        mac
+    }
+
+    /// Encodes `checkpoint`: signed if this codec has a key, with a checksum otherwise.
+    pub fn encode(&self, checkpoint: &Checkpoint) -> Vec<u8> {
+        use hmac::Mac;
+        let body = serde_json::to_vec(checkpoint).expect("a checkpoint always serialises");
+        let header = format!("{MAGIC} {FORMAT_VERSION}\n");
+        let mut out = header.clone().into_bytes();
+        match &self.key {
+            None => out.extend_from_slice(format!("{:016x}\n", fnv1a(&body)).as_bytes()),
+            Some(key) => {
+                let tag = self
+                    .mac(key, header.as_bytes(), &body)
+                    .finalize()
+                    .into_bytes();
+                out.extend_from_slice(SIGNATURE_PREFIX);
+                for b in tag {
+                    out.extend_from_slice(format!("{b:02x}").as_bytes());
+                }
+                out.push(b'\n');
+            }
+        }
         out.extend_from_slice(&body);
         out
     }
 
-    /// Decodes bytes read for checkpoint `id`.
-    pub fn decode(id: &str, bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
+    /// Decodes bytes read for checkpoint `id`: size limit first, then header, then the
+    /// signature (with a key) or the checksum (without), then the body.
+    pub fn decode(&self, id: &str, bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
+        if bytes.len() > self.max_checkpoint_bytes {
+            return Err(CheckpointError::TooLarge {
+                id: id.to_owned(),
+                size: bytes.len(),
+                limit: self.max_checkpoint_bytes,
+            });
+        }
         let corrupt = |reason: String| CheckpointError::Corrupt {
             id: id.to_owned(),
             reason,
@@ -251,14 +508,24 @@ impl Checkpoint {
             .position(|&b| b == b'\n')
             .ok_or_else(|| corrupt("it ends inside its header".into()))?;
         let version = String::from_utf8_lossy(&rest[..line_end]).into_owned();
-        if version != FORMAT_VERSION.to_string() {
+        if version != FORMAT_VERSION.to_string() && version != READS_ALSO.to_string() {
             return Err(CheckpointError::UnsupportedVersion {
                 id: id.to_owned(),
                 found: version,
                 supported: FORMAT_VERSION,
             });
         }
+        let header_len = MAGIC.len() + 1 + line_end + 1;
         let rest = &rest[line_end + 1..];
+        if let Some(signed) = rest.strip_prefix(SIGNATURE_PREFIX) {
+            return self.decode_signed(id, &bytes[..header_len], signed);
+        }
+        if self.key.is_some() {
+            return Err(CheckpointError::BadSignature {
+                id: id.to_owned(),
+                reason: "it is not signed, and this runner requires signed checkpoints".into(),
+            });
+        }
         if rest.len() < 17 || rest[16] != b'\n' {
             return Err(corrupt("its checksum line is missing or cut short".into()));
         }
@@ -274,7 +541,213 @@ impl Checkpoint {
                 body.len()
             )));
         }
-        serde_json::from_slice(body).map_err(|e| corrupt(format!("its body does not decode: {e}")))
+        decode_body(id, body)
+    }
+
+    fn decode_signed(
+        &self,
+        id: &str,
+        header: &[u8],
+        signed: &[u8],
+    ) -> Result<Checkpoint, CheckpointError> {
+        use hmac::Mac;
+        let Some(key) = &self.key else {
+            return Err(CheckpointError::KeyMissing { id: id.to_owned() });
+        };
+        let bad = |reason: &str| CheckpointError::BadSignature {
+            id: id.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if signed.len() < 65 || signed[64] != b'\n' {
+            return Err(bad("its signature line is missing or cut short"));
+        }
+        let mut tag = [0u8; 32];
+        for (k, pair) in signed[..64].chunks(2).enumerate() {
+            let hex = std::str::from_utf8(pair).map_err(|_| bad("its signature is not hex"))?;
+            tag[k] = u8::from_str_radix(hex, 16).map_err(|_| bad("its signature is not hex"))?;
+        }
+        let body = &signed[65..];
+        self.mac(key, header, body)
+            .verify_slice(&tag)
+            .map_err(|_| bad("its signature does not match its content"))?;
+        decode_body(id, body)
+    }
+}
+
+fn decode_body(id: &str, body: &[u8]) -> Result<Checkpoint, CheckpointError> {
+    serde_json::from_slice(body).map_err(|e| CheckpointError::Corrupt {
+        id: id.to_owned(),
+        reason: format!("its body does not decode: {e}"),
+    })
+}
+
+impl Serialize for Checkpoint {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        wire::CheckpointOut::new(self).serialize(serializer)
+    }
+}
+
+/// The serialised shape of a checkpoint: run paths as a table of shared steps.
+mod wire {
+    use std::collections::{HashMap, HashSet};
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Serialize};
+
+    use super::{Checkpoint, CheckpointStatus};
+    use crate::event::{Action, InterruptInfo};
+    use crate::message::Message;
+    use crate::run_path::RunPath;
+
+    #[derive(Serialize)]
+    pub(super) struct CheckpointOut<'a> {
+        status: CheckpointStatus,
+        shape: &'a str,
+        fingerprint: &'a str,
+        streaming: bool,
+        root_input: &'a [Message],
+        /// `[parent index or null, agent]`, parents before children.
+        paths: Vec<(Option<usize>, &'a str)>,
+        events: Vec<EventOut<'a>>,
+        values: &'a HashMap<String, serde_json::Value>,
+        interrupts: &'a [InterruptInfo],
+        run_id: &'a str,
+        resumes: u32,
+    }
+
+    #[derive(Serialize)]
+    struct EventOut<'a> {
+        agent_name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        path: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a Message>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        action: Option<&'a Action>,
+    }
+
+    impl<'a> CheckpointOut<'a> {
+        pub(super) fn new(c: &'a Checkpoint) -> Self {
+            let mut seen = HashSet::new();
+            let mut index: HashMap<usize, usize> = HashMap::new();
+            let mut paths: Vec<(Option<usize>, &'a str)> = Vec::new();
+            let events = c
+                .events
+                .iter()
+                .map(|e| {
+                    let tip = e.run_path.visit_new_steps(&mut seen, |id, parent, agent| {
+                        index.insert(id, paths.len());
+                        paths.push((parent.map(|p| index[&p]), agent));
+                    });
+                    EventOut {
+                        agent_name: &e.agent_name,
+                        path: tip.map(|t| index[&t]),
+                        message: e.message.as_ref(),
+                        action: e.action.as_ref(),
+                    }
+                })
+                .collect::<Vec<_>>();
+            CheckpointOut {
+                status: c.status,
+                shape: &c.shape,
+                fingerprint: &c.fingerprint,
+                streaming: c.streaming,
+                root_input: &c.root_input,
+                paths,
+                events,
+                values: &c.values,
+                interrupts: &c.interrupts,
+                run_id: &c.run_id,
+                resumes: c.resumes,
+            }
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct CheckpointIn {
+        status: CheckpointStatus,
+        shape: String,
+        fingerprint: String,
+        streaming: bool,
+        root_input: Vec<Message>,
+        #[serde(default)]
+        paths: Vec<(Option<usize>, Arc<str>)>,
+        events: Vec<EventIn>,
+        values: HashMap<String, serde_json::Value>,
+        interrupts: Vec<InterruptInfo>,
+        #[serde(default)]
+        run_id: String,
+        #[serde(default)]
+        resumes: u32,
+    }
+
+    #[derive(Deserialize)]
+    struct EventIn {
+        agent_name: Arc<str>,
+        /// Version 1: the whole path.
+        #[serde(default)]
+        run_path: Option<RunPath>,
+        /// Version 2: an index into `paths`.
+        #[serde(default)]
+        path: Option<usize>,
+        #[serde(default)]
+        message: Option<Message>,
+        #[serde(default)]
+        action: Option<Action>,
+    }
+
+    impl TryFrom<CheckpointIn> for Checkpoint {
+        type Error = String;
+
+        fn try_from(c: CheckpointIn) -> Result<Self, String> {
+            let mut table: Vec<RunPath> = Vec::with_capacity(c.paths.len());
+            for (k, (parent, agent)) in c.paths.into_iter().enumerate() {
+                let base = match parent {
+                    None => RunPath::default(),
+                    Some(p) if p < k => table[p].clone(),
+                    Some(p) => {
+                        return Err(format!(
+                            "run path step {k} has parent {p}, which is not an earlier step"
+                        ))
+                    }
+                };
+                table.push(base.child(agent));
+            }
+            let events = c
+                .events
+                .into_iter()
+                .enumerate()
+                .map(|(k, e)| {
+                    let run_path = match (e.path, e.run_path) {
+                        (Some(i), _) => table.get(i).cloned().ok_or_else(|| {
+                            format!(
+                                "event {k} names run path step {i}, which the table does not have"
+                            )
+                        })?,
+                        (None, Some(path)) => path,
+                        (None, None) => RunPath::default(),
+                    };
+                    Ok(super::RecordedEvent {
+                        agent_name: e.agent_name,
+                        run_path,
+                        message: e.message,
+                        action: e.action,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(Checkpoint {
+                status: c.status,
+                shape: c.shape,
+                fingerprint: c.fingerprint,
+                streaming: c.streaming,
+                root_input: c.root_input,
+                events,
+                values: c.values,
+                interrupts: c.interrupts,
+                run_id: c.run_id,
+                resumes: c.resumes,
+            })
+        }
     }
 }
 

@@ -81,7 +81,7 @@ use async_trait::async_trait;
 
 pub(crate) use checkpoint::record_events;
 pub use checkpoint::{
-    Checkpoint, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;

@@ -294,11 +294,13 @@ impl Tool for AgentTool {
             caller.streaming(),
             name,
         )
+        .with_run_middleware(caller.run_middleware().clone())
         .with_options(Arc::clone(caller.run_options()))
+        .with_limits(*caller.limits())
         .with_idempotency_scope(caller.idempotency_scope())
         .at(name, path);
         let agent_input = AgentInput {
-            messages: input.clone(),
+            messages: input.clone().into(),
             streaming: caller.streaming(),
         };
         let agent = Arc::new(self.agent.clone());

@@ -283,7 +283,7 @@ async fn run_child(
 ) -> Outcome {
     let cx = out.at(Arc::from(child.name()), path);
     let input = AgentInput {
-        messages: Vec::new(),
+        messages: Default::default(),
         streaming: out.streaming(),
     };
     let agent = Arc::new(child.clone());

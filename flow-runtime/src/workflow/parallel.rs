@@ -89,7 +89,7 @@ async fn run_lanes(
             .at(Arc::from(subs[i].name()), paths[i].clone())
             .hiding(siblings);
         let input = AgentInput {
-            messages: Vec::new(),
+            messages: Default::default(),
             streaming: out.streaming(),
         };
         let agent = Arc::new(subs[i].clone());

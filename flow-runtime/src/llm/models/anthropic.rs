@@ -376,6 +376,7 @@ impl AnthropicChatModel {
         if let Some(usage) = &reply.usage {
             self.usage.add(usage.input_tokens, usage.output_tokens);
         }
+        let usage = reply.usage.map(|u| Box::new(u.report()));
         let mut content = String::new();
         let mut calls = Vec::new();
         for block in reply.content {
@@ -387,7 +388,10 @@ impl AnthropicChatModel {
                 Block::Other => {}
             }
         }
-        Ok(Message::assistant_tool_calls(content, calls))
+        Ok(Message {
+            usage,
+            ..Message::assistant_tool_calls(content, calls)
+        })
     }
 }
 
@@ -496,10 +500,30 @@ enum Block {
 
 #[derive(Deserialize, Default, Clone, Copy)]
 struct Usage {
+    /// Input tokens neither read from nor written to the prompt cache.
     #[serde(default)]
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// The reply's usage as [`Message::usage`] reports it: every input token counted (the
+    /// cached ones included, and given apart).
+    fn report(self) -> super::Usage {
+        let cached = self.cache_read_input_tokens;
+        let input =
+            self.input_tokens + cached.unwrap_or(0) + self.cache_creation_input_tokens.unwrap_or(0);
+        let usage = super::Usage::new(input, self.output_tokens);
+        match cached {
+            Some(tokens) => usage.with_cached_input(tokens),
+            None => usage,
+        }
+    }
 }
 
 /// One event of a streamed reply.
@@ -584,6 +608,8 @@ struct Sse {
     model: AnthropicChatModel,
     ready: VecDeque<Result<Message, ModelError>>,
     usage: Usage,
+    /// The server reported usage (in `message_start` or `message_delta`).
+    usage_reported: bool,
     /// `message_stop` was seen.
     finished: bool,
     done: bool,
@@ -597,6 +623,7 @@ fn sse_chunks(
         model,
         ready: VecDeque::new(),
         usage: Usage::default(),
+        usage_reported: false,
         finished: false,
         done: false,
     };
@@ -654,6 +681,7 @@ impl Sse {
             StreamEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {
                     self.usage = usage;
+                    self.usage_reported = true;
                 }
             }
             StreamEvent::ContentBlockStart {
@@ -704,6 +732,13 @@ impl Sse {
                     if usage.input_tokens > 0 {
                         self.usage.input_tokens = usage.input_tokens;
                     }
+                    if usage.cache_read_input_tokens.is_some() {
+                        self.usage.cache_read_input_tokens = usage.cache_read_input_tokens;
+                    }
+                    if usage.cache_creation_input_tokens.is_some() {
+                        self.usage.cache_creation_input_tokens = usage.cache_creation_input_tokens;
+                    }
+                    self.usage_reported = true;
                 }
             }
             StreamEvent::MessageStop {} => {
@@ -712,6 +747,13 @@ impl Sse {
                 self.model
                     .usage
                     .add(self.usage.input_tokens, self.usage.output_tokens);
+                if self.usage_reported {
+                    // The reply's usage, on a last chunk of its own (see `Message::usage`).
+                    self.ready.push_back(Ok(Message {
+                        usage: Some(Box::new(self.usage.report())),
+                        ..Message::assistant("")
+                    }));
+                }
             }
             StreamEvent::Error { error } => {
                 self.ready.push_back(Err(ModelError::StreamInterrupted {

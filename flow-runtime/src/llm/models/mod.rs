@@ -42,6 +42,9 @@ pub use params::ModelParams;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
+pub use super::structured::{OutputSchema, DEFAULT_OUTPUT_RETRIES};
+pub use super::usage::{Usage, UsageReport, UsageTotal, USAGE_SESSION_KEY};
+
 /// A tool as a model sees it: name, description and the JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
@@ -61,6 +64,10 @@ pub struct ChatRequest {
     /// The tools the model may call; empty if it may not call any. Shared: an agent builds its
     /// definitions once and every request it makes points at them.
     pub tools: Arc<[ToolDefinition]>,
+    /// The JSON Schema the answer must match, when the agent declared an output type (see
+    /// [`structured`](crate::structured)); the OpenAI client sends it as
+    /// `response_format`.
+    pub output_schema: Option<Arc<OutputSchema>>,
     /// Sampling parameters (temperature, max tokens, ...); unset ones are not sent.
     pub params: ModelParams,
 }
@@ -71,6 +78,7 @@ impl ChatRequest {
         ChatRequest {
             messages: messages.into_iter().collect(),
             tools: Arc::default(),
+            output_schema: None,
             params: ModelParams::default(),
         }
     }

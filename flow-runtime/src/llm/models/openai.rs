@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{HttpCall, HttpError, HttpLimits, SseEvent};
-use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream};
+use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream, Usage};
 use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 
 /// Where and how to reach an OpenAI-compatible server.
@@ -197,7 +197,15 @@ impl OpenAiChatModel {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(schema) = &request.output_schema {
+            body.insert("response_format".into(), schema.openai_response_format());
+        }
         body.insert("stream".into(), json!(stream));
+        if stream {
+            // Ask for the usage chunk at the end of the stream (servers that do not know the
+            // option ignore it; set `stream_options` in `extra_body` to override).
+            body.insert("stream_options".into(), json!({ "include_usage": true }));
+        }
         for (k, v) in &self.config.extra_body {
             body.insert(k.clone(), v.clone());
         }
@@ -300,10 +308,9 @@ impl OpenAiChatModel {
                 )
             })
             .collect();
-        Ok(Message::assistant_tool_calls(
-            m.content.unwrap_or_default(),
-            tool_calls,
-        ))
+        let mut reply = Message::assistant_tool_calls(m.content.unwrap_or_default(), tool_calls);
+        reply.usage = body.usage.map(|u| Box::new(u.usage()));
+        Ok(reply)
     }
 }
 
@@ -383,6 +390,46 @@ struct ApiError {
 #[derive(Deserialize)]
 struct Completion {
     choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+/// The `usage` object of a completion or of the last stream chunk.
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens.unwrap_or(0),
+            output_tokens: self.completion_tokens.unwrap_or(0),
+            cached_input_tokens: self.prompt_tokens_details.and_then(|d| d.cached_tokens),
+            reasoning_tokens: self
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -414,6 +461,8 @@ struct StreamChunk {
     #[serde(default)]
     choices: Vec<StreamChoice>,
     error: Option<ApiError>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -534,6 +583,7 @@ impl Sse {
             self.done = true;
             return;
         }
+        let usage = chunk.usage.map(|u| Box::new(u.usage()));
         for choice in chunk.choices {
             if choice.finish_reason.is_some() {
                 self.finished = true;
@@ -559,6 +609,14 @@ impl Sse {
                 self.ready
                     .push_back(Ok(Message::assistant_tool_calls(content, tool_calls)));
             }
+        }
+        if let Some(usage) = usage {
+            // With `include_usage`, the last chunk before `[DONE]` has no choices and the
+            // call's usage.
+            self.ready.push_back(Ok(Message {
+                usage: Some(usage),
+                ..Message::assistant("")
+            }));
         }
     }
 }
@@ -636,9 +694,51 @@ mod tests {
                     "name": "lookup", "description": "Looks up.", "parameters": {"type": "object"}
                 }}],
                 "stream": true,
+                "stream_options": {"include_usage": true},
                 "temperature": 0
             })
         );
+    }
+
+    #[test]
+    fn usage_and_response_format_follow_the_protocol() {
+        let model = OpenAiChatModel::new(OpenAiConfig::new("http://127.0.0.1:1/v1", "m")).unwrap();
+        let usage = json!({"prompt_tokens": 120, "completion_tokens": 30,
+            "prompt_tokens_details": {"cached_tokens": 100},
+            "completion_tokens_details": {"reasoning_tokens": 12}});
+        let body = json!({"choices": [{"message": {"content": "hi"}}], "usage": usage});
+        let reply = model.parse_completion(&body.to_string()).unwrap();
+        let expected = Usage::new(120, 30)
+            .with_cached_input(100)
+            .with_reasoning(12);
+        assert_eq!(reply.usage.as_deref(), Some(&expected));
+        let bare = json!({"choices": [{"message": {"content": "hi"}}]});
+        assert_eq!(
+            model
+                .parse_completion(&bare.to_string())
+                .unwrap()
+                .usage
+                .as_deref(),
+            None
+        );
+
+        // A streamed reply's usage chunk is read by the LiteLLM test
+        // (tests/openai_compat.rs, usage_is_read_from_plain_and_streamed_replies).
+
+        #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        struct Verdict {
+            approved: bool,
+        }
+        let mut request = ChatRequest::new([Arc::new(Message::user("ok?"))]);
+        request.output_schema = Some(Arc::new(super::super::OutputSchema::of::<Verdict>()));
+        let body = model.request_body(&request, false);
+        assert_eq!(body["response_format"]["type"], "json_schema");
+        assert_eq!(body["response_format"]["json_schema"]["name"], "Verdict");
+        assert_eq!(
+            body["response_format"]["json_schema"]["schema"]["required"],
+            json!(["approved"])
+        );
+        assert!(body.get("stream_options").is_none());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use super::{ChatModel, ChatRequest, ModelError, ModelStream};
+use super::{ChatModel, ChatRequest, ModelError, ModelStream, Usage};
 use crate::generate::TRANSFER_TOOL_NAME;
 use crate::message::{Message, Role, ToolCall};
 
@@ -84,6 +84,36 @@ impl ScriptStep {
         Self::tool_call("exit", serde_json::json!({ "final_result": result }))
     }
 
+    /// This reply reporting `usage` (when streamed, in a last chunk of its own, as servers
+    /// send it). A failure reports none, so it is left as it is.
+    ///
+    /// ```
+    /// use flow_runtime::model::{ScriptStep, Usage};
+    /// let step = ScriptStep::text("Done.").with_usage(Usage::new(40, 2));
+    /// # let _ = step;
+    /// ```
+    pub fn with_usage(self, usage: Usage) -> Self {
+        match self {
+            ScriptStep::Reply(mut reply) => {
+                reply.usage = Some(Box::new(usage));
+                ScriptStep::Reply(reply)
+            }
+            ScriptStep::FailMidStream {
+                mut reply,
+                after_chunks,
+                error,
+            } => {
+                reply.usage = Some(Box::new(usage));
+                ScriptStep::FailMidStream {
+                    reply,
+                    after_chunks,
+                    error,
+                }
+            }
+            fail @ ScriptStep::Fail(_) => fail,
+        }
+    }
+
     /// A failure.
     pub fn fail(error: ModelError) -> Self {
         ScriptStep::Fail(error)
@@ -151,7 +181,8 @@ struct Inner {
 ///
 /// When asked to stream, the reply comes in chunks: the content word by word (each chunk a
 /// run of spaces and a word), then each tool call in two chunks carrying the call's `index`
-/// (id and name with the first half of the arguments, then the rest).
+/// (id and name with the first half of the arguments, then the rest), then, if the step
+/// reports [usage](ScriptStep::with_usage), a last chunk carrying only that.
 ///
 /// A clone shares the script and the log of requests ([`requests`](ScriptedModel::requests)),
 /// so a test can keep one to look at what the agent asked.
@@ -335,6 +366,17 @@ impl Chunks {
         self.call = self.reply.tool_calls.len();
         self.second_half = false;
         self.sent_any = true;
+        self.reply.usage = None;
+    }
+
+    /// The usage chunk, last (once).
+    fn next_usage(&mut self) -> Option<Message> {
+        let usage = self.reply.usage.take()?;
+        self.sent_any = true;
+        Some(Message {
+            usage: Some(usage),
+            ..Message::assistant("")
+        })
     }
 
     #[inline]
@@ -453,19 +495,20 @@ impl Iterator for Chunks {
                 self.sent_any = true;
                 Some(chunk)
             }
-            None if !self.sent_any => {
+            None if !self.sent_any && self.reply.usage.is_none() => {
                 self.sent_any = true;
                 Some(Message::assistant(""))
             }
-            None => None,
+            None => self.next_usage(),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let text = self.reply.content.len() - self.text_at;
         let calls = 2 * (self.reply.tool_calls.len() - self.call);
-        let low = usize::from(!self.sent_any || text > 0 || calls > 0);
-        (low, Some(text + calls + 1))
+        let usage = usize::from(self.reply.usage.is_some());
+        let low = usize::from(!self.sent_any || text > 0 || calls > 0 || usage > 0);
+        (low, Some(text + calls + usage + 1))
     }
 }
 

@@ -1,0 +1,48 @@
+# Sourced by .ci/run: installs the LiteLLM proxy from PyPI into a virtualenv, starts it on a free
+# loopback port with the offline models of scripts/openai_compat/litellm.yaml (LiteLLM's mocks
+# and a scripted desk: no weights, no network), and exports AGENTFLOW_OPENAI_COMPAT_URL and
+# AGENTFLOW_OPENAI_COMPAT_KEY for flow-runtime/tests/openai_compat.rs. Stopped on exit through
+# `cleanups`. The install takes about two minutes.
+
+litellm_spec=${LITELLM_SPEC:-litellm[proxy]==1.108.7}
+litellm_venv=${AGENTFLOW_OPENAI_COMPAT_VENV:-$(mktemp -d)/litellm-venv}
+
+if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+    apt_install python3 python3-venv python3-pip
+fi
+if [[ ! -x $litellm_venv/bin/litellm ]]; then
+    echo "-- installing $litellm_spec"
+    python3 -m venv "$litellm_venv"
+    "$litellm_venv/bin/pip" install --quiet --upgrade pip
+    "$litellm_venv/bin/pip" install --quiet "$litellm_spec"
+fi
+
+litellm_port=$("$litellm_venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+litellm_key="sk-$("$litellm_venv/bin/python" -c 'import secrets; print(secrets.token_hex(32))')"
+litellm_log=$(mktemp)
+echo "-- starting the LiteLLM proxy on 127.0.0.1:$litellm_port"
+LITELLM_MASTER_KEY=$litellm_key LITELLM_LOCAL_MODEL_COST_MAP=True \
+    "$litellm_venv/bin/litellm" --config scripts/openai_compat/litellm.yaml \
+    --host 127.0.0.1 --port "$litellm_port" >"$litellm_log" 2>&1 &
+litellm_pid=$!
+cleanups+=("kill $litellm_pid 2>/dev/null; wait $litellm_pid 2>/dev/null; rm -f $litellm_log")
+
+litellm_up() {
+    "$litellm_venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$litellm_port/health/liveliness', timeout=2)" 2>/dev/null
+}
+for _ in $(seq 180); do
+    if ! kill -0 "$litellm_pid" 2>/dev/null; then
+        echo "the LiteLLM proxy exited; its log:" >&2
+        tail -n 40 "$litellm_log" >&2
+        exit 1
+    fi
+    litellm_up && break
+    sleep 1
+done
+if ! litellm_up; then
+    echo "the LiteLLM proxy did not come up in 180 s; its log:" >&2
+    tail -n 40 "$litellm_log" >&2
+    exit 1
+fi
+export AGENTFLOW_OPENAI_COMPAT_URL="http://127.0.0.1:$litellm_port/v1"
+export AGENTFLOW_OPENAI_COMPAT_KEY=$litellm_key

@@ -1,0 +1,81 @@
+//! [`Messages`]: an agent's input conversation, shared rather than copied.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::message::MessageRef;
+
+/// The messages of an [`AgentInput`](crate::AgentInput): a read-only view of a conversation
+/// that is shared, not copied. It derefs to `[MessageRef]` (`len`, `iter`, indexing, `last`,
+/// `to_vec` …), and cloning it costs O(1).
+///
+/// The runtime builds a node's input incrementally: the conversation a node saw last time is
+/// extended by what was recorded since, so handing an agent its input costs O(1) amortised
+/// in the length of the run, not O(run).
+///
+/// ```
+/// use std::sync::Arc;
+/// use flow_runtime::{Message, Messages};
+/// let m: Messages = vec![Arc::new(Message::user("hi"))].into();
+/// assert_eq!(m.len(), 1);
+/// assert_eq!(m[0].content, "hi");
+/// assert_eq!(m.clone(), m);
+/// ```
+#[derive(Clone, Default)]
+pub struct Messages {
+    all: Arc<Vec<MessageRef>>,
+    len: usize,
+}
+
+impl Messages {
+    /// The first `len` messages of `all` (all of them if it is shorter).
+    pub(crate) fn prefix_of(all: &Arc<Vec<MessageRef>>, len: usize) -> Self {
+        Messages {
+            all: Arc::clone(all),
+            len: len.min(all.len()),
+        }
+    }
+}
+
+impl Deref for Messages {
+    type Target = [MessageRef];
+    fn deref(&self) -> &[MessageRef] {
+        &self.all[..self.len]
+    }
+}
+
+impl From<Vec<MessageRef>> for Messages {
+    fn from(all: Vec<MessageRef>) -> Self {
+        Messages {
+            len: all.len(),
+            all: Arc::new(all),
+        }
+    }
+}
+
+impl FromIterator<MessageRef> for Messages {
+    fn from_iter<I: IntoIterator<Item = MessageRef>>(iter: I) -> Self {
+        iter.into_iter().collect::<Vec<_>>().into()
+    }
+}
+
+impl<'a> IntoIterator for &'a Messages {
+    type Item = &'a MessageRef;
+    type IntoIter = std::slice::Iter<'a, MessageRef>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq for Messages {
+    fn eq(&self, other: &Messages) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for Messages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
