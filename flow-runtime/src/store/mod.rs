@@ -453,20 +453,32 @@ pub(crate) fn from_millis(ms: u64) -> SystemTime {
 pub(crate) fn unique_token() -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // Drawn once per process: two hash keys from the OS's randomness (each `RandomState` is
+    // seeded from it), the start time and the process id; each token hashes them with a
+    // counter.
+    struct Seed {
+        keys: [std::collections::hash_map::RandomState; 2],
+        start: u128,
+        pid: u32,
+    }
+    static SEED: OnceLock<Seed> = OnceLock::new();
+    let seed = SEED.get_or_init(|| Seed {
+        keys: Default::default(),
+        start: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+        pid: std::process::id(),
+    });
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
     let mut halves = [0u64; 2];
-    for (k, half) in halves.iter_mut().enumerate() {
-        // Each RandomState is seeded from the OS's randomness.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    for (half, key) in halves.iter_mut().zip(&seed.keys) {
+        let mut h = key.build_hasher();
         h.write_u64(n);
-        h.write_u128(nanos);
-        h.write_u32(std::process::id());
-        h.write_usize(k);
+        h.write_u128(seed.start);
+        h.write_u32(seed.pid);
         *half = h.finish();
     }
     format!("{:016x}{:016x}", halves[0], halves[1])
