@@ -4,7 +4,9 @@
 mod support;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::store::{RecordEnd, RecordStart, ThreadStore};
@@ -671,68 +673,114 @@ async fn a_second_turn_on_a_busy_thread_is_refused_in_one_runner() {
     );
 }
 
+/// Like `gated`, counting how many times the agent ran.
+fn counted(gate: Arc<tokio::sync::Semaphore>, runs: Arc<AtomicUsize>) -> FlowAgent {
+    FlowAgent::new(FnAgent::new("bot", move |cx, input| {
+        let gate = Arc::clone(&gate);
+        let runs = Arc::clone(&runs);
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            gate.acquire().await.unwrap().forget();
+            let last = input.messages.last().unwrap().content.clone();
+            cx.say(format!("answer to {last}"));
+            Ok(())
+        }
+    }))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_turns_from_two_runners_on_one_thread_record_one_and_refuse_the_other() {
+async fn a_turn_from_another_runner_on_a_busy_thread_is_refused_before_it_runs() {
     for trial in 0..20 {
         let store = InMemoryStore::new();
         let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        // Two runners stand for two processes sharing one store.
-        let a = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
-        let b = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
-        let ta = a.turn("race", Message::user("from a")).await.unwrap();
-        let tb = b.turn("race", Message::user("from b")).await.unwrap();
-        gate.add_permits(2);
-        let (ra, rb) = tokio::join!(
+        let runs = Arc::new(AtomicUsize::new(0));
+        // Two runners stand for two processes sharing one store; they start at once.
+        let start = |text: &'static str| {
+            let runner = Runner::new(counted(Arc::clone(&gate), Arc::clone(&runs)))
+                .thread_store(store.clone());
             tokio::spawn(async move {
-                let mut ta = ta;
-                let mut events = Vec::new();
-                while let Some(e) = ta.next().await {
-                    events.push(e);
-                }
-                (events, ta.outcome().unwrap())
-            }),
-            tokio::spawn(async move { tb.finish().await })
-        );
-        let (a_events, a_outcome) = ra.unwrap();
-        let b_outcome = rb.unwrap();
-        let (won, lost) = match (&a_outcome, &b_outcome) {
-            (TurnOutcome::Completed { .. }, TurnOutcome::Failed(e)) => ("from a", e),
-            (TurnOutcome::Failed(e), TurnOutcome::Completed { .. }) => ("from b", e),
-            other => panic!("trial {trial}: exactly one turn records: {other:?}"),
+                let turn = runner.turn("race", Message::user(text)).await;
+                (text, turn)
+            })
         };
-        assert!(
-            matches!(
-                lost,
-                ThreadError::Conflict {
-                    expected: 0,
-                    found: 1,
-                    ..
-                }
-            ),
-            "{lost}"
-        );
-        if won == "from b" {
-            // The loser's stream ended with an error event saying it was not recorded.
-            let last = a_events.last().unwrap();
-            assert!(last
-                .error
-                .as_ref()
-                .unwrap()
-                .to_string()
-                .contains("was not recorded"));
-        }
+        let (a, b) = tokio::join!(start("from a"), start("from b"));
+        let (won, turn) = match (a.unwrap(), b.unwrap()) {
+            ((won, Ok(turn)), (_, Err(lost))) | ((_, Err(lost)), (won, Ok(turn))) => {
+                assert!(
+                    matches!(&lost, ThreadError::Busy { id } if id == "race"),
+                    "trial {trial}: {lost}"
+                );
+                (won, turn)
+            }
+            other => panic!("trial {trial}: exactly one turn starts: {other:?}"),
+        };
+        gate.add_permits(1);
+        assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+        // The refused turn ran nothing: the agent ran once.
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "trial {trial}");
         let records = store.read("race", 0..u64::MAX).await.unwrap();
         assert_eq!(records.len(), 1);
         let RecordStart::Turn { input } = &records[0].start else {
             panic!("a turn record")
         };
         assert_eq!(input[0].content, won);
-        assert_eq!(records[0].events.len(), 1);
         assert_eq!(
             records[0].events[0].message.as_ref().unwrap().content,
             format!("answer to {won}")
         );
+        // Once the turn ended, the thread is free for the next one, from any runner.
+        let next =
+            Runner::new(counted(Arc::clone(&gate), Arc::clone(&runs))).thread_store(store.clone());
+        gate.add_permits(1);
+        let turn = next.turn("race", Message::user("next")).await.unwrap();
+        assert_eq!(turn.number(), 1);
+        turn.finish().await;
     }
+}
+
+#[tokio::test]
+async fn a_turn_whose_lease_ran_out_is_not_recorded_once_another_turn_took_the_thread() {
+    let store = InMemoryStore::new();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let slow = Runner::new(gated(Arc::clone(&gate)))
+        .thread_store(store.clone())
+        .lease(Duration::from_millis(40));
+    let other = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
+    // The slow turn holds the thread but goes silent past its lease.
+    let stalled = slow.turn("t", Message::user("from slow")).await.unwrap();
+    let mut taken = None;
+    for _ in 0..500 {
+        match other.turn("t", Message::user("from other")).await {
+            Ok(turn) => {
+                taken = Some(turn);
+                break;
+            }
+            Err(ThreadError::Busy { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let taken = taken.expect("the silent turn's lease was never taken over");
+    gate.add_permits(1);
+    assert!(matches!(
+        taken.finish().await,
+        TurnOutcome::Completed { .. }
+    ));
+    // The silent turn wakes up: it is refused (its lease is gone, and the thread moved on).
+    gate.add_permits(1);
+    let outcome = stalled.finish().await;
+    assert!(
+        matches!(
+            &outcome,
+            TurnOutcome::Failed(ThreadError::LeaseLost { .. } | ThreadError::Conflict { .. })
+        ),
+        "{outcome:?}"
+    );
+    let records = store.read("t", 0..u64::MAX).await.unwrap();
+    assert_eq!(records.len(), 1);
+    let RecordStart::Turn { input } = &records[0].start else {
+        panic!("a turn record")
+    };
+    assert_eq!(input[0].content, "from other");
 }
 
 #[tokio::test]
