@@ -558,28 +558,43 @@ fn restart_desk() -> FlowAgent {
     set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
 }
 
-/// Run as a child process by `a_restart_between_turns_loses_nothing`: one turn on the thread
-/// in the given directory, then exit.
+/// A runner of the restart desk on `backend` (`file:DIR`, `sqlite:PATH`, `postgres:URL`).
+async fn restart_runner(backend: &str) -> Runner {
+    let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
+    let runner = Runner::new(restart_desk());
+    match kind {
+        "file" => runner.stores(FileStore::new(at).unwrap()),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => runner.stores(flow_runtime::store::SqliteStore::open(at).await.unwrap()),
+        #[cfg(feature = "postgres")]
+        "postgres" => runner.stores(
+            flow_runtime::store::PostgresStore::connect(at)
+                .await
+                .unwrap(),
+        ),
+        other => panic!("unknown backend {other}"),
+    }
+}
+
+/// Run as a child process by the `*_restart_between_turns_loses_nothing` tests: one turn on
+/// the thread in the given store, then exit.
 #[tokio::test]
 async fn restart_child_runs_one_turn() {
-    let (Ok(dir), Ok(text)) = (
-        std::env::var("THREADS_RESTART_DIR"),
+    let (Ok(backend), Ok(text)) = (
+        std::env::var("THREADS_RESTART_BACKEND"),
         std::env::var("THREADS_RESTART_TEXT"),
     ) else {
         return; // Not a child run.
     };
-    let runner = Runner::new(restart_desk()).stores(FileStore::new(dir).unwrap());
+    let runner = restart_runner(&backend).await;
     let turn = runner.turn("restart", Message::user(text)).await.unwrap();
     println!("started at {}", turn.started_at());
     let answer = turn.final_output().await.unwrap().unwrap();
     println!("answer: {}", answer.content);
 }
 
-#[tokio::test]
-async fn a_restart_between_turns_loses_nothing() {
-    let dir =
-        std::env::temp_dir().join(format!("agentflow-threads-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// Two turns, each in a new process, then a third process reads, lists and deletes.
+async fn restart_between_turns_loses_nothing(backend: &str) {
     let turn_in_new_process = |text: &str| {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
@@ -588,7 +603,7 @@ async fn a_restart_between_turns_loses_nothing() {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env("THREADS_RESTART_DIR", &dir)
+            .env("THREADS_RESTART_BACKEND", backend)
             .env("THREADS_RESTART_TEXT", text)
             .output()
             .unwrap();
@@ -611,7 +626,7 @@ async fn a_restart_between_turns_loses_nothing() {
     );
 
     // A third process (this one) reads everything the two recorded.
-    let runner = Runner::new(restart_desk()).stores(FileStore::new(&dir).unwrap());
+    let runner = restart_runner(backend).await;
     let messages = runner.thread_messages("restart").await.unwrap();
     let listed: Vec<String> = messages
         .iter()
@@ -632,7 +647,40 @@ async fn a_restart_between_turns_loses_nothing() {
     assert!(runner.delete_thread("restart").await.unwrap());
     assert!(runner.thread_messages("restart").await.unwrap().is_empty());
     assert!(runner.list_threads().await.unwrap().is_empty());
+}
+
+fn restart_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "agentflow-threads-restart-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[tokio::test]
+async fn a_restart_between_turns_loses_nothing() {
+    let dir = restart_dir("file");
+    restart_between_turns_loses_nothing(&format!("file:{}", dir.display())).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_restart_between_turns_loses_nothing() {
+    let dir = restart_dir("sqlite");
+    restart_between_turns_loses_nothing(&format!("sqlite:{}", dir.join("threads.db").display()))
+        .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_restart_between_turns_loses_nothing() {
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("restart").await else {
+        return;
+    };
+    restart_between_turns_loses_nothing(&format!("postgres:{url}")).await;
 }
 
 /// An agent that waits for `gate` before answering, so two turns can overlap.
