@@ -267,18 +267,24 @@ impl Runner {
     /// while another turn was recorded is not recorded (its stream ends with an error event,
     /// its outcome is [`ThreadError::LeaseLost`] or [`ThreadError::Conflict`]).
     pub async fn turn(&self, thread_id: &str, message: Message) -> Result<Turn, ThreadError> {
-        validate_thread_id(thread_id)?;
-        let store = Arc::clone(self.thread_store_or_err()?);
-        let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
-        let mut lease =
-            Some(ThreadLease::take(&store, thread_id, &self.threads, self.lease).await?);
+        let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
             .start_turn(store, thread_id, message, claim, &mut lease)
             .await;
-        if let Some(unused) = lease {
-            unused.release().await;
-        }
+        ThreadLease::release_unused(lease).await;
         started
+    }
+
+    /// Takes thread `thread_id` for a turn: in this runner, then its lease in the store.
+    async fn hold_thread(
+        &self,
+        thread_id: &str,
+    ) -> Result<(Arc<dyn ThreadStore>, ThreadClaim, Option<ThreadLease>), ThreadError> {
+        validate_thread_id(thread_id)?;
+        let store = Arc::clone(self.thread_store_or_err()?);
+        let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        let lease = ThreadLease::take(&store, thread_id, &self.threads, self.lease).await?;
+        Ok((store, claim, Some(lease)))
     }
 
     /// Starts a turn under `lease` (moved into the turn once it is built; left there if the
@@ -352,17 +358,11 @@ impl Runner {
         thread_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<Turn, ThreadError> {
-        validate_thread_id(thread_id)?;
-        let store = Arc::clone(self.thread_store_or_err()?);
-        let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
-        let mut lease =
-            Some(ThreadLease::take(&store, thread_id, &self.threads, self.lease).await?);
+        let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
             .start_resumed_turn(store, thread_id, targets, claim, &mut lease)
             .await;
-        if let Some(unused) = lease {
-            unused.release().await;
-        }
+        ThreadLease::release_unused(lease).await;
         started
     }
 
@@ -624,6 +624,13 @@ impl ThreadLease {
             self.renewed = Instant::now();
         }
         Ok(())
+    }
+
+    /// Gives back a lease a turn that could not start left unused.
+    async fn release_unused(lease: Option<ThreadLease>) {
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
     }
 
     /// Gives the lease back (a failure is logged: the lease then runs out).

@@ -11,8 +11,8 @@
 //!
 //! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
 
-use std::fs::OpenOptions;
-use std::io::Write;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use flow_runtime::store::RecordStart;
 use flow_runtime::{
-    tool_fn, ChatModelAgent, FileStore, FlowAgent, Message, Runner, ScriptStep, ScriptedModel,
-    ThreadError, TurnOutcome,
+    tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
+    TurnOutcome,
 };
+use support::processes::{append, barrier, lines, runner_on};
 
 const ROLE: &str = "AGENTFLOW_TEST_TURN_WORKER";
 const BACKEND: &str = "AGENTFLOW_TEST_TURN_BACKEND";
@@ -32,24 +33,6 @@ const TRIALS: usize = 10;
 const WORKERS: usize = 2;
 /// The lease of the turn that is killed: short, so the test waits little for the takeover.
 const HELD_LEASE: Duration = Duration::from_secs(5);
-
-/// Appends one line to `path` (one `write` on a file opened for appending).
-fn append(path: &Path, line: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    file.write_all(format!("{line}\n").as_bytes()).unwrap();
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
 
 /// What the turn a process runs now is called: its tool logs it.
 type Label = Arc<Mutex<String>>;
@@ -85,33 +68,6 @@ fn desk(work: PathBuf, hang: bool, label: Label) -> FlowAgent {
 
 fn label(text: &str) -> Label {
     Arc::new(Mutex::new(text.to_owned()))
-}
-
-/// A runner of `agent` on `backend` (`file:DIR`, `sqlite:PATH` or `postgres:URL`), for
-/// threads and checkpoints.
-async fn runner_on(backend: &str, agent: FlowAgent) -> Runner {
-    let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
-    let runner = Runner::new(agent);
-    match kind {
-        "file" => runner.stores(FileStore::new(at).unwrap()),
-        #[cfg(feature = "sqlite")]
-        "sqlite" => runner.stores(flow_runtime::store::SqliteStore::open(at).await.unwrap()),
-        #[cfg(feature = "postgres")]
-        "postgres" => runner.stores(
-            flow_runtime::store::PostgresStore::connect(at)
-                .await
-                .unwrap(),
-        ),
-        other => panic!("unknown backend {other}"),
-    }
-}
-
-/// Waits until `n` workers have reached barrier `name`.
-fn barrier(work: &Path, name: &str, me: usize, n: usize) {
-    std::fs::write(work.join(format!("{name}.{me}")), b"").unwrap();
-    while (0..n).any(|w| !work.join(format!("{name}.{w}")).exists()) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// Runs only as a worker process of the tests below.

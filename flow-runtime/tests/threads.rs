@@ -560,20 +560,7 @@ fn restart_desk() -> FlowAgent {
 
 /// A runner of the restart desk on `backend` (`file:DIR`, `sqlite:PATH`, `postgres:URL`).
 async fn restart_runner(backend: &str) -> Runner {
-    let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
-    let runner = Runner::new(restart_desk());
-    match kind {
-        "file" => runner.stores(FileStore::new(at).unwrap()),
-        #[cfg(feature = "sqlite")]
-        "sqlite" => runner.stores(flow_runtime::store::SqliteStore::open(at).await.unwrap()),
-        #[cfg(feature = "postgres")]
-        "postgres" => runner.stores(
-            flow_runtime::store::PostgresStore::connect(at)
-                .await
-                .unwrap(),
-        ),
-        other => panic!("unknown backend {other}"),
-    }
+    support::processes::runner_on(backend, restart_desk()).await
 }
 
 /// Run as a child process by the `*_restart_between_turns_loses_nothing` tests: one turn on

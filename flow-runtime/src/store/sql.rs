@@ -204,12 +204,19 @@ pub(crate) const LEASE_TAKE: &str =
     WHERE agentflow_thread_leases.lease_until_ms <= {NOW}
     RETURNING owner";
 
+/// Extends owner `$2`'s lease to `$3` ms from now; a row only if `$2` holds it.
 pub(crate) const LEASE_RENEW: &str =
     "UPDATE agentflow_thread_leases SET lease_until_ms = {NOW} + $3
-    WHERE thread = $1 AND owner = $2";
+    WHERE thread = $1 AND owner = $2
+    RETURNING owner";
 
 pub(crate) const LEASE_RELEASE: &str =
     "DELETE FROM agentflow_thread_leases WHERE thread = $1 AND owner = $2";
+
+/// A duration in milliseconds, as the SQL stores bind it (saturating).
+pub(crate) fn millis_i64(d: std::time::Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
 
 /// A stored state name as a state.
 pub(crate) fn parse_state(name: &str) -> Option<super::records::State> {
@@ -485,7 +492,7 @@ macro_rules! sql_checkpoint_store {
                 use sqlx::Row;
                 validate_id(id)?;
                 let err = Self::db_error("claim", id);
-                let lease_ms = lease.as_millis().min(i64::MAX as u128) as i64;
+                let lease_ms = $crate::store::sql::millis_i64(lease);
                 // A refusal is looked into; if the head changed meanwhile (a claim released,
                 // a new record), the claim is tried again.
                 for _ in 0..8 {
@@ -550,7 +557,7 @@ macro_rules! sql_checkpoint_store {
                 claim: &Claim,
                 lease: std::time::Duration,
             ) -> Result<(), StoreError> {
-                let lease_ms = lease.as_millis().min(i64::MAX as u128) as i64;
+                let lease_ms = $crate::store::sql::millis_i64(lease);
                 let done = sqlx::query(&self.sql.renew)
                     .bind(&claim.id)
                     .bind(claim.version as i64)
@@ -675,7 +682,7 @@ macro_rules! sql_checkpoint_store {
             async fn purge_finished(&self, age: std::time::Duration) -> Result<usize, StoreError> {
                 use sqlx::Row;
                 let err = Self::db_error("purge", "finished checkpoints");
-                let age_ms = age.as_millis().min(i64::MAX as u128) as i64;
+                let age_ms = $crate::store::sql::millis_i64(age);
                 let rows = sqlx::query(&self.sql.purge)
                     .bind(age_ms)
                     .fetch_all(&self.pool)
@@ -717,6 +724,27 @@ macro_rules! sql_thread_store {
                 id: &'a str,
             ) -> impl Fn(sqlx::Error) -> ThreadError + 'a {
                 move |e| ThreadError::Store(Self::db_error(operation, id)(e))
+            }
+
+            /// Runs a lease statement (`$1` thread, `$2` owner, `$3` lease in ms) that returns
+            /// a row if `owner` holds the lease afterwards.
+            async fn lease_row(
+                &self,
+                statement: &str,
+                operation: &'static str,
+                id: &str,
+                owner: &str,
+                lease: std::time::Duration,
+            ) -> Result<bool, ThreadError> {
+                validate_thread_id(id)?;
+                let row = sqlx::query(statement)
+                    .bind(id)
+                    .bind(owner)
+                    .bind($crate::store::sql::millis_i64(lease))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(Self::thread_db_error(operation, id))?;
+                Ok(row.is_some())
             }
 
             /// Decodes a record row (`seq`, `size`, `bytes`), refusing one over the limit.
@@ -846,18 +874,12 @@ macro_rules! sql_thread_store {
                 owner: &str,
                 lease: std::time::Duration,
             ) -> Result<(), ThreadError> {
-                validate_thread_id(id)?;
-                let lease_ms = lease.as_millis().min(i64::MAX as u128) as i64;
-                let taken = sqlx::query(&self.sql.lease_take)
-                    .bind(id)
-                    .bind(owner)
-                    .bind(lease_ms)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(Self::thread_db_error("lease", id))?;
-                match taken {
-                    Some(_) => Ok(()),
-                    None => Err(ThreadError::Busy { id: id.to_owned() }),
+                match self
+                    .lease_row(&self.sql.lease_take, "lease", id, owner, lease)
+                    .await?
+                {
+                    true => Ok(()),
+                    false => Err(ThreadError::Busy { id: id.to_owned() }),
                 }
             }
 
@@ -867,19 +889,14 @@ macro_rules! sql_thread_store {
                 owner: &str,
                 lease: std::time::Duration,
             ) -> Result<(), ThreadError> {
-                validate_thread_id(id)?;
-                let lease_ms = lease.as_millis().min(i64::MAX as u128) as i64;
-                let done = sqlx::query(&self.sql.lease_renew)
-                    .bind(id)
-                    .bind(owner)
-                    .bind(lease_ms)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(Self::thread_db_error("renew the lease of", id))?;
-                if done.rows_affected() == 0 {
-                    return Err(ThreadError::LeaseLost { id: id.to_owned() });
+                let operation = "renew the lease of";
+                match self
+                    .lease_row(&self.sql.lease_renew, operation, id, owner, lease)
+                    .await?
+                {
+                    true => Ok(()),
+                    false => Err(ThreadError::LeaseLost { id: id.to_owned() }),
                 }
-                Ok(())
             }
 
             async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
