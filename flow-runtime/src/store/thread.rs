@@ -314,6 +314,16 @@ pub struct ThreadHead {
 ///     Err(ThreadError::Conflict { expected: 0, found: 1, .. })
 /// ));
 /// assert_eq!(store.head("t1").await.unwrap().unwrap().version, 1);
+///
+/// // One turn at a time: the lease refuses a second owner until the first gives it back.
+/// let minute = std::time::Duration::from_secs(60);
+/// store.lease_thread("t1", "turn-a", minute).await.unwrap();
+/// assert!(matches!(
+///     store.lease_thread("t1", "turn-b", minute).await,
+///     Err(ThreadError::Busy { .. })
+/// ));
+/// store.release_thread_lease("t1", "turn-a").await.unwrap();
+/// store.lease_thread("t1", "turn-b", minute).await.unwrap();
 /// # });
 /// ```
 #[async_trait]
