@@ -174,6 +174,11 @@ impl From<ThreadError> for ApiError {
             ThreadError::NotInterrupted { .. } => ApiError::Conflict(
                 "this thread waits for no interrupt (it may have been resumed already)".into(),
             ),
+            ThreadError::LeaseLost { .. } => ApiError::Conflict(
+                "this turn went silent past its lease and another turn took the thread over; \
+                 send the message again"
+                    .into(),
+            ),
             ThreadError::Checkpoint(e) => e.into(),
             ThreadError::Store(e) => e.into(),
             other => {

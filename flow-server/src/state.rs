@@ -197,7 +197,9 @@ impl fmt::Debug for ServerBuilder {
 
 impl ServerBuilder {
     /// A builder over `store` (checkpoints and threads: [`InMemoryStore`](flow_runtime::InMemoryStore),
-    /// [`FileStore`](flow_runtime::FileStore), or a store of your own).
+    /// [`FileStore`](flow_runtime::FileStore), `SqliteStore`, `PostgresStore` (with the
+    /// `postgres` feature, for several server processes on several machines), or a store of
+    /// your own).
     pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
         let shared = store.clone();
         ServerBuilder {

@@ -541,6 +541,25 @@ impl ThreadStore for BrokenStore {
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         Err(broken(id).into())
     }
+    async fn lease_thread(
+        &self,
+        id: &str,
+        _: &str,
+        _: std::time::Duration,
+    ) -> Result<(), ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        _: &str,
+        _: std::time::Duration,
+    ) -> Result<(), ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn release_thread_lease(&self, id: &str, _: &str) -> Result<(), ThreadError> {
+        Err(broken(id).into())
+    }
 }
 
 #[async_trait]

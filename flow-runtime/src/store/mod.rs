@@ -1,8 +1,8 @@
 //! Checkpoints and threads, and where they are kept: the [`Checkpoint`] format, the
 //! [`CheckpointStore`] contract with its atomic claim, the [`ThreadStore`] contract of
-//! conversations, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`]:
-//! both implement both traits; `SqliteStore` and `PostgresStore`, behind the `sqlite` and
-//! `postgres` features, implement the checkpoint contract).
+//! conversations, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
+//! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
+//! implements both traits).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -421,19 +421,24 @@ pub const MAX_ID_LEN: usize = 128;
 /// Checks that `id` is a valid checkpoint id (see [`StoreError::InvalidId`]): it cannot name
 /// a path outside a store (`../x`, `/etc/passwd`), hold a NUL, or be very long.
 pub fn validate_id(id: &str) -> Result<(), StoreError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
+    if is_valid_key(id, MAX_ID_LEN) {
         Ok(())
     } else {
         let mut shown: String = id.chars().take(200).collect();
         shown = shown.replace('\0', "\\0");
         Err(StoreError::InvalidId { id: shown })
     }
+}
+
+/// Whether `id` is 1 to `max_len` characters of `A-Z a-z 0-9 . _ -`, not starting with `.`:
+/// the rule of checkpoint and thread ids.
+pub(crate) fn is_valid_key(id: &str, max_len: usize) -> bool {
+    !id.is_empty()
+        && id.len() <= max_len
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// `time` as milliseconds since the Unix epoch (0 before it).

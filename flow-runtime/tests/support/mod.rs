@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod processes;
+pub mod thread_contract;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
