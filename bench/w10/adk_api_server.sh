@@ -21,7 +21,7 @@ PORT=${PORT:-18765}
 LOG=$(mktemp)
 # No telemetry, no reload, no files: in-memory sessions, artifacts and memory.
 ADK_DISABLE_TELEMETRY=1 "$VENV/bin/adk" api_server \
-    --host 127.0.0.1 --port "$PORT" --no-reload --log_level WARNING \
+    --host 127.0.0.1 --port "$PORT" --no-reload --log_level ERROR \
     --session_service_uri memory:// --artifact_service_uri memory:// \
     --memory_service_uri memory:// --auto_create_session \
     bench/w10/adk_agents >"$LOG" 2>&1 &
