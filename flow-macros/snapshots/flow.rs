@@ -498,6 +498,23 @@ impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
 pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
     billing: S0,
 }
+///Implemented by the slot of node `billing` of [`DeskBuilder`] once it is given: `build()` asks it of the slot.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `Desk`: node `billing` (a `dyn` node) was not given: call `.billing(...)` before `.build()`",
+    label = "`billing` was not given",
+    note = "`.billing(|node| ...)` calls the closure with the node (its name and its legal transfer targets) and keeps the agent it returns"
+)]
+pub trait DeskBillingGiven<A> {
+    #[doc(hidden)]
+    fn __agentflow_into_agent(self) -> A;
+}
+#[automatically_derived]
+impl<A> DeskBillingGiven<A> for ::agentflow::__private::Set<A> {
+    fn __agentflow_into_agent(self) -> A {
+        self.0
+    }
+}
 #[allow(dead_code)]
 impl DeskBuilder {
     fn __agentflow_new() -> Self {
@@ -540,9 +557,9 @@ impl<S0> DeskBuilder<S0> {
 If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgents` hook refuses its place in the tree.*/
     pub fn build(self) -> ::core::result::Result<Desk, ::agentflow::__private::FlowError>
     where
-        S0: ::agentflow::__private::Filled<::agentflow::__private::DynAgent>,
+        S0: DeskBillingGiven<::agentflow::__private::DynAgent>,
     {
-        let __agentflow_slot_billing = ::agentflow::__private::Filled::into_agent(
+        let __agentflow_slot_billing = DeskBillingGiven::__agentflow_into_agent(
             self.billing,
         );
         if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"

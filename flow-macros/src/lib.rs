@@ -11,6 +11,7 @@
 mod agent;
 mod ctxt;
 mod flow;
+mod manifest;
 mod names;
 #[cfg(test)]
 mod snapshot_tests;

@@ -619,6 +619,13 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let flow_str = &cx.flow_str;
     let given: Vec<usize> = cx.tree.given().map(|(i, _)| i).collect();
     let k = given.len();
+    // The span of the facade's path (`$crate` of `flow!`), for the tokens a compile error
+    // notes: rustc then says the error "originates in the macro `flow`".
+    let krate_span = p
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(proc_macro2::Span::call_site, |t| t.span());
     let params: Vec<Ident> = (0..k).map(|j| format_ident!("S{}", j)).collect();
     let fields: Vec<Ident> = given
         .iter()
@@ -633,6 +640,12 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             Some(ty) => quote!(#ty),
             None => quote!(#p::DynAgent),
         })
+        .collect();
+    // Per slot, a trait only a filled slot implements, whose message names the node and its
+    // setter: `build()` with a slot still `Unset` fails to compile saying which node it lacks.
+    let given_traits: Vec<Ident> = given
+        .iter()
+        .map(|&i| format_ident!("{}{}Given", flow, cx.variant(i)))
         .collect();
 
     let doc = if k == 0 {
@@ -652,6 +665,55 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             list.join(", ")
         )
     };
+
+    let mut given_defs = TokenStream::new();
+    for (j, &i) in given.iter().enumerate() {
+        let node = &cx.tree.nodes[i];
+        let field = &fields[j];
+        let label = node.label.to_string();
+        let (kind, note) = match node.kind {
+            Kind::Dyn => (
+                "dyn",
+                format!(
+                    "`.{field}(|node| ...)` calls the closure with the node (its name and its \
+                     legal transfer targets) and keeps the agent it returns"
+                ),
+            ),
+            _ => (
+                "runtime",
+                format!(
+                    "`.{field}(value)` takes the agent the node runs, a `{}`",
+                    node.written
+                ),
+            ),
+        };
+        let message = format!(
+            "flow `{flow}`: node `{label}` (a `{kind}` node) was not given: call \
+             `.{field}(...)` before `.build()`"
+        );
+        let label_text = format!("`{label}` was not given");
+        let doc = format!(
+            "Implemented by the slot of node `{label}` of [`{builder}`] once it is given: \
+             `build()` asks it of the slot."
+        );
+        let tr = &given_traits[j];
+        given_defs.extend(quote_spanned! {krate_span=>
+            #[doc = #doc]
+            #[doc(hidden)]
+            #[diagnostic::on_unimplemented(message = #message, label = #label_text, note = #note)]
+            #vis trait #tr<A> {
+                #[doc(hidden)]
+                fn __agentflow_into_agent(self) -> A;
+            }
+
+            #[automatically_derived]
+            impl<A> #tr<A> for #p::Set<A> {
+                fn __agentflow_into_agent(self) -> A {
+                    self.0
+                }
+            }
+        });
+    }
 
     let struct_def = if k == 0 {
         quote! {
@@ -679,6 +741,8 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             #vis struct #builder<#(#params = #p::Unset),*> {
                 #(#fields: #params,)*
             }
+
+            #given_defs
 
             #[allow(dead_code)]
             impl #builder {
@@ -785,8 +849,9 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         let field = &fields[j];
         let node = &cx.tree.nodes[i];
         let slot = slot_local(field);
+        let tr = &given_traits[j];
         takes.extend(quote! {
-            let #slot = #p::Filled::into_agent(self.#field);
+            let #slot = #tr::__agentflow_into_agent(self.#field);
         });
         if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
@@ -805,7 +870,8 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let bounds: Vec<TokenStream> = params
         .iter()
         .zip(&slot_tys)
-        .map(|(s, t)| quote!(#s: #p::Filled<#t>))
+        .zip(&given_traits)
+        .map(|((s, t), tr)| quote_spanned!(krate_span=> #s: #tr<#t>))
         .collect();
     let build_doc = "Builds the flow's tree: bottom-up, each agent's node given its options and \
                      then its sub-agents, exactly as `set_sub_agents` calls written by hand \
