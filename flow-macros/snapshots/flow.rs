@@ -498,22 +498,13 @@ impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
 pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
     billing: S0,
 }
-///Implemented by the slot of node `billing` of [`DeskBuilder`] once it is given: `build()` asks it of the slot.
+///Marker types naming the `dyn` and `runtime` nodes of [`Desk`] in the messages of its builder.
 #[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "flow `Desk`: node `billing` (a `dyn` node) was not given: call `.billing(...)` before `.build()`",
-    label = "`billing` was not given",
-    note = "`.billing(|node| ...)` calls the closure with the node (its name and its legal transfer targets) and keeps the agent it returns"
-)]
-pub trait DeskBillingGiven<A> {
-    #[doc(hidden)]
-    fn __agentflow_into_agent(self) -> A;
-}
-#[automatically_derived]
-impl<A> DeskBillingGiven<A> for ::agentflow::__private::Set<A> {
-    fn __agentflow_into_agent(self) -> A {
-        self.0
-    }
+#[allow(non_snake_case)]
+pub mod DeskNodes {
+    #[allow(non_camel_case_types)]
+    #[derive(::core::fmt::Debug)]
+    pub struct billing;
 }
 #[allow(dead_code)]
 impl DeskBuilder {
@@ -557,11 +548,12 @@ impl<S0> DeskBuilder<S0> {
 If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgents` hook refuses its place in the tree.*/
     pub fn build(self) -> ::core::result::Result<Desk, ::agentflow::__private::FlowError>
     where
-        S0: DeskBillingGiven<::agentflow::__private::DynAgent>,
+        S0: ::agentflow::__private::DynGiven<Desk, DeskNodes::billing>,
     {
-        let __agentflow_slot_billing = DeskBillingGiven::__agentflow_into_agent(
-            self.billing,
-        );
+        let __agentflow_slot_billing = ::agentflow::__private::DynGiven::<
+            Desk,
+            DeskNodes::billing,
+        >::into_agent(self.billing);
         if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
         {
             return ::core::result::Result::Err(::agentflow::__private::FlowError::NodeNameMismatch {

@@ -15,6 +15,7 @@ mod manifest;
 mod names;
 #[cfg(test)]
 mod snapshot_tests;
+mod target;
 
 use proc_macro::TokenStream;
 

@@ -351,9 +351,13 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         let span = node.span;
         let snake = crate::names::snake(&node.label.to_string());
-        let mut check = |name: Ident, body: TokenStream| {
+        // `verdict` is a call of a `check` fn; the const asserts that it passed.
+        let mut check = |name: Ident, verdict: TokenStream| {
             consts.extend(quote_spanned! {span=>
-                const #name: () = #body;
+                const #name: () = {
+                    let __v = #verdict;
+                    __v.assert_passed()
+                };
             });
             // One item per check, so each failing check is reported; the flow's name is
             // respanned so the note about the use points at the node alone.
@@ -364,13 +368,11 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
             });
         };
         if i > 0 {
-            let v = quote_spanned!(span=> __v);
             check(
                 format_ident!("{}_has_a_unique_name", snake, span = span),
-                quote_spanned! {span=> {
-                    let #v = #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i]);
-                    #v.assert_passed()
-                }},
+                quote_spanned! {span=>
+                    #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i])
+                },
             );
         }
         let Some(ty) = node.ty() else { continue };
@@ -383,8 +385,8 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
         let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
         check(
             format_ident!("{}_transfers_are_legal", snake, span = span),
-            quote_spanned! {span=> {
-                let __v = #p::check::transfers(
+            quote_spanned! {span=>
+                #p::check::transfers(
                     #flow_str,
                     #spec::NAME,
                     #spec::TRANSFERS,
@@ -392,24 +394,22 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                     #parent,
                     #no_parent,
                     #spec::NO_PARENT,
-                );
-                __v.assert_passed()
-            }},
+                )
+            },
         );
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
             let kind = kind.keyword();
             check(
                 format_ident!("{}_does_not_transfer_to_its_workflow", snake, span = span),
-                quote_spanned! {span=> {
-                    let __v = #p::check::workflow_child(
+                quote_spanned! {span=>
+                    #p::check::workflow_child(
                         #flow_str,
                         #spec::NAME,
                         #spec::TRANSFERS,
                         #flow::AGENTS[#k],
                         #kind,
-                    );
-                    __v.assert_passed()
-                }},
+                    )
+                },
             );
         }
     }
@@ -559,6 +559,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
              `#[agent(no_parent)]`, a transfer to the parent is refused at run time).",
             node.written
         );
+        let target_impls = crate::target::impls(p, &ident);
         out.extend(quote! {
             #[doc = #doc]
             #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
@@ -585,20 +586,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
                 }
             }
 
-            #[automatically_derived]
-            impl ::core::fmt::Display for #ident {
-                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    __f.write_str(self.as_str())
-                }
-            }
-
-            #[automatically_derived]
-            impl #p::TransferTarget for #ident {
-                const ALL: &'static [Self] = #ident::ALL;
-                fn agent_name(self) -> &'static str {
-                    self.as_str()
-                }
-            }
+            #target_impls
 
             #[automatically_derived]
             impl ::core::convert::From<#ident> for #agent_enum {
@@ -641,13 +629,12 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             None => quote!(#p::DynAgent),
         })
         .collect();
-    // Per slot, a trait only a filled slot implements, whose message names the node and its
-    // setter: `build()` with a slot still `Unset` fails to compile saying which node it lacks.
-    let given_traits: Vec<Ident> = given
-        .iter()
-        .map(|&i| format_ident!("{}{}Given", flow, cx.variant(i)))
-        .collect();
-
+    // Per slot, a marker type named after its setter, in the module `{Flow}Nodes`: `build()`
+    // asks `DynGiven<Flow, marker>` (or `RuntimeGiven`) of the slot, so a slot still `Unset`
+    // fails to compile naming its node. (A per-node trait with its own message would need
+    // `#[diagnostic::...]` in generated code, which a `#[no_implicit_prelude]` module cannot
+    // resolve.)
+    let nodes_mod = format_ident!("{}Nodes", flow);
     let doc = if k == 0 {
         format!(
             "A builder of [`{flow}`]. Every agent of this flow is built by the flow itself: call \
@@ -666,54 +653,22 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         )
     };
 
-    let mut given_defs = TokenStream::new();
-    for (j, &i) in given.iter().enumerate() {
-        let node = &cx.tree.nodes[i];
-        let field = &fields[j];
-        let label = node.label.to_string();
-        let (kind, note) = match node.kind {
-            Kind::Dyn => (
-                "dyn",
-                format!(
-                    "`.{field}(|node| ...)` calls the closure with the node (its name and its \
-                     legal transfer targets) and keeps the agent it returns"
-                ),
-            ),
-            _ => (
-                "runtime",
-                format!(
-                    "`.{field}(value)` takes the agent the node runs, a `{}`",
-                    node.written
-                ),
-            ),
-        };
-        let message = format!(
-            "flow `{flow}`: node `{label}` (a `{kind}` node) was not given: call \
-             `.{field}(...)` before `.build()`"
-        );
-        let label_text = format!("`{label}` was not given");
-        let doc = format!(
-            "Implemented by the slot of node `{label}` of [`{builder}`] once it is given: \
-             `build()` asks it of the slot."
-        );
-        let tr = &given_traits[j];
-        given_defs.extend(quote_spanned! {krate_span=>
-            #[doc = #doc]
-            #[doc(hidden)]
-            #[diagnostic::on_unimplemented(message = #message, label = #label_text, note = #note)]
-            #vis trait #tr<A> {
-                #[doc(hidden)]
-                fn __agentflow_into_agent(self) -> A;
-            }
-
-            #[automatically_derived]
-            impl<A> #tr<A> for #p::Set<A> {
-                fn __agentflow_into_agent(self) -> A {
-                    self.0
-                }
-            }
-        });
-    }
+    let nodes_doc = format!(
+        "Marker types naming the `dyn` and `runtime` nodes of [`{flow}`] in the messages of its \
+         builder."
+    );
+    let given_defs = quote_spanned! {krate_span=>
+        #[doc = #nodes_doc]
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        #vis mod #nodes_mod {
+            #(
+                #[allow(non_camel_case_types)]
+                #[derive(::core::fmt::Debug)]
+                pub struct #fields;
+            )*
+        }
+    };
 
     let struct_def = if k == 0 {
         quote! {
@@ -849,9 +804,12 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         let field = &fields[j];
         let node = &cx.tree.nodes[i];
         let slot = slot_local(field);
-        let tr = &given_traits[j];
+        let into = match node.kind {
+            Kind::Dyn => quote!(#p::DynGiven::<#flow, #nodes_mod::#field>::into_agent),
+            _ => quote!(#p::RuntimeGiven::<#flow, #nodes_mod::#field, _>::into_agent),
+        };
         takes.extend(quote! {
-            let #slot = #tr::__agentflow_into_agent(self.#field);
+            let #slot = #into(self.#field);
         });
         if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
@@ -869,9 +827,14 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let tree_expr = lower_node(cx, 0, &given, &fields);
     let bounds: Vec<TokenStream> = params
         .iter()
-        .zip(&slot_tys)
-        .zip(&given_traits)
-        .map(|((s, t), tr)| quote_spanned!(krate_span=> #s: #tr<#t>))
+        .zip(&given)
+        .zip(&fields)
+        .map(|((s, &i), field)| match cx.tree.nodes[i].ty() {
+            Some(t) => {
+                quote_spanned!(krate_span=> #s: #p::RuntimeGiven<#flow, #nodes_mod::#field, #t>)
+            }
+            None => quote_spanned!(krate_span=> #s: #p::DynGiven<#flow, #nodes_mod::#field>),
+        })
         .collect();
     let build_doc = "Builds the flow's tree: bottom-up, each agent's node given its options and \
                      then its sub-agents, exactly as `set_sub_agents` calls written by hand \
