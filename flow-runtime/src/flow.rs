@@ -518,7 +518,12 @@ async fn drive(
             match Box::pin(middleware::before_agent(&hooks, &hcx, &mut input)).await {
                 Ok((None, ran)) => Some(Box::new((hcx, ran))),
                 Ok((Some(reply), ran)) => {
-                    // Answered in the agent's place: recorded as its own, and the run ends.
+                    // Answered in the agent's place: recorded as its own (within the run's
+                    // event limit), and the run ends.
+                    if let Err(limit) = run.check_event_room() {
+                        out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+                        return Ok(());
+                    }
                     let mut event = AgentEvent::message(reply).stamped(&name, &path);
                     run.session().record(&event);
                     event.recorded = true;
