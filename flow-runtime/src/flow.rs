@@ -13,6 +13,7 @@ use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
 use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
 use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
+use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::session::InputKey;
 
@@ -40,6 +41,8 @@ struct Node {
     parent: Option<usize>,
     children: Vec<usize>,
     options: NodeOptions,
+    /// The messages of a transfer to this agent (the same on every hop), made once.
+    arrival: Arc<(MessageRef, MessageRef)>,
 }
 
 #[derive(Clone)]
@@ -91,6 +94,7 @@ impl FlowAgent {
     pub fn from_arc(agent: Arc<dyn Agent>) -> Self {
         let name: Arc<str> = agent.name().into();
         let description: Arc<str> = agent.description().into();
+        let (call, result) = crate::generate::transfer_messages(&name);
         FlowAgent {
             tree: Arc::new(Tree {
                 nodes: vec![Node {
@@ -100,6 +104,7 @@ impl FlowAgent {
                     parent: None,
                     children: Vec::new(),
                     options: NodeOptions::default(),
+                    arrival: Arc::new((Arc::new(call), Arc::new(result))),
                 }],
             }),
             node: 0,
@@ -200,6 +205,25 @@ impl FlowAgent {
             out.push(self.at(p).info());
         }
         out
+    }
+
+    /// The messages of a transfer from this agent to `target`, if `target` is one of its
+    /// sub-agents or its parent: made when the tree was, shared by every hop.
+    pub(crate) fn transfer_messages_to(
+        &self,
+        target: &str,
+    ) -> Option<(Arc<str>, MessageRef, MessageRef)> {
+        let n = self.this();
+        n.children
+            .iter()
+            .copied()
+            .chain(n.parent)
+            .map(|i| &self.tree.nodes[i])
+            .find(|t| &*t.name == target)
+            .map(|t| {
+                let (call, result) = &*t.arrival;
+                (Arc::clone(&t.name), Arc::clone(call), Arc::clone(result))
+            })
     }
 
     /// The agent named `name` anywhere in this tree.
@@ -518,7 +542,12 @@ async fn drive(
             match Box::pin(middleware::before_agent(&hooks, &hcx, &mut input)).await {
                 Ok((None, ran)) => Some(Box::new((hcx, ran))),
                 Ok((Some(reply), ran)) => {
-                    // Answered in the agent's place: recorded as its own, and the run ends.
+                    // Answered in the agent's place: recorded as its own (within the run's
+                    // event limit), and the run ends.
+                    if let Err(limit) = run.check_event_room() {
+                        out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+                        return Ok(());
+                    }
                     let mut event = AgentEvent::message(reply).stamped(&name, &path);
                     run.session().record(&event);
                     event.recorded = true;

@@ -100,9 +100,17 @@ impl Context {
     /// [`Action::TransferToAgent`]. Whether the target is legal is checked when this agent's
     /// stream ends: an unknown target becomes an error event.
     pub fn transfer(&self, target: &str) {
-        let (call, result) = transfer_messages(target);
+        // A transfer to a neighbour in the tree shares the messages the tree made for it.
+        let made = self.run.node().and_then(|n| n.transfer_messages_to(target));
+        let (target, call, result) = match made {
+            Some(made) => made,
+            None => {
+                let (call, result) = transfer_messages(target);
+                (Arc::from(target), Arc::new(call), Arc::new(result))
+            }
+        };
         self.emit(AgentEvent::message(call));
-        self.emit(AgentEvent::message(result).with_action(Action::transfer_to(target)));
+        self.emit(AgentEvent::message(result).with_action(Action::TransferToAgent(target)));
     }
 
     /// Emits an interrupt: the run stops after this agent's stream ends and can be resumed

@@ -7,7 +7,7 @@ use flow_runtime::middleware::{Hook, HookContext, HookError, Middleware, Middlew
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::{
     async_trait, set_sub_agents, tool_fn, AgentError, AgentEvent, AgentInput, ChatModelAgent,
-    ChatRequest, FlowAgent, FnAgent, Message, Role, Runner, Session, ToolCall,
+    ChatRequest, FlowAgent, FnAgent, Message, Role, RunLimit, RunLimits, Runner, Session, ToolCall,
 };
 use futures::executor::block_on;
 use futures::StreamExt;
@@ -561,4 +561,35 @@ fn before_agent_on_a_node_answers_in_the_agents_place_and_the_answer_is_recorded
         ]
     );
     assert_eq!(session.len(), 3);
+}
+
+#[test]
+fn an_answer_in_the_agents_place_past_the_event_limit_is_the_limit_error_not_a_record() {
+    let root = FnAgent::new("triage", |cx, _| async move {
+        cx.transfer("refund");
+        Ok(())
+    });
+    let refund = FnAgent::new("refund", |cx, _| async move {
+        cx.say("refund agent ran");
+        Ok(())
+    });
+    let tree = set_sub_agents(
+        FlowAgent::new(root),
+        [FlowAgent::new(refund).middleware(Greeter)],
+    )
+    .unwrap();
+    // triage's two events fill the run's record: the greeting would be the third.
+    let runner = Runner::new(tree).limits(RunLimits::default().max_events(2));
+    let (events, session) = run(&runner, "hello");
+    assert_eq!(events.len(), 3);
+    assert_eq!(session.len(), 2, "what was recorded stays, nothing more");
+    let last = events.last().unwrap();
+    assert_eq!(last.run_path().to_string(), "triage/refund");
+    match &last.error {
+        Some(AgentError::LimitReached(l)) => {
+            assert_eq!((l.limit, l.max), (RunLimit::Events, 2));
+        }
+        other => panic!("expected the event limit, got {other:?}"),
+    }
+    assert!(last.message_output().is_none(), "the greeting is not sent");
 }
