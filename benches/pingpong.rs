@@ -93,7 +93,11 @@ fn main() {
             .expect("tree");
         let store = InMemoryStore::new();
         let runner = Runner::new(tree)
-            .limits(RunLimits::default().max_transfers(hops).max_events(4 * hops))
+            .limits(
+                RunLimits::default()
+                    .max_transfers(hops)
+                    .max_events(4 * hops),
+            )
             .checkpoint_store(store.clone());
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
