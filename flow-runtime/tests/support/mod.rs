@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod model_server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,7 +12,8 @@ use async_trait::async_trait;
 use flow_runtime::model::{ChatModel, RetryPolicy};
 use flow_runtime::{
     tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore, Claim,
-    Completion, FlowAgent, InMemoryStore, PendingCheckpoint, SaveMode, StoreError, ToolError,
+    Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, SaveMode, StoreError,
+    ToolError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -131,4 +133,22 @@ pub fn clerk(model: impl ChatModel, retry: RetryPolicy) -> FlowAgent {
         .build()
         .unwrap();
     FlowAgent::new(clerk)
+}
+
+/// A retry policy of `retries` retries with a 1 ms first backoff.
+pub fn fast(retries: u32) -> RetryPolicy {
+    RetryPolicy::new(retries).initial_backoff(Duration::from_millis(1))
+}
+
+/// A message as a line: `role: content`, then ` [call ID NAME ARGS]` for each tool call and
+/// ` [result of ID]` for a tool result.
+pub fn show(m: &Message) -> String {
+    let mut s = format!("{}: {}", m.role, m.content);
+    for c in &m.tool_calls {
+        s.push_str(&format!(" [call {} {} {}]", c.id, c.name, c.arguments));
+    }
+    if let Some(id) = &m.tool_call_id {
+        s.push_str(&format!(" [result of {id}]"));
+    }
+    s
 }
