@@ -82,8 +82,13 @@ impl CheckpointStore for FailingStore {
 /// One event as a line: `agent@path: content`, then ` [calls TOOL ARGS]` for tool calls,
 /// ` => ACTION` for an action and ` error: TEXT` for an error.
 pub fn line(e: &AgentEvent) -> String {
+    line_with(e, e.message_output())
+}
+
+/// [`line`] with `message` as the event's message (a stream's, once read).
+pub fn line_with(e: &AgentEvent, message: Option<&Message>) -> String {
     let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
-    if let Some(m) = e.message_output() {
+    if let Some(m) = message {
         out.push(' ');
         out.push_str(&m.content);
         for c in &m.tool_calls {
