@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::model::{ChatModel, RetryPolicy};
+use flow_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
 use flow_runtime::{
-    tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore, Claim,
-    Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, SaveMode, StoreError,
+    set_sub_agents, tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore,
+    Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, SaveMode, StoreError,
     ToolError,
 };
 use schemars::JsonSchema;
@@ -156,4 +156,18 @@ pub fn show(m: &Message) -> String {
         s.push_str(&format!(" [result of {id}]"));
     }
     s
+}
+
+/// `triage` (its model named `triage-model`, each reply 100 input and 10 output tokens)
+/// transferring to `refund`, its only sub-agent.
+pub fn triage_to(refund: ChatModelAgent) -> FlowAgent {
+    let triage = ChatModelAgent::builder(
+        "triage",
+        ScriptedModel::rules()
+            .otherwise(ScriptStep::transfer("refund").with_usage(Usage::new(100, 10)))
+            .named("triage-model"),
+    )
+    .build()
+    .unwrap();
+    set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
 }
