@@ -4,7 +4,7 @@
 pub mod contract;
 pub mod model_server;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -170,4 +170,22 @@ pub fn triage_to(refund: ChatModelAgent) -> FlowAgent {
     .build()
     .unwrap();
     set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
+}
+
+/// Counts itself as alive in a shared counter while it exists: held by a running agent or
+/// tool, the counter tells how many are still running (and, once runs end, that none leaked).
+pub struct Held(Arc<AtomicIsize>);
+
+impl Held {
+    /// Adds one to `count` until dropped.
+    pub fn new(count: &Arc<AtomicIsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Held(Arc::clone(count))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
