@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use flow_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
 use flow_runtime::{
     set_sub_agents, tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore,
-    Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, SaveMode, StoreError,
-    ToolError,
+    Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, SaveMode,
+    StoreError, ToolError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -188,4 +188,20 @@ impl Drop for Held {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// Each message as its role and content.
+pub fn contents<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<(Role, String)> {
+    messages
+        .iter()
+        .map(|m| {
+            let m = m.borrow();
+            (m.role, m.content.clone())
+        })
+        .collect()
+}
+
+/// A user message as [`contents`] shows it.
+pub fn user(text: &str) -> (Role, String) {
+    (Role::User, text.to_owned())
 }
