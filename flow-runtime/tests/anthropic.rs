@@ -65,8 +65,13 @@ fn model(base_url: &str) -> AnthropicChatModel {
     .unwrap()
 }
 
-/// Runs the clerk (one tool, `lookup_order`) on one question; the session's record.
-async fn run(model: AnthropicChatModel, retry: RetryPolicy, streaming: bool) -> Vec<String> {
+/// Runs the clerk (one tool, `lookup_order`) on one question, reading every streamed event to
+/// its end: the session and the events.
+async fn run_clerk(
+    model: AnthropicChatModel,
+    retry: RetryPolicy,
+    streaming: bool,
+) -> (Arc<Session>, Vec<AgentEvent>) {
     let session = Session::new();
     let events: Vec<AgentEvent> = Runner::new(support::clerk(model, retry))
         .streaming(streaming)
@@ -76,17 +81,23 @@ async fn run(model: AnthropicChatModel, retry: RetryPolicy, streaming: bool) -> 
         )
         .collect()
         .await;
-    let mut lines = Vec::new();
     for e in &events {
-        if let Some(err) = &e.error {
-            lines.push(format!("error: {err}"));
-        }
         if let Some(EventOutput::Stream(s)) = &e.output {
             // Drain the caller's reader so the stream completes.
             let mut r = s.fork();
             while r.next().await.is_some() {}
         }
     }
+    (session, events)
+}
+
+/// Runs the clerk on one question: its error events (`error: …`), then the session's record.
+async fn run(model: AnthropicChatModel, retry: RetryPolicy, streaming: bool) -> Vec<String> {
+    let (session, events) = run_clerk(model, retry, streaming).await;
+    let mut lines: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.error.as_ref().map(|err| format!("error: {err}")))
+        .collect();
     for e in session.events() {
         if let Some(m) = e.message().await.unwrap() {
             lines.push(show(&m));
@@ -236,21 +247,9 @@ async fn usage_of_run(
     model: AnthropicChatModel,
     streaming: bool,
 ) -> (Vec<Option<Usage>>, flow_runtime::model::UsageReport) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(support::clerk(model, fast(0)))
-        .streaming(streaming)
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("What is order 42?"))],
-        )
-        .collect()
-        .await;
+    let (session, events) = run_clerk(model, fast(0), streaming).await;
     for e in &events {
         assert!(e.error.is_none(), "{:?}", e.error);
-        if let Some(EventOutput::Stream(s)) = &e.output {
-            let mut r = s.fork();
-            while r.next().await.is_some() {}
-        }
     }
     let mut usage = Vec::new();
     for e in session.events() {
