@@ -13,7 +13,7 @@ use flow_runtime::model::{
     AnthropicChatModel, AnthropicConfig, AnthropicUsage, ChatModel, ChatRequest, HttpLimits,
     ModelError, RetryPolicy, SizeLimit, Usage,
 };
-use flow_runtime::{AgentEvent, EventOutput, Message, Runner, Session};
+use flow_runtime::{AgentEvent, EventOutput, Message, Session};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use support::model_server::{self, Server, SSE_HEAD};
@@ -72,15 +72,8 @@ async fn run_clerk(
     retry: RetryPolicy,
     streaming: bool,
 ) -> (Arc<Session>, Vec<AgentEvent>) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(support::clerk(model, retry))
-        .streaming(streaming)
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("What is order 42?"))],
-        )
-        .collect()
-        .await;
+    let (session, events) =
+        support::run_question(support::clerk(model, retry), "What is order 42?", streaming).await;
     for e in &events {
         if let Some(EventOutput::Stream(s)) = &e.output {
             // Drain the caller's reader so the stream completes.

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
-use flow_runtime::{
-    AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message, Runner, Session,
-};
+use flow_runtime::{AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use support::model_server::{self, Server, SSE_HEAD};
@@ -91,15 +89,7 @@ async fn line(e: &AgentEvent) -> String {
 /// Runs the agent on one question; returns the event lines, the session's record and the
 /// events themselves.
 async fn run(flow: FlowAgent, streaming: bool) -> (Vec<String>, Vec<String>, Vec<AgentEvent>) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(flow)
-        .streaming(streaming)
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("What is order 42?"))],
-        )
-        .collect()
-        .await;
+    let (session, events) = support::run_question(flow, "What is order 42?", streaming).await;
     let mut lines = Vec::new();
     for e in &events {
         lines.push(line(e).await);

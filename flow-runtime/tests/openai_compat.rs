@@ -77,12 +77,7 @@ fn show(m: &Message, ids: &mut HashMap<String, usize>) -> String {
 /// Runs `flow` on `question`: the events as lines (a stream as its chunks) and the session's
 /// record.
 async fn run(flow: FlowAgent, question: &str, streaming: bool) -> (Vec<String>, Vec<String>) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(flow)
-        .streaming(streaming)
-        .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
-        .collect()
-        .await;
+    let (session, events) = support::run_question(flow, question, streaming).await;
     let mut ids = HashMap::new();
     let mut lines = Vec::new();
     for e in &events {
@@ -139,12 +134,7 @@ async fn run_without_errors(
     question: &str,
     streaming: bool,
 ) -> (Arc<Session>, Vec<AgentEvent>) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
-        .streaming(streaming)
-        .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
-        .collect()
-        .await;
+    let (session, events) = support::run_question(FlowAgent::new(agent), question, streaming).await;
     assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
     (session, events)
 }

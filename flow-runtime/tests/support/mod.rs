@@ -12,9 +12,10 @@ use async_trait::async_trait;
 use flow_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
 use flow_runtime::{
     set_sub_agents, tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore,
-    Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, SaveMode,
-    StoreError, ToolError,
+    Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, Runner,
+    SaveMode, Session, StoreError, ToolError,
 };
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -138,6 +139,22 @@ pub fn clerk(model: impl ChatModel, retry: RetryPolicy) -> FlowAgent {
         .build()
         .unwrap();
     FlowAgent::new(clerk)
+}
+
+/// Runs `flow` on one user message, `question`, in a new session (the answer streamed if
+/// `streaming`): the session and the events.
+pub async fn run_question(
+    flow: FlowAgent,
+    question: &str,
+    streaming: bool,
+) -> (Arc<Session>, Vec<AgentEvent>) {
+    let session = Session::new();
+    let events: Vec<AgentEvent> = Runner::new(flow)
+        .streaming(streaming)
+        .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
+        .collect()
+        .await;
+    (session, events)
 }
 
 /// A retry policy of `retries` retries with a 1 ms first backoff.
