@@ -174,9 +174,9 @@ impl UsageCounters {
 /// `content_block_delta` with `text_delta` or `input_json_delta`, `content_block_stop`,
 /// `message_delta`, `message_stop`, `ping` and `error` events). Token usage of every call is
 /// added to [`AnthropicChatModel::usage`]. HTTP goes through the same bounded transport as the
-/// OpenAI client ([`HttpCall`], [`HttpLimits`]): every timeout and size limit holds. A 429 or a
-/// 529 (overloaded) answer is a retryable [`ModelError::Http`] carrying the server's
-/// `retry-after`, which the agent's [`RetryPolicy`](super::RetryPolicy) honours.
+/// OpenAI client ([`HttpCall`](super::HttpCall), [`HttpLimits`]): every timeout and size limit
+/// holds. A 429 or a 529 (overloaded) answer is a retryable [`ModelError::Http`] carrying the
+/// server's `retry-after`, which the agent's [`RetryPolicy`](super::RetryPolicy) honours.
 ///
 /// Errors are typed as for the OpenAI client: [`ModelError::Http`] (with `retry-after`;
 /// retryable for 408, 409, 429 and 5xx, so for 529 "overloaded"),
