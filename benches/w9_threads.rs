@@ -49,6 +49,25 @@ impl ThreadStore for FixedLength {
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         ThreadStore::delete(&self.0, id).await
     }
+    async fn lease_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        self.0.lease_thread(id, owner, lease).await
+    }
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        self.0.renew_thread_lease(id, owner, lease).await
+    }
+    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
+        self.0.release_thread_lease(id, owner).await
+    }
 }
 
 /// A store holding the thread `t` with `messages` earlier messages.

@@ -498,6 +498,14 @@ impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
 pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
     billing: S0,
 }
+///Marker types naming the `dyn` and `runtime` nodes of [`Desk`] in the messages of its builder.
+#[doc(hidden)]
+#[allow(non_snake_case)]
+pub mod DeskNodes {
+    #[allow(non_camel_case_types)]
+    #[derive(::core::fmt::Debug)]
+    pub struct billing;
+}
 #[allow(dead_code)]
 impl DeskBuilder {
     fn __agentflow_new() -> Self {
@@ -540,11 +548,12 @@ impl<S0> DeskBuilder<S0> {
 If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgents` hook refuses its place in the tree.*/
     pub fn build(self) -> ::core::result::Result<Desk, ::agentflow::__private::FlowError>
     where
-        S0: ::agentflow::__private::Filled<::agentflow::__private::DynAgent>,
+        S0: ::agentflow::__private::DynGiven<Desk, DeskNodes::billing>,
     {
-        let __agentflow_slot_billing = ::agentflow::__private::Filled::into_agent(
-            self.billing,
-        );
+        let __agentflow_slot_billing = ::agentflow::__private::DynGiven::<
+            Desk,
+            DeskNodes::billing,
+        >::into_agent(self.billing);
         if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
         {
             return ::core::result::Result::Err(::agentflow::__private::FlowError::NodeNameMismatch {

@@ -11,9 +11,11 @@
 mod agent;
 mod ctxt;
 mod flow;
+mod manifest;
 mod names;
 #[cfg(test)]
 mod snapshot_tests;
+mod target;
 
 use proc_macro::TokenStream;
 

@@ -14,6 +14,7 @@ use crate::generate::{generate, Context};
 use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
 use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
 use crate::resume::ResumeInfo;
+use crate::session::InputKey;
 
 /// Per-node options of a tree.
 #[derive(Debug, Clone, Default)]
@@ -655,10 +656,49 @@ async fn drive(
 async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
     let skip = node.options.skip_transfer_messages;
     let incremental = run.hidden_paths().is_empty();
-    let key = (Arc::clone(&node.name), skip);
+    let streaming = run.streaming();
+    // Under the default policy, every node that has not spoken yet gets the same input (all
+    // messages in their context form): one cache for all of them, so a chain of agents each
+    // running once costs O(1) per hop, not O(chain).
+    if incremental && matches!(node.options.context, ContextPolicy::Rewrite) {
+        let key = (None, skip);
+        let mut shared = filled_cache(run, &key, skip, None).await?;
+        let newcomer = !shared.has_spoken(&node.name);
+        let messages = newcomer.then(|| shared.input_for_newcomer());
+        run.session().put_input_cache(key, shared);
+        if let Some(messages) = messages {
+            return Ok(AgentInput {
+                messages,
+                streaming,
+            });
+        }
+    }
+    let key = (Some(Arc::clone(&node.name)), skip);
+    let window = node.options.context.thread_window();
+    let mut cache = filled_cache(run, &key, skip, window).await?;
+    let messages = cache.input(&node.name, &node.options.context)?;
+    if incremental {
+        run.session().put_input_cache(key, cache);
+    }
+    Ok(AgentInput {
+        messages,
+        streaming,
+    })
+}
+
+/// The input cache under `key`, brought up to date with the session: taken from the session
+/// (outside a parallel lane) or started afresh from the thread's earlier turns (as far back as
+/// `window`) and the run's root input; then one entry per recorded event with a message.
+async fn filled_cache(
+    run: &RunContext,
+    key: &InputKey,
+    skip: bool,
+    window: Option<u64>,
+) -> Result<InputCache, AgentError> {
+    let incremental = run.hidden_paths().is_empty();
     let turn = run.turn();
     let cached = incremental
-        .then(|| run.session().take_input_cache(&key))
+        .then(|| run.session().take_input_cache(key))
         .flatten()
         .filter(|c| c.starts_with(run.root_input()));
     let mut cache = match cached {
@@ -667,9 +707,8 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
             let root = run.root_input();
             let mut cache = InputCache::new(root);
             if let Some(thread) = run.thread() {
-                let window = node.options.context.thread_window();
                 for e in thread.entries(window).await? {
-                    cache.push(e.entry, e.is_transfer, skip);
+                    cache.push(e.entry, None, e.is_transfer, skip);
                 }
             }
             let user = crate::event::empty_name();
@@ -680,7 +719,7 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
                     message: Arc::clone(m),
                     turn,
                 };
-                cache.push(entry, false, skip);
+                cache.push(entry, None, false, skip);
             }
             cache
         }
@@ -702,14 +741,7 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
             message,
             turn,
         };
-        cache.push(entry, is_transfer, skip);
+        cache.push(entry, Some(Arc::clone(event)), is_transfer, skip);
     }
-    let messages = cache.input(&node.name, &node.options.context)?;
-    if incremental {
-        run.session().put_input_cache(key, cache);
-    }
-    Ok(AgentInput {
-        messages,
-        streaming: run.streaming(),
-    })
+    Ok(cache)
 }

@@ -1,12 +1,13 @@
 //! What an agent sees of the conversation: history entries, rewriters and context policies.
 
+use std::collections::HashSet;
 use std::fmt;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::event::AgentError;
 use crate::input::Messages;
 use crate::message::{ContentPart, Message, MessageRef, Role};
+use crate::session::SessionEvent;
 
 /// One entry of the history an agent's input is made from.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,6 +244,11 @@ pub(crate) struct InputCache {
     pub(crate) seen: usize,
     /// The history entries so far (root input first).
     pub(crate) entries: Vec<HistoryEntry>,
+    /// For each entry, the session event it was recorded from (if any), whose rewritten
+    /// form every agent of the run shares.
+    sources: Vec<Option<Arc<SessionEvent>>>,
+    /// The agents with an entry (user input aside).
+    authors: HashSet<Arc<str>>,
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
     rewritten: Arc<Vec<MessageRef>>,
     done: usize,
@@ -256,6 +262,8 @@ impl InputCache {
             root: (root.as_ptr() as usize, root.len()),
             seen: 0,
             entries: Vec::new(),
+            sources: Vec::new(),
+            authors: HashSet::new(),
             rewritten: Arc::default(),
             done: 0,
         }
@@ -266,11 +274,22 @@ impl InputCache {
         self.root == (root.as_ptr() as usize, root.len())
     }
 
-    /// Appends an entry, or with `skip` leaves out a transfer's messages: the event that
-    /// carried the transfer (`is_transfer`) and the tool-call message that asked for it.
-    pub(crate) fn push(&mut self, entry: HistoryEntry, is_transfer: bool, skip: bool) {
+    /// Appends an entry (recorded from `source`, if it comes from this run's session), or
+    /// with `skip` leaves out a transfer's messages: the event that carried the transfer
+    /// (`is_transfer`) and the tool-call message that asked for it.
+    pub(crate) fn push(
+        &mut self,
+        entry: HistoryEntry,
+        source: Option<Arc<SessionEvent>>,
+        is_transfer: bool,
+        skip: bool,
+    ) {
         if !(skip && is_transfer) {
+            if !entry.is_user_input && !self.authors.contains(&entry.agent_name) {
+                self.authors.insert(Arc::clone(&entry.agent_name));
+            }
             self.entries.push(entry);
+            self.sources.push(source);
             return;
         }
         let message = &entry.message;
@@ -295,10 +314,17 @@ impl InputCache {
     /// Drops the last entry (a transfer's tool call, skipped with its result).
     fn pop_entry(&mut self) {
         self.entries.pop();
+        self.sources.pop();
         if self.done > self.entries.len() {
             Arc::make_mut(&mut self.rewritten).pop();
             self.done -= 1;
         }
+    }
+
+    /// Whether `agent` has an entry (as far as this cache knows: an entry left out since may
+    /// still count).
+    pub(crate) fn has_spoken(&self, agent: &str) -> bool {
+        self.authors.contains(agent)
     }
 
     /// The input `policy` gives `agent_name`: under [`ContextPolicy::Rewrite`] only the
@@ -311,16 +337,35 @@ impl InputCache {
         if !matches!(policy, ContextPolicy::Rewrite) {
             return policy.apply(agent_name, &self.entries).map(Messages::from);
         }
+        Ok(self.rewritten_for(Some(agent_name)))
+    }
+
+    /// The input [`ContextPolicy::Rewrite`] gives an agent that has no entry here: every
+    /// agent's message in its context form. Shared by all such agents of a run.
+    pub(crate) fn input_for_newcomer(&mut self) -> Messages {
+        self.rewritten_for(None)
+    }
+
+    /// The entries rewritten for `agent_name` (`None`: an agent with no entry), extending
+    /// what was rewritten last time.
+    fn rewritten_for(&mut self, agent_name: Option<&str>) -> Messages {
         if self.done < self.entries.len() {
             let all = Arc::make_mut(&mut self.rewritten);
-            all.extend(
-                self.entries[self.done..]
-                    .iter()
-                    .map(|e| rewrite_entry(agent_name, e)),
-            );
+            let new = self.entries[self.done..]
+                .iter()
+                .zip(&self.sources[self.done..]);
+            all.extend(new.map(|(e, source)| {
+                if e.is_user_input || Some(&*e.agent_name) == agent_name {
+                    Arc::clone(&e.message)
+                } else if let Some(event) = source {
+                    event.context_form(&e.message)
+                } else {
+                    Arc::new(rewrite_for_context(&e.agent_name, &e.message))
+                }
+            }));
             self.done = self.entries.len();
         }
-        Ok(Messages::prefix_of(&self.rewritten, self.done))
+        Messages::prefix_of(&self.rewritten, self.done)
     }
 }
 
@@ -361,58 +406,74 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
         .sum();
     let mut text = String::with_capacity(40 + agent_name.len() + message.content.len() + calls);
     text.push_str("For context:");
+    // Written piece by piece: this runs once per message another agent reads.
+    let said = |text: &mut String, what: &str| {
+        push_all(text, &[" [", agent_name, "] said: ", what, "."]);
+    };
     match message.role {
         Role::Assistant => {
             if !message.content.is_empty() {
-                let _ = write!(text, " [{agent_name}] said: {}.", message.content);
+                said(&mut text, &message.content);
             }
             // Parts other agents cannot see are described, not dropped.
             for part in &message.parts {
                 match part {
-                    ContentPart::Text { text: more } => {
-                        let _ = write!(text, " [{agent_name}] said: {more}.");
-                    }
-                    other => {
-                        let _ = write!(text, " [{agent_name}] shared {}.", other.describe());
-                    }
+                    ContentPart::Text { text: more } => said(&mut text, more),
+                    other => push_all(
+                        &mut text,
+                        &[" [", agent_name, "] shared ", &other.describe(), "."],
+                    ),
                 }
             }
             for call in &message.tool_calls {
-                let _ = write!(
-                    text,
-                    " [{agent_name}] called tool: `{}` with arguments: {}.",
-                    call.name, call.arguments
+                push_all(
+                    &mut text,
+                    &[
+                        " [",
+                        agent_name,
+                        "] called tool: `",
+                        &call.name,
+                        "` with arguments: ",
+                        &call.arguments,
+                        ".",
+                    ],
                 );
             }
         }
         Role::Tool => {
             let tool = message.tool_name.as_deref().unwrap_or("");
-            if !message.content.is_empty() {
-                let _ = write!(
+            let returned = |text: &mut String, what: &str, result: &str| {
+                push_all(
                     text,
-                    " [{agent_name}] `{tool}` tool returned result: {}.",
-                    message.content
+                    &[
+                        " [",
+                        agent_name,
+                        "] `",
+                        tool,
+                        "` tool returned ",
+                        what,
+                        result,
+                        ".",
+                    ],
                 );
+            };
+            if !message.content.is_empty() {
+                returned(&mut text, "result: ", &message.content);
             }
             for part in &message.parts {
                 match part {
-                    ContentPart::Text { text: more } => {
-                        let _ = write!(
-                            text,
-                            " [{agent_name}] `{tool}` tool returned result: {more}."
-                        );
-                    }
-                    other => {
-                        let _ = write!(
-                            text,
-                            " [{agent_name}] `{tool}` tool returned {}.",
-                            other.describe()
-                        );
-                    }
+                    ContentPart::Text { text: more } => returned(&mut text, "result: ", more),
+                    other => returned(&mut text, "", &other.describe()),
                 }
             }
         }
         _ => {}
     }
     Message::user(text)
+}
+
+fn push_all(text: &mut String, pieces: &[&str]) {
+    for piece in pieces {
+        text.push_str(piece);
+    }
 }

@@ -55,7 +55,7 @@ pub struct Runner {
     pub(crate) options: Arc<RunOptions>,
     pub(crate) codec: CheckpointCodec,
     pub(crate) limits: RunLimits,
-    lease: Duration,
+    pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: crate::turn::ThreadSettings,
 }
@@ -147,11 +147,12 @@ impl Runner {
         self
     }
 
-    /// How long a resume's claim lasts before another worker may take the checkpoint over
-    /// (default [`DEFAULT_LEASE`], five minutes). The runner renews it as the resumed run
-    /// emits events, so choose a lease longer than the longest stretch without an event
-    /// (a slow model call, a slow tool): a worker that stays silent past its lease may find
-    /// its run taken over, and its outcome refused ([`StoreError::ClaimLost`]).
+    /// How long a resume's claim, and a thread turn's lease on its thread, last before
+    /// another worker may take the checkpoint or the thread over (default [`DEFAULT_LEASE`],
+    /// five minutes). The runner renews them as the run emits events, so choose a lease longer
+    /// than the longest stretch without an event (a slow model call, a slow tool): a worker
+    /// that stays silent past its lease may find its run taken over, and its outcome refused
+    /// ([`StoreError::ClaimLost`], [`ThreadError::LeaseLost`](crate::ThreadError::LeaseLost)).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self

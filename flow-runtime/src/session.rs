@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::event::{Action, AgentEvent, EventOutput};
-use crate::history::InputCache;
+use crate::history::{rewrite_for_context, InputCache};
 use crate::message::MessageRef;
 use crate::run_path::RunPath;
 use crate::stream::{StreamError, StreamRecord};
@@ -19,6 +19,9 @@ pub struct SessionEvent {
     run_path: RunPath,
     output: RecordedOutput,
     action: Option<Action>,
+    /// The message as other agents see it under the default policy
+    /// ([`rewrite_for_context`]), written once however many agents read it.
+    context: OnceLock<MessageRef>,
 }
 
 enum RecordedOutput {
@@ -45,6 +48,7 @@ impl SessionEvent {
                 None => RecordedOutput::None,
             },
             action,
+            context: OnceLock::new(),
         }
     }
 
@@ -59,6 +63,7 @@ impl SessionEvent {
             run_path: event.run_path().clone(),
             output,
             action: event.action.clone(),
+            context: OnceLock::new(),
         }
     }
 
@@ -97,6 +102,15 @@ impl SessionEvent {
         }
     }
 
+    /// `message` (this event's, once whole) as another agent sees it under the default
+    /// context policy: rewritten on first use, then shared.
+    pub(crate) fn context_form(&self, message: &MessageRef) -> MessageRef {
+        Arc::clone(
+            self.context
+                .get_or_init(|| Arc::new(rewrite_for_context(&self.agent_name, message))),
+        )
+    }
+
     /// The message if it is already whole, without waiting for a stream.
     pub fn message_now(&self) -> Option<MessageRef> {
         match &self.output {
@@ -118,6 +132,10 @@ impl fmt::Debug for SessionEvent {
     }
 }
 
+/// Which input cache: a node's (`Some(name)`) or the shared one (`None`), and whether transfer
+/// messages are skipped.
+pub(crate) type InputKey = (Option<Arc<str>>, bool);
+
 /// The shared record of one run: the events its agents recorded, in order, and key/value
 /// session values every agent of the run can read and write. Each run has its own.
 ///
@@ -132,8 +150,9 @@ pub struct Session {
     events: Mutex<Vec<Arc<SessionEvent>>>,
     /// Shared with the [scoped](Session::scoped) sessions made from this one.
     values: Arc<Mutex<HashMap<String, serde_json::Value>>>,
-    /// Per node (name, skip-transfer flag): what its input was built from last time.
-    inputs: Mutex<HashMap<(Arc<str>, bool), InputCache>>,
+    /// Per node (name, skip-transfer flag): what its input was built from last time; under
+    /// the name `None`, the input shared by every node that has not spoken yet.
+    inputs: Mutex<rustc_hash::FxHashMap<InputKey, InputCache>>,
 }
 
 impl Session {
@@ -185,12 +204,12 @@ impl Session {
     }
 
     /// Takes the input cache of a node out (it is put back when its input is built).
-    pub(crate) fn take_input_cache(&self, key: &(Arc<str>, bool)) -> Option<InputCache> {
+    pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<InputCache> {
         self.inputs.lock().expect("session lock").remove(key)
     }
 
     /// Puts a node's input cache back.
-    pub(crate) fn put_input_cache(&self, key: (Arc<str>, bool), cache: InputCache) {
+    pub(crate) fn put_input_cache(&self, key: InputKey, cache: InputCache) {
         self.inputs.lock().expect("session lock").insert(key, cache);
     }
 

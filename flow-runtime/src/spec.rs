@@ -352,20 +352,43 @@ pub struct Unset;
 #[derive(Debug, Clone)]
 pub struct Set<T>(pub T);
 
-/// A builder slot that holds its agent: what a flow builder's `build()` requires of every slot.
+/// What a flow builder's `build()` asks of the slot of a `dyn` node: that it holds the node's
+/// agent. `F` is the flow type; `N` a marker type the flow generates for the node, named after
+/// its setter, so that calling `build()` first fails to compile naming the node.
 #[diagnostic::on_unimplemented(
-    message = "`build()` needs the agent of every `dyn` and `runtime` node, and one of type \
-               `{T}` is missing",
-    label = "this builder's slot for `{T}` is still `{Self}`",
-    note = "call the builder's setter named after every `dyn` and `runtime` node before \
-            `build()`; the builder's documentation lists them"
+    message = "flow `{F}`: node `{N}` (a `dyn` node) was not given: call `.{N}(...)` before \
+               `.build()`",
+    label = "`{N}` was not given",
+    note = "`.{N}(|node| ...)` calls the closure with the node (its name and its legal transfer \
+            targets) and keeps the agent it returns"
 )]
-pub trait Filled<T> {
+pub trait DynGiven<F, N> {
+    /// The agent in the slot.
+    fn into_agent(self) -> DynAgent;
+}
+
+impl<F, N> DynGiven<F, N> for Set<DynAgent> {
+    fn into_agent(self) -> DynAgent {
+        self.0
+    }
+}
+
+/// What a flow builder's `build()` asks of the slot of a `runtime` node: that it holds the
+/// node's agent, a `T`. `F` is the flow type; `N` a marker type the flow generates for the
+/// node, named after its setter, so that calling `build()` first fails to compile naming the
+/// node.
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}`: node `{N}` (a `runtime` node) was not given: call `.{N}(...)` \
+               before `.build()`",
+    label = "`{N}` was not given",
+    note = "`.{N}(value)` takes the agent the node runs, a `{T}`"
+)]
+pub trait RuntimeGiven<F, N, T> {
     /// The agent in the slot.
     fn into_agent(self) -> T;
 }
 
-impl<T> Filled<T> for Set<T> {
+impl<F, N, T> RuntimeGiven<F, N, T> for Set<T> {
     fn into_agent(self) -> T {
         self.0
     }

@@ -9,6 +9,10 @@
 //! was. An interrupted turn saves a checkpoint, records what it did so far, and is continued by
 //! [`Runner::resume_turn`], whose events are recorded as the turn's continuation.
 //!
+//! A turn holds its thread's lease in the store ([`ThreadStore::lease_thread`]) from before it
+//! runs anything until it ends: a second turn on the thread, in this process or any other one
+//! on the same store, is refused with [`ThreadError::Busy`] before any model or tool call.
+//!
 //! ```
 //! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner};
 //! # futures::executor::block_on(async {
@@ -38,6 +42,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -80,6 +85,9 @@ pub(crate) struct ThreadSettings {
     store: Option<Arc<dyn ThreadStore>>,
     routing: TurnRouting,
     running: Arc<Mutex<HashSet<String>>>,
+    /// Leases of this runner's turns that were dropped and are being given back: thread id ->
+    /// owner token. A new turn here on such a thread gives the lease back itself first.
+    dropped: Arc<Mutex<HashMap<String, String>>>,
 }
 
 /// One message of a thread, as [`Runner::thread_messages`] lists it.
@@ -213,8 +221,9 @@ fn interrupt_ids(interrupts: &[InterruptInfo]) -> String {
 }
 
 impl Runner {
-    /// Where conversations are kept ([`InMemoryStore`](crate::InMemoryStore) and
-    /// [`FileStore`](crate::FileStore) implement [`ThreadStore`]). An interrupted turn also
+    /// Where conversations are kept ([`InMemoryStore`](crate::InMemoryStore),
+    /// [`FileStore`](crate::FileStore), and with their features `SqliteStore` and
+    /// `PostgresStore` implement [`ThreadStore`]). An interrupted turn also
     /// needs a [`checkpoint_store`](Runner::checkpoint_store); [`stores`](Runner::stores) sets
     /// both at once.
     pub fn thread_store(mut self, store: impl ThreadStore) -> Self {
@@ -247,15 +256,47 @@ impl Runner {
     /// The turn starts where [`TurnRouting`] says; each agent's input is the thread so far
     /// (earlier turns, then this message, then what this turn recorded), shaped by its
     /// [`ContextPolicy`](crate::ContextPolicy). The returned [`Turn`] streams the events;
-    /// when it ends, the turn is appended to the thread. Errors, before anything runs, if the
-    /// id is invalid, the thread waits for an interrupted turn to be resumed, another turn of
-    /// it is running in this runner, or the store fails. A turn that loses a race with a turn
-    /// of another process (both loaded the same version) is not recorded: its stream ends
-    /// with an error event and its outcome is [`ThreadError::Conflict`].
+    /// when it ends, the turn is appended to the thread.
+    ///
+    /// Before anything runs, the turn takes the thread's lease in the store (for the runner's
+    /// [`lease`](Runner::lease), renewed as events flow, given back when the turn ends). It
+    /// errors, with no model or tool called, if the id is invalid, the thread waits for an
+    /// interrupted turn to be resumed, another turn of it is running in this runner or in
+    /// another process on the same store ([`ThreadError::Busy`]), or the store fails. The
+    /// append is still a compare-and-swap on the thread's version: a turn whose lease ran out
+    /// while another turn was recorded is not recorded (its stream ends with an error event,
+    /// its outcome is [`ThreadError::LeaseLost`] or [`ThreadError::Conflict`]).
     pub async fn turn(&self, thread_id: &str, message: Message) -> Result<Turn, ThreadError> {
+        let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
+        let started = self
+            .start_turn(store, thread_id, message, claim, &mut lease)
+            .await;
+        ThreadLease::release_unused(lease).await;
+        started
+    }
+
+    /// Takes thread `thread_id` for a turn: in this runner, then its lease in the store.
+    async fn hold_thread(
+        &self,
+        thread_id: &str,
+    ) -> Result<(Arc<dyn ThreadStore>, ThreadClaim, Option<ThreadLease>), ThreadError> {
         validate_thread_id(thread_id)?;
         let store = Arc::clone(self.thread_store_or_err()?);
         let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        let lease = ThreadLease::take(&store, thread_id, &self.threads, self.lease).await?;
+        Ok((store, claim, Some(lease)))
+    }
+
+    /// Starts a turn under `lease` (moved into the turn once it is built; left there if the
+    /// turn cannot start, for the caller to give back).
+    async fn start_turn(
+        &self,
+        store: Arc<dyn ThreadStore>,
+        thread_id: &str,
+        message: Message,
+        claim: ThreadClaim,
+        lease: &mut Option<ThreadLease>,
+    ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
         if let Some(head) = &head {
             if let RecordEnd::Interrupted { interrupts, .. } = &head.last.end {
@@ -302,7 +343,10 @@ impl Runner {
             lineage: (crate::store::unique_token(), 0),
             resume_claim: Mutex::new(None),
         };
-        Ok(plan.into_turn(cx, events, claim))
+        let lease = lease
+            .take()
+            .expect("the turn's lease is held until it starts");
+        Ok(plan.into_turn(cx, events, claim, lease))
     }
 
     /// Continues the thread's interrupted turn: resumes its checkpoint with `targets`
@@ -314,9 +358,24 @@ impl Runner {
         thread_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<Turn, ThreadError> {
-        validate_thread_id(thread_id)?;
-        let store = Arc::clone(self.thread_store_or_err()?);
-        let claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
+        let started = self
+            .start_resumed_turn(store, thread_id, targets, claim, &mut lease)
+            .await;
+        ThreadLease::release_unused(lease).await;
+        started
+    }
+
+    /// Starts the continuation of an interrupted turn under `lease` (as
+    /// [`start_turn`](Runner::start_turn)).
+    async fn start_resumed_turn(
+        &self,
+        store: Arc<dyn ThreadStore>,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        claim: ThreadClaim,
+        lease: &mut Option<ThreadLease>,
+    ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
         let Some(ThreadHead {
             version,
@@ -381,7 +440,10 @@ impl Runner {
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
         };
-        Ok(plan.into_turn(cx, events, claim))
+        let lease = lease
+            .take()
+            .expect("the turn's lease is held until it starts");
+        Ok(plan.into_turn(cx, events, claim, lease))
     }
 
     /// The thread's records, in order (empty for an unknown thread).
@@ -426,19 +488,26 @@ impl Runner {
     }
 
     /// Deletes a thread, and the checkpoint of its turn if one waits to be resumed; returns
-    /// whether the thread existed. Refused while a turn of it runs in this runner.
+    /// whether the thread existed. Refused ([`ThreadError::Busy`]) while a turn of it runs, in
+    /// this runner or another process on the same store.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(thread_id)?;
         let store = self.thread_store_or_err()?;
         let _claim = ThreadClaim::take(&self.threads.running, thread_id)?;
-        if let Some(head) = store.head(thread_id).await? {
-            if let (RecordEnd::Interrupted { checkpoint_id, .. }, Some(checkpoints)) =
-                (&head.last.end, &self.store)
-            {
-                checkpoints.delete(checkpoint_id).await?;
+        let lease = ThreadLease::take(store, thread_id, &self.threads, self.lease).await?;
+        let deleted = async {
+            if let Some(head) = store.head(thread_id).await? {
+                if let (RecordEnd::Interrupted { checkpoint_id, .. }, Some(checkpoints)) =
+                    (&head.last.end, &self.store)
+                {
+                    checkpoints.delete(checkpoint_id).await?;
+                }
             }
+            store.delete(thread_id).await
         }
-        store.delete(thread_id).await
+        .await;
+        lease.release().await;
+        deleted
     }
 
     /// The agent the next turn of a thread with this head starts at.
@@ -499,6 +568,106 @@ impl Drop for ThreadClaim {
     }
 }
 
+/// A turn's lease on its thread in the store ([`ThreadStore::lease_thread`]): taken before the
+/// turn runs anything, renewed while its events flow, given back when the turn ends (or, if
+/// the turn is dropped, as soon as a Tokio runtime can; else it runs out).
+struct ThreadLease {
+    store: Arc<dyn ThreadStore>,
+    dropped: Arc<Mutex<HashMap<String, String>>>,
+    id: String,
+    /// This turn's owner token; `None` once given back.
+    owner: Option<String>,
+    lease: Duration,
+    renewed: Instant,
+}
+
+impl ThreadLease {
+    async fn take(
+        store: &Arc<dyn ThreadStore>,
+        id: &str,
+        settings: &ThreadSettings,
+        lease: Duration,
+    ) -> Result<Self, ThreadError> {
+        let owner = crate::store::unique_token();
+        match store.lease_thread(id, &owner, lease).await {
+            Err(ThreadError::Busy { .. }) => {
+                // A turn of this runner on the thread was dropped and its lease may not be
+                // given back yet: give it back now (its turn is gone), then try again.
+                let stale = settings.dropped.lock().expect("lease lock").remove(id);
+                let Some(stale) = stale else {
+                    return Err(ThreadError::Busy { id: id.to_owned() });
+                };
+                store.release_thread_lease(id, &stale).await?;
+                store.lease_thread(id, &owner, lease).await?;
+            }
+            other => other?,
+        }
+        Ok(ThreadLease {
+            store: Arc::clone(store),
+            dropped: Arc::clone(&settings.dropped),
+            id: id.to_owned(),
+            owner: Some(owner),
+            lease,
+            renewed: Instant::now(),
+        })
+    }
+
+    /// Renews the lease once half of it has passed; an error if it was lost.
+    async fn keep(&mut self) -> Result<(), ThreadError> {
+        let Some(owner) = &self.owner else {
+            return Ok(());
+        };
+        if self.renewed.elapsed() >= self.lease / 2 {
+            self.store
+                .renew_thread_lease(&self.id, owner, self.lease)
+                .await?;
+            self.renewed = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Gives back a lease a turn that could not start left unused.
+    async fn release_unused(lease: Option<ThreadLease>) {
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+    }
+
+    /// Gives the lease back (a failure is logged: the lease then runs out).
+    async fn release(mut self) {
+        if let Some(owner) = self.owner.take() {
+            if let Err(e) = self.store.release_thread_lease(&self.id, &owner).await {
+                tracing::warn!(thread = %self.id, error = %e, "could not give a thread's lease back");
+            }
+        }
+    }
+}
+
+impl Drop for ThreadLease {
+    fn drop(&mut self) {
+        let Some(owner) = self.owner.take() else {
+            return;
+        };
+        let id = std::mem::take(&mut self.id);
+        self.dropped
+            .lock()
+            .expect("lease lock")
+            .insert(id.clone(), owner.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let store = Arc::clone(&self.store);
+            let dropped = Arc::clone(&self.dropped);
+            handle.spawn(async move {
+                if store.release_thread_lease(&id, &owner).await.is_ok() {
+                    let mut dropped = dropped.lock().expect("lease lock");
+                    if dropped.get(&id) == Some(&owner) {
+                        dropped.remove(&id);
+                    }
+                }
+            });
+        }
+    }
+}
+
 /// What a running turn appends when it ends.
 struct Recording {
     runner: Runner,
@@ -520,7 +689,13 @@ struct Recording {
 }
 
 impl Recording {
-    fn into_turn(self, cx: RunContext, events: EventStream, claim: ThreadClaim) -> Turn {
+    fn into_turn(
+        self,
+        cx: RunContext,
+        events: EventStream,
+        claim: ThreadClaim,
+        mut lease: ThreadLease,
+    ) -> Turn {
         let outcome: Arc<Mutex<Option<TurnOutcome>>> = Arc::default();
         let slot = Arc::clone(&outcome);
         let thread_id = self.thread_id.clone();
@@ -528,7 +703,10 @@ impl Recording {
         let started_at = self.started_at.clone();
         let events = generate(cx.clone(), move |out| async move {
             let _claim = claim;
-            let ended = self.forward(&out, &cx, events).await;
+            let ended = self.forward(&out, &cx, events, &mut lease).await;
+            // Given back before the outcome is known, so whoever sees the turn end finds the
+            // thread free.
+            lease.release().await;
             *slot.lock().expect("turn outcome lock") = Some(ended);
             Ok(())
         });
@@ -548,10 +726,16 @@ impl Recording {
         out: &crate::generate::Context,
         cx: &RunContext,
         mut events: EventStream,
+        lease: &mut ThreadLease,
     ) -> TurnOutcome {
         let mut held: Vec<AgentEvent> = Vec::new();
         let mut failure: Option<AgentError> = None;
         while let Some(event) = events.next().await {
+            if let Err(e) = lease.keep().await {
+                // Another turn may own the thread now: this one stops and records nothing.
+                drop(events);
+                return self.not_recorded(out, cx, e).await;
+            }
             if event.is_interrupt() {
                 held.push(event);
                 continue;
@@ -576,19 +760,27 @@ impl Recording {
                 }
                 outcome
             }
-            Err(e) => {
-                let event = AgentEvent::error(AgentError::Thread {
-                    message: format!(
-                        "turn {} of thread '{}' was not recorded: {e}",
-                        self.turn, self.thread_id
-                    )
-                    .into(),
-                })
-                .stamped(&Arc::from(cx.agent_name()), cx.run_path());
-                out.yield_event(event).await;
-                TurnOutcome::Failed(e)
-            }
+            Err(e) => self.not_recorded(out, cx, e).await,
         }
+    }
+
+    /// Ends a turn that cannot be recorded: one error event saying why.
+    async fn not_recorded(
+        &self,
+        out: &crate::generate::Context,
+        cx: &RunContext,
+        e: ThreadError,
+    ) -> TurnOutcome {
+        let event = AgentEvent::error(AgentError::Thread {
+            message: format!(
+                "turn {} of thread '{}' was not recorded: {e}",
+                self.turn, self.thread_id
+            )
+            .into(),
+        })
+        .stamped(&Arc::from(cx.agent_name()), cx.run_path());
+        out.yield_event(event).await;
+        TurnOutcome::Failed(e)
     }
 
     /// Saves the checkpoint of an interrupted turn, then appends the turn's record.

@@ -2,7 +2,8 @@
 //! limit, an agent emitting without end at its event limit, a reply with 20,000 tool calls
 //! runs only the first ones (a few at a time, in bounded memory); a checkpoint edited by hand
 //! is refused, signed or not. Each ends with a typed error naming the limit or the fault, and
-//! what was recorded stays.
+//! what was recorded stays. Under a raised limit, a 100,000-hop ping-pong costs per hop what
+//! 10,000 hops cost.
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -296,4 +297,83 @@ async fn a_checkpoint_past_the_size_limit_is_refused_unread() {
         runner.resume("run-1", HashMap::new()).await.unwrap_err(),
         CheckpointError::TooLarge { .. }
     ));
+}
+
+/// `name` transfers to `to` until its run path holds `hops + 1` agents, then interrupts.
+fn player(name: &'static str, to: &'static str, hops: usize) -> FlowAgent {
+    FlowAgent::new(FnAgent::new(name, move |cx, _| async move {
+        if cx.run_path().len() > hops {
+            cx.interrupt(json!({ "hops": hops }));
+        } else {
+            cx.transfer(to);
+        }
+        Ok(())
+    }))
+}
+
+/// Runs a ping-pong of `hops` transfers (the limits raised to fit) that interrupts at the end;
+/// returns the peak heap growth during the run and the size of the checkpoint it saved.
+async fn ping_pong_of(hops: usize) -> (usize, usize) {
+    let tree =
+        set_sub_agents(player("ping", "pong", hops), [player("pong", "ping", hops)]).expect("tree");
+    let store = InMemoryStore::new();
+    let runner = Runner::new(tree)
+        .limits(
+            RunLimits::default()
+                .max_transfers(hops)
+                .max_events(4 * hops),
+        )
+        .checkpoint_store(store.clone());
+    let session = Session::new();
+    let m = counting::measure();
+    let events: Vec<AgentEvent> = runner
+        .run_checkpointed(
+            "pingpong",
+            Arc::clone(&session),
+            [MessageRef::new(Message::user("serve"))],
+        )
+        .collect()
+        .await;
+    let peak = m.peak_growth();
+    drop(m);
+    assert_eq!(
+        events.len(),
+        2 * hops + 1,
+        "two events a hop, then the interrupt"
+    );
+    assert!(
+        events.iter().all(|e| e.error.is_none()),
+        "no limit was reached"
+    );
+    assert_eq!(session.len(), 2 * hops, "every hop recorded");
+    assert_eq!(events.last().unwrap().run_path().len(), hops + 1);
+    let bytes = store
+        .get("pingpong")
+        .await
+        .unwrap()
+        .expect("a checkpoint")
+        .len();
+    (peak, bytes)
+}
+
+#[tokio::test]
+async fn a_100000_hop_ping_pong_under_a_raised_limit_costs_the_same_per_hop_as_10000() {
+    let (peak_10k, bytes_10k) = ping_pong_of(10_000).await;
+    let (peak_100k, bytes_100k) = ping_pong_of(100_000).await;
+    // Linear: ten times the hops costs about ten times the memory and checkpoint bytes (a
+    // quadratic run would cost a hundred times). A quarter of slack for allocator growth.
+    assert!(
+        peak_100k < peak_10k * 10 * 5 / 4,
+        "peak heap {peak_10k} bytes at 10,000 hops, {peak_100k} at 100,000"
+    );
+    assert!(
+        bytes_100k < bytes_10k * 10 * 5 / 4,
+        "checkpoint {bytes_10k} bytes at 10,000 hops, {bytes_100k} at 100,000"
+    );
+    // And small per hop: a few KB of heap, well under a KB of checkpoint.
+    assert!(peak_100k / 100_000 < 16 * 1024, "{peak_100k} bytes of heap");
+    assert!(
+        bytes_100k / 100_000 < 1024,
+        "{bytes_100k} bytes of checkpoint"
+    );
 }

@@ -15,7 +15,7 @@ use flow_runtime::{
 };
 use futures::StreamExt;
 use serde_json::json;
-use support::contract;
+use support::{contract, thread_contract};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("agentflow-{name}-{}", std::process::id()));
@@ -62,6 +62,44 @@ async fn file_store_keeps_the_contract() {
 async fn file_store_gives_one_claim_among_tasks() {
     let dir = temp_dir("race");
     contract::one_claim_among_tasks(Arc::new(FileStore::new(&dir).unwrap()), "").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn memory_store_keeps_the_thread_contract() {
+    let store = InMemoryStore::new();
+    thread_contract::refuses_bad_ids(&store).await;
+    thread_contract::appends_reads_list_delete(&store, &store.clone(), "").await;
+    thread_contract::size_limit(&store, &store.clone().max_checkpoint_bytes(64), "").await;
+    thread_contract::leases(&store, "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_store_gives_one_append_and_one_lease_among_tasks() {
+    let store = InMemoryStore::new();
+    thread_contract::one_winner_among_tasks(vec![Arc::new(store.clone()), Arc::new(store)], "")
+        .await;
+}
+
+#[tokio::test]
+async fn file_store_keeps_the_thread_contract() {
+    let dir = temp_dir("thread-contract");
+    let store = FileStore::new(&dir).unwrap();
+    thread_contract::refuses_bad_ids(&store).await;
+    thread_contract::appends_reads_list_delete(&store, &FileStore::new(&dir).unwrap(), "").await;
+    let limited = FileStore::new(&dir).unwrap().max_checkpoint_bytes(64);
+    thread_contract::size_limit(&store, &limited, "").await;
+    thread_contract::leases(&store, "").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn file_store_gives_one_append_and_one_lease_among_tasks() {
+    let dir = temp_dir("thread-race");
+    let handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = (0..4)
+        .map(|_| Arc::new(FileStore::new(&dir).unwrap()) as _)
+        .collect();
+    thread_contract::one_winner_among_tasks(handles, "").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

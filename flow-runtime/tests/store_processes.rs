@@ -13,8 +13,6 @@
 mod support;
 
 use std::collections::{HashMap, HashSet};
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -26,6 +24,7 @@ use flow_runtime::{
 };
 use futures::StreamExt;
 use serde_json::json;
+use support::processes::{append, barrier, lines};
 
 const ROLE: &str = "AGENTFLOW_TEST_WORKER";
 const BACKEND: &str = "AGENTFLOW_TEST_BACKEND";
@@ -50,25 +49,6 @@ async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
         ),
         other => panic!("unknown backend {other}"),
     }
-}
-
-/// Appends one line to `path` (one `write` on a file opened for appending: lines of
-/// concurrent processes never mix).
-fn append(path: &Path, line: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    file.write_all(format!("{line}\n").as_bytes()).unwrap();
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The desk: its `refund` tool interrupts for approval; approved, it logs its idempotency key
@@ -128,14 +108,6 @@ async fn resume(runner: &Runner, id: &str) -> Result<bool, CheckpointError> {
         }
         Err(CheckpointError::Claimed { .. } | CheckpointError::AlreadyResumed { .. }) => Ok(false),
         Err(e) => Err(e),
-    }
-}
-
-/// Waits until `n` workers have reached barrier `name`.
-fn barrier(work: &Path, name: &str, me: usize, n: usize) {
-    std::fs::write(work.join(format!("{name}.{me}")), b"").unwrap();
-    while (0..n).any(|w| !work.join(format!("{name}.{w}")).exists()) {
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
-use support::contract;
+use support::{contract, thread_contract};
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
@@ -43,10 +43,37 @@ mod sqlite {
     }
 
     #[tokio::test]
+    async fn sqlite_store_keeps_the_thread_contract() {
+        let path = path("thread-contract");
+        let store = SqliteStore::open(&path).await.unwrap();
+        let other = SqliteStore::open(&path).await.unwrap();
+        thread_contract::refuses_bad_ids(&store).await;
+        thread_contract::appends_reads_list_delete(&store, &other, "").await;
+        let limited = SqliteStore::open(&path)
+            .await
+            .unwrap()
+            .max_checkpoint_bytes(64);
+        thread_contract::size_limit(&store, &limited, "").await;
+        thread_contract::leases(&store, "").await;
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_store_gives_one_append_and_one_lease_among_tasks() {
+        let path = path("thread-race");
+        let mut handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = Vec::new();
+        for _ in 0..3 {
+            handles.push(Arc::new(SqliteStore::open(&path).await.unwrap()));
+        }
+        thread_contract::one_winner_among_tasks(handles, "").await;
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test]
     async fn sqlite_schema_is_made_once_and_a_newer_one_is_refused() {
         let path = path("schema");
         let store = SqliteStore::open(&path).await.unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 1);
+        assert_eq!(store.schema_version().await.unwrap(), 2);
         // Opening again migrates nothing and keeps the data.
         store
             .save("kept", b"x".to_vec(), flow_runtime::SaveMode::Create)
@@ -59,7 +86,7 @@ mod sqlite {
         match SqliteStore::open(&path).await {
             Err(StoreError::Schema {
                 found: 99,
-                supported: 1,
+                supported: 2,
             }) => {}
             other => panic!("expected a schema error, got {other:?}"),
         }
@@ -89,7 +116,7 @@ mod postgres {
             return;
         };
         let store = PostgresStore::connect(&url).await.unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 1);
+        assert_eq!(store.schema_version().await.unwrap(), 2);
         contract::refuses_escaping_ids(&store).await;
         contract::lifecycle(&store, "").await;
         contract::pending_and_purge(&store, "").await;
@@ -110,6 +137,35 @@ mod postgres {
     }
 
     #[tokio::test]
+    async fn postgres_store_keeps_the_thread_contract() {
+        let Some(url) = fresh_postgres_database("threads").await else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        let other = PostgresStore::connect(&url).await.unwrap();
+        thread_contract::refuses_bad_ids(&store).await;
+        thread_contract::appends_reads_list_delete(&store, &other, "").await;
+        let limited = PostgresStore::connect(&url)
+            .await
+            .unwrap()
+            .max_checkpoint_bytes(64);
+        thread_contract::size_limit(&store, &limited, "").await;
+        thread_contract::leases(&store, "").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_store_gives_one_append_and_one_lease_among_tasks() {
+        let Some(url) = fresh_postgres_database("thread_race").await else {
+            return;
+        };
+        let mut handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = Vec::new();
+        for _ in 0..3 {
+            handles.push(Arc::new(PostgresStore::connect(&url).await.unwrap()));
+        }
+        thread_contract::one_winner_among_tasks(handles, "").await;
+    }
+
+    #[tokio::test]
     async fn postgres_schema_is_migrated_once_by_many_workers_at_once() {
         let Some(url) = fresh_postgres_database("schema").await else {
             return;
@@ -123,7 +179,7 @@ mod postgres {
         for open in opens {
             assert_eq!(
                 open.await.unwrap().unwrap().schema_version().await.unwrap(),
-                1
+                2
             );
         }
     }

@@ -4,7 +4,9 @@
 mod support;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::store::{RecordEnd, RecordStart, ThreadStore};
@@ -553,28 +555,30 @@ fn restart_desk() -> FlowAgent {
     set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
 }
 
-/// Run as a child process by `a_restart_between_turns_loses_nothing`: one turn on the thread
-/// in the given directory, then exit.
+/// A runner of the restart desk on `backend` (`file:DIR`, `sqlite:PATH`, `postgres:URL`).
+async fn restart_runner(backend: &str) -> Runner {
+    support::processes::runner_on(backend, restart_desk()).await
+}
+
+/// Run as a child process by the `*_restart_between_turns_loses_nothing` tests: one turn on
+/// the thread in the given store, then exit.
 #[tokio::test]
 async fn restart_child_runs_one_turn() {
-    let (Ok(dir), Ok(text)) = (
-        std::env::var("THREADS_RESTART_DIR"),
+    let (Ok(backend), Ok(text)) = (
+        std::env::var("THREADS_RESTART_BACKEND"),
         std::env::var("THREADS_RESTART_TEXT"),
     ) else {
         return; // Not a child run.
     };
-    let runner = Runner::new(restart_desk()).stores(FileStore::new(dir).unwrap());
+    let runner = restart_runner(&backend).await;
     let turn = runner.turn("restart", Message::user(text)).await.unwrap();
     println!("started at {}", turn.started_at());
     let answer = turn.final_output().await.unwrap().unwrap();
     println!("answer: {}", answer.content);
 }
 
-#[tokio::test]
-async fn a_restart_between_turns_loses_nothing() {
-    let dir =
-        std::env::temp_dir().join(format!("agentflow-threads-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// Two turns, each in a new process, then a third process reads, lists and deletes.
+async fn restart_between_turns_loses_nothing(backend: &str) {
     let turn_in_new_process = |text: &str| {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
@@ -583,7 +587,7 @@ async fn a_restart_between_turns_loses_nothing() {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env("THREADS_RESTART_DIR", &dir)
+            .env("THREADS_RESTART_BACKEND", backend)
             .env("THREADS_RESTART_TEXT", text)
             .output()
             .unwrap();
@@ -606,7 +610,7 @@ async fn a_restart_between_turns_loses_nothing() {
     );
 
     // A third process (this one) reads everything the two recorded.
-    let runner = Runner::new(restart_desk()).stores(FileStore::new(&dir).unwrap());
+    let runner = restart_runner(backend).await;
     let messages = runner.thread_messages("restart").await.unwrap();
     let listed: Vec<String> = messages
         .iter()
@@ -627,7 +631,40 @@ async fn a_restart_between_turns_loses_nothing() {
     assert!(runner.delete_thread("restart").await.unwrap());
     assert!(runner.thread_messages("restart").await.unwrap().is_empty());
     assert!(runner.list_threads().await.unwrap().is_empty());
+}
+
+fn restart_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "agentflow-threads-restart-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[tokio::test]
+async fn a_restart_between_turns_loses_nothing() {
+    let dir = restart_dir("file");
+    restart_between_turns_loses_nothing(&format!("file:{}", dir.display())).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_restart_between_turns_loses_nothing() {
+    let dir = restart_dir("sqlite");
+    restart_between_turns_loses_nothing(&format!("sqlite:{}", dir.join("threads.db").display()))
+        .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_restart_between_turns_loses_nothing() {
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("restart").await else {
+        return;
+    };
+    restart_between_turns_loses_nothing(&format!("postgres:{url}")).await;
 }
 
 /// An agent that waits for `gate` before answering, so two turns can overlap.
@@ -668,68 +705,114 @@ async fn a_second_turn_on_a_busy_thread_is_refused_in_one_runner() {
     );
 }
 
+/// Like `gated`, counting how many times the agent ran.
+fn counted(gate: Arc<tokio::sync::Semaphore>, runs: Arc<AtomicUsize>) -> FlowAgent {
+    FlowAgent::new(FnAgent::new("bot", move |cx, input| {
+        let gate = Arc::clone(&gate);
+        let runs = Arc::clone(&runs);
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            gate.acquire().await.unwrap().forget();
+            let last = input.messages.last().unwrap().content.clone();
+            cx.say(format!("answer to {last}"));
+            Ok(())
+        }
+    }))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_turns_from_two_runners_on_one_thread_record_one_and_refuse_the_other() {
+async fn a_turn_from_another_runner_on_a_busy_thread_is_refused_before_it_runs() {
     for trial in 0..20 {
         let store = InMemoryStore::new();
         let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        // Two runners stand for two processes sharing one store.
-        let a = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
-        let b = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
-        let ta = a.turn("race", Message::user("from a")).await.unwrap();
-        let tb = b.turn("race", Message::user("from b")).await.unwrap();
-        gate.add_permits(2);
-        let (ra, rb) = tokio::join!(
+        let runs = Arc::new(AtomicUsize::new(0));
+        // Two runners stand for two processes sharing one store; they start at once.
+        let start = |text: &'static str| {
+            let runner = Runner::new(counted(Arc::clone(&gate), Arc::clone(&runs)))
+                .thread_store(store.clone());
             tokio::spawn(async move {
-                let mut ta = ta;
-                let mut events = Vec::new();
-                while let Some(e) = ta.next().await {
-                    events.push(e);
-                }
-                (events, ta.outcome().unwrap())
-            }),
-            tokio::spawn(async move { tb.finish().await })
-        );
-        let (a_events, a_outcome) = ra.unwrap();
-        let b_outcome = rb.unwrap();
-        let (won, lost) = match (&a_outcome, &b_outcome) {
-            (TurnOutcome::Completed { .. }, TurnOutcome::Failed(e)) => ("from a", e),
-            (TurnOutcome::Failed(e), TurnOutcome::Completed { .. }) => ("from b", e),
-            other => panic!("trial {trial}: exactly one turn records: {other:?}"),
+                let turn = runner.turn("race", Message::user(text)).await;
+                (text, turn)
+            })
         };
-        assert!(
-            matches!(
-                lost,
-                ThreadError::Conflict {
-                    expected: 0,
-                    found: 1,
-                    ..
-                }
-            ),
-            "{lost}"
-        );
-        if won == "from b" {
-            // The loser's stream ended with an error event saying it was not recorded.
-            let last = a_events.last().unwrap();
-            assert!(last
-                .error
-                .as_ref()
-                .unwrap()
-                .to_string()
-                .contains("was not recorded"));
-        }
+        let (a, b) = tokio::join!(start("from a"), start("from b"));
+        let (won, turn) = match (a.unwrap(), b.unwrap()) {
+            ((won, Ok(turn)), (_, Err(lost))) | ((_, Err(lost)), (won, Ok(turn))) => {
+                assert!(
+                    matches!(&lost, ThreadError::Busy { id } if id == "race"),
+                    "trial {trial}: {lost}"
+                );
+                (won, turn)
+            }
+            other => panic!("trial {trial}: exactly one turn starts: {other:?}"),
+        };
+        gate.add_permits(1);
+        assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+        // The refused turn ran nothing: the agent ran once.
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "trial {trial}");
         let records = store.read("race", 0..u64::MAX).await.unwrap();
         assert_eq!(records.len(), 1);
         let RecordStart::Turn { input } = &records[0].start else {
             panic!("a turn record")
         };
         assert_eq!(input[0].content, won);
-        assert_eq!(records[0].events.len(), 1);
         assert_eq!(
             records[0].events[0].message.as_ref().unwrap().content,
             format!("answer to {won}")
         );
+        // Once the turn ended, the thread is free for the next one, from any runner.
+        let next =
+            Runner::new(counted(Arc::clone(&gate), Arc::clone(&runs))).thread_store(store.clone());
+        gate.add_permits(1);
+        let turn = next.turn("race", Message::user("next")).await.unwrap();
+        assert_eq!(turn.number(), 1);
+        turn.finish().await;
     }
+}
+
+#[tokio::test]
+async fn a_turn_whose_lease_ran_out_is_not_recorded_once_another_turn_took_the_thread() {
+    let store = InMemoryStore::new();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let slow = Runner::new(gated(Arc::clone(&gate)))
+        .thread_store(store.clone())
+        .lease(Duration::from_millis(40));
+    let other = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
+    // The slow turn holds the thread but goes silent past its lease.
+    let stalled = slow.turn("t", Message::user("from slow")).await.unwrap();
+    let mut taken = None;
+    for _ in 0..500 {
+        match other.turn("t", Message::user("from other")).await {
+            Ok(turn) => {
+                taken = Some(turn);
+                break;
+            }
+            Err(ThreadError::Busy { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let taken = taken.expect("the silent turn's lease was never taken over");
+    gate.add_permits(1);
+    assert!(matches!(
+        taken.finish().await,
+        TurnOutcome::Completed { .. }
+    ));
+    // The silent turn wakes up: it is refused (its lease is gone, and the thread moved on).
+    gate.add_permits(1);
+    let outcome = stalled.finish().await;
+    assert!(
+        matches!(
+            &outcome,
+            TurnOutcome::Failed(ThreadError::LeaseLost { .. } | ThreadError::Conflict { .. })
+        ),
+        "{outcome:?}"
+    );
+    let records = store.read("t", 0..u64::MAX).await.unwrap();
+    assert_eq!(records.len(), 1);
+    let RecordStart::Turn { input } = &records[0].start else {
+        panic!("a turn record")
+    };
+    assert_eq!(input[0].content, "from other");
 }
 
 #[tokio::test]

@@ -1,24 +1,49 @@
-//! W10: the server. `cargo bench -p flow-server --bench w10_server`
+//! W10: the server. `cargo bench -p flow-server --bench w10_server` (BENCHMARKS.md, W10).
 //!
 //! 1. Events per second over SSE to one client: one turn whose agent streams a reply of 10,000
 //!    words, each word one `chunk` event; timed from sending the request to reading `done`.
 //! 2. Turn latency with 1,000 concurrent SSE clients on the offline desk: 1,000 clients each
 //!    send one turn (`Hi`, answered by `triage` in 8 streamed words) on a thread of their own,
-//!    all at once, and read its events to `done`; rounds of 1,000, latency from sending to
-//!    `done`, p50 and p99 over every turn.
+//!    all at once, and read its events to the end of the response; rounds of 1,000, latency
+//!    from sending to the end, p50 and p99 over every turn. Run twice: server and clients in
+//!    this process (both on one multi-thread runtime), then the server in a child process (this
+//!    binary again, `W10_SERVE=1`), so that the server's own CPU time per turn can be read from
+//!    `/proc/PID/stat`.
+//! 3. The same 1,000 clients paced: each sends its next turn at a steady rate, so that the
+//!    server runs at about half its capacity; the latency of a turn then is its service time
+//!    and not its wait behind 999 others.
 //!
-//! Server and clients run in this process on one multi-thread runtime (both cores), talking
-//! HTTP/1.1 over loopback: the figures include the clients' own cost.
+//! Against another server (bench/w10/adk_api_server.sh): `W10_URL=http://HOST:PORT` and
+//! `W10_TARGET=adk` (Google ADK's `/run_sse`) or `agentflow`; `W10_SERVER_PID` to read the
+//! server's CPU time; `W10_ROUNDS`, `W10_CLIENTS` to change the load.
 
 use std::time::{Duration, Instant};
 
-use eventsource_stream::Eventsource;
 use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, ScriptedModel, TurnRouting};
 use flow_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::json;
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
+
+/// Which HTTP API the load generator speaks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Target {
+    /// `POST /v1/flows/desk/threads/{thread}/turns`, `{"message"}`, bearer token.
+    Agentflow,
+    /// Google ADK's API server: `POST /run_sse` with `app_name`, `user_id`, `session_id`,
+    /// `new_message`, `streaming: true` (sessions created on first use: `--auto_create_session`).
+    Adk,
+}
+
+fn desk_state() -> AppState {
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .turn_routing(TurnRouting::Root)
+        .build()
+        .unwrap()
+}
 
 async fn serve(state: AppState) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -27,27 +52,46 @@ async fn serve(state: AppState) -> String {
     format!("http://{addr}")
 }
 
-/// Runs one turn; returns the number of SSE events and the time to `done`.
-async fn turn(client: &reqwest::Client, url: &str, message: &str) -> (usize, Duration) {
+/// Runs one turn on `thread`; returns the number of SSE events and the time to the end of the
+/// response.
+async fn turn(
+    client: &reqwest::Client,
+    base: &str,
+    target: Target,
+    thread: &str,
+    message: &str,
+) -> (usize, Duration) {
     let start = Instant::now();
-    let response = client
-        .post(url)
-        .bearer_auth(TOKEN)
-        .json(&json!({ "message": message }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let mut events = response.bytes_stream().eventsource();
+    let request = match target {
+        Target::Agentflow => client
+            .post(format!("{base}/v1/flows/desk/threads/{thread}/turns"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "message": message })),
+        Target::Adk => client.post(format!("{base}/run_sse")).json(&json!({
+            "app_name": "desk",
+            "user_id": "bench",
+            "session_id": thread,
+            "new_message": { "role": "user", "parts": [{ "text": message }] },
+            "streaming": true,
+        })),
+    };
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200, "turn status");
+    let mut body = response.bytes_stream();
+    // Events end with a blank line; the response ends after the last one.
     let mut n = 0;
-    while let Some(e) = events.next().await {
-        let e = e.unwrap();
-        n += 1;
-        if e.event == "done" {
-            return (n, start.elapsed());
+    let mut tail = Vec::new();
+    while let Some(bytes) = body.next().await {
+        let bytes = bytes.unwrap();
+        tail.extend_from_slice(&bytes);
+        while let Some(i) = tail.windows(2).position(|w| w == b"\n\n") {
+            if !tail[..i].starts_with(b":") {
+                n += 1;
+            }
+            tail.drain(..i + 2);
         }
     }
-    panic!("the turn ended without `done`");
+    (n, start.elapsed())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -55,17 +99,223 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
+/// CPU time (user + system) of process `pid` so far (`/proc/PID/stat`, in clock ticks of
+/// 10 ms).
+fn cpu_time(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are the 14th and 15th fields; `rest` starts at the 3rd.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+struct Load<'a> {
+    base: &'a str,
+    target: Target,
+    clients: usize,
+    rounds: usize,
+    /// The server's pid, to read its CPU time (`self` when it runs in this process).
+    server_pid: Option<&'a str>,
+    label: &'a str,
+}
+
+/// Rounds of `clients` concurrent turns, each on a new thread; prints p50/p99 and turns/s.
+async fn concurrent(load: Load<'_>) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(load.clients)
+        .build()
+        .unwrap();
+    let mut latencies = Vec::new();
+    let mut busy = Duration::ZERO;
+    let mut events_per_turn = 0;
+    let mut cpu = Duration::ZERO;
+    let mut client_cpu = Duration::ZERO;
+    let run = std::process::id().to_string();
+    for round in 0..=load.rounds {
+        let server_before = load.server_pid.map(cpu_time);
+        let self_before = cpu_time("self");
+        let start = Instant::now();
+        let turns = (0..load.clients).map(|c| {
+            let client = client.clone();
+            let base = load.base.to_owned();
+            let thread = format!("w{run}-r{round}-c{c}");
+            let target = load.target;
+            tokio::spawn(async move { turn(&client, &base, target, &thread, "Hi").await })
+        });
+        let results = futures::future::join_all(turns).await;
+        let took = start.elapsed();
+        // Round 0 warms up (and opens the connections).
+        if round > 0 {
+            busy += took;
+            if let (Some(pid), Some(before)) = (load.server_pid, server_before) {
+                cpu += cpu_time(pid).saturating_sub(before);
+            }
+            client_cpu += cpu_time("self").saturating_sub(self_before);
+            for r in results {
+                let (n, latency) = r.unwrap();
+                events_per_turn = n;
+                latencies.push(latency);
+            }
+        }
+    }
+    latencies.sort();
+    let turns = load.clients * load.rounds;
+    let per_turn = |d: Duration| d.as_secs_f64() * 1e6 / turns as f64;
+    let cpu_note = match load.server_pid {
+        Some("self") => format!(
+            "; CPU {:.0} µs a turn (server and clients, one process)",
+            per_turn(client_cpu)
+        ),
+        Some(_) => format!(
+            "; server CPU {:.0} µs a turn, load generator {:.0} µs a turn",
+            per_turn(cpu),
+            per_turn(client_cpu)
+        ),
+        None => String::new(),
+    };
+    println!(
+        "W10 {} — {} concurrent SSE clients, {} rounds, {events_per_turn} events a turn: \
+         p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {:.0} turns/s{cpu_note}; load {}",
+        load.label,
+        load.clients,
+        load.rounds,
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().unwrap().as_secs_f64() * 1e3,
+        turns as f64 / busy.as_secs_f64(),
+        loadavg(),
+    );
+}
+
+/// `clients` clients each sending a turn every `clients / rate` seconds (staggered), for
+/// `seconds`; prints p50/p99.
+async fn paced(base: &str, target: Target, clients: usize, rate: f64, seconds: f64, label: &str) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .unwrap();
+    let period = Duration::from_secs_f64(clients as f64 / rate);
+    let start = tokio::time::Instant::now() + Duration::from_millis(200);
+    let end = start + Duration::from_secs_f64(seconds);
+    let run = std::process::id();
+    let tasks = (0..clients).map(|c| {
+        let client = client.clone();
+        let base = base.to_owned();
+        tokio::spawn(async move {
+            let mut ticks =
+                tokio::time::interval_at(start + period.mul_f64(c as f64 / clients as f64), period);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut out = Vec::new();
+            let mut i = 0;
+            loop {
+                let at = ticks.tick().await;
+                if at >= end {
+                    break;
+                }
+                let thread = format!("p{run}-c{c}-{i}");
+                i += 1;
+                out.push(turn(&client, &base, target, &thread, "Hi").await.1);
+            }
+            out
+        })
+    });
+    let mut latencies: Vec<Duration> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flat_map(|r| r.unwrap())
+        .collect();
+    latencies.sort();
+    println!(
+        "W10 {label} — {clients} SSE clients paced at {rate:.0} turns/s in all for {seconds:.0} s \
+         ({} turns): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; load {}",
+        latencies.len(),
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().unwrap().as_secs_f64() * 1e3,
+        loadavg(),
+    );
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
+    // The server half of part 2, in a child process: serves the desk, prints its address, and
+    // stops when its standard input closes.
+    if std::env::var_os("W10_SERVE").is_some() {
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            println!("http://{}", listener.local_addr().unwrap());
+            flow_server::serve_until(listener, desk_state(), async {
+                let _ = tokio::task::spawn_blocking(|| {
+                    std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new())
+                })
+                .await;
+            })
+            .await
+            .unwrap();
+        });
+        return;
+    }
+    let clients = env_usize("W10_CLIENTS", 1_000);
+    let rounds = env_usize("W10_ROUNDS", 5);
+    if let Ok(url) = std::env::var("W10_URL") {
+        let target = match std::env::var("W10_TARGET").as_deref() {
+            Ok("adk") => Target::Adk,
+            _ => Target::Agentflow,
+        };
+        let pid = std::env::var("W10_SERVER_PID").ok();
+        let label = format!("{target:?} at {url}");
+        runtime.block_on(async {
+            concurrent(Load {
+                base: &url,
+                target,
+                clients,
+                rounds,
+                server_pid: pid.as_deref(),
+                label: &label,
+            })
+            .await;
+            if let Ok(rate) = std::env::var("W10_PACED_RATE") {
+                let rate: f64 = rate.parse().expect("W10_PACED_RATE: turns per second");
+                paced(&url, target, clients, rate, 10.0, &label).await;
+            }
+        });
+        return;
+    }
     runtime.block_on(async {
         // 1. Events per second to one client.
         let words = vec!["x"; 10_000].join(" ");
-        let streamer = ChatModelAgent::builder("streamer", ScriptedModel::rules().otherwise(flow_runtime::ScriptStep::text(words)))
-            .build()
-            .unwrap();
+        let streamer = ChatModelAgent::builder(
+            "streamer",
+            ScriptedModel::rules().otherwise(flow_runtime::ScriptStep::text(words)),
+        )
+        .build()
+        .unwrap();
         let state = AppState::builder(InMemoryStore::new())
             .flow("stream", FlowAgent::new(streamer))
             .auth(Auth::bearer(TOKEN))
@@ -77,64 +327,84 @@ fn main() {
         let mut rates = Vec::new();
         for i in 0..7 {
             let url = format!("{base}/v1/flows/stream/threads/s{i}/turns");
-            let (n, took) = turn(&client, &url, "go").await;
+            let start = Instant::now();
+            let response = client
+                .post(&url)
+                .bearer_auth(TOKEN)
+                .json(&json!({ "message": "go" }))
+                .send()
+                .await
+                .unwrap();
+            let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
+            let mut n = 0;
+            while let Some(e) = events.next().await {
+                e.unwrap();
+                n += 1;
+            }
             if i >= 2 {
-                rates.push(n as f64 / took.as_secs_f64());
+                rates.push(n as f64 / start.elapsed().as_secs_f64());
             }
         }
         rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
         println!(
-            "W10 SSE to one client: {:.0} events/s (median of {} turns of 10,003 events; min {:.0}, max {:.0})",
+            "W10 SSE to one client: {:.0} events/s (median of {} turns of 10,003 events; min {:.0}, max {:.0}); load {}",
             rates[rates.len() / 2],
             rates.len(),
             rates[0],
-            rates[rates.len() - 1]
+            rates[rates.len() - 1],
+            loadavg(),
         );
 
-        // 2. 1,000 concurrent clients on the offline desk.
-        let state = AppState::builder(InMemoryStore::new())
-            .flow("desk", flow_server::demo::desk())
-            .auth(Auth::bearer(TOKEN))
-            .turn_routing(TurnRouting::Root)
-            .build()
-            .unwrap();
-        let base = serve(state).await;
-        let clients = 1_000;
-        let rounds = 5;
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(clients)
-            .build()
-            .unwrap();
-        let mut latencies = Vec::new();
-        let mut round_times = Vec::new();
-        let mut events_per_turn = 0;
-        for round in 0..=rounds {
-            let start = Instant::now();
-            let turns = (0..clients).map(|c| {
-                let client = client.clone();
-                let url = format!("{base}/v1/flows/desk/threads/r{round}-c{c}/turns");
-                tokio::spawn(async move { turn(&client, &url, "Hi").await })
-            });
-            let results = futures::future::join_all(turns).await;
-            let took = start.elapsed();
-            // Round 0 warms up (and opens the 1,000 connections).
-            if round > 0 {
-                round_times.push(took);
-                for r in results {
-                    let (n, latency) = r.unwrap();
-                    events_per_turn = n;
-                    latencies.push(latency);
-                }
-            }
-        }
-        latencies.sort();
-        let total: Duration = round_times.iter().sum();
-        println!(
-            "W10 {clients} concurrent SSE clients, {rounds} rounds, {events_per_turn} events a turn: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {:.0} turns/s",
-            percentile(&latencies, 0.50).as_secs_f64() * 1e3,
-            percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-            latencies.last().unwrap().as_secs_f64() * 1e3,
-            (clients * rounds) as f64 / total.as_secs_f64()
-        );
+        // 2a. 1,000 concurrent clients, the server in this process.
+        let base = serve(desk_state()).await;
+        concurrent(Load {
+            base: &base,
+            target: Target::Agentflow,
+            clients,
+            rounds,
+            server_pid: Some("self"),
+            label: "server in the bench's process",
+        })
+        .await;
     });
+
+    // 2b. The server in a child process.
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .env("W10_SERVE", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let base = line.trim().to_owned();
+    let pid = child.id().to_string();
+    runtime.block_on(async {
+        concurrent(Load {
+            base: &base,
+            target: Target::Agentflow,
+            clients,
+            rounds,
+            server_pid: Some(&pid),
+            label: "server in its own process",
+        })
+        .await;
+        // 3. Paced at a rate the machine serves with room to spare.
+        let rate = env_usize("W10_PACED_RATE", 500) as f64;
+        paced(
+            &base,
+            Target::Agentflow,
+            clients,
+            rate,
+            10.0,
+            "server in its own process",
+        )
+        .await;
+    });
+    drop(child.stdin.take());
+    let _ = child.wait();
 }

@@ -1,6 +1,6 @@
 //! [`ApiError`]: every way a request can fail, as one JSON response.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flow_runtime::{CheckpointError, StoreError, ThreadError};
@@ -52,6 +52,32 @@ pub enum ApiError {
     /// No route matches the request (404).
     #[error("no such endpoint; the API is documented at GET /v1 and in the crate's README")]
     NoRoute,
+    /// The route exists but not with this method (405).
+    #[error(
+        "this endpoint does not take this method; the crate's documentation lists its methods"
+    )]
+    MethodNotAllowed,
+    /// The body is not declared as JSON (415).
+    #[error("send the body as JSON, with `Content-Type: application/json`")]
+    UnsupportedMediaType,
+    /// The body did not arrive within [`Limits::body_read_timeout`](crate::Limits) (408).
+    #[error(
+        "the request body did not arrive within {} ms (Limits::body_read_timeout)",
+        limit.as_millis()
+    )]
+    RequestTimeout {
+        /// The limit.
+        limit: std::time::Duration,
+    },
+    /// The server is at one of its capacity limits (503, with `Retry-After: 1`): too many open
+    /// connections or turns at once. Nothing ran; try again.
+    #[error("the server is at its limit of {limit} {what} (Limits); try again shortly")]
+    Overloaded {
+        /// What is at its limit (`open connections`, `concurrent turns`).
+        what: &'static str,
+        /// The limit.
+        limit: usize,
+    },
     /// The request conflicts with the state of the thread or checkpoint (409): a turn on a
     /// thread that waits for an approval, an interrupt that was already resumed.
     #[error("{0}")]
@@ -76,6 +102,10 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NoRoute => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -93,6 +123,10 @@ impl ApiError {
             ApiError::BadRequest(_) => "bad_request",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::NoRoute => "no_route",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::RequestTimeout { .. } => "request_timeout",
+            ApiError::Overloaded { .. } => "overloaded",
             ApiError::Conflict(_) => "conflict",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
@@ -107,7 +141,22 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), Json(self.body())).into_response()
+        let mut response = (self.status(), Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        match self {
+            // RFC 6750: say which scheme the API takes.
+            ApiError::Unauthorized => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"agentflow\""),
+                );
+            }
+            ApiError::Overloaded { .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        response
     }
 }
 
@@ -173,6 +222,11 @@ impl From<ThreadError> for ApiError {
             )),
             ThreadError::NotInterrupted { .. } => ApiError::Conflict(
                 "this thread waits for no interrupt (it may have been resumed already)".into(),
+            ),
+            ThreadError::LeaseLost { .. } => ApiError::Conflict(
+                "this turn went silent past its lease and another turn took the thread over; \
+                 send the message again"
+                    .into(),
             ),
             ThreadError::Checkpoint(e) => e.into(),
             ThreadError::Store(e) => e.into(),

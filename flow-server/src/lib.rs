@@ -49,7 +49,12 @@
 //! - Every `/v1` endpoint but health and readiness needs `Authorization: Bearer <token>`
 //!   ([`Auth::bearer`]) or passes your [`Authenticator`]. Without auth ([`ServerBuilder::dev_mode`])
 //!   [`serve`] listens on loopback addresses only and the API answers loopback peers only.
-//! - [`Limits`]: request body size (413), user message size, SSE event size.
+//! - [`Limits`]: request body size (413) and the time to send it (408), user message size,
+//!   SSE event size; the time to send a request's head and its size (slow or idle connections
+//!   are closed, a head over the limit gets 431); open connections and concurrent turns (503
+//!   `overloaded` with `Retry-After`); how long one turn may stream.
+//! - Every refusal is a JSON error with a stable code, malformed paths, bodies, content types
+//!   and methods included (400, 415, 405); 401 says `WWW-Authenticate: Bearer`.
 //! - No CORS headers unless you list origins ([`ServerBuilder::cors_origins`]): browsers on other
 //!   sites cannot call the API.
 //! - Errors carry no stack trace, file path or I/O error text; a panic in a handler is a JSON 500.
@@ -63,8 +68,11 @@ mod auth;
 mod console;
 pub mod demo;
 mod error;
+mod extract;
 mod limits;
 mod routes;
+mod serve;
+mod sse;
 mod state;
 mod thread;
 mod tree;
@@ -86,6 +94,7 @@ use tower_http::trace::TraceLayer;
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
 pub use limits::Limits;
+pub use serve::{serve, serve_until};
 pub use state::{AppState, BuildError, ServedFlow, ServerBuilder, TenantFn};
 pub use tree::{mermaid, svg, TreeNode};
 
@@ -118,13 +127,15 @@ pub fn app(state: AppState) -> Router {
             auth::layer,
         ))
         .route("/health", get(routes::health))
-        .route("/ready", get(routes::ready));
+        .route("/ready", get(routes::ready))
+        .method_not_allowed_fallback(routes::method_not_allowed);
 
     let mut router = Router::new()
         .route("/", get(console::index))
         .route("/console.js", get(console::script))
         .route("/console.css", get(console::style))
         .nest("/v1", api)
+        .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
         .layer(CatchPanicLayer::custom(|_panic| {
@@ -158,28 +169,4 @@ pub enum ServeError {
     /// The listener failed.
     #[error("the listener failed: {0}")]
     Io(#[from] std::io::Error),
-}
-
-/// Serves `state` on `listener` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> Result<(), ServeError> {
-    serve_until(listener, state, std::future::pending()).await
-}
-
-/// Serves `state` on `listener` until `shutdown` completes, then lets open requests finish.
-pub async fn serve_until(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    let addr = listener.local_addr()?;
-    if state.auth().is_dev_mode() && !addr.ip().is_loopback() {
-        return Err(ServeError::DevModeNotLoopback { addr });
-    }
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
-    Ok(())
 }

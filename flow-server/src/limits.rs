@@ -1,21 +1,56 @@
-//! [`Limits`]: how much a request or a streamed event may weigh.
+//! [`Limits`]: how much a request or a streamed event may weigh, how long a client may take,
+//! and how many connections and turns the server takes at once.
 
 use std::time::Duration;
 
-/// Sizes the server accepts and sends. Each has a safe default; a request over a limit is
-/// refused with 413 (body) or 400 (message), an event over the event limit is replaced on the
-/// wire by an `error` event naming the limit (the thread still records it whole).
+/// What the server accepts and sends. Each has a safe default; a request over a limit gets a
+/// JSON error naming it (the status is given with each field).
+///
+/// ```
+/// use std::time::Duration;
+/// use flow_server::Limits;
+///
+/// let limits = Limits {
+///     max_concurrent_turns: 64,
+///     header_read_timeout: Duration::from_secs(5),
+///     ..Limits::default()
+/// };
+/// # let _ = limits;
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest request body, in bytes (default 64 KiB).
+    /// Largest request body, in bytes (default 64 KiB): 413 `payload_too_large`.
     pub max_body_bytes: usize,
-    /// Largest user message of a turn, in bytes (default 16 KiB).
+    /// Largest user message of a turn, in bytes (default 16 KiB): 400 `bad_request`.
     pub max_message_bytes: usize,
-    /// Largest `data:` payload of one Server-Sent Event, in bytes (default 1 MiB).
+    /// Largest `data:` payload of one Server-Sent Event, in bytes (default 1 MiB); an event
+    /// over it is replaced on the wire by an `error` event naming the limit (the thread still
+    /// records it whole).
     pub max_event_bytes: usize,
     /// How often an idle event stream sends an SSE comment, so proxies keep it open and a
     /// client that went away is noticed (default 15 s).
     pub sse_keep_alive: Duration,
+    /// How long a client may take to send a request's head, from the moment the server waits
+    /// for it (default 10 s). A connection that trickles its headers (slowloris), or stays idle
+    /// longer than this between two requests, is closed.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body once its head arrived (default
+    /// 10 s): 408 `request_timeout`.
+    pub body_read_timeout: Duration,
+    /// Largest request head (request line and headers), in bytes (default 32 KiB). The HTTP
+    /// layer answers a larger one with 431 (414 for a request line over 64 KiB), without a
+    /// body: it is refused before any route sees it.
+    pub max_header_bytes: usize,
+    /// Open connections at once (default 4,096). A connection over it gets `503 overloaded`
+    /// (`Retry-After: 1`) for its first request and is closed.
+    pub max_connections: usize,
+    /// Turns and resumes running at once in this process (default 1,024). One more gets
+    /// `503 overloaded` (`Retry-After: 1`) and runs nothing.
+    pub max_concurrent_turns: usize,
+    /// How long one turn or resume may stream (default 10 min). A turn still running then
+    /// gets an `error` event naming this limit and is cancelled: nothing of it is recorded,
+    /// as when its client goes away.
+    pub max_turn_duration: Duration,
 }
 
 impl Default for Limits {
@@ -25,6 +60,12 @@ impl Default for Limits {
             max_message_bytes: 16 * 1024,
             max_event_bytes: 1024 * 1024,
             sse_keep_alive: Duration::from_secs(15),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 32 * 1024,
+            max_connections: 4096,
+            max_concurrent_turns: 1024,
+            max_turn_duration: Duration::from_secs(600),
         }
     }
 }

@@ -2,10 +2,8 @@
 
 use std::collections::HashMap;
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use flow_runtime::store::{RecordEnd, ThreadRecord};
@@ -15,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::extract::{ApiPath, JsonBody};
 use crate::state::AppState;
 use crate::thread::ThreadKey;
 use crate::tree::{mermaid, svg, TreeNode};
@@ -42,19 +41,6 @@ pub struct ResumeRequest {
     /// The data for `interrupt_id`.
     #[serde(default)]
     pub data: Option<Value>,
-}
-
-fn body<T>(json: Result<Json<T>, JsonRejection>, state: &AppState) -> Result<T, ApiError> {
-    match json {
-        Ok(Json(v)) => Ok(v),
-        Err(JsonRejection::BytesRejection(_)) => Err(ApiError::PayloadTooLarge {
-            limit: state.limits().max_body_bytes,
-        }),
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::PayloadTooLarge {
-            limit: state.limits().max_body_bytes,
-        }),
-        Err(e) => Err(ApiError::BadRequest(e.body_text())),
-    }
 }
 
 /// `GET /v1/health`: the process answers.
@@ -86,7 +72,7 @@ pub async fn list_flows(State(state): State<AppState>) -> Json<Value> {
 /// `GET /v1/flows/{flow}`: one flow, its tree and its Mermaid flowchart.
 pub async fn get_flow(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let flow = state.flow(&name)?;
     Ok(Json(json!({
@@ -101,7 +87,7 @@ pub async fn get_flow(
 /// `GET /v1/flows/{flow}/mermaid`: the flowchart as `text/vnd.mermaid`.
 pub async fn get_mermaid(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let flow = state.flow(&name)?;
     Ok((
@@ -114,7 +100,7 @@ pub async fn get_mermaid(
 /// `GET /v1/flows/{flow}/svg`: the tree as an SVG picture (`image/svg+xml`).
 pub async fn get_svg(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     let flow = state.flow(&name)?;
     Ok((
@@ -133,10 +119,9 @@ fn key(state: &AppState, flow: &str, tenant: &Tenant, id: &str) -> Result<Thread
 pub async fn post_turn(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
-    Path((flow, id)): Path<(String, String)>,
-    request: Result<Json<TurnRequest>, JsonRejection>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+    JsonBody(request): JsonBody<TurnRequest>,
 ) -> Result<Response, ApiError> {
-    let request = body(request, &state)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let limit = state.limits().max_message_bytes;
     if request.message.len() > limit {
@@ -149,31 +134,12 @@ pub async fn post_turn(
         return Err(ApiError::BadRequest("the message is empty".into()));
     }
     let served = state.flow(&flow)?;
+    let permit = state.turn_permit()?;
     let turn = served
         .runner()
         .turn(&key.store_id(), Message::user(request.message))
         .await?;
-    Ok(sse_response(
-        &state,
-        turn::sse(
-            turn,
-            key.flow,
-            key.id,
-            false,
-            state.limits().max_event_bytes,
-        ),
-    ))
-}
-
-fn sse_response(
-    state: &AppState,
-    events: impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>
-        + Send
-        + 'static,
-) -> Response {
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(state.limits().sse_keep_alive))
-        .into_response()
+    Ok(turn::sse(turn, key.flow, key.id, false, state.limits(), permit).into_response())
 }
 
 /// `POST /v1/flows/{flow}/threads/{thread}/resume`: resumes the interrupt the thread waits on
@@ -181,10 +147,9 @@ fn sse_response(
 pub async fn post_resume(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
-    Path((flow, id)): Path<(String, String)>,
-    request: Result<Json<ResumeRequest>, JsonRejection>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+    JsonBody(request): JsonBody<ResumeRequest>,
 ) -> Result<Response, ApiError> {
-    let request = body(request, &state)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let mut targets = request.targets;
     match (request.interrupt_id, request.data) {
@@ -202,14 +167,12 @@ pub async fn post_resume(
         return Err(ApiError::UnknownThread { flow, id });
     }
     let served = state.flow(&flow)?;
+    let permit = state.turn_permit()?;
     let turn = served
         .runner()
         .resume_turn(&key.store_id(), targets)
         .await?;
-    Ok(sse_response(
-        &state,
-        turn::sse(turn, key.flow, key.id, true, state.limits().max_event_bytes),
-    ))
+    Ok(turn::sse(turn, key.flow, key.id, true, state.limits(), permit).into_response())
 }
 
 fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
@@ -234,7 +197,7 @@ fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
 pub async fn get_thread(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
-    Path((flow, id)): Path<(String, String)>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
     let Some(head) = state.threads().head(&key.store_id()).await? else {
@@ -270,7 +233,7 @@ pub async fn get_thread(
 pub async fn delete_thread(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
-    Path((flow, id)): Path<(String, String)>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
     if state
@@ -289,7 +252,7 @@ pub async fn delete_thread(
 pub async fn thread_interrupts(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
-    Path((flow, id)): Path<(String, String)>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
     let Some(head) = state.threads().head(&key.store_id()).await? else {
@@ -305,7 +268,7 @@ pub async fn thread_interrupts(
 pub async fn flow_interrupts(
     State(state): State<AppState>,
     Extension(tenant): Extension<Tenant>,
-    Path(flow): Path<String>,
+    ApiPath(flow): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let served = state.flow(&flow)?;
     let prefix = ThreadKey::prefix(served.name(), &tenant.0);
@@ -324,4 +287,9 @@ pub async fn flow_interrupts(
 /// Any other path: a JSON 404.
 pub async fn no_route() -> ApiError {
     ApiError::NoRoute
+}
+
+/// A known path with another method: a JSON 405.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
 use flow_runtime::{CheckpointStore, FlowAgent, Runner, ThreadStore, TurnRouting};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::{valid_tenant, Auth, SHARED_TENANT};
 use crate::error::ApiError;
@@ -50,6 +51,8 @@ struct Inner {
     tenant: Option<Box<TenantFn>>,
     limits: Limits,
     cors_origins: Vec<HeaderValue>,
+    /// One permit per turn or resume running in this process.
+    turns: Arc<Semaphore>,
 }
 
 /// What the router's handlers share: cheap to clone (one `Arc`).
@@ -108,6 +111,17 @@ impl AppState {
     /// The origins allowed to call the API from a browser (none by default).
     pub fn cors_origins(&self) -> &[HeaderValue] {
         &self.0.cors_origins
+    }
+
+    /// A place for one more turn or resume in this process, held until its event stream ends;
+    /// [`ApiError::Overloaded`] at [`Limits::max_concurrent_turns`].
+    pub(crate) fn turn_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        Arc::clone(&self.0.turns)
+            .try_acquire_owned()
+            .map_err(|_| ApiError::Overloaded {
+                what: "concurrent turns",
+                limit: self.0.limits.max_concurrent_turns,
+            })
     }
 
     /// The tenant of a request: the tenant function's answer, or [`SHARED_TENANT`] without one.
@@ -197,7 +211,9 @@ impl fmt::Debug for ServerBuilder {
 
 impl ServerBuilder {
     /// A builder over `store` (checkpoints and threads: [`InMemoryStore`](flow_runtime::InMemoryStore),
-    /// [`FileStore`](flow_runtime::FileStore), or a store of your own).
+    /// [`FileStore`](flow_runtime::FileStore), `SqliteStore`, `PostgresStore` (with the
+    /// `postgres` feature, for several server processes on several machines), or a store of
+    /// your own).
     pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
         let shared = store.clone();
         ServerBuilder {
@@ -306,6 +322,7 @@ impl ServerBuilder {
             threads: self.threads,
             auth,
             tenant: self.tenant,
+            turns: Arc::new(Semaphore::new(self.limits.max_concurrent_turns)),
             limits: self.limits,
             cors_origins: self.cors_origins,
         })))

@@ -1,36 +1,117 @@
 //! A turn (or a resume) of a thread as a stream of Server-Sent Events: the run's events go out
 //! as they come (see [`wire`](crate::wire)); the runtime records the turn in the thread when
-//! its stream ends. Dropping the stream (the client went away) drops the [`Turn`], which
-//! cancels the run and records nothing.
+//! its stream ends. Dropping the stream (the client went away, or the turn ran out of time)
+//! drops the [`Turn`], which cancels the run and records nothing.
 
-use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::response::sse::Event;
-use flow_runtime::{EventOutput, Message, Turn, TurnOutcome};
+use flow_runtime::{EventOutput, Message, RunPath, Turn, TurnOutcome};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
-use serde_json::json;
+use tokio::sync::OwnedSemaphorePermit;
 
-use crate::wire::{event_data, ChunkData, PublicInterrupt};
+use crate::limits::Limits;
+use crate::sse::{frame, SseBody};
+use crate::wire::{ChunkData, EventData, PublicInterrupt};
 
-/// The Server-Sent Events of a turn of the thread the caller calls `thread`; `resumed` when
-/// the turn continues an interrupted one.
+/// The `data` of the first event, `turn`.
+#[derive(Serialize)]
+struct TurnData<'a> {
+    flow: &'a str,
+    thread: &'a str,
+    turn: u64,
+    started_at: &'a RunPath,
+    resumed: bool,
+}
+
+/// The `data` of the last event, `done`.
+#[derive(Serialize)]
+struct DoneData<'a> {
+    output: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answered_by: Option<Arc<str>>,
+    interrupted: bool,
+    interrupts: Vec<PublicInterrupt<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    failed: bool,
+}
+
+impl DoneData<'_> {
+    fn failed() -> Self {
+        DoneData {
+            output: None,
+            answered_by: None,
+            interrupted: false,
+            interrupts: Vec::new(),
+            failed: true,
+        }
+    }
+}
+
+/// The `data` of an `error` event.
+#[derive(Serialize)]
+struct ErrorData {
+    message: String,
+}
+
+/// The frames a turn over [`Limits::max_turn_duration`] ends with.
+fn overtime(limit: Duration) -> Vec<u8> {
+    let mut out = frame(
+        "error",
+        &ErrorData {
+            message: format!(
+                "the turn ran longer than {} s (Limits::max_turn_duration) and was cancelled; \
+                 nothing of it was recorded",
+                limit.as_secs_f64()
+            ),
+        },
+        usize::MAX,
+    );
+    out.extend(frame("done", &DoneData::failed(), usize::MAX));
+    out
+}
+
+/// The Server-Sent Events of a turn of the thread the caller calls `thread`, as a response
+/// body; `resumed` when the turn continues an interrupted one.
+///
+/// The body holds `permit` (the turn's place among the server's concurrent turns) until it
+/// ends or is dropped, and ends the turn after [`Limits::max_turn_duration`] with an `error`
+/// event (dropping the turn cancels it: nothing is recorded).
 pub(crate) fn sse(
+    turn: Turn,
+    flow: String,
+    thread: String,
+    resumed: bool,
+    limits: &Limits,
+    permit: OwnedSemaphorePermit,
+) -> SseBody<impl Stream<Item = Vec<u8>> + Send + 'static> {
+    let frames = frames(turn, flow, thread, resumed, limits.max_event_bytes, permit);
+    SseBody::new(
+        frames,
+        limits.sse_keep_alive,
+        limits.max_turn_duration,
+        overtime,
+    )
+}
+
+fn frames(
     mut turn: Turn,
     flow: String,
     thread: String,
     resumed: bool,
     limit: usize,
-) -> impl Stream<Item = Result<Event, Infallible>> {
+    permit: OwnedSemaphorePermit,
+) -> impl Stream<Item = Vec<u8>> + Send + 'static {
     async_stream::stream! {
-        yield Ok(frame("turn", &json!({
-            "flow": flow,
-            "thread": thread,
-            "turn": turn.number(),
-            "started_at": turn.started_at(),
-            "resumed": resumed,
-        }), limit));
+        let _permit = permit;
+        yield frame("turn", &TurnData {
+            flow: &flow,
+            thread: &thread,
+            turn: turn.number(),
+            started_at: turn.started_at(),
+            resumed,
+        }, limit);
 
         while let Some(mut event) = turn.next().await {
             let mut streamed = false;
@@ -48,72 +129,52 @@ pub(crate) fn sse(
                     while let Some(chunk) = stream.next().await {
                         match chunk {
                             Ok(c) => {
-                                yield Ok(frame("chunk", &ChunkData {
+                                yield frame("chunk", &ChunkData {
                                     agent_name: event.agent_name(),
                                     run_path: event.run_path(),
                                     content: &c.content,
                                     tool_calls: &c.tool_calls,
-                                }, limit));
+                                }, limit);
                                 chunks.push(c);
                             }
                             Err(e) => failed = Some(e),
                         }
                     }
                     if let Some(e) = failed {
-                        yield Ok(frame("error", &json!({
-                            "message": format!("the stream of [{}] failed: {e}", event.run_path()),
-                        }), limit));
+                        yield frame("error", &ErrorData {
+                            message: format!("the stream of [{}] failed: {e}", event.run_path()),
+                        }, limit);
                     }
                     Some(Arc::new(Message::concat(chunks.iter().map(|c| &**c))))
                 }
                 None => None,
             };
-            let data = event_data(&event, message.as_deref(), custom.as_deref(), streamed);
-            yield Ok(frame("event", &data, limit));
+            let data = EventData::of(&event, message.as_deref(), custom.as_deref(), streamed);
+            yield frame("event", &data, limit);
         }
 
-        let done = match turn.outcome() {
-            Some(TurnOutcome::Completed { answer, answered_by, .. }) => json!({
-                "output": answer.map(|m| m.content),
-                "answered_by": answered_by,
-                "interrupted": false,
-                "interrupts": [],
-            }),
-            Some(TurnOutcome::Interrupted { interrupts, .. }) => json!({
-                "output": null,
-                "interrupted": true,
-                "interrupts": interrupts.iter().map(PublicInterrupt::of).collect::<Vec<_>>(),
-            }),
+        let outcome = turn.outcome();
+        let done = match &outcome {
+            Some(TurnOutcome::Completed { answer, answered_by, .. }) => DoneData {
+                output: answer.as_ref().map(|m| m.content.clone()),
+                answered_by: Some(Arc::clone(answered_by)),
+                interrupted: false,
+                interrupts: Vec::new(),
+                failed: false,
+            },
+            Some(TurnOutcome::Interrupted { interrupts, .. }) => DoneData {
+                output: None,
+                answered_by: None,
+                interrupted: true,
+                interrupts: interrupts.iter().map(PublicInterrupt::of).collect(),
+                failed: false,
+            },
             Some(TurnOutcome::Failed(e)) => {
-                yield Ok(frame("error", &json!({ "message": e.to_string() }), limit));
-                json!({ "output": null, "interrupted": false, "interrupts": [], "failed": true })
+                yield frame("error", &ErrorData { message: e.to_string() }, limit);
+                DoneData::failed()
             }
-            None => json!({ "output": null, "interrupted": false, "interrupts": [], "failed": true }),
+            None => DoneData::failed(),
         };
-        yield Ok(frame("done", &done, limit));
+        yield frame("done", &done, limit);
     }
-}
-
-/// One SSE frame; a payload over `limit` bytes is replaced by an `error` frame saying so.
-fn frame(name: &str, data: &impl Serialize, limit: usize) -> Event {
-    let text = match serde_json::to_string(data) {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::error!(error = %e, "an event does not serialise");
-            return Event::default()
-                .event("error")
-                .data(r#"{"message":"an event could not be serialised"}"#);
-        }
-    };
-    if text.len() > limit {
-        let message = json!({
-            "message": format!(
-                "a `{name}` event of {} bytes exceeds the server's event size limit of {limit} \
-                 bytes and was not sent (Limits::max_event_bytes)",
-                text.len()
-            ),
-        });
-        return Event::default().event("error").data(message.to_string());
-    }
-    Event::default().event(name).data(text)
 }

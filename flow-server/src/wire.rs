@@ -13,6 +13,8 @@
 //! agent's saved state is not sent), `{"break_loop": NAME}` or `{"custom": VALUE}`; `error` is
 //! `{"kind", "message", "agent"?}`. A client that disconnects cancels the run.
 
+use std::borrow::Cow;
+
 use flow_runtime::{Action, AgentEvent, ErrorJson, EventJson, InterruptInfo, Message, RunPath};
 use serde::Serialize;
 
@@ -56,6 +58,54 @@ pub fn event_data(
     }
 }
 
+/// The `data` of an `event` event as [`event_data`] gives it, but borrowed from the event:
+/// the same JSON, without copying the message or the run path. An interrupt's saved state is
+/// left out.
+#[derive(Debug, Serialize)]
+pub struct EventData<'a> {
+    agent_name: &'a str,
+    run_path: &'a RunPath,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a Message>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    streamed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<Cow<'a, Action>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorJson>,
+}
+
+impl<'a> EventData<'a> {
+    /// The `data` of `event`, whose output was taken apart into `message` (a streamed one
+    /// whole, with `streamed`) or `custom`.
+    pub fn of(
+        event: &'a AgentEvent,
+        message: Option<&'a Message>,
+        custom: Option<&'a serde_json::Value>,
+        streamed: bool,
+    ) -> Self {
+        let action = event.action.as_ref().map(|a| match a {
+            Action::Interrupted(info) if info.state.is_some() => {
+                let mut info = info.clone();
+                info.state = None;
+                Cow::Owned(Action::Interrupted(info))
+            }
+            other => Cow::Borrowed(other),
+        });
+        EventData {
+            agent_name: event.agent_name(),
+            run_path: event.run_path(),
+            message,
+            streamed,
+            custom,
+            action,
+            error: event.error.as_ref().map(ErrorJson::from),
+        }
+    }
+}
+
 /// What a client sees of an interrupt: its id (the key for resume data), what the agent wants
 /// known, and its address. The agent's saved state stays in the checkpoint.
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +125,44 @@ impl<'a> PublicInterrupt<'a> {
             id: &info.id,
             info: &info.info,
             address: info.address_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flow_runtime::AgentError;
+    use serde_json::json;
+
+    /// The borrowed form is the same JSON as the runtime's [`EventJson`] through [`event_data`].
+    #[test]
+    fn event_data_is_the_json_of_event_json() {
+        let message = Message::assistant("hello");
+        let interrupt = flow_runtime::InterruptInfo::new(json!({"question": "ok?"}))
+            .with_state(json!({"secret": 1}));
+        let custom = json!({"k": [1, 2]});
+        let events = [
+            AgentEvent::message(message.clone()),
+            AgentEvent::action(Action::Interrupted(interrupt)),
+            AgentEvent::action(Action::transfer_to("triage")),
+            AgentEvent::error(AgentError::Thread {
+                message: "broken".into(),
+            }),
+        ];
+        for event in &events {
+            for (message, custom, streamed) in [
+                (None, None, false),
+                (Some(&message), None, true),
+                (None, Some(&custom), false),
+            ] {
+                let owned =
+                    serde_json::to_value(event_data(event, message, custom, streamed)).unwrap();
+                let borrowed =
+                    serde_json::to_value(EventData::of(event, message, custom, streamed)).unwrap();
+                assert_eq!(owned, borrowed);
+                assert!(!borrowed.to_string().contains("secret"), "{borrowed}");
+            }
         }
     }
 }

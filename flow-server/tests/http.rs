@@ -541,6 +541,25 @@ impl ThreadStore for BrokenStore {
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         Err(broken(id).into())
     }
+    async fn lease_thread(
+        &self,
+        id: &str,
+        _: &str,
+        _: std::time::Duration,
+    ) -> Result<(), ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        _: &str,
+        _: std::time::Duration,
+    ) -> Result<(), ThreadError> {
+        Err(broken(id).into())
+    }
+    async fn release_thread_lease(&self, id: &str, _: &str) -> Result<(), ThreadError> {
+        Err(broken(id).into())
+    }
 }
 
 #[async_trait]
@@ -918,4 +937,620 @@ async fn a_client_that_disconnects_cancels_its_turn() {
             .status(),
         404
     );
+}
+
+// ---- A hostile client: each attack gets a clear status and a JSON error, and the server goes
+// on serving everyone else.
+
+/// A state serving the desk and a flow whose agent never ends, with `limits`.
+fn hostile_state(limits: Limits) -> AppState {
+    let stuck = FnAgent::new("stuck", |cx, _| async move {
+        cx.say("thinking");
+        std::future::pending::<()>().await;
+        Ok(())
+    });
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .flow("stuck", FlowAgent::new(stuck))
+        .auth(Auth::bearer(TOKEN))
+        .turn_routing(flow_runtime::TurnRouting::Root)
+        .limits(limits)
+        .build()
+        .unwrap()
+}
+
+/// Reads what the server sends until it closes the connection; `None` if it does not close it
+/// within a minute (a hang, which the tests below treat as the failure).
+async fn read_until_closed(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(60), stream.read(&mut buf)).await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(out),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Reads one HTTP/1.1 response (its head and a `content-length` body); `None` if none comes
+/// within a minute.
+async fn read_response(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = out.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&out[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if out.len() >= end + 4 + length {
+                return Some(out);
+            }
+        }
+        match tokio::time::timeout(std::time::Duration::from_secs(60), stream.read(&mut buf)).await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(out),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The status and the JSON body of a raw HTTP/1.1 response.
+fn parse_raw(response: &[u8]) -> (u16, String, Value) {
+    let text = String::from_utf8_lossy(response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    let body = serde_json::from_str(body).unwrap_or(Value::Null);
+    (status, head.to_owned(), body)
+}
+
+#[tokio::test]
+async fn slowloris_headers_and_idle_connections_are_closed_by_the_header_timeout() {
+    use tokio::io::AsyncWriteExt;
+    let server = spawn(hostile_state(Limits {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..Limits::default()
+    }))
+    .await;
+    // Trickles one header line every 100 ms, for ever: the server must hang up on it.
+    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    slow.write_all(b"GET /v1/flows HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let trickle = async {
+        for i in 0.. {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if slow
+                .write_all(format!("X-Slow-{i}: a\r\n").as_bytes())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    };
+    let closed = async {
+        let mut reader = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        // A connection that sends nothing at all is closed too.
+        read_until_closed(&mut reader).await
+    };
+    let (_, idle) = tokio::join!(
+        tokio::time::timeout(std::time::Duration::from_secs(60), trickle),
+        closed
+    );
+    assert_eq!(
+        idle,
+        Some(Vec::new()),
+        "an idle connection is closed without a response"
+    );
+    let mut slow_read = slow;
+    assert!(
+        read_until_closed(&mut slow_read).await.is_some(),
+        "the trickling connection is closed"
+    );
+    // Everyone else is served.
+    let r = get(&server.base, "/v1/flows").await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_gets_408() {
+    use tokio::io::AsyncWriteExt;
+    let server = spawn(hostile_state(Limits {
+        body_read_timeout: std::time::Duration::from_millis(200),
+        ..Limits::default()
+    }))
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/flows/desk/threads/slow/turns HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"message\":"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let response = read_response(&mut stream).await.expect("a response");
+    let (status, _, body) = parse_raw(&response);
+    assert_eq!(status, 408);
+    assert_eq!(body["error"]["code"], "request_timeout");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("body_read_timeout"));
+    // Nothing reached the thread.
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/slow")
+            .await
+            .status(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_get_a_json_503() {
+    let server = spawn(hostile_state(Limits {
+        max_connections: 2,
+        ..Limits::default()
+    }))
+    .await;
+    // Two idle connections take both places.
+    let a = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let b = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let r = client()
+        .get(format!("{}/v1/health", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert_eq!(r.headers()["connection"], "close");
+    let (_, code, message) = error_code(r).await;
+    assert_eq!(code, "overloaded");
+    assert!(message.contains("2 open connections"), "{message}");
+    // Their places come back when they go.
+    drop((a, b));
+    let mut status = 0;
+    for _ in 0..600 {
+        let r = client()
+            .get(format!("{}/v1/health", server.base))
+            .send()
+            .await
+            .unwrap();
+        status = r.status().as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, 200, "a place is free again");
+}
+
+#[tokio::test]
+async fn turns_over_the_concurrency_limit_get_a_json_503_and_run_nothing() {
+    let server = spawn(hostile_state(Limits {
+        max_concurrent_turns: 1,
+        sse_keep_alive: std::time::Duration::from_millis(20),
+        ..Limits::default()
+    }))
+    .await;
+    // One stuck turn holds the only place.
+    let first = post(
+        &server.base,
+        "/v1/flows/stuck/threads/a/turns",
+        json!({"message": "go"}),
+    )
+    .await;
+    assert_eq!(first.status(), 200);
+    let mut events = eventsource_stream::Eventsource::eventsource(first.bytes_stream());
+    use futures::StreamExt;
+    while events.next().await.unwrap().unwrap().event != "event" {}
+    let second = post(
+        &server.base,
+        "/v1/flows/desk/threads/b/turns",
+        json!({"message": "Hi"}),
+    )
+    .await;
+    assert_eq!(second.headers()["retry-after"], "1");
+    let (status, code, message) = error_code(second).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    assert!(message.contains("1 concurrent turns"), "{message}");
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/b").await.status(),
+        404,
+        "the refused turn ran nothing"
+    );
+    // The stuck client goes away: its turn is cancelled and its place comes back.
+    drop(events);
+    let mut done_event = None;
+    for _ in 0..600 {
+        let r = post(
+            &server.base,
+            "/v1/flows/desk/threads/b/turns",
+            json!({"message": "Hi"}),
+        )
+        .await;
+        if r.status() == 200 {
+            done_event = Some(common::done(&read_sse(r).await).clone());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        done_event.expect("a place is free again")["output"],
+        "Hello! I can help with refunds and complaints."
+    );
+}
+
+#[tokio::test]
+async fn a_turn_over_its_time_limit_is_cancelled_and_not_recorded() {
+    let server = spawn(hostile_state(Limits {
+        max_turn_duration: std::time::Duration::from_millis(200),
+        ..Limits::default()
+    }))
+    .await;
+    let events = turn(&server.base, "stuck", "t", "go").await;
+    let error = events
+        .iter()
+        .find(|e| e.name == "error")
+        .expect("an error event");
+    assert!(error.data["message"]
+        .as_str()
+        .unwrap()
+        .contains("max_turn_duration"));
+    assert_eq!(done(&events)["failed"], true);
+    assert_eq!(
+        get(&server.base, "/v1/flows/stuck/threads/t")
+            .await
+            .status(),
+        404
+    );
+    // The next turn of the thread runs (the cancelled one left no claim behind).
+    let again = post(
+        &server.base,
+        "/v1/flows/stuck/threads/t/turns",
+        json!({"message": "go"}),
+    )
+    .await;
+    assert_eq!(again.status(), 200);
+}
+
+#[tokio::test]
+async fn huge_paths_and_ids_get_a_clear_status() {
+    let server = spawn(hostile_state(Limits::default())).await;
+    let long_id = "a".repeat(10_000);
+    let r = post(
+        &server.base,
+        &format!("/v1/flows/desk/threads/{long_id}/turns"),
+        json!({"message": "Hi"}),
+    )
+    .await;
+    let (status, code, message) = error_code(r).await;
+    assert_eq!((status, code.as_str()), (400, "bad_request"));
+    assert!(message.contains("1 to 40 characters"), "{message}");
+
+    let long_flow = "f".repeat(5_000);
+    let r = get(&server.base, &format!("/v1/flows/{long_flow}")).await;
+    let (status, code, message) = error_code(r).await;
+    assert_eq!((status, code.as_str()), (404, "unknown_flow"));
+    assert!(
+        message.len() < 200,
+        "the name is not echoed whole: {message}"
+    );
+
+    // Not UTF-8 once decoded: 400 without echoing it.
+    let r = get(&server.base, "/v1/flows/desk/threads/%FF%FE").await;
+    let (status, code, message) = error_code(r).await;
+    assert_eq!((status, code.as_str()), (400, "bad_request"));
+    assert!(!message.contains("%FF"), "{message}");
+
+    // A head over the limit is refused by the HTTP layer before any route (431, no body).
+    let r = get(
+        &server.base,
+        &format!("/v1/flows/desk/threads/{}", "a".repeat(40_000)),
+    )
+    .await;
+    assert_eq!(r.status(), 431);
+    let r = client()
+        .get(format!("{}/v1/flows", server.base))
+        .bearer_auth(TOKEN)
+        .header("x-filler", "b".repeat(40_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 431);
+    // And the server goes on.
+    assert_eq!(get(&server.base, "/v1/flows").await.status(), 200);
+}
+
+#[tokio::test]
+async fn malformed_requests_get_json_errors() {
+    let server = spawn(hostile_state(Limits::default())).await;
+    let url = format!("{}/v1/flows/desk/threads/m/turns", server.base);
+    let send = |body: &'static str, content_type: Option<&'static str>| {
+        let mut r = client().post(&url).bearer_auth(TOKEN).body(body);
+        if let Some(t) = content_type {
+            r = r.header("content-type", t);
+        }
+        r.send()
+    };
+    let json_type = Some("application/json");
+    for (body, why) in [
+        ("{\"message\": ", "truncated"),
+        ("{\"message\": 5}", "a number for a string"),
+        ("[\"Hi\"]", "an array"),
+        ("", "empty"),
+        (
+            "{\"message\": \"Hi\", \"message\": \"again\"}",
+            "a duplicate field",
+        ),
+        ("\u{0}\u{1}binary", "not text"),
+    ] {
+        let (status, code, message) = error_code(send(body, json_type).await.unwrap()).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (400, "bad_request"),
+            "{why}: {message}"
+        );
+        assert!(
+            message.starts_with("the body is not the JSON"),
+            "{why}: {message}"
+        );
+    }
+    let (_, _, message) = error_code(send("{\"message\": 5}", json_type).await.unwrap()).await;
+    assert!(message.contains("invalid type: integer `5`"), "{message}");
+    // JSON nested deeper than the parser goes: an error, not a stack overflow.
+    let deep: &'static str = Box::leak(
+        format!("{}{}", "{\"message\":".repeat(5_000), "}".repeat(5_000)).into_boxed_str(),
+    );
+    let (status, _, _) = error_code(send(deep, json_type).await.unwrap()).await;
+    assert_eq!(status, 400);
+    let (status, code, _) = error_code(send("{\"message\":\"Hi\"}", None).await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (415, "unsupported_media_type"));
+    let (status, code, _) = error_code(
+        send("{\"message\":\"Hi\"}", Some("text/plain"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (415, "unsupported_media_type"));
+    // A wrong method on a known path.
+    let r = client().get(&url).bearer_auth(TOKEN).send().await.unwrap();
+    let (status, code, _) = error_code(r).await;
+    assert_eq!((status, code.as_str()), (405, "method_not_allowed"));
+    // None of it started a thread; a good request still works.
+    assert_eq!(
+        get(&server.base, "/v1/flows/desk/threads/m").await.status(),
+        404
+    );
+    let ok = send(
+        "{\"message\":\"Hi\"}",
+        Some("application/json; charset=utf-8"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done(&read_sse(ok).await)["interrupted"], false);
+}
+
+#[tokio::test]
+async fn a_resume_with_wrong_data_types_is_refused_and_loses_nothing() {
+    let server = spawn(hostile_state(Limits::default())).await;
+    let events = turn(&server.base, "desk", "w", "I want a refund").await;
+    assert_eq!(done(&events)["interrupted"], true);
+    let path = "/v1/flows/desk/threads/w/resume";
+    for (body, why) in [
+        (
+            json!({"interrupt_id": 42, "data": {"approve": true}}),
+            "a number for the id",
+        ),
+        (
+            json!({"targets": ["triage/refund"]}),
+            "a list for the targets",
+        ),
+        (
+            json!({"targets": "triage/refund"}),
+            "a string for the targets",
+        ),
+        (
+            json!({"interrupt_id": ["triage/refund"]}),
+            "a list for the id",
+        ),
+        (json!({"approve": true}), "an unknown field"),
+    ] {
+        let (status, code, message) = error_code(post(&server.base, path, body).await).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (400, "bad_request"),
+            "{why}: {message}"
+        );
+    }
+    // An interrupt the thread does not wait on: refused, and the checkpoint is not used up.
+    let r = post(
+        &server.base,
+        path,
+        json!({"interrupt_id": "triage/nobody", "data": {"approve": true}}),
+    )
+    .await;
+    let (status, _, message) = error_code(r).await;
+    assert_eq!(status, 400, "{message}");
+    assert!(
+        message.contains("triage/refund"),
+        "names the known interrupts: {message}"
+    );
+    // Data of the wrong shape reaches the tool, which asks again: the thread still waits.
+    let again = read_sse(
+        post(
+            &server.base,
+            path,
+            json!({"interrupt_id": "triage/refund", "data": {"approve": "yes please"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(done(&again)["interrupted"], true);
+    // The right data still approves it, once.
+    let approved = read_sse(
+        post(
+            &server.base,
+            path,
+            json!({"interrupt_id": "triage/refund", "data": {"approve": true}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        done(&approved)["output"],
+        "Done: 39 EUR for order 42 are on their way back to you."
+    );
+    let (status, code, _) = error_code(
+        post(
+            &server.base,
+            path,
+            json!({"interrupt_id": "triage/refund", "data": {"approve": true}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "conflict"));
+}
+
+#[tokio::test]
+async fn other_authorization_schemes_are_refused_with_a_bearer_challenge() {
+    let server = spawn(hostile_state(Limits::default())).await;
+    let url = format!("{}/v1/flows", server.base);
+    for value in [
+        format!("Basic {TOKEN}"),
+        format!("Digest username=\"a\", response=\"{TOKEN}\""),
+        format!("Token {TOKEN}"),
+        format!("Bearer{TOKEN}"),
+        "Bearer".to_owned(),
+        "Bearer ".to_owned(),
+        format!("Bearer {TOKEN}x"),
+        format!("Bearer {}", &TOKEN[..TOKEN.len() - 1]),
+    ] {
+        let r = client()
+            .get(&url)
+            .header("authorization", &value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.headers()["www-authenticate"],
+            "Bearer realm=\"agentflow\"",
+            "{value}"
+        );
+        let (status, code, _) = error_code(r).await;
+        assert_eq!((status, code.as_str()), (401, "unauthorized"), "{value}");
+    }
+    // Bytes that are not text in the header.
+    let r = client()
+        .get(&url)
+        .header(
+            "authorization",
+            reqwest::header::HeaderValue::from_bytes(b"Bearer \xff\xfe").unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(r).await.0, 401);
+    // The scheme is case-insensitive (RFC 9110).
+    let r = client()
+        .get(&url)
+        .header("authorization", format!("bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn another_tenants_pending_interrupts_are_out_of_reach() {
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::bearer_any([
+            "alice-token-0123456789".to_owned(),
+            "bob-token-0123456789ab".to_owned(),
+        ]))
+        .tenant(|parts| {
+            let token = flow_server::bearer_token(parts)?;
+            Some(token.split('-').next()?.to_owned())
+        })
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let alice = "alice-token-0123456789";
+    let bob = "bob-token-0123456789ab";
+    let as_user = |token: &'static str, method: reqwest::Method, path: &str| {
+        client()
+            .request(method, format!("{}{path}", server.base))
+            .bearer_auth(token)
+    };
+    let r = as_user(
+        alice,
+        reqwest::Method::POST,
+        "/v1/flows/desk/threads/a1/turns",
+    )
+    .json(&json!({"message": "I want a refund"}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(done(&read_sse(r).await)["interrupted"], true);
+    // Bob asks for Alice's thread's interrupts by its id, and with ids that try to leave his
+    // tenant's key space.
+    for path in [
+        "/v1/flows/desk/threads/a1/interrupts",
+        "/v1/flows/desk/threads/..%2Falice.a1/interrupts",
+        "/v1/flows/desk/threads/alice.a1/interrupts",
+    ] {
+        let r = as_user(bob, reqwest::Method::GET, path)
+            .send()
+            .await
+            .unwrap();
+        let (status, _, message) = error_code(r).await;
+        assert!(status == 404 || status == 400, "{path}: {status} {message}");
+        assert!(!message.contains("alice"), "{path}: {message}");
+    }
+    // Dot segments, sent as they are (an HTTP client library would resolve them first).
+    for path in [
+        "/v1/flows/desk/threads/../interrupts",
+        "/v1/flows/desk/threads/%2E%2E/interrupts",
+        "/v1/flows/desk/threads/a1/../../../interrupts",
+    ] {
+        use tokio::io::AsyncWriteExt;
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {bob}\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let (status, _, body) = parse_raw(&read_response(&mut stream).await.unwrap());
+        assert!(status == 404 || status == 400, "{path}: {status} {body}");
+        assert!(body["error"]["code"].is_string(), "{path}: {body}");
+    }
+    let queue: Value = as_user(bob, reqwest::Method::GET, "/v1/flows/desk/interrupts")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(queue["interrupts"], json!([]));
+    // Alice's is still there, for her.
+    let mine: Value = as_user(
+        alice,
+        reqwest::Method::GET,
+        "/v1/flows/desk/threads/a1/interrupts",
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(mine["interrupts"][0]["id"], "triage/refund");
 }

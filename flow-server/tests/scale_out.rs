@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// Starts `flow-server-demo` on `dir`; returns the process and its base URL.
-async fn server_process(dir: &std::path::Path) -> (Child, String) {
+/// Starts `flow-server-demo` with `store` (a store directory, or `--postgres URL`); returns
+/// the process and its base URL.
+async fn server_process(store: &[String]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
-        .arg(dir)
+        .args(store)
         .env("AGENTFLOW_TOKEN", TOKEN)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -36,8 +37,26 @@ async fn server_process(dir: &std::path::Path) -> (Child, String) {
 async fn two_processes_on_one_store_serve_one_conversation() {
     let dir = std::env::temp_dir().join(format!("agentflow-scale-out-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (mut a_proc, a) = server_process(&dir).await;
-    let (mut b_proc, b) = server_process(&dir).await;
+    one_conversation_on_two_processes(&[dir.display().to_string()]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same on one PostgreSQL database (feature `postgres`; `AGENTFLOW_PG_URL` names the
+/// server, see `.ci/postgres.sh`).
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn two_processes_on_one_postgres_database_serve_one_conversation() {
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("scale_out").await else {
+        return;
+    };
+    one_conversation_on_two_processes(&["--postgres".to_owned(), url]).await;
+}
+
+/// Two server processes on `store`: a turn on one is read, resumed, continued and deleted on
+/// the other.
+async fn one_conversation_on_two_processes(store: &[String]) {
+    let (mut a_proc, a) = server_process(store).await;
+    let (mut b_proc, b) = server_process(store).await;
     assert_ne!(a, b);
 
     // A turn on A stops for approval.
@@ -116,5 +135,4 @@ async fn two_processes_on_one_store_serve_one_conversation() {
     drop(b_proc.stdin.take());
     assert!(a_proc.wait().await.unwrap().success());
     assert!(b_proc.wait().await.unwrap().success());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -438,6 +438,7 @@ fn transfer_enum(
         kept.push(&t.name);
     }
     let names: Vec<&str> = kept;
+    let target_impls = crate::target::impls(&p, &enum_ident);
     let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
     let enum_doc = format!(
         "The agents `{agent_name}` may transfer to, as declared with \
@@ -466,20 +467,7 @@ fn transfer_enum(
         }
 
         const _: () = {
-            #[automatically_derived]
-            impl ::core::fmt::Display for #enum_ident {
-                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    __f.write_str(self.as_str())
-                }
-            }
-
-            #[automatically_derived]
-            impl #p::TransferTarget for #enum_ident {
-                const ALL: &'static [Self] = #enum_ident::ALL;
-                fn agent_name(self) -> &'static str {
-                    self.as_str()
-                }
-            }
+            #target_impls
 
             #[automatically_derived]
             impl #p::IntoOutcome<#ty> for #enum_ident {

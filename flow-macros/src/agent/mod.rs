@@ -14,7 +14,23 @@ use crate::ctxt::Ctxt;
 /// Expands `#[agent(args)] item`.
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut cx = Ctxt::default();
-    let args = attr::parse(args, &mut cx);
+    let mut args = attr::parse(args, &mut cx);
+    if args.krate.is_none() {
+        if let Some(name) = crate::manifest::renamed_facade() {
+            // The generated code names the dependency by its new name, so this is the only
+            // error.
+            cx.error(
+                proc_macro2::Span::call_site(),
+                format!(
+                    "this crate's Cargo.toml renames the `agentflow` dependency to `{name}`, \
+                     and `#[agent]` cannot see the new name: write `crate = {name}` in its \
+                     arguments, as in `#[agent(crate = {name})]`"
+                ),
+            );
+            let ident = proc_macro2::Ident::new(&name, proc_macro2::Span::call_site());
+            args.krate = Some(syn::parse_quote!(::#ident));
+        }
+    }
     let out = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Fn(f)) => expand::agent_fn(&args, f, &mut cx),
         Ok(syn::Item::Struct(s)) => expand::agent_struct(&args, s, &mut cx),

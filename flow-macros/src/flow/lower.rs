@@ -351,9 +351,13 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         let span = node.span;
         let snake = crate::names::snake(&node.label.to_string());
-        let mut check = |name: Ident, body: TokenStream| {
+        // `verdict` is a call of a `check` fn; the const asserts that it passed.
+        let mut check = |name: Ident, verdict: TokenStream| {
             consts.extend(quote_spanned! {span=>
-                const #name: () = #body;
+                const #name: () = {
+                    let __v = #verdict;
+                    __v.assert_passed()
+                };
             });
             // One item per check, so each failing check is reported; the flow's name is
             // respanned so the note about the use points at the node alone.
@@ -364,13 +368,11 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
             });
         };
         if i > 0 {
-            let v = quote_spanned!(span=> __v);
             check(
                 format_ident!("{}_has_a_unique_name", snake, span = span),
-                quote_spanned! {span=> {
-                    let #v = #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i]);
-                    #v.assert_passed()
-                }},
+                quote_spanned! {span=>
+                    #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i])
+                },
             );
         }
         let Some(ty) = node.ty() else { continue };
@@ -383,8 +385,8 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
         let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
         check(
             format_ident!("{}_transfers_are_legal", snake, span = span),
-            quote_spanned! {span=> {
-                let __v = #p::check::transfers(
+            quote_spanned! {span=>
+                #p::check::transfers(
                     #flow_str,
                     #spec::NAME,
                     #spec::TRANSFERS,
@@ -392,24 +394,22 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                     #parent,
                     #no_parent,
                     #spec::NO_PARENT,
-                );
-                __v.assert_passed()
-            }},
+                )
+            },
         );
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
             let kind = kind.keyword();
             check(
                 format_ident!("{}_does_not_transfer_to_its_workflow", snake, span = span),
-                quote_spanned! {span=> {
-                    let __v = #p::check::workflow_child(
+                quote_spanned! {span=>
+                    #p::check::workflow_child(
                         #flow_str,
                         #spec::NAME,
                         #spec::TRANSFERS,
                         #flow::AGENTS[#k],
                         #kind,
-                    );
-                    __v.assert_passed()
-                }},
+                    )
+                },
             );
         }
     }
@@ -559,6 +559,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
              `#[agent(no_parent)]`, a transfer to the parent is refused at run time).",
             node.written
         );
+        let target_impls = crate::target::impls(p, &ident);
         out.extend(quote! {
             #[doc = #doc]
             #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
@@ -585,20 +586,7 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
                 }
             }
 
-            #[automatically_derived]
-            impl ::core::fmt::Display for #ident {
-                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    __f.write_str(self.as_str())
-                }
-            }
-
-            #[automatically_derived]
-            impl #p::TransferTarget for #ident {
-                const ALL: &'static [Self] = #ident::ALL;
-                fn agent_name(self) -> &'static str {
-                    self.as_str()
-                }
-            }
+            #target_impls
 
             #[automatically_derived]
             impl ::core::convert::From<#ident> for #agent_enum {
@@ -619,6 +607,13 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let flow_str = &cx.flow_str;
     let given: Vec<usize> = cx.tree.given().map(|(i, _)| i).collect();
     let k = given.len();
+    // The span of the facade's path (`$crate` of `flow!`), for the tokens a compile error
+    // notes: rustc then says the error "originates in the macro `flow`".
+    let krate_span = p
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(proc_macro2::Span::call_site, |t| t.span());
     let params: Vec<Ident> = (0..k).map(|j| format_ident!("S{}", j)).collect();
     let fields: Vec<Ident> = given
         .iter()
@@ -634,7 +629,12 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             None => quote!(#p::DynAgent),
         })
         .collect();
-
+    // Per slot, a marker type named after its setter, in the module `{Flow}Nodes`: `build()`
+    // asks `DynGiven<Flow, marker>` (or `RuntimeGiven`) of the slot, so a slot still `Unset`
+    // fails to compile naming its node. (A per-node trait with its own message would need
+    // `#[diagnostic::...]` in generated code, which a `#[no_implicit_prelude]` module cannot
+    // resolve.)
+    let nodes_mod = format_ident!("{}Nodes", flow);
     let doc = if k == 0 {
         format!(
             "A builder of [`{flow}`]. Every agent of this flow is built by the flow itself: call \
@@ -651,6 +651,23 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
              called.",
             list.join(", ")
         )
+    };
+
+    let nodes_doc = format!(
+        "Marker types naming the `dyn` and `runtime` nodes of [`{flow}`] in the messages of its \
+         builder."
+    );
+    let given_defs = quote_spanned! {krate_span=>
+        #[doc = #nodes_doc]
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        #vis mod #nodes_mod {
+            #(
+                #[allow(non_camel_case_types)]
+                #[derive(::core::fmt::Debug)]
+                pub struct #fields;
+            )*
+        }
     };
 
     let struct_def = if k == 0 {
@@ -679,6 +696,8 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             #vis struct #builder<#(#params = #p::Unset),*> {
                 #(#fields: #params,)*
             }
+
+            #given_defs
 
             #[allow(dead_code)]
             impl #builder {
@@ -785,8 +804,12 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
         let field = &fields[j];
         let node = &cx.tree.nodes[i];
         let slot = slot_local(field);
+        let into = match node.kind {
+            Kind::Dyn => quote!(#p::DynGiven::<#flow, #nodes_mod::#field>::into_agent),
+            _ => quote!(#p::RuntimeGiven::<#flow, #nodes_mod::#field, _>::into_agent),
+        };
         takes.extend(quote! {
-            let #slot = #p::Filled::into_agent(self.#field);
+            let #slot = #into(self.#field);
         });
         if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
@@ -804,8 +827,14 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
     let tree_expr = lower_node(cx, 0, &given, &fields);
     let bounds: Vec<TokenStream> = params
         .iter()
-        .zip(&slot_tys)
-        .map(|(s, t)| quote!(#s: #p::Filled<#t>))
+        .zip(&given)
+        .zip(&fields)
+        .map(|((s, &i), field)| match cx.tree.nodes[i].ty() {
+            Some(t) => {
+                quote_spanned!(krate_span=> #s: #p::RuntimeGiven<#flow, #nodes_mod::#field, #t>)
+            }
+            None => quote_spanned!(krate_span=> #s: #p::DynGiven<#flow, #nodes_mod::#field>),
+        })
         .collect();
     let build_doc = "Builds the flow's tree: bottom-up, each agent's node given its options and \
                      then its sub-agents, exactly as `set_sub_agents` calls written by hand \

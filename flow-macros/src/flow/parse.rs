@@ -161,6 +161,20 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             "expected the flow's name, as in `flow! { pub CustomerService: triage => [refund] }`",
         )
     })?;
+    let (root, named) = tree(input, &name, cx)?;
+    Ok(FlowAst {
+        krate,
+        attrs,
+        vis,
+        name,
+        root,
+        named,
+    })
+}
+
+/// What follows the flow's name: `:` and the tree, with recovery. Returns the root (unless it
+/// failed to parse) and whether `name` really is the flow's name.
+fn tree(input: ParseStream, name: &Ident, cx: &mut Ctxt) -> syn::Result<(Option<NodeAst>, bool)> {
     if input.peek(Token![=>]) || input.peek(syn::token::Bracket) || input.peek(Token![::]) {
         cx.error(
             name.span(),
@@ -170,14 +184,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             ),
         );
         skip_rest(input);
-        return Ok(FlowAst {
-            krate,
-            attrs,
-            vis,
-            name,
-            root: None,
-            named: false,
-        });
+        return Ok((None, false));
     }
     if !input.peek(Token![:]) {
         cx.error(
@@ -188,14 +195,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             ),
         );
         skip_rest(input);
-        return Ok(FlowAst {
-            krate,
-            attrs,
-            vis,
-            name,
-            root: None,
-            named: true,
-        });
+        return Ok((None, true));
     }
     input.parse::<Token![:]>()?;
     if input.is_empty() {
@@ -203,14 +203,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
             name.span(),
             format!("flow `{name}` has no agents: write its root agent after `{name}:`"),
         );
-        return Ok(FlowAst {
-            krate,
-            attrs,
-            vis,
-            name,
-            root: None,
-            named: true,
-        });
+        return Ok((None, true));
     }
     let root = match parse_node(input, cx) {
         Ok(n) => Some(n),
@@ -238,14 +231,7 @@ fn flow(input: ParseStream, krate: TokenStream, cx: &mut Ctxt) -> syn::Result<Fl
         cx.error(span, msg);
         skip_rest(input);
     }
-    Ok(FlowAst {
-        krate,
-        attrs,
-        vis,
-        name,
-        root,
-        named: true,
-    })
+    Ok((root, true))
 }
 
 fn skip_rest(input: ParseStream) {

@@ -615,9 +615,66 @@ fn record_count(dir: &Path) -> io::Result<u64> {
     Ok(count)
 }
 
-fn read_record(id: &str, dir: &Path, seq: u64) -> Result<ThreadRecord, ThreadError> {
-    let bytes = fs::read(dir.join(record_name(seq))).map_err(|e| thread_io("read", id, e))?;
+/// Reads record `seq`, refusing more than `limit` bytes.
+fn read_record(id: &str, dir: &Path, seq: u64, limit: u64) -> Result<ThreadRecord, ThreadError> {
+    let bytes = read_limited(&dir.join(record_name(seq)), limit)
+        .map_err(|e| thread_io("read", id, e))?
+        .map_err(|size| StoreError::TooLarge {
+            id: id.to_owned(),
+            size,
+            limit,
+        })?;
     ThreadRecord::decode(id, seq, &bytes)
+}
+
+/// A thread's turn lease, as `thread-leases/ID/lease.json` holds it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LeaseFile {
+    owner: String,
+    until_ms: u64,
+}
+
+const LEASE: &str = "lease.json";
+
+impl FileStore {
+    /// Runs `f` on a blocking thread with thread `id`'s lease directory locked exclusively
+    /// (`thread-leases/ID/lock`, the same `flock` the checkpoint histories use) and its lease.
+    async fn with_lease<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        id: &str,
+        f: impl FnOnce(&Path, Option<LeaseFile>) -> Result<T, ThreadError> + Send + 'static,
+    ) -> Result<T, ThreadError> {
+        validate_thread_id(id)?;
+        let root = self.dir.join("thread-leases");
+        let id = id.to_owned();
+        Self::thread_blocking(operation, &id.clone(), move || {
+            let io_err = |e| thread_io(operation, &id, e);
+            fs::create_dir_all(&root).map_err(io_err)?;
+            let locked = lock_run(&root.join(&id), true, true)
+                .map_err(io_err)?
+                .ok_or_else(|| io_err(io::Error::other("the lease directory vanished")))?;
+            let current = match read_limited(&locked.dir.join(LEASE), 64 * 1024) {
+                Ok(Ok(bytes)) => serde_json::from_slice(&bytes).ok(),
+                Ok(Err(_)) => None,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(io_err(e)),
+            };
+            f(&locked.dir, current)
+        })
+        .await
+    }
+}
+
+/// Writes `owner`'s lease of `lease` from now into the locked lease directory `dir`.
+fn write_lease(id: &str, dir: &Path, owner: &str, lease: Duration) -> Result<(), ThreadError> {
+    let file = LeaseFile {
+        owner: owner.to_owned(),
+        until_ms: super::memory::lease_end(now_ms(), lease),
+    };
+    let bytes =
+        serde_json::to_vec(&file).map_err(|e| thread_io("lease", id, io::Error::other(e)))?;
+    write_atomically(dir, LEASE, &bytes).map_err(|e| thread_io("lease", id, e))
 }
 
 #[async_trait]
@@ -625,12 +682,13 @@ impl ThreadStore for FileStore {
     async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
         let dir = self.thread_dir(id)?;
         let id = id.to_owned();
+        let limit = self.max_bytes;
         Self::thread_blocking("read", &id.clone(), move || {
             let version = record_count(&dir).map_err(|e| thread_io("read", &id, e))?;
             if version == 0 {
                 return Ok(None);
             }
-            let last = read_record(&id, &dir, version - 1)?;
+            let last = read_record(&id, &dir, version - 1, limit)?;
             Ok(Some(ThreadHead {
                 turns: last.turn + 1,
                 id,
@@ -644,12 +702,13 @@ impl ThreadStore for FileStore {
     async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
         let dir = self.thread_dir(id)?;
         let id = id.to_owned();
+        let limit = self.max_bytes;
         Self::thread_blocking("read", &id.clone(), move || {
             let version = record_count(&dir).map_err(|e| thread_io("read", &id, e))?;
             // Records are in turn order: read back from the end until the window starts.
             let mut out = Vec::new();
             for seq in (0..version).rev() {
-                let record = read_record(&id, &dir, seq)?;
+                let record = read_record(&id, &dir, seq, limit)?;
                 if record.turn < turns.start {
                     break;
                 }
@@ -672,6 +731,7 @@ impl ThreadStore for FileStore {
         let dir = self.thread_dir(id)?;
         record.seq = expected_version;
         let bytes = record.encode();
+        check_size(id, bytes.len() as u64, self.max_bytes)?;
         let id = id.to_owned();
         Self::thread_blocking("write", &id.clone(), move || {
             let io_err = |e| thread_io("write", &id, e);
@@ -763,6 +823,56 @@ impl ThreadStore for FileStore {
             let existed = record_count(&gone).is_ok_and(|n| n > 0);
             fs::remove_dir_all(&gone).map_err(|e| thread_io("delete", &id, e))?;
             Ok(existed)
+        })
+        .await
+    }
+
+    async fn lease_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        let owner = owner.to_owned();
+        let shown = id.to_owned();
+        self.with_lease("lease", id, move |dir, current| match current {
+            Some(held) if held.owner != owner && held.until_ms > now_ms() => {
+                Err(ThreadError::Busy { id: shown })
+            }
+            _ => write_lease(&shown, dir, &owner, lease),
+        })
+        .await
+    }
+
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        let owner = owner.to_owned();
+        let shown = id.to_owned();
+        self.with_lease(
+            "renew the lease of",
+            id,
+            move |dir, current| match current {
+                Some(held) if held.owner == owner => write_lease(&shown, dir, &owner, lease),
+                _ => Err(ThreadError::LeaseLost { id: shown }),
+            },
+        )
+        .await
+    }
+
+    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
+        let owner = owner.to_owned();
+        let shown = id.to_owned();
+        self.with_lease("release the lease of", id, move |dir, current| {
+            if current.is_some_and(|held| held.owner == owner) {
+                remove_if_present(&dir.join(LEASE))
+                    .and_then(|()| sync_dir(dir))
+                    .map_err(|e| thread_io("release the lease of", &shown, e))?;
+            }
+            Ok(())
         })
         .await
     }

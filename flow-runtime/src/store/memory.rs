@@ -26,6 +26,8 @@ use super::{
 pub struct InMemoryStore {
     runs: Arc<Mutex<HashMap<String, Run>>>,
     threads: Arc<Mutex<HashMap<String, Vec<StoredRecord>>>>,
+    /// Each thread's turn lease: its owner and when it runs out (ms since the epoch).
+    leases: Arc<Mutex<HashMap<String, (String, u64)>>>,
     max_bytes: u64,
 }
 
@@ -49,6 +51,7 @@ impl Default for InMemoryStore {
         InMemoryStore {
             runs: Arc::default(),
             threads: Arc::default(),
+            leases: Arc::default(),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
         }
     }
@@ -60,8 +63,8 @@ impl InMemoryStore {
         Self::default()
     }
 
-    /// The same store, refusing checkpoints over `limit` bytes ([`StoreError::TooLarge`]);
-    /// the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
+    /// The same store, refusing checkpoints and thread records over `limit` bytes
+    /// ([`StoreError::TooLarge`]); the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
     pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
         self.max_bytes = limit;
         self
@@ -230,6 +233,7 @@ impl ThreadStore for InMemoryStore {
             let version = threads[id].len() as u64;
             (version, last.turn, Arc::clone(&last.bytes))
         };
+        check_size(id, bytes.len() as u64, self.max_bytes)?;
         let last = ThreadRecord::decode(id, version - 1, &bytes)?;
         Ok(Some(ThreadHead {
             id: id.to_owned(),
@@ -258,7 +262,10 @@ impl ThreadStore for InMemoryStore {
         picked
             .iter()
             .enumerate()
-            .map(|(i, bytes)| ThreadRecord::decode(id, (first + i) as u64, bytes))
+            .map(|(i, bytes)| {
+                check_size(id, bytes.len() as u64, self.max_bytes)?;
+                ThreadRecord::decode(id, (first + i) as u64, bytes)
+            })
             .collect()
     }
 
@@ -271,6 +278,7 @@ impl ThreadStore for InMemoryStore {
         validate_thread_id(id)?;
         record.seq = expected_version;
         let bytes: Arc<[u8]> = record.encode().into();
+        check_size(id, bytes.len() as u64, self.max_bytes)?;
         let mut threads = self.threads.lock().expect("store lock");
         let records = threads.entry(id.to_owned()).or_default();
         check_version(id, expected_version, records.len() as u64)?;
@@ -297,4 +305,55 @@ impl ThreadStore for InMemoryStore {
         let removed = self.threads.lock().expect("store lock").remove(id);
         Ok(removed.is_some_and(|r| !r.is_empty()))
     }
+
+    async fn lease_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        validate_thread_id(id)?;
+        let now = now_ms();
+        let mut leases = self.leases.lock().expect("store lock");
+        match leases.get(id) {
+            Some((holder, until)) if holder != owner && *until > now => {
+                Err(ThreadError::Busy { id: id.to_owned() })
+            }
+            _ => {
+                leases.insert(id.to_owned(), (owner.to_owned(), lease_end(now, lease)));
+                Ok(())
+            }
+        }
+    }
+
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        validate_thread_id(id)?;
+        let mut leases = self.leases.lock().expect("store lock");
+        match leases.get_mut(id) {
+            Some((holder, until)) if holder == owner => {
+                *until = lease_end(now_ms(), lease);
+                Ok(())
+            }
+            _ => Err(ThreadError::LeaseLost { id: id.to_owned() }),
+        }
+    }
+
+    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
+        validate_thread_id(id)?;
+        let mut leases = self.leases.lock().expect("store lock");
+        if leases.get(id).is_some_and(|(holder, _)| holder == owner) {
+            leases.remove(id);
+        }
+        Ok(())
+    }
+}
+
+/// When a lease of `lease` taken at `now` (ms) runs out.
+pub(crate) fn lease_end(now: u64, lease: Duration) -> u64 {
+    now.saturating_add(lease.as_millis().min(u64::MAX as u128) as u64)
 }

@@ -1,8 +1,8 @@
 //! Checkpoints and threads, and where they are kept: the [`Checkpoint`] format, the
 //! [`CheckpointStore`] contract with its atomic claim, the [`ThreadStore`] contract of
-//! conversations, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`]:
-//! both implement both traits; `SqliteStore` and `PostgresStore`, behind the `sqlite` and
-//! `postgres` features, implement the checkpoint contract).
+//! conversations, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
+//! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
+//! implements both traits).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -421,19 +421,24 @@ pub const MAX_ID_LEN: usize = 128;
 /// Checks that `id` is a valid checkpoint id (see [`StoreError::InvalidId`]): it cannot name
 /// a path outside a store (`../x`, `/etc/passwd`), hold a NUL, or be very long.
 pub fn validate_id(id: &str) -> Result<(), StoreError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
+    if is_valid_key(id, MAX_ID_LEN) {
         Ok(())
     } else {
         let mut shown: String = id.chars().take(200).collect();
         shown = shown.replace('\0', "\\0");
         Err(StoreError::InvalidId { id: shown })
     }
+}
+
+/// Whether `id` is 1 to `max_len` characters of `A-Z a-z 0-9 . _ -`, not starting with `.`:
+/// the rule of checkpoint and thread ids.
+pub(crate) fn is_valid_key(id: &str, max_len: usize) -> bool {
+    !id.is_empty()
+        && id.len() <= max_len
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// `time` as milliseconds since the Unix epoch (0 before it).
@@ -453,20 +458,32 @@ pub(crate) fn from_millis(ms: u64) -> SystemTime {
 pub(crate) fn unique_token() -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // Drawn once per process: two hash keys from the OS's randomness (each `RandomState` is
+    // seeded from it), the start time and the process id; each token hashes them with a
+    // counter.
+    struct Seed {
+        keys: [std::collections::hash_map::RandomState; 2],
+        start: u128,
+        pid: u32,
+    }
+    static SEED: OnceLock<Seed> = OnceLock::new();
+    let seed = SEED.get_or_init(|| Seed {
+        keys: Default::default(),
+        start: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+        pid: std::process::id(),
+    });
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
     let mut halves = [0u64; 2];
-    for (k, half) in halves.iter_mut().enumerate() {
-        // Each RandomState is seeded from the OS's randomness.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    for (half, key) in halves.iter_mut().zip(&seed.keys) {
+        let mut h = key.build_hasher();
         h.write_u64(n);
-        h.write_u128(nanos);
-        h.write_u32(std::process::id());
-        h.write_usize(k);
+        h.write_u128(seed.start);
+        h.write_u32(seed.pid);
         *half = h.finish();
     }
     format!("{:016x}{:016x}", halves[0], halves[1])

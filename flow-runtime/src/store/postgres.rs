@@ -4,19 +4,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
-use sqlx::Row;
 
 use super::memory::lost;
 use super::records::{check_size, Record};
-use super::sql::{self, sql_checkpoint_store, Statements, MIGRATIONS};
+use super::sql::{sql_checkpoint_store, sql_thread_store, Backend, Statements};
 use super::{
     from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
+};
+use super::{
+    thread::{check_version, validate_thread_id},
+    ThreadError, ThreadHead, ThreadRecord, ThreadStore,
 };
 
 /// The server's clock in milliseconds since the Unix epoch: every worker's leases are measured
 /// on one clock, whatever the workers' own clocks say.
 const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// How errors name the database (never its URL, which may hold a password).
+const DATABASE: &str = "the PostgreSQL database";
 
 /// The advisory lock key under which the schema is migrated (`agentflow` in ASCII, folded).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
@@ -97,18 +103,9 @@ impl PostgresStore {
         self
     }
 
-    /// The schema version of the database.
-    pub async fn schema_version(&self) -> Result<i64, StoreError> {
-        let row = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| database("read the schema of", e))?;
-        match row {
-            Some(row) => row
-                .try_get("version")
-                .map_err(|e| database("read the schema of", e)),
-            None => Ok(0),
-        }
+    /// How errors name the database.
+    fn shown(&self) -> String {
+        DATABASE.to_owned()
     }
 
     /// A transaction holding the advisory lock of run `id`.
@@ -127,7 +124,7 @@ impl PostgresStore {
 fn database(operation: &'static str, e: sqlx::Error) -> StoreError {
     StoreError::Database {
         operation,
-        id: "the PostgreSQL database".to_owned(),
+        id: DATABASE.to_owned(),
         source: Arc::new(e),
     }
 }
@@ -141,51 +138,9 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
         .execute(&mut *tx)
         .await
         .map_err(err)?;
-    sqlx::query(sql::SCHEMA_TABLE)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    let found: Option<i64> = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(err)?
-        .map(|row| row.try_get("version"))
-        .transpose()
-        .map_err(err)?;
-    let found = found.unwrap_or(0);
-    let latest = sql::latest_version();
-    if found > latest {
-        return Err(StoreError::Schema {
-            found,
-            supported: latest,
-        });
-    }
-    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
-        for statement in migration.postgres {
-            sqlx::query(statement)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| StoreError::Database {
-                    operation: "migrate",
-                    id: format!(
-                        "the PostgreSQL database (migration {}: {})",
-                        migration.version, migration.name
-                    ),
-                    source: Arc::new(e),
-                })?;
-        }
-    }
-    if found < latest {
-        sqlx::query(
-            "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
-             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-        )
-        .bind(latest)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    }
+    PostgresStore::migrate_in(&mut tx, Backend::Postgres, DATABASE).await?;
     tx.commit().await.map_err(err)
 }
 
 sql_checkpoint_store!(PostgresStore, Postgres);
+sql_thread_store!(PostgresStore, sqlx::postgres::PgRow);

@@ -25,60 +25,83 @@ pub(crate) struct Migration {
     pub version: i64,
     /// What it does.
     pub name: &'static str,
-    /// Its statements, for SQLite.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    pub sqlite: &'static [&'static str],
-    /// Its statements, for PostgreSQL.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub postgres: &'static [&'static str],
+    /// Its statements, written once for both backends: `{INT}` stands for a 64-bit integer
+    /// column type and `{BLOB}` for a byte string (see [`Backend`]).
+    pub statements: &'static [&'static str],
 }
 
-/// The schema's migrations, oldest first. Append new ones (thread tables, ...) at the end with
-/// the next version; never change one that shipped.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "checkpoint histories",
-    sqlite: &[
-        "CREATE TABLE agentflow_checkpoints (
+/// The column types that differ between the SQL backends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Backend {
+    /// SQLite: `INTEGER`, `BLOB`.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    Sqlite,
+    /// PostgreSQL: `BIGINT`, `BYTEA`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Postgres,
+}
+
+impl Migration {
+    /// Its statements for `backend`.
+    pub fn statements_for(&self, backend: Backend) -> impl Iterator<Item = String> + '_ {
+        let (int, blob) = match backend {
+            Backend::Sqlite => ("INTEGER", "BLOB"),
+            Backend::Postgres => ("BIGINT", "BYTEA"),
+        };
+        self.statements
+            .iter()
+            .map(move |s| s.replace("{INT}", int).replace("{BLOB}", blob))
+    }
+}
+
+/// The schema's migrations, oldest first. Append new ones at the end with the next version;
+/// never change one that shipped.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "checkpoint histories",
+        statements: &[
+            "CREATE TABLE agentflow_checkpoints (
             id TEXT NOT NULL,
-            version INTEGER NOT NULL,
-            parent INTEGER,
+            version {INT} NOT NULL,
+            parent {INT},
             state TEXT NOT NULL,
-            created_ms INTEGER NOT NULL,
-            ended_ms INTEGER,
-            attempt INTEGER NOT NULL DEFAULT 0,
-            lease_until_ms INTEGER NOT NULL DEFAULT 0,
-            size INTEGER NOT NULL,
-            is_head INTEGER NOT NULL,
-            bytes BLOB NOT NULL,
+            created_ms {INT} NOT NULL,
+            ended_ms {INT},
+            attempt {INT} NOT NULL DEFAULT 0,
+            lease_until_ms {INT} NOT NULL DEFAULT 0,
+            size {INT} NOT NULL,
+            is_head {INT} NOT NULL,
+            bytes {BLOB} NOT NULL,
             PRIMARY KEY (id, version)
         )",
-        "CREATE INDEX agentflow_checkpoints_waiting ON agentflow_checkpoints (created_ms, id)
+            "CREATE INDEX agentflow_checkpoints_waiting ON agentflow_checkpoints (created_ms, id)
             WHERE is_head = 1 AND state IN ('pending', 'claimed')",
-        "CREATE INDEX agentflow_checkpoints_finished ON agentflow_checkpoints (ended_ms)
+            "CREATE INDEX agentflow_checkpoints_finished ON agentflow_checkpoints (ended_ms)
             WHERE is_head = 1 AND state = 'finished'",
-    ],
-    postgres: &[
-        "CREATE TABLE agentflow_checkpoints (
-            id TEXT NOT NULL,
-            version BIGINT NOT NULL,
-            parent BIGINT,
-            state TEXT NOT NULL,
-            created_ms BIGINT NOT NULL,
-            ended_ms BIGINT,
-            attempt BIGINT NOT NULL DEFAULT 0,
-            lease_until_ms BIGINT NOT NULL DEFAULT 0,
-            size BIGINT NOT NULL,
-            is_head BIGINT NOT NULL,
-            bytes BYTEA NOT NULL,
-            PRIMARY KEY (id, version)
+        ],
+    },
+    Migration {
+        version: 2,
+        name: "conversation threads and their turn leases",
+        statements: &[
+            "CREATE TABLE agentflow_thread_records (
+            thread TEXT NOT NULL,
+            seq {INT} NOT NULL,
+            turn {INT} NOT NULL,
+            size {INT} NOT NULL,
+            bytes {BLOB} NOT NULL,
+            PRIMARY KEY (thread, seq)
         )",
-        "CREATE INDEX agentflow_checkpoints_waiting ON agentflow_checkpoints (created_ms, id)
-            WHERE is_head = 1 AND state IN ('pending', 'claimed')",
-        "CREATE INDEX agentflow_checkpoints_finished ON agentflow_checkpoints (ended_ms)
-            WHERE is_head = 1 AND state = 'finished'",
-    ],
-}];
+            "CREATE INDEX agentflow_thread_records_turn ON agentflow_thread_records (thread, turn)",
+            "CREATE TABLE agentflow_thread_leases (
+            thread TEXT NOT NULL PRIMARY KEY,
+            owner TEXT NOT NULL,
+            lease_until_ms {INT} NOT NULL
+        )",
+        ],
+    },
+];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> i64 {
@@ -89,6 +112,12 @@ pub(crate) const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_sche
     id INTEGER PRIMARY KEY CHECK (id = 1),
     version BIGINT NOT NULL
 )";
+
+pub(crate) const SCHEMA_VERSION: &str = "SELECT version FROM agentflow_schema WHERE id = 1";
+
+pub(crate) const SET_SCHEMA_VERSION: &str =
+    "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
+    ON CONFLICT (id) DO UPDATE SET version = excluded.version";
 
 pub(crate) const GET: &str = "SELECT size, CASE WHEN size <= $2 THEN bytes END AS bytes
     FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1";
@@ -142,6 +171,53 @@ pub(crate) const PURGE: &str = "DELETE FROM agentflow_checkpoints WHERE id IN (
 
 pub(crate) const DELETE: &str = "DELETE FROM agentflow_checkpoints WHERE id = $1";
 
+/// A thread's version: its number of records (0 for none).
+pub(crate) const THREAD_VERSION: &str = "SELECT COALESCE(MAX(seq) + 1, 0) AS version
+    FROM agentflow_thread_records WHERE thread = $1";
+
+/// A thread's last record (its bytes only if at most `$2` bytes).
+pub(crate) const THREAD_HEAD: &str =
+    "SELECT seq, turn, size, CASE WHEN size <= $2 THEN bytes END AS bytes
+    FROM agentflow_thread_records WHERE thread = $1 ORDER BY seq DESC LIMIT 1";
+
+/// The records of turns `$2 <= turn < $3` (bytes only if at most `$4` bytes).
+pub(crate) const THREAD_READ: &str =
+    "SELECT seq, size, CASE WHEN size <= $4 THEN bytes END AS bytes
+    FROM agentflow_thread_records WHERE thread = $1 AND turn >= $2 AND turn < $3 ORDER BY seq";
+
+pub(crate) const THREAD_INSERT: &str =
+    "INSERT INTO agentflow_thread_records (thread, seq, turn, size, bytes)
+    VALUES ($1, $2, $3, $4, $5)";
+
+pub(crate) const THREAD_LIST: &str =
+    "SELECT DISTINCT thread FROM agentflow_thread_records ORDER BY thread";
+
+pub(crate) const THREAD_DELETE: &str = "DELETE FROM agentflow_thread_records WHERE thread = $1";
+
+/// Takes a thread's lease for owner `$2` for `$3` ms: inserts the lease row, or takes it over
+/// if its lease ran out. Returns a row only if `$2` now holds it.
+pub(crate) const LEASE_TAKE: &str =
+    "INSERT INTO agentflow_thread_leases (thread, owner, lease_until_ms)
+    VALUES ($1, $2, {NOW} + $3)
+    ON CONFLICT (thread) DO UPDATE
+    SET owner = excluded.owner, lease_until_ms = excluded.lease_until_ms
+    WHERE agentflow_thread_leases.lease_until_ms <= {NOW}
+    RETURNING owner";
+
+/// Extends owner `$2`'s lease to `$3` ms from now; a row only if `$2` holds it.
+pub(crate) const LEASE_RENEW: &str =
+    "UPDATE agentflow_thread_leases SET lease_until_ms = {NOW} + $3
+    WHERE thread = $1 AND owner = $2
+    RETURNING owner";
+
+pub(crate) const LEASE_RELEASE: &str =
+    "DELETE FROM agentflow_thread_leases WHERE thread = $1 AND owner = $2";
+
+/// A duration in milliseconds, as the SQL stores bind it (saturating).
+pub(crate) fn millis_i64(d: std::time::Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
 /// A stored state name as a state.
 pub(crate) fn parse_state(name: &str) -> Option<super::records::State> {
     use super::records::State;
@@ -171,6 +247,15 @@ pub(crate) struct Statements {
     pub pending: String,
     pub purge: String,
     pub delete: String,
+    pub thread_version: String,
+    pub thread_head: String,
+    pub thread_read: String,
+    pub thread_insert: String,
+    pub thread_list: String,
+    pub thread_delete: String,
+    pub lease_take: String,
+    pub lease_renew: String,
+    pub lease_release: String,
 }
 
 impl Statements {
@@ -191,6 +276,15 @@ impl Statements {
             pending: f(PENDING),
             purge: f(PURGE),
             delete: f(DELETE),
+            thread_version: f(THREAD_VERSION),
+            thread_head: f(THREAD_HEAD),
+            thread_read: f(THREAD_READ),
+            thread_insert: f(THREAD_INSERT),
+            thread_list: f(THREAD_LIST),
+            thread_delete: f(THREAD_DELETE),
+            lease_take: f(LEASE_TAKE),
+            lease_renew: f(LEASE_RENEW),
+            lease_release: f(LEASE_RELEASE),
         }
     }
 }
@@ -209,6 +303,87 @@ macro_rules! sql_checkpoint_store {
                     operation,
                     id: id.to_owned(),
                     source: std::sync::Arc::new(e),
+                }
+            }
+
+            /// Creates or migrates the schema in `tx`, which holds the migration lock (so
+            /// many processes opening one database at once migrate it once); `shown` names
+            /// the database in errors. A schema newer than this build is refused.
+            async fn migrate_in(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                backend: $crate::store::sql::Backend,
+                shown: &str,
+            ) -> Result<(), StoreError> {
+                use sqlx::Row;
+                let err = |e| StoreError::Database {
+                    operation: "migrate",
+                    id: shown.to_owned(),
+                    source: std::sync::Arc::new(e),
+                };
+                sqlx::query($crate::store::sql::SCHEMA_TABLE)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(err)?;
+                let found: Option<i64> = sqlx::query($crate::store::sql::SCHEMA_VERSION)
+                    .fetch_optional(&mut **tx)
+                    .await
+                    .map_err(err)?
+                    .map(|row| row.try_get("version"))
+                    .transpose()
+                    .map_err(err)?;
+                let found = found.unwrap_or(0);
+                let latest = $crate::store::sql::latest_version();
+                if found > latest {
+                    return Err(StoreError::Schema {
+                        found,
+                        supported: latest,
+                    });
+                }
+                let pending = $crate::store::sql::MIGRATIONS
+                    .iter()
+                    .filter(|m| m.version > found);
+                for migration in pending {
+                    for statement in migration.statements_for(backend) {
+                        sqlx::query(&statement)
+                            .execute(&mut **tx)
+                            .await
+                            .map_err(|e| StoreError::Database {
+                                operation: "migrate",
+                                id: format!(
+                                    "{shown} (migration {}: {})",
+                                    migration.version, migration.name
+                                ),
+                                source: std::sync::Arc::new(e),
+                            })?;
+                    }
+                }
+                if found < latest {
+                    sqlx::query($crate::store::sql::SET_SCHEMA_VERSION)
+                        .bind(latest)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(err)?;
+                }
+                Ok(())
+            }
+
+            /// The schema version of the database (the newest this build knows, once it is
+            /// open).
+            pub async fn schema_version(&self) -> Result<i64, StoreError> {
+                use sqlx::Row;
+                let shown = self.shown();
+                let err = |e| StoreError::Database {
+                    operation: "read the schema of",
+                    id: shown.clone(),
+                    source: std::sync::Arc::new(e),
+                };
+                let row = sqlx::query($crate::store::sql::SCHEMA_VERSION)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(err)?;
+                match row {
+                    Some(row) => row.try_get("version").map_err(err),
+                    None => Ok(0),
                 }
             }
 
@@ -317,7 +492,7 @@ macro_rules! sql_checkpoint_store {
                 use sqlx::Row;
                 validate_id(id)?;
                 let err = Self::db_error("claim", id);
-                let lease_ms = lease.as_millis().min(i64::MAX as u128) as i64;
+                let lease_ms = $crate::store::sql::millis_i64(lease);
                 // A refusal is looked into; if the head changed meanwhile (a claim released,
                 // a new record), the claim is tried again.
                 for _ in 0..8 {
@@ -382,7 +557,7 @@ macro_rules! sql_checkpoint_store {
                 claim: &Claim,
                 lease: std::time::Duration,
             ) -> Result<(), StoreError> {
-                let lease_ms = lease.as_millis().min(i64::MAX as u128) as i64;
+                let lease_ms = $crate::store::sql::millis_i64(lease);
                 let done = sqlx::query(&self.sql.renew)
                     .bind(&claim.id)
                     .bind(claim.version as i64)
@@ -463,7 +638,7 @@ macro_rules! sql_checkpoint_store {
                     records.push(Record {
                         version: row.try_get::<i64, _>("version").map_err(&err)? as u64,
                         parent: parent.map(|p| p as u64),
-                        state: sql::parse_state(&state).ok_or_else(|| {
+                        state: $crate::store::sql::parse_state(&state).ok_or_else(|| {
                             Self::corrupt(id, &format!("an unknown state '{state}'"))
                         })?,
                         created_ms: row.try_get::<i64, _>("created_ms").map_err(&err)? as u64,
@@ -507,7 +682,7 @@ macro_rules! sql_checkpoint_store {
             async fn purge_finished(&self, age: std::time::Duration) -> Result<usize, StoreError> {
                 use sqlx::Row;
                 let err = Self::db_error("purge", "finished checkpoints");
-                let age_ms = age.as_millis().min(i64::MAX as u128) as i64;
+                let age_ms = $crate::store::sql::millis_i64(age);
                 let rows = sqlx::query(&self.sql.purge)
                     .bind(age_ms)
                     .fetch_all(&self.pool)
@@ -534,3 +709,208 @@ macro_rules! sql_checkpoint_store {
 }
 
 pub(crate) use sql_checkpoint_store;
+
+/// Implements [`ThreadStore`](super::ThreadStore) for a SQL store type with the fields and
+/// `begin` of [`sql_checkpoint_store`]. An append runs in a transaction holding the thread's
+/// lock (`begin("thread:ID")`: `:` never occurs in a checkpoint id), reads the thread's version
+/// and inserts the record only if it is the expected one; the `(thread, seq)` key refuses a
+/// second record at one position even without the lock. The lease is one conditional upsert
+/// of the thread's lease row.
+macro_rules! sql_thread_store {
+    ($store:ty, $row:ty) => {
+        impl $store {
+            fn thread_db_error<'a>(
+                operation: &'static str,
+                id: &'a str,
+            ) -> impl Fn(sqlx::Error) -> ThreadError + 'a {
+                move |e| ThreadError::Store(Self::db_error(operation, id)(e))
+            }
+
+            /// Runs a lease statement (`$1` thread, `$2` owner, `$3` lease in ms) that returns
+            /// a row if `owner` holds the lease afterwards.
+            async fn lease_row(
+                &self,
+                statement: &str,
+                operation: &'static str,
+                id: &str,
+                owner: &str,
+                lease: std::time::Duration,
+            ) -> Result<bool, ThreadError> {
+                validate_thread_id(id)?;
+                let row = sqlx::query(statement)
+                    .bind(id)
+                    .bind(owner)
+                    .bind($crate::store::sql::millis_i64(lease))
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(Self::thread_db_error(operation, id))?;
+                Ok(row.is_some())
+            }
+
+            /// Decodes a record row (`seq`, `size`, `bytes`), refusing one over the limit.
+            fn thread_record(&self, id: &str, row: &$row) -> Result<ThreadRecord, ThreadError> {
+                use sqlx::Row;
+                let err = Self::thread_db_error("read", id);
+                let seq: i64 = row.try_get("seq").map_err(&err)?;
+                let size: i64 = row.try_get("size").map_err(&err)?;
+                check_size(id, size as u64, self.max_bytes)?;
+                let bytes: Option<Vec<u8>> = row.try_get("bytes").map_err(&err)?;
+                ThreadRecord::decode(id, seq as u64, &bytes.unwrap_or_default())
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl ThreadStore for $store {
+            async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+                use sqlx::Row;
+                validate_thread_id(id)?;
+                let err = Self::thread_db_error("read", id);
+                let Some(row) = sqlx::query(&self.sql.thread_head)
+                    .bind(id)
+                    .bind(self.max_bytes as i64)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(&err)?
+                else {
+                    return Ok(None);
+                };
+                let last = self.thread_record(id, &row)?;
+                let turn: i64 = row.try_get("turn").map_err(&err)?;
+                Ok(Some(ThreadHead {
+                    id: id.to_owned(),
+                    version: last.seq + 1,
+                    turns: turn as u64 + 1,
+                    last,
+                }))
+            }
+
+            async fn read(
+                &self,
+                id: &str,
+                turns: std::ops::Range<u64>,
+            ) -> Result<Vec<ThreadRecord>, ThreadError> {
+                validate_thread_id(id)?;
+                let bound = |t: u64| t.min(i64::MAX as u64) as i64;
+                let rows = sqlx::query(&self.sql.thread_read)
+                    .bind(id)
+                    .bind(bound(turns.start))
+                    .bind(bound(turns.end))
+                    .bind(self.max_bytes as i64)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(Self::thread_db_error("read", id))?;
+                rows.iter().map(|row| self.thread_record(id, row)).collect()
+            }
+
+            async fn append(
+                &self,
+                id: &str,
+                expected_version: u64,
+                mut record: ThreadRecord,
+            ) -> Result<u64, ThreadError> {
+                use sqlx::Row;
+                validate_thread_id(id)?;
+                record.seq = expected_version;
+                let bytes = record.encode();
+                check_size(id, bytes.len() as u64, self.max_bytes)?;
+                let err = Self::thread_db_error("write", id);
+                let mut tx = self.begin(&format!("thread:{id}")).await?;
+                let found: i64 = sqlx::query(&self.sql.thread_version)
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(&err)?
+                    .try_get("version")
+                    .map_err(&err)?;
+                check_version(id, expected_version, found as u64)?;
+                let inserted = sqlx::query(&self.sql.thread_insert)
+                    .bind(id)
+                    .bind(expected_version as i64)
+                    .bind(record.turn.min(i64::MAX as u64) as i64)
+                    .bind(bytes.len() as i64)
+                    .bind(&bytes[..])
+                    .execute(&mut *tx)
+                    .await;
+                match inserted {
+                    Ok(_) => {}
+                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                        return Err(ThreadError::Conflict {
+                            id: id.to_owned(),
+                            expected: expected_version,
+                            found: expected_version + 1,
+                        })
+                    }
+                    Err(e) => return Err(err(e)),
+                }
+                tx.commit().await.map_err(&err)?;
+                Ok(expected_version + 1)
+            }
+
+            async fn list(&self) -> Result<Vec<String>, ThreadError> {
+                use sqlx::Row;
+                let err = Self::thread_db_error("list", "threads");
+                let rows = sqlx::query(&self.sql.thread_list)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(&err)?;
+                rows.iter()
+                    .map(|row| row.try_get::<String, _>("thread").map_err(&err))
+                    .collect()
+            }
+
+            async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+                validate_thread_id(id)?;
+                let done = sqlx::query(&self.sql.thread_delete)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(Self::thread_db_error("delete", id))?;
+                Ok(done.rows_affected() > 0)
+            }
+
+            async fn lease_thread(
+                &self,
+                id: &str,
+                owner: &str,
+                lease: std::time::Duration,
+            ) -> Result<(), ThreadError> {
+                match self
+                    .lease_row(&self.sql.lease_take, "lease", id, owner, lease)
+                    .await?
+                {
+                    true => Ok(()),
+                    false => Err(ThreadError::Busy { id: id.to_owned() }),
+                }
+            }
+
+            async fn renew_thread_lease(
+                &self,
+                id: &str,
+                owner: &str,
+                lease: std::time::Duration,
+            ) -> Result<(), ThreadError> {
+                let operation = "renew the lease of";
+                match self
+                    .lease_row(&self.sql.lease_renew, operation, id, owner, lease)
+                    .await?
+                {
+                    true => Ok(()),
+                    false => Err(ThreadError::LeaseLost { id: id.to_owned() }),
+                }
+            }
+
+            async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
+                validate_thread_id(id)?;
+                sqlx::query(&self.sql.lease_release)
+                    .bind(id)
+                    .bind(owner)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(Self::thread_db_error("release the lease of", id))?;
+                Ok(())
+            }
+        }
+    };
+}
+
+pub(crate) use sql_thread_store;

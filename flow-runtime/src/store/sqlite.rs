@@ -7,14 +7,18 @@ use std::time::Duration;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite};
+use sqlx::Sqlite;
 
 use super::memory::lost;
 use super::records::{check_size, Record};
-use super::sql::{self, sql_checkpoint_store, Statements, MIGRATIONS};
+use super::sql::{sql_checkpoint_store, sql_thread_store, Backend, Statements};
 use super::{
     from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
+};
+use super::{
+    thread::{check_version, validate_thread_id},
+    ThreadError, ThreadHead, ThreadRecord, ThreadStore,
 };
 
 /// The database file [`SqliteStore::open_default`] uses when `AGENTFLOW_DB` is not set.
@@ -121,9 +125,9 @@ impl SqliteStore {
         &self.path
     }
 
-    /// The schema version of the database (the newest this build knows after opening).
-    pub async fn schema_version(&self) -> Result<i64, StoreError> {
-        schema_version(&self.pool, &self.path.display().to_string()).await
+    /// How errors name the database: its path.
+    fn shown(&self) -> String {
+        self.path.display().to_string()
     }
 
     /// A write transaction: SQLite has one writer at a time, so it holds every run's lock.
@@ -154,77 +158,18 @@ impl Default for SqliteOptions {
     }
 }
 
-async fn schema_version(pool: &SqlitePool, shown: &str) -> Result<i64, StoreError> {
-    let row = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
-        .fetch_optional(pool)
-        .await
-        .map_err(|e| database("read the schema of", shown, e))?;
-    match row {
-        Some(row) => row
-            .try_get("version")
-            .map_err(|e| database("read the schema of", shown, e)),
-        None => Ok(0),
-    }
-}
-
-fn database(operation: &'static str, shown: &str, e: sqlx::Error) -> StoreError {
-    StoreError::Database {
-        operation,
-        id: shown.to_owned(),
-        source: Arc::new(e),
-    }
-}
-
 /// Creates or migrates the schema, in one write transaction (so two processes opening a new
 /// database at once migrate it once).
 async fn migrate(pool: &SqlitePool, shown: &str) -> Result<(), StoreError> {
-    let err = |e| database("migrate", shown, e);
+    let err = |e| StoreError::Database {
+        operation: "migrate",
+        id: shown.to_owned(),
+        source: Arc::new(e),
+    };
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-    sqlx::query(sql::SCHEMA_TABLE)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    let found: Option<i64> = sqlx::query("SELECT version FROM agentflow_schema WHERE id = 1")
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(err)?
-        .map(|row| row.try_get("version"))
-        .transpose()
-        .map_err(err)?;
-    let found = found.unwrap_or(0);
-    let latest = sql::latest_version();
-    if found > latest {
-        return Err(StoreError::Schema {
-            found,
-            supported: latest,
-        });
-    }
-    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
-        for statement in migration.sqlite {
-            sqlx::query(statement)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| StoreError::Database {
-                    operation: "migrate",
-                    id: format!(
-                        "{shown} (migration {}: {})",
-                        migration.version, migration.name
-                    ),
-                    source: Arc::new(e),
-                })?;
-        }
-    }
-    if found < latest {
-        sqlx::query(
-            "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
-             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-        )
-        .bind(latest)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    }
+    SqliteStore::migrate_in(&mut tx, Backend::Sqlite, shown).await?;
     tx.commit().await.map_err(err)
 }
 
 sql_checkpoint_store!(SqliteStore, Sqlite);
+sql_thread_store!(SqliteStore, sqlx::sqlite::SqliteRow);

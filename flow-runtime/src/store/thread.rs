@@ -50,13 +50,7 @@ pub const MAX_THREAD_ID_LEN: usize = 80;
 /// assert!(validate_thread_id("../etc").is_err());
 /// ```
 pub fn validate_thread_id(id: &str) -> Result<(), ThreadError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_THREAD_ID_LEN
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
+    if super::is_valid_key(id, MAX_THREAD_ID_LEN) {
         Ok(())
     } else {
         Err(ThreadError::InvalidId { id: id.to_owned() })
@@ -110,12 +104,25 @@ pub enum ThreadError {
         /// The version in the store.
         found: u64,
     },
-    /// A turn of this thread is running in this runner right now.
+    /// A turn of this thread is running right now, in this runner or in another process on
+    /// the same store (it holds the thread's lease); this turn ran nothing.
     #[error(
-        "thread '{id}' has a turn running in this runner; wait for its event stream to end \
-         (or drop it) before sending the next message"
+        "thread '{id}' has a turn running (in this process or another one on the same store); \
+         wait for it to end before sending the next message (if its worker died, its lease \
+         runs out and the thread is free again)"
     )]
     Busy {
+        /// The thread.
+        id: String,
+    },
+    /// The turn's lease on its thread ran out and another turn took the thread over; this
+    /// turn was not recorded.
+    #[error(
+        "the lease of this turn on thread '{id}' ran out and another turn took the thread \
+         over; this turn was not recorded: send the message again (and give turns a longer \
+         lease, Runner::lease, if they stay silent that long)"
+    )]
+    LeaseLost {
         /// The thread.
         id: String,
     },
@@ -272,11 +279,19 @@ pub struct ThreadHead {
     pub last: ThreadRecord,
 }
 
-/// Where conversations are kept: an append-only list of [`ThreadRecord`]s per thread id.
+/// Where conversations are kept: an append-only list of [`ThreadRecord`]s per thread id, and
+/// each thread's turn lease.
 ///
 /// Implementations must make [`append`](ThreadStore::append) atomic and conditional: it adds
-/// the record only if the thread's version is still `expected_version`, so of two writers that loaded the same version exactly one succeeds, across
-/// threads and, for durable stores, processes. Reads see whole records only.
+/// the record only if the thread's version is still `expected_version`, so of two writers that
+/// loaded the same version exactly one succeeds, across threads and, for durable stores,
+/// processes. Reads see whole records only.
+///
+/// A turn first takes the thread's **lease** ([`lease_thread`](ThreadStore::lease_thread)),
+/// before it runs anything: of two turns on one thread, in any processes, one gets it and the
+/// other gets [`ThreadError::Busy`] and runs nothing. The lease is given back when the turn
+/// ends, and runs out if its worker dies, so the thread is never stuck. The compare-and-swap
+/// append stays the final guard (a turn whose lease ran out is not recorded).
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -299,6 +314,16 @@ pub struct ThreadHead {
 ///     Err(ThreadError::Conflict { expected: 0, found: 1, .. })
 /// ));
 /// assert_eq!(store.head("t1").await.unwrap().unwrap().version, 1);
+///
+/// // One turn at a time: the lease refuses a second owner until the first gives it back.
+/// let minute = std::time::Duration::from_secs(60);
+/// store.lease_thread("t1", "turn-a", minute).await.unwrap();
+/// assert!(matches!(
+///     store.lease_thread("t1", "turn-b", minute).await,
+///     Err(ThreadError::Busy { .. })
+/// ));
+/// store.release_thread_lease("t1", "turn-a").await.unwrap();
+/// store.lease_thread("t1", "turn-b", minute).await.unwrap();
 /// # });
 /// ```
 #[async_trait]
@@ -324,6 +349,29 @@ pub trait ThreadStore: Send + Sync + 'static {
 
     /// Deletes a thread; returns whether it existed.
     async fn delete(&self, id: &str) -> Result<bool, ThreadError>;
+
+    /// Takes the thread's lease for `owner` (a token unique to one turn) for `lease`: while it
+    /// holds, every other owner gets [`ThreadError::Busy`]. Atomic across the store's users
+    /// (tasks, and for durable stores processes): of any number of concurrent takers exactly
+    /// one succeeds. A lease that ran out (its holder died) is taken over.
+    async fn lease_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: std::time::Duration,
+    ) -> Result<(), ThreadError>;
+
+    /// Extends `owner`'s lease on the thread to `lease` from now; [`ThreadError::LeaseLost`]
+    /// if `owner` no longer holds it (it ran out and another owner took it).
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: std::time::Duration,
+    ) -> Result<(), ThreadError>;
+
+    /// Gives `owner`'s lease on the thread back; does nothing if `owner` does not hold it.
+    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError>;
 }
 
 /// Checks that the thread's version `found` is the `expected` one of an `append`.

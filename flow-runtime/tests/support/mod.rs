@@ -3,6 +3,8 @@
 
 pub mod contract;
 pub mod model_server;
+pub mod processes;
+pub mod thread_contract;
 
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -133,10 +133,15 @@ pub fn done(events: &[Sse]) -> &Value {
 /// The error body's code.
 pub async fn error_code(response: reqwest::Response) -> (u16, String, String) {
     let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("a JSON error body");
+    let text = response.text().await.expect("a body");
+    let body: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("a JSON error body, not {text:?} (status {status}): {e}"));
     (
         status,
-        body["error"]["code"].as_str().unwrap().to_owned(),
+        body["error"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("an error code in {body} (status {status})"))
+            .to_owned(),
         body["error"]["message"].as_str().unwrap().to_owned(),
     )
 }

@@ -1,0 +1,311 @@
+//! The turn lease across OS processes, on every durable backend: the test binary runs itself
+//! again as worker processes (`turn_worker`, selected by environment variables).
+//!
+//! - `*_turn_race`: in each of 10 trials, 2 processes start a turn on one thread at the same
+//!   moment. The winner holds the thread until the loser has tried (its tool waits for that),
+//!   so the loser always meets a running turn: it gets `ThreadError::Busy` before any model
+//!   or tool call. Exactly one tool execution and one record per trial.
+//! - `*_turn_takeover`: a worker is killed with SIGKILL inside the tool of its turn; while its
+//!   lease runs, the thread is busy; after it ran out, a new turn takes the thread over,
+//!   runs, and is recorded as the thread's first turn (the killed turn recorded nothing).
+//!
+//! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flow_runtime::store::RecordStart;
+use flow_runtime::{
+    tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
+    TurnOutcome,
+};
+use support::processes::{append, barrier, lines, runner_on};
+
+const ROLE: &str = "AGENTFLOW_TEST_TURN_WORKER";
+const BACKEND: &str = "AGENTFLOW_TEST_TURN_BACKEND";
+const WORK_DIR: &str = "AGENTFLOW_TEST_TURN_WORK_DIR";
+const WORKER: &str = "AGENTFLOW_TEST_TURN_WORKER_NO";
+const TRIALS: usize = 10;
+const WORKERS: usize = 2;
+/// The lease of the turn that is killed: short, so the test waits little for the takeover.
+const HELD_LEASE: Duration = Duration::from_secs(5);
+
+/// What the turn a process runs now is called: its tool logs it.
+type Label = Arc<Mutex<String>>;
+
+/// The desk: its model calls the `work` tool, then answers. The tool logs the `label` of the
+/// turn to `tool.log`, then waits until the file `release-<label>` exists (with `hang`,
+/// forever: the worker will be killed there).
+fn desk(work: PathBuf, hang: bool, label: Label) -> FlowAgent {
+    let tool = tool_fn("work", "Does the work.", move |_: serde_json::Value| {
+        let work = work.clone();
+        let what = label.lock().unwrap().clone();
+        async move {
+            append(&work.join("tool.log"), &what);
+            if hang {
+                futures::future::pending::<()>().await;
+            }
+            while !work.join(format!("release-{what}")).exists() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            Ok::<_, std::io::Error>("worked".to_string())
+        }
+    });
+    let model = ScriptedModel::rules()
+        .after_tool("work", ScriptStep::text("done"))
+        .otherwise(ScriptStep::tool_call("work", serde_json::json!({})));
+    FlowAgent::new(
+        ChatModelAgent::builder("desk", model)
+            .tool(tool)
+            .build()
+            .unwrap(),
+    )
+}
+
+fn label(text: &str) -> Label {
+    Arc::new(Mutex::new(text.to_owned()))
+}
+
+/// Runs only as a worker process of the tests below.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turn_worker() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let backend = std::env::var(BACKEND).unwrap();
+    let work = PathBuf::from(std::env::var(WORK_DIR).unwrap());
+    let me: usize = std::env::var(WORKER).unwrap().parse().unwrap();
+    let log = work.join(format!("worker-{me}.log"));
+    match role.as_str() {
+        "race" => {
+            let current = label("");
+            let runner = runner_on(&backend, desk(work.clone(), false, Arc::clone(&current))).await;
+            for trial in 0..TRIALS {
+                barrier(&work, &format!("go-{trial}"), me, WORKERS);
+                let thread = format!("race-{trial}");
+                let text = format!("{thread}-from-{me}");
+                *current.lock().unwrap() = text.clone();
+                match runner.turn(&thread, Message::user(&text)).await {
+                    Ok(turn) => {
+                        append(&log, &format!("started {thread}"));
+                        match turn.finish().await {
+                            TurnOutcome::Completed { .. } => {
+                                append(&log, &format!("completed {thread}"))
+                            }
+                            other => append(&log, &format!("error {thread}: {other:?}")),
+                        }
+                    }
+                    Err(ThreadError::Busy { .. }) => append(&log, &format!("busy {thread}")),
+                    Err(e) => append(&log, &format!("error {thread}: {e}")),
+                }
+            }
+        }
+        "hold" => {
+            let runner = runner_on(&backend, desk(work.clone(), true, label("held-1")))
+                .await
+                .lease(HELD_LEASE);
+            let turn = runner.turn("held", Message::user("held-1")).await.unwrap();
+            turn.finish().await;
+            unreachable!("the tool hangs until this process is killed");
+        }
+        other => panic!("unknown role {other}"),
+    }
+    std::process::exit(0);
+}
+
+fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "turn_worker", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(BACKEND, backend)
+        .env(WORK_DIR, work)
+        .env(WORKER, me.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn work_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentflow-turns-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn worker_lines(work: &Path) -> Vec<String> {
+    (0..WORKERS)
+        .flat_map(|w| lines(&work.join(format!("worker-{w}.log"))))
+        .collect()
+}
+
+async fn turn_race(backend: &str, work: &Path) {
+    let workers: Vec<Child> = (0..WORKERS)
+        .map(|w| spawn("race", backend, work, w))
+        .collect();
+    // Each trial's winner holds its thread until both workers have tried, then is let go.
+    for trial in 0..TRIALS {
+        let thread = format!("race-{trial}");
+        loop {
+            let tried = worker_lines(work)
+                .iter()
+                .filter(|l| {
+                    [format!("started {thread}"), format!("busy {thread}")].contains(l)
+                        || l.starts_with(&format!("error {thread}"))
+                })
+                .count();
+            if tried == WORKERS {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for w in 0..WORKERS {
+            std::fs::write(work.join(format!("release-{thread}-from-{w}")), b"").unwrap();
+        }
+    }
+    for mut child in workers {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "a worker failed: {status}");
+    }
+    let outcomes = worker_lines(work);
+    let errors: Vec<&String> = outcomes.iter().filter(|l| l.starts_with("error")).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let runner = runner_on(backend, desk(work.to_path_buf(), false, label(""))).await;
+    let ran = lines(&work.join("tool.log"));
+    for trial in 0..TRIALS {
+        let thread = format!("race-{trial}");
+        let count = |what: &str| {
+            outcomes
+                .iter()
+                .filter(|l| **l == format!("{what} {thread}"))
+                .count()
+        };
+        assert_eq!(
+            (count("started"), count("completed"), count("busy")),
+            (1, 1, 1),
+            "trial {trial}"
+        );
+        // The refused turn ran no tool: one execution per trial, the winner's.
+        let executions: Vec<&String> = ran
+            .iter()
+            .filter(|l| l.starts_with(&format!("{thread}-")))
+            .collect();
+        assert_eq!(executions.len(), 1, "trial {trial}: {executions:?}");
+        let records = runner.thread_records(&thread).await.unwrap();
+        assert_eq!(records.len(), 1, "trial {trial}");
+        let RecordStart::Turn { input } = &records[0].start else {
+            panic!("a turn record")
+        };
+        assert_eq!(&input[0].content, executions[0]);
+    }
+}
+
+async fn turn_takeover(backend: &str, work: &Path) {
+    let runner = runner_on(backend, desk(work.to_path_buf(), false, label("held-2"))).await;
+    let mut holder = spawn("hold", backend, work, 0);
+    // The holder is inside the tool: it holds the thread's lease.
+    while lines(&work.join("tool.log")).is_empty() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    holder.kill().unwrap(); // SIGKILL
+    holder.wait().unwrap();
+    // Its lease still runs: a new turn is refused before it runs anything.
+    match runner.turn("held", Message::user("held-2")).await {
+        Err(ThreadError::Busy { .. }) => {}
+        other => panic!("expected Busy, got {:?}", other.map(|_| ())),
+    }
+    assert_eq!(lines(&work.join("tool.log")), ["held-1"]);
+    // After the lease ran out, a new turn takes the thread over.
+    std::fs::write(work.join("release-held-2"), b"").unwrap();
+    let mut outcome = None;
+    for _ in 0..400 {
+        match runner.turn("held", Message::user("held-2")).await {
+            Ok(turn) => {
+                outcome = Some(turn.finish().await);
+                break;
+            }
+            Err(ThreadError::Busy { .. }) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let outcome = outcome.expect("the dead worker's lease was never taken over");
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(lines(&work.join("tool.log")), ["held-1", "held-2"]);
+    // The killed turn recorded nothing; the new one is the thread's first turn.
+    let records = runner.thread_records("held").await.unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].turn, 0);
+    let RecordStart::Turn { input } = &records[0].start else {
+        panic!("a turn record")
+    };
+    assert_eq!(input[0].content, "held-2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_turn_race() {
+    let work = work_dir("file-race");
+    turn_race(&format!("file:{}", work.join("store").display()), &work).await;
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_turn_takeover() {
+    let work = work_dir("file-takeover");
+    turn_takeover(&format!("file:{}", work.join("store").display()), &work).await;
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+
+    fn backend(work: &Path) -> String {
+        format!("sqlite:{}", work.join("store.db").display())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_turn_race() {
+        let work = work_dir("sqlite-race");
+        turn_race(&backend(&work), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_turn_takeover() {
+        let work = work_dir("sqlite-takeover");
+        turn_takeover(&backend(&work), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use flow_runtime::testing::fresh_postgres_database as fresh_database;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_turn_race() {
+        let Some(url) = fresh_database("turn_race").await else {
+            return;
+        };
+        let work = work_dir("pg-race");
+        turn_race(&format!("postgres:{url}"), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_turn_takeover() {
+        let Some(url) = fresh_database("turn_takeover").await else {
+            return;
+        };
+        let work = work_dir("pg-takeover");
+        turn_takeover(&format!("postgres:{url}"), &work).await;
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}
