@@ -319,6 +319,25 @@ async fn overloaded_529_is_retried_after_the_servers_retry_after() {
 }
 
 #[tokio::test]
+async fn a_retry_after_too_long_for_a_duration_is_the_longest_wait_not_a_panic() {
+    for value in ["1e30", "184467440737095516160"] {
+        let server = serve(vec![vec![raw(
+            "429 Too Many Requests",
+            &[("retry-after", value)],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        )]])
+        .await;
+        let request = ChatRequest::new([Arc::new(Message::user("hi"))]);
+        let e = model(&server.base_url)
+            .generate(&request)
+            .await
+            .unwrap_err();
+        assert!(e.retryable(), "{value}");
+        assert_eq!(e.retry_after(), Some(Duration::MAX), "{value}");
+    }
+}
+
+#[tokio::test]
 async fn http_errors_are_typed_with_retry_after() {
     let server = serve(vec![vec![raw(
         "429 Too Many Requests",

@@ -503,7 +503,9 @@ impl WireFormat for AnthropicChatModel {
             .parse::<f64>()
             .ok()
             .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64)
+            // A wait too long for a `Duration` (a hostile `1e30`) is the longest one: the
+            // retry policy caps it at its `max_backoff`.
+            .map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
     }
 
     fn parse_reply(&self, text: &str) -> Result<Message, ModelError> {
