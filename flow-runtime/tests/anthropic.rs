@@ -6,111 +6,34 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::model::{
     AnthropicChatModel, AnthropicConfig, AnthropicUsage, ChatModel, ChatRequest, HttpLimits,
     ModelError, RetryPolicy, SizeLimit, Usage,
 };
-use flow_runtime::{AgentEvent, EventOutput, Message, Runner, Session};
+use flow_runtime::{AgentEvent, EventOutput, Message, Session};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-
-/// A request the server received.
-#[derive(Debug, Clone)]
-struct Received {
-    request_line: String,
-    api_key: Option<String>,
-    version: Option<String>,
-    body: Value,
-}
-
-struct Server {
-    base_url: String,
-    received: Arc<Mutex<Vec<Received>>>,
-}
+use support::model_server::{self, Server, SSE_HEAD};
+use support::{fast, show};
 
 /// Answers each connection with the next canned response (written in the given pieces), then
 /// with HTTP 500.
 async fn serve(responses: Vec<Vec<String>>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base_url = format!("http://{}", listener.local_addr().unwrap());
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&received);
-    tokio::spawn(async move {
-        let mut responses = responses.into_iter();
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let request = read_request(&mut socket).await;
-            log.lock().unwrap().push(request);
-            let pieces = responses.next().unwrap_or_else(|| {
-                vec![raw(
-                    "500 Internal Server Error",
-                    &[],
-                    r#"{"type":"error","error":{"type":"api_error","message":"no more responses"}}"#,
-                )]
-            });
-            for piece in pieces {
-                if socket.write_all(piece.as_bytes()).await.is_err() {
-                    break;
-                }
-                let _ = socket.flush().await;
-                tokio::task::yield_now().await;
-            }
-            let _ = socket.shutdown().await;
-        }
-    });
-    Server { base_url, received }
-}
-
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Received {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        let n = socket.read(&mut buf).await.unwrap();
-        assert!(n > 0, "client closed before sending a request");
-        data.extend_from_slice(&buf[..n]);
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
-    let header = |name: &str| {
-        head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_owned())
-        })
-    };
-    let length: usize = header("content-length").unwrap().parse().unwrap();
-    while data.len() < head_end + length {
-        let n = socket.read(&mut buf).await.unwrap();
-        assert!(n > 0, "client closed in the middle of its request");
-        data.extend_from_slice(&buf[..n]);
-    }
-    Received {
-        request_line: head.lines().next().unwrap().to_owned(),
-        api_key: header("x-api-key"),
-        version: header("anthropic-version"),
-        body: serde_json::from_slice(&data[head_end..head_end + length]).unwrap(),
-    }
+    let exhausted = raw(
+        "500 Internal Server Error",
+        &[],
+        r#"{"type":"error","error":{"type":"api_error","message":"no more responses"}}"#,
+    );
+    model_server::serve("", responses, exhausted).await
 }
 
 /// A whole JSON response with extra headers, the body delimited by the end of the connection.
 fn raw(status: &str, headers: &[(&str, &str)], body: &str) -> String {
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}Connection: close\r\n\r\n{body}"
-    )
+    let headers = [&[("Content-Type", "application/json")], headers].concat();
+    model_server::response(status, &headers, body)
 }
 
 fn reply(content: Value, input_tokens: u64, output_tokens: u64) -> Vec<String> {
@@ -124,10 +47,7 @@ fn reply(content: Value, input_tokens: u64, output_tokens: u64) -> Vec<String> {
 
 /// An SSE response: the head, then one piece per event (named by its `type`).
 fn sse(events: &[Value]) -> Vec<String> {
-    let mut pieces = vec![
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-            .to_owned(),
-    ];
+    let mut pieces = vec![SSE_HEAD.to_owned()];
     pieces.extend(
         events
             .iter()
@@ -145,43 +65,32 @@ fn model(base_url: &str) -> AnthropicChatModel {
     .unwrap()
 }
 
-fn fast(retries: u32) -> RetryPolicy {
-    RetryPolicy::new(retries).initial_backoff(Duration::from_millis(1))
-}
-
-fn show(m: &Message) -> String {
-    let mut s = format!("{}: {}", m.role, m.content);
-    for c in &m.tool_calls {
-        s.push_str(&format!(" [call {} {} {}]", c.id, c.name, c.arguments));
-    }
-    if let Some(id) = &m.tool_call_id {
-        s.push_str(&format!(" [result of {id}]"));
-    }
-    s
-}
-
-/// Runs the clerk (one tool, `lookup_order`) on one question; the session's record.
-async fn run(model: AnthropicChatModel, retry: RetryPolicy, streaming: bool) -> Vec<String> {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(support::clerk(model, retry))
-        .streaming(streaming)
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("What is order 42?"))],
-        )
-        .collect()
-        .await;
-    let mut lines = Vec::new();
+/// Runs the clerk (one tool, `lookup_order`) on one question, reading every streamed event to
+/// its end: the session and the events.
+async fn run_clerk(
+    model: AnthropicChatModel,
+    retry: RetryPolicy,
+    streaming: bool,
+) -> (Arc<Session>, Vec<AgentEvent>) {
+    let (session, events) =
+        support::run_question(support::clerk(model, retry), "What is order 42?", streaming).await;
     for e in &events {
-        if let Some(err) = &e.error {
-            lines.push(format!("error: {err}"));
-        }
         if let Some(EventOutput::Stream(s)) = &e.output {
             // Drain the caller's reader so the stream completes.
             let mut r = s.fork();
             while r.next().await.is_some() {}
         }
     }
+    (session, events)
+}
+
+/// Runs the clerk on one question: its error events (`error: …`), then the session's record.
+async fn run(model: AnthropicChatModel, retry: RetryPolicy, streaming: bool) -> Vec<String> {
+    let (session, events) = run_clerk(model, retry, streaming).await;
+    let mut lines: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.error.as_ref().map(|err| format!("error: {err}")))
+        .collect();
     for e in session.events() {
         if let Some(m) = e.message().await.unwrap() {
             lines.push(show(&m));
@@ -229,8 +138,11 @@ async fn tool_use_round_trip_with_system_prompt_and_usage() {
     let received = server.received.lock().unwrap().clone();
     assert_eq!(received.len(), 2);
     assert_eq!(received[0].request_line, "POST /v1/messages HTTP/1.1");
-    assert_eq!(received[0].api_key.as_deref(), Some("test-key"));
-    assert_eq!(received[0].version.as_deref(), Some("2023-06-01"));
+    assert_eq!(received[0].header("x-api-key").as_deref(), Some("test-key"));
+    assert_eq!(
+        received[0].header("anthropic-version").as_deref(),
+        Some("2023-06-01")
+    );
     let first = &received[0].body;
     assert_eq!(first["system"], "You look up orders.");
     assert_eq!(first["max_tokens"], 512);
@@ -284,22 +196,23 @@ fn streamed_tool_use() -> Vec<String> {
     ])
 }
 
+/// The streamed answer after the tool's result: 60 input tokens, 3 output tokens.
+fn streamed_answer() -> Vec<String> {
+    sse(&[
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 60}}}),
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": "A kettle."}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ])
+}
+
 #[tokio::test]
 async fn streaming_text_and_tool_use_events() {
-    let server = serve(vec![
-        streamed_tool_use(),
-        sse(&[
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 60}}}),
-            json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}}),
-            json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": "A kettle."}}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 3}}),
-            json!({"type": "message_stop"}),
-        ]),
-    ])
-    .await;
+    let server = serve(vec![streamed_tool_use(), streamed_answer()]).await;
     let model = model(&server.base_url);
     let lines = run(model.clone(), fast(0), true).await;
     assert_eq!(
@@ -327,21 +240,9 @@ async fn usage_of_run(
     model: AnthropicChatModel,
     streaming: bool,
 ) -> (Vec<Option<Usage>>, flow_runtime::model::UsageReport) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(support::clerk(model, fast(0)))
-        .streaming(streaming)
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("What is order 42?"))],
-        )
-        .collect()
-        .await;
+    let (session, events) = run_clerk(model, fast(0), streaming).await;
     for e in &events {
         assert!(e.error.is_none(), "{:?}", e.error);
-        if let Some(EventOutput::Stream(s)) = &e.output {
-            let mut r = s.fork();
-            while r.next().await.is_some() {}
-        }
     }
     let mut usage = Vec::new();
     for e in session.events() {
@@ -380,20 +281,7 @@ async fn usage_is_on_the_reply_messages_plain_and_streamed() {
     assert_eq!(report.by_agent["clerk"].usage.output_tokens, 20);
 
     // Streamed replies: input from `message_start`, output from the last `message_delta`.
-    let server = serve(vec![
-        streamed_tool_use(),
-        sse(&[
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 60}}}),
-            json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}}),
-            json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": "A kettle."}}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 3}}),
-            json!({"type": "message_stop"}),
-        ]),
-    ])
-    .await;
+    let server = serve(vec![streamed_tool_use(), streamed_answer()]).await;
     let (usage, report) = usage_of_run(model(&server.base_url), true).await;
     assert_eq!(
         usage,
@@ -428,6 +316,25 @@ async fn overloaded_529_is_retried_after_the_servers_retry_after() {
     let lines = run(model(&server.base_url), fast(2), false).await;
     assert_eq!(lines, ["assistant: Order 42 is a kettle."]);
     assert_eq!(server.received.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_retry_after_too_long_for_a_duration_is_the_longest_wait_not_a_panic() {
+    for value in ["1e30", "184467440737095516160"] {
+        let server = serve(vec![vec![raw(
+            "429 Too Many Requests",
+            &[("retry-after", value)],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        )]])
+        .await;
+        let request = ChatRequest::new([Arc::new(Message::user("hi"))]);
+        let e = model(&server.base_url)
+            .generate(&request)
+            .await
+            .unwrap_err();
+        assert!(e.retryable(), "{value}");
+        assert_eq!(e.retry_after(), Some(Duration::MAX), "{value}");
+    }
 }
 
 #[tokio::test]

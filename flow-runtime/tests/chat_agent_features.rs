@@ -2,6 +2,8 @@
 //! templates, output key, return-directly tools, tool-attached actions, the history modifier on
 //! resume and per-agent run options. Each test asserts the exact events and model inputs.
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -14,33 +16,15 @@ use flow_runtime::{
 use futures::StreamExt;
 use serde_json::json;
 
-/// One event as `agent@path: content [calls ..] => action error: ..`; streams are read whole.
+/// One event as `agent@path: content [calls ..] => action error: ..` ([`support::line`]);
+/// streams are read whole.
 async fn line(e: AgentEvent) -> String {
-    let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
     let message = match e.output {
         Some(EventOutput::Message(ref m)) => Some((**m).clone()),
         Some(EventOutput::Stream(ref s)) => Some(s.fork().collect_message().await.unwrap()),
         _ => None,
     };
-    if let Some(m) = message {
-        out.push(' ');
-        out.push_str(&m.content);
-        for c in &m.tool_calls {
-            out.push_str(&format!(" [calls {} {}]", c.name, c.arguments));
-        }
-    }
-    match &e.action {
-        Some(Action::TransferToAgent(to)) => out.push_str(&format!(" => transfer {to}")),
-        Some(Action::Exit) => out.push_str(" => exit"),
-        Some(Action::BreakLoop(by)) => out.push_str(&format!(" => break_loop {by}")),
-        Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
-        Some(Action::Custom(v)) => out.push_str(&format!(" => custom {v}")),
-        None => {}
-    }
-    if let Some(err) = &e.error {
-        out.push_str(&format!(" error: {err}"));
-    }
-    out
+    support::line_with(&e, message.as_ref())
 }
 
 async fn collect(events: flow_runtime::EventStream) -> Vec<String> {

@@ -1,6 +1,9 @@
 //! Orchestration semantics of flow trees: run paths, history, transfers, construction errors,
 //! isolation and panics.
 
+mod support;
+use support::{contents, user};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -147,17 +150,6 @@ async fn b_input_with(configure: impl FnOnce(FlowAgent) -> FlowAgent) -> Vec<Mes
     let inputs = inputs.lock().unwrap();
     assert_eq!(inputs.len(), 1, "B runs once");
     inputs[0].clone()
-}
-
-fn contents(messages: &[Message]) -> Vec<(Role, String)> {
-    messages
-        .iter()
-        .map(|m| (m.role, m.content.clone()))
-        .collect()
-}
-
-fn user(text: &str) -> (Role, String) {
-    (Role::User, text.to_owned())
 }
 
 #[tokio::test]

@@ -1,11 +1,13 @@
 //! Model and tool calls are `tracing` spans under the agent's, with the OpenTelemetry GenAI
 //! attribute names; errors are recorded on them; content only when asked for.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, ModelError, Runner};
+use flow_runtime::{tool_fn, ChatModelAgent, FlowAgent, ModelError, Runner};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -88,14 +90,6 @@ fn field<'a>(span: &'a Captured, name: &str) -> Option<&'a str> {
 }
 
 fn desk(record_content: bool) -> FlowAgent {
-    let triage = ChatModelAgent::builder(
-        "triage",
-        ScriptedModel::rules()
-            .otherwise(ScriptStep::transfer("refund").with_usage(Usage::new(100, 10)))
-            .named("triage-model"),
-    )
-    .build()
-    .unwrap();
     let refund = ChatModelAgent::builder(
         "refund",
         ScriptedModel::rules()
@@ -123,7 +117,7 @@ fn desk(record_content: bool) -> FlowAgent {
     .record_content(record_content)
     .build()
     .unwrap();
-    set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
+    support::triage_to(refund)
 }
 
 #[test]

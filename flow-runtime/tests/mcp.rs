@@ -64,6 +64,18 @@ async fn run(agent: ChatModelAgent, query: &str) -> Vec<String> {
         .await
 }
 
+/// Runs `worker`, an agent with `tools` whose model takes `steps`, on "go".
+async fn run_worker(
+    tools: Vec<Arc<dyn Tool>>,
+    steps: impl IntoIterator<Item = ScriptStep>,
+) -> Vec<String> {
+    let agent = ChatModelAgent::builder("worker", ScriptedModel::new(steps))
+        .tools(tools)
+        .build()
+        .unwrap();
+    run(agent, "go").await
+}
+
 fn find<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
     tools
         .iter()
@@ -163,17 +175,16 @@ async fn a_tool_error_is_answered_to_the_model_and_the_run_goes_on() {
     };
     let server = McpServer::connect(config).await.unwrap();
     let tools = server.tools().await.unwrap();
-    let model = ScriptedModel::new([
-        ScriptStep::tool_call("fail", json!({"reason": "no stock"})),
-        ScriptStep::tool_call("add", json!({"a": 1})),
-        ScriptStep::tool_call("add", json!({"a": 1, "b": 2})),
-        ScriptStep::text("done"),
-    ]);
-    let agent = ChatModelAgent::builder("worker", model)
-        .tools(tools)
-        .build()
-        .unwrap();
-    let lines = run(agent, "go").await;
+    let lines = run_worker(
+        tools,
+        [
+            ScriptStep::tool_call("fail", json!({"reason": "no stock"})),
+            ScriptStep::tool_call("add", json!({"a": 1})),
+            ScriptStep::tool_call("add", json!({"a": 1, "b": 2})),
+            ScriptStep::text("done"),
+        ],
+    )
+    .await;
     assert_eq!(lines.len(), 7, "{lines:#?}");
     assert!(
         lines[1].starts_with("tool: error: tool 'fail' failed: ") && lines[1].contains("no stock"),
@@ -217,16 +228,15 @@ async fn a_server_that_exits_mid_call_is_a_typed_error_and_the_next_call_restart
     assert_eq!(server.connections(), 2, "tools() reconnected");
     let restarted_pid = server.process_id().unwrap();
     assert_ne!(first_pid, restarted_pid);
-    let model = ScriptedModel::new([
-        ScriptStep::tool_call("exit_now", json!({})),
-        ScriptStep::tool_call("add", json!({"a": 20, "b": 22})),
-        ScriptStep::text("ok"),
-    ]);
-    let agent = ChatModelAgent::builder("worker", model)
-        .tools(tools)
-        .build()
-        .unwrap();
-    let lines = run(agent, "go").await;
+    let lines = run_worker(
+        tools,
+        [
+            ScriptStep::tool_call("exit_now", json!({})),
+            ScriptStep::tool_call("add", json!({"a": 20, "b": 22})),
+            ScriptStep::text("ok"),
+        ],
+    )
+    .await;
     assert!(
         lines[1].starts_with("tool: error: tool 'exit_now' failed: MCP server 'py' went away"),
         "{lines:#?}"
@@ -375,16 +385,15 @@ async fn several_servers_clashing_names_get_the_server_prefix() {
     assert!(!names.contains(&"add"), "{names:?}");
     // Unique names are kept as the server gives them.
     assert!(names.contains(&"get-sum"), "{names:?}");
-    let model = ScriptedModel::new([
-        ScriptStep::tool_call("beta__add", json!({"a": 2, "b": 2})),
-        ScriptStep::tool_call("get-sum", json!({"a": 1, "b": 1})),
-        ScriptStep::text("4 and 2"),
-    ]);
-    let agent = ChatModelAgent::builder("worker", model)
-        .tools(tools)
-        .build()
-        .unwrap();
-    let lines = run(agent, "go").await;
+    let lines = run_worker(
+        tools,
+        [
+            ScriptStep::tool_call("beta__add", json!({"a": 2, "b": 2})),
+            ScriptStep::tool_call("get-sum", json!({"a": 1, "b": 1})),
+            ScriptStep::text("4 and 2"),
+        ],
+    )
+    .await;
     assert_eq!(lines[1], "tool: 4");
     assert_eq!(lines[3], "tool: The sum of 1 and 1 is 2.");
     // With always_prefix, every tool carries its server's name.
@@ -441,17 +450,13 @@ async fn wait_for_port(port: u16) {
     panic!("nothing listens on port {port}");
 }
 
-#[tokio::test]
-async fn streamable_http_everything_server() {
-    let Some(path) = std::env::var_os("AGENTFLOW_MCP_EVERYTHING") else {
-        skip_missing_component("the MCP everything server", "source .ci/mcp.sh");
-        return;
-    };
-    let port = free_port();
-    let _server = tokio::process::Command::new("node")
-        .arg(path)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
+/// Starts `command` (a server listening on `port`; killed when the returned child drops),
+/// waits for it to listen, and connects to its streamable HTTP endpoint as `web`.
+async fn http_server(
+    mut command: tokio::process::Command,
+    port: u16,
+) -> (tokio::process::Child, McpServer) {
+    let child = command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -464,6 +469,21 @@ async fn streamable_http_everything_server() {
     ))
     .await
     .unwrap();
+    (child, server)
+}
+
+#[tokio::test]
+async fn streamable_http_everything_server() {
+    let Some(path) = std::env::var_os("AGENTFLOW_MCP_EVERYTHING") else {
+        skip_missing_component("the MCP everything server", "source .ci/mcp.sh");
+        return;
+    };
+    let port = free_port();
+    let mut node = tokio::process::Command::new("node");
+    node.arg(path)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    let (_process, server) = http_server(node, port).await;
     assert_eq!(server.process_id(), None);
     let tools = server.tools().await.unwrap();
     let text = find(&tools, "get-sum")
@@ -480,22 +500,9 @@ async fn streamable_http_python_server() {
         return;
     };
     let port = free_port();
-    let _server = tokio::process::Command::new(python)
-        .arg(PYTHON_SERVER)
-        .arg("http")
-        .arg(port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    wait_for_port(port).await;
-    let server = McpServer::connect(McpServerConfig::http(
-        "web",
-        format!("http://127.0.0.1:{port}/mcp"),
-    ))
-    .await
-    .unwrap();
+    let mut python = tokio::process::Command::new(python);
+    python.arg(PYTHON_SERVER).arg("http").arg(port.to_string());
+    let (_process, server) = http_server(python, port).await;
     let tools = server.tools().await.unwrap();
     let text = find(&tools, "add")
         .call(&cx(), r#"{"a": 3, "b": 4}"#)

@@ -6,102 +6,31 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
-use flow_runtime::{
-    AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message, Runner, Session,
-};
+use flow_runtime::{AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::model_server::{self, Server, SSE_HEAD};
+use support::{fast, show};
 use tokio::net::TcpListener;
-
-/// A request the server received.
-#[derive(Debug, Clone)]
-struct Received {
-    request_line: String,
-    authorization: Option<String>,
-    body: Value,
-}
 
 /// Answers each connection with the next canned response (written in the given pieces), then
 /// with HTTP 500.
-struct Server {
-    base_url: String,
-    received: Arc<Mutex<Vec<Received>>>,
-}
-
 async fn serve(responses: Vec<Vec<String>>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&received);
-    tokio::spawn(async move {
-        let mut responses = responses.into_iter();
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let request = read_request(&mut socket).await;
-            log.lock().unwrap().push(request);
-            let pieces = responses.next().unwrap_or_else(|| {
-                vec![raw(
-                    "500 Internal Server Error",
-                    "application/json",
-                    r#"{"error":{"message":"the test server has no more responses"}}"#,
-                )]
-            });
-            for piece in pieces {
-                if socket.write_all(piece.as_bytes()).await.is_err() {
-                    break;
-                }
-                let _ = socket.flush().await;
-                tokio::task::yield_now().await;
-            }
-            let _ = socket.shutdown().await;
-        }
-    });
-    Server { base_url, received }
-}
-
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Received {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        let n = socket.read(&mut buf).await.unwrap();
-        assert!(n > 0, "client closed before sending a request");
-        data.extend_from_slice(&buf[..n]);
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
-    let header = |name: &str| {
-        head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_owned())
-        })
-    };
-    let length: usize = header("content-length").unwrap().parse().unwrap();
-    while data.len() < head_end + length {
-        let n = socket.read(&mut buf).await.unwrap();
-        assert!(n > 0, "client closed in the middle of its request");
-        data.extend_from_slice(&buf[..n]);
-    }
-    Received {
-        request_line: head.lines().next().unwrap().to_owned(),
-        authorization: header("authorization"),
-        body: serde_json::from_slice(&data[head_end..head_end + length]).unwrap(),
-    }
+    let exhausted = raw(
+        "500 Internal Server Error",
+        "application/json",
+        r#"{"error":{"message":"the test server has no more responses"}}"#,
+    );
+    model_server::serve("/v1", responses, exhausted).await
 }
 
 /// A whole response, the body delimited by the end of the connection.
 fn raw(status: &str, content_type: &str, body: &str) -> String {
-    format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n{body}")
+    model_server::response(status, &[("Content-Type", content_type)], body)
 }
 
 fn completion(message: Value) -> Vec<String> {
@@ -116,10 +45,7 @@ fn completion(message: Value) -> Vec<String> {
 
 /// An SSE response: the head, then one piece per `data:` event.
 fn sse(events: &[Value], done: bool) -> Vec<String> {
-    let mut pieces = vec![
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-            .to_owned(),
-    ];
+    let mut pieces = vec![SSE_HEAD.to_owned()];
     pieces.extend(events.iter().map(|e| format!("data: {e}\n\n")));
     if done {
         pieces.push("data: [DONE]\n\n".to_owned());
@@ -135,21 +61,6 @@ fn agent(base_url: &str, retry: RetryPolicy) -> FlowAgent {
     let model = OpenAiChatModel::new(OpenAiConfig::new(base_url, "test-model").api_key("test-key"))
         .unwrap();
     support::clerk(model, retry)
-}
-
-fn fast(retries: u32) -> RetryPolicy {
-    RetryPolicy::new(retries).initial_backoff(Duration::from_millis(1))
-}
-
-fn show(m: &Message) -> String {
-    let mut s = format!("{}: {}", m.role, m.content);
-    for c in &m.tool_calls {
-        s.push_str(&format!(" [call {} {} {}]", c.id, c.name, c.arguments));
-    }
-    if let Some(id) = &m.tool_call_id {
-        s.push_str(&format!(" [result of {id}]"));
-    }
-    s
 }
 
 async fn line(e: &AgentEvent) -> String {
@@ -178,15 +89,7 @@ async fn line(e: &AgentEvent) -> String {
 /// Runs the agent on one question; returns the event lines, the session's record and the
 /// events themselves.
 async fn run(flow: FlowAgent, streaming: bool) -> (Vec<String>, Vec<String>, Vec<AgentEvent>) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(flow)
-        .streaming(streaming)
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("What is order 42?"))],
-        )
-        .collect()
-        .await;
+    let (session, events) = support::run_question(flow, "What is order 42?", streaming).await;
     let mut lines = Vec::new();
     for e in &events {
         lines.push(line(e).await);
@@ -236,7 +139,7 @@ async fn non_streaming_tool_calling_round_trip() {
         "POST /v1/chat/completions HTTP/1.1"
     );
     assert_eq!(
-        received[0].authorization.as_deref(),
+        received[0].header("authorization").as_deref(),
         Some("Bearer test-key")
     );
     assert_eq!(
@@ -344,10 +247,10 @@ async fn streaming_merges_tool_calls_split_across_sse_chunks() {
 #[tokio::test]
 async fn http_429_is_retried_and_the_failed_attempt_leaves_no_trace() {
     let server = serve(vec![
-        vec![format!(
-            "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 0\r\n\
-             Connection: close\r\n\r\n{}",
-            json!({"error": {"message": "Rate limit reached", "type": "requests"}})
+        vec![model_server::response(
+            "429 Too Many Requests",
+            &[("Content-Type", "application/json"), ("Retry-After", "0")],
+            &json!({"error": {"message": "Rate limit reached", "type": "requests"}}).to_string(),
         )],
         completion(json!({"role": "assistant", "content": "Order 42 is a kettle."})),
     ])
@@ -526,7 +429,10 @@ async fn configuration_comes_from_the_usual_environment_variables() {
     let (lines, _, _) = run(FlowAgent::new(agent), false).await;
     assert_eq!(lines, ["greeter assistant: Hello."]);
     let received = server.received.lock().unwrap().clone();
-    assert_eq!(received[0].authorization.as_deref(), Some("Bearer env-key"));
+    assert_eq!(
+        received[0].header("authorization").as_deref(),
+        Some("Bearer env-key")
+    );
     assert_eq!(received[0].body["model"], json!("env-model"));
     assert_eq!(received[0].body.get("tools"), None);
 }

@@ -77,12 +77,7 @@ fn show(m: &Message, ids: &mut HashMap<String, usize>) -> String {
 /// Runs `flow` on `question`: the events as lines (a stream as its chunks) and the session's
 /// record.
 async fn run(flow: FlowAgent, question: &str, streaming: bool) -> (Vec<String>, Vec<String>) {
-    let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(flow)
-        .streaming(streaming)
-        .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
-        .collect()
-        .await;
+    let (session, events) = support::run_question(flow, question, streaming).await;
     let mut ids = HashMap::new();
     let mut lines = Vec::new();
     for e in &events {
@@ -118,6 +113,43 @@ async fn run(flow: FlowAgent, question: &str, streaming: bool) -> (Vec<String>, 
     (lines, record)
 }
 
+/// Runs the clerk ([`support::clerk`], no retries) on `question`, as [`run`] does.
+async fn run_clerk(
+    model: OpenAiChatModel,
+    question: &str,
+    streaming: bool,
+) -> (Vec<String>, Vec<String>) {
+    run(
+        support::clerk(model, RetryPolicy::none()),
+        question,
+        streaming,
+    )
+    .await
+}
+
+/// Runs `agent` alone on `question`, checking that no event carries an error: the session
+/// and the events.
+async fn run_without_errors(
+    agent: ChatModelAgent,
+    question: &str,
+    streaming: bool,
+) -> (Arc<Session>, Vec<AgentEvent>) {
+    let (session, events) = support::run_question(FlowAgent::new(agent), question, streaming).await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+    (session, events)
+}
+
+/// The chunks of a streamed answer to `question`, each one `Ok`.
+async fn stream_chunks(model: &OpenAiChatModel, question: &str) -> Vec<Message> {
+    model
+        .stream(&ask(question))
+        .await
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect()
+        .await
+}
+
 /// The model error an agent's error event carries.
 fn model_error(lines_and_events: &[AgentEvent]) -> (u32, &ModelError) {
     let Some(AgentError::Custom(inner)) = &lines_and_events.last().unwrap().error else {
@@ -147,13 +179,7 @@ async fn plain_text_stream() {
     let Some(model) = model("mock-text") else {
         return;
     };
-    let chunks: Vec<Message> = model
-        .stream(&ask("What is order 42?"))
-        .await
-        .unwrap()
-        .map(|c| c.unwrap())
-        .collect()
-        .await;
+    let chunks = stream_chunks(&model, "What is order 42?").await;
     // LiteLLM's mock streams three characters a chunk; then comes the usage, alone.
     let pieces: Vec<&str> = chunks.iter().map(|c| c.content.as_str()).collect();
     assert_eq!(
@@ -185,12 +211,7 @@ async fn tool_call_round_trip_unstreamed() {
     let Some(model) = model("scripted-desk") else {
         return;
     };
-    let (lines, record) = run(
-        support::clerk(model, RetryPolicy::none()),
-        "What is order 42?",
-        false,
-    )
-    .await;
+    let (lines, record) = run_clerk(model, "What is order 42?", false).await;
     let expected = [
         r#"clerk assistant:  [call #1 lookup_order {"order_id": 42}]"#,
         "clerk tool: order 42: a kettle [result of #1]",
@@ -205,12 +226,7 @@ async fn tool_call_round_trip_streamed() {
     let Some(model) = model("scripted-desk") else {
         return;
     };
-    let (lines, record) = run(
-        support::clerk(model, RetryPolicy::none()),
-        "What is order 42?",
-        true,
-    )
-    .await;
+    let (lines, record) = run_clerk(model, "What is order 42?", true).await;
     assert_eq!(
         lines,
         [
@@ -244,12 +260,7 @@ async fn two_streamed_tool_calls_in_one_reply_stay_apart() {
     let Some(model) = model("scripted-desk") else {
         return;
     };
-    let (lines, record) = run(
-        support::clerk(model, RetryPolicy::none()),
-        "What are orders 42 and 7?",
-        true,
-    )
-    .await;
+    let (lines, record) = run_clerk(model, "What are orders 42 and 7?", true).await;
     assert_eq!(
         lines[0],
         concat!(
@@ -324,10 +335,7 @@ async fn a_rate_limit_is_retried_then_reported() {
     let Some(model) = model("mock-rate-limited") else {
         return;
     };
-    let flow = support::clerk(
-        model,
-        RetryPolicy::new(1).initial_backoff(Duration::from_millis(1)),
-    );
+    let flow = support::clerk(model, support::fast(1));
     let events: Vec<AgentEvent> = Runner::new(flow).query("Hi").collect().await;
     let (attempts, error) = model_error(&events);
     assert_eq!(attempts, 2);
@@ -434,13 +442,7 @@ async fn usage_is_read_from_plain_and_streamed_replies() {
     let reply = model.generate(&ask("What is order 42?")).await.unwrap();
     assert_eq!(reply.usage.as_deref(), Some(&Usage::new(10, 20)));
     // ...and counts the tokens of a streamed one, in a last chunk (`include_usage`).
-    let chunks: Vec<Message> = model
-        .stream(&ask("What is order 42?"))
-        .await
-        .unwrap()
-        .map(|c| c.unwrap())
-        .collect()
-        .await;
+    let chunks = stream_chunks(&model, "What is order 42?").await;
     let whole = Message::concat(&chunks);
     let usage = whole.usage.expect("the streamed reply reports its usage");
     assert!(
@@ -454,13 +456,7 @@ async fn usage_is_read_from_plain_and_streamed_replies() {
         let agent = ChatModelAgent::builder("clerk", model.clone())
             .build()
             .unwrap();
-        let session = Session::new();
-        let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
-            .streaming(streaming)
-            .run_in(Arc::clone(&session), [Arc::new(Message::user("Hi"))])
-            .collect()
-            .await;
-        assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+        let (session, _) = run_without_errors(agent, "Hi", streaming).await;
         let report = session.usage();
         assert_eq!(report.calls, 1, "streaming: {streaming}");
         assert_eq!(report.by_agent["clerk"].calls, 1);
@@ -495,13 +491,7 @@ async fn structured_output_round_trip_through_response_format() {
             .output_type::<Verdict>()
             .build()
             .unwrap();
-        let session = Session::new();
-        let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
-            .streaming(streaming)
-            .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
-            .collect()
-            .await;
-        assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+        let (session, events) = run_without_errors(agent, question, streaming).await;
         let verdict: Verdict = session.value("judge").unwrap().expect("a decoded verdict");
         assert_eq!(
             verdict,

@@ -7,6 +7,7 @@
 
 mod support;
 use support::FailingStore;
+use support::Held;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
@@ -68,21 +69,6 @@ async fn record(session: &Session) -> Vec<String> {
         out.push(s);
     }
     out
-}
-
-struct Held(Arc<AtomicIsize>);
-
-impl Held {
-    fn new(count: &Arc<AtomicIsize>) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Held(Arc::clone(count))
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 #[tokio::test]

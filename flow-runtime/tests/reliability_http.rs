@@ -22,6 +22,7 @@ use flow_runtime::model::{
 use flow_runtime::{AgentEvent, Message, Runner};
 use futures::future::BoxFuture;
 use futures::StreamExt;
+use support::model_server::{self, SSE_HEAD};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -41,7 +42,8 @@ async fn serve(handler: Handler) -> (String, Arc<AtomicUsize>) {
             let handler = Arc::clone(&handler);
             let seen = Arc::clone(&seen);
             tokio::spawn(async move {
-                read_request(&mut socket).await;
+                // A request cut short still counts.
+                let _ = model_server::read_request(&mut socket).await;
                 seen.fetch_add(1, Ordering::SeqCst);
                 handler(socket).await;
             });
@@ -49,37 +51,6 @@ async fn serve(handler: Handler) -> (String, Arc<AtomicUsize>) {
     });
     (base_url, count)
 }
-
-/// Reads one request (head and `Content-Length` body) and drops it.
-async fn read_request(socket: &mut TcpStream) {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        let n = socket.read(&mut buf).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        data.extend_from_slice(&buf[..n]);
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .map_or(0, |v| v.trim().parse().unwrap());
-    while data.len() < head_end + length {
-        let n = socket.read(&mut buf).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        data.extend_from_slice(&buf[..n]);
-    }
-}
-
-const SSE_HEAD: &str =
-    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
 
 /// Writes `head`, then `piece` again and again until the client hangs up.
 fn endless(head: &'static str, piece: Vec<u8>) -> Handler {

@@ -3,6 +3,9 @@
 //! leak of state between runs fails it. A soak test repeats rounds of runs (bounded by rounds,
 //! not wall time) and checks that nothing stays alive between rounds.
 
+mod support;
+use support::Held;
+
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
@@ -13,21 +16,6 @@ use flow_runtime::{
 };
 use futures::StreamExt;
 use serde_json::json;
-
-struct Held(Arc<AtomicIsize>);
-
-impl Held {
-    fn new(count: &Arc<AtomicIsize>) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Held(Arc::clone(count))
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 /// desk -> clerk. desk (code) reads the session value `user`, writes `greeted`, yields, and
 /// transfers; clerk (an LLM agent on a shared rule-based model) calls `whoami`, which reads

@@ -170,6 +170,15 @@ fn approve() -> HashMap<String, serde_json::Value> {
     HashMap::from([("desk".to_owned(), json!("yes"))])
 }
 
+/// Resumes `id` with `data`; every event of the resumed run.
+async fn resume_all(
+    runner: &Runner,
+    id: &str,
+    data: HashMap<String, serde_json::Value>,
+) -> Vec<AgentEvent> {
+    runner.resume(id, data).await.unwrap().collect().await
+}
+
 async fn interrupt(runner: &Runner, id: &str) -> Vec<AgentEvent> {
     runner
         .run_checkpointed(id, Session::new(), [Arc::new(Message::user("refund me"))])
@@ -222,19 +231,9 @@ async fn the_history_of_a_run_links_each_checkpoint_to_its_parent() {
     let runner = Runner::new(desk(Arc::default())).checkpoint_store(store.clone());
     interrupt(&runner, "h1").await;
     // Resumed without an answer, the tool interrupts again: a child checkpoint.
-    let again: Vec<AgentEvent> = runner
-        .resume("h1", HashMap::new())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let again = resume_all(&runner, "h1", HashMap::new()).await;
     assert!(again.last().unwrap().is_interrupt());
-    let done: Vec<AgentEvent> = runner
-        .resume("h1", approve())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let done = resume_all(&runner, "h1", approve()).await;
     assert_eq!(
         done.last().unwrap().message_output().unwrap().content,
         "refunded"
@@ -274,12 +273,7 @@ async fn pending_interrupts_list_what_an_approvals_screen_needs() {
     assert_eq!(pending[0].interrupts[0].id, "desk");
     assert_eq!(pending[0].interrupts[0].info, json!("approve?"));
     assert!(pending[0].created_at <= pending[1].created_at);
-    runner
-        .resume("p1", approve())
-        .await
-        .unwrap()
-        .collect::<Vec<_>>()
-        .await;
+    resume_all(&runner, "p1", approve()).await;
     let left: Vec<String> = runner
         .pending_interrupts(10)
         .await
@@ -309,12 +303,7 @@ async fn a_dead_workers_claim_is_taken_over_and_the_tool_sees_the_same_key() {
     assert_eq!(paid.lock().unwrap().len(), 1);
 
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let done: Vec<AgentEvent> = runner
-        .resume("k1", approve())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let done = resume_all(&runner, "k1", approve()).await;
     assert_eq!(
         done.last().unwrap().message_output().unwrap().content,
         "refunded"
@@ -326,12 +315,7 @@ async fn a_dead_workers_claim_is_taken_over_and_the_tool_sees_the_same_key() {
 
     // Another run of the same flow gets other keys.
     interrupt(&runner, "k2").await;
-    runner
-        .resume("k2", approve())
-        .await
-        .unwrap()
-        .collect::<Vec<_>>()
-        .await;
+    resume_all(&runner, "k2", approve()).await;
     let keys = paid.lock().unwrap().clone();
     assert_ne!(keys[2], keys[0]);
 }

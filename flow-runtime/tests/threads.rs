@@ -354,13 +354,12 @@ async fn a_workflow_child_that_answered_starts_its_workflow_again() {
     );
 }
 
-#[tokio::test]
-async fn an_agent_below_a_barred_link_is_not_re_entered_so_the_root_stays_reachable() {
-    // triage => [complaint(no_parent) => [escalation]]: from escalation the conversation could
-    // never get back to triage, so the turn after escalation answered starts at triage.
+/// triage => [complaint => [escalation]] on a thread store, complaint barred from its parent
+/// if `barred`; each hops on, escalation answers `a manager calls you`.
+fn escalation_desk(barred: bool) -> Runner {
     let seen = Inputs::default();
     let complaint =
-        hop("complaint", "escalation", "complaint", &seen).disallow_transfer_to_parent(true);
+        hop("complaint", "escalation", "complaint", &seen).disallow_transfer_to_parent(barred);
     let complaint =
         set_sub_agents(complaint, [say("escalation", "a manager calls you", &seen)]).unwrap();
     let tree = set_sub_agents(
@@ -368,7 +367,14 @@ async fn an_agent_below_a_barred_link_is_not_re_entered_so_the_root_stays_reacha
         [complaint],
     )
     .unwrap();
-    let runner = Runner::new(tree).thread_store(InMemoryStore::new());
+    Runner::new(tree).thread_store(InMemoryStore::new())
+}
+
+#[tokio::test]
+async fn an_agent_below_a_barred_link_is_not_re_entered_so_the_root_stays_reachable() {
+    // triage => [complaint(no_parent) => [escalation]]: from escalation the conversation could
+    // never get back to triage, so the turn after escalation answered starts at triage.
+    let runner = escalation_desk(true);
     let (_, lines) = drain(&runner, "e", "bad service").await;
     assert_eq!(
         lines.last().unwrap(),
@@ -379,16 +385,7 @@ async fn an_agent_below_a_barred_link_is_not_re_entered_so_the_root_stays_reacha
     assert_eq!(lines, ["triage@triage: triage again"]);
 
     // Without the barred link, escalation is re-entered.
-    let seen = Inputs::default();
-    let complaint = hop("complaint", "escalation", "complaint", &seen);
-    let complaint =
-        set_sub_agents(complaint, [say("escalation", "a manager calls you", &seen)]).unwrap();
-    let tree = set_sub_agents(
-        hop("triage", "complaint", "triage again", &seen),
-        [complaint],
-    )
-    .unwrap();
-    let runner = Runner::new(tree).thread_store(InMemoryStore::new());
+    let runner = escalation_desk(false);
     drain(&runner, "e", "bad service").await;
     let (started, lines) = drain(&runner, "e", "hello?").await;
     assert_eq!(started, "escalation");

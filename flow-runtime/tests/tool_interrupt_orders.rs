@@ -109,6 +109,16 @@ impl Desk {
     fn requests(&self) -> Vec<Vec<String>> {
         self.model.requests().iter().map(seen).collect()
     }
+
+    /// Asserts the model was asked twice: the question, then again with its `reply` and the
+    /// calls' `results`.
+    #[track_caller]
+    fn assert_asked_again_with(&self, reply: &str, results: &[&str]) {
+        assert_eq!(
+            self.requests(),
+            [first_request(), second_request(reply, results)]
+        );
+    }
 }
 
 /// A request's messages as `role: content`, with `[id name args]` per tool call and the call
@@ -175,15 +185,9 @@ async fn finished_then_interrupted_resume_runs_the_interrupted_call_before_askin
         ["clerk@clerk: approved a", "clerk@clerk: Done."]
     );
     let reply = r#"assistant:  [call_1_1 lookup {"item":"b"}] [call_1_2 approve {"item":"a"}]"#;
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                reply,
-                &["tool call_1_1: found b", "tool call_1_2: approved a"]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        reply,
+        &["tool call_1_1: found b", "tool call_1_2: approved a"],
     );
     assert_eq!(desk.lookups.load(Ordering::SeqCst), 1, "lookup ran once");
     assert_eq!(desk.approvals.load(Ordering::SeqCst), 2);
@@ -214,15 +218,9 @@ async fn interrupted_then_finished_resume_emits_the_held_result_after_the_answer
             "clerk@clerk: Done."
         ]
     );
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                REPLY_A_B,
-                &["tool call_1_1: approved a", "tool call_1_2: found b"]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        REPLY_A_B,
+        &["tool call_1_1: approved a", "tool call_1_2: found b"],
     );
     assert_eq!(desk.lookups.load(Ordering::SeqCst), 1, "lookup ran once");
 }
@@ -249,19 +247,13 @@ async fn finished_interrupted_finished_resume_keeps_call_order() {
         ]
     );
     let reply = r#"assistant:  [call_1_1 lookup {"item":"b"}] [call_1_2 approve {"item":"a"}] [call_1_3 lookup {"item":"c"}]"#;
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                reply,
-                &[
-                    "tool call_1_1: found b",
-                    "tool call_1_2: declined a",
-                    "tool call_1_3: found c"
-                ]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        reply,
+        &[
+            "tool call_1_1: found b",
+            "tool call_1_2: declined a",
+            "tool call_1_3: found c",
+        ],
     );
     assert_eq!(
         desk.lookups.load(Ordering::SeqCst),
@@ -311,15 +303,9 @@ async fn two_interrupted_calls_answered_together() {
             "clerk@clerk: Done."
         ]
     );
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                REPLY_A_B_APPROVALS,
-                &["tool call_1_1: approved a", "tool call_1_2: declined b"]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        REPLY_A_B_APPROVALS,
+        &["tool call_1_1: approved a", "tool call_1_2: declined b"],
     );
 }
 
@@ -346,15 +332,9 @@ async fn two_interrupted_calls_answered_first_then_second() {
         lines(&twice),
         ["clerk@clerk: approved b", "clerk@clerk: Done."]
     );
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                REPLY_A_B_APPROVALS,
-                &["tool call_1_1: approved a", "tool call_1_2: approved b"]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        REPLY_A_B_APPROVALS,
+        &["tool call_1_1: approved a", "tool call_1_2: approved b"],
     );
     assert_eq!(desk.approvals.load(Ordering::SeqCst), 5);
 }
@@ -383,15 +363,9 @@ async fn two_interrupted_calls_answered_second_then_first() {
             "clerk@clerk: Done."
         ]
     );
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                REPLY_A_B_APPROVALS,
-                &["tool call_1_1: approved a", "tool call_1_2: declined b"]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        REPLY_A_B_APPROVALS,
+        &["tool call_1_1: approved a", "tool call_1_2: declined b"],
     );
     assert_eq!(
         desk.approvals.load(Ordering::SeqCst),
@@ -436,19 +410,13 @@ async fn re_interrupted_calls_keep_their_ids_until_answered() {
         ]
     );
     let reply = r#"assistant:  [call_1_1 approve {"item":"a"}] [call_1_2 lookup {"item":"c"}] [call_1_3 approve {"item":"b"}]"#;
-    assert_eq!(
-        desk.requests(),
-        [
-            first_request(),
-            second_request(
-                reply,
-                &[
-                    "tool call_1_1: declined a",
-                    "tool call_1_2: found c",
-                    "tool call_1_3: approved b"
-                ]
-            ),
-        ]
+    desk.assert_asked_again_with(
+        reply,
+        &[
+            "tool call_1_1: declined a",
+            "tool call_1_2: found c",
+            "tool call_1_3: approved b",
+        ],
     );
     assert_eq!(desk.lookups.load(Ordering::SeqCst), 1, "lookup ran once");
 }

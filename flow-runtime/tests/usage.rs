@@ -1,6 +1,8 @@
 //! Token usage: replies and events carry it, whole or streamed; a run totals it per agent and
 //! per model; the totals survive an interrupt and resume.
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -8,8 +10,8 @@ use flow_runtime::model::{
     ScriptStep, ScriptedModel, Usage, UsageReport, UsageTotal, USAGE_SESSION_KEY,
 };
 use flow_runtime::{
-    set_sub_agents, tool_fn_with_context, AgentEvent, ChatModelAgent, Checkpoint, CheckpointStore,
-    EventOutput, FlowAgent, InMemoryStore, Message, Runner, Session, ToolContext,
+    tool_fn_with_context, AgentEvent, ChatModelAgent, Checkpoint, CheckpointStore, EventOutput,
+    FlowAgent, InMemoryStore, Message, Runner, Session, ToolContext,
 };
 use futures::executor::block_on;
 use futures::StreamExt;
@@ -18,14 +20,6 @@ use serde::Deserialize;
 
 /// triage (model `triage-model`) transfers to refund (model `refund-model`), which answers.
 fn desk() -> FlowAgent {
-    let triage = ChatModelAgent::builder(
-        "triage",
-        ScriptedModel::rules()
-            .otherwise(ScriptStep::transfer("refund").with_usage(Usage::new(100, 10)))
-            .named("triage-model"),
-    )
-    .build()
-    .unwrap();
     let refund = ChatModelAgent::builder(
         "refund",
         ScriptedModel::rules()
@@ -37,7 +31,7 @@ fn desk() -> FlowAgent {
     )
     .build()
     .unwrap();
-    set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
+    support::triage_to(refund)
 }
 
 /// The usage each event reports, reading streams to their end.

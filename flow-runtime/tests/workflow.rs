@@ -2,7 +2,7 @@
 //! BreakLoop, errors, and interrupt + resume inside each.
 
 mod support;
-use support::{line, lines};
+use support::{contents, line, lines, user};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,17 +38,6 @@ fn recorder(name: &'static str, text: &'static str) -> (FlowAgent, Inputs) {
         }
     });
     (FlowAgent::new(agent), inputs)
-}
-
-fn contents(messages: &[MessageRef]) -> Vec<(Role, String)> {
-    messages
-        .iter()
-        .map(|m| (m.role, m.content.clone()))
-        .collect()
-}
-
-fn user(text: &str) -> (Role, String) {
-    (Role::User, text.to_owned())
 }
 
 /// An agent that counts its runs and says `text`.

@@ -58,7 +58,7 @@
 //! # async fn demo() -> Result<(), flow_runtime::mcp::McpError> {
 //! use std::time::Duration;
 //! use flow_runtime::mcp::{McpServerConfig, McpToolset};
-//! use flow_runtime::model::ScriptedModel;
+//! use flow_runtime::model::{ScriptStep, ScriptedModel};
 //! use flow_runtime::ChatModelAgent;
 //!
 //! let toolset = McpToolset::connect([
@@ -67,7 +67,7 @@
 //!     McpServerConfig::http("docs", "http://127.0.0.1:8000/mcp"),
 //! ])
 //! .await?;
-//! let agent = ChatModelAgent::builder("helper", ScriptedModel::new([]))
+//! let agent = ChatModelAgent::builder("helper", ScriptedModel::new(Vec::<ScriptStep>::new()))
 //!     .tools(toolset.tools()?)
 //!     .tool_timeout(Duration::from_secs(30))
 //!     .build()

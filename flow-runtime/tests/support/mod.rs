@@ -2,19 +2,22 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod model_server;
 pub mod processes;
 pub mod thread_contract;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::model::{ChatModel, RetryPolicy};
+use flow_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
 use flow_runtime::{
-    tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore, Claim,
-    Completion, FlowAgent, InMemoryStore, PendingCheckpoint, SaveMode, StoreError, ToolError,
+    set_sub_agents, tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore,
+    Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, Runner,
+    SaveMode, Session, StoreError, ToolError,
 };
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -82,8 +85,13 @@ impl CheckpointStore for FailingStore {
 /// One event as a line: `agent@path: content`, then ` [calls TOOL ARGS]` for tool calls,
 /// ` => ACTION` for an action and ` error: TEXT` for an error.
 pub fn line(e: &AgentEvent) -> String {
+    line_with(e, e.message_output())
+}
+
+/// [`line`] with `message` as the event's message (a stream's, once read).
+pub fn line_with(e: &AgentEvent, message: Option<&Message>) -> String {
     let mut out = format!("{}@{}:", e.agent_name(), e.run_path());
-    if let Some(m) = e.message_output() {
+    if let Some(m) = message {
         out.push(' ');
         out.push_str(&m.content);
         for c in &m.tool_calls {
@@ -133,4 +141,86 @@ pub fn clerk(model: impl ChatModel, retry: RetryPolicy) -> FlowAgent {
         .build()
         .unwrap();
     FlowAgent::new(clerk)
+}
+
+/// Runs `flow` on one user message, `question`, in a new session (the answer streamed if
+/// `streaming`): the session and the events.
+pub async fn run_question(
+    flow: FlowAgent,
+    question: &str,
+    streaming: bool,
+) -> (Arc<Session>, Vec<AgentEvent>) {
+    let session = Session::new();
+    let events: Vec<AgentEvent> = Runner::new(flow)
+        .streaming(streaming)
+        .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
+        .collect()
+        .await;
+    (session, events)
+}
+
+/// A retry policy of `retries` retries with a 1 ms first backoff.
+pub fn fast(retries: u32) -> RetryPolicy {
+    RetryPolicy::new(retries).initial_backoff(Duration::from_millis(1))
+}
+
+/// A message as a line: `role: content`, then ` [call ID NAME ARGS]` for each tool call and
+/// ` [result of ID]` for a tool result.
+pub fn show(m: &Message) -> String {
+    let mut s = format!("{}: {}", m.role, m.content);
+    for c in &m.tool_calls {
+        s.push_str(&format!(" [call {} {} {}]", c.id, c.name, c.arguments));
+    }
+    if let Some(id) = &m.tool_call_id {
+        s.push_str(&format!(" [result of {id}]"));
+    }
+    s
+}
+
+/// `triage` (its model named `triage-model`, each reply 100 input and 10 output tokens)
+/// transferring to `refund`, its only sub-agent.
+pub fn triage_to(refund: ChatModelAgent) -> FlowAgent {
+    let triage = ChatModelAgent::builder(
+        "triage",
+        ScriptedModel::rules()
+            .otherwise(ScriptStep::transfer("refund").with_usage(Usage::new(100, 10)))
+            .named("triage-model"),
+    )
+    .build()
+    .unwrap();
+    set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap()
+}
+
+/// Counts itself as alive in a shared counter while it exists: held by a running agent or
+/// tool, the counter tells how many are still running (and, once runs end, that none leaked).
+pub struct Held(Arc<AtomicIsize>);
+
+impl Held {
+    /// Adds one to `count` until dropped.
+    pub fn new(count: &Arc<AtomicIsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Held(Arc::clone(count))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Each message as its role and content.
+pub fn contents<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<(Role, String)> {
+    messages
+        .iter()
+        .map(|m| {
+            let m = m.borrow();
+            (m.role, m.content.clone())
+        })
+        .collect()
+}
+
+/// A user message as [`contents`] shows it.
+pub fn user(text: &str) -> (Role, String) {
+    (Role::User, text.to_owned())
 }

@@ -2,19 +2,17 @@
 //!
 //! See [`AnthropicChatModel`] for how a conversation is written in that protocol.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::stream::BoxStream;
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::http::{HttpCall, HttpError, HttpLimits, SseEvent};
+use super::http::HttpLimits;
+use super::http_model::{self, env_var, ChunkDecoder, Chunks, HttpModel, WireFormat};
 use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream};
 use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 
@@ -72,12 +70,11 @@ impl AnthropicConfig {
     /// A configuration from `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` and `ANTHROPIC_MODEL`
     /// (empty values count as unset).
     pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         AnthropicConfig {
-            api_key: var("ANTHROPIC_API_KEY"),
+            api_key: env_var("ANTHROPIC_API_KEY"),
             ..Self::new(
-                var("ANTHROPIC_BASE_URL").unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
-                var("ANTHROPIC_MODEL").unwrap_or_else(|| Self::DEFAULT_MODEL.to_owned()),
+                env_var("ANTHROPIC_BASE_URL").unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+                env_var("ANTHROPIC_MODEL").unwrap_or_else(|| Self::DEFAULT_MODEL.to_owned()),
             )
         }
     }
@@ -177,9 +174,9 @@ impl UsageCounters {
 /// `content_block_delta` with `text_delta` or `input_json_delta`, `content_block_stop`,
 /// `message_delta`, `message_stop`, `ping` and `error` events). Token usage of every call is
 /// added to [`AnthropicChatModel::usage`]. HTTP goes through the same bounded transport as the
-/// OpenAI client ([`HttpCall`], [`HttpLimits`]): every timeout and size limit holds. A 429 or a
-/// 529 (overloaded) answer is a retryable [`ModelError::Http`] carrying the server's
-/// `retry-after`, which the agent's [`RetryPolicy`](super::RetryPolicy) honours.
+/// OpenAI client ([`HttpCall`](super::HttpCall), [`HttpLimits`]): every timeout and size limit
+/// holds. A 429 or a 529 (overloaded) answer is a retryable [`ModelError::Http`] carrying the
+/// server's `retry-after`, which the agent's [`RetryPolicy`](super::RetryPolicy) honours.
 ///
 /// Errors are typed as for the OpenAI client: [`ModelError::Http`] (with `retry-after`;
 /// retryable for 408, 409, 429 and 5xx, so for 529 "overloaded"),
@@ -197,8 +194,7 @@ impl UsageCounters {
 #[derive(Clone)]
 pub struct AnthropicChatModel {
     config: Arc<AnthropicConfig>,
-    endpoint: Arc<str>,
-    client: reqwest::Client,
+    http: HttpModel,
     usage: Arc<UsageCounters>,
 }
 
@@ -214,10 +210,7 @@ impl fmt::Debug for AnthropicChatModel {
 impl AnthropicChatModel {
     /// A model with its own HTTP client (with the configured connect timeout).
     pub fn new(config: AnthropicConfig) -> Result<Self, ModelError> {
-        let client = config
-            .limits
-            .client()
-            .map_err(|e| e.into_model_error(&config.model))?;
+        let client = HttpModel::client(&config.limits, &config.model)?;
         Ok(Self::with_client(config, client))
     }
 
@@ -225,9 +218,8 @@ impl AnthropicChatModel {
     /// other limit of the configuration holds.
     pub fn with_client(config: AnthropicConfig, client: reqwest::Client) -> Self {
         AnthropicChatModel {
-            endpoint: config.endpoint().into(),
+            http: HttpModel::new(&config.model, config.endpoint(), &config.limits, client),
             config: Arc::new(config),
-            client,
             usage: Arc::default(),
         }
     }
@@ -244,10 +236,6 @@ impl AnthropicChatModel {
             input_tokens: self.usage.input_tokens.load(Ordering::Relaxed),
             output_tokens: self.usage.output_tokens.load(Ordering::Relaxed),
         }
-    }
-
-    fn model(&self) -> Arc<str> {
-        self.config.model.as_str().into()
     }
 
     /// The JSON body of a request.
@@ -304,94 +292,6 @@ impl AnthropicChatModel {
             body.insert(k.clone(), v.clone());
         }
         Value::Object(body)
-    }
-
-    async fn send(
-        &self,
-        call: &HttpCall,
-        request: &ChatRequest,
-        stream: bool,
-    ) -> Result<reqwest::Response, ModelError> {
-        let mut http = self
-            .client
-            .post(&*self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("anthropic-version", &self.config.version)
-            .body(self.request_body(request, stream).to_string());
-        if let Some(key) = &self.config.api_key {
-            http = http.header("x-api-key", key);
-        }
-        let response = call
-            .send(http)
-            .await
-            .map_err(|e| match e {
-                HttpError::Connection { message } => HttpError::Connection {
-                    message: format!("POST {}: {message}", self.endpoint),
-                },
-                other => other,
-            })
-            .map_err(|e| self.http_failed(e))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
-        let text = call.error_body(response).await;
-        let body = serde_json::from_str::<ErrorBody>(&text)
-            .ok()
-            .map(|b| format!("{}: {}", b.error.kind, b.error.message))
-            .unwrap_or(text);
-        Err(ModelError::Http {
-            model: self.model(),
-            status: status.as_u16(),
-            body: truncate(&body, 500).into(),
-            retry_after,
-        })
-    }
-
-    fn http_failed(&self, e: HttpError) -> ModelError {
-        e.into_model_error(&self.config.model)
-    }
-
-    fn malformed(&self, message: impl fmt::Display) -> ModelError {
-        ModelError::Malformed {
-            model: self.model(),
-            message: message.to_string().into(),
-        }
-    }
-
-    fn parse_reply(&self, text: &str) -> Result<Message, ModelError> {
-        let reply: Reply = serde_json::from_str(text).map_err(|e| {
-            self.malformed(format_args!(
-                "{e}; the body starts: {}",
-                truncate(text, 200)
-            ))
-        })?;
-        if let Some(usage) = &reply.usage {
-            self.usage.add(usage.input_tokens, usage.output_tokens);
-        }
-        let usage = reply.usage.map(|u| Box::new(u.report()));
-        let mut content = String::new();
-        let mut calls = Vec::new();
-        for block in reply.content {
-            match block {
-                Block::Text { text } => content.push_str(&text),
-                Block::ToolUse { id, name, input } => {
-                    calls.push(ToolCall::new(id, name, input.to_string()))
-                }
-                Block::Other => {}
-            }
-        }
-        Ok(Message {
-            usage,
-            ..Message::assistant_tool_calls(content, calls)
-        })
     }
 }
 
@@ -572,6 +472,74 @@ enum Delta {
     Other,
 }
 
+impl WireFormat for AnthropicChatModel {
+    type Decoder = Events;
+
+    fn http(&self) -> &HttpModel {
+        &self.http
+    }
+
+    fn body(&self, request: &ChatRequest, stream: bool) -> Value {
+        self.request_body(request, stream)
+    }
+
+    fn headers(&self, post: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let post = post.header("anthropic-version", &self.config.version);
+        match &self.config.api_key {
+            Some(key) => post.header("x-api-key", key),
+            None => post,
+        }
+    }
+
+    fn error_message(body: &str) -> Option<String> {
+        serde_json::from_str::<ErrorBody>(body)
+            .ok()
+            .map(|b| format!("{}: {}", b.error.kind, b.error.message))
+    }
+
+    fn retry_after(value: &str) -> Option<Duration> {
+        value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            // A wait too long for a `Duration` (a hostile `1e30`) is the longest one: the
+            // retry policy caps it at its `max_backoff`.
+            .map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
+    }
+
+    fn parse_reply(&self, text: &str) -> Result<Message, ModelError> {
+        let reply: Reply = self.http.parse_body(text)?;
+        if let Some(usage) = &reply.usage {
+            self.usage.add(usage.input_tokens, usage.output_tokens);
+        }
+        let usage = reply.usage.map(|u| Box::new(u.report()));
+        let mut content = String::new();
+        let mut calls = Vec::new();
+        for block in reply.content {
+            match block {
+                Block::Text { text } => content.push_str(&text),
+                Block::ToolUse { id, name, input } => {
+                    calls.push(ToolCall::new(id, name, input.to_string()))
+                }
+                Block::Other => {}
+            }
+        }
+        Ok(Message {
+            usage,
+            ..Message::assistant_tool_calls(content, calls)
+        })
+    }
+
+    fn decoder(&self) -> Events {
+        Events {
+            counters: Arc::clone(&self.usage),
+            usage: Usage::default(),
+            usage_reported: false,
+        }
+    }
+}
+
 #[async_trait]
 impl ChatModel for AnthropicChatModel {
     fn model_name(&self) -> &str {
@@ -579,103 +547,33 @@ impl ChatModel for AnthropicChatModel {
     }
 
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
-        let call = HttpCall::start(&self.config.limits);
-        let response = self.send(&call, request, false).await?;
-        let body = call.body(response).await.map_err(|e| self.http_failed(e))?;
-        self.parse_reply(&String::from_utf8_lossy(&body))
+        http_model::generate(self, request).await
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
-        let call = HttpCall::start(&self.config.limits);
-        let response = self.send(&call, request, true).await?;
-        let is_json = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
-            // The server sent the whole reply instead of a stream.
-            let body = call.body(response).await.map_err(|e| self.http_failed(e))?;
-            let whole = self.parse_reply(&String::from_utf8_lossy(&body))?;
-            return Ok(futures::stream::once(async move { Ok(whole) }).boxed());
-        }
-        Ok(sse_chunks(self.clone(), call.events(response)))
+        http_model::stream(self, request).await
     }
 }
 
-/// The state of a streamed reply being turned into chunks.
-struct Sse {
-    model: AnthropicChatModel,
-    ready: VecDeque<Result<Message, ModelError>>,
+/// The events of a streamed reply turned into chunks, with the reply's usage.
+pub(crate) struct Events {
+    /// The model's usage counters, which the reply's usage is added to.
+    counters: Arc<UsageCounters>,
     usage: Usage,
     /// The server reported usage (in `message_start` or `message_delta`).
     usage_reported: bool,
-    /// `message_stop` was seen.
-    finished: bool,
-    done: bool,
 }
 
-fn sse_chunks(
-    model: AnthropicChatModel,
-    events: BoxStream<'static, Result<SseEvent, HttpError>>,
-) -> ModelStream {
-    let state = Sse {
-        model,
-        ready: VecDeque::new(),
-        usage: Usage::default(),
-        usage_reported: false,
-        finished: false,
-        done: false,
-    };
-    futures::stream::unfold((state, events), |(mut st, mut events)| async move {
-        loop {
-            if let Some(item) = st.ready.pop_front() {
-                if item.is_err() {
-                    st.done = true;
-                    st.ready.clear();
-                }
-                return Some((item, (st, events)));
-            }
-            if st.done {
-                return None;
-            }
-            match events.next().await {
-                Some(Ok(event)) => st.event(&event.data),
-                Some(Err(e)) => st.ready.push_back(Err(st.model.http_failed(e))),
-                None => {
-                    st.done = true;
-                    if !st.finished {
-                        let error = ModelError::StreamInterrupted {
-                            model: st.model.model(),
-                            message: "the stream ended before the reply was complete (no \
-                                      message_stop event)"
-                                .into(),
-                        };
-                        return Some((Err(error), (st, events)));
-                    }
-                }
-            }
-        }
-    })
-    .boxed()
-}
+impl ChunkDecoder for Events {
+    const MISSING_END: &'static str = "no message_stop event";
 
-impl Sse {
-    fn event(&mut self, data: &str) {
+    fn event(&mut self, data: &str, out: &mut Chunks) {
         if data.trim().is_empty() {
             return;
         }
-        let event: StreamEvent = match serde_json::from_str(data) {
+        let event: StreamEvent = match out.http().parse_piece("event", data) {
             Ok(event) => event,
-            Err(e) => {
-                let error = self.model.malformed(format_args!(
-                    "a stream event is not valid: {e}; the event starts: {}",
-                    truncate(data, 200)
-                ));
-                self.ready.push_back(Err(error));
-                self.done = true;
-                return;
-            }
+            Err(error) => return out.fail(error),
         };
         match event {
             StreamEvent::MessageStart { message } => {
@@ -689,7 +587,7 @@ impl Sse {
                 content_block,
             } => match content_block {
                 Block::Text { text } if !text.is_empty() => {
-                    self.ready.push_back(Ok(Message::assistant(text)));
+                    out.push(Message::assistant(text));
                 }
                 Block::ToolUse { id, name, input } => {
                     // The input usually arrives in `input_json_delta`s; a start block that
@@ -704,14 +602,13 @@ impl Sse {
                         name,
                         arguments,
                     };
-                    self.ready
-                        .push_back(Ok(Message::assistant_tool_calls("", vec![call])));
+                    out.push(Message::assistant_tool_calls("", vec![call]));
                 }
                 _ => {}
             },
             StreamEvent::ContentBlockDelta { index, delta } => match delta {
                 Delta::Text { text } if !text.is_empty() => {
-                    self.ready.push_back(Ok(Message::assistant(text)));
+                    out.push(Message::assistant(text));
                 }
                 Delta::InputJson { partial_json } if !partial_json.is_empty() => {
                     let call = ToolCall {
@@ -720,8 +617,7 @@ impl Sse {
                         name: String::new(),
                         arguments: partial_json,
                     };
-                    self.ready
-                        .push_back(Ok(Message::assistant_tool_calls("", vec![call])));
+                    out.push(Message::assistant_tool_calls("", vec![call]));
                 }
                 _ => {}
             },
@@ -742,30 +638,25 @@ impl Sse {
                 }
             }
             StreamEvent::MessageStop {} => {
-                self.finished = true;
-                self.done = true;
-                self.model
-                    .usage
+                out.finished();
+                out.end();
+                self.counters
                     .add(self.usage.input_tokens, self.usage.output_tokens);
                 if self.usage_reported {
                     // The reply's usage, on a last chunk of its own (see `Message::usage`).
-                    self.ready.push_back(Ok(Message {
+                    out.push(Message {
                         usage: Some(Box::new(self.usage.report())),
                         ..Message::assistant("")
-                    }));
+                    });
                 }
             }
             StreamEvent::Error { error } => {
-                self.ready.push_back(Err(ModelError::StreamInterrupted {
-                    model: self.model.model(),
-                    message: format!(
-                        "the server reported an error: {}: {}",
-                        error.kind,
-                        truncate(&error.message, 500)
-                    )
-                    .into(),
-                }));
-                self.done = true;
+                let error = out.http().reported_error(format_args!(
+                    "{}: {}",
+                    error.kind,
+                    truncate(&error.message, 500)
+                ));
+                out.fail(error);
             }
             StreamEvent::ContentBlockStop {} | StreamEvent::Ping {} | StreamEvent::Unknown => {}
         }

@@ -26,6 +26,8 @@ use crate::message::{Message, MessageRef};
 mod anthropic;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_model;
 #[cfg(feature = "openai")]
 mod openai;
 mod params;

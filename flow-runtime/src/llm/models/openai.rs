@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::http::{HttpCall, HttpError, HttpLimits, SseEvent};
+use super::http::HttpLimits;
+use super::http_model::{self, env_var, ChunkDecoder, Chunks, HttpModel, WireFormat};
 use super::{truncate, ChatModel, ChatRequest, ModelError, ModelStream, Usage};
 use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 
@@ -60,12 +60,11 @@ impl OpenAiConfig {
     /// `OPENAI_MODEL` (default [`DEFAULT_MODEL`](Self::DEFAULT_MODEL)). Empty values count as
     /// unset.
     pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         OpenAiConfig {
-            api_key: var("OPENAI_API_KEY"),
+            api_key: env_var("OPENAI_API_KEY"),
             ..Self::new(
-                var("OPENAI_BASE_URL").unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
-                var("OPENAI_MODEL").unwrap_or_else(|| Self::DEFAULT_MODEL.to_owned()),
+                env_var("OPENAI_BASE_URL").unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+                env_var("OPENAI_MODEL").unwrap_or_else(|| Self::DEFAULT_MODEL.to_owned()),
             )
         }
     }
@@ -132,8 +131,7 @@ impl fmt::Debug for OpenAiConfig {
 #[derive(Clone)]
 pub struct OpenAiChatModel {
     config: Arc<OpenAiConfig>,
-    endpoint: Arc<str>,
-    client: reqwest::Client,
+    http: HttpModel,
 }
 
 impl fmt::Debug for OpenAiChatModel {
@@ -148,10 +146,7 @@ impl OpenAiChatModel {
     /// A model with its own HTTP client (with the configured connect timeout). Fails only if
     /// the client cannot be set up.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let client = config
-            .limits
-            .client()
-            .map_err(|e| e.into_model_error(&config.model))?;
+        let client = HttpModel::client(&config.limits, &config.model)?;
         Ok(Self::with_client(config, client))
     }
 
@@ -159,19 +154,14 @@ impl OpenAiChatModel {
     /// client's own connect timeout applies; every other limit of the configuration holds.
     pub fn with_client(config: OpenAiConfig, client: reqwest::Client) -> Self {
         OpenAiChatModel {
-            endpoint: config.endpoint().into(),
+            http: HttpModel::new(&config.model, config.endpoint(), &config.limits, client),
             config: Arc::new(config),
-            client,
         }
     }
 
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
-    }
-
-    fn model(&self) -> Arc<str> {
-        self.config.model.as_str().into()
     }
 
     /// The JSON body of a request.
@@ -216,84 +206,13 @@ impl OpenAiChatModel {
         Value::Object(body)
     }
 
-    async fn send(
-        &self,
-        call: &HttpCall,
-        request: &ChatRequest,
-        stream: bool,
-    ) -> Result<reqwest::Response, ModelError> {
-        let mut http = self
-            .client
-            .post(&*self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(self.request_body(request, stream).to_string());
-        if let Some(key) = &self.config.api_key {
-            http = http.bearer_auth(key);
-        }
-        let response = call.send(http).await.map_err(|e| match e {
-            HttpError::Connection { message } => HttpError::Connection {
-                message: format!("POST {}: {message}", self.endpoint),
-            },
-            other => other,
-        });
-        let response = response.map_err(|e| self.http_failed(e))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let text = call.error_body(response).await;
-        let body = serde_json::from_str::<ErrorBody>(&text)
-            .ok()
-            .and_then(|b| b.error)
-            .map(|e| e.message)
-            .unwrap_or(text);
-        Err(ModelError::Http {
-            model: self.model(),
-            status: status.as_u16(),
-            body: truncate(&body, 500).into(),
-            retry_after,
-        })
-    }
-
-    fn http_failed(&self, e: HttpError) -> ModelError {
-        e.into_model_error(&self.config.model)
-    }
-
-    /// Reads a whole body under the size limit and parses it as a completion.
-    async fn whole(
-        &self,
-        call: &HttpCall,
-        response: reqwest::Response,
-    ) -> Result<Message, ModelError> {
-        let body = call.body(response).await.map_err(|e| self.http_failed(e))?;
-        self.parse_completion(&String::from_utf8_lossy(&body))
-    }
-
-    fn malformed(&self, message: impl fmt::Display) -> ModelError {
-        ModelError::Malformed {
-            model: self.model(),
-            message: message.to_string().into(),
-        }
-    }
-
     fn parse_completion(&self, text: &str) -> Result<Message, ModelError> {
-        let body: Completion = serde_json::from_str(text).map_err(|e| {
-            self.malformed(format_args!(
-                "{e}; the body starts: {}",
-                truncate(text, 200)
-            ))
-        })?;
+        let body: Completion = self.http.parse_body(text)?;
         let choice = body
             .choices
             .into_iter()
             .next()
-            .ok_or_else(|| self.malformed("the reply has no choices"))?;
+            .ok_or_else(|| self.http.malformed("the reply has no choices"))?;
         let m = choice.message;
         let tool_calls = m
             .tool_calls
@@ -472,6 +391,44 @@ struct StreamChoice {
     finish_reason: Option<String>,
 }
 
+impl WireFormat for OpenAiChatModel {
+    type Decoder = Deltas;
+
+    fn http(&self) -> &HttpModel {
+        &self.http
+    }
+
+    fn body(&self, request: &ChatRequest, stream: bool) -> Value {
+        self.request_body(request, stream)
+    }
+
+    fn headers(&self, post: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.config.api_key {
+            Some(key) => post.bearer_auth(key),
+            None => post,
+        }
+    }
+
+    fn error_message(body: &str) -> Option<String> {
+        serde_json::from_str::<ErrorBody>(body)
+            .ok()
+            .and_then(|b| b.error)
+            .map(|e| e.message)
+    }
+
+    fn retry_after(value: &str) -> Option<Duration> {
+        value.trim().parse::<u64>().ok().map(Duration::from_secs)
+    }
+
+    fn parse_reply(&self, text: &str) -> Result<Message, ModelError> {
+        self.parse_completion(text)
+    }
+
+    fn decoder(&self) -> Deltas {
+        Deltas
+    }
+}
+
 #[async_trait]
 impl ChatModel for OpenAiChatModel {
     fn model_name(&self) -> &str {
@@ -479,114 +436,38 @@ impl ChatModel for OpenAiChatModel {
     }
 
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
-        let call = HttpCall::start(&self.config.limits);
-        let response = self.send(&call, request, false).await?;
-        self.whole(&call, response).await
+        http_model::generate(self, request).await
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
-        let call = HttpCall::start(&self.config.limits);
-        let response = self.send(&call, request, true).await?;
-        let is_json = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
-            // The server ignored `stream: true` and sent the whole reply.
-            let whole = self.whole(&call, response).await?;
-            return Ok(futures::stream::once(async move { Ok(whole) }).boxed());
-        }
-        Ok(sse_chunks(self.clone(), call.events(response)).boxed())
+        http_model::stream(self, request).await
     }
 }
 
-/// Turns the server-sent events of a streamed reply into message chunks.
-struct Sse {
-    model: OpenAiChatModel,
-    ready: std::collections::VecDeque<Result<Message, ModelError>>,
-    finished: bool,
-    done: bool,
-}
+/// Turns the chunks of a streamed completion (their `delta`s) into message chunks.
+pub(crate) struct Deltas;
 
-fn sse_chunks(
-    model: OpenAiChatModel,
-    events: futures::stream::BoxStream<'static, Result<SseEvent, HttpError>>,
-) -> impl futures::Stream<Item = Result<Message, ModelError>> {
-    let state = Sse {
-        model,
-        ready: Default::default(),
-        finished: false,
-        done: false,
-    };
-    futures::stream::unfold((state, events), |(mut st, mut events)| async move {
-        loop {
-            if let Some(item) = st.ready.pop_front() {
-                if item.is_err() {
-                    st.done = true;
-                    st.ready.clear();
-                }
-                return Some((item, (st, events)));
-            }
-            if st.done {
-                return None;
-            }
-            match events.next().await {
-                Some(Ok(event)) => st.event(&event.data),
-                Some(Err(e)) => st.ready.push_back(Err(st.model.http_failed(e))),
-                None => {
-                    st.done = true;
-                    if !st.finished {
-                        let error = ModelError::StreamInterrupted {
-                            model: st.model.model(),
-                            message: "the stream ended before the reply was complete (no \
-                                      finish_reason and no [DONE])"
-                                .into(),
-                        };
-                        return Some((Err(error), (st, events)));
-                    }
-                }
-            }
-        }
-    })
-}
+impl ChunkDecoder for Deltas {
+    const MISSING_END: &'static str = "no finish_reason and no [DONE]";
 
-impl Sse {
-    fn event(&mut self, data: &str) {
+    fn event(&mut self, data: &str, out: &mut Chunks) {
         if data.trim() == "[DONE]" {
-            self.finished = true;
-            self.done = true;
-            return;
+            out.finished();
+            return out.end();
         }
-        let chunk: StreamChunk = match serde_json::from_str(data) {
+        let chunk: StreamChunk = match out.http().parse_piece("chunk", data) {
             Ok(chunk) => chunk,
-            Err(e) => {
-                let error = self.model.malformed(format_args!(
-                    "a stream chunk is not valid: {e}; the chunk starts: {}",
-                    truncate(data, 200)
-                ));
-                self.ready.push_back(Err(error));
-                self.done = true;
-                return;
-            }
+            Err(error) => return out.fail(error),
         };
         if let Some(error) = chunk.error {
-            self.ready.push_back(Err(ModelError::StreamInterrupted {
-                model: self.model.model(),
-                // Cut like an HTTP error body: LiteLLM's carries a whole Python traceback.
-                message: format!(
-                    "the server reported an error: {}",
-                    truncate(&error.message, 500)
-                )
-                .into(),
-            }));
-            self.done = true;
-            return;
+            // Cut like an HTTP error body: LiteLLM's carries a whole Python traceback.
+            let error = out.http().reported_error(truncate(&error.message, 500));
+            return out.fail(error);
         }
         let usage = chunk.usage.map(|u| Box::new(u.usage()));
         for choice in chunk.choices {
             if choice.finish_reason.is_some() {
-                self.finished = true;
+                out.finished();
             }
             let delta = choice.delta;
             let tool_calls: Vec<ToolCall> = delta
@@ -606,17 +487,16 @@ impl Sse {
                 .collect();
             let content = delta.content.unwrap_or_default();
             if !content.is_empty() || !tool_calls.is_empty() {
-                self.ready
-                    .push_back(Ok(Message::assistant_tool_calls(content, tool_calls)));
+                out.push(Message::assistant_tool_calls(content, tool_calls));
             }
         }
         if let Some(usage) = usage {
             // With `include_usage`, the last chunk before `[DONE]` has no choices and the
             // call's usage.
-            self.ready.push_back(Ok(Message {
+            out.push(Message {
                 usage: Some(usage),
                 ..Message::assistant("")
-            }));
+            });
         }
     }
 }
@@ -662,7 +542,10 @@ mod tests {
             OpenAiConfig::new("http://127.0.0.1:1/v1/", "m").extra("temperature", json!(0)),
         )
         .unwrap();
-        assert_eq!(&*model.endpoint, "http://127.0.0.1:1/v1/chat/completions");
+        assert_eq!(
+            model.http.endpoint(),
+            "http://127.0.0.1:1/v1/chat/completions"
+        );
         let request = ChatRequest::new([
             Arc::new(Message::system("be brief")),
             Arc::new(Message::user("hi")),
