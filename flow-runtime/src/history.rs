@@ -1,6 +1,5 @@
 //! What an agent sees of the conversation: history entries, rewriters and context policies.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -248,7 +247,7 @@ pub(crate) struct InputCache {
     /// form every agent of the run shares.
     sources: Vec<Option<Arc<SessionEvent>>>,
     /// The agents with an entry (user input aside).
-    authors: HashSet<Arc<str>>,
+    authors: rustc_hash::FxHashSet<Arc<str>>,
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
     rewritten: Arc<Vec<MessageRef>>,
     done: usize,
@@ -263,7 +262,7 @@ impl InputCache {
             seen: 0,
             entries: Vec::new(),
             sources: Vec::new(),
-            authors: HashSet::new(),
+            authors: rustc_hash::FxHashSet::default(),
             rewritten: Arc::default(),
             done: 0,
         }
