@@ -759,6 +759,7 @@ async fn filled_cache(
     } else {
         run.visible_events()
     };
+    cache.reserve(events.len());
     for event in &events {
         cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));

@@ -320,6 +320,12 @@ impl InputCache {
         }
     }
 
+    /// Makes room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.entries.reserve(n);
+        self.sources.reserve(n);
+    }
+
     /// Whether `agent` has an entry (as far as this cache knows: an entry left out since may
     /// still count).
     pub(crate) fn has_spoken(&self, agent: &str) -> bool {
@@ -403,7 +409,9 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
         .iter()
         .map(|c| c.name.len() + c.arguments.len() + agent_name.len() + 40)
         .sum();
-    let mut text = String::with_capacity(40 + agent_name.len() + message.content.len() + calls);
+    let tool = message.tool_name.as_deref().map_or(0, str::len);
+    let mut text =
+        String::with_capacity(64 + agent_name.len() + tool + message.content.len() + calls);
     text.push_str("For context:");
     // Written piece by piece: this runs once per message another agent reads.
     let said = |text: &mut String, what: &str| {
