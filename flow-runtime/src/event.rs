@@ -64,12 +64,19 @@ pub struct InterruptInfo {
     /// by the framework.
     #[serde(default)]
     pub address: Vec<InterruptFrame>,
-    /// State a wrapper agent attached while forwarding; moved into its frame by its flow.
+    /// What a wrapper agent attached while forwarding, moved into its frame by its flow
+    /// (boxed: rare, and every event carrying an action moves this struct).
     #[serde(skip)]
-    pub(crate) wrapper_state: Option<serde_json::Value>,
-    /// The tool call a wrapper agent forwarded the interrupt from; moved into its frame.
-    #[serde(skip)]
-    pub(crate) wrapper_tool: Option<ToolFrame>,
+    pub(crate) wrapper: Option<Box<WrapperAttachments>>,
+}
+
+/// What a wrapper agent attaches to an interrupt it forwards.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct WrapperAttachments {
+    /// State the wrapper gets back on resume.
+    pub(crate) state: Option<serde_json::Value>,
+    /// The tool call it forwarded the interrupt from.
+    pub(crate) tool: Option<ToolFrame>,
 }
 
 impl InterruptInfo {
@@ -440,7 +447,7 @@ impl AgentEvent {
     /// Does nothing on other events.
     pub fn attach_interrupt_state(&mut self, state: serde_json::Value) {
         if let Some(Action::Interrupted(info)) = &mut self.action {
-            info.wrapper_state = Some(state);
+            info.wrapper.get_or_insert_with(Box::default).state = Some(state);
         }
     }
 
@@ -448,7 +455,7 @@ impl AgentEvent {
     /// call in the agent's frame of the interrupt's address (`agent:A;tool:NAME:CALL_ID;...`).
     pub(crate) fn attach_interrupt_tool(&mut self, tool: ToolFrame) {
         if let Some(Action::Interrupted(info)) = &mut self.action {
-            info.wrapper_tool = Some(tool);
+            info.wrapper.get_or_insert_with(Box::default).tool = Some(tool);
         }
     }
 

@@ -606,11 +606,12 @@ async fn drive(
                         if own && info.address.is_empty() {
                             info.id = path.to_string();
                         }
-                        let tool = info.wrapper_tool.take();
+                        let wrapper = info.wrapper.take().map(|w| *w).unwrap_or_default();
+                        let tool = wrapper.tool;
                         let frame = InterruptFrame {
                             agent: Arc::clone(&name),
                             run_path: path.clone(),
-                            state: info.wrapper_state.take(),
+                            state: wrapper.state,
                             tool: tool.clone(),
                         };
                         info.address.insert(0, frame);
@@ -758,6 +759,7 @@ async fn filled_cache(
     } else {
         run.visible_events()
     };
+    cache.reserve(events.len());
     for event in &events {
         cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));

@@ -1,6 +1,5 @@
 //! What an agent sees of the conversation: history entries, rewriters and context policies.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -248,7 +247,7 @@ pub(crate) struct InputCache {
     /// form every agent of the run shares.
     sources: Vec<Option<Arc<SessionEvent>>>,
     /// The agents with an entry (user input aside).
-    authors: HashSet<Arc<str>>,
+    authors: rustc_hash::FxHashSet<Arc<str>>,
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
     rewritten: Arc<Vec<MessageRef>>,
     done: usize,
@@ -263,7 +262,7 @@ impl InputCache {
             seen: 0,
             entries: Vec::new(),
             sources: Vec::new(),
-            authors: HashSet::new(),
+            authors: rustc_hash::FxHashSet::default(),
             rewritten: Arc::default(),
             done: 0,
         }
@@ -319,6 +318,12 @@ impl InputCache {
             Arc::make_mut(&mut self.rewritten).pop();
             self.done -= 1;
         }
+    }
+
+    /// Makes room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.entries.reserve(n);
+        self.sources.reserve(n);
     }
 
     /// Whether `agent` has an entry (as far as this cache knows: an entry left out since may
@@ -404,7 +409,9 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
         .iter()
         .map(|c| c.name.len() + c.arguments.len() + agent_name.len() + 40)
         .sum();
-    let mut text = String::with_capacity(40 + agent_name.len() + message.content.len() + calls);
+    let tool = message.tool_name.as_deref().map_or(0, str::len);
+    let mut text =
+        String::with_capacity(64 + agent_name.len() + tool + message.content.len() + calls);
     text.push_str("For context:");
     // Written piece by piece: this runs once per message another agent reads.
     let said = |text: &mut String, what: &str| {

@@ -153,6 +153,9 @@ pub struct Session {
     /// Per node (name, skip-transfer flag): what its input was built from last time; under
     /// the name `None`, the input shared by every node that has not spoken yet.
     inputs: Mutex<rustc_hash::FxHashMap<InputKey, InputCache>>,
+    /// The shared input caches (key `(None, skip)`), one per skip flag: read on every hop, so
+    /// kept out of the map.
+    shared_inputs: Mutex<[Option<InputCache>; 2]>,
 }
 
 impl Session {
@@ -177,6 +180,7 @@ impl Session {
             events: Mutex::default(),
             values: Arc::clone(&self.values),
             inputs: Mutex::default(),
+            shared_inputs: Mutex::default(),
         })
     }
 
@@ -205,12 +209,24 @@ impl Session {
 
     /// Takes the input cache of a node out (it is put back when its input is built).
     pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<InputCache> {
-        self.inputs.lock().expect("session lock").remove(key)
+        match key {
+            (None, skip) => {
+                self.shared_inputs.lock().expect("session lock")[usize::from(*skip)].take()
+            }
+            _ => self.inputs.lock().expect("session lock").remove(key),
+        }
     }
 
     /// Puts a node's input cache back.
     pub(crate) fn put_input_cache(&self, key: InputKey, cache: InputCache) {
-        self.inputs.lock().expect("session lock").insert(key, cache);
+        match key {
+            (None, skip) => {
+                self.shared_inputs.lock().expect("session lock")[usize::from(skip)] = Some(cache);
+            }
+            _ => {
+                self.inputs.lock().expect("session lock").insert(key, cache);
+            }
+        }
     }
 
     /// Number of recorded events.
