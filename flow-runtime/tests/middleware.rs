@@ -532,8 +532,8 @@ impl Middleware for Greeter {
     }
 }
 
-#[test]
-fn before_agent_on_a_node_answers_in_the_agents_place_and_the_answer_is_recorded() {
+/// `triage` hands over to `refund`, whose node has the [`Greeter`].
+fn greeted_desk() -> FlowAgent {
     let root = FnAgent::new("triage", |cx, _| async move {
         cx.transfer("refund");
         Ok(())
@@ -542,11 +542,16 @@ fn before_agent_on_a_node_answers_in_the_agents_place_and_the_answer_is_recorded
         cx.say("refund agent ran");
         Ok(())
     });
-    let tree = set_sub_agents(
+    set_sub_agents(
         FlowAgent::new(root),
         [FlowAgent::new(refund).middleware(Greeter)],
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn before_agent_on_a_node_answers_in_the_agents_place_and_the_answer_is_recorded() {
+    let tree = greeted_desk();
     let (events, session) = run(&Runner::new(tree), "hello");
     let lines: Vec<String> = events
         .iter()
@@ -565,19 +570,7 @@ fn before_agent_on_a_node_answers_in_the_agents_place_and_the_answer_is_recorded
 
 #[test]
 fn an_answer_in_the_agents_place_past_the_event_limit_is_the_limit_error_not_a_record() {
-    let root = FnAgent::new("triage", |cx, _| async move {
-        cx.transfer("refund");
-        Ok(())
-    });
-    let refund = FnAgent::new("refund", |cx, _| async move {
-        cx.say("refund agent ran");
-        Ok(())
-    });
-    let tree = set_sub_agents(
-        FlowAgent::new(root),
-        [FlowAgent::new(refund).middleware(Greeter)],
-    )
-    .unwrap();
+    let tree = greeted_desk();
     // triage's two events fill the run's record: the greeting would be the third.
     let runner = Runner::new(tree).limits(RunLimits::default().max_events(2));
     let (events, session) = run(&runner, "hello");
