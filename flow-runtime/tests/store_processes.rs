@@ -180,13 +180,6 @@ fn wait_all(children: Vec<Child>) {
     }
 }
 
-fn work_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-procs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 async fn interrupt(runner: &Runner, id: &str) {
     let events: Vec<_> = runner
         .run_checkpointed(id, Session::new(), [Arc::new(Message::user("refund me"))])
@@ -300,89 +293,4 @@ async fn drain(backend: &str, work: &Path) {
     assert!(busy > 1, "only {busy} worker drained");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_race() {
-    let work = work_dir("file-race");
-    race(&format!("file:{}", work.join("store").display()), &work).await;
-    std::fs::remove_dir_all(&work).unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_takeover() {
-    let work = work_dir("file-takeover");
-    takeover(&format!("file:{}", work.join("store").display()), &work).await;
-    std::fs::remove_dir_all(&work).unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_drain() {
-    let work = work_dir("file-drain");
-    drain(&format!("file:{}", work.join("store").display()), &work).await;
-    std::fs::remove_dir_all(&work).unwrap();
-}
-
-#[cfg(feature = "sqlite")]
-mod sqlite {
-    use super::*;
-
-    fn backend(work: &Path) -> String {
-        format!("sqlite:{}", work.join("store.db").display())
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite_race() {
-        let work = work_dir("sqlite-race");
-        race(&backend(&work), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite_takeover() {
-        let work = work_dir("sqlite-takeover");
-        takeover(&backend(&work), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite_drain() {
-        let work = work_dir("sqlite-drain");
-        drain(&backend(&work), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-}
-
-#[cfg(feature = "postgres")]
-mod postgres {
-    use super::*;
-    use flow_runtime::testing::fresh_postgres_database as fresh_database;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_race() {
-        let Some(url) = fresh_database("race").await else {
-            return;
-        };
-        let work = work_dir("pg-race");
-        race(&format!("postgres:{url}"), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_takeover() {
-        let Some(url) = fresh_database("takeover").await else {
-            return;
-        };
-        let work = work_dir("pg-takeover");
-        takeover(&format!("postgres:{url}"), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_drain() {
-        let Some(url) = fresh_database("drain").await else {
-            return;
-        };
-        let work = work_dir("pg-drain");
-        drain(&format!("postgres:{url}"), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-}
+support::processes::on_every_store!("procs": race, takeover, drain);

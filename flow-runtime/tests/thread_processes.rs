@@ -129,13 +129,6 @@ fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
         .unwrap()
 }
 
-fn work_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-turns-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn worker_lines(work: &Path) -> Vec<String> {
     (0..WORKERS)
         .flat_map(|w| lines(&work.join(format!("worker-{w}.log"))))
@@ -247,65 +240,4 @@ async fn turn_takeover(backend: &str, work: &Path) {
     assert_eq!(input[0].content, "held-2");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_turn_race() {
-    let work = work_dir("file-race");
-    turn_race(&format!("file:{}", work.join("store").display()), &work).await;
-    std::fs::remove_dir_all(&work).unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_turn_takeover() {
-    let work = work_dir("file-takeover");
-    turn_takeover(&format!("file:{}", work.join("store").display()), &work).await;
-    std::fs::remove_dir_all(&work).unwrap();
-}
-
-#[cfg(feature = "sqlite")]
-mod sqlite {
-    use super::*;
-
-    fn backend(work: &Path) -> String {
-        format!("sqlite:{}", work.join("store.db").display())
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite_turn_race() {
-        let work = work_dir("sqlite-race");
-        turn_race(&backend(&work), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite_turn_takeover() {
-        let work = work_dir("sqlite-takeover");
-        turn_takeover(&backend(&work), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-}
-
-#[cfg(feature = "postgres")]
-mod postgres {
-    use super::*;
-    use flow_runtime::testing::fresh_postgres_database as fresh_database;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_turn_race() {
-        let Some(url) = fresh_database("turn_race").await else {
-            return;
-        };
-        let work = work_dir("pg-race");
-        turn_race(&format!("postgres:{url}"), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_turn_takeover() {
-        let Some(url) = fresh_database("turn_takeover").await else {
-            return;
-        };
-        let work = work_dir("pg-takeover");
-        turn_takeover(&format!("postgres:{url}"), &work).await;
-        std::fs::remove_dir_all(&work).unwrap();
-    }
-}
+support::processes::on_every_store!("turns": turn_race, turn_takeover);

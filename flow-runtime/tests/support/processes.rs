@@ -2,8 +2,9 @@
 //! several processes append to, and a barrier.
 
 use std::fs::OpenOptions;
+use std::future::Future;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use flow_runtime::{FileStore, FlowAgent, Runner};
@@ -55,3 +56,79 @@ pub fn barrier(work: &Path, name: &str, me: usize, n: usize) {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// A kind of store the worker-process tests run on.
+#[derive(Clone, Copy, Debug)]
+pub enum StoreKind {
+    /// A `FileStore` in the work directory.
+    File,
+    /// A SQLite file in the work directory.
+    #[cfg(feature = "sqlite")]
+    Sqlite,
+    /// A fresh database on the PostgreSQL server of `AGENTFLOW_PG_URL`.
+    #[cfg(feature = "postgres")]
+    Postgres,
+}
+
+/// Runs `scenario(backend, work)` on a fresh store of `kind` (see [`runner_on`] for `backend`)
+/// with a fresh work directory named after `suite` and `name`, then removes the directory.
+/// Without a PostgreSQL server, a `Postgres` run skips (or fails in CI).
+pub async fn on_fresh_store<F, Fut>(suite: &str, name: &str, kind: StoreKind, scenario: F)
+where
+    F: FnOnce(String, PathBuf) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let work = std::env::temp_dir().join(format!(
+        "agentflow-{suite}-{name}-{kind:?}-{}",
+        std::process::id()
+    ));
+    let backend = match kind {
+        StoreKind::File => format!("file:{}", work.join("store").display()),
+        #[cfg(feature = "sqlite")]
+        StoreKind::Sqlite => format!("sqlite:{}", work.join("store.db").display()),
+        #[cfg(feature = "postgres")]
+        StoreKind::Postgres => {
+            let Some(url) = flow_runtime::testing::fresh_postgres_database(name).await else {
+                return;
+            };
+            format!("postgres:{url}")
+        }
+    };
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    scenario(backend, work.clone()).await;
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// Declares, for each scenario `async fn NAME(backend: &str, work: &Path)` of the calling test
+/// file, one test per store kind: `file::NAME`, `sqlite::NAME` (feature `sqlite`) and
+/// `postgres::NAME` (feature `postgres`), each on a fresh store ([`on_fresh_store`]).
+// `support` is compiled into every test file; only the process tests use this.
+#[allow(unused_macros)]
+macro_rules! on_every_store {
+    ($suite:literal: $($scenario:ident),+ $(,)?) => {
+        $crate::support::processes::on_every_store!(@kind file, File, $suite: $($scenario),+);
+        #[cfg(feature = "sqlite")]
+        $crate::support::processes::on_every_store!(@kind sqlite, Sqlite, $suite: $($scenario),+);
+        #[cfg(feature = "postgres")]
+        $crate::support::processes::on_every_store!(@kind postgres, Postgres, $suite: $($scenario),+);
+    };
+    (@kind $module:ident, $kind:ident, $suite:literal: $($scenario:ident),+) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    $crate::support::processes::on_fresh_store(
+                        $suite,
+                        stringify!($scenario),
+                        $crate::support::processes::StoreKind::$kind,
+                        |backend, work| async move { super::$scenario(&backend, &work).await },
+                    )
+                    .await;
+                }
+            )+
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_every_store;
