@@ -14,7 +14,7 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,12 +24,8 @@ use flow_runtime::{
 };
 use futures::StreamExt;
 use serde_json::json;
-use support::processes::{append, barrier, lines};
+use support::processes::{append, barrier, lines, spawn_worker, worker_orders, Orders};
 
-const ROLE: &str = "AGENTFLOW_TEST_WORKER";
-const BACKEND: &str = "AGENTFLOW_TEST_BACKEND";
-const WORK_DIR: &str = "AGENTFLOW_TEST_WORK_DIR";
-const WORKER: &str = "AGENTFLOW_TEST_WORKER_NO";
 const TRIALS: usize = 50;
 const WORKERS: usize = 4;
 const APPROVALS: usize = 1000;
@@ -114,12 +110,15 @@ async fn resume(runner: &Runner, id: &str) -> Result<bool, CheckpointError> {
 /// Runs only as a worker process of the tests below.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_entry() {
-    let Ok(role) = std::env::var(ROLE) else {
+    let Some(Orders {
+        role,
+        backend,
+        work,
+        me,
+    }) = worker_orders()
+    else {
         return;
     };
-    let backend = std::env::var(BACKEND).unwrap();
-    let work = PathBuf::from(std::env::var(WORK_DIR).unwrap());
-    let me: usize = std::env::var(WORKER).unwrap().parse().unwrap();
     let store = open(&backend).await;
     let log = work.join(format!("worker-{me}.log"));
     match role.as_str() {
@@ -162,15 +161,7 @@ async fn worker_entry() {
 }
 
 fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "worker_entry", "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .env(BACKEND, backend)
-        .env(WORK_DIR, work)
-        .env(WORKER, me.to_string())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+    spawn_worker("worker_entry", role, backend, work, me)
 }
 
 fn wait_all(children: Vec<Child>) {

@@ -14,7 +14,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,12 +23,8 @@ use flow_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
     TurnOutcome,
 };
-use support::processes::{append, barrier, lines, runner_on};
+use support::processes::{append, barrier, lines, runner_on, spawn_worker, worker_orders, Orders};
 
-const ROLE: &str = "AGENTFLOW_TEST_TURN_WORKER";
-const BACKEND: &str = "AGENTFLOW_TEST_TURN_BACKEND";
-const WORK_DIR: &str = "AGENTFLOW_TEST_TURN_WORK_DIR";
-const WORKER: &str = "AGENTFLOW_TEST_TURN_WORKER_NO";
 const TRIALS: usize = 10;
 const WORKERS: usize = 2;
 /// The lease of the turn that is killed: short, so the test waits little for the takeover.
@@ -73,12 +69,15 @@ fn label(text: &str) -> Label {
 /// Runs only as a worker process of the tests below.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turn_worker() {
-    let Ok(role) = std::env::var(ROLE) else {
+    let Some(Orders {
+        role,
+        backend,
+        work,
+        me,
+    }) = worker_orders()
+    else {
         return;
     };
-    let backend = std::env::var(BACKEND).unwrap();
-    let work = PathBuf::from(std::env::var(WORK_DIR).unwrap());
-    let me: usize = std::env::var(WORKER).unwrap().parse().unwrap();
     let log = work.join(format!("worker-{me}.log"));
     match role.as_str() {
         "race" => {
@@ -118,15 +117,7 @@ async fn turn_worker() {
 }
 
 fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "turn_worker", "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .env(BACKEND, backend)
-        .env(WORK_DIR, work)
-        .env(WORKER, me.to_string())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+    spawn_worker("turn_worker", role, backend, work, me)
 }
 
 fn worker_lines(work: &Path) -> Vec<String> {

@@ -5,6 +5,7 @@ use std::fs::OpenOptions;
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use flow_runtime::{FileStore, FlowAgent, Runner};
@@ -55,6 +56,48 @@ pub fn barrier(work: &Path, name: &str, me: usize, n: usize) {
     while (0..n).any(|w| !work.join(format!("{name}.{w}")).exists()) {
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+const ROLE: &str = "AGENTFLOW_TEST_WORKER";
+const BACKEND: &str = "AGENTFLOW_TEST_BACKEND";
+const WORK_DIR: &str = "AGENTFLOW_TEST_WORK_DIR";
+const WORKER: &str = "AGENTFLOW_TEST_WORKER_NO";
+
+/// What a worker process was started to do (see [`spawn_worker`]).
+pub struct Orders {
+    /// The part it plays.
+    pub role: String,
+    /// Its store (see [`runner_on`]).
+    pub backend: String,
+    /// The test's work directory.
+    pub work: PathBuf,
+    /// Its number among the workers.
+    pub me: usize,
+}
+
+/// This process's orders if it is a worker; `None` in an ordinary test run.
+pub fn worker_orders() -> Option<Orders> {
+    let role = std::env::var(ROLE).ok()?;
+    Some(Orders {
+        role,
+        backend: std::env::var(BACKEND).unwrap(),
+        work: PathBuf::from(std::env::var(WORK_DIR).unwrap()),
+        me: std::env::var(WORKER).unwrap().parse().unwrap(),
+    })
+}
+
+/// Starts this test binary again as worker `me`, running only the test `entry` (which reads
+/// its [`worker_orders`]), to play `role` on `backend`.
+pub fn spawn_worker(entry: &str, role: &str, backend: &str, work: &Path, me: usize) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", entry, "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(BACKEND, backend)
+        .env(WORK_DIR, work)
+        .env(WORKER, me.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// A kind of store the worker-process tests run on.
