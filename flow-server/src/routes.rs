@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use flow_runtime::store::{RecordEnd, ThreadRecord};
+use flow_runtime::store::{RecordEnd, ThreadHead, ThreadRecord};
 use flow_runtime::Message;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -115,6 +115,18 @@ fn key(state: &AppState, flow: &str, tenant: &Tenant, id: &str) -> Result<Thread
     ThreadKey::new(flow.name(), &tenant.0, id)
 }
 
+/// The head of the thread `key` names; [`ApiError::UnknownThread`] if it has no record.
+async fn head_of(state: &AppState, key: &ThreadKey) -> Result<ThreadHead, ApiError> {
+    state
+        .threads()
+        .head(&key.store_id())
+        .await?
+        .ok_or_else(|| ApiError::UnknownThread {
+            flow: key.flow.clone(),
+            id: key.id.clone(),
+        })
+}
+
 /// `POST /v1/flows/{flow}/threads/{thread}/turns`: runs one user turn, streamed as SSE.
 pub async fn post_turn(
     State(state): State<AppState>,
@@ -163,9 +175,7 @@ pub async fn post_resume(
         }
         (None, None) => {}
     }
-    if state.threads().head(&key.store_id()).await?.is_none() {
-        return Err(ApiError::UnknownThread { flow, id });
-    }
+    head_of(&state, &key).await?;
     let served = state.flow(&flow)?;
     let permit = state.turn_permit()?;
     let turn = served
@@ -200,9 +210,7 @@ pub async fn get_thread(
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
-    let Some(head) = state.threads().head(&key.store_id()).await? else {
-        return Err(ApiError::UnknownThread { flow, id });
-    };
+    let head = head_of(&state, &key).await?;
     let messages = state
         .flow(&flow)?
         .runner()
@@ -255,9 +263,7 @@ pub async fn thread_interrupts(
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
-    let Some(head) = state.threads().head(&key.store_id()).await? else {
-        return Err(ApiError::UnknownThread { flow, id });
-    };
+    let head = head_of(&state, &key).await?;
     Ok(Json(
         json!({ "interrupts": pending_of(&key.id, &head.last) }),
     ))
