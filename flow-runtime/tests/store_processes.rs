@@ -7,6 +7,10 @@
 //!   before the lease ends nobody else can resume, after it another worker takes over and the
 //!   tool sees the same idempotency key.
 //! - `*_drain`: 4 processes drain 1,000 pending approvals: every one runs exactly once.
+//! - `*_fresh_open`: 8 processes open one store that does not exist yet at the same moment
+//!   (creating the file or database schema): every one opens it and saves a checkpoint.
+//! - `sqlite_open_waits_for_the_wal_switch`: 8 processes open a SQLite file while another
+//!   connection writes to it: each waits for the lock to switch the file to WAL.
 //!
 //! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
 
@@ -14,21 +18,22 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointError, CheckpointStore, FileStore, FlowAgent,
-    Message, Runner, ScriptStep, ScriptedModel, Session, StoreError, ToolContext,
+    Message, Runner, SaveMode, ScriptStep, ScriptedModel, Session, StoreError, ToolContext,
 };
 use futures::StreamExt;
 use serde_json::json;
-use support::processes::{append, barrier, lines, spawn_worker, worker_orders, Orders};
+use support::processes::{append, barrier, lines, worker_orders, Orders, Workers};
 
 const TRIALS: usize = 50;
 const WORKERS: usize = 4;
 const APPROVALS: usize = 1000;
+/// The processes that open one new store at the same moment.
+const OPENERS: usize = 8;
 
 /// Where a backend lives: `file:DIR`, `sqlite:PATH` or `postgres:URL`.
 async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
@@ -119,6 +124,18 @@ async fn worker_entry() {
     else {
         return;
     };
+    if role == "open" {
+        // All at once, on a store nobody has opened yet.
+        barrier(&work, "open", me, OPENERS);
+        append(&work.join("opening.log"), &me.to_string());
+        let store = open(&backend).await;
+        let id = format!("opened-{me}");
+        store
+            .save(&id, id.as_bytes().to_vec(), SaveMode::Create)
+            .await
+            .unwrap();
+        std::process::exit(0);
+    }
     let store = open(&backend).await;
     let log = work.join(format!("worker-{me}.log"));
     match role.as_str() {
@@ -160,15 +177,8 @@ async fn worker_entry() {
     std::process::exit(0);
 }
 
-fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
-    spawn_worker("worker_entry", role, backend, work, me)
-}
-
-fn wait_all(children: Vec<Child>) {
-    for mut child in children {
-        let status = child.wait().unwrap();
-        assert!(status.success(), "a worker failed: {status}");
-    }
+fn start(role: &str, backend: &str, work: &Path, n: usize) -> Workers {
+    Workers::start("worker_entry", role, backend, work, n)
 }
 
 async fn interrupt(runner: &Runner, id: &str) {
@@ -191,10 +201,7 @@ async fn race(backend: &str, work: &Path) {
     for trial in 0..TRIALS {
         interrupt(&runner, &format!("race-{trial}")).await;
     }
-    let workers: Vec<Child> = (0..WORKERS)
-        .map(|w| spawn("race", backend, work, w))
-        .collect();
-    wait_all(workers);
+    start("race", backend, work, WORKERS).finish();
     let outcomes = worker_lines(work);
     let errors: Vec<&String> = outcomes.iter().filter(|l| l.starts_with("error")).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -220,14 +227,11 @@ async fn takeover(backend: &str, work: &Path) {
     let lease = Duration::from_secs(3);
     let runner = runner(Arc::clone(&store), work, false, lease);
     interrupt(&runner, "held").await;
-    let mut holder = spawn("hold", backend, work, 0);
+    let mut holder = start("hold", backend, work, 1);
     // The holder is inside the tool: it holds the claim.
-    while lines(&work.join("ran.log")).is_empty() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    holder.kill().unwrap(); // SIGKILL
-    holder.wait().unwrap();
-    // Its lease still runs: nobody else may resume.
+    holder.wait_until(|| !lines(&work.join("ran.log")).is_empty());
+    holder.kill(0); // SIGKILL
+                    // Its lease still runs: nobody else may resume.
     match runner.resume("held", approve()).await {
         Err(CheckpointError::Claimed { .. }) => {}
         other => panic!("expected Claimed, got {:?}", other.map(|_| ())),
@@ -263,10 +267,7 @@ async fn drain(backend: &str, work: &Path) {
         runner.pending_interrupts(usize::MAX).await.unwrap().len(),
         APPROVALS
     );
-    let workers: Vec<Child> = (0..WORKERS)
-        .map(|w| spawn("drain", backend, work, w))
-        .collect();
-    wait_all(workers);
+    start("drain", backend, work, WORKERS).finish();
     let outcomes = worker_lines(work);
     let errors: Vec<&String> = outcomes.iter().filter(|l| l.starts_with("error")).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -284,4 +285,60 @@ async fn drain(backend: &str, work: &Path) {
     assert!(busy > 1, "only {busy} worker drained");
 }
 
-support::processes::on_every_store!("procs": race, takeover, drain);
+async fn fresh_open(backend: &str, work: &Path) {
+    start("open", backend, work, OPENERS).finish();
+    let store = open(backend).await;
+    for w in 0..OPENERS {
+        let id = format!("opened-{w}");
+        let history = store.history(&id).await.unwrap();
+        assert_eq!(history.len(), 1, "{id}");
+    }
+}
+
+/// A SQLite file switches to WAL mode when a store first opens it, which needs an exclusive
+/// lock SQLite's busy timeout does not wait for when another connection writes (it would
+/// risk a deadlock): 8 processes open a file while another connection holds a write
+/// transaction on it in its old journal mode, and each waits for it instead of failing with
+/// "database is locked".
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_open_waits_for_the_wal_switch() {
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+    use sqlx::{Connection, Executor};
+
+    let work = std::env::temp_dir().join(format!("agentflow-procs-wal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let path = work.join("store.db");
+    let mut reader = SqliteConnection::connect_with(
+        &SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true),
+    )
+    .await
+    .unwrap();
+    reader.execute("CREATE TABLE legacy (x)").await.unwrap();
+    let mut write = reader.begin_with("BEGIN IMMEDIATE").await.unwrap();
+    write
+        .execute("INSERT INTO legacy VALUES (1)")
+        .await
+        .unwrap();
+    let backend = format!("sqlite:{}", path.display());
+    let mut openers = start("open", &backend, &work, OPENERS);
+    openers.wait_until(|| lines(&work.join("opening.log")).len() == OPENERS);
+    // Every opener meets the write lock (none can switch the file to WAL under it).
+    std::thread::sleep(Duration::from_millis(300));
+    openers.check();
+    write.commit().await.unwrap();
+    openers.finish();
+    let store = open(&backend).await;
+    for w in 0..OPENERS {
+        assert_eq!(
+            store.history(&format!("opened-{w}")).await.unwrap().len(),
+            1
+        );
+    }
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+support::processes::on_every_store!("procs": race, takeover, drain, fresh_open);

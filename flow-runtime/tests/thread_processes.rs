@@ -14,7 +14,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,7 +22,7 @@ use flow_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
     TurnOutcome,
 };
-use support::processes::{append, barrier, lines, runner_on, spawn_worker, worker_orders, Orders};
+use support::processes::{append, barrier, lines, runner_on, worker_orders, Orders, Workers};
 
 const TRIALS: usize = 10;
 const WORKERS: usize = 2;
@@ -116,8 +115,8 @@ async fn turn_worker() {
     std::process::exit(0);
 }
 
-fn spawn(role: &str, backend: &str, work: &Path, me: usize) -> Child {
-    spawn_worker("turn_worker", role, backend, work, me)
+fn start(role: &str, backend: &str, work: &Path, n: usize) -> Workers {
+    Workers::start("turn_worker", role, backend, work, n)
 }
 
 fn worker_lines(work: &Path) -> Vec<String> {
@@ -127,13 +126,11 @@ fn worker_lines(work: &Path) -> Vec<String> {
 }
 
 async fn turn_race(backend: &str, work: &Path) {
-    let workers: Vec<Child> = (0..WORKERS)
-        .map(|w| spawn("race", backend, work, w))
-        .collect();
+    let mut workers = start("race", backend, work, WORKERS);
     // Each trial's winner holds its thread until both workers have tried, then is let go.
     for trial in 0..TRIALS {
         let thread = format!("race-{trial}");
-        loop {
+        workers.wait_until(|| {
             let tried = worker_lines(work)
                 .iter()
                 .filter(|l| {
@@ -141,19 +138,13 @@ async fn turn_race(backend: &str, work: &Path) {
                         || l.starts_with(&format!("error {thread}"))
                 })
                 .count();
-            if tried == WORKERS {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+            tried == WORKERS
+        });
         for w in 0..WORKERS {
             std::fs::write(work.join(format!("release-{thread}-from-{w}")), b"").unwrap();
         }
     }
-    for mut child in workers {
-        let status = child.wait().unwrap();
-        assert!(status.success(), "a worker failed: {status}");
-    }
+    workers.finish();
     let outcomes = worker_lines(work);
     let errors: Vec<&String> = outcomes.iter().filter(|l| l.starts_with("error")).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -189,14 +180,11 @@ async fn turn_race(backend: &str, work: &Path) {
 
 async fn turn_takeover(backend: &str, work: &Path) {
     let runner = runner_on(backend, desk(work.to_path_buf(), false, label("held-2"))).await;
-    let mut holder = spawn("hold", backend, work, 0);
+    let mut holder = start("hold", backend, work, 1);
     // The holder is inside the tool: it holds the thread's lease.
-    while lines(&work.join("tool.log")).is_empty() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    holder.kill().unwrap(); // SIGKILL
-    holder.wait().unwrap();
-    // Its lease still runs: a new turn is refused before it runs anything.
+    holder.wait_until(|| !lines(&work.join("tool.log")).is_empty());
+    holder.kill(0); // SIGKILL
+                    // Its lease still runs: a new turn is refused before it runs anything.
     match runner.turn("held", Message::user("held-2")).await {
         Err(ThreadError::Busy { .. }) => {}
         other => panic!("expected Busy, got {:?}", other.map(|_| ())),

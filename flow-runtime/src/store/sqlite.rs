@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -33,10 +33,11 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 ///
 /// The database runs in WAL mode (readers do not block the writer) with `synchronous=FULL`
 /// (a commit is on disk when it returns) and waits up to the busy timeout for another
-/// process's write. A claim is a single `UPDATE` of the run's head row, so of any number of
-/// processes claiming one checkpoint exactly one wins. The schema is created or migrated when
-/// the store opens, and a database written by a newer build is refused
-/// ([`StoreError::Schema`]).
+/// process's write (opening, too: processes that open one new file at the same moment each
+/// wait for the one that switches it to WAL and creates the schema). A claim is a single
+/// `UPDATE` of the run's head row, so of any number of processes claiming one checkpoint
+/// exactly one wins. The schema is created or migrated when the store opens, and a database
+/// written by a newer build is refused ([`StoreError::Schema`]).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -86,16 +87,21 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(options.busy_timeout)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(options.max_connections)
-            .connect_with(connect)
-            .await
-            .map_err(|e| StoreError::Database {
-                operation: "open",
-                id: shown.clone(),
-                source: Arc::new(e),
-            })?;
-        migrate(&pool, &shown).await?;
+        // Processes that open one new file at the same moment race to switch it to WAL and
+        // create the schema; SQLite refuses some of those steps at once with "database is
+        // locked" instead of waiting for the busy timeout, so opening retries them until then.
+        let deadline = Instant::now() + options.busy_timeout;
+        let mut pause = Duration::from_millis(1);
+        let pool = loop {
+            match connect_and_migrate(&connect, options.max_connections, &shown).await {
+                Ok(pool) => break pool,
+                Err(e) if is_busy(&e) && Instant::now() + pause < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(e) => return Err(e),
+            }
+        };
         Ok(SqliteStore {
             pool,
             sql: Arc::new(Statements::with_clock(NOW)),
@@ -160,6 +166,44 @@ impl Default for SqliteOptions {
 
 /// Creates or migrates the schema, in one write transaction (so two processes opening a new
 /// database at once migrate it once).
+/// A pool on the database of `connect`, with its schema created or migrated.
+async fn connect_and_migrate(
+    connect: &SqliteConnectOptions,
+    max_connections: u32,
+    shown: &str,
+) -> Result<SqlitePool, StoreError> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(connect.clone())
+        .await
+        .map_err(|e| StoreError::Database {
+            operation: "open",
+            id: shown.to_owned(),
+            source: Arc::new(e),
+        })?;
+    match migrate(&pool, shown).await {
+        Ok(()) => Ok(pool),
+        Err(e) => {
+            pool.close().await;
+            Err(e)
+        }
+    }
+}
+
+/// Whether `error` is SQLite's "database is locked" or "table is locked" (`SQLITE_BUSY`,
+/// `SQLITE_LOCKED` and their extended codes): another connection held the lock.
+fn is_busy(error: &StoreError) -> bool {
+    let StoreError::Database { source, .. } = error else {
+        return false;
+    };
+    let Some(sqlx::Error::Database(db)) = source.downcast_ref::<sqlx::Error>() else {
+        return false;
+    };
+    db.code()
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| matches!(code & 0xff, 5 | 6))
+}
+
 async fn migrate(pool: &SqlitePool, shown: &str) -> Result<(), StoreError> {
     let err = |e| StoreError::Database {
         operation: "migrate",

@@ -86,18 +86,79 @@ pub fn worker_orders() -> Option<Orders> {
     })
 }
 
-/// Starts this test binary again as worker `me`, running only the test `entry` (which reads
-/// its [`worker_orders`]), to play `role` on `backend`.
-pub fn spawn_worker(entry: &str, role: &str, backend: &str, work: &Path, me: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", entry, "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .env(BACKEND, backend)
-        .env(WORK_DIR, work)
-        .env(WORKER, me.to_string())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+/// The worker processes of one test, started with [`Workers::start`]. Waiting for them fails
+/// the test as soon as one of them fails (a test never waits for a dead worker), and dropping
+/// them kills those still running (a failed test leaves no worker spinning at a barrier).
+pub struct Workers {
+    children: Vec<Child>,
+}
+
+impl Workers {
+    /// Starts `n` copies of this test binary as workers `0..n`, each running only the test
+    /// `entry` (which reads its [`worker_orders`]), to play `role` on `backend`.
+    pub fn start(entry: &str, role: &str, backend: &str, work: &Path, n: usize) -> Self {
+        let children = (0..n)
+            .map(|me| {
+                Command::new(std::env::current_exe().unwrap())
+                    .args(["--exact", entry, "--nocapture", "--test-threads=1"])
+                    .env(ROLE, role)
+                    .env(BACKEND, backend)
+                    .env(WORK_DIR, work)
+                    .env(WORKER, me.to_string())
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        Workers { children }
+    }
+
+    /// Panics if a worker has exited with a failure.
+    pub fn check(&mut self) {
+        for (w, child) in self.children.iter_mut().enumerate() {
+            if let Some(status) = child.try_wait().unwrap() {
+                assert!(status.success(), "worker {w} failed: {status}");
+            }
+        }
+    }
+
+    /// Sleeps until `done()`, checking the workers between tries.
+    pub fn wait_until(&mut self, mut done: impl FnMut() -> bool) {
+        while !done() {
+            self.check();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Waits for every worker to exit; panics at the first that failed.
+    pub fn finish(mut self) {
+        while self
+            .children
+            .iter_mut()
+            .any(|c| c.try_wait().unwrap().is_none())
+        {
+            self.check();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.check();
+    }
+
+    /// Kills worker `w` with SIGKILL and reaps it.
+    pub fn kill(&mut self, w: usize) {
+        self.children[w].kill().unwrap();
+        self.children[w].wait().unwrap();
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
 }
 
 /// A kind of store the worker-process tests run on.
