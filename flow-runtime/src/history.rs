@@ -233,6 +233,9 @@ fn rewrite_entry(agent_name: &str, e: &HistoryEntry) -> MessageRef {
     }
 }
 
+/// How many entries past the run's input an input cache makes room for at its start.
+const FIRST_ENTRIES: usize = 8;
+
 /// What one node's input was built from last time, kept in the session so the next input of
 /// the same node extends it with the events recorded since instead of starting over: a
 /// transfer then costs O(1) amortised in the length of the run.
@@ -257,13 +260,15 @@ impl InputCache {
     /// An empty cache for a run whose input is `root` (its entries are pushed next: a thread's
     /// earlier turns, then the run's input).
     pub(crate) fn new(root: &[MessageRef]) -> Self {
+        // Room for the input and a few hops' messages, instead of regrowing at 4 and 8.
+        let room = root.len() + FIRST_ENTRIES;
         InputCache {
             root: (root.as_ptr() as usize, root.len()),
             seen: 0,
-            entries: Vec::new(),
-            sources: Vec::new(),
+            entries: Vec::with_capacity(room),
+            sources: Vec::with_capacity(room),
             authors: rustc_hash::FxHashSet::default(),
-            rewritten: Arc::default(),
+            rewritten: Arc::new(Vec::with_capacity(room)),
             done: 0,
         }
     }
@@ -371,6 +376,34 @@ impl InputCache {
             self.done = self.entries.len();
         }
         Messages::prefix_of(&self.rewritten, self.done)
+    }
+}
+
+/// A message of `agent` with its [context form](rewrite_for_context), made ahead of time (a
+/// tree makes them for the transfer messages of each of its edges): the session takes the
+/// form instead of rewriting when an event it records carries this very message from this
+/// very agent.
+#[derive(Debug)]
+pub(crate) struct ContextForm {
+    agent: Arc<str>,
+    message: MessageRef,
+    form: MessageRef,
+}
+
+impl ContextForm {
+    /// `message` of `agent`, rewritten now.
+    pub(crate) fn new(agent: &Arc<str>, message: &MessageRef) -> Self {
+        ContextForm {
+            agent: Arc::clone(agent),
+            message: Arc::clone(message),
+            form: Arc::new(rewrite_for_context(agent, message)),
+        }
+    }
+
+    /// The context form, if this was made for `message` of `agent`.
+    pub(crate) fn form_of(&self, agent: &Arc<str>, message: &MessageRef) -> Option<&MessageRef> {
+        let same_agent = Arc::ptr_eq(&self.agent, agent) || self.agent == *agent;
+        (same_agent && Arc::ptr_eq(&self.message, message)).then_some(&self.form)
     }
 }
 

@@ -58,12 +58,20 @@ impl SessionEvent {
             Some(EventOutput::Stream(s)) => RecordedOutput::Stream(s.record()),
             Some(EventOutput::Custom(_)) | None => RecordedOutput::None,
         };
+        // A context form the tree made ahead for this message (a transfer's) is taken as is.
+        let context = match (&event.context, &output) {
+            (Some(made), RecordedOutput::Message(m)) => made
+                .form_of(event.agent_name_arc(), m)
+                .map(|form| OnceLock::from(Arc::clone(form)))
+                .unwrap_or_default(),
+            _ => OnceLock::new(),
+        };
         SessionEvent {
             agent_name: Arc::clone(event.agent_name_arc()),
             run_path: event.run_path().clone(),
             output,
             action: event.action.clone(),
-            context: OnceLock::new(),
+            context,
         }
     }
 
@@ -132,6 +140,9 @@ impl fmt::Debug for SessionEvent {
     }
 }
 
+/// How many events a session makes room for at its first.
+const FIRST_EVENTS: usize = 16;
+
 /// Which input cache: a node's (`Some(name)`) or the shared one (`None`), and whether transfer
 /// messages are skipped.
 pub(crate) type InputKey = (Option<Arc<str>>, bool);
@@ -186,10 +197,13 @@ impl Session {
 
     /// Appends a recorded event.
     pub fn push(&self, event: SessionEvent) {
-        self.events
-            .lock()
-            .expect("session lock")
-            .push(Arc::new(event));
+        let event = Arc::new(event);
+        let mut events = self.events.lock().expect("session lock");
+        if events.capacity() == 0 {
+            // Room for a few hops at once, instead of regrowing at 4, 8 and 16 events.
+            events.reserve(FIRST_EVENTS);
+        }
+        events.push(event);
     }
 
     pub(crate) fn record(&self, event: &AgentEvent) {
@@ -205,6 +219,11 @@ impl Session {
     pub fn events_since(&self, start: usize) -> Vec<Arc<SessionEvent>> {
         let events = self.events.lock().expect("session lock");
         events.get(start..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// The `i`-th recorded event, if there is one.
+    pub(crate) fn event_at(&self, i: usize) -> Option<Arc<SessionEvent>> {
+        self.events.lock().expect("session lock").get(i).cloned()
     }
 
     /// Takes the input cache of a node out (it is put back when its input is built).
