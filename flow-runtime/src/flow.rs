@@ -266,7 +266,12 @@ impl FlowAgent {
         let forms = departures.iter().find(|d| d.to == to)?.forms.clone();
         let t = &self.tree.nodes[to];
         let (call, result) = &*t.arrival;
-        Some((Arc::clone(&t.name), Arc::clone(call), Arc::clone(result), forms))
+        Some((
+            Arc::clone(&t.name),
+            Arc::clone(call),
+            Arc::clone(result),
+            forms,
+        ))
     }
 
     /// The agent named `name` anywhere in this tree.
