@@ -576,7 +576,11 @@ async fn drive(
             .at(Arc::clone(&name), path.clone())
             .with_node(current.clone());
         let mut input = build_input(&run, node).await?;
-        let span = tracing::info_span!("agent", agent = %name, run_path = %path);
+        let span = if crate::llm::telemetry::spans_wanted() {
+            tracing::info_span!("agent", agent = %name, run_path = %path)
+        } else {
+            tracing::Span::none()
+        };
         let hooks = if run.run_middleware().is_empty() && node.options.middleware.is_empty() {
             Middlewares::default()
         } else {
@@ -684,11 +688,10 @@ async fn drive(
                         }
                         interrupt_ids.push(info.id.clone());
                     } else if own {
-                        if let Err(limit) = run.check_event_room() {
+                        if let Err(limit) = run.record(&event) {
                             out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
                             return Ok(());
                         }
-                        run.session().record(&event);
                         event.recorded = true;
                         last_action.clone_from(&event.action);
                     }

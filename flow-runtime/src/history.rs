@@ -289,7 +289,12 @@ impl InputCache {
         skip: bool,
     ) {
         if !(skip && is_transfer) {
-            if !entry.is_user_input && !self.authors.contains(&entry.agent_name) {
+            // The author of the entry before is known already (an agent's messages come in
+            // runs: a transfer's call and result, a tool call and its result).
+            let known = self.entries.last().is_some_and(|before| {
+                !before.is_user_input && Arc::ptr_eq(&before.agent_name, &entry.agent_name)
+            });
+            if !entry.is_user_input && !known && !self.authors.contains(&entry.agent_name) {
                 self.authors.insert(Arc::clone(&entry.agent_name));
             }
             self.entries.push(entry);

@@ -197,17 +197,29 @@ impl Session {
 
     /// Appends a recorded event.
     pub fn push(&self, event: SessionEvent) {
-        let event = Arc::new(event);
-        let mut events = self.events.lock().expect("session lock");
-        if events.capacity() == 0 {
-            // Room for a few hops at once, instead of regrowing at 4, 8 and 16 events.
-            events.reserve(FIRST_EVENTS);
-        }
-        events.push(event);
+        self.append(Arc::new(event), usize::MAX);
     }
 
     pub(crate) fn record(&self, event: &AgentEvent) {
         self.push(SessionEvent::from_event(event));
+    }
+
+    /// Records `event` unless `max` events are recorded already; whether it did.
+    pub(crate) fn record_within(&self, event: &AgentEvent, max: usize) -> bool {
+        self.append(Arc::new(SessionEvent::from_event(event)), max)
+    }
+
+    /// Appends `event` unless `max` events are recorded already; whether it did.
+    fn append(&self, event: Arc<SessionEvent>, max: usize) -> bool {
+        let mut events = self.events.lock().expect("session lock");
+        if events.len() >= max {
+            return false;
+        }
+        if events.capacity() == 0 {
+            events.reserve(FIRST_EVENTS);
+        }
+        events.push(event);
+        true
     }
 
     /// The recorded events, in order (a snapshot; the events themselves are shared).
