@@ -353,6 +353,53 @@ mod tests {
         MessageStream::from_stream(futures::stream::iter(items))
     }
 
+    /// A context form made ahead is taken only for the very message of the very agent it
+    /// was made for: an event of another agent, or an equal message that is not the same
+    /// one, is rewritten as usual.
+    #[test]
+    fn a_context_form_made_ahead_is_used_only_for_its_own_message_and_agent() {
+        let refund: Arc<str> = Arc::from("refund");
+        let message: MessageRef = Arc::new(Message::assistant("done"));
+        let made = Arc::new(crate::history::ContextForm::new(&refund, &message));
+        let recorded = |agent: &str, message: &MessageRef| {
+            let mut event = AgentEvent::message(Arc::clone(message));
+            event.context = Some(Arc::clone(&made));
+            event.stamp(&Arc::from(agent), &crate::RunPath::root(Arc::from(agent)));
+            let recorded = SessionEvent::from_event(&event);
+            recorded.context_form(message).content.clone()
+        };
+        assert_eq!(
+            recorded("refund", &message),
+            "For context: [refund] said: done."
+        );
+        // Another agent's event carrying the form (e.g. an agent nested in the node).
+        assert_eq!(
+            recorded("scanner", &message),
+            "For context: [scanner] said: done."
+        );
+        // An equal message, not the one the form was made for.
+        let other: MessageRef = Arc::new(Message::assistant("done"));
+        let rewritten = recorded("refund", &other);
+        assert_eq!(rewritten, "For context: [refund] said: done.");
+        let mut event = AgentEvent::message(Arc::clone(&other));
+        event.context = Some(Arc::clone(&made));
+        event.stamp(&refund, &crate::RunPath::root(Arc::clone(&refund)));
+        let recorded = SessionEvent::from_event(&event);
+        assert!(!Arc::ptr_eq(
+            &recorded.context_form(&other),
+            made.form_of(&refund, &message).unwrap()
+        ));
+        // The very message: the form made ahead itself, not a copy.
+        let mut event = AgentEvent::message(Arc::clone(&message));
+        event.context = Some(Arc::clone(&made));
+        event.stamp(&refund, &crate::RunPath::root(Arc::clone(&refund)));
+        let recorded = SessionEvent::from_event(&event);
+        assert!(Arc::ptr_eq(
+            &recorded.context_form(&message),
+            made.form_of(&refund, &message).unwrap()
+        ));
+    }
+
     #[test]
     fn the_session_keeps_no_chunk_of_a_stream_the_caller_reads() {
         let (event, mut caller) = recorded(chunks(&["Your ", "refund ", "is approved."]));
