@@ -829,7 +829,11 @@ async fn filled_cache(
         next += 1;
         cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
-        let Some(message) = event.message().await? else {
+        let message = match event.message_without_stream() {
+            Some(message) => message,
+            None => event.message().await?,
+        };
+        let Some(message) = message else {
             continue;
         };
         let entry = HistoryEntry {

@@ -110,6 +110,16 @@ impl SessionEvent {
         }
     }
 
+    /// What [`message`](SessionEvent::message) gives, if it needs no waiting (`None` for a
+    /// stream).
+    pub(crate) fn message_without_stream(&self) -> Option<Option<MessageRef>> {
+        match &self.output {
+            RecordedOutput::None => Some(None),
+            RecordedOutput::Message(m) => Some(Some(Arc::clone(m))),
+            RecordedOutput::Stream(_) => None,
+        }
+    }
+
     /// `message` (this event's, once whole) as another agent sees it under the default
     /// context policy: rewritten on first use, then shared.
     pub(crate) fn context_form(&self, message: &MessageRef) -> MessageRef {
