@@ -323,20 +323,22 @@ impl RunContext {
         Ok(())
     }
 
-    /// Records `event` in the session, or gives the error of
+    /// Records `event` in the session (giving the record), or gives the error of
     /// [`check_event_room`](RunContext::check_event_room) (recording nothing) if the run has
     /// recorded its [`max_events`](RunLimits::max_events) already.
-    pub(crate) fn record(&self, event: &AgentEvent) -> Result<(), LimitReached> {
+    pub(crate) fn record(
+        &self,
+        event: &AgentEvent,
+    ) -> Result<Arc<crate::session::SessionEvent>, LimitReached> {
         let max = self.shared.limits.max_events;
-        if self.shared.session.record_within(event, max) {
-            Ok(())
-        } else {
-            Err(LimitReached {
+        self.shared
+            .session
+            .record_within(event, max)
+            .ok_or_else(|| LimitReached {
                 limit: RunLimit::Events,
                 max,
                 agent: Arc::clone(&self.agent_name),
             })
-        }
     }
 
     /// This run's context with `options` (see [`RunOptions`]): every context derived from it

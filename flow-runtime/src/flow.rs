@@ -15,7 +15,7 @@ use crate::history::{ContextForm, ContextPolicy, HistoryEntry, HistoryRewriter, 
 use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
-use crate::session::InputKey;
+use crate::session::{InputKey, SessionEvent};
 
 /// Per-node options of a tree.
 #[derive(Debug, Clone, Default)]
@@ -643,7 +643,8 @@ async fn drive(
             }
         };
 
-        let mut last_action: Option<Action> = None;
+        // The last own event, as recorded: its action decides what happens next.
+        let mut last_own: Option<Arc<SessionEvent>> = None;
         let mut interrupted = false;
         let mut interrupt_ids: Vec<String> = Vec::new();
         // Without a subscriber the span is disabled: polling skips entering it.
@@ -688,12 +689,14 @@ async fn drive(
                         }
                         interrupt_ids.push(info.id.clone());
                     } else if own {
-                        if let Err(limit) = run.record(&event) {
-                            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
-                            return Ok(());
+                        match run.record(&event) {
+                            Ok(recorded) => last_own = Some(recorded),
+                            Err(limit) => {
+                                out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+                                return Ok(());
+                            }
                         }
                         event.recorded = true;
-                        last_action.clone_from(&event.action);
                     }
                     out.yield_event(event).await;
                 }
@@ -718,9 +721,11 @@ async fn drive(
         if interrupted {
             return Ok(());
         }
-        let Some(Action::TransferToAgent(target)) = last_action else {
+        let Some(Action::TransferToAgent(target)) = last_own.as_deref().and_then(|e| e.action())
+        else {
             return Ok(());
         };
+        let target = Arc::clone(target);
         if let Err(limit) = run.count_transfer() {
             out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
             return Ok(());

@@ -214,9 +214,14 @@ impl Session {
         self.push(SessionEvent::from_event(event));
     }
 
-    /// Records `event` unless `max` events are recorded already; whether it did.
-    pub(crate) fn record_within(&self, event: &AgentEvent, max: usize) -> bool {
-        self.append(Arc::new(SessionEvent::from_event(event)), max)
+    /// Records `event` unless `max` events are recorded already; the record if it did.
+    pub(crate) fn record_within(
+        &self,
+        event: &AgentEvent,
+        max: usize,
+    ) -> Option<Arc<SessionEvent>> {
+        let recorded = Arc::new(SessionEvent::from_event(event));
+        self.append(Arc::clone(&recorded), max).then_some(recorded)
     }
 
     /// Appends `event` unless `max` events are recorded already; whether it did.
