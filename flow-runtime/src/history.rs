@@ -236,6 +236,9 @@ fn rewrite_entry(agent_name: &str, e: &HistoryEntry) -> MessageRef {
 /// How many entries past the run's input an input cache makes room for at its start.
 const FIRST_ENTRIES: usize = 8;
 
+/// How many agents' names an input cache makes room for at its start.
+const FIRST_AUTHORS: usize = 8;
+
 /// What one node's input was built from last time, kept in the session so the next input of
 /// the same node extends it with the events recorded since instead of starting over: a
 /// transfer then costs O(1) amortised in the length of the run.
@@ -267,7 +270,11 @@ impl InputCache {
             seen: 0,
             entries: Vec::with_capacity(room),
             sources: Vec::with_capacity(room),
-            authors: rustc_hash::FxHashSet::default(),
+            // Room for a few agents, instead of regrowing at 3 and 7.
+            authors: rustc_hash::FxHashSet::with_capacity_and_hasher(
+                FIRST_AUTHORS,
+                Default::default(),
+            ),
             rewritten: Arc::new(Vec::with_capacity(room)),
             done: 0,
         }

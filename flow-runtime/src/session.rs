@@ -20,8 +20,10 @@ pub struct SessionEvent {
     output: RecordedOutput,
     action: Option<Action>,
     /// The message as other agents see it under the default policy
-    /// ([`rewrite_for_context`]), written once however many agents read it.
+    /// ([`rewrite_for_context`]), written once however many agents read it...
     context: OnceLock<MessageRef>,
+    /// ... or made ahead (for a transfer's messages, by the tree).
+    made: Option<MessageRef>,
 }
 
 enum RecordedOutput {
@@ -49,6 +51,7 @@ impl SessionEvent {
             },
             action,
             context: OnceLock::new(),
+            made: None,
         }
     }
 
@@ -59,19 +62,19 @@ impl SessionEvent {
             Some(EventOutput::Custom(_)) | None => RecordedOutput::None,
         };
         // A context form the tree made ahead for this message (a transfer's) is taken as is.
-        let context = match (&event.context, &output) {
-            (Some(made), RecordedOutput::Message(m)) => made
-                .form_of(event.agent_name_arc(), m)
-                .map(|form| OnceLock::from(Arc::clone(form)))
-                .unwrap_or_default(),
-            _ => OnceLock::new(),
+        let made = match (&event.context, &output) {
+            (Some(made), RecordedOutput::Message(m)) => {
+                made.form_of(event.agent_name_arc(), m).map(Arc::clone)
+            }
+            _ => None,
         };
         SessionEvent {
             agent_name: Arc::clone(event.agent_name_arc()),
             run_path: event.run_path().clone(),
             output,
             action: event.action.clone(),
-            context,
+            context: OnceLock::new(),
+            made,
         }
     }
 
@@ -123,6 +126,9 @@ impl SessionEvent {
     /// `message` (this event's, once whole) as another agent sees it under the default
     /// context policy: rewritten on first use, then shared.
     pub(crate) fn context_form(&self, message: &MessageRef) -> MessageRef {
+        if let Some(made) = &self.made {
+            return Arc::clone(made);
+        }
         Arc::clone(
             self.context
                 .get_or_init(|| Arc::new(rewrite_for_context(&self.agent_name, message))),
