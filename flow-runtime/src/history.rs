@@ -234,7 +234,7 @@ fn rewrite_entry(agent_name: &str, e: &HistoryEntry) -> MessageRef {
 }
 
 /// How many entries past the run's input an input cache makes room for at its start.
-const FIRST_ENTRIES: usize = 8;
+const FIRST_ENTRIES: usize = 4;
 
 /// How many agents' names an input cache makes room for at its start.
 const FIRST_AUTHORS: usize = 8;
@@ -263,7 +263,7 @@ impl InputCache {
     /// An empty cache for a run whose input is `root` (its entries are pushed next: a thread's
     /// earlier turns, then the run's input).
     pub(crate) fn new(root: &[MessageRef]) -> Self {
-        // Room for the input and a few hops' messages, instead of regrowing at 4 and 8.
+        // Room for the input and a hop's messages (a one-transfer run fits).
         let room = root.len() + FIRST_ENTRIES;
         InputCache {
             root: (root.as_ptr() as usize, root.len()),
