@@ -224,12 +224,26 @@ impl FlowAgent {
 
     /// The agents this one may transfer to: its sub-agents, then its parent unless barred.
     pub fn transfer_targets(&self) -> Vec<AgentInfo> {
+        self.target_nodes().map(|i| self.at(i).info()).collect()
+    }
+
+    /// Whether [`transfer_targets`](FlowAgent::transfer_targets) would be `targets` (without
+    /// collecting them).
+    pub(crate) fn has_transfer_targets(&self, targets: &[AgentInfo]) -> bool {
+        let same = |a: &Arc<str>, b: &Arc<str>| Arc::ptr_eq(a, b) || a == b;
+        let mut given = targets.iter();
+        self.target_nodes().map(|i| &self.tree.nodes[i]).all(|n| {
+            given
+                .next()
+                .is_some_and(|t| same(&t.name, &n.name) && same(&t.description, &n.description))
+        }) && given.next().is_none()
+    }
+
+    /// The nodes this one may transfer to: its sub-agents, then its parent unless barred.
+    fn target_nodes(&self) -> impl Iterator<Item = usize> + '_ {
         let n = self.this();
-        let mut out: Vec<AgentInfo> = n.children.iter().map(|&c| self.at(c).info()).collect();
-        if let (Some(p), false) = (n.parent, n.options.disallow_transfer_to_parent) {
-            out.push(self.at(p).info());
-        }
-        out
+        let parent = n.parent.filter(|_| !n.options.disallow_transfer_to_parent);
+        n.children.iter().copied().chain(parent)
     }
 
     /// The messages of a transfer from this agent to `target`, if `target` is one of its

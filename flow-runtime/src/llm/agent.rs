@@ -302,6 +302,15 @@ impl ChatModelAgent {
         self.toolset(targets).definitions.to_vec()
     }
 
+    /// The cached tool set, if its transfer targets pass `same`.
+    pub(super) fn cached_toolset(
+        &self,
+        same: impl Fn(&[AgentInfo]) -> bool,
+    ) -> Option<Arc<Toolset>> {
+        let cached = self.toolset.lock().expect("toolset cache lock");
+        cached.as_ref().filter(|t| same(&t.targets)).map(Arc::clone)
+    }
+
     /// The tool set for these transfer targets: the cached one if it has the same targets.
     pub(super) fn toolset_for(&self, targets: Vec<AgentInfo>) -> Arc<Toolset> {
         let mut cached = self.toolset.lock().expect("toolset cache lock");

@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::agent::*;
 use super::tool_calls::*;
-use crate::agent::AgentInput;
+use crate::agent::{AgentInfo, AgentInput};
 use crate::event::{AgentError, AgentEvent, ToolFrame};
 use crate::flow::FlowAgent;
 use crate::generate::Context;
@@ -79,10 +79,15 @@ impl ChatModelAgent {
 
     /// The tool set of the node `cx` runs at (cached per set of transfer targets).
     pub(super) fn node_toolset(&self, cx: &Context) -> Arc<Toolset> {
-        let targets = cx
-            .node()
-            .map(FlowAgent::transfer_targets)
-            .unwrap_or_default();
+        let node = cx.node();
+        let same = |targets: &[AgentInfo]| match node {
+            Some(node) => node.has_transfer_targets(targets),
+            None => targets.is_empty(),
+        };
+        if let Some(toolset) = self.cached_toolset(same) {
+            return toolset;
+        }
+        let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
         self.toolset_for(targets)
     }
 
