@@ -1,8 +1,8 @@
 //! Tokens out for `flow!`: the flow type, its builder, its agent and target enums, the
 //! compile-time checks, and the lowering to the runtime's `FlowAgent` tree.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -74,21 +74,24 @@ impl Cx<'_> {
     }
 }
 
-/// How many flows of each module name this compilation has expanded, so that each gets a
-/// module of its own.
-static FLOWS: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+thread_local! {
+    /// How many flows of each module name this compilation has expanded, so that each gets a
+    /// module of its own. (rustc expands macros on one thread; a thread-local also keeps the
+    /// expansion tests, each on its own thread, deterministic.)
+    static FLOWS: RefCell<BTreeMap<String, usize>> = const { RefCell::new(BTreeMap::new()) };
+}
 
 /// The module of a flow's items: `{flow}_flow` (snake case) for the first flow of that name in
 /// the crate, `{flow}_flow_{n}` for the n-th. rustc names the module in some messages
 /// (`desk_flow::DeskAgent`), so it reads as what it holds.
 fn module_ident(flow: &Ident) -> Ident {
     let base = format!("{}_flow", crate::names::snake(&flow.unraw().to_string()));
-    let seen = {
-        let mut flows = FLOWS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let seen = FLOWS.with(|flows| {
+        let mut flows = flows.borrow_mut();
         let seen = flows.entry(base.clone()).or_insert(0);
         *seen += 1;
         *seen
-    };
+    });
     if seen == 1 {
         format_ident!("{}", base)
     } else {
