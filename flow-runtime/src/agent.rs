@@ -212,9 +212,19 @@ struct RunShared {
     /// The runner's middleware, for every agent of the run.
     middleware: Middlewares,
     options: Arc<RunOptions>,
-    scope: Arc<str>,
+    /// The idempotency scope: drawn when first asked for (most runs never call a tool that
+    /// reads it), or given by the caller.
+    scope: std::sync::OnceLock<Arc<str>>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
+}
+
+impl RunShared {
+    /// The idempotency scope, drawn at random on first use.
+    fn scope(&self) -> &Arc<str> {
+        self.scope
+            .get_or_init(|| crate::store::unique_token().into())
+    }
 }
 
 impl Clone for RunShared {
@@ -229,7 +239,8 @@ impl Clone for RunShared {
             limits: self.limits,
             transfers: AtomicUsize::new(self.transfers.load(Ordering::Relaxed)),
             options: Arc::clone(&self.options),
-            scope: Arc::clone(&self.scope),
+            // A copy has the same scope: drawn now if it was not yet.
+            scope: std::sync::OnceLock::from(Arc::clone(self.scope())),
             thread: self.thread.clone(),
         }
     }
@@ -254,7 +265,7 @@ impl RunContext {
                 transfers: AtomicUsize::new(0),
                 middleware: Middlewares::default(),
                 options: Arc::default(),
-                scope: crate::store::unique_token().into(),
+                scope: std::sync::OnceLock::new(),
                 thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
@@ -312,6 +323,24 @@ impl RunContext {
         Ok(())
     }
 
+    /// Records `event` in the session (giving the record), or gives the error of
+    /// [`check_event_room`](RunContext::check_event_room) (recording nothing) if the run has
+    /// recorded its [`max_events`](RunLimits::max_events) already.
+    pub(crate) fn record(
+        &self,
+        event: &AgentEvent,
+    ) -> Result<Arc<crate::session::SessionEvent>, LimitReached> {
+        let max = self.shared.limits.max_events;
+        self.shared
+            .session
+            .record_within(event, max)
+            .ok_or_else(|| LimitReached {
+                limit: RunLimit::Events,
+                max,
+                agent: Arc::clone(&self.agent_name),
+            })
+    }
+
     /// This run's context with `options` (see [`RunOptions`]): every context derived from it
     /// shares them.
     pub fn with_options(mut self, options: Arc<RunOptions>) -> Self {
@@ -347,14 +376,14 @@ impl RunContext {
     /// so every resume of the same checkpoint gives its calls the same keys.
     pub fn with_idempotency_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
         let mut shared = RunShared::clone(&self.shared);
-        shared.scope = scope.into();
+        shared.scope = std::sync::OnceLock::from(scope.into());
         self.shared = Arc::new(shared);
         self
     }
 
     /// The run's idempotency scope (see [`with_idempotency_scope`](RunContext::with_idempotency_scope)).
     pub fn idempotency_scope(&self) -> &str {
-        &self.shared.scope
+        self.shared.scope()
     }
 
     /// The context for running `agent_name` at `run_path` in the same run (and in the same

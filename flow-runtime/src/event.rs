@@ -337,6 +337,9 @@ pub struct AgentEvent {
     /// Set on a [`Action::BreakLoop`] event once a loop workflow has stopped for it, so an
     /// enclosing loop does not stop too.
     pub(crate) break_handled: bool,
+    /// The message's context form, made ahead by the tree for a transfer's messages (see
+    /// [`ContextForm`](crate::history::ContextForm)); used by the session if it still fits.
+    pub(crate) context: Option<Arc<crate::history::ContextForm>>,
 }
 
 /// The empty name, shared: an event gets its real name when the framework stamps it, so
@@ -356,6 +359,7 @@ impl AgentEvent {
             error: None,
             recorded: false,
             break_handled: false,
+            context: None,
         }
     }
 

@@ -11,11 +11,11 @@ use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::generate::{generate, Context};
-use crate::history::{ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
+use crate::history::{ContextForm, ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
 use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
-use crate::session::InputKey;
+use crate::session::{InputKey, SessionEvent};
 
 /// Per-node options of a tree.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +43,30 @@ struct Node {
     options: NodeOptions,
     /// The messages of a transfer to this agent (the same on every hop), made once.
     arrival: Arc<(MessageRef, MessageRef)>,
+    /// The context forms of this agent's transfer messages to each of its neighbours, made
+    /// on its first transfer.
+    departures: Departures,
+}
+
+/// A transfer's two messages as other agents see them, for each neighbour a node can
+/// transfer to (by index in the tree). A copy of the node (in a tree being joined to another)
+/// starts empty: its neighbours may change.
+#[derive(Default)]
+struct Departures(std::sync::OnceLock<Box<[Departure]>>);
+
+/// The context forms of the two messages of a transfer to the node `to`.
+struct Departure {
+    to: usize,
+    forms: TransferForms,
+}
+
+/// The context forms of a transfer's call and of its result.
+pub(crate) type TransferForms = (Arc<ContextForm>, Arc<ContextForm>);
+
+impl Clone for Departures {
+    fn clone(&self) -> Self {
+        Departures::default()
+    }
 }
 
 #[derive(Clone)]
@@ -105,6 +129,7 @@ impl FlowAgent {
                     children: Vec::new(),
                     options: NodeOptions::default(),
                     arrival: Arc::new((Arc::new(call), Arc::new(result))),
+                    departures: Departures::default(),
                 }],
             }),
             node: 0,
@@ -208,22 +233,45 @@ impl FlowAgent {
     }
 
     /// The messages of a transfer from this agent to `target`, if `target` is one of its
-    /// sub-agents or its parent: made when the tree was, shared by every hop.
+    /// sub-agents or its parent, with their context forms: made when the tree was (the forms
+    /// on the first transfer from this agent), shared by every hop.
     pub(crate) fn transfer_messages_to(
         &self,
         target: &str,
-    ) -> Option<(Arc<str>, MessageRef, MessageRef)> {
+    ) -> Option<(Arc<str>, MessageRef, MessageRef, TransferForms)> {
         let n = self.this();
-        n.children
+        let to = n
+            .children
             .iter()
             .copied()
             .chain(n.parent)
-            .map(|i| &self.tree.nodes[i])
-            .find(|t| &*t.name == target)
-            .map(|t| {
-                let (call, result) = &*t.arrival;
-                (Arc::clone(&t.name), Arc::clone(call), Arc::clone(result))
-            })
+            .find(|&i| &*self.tree.nodes[i].name == target)?;
+        let departures = n.departures.0.get_or_init(|| {
+            n.children
+                .iter()
+                .copied()
+                .chain(n.parent)
+                .map(|to| {
+                    let (call, result) = &*self.tree.nodes[to].arrival;
+                    Departure {
+                        to,
+                        forms: (
+                            Arc::new(ContextForm::new(&n.name, call)),
+                            Arc::new(ContextForm::new(&n.name, result)),
+                        ),
+                    }
+                })
+                .collect()
+        });
+        let forms = departures.iter().find(|d| d.to == to)?.forms.clone();
+        let t = &self.tree.nodes[to];
+        let (call, result) = &*t.arrival;
+        Some((
+            Arc::clone(&t.name),
+            Arc::clone(call),
+            Arc::clone(result),
+            forms,
+        ))
     }
 
     /// The agent named `name` anywhere in this tree.
@@ -528,7 +576,11 @@ async fn drive(
             .at(Arc::clone(&name), path.clone())
             .with_node(current.clone());
         let mut input = build_input(&run, node).await?;
-        let span = tracing::info_span!("agent", agent = %name, run_path = %path);
+        let span = if crate::llm::telemetry::spans_wanted() {
+            tracing::info_span!("agent", agent = %name, run_path = %path)
+        } else {
+            tracing::Span::none()
+        };
         let hooks = if run.run_middleware().is_empty() && node.options.middleware.is_empty() {
             Middlewares::default()
         } else {
@@ -591,10 +643,19 @@ async fn drive(
             }
         };
 
-        let mut last_action: Option<Action> = None;
+        // The last own event, as recorded: its action decides what happens next.
+        let mut last_own: Option<Arc<SessionEvent>> = None;
         let mut interrupted = false;
         let mut interrupt_ids: Vec<String> = Vec::new();
-        while let Some(item) = events.next().instrument(span.clone()).await {
+        // Without a subscriber the span is disabled: polling skips entering it.
+        let traced = !span.is_disabled();
+        loop {
+            let next = if traced {
+                events.next().instrument(span.clone()).await
+            } else {
+                events.next().await
+            };
+            let Some(item) = next else { break };
             match item {
                 Ok(mut event) => {
                     event.stamp(&name, &path);
@@ -628,13 +689,14 @@ async fn drive(
                         }
                         interrupt_ids.push(info.id.clone());
                     } else if own {
-                        if let Err(limit) = run.check_event_room() {
-                            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
-                            return Ok(());
+                        match run.record(&event) {
+                            Ok(recorded) => last_own = Some(recorded),
+                            Err(limit) => {
+                                out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
+                                return Ok(());
+                            }
                         }
-                        run.session().record(&event);
                         event.recorded = true;
-                        last_action.clone_from(&event.action);
                     }
                     out.yield_event(event).await;
                 }
@@ -659,9 +721,11 @@ async fn drive(
         if interrupted {
             return Ok(());
         }
-        let Some(Action::TransferToAgent(target)) = last_action else {
+        let Some(Action::TransferToAgent(target)) = last_own.as_deref().and_then(|e| e.action())
+        else {
             return Ok(());
         };
+        let target = Arc::clone(target);
         if let Err(limit) = run.count_transfer() {
             out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
             return Ok(());
@@ -754,16 +818,27 @@ async fn filled_cache(
             cache
         }
     };
-    let events = if incremental {
-        run.session().events_since(cache.seen)
-    } else {
-        run.visible_events()
-    };
-    cache.reserve(events.len());
-    for event in &events {
+    // Outside a parallel lane, the session's events from the first one not seen yet, read
+    // one at a time (no snapshot); in a lane, the events it may see.
+    let visible = (!incremental).then(|| run.visible_events());
+    if let Some(visible) = &visible {
+        cache.reserve(visible.len());
+    }
+    let mut next = 0;
+    loop {
+        let event = match &visible {
+            Some(visible) => visible.get(next).cloned(),
+            None => run.session().event_at(cache.seen),
+        };
+        let Some(event) = event else { break };
+        next += 1;
         cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
-        let Some(message) = event.message().await? else {
+        let message = match event.message_without_stream() {
+            Some(message) => message,
+            None => event.message().await?,
+        };
+        let Some(message) = message else {
             continue;
         };
         let entry = HistoryEntry {
@@ -772,7 +847,7 @@ async fn filled_cache(
             message,
             turn,
         };
-        cache.push(entry, Some(Arc::clone(event)), is_transfer, skip);
+        cache.push(entry, Some(event), is_transfer, skip);
     }
     Ok(cache)
 }

@@ -9,17 +9,12 @@ use crate::event::AgentError;
 use crate::generate::{generate, Context};
 use crate::resume::ResumeInfo;
 
-type ResumeBody = dyn Fn(
-        Context,
-        AgentInput,
-        ResumeInfo,
-    ) -> futures::future::BoxFuture<'static, Result<(), AgentError>>
-    + Send
-    + Sync;
+/// The resume body: makes the event stream of a resumed run (the closure's future lives in
+/// the stream's own allocation, see [`generate`]).
+type ResumeBody = dyn Fn(RunContext, AgentInput, ResumeInfo) -> EventStream + Send + Sync;
 
-type Body = dyn Fn(Context, AgentInput) -> futures::future::BoxFuture<'static, Result<(), AgentError>>
-    + Send
-    + Sync;
+/// The run body: makes the event stream of a run.
+type Body = dyn Fn(RunContext, AgentInput) -> EventStream + Send + Sync;
 
 /// An agent whose behaviour is an async closure: it emits through the [`Context`] and ends
 /// with whatever action its last event carries.
@@ -56,7 +51,7 @@ impl FnAgent {
         FnAgent {
             name: name.into(),
             description: Arc::from(""),
-            body: Arc::new(move |cx, input| Box::pin(body(cx, input))),
+            body: Arc::new(move |run, input| generate(run, |cx| body(cx, input))),
             on_resume: None,
         }
     }
@@ -82,8 +77,8 @@ impl FnAgent {
         F: Fn(Context, AgentInput, ResumeInfo) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), AgentError>> + Send + 'static,
     {
-        self.on_resume = Some(Arc::new(move |cx, input, info| {
-            Box::pin(body(cx, input, info))
+        self.on_resume = Some(Arc::new(move |run, input, info| {
+            generate(run, |cx| body(cx, input, info))
         }));
         self
     }
@@ -105,15 +100,12 @@ impl Agent for FnAgent {
     }
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
-        generate(cx, move |cx| (self.body)(cx, input))
+        (self.body)(cx, input)
     }
 
     fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
         match &self.on_resume {
-            Some(body) => {
-                let body = Arc::clone(body);
-                generate(cx, move |cx| body(cx, input, info))
-            }
+            Some(body) => body(cx, input, info),
             None => {
                 EventStream::from_events([crate::AgentEvent::error(AgentError::NotResumable {
                     agent: Arc::clone(&self.name),

@@ -100,17 +100,23 @@ impl Context {
     /// [`Action::TransferToAgent`]. Whether the target is legal is checked when this agent's
     /// stream ends: an unknown target becomes an error event.
     pub fn transfer(&self, target: &str) {
-        // A transfer to a neighbour in the tree shares the messages the tree made for it.
+        // A transfer to a neighbour in the tree shares the messages the tree made for it,
+        // and their context forms.
         let made = self.run.node().and_then(|n| n.transfer_messages_to(target));
-        let (target, call, result) = match made {
-            Some(made) => made,
+        let (target, call, result, forms) = match made {
+            Some((target, call, result, forms)) => (target, call, result, Some(forms)),
             None => {
                 let (call, result) = transfer_messages(target);
-                (Arc::from(target), Arc::new(call), Arc::new(result))
+                (Arc::from(target), Arc::new(call), Arc::new(result), None)
             }
         };
-        self.emit(AgentEvent::message(call));
-        self.emit(AgentEvent::message(result).with_action(Action::TransferToAgent(target)));
+        let (call_form, result_form) = forms.unzip();
+        let mut call = AgentEvent::message(call);
+        call.context = call_form;
+        let mut result = AgentEvent::message(result).with_action(Action::TransferToAgent(target));
+        result.context = result_form;
+        self.emit(call);
+        self.emit(result);
     }
 
     /// Emits an interrupt: the run stops after this agent's stream ends and can be resumed

@@ -233,6 +233,12 @@ fn rewrite_entry(agent_name: &str, e: &HistoryEntry) -> MessageRef {
     }
 }
 
+/// How many entries past the run's input an input cache makes room for at its start.
+const FIRST_ENTRIES: usize = 4;
+
+/// How many agents' names an input cache makes room for at its start.
+const FIRST_AUTHORS: usize = 8;
+
 /// What one node's input was built from last time, kept in the session so the next input of
 /// the same node extends it with the events recorded since instead of starting over: a
 /// transfer then costs O(1) amortised in the length of the run.
@@ -257,13 +263,19 @@ impl InputCache {
     /// An empty cache for a run whose input is `root` (its entries are pushed next: a thread's
     /// earlier turns, then the run's input).
     pub(crate) fn new(root: &[MessageRef]) -> Self {
+        // Room for the input and a hop's messages (a one-transfer run fits).
+        let room = root.len() + FIRST_ENTRIES;
         InputCache {
             root: (root.as_ptr() as usize, root.len()),
             seen: 0,
-            entries: Vec::new(),
-            sources: Vec::new(),
-            authors: rustc_hash::FxHashSet::default(),
-            rewritten: Arc::default(),
+            entries: Vec::with_capacity(room),
+            sources: Vec::with_capacity(room),
+            // Room for a few agents, instead of regrowing at 3 and 7.
+            authors: rustc_hash::FxHashSet::with_capacity_and_hasher(
+                FIRST_AUTHORS,
+                Default::default(),
+            ),
+            rewritten: Arc::new(Vec::with_capacity(room)),
             done: 0,
         }
     }
@@ -284,7 +296,12 @@ impl InputCache {
         skip: bool,
     ) {
         if !(skip && is_transfer) {
-            if !entry.is_user_input && !self.authors.contains(&entry.agent_name) {
+            // The author of the entry before is known already (an agent's messages come in
+            // runs: a transfer's call and result, a tool call and its result).
+            let known = self.entries.last().is_some_and(|before| {
+                !before.is_user_input && Arc::ptr_eq(&before.agent_name, &entry.agent_name)
+            });
+            if !entry.is_user_input && !known && !self.authors.contains(&entry.agent_name) {
                 self.authors.insert(Arc::clone(&entry.agent_name));
             }
             self.entries.push(entry);
@@ -371,6 +388,34 @@ impl InputCache {
             self.done = self.entries.len();
         }
         Messages::prefix_of(&self.rewritten, self.done)
+    }
+}
+
+/// A message of `agent` with its [context form](rewrite_for_context), made ahead of time (a
+/// tree makes them for the transfer messages of each of its edges): the session takes the
+/// form instead of rewriting when an event it records carries this very message from this
+/// very agent.
+#[derive(Debug)]
+pub(crate) struct ContextForm {
+    agent: Arc<str>,
+    message: MessageRef,
+    form: MessageRef,
+}
+
+impl ContextForm {
+    /// `message` of `agent`, rewritten now.
+    pub(crate) fn new(agent: &Arc<str>, message: &MessageRef) -> Self {
+        ContextForm {
+            agent: Arc::clone(agent),
+            message: Arc::clone(message),
+            form: Arc::new(rewrite_for_context(agent, message)),
+        }
+    }
+
+    /// The context form, if this was made for `message` of `agent`.
+    pub(crate) fn form_of(&self, agent: &Arc<str>, message: &MessageRef) -> Option<&MessageRef> {
+        let same_agent = Arc::ptr_eq(&self.agent, agent) || self.agent == *agent;
+        (same_agent && Arc::ptr_eq(&self.message, message)).then_some(&self.form)
     }
 }
 

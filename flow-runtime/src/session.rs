@@ -20,8 +20,10 @@ pub struct SessionEvent {
     output: RecordedOutput,
     action: Option<Action>,
     /// The message as other agents see it under the default policy
-    /// ([`rewrite_for_context`]), written once however many agents read it.
+    /// ([`rewrite_for_context`]), written once however many agents read it...
     context: OnceLock<MessageRef>,
+    /// ... or made ahead (for a transfer's messages, by the tree).
+    made: Option<MessageRef>,
 }
 
 enum RecordedOutput {
@@ -49,6 +51,7 @@ impl SessionEvent {
             },
             action,
             context: OnceLock::new(),
+            made: None,
         }
     }
 
@@ -58,12 +61,20 @@ impl SessionEvent {
             Some(EventOutput::Stream(s)) => RecordedOutput::Stream(s.record()),
             Some(EventOutput::Custom(_)) | None => RecordedOutput::None,
         };
+        // A context form the tree made ahead for this message (a transfer's) is taken as is.
+        let made = match (&event.context, &output) {
+            (Some(made), RecordedOutput::Message(m)) => {
+                made.form_of(event.agent_name_arc(), m).map(Arc::clone)
+            }
+            _ => None,
+        };
         SessionEvent {
             agent_name: Arc::clone(event.agent_name_arc()),
             run_path: event.run_path().clone(),
             output,
             action: event.action.clone(),
             context: OnceLock::new(),
+            made,
         }
     }
 
@@ -102,9 +113,22 @@ impl SessionEvent {
         }
     }
 
+    /// What [`message`](SessionEvent::message) gives, if it needs no waiting (`None` for a
+    /// stream).
+    pub(crate) fn message_without_stream(&self) -> Option<Option<MessageRef>> {
+        match &self.output {
+            RecordedOutput::None => Some(None),
+            RecordedOutput::Message(m) => Some(Some(Arc::clone(m))),
+            RecordedOutput::Stream(_) => None,
+        }
+    }
+
     /// `message` (this event's, once whole) as another agent sees it under the default
     /// context policy: rewritten on first use, then shared.
     pub(crate) fn context_form(&self, message: &MessageRef) -> MessageRef {
+        if let Some(made) = &self.made {
+            return Arc::clone(made);
+        }
         Arc::clone(
             self.context
                 .get_or_init(|| Arc::new(rewrite_for_context(&self.agent_name, message))),
@@ -131,6 +155,9 @@ impl fmt::Debug for SessionEvent {
             .finish()
     }
 }
+
+/// How many events a session makes room for at its first.
+const FIRST_EVENTS: usize = 16;
 
 /// Which input cache: a node's (`Some(name)`) or the shared one (`None`), and whether transfer
 /// messages are skipped.
@@ -186,14 +213,34 @@ impl Session {
 
     /// Appends a recorded event.
     pub fn push(&self, event: SessionEvent) {
-        self.events
-            .lock()
-            .expect("session lock")
-            .push(Arc::new(event));
+        self.append(Arc::new(event), usize::MAX);
     }
 
     pub(crate) fn record(&self, event: &AgentEvent) {
         self.push(SessionEvent::from_event(event));
+    }
+
+    /// Records `event` unless `max` events are recorded already; the record if it did.
+    pub(crate) fn record_within(
+        &self,
+        event: &AgentEvent,
+        max: usize,
+    ) -> Option<Arc<SessionEvent>> {
+        let recorded = Arc::new(SessionEvent::from_event(event));
+        self.append(Arc::clone(&recorded), max).then_some(recorded)
+    }
+
+    /// Appends `event` unless `max` events are recorded already; whether it did.
+    fn append(&self, event: Arc<SessionEvent>, max: usize) -> bool {
+        let mut events = self.events.lock().expect("session lock");
+        if events.len() >= max {
+            return false;
+        }
+        if events.capacity() == 0 {
+            events.reserve(FIRST_EVENTS);
+        }
+        events.push(event);
+        true
     }
 
     /// The recorded events, in order (a snapshot; the events themselves are shared).
@@ -205,6 +252,11 @@ impl Session {
     pub fn events_since(&self, start: usize) -> Vec<Arc<SessionEvent>> {
         let events = self.events.lock().expect("session lock");
         events.get(start..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// The `i`-th recorded event, if there is one.
+    pub(crate) fn event_at(&self, i: usize) -> Option<Arc<SessionEvent>> {
+        self.events.lock().expect("session lock").get(i).cloned()
     }
 
     /// Takes the input cache of a node out (it is put back when its input is built).
@@ -320,6 +372,53 @@ mod tests {
     fn chunks(texts: &[&str]) -> MessageStream {
         let items: Vec<_> = texts.iter().map(|t| Ok(Message::assistant(*t))).collect();
         MessageStream::from_stream(futures::stream::iter(items))
+    }
+
+    /// A context form made ahead is taken only for the very message of the very agent it
+    /// was made for: an event of another agent, or an equal message that is not the same
+    /// one, is rewritten as usual.
+    #[test]
+    fn a_context_form_made_ahead_is_used_only_for_its_own_message_and_agent() {
+        let refund: Arc<str> = Arc::from("refund");
+        let message: MessageRef = Arc::new(Message::assistant("done"));
+        let made = Arc::new(crate::history::ContextForm::new(&refund, &message));
+        let recorded = |agent: &str, message: &MessageRef| {
+            let mut event = AgentEvent::message(Arc::clone(message));
+            event.context = Some(Arc::clone(&made));
+            event.stamp(&Arc::from(agent), &crate::RunPath::root(Arc::from(agent)));
+            let recorded = SessionEvent::from_event(&event);
+            recorded.context_form(message).content.clone()
+        };
+        assert_eq!(
+            recorded("refund", &message),
+            "For context: [refund] said: done."
+        );
+        // Another agent's event carrying the form (e.g. an agent nested in the node).
+        assert_eq!(
+            recorded("scanner", &message),
+            "For context: [scanner] said: done."
+        );
+        // An equal message, not the one the form was made for.
+        let other: MessageRef = Arc::new(Message::assistant("done"));
+        let rewritten = recorded("refund", &other);
+        assert_eq!(rewritten, "For context: [refund] said: done.");
+        let mut event = AgentEvent::message(Arc::clone(&other));
+        event.context = Some(Arc::clone(&made));
+        event.stamp(&refund, &crate::RunPath::root(Arc::clone(&refund)));
+        let recorded = SessionEvent::from_event(&event);
+        assert!(!Arc::ptr_eq(
+            &recorded.context_form(&other),
+            made.form_of(&refund, &message).unwrap()
+        ));
+        // The very message: the form made ahead itself, not a copy.
+        let mut event = AgentEvent::message(Arc::clone(&message));
+        event.context = Some(Arc::clone(&made));
+        event.stamp(&refund, &crate::RunPath::root(Arc::clone(&refund)));
+        let recorded = SessionEvent::from_event(&event);
+        assert!(Arc::ptr_eq(
+            &recorded.context_form(&message),
+            made.form_of(&refund, &message).unwrap()
+        ));
     }
 
     #[test]

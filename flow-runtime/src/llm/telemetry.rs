@@ -26,7 +26,8 @@
 //! The `otel.*` fields are the ones `tracing-opentelemetry` maps to the span's name and
 //! status; `examples/otel.rs` (feature `otel`) exports the spans over OTLP.
 //!
-//! With no subscriber interested, a span costs a check of a cached flag: no field is built.
+//! With no subscriber interested, a span costs a check of a cached flag: no field is built
+//! (see [`spans_wanted`]).
 
 use tracing::field::Empty;
 use tracing::Span;
@@ -36,8 +37,18 @@ use crate::llm::models::{ChatRequest, ModelError};
 use crate::llm::tool::ToolError;
 use crate::message::{Message, ToolCall};
 
+/// Whether a subscriber may want this crate's (info-level) spans. Without one, spans are not
+/// made at all: `tracing`'s `log` feature (turned on by dependencies such as `sqlx`) would
+/// otherwise format every field of every span for the `log` crate, on every hop.
+pub(crate) fn spans_wanted() -> bool {
+    tracing::level_enabled!(tracing::Level::INFO)
+}
+
 /// The span of one model call.
 pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: bool) -> Span {
+    if !spans_wanted() {
+        return Span::none();
+    }
     tracing::info_span!(
         "chat",
         otel.name = %format_args!("chat {model}"),
@@ -121,6 +132,9 @@ pub(crate) fn record_model_error(span: &Span, error: &ModelError) {
 
 /// The span of one tool call.
 pub(crate) fn tool_span(cx: &RunContext, call: &ToolCall) -> Span {
+    if !spans_wanted() {
+        return Span::none();
+    }
     tracing::info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),
