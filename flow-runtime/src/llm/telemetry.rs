@@ -27,7 +27,7 @@
 //! status; `examples/otel.rs` (feature `otel`) exports the spans over OTLP.
 //!
 //! With no subscriber interested, a span costs a check of a cached flag: no field is built
-//! (see [`spans_wanted`]).
+//! (see `spans_wanted`).
 
 use tracing::field::Empty;
 use tracing::Span;
