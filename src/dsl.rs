@@ -242,6 +242,13 @@ pub use flow_macros::agent;
 /// The tree is built bottom-up with [`set_sub_agents`](crate::set_sub_agents), exactly as
 /// written by hand: same shape, options and events.
 ///
+/// These types are defined in a module of the flow's own, `desk_flow` (the flow's name in snake
+/// case), and re-exported where the flow is written, with its visibility; rustc names that
+/// module in some messages (`desk_flow::DeskAgent`). A second flow of the same name in one
+/// module, or another item named like the flow, is one error at the flow's name ("the name
+/// `Desk` is defined multiple times"); an item of yours named like one of the other generated
+/// types takes precedence over it where both are in scope.
+///
 /// # Checked at compile time
 ///
 /// Each error points at the offending node and names the agents: a cycle, an agent under two

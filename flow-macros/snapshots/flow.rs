@@ -1,536 +1,702 @@
-/// The desk.
-///
-/// Declared with `flow!`: the tree below, the legal transfers and every agent's declared transfers are checked at compile time. Build it with [`Desk::builder`]; run it with [`Desk::runner`].
-///
-/// # Tree
-///
-/// ```text
-/// triage
-/// ├── refund  (context = user_input_only)
-/// ├── complaint
-/// │   └── escalation  (no_parent)
-/// └── billing  (dyn: given at run time)
-/// ```
-///
-/// <div class="agentflow-diagram">
-/// <svg xmlns="http://www.w3.org/2000/svg" width="480.6" height="318" viewBox="0 0 480.6 318" role="img" aria-label="Desk: a tree of 5 agents" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"><title>Desk</title><defs><marker id="af-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker><marker id="af-head-barred" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b7472a"/></marker></defs><rect width="100%" height="100%" fill="#ffffff"/><path class="edge" data-from="triage" data-to="refund" d="M200.9,54 C200.9,82 71,82 71,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge" data-from="triage" data-to="complaint" d="M224.9,54 C224.9,82 209.4,82 209.4,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge barred" data-from="complaint" data-to="escalation" d="M209.4,148 C209.4,184 209.4,184 209.4,220" fill="none" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><line x1="201.4" y1="203" x2="217.4" y2="203" stroke="#b7472a" stroke-width="2.4"/><path class="edge" data-from="triage" data-to="billing" d="M248.9,54 C248.9,82 378.7,82 378.7,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><g class="agent" data-name="triage"><rect x="169.9" y="16" width="110" height="38" rx="8" fill="#ebf4ff" stroke="#2b6cb0" stroke-width="1.4"/><text x="224.9" y="40" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">triage</text></g><g class="agent" data-name="refund"><rect x="16" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="71" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">refund</text></g><g class="agent" data-name="complaint"><rect x="154.4" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">complaint</text></g><g class="agent" data-name="escalation"><rect x="154" y="220" width="110.8" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="244" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">escalation</text></g><g class="agent" data-name="billing"><rect x="292.8" y="110" width="171.8" height="54" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="378.7" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">billing</text><text x="378.7" y="150" text-anchor="middle" font-size="12" font-style="italic" fill="#6b46c1">dyn: built at run time</text></g><g class="legend" font-size="12" fill="#4a5568"><line x1="16" y1="288" x2="52" y2="288" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><text x="60" y="292">transfers both ways</text><line x1="196" y1="288" x2="232" y2="288" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><text x="240" y="292">barred from its parent</text></g></svg>
-/// </div>
-///
-/// Boxes show each agent's name and kind; the agents' descriptions are drawn by [`Desk::svg`] and, with those of agents built at run time, by `FlowAgent::to_svg`. [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
-///
-/// # Transfers
-///
-/// Who may transfer to whom (its sub-agents, and its parent unless barred):
-///
-/// | agent | may transfer to |
-/// | --- | --- |
-/// | `triage` | `refund`, `complaint`, `billing` |
-/// | `refund` | `triage` (parent) |
-/// | `complaint` | `escalation`, `triage` (parent) |
-/// | `escalation` | none (barred from its parent `complaint`) |
-/// | `billing` | `triage` (parent) |
-///
-/// An agent declared `#[agent(no_parent)]` is barred from its parent too. Agent types are shown by their identifier, which is their name unless they were renamed with `#[agent(name = "...")]`; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
-#[derive(::core::fmt::Debug, ::core::clone::Clone)]
-#[allow(dead_code)]
-pub struct Desk {
-    flow: ::agentflow::__private::FlowAgent,
+#[allow(non_snake_case, non_camel_case_types, unreachable_pub)]
+mod desk_flow {
+    /// The desk.
+    ///
+    /// Declared with `flow!`: the tree below, the legal transfers and every agent's declared transfers are checked at compile time. Build it with [`Desk::builder`]; run it with [`Desk::runner`].
+    ///
+    /// # Tree
+    ///
+    /// ```text
+    /// triage
+    /// ├── refund  (context = user_input_only)
+    /// ├── complaint
+    /// │   └── escalation  (no_parent)
+    /// └── billing  (dyn: given at run time)
+    /// ```
+    ///
+    /// <div class="agentflow-diagram">
+    /// <svg xmlns="http://www.w3.org/2000/svg" width="480.6" height="318" viewBox="0 0 480.6 318" role="img" aria-label="Desk: a tree of 5 agents" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"><title>Desk</title><defs><marker id="af-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker><marker id="af-head-barred" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b7472a"/></marker></defs><rect width="100%" height="100%" fill="#ffffff"/><path class="edge" data-from="triage" data-to="refund" d="M200.9,54 C200.9,82 71,82 71,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge" data-from="triage" data-to="complaint" d="M224.9,54 C224.9,82 209.4,82 209.4,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge barred" data-from="complaint" data-to="escalation" d="M209.4,148 C209.4,184 209.4,184 209.4,220" fill="none" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><line x1="201.4" y1="203" x2="217.4" y2="203" stroke="#b7472a" stroke-width="2.4"/><path class="edge" data-from="triage" data-to="billing" d="M248.9,54 C248.9,82 378.7,82 378.7,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><g class="agent" data-name="triage"><rect x="169.9" y="16" width="110" height="38" rx="8" fill="#ebf4ff" stroke="#2b6cb0" stroke-width="1.4"/><text x="224.9" y="40" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">triage</text></g><g class="agent" data-name="refund"><rect x="16" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="71" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">refund</text></g><g class="agent" data-name="complaint"><rect x="154.4" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">complaint</text></g><g class="agent" data-name="escalation"><rect x="154" y="220" width="110.8" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="244" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">escalation</text></g><g class="agent" data-name="billing"><rect x="292.8" y="110" width="171.8" height="54" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="378.7" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">billing</text><text x="378.7" y="150" text-anchor="middle" font-size="12" font-style="italic" fill="#6b46c1">dyn: built at run time</text></g><g class="legend" font-size="12" fill="#4a5568"><line x1="16" y1="288" x2="52" y2="288" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><text x="60" y="292">transfers both ways</text><line x1="196" y1="288" x2="232" y2="288" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><text x="240" y="292">barred from its parent</text></g></svg>
+    /// </div>
+    ///
+    /// Boxes show each agent's name and kind; the agents' descriptions are drawn by [`Desk::svg`] and, with those of agents built at run time, by `FlowAgent::to_svg`. [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
+    ///
+    /// # Transfers
+    ///
+    /// Who may transfer to whom (its sub-agents, and its parent unless barred):
+    ///
+    /// | agent | may transfer to |
+    /// | --- | --- |
+    /// | `triage` | `refund`, `complaint`, `billing` |
+    /// | `refund` | `triage` (parent) |
+    /// | `complaint` | `escalation`, `triage` (parent) |
+    /// | `escalation` | none (barred from its parent `complaint`) |
+    /// | `billing` | `triage` (parent) |
+    ///
+    /// An agent declared `#[agent(no_parent)]` is barred from its parent too. Agent types are shown by their identifier, which is their name unless they were renamed with `#[agent(name = "...")]`; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
+    #[derive(::core::fmt::Debug, ::core::clone::Clone)]
+    #[allow(dead_code)]
+    pub struct Desk {
+        pub(super) flow: ::agentflow::__private::FlowAgent,
+    }
+    /// What the flow's items need to know of its agents' types, which only the call site
+    /// can name: given there, by node (depth first from the root).
+    pub(super) trait __AgentflowFacts {
+        /// The agents' names.
+        const AGENTS: &'static [&'static str];
+        /// Whether each node is barred from transferring to its parent.
+        const BARRED: &'static [bool];
+        /// The agents' descriptions.
+        const DESCRIPTIONS: &'static [&'static str];
+        /// The transfers each agent declares (none for a `dyn` or workflow node).
+        const TRANSFERS: &'static [&'static [&'static str]];
+        /// Whether each agent is declared `#[agent(no_parent)]`.
+        const NO_PARENT: &'static [bool];
+    }
+    #[allow(dead_code)]
+    impl Desk {
+        /// The flow's name.
+        pub const NAME: &'static str = "Desk";
+        /// The names of the flow's agents, depth first from the root.
+        pub const AGENTS: &'static [&'static str] = <Self as __AgentflowFacts>::AGENTS;
+        /// For each agent, the names of the agents from the root down to it: the path a
+        /// resume follows to reach it.
+        pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[
+            (Self::AGENTS[0usize], &[Self::AGENTS[0usize]]),
+            (Self::AGENTS[1usize], &[Self::AGENTS[0usize], Self::AGENTS[1usize]]),
+            (Self::AGENTS[2usize], &[Self::AGENTS[0usize], Self::AGENTS[2usize]]),
+            (
+                Self::AGENTS[3usize],
+                &[Self::AGENTS[0usize], Self::AGENTS[2usize], Self::AGENTS[3usize]],
+            ),
+            (Self::AGENTS[4usize], &[Self::AGENTS[0usize], Self::AGENTS[4usize]]),
+        ];
+        /// The fingerprint of the flow's shape, computed at compile time; equal to
+        /// `FlowAgent::fingerprint()` of the built tree.
+        pub const FINGERPRINT: u64 = {
+            let mut __h = ::agentflow::__private::check::FNV_OFFSET;
+            __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[0usize]);
+            if Self::__BARRED[0usize] {
+                __h = ::agentflow::__private::check::fnv1a(__h, "^");
+            }
+            __h = ::agentflow::__private::check::fnv1a(__h, "(");
+            __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[1usize]);
+            if Self::__BARRED[1usize] {
+                __h = ::agentflow::__private::check::fnv1a(__h, "^");
+            }
+            __h = ::agentflow::__private::check::fnv1a(__h, ",");
+            __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[2usize]);
+            if Self::__BARRED[2usize] {
+                __h = ::agentflow::__private::check::fnv1a(__h, "^");
+            }
+            __h = ::agentflow::__private::check::fnv1a(__h, "(");
+            __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[3usize]);
+            if Self::__BARRED[3usize] {
+                __h = ::agentflow::__private::check::fnv1a(__h, "^");
+            }
+            __h = ::agentflow::__private::check::fnv1a(__h, ")");
+            __h = ::agentflow::__private::check::fnv1a(__h, ",");
+            __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[4usize]);
+            if Self::__BARRED[4usize] {
+                __h = ::agentflow::__private::check::fnv1a(__h, "^");
+            }
+            __h = ::agentflow::__private::check::fnv1a(__h, ")");
+            __h
+        };
+        #[doc(hidden)]
+        pub const __PARENTS: &'static [::core::option::Option<usize>] = &[
+            ::core::option::Option::None,
+            ::core::option::Option::Some(0usize),
+            ::core::option::Option::Some(0usize),
+            ::core::option::Option::Some(2usize),
+            ::core::option::Option::Some(0usize),
+        ];
+        #[doc(hidden)]
+        pub const __BARRED: &'static [bool] = <Self as __AgentflowFacts>::BARRED;
+        #[doc(hidden)]
+        pub const __DESCRIPTIONS: &'static [&'static str] = <Self as __AgentflowFacts>::DESCRIPTIONS;
+        #[doc(hidden)]
+        pub const __NOTES: &'static [&'static str] = &[
+            "",
+            "",
+            "",
+            "",
+            "dyn: built at run time",
+        ];
+        /// Not available: this flow has nodes whose agents are given at run time; use
+        /// `builder()`.
+        #[doc(hidden)]
+        pub fn new<'__a>() -> ::core::result::Result<
+            Self,
+            ::agentflow::__private::FlowError,
+        >
+        where
+            &'__a ::agentflow::__private::UseTheBuilder: ::agentflow::__private::NewNeedsNoAgents<
+                Self,
+            >,
+        {
+            ::core::unreachable!()
+        }
+        ///A builder of [`Desk`]: give it the agent of every `dyn` and `runtime` node, then call `build()`.
+        pub fn builder() -> DeskBuilder {
+            DeskBuilder::__agentflow_new()
+        }
+        /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
+        /// the flow has no such agent.
+        pub fn path_of(
+            agent_name: &str,
+        ) -> ::core::option::Option<&'static [&'static str]> {
+            let mut __i = 0;
+            while __i < Self::PATHS.len() {
+                if Self::PATHS[__i].0 == agent_name {
+                    return ::core::option::Option::Some(Self::PATHS[__i].1);
+                }
+                __i += 1;
+            }
+            ::core::option::Option::None
+        }
+        /// The built tree, at its root.
+        pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
+            &self.flow
+        }
+        /// The built tree, at its root.
+        pub fn into_flow(self) -> ::agentflow::__private::FlowAgent {
+            self.flow
+        }
+        /// A runner for this flow.
+        pub fn runner(&self) -> ::agentflow::__private::Runner {
+            ::agentflow::__private::Runner::new(::core::clone::Clone::clone(&self.flow))
+        }
+        /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
+        /// its parent, `-->` where it is barred.
+        pub fn mermaid() -> ::std::string::String {
+            ::agentflow::__private::render::mermaid(
+                Self::AGENTS,
+                Self::__PARENTS,
+                Self::__BARRED,
+            )
+        }
+        /// The tree as a standalone SVG document (the picture in this type's
+        /// documentation): each agent's name, kind and description; a solid two-headed edge
+        /// where a sub-agent may transfer back to its parent, a dashed one where it is
+        /// barred. A `dyn` node's description comes with its agent: draw the built tree
+        /// with `FlowAgent::to_svg` to show it.
+        pub fn svg() -> ::std::string::String {
+            ::agentflow::__private::render::svg(
+                Self::NAME,
+                Self::AGENTS,
+                Self::__DESCRIPTIONS,
+                Self::__NOTES,
+                Self::__PARENTS,
+                Self::__BARRED,
+            )
+        }
+        /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
+        /// to its parent).
+        pub fn to_dot() -> ::std::string::String {
+            ::agentflow::__private::render::dot(
+                Self::NAME,
+                Self::AGENTS,
+                Self::__PARENTS,
+                Self::__BARRED,
+            )
+        }
+    }
+    #[automatically_derived]
+    impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
+        fn from(__flow: Desk) -> Self {
+            __flow.flow
+        }
+    }
+    ///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
+    #[derive(
+        ::core::fmt::Debug,
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash
+    )]
+    #[allow(dead_code)]
+    #[repr(usize)]
+    pub enum DeskAgent {
+        ///The agent of node `triage`.
+        Triage = 0usize,
+        ///The agent of node `refund`.
+        Refund = 1usize,
+        ///The agent of node `complaint`.
+        Complaint = 2usize,
+        ///The agent of node `escalation`.
+        Escalation = 3usize,
+        ///The agent of node `dyn billing`.
+        Billing = 4usize,
+    }
+    #[allow(dead_code)]
+    impl DeskAgent {
+        /// Every agent, depth first from the root.
+        pub const ALL: &'static [Self] = &[
+            Self::Triage,
+            Self::Refund,
+            Self::Complaint,
+            Self::Escalation,
+            Self::Billing,
+        ];
+        /// The agent's name.
+        pub const fn name(self) -> &'static str {
+            Desk::AGENTS[self as usize]
+        }
+        /// The names of the agents from the root down to this one.
+        pub const fn path(self) -> &'static [&'static str] {
+            Desk::PATHS[self as usize].1
+        }
+        /// The agent's parent in the flow, if it is not the root.
+        pub const fn parent(self) -> ::core::option::Option<Self> {
+            match self {
+                Self::Triage => ::core::option::Option::None,
+                Self::Refund => ::core::option::Option::Some(Self::Triage),
+                Self::Complaint => ::core::option::Option::Some(Self::Triage),
+                Self::Escalation => ::core::option::Option::Some(Self::Complaint),
+                Self::Billing => ::core::option::Option::Some(Self::Triage),
+            }
+        }
+        /// The agent's sub-agents, in order.
+        pub const fn children(self) -> &'static [Self] {
+            match self {
+                Self::Triage => &[Self::Refund, Self::Complaint, Self::Billing],
+                Self::Refund => &[],
+                Self::Complaint => &[Self::Escalation],
+                Self::Escalation => &[],
+                Self::Billing => &[],
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Display for DeskAgent {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.name())
+        }
+    }
+    #[automatically_derived]
+    impl ::core::str::FromStr for DeskAgent {
+        type Err = ::agentflow::__private::UnknownAgent;
+        fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
+            let mut __i = 0;
+            while __i < Self::ALL.len() {
+                if Self::ALL[__i].name() == __s {
+                    return ::core::result::Result::Ok(Self::ALL[__i]);
+                }
+                __i += 1;
+            }
+            ::core::result::Result::Err(::agentflow::__private::UnknownAgent {
+                flow: Desk::NAME,
+                name: ::core::convert::From::from(__s),
+                known: Desk::AGENTS,
+            })
+        }
+    }
+    ///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+    #[derive(
+        ::core::fmt::Debug,
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash
+    )]
+    #[allow(dead_code)]
+    pub enum DeskTriageTarget {
+        ///Transfer to `refund`, a sub-agent.
+        Refund,
+        ///Transfer to `complaint`, a sub-agent.
+        Complaint,
+        ///Transfer to `dyn billing`, a sub-agent.
+        Billing,
+    }
+    #[allow(dead_code)]
+    impl DeskTriageTarget {
+        /// Every target, sub-agents first.
+        pub const ALL: &'static [Self] = &[Self::Refund, Self::Complaint, Self::Billing];
+        /// The target as an agent of the flow.
+        pub const fn agent(self) -> DeskAgent {
+            match self {
+                Self::Refund => DeskAgent::Refund,
+                Self::Complaint => DeskAgent::Complaint,
+                Self::Billing => DeskAgent::Billing,
+            }
+        }
+        /// The name of the agent this target transfers to.
+        pub const fn as_str(self) -> &'static str {
+            self.agent().name()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Display for DeskTriageTarget {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.as_str())
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::TransferTarget for DeskTriageTarget {
+        const ALL: &'static [Self] = DeskTriageTarget::ALL;
+        fn agent_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
+        fn from(__target: DeskTriageTarget) -> Self {
+            __target.agent()
+        }
+    }
+    ///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+    #[derive(
+        ::core::fmt::Debug,
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash
+    )]
+    #[allow(dead_code)]
+    pub enum DeskRefundTarget {
+        ///Transfer to `triage`, its parent.
+        Triage,
+    }
+    #[allow(dead_code)]
+    impl DeskRefundTarget {
+        /// Every target, sub-agents first.
+        pub const ALL: &'static [Self] = &[Self::Triage];
+        /// The target as an agent of the flow.
+        pub const fn agent(self) -> DeskAgent {
+            match self {
+                Self::Triage => DeskAgent::Triage,
+            }
+        }
+        /// The name of the agent this target transfers to.
+        pub const fn as_str(self) -> &'static str {
+            self.agent().name()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Display for DeskRefundTarget {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.as_str())
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::TransferTarget for DeskRefundTarget {
+        const ALL: &'static [Self] = DeskRefundTarget::ALL;
+        fn agent_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
+        fn from(__target: DeskRefundTarget) -> Self {
+            __target.agent()
+        }
+    }
+    ///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+    #[derive(
+        ::core::fmt::Debug,
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash
+    )]
+    #[allow(dead_code)]
+    pub enum DeskComplaintTarget {
+        ///Transfer to `escalation`, a sub-agent.
+        Escalation,
+        ///Transfer to `triage`, its parent.
+        Triage,
+    }
+    #[allow(dead_code)]
+    impl DeskComplaintTarget {
+        /// Every target, sub-agents first.
+        pub const ALL: &'static [Self] = &[Self::Escalation, Self::Triage];
+        /// The target as an agent of the flow.
+        pub const fn agent(self) -> DeskAgent {
+            match self {
+                Self::Escalation => DeskAgent::Escalation,
+                Self::Triage => DeskAgent::Triage,
+            }
+        }
+        /// The name of the agent this target transfers to.
+        pub const fn as_str(self) -> &'static str {
+            self.agent().name()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Display for DeskComplaintTarget {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.as_str())
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::TransferTarget for DeskComplaintTarget {
+        const ALL: &'static [Self] = DeskComplaintTarget::ALL;
+        fn agent_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
+        fn from(__target: DeskComplaintTarget) -> Self {
+            __target.agent()
+        }
+    }
+    ///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
+    #[derive(
+        ::core::fmt::Debug,
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash
+    )]
+    #[allow(dead_code)]
+    pub enum DeskBillingTarget {
+        ///Transfer to `triage`, its parent.
+        Triage,
+    }
+    #[allow(dead_code)]
+    impl DeskBillingTarget {
+        /// Every target, sub-agents first.
+        pub const ALL: &'static [Self] = &[Self::Triage];
+        /// The target as an agent of the flow.
+        pub const fn agent(self) -> DeskAgent {
+            match self {
+                Self::Triage => DeskAgent::Triage,
+            }
+        }
+        /// The name of the agent this target transfers to.
+        pub const fn as_str(self) -> &'static str {
+            self.agent().name()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::fmt::Display for DeskBillingTarget {
+        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+            __f.write_str(self.as_str())
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::TransferTarget for DeskBillingTarget {
+        const ALL: &'static [Self] = DeskBillingTarget::ALL;
+        fn agent_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
+        fn from(__target: DeskBillingTarget) -> Self {
+            __target.agent()
+        }
+    }
+    ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
+    #[must_use]
+    #[derive(::core::fmt::Debug)]
+    #[allow(dead_code)]
+    pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
+        pub(super) billing: S0,
+    }
+    ///Marker types naming the `dyn` and `runtime` nodes of [`Desk`] in the messages of its builder.
+    #[doc(hidden)]
+    #[allow(non_snake_case)]
+    pub mod DeskNodes {
+        #[allow(non_camel_case_types)]
+        #[derive(::core::fmt::Debug)]
+        pub struct billing;
+    }
+    #[allow(dead_code)]
+    impl DeskBuilder {
+        fn __agentflow_new() -> Self {
+            DeskBuilder {
+                billing: ::agentflow::__private::Unset,
+            }
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_upper_case_globals, dead_code)]
+    impl Desk {
+        const __NODES: &'static [&'static str] = &[
+            "triage",
+            "refund",
+            "complaint",
+            "escalation",
+            "dyn billing",
+        ];
+        const __EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
+            5usize,
+        >(Self::AGENTS);
+        const triage_transfers_are_legal: () = {
+            let __v = ::agentflow::__private::check::transfers(
+                "Desk",
+                Self::AGENTS[0usize],
+                <Self as __AgentflowFacts>::TRANSFERS[0usize],
+                &[Self::AGENTS[1usize], Self::AGENTS[2usize], Self::AGENTS[4usize]],
+                ::core::option::Option::None,
+                false,
+                <Self as __AgentflowFacts>::NO_PARENT[0usize],
+            );
+            __v.assert_passed()
+        };
+        const refund_has_a_unique_name: () = {
+            let __v = ::agentflow::__private::check::unique_name(
+                "Desk",
+                Self::AGENTS,
+                Self::__NODES,
+                1usize,
+                Self::__EARLIER[1usize],
+            );
+            __v.assert_passed()
+        };
+        const refund_transfers_are_legal: () = {
+            let __v = ::agentflow::__private::check::transfers(
+                "Desk",
+                Self::AGENTS[1usize],
+                <Self as __AgentflowFacts>::TRANSFERS[1usize],
+                &[],
+                ::core::option::Option::Some(Self::AGENTS[0usize]),
+                false,
+                <Self as __AgentflowFacts>::NO_PARENT[1usize],
+            );
+            __v.assert_passed()
+        };
+        const complaint_has_a_unique_name: () = {
+            let __v = ::agentflow::__private::check::unique_name(
+                "Desk",
+                Self::AGENTS,
+                Self::__NODES,
+                2usize,
+                Self::__EARLIER[2usize],
+            );
+            __v.assert_passed()
+        };
+        const complaint_transfers_are_legal: () = {
+            let __v = ::agentflow::__private::check::transfers(
+                "Desk",
+                Self::AGENTS[2usize],
+                <Self as __AgentflowFacts>::TRANSFERS[2usize],
+                &[Self::AGENTS[3usize]],
+                ::core::option::Option::Some(Self::AGENTS[0usize]),
+                false,
+                <Self as __AgentflowFacts>::NO_PARENT[2usize],
+            );
+            __v.assert_passed()
+        };
+        const escalation_has_a_unique_name: () = {
+            let __v = ::agentflow::__private::check::unique_name(
+                "Desk",
+                Self::AGENTS,
+                Self::__NODES,
+                3usize,
+                Self::__EARLIER[3usize],
+            );
+            __v.assert_passed()
+        };
+        const escalation_transfers_are_legal: () = {
+            let __v = ::agentflow::__private::check::transfers(
+                "Desk",
+                Self::AGENTS[3usize],
+                <Self as __AgentflowFacts>::TRANSFERS[3usize],
+                &[],
+                ::core::option::Option::Some(Self::AGENTS[2usize]),
+                true,
+                <Self as __AgentflowFacts>::NO_PARENT[3usize],
+            );
+            __v.assert_passed()
+        };
+        const billing_has_a_unique_name: () = {
+            let __v = ::agentflow::__private::check::unique_name(
+                "Desk",
+                Self::AGENTS,
+                Self::__NODES,
+                4usize,
+                Self::__EARLIER[4usize],
+            );
+            __v.assert_passed()
+        };
+    }
+    #[doc(hidden)]
+    const _: () = Desk::triage_transfers_are_legal;
+    #[doc(hidden)]
+    const _: () = Desk::refund_has_a_unique_name;
+    #[doc(hidden)]
+    const _: () = Desk::refund_transfers_are_legal;
+    #[doc(hidden)]
+    const _: () = Desk::complaint_has_a_unique_name;
+    #[doc(hidden)]
+    const _: () = Desk::complaint_transfers_are_legal;
+    #[doc(hidden)]
+    const _: () = Desk::escalation_has_a_unique_name;
+    #[doc(hidden)]
+    const _: () = Desk::escalation_transfers_are_legal;
+    #[doc(hidden)]
+    const _: () = Desk::billing_has_a_unique_name;
 }
-#[allow(dead_code)]
-impl Desk {
-    /// The flow's name.
-    pub const NAME: &'static str = "Desk";
-    /// The names of the flow's agents, depth first from the root.
-    pub const AGENTS: &'static [&'static str] = &[
+#[allow(unused_imports)]
+pub use desk_flow::*;
+#[allow(unused_imports)]
+pub use desk_flow::Desk as Desk;
+#[automatically_derived]
+impl desk_flow::__AgentflowFacts for desk_flow::Desk {
+    const AGENTS: &'static [&'static str] = &[
         <triage as ::agentflow::__private::AgentSpec>::NAME,
         <refund as ::agentflow::__private::AgentSpec>::NAME,
         <complaint as ::agentflow::__private::AgentSpec>::NAME,
         <escalation as ::agentflow::__private::AgentSpec>::NAME,
         "billing",
     ];
-    /// For each agent, the names of the agents from the root down to it: the path a
-    /// resume follows to reach it.
-    pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[
-        (Self::AGENTS[0usize], &[Self::AGENTS[0usize]]),
-        (Self::AGENTS[1usize], &[Self::AGENTS[0usize], Self::AGENTS[1usize]]),
-        (Self::AGENTS[2usize], &[Self::AGENTS[0usize], Self::AGENTS[2usize]]),
-        (
-            Self::AGENTS[3usize],
-            &[Self::AGENTS[0usize], Self::AGENTS[2usize], Self::AGENTS[3usize]],
-        ),
-        (Self::AGENTS[4usize], &[Self::AGENTS[0usize], Self::AGENTS[4usize]]),
-    ];
-    /// The fingerprint of the flow's shape, computed at compile time; equal to
-    /// `FlowAgent::fingerprint()` of the built tree.
-    pub const FINGERPRINT: u64 = {
-        let mut __h = ::agentflow::__private::check::FNV_OFFSET;
-        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[0usize]);
-        if Self::__BARRED[0usize] {
-            __h = ::agentflow::__private::check::fnv1a(__h, "^");
-        }
-        __h = ::agentflow::__private::check::fnv1a(__h, "(");
-        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[1usize]);
-        if Self::__BARRED[1usize] {
-            __h = ::agentflow::__private::check::fnv1a(__h, "^");
-        }
-        __h = ::agentflow::__private::check::fnv1a(__h, ",");
-        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[2usize]);
-        if Self::__BARRED[2usize] {
-            __h = ::agentflow::__private::check::fnv1a(__h, "^");
-        }
-        __h = ::agentflow::__private::check::fnv1a(__h, "(");
-        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[3usize]);
-        if Self::__BARRED[3usize] {
-            __h = ::agentflow::__private::check::fnv1a(__h, "^");
-        }
-        __h = ::agentflow::__private::check::fnv1a(__h, ")");
-        __h = ::agentflow::__private::check::fnv1a(__h, ",");
-        __h = ::agentflow::__private::check::fnv1a(__h, Self::AGENTS[4usize]);
-        if Self::__BARRED[4usize] {
-            __h = ::agentflow::__private::check::fnv1a(__h, "^");
-        }
-        __h = ::agentflow::__private::check::fnv1a(__h, ")");
-        __h
-    };
-    #[doc(hidden)]
-    pub const __PARENTS: &'static [::core::option::Option<usize>] = &[
-        ::core::option::Option::None,
-        ::core::option::Option::Some(0usize),
-        ::core::option::Option::Some(0usize),
-        ::core::option::Option::Some(2usize),
-        ::core::option::Option::Some(0usize),
-    ];
-    #[doc(hidden)]
-    pub const __BARRED: &'static [bool] = &[
+    const BARRED: &'static [bool] = &[
         <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
         <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
         <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
         true,
         false,
     ];
-    #[doc(hidden)]
-    pub const __DESCRIPTIONS: &'static [&'static str] = &[
+    const DESCRIPTIONS: &'static [&'static str] = &[
         <triage as ::agentflow::__private::AgentSpec>::DESCRIPTION,
         <refund as ::agentflow::__private::AgentSpec>::DESCRIPTION,
         <complaint as ::agentflow::__private::AgentSpec>::DESCRIPTION,
         <escalation as ::agentflow::__private::AgentSpec>::DESCRIPTION,
         "",
     ];
-    #[doc(hidden)]
-    pub const __NOTES: &'static [&'static str] = &[
-        "",
-        "",
-        "",
-        "",
-        "dyn: built at run time",
+    const TRANSFERS: &'static [&'static [&'static str]] = &[
+        <triage as ::agentflow::__private::AgentSpec>::TRANSFERS,
+        <refund as ::agentflow::__private::AgentSpec>::TRANSFERS,
+        <complaint as ::agentflow::__private::AgentSpec>::TRANSFERS,
+        <escalation as ::agentflow::__private::AgentSpec>::TRANSFERS,
+        &[],
     ];
-    /// Not available: this flow has nodes whose agents are given at run time; use
-    /// `builder()`.
-    #[doc(hidden)]
-    pub fn new<'__a>() -> ::core::result::Result<Self, ::agentflow::__private::FlowError>
-    where
-        &'__a ::agentflow::__private::UseTheBuilder: ::agentflow::__private::NewNeedsNoAgents<
-            Self,
-        >,
-    {
-        ::core::unreachable!()
-    }
-    ///A builder of [`Desk`]: give it the agent of every `dyn` and `runtime` node, then call `build()`.
-    pub fn builder() -> DeskBuilder {
-        DeskBuilder::__agentflow_new()
-    }
-    /// The path from the root to the named agent (see [`Self::PATHS`]), or `None` if
-    /// the flow has no such agent.
-    pub fn path_of(agent_name: &str) -> ::core::option::Option<&'static [&'static str]> {
-        let mut __i = 0;
-        while __i < Self::PATHS.len() {
-            if Self::PATHS[__i].0 == agent_name {
-                return ::core::option::Option::Some(Self::PATHS[__i].1);
-            }
-            __i += 1;
-        }
-        ::core::option::Option::None
-    }
-    /// The built tree, at its root.
-    pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
-        &self.flow
-    }
-    /// The built tree, at its root.
-    pub fn into_flow(self) -> ::agentflow::__private::FlowAgent {
-        self.flow
-    }
-    /// A runner for this flow.
-    pub fn runner(&self) -> ::agentflow::__private::Runner {
-        ::agentflow::__private::Runner::new(::core::clone::Clone::clone(&self.flow))
-    }
-    /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
-    /// its parent, `-->` where it is barred.
-    pub fn mermaid() -> ::std::string::String {
-        ::agentflow::__private::render::mermaid(
-            Self::AGENTS,
-            Self::__PARENTS,
-            Self::__BARRED,
-        )
-    }
-    /// The tree as a standalone SVG document (the picture in this type's
-    /// documentation): each agent's name, kind and description; a solid two-headed edge
-    /// where a sub-agent may transfer back to its parent, a dashed one where it is
-    /// barred. A `dyn` node's description comes with its agent: draw the built tree
-    /// with `FlowAgent::to_svg` to show it.
-    pub fn svg() -> ::std::string::String {
-        ::agentflow::__private::render::svg(
-            Self::NAME,
-            Self::AGENTS,
-            Self::__DESCRIPTIONS,
-            Self::__NOTES,
-            Self::__PARENTS,
-            Self::__BARRED,
-        )
-    }
-    /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
-    /// to its parent).
-    pub fn to_dot() -> ::std::string::String {
-        ::agentflow::__private::render::dot(
-            Self::NAME,
-            Self::AGENTS,
-            Self::__PARENTS,
-            Self::__BARRED,
-        )
-    }
-}
-#[automatically_derived]
-impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
-    fn from(__flow: Desk) -> Self {
-        __flow.flow
-    }
-}
-///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
-)]
-#[allow(dead_code)]
-#[repr(usize)]
-pub enum DeskAgent {
-    ///The agent of node `triage`.
-    Triage = 0usize,
-    ///The agent of node `refund`.
-    Refund = 1usize,
-    ///The agent of node `complaint`.
-    Complaint = 2usize,
-    ///The agent of node `escalation`.
-    Escalation = 3usize,
-    ///The agent of node `dyn billing`.
-    Billing = 4usize,
-}
-#[allow(dead_code)]
-impl DeskAgent {
-    /// Every agent, depth first from the root.
-    pub const ALL: &'static [Self] = &[
-        Self::Triage,
-        Self::Refund,
-        Self::Complaint,
-        Self::Escalation,
-        Self::Billing,
+    const NO_PARENT: &'static [bool] = &[
+        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        false,
     ];
-    /// The agent's name.
-    pub const fn name(self) -> &'static str {
-        Desk::AGENTS[self as usize]
-    }
-    /// The names of the agents from the root down to this one.
-    pub const fn path(self) -> &'static [&'static str] {
-        Desk::PATHS[self as usize].1
-    }
-    /// The agent's parent in the flow, if it is not the root.
-    pub const fn parent(self) -> ::core::option::Option<Self> {
-        match self {
-            Self::Triage => ::core::option::Option::None,
-            Self::Refund => ::core::option::Option::Some(Self::Triage),
-            Self::Complaint => ::core::option::Option::Some(Self::Triage),
-            Self::Escalation => ::core::option::Option::Some(Self::Complaint),
-            Self::Billing => ::core::option::Option::Some(Self::Triage),
-        }
-    }
-    /// The agent's sub-agents, in order.
-    pub const fn children(self) -> &'static [Self] {
-        match self {
-            Self::Triage => &[Self::Refund, Self::Complaint, Self::Billing],
-            Self::Refund => &[],
-            Self::Complaint => &[Self::Escalation],
-            Self::Escalation => &[],
-            Self::Billing => &[],
-        }
-    }
-}
-#[automatically_derived]
-impl ::core::fmt::Display for DeskAgent {
-    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        __f.write_str(self.name())
-    }
-}
-#[automatically_derived]
-impl ::core::str::FromStr for DeskAgent {
-    type Err = ::agentflow::__private::UnknownAgent;
-    fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
-        let mut __i = 0;
-        while __i < Self::ALL.len() {
-            if Self::ALL[__i].name() == __s {
-                return ::core::result::Result::Ok(Self::ALL[__i]);
-            }
-            __i += 1;
-        }
-        ::core::result::Result::Err(::agentflow::__private::UnknownAgent {
-            flow: Desk::NAME,
-            name: ::core::convert::From::from(__s),
-            known: Desk::AGENTS,
-        })
-    }
-}
-///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
-)]
-#[allow(dead_code)]
-pub enum DeskTriageTarget {
-    ///Transfer to `refund`, a sub-agent.
-    Refund,
-    ///Transfer to `complaint`, a sub-agent.
-    Complaint,
-    ///Transfer to `dyn billing`, a sub-agent.
-    Billing,
 }
 #[allow(dead_code)]
-impl DeskTriageTarget {
-    /// Every target, sub-agents first.
-    pub const ALL: &'static [Self] = &[Self::Refund, Self::Complaint, Self::Billing];
-    /// The target as an agent of the flow.
-    pub const fn agent(self) -> DeskAgent {
-        match self {
-            Self::Refund => DeskAgent::Refund,
-            Self::Complaint => DeskAgent::Complaint,
-            Self::Billing => DeskAgent::Billing,
-        }
-    }
-    /// The name of the agent this target transfers to.
-    pub const fn as_str(self) -> &'static str {
-        self.agent().name()
-    }
-}
-#[automatically_derived]
-impl ::core::fmt::Display for DeskTriageTarget {
-    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        __f.write_str(self.as_str())
-    }
-}
-#[automatically_derived]
-impl ::agentflow::__private::TransferTarget for DeskTriageTarget {
-    const ALL: &'static [Self] = DeskTriageTarget::ALL;
-    fn agent_name(self) -> &'static str {
-        self.as_str()
-    }
-}
-#[automatically_derived]
-impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
-    fn from(__target: DeskTriageTarget) -> Self {
-        __target.agent()
-    }
-}
-///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
-)]
-#[allow(dead_code)]
-pub enum DeskRefundTarget {
-    ///Transfer to `triage`, its parent.
-    Triage,
-}
-#[allow(dead_code)]
-impl DeskRefundTarget {
-    /// Every target, sub-agents first.
-    pub const ALL: &'static [Self] = &[Self::Triage];
-    /// The target as an agent of the flow.
-    pub const fn agent(self) -> DeskAgent {
-        match self {
-            Self::Triage => DeskAgent::Triage,
-        }
-    }
-    /// The name of the agent this target transfers to.
-    pub const fn as_str(self) -> &'static str {
-        self.agent().name()
-    }
-}
-#[automatically_derived]
-impl ::core::fmt::Display for DeskRefundTarget {
-    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        __f.write_str(self.as_str())
-    }
-}
-#[automatically_derived]
-impl ::agentflow::__private::TransferTarget for DeskRefundTarget {
-    const ALL: &'static [Self] = DeskRefundTarget::ALL;
-    fn agent_name(self) -> &'static str {
-        self.as_str()
-    }
-}
-#[automatically_derived]
-impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
-    fn from(__target: DeskRefundTarget) -> Self {
-        __target.agent()
-    }
-}
-///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
-)]
-#[allow(dead_code)]
-pub enum DeskComplaintTarget {
-    ///Transfer to `escalation`, a sub-agent.
-    Escalation,
-    ///Transfer to `triage`, its parent.
-    Triage,
-}
-#[allow(dead_code)]
-impl DeskComplaintTarget {
-    /// Every target, sub-agents first.
-    pub const ALL: &'static [Self] = &[Self::Escalation, Self::Triage];
-    /// The target as an agent of the flow.
-    pub const fn agent(self) -> DeskAgent {
-        match self {
-            Self::Escalation => DeskAgent::Escalation,
-            Self::Triage => DeskAgent::Triage,
-        }
-    }
-    /// The name of the agent this target transfers to.
-    pub const fn as_str(self) -> &'static str {
-        self.agent().name()
-    }
-}
-#[automatically_derived]
-impl ::core::fmt::Display for DeskComplaintTarget {
-    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        __f.write_str(self.as_str())
-    }
-}
-#[automatically_derived]
-impl ::agentflow::__private::TransferTarget for DeskComplaintTarget {
-    const ALL: &'static [Self] = DeskComplaintTarget::ALL;
-    fn agent_name(self) -> &'static str {
-        self.as_str()
-    }
-}
-#[automatically_derived]
-impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
-    fn from(__target: DeskComplaintTarget) -> Self {
-        __target.agent()
-    }
-}
-///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
-)]
-#[allow(dead_code)]
-pub enum DeskBillingTarget {
-    ///Transfer to `triage`, its parent.
-    Triage,
-}
-#[allow(dead_code)]
-impl DeskBillingTarget {
-    /// Every target, sub-agents first.
-    pub const ALL: &'static [Self] = &[Self::Triage];
-    /// The target as an agent of the flow.
-    pub const fn agent(self) -> DeskAgent {
-        match self {
-            Self::Triage => DeskAgent::Triage,
-        }
-    }
-    /// The name of the agent this target transfers to.
-    pub const fn as_str(self) -> &'static str {
-        self.agent().name()
-    }
-}
-#[automatically_derived]
-impl ::core::fmt::Display for DeskBillingTarget {
-    fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        __f.write_str(self.as_str())
-    }
-}
-#[automatically_derived]
-impl ::agentflow::__private::TransferTarget for DeskBillingTarget {
-    const ALL: &'static [Self] = DeskBillingTarget::ALL;
-    fn agent_name(self) -> &'static str {
-        self.as_str()
-    }
-}
-#[automatically_derived]
-impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
-    fn from(__target: DeskBillingTarget) -> Self {
-        __target.agent()
-    }
-}
-///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
-#[must_use]
-#[derive(::core::fmt::Debug)]
-#[allow(dead_code)]
-pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
-    billing: S0,
-}
-///Marker types naming the `dyn` and `runtime` nodes of [`Desk`] in the messages of its builder.
-#[doc(hidden)]
-#[allow(non_snake_case)]
-pub mod DeskNodes {
-    #[allow(non_camel_case_types)]
-    #[derive(::core::fmt::Debug)]
-    pub struct billing;
-}
-#[allow(dead_code)]
-impl DeskBuilder {
-    fn __agentflow_new() -> Self {
-        DeskBuilder {
-            billing: ::agentflow::__private::Unset,
-        }
-    }
-}
-#[allow(dead_code)]
-impl DeskBuilder<::agentflow::__private::Unset> {
+impl desk_flow::DeskBuilder<::agentflow::__private::Unset> {
     ///Gives the `dyn` node `billing` its agent: the closure is called with the node (its name and its legal transfer targets, [`DeskBillingTarget`]) and returns the agent, which takes its name from the node, as in `ChatModelAgent::builder(node, model)`. `build()` checks that the agent carries the node's name.
     pub fn billing<__A: ::agentflow::__private::Agent>(
         self,
         __agentflow_make: impl ::core::ops::FnOnce(
-            ::agentflow::__private::FlowNode<DeskBillingTarget>,
+            ::agentflow::__private::FlowNode<desk_flow::DeskBillingTarget>,
         ) -> __A,
-    ) -> DeskBuilder<::agentflow::__private::Set<::agentflow::__private::DynAgent>> {
+    ) -> desk_flow::DeskBuilder<
+        ::agentflow::__private::Set<::agentflow::__private::DynAgent>,
+    > {
         let __agent = __agentflow_make(
             ::agentflow::__private::FlowNode::__new(
                 "Desk",
                 "billing",
-                <DeskBillingTarget as ::agentflow::__private::TransferTarget>::ALL,
+                <desk_flow::DeskBillingTarget as ::agentflow::__private::TransferTarget>::ALL,
             ),
         );
-        DeskBuilder {
+        desk_flow::DeskBuilder {
             billing: ::agentflow::__private::Set(
                 ::agentflow::__private::DynAgent(
                     ::agentflow::__private::Arc::new(__agent),
@@ -540,19 +706,24 @@ impl DeskBuilder<::agentflow::__private::Unset> {
     }
 }
 #[allow(dead_code)]
-impl<S0> DeskBuilder<S0> {
+impl<S0> desk_flow::DeskBuilder<S0> {
     /**Builds the flow's tree: bottom-up, each agent's node given its options and then its sub-agents, exactly as `set_sub_agents` calls written by hand would.
 
 # Errors
 
 If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgents` hook refuses its place in the tree.*/
-    pub fn build(self) -> ::core::result::Result<Desk, ::agentflow::__private::FlowError>
+    pub fn build(
+        self,
+    ) -> ::core::result::Result<desk_flow::Desk, ::agentflow::__private::FlowError>
     where
-        S0: ::agentflow::__private::DynGiven<Desk, DeskNodes::billing>,
+        S0: ::agentflow::__private::DynGiven<
+            desk_flow::Desk,
+            desk_flow::DeskNodes::billing,
+        >,
     {
         let __agentflow_slot_billing = ::agentflow::__private::DynGiven::<
-            Desk,
-            DeskNodes::billing,
+            desk_flow::Desk,
+            desk_flow::DeskNodes::billing,
         >::into_agent(self.billing);
         if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
         {
@@ -564,7 +735,7 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
                 ),
             });
         }
-        ::core::result::Result::Ok(Desk {
+        ::core::result::Result::Ok(desk_flow::Desk {
             flow: ::agentflow::__private::set_sub_agents(
                 ::agentflow::__private::FlowAgent::new(
                         <triage as ::agentflow::__private::FlowBuilt>::instance(),
@@ -603,121 +774,3 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
         })
     }
 }
-#[doc(hidden)]
-#[allow(non_upper_case_globals, dead_code)]
-impl Desk {
-    const __NODES: &'static [&'static str] = &[
-        "triage",
-        "refund",
-        "complaint",
-        "escalation",
-        "dyn billing",
-    ];
-    const __EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
-        5usize,
-    >(Desk::AGENTS);
-    const triage_transfers_are_legal: () = {
-        let __v = ::agentflow::__private::check::transfers(
-            "Desk",
-            <triage as ::agentflow::__private::AgentSpec>::NAME,
-            <triage as ::agentflow::__private::AgentSpec>::TRANSFERS,
-            &[Desk::AGENTS[1usize], Desk::AGENTS[2usize], Desk::AGENTS[4usize]],
-            ::core::option::Option::None,
-            false,
-            <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        );
-        __v.assert_passed()
-    };
-    const refund_has_a_unique_name: () = {
-        let __v = ::agentflow::__private::check::unique_name(
-            "Desk",
-            Desk::AGENTS,
-            Self::__NODES,
-            1usize,
-            Self::__EARLIER[1usize],
-        );
-        __v.assert_passed()
-    };
-    const refund_transfers_are_legal: () = {
-        let __v = ::agentflow::__private::check::transfers(
-            "Desk",
-            <refund as ::agentflow::__private::AgentSpec>::NAME,
-            <refund as ::agentflow::__private::AgentSpec>::TRANSFERS,
-            &[],
-            ::core::option::Option::Some(Desk::AGENTS[0usize]),
-            false,
-            <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        );
-        __v.assert_passed()
-    };
-    const complaint_has_a_unique_name: () = {
-        let __v = ::agentflow::__private::check::unique_name(
-            "Desk",
-            Desk::AGENTS,
-            Self::__NODES,
-            2usize,
-            Self::__EARLIER[2usize],
-        );
-        __v.assert_passed()
-    };
-    const complaint_transfers_are_legal: () = {
-        let __v = ::agentflow::__private::check::transfers(
-            "Desk",
-            <complaint as ::agentflow::__private::AgentSpec>::NAME,
-            <complaint as ::agentflow::__private::AgentSpec>::TRANSFERS,
-            &[Desk::AGENTS[3usize]],
-            ::core::option::Option::Some(Desk::AGENTS[0usize]),
-            false,
-            <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        );
-        __v.assert_passed()
-    };
-    const escalation_has_a_unique_name: () = {
-        let __v = ::agentflow::__private::check::unique_name(
-            "Desk",
-            Desk::AGENTS,
-            Self::__NODES,
-            3usize,
-            Self::__EARLIER[3usize],
-        );
-        __v.assert_passed()
-    };
-    const escalation_transfers_are_legal: () = {
-        let __v = ::agentflow::__private::check::transfers(
-            "Desk",
-            <escalation as ::agentflow::__private::AgentSpec>::NAME,
-            <escalation as ::agentflow::__private::AgentSpec>::TRANSFERS,
-            &[],
-            ::core::option::Option::Some(Desk::AGENTS[2usize]),
-            true,
-            <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        );
-        __v.assert_passed()
-    };
-    const billing_has_a_unique_name: () = {
-        let __v = ::agentflow::__private::check::unique_name(
-            "Desk",
-            Desk::AGENTS,
-            Self::__NODES,
-            4usize,
-            Self::__EARLIER[4usize],
-        );
-        __v.assert_passed()
-    };
-}
-#[doc(hidden)]
-const _: () = Desk::triage_transfers_are_legal;
-#[doc(hidden)]
-const _: () = Desk::refund_has_a_unique_name;
-#[doc(hidden)]
-const _: () = Desk::refund_transfers_are_legal;
-#[doc(hidden)]
-const _: () = Desk::complaint_has_a_unique_name;
-#[doc(hidden)]
-const _: () = Desk::complaint_transfers_are_legal;
-#[doc(hidden)]
-const _: () = Desk::escalation_has_a_unique_name;
-#[doc(hidden)]
-const _: () = Desk::escalation_transfers_are_legal;
-#[doc(hidden)]
-const _: () = Desk::billing_has_a_unique_name;

@@ -74,8 +74,17 @@ fn doc_svg_is_well_formed_and_holds_every_agent() {
         pub Desk: triage => [agents::refund_desk, complaint => [escalation(no_parent)], dyn billing, checks = sequential [audit]]
     });
     let file: syn::File = syn::parse2(out).unwrap();
-    let svg = file
+    // The flow type is defined in the flow's module, `desk_flow`.
+    let module = file
         .items
+        .iter()
+        .find_map(|item| match item {
+            syn::Item::Mod(m) if m.ident == "desk_flow" => m.content.as_ref(),
+            _ => None,
+        })
+        .expect("the flow's module");
+    let svg = module
+        .1
         .iter()
         .find_map(|item| match item {
             syn::Item::Struct(s) if s.ident == "Desk" => Some(s.attrs.clone()),

@@ -1,8 +1,12 @@
 //! Tokens out for `flow!`: the flow type, its builder, its agent and target enums, the
 //! compile-time checks, and the lowering to the runtime's `FlowAgent` tree.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::Ident;
 
 use super::parse::FlowAst;
@@ -12,6 +16,8 @@ use crate::names::{ident, setter, upper_camel};
 
 struct Cx<'a> {
     p: TokenStream,
+    /// The module holding the flow's named items (see [`lower`]).
+    m: Ident,
     flow: &'a Ident,
     flow_str: String,
     tree: &'a Tree,
@@ -68,11 +74,46 @@ impl Cx<'_> {
     }
 }
 
+thread_local! {
+    /// How many flows of each module name this compilation has expanded, so that each gets a
+    /// module of its own. (rustc expands macros on one thread; a thread-local also keeps the
+    /// expansion tests, each on its own thread, deterministic.)
+    static FLOWS: RefCell<BTreeMap<String, usize>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// The module of a flow's items: `{flow}_flow` (snake case) for the first flow of that name in
+/// the crate, `{flow}_flow_{n}` for the n-th. rustc names the module in some messages
+/// (`desk_flow::DeskAgent`), so it reads as what it holds.
+fn module_ident(flow: &Ident) -> Ident {
+    let base = format!("{}_flow", crate::names::snake(&flow.unraw().to_string()));
+    let seen = FLOWS.with(|flows| {
+        let mut flows = flows.borrow_mut();
+        let seen = flows.entry(base.clone()).or_insert(0);
+        *seen += 1;
+        *seen
+    });
+    if seen == 1 {
+        format_ident!("{}", base)
+    } else {
+        format_ident!("{}_{}", base, seen)
+    }
+}
+
 /// The full expansion of a valid flow.
+///
+/// The named items (the flow type, its builder, its agent and target enums and the builder's
+/// node markers) are defined in a module of their own (see [`module_ident`]), and
+/// re-exported with a glob, the flow type also by name. So two flows of one name in one module
+/// are one error (that name, imported twice), and a user's item named like another generated
+/// one simply shadows it. What names the agents' types cannot live in that module, whose scope
+/// does not see agents declared in a fn body: the agents' facts are the module's trait
+/// `__AgentflowFacts`, implemented at the call site, and the builder's setters and `build()`
+/// are inherent impls written at the call site (the fields are `pub(super)` for them).
 pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStream {
     let krate = &ast.krate;
     let cx = Cx {
         p: quote!(#krate::__private),
+        m: module_ident(&ast.name),
         flow: &ast.name,
         flow_str: ast.name.to_string(),
         tree,
@@ -99,6 +140,22 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             _ => quote!(""),
         })
         .collect();
+    let transfers: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::TRANSFERS),
+            None => quote!(&[]),
+        })
+        .collect();
+    let no_parent: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::NO_PARENT),
+            None => quote!(false),
+        })
+        .collect();
     let notes: Vec<String> = tree.nodes.iter().map(super::docs::note).collect();
     let parents: Vec<TokenStream> = tree
         .nodes
@@ -116,9 +173,16 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         .collect();
     let fingerprint = fingerprint(&cx);
     let checks = checks(&cx);
-    let agents = agent_enum_items(&cx, &agent_enum, vis);
-    let targets = target_enums(&cx, &agent_enum, vis);
-    let (builder_items, has_given) = builder_items(&cx, &builder, vis);
+    // Every item of the module is `pub`; the glob re-export gives them the flow's visibility.
+    let item_vis: syn::Visibility = syn::parse_quote!(pub);
+    let agents = agent_enum_items(&cx, &agent_enum, &item_vis);
+    let targets = target_enums(&cx, &agent_enum, &item_vis);
+    let Builder {
+        in_module: builder_items,
+        at_call_site: builder_impls,
+        has_given,
+    } = builder_items(&cx, &builder, &item_vis);
+    let m = &cx.m;
 
     let new_fn = if has_given {
         // A `new()` whose every call fails to compile, saying to use the builder. (The bound
@@ -155,12 +219,27 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         }
     );
 
-    quote! {
+    let in_module = quote! {
         #docs
         #[derive(::core::fmt::Debug, ::core::clone::Clone)]
         #[allow(dead_code)]
-        #vis struct #flow {
-            flow: #p::FlowAgent,
+        pub struct #flow {
+            pub(super) flow: #p::FlowAgent,
+        }
+
+        /// What the flow's items need to know of its agents' types, which only the call site
+        /// can name: given there, by node (depth first from the root).
+        pub(super) trait __AgentflowFacts {
+            /// The agents' names.
+            const AGENTS: &'static [&'static str];
+            /// Whether each node is barred from transferring to its parent.
+            const BARRED: &'static [bool];
+            /// The agents' descriptions.
+            const DESCRIPTIONS: &'static [&'static str];
+            /// The transfers each agent declares (none for a `dyn` or workflow node).
+            const TRANSFERS: &'static [&'static [&'static str]];
+            /// Whether each agent is declared `#[agent(no_parent)]`.
+            const NO_PARENT: &'static [bool];
         }
 
         #[allow(dead_code)]
@@ -169,7 +248,8 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             pub const NAME: &'static str = #flow_str;
 
             /// The names of the flow's agents, depth first from the root.
-            pub const AGENTS: &'static [&'static str] = &[#(#names),*];
+            pub const AGENTS: &'static [&'static str] = <Self as __AgentflowFacts>::AGENTS;
+
 
             /// For each agent, the names of the agents from the root down to it: the path a
             /// resume follows to reach it.
@@ -182,11 +262,13 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             #[doc(hidden)]
             pub const __PARENTS: &'static [::core::option::Option<usize>] = &[#(#parents),*];
 
-            #[doc(hidden)]
-            pub const __BARRED: &'static [bool] = &[#(#barred),*];
 
             #[doc(hidden)]
-            pub const __DESCRIPTIONS: &'static [&'static str] = &[#(#descriptions),*];
+            pub const __BARRED: &'static [bool] = <Self as __AgentflowFacts>::BARRED;
+
+            #[doc(hidden)]
+            pub const __DESCRIPTIONS: &'static [&'static str] =
+                <Self as __AgentflowFacts>::DESCRIPTIONS;
 
             #[doc(hidden)]
             pub const __NOTES: &'static [&'static str] = &[#(#notes),*];
@@ -267,6 +349,40 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         #builder_items
 
         #checks
+    };
+
+    // The flow type is imported by name (the rest by the glob): an item of the same name, such
+    // as a second flow named so, is one clear error pointing at the name.
+    // (Imported `as` itself, the source spanned at the whole macro call: rustc then suggests no
+    // `Desk as OtherDesk`, which is no flow syntax. The module's name is spanned at the flow's,
+    // so the error points at it.)
+    let flow_at_call = Ident::new(&flow.to_string(), proc_macro2::Span::call_site());
+    let m_at_name = Ident::new(&m.to_string(), flow.span());
+    let name_import = quote_spanned! {flow.span()=>
+        #[allow(unused_imports)]
+        #vis use #m_at_name::#flow_at_call as #flow;
+    };
+    quote! {
+        #[allow(non_snake_case, non_camel_case_types, unreachable_pub)]
+        mod #m {
+            #in_module
+        }
+
+        #[allow(unused_imports)]
+        #vis use #m::*;
+
+        #name_import
+
+        #[automatically_derived]
+        impl #m::__AgentflowFacts for #m::#flow {
+            const AGENTS: &'static [&'static str] = &[#(#names),*];
+            const BARRED: &'static [bool] = &[#(#barred),*];
+            const DESCRIPTIONS: &'static [&'static str] = &[#(#descriptions),*];
+            const TRANSFERS: &'static [&'static [&'static str]] = &[#(#transfers),*];
+            const NO_PARENT: &'static [bool] = &[#(#no_parent),*];
+        }
+
+        #builder_impls
     }
 }
 
@@ -345,7 +461,7 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
     // assertion is a method call spanned at the node, so the error points at the node.
     let mut consts = quote! {
         const __NODES: &'static [&'static str] = &[#(#written),*];
-        const __EARLIER: [usize; #n] = #p::check::duplicates::<#n>(#flow::AGENTS);
+        const __EARLIER: [usize; #n] = #p::check::duplicates::<#n>(Self::AGENTS);
     };
     let mut uses = TokenStream::new();
     for (i, node) in cx.tree.nodes.iter().enumerate() {
@@ -371,29 +487,31 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
             check(
                 format_ident!("{}_has_a_unique_name", snake, span = span),
                 quote_spanned! {span=>
-                    #p::check::unique_name(#flow_str, #flow::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i])
+                    #p::check::unique_name(#flow_str, Self::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i])
                 },
             );
         }
-        let Some(ty) = node.ty() else { continue };
+        if node.ty().is_none() {
+            continue;
+        }
         let children = &node.children;
         let parent = match node.parent {
-            Some(k) => quote!(::core::option::Option::Some(#flow::AGENTS[#k])),
+            Some(k) => quote!(::core::option::Option::Some(Self::AGENTS[#k])),
             None => quote!(::core::option::Option::None),
         };
         let no_parent = node.opts.no_parent;
-        let spec = quote_spanned!(span=> <#ty as #p::AgentSpec>);
+        let facts = quote_spanned!(span=> <Self as __AgentflowFacts>);
         check(
             format_ident!("{}_transfers_are_legal", snake, span = span),
             quote_spanned! {span=>
                 #p::check::transfers(
                     #flow_str,
-                    #spec::NAME,
-                    #spec::TRANSFERS,
-                    &[#(#flow::AGENTS[#children]),*],
+                    Self::AGENTS[#i],
+                    #facts::TRANSFERS[#i],
+                    &[#(Self::AGENTS[#children]),*],
                     #parent,
                     #no_parent,
-                    #spec::NO_PARENT,
+                    #facts::NO_PARENT[#i],
                 )
             },
         );
@@ -404,9 +522,9 @@ fn checks(cx: &Cx<'_>) -> TokenStream {
                 quote_spanned! {span=>
                     #p::check::workflow_child(
                         #flow_str,
-                        #spec::NAME,
-                        #spec::TRANSFERS,
-                        #flow::AGENTS[#k],
+                        Self::AGENTS[#i],
+                        #facts::TRANSFERS[#i],
+                        Self::AGENTS[#k],
                         #kind,
                     )
                 },
@@ -599,9 +717,19 @@ fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Token
     out
 }
 
+/// The builder's part of a flow's expansion.
+struct Builder {
+    /// The builder type and its node markers, in the flow's module.
+    in_module: TokenStream,
+    /// Its setters and `build()`, which name the agents' types, at the call site.
+    at_call_site: TokenStream,
+    /// Whether some node's agent is given at run time.
+    has_given: bool,
+}
+
 /// The builder type: a typed slot per node whose agent is given at run time; `build()` lowers
 /// the tree.
-fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenStream, bool) {
+fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> Builder {
     let p = &cx.p;
     let flow = cx.flow;
     let flow_str = &cx.flow_str;
@@ -694,7 +822,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             #[derive(::core::fmt::Debug)]
             #[allow(dead_code)]
             #vis struct #builder<#(#params = #p::Unset),*> {
-                #(#fields: #params,)*
+                #(pub(super) #fields: #params,)*
             }
 
             #given_defs
@@ -707,6 +835,13 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             }
         }
     };
+
+    // The rest is written at the call site (it names the agents' types), naming the module's
+    // items by path: a second flow of the same name must not make them ambiguous.
+    let m = &cx.m;
+    let builder = &quote!(#m::#builder);
+    let flow = &quote!(#m::#flow);
+    let nodes_mod = &quote!(#m::#nodes_mod);
 
     let mut setters = TokenStream::new();
     for (j, &i) in given.iter().enumerate() {
@@ -753,7 +888,7 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
                 (quote!(#p::NoTarget), "`NoTarget`: none".to_owned())
             } else {
                 let t = cx.target_enum(i);
-                (quote!(#t), format!("[`{t}`]"))
+                (quote!(#m::#t), format!("[`{t}`]"))
             };
             let doc = format!(
                 "Gives the `dyn` node `{name}` its agent: the closure is called with the node (its \
@@ -853,7 +988,11 @@ fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility) -> (TokenS
             }
         }
     };
-    (quote!(#struct_def #setters #build), k > 0)
+    Builder {
+        in_module: struct_def,
+        at_call_site: quote!(#setters #build),
+        has_given: k > 0,
+    }
 }
 
 /// The local holding a builder slot's agent in `build()`; prefixed so that no agent's unit
