@@ -6,7 +6,14 @@
 # `cleanups`. The install takes about two minutes.
 
 litellm_spec=${LITELLM_SPEC:-litellm[proxy]==1.108.7}
-litellm_venv=${AGENTFLOW_OPENAI_COMPAT_VENV:-$(mktemp -d)/litellm-venv}
+if [[ -n ${AGENTFLOW_OPENAI_COMPAT_VENV:-} ]]; then
+    litellm_venv=$AGENTFLOW_OPENAI_COMPAT_VENV
+else
+    # A virtualenv of our own: removed on exit (it is ~750 MB).
+    litellm_venv_dir=$(mktemp -d)
+    litellm_venv=$litellm_venv_dir/litellm-venv
+    cleanups+=("rm -rf $litellm_venv_dir")
+fi
 
 if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
     apt_install python3 python3-venv python3-pip
