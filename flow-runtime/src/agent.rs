@@ -219,6 +219,12 @@ struct RunShared {
     thread: Option<Arc<ThreadHistory>>,
 }
 
+/// The empty list of hidden run paths, shared (a new run allocates nothing for it).
+fn no_hidden_paths() -> Arc<[RunPath]> {
+    static NONE: std::sync::OnceLock<Arc<[RunPath]>> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(|| Arc::from([])))
+}
+
 impl RunShared {
     /// The idempotency scope, drawn at random on first use.
     fn scope(&self) -> &Arc<str> {
@@ -264,14 +270,14 @@ impl RunContext {
                 limits: RunLimits::default(),
                 transfers: AtomicUsize::new(0),
                 middleware: Middlewares::default(),
-                options: Arc::default(),
+                options: RunOptions::shared_default(),
                 scope: std::sync::OnceLock::new(),
                 thread: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
             node: None,
-            hidden: Arc::from([]),
+            hidden: no_hidden_paths(),
         }
     }
 

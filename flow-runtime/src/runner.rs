@@ -48,7 +48,8 @@ use crate::store::{
 /// conversation kept in the store (see [`Turn`](crate::Turn)).
 #[derive(Clone)]
 pub struct Runner {
-    pub(crate) agent: FlowAgent,
+    /// The tree, shared by every run (a run takes an `Arc` of it, no copy).
+    pub(crate) agent: Arc<FlowAgent>,
     pub(crate) streaming: bool,
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     pub(crate) middleware: Middlewares,
@@ -78,7 +79,7 @@ impl Runner {
     /// A runner for the tree `agent` is the root of (or the subtree it heads).
     pub fn new(agent: FlowAgent) -> Self {
         Runner {
-            agent,
+            agent: Arc::new(agent),
             streaming: false,
             store: None,
             middleware: Middlewares::default(),
@@ -195,7 +196,7 @@ impl Runner {
         messages: impl IntoIterator<Item = MessageRef>,
     ) -> EventStream {
         let (cx, input) = self.start(session, messages.into_iter().collect());
-        Arc::new(self.agent.clone()).run(cx, input)
+        Arc::clone(&self.agent).run(cx, input)
     }
 
     /// Starts a run that saves a checkpoint under `checkpoint_id` if it is interrupted.
@@ -236,7 +237,7 @@ impl Runner {
         let (cx, input) = self.start(Arc::clone(&session), messages.into_iter().collect());
         let run_id = unique_token();
         let cx = cx.with_idempotency_scope(format!("{run_id}.0"));
-        let agent = Arc::new(self.agent.clone());
+        let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
             id,
             run_id,
@@ -391,7 +392,7 @@ impl Runner {
             streaming: checkpoint.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
-        let agent = Arc::new(self.agent.clone());
+        let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
             id: checkpoint_id.to_owned(),
             run_id,

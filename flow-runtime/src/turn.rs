@@ -423,7 +423,7 @@ impl Runner {
             streaming: checkpoint.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
-        let events = Arc::new(self.agent.clone()).resume(cx.clone(), input, info);
+        let events = Arc::clone(&self.agent).resume(cx.clone(), input, info);
         let plan = Recording {
             runner: self.clone(),
             store,
@@ -512,7 +512,7 @@ impl Runner {
 
     /// The agent the next turn of a thread with this head starts at.
     fn turn_start(&self, head: Option<&ThreadHead>) -> FlowAgent {
-        let root = self.agent.clone();
+        let root = FlowAgent::clone(&self.agent);
         let answered_by = match (self.threads.routing, head.map(|h| &h.last.end)) {
             (TurnRouting::LastAgent, Some(RecordEnd::Completed { answered_by })) => answered_by,
             _ => return root,

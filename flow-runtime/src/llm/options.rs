@@ -154,6 +154,12 @@ impl RunOptions {
         Self::default()
     }
 
+    /// No options, shared: what a run starts with (no allocation per run).
+    pub(crate) fn shared_default() -> Arc<RunOptions> {
+        static NONE: std::sync::OnceLock<Arc<RunOptions>> = std::sync::OnceLock::new();
+        Arc::clone(NONE.get_or_init(Arc::default))
+    }
+
     /// Addresses `options` to the agent named `name` (replacing any given before).
     pub fn agent(mut self, name: impl Into<Arc<str>>, options: AgentRunOptions) -> Self {
         self.agents.insert(name.into(), options);
