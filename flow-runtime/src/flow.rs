@@ -239,6 +239,12 @@ impl FlowAgent {
         }) && given.next().is_none()
     }
 
+    /// The nodes next to this one: its sub-agents, then its parent (barred or not).
+    fn neighbours(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = self.this();
+        n.children.iter().copied().chain(n.parent)
+    }
+
     /// The nodes this one may transfer to: its sub-agents, then its parent unless barred.
     fn target_nodes(&self) -> impl Iterator<Item = usize> + '_ {
         let n = self.this();
@@ -254,17 +260,11 @@ impl FlowAgent {
         target: &str,
     ) -> Option<(Arc<str>, MessageRef, MessageRef, TransferForms)> {
         let n = self.this();
-        let to = n
-            .children
-            .iter()
-            .copied()
-            .chain(n.parent)
+        let to = self
+            .neighbours()
             .find(|&i| &*self.tree.nodes[i].name == target)?;
         let departures = n.departures.0.get_or_init(|| {
-            n.children
-                .iter()
-                .copied()
-                .chain(n.parent)
+            self.neighbours()
                 .map(|to| {
                     let (call, result) = &*self.tree.nodes[to].arrival;
                     Departure {
