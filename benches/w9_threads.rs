@@ -12,6 +12,10 @@
 //! thread keeps its length L across iterations. With the default policy the bot sees the whole
 //! thread, so a turn costs time linear in L; with `ContextPolicy::LastTurns(3)` it sees (and
 //! reads from the store) two earlier turns, so a turn costs the same for every L.
+//!
+//! The same turns on a `SqliteStore` (group `w9_turn_sqlite`): there the thread's lease is
+//! taken and given back in the database on every turn (two write transactions, each synced
+//! to disk), and the window is read with SQL.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -23,11 +27,11 @@ use agentflow::{
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-/// An `InMemoryStore` whose appends are encoded (as a store must) and then dropped.
-struct FixedLength(InMemoryStore);
+/// A store whose appends are encoded (as a store must) and then dropped.
+struct FixedLength<S>(S);
 
 #[async_trait]
-impl ThreadStore for FixedLength {
+impl<S: ThreadStore> ThreadStore for FixedLength<S> {
     async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
         self.0.head(id).await
     }
@@ -47,7 +51,7 @@ impl ThreadStore for FixedLength {
         self.0.list().await
     }
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
-        ThreadStore::delete(&self.0, id).await
+        self.0.delete(id).await
     }
     async fn lease_thread(
         &self,
@@ -70,9 +74,8 @@ impl ThreadStore for FixedLength {
     }
 }
 
-/// A store holding the thread `t` with `messages` earlier messages.
-async fn thread_of(messages: u64) -> InMemoryStore {
-    let store = InMemoryStore::new();
+/// `store` holding the thread `t` with `messages` earlier messages.
+async fn thread_of<S: ThreadStore>(store: S, messages: u64) -> S {
     for turn in 0..messages / 2 {
         let record = ThreadRecord {
             seq: turn,
@@ -98,23 +101,50 @@ async fn thread_of(messages: u64) -> InMemoryStore {
 }
 
 fn w9_turn_latency(c: &mut Criterion) {
+    turn_latency(c, "w9_turn", |_| InMemoryStore::new());
+}
+
+/// W9 on a SQLite file per thread length (in the system's temporary directory).
+fn w9_turn_latency_sqlite(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("agentflow-w9-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let mut group = c.benchmark_group("w9_turn");
-    for (label, policy) in [
-        ("whole_thread", ContextPolicy::Rewrite),
-        ("last_3_turns", ContextPolicy::LastTurns(3)),
-    ] {
-        for length in [100u64, 1_000, 10_000] {
-            let store = rt.block_on(thread_of(length));
+    let open = |at: std::path::PathBuf| {
+        rt.block_on(agentflow::store::SqliteStore::open(at))
+            .expect("sqlite store")
+    };
+    turn_latency(c, "w9_turn_sqlite", |length| {
+        open(dir.join(format!("thread-{length}.db")))
+    });
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The W9 group `name` on the stores `store(L)` makes (one per thread length L).
+fn turn_latency<S: ThreadStore + Clone + 'static>(
+    c: &mut Criterion,
+    name: &str,
+    mut store: impl FnMut(u64) -> S,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group(name);
+    for length in [100u64, 1_000, 10_000] {
+        let filled = rt.block_on(thread_of(store(length), length));
+        for (label, policy) in [
+            ("whole_thread", ContextPolicy::Rewrite),
+            ("last_3_turns", ContextPolicy::LastTurns(3)),
+        ] {
             let bot = FnAgent::new("bot", |cx, input| async move {
                 cx.say(format!("you sent {} messages", input.messages.len()));
                 Ok(())
             });
             let runner = Runner::new(FlowAgent::new(bot).context(policy.clone()))
-                .thread_store(FixedLength(store));
+                .thread_store(FixedLength(filled.clone()));
             group.bench_with_input(BenchmarkId::new(label, length), &length, |b, _| {
                 b.iter_custom(|iters| {
                     rt.block_on(async {
@@ -140,6 +170,6 @@ criterion_group!(
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = w9_turn_latency
+    targets = w9_turn_latency, w9_turn_latency_sqlite
 );
 criterion_main!(benches);
