@@ -13,9 +13,10 @@
 //! thread, so a turn costs time linear in L; with `ContextPolicy::LastTurns(3)` it sees (and
 //! reads from the store) two earlier turns, so a turn costs the same for every L.
 //!
-//! The same turns on a `SqliteStore` (group `w9_turn_sqlite`): there the thread's lease is
-//! taken and given back in the database on every turn (two write transactions, each synced
-//! to disk), and the window is read with SQL.
+//! The same turns on a `SqliteStore` (group `w9_turn_sqlite`) and, with the `postgres` feature
+//! and `AGENTFLOW_PG_URL` set, on a `PostgresStore` (group `w9_turn_postgres`): there the
+//! thread's lease is taken and given back in the database on every turn (two write
+//! transactions), and the window is read with SQL.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -122,6 +123,33 @@ fn w9_turn_latency_sqlite(c: &mut Criterion) {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// W9 on a fresh PostgreSQL database per thread length, on the server of `AGENTFLOW_PG_URL`
+/// (`.ci/postgres.sh` starts one); skipped with a note without it.
+#[cfg(feature = "postgres")]
+fn w9_turn_latency_postgres(c: &mut Criterion) {
+    if std::env::var_os(flow_runtime::testing::POSTGRES_URL_ENV).is_none() {
+        eprintln!("w9_turn_postgres skipped: set AGENTFLOW_PG_URL to a PostgreSQL server's URL");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    turn_latency(c, "w9_turn_postgres", |length| {
+        rt.block_on(async {
+            let url = flow_runtime::testing::fresh_postgres_database(&format!("w9_{length}"))
+                .await
+                .expect("AGENTFLOW_PG_URL is set");
+            agentflow::store::PostgresStore::connect(&url)
+                .await
+                .expect("postgres store")
+        })
+    });
+}
+
+#[cfg(not(feature = "postgres"))]
+fn w9_turn_latency_postgres(_: &mut Criterion) {}
+
 /// The W9 group `name` on the stores `store(L)` makes (one per thread length L).
 fn turn_latency<S: ThreadStore + Clone + 'static>(
     c: &mut Criterion,
@@ -170,6 +198,6 @@ criterion_group!(
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = w9_turn_latency, w9_turn_latency_sqlite
+    targets = w9_turn_latency, w9_turn_latency_sqlite, w9_turn_latency_postgres
 );
 criterion_main!(benches);
