@@ -315,23 +315,9 @@ impl RunContext {
         Ok(())
     }
 
-    /// An error if recording one more event would pass the run's
-    /// [`max_events`](RunLimits::max_events).
-    pub(crate) fn check_event_room(&self) -> Result<(), LimitReached> {
-        let max = self.shared.limits.max_events;
-        if self.shared.session.len() >= max {
-            return Err(LimitReached {
-                limit: RunLimit::Events,
-                max,
-                agent: Arc::clone(&self.agent_name),
-            });
-        }
-        Ok(())
-    }
-
-    /// Records `event` in the session (giving the record), or gives the error of
-    /// [`check_event_room`](RunContext::check_event_room) (recording nothing) if the run has
-    /// recorded its [`max_events`](RunLimits::max_events) already.
+    /// Records `event` in the session (giving the record), or, recording nothing, the
+    /// [`RunLimit::Events`] error if the run has recorded its
+    /// [`max_events`](RunLimits::max_events) already.
     pub(crate) fn record(
         &self,
         event: &AgentEvent,

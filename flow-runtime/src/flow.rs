@@ -610,12 +610,11 @@ async fn drive(
                 Ok((Some(reply), ran)) => {
                     // Answered in the agent's place: recorded as its own (within the run's
                     // event limit), and the run ends.
-                    if let Err(limit) = run.check_event_room() {
+                    let mut event = AgentEvent::message(reply).stamped(&name, &path);
+                    if let Err(limit) = run.record(&event) {
                         out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
                         return Ok(());
                     }
-                    let mut event = AgentEvent::message(reply).stamped(&name, &path);
-                    run.session().record(&event);
                     event.recorded = true;
                     out.yield_event(event).await;
                     if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {

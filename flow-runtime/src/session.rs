@@ -216,10 +216,6 @@ impl Session {
         self.append(Arc::new(event), usize::MAX);
     }
 
-    pub(crate) fn record(&self, event: &AgentEvent) {
-        self.push(SessionEvent::from_event(event));
-    }
-
     /// Records `event` unless `max` events are recorded already; the record if it did.
     pub(crate) fn record_within(
         &self,
@@ -382,43 +378,26 @@ mod tests {
         let refund: Arc<str> = Arc::from("refund");
         let message: MessageRef = Arc::new(Message::assistant("done"));
         let made = Arc::new(crate::history::ContextForm::new(&refund, &message));
-        let recorded = |agent: &str, message: &MessageRef| {
+        let made_form = made.form_of(&refund, &message).unwrap();
+        // `message` recorded as `agent`'s, carrying the form made ahead.
+        let recorded = |agent: &Arc<str>, message: &MessageRef| {
             let mut event = AgentEvent::message(Arc::clone(message));
             event.context = Some(Arc::clone(&made));
-            event.stamp(&Arc::from(agent), &crate::RunPath::root(Arc::from(agent)));
-            let recorded = SessionEvent::from_event(&event);
-            recorded.context_form(message).content.clone()
+            event.stamp(agent, &crate::RunPath::root(Arc::clone(agent)));
+            SessionEvent::from_event(&event).context_form(message)
         };
-        assert_eq!(
-            recorded("refund", &message),
-            "For context: [refund] said: done."
-        );
+        // The very message of the very agent: the form made ahead itself, not a copy.
+        let form = recorded(&refund, &message);
+        assert_eq!(form.content, "For context: [refund] said: done.");
+        assert!(Arc::ptr_eq(&form, made_form));
         // Another agent's event carrying the form (e.g. an agent nested in the node).
-        assert_eq!(
-            recorded("scanner", &message),
-            "For context: [scanner] said: done."
-        );
-        // An equal message, not the one the form was made for.
+        let form = recorded(&Arc::from("scanner"), &message);
+        assert_eq!(form.content, "For context: [scanner] said: done.");
+        // An equal message, not the one the form was made for: rewritten as usual.
         let other: MessageRef = Arc::new(Message::assistant("done"));
-        let rewritten = recorded("refund", &other);
-        assert_eq!(rewritten, "For context: [refund] said: done.");
-        let mut event = AgentEvent::message(Arc::clone(&other));
-        event.context = Some(Arc::clone(&made));
-        event.stamp(&refund, &crate::RunPath::root(Arc::clone(&refund)));
-        let recorded = SessionEvent::from_event(&event);
-        assert!(!Arc::ptr_eq(
-            &recorded.context_form(&other),
-            made.form_of(&refund, &message).unwrap()
-        ));
-        // The very message: the form made ahead itself, not a copy.
-        let mut event = AgentEvent::message(Arc::clone(&message));
-        event.context = Some(Arc::clone(&made));
-        event.stamp(&refund, &crate::RunPath::root(Arc::clone(&refund)));
-        let recorded = SessionEvent::from_event(&event);
-        assert!(Arc::ptr_eq(
-            &recorded.context_form(&message),
-            made.form_of(&refund, &message).unwrap()
-        ));
+        let form = recorded(&refund, &other);
+        assert_eq!(form.content, "For context: [refund] said: done.");
+        assert!(!Arc::ptr_eq(&form, made_form));
     }
 
     #[test]
