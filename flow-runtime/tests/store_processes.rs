@@ -22,12 +22,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::{
-    tool_fn_with_context, ChatModelAgent, CheckpointError, CheckpointStore, FileStore, FlowAgent,
-    Message, Runner, SaveMode, ScriptStep, ScriptedModel, Session, StoreError, ToolContext,
+    tool_fn_with_context, ChatModelAgent, CheckpointError, CheckpointStore, FlowAgent, Message,
+    Runner, SaveMode, ScriptStep, ScriptedModel, Session, StoreError, ToolContext,
 };
 use futures::StreamExt;
 use serde_json::json;
-use support::processes::{append, barrier, lines, worker_orders, Orders, Workers};
+use support::processes::{append, barrier, lines, worker_orders, NamedStore, Orders, Workers};
 
 const TRIALS: usize = 50;
 const WORKERS: usize = 4;
@@ -35,21 +35,9 @@ const APPROVALS: usize = 1000;
 /// The processes that open one new store at the same moment.
 const OPENERS: usize = 8;
 
-/// Where a backend lives: `file:DIR`, `sqlite:PATH` or `postgres:URL`.
+/// The checkpoint store `backend` names (see [`NamedStore`]).
 async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
-    let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
-    match kind {
-        "file" => Arc::new(FileStore::new(at).unwrap()),
-        #[cfg(feature = "sqlite")]
-        "sqlite" => Arc::new(flow_runtime::store::SqliteStore::open(at).await.unwrap()),
-        #[cfg(feature = "postgres")]
-        "postgres" => Arc::new(
-            flow_runtime::store::PostgresStore::connect(at)
-                .await
-                .unwrap(),
-        ),
-        other => panic!("unknown backend {other}"),
-    }
+    NamedStore::open(backend).await.checkpoints()
 }
 
 /// The desk: its `refund` tool interrupts for approval; approved, it logs its idempotency key
@@ -230,8 +218,8 @@ async fn takeover(backend: &str, work: &Path) {
     let mut holder = start("hold", backend, work, 1);
     // The holder is inside the tool: it holds the claim.
     holder.wait_until(|| !lines(&work.join("ran.log")).is_empty());
-    holder.kill(0); // SIGKILL
-                    // Its lease still runs: nobody else may resume.
+    // SIGKILL. Its lease still runs: nobody else may resume.
+    holder.kill(0);
     match runner.resume("held", approve()).await {
         Err(CheckpointError::Claimed { .. }) => {}
         other => panic!("expected Claimed, got {:?}", other.map(|_| ())),
@@ -303,42 +291,50 @@ async fn fresh_open(backend: &str, work: &Path) {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_open_waits_for_the_wal_switch() {
+    support::processes::on_fresh_store(
+        "procs",
+        "wal",
+        support::processes::StoreKind::Sqlite,
+        |backend, work| async move { openers_wait_for_a_writer(&backend, &work).await },
+    )
+    .await;
+}
+
+/// The scenario of [`sqlite_open_waits_for_the_wal_switch`] on `backend`, a SQLite file not
+/// created yet.
+#[cfg(feature = "sqlite")]
+async fn openers_wait_for_a_writer(backend: &str, work: &Path) {
     use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
     use sqlx::{Connection, Executor};
 
-    let work = std::env::temp_dir().join(format!("agentflow-procs-wal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
-    let path = work.join("store.db");
-    let mut reader = SqliteConnection::connect_with(
+    let path = backend.strip_prefix("sqlite:").expect("a SQLite backend");
+    let mut writer = SqliteConnection::connect_with(
         &SqliteConnectOptions::new()
-            .filename(&path)
+            .filename(path)
             .create_if_missing(true),
     )
     .await
     .unwrap();
-    reader.execute("CREATE TABLE legacy (x)").await.unwrap();
-    let mut write = reader.begin_with("BEGIN IMMEDIATE").await.unwrap();
+    writer.execute("CREATE TABLE legacy (x)").await.unwrap();
+    let mut write = writer.begin_with("BEGIN IMMEDIATE").await.unwrap();
     write
         .execute("INSERT INTO legacy VALUES (1)")
         .await
         .unwrap();
-    let backend = format!("sqlite:{}", path.display());
-    let mut openers = start("open", &backend, &work, OPENERS);
+    let mut openers = start("open", backend, work, OPENERS);
     openers.wait_until(|| lines(&work.join("opening.log")).len() == OPENERS);
     // Every opener meets the write lock (none can switch the file to WAL under it).
     std::thread::sleep(Duration::from_millis(300));
     openers.check();
     write.commit().await.unwrap();
     openers.finish();
-    let store = open(&backend).await;
+    let store = open(backend).await;
     for w in 0..OPENERS {
         assert_eq!(
             store.history(&format!("opened-{w}")).await.unwrap().len(),
             1
         );
     }
-    std::fs::remove_dir_all(&work).unwrap();
 }
 
 support::processes::on_every_store!("procs": race, takeover, drain, fresh_open);

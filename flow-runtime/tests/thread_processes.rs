@@ -183,8 +183,8 @@ async fn turn_takeover(backend: &str, work: &Path) {
     let mut holder = start("hold", backend, work, 1);
     // The holder is inside the tool: it holds the thread's lease.
     holder.wait_until(|| !lines(&work.join("tool.log")).is_empty());
-    holder.kill(0); // SIGKILL
-                    // Its lease still runs: a new turn is refused before it runs anything.
+    // SIGKILL. Its lease still runs: a new turn is refused before it runs anything.
+    holder.kill(0);
     match runner.turn("held", Message::user("held-2")).await {
         Err(ThreadError::Busy { .. }) => {}
         other => panic!("expected Busy, got {:?}", other.map(|_| ())),

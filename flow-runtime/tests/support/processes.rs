@@ -6,27 +6,68 @@ use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::{FileStore, FlowAgent, Runner};
+use flow_runtime::{CheckpointStore, FileStore, FlowAgent, Runner};
 
-/// A runner of `agent` whose threads and checkpoints live in `backend`: `file:DIR`,
+/// A store named by a string (a worker process gets its store this way): `file:DIR`,
 /// `sqlite:PATH` (feature `sqlite`) or `postgres:URL` (feature `postgres`).
-pub async fn runner_on(backend: &str, agent: FlowAgent) -> Runner {
-    let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
-    let runner = Runner::new(agent);
-    match kind {
-        "file" => runner.stores(FileStore::new(at).unwrap()),
-        #[cfg(feature = "sqlite")]
-        "sqlite" => runner.stores(flow_runtime::store::SqliteStore::open(at).await.unwrap()),
-        #[cfg(feature = "postgres")]
-        "postgres" => runner.stores(
-            flow_runtime::store::PostgresStore::connect(at)
-                .await
-                .unwrap(),
-        ),
-        other => panic!("unknown backend {other}"),
+pub enum NamedStore {
+    File(FileStore),
+    #[cfg(feature = "sqlite")]
+    Sqlite(flow_runtime::store::SqliteStore),
+    #[cfg(feature = "postgres")]
+    Postgres(flow_runtime::store::PostgresStore),
+}
+
+impl NamedStore {
+    /// Opens the store `backend` names.
+    pub async fn open(backend: &str) -> Self {
+        let (kind, at) = backend.split_once(':').expect("KIND:WHERE");
+        match kind {
+            "file" => NamedStore::File(FileStore::new(at).unwrap()),
+            #[cfg(feature = "sqlite")]
+            "sqlite" => {
+                NamedStore::Sqlite(flow_runtime::store::SqliteStore::open(at).await.unwrap())
+            }
+            #[cfg(feature = "postgres")]
+            "postgres" => NamedStore::Postgres(
+                flow_runtime::store::PostgresStore::connect(at)
+                    .await
+                    .unwrap(),
+            ),
+            other => panic!("unknown backend {other}"),
+        }
     }
+
+    /// A runner of `agent` whose threads and checkpoints live in this store.
+    pub fn runner(self, agent: FlowAgent) -> Runner {
+        let runner = Runner::new(agent);
+        match self {
+            NamedStore::File(store) => runner.stores(store),
+            #[cfg(feature = "sqlite")]
+            NamedStore::Sqlite(store) => runner.stores(store),
+            #[cfg(feature = "postgres")]
+            NamedStore::Postgres(store) => runner.stores(store),
+        }
+    }
+
+    /// This store as a checkpoint store.
+    pub fn checkpoints(self) -> Arc<dyn CheckpointStore> {
+        match self {
+            NamedStore::File(store) => Arc::new(store),
+            #[cfg(feature = "sqlite")]
+            NamedStore::Sqlite(store) => Arc::new(store),
+            #[cfg(feature = "postgres")]
+            NamedStore::Postgres(store) => Arc::new(store),
+        }
+    }
+}
+
+/// A runner of `agent` whose threads and checkpoints live in `backend` (see [`NamedStore`]).
+pub async fn runner_on(backend: &str, agent: FlowAgent) -> Runner {
+    NamedStore::open(backend).await.runner(agent)
 }
 
 /// Appends one line to `path` (one `write` on a file opened for appending: lines of
@@ -63,7 +104,7 @@ const BACKEND: &str = "AGENTFLOW_TEST_BACKEND";
 const WORK_DIR: &str = "AGENTFLOW_TEST_WORK_DIR";
 const WORKER: &str = "AGENTFLOW_TEST_WORKER_NO";
 
-/// What a worker process was started to do (see [`spawn_worker`]).
+/// What a worker process was started to do (see [`Workers::start`]).
 pub struct Orders {
     /// The part it plays.
     pub role: String,
