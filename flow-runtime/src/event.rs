@@ -151,8 +151,9 @@ pub enum Action {
     Exit,
     /// Hand control to the named agent (a sub-agent, or the parent unless barred).
     TransferToAgent(Arc<str>),
-    /// Stop the run for outside input; it can be resumed from a checkpoint.
-    Interrupted(InterruptInfo),
+    /// Stop the run for outside input; it can be resumed from a checkpoint. Boxed: an
+    /// interrupt is rare, and every event moves its action.
+    Interrupted(Box<InterruptInfo>),
     /// Stop the enclosing loop workflow; names the agent that broke it.
     BreakLoop(Arc<str>),
     /// Application-defined action, passed through untouched.
@@ -163,6 +164,17 @@ impl Action {
     /// A transfer to the named agent.
     pub fn transfer_to(agent_name: impl Into<Arc<str>>) -> Self {
         Action::TransferToAgent(agent_name.into())
+    }
+
+    /// An interrupt: the run stops for outside input (see [`InterruptInfo`]).
+    ///
+    /// ```
+    /// use flow_runtime::{Action, InterruptInfo};
+    /// let action = Action::interrupted(InterruptInfo::new(serde_json::json!("approve?")));
+    /// assert!(matches!(action, Action::Interrupted(info) if info.info == "approve?"));
+    /// ```
+    pub fn interrupted(info: InterruptInfo) -> Self {
+        Action::Interrupted(Box::new(info))
     }
 
     /// The transfer target, if this is a transfer.
@@ -236,9 +248,10 @@ pub enum AgentError {
     #[error(transparent)]
     LimitReached(#[from] crate::limits::LimitReached),
     /// A [middleware](crate::middleware) hook refused (a guardrail) or failed or panicked; the
-    /// agent's run ended with this event.
+    /// agent's run ended with this event. Boxed: it is rare, and every event moves its error
+    /// field.
     #[error(transparent)]
-    Middleware(#[from] crate::llm::middleware::MiddlewareError),
+    Middleware(Box<crate::llm::middleware::MiddlewareError>),
     /// A thread's earlier turns could not be read, or the turn could not be recorded; the
     /// thread was left as it was.
     #[error("thread: {message}")]
@@ -249,6 +262,12 @@ pub enum AgentError {
     /// An error of the caller's own type.
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<crate::llm::middleware::MiddlewareError> for AgentError {
+    fn from(error: crate::llm::middleware::MiddlewareError) -> Self {
+        AgentError::Middleware(Box::new(error))
+    }
 }
 
 impl AgentError {
@@ -293,11 +312,11 @@ impl AgentError {
             | AgentError::Failed { agent, .. }
             | AgentError::NotResumable { agent } => Some(agent),
             AgentError::LimitReached(limit) => Some(&limit.agent),
-            AgentError::Middleware(
+            AgentError::Middleware(error) => match &**error {
                 crate::llm::middleware::MiddlewareError::Refused { agent, .. }
                 | crate::llm::middleware::MiddlewareError::Failed { agent, .. }
-                | crate::llm::middleware::MiddlewareError::Panicked { agent, .. },
-            ) => Some(agent),
+                | crate::llm::middleware::MiddlewareError::Panicked { agent, .. } => Some(agent),
+            },
             _ => None,
         }
     }

@@ -1,21 +1,18 @@
 //! Agent trees and the orchestration of one run through them: [`FlowAgent`], [`set_sub_agents`].
 
 use std::fmt;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::StreamExt;
-use tracing::Instrument;
+mod run;
 
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
-use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
-use crate::generate::{generate, Context};
+use crate::event::{Action, AgentError};
 use crate::history::{ContextForm, ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
-use crate::llm::middleware::{self, HookContext, Middleware, Middlewares};
+use crate::llm::middleware::{Middleware, Middlewares};
 use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
-use crate::session::{InputKey, SessionEvent};
+use crate::session::InputKey;
 
 /// Per-node options of a tree.
 #[derive(Debug, Clone, Default)]
@@ -513,8 +510,7 @@ impl Agent for FlowAgent {
     /// Runs this node at `cx.run_path()`, following transfers through the tree. Its agents'
     /// inputs are built from the run's root input and session; `input` is not consulted.
     fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
-        let flow = FlowAgent::clone(&self);
-        generate(cx, move |out| drive(flow, out, None))
+        run::run_flow(FlowAgent::clone(&self), cx, None)
     }
 
     /// Resumes the node the interrupt points name (anywhere in this tree), at the run path it
@@ -526,8 +522,7 @@ impl Agent for FlowAgent {
         _input: AgentInput,
         info: ResumeInfo,
     ) -> EventStream {
-        let flow = FlowAgent::clone(&self);
-        generate(cx, move |out| drive(flow, out, Some(info)))
+        run::run_flow(FlowAgent::clone(&self), cx, Some(info))
     }
 
     fn as_flow(&self) -> Option<&FlowAgent> {
@@ -550,209 +545,6 @@ impl fmt::Debug for FlowAgent {
             .field("parent", &self.parent().map(|p| p.name().to_owned()))
             .field("options", self.options())
             .finish()
-    }
-}
-
-/// The run loop: runs the current node, records and forwards its events, then follows the
-/// transfer its last own action asks for, until something else ends the run. With `resume`,
-/// the first node is the one the interrupt points name, at their run path, and it is resumed
-/// instead of run.
-async fn drive(
-    start: FlowAgent,
-    out: Context,
-    mut resume: Option<ResumeInfo>,
-) -> Result<(), AgentError> {
-    let mut current = start;
-    let mut path = out.run_path().clone();
-    if let Some(info) = &resume {
-        let Some((name, at)) = info.node() else {
-            return Err(AgentError::Checkpoint {
-                message: format!(
-                    "the interrupt points below '{}' disagree on which agent was running",
-                    current.name()
-                )
-                .into(),
-            });
-        };
-        current = current.find(name).ok_or_else(|| AgentError::Checkpoint {
-            message: format!(
-                "the checkpoint resumes agent '{name}', which is not in the tree of '{}'",
-                current.name()
-            )
-            .into(),
-        })?;
-        path = at.clone();
-    }
-    loop {
-        let node = current.this();
-        let name = Arc::clone(&node.name);
-        let run = out
-            .at(Arc::clone(&name), path.clone())
-            .with_node(current.clone());
-        let mut input = build_input(&run, node).await?;
-        let span = if crate::llm::telemetry::spans_wanted() {
-            tracing::info_span!("agent", agent = %name, run_path = %path)
-        } else {
-            tracing::Span::none()
-        };
-        let hooks = if run.run_middleware().is_empty() && node.options.middleware.is_empty() {
-            Middlewares::default()
-        } else {
-            Middlewares::chain([run.run_middleware(), &node.options.middleware])
-        };
-        // Boxed: the hooks' state stays out of the run loop's future when there are none.
-        let hooked = if hooks.is_empty() {
-            None
-        } else {
-            let hcx = HookContext::agent(&run);
-            match Box::pin(middleware::before_agent(&hooks, &hcx, &mut input)).await {
-                Ok((None, ran)) => Some(Box::new((hcx, ran))),
-                Ok((Some(reply), ran)) => {
-                    // Answered in the agent's place: recorded as its own (within the run's
-                    // event limit), and the run ends.
-                    let mut event = AgentEvent::message(reply).stamped(&name, &path);
-                    if let Err(limit) = run.record(&event) {
-                        out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
-                        return Ok(());
-                    }
-                    event.recorded = true;
-                    out.yield_event(event).await;
-                    if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
-                        out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
-                    }
-                    return Ok(());
-                }
-                Err(e) => {
-                    out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
-                    return Ok(());
-                }
-            }
-        };
-
-        let resuming = resume.take();
-        // The interrupts being resumed: one raised again at the same place keeps its id.
-        let earlier = resuming.clone();
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let agent = Arc::clone(&node.agent);
-            match resuming {
-                None => agent.run(run.clone(), input),
-                Some(info) => match agent.as_flow() {
-                    // A whole tree as this node's agent: its own level holds the next frame.
-                    Some(_) => {
-                        let below = info.children().into_iter().next().map(|(_, i)| i);
-                        agent.resume(run.clone(), input, below.unwrap_or_default())
-                    }
-                    None => agent.resume(run.clone(), input, info),
-                },
-            }
-        }));
-        let mut events = match started {
-            Ok(events) => AssertUnwindSafe(events).catch_unwind(),
-            Err(payload) => {
-                out.emit(
-                    AgentEvent::error(AgentError::from_panic(&name, payload)).stamped(&name, &path),
-                );
-                return Ok(());
-            }
-        };
-
-        // The last own event, as recorded: its action decides what happens next.
-        let mut last_own: Option<Arc<SessionEvent>> = None;
-        let mut interrupted = false;
-        let mut interrupt_ids: Vec<String> = Vec::new();
-        // Without a subscriber the span is disabled: polling skips entering it.
-        let traced = !span.is_disabled();
-        loop {
-            let next = if traced {
-                events.next().instrument(span.clone()).await
-            } else {
-                events.next().await
-            };
-            let Some(item) = next else { break };
-            match item {
-                Ok(mut event) => {
-                    event.stamp(&name, &path);
-                    let own = event.run_path().same(&path) && !event.recorded;
-                    if let Some(Action::Interrupted(info)) = &mut event.action {
-                        // Any interrupt ends this level; each level adds its frame.
-                        interrupted = true;
-                        // An agent's own interrupt (or its tool's) is named by its run path.
-                        if own && info.address.is_empty() {
-                            info.id = path.to_string();
-                        }
-                        let wrapper = info.wrapper.take().map(|w| *w).unwrap_or_default();
-                        let tool = wrapper.tool;
-                        let frame = InterruptFrame {
-                            agent: Arc::clone(&name),
-                            run_path: path.clone(),
-                            state: wrapper.state,
-                            tool: tool.clone(),
-                        };
-                        info.address.insert(0, frame);
-                        let again = earlier.as_ref().and_then(|e| e.earlier_id(&info.address));
-                        if let Some(id) = again {
-                            // Raised again where it was: the id the caller knows it by.
-                            info.id = id.to_owned();
-                        } else if let Some(tool) = &tool {
-                            // Two tool calls of one reply may stop at the same path: the
-                            // later ones are told apart by their call.
-                            if interrupt_ids.contains(&info.id) {
-                                info.id = format!("{} (call {})", info.id, tool.call_id);
-                            }
-                        }
-                        interrupt_ids.push(info.id.clone());
-                    } else if own {
-                        match run.record(&event) {
-                            Ok(recorded) => last_own = Some(recorded),
-                            Err(limit) => {
-                                out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
-                                return Ok(());
-                            }
-                        }
-                        event.recorded = true;
-                    }
-                    out.yield_event(event).await;
-                }
-                Err(payload) => {
-                    out.emit(
-                        AgentEvent::error(AgentError::from_panic(&name, payload))
-                            .stamped(&name, &path),
-                    );
-                    return Ok(());
-                }
-            }
-        }
-        drop(events);
-        if let Some(hooked) = hooked {
-            let (hcx, ran) = *hooked;
-            if let Err(e) = Box::pin(middleware::after_agent(&hooks, &hcx, ran)).await {
-                out.emit(AgentEvent::error(e.into()).stamped(&name, &path));
-                return Ok(());
-            }
-        }
-
-        if interrupted {
-            return Ok(());
-        }
-        let Some(Action::TransferToAgent(target)) = last_own.as_deref().and_then(|e| e.action())
-        else {
-            return Ok(());
-        };
-        let target = Arc::clone(target);
-        if let Err(limit) = run.count_transfer() {
-            out.emit(AgentEvent::error(limit.into()).stamped(&name, &path));
-            return Ok(());
-        }
-        match current.transfer_target(&target) {
-            Ok(next) => {
-                path = path.child(Arc::clone(&current.tree.nodes[next].name));
-                current = current.at(next);
-            }
-            Err(error) => {
-                out.emit(AgentEvent::error(error).stamped(&name, &path));
-                return Ok(());
-            }
-        }
     }
 }
 
@@ -814,7 +606,9 @@ async fn filled_cache(
             let root = run.root_input();
             let mut cache = InputCache::new(root);
             if let Some(thread) = run.thread() {
-                for e in thread.entries(window).await? {
+                // Boxed, as below: the run loop keeps this future in place, sized for its
+                // common path.
+                for e in Box::pin(thread.entries(window)).await? {
                     cache.push(e.entry, None, e.is_transfer, skip);
                 }
             }
@@ -849,7 +643,7 @@ async fn filled_cache(
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
         let message = match event.message_without_stream() {
             Some(message) => message,
-            None => event.message().await?,
+            None => Box::pin(event.message()).await?,
         };
         let Some(message) = message else {
             continue;

@@ -1,5 +1,6 @@
 //! Event streams written as ordinary async code: [`generate`] and the [`Context`] it hands out.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::ops::Deref;
@@ -50,6 +51,57 @@ struct Queue {
     events: VecDeque<AgentEvent>,
     /// The consumer's waker, stored when it found nothing to read.
     consumer: Option<Waker>,
+}
+
+/// The event queue of a generated stream, taken from this thread's pool of queues of finished
+/// runs (an agent run would otherwise allocate a queue and its buffer) and given back to it
+/// when the stream is dropped, if nothing else holds it. The pool keeps at most
+/// [`POOLED`] queues, each with room for at most [`POOLED_ROOM`] events.
+struct Pooled(Option<Arc<Mutex<Queue>>>);
+
+/// How many queues a thread keeps for reuse.
+const POOLED: usize = 16;
+/// The most room for events a pooled queue keeps.
+const POOLED_ROOM: usize = 8;
+
+thread_local! {
+    static QUEUES: RefCell<Vec<Arc<Mutex<Queue>>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Pooled {
+    fn take() -> Self {
+        let pooled = QUEUES.try_with(|q| q.borrow_mut().pop()).ok().flatten();
+        Pooled(Some(pooled.unwrap_or_default()))
+    }
+
+    fn get(&self) -> &Arc<Mutex<Queue>> {
+        self.0.as_ref().expect("a queue until dropped")
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        let Some(mut queue) = self.0.take() else {
+            return;
+        };
+        // Only a queue no context holds any more, whose lock never saw a panic.
+        let Some(Ok(q)) = Arc::get_mut(&mut queue).map(Mutex::get_mut) else {
+            return;
+        };
+        q.consumer = None;
+        if q.events.capacity() > POOLED_ROOM {
+            q.events = VecDeque::new();
+        } else {
+            q.events.clear();
+        }
+        let _ = QUEUES.try_with(|pool| {
+            if let Ok(mut pool) = pool.try_borrow_mut() {
+                if pool.len() < POOLED {
+                    pool.push(queue);
+                }
+            }
+        });
+    }
 }
 
 /// What a code-defined agent's body uses to emit events; it also derefs to the
@@ -123,7 +175,7 @@ impl Context {
     /// from a checkpoint. `info` is shown to the caller; use
     /// [`interrupt_with_state`](Context::interrupt_with_state) to get state back on resume.
     pub fn interrupt(&self, info: serde_json::Value) {
-        self.emit(AgentEvent::action(Action::Interrupted(InterruptInfo::new(
+        self.emit(AgentEvent::action(Action::interrupted(InterruptInfo::new(
             info,
         ))));
     }
@@ -132,7 +184,7 @@ impl Context {
     /// [`ResumeInfo::state`](crate::ResumeInfo::state).
     pub fn interrupt_with_state(&self, info: serde_json::Value, state: serde_json::Value) {
         let interrupt = InterruptInfo::new(info).with_state(state);
-        self.emit(AgentEvent::action(Action::Interrupted(interrupt)));
+        self.emit(AgentEvent::action(Action::interrupted(interrupt)));
     }
 
     /// Emits an event whose only content is [`Action::Exit`].
@@ -188,10 +240,10 @@ where
     F: FnOnce(Context) -> Fut,
     Fut: Future<Output = Result<(), AgentError>> + Send + 'static,
 {
-    let queue = Arc::new(Mutex::new(Queue::default()));
+    let queue = Pooled::take();
     let cx = Context {
         run,
-        queue: Arc::clone(&queue),
+        queue: Arc::clone(queue.get()),
     };
     let fut = body(cx);
     // The body lives inside the stream's own allocation: no second box per agent run.
@@ -225,7 +277,9 @@ pin_project_lite::pin_project! {
     struct Generated<Fut> {
         #[pin]
         fut: Option<Fut>,
-        queue: Arc<Mutex<Queue>>,
+        // After `fut`: the body (and its context) is dropped first, so the queue can go back
+        // to the pool.
+        queue: Pooled,
     }
 }
 
@@ -239,6 +293,7 @@ where
         let mut this = self.project();
         if let Some(ev) = this
             .queue
+            .get()
             .lock()
             .expect("event queue lock")
             .events
@@ -250,7 +305,7 @@ where
             return Poll::Ready(None);
         };
         let done = fut.poll(cx);
-        let mut q = this.queue.lock().expect("event queue lock");
+        let mut q = this.queue.get().lock().expect("event queue lock");
         match done {
             Poll::Ready(result) => {
                 if let Err(e) = result {
@@ -269,5 +324,114 @@ where
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Session;
+    use futures::{FutureExt, StreamExt};
+
+    fn cx() -> RunContext {
+        RunContext::new_run(Session::new(), [], false, "bot")
+    }
+
+    fn pooled() -> Vec<Arc<Mutex<Queue>>> {
+        QUEUES.with(|q| q.borrow().clone())
+    }
+
+    fn said(event: &AgentEvent) -> String {
+        event
+            .message_output()
+            .map(|m| m.content.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_queue_given_back_to_the_pool_holds_nothing_of_its_last_run() {
+        QUEUES.with(|q| q.borrow_mut().clear());
+        let mut first = generate(cx(), |cx| async move {
+            for i in 0..3 {
+                cx.say(format!("first {i}"));
+            }
+            Ok(())
+        });
+        let one = first.next().now_or_never().flatten().expect("an event");
+        assert_eq!(said(&one), "first 0");
+        // Dropped with two events still queued.
+        drop(first);
+        let back = pooled();
+        assert_eq!(back.len(), 1, "the queue went back to the pool");
+        let reused = Arc::as_ptr(&back[0]);
+        drop(back);
+
+        let second = generate(cx(), |cx| async move {
+            cx.say("second");
+            Ok(())
+        });
+        let events: Vec<String> = futures::executor::block_on(second.collect::<Vec<_>>())
+            .iter()
+            .map(said)
+            .collect();
+        assert_eq!(events, ["second"]);
+        assert_eq!(
+            Arc::as_ptr(&pooled()[0]),
+            reused,
+            "the same queue served again"
+        );
+    }
+
+    #[test]
+    fn the_pool_keeps_few_queues_with_little_room() {
+        QUEUES.with(|q| q.borrow_mut().clear());
+        // A run that queued many events gives its queue back without their room.
+        let busy = generate(cx(), |cx| async move {
+            for i in 0..100 {
+                cx.say(format!("{i}"));
+            }
+            Ok(())
+        });
+        assert_eq!(futures::executor::block_on(busy.count()), 100);
+        let back = pooled();
+        assert_eq!(back.len(), 1);
+        let room = back[0].lock().unwrap().events.capacity();
+        assert!(room <= POOLED_ROOM, "kept room for {room} events");
+        drop(back);
+
+        // Many streams at once: only POOLED queues are kept when they end.
+        let streams: Vec<EventStream> = (0..3 * POOLED)
+            .map(|_| generate(cx(), |_| async { Ok(()) }))
+            .collect();
+        drop(streams);
+        assert_eq!(pooled().len(), POOLED);
+    }
+
+    #[test]
+    fn a_queue_a_context_still_holds_is_not_reused() {
+        QUEUES.with(|q| q.borrow_mut().clear());
+        let kept: Arc<Mutex<Option<Context>>> = Arc::default();
+        let keep = Arc::clone(&kept);
+        let stream = generate(cx(), move |cx| {
+            *keep.lock().unwrap() = Some(cx.clone());
+            async { Ok(()) }
+        });
+        assert_eq!(futures::executor::block_on(stream.count()), 0);
+        assert!(
+            pooled().is_empty(),
+            "a queue still reachable went back to the pool"
+        );
+
+        // What the kept context emits later reaches no other run.
+        let other = generate(cx(), |cx| async move {
+            cx.say("mine");
+            Ok(())
+        });
+        kept.lock().unwrap().as_ref().unwrap().say("stray");
+        let events: Vec<String> = futures::executor::block_on(other.collect::<Vec<_>>())
+            .iter()
+            .map(said)
+            .collect();
+        assert_eq!(events, ["mine"]);
     }
 }

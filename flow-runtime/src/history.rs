@@ -304,6 +304,11 @@ impl InputCache {
             if !entry.is_user_input && !known && !self.authors.contains(&entry.agent_name) {
                 self.authors.insert(Arc::clone(&entry.agent_name));
             }
+            if self.entries.len() == self.entries.capacity() {
+                // A run that outgrows its first room is a long one: four times the room, not
+                // twice (fewer copies of the three lists while it is short).
+                self.reserve(3 * self.entries.len().max(1));
+            }
             self.entries.push(entry);
             self.sources.push(source);
             return;
@@ -373,6 +378,8 @@ impl InputCache {
     fn rewritten_for(&mut self, agent_name: Option<&str>) -> Messages {
         if self.done < self.entries.len() {
             let all = Arc::make_mut(&mut self.rewritten);
+            // The same room as the entries: it grows with them, at once.
+            all.reserve(self.entries.capacity().saturating_sub(all.len()));
             let new = self.entries[self.done..]
                 .iter()
                 .zip(&self.sources[self.done..]);

@@ -144,7 +144,7 @@ mod tests {
         let custom = json!({"k": [1, 2]});
         let events = [
             AgentEvent::message(message.clone()),
-            AgentEvent::action(Action::Interrupted(interrupt)),
+            AgentEvent::action(Action::interrupted(interrupt)),
             AgentEvent::action(Action::transfer_to("triage")),
             AgentEvent::error(AgentError::Thread {
                 message: "broken".into(),

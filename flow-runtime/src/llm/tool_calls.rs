@@ -311,7 +311,7 @@ impl ChatModelAgent {
                     // The tool's own: it is resumed with the call, and gets its state back.
                     info.state.clone_from(&interrupt.state);
                 }
-                let mut event = AgentEvent::action(Action::Interrupted(info));
+                let mut event = AgentEvent::action(Action::interrupted(info));
                 event.attach_interrupt_state(state.clone());
                 event.attach_interrupt_tool(ToolFrame {
                     name: call.name.clone(),
