@@ -586,3 +586,123 @@ fn an_answer_in_the_agents_place_past_the_event_limit_is_the_limit_error_not_a_r
     }
     assert!(last.message_output().is_none(), "the greeting is not sent");
 }
+
+/// Waits a little before each of its agent hooks (as a hook calling a service would) and logs
+/// them; its `after_agent` fails if `fail_after` is set, and its `before_agent` answers in the
+/// agent's place if `answer` is.
+struct Slow {
+    log: Log,
+    answer: Option<&'static str>,
+    fail_after: bool,
+}
+
+#[async_trait]
+impl Middleware for Slow {
+    async fn before_agent(
+        &self,
+        cx: &HookContext,
+        _input: &mut AgentInput,
+    ) -> Result<Option<Message>, HookError> {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("before {}", cx.run_path()));
+        Ok(self.answer.map(Message::assistant))
+    }
+    async fn after_agent(&self, cx: &HookContext) -> Result<(), HookError> {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("after {}", cx.run_path()));
+        if self.fail_after {
+            return Err(HookError::failed("the audit log is down"));
+        }
+        Ok(())
+    }
+}
+
+/// `triage` waits, then hands over to `refund`, which speaks, waits and speaks again; the
+/// `refund` node has `slow` around it.
+fn slow_desk(slow: Slow) -> FlowAgent {
+    let root = FnAgent::new("triage", |cx, _| async move {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        cx.transfer("refund");
+        Ok(())
+    });
+    let refund = FnAgent::new("refund", |cx, _| async move {
+        cx.say("one");
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        cx.say("two");
+        Ok(())
+    });
+    set_sub_agents(
+        FlowAgent::new(root),
+        [FlowAgent::new(refund).middleware(slow)],
+    )
+    .unwrap()
+}
+
+async fn run_on_tokio(tree: FlowAgent) -> Vec<String> {
+    Runner::new(tree)
+        .query("hello")
+        .map(|e| {
+            let what = match (&e.error, e.message_output()) {
+                (Some(error), _) => format!("error: {error}"),
+                (None, Some(m)) => m.content.clone(),
+                (None, None) => String::new(),
+            };
+            format!("{} {what}", e.run_path())
+        })
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn the_run_loop_waits_on_slow_hooks_and_slow_agents_and_keeps_their_order() {
+    let log = Log::default();
+    let slow = Slow {
+        log: Arc::clone(&log),
+        answer: None,
+        fail_after: false,
+    };
+    let lines = run_on_tokio(slow_desk(slow)).await;
+    assert_eq!(
+        lines,
+        [
+            "triage ",
+            "triage successfully transferred to agent [refund]",
+            "triage/refund one",
+            "triage/refund two",
+        ]
+    );
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["before triage/refund", "after triage/refund"]
+    );
+}
+
+#[tokio::test]
+async fn a_slow_answer_in_the_agents_place_then_a_failing_after_hook_ends_with_its_error() {
+    let log = Log::default();
+    let slow = Slow {
+        log: Arc::clone(&log),
+        answer: Some("Hello from the desk!"),
+        fail_after: true,
+    };
+    let lines = run_on_tokio(slow_desk(slow)).await;
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[2], "triage/refund Hello from the desk!");
+    assert!(
+        lines[3].starts_with("triage/refund error: middleware")
+            && lines[3].contains("the audit log is down"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["before triage/refund", "after triage/refund"],
+        "the agent itself never ran, its after hook did"
+    );
+}
