@@ -10,7 +10,7 @@ use crate::error::FlowError;
 use crate::event::{Action, AgentError};
 use crate::history::{ContextForm, ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
 use crate::llm::middleware::{Middleware, Middlewares};
-use crate::message::MessageRef;
+use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::InputKey;
 
@@ -256,10 +256,41 @@ impl FlowAgent {
         &self,
         target: &str,
     ) -> Option<(Arc<str>, MessageRef, MessageRef, TransferForms)> {
-        let n = self.this();
         let to = self
             .neighbours()
             .find(|&i| &*self.tree.nodes[i].name == target)?;
+        let forms = self.departure_forms(to)?;
+        let t = &self.tree.nodes[to];
+        let (call, result) = &*t.arrival;
+        Some((
+            Arc::clone(&t.name),
+            Arc::clone(call),
+            Arc::clone(result),
+            forms,
+        ))
+    }
+
+    /// The context forms of a transfer from this agent whose call reads like `call` (the
+    /// same text and tool calls, ids aside: a model's transfer reply), and the target.
+    pub(crate) fn transfer_forms_like(&self, call: &Message) -> Option<(Arc<str>, TransferForms)> {
+        let is_transfer = call.tool_calls.len() == 1
+            && call.tool_calls[0].name == crate::generate::TRANSFER_TOOL_NAME;
+        if !is_transfer {
+            return None;
+        }
+        let to = self
+            .neighbours()
+            .find(|&i| crate::history::reads_the_same(&self.tree.nodes[i].arrival.0, call))?;
+        Some((
+            Arc::clone(&self.tree.nodes[to].name),
+            self.departure_forms(to)?,
+        ))
+    }
+
+    /// The context forms of a transfer from this agent to its neighbour `to`, made on the
+    /// first transfer from this agent.
+    fn departure_forms(&self, to: usize) -> Option<TransferForms> {
+        let n = self.this();
         let departures = n.departures.0.get_or_init(|| {
             self.neighbours()
                 .map(|to| {
@@ -274,15 +305,7 @@ impl FlowAgent {
                 })
                 .collect()
         });
-        let forms = departures.iter().find(|d| d.to == to)?.forms.clone();
-        let t = &self.tree.nodes[to];
-        let (call, result) = &*t.arrival;
-        Some((
-            Arc::clone(&t.name),
-            Arc::clone(call),
-            Arc::clone(result),
-            forms,
-        ))
+        Some(departures.iter().find(|d| d.to == to)?.forms.clone())
     }
 
     /// The agent named `name` anywhere in this tree.

@@ -419,10 +419,14 @@ impl ContextForm {
         }
     }
 
-    /// The context form, if this was made for `message` of `agent`.
+    /// The context form, if this was made for `message` of `agent`, or for a message of
+    /// `agent` that reads the same (a model's transfer call, say, which differs from the
+    /// tree's only in its call id).
     pub(crate) fn form_of(&self, agent: &Arc<str>, message: &MessageRef) -> Option<&MessageRef> {
         let same_agent = Arc::ptr_eq(&self.agent, agent) || self.agent == *agent;
-        (same_agent && Arc::ptr_eq(&self.message, message)).then_some(&self.form)
+        let same_message =
+            Arc::ptr_eq(&self.message, message) || reads_the_same(&self.message, message);
+        (same_agent && same_message).then_some(&self.form)
     }
 }
 
@@ -529,6 +533,20 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
         _ => {}
     }
     Message::user(text)
+}
+
+/// Whether [`rewrite_for_context`] makes the same form of `a` and `b` (for one agent): they
+/// agree on all it reads (call ids aside).
+pub(crate) fn reads_the_same(a: &Message, b: &Message) -> bool {
+    a.role == b.role
+        && a.content == b.content
+        && a.parts == b.parts
+        && a.tool_name == b.tool_name
+        && a.tool_calls.len() == b.tool_calls.len()
+        && a.tool_calls
+            .iter()
+            .zip(&b.tool_calls)
+            .all(|(x, y)| x.name == y.name && x.arguments == y.arguments)
 }
 
 fn push_all(text: &mut String, pieces: &[&str]) {

@@ -370,34 +370,61 @@ mod tests {
         MessageStream::from_stream(futures::stream::iter(items))
     }
 
-    /// A context form made ahead is taken only for the very message of the very agent it
-    /// was made for: an event of another agent, or an equal message that is not the same
-    /// one, is rewritten as usual.
+    /// A context form made ahead is taken only for a message of the agent it was made for
+    /// that reads the same as the one it was made for (call ids aside): an event of another
+    /// agent, or a message that reads otherwise, is rewritten as usual.
     #[test]
-    fn a_context_form_made_ahead_is_used_only_for_its_own_message_and_agent() {
+    fn a_context_form_made_ahead_is_used_only_for_a_message_that_reads_the_same() {
         let refund: Arc<str> = Arc::from("refund");
         let message: MessageRef = Arc::new(Message::assistant("done"));
         let made = Arc::new(crate::history::ContextForm::new(&refund, &message));
         let made_form = made.form_of(&refund, &message).unwrap();
-        // `message` recorded as `agent`'s, carrying the form made ahead.
-        let recorded = |agent: &Arc<str>, message: &MessageRef| {
-            let mut event = AgentEvent::message(Arc::clone(message));
-            event.context = Some(Arc::clone(&made));
-            event.stamp(agent, &crate::RunPath::root(Arc::clone(agent)));
-            SessionEvent::from_event(&event).context_form(message)
-        };
+        // `message` recorded as `agent`'s, carrying the form `made` ahead.
+        let recorded =
+            |agent: &Arc<str>, message: &MessageRef, made: &Arc<crate::history::ContextForm>| {
+                let mut event = AgentEvent::message(Arc::clone(message));
+                event.context = Some(Arc::clone(made));
+                event.stamp(agent, &crate::RunPath::root(Arc::clone(agent)));
+                SessionEvent::from_event(&event).context_form(message)
+            };
         // The very message of the very agent: the form made ahead itself, not a copy.
-        let form = recorded(&refund, &message);
+        let form = recorded(&refund, &message, &made);
         assert_eq!(form.content, "For context: [refund] said: done.");
         assert!(Arc::ptr_eq(&form, made_form));
         // Another agent's event carrying the form (e.g. an agent nested in the node).
-        let form = recorded(&Arc::from("scanner"), &message);
+        let form = recorded(&Arc::from("scanner"), &message, &made);
         assert_eq!(form.content, "For context: [scanner] said: done.");
-        // An equal message, not the one the form was made for: rewritten as usual.
-        let other: MessageRef = Arc::new(Message::assistant("done"));
-        let form = recorded(&refund, &other);
-        assert_eq!(form.content, "For context: [refund] said: done.");
-        assert!(!Arc::ptr_eq(&form, made_form));
+        // An equal message: the same form, shared.
+        let equal: MessageRef = Arc::new(Message::assistant("done"));
+        assert!(Arc::ptr_eq(&recorded(&refund, &equal, &made), made_form));
+        // A message that reads otherwise: rewritten.
+        let other: MessageRef = Arc::new(Message::assistant("done!"));
+        let form = recorded(&refund, &other, &made);
+        assert_eq!(form.content, "For context: [refund] said: done!.");
+
+        // A transfer call the tree made, and a model's: the same but for the call id.
+        let call = |id: &str, arguments: &str| -> MessageRef {
+            Arc::new(Message::assistant_tool_calls(
+                "",
+                vec![crate::ToolCall::new(id, "transfer_to_agent", arguments)],
+            ))
+        };
+        let tree_made = call("transfer-billing", r#"{"agent_name":"billing"}"#);
+        let made = Arc::new(crate::history::ContextForm::new(&refund, &tree_made));
+        let model_made = call("call_1_1", r#"{"agent_name":"billing"}"#);
+        let form = recorded(&refund, &model_made, &made);
+        assert!(Arc::ptr_eq(
+            &form,
+            made.form_of(&refund, &tree_made).unwrap()
+        ));
+        // Other arguments (even the same ones spaced out): rewritten from the message itself.
+        let spaced = call("call_1_1", r#"{"agent_name": "billing"}"#);
+        let form = recorded(&refund, &spaced, &made);
+        assert!(
+            form.content.contains(r#"{"agent_name": "billing"}"#),
+            "{}",
+            form.content
+        );
     }
 
     #[test]

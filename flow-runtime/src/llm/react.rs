@@ -269,7 +269,14 @@ impl ChatModelAgent {
                 ));
             }
         } else {
-            cx.emit(AgentEvent::message(Arc::clone(&reply)));
+            let mut event = AgentEvent::message(Arc::clone(&reply));
+            // A transfer reply shares the context form the tree made for the transfer (used
+            // only if it reads the same).
+            event.context = cx
+                .node()
+                .and_then(|n| n.transfer_forms_like(&reply))
+                .map(|(_, (call, _))| call);
+            cx.emit(event);
         }
         Ok(reply)
     }

@@ -120,8 +120,8 @@ impl ChatModelAgent {
         let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
         let chain = self.middleware_chain(cx);
         // One copy of the conversation for all the calls of the reply: up to the reply that
-        // made them.
-        let shared_history: Arc<[MessageRef]> = history[..=reply_at].iter().cloned().collect();
+        // made them (made when the first call of a tool of the agent's needs it).
+        let mut shared_history: Option<Arc<[MessageRef]>> = None;
         let limits = self.tool_limits;
         for (k, call) in calls.iter().enumerate().skip(start) {
             if k >= limits.max_per_reply {
@@ -148,7 +148,9 @@ impl ChatModelAgent {
                         let tool = Arc::clone(tool);
                         let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
                             .with_tool_name(call.name.as_str())
-                            .with_shared_history(Arc::clone(&shared_history))
+                            .with_shared_history(Arc::clone(shared_history.get_or_insert_with(
+                                || history[..=reply_at].iter().cloned().collect(),
+                            )))
                             .with_events(cx.clone());
                         if let Some((_, info, state)) = resume {
                             tcx = tcx.with_resume(info, state);
@@ -198,7 +200,7 @@ impl ChatModelAgent {
             };
             jobs.push(job);
         }
-        let mut jobs = futures::stream::iter(jobs).buffered(limits.max_concurrent);
+        let mut jobs = Jobs::new(jobs, limits.max_concurrent);
         let mut last_action: Option<Action> = None;
         let mut stopped_at: Option<usize> = None;
         let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
@@ -243,6 +245,14 @@ impl ChatModelAgent {
             let message = Arc::new(Message::tool(text, call.id.as_str(), call.name.as_str()));
             history.push(Arc::clone(&message));
             let mut event = AgentEvent::message(message);
+            if let Some(Action::TransferToAgent(target)) = &action {
+                // The context form the tree made for this transfer's result (used only if
+                // it reads the same).
+                event.context = cx
+                    .node()
+                    .and_then(|n| n.transfer_messages_to(target))
+                    .map(|(_, _, _, (_, result))| result);
+            }
             last_action.clone_from(&action);
             if let Some(action) = action {
                 event = event.with_action(action);
@@ -430,6 +440,36 @@ impl Default for ToolCallLimits {
         ToolCallLimits {
             max_per_reply: Self::DEFAULT_MAX_PER_REPLY,
             max_concurrent: Self::DEFAULT_MAX_CONCURRENT,
+        }
+    }
+}
+
+/// The calls of one reply, as they finish, in order: at most `max_concurrent` at once; a
+/// reply's only call (a transfer, most often) is awaited as it is.
+enum Jobs {
+    One(Option<BoxFuture<'static, CallOutcome>>),
+    Many(
+        futures::stream::Buffered<
+            futures::stream::Iter<std::vec::IntoIter<BoxFuture<'static, CallOutcome>>>,
+        >,
+    ),
+}
+
+impl Jobs {
+    fn new(mut jobs: Vec<BoxFuture<'static, CallOutcome>>, max_concurrent: usize) -> Self {
+        if jobs.len() == 1 {
+            return Jobs::One(jobs.pop());
+        }
+        Jobs::Many(futures::stream::iter(jobs).buffered(max_concurrent))
+    }
+
+    async fn next(&mut self) -> Option<CallOutcome> {
+        match self {
+            Jobs::One(job) => match job.take() {
+                Some(job) => Some(job.await),
+                None => None,
+            },
+            Jobs::Many(jobs) => jobs.next().await,
         }
     }
 }
