@@ -300,27 +300,28 @@ impl RunContext {
         &self.shared.limits
     }
 
-    /// Counts one transfer of this run; an error once the run's
+    /// Counts one transfer of this run, asked for by `agent`; an error once the run's
     /// [`max_transfers`](RunLimits::max_transfers) is passed.
-    pub(crate) fn count_transfer(&self) -> Result<(), LimitReached> {
+    pub(crate) fn count_transfer(&self, agent: &Arc<str>) -> Result<(), LimitReached> {
         let max = self.shared.limits.max_transfers;
         let made = self.shared.transfers.fetch_add(1, Ordering::Relaxed) + 1;
         if made > max {
             return Err(LimitReached {
                 limit: RunLimit::Transfers,
                 max,
-                agent: Arc::clone(&self.agent_name),
+                agent: Arc::clone(agent),
             });
         }
         Ok(())
     }
 
-    /// Records `event` in the session (giving the record), or, recording nothing, the
-    /// [`RunLimit::Events`] error if the run has recorded its
+    /// Records `event` of `agent` in the session (giving the record), or, recording nothing,
+    /// the [`RunLimit::Events`] error if the run has recorded its
     /// [`max_events`](RunLimits::max_events) already.
     pub(crate) fn record(
         &self,
         event: &AgentEvent,
+        agent: &Arc<str>,
     ) -> Result<Arc<crate::session::SessionEvent>, LimitReached> {
         let max = self.shared.limits.max_events;
         self.shared
@@ -329,7 +330,7 @@ impl RunContext {
             .ok_or_else(|| LimitReached {
                 limit: RunLimit::Events,
                 max,
-                agent: Arc::clone(&self.agent_name),
+                agent: Arc::clone(agent),
             })
     }
 

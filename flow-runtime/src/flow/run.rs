@@ -143,7 +143,9 @@ impl Hooked {
 /// One node's run.
 struct NodeRun {
     name: Arc<str>,
-    run: RunContext,
+    /// The node's context, until its agent takes it (the loop records the node's events
+    /// through its own context: they share the run).
+    run: Option<RunContext>,
     /// The agent's events (a panic while polling becomes an error event).
     events: Option<CatchUnwind<AssertUnwindSafe<EventStream>>>,
     /// The agent's span, entered while its stream is polled; `None` without a subscriber
@@ -294,7 +296,7 @@ impl Loop {
             .then(|| Middlewares::chain([run.run_middleware(), &node.options.middleware]));
         self.node = Some(NodeRun {
             name,
-            run,
+            run: Some(run),
             events: None,
             span,
             hooked: None,
@@ -307,7 +309,7 @@ impl Loop {
             None => self.start_agent(input),
             Some(hooks) => {
                 let node = self.node.as_ref().expect("the node was just set");
-                let hcx = HookContext::agent(&node.run);
+                let hcx = HookContext::agent(node.run.as_ref().expect("not started yet"));
                 let mut input = input;
                 self.step = Step::Before(
                     async move {
@@ -339,11 +341,10 @@ impl Loop {
             }
             Ok((Some(reply), ran)) => {
                 hooked.ran = ran;
-                let node = self.node.as_ref().expect("a node runs");
                 // Answered in the agent's place: recorded as its own (within the run's event
                 // limit), and the run ends.
                 let mut event = self.stamped(AgentEvent::message(reply));
-                if let Err(limit) = node.run.record(&event) {
+                if let Err(limit) = self.out.record(&event, &self.current.this().name) {
                     let error = self.stamped(AgentEvent::error(limit.into()));
                     self.end_with(error);
                     return None;
@@ -366,16 +367,16 @@ impl Loop {
         let node = self.node.as_mut().expect("a node runs");
         node.earlier = resuming.clone();
         let agent = Arc::clone(&self.current.this().agent);
-        let run = &node.run;
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| match resuming {
-            None => agent.run(run.clone(), input),
+        let run = node.run.take().expect("an agent starts once");
+        let started = std::panic::catch_unwind(AssertUnwindSafe(move || match resuming {
+            None => agent.run(run, input),
             Some(info) => match agent.as_flow() {
                 // A whole tree as this node's agent: its own level holds the next frame.
                 Some(_) => {
                     let below = info.children().into_iter().next().map(|(_, i)| i);
-                    agent.resume(run.clone(), input, below.unwrap_or_default())
+                    agent.resume(run, input, below.unwrap_or_default())
                 }
-                None => agent.resume(run.clone(), input, info),
+                None => agent.resume(run, input, info),
             },
         }));
         match started {
@@ -454,7 +455,7 @@ impl Loop {
             }
             node.interrupt_ids.push(info.id.clone());
         } else if own {
-            match node.run.record(&event) {
+            match self.out.record(&event, &node.name) {
                 Ok(recorded) => node.last_own = Some(recorded),
                 Err(limit) => {
                     let error = self.stamped(AgentEvent::error(limit.into()));
@@ -482,7 +483,7 @@ impl Loop {
         else {
             return self.end();
         };
-        if let Err(limit) = node.run.count_transfer() {
+        if let Err(limit) = self.out.count_transfer(&node.name) {
             let error = self.stamped(AgentEvent::error(limit.into()));
             return self.end_with(error);
         }
