@@ -50,14 +50,15 @@ pub(super) fn run_flow(
         }
     }
     EventStream::new(FlowRun {
-        prepare: prepare as fn(RunContext, FlowAgent) -> _,
+        prepare: prepare as fn(RunContext) -> _,
         preparing: None,
         state,
     })
 }
 
 /// Builds the input of the node `run` is for; gives `run` back with it.
-async fn prepare(run: RunContext, node: FlowAgent) -> (RunContext, Result<AgentInput, AgentError>) {
+async fn prepare(run: RunContext) -> (RunContext, Result<AgentInput, AgentError>) {
+    let node = run.node().expect("a node's context names its node");
     let input = build_input(&run, node.this()).await;
     (run, input)
 }
@@ -66,7 +67,7 @@ pin_project_lite::pin_project! {
     /// The run loop as a stream. `F` is the future of [`prepare`], kept in place (no box per
     /// hop); everything else is in [`Loop`].
     struct FlowRun<F> {
-        prepare: fn(RunContext, FlowAgent) -> F,
+        prepare: fn(RunContext) -> F,
         #[pin]
         preparing: Option<F>,
         state: Loop,
@@ -142,7 +143,6 @@ impl Hooked {
 
 /// One node's run.
 struct NodeRun {
-    name: Arc<str>,
     /// The node's context, until its agent takes it (the loop records the node's events
     /// through its own context: they share the run).
     run: Option<RunContext>,
@@ -177,7 +177,7 @@ where
                         .out
                         .at(Arc::clone(&state.current.this().name), state.path.clone())
                         .with_node(state.current.clone());
-                    let preparing = (this.prepare)(run, state.current.clone());
+                    let preparing = (this.prepare)(run);
                     this.preparing.set(Some(preparing));
                     state.step = Step::Preparing;
                 }
@@ -286,16 +286,14 @@ impl Loop {
     /// its agent starts.
     fn prepared(&mut self, run: RunContext, input: AgentInput) {
         let node = self.current.this();
-        let name = Arc::clone(&node.name);
         let span = crate::llm::telemetry::spans_wanted()
-            .then(|| tracing::info_span!("agent", agent = %name, run_path = %self.path))
+            .then(|| tracing::info_span!("agent", agent = %node.name, run_path = %self.path))
             .filter(|span| !span.is_disabled())
             .map(Box::new);
         let no_hooks = run.run_middleware().is_empty() && node.options.middleware.is_empty();
         let hooks = (!no_hooks)
             .then(|| Middlewares::chain([run.run_middleware(), &node.options.middleware]));
         self.node = Some(NodeRun {
-            name,
             run: Some(run),
             events: None,
             span,
@@ -385,7 +383,7 @@ impl Loop {
                 self.step = Step::Running;
             }
             Err(payload) => {
-                let error = AgentError::from_panic(&node.name, payload);
+                let error = AgentError::from_panic(&self.current.this().name, payload);
                 let error = self.stamped(AgentEvent::error(error));
                 self.end_with(error);
             }
@@ -406,7 +404,7 @@ impl Loop {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Some(Ok(event))) => event,
             Poll::Ready(Some(Err(payload))) => {
-                let error = AgentError::from_panic(&node.name, payload);
+                let error = AgentError::from_panic(&self.current.this().name, payload);
                 let error = self.stamped(AgentEvent::error(error));
                 self.end_with(error);
                 return Poll::Ready(None);
@@ -421,7 +419,7 @@ impl Loop {
             }
         };
         let path = &self.path;
-        event.stamp(&node.name, path);
+        event.stamp(&self.current.this().name, path);
         let own = event.run_path().same(path) && !event.recorded;
         if let Some(Action::Interrupted(info)) = &mut event.action {
             // Any interrupt ends this level; each level adds its frame.
@@ -433,7 +431,7 @@ impl Loop {
             let wrapper = info.wrapper.take().map(|w| *w).unwrap_or_default();
             let tool = wrapper.tool;
             let frame = InterruptFrame {
-                agent: Arc::clone(&node.name),
+                agent: Arc::clone(&self.current.this().name),
                 run_path: path.clone(),
                 state: wrapper.state,
                 tool: tool.clone(),
@@ -455,7 +453,7 @@ impl Loop {
             }
             node.interrupt_ids.push(info.id.clone());
         } else if own {
-            match self.out.record(&event, &node.name) {
+            match self.out.record(&event, &self.current.this().name) {
                 Ok(recorded) => node.last_own = Some(recorded),
                 Err(limit) => {
                     let error = self.stamped(AgentEvent::error(limit.into()));
@@ -483,7 +481,7 @@ impl Loop {
         else {
             return self.end();
         };
-        if let Err(limit) = self.out.count_transfer(&node.name) {
+        if let Err(limit) = self.out.count_transfer(&self.current.this().name) {
             let error = self.stamped(AgentEvent::error(limit.into()));
             return self.end_with(error);
         }
