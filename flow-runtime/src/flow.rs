@@ -256,9 +256,7 @@ impl FlowAgent {
         &self,
         target: &str,
     ) -> Option<(Arc<str>, MessageRef, MessageRef, TransferForms)> {
-        let to = self
-            .neighbours()
-            .find(|&i| &*self.tree.nodes[i].name == target)?;
+        let to = self.neighbour(target)?;
         let forms = self.departure_forms(to)?;
         let t = &self.tree.nodes[to];
         let (call, result) = &*t.arrival;
@@ -270,9 +268,21 @@ impl FlowAgent {
         ))
     }
 
+    /// The context forms of a transfer from this agent to `target`, if it is a neighbour (for
+    /// a transfer whose messages a model made).
+    pub(crate) fn transfer_forms_to(&self, target: &str) -> Option<TransferForms> {
+        self.departure_forms(self.neighbour(target)?)
+    }
+
+    /// The neighbour named `target`.
+    fn neighbour(&self, target: &str) -> Option<usize> {
+        self.neighbours()
+            .find(|&i| &*self.tree.nodes[i].name == target)
+    }
+
     /// The context forms of a transfer from this agent whose call reads like `call` (the
-    /// same text and tool calls, ids aside: a model's transfer reply), and the target.
-    pub(crate) fn transfer_forms_like(&self, call: &Message) -> Option<(Arc<str>, TransferForms)> {
+    /// same text and tool calls, ids aside: a model's transfer reply).
+    pub(crate) fn transfer_forms_like(&self, call: &Message) -> Option<TransferForms> {
         let is_transfer = call.tool_calls.len() == 1
             && call.tool_calls[0].name == crate::generate::TRANSFER_TOOL_NAME;
         if !is_transfer {
@@ -281,10 +291,7 @@ impl FlowAgent {
         let to = self
             .neighbours()
             .find(|&i| crate::history::reads_the_same(&self.tree.nodes[i].arrival.0, call))?;
-        Some((
-            Arc::clone(&self.tree.nodes[to].name),
-            self.departure_forms(to)?,
-        ))
+        self.departure_forms(to)
     }
 
     /// The context forms of a transfer from this agent to its neighbour `to`, made on the

@@ -275,7 +275,7 @@ impl ChatModelAgent {
             event.context = cx
                 .node()
                 .and_then(|n| n.transfer_forms_like(&reply))
-                .map(|(_, (call, _))| call);
+                .map(|(call, _)| call);
             cx.emit(event);
         }
         Ok(reply)

@@ -250,8 +250,8 @@ impl ChatModelAgent {
                 // it reads the same).
                 event.context = cx
                     .node()
-                    .and_then(|n| n.transfer_messages_to(target))
-                    .map(|(_, _, _, (_, result))| result);
+                    .and_then(|n| n.transfer_forms_to(target))
+                    .map(|(_, result)| result);
             }
             last_action.clone_from(&action);
             if let Some(action) = action {
