@@ -1,7 +1,7 @@
 //! A built tree as a picture: [`FlowAgent::to_svg`] draws it with `flow-diagram`, the same
 //! drawing `flow!` inlines into the rustdoc of a generated flow.
 
-use crate::flow::FlowAgent;
+use crate::agent::FlowAgent;
 
 impl FlowAgent {
     /// The tree below this node as a standalone SVG document (no script, no fonts, no

@@ -4,9 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::agent::{generate, Context};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
-use crate::generate::{generate, Context};
 use crate::resume::ResumeInfo;
 
 /// The resume body: makes the event stream of a resumed run (the closure's future lives in

@@ -50,53 +50,63 @@
 //! ```
 #![warn(missing_docs)]
 
-mod agent;
-mod diagram;
+// The bands (README "Layout"): each module imports only the bands above it in this list.
+//
+// band 0, words: message, input, usage, stream, run_path, transfer, context_form, limits,
+//   error, ids, trace, event/, resume
+mod context_form;
 mod error;
 mod event;
-pub mod event_json;
-mod flow;
-mod fn_agent;
-mod generate;
-pub mod history;
+mod ids;
 mod input;
 mod limits;
-mod llm;
 mod message;
 mod resume;
 mod run_path;
-mod runner;
+mod stream;
+mod trace;
+mod transfer;
+pub mod usage;
+// band 1, contracts: the chat-model contract and its clients; the stores
+pub mod model;
+pub mod store;
+// band 2, core: history policies, the session, the agent model, running a tree, workflows
+mod agent;
+mod diagram;
+mod flow;
+mod fn_agent;
+pub mod history;
 mod session;
 pub mod spec;
-pub mod store;
-mod stream;
-pub mod testing;
-mod thread_history;
-mod turn;
 pub mod workflow;
+// band 3, services: runs, checkpoints and resume, threads of turns
+mod runner;
+// band 4, the LLM layer: the ReAct agent, tools, MCP
+mod llm;
+// test helpers (components, fresh databases)
+pub mod testing;
 
+pub use agent::{middleware, options};
+pub use event::json as event_json;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use llm::mcp;
-pub use llm::middleware;
-pub use llm::models as model;
-pub use llm::structured;
-pub use llm::telemetry;
-pub use llm::tool;
-pub use llm::usage;
-pub use llm::{instruction, options};
+pub use llm::{instruction, structured, telemetry, tool};
 /// The former name of [`store`].
 #[doc(hidden)]
 pub use store as checkpoint;
 
-pub use agent::{Agent, AgentInfo, AgentInput, EventStream, OnSubAgents, RunContext};
+pub use agent::{
+    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, Context, EventStream,
+    FlowAgent, HistoryModifier, HookContext, Middleware, NodeOptions, OnSubAgents, RunContext,
+    RunOptions,
+};
 
 pub use async_trait::async_trait;
 pub use llm::{
-    default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentRunOptions,
-    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, HistoryModifier, HookContext, HookError,
-    IllegalTransfer, InstructionError, InstructionFn, Middleware, MiddlewareError, RunOptions,
-    ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentTool,
+    ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, InstructionError,
+    InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
@@ -106,13 +116,13 @@ pub use store::{
 
 pub use error::FlowError;
 pub use event::{
-    Action, AgentError, AgentEvent, EventOutput, InterruptFrame, InterruptInfo, ToolFrame,
+    Action, AgentError, AgentEvent, EventOutput, HookError, InterruptFrame, InterruptInfo,
+    MiddlewareError, ToolFrame,
 };
 pub use event_json::{ErrorJson, EventJson, EventJsonError};
-pub use flow::{fingerprint_of, set_sub_agents, FlowAgent, NodeOptions};
 pub use fn_agent::FnAgent;
-pub use generate::{generate, transfer_messages, Context, TRANSFER_TOOL_NAME};
 pub use history::{rewrite_for_context, ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
+pub use ids::fingerprint_of;
 pub use input::Messages;
 pub use limits::{LimitReached, RunLimit, RunLimits};
 pub use message::{ContentPart, ImageSource, Message, MessageRef, Role, ToolCall};
@@ -122,7 +132,7 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
-pub use runner::Runner;
+pub use runner::{Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
@@ -133,5 +143,5 @@ pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };
-pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
-pub use workflow::{AgentTool, DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};
+pub use transfer::{transfer_messages, TRANSFER_TOOL_NAME};
+pub use workflow::{DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};

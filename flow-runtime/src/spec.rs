@@ -16,9 +16,9 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::agent::Context;
 use crate::agent::{Agent, RunContext};
 use crate::event::{Action, AgentError, AgentEvent};
-use crate::generate::Context;
 use crate::message::Message;
 use crate::resume::ResumeInfo;
 use crate::stream::MessageStream;
@@ -606,12 +606,12 @@ pub mod render {
 #[doc(hidden)]
 pub mod check {
     /// The FNV-1a (64-bit) offset basis: the hash of nothing.
-    pub const FNV_OFFSET: u64 = crate::flow::FNV_OFFSET;
+    pub const FNV_OFFSET: u64 = crate::ids::FNV_OFFSET;
 
     /// Extends an FNV-1a (64-bit) hash by the UTF-8 bytes of `s`; hashing the pieces of a
     /// string in order gives [`fingerprint_of`](crate::fingerprint_of) of the whole.
     pub const fn fnv1a(hash: u64, s: &str) -> u64 {
-        crate::flow::fnv1a_extend(hash, s.as_bytes())
+        crate::ids::fnv1a_extend(hash, s.as_bytes())
     }
 
     const CAP: usize = 1024;

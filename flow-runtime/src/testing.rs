@@ -79,7 +79,7 @@ pub async fn fresh_postgres_database(prefix: &str) -> Option<String> {
     let name = format!(
         "{}_{}",
         prefix.to_ascii_lowercase(),
-        &crate::store::unique_token()[..12]
+        &crate::ids::unique_token()[..12]
     );
     assert!(
         name.bytes()

@@ -18,9 +18,9 @@ use futures::stream::CatchUnwind;
 use futures::{FutureExt, Stream, StreamExt};
 
 use super::{build_input, FlowAgent};
+use crate::agent::middleware::{self, HookContext, MiddlewareError, Middlewares};
 use crate::agent::{AgentInput, EventStream, RunContext};
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
-use crate::llm::middleware::{self, HookContext, MiddlewareError, Middlewares};
 use crate::message::Message;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
@@ -286,10 +286,7 @@ impl Loop {
     /// its agent starts.
     fn prepared(&mut self, run: RunContext, input: AgentInput) {
         let node = self.current.this();
-        let span = crate::llm::telemetry::spans_wanted()
-            .then(|| tracing::info_span!("agent", agent = %node.name, run_path = %self.path))
-            .filter(|span| !span.is_disabled())
-            .map(Box::new);
+        let span = crate::trace::agent_span(&node.name, &self.path);
         let no_hooks = run.run_middleware().is_empty() && node.options.middleware.is_empty();
         let hooks = (!no_hooks)
             .then(|| Middlewares::chain([run.run_middleware(), &node.options.middleware]));

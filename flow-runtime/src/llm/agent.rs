@@ -27,24 +27,23 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::builtin::EXIT_TOOL_NAME;
 use super::builtin::{exit_tool_definition, transfer_tool_definition};
 use super::instruction::{
     system_text, Instruction, InstructionError, InstructionFn, TransferInstructions,
 };
 use super::tool_calls::{ToolCallLimits, Toolset};
+use crate::agent::generate;
+use crate::agent::middleware::{Middleware, Middlewares};
+use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
-use crate::flow::FlowAgent;
-use crate::generate::{generate, TRANSFER_TOOL_NAME};
-use crate::llm::middleware::{Middleware, Middlewares};
-use crate::llm::models::{ChatModel, ModelError, ModelParams, RetryPolicy, ToolDefinition};
 use crate::llm::structured::{OutputSchema, StructuredOutput, DEFAULT_OUTPUT_RETRIES};
 use crate::llm::tool::Tool;
 use crate::message::{Message, MessageRef};
+use crate::model::{ChatModel, ModelError, ModelParams, RetryPolicy, ToolDefinition};
 use crate::resume::ResumeInfo;
-
-/// Name of the built-in tool that ends the run with a final result.
-pub const EXIT_TOOL_NAME: &str = "exit";
+use crate::transfer::TRANSFER_TOOL_NAME;
 
 /// Default limit of model calls per run of a [`ChatModelAgent`].
 pub const DEFAULT_MAX_ITERATIONS: usize = 20;

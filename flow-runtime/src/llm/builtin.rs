@@ -3,11 +3,13 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::agent::EXIT_TOOL_NAME;
 use crate::agent::AgentInfo;
-use crate::generate::TRANSFER_TOOL_NAME;
-use crate::llm::models::ToolDefinition;
 use crate::llm::tool::schema_for;
+use crate::model::ToolDefinition;
+use crate::transfer::TRANSFER_TOOL_NAME;
+
+/// Name of the built-in tool that ends the run with a final result.
+pub const EXIT_TOOL_NAME: &str = "exit";
 
 #[derive(Deserialize, JsonSchema)]
 pub(super) struct TransferArgs {

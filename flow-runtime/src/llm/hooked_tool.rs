@@ -8,8 +8,8 @@ use tracing::Instrument;
 
 use super::agent::ChatModelAgent;
 use super::tool_calls::CallOutcome;
-use crate::generate::Context;
-use crate::llm::middleware::{self, HookContext, Middlewares};
+use crate::agent::middleware::{self, HookContext, Middlewares};
+use crate::agent::Context;
 use crate::llm::telemetry;
 use crate::llm::tool::ToolError;
 use crate::message::ToolCall;

@@ -52,7 +52,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::agent::{AgentInfo, RunContext};
-use crate::generate::TRANSFER_TOOL_NAME;
+use crate::transfer::TRANSFER_TOOL_NAME;
 
 /// Why a [`ChatModelAgent`](crate::ChatModelAgent)'s instruction could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -95,9 +95,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
 
-use crate::generate::TRANSFER_TOOL_NAME;
-use crate::llm::agent::EXIT_TOOL_NAME;
 use crate::llm::tool::{Tool, ToolContext, ToolError};
+use crate::llm::EXIT_TOOL_NAME;
+use crate::transfer::TRANSFER_TOOL_NAME;
 
 /// Default bound on connecting to a server: starting it, the MCP handshake, listing its tools.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,36 +1,37 @@
-//! The LLM layer: [`ChatModelAgent`] (the ReAct agent), its tools, and the chat models.
+//! The LLM layer, the top band of the runtime: [`ChatModelAgent`] (the ReAct agent) and its
+//! tools. Nothing below imports it; it builds on the agent model, the tree's run and the model
+//! contract ([`crate::model`]).
 //!
 //! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), running
-//! the tool calls of a reply (`tool_calls`), the built-in `transfer_to_agent` and `exit` tools
-//! (`builtin`), the system prompt ([`instruction`]: templates over session values, transfer
-//! instructions), per-agent [`options`] of a run, the [`tool`] trait and function tools, the
-//! [`models`], [`middleware`] around agent runs, model calls and tool calls, token [`usage`],
-//! [`structured`] output, and the [`telemetry`] spans.
+//! the tool calls of a reply (`tool_calls`), a tool call wrapped in its middleware and span
+//! (`hooked_tool`), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
+//! prompt ([`instruction`]: templates over session values, transfer instructions), the
+//! [`tool`] trait and function tools, a whole agent tree as a tool ([`AgentTool`], `agent_tool`),
+//! [`structured`] output, the chat and tool [`telemetry`] spans, and tools from MCP servers
+//! (`mcp`, cargo feature `mcp`).
+//!
+//! `agent` and `tool_calls` are one knot (the agent's builder holds the tool-call limits and
+//! tool set; running the calls needs the agent): they stay side by side here.
 
 mod agent;
+mod agent_tool;
 mod builtin;
 mod hooked_tool;
 pub mod instruction;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod middleware;
-pub mod models;
-pub mod options;
 mod react;
 pub mod structured;
 pub mod telemetry;
 pub mod tool;
 mod tool_calls;
-pub mod usage;
 
 pub use agent::{
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS,
-    EXIT_TOOL_NAME,
 };
-pub use builtin::{exit_tool_definition, transfer_tool_definition};
+pub use agent_tool::AgentTool;
+pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
 pub use instruction::{
     default_transfer_instructions, InstructionError, InstructionFn, TransferInstructionsFn,
 };
-pub use middleware::{HookContext, HookError, Middleware, MiddlewareError};
-pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use tool_calls::ToolCallLimits;

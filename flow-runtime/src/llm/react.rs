@@ -9,15 +9,15 @@ use tracing::Instrument;
 
 use super::agent::*;
 use super::tool_calls::*;
+use crate::agent::middleware::{self, HookContext, Middlewares};
+use crate::agent::Context;
+use crate::agent::FlowAgent;
 use crate::agent::{AgentInfo, AgentInput};
 use crate::event::{AgentError, AgentEvent, ToolFrame};
-use crate::flow::FlowAgent;
-use crate::generate::Context;
-use crate::llm::middleware::{self, HookContext, Middlewares};
-use crate::llm::models::{ChatModel, ChatRequest, ModelError, ModelStream, RetryPolicy};
 use crate::llm::structured::StructuredOutput;
 use crate::llm::telemetry;
 use crate::message::{Message, MessageRef};
+use crate::model::{ChatModel, ChatRequest, ModelError, ModelStream, RetryPolicy};
 use crate::resume::ResumeInfo;
 use crate::session::SessionEvent;
 use crate::stream::{MessageStream, StreamError};
@@ -392,7 +392,7 @@ impl ChatModelAgent {
                 schema: output.schema.name.as_str().into(),
                 attempts: *bad_answers + 1,
                 error: error.to_string().into(),
-                answer: crate::llm::models::truncate(&reply.content, 500).into(),
+                answer: crate::model::truncate(&reply.content, 500).into(),
             }
             .into()),
         }

@@ -27,22 +27,16 @@
 //! status; `examples/otel.rs` (feature `otel`) exports the spans over OTLP.
 //!
 //! With no subscriber interested, a span costs a check of a cached flag: no field is built
-//! (see `spans_wanted`).
+//! (see `crate::trace`).
 
 use tracing::field::Empty;
 use tracing::Span;
 
 use crate::agent::RunContext;
-use crate::llm::models::{ChatRequest, ModelError};
 use crate::llm::tool::ToolError;
 use crate::message::{Message, ToolCall};
-
-/// Whether a subscriber may want this crate's (info-level) spans. Without one, spans are not
-/// made at all: `tracing`'s `log` feature (turned on by dependencies such as `sqlx`) would
-/// otherwise format every field of every span for the `log` crate, on every hop.
-pub(crate) fn spans_wanted() -> bool {
-    tracing::level_enabled!(tracing::Level::INFO)
-}
+use crate::model::{ChatRequest, ModelError};
+use crate::trace::spans_wanted;
 
 /// The span of one model call.
 pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: bool) -> Span {

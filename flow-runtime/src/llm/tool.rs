@@ -11,11 +11,11 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+use crate::agent::Context;
 use crate::agent::RunContext;
 use crate::event::{Action, AgentEvent, InterruptInfo};
-use crate::generate::Context;
-use crate::llm::models::ToolDefinition;
 use crate::message::MessageRef;
+use crate::model::ToolDefinition;
 use crate::resume::ResumeInfo;
 
 /// What a tool call knows about where it runs.
@@ -383,7 +383,7 @@ pub enum ToolError {
     /// A [middleware](crate::middleware) hook around the call refused or failed: the agent's
     /// run ends with this error (it is not answered to the model).
     #[error(transparent)]
-    Middleware(crate::llm::middleware::MiddlewareError),
+    Middleware(crate::agent::middleware::MiddlewareError),
 }
 
 /// What a tool that stopped for outside input hands its caller (in

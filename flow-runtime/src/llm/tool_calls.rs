@@ -8,14 +8,17 @@ use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::agent::*;
+use super::builtin::EXIT_TOOL_NAME;
 use super::builtin::{ExitArgs, TransferArgs};
 use crate::agent::AgentInfo;
+use crate::agent::Context;
+use crate::event::panic_message;
 use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
-use crate::generate::{Context, TRANSFER_TOOL_NAME};
-use crate::llm::models::ToolDefinition;
 use crate::llm::tool::{parse_arguments, Tool, ToolContext, ToolError, ToolInterrupt};
 use crate::message::{Message, MessageRef, Role, ToolCall};
+use crate::model::ToolDefinition;
 use crate::resume::ResumeInfo;
+use crate::transfer::TRANSFER_TOOL_NAME;
 
 /// The tools of one run: the agent's own plus the built-ins this node gets.
 pub(super) struct Toolset {
@@ -392,16 +395,6 @@ pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {
     ToolError::NotRun {
         tool: tool.into(),
         reason: format!("an earlier call of the same reply already {what}").into(),
-    }
-}
-
-pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }
 

@@ -1,4 +1,6 @@
-//! The [`Checkpoint`] format.
+//! The [`Checkpoint`] format: its fields, its byte encoding and codec (checksum or signature,
+//! size limit), its checks, and [`CheckpointError`]. Capturing a run into one and restoring a
+//! session from one are the runner's (`runner/checkpoint.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -7,11 +9,9 @@ use super::StoreError;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Action, InterruptInfo};
-use crate::flow::fingerprint_of;
+use crate::event::{InterruptInfo, RecordedEvent};
 use crate::message::Message;
 use crate::run_path::RunPath;
-use crate::session::{Session, SessionEvent};
 use crate::stream::StreamError;
 
 /// The checkpoint format version this build writes. It reads this one and version 1 (which
@@ -188,21 +188,6 @@ pub enum CheckpointStatus {
     Resumed,
 }
 
-/// One recorded event as a checkpoint stores it (streams materialised).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedEvent {
-    /// The agent that emitted it.
-    pub agent_name: Arc<str>,
-    /// Where.
-    pub run_path: RunPath,
-    /// Its message, whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
-    /// Its action.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<Action>,
-}
-
 /// Everything a run needs to resume.
 ///
 /// Serialised with its run paths as one table of steps (each step once: its parent's index and
@@ -237,50 +222,10 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Captures a session; recorded streams are read to their end first (never stored live).
-    pub(crate) async fn capture(
-        id: &str,
-        shape: String,
-        streaming: bool,
-        root_input: &[crate::MessageRef],
-        session: &Session,
-        interrupts: Vec<InterruptInfo>,
-        (run_id, resumes): (String, u32),
-    ) -> Result<Checkpoint, CheckpointError> {
-        let events = record_events(id, &session.events()).await?;
-        Ok(Checkpoint {
-            status: CheckpointStatus::Interrupted,
-            fingerprint: format!("{:016x}", fingerprint_of(&shape)),
-            shape,
-            streaming,
-            root_input: root_input.iter().map(|m| Message::clone(m)).collect(),
-            events,
-            values: session.values(),
-            interrupts,
-            run_id,
-            resumes,
-        })
-    }
-
     /// The scope of the idempotency keys of the tool calls made while resuming this
     /// checkpoint: the same for every resume of it, different for every other checkpoint.
     pub fn idempotency_scope(&self) -> String {
         format!("{}.{}", self.run_id, self.resumes)
-    }
-
-    /// A new session holding this checkpoint's events and values.
-    pub fn restore_session(&self) -> Arc<Session> {
-        let session = Session::new();
-        for e in &self.events {
-            session.push(SessionEvent::new(
-                Arc::clone(&e.agent_name),
-                e.run_path.clone(),
-                e.message.clone().map(Arc::new),
-                e.action.clone(),
-            ));
-        }
-        session.add_values(self.values.clone());
-        session
     }
 
     /// Encodes the checkpoint, unsigned (see the [store module docs](crate::store) and
@@ -439,7 +384,7 @@ impl CheckpointCodec {
         Checkpoint {
             status: CheckpointStatus::Interrupted,
             shape: "a".into(),
-            fingerprint: format!("{:016x}", fingerprint_of("a")),
+            fingerprint: format!("{:016x}", crate::ids::fingerprint_of("a")),
             streaming: false,
             root_input: vec![Message::user("hi")],
             events: vec![],
@@ -751,37 +696,14 @@ mod wire {
     }
 }
 
-/// The session events in their stored form; recorded streams are read to their end first.
-pub(crate) async fn record_events(
-    id: &str,
-    events: &[Arc<SessionEvent>],
-) -> Result<Vec<RecordedEvent>, CheckpointError> {
-    let mut out = Vec::with_capacity(events.len());
-    for e in events {
-        let message = e
-            .message()
-            .await
-            .map_err(|source| CheckpointError::Stream {
-                id: id.to_owned(),
-                source,
-            })?;
-        out.push(RecordedEvent {
-            agent_name: e.agent_name().into(),
-            run_path: e.run_path().clone(),
-            message: message.map(|m| Message::clone(&m)),
-            action: e.action().cloned(),
-        });
-    }
-    Ok(out)
-}
-
 fn fnv1a(bytes: &[u8]) -> u64 {
-    crate::flow::fnv1a_extend(crate::flow::FNV_OFFSET, bytes)
+    crate::ids::fnv1a_extend(crate::ids::FNV_OFFSET, bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::fingerprint_of;
 
     fn sample() -> Checkpoint {
         Checkpoint {

@@ -79,9 +79,10 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
-pub(crate) use checkpoint::record_events;
+pub use crate::event::RecordedEvent;
+pub(crate) use crate::ids::unique_token;
 pub use checkpoint::{
-    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, RecordedEvent, FORMAT_VERSION,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;
@@ -451,42 +452,6 @@ pub(crate) fn millis(time: SystemTime) -> u64 {
 /// Milliseconds since the Unix epoch as a time.
 pub(crate) fn from_millis(ms: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
-}
-
-/// A fresh random token (32 hex digits): for temporary file names and run ids. Not a secret;
-/// unique with overwhelming probability across processes and machines.
-pub(crate) fn unique_token() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::OnceLock;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // Drawn once per process: two hash keys from the OS's randomness (each `RandomState` is
-    // seeded from it), the start time and the process id; each token hashes them with a
-    // counter.
-    struct Seed {
-        keys: [std::collections::hash_map::RandomState; 2],
-        start: u128,
-        pid: u32,
-    }
-    static SEED: OnceLock<Seed> = OnceLock::new();
-    let seed = SEED.get_or_init(|| Seed {
-        keys: Default::default(),
-        start: SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-        pid: std::process::id(),
-    });
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut halves = [0u64; 2];
-    for (half, key) in halves.iter_mut().zip(&seed.keys) {
-        let mut h = key.build_hasher();
-        h.write_u64(n);
-        h.write_u128(seed.start);
-        h.write_u32(seed.pid);
-        *half = h.finish();
-    }
-    format!("{:016x}{:016x}", halves[0], halves[1])
 }
 
 /// A run waiting for its resume, as an approvals screen shows it (see

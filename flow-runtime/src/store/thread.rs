@@ -71,7 +71,7 @@ pub fn turn_checkpoint_id(thread_id: &str, turn: u64) -> String {
     seed[..8].copy_from_slice(&nanos.to_le_bytes());
     seed[8..16].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     seed[16..20].copy_from_slice(&std::process::id().to_le_bytes());
-    let nonce = crate::flow::fnv1a_extend(crate::flow::FNV_OFFSET, &seed);
+    let nonce = crate::ids::fnv1a_extend(crate::ids::FNV_OFFSET, &seed);
     format!("{thread_id}.turn-{turn}.{nonce:016x}")
 }
 

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+use crate::agent::{generate, Context};
 use crate::agent::{Agent, AgentInput, EventStream, OnSubAgents, RunContext};
 use crate::event::{Action, AgentEvent};
-use crate::generate::{generate, transfer_messages, Context};
 use crate::resume::ResumeInfo;
+use crate::transfer::transfer_messages;
 
 /// Wraps an agent so that, once its event stream has ended, the run is transferred to fixed
 /// targets, whatever the agent decided (Eino's `AgentWithDeterministicTransferTo`).

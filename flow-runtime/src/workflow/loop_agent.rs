@@ -7,11 +7,11 @@ use serde_json::json;
 use super::{
     run_child, sequence_path, workflow_agent_common, workflow_builders, Header, WorkflowError,
 };
+use crate::agent::{generate, Context};
+use crate::agent::{set_sub_agents, FlowAgent};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::AgentError;
-use crate::flow::{set_sub_agents, FlowAgent};
-use crate::generate::{generate, Context};
 use crate::resume::ResumeInfo;
 
 /// A workflow agent that runs its sub-agents in order, as a [`Sequential`](crate::Sequential)

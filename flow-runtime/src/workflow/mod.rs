@@ -70,7 +70,6 @@
 //! Workflow errors (no sub-agents, a resume that does not fit) are [`WorkflowError`]s,
 //! carried by an error event as [`AgentError::Custom`].
 
-mod agent_tool;
 mod deterministic;
 mod loop_agent;
 mod parallel;
@@ -80,16 +79,15 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+use crate::agent::Context;
+use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, RunContext};
 #[cfg(doc)]
 use crate::event::AgentEvent;
 use crate::event::{Action, AgentError};
-use crate::flow::FlowAgent;
-use crate::generate::Context;
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 
-pub use agent_tool::AgentTool;
 pub use deterministic::DeterministicTransfer;
 pub use loop_agent::Loop;
 pub use parallel::Parallel;

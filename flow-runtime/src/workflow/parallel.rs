@@ -6,11 +6,11 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::{check_under, workflow_agent_common, workflow_builders, Header};
+use crate::agent::{generate, Context};
+use crate::agent::{set_sub_agents, FlowAgent};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::{AgentError, AgentEvent};
-use crate::flow::{set_sub_agents, FlowAgent};
-use crate::generate::{generate, Context};
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 

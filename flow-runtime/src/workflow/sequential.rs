@@ -5,11 +5,11 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{run_child, sequence_path, workflow_agent_common, workflow_builders, Header};
+use crate::agent::{generate, Context};
+use crate::agent::{set_sub_agents, FlowAgent};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
 use crate::event::AgentError;
-use crate::flow::{set_sub_agents, FlowAgent};
-use crate::generate::{generate, Context};
 use crate::resume::ResumeInfo;
 
 /// A workflow agent that runs its sub-agents one after the other, in order.

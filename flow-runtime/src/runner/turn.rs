@@ -47,21 +47,21 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use super::checkpoint::record_events;
+use super::runs::{capture_bytes, ClaimGuard, Runner};
+use crate::agent::generate;
+use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
-use crate::flow::FlowAgent;
-use crate::generate::generate;
+use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role};
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
-use crate::runner::{capture_bytes, ClaimGuard, Runner};
 use crate::session::Session;
 use crate::store::{
-    record_events, turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStore,
-    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord,
-    ThreadStore,
+    turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStore, Completion,
+    RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
 };
-use crate::thread_history::ThreadHistory;
 
 /// Where a thread's next turn starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -340,7 +340,7 @@ impl Runner {
             },
             restored: 0,
             resumed_checkpoint: None,
-            lineage: (crate::store::unique_token(), 0),
+            lineage: (crate::ids::unique_token(), 0),
             resume_claim: Mutex::new(None),
         };
         let lease = lease
@@ -588,7 +588,7 @@ impl ThreadLease {
         settings: &ThreadSettings,
         lease: Duration,
     ) -> Result<Self, ThreadError> {
-        let owner = crate::store::unique_token();
+        let owner = crate::ids::unique_token();
         match store.lease_thread(id, &owner, lease).await {
             Err(ThreadError::Busy { .. }) => {
                 // A turn of this runner on the thread was dropped and its lease may not be
@@ -723,7 +723,7 @@ impl Recording {
     /// then records it.
     async fn forward(
         self,
-        out: &crate::generate::Context,
+        out: &crate::agent::Context,
         cx: &RunContext,
         mut events: EventStream,
         lease: &mut ThreadLease,
@@ -767,7 +767,7 @@ impl Recording {
     /// Ends a turn that cannot be recorded: one error event saying why.
     async fn not_recorded(
         &self,
-        out: &crate::generate::Context,
+        out: &crate::agent::Context,
         cx: &RunContext,
         e: ThreadError,
     ) -> TurnOutcome {

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::InputCache;
+use crate::context_form::rewrite_for_context;
 use crate::event::{Action, AgentEvent, EventOutput};
-use crate::history::{rewrite_for_context, InputCache};
 use crate::message::MessageRef;
 use crate::run_path::RunPath;
 use crate::stream::{StreamError, StreamRecord};
@@ -377,16 +378,17 @@ mod tests {
     fn a_context_form_made_ahead_is_used_only_for_a_message_that_reads_the_same() {
         let refund: Arc<str> = Arc::from("refund");
         let message: MessageRef = Arc::new(Message::assistant("done"));
-        let made = Arc::new(crate::history::ContextForm::new(&refund, &message));
+        let made = Arc::new(crate::context_form::ContextForm::new(&refund, &message));
         let made_form = made.form_of(&refund, &message).unwrap();
         // `message` recorded as `agent`'s, carrying the form `made` ahead.
-        let recorded =
-            |agent: &Arc<str>, message: &MessageRef, made: &Arc<crate::history::ContextForm>| {
-                let mut event = AgentEvent::message(Arc::clone(message));
-                event.context = Some(Arc::clone(made));
-                event.stamp(agent, &crate::RunPath::root(Arc::clone(agent)));
-                SessionEvent::from_event(&event).context_form(message)
-            };
+        let recorded = |agent: &Arc<str>,
+                        message: &MessageRef,
+                        made: &Arc<crate::context_form::ContextForm>| {
+            let mut event = AgentEvent::message(Arc::clone(message));
+            event.context = Some(Arc::clone(made));
+            event.stamp(agent, &crate::RunPath::root(Arc::clone(agent)));
+            SessionEvent::from_event(&event).context_form(message)
+        };
         // The very message of the very agent: the form made ahead itself, not a copy.
         let form = recorded(&refund, &message, &made);
         assert_eq!(form.content, "For context: [refund] said: done.");
@@ -410,7 +412,7 @@ mod tests {
             ))
         };
         let tree_made = call("transfer-billing", r#"{"agent_name":"billing"}"#);
-        let made = Arc::new(crate::history::ContextForm::new(&refund, &tree_made));
+        let made = Arc::new(crate::context_form::ContextForm::new(&refund, &tree_made));
         let model_made = call("call_1_1", r#"{"agent_name":"billing"}"#);
         let form = recorded(&refund, &model_made, &made);
         assert!(Arc::ptr_eq(

@@ -1,18 +1,17 @@
-//! Agent trees and the orchestration of one run through them: [`FlowAgent`], [`set_sub_agents`].
+//! The tree as data: [`FlowAgent`] (a handle on one node of a tree of agents),
+//! [`NodeOptions`], [`set_sub_agents`] and the flow's shape and fingerprint. Running a tree is
+//! [`crate::flow`]'s.
 
 use std::fmt;
 use std::sync::Arc;
 
-mod run;
-
-use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
+use super::{Agent, AgentInfo, Middleware, Middlewares};
+use crate::context_form::ContextForm;
 use crate::error::FlowError;
-use crate::event::{Action, AgentError};
-use crate::history::{ContextForm, ContextPolicy, HistoryEntry, HistoryRewriter, InputCache};
-use crate::llm::middleware::{Middleware, Middlewares};
+use crate::event::AgentError;
+use crate::history::{ContextPolicy, HistoryRewriter};
+use crate::ids::fingerprint_of;
 use crate::message::{Message, MessageRef};
-use crate::resume::ResumeInfo;
-use crate::session::InputKey;
 
 /// Per-node options of a tree.
 #[derive(Debug, Clone, Default)]
@@ -31,25 +30,25 @@ pub struct NodeOptions {
 }
 
 #[derive(Clone)]
-struct Node {
-    agent: Arc<dyn Agent>,
-    name: Arc<str>,
-    description: Arc<str>,
-    parent: Option<usize>,
-    children: Vec<usize>,
-    options: NodeOptions,
+pub(crate) struct Node {
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) name: Arc<str>,
+    pub(crate) description: Arc<str>,
+    pub(crate) parent: Option<usize>,
+    pub(crate) children: Vec<usize>,
+    pub(crate) options: NodeOptions,
     /// The messages of a transfer to this agent (the same on every hop), made once.
-    arrival: Arc<(MessageRef, MessageRef)>,
+    pub(crate) arrival: Arc<(MessageRef, MessageRef)>,
     /// The context forms of this agent's transfer messages to each of its neighbours, made
     /// on its first transfer.
-    departures: Departures,
+    pub(crate) departures: Departures,
 }
 
 /// A transfer's two messages as other agents see them, for each neighbour a node can
 /// transfer to (by index in the tree). A copy of the node (in a tree being joined to another)
 /// starts empty: its neighbours may change.
 #[derive(Default)]
-struct Departures(std::sync::OnceLock<Box<[Departure]>>);
+pub(crate) struct Departures(std::sync::OnceLock<Box<[Departure]>>);
 
 /// The context forms of the two messages of a transfer to the node `to`.
 struct Departure {
@@ -67,8 +66,8 @@ impl Clone for Departures {
 }
 
 #[derive(Clone)]
-struct Tree {
-    nodes: Vec<Node>,
+pub(crate) struct Tree {
+    pub(crate) nodes: Vec<Node>,
 }
 
 /// An agent placed in a tree: the agent itself, its sub-agents, its parent and its options.
@@ -101,7 +100,7 @@ struct Tree {
 /// ```
 #[derive(Clone)]
 pub struct FlowAgent {
-    tree: Arc<Tree>,
+    pub(crate) tree: Arc<Tree>,
     node: usize,
 }
 
@@ -115,7 +114,7 @@ impl FlowAgent {
     pub fn from_arc(agent: Arc<dyn Agent>) -> Self {
         let name: Arc<str> = agent.name().into();
         let description: Arc<str> = agent.description().into();
-        let (call, result) = crate::generate::transfer_messages(&name);
+        let (call, result) = crate::transfer::transfer_messages(&name);
         FlowAgent {
             tree: Arc::new(Tree {
                 nodes: vec![Node {
@@ -133,11 +132,11 @@ impl FlowAgent {
         }
     }
 
-    fn this(&self) -> &Node {
+    pub(crate) fn this(&self) -> &Node {
         &self.tree.nodes[self.node]
     }
 
-    fn at(&self, node: usize) -> FlowAgent {
+    pub(crate) fn at(&self, node: usize) -> FlowAgent {
         FlowAgent {
             tree: Arc::clone(&self.tree),
             node,
@@ -284,13 +283,13 @@ impl FlowAgent {
     /// same text and tool calls, ids aside: a model's transfer reply).
     pub(crate) fn transfer_forms_like(&self, call: &Message) -> Option<TransferForms> {
         let is_transfer = call.tool_calls.len() == 1
-            && call.tool_calls[0].name == crate::generate::TRANSFER_TOOL_NAME;
+            && call.tool_calls[0].name == crate::transfer::TRANSFER_TOOL_NAME;
         if !is_transfer {
             return None;
         }
         let to = self
             .neighbours()
-            .find(|&i| crate::history::reads_the_same(&self.tree.nodes[i].arrival.0, call))?;
+            .find(|&i| crate::context_form::reads_the_same(&self.tree.nodes[i].arrival.0, call))?;
         self.departure_forms(to)
     }
 
@@ -384,7 +383,7 @@ impl FlowAgent {
     }
 
     /// Resolves a transfer from this agent to `target`.
-    fn transfer_target(&self, target: &str) -> Result<usize, AgentError> {
+    pub(crate) fn transfer_target(&self, target: &str) -> Result<usize, AgentError> {
         let n = self.this();
         if let Some(&c) = n
             .children
@@ -409,25 +408,6 @@ impl FlowAgent {
             from: Arc::clone(&n.name),
         })
     }
-}
-
-/// FNV-1a, 64-bit, of `shape` (see [`FlowAgent::fingerprint`]).
-pub const fn fingerprint_of(shape: &str) -> u64 {
-    fnv1a_extend(FNV_OFFSET, shape.as_bytes())
-}
-
-/// The FNV-1a (64-bit) offset basis: the hash of nothing.
-pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// Extends an FNV-1a (64-bit) hash by `bytes`.
-pub(crate) const fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
-    let mut i = 0;
-    while i < bytes.len() {
-        hash ^= bytes[i] as u64;
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        i += 1;
-    }
-    hash
 }
 
 /// Gives `parent` its sub-agents and returns the joined tree, a handle on `parent` in it.
@@ -528,38 +508,6 @@ impl FlowAgent {
     }
 }
 
-impl Agent for FlowAgent {
-    fn name(&self) -> &str {
-        &self.this().name
-    }
-
-    fn description(&self) -> &str {
-        &self.this().description
-    }
-
-    /// Runs this node at `cx.run_path()`, following transfers through the tree. Its agents'
-    /// inputs are built from the run's root input and session; `input` is not consulted.
-    fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
-        run::run_flow(FlowAgent::clone(&self), cx, None)
-    }
-
-    /// Resumes the node the interrupt points name (anywhere in this tree), at the run path it
-    /// had, then carries on as [`run`](Agent::run) does: agents that finished before the
-    /// interrupt are not run again.
-    fn resume(
-        self: Arc<Self>,
-        cx: RunContext,
-        _input: AgentInput,
-        info: ResumeInfo,
-    ) -> EventStream {
-        run::run_flow(FlowAgent::clone(&self), cx, Some(info))
-    }
-
-    fn as_flow(&self) -> Option<&FlowAgent> {
-        Some(self)
-    }
-}
-
 impl fmt::Debug for FlowAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FlowAgent")
@@ -576,115 +524,4 @@ impl fmt::Debug for FlowAgent {
             .field("options", self.options())
             .finish()
     }
-}
-
-/// The input of `node`: in a thread, the earlier turns the node's policy looks at; then the
-/// run's root input, then one entry per recorded event with a message, shaped by the node's
-/// options. Built incrementally from what the node's input was last time in this session (see
-/// [`InputCache`]), except in a parallel lane, whose view of the session hides its siblings.
-async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
-    let skip = node.options.skip_transfer_messages;
-    let incremental = run.hidden_paths().is_empty();
-    let streaming = run.streaming();
-    // Under the default policy, every node that has not spoken yet gets the same input (all
-    // messages in their context form): one cache for all of them, so a chain of agents each
-    // running once costs O(1) per hop, not O(chain).
-    if incremental && matches!(node.options.context, ContextPolicy::Rewrite) {
-        let key = (None, skip);
-        let mut shared = filled_cache(run, &key, skip, None).await?;
-        let newcomer = !shared.has_spoken(&node.name);
-        let messages = newcomer.then(|| shared.input_for_newcomer());
-        run.session().put_input_cache(key, shared);
-        if let Some(messages) = messages {
-            return Ok(AgentInput {
-                messages,
-                streaming,
-            });
-        }
-    }
-    let key = (Some(Arc::clone(&node.name)), skip);
-    let window = node.options.context.thread_window();
-    let mut cache = filled_cache(run, &key, skip, window).await?;
-    let messages = cache.input(&node.name, &node.options.context)?;
-    if incremental {
-        run.session().put_input_cache(key, cache);
-    }
-    Ok(AgentInput {
-        messages,
-        streaming,
-    })
-}
-
-/// The input cache under `key`, brought up to date with the session: taken from the session
-/// (outside a parallel lane) or started afresh from the thread's earlier turns (as far back as
-/// `window`) and the run's root input; then one entry per recorded event with a message.
-async fn filled_cache(
-    run: &RunContext,
-    key: &InputKey,
-    skip: bool,
-    window: Option<u64>,
-) -> Result<InputCache, AgentError> {
-    let incremental = run.hidden_paths().is_empty();
-    let turn = run.turn();
-    let cached = incremental
-        .then(|| run.session().take_input_cache(key))
-        .flatten()
-        .filter(|c| c.starts_with(run.root_input()));
-    let mut cache = match cached {
-        Some(cache) => cache,
-        None => {
-            let root = run.root_input();
-            let mut cache = InputCache::new(root);
-            if let Some(thread) = run.thread() {
-                // Boxed, as below: the run loop keeps this future in place, sized for its
-                // common path.
-                for e in Box::pin(thread.entries(window)).await? {
-                    cache.push(e.entry, None, e.is_transfer, skip);
-                }
-            }
-            let user = crate::event::empty_name();
-            for m in root {
-                let entry = HistoryEntry {
-                    is_user_input: true,
-                    agent_name: Arc::clone(&user),
-                    message: Arc::clone(m),
-                    turn,
-                };
-                cache.push(entry, None, false, skip);
-            }
-            cache
-        }
-    };
-    // Outside a parallel lane, the session's events from the first one not seen yet, read
-    // one at a time (no snapshot); in a lane, the events it may see.
-    let visible = (!incremental).then(|| run.visible_events());
-    if let Some(visible) = &visible {
-        cache.reserve(visible.len());
-    }
-    let mut next = 0;
-    loop {
-        let event = match &visible {
-            Some(visible) => visible.get(next).cloned(),
-            None => run.session().event_at(cache.seen),
-        };
-        let Some(event) = event else { break };
-        next += 1;
-        cache.seen += 1;
-        let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
-        let message = match event.message_without_stream() {
-            Some(message) => message,
-            None => Box::pin(event.message()).await?,
-        };
-        let Some(message) = message else {
-            continue;
-        };
-        let entry = HistoryEntry {
-            is_user_input: false,
-            agent_name: Arc::clone(event.agent_name_arc()),
-            message,
-            turn,
-        };
-        cache.push(entry, Some(event), is_transfer, skip);
-    }
-    Ok(cache)
 }

@@ -9,10 +9,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, RunContext};
+use crate::context_form::rewrite_for_context;
 use crate::event::{Action, InterruptInfo};
-use crate::flow::FlowAgent;
-use crate::history::rewrite_for_context;
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError, ToolInterrupt};
 use crate::message::{Message, MessageRef, Role};
 use crate::run_path::RunPath;

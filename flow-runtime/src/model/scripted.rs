@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use super::{ChatModel, ChatRequest, ModelError, ModelStream, Usage};
-use crate::generate::TRANSFER_TOOL_NAME;
 use crate::message::{Message, Role, ToolCall};
+use crate::transfer::TRANSFER_TOOL_NAME;
 
 /// One answer of a [`ScriptedModel`]: a reply, or a failure.
 ///

@@ -39,8 +39,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::llm::models::ModelParams;
 use crate::message::MessageRef;
+use crate::model::ModelParams;
 
 /// Edits a [`ChatModelAgent`](crate::ChatModelAgent)'s saved conversation when its run is
 /// resumed (see [`AgentRunOptions::history_modifier`]).

@@ -666,7 +666,7 @@ impl ChunkDecoder for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::models::ToolDefinition;
+    use crate::model::ToolDefinition;
 
     fn model() -> AnthropicChatModel {
         AnthropicChatModel::new(

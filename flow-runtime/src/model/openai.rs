@@ -504,7 +504,7 @@ impl ChunkDecoder for Deltas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::models::ToolDefinition;
+    use crate::model::ToolDefinition;
 
     #[test]
     fn content_parts_become_content_part_arrays() {
@@ -633,7 +633,7 @@ mod tests {
         )
         .unwrap();
         let mut request = ChatRequest::new([Arc::new(Message::user("hi"))]);
-        request.params = crate::llm::models::ModelParams {
+        request.params = crate::model::ModelParams {
             temperature: Some(0.5),
             max_tokens: Some(64),
             stop: Some(vec!["END".into()]),

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use super::HistoryEntry;
 use crate::event::{empty_name, Action, AgentError};
-use crate::history::HistoryEntry;
 use crate::store::{RecordStart, ThreadError, ThreadStore};
 
 /// The turns before the running one, loaded lazily and kept for the rest of the turn.

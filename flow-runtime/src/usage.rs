@@ -1,6 +1,6 @@
 //! Token usage: what one model call cost ([`Usage`], carried by the reply's
 //! [`Message::usage`](crate::Message::usage)) and what a run cost, per agent and per model
-//! ([`UsageReport`], read with [`Session::usage`]).
+//! ([`UsageReport`], read with [`Session::usage`](crate::Session::usage)).
 //!
 //! A [`ChatModelAgent`](crate::ChatModelAgent) adds the usage of every reply it gets to its
 //! run's session. The report is kept among the session values under [`USAGE_SESSION_KEY`], so it
@@ -12,8 +12,6 @@ use std::collections::BTreeMap;
 use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
-
-use crate::session::Session;
 
 /// The session value under which a run's [`UsageReport`] is kept.
 pub const USAGE_SESSION_KEY: &str = "agentflow.usage";
@@ -157,27 +155,5 @@ impl UsageReport {
             entry.usage += usage;
             entry.calls += 1;
         }
-    }
-}
-
-impl Session {
-    /// The token usage of this run so far (empty if no model reported any). See
-    /// [`UsageReport`].
-    pub fn usage(&self) -> UsageReport {
-        self.value::<UsageReport>(USAGE_SESSION_KEY)
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    }
-
-    /// Adds one model call's usage to the run's report.
-    pub fn add_usage(&self, agent: &str, model: &str, usage: Usage) {
-        self.update_value(USAGE_SESSION_KEY, |old| {
-            let mut report: UsageReport = old
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default();
-            report.add(agent, model, usage);
-            serde_json::to_value(report).unwrap_or_default()
-        });
     }
 }

@@ -32,6 +32,7 @@ mod http_model;
 mod openai;
 mod params;
 mod retry;
+pub(crate) mod schema;
 mod scripted;
 
 #[cfg(feature = "anthropic")]
@@ -44,8 +45,8 @@ pub use params::ModelParams;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptRules, ScriptStep, ScriptedModel};
 
-pub use super::structured::{OutputSchema, DEFAULT_OUTPUT_RETRIES};
-pub use super::usage::{Usage, UsageReport, UsageTotal, USAGE_SESSION_KEY};
+pub use crate::usage::{Usage, UsageReport, UsageTotal, USAGE_SESSION_KEY};
+pub use schema::{OutputSchema, DEFAULT_OUTPUT_RETRIES};
 
 /// A tool as a model sees it: name, description and the JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
+use crate::agent::generate;
+use crate::agent::middleware::{Middleware, Middlewares};
+use crate::agent::options::RunOptions;
+use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
-use crate::flow::FlowAgent;
-use crate::generate::generate;
 use crate::limits::RunLimits;
-use crate::llm::middleware::{Middleware, Middlewares};
-use crate::llm::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::session::Session;
@@ -58,7 +58,7 @@ pub struct Runner {
     pub(crate) limits: RunLimits,
     pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
-    pub(crate) threads: crate::turn::ThreadSettings,
+    pub(crate) threads: super::turn::ThreadSettings,
 }
 
 impl fmt::Debug for Runner {
@@ -87,7 +87,7 @@ impl Runner {
             codec: CheckpointCodec::default(),
             limits: RunLimits::default(),
             lease: DEFAULT_LEASE,
-            threads: crate::turn::ThreadSettings::default(),
+            threads: super::turn::ThreadSettings::default(),
         }
     }
 

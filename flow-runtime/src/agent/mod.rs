@@ -1,0 +1,36 @@
+//! The agent model: what runs, what it receives, and the tree it runs in.
+//!
+//! - `contract`: [`Agent`] (what runs on an input and streams events), [`AgentInfo`],
+//!   [`OnSubAgents`];
+//! - `input`: [`AgentInput`], what an agent runs on;
+//! - `event_stream`: [`EventStream`], what running an agent produces;
+//! - `run_context`: [`RunContext`], what an agent knows of its run (session, run path, limits,
+//!   options, middleware, its node);
+//! - `options`: per-run, per-agent options ([`RunOptions`], [`AgentRunOptions`]);
+//! - `middleware`: hooks around agent runs, model calls and tool calls ([`Middleware`],
+//!   [`Middlewares`], [`HookContext`]);
+//! - `emitter`: event streams written as ordinary async code ([`generate`], [`Context`]);
+//! - `tree`: the tree as data ([`FlowAgent`], [`NodeOptions`], [`set_sub_agents`]).
+//!
+//! A knot of types lives here that cannot be cut without changing public signatures: a
+//! [`RunContext`] holds the run's middleware and its node; a hook's [`HookContext`] holds the
+//! [`RunContext`]; a node holds its own middleware and its [`Agent`], and [`Agent::as_flow`]
+//! names the node. They stay in this one folder. Running a tree is [`crate::flow`]'s.
+
+mod contract;
+mod emitter;
+mod event_stream;
+mod input;
+pub mod middleware;
+pub mod options;
+mod run_context;
+pub(crate) mod tree;
+
+pub use contract::{Agent, AgentInfo, OnSubAgents};
+pub use emitter::{generate, Context};
+pub use event_stream::EventStream;
+pub use input::AgentInput;
+pub use middleware::{HookContext, Middleware, Middlewares};
+pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
+pub use run_context::RunContext;
+pub use tree::{set_sub_agents, FlowAgent, NodeOptions};

@@ -1,0 +1,168 @@
+//! [`AgentError`]: what an event reports when something went wrong.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::MiddlewareError;
+use crate::stream::StreamError;
+
+/// An error reported in an event: by an agent, a tool, a model or the framework itself.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// A transfer named an agent that is neither a sub-agent nor the parent.
+    #[error("transfer failed: agent '{target}' not found when transferring from '{from}'")]
+    TransferTargetNotFound {
+        /// The agent asked for.
+        target: Arc<str>,
+        /// The agent that asked.
+        from: Arc<str>,
+    },
+    /// A transfer to the parent from an agent barred from it.
+    #[error(
+        "transfer refused: agent '{from}' may not transfer to its parent '{target}' \
+         (it was built with disallow_transfer_to_parent)"
+    )]
+    TransferToParentRefused {
+        /// The parent.
+        target: Arc<str>,
+        /// The barred agent.
+        from: Arc<str>,
+    },
+    /// An agent panicked; the run ended cleanly after this event.
+    #[error("panic in agent '{agent}': {message}")]
+    Panic {
+        /// The agent whose code panicked.
+        agent: Arc<str>,
+        /// The panic payload, when it was a string.
+        message: Arc<str>,
+    },
+    /// A message stream failed part-way.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// Anything else an agent reports.
+    #[error("agent '{agent}' failed: {message}")]
+    Failed {
+        /// The agent reporting.
+        agent: Arc<str>,
+        /// What went wrong.
+        message: Arc<str>,
+    },
+    /// Resume reached an agent that was interrupted but cannot be resumed.
+    #[error(
+        "agent '{agent}' was interrupted but is not resumable; implement Agent::resume for it \
+         (or use FnAgent::on_resume)"
+    )]
+    NotResumable {
+        /// The agent.
+        agent: Arc<str>,
+    },
+    /// A checkpoint could not be saved or used; the run stopped and the stored checkpoint was
+    /// left as it was.
+    #[error("checkpoint: {message}")]
+    Checkpoint {
+        /// What went wrong.
+        message: Arc<str>,
+    },
+    /// The run met one of its [`RunLimits`](crate::RunLimits) and stopped there.
+    #[error(transparent)]
+    LimitReached(#[from] crate::limits::LimitReached),
+    /// A [middleware](crate::middleware) hook refused (a guardrail) or failed or panicked; the
+    /// agent's run ended with this event. Boxed: it is rare, and every event moves its error
+    /// field.
+    #[error(transparent)]
+    Middleware(Box<MiddlewareError>),
+    /// A thread's earlier turns could not be read, or the turn could not be recorded; the
+    /// thread was left as it was.
+    #[error("thread: {message}")]
+    Thread {
+        /// What went wrong.
+        message: Arc<str>,
+    },
+    /// An error of the caller's own type.
+    #[error(transparent)]
+    Custom(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<MiddlewareError> for AgentError {
+    fn from(error: MiddlewareError) -> Self {
+        AgentError::Middleware(Box::new(error))
+    }
+}
+
+impl AgentError {
+    /// A failure of the named agent, described in words.
+    pub fn failed(agent: impl Into<Arc<str>>, message: impl fmt::Display) -> Self {
+        AgentError::Failed {
+            agent: agent.into(),
+            message: message.to_string().into(),
+        }
+    }
+
+    /// Wraps any error type.
+    pub fn custom(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        AgentError::Custom(Arc::new(error))
+    }
+
+    /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
+    /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
+    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `middleware` or `custom`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
+            AgentError::TransferToParentRefused { .. } => "transfer_to_parent_refused",
+            AgentError::Panic { .. } => "panic",
+            AgentError::Stream(_) => "stream",
+            AgentError::Failed { .. } => "failed",
+            AgentError::NotResumable { .. } => "not_resumable",
+            AgentError::Checkpoint { .. } => "checkpoint",
+            AgentError::Thread { .. } => "thread",
+            AgentError::LimitReached(_) => "limit_reached",
+            AgentError::Middleware(_) => "middleware",
+            AgentError::Custom(_) => "custom",
+        }
+    }
+
+    /// The agent the error is about, if it names one (for a transfer, the agent that asked).
+    pub fn agent(&self) -> Option<&Arc<str>> {
+        match self {
+            AgentError::TransferTargetNotFound { from, .. }
+            | AgentError::TransferToParentRefused { from, .. } => Some(from),
+            AgentError::Panic { agent, .. }
+            | AgentError::Failed { agent, .. }
+            | AgentError::NotResumable { agent } => Some(agent),
+            AgentError::LimitReached(limit) => Some(&limit.agent),
+            AgentError::Middleware(error) => match &**error {
+                MiddlewareError::Refused { agent, .. }
+                | MiddlewareError::Failed { agent, .. }
+                | MiddlewareError::Panicked { agent, .. } => Some(agent),
+            },
+            _ => None,
+        }
+    }
+
+    pub(crate) fn from_panic(agent: &Arc<str>, payload: Box<dyn std::any::Any + Send>) -> Self {
+        let message: Arc<str> = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).into()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.as_str().into()
+        } else {
+            "non-string panic payload".into()
+        };
+        AgentError::Panic {
+            agent: Arc::clone(agent),
+            message,
+        }
+    }
+}
+
+/// The message of a panic payload (a `&str` or `String` panic), in words.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,162 @@
+//! Running a tree: the orchestration of one run through a [`FlowAgent`]'s nodes.
+//!
+//! - this file: [`FlowAgent`] as an [`Agent`] (run and resume), and each node's input, built
+//!   incrementally from the run's record through the session's input caches;
+//! - `run`: the run loop, a stream written by hand: one node at a time, its middleware, its
+//!   events stamped and recorded, transfers followed, interrupts addressed.
+//!
+//! The tree itself (nodes, options, neighbours, shape) is data, in [`crate::agent`].
+
+use std::sync::Arc;
+
+mod run;
+
+use crate::agent::tree::Node;
+use crate::agent::{Agent, AgentInput, EventStream, FlowAgent, RunContext};
+use crate::event::{Action, AgentError};
+use crate::history::{ContextPolicy, HistoryEntry};
+use crate::resume::ResumeInfo;
+use crate::session::{InputCache, InputKey};
+
+impl Agent for FlowAgent {
+    fn name(&self) -> &str {
+        &self.this().name
+    }
+
+    fn description(&self) -> &str {
+        &self.this().description
+    }
+
+    /// Runs this node at `cx.run_path()`, following transfers through the tree. Its agents'
+    /// inputs are built from the run's root input and session; `input` is not consulted.
+    fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
+        run::run_flow(FlowAgent::clone(&self), cx, None)
+    }
+
+    /// Resumes the node the interrupt points name (anywhere in this tree), at the run path it
+    /// had, then carries on as [`run`](Agent::run) does: agents that finished before the
+    /// interrupt are not run again.
+    fn resume(
+        self: Arc<Self>,
+        cx: RunContext,
+        _input: AgentInput,
+        info: ResumeInfo,
+    ) -> EventStream {
+        run::run_flow(FlowAgent::clone(&self), cx, Some(info))
+    }
+
+    fn as_flow(&self) -> Option<&FlowAgent> {
+        Some(self)
+    }
+}
+
+/// The input of `node`: in a thread, the earlier turns the node's policy looks at; then the
+/// run's root input, then one entry per recorded event with a message, shaped by the node's
+/// options. Built incrementally from what the node's input was last time in this session (see
+/// [`InputCache`]), except in a parallel lane, whose view of the session hides its siblings.
+async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
+    let skip = node.options.skip_transfer_messages;
+    let incremental = run.hidden_paths().is_empty();
+    let streaming = run.streaming();
+    // Under the default policy, every node that has not spoken yet gets the same input (all
+    // messages in their context form): one cache for all of them, so a chain of agents each
+    // running once costs O(1) per hop, not O(chain).
+    if incremental && matches!(node.options.context, ContextPolicy::Rewrite) {
+        let key = (None, skip);
+        let mut shared = filled_cache(run, &key, skip, None).await?;
+        let newcomer = !shared.has_spoken(&node.name);
+        let messages = newcomer.then(|| shared.input_for_newcomer());
+        run.session().put_input_cache(key, shared);
+        if let Some(messages) = messages {
+            return Ok(AgentInput {
+                messages,
+                streaming,
+            });
+        }
+    }
+    let key = (Some(Arc::clone(&node.name)), skip);
+    let window = node.options.context.thread_window();
+    let mut cache = filled_cache(run, &key, skip, window).await?;
+    let messages = cache.input(&node.name, &node.options.context)?;
+    if incremental {
+        run.session().put_input_cache(key, cache);
+    }
+    Ok(AgentInput {
+        messages,
+        streaming,
+    })
+}
+
+/// The input cache under `key`, brought up to date with the session: taken from the session
+/// (outside a parallel lane) or started afresh from the thread's earlier turns (as far back as
+/// `window`) and the run's root input; then one entry per recorded event with a message.
+async fn filled_cache(
+    run: &RunContext,
+    key: &InputKey,
+    skip: bool,
+    window: Option<u64>,
+) -> Result<InputCache, AgentError> {
+    let incremental = run.hidden_paths().is_empty();
+    let turn = run.turn();
+    let cached = incremental
+        .then(|| run.session().take_input_cache(key))
+        .flatten()
+        .filter(|c| c.starts_with(run.root_input()));
+    let mut cache = match cached {
+        Some(cache) => cache,
+        None => {
+            let root = run.root_input();
+            let mut cache = InputCache::new(root);
+            if let Some(thread) = run.thread() {
+                // Boxed, as below: the run loop keeps this future in place, sized for its
+                // common path.
+                for e in Box::pin(thread.entries(window)).await? {
+                    cache.push(e.entry, None, e.is_transfer, skip);
+                }
+            }
+            let user = crate::event::empty_name();
+            for m in root {
+                let entry = HistoryEntry {
+                    is_user_input: true,
+                    agent_name: Arc::clone(&user),
+                    message: Arc::clone(m),
+                    turn,
+                };
+                cache.push(entry, None, false, skip);
+            }
+            cache
+        }
+    };
+    // Outside a parallel lane, the session's events from the first one not seen yet, read
+    // one at a time (no snapshot); in a lane, the events it may see.
+    let visible = (!incremental).then(|| run.visible_events());
+    if let Some(visible) = &visible {
+        cache.reserve(visible.len());
+    }
+    let mut next = 0;
+    loop {
+        let event = match &visible {
+            Some(visible) => visible.get(next).cloned(),
+            None => run.session().event_at(cache.seen),
+        };
+        let Some(event) = event else { break };
+        next += 1;
+        cache.seen += 1;
+        let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
+        let message = match event.message_without_stream() {
+            Some(message) => message,
+            None => Box::pin(event.message()).await?,
+        };
+        let Some(message) = message else {
+            continue;
+        };
+        let entry = HistoryEntry {
+            is_user_input: false,
+            agent_name: Arc::clone(event.agent_name_arc()),
+            message,
+            turn,
+        };
+        cache.push(entry, Some(event), is_transfer, skip);
+    }
+    Ok(cache)
+}

@@ -1,0 +1,17 @@
+//! Run-time services: starting runs, checkpointing and resuming them, and threads of turns.
+//!
+//! - `runs`: [`Runner`] (runs, checkpointed runs, resume with its exactly-once claim);
+//! - `turn`: threads on a [`ThreadStore`](crate::ThreadStore): [`Runner::turn`], routing a new
+//!   turn ([`TurnRouting`]), the thread's lease, recording a turn ([`Turn`], [`TurnOutcome`]);
+//! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
+//!   restoring one (the byte format is the store's).
+//!
+//! `runs` and `turn` share the claim and the capture of a checkpoint, and `turn` adds the thread
+//! methods to [`Runner`]: they are one service, split by what a caller starts.
+
+mod checkpoint;
+mod runs;
+mod turn;
+
+pub use runs::Runner;
+pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};

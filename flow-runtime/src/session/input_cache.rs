@@ -1,0 +1,176 @@
+//! [`InputCache`]: what one node's input was built from last time, kept in the session so the
+//! next input extends it instead of starting over.
+
+use std::sync::Arc;
+
+use super::SessionEvent;
+use crate::context_form::rewrite_for_context;
+use crate::event::AgentError;
+use crate::history::{ContextPolicy, HistoryEntry};
+use crate::input::Messages;
+use crate::message::{MessageRef, Role};
+
+/// How many entries past the run's input an input cache makes room for at its start.
+const FIRST_ENTRIES: usize = 4;
+
+/// How many agents' names an input cache makes room for at its start.
+const FIRST_AUTHORS: usize = 8;
+
+/// What one node's input was built from last time, kept in the session so the next input of
+/// the same node extends it with the events recorded since instead of starting over: a
+/// transfer then costs O(1) amortised in the length of the run.
+pub(crate) struct InputCache {
+    /// The run input it started from (its address and length).
+    root: (usize, usize),
+    /// Session events already turned into entries.
+    pub(crate) seen: usize,
+    /// The history entries so far (root input first).
+    pub(crate) entries: Vec<HistoryEntry>,
+    /// For each entry, the session event it was recorded from (if any), whose rewritten
+    /// form every agent of the run shares.
+    sources: Vec<Option<Arc<SessionEvent>>>,
+    /// The agents with an entry (user input aside).
+    authors: rustc_hash::FxHashSet<Arc<str>>,
+    /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
+    rewritten: Arc<Vec<MessageRef>>,
+    done: usize,
+}
+
+impl InputCache {
+    /// An empty cache for a run whose input is `root` (its entries are pushed next: a thread's
+    /// earlier turns, then the run's input).
+    pub(crate) fn new(root: &[MessageRef]) -> Self {
+        // Room for the input and a hop's messages (a one-transfer run fits).
+        let room = root.len() + FIRST_ENTRIES;
+        InputCache {
+            root: (root.as_ptr() as usize, root.len()),
+            seen: 0,
+            entries: Vec::with_capacity(room),
+            sources: Vec::with_capacity(room),
+            // Room for a few agents, instead of regrowing at 3 and 7.
+            authors: rustc_hash::FxHashSet::with_capacity_and_hasher(
+                FIRST_AUTHORS,
+                Default::default(),
+            ),
+            rewritten: Arc::new(Vec::with_capacity(room)),
+            done: 0,
+        }
+    }
+
+    /// Whether this cache was built on `root`.
+    pub(crate) fn starts_with(&self, root: &[MessageRef]) -> bool {
+        self.root == (root.as_ptr() as usize, root.len())
+    }
+
+    /// Appends an entry (recorded from `source`, if it comes from this run's session), or
+    /// with `skip` leaves out a transfer's messages: the event that carried the transfer
+    /// (`is_transfer`) and the tool-call message that asked for it.
+    pub(crate) fn push(
+        &mut self,
+        entry: HistoryEntry,
+        source: Option<Arc<SessionEvent>>,
+        is_transfer: bool,
+        skip: bool,
+    ) {
+        if !(skip && is_transfer) {
+            // The author of the entry before is known already (an agent's messages come in
+            // runs: a transfer's call and result, a tool call and its result).
+            let known = self.entries.last().is_some_and(|before| {
+                !before.is_user_input && Arc::ptr_eq(&before.agent_name, &entry.agent_name)
+            });
+            if !entry.is_user_input && !known && !self.authors.contains(&entry.agent_name) {
+                self.authors.insert(Arc::clone(&entry.agent_name));
+            }
+            if self.entries.len() == self.entries.capacity() {
+                // A run that outgrows its first room is a long one: four times the room, not
+                // twice (fewer copies of the three lists while it is short).
+                self.reserve(3 * self.entries.len().max(1));
+            }
+            self.entries.push(entry);
+            self.sources.push(source);
+            return;
+        }
+        let message = &entry.message;
+        if message.role == Role::Tool {
+            if let Some(prev) = self.entries.last() {
+                let asked = !prev.is_user_input
+                    && prev.agent_name == entry.agent_name
+                    && prev.message.role == Role::Assistant
+                    && prev.message.tool_calls.iter().any(|c| {
+                        message
+                            .tool_call_id
+                            .as_deref()
+                            .map_or(true, |id| c.id == id)
+                    });
+                if asked {
+                    self.pop_entry();
+                }
+            }
+        }
+    }
+
+    /// Drops the last entry (a transfer's tool call, skipped with its result).
+    fn pop_entry(&mut self) {
+        self.entries.pop();
+        self.sources.pop();
+        if self.done > self.entries.len() {
+            Arc::make_mut(&mut self.rewritten).pop();
+            self.done -= 1;
+        }
+    }
+
+    /// Makes room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.entries.reserve(n);
+        self.sources.reserve(n);
+    }
+
+    /// Whether `agent` has an entry (as far as this cache knows: an entry left out since may
+    /// still count).
+    pub(crate) fn has_spoken(&self, agent: &str) -> bool {
+        self.authors.contains(agent)
+    }
+
+    /// The input `policy` gives `agent_name`: under [`ContextPolicy::Rewrite`] only the
+    /// entries added since the last call are rewritten; other policies see all entries.
+    pub(crate) fn input(
+        &mut self,
+        agent_name: &str,
+        policy: &ContextPolicy,
+    ) -> Result<Messages, AgentError> {
+        if !matches!(policy, ContextPolicy::Rewrite) {
+            return policy.apply(agent_name, &self.entries).map(Messages::from);
+        }
+        Ok(self.rewritten_for(Some(agent_name)))
+    }
+
+    /// The input [`ContextPolicy::Rewrite`] gives an agent that has no entry here: every
+    /// agent's message in its context form. Shared by all such agents of a run.
+    pub(crate) fn input_for_newcomer(&mut self) -> Messages {
+        self.rewritten_for(None)
+    }
+
+    /// The entries rewritten for `agent_name` (`None`: an agent with no entry), extending
+    /// what was rewritten last time.
+    fn rewritten_for(&mut self, agent_name: Option<&str>) -> Messages {
+        if self.done < self.entries.len() {
+            let all = Arc::make_mut(&mut self.rewritten);
+            // The same room as the entries: it grows with them, at once.
+            all.reserve(self.entries.capacity().saturating_sub(all.len()));
+            let new = self.entries[self.done..]
+                .iter()
+                .zip(&self.sources[self.done..]);
+            all.extend(new.map(|(e, source)| {
+                if e.is_user_input || Some(&*e.agent_name) == agent_name {
+                    Arc::clone(&e.message)
+                } else if let Some(event) = source {
+                    event.context_form(&e.message)
+                } else {
+                    Arc::new(rewrite_for_context(&e.agent_name, &e.message))
+                }
+            }));
+            self.done = self.entries.len();
+        }
+        Messages::prefix_of(&self.rewritten, self.done)
+    }
+}
