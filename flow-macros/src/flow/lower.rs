@@ -9,9 +9,10 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::Ident;
 
+use super::attr::ContextOpt;
 use super::parse::FlowAst;
 use super::parse::WorkflowKind;
-use super::tree::{ContextOpt, Kind, Tree};
+use super::tree::{Kind, Tree};
 use crate::names::{ident, setter, upper_camel};
 
 struct Cx<'a> {

@@ -5,6 +5,7 @@
 //! generated flow type. Errors from every stage are collected; on any, a stub of the flow type
 //! is emitted with them so code naming it does not fail a second time.
 
+mod attr;
 mod docs;
 mod lower;
 mod parse;
