@@ -5,8 +5,9 @@
 //! path the facade passes in), never this crate or the runtime directly.
 //!
 //! Layout: [`agent`] expands `#[agent]`; `flow` expands `flow!` in four stages, `parse` (the
-//! syntax) -> `tree` (the nodes, flattened) -> `validate` (every rule, errors collected in
-//! `ctxt`) -> `lower` (tokens out), with `docs` writing the generated rustdoc.
+//! syntax) -> `tree` (the nodes, flattened, their options checked by `attr`) -> `validate` (the
+//! tree's rules, errors collected in `ctxt`) -> `lower` (tokens out), with `docs` writing the
+//! generated rustdoc.
 
 mod agent;
 mod ctxt;

@@ -5,15 +5,12 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::ConnectInfo;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// Checks a request's credentials; plug in your own (OAuth, mTLS headers set by a proxy, ...)
 /// with [`Auth::custom`].
@@ -64,7 +61,8 @@ impl Auth {
         matches!(self, Auth::DevModeLoopbackOnly)
     }
 
-    fn check(&self, parts: &Parts) -> Result<(), ApiError> {
+    /// `Ok(())` when the request's credentials pass this check.
+    pub(crate) fn check(&self, parts: &Parts) -> Result<(), ApiError> {
         match self {
             Auth::Bearer(tokens) => {
                 let given = bearer_token(parts).ok_or(ApiError::Unauthorized)?;
@@ -131,19 +129,4 @@ pub fn valid_tenant(t: &str) -> bool {
         && t.len() <= 32
         && t.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
-
-/// The middleware in front of the authenticated routes: authenticates, then resolves the
-/// tenant.
-pub(crate) async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    if let Err(e) = state.auth().check(&parts) {
-        return e.into_response();
-    }
-    let tenant = match state.tenant_of(&parts) {
-        Ok(t) => t,
-        Err(e) => return e.into_response(),
-    };
-    parts.extensions.insert(Tenant(tenant));
-    next.run(Request::from_parts(parts, body)).await
 }

@@ -64,6 +64,24 @@
 //!   store, so several server processes on one store are one service.
 #![warn(missing_docs)]
 
+// Layout (one concept per file):
+// - `lib.rs`: `app()` (the router) and the auth layer in front of its `/v1` routes.
+// - `auth`: who may call the API (`Auth`, `Authenticator`, bearer tokens) and the `Tenant`.
+// - `state`: `AppState`, the flows, store and settings the handlers share, and its builder.
+// - `limits`: `Limits`, what a request, a connection or a turn may take.
+// - `error`: `ApiError`, every way a request fails as one JSON response.
+// - `extract`: the request extractors (`JsonBody`, `ApiPath`) that fail as `ApiError`.
+// - `routes`: the handlers of the `/v1` API.
+// - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
+// - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
+// - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
+// - `wire`: the JSON of each streamed event (public: clients read it).
+// - `tree`: a flow's tree as JSON, Mermaid and SVG.
+// - `console` (+ `console/`): the embedded web console's static files.
+// - `serve`: the accept loop with the per-connection limits.
+// - `demo`: the offline customer-service desk the example, tests and bench serve.
+// - `bin/flow-server-demo.rs`: serves the demo.
+
 mod auth;
 mod console;
 pub mod demo;
@@ -81,9 +99,10 @@ pub mod wire;
 
 use std::net::SocketAddr;
 
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method};
-use axum::response::IntoResponse;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::routing::post;
 use axum::Router;
@@ -124,7 +143,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            auth::layer,
+            auth_layer,
         ))
         .route("/health", get(routes::health))
         .route("/ready", get(routes::ready))
@@ -151,6 +170,21 @@ pub fn app(state: AppState) -> Router {
         );
     }
     router.with_state(state)
+}
+
+/// The middleware in front of the authenticated routes: authenticates, then resolves the
+/// tenant.
+async fn auth_layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    if let Err(e) = state.auth().check(&parts) {
+        return e.into_response();
+    }
+    let tenant = match state.tenant_of(&parts) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    parts.extensions.insert(Tenant(tenant));
+    next.run(Request::from_parts(parts, body)).await
 }
 
 /// Why [`serve`] stopped or did not start.

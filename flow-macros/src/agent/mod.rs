@@ -1,7 +1,7 @@
 //! `#[agent]`: an async fn, a struct or a struct's impl block becomes an agent type.
 //!
-//! `attr` parses the arguments, `expand` writes the agent type, its `AgentSpec` facts, its
-//! transfer enum and its `Agent` impl.
+//! - `attr`: the arguments of `#[agent(...)]`, parsed and checked.
+//! - `expand`: the agent type, its `AgentSpec` facts, its transfer enum and its `Agent` impl.
 
 mod attr;
 mod expand;

@@ -6,8 +6,9 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::attr::ContextOpt;
 use super::parse::{FlowAst, WorkflowKind};
-use super::tree::{ContextOpt, Kind, Node, Tree};
+use super::tree::{Kind, Node, Tree};
 
 /// The doc attributes of the flow type: the user's, then the generated sections.
 pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {

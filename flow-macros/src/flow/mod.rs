@@ -1,10 +1,15 @@
 //! `flow!`: a tree of agents, checked, lowered to the runtime's `FlowAgent` tree.
 //!
-//! `parse` reads the syntax, `tree` flattens it (checking node options on the way),
-//! `validate` checks the tree's rules, `lower` writes the tokens and `docs` the rustdoc of the
-//! generated flow type. Errors from every stage are collected; on any, a stub of the flow type
-//! is emitted with them so code naming it does not fail a second time.
+//! The stages, in order (errors from every stage are collected in `crate::ctxt`; on any, a stub
+//! of the flow type is emitted with them so code naming it does not fail a second time):
+//! - `parse`: the syntax, as written.
+//! - `tree`: the nodes flattened depth first, each with its checked options and child list.
+//! - `attr`: a node's options and doc comments, checked while `tree` flattens.
+//! - `validate`: the rules over the whole tree (one place per agent, no cycles, distinct names).
+//! - `lower/`: the tokens out (see its guide).
+//! - `docs`: the rustdoc of the generated flow type (the tree, a diagram, the transfer table).
 
+mod attr;
 mod docs;
 mod lower;
 mod parse;

@@ -2,30 +2,11 @@
 //! with its parent, children and checked options.
 
 use proc_macro2::Span;
-use syn::{Ident, LitInt};
+use syn::Ident;
 
+use super::attr::{self, NodeOpts};
 use super::parse::{FlowAst, NodeAst, Target, WorkflowKind};
-use super::validate;
 use crate::ctxt::Ctxt;
-
-/// How a node's context is shaped (`context = ...`).
-pub(crate) enum ContextOpt {
-    Rewrite,
-    UserInputOnly,
-    LastN(LitInt),
-    Custom(syn::Path),
-}
-
-/// A node's options, checked.
-#[derive(Default)]
-pub(crate) struct NodeOpts {
-    /// `no_parent`: barred from transferring to its parent.
-    pub(crate) no_parent: bool,
-    pub(crate) skip_transfer_messages: bool,
-    pub(crate) context: Option<ContextOpt>,
-    /// `runtime`: an agent type whose value the builder is given.
-    pub(crate) runtime: bool,
-}
 
 /// What fills a node.
 pub(crate) enum Kind {
@@ -93,8 +74,8 @@ impl Tree {
     }
 
     fn add(&mut self, ast: &NodeAst, parent: Option<usize>, flow: &Ident, cx: &mut Ctxt) {
-        let opts = validate::options(ast, parent.is_none(), flow, cx);
-        let description = validate::description(ast, cx);
+        let opts = attr::options(ast, parent.is_none(), flow, cx);
+        let description = attr::description(ast, cx);
         let kind = match &ast.target {
             Target::Type(p) if opts.runtime => Kind::Given(p.clone()),
             Target::Type(p) => Kind::Static(p.clone()),
@@ -114,7 +95,7 @@ impl Tree {
         });
         if let Some(children) = &ast.children {
             if children.nodes.is_empty() {
-                validate::empty_children(ast, children.bracket, cx);
+                empty_children(ast, children.bracket, cx);
             }
             for child in &children.nodes {
                 let c = self.nodes.len();
@@ -152,4 +133,32 @@ impl Tree {
     pub(crate) fn given(&self) -> impl Iterator<Item = (usize, &Node)> {
         self.nodes.iter().enumerate().filter(|(_, n)| n.is_given())
     }
+}
+
+/// `x => []`: an empty list of sub-agents, an error spanned on the brackets.
+fn empty_children(ast: &NodeAst, bracket: Span, cx: &mut Ctxt) {
+    let w = ast.written();
+    if let Target::Workflow(_, kind) = &ast.target {
+        let k = kind.keyword();
+        cx.error(
+            bracket,
+            format!(
+                "{k} workflow `{w}` has an empty list of sub-agents, so it would have nothing \
+                 to run; list them, as in `{w} = {k}{} [draft, review]`",
+                if let WorkflowKind::Loop(_) = kind {
+                    "(max = 3)"
+                } else {
+                    ""
+                }
+            ),
+        );
+        return;
+    }
+    cx.error(
+        bracket,
+        format!(
+            "agent `{w}` has an empty list of sub-agents; list them, as in `{w} => [refund]`, \
+             or remove `=> []` to make `{w}` a leaf"
+        ),
+    );
 }

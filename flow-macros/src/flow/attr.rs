@@ -1,0 +1,220 @@
+//! A node's attributes as written in `flow!`: its options (`no_parent`, `skip_transfer_messages`,
+//! `context = ...`, `runtime`), checked into [`NodeOpts`], and the doc comments before it (a
+//! workflow node's description). `tree` reads them while it flattens the flow.
+
+use proc_macro2::Span;
+use syn::parse::Parser;
+use syn::{Ident, LitInt};
+
+use super::parse::{NodeAst, Target};
+use crate::ctxt::Ctxt;
+
+/// How a node's context is shaped (`context = ...`).
+pub(crate) enum ContextOpt {
+    Rewrite,
+    UserInputOnly,
+    LastN(LitInt),
+    Custom(syn::Path),
+}
+
+/// A node's options, checked.
+#[derive(Default)]
+pub(crate) struct NodeOpts {
+    /// `no_parent`: barred from transferring to its parent.
+    pub(crate) no_parent: bool,
+    pub(crate) skip_transfer_messages: bool,
+    pub(crate) context: Option<ContextOpt>,
+    /// `runtime`: an agent type whose value the builder is given.
+    pub(crate) runtime: bool,
+}
+
+const OPTIONS: &str = "`no_parent`, `skip_transfer_messages`, `context = rewrite`, \
+                       `context = user_input_only`, `context = last(N)`, \
+                       `context = custom(path::to::rewriter)`, `runtime`";
+
+/// Checks the options of one node.
+pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt) -> NodeOpts {
+    let mut opts = NodeOpts::default();
+    let written = ast.written();
+    let mut seen: Vec<String> = Vec::new();
+    for o in &ast.options {
+        let key = o.key.to_string();
+        if seen.contains(&key) {
+            cx.error(
+                o.key.span(),
+                format!("option `{key}` is given twice on node `{written}`; give it once"),
+            );
+            continue;
+        }
+        seen.push(key.clone());
+        let flag = |cx: &mut Ctxt| {
+            if let Some(v) = &o.value {
+                cx.error_at(
+                    v,
+                    format!("option `{key}` takes no value: write just `{key}`"),
+                );
+            }
+        };
+        match key.as_str() {
+            "no_parent" => {
+                flag(cx);
+                if is_root {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "`no_parent` on `{written}` has no effect: it is the root of flow \
+                             `{flow}` and has no parent; remove it"
+                        ),
+                    );
+                }
+                opts.no_parent = true;
+            }
+            "skip_transfer_messages" => {
+                flag(cx);
+                opts.skip_transfer_messages = true;
+            }
+            "runtime" => {
+                flag(cx);
+                if let Target::Workflow(..) = ast.target {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "node `{written}` is a workflow, which the flow builds itself; \
+                             remove `runtime`"
+                        ),
+                    );
+                } else if matches!(ast.target, Target::Dyn(_)) {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "node `{written}` is `dyn`, so its agent is always given at run \
+                             time; remove `runtime`"
+                        ),
+                    );
+                }
+                opts.runtime = true;
+            }
+            "context" => match &o.value {
+                None => cx.error(
+                    o.key.span(),
+                    "`context` takes a policy: `context = rewrite`, `context = user_input_only`, \
+                     `context = last(N)` or `context = custom(path::to::rewriter)`",
+                ),
+                Some(v) => match context(v.clone()) {
+                    Ok(c) => opts.context = Some(c),
+                    Err(e) => cx.push(e),
+                },
+            },
+            other => cx.error(
+                o.key.span(),
+                format!(
+                    "unknown option `{other}` on node `{written}` of flow `{flow}`; the node \
+                     options are: {OPTIONS}"
+                ),
+            ),
+        }
+    }
+    opts
+}
+
+fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
+    let span = tokens.clone().into_iter().next().map(|t| t.span());
+    let bad = |span: Option<Span>| {
+        syn::Error::new(
+            span.unwrap_or_else(Span::call_site),
+            "unknown context policy; write `rewrite` (the default), `user_input_only`, \
+             `last(N)` or `custom(path::to::rewriter)`",
+        )
+    };
+    let parser = |input: syn::parse::ParseStream| {
+        let key: Ident = input.parse().map_err(|_| bad(span))?;
+        let out = match key.to_string().as_str() {
+            "rewrite" => ContextOpt::Rewrite,
+            "user_input_only" => ContextOpt::UserInputOnly,
+            "last" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "`last` takes how many entries to keep: write `context = last(5)`",
+                    ));
+                }
+                let content;
+                syn::parenthesized!(content in input);
+                let n: LitInt = content.parse().map_err(|e| {
+                    syn::Error::new(e.span(), "`last` takes a count: `context = last(5)`")
+                })?;
+                n.base10_parse::<usize>()?;
+                ContextOpt::LastN(n)
+            }
+            "custom" => {
+                if !input.peek(syn::token::Paren) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "`custom` takes the path of a history rewriter: write \
+                         `context = custom(my_rewriter)`",
+                    ));
+                }
+                let content;
+                syn::parenthesized!(content in input);
+                let p: syn::Path = content.call(syn::Path::parse_mod_style).map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "`custom` takes the path of a history rewriter: \
+                         `context = custom(my_rewriter)`",
+                    )
+                })?;
+                ContextOpt::Custom(p)
+            }
+            _ => return Err(bad(Some(key.span()))),
+        };
+        if !input.is_empty() {
+            return Err(syn::Error::new(
+                input.span(),
+                "unexpected tokens after the context policy",
+            ));
+        }
+        Ok(out)
+    };
+    parser.parse2(tokens)
+}
+
+/// The description of a workflow node: its doc comment. Attributes other than doc comments,
+/// and doc comments on agent nodes (whose description comes from the agent), are errors.
+pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
+    for attr in ast.attrs.iter().filter(|a| !a.path().is_ident("doc")) {
+        cx.error_at(
+            attr,
+            format!(
+                "only doc comments can stand before node `{}` (they describe a workflow node)",
+                ast.written()
+            ),
+        );
+    }
+    let first = ast.attrs.iter().find(|a| a.path().is_ident("doc"))?;
+    match &ast.target {
+        Target::Workflow(..) => Some(crate::names::doc_text(&ast.attrs)),
+        Target::Type(_) => {
+            cx.error_at(
+                first,
+                format!(
+                    "a doc comment on agent node `{}` would be lost: an agent's description is \
+                     the doc comment where the agent is declared (or `#[agent(description = \
+                     \"...\")]`); in `flow!`, doc comments describe workflow nodes",
+                    ast.written()
+                ),
+            );
+            None
+        }
+        Target::Dyn(name) => {
+            cx.error_at(
+                first,
+                format!(
+                    "a doc comment on `dyn {name}` would be lost: the agent given for it at run \
+                     time brings its own description; in `flow!`, doc comments describe \
+                     workflow nodes"
+                ),
+            );
+            None
+        }
+    }
+}

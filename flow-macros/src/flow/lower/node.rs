@@ -1,0 +1,76 @@
+//! The lowering proper: the runtime `FlowAgent` expression of a node and its subtree, bottom-up
+//! `set_sub_agents` as written by hand, with each node's options applied.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
+
+use super::cx::Cx;
+use crate::flow::attr::ContextOpt;
+use crate::flow::parse::WorkflowKind;
+use crate::flow::tree::Kind;
+
+/// The local holding a builder slot's agent in `build()`; prefixed so that no agent's unit
+/// struct (which a plain `let refund` would collide with) can clash with it.
+pub(super) fn slot_local(field: &Ident) -> Ident {
+    format_ident!("__agentflow_slot_{}", field)
+}
+
+/// The expression building node `i` and its subtree.
+pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> TokenStream {
+    let p = &cx.p;
+    let node = &cx.tree.nodes[i];
+    let agent = match &node.kind {
+        Kind::Static(ty) => {
+            quote_spanned!(node.span=> #p::FlowAgent::new(<#ty as #p::FlowBuilt>::instance()))
+        }
+        Kind::Given(_) => {
+            let j = given.iter().position(|&g| g == i).unwrap_or(0);
+            let slot = slot_local(&fields[j]);
+            quote!(#p::FlowAgent::new(#slot))
+        }
+        Kind::Dyn => {
+            let j = given.iter().position(|&g| g == i).unwrap_or(0);
+            let slot = slot_local(&fields[j]);
+            quote!(#p::FlowAgent::from_arc(#slot.0))
+        }
+        Kind::Workflow(kind) => {
+            let name = node.label.to_string();
+            let workflow = match kind {
+                WorkflowKind::Sequential => quote!(#p::Sequential::new(#name)),
+                WorkflowKind::Parallel => quote!(#p::Parallel::new(#name)),
+                WorkflowKind::Loop(Some(n)) => quote!(#p::Loop::new(#name, #n)),
+                WorkflowKind::Loop(None) => quote!(#p::Loop::unbounded(#name)),
+            };
+            match &node.description {
+                Some(d) if !d.is_empty() => {
+                    quote!(#p::FlowAgent::new(#workflow.with_description(#d)))
+                }
+                _ => quote!(#p::FlowAgent::new(#workflow)),
+            }
+        }
+    };
+    let barred = cx.barred(i);
+    let mut node_expr = quote!(#agent.disallow_transfer_to_parent(#barred));
+    if node.opts.skip_transfer_messages {
+        node_expr.extend(quote!(.skip_transfer_messages(true)));
+    }
+    if let Some(c) = &node.opts.context {
+        let policy = match c {
+            ContextOpt::Rewrite => quote!(#p::ContextPolicy::Rewrite),
+            ContextOpt::UserInputOnly => quote!(#p::ContextPolicy::UserInputOnly),
+            ContextOpt::LastN(n) => quote!(#p::ContextPolicy::LastN(#n)),
+            ContextOpt::Custom(path) => quote!(#p::ContextPolicy::custom(#path)),
+        };
+        node_expr.extend(quote!(.context(#policy)));
+    }
+    if node.children.is_empty() {
+        node_expr
+    } else {
+        let children = node
+            .children
+            .iter()
+            .map(|&c| lower_node(cx, c, given, fields));
+        quote!(#p::set_sub_agents(#node_expr, [#(#children),*])?)
+    }
+}
