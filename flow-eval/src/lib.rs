@@ -6,11 +6,19 @@
 //!   evalset JSON): cases of user turns with expectations.
 //! - [`trajectory`]: what a turn did (agents, tool calls, transfers, with run paths) and cost.
 //! - [`criteria`]: trajectory, final response, LLM judge, budget: each a score and a reason.
+//! - [`simulate`]: simulated users (a scripted persona, or a model with a goal).
+//! - [`runner`]: [`EvalRunner`] runs a set against a flow, with repeats and pass rates.
+//! - [`report`]: the results as a terminal table, JUnit XML, JSON and an HTML page.
 #![warn(missing_docs)]
+
+pub use runner::{CaseEnv, EvalRunner};
 
 pub mod cassette;
 pub mod criteria;
+pub mod report;
+pub mod runner;
 pub mod set;
+pub mod simulate;
 pub mod trajectory;
 
 /// Where a JSON document failed to read: line, column and the path of the field.
