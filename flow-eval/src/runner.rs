@@ -350,8 +350,9 @@ impl EvalRunner {
         }
 
         if let Some(c) = &cassette {
+            // A replay error is the cause of whatever failed after it: it comes first.
             if let Some(first) = c.errors().first() {
-                error.get_or_insert_with(|| format!("replay: {first}"));
+                error = Some(format!("replay: {first}"));
             }
             if let Err(e) = c.save() {
                 error.get_or_insert_with(|| e.to_string());
