@@ -9,6 +9,7 @@
 //! - [`simulate`]: simulated users (a scripted persona, or a model with a goal).
 //! - [`runner`]: [`EvalRunner`] runs a set against a flow, with repeats and pass rates.
 //! - [`report`]: the results as a terminal table, JUnit XML, JSON and an HTML page.
+//! - [`testing`]: one test per eval case inside `cargo test` ([`eval_tests!`]).
 #![warn(missing_docs)]
 
 pub use runner::{CaseEnv, EvalRunner};
@@ -19,7 +20,14 @@ pub mod report;
 pub mod runner;
 pub mod set;
 pub mod simulate;
+pub mod testing;
 pub mod trajectory;
+
+/// Re-exports for the code [`eval_tests!`] generates. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use tokio;
+}
 
 /// Where a JSON document failed to read: line, column and the path of the field.
 #[derive(Debug, Clone, PartialEq, Eq)]

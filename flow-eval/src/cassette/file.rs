@@ -64,8 +64,8 @@ pub struct FlowStamp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Interaction {
-    /// A model was asked and answered.
-    Model(ModelInteraction),
+    /// A model was asked and answered (boxed: the larger kind).
+    Model(Box<ModelInteraction>),
     /// A tool was called and answered.
     Tool(ToolInteraction),
 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use flow_runtime::{ChatModel, FlowAgent, Tool};
 
 use super::file::{
-    CassetteError, CassetteFile, FlowStamp, Interaction, ModelInteraction, RecordedRequest,
-    RecordedResponse, ToolInteraction, ToolResult,
+    CassetteError, CassetteFile, FlowStamp, Interaction, RecordedRequest, RecordedResponse,
+    ToolInteraction, ToolResult,
 };
 use super::matching::{Diff, MatchPolicy};
 use super::model::{RecordingModel, ReplayModel};
@@ -368,12 +368,10 @@ impl Cassette {
         let error = match (found, first_unused) {
             (Some(i), _) => {
                 state.used[i] = true;
-                let Interaction::Model(ModelInteraction { response, .. }) =
-                    &state.file.interactions[i]
-                else {
+                let Interaction::Model(m) = &state.file.interactions[i] else {
                     unreachable!("a model interaction was found")
                 };
-                return Ok(response.clone());
+                return Ok(m.response.clone());
             }
             (None, Some(i)) => {
                 let Interaction::Model(m) = &state.file.interactions[i] else {

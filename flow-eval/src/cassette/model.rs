@@ -34,11 +34,12 @@ impl<M: ChatModel> RecordingModel<M> {
     }
 
     fn record(&self, request: RecordedRequest, response: RecordedResponse) {
-        self.cassette.push(Interaction::Model(ModelInteraction {
-            name: self.inner.model_name().to_owned(),
-            request,
-            response,
-        }));
+        self.cassette
+            .push(Interaction::Model(Box::new(ModelInteraction {
+                name: self.inner.model_name().to_owned(),
+                request,
+                response,
+            })));
     }
 }
 
@@ -97,14 +98,15 @@ struct RecordingStream {
 impl RecordingStream {
     fn finish(&mut self, error: Option<RecordedError>) {
         if let Some(p) = self.pending.take() {
-            p.cassette.push(Interaction::Model(ModelInteraction {
-                name: p.model,
-                request: p.request,
-                response: RecordedResponse::Stream {
-                    chunks: std::mem::take(&mut self.chunks),
-                    error,
-                },
-            }));
+            p.cassette
+                .push(Interaction::Model(Box::new(ModelInteraction {
+                    name: p.model,
+                    request: p.request,
+                    response: RecordedResponse::Stream {
+                        chunks: std::mem::take(&mut self.chunks),
+                        error,
+                    },
+                })));
         }
     }
 }

@@ -121,9 +121,7 @@ impl Judge {
             Err(e) => return Score::fail(NAME, format!("the judge's model failed: {e}")),
         };
         match read_verdict(&answer) {
-            Some((score, reason)) => {
-                Score::new(NAME, score, score >= threshold, format!("{reason}"))
-            }
+            Some((score, reason)) => Score::new(NAME, score, score >= threshold, reason),
             None => {
                 let shown: String = answer.chars().take(200).collect();
                 Score::fail(

@@ -83,7 +83,7 @@ fn step_matches(expected: &ExpectedStep, actual: &Step, args: ArgsMatch) -> bool
                 && expected
                     .agent
                     .as_deref()
-                    .is_none_or(|e| names(e, agent, run_path))
+                    .map_or(true, |e| names(e, agent, run_path))
                 && match (&expected.args, args) {
                     (None, _) | (_, ArgsMatch::Ignore) => true,
                     (Some(e), ArgsMatch::Exact) => json_equal(e, arguments),
@@ -95,7 +95,7 @@ fn step_matches(expected: &ExpectedStep, actual: &Step, args: ArgsMatch) -> bool
                 && expected
                     .from
                     .as_deref()
-                    .is_none_or(|e| names(e, from, run_path))
+                    .map_or(true, |e| names(e, from, run_path))
         }
     }
 }
@@ -128,7 +128,7 @@ fn augment(e: usize, edges: &[Vec<usize>], seen: &mut [bool], owner: &mut [Optio
             continue;
         }
         seen[a] = true;
-        if owner[a].is_none_or(|other| augment(other, edges, seen, owner)) {
+        if owner[a].map_or(true, |other| augment(other, edges, seen, owner)) {
             owner[a] = Some(e);
             return true;
         }
@@ -247,12 +247,12 @@ pub fn match_trajectory(expect: &TrajectoryExpectation, actual: &Trajectory) -> 
             let mut owner = vec![None; taken.len()];
             let mut missing = Vec::new();
             let mut matched = 0;
-            for e in 0..expected.len() {
+            for (e, step) in expected.iter().enumerate() {
                 let mut seen = vec![false; taken.len()];
                 if augment(e, &edges, &mut seen, &mut owner) {
                     matched += 1;
                 } else {
-                    missing.push(describe_expected(&expected[e]));
+                    missing.push(describe_expected(step));
                 }
             }
             let problem =
