@@ -49,6 +49,7 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
+    pub use flow_runtime::spec::expected::{FlowAgentOf, FlowTransferOf, TrajectorySpec};
     pub use flow_runtime::spec::{
         check, render, transfer, DynAgent, DynGiven, NewNeedsNoAgents, NoTarget, RuntimeGiven, Set,
         UnknownAgent, Unset, UseTheBuilder,

@@ -10,7 +10,9 @@
 //!   or an [`Option`] or [`AgentResult`] of one of these.
 //! - [`TransferTarget`]: implemented by the generated transfer enums.
 //!
-//! The [`check`] module holds the `const fn`s the generated code evaluates at compile time.
+//! The [`check`] module holds the `const fn`s the generated code evaluates at compile time;
+//! [`expected`] the expected trajectories written against a flow's generated types
+//! (`Flow::trajectory()`).
 
 use std::fmt;
 use std::ops::Deref;
@@ -523,6 +525,8 @@ impl fmt::Debug for DynAgent {
         f.debug_tuple("DynAgent").field(&self.0.name()).finish()
     }
 }
+
+pub mod expected;
 
 /// Text renderings of a flow's tree, for the `mermaid()` and `to_dot()` of `flow!` types.
 #[doc(hidden)]
