@@ -1,8 +1,9 @@
 //! Typed expectations from `flow!`: a trajectory written with the desk's generated types
 //! (`Desk::trajectory()`, `DeskAgent`, `DeskTriageTarget`) runs through the eval runner
 //! offline (scripted models), in each mode; one that the run does not follow fails with a
-//! reason naming the step. (That one naming an agent or a transfer the flow lacks does not
-//! compile is in `tests/ui/fail/trajectory_*.rs`.)
+//! reason naming the step. The `trajectory!` macro writes the same with the agents' names.
+//! (That one naming an agent or a transfer the flow lacks does not compile is in
+//! `tests/ui/fail/trajectory_*.rs`.)
 
 use agentflow::eval::criteria::match_trajectory;
 use agentflow::eval::set::{
@@ -10,7 +11,7 @@ use agentflow::eval::set::{
 };
 use agentflow::eval::EvalRunner;
 use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{flow, tool_fn, ChatModelAgent, FlowAgent};
+use agentflow::{flow, tool_fn, trajectory, ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -135,9 +136,22 @@ async fn typed_expectations_pass_through_the_eval_runner_in_each_mode() {
                 .tool("issue_refund", json!({"order_id": 42, "amount_eur": 39}))
                 .tool("lookup_order", json!({"order_id": 42}))
                 .any_order(),
+        ))
+        // The same checks written with names, which `trajectory!` checks at compile time.
+        .case(refund_case(
+            "macro",
+            trajectory!(Desk:
+                agent triage,
+                transfer triage -> refund,
+                tool lookup_order({"order_id": 42}) by refund,
+                tool issue_refund,
+            )
+            .in_order()
+            .args_subset(),
         ));
     let report = EvalRunner::new(|_| desk()).run(&set).await;
     assert!(report.passed(), "{}", report.table());
+    assert_eq!(report.cases.len(), 4);
     let runs = &report.case("in_order").unwrap().runs;
     let score = &runs[0].turns[0].scores[0];
     assert_eq!(score.criterion, "trajectory (in order)");

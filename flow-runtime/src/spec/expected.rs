@@ -41,6 +41,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use super::check::Verdict;
+
+/// `serde_json`, for the tool arguments of the facade's `trajectory!`.
+#[doc(hidden)]
+pub use serde_json as __serde_json;
+
 /// An agent of flow `F`: implemented by the `{Flow}Agent` enum `flow!` generates.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an agent of flow `{F}`",
@@ -162,6 +168,14 @@ impl<F> TrajectorySpec<F> {
             steps: Vec::new(),
             _flow: PhantomData,
         }
+    }
+
+    /// The spec with `step` added, unchecked: for the facade's `trajectory!`, which checks
+    /// its names against the flow at compile time first.
+    #[doc(hidden)]
+    pub fn __step(mut self, step: ExpectedStep) -> Self {
+        self.steps.push(step);
+        self
     }
 
     /// Expects `agent` to run (`DeskAgent::Refund`).
@@ -304,4 +318,102 @@ impl<F> PartialEq for TrajectorySpec<F> {
             && self.args == other.args
             && self.steps == other.steps
     }
+}
+
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn index_of(agents: &[&str], name: &str) -> Option<usize> {
+    let mut i = 0;
+    while i < agents.len() {
+        if eq(agents[i], name) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The check of an agent named in the facade's `trajectory!`: fails, listing the flow's
+/// agents, if flow `flow` (whose agents are `agents`) has no agent `name`.
+#[doc(hidden)]
+pub const fn check_agent(flow: &str, agents: &[&str], name: &str) -> Verdict {
+    match index_of(agents, name) {
+        Some(_) => Verdict::pass(),
+        None => Verdict::pass()
+            .push("flow ")
+            .code(flow)
+            .push(" has no agent ")
+            .code(name)
+            .push(", so an expected trajectory of it cannot name one. Its agents: ")
+            .list(agents),
+    }
+}
+
+/// The check of a transfer named in the facade's `trajectory!`: fails if either agent is not
+/// in the flow, or if `from` may not transfer to `to` (saying where it may transfer).
+/// `targets[i]` lists the agents node `i` may transfer to, as indices of `agents` (what its
+/// target enum holds).
+#[doc(hidden)]
+pub const fn check_transfer(
+    flow: &str,
+    agents: &[&str],
+    targets: &[&[usize]],
+    from: &str,
+    to: &str,
+) -> Verdict {
+    let verdict = check_agent(flow, agents, from);
+    if verdict.failed() {
+        return verdict;
+    }
+    let verdict = check_agent(flow, agents, to);
+    if verdict.failed() {
+        return verdict;
+    }
+    let Some(i) = index_of(agents, from) else {
+        return Verdict::pass();
+    };
+    let mine = targets[i];
+    let mut k = 0;
+    while k < mine.len() {
+        if eq(agents[mine[k]], to) {
+            return Verdict::pass();
+        }
+        k += 1;
+    }
+    let mut v = Verdict::pass()
+        .push("in flow ")
+        .code(flow)
+        .push(", ")
+        .code(from)
+        .push(" cannot transfer to ")
+        .code(to)
+        .push(", so an expected trajectory cannot name that transfer. ")
+        .code(from)
+        .push(" may transfer to: ");
+    if mine.is_empty() {
+        return v
+            .push("none (it is a workflow, or has no sub-agents and is barred from its parent)");
+    }
+    let mut k = 0;
+    while k < mine.len() {
+        if k > 0 {
+            v = v.push(", ");
+        }
+        v = v.code(agents[mine[k]]);
+        k += 1;
+    }
+    v.push(" (its sub-agents, and its parent unless barred)")
 }

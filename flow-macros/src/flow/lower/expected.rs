@@ -1,6 +1,7 @@
 //! `Flow::trajectory()`: an expected trajectory typed by the flow. The agent enum implements
 //! `FlowAgentOf<Flow>` and each node's target enum `FlowTransferOf<Flow>`, so an expectation
-//! names only the flow's agents and the transfers it allows.
+//! names only the flow's agents and the transfers it allows; `__TRAJECTORY_TARGETS` gives the
+//! facade's `trajectory!` the same targets for its compile-time checks.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -40,6 +41,12 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
             }
         });
     }
+    let targets: Vec<TokenStream> = (0..cx.tree.nodes.len())
+        .map(|i| {
+            let t = cx.targets(i);
+            quote!(&[#(#t),*])
+        })
+        .collect();
     let doc = format!(
         "An expected trajectory of this flow, for `agentflow::eval` (which turns it into a \
          `TrajectoryExpectation`): {example}. Agent steps take [`{agent_enum}`], transfer steps \
@@ -53,6 +60,11 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
             pub fn trajectory() -> #p::TrajectorySpec<Self> {
                 #p::TrajectorySpec::__new(Self::NAME)
             }
+
+            /// For each node, the nodes it may transfer to (its target enum's variants), for
+            /// the compile-time checks of `trajectory!`.
+            #[doc(hidden)]
+            pub const __TRAJECTORY_TARGETS: &'static [&'static [usize]] = &[#(#targets),*];
         }
 
         #[automatically_derived]
