@@ -18,6 +18,7 @@ mod dsl;
 pub mod guide;
 #[cfg(feature = "otel")]
 pub mod otel;
+mod trajectory;
 
 /// The HTTP server and web console: the `flow-server` crate (feature `server`).
 #[cfg(feature = "server")]
@@ -52,6 +53,7 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
+    pub use flow_runtime::spec::expected::{self, FlowAgentOf, FlowTransferOf, TrajectorySpec};
     pub use flow_runtime::spec::{
         check, render, transfer, DynAgent, DynGiven, NewNeedsNoAgents, NoTarget, RuntimeGiven, Set,
         UnknownAgent, Unset, UseTheBuilder,

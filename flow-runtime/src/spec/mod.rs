@@ -21,6 +21,8 @@
 //! - `builder.rs`: the facts of a flow's builder: slots, [`FlowNode`], [`UnknownAgent`].
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
+//! - `expected.rs`: [`TrajectorySpec`](expected::TrajectorySpec), an expected trajectory
+//!   written against a flow's generated types (`Flow::trajectory()`), for `flow-eval`.
 
 mod agent_spec;
 mod builder;
@@ -30,6 +32,7 @@ mod target;
 
 #[doc(hidden)]
 pub mod check;
+pub mod expected;
 #[doc(hidden)]
 pub mod render;
 
