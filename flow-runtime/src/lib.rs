@@ -97,9 +97,9 @@ pub use llm::{instruction, structured, telemetry, tool};
 pub use store as checkpoint;
 
 pub use agent::{
-    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, Context, EventStream,
-    FlowAgent, HistoryModifier, HookContext, Middleware, NodeOptions, OnSubAgents, RunContext,
-    RunOptions,
+    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, Context, Delegation,
+    EventStream, FlowAgent, HistoryModifier, HookContext, Middleware, NodeOptions, OnSubAgents,
+    RunContext, RunOptions, TaskResult,
 };
 
 pub use async_trait::async_trait;

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Agent, AgentInfo, Middleware, Middlewares};
+use super::{Agent, AgentInfo, Delegation, Middleware, Middlewares};
 use crate::context_form::ContextForm;
 use crate::error::FlowError;
 use crate::event::AgentError;
@@ -27,6 +27,8 @@ pub struct NodeOptions {
     /// agent), after the runner's and before the agent's own (see
     /// [`middleware`](crate::middleware)).
     pub middleware: Middlewares,
+    /// How this node gives control back to its parent (see [`Delegation`]).
+    pub delegation: Delegation,
 }
 
 #[derive(Clone)]
@@ -158,6 +160,13 @@ impl FlowAgent {
     /// Leaves transfer messages out of this agent's input.
     pub fn skip_transfer_messages(mut self, skip: bool) -> Self {
         self.options_mut().skip_transfer_messages = skip;
+        self
+    }
+
+    /// Sets how this node gives control back to its parent (see [`Delegation`]): a `Task`
+    /// or `SingleTurn` node returns its result to its parent.
+    pub fn delegation(mut self, mode: Delegation) -> Self {
+        self.options_mut().delegation = mode;
         self
     }
 

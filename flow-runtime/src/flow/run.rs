@@ -19,7 +19,7 @@ use futures::{FutureExt, Stream, StreamExt};
 
 use super::{build_input, FlowAgent};
 use crate::agent::middleware::{self, HookContext, MiddlewareError, Middlewares};
-use crate::agent::{AgentInput, EventStream, RunContext};
+use crate::agent::{result_key, AgentInput, Delegation, EventStream, RunContext, TaskResult};
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::message::Message;
 use crate::resume::ResumeInfo;
@@ -59,7 +59,7 @@ pub(super) fn run_flow(
 /// Builds the input of the node `run` is for; gives `run` back with it.
 async fn prepare(run: RunContext) -> (RunContext, Result<AgentInput, AgentError>) {
     let node = run.node().expect("a node's context names its node");
-    let input = build_input(&run, node.this()).await;
+    let input = build_input(&run, node).await;
     (run, input)
 }
 
@@ -473,10 +473,24 @@ impl Loop {
         if node.interrupted {
             return self.end();
         }
-        let Some(Action::TransferToAgent(target)) =
-            node.last_own.as_deref().and_then(|e| e.action())
-        else {
-            return self.end();
+        let mode = self.current.this().options.delegation;
+        let target = match node.last_own.as_deref().and_then(|e| e.action()) {
+            Some(Action::TransferToAgent(target)) => target,
+            Some(Action::Finish(result)) => {
+                let result = serde_json::Value::clone(result);
+                return self.give_back(result);
+            }
+            // A single-turn agent's run is its whole task: its last message is its result.
+            Some(Action::Exit) | Some(Action::Custom(_)) | None
+                if mode == Delegation::SingleTurn =>
+            {
+                let text = node.last_own.as_deref().and_then(|e| e.message_now());
+                let result = text.map_or(serde_json::Value::Null, |m| {
+                    serde_json::Value::String(m.content.clone())
+                });
+                return self.give_back(result);
+            }
+            _ => return self.end(),
         };
         if let Err(limit) = self.out.count_transfer(&self.current.this().name) {
             let error = self.stamped(AgentEvent::error(limit.into()));
@@ -484,6 +498,9 @@ impl Loop {
         }
         match self.current.transfer_target(target) {
             Ok(next) => {
+                // Reached by a transfer: no result is waiting for it.
+                let name = &self.current.tree.nodes[next].name;
+                self.out.session().remove_value(&result_key(name));
                 self.path = self
                     .path
                     .child(Arc::clone(&self.current.tree.nodes[next].name));
@@ -495,5 +512,48 @@ impl Loop {
                 self.end_with(error);
             }
         }
+    }
+
+    /// The current node (a task or single-turn node) finished with `result`: control goes
+    /// back to its parent, which runs again at the run path extended by its name, with the
+    /// result kept for [`RunContext::task_result`] (within the run's transfer limit). A node
+    /// in chat mode, or the root, cannot finish: that ends the run with an error event.
+    fn give_back(&mut self, result: serde_json::Value) {
+        let node = self.current.this();
+        let parent = node.parent.filter(|_| node.options.delegation.returns());
+        let Some(parent) = parent else {
+            let why = if node.parent.is_none() {
+                "it is the root of its tree, so there is no parent to return a result to"
+            } else {
+                "its node is in chat mode, so control does not come back to its parent"
+            };
+            let error = AgentError::failed(
+                Arc::clone(&node.name),
+                format!(
+                    "finished a task, but {why}; make the node a task (`{}(task)` in flow!, \
+                     `FlowAgent::delegation(Delegation::Task)` at run time), or end the agent's \
+                     run without finishing",
+                    node.name
+                ),
+            );
+            let error = self.stamped(AgentEvent::error(error));
+            return self.end_with(error);
+        };
+        if let Err(limit) = self.out.count_transfer(&node.name) {
+            let error = self.stamped(AgentEvent::error(limit.into()));
+            return self.end_with(error);
+        }
+        let back = TaskResult {
+            from: Arc::clone(&node.name),
+            result,
+        };
+        let parent_name = Arc::clone(&self.current.tree.nodes[parent].name);
+        let _ = self
+            .out
+            .session()
+            .set_value(result_key(&parent_name), &back);
+        self.path = self.path.child(parent_name);
+        self.current = self.current.at(parent);
+        self.step = Step::Start;
     }
 }

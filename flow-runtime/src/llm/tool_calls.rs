@@ -379,7 +379,7 @@ pub(super) fn exit(call: &ToolCall, ending: &mut Option<Action>) -> CallOutcome 
 fn ends_turn(action: &Action) -> bool {
     matches!(
         action,
-        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_)
+        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_) | Action::Finish(_)
     )
 }
 
@@ -390,6 +390,7 @@ fn action_is(action: &Option<Action>, expected: &Action) -> bool {
 pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {
     let what = match earlier {
         Action::TransferToAgent(target) => format!("transfers to agent '{target}'"),
+        Action::Finish(_) => "finishes the task".to_owned(),
         _ => "exits".to_owned(),
     };
     ToolError::NotRun {
