@@ -136,8 +136,8 @@ pub use runner::{Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
-    TransferTarget, UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, Finish, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
+    Returns, TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{

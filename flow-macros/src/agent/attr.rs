@@ -21,6 +21,8 @@ pub(crate) struct AgentArgs {
     pub(crate) description: Option<LitStr>,
     pub(crate) transfers: Option<(Span, Vec<Target>)>,
     pub(crate) no_parent: Option<Span>,
+    /// `returns = T`: the result type of a task it finishes.
+    pub(crate) returns: Option<syn::Type>,
     pub(crate) krate: Option<syn::Path>,
 }
 
@@ -41,11 +43,15 @@ impl AgentArgs {
             .or(self.description.as_ref().map(LitStr::span))
             .or(self.transfers.as_ref().map(|t| t.0))
             .or(self.no_parent)
+            .or(self
+                .returns
+                .as_ref()
+                .map(|t| syn::spanned::Spanned::span(t)))
     }
 }
 
 const OPTIONS: &str = "`name = \"...\"`, `description = \"...\"`, `transfers = [a, b]`, \
-                       `no_parent`, `crate = path`";
+                       `no_parent`, `returns = Type`, `crate = path`";
 
 /// Parses the attribute's tokens, recording every error and going on with the next option.
 pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
@@ -183,6 +189,19 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                 return Err(duplicate(span, "no_parent"));
             }
             args.no_parent = Some(span);
+        }
+        "returns" => {
+            input.parse::<Token![=]>()?;
+            let ty: syn::Type = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "`returns` takes the type of the agent's result: `returns = RefundOutcome`",
+                )
+            })?;
+            if args.returns.is_some() {
+                return Err(duplicate(span, "returns"));
+            }
+            args.returns = Some(ty);
         }
         "crate" => {
             input.parse::<Token![=]>()?;

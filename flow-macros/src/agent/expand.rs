@@ -369,6 +369,22 @@ fn spec_impl(
         .filter(|t| *t != name)
         .collect();
     let no_parent = args.no_parent.is_some();
+    let (returns, returns_impl) = match &args.returns {
+        Some(out) => {
+            let text = quote!(#out).to_string().replace(' ', "");
+            (
+                quote!(const RETURNS: ::core::option::Option<&'static str> =
+                    ::core::option::Option::Some(#text);),
+                quote! {
+                    #[automatically_derived]
+                    impl #p::Returns for #ty {
+                        type Output = #out;
+                    }
+                },
+            )
+        }
+        None => (TokenStream::new(), TokenStream::new()),
+    };
     quote! {
         #[automatically_derived]
         impl #p::AgentSpec for #ty {
@@ -376,7 +392,9 @@ fn spec_impl(
             const DESCRIPTION: &'static str = #description;
             const TRANSFERS: &'static [&'static str] = &[#(#targets),*];
             const NO_PARENT: bool = #no_parent;
+            #returns
         }
+        #returns_impl
     }
 }
 

@@ -27,6 +27,9 @@ pub trait AgentSpec {
     /// Whether the agent never transfers to its parent (`#[agent(no_parent)]`): every node it
     /// fills is barred from its parent.
     const NO_PARENT: bool;
+    /// The name of the result type the agent returns to its parent when it finishes a task
+    /// (`#[agent(returns = T)]`), if it declares one (see [`Returns`](super::Returns)).
+    const RETURNS: Option<&'static str> = None;
 }
 
 /// An agent a flow can build on its own: a node of `flow!` that names the type gets

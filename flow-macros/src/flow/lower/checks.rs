@@ -74,6 +74,22 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
                 )
             },
         );
+        check(
+            format_ident!("{}_returns_to_a_parent", snake, span = span),
+            quote_spanned! {span=>
+                #p::check::returns_to_a_parent(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], #parent)
+            },
+        );
+        if let (Some(crate::flow::attr::DelegationOpt::Task), Some(k)) =
+            (node.opts.delegation, node.parent)
+        {
+            check(
+                format_ident!("{}_can_finish_its_task", snake, span = span),
+                quote_spanned! {span=>
+                    #p::check::task_can_finish(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], Self::AGENTS[#k])
+                },
+            );
+        }
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
             let kind = kind.keyword();
             check(

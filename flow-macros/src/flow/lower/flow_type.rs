@@ -101,6 +101,14 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             None => quote!(false),
         })
         .collect();
+    let returns: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::RETURNS),
+            None => quote!(::core::option::Option::None),
+        })
+        .collect();
     let notes: Vec<String> = tree.nodes.iter().map(crate::flow::docs::note).collect();
     let parents: Vec<TokenStream> = tree
         .nodes
@@ -185,6 +193,8 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const TRANSFERS: &'static [&'static [&'static str]];
             /// Whether each agent is declared `#[agent(no_parent)]`.
             const NO_PARENT: &'static [bool];
+            /// The result type each agent declares with `#[agent(returns = T)]`.
+            const RETURNS: &'static [::core::option::Option<&'static str>];
         }
 
         #[allow(dead_code)]
@@ -325,6 +335,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const DESCRIPTIONS: &'static [&'static str] = &[#(#descriptions),*];
             const TRANSFERS: &'static [&'static [&'static str]] = &[#(#transfers),*];
             const NO_PARENT: &'static [bool] = &[#(#no_parent),*];
+            const RETURNS: &'static [::core::option::Option<&'static str>] = &[#(#returns),*];
         }
 
         #builder_impls
