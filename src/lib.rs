@@ -46,8 +46,8 @@ pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
     pub use flow_runtime::spec::{
-        check, render, transfer, DynAgent, DynGiven, NewNeedsNoAgents, NoTarget, RuntimeGiven, Set,
-        UnknownAgent, Unset, UseTheBuilder,
+        check, render, transfer, DynAgent, DynGiven, NewNeedsNoAgents, NoTarget, ResultOf,
+        RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,

@@ -380,6 +380,8 @@ fn spec_impl(
                     impl #p::Returns for #ty {
                         type Output = #out;
                     }
+                    #[automatically_derived]
+                    impl #p::ResultOf<#ty> for #out {}
                 },
             )
         }

@@ -43,4 +43,4 @@ pub use builder::{
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
 pub use target::{transfer, NoTarget, TransferTarget};
-pub use task::{Finish, Returns};
+pub use task::{Finish, ResultOf, Returns};

@@ -30,7 +30,17 @@ pub trait Returns: AgentSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Finish<T>(pub T);
 
-impl<A: Returns<Output = T> + ?Sized, T: Serialize> IntoOutcome<A> for Finish<T> {
+/// `Self` is the result type agent `A` declares (`#[agent(returns = Self)]` implements it), so
+/// a body that finishes with another type fails to compile naming both.
+#[diagnostic::on_unimplemented(
+    message = "agent `{A}` cannot finish with a `{Self}`: it is not the result type the agent declares",
+    label = "`{Self}` is not `{A}`'s result type",
+    note = "an agent finishes with the type given in its `#[agent(returns = ...)]`: return \
+            `Finish(value)` with a value of that type, or change `returns`"
+)]
+pub trait ResultOf<A: ?Sized> {}
+
+impl<A: ?Sized, T: Serialize + ResultOf<A>> IntoOutcome<A> for Finish<T> {
     fn into_outcome(self, cx: &AgentContext) -> AgentResult {
         let value = serde_json::to_value(&self.0).map_err(|e| {
             AgentError::failed(
