@@ -107,6 +107,7 @@ pub use llm::{
     default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentTool,
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, InstructionError,
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    FINISH_TASK_TOOL_NAME,
 };
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,

@@ -336,3 +336,55 @@ async fn a_task_interrupted_for_approval_resumes_through_it_and_returns() {
     let answer = resumed.final_output().await.unwrap().unwrap();
     assert_eq!(answer.content, "approved: true");
 }
+
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Outcome {
+    /// The order refunded.
+    order_id: u64,
+    approved: bool,
+}
+
+#[tokio::test]
+async fn an_llm_task_finishes_through_finish_task_with_its_typed_result() {
+    let refund_model = ScriptedModel::new([
+        // A hallucinated result: the tool error tells the model, which corrects it.
+        ScriptStep::tool_call("finish_task", json!({"order": "42"})),
+        ScriptStep::tool_call("finish_task", json!({"order_id": 42, "approved": true})),
+    ]);
+    let refund = ChatModelAgent::builder("refund", refund_model.clone())
+        .instruction("Decide refunds.")
+        .returns::<Outcome>()
+        .build()
+        .unwrap();
+    let triage = FnAgent::new("triage", |cx, _| async move {
+        match cx.task_result() {
+            Some(done) => cx.say(format!("order {} approved", done.result["order_id"])),
+            None => cx.transfer("refund"),
+        }
+        Ok(())
+    });
+    let tree = set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund).delegation(Delegation::Task)],
+    )
+    .unwrap();
+    let events: Vec<AgentEvent> = Runner::new(tree).query("refund 42").collect().await;
+    let requests = refund_model.requests();
+    // The tool's schema is the result type's.
+    let finish = requests[0]
+        .tools
+        .iter()
+        .find(|t| t.name == "finish_task")
+        .expect("finish_task offered");
+    assert_eq!(
+        finish.parameters["required"],
+        json!(["order_id", "approved"])
+    );
+    // The bad call was answered as a tool error, so the model called again.
+    let error = requests[1].messages.last().unwrap();
+    assert_eq!(error.role, Role::Tool);
+    assert!(error.content.contains("order_id"), "{}", error.content);
+    let last = events.last().unwrap();
+    assert_eq!(last.run_path().to_string(), "triage/refund/triage");
+    assert_eq!(last.message_output().unwrap().content, "order 42 approved");
+}

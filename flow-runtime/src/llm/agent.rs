@@ -241,6 +241,9 @@ pub struct ChatModelAgent {
     pub(super) record_content: bool,
 }
 
+/// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
+pub const FINISH_TASK_TOOL_NAME: &str = "finish_task";
+
 /// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
 pub struct ChatModelAgentBuilder {
     pub(super) agent: ChatModelAgent,
@@ -500,6 +503,30 @@ impl ChatModelAgentBuilder {
     /// Adds a tool.
     pub fn tool(self, tool: impl Tool) -> Self {
         self.tool_arc(Arc::new(tool))
+    }
+
+    /// Makes this agent return a typed result to its parent when it is a task or single-turn
+    /// node ([`Delegation`](crate::Delegation)): adds the tool `finish_task`, whose input
+    /// schema is `T`'s JSON Schema. A call whose arguments decode as `T` ends the agent's turn
+    /// with [`Action::Finish`](crate::Action::Finish) carrying them (the parent reads them
+    /// with [`RunContext::task_result`](crate::RunContext::task_result)); arguments that do
+    /// not decode are answered as a tool error the model can correct, within the agent's
+    /// iteration limit.
+    pub fn returns<T>(self) -> Self
+    where
+        T: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + Send + 'static,
+    {
+        self.tool(super::tool::tool_fn_with_context(
+            FINISH_TASK_TOOL_NAME,
+            "Finishes your task and returns its result to the agent that gave it to you. \
+             Call it once the task is done, with the result.",
+            |cx: super::tool::ToolContext, result: T| async move {
+                let value = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+                let text = value.to_string();
+                cx.attach_action(crate::event::Action::finish(value));
+                Ok::<_, String>(text)
+            },
+        ))
     }
 
     /// Adds a shared tool.
