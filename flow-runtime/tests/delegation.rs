@@ -388,3 +388,62 @@ async fn an_llm_task_finishes_through_finish_task_with_its_typed_result() {
     assert_eq!(last.run_path().to_string(), "triage/refund/triage");
     assert_eq!(last.message_output().unwrap().content, "order 42 approved");
 }
+
+#[tokio::test]
+async fn single_turn_researchers_in_a_parallel_workflow_return_all_their_answers() {
+    let researcher = |name: &'static str, found: &'static str| {
+        FlowAgent::new(FnAgent::new(name, move |cx, _| async move {
+            cx.say(found);
+            Ok(())
+        }))
+    };
+    let research = flow_runtime::Parallel::new("research")
+        .with_sub_agents([
+            researcher("prices", "cheapest at 30 EUR"),
+            researcher("reviews", "4.5 stars"),
+        ])
+        .unwrap()
+        .delegation(Delegation::SingleTurn);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let saw = Arc::clone(&seen);
+    let lead = FnAgent::new("lead", move |cx, input| {
+        let saw = Arc::clone(&saw);
+        async move {
+            saw.lock().unwrap().push(show(&input.messages));
+            match cx.task_result() {
+                Some(found) => {
+                    let mut all: Vec<String> = found
+                        .result
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_str().unwrap().to_owned())
+                        .collect();
+                    all.sort();
+                    cx.say(all.join("; "));
+                }
+                None => cx.transfer("research"),
+            }
+            Ok(())
+        }
+    });
+    let tree = set_sub_agents(FlowAgent::new(lead), [research]).unwrap();
+    let events: Vec<AgentEvent> = Runner::new(tree).query("which kettle?").collect().await;
+    let last = events.last().unwrap();
+    assert_eq!(last.run_path().to_string(), "lead/research/lead");
+    assert_eq!(
+        last.message_output().unwrap().content,
+        "4.5 stars; cheapest at 30 EUR"
+    );
+    // The lead sees the researchers' answers, in their context form.
+    let seen = seen.lock().unwrap();
+    let mut tail: Vec<String> = seen[1][3..].to_vec();
+    tail.sort();
+    assert_eq!(
+        tail,
+        [
+            "user: For context: [prices] said: cheapest at 30 EUR.",
+            "user: For context: [reviews] said: 4.5 stars.",
+        ]
+    );
+}

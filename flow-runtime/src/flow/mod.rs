@@ -109,7 +109,8 @@ async fn build_input(run: &RunContext, flow: &FlowAgent) -> Result<AgentInput, A
 }
 
 /// What a parent of delegated sub-agents may not see: their messages and those of every agent
-/// below them, their results aside (see [`Delegation`]).
+/// below them, their results aside (see [`Delegation`]); a single-turn node's results are the
+/// answers given in its subtree.
 struct Scope {
     hidden: Vec<Arc<str>>,
     returning: Vec<Arc<str>>,
@@ -134,7 +135,15 @@ impl Scope {
         for &c in delegated {
             scope.returning.push(Arc::clone(&tree[c].name));
             if tree[c].options.delegation == Delegation::SingleTurn {
-                scope.single_turn.push(Arc::clone(&tree[c].name));
+                // A single-turn node answers through its subtree too (a workflow's lanes).
+                let mut under = vec![c];
+                while let Some(n) = under.pop() {
+                    scope.single_turn.push(Arc::clone(&tree[n].name));
+                    if n != c {
+                        scope.returning.push(Arc::clone(&tree[n].name));
+                    }
+                    under.extend(tree[n].children.iter().copied());
+                }
             }
             below.push(c);
         }

@@ -159,6 +159,9 @@ struct NodeRun {
     interrupt_ids: Vec<String>,
     /// The interrupts being resumed: one raised again at the same place keeps its id.
     earlier: Option<ResumeInfo>,
+    /// How many events the session held when the node started (a single-turn node's
+    /// answers are read from there).
+    first_event: usize,
 }
 
 impl<F> Stream for FlowRun<F>
@@ -299,6 +302,7 @@ impl Loop {
             interrupted: false,
             interrupt_ids: Vec::new(),
             earlier: None,
+            first_event: self.out.session().len(),
         });
         match hooks {
             None => self.start_agent(input),
@@ -484,10 +488,7 @@ impl Loop {
             Some(Action::Exit) | Some(Action::Custom(_)) | None
                 if mode == Delegation::SingleTurn =>
             {
-                let text = node.last_own.as_deref().and_then(|e| e.message_now());
-                let result = text.map_or(serde_json::Value::Null, |m| {
-                    serde_json::Value::String(m.content.clone())
-                });
+                let result = self.answers_since(node.first_event);
                 return self.give_back(result);
             }
             _ => return self.end(),
@@ -511,6 +512,27 @@ impl Loop {
                 let error = self.stamped(AgentEvent::error(error));
                 self.end_with(error);
             }
+        }
+    }
+
+    /// What a single-turn node answered: the assistant messages without tool calls recorded at
+    /// or below its run path since event `first` (a workflow node's sub-agents answer for
+    /// it): one answer as a string, several as an array of strings, none as null.
+    fn answers_since(&self, first: usize) -> serde_json::Value {
+        let mut answers: Vec<serde_json::Value> = self
+            .out
+            .session()
+            .events_since(first)
+            .iter()
+            .filter(|e| e.run_path().starts_with(&self.path))
+            .filter_map(|e| e.message_now())
+            .filter(|m| m.role == crate::message::Role::Assistant && m.tool_calls.is_empty())
+            .map(|m| serde_json::Value::String(m.content.clone()))
+            .collect();
+        match answers.len() {
+            0 => serde_json::Value::Null,
+            1 => answers.pop().unwrap_or_default(),
+            _ => serde_json::Value::Array(answers),
         }
     }
 
