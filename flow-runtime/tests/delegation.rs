@@ -447,3 +447,109 @@ async fn single_turn_researchers_in_a_parallel_workflow_return_all_their_answers
         ]
     );
 }
+
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct RefundRequest {
+    order_id: u64,
+}
+
+/// triage (an LLM) => refund, which declares a `RefundRequest` payload and reports it.
+fn payload_desk(model: &ScriptedModel) -> FlowAgent {
+    let triage = ChatModelAgent::builder("triage", model.clone())
+        .instruction("Route the customer.")
+        .build()
+        .unwrap();
+    let refund = FnAgent::new("refund", |cx, _| async move {
+        let payload = cx.transfer_payload().expect("a payload");
+        let request: RefundRequest = serde_json::from_value(payload).unwrap();
+        cx.say(format!("refunding order {}", request.order_id));
+        Ok(())
+    });
+    set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund).accepts::<RefundRequest>()],
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_typed_transfer_payload_reaches_the_target_and_the_tool_schema_offers_it() {
+    let model = ScriptedModel::new([ScriptStep::tool_call(
+        "transfer_to_agent",
+        json!({"agent_name": "refund", "payload": {"order_id": 42}}),
+    )]);
+    let events: Vec<AgentEvent> = Runner::new(payload_desk(&model))
+        .query("refund")
+        .collect()
+        .await;
+    let last = events.last().unwrap();
+    assert_eq!(last.message_output().unwrap().content, "refunding order 42");
+    let transfer = model.requests()[0]
+        .tools
+        .iter()
+        .find(|t| t.name == "transfer_to_agent")
+        .cloned()
+        .unwrap();
+    let payload = &transfer.parameters["properties"]["payload"];
+    assert_eq!(payload["anyOf"][0]["required"], json!(["order_id"]));
+    assert!(payload["description"]
+        .as_str()
+        .unwrap()
+        .contains("refund (a RefundRequest)"));
+}
+
+#[tokio::test]
+async fn a_hallucinated_payload_is_a_tool_error_the_model_corrects() {
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call(
+            "transfer_to_agent",
+            json!({"agent_name": "refund", "payload": {"order": "forty-two"}}),
+        ),
+        ScriptStep::tool_call(
+            "transfer_to_agent",
+            json!({"agent_name": "refund", "payload": {"order_id": 42}}),
+        ),
+    ]);
+    let events: Vec<AgentEvent> = Runner::new(payload_desk(&model))
+        .query("refund")
+        .collect()
+        .await;
+    let error = model.requests()[1].messages.last().unwrap().clone();
+    assert_eq!(error.role, Role::Tool);
+    assert!(
+        error
+            .content
+            .contains("the payload for agent 'refund' is not a RefundRequest"),
+        "{}",
+        error.content
+    );
+    assert_eq!(
+        events.last().unwrap().message_output().unwrap().content,
+        "refunding order 42"
+    );
+}
+
+#[tokio::test]
+async fn a_code_parent_transfers_with_a_payload() {
+    let triage = FnAgent::new("triage", |cx, _| async move {
+        cx.transfer_with("refund", json!({"order_id": 7}));
+        Ok(())
+    });
+    let refund = FnAgent::new("refund", |cx, _| async move {
+        cx.say(format!(
+            "order {}",
+            cx.transfer_payload().unwrap()["order_id"]
+        ));
+        Ok(())
+    });
+    let tree = set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund).accepts::<RefundRequest>()],
+    )
+    .unwrap();
+    let events: Vec<AgentEvent> = Runner::new(tree).query("refund").collect().await;
+    assert_eq!(
+        events.last().unwrap().message_output().unwrap().content,
+        "order 7"
+    );
+}

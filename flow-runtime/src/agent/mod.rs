@@ -11,6 +11,7 @@
 //!   [`Middlewares`], [`HookContext`]);
 //! - `emitter`: event streams written as ordinary async code ([`generate`], [`Context`]);
 //! - `delegation`: [`Delegation`], whether a node gives control back to its parent;
+//! - `payload`: [`Payload`], the data a node receives with a transfer;
 //! - `tree`: the tree as data ([`FlowAgent`], [`NodeOptions`], [`set_sub_agents`]).
 //!
 //! A knot of types lives here that cannot be cut without changing public signatures: a
@@ -25,6 +26,7 @@ mod event_stream;
 mod input;
 pub mod middleware;
 pub mod options;
+mod payload;
 mod run_context;
 pub(crate) mod tree;
 
@@ -36,5 +38,7 @@ pub use event_stream::EventStream;
 pub use input::AgentInput;
 pub use middleware::{HookContext, Middleware, Middlewares};
 pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
+pub use payload::Payload;
+pub(crate) use payload::{payload_key, payload_of_call};
 pub use run_context::RunContext;
 pub use tree::{set_sub_agents, FlowAgent, NodeOptions};

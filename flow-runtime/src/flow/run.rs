@@ -19,7 +19,10 @@ use futures::{FutureExt, Stream, StreamExt};
 
 use super::{build_input, FlowAgent};
 use crate::agent::middleware::{self, HookContext, MiddlewareError, Middlewares};
-use crate::agent::{result_key, AgentInput, Delegation, EventStream, RunContext, TaskResult};
+use crate::agent::{
+    payload_key, payload_of_call, result_key, AgentInput, Delegation, EventStream, RunContext,
+    TaskResult,
+};
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::message::Message;
 use crate::resume::ResumeInfo;
@@ -499,9 +502,39 @@ impl Loop {
         }
         match self.current.transfer_target(target) {
             Ok(next) => {
-                // Reached by a transfer: no result is waiting for it.
-                let name = &self.current.tree.nodes[next].name;
-                self.out.session().remove_value(&result_key(name));
+                // Reached by a transfer: no result is waiting for it; the payload the
+                // transfer carries (if any) is.
+                let to = &self.current.tree.nodes[next];
+                let session = self.out.session();
+                session.remove_value(&result_key(&to.name));
+                let payload = session
+                    .events_since(node.first_event)
+                    .iter()
+                    .rev()
+                    .filter(|e| e.run_path().same(&self.path))
+                    .filter_map(|e| e.message_now())
+                    .find(|m| !m.tool_calls.is_empty())
+                    .and_then(|m| payload_of_call(&m));
+                if let (Some(expected), Some(given)) = (&to.options.payload, &payload) {
+                    if let Err(why) = expected.check(given) {
+                        let error = AgentError::failed(
+                            Arc::clone(&self.current.this().name),
+                            format!(
+                                "its transfer to '{}' carried a payload that is not a {}: \
+                                 {why}",
+                                to.name, expected.type_name
+                            ),
+                        );
+                        let error = self.stamped(AgentEvent::error(error));
+                        return self.end_with(error);
+                    }
+                }
+                match payload {
+                    Some(p) => {
+                        let _ = session.set_value(payload_key(&to.name), p);
+                    }
+                    None => session.remove_value(&payload_key(&to.name)),
+                }
                 self.path = self
                     .path
                     .child(Arc::clone(&self.current.tree.nodes[next].name));

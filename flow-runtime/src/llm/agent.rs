@@ -301,7 +301,7 @@ impl ChatModelAgent {
     /// `exit` if enabled.
     pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
-        self.toolset(targets).definitions.to_vec()
+        self.toolset(targets, Vec::new()).definitions.to_vec()
     }
 
     /// The cached tool set, if its transfer targets pass `same`.
@@ -314,21 +314,47 @@ impl ChatModelAgent {
     }
 
     /// The tool set for these transfer targets: the cached one if it has the same targets.
-    pub(super) fn toolset_for(&self, targets: Vec<AgentInfo>) -> Arc<Toolset> {
+    pub(super) fn toolset_for(
+        &self,
+        targets: Vec<AgentInfo>,
+        payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+    ) -> Arc<Toolset> {
         let mut cached = self.toolset.lock().expect("toolset cache lock");
         if let Some(toolset) = cached.as_ref().filter(|t| t.targets == targets) {
             return Arc::clone(toolset);
         }
-        let toolset = Arc::new(self.toolset(targets));
+        let toolset = Arc::new(self.toolset(targets, payloads));
         *cached = Some(Arc::clone(&toolset));
         toolset
     }
 
-    fn toolset(&self, targets: Vec<AgentInfo>) -> Toolset {
+    fn toolset(
+        &self,
+        targets: Vec<AgentInfo>,
+        payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+    ) -> Toolset {
         let mut definitions: Vec<ToolDefinition> =
             self.tools.iter().map(|t| t.definition()).collect();
         if !targets.is_empty() {
-            definitions.push(transfer_tool_definition(&targets));
+            let mut transfer = transfer_tool_definition(&targets);
+            if !payloads.is_empty() {
+                // The payload each target takes: one schema per target, named in the text.
+                let mut text =
+                    String::from("Data the target agent needs, required for a transfer to: ");
+                for (i, (name, payload)) in payloads.iter().enumerate() {
+                    if i > 0 {
+                        text.push_str(", ");
+                    }
+                    text.push_str(&format!("{name} (a {})", payload.type_name));
+                }
+                let schemas: Vec<serde_json::Value> =
+                    payloads.iter().map(|(_, p)| p.schema.clone()).collect();
+                transfer.parameters["properties"]["payload"] = serde_json::json!({
+                    "description": text,
+                    "anyOf": schemas,
+                });
+            }
+            definitions.push(transfer);
         }
         if self.exit_tool {
             definitions.push(exit_tool_definition());
@@ -340,6 +366,7 @@ impl ChatModelAgent {
         });
         Toolset {
             targets,
+            payloads,
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
