@@ -46,13 +46,14 @@ pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
     pub use flow_runtime::spec::{
-        check, render, transfer, DynAgent, DynGiven, NewNeedsNoAgents, NoTarget, ResultOf,
-        RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
+        check, render, transfer, transfer_named, transfer_with, DynAgent, DynGiven,
+        NewNeedsNoAgents, NoTarget, ResultOf, RuntimeGiven, Set, UnknownAgent, Unset,
+        UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
         ContextPolicy, Delegation, EventStream, FlowAgent, FlowBuilt, FlowError, FlowNode,
-        IntoOutcome, Loop, Parallel, ResumeInfo, Returns, RunContext, Runner, Sequential,
+        IntoOutcome, Loop, Parallel, Payload, ResumeInfo, Returns, RunContext, Runner, Sequential,
         TransferTarget,
     };
     pub use std::sync::Arc;

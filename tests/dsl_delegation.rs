@@ -121,3 +121,43 @@ async fn a_single_turn_node_returns_its_answer() {
     assert_eq!(last.run_path().to_string(), "lead/lookup/lead");
     assert_eq!(last.message_output().unwrap().content, "It is the hinge.");
 }
+
+/// What the refund desk needs to know.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RefundRequest {
+    order_id: u64,
+}
+
+/// Reads the order number and hands it over.
+#[agent(transfers = [refunds(RefundRequest)])]
+async fn intake(_cx: &AgentContext) -> IntakeTransfer {
+    IntakeTransfer::Refunds(RefundRequest { order_id: 77 })
+}
+
+/// Refunds the order it is given.
+#[agent(accepts = RefundRequest)]
+async fn refunds(cx: &AgentContext) -> AgentResult {
+    let request: RefundRequest = cx.payload().expect("a payload")?;
+    cx.say(format!("refunding order {}", request.order_id));
+    Ok(())
+}
+
+flow! {
+    /// A typed hand-over.
+    pub Intake: intake => [refunds]
+}
+
+#[tokio::test]
+async fn a_typed_transfer_payload_reaches_the_target_typed() {
+    use futures::StreamExt;
+    assert_eq!(<intake as AgentSpec>::TRANSFER_PAYLOADS, ["RefundRequest"]);
+    assert_eq!(<refunds as AgentSpec>::ACCEPTS, Some("RefundRequest"));
+    let events: Vec<AgentEvent> = Runner::new(Intake::new().unwrap().into())
+        .query("refund")
+        .collect()
+        .await;
+    assert_eq!(
+        events.last().unwrap().message_output().unwrap().content,
+        "refunding order 77"
+    );
+}

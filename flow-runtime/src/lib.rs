@@ -99,7 +99,7 @@ pub use store as checkpoint;
 pub use agent::{
     generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, Context, Delegation,
     EventStream, FlowAgent, HistoryModifier, HookContext, Middleware, NodeOptions, OnSubAgents,
-    RunContext, RunOptions, TaskResult,
+    Payload, RunContext, RunOptions, TaskResult,
 };
 
 pub use async_trait::async_trait;

@@ -12,6 +12,8 @@ use crate::ctxt::Ctxt;
 pub(crate) struct Target {
     pub(crate) name: String,
     pub(crate) span: Span,
+    /// `refund(RefundRequest)`: the payload the transfer carries.
+    pub(crate) payload: Option<syn::Type>,
 }
 
 /// The parsed `#[agent(...)]` arguments.
@@ -23,6 +25,8 @@ pub(crate) struct AgentArgs {
     pub(crate) no_parent: Option<Span>,
     /// `returns = T`: the result type of a task it finishes.
     pub(crate) returns: Option<syn::Type>,
+    /// `accepts = T`: the payload it receives with a transfer to it.
+    pub(crate) accepts: Option<syn::Type>,
     pub(crate) krate: Option<syn::Path>,
 }
 
@@ -47,11 +51,15 @@ impl AgentArgs {
                 .returns
                 .as_ref()
                 .map(|t| syn::spanned::Spanned::span(t)))
+            .or(self
+                .accepts
+                .as_ref()
+                .map(|t| syn::spanned::Spanned::span(t)))
     }
 }
 
 const OPTIONS: &str = "`name = \"...\"`, `description = \"...\"`, `transfers = [a, b]`, \
-                       `no_parent`, `returns = Type`, `crate = path`";
+                       `no_parent`, `returns = Type`, `accepts = Type`, `crate = path`";
 
 /// Parses the attribute's tokens, recording every error and going on with the next option.
 pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
@@ -147,6 +155,7 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                     Target {
                         name: s.value(),
                         span: s.span(),
+                        payload: None,
                     }
                 } else {
                     let i: Ident = content.parse().map_err(|e| {
@@ -159,8 +168,21 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                     Target {
                         name: i.unraw().to_string(),
                         span: i.span(),
+                        payload: None,
                     }
                 };
+                let mut target = target;
+                if content.peek(syn::token::Paren) {
+                    let inner;
+                    syn::parenthesized!(inner in content);
+                    let ty: syn::Type = inner.parse().map_err(|e| {
+                        syn::Error::new(
+                            e.span(),
+                            "a transfer's payload is a type: `transfers = [refund(RefundRequest)]`",
+                        )
+                    })?;
+                    target.payload = Some(ty);
+                }
                 if targets.iter().any(|t| t.name == target.name) {
                     cx.error(
                         target.span,
@@ -202,6 +224,20 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                 return Err(duplicate(span, "returns"));
             }
             args.returns = Some(ty);
+        }
+        "accepts" => {
+            input.parse::<Token![=]>()?;
+            let ty: syn::Type = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "`accepts` takes the type of the payload the agent receives: \
+                     `accepts = RefundRequest`",
+                )
+            })?;
+            if args.accepts.is_some() {
+                return Err(duplicate(span, "accepts"));
+            }
+            args.accepts = Some(ty);
         }
         "crate" => {
             input.parse::<Token![=]>()?;

@@ -352,6 +352,93 @@ pub const fn task_can_finish(
         )
 }
 
+/// Checks the payloads agent `agent` sends with its transfers (`sent[i]` for `declared[i]`,
+/// `""` for none; `sent` may be empty: none at all) against what its neighbours here
+/// (`neighbours`, with `accepts[j]` the payload `neighbours[j]` declares) receive.
+pub const fn payloads(
+    flow: &str,
+    agent: &str,
+    declared: &[&str],
+    sent: &[&str],
+    neighbours: &[&str],
+    accepts: &[Option<&str>],
+) -> Verdict {
+    let mut i = 0;
+    while i < declared.len() {
+        let target = declared[i];
+        let payload = if i < sent.len() { sent[i] } else { "" };
+        i += 1;
+        let mut j = 0;
+        while j < neighbours.len() && !eq(neighbours[j], target) {
+            j += 1;
+        }
+        if j == neighbours.len() {
+            // Not a neighbour: the transfer check says so.
+            continue;
+        }
+        match accepts[j] {
+            Some(expected) if eq(expected, payload) => {}
+            Some(expected) if payload.is_empty() => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" transfers to ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(" without a payload, but agent ")
+                    .code(target)
+                    .push(" declares `accepts = ")
+                    .push(expected)
+                    .push("`: send one with `transfers = [")
+                    .push(target)
+                    .push("(")
+                    .push(expected)
+                    .push(")]`, or remove `accepts` from ")
+                    .code(target);
+            }
+            Some(expected) => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" sends a `")
+                    .push(payload)
+                    .push("` with its transfer to ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(", but agent ")
+                    .code(target)
+                    .push(" receives a `")
+                    .push(expected)
+                    .push("` (`accepts = ")
+                    .push(expected)
+                    .push("`): send that type, or change one of the two declarations");
+            }
+            None if payload.is_empty() => {}
+            None => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" sends a `")
+                    .push(payload)
+                    .push("` with its transfer to ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(", but agent ")
+                    .code(target)
+                    .push(" declares no payload, so it would never read it: declare it with `#[agent(accepts = ")
+                    .push(payload)
+                    .push(")]` on ")
+                    .code(target)
+                    .push(", or send the transfer without one");
+            }
+        }
+    }
+    Verdict::pass()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,5 +42,5 @@ pub use builder::{
 };
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
-pub use target::{transfer, NoTarget, TransferTarget};
+pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarget};
 pub use task::{Finish, ResultOf, Returns};

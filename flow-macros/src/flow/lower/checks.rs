@@ -80,6 +80,20 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
                 #p::check::returns_to_a_parent(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], #parent)
             },
         );
+        let neighbours: Vec<usize> = children.iter().copied().chain(node.parent).collect();
+        check(
+            format_ident!("{}_payloads_are_received", snake, span = span),
+            quote_spanned! {span=>
+                #p::check::payloads(
+                    #flow_str,
+                    Self::AGENTS[#i],
+                    #facts::TRANSFERS[#i],
+                    #facts::TRANSFER_PAYLOADS[#i],
+                    &[#(Self::AGENTS[#neighbours]),*],
+                    &[#(#facts::ACCEPTS[#neighbours]),*],
+                )
+            },
+        );
         if let (Some(crate::flow::attr::DelegationOpt::Task), Some(k)) =
             (node.opts.delegation, node.parent)
         {

@@ -52,6 +52,9 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
     };
     let barred = cx.barred(i);
     let mut node_expr = quote!(#agent.disallow_transfer_to_parent(#barred));
+    if let Some(ty) = node.ty() {
+        node_expr.extend(quote!(.payload(<#ty as #p::AgentSpec>::PAYLOAD.map(|__f| __f()))));
+    }
     if node.opts.skip_transfer_messages {
         node_expr.extend(quote!(.skip_transfer_messages(true)));
     }
