@@ -30,6 +30,9 @@ pub struct Server;
 #[doc = include_str!("../docs/src/evaluation.md")]
 pub struct Evaluation;
 
+#[doc = include_str!("../docs/src/delegation.md")]
+pub struct Delegation;
+
 #[doc = include_str!("../docs/src/reliability.md")]
 pub struct Reliability;
 

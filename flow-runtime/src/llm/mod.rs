@@ -28,6 +28,7 @@ mod tool_calls;
 
 pub use agent::{
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS,
+    FINISH_TASK_TOOL_NAME,
 };
 pub use agent_tool::AgentTool;
 pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
