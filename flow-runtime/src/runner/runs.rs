@@ -19,7 +19,7 @@ use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
     unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
-    Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
+    Claim, Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart, DEFAULT_LEASE,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -584,6 +584,15 @@ impl ClaimGuard {
         self.claim = None;
     }
 
+    /// Gives the claim back now (a failure is logged: the lease then runs out).
+    pub(crate) async fn release(mut self) {
+        if let Some(claim) = self.claim.take() {
+            if let Err(e) = self.store.release(&claim).await {
+                tracing::warn!(checkpoint = %claim.id, error = %e, "could not give a claim back");
+            }
+        }
+    }
+
     /// Completes the claim with `completion`; on success the guard is disarmed.
     pub(crate) async fn complete(&mut self, completion: Completion) -> Result<u64, StoreError> {
         let Some(claim) = &self.claim else {
@@ -614,7 +623,7 @@ impl Drop for ClaimGuard {
     }
 }
 
-fn check_targets(
+pub(crate) fn check_targets(
     checkpoint_id: &str,
     checkpoint: &Checkpoint,
     targets: &HashMap<String, serde_json::Value>,
@@ -656,12 +665,14 @@ async fn capture(
         shape,
         (lineage.run_id.clone(), lineage.resumes),
         interrupts,
+        None,
     )
     .await
 }
 
-/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`,
-/// encoded (and signed, if it has a key) by `codec`.
+/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`, with
+/// the thread record that goes with it (a resumed turn's), encoded (and signed, if it has a
+/// key) by `codec`.
 pub(crate) async fn capture_bytes(
     cx: &RunContext,
     codec: &CheckpointCodec,
@@ -669,6 +680,7 @@ pub(crate) async fn capture_bytes(
     shape: &str,
     (run_id, resumes): (String, u32),
     interrupts: Vec<InterruptInfo>,
+    thread_part: Option<ThreadPart>,
 ) -> Result<Vec<u8>, CheckpointError> {
     let mut checkpoint = Checkpoint::capture(
         id,
@@ -680,7 +692,7 @@ pub(crate) async fn capture_bytes(
         (run_id, resumes),
     )
     .await?;
-
+    checkpoint.thread_part = thread_part;
     if checkpoint.interrupts.is_empty() {
         checkpoint.status = CheckpointStatus::Resumed;
     }

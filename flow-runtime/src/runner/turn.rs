@@ -48,7 +48,7 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
-use super::runs::{capture_bytes, ClaimGuard, Runner};
+use super::runs::{capture_bytes, check_targets, ClaimGuard, Runner};
 use crate::agent::generate;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
@@ -59,8 +59,9 @@ use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::Session;
 use crate::store::{
-    turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStore, Completion,
-    RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+    turn_checkpoint_id, validate_thread_id, Checkpoint, CheckpointError, CheckpointStore,
+    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadPart,
+    ThreadRecord, ThreadStore,
 };
 
 /// Where a thread's next turn starts.
@@ -395,9 +396,31 @@ impl Runner {
         };
         // The claim makes this resume the only one, in any process (see the store contract).
         let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
+        // The targets are checked once the thread is whole (below): a resume whose worker
+        // died may have left the thread one record behind the checkpoint it claims.
         let (checkpoint, resume_claim) = self
-            .claim_checkpoint(&checkpoint_id, &targets, &start_name)
+            .claim_checkpoint(&checkpoint_id, &HashMap::new(), &start_name)
             .await?;
+        let replayed = replay_part(
+            &store,
+            thread_id,
+            &checkpoint_id,
+            &checkpoint,
+            version,
+            turn,
+        )
+        .await
+        .and_then(|version| {
+            check_targets(&checkpoint_id, &checkpoint, &targets)?;
+            Ok(version)
+        });
+        let version = match replayed {
+            Ok(version) => version,
+            Err(e) => {
+                resume_claim.release().await;
+                return Err(e);
+            }
+        };
         let session = checkpoint.restore_session();
         let restored = session.len();
         let root_input: Vec<MessageRef> = checkpoint
@@ -806,11 +829,24 @@ impl Recording {
             (Some(resumed), true) => resumed.clone(),
             _ => turn_checkpoint_id(&self.thread_id, self.turn),
         };
+        let at_ms = crate::store::now_ms();
         let end = if interrupts.is_empty() {
             RecordEnd::Completed {
                 answered_by: Arc::clone(&answered_by),
             }
         } else {
+            // A resumed part's checkpoint carries its thread record: if this worker dies
+            // between completing the claim and appending the record, the next resume appends
+            // it (see `ThreadPart`).
+            let part = resuming.then(|| ThreadPart {
+                thread: self.thread_id.clone(),
+                seq: self.version,
+                turn: self.turn,
+                at_ms,
+                start: self.start.clone(),
+                started_at: self.started_at.clone(),
+                events_from: self.restored.min(all.len()),
+            });
             let bytes = capture_bytes(
                 cx,
                 &self.runner.codec,
@@ -818,6 +854,7 @@ impl Recording {
                 &self.runner.agent.shape(),
                 self.lineage.clone(),
                 interrupts.clone(),
+                part,
             )
             .await?;
             let claim = self.resume_claim.lock().expect("claim lock").take();
@@ -847,7 +884,7 @@ impl Recording {
         let record = ThreadRecord {
             seq: self.version,
             turn: self.turn,
-            at_ms: crate::store::now_ms(),
+            at_ms,
             start: self.start.clone(),
             started_at: self.started_at.clone(),
             events,
@@ -874,6 +911,7 @@ impl Recording {
                 &self.runner.agent.shape(),
                 self.lineage.clone(),
                 Vec::new(),
+                None,
             )
             .await;
             if let Ok(bytes) = done {
@@ -888,6 +926,58 @@ impl Recording {
             version,
         })
     }
+}
+
+/// Appends the thread record a resumed part left unwritten, if the claimed `checkpoint` says
+/// one goes with it and the thread (at `version`, waiting in turn `turn`) does not have it yet;
+/// returns the thread's version afterwards. A part that does not match the thread is refused
+/// ([`ThreadError::Corrupt`]) and nothing is written.
+async fn replay_part(
+    store: &Arc<dyn ThreadStore>,
+    thread_id: &str,
+    checkpoint_id: &str,
+    checkpoint: &Checkpoint,
+    version: u64,
+    turn: u64,
+) -> Result<u64, ThreadError> {
+    let Some(part) = checkpoint.thread_part.as_ref().filter(|p| p.seq >= version) else {
+        return Ok(version);
+    };
+    let fits = part.seq == version
+        && part.thread == thread_id
+        && part.turn == turn
+        && part.events_from <= checkpoint.events.len();
+    if !fits {
+        return Err(ThreadError::Corrupt {
+            id: thread_id.to_owned(),
+            seq: version,
+            reason: format!(
+                "checkpoint '{checkpoint_id}' says it goes with record {} of thread '{}' in \
+                 turn {}, which does not fit this thread (version {version}, turn {turn}); \
+                 nothing was written",
+                part.seq, part.thread, part.turn
+            ),
+        });
+    }
+    let record = ThreadRecord {
+        seq: part.seq,
+        turn: part.turn,
+        at_ms: part.at_ms,
+        start: part.start.clone(),
+        started_at: part.started_at.clone(),
+        events: checkpoint.events[part.events_from..].to_vec(),
+        end: RecordEnd::Interrupted {
+            checkpoint_id: checkpoint_id.to_owned(),
+            interrupts: checkpoint.interrupts.clone(),
+        },
+    };
+    tracing::info!(
+        thread = thread_id,
+        seq = part.seq,
+        checkpoint = checkpoint_id,
+        "appending the record a resumed turn's worker left unwritten"
+    );
+    store.append(thread_id, version, record).await
 }
 
 /// The answer of a turn (see [`Turn::final_output`]).

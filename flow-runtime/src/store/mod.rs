@@ -82,7 +82,7 @@ use async_trait::async_trait;
 pub use crate::event::RecordedEvent;
 pub(crate) use crate::ids::unique_token;
 pub use checkpoint::{
-    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, FORMAT_VERSION,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, ThreadPart, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 pub use memory::InMemoryStore;

@@ -4,6 +4,7 @@
 pub mod contract;
 pub mod model_server;
 pub mod processes;
+pub mod steps;
 pub mod thread_contract;
 
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
