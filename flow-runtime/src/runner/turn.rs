@@ -48,7 +48,7 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
-use super::runs::{capture_bytes, check_targets, ClaimGuard, Runner};
+use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
 use crate::agent::generate;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
@@ -398,8 +398,20 @@ impl Runner {
         let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
         // The targets are checked once the thread is whole (below): a resume whose worker
         // died may have left the thread one record behind the checkpoint it claims.
-        let (checkpoint, resume_claim) = self
-            .claim_checkpoint(&checkpoint_id, &HashMap::new(), &start_name)
+        let Restored {
+            checkpoint,
+            guard: resume_claim,
+            cx,
+            input,
+            restored,
+            ..
+        } = self
+            .restore_claimed(
+                &checkpoint_id,
+                &HashMap::new(),
+                &start_name,
+                Checkpoint::idempotency_scope,
+            )
             .await?;
         let replayed = replay_part(
             &store,
@@ -421,31 +433,9 @@ impl Runner {
                 return Err(e);
             }
         };
-        let session = checkpoint.restore_session();
-        let restored = session.len();
-        let root_input: Vec<MessageRef> = checkpoint
-            .root_input
-            .iter()
-            .cloned()
-            .map(Arc::new)
-            .collect();
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
-        let cx = RunContext::new_run(
-            session,
-            root_input.iter().cloned(),
-            checkpoint.streaming,
-            start_name,
-        )
-        .with_idempotency_scope(checkpoint.idempotency_scope())
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_run_middleware(self.middleware.clone());
-        let input = AgentInput {
-            messages: root_input.into(),
-            streaming: checkpoint.streaming,
-        };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
+        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        let cx = cx.with_thread(Arc::new(history));
         let events = Arc::clone(&self.agent).resume(cx.clone(), input, info);
         let plan = Recording {
             runner: self.clone(),
