@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod journal_contract;
 pub mod model_server;
 pub mod processes;
 pub mod steps;
