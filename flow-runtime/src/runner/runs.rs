@@ -59,6 +59,10 @@ pub struct Runner {
     pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: super::turn::ThreadSettings,
+    /// Where run journals are kept.
+    pub(crate) journal: Option<Arc<dyn crate::store::JournalStore>>,
+    /// How much of each run is journaled before it ends.
+    pub(crate) durability: super::journal::Durability,
 }
 
 impl fmt::Debug for Runner {
@@ -88,6 +92,8 @@ impl Runner {
             limits: RunLimits::default(),
             lease: DEFAULT_LEASE,
             threads: super::turn::ThreadSettings::default(),
+            journal: None,
+            durability: super::journal::Durability::default(),
         }
     }
 
@@ -479,6 +485,7 @@ impl Runner {
         let codec = self.codec.clone();
         let shape = self.agent.shape();
         let lease = self.lease;
+        let runner = self.clone();
         generate(cx.clone(), move |out| async move {
             let id = lineage.id.clone();
             let Some(store) = store else {
@@ -510,6 +517,14 @@ impl Runner {
                     }
                 }
             }
+            let scope = cx.idempotency_scope().to_owned();
+            let mut journal = match runner.open_journal(id.clone(), scope, cx.session()).await {
+                Ok(journal) => journal,
+                Err(e) => {
+                    out.emit(journal_error(&cx, &id, &e));
+                    return Ok(());
+                }
+            };
             let mut events = start(cx.clone());
             let mut renewed = Instant::now();
             let mut saved_once = false;
@@ -524,6 +539,13 @@ impl Runner {
                             }
                             renewed = Instant::now();
                         }
+                    }
+                }
+                if let Some(journal) = &mut journal {
+                    // Sync: the event's step is stored before the event is passed on.
+                    if let Err(e) = journal.step(cx.session()).await {
+                        out.emit(journal_error(&cx, &id, &e));
+                        return Ok(());
                     }
                 }
                 let Some(info) = event.interrupt() else {
@@ -559,6 +581,12 @@ impl Runner {
                         out.emit(checkpoint_error(&cx, &id, &e));
                         return Ok(());
                     }
+                }
+            }
+            if let Some(journal) = journal {
+                if let Err(e) = journal.finish(cx.session()).await {
+                    out.emit(journal_error(&cx, &id, &e));
+                    return Ok(());
                 }
             }
             let claim = lineage.claim.as_ref().and_then(|g| g.claim.clone());
@@ -672,6 +700,13 @@ pub(crate) fn check_targets(
         }
     }
     Ok(())
+}
+
+fn journal_error(cx: &RunContext, id: &str, e: &crate::store::JournalError) -> AgentEvent {
+    AgentEvent::error(AgentError::Checkpoint {
+        message: format!("could not write the journal of run '{id}': {e}").into(),
+    })
+    .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
 fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEvent {

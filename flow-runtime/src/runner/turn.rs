@@ -743,11 +743,28 @@ impl Recording {
     ) -> TurnOutcome {
         let mut held: Vec<AgentEvent> = Vec::new();
         let mut failure: Option<AgentError> = None;
+        let journal_id = super::journal::turn_journal_id(&self.thread_id, self.turn);
+        let scope = cx.idempotency_scope().to_owned();
+        let mut journal = match self
+            .runner
+            .open_journal(journal_id, scope, cx.session())
+            .await
+        {
+            Ok(journal) => journal,
+            Err(e) => return self.not_recorded(out, cx, e.into()).await,
+        };
         while let Some(event) = events.next().await {
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);
                 return self.not_recorded(out, cx, e).await;
+            }
+            if let Some(journal) = &mut journal {
+                // Sync: the event's step is stored before the event is passed on.
+                if let Err(e) = journal.step(cx.session()).await {
+                    drop(events);
+                    return self.not_recorded(out, cx, e.into()).await;
+                }
             }
             if event.is_interrupt() {
                 held.push(event);
@@ -759,6 +776,11 @@ impl Recording {
             out.yield_event(event).await;
         }
         drop(events);
+        if let Some(journal) = journal {
+            if let Err(e) = journal.finish(cx.session()).await {
+                return self.not_recorded(out, cx, e.into()).await;
+            }
+        }
         if let Some(error) = failure {
             return TurnOutcome::Failed(ThreadError::TurnFailed {
                 id: self.thread_id.clone(),
