@@ -13,8 +13,12 @@ pub use flow_runtime::*;
 extern crate self as agentflow;
 
 mod dsl;
+/// The guide (`docs/src`) and the README, compiled and run as doctests.
+#[cfg(doctest)]
+pub mod guide;
 #[cfg(feature = "otel")]
 pub mod otel;
+mod trajectory;
 
 /// The HTTP server and web console: the `flow-server` crate (feature `server`).
 #[cfg(feature = "server")]
@@ -49,6 +53,7 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
+    pub use flow_runtime::spec::expected::{self, FlowAgentOf, FlowTransferOf, TrajectorySpec};
     pub use flow_runtime::spec::{
         check, render, transfer, DynAgent, DynGiven, NewNeedsNoAgents, NoTarget, RuntimeGiven, Set,
         UnknownAgent, Unset, UseTheBuilder,

@@ -117,8 +117,8 @@ pub use store::{JournalError, JournalStore, StoredStep};
 
 pub use error::FlowError;
 pub use event::{
-    Action, AgentError, AgentEvent, EventOutput, HookError, InterruptFrame, InterruptInfo,
-    MiddlewareError, ToolFrame,
+    Action, AgentError, AgentEvent, EventOutput, EventPrinter, HookError, InterruptFrame,
+    InterruptInfo, MiddlewareError, ToolFrame,
 };
 pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use fn_agent::FnAgent;

@@ -308,7 +308,13 @@ impl Runner {
             });
         }
         let names = self.agent.all_names();
-        checkpoint.check_names(checkpoint_id, root, |n| names.contains(n))?;
+        let opaque = self.agent.opaque_leaves();
+        checkpoint.check_names_in(
+            checkpoint_id,
+            root,
+            |n| names.contains(n),
+            |n| opaque.contains(n),
+        )?;
         if checkpoint.status == CheckpointStatus::Resumed {
             return Err(CheckpointError::AlreadyResumed {
                 id: checkpoint_id.to_owned(),
@@ -361,6 +367,8 @@ impl Runner {
     /// id's history (a child of the resumed one); when it ends, the checkpoint is marked
     /// finished and cannot be resumed again. Dropping the event stream before the end gives
     /// the claim back (when a Tokio runtime is there to do it; else the lease runs out).
+    /// The resumed run streams as this runner says ([`Runner::streaming`]), whatever the
+    /// interrupted run did.
     pub async fn resume(
         &self,
         checkpoint_id: &str,
@@ -418,7 +426,8 @@ impl Runner {
         let mut cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
-            checkpoint.streaming,
+            // The resuming runner's setting, not the interrupted run's.
+            self.streaming,
             start,
         )
         .with_options(Arc::clone(&self.options))
@@ -429,7 +438,7 @@ impl Runner {
         }
         let input = AgentInput {
             messages: root_input.into(),
-            streaming: checkpoint.streaming,
+            streaming: self.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), targets);
         Ok(Restored {
