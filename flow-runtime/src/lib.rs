@@ -114,6 +114,7 @@ pub use store::{
     Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
     StoreError, ThreadError, ThreadStore,
 };
+pub use store::{JournalError, JournalStore, StoredStep};
 
 pub use error::FlowError;
 pub use event::{
@@ -133,6 +134,7 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
+pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use schemars;
 pub use session::{Session, SessionEvent};
