@@ -75,7 +75,9 @@
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
 // - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
-// - `wire`: the JSON of each streamed event (public: clients read it).
+// - `outward`: the one allow-listed outward form of events, messages, interrupts and errors
+//   (public errors with correlation ids), used by every transport.
+// - `wire`: the SSE events' table (public: clients read it), built from `outward`.
 // - `tree`: a flow's tree as JSON, Mermaid and SVG.
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
@@ -88,6 +90,7 @@ pub mod demo;
 mod error;
 mod extract;
 mod limits;
+pub mod outward;
 mod routes;
 mod serve;
 mod sse;
@@ -158,7 +161,10 @@ pub fn app(state: AppState) -> Router {
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
         .layer(CatchPanicLayer::custom(|_panic| {
-            ApiError::Internal.into_response()
+            ApiError::Incident(outward::PublicError::internal(
+                &"a request handler panicked",
+            ))
+            .into_response()
         }))
         .layer(TraceLayer::new_for_http());
     if !state.cors_origins().is_empty() {

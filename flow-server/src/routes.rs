@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
+use crate::outward::{OutwardInterrupt, OutwardMessage};
 use crate::state::AppState;
 use crate::thread::ThreadKey;
 use crate::tree::{mermaid, svg, TreeNode};
@@ -190,12 +191,13 @@ fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
         RecordEnd::Interrupted { interrupts, .. } => interrupts
             .iter()
             .map(|i| {
+                let i = OutwardInterrupt::of(i);
                 json!({
                     "thread": thread,
                     "turn": record.turn,
                     "id": i.id,
                     "info": i.info,
-                    "address": i.address_string(),
+                    "address": i.address,
                 })
             })
             .collect(),
@@ -223,7 +225,7 @@ pub async fn get_thread(
                 "turn": m.turn,
                 "agent": m.agent_name,
                 "run_path": m.run_path,
-                "message": m.message,
+                "message": OutwardMessage::of(&m.message),
             })
         })
         .collect();
