@@ -11,9 +11,11 @@ use axum::http::HeaderValue;
 use flow_runtime::{CheckpointStore, FlowAgent, Runner, ThreadStore, TurnRouting};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::approvals::Approvals;
 use crate::auth::{valid_tenant, Auth, SHARED_TENANT};
 use crate::error::ApiError;
 use crate::limits::Limits;
+use crate::principal::Principal;
 
 /// A tenant function: names the tenant of a request (from a header, a token, a client
 /// certificate a proxy vouched for...), or `None` to refuse it.
@@ -24,6 +26,7 @@ pub type TenantFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 pub struct ServedFlow {
     name: String,
     runner: Runner,
+    approvals: Approvals,
 }
 
 impl ServedFlow {
@@ -35,6 +38,11 @@ impl ServedFlow {
     /// The runner that runs its turns and resumes.
     pub fn runner(&self) -> &Runner {
         &self.runner
+    }
+
+    /// Who may answer its interrupts.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     /// The root of its tree.
@@ -124,6 +132,18 @@ impl AppState {
             })
     }
 
+    /// The tenant of a request made by `principal`: the principal's own tenant if it has one,
+    /// else the tenant function's answer, else [`SHARED_TENANT`].
+    pub fn tenant_for(&self, principal: &Principal, parts: &Parts) -> Result<String, ApiError> {
+        match principal.tenant_name() {
+            Some(t) if valid_tenant(t) => Ok(t.to_owned()),
+            Some(_) => Err(ApiError::Forbidden(
+                "your credentials name a tenant this server does not accept".into(),
+            )),
+            None => self.tenant_of(parts),
+        }
+    }
+
     /// The tenant of a request: the tenant function's answer, or [`SHARED_TENANT`] without one.
     pub fn tenant_of(&self, parts: &Parts) -> Result<String, ApiError> {
         let Some(f) = &self.0.tenant else {
@@ -161,6 +181,12 @@ pub enum BuildError {
     /// Two flows under one name.
     #[error("two flows are served as '{0}'; give each its own name")]
     DuplicateFlow(String),
+    /// Approvals were configured for a flow that is not served.
+    #[error("approvals are configured for flow '{0}', which is not served; check its name")]
+    UnknownApprovalsFlow(String),
+    /// A principal's tenant is not a valid tenant name.
+    #[error("tenant '{0}' is not valid: use 1 to 32 characters of A-Z, a-z, 0-9, '_' or '-'")]
+    InvalidTenant(String),
     /// An empty or malformed bearer token.
     #[error("a bearer token must be at least 16 visible ASCII characters")]
     WeakToken,
@@ -195,6 +221,7 @@ pub struct ServerBuilder {
     limits: Limits,
     cors_origins: Vec<HeaderValue>,
     streaming: bool,
+    approvals: BTreeMap<String, Approvals>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -227,6 +254,7 @@ impl ServerBuilder {
             limits: Limits::default(),
             cors_origins: Vec::new(),
             streaming: true,
+            approvals: BTreeMap::new(),
         }
     }
 
@@ -283,20 +311,44 @@ impl ServerBuilder {
         self
     }
 
+    /// Who may answer the interrupts of the flow served as `flow` (default
+    /// [`Approvals::new`]: the `approve` scope).
+    pub fn approvals(mut self, flow: impl Into<String>, approvals: Approvals) -> Self {
+        self.approvals.insert(flow.into(), approvals);
+        self
+    }
+
     /// The state, checked.
-    pub fn build(self) -> Result<AppState, BuildError> {
+    pub fn build(mut self) -> Result<AppState, BuildError> {
         let auth = self.auth.ok_or(BuildError::NoAuth)?;
-        if let Auth::Bearer(tokens) = &auth {
-            if tokens.is_empty()
-                || tokens
-                    .iter()
-                    .any(|t| t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()))
-            {
-                return Err(BuildError::WeakToken);
+        let weak = |t: &String| t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic());
+        match &auth {
+            Auth::Bearer(tokens) if tokens.is_empty() || tokens.iter().any(weak) => {
+                return Err(BuildError::WeakToken)
             }
+            Auth::Tokens(tokens) if tokens.is_empty() || tokens.iter().any(|(t, _)| weak(t)) => {
+                return Err(BuildError::WeakToken)
+            }
+            Auth::Tokens(tokens) => {
+                if let Some(t) = tokens
+                    .iter()
+                    .filter_map(|(_, p)| p.tenant_name())
+                    .find(|t| !valid_tenant(t))
+                {
+                    return Err(BuildError::InvalidTenant(t.to_owned()));
+                }
+            }
+            _ => {}
         }
         if self.flows.is_empty() {
             return Err(BuildError::NoFlows);
+        }
+        if let Some(name) = self
+            .approvals
+            .keys()
+            .find(|n| !self.flows.iter().any(|(f, _)| f == *n))
+        {
+            return Err(BuildError::UnknownApprovalsFlow(name.clone()));
         }
         let mut flows = BTreeMap::new();
         for (name, agent) in self.flows {
@@ -314,7 +366,15 @@ impl ServerBuilder {
             let runner = (self.runner)(agent)
                 .streaming(self.streaming)
                 .turn_routing(self.routing);
-            flows.insert(name.clone(), ServedFlow { name, runner });
+            let approvals = self.approvals.remove(&name).unwrap_or_default();
+            flows.insert(
+                name.clone(),
+                ServedFlow {
+                    name,
+                    runner,
+                    approvals,
+                },
+            );
         }
         Ok(AppState(Arc::new(Inner {
             flows,
