@@ -80,6 +80,11 @@ impl Auth {
         )
     }
 
+    /// JWT bearer authentication (see [`JwtAuth`](crate::JwtAuth)).
+    pub fn jwt(jwt: crate::JwtAuth) -> Self {
+        Auth::Custom(Arc::new(jwt))
+    }
+
     /// Your own authenticator.
     pub fn custom(authenticator: impl Authenticator) -> Self {
         Auth::Custom(Arc::new(authenticator))

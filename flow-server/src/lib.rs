@@ -71,6 +71,7 @@
 // - `lib.rs`: `app()` (the router) and the auth layer in front of its `/v1` routes.
 // - `auth`: who may call the API (`Auth`, `Authenticator`, bearer tokens) and the `Tenant`.
 // - `approvals`: who may answer a flow's interrupts (`Approvals`) and the record of answers.
+// - `jwt`: JWT bearer authentication (`JwtAuth`: JWKS keys, issuer, audience, scope claim).
 // - `principal`: who is calling (`Principal`: id, tenant, `Scopes`) and its extractor.
 // - `state`: `AppState`, the flows, store and settings the handlers share, and its builder.
 // - `limits`: `Limits`, what a request, a connection or a turn may take.
@@ -95,6 +96,7 @@ mod console;
 pub mod demo;
 mod error;
 mod extract;
+mod jwt;
 mod limits;
 pub mod outward;
 mod principal;
@@ -123,6 +125,7 @@ use tower_http::trace::TraceLayer;
 pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
+pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
 pub use serve::{serve, serve_until};
