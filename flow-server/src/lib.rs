@@ -129,7 +129,7 @@ pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
 pub use serve::{serve, serve_until};
-pub use state::{AppState, BuildError, ServedFlow, ServerBuilder, TenantFn};
+pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
 pub use tree::{mermaid, svg, TreeNode};
 
 /// The router serving `state`: the `/v1` API and the console.

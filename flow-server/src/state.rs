@@ -21,6 +21,17 @@ use crate::principal::Principal;
 /// certificate a proxy vouched for...), or `None` to refuse it.
 pub type TenantFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 
+/// A function configuring the runner of each served flow: given the flow's name and the runner
+/// the server made (over its store, with its streaming and turn routing), returns the runner
+/// to serve (see [`ServerBuilder::runners`]).
+pub type RunnerFn = dyn Fn(&str, Runner) -> Runner + Send + Sync;
+
+/// What a flow is served from: a tree (the server makes its runner) or a runner.
+enum FlowSource {
+    Agent(FlowAgent),
+    Runner(Runner),
+}
+
 /// One flow the server serves under a name.
 #[derive(Debug, Clone)]
 pub struct ServedFlow {
@@ -211,10 +222,13 @@ pub enum BuildError {
 /// # let _ = router;
 /// ```
 pub struct ServerBuilder {
-    flows: Vec<(String, FlowAgent)>,
+    flows: Vec<(String, FlowSource)>,
     store: Arc<dyn CheckpointStore>,
     threads: Arc<dyn ThreadStore>,
     runner: Box<dyn Fn(FlowAgent) -> Runner + Send + Sync>,
+    /// Puts the server's store under a runner the caller built.
+    attach_stores: Box<dyn Fn(Runner) -> Runner + Send + Sync>,
+    configure: Option<Box<RunnerFn>>,
     routing: TurnRouting,
     auth: Option<Auth>,
     tenant: Option<Box<TenantFn>>,
@@ -243,11 +257,14 @@ impl ServerBuilder {
     /// your own).
     pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
         let shared = store.clone();
+        let attached = store.clone();
         ServerBuilder {
             flows: Vec::new(),
             store: Arc::new(store.clone()),
             threads: Arc::new(store),
             runner: Box::new(move |agent| Runner::new(agent).stores(shared.clone())),
+            attach_stores: Box::new(move |runner| runner.stores(attached.clone())),
+            configure: None,
             routing: TurnRouting::default(),
             auth: None,
             tenant: None,
@@ -260,7 +277,48 @@ impl ServerBuilder {
 
     /// Serves the tree `agent` heads as `name` (1 to 24 characters of `A-Z a-z 0-9 _ -`).
     pub fn flow(mut self, name: impl Into<String>, agent: impl Into<FlowAgent>) -> Self {
-        self.flows.push((name.into(), agent.into()));
+        self.flows
+            .push((name.into(), FlowSource::Agent(agent.into())));
+        self
+    }
+
+    /// Serves `runner` (its tree, with everything configured on it: middleware, checkpoint
+    /// key, limits, lease, run options, streaming, turn routing) as `name`. Its stores are set
+    /// to the server's, which the endpoints read; the builder's
+    /// [`streaming`](Self::streaming) and [`turn_routing`](Self::turn_routing) do not apply to
+    /// it (set them on the runner).
+    ///
+    /// ```
+    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Runner, RunLimits};
+    /// use flow_server::{AppState, Auth};
+    ///
+    /// let bot = FnAgent::new("bot", |cx, _| async move {
+    ///     cx.say("hello");
+    ///     Ok(())
+    /// });
+    /// let runner = Runner::new(FlowAgent::new(bot))
+    ///     .checkpoint_key(b"a signing key of the deployment".to_vec())
+    ///     .limits(RunLimits::default())
+    ///     .streaming(true);
+    /// let state = AppState::builder(InMemoryStore::new())
+    ///     .flow_runner("bot", runner)
+    ///     .auth(Auth::bearer("a-long-random-token-0123456789"))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = state;
+    /// ```
+    pub fn flow_runner(mut self, name: impl Into<String>, runner: Runner) -> Self {
+        self.flows.push((name.into(), FlowSource::Runner(runner)));
+        self
+    }
+
+    /// Configures the runner of every flow added with [`flow`](Self::flow): `f` gets the
+    /// flow's name and the runner the server made (over the server's store, with the
+    /// builder's streaming and turn routing) and returns the runner to serve, e.g. with
+    /// middleware, a checkpoint key, limits, a lease or run options. Keep its stores: the
+    /// endpoints read the server's.
+    pub fn runners(mut self, f: impl Fn(&str, Runner) -> Runner + Send + Sync + 'static) -> Self {
+        self.configure = Some(Box::new(f));
         self
     }
 
@@ -351,7 +409,7 @@ impl ServerBuilder {
             return Err(BuildError::UnknownApprovalsFlow(name.clone()));
         }
         let mut flows = BTreeMap::new();
-        for (name, agent) in self.flows {
+        for (name, source) in self.flows {
             let ok = !name.is_empty()
                 && name.len() <= 24
                 && name
@@ -363,9 +421,18 @@ impl ServerBuilder {
             if flows.contains_key(&name) {
                 return Err(BuildError::DuplicateFlow(name));
             }
-            let runner = (self.runner)(agent)
-                .streaming(self.streaming)
-                .turn_routing(self.routing);
+            let runner = match source {
+                FlowSource::Agent(agent) => {
+                    let runner = (self.runner)(agent)
+                        .streaming(self.streaming)
+                        .turn_routing(self.routing);
+                    match &self.configure {
+                        Some(f) => f(&name, runner),
+                        None => runner,
+                    }
+                }
+                FlowSource::Runner(runner) => (self.attach_stores)(runner),
+            };
             let approvals = self.approvals.remove(&name).unwrap_or_default();
             flows.insert(
                 name.clone(),
