@@ -10,6 +10,7 @@
 //! - [`wire`]: the protocol's JSON objects (card, message, part, task, stream events) as serde
 //!   types, in the ProtoJSON form of the specification (camelCase fields, enum names such as
 //!   `TASK_STATE_INPUT_REQUIRED`).
+//! - [`meta`]: agentflow's entry in A2A metadata (who said a message, at which run path).
 //! - [`rpc`]: the JSON-RPC envelope, the method names and the A2A error codes.
 //!
 //! `flow-server` serves any flow as an A2A agent with these types (its `a2a` module).
@@ -17,8 +18,10 @@
 
 // Layout (one concept per file):
 // - `wire`: the protocol's objects (agent card, message, part, task, artifact, stream events).
+// - `meta`: agentflow's entry in A2A metadata (the agent and run path of a message).
 // - `rpc`: JSON-RPC 2.0 requests, responses, method names and error codes.
 
+pub mod meta;
 pub mod rpc;
 pub mod wire;
 

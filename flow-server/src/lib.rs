@@ -79,9 +79,11 @@
 // - `tree`: a flow's tree as JSON, Mermaid and SVG.
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
+// - `a2a`: every served flow as an A2A agent (card, JSON-RPC endpoint, tasks).
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
+mod a2a;
 mod auth;
 mod console;
 pub mod demo;
@@ -154,6 +156,7 @@ pub fn app(state: AppState) -> Router {
         .route("/console.js", get(console::script))
         .route("/console.css", get(console::style))
         .nest("/v1", api)
+        .merge(a2a::router(&state))
         .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
@@ -174,7 +177,11 @@ pub fn app(state: AppState) -> Router {
 
 /// The middleware in front of the authenticated routes: authenticates, then resolves the
 /// tenant.
-async fn auth_layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn auth_layer(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let (mut parts, body) = request.into_parts();
     if let Err(e) = state.auth().check(&parts) {
         return e.into_response();
