@@ -249,7 +249,7 @@ pub fn describe(card: &AgentCard) -> String {
             if s.description.is_empty() {
                 s.name.clone()
             } else {
-                format!("{}: {}", s.name, s.description)
+                format!("{}: {}", s.name, s.description.trim_end_matches('.'))
             }
         })
         .collect();
@@ -352,7 +352,7 @@ mod tests {
         };
         assert_eq!(
             describe(&card),
-            "Handles invoices. Skills: refunds: Pays money back.; quotes."
+            "Handles invoices. Skills: refunds: Pays money back; quotes."
         );
     }
 }
