@@ -3,7 +3,7 @@
 //!
 //! | agentflow | A2A |
 //! | --- | --- |
-//! | the node runs | `SendStreamingMessage` with the node's input (its last user message) |
+//! | the node runs | `SendStreamingMessage` with the turn's last user message |
 //! | the node's events, at the node's run path | the task's status messages, as assistant messages |
 //! | an interrupt (`info.question`, `info.remote`; the remote task in its saved state) | the task's `input-required` status |
 //! | the resume data | the next message of the same task (a text part for a string, else a data part) |
@@ -13,8 +13,7 @@
 use std::sync::Arc;
 
 use flow_runtime::{
-    generate, Agent, AgentError, AgentInput, Context, EventStream, Message, ResumeInfo, Role,
-    RunContext,
+    generate, Agent, AgentError, AgentInput, Context, EventStream, ResumeInfo, Role, RunContext,
 };
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -163,7 +162,7 @@ impl A2aAgent {
                 status = Some(s.status);
             }
             let Some(status) = status else { continue };
-            let text = status.message.as_ref().map(A2aMessage::text);
+            let text = status.message.as_ref().map(said_text);
             match status.state {
                 TaskState::InputRequired | TaskState::AuthRequired => {
                     let question = text.unwrap_or_default();
@@ -230,6 +229,23 @@ impl A2aAgent {
     }
 }
 
+/// What a remote message says: its text parts, less the tool results an agentflow peer marks
+/// (`{"agentflow": {"toolResult": ID}}` in a part's metadata), which are its own business.
+fn said_text(message: &A2aMessage) -> String {
+    let texts: Vec<&str> = message
+        .parts
+        .iter()
+        .filter(|p| {
+            !p.metadata
+                .as_ref()
+                .and_then(|m| m.get(crate::meta::METADATA_KEY))
+                .is_some_and(|e| e.get("toolResult").is_some())
+        })
+        .filter_map(|p| p.text.as_deref())
+        .collect();
+    texts.join("\n")
+}
+
 /// The text of `artifacts`' text parts, if any.
 fn artifacts_text(artifacts: &[crate::wire::Artifact]) -> Option<String> {
     let texts: Vec<&str> = artifacts
@@ -264,15 +280,15 @@ pub fn describe(card: &AgentCard) -> String {
     out
 }
 
-/// What the node sends: its input's last user message, else its last message.
-fn input_text(input: &AgentInput) -> String {
-    input
-        .messages
+/// What the node sends: the run's last user message (what the user asked this turn, not the
+/// "For context:" forms of what other agents said), else its input's last message.
+fn input_text(cx: &RunContext, input: &AgentInput) -> String {
+    cx.root_input()
         .iter()
         .rev()
         .find(|m| m.role == Role::User)
         .or_else(|| input.messages.last())
-        .map(|m| Message::clone(m).content)
+        .map(|m| m.content.clone())
         .unwrap_or_default()
 }
 
@@ -286,7 +302,7 @@ impl Agent for A2aAgent {
     }
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
-        let message = self.message(&cx, vec![Part::text(input_text(&input))]);
+        let message = self.message(&cx, vec![Part::text(input_text(&cx, &input))]);
         generate(
             cx,
             move |cx| async move { self.exchange(&cx, message).await },
