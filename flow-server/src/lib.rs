@@ -80,10 +80,12 @@
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
 // - `a2a`: every served flow as an A2A agent (card, JSON-RPC endpoint, tasks).
+// - `agui`: every served flow as an AG-UI agent (a run streamed as AG-UI events).
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
 mod a2a;
+mod agui;
 mod auth;
 mod console;
 pub mod demo;
@@ -112,6 +114,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::trace::TraceLayer;
 
+pub use agui::FrontendTool;
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
 pub use limits::Limits;
@@ -157,6 +160,7 @@ pub fn app(state: AppState) -> Router {
         .route("/console.css", get(console::style))
         .nest("/v1", api)
         .merge(a2a::router(&state))
+        .merge(agui::router(&state))
         .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
