@@ -40,6 +40,8 @@
 //! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
 //! | `GET /v1/flows/{flow}/interrupts` | every interrupt the caller's threads of the flow wait on (the approvals queue) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/resume` | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409 |
+//! | `GET /a2a/{flow}/.well-known/agent-card.json`, `POST /a2a/{flow}` | the flow as an A2A 1.0 agent: its card (no auth), JSON-RPC `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (a context is a thread, a task a turn, an interrupt `input-required`) |
+//! | `POST /agui/{flow}` | the flow as an AG-UI agent: AG-UI's `RunAgentInput` in, the turn (or the resume) as AG-UI events out; front-end tools through [`FrontendTool`] |
 //! | `GET /` | the web console |
 //!
 //! Errors are `{"error": {"code", "message"}}` with the status of their [`ApiError`].
