@@ -38,3 +38,6 @@ pub struct Reliability;
 
 #[doc = include_str!("../docs/src/performance.md")]
 pub struct Performance;
+
+#[doc = include_str!("../docs/src/interoperability.md")]
+pub struct Interoperability;

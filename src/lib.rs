@@ -29,6 +29,12 @@ pub use flow_server as server;
 #[cfg(feature = "eval")]
 pub use flow_eval as eval;
 
+/// The Agent2Agent protocol: remote A2A agents as nodes of a tree or as tools (`A2aAgent`),
+/// and the protocol's types (the `flow-a2a` crate, feature `a2a`). Serving a flow as an A2A
+/// agent is the server's (`flow-server`, `/a2a/{flow}`).
+#[cfg(feature = "a2a")]
+pub use flow_a2a as a2a;
+
 pub use dsl::agent;
 #[cfg(doc)]
 pub use dsl::example;

@@ -907,6 +907,7 @@ impl Recording {
                 start: self.start.clone(),
                 started_at: self.started_at.clone(),
                 events_from: self.restored.min(all.len()),
+                by: self.by.clone(),
             });
             let bytes = capture_bytes(
                 cx,
@@ -1028,6 +1029,7 @@ async fn replay_part(
         start: part.start.clone(),
         started_at: part.started_at.clone(),
         events: checkpoint.events[part.events_from..].to_vec(),
+        by: part.by.clone(),
         end: RecordEnd::Interrupted {
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
