@@ -270,9 +270,29 @@ impl Runner {
     /// while another turn was recorded is not recorded (its stream ends with an error event,
     /// its outcome is [`ThreadError::LeaseLost`] or [`ThreadError::Conflict`]).
     pub async fn turn(&self, thread_id: &str, message: Message) -> Result<Turn, ThreadError> {
+        self.turn_of(thread_id, message, None).await
+    }
+
+    /// [`turn`](Runner::turn), recording `by` (the caller, as a service names it: a principal
+    /// id) in the turn's record ([`ThreadRecord::by`]).
+    pub async fn turn_by(
+        &self,
+        thread_id: &str,
+        message: Message,
+        by: &str,
+    ) -> Result<Turn, ThreadError> {
+        self.turn_of(thread_id, message, Some(by.into())).await
+    }
+
+    async fn turn_of(
+        &self,
+        thread_id: &str,
+        message: Message,
+        by: Option<Arc<str>>,
+    ) -> Result<Turn, ThreadError> {
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
-            .start_turn(store, thread_id, message, claim, &mut lease)
+            .start_turn(store, thread_id, message, by, claim, &mut lease)
             .await;
         ThreadLease::release_unused(lease).await;
         started
@@ -297,6 +317,7 @@ impl Runner {
         store: Arc<dyn ThreadStore>,
         thread_id: &str,
         message: Message,
+        by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
     ) -> Result<Turn, ThreadError> {
@@ -341,6 +362,7 @@ impl Runner {
             start: RecordStart::Turn {
                 input: vec![Message::clone(&message)],
             },
+            by,
             restored: 0,
             resumed_checkpoint: None,
             lineage: (crate::ids::unique_token(), 0),
@@ -361,9 +383,30 @@ impl Runner {
         thread_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<Turn, ThreadError> {
+        self.resume_turn_of(thread_id, targets, None).await
+    }
+
+    /// [`resume_turn`](Runner::resume_turn), recording `by` (who answered the interrupt, as a
+    /// service names its caller) in the continuation's record ([`ThreadRecord::by`]).
+    pub async fn resume_turn_by(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        by: &str,
+    ) -> Result<Turn, ThreadError> {
+        self.resume_turn_of(thread_id, targets, Some(by.into()))
+            .await
+    }
+
+    async fn resume_turn_of(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        by: Option<Arc<str>>,
+    ) -> Result<Turn, ThreadError> {
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
-            .start_resumed_turn(store, thread_id, targets, claim, &mut lease)
+            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease)
             .await;
         ThreadLease::release_unused(lease).await;
         started
@@ -376,6 +419,7 @@ impl Runner {
         store: Arc<dyn ThreadStore>,
         thread_id: &str,
         targets: HashMap<String, serde_json::Value>,
+        by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
     ) -> Result<Turn, ThreadError> {
@@ -450,6 +494,7 @@ impl Runner {
                 checkpoint_id: checkpoint_id.clone(),
                 targets: targets.into_iter().collect(),
             },
+            by,
             restored,
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
@@ -701,6 +746,8 @@ struct Recording {
     version: u64,
     started_at: RunPath,
     start: RecordStart,
+    /// Who started this part (see [`ThreadRecord::by`]).
+    by: Option<Arc<str>>,
     /// How many session events a resumed turn restored (recorded by earlier records).
     restored: usize,
     /// The checkpoint a resumed turn continues.
@@ -868,6 +915,7 @@ impl Recording {
                 start: self.start.clone(),
                 started_at: self.started_at.clone(),
                 events_from: self.restored.min(all.len()),
+                by: self.by.clone(),
             });
             let bytes = capture_bytes(
                 cx,
@@ -911,6 +959,7 @@ impl Recording {
             started_at: self.started_at.clone(),
             events,
             end,
+            by: self.by.clone(),
         };
         let version = self
             .store
@@ -988,6 +1037,7 @@ async fn replay_part(
         start: part.start.clone(),
         started_at: part.started_at.clone(),
         events: checkpoint.events[part.events_from..].to_vec(),
+        by: part.by.clone(),
         end: RecordEnd::Interrupted {
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),

@@ -254,6 +254,9 @@ pub struct ThreadPart {
     /// The index of the first of the checkpoint's events the record holds (the events before
     /// it were recorded by earlier records).
     pub events_from: usize,
+    /// Who started the part (for a resume: who answered the interrupt), as the record says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Arc<str>>,
 }
 
 impl Checkpoint {
