@@ -22,6 +22,9 @@ pub struct InterruptsAndStores;
 #[doc = include_str!("../docs/src/threads.md")]
 pub struct Threads;
 
+#[doc = include_str!("../docs/src/durable-execution.md")]
+pub struct DurableExecution;
+
 /// The server chapter needs the `server` feature
 /// (`cargo test -p agentflow --features server --doc`).
 #[cfg_attr(feature = "server", doc = include_str!("../docs/src/server.md"))]

@@ -111,6 +111,13 @@ async fn async_mode_stores_every_step_by_the_end_and_exit_mode_writes_none() {
     let answer = turn0.last().unwrap().event.message.as_ref().unwrap();
     assert_eq!(answer.content, "all steps done");
 
+    // Deleting the thread deletes every turn's journal.
+    assert!(runner.delete_thread("t").await.unwrap());
+    assert_eq!(
+        store.journal_len(&turn_journal_id("t", 0)).await.unwrap(),
+        0
+    );
+
     let quiet = InMemoryStore::new();
     let exit = self::runner(&temp_ledger("exit"), &quiet, Durability::Exit);
     drive(&exit, "t").await.unwrap();

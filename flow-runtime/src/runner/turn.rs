@@ -547,7 +547,8 @@ impl Runner {
         self.thread_store_or_err()?.list().await
     }
 
-    /// Deletes a thread, and the checkpoint of its turn if one waits to be resumed; returns
+    /// Deletes a thread, the checkpoint of its turn if one waits to be resumed, and every
+    /// turn's journal (in the runner's [`journal_store`](Runner::journal_store)); returns
     /// whether the thread existed. Refused ([`ThreadError::Busy`]) while a turn of it runs, in
     /// this runner or another process on the same store.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, ThreadError> {
@@ -561,6 +562,13 @@ impl Runner {
                     (&head.last.end, &self.store)
                 {
                     checkpoints.delete(checkpoint_id).await?;
+                }
+                // Every turn's journal goes with the thread.
+                if let Some(journal) = &self.journal {
+                    for turn in 0..head.turns {
+                        let id = super::journal::turn_journal_id(thread_id, turn);
+                        journal.delete_journal(&id).await?;
+                    }
                 }
             }
             store.delete(thread_id).await
