@@ -70,6 +70,7 @@
 // Layout (one concept per file):
 // - `lib.rs`: `app()` (the router) and the auth layer in front of its `/v1` routes.
 // - `auth`: who may call the API (`Auth`, `Authenticator`, bearer tokens) and the `Tenant`.
+// - `access`: one access-log line per request (request id, method, path, status, principal).
 // - `approvals`: who may answer a flow's interrupts (`Approvals`) and the record of answers.
 // - `jwt`: JWT bearer authentication (`JwtAuth`: JWKS keys, issuer, audience, scope claim).
 // - `principal`: who is calling (`Principal`: id, tenant, `Scopes`) and its extractor.
@@ -90,6 +91,7 @@
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
+mod access;
 mod approvals;
 mod auth;
 mod console;
@@ -122,6 +124,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::trace::TraceLayer;
 
+pub use access::RequestId;
 pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
@@ -178,7 +181,8 @@ pub fn app(state: AppState) -> Router {
             ))
             .into_response()
         }))
-        .layer(TraceLayer::new_for_http());
+        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(access::access_log));
     if !state.cors_origins().is_empty() {
         router = router.layer(
             CorsLayer::new()
@@ -205,6 +209,9 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
+    if let Some(slot) = parts.extensions.get::<access::PrincipalSlot>() {
+        *slot.0.lock().expect("principal slot") = Some(principal.id().into());
+    }
     parts.extensions.insert(Tenant(tenant));
     parts.extensions.insert(principal);
     next.run(Request::from_parts(parts, body)).await
