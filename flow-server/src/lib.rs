@@ -40,6 +40,8 @@
 //! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | `read` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
 //! | `GET /v1/flows/{flow}/interrupts` | `read` | every interrupt the caller's tenant's threads of the flow wait on (the approvals queue) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/resume` | `approve` (or the flow's [`Approvals`]) | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409; the answer is recorded with who gave it |
+//! | `GET /a2a/{flow}/.well-known/agent-card.json`, `POST /a2a/{flow}` | card: none; JSON-RPC: `chat` (`approve` to answer an input-required) | the flow as an A2A 1.0 agent: its card (no auth), JSON-RPC `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (a context is a thread, a task a turn, an interrupt `input-required`) |
+//! | `POST /agui/{flow}` | `chat` (`approve` to resume) | the flow as an AG-UI agent: AG-UI's `RunAgentInput` in, the turn (or the resume) as AG-UI events out; front-end tools through [`FrontendTool`] |
 //! | `GET /` | none | the web console |
 //!
 //! `admin` allows everything. A missing scope is 403 naming it; nothing runs.
@@ -88,10 +90,14 @@
 // - `tree`: a flow's tree as JSON, Mermaid and SVG.
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
+// - `a2a`: every served flow as an A2A agent (card, JSON-RPC endpoint, tasks).
+// - `agui`: every served flow as an AG-UI agent (a run streamed as AG-UI events).
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
+mod a2a;
 mod access;
+mod agui;
 mod approvals;
 mod auth;
 mod console;
@@ -125,6 +131,7 @@ use tower_http::cors::CorsLayer;
 use tower_http::trace::TraceLayer;
 
 pub use access::RequestId;
+pub use agui::FrontendTool;
 pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
@@ -172,6 +179,8 @@ pub fn app(state: AppState) -> Router {
         .route("/console.js", get(console::script))
         .route("/console.css", get(console::style))
         .nest("/v1", api)
+        .merge(a2a::router(&state))
+        .merge(agui::router(&state))
         .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))

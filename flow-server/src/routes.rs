@@ -208,49 +208,21 @@ pub async fn post_resume(
     }
     let head = head_of(&state, &key).await?;
     let served = state.flow(&flow)?;
-    // Authority: the scope each answered interrupt needs, and the approver rule.
-    let pending: Vec<&InterruptInfo> = match &head.last.end {
-        RecordEnd::Interrupted { interrupts, .. } => interrupts.iter().collect(),
-        _ => Vec::new(),
+    let pending: &[InterruptInfo] = match &head.last.end {
+        RecordEnd::Interrupted { interrupts, .. } => interrupts,
+        _ => &[],
     };
-    let answered: Vec<&InterruptInfo> = pending
-        .iter()
-        .copied()
-        .filter(|i| targets.contains_key(&i.id))
-        .collect();
-    let turn_number = head.last.turn;
-    let records = state
-        .threads()
-        .read(&key.store_id(), turn_number..turn_number + 1)
-        .await?;
-    let requester = requester_of(&records, turn_number);
-    if answered.is_empty() && !pending.is_empty() {
-        // Nothing the thread waits on is answered: the runtime says which ids it knows, but
-        // only to a principal who may answer them.
-        principal.require(Scope::Approve)?;
-    }
-    served
-        .approvals()
-        .check(&principal, &answered, requester.as_deref())?;
+    authorize_answers(
+        &state,
+        served,
+        &key,
+        &principal,
+        head.last.turn,
+        pending,
+        &targets,
+    )
+    .await?;
     let permit = state.turn_permit()?;
-    let span = tracing::info_span!(
-        "approval",
-        flow = %key.flow,
-        thread = %key.id,
-        turn = turn_number,
-        principal = principal.id(),
-        requested_by = requester.as_deref().unwrap_or(""),
-    );
-    span.in_scope(|| {
-        for interrupt in &answered {
-            tracing::info!(
-                interrupt = %interrupt.id,
-                asked = %interrupt.info,
-                answered = %targets.get(&interrupt.id).unwrap_or(&serde_json::Value::Null),
-                "interrupt answered"
-            );
-        }
-    });
     let turn = served
         .runner()
         .resume_turn_by(&key.store_id(), targets, principal.id())
@@ -394,4 +366,55 @@ pub async fn no_route() -> ApiError {
 /// A known path with another method: a JSON 405.
 pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+/// Checks that `principal` may answer the interrupts of `targets` that turn `turn` of `key`'s
+/// thread waits on (`pending`): the scope each needs and the flow's approver rule (see
+/// [`Approvals`](crate::Approvals)), then logs each answer in an `approval` span. Every
+/// transport that resumes a thread (`/v1`, A2A, AG-UI) calls it before resuming.
+pub(crate) async fn authorize_answers(
+    state: &AppState,
+    served: &crate::ServedFlow,
+    key: &ThreadKey,
+    principal: &Principal,
+    turn: u64,
+    pending: &[InterruptInfo],
+    targets: &std::collections::HashMap<String, serde_json::Value>,
+) -> Result<(), ApiError> {
+    let answered: Vec<&InterruptInfo> = pending
+        .iter()
+        .filter(|i| targets.contains_key(&i.id))
+        .collect();
+    let records = state
+        .threads()
+        .read(&key.store_id(), turn..turn + 1)
+        .await?;
+    let requester = requester_of(&records, turn);
+    if answered.is_empty() && !pending.is_empty() {
+        // Nothing the thread waits on is answered: the runtime says which ids it knows, but
+        // only to a principal who may answer them.
+        principal.require(Scope::Approve)?;
+    }
+    served
+        .approvals()
+        .check(principal, &answered, requester.as_deref())?;
+    let span = tracing::info_span!(
+        "approval",
+        flow = %key.flow,
+        thread = %key.id,
+        turn,
+        principal = principal.id(),
+        requested_by = requester.as_deref().unwrap_or(""),
+    );
+    span.in_scope(|| {
+        for interrupt in &answered {
+            tracing::info!(
+                interrupt = %interrupt.id,
+                asked = %interrupt.info,
+                answered = %targets.get(&interrupt.id).unwrap_or(&serde_json::Value::Null),
+                "interrupt answered"
+            );
+        }
+    });
+    Ok(())
 }

@@ -30,6 +30,7 @@ mod tool_calls;
 
 pub use agent::{
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS,
+    FINISH_TASK_TOOL_NAME,
 };
 pub use agent_tool::AgentTool;
 pub use approval::{ApprovalPredicate, NeedsApproval, ToolApprovals};

@@ -23,6 +23,8 @@ use crate::transfer::TRANSFER_TOOL_NAME;
 /// The tools of one run: the agent's own plus the built-ins this node gets.
 pub(super) struct Toolset {
     pub(super) targets: Vec<AgentInfo>,
+    /// The payloads the targets declare, by name.
+    pub(super) payloads: Vec<(Arc<str>, crate::agent::Payload)>,
     pub(super) definitions: Arc<[ToolDefinition]>,
     /// The transfer instructions for these targets, if any.
     pub(super) transfer_text: Option<String>,
@@ -69,6 +71,10 @@ pub(super) struct SavedTurn {
     /// The final output a call made (exit's result, a return-directly result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) output: Option<String>,
+    /// The return-directly result held back to be the turn's last event: call id, text,
+    /// action (it was not emitted before the interrupt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) direct: Option<(String, String, Option<Action>)>,
 }
 
 /// A turn being resumed.
@@ -78,6 +84,8 @@ pub(super) struct Resumed {
     pub(super) ending: Option<Action>,
     pub(super) output: Option<String>,
     pub(super) results: Vec<(String, String, Option<Action>)>,
+    /// The return-directly result held back to be emitted last (see [`SavedTurn::direct`]).
+    pub(super) direct: Option<(String, String, Option<Action>)>,
     /// Interrupted calls: call id, the resume info below the call, the tool's state.
     pub(super) calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
 }
@@ -98,7 +106,9 @@ impl SavedTurn {
 impl ChatModelAgent {
     /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
     /// of a resumed turn follow it); emits their results in call order and appends them to
-    /// `history`. With `resumed`, starts at the saved position: finished calls give their
+    /// `history`, except the result of a return-directly call that is the turn's final output:
+    /// that one is held back and emitted after all the others (before a transfer or exit
+    /// another call asked for), so the agent's run ends with it, as in Eino. With `resumed`, starts at the saved position: finished calls give their
     /// saved results and interrupted ones are resumed. If a call stops for outside input, the
     /// results from it on are held, the turn is saved (with where its reply is), and its
     /// interrupts are emitted.
@@ -118,6 +128,7 @@ impl ChatModelAgent {
             mut ending,
             mut output,
             results: saved_results,
+            mut direct,
             calls: mut resumes,
         } = resumed.unwrap_or_default();
         let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
@@ -225,6 +236,19 @@ impl ChatModelAgent {
                             call.name == EXIT_TOOL_NAME && action_is(&done.1, &Action::Exit);
                         if exited || self.returns_directly(&call.name) {
                             output = Some(done.0.clone());
+                            if !exited {
+                                // The final output: emitted after every other result.
+                                let (text, mut action) = done;
+                                if let Some(a) = action.as_ref().filter(|a| ends_turn(a)) {
+                                    match &ending {
+                                        None => ending = Some(a.clone()),
+                                        Some(first) if first != a => action = None,
+                                        Some(_) => {}
+                                    }
+                                }
+                                direct = Some((call.id.clone(), text, action));
+                                continue;
+                            }
                         }
                     }
                     done
@@ -270,6 +294,7 @@ impl ChatModelAgent {
                 next_call,
                 ending,
                 output,
+                direct,
                 results: held,
                 pending: pending
                     .iter()
@@ -282,6 +307,26 @@ impl ChatModelAgent {
             })?;
             self.emit_interrupts(cx, pending, &state)?;
             return Ok(Turn::Interrupted);
+        }
+        if let Some((id, text, action)) = direct {
+            let name = calls
+                .iter()
+                .find(|c| c.id == id)
+                .map_or("", |c| c.name.as_str());
+            let message = Arc::new(Message::tool(text, id.as_str(), name));
+            history.push(Arc::clone(&message));
+            let mut event = AgentEvent::message(message);
+            if let Some(Action::TransferToAgent(target)) = &action {
+                event.context = cx
+                    .node()
+                    .and_then(|n| n.transfer_forms_to(target))
+                    .map(|(_, result)| result);
+            }
+            last_action.clone_from(&action);
+            if let Some(action) = action {
+                event = event.with_action(action);
+            }
+            cx.emit(event);
         }
         match ending {
             Some(action) => {
@@ -357,6 +402,31 @@ impl ChatModelAgent {
                     .collect(),
             });
         }
+        if let Some((_, expected)) = toolset
+            .payloads
+            .iter()
+            .find(|(name, _)| **name == *args.agent_name)
+        {
+            let given = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .ok()
+                .and_then(|a| a.get("payload").cloned())
+                .filter(|p| !p.is_null());
+            let why = match &given {
+                None => Some(format!(
+                    "agent '{}' needs a payload (a {}): give it as the `payload` argument",
+                    args.agent_name, expected.type_name
+                )),
+                Some(p) => expected.check(p).err().map(|e| {
+                    format!(
+                        "the payload for agent '{}' is not a {}: {e}",
+                        args.agent_name, expected.type_name
+                    )
+                }),
+            };
+            if let Some(why) = why {
+                return Err(ToolError::invalid_arguments(TRANSFER_TOOL_NAME, why));
+            }
+        }
         let action = Action::transfer_to(args.agent_name.as_str());
         *ending = Some(action.clone());
         Ok((
@@ -379,7 +449,7 @@ pub(super) fn exit(call: &ToolCall, ending: &mut Option<Action>) -> CallOutcome 
 fn ends_turn(action: &Action) -> bool {
     matches!(
         action,
-        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_)
+        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_) | Action::Finish(_)
     )
 }
 
@@ -390,6 +460,7 @@ fn action_is(action: &Option<Action>, expected: &Action) -> bool {
 pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {
     let what = match earlier {
         Action::TransferToAgent(target) => format!("transfers to agent '{target}'"),
+        Action::Finish(_) => "finishes the task".to_owned(),
         _ => "exits".to_owned(),
     };
     ToolError::NotRun {

@@ -114,6 +114,13 @@ impl SessionEvent {
         }
     }
 
+    /// The event's message, whole or streamed (a streamed one once its stream has ended): the
+    /// same as [`message`](SessionEvent::message), under the name
+    /// [`AgentEvent::read_message`](crate::AgentEvent::read_message) has too.
+    pub async fn read_message(&self) -> Result<Option<MessageRef>, StreamError> {
+        self.message().await
+    }
+
     /// What [`message`](SessionEvent::message) gives, if it needs no waiting (`None` for a
     /// stream).
     pub(crate) fn message_without_stream(&self) -> Option<Option<MessageRef>> {
@@ -328,6 +335,11 @@ impl Session {
         let mut values = self.values.lock().expect("session lock");
         let old = values.remove(key);
         values.insert(key.to_owned(), update(old));
+    }
+
+    /// Removes a session value.
+    pub(crate) fn remove_value(&self, key: &str) {
+        self.values.lock().expect("session lock").remove(key);
     }
 
     /// All session values.

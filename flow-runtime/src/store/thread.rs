@@ -177,6 +177,9 @@ pub enum ThreadError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The turn's journal could not be written or read.
+    #[error(transparent)]
+    Journal(#[from] super::JournalError),
 }
 
 /// What started a record: a user turn, or the resume of an interrupted one.

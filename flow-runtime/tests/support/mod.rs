@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod journal_contract;
 pub mod model_server;
 pub mod processes;
+pub mod steps;
 pub mod thread_contract;
 
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};

@@ -4,7 +4,8 @@ use flow_runtime::{Action, InterruptInfo};
 use serde::Serialize;
 
 /// What an agent asked to happen next: `"exit"`, `{"transfer_to_agent": NAME}`,
-/// `{"interrupted": {"id", "info", "address"}}`, `{"break_loop": NAME}` or `{"custom": VALUE}`.
+/// `{"interrupted": {"id", "info", "address"}}`, `{"break_loop": NAME}`, `{"finish": RESULT}`
+/// or `{"custom": VALUE}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutwardAction<'a> {
@@ -16,6 +17,8 @@ pub enum OutwardAction<'a> {
     Interrupted(OutwardInterrupt<'a>),
     /// The enclosing loop stops; names the agent that broke it.
     BreakLoop(&'a str),
+    /// A task or single-turn agent finished with its result, which returns to its parent.
+    Finish(&'a serde_json::Value),
     /// The application's own action, as the application wrote it.
     Custom(&'a serde_json::Value),
 }
@@ -28,6 +31,7 @@ impl<'a> OutwardAction<'a> {
             Action::TransferToAgent(to) => OutwardAction::TransferToAgent(to),
             Action::Interrupted(info) => OutwardAction::Interrupted(OutwardInterrupt::of(info)),
             Action::BreakLoop(by) => OutwardAction::BreakLoop(by),
+            Action::Finish(result) => OutwardAction::Finish(result),
             Action::Custom(value) => OutwardAction::Custom(value),
         }
     }

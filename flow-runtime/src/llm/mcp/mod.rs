@@ -5,7 +5,7 @@
 //!   stdin/stdout ([`McpServerConfig::stdio`]) or a streamable HTTP endpoint
 //!   ([`McpServerConfig::http`]).
 //! - [`McpServer`] is one live connection; [`McpServer::tools`] gives the server's tools as
-//!   [`Tool`]s for a [`ChatModelAgent`](crate::ChatModelAgent), each with its input schema
+//!   [`Tool`](crate::Tool)s for a [`ChatModelAgent`](crate::ChatModelAgent), each with its input schema
 //!   exactly as the server states it.
 //! - [`McpToolset`] connects several servers and names their tools by the prefix rule below.
 //!
@@ -17,7 +17,7 @@
 //! resource, a resource link) described in brackets, e.g. `[image: image/png, 68 bytes]`. A
 //! result with structured content and no content blocks becomes that content's JSON (a server
 //! that sends both puts the same JSON in a text block, as the protocol asks). A result the server marks as an error (`isError`) is
-//! answered to the model as a [`ToolError::Failed`] carrying that text, so the model can
+//! answered to the model as a [`ToolError::Failed`](crate::ToolError::Failed) carrying that text, so the model can
 //! correct itself; so are protocol errors and the failures of [`McpError`].
 //!
 //! # Restarts, tool-list changes, hanging servers
