@@ -30,6 +30,7 @@
 //! | --- | --- | --- |
 //! | `GET /v1/health` | none | `{"status":"ok"}` while the process runs (no auth) |
 //! | `GET /v1/ready` | none | `{"status":"ready"}` when the store answers, else 503 (no auth) |
+//! | `GET /v1/me` | any | who the caller is: `{"id", "tenant", "scopes"}` (the console shows Approve buttons to `approve` only) |
 //! | `GET /v1/flows` | `read` | the served flows: name, root agent, description |
 //! | `GET /v1/flows/{flow}` | `read` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
 //! | `GET /v1/flows/{flow}/mermaid` | `read` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
@@ -145,6 +146,7 @@ pub use tree::{mermaid, svg, TreeNode};
 /// The router serving `state`: the `/v1` API and the console.
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
+        .route("/me", get(routes::me))
         .route("/flows", get(routes::list_flows))
         .route("/flows/{flow}", get(routes::get_flow))
         .route("/flows/{flow}/mermaid", get(routes::get_mermaid))

@@ -58,6 +58,13 @@ pub async fn ready(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
     Ok(Json(json!({ "status": "ready" })))
 }
 
+/// `GET /v1/me`: who the caller is (no scope needed): `{"id", "tenant", "scopes"}`. The console
+/// shows Approve buttons only to a principal with `approve`.
+pub async fn me(principal: Principal, Extension(tenant): Extension<Tenant>) -> Json<Value> {
+    let scopes: Vec<&str> = principal.scope_set().iter().map(Scope::as_str).collect();
+    Json(json!({ "id": principal.id(), "tenant": tenant.0, "scopes": scopes }))
+}
+
 /// `GET /v1/flows`: the served flows.
 pub async fn list_flows(
     State(state): State<AppState>,
