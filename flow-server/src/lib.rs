@@ -30,6 +30,7 @@
 //! | --- | --- | --- |
 //! | `GET /v1/health` | none | `{"status":"ok"}` while the process runs (no auth) |
 //! | `GET /v1/ready` | none | `{"status":"ready"}` when the store answers, else 503 (no auth) |
+//! | `GET /v1/me` | any | who the caller is: `{"id", "tenant", "scopes"}` (the console shows Approve buttons to `approve` only) |
 //! | `GET /v1/flows` | `read` | the served flows: name, root agent, description |
 //! | `GET /v1/flows/{flow}` | `read` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
 //! | `GET /v1/flows/{flow}/mermaid` | `read` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
@@ -72,6 +73,7 @@
 // Layout (one concept per file):
 // - `lib.rs`: `app()` (the router) and the auth layer in front of its `/v1` routes.
 // - `auth`: who may call the API (`Auth`, `Authenticator`, bearer tokens) and the `Tenant`.
+// - `access`: one access-log line per request (request id, method, path, status, principal).
 // - `approvals`: who may answer a flow's interrupts (`Approvals`) and the record of answers.
 // - `jwt`: JWT bearer authentication (`JwtAuth`: JWKS keys, issuer, audience, scope claim).
 // - `principal`: who is calling (`Principal`: id, tenant, `Scopes`) and its extractor.
@@ -95,6 +97,7 @@
 // - `bin/flow-server-demo.rs`: serves the demo.
 
 mod a2a;
+mod access;
 mod agui;
 mod approvals;
 mod auth;
@@ -128,6 +131,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::trace::TraceLayer;
 
+pub use access::RequestId;
 pub use agui::FrontendTool;
 pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
@@ -142,6 +146,7 @@ pub use tree::{mermaid, svg, TreeNode};
 /// The router serving `state`: the `/v1` API and the console.
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
+        .route("/me", get(routes::me))
         .route("/flows", get(routes::list_flows))
         .route("/flows/{flow}", get(routes::get_flow))
         .route("/flows/{flow}/mermaid", get(routes::get_mermaid))
@@ -187,7 +192,8 @@ pub fn app(state: AppState) -> Router {
             ))
             .into_response()
         }))
-        .layer(TraceLayer::new_for_http());
+        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(access::access_log));
     if !state.cors_origins().is_empty() {
         router = router.layer(
             CorsLayer::new()
@@ -214,6 +220,9 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
+    if let Some(slot) = parts.extensions.get::<access::PrincipalSlot>() {
+        *slot.0.lock().expect("principal slot") = Some(principal.id().into());
+    }
     parts.extensions.insert(Tenant(tenant));
     parts.extensions.insert(principal);
     next.run(Request::from_parts(parts, body)).await

@@ -11,6 +11,7 @@ use flow_runtime::{InterruptInfo, Message};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::access::RequestId;
 use crate::approvals::{approvals_of, requester_of};
 use crate::auth::Tenant;
 use crate::error::ApiError;
@@ -55,6 +56,13 @@ pub async fn health() -> Json<Value> {
 pub async fn ready(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     state.store().get("ready-probe").await?;
     Ok(Json(json!({ "status": "ready" })))
+}
+
+/// `GET /v1/me`: who the caller is (no scope needed): `{"id", "tenant", "scopes"}`. The console
+/// shows Approve buttons only to a principal with `approve`.
+pub async fn me(principal: Principal, Extension(tenant): Extension<Tenant>) -> Json<Value> {
+    let scopes: Vec<&str> = principal.scope_set().iter().map(Scope::as_str).collect();
+    Json(json!({ "id": principal.id(), "tenant": tenant.0, "scopes": scopes }))
 }
 
 /// `GET /v1/flows`: the served flows.
@@ -143,6 +151,7 @@ async fn head_of(state: &AppState, key: &ThreadKey) -> Result<ThreadHead, ApiErr
 /// `POST /v1/flows/{flow}/threads/{thread}/turns`: runs one user turn, streamed as SSE.
 pub async fn post_turn(
     State(state): State<AppState>,
+    request_id: RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
@@ -170,13 +179,22 @@ pub async fn post_turn(
             principal.id(),
         )
         .await?;
-    Ok(turn::sse(turn, key.flow, key.id, false, state.limits(), permit).into_response())
+    let span = turn::turn_span(
+        &key.flow,
+        &key.id,
+        turn.number(),
+        false,
+        &request_id.0,
+        principal.id(),
+    );
+    Ok(turn::sse(turn, key.flow, key.id, false, state.limits(), permit, span).into_response())
 }
 
 /// `POST /v1/flows/{flow}/threads/{thread}/resume`: resumes the interrupt the thread waits on
 /// with the caller's data, streamed as SSE. A checkpoint resumes once: a second resume gets 409.
 pub async fn post_resume(
     State(state): State<AppState>,
+    request_id: RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
@@ -216,7 +234,15 @@ pub async fn post_resume(
         .runner()
         .resume_turn_by(&key.store_id(), targets, principal.id())
         .await?;
-    Ok(turn::sse(turn, key.flow, key.id, true, state.limits(), permit).into_response())
+    let span = turn::turn_span(
+        &key.flow,
+        &key.id,
+        turn.number(),
+        true,
+        &request_id.0,
+        principal.id(),
+    );
+    Ok(turn::sse(turn, key.flow, key.id, true, state.limits(), permit, span).into_response())
 }
 
 fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {

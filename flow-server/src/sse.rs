@@ -71,6 +71,8 @@ pub(crate) struct SseBody<S> {
     deadline: Pin<Box<Sleep>>,
     max_duration: Duration,
     overtime: Overtime,
+    /// Entered while the frames are polled: the run's spans are its children.
+    span: tracing::Span,
 }
 
 impl<S: Stream<Item = Vec<u8>> + Send + 'static> SseBody<S> {
@@ -92,7 +94,15 @@ impl<S: Stream<Item = Vec<u8>> + Send + 'static> SseBody<S> {
             deadline: Box::pin(tokio::time::sleep(max_duration)),
             max_duration,
             overtime,
+            span: tracing::Span::none(),
         }
+    }
+
+    /// Polls the frames (and so runs the turn) inside `span`: every span the run opens (agent,
+    /// model and tool spans) is its child.
+    pub(crate) fn in_span(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
     }
 }
 
@@ -101,6 +111,7 @@ impl<S: Stream<Item = Vec<u8>> + Send + 'static> Stream for SseBody<S> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        let _entered = this.span.enter();
         let Some(frames) = this.frames.as_mut() else {
             return Poll::Ready(None);
         };

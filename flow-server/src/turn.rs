@@ -78,6 +78,7 @@ pub(crate) fn sse(
     resumed: bool,
     limits: &Limits,
     permit: OwnedSemaphorePermit,
+    span: tracing::Span,
 ) -> SseBody<impl Stream<Item = Vec<u8>> + Send + 'static> {
     let frames = frames(turn, flow, thread, resumed, limits.max_event_bytes, permit);
     SseBody::new(
@@ -85,6 +86,29 @@ pub(crate) fn sse(
         limits.sse_keep_alive,
         limits.max_turn_duration,
         overtime,
+    )
+    .in_span(span)
+}
+
+/// The root span of a turn or resume served over HTTP: the flow, the thread (as the caller
+/// names it), the turn's number, the request's id and the principal's. The run's agent, model
+/// and tool spans are its children.
+pub(crate) fn turn_span(
+    flow: &str,
+    thread: &str,
+    turn: u64,
+    resumed: bool,
+    request: &str,
+    principal: &str,
+) -> tracing::Span {
+    tracing::info_span!(
+        "turn",
+        flow = %flow,
+        thread = %thread,
+        turn = turn,
+        resumed = resumed,
+        request_id = %request,
+        principal = %principal,
     )
 }
 

@@ -313,6 +313,12 @@ async fn a_tool_can_need_a_stronger_scope_than_the_flow() {
 async fn each_endpoint_needs_its_scope() {
     let server = spawn(state(Approvals::new())).await;
     let base = &server.base;
+    // Who am I: no scope needed; the console shows Approve buttons to `approve` only.
+    let me: Value = get(base, RITA, "/v1/me").await.json().await.unwrap();
+    assert_eq!(
+        me,
+        json!({"id": "rita", "tenant": "acme", "scopes": ["read"]})
+    );
     // A reader reads but does not chat; an approver does not chat either.
     assert_eq!(get(base, RITA, "/v1/flows").await.status(), 200);
     for token in [RITA, BEN] {

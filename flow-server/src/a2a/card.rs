@@ -43,9 +43,10 @@ pub(crate) fn card(flow: &ServedFlow, auth: &Auth, endpoint: String) -> AgentCar
         skills,
         ..AgentCard::default()
     };
-    // A custom authenticator is described as bearer too: the card cannot say more about a
-    // check it does not know; dev mode takes no credentials.
-    if matches!(auth, Auth::Bearer(_) | Auth::Custom(_)) {
+    // Tokens mapped to principals and JWTs are bearer schemes; a custom authenticator is
+    // described as bearer too (the card cannot say more about a check it does not know); dev
+    // mode takes no credentials.
+    if matches!(auth, Auth::Bearer(_) | Auth::Tokens(_) | Auth::Custom(_)) {
         card.security_schemes.insert(
             BEARER_SCHEME.into(),
             SecurityScheme {

@@ -9,6 +9,8 @@ const state = {
   busy: false,
   visited: new Set(),
   active: "",
+  // What the signed-in principal may do (GET /v1/me); Approve buttons need `approve`.
+  scopes: [],
 };
 
 function el(tag, attrs, ...children) {
@@ -199,14 +201,21 @@ function showApprovals(interrupts) {
   }
   for (const i of interrupts) {
     const question = (i.info && (i.info.question || i.info.message)) || JSON.stringify(i.info);
-    const approve = el("button", { class: "approve", type: "button" }, "Approve");
-    const deny = el("button", { class: "deny", type: "button" }, "Deny");
-    approve.addEventListener("click", () => resume(i.id, true));
-    deny.addEventListener("click", () => resume(i.id, false));
+    const mayApprove = state.scopes.includes("approve") || state.scopes.includes("admin");
+    let buttons;
+    if (mayApprove) {
+      const approve = el("button", { class: "approve", type: "button" }, "Approve");
+      const deny = el("button", { class: "deny", type: "button" }, "Deny");
+      approve.addEventListener("click", () => resume(i.id, true));
+      deny.addEventListener("click", () => resume(i.id, false));
+      buttons = el("div", { class: "buttons" }, approve, deny);
+    } else {
+      buttons = el("p", { class: "muted" }, "Waiting for an approver.");
+    }
     host.append(el("div", { class: "approval", "data-interrupt": i.id },
       el("p", { class: "question" }, question),
       el("div", { class: "meta" }, "interrupt " + i.id),
-      el("div", { class: "buttons" }, approve, deny)));
+      buttons));
   }
 }
 
@@ -368,6 +377,8 @@ async function loadFlow(name) {
 
 async function start() {
   try {
+    const me = await api("/me");
+    state.scopes = (await me.json()).scopes || [];
     const response = await api("/flows");
     const { flows } = await response.json();
     const select = $("#flow");

@@ -46,6 +46,7 @@ mod event;
 mod message;
 
 pub use action::{OutwardAction, OutwardInterrupt};
+pub(crate) use error::correlation_id;
 pub use error::{PublicCode, PublicError};
 pub use event::OutwardEvent;
 pub use message::{OutwardChunk, OutwardMessage};
