@@ -116,6 +116,7 @@ impl<W: Write> EventPrinter<W> {
             }
             Some(Action::BreakLoop(by)) => writeln!(self.out, "{lead} => loop broken by {by}")?,
             Some(Action::Custom(v)) => writeln!(self.out, "{lead} => action: {v}")?,
+            Some(Action::Finish(result)) => writeln!(self.out, "{lead} => finish: {result}")?,
             None => {}
         }
         if let Some(e) = &event.error {
