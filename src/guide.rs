@@ -33,9 +33,6 @@ pub struct Evaluation;
 #[doc = include_str!("../docs/src/delegation.md")]
 pub struct Delegation;
 
-#[doc = include_str!("../docs/src/delegation.md")]
-pub struct Delegation;
-
 #[doc = include_str!("../docs/src/interoperability.md")]
 pub struct Interoperability;
 
@@ -44,6 +41,3 @@ pub struct Reliability;
 
 #[doc = include_str!("../docs/src/performance.md")]
 pub struct Performance;
-
-#[doc = include_str!("../docs/src/interoperability.md")]
-pub struct Interoperability;
