@@ -21,8 +21,8 @@ pub type ApprovalPredicate = dyn Fn(&Value) -> bool + Send + Sync;
 /// tool's own interrupts.
 const MARKER: &str = "agentflow.tool_approval";
 
-/// A tool that asks for approval before running the tool it wraps (see the [module
-/// docs](self)).
+/// A tool that asks for approval before running the tool it wraps (see
+/// [`ToolApprovals`](crate::ToolApprovals) for approvals declared by tool name).
 pub struct NeedsApproval {
     inner: Arc<dyn Tool>,
     when: Option<Arc<ApprovalPredicate>>,

@@ -350,8 +350,8 @@ impl Runner {
         self
     }
 
-    /// How much of each run is journaled before it ends (default [`Durability::Exit`]); see
-    /// the [journal module docs](crate::runner::journal). Per run: set it on a clone, which
+    /// How much of each run is journaled before it ends (default [`Durability::Exit`]; the
+    /// modes and their guarantees: [`Durability`]). Per run: set it on a clone, which
     /// shares everything else with the original.
     pub fn durability(mut self, mode: Durability) -> Self {
         self.durability = mode;

@@ -101,8 +101,8 @@ pub(crate) fn check_kind(kind: &str) -> Result<(), JournalError> {
     }
 }
 
-/// Where runs' journals are kept: the contract every store implements (see the
-/// [module docs](self)).
+/// Where runs' journals are kept: the contract every store implements (the durability modes
+/// that write to it: [`Durability`](crate::Durability)).
 ///
 /// ```
 /// use flow_runtime::store::{InMemoryStore, JournalError, JournalStore, StoredStep};
