@@ -36,11 +36,11 @@ pub struct Evaluation;
 #[doc = include_str!("../docs/src/delegation.md")]
 pub struct Delegation;
 
+#[doc = include_str!("../docs/src/interoperability.md")]
+pub struct Interoperability;
+
 #[doc = include_str!("../docs/src/reliability.md")]
 pub struct Reliability;
 
 #[doc = include_str!("../docs/src/performance.md")]
 pub struct Performance;
-
-#[doc = include_str!("../docs/src/interoperability.md")]
-pub struct Interoperability;

@@ -315,10 +315,9 @@ async fn a_malformed_body_is_a_clear_typed_error() {
         ]
     );
     let error = events[0].error.as_ref().unwrap();
-    let flow_runtime::AgentError::Custom(inner) = error else {
-        panic!("not a custom error: {error:?}");
-    };
-    let chat = inner.downcast_ref::<ChatAgentError>().unwrap();
+    let chat = error
+        .chat_agent_error()
+        .unwrap_or_else(|| panic!("not a ChatModelAgent's error: {error:?}"));
     assert!(matches!(
         chat,
         ChatAgentError::Model {
@@ -390,10 +389,13 @@ async fn an_unreachable_server_is_a_connection_error() {
     )
     .await;
     assert_eq!(events.len(), 1);
-    let Some(flow_runtime::AgentError::Custom(inner)) = &events[0].error else {
+    let Some(inner) = &events[0].error else {
         panic!("expected an error event, got {:?}", events[0]);
     };
-    match inner.downcast_ref::<ChatAgentError>().unwrap() {
+    match inner
+        .chat_agent_error()
+        .expect("a ChatModelAgent's own error")
+    {
         ChatAgentError::Model {
             agent,
             attempts,
@@ -465,13 +467,15 @@ async fn a_servers_long_midstream_error_is_cut_like_an_http_error_body() {
     pieces.push(litellm_midstream_error_frame());
     let server = serve(vec![pieces]).await;
     let (_, record, events) = run(agent(&server.base_url, fast(0)), true).await;
-    let Some(flow_runtime::AgentError::Custom(inner)) = &events.last().unwrap().error else {
+    let Some(inner) = &events.last().unwrap().error else {
         panic!("expected an error event, got {events:?}");
     };
     let ChatAgentError::Model {
         source: ModelError::StreamInterrupted { message, .. },
         ..
-    } = inner.downcast_ref::<ChatAgentError>().unwrap()
+    } = inner
+        .chat_agent_error()
+        .expect("a ChatModelAgent's own error")
     else {
         panic!("expected an interrupted stream, got {inner:?}");
     };

@@ -20,8 +20,8 @@ use flow_runtime::model::{
 };
 use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
-    AgentError, AgentEvent, ChatAgentError, ChatModel, ChatModelAgent, ChatRequest, EventOutput,
-    FlowAgent, Message, Role, Runner, Session,
+    AgentEvent, ChatAgentError, ChatModel, ChatModelAgent, ChatRequest, EventOutput, FlowAgent,
+    Message, Role, Runner, Session,
 };
 use futures::StreamExt;
 
@@ -152,10 +152,13 @@ async fn stream_chunks(model: &OpenAiChatModel, question: &str) -> Vec<Message> 
 
 /// The model error an agent's error event carries.
 fn model_error(lines_and_events: &[AgentEvent]) -> (u32, &ModelError) {
-    let Some(AgentError::Custom(inner)) = &lines_and_events.last().unwrap().error else {
+    let Some(inner) = &lines_and_events.last().unwrap().error else {
         panic!("expected an error event, got {lines_and_events:?}");
     };
-    match inner.downcast_ref::<ChatAgentError>().unwrap() {
+    match inner
+        .chat_agent_error()
+        .expect("a ChatModelAgent's own error")
+    {
         ChatAgentError::Model {
             attempts, source, ..
         } => (*attempts, source),

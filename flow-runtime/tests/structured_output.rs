@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use flow_runtime::model::{OutputSchema, ScriptStep, ScriptedModel};
 use flow_runtime::{
-    AgentError, AgentEvent, ChatAgentError, ChatModelAgent, FlowAgent, Message, Role, Runner,
-    Session,
+    AgentEvent, ChatAgentError, ChatModelAgent, FlowAgent, Message, Role, Runner, Session,
 };
 use futures::executor::block_on;
 use futures::StreamExt;
@@ -123,10 +122,12 @@ fn after_the_last_retry_the_run_ends_with_a_typed_error() {
         .unwrap();
     let (events, session) = run(agent, false);
     assert_eq!(model.calls(), 2, "one answer and one retry");
-    let Some(AgentError::Custom(inner)) = &events.last().unwrap().error else {
+    let Some(error) = events.last().unwrap().error.as_ref() else {
         panic!("expected an error event, got {events:?}")
     };
-    let error = inner.downcast_ref::<ChatAgentError>().unwrap();
+    let error = error
+        .chat_agent_error()
+        .expect("a ChatModelAgent's own error");
     let ChatAgentError::Output {
         agent,
         schema,

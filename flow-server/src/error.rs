@@ -53,7 +53,7 @@ pub enum ApiError {
         limit: usize,
     },
     /// No route matches the request (404).
-    #[error("no such endpoint; the API is documented at GET /v1 and in the crate's README")]
+    #[error("no such endpoint; GET /v1/flows lists the served flows, and the guide's chapter \"Runs and the server\" lists the endpoints")]
     NoRoute,
     /// The route exists but not with this method (405).
     #[error(

@@ -79,6 +79,19 @@ pub enum AgentError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// A [`ChatModelAgent`](crate::ChatModelAgent)'s own failure (its model gave no answer,
+    /// its limit of model calls, an output that does not decode, an instruction that cannot
+    /// be made, a resume that does not fit): read it typed with
+    /// [`AgentError::chat_agent_error`], which gives the
+    /// [`ChatAgentError`](crate::ChatAgentError).
+    #[error("{error}")]
+    ChatAgent {
+        /// The agent.
+        agent: Arc<str>,
+        /// The [`ChatAgentError`](crate::ChatAgentError) (kept behind a trait object here, as
+        /// the LLM layer builds on this one).
+        error: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// An error of the caller's own type.
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),
@@ -106,7 +119,8 @@ impl AgentError {
 
     /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
     /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
-    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `middleware` or `custom`.
+    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `middleware`, `chat_agent` or
+    /// `custom`.
     pub fn kind(&self) -> &'static str {
         match self {
             AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
@@ -119,6 +133,7 @@ impl AgentError {
             AgentError::Thread { .. } => "thread",
             AgentError::LimitReached(_) => "limit_reached",
             AgentError::Middleware(_) => "middleware",
+            AgentError::ChatAgent { .. } => "chat_agent",
             AgentError::Custom(_) => "custom",
         }
     }
@@ -130,7 +145,8 @@ impl AgentError {
             | AgentError::TransferToParentRefused { from, .. } => Some(from),
             AgentError::Panic { agent, .. }
             | AgentError::Failed { agent, .. }
-            | AgentError::NotResumable { agent } => Some(agent),
+            | AgentError::NotResumable { agent }
+            | AgentError::ChatAgent { agent, .. } => Some(agent),
             AgentError::LimitReached(limit) => Some(&limit.agent),
             AgentError::Middleware(error) => match &**error {
                 MiddlewareError::Refused { agent, .. }

@@ -62,7 +62,8 @@ pub enum IllegalTransfer {
 }
 
 /// An error a [`ChatModelAgent`] ends its run with (carried by the last event as
-/// [`AgentError::Custom`]), or refuses to be built with.
+/// [`AgentError::ChatAgent`]: read it with [`AgentError::chat_agent_error`]), or refuses to be
+/// built with.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ChatAgentError {
@@ -129,9 +130,45 @@ pub enum ChatAgentError {
     Instruction(#[from] InstructionError),
 }
 
+impl ChatAgentError {
+    /// The agent that failed.
+    pub fn agent(&self) -> &Arc<str> {
+        match self {
+            ChatAgentError::Model { agent, .. }
+            | ChatAgentError::MaxIterations { agent, .. }
+            | ChatAgentError::Resume { agent, .. }
+            | ChatAgentError::Output { agent, .. }
+            | ChatAgentError::Config { agent, .. } => agent,
+            ChatAgentError::Instruction(e) => e.agent(),
+        }
+    }
+}
+
 impl From<ChatAgentError> for AgentError {
+    /// [`AgentError::ChatAgent`], naming the agent.
     fn from(e: ChatAgentError) -> Self {
-        AgentError::custom(e)
+        AgentError::ChatAgent {
+            agent: Arc::clone(e.agent()),
+            error: Arc::new(e),
+        }
+    }
+}
+
+impl AgentError {
+    /// The [`ChatAgentError`] a [`ChatModelAgent`] failed with, if this is one
+    /// ([`AgentError::ChatAgent`]).
+    ///
+    /// ```
+    /// use flow_runtime::{AgentError, ChatAgentError};
+    /// let error: AgentError = ChatAgentError::MaxIterations { agent: "clerk".into(), limit: 3 }.into();
+    /// assert!(matches!(error.chat_agent_error(), Some(ChatAgentError::MaxIterations { limit: 3, .. })));
+    /// assert_eq!(error.kind(), "chat_agent");
+    /// ```
+    pub fn chat_agent_error(&self) -> Option<&ChatAgentError> {
+        match self {
+            AgentError::ChatAgent { error, .. } => error.downcast_ref(),
+            _ => None,
+        }
     }
 }
 

@@ -88,6 +88,17 @@ pub enum InstructionError {
     },
 }
 
+impl InstructionError {
+    /// The agent whose instruction could not be made.
+    pub fn agent(&self) -> &Arc<str> {
+        match self {
+            InstructionError::MissingValue { agent, .. }
+            | InstructionError::Template { agent, .. }
+            | InstructionError::Function { agent, .. } => agent,
+        }
+    }
+}
+
 /// An instruction function: builds the instruction from the run (see
 /// [`instruction_fn`](crate::ChatModelAgentBuilder::instruction_fn)); an `Err` ends the run
 /// with [`InstructionError::Function`].

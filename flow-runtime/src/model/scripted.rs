@@ -148,9 +148,26 @@ impl From<&str> for ScriptStep {
 
 type Predicate = dyn Fn(&ChatRequest) -> bool + Send + Sync;
 
+type StepFn = dyn Fn(&ChatRequest) -> ScriptStep + Send + Sync;
+
+/// What a rule answers: a fixed step, or one computed from the request.
+enum Then {
+    Step(ScriptStep),
+    Computed(Box<StepFn>),
+}
+
+impl Then {
+    fn step(&self, request: &ChatRequest) -> ScriptStep {
+        match self {
+            Then::Step(step) => step.clone(),
+            Then::Computed(f) => f(request),
+        }
+    }
+}
+
 struct Rule {
     when: Box<Predicate>,
-    then: ScriptStep,
+    then: Then,
 }
 
 enum Source {
@@ -159,7 +176,7 @@ enum Source {
     /// First matching rule wins.
     Rules {
         rules: Vec<Rule>,
-        otherwise: Option<ScriptStep>,
+        otherwise: Option<Then>,
     },
 }
 
@@ -290,8 +307,8 @@ impl ScriptedModel {
             Source::Rules { rules, otherwise } => rules
                 .iter()
                 .find(|r| (r.when)(request))
-                .map(|r| r.then.clone())
-                .or_else(|| otherwise.clone())
+                .map(|r| r.then.step(request))
+                .or_else(|| otherwise.as_ref().map(|t| t.step(request)))
                 .ok_or_else(|| ModelError::ScriptExhausted {
                     model: Arc::clone(&self.name),
                     call,
@@ -559,7 +576,7 @@ impl fmt::Debug for ScriptedModel {
 /// are still there): put [`after_tool`](ScriptRules::after_tool) rules first.
 pub struct ScriptRules {
     rules: Vec<Rule>,
-    otherwise: Option<ScriptStep>,
+    otherwise: Option<Then>,
 }
 
 impl ScriptRules {
@@ -571,9 +588,52 @@ impl ScriptRules {
     ) -> Self {
         self.rules.push(Rule {
             when: Box::new(when),
-            then: then.into(),
+            then: Then::Step(then.into()),
         });
         self
+    }
+
+    /// Answers with the step `then` computes from the request when `when` holds for it: an
+    /// offline script that echoes what the user said, or counts the turns.
+    ///
+    /// ```
+    /// use flow_runtime::model::{ChatModel, ChatRequest, ScriptStep, ScriptedModel};
+    /// use flow_runtime::Message;
+    /// # futures::executor::block_on(async {
+    /// let echo = ScriptedModel::rules()
+    ///     .when_with(
+    ///         |_| true,
+    ///         |r| {
+    ///             let said = r.last_user_message().map_or("", |m| m.content.as_str());
+    ///             ScriptStep::text(format!("You said: {said}"))
+    ///         },
+    ///     )
+    ///     .build();
+    /// let request = ChatRequest::new(vec![std::sync::Arc::new(Message::user("hello"))]);
+    /// let reply = echo.generate(&request).await.unwrap();
+    /// assert_eq!(reply.content, "You said: hello");
+    /// # });
+    /// ```
+    pub fn when_with(
+        mut self,
+        when: impl Fn(&ChatRequest) -> bool + Send + Sync + 'static,
+        then: impl Fn(&ChatRequest) -> ScriptStep + Send + Sync + 'static,
+    ) -> Self {
+        self.rules.push(Rule {
+            when: Box::new(when),
+            then: Then::Computed(Box::new(then)),
+        });
+        self
+    }
+
+    /// Answers with the step `then` computes from the request when no rule matches, and
+    /// builds the model (named `scripted`).
+    pub fn otherwise_with(
+        mut self,
+        then: impl Fn(&ChatRequest) -> ScriptStep + Send + Sync + 'static,
+    ) -> ScriptedModel {
+        self.otherwise = Some(Then::Computed(Box::new(then)));
+        self.build()
     }
 
     /// Answers `then` when the last user-role message (the user's words, or another agent's
@@ -617,7 +677,7 @@ impl ScriptRules {
 
     /// Answers `then` when no rule matches, and builds the model (named `scripted`).
     pub fn otherwise(mut self, then: impl Into<ScriptStep>) -> ScriptedModel {
-        self.otherwise = Some(then.into());
+        self.otherwise = Some(Then::Step(then.into()));
         self.build()
     }
 
@@ -634,7 +694,7 @@ impl fmt::Debug for ScriptRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptRules")
             .field("rules", &self.rules.len())
-            .field("otherwise", &self.otherwise)
+            .field("otherwise", &self.otherwise.is_some())
             .finish()
     }
 }
