@@ -23,8 +23,8 @@
 //! #[derive(Clone, Copy)]
 //! enum DeskTriageTarget { Refund }
 //! impl FlowTransferOf<Desk> for DeskTriageTarget {
-//!     fn from_name(self) -> &'static str { "triage" }
-//!     fn to_name(self) -> &'static str { "refund" }
+//!     fn source_name(self) -> &'static str { "triage" }
+//!     fn target_name(self) -> &'static str { "refund" }
 //! }
 //!
 //! let spec = TrajectorySpec::<Desk>::__new("Desk")
@@ -68,9 +68,9 @@ pub trait FlowAgentOf<F>: Copy {
 )]
 pub trait FlowTransferOf<F>: Copy {
     /// The agent that transfers (the node whose target enum this is).
-    fn from_name(self) -> &'static str;
+    fn source_name(self) -> &'static str;
     /// The agent it transfers to.
-    fn to_name(self) -> &'static str;
+    fn target_name(self) -> &'static str;
 }
 
 /// How the actual steps must line up with the expected ones (see `flow-eval`'s `MatchMode`).
@@ -190,8 +190,8 @@ impl<F> TrajectorySpec<F> {
     /// transfer the flow allows has a variant to name.
     pub fn transfer(mut self, target: impl FlowTransferOf<F>) -> Self {
         self.steps.push(ExpectedStep::Transfer {
-            from: target.from_name(),
-            to: target.to_name(),
+            from: target.source_name(),
+            to: target.target_name(),
         });
         self
     }

@@ -32,10 +32,10 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
         transfer_impls.extend(quote! {
             #[automatically_derived]
             impl #p::FlowTransferOf<#flow> for #ident {
-                fn from_name(self) -> &'static str {
+                fn source_name(self) -> &'static str {
                     #flow::AGENTS[#i]
                 }
-                fn to_name(self) -> &'static str {
+                fn target_name(self) -> &'static str {
                     self.as_str()
                 }
             }
