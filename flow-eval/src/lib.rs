@@ -10,6 +10,38 @@
 //! - [`runner`]: [`EvalRunner`] runs a set against a flow, with repeats and pass rates.
 //! - [`report`]: the results as a terminal table, JUnit XML, JSON and an HTML page.
 //! - [`testing`]: one test per eval case inside `cargo test` ([`eval_tests!`]).
+//!
+//! # Typed expectations from `flow!`
+//!
+//! An expected trajectory can be written in Rust against a flow's generated types, so that one
+//! naming an agent the flow does not have, or a transfer it does not allow, does not compile.
+//! `flow!` gives each flow `Flow::trajectory()`, a
+//! [`TrajectorySpec`](flow_runtime::spec::expected::TrajectorySpec): agent steps take the
+//! flow's agent enum, transfer steps a node's target enum (its variants are the agents that
+//! node may transfer to), tool steps a name and arguments. The facade's `trajectory!` writes
+//! the same with names, each checked at compile time. The spec is plain data (no feature
+//! needed to build it); here it becomes a [`TrajectoryExpectation`](set::TrajectoryExpectation)
+//! with `From`, scored by the trajectory criterion in every mode, and
+//! [`EvalSet::new`](set::EvalSet::new), [`EvalCase::new`](set::EvalCase::new) and
+//! [`TurnCase::new`](set::TurnCase::new) build a set in Rust:
+//!
+//! ```ignore
+//! // (Needs `flow!`, from the `agentflow` facade; run in its tests/eval_typed.rs.)
+//! use agentflow::eval::set::{EvalCase, EvalSet, TurnCase};
+//!
+//! flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
+//!
+//! let refund = Desk::trajectory()
+//!     .agent(DeskAgent::Triage)
+//!     .transfer(DeskTriageTarget::Refund) // DeskRefundTarget::Complaint does not exist
+//!     .tool_by(DeskAgent::Refund, "lookup_order", json!({"order_id": 42}))
+//!     .in_order()
+//!     .args_subset();
+//! let set = EvalSet::new("desk").case(
+//!     EvalCase::new("refund").turn(TurnCase::new("Refund order 42, please.").trajectory(refund)),
+//! );
+//! let report = EvalRunner::new(desk).run(&set).await;
+//! ```
 #![warn(missing_docs)]
 
 pub use runner::{CaseEnv, EvalRunner};
