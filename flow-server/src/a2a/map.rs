@@ -4,9 +4,9 @@
 //! outcome to a final state and an artifact, a stored turn to a task, and the server's errors
 //! to JSON-RPC error codes.
 //!
-//! It reads the public [`AgentEvent`] API (and [`wire`](crate::wire)'s rule that an
-//! interrupt's saved state never leaves the server); when the runtime's outward event form
-//! lands, only this file changes.
+//! What a client sees goes through the [outward form](crate::outward): an interrupt is an
+//! [`OutwardInterrupt`] (never its saved state), a failure a [`PublicError`] (a stable code,
+//! a short message and a correlation id; the internal error is only in the server's log).
 
 use std::collections::HashMap;
 
@@ -17,6 +17,7 @@ use flow_runtime::{Action, InterruptInfo, Message, RunPath};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
+use crate::outward::{OutwardInterrupt, PublicError};
 
 pub(crate) use flow_a2a::meta::METADATA_KEY;
 
@@ -114,10 +115,7 @@ pub(crate) fn input_required(
             None => i.info.to_string(),
         })
         .collect();
-    let public: Vec<Value> = interrupts
-        .iter()
-        .map(|i| json!({ "id": i.id, "info": i.info, "address": i.address_string() }))
-        .collect();
+    let public: Vec<OutwardInterrupt<'_>> = interrupts.iter().map(OutwardInterrupt::of).collect();
     wire::Message {
         message_id: new_id(),
         context_id: context_id.to_owned(),
@@ -128,6 +126,23 @@ pub(crate) fn input_required(
             Part::data(json!({ "interrupts": public })),
         ],
         metadata: None,
+        reference_task_ids: Vec::new(),
+    }
+}
+
+/// The agent's message of a `failed` status: the public error as text (its message and
+/// correlation id) and in the metadata, `{"agentflow": {"error": {"code", "message",
+/// "correlation_id", "agent"?}}}`. The internal error was logged when `error` was made.
+pub(crate) fn failed(error: &PublicError, context_id: &str, task_id: &str) -> wire::Message {
+    let mut metadata = Map::new();
+    metadata.insert(METADATA_KEY.into(), json!({ "error": error }));
+    wire::Message {
+        message_id: new_id(),
+        context_id: context_id.to_owned(),
+        task_id: task_id.to_owned(),
+        role: Role::Agent,
+        parts: vec![Part::text(error.to_string())],
+        metadata: Some(metadata),
         reference_task_ids: Vec::new(),
     }
 }
@@ -194,7 +209,10 @@ pub(crate) fn answer_artifact(answer: &Message, agent: &str) -> Artifact {
     }
 }
 
-/// The JSON-RPC error for a request the server refused.
+/// The JSON-RPC error for a request the server refused. A refusal of the request itself
+/// (invalid parameters, an unknown task) keeps its helpful text; a failure inside the server
+/// (the store, the model) is its public face only: [`ApiError`]'s text of it is the
+/// [`PublicError`]'s message and correlation id, never the internal error.
 pub(crate) fn rpc_error(e: ApiError) -> RpcError {
     let message = e.to_string();
     match e {
@@ -409,6 +427,43 @@ mod tests {
         for (e, code) in cases {
             assert_eq!(rpc_error(e).code(), code);
         }
+    }
+
+    #[test]
+    fn a_failure_is_its_public_face_and_a_store_failure_says_no_store_text() {
+        let internal = "POST http://127.0.0.1:4999/v1: Connection refused (os error 111)";
+        let e = PublicError::new(
+            crate::outward::PublicCode::ModelUnavailable,
+            &internal,
+            None,
+        );
+        let m = failed(&e, "ctx", "task");
+        let text = m.text();
+        assert!(
+            text.contains(e.message) && text.contains(&e.correlation_id),
+            "{text}"
+        );
+        let meta = &m.metadata.as_ref().unwrap()[METADATA_KEY]["error"];
+        assert_eq!(meta["code"], "model_unavailable");
+        assert_eq!(meta["correlation_id"], e.correlation_id.as_str());
+        let wire = serde_json::to_string(&m).unwrap();
+        assert!(
+            !wire.contains("127.0.0.1") && !wire.contains("os error"),
+            "{wire}"
+        );
+
+        let store = flow_runtime::StoreError::Other {
+            id: "desk.acme.t-1".into(),
+            message: "disk full (os error 28)".into(),
+        };
+        let e = rpc_error(ApiError::from(store));
+        assert_eq!(e.code(), -32603);
+        let wire = serde_json::to_string(&flow_a2a::rpc::Response::err(json!(1), &e)).unwrap();
+        assert!(wire.contains("could not be saved or read"), "{wire}");
+        assert!(
+            !wire.contains("desk.acme.t-1") && !wire.contains("os error"),
+            "{wire}"
+        );
     }
 
     #[test]

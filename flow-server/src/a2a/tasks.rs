@@ -19,6 +19,7 @@ use futures::StreamExt;
 use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
 
 use super::map;
+use crate::outward::{PublicCode, PublicError};
 
 /// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
 /// cancelled or failed one, which the store does not record, is then unknown).
@@ -214,12 +215,13 @@ async fn drive(mut turn: Turn, task: &RunningTask, max_duration: Duration) {
             return;
         }
         () = tokio::time::sleep(max_duration) => {
-            let text = format!(
-                "the task ran longer than {} s (Limits::max_turn_duration) and was stopped; \
-                 nothing of it was recorded",
+            let internal = format!(
+                "task {task_id} ran longer than {} s (Limits::max_turn_duration) and was \
+                 stopped; nothing of it was recorded",
                 max_duration.as_secs_f64()
             );
-            task.status(TaskState::Failed, Some(agent_text(&text, &context_id, &task_id)));
+            let error = PublicError::new(PublicCode::Timeout, &internal, None);
+            task.status(TaskState::Failed, Some(map::failed(&error, &context_id, &task_id)));
             return;
         }
     };
@@ -246,32 +248,21 @@ async fn drive(mut turn: Turn, task: &RunningTask, max_duration: Duration) {
             task.status(TaskState::InputRequired, Some(question));
         }
         Some(TurnOutcome::Failed(e)) => {
-            let text = crate::error::ApiError::from(e).to_string();
+            let error = PublicError::of_turn_failure(&e);
             task.status(
                 TaskState::Failed,
-                Some(agent_text(&text, &context_id, &task_id)),
+                Some(map::failed(&error, &context_id, &task_id)),
             );
         }
         None => {
-            let text = "the task ended without an outcome; nothing of it was recorded";
+            let error = PublicError::internal(&format_args!(
+                "task {task_id} ended without an outcome; nothing of it was recorded"
+            ));
             task.status(
                 TaskState::Failed,
-                Some(agent_text(text, &context_id, &task_id)),
+                Some(map::failed(&error, &context_id, &task_id)),
             );
         }
-    }
-}
-
-/// An agent's message of one text part.
-fn agent_text(text: &str, context_id: &str, task_id: &str) -> A2aMessage {
-    A2aMessage {
-        message_id: map::new_id(),
-        context_id: context_id.to_owned(),
-        task_id: task_id.to_owned(),
-        role: flow_a2a::wire::Role::Agent,
-        parts: vec![flow_a2a::wire::Part::text(text)],
-        metadata: None,
-        reference_task_ids: Vec::new(),
     }
 }
 

@@ -4,14 +4,18 @@
 //! `RUN_FINISHED` (success or interrupt) or `RUN_ERROR`, and AG-UI's run input back to a turn's
 //! message or resume data.
 //!
-//! It reads the public [`AgentEvent`](flow_runtime::AgentEvent) API; an interrupt's saved
-//! state never leaves the server.
+//! What a client sees goes through the [outward form](crate::outward): an interrupt is an
+//! [`OutwardInterrupt`] (never its saved state), a failure a [`PublicError`] (`RUN_ERROR`
+//! with its stable code, its message and correlation id; the internal error is only in the
+//! server's log).
 
 use std::collections::HashMap;
 
 use flow_runtime::{Action, InterruptInfo, Message, Role, RunPath};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+
+use crate::outward::{OutwardInterrupt, PublicError};
 
 /// AG-UI's run input (`RunAgentInput`): what the client sends to start a run.
 #[derive(Debug, Clone, Deserialize)]
@@ -209,8 +213,9 @@ pub(crate) fn action_event(action: &Action, agent: &str, run_path: &RunPath) -> 
     )
 }
 
+/// An interrupt as a client sees it: `{"id", "info", "address"}` (no saved state).
 fn public_interrupt(info: &InterruptInfo) -> Value {
-    json!({ "id": info.id, "info": info.info, "address": info.address_string() })
+    json!(OutwardInterrupt::of(info))
 }
 
 /// The state the run starts with: the agent in charge and where.
@@ -264,9 +269,18 @@ pub(crate) fn finished(
            "result": answer, "outcome": outcome})
 }
 
-/// `RUN_ERROR`.
+/// `RUN_ERROR` of a refusal the server explains itself (an event over the size limit): the
+/// text is the server's own, not an internal error's.
 pub(crate) fn run_error(message: &str, code: &str) -> Value {
     json!({"type": "RUN_ERROR", "message": message, "code": code})
+}
+
+/// `RUN_ERROR` of a run that failed: the public error's message with its correlation id
+/// (`"... (ref ID)"`), its stable code, and the whole public error in the metadata
+/// (`{"agentflow": {"error": {"code", "message", "correlation_id", "agent"?}}}`).
+pub(crate) fn run_failed(error: &PublicError) -> Value {
+    json!({"type": "RUN_ERROR", "message": error.to_string(), "code": error.code.as_str(),
+           "metadata": {"agentflow": {"error": error}}})
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::map::{self, RunAgentInput};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
+use crate::outward::{PublicCode, PublicError};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
@@ -131,12 +132,13 @@ fn frame(event: &Value, limit: usize) -> Vec<u8> {
 }
 
 fn overtime(limit: Duration) -> Vec<u8> {
-    let message = format!(
+    let internal = format!(
         "the run ran longer than {} s (Limits::max_turn_duration) and was cancelled; nothing \
          of it was recorded",
         limit.as_secs_f64()
     );
-    frame(&map::run_error(&message, "turn_timeout"), usize::MAX)
+    let error = PublicError::new(PublicCode::Timeout, &internal, None);
+    frame(&map::run_failed(&error), usize::MAX)
 }
 
 fn frames(
@@ -206,8 +208,10 @@ fn frames(
                     None => map::interrupted(&thread_id, &run_id, &interrupts),
                 }
             }
-            Some(TurnOutcome::Failed(e)) => map::run_error(&ApiError::from(e).to_string(), "turn_failed"),
-            None => map::run_error("the run ended without an outcome; nothing of it was recorded", "turn_failed"),
+            Some(TurnOutcome::Failed(e)) => map::run_failed(&PublicError::of_turn_failure(&e)),
+            None => map::run_failed(&PublicError::internal(
+                &"an AG-UI run ended without an outcome; nothing of it was recorded",
+            )),
         };
         yield frame(&last, limit);
     }

@@ -154,9 +154,14 @@ impl PublicError {
         PublicError::new(PublicCode::ModelUnavailable, error, Some(agent.into()))
     }
 
-    /// The public face of a turn that failed and was not recorded.
+    /// The public face of a turn that failed and was not recorded (a turn that failed on an
+    /// agent's error takes that error's code and agent).
     pub fn of_turn_failure(error: &ThreadError) -> Self {
-        PublicError::new(code_of_thread_error(error), error, None)
+        let agent = match error {
+            ThreadError::TurnFailed { error, .. } => error.agent().cloned(),
+            _ => None,
+        };
+        PublicError::new(code_of_thread_error(error), error, agent)
     }
 
     /// An internal failure described by `internal` (logged, not sent).
@@ -168,6 +173,7 @@ impl PublicError {
 fn code_of_thread_error(error: &ThreadError) -> PublicCode {
     match error {
         ThreadError::Store(_) | ThreadError::Checkpoint(_) => PublicCode::StoreUnavailable,
+        ThreadError::TurnFailed { error, .. } => code_of_agent_error(error),
         ThreadError::Busy { .. } | ThreadError::Conflict { .. } | ThreadError::LeaseLost { .. } => {
             PublicCode::Conflict
         }
