@@ -13,12 +13,27 @@ pub use flow_runtime::*;
 extern crate self as agentflow;
 
 mod dsl;
+/// The guide (`docs/src`) and the README, compiled and run as doctests.
+#[cfg(doctest)]
+pub mod guide;
 #[cfg(feature = "otel")]
 pub mod otel;
+mod trajectory;
 
 /// The HTTP server and web console: the `flow-server` crate (feature `server`).
 #[cfg(feature = "server")]
 pub use flow_server as server;
+
+/// Testing and evaluating flows: record and replay, eval sets, criteria, reports (the
+/// `flow-eval` crate, feature `eval`).
+#[cfg(feature = "eval")]
+pub use flow_eval as eval;
+
+/// The Agent2Agent protocol: remote A2A agents as nodes of a tree or as tools (`A2aAgent`),
+/// and the protocol's types (the `flow-a2a` crate, feature `a2a`). Serving a flow as an A2A
+/// agent is the server's (`flow-server`, `/a2a/{flow}`).
+#[cfg(feature = "a2a")]
+pub use flow_a2a as a2a;
 
 pub use dsl::agent;
 #[cfg(doc)]
@@ -45,6 +60,7 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
+    pub use flow_runtime::spec::expected::{self, FlowAgentOf, FlowTransferOf, TrajectorySpec};
     pub use flow_runtime::spec::{
         check, render, transfer, transfer_named, transfer_with, DynAgent, DynGiven,
         NewNeedsNoAgents, NoTarget, ResultOf, RuntimeGiven, Set, UnknownAgent, Unset,

@@ -109,16 +109,18 @@ pub use llm::{
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
     FINISH_TASK_TOOL_NAME,
 };
+pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
     Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
     StoreError, ThreadError, ThreadStore,
 };
+pub use store::{JournalError, JournalStore, StoredStep};
 
 pub use error::FlowError;
 pub use event::{
-    Action, AgentError, AgentEvent, EventOutput, HookError, InterruptFrame, InterruptInfo,
-    MiddlewareError, ToolFrame,
+    Action, AgentError, AgentEvent, EventOutput, EventPrinter, HookError, InterruptFrame,
+    InterruptInfo, MiddlewareError, ToolFrame,
 };
 pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use fn_agent::FnAgent;
@@ -133,6 +135,7 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
+pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use schemars;
 pub use session::{Session, SessionEvent};

@@ -47,14 +47,8 @@ impl AgentArgs {
             .or(self.description.as_ref().map(LitStr::span))
             .or(self.transfers.as_ref().map(|t| t.0))
             .or(self.no_parent)
-            .or(self
-                .returns
-                .as_ref()
-                .map(|t| syn::spanned::Spanned::span(t)))
-            .or(self
-                .accepts
-                .as_ref()
-                .map(|t| syn::spanned::Spanned::span(t)))
+            .or(self.returns.as_ref().map(syn::spanned::Spanned::span))
+            .or(self.accepts.as_ref().map(syn::spanned::Spanned::span))
     }
 }
 

@@ -8,6 +8,9 @@ use serde::de::DeserializeOwned;
 
 use crate::model::OutputSchema;
 
+/// Checks that a value decodes as a payload's type (the error in words).
+type PayloadCheck = Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>;
+
 /// The payload a node receives with a transfer to it: its type's name and JSON Schema, and a
 /// check that a value decodes as that type. An LLM agent's transfer tool offers the schema and
 /// answers a payload that does not decode as a tool error the model can correct.
@@ -17,7 +20,7 @@ pub struct Payload {
     pub type_name: Arc<str>,
     /// Its JSON Schema.
     pub schema: serde_json::Value,
-    check: Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>,
+    check: PayloadCheck,
 }
 
 impl Payload {

@@ -7,6 +7,7 @@
 //! - `middleware_error`: what a middleware hook answers with and the error it ends a run with
 //!   ([`HookError`], [`Hook`], [`MiddlewareError`]);
 //! - [`json`]: the documented JSON form of an event ([`EventJson`](json::EventJson));
+//! - `print`: [`EventPrinter`], events as readable lines;
 //! - `recorded`: an event as stores keep it ([`RecordedEvent`]), streams read to their end.
 
 use std::sync::Arc;
@@ -15,12 +16,14 @@ mod action;
 mod error;
 pub mod json;
 mod middleware_error;
+mod print;
 mod recorded;
 
 pub use action::{Action, InterruptFrame, InterruptInfo, ToolFrame};
 pub(crate) use error::panic_message;
 pub use error::AgentError;
 pub use middleware_error::{Hook, HookError, HookErrorKind, MiddlewareError};
+pub use print::EventPrinter;
 pub use recorded::RecordedEvent;
 
 use crate::context_form::ContextForm;
@@ -168,7 +171,23 @@ impl AgentEvent {
         &self.run_path
     }
 
-    /// The whole message, if the output is one.
+    /// The event's message, whole or streamed: a whole message at once, a streamed one once
+    /// its stream has ended (read through a fork of it, so your own reader, if you read it,
+    /// sees every chunk too). `None` for an event without a message. The same name reads a
+    /// recorded event's message ([`SessionEvent::read_message`](crate::SessionEvent::read_message)),
+    /// so a printer that uses it never loses a streamed answer.
+    pub async fn read_message(&self) -> Result<Option<MessageRef>, crate::stream::StreamError> {
+        match &self.output {
+            Some(EventOutput::Message(m)) => Ok(Some(Arc::clone(m))),
+            Some(EventOutput::Stream(s)) => {
+                s.fork().collect_message().await.map(|m| Some(Arc::new(m)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The whole message, if the output is one (`None` for a streamed message: read both
+    /// kinds with [`read_message`](AgentEvent::read_message)).
     pub fn message_output(&self) -> Option<&Message> {
         self.output
             .as_ref()

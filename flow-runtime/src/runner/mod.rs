@@ -3,6 +3,10 @@
 //! - `runs`: [`Runner`] (runs, checkpointed runs, resume with its exactly-once claim);
 //! - `turn`: threads on a [`ThreadStore`](crate::ThreadStore): [`Runner::turn`], routing a new
 //!   turn ([`TurnRouting`]), the thread's lease, recording a turn ([`Turn`], [`TurnOutcome`]);
+//! - `journal`: the step journal ([`Durability`] modes, [`Step`]s, [`Runner::journal`]): what a
+//!   run appends as it proceeds, in the [`JournalStore`](crate::store::JournalStore) contract.
+//!   Background runs, cancellation and recovery read the same journal: a run's steps are
+//!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -10,8 +14,10 @@
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
 mod checkpoint;
+pub mod journal;
 mod runs;
 mod turn;
 
+pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use runs::Runner;
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};

@@ -19,7 +19,7 @@ use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
     unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
-    Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
+    Claim, Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart, DEFAULT_LEASE,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -59,6 +59,10 @@ pub struct Runner {
     pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: super::turn::ThreadSettings,
+    /// Where run journals are kept.
+    pub(crate) journal: Option<Arc<dyn crate::store::JournalStore>>,
+    /// How much of each run is journaled before it ends.
+    pub(crate) durability: super::journal::Durability,
 }
 
 impl fmt::Debug for Runner {
@@ -88,6 +92,8 @@ impl Runner {
             limits: RunLimits::default(),
             lease: DEFAULT_LEASE,
             threads: super::turn::ThreadSettings::default(),
+            journal: None,
+            durability: super::journal::Durability::default(),
         }
     }
 
@@ -302,7 +308,13 @@ impl Runner {
             });
         }
         let names = self.agent.all_names();
-        checkpoint.check_names(checkpoint_id, root, |n| names.contains(n))?;
+        let opaque = self.agent.opaque_leaves();
+        checkpoint.check_names_in(
+            checkpoint_id,
+            root,
+            |n| names.contains(n),
+            |n| opaque.contains(n),
+        )?;
         if checkpoint.status == CheckpointStatus::Resumed {
             return Err(CheckpointError::AlreadyResumed {
                 id: checkpoint_id.to_owned(),
@@ -355,43 +367,30 @@ impl Runner {
     /// id's history (a child of the resumed one); when it ends, the checkpoint is marked
     /// finished and cannot be resumed again. Dropping the event stream before the end gives
     /// the claim back (when a Tokio runtime is there to do it; else the lease runs out).
+    /// The resumed run streams as this runner says ([`Runner::streaming`]), whatever the
+    /// interrupted run did.
     pub async fn resume(
         &self,
         checkpoint_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<EventStream, CheckpointError> {
-        let (checkpoint, guard) = self
-            .claim_checkpoint(checkpoint_id, &targets, self.agent.name())
+        let run_id_of = |c: &Checkpoint| match c.run_id.is_empty() {
+            true => checkpoint_id.to_owned(),
+            false => c.run_id.clone(),
+        };
+        let Restored {
+            checkpoint,
+            guard,
+            cx,
+            input,
+            info,
+            ..
+        } = self
+            .restore_claimed(checkpoint_id, &targets, self.agent.name(), |c| {
+                format!("{}.{}", run_id_of(c), c.resumes)
+            })
             .await?;
-        let session = checkpoint.restore_session();
-        let root_input: Vec<MessageRef> = checkpoint
-            .root_input
-            .iter()
-            .cloned()
-            .map(Arc::new)
-            .collect();
-        let run_id = if checkpoint.run_id.is_empty() {
-            checkpoint_id.to_owned()
-        } else {
-            checkpoint.run_id.clone()
-        };
-        let mut cx = RunContext::new_run(
-            session,
-            root_input.iter().cloned(),
-            checkpoint.streaming,
-            self.agent.name(),
-        )
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_idempotency_scope(format!("{run_id}.{}", checkpoint.resumes));
-        if !self.middleware.is_empty() {
-            cx = cx.with_run_middleware(self.middleware.clone());
-        }
-        let input = AgentInput {
-            messages: root_input.into(),
-            streaming: checkpoint.streaming,
-        };
-        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
+        let run_id = run_id_of(&checkpoint);
         let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
             id: checkpoint_id.to_owned(),
@@ -401,6 +400,55 @@ impl Runner {
             claim: Some(guard),
         };
         Ok(self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info)))
+    }
+
+    /// Claims checkpoint `checkpoint_id` (see [`claim_checkpoint`](Self::claim_checkpoint)) and
+    /// restores its run, starting at agent `start`: the session, the run's context (this
+    /// runner's options, limits and middleware; tool calls keyed under `scope` of the
+    /// checkpoint), its input, and the resume data for `targets`. Written once for
+    /// [`Runner::resume`] and a resumed thread turn.
+    pub(crate) async fn restore_claimed(
+        &self,
+        checkpoint_id: &str,
+        targets: &HashMap<String, serde_json::Value>,
+        start: &str,
+        scope: impl FnOnce(&Checkpoint) -> String,
+    ) -> Result<Restored, CheckpointError> {
+        let (checkpoint, guard) = self.claim_checkpoint(checkpoint_id, targets, start).await?;
+        let session = checkpoint.restore_session();
+        let restored = session.len();
+        let root_input: Vec<MessageRef> = checkpoint
+            .root_input
+            .iter()
+            .cloned()
+            .map(Arc::new)
+            .collect();
+        let mut cx = RunContext::new_run(
+            session,
+            root_input.iter().cloned(),
+            // The resuming runner's setting, not the interrupted run's.
+            self.streaming,
+            start,
+        )
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
+        .with_idempotency_scope(scope(&checkpoint));
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
+        let input = AgentInput {
+            messages: root_input.into(),
+            streaming: self.streaming,
+        };
+        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), targets);
+        Ok(Restored {
+            checkpoint,
+            guard,
+            cx,
+            input,
+            info,
+            restored,
+        })
     }
 
     /// Claims checkpoint `checkpoint_id` for this runner's lease and checks it can resume here
@@ -446,6 +494,7 @@ impl Runner {
         let codec = self.codec.clone();
         let shape = self.agent.shape();
         let lease = self.lease;
+        let runner = self.clone();
         generate(cx.clone(), move |out| async move {
             let id = lineage.id.clone();
             let Some(store) = store else {
@@ -477,6 +526,14 @@ impl Runner {
                     }
                 }
             }
+            let scope = cx.idempotency_scope().to_owned();
+            let mut journal = match runner.open_journal(id.clone(), scope, cx.session()).await {
+                Ok(journal) => journal,
+                Err(e) => {
+                    out.emit(journal_error(&cx, &id, &e));
+                    return Ok(());
+                }
+            };
             let mut events = start(cx.clone());
             let mut renewed = Instant::now();
             let mut saved_once = false;
@@ -491,6 +548,13 @@ impl Runner {
                             }
                             renewed = Instant::now();
                         }
+                    }
+                }
+                if let Some(journal) = &mut journal {
+                    // Sync: the event's step is stored before the event is passed on.
+                    if let Err(e) = journal.step(cx.session()).await {
+                        out.emit(journal_error(&cx, &id, &e));
+                        return Ok(());
                     }
                 }
                 let Some(info) = event.interrupt() else {
@@ -526,6 +590,12 @@ impl Runner {
                         out.emit(checkpoint_error(&cx, &id, &e));
                         return Ok(());
                     }
+                }
+            }
+            if let Some(journal) = journal {
+                if let Err(e) = journal.finish(cx.session()).await {
+                    out.emit(journal_error(&cx, &id, &e));
+                    return Ok(());
                 }
             }
             let claim = lineage.claim.as_ref().and_then(|g| g.claim.clone());
@@ -584,6 +654,15 @@ impl ClaimGuard {
         self.claim = None;
     }
 
+    /// Gives the claim back now (a failure is logged: the lease then runs out).
+    pub(crate) async fn release(mut self) {
+        if let Some(claim) = self.claim.take() {
+            if let Err(e) = self.store.release(&claim).await {
+                tracing::warn!(checkpoint = %claim.id, error = %e, "could not give a claim back");
+            }
+        }
+    }
+
     /// Completes the claim with `completion`; on success the guard is disarmed.
     pub(crate) async fn complete(&mut self, completion: Completion) -> Result<u64, StoreError> {
         let Some(claim) = &self.claim else {
@@ -614,7 +693,7 @@ impl Drop for ClaimGuard {
     }
 }
 
-fn check_targets(
+pub(crate) fn check_targets(
     checkpoint_id: &str,
     checkpoint: &Checkpoint,
     targets: &HashMap<String, serde_json::Value>,
@@ -630,6 +709,13 @@ fn check_targets(
         }
     }
     Ok(())
+}
+
+fn journal_error(cx: &RunContext, id: &str, e: &crate::store::JournalError) -> AgentEvent {
+    AgentEvent::error(AgentError::Checkpoint {
+        message: format!("could not write the journal of run '{id}': {e}").into(),
+    })
+    .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
 fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEvent {
@@ -656,12 +742,14 @@ async fn capture(
         shape,
         (lineage.run_id.clone(), lineage.resumes),
         interrupts,
+        None,
     )
     .await
 }
 
-/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`,
-/// encoded (and signed, if it has a key) by `codec`.
+/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`, with
+/// the thread record that goes with it (a resumed turn's), encoded (and signed, if it has a
+/// key) by `codec`.
 pub(crate) async fn capture_bytes(
     cx: &RunContext,
     codec: &CheckpointCodec,
@@ -669,6 +757,7 @@ pub(crate) async fn capture_bytes(
     shape: &str,
     (run_id, resumes): (String, u32),
     interrupts: Vec<InterruptInfo>,
+    thread_part: Option<ThreadPart>,
 ) -> Result<Vec<u8>, CheckpointError> {
     let mut checkpoint = Checkpoint::capture(
         id,
@@ -680,9 +769,25 @@ pub(crate) async fn capture_bytes(
         (run_id, resumes),
     )
     .await?;
-
+    checkpoint.thread_part = thread_part;
     if checkpoint.interrupts.is_empty() {
         checkpoint.status = CheckpointStatus::Resumed;
     }
     Ok(codec.encode(&checkpoint))
+}
+
+/// A claimed checkpoint restored for its resume (see [`Runner::restore_claimed`]).
+pub(crate) struct Restored {
+    /// The checkpoint.
+    pub(crate) checkpoint: Checkpoint,
+    /// The claim on it, given back if the resume ends unrecorded.
+    pub(crate) guard: ClaimGuard,
+    /// The resumed run's context.
+    pub(crate) cx: RunContext,
+    /// The run's input.
+    pub(crate) input: AgentInput,
+    /// What the interrupts are answered with.
+    pub(crate) info: ResumeInfo,
+    /// How many events the restored session holds.
+    pub(crate) restored: usize,
 }

@@ -22,6 +22,8 @@
 //! - `task.rs`: [`Returns`], [`Finish`] and [`AgentContext::task_result`]: typed delegation.
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
+//! - `expected.rs`: [`TrajectorySpec`](expected::TrajectorySpec), an expected trajectory
+//!   written against a flow's generated types (`Flow::trajectory()`), for `flow-eval`.
 
 mod agent_spec;
 mod builder;
@@ -32,6 +34,7 @@ mod task;
 
 #[doc(hidden)]
 pub mod check;
+pub mod expected;
 #[doc(hidden)]
 pub mod render;
 

@@ -219,6 +219,44 @@ pub struct Checkpoint {
     /// How many resumes of this run's lineage came before this checkpoint.
     #[serde(default)]
     pub resumes: u32,
+    /// For the checkpoint of a thread's turn written by the resume of an earlier part: the
+    /// thread record that goes with it. Saving the checkpoint and appending the record are two
+    /// writes; a resume that finds the thread one record short appends this one first (see
+    /// [`ThreadPart`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_part: Option<ThreadPart>,
+}
+
+/// The thread record that goes with a turn's checkpoint, written into the checkpoint itself so
+/// the pair is replayed whole: the resumed part of turn `turn`, to be appended at position
+/// `seq` of its thread, holding the checkpoint's events from `events_from` on and ending at the
+/// checkpoint's interrupts.
+///
+/// A resumed turn interrupted again completes its claim (the new checkpoint) and then appends
+/// its thread record. A worker killed between the two leaves the thread one record short; the
+/// next resume of the thread claims the new checkpoint, sees that the thread's version is still
+/// `seq`, and appends the record before it runs anything (a compare-and-swap: of two such
+/// resumes one appends it). So a resumed part is recorded exactly once however the worker dies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadPart {
+    /// The thread.
+    pub thread: String,
+    /// The record's position in the thread.
+    pub seq: u64,
+    /// The turn it continues.
+    pub turn: u64,
+    /// When the resumed part ended, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What started the part (the resume and its data).
+    pub start: super::RecordStart,
+    /// The run path the turn started at.
+    pub started_at: RunPath,
+    /// The index of the first of the checkpoint's events the record holds (the events before
+    /// it were recorded by earlier records).
+    pub events_from: usize,
+    /// Who started the part (for a resume: who answered the interrupt), as the record says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Arc<str>>,
 }
 
 impl Checkpoint {
@@ -249,43 +287,72 @@ impl Checkpoint {
         root: &str,
         known: impl Fn(&str) -> bool,
     ) -> Result<(), CheckpointError> {
+        self.check_names_in(id, root, known, |_| false)
+    }
+
+    /// Like [`check_names`](Checkpoint::check_names), where the agents `opaque` accepts are
+    /// custom agents that may run agents of their own (a wrapper of a tree): at and below one
+    /// of them, events and interrupts may come from agents the flow does not have, and run
+    /// paths may name them (that agent's `resume` is given them), as long as each is a plain
+    /// name (not empty, no `/`, no control character).
+    pub fn check_names_in(
+        &self,
+        id: &str,
+        root: &str,
+        known: impl Fn(&str) -> bool,
+        opaque: impl Fn(&str) -> bool,
+    ) -> Result<(), CheckpointError> {
         let refuse = |reason: String| CheckpointError::NotInFlow {
             id: id.to_owned(),
             reason,
         };
         // Steps shared by many paths are checked once: linear in the checkpoint.
         let mut seen = std::collections::HashSet::new();
-        let mut check_path = |what: &str, path: &RunPath| -> Result<(), CheckpointError> {
+        // Steps of opaque agents, and the steps below them.
+        let mut opens = std::collections::HashSet::new();
+        let mut inside = std::collections::HashSet::new();
+        let mut check_path = |what: &str, path: &RunPath| -> Result<bool, CheckpointError> {
             if path.is_empty() {
                 return Err(refuse(format!("{what} has an empty run path")));
             }
             let mut fault: Option<String> = None;
-            path.visit_new_steps(&mut seen, |_, parent, agent| {
+            let tip = path.visit_new_steps(&mut seen, |link, parent, agent| {
                 if fault.is_some() {
                     return;
                 }
-                if parent.is_none() && agent != root {
+                let below = parent.is_some_and(|p| opens.contains(&p) || inside.contains(&p));
+                if below {
+                    inside.insert(link);
+                    if agent.is_empty()
+                        || agent.contains('/')
+                        || agent.chars().any(char::is_control)
+                    {
+                        fault = Some(format!("names agent '{agent}', which is not a plain name"));
+                    }
+                } else if parent.is_none() && agent != root {
                     fault = Some(format!("does not start at '{root}'"));
                 } else if !known(agent) {
                     fault = Some(format!("names agent '{agent}' that the flow does not have"));
+                } else if opaque(agent) {
+                    opens.insert(link);
                 }
             });
             match fault {
                 Some(fault) => Err(refuse(format!(
                     "{what} has run path `{path}`, which {fault}"
                 ))),
-                None => Ok(()),
+                None => Ok(tip.is_some_and(|t| inside.contains(&t) || opens.contains(&t))),
             }
         };
         for (k, e) in self.events.iter().enumerate() {
             let what = format!("recorded event {k}");
-            if !known(&e.agent_name) {
+            let below_opaque = check_path(&what, &e.run_path)?;
+            if !below_opaque && !known(&e.agent_name) {
                 return Err(refuse(format!(
                     "{what} is from agent '{}', which the flow does not have",
                     e.agent_name
                 )));
             }
-            check_path(&what, &e.run_path)?;
         }
         for i in &self.interrupts {
             // Frames past a tool call are inside an agent used as a tool: its own tree, not
@@ -294,13 +361,13 @@ impl Checkpoint {
             let ours = ours.map_or(i.address.len(), |k| k + 1);
             for frame in &i.address[..ours] {
                 let what = format!("interrupt '{}'", i.id);
-                if !known(&frame.agent) {
+                let below_opaque = check_path(&what, &frame.run_path)?;
+                if !below_opaque && !known(&frame.agent) {
                     return Err(refuse(format!(
                         "{what} passes through agent '{}', which the flow does not have",
                         frame.agent
                     )));
                 }
-                check_path(&what, &frame.run_path)?;
             }
         }
         Ok(())
@@ -392,6 +459,7 @@ impl CheckpointCodec {
             interrupts: vec![],
             run_id: "run".into(),
             resumes: 0,
+            thread_part: None,
         }
     }
 
@@ -558,6 +626,8 @@ mod wire {
         interrupts: &'a [InterruptInfo],
         run_id: &'a str,
         resumes: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thread_part: Option<&'a super::ThreadPart>,
     }
 
     #[derive(Serialize)]
@@ -604,6 +674,7 @@ mod wire {
                 interrupts: &c.interrupts,
                 run_id: &c.run_id,
                 resumes: c.resumes,
+                thread_part: c.thread_part.as_ref(),
             }
         }
     }
@@ -624,6 +695,8 @@ mod wire {
         run_id: String,
         #[serde(default)]
         resumes: u32,
+        #[serde(default)]
+        thread_part: Option<super::ThreadPart>,
     }
 
     #[derive(Deserialize)]
@@ -691,6 +764,7 @@ mod wire {
                 interrupts: c.interrupts,
                 run_id: c.run_id,
                 resumes: c.resumes,
+                thread_part: c.thread_part,
             })
         }
     }
@@ -717,6 +791,7 @@ mod tests {
             interrupts: vec![],
             run_id: "r".into(),
             resumes: 0,
+            thread_part: None,
         }
     }
 

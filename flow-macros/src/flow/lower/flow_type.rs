@@ -146,6 +146,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     let item_vis: syn::Visibility = syn::parse_quote!(pub);
     let agents = agent_enum_items(&cx, &agent_enum, &item_vis);
     let targets = target_enums(&cx, &agent_enum, &item_vis);
+    let expected = super::expected::expected_items(&cx, &agent_enum);
     let Builder {
         in_module: builder_items,
         at_call_site: builder_impls,
@@ -321,6 +322,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
         #agents
         #targets
+        #expected
         #builder_items
 
         #checks
