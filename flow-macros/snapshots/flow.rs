@@ -51,6 +51,12 @@ mod desk_flow {
         const TRANSFERS: &'static [&'static [&'static str]];
         /// Whether each agent is declared `#[agent(no_parent)]`.
         const NO_PARENT: &'static [bool];
+        /// The result type each agent declares with `#[agent(returns = T)]`.
+        const RETURNS: &'static [::core::option::Option<&'static str>];
+        /// The payload type each agent receives (`#[agent(accepts = T)]`).
+        const ACCEPTS: &'static [::core::option::Option<&'static str>];
+        /// The payload types each agent's transfers carry.
+        const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
     }
     #[allow(dead_code)]
     impl Desk {
@@ -494,6 +500,65 @@ mod desk_flow {
             __target.agent()
         }
     }
+    #[allow(dead_code)]
+    impl Desk {
+        ///An expected trajectory of this flow, for `agentflow::eval` (which turns it into a `TrajectoryExpectation`): `Desk::trajectory().agent(DeskAgent::Triage).transfer(DeskTriageTarget::Refund)`. Agent steps take [`DeskAgent`], transfer steps a node's target enum, so only the flow's agents and the transfers it allows can be named.
+        pub fn trajectory() -> ::agentflow::__private::TrajectorySpec<Self> {
+            ::agentflow::__private::TrajectorySpec::__new(Self::NAME)
+        }
+        /// For each node, the nodes it may transfer to (its target enum's variants), for
+        /// the compile-time checks of `trajectory!`.
+        #[doc(hidden)]
+        pub const __TRAJECTORY_TARGETS: &'static [&'static [usize]] = &[
+            &[1usize, 2usize, 4usize],
+            &[0usize],
+            &[3usize, 0usize],
+            &[],
+            &[0usize],
+        ];
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowAgentOf<Desk> for DeskAgent {
+        fn agent_name(self) -> &'static str {
+            self.name()
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskTriageTarget {
+        fn source_name(self) -> &'static str {
+            Desk::AGENTS[0usize]
+        }
+        fn target_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskRefundTarget {
+        fn source_name(self) -> &'static str {
+            Desk::AGENTS[1usize]
+        }
+        fn target_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskComplaintTarget {
+        fn source_name(self) -> &'static str {
+            Desk::AGENTS[2usize]
+        }
+        fn target_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskBillingTarget {
+        fn source_name(self) -> &'static str {
+            Desk::AGENTS[4usize]
+        }
+        fn target_name(self) -> &'static str {
+            self.as_str()
+        }
+    }
     ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
     #[must_use]
     #[derive(::core::fmt::Debug)]
@@ -542,6 +607,30 @@ mod desk_flow {
             );
             __v.assert_passed()
         };
+        const triage_returns_to_a_parent: () = {
+            let __v = ::agentflow::__private::check::returns_to_a_parent(
+                "Desk",
+                Self::AGENTS[0usize],
+                <Self as __AgentflowFacts>::RETURNS[0usize],
+                ::core::option::Option::None,
+            );
+            __v.assert_passed()
+        };
+        const triage_payloads_are_received: () = {
+            let __v = ::agentflow::__private::check::payloads(
+                "Desk",
+                Self::AGENTS[0usize],
+                <Self as __AgentflowFacts>::TRANSFERS[0usize],
+                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[0usize],
+                &[Self::AGENTS[1usize], Self::AGENTS[2usize], Self::AGENTS[4usize]],
+                &[
+                    <Self as __AgentflowFacts>::ACCEPTS[1usize],
+                    <Self as __AgentflowFacts>::ACCEPTS[2usize],
+                    <Self as __AgentflowFacts>::ACCEPTS[4usize],
+                ],
+            );
+            __v.assert_passed()
+        };
         const refund_has_a_unique_name: () = {
             let __v = ::agentflow::__private::check::unique_name(
                 "Desk",
@@ -561,6 +650,26 @@ mod desk_flow {
                 ::core::option::Option::Some(Self::AGENTS[0usize]),
                 false,
                 <Self as __AgentflowFacts>::NO_PARENT[1usize],
+            );
+            __v.assert_passed()
+        };
+        const refund_returns_to_a_parent: () = {
+            let __v = ::agentflow::__private::check::returns_to_a_parent(
+                "Desk",
+                Self::AGENTS[1usize],
+                <Self as __AgentflowFacts>::RETURNS[1usize],
+                ::core::option::Option::Some(Self::AGENTS[0usize]),
+            );
+            __v.assert_passed()
+        };
+        const refund_payloads_are_received: () = {
+            let __v = ::agentflow::__private::check::payloads(
+                "Desk",
+                Self::AGENTS[1usize],
+                <Self as __AgentflowFacts>::TRANSFERS[1usize],
+                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[1usize],
+                &[Self::AGENTS[0usize]],
+                &[<Self as __AgentflowFacts>::ACCEPTS[0usize]],
             );
             __v.assert_passed()
         };
@@ -586,6 +695,29 @@ mod desk_flow {
             );
             __v.assert_passed()
         };
+        const complaint_returns_to_a_parent: () = {
+            let __v = ::agentflow::__private::check::returns_to_a_parent(
+                "Desk",
+                Self::AGENTS[2usize],
+                <Self as __AgentflowFacts>::RETURNS[2usize],
+                ::core::option::Option::Some(Self::AGENTS[0usize]),
+            );
+            __v.assert_passed()
+        };
+        const complaint_payloads_are_received: () = {
+            let __v = ::agentflow::__private::check::payloads(
+                "Desk",
+                Self::AGENTS[2usize],
+                <Self as __AgentflowFacts>::TRANSFERS[2usize],
+                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[2usize],
+                &[Self::AGENTS[3usize], Self::AGENTS[0usize]],
+                &[
+                    <Self as __AgentflowFacts>::ACCEPTS[3usize],
+                    <Self as __AgentflowFacts>::ACCEPTS[0usize],
+                ],
+            );
+            __v.assert_passed()
+        };
         const escalation_has_a_unique_name: () = {
             let __v = ::agentflow::__private::check::unique_name(
                 "Desk",
@@ -608,6 +740,26 @@ mod desk_flow {
             );
             __v.assert_passed()
         };
+        const escalation_returns_to_a_parent: () = {
+            let __v = ::agentflow::__private::check::returns_to_a_parent(
+                "Desk",
+                Self::AGENTS[3usize],
+                <Self as __AgentflowFacts>::RETURNS[3usize],
+                ::core::option::Option::Some(Self::AGENTS[2usize]),
+            );
+            __v.assert_passed()
+        };
+        const escalation_payloads_are_received: () = {
+            let __v = ::agentflow::__private::check::payloads(
+                "Desk",
+                Self::AGENTS[3usize],
+                <Self as __AgentflowFacts>::TRANSFERS[3usize],
+                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[3usize],
+                &[Self::AGENTS[2usize]],
+                &[<Self as __AgentflowFacts>::ACCEPTS[2usize]],
+            );
+            __v.assert_passed()
+        };
         const billing_has_a_unique_name: () = {
             let __v = ::agentflow::__private::check::unique_name(
                 "Desk",
@@ -622,17 +774,33 @@ mod desk_flow {
     #[doc(hidden)]
     const _: () = Desk::triage_transfers_are_legal;
     #[doc(hidden)]
+    const _: () = Desk::triage_returns_to_a_parent;
+    #[doc(hidden)]
+    const _: () = Desk::triage_payloads_are_received;
+    #[doc(hidden)]
     const _: () = Desk::refund_has_a_unique_name;
     #[doc(hidden)]
     const _: () = Desk::refund_transfers_are_legal;
+    #[doc(hidden)]
+    const _: () = Desk::refund_returns_to_a_parent;
+    #[doc(hidden)]
+    const _: () = Desk::refund_payloads_are_received;
     #[doc(hidden)]
     const _: () = Desk::complaint_has_a_unique_name;
     #[doc(hidden)]
     const _: () = Desk::complaint_transfers_are_legal;
     #[doc(hidden)]
+    const _: () = Desk::complaint_returns_to_a_parent;
+    #[doc(hidden)]
+    const _: () = Desk::complaint_payloads_are_received;
+    #[doc(hidden)]
     const _: () = Desk::escalation_has_a_unique_name;
     #[doc(hidden)]
     const _: () = Desk::escalation_transfers_are_legal;
+    #[doc(hidden)]
+    const _: () = Desk::escalation_returns_to_a_parent;
+    #[doc(hidden)]
+    const _: () = Desk::escalation_payloads_are_received;
     #[doc(hidden)]
     const _: () = Desk::billing_has_a_unique_name;
 }
@@ -676,6 +844,27 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
         <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
         <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
         false,
+    ];
+    const RETURNS: &'static [::core::option::Option<&'static str>] = &[
+        <triage as ::agentflow::__private::AgentSpec>::RETURNS,
+        <refund as ::agentflow::__private::AgentSpec>::RETURNS,
+        <complaint as ::agentflow::__private::AgentSpec>::RETURNS,
+        <escalation as ::agentflow::__private::AgentSpec>::RETURNS,
+        ::core::option::Option::None,
+    ];
+    const ACCEPTS: &'static [::core::option::Option<&'static str>] = &[
+        <triage as ::agentflow::__private::AgentSpec>::ACCEPTS,
+        <refund as ::agentflow::__private::AgentSpec>::ACCEPTS,
+        <complaint as ::agentflow::__private::AgentSpec>::ACCEPTS,
+        <escalation as ::agentflow::__private::AgentSpec>::ACCEPTS,
+        ::core::option::Option::None,
+    ];
+    const TRANSFER_PAYLOADS: &'static [&'static [&'static str]] = &[
+        <triage as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <refund as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <complaint as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <escalation as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        &[],
     ];
 }
 #[allow(dead_code)]
@@ -742,6 +931,10 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
                     )
                     .disallow_transfer_to_parent(
                         <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                    )
+                    .payload(
+                        <triage as ::agentflow::__private::AgentSpec>::PAYLOAD
+                            .map(|__f| __f()),
                     ),
                 [
                     ::agentflow::__private::FlowAgent::new(
@@ -750,6 +943,10 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
                         .disallow_transfer_to_parent(
                             <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
                         )
+                        .payload(
+                            <refund as ::agentflow::__private::AgentSpec>::PAYLOAD
+                                .map(|__f| __f()),
+                        )
                         .context(::agentflow::__private::ContextPolicy::UserInputOnly),
                     ::agentflow::__private::set_sub_agents(
                         ::agentflow::__private::FlowAgent::new(
@@ -757,12 +954,20 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
                             )
                             .disallow_transfer_to_parent(
                                 <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                            )
+                            .payload(
+                                <complaint as ::agentflow::__private::AgentSpec>::PAYLOAD
+                                    .map(|__f| __f()),
                             ),
                         [
                             ::agentflow::__private::FlowAgent::new(
                                     <escalation as ::agentflow::__private::FlowBuilt>::instance(),
                                 )
-                                .disallow_transfer_to_parent(true),
+                                .disallow_transfer_to_parent(true)
+                                .payload(
+                                    <escalation as ::agentflow::__private::AgentSpec>::PAYLOAD
+                                        .map(|__f| __f()),
+                                ),
                         ],
                     )?,
                     ::agentflow::__private::FlowAgent::from_arc(
