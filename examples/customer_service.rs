@@ -2,6 +2,11 @@
 //! tools to do the work. The tree is declared with `flow!` (checked at compile time); its three
 //! nodes are LLM agents built at run time and given to the flow's builder.
 //!
+//! `refund` is a task (`dyn refund(task)`): over the turns of a thread it asks the customer for
+//! the order number and the reason, then finishes with a typed `RefundOutcome` (its
+//! `finish_task` tool), which returns to `triage`; triage closes the conversation in the same
+//! turn. `complaint` is a plain transfer: it answers the customer itself.
+//!
 //! ```text
 //! cargo run --example customer_service                                 # offline, scripted models
 //! OPENAI_API_KEY=… cargo run --example customer_service --features openai
@@ -16,11 +21,22 @@
 use std::sync::Arc;
 
 use agentflow::model::{ChatModel, ScriptStep, ScriptedModel};
-use agentflow::{flow, tool_fn, ChatModelAgent, EventPrinter, FlowAgent, Runner};
+use agentflow::{flow, tool_fn, ChatModelAgent, EventPrinter, FlowAgent, Message, Runner};
 use futures::StreamExt;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// What the refund desk returns to the front desk when it is done.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct RefundOutcome {
+    /// The order refunded.
+    order_id: u64,
+    /// Why the customer wanted the money back.
+    reason: String,
+    /// How much was paid back, in euros (0 if nothing was).
+    refunded_eur: f64,
+}
 
 /// Arguments of `lookup_order`.
 #[derive(Deserialize, JsonSchema)]
@@ -99,7 +115,7 @@ fn choose_models() -> Models {
 
 flow! {
     /// The customer-service desk: the front desk routes each request to refunds or complaints.
-    pub CustomerService: dyn triage => [dyn refund, dyn complaint]
+    pub CustomerService: dyn triage => [dyn refund(task), dyn complaint]
 }
 
 fn desk(models: &Models) -> FlowAgent {
@@ -111,6 +127,11 @@ fn desk(models: &Models) -> FlowAgent {
         .triage(|node| {
             use CustomerServiceTriageTarget::{Complaint, Refund};
             let script = ScriptedModel::rules()
+                // The refund task's outcome came back: close the conversation.
+                .when(
+                    |r| r.messages.last().is_some_and(|m| m.content.contains("[refund]")),
+                    "Your refund of 39 EUR for order 42 is on its way. Thank you, goodbye!",
+                )
                 .when_last_user_contains("refund", ScriptStep::transfer(Refund.as_str()))
                 .when_last_user_contains("broken", ScriptStep::transfer(Complaint.as_str()))
                 .otherwise("Hello! I can help with refunds and complaints.")
@@ -120,34 +141,44 @@ fn desk(models: &Models) -> FlowAgent {
                 .instruction(
                     "You are the front desk of a small shop. Hand refund requests to the refund \
                      agent and complaints about broken or missing goods to the complaint agent. \
-                     Answer anything else yourself, in one or two sentences.",
+                     When the refund agent reports its outcome, tell the customer what was \
+                     refunded and say goodbye. Answer anything else yourself, in one or two \
+                     sentences.",
                 )
                 .build()
                 .expect("triage agent")
         })
         .refund(|node| {
+            // Turn 1: asks for the order; turn 2 (the number): looks it up, asks why; turn 3
+            // (the reason): refunds, then finishes its task with the outcome.
             let script = ScriptedModel::rules()
                 .after_tool(
                     "issue_refund",
-                    "Done: 39 EUR for order 42 are on their way back to you.",
+                    ScriptStep::tool_call(
+                        "finish_task",
+                        json!({"order_id": 42, "reason": "it arrived broken", "refunded_eur": 39.0}),
+                    ),
                 )
-                .after_tool(
-                    "lookup_order",
+                .after_tool("lookup_order", "Order 42, one kettle. What went wrong with it?")
+                .when_last_user_contains(
+                    "broken",
                     ScriptStep::tool_call(
                         "issue_refund",
                         json!({"order_id": 42, "amount_eur": 39.0}),
                     ),
                 )
-                .otherwise(ScriptStep::tool_call(
-                    "lookup_order",
-                    json!({"order_id": 42}),
-                ))
+                .when_last_user_contains(
+                    "42",
+                    ScriptStep::tool_call("lookup_order", json!({"order_id": 42})),
+                )
+                .otherwise("Of course. What is the order number?")
                 .named("refund-script");
             ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
                 .description("Refunds orders: looks them up and pays the money back.")
                 .instruction(
-                    "You handle refunds. Look the order up first, then refund its price and tell \
-                     the customer how much comes back.",
+                    "You handle refunds. Ask the customer for the order number and look the \
+                     order up; ask why they want the money back; refund its price; then call \
+                     finish_task with the outcome.",
                 )
                 .tool(tool_fn(
                     "lookup_order",
@@ -179,6 +210,7 @@ fn desk(models: &Models) -> FlowAgent {
                         }
                     },
                 ))
+                .returns::<RefundOutcome>()
                 .build()
                 .expect("refund agent")
         })
@@ -222,8 +254,26 @@ async fn main() {
     let models = choose_models();
     let desk = desk(&models);
     println!("desk: {}\n", desk.shape());
+    // A refund is a conversation: three turns of one thread. The second and third go to the
+    // refund task (the agent that answered last); when it finishes, triage closes.
+    let runner = Runner::new(desk.clone()).thread_store(agentflow::InMemoryStore::new());
+    for said in [
+        "I want a refund, please.",
+        "Order 42.",
+        "It arrived broken.",
+    ] {
+        println!("user: {said}");
+        let mut turn = runner
+            .turn("ada", Message::user(said))
+            .await
+            .expect("a turn of the thread");
+        let mut printer = EventPrinter::stdout();
+        while let Some(event) = turn.next().await {
+            printer.print(&event).await.expect("stdout");
+        }
+        println!();
+    }
     let questions = [
-        ("I want a refund for order 42, please.", false),
         ("My kettle arrived broken!", false),
         ("Hi, are you open on Sundays?", true),
     ];

@@ -594,7 +594,6 @@ fn payload_enum(
         });
     quote! {
         #[doc = #enum_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone)]
         #vis enum #enum_ident {
             #( #defs, )*
         }

@@ -251,6 +251,47 @@ impl ToolContext {
         true
     }
 
+    /// Streams this call's progress (or a partial result) to whoever reads the caller's event
+    /// stream while the tool runs: a custom event
+    /// `{"tool_progress": {"tool": NAME, "call_id": ID, "progress": progress}}` at the tool's
+    /// run path (the caller's extended by the tool's name), surfaced (see
+    /// [`surface`](ToolContext::surface)): never recorded, never shown to the model, which
+    /// receives the tool's whole result when it returns. Waits until the event has been taken;
+    /// dropping the caller's stream meanwhile cancels the tool at this await. Returns `false`
+    /// if the caller gives its tools no way to surface events (a
+    /// [`ChatModelAgent`](crate::ChatModelAgent) always does).
+    ///
+    /// ```
+    /// use flow_runtime::{tool_fn_with_context, ToolContext};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Crawl {
+    ///     pages: u32,
+    /// }
+    ///
+    /// let crawl = tool_fn_with_context(
+    ///     "crawl",
+    ///     "Reads the pages of a site.",
+    ///     |cx: ToolContext, a: Crawl| async move {
+    ///         for page in 1..=a.pages {
+    ///             cx.progress(serde_json::json!({"page": page, "of": a.pages})).await;
+    ///         }
+    ///         Ok::<_, String>(format!("read {} pages", a.pages))
+    ///     },
+    /// );
+    /// # let _ = crawl;
+    /// ```
+    pub async fn progress(&self, progress: serde_json::Value) -> bool {
+        let data = serde_json::json!({
+            "tool_progress": {
+                "tool": &*self.tool_name,
+                "call_id": &*self.call_id,
+                "progress": progress,
+            }
+        });
+        self.surface(AgentEvent::custom(data)).await
+    }
+
     /// The calling agent's run context: session (values, record), run path, root input.
     pub fn run_context(&self) -> &RunContext {
         &self.run
