@@ -86,7 +86,7 @@ mod llm;
 // test helpers (components, fresh databases)
 pub mod testing;
 
-pub use agent::{middleware, options};
+pub use agent::{cancel, middleware, options};
 pub use event::json as event_json;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
@@ -97,9 +97,9 @@ pub use llm::{instruction, structured, telemetry, tool};
 pub use store as checkpoint;
 
 pub use agent::{
-    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, Context, EventStream,
-    FlowAgent, HistoryModifier, HookContext, Middleware, NodeOptions, OnSubAgents, RunContext,
-    RunOptions,
+    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
+    CancelSignal, Context, EventStream, FlowAgent, HistoryModifier, HookContext, Middleware,
+    NodeOptions, OnSubAgents, RunContext, RunOptions, SafePoint,
 };
 
 pub use async_trait::async_trait;
