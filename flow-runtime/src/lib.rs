@@ -132,7 +132,11 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
-pub use runner::{Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting};
+pub use runner::{
+    AttachError, CancelError, DoubleText, RunError, RunEvent, RunHandle, RunInfo, RunItem,
+    RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting,
+    UnknownStrategy,
+};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{

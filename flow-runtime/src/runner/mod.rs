@@ -3,6 +3,10 @@
 //! - `runs`: [`Runner`] (runs, checkpointed runs, resume with its exactly-once claim);
 //! - `turn`: threads on a [`ThreadStore`](crate::ThreadStore): [`Runner::turn`], routing a new
 //!   turn ([`TurnRouting`]), the thread's lease, recording a turn ([`Turn`], [`TurnOutcome`]);
+//! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
+//!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
+//! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
+//!   of its thread ([`DoubleText`]); resuming a cancelled run;
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -10,8 +14,15 @@
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
 mod checkpoint;
+mod double_text;
+mod run_handle;
 mod runs;
 mod turn;
 
+pub use double_text::{DoubleText, RunError, UnknownStrategy};
+pub use run_handle::{
+    AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,
+    RunStatus,
+};
 pub use runs::Runner;
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
