@@ -208,6 +208,8 @@ async fn a_run_keeps_its_events_for_any_reader_and_gives_its_outcome() {
         assert_eq!(rest, all[k as usize..]);
     }
     let last = all.len() as u64;
+    // After the last event of an ended run: the stream ends at once.
+    assert!(run.attach(Some(last)).unwrap().next().await.is_none());
     assert_eq!(
         run.attach(Some(last + 1)).err().unwrap(),
         AttachError::UnknownEvent {

@@ -72,6 +72,7 @@
 // - `error`: `ApiError`, every way a request fails as one JSON response.
 // - `extract`: the request extractors (`JsonBody`, `ApiPath`) that fail as `ApiError`.
 // - `routes`: the handlers of the `/v1` API.
+// - `runs/`: runs over HTTP (background runs, SSE attach with Last-Event-ID, wait, cancel).
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
 // - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
@@ -89,6 +90,7 @@ mod error;
 mod extract;
 mod limits;
 mod routes;
+mod runs;
 mod serve;
 mod sse;
 mod state;
@@ -141,6 +143,7 @@ pub fn app(state: AppState) -> Router {
             "/flows/{flow}/threads/{thread}/interrupts",
             get(routes::thread_interrupts),
         )
+        .merge(runs::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth_layer,

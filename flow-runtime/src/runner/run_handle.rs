@@ -386,7 +386,12 @@ impl RunHandle {
                             // thread's record).
                             return None;
                         }
-                        log.events.get((at + 1 - first) as usize).cloned()
+                        let next = log.events.get((at + 1 - first) as usize).cloned();
+                        if next.is_none() && log.outcome.is_some() {
+                            // Attached after the last event of an ended run: nothing more.
+                            return None;
+                        }
+                        next
                     };
                     if let Some(event) = next {
                         at = event.id;
