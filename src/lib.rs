@@ -20,6 +20,11 @@ pub mod otel;
 #[cfg(feature = "server")]
 pub use flow_server as server;
 
+/// Testing and evaluating flows: record and replay, eval sets, criteria, reports (the
+/// `flow-eval` crate, feature `eval`).
+#[cfg(feature = "eval")]
+pub use flow_eval as eval;
+
 pub use dsl::agent;
 #[cfg(doc)]
 pub use dsl::example;

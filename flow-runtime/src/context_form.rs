@@ -51,7 +51,7 @@ impl ContextForm {
 /// - anything else: `For context:`.
 ///
 /// The rewritten message is text only: images are described, not passed on (a
-/// [custom policy](ContextPolicy::Custom) can pass them on).
+/// [custom policy](crate::ContextPolicy::Custom) can pass them on).
 ///
 /// ```
 /// use flow_runtime::{rewrite_for_context, Message};

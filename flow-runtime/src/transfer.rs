@@ -9,7 +9,7 @@ pub const TRANSFER_TOOL_NAME: &str = "transfer_to_agent";
 /// The pair of messages that records a transfer in the conversation: an assistant message
 /// calling `transfer_to_agent` with `{"agent_name": target}`, and its tool result
 /// `successfully transferred to agent [target]`. The second carries the transfer action when
-/// emitted with [`Context::transfer`].
+/// emitted with [`Context::transfer`](crate::Context::transfer).
 pub fn transfer_messages(target: &str) -> (Message, Message) {
     let call_id = format!("transfer-{target}");
     // `{"agent_name": target}` as JSON text, written directly (no `Value` map per transfer).

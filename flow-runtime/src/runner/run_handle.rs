@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{watch, Notify};
 
@@ -348,7 +348,7 @@ impl RunHandle {
     pub fn attach(
         &self,
         after: Option<u64>,
-    ) -> Result<impl Stream<Item = RunEvent> + Send + 'static, AttachError> {
+    ) -> Result<futures::stream::BoxStream<'static, RunEvent>, AttachError> {
         let after = after.unwrap_or(0);
         {
             let log = self.lock();
@@ -403,7 +403,8 @@ impl RunHandle {
                     }
                 }
             },
-        ))
+        )
+        .boxed())
     }
 
     /// Asks the run to stop as `mode` says; with `timeout`, a run that has not stopped by then

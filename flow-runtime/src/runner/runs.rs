@@ -360,38 +360,23 @@ impl Runner {
         checkpoint_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<EventStream, CheckpointError> {
-        let (checkpoint, guard) = self
-            .claim_checkpoint(checkpoint_id, &targets, self.agent.name())
+        let run_id_of = |c: &Checkpoint| match c.run_id.is_empty() {
+            true => checkpoint_id.to_owned(),
+            false => c.run_id.clone(),
+        };
+        let Restored {
+            checkpoint,
+            guard,
+            cx,
+            input,
+            info,
+            ..
+        } = self
+            .restore_claimed(checkpoint_id, &targets, self.agent.name(), |c| {
+                format!("{}.{}", run_id_of(c), c.resumes)
+            })
             .await?;
-        let session = checkpoint.restore_session();
-        let root_input: Vec<MessageRef> = checkpoint
-            .root_input
-            .iter()
-            .cloned()
-            .map(Arc::new)
-            .collect();
-        let run_id = if checkpoint.run_id.is_empty() {
-            checkpoint_id.to_owned()
-        } else {
-            checkpoint.run_id.clone()
-        };
-        let mut cx = RunContext::new_run(
-            session,
-            root_input.iter().cloned(),
-            checkpoint.streaming,
-            self.agent.name(),
-        )
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_idempotency_scope(format!("{run_id}.{}", checkpoint.resumes));
-        if !self.middleware.is_empty() {
-            cx = cx.with_run_middleware(self.middleware.clone());
-        }
-        let input = AgentInput {
-            messages: root_input.into(),
-            streaming: checkpoint.streaming,
-        };
-        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
+        let run_id = run_id_of(&checkpoint);
         let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
             id: checkpoint_id.to_owned(),
@@ -401,6 +386,54 @@ impl Runner {
             claim: Some(guard),
         };
         Ok(self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info)))
+    }
+
+    /// Claims checkpoint `checkpoint_id` (see [`claim_checkpoint`](Self::claim_checkpoint)) and
+    /// restores its run, starting at agent `start`: the session, the run's context (this
+    /// runner's options, limits and middleware; tool calls keyed under `scope` of the
+    /// checkpoint), its input, and the resume data for `targets`. Written once for
+    /// [`Runner::resume`] and a resumed thread turn.
+    pub(crate) async fn restore_claimed(
+        &self,
+        checkpoint_id: &str,
+        targets: &HashMap<String, serde_json::Value>,
+        start: &str,
+        scope: impl FnOnce(&Checkpoint) -> String,
+    ) -> Result<Restored, CheckpointError> {
+        let (checkpoint, guard) = self.claim_checkpoint(checkpoint_id, targets, start).await?;
+        let session = checkpoint.restore_session();
+        let restored = session.len();
+        let root_input: Vec<MessageRef> = checkpoint
+            .root_input
+            .iter()
+            .cloned()
+            .map(Arc::new)
+            .collect();
+        let mut cx = RunContext::new_run(
+            session,
+            root_input.iter().cloned(),
+            checkpoint.streaming,
+            start,
+        )
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
+        .with_idempotency_scope(scope(&checkpoint));
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
+        let input = AgentInput {
+            messages: root_input.into(),
+            streaming: checkpoint.streaming,
+        };
+        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), targets);
+        Ok(Restored {
+            checkpoint,
+            guard,
+            cx,
+            input,
+            info,
+            restored,
+        })
     }
 
     /// Claims checkpoint `checkpoint_id` for this runner's lease and checks it can resume here
@@ -685,4 +718,20 @@ pub(crate) async fn capture_bytes(
         checkpoint.status = CheckpointStatus::Resumed;
     }
     Ok(codec.encode(&checkpoint))
+}
+
+/// A claimed checkpoint restored for its resume (see [`Runner::restore_claimed`]).
+pub(crate) struct Restored {
+    /// The checkpoint.
+    pub(crate) checkpoint: Checkpoint,
+    /// The claim on it, given back if the resume ends unrecorded.
+    pub(crate) guard: ClaimGuard,
+    /// The resumed run's context.
+    pub(crate) cx: RunContext,
+    /// The run's input.
+    pub(crate) input: AgentInput,
+    /// What the interrupts are answered with.
+    pub(crate) info: ResumeInfo,
+    /// How many events the restored session holds.
+    pub(crate) restored: usize,
 }

@@ -51,7 +51,7 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
-use super::runs::{capture_bytes, ClaimGuard, Runner};
+use super::runs::{capture_bytes, ClaimGuard, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
 use crate::agent::FlowAgent;
@@ -59,12 +59,12 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role};
-use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::Session;
 use crate::store::{
-    turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStore, Completion,
-    RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+    turn_checkpoint_id, validate_thread_id, Checkpoint, CheckpointError, CheckpointStore,
+    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord,
+    ThreadStore,
 };
 
 /// Where a thread's next turn starts.
@@ -415,35 +415,25 @@ impl Runner {
         };
         // The claim makes this resume the only one, in any process (see the store contract).
         let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
-        let (checkpoint, resume_claim) = self
-            .claim_checkpoint(&checkpoint_id, &targets, &start_name)
+        let Restored {
+            checkpoint,
+            guard: resume_claim,
+            cx,
+            input,
+            info,
+            restored,
+        } = self
+            .restore_claimed(
+                &checkpoint_id,
+                &targets,
+                &start_name,
+                Checkpoint::idempotency_scope,
+            )
             .await?;
-        let session = checkpoint.restore_session();
-        let restored = session.len();
-        let root_input: Vec<MessageRef> = checkpoint
-            .root_input
-            .iter()
-            .cloned()
-            .map(Arc::new)
-            .collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
-        let cx = RunContext::new_run(
-            session,
-            root_input.iter().cloned(),
-            checkpoint.streaming,
-            start_name,
-        )
-        .with_idempotency_scope(checkpoint.idempotency_scope())
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_run_middleware(self.middleware.clone())
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
-        let input = AgentInput {
-            messages: root_input.into(),
-            streaming: checkpoint.streaming,
-        };
-        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
+        let cx = cx
+            .with_thread(Arc::new(history))
+            .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
         let events = Arc::clone(&self.agent).resume(cx.clone(), input, info);
         let plan = Recording {
             runner: self.clone(),

@@ -1,0 +1,478 @@
+//! [`EvalRunner`]: runs an eval set against a flow and makes the [`Report`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use flow_runtime::{
+    ChatModel, EventJson, FlowAgent, InMemoryStore, Message, Runner, Tool, TurnOutcome,
+};
+use futures::StreamExt;
+
+use crate::cassette::{Cassette, MatchPolicy, Mode};
+use crate::criteria::{
+    check_budget, check_response, match_trajectory, Criterion, Exchange, Judge, Score, Subject,
+};
+use crate::report::{wilson_interval, CaseResult, FlowPicture, Report, RunResult, TurnResult};
+use crate::set::{EvalCase, EvalSet, Expectations};
+use crate::simulate::{next_user_turn, NextTurn};
+use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
+
+/// What the flow builder is given for one run of a case: the case, and the cassette its
+/// models and tools record into or replay from (when the runner has a cassette folder).
+#[derive(Debug, Clone)]
+pub struct CaseEnv {
+    /// The case's id.
+    pub case_id: String,
+    /// Which run of the case (from 1).
+    pub run: u32,
+    /// The run's cassette, if the runner records or replays.
+    pub cassette: Option<Cassette>,
+}
+
+impl CaseEnv {
+    /// `model`, recorded or replayed through the run's cassette if it has one.
+    pub fn model(&self, model: impl ChatModel) -> Arc<dyn ChatModel> {
+        match &self.cassette {
+            Some(c) => c.model(model),
+            None => Arc::new(model),
+        }
+    }
+
+    /// `tool`, recorded or replayed through the run's cassette if it has one.
+    pub fn tool(&self, tool: impl Tool) -> Arc<dyn Tool> {
+        match &self.cassette {
+            Some(c) => c.tool(tool),
+            None => Arc::new(tool),
+        }
+    }
+}
+
+type BuildFn = dyn Fn(&CaseEnv) -> FlowAgent + Send + Sync;
+
+/// Runs eval sets against a flow.
+///
+/// The flow is built anew for each run of each case by the function given to
+/// [`new`](EvalRunner::new) (so no state leaks between cases); it wraps its models and tools
+/// with the [`CaseEnv`] to record or replay them. Each case runs on a new thread of an
+/// in-memory store, one [`Runner::turn`] per user turn; a [`TrajectoryRecorder`] gathers each
+/// turn's steps and costs; then every expectation is scored.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use flow_eval::runner::EvalRunner;
+/// use flow_eval::set::EvalSet;
+/// use flow_runtime::model::{ScriptStep, ScriptedModel};
+/// use flow_runtime::{ChatModelAgent, FlowAgent};
+///
+/// let set = EvalSet::from_json("inline.json", r#"{"name": "greeting", "cases": [
+///     {"id": "hello", "turns": [{"user": "hi", "expect": {"response": [{"contains": "Hello"}]}}]}
+/// ]}"#).unwrap();
+/// let runner = EvalRunner::new(|env| {
+///     let model = env.model(ScriptedModel::new([ScriptStep::text("Hello there!")]));
+///     FlowAgent::new(ChatModelAgent::builder("greeter", model).build().unwrap())
+/// });
+/// let report = runner.run(&set).await;
+/// assert!(report.passed(), "{}", report.table());
+/// # });
+/// ```
+pub struct EvalRunner {
+    build: Arc<BuildFn>,
+    cassettes: Option<PathBuf>,
+    mode: Option<Mode>,
+    policy: MatchPolicy,
+    judge: Option<(Arc<dyn ChatModel>, Option<String>)>,
+    persona: Option<Arc<dyn ChatModel>>,
+    criteria: Vec<Arc<dyn Criterion>>,
+    repeats: Option<u32>,
+    streaming: bool,
+}
+
+impl EvalRunner {
+    /// A runner building the flow with `build` for each run of each case.
+    pub fn new(build: impl Fn(&CaseEnv) -> FlowAgent + Send + Sync + 'static) -> Self {
+        EvalRunner {
+            build: Arc::new(build),
+            cassettes: None,
+            mode: None,
+            policy: MatchPolicy::exact(),
+            judge: None,
+            persona: None,
+            criteria: Vec::new(),
+            repeats: None,
+            streaming: false,
+        }
+    }
+
+    /// Records or replays each run's models and tools (and the judge's and persona's) in a
+    /// cassette in `dir`: `CASE.json`, or `CASE.run-N.json` for repeated cases. Replaying
+    /// unless [`RECORD_ENV`](crate::cassette::RECORD_ENV) is `1` (or [`mode`](Self::mode)
+    /// says otherwise).
+    pub fn cassettes(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cassettes = Some(dir.into());
+        self
+    }
+
+    /// Records or replays whatever the environment says.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// How replayed requests are matched (default: exact).
+    pub fn match_policy(mut self, policy: MatchPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The model that judges `judge` expectations, with the default prompt.
+    pub fn judge(mut self, model: impl ChatModel) -> Self {
+        self.judge = Some((Arc::new(model), None));
+        self
+    }
+
+    /// The judge's model, with a prompt of your own (see
+    /// [`DEFAULT_JUDGE_PROMPT`](crate::criteria::DEFAULT_JUDGE_PROMPT)).
+    pub fn judge_with_prompt(mut self, model: impl ChatModel, prompt: impl Into<String>) -> Self {
+        self.judge = Some((Arc::new(model), Some(prompt.into())));
+        self
+    }
+
+    /// The model that plays simulated users without a script.
+    pub fn persona(mut self, model: impl ChatModel) -> Self {
+        self.persona = Some(Arc::new(model));
+        self
+    }
+
+    /// A criterion of your own, scored on every turn.
+    pub fn criterion(mut self, criterion: impl Criterion) -> Self {
+        self.criteria.push(Arc::new(criterion));
+        self
+    }
+
+    /// Runs every case this many times (overriding the cases' `repeats`).
+    pub fn repeats(mut self, runs: u32) -> Self {
+        self.repeats = Some(runs.max(1));
+        self
+    }
+
+    /// Whether the flow's agents stream their answers (default: no).
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Runs every case of `set`, in order.
+    pub async fn run(&self, set: &EvalSet) -> Report {
+        let mut cases = Vec::new();
+        for case in &set.cases {
+            cases.push(self.run_case(case).await);
+        }
+        let flow = (self.build)(&CaseEnv {
+            case_id: String::new(),
+            run: 0,
+            cassette: None,
+        });
+        Report {
+            set: set.name.clone(),
+            flow: Some(FlowPicture {
+                shape: flow.shape(),
+                svg: flow.to_svg(),
+            }),
+            cases,
+        }
+    }
+
+    /// Runs the case `id` of `set` alone (for one test per case); `None` if the set has no
+    /// such case.
+    pub async fn run_one(&self, set: &EvalSet, id: &str) -> Option<CaseResult> {
+        let case = set.cases.iter().find(|c| c.id == id)?;
+        Some(self.run_case(case).await)
+    }
+
+    /// Runs one case as many times as it asks, and weighs its pass rate.
+    pub async fn run_case(&self, case: &EvalCase) -> CaseResult {
+        let repeats = self.repeats.or(case.repeats).unwrap_or(1).max(1);
+        let mut runs = Vec::new();
+        for run in 1..=repeats {
+            runs.push(self.run_once(case, run, repeats).await);
+        }
+        let passes = runs.iter().filter(|r| r.passed).count() as u32;
+        let pass_rate = f64::from(passes) / f64::from(repeats);
+        let threshold = case.pass_rate.unwrap_or(1.0);
+        CaseResult {
+            id: case.id.clone(),
+            description: case.description.clone(),
+            passes,
+            pass_rate,
+            interval: wilson_interval(passes, repeats),
+            threshold,
+            passed: pass_rate >= threshold,
+            runs,
+        }
+    }
+
+    fn cassette_for(
+        &self,
+        case: &EvalCase,
+        run: u32,
+        repeats: u32,
+    ) -> Result<Option<Cassette>, String> {
+        let Some(dir) = &self.cassettes else {
+            return Ok(None);
+        };
+        let file = if repeats > 1 {
+            format!("{}.run-{run}.json", case.id)
+        } else {
+            format!("{}.json", case.id)
+        };
+        let path = dir.join(file);
+        let cassette = match self.mode.unwrap_or_else(Mode::from_env) {
+            Mode::Record => Cassette::new(&path, Mode::Record),
+            Mode::Replay => Cassette::replay(&path).map_err(|e| e.to_string())?,
+        };
+        Ok(Some(cassette.with_policy(self.policy.clone())))
+    }
+
+    async fn run_once(&self, case: &EvalCase, run: u32, repeats: u32) -> RunResult {
+        let failed = |error: String| RunResult {
+            turns: Vec::new(),
+            case_scores: Vec::new(),
+            error: Some(error),
+            passed: false,
+        };
+        let cassette = match self.cassette_for(case, run, repeats) {
+            Ok(c) => c,
+            Err(e) => return failed(e),
+        };
+        let env = CaseEnv {
+            case_id: case.id.clone(),
+            run,
+            cassette: cassette.clone(),
+        };
+        let flow = (self.build)(&env);
+        if let Some(c) = &cassette {
+            if let Err(e) = c.check_flow(&flow) {
+                return failed(e.to_string());
+            }
+        }
+        let judge = self.judge.as_ref().map(|(model, prompt)| {
+            let judge = Judge::from_arc(env.model(Arc::clone(model)));
+            match prompt {
+                Some(p) => judge.with_prompt(p.clone()),
+                None => judge,
+            }
+        });
+        let persona = self.persona.as_ref().map(|m| env.model(Arc::clone(m)));
+        let recorder = TrajectoryRecorder::new();
+        let runner = Runner::new(flow)
+            .streaming(self.streaming)
+            .thread_store(InMemoryStore::new())
+            .middleware(recorder.clone());
+        let thread: String = format!("eval-{}-{run}", case.id)
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+
+        let mut turns: Vec<TurnResult> = Vec::new();
+        let mut conversation: Vec<Exchange> = Vec::new();
+        let mut error = None;
+        let mut planned: Vec<(String, Expectations)> = case
+            .turns
+            .iter()
+            .map(|t| (t.user.clone(), t.expect.clone()))
+            .collect();
+        if let (Some(sim), true) = (&case.simulation, case.turns.is_empty()) {
+            planned.push((sim.opening.clone(), Expectations::default()));
+        }
+        let mut next = 0;
+        loop {
+            let (user, expect) = if next < planned.len() {
+                planned[next].clone()
+            } else if let Some(sim) = &case.simulation {
+                match next_user_turn(sim, &conversation, persona.as_ref()).await {
+                    Ok(NextTurn::Say(text)) => (text, Expectations::default()),
+                    Ok(NextTurn::Stop) => break,
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            } else {
+                break;
+            };
+            next += 1;
+            let turn = self
+                .run_turn(
+                    &runner,
+                    &recorder,
+                    &thread,
+                    &user,
+                    &expect,
+                    &mut conversation,
+                    judge.as_ref(),
+                )
+                .await;
+            let failed_turn = turn.error.clone();
+            turns.push(turn);
+            if let Some(e) = failed_turn {
+                error = Some(format!("turn {next}: {e}"));
+                break;
+            }
+        }
+
+        let mut case_scores = Vec::new();
+        if !case.expect.is_empty() {
+            let mut trajectory = Trajectory::default();
+            let mut metrics = Metrics::default();
+            for t in &turns {
+                trajectory.steps.extend(t.trajectory.steps.iter().cloned());
+                metrics.usage += t.metrics.usage;
+                metrics.model_calls += t.metrics.model_calls;
+                metrics.tool_calls += t.metrics.tool_calls;
+                metrics.transfers += t.metrics.transfers;
+                metrics.wall_ms += t.metrics.wall_ms;
+            }
+            let response = turns.last().and_then(|t| t.answer.clone());
+            let subject = Subject {
+                conversation: &conversation,
+                response: response.as_deref(),
+                trajectory: &trajectory,
+                metrics: &metrics,
+            };
+            case_scores = score(&case.expect, &subject, judge.as_ref(), &[]).await;
+        }
+
+        if let Some(c) = &cassette {
+            // A replay error is the cause of whatever failed after it: it comes first.
+            if let Some(first) = c.errors().first() {
+                error = Some(format!("replay: {first}"));
+            }
+            if let Err(e) = c.save() {
+                error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        let passed = error.is_none()
+            && turns.iter().flat_map(|t| &t.scores).all(|s| s.passed)
+            && case_scores.iter().all(|s| s.passed);
+        RunResult {
+            turns,
+            case_scores,
+            error,
+            passed,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_turn(
+        &self,
+        runner: &Runner,
+        recorder: &TrajectoryRecorder,
+        thread: &str,
+        user: &str,
+        expect: &Expectations,
+        conversation: &mut Vec<Exchange>,
+        judge: Option<&Judge>,
+    ) -> TurnResult {
+        let started = Instant::now();
+        let mut events: Vec<EventJson> = Vec::new();
+        let mut error = None;
+        let mut answer = None;
+        match runner.turn(thread, Message::user(user)).await {
+            Err(e) => error = Some(e.to_string()),
+            Ok(mut turn) => {
+                while let Some(event) = turn.next().await {
+                    match event.materialized().await {
+                        Ok(json) => {
+                            if let Some(e) = &json.error {
+                                error.get_or_insert_with(|| e.message.clone());
+                            }
+                            events.push(json);
+                        }
+                        Err(e) => {
+                            error.get_or_insert_with(|| e.to_string());
+                        }
+                    }
+                }
+                match turn.outcome() {
+                    Some(TurnOutcome::Completed { answer: a, .. }) => answer = a.map(|m| m.content),
+                    Some(TurnOutcome::Interrupted { interrupts, .. }) => {
+                        error.get_or_insert_with(|| {
+                            format!(
+                                "the turn stopped for outside input ({} interrupt(s)); eval \
+                                 cases do not answer interrupts",
+                                interrupts.len()
+                            )
+                        });
+                    }
+                    Some(TurnOutcome::Failed(e)) => {
+                        error.get_or_insert_with(|| e.to_string());
+                    }
+                    None => {
+                        error.get_or_insert_with(|| "the turn ended without an outcome".into());
+                    }
+                }
+            }
+        }
+        let (trajectory, mut metrics) = recorder.take();
+        metrics.wall_ms = started.elapsed().as_millis() as u64;
+        conversation.push(Exchange {
+            user: user.to_owned(),
+            answer: answer.clone(),
+        });
+        let subject = Subject {
+            conversation,
+            response: answer.as_deref(),
+            trajectory: &trajectory,
+            metrics: &metrics,
+        };
+        let scores = score(expect, &subject, judge, &self.criteria).await;
+        TurnResult {
+            user: user.to_owned(),
+            answer,
+            events,
+            trajectory,
+            metrics,
+            scores,
+            error,
+        }
+    }
+}
+
+async fn score(
+    expect: &Expectations,
+    subject: &Subject<'_>,
+    judge: Option<&Judge>,
+    extra: &[Arc<dyn Criterion>],
+) -> Vec<Score> {
+    let mut scores = Vec::new();
+    if let Some(t) = &expect.trajectory {
+        scores.push(match_trajectory(t, subject.trajectory));
+    }
+    for r in &expect.response {
+        scores.push(check_response(r, subject.response));
+    }
+    if let Some(j) = &expect.judge {
+        scores.push(match judge {
+            Some(judge) => judge.grade(&j.rubric, j.threshold, subject).await,
+            None => Score::fail(
+                "judge",
+                "the case asks for a judge, but the runner has no judge model: give one with \
+                 EvalRunner::judge",
+            ),
+        });
+    }
+    if let Some(b) = &expect.budget {
+        scores.push(check_budget(b, subject.metrics));
+    }
+    for c in extra {
+        scores.push(c.evaluate(subject).await);
+    }
+    scores
+}
