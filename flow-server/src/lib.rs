@@ -72,6 +72,7 @@
 // - `error`: `ApiError`, every way a request fails as one JSON response.
 // - `extract`: the request extractors (`JsonBody`, `ApiPath`) that fail as `ApiError`.
 // - `routes`: the handlers of the `/v1` API.
+// - `agent_protocol/`: the Agent Protocol (LangGraph clients) under /v1: threads, runs.
 // - `runs/`: runs over HTTP (background runs, SSE attach with Last-Event-ID, wait, cancel).
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
@@ -83,6 +84,7 @@
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
+mod agent_protocol;
 mod auth;
 mod console;
 pub mod demo;
@@ -144,6 +146,7 @@ pub fn app(state: AppState) -> Router {
             get(routes::thread_interrupts),
         )
         .merge(runs::routes())
+        .merge(agent_protocol::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth_layer,

@@ -47,3 +47,5 @@ pub(crate) fn routes() -> Router<AppState> {
             post(handlers::resume_run),
         )
 }
+
+pub(crate) use handlers::{parse_strategy, run_of, start};
