@@ -78,6 +78,7 @@
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
 // - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
 // - `wire`: the JSON of each streamed event (public: clients read it).
+// - `webhooks`: a run's end POSTed, signed, to the URL it named.
 // - `tree`: a flow's tree as JSON, Mermaid and SVG.
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
@@ -99,6 +100,7 @@ mod state;
 mod thread;
 mod tree;
 mod turn;
+pub mod webhooks;
 pub mod wire;
 
 use std::net::SocketAddr;

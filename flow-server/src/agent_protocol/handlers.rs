@@ -217,12 +217,11 @@ pub(crate) async fn create_thread(
     valid(&thread)?;
     let existing = threads.get(&tenant, &thread);
     let flow = flow_of(&state, &threads, &tenant, &thread).await?;
-    if existing.is_some() || flow.is_some() {
-        if request.if_exists.as_deref() != Some("do_nothing") {
-            return Err(ApiError::Conflict(format!(
-                "thread '{thread}' exists; send if_exists=do_nothing to get it"
-            )));
-        }
+    if (existing.is_some() || flow.is_some()) && request.if_exists.as_deref() != Some("do_nothing")
+    {
+        return Err(ApiError::Conflict(format!(
+            "thread '{thread}' exists; send if_exists=do_nothing to get it"
+        )));
     }
     let meta = existing.unwrap_or(ThreadMeta {
         flow: flow.as_ref().map(|f| f.name().to_owned()),
@@ -522,16 +521,27 @@ pub(crate) async fn create_run(
 }
 
 /// The SSE body of `run` after `after`, in the protocol's events; `end` last.
-fn protocol_sse(
+/// Whose run a protocol stream reads: the caller's tenant, thread and its flow.
+struct Reader {
     state: AppState,
     tenant: Tenant,
     thread: String,
     flow: ServedFlow,
+}
+
+fn protocol_sse(
+    reader: Reader,
     run: RunHandle,
     after: Option<u64>,
     modes: Modes,
     cancel_on_disconnect: bool,
 ) -> Result<Response, ApiError> {
+    let Reader {
+        state,
+        tenant,
+        thread,
+        flow,
+    } = reader;
     let events = run.attach(after).map_err(|e| match e {
         flow_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
         _ => ApiError::EventExpired(e.to_string()),
@@ -621,7 +631,13 @@ pub(crate) async fn stream_new_run(
     };
     let (run, flow) = start_run(&state, &threads, &tenant, &thread, &request).await?;
     let modes = Modes::of(request.stream_mode.as_ref());
-    protocol_sse(state, tenant, thread, flow, run, None, modes, cancel)
+    let reader = Reader {
+        state,
+        tenant,
+        thread,
+        flow,
+    };
+    protocol_sse(reader, run, None, modes, cancel)
 }
 
 async fn final_values(
@@ -754,7 +770,13 @@ pub(crate) async fn join_stream(
     };
     let modes = Modes::of(query.stream_mode.map(Value::String).as_ref());
     let cancel = query.cancel_on_disconnect.unwrap_or(false);
-    protocol_sse(state, tenant, thread, flow, run, after, modes, cancel)
+    let reader = Reader {
+        state,
+        tenant,
+        thread,
+        flow,
+    };
+    protocol_sse(reader, run, after, modes, cancel)
 }
 
 /// The query of `POST .../runs/{run}/cancel`.

@@ -8,19 +8,16 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use flow_runtime::{
-    CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo, RunOutcome,
-};
+use flow_runtime::{CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::stream::{run_sse, OnDisconnect};
+use super::stream::{outcome_json, run_sse, OnDisconnect};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::state::{AppState, ServedFlow};
 use crate::thread::ThreadKey;
-use crate::wire::PublicInterrupt;
 
 /// The body of `POST .../runs`: a `message` (a new turn) or `resume` (interrupt id -> data,
 /// continuing the turn the thread waits on).
@@ -40,6 +37,9 @@ pub(crate) struct CreateRun {
     /// `continue` (default for background runs) or `cancel` (default for streamed ones).
     #[serde(default)]
     on_disconnect: Option<String>,
+    /// An http(s) URL told of the run's end (see [`crate::webhooks`]).
+    #[serde(default)]
+    webhook: Option<String>,
 }
 
 /// The body of `POST .../runs/{run}/cancel`.
@@ -73,40 +73,6 @@ fn on_disconnect(name: Option<&str>, default: OnDisconnect) -> Result<OnDisconne
             "on_disconnect '{}' is not known: use continue or cancel",
             other.chars().take(40).collect::<String>()
         ))),
-    }
-}
-
-/// The JSON of a run's outcome (also the `done` event's data).
-pub(crate) fn outcome_json(run_id: &str, outcome: &RunOutcome) -> Value {
-    match outcome {
-        RunOutcome::Success {
-            answered_by,
-            answer,
-        } => json!({
-            "run_id": run_id,
-            "status": "success",
-            "output": answer.as_ref().map(|m| m.content.clone()),
-            "answered_by": answered_by,
-        }),
-        RunOutcome::Interrupted { interrupts } => json!({
-            "run_id": run_id,
-            "status": "interrupted",
-            "interrupts": interrupts.iter().map(PublicInterrupt::of).collect::<Vec<_>>(),
-        }),
-        RunOutcome::Cancelled {
-            mode,
-            at_safe_point,
-        } => json!({
-            "run_id": run_id,
-            "status": "cancelled",
-            "cancel_mode": mode,
-            "at_safe_point": at_safe_point,
-        }),
-        RunOutcome::Error { message } => json!({
-            "run_id": run_id,
-            "status": "error",
-            "message": message,
-        }),
     }
 }
 
@@ -221,6 +187,19 @@ pub(crate) async fn create_run(
         OnDisconnect::Continue
     };
     let disconnect = on_disconnect(request.on_disconnect.as_deref(), default)?;
+    let webhook = match &request.webhook {
+        None => None,
+        Some(url) => {
+            let url = crate::webhooks::check_url(url)?;
+            let secret = state.webhook_secret().ok_or_else(|| {
+                ApiError::BadRequest(
+                    "this server sends no webhooks: it has no webhook secret                      (ServerBuilder::webhook_secret)"
+                        .into(),
+                )
+            })?;
+            Some((url, secret.to_vec()))
+        }
+    };
     let run = start(
         &state,
         &served,
@@ -230,6 +209,17 @@ pub(crate) async fn create_run(
         strategy,
     )
     .await?;
+    if let Some((url, secret)) = webhook {
+        let thread = key.id.clone();
+        crate::webhooks::after(run.clone(), url, secret, move |run| {
+            let mut body = run
+                .outcome()
+                .map(|o| outcome_json(run.id(), &o))
+                .unwrap_or_default();
+            body["thread"] = Value::String(thread);
+            body
+        });
+    }
     if request.stream {
         return Ok(run_sse(run, key.id, None, state.limits(), disconnect)?.into_response());
     }

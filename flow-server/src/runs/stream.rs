@@ -10,15 +10,14 @@
 
 use std::time::Duration;
 
-use flow_runtime::{RunEvent, RunHandle, RunItem};
+use flow_runtime::{RunEvent, RunHandle, RunItem, RunOutcome};
 use futures::{Stream, StreamExt};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::limits::Limits;
 use crate::sse::{frame, SseBody};
-
-use super::handlers::outcome_json;
+use crate::wire::PublicInterrupt;
 
 /// What happens to a run when the client streaming it goes away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,4 +122,38 @@ pub(crate) fn run_sse(
         limits.max_turn_duration,
         overtime,
     ))
+}
+
+/// The JSON of a run's outcome (also the `done` event's data).
+pub(crate) fn outcome_json(run_id: &str, outcome: &RunOutcome) -> Value {
+    match outcome {
+        RunOutcome::Success {
+            answered_by,
+            answer,
+        } => json!({
+            "run_id": run_id,
+            "status": "success",
+            "output": answer.as_ref().map(|m| m.content.clone()),
+            "answered_by": answered_by,
+        }),
+        RunOutcome::Interrupted { interrupts } => json!({
+            "run_id": run_id,
+            "status": "interrupted",
+            "interrupts": interrupts.iter().map(PublicInterrupt::of).collect::<Vec<_>>(),
+        }),
+        RunOutcome::Cancelled {
+            mode,
+            at_safe_point,
+        } => json!({
+            "run_id": run_id,
+            "status": "cancelled",
+            "cancel_mode": mode,
+            "at_safe_point": at_safe_point,
+        }),
+        RunOutcome::Error { message } => json!({
+            "run_id": run_id,
+            "status": "error",
+            "message": message,
+        }),
+    }
 }
