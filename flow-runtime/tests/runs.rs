@@ -569,3 +569,127 @@ fn strategies_and_modes_parse_or_say_what_is_wrong() {
     assert!("after_model|never".parse::<CancelMode>().is_err());
     assert!("".parse::<CancelMode>().is_err());
 }
+
+/// Calls the `desk` agent tool with the user's message, then answers with its result.
+struct BossModel;
+
+#[async_trait]
+impl ChatModel for BossModel {
+    fn model_name(&self) -> &str {
+        "boss"
+    }
+
+    async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
+        let last_user = request
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(0);
+        let q = request.messages[last_user].content.clone();
+        Ok(
+            match request.messages[last_user..]
+                .iter()
+                .find(|m| m.role == Role::Tool)
+            {
+                None => Message::assistant_tool_calls(
+                    "asking the desk",
+                    vec![ToolCall::new(
+                        "boss-1",
+                        "desk",
+                        serde_json::json!({ "request": q }).to_string(),
+                    )],
+                ),
+                Some(found) => Message::assistant(format!("boss: {}", found.content)),
+            },
+        )
+    }
+}
+
+/// A boss agent whose tool is the whole gated desk (an agent tool).
+fn boss(gates: &Arc<Gates>) -> Runner {
+    let desk = desk(gates).agent().clone();
+    let boss = ChatModelAgent::builder("boss", BossModel)
+        .tool(flow_runtime::AgentTool::new(desk))
+        .build()
+        .unwrap();
+    Runner::new(FlowAgent::new(boss))
+        .stores(InMemoryStore::new())
+        .streaming(true)
+}
+
+async fn boss_undisturbed() -> Vec<(Role, String, Vec<String>)> {
+    let (gates, _heard) = Gates::new();
+    let runner = boss(&gates);
+    let run = runner
+        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .await
+        .unwrap();
+    assert!(matches!(run.wait().await, RunOutcome::Success { .. }));
+    record(&runner, "calm").await
+}
+
+#[tokio::test]
+async fn a_recursive_cancel_stops_inside_an_agent_tool_and_resumes_to_the_same_record() {
+    let (gates, mut heard) = Gates::new();
+    gates.model_closed.store(true, Ordering::SeqCst);
+    let runner = boss(&gates);
+    let run = runner
+        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .await
+        .unwrap();
+    // The desk's model, inside the boss's tool call, is half streamed.
+    assert_eq!(heard.recv().await, Some("model half streamed"));
+    run.cancel(CancelMode::AFTER_MODEL.recursive(), None)
+        .unwrap();
+    gates.model_closed.store(false, Ordering::SeqCst);
+    gates.model.add_permits(1);
+    let outcome = run.wait().await;
+    assert!(
+        matches!(
+            outcome,
+            RunOutcome::Cancelled {
+                at_safe_point: true,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    // The desk stopped after its model call: its tool did not run.
+    assert!(gates.ledger().is_empty());
+    let resumed = runner.resume_run(&run).await.unwrap();
+    let outcome = resumed.wait().await;
+    assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    assert_eq!(record(&runner, "calm").await, boss_undisturbed().await);
+}
+
+#[tokio::test]
+async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() {
+    let (gates, mut heard) = Gates::new();
+    gates.model_closed.store(true, Ordering::SeqCst);
+    let runner = boss(&gates);
+    let run = runner
+        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .await
+        .unwrap();
+    assert_eq!(heard.recv().await, Some("model half streamed"));
+    run.cancel(CancelMode::AFTER_TOOLS, None).unwrap();
+    gates.model_closed.store(false, Ordering::SeqCst);
+    gates.model.add_permits(1);
+    let outcome = run.wait().await;
+    assert_eq!(
+        outcome,
+        RunOutcome::Cancelled {
+            mode: CancelMode::AFTER_TOOLS,
+            at_safe_point: true
+        }
+    );
+    // The nested desk ran to its end; the boss stopped after its tool call.
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    let kept = record(&runner, "calm").await;
+    assert_eq!(kept.last().unwrap().1, "answer: found kettle");
+    let resumed = runner.resume_run(&run).await.unwrap();
+    assert!(matches!(resumed.wait().await, RunOutcome::Success { .. }));
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    assert_eq!(record(&runner, "calm").await, boss_undisturbed().await);
+}
