@@ -13,6 +13,9 @@ pub use flow_runtime::*;
 extern crate self as agentflow;
 
 mod dsl;
+/// The guide (`docs/src`) and the README, compiled and run as doctests.
+#[cfg(doctest)]
+pub mod guide;
 #[cfg(feature = "otel")]
 pub mod otel;
 

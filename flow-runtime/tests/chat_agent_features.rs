@@ -332,7 +332,8 @@ async fn the_output_key_holds_the_final_answer_streamed_or_not() {
 }
 
 #[tokio::test]
-async fn a_return_directly_tool_ends_the_turn_with_its_result_as_the_final_output() {
+async fn a_return_directly_tool_ends_the_turn_with_its_result_as_the_last_event_and_the_final_output(
+) {
     let model = ScriptedModel::new([
         ScriptStep::tool_calls([
             ("lookup", json!({"item": "bad"})),
@@ -360,8 +361,8 @@ async fn a_return_directly_tool_ends_the_turn_with_its_result_as_the_final_outpu
         [
             r#"clerk@clerk:  [calls lookup {"item":"bad"}] [calls lookup {"item":"kettle"}] [calls clock {}]"#,
             "clerk@clerk: error: tool 'lookup' failed: no such item",
-            "clerk@clerk: found kettle",
             "clerk@clerk: 12:00",
+            "clerk@clerk: found kettle",
         ]
     );
     assert_eq!(model.calls(), 1, "the model is not asked again");
@@ -380,6 +381,100 @@ async fn a_return_directly_tool_ends_the_turn_with_its_result_as_the_final_outpu
         "agent 'clerk' cannot be built: return_directly names the tool 'lookup', which the \
          agent does not have; add the tool first, or fix the name"
     );
+}
+
+/// The clerk of the return-directly tests: one reply calling `lookup` (return-directly) and
+/// then `clock`.
+fn direct_clerk() -> ChatModelAgent {
+    let model = ScriptedModel::new([
+        ScriptStep::tool_calls([("lookup", json!({"item": "kettle"})), ("clock", json!({}))]),
+        ScriptStep::text("never asked"),
+    ]);
+    let clock = tool_fn("clock", "The time.", |_: NoArgs| async move {
+        Ok::<_, String>("12:00")
+    });
+    ChatModelAgent::builder("clerk", model)
+        .tool(lookup())
+        .tool(clock)
+        .return_directly("lookup")
+        .output_key("answer")
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_return_directly_result_is_a_turns_final_output_and_an_agent_tools_result() {
+    // A turn of a thread: its answer is the return-directly result, not the later call's.
+    let runner = Runner::new(FlowAgent::new(direct_clerk())).stores(InMemoryStore::new());
+    let turn = runner.turn("t", Message::user("kettle?")).await.unwrap();
+    let answer = turn
+        .final_output()
+        .await
+        .unwrap()
+        .expect("the turn has an answer");
+    assert_eq!(answer.content, "found kettle");
+
+    // Through an agent tool: the caller's tool result is the return-directly result.
+    let caller_model = ScriptedModel::new([
+        ScriptStep::tool_call("clerk", json!({"request": "kettle?"})),
+        ScriptStep::text("The clerk found it."),
+    ]);
+    let caller = ChatModelAgent::builder("desk", caller_model.clone())
+        .tool(flow_runtime::AgentTool::new(FlowAgent::new(direct_clerk())))
+        .build()
+        .unwrap();
+    let events = collect(Runner::new(FlowAgent::new(caller)).query("go")).await;
+    assert_eq!(events[1], "desk@desk: found kettle", "{events:#?}");
+    assert_eq!(
+        seen(&caller_model.requests()[1]).last().unwrap(),
+        "tool: found kettle"
+    );
+}
+
+#[tokio::test]
+async fn a_return_directly_result_held_back_across_an_interrupt_is_still_the_last_event() {
+    let approve = tool_fn_with_context(
+        "approve",
+        "Asks a human.",
+        |cx: ToolContext, a: Item| async move {
+            match cx.resume_data() {
+                None => Err(cx.interrupt(json!({ "approve": a.item }))),
+                Some(_) => Ok(format!("approved {}", a.item)),
+            }
+        },
+    );
+    let model = ScriptedModel::new([
+        ScriptStep::tool_calls([
+            ("lookup", json!({"item": "kettle"})),
+            ("approve", json!({"item": "mug"})),
+        ]),
+        ScriptStep::text("never asked"),
+    ]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .tool(lookup())
+        .tool(approve)
+        .return_directly("lookup")
+        .output_key("answer")
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent)).checkpoint_store(InMemoryStore::new());
+    let first = collect(runner.run_checkpointed("d", Session::new(), user("kettle"))).await;
+    assert_eq!(
+        first,
+        [
+            r#"clerk@clerk:  [calls lookup {"item":"kettle"}] [calls approve {"item":"mug"}]"#,
+            "clerk@clerk: => interrupt clerk",
+        ]
+    );
+    let resumed = runner
+        .resume("d", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+        .await
+        .unwrap();
+    assert_eq!(
+        collect(resumed).await,
+        ["clerk@clerk: approved mug", "clerk@clerk: found kettle"]
+    );
+    assert_eq!(model.calls(), 1, "the model is not asked again");
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

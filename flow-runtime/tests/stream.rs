@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::{Message, MessageStream, StreamError};
+use flow_runtime::{EventOutput, Message, MessageStream, StreamError};
 use futures::StreamExt;
 
 fn text(chunk: &Result<Arc<Message>, StreamError>) -> String {
@@ -94,4 +94,42 @@ async fn collect_message_reports_the_error() {
         reader.collect_message().await.unwrap_err(),
         StreamError::new("boom")
     );
+}
+
+/// `read_message` reads a whole and a streamed message alike, on a live event and on the
+/// session's record of it, and the caller's own reader still sees every chunk.
+#[tokio::test]
+async fn read_message_is_one_accessor_for_whole_and_streamed_events_live_and_recorded() {
+    use flow_runtime::{AgentEvent, FlowAgent, FnAgent, Runner, Session};
+    let agent = FnAgent::new("talker", |cx, _| async move {
+        cx.say("whole");
+        cx.emit(AgentEvent::stream(MessageStream::from_messages([
+            Message::assistant("str"),
+            Message::assistant("eamed"),
+        ])));
+        Ok(())
+    });
+    let session = Session::new();
+    let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
+        .run_in(Arc::clone(&session), [Arc::new(Message::user("hi"))])
+        .collect()
+        .await;
+    let mut live = Vec::new();
+    for e in &events {
+        live.push(e.read_message().await.unwrap().unwrap().content.clone());
+    }
+    assert_eq!(live, ["whole", "streamed"]);
+    assert!(
+        events[1].message_output().is_none(),
+        "the old accessor reads whole messages only"
+    );
+    let mut recorded = Vec::new();
+    for e in session.events() {
+        recorded.push(e.read_message().await.unwrap().unwrap().content.clone());
+    }
+    assert_eq!(recorded, ["whole", "streamed"]);
+    let EventOutput::Stream(mine) = events[1].output.clone().unwrap() else {
+        panic!("a stream")
+    };
+    assert_eq!(mine.collect_message().await.unwrap().content, "streamed");
 }

@@ -38,6 +38,17 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for JsonBody<T> {
         if !json {
             return Err(ApiError::UnsupportedMediaType);
         }
+        // A body announced past the limit is refused at once, without waiting for it.
+        let announced = request
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if announced.is_some_and(|n| n > limits.max_body_bytes as u64) {
+            return Err(ApiError::PayloadTooLarge {
+                limit: limits.max_body_bytes,
+            });
+        }
         let bytes = read_body(request.into_body(), limits.max_body_bytes);
         let bytes = match tokio::time::timeout(limits.body_read_timeout, bytes).await {
             Ok(result) => result?,

@@ -1095,6 +1095,34 @@ async fn a_body_that_does_not_arrive_gets_408() {
 }
 
 #[tokio::test]
+async fn a_body_announced_past_the_limit_gets_413_without_waiting_for_it() {
+    use tokio::io::AsyncWriteExt;
+    // The body never comes, and the body timeout is far away: only the announced length can
+    // decide the answer.
+    let server = spawn(hostile_state(Limits {
+        body_read_timeout: std::time::Duration::from_secs(3600),
+        ..Limits::default()
+    }))
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/flows/desk/threads/big/turns HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{{\"message\":"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        read_response(&mut stream),
+    )
+    .await
+    .expect("answered before the body timeout")
+    .expect("a response");
+    let (status, _, body) = parse_raw(&response);
+    assert_eq!(status, 413);
+    assert_eq!(body["error"]["code"], "payload_too_large");
+}
+
+#[tokio::test]
 async fn connections_over_the_limit_get_a_json_503() {
     let server = spawn(hostile_state(Limits {
         max_connections: 2,

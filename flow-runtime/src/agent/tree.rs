@@ -339,6 +339,29 @@ impl FlowAgent {
         names
     }
 
+    /// The names of the custom agents that may run agents of their own this tree cannot see
+    /// (a `struct W(FlowAgent)` whose `run` runs the tree it holds): the leaves of this tree
+    /// (and of the trees its nodes hold) whose agent is not itself a tree, the root excepted
+    /// (a lone root is checked by name, as any agent). A checkpoint's run
+    /// paths may go on below them with names only that agent knows (see
+    /// [`Checkpoint::check_names_in`](crate::Checkpoint::check_names_in)).
+    pub(crate) fn opaque_leaves(&self) -> std::collections::HashSet<Arc<str>> {
+        fn walk(tree: &Tree, names: &mut std::collections::HashSet<Arc<str>>) {
+            for n in &tree.nodes {
+                match n.agent.as_flow() {
+                    Some(inner) => walk(&inner.tree, names),
+                    None if n.children.is_empty() && n.parent.is_some() => {
+                        names.insert(Arc::clone(&n.name));
+                    }
+                    None => {}
+                }
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        walk(&self.tree, &mut names);
+        names
+    }
+
     /// The root of the tree this agent is in.
     pub fn root(&self) -> FlowAgent {
         let mut node = self.node;

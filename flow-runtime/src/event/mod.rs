@@ -168,7 +168,23 @@ impl AgentEvent {
         &self.run_path
     }
 
-    /// The whole message, if the output is one.
+    /// The event's message, whole or streamed: a whole message at once, a streamed one once
+    /// its stream has ended (read through a fork of it, so your own reader, if you read it,
+    /// sees every chunk too). `None` for an event without a message. The same name reads a
+    /// recorded event's message ([`SessionEvent::read_message`](crate::SessionEvent::read_message)),
+    /// so a printer that uses it never loses a streamed answer.
+    pub async fn read_message(&self) -> Result<Option<MessageRef>, crate::stream::StreamError> {
+        match &self.output {
+            Some(EventOutput::Message(m)) => Ok(Some(Arc::clone(m))),
+            Some(EventOutput::Stream(s)) => {
+                s.fork().collect_message().await.map(|m| Some(Arc::new(m)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The whole message, if the output is one (`None` for a streamed message: read both
+    /// kinds with [`read_message`](AgentEvent::read_message)).
     pub fn message_output(&self) -> Option<&Message> {
         self.output
             .as_ref()

@@ -239,7 +239,19 @@ where
 impl Loop {
     /// Moves to the node the interrupt points of `info` name (anywhere in the tree), at the
     /// run path they name.
-    fn locate(&mut self, info: ResumeInfo) -> Result<(), AgentError> {
+    fn locate(&mut self, mut info: ResumeInfo) -> Result<(), AgentError> {
+        // Given the level of the custom agent that holds this tree (a wrapper whose `resume`
+        // passes its own info on), the tree's nodes are one level below.
+        while let Some((name, at)) = info.node() {
+            if *at != self.path || self.current.find(name).is_some() || info.was_interrupted() {
+                break;
+            }
+            let mut below = info.children();
+            if below.len() != 1 {
+                break;
+            }
+            info = below.remove(0).1;
+        }
         let Some((name, at)) = info.node() else {
             return Err(AgentError::Checkpoint {
                 message: format!(

@@ -481,7 +481,10 @@ impl ChatModelAgentBuilder {
 
     /// Makes the tool `name` return directly: once a call of it succeeds, the agent's turn
     /// ends after the reply's results, and that result is its final output (stored under the
-    /// [output key](ChatModelAgentBuilder::output_key)); the model is not asked again. If
+    /// [output key](ChatModelAgentBuilder::output_key)); the model is not asked again. Its
+    /// event is held back and emitted after the reply's other results (as in Eino), so the
+    /// run, a [`Turn`](crate::Turn)'s final output and an [`AgentTool`](crate::AgentTool)'s
+    /// result all end with it. If
     /// several such calls succeed in one reply, the first in call order is the output. A call
     /// that fails is answered to the model as usual. (Eino's `ReturnDirectly`, the OpenAI
     /// Agents SDK's `StopAtTools`.) Naming a tool the agent does not have fails the build.

@@ -229,6 +229,7 @@ impl ChatModelAgent {
             ending: saved.ending.clone(),
             output: saved.output.clone(),
             results: saved.results.clone(),
+            direct: saved.direct.clone(),
             calls: resumes,
         };
         let turn = self

@@ -69,6 +69,10 @@ pub(super) struct SavedTurn {
     /// The final output a call made (exit's result, a return-directly result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) output: Option<String>,
+    /// The return-directly result held back to be the turn's last event: call id, text,
+    /// action (it was not emitted before the interrupt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) direct: Option<(String, String, Option<Action>)>,
 }
 
 /// A turn being resumed.
@@ -78,6 +82,8 @@ pub(super) struct Resumed {
     pub(super) ending: Option<Action>,
     pub(super) output: Option<String>,
     pub(super) results: Vec<(String, String, Option<Action>)>,
+    /// The return-directly result held back to be emitted last (see [`SavedTurn::direct`]).
+    pub(super) direct: Option<(String, String, Option<Action>)>,
     /// Interrupted calls: call id, the resume info below the call, the tool's state.
     pub(super) calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
 }
@@ -98,7 +104,9 @@ impl SavedTurn {
 impl ChatModelAgent {
     /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
     /// of a resumed turn follow it); emits their results in call order and appends them to
-    /// `history`. With `resumed`, starts at the saved position: finished calls give their
+    /// `history`, except the result of a return-directly call that is the turn's final output:
+    /// that one is held back and emitted after all the others (before a transfer or exit
+    /// another call asked for), so the agent's run ends with it, as in Eino. With `resumed`, starts at the saved position: finished calls give their
     /// saved results and interrupted ones are resumed. If a call stops for outside input, the
     /// results from it on are held, the turn is saved (with where its reply is), and its
     /// interrupts are emitted.
@@ -118,6 +126,7 @@ impl ChatModelAgent {
             mut ending,
             mut output,
             results: saved_results,
+            mut direct,
             calls: mut resumes,
         } = resumed.unwrap_or_default();
         let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
@@ -225,6 +234,19 @@ impl ChatModelAgent {
                             call.name == EXIT_TOOL_NAME && action_is(&done.1, &Action::Exit);
                         if exited || self.returns_directly(&call.name) {
                             output = Some(done.0.clone());
+                            if !exited {
+                                // The final output: emitted after every other result.
+                                let (text, mut action) = done;
+                                if let Some(a) = action.as_ref().filter(|a| ends_turn(a)) {
+                                    match &ending {
+                                        None => ending = Some(a.clone()),
+                                        Some(first) if first != a => action = None,
+                                        Some(_) => {}
+                                    }
+                                }
+                                direct = Some((call.id.clone(), text, action));
+                                continue;
+                            }
                         }
                     }
                     done
@@ -270,6 +292,7 @@ impl ChatModelAgent {
                 next_call,
                 ending,
                 output,
+                direct,
                 results: held,
                 pending: pending
                     .iter()
@@ -282,6 +305,26 @@ impl ChatModelAgent {
             })?;
             self.emit_interrupts(cx, pending, &state)?;
             return Ok(Turn::Interrupted);
+        }
+        if let Some((id, text, action)) = direct {
+            let name = calls
+                .iter()
+                .find(|c| c.id == id)
+                .map_or("", |c| c.name.as_str());
+            let message = Arc::new(Message::tool(text, id.as_str(), name));
+            history.push(Arc::clone(&message));
+            let mut event = AgentEvent::message(message);
+            if let Some(Action::TransferToAgent(target)) = &action {
+                event.context = cx
+                    .node()
+                    .and_then(|n| n.transfer_forms_to(target))
+                    .map(|(_, result)| result);
+            }
+            last_action.clone_from(&action);
+            if let Some(action) = action {
+                event = event.with_action(action);
+            }
+            cx.emit(event);
         }
         match ending {
             Some(action) => {

@@ -302,7 +302,13 @@ impl Runner {
             });
         }
         let names = self.agent.all_names();
-        checkpoint.check_names(checkpoint_id, root, |n| names.contains(n))?;
+        let opaque = self.agent.opaque_leaves();
+        checkpoint.check_names_in(
+            checkpoint_id,
+            root,
+            |n| names.contains(n),
+            |n| opaque.contains(n),
+        )?;
         if checkpoint.status == CheckpointStatus::Resumed {
             return Err(CheckpointError::AlreadyResumed {
                 id: checkpoint_id.to_owned(),

@@ -184,8 +184,10 @@ impl Turn {
     }
 
     /// Reads the rest of the turn and returns its answer: the message of the turn's last
-    /// recorded event if it carries [`Action::Exit`] and has content, else the last recorded
-    /// assistant message with content and no tool calls (`None` if there is none). An
+    /// recorded event if it carries [`Action::Exit`] and has content, or if it is a tool
+    /// result with no action (a [return-directly](crate::ChatModelAgentBuilder::return_directly)
+    /// tool's result, which its agent emits last), else the last recorded assistant message
+    /// with content and no tool calls (`None` if there is none). An
     /// interrupted turn gives [`ThreadError::AwaitingResume`], a failed one its error.
     pub async fn final_output(self) -> Result<Option<Message>, ThreadError> {
         let id = self.thread_id.clone();
@@ -906,6 +908,12 @@ fn answer_of(events: &[crate::store::RecordedEvent]) -> Option<Message> {
     if let Some(last) = events.last() {
         if matches!(last.action, Some(Action::Exit)) {
             if let Some(m) = last.message.as_ref().filter(|m| !m.content.is_empty()) {
+                return Some(m.clone());
+            }
+        }
+        // A return-directly tool's result is the last event of its agent's run.
+        if last.action.is_none() {
+            if let Some(m) = last.message.as_ref().filter(|m| m.role == Role::Tool) {
                 return Some(m.clone());
             }
         }

@@ -114,6 +114,13 @@ impl SessionEvent {
         }
     }
 
+    /// The event's message, whole or streamed (a streamed one once its stream has ended): the
+    /// same as [`message`](SessionEvent::message), under the name
+    /// [`AgentEvent::read_message`](crate::AgentEvent::read_message) has too.
+    pub async fn read_message(&self) -> Result<Option<MessageRef>, StreamError> {
+        self.message().await
+    }
+
     /// What [`message`](SessionEvent::message) gives, if it needs no waiting (`None` for a
     /// stream).
     pub(crate) fn message_without_stream(&self) -> Option<Option<MessageRef>> {

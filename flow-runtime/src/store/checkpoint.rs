@@ -249,43 +249,72 @@ impl Checkpoint {
         root: &str,
         known: impl Fn(&str) -> bool,
     ) -> Result<(), CheckpointError> {
+        self.check_names_in(id, root, known, |_| false)
+    }
+
+    /// Like [`check_names`](Checkpoint::check_names), where the agents `opaque` accepts are
+    /// custom agents that may run agents of their own (a wrapper of a tree): at and below one
+    /// of them, events and interrupts may come from agents the flow does not have, and run
+    /// paths may name them (that agent's `resume` is given them), as long as each is a plain
+    /// name (not empty, no `/`, no control character).
+    pub fn check_names_in(
+        &self,
+        id: &str,
+        root: &str,
+        known: impl Fn(&str) -> bool,
+        opaque: impl Fn(&str) -> bool,
+    ) -> Result<(), CheckpointError> {
         let refuse = |reason: String| CheckpointError::NotInFlow {
             id: id.to_owned(),
             reason,
         };
         // Steps shared by many paths are checked once: linear in the checkpoint.
         let mut seen = std::collections::HashSet::new();
-        let mut check_path = |what: &str, path: &RunPath| -> Result<(), CheckpointError> {
+        // Steps of opaque agents, and the steps below them.
+        let mut opens = std::collections::HashSet::new();
+        let mut inside = std::collections::HashSet::new();
+        let mut check_path = |what: &str, path: &RunPath| -> Result<bool, CheckpointError> {
             if path.is_empty() {
                 return Err(refuse(format!("{what} has an empty run path")));
             }
             let mut fault: Option<String> = None;
-            path.visit_new_steps(&mut seen, |_, parent, agent| {
+            let tip = path.visit_new_steps(&mut seen, |link, parent, agent| {
                 if fault.is_some() {
                     return;
                 }
-                if parent.is_none() && agent != root {
+                let below = parent.is_some_and(|p| opens.contains(&p) || inside.contains(&p));
+                if below {
+                    inside.insert(link);
+                    if agent.is_empty()
+                        || agent.contains('/')
+                        || agent.chars().any(char::is_control)
+                    {
+                        fault = Some(format!("names agent '{agent}', which is not a plain name"));
+                    }
+                } else if parent.is_none() && agent != root {
                     fault = Some(format!("does not start at '{root}'"));
                 } else if !known(agent) {
                     fault = Some(format!("names agent '{agent}' that the flow does not have"));
+                } else if opaque(agent) {
+                    opens.insert(link);
                 }
             });
             match fault {
                 Some(fault) => Err(refuse(format!(
                     "{what} has run path `{path}`, which {fault}"
                 ))),
-                None => Ok(()),
+                None => Ok(tip.is_some_and(|t| inside.contains(&t) || opens.contains(&t))),
             }
         };
         for (k, e) in self.events.iter().enumerate() {
             let what = format!("recorded event {k}");
-            if !known(&e.agent_name) {
+            let below_opaque = check_path(&what, &e.run_path)?;
+            if !below_opaque && !known(&e.agent_name) {
                 return Err(refuse(format!(
                     "{what} is from agent '{}', which the flow does not have",
                     e.agent_name
                 )));
             }
-            check_path(&what, &e.run_path)?;
         }
         for i in &self.interrupts {
             // Frames past a tool call are inside an agent used as a tool: its own tree, not
@@ -294,13 +323,13 @@ impl Checkpoint {
             let ours = ours.map_or(i.address.len(), |k| k + 1);
             for frame in &i.address[..ours] {
                 let what = format!("interrupt '{}'", i.id);
-                if !known(&frame.agent) {
+                let below_opaque = check_path(&what, &frame.run_path)?;
+                if !below_opaque && !known(&frame.agent) {
                     return Err(refuse(format!(
                         "{what} passes through agent '{}', which the flow does not have",
                         frame.agent
                     )));
                 }
-                check_path(&what, &frame.run_path)?;
             }
         }
         Ok(())

@@ -1,0 +1,204 @@
+//! How to reach an MCP server, and the bounds on talking to it.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{McpError, DEFAULT_CONNECT_TIMEOUT};
+
+/// How to reach an MCP server, and the bounds on talking to it.
+#[derive(Clone)]
+pub struct McpServerConfig {
+    pub(super) name: Arc<str>,
+    pub(super) transport: TransportConfig,
+    pub(super) connect_timeout: Duration,
+    pub(super) call_timeout: Option<Duration>,
+}
+
+#[derive(Clone)]
+pub(super) enum TransportConfig {
+    Stdio {
+        program: OsString,
+        args: Vec<OsString>,
+        env: Vec<(OsString, OsString)>,
+        current_dir: Option<PathBuf>,
+        inherit_stderr: bool,
+    },
+    Http {
+        url: Arc<str>,
+        bearer_token: Option<Arc<str>>,
+    },
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("name", &self.name)
+            .field("target", &self.target())
+            .field("connect_timeout", &self.connect_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServerConfig {
+    /// A server run as a child process (`program` with the [`args`](Self::args) given next),
+    /// speaking MCP over its stdin and stdout. `name` names it in errors and in the
+    /// [prefix rule](super#several-servers-the-prefix-rule): letters, digits, `_` and `-`.
+    /// Its stderr is discarded unless [`inherit_stderr`](Self::inherit_stderr) is set.
+    ///
+    /// Run the server itself (`node server.js`, `python server.py`) rather than through a
+    /// launcher that forks it, so that ending the process ends the server.
+    pub fn stdio(name: impl Into<Arc<str>>, program: impl Into<OsString>) -> Self {
+        Self::new(
+            name,
+            TransportConfig::Stdio {
+                program: program.into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                current_dir: None,
+                inherit_stderr: false,
+            },
+        )
+    }
+
+    /// A server at a streamable HTTP endpoint (`http://host:port/mcp`; `https` too).
+    pub fn http(name: impl Into<Arc<str>>, url: impl Into<Arc<str>>) -> Self {
+        Self::new(
+            name,
+            TransportConfig::Http {
+                url: url.into(),
+                bearer_token: None,
+            },
+        )
+    }
+
+    fn new(name: impl Into<Arc<str>>, transport: TransportConfig) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            transport,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            call_timeout: None,
+        }
+    }
+
+    /// Adds an argument to a stdio server's command line (ignored for HTTP).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        if let TransportConfig::Stdio { args, .. } = &mut self.transport {
+            args.push(arg.into());
+        }
+        self
+    }
+
+    /// Adds arguments to a stdio server's command line (ignored for HTTP).
+    pub fn args<I, S>(mut self, more: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        if let TransportConfig::Stdio { args, .. } = &mut self.transport {
+            args.extend(more.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Sets an environment variable of a stdio server's process (ignored for HTTP).
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        if let TransportConfig::Stdio { env, .. } = &mut self.transport {
+            env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// The working directory of a stdio server's process (ignored for HTTP).
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        if let TransportConfig::Stdio { current_dir, .. } = &mut self.transport {
+            *current_dir = Some(dir.into());
+        }
+        self
+    }
+
+    /// Lets a stdio server's stderr through to this process's stderr (default: discarded).
+    pub fn inherit_stderr(mut self, inherit: bool) -> Self {
+        if let TransportConfig::Stdio { inherit_stderr, .. } = &mut self.transport {
+            *inherit_stderr = inherit;
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer TOKEN` to an HTTP server (ignored for stdio).
+    pub fn bearer_token(mut self, token: impl Into<Arc<str>>) -> Self {
+        if let TransportConfig::Http { bearer_token, .. } = &mut self.transport {
+            *bearer_token = Some(token.into());
+        }
+        self
+    }
+
+    /// Bounds connecting: starting the process or opening the session, the MCP handshake and
+    /// listing the tools (default [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, limit: Duration) -> Self {
+        self.connect_timeout = limit;
+        self
+    }
+
+    /// Bounds each tool call (default: none; the agent's
+    /// [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout) bounds it too).
+    pub fn call_timeout(mut self, limit: Duration) -> Self {
+        self.call_timeout = Some(limit);
+        self
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The command line or URL, for messages.
+    pub(super) fn target(&self) -> String {
+        match &self.transport {
+            TransportConfig::Stdio { program, args, .. } => std::iter::once(program)
+                .chain(args)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            TransportConfig::Http { url, .. } => url.to_string(),
+        }
+    }
+
+    pub(super) fn validate(&self) -> Result<(), McpError> {
+        let ok = !self.name.is_empty()
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if ok {
+            Ok(())
+        } else {
+            Err(McpError::Config {
+                server: Arc::clone(&self.name),
+                message: "a server name must be non-empty and use only ASCII letters, digits, \
+                          '_' and '-' (it may prefix tool names, which models restrict so)"
+                    .into(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_are_checked() {
+        assert!(McpServerConfig::stdio("files-2_x", "x").validate().is_ok());
+        let e = McpServerConfig::stdio("my server", "x")
+            .validate()
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("MCP server 'my server' is misconfigured"));
+        assert!(McpServerConfig::http("", "http://x").validate().is_err());
+    }
+}

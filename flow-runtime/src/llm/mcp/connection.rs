@@ -1,0 +1,372 @@
+//! One live connection to an MCP server: connecting, reconnecting, listing tools, calls.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ErrorCode,
+    Implementation,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
+
+use super::config::TransportConfig;
+use super::{McpError, McpServerConfig, McpTool};
+use crate::llm::tool::Tool;
+
+/// Receives the server's notifications: remembers that its tool list changed.
+pub(super) struct Handler {
+    pub(super) tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agentflow", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// One live connection: the running client (which owns the transport and so the child
+/// process) and the tools as last listed.
+pub(super) struct Live {
+    pub(super) service: RunningService<RoleClient, Handler>,
+    pub(super) tools: Vec<rmcp::model::Tool>,
+    pub(super) tools_changed: Arc<AtomicBool>,
+    generation: u64,
+    process_id: Option<u32>,
+}
+
+pub(super) struct Inner {
+    config: McpServerConfig,
+    live: tokio::sync::Mutex<Option<Live>>,
+    /// The process id of the current stdio connection, readable without the async lock.
+    process_id: StdMutex<Option<u32>>,
+    /// The tools as last listed, readable without the async lock.
+    pub(super) listed: StdMutex<Vec<rmcp::model::Tool>>,
+    connections: AtomicU64,
+}
+
+/// A connection to one MCP server; cheap to clone (clones share the connection). See the
+/// [module docs](super) for how calls, restarts and tool-list changes are handled.
+#[derive(Clone)]
+pub struct McpServer {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.inner.config.name)
+            .field("target", &self.inner.config.target())
+            .field("connections", &self.connections())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Connects to the server (starting its process, for stdio) and lists its tools.
+    ///
+    /// Must be called inside a tokio runtime with I/O, process and time drivers enabled
+    /// (`#[tokio::main]`, or a runtime built with `enable_all`).
+    pub async fn connect(config: McpServerConfig) -> Result<McpServer, McpError> {
+        config.validate()?;
+        let server = McpServer {
+            inner: Arc::new(Inner {
+                config,
+                live: tokio::sync::Mutex::new(None),
+                process_id: StdMutex::new(None),
+                listed: StdMutex::new(Vec::new()),
+                connections: AtomicU64::new(0),
+            }),
+        };
+        let live = server.open().await?;
+        *server.inner.live.lock().await = Some(live);
+        Ok(server)
+    }
+
+    /// The server's name (from its config).
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    /// How many times a connection was opened: 1 after [`connect`](Self::connect), one more
+    /// per reconnect (a restarted stdio server, a new HTTP session).
+    pub fn connections(&self) -> u64 {
+        self.inner.connections.load(Ordering::SeqCst)
+    }
+
+    /// The process id of a stdio server's current process (`None` for HTTP, or after
+    /// [`shutdown`](Self::shutdown)).
+    pub fn process_id(&self) -> Option<u32> {
+        *self.inner.process_id.lock().expect("process id lock")
+    }
+
+    /// The server's tools as [`Tool`]s named as the server names them, reading the tool list
+    /// again if the server said it changed (reconnecting if the server went away).
+    pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let listed = self.list_tools().await?;
+        Ok(listed
+            .into_iter()
+            .map(|t| Arc::new(McpTool::new(self.clone(), t, None)) as Arc<dyn Tool>)
+            .collect())
+    }
+
+    /// The server's tools as it describes them (name, description, input schema, ...).
+    pub async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let mut guard = self.live().await?;
+        let live = guard.as_mut().expect("live after live()");
+        if live.tools_changed.swap(false, Ordering::SeqCst) {
+            live.tools = self.fetch_tools(&live.service).await?;
+        }
+        Ok(live.tools.clone())
+    }
+
+    /// Ends the connection now: closes the transport and, for a stdio server, waits for its
+    /// process to exit (killing it if it does not exit on its own within a few seconds). Calls
+    /// made afterwards reconnect.
+    pub async fn shutdown(&self) {
+        let live = self.inner.live.lock().await.take();
+        *self.inner.process_id.lock().expect("process id lock") = None;
+        if let Some(mut live) = live {
+            let _ = live.service.close().await;
+        }
+    }
+
+    /// Calls the tool the server names `tool` with `arguments` (a JSON object, or `None`)
+    /// and returns the server's result as it is. [`Tool`]s from [`tools`](Self::tools) call
+    /// this and turn the result into text.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<CallToolResult, McpError> {
+        let (peer, generation) = {
+            let mut guard = self.live().await?;
+            let live = guard.as_mut().expect("live after live()");
+            if live.tools_changed.swap(false, Ordering::SeqCst) {
+                live.tools = self.fetch_tools(&live.service).await?;
+                self.check_listed(live, tool)?;
+            }
+            (live.service.peer().clone(), live.generation)
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let call = peer.call_tool(params);
+        let answer = match self.inner.config.call_timeout {
+            None => call.await,
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    return Err(McpError::CallTimedOut {
+                        server: Arc::clone(&self.inner.config.name),
+                        tool: tool.into(),
+                        limit,
+                    })
+                }
+            },
+        };
+        match answer {
+            Ok(result) => {
+                if result.is_error == Some(true) {
+                    // Servers answer a call to a tool they do not have with an error result
+                    // (or a protocol error, below): see whether the tool was removed.
+                    self.check_still_listed(generation, tool).await?;
+                }
+                Ok(result)
+            }
+            Err(ServiceError::McpError(e)) => {
+                if matches!(
+                    e.code,
+                    ErrorCode::INVALID_PARAMS | ErrorCode::METHOD_NOT_FOUND
+                ) {
+                    self.check_still_listed(generation, tool).await?;
+                }
+                Err(McpError::Protocol {
+                    server: Arc::clone(&self.inner.config.name),
+                    tool: tool.into(),
+                    code: e.code.0,
+                    message: e.message.as_ref().into(),
+                })
+            }
+            Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                self.forget(generation).await;
+                Err(McpError::Disconnected {
+                    server: Arc::clone(&self.inner.config.name),
+                    tool: tool.into(),
+                    message: e.to_string().into(),
+                })
+            }
+            Err(e) => Err(McpError::Other {
+                server: Arc::clone(&self.inner.config.name),
+                message: format!("the call to tool '{tool}' failed: {e}").into(),
+            }),
+        }
+    }
+
+    /// Reads the tool list again (on connection `generation`, if still current) and fails
+    /// with [`McpError::ToolRemoved`] if `tool` is no longer on it.
+    async fn check_still_listed(&self, generation: u64, tool: &str) -> Result<(), McpError> {
+        let mut guard = self.inner.live.lock().await;
+        if let Some(live) = guard.as_mut().filter(|l| l.generation == generation) {
+            live.tools = self.fetch_tools(&live.service).await?;
+            live.tools_changed.store(false, Ordering::SeqCst);
+            self.check_listed(live, tool)?;
+        }
+        Ok(())
+    }
+
+    fn check_listed(&self, live: &Live, tool: &str) -> Result<(), McpError> {
+        if live.tools.iter().any(|t| t.name == tool) {
+            return Ok(());
+        }
+        Err(McpError::ToolRemoved {
+            server: Arc::clone(&self.inner.config.name),
+            tool: tool.into(),
+            available: live.tools.iter().map(|t| t.name.as_ref().into()).collect(),
+        })
+    }
+
+    /// Drops the connection `generation` if it is still the current one (it broke).
+    async fn forget(&self, generation: u64) {
+        let mut guard = self.inner.live.lock().await;
+        if guard.as_ref().is_some_and(|l| l.generation == generation) {
+            *guard = None;
+            *self.inner.process_id.lock().expect("process id lock") = None;
+        }
+    }
+
+    /// The live connection, reconnecting if there is none or it has closed.
+    pub(super) async fn live(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Live>>, McpError> {
+        let mut guard = self.inner.live.lock().await;
+        let usable = guard
+            .as_ref()
+            .is_some_and(|l| !l.service.is_closed() && !l.service.peer().is_transport_closed());
+        if !usable {
+            *guard = None;
+            *guard = Some(self.open().await?);
+        }
+        Ok(guard)
+    }
+
+    /// Opens a new connection and lists the tools, within the connect timeout.
+    async fn open(&self) -> Result<Live, McpError> {
+        let config = &self.inner.config;
+        let limit = config.connect_timeout;
+        let live = tokio::time::timeout(limit, self.open_unbounded())
+            .await
+            .map_err(|_| McpError::ConnectTimedOut {
+                server: Arc::clone(&config.name),
+                limit,
+            })??;
+        *self.inner.process_id.lock().expect("process id lock") = live.process_id;
+        Ok(live)
+    }
+
+    async fn open_unbounded(&self) -> Result<Live, McpError> {
+        let config = &self.inner.config;
+        let connect_error = |message: String| McpError::Connect {
+            server: Arc::clone(&config.name),
+            target: config.target().into(),
+            message: message.into(),
+        };
+        let tools_changed = Arc::new(AtomicBool::new(false));
+        let handler = Handler {
+            tools_changed: Arc::clone(&tools_changed),
+        };
+        let (service, process_id) = match &config.transport {
+            TransportConfig::Stdio {
+                program,
+                args,
+                env,
+                current_dir,
+                inherit_stderr,
+            } => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args).envs(env.iter().cloned());
+                if let Some(dir) = current_dir {
+                    command.current_dir(dir);
+                }
+                // Killed, not left running, if the transport is dropped without closing
+                // (the runtime shutting down, say).
+                command.kill_on_drop(true);
+                let stderr = if *inherit_stderr {
+                    std::process::Stdio::inherit()
+                } else {
+                    std::process::Stdio::null()
+                };
+                let (transport, _) = TokioChildProcess::builder(command)
+                    .stderr(stderr)
+                    .spawn()
+                    .map_err(|e| connect_error(format!("could not start the process: {e}")))?;
+                let process_id = transport.id();
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| connect_error(format!("the MCP handshake failed: {e}")))?;
+                (service, process_id)
+            }
+            TransportConfig::Http { url, bearer_token } => {
+                install_crypto_provider();
+                let mut http = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
+                http.auth_header = bearer_token.as_deref().map(str::to_owned);
+                let transport = StreamableHttpClientTransport::from_config(http);
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| connect_error(format!("the MCP handshake failed: {e}")))?;
+                (service, None)
+            }
+        };
+        // This client keeps its own copy of the tool list and reads it again when it may
+        // have changed: the SDK's response cache would only answer with an old one.
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        let tools = self.fetch_tools(&service).await?;
+        let generation = self.inner.connections.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(Live {
+            service,
+            tools,
+            tools_changed,
+            generation,
+            process_id,
+        })
+    }
+
+    pub(super) async fn fetch_tools(
+        &self,
+        service: &RunningService<RoleClient, Handler>,
+    ) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| McpError::Other {
+                server: Arc::clone(&self.inner.config.name),
+                message: format!("could not list its tools: {e}").into(),
+            })?;
+        tools.clone_into(&mut self.inner.listed.lock().expect("tool list lock"));
+        Ok(tools)
+    }
+}
+
+/// The HTTP transport's TLS needs a process-wide rustls crypto provider: ring, the one the
+/// rest of the runtime's HTTP already uses. Installing fails harmlessly if one is installed.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

@@ -1,0 +1,108 @@
+//! Tools from [Model Context Protocol](https://modelcontextprotocol.io) servers (cargo feature
+//! `mcp`), on the official Rust SDK (`rmcp`).
+//!
+//! - [`McpServerConfig`] says how to reach one server: a child process speaking MCP on its
+//!   stdin/stdout ([`McpServerConfig::stdio`]) or a streamable HTTP endpoint
+//!   ([`McpServerConfig::http`]).
+//! - [`McpServer`] is one live connection; [`McpServer::tools`] gives the server's tools as
+//!   [`Tool`](crate::Tool)s for a [`ChatModelAgent`](crate::ChatModelAgent), each with its input schema
+//!   exactly as the server states it.
+//! - [`McpToolset`] connects several servers and names their tools by the prefix rule below.
+//!
+//! # Calls and results
+//!
+//! The model's arguments (a JSON object) are sent as they are; the server checks them against
+//! its schema. A result becomes the tool's text: its content blocks, one per line: text as it
+//! is, an embedded text resource by its text, and anything else (an image, audio, a binary
+//! resource, a resource link) described in brackets, e.g. `[image: image/png, 68 bytes]`. A
+//! result with structured content and no content blocks becomes that content's JSON (a server
+//! that sends both puts the same JSON in a text block, as the protocol asks). A result the server marks as an error (`isError`) is
+//! answered to the model as a [`ToolError::Failed`](crate::ToolError::Failed) carrying that text, so the model can
+//! correct itself; so are protocol errors and the failures of [`McpError`].
+//!
+//! # Restarts, tool-list changes, hanging servers
+//!
+//! - **A server that exits or drops the connection.** The call that was running fails with
+//!   [`McpError::Disconnected`]; it is not sent again (it may have had effects). The next call
+//!   reconnects: for a stdio server it starts the process again, for HTTP it opens a new
+//!   session; if that fails, the call fails with [`McpError::Connect`].
+//! - **Tools that change.** The tools an agent has are fixed when it is built. When the server
+//!   announces that its tool list changed, or answers a call with a protocol error, the list
+//!   is read again (also when a call fails, since servers answer a call to a tool they do not
+//!   have with an error); a call to a tool the server no longer has fails with
+//!   [`McpError::ToolRemoved`], naming the tools it has now. Tools added later reach an agent
+//!   built afterwards ([`McpServer::tools`] reads the current list).
+//! - **A server that never answers.** A call is bounded by the agent's
+//!   [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout) and by the server's own
+//!   [`call_timeout`](McpServerConfig::call_timeout); when either fires the call is dropped and
+//!   the server is sent `notifications/cancelled`; the connection stays usable. Connecting
+//!   (starting the process, the MCP handshake, listing tools) is bounded by
+//!   [`connect_timeout`](McpServerConfig::connect_timeout).
+//! - **Ending the process.** A stdio server's process is ended when the last handle on its
+//!   connection is dropped (the [`McpServer`], the [`McpToolset`] and every tool taken from
+//!   them, so: the agent holding them): it is sent EOF on stdin and killed if it does not exit
+//!   (and killed at once if the tokio runtime is shutting down). [`McpServer::shutdown`] does
+//!   it now and waits.
+//!
+//! # Several servers: the prefix rule
+//!
+//! A tool keeps the name its server gives it, unless that name is not unique: when two or more
+//! servers of an [`McpToolset`] offer a tool of the same name, or a tool has the name of a
+//! built-in tool (`transfer_to_agent`, `exit`), each such tool is named
+//! `<server>__<tool>` (the server's name from its [`McpServerConfig`], two underscores, the
+//! tool's name). With [`McpToolset::always_prefix`] every tool is named that way. If a name is
+//! still not unique, [`McpToolset::tools`] fails with [`McpError::NameClash`]. The server is
+//! always called with the tool's own name.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), flow_runtime::mcp::McpError> {
+//! use std::time::Duration;
+//! use flow_runtime::mcp::{McpServerConfig, McpToolset};
+//! use flow_runtime::model::{ScriptStep, ScriptedModel};
+//! use flow_runtime::ChatModelAgent;
+//!
+//! let toolset = McpToolset::connect([
+//!     McpServerConfig::stdio("files", "npx")
+//!         .args(["-y", "@modelcontextprotocol/server-filesystem", "."]),
+//!     McpServerConfig::http("docs", "http://127.0.0.1:8000/mcp"),
+//! ])
+//! .await?;
+//! let agent = ChatModelAgent::builder("helper", ScriptedModel::new(Vec::<ScriptStep>::new()))
+//!     .tools(toolset.tools()?)
+//!     .tool_timeout(Duration::from_secs(30))
+//!     .build()
+//!     .expect("valid agent");
+//! # let _ = agent;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Files
+//!
+//! One concept a file: the server's configuration (`config`: [`McpServerConfig`], the
+//! transport and its bounds), the errors (`error`: [`McpError`]), one live connection and its
+//! reconnects (`connection`: [`McpServer`]), one server tool as a [`Tool`](crate::llm::tool::Tool)
+//! (`tool`: [`McpTool`]), a call's result as text (`result`: [`result_text`]), and several
+//! servers' tools under the prefix rule (`toolset`: [`McpToolset`]).
+
+use std::time::Duration;
+
+mod config;
+mod connection;
+mod error;
+mod result;
+mod tool;
+mod toolset;
+
+pub use config::McpServerConfig;
+pub use connection::McpServer;
+pub use error::McpError;
+pub use result::result_text;
+pub use tool::McpTool;
+pub use toolset::McpToolset;
+
+/// Default bound on connecting to a server: starting it, the MCP handshake, listing its tools.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The separator of the prefix rule: a clashing tool `t` of server `s` is named `s__t`.
+pub const PREFIX_SEPARATOR: &str = "__";

@@ -1,0 +1,106 @@
+//! One tool of an MCP server, as a [`Tool`] for an agent.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{result_text, McpServer};
+use crate::llm::tool::{Tool, ToolContext, ToolError};
+
+/// One tool of an MCP server, as a [`Tool`] for an agent.
+pub struct McpTool {
+    server: McpServer,
+    /// The name the model calls it by (prefixed or not).
+    name: Arc<str>,
+    /// The server's name for it.
+    remote_name: Arc<str>,
+    description: Arc<str>,
+    parameters: serde_json::Value,
+}
+
+impl fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpTool")
+            .field("server", &self.server.name())
+            .field("name", &self.name)
+            .field("remote_name", &self.remote_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTool {
+    pub(super) fn new(server: McpServer, tool: rmcp::model::Tool, name: Option<Arc<str>>) -> Self {
+        let remote_name: Arc<str> = tool.name.as_ref().into();
+        let description = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or_default()
+            .into();
+        McpTool {
+            server,
+            name: name.unwrap_or_else(|| Arc::clone(&remote_name)),
+            remote_name,
+            description,
+            parameters: serde_json::Value::Object((*tool.input_schema).clone()),
+        }
+    }
+
+    /// The server's name for the tool (the tool's own [`name`](Tool::name) may be prefixed).
+    pub fn remote_name(&self) -> &str {
+        &self.remote_name
+    }
+
+    /// The server the tool belongs to.
+    pub fn server(&self) -> &McpServer {
+        &self.server
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.parameters.clone()
+    }
+
+    async fn call(&self, _cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+        let arguments = if arguments.trim().is_empty() {
+            serde_json::Map::new()
+        } else {
+            match serde_json::from_str::<serde_json::Value>(arguments) {
+                Ok(serde_json::Value::Object(map)) => map,
+                Ok(_) => {
+                    return Err(ToolError::invalid_arguments(
+                        Arc::clone(&self.name),
+                        "the arguments must be a JSON object",
+                    ))
+                }
+                Err(e) => {
+                    return Err(ToolError::invalid_arguments(
+                        Arc::clone(&self.name),
+                        format_args!("the arguments are not valid JSON ({e})"),
+                    ))
+                }
+            }
+        };
+        let result = self
+            .server
+            .call_tool(&self.remote_name, Some(arguments))
+            .await
+            .map_err(|e| ToolError::failed(Arc::clone(&self.name), e))?;
+        let text = result_text(&result);
+        if result.is_error == Some(true) {
+            return Err(ToolError::failed(Arc::clone(&self.name), text));
+        }
+        Ok(text)
+    }
+}

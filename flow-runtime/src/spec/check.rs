@@ -1,0 +1,384 @@
+//! Compile-time checks evaluated by the code `flow!` generates.
+//!
+//! Each check returns a [`Verdict`]; the generated `const` item panics with its message
+//! when it is not empty, so the compiler reports it at the offending node of the flow.
+
+/// The FNV-1a (64-bit) offset basis: the hash of nothing.
+pub const FNV_OFFSET: u64 = crate::ids::FNV_OFFSET;
+
+/// Extends an FNV-1a (64-bit) hash by the UTF-8 bytes of `s`; hashing the pieces of a
+/// string in order gives [`fingerprint_of`](crate::fingerprint_of) of the whole.
+pub const fn fnv1a(hash: u64, s: &str) -> u64 {
+    crate::ids::fnv1a_extend(hash, s.as_bytes())
+}
+
+const CAP: usize = 1024;
+
+/// The outcome of a check: empty when it passed, else the compile error's text.
+pub struct Verdict {
+    buf: [u8; CAP],
+    len: usize,
+}
+
+impl Verdict {
+    /// A passing verdict.
+    pub const fn pass() -> Self {
+        Verdict {
+            buf: [0; CAP],
+            len: 0,
+        }
+    }
+
+    /// Fails the compile with the message, at the caller (the checked node), if the check
+    /// failed.
+    #[track_caller]
+    pub const fn assert_passed(self) {
+        if self.failed() {
+            panic!("{}", self.as_str())
+        }
+    }
+
+    /// Whether the check failed.
+    pub const fn failed(&self) -> bool {
+        self.len > 0
+    }
+
+    /// Appends text (cut short, on a character boundary, past the capacity).
+    pub const fn push(mut self, s: &str) -> Self {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.len == CAP {
+                break;
+            }
+            self.buf[self.len] = bytes[i];
+            self.len += 1;
+            i += 1;
+        }
+        if i < bytes.len() {
+            // Cut short: never end inside a UTF-8 sequence.
+            while self.len > 0 && core::str::from_utf8(self.buf.split_at(self.len).0).is_err() {
+                self.len -= 1;
+            }
+        }
+        self
+    }
+
+    /// Appends `` `s` ``.
+    pub const fn code(self, s: &str) -> Self {
+        self.push("`").push(s).push("`")
+    }
+
+    /// Appends the names as `` `a`, `b` `` (or `none` when there are none).
+    pub const fn list(mut self, names: &[&str]) -> Self {
+        if names.is_empty() {
+            return self.push("none");
+        }
+        let mut i = 0;
+        while i < names.len() {
+            if i > 0 {
+                self = self.push(", ");
+            }
+            self = self.code(names[i]);
+            i += 1;
+        }
+        self
+    }
+
+    /// The message.
+    pub const fn as_str(&self) -> &str {
+        match core::str::from_utf8(self.buf.split_at(self.len).0) {
+            Ok(s) => s,
+            Err(_) => "",
+        }
+    }
+}
+
+/// Fails the compile with the verdict's message, at the caller's node, if it failed.
+#[track_caller]
+pub const fn assert_passed(verdict: &Verdict) {
+    if verdict.failed() {
+        panic!("{}", verdict.as_str())
+    }
+}
+
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn contains(names: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < names.len() {
+        if eq(names[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// For each of `names` (`N` of them), the index of the first earlier name equal to it, or
+/// `usize::MAX` if there is none. Computed once per flow, so that each node's
+/// [`unique_name`] check costs nothing when it passes: names are compared by hash first.
+pub const fn duplicates<const N: usize>(names: &[&str]) -> [usize; N] {
+    let mut hashes = [0u64; N];
+    let mut i = 0;
+    while i < N {
+        hashes[i] = fnv1a(FNV_OFFSET, names[i]);
+        i += 1;
+    }
+    let mut out = [usize::MAX; N];
+    let mut i = 1;
+    while i < N {
+        let mut j = 0;
+        while j < i {
+            if hashes[j] == hashes[i] && eq(names[j], names[i]) {
+                out[i] = j;
+                break;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Checks that the agent of node `index` of flow `flow` has a name no earlier node has;
+/// `earlier` is that node's entry of [`duplicates`]. `names` and `nodes` list the agents'
+/// names and the nodes as written in the flow, in tree order.
+pub const fn unique_name(
+    flow: &str,
+    names: &[&str],
+    nodes: &[&str],
+    index: usize,
+    earlier: usize,
+) -> Verdict {
+    if earlier == usize::MAX {
+        return Verdict::pass();
+    }
+    Verdict::pass()
+        .push("two agents of flow ")
+        .code(flow)
+        .push(" are named ")
+        .code(names[index])
+        .push(": node ")
+        .code(nodes[index])
+        .push(" has the name of node ")
+        .code(nodes[earlier])
+        .push(
+            ". Transfers and resumes find agents by name, so names must be unique within a \
+             flow: give one of them another name with `#[agent(name = \"...\")]`, or remove \
+             one node",
+        )
+}
+
+/// Checks the transfers agent `agent` declares against its place in flow `flow`: each must
+/// name one of `children` or the `parent`, and not the parent when the node is barred from
+/// it (`barred_by_node`: `no_parent` on the node; `barred_by_agent`: `#[agent(no_parent)]`).
+#[allow(clippy::too_many_arguments)]
+pub const fn transfers(
+    flow: &str,
+    agent: &str,
+    declared: &[&str],
+    children: &[&str],
+    parent: Option<&str>,
+    barred_by_node: bool,
+    barred_by_agent: bool,
+) -> Verdict {
+    let mut i = 0;
+    while i < declared.len() {
+        let target = declared[i];
+        i += 1;
+        if contains(children, target) {
+            continue;
+        }
+        if eq(target, agent) {
+            return Verdict::pass()
+                .push("agent ")
+                .code(agent)
+                .push(" declares a transfer to itself (in flow ")
+                .code(flow)
+                .push(
+                    "); an agent transfers to a sub-agent or its parent: remove it from the \
+                     agent's declared transfers",
+                );
+        }
+        if let Some(parent) = parent {
+            if eq(parent, target) {
+                if barred_by_node || barred_by_agent {
+                    let v = Verdict::pass()
+                        .push("agent ")
+                        .code(agent)
+                        .push(" declares a transfer to ")
+                        .code(target)
+                        .push(", its parent in flow ")
+                        .code(flow);
+                    if barred_by_node {
+                        return v.push(
+                            ", but its node is marked `no_parent`, so that transfer would \
+                             be refused: remove `no_parent` from the node, or remove the \
+                             target from the agent's `#[agent(transfers = [...])]`",
+                        );
+                    }
+                    return v.push(
+                        ", but the agent is declared `#[agent(no_parent)]`, so that \
+                         transfer would be refused: remove `no_parent` or the target \
+                         from its `#[agent(...)]`",
+                    );
+                }
+                continue;
+            }
+        }
+        let v = Verdict::pass()
+            .push("agent ")
+            .code(agent)
+            .push(" declares a transfer to ")
+            .code(target)
+            .push(", but in flow ")
+            .code(flow)
+            .push(" ")
+            .code(target)
+            .push(" is neither a sub-agent nor the parent of ")
+            .code(agent)
+            .push(", so the transfer could never succeed. Its sub-agents here: ")
+            .list(children)
+            .push("; its parent: ");
+        let v = match parent {
+            Some(p) => v.code(p),
+            None => v.push("none (it is the root)"),
+        };
+        return v
+            .push(". Place ")
+            .code(target)
+            .push(" under ")
+            .code(agent)
+            .push(" in this flow, or remove it from the agent's `#[agent(transfers = [...])]`");
+    }
+    Verdict::pass()
+}
+
+/// Checks that agent `agent`, a sub-agent of the workflow `workflow` (a `kind` workflow:
+/// `sequential`, `parallel` or `loop`) in flow `flow`, declares no transfer to it: a
+/// workflow runs its sub-agents itself and bars them from transferring to it.
+pub const fn workflow_child(
+    flow: &str,
+    agent: &str,
+    declared: &[&str],
+    workflow: &str,
+    kind: &str,
+) -> Verdict {
+    if !contains(declared, workflow) {
+        return Verdict::pass();
+    }
+    Verdict::pass()
+        .push("agent ")
+        .code(agent)
+        .push(" declares a transfer to ")
+        .code(workflow)
+        .push(", its parent in flow ")
+        .code(flow)
+        .push(", but ")
+        .code(workflow)
+        .push(" is a ")
+        .code(kind)
+        .push(
+            " workflow: it runs its sub-agents itself and bars them from transferring to \
+             it, so that transfer would be refused. Remove the target from the agent's \
+             `#[agent(transfers = [...])]`; the workflow goes on by itself when the agent \
+             ends",
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_pieces_equal_the_whole() {
+        let whole = crate::fingerprint_of("triage(refund,complaint(escalation^))");
+        let mut h = FNV_OFFSET;
+        for piece in [
+            "triage",
+            "(",
+            "refund",
+            ",",
+            "complaint",
+            "(",
+            "escalation",
+            "^",
+            "))",
+        ] {
+            h = fnv1a(h, piece);
+        }
+        assert_eq!(h, whole);
+    }
+
+    #[test]
+    fn verdict_messages() {
+        let v = transfers(
+            "Desk",
+            "triage",
+            &["refund", "billing"],
+            &["refund"],
+            None,
+            false,
+            false,
+        );
+        assert_eq!(
+            v.as_str(),
+            "agent `triage` declares a transfer to `billing`, but in flow `Desk` `billing` is \
+             neither a sub-agent nor the parent of `triage`, so the transfer could never \
+             succeed. Its sub-agents here: `refund`; its parent: none (it is the root). Place \
+             `billing` under `triage` in this flow, or remove it from the agent's \
+             `#[agent(transfers = [...])]`"
+        );
+        let ok = transfers(
+            "Desk",
+            "refund",
+            &["triage"],
+            &[],
+            Some("triage"),
+            false,
+            false,
+        );
+        assert!(!ok.failed());
+        let barred = transfers(
+            "Desk",
+            "refund",
+            &["triage"],
+            &[],
+            Some("triage"),
+            true,
+            false,
+        );
+        assert!(barred.as_str().contains("marked `no_parent`"));
+        let names = ["a", "b", "a", "b", "c"];
+        let nodes = ["a", "b", "c", "d", "e"];
+        let earlier = duplicates::<5>(&names);
+        assert_eq!(earlier, [usize::MAX, usize::MAX, 0, 1, usize::MAX]);
+        let dup = unique_name("Desk", &names, &nodes, 2, earlier[2]);
+        assert!(dup.as_str().starts_with(
+            "two agents of flow `Desk` are named `a`: node `c` has the name of node `a`"
+        ));
+        assert!(!unique_name("Desk", &names, &nodes, 1, earlier[1]).failed());
+    }
+
+    #[test]
+    fn verdict_cuts_on_char_boundary() {
+        let long = "é".repeat(600);
+        let v = Verdict::pass().push("x").push(&long);
+        assert!(v.as_str().len() <= 1024);
+        assert!(v.as_str().ends_with('é'));
+    }
+}

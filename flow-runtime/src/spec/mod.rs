@@ -1,0 +1,43 @@
+//! Static facts of agents and what agent bodies written with `#[agent]` use.
+//!
+//! The `agentflow` facade's `#[agent]` and `flow!` macros build on the items here:
+//!
+//! - [`AgentSpec`]: an agent type's name, description, declared transfer targets and whether it
+//!   is barred from its parent, as associated consts, so a tree can be checked by the compiler.
+//! - [`AgentContext`]: what an `#[agent]` body emits through. It has no way to transfer by name:
+//!   a body transfers by returning a variant of its generated transfer enum.
+//! - [`IntoOutcome`]: what an `#[agent]` body may return: `()`, [`Exit`], its own transfer enum,
+//!   or an [`Option`] or [`AgentResult`] of one of these.
+//! - [`TransferTarget`]: implemented by the generated transfer enums.
+//!
+//! The [`check`] module holds the `const fn`s the generated code evaluates at compile time.
+//!
+//! Files, one concept each:
+//!
+//! - `agent_spec.rs`: [`AgentSpec`] and [`FlowBuilt`], the facts of an agent type.
+//! - `context.rs`: [`AgentContext`], the context of an `#[agent]` body.
+//! - `outcome.rs`: [`AgentResult`], [`Exit`], [`IntoOutcome`]: what a body returns.
+//! - `target.rs`: [`TransferTarget`], [`NoTarget`] and [`transfer`]: where a body may go.
+//! - `builder.rs`: the facts of a flow's builder: slots, [`FlowNode`], [`UnknownAgent`].
+//! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
+//! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
+
+mod agent_spec;
+mod builder;
+mod context;
+mod outcome;
+mod target;
+
+#[doc(hidden)]
+pub mod check;
+#[doc(hidden)]
+pub mod render;
+
+pub use agent_spec::{AgentSpec, FlowBuilt};
+pub use builder::{
+    DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, RuntimeGiven, Set, UnknownAgent, Unset,
+    UseTheBuilder,
+};
+pub use context::AgentContext;
+pub use outcome::{AgentResult, Exit, IntoOutcome};
+pub use target::{transfer, NoTarget, TransferTarget};

@@ -1,0 +1,67 @@
+//! Transfer targets: [`TransferTarget`] (the generated transfer enums), [`NoTarget`], and
+//! [`transfer`], what returning a variant does.
+
+use std::fmt;
+
+use super::{AgentContext, AgentResult};
+use crate::event::AgentError;
+
+/// A legal transfer target of one agent: implemented by the enum `#[agent(transfers = [...])]`
+/// generates (`TriageTransfer::Refund`).
+pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
+    /// Every target, in declaration order.
+    const ALL: &'static [Self];
+
+    /// The name of the agent this target transfers to.
+    fn agent_name(self) -> &'static str;
+}
+
+/// Transfers the running agent to `target`, one of the targets it declared with
+/// `#[agent(transfers = [...])]`: what returning a variant of a transfer enum does. The
+/// `IntoOutcome` impl `#[agent]` generates for the enum calls it.
+///
+/// The context carries the running agent's declared targets (set when the generated code
+/// starts the body), and a target outside them is refused with an error, so neither this
+/// function nor a hand-written [`TransferTarget`] can make an agent transfer anywhere it did not
+/// declare (`flow!` checks the declared ones against the tree at compile time).
+///
+/// # Errors
+///
+/// If `target` is not one of the running agent's declared transfers; nothing is emitted then.
+pub fn transfer<T: TransferTarget>(cx: &AgentContext, target: T) -> AgentResult {
+    let name = target.agent_name();
+    if !cx.declared.contains(&name) {
+        let declared = if cx.declared.is_empty() {
+            "none".to_owned()
+        } else {
+            cx.declared.join(", ")
+        };
+        return Err(AgentError::failed(
+            cx.cx.agent_name(),
+            format!(
+                "refused a transfer to '{name}': it is not among the agent's declared \
+                 transfers ({declared}); declare it with #[agent(transfers = [...])]"
+            ),
+        ));
+    }
+    cx.cx.transfer(name);
+    Ok(())
+}
+
+/// The target type of a node that may transfer nowhere (a leaf barred from its parent, or the
+/// root of a one-node flow): it has no values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoTarget {}
+
+impl fmt::Display for NoTarget {
+    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {}
+    }
+}
+
+impl TransferTarget for NoTarget {
+    const ALL: &'static [Self] = &[];
+    fn agent_name(self) -> &'static str {
+        match self {}
+    }
+}

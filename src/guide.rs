@@ -1,0 +1,37 @@
+//! The guide's chapters (`docs/src/*.md`) and the README as doctests: `cargo test --doc`
+//! compiles and runs every Rust code block in them. Only built for doctests.
+//!
+//! A new chapter gets one item here (a test checks that every chapter in
+//! `docs/src/SUMMARY.md` has one).
+
+#[doc = include_str!("../README.md")]
+pub struct Readme;
+
+#[doc = include_str!("../docs/src/introduction.md")]
+pub struct Introduction;
+
+#[doc = include_str!("../docs/src/model.md")]
+pub struct Model;
+
+#[doc = include_str!("../docs/src/dsl.md")]
+pub struct Dsl;
+
+#[doc = include_str!("../docs/src/interrupts-and-stores.md")]
+pub struct InterruptsAndStores;
+
+#[doc = include_str!("../docs/src/threads.md")]
+pub struct Threads;
+
+/// The server chapter needs the `server` feature
+/// (`cargo test -p agentflow --features server --doc`).
+#[cfg_attr(feature = "server", doc = include_str!("../docs/src/server.md"))]
+pub struct Server;
+
+#[doc = include_str!("../docs/src/evaluation.md")]
+pub struct Evaluation;
+
+#[doc = include_str!("../docs/src/reliability.md")]
+pub struct Reliability;
+
+#[doc = include_str!("../docs/src/performance.md")]
+pub struct Performance;
