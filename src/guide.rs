@@ -27,6 +27,9 @@ pub struct Threads;
 #[cfg_attr(feature = "server", doc = include_str!("../docs/src/server.md"))]
 pub struct Server;
 
+#[doc = include_str!("../docs/src/runs.md")]
+pub struct Runs;
+
 #[doc = include_str!("../docs/src/evaluation.md")]
 pub struct Evaluation;
 
