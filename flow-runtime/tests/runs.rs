@@ -693,3 +693,29 @@ async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() 
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, boss_undisturbed().await);
 }
+
+#[tokio::test]
+async fn events_past_the_bound_are_trimmed_and_attaching_before_them_says_so() {
+    let (gates, _heard) = Gates::new();
+    let runner = desk(&gates).run_retention(flow_runtime::RunRetention {
+        max_events: 3,
+        ..Default::default()
+    });
+    let run = runner
+        .start_run("t1", Message::user("kettle"), DoubleText::Reject)
+        .await
+        .unwrap();
+    run.wait().await;
+    // From the start: the first events are gone.
+    assert!(matches!(
+        run.attach(None).err(),
+        Some(AttachError::Expired { .. })
+    ));
+    let Err(AttachError::Expired { first, .. }) = run.attach(Some(0)) else {
+        panic!("attaching before the kept events must say they expired")
+    };
+    // The last three are still there, in order, ending with the outcome.
+    let tail: Vec<_> = run.attach(Some(first - 1)).unwrap().collect().await;
+    assert_eq!(tail.len(), 3);
+    assert!(matches!(tail[2].item, RunItem::Ended(_)));
+}
