@@ -95,6 +95,7 @@ async fn thread_of<S: ThreadStore>(store: S, messages: u64) -> S {
             end: RecordEnd::Completed {
                 answered_by: "bot".into(),
             },
+            by: None,
         };
         store.append("t", turn, record).await.expect("append");
     }

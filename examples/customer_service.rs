@@ -16,9 +16,7 @@
 use std::sync::Arc;
 
 use agentflow::model::{ChatModel, ScriptStep, ScriptedModel};
-use agentflow::{
-    flow, tool_fn, Action, AgentEvent, ChatModelAgent, EventOutput, FlowAgent, Message, Runner,
-};
+use agentflow::{flow, tool_fn, ChatModelAgent, EventPrinter, FlowAgent, Runner};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -219,51 +217,6 @@ fn desk(models: &Models) -> FlowAgent {
         .into()
 }
 
-fn describe(m: &Message) -> String {
-    let mut text = format!("{}: {}", m.role, m.content);
-    for call in &m.tool_calls {
-        text.push_str(&format!(" -> {}({})", call.name, call.arguments));
-    }
-    text
-}
-
-async fn print_event(event: AgentEvent) {
-    let path = event.run_path().to_string();
-    match event.output {
-        Some(EventOutput::Message(m)) => println!("  [{path}] {}", describe(&m)),
-        Some(EventOutput::Stream(mut stream)) => {
-            // Print chunks as they arrive; tool calls once the message is whole.
-            print!("  [{path}] assistant (streamed): ");
-            let mut chunks = Vec::new();
-            while let Some(chunk) = stream.next().await {
-                match chunk {
-                    Ok(c) => {
-                        print!("{}", c.content);
-                        chunks.push(c);
-                    }
-                    Err(e) => print!(" <{e}>"),
-                }
-            }
-            let whole = Message::concat(chunks.iter().map(|c| &**c));
-            for call in &whole.tool_calls {
-                print!(" -> {}({})", call.name, call.arguments);
-            }
-            println!();
-        }
-        Some(EventOutput::Custom(v)) => println!("  [{path}] custom: {v}"),
-        None => {}
-    }
-    match event.action {
-        Some(Action::TransferToAgent(to)) => println!("  [{path}] => transfer to {to}"),
-        Some(Action::Exit) => println!("  [{path}] => exit"),
-        Some(other) => println!("  [{path}] => {other:?}"),
-        None => {}
-    }
-    if let Some(e) = event.error {
-        println!("  [{path}] error: {e}");
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let models = choose_models();
@@ -282,8 +235,9 @@ async fn main() {
         let mut events = Runner::new(desk.clone())
             .streaming(streaming)
             .query(question);
+        let mut printer = EventPrinter::stdout();
         while let Some(event) = events.next().await {
-            print_event(event).await;
+            printer.print(&event).await.expect("stdout");
         }
         println!();
     }

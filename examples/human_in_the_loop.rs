@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentflow::model::ChatRequest;
 use agentflow::prelude::*;
-use agentflow::{FileStore, FnTool};
+use agentflow::{EventPrinter, FileStore, FnTool};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -105,27 +105,6 @@ fn desk() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     )?)
 }
 
-fn print(event: &AgentEvent) {
-    let path = event.run_path();
-    if let Some(m) = event.message_output() {
-        if !m.content.is_empty() {
-            println!("[{path}] {}: {}", m.role, m.content);
-        }
-        for call in &m.tool_calls {
-            println!("[{path}] calls {} {}", call.name, call.arguments);
-        }
-    }
-    if let Some(interrupt) = event.interrupt() {
-        println!(
-            "[{path}] interrupted ({}): {}",
-            interrupt.id, interrupt.info
-        );
-    }
-    if let Some(e) = &event.error {
-        println!("[{path}] error: {e}");
-    }
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     if let Err(e) = run().await {
@@ -137,6 +116,7 @@ async fn main() {
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runner = Runner::new(desk()?).checkpoint_store(FileStore::open_default()?);
+    let mut printer = EventPrinter::stdout().indent("");
 
     let mut events = match args.iter().position(|a| a == "--resume") {
         None => {
@@ -146,7 +126,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             println!("user: {}", question.content);
             let mut events = runner.run_checkpointed(&id, Session::new(), [Arc::new(question)]);
             while let Some(event) = events.next().await {
-                print(&event);
+                printer.print(&event).await?;
             }
             println!("\ncheckpoint saved: {id}");
             println!(
@@ -173,7 +153,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     while let Some(event) = events.next().await {
-        print(&event);
+        printer.print(&event).await?;
     }
     Ok(())
 }

@@ -111,27 +111,6 @@ fn revise() -> Result<FlowAgent, agentflow::FlowError> {
         .with_sub_agents([FlowAgent::new(reviser), FlowAgent::new(approver)])
 }
 
-fn print(event: &AgentEvent) {
-    let path = event.run_path();
-    if let Some(m) = event.message_output() {
-        if !m.content.is_empty() {
-            println!("[{path}] {}: {}", m.role, m.content);
-        }
-        for call in &m.tool_calls {
-            println!("[{path}] calls {}({})", call.name, call.arguments);
-        }
-    }
-    match &event.action {
-        Some(Action::TransferToAgent(to)) => println!("[{path}] -> transfer to {to}"),
-        Some(Action::BreakLoop(by)) => println!("[{path}] -> loop broken by {by}"),
-        Some(Action::Exit) => println!("[{path}] -> exit"),
-        _ => {}
-    }
-    if let Some(e) = &event.error {
-        println!("[{path}] error: {e}");
-    }
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pipeline = Sequential::new("research")
@@ -146,9 +125,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         [std::sync::Arc::new(Message::user(question))],
     );
     let mut errors = 0;
+    let mut printer = agentflow::EventPrinter::stdout().indent("");
     while let Some(event) = events.next().await {
         errors += usize::from(event.error.is_some());
-        print(&event);
+        printer.print(&event).await?;
     }
     println!("\n{} events recorded in the session", session.len());
     if errors > 0 {

@@ -33,8 +33,14 @@ pub struct Runs;
 #[doc = include_str!("../docs/src/evaluation.md")]
 pub struct Evaluation;
 
+#[doc = include_str!("../docs/src/delegation.md")]
+pub struct Delegation;
+
 #[doc = include_str!("../docs/src/reliability.md")]
 pub struct Reliability;
 
 #[doc = include_str!("../docs/src/performance.md")]
 pub struct Performance;
+
+#[doc = include_str!("../docs/src/interoperability.md")]
+pub struct Interoperability;

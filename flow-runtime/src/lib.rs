@@ -98,8 +98,8 @@ pub use store as checkpoint;
 
 pub use agent::{
     generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
-    CancelSignal, Context, EventStream, FlowAgent, HistoryModifier, HookContext, Middleware,
-    NodeOptions, OnSubAgents, RunContext, RunOptions, SafePoint,
+    CancelSignal, Context, Delegation, EventStream, FlowAgent, HistoryModifier, HookContext,
+    Middleware, NodeOptions, OnSubAgents, Payload, RunContext, RunOptions, SafePoint, TaskResult,
 };
 
 pub use async_trait::async_trait;
@@ -107,17 +107,20 @@ pub use llm::{
     default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentTool,
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, InstructionError,
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
+    FINISH_TASK_TOOL_NAME,
 };
+pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
     Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
     StoreError, ThreadError, ThreadStore,
 };
+pub use store::{JournalError, JournalStore, StoredStep};
 
 pub use error::FlowError;
 pub use event::{
-    Action, AgentError, AgentEvent, EventOutput, HookError, InterruptFrame, InterruptInfo,
-    MiddlewareError, ToolFrame,
+    Action, AgentError, AgentEvent, EventOutput, EventPrinter, HookError, InterruptFrame,
+    InterruptInfo, MiddlewareError, ToolFrame,
 };
 pub use event_json::{ErrorJson, EventJson, EventJsonError};
 pub use fn_agent::FnAgent;
@@ -132,6 +135,7 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
+pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunHandle, RunInfo, RunItem,
     RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting,
@@ -140,8 +144,8 @@ pub use runner::{
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
-    TransferTarget, UnknownAgent,
+    AgentContext, AgentResult, AgentSpec, Exit, Finish, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
+    Returns, TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{

@@ -661,6 +661,53 @@ async fn a_history_modifier_given_with_the_resume_edits_the_conversation_before_
 }
 
 #[tokio::test]
+async fn a_resume_streams_as_the_resuming_runner_says_not_as_the_interrupted_run_did() {
+    let approve = tool_fn_with_context(
+        "approve",
+        "Asks a human.",
+        |cx: ToolContext, a: Item| async move {
+            match cx.resume_data() {
+                None => Err(cx.interrupt(json!({ "approve": a.item }))),
+                Some(_) => Ok(format!("approved {}", a.item)),
+            }
+        },
+    );
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("approve", json!({"item": "kettle"})),
+        ScriptStep::text("Approved."),
+    ]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .tool(approve)
+        .build()
+        .unwrap();
+    let store = InMemoryStore::new();
+    let streaming = Runner::new(FlowAgent::new(agent))
+        .checkpoint_store(store.clone())
+        .streaming(true);
+    let first: Vec<AgentEvent> = streaming
+        .run_checkpointed("s", Session::new(), user("kettle"))
+        .collect()
+        .await;
+    assert!(
+        matches!(first[0].output, Some(EventOutput::Stream(_))),
+        "the first run streams"
+    );
+    let whole = streaming.clone().streaming(false);
+    let resumed: Vec<AgentEvent> = whole
+        .resume("s", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let answer = resumed.last().unwrap();
+    assert_eq!(
+        answer.message_output().map(|m| m.content.as_str()),
+        Some("Approved."),
+        "the resuming runner does not stream, so the answer is whole"
+    );
+}
+
+#[tokio::test]
 async fn run_options_reach_only_the_agent_they_name() {
     let triage_model = ScriptedModel::new([ScriptStep::transfer("refund")]);
     let refund_model = ScriptedModel::new([

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flow_runtime::store::JournalStore;
 use flow_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, CheckpointError, CheckpointState,
     CheckpointStore, FileStore, FlowAgent, InMemoryStore, Message, Runner, ScriptStep,
@@ -15,7 +16,7 @@ use flow_runtime::{
 };
 use futures::StreamExt;
 use serde_json::json;
-use support::{contract, thread_contract};
+use support::{contract, journal_contract, thread_contract};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("agentflow-{name}-{}", std::process::id()));
@@ -318,4 +319,80 @@ async fn a_dead_workers_claim_is_taken_over_and_the_tool_sees_the_same_key() {
     resume_all(&runner, "k2", approve()).await;
     let keys = paid.lock().unwrap().clone();
     assert_ne!(keys[2], keys[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_store_keeps_the_journal_contract() {
+    let store = InMemoryStore::new();
+    journal_contract::refuses_bad_ids_and_kinds(&store).await;
+    journal_contract::appends_reads_truncates_deletes(&store, &store.clone(), "").await;
+    journal_contract::one_append_among_tasks(vec![Arc::new(store.clone()), Arc::new(store)], "")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn file_store_keeps_the_journal_contract() {
+    let dir = temp_dir("journal");
+    let store = FileStore::new(&dir).unwrap();
+    journal_contract::refuses_bad_ids_and_kinds(&store).await;
+    journal_contract::appends_reads_truncates_deletes(&store, &FileStore::new(&dir).unwrap(), "")
+        .await;
+    let handles: Vec<Arc<dyn JournalStore>> = (0..3)
+        .map(|_| Arc::new(FileStore::new(&dir).unwrap()) as Arc<dyn JournalStore>)
+        .collect();
+    journal_contract::one_append_among_tasks(handles, "").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A crash during an append leaves a torn last frame: reads ignore it and the next append cuts
+/// it off. A damaged frame with whole frames after it is refused as corrupt, and stays as it
+/// was.
+#[tokio::test]
+async fn file_journal_ignores_a_torn_tail_and_refuses_a_damaged_step() {
+    use flow_runtime::store::JournalError;
+    use journal_contract::step;
+    let dir = temp_dir("journal-torn");
+    let store = FileStore::new(&dir).unwrap();
+    store
+        .append_steps(
+            "run",
+            0,
+            vec![step("model_reply", "a"), step("tool_result", "b")],
+        )
+        .await
+        .unwrap();
+    let path = dir.join("journals/run/steps.log");
+    let whole = std::fs::read(&path).unwrap();
+    // Half of a third frame, as a crash mid-append leaves it.
+    let mut torn = whole.clone();
+    torn.extend_from_slice(b"AFJ1\x02\0\0\0\0\0\0\0partial");
+    std::fs::write(&path, &torn).unwrap();
+    assert_eq!(store.journal_len("run").await.unwrap(), 2);
+    assert_eq!(store.read_steps("run", 0).await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .append_steps("run", 2, vec![step("agent_end", "c")])
+            .await
+            .unwrap(),
+        3
+    );
+    let kinds: Vec<String> = store
+        .read_steps("run", 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.kind)
+        .collect();
+    assert_eq!(kinds, ["model_reply", "tool_result", "agent_end"]);
+    // A flipped byte in the first step's body, with whole steps after it.
+    let mut damaged = std::fs::read(&path).unwrap();
+    let at = damaged.windows(1).position(|w| w == b"a").unwrap();
+    damaged[at] = b'z';
+    std::fs::write(&path, &damaged).unwrap();
+    match store.read_steps("run", 0).await {
+        Err(JournalError::Corrupt { seq: 0, .. }) => {}
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), damaged, "left as it was");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
-use support::{contract, thread_contract};
+use support::{contract, journal_contract, thread_contract};
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
@@ -59,6 +59,17 @@ mod sqlite {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_store_keeps_the_journal_contract() {
+        let path = path("journal-contract");
+        let store = SqliteStore::open(&path).await.unwrap();
+        let other = SqliteStore::open(&path).await.unwrap();
+        journal_contract::refuses_bad_ids_and_kinds(&store).await;
+        journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
+        journal_contract::one_append_among_tasks(vec![Arc::new(store), Arc::new(other)], "").await;
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn sqlite_store_gives_one_append_and_one_lease_among_tasks() {
         let path = path("thread-race");
         let mut handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = Vec::new();
@@ -73,7 +84,7 @@ mod sqlite {
     async fn sqlite_schema_is_made_once_and_a_newer_one_is_refused() {
         let path = path("schema");
         let store = SqliteStore::open(&path).await.unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 2);
+        assert_eq!(store.schema_version().await.unwrap(), 3);
         // Opening again migrates nothing and keeps the data.
         store
             .save("kept", b"x".to_vec(), flow_runtime::SaveMode::Create)
@@ -86,7 +97,7 @@ mod sqlite {
         match SqliteStore::open(&path).await {
             Err(StoreError::Schema {
                 found: 99,
-                supported: 2,
+                supported: 3,
             }) => {}
             other => panic!("expected a schema error, got {other:?}"),
         }
@@ -116,7 +127,7 @@ mod postgres {
             return;
         };
         let store = PostgresStore::connect(&url).await.unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 2);
+        assert_eq!(store.schema_version().await.unwrap(), 3);
         contract::refuses_escaping_ids(&store).await;
         contract::lifecycle(&store, "").await;
         contract::pending_and_purge(&store, "").await;
@@ -134,6 +145,18 @@ mod postgres {
         };
         let store = PostgresStore::connect(&url).await.unwrap();
         contract::one_claim_among_tasks(Arc::new(store), "").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_store_keeps_the_journal_contract() {
+        let Some(url) = fresh_postgres_database("journal").await else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        let other = PostgresStore::connect(&url).await.unwrap();
+        journal_contract::refuses_bad_ids_and_kinds(&store).await;
+        journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
+        journal_contract::one_append_among_tasks(vec![Arc::new(store), Arc::new(other)], "").await;
     }
 
     #[tokio::test]
@@ -179,7 +202,7 @@ mod postgres {
         for open in opens {
             assert_eq!(
                 open.await.unwrap().unwrap().schema_version().await.unwrap(),
-                2
+                3
             );
         }
     }

@@ -8,6 +8,12 @@
 //! - `*_turn_takeover`: a worker is killed with SIGKILL inside the tool of its turn; while its
 //!   lease runs, the thread is busy; after it ran out, a new turn takes the thread over,
 //!   runs, and is recorded as the thread's first turn (the killed turn recorded nothing).
+//! - `*_resumed_turn_kills`: in each trial a worker runs a turn of three approval steps (a
+//!   turn, then three resumes of it, each interrupted again but the last) and is killed with
+//!   SIGKILL at a random point (after a random number of the steps' payments, plus a random
+//!   pause); the test process then brings the thread to its end. Every step's result is in the
+//!   thread exactly once and paid with one idempotency key: counts printed, 0 doubles, 0
+//!   losses, 0 corrupt. `AGENTFLOW_KILL_TRIALS` sets the trials (CI: 200; default 20).
 //!
 //! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
 
@@ -23,11 +29,15 @@ use flow_runtime::{
     TurnOutcome,
 };
 use support::processes::{append, barrier, lines, runner_on, worker_orders, Orders, Workers};
+use support::steps::{audit, drive, step_desk, Audit};
 
 const TRIALS: usize = 10;
 const WORKERS: usize = 2;
 /// The lease of the turn that is killed: short, so the test waits little for the takeover.
 const HELD_LEASE: Duration = Duration::from_secs(5);
+
+/// The lease of the step turns that are killed at random points.
+const STEPS_LEASE: Duration = Duration::from_millis(400);
 
 /// What the turn a process runs now is called: its tool logs it.
 type Label = Arc<Mutex<String>>;
@@ -109,6 +119,12 @@ async fn turn_worker() {
             let turn = runner.turn("held", Message::user("held-1")).await.unwrap();
             turn.finish().await;
             unreachable!("the tool hangs until this process is killed");
+        }
+        steps if steps.starts_with("steps-") => {
+            let runner = runner_on(&backend, step_desk(work.join(format!("{steps}.ledger"))))
+                .await
+                .lease(STEPS_LEASE);
+            drive(&runner, steps).await.unwrap();
         }
         other => panic!("unknown role {other}"),
     }
@@ -219,4 +235,78 @@ async fn turn_takeover(backend: &str, work: &Path) {
     assert_eq!(input[0].content, "held-2");
 }
 
-support::processes::on_every_store!("turns": turn_race, turn_takeover);
+/// A small random number generator (xorshift), seeded per test run.
+struct Dice(u64);
+
+impl Dice {
+    fn new() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+        Dice(nanos | 1)
+    }
+
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+async fn resumed_turn_kills(backend: &str, work: &Path) {
+    let trials: usize = std::env::var("AGENTFLOW_KILL_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20);
+    let mut dice = Dice::new();
+    let mut total = Audit::default();
+    let mut killed_mid_turn = 0;
+    for trial in 0..trials {
+        let thread = format!("steps-{trial}");
+        let ledger = work.join(format!("{thread}.ledger"));
+        let mut worker = start(&thread, backend, work, 1);
+        // Kill after 0 to 3 payments, and a pause of up to 3 ms: before, inside or after a
+        // step's writes.
+        let payments = dice.below(support::steps::STEPS + 1) as usize;
+        worker.wait_until(|| lines(&ledger).len() >= payments);
+        std::thread::sleep(Duration::from_micros(dice.below(3000)));
+        if worker.running(0) {
+            killed_mid_turn += 1;
+        }
+        worker.kill(0);
+        // Another process (this one) brings the thread to its end once the lease ran out.
+        let runner = runner_on(backend, step_desk(ledger.clone()))
+            .await
+            .lease(STEPS_LEASE);
+        let mut finished = false;
+        for _ in 0..400 {
+            match drive(&runner, &thread).await {
+                Ok(()) => {
+                    finished = true;
+                    break;
+                }
+                Err(ThreadError::Busy { .. })
+                | Err(ThreadError::Checkpoint(flow_runtime::CheckpointError::Claimed { .. })) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                Err(e) => panic!("trial {trial}: {e}"),
+            }
+        }
+        assert!(finished, "trial {trial}: the thread was never taken over");
+        let found = audit(&runner, &thread, &ledger).await;
+        total.losses += found.losses;
+        total.doubles += found.doubles;
+        total.corrupt += found.corrupt;
+    }
+    println!(
+        "{backend}: {trials} trials ({killed_mid_turn} killed mid-turn): {} doubles, {} losses, \
+         {} corrupt",
+        total.doubles, total.losses, total.corrupt
+    );
+    assert_eq!(total, Audit::default());
+}
+
+support::processes::on_every_store!("turns": turn_race, turn_takeover, resumed_turn_kills);

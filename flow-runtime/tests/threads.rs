@@ -1095,6 +1095,7 @@ async fn file_store_appends_are_compare_and_swap_across_handles() {
         end: RecordEnd::Completed {
             answered_by: "bot".into(),
         },
+        by: None,
     };
     assert_eq!(a.append("t", 0, record(0)).await.unwrap(), 1);
     assert!(matches!(

@@ -1,5 +1,6 @@
-//! Who may call the API: [`Auth`] (bearer tokens, your own [`Authenticator`], or the loopback-only
-//! dev mode) and the tenant a caller belongs to.
+//! Who may call the API: [`Auth`] (bearer tokens, bearer tokens mapped to principals, JWTs,
+//! your own [`Authenticator`], or the loopback-only dev mode) turns a request into a
+//! [`Principal`]; and the tenant a caller belongs to.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -11,13 +12,15 @@ use axum::http::request::Parts;
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
+use crate::principal::{Principal, Scope};
 
-/// Checks a request's credentials; plug in your own (OAuth, mTLS headers set by a proxy, ...)
-/// with [`Auth::custom`].
+/// Checks a request's credentials and says who the caller is; plug in your own (OAuth, mTLS
+/// headers set by a proxy, ...) with [`Auth::custom`].
 pub trait Authenticator: Send + Sync + 'static {
-    /// `Ok(())` lets the request through; an error refuses it with that error's status (use
+    /// The caller's [`Principal`] lets the request through (each endpoint then checks the
+    /// scope it needs); an error refuses it with that error's status (use
     /// [`ApiError::Unauthorized`] or [`ApiError::Forbidden`]).
-    fn authenticate(&self, request: &Parts) -> Result<(), ApiError>;
+    fn authenticate(&self, request: &Parts) -> Result<Principal, ApiError>;
 }
 
 /// How the API authenticates callers. The console's static files and `/v1/health`,
@@ -25,7 +28,12 @@ pub trait Authenticator: Send + Sync + 'static {
 #[derive(Clone)]
 pub enum Auth {
     /// `Authorization: Bearer <token>` with one of these tokens (compared in constant time).
+    /// The caller is the principal `token-N` (N: the token's place in the list, from 1) with
+    /// every scope: the simple configuration, where a token may do everything.
     Bearer(Arc<[String]>),
+    /// `Authorization: Bearer <token>` with one of these tokens, each naming its principal
+    /// (its id, tenant and scopes); see [`Auth::tokens`].
+    Tokens(Arc<[(String, Principal)]>),
     /// Your own check.
     Custom(Arc<dyn Authenticator>),
     /// No authentication: only for development. [`serve`](crate::serve) refuses to listen on
@@ -51,6 +59,32 @@ impl Auth {
         Auth::Bearer(tokens.into_iter().collect::<Vec<_>>().into())
     }
 
+    /// Bearer authentication where each token is a principal: its id (recorded in the turns
+    /// and approvals it makes), its tenant and its scopes.
+    ///
+    /// ```
+    /// use flow_server::{Auth, Principal, Scope};
+    /// let auth = Auth::tokens([
+    ///     ("token-of-ana-0123456789", Principal::new("ana").scopes([Scope::Chat, Scope::Read])),
+    ///     ("token-of-ben-0123456789", Principal::new("ben").scopes([Scope::Approve, Scope::Read])),
+    /// ]);
+    /// # let _ = auth;
+    /// ```
+    pub fn tokens<T: Into<String>>(tokens: impl IntoIterator<Item = (T, Principal)>) -> Self {
+        Auth::Tokens(
+            tokens
+                .into_iter()
+                .map(|(t, p)| (t.into(), p))
+                .collect::<Vec<_>>()
+                .into(),
+        )
+    }
+
+    /// JWT bearer authentication (see [`JwtAuth`](crate::JwtAuth)).
+    pub fn jwt(jwt: crate::JwtAuth) -> Self {
+        Auth::Custom(Arc::new(jwt))
+    }
+
     /// Your own authenticator.
     pub fn custom(authenticator: impl Authenticator) -> Self {
         Auth::Custom(Arc::new(authenticator))
@@ -61,27 +95,28 @@ impl Auth {
         matches!(self, Auth::DevModeLoopbackOnly)
     }
 
-    /// `Ok(())` when the request's credentials pass this check.
-    pub(crate) fn check(&self, parts: &Parts) -> Result<(), ApiError> {
+    /// The caller's principal when the request's credentials pass this check.
+    pub(crate) fn check(&self, parts: &Parts) -> Result<Principal, ApiError> {
         match self {
             Auth::Bearer(tokens) => {
                 let given = bearer_token(parts).ok_or(ApiError::Unauthorized)?;
-                // Compare with every token (no early exit), each in constant time.
-                let mut ok = subtle::Choice::from(0u8);
-                for token in tokens.iter() {
-                    ok |= given.as_bytes().ct_eq(token.as_bytes());
-                }
-                if bool::from(ok) {
-                    Ok(())
-                } else {
-                    Err(ApiError::Unauthorized)
-                }
+                let at = find_token(given, tokens.iter().map(String::as_str))
+                    .ok_or(ApiError::Unauthorized)?;
+                Ok(Principal::new(format!("token-{}", at + 1)).scopes(Scope::ALL))
+            }
+            Auth::Tokens(tokens) => {
+                let given = bearer_token(parts).ok_or(ApiError::Unauthorized)?;
+                let at = find_token(given, tokens.iter().map(|(t, _)| t.as_str()))
+                    .ok_or(ApiError::Unauthorized)?;
+                Ok(tokens[at].1.clone())
             }
             Auth::Custom(a) => a.authenticate(parts),
             Auth::DevModeLoopbackOnly => {
                 let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>();
                 match peer {
-                    Some(ConnectInfo(addr)) if addr.ip().is_loopback() => Ok(()),
+                    Some(ConnectInfo(addr)) if addr.ip().is_loopback() => {
+                        Ok(Principal::new("dev").scopes(Scope::ALL))
+                    }
                     _ => Err(ApiError::Forbidden(
                         "this server runs in dev mode without authentication and answers only \
                          loopback clients"
@@ -97,10 +132,23 @@ impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Auth::Bearer(tokens) => write!(f, "Bearer({} token(s))", tokens.len()),
+            Auth::Tokens(tokens) => write!(f, "Tokens({} token(s))", tokens.len()),
             Auth::Custom(_) => f.write_str("Custom"),
             Auth::DevModeLoopbackOnly => f.write_str("DevModeLoopbackOnly"),
         }
     }
+}
+
+/// The place of `given` among `tokens`, comparing with every token (no early exit), each in
+/// constant time.
+fn find_token<'a>(given: &str, tokens: impl Iterator<Item = &'a str>) -> Option<usize> {
+    let mut found = None;
+    for (i, token) in tokens.enumerate() {
+        if bool::from(given.as_bytes().ct_eq(token.as_bytes())) && found.is_none() {
+            found = Some(i);
+        }
+    }
+    found
 }
 
 /// The token of an `Authorization: Bearer <token>` header, if the request has one.

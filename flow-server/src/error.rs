@@ -6,6 +6,8 @@ use axum::Json;
 use flow_runtime::{CheckpointError, StoreError, ThreadError};
 use serde_json::json;
 
+use crate::outward::{PublicCode, PublicError};
+
 /// A failed request. Each variant has one status code and a stable `code` string; the response
 /// body is `{"error": {"code": "...", "message": "..."}}`.
 ///
@@ -34,10 +36,11 @@ pub enum ApiError {
         /// The thread id.
         id: String,
     },
-    /// The checkpoint of an interrupt does not exist, or is not this caller's (404).
-    #[error("no pending interrupt is saved under '{id}'")]
+    /// The checkpoint of an interrupt does not exist, or is not this caller's (404). The
+    /// message does not name the checkpoint: its id is a store key.
+    #[error("no pending interrupt is saved for this thread")]
     UnknownCheckpoint {
-        /// The checkpoint id.
+        /// The checkpoint id (kept for the server's code, never sent).
         id: String,
     },
     /// No run of that id is known on this thread (for this caller), or it was forgotten
@@ -104,6 +107,11 @@ pub enum ApiError {
     /// Something failed inside the server; details are in the server's log (500).
     #[error("internal error; the server's log has the details")]
     Internal,
+    /// Something failed inside the server or its store, public face: the body carries the
+    /// [`PublicError`]'s code, message and correlation id, and the internal error is in the
+    /// server's log under the same id (503 for [`PublicCode::StoreUnavailable`], 500 otherwise).
+    #[error("{0}")]
+    Incident(PublicError),
 }
 
 impl ApiError {
@@ -129,6 +137,11 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Incident(e) => match e.code {
+                PublicCode::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+                PublicCode::Conflict => StatusCode::CONFLICT,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            },
         }
     }
 
@@ -154,12 +167,20 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
+            ApiError::Incident(e) => e.code.as_str(),
         }
     }
 
     /// The JSON body of this error.
     pub fn body(&self) -> serde_json::Value {
-        json!({ "error": { "code": self.code(), "message": self.to_string() } })
+        match self {
+            ApiError::Incident(e) => json!({ "error": {
+                "code": e.code,
+                "message": e.message,
+                "correlation_id": e.correlation_id,
+            } }),
+            _ => json!({ "error": { "code": self.code(), "message": self.to_string() } }),
+        }
     }
 }
 
@@ -191,8 +212,7 @@ impl From<StoreError> for ApiError {
                 ApiError::BadRequest(format!("'{id}' is not a valid id"))
             }
             other => {
-                tracing::error!(error = %other, "store failed");
-                ApiError::StoreUnavailable
+                ApiError::Incident(PublicError::new(PublicCode::StoreUnavailable, &other, None))
             }
         }
     }
@@ -202,21 +222,21 @@ impl From<CheckpointError> for ApiError {
     fn from(e: CheckpointError) -> Self {
         match e {
             CheckpointError::NotFound { id } => ApiError::UnknownCheckpoint { id },
-            CheckpointError::AlreadyResumed { id } => ApiError::Conflict(format!(
-                "the interrupt saved under '{id}' was already resumed (or is being resumed); \
-                 it runs only once"
-            )),
+            // Checkpoint ids are store keys (`FLOW.TENANT.THREAD...`): never in a message.
+            CheckpointError::AlreadyResumed { .. } => ApiError::Conflict(
+                "this interrupt was already resumed (or is being resumed); it runs only once"
+                    .into(),
+            ),
             CheckpointError::UnknownInterrupt {
-                id,
-                interrupt,
-                known,
+                interrupt, known, ..
             } => ApiError::BadRequest(format!(
-                "checkpoint '{id}' has no interrupt '{interrupt}'; its interrupts: {known}"
+                "the thread waits for no interrupt '{interrupt}'; its interrupts: {known}"
             )),
-            CheckpointError::ShapeChanged { id, .. } => ApiError::Conflict(format!(
-                "checkpoint '{id}' was saved by a flow of another shape and cannot be resumed \
-                 by this one"
-            )),
+            CheckpointError::ShapeChanged { .. } => ApiError::Conflict(
+                "the interrupt was saved by a flow of another shape and cannot be resumed by \
+                 this one"
+                    .into(),
+            ),
             CheckpointError::Store(e) => e.into(),
             other => {
                 tracing::error!(error = %other, "checkpoint unusable");
@@ -254,10 +274,7 @@ impl From<ThreadError> for ApiError {
             ),
             ThreadError::Checkpoint(e) => e.into(),
             ThreadError::Store(e) => e.into(),
-            other => {
-                tracing::error!(error = %other, "thread unusable");
-                ApiError::Internal
-            }
+            other => ApiError::Incident(PublicError::internal(&other)),
         }
     }
 }

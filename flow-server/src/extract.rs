@@ -71,7 +71,7 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {

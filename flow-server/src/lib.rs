@@ -26,23 +26,28 @@
 //!
 //! # Endpoints
 //!
-//! | method and path | what it does |
-//! | --- | --- |
-//! | `GET /v1/health` | `{"status":"ok"}` while the process runs (no auth) |
-//! | `GET /v1/ready` | `{"status":"ready"}` when the store answers, else 503 (no auth) |
-//! | `GET /v1/flows` | the served flows: name, root agent, description |
-//! | `GET /v1/flows/{flow}` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
-//! | `GET /v1/flows/{flow}/mermaid` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
-//! | `GET /v1/flows/{flow}/svg` | the tree as a standalone SVG picture (`image/svg+xml`) |
-//! | `POST /v1/flows/{flow}/threads/{thread}/turns` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
-//! | `GET /v1/flows/{flow}/threads/{thread}` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts |
-//! | `DELETE /v1/flows/{flow}/threads/{thread}` | deletes the thread and the checkpoint it waits on (204) |
-//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
-//! | `GET /v1/flows/{flow}/interrupts` | every interrupt the caller's threads of the flow wait on (the approvals queue) |
-//! | `POST /v1/flows/{flow}/threads/{thread}/resume` | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409 |
-//! | `GET /` | the web console |
+//! | method and path | scope | what it does |
+//! | --- | --- | --- |
+//! | `GET /v1/health` | none | `{"status":"ok"}` while the process runs (no auth) |
+//! | `GET /v1/ready` | none | `{"status":"ready"}` when the store answers, else 503 (no auth) |
+//! | `GET /v1/flows` | `read` | the served flows: name, root agent, description |
+//! | `GET /v1/flows/{flow}` | `read` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
+//! | `GET /v1/flows/{flow}/mermaid` | `read` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
+//! | `GET /v1/flows/{flow}/svg` | `read` | the tree as a standalone SVG picture (`image/svg+xml`) |
+//! | `POST /v1/flows/{flow}/threads/{thread}/turns` | `chat` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
+//! | `GET /v1/flows/{flow}/threads/{thread}` | `read` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts, `approvals` ([`ApprovalRecord`]: who answered what, when, for whom) |
+//! | `DELETE /v1/flows/{flow}/threads/{thread}` | `chat` | deletes the thread and the checkpoint it waits on (204) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | `read` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
+//! | `GET /v1/flows/{flow}/interrupts` | `read` | every interrupt the caller's tenant's threads of the flow wait on (the approvals queue) |
+//! | `POST /v1/flows/{flow}/threads/{thread}/resume` | `approve` (or the flow's [`Approvals`]) | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409; the answer is recorded with who gave it |
+//! | `GET /a2a/{flow}/.well-known/agent-card.json`, `POST /a2a/{flow}` | card: none; JSON-RPC: `chat` (`approve` to answer an input-required) | the flow as an A2A 1.0 agent: its card (no auth), JSON-RPC `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (a context is a thread, a task a turn, an interrupt `input-required`) |
+//! | `POST /agui/{flow}` | `chat` (`approve` to resume) | the flow as an AG-UI agent: AG-UI's `RunAgentInput` in, the turn (or the resume) as AG-UI events out; front-end tools through [`FrontendTool`] |
+//! | `GET /` | none | the web console |
 //!
-//! Errors are `{"error": {"code", "message"}}` with the status of their [`ApiError`].
+//! `admin` allows everything. A missing scope is 403 naming it; nothing runs.
+//!
+//! Errors are `{"error": {"code", "message"}}` with the status of their [`ApiError`]; a failure
+//! inside the server adds `correlation_id` (see [`outward`]).
 //!
 //! # Safety
 //!
@@ -67,6 +72,9 @@
 // Layout (one concept per file):
 // - `lib.rs`: `app()` (the router) and the auth layer in front of its `/v1` routes.
 // - `auth`: who may call the API (`Auth`, `Authenticator`, bearer tokens) and the `Tenant`.
+// - `approvals`: who may answer a flow's interrupts (`Approvals`) and the record of answers.
+// - `jwt`: JWT bearer authentication (`JwtAuth`: JWKS keys, issuer, audience, scope claim).
+// - `principal`: who is calling (`Principal`: id, tenant, `Scopes`) and its extractor.
 // - `state`: `AppState`, the flows, store and settings the handlers share, and its builder.
 // - `limits`: `Limits`, what a request, a connection or a turn may take.
 // - `error`: `ApiError`, every way a request fails as one JSON response.
@@ -77,21 +85,31 @@
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
 // - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
-// - `wire`: the JSON of each streamed event (public: clients read it).
+// - `outward`: the one allow-listed outward form of events, messages, interrupts and errors
+//   (public errors with correlation ids), used by every transport.
+// - `wire`: the SSE events' table (public: clients read it), built from `outward`.
 // - `webhooks`: a run's end POSTed, signed, to the URL it named.
 // - `tree`: a flow's tree as JSON, Mermaid and SVG.
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
+// - `a2a`: every served flow as an A2A agent (card, JSON-RPC endpoint, tasks).
+// - `agui`: every served flow as an AG-UI agent (a run streamed as AG-UI events).
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
+mod a2a;
 mod agent_protocol;
+mod agui;
+mod approvals;
 mod auth;
 mod console;
 pub mod demo;
 mod error;
 mod extract;
+mod jwt;
 mod limits;
+pub mod outward;
+mod principal;
 mod routes;
 mod runs;
 mod serve;
@@ -116,11 +134,15 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::trace::TraceLayer;
 
+pub use agui::FrontendTool;
+pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
+pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
+pub use principal::{Principal, Scope, Scopes};
 pub use serve::{serve, serve_until};
-pub use state::{AppState, BuildError, ServedFlow, ServerBuilder, TenantFn};
+pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
 pub use tree::{mermaid, svg, TreeNode};
 
 /// The router serving `state`: the `/v1` API and the console.
@@ -151,7 +173,7 @@ pub fn app(state: AppState) -> Router {
         .merge(agent_protocol::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            auth_layer,
+            authenticate,
         ))
         .route("/health", get(routes::health))
         .route("/ready", get(routes::ready))
@@ -162,11 +184,16 @@ pub fn app(state: AppState) -> Router {
         .route("/console.js", get(console::script))
         .route("/console.css", get(console::style))
         .nest("/v1", api)
+        .merge(a2a::router(&state))
+        .merge(agui::router(&state))
         .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
         .layer(CatchPanicLayer::custom(|_panic| {
-            ApiError::Internal.into_response()
+            ApiError::Incident(outward::PublicError::internal(
+                &"a request handler panicked",
+            ))
+            .into_response()
         }))
         .layer(TraceLayer::new_for_http());
     if !state.cors_origins().is_empty() {
@@ -180,18 +207,23 @@ pub fn app(state: AppState) -> Router {
     router.with_state(state)
 }
 
-/// The middleware in front of the authenticated routes: authenticates, then resolves the
-/// tenant.
-async fn auth_layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// The middleware in front of the authenticated routes: authenticates the request into a
+/// [`Principal`], resolves its [`Tenant`], and puts both in the request's extensions (handlers
+/// take them as `Principal` and `Extension<Tenant>`, and check their scope with
+/// [`Principal::require`]). A router of another protocol mounted beside `/v1` puts its routes
+/// behind it with `route_layer(axum::middleware::from_fn_with_state(state, authenticate))`.
+pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    if let Err(e) = state.auth().check(&parts) {
-        return e.into_response();
-    }
-    let tenant = match state.tenant_of(&parts) {
+    let principal = match state.auth().check(&parts) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let tenant = match state.tenant_for(&principal, &parts) {
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
     parts.extensions.insert(Tenant(tenant));
+    parts.extensions.insert(principal);
     next.run(Request::from_parts(parts, body)).await
 }
 

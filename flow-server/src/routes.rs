@@ -7,13 +7,16 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use flow_runtime::store::{RecordEnd, ThreadHead, ThreadRecord};
-use flow_runtime::Message;
+use flow_runtime::{InterruptInfo, Message};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::approvals::{approvals_of, requester_of};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
+use crate::outward::{OutwardInterrupt, OutwardMessage};
+use crate::principal::{Principal, Scope};
 use crate::state::AppState;
 use crate::thread::ThreadKey;
 use crate::tree::{mermaid, svg, TreeNode};
@@ -55,7 +58,11 @@ pub async fn ready(State(state): State<AppState>) -> Result<Json<Value>, ApiErro
 }
 
 /// `GET /v1/flows`: the served flows.
-pub async fn list_flows(State(state): State<AppState>) -> Json<Value> {
+pub async fn list_flows(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let flows: Vec<Value> = state
         .flows()
         .map(|f| {
@@ -66,14 +73,16 @@ pub async fn list_flows(State(state): State<AppState>) -> Json<Value> {
             })
         })
         .collect();
-    Json(json!({ "flows": flows }))
+    Ok(Json(json!({ "flows": flows })))
 }
 
 /// `GET /v1/flows/{flow}`: one flow, its tree and its Mermaid flowchart.
 pub async fn get_flow(
     State(state): State<AppState>,
+    principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let flow = state.flow(&name)?;
     Ok(Json(json!({
         "name": flow.name(),
@@ -87,8 +96,10 @@ pub async fn get_flow(
 /// `GET /v1/flows/{flow}/mermaid`: the flowchart as `text/vnd.mermaid`.
 pub async fn get_mermaid(
     State(state): State<AppState>,
+    principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Read)?;
     let flow = state.flow(&name)?;
     Ok((
         [(header::CONTENT_TYPE, "text/vnd.mermaid; charset=utf-8")],
@@ -100,8 +111,10 @@ pub async fn get_mermaid(
 /// `GET /v1/flows/{flow}/svg`: the tree as an SVG picture (`image/svg+xml`).
 pub async fn get_svg(
     State(state): State<AppState>,
+    principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Read)?;
     let flow = state.flow(&name)?;
     Ok((
         [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
@@ -130,10 +143,12 @@ async fn head_of(state: &AppState, key: &ThreadKey) -> Result<ThreadHead, ApiErr
 /// `POST /v1/flows/{flow}/threads/{thread}/turns`: runs one user turn, streamed as SSE.
 pub async fn post_turn(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
     JsonBody(request): JsonBody<TurnRequest>,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let limit = state.limits().max_message_bytes;
     if request.message.len() > limit {
@@ -149,7 +164,11 @@ pub async fn post_turn(
     let permit = state.turn_permit()?;
     let turn = served
         .runner()
-        .turn(&key.store_id(), Message::user(request.message))
+        .turn_by(
+            &key.store_id(),
+            Message::user(request.message),
+            principal.id(),
+        )
         .await?;
     Ok(turn::sse(turn, key.flow, key.id, false, state.limits(), permit).into_response())
 }
@@ -158,6 +177,7 @@ pub async fn post_turn(
 /// with the caller's data, streamed as SSE. A checkpoint resumes once: a second resume gets 409.
 pub async fn post_resume(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
     JsonBody(request): JsonBody<ResumeRequest>,
@@ -175,12 +195,26 @@ pub async fn post_resume(
         }
         (None, None) => {}
     }
-    head_of(&state, &key).await?;
+    let head = head_of(&state, &key).await?;
     let served = state.flow(&flow)?;
+    let pending: &[InterruptInfo] = match &head.last.end {
+        RecordEnd::Interrupted { interrupts, .. } => interrupts,
+        _ => &[],
+    };
+    authorize_answers(
+        &state,
+        served,
+        &key,
+        &principal,
+        head.last.turn,
+        pending,
+        &targets,
+    )
+    .await?;
     let permit = state.turn_permit()?;
     let turn = served
         .runner()
-        .resume_turn(&key.store_id(), targets)
+        .resume_turn_by(&key.store_id(), targets, principal.id())
         .await?;
     Ok(turn::sse(turn, key.flow, key.id, true, state.limits(), permit).into_response())
 }
@@ -190,12 +224,13 @@ fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
         RecordEnd::Interrupted { interrupts, .. } => interrupts
             .iter()
             .map(|i| {
+                let i = OutwardInterrupt::of(i);
                 json!({
                     "thread": thread,
                     "turn": record.turn,
                     "id": i.id,
                     "info": i.info,
-                    "address": i.address_string(),
+                    "address": i.address,
                 })
             })
             .collect(),
@@ -206,9 +241,11 @@ fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
 /// `GET /v1/flows/{flow}/threads/{thread}`: the thread's messages and what it waits on.
 pub async fn get_thread(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let head = head_of(&state, &key).await?;
     let messages = state
@@ -223,16 +260,22 @@ pub async fn get_thread(
                 "turn": m.turn,
                 "agent": m.agent_name,
                 "run_path": m.run_path,
-                "message": m.message,
+                "message": OutwardMessage::of(&m.message),
             })
         })
         .collect();
+    let records = state
+        .flow(&flow)?
+        .runner()
+        .thread_records(&key.store_id())
+        .await?;
     Ok(Json(json!({
         "flow": key.flow,
         "thread": key.id,
         "turns": head.turns,
         "messages": messages,
         "pending": pending_of(&key.id, &head.last),
+        "approvals": approvals_of(&records),
     })))
 }
 
@@ -240,9 +283,11 @@ pub async fn get_thread(
 /// on (204; 404 if there is none).
 pub async fn delete_thread(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
+    principal.require(Scope::Chat)?;
     let key = key(&state, &flow, &tenant, &id)?;
     if state
         .flow(&flow)?
@@ -259,9 +304,11 @@ pub async fn delete_thread(
 /// `GET /v1/flows/{flow}/threads/{thread}/interrupts`: the interrupts the thread waits on.
 pub async fn thread_interrupts(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let head = head_of(&state, &key).await?;
     Ok(Json(
@@ -273,9 +320,11 @@ pub async fn thread_interrupts(
 /// on, oldest thread id first.
 pub async fn flow_interrupts(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath(flow): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let served = state.flow(&flow)?;
     let prefix = ThreadKey::prefix(served.name(), &tenant.0);
     let mut interrupts = Vec::new();
@@ -298,4 +347,55 @@ pub async fn no_route() -> ApiError {
 /// A known path with another method: a JSON 405.
 pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+/// Checks that `principal` may answer the interrupts of `targets` that turn `turn` of `key`'s
+/// thread waits on (`pending`): the scope each needs and the flow's approver rule (see
+/// [`Approvals`](crate::Approvals)), then logs each answer in an `approval` span. Every
+/// transport that resumes a thread (`/v1`, A2A, AG-UI) calls it before resuming.
+pub(crate) async fn authorize_answers(
+    state: &AppState,
+    served: &crate::ServedFlow,
+    key: &ThreadKey,
+    principal: &Principal,
+    turn: u64,
+    pending: &[InterruptInfo],
+    targets: &std::collections::HashMap<String, serde_json::Value>,
+) -> Result<(), ApiError> {
+    let answered: Vec<&InterruptInfo> = pending
+        .iter()
+        .filter(|i| targets.contains_key(&i.id))
+        .collect();
+    let records = state
+        .threads()
+        .read(&key.store_id(), turn..turn + 1)
+        .await?;
+    let requester = requester_of(&records, turn);
+    if answered.is_empty() && !pending.is_empty() {
+        // Nothing the thread waits on is answered: the runtime says which ids it knows, but
+        // only to a principal who may answer them.
+        principal.require(Scope::Approve)?;
+    }
+    served
+        .approvals()
+        .check(principal, &answered, requester.as_deref())?;
+    let span = tracing::info_span!(
+        "approval",
+        flow = %key.flow,
+        thread = %key.id,
+        turn,
+        principal = principal.id(),
+        requested_by = requester.as_deref().unwrap_or(""),
+    );
+    span.in_scope(|| {
+        for interrupt in &answered {
+            tracing::info!(
+                interrupt = %interrupt.id,
+                asked = %interrupt.info,
+                answered = %targets.get(&interrupt.id).unwrap_or(&serde_json::Value::Null),
+                "interrupt answered"
+            );
+        }
+    });
+    Ok(())
 }

@@ -34,16 +34,18 @@ pub(crate) fn frame(name: &str, data: &impl Serialize, limit: usize) -> Vec<u8> 
     let start = out.len();
     if let Err(e) = serde_json::to_writer(&mut out, data) {
         tracing::error!(error = %e, "an event does not serialise");
-        return b"event: error\ndata: {\"message\":\"an event could not be serialised\"}\n\n"
+        return b"event: error\ndata: {\"code\":\"internal\",\"message\":\"an event could not be serialised\"}\n\n"
             .to_vec();
     }
     let size = out.len() - start;
     if size > limit {
         #[derive(Serialize)]
         struct Message {
+            code: &'static str,
             message: String,
         }
         let message = Message {
+            code: "event_too_large",
             message: format!(
                 "a `{name}` event of {size} bytes exceeds the server's event size limit of \
                  {limit} bytes and was not sent (Limits::max_event_bytes)"

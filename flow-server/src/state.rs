@@ -11,19 +11,33 @@ use axum::http::HeaderValue;
 use flow_runtime::{CheckpointStore, FlowAgent, Runner, ThreadStore, TurnRouting};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::approvals::Approvals;
 use crate::auth::{valid_tenant, Auth, SHARED_TENANT};
 use crate::error::ApiError;
 use crate::limits::Limits;
+use crate::principal::Principal;
 
 /// A tenant function: names the tenant of a request (from a header, a token, a client
 /// certificate a proxy vouched for...), or `None` to refuse it.
 pub type TenantFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
+
+/// A function configuring the runner of each served flow: given the flow's name and the runner
+/// the server made (over its store, with its streaming and turn routing), returns the runner
+/// to serve (see [`ServerBuilder::runners`]).
+pub type RunnerFn = dyn Fn(&str, Runner) -> Runner + Send + Sync;
+
+/// What a flow is served from: a tree (the server makes its runner) or a runner.
+enum FlowSource {
+    Agent(FlowAgent),
+    Runner(Runner),
+}
 
 /// One flow the server serves under a name.
 #[derive(Debug, Clone)]
 pub struct ServedFlow {
     name: String,
     runner: Runner,
+    approvals: Approvals,
 }
 
 impl ServedFlow {
@@ -35,6 +49,11 @@ impl ServedFlow {
     /// The runner that runs its turns and resumes.
     pub fn runner(&self) -> &Runner {
         &self.runner
+    }
+
+    /// Who may answer its interrupts.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     /// The root of its tree.
@@ -131,6 +150,18 @@ impl AppState {
             })
     }
 
+    /// The tenant of a request made by `principal`: the principal's own tenant if it has one,
+    /// else the tenant function's answer, else [`SHARED_TENANT`].
+    pub fn tenant_for(&self, principal: &Principal, parts: &Parts) -> Result<String, ApiError> {
+        match principal.tenant_name() {
+            Some(t) if valid_tenant(t) => Ok(t.to_owned()),
+            Some(_) => Err(ApiError::Forbidden(
+                "your credentials name a tenant this server does not accept".into(),
+            )),
+            None => self.tenant_of(parts),
+        }
+    }
+
     /// The tenant of a request: the tenant function's answer, or [`SHARED_TENANT`] without one.
     pub fn tenant_of(&self, parts: &Parts) -> Result<String, ApiError> {
         let Some(f) = &self.0.tenant else {
@@ -168,6 +199,12 @@ pub enum BuildError {
     /// Two flows under one name.
     #[error("two flows are served as '{0}'; give each its own name")]
     DuplicateFlow(String),
+    /// Approvals were configured for a flow that is not served.
+    #[error("approvals are configured for flow '{0}', which is not served; check its name")]
+    UnknownApprovalsFlow(String),
+    /// A principal's tenant is not a valid tenant name.
+    #[error("tenant '{0}' is not valid: use 1 to 32 characters of A-Z, a-z, 0-9, '_' or '-'")]
+    InvalidTenant(String),
     /// An empty or malformed bearer token.
     #[error("a bearer token must be at least 16 visible ASCII characters")]
     WeakToken,
@@ -192,16 +229,20 @@ pub enum BuildError {
 /// # let _ = router;
 /// ```
 pub struct ServerBuilder {
-    flows: Vec<(String, FlowAgent)>,
+    flows: Vec<(String, FlowSource)>,
     store: Arc<dyn CheckpointStore>,
     threads: Arc<dyn ThreadStore>,
     runner: Box<dyn Fn(FlowAgent) -> Runner + Send + Sync>,
+    /// Puts the server's store under a runner the caller built.
+    attach_stores: Box<dyn Fn(Runner) -> Runner + Send + Sync>,
+    configure: Option<Box<RunnerFn>>,
     routing: TurnRouting,
     auth: Option<Auth>,
     tenant: Option<Box<TenantFn>>,
     limits: Limits,
     cors_origins: Vec<HeaderValue>,
     streaming: bool,
+    approvals: BTreeMap<String, Approvals>,
     webhook_secret: Option<Vec<u8>>,
 }
 
@@ -224,24 +265,69 @@ impl ServerBuilder {
     /// your own).
     pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
         let shared = store.clone();
+        let attached = store.clone();
         ServerBuilder {
             flows: Vec::new(),
             store: Arc::new(store.clone()),
             threads: Arc::new(store),
             runner: Box::new(move |agent| Runner::new(agent).stores(shared.clone())),
+            attach_stores: Box::new(move |runner| runner.stores(attached.clone())),
+            configure: None,
             routing: TurnRouting::default(),
             auth: None,
             tenant: None,
             limits: Limits::default(),
             cors_origins: Vec::new(),
             streaming: true,
+            approvals: BTreeMap::new(),
             webhook_secret: None,
         }
     }
 
     /// Serves the tree `agent` heads as `name` (1 to 24 characters of `A-Z a-z 0-9 _ -`).
     pub fn flow(mut self, name: impl Into<String>, agent: impl Into<FlowAgent>) -> Self {
-        self.flows.push((name.into(), agent.into()));
+        self.flows
+            .push((name.into(), FlowSource::Agent(agent.into())));
+        self
+    }
+
+    /// Serves `runner` (its tree, with everything configured on it: middleware, checkpoint
+    /// key, limits, lease, run options, streaming, turn routing) as `name`. Its stores are set
+    /// to the server's, which the endpoints read; the builder's
+    /// [`streaming`](Self::streaming) and [`turn_routing`](Self::turn_routing) do not apply to
+    /// it (set them on the runner).
+    ///
+    /// ```
+    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Runner, RunLimits};
+    /// use flow_server::{AppState, Auth};
+    ///
+    /// let bot = FnAgent::new("bot", |cx, _| async move {
+    ///     cx.say("hello");
+    ///     Ok(())
+    /// });
+    /// let runner = Runner::new(FlowAgent::new(bot))
+    ///     .checkpoint_key(b"a signing key of the deployment".to_vec())
+    ///     .limits(RunLimits::default())
+    ///     .streaming(true);
+    /// let state = AppState::builder(InMemoryStore::new())
+    ///     .flow_runner("bot", runner)
+    ///     .auth(Auth::bearer("a-long-random-token-0123456789"))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = state;
+    /// ```
+    pub fn flow_runner(mut self, name: impl Into<String>, runner: Runner) -> Self {
+        self.flows.push((name.into(), FlowSource::Runner(runner)));
+        self
+    }
+
+    /// Configures the runner of every flow added with [`flow`](Self::flow): `f` gets the
+    /// flow's name and the runner the server made (over the server's store, with the
+    /// builder's streaming and turn routing) and returns the runner to serve, e.g. with
+    /// middleware, a checkpoint key, limits, a lease or run options. Keep its stores: the
+    /// endpoints read the server's.
+    pub fn runners(mut self, f: impl Fn(&str, Runner) -> Runner + Send + Sync + 'static) -> Self {
+        self.configure = Some(Box::new(f));
         self
     }
 
@@ -292,6 +378,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Who may answer the interrupts of the flow served as `flow` (default
+    /// [`Approvals::new`]: the `approve` scope).
+    pub fn approvals(mut self, flow: impl Into<String>, approvals: Approvals) -> Self {
+        self.approvals.insert(flow.into(), approvals);
+        self
+    }
+
     /// Lets runs name a webhook, signed with `secret` (HMAC-SHA256; see the `webhooks`
     /// section of the runs documentation). Without it, a run that names one is refused.
     pub fn webhook_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
@@ -300,22 +393,39 @@ impl ServerBuilder {
     }
 
     /// The state, checked.
-    pub fn build(self) -> Result<AppState, BuildError> {
+    pub fn build(mut self) -> Result<AppState, BuildError> {
         let auth = self.auth.ok_or(BuildError::NoAuth)?;
-        if let Auth::Bearer(tokens) = &auth {
-            if tokens.is_empty()
-                || tokens
-                    .iter()
-                    .any(|t| t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic()))
-            {
-                return Err(BuildError::WeakToken);
+        let weak = |t: &String| t.len() < 16 || !t.bytes().all(|b| b.is_ascii_graphic());
+        match &auth {
+            Auth::Bearer(tokens) if tokens.is_empty() || tokens.iter().any(weak) => {
+                return Err(BuildError::WeakToken)
             }
+            Auth::Tokens(tokens) if tokens.is_empty() || tokens.iter().any(|(t, _)| weak(t)) => {
+                return Err(BuildError::WeakToken)
+            }
+            Auth::Tokens(tokens) => {
+                if let Some(t) = tokens
+                    .iter()
+                    .filter_map(|(_, p)| p.tenant_name())
+                    .find(|t| !valid_tenant(t))
+                {
+                    return Err(BuildError::InvalidTenant(t.to_owned()));
+                }
+            }
+            _ => {}
         }
         if self.flows.is_empty() {
             return Err(BuildError::NoFlows);
         }
+        if let Some(name) = self
+            .approvals
+            .keys()
+            .find(|n| !self.flows.iter().any(|(f, _)| f == *n))
+        {
+            return Err(BuildError::UnknownApprovalsFlow(name.clone()));
+        }
         let mut flows = BTreeMap::new();
-        for (name, agent) in self.flows {
+        for (name, source) in self.flows {
             let ok = !name.is_empty()
                 && name.len() <= 24
                 && name
@@ -327,10 +437,27 @@ impl ServerBuilder {
             if flows.contains_key(&name) {
                 return Err(BuildError::DuplicateFlow(name));
             }
-            let runner = (self.runner)(agent)
-                .streaming(self.streaming)
-                .turn_routing(self.routing);
-            flows.insert(name.clone(), ServedFlow { name, runner });
+            let runner = match source {
+                FlowSource::Agent(agent) => {
+                    let runner = (self.runner)(agent)
+                        .streaming(self.streaming)
+                        .turn_routing(self.routing);
+                    match &self.configure {
+                        Some(f) => f(&name, runner),
+                        None => runner,
+                    }
+                }
+                FlowSource::Runner(runner) => (self.attach_stores)(runner),
+            };
+            let approvals = self.approvals.remove(&name).unwrap_or_default();
+            flows.insert(
+                name.clone(),
+                ServedFlow {
+                    name,
+                    runner,
+                    approvals,
+                },
+            );
         }
         Ok(AppState(Arc::new(Inner {
             flows,

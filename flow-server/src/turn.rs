@@ -12,8 +12,8 @@ use serde::Serialize;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::limits::Limits;
+use crate::outward::{OutwardChunk, OutwardEvent, OutwardInterrupt, PublicCode, PublicError};
 use crate::sse::{frame, SseBody};
-use crate::wire::{ChunkData, EventData, PublicInterrupt};
 
 /// The `data` of the first event, `turn`.
 #[derive(Serialize)]
@@ -32,7 +32,7 @@ struct DoneData<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     answered_by: Option<Arc<str>>,
     interrupted: bool,
-    interrupts: Vec<PublicInterrupt<'a>>,
+    interrupts: Vec<OutwardInterrupt<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     failed: bool,
 }
@@ -49,23 +49,16 @@ impl DoneData<'_> {
     }
 }
 
-/// The `data` of an `error` event.
-#[derive(Serialize)]
-struct ErrorData {
-    message: String,
-}
-
 /// The frames a turn over [`Limits::max_turn_duration`] ends with.
 fn overtime(limit: Duration) -> Vec<u8> {
+    let internal = format!(
+        "the turn ran longer than {} s (Limits::max_turn_duration) and was cancelled; nothing \
+         of it was recorded",
+        limit.as_secs_f64()
+    );
     let mut out = frame(
         "error",
-        &ErrorData {
-            message: format!(
-                "the turn ran longer than {} s (Limits::max_turn_duration) and was cancelled; \
-                 nothing of it was recorded",
-                limit.as_secs_f64()
-            ),
-        },
+        &PublicError::new(PublicCode::Timeout, &internal, None),
         usize::MAX,
     );
     out.extend(frame("done", &DoneData::failed(), usize::MAX));
@@ -129,7 +122,7 @@ fn frames(
                     while let Some(chunk) = stream.next().await {
                         match chunk {
                             Ok(c) => {
-                                yield frame("chunk", &ChunkData {
+                                yield frame("chunk", &OutwardChunk {
                                     agent_name: event.agent_name(),
                                     run_path: event.run_path(),
                                     content: &c.content,
@@ -141,15 +134,17 @@ fn frames(
                         }
                     }
                     if let Some(e) = failed {
-                        yield frame("error", &ErrorData {
-                            message: format!("the stream of [{}] failed: {e}", event.run_path()),
-                        }, limit);
+                        yield frame(
+                            "error",
+                            &PublicError::of_stream_error(&e, event.agent_name()),
+                            limit,
+                        );
                     }
                     Some(Arc::new(Message::concat(chunks.iter().map(|c| &**c))))
                 }
                 None => None,
             };
-            let data = EventData::of(&event, message.as_deref(), custom.as_deref(), streamed);
+            let data = OutwardEvent::with_message(&event, message.as_deref(), custom.as_deref(), streamed);
             yield frame("event", &data, limit);
         }
 
@@ -166,11 +161,11 @@ fn frames(
                 output: None,
                 answered_by: None,
                 interrupted: true,
-                interrupts: interrupts.iter().map(PublicInterrupt::of).collect(),
+                interrupts: interrupts.iter().map(OutwardInterrupt::of).collect(),
                 failed: false,
             },
             Some(TurnOutcome::Failed(e)) => {
-                yield frame("error", &ErrorData { message: e.to_string() }, limit);
+                yield frame("error", &PublicError::of_turn_failure(e), limit);
                 DoneData::failed()
             }
             None => DoneData::failed(),

@@ -1229,10 +1229,13 @@ async fn a_turn_over_its_time_limit_is_cancelled_and_not_recorded() {
         .iter()
         .find(|e| e.name == "error")
         .expect("an error event");
-    assert!(error.data["message"]
-        .as_str()
-        .unwrap()
-        .contains("max_turn_duration"));
+    // The public face: a code, a fixed message and the correlation id of the logged detail.
+    assert_eq!(error.data["code"], "timeout", "{:?}", error.data);
+    assert_eq!(
+        error.data["message"],
+        "This request took too long and was stopped."
+    );
+    assert_eq!(error.data["correlation_id"].as_str().unwrap().len(), 16);
     assert_eq!(done(&events)["failed"], true);
     assert_eq!(
         get(&server.base, "/v1/flows/stuck/threads/t")

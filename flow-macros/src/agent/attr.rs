@@ -12,6 +12,8 @@ use crate::ctxt::Ctxt;
 pub(crate) struct Target {
     pub(crate) name: String,
     pub(crate) span: Span,
+    /// `refund(RefundRequest)`: the payload the transfer carries.
+    pub(crate) payload: Option<syn::Type>,
 }
 
 /// The parsed `#[agent(...)]` arguments.
@@ -21,6 +23,10 @@ pub(crate) struct AgentArgs {
     pub(crate) description: Option<LitStr>,
     pub(crate) transfers: Option<(Span, Vec<Target>)>,
     pub(crate) no_parent: Option<Span>,
+    /// `returns = T`: the result type of a task it finishes.
+    pub(crate) returns: Option<syn::Type>,
+    /// `accepts = T`: the payload it receives with a transfer to it.
+    pub(crate) accepts: Option<syn::Type>,
     pub(crate) krate: Option<syn::Path>,
 }
 
@@ -41,11 +47,13 @@ impl AgentArgs {
             .or(self.description.as_ref().map(LitStr::span))
             .or(self.transfers.as_ref().map(|t| t.0))
             .or(self.no_parent)
+            .or(self.returns.as_ref().map(syn::spanned::Spanned::span))
+            .or(self.accepts.as_ref().map(syn::spanned::Spanned::span))
     }
 }
 
 const OPTIONS: &str = "`name = \"...\"`, `description = \"...\"`, `transfers = [a, b]`, \
-                       `no_parent`, `crate = path`";
+                       `no_parent`, `returns = Type`, `accepts = Type`, `crate = path`";
 
 /// Parses the attribute's tokens, recording every error and going on with the next option.
 pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
@@ -141,6 +149,7 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                     Target {
                         name: s.value(),
                         span: s.span(),
+                        payload: None,
                     }
                 } else {
                     let i: Ident = content.parse().map_err(|e| {
@@ -153,8 +162,21 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                     Target {
                         name: i.unraw().to_string(),
                         span: i.span(),
+                        payload: None,
                     }
                 };
+                let mut target = target;
+                if content.peek(syn::token::Paren) {
+                    let inner;
+                    syn::parenthesized!(inner in content);
+                    let ty: syn::Type = inner.parse().map_err(|e| {
+                        syn::Error::new(
+                            e.span(),
+                            "a transfer's payload is a type: `transfers = [refund(RefundRequest)]`",
+                        )
+                    })?;
+                    target.payload = Some(ty);
+                }
                 if targets.iter().any(|t| t.name == target.name) {
                     cx.error(
                         target.span,
@@ -183,6 +205,33 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                 return Err(duplicate(span, "no_parent"));
             }
             args.no_parent = Some(span);
+        }
+        "returns" => {
+            input.parse::<Token![=]>()?;
+            let ty: syn::Type = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "`returns` takes the type of the agent's result: `returns = RefundOutcome`",
+                )
+            })?;
+            if args.returns.is_some() {
+                return Err(duplicate(span, "returns"));
+            }
+            args.returns = Some(ty);
+        }
+        "accepts" => {
+            input.parse::<Token![=]>()?;
+            let ty: syn::Type = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "`accepts` takes the type of the payload the agent receives: \
+                     `accepts = RefundRequest`",
+                )
+            })?;
+            if args.accepts.is_some() {
+                return Err(duplicate(span, "accepts"));
+            }
+            args.accepts = Some(ty);
         }
         "crate" => {
             input.parse::<Token![=]>()?;

@@ -369,6 +369,51 @@ fn spec_impl(
         .filter(|t| *t != name)
         .collect();
     let no_parent = args.no_parent.is_some();
+    let (returns, returns_impl) = match &args.returns {
+        Some(out) => {
+            let text = quote!(#out).to_string().replace(' ', "");
+            (
+                quote!(const RETURNS: ::core::option::Option<&'static str> =
+                    ::core::option::Option::Some(#text);),
+                quote! {
+                    #[automatically_derived]
+                    impl #p::Returns for #ty {
+                        type Output = #out;
+                    }
+                    #[automatically_derived]
+                    impl #p::ResultOf<#ty> for #out {}
+                },
+            )
+        }
+        None => (TokenStream::new(), TokenStream::new()),
+    };
+    let accepts = match &args.accepts {
+        Some(ty) => {
+            let text = quote!(#ty).to_string().replace(' ', "");
+            quote! {
+                const ACCEPTS: ::core::option::Option<&'static str> =
+                    ::core::option::Option::Some(#text);
+                const PAYLOAD: ::core::option::Option<fn() -> #p::Payload> =
+                    ::core::option::Option::Some(#p::Payload::of::<#ty>);
+            }
+        }
+        None => TokenStream::new(),
+    };
+    let payloads: Vec<String> = args
+        .transfers
+        .iter()
+        .flat_map(|(_, t)| t.iter())
+        .filter(|t| t.name != name)
+        .map(|t| match &t.payload {
+            Some(ty) => quote!(#ty).to_string().replace(' ', ""),
+            None => String::new(),
+        })
+        .collect();
+    let payloads = if payloads.iter().any(|p| !p.is_empty()) {
+        quote!(const TRANSFER_PAYLOADS: &'static [&'static str] = &[#(#payloads),*];)
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #[automatically_derived]
         impl #p::AgentSpec for #ty {
@@ -376,7 +421,11 @@ fn spec_impl(
             const DESCRIPTION: &'static str = #description;
             const TRANSFERS: &'static [&'static str] = &[#(#targets),*];
             const NO_PARENT: bool = #no_parent;
+            #returns
+            #accepts
+            #payloads
         }
+        #returns_impl
     }
 }
 
@@ -438,6 +487,23 @@ fn transfer_enum(
         kept.push(&t.name);
     }
     let names: Vec<&str> = kept;
+    let payload_types: Vec<Option<&syn::Type>> = targets
+        .iter()
+        .filter(|t| names.contains(&t.name.as_str()))
+        .map(|t| t.payload.as_ref())
+        .collect();
+    if payload_types.iter().any(Option::is_some) {
+        return payload_enum(
+            &p,
+            vis,
+            ty,
+            &enum_ident,
+            &agent_name,
+            &variants,
+            &names,
+            &payload_types,
+        );
+    }
     let target_impls = crate::target::impls(&p, &enum_ident);
     let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
     let enum_doc = format!(
@@ -473,6 +539,83 @@ fn transfer_enum(
             impl #p::IntoOutcome<#ty> for #enum_ident {
                 fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
                     #p::transfer(__cx, self)
+                }
+            }
+        };
+    }
+}
+
+/// The transfer enum of an agent some of whose transfers carry a payload
+/// (`transfers = [refund(RefundRequest)]`): a variant per target, holding its payload.
+#[allow(clippy::too_many_arguments)]
+fn payload_enum(
+    p: &TokenStream,
+    vis: &Visibility,
+    ty: &TokenStream,
+    enum_ident: &Ident,
+    agent_name: &str,
+    variants: &[Ident],
+    names: &[&str],
+    payloads: &[Option<&syn::Type>],
+) -> TokenStream {
+    let enum_doc = format!(
+        "The agents `{agent_name}` may transfer to, as declared with \
+         `#[agent(transfers = [...])]`, each with the payload its transfer carries.\n\nReturn \
+         a variant from the agent's body to transfer; `flow!` checks at compile time that each \
+         target is a neighbour of `{agent_name}` and declares the payload \
+         (`#[agent(accepts = ...)]`)."
+    );
+    let defs = variants
+        .iter()
+        .zip(payloads)
+        .zip(names)
+        .map(|((v, ty), n)| {
+            let doc = format!("Transfer to agent `{n}`.");
+            match ty {
+                Some(ty) => quote!(#[doc = #doc] #v(#ty)),
+                None => quote!(#[doc = #doc] #v),
+            }
+        });
+    let as_str = variants
+        .iter()
+        .zip(payloads)
+        .zip(names)
+        .map(|((v, ty), n)| match ty {
+            Some(_) => quote!(Self::#v(_) => #n),
+            None => quote!(Self::#v => #n),
+        });
+    let arms = variants
+        .iter()
+        .zip(payloads)
+        .zip(names)
+        .map(|((v, ty), n)| match ty {
+            Some(_) => quote!(Self::#v(__payload) => #p::transfer_with(__cx, #n, &__payload)),
+            None => quote!(Self::#v => #p::transfer_named(__cx, #n)),
+        });
+    quote! {
+        #[doc = #enum_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone)]
+        #vis enum #enum_ident {
+            #( #defs, )*
+        }
+
+        #[allow(dead_code)]
+        impl #enum_ident {
+            /// The name of the agent this target transfers to.
+            pub fn as_str(&self) -> &'static str {
+                match self {
+                    #( #as_str, )*
+                }
+            }
+        }
+
+        const _: () = {
+            #[automatically_derived]
+            impl #p::IntoOutcome<#ty> for #enum_ident {
+                fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
+                    match self {
+                        #( #arms, )*
+                    }
                 }
             }
         };

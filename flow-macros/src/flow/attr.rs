@@ -17,6 +17,22 @@ pub(crate) enum ContextOpt {
     Custom(syn::Path),
 }
 
+/// How a node gives control back to its parent (`task`, `single_turn`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DelegationOpt {
+    Task,
+    SingleTurn,
+}
+
+impl DelegationOpt {
+    pub(crate) fn keyword(self) -> &'static str {
+        match self {
+            DelegationOpt::Task => "task",
+            DelegationOpt::SingleTurn => "single_turn",
+        }
+    }
+}
+
 /// A node's options, checked.
 #[derive(Default)]
 pub(crate) struct NodeOpts {
@@ -26,11 +42,13 @@ pub(crate) struct NodeOpts {
     pub(crate) context: Option<ContextOpt>,
     /// `runtime`: an agent type whose value the builder is given.
     pub(crate) runtime: bool,
+    /// `task` or `single_turn`: the node returns its result to its parent.
+    pub(crate) delegation: Option<DelegationOpt>,
 }
 
 const OPTIONS: &str = "`no_parent`, `skip_transfer_messages`, `context = rewrite`, \
                        `context = user_input_only`, `context = last(N)`, \
-                       `context = custom(path::to::rewriter)`, `runtime`";
+                       `context = custom(path::to::rewriter)`, `runtime`, `task`, `single_turn`";
 
 /// Checks the options of one node.
 pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt) -> NodeOpts {
@@ -68,6 +86,35 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
                     );
                 }
                 opts.no_parent = true;
+            }
+            "task" | "single_turn" => {
+                flag(cx);
+                let mode = if key == "task" {
+                    DelegationOpt::Task
+                } else {
+                    DelegationOpt::SingleTurn
+                };
+                if is_root {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "`{key}` on `{written}` cannot work: it is the root of flow `{flow}`, \
+                             so there is no parent to return its result to; remove `{key}`, or \
+                             place `{written}` under the agent that delegates to it"
+                        ),
+                    );
+                } else if let Some(earlier) = opts.delegation {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "node `{written}` is given both `{}` and `{key}`; a node is either a \
+                             task (it talks with the user until it finishes) or single-turn (it \
+                             runs once): keep one",
+                            earlier.keyword()
+                        ),
+                    );
+                }
+                opts.delegation = Some(mode);
             }
             "skip_transfer_messages" => {
                 flag(cx);

@@ -4,7 +4,7 @@
 //! ```text
 //! input    := CRATE ';' FLOW
 //! FLOW     := doc-attr* VIS IDENT ':' NODE
-//! NODE     := ('dyn' IDENT | PATH) OPTIONS? ('=>' '[' NODE (',' NODE)* ']')?
+//! NODE     := ('dyn' IDENT | 'remote' IDENT | PATH) OPTIONS? ('=>' '[' NODE (',' NODE)* ']')?
 //!           | doc-attr* IDENT OPTIONS? '=' WORKFLOW '[' NODE (',' NODE)* ']'
 //! WORKFLOW := 'sequential' | 'parallel' | 'loop' '(' ('max' '=' INT | 'unbounded') ')'
 //! OPTIONS  := '(' OPTION (',' OPTION)* ')'
@@ -253,6 +253,12 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
             )
         })?;
         Target::Dyn(ident)
+    } else if input.peek(Ident) && input.peek2(Ident) && input.fork().parse::<Ident>()? == "remote"
+    {
+        // `remote billing`: a remote agent (an A2A `A2aAgent`) given at run time, as a `dyn`
+        // node is: `remote NAME` is not a path, so it cannot name an agent type.
+        input.parse::<Ident>()?;
+        Target::Dyn(input.parse()?)
     } else {
         let path = input.call(syn::Path::parse_mod_style).map_err(|e| {
             syn::Error::new(
@@ -534,4 +540,24 @@ fn option(input: ParseStream) -> syn::Result<OptionAst> {
         None
     };
     Ok(OptionAst { key, value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_node_is_given_at_run_time() {
+        let mut cx = Ctxt::default();
+        let ast = parse(
+            quote::quote!(agentflow; Remote: front => [remote desk, dyn audit]),
+            &mut cx,
+        )
+        .expect("parses");
+        assert!(cx.is_ok(), "{}", cx.into_compile_errors());
+        let root = ast.root.expect("a root");
+        let children = root.children.expect("children");
+        let written: Vec<String> = children.nodes.iter().map(NodeAst::written).collect();
+        assert_eq!(written, ["dyn desk", "dyn audit"]);
+    }
 }

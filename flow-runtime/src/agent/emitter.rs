@@ -141,6 +141,23 @@ impl Context {
         self.emit(result);
     }
 
+    /// Like [`transfer`](Context::transfer), carrying `payload` to the target: the transfer
+    /// call's arguments hold it (`{"agent_name": ..., "payload": ...}`), and the target reads
+    /// it with [`RunContext::transfer_payload`]. A target that declares a payload type
+    /// ([`FlowAgent::accepts`](crate::FlowAgent::accepts)) and gets one that does not decode
+    /// as it makes this agent's run end with an error event.
+    pub fn transfer_with(&self, target: &str, payload: serde_json::Value) {
+        let (mut call, result) = transfer_messages(target);
+        if let Some(c) = call.tool_calls.first_mut() {
+            c.arguments =
+                serde_json::json!({ "agent_name": target, "payload": payload }).to_string();
+        }
+        self.emit(AgentEvent::message(call));
+        self.emit(
+            AgentEvent::message(result).with_action(Action::TransferToAgent(Arc::from(target))),
+        );
+    }
+
     /// Emits an interrupt: the run stops after this agent's stream ends and can be resumed
     /// from a checkpoint. `info` is shown to the caller; use
     /// [`interrupt_with_state`](Context::interrupt_with_state) to get state back on resume.
@@ -155,6 +172,22 @@ impl Context {
     pub fn interrupt_with_state(&self, info: serde_json::Value, state: serde_json::Value) {
         let interrupt = InterruptInfo::new(info).with_state(state);
         self.emit(AgentEvent::action(Action::interrupted(interrupt)));
+    }
+
+    /// Finishes this agent's delegated task with `result`: emits an assistant message holding
+    /// the result as JSON text, carrying [`Action::Finish`]. When this agent's node is a task
+    /// or single-turn node ([`Delegation`](crate::Delegation)), control returns to its parent
+    /// once this agent's stream ends; the parent reads the result with
+    /// [`RunContext::task_result`] and sees the message. A node in chat mode that finishes
+    /// ends with an error event saying so.
+    pub fn finish(&self, result: serde_json::Value) {
+        let text = match &result {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        self.emit(
+            AgentEvent::message(Message::assistant(text)).with_action(Action::finish(result)),
+        );
     }
 
     /// Emits an event whose only content is [`Action::Exit`].

@@ -11,6 +11,8 @@
 //! - `middleware`: hooks around agent runs, model calls and tool calls ([`Middleware`],
 //!   [`Middlewares`], [`HookContext`]);
 //! - `emitter`: event streams written as ordinary async code ([`generate`], [`Context`]);
+//! - `delegation`: [`Delegation`], whether a node gives control back to its parent;
+//! - `payload`: [`Payload`], the data a node receives with a transfer;
 //! - `tree`: the tree as data ([`FlowAgent`], [`NodeOptions`], [`set_sub_agents`]).
 //!
 //! A knot of types lives here that cannot be cut without changing public signatures: a
@@ -20,20 +22,26 @@
 
 pub mod cancel;
 mod contract;
+mod delegation;
 mod emitter;
 mod event_stream;
 mod input;
 pub mod middleware;
 pub mod options;
+mod payload;
 mod run_context;
 pub(crate) mod tree;
 
 pub use cancel::{CancelMode, CancelSignal, SafePoint};
 pub use contract::{Agent, AgentInfo, OnSubAgents};
+pub(crate) use delegation::result_key;
+pub use delegation::{Delegation, TaskResult};
 pub use emitter::{generate, Context};
 pub use event_stream::EventStream;
 pub use input::AgentInput;
 pub use middleware::{HookContext, Middleware, Middlewares};
 pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
+pub use payload::Payload;
+pub(crate) use payload::{payload_key, payload_of_call};
 pub use run_context::RunContext;
 pub use tree::{set_sub_agents, FlowAgent, NodeOptions};

@@ -332,6 +332,24 @@ impl RunContext {
         self
     }
 
+    /// The payload the transfer that reached this agent in this run carried, if any (see
+    /// [`FlowAgent::accepts`](crate::FlowAgent::accepts)).
+    pub fn transfer_payload(&self) -> Option<serde_json::Value> {
+        self.session()
+            .raw_value(&super::payload_key(self.agent_name()))
+            .filter(|v| !v.is_null())
+    }
+
+    /// The result a delegated sub-agent (a task or single-turn node) returned to this agent
+    /// in this run, if one did since this agent was last reached by a transfer: the parent of
+    /// a task reads it when it runs again (see [`Delegation`](crate::Delegation)).
+    pub fn task_result(&self) -> Option<super::TaskResult> {
+        let raw = self
+            .session()
+            .raw_value(&super::result_key(self.agent_name()))?;
+        serde_json::from_value(raw).ok()
+    }
+
     /// The run's session: recorded events and session values.
     pub fn session(&self) -> &Arc<Session> {
         &self.shared.session

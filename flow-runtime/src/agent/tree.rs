@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Agent, AgentInfo, Middleware, Middlewares};
+use super::{Agent, AgentInfo, Delegation, Middleware, Middlewares, Payload};
 use crate::context_form::ContextForm;
 use crate::error::FlowError;
 use crate::event::AgentError;
@@ -27,6 +27,10 @@ pub struct NodeOptions {
     /// agent), after the runner's and before the agent's own (see
     /// [`middleware`](crate::middleware)).
     pub middleware: Middlewares,
+    /// How this node gives control back to its parent (see [`Delegation`]).
+    pub delegation: Delegation,
+    /// The payload this node receives with a transfer to it, if it declares one.
+    pub payload: Option<Payload>,
 }
 
 #[derive(Clone)]
@@ -161,6 +165,31 @@ impl FlowAgent {
         self
     }
 
+    /// Sets how this node gives control back to its parent (see [`Delegation`]): a `Task`
+    /// or `SingleTurn` node returns its result to its parent.
+    pub fn delegation(mut self, mode: Delegation) -> Self {
+        self.options_mut().delegation = mode;
+        self
+    }
+
+    /// Declares the payload this node receives with a transfer to it: a transfer's payload
+    /// (`Context::transfer_with`, or the `payload` argument of an LLM's transfer tool, whose
+    /// schema then offers `T`'s) reaches it through
+    /// [`RunContext::transfer_payload`](crate::RunContext::transfer_payload); an LLM's payload
+    /// that does not decode as `T` is answered as a tool error.
+    pub fn accepts<T>(self) -> Self
+    where
+        T: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + 'static,
+    {
+        self.payload(Some(Payload::of::<T>()))
+    }
+
+    /// Sets (or clears) the payload this node receives (see [`accepts`](FlowAgent::accepts)).
+    pub fn payload(mut self, payload: Option<Payload>) -> Self {
+        self.options_mut().payload = payload;
+        self
+    }
+
     /// Sets this agent's context policy.
     pub fn context(mut self, policy: ContextPolicy) -> Self {
         self.options_mut().context = policy;
@@ -221,6 +250,16 @@ impl FlowAgent {
     /// The agents this one may transfer to: its sub-agents, then its parent unless barred.
     pub fn transfer_targets(&self) -> Vec<AgentInfo> {
         self.target_nodes().map(|i| self.at(i).info()).collect()
+    }
+
+    /// The payloads the agents this one may transfer to declare, by name.
+    pub(crate) fn target_payloads(&self) -> Vec<(Arc<str>, Payload)> {
+        self.target_nodes()
+            .filter_map(|i| {
+                let n = &self.tree.nodes[i];
+                Some((Arc::clone(&n.name), n.options.payload.clone()?))
+            })
+            .collect()
     }
 
     /// Whether [`transfer_targets`](FlowAgent::transfer_targets) would be `targets` (without

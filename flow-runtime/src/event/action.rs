@@ -122,6 +122,11 @@ pub enum Action {
     BreakLoop(Arc<str>),
     /// Application-defined action, passed through untouched.
     Custom(Arc<serde_json::Value>),
+    /// A delegated agent (a node in [`Delegation::Task`](crate::Delegation::Task) or
+    /// [`Delegation::SingleTurn`](crate::Delegation::SingleTurn) mode) is done: control returns
+    /// to its parent, which runs again in the same turn with this result (JSON). The event's
+    /// message, if any, is what the parent sees of the task.
+    Finish(Arc<serde_json::Value>),
 }
 
 impl Action {
@@ -139,6 +144,11 @@ impl Action {
     /// ```
     pub fn interrupted(info: InterruptInfo) -> Self {
         Action::Interrupted(Box::new(info))
+    }
+
+    /// A delegated agent's result: see [`Action::Finish`].
+    pub fn finish(result: serde_json::Value) -> Self {
+        Action::Finish(Arc::new(result))
     }
 
     /// The transfer target, if this is a transfer.

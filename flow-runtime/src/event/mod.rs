@@ -7,6 +7,7 @@
 //! - `middleware_error`: what a middleware hook answers with and the error it ends a run with
 //!   ([`HookError`], [`Hook`], [`MiddlewareError`]);
 //! - [`json`]: the documented JSON form of an event ([`EventJson`](json::EventJson));
+//! - `print`: [`EventPrinter`], events as readable lines;
 //! - `recorded`: an event as stores keep it ([`RecordedEvent`]), streams read to their end.
 
 use std::sync::Arc;
@@ -15,12 +16,14 @@ mod action;
 mod error;
 pub mod json;
 mod middleware_error;
+mod print;
 mod recorded;
 
 pub use action::{Action, InterruptFrame, InterruptInfo, ToolFrame};
 pub(crate) use error::panic_message;
 pub use error::AgentError;
 pub use middleware_error::{Hook, HookError, HookErrorKind, MiddlewareError};
+pub use print::EventPrinter;
 pub use recorded::RecordedEvent;
 
 use crate::context_form::ContextForm;

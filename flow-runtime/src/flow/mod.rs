@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 mod run;
 
-use crate::agent::tree::Node;
-use crate::agent::{Agent, AgentInput, EventStream, FlowAgent, RunContext};
+use crate::agent::{Agent, AgentInput, Delegation, EventStream, FlowAgent, RunContext};
 use crate::event::{Action, AgentError};
 use crate::history::{ContextPolicy, HistoryEntry};
 use crate::resume::ResumeInfo;
@@ -54,10 +53,32 @@ impl Agent for FlowAgent {
 /// run's root input, then one entry per recorded event with a message, shaped by the node's
 /// options. Built incrementally from what the node's input was last time in this session (see
 /// [`InputCache`]), except in a parallel lane, whose view of the session hides its siblings.
-async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentError> {
+async fn build_input(run: &RunContext, flow: &FlowAgent) -> Result<AgentInput, AgentError> {
+    let node = flow.this();
     let skip = node.options.skip_transfer_messages;
     let incremental = run.hidden_paths().is_empty();
     let streaming = run.streaming();
+    let scope = Scope::of(flow);
+    if let Some(scope) = &scope {
+        // A parent of delegated sub-agents sees only their results.
+        let key = (Some(Arc::clone(&node.name)), skip);
+        let window = node.options.context.thread_window();
+        let cache = filled_cache(run, &key, skip, window).await?;
+        let messages = cache.input_scoped(
+            &node.name,
+            &node.options.context,
+            &scope.hidden,
+            &scope.returning,
+            &scope.single_turn,
+        )?;
+        if incremental {
+            run.session().put_input_cache(key, cache);
+        }
+        return Ok(AgentInput {
+            messages,
+            streaming,
+        });
+    }
     // Under the default policy, every node that has not spoken yet gets the same input (all
     // messages in their context form): one cache for all of them, so a chain of agents each
     // running once costs O(1) per hop, not O(chain).
@@ -87,6 +108,56 @@ async fn build_input(run: &RunContext, node: &Node) -> Result<AgentInput, AgentE
     })
 }
 
+/// What a parent of delegated sub-agents may not see: their messages and those of every agent
+/// below them, their results aside (see [`Delegation`]); a single-turn node's results are the
+/// answers given in its subtree.
+struct Scope {
+    hidden: Vec<Arc<str>>,
+    returning: Vec<Arc<str>>,
+    single_turn: Vec<Arc<str>>,
+}
+
+impl Scope {
+    /// The scope of `node`'s input, if it has delegated sub-agents.
+    fn of(flow: &FlowAgent) -> Option<Scope> {
+        let node = flow.this();
+        let tree = &flow.tree.nodes;
+        let delegated = node
+            .children
+            .iter()
+            .filter(|&&c| tree[c].options.delegation.returns());
+        let mut scope = Scope {
+            hidden: Vec::new(),
+            returning: Vec::new(),
+            single_turn: Vec::new(),
+        };
+        let mut below: Vec<usize> = Vec::new();
+        for &c in delegated {
+            scope.returning.push(Arc::clone(&tree[c].name));
+            if tree[c].options.delegation == Delegation::SingleTurn {
+                // A single-turn node answers through its subtree too (a workflow's lanes).
+                let mut under = vec![c];
+                while let Some(n) = under.pop() {
+                    scope.single_turn.push(Arc::clone(&tree[n].name));
+                    if n != c {
+                        scope.returning.push(Arc::clone(&tree[n].name));
+                    }
+                    under.extend(tree[n].children.iter().copied());
+                }
+            }
+            below.push(c);
+        }
+        if below.is_empty() {
+            return None;
+        }
+        while let Some(n) = below.pop() {
+            scope.hidden.push(Arc::clone(&tree[n].name));
+            below.extend(tree[n].children.iter().copied());
+        }
+        Some(scope)
+    }
+}
+
 /// The input cache under `key`, brought up to date with the session: taken from the session
 /// (outside a parallel lane) or started afresh from the thread's earlier turns (as far back as
 /// `window`) and the run's root input; then one entry per recorded event with a message.
@@ -111,7 +182,7 @@ async fn filled_cache(
                 // Boxed, as below: the run loop keeps this future in place, sized for its
                 // common path.
                 for e in Box::pin(thread.entries(window)).await? {
-                    cache.push(e.entry, None, e.is_transfer, skip);
+                    cache.push(e.entry, None, e.is_transfer, e.is_result, skip);
                 }
             }
             let user = crate::event::empty_name();
@@ -122,7 +193,7 @@ async fn filled_cache(
                     message: Arc::clone(m),
                     turn,
                 };
-                cache.push(entry, None, false, skip);
+                cache.push(entry, None, false, false, skip);
             }
             cache
         }
@@ -143,6 +214,7 @@ async fn filled_cache(
         next += 1;
         cache.seen += 1;
         let is_transfer = matches!(event.action(), Some(Action::TransferToAgent(_)));
+        let is_result = matches!(event.action(), Some(Action::Finish(_)));
         let message = match event.message_without_stream() {
             Some(message) => message,
             None => Box::pin(event.message()).await?,
@@ -156,7 +228,7 @@ async fn filled_cache(
             message,
             turn,
         };
-        cache.push(entry, Some(event), is_transfer, skip);
+        cache.push(entry, Some(event), is_transfer, is_result, skip);
     }
     Ok(cache)
 }

@@ -19,7 +19,10 @@ use futures::{FutureExt, Stream, StreamExt};
 
 use super::{build_input, FlowAgent};
 use crate::agent::middleware::{self, HookContext, MiddlewareError, Middlewares};
-use crate::agent::{AgentInput, EventStream, RunContext};
+use crate::agent::{
+    payload_key, payload_of_call, result_key, AgentInput, Delegation, EventStream, RunContext,
+    TaskResult,
+};
 use crate::event::{Action, AgentError, AgentEvent, InterruptFrame};
 use crate::message::Message;
 use crate::resume::ResumeInfo;
@@ -59,7 +62,7 @@ pub(super) fn run_flow(
 /// Builds the input of the node `run` is for; gives `run` back with it.
 async fn prepare(run: RunContext) -> (RunContext, Result<AgentInput, AgentError>) {
     let node = run.node().expect("a node's context names its node");
-    let input = build_input(&run, node.this()).await;
+    let input = build_input(&run, node).await;
     (run, input)
 }
 
@@ -159,6 +162,9 @@ struct NodeRun {
     interrupt_ids: Vec<String>,
     /// The interrupts being resumed: one raised again at the same place keeps its id.
     earlier: Option<ResumeInfo>,
+    /// How many events the session held when the node started (a single-turn node's
+    /// answers are read from there).
+    first_event: usize,
 }
 
 impl<F> Stream for FlowRun<F>
@@ -311,6 +317,7 @@ impl Loop {
             interrupted: false,
             interrupt_ids: Vec::new(),
             earlier: None,
+            first_event: self.out.session().len(),
         });
         match hooks {
             None => self.start_agent(input),
@@ -485,10 +492,21 @@ impl Loop {
         if node.interrupted {
             return self.end();
         }
-        let Some(Action::TransferToAgent(target)) =
-            node.last_own.as_deref().and_then(|e| e.action())
-        else {
-            return self.end();
+        let mode = self.current.this().options.delegation;
+        let target = match node.last_own.as_deref().and_then(|e| e.action()) {
+            Some(Action::TransferToAgent(target)) => target,
+            Some(Action::Finish(result)) => {
+                let result = serde_json::Value::clone(result);
+                return self.give_back(result);
+            }
+            // A single-turn agent's run is its whole task: its last message is its result.
+            Some(Action::Exit) | Some(Action::Custom(_)) | None
+                if mode == Delegation::SingleTurn =>
+            {
+                let result = self.answers_since(node.first_event);
+                return self.give_back(result);
+            }
+            _ => return self.end(),
         };
         if let Err(limit) = self.out.count_transfer(&self.current.this().name) {
             let error = self.stamped(AgentEvent::error(limit.into()));
@@ -496,6 +514,39 @@ impl Loop {
         }
         match self.current.transfer_target(target) {
             Ok(next) => {
+                // Reached by a transfer: no result is waiting for it; the payload the
+                // transfer carries (if any) is.
+                let to = &self.current.tree.nodes[next];
+                let session = self.out.session();
+                session.remove_value(&result_key(&to.name));
+                let payload = session
+                    .events_since(node.first_event)
+                    .iter()
+                    .rev()
+                    .filter(|e| e.run_path().same(&self.path))
+                    .filter_map(|e| e.message_now())
+                    .find(|m| !m.tool_calls.is_empty())
+                    .and_then(|m| payload_of_call(&m));
+                if let (Some(expected), Some(given)) = (&to.options.payload, &payload) {
+                    if let Err(why) = expected.check(given) {
+                        let error = AgentError::failed(
+                            Arc::clone(&self.current.this().name),
+                            format!(
+                                "its transfer to '{}' carried a payload that is not a {}: \
+                                 {why}",
+                                to.name, expected.type_name
+                            ),
+                        );
+                        let error = self.stamped(AgentEvent::error(error));
+                        return self.end_with(error);
+                    }
+                }
+                match payload {
+                    Some(p) => {
+                        let _ = session.set_value(payload_key(&to.name), p);
+                    }
+                    None => session.remove_value(&payload_key(&to.name)),
+                }
                 self.path = self
                     .path
                     .child(Arc::clone(&self.current.tree.nodes[next].name));
@@ -507,5 +558,69 @@ impl Loop {
                 self.end_with(error);
             }
         }
+    }
+
+    /// What a single-turn node answered: the assistant messages without tool calls recorded at
+    /// or below its run path since event `first` (a workflow node's sub-agents answer for
+    /// it): one answer as a string, several as an array of strings, none as null.
+    fn answers_since(&self, first: usize) -> serde_json::Value {
+        let mut answers: Vec<serde_json::Value> = self
+            .out
+            .session()
+            .events_since(first)
+            .iter()
+            .filter(|e| e.run_path().starts_with(&self.path))
+            .filter_map(|e| e.message_now())
+            .filter(|m| m.role == crate::message::Role::Assistant && m.tool_calls.is_empty())
+            .map(|m| serde_json::Value::String(m.content.clone()))
+            .collect();
+        match answers.len() {
+            0 => serde_json::Value::Null,
+            1 => answers.pop().unwrap_or_default(),
+            _ => serde_json::Value::Array(answers),
+        }
+    }
+
+    /// The current node (a task or single-turn node) finished with `result`: control goes
+    /// back to its parent, which runs again at the run path extended by its name, with the
+    /// result kept for [`RunContext::task_result`] (within the run's transfer limit). A node
+    /// in chat mode, or the root, cannot finish: that ends the run with an error event.
+    fn give_back(&mut self, result: serde_json::Value) {
+        let node = self.current.this();
+        let parent = node.parent.filter(|_| node.options.delegation.returns());
+        let Some(parent) = parent else {
+            let why = if node.parent.is_none() {
+                "it is the root of its tree, so there is no parent to return a result to"
+            } else {
+                "its node is in chat mode, so control does not come back to its parent"
+            };
+            let error = AgentError::failed(
+                Arc::clone(&node.name),
+                format!(
+                    "finished a task, but {why}; make the node a task (`{}(task)` in flow!, \
+                     `FlowAgent::delegation(Delegation::Task)` at run time), or end the agent's \
+                     run without finishing",
+                    node.name
+                ),
+            );
+            let error = self.stamped(AgentEvent::error(error));
+            return self.end_with(error);
+        };
+        if let Err(limit) = self.out.count_transfer(&node.name) {
+            let error = self.stamped(AgentEvent::error(limit.into()));
+            return self.end_with(error);
+        }
+        let back = TaskResult {
+            from: Arc::clone(&node.name),
+            result,
+        };
+        let parent_name = Arc::clone(&self.current.tree.nodes[parent].name);
+        let _ = self
+            .out
+            .session()
+            .set_value(result_key(&parent_name), &back);
+        self.path = self.path.child(parent_name);
+        self.current = self.current.at(parent);
+        self.step = Step::Start;
     }
 }

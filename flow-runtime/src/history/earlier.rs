@@ -28,6 +28,8 @@ struct Loaded {
 pub(crate) struct ThreadEntry {
     pub(crate) entry: HistoryEntry,
     pub(crate) is_transfer: bool,
+    /// Whether its event finished a delegated task (its message is the task's result).
+    pub(crate) is_result: bool,
 }
 
 impl ThreadHistory {
@@ -67,11 +69,13 @@ impl ThreadHistory {
                             turn: record.turn,
                         },
                         is_transfer: false,
+                        is_result: false,
                     }));
                 }
                 entries.extend(record.events.into_iter().filter_map(|e| {
                     Some(ThreadEntry {
                         is_transfer: matches!(e.action, Some(Action::TransferToAgent(_))),
+                        is_result: matches!(e.action, Some(Action::Finish(_))),
                         entry: HistoryEntry {
                             is_user_input: false,
                             message: Arc::new(e.message?),

@@ -241,6 +241,9 @@ pub struct ChatModelAgent {
     pub(super) record_content: bool,
 }
 
+/// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
+pub const FINISH_TASK_TOOL_NAME: &str = "finish_task";
+
 /// Builds a [`ChatModelAgent`]; start with [`ChatModelAgent::builder`].
 pub struct ChatModelAgentBuilder {
     pub(super) agent: ChatModelAgent,
@@ -298,7 +301,7 @@ impl ChatModelAgent {
     /// `exit` if enabled.
     pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
-        self.toolset(targets).definitions.to_vec()
+        self.toolset(targets, Vec::new()).definitions.to_vec()
     }
 
     /// The cached tool set, if its transfer targets pass `same`.
@@ -311,21 +314,47 @@ impl ChatModelAgent {
     }
 
     /// The tool set for these transfer targets: the cached one if it has the same targets.
-    pub(super) fn toolset_for(&self, targets: Vec<AgentInfo>) -> Arc<Toolset> {
+    pub(super) fn toolset_for(
+        &self,
+        targets: Vec<AgentInfo>,
+        payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+    ) -> Arc<Toolset> {
         let mut cached = self.toolset.lock().expect("toolset cache lock");
         if let Some(toolset) = cached.as_ref().filter(|t| t.targets == targets) {
             return Arc::clone(toolset);
         }
-        let toolset = Arc::new(self.toolset(targets));
+        let toolset = Arc::new(self.toolset(targets, payloads));
         *cached = Some(Arc::clone(&toolset));
         toolset
     }
 
-    fn toolset(&self, targets: Vec<AgentInfo>) -> Toolset {
+    fn toolset(
+        &self,
+        targets: Vec<AgentInfo>,
+        payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+    ) -> Toolset {
         let mut definitions: Vec<ToolDefinition> =
             self.tools.iter().map(|t| t.definition()).collect();
         if !targets.is_empty() {
-            definitions.push(transfer_tool_definition(&targets));
+            let mut transfer = transfer_tool_definition(&targets);
+            if !payloads.is_empty() {
+                // The payload each target takes: one schema per target, named in the text.
+                let mut text =
+                    String::from("Data the target agent needs, required for a transfer to: ");
+                for (i, (name, payload)) in payloads.iter().enumerate() {
+                    if i > 0 {
+                        text.push_str(", ");
+                    }
+                    text.push_str(&format!("{name} (a {})", payload.type_name));
+                }
+                let schemas: Vec<serde_json::Value> =
+                    payloads.iter().map(|(_, p)| p.schema.clone()).collect();
+                transfer.parameters["properties"]["payload"] = serde_json::json!({
+                    "description": text,
+                    "anyOf": schemas,
+                });
+            }
+            definitions.push(transfer);
         }
         if self.exit_tool {
             definitions.push(exit_tool_definition());
@@ -337,6 +366,7 @@ impl ChatModelAgent {
         });
         Toolset {
             targets,
+            payloads,
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
@@ -503,6 +533,30 @@ impl ChatModelAgentBuilder {
     /// Adds a tool.
     pub fn tool(self, tool: impl Tool) -> Self {
         self.tool_arc(Arc::new(tool))
+    }
+
+    /// Makes this agent return a typed result to its parent when it is a task or single-turn
+    /// node ([`Delegation`](crate::Delegation)): adds the tool `finish_task`, whose input
+    /// schema is `T`'s JSON Schema. A call whose arguments decode as `T` ends the agent's turn
+    /// with [`Action::Finish`](crate::Action::Finish) carrying them (the parent reads them
+    /// with [`RunContext::task_result`](crate::RunContext::task_result)); arguments that do
+    /// not decode are answered as a tool error the model can correct, within the agent's
+    /// iteration limit.
+    pub fn returns<T>(self) -> Self
+    where
+        T: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + Send + 'static,
+    {
+        self.tool(super::tool::tool_fn_with_context(
+            FINISH_TASK_TOOL_NAME,
+            "Finishes your task and returns its result to the agent that gave it to you. \
+             Call it once the task is done, with the result.",
+            |cx: super::tool::ToolContext, result: T| async move {
+                let value = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+                let text = value.to_string();
+                cx.attach_action(crate::event::Action::finish(value));
+                Ok::<_, String>(text)
+            },
+        ))
     }
 
     /// Adds a shared tool.

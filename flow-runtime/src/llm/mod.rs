@@ -8,7 +8,8 @@
 //! (`hooked_tool`), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
 //! prompt ([`instruction`]: templates over session values, transfer instructions), the
 //! [`tool`] trait and function tools, a whole agent tree as a tool ([`AgentTool`], `agent_tool`),
-//! [`structured`] output, the chat and tool [`telemetry`] spans, and tools from MCP servers
+//! [`structured`] output, the chat and tool [`telemetry`] spans, declarative approvals for
+//! tools ([`NeedsApproval`], [`ToolApprovals`], `approval`), and tools from MCP servers
 //! (`mcp`, cargo feature `mcp`).
 //!
 //! `agent` and `tool_calls` are one knot (the agent's builder holds the tool-call limits and
@@ -16,6 +17,7 @@
 
 mod agent;
 mod agent_tool;
+mod approval;
 mod builtin;
 mod cancel_point;
 mod hooked_tool;
@@ -30,8 +32,10 @@ mod tool_calls;
 
 pub use agent::{
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, DEFAULT_MAX_ITERATIONS,
+    FINISH_TASK_TOOL_NAME,
 };
 pub use agent_tool::AgentTool;
+pub use approval::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
 pub use instruction::{
     default_transfer_instructions, InstructionError, InstructionFn, TransferInstructionsFn,

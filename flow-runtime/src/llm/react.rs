@@ -90,7 +90,8 @@ impl ChatModelAgent {
             return toolset;
         }
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
-        self.toolset_for(targets)
+        let payloads = node.map(FlowAgent::target_payloads).unwrap_or_default();
+        self.toolset_for(targets, payloads)
     }
 
     /// The ReAct loop from a conversation, with `used` model calls already made.

@@ -23,6 +23,8 @@ use crate::transfer::TRANSFER_TOOL_NAME;
 /// The tools of one run: the agent's own plus the built-ins this node gets.
 pub(super) struct Toolset {
     pub(super) targets: Vec<AgentInfo>,
+    /// The payloads the targets declare, by name.
+    pub(super) payloads: Vec<(Arc<str>, crate::agent::Payload)>,
     pub(super) definitions: Arc<[ToolDefinition]>,
     /// The transfer instructions for these targets, if any.
     pub(super) transfer_text: Option<String>,
@@ -400,6 +402,31 @@ impl ChatModelAgent {
                     .collect(),
             });
         }
+        if let Some((_, expected)) = toolset
+            .payloads
+            .iter()
+            .find(|(name, _)| **name == *args.agent_name)
+        {
+            let given = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .ok()
+                .and_then(|a| a.get("payload").cloned())
+                .filter(|p| !p.is_null());
+            let why = match &given {
+                None => Some(format!(
+                    "agent '{}' needs a payload (a {}): give it as the `payload` argument",
+                    args.agent_name, expected.type_name
+                )),
+                Some(p) => expected.check(p).err().map(|e| {
+                    format!(
+                        "the payload for agent '{}' is not a {}: {e}",
+                        args.agent_name, expected.type_name
+                    )
+                }),
+            };
+            if let Some(why) = why {
+                return Err(ToolError::invalid_arguments(TRANSFER_TOOL_NAME, why));
+            }
+        }
         let action = Action::transfer_to(args.agent_name.as_str());
         *ending = Some(action.clone());
         Ok((
@@ -422,7 +449,7 @@ pub(super) fn exit(call: &ToolCall, ending: &mut Option<Action>) -> CallOutcome 
 fn ends_turn(action: &Action) -> bool {
     matches!(
         action,
-        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_)
+        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_) | Action::Finish(_)
     )
 }
 
@@ -433,6 +460,7 @@ fn action_is(action: &Option<Action>, expected: &Action) -> bool {
 pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {
     let what = match earlier {
         Action::TransferToAgent(target) => format!("transfers to agent '{target}'"),
+        Action::Finish(_) => "finishes the task".to_owned(),
         _ => "exits".to_owned(),
     };
     ToolError::NotRun {

@@ -33,6 +33,7 @@ impl Checkpoint {
             interrupts,
             run_id,
             resumes,
+            thread_part: None,
         })
     }
 

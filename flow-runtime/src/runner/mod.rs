@@ -3,6 +3,10 @@
 //! - `runs`: [`Runner`] (runs, checkpointed runs, resume with its exactly-once claim);
 //! - `turn`: threads on a [`ThreadStore`](crate::ThreadStore): [`Runner::turn`], routing a new
 //!   turn ([`TurnRouting`]), the thread's lease, recording a turn ([`Turn`], [`TurnOutcome`]);
+//! - `journal`: the step journal ([`Durability`] modes, [`Step`]s, [`Runner::journal`]): what a
+//!   run appends as it proceeds, in the [`JournalStore`](crate::store::JournalStore) contract.
+//!   Background runs, cancellation and recovery read the same journal: a run's steps are
+//!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
@@ -15,11 +19,13 @@
 
 mod checkpoint;
 mod double_text;
+pub mod journal;
 mod run_handle;
 mod runs;
 mod turn;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
+pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,
     RunStatus,

@@ -19,7 +19,7 @@ use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
     unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
-    Claim, Completion, PendingInterrupt, SaveMode, StoreError, DEFAULT_LEASE,
+    Claim, Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart, DEFAULT_LEASE,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -59,6 +59,10 @@ pub struct Runner {
     pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: super::turn::ThreadSettings,
+    /// Where run journals are kept.
+    pub(crate) journal: Option<Arc<dyn crate::store::JournalStore>>,
+    /// How much of each run is journaled before it ends.
+    pub(crate) durability: super::journal::Durability,
 }
 
 impl fmt::Debug for Runner {
@@ -88,6 +92,8 @@ impl Runner {
             limits: RunLimits::default(),
             lease: DEFAULT_LEASE,
             threads: super::turn::ThreadSettings::default(),
+            journal: None,
+            durability: super::journal::Durability::default(),
         }
     }
 
@@ -361,6 +367,8 @@ impl Runner {
     /// id's history (a child of the resumed one); when it ends, the checkpoint is marked
     /// finished and cannot be resumed again. Dropping the event stream before the end gives
     /// the claim back (when a Tokio runtime is there to do it; else the lease runs out).
+    /// The resumed run streams as this runner says ([`Runner::streaming`]), whatever the
+    /// interrupted run did.
     pub async fn resume(
         &self,
         checkpoint_id: &str,
@@ -418,7 +426,8 @@ impl Runner {
         let mut cx = RunContext::new_run(
             session,
             root_input.iter().cloned(),
-            checkpoint.streaming,
+            // The resuming runner's setting, not the interrupted run's.
+            self.streaming,
             start,
         )
         .with_options(Arc::clone(&self.options))
@@ -429,7 +438,7 @@ impl Runner {
         }
         let input = AgentInput {
             messages: root_input.into(),
-            streaming: checkpoint.streaming,
+            streaming: self.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), targets);
         Ok(Restored {
@@ -485,6 +494,7 @@ impl Runner {
         let codec = self.codec.clone();
         let shape = self.agent.shape();
         let lease = self.lease;
+        let runner = self.clone();
         generate(cx.clone(), move |out| async move {
             let id = lineage.id.clone();
             let Some(store) = store else {
@@ -516,6 +526,14 @@ impl Runner {
                     }
                 }
             }
+            let scope = cx.idempotency_scope().to_owned();
+            let mut journal = match runner.open_journal(id.clone(), scope, cx.session()).await {
+                Ok(journal) => journal,
+                Err(e) => {
+                    out.emit(journal_error(&cx, &id, &e));
+                    return Ok(());
+                }
+            };
             let mut events = start(cx.clone());
             let mut renewed = Instant::now();
             let mut saved_once = false;
@@ -530,6 +548,13 @@ impl Runner {
                             }
                             renewed = Instant::now();
                         }
+                    }
+                }
+                if let Some(journal) = &mut journal {
+                    // Sync: the event's step is stored before the event is passed on.
+                    if let Err(e) = journal.step(cx.session()).await {
+                        out.emit(journal_error(&cx, &id, &e));
+                        return Ok(());
                     }
                 }
                 let Some(info) = event.interrupt() else {
@@ -565,6 +590,12 @@ impl Runner {
                         out.emit(checkpoint_error(&cx, &id, &e));
                         return Ok(());
                     }
+                }
+            }
+            if let Some(journal) = journal {
+                if let Err(e) = journal.finish(cx.session()).await {
+                    out.emit(journal_error(&cx, &id, &e));
+                    return Ok(());
                 }
             }
             let claim = lineage.claim.as_ref().and_then(|g| g.claim.clone());
@@ -623,6 +654,15 @@ impl ClaimGuard {
         self.claim = None;
     }
 
+    /// Gives the claim back now (a failure is logged: the lease then runs out).
+    pub(crate) async fn release(mut self) {
+        if let Some(claim) = self.claim.take() {
+            if let Err(e) = self.store.release(&claim).await {
+                tracing::warn!(checkpoint = %claim.id, error = %e, "could not give a claim back");
+            }
+        }
+    }
+
     /// Completes the claim with `completion`; on success the guard is disarmed.
     pub(crate) async fn complete(&mut self, completion: Completion) -> Result<u64, StoreError> {
         let Some(claim) = &self.claim else {
@@ -653,7 +693,7 @@ impl Drop for ClaimGuard {
     }
 }
 
-fn check_targets(
+pub(crate) fn check_targets(
     checkpoint_id: &str,
     checkpoint: &Checkpoint,
     targets: &HashMap<String, serde_json::Value>,
@@ -669,6 +709,13 @@ fn check_targets(
         }
     }
     Ok(())
+}
+
+fn journal_error(cx: &RunContext, id: &str, e: &crate::store::JournalError) -> AgentEvent {
+    AgentEvent::error(AgentError::Checkpoint {
+        message: format!("could not write the journal of run '{id}': {e}").into(),
+    })
+    .stamped(&Arc::from(cx.agent_name()), cx.run_path())
 }
 
 fn checkpoint_error(cx: &RunContext, id: &str, e: &CheckpointError) -> AgentEvent {
@@ -695,12 +742,14 @@ async fn capture(
         shape,
         (lineage.run_id.clone(), lineage.resumes),
         interrupts,
+        None,
     )
     .await
 }
 
-/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`,
-/// encoded (and signed, if it has a key) by `codec`.
+/// Captures the run's session as checkpoint bytes, in the lineage `(run_id, resumes)`, with
+/// the thread record that goes with it (a resumed turn's), encoded (and signed, if it has a
+/// key) by `codec`.
 pub(crate) async fn capture_bytes(
     cx: &RunContext,
     codec: &CheckpointCodec,
@@ -708,6 +757,7 @@ pub(crate) async fn capture_bytes(
     shape: &str,
     (run_id, resumes): (String, u32),
     interrupts: Vec<InterruptInfo>,
+    thread_part: Option<ThreadPart>,
 ) -> Result<Vec<u8>, CheckpointError> {
     let mut checkpoint = Checkpoint::capture(
         id,
@@ -719,7 +769,7 @@ pub(crate) async fn capture_bytes(
         (run_id, resumes),
     )
     .await?;
-
+    checkpoint.thread_part = thread_part;
     if checkpoint.interrupts.is_empty() {
         checkpoint.status = CheckpointStatus::Resumed;
     }

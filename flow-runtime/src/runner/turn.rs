@@ -51,7 +51,7 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
-use super::runs::{capture_bytes, ClaimGuard, Restored, Runner};
+use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
 use crate::agent::FlowAgent;
@@ -59,12 +59,13 @@ use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role};
+use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::Session;
 use crate::store::{
     turn_checkpoint_id, validate_thread_id, Checkpoint, CheckpointError, CheckpointStore,
-    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadRecord,
-    ThreadStore,
+    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadPart,
+    ThreadRecord, ThreadStore,
 };
 
 /// Where a thread's next turn starts.
@@ -277,9 +278,29 @@ impl Runner {
     /// while another turn was recorded is not recorded (its stream ends with an error event,
     /// its outcome is [`ThreadError::LeaseLost`] or [`ThreadError::Conflict`]).
     pub async fn turn(&self, thread_id: &str, message: Message) -> Result<Turn, ThreadError> {
+        self.turn_of(thread_id, message, None).await
+    }
+
+    /// [`turn`](Runner::turn), recording `by` (the caller, as a service names it: a principal
+    /// id) in the turn's record ([`ThreadRecord::by`]).
+    pub async fn turn_by(
+        &self,
+        thread_id: &str,
+        message: Message,
+        by: &str,
+    ) -> Result<Turn, ThreadError> {
+        self.turn_of(thread_id, message, Some(by.into())).await
+    }
+
+    async fn turn_of(
+        &self,
+        thread_id: &str,
+        message: Message,
+        by: Option<Arc<str>>,
+    ) -> Result<Turn, ThreadError> {
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
-            .start_turn(store, thread_id, message, claim, &mut lease)
+            .start_turn(store, thread_id, message, by, claim, &mut lease)
             .await;
         ThreadLease::release_unused(lease).await;
         started
@@ -304,6 +325,7 @@ impl Runner {
         store: Arc<dyn ThreadStore>,
         thread_id: &str,
         message: Message,
+        by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
     ) -> Result<Turn, ThreadError> {
@@ -360,6 +382,7 @@ impl Runner {
             start: RecordStart::Turn {
                 input: vec![Message::clone(&message)],
             },
+            by,
             restored: 0,
             resumed_checkpoint: None,
             lineage: (crate::ids::unique_token(), 0),
@@ -380,9 +403,30 @@ impl Runner {
         thread_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<Turn, ThreadError> {
+        self.resume_turn_of(thread_id, targets, None).await
+    }
+
+    /// [`resume_turn`](Runner::resume_turn), recording `by` (who answered the interrupt, as a
+    /// service names its caller) in the continuation's record ([`ThreadRecord::by`]).
+    pub async fn resume_turn_by(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        by: &str,
+    ) -> Result<Turn, ThreadError> {
+        self.resume_turn_of(thread_id, targets, Some(by.into()))
+            .await
+    }
+
+    async fn resume_turn_of(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        by: Option<Arc<str>>,
+    ) -> Result<Turn, ThreadError> {
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
-            .start_resumed_turn(store, thread_id, targets, claim, &mut lease)
+            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease)
             .await;
         ThreadLease::release_unused(lease).await;
         started
@@ -395,6 +439,7 @@ impl Runner {
         store: Arc<dyn ThreadStore>,
         thread_id: &str,
         targets: HashMap<String, serde_json::Value>,
+        by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
     ) -> Result<Turn, ThreadError> {
@@ -417,21 +462,44 @@ impl Runner {
         };
         // The claim makes this resume the only one, in any process (see the store contract).
         let start_name = started_at.last().unwrap_or(self.agent.name()).to_owned();
+        // The targets are checked once the thread is whole (below): a resume whose worker
+        // died may have left the thread one record behind the checkpoint it claims.
         let Restored {
             checkpoint,
             guard: resume_claim,
             cx,
             input,
-            info,
             restored,
+            ..
         } = self
             .restore_claimed(
                 &checkpoint_id,
-                &targets,
+                &HashMap::new(),
                 &start_name,
                 Checkpoint::idempotency_scope,
             )
             .await?;
+        let replayed = replay_part(
+            &store,
+            thread_id,
+            &checkpoint_id,
+            &checkpoint,
+            version,
+            turn,
+        )
+        .await
+        .and_then(|version| {
+            check_targets(&checkpoint_id, &checkpoint, &targets)?;
+            Ok(version)
+        });
+        let version = match replayed {
+            Ok(version) => version,
+            Err(e) => {
+                resume_claim.release().await;
+                return Err(e);
+            }
+        };
+        let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
         let cx = cx
             .with_thread(Arc::new(history))
@@ -448,6 +516,7 @@ impl Runner {
                 checkpoint_id: checkpoint_id.clone(),
                 targets: targets.into_iter().collect(),
             },
+            by,
             restored,
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
@@ -691,6 +760,8 @@ struct Recording {
     version: u64,
     started_at: RunPath,
     start: RecordStart,
+    /// Who started this part (see [`ThreadRecord::by`]).
+    by: Option<Arc<str>>,
     /// How many session events a resumed turn restored (recorded by earlier records).
     restored: usize,
     /// The checkpoint a resumed turn continues.
@@ -743,11 +814,28 @@ impl Recording {
     ) -> TurnOutcome {
         let mut held: Vec<AgentEvent> = Vec::new();
         let mut failure: Option<AgentError> = None;
+        let journal_id = super::journal::turn_journal_id(&self.thread_id, self.turn);
+        let scope = cx.idempotency_scope().to_owned();
+        let mut journal = match self
+            .runner
+            .open_journal(journal_id, scope, cx.session())
+            .await
+        {
+            Ok(journal) => journal,
+            Err(e) => return self.not_recorded(out, cx, e.into()).await,
+        };
         while let Some(event) = events.next().await {
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);
                 return self.not_recorded(out, cx, e).await;
+            }
+            if let Some(journal) = &mut journal {
+                // Sync: the event's step is stored before the event is passed on.
+                if let Err(e) = journal.step(cx.session()).await {
+                    drop(events);
+                    return self.not_recorded(out, cx, e.into()).await;
+                }
             }
             if event.is_interrupt() {
                 held.push(event);
@@ -759,6 +847,11 @@ impl Recording {
             out.yield_event(event).await;
         }
         drop(events);
+        if let Some(journal) = journal {
+            if let Err(e) = journal.finish(cx.session()).await {
+                return self.not_recorded(out, cx, e.into()).await;
+            }
+        }
         if let Some(error) = failure {
             return TurnOutcome::Failed(ThreadError::TurnFailed {
                 id: self.thread_id.clone(),
@@ -819,11 +912,25 @@ impl Recording {
             (Some(resumed), true) => resumed.clone(),
             _ => turn_checkpoint_id(&self.thread_id, self.turn),
         };
+        let at_ms = crate::store::now_ms();
         let end = if interrupts.is_empty() {
             RecordEnd::Completed {
                 answered_by: Arc::clone(&answered_by),
             }
         } else {
+            // A resumed part's checkpoint carries its thread record: if this worker dies
+            // between completing the claim and appending the record, the next resume appends
+            // it (see `ThreadPart`).
+            let part = resuming.then(|| ThreadPart {
+                thread: self.thread_id.clone(),
+                seq: self.version,
+                turn: self.turn,
+                at_ms,
+                start: self.start.clone(),
+                started_at: self.started_at.clone(),
+                events_from: self.restored.min(all.len()),
+                by: self.by.clone(),
+            });
             let bytes = capture_bytes(
                 cx,
                 &self.runner.codec,
@@ -831,6 +938,7 @@ impl Recording {
                 &self.runner.agent.shape(),
                 self.lineage.clone(),
                 interrupts.clone(),
+                part,
             )
             .await?;
             let claim = self.resume_claim.lock().expect("claim lock").take();
@@ -860,11 +968,12 @@ impl Recording {
         let record = ThreadRecord {
             seq: self.version,
             turn: self.turn,
-            at_ms: crate::store::now_ms(),
+            at_ms,
             start: self.start.clone(),
             started_at: self.started_at.clone(),
             events,
             end,
+            by: self.by.clone(),
         };
         let version = self
             .store
@@ -887,6 +996,7 @@ impl Recording {
                 &self.runner.agent.shape(),
                 self.lineage.clone(),
                 Vec::new(),
+                None,
             )
             .await;
             if let Ok(bytes) = done {
@@ -901,6 +1011,59 @@ impl Recording {
             version,
         })
     }
+}
+
+/// Appends the thread record a resumed part left unwritten, if the claimed `checkpoint` says
+/// one goes with it and the thread (at `version`, waiting in turn `turn`) does not have it yet;
+/// returns the thread's version afterwards. A part that does not match the thread is refused
+/// ([`ThreadError::Corrupt`]) and nothing is written.
+async fn replay_part(
+    store: &Arc<dyn ThreadStore>,
+    thread_id: &str,
+    checkpoint_id: &str,
+    checkpoint: &Checkpoint,
+    version: u64,
+    turn: u64,
+) -> Result<u64, ThreadError> {
+    let Some(part) = checkpoint.thread_part.as_ref().filter(|p| p.seq >= version) else {
+        return Ok(version);
+    };
+    let fits = part.seq == version
+        && part.thread == thread_id
+        && part.turn == turn
+        && part.events_from <= checkpoint.events.len();
+    if !fits {
+        return Err(ThreadError::Corrupt {
+            id: thread_id.to_owned(),
+            seq: version,
+            reason: format!(
+                "checkpoint '{checkpoint_id}' says it goes with record {} of thread '{}' in \
+                 turn {}, which does not fit this thread (version {version}, turn {turn}); \
+                 nothing was written",
+                part.seq, part.thread, part.turn
+            ),
+        });
+    }
+    let record = ThreadRecord {
+        seq: part.seq,
+        turn: part.turn,
+        at_ms: part.at_ms,
+        start: part.start.clone(),
+        started_at: part.started_at.clone(),
+        events: checkpoint.events[part.events_from..].to_vec(),
+        by: part.by.clone(),
+        end: RecordEnd::Interrupted {
+            checkpoint_id: checkpoint_id.to_owned(),
+            interrupts: checkpoint.interrupts.clone(),
+        },
+    };
+    tracing::info!(
+        thread = thread_id,
+        seq = part.seq,
+        checkpoint = checkpoint_id,
+        "appending the record a resumed turn's worker left unwritten"
+    );
+    store.append(thread_id, version, record).await
 }
 
 /// The answer of a turn (see [`Turn::final_output`]).

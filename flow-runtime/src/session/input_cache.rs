@@ -29,6 +29,8 @@ pub(crate) struct InputCache {
     /// For each entry, the session event it was recorded from (if any), whose rewritten
     /// form every agent of the run shares.
     sources: Vec<Option<Arc<SessionEvent>>>,
+    /// For each entry, whether it is a delegated agent's result (its event finished a task).
+    results: Vec<bool>,
     /// The agents with an entry (user input aside).
     authors: rustc_hash::FxHashSet<Arc<str>>,
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
@@ -47,6 +49,7 @@ impl InputCache {
             seen: 0,
             entries: Vec::with_capacity(room),
             sources: Vec::with_capacity(room),
+            results: Vec::with_capacity(room),
             // Room for a few agents, instead of regrowing at 3 and 7.
             authors: rustc_hash::FxHashSet::with_capacity_and_hasher(
                 FIRST_AUTHORS,
@@ -70,6 +73,7 @@ impl InputCache {
         entry: HistoryEntry,
         source: Option<Arc<SessionEvent>>,
         is_transfer: bool,
+        is_result: bool,
         skip: bool,
     ) {
         if !(skip && is_transfer) {
@@ -88,6 +92,7 @@ impl InputCache {
             }
             self.entries.push(entry);
             self.sources.push(source);
+            self.results.push(is_result);
             return;
         }
         let message = &entry.message;
@@ -113,6 +118,7 @@ impl InputCache {
     fn pop_entry(&mut self) {
         self.entries.pop();
         self.sources.pop();
+        self.results.pop();
         if self.done > self.entries.len() {
             Arc::make_mut(&mut self.rewritten).pop();
             self.done -= 1;
@@ -123,6 +129,7 @@ impl InputCache {
     pub(crate) fn reserve(&mut self, n: usize) {
         self.entries.reserve(n);
         self.sources.reserve(n);
+        self.results.reserve(n);
     }
 
     /// Whether `agent` has an entry (as far as this cache knows: an entry left out since may
@@ -142,6 +149,41 @@ impl InputCache {
             return policy.apply(agent_name, &self.entries).map(Messages::from);
         }
         Ok(self.rewritten_for(Some(agent_name)))
+    }
+
+    /// The input `policy` gives `agent_name`, a parent of delegated sub-agents, scoped: the
+    /// entries of the agents in `hidden` (its delegated sub-agents and everything below them)
+    /// are left out, except the results of the agents in `returning` (its delegated
+    /// sub-agents themselves): their events that finished a task and, for those in
+    /// `single_turn`, their answers (assistant messages without tool calls).
+    pub(crate) fn input_scoped(
+        &self,
+        agent_name: &str,
+        policy: &ContextPolicy,
+        hidden: &[Arc<str>],
+        returning: &[Arc<str>],
+        single_turn: &[Arc<str>],
+    ) -> Result<Messages, AgentError> {
+        let has = |names: &[Arc<str>], name: &Arc<str>| names.iter().any(|n| n == name);
+        let entries: Vec<HistoryEntry> = self
+            .entries
+            .iter()
+            .zip(&self.results)
+            .filter(|(e, &is_result)| {
+                if e.is_user_input || !has(hidden, &e.agent_name) {
+                    return true;
+                }
+                if !has(returning, &e.agent_name) {
+                    return false;
+                }
+                is_result
+                    || (has(single_turn, &e.agent_name)
+                        && e.message.role == Role::Assistant
+                        && e.message.tool_calls.is_empty())
+            })
+            .map(|(e, _)| e.clone())
+            .collect();
+        policy.apply(agent_name, &entries).map(Messages::from)
     }
 
     /// The input [`ContextPolicy::Rewrite`] gives an agent that has no entry here: every

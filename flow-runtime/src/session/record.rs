@@ -337,6 +337,11 @@ impl Session {
         values.insert(key.to_owned(), update(old));
     }
 
+    /// Removes a session value.
+    pub(crate) fn remove_value(&self, key: &str) {
+        self.values.lock().expect("session lock").remove(key);
+    }
+
     /// All session values.
     pub fn values(&self) -> HashMap<String, serde_json::Value> {
         self.values.lock().expect("session lock").clone()

@@ -27,6 +27,19 @@ pub trait AgentSpec {
     /// Whether the agent never transfers to its parent (`#[agent(no_parent)]`): every node it
     /// fills is barred from its parent.
     const NO_PARENT: bool;
+    /// The name of the result type the agent returns to its parent when it finishes a task
+    /// (`#[agent(returns = T)]`), if it declares one (see [`Returns`](super::Returns)).
+    const RETURNS: Option<&'static str> = None;
+    /// The name of the payload type the agent receives with a transfer to it
+    /// (`#[agent(accepts = T)]`), if it declares one.
+    const ACCEPTS: Option<&'static str> = None;
+    /// Makes the [`Payload`](crate::Payload) it declares, if any (the node's
+    /// [`FlowAgent::payload`](crate::FlowAgent::payload)).
+    const PAYLOAD: Option<fn() -> crate::Payload> = None;
+    /// For each of [`TRANSFERS`](AgentSpec::TRANSFERS), the name of the payload type its
+    /// transfer carries (`transfers = [refund(RefundRequest)]`), or `""`; empty when none
+    /// carries one.
+    const TRANSFER_PAYLOADS: &'static [&'static str] = &[];
 }
 
 /// An agent a flow can build on its own: a node of `flow!` that names the type gets

@@ -300,6 +300,145 @@ pub const fn workflow_child(
         )
 }
 
+/// Checks that agent `agent`, declared with a result type (`returns`, the type's name, or
+/// `None`), has a parent in flow `flow` to return it to.
+pub const fn returns_to_a_parent(
+    flow: &str,
+    agent: &str,
+    returns: Option<&str>,
+    parent: Option<&str>,
+) -> Verdict {
+    match (returns, parent) {
+        (Some(ty), None) => Verdict::pass()
+            .push("agent ")
+            .code(agent)
+            .push(" declares `returns = ")
+            .push(ty)
+            .push("`, but it is the root of flow ")
+            .code(flow)
+            .push(
+                ": it has no parent, so no agent would ever receive its result. Place it as a \
+                 `task` or `single_turn` node under the agent that delegates to it, or remove \
+                 `returns` from its `#[agent(...)]`",
+            ),
+        _ => Verdict::pass(),
+    }
+}
+
+/// Checks that agent `agent`, on a `task` node under `parent` in flow `flow`, declares a result
+/// type (`returns`): a task returns control to its parent only by finishing with its result.
+pub const fn task_can_finish(
+    flow: &str,
+    agent: &str,
+    returns: Option<&str>,
+    parent: &str,
+) -> Verdict {
+    if returns.is_some() {
+        return Verdict::pass();
+    }
+    Verdict::pass()
+        .push("node ")
+        .code(agent)
+        .push(" of flow ")
+        .code(flow)
+        .push(" is a `task`, but agent ")
+        .code(agent)
+        .push(" declares no result type, so it can never finish its task and give control back to ")
+        .code(parent)
+        .push(
+            ". Declare the result with `#[agent(returns = MyOutcome)]` and return \
+             `Finish(outcome)` from its body, or make the node `single_turn` (its last message \
+             is its result) or a plain node (a transfer that does not come back)",
+        )
+}
+
+/// Checks the payloads agent `agent` sends with its transfers (`sent[i]` for `declared[i]`,
+/// `""` for none; `sent` may be empty: none at all) against what its neighbours here
+/// (`neighbours`, with `accepts[j]` the payload `neighbours[j]` declares) receive.
+pub const fn payloads(
+    flow: &str,
+    agent: &str,
+    declared: &[&str],
+    sent: &[&str],
+    neighbours: &[&str],
+    accepts: &[Option<&str>],
+) -> Verdict {
+    let mut i = 0;
+    while i < declared.len() {
+        let target = declared[i];
+        let payload = if i < sent.len() { sent[i] } else { "" };
+        i += 1;
+        let mut j = 0;
+        while j < neighbours.len() && !eq(neighbours[j], target) {
+            j += 1;
+        }
+        if j == neighbours.len() {
+            // Not a neighbour: the transfer check says so.
+            continue;
+        }
+        match accepts[j] {
+            Some(expected) if eq(expected, payload) => {}
+            Some(expected) if payload.is_empty() => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" transfers to ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(" without a payload, but agent ")
+                    .code(target)
+                    .push(" declares `accepts = ")
+                    .push(expected)
+                    .push("`: send one with `transfers = [")
+                    .push(target)
+                    .push("(")
+                    .push(expected)
+                    .push(")]`, or remove `accepts` from ")
+                    .code(target);
+            }
+            Some(expected) => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" sends a `")
+                    .push(payload)
+                    .push("` with its transfer to ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(", but agent ")
+                    .code(target)
+                    .push(" receives a `")
+                    .push(expected)
+                    .push("` (`accepts = ")
+                    .push(expected)
+                    .push("`): send that type, or change one of the two declarations");
+            }
+            None if payload.is_empty() => {}
+            None => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" sends a `")
+                    .push(payload)
+                    .push("` with its transfer to ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(", but agent ")
+                    .code(target)
+                    .push(" declares no payload, so it would never read it: declare it with `#[agent(accepts = ")
+                    .push(payload)
+                    .push(")]` on ")
+                    .code(target)
+                    .push(", or send the transfer without one");
+            }
+        }
+    }
+    Verdict::pass()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +511,24 @@ mod tests {
             "two agents of flow `Desk` are named `a`: node `c` has the name of node `a`"
         ));
         assert!(!unique_name("Desk", &names, &nodes, 1, earlier[1]).failed());
+    }
+
+    #[test]
+    fn delegation_verdicts() {
+        assert!(
+            !returns_to_a_parent("Desk", "refund", Some("RefundOutcome"), Some("triage")).failed()
+        );
+        assert!(
+            returns_to_a_parent("Desk", "refund", Some("RefundOutcome"), None)
+                .as_str()
+                .starts_with(
+                    "agent `refund` declares `returns = RefundOutcome`, but it is the root"
+                )
+        );
+        assert!(!task_can_finish("Desk", "refund", Some("RefundOutcome"), "triage").failed());
+        assert!(task_can_finish("Desk", "refund", None, "triage")
+            .as_str()
+            .contains("give control back to `triage`"));
     }
 
     #[test]

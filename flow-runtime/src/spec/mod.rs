@@ -19,17 +19,22 @@
 //! - `outcome.rs`: [`AgentResult`], [`Exit`], [`IntoOutcome`]: what a body returns.
 //! - `target.rs`: [`TransferTarget`], [`NoTarget`] and [`transfer`]: where a body may go.
 //! - `builder.rs`: the facts of a flow's builder: slots, [`FlowNode`], [`UnknownAgent`].
+//! - `task.rs`: [`Returns`], [`Finish`] and [`AgentContext::task_result`]: typed delegation.
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
+//! - `expected.rs`: [`TrajectorySpec`](expected::TrajectorySpec), an expected trajectory
+//!   written against a flow's generated types (`Flow::trajectory()`), for `flow-eval`.
 
 mod agent_spec;
 mod builder;
 mod context;
 mod outcome;
 mod target;
+mod task;
 
 #[doc(hidden)]
 pub mod check;
+pub mod expected;
 #[doc(hidden)]
 pub mod render;
 
@@ -40,4 +45,5 @@ pub use builder::{
 };
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
-pub use target::{transfer, NoTarget, TransferTarget};
+pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarget};
+pub use task::{Finish, ResultOf, Returns};

@@ -65,3 +65,76 @@ impl TransferTarget for NoTarget {
         match self {}
     }
 }
+
+/// Transfers the running agent to `target` (by name), one of its declared targets: what
+/// returning a payload-less variant of a transfer enum with payloads does.
+///
+/// # Errors
+///
+/// If `target` is not one of the running agent's declared transfers.
+pub fn transfer_named(cx: &AgentContext, target: &'static str) -> AgentResult {
+    check_declared(cx, target)?;
+    cx.cx.transfer(target);
+    Ok(())
+}
+
+/// Transfers the running agent to `target` with `payload`: what returning a variant
+/// `TriageTransfer::Refund(request)` does. The target reads it with
+/// [`RunContext::transfer_payload`](crate::RunContext::transfer_payload) or
+/// [`AgentContext::payload`].
+///
+/// # Errors
+///
+/// If `target` is not one of the running agent's declared transfers, or the payload does not
+/// turn into JSON.
+pub fn transfer_with<P: serde::Serialize>(
+    cx: &AgentContext,
+    target: &'static str,
+    payload: &P,
+) -> AgentResult {
+    check_declared(cx, target)?;
+    let value = serde_json::to_value(payload).map_err(|e| {
+        AgentError::failed(
+            cx.cx.agent_name(),
+            format!("could not turn the payload of its transfer to '{target}' into JSON: {e}"),
+        )
+    })?;
+    cx.cx.transfer_with(target, value);
+    Ok(())
+}
+
+fn check_declared(cx: &AgentContext, name: &str) -> AgentResult {
+    if cx.declared.contains(&name) {
+        return Ok(());
+    }
+    let declared = if cx.declared.is_empty() {
+        "none".to_owned()
+    } else {
+        cx.declared.join(", ")
+    };
+    Err(AgentError::failed(
+        cx.cx.agent_name(),
+        format!(
+            "refused a transfer to '{name}': it is not among the agent's declared transfers \
+             ({declared}); declare it with #[agent(transfers = [...])]"
+        ),
+    ))
+}
+
+impl AgentContext {
+    /// The payload the transfer that reached this agent carried, decoded as `T` (see
+    /// [`RunContext::transfer_payload`](crate::RunContext::transfer_payload)).
+    ///
+    /// # Errors
+    ///
+    /// If the payload does not decode as `T`.
+    pub fn payload<T: serde::de::DeserializeOwned>(&self) -> Option<AgentResult<T>> {
+        let value = self.run_context().transfer_payload()?;
+        Some(serde_json::from_value(value).map_err(|e| {
+            AgentError::failed(
+                self.cx.agent_name(),
+                format!("the payload of the transfer to it does not decode: {e}"),
+            )
+        }))
+    }
+}

@@ -219,6 +219,44 @@ pub struct Checkpoint {
     /// How many resumes of this run's lineage came before this checkpoint.
     #[serde(default)]
     pub resumes: u32,
+    /// For the checkpoint of a thread's turn written by the resume of an earlier part: the
+    /// thread record that goes with it. Saving the checkpoint and appending the record are two
+    /// writes; a resume that finds the thread one record short appends this one first (see
+    /// [`ThreadPart`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_part: Option<ThreadPart>,
+}
+
+/// The thread record that goes with a turn's checkpoint, written into the checkpoint itself so
+/// the pair is replayed whole: the resumed part of turn `turn`, to be appended at position
+/// `seq` of its thread, holding the checkpoint's events from `events_from` on and ending at the
+/// checkpoint's interrupts.
+///
+/// A resumed turn interrupted again completes its claim (the new checkpoint) and then appends
+/// its thread record. A worker killed between the two leaves the thread one record short; the
+/// next resume of the thread claims the new checkpoint, sees that the thread's version is still
+/// `seq`, and appends the record before it runs anything (a compare-and-swap: of two such
+/// resumes one appends it). So a resumed part is recorded exactly once however the worker dies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadPart {
+    /// The thread.
+    pub thread: String,
+    /// The record's position in the thread.
+    pub seq: u64,
+    /// The turn it continues.
+    pub turn: u64,
+    /// When the resumed part ended, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What started the part (the resume and its data).
+    pub start: super::RecordStart,
+    /// The run path the turn started at.
+    pub started_at: RunPath,
+    /// The index of the first of the checkpoint's events the record holds (the events before
+    /// it were recorded by earlier records).
+    pub events_from: usize,
+    /// Who started the part (for a resume: who answered the interrupt), as the record says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Arc<str>>,
 }
 
 impl Checkpoint {
@@ -421,6 +459,7 @@ impl CheckpointCodec {
             interrupts: vec![],
             run_id: "run".into(),
             resumes: 0,
+            thread_part: None,
         }
     }
 
@@ -587,6 +626,8 @@ mod wire {
         interrupts: &'a [InterruptInfo],
         run_id: &'a str,
         resumes: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thread_part: Option<&'a super::ThreadPart>,
     }
 
     #[derive(Serialize)]
@@ -633,6 +674,7 @@ mod wire {
                 interrupts: &c.interrupts,
                 run_id: &c.run_id,
                 resumes: c.resumes,
+                thread_part: c.thread_part.as_ref(),
             }
         }
     }
@@ -653,6 +695,8 @@ mod wire {
         run_id: String,
         #[serde(default)]
         resumes: u32,
+        #[serde(default)]
+        thread_part: Option<super::ThreadPart>,
     }
 
     #[derive(Deserialize)]
@@ -720,6 +764,7 @@ mod wire {
                 interrupts: c.interrupts,
                 run_id: c.run_id,
                 resumes: c.resumes,
+                thread_part: c.thread_part,
             })
         }
     }
@@ -746,6 +791,7 @@ mod tests {
             interrupts: vec![],
             run_id: "r".into(),
             resumes: 0,
+            thread_part: None,
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
+use super::journal::check_kind;
 use super::records::{check_size, Records};
 use super::thread::{check_version, validate_thread_id};
 use super::{
@@ -15,6 +16,7 @@ use super::{
     PendingCheckpoint, SaveMode, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
     DEFAULT_MAX_CHECKPOINT_BYTES,
 };
+use super::{JournalError, JournalStore, StoredStep};
 
 /// A store in memory: for tests, and for runs that need not survive the process. Clones share
 /// the same checkpoints and threads; claims are atomic across the tasks and threads of the
@@ -28,6 +30,8 @@ pub struct InMemoryStore {
     threads: Arc<Mutex<HashMap<String, Vec<StoredRecord>>>>,
     /// Each thread's turn lease: its owner and when it runs out (ms since the epoch).
     leases: Arc<Mutex<HashMap<String, (String, u64)>>>,
+    /// Each run's journal.
+    journals: Arc<Mutex<HashMap<String, Vec<StoredStep>>>>,
     max_bytes: u64,
 }
 
@@ -52,6 +56,7 @@ impl Default for InMemoryStore {
             runs: Arc::default(),
             threads: Arc::default(),
             leases: Arc::default(),
+            journals: Arc::default(),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
         }
     }
@@ -356,4 +361,70 @@ impl ThreadStore for InMemoryStore {
 /// When a lease of `lease` taken at `now` (ms) runs out.
 pub(crate) fn lease_end(now: u64, lease: Duration) -> u64 {
     now.saturating_add(lease.as_millis().min(u64::MAX as u128) as u64)
+}
+
+#[async_trait]
+impl JournalStore for InMemoryStore {
+    async fn append_steps(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        validate_id(run)?;
+        for step in &steps {
+            check_kind(&step.kind)?;
+            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+        }
+        let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        let journal = journals.entry(run.to_owned()).or_default();
+        let found = journal.len() as u64;
+        if found != expected {
+            return Err(JournalError::Conflict {
+                run: run.to_owned(),
+                expected,
+                found,
+            });
+        }
+        for (k, mut step) in steps.into_iter().enumerate() {
+            step.seq = expected + k as u64;
+            journal.push(step);
+        }
+        Ok(journal.len() as u64)
+    }
+
+    async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
+        validate_id(run)?;
+        let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(journals
+            .get(run)
+            .map(|j| {
+                j.iter()
+                    .skip(from.min(usize::MAX as u64) as usize)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {
+        validate_id(run)?;
+        let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(journals.get(run).map_or(0, |j| j.len() as u64))
+    }
+
+    async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
+        validate_id(run)?;
+        let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(journal) = journals.get_mut(run) {
+            journal.truncate(len.min(usize::MAX as u64) as usize);
+        }
+        Ok(())
+    }
+
+    async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
+        validate_id(run)?;
+        let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(journals.remove(run).is_some_and(|j| !j.is_empty()))
+    }
 }

@@ -1,8 +1,9 @@
-//! Checkpoints and threads, and where they are kept: the [`Checkpoint`] format, the
+//! Checkpoints, threads and journals, and where they are kept: the [`Checkpoint`] format, the
 //! [`CheckpointStore`] contract with its atomic claim, the [`ThreadStore`] contract of
-//! conversations, and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
+//! conversations, the [`JournalStore`] contract of run journals (the steps a run appends as it
+//! proceeds), and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
 //! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
-//! implements both traits).
+//! implements the three traits).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -61,6 +62,7 @@
 
 mod checkpoint;
 mod file;
+mod journal;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -82,9 +84,12 @@ use async_trait::async_trait;
 pub use crate::event::RecordedEvent;
 pub(crate) use crate::ids::unique_token;
 pub use checkpoint::{
-    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, FORMAT_VERSION,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, ThreadPart, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use journal::check_kind as journal_check_kind;
+pub use journal::{JournalError, JournalStore, StoredStep};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

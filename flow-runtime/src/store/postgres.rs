@@ -7,7 +7,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 
 use super::memory::lost;
 use super::records::{check_size, Record};
-use super::sql::{sql_checkpoint_store, sql_thread_store, Backend, Statements};
+use super::sql::{sql_checkpoint_store, sql_journal_store, sql_thread_store, Backend, Statements};
 use super::{
     from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
@@ -144,3 +144,4 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
 
 sql_checkpoint_store!(PostgresStore, Postgres);
 sql_thread_store!(PostgresStore, sqlx::postgres::PgRow);
+sql_journal_store!(PostgresStore, sqlx::postgres::PgRow);

@@ -11,7 +11,7 @@ use sqlx::Sqlite;
 
 use super::memory::lost;
 use super::records::{check_size, Record};
-use super::sql::{sql_checkpoint_store, sql_thread_store, Backend, Statements};
+use super::sql::{sql_checkpoint_store, sql_journal_store, sql_thread_store, Backend, Statements};
 use super::{
     from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
@@ -217,3 +217,4 @@ async fn migrate(pool: &SqlitePool, shown: &str) -> Result<(), StoreError> {
 
 sql_checkpoint_store!(SqliteStore, Sqlite);
 sql_thread_store!(SqliteStore, sqlx::sqlite::SqliteRow);
+sql_journal_store!(SqliteStore, sqlx::sqlite::SqliteRow);

@@ -177,6 +177,9 @@ pub enum ThreadError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The turn's journal could not be written or read.
+    #[error(transparent)]
+    Journal(#[from] super::JournalError),
 }
 
 /// What started a record: a user turn, or the resume of an interrupted one.
@@ -234,6 +237,12 @@ pub struct ThreadRecord {
     pub events: Vec<RecordedEvent>,
     /// How it ended.
     pub end: RecordEnd,
+    /// Who started this part, as the service running the turn names its caller (a principal
+    /// id: [`Runner::turn_by`](crate::Runner::turn_by),
+    /// [`Runner::resume_turn_by`](crate::Runner::resume_turn_by)); `None` when not given. For
+    /// a resume, this is who answered the interrupt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Arc<str>>,
 }
 
 impl ThreadRecord {
@@ -306,6 +315,7 @@ pub struct ThreadHead {
 ///     started_at: RunPath::root("bot"),
 ///     events: vec![],
 ///     end: RecordEnd::Completed { answered_by: "bot".into() },
+///     by: None,
 /// };
 /// assert_eq!(store.append("t1", 0, record(0)).await.unwrap(), 1);
 /// // A writer that loaded version 0 too is refused.

@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod journal_contract;
 pub mod model_server;
 pub mod processes;
+pub mod steps;
 pub mod thread_contract;
 
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
@@ -104,6 +106,7 @@ pub fn line_with(e: &AgentEvent, message: Option<&Message>) -> String {
         Some(Action::BreakLoop(by)) => out.push_str(&format!(" => break_loop {by}")),
         Some(Action::Interrupted(i)) => out.push_str(&format!(" => interrupt {}", i.id)),
         Some(Action::Custom(v)) => out.push_str(&format!(" => custom {v}")),
+        Some(Action::Finish(v)) => out.push_str(&format!(" => finish {v}")),
         None => {}
     }
     if let Some(err) = &e.error {

@@ -184,7 +184,12 @@ impl Workers {
         self.check();
     }
 
-    /// Kills worker `w` with SIGKILL and reaps it.
+    /// Whether worker `w` is still running.
+    pub fn running(&mut self, w: usize) -> bool {
+        self.children[w].try_wait().unwrap().is_none()
+    }
+
+    /// Kills worker `w` with SIGKILL (if it still runs) and reaps it.
     pub fn kill(&mut self, w: usize) {
         self.children[w].kill().unwrap();
         self.children[w].wait().unwrap();

@@ -23,6 +23,7 @@ pub fn record(turn: u64, text: &str) -> ThreadRecord {
         end: RecordEnd::Completed {
             answered_by: "bot".into(),
         },
+        by: None,
     }
 }
 

@@ -17,6 +17,7 @@ use super::convert::{events_of, interrupts, values, Modes};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
+use crate::principal::{Principal, Scope};
 use crate::runs::{parse_strategy, run_of, start};
 use crate::sse::{frame, SseBody};
 use crate::state::{AppState, ServedFlow};
@@ -104,15 +105,23 @@ fn assistant_json(flow: &ServedFlow) -> Value {
 }
 
 /// `POST /v1/assistants/search`: every served flow as an assistant.
-pub(crate) async fn search_assistants(State(state): State<AppState>) -> Json<Value> {
-    Json(Value::Array(state.flows().map(assistant_json).collect()))
+pub(crate) async fn search_assistants(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    Ok(Json(Value::Array(
+        state.flows().map(assistant_json).collect(),
+    )))
 }
 
 /// `GET /v1/assistants/{assistant}`: a served flow as an assistant.
 pub(crate) async fn get_assistant(
     State(state): State<AppState>,
+    principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     Ok(Json(assistant_json(state.flow(&name)?)))
 }
 
@@ -207,10 +216,12 @@ fn valid(thread: &str) -> Result<(), ApiError> {
 /// `POST /v1/threads`: creates a thread (a UUID unless `thread_id` is given).
 pub(crate) async fn create_thread(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     JsonBody(request): JsonBody<CreateThread>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Chat)?;
     let thread = request
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -262,10 +273,12 @@ async fn known(
 /// `GET /v1/threads/{thread}`.
 pub(crate) async fn get_thread(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (meta, flow) = known(&state, &threads, &tenant, &thread).await?;
     Ok(Json(
         thread_json(&state, &tenant, &thread, &meta, flow.as_ref()).await?,
@@ -275,10 +288,12 @@ pub(crate) async fn get_thread(
 /// `DELETE /v1/threads/{thread}`.
 pub(crate) async fn delete_thread(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
+    principal.require(Scope::Chat)?;
     let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
     if let Some(flow) = flow {
         let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
@@ -310,10 +325,12 @@ async fn current_state(
 /// `GET /v1/threads/{thread}/state`.
 pub(crate) async fn thread_state(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
     Ok(Json(
         current_state(&state, &tenant, &thread, flow.as_ref()).await?,
@@ -330,11 +347,13 @@ pub(crate) struct History {
 /// `POST /v1/threads/{thread}/history`: the state after each turn, newest first.
 pub(crate) async fn thread_history(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<History>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let limit = request.limit.unwrap_or(10);
     let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
     let Some(flow) = flow else {
@@ -404,6 +423,7 @@ fn message_of(input: &Value) -> Result<String, ApiError> {
 /// Starts a run of `thread` from a protocol request; gives the run and its flow.
 async fn start_run(
     state: &AppState,
+    principal: &Principal,
     threads: &Threads,
     tenant: &Tenant,
     thread: &str,
@@ -433,7 +453,7 @@ async fn start_run(
     let run = match (&request.input, &request.command) {
         (Some(input), None) if !input.is_null() => {
             let message = message_of(input)?;
-            start(state, &flow, &key, Some(message), None, strategy).await?
+            start(state, principal, &flow, &key, Some(message), None, strategy).await?
         }
         (None, Some(command)) | (Some(Value::Null), Some(command)) => {
             let resume = command.get("resume").ok_or_else(|| {
@@ -458,7 +478,7 @@ async fn start_run(
                 }
                 _ => ids.into_iter().map(|id| (id, resume.clone())).collect(),
             };
-            start(state, &flow, &key, None, Some(targets), strategy).await?
+            start(state, principal, &flow, &key, None, Some(targets), strategy).await?
         }
         _ => {
             return Err(ApiError::BadRequest(
@@ -506,12 +526,13 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
 /// `POST /v1/threads/{thread}/runs`: a background run.
 pub(crate) async fn create_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = start_run(&state, &threads, &tenant, &thread, &request).await?;
+    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
     Ok(Json(run_json(
         &thread,
         flow.name(),
@@ -614,6 +635,7 @@ impl Drop for CancelOnDrop {
 /// `POST /v1/threads/{thread}/runs/stream`: a run, streamed.
 pub(crate) async fn stream_new_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
@@ -629,7 +651,7 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
-    let (run, flow) = start_run(&state, &threads, &tenant, &thread, &request).await?;
+    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
     let modes = Modes::of(request.stream_mode.as_ref());
     let reader = Reader {
         state,
@@ -662,12 +684,13 @@ async fn final_values(
 /// `POST /v1/threads/{thread}/runs/wait`: a run; answers the thread's values at its end.
 pub(crate) async fn wait_new_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = start_run(&state, &threads, &tenant, &thread, &request).await?;
+    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
     Ok(Json(
         final_values(&state, &tenant, &thread, &flow, &run).await?,
     ))
@@ -691,10 +714,12 @@ async fn the_run(
 /// `GET /v1/threads/{thread}/runs`: the thread's runs, newest first.
 pub(crate) async fn list_runs(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
     let Some(flow) = flow else {
         return Ok(Json(json!([])));
@@ -713,10 +738,12 @@ pub(crate) async fn list_runs(
 /// `GET /v1/threads/{thread}/runs/{run}`.
 pub(crate) async fn get_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath((thread, run)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
     Ok(Json(run_json(&thread, flow.name(), &run.info(), None)))
 }
@@ -724,10 +751,12 @@ pub(crate) async fn get_run(
 /// `GET /v1/threads/{thread}/runs/{run}/join`: waits for the run; the thread's values.
 pub(crate) async fn join_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath((thread, run)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
     Ok(Json(
         final_values(&state, &tenant, &thread, &flow, &run).await?,
@@ -746,12 +775,14 @@ pub(crate) struct JoinQuery {
 /// `GET /v1/threads/{thread}/runs/{run}/stream`: joins a run's stream (after `Last-Event-ID`).
 pub(crate) async fn join_stream(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath((thread, run)): ApiPath<(String, String)>,
     Query(query): Query<JoinQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Read)?;
     let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
     let after = match headers.get("last-event-id") {
         None => None,
@@ -796,11 +827,13 @@ pub(crate) struct CancelQuery {
 /// `POST /v1/threads/{thread}/runs/{run}/cancel`.
 pub(crate) async fn cancel_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath((thread, run)): ApiPath<(String, String)>,
     Query(query): Query<CancelQuery>,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
     let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
     let (mode, timeout) = match (query.mode.as_deref(), query.action.as_deref()) {
         (Some(m), _) => (

@@ -55,10 +55,15 @@ async function api(path, options) {
   return response;
 }
 
+// An error's public text: its message, and the correlation id an operator finds it by.
+function publicText(error) {
+  return error.correlation_id ? error.message + " (ref " + error.correlation_id + ")" : error.message;
+}
+
 async function errorText(response) {
   try {
     const body = await response.json();
-    return body.error ? body.error.message : response.statusText;
+    return body.error ? publicText(body.error) : response.statusText;
   } catch (_) {
     return response.status + " " + response.statusText;
   }
@@ -225,8 +230,8 @@ function turnHandler() {
     } else if (name === "event") {
       onEvent(data, bubbles);
     } else if (name === "error") {
-      chatMessage("error", data.message);
-      timeline("error", null, "error", data.message);
+      chatMessage("error", publicText(data));
+      timeline("error", null, "error", publicText(data));
     } else if (name === "done") {
       if (data.failed) {
         timeline("error", null, "failed", "the turn was not recorded");
@@ -280,8 +285,8 @@ function onEvent(e, bubbles) {
     timeline("interrupt", path, "interrupt " + a.interrupted.id, (info && info.question) || JSON.stringify(info));
   } else if (a && a.break_loop) timeline("transfer", path, "break loop");
   if (e.error) {
-    timeline("error", path, "error", e.error.message);
-    chatMessage("error", e.error.message, key);
+    timeline("error", path, "error", publicText(e.error));
+    chatMessage("error", publicText(e.error), key);
   }
 }
 

@@ -16,6 +16,7 @@ use super::stream::{outcome_json, run_sse, OnDisconnect};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
+use crate::principal::{Principal, Scope};
 use crate::state::{AppState, ServedFlow};
 use crate::thread::ThreadKey;
 
@@ -117,49 +118,70 @@ pub(crate) fn run_of(
 /// the server's concurrent turns until the run ends.
 pub(crate) async fn start(
     state: &AppState,
+    principal: &Principal,
     served: &ServedFlow,
     key: &ThreadKey,
     message: Option<String>,
     resume: Option<HashMap<String, Value>>,
     strategy: DoubleText,
 ) -> Result<RunHandle, ApiError> {
-    let run =
-        match (message, resume) {
-            (Some(message), None) => {
-                let limit = state.limits().max_message_bytes;
-                if message.len() > limit {
-                    return Err(ApiError::BadRequest(format!(
-                        "the message has {} bytes; this server takes at most {limit} \
+    let run = match (message, resume) {
+        (Some(message), None) => {
+            principal.require(Scope::Chat)?;
+            let limit = state.limits().max_message_bytes;
+            if message.len() > limit {
+                return Err(ApiError::BadRequest(format!(
+                    "the message has {} bytes; this server takes at most {limit} \
                      (Limits::max_message_bytes)",
-                        message.len()
-                    )));
-                }
-                if message.trim().is_empty() {
-                    return Err(ApiError::BadRequest("the message is empty".into()));
-                }
-                let permit = state.turn_permit()?;
-                let run = served
-                    .runner()
-                    .start_run(&key.store_id(), Message::user(message), strategy)
-                    .await?;
-                hold_until_end(&run, permit);
-                run
+                    message.len()
+                )));
             }
-            (None, Some(targets)) => {
-                let permit = state.turn_permit()?;
-                let run = served
-                    .runner()
-                    .start_resume(&key.store_id(), targets)
-                    .await?;
-                hold_until_end(&run, permit);
-                run
+            if message.trim().is_empty() {
+                return Err(ApiError::BadRequest("the message is empty".into()));
             }
-            _ => return Err(ApiError::BadRequest(
+            let permit = state.turn_permit()?;
+            let run = served
+                .runner()
+                .start_run(&key.store_id(), Message::user(message), strategy)
+                .await?;
+            hold_until_end(&run, permit);
+            run
+        }
+        (None, Some(targets)) => {
+            // Answering an interrupt takes the same authority as on every other transport.
+            let head = state.threads().head(&key.store_id()).await?;
+            if let Some(head) = &head {
+                let pending: &[flow_runtime::InterruptInfo] = match &head.last.end {
+                    flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } => interrupts,
+                    _ => &[],
+                };
+                crate::routes::authorize_answers(
+                    state,
+                    served,
+                    key,
+                    principal,
+                    head.last.turn,
+                    pending,
+                    &targets,
+                )
+                .await?;
+            }
+            let permit = state.turn_permit()?;
+            let run = served
+                .runner()
+                .start_resume(&key.store_id(), targets)
+                .await?;
+            hold_until_end(&run, permit);
+            run
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
                 "send either `message` (a new turn) or `resume` (interrupt id -> data), not both \
                  and not neither"
                     .into(),
-            )),
-        };
+            ))
+        }
+    };
     Ok(run)
 }
 
@@ -175,6 +197,7 @@ fn hold_until_end(run: &RunHandle, permit: tokio::sync::OwnedSemaphorePermit) {
 /// (202), or with `"stream": true` its events as SSE.
 pub(crate) async fn create_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
     JsonBody(request): JsonBody<CreateRun>,
@@ -202,6 +225,7 @@ pub(crate) async fn create_run(
     };
     let run = start(
         &state,
+        &principal,
         &served,
         &key,
         request.message,
@@ -229,9 +253,11 @@ pub(crate) async fn create_run(
 /// `GET .../runs`: the thread's runs this server remembers, oldest first.
 pub(crate) async fn list_runs(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let runs: Vec<Value> = served
         .runner()
@@ -245,9 +271,11 @@ pub(crate) async fn list_runs(
 /// `GET .../runs/{run}`: one run's status.
 pub(crate) async fn get_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     Ok(Json(info_json(&key.id, &run.info())))
@@ -275,10 +303,12 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 /// run goes on if the client goes away.
 pub(crate) async fn stream_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     let after = last_event_id(&headers)?;
@@ -288,9 +318,11 @@ pub(crate) async fn stream_run(
 /// `GET .../runs/{run}/wait`: waits for the run's end and answers its outcome.
 pub(crate) async fn wait_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     let outcome = run.wait().await;
@@ -300,10 +332,12 @@ pub(crate) async fn wait_run(
 /// `POST .../runs/{run}/cancel`: asks the run to stop (`mode`, `timeout_ms`); 202.
 pub(crate) async fn cancel_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
     JsonBody(request): JsonBody<CancelRun>,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     let mode: CancelMode = match request.mode.as_deref() {
@@ -329,9 +363,11 @@ pub(crate) async fn cancel_run(
 /// `POST .../runs/{run}/resume`: continues a cancelled run as a new run (202, its id).
 pub(crate) async fn resume_run(
     State(state): State<AppState>,
+    principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     let permit = state.turn_permit()?;

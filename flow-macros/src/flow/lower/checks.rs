@@ -74,6 +74,36 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
                 )
             },
         );
+        check(
+            format_ident!("{}_returns_to_a_parent", snake, span = span),
+            quote_spanned! {span=>
+                #p::check::returns_to_a_parent(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], #parent)
+            },
+        );
+        let neighbours: Vec<usize> = children.iter().copied().chain(node.parent).collect();
+        check(
+            format_ident!("{}_payloads_are_received", snake, span = span),
+            quote_spanned! {span=>
+                #p::check::payloads(
+                    #flow_str,
+                    Self::AGENTS[#i],
+                    #facts::TRANSFERS[#i],
+                    #facts::TRANSFER_PAYLOADS[#i],
+                    &[#(Self::AGENTS[#neighbours]),*],
+                    &[#(#facts::ACCEPTS[#neighbours]),*],
+                )
+            },
+        );
+        if let (Some(crate::flow::attr::DelegationOpt::Task), Some(k)) =
+            (node.opts.delegation, node.parent)
+        {
+            check(
+                format_ident!("{}_can_finish_its_task", snake, span = span),
+                quote_spanned! {span=>
+                    #p::check::task_can_finish(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], Self::AGENTS[#k])
+                },
+            );
+        }
         if let Some((k, kind)) = cx.tree.workflow_parent(i) {
             let kind = kind.keyword();
             check(

@@ -101,6 +101,30 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             None => quote!(false),
         })
         .collect();
+    let returns: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::RETURNS),
+            None => quote!(::core::option::Option::None),
+        })
+        .collect();
+    let accepts: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::ACCEPTS),
+            None => quote!(::core::option::Option::None),
+        })
+        .collect();
+    let sent: Vec<TokenStream> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.ty() {
+            Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::TRANSFER_PAYLOADS),
+            None => quote!(&[]),
+        })
+        .collect();
     let notes: Vec<String> = tree.nodes.iter().map(crate::flow::docs::note).collect();
     let parents: Vec<TokenStream> = tree
         .nodes
@@ -122,6 +146,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     let item_vis: syn::Visibility = syn::parse_quote!(pub);
     let agents = agent_enum_items(&cx, &agent_enum, &item_vis);
     let targets = target_enums(&cx, &agent_enum, &item_vis);
+    let expected = super::expected::expected_items(&cx, &agent_enum);
     let Builder {
         in_module: builder_items,
         at_call_site: builder_impls,
@@ -185,6 +210,12 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const TRANSFERS: &'static [&'static [&'static str]];
             /// Whether each agent is declared `#[agent(no_parent)]`.
             const NO_PARENT: &'static [bool];
+            /// The result type each agent declares with `#[agent(returns = T)]`.
+            const RETURNS: &'static [::core::option::Option<&'static str>];
+            /// The payload type each agent receives (`#[agent(accepts = T)]`).
+            const ACCEPTS: &'static [::core::option::Option<&'static str>];
+            /// The payload types each agent's transfers carry.
+            const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
         }
 
         #[allow(dead_code)]
@@ -291,6 +322,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
         #agents
         #targets
+        #expected
         #builder_items
 
         #checks
@@ -325,6 +357,9 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const DESCRIPTIONS: &'static [&'static str] = &[#(#descriptions),*];
             const TRANSFERS: &'static [&'static [&'static str]] = &[#(#transfers),*];
             const NO_PARENT: &'static [bool] = &[#(#no_parent),*];
+            const RETURNS: &'static [::core::option::Option<&'static str>] = &[#(#returns),*];
+            const ACCEPTS: &'static [::core::option::Option<&'static str>] = &[#(#accepts),*];
+            const TRANSFER_PAYLOADS: &'static [&'static [&'static str]] = &[#(#sent),*];
         }
 
         #builder_impls

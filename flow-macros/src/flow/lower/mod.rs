@@ -8,6 +8,7 @@
 //!   barred, transfer targets, enum names).
 //! - `agent_enum`: `{Flow}Agent`, one variant per agent.
 //! - `target_enums`: `{Flow}{Node}Target`, the agents each node may transfer to.
+//! - `expected`: `{Flow}::trajectory()`, an expected trajectory typed by those two enums.
 //! - `builder`: `{Flow}Builder`, its slots for run-time agents, its setters and `build()`.
 //! - `node`: the `FlowAgent` expression of a node and its subtree, which `build()` returns.
 //! - `checks`: the compile-time checks, one const per rule and node.
@@ -17,6 +18,7 @@ mod agent_enum;
 mod builder;
 mod checks;
 mod cx;
+mod expected;
 mod fingerprint;
 mod flow_type;
 mod node;

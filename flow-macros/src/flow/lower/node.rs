@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
 use super::cx::Cx;
-use crate::flow::attr::ContextOpt;
+use crate::flow::attr::{ContextOpt, DelegationOpt};
 use crate::flow::parse::WorkflowKind;
 use crate::flow::tree::Kind;
 
@@ -52,8 +52,18 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
     };
     let barred = cx.barred(i);
     let mut node_expr = quote!(#agent.disallow_transfer_to_parent(#barred));
+    if let Some(ty) = node.ty() {
+        node_expr.extend(quote!(.payload(<#ty as #p::AgentSpec>::PAYLOAD.map(|__f| __f()))));
+    }
     if node.opts.skip_transfer_messages {
         node_expr.extend(quote!(.skip_transfer_messages(true)));
+    }
+    match node.opts.delegation {
+        Some(DelegationOpt::Task) => node_expr.extend(quote!(.delegation(#p::Delegation::Task))),
+        Some(DelegationOpt::SingleTurn) => {
+            node_expr.extend(quote!(.delegation(#p::Delegation::SingleTurn)))
+        }
+        None => {}
     }
     if let Some(c) = &node.opts.context {
         let policy = match c {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{McpError, DEFAULT_CONNECT_TIMEOUT};
+use super::{McpError, McpLimits, ToolFilter, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 
 /// How to reach an MCP server, and the bounds on talking to it.
 #[derive(Clone)]
@@ -15,6 +15,8 @@ pub struct McpServerConfig {
     pub(super) transport: TransportConfig,
     pub(super) connect_timeout: Duration,
     pub(super) call_timeout: Option<Duration>,
+    pub(super) limits: McpLimits,
+    pub(super) tools: ToolFilter,
 }
 
 #[derive(Clone)]
@@ -23,6 +25,7 @@ pub(super) enum TransportConfig {
         program: OsString,
         args: Vec<OsString>,
         env: Vec<(OsString, OsString)>,
+        inherit_env: Vec<OsString>,
         current_dir: Option<PathBuf>,
         inherit_stderr: bool,
     },
@@ -58,6 +61,7 @@ impl McpServerConfig {
                 program: program.into(),
                 args: Vec::new(),
                 env: Vec::new(),
+                inherit_env: vec![OsString::from("PATH")],
                 current_dir: None,
                 inherit_stderr: false,
             },
@@ -80,7 +84,9 @@ impl McpServerConfig {
             name: name.into(),
             transport,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            call_timeout: None,
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            limits: McpLimits::default(),
+            tools: ToolFilter::default(),
         }
     }
 
@@ -105,9 +111,35 @@ impl McpServerConfig {
     }
 
     /// Sets an environment variable of a stdio server's process (ignored for HTTP).
+    ///
+    /// A stdio server starts with an empty environment: only the variables named with
+    /// [`inherit_env`](Self::inherit_env) (`PATH` by default) are copied from this process,
+    /// and the ones set here are added; the service's own secrets never reach it.
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         if let TransportConfig::Stdio { env, .. } = &mut self.transport {
             env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// Copies these variables of this process's environment (when set) into a stdio server's
+    /// otherwise empty environment, besides `PATH` (ignored for HTTP).
+    pub fn inherit_env<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        if let TransportConfig::Stdio { inherit_env, .. } = &mut self.transport {
+            inherit_env.extend(names.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Copies nothing of this process's environment into a stdio server's, not even `PATH`
+    /// (give the program as a full path then); [`env`](Self::env) still applies.
+    pub fn inherit_no_env(mut self) -> Self {
+        if let TransportConfig::Stdio { inherit_env, .. } = &mut self.transport {
+            inherit_env.clear();
         }
         self
     }
@@ -143,10 +175,43 @@ impl McpServerConfig {
         self
     }
 
-    /// Bounds each tool call (default: none; the agent's
+    /// Bounds each tool call (default [`DEFAULT_CALL_TIMEOUT`]; the agent's
     /// [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout) bounds it too).
     pub fn call_timeout(mut self, limit: Duration) -> Self {
         self.call_timeout = Some(limit);
+        self
+    }
+
+    /// Lets tool calls run without this server's own time limit (the agent's
+    /// [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout) may still bound them).
+    pub fn no_call_timeout(mut self) -> Self {
+        self.call_timeout = None;
+        self
+    }
+
+    /// How much of the server's answers is read (default [`McpLimits::default`]).
+    pub fn limits(mut self, limits: McpLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Only these of the server's tools (names or `prefix*` patterns) are offered and callable.
+    pub fn allow_tools<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Arc<str>>,
+    {
+        self.tools = self.tools.allow(patterns);
+        self
+    }
+
+    /// These of the server's tools (names or `prefix*` patterns) are never offered nor called.
+    pub fn deny_tools<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Arc<str>>,
+    {
+        self.tools = self.tools.deny(patterns);
         self
     }
 

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ErrorCode,
-    Implementation,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+    ErrorCode, Implementation, PaginatedRequestParams, ResourceContents,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -93,6 +93,11 @@ impl McpServer {
         Ok(server)
     }
 
+    /// The server's configuration.
+    pub(super) fn config(&self) -> &McpServerConfig {
+        &self.inner.config
+    }
+
     /// The server's name (from its config).
     pub fn name(&self) -> &str {
         &self.inner.config.name
@@ -149,6 +154,12 @@ impl McpServer {
         tool: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<CallToolResult, McpError> {
+        if !self.inner.config.tools.permits(tool) {
+            return Err(McpError::ToolDenied {
+                server: Arc::clone(&self.inner.config.name),
+                tool: tool.into(),
+            });
+        }
         let (peer, generation) = {
             let mut guard = self.live().await?;
             let live = guard.as_mut().expect("live after live()");
@@ -178,6 +189,7 @@ impl McpServer {
         };
         match answer {
             Ok(result) => {
+                self.check_result(&result)?;
                 if result.is_error == Some(true) {
                     // Servers answer a call to a tool they do not have with an error result
                     // (or a protocol error, below): see whether the tool was removed.
@@ -289,10 +301,19 @@ impl McpServer {
                 program,
                 args,
                 env,
+                inherit_env,
                 current_dir,
                 inherit_stderr,
             } => {
                 let mut command = tokio::process::Command::new(program);
+                // Least privilege: an empty environment, the allow-listed variables of this
+                // process, then the server's own.
+                command.env_clear();
+                for name in inherit_env {
+                    if let Some(value) = std::env::var_os(name) {
+                        command.env(name, value);
+                    }
+                }
                 command.args(args).envs(env.iter().cloned());
                 if let Some(dir) = current_dir {
                     command.current_dir(dir);
@@ -345,20 +366,131 @@ impl McpServer {
         })
     }
 
+    /// Reads the server's tool list, page by page within [`McpLimits`](super::McpLimits), the
+    /// whole read bounded by the connect timeout; keeps the tools the filter permits.
     pub(super) async fn fetch_tools(
         &self,
         service: &RunningService<RoleClient, Handler>,
     ) -> Result<Vec<rmcp::model::Tool>, McpError> {
-        let tools = service
-            .peer()
-            .list_all_tools()
+        let config = &self.inner.config;
+        let limit = config.connect_timeout;
+        let tools = tokio::time::timeout(limit, self.fetch_pages(service))
             .await
-            .map_err(|e| McpError::Other {
-                server: Arc::clone(&self.inner.config.name),
-                message: format!("could not list its tools: {e}").into(),
-            })?;
+            .map_err(|_| McpError::ListTimedOut {
+                server: Arc::clone(&config.name),
+                limit,
+            })??;
         tools.clone_into(&mut self.inner.listed.lock().expect("tool list lock"));
         Ok(tools)
+    }
+
+    async fn fetch_pages(
+        &self,
+        service: &RunningService<RoleClient, Handler>,
+    ) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let config = &self.inner.config;
+        let limits = &config.limits;
+        let exceeded = |what, field, limit| McpError::LimitExceeded {
+            server: Arc::clone(&config.name),
+            what,
+            field,
+            limit,
+        };
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for page in 0.. {
+            if page >= limits.max_list_pages {
+                return Err(exceeded(
+                    "a tool list of more pages",
+                    "max_list_pages",
+                    limits.max_list_pages,
+                ));
+            }
+            let params = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let result = service
+                .peer()
+                .list_tools(params)
+                .await
+                .map_err(|e| McpError::Other {
+                    server: Arc::clone(&config.name),
+                    message: format!("could not list its tools: {e}").into(),
+                })?;
+            if tools.len() + result.tools.len() > limits.max_tools {
+                return Err(exceeded(
+                    "a tool list of more tools",
+                    "max_tools",
+                    limits.max_tools,
+                ));
+            }
+            tools.extend(
+                result
+                    .tools
+                    .into_iter()
+                    .filter(|t| config.tools.permits(&t.name)),
+            );
+            match result.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(tools)
+    }
+
+    /// `Ok(())` when `result` is within the server's result limits.
+    fn check_result(&self, result: &CallToolResult) -> Result<(), McpError> {
+        let config = &self.inner.config;
+        let limits = &config.limits;
+        let exceeded = |what, field, limit| McpError::LimitExceeded {
+            server: Arc::clone(&config.name),
+            what,
+            field,
+            limit,
+        };
+        if result.content.len() > limits.max_result_blocks {
+            return Err(exceeded(
+                "a result of more content blocks",
+                "max_result_blocks",
+                limits.max_result_blocks,
+            ));
+        }
+        let mut bytes = result
+            .structured_content
+            .as_ref()
+            .map_or(0, |v| v.to_string().len());
+        for block in &result.content {
+            bytes += block_bytes(block);
+            if bytes > limits.max_result_bytes {
+                break;
+            }
+        }
+        if bytes > limits.max_result_bytes {
+            return Err(exceeded(
+                "a result of more bytes",
+                "max_result_bytes",
+                limits.max_result_bytes,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The bytes a content block carries (its text or its encoded data).
+fn block_bytes(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Text(t) => t.text.len(),
+        ContentBlock::Image(i) => i.data.len(),
+        ContentBlock::Audio(a) => a.data.len(),
+        ContentBlock::Resource(r) => match &r.resource {
+            ResourceContents::TextResourceContents { text, .. } => text.len(),
+            ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+            #[allow(unreachable_patterns)]
+            _ => 0,
+        },
+        ContentBlock::ResourceLink(l) => l.uri.len(),
+        #[allow(unreachable_patterns)]
+        _ => 0,
     }
 }
 

@@ -109,6 +109,46 @@ pub enum McpError {
         /// The servers offering it.
         servers: Vec<Arc<str>>,
     },
+    /// The server sent more than the client reads ([`McpLimits`](super::McpLimits)): too many
+    /// tool-list pages or tools, or a call result with too many blocks or bytes. What was read
+    /// is dropped.
+    #[error(
+        "MCP server '{server}' sent {what} over this client's limit of {limit} \
+         (McpLimits::{field}); the answer was dropped"
+    )]
+    LimitExceeded {
+        /// The server's name.
+        server: Arc<str>,
+        /// What was too large (`a tool list of more pages`, `a result of more bytes`, ...).
+        what: &'static str,
+        /// The limit's field in [`McpLimits`](super::McpLimits).
+        field: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+    /// The tool is left out by the server's [`ToolFilter`](super::ToolFilter).
+    #[error(
+        "tool '{tool}' of MCP server '{server}' is not allowed for this agent (its tool \
+         filter leaves it out)"
+    )]
+    ToolDenied {
+        /// The server's name.
+        server: Arc<str>,
+        /// The tool (the server's name for it).
+        tool: Arc<str>,
+    },
+    /// Listing the server's tools took longer than its
+    /// [`connect_timeout`](super::McpServerConfig::connect_timeout).
+    #[error(
+        "MCP server '{server}' did not list its tools within {} ms (its connect_timeout)",
+        .limit.as_millis()
+    )]
+    ListTimedOut {
+        /// The server's name.
+        server: Arc<str>,
+        /// The limit.
+        limit: Duration,
+    },
     /// Any other failure of the MCP client.
     #[error("MCP server '{server}': {message}")]
     Other {

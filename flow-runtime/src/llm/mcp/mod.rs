@@ -34,10 +34,28 @@
 //!   built afterwards ([`McpServer::tools`] reads the current list).
 //! - **A server that never answers.** A call is bounded by the agent's
 //!   [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout) and by the server's own
-//!   [`call_timeout`](McpServerConfig::call_timeout); when either fires the call is dropped and
-//!   the server is sent `notifications/cancelled`; the connection stays usable. Connecting
-//!   (starting the process, the MCP handshake, listing tools) is bounded by
-//!   [`connect_timeout`](McpServerConfig::connect_timeout).
+//!   [`call_timeout`](McpServerConfig::call_timeout) (default [`DEFAULT_CALL_TIMEOUT`]); when
+//!   either fires the call is dropped and the server is sent `notifications/cancelled`; the
+//!   connection stays usable. Connecting (starting the process, the MCP handshake, listing
+//!   tools) and every later re-read of the tool list are bounded by
+//!   [`connect_timeout`](McpServerConfig::connect_timeout), so no wait under the connection's
+//!   lock is unbounded.
+//! - **A server that sends too much.** Tool-list pages and tools, description bytes, result
+//!   blocks and bytes are bounded by [`McpLimits`]: a description is cut, anything else over
+//!   its limit is [`McpError::LimitExceeded`] naming the limit. (The SDK reads one message
+//!   whole before this client sees it; its transport caps a line.)
+//!
+//! # Least privilege
+//!
+//! - A stdio server starts with an **empty environment** plus the variables named by
+//!   [`inherit_env`](McpServerConfig::inherit_env) (`PATH` by default) and those set with
+//!   [`env`](McpServerConfig::env): the service's tokens and API keys do not reach it. Give
+//!   it a [`current_dir`](McpServerConfig::current_dir) of its own.
+//! - [`allow_tools`](McpServerConfig::allow_tools) / [`deny_tools`](McpServerConfig::deny_tools)
+//!   ([`ToolFilter`]) say which of a server's tools an agent gets: a tool left out is never
+//!   offered to the model and a call to it is refused ([`McpError::ToolDenied`]).
+//! - The SDK (`rmcp`) logs through `tracing`; it logs a server's instructions at INFO. Filter
+//!   its target to WARN in production (`RUST_LOG=info,rmcp=warn`).
 //! - **Ending the process.** A stdio server's process is ended when the last handle on its
 //!   connection is dropped (the [`McpServer`], the [`McpToolset`] and every tool taken from
 //!   them, so: the agent holding them): it is sent EOF on stdin and killed if it does not exit
@@ -83,13 +101,17 @@
 //! transport and its bounds), the errors (`error`: [`McpError`]), one live connection and its
 //! reconnects (`connection`: [`McpServer`]), one server tool as a [`Tool`](crate::llm::tool::Tool)
 //! (`tool`: [`McpTool`]), a call's result as text (`result`: [`result_text`]), and several
-//! servers' tools under the prefix rule (`toolset`: [`McpToolset`]).
+//! servers' tools under the prefix rule (`toolset`: [`McpToolset`]), the bounds on what a
+//! server may send (`limits`: [`McpLimits`]) and which of its tools an agent gets (`filter`:
+//! [`ToolFilter`]).
 
 use std::time::Duration;
 
 mod config;
 mod connection;
 mod error;
+mod filter;
+mod limits;
 mod result;
 mod tool;
 mod toolset;
@@ -97,12 +119,17 @@ mod toolset;
 pub use config::McpServerConfig;
 pub use connection::McpServer;
 pub use error::McpError;
+pub use filter::ToolFilter;
+pub use limits::McpLimits;
 pub use result::result_text;
 pub use tool::McpTool;
 pub use toolset::McpToolset;
 
 /// Default bound on connecting to a server: starting it, the MCP handshake, listing its tools.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default bound on one tool call ([`McpServerConfig::call_timeout`]).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The separator of the prefix rule: a clashing tool `t` of server `s` is named `s__t`.
 pub const PREFIX_SEPARATOR: &str = "__";

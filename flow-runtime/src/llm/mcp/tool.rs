@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::limits::cut;
 use super::{result_text, McpServer};
 use crate::llm::tool::{Tool, ToolContext, ToolError};
 
@@ -32,12 +33,15 @@ impl fmt::Debug for McpTool {
 impl McpTool {
     pub(super) fn new(server: McpServer, tool: rmcp::model::Tool, name: Option<Arc<str>>) -> Self {
         let remote_name: Arc<str> = tool.name.as_ref().into();
-        let description = tool
-            .description
-            .as_deref()
-            .or(tool.title.as_deref())
-            .unwrap_or_default()
-            .into();
+        let limit = server.config().limits.max_description_bytes;
+        let description = cut(
+            tool.description
+                .as_deref()
+                .or(tool.title.as_deref())
+                .unwrap_or_default(),
+            limit,
+        )
+        .into();
         McpTool {
             server,
             name: name.unwrap_or_else(|| Arc::clone(&remote_name)),

@@ -8,10 +8,13 @@
 //! - `checkpoint.rs`: the [`CheckpointStore`](super::CheckpointStore) contract on run
 //!   directories;
 //! - `thread.rs`: the [`ThreadStore`](super::ThreadStore) contract, one file per record;
-//! - `lease.rs`: a thread's turn lease file.
+//! - `lease.rs`: a thread's turn lease file;
+//! - `journal.rs`: the [`JournalStore`](super::JournalStore) contract, one append-only file of
+//!   checksummed frames per run.
 
 mod checkpoint;
 mod disk;
+mod journal;
 mod lease;
 mod locks;
 mod thread;

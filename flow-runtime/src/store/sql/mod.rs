@@ -9,6 +9,8 @@
 //! row per record of a run's history: `(id, version)` is the key, `parent` the record it
 //! continues, `state` one of `pending claimed resumed finished replaced`, `attempt` and
 //! `lease_until_ms` the claim, `is_head` 1 on the run's latest record.
+//! `agentflow_thread_records` and `agentflow_thread_leases` hold threads and their turn leases;
+//! `agentflow_journal` one row per step of a run's journal, keyed by `(run, seq)`.
 //!
 //! # Claims
 //!
@@ -24,15 +26,19 @@
 //! - `schema.rs`: the tables, their migrations, and the code that applies them on open;
 //! - `checkpoint.rs`: the [`CheckpointStore`](super::CheckpointStore) contract as statements,
 //!   and the macro that implements it for a store type;
+//! - `journal.rs`: the [`JournalStore`](crate::store::JournalStore) contract as statements,
+//!   and the macro that implements it;
 //! - `thread.rs`: the [`ThreadStore`](super::ThreadStore) contract and the turn leases as
 //!   statements, and the macro that implements it;
 //! - this file: [`Statements`], the statements of one backend with its clock filled in.
 
 mod checkpoint;
+mod journal;
 mod schema;
 mod thread;
 
 pub(crate) use checkpoint::*;
+pub(crate) use journal::*;
 pub(crate) use schema::*;
 pub(crate) use thread::*;
 
@@ -79,6 +85,11 @@ pub(crate) struct Statements {
     pub lease_take: String,
     pub lease_renew: String,
     pub lease_release: String,
+    pub journal_len: String,
+    pub journal_insert: String,
+    pub journal_read: String,
+    pub journal_truncate: String,
+    pub journal_delete: String,
 }
 
 impl Statements {
@@ -108,6 +119,11 @@ impl Statements {
             lease_take: f(LEASE_TAKE),
             lease_renew: f(LEASE_RENEW),
             lease_release: f(LEASE_RELEASE),
+            journal_len: f(JOURNAL_LEN),
+            journal_insert: f(JOURNAL_INSERT),
+            journal_read: f(JOURNAL_READ),
+            journal_truncate: f(JOURNAL_TRUNCATE),
+            journal_delete: f(JOURNAL_DELETE),
         }
     }
 }

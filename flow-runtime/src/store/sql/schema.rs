@@ -83,6 +83,19 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         )",
         ],
     },
+    Migration {
+        version: 3,
+        name: "run journals",
+        statements: &["CREATE TABLE agentflow_journal (
+            run TEXT NOT NULL,
+            seq {INT} NOT NULL,
+            at_ms {INT} NOT NULL,
+            kind TEXT NOT NULL,
+            size {INT} NOT NULL,
+            bytes {BLOB} NOT NULL,
+            PRIMARY KEY (run, seq)
+        )"],
+    },
 ];
 
 /// The newest schema version this build knows.

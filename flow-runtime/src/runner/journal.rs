@@ -1,0 +1,424 @@
+//! The step journal: as a run proceeds, the runner appends each step that became
+//! irreversible (a model reply, a tool result with its idempotency key, a transfer, an agent's
+//! end) to a [`JournalStore`], as a small delta: one step per recorded event of the run (step
+//! `k` is event `k` of the run's record), never the session again. The journal of a run is
+//! therefore linear in its steps. An interrupt is the run's checkpoint, saved (as today) before
+//! the interrupt event reaches the caller; the journal's steps up to it are the checkpoint's
+//! events.
+//!
+//! The modes and what each guarantees are in [`Durability`]'s table.
+//!
+//! A run's journal is keyed by its checkpoint id ([`Runner::run_checkpointed`],
+//! [`Runner::resume`]) or, for a thread's turn, by `THREAD.turn-N` ([`turn_journal_id`]). A
+//! resume continues the journal of its run: the restored session is the journal's first steps.
+//! A run taken over from a dead worker (its claim's lease ran out) drops the steps the dead
+//! worker wrote after the state it restarts from, so the journal always equals the run's
+//! record so far.
+//!
+//! Appends happen inside the claim or lease the run already holds, and each is a
+//! compare-and-swap on the journal's length: a worker whose lease was taken over cannot append.
+//!
+//! Read a journal with [`Runner::journal`]: each [`Step`] is decoded and checked (written by
+//! this flow's shape, not truncated or forged), or refused with a typed [`JournalError`].
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use super::checkpoint::record_events;
+use super::runs::Runner;
+use crate::event::{Action, RecordedEvent};
+use crate::message::Role;
+use crate::session::{Session, SessionEvent};
+use crate::store::{JournalError, JournalStore, StoredStep};
+
+/// How much of a run is written to its journal before the run ends: set per runner with
+/// [`Runner::durability`] (per run on a clone of the runner).
+///
+/// | mode | what is written between interrupts | an event reaches the caller | lost on a crash |
+/// | --- | --- | --- | --- |
+/// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
+/// | [`Durability::Async`] | every step, appended by a background task in batches | at once (never waits for the store) | at most the steps after the last batch stored |
+/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
+///
+///
+/// What is exactly-once and what is at-least-once: a resume's claim and a thread turn's lease
+/// make one worker run a checkpoint's continuation; a tool call that was in flight when its
+/// worker died runs again in the worker that takes the run over, with the same
+/// [`idempotency_key`](crate::ToolContext::idempotency_key), so a tool with side effects can
+/// deduplicate it (at-least-once, closed by the key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Write at interrupts and at the end only (no journal steps).
+    #[default]
+    Exit,
+    /// Append every step in the background; never block an event.
+    Async,
+    /// Append every step before the event that reports it reaches the caller.
+    Sync,
+}
+
+/// What a journal step records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StepKind {
+    /// A model's reply (an assistant message), with its tool calls if any.
+    ModelReply,
+    /// A tool's result, with the call's idempotency key.
+    ToolResult,
+    /// A transfer to another agent.
+    Transfer,
+    /// An agent's end (an exit, a loop broken).
+    AgentEnd,
+    /// An interrupt: the run stops for outside input.
+    Interrupt,
+    /// Any other recorded event (a user-visible message of a code agent, a custom action).
+    Event,
+}
+
+impl StepKind {
+    /// The kind of the step that records `event`.
+    pub fn of(event: &RecordedEvent) -> StepKind {
+        match &event.action {
+            Some(Action::Interrupted(_)) => return StepKind::Interrupt,
+            Some(Action::TransferToAgent(_)) => return StepKind::Transfer,
+            Some(Action::Exit | Action::BreakLoop(_)) => return StepKind::AgentEnd,
+            _ => {}
+        }
+        match event.message.as_ref().map(|m| m.role) {
+            Some(Role::Tool) => StepKind::ToolResult,
+            Some(Role::Assistant) => StepKind::ModelReply,
+            _ => StepKind::Event,
+        }
+    }
+
+    /// Its label in the store (`model_reply`, `tool_result`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            StepKind::ModelReply => "model_reply",
+            StepKind::ToolResult => "tool_result",
+            StepKind::Transfer => "transfer",
+            StepKind::AgentEnd => "agent_end",
+            StepKind::Interrupt => "interrupt",
+            StepKind::Event => "event",
+        }
+    }
+}
+
+/// One decoded step of a run's journal (see [`Runner::journal`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Its position in the journal, from 0 (the index of its event in the run's record).
+    pub seq: u64,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What it records.
+    pub kind: StepKind,
+    /// The recorded event (agent, run path, message, action).
+    pub event: RecordedEvent,
+    /// For a tool result: the idempotency key the call ran with
+    /// ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)).
+    pub idempotency_key: Option<String>,
+}
+
+/// A step's bytes: the flow's fingerprint (a journal of another flow is refused), the event,
+/// the key.
+#[derive(Serialize, Deserialize)]
+struct StepBody {
+    flow: String,
+    kind: StepKind,
+    event: RecordedEvent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    idempotency_key: Option<String>,
+}
+
+/// The journal id of turn `turn` of thread `thread`.
+pub fn turn_journal_id(thread: &str, turn: u64) -> String {
+    format!("{thread}.turn-{turn}")
+}
+
+/// Encodes `event` as a stored step of a run of the flow with fingerprint `flow`, whose tool
+/// calls are keyed under `scope`.
+fn encode(flow: &str, scope: &str, event: RecordedEvent, at_ms: u64) -> StoredStep {
+    let kind = StepKind::of(&event);
+    let idempotency_key = match (kind, event.message.as_ref()) {
+        (StepKind::ToolResult, Some(m)) => m
+            .tool_call_id
+            .as_ref()
+            .map(|call| format!("{scope}:{}:{call}", event.run_path)),
+        _ => None,
+    };
+    let body = StepBody {
+        flow: flow.to_owned(),
+        kind,
+        event,
+        idempotency_key,
+    };
+    StoredStep {
+        seq: 0,
+        at_ms,
+        kind: kind.label().to_owned(),
+        bytes: serde_json::to_vec(&body).expect("a step always serialises"),
+    }
+}
+
+/// Decodes a stored step of run `run`, checking it was written by the flow with fingerprint
+/// `flow`.
+pub(crate) fn decode(run: &str, flow: &str, stored: StoredStep) -> Result<Step, JournalError> {
+    let corrupt = |reason: String| JournalError::Corrupt {
+        run: run.to_owned(),
+        seq: stored.seq,
+        reason,
+    };
+    let body: StepBody = serde_json::from_slice(&stored.bytes)
+        .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
+    if body.flow != flow {
+        return Err(corrupt(format!(
+            "it was written by another flow (fingerprint {}, this flow's is {flow}); read it \
+             with the runner of that flow",
+            body.flow
+        )));
+    }
+    if body.kind.label() != stored.kind || StepKind::of(&body.event) != body.kind {
+        return Err(corrupt(format!(
+            "its kind '{}' does not match what it records",
+            stored.kind
+        )));
+    }
+    Ok(Step {
+        seq: stored.seq,
+        at_ms: stored.at_ms,
+        kind: body.kind,
+        event: body.event,
+        idempotency_key: body.idempotency_key,
+    })
+}
+
+/// The Async mode's background appender: where new events are sent, and its task.
+type Appender = (
+    mpsc::UnboundedSender<Vec<Arc<SessionEvent>>>,
+    tokio::task::JoinHandle<Result<(), JournalError>>,
+);
+
+/// Appends a run's steps as it proceeds, in its [`Durability`] mode.
+pub(crate) struct JournalWriter {
+    store: Arc<dyn JournalStore>,
+    run: String,
+    mode: Durability,
+    flow: String,
+    scope: String,
+    /// The session events already handed to the journal.
+    written: usize,
+    /// The journal's length (Sync).
+    next: u64,
+    /// The background appender (Async).
+    background: Option<Appender>,
+}
+
+impl JournalWriter {
+    /// Opens the journal `run` for a run whose session holds `session`'s events so far (a
+    /// resume's restored events), of the flow with fingerprint `flow`, its tool calls keyed
+    /// under `scope`. Steps past the session (written by a dead worker after the state this
+    /// run restarts from) are dropped; steps missing before it are appended at the first step.
+    pub(crate) async fn open(
+        store: Arc<dyn JournalStore>,
+        run: String,
+        mode: Durability,
+        flow: String,
+        scope: String,
+        session: &Session,
+    ) -> Result<JournalWriter, JournalError> {
+        let restored = session.len() as u64;
+        let len = store.journal_len(&run).await?;
+        if len > restored {
+            store.truncate_steps(&run, restored).await?;
+        }
+        let next = len.min(restored);
+        let mut writer = JournalWriter {
+            store,
+            run,
+            mode,
+            flow,
+            scope,
+            written: next as usize,
+            next,
+            background: None,
+        };
+        if mode == Durability::Async {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let task = tokio::spawn(appender(
+                Arc::clone(&writer.store),
+                writer.run.clone(),
+                writer.flow.clone(),
+                writer.scope.clone(),
+                next,
+                rx,
+            ));
+            writer.background = Some((tx, task));
+        }
+        Ok(writer)
+    }
+
+    /// Hands the session's new events to the journal: stored now (Sync), queued (Async) or
+    /// nothing (Exit).
+    pub(crate) async fn step(&mut self, session: &Session) -> Result<(), JournalError> {
+        if self.mode == Durability::Exit {
+            return Ok(());
+        }
+        let events = session.events_since(self.written);
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.written += events.len();
+        match &self.background {
+            Some((tx, _)) => {
+                // The appender stopped only after an error, which `finish` reports.
+                let _ = tx.send(events);
+                Ok(())
+            }
+            None => {
+                let recorded = record_events(&self.run, &events)
+                    .await
+                    .map_err(|e| stream_error(&self.run, e))?;
+                let now = crate::store::now_ms();
+                let steps = recorded
+                    .into_iter()
+                    .map(|e| encode(&self.flow, &self.scope, e, now))
+                    .collect();
+                self.next = self.store.append_steps(&self.run, self.next, steps).await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Hands the last events over and waits for the background appender to store them.
+    pub(crate) async fn finish(mut self, session: &Session) -> Result<(), JournalError> {
+        self.step(session).await?;
+        if let Some((tx, task)) = self.background.take() {
+            drop(tx);
+            return match task.await {
+                Ok(result) => result,
+                Err(join) => Err(stream_error(&self.run, join.to_string())),
+            };
+        }
+        Ok(())
+    }
+}
+
+fn stream_error(run: &str, e: impl std::fmt::Display) -> JournalError {
+    JournalError::Store(crate::store::StoreError::Other {
+        id: run.to_owned(),
+        message: format!("a step could not be read whole: {e}"),
+    })
+}
+
+/// The Async appender: stores batches of events in order, coalescing what queued meanwhile.
+async fn appender(
+    store: Arc<dyn JournalStore>,
+    run: String,
+    flow: String,
+    scope: String,
+    mut next: u64,
+    mut rx: mpsc::UnboundedReceiver<Vec<Arc<SessionEvent>>>,
+) -> Result<(), JournalError> {
+    while let Some(mut events) = rx.recv().await {
+        while let Ok(more) = rx.try_recv() {
+            events.extend(more);
+        }
+        let recorded = record_events(&run, &events)
+            .await
+            .map_err(|e| stream_error(&run, e))?;
+        let now = crate::store::now_ms();
+        let steps = recorded
+            .into_iter()
+            .map(|e| encode(&flow, &scope, e, now))
+            .collect();
+        next = store.append_steps(&run, next, steps).await?;
+    }
+    Ok(())
+}
+
+impl Runner {
+    /// Where run journals are kept ([`InMemoryStore`](crate::InMemoryStore),
+    /// [`FileStore`](crate::FileStore), `SqliteStore`, `PostgresStore`); needed by the
+    /// [`Async`](Durability::Async) and [`Sync`](Durability::Sync) modes.
+    pub fn journal_store(mut self, store: impl JournalStore) -> Self {
+        self.journal = Some(Arc::new(store));
+        self
+    }
+
+    /// How much of each run is journaled before it ends (default [`Durability::Exit`]; the
+    /// modes and their guarantees: [`Durability`]). Per run: set it on a clone, which
+    /// shares everything else with the original.
+    pub fn durability(mut self, mode: Durability) -> Self {
+        self.durability = mode;
+        self
+    }
+
+    /// This runner's durability mode.
+    pub fn durability_mode(&self) -> Durability {
+        self.durability
+    }
+
+    /// The steps of run `run`'s journal (a checkpoint id, or [`turn_journal_id`] for a
+    /// thread's turn), in order, each decoded and checked: a step written by another flow,
+    /// truncated or forged is refused ([`JournalError::Corrupt`]), and nothing is changed.
+    pub async fn journal(&self, run: &str) -> Result<Vec<Step>, JournalError> {
+        let store = self.journal.as_ref().ok_or_else(|| {
+            JournalError::Store(crate::store::StoreError::Other {
+                id: run.to_owned(),
+                message: "this runner has no journal store; give it one with \
+                          Runner::journal_store"
+                    .into(),
+            })
+        })?;
+        let flow = self.flow_fingerprint();
+        store
+            .read_steps(run, 0)
+            .await?
+            .into_iter()
+            .map(|s| decode(run, &flow, s))
+            .collect()
+    }
+
+    /// The fingerprint of this runner's flow, as steps carry it.
+    pub(crate) fn flow_fingerprint(&self) -> String {
+        format!("{:016x}", crate::ids::fingerprint_of(&self.agent.shape()))
+    }
+
+    /// Opens the journal `run` for a run of this runner on `session`, if its mode writes one;
+    /// an error if it needs a journal store it does not have.
+    pub(crate) async fn open_journal(
+        &self,
+        run: String,
+        scope: String,
+        session: &Session,
+    ) -> Result<Option<JournalWriter>, JournalError> {
+        if self.durability == Durability::Exit {
+            return Ok(None);
+        }
+        let Some(store) = &self.journal else {
+            return Err(JournalError::Store(crate::store::StoreError::Other {
+                id: run,
+                message: format!(
+                    "durability {:?} needs a journal store; give the runner one with \
+                     Runner::journal_store",
+                    self.durability
+                ),
+            }));
+        };
+        JournalWriter::open(
+            Arc::clone(store),
+            run,
+            self.durability,
+            self.flow_fingerprint(),
+            scope,
+            session,
+        )
+        .await
+        .map(Some)
+    }
+}

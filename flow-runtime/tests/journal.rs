@@ -1,0 +1,195 @@
+//! The step journal: each durability mode writes what it promises, a resume continues its
+//! run's journal, a thread's turn is journaled under its turn id, and a journal of another
+//! flow, a forged step, or a missing journal store are typed errors.
+
+mod support;
+
+use std::sync::Arc;
+
+use flow_runtime::store::{JournalStore, StoredStep};
+use flow_runtime::{
+    turn_journal_id, Durability, FlowAgent, FnAgent, InMemoryStore, JournalError, Message, Runner,
+    Session, StepKind,
+};
+use futures::StreamExt;
+use support::steps::{drive, step_desk};
+
+fn approve() -> std::collections::HashMap<String, serde_json::Value> {
+    [("desk".to_owned(), serde_json::json!("yes"))].into()
+}
+
+fn temp_ledger(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentflow-journal-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("ledger")
+}
+
+fn runner(ledger: &std::path::Path, store: &InMemoryStore, mode: Durability) -> Runner {
+    Runner::new(step_desk(ledger.to_path_buf()))
+        .stores(store.clone())
+        .journal_store(store.clone())
+        .durability(mode)
+}
+
+#[tokio::test]
+async fn in_sync_mode_each_step_is_stored_before_its_event_reaches_the_caller() {
+    let ledger = temp_ledger("sync");
+    let store = InMemoryStore::new();
+    let runner = runner(&ledger, &store, Durability::Sync);
+    let session = Session::new();
+    let mut events = runner.run_checkpointed(
+        "run-1",
+        Arc::clone(&session),
+        [Arc::new(Message::user("go"))],
+    );
+    while let Some(event) = events.next().await {
+        assert!(event.error.is_none(), "{:?}", event.error);
+        // Every event recorded so far (this one included) is a stored step already.
+        assert_eq!(
+            store.journal_len("run-1").await.unwrap(),
+            session.len() as u64,
+            "when {} reached the caller",
+            support::line(&event)
+        );
+    }
+    let steps = runner.journal("run-1").await.unwrap();
+    let kinds: Vec<StepKind> = steps.iter().map(|s| s.kind).collect();
+    // The interrupt itself is the checkpoint (saved before its event reaches the caller).
+    assert_eq!(kinds, [StepKind::ModelReply]);
+    // The journal is the run's record.
+    let recorded: Vec<_> = session.events();
+    assert_eq!(steps.len(), recorded.len());
+    for (step, event) in steps.iter().zip(&recorded) {
+        assert_eq!(&*step.event.agent_name, event.agent_name());
+        assert_eq!(&step.event.run_path, event.run_path());
+    }
+
+    // The resume continues the same journal; tool results carry their idempotency key.
+    let resumed: Vec<_> = runner
+        .resume("run-1", approve())
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert!(resumed.iter().all(|e| e.error.is_none()));
+    let steps = runner.journal("run-1").await.unwrap();
+    let kinds: Vec<StepKind> = steps.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds[..3],
+        [
+            StepKind::ModelReply,
+            StepKind::ToolResult,
+            StepKind::ModelReply
+        ]
+    );
+    let paid = std::fs::read_to_string(&ledger).unwrap();
+    let key = steps[1]
+        .idempotency_key
+        .as_deref()
+        .expect("a tool result's key");
+    assert_eq!(paid.trim(), format!("0 {key}"), "the key the tool ran with");
+    assert!(steps.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+}
+
+#[tokio::test]
+async fn async_mode_stores_every_step_by_the_end_and_exit_mode_writes_none() {
+    let ledger = temp_ledger("async");
+    let store = InMemoryStore::new();
+    let runner = runner(&ledger, &store, Durability::Async);
+    drive(&runner, "t").await.unwrap();
+    let turn0 = runner.journal(&turn_journal_id("t", 0)).await.unwrap();
+    // The turn's record, resumes included, step by step: 3 approvals, 3 results, the answer.
+    let records = runner.thread_records("t").await.unwrap();
+    let recorded: usize = records.iter().map(|r| r.events.len()).sum();
+    assert_eq!(turn0.len(), recorded);
+    let results = turn0
+        .iter()
+        .filter(|s| s.kind == StepKind::ToolResult)
+        .count();
+    assert_eq!(results, 3);
+    let answer = turn0.last().unwrap().event.message.as_ref().unwrap();
+    assert_eq!(answer.content, "all steps done");
+
+    let quiet = InMemoryStore::new();
+    let exit = self::runner(&temp_ledger("exit"), &quiet, Durability::Exit);
+    drive(&exit, "t").await.unwrap();
+    assert_eq!(
+        quiet.journal_len(&turn_journal_id("t", 0)).await.unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_journal_of_another_flow_or_a_forged_step_is_refused_and_left_as_it_is() {
+    let ledger = temp_ledger("foreign");
+    let store = InMemoryStore::new();
+    let runner = runner(&ledger, &store, Durability::Sync);
+    let _: Vec<_> = runner
+        .run_checkpointed("run-2", Session::new(), [Arc::new(Message::user("go"))])
+        .collect()
+        .await;
+    let before = store.read_steps("run-2", 0).await.unwrap();
+    // Another flow's runner reads it.
+    let other = Runner::new(FlowAgent::new(FnAgent::new("other", |_, _| async {
+        Ok(())
+    })))
+    .journal_store(store.clone());
+    match other.journal("run-2").await {
+        Err(JournalError::Corrupt { seq: 0, reason, .. }) => {
+            assert!(reason.contains("another flow"), "{reason}")
+        }
+        r => panic!("expected Corrupt, got {r:?}"),
+    }
+    // A forged step (its bytes not a step, or a kind that does not match what it records).
+    store
+        .append_steps(
+            "run-2",
+            before.len() as u64,
+            vec![StoredStep {
+                seq: 0,
+                at_ms: 0,
+                kind: "tool_result".into(),
+                bytes: b"{\"flow\":\"x\"".to_vec(),
+            }],
+        )
+        .await
+        .unwrap();
+    match runner.journal("run-2").await {
+        Err(JournalError::Corrupt { seq, reason, .. }) => {
+            assert_eq!(seq, before.len() as u64);
+            assert!(reason.contains("does not decode"), "{reason}");
+        }
+        r => panic!("expected Corrupt, got {r:?}"),
+    }
+    let mut lying = before[0].clone();
+    lying.kind = "tool_result".into();
+    let forged = InMemoryStore::new();
+    forged.append_steps("run-3", 0, vec![lying]).await.unwrap();
+    let reader = runner.clone().journal_store(forged.clone());
+    assert!(matches!(
+        reader.journal("run-3").await,
+        Err(JournalError::Corrupt { seq: 0, .. })
+    ));
+    assert_eq!(
+        store.read_steps("run-2", 0).await.unwrap()[..before.len()],
+        before[..]
+    );
+}
+
+#[tokio::test]
+async fn sync_durability_without_a_journal_store_runs_nothing_and_says_why() {
+    let ledger = temp_ledger("nostore");
+    let store = InMemoryStore::new();
+    let runner = Runner::new(step_desk(ledger.clone()))
+        .stores(store)
+        .durability(Durability::Sync);
+    let events: Vec<_> = runner
+        .run_checkpointed("run-4", Session::new(), [Arc::new(Message::user("go"))])
+        .collect()
+        .await;
+    assert_eq!(events.len(), 1);
+    let error = events[0].error.as_ref().unwrap().to_string();
+    assert!(error.contains("journal_store"), "{error}");
+    assert!(!ledger.exists());
+}

@@ -1,0 +1,53 @@
+//! Any served flow as an A2A agent (Agent2Agent protocol 1.0, JSON-RPC binding).
+//!
+//! | method and path | what it does |
+//! | --- | --- |
+//! | `GET /a2a/{flow}/.well-known/agent-card.json` | the flow's agent card (no auth): name, the root agent's description, one skill per agent, the bearer scheme, streaming |
+//! | `GET /.well-known/agent-card.json` | the card of the server's only flow |
+//! | `POST /a2a/{flow}` | JSON-RPC: `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (same auth, tenants and limits as `/v1`) |
+//!
+//! An A2A `contextId` is an agentflow thread, a task is one turn of it (`CONTEXT.TURN`); an
+//! interrupt is the state `input-required` (its question in the status message) and the
+//! client's next message in the context answers it (the turn resumes); the turn's answer is
+//! the artifact `answer`. Each message's metadata names its agent and run path
+//! (`{"agentflow": {"agent", "runPath"}}`).
+//!
+//! Files:
+//! - `card`: the agent card of a flow.
+//! - `map`: every mapping between agentflow and A2A (events, interrupts, resume data, errors).
+//! - `tasks`: the tasks of this process (a turn run apart from the request, its updates).
+//! - `rpc`: the JSON-RPC endpoint and the card handlers.
+
+mod card;
+mod map;
+mod rpc;
+mod tasks;
+
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::state::AppState;
+
+/// The A2A routes, to merge into the server's router.
+pub(crate) fn router<S>(state: &AppState) -> Router<S> {
+    let a2a = rpc::A2aState {
+        app: state.clone(),
+        tasks: Arc::new(tasks::Tasks::default()),
+    };
+    let authenticated = Router::new()
+        .route("/a2a/{flow}", post(rpc::endpoint))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::authenticate,
+        ));
+    Router::new()
+        .route("/.well-known/agent-card.json", get(rpc::root_card))
+        .route(
+            "/a2a/{flow}/.well-known/agent-card.json",
+            get(rpc::flow_card),
+        )
+        .merge(authenticated)
+        .with_state(a2a)
+}

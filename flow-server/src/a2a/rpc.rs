@@ -1,0 +1,603 @@
+//! The JSON-RPC endpoint of a flow served as an A2A agent (`POST /a2a/{flow}`), and its card.
+//!
+//! | method | what it does |
+//! | --- | --- |
+//! | `SendMessage` | starts a task (a turn of the thread `contextId`), or answers the task that waits for input (resumes it); answers the task once it ends or waits for input (at once with `returnImmediately`) |
+//! | `SendStreamingMessage` | the same, streamed: the task, then its status and artifact updates as Server-Sent Events |
+//! | `GetTask` | the task as it is |
+//! | `CancelTask` | stops a running task (nothing of it is recorded); a task waiting for input is not cancelable yet |
+//! | `SubscribeToTask` | joins a running task's stream |
+
+use crate::principal::{Principal, Scope};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use flow_a2a::rpc::{
+    method, ErrorObject, Request as RpcRequest, Response as RpcResponse, RpcError,
+};
+use flow_a2a::wire::{
+    AgentCard, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
+    TaskState,
+};
+use flow_runtime::store::{RecordEnd, ThreadHead};
+use flow_runtime::Message;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::tasks::{parse_task_id, task_id, RunningTask, Tasks};
+use super::{card, map};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{read_body, ApiPath};
+use crate::sse::SseBody;
+use crate::state::AppState;
+use crate::thread::ThreadKey;
+
+/// What the A2A routes share: the server's state and this process's tasks.
+#[derive(Clone)]
+pub(crate) struct A2aState {
+    pub(crate) app: AppState,
+    pub(crate) tasks: Arc<Tasks>,
+}
+
+/// `GET /a2a/{flow}/.well-known/agent-card.json`: the flow's card.
+pub(crate) async fn flow_card(
+    State(a2a): State<A2aState>,
+    ApiPath(flow): ApiPath<String>,
+    headers: HeaderMap,
+) -> Result<Json<AgentCard>, ApiError> {
+    let served = a2a.app.flow(&flow)?;
+    let endpoint = format!("{}/a2a/{}", card::base_url(&headers), served.name());
+    Ok(Json(card::card(served, a2a.app.auth(), endpoint)))
+}
+
+/// `GET /.well-known/agent-card.json`: the card of the server's only flow (404 naming the
+/// per-flow cards when it serves several).
+pub(crate) async fn root_card(
+    State(a2a): State<A2aState>,
+    headers: HeaderMap,
+) -> Result<Json<AgentCard>, ApiError> {
+    let mut flows = a2a.app.flows();
+    match (flows.next(), flows.next()) {
+        (Some(only), None) => {
+            let endpoint = format!("{}/a2a/{}", card::base_url(&headers), only.name());
+            Ok(Json(card::card(only, a2a.app.auth(), endpoint)))
+        }
+        _ => Err(ApiError::BadRequest(
+            "this server serves several flows: each has its card at \
+             /a2a/{flow}/.well-known/agent-card.json (GET /v1/flows lists them)"
+                .into(),
+        )),
+    }
+}
+
+/// `POST /a2a/{flow}`: one JSON-RPC call.
+pub(crate) async fn endpoint(
+    State(a2a): State<A2aState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath(flow): ApiPath<String>,
+    request: Request,
+) -> Response {
+    // Talking to the flow needs `chat`; answering an input-required also needs what the
+    // flow's approvals ask (checked where a message answers one).
+    if let Err(e) = principal.require(Scope::Chat) {
+        return e.into_response();
+    }
+    let version = request
+        .headers()
+        .get(flow_a2a::VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let limits = a2a.app.limits();
+    let body = read_body(request.into_body(), limits.max_body_bytes);
+    let body = match tokio::time::timeout(limits.body_read_timeout, body).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return e.into_response(),
+        Err(_) => {
+            return ApiError::RequestTimeout {
+                limit: limits.body_read_timeout,
+            }
+            .into_response()
+        }
+    };
+    let call: RpcRequest = match serde_json::from_slice::<Value>(&body) {
+        Err(e) => return reply_err(Value::Null, &RpcError::Parse(e.to_string())),
+        Ok(v) => {
+            let id = v.get("id").cloned().unwrap_or(Value::Null);
+            match serde_json::from_value::<RpcRequest>(v) {
+                Ok(c) if c.jsonrpc == "2.0" && valid_id(&c.id) => c,
+                _ => {
+                    let id = if valid_id(&id) { id } else { Value::Null };
+                    return reply_err(
+                        id,
+                        &RpcError::InvalidRequest(
+                            "not a JSON-RPC 2.0 request: send one object with \"jsonrpc\": \
+                             \"2.0\", \"method\", \"params\" and a string or number \"id\""
+                                .into(),
+                        ),
+                    );
+                }
+            }
+        }
+    };
+    if let Some(v) = version.as_deref() {
+        if v.split('.').next() != Some("1") {
+            return reply_err(
+                call.id,
+                &RpcError::VersionNotSupported(v.chars().take(16).collect()),
+            );
+        }
+    }
+    let call_ctx = Call {
+        a2a,
+        flow,
+        tenant: tenant.0,
+        principal,
+    };
+    let id = call.id.clone();
+    let result = match call.method.as_str() {
+        method::SEND_MESSAGE => match params(call.params) {
+            Ok(p) => call_ctx.send(p).await.map(|task| {
+                Json(RpcResponse::ok(
+                    id.clone(),
+                    SendMessageResponse {
+                        task: Some(task),
+                        message: None,
+                    },
+                ))
+                .into_response()
+            }),
+            Err(e) => Err(e),
+        },
+        method::SEND_STREAMING_MESSAGE => match params(call.params) {
+            Ok(p) => call_ctx
+                .send_streaming(p)
+                .await
+                .map(|running| call_ctx.stream(id.clone(), running)),
+            Err(e) => Err(e),
+        },
+        method::GET_TASK => match params::<TaskIdParams>(call.params) {
+            Ok(p) => call_ctx.get(&p.id).await.map(|t| {
+                Json(RpcResponse::ok(id.clone(), trim(t, p.history_length))).into_response()
+            }),
+            Err(e) => Err(e),
+        },
+        method::CANCEL_TASK => match params::<TaskIdParams>(call.params) {
+            Ok(p) => call_ctx
+                .cancel(&p.id)
+                .await
+                .map(|t| Json(RpcResponse::ok(id.clone(), t)).into_response()),
+            Err(e) => Err(e),
+        },
+        method::SUBSCRIBE_TO_TASK => match params::<TaskIdParams>(call.params) {
+            Ok(p) => call_ctx
+                .subscribe(&p.id)
+                .await
+                .map(|running| call_ctx.stream(id.clone(), running)),
+            Err(e) => Err(e),
+        },
+        method::LIST_TASKS => Err(RpcError::UnsupportedOperation(
+            "ListTasks is not served yet: keep the task ids SendMessage returns".into(),
+        )),
+        m if m.contains("PushNotification") => Err(RpcError::PushNotificationNotSupported),
+        other => Err(RpcError::MethodNotFound(other.chars().take(64).collect())),
+    };
+    result.unwrap_or_else(|e| reply_err(id, &e))
+}
+
+/// Whether a JSON-RPC id is usable: a string, a number or null.
+fn valid_id(id: &Value) -> bool {
+    matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
+}
+
+/// A JSON-RPC error response (HTTP 200, as the binding says).
+fn reply_err(id: Value, e: &RpcError) -> Response {
+    Json(RpcResponse::err(id, e)).into_response()
+}
+
+/// The call's parameters as `T`.
+fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    if !params.is_object() {
+        return Err(RpcError::InvalidParams(
+            "\"params\" must be an object".into(),
+        ));
+    }
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::InvalidParams(format!("the parameters do not read: {e}")))
+}
+
+/// `task` with only its last `history_length` messages, if asked.
+fn trim(mut task: Task, history_length: Option<i64>) -> Task {
+    if let Some(n) = history_length {
+        let keep = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
+        let len = task.history.len();
+        if keep < len {
+            task.history.drain(..len - keep);
+        }
+    }
+    task
+}
+
+/// One call, with who made it.
+struct Call {
+    a2a: A2aState,
+    flow: String,
+    tenant: String,
+    /// Who calls: the turns it starts and the answers it gives are recorded as theirs.
+    principal: Principal,
+}
+
+impl Call {
+    fn key(&self, context: &str) -> Result<ThreadKey, RpcError> {
+        let served = self.a2a.app.flow(&self.flow).map_err(map::rpc_error)?;
+        ThreadKey::new(served.name(), &self.tenant, context).map_err(|_| {
+            RpcError::InvalidParams(
+                "a contextId here is 1 to 40 characters of A-Z, a-z, 0-9, '_' or '-' \
+                 (it names the agentflow thread)"
+                    .into(),
+            )
+        })
+    }
+
+    /// The registry key of turn `turn` of `key`'s thread.
+    fn task_key(key: &ThreadKey, turn: u64) -> String {
+        format!("{}#{turn}", key.store_id())
+    }
+
+    /// `SendMessage`: starts or resumes the task, then waits for it to end or to wait for input.
+    async fn send(&self, request: SendMessageRequest) -> Result<Task, RpcError> {
+        let immediately = request
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately);
+        let history = request
+            .configuration
+            .as_ref()
+            .and_then(|c| c.history_length);
+        let running = self.send_streaming(request).await?;
+        if immediately {
+            return Ok(trim(running.snapshot(), history));
+        }
+        let (task, mut updates) = running.subscribe();
+        if !task.status.state.ends_stream() {
+            loop {
+                match updates.recv().await {
+                    Ok(u) => {
+                        if u.status_update
+                            .as_ref()
+                            .is_some_and(|s| s.status.state.ends_stream())
+                        {
+                            break;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        }
+        Ok(trim(running.snapshot(), history))
+    }
+
+    /// Starts the task `request` asks for (a new turn, or the resume of the task waiting for
+    /// input) and returns it running.
+    async fn send_streaming(
+        &self,
+        request: SendMessageRequest,
+    ) -> Result<Arc<RunningTask>, RpcError> {
+        let mut message = request.message;
+        let named_task = (!message.task_id.is_empty()).then(|| message.task_id.clone());
+        let context = if !message.context_id.is_empty() {
+            message.context_id.clone()
+        } else if let Some((context, _)) = named_task.as_deref().and_then(parse_task_id) {
+            context.to_owned()
+        } else {
+            uuid::Uuid::new_v4().to_string()
+        };
+        let key = self.key(&context)?;
+        let named_turn = match named_task.as_deref() {
+            None => None,
+            Some(id) => match parse_task_id(id) {
+                Some((c, turn)) if c == context => Some(turn),
+                _ => {
+                    return Err(RpcError::TaskNotFound(format!(
+                        "no task '{}' in context '{context}'",
+                        id.chars().take(64).collect::<String>()
+                    )))
+                }
+            },
+        };
+        let size = message.text().len() + message.data().map_or(0, |d| d.to_string().len());
+        let limit = self.a2a.app.limits().max_message_bytes;
+        if size > limit {
+            return Err(RpcError::InvalidParams(format!(
+                "the message has {size} bytes; this server takes at most {limit} \
+                 (Limits::max_message_bytes)"
+            )));
+        }
+        let app = &self.a2a.app;
+        let served = app.flow(&self.flow).map_err(map::rpc_error)?;
+        let store_id = key.store_id();
+        let head: Option<ThreadHead> = app
+            .threads()
+            .head(&store_id)
+            .await
+            .map_err(|e| map::rpc_error(e.into()))?;
+        message.context_id = context.clone();
+        if message.message_id.is_empty() {
+            message.message_id = map::new_id();
+        }
+        message.role = Role::User;
+        let waiting = head.as_ref().and_then(|h| match &h.last.end {
+            RecordEnd::Interrupted { interrupts, .. } => Some((h.last.turn, interrupts.clone())),
+            RecordEnd::Completed { .. } => None,
+        });
+        let max = app.limits().max_turn_duration;
+        match waiting {
+            Some((turn, interrupts)) => {
+                if named_turn.is_some_and(|t| t != turn) {
+                    return Err(RpcError::InvalidRequest(format!(
+                        "task '{}' has ended; context '{context}' waits for input in task '{}': \
+                         answer that one",
+                        named_task.unwrap_or_default(),
+                        task_id(&context, turn)
+                    )));
+                }
+                let targets: HashMap<String, Value> = map::resume_targets(&message, &interrupts)?;
+                let id = task_id(&context, turn);
+                let task_key = Self::task_key(&key, turn);
+                let mut task = match self.a2a.tasks.ended(&task_key) {
+                    Some(t) => t,
+                    None => self.stored(&key, turn, &id).await?.unwrap_or_else(|| Task {
+                        id: id.clone(),
+                        context_id: context.clone(),
+                        ..Task::default()
+                    }),
+                };
+                crate::routes::authorize_answers(
+                    app,
+                    served,
+                    &key,
+                    &self.principal,
+                    turn,
+                    &interrupts,
+                    &targets,
+                )
+                .await
+                .map_err(map::rpc_error)?;
+                let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let turn = served
+                    .runner()
+                    .resume_turn_by(&store_id, targets, self.principal.id())
+                    .await
+                    .map_err(|e| map::rpc_error(e.into()))?;
+                message.task_id = id;
+                task.history.push(message);
+                Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
+            }
+            None => {
+                if let Some(t) = named_turn {
+                    return Err(RpcError::InvalidRequest(format!(
+                        "task '{}' has ended and takes no more messages: send the message \
+                         without a taskId to start a new task in context '{context}'",
+                        task_id(&context, t)
+                    )));
+                }
+                let text = map::user_text(&message)?;
+                let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let turn = served
+                    .runner()
+                    .turn_by(&store_id, Message::user(text), self.principal.id())
+                    .await
+                    .map_err(|e| map::rpc_error(e.into()))?;
+                let id = task_id(&context, turn.number());
+                message.task_id = id.clone();
+                let task = Task {
+                    id,
+                    context_id: context,
+                    history: vec![message],
+                    ..Task::default()
+                };
+                let task_key = Self::task_key(&key, turn.number());
+                Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
+            }
+        }
+    }
+
+    /// The task `id` names, in the caller's threads: its key, context and turn.
+    fn locate(&self, id: &str) -> Result<(ThreadKey, String, u64), RpcError> {
+        let not_found = || {
+            RpcError::TaskNotFound(format!(
+                "no task '{}' here",
+                id.chars().take(64).collect::<String>()
+            ))
+        };
+        let (context, turn) = parse_task_id(id).ok_or_else(not_found)?;
+        let key = self.key(context).map_err(|_| not_found())?;
+        Ok((key, context.to_owned(), turn))
+    }
+
+    /// A task rebuilt from the store, if its turn is recorded.
+    async fn stored(&self, key: &ThreadKey, turn: u64, id: &str) -> Result<Option<Task>, RpcError> {
+        let served = self.a2a.app.flow(&self.flow).map_err(map::rpc_error)?;
+        let records = served
+            .runner()
+            .thread_records(&key.store_id())
+            .await
+            .map_err(|e| map::rpc_error(e.into()))?;
+        Ok(map::task_from_records(&records, turn, &key.id, id))
+    }
+
+    /// `GetTask`.
+    async fn get(&self, id: &str) -> Result<Task, RpcError> {
+        let (key, _, turn) = self.locate(id)?;
+        let task_key = Self::task_key(&key, turn);
+        if let Some(running) = self.a2a.tasks.running(&task_key) {
+            return Ok(running.snapshot());
+        }
+        if let Some(task) = self.a2a.tasks.ended(&task_key) {
+            return Ok(task);
+        }
+        self.stored(&key, turn, id).await?.ok_or_else(|| {
+            RpcError::TaskNotFound(format!(
+                "no task '{}' here",
+                id.chars().take(64).collect::<String>()
+            ))
+        })
+    }
+
+    /// `CancelTask`.
+    async fn cancel(&self, id: &str) -> Result<Task, RpcError> {
+        let (key, _, turn) = self.locate(id)?;
+        if let Some(running) = self.a2a.tasks.running(&Self::task_key(&key, turn)) {
+            let (task, mut updates) = running.subscribe();
+            if !task.status.state.is_terminal() {
+                running.cancel();
+                loop {
+                    match updates.recv().await {
+                        Ok(u)
+                            if u.status_update
+                                .as_ref()
+                                .is_some_and(|s| s.status.state.ends_stream()) =>
+                        {
+                            break
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }
+            let task = running.snapshot();
+            if task.status.state == TaskState::Canceled {
+                return Ok(task);
+            }
+            return Err(not_cancelable(id, task.status.state));
+        }
+        let task = self.get(id).await?;
+        Err(not_cancelable(id, task.status.state))
+    }
+
+    /// `SubscribeToTask`.
+    async fn subscribe(&self, id: &str) -> Result<Arc<RunningTask>, RpcError> {
+        let (key, _, turn) = self.locate(id)?;
+        match self.a2a.tasks.running(&Self::task_key(&key, turn)) {
+            Some(running) => Ok(running),
+            None => {
+                let task = self.get(id).await?;
+                Err(RpcError::UnsupportedOperation(format!(
+                    "task '{id}' is not running (its state is {:?}): GetTask shows it",
+                    task.status.state
+                )))
+            }
+        }
+    }
+
+    /// The task's updates as Server-Sent Events: the task as it is, then each update, to the
+    /// first that ends the stream (a final state, or input required).
+    fn stream(&self, id: Value, running: Arc<RunningTask>) -> Response {
+        let limits = self.a2a.app.limits();
+        let limit = limits.max_event_bytes;
+        let (task, mut updates) = running.subscribe();
+        drop(running);
+        let frames = async_stream::stream! {
+            let ended = task.status.state.ends_stream();
+            yield frame(&id, &StreamResponse::task(task), limit);
+            if !ended {
+                loop {
+                    match updates.recv().await {
+                        Ok(update) => {
+                            yield frame(&id, &update, limit);
+                            if update.status_update.as_ref().is_some_and(|s| s.status.state.ends_stream()) {
+                                break;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            let e = RpcError::Internal(format!(
+                                "this stream fell {n} updates behind the task and was cut off: \
+                                 GetTask shows the task, SubscribeToTask joins it again"
+                            ));
+                            yield error_frame(&id, &e);
+                            break;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }
+        };
+        SseBody::new(
+            frames,
+            limits.sse_keep_alive,
+            limits.max_turn_duration,
+            overtime,
+        )
+        .into_response()
+    }
+}
+
+fn not_cancelable(id: &str, state: TaskState) -> RpcError {
+    let why = match state {
+        TaskState::InputRequired => {
+            "it waits for input: answer it (a refusal is an answer too); cancelling a task that \
+             waits is not supported yet"
+        }
+        _ => "it has ended",
+    };
+    RpcError::TaskNotCancelable(format!("task '{id}' cannot be cancelled: {why}"))
+}
+
+/// One SSE frame: `data: <JSON-RPC response>` (no event name: A2A clients read `message`
+/// events); an update over `limit` bytes is replaced by an error response naming the limit.
+fn frame(id: &Value, update: &StreamResponse, limit: usize) -> Vec<u8> {
+    let response = RpcResponse::ok(id.clone(), update);
+    let json = serde_json::to_vec(&response).unwrap_or_default();
+    if json.len() > limit {
+        return error_frame(
+            id,
+            &RpcError::Internal(format!(
+                "an update of {} bytes exceeds the server's event size limit of {limit} bytes \
+                 and was not sent (Limits::max_event_bytes): GetTask shows the task",
+                json.len()
+            )),
+        );
+    }
+    data_frame(&json)
+}
+
+fn error_frame(id: &Value, e: &RpcError) -> Vec<u8> {
+    data_frame(&serde_json::to_vec(&RpcResponse::err(id.clone(), e)).unwrap_or_default())
+}
+
+fn data_frame(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() + 8);
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(json);
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+/// What a stream open past [`Limits::max_turn_duration`](crate::Limits) ends with (the task
+/// itself is stopped by its own limit).
+fn overtime(limit: Duration) -> Vec<u8> {
+    let e = ErrorObject {
+        code: RpcError::Internal(String::new()).code(),
+        message: format!(
+            "this stream was open longer than {} s (Limits::max_turn_duration): GetTask shows \
+             the task",
+            limit.as_secs_f64()
+        ),
+        data: None,
+    };
+    let response = RpcResponse {
+        jsonrpc: "2.0".into(),
+        id: Value::Null,
+        result: None,
+        error: Some(e),
+    };
+    data_frame(&serde_json::to_vec(&response).unwrap_or_default())
+}

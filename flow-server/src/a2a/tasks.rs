@@ -1,0 +1,291 @@
+//! A2A tasks: a task is one turn of a thread (its id is `CONTEXT.TURN`, the context being the
+//! thread), run by a task of its own so it outlives the request that started it.
+//!
+//! [`Tasks`] holds the tasks of this process: each running one's state and a channel of its
+//! updates (so `SubscribeToTask` can join it, and `CancelTask` can stop it), and the last
+//! state of the most recent ended ones. An ended task this process no longer holds is rebuilt
+//! from the thread's records in the store ([`map::task_from_records`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flow_a2a::wire::{
+    Message as A2aMessage, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
+};
+use flow_runtime::{EventOutput, Message, Turn, TurnOutcome};
+use futures::StreamExt;
+use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
+
+use super::map;
+
+/// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
+/// cancelled or failed one, which the store does not record, is then unknown).
+const ENDED_KEPT: usize = 1024;
+
+/// How many updates a subscriber may fall behind before it is cut off.
+const UPDATES_BUFFER: usize = 1024;
+
+/// The task id of turn `turn` of context (thread) `context`.
+pub(crate) fn task_id(context: &str, turn: u64) -> String {
+    format!("{context}.{turn}")
+}
+
+/// The context and turn a task id names, if it is one of ours.
+pub(crate) fn parse_task_id(id: &str) -> Option<(&str, u64)> {
+    let (context, turn) = id.rsplit_once('.')?;
+    if context.is_empty() || turn.is_empty() || !turn.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((context, turn.parse().ok()?))
+}
+
+/// A task running in this process.
+pub(crate) struct RunningTask {
+    state: Mutex<Task>,
+    updates: broadcast::Sender<Arc<StreamResponse>>,
+    cancel: Notify,
+}
+
+impl RunningTask {
+    /// The task as it is now, and its updates from now on (taken together, so none is missed
+    /// or seen twice).
+    pub(crate) fn subscribe(&self) -> (Task, broadcast::Receiver<Arc<StreamResponse>>) {
+        let task = self.state.lock().expect("task state lock");
+        (task.clone(), self.updates.subscribe())
+    }
+
+    /// The task as it is now.
+    pub(crate) fn snapshot(&self) -> Task {
+        self.state.lock().expect("task state lock").clone()
+    }
+
+    /// Asks the task to stop.
+    pub(crate) fn cancel(&self) {
+        self.cancel.notify_one();
+    }
+
+    /// Applies `update` to the task's state and sends it to the subscribers.
+    fn publish(&self, update: StreamResponse) {
+        let mut task = self.state.lock().expect("task state lock");
+        if let Some(s) = &update.status_update {
+            task.status = s.status.clone();
+            if let Some(m) = &s.status.message {
+                task.history.push(m.clone());
+            }
+        }
+        if let Some(a) = &update.artifact_update {
+            task.artifacts.push(a.artifact.clone());
+        }
+        // No subscriber is fine: the state keeps what they would have seen.
+        let _ = self.updates.send(Arc::new(update));
+    }
+
+    fn status(&self, state: TaskState, message: Option<A2aMessage>) {
+        let (task_id, context_id) = {
+            let t = self.state.lock().expect("task state lock");
+            (t.id.clone(), t.context_id.clone())
+        };
+        self.publish(StreamResponse::status(TaskStatusUpdateEvent {
+            task_id,
+            context_id,
+            status: TaskStatus::now(state, message),
+            metadata: None,
+        }));
+    }
+}
+
+/// The tasks of this process (see the module documentation).
+#[derive(Default)]
+pub(crate) struct Tasks {
+    running: Mutex<HashMap<String, Arc<RunningTask>>>,
+    ended: Mutex<VecDeque<(String, Task)>>,
+}
+
+impl Tasks {
+    /// The running task under `key` (the thread's store id and the turn).
+    pub(crate) fn running(&self, key: &str) -> Option<Arc<RunningTask>> {
+        self.running.lock().expect("tasks lock").get(key).cloned()
+    }
+
+    /// The last state of an ended task this process still holds.
+    pub(crate) fn ended(&self, key: &str) -> Option<Task> {
+        let ended = self.ended.lock().expect("tasks lock");
+        ended
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, t)| t.clone())
+    }
+
+    /// Starts running `turn` as the task `task` (its history so far, the user's message
+    /// included) under `key`: the turn runs to its end, to `max_duration`, or until cancelled,
+    /// whoever reads it. Returns the running task.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        key: String,
+        mut task: Task,
+        turn: Turn,
+        max_duration: Duration,
+        permit: OwnedSemaphorePermit,
+    ) -> Arc<RunningTask> {
+        task.status = TaskStatus::now(TaskState::Working, None);
+        let running = Arc::new(RunningTask {
+            state: Mutex::new(task),
+            updates: broadcast::channel(UPDATES_BUFFER).0,
+            cancel: Notify::new(),
+        });
+        self.running
+            .lock()
+            .expect("tasks lock")
+            .insert(key.clone(), Arc::clone(&running));
+        let tasks = Arc::clone(self);
+        let task = Arc::clone(&running);
+        tokio::spawn(async move {
+            let _permit = permit;
+            drive(turn, &task, max_duration).await;
+            tasks.end(&key, task.snapshot());
+        });
+        running
+    }
+
+    /// Moves the task under `key` from the running to the ended ones.
+    fn end(&self, key: &str, last: Task) {
+        let mut ended = self.ended.lock().expect("tasks lock");
+        ended.retain(|(k, _)| k != key);
+        if ended.len() >= ENDED_KEPT {
+            ended.pop_front();
+        }
+        ended.push_back((key.to_owned(), last));
+        drop(ended);
+        self.running.lock().expect("tasks lock").remove(key);
+    }
+}
+
+/// Runs `turn` to its end, publishing its events as updates of `task`; stops it (dropping the
+/// turn cancels the run and records nothing) when cancelled or past `max_duration`.
+async fn drive(mut turn: Turn, task: &RunningTask, max_duration: Duration) {
+    let (task_id, context_id) = {
+        let t = task.snapshot();
+        (t.id, t.context_id)
+    };
+    task.status(TaskState::Working, None);
+    let run = async {
+        while let Some(mut event) = turn.next().await {
+            let message: Option<Message> = match event.output.take() {
+                Some(EventOutput::Message(m)) => Some(Message::clone(&m)),
+                Some(EventOutput::Stream(mut stream)) => {
+                    let mut chunks = Vec::new();
+                    while let Some(chunk) = stream.next().await {
+                        if let Ok(c) = chunk {
+                            chunks.push(c);
+                        }
+                    }
+                    Some(Message::concat(chunks.iter().map(|c| &**c)))
+                }
+                _ => None,
+            };
+            let agent = event.agent_name().to_owned();
+            if let Some(m) = message.as_ref().and_then(|m| {
+                map::agent_message(m, &agent, event.run_path(), &context_id, &task_id)
+            }) {
+                task.status(TaskState::Working, Some(m));
+            }
+            if let Some(metadata) = event
+                .action
+                .as_ref()
+                .and_then(|a| map::action_metadata(a, &agent, event.run_path()))
+            {
+                task.publish(StreamResponse::status(TaskStatusUpdateEvent {
+                    task_id: task_id.clone(),
+                    context_id: context_id.clone(),
+                    status: TaskStatus::now(TaskState::Working, None),
+                    metadata: Some(metadata),
+                }));
+            }
+        }
+        turn.outcome()
+    };
+    let outcome = tokio::select! {
+        outcome = run => outcome,
+        () = task.cancel.notified() => {
+            task.status(TaskState::Canceled, None);
+            return;
+        }
+        () = tokio::time::sleep(max_duration) => {
+            let text = format!(
+                "the task ran longer than {} s (Limits::max_turn_duration) and was stopped; \
+                 nothing of it was recorded",
+                max_duration.as_secs_f64()
+            );
+            task.status(TaskState::Failed, Some(agent_text(&text, &context_id, &task_id)));
+            return;
+        }
+    };
+    match outcome {
+        Some(TurnOutcome::Completed {
+            answer,
+            answered_by,
+            ..
+        }) => {
+            if let Some(answer) = answer {
+                task.publish(StreamResponse::artifact(TaskArtifactUpdateEvent {
+                    task_id: task_id.clone(),
+                    context_id: context_id.clone(),
+                    artifact: map::answer_artifact(&answer, &answered_by),
+                    append: false,
+                    last_chunk: true,
+                    metadata: None,
+                }));
+            }
+            task.status(TaskState::Completed, None);
+        }
+        Some(TurnOutcome::Interrupted { interrupts, .. }) => {
+            let question = map::input_required(&interrupts, &context_id, &task_id);
+            task.status(TaskState::InputRequired, Some(question));
+        }
+        Some(TurnOutcome::Failed(e)) => {
+            let text = crate::error::ApiError::from(e).to_string();
+            task.status(
+                TaskState::Failed,
+                Some(agent_text(&text, &context_id, &task_id)),
+            );
+        }
+        None => {
+            let text = "the task ended without an outcome; nothing of it was recorded";
+            task.status(
+                TaskState::Failed,
+                Some(agent_text(text, &context_id, &task_id)),
+            );
+        }
+    }
+}
+
+/// An agent's message of one text part.
+fn agent_text(text: &str, context_id: &str, task_id: &str) -> A2aMessage {
+    A2aMessage {
+        message_id: map::new_id(),
+        context_id: context_id.to_owned(),
+        task_id: task_id.to_owned(),
+        role: flow_a2a::wire::Role::Agent,
+        parts: vec![flow_a2a::wire::Part::text(text)],
+        metadata: None,
+        reference_task_ids: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_id_is_the_context_and_the_turn() {
+        let id = task_id("0b6c-ctx_1", 7);
+        assert_eq!(id, "0b6c-ctx_1.7");
+        assert_eq!(parse_task_id(&id), Some(("0b6c-ctx_1", 7)));
+        for bad in ["", "ctx", ".3", "ctx.", "ctx.x1", "ctx.-1"] {
+            assert_eq!(parse_task_id(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! `POST /agui/{flow}`: one AG-UI run of a thread, streamed as Server-Sent Events (`data:`
+//! one AG-UI event as JSON).
+
+use crate::principal::{Principal, Scope};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use flow_runtime::store::RecordEnd;
+use flow_runtime::{EventOutput, Message, Turn, TurnOutcome};
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::map::{self, RunAgentInput};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{ApiPath, JsonBody};
+use crate::sse::SseBody;
+use crate::state::AppState;
+use crate::thread::ThreadKey;
+
+/// Runs a turn of thread `threadId` from the input's last user message, or, when the thread
+/// waits on interrupts, resumes it with the input's `resume` entries.
+pub(crate) async fn run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath(flow): ApiPath<String>,
+    JsonBody(input): JsonBody<RunAgentInput>,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
+    let served = state.flow(&flow)?;
+    let key = ThreadKey::new(served.name(), &tenant.0, &input.thread_id)?;
+    let store_id = key.store_id();
+    let head = state.threads().head(&store_id).await?;
+    let head_turn = head.as_ref().map_or(0, |h| h.last.turn);
+    let waiting = head.and_then(|h| match h.last.end {
+        RecordEnd::Interrupted { interrupts, .. } => Some(interrupts),
+        RecordEnd::Completed { .. } => None,
+    });
+    let turn = match waiting {
+        Some(pending) => {
+            let targets = if input.resume.is_empty() {
+                map::tool_results(&input.messages, &pending)
+            } else {
+                map::resume_targets(&input.resume, &pending)
+            }
+            .map_err(ApiError::Conflict)?;
+            let turn = head_turn;
+            crate::routes::authorize_answers(
+                &state, served, &key, &principal, turn, &pending, &targets,
+            )
+            .await?;
+            let permit = state.turn_permit()?;
+            (
+                served
+                    .runner()
+                    .resume_turn_by(&store_id, targets, principal.id())
+                    .await?,
+                permit,
+            )
+        }
+        None => {
+            if !input.resume.is_empty() {
+                return Err(ApiError::Conflict(
+                    "the thread waits on no interrupt: send a user message instead of `resume`"
+                        .into(),
+                ));
+            }
+            let text = map::last_user_text(&input.messages)
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| {
+                    ApiError::BadRequest("the input has no user message with text".into())
+                })?;
+            let limit = state.limits().max_message_bytes;
+            if text.len() > limit {
+                return Err(ApiError::BadRequest(format!(
+                    "the message has {} bytes; this server takes at most {limit} (Limits::max_message_bytes)",
+                    text.len()
+                )));
+            }
+            let permit = state.turn_permit()?;
+            (
+                served
+                    .runner()
+                    .turn_by(&store_id, Message::user(text), principal.id())
+                    .await?,
+                permit,
+            )
+        }
+    };
+    let limits = state.limits();
+    let frames = frames(
+        turn.0,
+        input.thread_id,
+        input.run_id,
+        limits.max_event_bytes,
+        turn.1,
+    );
+    Ok(SseBody::new(
+        frames,
+        limits.sse_keep_alive,
+        limits.max_turn_duration,
+        overtime,
+    )
+    .into_response())
+}
+
+/// One SSE frame holding `event`; an event over `limit` bytes is replaced by a `RUN_ERROR`.
+fn frame(event: &Value, limit: usize) -> Vec<u8> {
+    let json = serde_json::to_vec(event).unwrap_or_default();
+    if json.len() > limit {
+        let e = map::run_error(
+            &format!(
+                "an event of {} bytes exceeds the server's event size limit of {limit} bytes \
+                 (Limits::max_event_bytes)",
+                json.len()
+            ),
+            "event_too_large",
+        );
+        return frame(&e, usize::MAX);
+    }
+    let mut out = Vec::with_capacity(json.len() + 8);
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(&json);
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+fn overtime(limit: Duration) -> Vec<u8> {
+    let message = format!(
+        "the run ran longer than {} s (Limits::max_turn_duration) and was cancelled; nothing \
+         of it was recorded",
+        limit.as_secs_f64()
+    );
+    frame(&map::run_error(&message, "turn_timeout"), usize::MAX)
+}
+
+fn frames(
+    mut turn: Turn,
+    thread_id: String,
+    run_id: String,
+    limit: usize,
+    permit: OwnedSemaphorePermit,
+) -> impl Stream<Item = Vec<u8>> + Send + 'static {
+    async_stream::stream! {
+        let _permit = permit;
+        yield frame(&serde_json::json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}), limit);
+        let start = turn.started_at().clone();
+        let mut agent: Arc<str> = Arc::from(start.last().unwrap_or_default());
+        yield frame(&map::state_snapshot(&agent, &start, turn.number()), limit);
+        while let Some(mut event) = turn.next().await {
+            if event.agent_name() != &*agent {
+                agent = Arc::from(event.agent_name());
+                yield frame(&map::state_delta(&agent, event.run_path()), limit);
+            }
+            let meta = map::metadata(event.agent_name(), event.run_path());
+            match event.output.take() {
+                Some(EventOutput::Message(m)) => {
+                    for e in map::message_events(&m, event.agent_name(), event.run_path(), None) {
+                        yield frame(&e, limit);
+                    }
+                }
+                Some(EventOutput::Stream(mut stream)) => {
+                    let id = map::new_id();
+                    let mut started = false;
+                    let mut chunks = Vec::new();
+                    while let Some(chunk) = stream.next().await {
+                        let Ok(c) = chunk else { continue };
+                        if !c.content.is_empty() {
+                            if !started {
+                                started = true;
+                                yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant", "metadata": meta}), limit);
+                            }
+                            yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": c.content}), limit);
+                        }
+                        chunks.push(c);
+                    }
+                    if started {
+                        yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": id}), limit);
+                    }
+                    let whole = Message::concat(chunks.iter().map(|c| &**c));
+                    let streamed = started.then_some(id.as_str());
+                    for e in map::message_events(&whole, event.agent_name(), event.run_path(), streamed) {
+                        yield frame(&e, limit);
+                    }
+                }
+                _ => {}
+            }
+            if let Some(e) = event.action.as_ref().and_then(|a| map::action_event(a, event.agent_name(), event.run_path())) {
+                yield frame(&e, limit);
+            }
+        }
+        let last = match turn.outcome() {
+            Some(TurnOutcome::Completed { answer, .. }) => {
+                map::finished(&thread_id, &run_id, answer.as_ref().map(|m| m.content.as_str()), &[])
+            }
+            Some(TurnOutcome::Interrupted { interrupts, .. }) => {
+                // Waiting only on the front end's tools: a successful run with pending calls.
+                let calls: Option<Vec<&str>> = interrupts.iter().map(map::frontend_call).collect();
+                match calls {
+                    Some(calls) => map::finished(&thread_id, &run_id, None, &calls),
+                    None => map::interrupted(&thread_id, &run_id, &interrupts),
+                }
+            }
+            Some(TurnOutcome::Failed(e)) => map::run_error(&ApiError::from(e).to_string(), "turn_failed"),
+            None => map::run_error("the run ended without an outcome; nothing of it was recorded", "turn_failed"),
+        };
+        yield frame(&last, limit);
+    }
+}

@@ -1,0 +1,166 @@
+//! Approvals with authority and a record: [`Approvals`] says which scope answering a flow's
+//! interrupts needs (per flow, per tool) and whether the approver may be the principal who
+//! started the turn; [`ApprovalRecord`] is what the thread endpoints show of each answer: who
+//! answered, when, what was asked and what was answered. The record lives in the thread
+//! itself (each resume's record names who made it: `ThreadRecord::by`).
+
+use std::sync::Arc;
+
+use flow_runtime::store::{RecordEnd, RecordStart, ThreadRecord};
+use flow_runtime::InterruptInfo;
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::principal::{Principal, Scope};
+
+/// Who may answer a flow's interrupts. By default: any principal with the `approve` scope,
+/// including the one who started the turn.
+///
+/// ```
+/// use flow_server::{Approvals, Scope};
+/// let approvals = Approvals::new()
+///     .tool_scope("issue_refund", Scope::Admin) // refunds need an admin
+///     .approver_not_requester(true); // nobody approves their own request
+/// # let _ = approvals;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    scope: Scope,
+    tools: Vec<(String, Scope)>,
+    distinct: bool,
+}
+
+impl Default for Approvals {
+    fn default() -> Self {
+        Approvals::new()
+    }
+}
+
+impl Approvals {
+    /// Answering needs [`Scope::Approve`]; anyone with it may answer.
+    pub fn new() -> Self {
+        Approvals {
+            scope: Scope::Approve,
+            tools: Vec::new(),
+            distinct: false,
+        }
+    }
+
+    /// The scope answering an interrupt of this flow needs (default [`Scope::Approve`]).
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// The scope answering an interrupt raised inside tool `tool` needs; `tool` is a tool's
+    /// name, or a prefix ending in `*` (`billing_*`). The first matching rule wins.
+    pub fn tool_scope(mut self, tool: impl Into<String>, scope: Scope) -> Self {
+        self.tools.push((tool.into(), scope));
+        self
+    }
+
+    /// Whether the approver must be another principal than the one who started the turn
+    /// (default: no).
+    pub fn approver_not_requester(mut self, distinct: bool) -> Self {
+        self.distinct = distinct;
+        self
+    }
+
+    /// The scope answering `interrupt` needs: its innermost tool's rule, else the flow's.
+    fn scope_for(&self, interrupt: &InterruptInfo) -> Scope {
+        let tool = interrupt
+            .address
+            .iter()
+            .rev()
+            .find_map(|frame| frame.tool.as_ref());
+        tool.and_then(|tool| {
+            self.tools.iter().find_map(|(pattern, scope)| {
+                let hit = match pattern.strip_suffix('*') {
+                    Some(prefix) => tool.name.starts_with(prefix),
+                    None => tool.name == *pattern,
+                };
+                hit.then_some(*scope)
+            })
+        })
+        .unwrap_or(self.scope)
+    }
+
+    /// `Ok(())` if `principal` may answer the interrupts `answered` of a turn that
+    /// `requester` started (its records `turn`).
+    pub(crate) fn check(
+        &self,
+        principal: &Principal,
+        answered: &[&InterruptInfo],
+        requester: Option<&str>,
+    ) -> Result<(), ApiError> {
+        for interrupt in answered {
+            principal.require(self.scope_for(interrupt))?;
+        }
+        if self.distinct && requester == Some(principal.id()) {
+            return Err(ApiError::Forbidden(
+                "this flow needs the approval of someone other than the person who made the \
+                 request"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One answered interrupt, as the thread endpoints show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRecord {
+    /// The turn it belongs to.
+    pub turn: u64,
+    /// The interrupt's id.
+    pub interrupt_id: String,
+    /// What was asked (the interrupt's public info).
+    pub asked: serde_json::Value,
+    /// What was answered (the resume data).
+    pub answered: serde_json::Value,
+    /// Who answered (a principal id), if the server knew.
+    pub by: Option<Arc<str>>,
+    /// Who started the turn, if the server knew.
+    pub requested_by: Option<Arc<str>>,
+    /// When the answer was recorded, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+}
+
+/// The approvals recorded in a thread's `records`, oldest first.
+pub(crate) fn approvals_of(records: &[ThreadRecord]) -> Vec<ApprovalRecord> {
+    let mut out = Vec::new();
+    let mut requested_by = None;
+    let mut asked: Vec<&InterruptInfo> = Vec::new();
+    for record in records {
+        match &record.start {
+            RecordStart::Turn { .. } => requested_by = record.by.clone(),
+            RecordStart::Resume { targets, .. } => {
+                for (id, answer) in targets {
+                    let question = asked.iter().find(|i| i.id == *id);
+                    out.push(ApprovalRecord {
+                        turn: record.turn,
+                        interrupt_id: id.clone(),
+                        asked: question.map(|i| i.info.clone()).unwrap_or_default(),
+                        answered: answer.clone(),
+                        by: record.by.clone(),
+                        requested_by: requested_by.clone(),
+                        at_ms: record.at_ms,
+                    });
+                }
+            }
+        }
+        asked = match &record.end {
+            RecordEnd::Interrupted { interrupts, .. } => interrupts.iter().collect(),
+            _ => Vec::new(),
+        };
+    }
+    out
+}
+
+/// Who started turn `turn` of a thread whose records are `records`.
+pub(crate) fn requester_of(records: &[ThreadRecord], turn: u64) -> Option<Arc<str>> {
+    records
+        .iter()
+        .find(|r| r.turn == turn && matches!(r.start, RecordStart::Turn { .. }))
+        .and_then(|r| r.by.clone())
+}

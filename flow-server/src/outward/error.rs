@@ -1,0 +1,220 @@
+//! Errors in two faces: the public one a client sees ([`PublicError`]: a stable code, a short
+//! message fit for an end user, a correlation id) and the internal one, logged with the same
+//! correlation id and never sent.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+
+use flow_runtime::{
+    AgentError, ChatAgentError, CheckpointError, MiddlewareError, ModelError, StoreError,
+    StreamError, ThreadError, ToolError,
+};
+use serde::Serialize;
+
+/// The stable code of a [`PublicError`]: what kind of thing failed, in words a client can
+/// switch on. Serialised in snake case (`model_unavailable`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PublicCode {
+    /// The model did not answer (an outage, a refused request, a broken stream).
+    ModelUnavailable,
+    /// A tool failed in a way that ended the run.
+    ToolFailed,
+    /// The store could not save or read the conversation or its checkpoint.
+    StoreUnavailable,
+    /// The run reached one of its limits (model calls, events, tokens...).
+    LimitReached,
+    /// A guardrail refused the request.
+    Refused,
+    /// Another request changed the conversation at the same time.
+    Conflict,
+    /// An agent could not complete the request.
+    AgentFailed,
+    /// The turn ran past the server's time limit and was cancelled.
+    Timeout,
+    /// Anything else inside the server.
+    Internal,
+}
+
+impl PublicCode {
+    /// The code as the JSON writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublicCode::ModelUnavailable => "model_unavailable",
+            PublicCode::ToolFailed => "tool_failed",
+            PublicCode::StoreUnavailable => "store_unavailable",
+            PublicCode::LimitReached => "limit_reached",
+            PublicCode::Refused => "refused",
+            PublicCode::Conflict => "conflict",
+            PublicCode::AgentFailed => "agent_failed",
+            PublicCode::Timeout => "timeout",
+            PublicCode::Internal => "internal",
+        }
+    }
+
+    /// The short message an end user sees for this code.
+    pub fn message(self) -> &'static str {
+        match self {
+            PublicCode::ModelUnavailable => "The assistant is unavailable right now; try again.",
+            PublicCode::ToolFailed => "A tool the assistant needs failed; try again later.",
+            PublicCode::StoreUnavailable => {
+                "This conversation could not be saved or read right now; try again later."
+            }
+            PublicCode::LimitReached => {
+                "This request reached the assistant's limits and was stopped."
+            }
+            PublicCode::Refused => "This request was refused.",
+            PublicCode::Conflict => {
+                "Another request changed this conversation at the same time; send it again."
+            }
+            PublicCode::AgentFailed => "The assistant could not complete this request.",
+            PublicCode::Timeout => "This request took too long and was stopped.",
+            PublicCode::Internal => "Something went wrong on our side.",
+        }
+    }
+}
+
+impl fmt::Display for PublicCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The public face of an error: `{"code", "message", "correlation_id", "agent"?}`. The
+/// message is the code's fixed text; the correlation id is in the server's log beside the
+/// internal error, so an operator finds what happened from what the user reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PublicError {
+    /// What kind of thing failed.
+    pub code: PublicCode,
+    /// A short message for an end user.
+    pub message: &'static str,
+    /// The id joining this error to the internal one in the log.
+    pub correlation_id: String,
+    /// The agent that reported it, if one did (agent names are public: they are in run paths).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Arc<str>>,
+}
+
+impl fmt::Display for PublicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (ref {})", self.message, self.correlation_id)
+    }
+}
+
+/// A new correlation id: 16 hex digits, random.
+pub(crate) fn correlation_id() -> String {
+    let mut id = uuid::Uuid::new_v4().simple().to_string();
+    id.truncate(16);
+    id
+}
+
+impl PublicError {
+    /// A public error of `code` for the internal error `internal`, which is logged (with the
+    /// correlation id) and not kept.
+    pub fn new(code: PublicCode, internal: &dyn fmt::Display, agent: Option<Arc<str>>) -> Self {
+        let correlation_id = correlation_id();
+        match code {
+            PublicCode::Refused | PublicCode::LimitReached | PublicCode::Conflict => {
+                tracing::warn!(
+                    target: "flow_server::outward",
+                    correlation_id = %correlation_id,
+                    code = code.as_str(),
+                    agent = agent.as_deref().unwrap_or(""),
+                    error = %internal,
+                    "run error"
+                )
+            }
+            _ => tracing::error!(
+                target: "flow_server::outward",
+                correlation_id = %correlation_id,
+                code = code.as_str(),
+                agent = agent.as_deref().unwrap_or(""),
+                error = %internal,
+                "run error"
+            ),
+        }
+        PublicError {
+            code,
+            message: code.message(),
+            correlation_id,
+            agent,
+        }
+    }
+
+    /// The public face of an error an event reports.
+    pub fn of_agent_error(error: &AgentError) -> Self {
+        PublicError::new(code_of_agent_error(error), error, error.agent().cloned())
+    }
+
+    /// The public face of a streamed message's failure (the model's stream broke).
+    pub fn of_stream_error(error: &StreamError, agent: &str) -> Self {
+        PublicError::new(PublicCode::ModelUnavailable, error, Some(agent.into()))
+    }
+
+    /// The public face of a turn that failed and was not recorded.
+    pub fn of_turn_failure(error: &ThreadError) -> Self {
+        PublicError::new(code_of_thread_error(error), error, None)
+    }
+
+    /// An internal failure described by `internal` (logged, not sent).
+    pub fn internal(internal: &dyn fmt::Display) -> Self {
+        PublicError::new(PublicCode::Internal, internal, None)
+    }
+}
+
+fn code_of_thread_error(error: &ThreadError) -> PublicCode {
+    match error {
+        ThreadError::Store(_) | ThreadError::Checkpoint(_) => PublicCode::StoreUnavailable,
+        ThreadError::Busy { .. } | ThreadError::Conflict { .. } | ThreadError::LeaseLost { .. } => {
+            PublicCode::Conflict
+        }
+        _ => PublicCode::Internal,
+    }
+}
+
+/// The code of an error an event reports: by its variant, and for an error of another type
+/// (`AgentError::Custom`) by the first error of a known type along its source chain.
+pub(crate) fn code_of_agent_error(error: &AgentError) -> PublicCode {
+    match error {
+        AgentError::Stream(_) => PublicCode::ModelUnavailable,
+        AgentError::Checkpoint { .. } | AgentError::Thread { .. } => PublicCode::StoreUnavailable,
+        AgentError::LimitReached(_) => PublicCode::LimitReached,
+        AgentError::Middleware(m) => match &**m {
+            MiddlewareError::Refused { .. } => PublicCode::Refused,
+            _ => PublicCode::Internal,
+        },
+        AgentError::Panic { .. } => PublicCode::Internal,
+        AgentError::Custom(e) => code_of_chain(&**e),
+        _ => PublicCode::AgentFailed,
+    }
+}
+
+fn code_of_chain(error: &(dyn StdError + 'static)) -> PublicCode {
+    let mut next: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(e) = next {
+        if let Some(chat) = e.downcast_ref::<ChatAgentError>() {
+            match chat {
+                ChatAgentError::Model { .. } => return PublicCode::ModelUnavailable,
+                ChatAgentError::MaxIterations { .. } => return PublicCode::LimitReached,
+                _ => {}
+            }
+        }
+        if e.is::<ModelError>() || e.is::<StreamError>() {
+            return PublicCode::ModelUnavailable;
+        }
+        if e.is::<ToolError>() {
+            return PublicCode::ToolFailed;
+        }
+        if e.is::<StoreError>() || e.is::<CheckpointError>() || e.is::<ThreadError>() {
+            return PublicCode::StoreUnavailable;
+        }
+        if let Some(agent) = e.downcast_ref::<AgentError>() {
+            return code_of_agent_error(agent);
+        }
+        next = e.source();
+    }
+    PublicCode::AgentFailed
+}

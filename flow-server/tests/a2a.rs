@@ -1,0 +1,283 @@
+//! The A2A endpoint over real HTTP: JSON-RPC errors with their codes, a task's life through
+//! plain JSON-RPC calls, and the official Python SDK's client (`a2a-sdk`, installed by
+//! `.ci/a2a.sh`) against the served desk.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{spawn, TOKEN};
+use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, TurnRouting};
+use flow_server::{AppState, Auth};
+use serde_json::{json, Value};
+
+/// The desk, and `slow`: an agent that says it started, then works until it is cancelled.
+fn state() -> AppState {
+    let slow = FnAgent::new("slow", |cx, _| async move {
+        cx.say("working on it");
+        std::future::pending::<()>().await;
+        Ok(())
+    });
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .flow("slow", FlowAgent::new(slow))
+        .auth(Auth::bearer(TOKEN))
+        .turn_routing(TurnRouting::Root)
+        .build()
+        .unwrap()
+}
+
+async fn call(base: &str, flow: &str, body: Value) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/a2a/{flow}"))
+        .bearer_auth(TOKEN)
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+fn send(text: &str, context: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m1", "role": "ROLE_USER", "contextId": context, "parts": [{"text": text}]}}})
+}
+
+#[tokio::test]
+async fn jsonrpc_errors_have_a2a_codes() {
+    let server = spawn(state()).await;
+    let client = reqwest::Client::new();
+    let raw = |body: &'static str| {
+        client
+            .post(format!("{}/a2a/desk", server.base))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let code = |v: Value| v["error"]["code"].as_i64().unwrap();
+    let parse: Value = raw("{not json").await.unwrap().json().await.unwrap();
+    assert_eq!(code(parse), -32700);
+    let invalid: Value = raw(r#"{"jsonrpc": "1.0", "id": 1, "method": "GetTask"}"#)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(code(invalid), -32600);
+    let method = call(
+        &server.base,
+        "desk",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "message/teleport", "params": {}}),
+    )
+    .await;
+    assert_eq!(code(method.clone()), -32601);
+    assert_eq!(method["id"], 2);
+    let params = call(
+        &server.base,
+        "desk",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": [1]}),
+    )
+    .await;
+    assert_eq!(code(params), -32602);
+    let unknown = call(
+        &server.base,
+        "desk",
+        json!({"jsonrpc": "2.0", "id": 4, "method": "GetTask", "params": {"id": "nobody.0"}}),
+    )
+    .await;
+    assert_eq!(code(unknown), -32001);
+    let push = call(&server.base, "desk", json!({"jsonrpc": "2.0", "id": 5, "method": "CreateTaskPushNotificationConfig", "params": {}})).await;
+    assert_eq!(code(push), -32003);
+    let version: Value = client
+        .post(format!("{}/a2a/desk", server.base))
+        .bearer_auth(TOKEN)
+        .header("A2A-Version", "0.3")
+        .json(&send("hi", "c1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(code(version), -32009);
+    let bad_context = call(&server.base, "desk", send("hi", "a.b")).await;
+    assert_eq!(code(bad_context), -32602);
+    // Without the token: the server's 401, before any JSON-RPC.
+    let anonymous = client
+        .post(format!("{}/a2a/desk", server.base))
+        .json(&send("hi", "c1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+#[tokio::test]
+async fn the_card_is_public_and_describes_the_flow() {
+    let server = spawn(state()).await;
+    let card: Value = reqwest::get(format!(
+        "{}/a2a/desk/.well-known/agent-card.json",
+        server.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(card["name"], "desk");
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{}/a2a/desk", server.base)
+    );
+    assert_eq!(card["skills"].as_array().unwrap().len(), 3);
+    // Two flows: the root card says where the per-flow cards are.
+    let root = reqwest::get(format!("{}/.well-known/agent-card.json", server.base))
+        .await
+        .unwrap();
+    assert_eq!(root.status(), 400);
+}
+
+/// A task through plain JSON-RPC: input-required at the refund approval, answered, completed;
+/// another tenant's caller cannot see it.
+#[tokio::test]
+async fn a_refund_task_waits_for_input_and_the_next_message_resumes_it() {
+    let server = spawn(state()).await;
+    let first = call(&server.base, "desk", send("I want a refund", "ctx-1")).await;
+    let task = &first["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{first}"
+    );
+    assert_eq!(task["id"], "ctx-1.0");
+    assert_eq!(task["contextId"], "ctx-1");
+    let question = &task["status"]["message"]["parts"][0]["text"];
+    assert_eq!(question, "Approve a refund of 39.00 EUR for order 42?");
+    assert!(
+        !first.to_string().contains("\"state\":{"),
+        "no saved state leaks"
+    );
+
+    // A new message without a taskId in a waiting context answers the waiting task.
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+        "messageId": "m2", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "ctx-1.0",
+        "parts": [{"data": {"approve": false}}]}}});
+    let second = call(&server.base, "desk", answer).await;
+    let task = &second["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{second}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"],
+        "Sorry: the refund for order 42 was not approved."
+    );
+    // The ended task takes no more messages; a new one in the context starts turn 1.
+    let again = json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": {
+        "messageId": "m3", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "ctx-1.0",
+        "parts": [{"text": "hello?"}]}}});
+    assert_eq!(
+        call(&server.base, "desk", again).await["error"]["code"],
+        -32600
+    );
+    let next = call(&server.base, "desk", send("hello again", "ctx-1")).await;
+    assert_eq!(next["result"]["task"]["id"], "ctx-1.1");
+
+    // GetTask from the store's records (history trimmed to the last message).
+    let got = call(
+        &server.base,
+        "desk",
+        json!({"jsonrpc": "2.0", "id": 4, "method": "GetTask",
+        "params": {"id": "ctx-1.0", "historyLength": 1}}),
+    )
+    .await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(got["result"]["history"].as_array().unwrap().len(), 1);
+    // A finished task cannot be cancelled.
+    let cancel = call(
+        &server.base,
+        "desk",
+        json!({"jsonrpc": "2.0", "id": 5, "method": "CancelTask",
+        "params": {"id": "ctx-1.0"}}),
+    )
+    .await;
+    assert_eq!(cancel["error"]["code"], -32002);
+}
+
+#[tokio::test]
+async fn a_streamed_task_is_server_sent_jsonrpc_responses() {
+    let server = spawn(state()).await;
+    let mut body = send("My kettle arrived broken", "ctx-s");
+    body["method"] = json!("SendStreamingMessage");
+    let response = reqwest::Client::new()
+        .post(format!("{}/a2a/desk", server.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .unwrap()
+        .unwrap();
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(events.iter().all(|e| e["id"] == 1 && e["jsonrpc"] == "2.0"));
+    assert!(events[0]["result"]["task"].is_object());
+    let paths: Vec<&str> = events
+        .iter()
+        .filter_map(|e| {
+            e["result"]["statusUpdate"]["status"]["message"]["metadata"]["agentflow"]["runPath"]
+                .as_str()
+        })
+        .collect();
+    assert!(paths.contains(&"triage/complaint"), "{paths:?}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{text}"
+    );
+    let artifact = events
+        .iter()
+        .find_map(|e| e["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .unwrap();
+    assert_eq!(
+        artifact,
+        "Your complaint is logged as #1001; we will call you tomorrow."
+    );
+}
+
+/// The official Python SDK's client against the server (see `tests/a2a/sdk_client.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdk_client_talks_to_the_server() {
+    let Ok(python) = std::env::var("AGENTFLOW_A2A_PYTHON") else {
+        flow_runtime::testing::skip_missing_component(
+            "the A2A Python SDK (a2a-sdk)",
+            "source .ci/a2a.sh to install it and set AGENTFLOW_A2A_PYTHON",
+        );
+        return;
+    };
+    let server = spawn(state()).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a2a/sdk_client.py");
+    let run = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(&server.base)
+        .arg(TOKEN)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the SDK client finishes within 120 s")
+        .expect("the SDK client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("A2A SDK CLIENT OK"),
+        "the SDK client failed:\n{stdout}\n{stderr}"
+    );
+}

@@ -1,0 +1,145 @@
+"""The official A2A Python SDK's client (a2a-sdk 1.x) against agentflow's A2A endpoint.
+
+Usage: python sdk_client.py BASE_URL TOKEN
+
+BASE_URL serves the customer-service desk at /a2a/desk and a flow that works until it is
+cancelled at /a2a/slow. Fetches the desk's card, sends a message, streams a task to the refund
+approval (input-required), answers it, cancels a slow task, and asks for a task that does not
+exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
+first check that fails.
+"""
+
+import asyncio
+import sys
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.client.errors import A2AClientError
+from a2a.helpers.proto_helpers import (
+    get_artifact_text,
+    get_message_text,
+    new_data_message,
+    new_text_message,
+)
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotFoundError
+
+
+def check(what, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + (f": {detail}" if detail else ""), flush=True)
+    if not ok:
+        sys.exit(1)
+
+
+def run_path(message):
+    meta = message.metadata.fields.get("agentflow")
+    if meta is None:
+        return None
+    return meta.struct_value.fields["runPath"].string_value
+
+
+async def collect(client, message):
+    """Every StreamResponse of one send, in order."""
+    events = []
+    async for event in client.send_message(SendMessageRequest(message=message)):
+        events.append(event)
+    return events
+
+
+async def main(base, token):
+    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    desk_url = f"{base}/a2a/desk"
+
+    # The card.
+    card = await A2ACardResolver(http, desk_url).get_agent_card()
+    check("card: name", card.name == "desk", card.name)
+    check("card: skills are the desk's agents", [s.id for s in card.skills] == ["triage", "refund", "complaint"])
+    check("card: streaming", card.capabilities.streaming)
+    check("card: bearer scheme", card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer")
+    check("card: JSON-RPC 1.0 interface", card.supported_interfaces[0].protocol_binding == "JSONRPC"
+          and card.supported_interfaces[0].protocol_version == "1.0")
+
+    # Without the token the endpoint refuses.
+    anonymous = await create_client(card, client_config=ClientConfig(streaming=False, httpx_client=httpx.AsyncClient(timeout=30)))
+    try:
+        await collect(anonymous, new_text_message("hello", role=Role.ROLE_USER))
+        check("no token: refused", False)
+    except A2AClientError as e:
+        check("no token: refused", "401" in str(e), str(e)[:80])
+
+    # A plain send: the task completes with the answer as an artifact.
+    plain = await create_client(card, client_config=ClientConfig(streaming=False, httpx_client=http))
+    events = await collect(plain, new_text_message("Hello there", role=Role.ROLE_USER))
+    task = events[-1].task
+    check("send: completed", task.status.state == TaskState.TASK_STATE_COMPLETED, TaskState.Name(task.status.state))
+    check("send: answer artifact", get_artifact_text(task.artifacts[0]).startswith("Hello! I can help"),
+          get_artifact_text(task.artifacts[0]))
+
+    # A stream: triage transfers to refund, which stops for approval.
+    streaming = await create_client(card, client_config=ClientConfig(streaming=True, httpx_client=http))
+    events = await collect(streaming, new_text_message("I want a refund for my kettle", role=Role.ROLE_USER))
+    check("stream: starts with the task", events[0].HasField("task"))
+    task_id = events[0].task.id
+    context_id = events[0].task.context_id
+    paths = [run_path(e.status_update.status.message) for e in events
+             if e.HasField("status_update") and e.status_update.status.HasField("message")]
+    check("stream: refund speaks at triage/refund", "triage/refund" in paths, str(paths))
+    transfers = [e.status_update.metadata.fields["agentflow"].struct_value.fields["transfer"].string_value
+                 for e in events if e.HasField("status_update") and "agentflow" in e.status_update.metadata.fields
+                 and "transfer" in e.status_update.metadata.fields["agentflow"].struct_value.fields]
+    check("stream: the transfer is told", transfers == ["refund"], str(transfers))
+    last = events[-1].status_update.status
+    check("stream: input-required", last.state == TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.Name(last.state))
+    question = get_message_text(last.message)
+    check("stream: the approval question", question == "Approve a refund of 39.00 EUR for order 42?", question)
+
+    got = await streaming.get_task(GetTaskRequest(id=task_id))
+    check("get: input-required", got.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+
+    # The answer resumes the same task.
+    answer = new_data_message({"approve": True}, context_id=context_id, task_id=task_id, role=Role.ROLE_USER)
+    events = await collect(streaming, answer)
+    check("answer: same task", events[0].task.id == task_id)
+    last = events[-1].status_update.status
+    check("answer: completed", last.state == TaskState.TASK_STATE_COMPLETED, TaskState.Name(last.state))
+    artifacts = [get_artifact_text(e.artifact_update.artifact) for e in events if e.HasField("artifact_update")]
+    check("answer: the refund is paid", artifacts == ["Done: 39 EUR for order 42 are on their way back to you."], str(artifacts))
+    got = await streaming.get_task(GetTaskRequest(id=task_id))
+    check("get: completed", got.status.state == TaskState.TASK_STATE_COMPLETED)
+    check("get: history has both user messages", sum(1 for m in got.history if m.role == Role.ROLE_USER) == 2)
+
+    # A task that works until cancelled.
+    slow = await create_client(f"{base}/a2a/slow", client_config=ClientConfig(streaming=True, httpx_client=http))
+    stream = slow.send_message(SendMessageRequest(message=new_text_message("take your time", role=Role.ROLE_USER)))
+    slow_id = None
+    async for event in stream:
+        if event.HasField("task"):
+            slow_id = event.task.id
+        if event.HasField("status_update") and event.status_update.status.HasField("message"):
+            break
+    check("slow: working", slow_id is not None)
+    cancelled = await slow.cancel_task(CancelTaskRequest(id=slow_id))
+    check("cancel: canceled", cancelled.status.state == TaskState.TASK_STATE_CANCELED, TaskState.Name(cancelled.status.state))
+    rest = [e async for e in stream]
+    check("cancel: the stream ends canceled", rest and rest[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED)
+    got = await slow.get_task(GetTaskRequest(id=slow_id))
+    check("get: canceled", got.status.state == TaskState.TASK_STATE_CANCELED)
+
+    # Errors are A2A's typed errors.
+    try:
+        await streaming.get_task(GetTaskRequest(id="no-such-context.3"))
+        check("unknown task: TaskNotFoundError", False)
+    except TaskNotFoundError:
+        check("unknown task: TaskNotFoundError", True)
+
+    print("A2A SDK CLIENT OK", flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1].rstrip("/"), sys.argv[2]))

@@ -1,0 +1,108 @@
+//! [`trajectory!`](crate::trajectory!): an expected trajectory of a `flow!` flow written with
+//! its agents' names, each checked against the flow at compile time.
+
+/// An expected trajectory of a `flow!` flow, written with its agents' names and checked
+/// against the flow at compile time: an agent the flow does not have, or a transfer it does not
+/// allow, is a compile error naming it and saying what the flow has. It makes the same
+/// [`TrajectorySpec`](crate::spec::expected::TrajectorySpec) as `Flow::trajectory()` (chain
+/// `.in_order()`, `.args_subset()`, ... on it); `agentflow::eval` turns it into a
+/// `TrajectoryExpectation`.
+///
+/// Steps, separated by commas:
+///
+/// - `agent NAME`: the agent ran;
+/// - `transfer FROM -> TO`: `FROM` transferred to `TO`;
+/// - `tool TOOL`, `tool TOOL(JSON)`, either followed by `by AGENT`: a tool call (with these
+///   arguments, written as `serde_json::json!` takes them; by that agent).
+///
+/// ```
+/// use agentflow::{flow, trajectory};
+/// use agentflow::spec::expected::ExpectedStep;
+///
+/// flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
+///
+/// let spec = trajectory!(Desk:
+///     agent triage,
+///     transfer triage -> refund,
+///     tool lookup_order({"order_id": 42}) by refund,
+///     tool issue_refund,
+/// )
+/// .in_order();
+/// assert_eq!(spec.steps()[1], ExpectedStep::Transfer { from: "triage", to: "refund" });
+/// // The same as the typed builder:
+/// assert_eq!(
+///     trajectory!(Desk: agent triage, transfer triage -> refund),
+///     Desk::trajectory().agent(DeskAgent::Triage).transfer(DeskTriageTarget::Refund),
+/// );
+/// ```
+///
+/// ```compile_fail
+/// # use agentflow::{flow, trajectory};
+/// # flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
+/// // refund may transfer to triage only: "in flow `Desk`, `refund` cannot transfer to
+/// // `complaint` ... `refund` may transfer to: `triage`"
+/// let _ = trajectory!(Desk: transfer refund -> complaint);
+/// ```
+#[macro_export]
+macro_rules! trajectory {
+    ($flow:path : $($steps:tt)*) => {{
+        let __spec = $crate::__private::TrajectorySpec::<$flow>::__new(<$flow>::NAME);
+        $crate::__trajectory_steps!(__spec, $flow; $($steps)*)
+    }};
+}
+
+/// The steps of [`trajectory!`], one at a time. Not a public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __trajectory_steps {
+    (@args) => { ::core::option::Option::None };
+    (@args $($args:tt)+) => {
+        ::core::option::Option::Some($crate::__private::expected::__serde_json::json!($($args)+))
+    };
+    (@agent) => { ::core::option::Option::None };
+    (@agent $agent:ident) => { ::core::option::Option::Some(::core::stringify!($agent)) };
+    ($spec:ident, $flow:path; ) => { $spec };
+    ($spec:ident, $flow:path; agent $agent:ident $(, $($rest:tt)*)?) => {{
+        const _: () = $crate::__private::expected::check_agent(
+            <$flow>::NAME,
+            <$flow>::AGENTS,
+            ::core::stringify!($agent),
+        )
+        .assert_passed();
+        let $spec = $spec.__step($crate::__private::expected::ExpectedStep::Agent {
+            agent: ::core::stringify!($agent),
+        });
+        $crate::__trajectory_steps!($spec, $flow; $($($rest)*)?)
+    }};
+    ($spec:ident, $flow:path; transfer $from:ident -> $to:ident $(, $($rest:tt)*)?) => {{
+        const _: () = $crate::__private::expected::check_transfer(
+            <$flow>::NAME,
+            <$flow>::AGENTS,
+            <$flow>::__TRAJECTORY_TARGETS,
+            ::core::stringify!($from),
+            ::core::stringify!($to),
+        )
+        .assert_passed();
+        let $spec = $spec.__step($crate::__private::expected::ExpectedStep::Transfer {
+            from: ::core::stringify!($from),
+            to: ::core::stringify!($to),
+        });
+        $crate::__trajectory_steps!($spec, $flow; $($($rest)*)?)
+    }};
+    ($spec:ident, $flow:path; tool $tool:ident $(($($args:tt)*))? $(by $agent:ident)? $(, $($rest:tt)*)?) => {{
+        $(
+            const _: () = $crate::__private::expected::check_agent(
+                <$flow>::NAME,
+                <$flow>::AGENTS,
+                ::core::stringify!($agent),
+            )
+            .assert_passed();
+        )?
+        let $spec = $spec.__step($crate::__private::expected::ExpectedStep::Tool {
+            tool: ::core::convert::From::from(::core::stringify!($tool)),
+            args: $crate::__trajectory_steps!(@args $($($args)*)?),
+            agent: $crate::__trajectory_steps!(@agent $($agent)?),
+        });
+        $crate::__trajectory_steps!($spec, $flow; $($($rest)*)?)
+    }};
+}

@@ -1,0 +1,17 @@
+use agentflow::prelude::*;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RefundOutcome {
+    approved: bool,
+}
+
+#[agent(returns = RefundOutcome)]
+async fn refund(_cx: &AgentContext) -> Finish<RefundOutcome> {
+    Finish(RefundOutcome { approved: true })
+}
+
+flow! {
+    Desk: refund
+}
+
+fn main() {}

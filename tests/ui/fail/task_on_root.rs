@@ -1,0 +1,10 @@
+use agentflow::prelude::*;
+
+#[agent]
+async fn refund(_cx: &AgentContext) {}
+
+flow! {
+    Desk: refund(task)
+}
+
+fn main() {}
