@@ -8,10 +8,18 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::run_handle::{RunHandle, RunInfo, RunInput, RunOutcome, RunRegistry, RunRetention};
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+use super::run_handle::{
+    outward, without_state, RunHandle, RunInfo, RunInput, RunItem, RunOutcome, RunRegistry,
+    RunRetention,
+};
 use super::runs::Runner;
-use super::turn::Turn;
-use crate::agent::cancel::CancelMode;
+use super::turn::{Turn, TurnOutcome};
+use crate::agent::cancel::{is_cancel_interrupt, CancelMode};
+use crate::event::EventOutput;
 use crate::message::Message;
 use crate::store::{validate_thread_id, ThreadError};
 
@@ -142,15 +150,15 @@ impl Runner {
             }
             if let Some(mode) = queued.state.cancel.requested() {
                 // Cancelled while it waited: it never ran.
-                queued.push(super::run_handle::RunItem::Ended(RunOutcome::Cancelled {
+                queued.push(RunItem::Ended(RunOutcome::Cancelled {
                     mode,
                     at_safe_point: false,
                 }));
                 return;
             }
             match runner.for_run(&queued).turn(&thread, message).await {
-                Ok(turn) => queued.drive(turn, false).await,
-                Err(e) => queued.push(super::run_handle::RunItem::Ended(RunOutcome::Error {
+                Ok(turn) => drive(&queued, turn, false).await,
+                Err(e) => queued.push(RunItem::Ended(RunOutcome::Error {
                     message: e.to_string(),
                 })),
             }
@@ -185,7 +193,7 @@ impl Runner {
         match started {
             Ok(turn) => {
                 let task = run.clone();
-                tokio::spawn(async move { task.drive(turn, resumed).await });
+                tokio::spawn(async move { drive(&task, turn, resumed).await });
                 Ok(run)
             }
             Err(e) => {
@@ -286,5 +294,96 @@ impl Runner {
             .iter()
             .map(RunHandle::info)
             .collect()
+    }
+}
+
+/// Drives `turn` to its end, keeping its events; stops it where it is if the run is
+/// killed (immediate cancel).
+pub(crate) async fn drive(run: &RunHandle, turn: Turn, resumed: bool) {
+    run.set_running();
+    run.push(RunItem::Started {
+        thread_id: run.state.thread_id.clone(),
+        turn: turn.number(),
+        started_at: turn.started_at().clone(),
+        resumed,
+    });
+    let killed = {
+        let kill = std::pin::pin!(run.state.kill.notified());
+        let forward = std::pin::pin!(forward(run, turn));
+        match futures::future::select(kill, forward).await {
+            futures::future::Either::Left(_) => true,
+            futures::future::Either::Right((outcome, _)) => {
+                run.push(RunItem::Ended(outcome));
+                false
+            }
+        }
+    };
+    if killed {
+        // The turn was dropped where it was: nothing of it is recorded.
+        let mode = run.state.cancel.requested().unwrap_or_default() | CancelMode::IMMEDIATE;
+        run.push(RunItem::Ended(RunOutcome::Cancelled {
+            mode,
+            at_safe_point: false,
+        }));
+    }
+}
+
+/// Forwards the turn's events into the log; gives how it ended.
+async fn forward(run: &RunHandle, mut turn: Turn) -> RunOutcome {
+    while let Some(mut event) = turn.next().await {
+        let mut streamed = false;
+        let mut custom = None;
+        let message = match event.output.take() {
+            Some(EventOutput::Message(m)) => Some(Message::clone(&m)),
+            Some(EventOutput::Custom(v)) => {
+                custom = Some(serde_json::Value::clone(&v));
+                None
+            }
+            Some(EventOutput::Stream(mut stream)) => {
+                streamed = true;
+                let mut chunks = Vec::new();
+                while let Some(chunk) = stream.next().await {
+                    // A failed stream: the agent reports it (it retries or errors).
+                    let Ok(chunk) = chunk else { break };
+                    run.push(RunItem::Chunk {
+                        agent_name: Arc::from(event.agent_name()),
+                        run_path: event.run_path().clone(),
+                        content: chunk.content.clone(),
+                        tool_calls: chunk.tool_calls.clone(),
+                    });
+                    chunks.push(chunk);
+                }
+                Some(Message::concat(chunks.iter().map(|c| &**c)))
+            }
+            None => None,
+        };
+        run.push(RunItem::Event(outward(&event, message, custom, streamed)));
+    }
+    match turn.outcome() {
+        Some(TurnOutcome::Completed {
+            answered_by,
+            answer,
+            ..
+        }) => RunOutcome::Success {
+            answered_by,
+            answer,
+        },
+        Some(TurnOutcome::Interrupted { interrupts, .. })
+            if !interrupts.is_empty() && interrupts.iter().all(is_cancel_interrupt) =>
+        {
+            RunOutcome::Cancelled {
+                mode: run.state.cancel.requested().unwrap_or_default(),
+                at_safe_point: true,
+            }
+        }
+        Some(TurnOutcome::Interrupted { interrupts, .. }) => RunOutcome::Interrupted {
+            interrupts: interrupts.into_iter().map(without_state).collect(),
+        },
+        Some(TurnOutcome::Failed(e)) => RunOutcome::Error {
+            message: e.to_string(),
+        },
+        None => RunOutcome::Error {
+            message: "the turn ended without an outcome".into(),
+        },
     }
 }

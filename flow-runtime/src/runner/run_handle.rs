@@ -16,10 +16,9 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{watch, Notify};
 
-use super::turn::{Turn, TurnOutcome};
-use crate::agent::cancel::{is_cancel_interrupt, CancelMode, CancelSignal};
+use crate::agent::cancel::{CancelMode, CancelSignal};
 use crate::event::json::{ErrorJson, EventJson};
-use crate::event::{Action, AgentEvent, EventOutput, InterruptInfo};
+use crate::event::{Action, AgentEvent, InterruptInfo};
 use crate::message::{Message, ToolCall};
 use crate::run_path::RunPath;
 
@@ -235,7 +234,7 @@ struct Log {
 
 pub(crate) struct RunState {
     id: String,
-    thread_id: String,
+    pub(crate) thread_id: String,
     pub(crate) input: RunInput,
     created_at_ms: u64,
     max_events: usize,
@@ -244,7 +243,7 @@ pub(crate) struct RunState {
     last: watch::Sender<u64>,
     pub(crate) cancel: CancelSignal,
     /// Stops the run's task where it is (immediate cancel, or an escalated timeout).
-    kill: Notify,
+    pub(crate) kill: Notify,
 }
 
 /// A run: a turn of a thread that runs as a task of its runner. Cheap to clone; dropping every
@@ -485,106 +484,15 @@ impl RunHandle {
     pub(crate) fn ended_at(&self) -> Option<Instant> {
         self.lock().ended_at
     }
-
-    /// Drives `turn` to its end, keeping its events; stops it where it is if the run is
-    /// killed (immediate cancel).
-    pub(crate) async fn drive(&self, turn: Turn, resumed: bool) {
-        self.set_running();
-        self.push(RunItem::Started {
-            thread_id: self.state.thread_id.clone(),
-            turn: turn.number(),
-            started_at: turn.started_at().clone(),
-            resumed,
-        });
-        let killed = {
-            let kill = std::pin::pin!(self.state.kill.notified());
-            let forward = std::pin::pin!(self.forward(turn));
-            match futures::future::select(kill, forward).await {
-                futures::future::Either::Left(_) => true,
-                futures::future::Either::Right((outcome, _)) => {
-                    self.push(RunItem::Ended(outcome));
-                    false
-                }
-            }
-        };
-        if killed {
-            // The turn was dropped where it was: nothing of it is recorded.
-            let mode = self.state.cancel.requested().unwrap_or_default() | CancelMode::IMMEDIATE;
-            self.push(RunItem::Ended(RunOutcome::Cancelled {
-                mode,
-                at_safe_point: false,
-            }));
-        }
-    }
-
-    /// Forwards the turn's events into the log; gives how it ended.
-    async fn forward(&self, mut turn: Turn) -> RunOutcome {
-        while let Some(mut event) = turn.next().await {
-            let mut streamed = false;
-            let mut custom = None;
-            let message = match event.output.take() {
-                Some(EventOutput::Message(m)) => Some(Message::clone(&m)),
-                Some(EventOutput::Custom(v)) => {
-                    custom = Some(serde_json::Value::clone(&v));
-                    None
-                }
-                Some(EventOutput::Stream(mut stream)) => {
-                    streamed = true;
-                    let mut chunks = Vec::new();
-                    while let Some(chunk) = stream.next().await {
-                        // A failed stream: the agent reports it (it retries or errors).
-                        let Ok(chunk) = chunk else { break };
-                        self.push(RunItem::Chunk {
-                            agent_name: Arc::from(event.agent_name()),
-                            run_path: event.run_path().clone(),
-                            content: chunk.content.clone(),
-                            tool_calls: chunk.tool_calls.clone(),
-                        });
-                        chunks.push(chunk);
-                    }
-                    Some(Message::concat(chunks.iter().map(|c| &**c)))
-                }
-                None => None,
-            };
-            self.push(RunItem::Event(outward(&event, message, custom, streamed)));
-        }
-        match turn.outcome() {
-            Some(TurnOutcome::Completed {
-                answered_by,
-                answer,
-                ..
-            }) => RunOutcome::Success {
-                answered_by,
-                answer,
-            },
-            Some(TurnOutcome::Interrupted { interrupts, .. })
-                if !interrupts.is_empty() && interrupts.iter().all(is_cancel_interrupt) =>
-            {
-                RunOutcome::Cancelled {
-                    mode: self.state.cancel.requested().unwrap_or_default(),
-                    at_safe_point: true,
-                }
-            }
-            Some(TurnOutcome::Interrupted { interrupts, .. }) => RunOutcome::Interrupted {
-                interrupts: interrupts.into_iter().map(without_state).collect(),
-            },
-            Some(TurnOutcome::Failed(e)) => RunOutcome::Error {
-                message: e.to_string(),
-            },
-            None => RunOutcome::Error {
-                message: "the turn ended without an outcome".into(),
-            },
-        }
-    }
 }
 
-fn without_state(mut info: InterruptInfo) -> InterruptInfo {
+pub(crate) fn without_state(mut info: InterruptInfo) -> InterruptInfo {
     info.state = None;
     info
 }
 
 /// The outward JSON of an event: its message whole, an interrupt's saved state left out.
-fn outward(
+pub(crate) fn outward(
     event: &AgentEvent,
     message: Option<Message>,
     custom: Option<serde_json::Value>,
