@@ -30,6 +30,12 @@ pub struct DurableExecution;
 #[cfg_attr(feature = "server", doc = include_str!("../docs/src/server.md"))]
 pub struct Server;
 
+#[doc = include_str!("../docs/src/runs.md")]
+pub struct Runs;
+
+#[doc = include_str!("../docs/src/security.md")]
+pub struct Security;
+
 #[doc = include_str!("../docs/src/evaluation.md")]
 pub struct Evaluation;
 

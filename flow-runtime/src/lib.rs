@@ -86,7 +86,7 @@ mod llm;
 // test helpers (components, fresh databases)
 pub mod testing;
 
-pub use agent::{middleware, options};
+pub use agent::{cancel, middleware, options};
 pub use event::json as event_json;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
@@ -97,9 +97,9 @@ pub use llm::{instruction, structured, telemetry, tool};
 pub use store as checkpoint;
 
 pub use agent::{
-    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, Context, Delegation,
-    EventStream, FlowAgent, HistoryModifier, HookContext, Middleware, NodeOptions, OnSubAgents,
-    Payload, RunContext, RunOptions, TaskResult,
+    generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
+    CancelSignal, Context, Delegation, EventStream, FlowAgent, HistoryModifier, HookContext,
+    Middleware, NodeOptions, OnSubAgents, Payload, RunContext, RunOptions, SafePoint, TaskResult,
 };
 
 pub use async_trait::async_trait;
@@ -136,7 +136,11 @@ pub use model::{
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
-pub use runner::{Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting};
+pub use runner::{
+    AttachError, CancelError, DoubleText, RunError, RunEvent, RunHandle, RunInfo, RunItem,
+    RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting,
+    UnknownStrategy,
+};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{

@@ -43,6 +43,22 @@ pub enum ApiError {
         /// The checkpoint id (kept for the server's code, never sent).
         id: String,
     },
+    /// No run of that id is known on this thread (for this caller), or it was forgotten
+    /// after its retention (404).
+    #[error("no run '{id}' is known on this thread; GET .../runs lists the thread's runs")]
+    UnknownRun {
+        /// The run id asked for.
+        id: String,
+    },
+    /// A `Last-Event-ID` that the run never gave (400).
+    #[error("{0}")]
+    UnknownEvent(String),
+    /// The run's events after the given id are no longer kept (410).
+    #[error("{0}")]
+    EventExpired(String),
+    /// The run has ended: there is nothing to cancel (409).
+    #[error("{0}")]
+    RunEnded(String),
     /// The request is malformed: a bad id, a missing field, an unknown interrupt (400).
     #[error("{0}")]
     BadRequest(String),
@@ -107,6 +123,10 @@ impl ApiError {
             ApiError::UnknownFlow { .. }
             | ApiError::UnknownThread { .. }
             | ApiError::UnknownCheckpoint { .. } => StatusCode::NOT_FOUND,
+            ApiError::UnknownRun { .. } => StatusCode::NOT_FOUND,
+            ApiError::UnknownEvent(_) => StatusCode::BAD_REQUEST,
+            ApiError::EventExpired(_) => StatusCode::GONE,
+            ApiError::RunEnded(_) => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NoRoute => StatusCode::NOT_FOUND,
@@ -133,6 +153,10 @@ impl ApiError {
             ApiError::UnknownFlow { .. } => "unknown_flow",
             ApiError::UnknownThread { .. } => "unknown_thread",
             ApiError::UnknownCheckpoint { .. } => "unknown_checkpoint",
+            ApiError::UnknownRun { .. } => "unknown_run",
+            ApiError::UnknownEvent(_) => "unknown_event",
+            ApiError::EventExpired(_) => "event_expired",
+            ApiError::RunEnded(_) => "run_ended",
             ApiError::BadRequest(_) => "bad_request",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::NoRoute => "no_route",

@@ -82,12 +82,15 @@
 // - `error`: `ApiError`, every way a request fails as one JSON response.
 // - `extract`: the request extractors (`JsonBody`, `ApiPath`) that fail as `ApiError`.
 // - `routes`: the handlers of the `/v1` API.
+// - `agent_protocol/`: the Agent Protocol (LangGraph clients) under /v1: threads, runs.
+// - `runs/`: runs over HTTP (background runs, SSE attach with Last-Event-ID, wait, cancel).
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
 // - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
 // - `outward`: the one allow-listed outward form of events, messages, interrupts and errors
 //   (public errors with correlation ids), used by every transport.
 // - `wire`: the SSE events' table (public: clients read it), built from `outward`.
+// - `webhooks`: a run's end POSTed, signed, to the URL it named.
 // - `tree`: a flow's tree as JSON, Mermaid and SVG.
 // - `console` (+ `console/`): the embedded web console's static files.
 // - `serve`: the accept loop with the per-connection limits.
@@ -98,6 +101,7 @@
 
 mod a2a;
 mod access;
+mod agent_protocol;
 mod agui;
 mod approvals;
 mod auth;
@@ -110,12 +114,14 @@ mod limits;
 pub mod outward;
 mod principal;
 mod routes;
+mod runs;
 mod serve;
 mod sse;
 mod state;
 mod thread;
 mod tree;
 mod turn;
+pub mod webhooks;
 pub mod wire;
 
 use std::net::SocketAddr;
@@ -168,6 +174,8 @@ pub fn app(state: AppState) -> Router {
             "/flows/{flow}/threads/{thread}/interrupts",
             get(routes::thread_interrupts),
         )
+        .merge(runs::routes())
+        .merge(agent_protocol::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,

@@ -72,6 +72,8 @@ struct Inner {
     cors_origins: Vec<HeaderValue>,
     /// One permit per turn or resume running in this process.
     turns: Arc<Semaphore>,
+    /// The key webhooks are signed with.
+    webhook_secret: Option<Vec<u8>>,
 }
 
 /// What the router's handlers share: cheap to clone (one `Arc`).
@@ -130,6 +132,11 @@ impl AppState {
     /// The origins allowed to call the API from a browser (none by default).
     pub fn cors_origins(&self) -> &[HeaderValue] {
         &self.0.cors_origins
+    }
+
+    /// The key webhooks are signed with, if one was set.
+    pub(crate) fn webhook_secret(&self) -> Option<&[u8]> {
+        self.0.webhook_secret.as_deref()
     }
 
     /// A place for one more turn or resume in this process, held until its event stream ends;
@@ -236,6 +243,7 @@ pub struct ServerBuilder {
     cors_origins: Vec<HeaderValue>,
     streaming: bool,
     approvals: BTreeMap<String, Approvals>,
+    webhook_secret: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -272,6 +280,7 @@ impl ServerBuilder {
             cors_origins: Vec::new(),
             streaming: true,
             approvals: BTreeMap::new(),
+            webhook_secret: None,
         }
     }
 
@@ -376,6 +385,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Lets runs name a webhook, signed with `secret` (HMAC-SHA256; see the `webhooks`
+    /// section of the runs documentation). Without it, a run that names one is refused.
+    pub fn webhook_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.webhook_secret = Some(secret.into());
+        self
+    }
+
     /// The state, checked.
     pub fn build(mut self) -> Result<AppState, BuildError> {
         let auth = self.auth.ok_or(BuildError::NoAuth)?;
@@ -452,6 +468,7 @@ impl ServerBuilder {
             turns: Arc::new(Semaphore::new(self.limits.max_concurrent_turns)),
             limits: self.limits,
             cors_origins: self.cors_origins,
+            webhook_secret: self.webhook_secret,
         })))
     }
 }

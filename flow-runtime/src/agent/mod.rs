@@ -6,6 +6,7 @@
 //! - `event_stream`: [`EventStream`], what running an agent produces;
 //! - `run_context`: [`RunContext`], what an agent knows of its run (session, run path, limits,
 //!   options, middleware, its node);
+//! - `cancel`: cancelling a run at a safe point ([`CancelMode`], [`CancelSignal`]);
 //! - `options`: per-run, per-agent options ([`RunOptions`], [`AgentRunOptions`]);
 //! - `middleware`: hooks around agent runs, model calls and tool calls ([`Middleware`],
 //!   [`Middlewares`], [`HookContext`]);
@@ -19,6 +20,7 @@
 //! [`RunContext`]; a node holds its own middleware and its [`Agent`], and [`Agent::as_flow`]
 //! names the node. They stay in this one folder. Running a tree is [`crate::flow`]'s.
 
+pub mod cancel;
 mod contract;
 mod delegation;
 mod emitter;
@@ -30,6 +32,7 @@ mod payload;
 mod run_context;
 pub(crate) mod tree;
 
+pub use cancel::{CancelMode, CancelSignal, SafePoint};
 pub use contract::{Agent, AgentInfo, OnSubAgents};
 pub(crate) use delegation::result_key;
 pub use delegation::{Delegation, TaskResult};

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::cancel::{CancelMode, CancelSignal, SafePoint};
 use super::{AgentRunOptions, FlowAgent, Middlewares, RunOptions};
 use crate::event::AgentEvent;
 use crate::history::ThreadHistory;
@@ -39,6 +40,8 @@ struct RunShared {
     scope: std::sync::OnceLock<Arc<str>>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
+    /// The run's cancel request, and whether this run is nested in another (an agent tool's).
+    cancel: (CancelSignal, bool),
 }
 
 /// The empty list of hidden run paths, shared (a new run allocates nothing for it).
@@ -69,6 +72,7 @@ impl Clone for RunShared {
             // A copy has the same scope: drawn now if it was not yet.
             scope: std::sync::OnceLock::from(Arc::clone(self.scope())),
             thread: self.thread.clone(),
+            cancel: self.cancel.clone(),
         }
     }
 }
@@ -94,6 +98,7 @@ impl RunContext {
                 options: RunOptions::shared_default(),
                 scope: std::sync::OnceLock::new(),
                 thread: None,
+                cancel: (CancelSignal::default(), false),
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -285,6 +290,31 @@ impl RunContext {
             }
         }
         self
+    }
+
+    /// This (new) run with `signal` as its cancel request; `nested` for the run of an agent
+    /// tool inside another run, which stops only for [recursive](CancelMode::recursive) modes.
+    /// Call it on a new run's context, before it is cloned.
+    pub fn with_cancel(mut self, signal: CancelSignal, nested: bool) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.cancel = (signal, nested),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.cancel = (signal, nested);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's cancel request (see [`CancelMode`]).
+    pub fn cancel_signal(&self) -> &CancelSignal {
+        &self.shared.cancel.0
+    }
+
+    /// Whether an agent of this run at `point` should stop for a cancel; the mode if so.
+    pub fn stops_at(&self, point: SafePoint) -> Option<CancelMode> {
+        self.shared.cancel.0.stops_at(point, self.shared.cancel.1)
     }
 
     /// The earlier turns of the thread this run is a turn of.

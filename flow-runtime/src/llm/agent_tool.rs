@@ -298,6 +298,7 @@ impl Tool for AgentTool {
         .with_options(Arc::clone(caller.run_options()))
         .with_limits(*caller.limits())
         .with_idempotency_scope(caller.idempotency_scope())
+        .with_cancel(caller.cancel_signal().clone(), true)
         .at(name, path);
         let agent_input = AgentInput {
             messages: input.clone().into(),

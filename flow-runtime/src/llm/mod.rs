@@ -2,7 +2,8 @@
 //! tools. Nothing below imports it; it builds on the agent model, the tree's run and the model
 //! contract ([`crate::model`]).
 //!
-//! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), running
+//! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), where it
+//! stops for a cancel and goes on from there (`cancel_point`), running
 //! the tool calls of a reply (`tool_calls`), a tool call wrapped in its middleware and span
 //! (`hooked_tool`), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
 //! prompt ([`instruction`]: templates over session values, transfer instructions), the
@@ -18,6 +19,7 @@ mod agent;
 mod agent_tool;
 mod approval;
 mod builtin;
+mod cancel_point;
 mod hooked_tool;
 pub mod instruction;
 #[cfg(feature = "mcp")]

@@ -8,7 +8,9 @@ use futures::Stream;
 use tracing::Instrument;
 
 use super::agent::*;
+use super::cancel_point::CancelStop;
 use super::tool_calls::*;
+use crate::agent::cancel::SafePoint;
 use crate::agent::middleware::{self, HookContext, Middlewares};
 use crate::agent::Context;
 use crate::agent::FlowAgent;
@@ -106,6 +108,16 @@ impl ChatModelAgent {
             let reply = self.ask_model(cx, &request, streaming).await?;
             used += 1;
             request.messages.push(Arc::clone(&reply));
+            if !reply.tool_calls.is_empty() && cx.stops_at(SafePoint::AfterModel).is_some() {
+                let at = request.messages.len() - 1;
+                return self.stop_for_cancel(
+                    cx,
+                    SafePoint::AfterModel,
+                    &request.messages,
+                    used,
+                    Some(at),
+                );
+            }
             if reply.tool_calls.is_empty() {
                 let Some(output) = &self.output else {
                     self.store_output(cx, &reply.content);
@@ -129,6 +141,15 @@ impl ChatModelAgent {
                 .await?;
             if self.turn_ended(cx, turn) {
                 return Ok(());
+            }
+            if cx.stops_at(SafePoint::AfterTools).is_some() {
+                return self.stop_for_cancel(
+                    cx,
+                    SafePoint::AfterTools,
+                    &request.messages,
+                    used,
+                    None,
+                );
             }
         }
         Err(ChatAgentError::MaxIterations {
@@ -155,6 +176,9 @@ impl ChatModelAgent {
             .into()
         };
         if info.was_interrupted() {
+            if let Some(stop) = info.state().and_then(CancelStop::of) {
+                return self.resume_cancelled(&cx, input, stop).await;
+            }
             return Err(fail(
                 "the interrupt names the agent itself, but it only stops for interrupts raised \
                  inside its tool calls"
@@ -231,7 +255,7 @@ impl ChatModelAgent {
     }
 
     /// Whether a turn of tool calls ended the run; stores its final output, if it made one.
-    fn turn_ended(&self, cx: &Context, turn: Turn) -> bool {
+    pub(super) fn turn_ended(&self, cx: &Context, turn: Turn) -> bool {
         match turn {
             Turn::Continue => false,
             Turn::Ended(output) => {

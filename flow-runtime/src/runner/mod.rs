@@ -7,6 +7,10 @@
 //!   run appends as it proceeds, in the [`JournalStore`](crate::store::JournalStore) contract.
 //!   Background runs, cancellation and recovery read the same journal: a run's steps are
 //!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
+//! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
+//!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
+//! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
+//!   of its thread ([`DoubleText`]); resuming a cancelled run;
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -14,10 +18,17 @@
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
 mod checkpoint;
+mod double_text;
 pub mod journal;
+mod run_handle;
 mod runs;
 mod turn;
 
+pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
+pub use run_handle::{
+    AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,
+    RunStatus,
+};
 pub use runs::Runner;
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};

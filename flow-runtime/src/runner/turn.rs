@@ -9,6 +9,9 @@
 //! was. An interrupted turn saves a checkpoint, records what it did so far, and is continued by
 //! [`Runner::resume_turn`], whose events are recorded as the turn's continuation.
 //!
+//! A turn cancelled at a safe point (see [`CancelMode`](crate::CancelMode)) is recorded like an
+//! interrupted one; [`Runner::resume_turn`] continues it, and a new message may follow it too.
+//!
 //! A turn holds its thread's lease in the store ([`ThreadStore::lease_thread`]) from before it
 //! runs anything until it ends: a second turn on the thread, in this process or any other one
 //! on the same store, is refused with [`ThreadError::Busy`] before any model or tool call.
@@ -49,6 +52,7 @@ use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
 use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
+use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
@@ -89,6 +93,10 @@ pub(crate) struct ThreadSettings {
     /// Leases of this runner's turns that were dropped and are being given back: thread id ->
     /// owner token. A new turn here on such a thread gives the lease back itself first.
     dropped: Arc<Mutex<HashMap<String, String>>>,
+    /// The runs started here ([`Runner::start_run`]), kept for their readers.
+    pub(crate) runs: Arc<super::run_handle::RunRegistry>,
+    /// The cancel signal of the run a turn started by this (cloned) runner belongs to.
+    pub(crate) cancel: Option<crate::agent::cancel::CancelSignal>,
 }
 
 /// One message of a thread, as [`Runner::thread_messages`] lists it.
@@ -250,7 +258,7 @@ impl Runner {
         self.threads.routing
     }
 
-    fn thread_store_or_err(&self) -> Result<&Arc<dyn ThreadStore>, ThreadError> {
+    pub(super) fn thread_store_or_err(&self) -> Result<&Arc<dyn ThreadStore>, ThreadError> {
         self.threads.store.as_ref().ok_or(ThreadError::NoStore)
     }
 
@@ -323,12 +331,23 @@ impl Runner {
     ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
         if let Some(head) = &head {
-            if let RecordEnd::Interrupted { interrupts, .. } = &head.last.end {
-                return Err(ThreadError::AwaitingResume {
-                    id: thread_id.to_owned(),
-                    turn: head.last.turn,
-                    interrupts: interrupt_ids(interrupts),
-                });
+            if let RecordEnd::Interrupted {
+                interrupts,
+                checkpoint_id,
+            } = &head.last.end
+            {
+                if interrupts.is_empty() || !interrupts.iter().all(is_cancel_interrupt) {
+                    return Err(ThreadError::AwaitingResume {
+                        id: thread_id.to_owned(),
+                        turn: head.last.turn,
+                        interrupts: interrupt_ids(interrupts),
+                    });
+                }
+                // A turn cancelled at a safe point: what it finished stays in the thread, and
+                // the new message goes on from there; its checkpoint is no longer resumed.
+                if let Some(checkpoints) = &self.store {
+                    checkpoints.delete(checkpoint_id).await?;
+                }
             }
         }
         let start = self.turn_start(head.as_ref());
@@ -346,7 +365,8 @@ impl Runner {
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
         .with_limits(self.limits)
-        .with_run_middleware(self.middleware.clone());
+        .with_run_middleware(self.middleware.clone())
+        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
             streaming: self.streaming,
@@ -481,7 +501,9 @@ impl Runner {
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
-        let cx = cx.with_thread(Arc::new(history));
+        let cx = cx
+            .with_thread(Arc::new(history))
+            .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
         let events = Arc::clone(&self.agent).resume(cx.clone(), input, info);
         let plan = Recording {
             runner: self.clone(),

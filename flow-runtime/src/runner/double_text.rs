@@ -1,0 +1,389 @@
+//! Starting runs ([`Runner::start_run`]) and what happens when a message arrives while its
+//! thread has a run going: the caller's [`DoubleText`] strategy (LangGraph's
+//! `multitask_strategy`). Also [`Runner::turn_with`], the same strategies for a streamed
+//! [`Turn`], and [`Runner::resume_run`], which continues a cancelled run.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+use super::run_handle::{
+    outward, without_state, RunHandle, RunInfo, RunInput, RunItem, RunOutcome, RunRegistry,
+    RunRetention,
+};
+use super::runs::Runner;
+use super::turn::{Turn, TurnOutcome};
+use crate::agent::cancel::{is_cancel_interrupt, CancelMode};
+use crate::event::EventOutput;
+use crate::message::Message;
+use crate::store::{validate_thread_id, ThreadError};
+
+/// What to do with a new message while its thread has a run that has not ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DoubleText {
+    /// Refuse the new message ([`ThreadError::Busy`]); nothing runs.
+    #[default]
+    Reject,
+    /// Run it after the current run (and any already waiting), in order.
+    Enqueue,
+    /// Cancel the current run at its next safe point (after its model call or its tool calls,
+    /// recursively), keep what it finished, then run the new message with that in its history.
+    Interrupt,
+    /// Cancel the current run immediately, record nothing of it, then run the new message.
+    Rollback,
+}
+
+/// A strategy name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{given}' is not a double-texting strategy: use reject, enqueue, interrupt or rollback")]
+pub struct UnknownStrategy {
+    /// What was given.
+    pub given: String,
+}
+
+impl FromStr for DoubleText {
+    type Err = UnknownStrategy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "reject" => Ok(DoubleText::Reject),
+            "enqueue" => Ok(DoubleText::Enqueue),
+            "interrupt" => Ok(DoubleText::Interrupt),
+            "rollback" => Ok(DoubleText::Rollback),
+            other => Err(UnknownStrategy {
+                given: other.chars().take(40).collect(),
+            }),
+        }
+    }
+}
+
+impl DoubleText {
+    /// The cancel this strategy applies to the runs already going (none for reject, enqueue).
+    fn cancel_mode(self) -> Option<CancelMode> {
+        match self {
+            DoubleText::Interrupt => {
+                Some((CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS).recursive())
+            }
+            DoubleText::Rollback => Some(CancelMode::IMMEDIATE),
+            DoubleText::Reject | DoubleText::Enqueue => None,
+        }
+    }
+}
+
+/// Why a run could not be resumed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The run was not cancelled (it runs, or ended otherwise): nothing to resume.
+    #[error(
+        "run '{run}' is {status}, not cancelled; only a cancelled run is resumed this way (an \
+         interrupted one is resumed with its interrupts' data)"
+    )]
+    NotCancelled {
+        /// The run.
+        run: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// Its thread refused the new run.
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
+}
+
+impl Runner {
+    pub(crate) fn registry(&self) -> &RunRegistry {
+        &self.threads.runs
+    }
+
+    /// This runner, for the turn of `run`: the turn's agents see the run's cancel signal.
+    fn for_run(&self, run: &RunHandle) -> Runner {
+        let mut runner = self.clone();
+        runner.threads.cancel = Some(run.state.cancel.clone());
+        runner
+    }
+
+    /// How long ended runs' events are kept, and how many (see [`RunRetention`]). Set it
+    /// before the runner starts runs.
+    pub fn run_retention(mut self, retention: RunRetention) -> Self {
+        self.threads.runs = std::sync::Arc::new(RunRegistry::with_retention(retention));
+        self
+    }
+
+    /// Starts a turn of thread `thread_id` as a run and returns its handle at once (the turn
+    /// runs as a task of this runner, on the current Tokio runtime, whoever reads it or not).
+    /// If the thread has a run going in this runner, `strategy` says what happens (see
+    /// [`DoubleText`]); with `Reject`, or when the turn cannot start (invalid id, a thread
+    /// waiting for an approval, a turn running elsewhere), it errors and nothing runs.
+    pub async fn start_run(
+        &self,
+        thread_id: &str,
+        message: Message,
+        strategy: DoubleText,
+    ) -> Result<RunHandle, ThreadError> {
+        validate_thread_id(thread_id)?;
+        self.thread_store_or_err()?;
+        let max_events = self.registry().retention().max_events;
+        let run = RunHandle::new(thread_id, RunInput::Message(message.clone()), max_events);
+        let Some(previous) = self.registry().add(&run) else {
+            let started = self.for_run(&run).turn(thread_id, message).await;
+            return self.launch(run, started, false);
+        };
+        if strategy == DoubleText::Reject {
+            self.registry().remove(&run);
+            return Err(ThreadError::Busy {
+                id: thread_id.to_owned(),
+            });
+        }
+        let going = self.before(thread_id, &run, strategy);
+        let runner = self.clone();
+        let queued = run.clone();
+        let thread = thread_id.to_owned();
+        tokio::spawn(async move {
+            for earlier in going.iter().chain(std::iter::once(&previous)) {
+                earlier.wait().await;
+            }
+            if let Some(mode) = queued.state.cancel.requested() {
+                // Cancelled while it waited: it never ran.
+                queued.push(RunItem::Ended(RunOutcome::Cancelled {
+                    mode,
+                    at_safe_point: false,
+                }));
+                return;
+            }
+            match runner.for_run(&queued).turn(&thread, message).await {
+                Ok(turn) => drive(&queued, turn, false).await,
+                Err(e) => queued.push(RunItem::Ended(RunOutcome::Error {
+                    message: e.to_string(),
+                })),
+            }
+        });
+        Ok(run)
+    }
+
+    /// The thread's other runs still going (not `run`), after applying `strategy`'s cancel.
+    fn before(&self, thread_id: &str, run: &RunHandle, strategy: DoubleText) -> Vec<RunHandle> {
+        let going: Vec<RunHandle> = self
+            .registry()
+            .active(thread_id)
+            .into_iter()
+            .filter(|r| r.id() != run.id())
+            .collect();
+        if let Some(mode) = strategy.cancel_mode() {
+            for earlier in &going {
+                // One that ended meanwhile has nothing to cancel.
+                let _ = earlier.cancel(mode, None);
+            }
+        }
+        going
+    }
+
+    /// Runs `started` as `run`'s task, or forgets `run` if the turn could not start.
+    fn launch(
+        &self,
+        run: RunHandle,
+        started: Result<Turn, ThreadError>,
+        resumed: bool,
+    ) -> Result<RunHandle, ThreadError> {
+        match started {
+            Ok(turn) => {
+                let task = run.clone();
+                tokio::spawn(async move { drive(&task, turn, resumed).await });
+                Ok(run)
+            }
+            Err(e) => {
+                self.registry().remove(&run);
+                Err(e)
+            }
+        }
+    }
+
+    /// Continues the thread's interrupted (or safe-point cancelled) turn as a run, with
+    /// `targets` (interrupt id -> resume data, as for [`Runner::resume_turn`]). Refused
+    /// ([`ThreadError::Busy`]) while the thread has a run going.
+    pub async fn start_resume(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+    ) -> Result<RunHandle, ThreadError> {
+        validate_thread_id(thread_id)?;
+        self.thread_store_or_err()?;
+        let max_events = self.registry().retention().max_events;
+        let run = RunHandle::new(thread_id, RunInput::Resume(targets.clone()), max_events);
+        if self.registry().add(&run).is_some() {
+            self.registry().remove(&run);
+            return Err(ThreadError::Busy {
+                id: thread_id.to_owned(),
+            });
+        }
+        let started = self.for_run(&run).resume_turn(thread_id, targets).await;
+        self.launch(run, started, true)
+    }
+
+    /// Continues a cancelled run as a new run: one stopped at a safe point goes on from its
+    /// checkpoint; one stopped immediately runs its message (or its resume) again from the
+    /// start, since nothing of it was recorded.
+    pub async fn resume_run(&self, run: &RunHandle) -> Result<RunHandle, RunError> {
+        let outcome = run.outcome();
+        let Some(RunOutcome::Cancelled { at_safe_point, .. }) = outcome else {
+            return Err(RunError::NotCancelled {
+                run: run.id().to_owned(),
+                status: run.status().as_str(),
+            });
+        };
+        let thread = run.thread_id();
+        let next = match (&run.state.input, at_safe_point) {
+            (_, true) => self.start_resume(thread, HashMap::new()).await?,
+            (RunInput::Message(m), false) => {
+                self.start_run(thread, m.clone(), DoubleText::Reject)
+                    .await?
+            }
+            (RunInput::Resume(targets), false) => {
+                self.start_resume(thread, targets.clone()).await?
+            }
+        };
+        Ok(next)
+    }
+
+    /// Runs one turn of the thread like [`turn`](Runner::turn), following `strategy` if the
+    /// thread has a run going in this runner (started with [`start_run`](Runner::start_run)):
+    /// waits for it (`Enqueue`), cancels it at its next safe point (`Interrupt`) or at once
+    /// (`Rollback`) and waits for its end, then starts. A plain [`Turn`] streaming elsewhere
+    /// is not a run: a turn meeting one is refused ([`ThreadError::Busy`]) whatever the
+    /// strategy.
+    pub async fn turn_with(
+        &self,
+        thread_id: &str,
+        message: Message,
+        strategy: DoubleText,
+    ) -> Result<Turn, ThreadError> {
+        validate_thread_id(thread_id)?;
+        let going = self.registry().active(thread_id);
+        if !going.is_empty() {
+            if strategy == DoubleText::Reject {
+                return Err(ThreadError::Busy {
+                    id: thread_id.to_owned(),
+                });
+            }
+            if let Some(mode) = strategy.cancel_mode() {
+                for run in &going {
+                    let _ = run.cancel(mode, None);
+                }
+            }
+            for run in &going {
+                run.wait().await;
+            }
+        }
+        self.turn(thread_id, message).await
+    }
+
+    /// The run `run_id` of this runner, while it is remembered (see [`RunRetention`]).
+    pub fn run_handle(&self, run_id: &str) -> Option<RunHandle> {
+        self.registry().get(run_id)
+    }
+
+    /// The runs of thread `thread_id` this runner remembers, oldest first, with their status.
+    pub fn thread_runs(&self, thread_id: &str) -> Vec<RunInfo> {
+        self.registry()
+            .of_thread(thread_id)
+            .iter()
+            .map(RunHandle::info)
+            .collect()
+    }
+}
+
+/// Drives `turn` to its end, keeping its events; stops it where it is if the run is
+/// killed (immediate cancel).
+pub(crate) async fn drive(run: &RunHandle, turn: Turn, resumed: bool) {
+    run.set_running();
+    run.push(RunItem::Started {
+        thread_id: run.state.thread_id.clone(),
+        turn: turn.number(),
+        started_at: turn.started_at().clone(),
+        resumed,
+    });
+    let killed = {
+        let kill = std::pin::pin!(run.state.kill.notified());
+        let forward = std::pin::pin!(forward(run, turn));
+        match futures::future::select(kill, forward).await {
+            futures::future::Either::Left(_) => true,
+            futures::future::Either::Right((outcome, _)) => {
+                run.push(RunItem::Ended(outcome));
+                false
+            }
+        }
+    };
+    if killed {
+        // The turn was dropped where it was: nothing of it is recorded.
+        let mode = run.state.cancel.requested().unwrap_or_default() | CancelMode::IMMEDIATE;
+        run.push(RunItem::Ended(RunOutcome::Cancelled {
+            mode,
+            at_safe_point: false,
+        }));
+    }
+}
+
+/// Forwards the turn's events into the log; gives how it ended.
+async fn forward(run: &RunHandle, mut turn: Turn) -> RunOutcome {
+    while let Some(mut event) = turn.next().await {
+        let mut streamed = false;
+        let mut custom = None;
+        let message = match event.output.take() {
+            Some(EventOutput::Message(m)) => Some(Message::clone(&m)),
+            Some(EventOutput::Custom(v)) => {
+                custom = Some(serde_json::Value::clone(&v));
+                None
+            }
+            Some(EventOutput::Stream(mut stream)) => {
+                streamed = true;
+                let mut chunks = Vec::new();
+                while let Some(chunk) = stream.next().await {
+                    // A failed stream: the agent reports it (it retries or errors).
+                    let Ok(chunk) = chunk else { break };
+                    run.push(RunItem::Chunk {
+                        agent_name: Arc::from(event.agent_name()),
+                        run_path: event.run_path().clone(),
+                        content: chunk.content.clone(),
+                        tool_calls: chunk.tool_calls.clone(),
+                    });
+                    chunks.push(chunk);
+                }
+                Some(Message::concat(chunks.iter().map(|c| &**c)))
+            }
+            None => None,
+        };
+        run.push(RunItem::Event(outward(&event, message, custom, streamed)));
+    }
+    match turn.outcome() {
+        Some(TurnOutcome::Completed {
+            answered_by,
+            answer,
+            ..
+        }) => RunOutcome::Success {
+            answered_by,
+            answer,
+        },
+        Some(TurnOutcome::Interrupted { interrupts, .. })
+            if !interrupts.is_empty() && interrupts.iter().all(is_cancel_interrupt) =>
+        {
+            RunOutcome::Cancelled {
+                mode: run.state.cancel.requested().unwrap_or_default(),
+                at_safe_point: true,
+            }
+        }
+        Some(TurnOutcome::Interrupted { interrupts, .. }) => RunOutcome::Interrupted {
+            interrupts: interrupts.into_iter().map(without_state).collect(),
+        },
+        Some(TurnOutcome::Failed(e)) => RunOutcome::Error {
+            message: e.to_string(),
+        },
+        None => RunOutcome::Error {
+            message: "the turn ended without an outcome".into(),
+        },
+    }
+}

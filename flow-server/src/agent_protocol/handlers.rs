@@ -1,0 +1,865 @@
+//! The Agent Protocol endpoints (see the module guide).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use flow_runtime::store::RecordEnd;
+use flow_runtime::{CancelError, CancelMode, RunHandle, RunInfo, RunItem, RunStatus};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::convert::{events_of, interrupts, values, Modes};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{ApiPath, JsonBody};
+use crate::principal::{Principal, Scope};
+use crate::runs::{parse_strategy, run_of, start};
+use crate::sse::{frame, SseBody};
+use crate::state::{AppState, ServedFlow};
+use crate::thread::ThreadKey;
+
+/// What this process knows of the protocol's threads: per tenant and thread id, its flow (once
+/// known), its metadata and when it was created.
+#[derive(Default)]
+pub(crate) struct Threads {
+    known: Mutex<HashMap<String, ThreadMeta>>,
+}
+
+#[derive(Clone)]
+struct ThreadMeta {
+    flow: Option<String>,
+    metadata: Value,
+    created_at: String,
+}
+
+impl Threads {
+    fn key(tenant: &Tenant, thread: &str) -> String {
+        format!("{}.{thread}", tenant.0)
+    }
+
+    fn get(&self, tenant: &Tenant, thread: &str) -> Option<ThreadMeta> {
+        self.known
+            .lock()
+            .expect("threads lock")
+            .get(&Self::key(tenant, thread))
+            .cloned()
+    }
+
+    fn put(&self, tenant: &Tenant, thread: &str, meta: ThreadMeta) {
+        self.known
+            .lock()
+            .expect("threads lock")
+            .insert(Self::key(tenant, thread), meta);
+    }
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC timestamp.
+fn timestamp(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+fn now() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    timestamp(ms)
+}
+
+fn assistant_json(flow: &ServedFlow) -> Value {
+    json!({
+        "assistant_id": flow.name(),
+        "graph_id": flow.name(),
+        "name": flow.name(),
+        "description": flow.agent().description(),
+        "config": {},
+        "context": {},
+        "metadata": {},
+        "version": 1,
+        "created_at": timestamp(0),
+        "updated_at": timestamp(0),
+    })
+}
+
+/// `POST /v1/assistants/search`: every served flow as an assistant.
+pub(crate) async fn search_assistants(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    Ok(Json(Value::Array(
+        state.flows().map(assistant_json).collect(),
+    )))
+}
+
+/// `GET /v1/assistants/{assistant}`: a served flow as an assistant.
+pub(crate) async fn get_assistant(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    Ok(Json(assistant_json(state.flow(&name)?)))
+}
+
+/// The body of `POST /v1/threads` (other fields are accepted and ignored).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CreateThread {
+    #[serde(default)]
+    thread_id: Option<String>,
+    #[serde(default)]
+    metadata: Option<Value>,
+    #[serde(default)]
+    if_exists: Option<String>,
+}
+
+/// The flow of a thread: known from a run, or found in the store; `None` for a thread no run
+/// has touched.
+async fn flow_of(
+    state: &AppState,
+    threads: &Threads,
+    tenant: &Tenant,
+    thread: &str,
+) -> Result<Option<ServedFlow>, ApiError> {
+    if let Some(flow) = threads.get(tenant, thread).and_then(|m| m.flow) {
+        return Ok(Some(state.flow(&flow)?.clone()));
+    }
+    for flow in state.flows() {
+        let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
+        if state.threads().head(&key.store_id()).await?.is_some() {
+            return Ok(Some(flow.clone()));
+        }
+    }
+    Ok(None)
+}
+
+async fn thread_json(
+    state: &AppState,
+    tenant: &Tenant,
+    thread: &str,
+    meta: &ThreadMeta,
+    flow: Option<&ServedFlow>,
+) -> Result<Value, ApiError> {
+    let mut status = "idle";
+    let mut vals = json!({});
+    let mut waiting = Vec::new();
+    if let Some(flow) = flow {
+        let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
+        let head = state.threads().head(&key.store_id()).await?;
+        let messages = flow.runner().thread_messages(&key.store_id()).await?;
+        vals = values(thread, &messages);
+        waiting = interrupts(head.as_ref());
+        let busy = flow
+            .runner()
+            .thread_runs(&key.store_id())
+            .iter()
+            .any(|r| !r.status.is_final());
+        status = if busy {
+            "busy"
+        } else if matches!(
+            head.as_ref().map(|h| &h.last.end),
+            Some(RecordEnd::Interrupted { .. })
+        ) {
+            "interrupted"
+        } else {
+            "idle"
+        };
+    }
+    let mut by_id = serde_json::Map::new();
+    if !waiting.is_empty() {
+        by_id.insert("current".into(), Value::Array(waiting));
+    }
+    Ok(json!({
+        "thread_id": thread,
+        "created_at": meta.created_at,
+        "updated_at": now(),
+        "metadata": meta.metadata,
+        "status": status,
+        "values": vals,
+        "interrupts": by_id,
+    }))
+}
+
+fn valid(thread: &str) -> Result<(), ApiError> {
+    if crate::thread::valid_thread_id(thread) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(
+            "a thread id is 1 to 40 characters of A-Z, a-z, 0-9, '_' or '-'".into(),
+        ))
+    }
+}
+
+/// `POST /v1/threads`: creates a thread (a UUID unless `thread_id` is given).
+pub(crate) async fn create_thread(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    JsonBody(request): JsonBody<CreateThread>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Chat)?;
+    let thread = request
+        .thread_id
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    valid(&thread)?;
+    let existing = threads.get(&tenant, &thread);
+    let flow = flow_of(&state, &threads, &tenant, &thread).await?;
+    if (existing.is_some() || flow.is_some()) && request.if_exists.as_deref() != Some("do_nothing")
+    {
+        return Err(ApiError::Conflict(format!(
+            "thread '{thread}' exists; send if_exists=do_nothing to get it"
+        )));
+    }
+    let meta = existing.unwrap_or(ThreadMeta {
+        flow: flow.as_ref().map(|f| f.name().to_owned()),
+        metadata: request.metadata.unwrap_or_else(|| json!({})),
+        created_at: now(),
+    });
+    threads.put(&tenant, &thread, meta.clone());
+    Ok(Json(
+        thread_json(&state, &tenant, &thread, &meta, flow.as_ref()).await?,
+    ))
+}
+
+async fn known(
+    state: &AppState,
+    threads: &Threads,
+    tenant: &Tenant,
+    thread: &str,
+) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
+    valid(thread)?;
+    let flow = flow_of(state, threads, tenant, thread).await?;
+    let meta = match (threads.get(tenant, thread), &flow) {
+        (Some(meta), _) => meta,
+        (None, Some(flow)) => ThreadMeta {
+            flow: Some(flow.name().to_owned()),
+            metadata: json!({}),
+            created_at: now(),
+        },
+        (None, None) => {
+            return Err(ApiError::UnknownThread {
+                flow: String::new(),
+                id: thread.to_owned(),
+            })
+        }
+    };
+    Ok((meta, flow))
+}
+
+/// `GET /v1/threads/{thread}`.
+pub(crate) async fn get_thread(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (meta, flow) = known(&state, &threads, &tenant, &thread).await?;
+    Ok(Json(
+        thread_json(&state, &tenant, &thread, &meta, flow.as_ref()).await?,
+    ))
+}
+
+/// `DELETE /v1/threads/{thread}`.
+pub(crate) async fn delete_thread(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    principal.require(Scope::Chat)?;
+    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    if let Some(flow) = flow {
+        let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
+        flow.runner().delete_thread(&key.store_id()).await?;
+    }
+    threads
+        .known
+        .lock()
+        .expect("threads lock")
+        .remove(&Threads::key(&tenant, &thread));
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn current_state(
+    state: &AppState,
+    tenant: &Tenant,
+    thread: &str,
+    flow: Option<&ServedFlow>,
+) -> Result<Value, ApiError> {
+    let Some(flow) = flow else {
+        return Ok(super::convert::state(thread, &[], None));
+    };
+    let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
+    let head = state.threads().head(&key.store_id()).await?;
+    let messages = flow.runner().thread_messages(&key.store_id()).await?;
+    Ok(super::convert::state(thread, &messages, head.as_ref()))
+}
+
+/// `GET /v1/threads/{thread}/state`.
+pub(crate) async fn thread_state(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    Ok(Json(
+        current_state(&state, &tenant, &thread, flow.as_ref()).await?,
+    ))
+}
+
+/// The body of `POST .../history`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct History {
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// `POST /v1/threads/{thread}/history`: the state after each turn, newest first.
+pub(crate) async fn thread_history(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+    JsonBody(request): JsonBody<History>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let limit = request.limit.unwrap_or(10);
+    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    let Some(flow) = flow else {
+        return Ok(Json(json!([])));
+    };
+    let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
+    let head = state.threads().head(&key.store_id()).await?;
+    let messages = flow.runner().thread_messages(&key.store_id()).await?;
+    let turns = head.as_ref().map_or(0, |h| h.turns);
+    let mut out = Vec::new();
+    for turn in (0..turns).rev().take(limit) {
+        let upto: Vec<_> = messages
+            .iter()
+            .filter(|m| m.turn <= turn)
+            .cloned()
+            .collect();
+        let last = turn + 1 == turns;
+        let mut s = super::convert::state(&thread, &upto, if last { head.as_ref() } else { None });
+        s["checkpoint"]["checkpoint_id"] = json!(format!("{thread}-t{turn}"));
+        out.push(s);
+    }
+    Ok(Json(Value::Array(out)))
+}
+
+/// The body of a run request (other fields are accepted and ignored).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RunCreate {
+    #[serde(default)]
+    assistant_id: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default)]
+    command: Option<Value>,
+    #[serde(default)]
+    stream_mode: Option<Value>,
+    #[serde(default)]
+    multitask_strategy: Option<String>,
+    #[serde(default)]
+    on_disconnect: Option<String>,
+}
+
+/// The user's message in a run's `input`: the last of `input.messages` (text, or text parts).
+fn message_of(input: &Value) -> Result<String, ApiError> {
+    let last = input
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "`input` needs `messages`: [{\"role\": \"user\", \"content\": TEXT}]".into(),
+            )
+        })?;
+    let content = last.get("content").unwrap_or(last);
+    match content {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => Ok(parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("")),
+        _ => Err(ApiError::BadRequest(
+            "a message's `content` is text or a list of text parts".into(),
+        )),
+    }
+}
+
+/// Starts a run of `thread` from a protocol request; gives the run and its flow.
+async fn start_run(
+    state: &AppState,
+    principal: &Principal,
+    threads: &Threads,
+    tenant: &Tenant,
+    thread: &str,
+    request: &RunCreate,
+) -> Result<(RunHandle, ServedFlow), ApiError> {
+    valid(thread)?;
+    let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
+    let known_flow = flow_of(state, threads, tenant, thread).await?;
+    let flow = match (&request.assistant_id, known_flow) {
+        (Some(a), Some(f)) if a != f.name() => {
+            return Err(ApiError::BadRequest(format!(
+                "thread '{thread}' belongs to assistant '{}', not '{}'",
+                f.name(),
+                a.chars().take(40).collect::<String>()
+            )))
+        }
+        (_, Some(f)) => f,
+        (Some(a), None) => state.flow(a)?.clone(),
+        (None, None) => {
+            return Err(ApiError::BadRequest(
+                "send `assistant_id`: the name of a served flow (POST /v1/assistants/search)"
+                    .into(),
+            ))
+        }
+    };
+    let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
+    let run = match (&request.input, &request.command) {
+        (Some(input), None) if !input.is_null() => {
+            let message = message_of(input)?;
+            start(state, principal, &flow, &key, Some(message), None, strategy).await?
+        }
+        (None, Some(command)) | (Some(Value::Null), Some(command)) => {
+            let resume = command.get("resume").ok_or_else(|| {
+                ApiError::BadRequest(
+                    "a `command` needs `resume` (the data for the interrupt)".into(),
+                )
+            })?;
+            let head = state.threads().head(&key.store_id()).await?;
+            let ids: Vec<String> = match head.as_ref().map(|h| &h.last.end) {
+                Some(RecordEnd::Interrupted { interrupts, .. }) => {
+                    interrupts.iter().map(|i| i.id.clone()).collect()
+                }
+                _ => {
+                    return Err(ApiError::Conflict(
+                        "this thread waits for no interrupt; send `input` instead".into(),
+                    ))
+                }
+            };
+            let targets: HashMap<String, Value> = match resume.as_object() {
+                Some(map) if !map.is_empty() && map.keys().all(|k| ids.contains(k)) => {
+                    map.clone().into_iter().collect()
+                }
+                _ => ids.into_iter().map(|id| (id, resume.clone())).collect(),
+            };
+            start(state, principal, &flow, &key, None, Some(targets), strategy).await?
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "send `input` (a new message) or `command` with `resume`, not both".into(),
+            ))
+        }
+    };
+    let meta = threads.get(tenant, thread).unwrap_or(ThreadMeta {
+        flow: None,
+        metadata: json!({}),
+        created_at: now(),
+    });
+    threads.put(
+        tenant,
+        thread,
+        ThreadMeta {
+            flow: Some(flow.name().to_owned()),
+            ..meta
+        },
+    );
+    Ok((run, flow))
+}
+
+fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str>) -> Value {
+    let status = match info.status {
+        RunStatus::Pending => "pending",
+        RunStatus::Running => "running",
+        RunStatus::Success => "success",
+        RunStatus::Interrupted | RunStatus::Cancelled => "interrupted",
+        RunStatus::Error => "error",
+    };
+    json!({
+        "run_id": info.run_id,
+        "thread_id": thread,
+        "assistant_id": assistant,
+        "created_at": timestamp(info.created_at_ms),
+        "updated_at": timestamp(info.ended_at_ms.unwrap_or(info.created_at_ms)),
+        "status": status,
+        "metadata": {},
+        "multitask_strategy": strategy.unwrap_or("reject"),
+        "kwargs": {},
+    })
+}
+
+/// `POST /v1/threads/{thread}/runs`: a background run.
+pub(crate) async fn create_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+    JsonBody(request): JsonBody<RunCreate>,
+) -> Result<Json<Value>, ApiError> {
+    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
+    Ok(Json(run_json(
+        &thread,
+        flow.name(),
+        &run.info(),
+        request.multitask_strategy.as_deref(),
+    )))
+}
+
+/// The SSE body of `run` after `after`, in the protocol's events; `end` last.
+/// Whose run a protocol stream reads: the caller's tenant, thread and its flow.
+struct Reader {
+    state: AppState,
+    tenant: Tenant,
+    thread: String,
+    flow: ServedFlow,
+}
+
+fn protocol_sse(
+    reader: Reader,
+    run: RunHandle,
+    after: Option<u64>,
+    modes: Modes,
+    cancel_on_disconnect: bool,
+) -> Result<Response, ApiError> {
+    let Reader {
+        state,
+        tenant,
+        thread,
+        flow,
+    } = reader;
+    let events = run.attach(after).map_err(|e| match e {
+        flow_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
+        _ => ApiError::EventExpired(e.to_string()),
+    })?;
+    let limit = state.limits().max_event_bytes;
+    let limits = state.limits().clone();
+    let run_id = run.id().to_owned();
+    let guard = CancelOnDrop(cancel_on_disconnect.then(|| run.clone()));
+    let frames = async_stream::stream! {
+        let _guard = guard;
+        let mut events = events;
+        while let Some(event) = futures::StreamExt::next(&mut events).await {
+            let mut parts = events_of(&event.item, modes, &run_id);
+            let ended = matches!(event.item, RunItem::Ended(_));
+            if ended && modes.values {
+                if let Ok(s) = current_state(&state, &tenant, &thread, Some(&flow)).await {
+                    let mut vals = s["values"].clone();
+                    if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
+                        vals["__interrupt__"] = Value::Array(i.clone());
+                    }
+                    parts.push(("values", vals));
+                }
+            }
+            if ended {
+                parts.push(("end", Value::Null));
+            }
+            let count = parts.len();
+            for (k, (name, data)) in parts.into_iter().enumerate() {
+                let mut out = Vec::new();
+                if k + 1 == count {
+                    // The id goes on the group's last frame: a client that reconnects with
+                    // it gets nothing of this group again.
+                    out.extend(format!("id: {}\n", event.id).into_bytes());
+                }
+                out.extend(frame(name, &data, limit));
+                yield out;
+            }
+        }
+    };
+    let mut response = SseBody::new(
+        frames,
+        limits.sse_keep_alive,
+        limits.max_turn_duration,
+        |_| b"event: end\ndata: null\n\n".to_vec(),
+    )
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "/threads/{}/runs/{}",
+        run.thread_id().rsplit('.').next().unwrap_or_default(),
+        run.id()
+    )) {
+        response.headers_mut().insert(header::CONTENT_LOCATION, v);
+    }
+    Ok(response)
+}
+
+/// Cancels its run when dropped (the client went away) unless it ended.
+struct CancelOnDrop(Option<RunHandle>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(run) = self.0.take() {
+            if !run.status().is_final() {
+                let _ = run.cancel(CancelMode::IMMEDIATE, None);
+            }
+        }
+    }
+}
+
+/// `POST /v1/threads/{thread}/runs/stream`: a run, streamed.
+pub(crate) async fn stream_new_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+    JsonBody(request): JsonBody<RunCreate>,
+) -> Result<Response, ApiError> {
+    let cancel = match request.on_disconnect.as_deref() {
+        None | Some("continue") => false,
+        Some("cancel") => true,
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "on_disconnect '{}' is not known: use continue or cancel",
+                other.chars().take(40).collect::<String>()
+            )))
+        }
+    };
+    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
+    let modes = Modes::of(request.stream_mode.as_ref());
+    let reader = Reader {
+        state,
+        tenant,
+        thread,
+        flow,
+    };
+    protocol_sse(reader, run, None, modes, cancel)
+}
+
+async fn final_values(
+    state: &AppState,
+    tenant: &Tenant,
+    thread: &str,
+    flow: &ServedFlow,
+    run: &RunHandle,
+) -> Result<Value, ApiError> {
+    let outcome = run.wait().await;
+    if let flow_runtime::RunOutcome::Error { message } = &outcome {
+        return Ok(json!({ "__error__": { "error": "RunError", "message": message } }));
+    }
+    let s = current_state(state, tenant, thread, Some(flow)).await?;
+    let mut vals = s["values"].clone();
+    if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
+        vals["__interrupt__"] = Value::Array(i.clone());
+    }
+    Ok(vals)
+}
+
+/// `POST /v1/threads/{thread}/runs/wait`: a run; answers the thread's values at its end.
+pub(crate) async fn wait_new_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+    JsonBody(request): JsonBody<RunCreate>,
+) -> Result<Json<Value>, ApiError> {
+    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
+    Ok(Json(
+        final_values(&state, &tenant, &thread, &flow, &run).await?,
+    ))
+}
+
+async fn the_run(
+    state: &AppState,
+    threads: &Threads,
+    tenant: &Tenant,
+    thread: &str,
+    run: &str,
+) -> Result<(RunHandle, ServedFlow), ApiError> {
+    let (_, flow) = known(state, threads, tenant, thread).await?;
+    let flow = flow.ok_or_else(|| ApiError::UnknownRun {
+        id: run.chars().take(64).collect(),
+    })?;
+    let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
+    Ok((run_of(&flow, &key, run)?, flow))
+}
+
+/// `GET /v1/threads/{thread}/runs`: the thread's runs, newest first.
+pub(crate) async fn list_runs(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath(thread): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    let Some(flow) = flow else {
+        return Ok(Json(json!([])));
+    };
+    let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
+    let runs: Vec<Value> = flow
+        .runner()
+        .thread_runs(&key.store_id())
+        .iter()
+        .rev()
+        .map(|r| run_json(&thread, flow.name(), r, None))
+        .collect();
+    Ok(Json(Value::Array(runs)))
+}
+
+/// `GET /v1/threads/{thread}/runs/{run}`.
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath((thread, run)): ApiPath<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    Ok(Json(run_json(&thread, flow.name(), &run.info(), None)))
+}
+
+/// `GET /v1/threads/{thread}/runs/{run}/join`: waits for the run; the thread's values.
+pub(crate) async fn join_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath((thread, run)): ApiPath<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    Ok(Json(
+        final_values(&state, &tenant, &thread, &flow, &run).await?,
+    ))
+}
+
+/// The query of `GET .../runs/{run}/stream`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct JoinQuery {
+    #[serde(default)]
+    stream_mode: Option<String>,
+    #[serde(default)]
+    cancel_on_disconnect: Option<bool>,
+}
+
+/// `GET /v1/threads/{thread}/runs/{run}/stream`: joins a run's stream (after `Last-Event-ID`).
+pub(crate) async fn join_stream(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath((thread, run)): ApiPath<(String, String)>,
+    Query(query): Query<JoinQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Read)?;
+    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    let after = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    ApiError::UnknownEvent(
+                        "Last-Event-ID is not an event id: send the id of the last event you \
+                         received"
+                            .into(),
+                    )
+                })?,
+        ),
+    };
+    let modes = Modes::of(query.stream_mode.map(Value::String).as_ref());
+    let cancel = query.cancel_on_disconnect.unwrap_or(false);
+    let reader = Reader {
+        state,
+        tenant,
+        thread,
+        flow,
+    };
+    protocol_sse(reader, run, after, modes, cancel)
+}
+
+/// The query of `POST .../runs/{run}/cancel`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CancelQuery {
+    #[serde(default)]
+    wait: Option<String>,
+    /// `interrupt` (default: stop at the next safe point, escalating after 10 s) or `rollback`
+    /// (stop immediately, record nothing).
+    #[serde(default)]
+    action: Option<String>,
+    /// An agentflow cancel mode, overriding `action` (`after_tools`, `immediate`...).
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+/// `POST /v1/threads/{thread}/runs/{run}/cancel`.
+pub(crate) async fn cancel_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    Extension(threads): Extension<Arc<Threads>>,
+    ApiPath((thread, run)): ApiPath<(String, String)>,
+    Query(query): Query<CancelQuery>,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
+    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    let (mode, timeout) = match (query.mode.as_deref(), query.action.as_deref()) {
+        (Some(m), _) => (
+            m.parse::<CancelMode>()
+                .map_err(|e| ApiError::BadRequest(e.to_string()))?,
+            None,
+        ),
+        (None, None | Some("interrupt")) => (
+            (CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS).recursive(),
+            Some(Duration::from_secs(10)),
+        ),
+        (None, Some("rollback")) => (CancelMode::IMMEDIATE, None),
+        (None, Some(other)) => {
+            return Err(ApiError::BadRequest(format!(
+                "cancel action '{}' is not known: use interrupt or rollback",
+                other.chars().take(40).collect::<String>()
+            )))
+        }
+    };
+    run.cancel(mode, timeout).map_err(|e| match e {
+        CancelError::Ended { .. } => ApiError::RunEnded(e.to_string()),
+        other => ApiError::BadRequest(other.to_string()),
+    })?;
+    if matches!(query.wait.as_deref(), Some("1" | "true")) {
+        run.wait().await;
+        return Ok(Json(run_json(&thread, flow.name(), &run.info(), None)).into_response());
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}

@@ -1,0 +1,56 @@
+//! The Agent Protocol shape of threads and runs that LangGraph's clients speak
+//! (`langgraph-sdk`), served under `/v1` beside the native API: a served flow is an
+//! "assistant" (its `assistant_id` is the flow's name), a thread is the flow's thread, a run is
+//! a [`RunHandle`](flow_runtime::RunHandle) of the flow's runner.
+//!
+//! - `handlers`: the endpoints (assistants, threads, thread state and history, runs: create,
+//!   stream, wait, join, join the stream, cancel, list);
+//! - `convert`: agentflow's messages, records and run events in the protocol's JSON (LangChain
+//!   message dicts, thread state, `metadata`/`values`/`updates`/`messages`/`end` events).
+//!
+//! Which flow a thread belongs to is learnt from its first run (or found in the store); thread
+//! metadata given at creation is kept in this process.
+
+mod convert;
+mod handlers;
+
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+
+use crate::state::AppState;
+
+/// The Agent Protocol routes, for the authenticated part of `/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/assistants/search", post(handlers::search_assistants))
+        .route("/assistants/{assistant}", get(handlers::get_assistant))
+        .route("/threads", post(handlers::create_thread))
+        .route(
+            "/threads/{thread}",
+            get(handlers::get_thread).delete(handlers::delete_thread),
+        )
+        .route("/threads/{thread}/state", get(handlers::thread_state))
+        .route("/threads/{thread}/history", post(handlers::thread_history))
+        .route(
+            "/threads/{thread}/runs",
+            post(handlers::create_run).get(handlers::list_runs),
+        )
+        .route(
+            "/threads/{thread}/runs/stream",
+            post(handlers::stream_new_run),
+        )
+        .route("/threads/{thread}/runs/wait", post(handlers::wait_new_run))
+        .route("/threads/{thread}/runs/{run}", get(handlers::get_run))
+        .route("/threads/{thread}/runs/{run}/join", get(handlers::join_run))
+        .route(
+            "/threads/{thread}/runs/{run}/stream",
+            get(handlers::join_stream),
+        )
+        .route(
+            "/threads/{thread}/runs/{run}/cancel",
+            post(handlers::cancel_run),
+        )
+        .layer(Extension(Arc::new(handlers::Threads::default())))
+}

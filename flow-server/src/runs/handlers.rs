@@ -1,0 +1,384 @@
+//! The run endpoints: create (background or streamed), list, get, stream (attach with
+//! `Last-Event-ID`), wait, cancel (with a mode), resume a cancelled run.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use flow_runtime::{CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::stream::{outcome_json, run_sse, OnDisconnect};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{ApiPath, JsonBody};
+use crate::principal::{Principal, Scope};
+use crate::state::{AppState, ServedFlow};
+use crate::thread::ThreadKey;
+
+/// The body of `POST .../runs`: a `message` (a new turn) or `resume` (interrupt id -> data,
+/// continuing the turn the thread waits on).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateRun {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    resume: Option<HashMap<String, Value>>,
+    /// `reject` (default), `enqueue`, `interrupt`, `rollback`.
+    #[serde(default)]
+    multitask_strategy: Option<String>,
+    /// Answer with the run's SSE stream instead of its id.
+    #[serde(default)]
+    stream: bool,
+    /// `continue` (default for background runs) or `cancel` (default for streamed ones).
+    #[serde(default)]
+    on_disconnect: Option<String>,
+    /// An http(s) URL told of the run's end (see [`crate::webhooks`]).
+    #[serde(default)]
+    webhook: Option<String>,
+}
+
+/// The body of `POST .../runs/{run}/cancel`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CancelRun {
+    /// `immediate` (default), `after_model`, `after_tools`, joined by `|`, `recursive`.
+    #[serde(default)]
+    mode: Option<String>,
+    /// After this many milliseconds a run not stopped yet is stopped immediately.
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// A strategy from its name; a clear 400 for a name that does not exist.
+pub(crate) fn parse_strategy(name: Option<&str>) -> Result<DoubleText, ApiError> {
+    match name {
+        None => Ok(DoubleText::Reject),
+        Some(s) => s
+            .parse()
+            .map_err(|e: flow_runtime::UnknownStrategy| ApiError::BadRequest(e.to_string())),
+    }
+}
+
+fn on_disconnect(name: Option<&str>, default: OnDisconnect) -> Result<OnDisconnect, ApiError> {
+    match name {
+        None => Ok(default),
+        Some("continue") => Ok(OnDisconnect::Continue),
+        Some("cancel") => Ok(OnDisconnect::Cancel),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "on_disconnect '{}' is not known: use continue or cancel",
+            other.chars().take(40).collect::<String>()
+        ))),
+    }
+}
+
+fn info_json(thread: &str, info: &RunInfo) -> Value {
+    json!({
+        "run_id": info.run_id,
+        "thread": thread,
+        "status": info.status.as_str(),
+        "created_at_ms": info.created_at_ms,
+        "ended_at_ms": info.ended_at_ms,
+        "outcome": info.outcome.as_ref().map(|o| outcome_json(&info.run_id, o)),
+    })
+}
+
+fn key_of(
+    state: &AppState,
+    flow: &str,
+    tenant: &Tenant,
+    id: &str,
+) -> Result<(ServedFlow, ThreadKey), ApiError> {
+    let served = state.flow(flow)?.clone();
+    let key = ThreadKey::new(served.name(), &tenant.0, id)?;
+    Ok((served, key))
+}
+
+/// The run `run_id` of the caller's thread `key`: another thread's or tenant's run is unknown.
+pub(crate) fn run_of(
+    served: &ServedFlow,
+    key: &ThreadKey,
+    run_id: &str,
+) -> Result<RunHandle, ApiError> {
+    served
+        .runner()
+        .run_handle(run_id)
+        .filter(|r| r.thread_id() == key.store_id())
+        .ok_or_else(|| ApiError::UnknownRun {
+            id: run_id.chars().take(64).collect(),
+        })
+}
+
+/// Starts a run of `key`'s thread: a message (with `strategy`) or a resume. Holds a place among
+/// the server's concurrent turns until the run ends.
+pub(crate) async fn start(
+    state: &AppState,
+    principal: &Principal,
+    served: &ServedFlow,
+    key: &ThreadKey,
+    message: Option<String>,
+    resume: Option<HashMap<String, Value>>,
+    strategy: DoubleText,
+) -> Result<RunHandle, ApiError> {
+    let run = match (message, resume) {
+        (Some(message), None) => {
+            principal.require(Scope::Chat)?;
+            let limit = state.limits().max_message_bytes;
+            if message.len() > limit {
+                return Err(ApiError::BadRequest(format!(
+                    "the message has {} bytes; this server takes at most {limit} \
+                     (Limits::max_message_bytes)",
+                    message.len()
+                )));
+            }
+            if message.trim().is_empty() {
+                return Err(ApiError::BadRequest("the message is empty".into()));
+            }
+            let permit = state.turn_permit()?;
+            let run = served
+                .runner()
+                .start_run(&key.store_id(), Message::user(message), strategy)
+                .await?;
+            hold_until_end(&run, permit);
+            run
+        }
+        (None, Some(targets)) => {
+            // Answering an interrupt takes the same authority as on every other transport.
+            let head = state.threads().head(&key.store_id()).await?;
+            if let Some(head) = &head {
+                let pending: &[flow_runtime::InterruptInfo] = match &head.last.end {
+                    flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } => interrupts,
+                    _ => &[],
+                };
+                crate::routes::authorize_answers(
+                    state,
+                    served,
+                    key,
+                    principal,
+                    head.last.turn,
+                    pending,
+                    &targets,
+                )
+                .await?;
+            }
+            let permit = state.turn_permit()?;
+            let run = served
+                .runner()
+                .start_resume(&key.store_id(), targets)
+                .await?;
+            hold_until_end(&run, permit);
+            run
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "send either `message` (a new turn) or `resume` (interrupt id -> data), not both \
+                 and not neither"
+                    .into(),
+            ))
+        }
+    };
+    Ok(run)
+}
+
+fn hold_until_end(run: &RunHandle, permit: tokio::sync::OwnedSemaphorePermit) {
+    let run = run.clone();
+    tokio::spawn(async move {
+        run.wait().await;
+        drop(permit);
+    });
+}
+
+/// `POST /v1/flows/{flow}/threads/{thread}/runs`: starts a run; answers `{"run_id", ...}`
+/// (202), or with `"stream": true` its events as SSE.
+pub(crate) async fn create_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+    JsonBody(request): JsonBody<CreateRun>,
+) -> Result<Response, ApiError> {
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
+    let default = if request.stream {
+        OnDisconnect::Cancel
+    } else {
+        OnDisconnect::Continue
+    };
+    let disconnect = on_disconnect(request.on_disconnect.as_deref(), default)?;
+    let webhook = match &request.webhook {
+        None => None,
+        Some(url) => {
+            let url = crate::webhooks::check_url(url)?;
+            let secret = state.webhook_secret().ok_or_else(|| {
+                ApiError::BadRequest(
+                    "this server sends no webhooks: it has no webhook secret                      (ServerBuilder::webhook_secret)"
+                        .into(),
+                )
+            })?;
+            Some((url, secret.to_vec()))
+        }
+    };
+    let run = start(
+        &state,
+        &principal,
+        &served,
+        &key,
+        request.message,
+        request.resume,
+        strategy,
+    )
+    .await?;
+    if let Some((url, secret)) = webhook {
+        let thread = key.id.clone();
+        crate::webhooks::after(run.clone(), url, secret, move |run| {
+            let mut body = run
+                .outcome()
+                .map(|o| outcome_json(run.id(), &o))
+                .unwrap_or_default();
+            body["thread"] = Value::String(thread);
+            body
+        });
+    }
+    if request.stream {
+        return Ok(run_sse(run, key.id, None, state.limits(), disconnect)?.into_response());
+    }
+    Ok((StatusCode::ACCEPTED, Json(info_json(&key.id, &run.info()))).into_response())
+}
+
+/// `GET .../runs`: the thread's runs this server remembers, oldest first.
+pub(crate) async fn list_runs(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let runs: Vec<Value> = served
+        .runner()
+        .thread_runs(&key.store_id())
+        .iter()
+        .map(|r| info_json(&key.id, r))
+        .collect();
+    Ok(Json(json!({ "runs": runs })))
+}
+
+/// `GET .../runs/{run}`: one run's status.
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let run = run_of(&served, &key, &run)?;
+    Ok(Json(info_json(&key.id, &run.info())))
+}
+
+/// The `Last-Event-ID` header: absent, or an event id.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::UnknownEvent(
+                "Last-Event-ID is not an event id: send the `id` of the last event you received"
+                    .into(),
+            )
+        })
+}
+
+/// `GET .../runs/{run}/stream`: the run's events as SSE, after `Last-Event-ID` if sent. The
+/// run goes on if the client goes away.
+pub(crate) async fn stream_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Read)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let run = run_of(&served, &key, &run)?;
+    let after = last_event_id(&headers)?;
+    Ok(run_sse(run, key.id, after, state.limits(), OnDisconnect::Continue)?.into_response())
+}
+
+/// `GET .../runs/{run}/wait`: waits for the run's end and answers its outcome.
+pub(crate) async fn wait_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let run = run_of(&served, &key, &run)?;
+    let outcome = run.wait().await;
+    Ok(Json(outcome_json(run.id(), &outcome)))
+}
+
+/// `POST .../runs/{run}/cancel`: asks the run to stop (`mode`, `timeout_ms`); 202.
+pub(crate) async fn cancel_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+    JsonBody(request): JsonBody<CancelRun>,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let run = run_of(&served, &key, &run)?;
+    let mode: CancelMode = match request.mode.as_deref() {
+        None => CancelMode::IMMEDIATE,
+        Some(m) => m
+            .parse()
+            .map_err(|e: flow_runtime::cancel::UnknownCancelMode| {
+                ApiError::BadRequest(e.to_string())
+            })?,
+    };
+    run.cancel(mode, request.timeout_ms.map(Duration::from_millis))
+        .map_err(|e| match e {
+            CancelError::Ended { .. } => ApiError::RunEnded(e.to_string()),
+            other => ApiError::BadRequest(other.to_string()),
+        })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "run_id": run.id(), "cancel_mode": mode })),
+    )
+        .into_response())
+}
+
+/// `POST .../runs/{run}/resume`: continues a cancelled run as a new run (202, its id).
+pub(crate) async fn resume_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let run = run_of(&served, &key, &run)?;
+    let permit = state.turn_permit()?;
+    let next = served
+        .runner()
+        .resume_run(&run)
+        .await
+        .map_err(|e| match e {
+            RunError::Thread(e) => ApiError::from(e),
+            other => ApiError::Conflict(other.to_string()),
+        })?;
+    hold_until_end(&next, permit);
+    Ok((StatusCode::ACCEPTED, Json(info_json(&key.id, &next.info()))).into_response())
+}

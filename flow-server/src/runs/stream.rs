@@ -1,0 +1,159 @@
+//! A run's events as Server-Sent Events: each frame carries its event id (`id: N`), so a
+//! client that reconnects with `Last-Event-ID: N` gets exactly what came after.
+//!
+//! | `event:` | `data:` |
+//! | --- | --- |
+//! | `turn` | `{"run_id", "thread", "turn", "started_at", "resumed"}` |
+//! | `chunk` | `{"agent_name", "run_path", "content", "tool_calls"?}` |
+//! | `event` | the event's JSON ([`flow_runtime::EventJson`], no saved state) |
+//! | `done` | the run's outcome: `{"run_id", "status", "output"?, "answered_by"?, "interrupts"?, "cancel_mode"?, "at_safe_point"?, "message"?}` |
+
+use std::time::Duration;
+
+use flow_runtime::{RunEvent, RunHandle, RunItem, RunOutcome};
+use futures::{Stream, StreamExt};
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::limits::Limits;
+use crate::sse::{frame, SseBody};
+use crate::wire::PublicInterrupt;
+
+/// What happens to a run when the client streaming it goes away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnDisconnect {
+    /// It goes on (attach again to read it).
+    Continue,
+    /// It is cancelled immediately.
+    Cancel,
+}
+
+/// Cancels its run when dropped (the response body went away) unless it has ended.
+struct CancelOnDrop(Option<RunHandle>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(run) = self.0.take() {
+            if !run.status().is_final() {
+                let _ = run.cancel(flow_runtime::CancelMode::IMMEDIATE, None);
+            }
+        }
+    }
+}
+
+/// One run event as an SSE frame with its id.
+fn event_frame(run_id: &str, thread: &str, event: &RunEvent, limit: usize) -> Vec<u8> {
+    let mut out = format!("id: {}\n", event.id).into_bytes();
+    let body = match &event.item {
+        RunItem::Started {
+            turn,
+            started_at,
+            resumed,
+            ..
+        } => frame(
+            "turn",
+            &json!({
+                "run_id": run_id,
+                "thread": thread,
+                "turn": turn,
+                "started_at": started_at,
+                "resumed": resumed,
+            }),
+            limit,
+        ),
+        RunItem::Chunk {
+            agent_name,
+            run_path,
+            content,
+            tool_calls,
+        } => frame(
+            "chunk",
+            &crate::wire::ChunkData {
+                agent_name,
+                run_path,
+                content,
+                tool_calls,
+            },
+            limit,
+        ),
+        RunItem::Event(e) => frame("event", e, limit),
+        RunItem::Ended(outcome) => frame("done", &outcome_json(run_id, outcome), limit),
+    };
+    out.extend(body);
+    out
+}
+
+fn overtime(limit: Duration) -> Vec<u8> {
+    frame(
+        "error",
+        &json!({
+            "message": format!(
+                "this stream was open longer than {} s (Limits::max_turn_duration); the run \
+                 goes on: attach again with Last-Event-ID",
+                limit.as_secs_f64()
+            )
+        }),
+        usize::MAX,
+    )
+}
+
+/// The SSE body of `run`'s events after `after` (`None`: all), for the caller's `thread`.
+pub(crate) fn run_sse(
+    run: RunHandle,
+    thread: String,
+    after: Option<u64>,
+    limits: &Limits,
+    on_disconnect: OnDisconnect,
+) -> Result<SseBody<impl Stream<Item = Vec<u8>> + Send + 'static>, ApiError> {
+    let events = run.attach(after).map_err(|e| match e {
+        flow_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
+        _ => ApiError::EventExpired(e.to_string()),
+    })?;
+    let guard = CancelOnDrop((on_disconnect == OnDisconnect::Cancel).then(|| run.clone()));
+    let run_id = run.id().to_owned();
+    let limit = limits.max_event_bytes;
+    let frames = events.map(move |event| {
+        let _held = &guard;
+        event_frame(&run_id, &thread, &event, limit)
+    });
+    Ok(SseBody::new(
+        frames,
+        limits.sse_keep_alive,
+        limits.max_turn_duration,
+        overtime,
+    ))
+}
+
+/// The JSON of a run's outcome (also the `done` event's data).
+pub(crate) fn outcome_json(run_id: &str, outcome: &RunOutcome) -> Value {
+    match outcome {
+        RunOutcome::Success {
+            answered_by,
+            answer,
+        } => json!({
+            "run_id": run_id,
+            "status": "success",
+            "output": answer.as_ref().map(|m| m.content.clone()),
+            "answered_by": answered_by,
+        }),
+        RunOutcome::Interrupted { interrupts } => json!({
+            "run_id": run_id,
+            "status": "interrupted",
+            "interrupts": interrupts.iter().map(PublicInterrupt::of).collect::<Vec<_>>(),
+        }),
+        RunOutcome::Cancelled {
+            mode,
+            at_safe_point,
+        } => json!({
+            "run_id": run_id,
+            "status": "cancelled",
+            "cancel_mode": mode,
+            "at_safe_point": at_safe_point,
+        }),
+        RunOutcome::Error { message } => json!({
+            "run_id": run_id,
+            "status": "error",
+            "message": message,
+        }),
+    }
+}
