@@ -182,7 +182,8 @@ fn code_of_thread_error(error: &ThreadError) -> PublicCode {
 }
 
 /// The code of an error an event reports: by its variant, and for an error of another type
-/// (`AgentError::Custom`) by the first error of a known type along its source chain.
+/// (`AgentError::ChatAgent`, `AgentError::Custom`) by the first error of a known type along its
+/// source chain.
 pub(crate) fn code_of_agent_error(error: &AgentError) -> PublicCode {
     match error {
         AgentError::Stream(_) => PublicCode::ModelUnavailable,
@@ -193,7 +194,9 @@ pub(crate) fn code_of_agent_error(error: &AgentError) -> PublicCode {
             _ => PublicCode::Internal,
         },
         AgentError::Panic { .. } => PublicCode::Internal,
-        AgentError::Custom(e) => code_of_chain(&**e),
+        // A ChatModelAgent's own error (a model outage, too many iterations, ...), or an error
+        // of the caller's type: the first error of a known type along the chain says.
+        AgentError::ChatAgent { error, .. } | AgentError::Custom(error) => code_of_chain(&**error),
         _ => PublicCode::AgentFailed,
     }
 }
