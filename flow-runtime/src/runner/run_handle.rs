@@ -67,7 +67,7 @@ pub enum RunOutcome {
     Success {
         /// The agent that answered last.
         answered_by: Arc<str>,
-        /// The turn's answer (see [`Turn::final_output`]).
+        /// The turn's answer (see [`Turn::final_output`](crate::Turn::final_output)).
         answer: Option<Message>,
     },
     /// The turn stopped for outside input; it waits in its thread for a resume.
