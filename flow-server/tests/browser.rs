@@ -32,6 +32,9 @@ async fn browser(webdriver: &str, profile: &std::path::Path) -> fantoccini::Clie
             ]
         }),
     );
+    // Two TLS crypto providers are linked into this test (ring through reqwest, aws-lc-rs through
+    // fantoccini's hyper-rustls), so rustls cannot pick one by itself: say which.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     ClientBuilder::rustls()
         .expect("TLS roots for the WebDriver client")
         .capabilities(caps)
