@@ -190,8 +190,9 @@ pub async fn post_turn(
     let span = turn::turn_span(
         &key.flow,
         &key.id,
-        turn.number(),
+        Some(turn.number()),
         false,
+        Some(turn.run_id()),
         &request_id.0,
         principal.id(),
     );
@@ -245,8 +246,9 @@ pub async fn post_resume(
     let span = turn::turn_span(
         &key.flow,
         &key.id,
-        turn.number(),
+        Some(turn.number()),
         true,
+        Some(turn.run_id()),
         &request_id.0,
         principal.id(),
     );
