@@ -1002,6 +1002,7 @@ impl Recording {
             events,
             end,
             by: self.by.clone(),
+            sealed: None,
         };
         let version = self
             .store
@@ -1084,6 +1085,7 @@ async fn replay_part(
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
         },
+        sealed: None,
     };
     tracing::info!(
         thread = thread_id,

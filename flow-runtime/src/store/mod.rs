@@ -67,6 +67,8 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod records;
+mod sealed;
+mod sealing;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -93,6 +95,8 @@ pub use journal::{JournalError, JournalStore, StoredStep};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+pub use sealed::SealedStore;
+pub use sealing::{SealError, SealingKeys};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 
@@ -335,6 +339,10 @@ pub enum StoreError {
         /// What went wrong.
         message: String,
     },
+    /// Sealed data (encrypted at rest) could not be opened: an unknown key id, the wrong key,
+    /// or altered bytes. What is stored is unchanged.
+    #[error(transparent)]
+    Sealed(#[from] SealError),
 }
 
 /// Where interrupted runs wait for their resume: the contract every store implements (see
