@@ -338,3 +338,54 @@ async fn a_sealed_store_keeps_the_thread_and_journal_contracts() {
     support::contract::pending_and_purge(&a, "").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn a_runner_without_the_keys_gets_a_typed_error_not_an_empty_thread() {
+    let dir = temp("nokeys");
+    let inner = FileStore::new(&dir).unwrap();
+    let sealed = Runner::new(desk()).stores(SealedStore::new(inner.clone(), keys("k1", 1)));
+    let turn = sealed
+        .turn("t1", Message::user(SECRET_MESSAGE))
+        .await
+        .unwrap();
+    let TurnOutcome::Interrupted { checkpoint_id, .. } = turn.finish().await else {
+        panic!("the turn waits for approval");
+    };
+
+    let plain = Runner::new(desk()).stores(inner.clone());
+    let err = plain.thread_messages("t1").await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ThreadError::Store(StoreError::Sealed(SealError::NoKeys { key_id, .. })) if key_id == "k1"
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("SealedStore"), "{err}");
+    let err = plain
+        .turn("t1", Message::user("hello"))
+        .await
+        .err()
+        .expect("no turn on a thread it cannot read");
+    assert!(
+        matches!(err, ThreadError::Store(StoreError::Sealed(_))),
+        "{err:?}"
+    );
+    let bytes = CheckpointStore::get(&inner, &checkpoint_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let err = flow_runtime::store::CheckpointCodec::default()
+        .decode(&checkpoint_id, &bytes)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            flow_runtime::CheckpointError::Store(StoreError::Sealed(SealError::NoKeys { .. }))
+        ),
+        "{err:?}"
+    );
+    // Nothing was lost: with the keys, the thread reads.
+    assert!(messages(&sealed, "t1").await.contains(SECRET_MESSAGE));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

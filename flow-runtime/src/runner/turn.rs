@@ -250,7 +250,9 @@ impl Runner {
     /// needs a [`checkpoint_store`](Runner::checkpoint_store); [`stores`](Runner::stores) sets
     /// both at once.
     pub fn thread_store(mut self, store: impl ThreadStore) -> Self {
-        self.threads.store = Some(Arc::new(store));
+        // A record still sealed (a sealed store's data without its keys) is an error, not an
+        // empty record.
+        self.threads.store = Some(Arc::new(crate::store::OpenedOnly(store)));
         self
     }
 

@@ -95,6 +95,7 @@ pub use journal::{JournalError, JournalStore, StoredStep};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;
 pub use sealing::{SealError, SealingKeys};
 #[cfg(feature = "sqlite")]

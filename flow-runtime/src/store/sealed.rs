@@ -344,3 +344,77 @@ impl<S: JournalStore> JournalStore for SealedStore<S> {
         self.inner.delete_journal(run).await
     }
 }
+
+/// A thread store as a runner holds it: a record still sealed (the store was given without
+/// its keys) is [`SealError::NoKeys`] rather than an empty record.
+pub(crate) struct OpenedOnly<S>(pub(crate) S);
+
+fn refuse_sealed(id: &str, record: &ThreadRecord) -> Result<(), ThreadError> {
+    let Some(sealed) = &record.sealed else {
+        return Ok(());
+    };
+    let bytes = B64.decode(sealed).unwrap_or_default();
+    Err(StoreError::from(SealError::NoKeys {
+        what: record_place(id, record.seq),
+        key_id: SealingKeys::key_id_of(&bytes).unwrap_or("?").to_owned(),
+    })
+    .into())
+}
+
+#[async_trait]
+impl<S: ThreadStore> ThreadStore for OpenedOnly<S> {
+    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+        let head = self.0.head(id).await?;
+        if let Some(head) = &head {
+            refuse_sealed(id, &head.last)?;
+        }
+        Ok(head)
+    }
+
+    async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
+        let records = self.0.read(id, turns).await?;
+        for record in &records {
+            refuse_sealed(id, record)?;
+        }
+        Ok(records)
+    }
+
+    async fn append(
+        &self,
+        id: &str,
+        expected_version: u64,
+        record: ThreadRecord,
+    ) -> Result<u64, ThreadError> {
+        self.0.append(id, expected_version, record).await
+    }
+
+    async fn list(&self) -> Result<Vec<String>, ThreadError> {
+        self.0.list().await
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+        self.0.delete(id).await
+    }
+
+    async fn lease_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        self.0.lease_thread(id, owner, lease).await
+    }
+
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        self.0.renew_thread_lease(id, owner, lease).await
+    }
+
+    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
+        self.0.release_thread_lease(id, owner).await
+    }
+}
