@@ -59,6 +59,10 @@
 //! | [`FileStore`] | yes | processes of one machine (lock files) | a directory you can inspect |
 //! | `SqliteStore` (feature `sqlite`) | yes | processes of one machine (WAL) | the durable default |
 //! | `PostgresStore` (feature `postgres`) | yes | workers on many machines | a service |
+//!
+//! Any of them can be sealed at rest: [`SealedStore`] wraps a store and seals thread records,
+//! checkpoints and journal steps with AES-256-GCM ([`SealingKeys`], keys by id so they rotate;
+//! `sealing.rs` the keys and format, `sealed.rs` the wrapper).
 
 mod checkpoint;
 mod file;
