@@ -362,11 +362,9 @@ async fn a_runner_without_the_keys_gets_a_typed_error_not_an_empty_thread() {
         "{err:?}"
     );
     assert!(err.to_string().contains("SealedStore"), "{err}");
-    let err = plain
-        .turn("t1", Message::user("hello"))
-        .await
-        .err()
-        .expect("no turn on a thread it cannot read");
+    let Err(err) = plain.turn("t1", Message::user("hello")).await else {
+        panic!("no turn on a thread it cannot read");
+    };
     assert!(
         matches!(err, ThreadError::Store(StoreError::Sealed(_))),
         "{err:?}"
