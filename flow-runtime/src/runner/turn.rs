@@ -97,6 +97,9 @@ pub(crate) struct ThreadSettings {
     pub(crate) runs: Arc<super::run_handle::RunRegistry>,
     /// The cancel signal of the run a turn started by this (cloned) runner belongs to.
     pub(crate) cancel: Option<crate::agent::cancel::CancelSignal>,
+    /// The id of the run a new turn started by this (cloned) runner belongs to (its run
+    /// handle's); `None`: a new id per turn.
+    pub(crate) run_id: Option<String>,
 }
 
 /// One message of a thread, as [`Runner::thread_messages`] lists it.
@@ -148,10 +151,19 @@ pub struct Turn {
     thread_id: String,
     number: u64,
     started_at: RunPath,
+    run_id: String,
     outcome: Arc<Mutex<Option<TurnOutcome>>>,
 }
 
 impl Turn {
+    /// The id of the run this turn is part of: new for a new turn (its run handle's, for a
+    /// turn started by [`Runner::start_run`]), the interrupted turn's for a resume. The
+    /// checkpoints the run saves carry it ([`Checkpoint::run_id`](crate::store::Checkpoint)),
+    /// and a service puts it on its spans so logs join to runs.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// The thread's id.
     pub fn thread_id(&self) -> &str {
         &self.thread_id
@@ -238,7 +250,9 @@ impl Runner {
     /// needs a [`checkpoint_store`](Runner::checkpoint_store); [`stores`](Runner::stores) sets
     /// both at once.
     pub fn thread_store(mut self, store: impl ThreadStore) -> Self {
-        self.threads.store = Some(Arc::new(store));
+        // A record still sealed (a sealed store's data without its keys) is an error, not an
+        // empty record.
+        self.threads.store = Some(Arc::new(crate::store::OpenedOnly(store)));
         self
     }
 
@@ -385,7 +399,13 @@ impl Runner {
             by,
             restored: 0,
             resumed_checkpoint: None,
-            lineage: (crate::ids::unique_token(), 0),
+            lineage: (
+                self.threads
+                    .run_id
+                    .clone()
+                    .unwrap_or_else(crate::ids::unique_token),
+                0,
+            ),
             resume_claim: Mutex::new(None),
         };
         let lease = lease
@@ -793,6 +813,7 @@ impl Recording {
         let thread_id = self.thread_id.clone();
         let number = self.turn;
         let started_at = self.started_at.clone();
+        let run_id = self.lineage.0.clone();
         let events = generate(cx.clone(), move |out| async move {
             let _claim = claim;
             let ended = self.forward(&out, &cx, events, &mut lease).await;
@@ -807,6 +828,7 @@ impl Recording {
             thread_id,
             number,
             started_at,
+            run_id,
             outcome,
         }
     }
@@ -982,6 +1004,7 @@ impl Recording {
             events,
             end,
             by: self.by.clone(),
+            sealed: None,
         };
         let version = self
             .store
@@ -1064,6 +1087,7 @@ async fn replay_part(
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
         },
+        sealed: None,
     };
     tracing::info!(
         thread = thread_id,
