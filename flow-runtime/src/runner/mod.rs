@@ -7,6 +7,8 @@
 //!   run appends as it proceeds, in the [`JournalStore`](crate::store::JournalStore) contract.
 //!   Background runs, cancellation and recovery read the same journal: a run's steps are
 //!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
+//! - `recover`: crash recovery ([`Runner::recover`], [`RecoverError`]): a turn whose worker
+//!   died is run again from its journal, replaying what the journal holds;
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
@@ -20,12 +22,14 @@
 mod checkpoint;
 mod double_text;
 pub mod journal;
+mod recover;
 mod run_handle;
 mod runs;
 mod turn;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
+pub use recover::{turn_mark_id, RecoverError};
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,
     RunStatus,
