@@ -156,10 +156,15 @@ async fn journaled_replies_and_results_are_not_asked_or_run_again() {
     let turn = recover(&other).await.unwrap();
     assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
     assert_eq!(paid_once(&ledger), (1, 1));
-    // `pay` ran once (in the dead worker), `refund` once (in the recovery).
+    // `pay` ran once (in the dead worker: its result is journaled); `refund` may have
+    // started in the dead worker (it was in flight) and ran again in the recovery, with the
+    // same idempotency key (so it paid once).
     let calls = support::processes::lines(&support::ledger::calls_of(&ledger));
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert!(calls[0].ends_with(" pay") && calls[1].ends_with(" refund"));
+    let pays: Vec<&String> = calls.iter().filter(|c| c.ends_with(" pay")).collect();
+    assert_eq!(pays.len(), 1, "{calls:?}");
+    let refunds: std::collections::HashSet<&String> =
+        calls.iter().filter(|c| c.ends_with(" refund")).collect();
+    assert_eq!(refunds.len(), 1, "one key for every attempt: {calls:?}");
     let steps = other.journal(&turn_journal_id("t", 0)).await.unwrap();
     let keys: Vec<String> = steps
         .iter()
