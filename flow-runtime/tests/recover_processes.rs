@@ -42,7 +42,10 @@ async fn runner_on(backend: &str, ledger: &Path) -> Runner {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recover_worker() {
     let Some(Orders {
-        role, backend, work, ..
+        role,
+        backend,
+        work,
+        ..
     }) = worker_orders()
     else {
         return;
@@ -101,7 +104,10 @@ async fn reference(work: &Path) -> ThreadRecord {
         .stores(store.clone())
         .journal_store(store)
         .durability(Durability::Sync);
-    let turn = runner.turn("t", Message::user("settle my order")).await.unwrap();
+    let turn = runner
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
     assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
     timeless(runner.thread_records("t").await.unwrap().remove(0))
 }
