@@ -30,11 +30,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
 use super::journal::{turn_journal_id, StepKind};
 use super::runs::Runner;
 use super::turn::{Recording, ThreadLease, Turn};
+use super::turn_mark::{turn_mark_id, TurnStart, MARK_KIND};
 use crate::agent::middleware::{HookContext, HookError, Middleware, Middlewares};
 use crate::agent::{Agent, AgentInput, RunContext};
 use crate::event::RecordedEvent;
@@ -43,9 +43,7 @@ use crate::message::{Message, MessageRef, Role, ToolCall};
 use crate::model::ChatRequest;
 use crate::run_path::RunPath;
 use crate::session::Session;
-use crate::store::{
-    JournalError, JournalStore, RecordEnd, RecordStart, StoredStep, ThreadError, ThreadStore,
-};
+use crate::store::{JournalError, RecordEnd, RecordStart, ThreadError, ThreadStore};
 
 /// Why a turn could not be recovered ([`Runner::recover`]). Nothing stored is changed when
 /// one is returned, and nothing ran.
@@ -84,110 +82,6 @@ pub enum RecoverError {
     /// The thread store failed, or the thread id is invalid.
     #[error(transparent)]
     Thread(#[from] ThreadError),
-}
-
-/// The label of a turn's start mark.
-const MARK_KIND: &str = "turn_start";
-/// The label of the step that closes a mark (the turn failed or was cancelled).
-const CLOSED_KIND: &str = "turn_closed";
-
-/// The id of the journal holding the start mark of turn `turn` of thread `thread`.
-pub fn turn_mark_id(thread: &str, turn: u64) -> String {
-    format!("{}.start", turn_journal_id(thread, turn))
-}
-
-/// What a journaled turn writes before it runs: what its recovery needs to start it again.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct TurnStart {
-    /// The flow's fingerprint.
-    flow: String,
-    thread: String,
-    turn: u64,
-    /// The thread's version the turn loaded.
-    version: u64,
-    input: Vec<Message>,
-    started_at: RunPath,
-    scope: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    by: Option<Arc<str>>,
-}
-
-/// A new turn's start mark: written before it runs; closed if the turn fails or is cancelled
-/// (dropped); left open when it is recorded (the thread has moved on) or its worker dies.
-pub(super) struct TurnMark {
-    store: Arc<dyn JournalStore>,
-    id: String,
-    armed: bool,
-}
-
-impl TurnMark {
-    /// Writes the start mark of `turn`'s run, whose tool calls are keyed under `scope`.
-    pub(super) async fn write(turn: &Recording, scope: &str) -> Result<TurnMark, JournalError> {
-        let id = turn_mark_id(&turn.thread_id, turn.turn);
-        let store = Arc::clone(turn.runner.journal_store_or_err(&id)?);
-        let RecordStart::Turn { input } = &turn.start else {
-            unreachable!("only a new turn is marked")
-        };
-        let start = TurnStart {
-            flow: turn.runner.flow_fingerprint(),
-            thread: turn.thread_id.clone(),
-            turn: turn.turn,
-            version: turn.version,
-            input: input.clone(),
-            started_at: turn.started_at.clone(),
-            scope: scope.to_owned(),
-            by: turn.by.clone(),
-        };
-        // A mark left by an earlier attempt of this turn number (failed, cancelled, or
-        // crashed and not recovered) is replaced.
-        if store.journal_len(&id).await? > 0 {
-            store.truncate_steps(&id, 0).await?;
-        }
-        let step = StoredStep {
-            seq: 0,
-            at_ms: crate::store::now_ms(),
-            kind: MARK_KIND.into(),
-            bytes: serde_json::to_vec(&start).expect("a turn start always serialises"),
-        };
-        store.append_steps(&id, 0, vec![step]).await?;
-        Ok(TurnMark {
-            store,
-            id,
-            armed: true,
-        })
-    }
-
-    /// Leaves the mark as it is (the turn was recorded, or another worker owns it now).
-    pub(super) fn leave(mark: Option<TurnMark>) {
-        if let Some(mut mark) = mark {
-            mark.armed = false;
-        }
-    }
-}
-
-impl Drop for TurnMark {
-    /// Closes the mark of a turn that failed or was cancelled: there is nothing to recover.
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let store = Arc::clone(&self.store);
-        let id = std::mem::take(&mut self.id);
-        handle.spawn(async move {
-            let step = StoredStep {
-                seq: 1,
-                at_ms: crate::store::now_ms(),
-                kind: CLOSED_KIND.into(),
-                bytes: b"{}".to_vec(),
-            };
-            if let Err(e) = store.append_steps(&id, 1, vec![step]).await {
-                tracing::debug!(mark = %id, error = %e, "could not close a turn's start mark");
-            }
-        });
-    }
 }
 
 /// The journal's answers for a recovered run: model replies per run path in order, tool

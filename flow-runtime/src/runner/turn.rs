@@ -847,7 +847,26 @@ impl Recording {
         // A new journaled turn marks its start, so that another worker can recover it.
         let mut mark = None;
         if journal.is_some() && self.replayed.is_none() && self.resumed_checkpoint.is_none() {
-            match super::recover::TurnMark::write(&self, &scope).await {
+            let marked = match self.runner.journal_store_or_err(&self.thread_id) {
+                Ok(store) => {
+                    let start = super::turn_mark::TurnStart {
+                        flow: self.runner.flow_fingerprint(),
+                        thread: self.thread_id.clone(),
+                        turn: self.turn,
+                        version: self.version,
+                        input: match &self.start {
+                            RecordStart::Turn { input } => input.clone(),
+                            _ => Vec::new(),
+                        },
+                        started_at: self.started_at.clone(),
+                        scope: scope.clone(),
+                        by: self.by.clone(),
+                    };
+                    super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
+                }
+                Err(e) => Err(e),
+            };
+            match marked {
                 Ok(written) => mark = Some(written),
                 Err(e) => return self.not_recorded(out, cx, e.into()).await,
             }
@@ -856,7 +875,7 @@ impl Recording {
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);
-                super::recover::TurnMark::leave(mark);
+                super::turn_mark::TurnMark::leave(mark);
                 return self.not_recorded(out, cx, e).await;
             }
             if let Some(journal) = &mut journal {
@@ -894,7 +913,7 @@ impl Recording {
             Err(ThreadError::Store(_) | ThreadError::Checkpoint(_))
         ) {
             // Recorded, or another worker owns the thread now: not this turn's to close.
-            super::recover::TurnMark::leave(mark);
+            super::turn_mark::TurnMark::leave(mark);
         }
         match recorded {
             Ok(outcome) => {
