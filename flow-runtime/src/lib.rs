@@ -138,9 +138,9 @@ pub use run_path::{RunPath, RunStep};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{turn_mark_id, RecoverError};
 pub use runner::{
-    AttachError, CancelError, DoubleText, RunError, RunEvent, RunHandle, RunInfo, RunItem,
-    RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting,
-    UnknownStrategy,
+    AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
+    RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,
+    TurnRouting, UnknownStrategy,
 };
 pub use schemars;
 pub use session::{Session, SessionEvent};
