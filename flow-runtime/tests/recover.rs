@@ -352,3 +352,58 @@ async fn bad_journals_are_typed_errors() {
     }
     std::fs::remove_dir_all(&work).unwrap();
 }
+
+#[tokio::test]
+async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
+    use flow_runtime::{
+        tool_fn_with_context, ChatModelAgent, ScriptStep, ScriptedModel, ToolContext,
+    };
+    let store = InMemoryStore::new();
+    let journal = store.clone();
+    // The tool looks at the journal: is the reply that asked for this call stored already?
+    let check = tool_fn_with_context(
+        "check",
+        "Checks the journal.",
+        move |cx: ToolContext, _: serde_json::Value| {
+            let journal = journal.clone();
+            async move {
+                let steps = journal
+                    .read_steps(&turn_journal_id("t", 0), 0)
+                    .await
+                    .unwrap();
+                let call = cx.call_id().to_owned();
+                let stored = steps.iter().any(|s| {
+                    s.kind == "model_reply"
+                        && String::from_utf8_lossy(&s.bytes).contains(&format!("\"{call}\""))
+                });
+                Ok::<_, std::io::Error>(format!("reply stored: {stored}"))
+            }
+        },
+    );
+    let model = ScriptedModel::rules()
+        .after_tool("check", ScriptStep::text("done"))
+        .otherwise(ScriptStep::tool_call("check", serde_json::json!({})));
+    let agent = FlowAgent::new(
+        ChatModelAgent::builder("desk", model)
+            .tool(check)
+            .build()
+            .unwrap(),
+    );
+    for (mode, expected) in [(Durability::Sync, true), (Durability::Exit, false)] {
+        let runner = Runner::new(agent.clone())
+            .stores(store.clone())
+            .journal_store(store.clone())
+            .durability(mode);
+        let _ = runner.delete_thread("t").await;
+        let turn = runner.turn("t", Message::user("go")).await.unwrap();
+        assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+        let records = runner.thread_records("t").await.unwrap();
+        let result = records[0].events[1]
+            .message
+            .as_ref()
+            .unwrap()
+            .content
+            .clone();
+        assert_eq!(result, format!("reply stored: {expected}"), "{mode:?}");
+    }
+}

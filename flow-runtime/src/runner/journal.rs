@@ -219,6 +219,8 @@ pub(crate) struct JournalWriter {
     /// A recovered run's journaled steps: the run regenerates them from the journal
     /// (`runner::recover`), so they are compared with what is stored, not appended again.
     replayed: Vec<RecordedEvent>,
+    /// A `Sync` turn's journal gate: told each model reply once it is stored.
+    gate: Option<Arc<super::journal_gate::StoredCalls>>,
 }
 
 impl JournalWriter {
@@ -250,6 +252,7 @@ impl JournalWriter {
             next,
             background: None,
             replayed: Vec::new(),
+            gate: None,
         };
         if mode == Durability::Async {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -298,13 +301,29 @@ impl JournalWriter {
                     .await
                     .map_err(|e| stream_error(&self.run, e))?;
                 let now = crate::store::now_ms();
+                let recorded_copy = if self.gate.is_some() {
+                    recorded.clone()
+                } else {
+                    Vec::new()
+                };
                 let steps = recorded
                     .into_iter()
                     .map(|e| encode(&self.flow, &self.scope, e, now))
                     .collect();
                 self.next = self.store.append_steps(&self.run, self.next, steps).await?;
+                if let Some(gate) = &self.gate {
+                    gate.add(&recorded_copy);
+                }
                 Ok(())
             }
+        }
+    }
+
+    /// Tells `gate` about each model reply this writer stores from now on (`Sync` only: an
+    /// `Async` writer stores in the background, and tools do not wait for it).
+    pub(crate) fn open_gate(&mut self, gate: Option<Arc<super::journal_gate::StoredCalls>>) {
+        if self.mode == Durability::Sync {
+            self.gate = gate;
         }
     }
 
@@ -476,6 +495,7 @@ impl Runner {
             next: len,
             background: None,
             replayed,
+            gate: None,
         };
         if mode == Durability::Async {
             let (tx, rx) = mpsc::unbounded_channel();

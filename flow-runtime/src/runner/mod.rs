@@ -7,6 +7,8 @@
 //!   run appends as it proceeds, in the [`JournalStore`](crate::store::JournalStore) contract.
 //!   Background runs, cancellation and recovery read the same journal: a run's steps are
 //!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
+//! - `journal_gate`: in `Sync` mode, a tool call waits until the model reply that asked for it
+//!   is journaled (so a recovery never asks for a reply whose tools already ran);
 //! - `recover`: crash recovery ([`Runner::recover`], [`RecoverError`]): a turn whose worker
 //!   died is run again from its journal, replaying what the journal holds; `turn_mark`: the
 //!   start mark a new journaled turn writes, which recovery reads;
@@ -23,6 +25,7 @@
 mod checkpoint;
 mod double_text;
 pub mod journal;
+mod journal_gate;
 mod recover;
 mod run_handle;
 mod runs;

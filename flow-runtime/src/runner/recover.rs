@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::journal::{turn_journal_id, StepKind};
+use super::journal_gate::{JournalGate, StoredCalls};
 use super::runs::Runner;
 use super::turn::{Recording, ThreadLease, Turn};
 use super::turn_mark::{turn_mark_id, TurnStart, MARK_KIND};
@@ -331,8 +332,18 @@ impl Runner {
             })?
         };
         let replay: Arc<dyn Middleware> = Arc::new(Replay::new(&replayed));
-        let middleware =
-            Middlewares::chain([&Middlewares::default().with(replay), &self.middleware]);
+        let mut first = Middlewares::default().with(replay);
+        // The recovered run journals in Sync unless the runner says Async: its tool calls
+        // then wait for their replies' steps (those of the journal are stored already).
+        let gate = (self.durability != super::Durability::Async).then(|| {
+            let gate = Arc::new(StoredCalls::default());
+            gate.add(&replayed);
+            gate
+        });
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(JournalGate(Arc::clone(gate))));
+        }
+        let middleware = Middlewares::chain([&first, &self.middleware]);
         let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
         let cx = RunContext::new_run(
@@ -372,6 +383,7 @@ impl Runner {
             lineage: (crate::ids::unique_token(), 0),
             resume_claim: Mutex::new(None),
             replayed: Some(replayed),
+            gate,
         };
         let lease = lease
             .take()

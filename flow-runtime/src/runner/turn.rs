@@ -367,6 +367,21 @@ impl Runner {
         .with_limits(self.limits)
         .with_run_middleware(self.middleware.clone())
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        // Sync: a tool call waits until the reply that asked for it is journaled.
+        let gate = (self.durability == super::Durability::Sync && self.journal.is_some())
+            .then(Arc::<super::journal_gate::StoredCalls>::default);
+        let cx = match &gate {
+            Some(gate) => {
+                let first: Arc<dyn crate::agent::middleware::Middleware> =
+                    Arc::new(super::journal_gate::JournalGate(Arc::clone(gate)));
+                let chain = crate::agent::Middlewares::chain([
+                    &crate::agent::Middlewares::default().with(first),
+                    &self.middleware,
+                ]);
+                cx.with_run_middleware(chain)
+            }
+            None => cx,
+        };
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
             streaming: self.streaming,
@@ -388,6 +403,7 @@ impl Runner {
             lineage: (crate::ids::unique_token(), 0),
             resume_claim: Mutex::new(None),
             replayed: None,
+            gate,
         };
         let lease = lease
             .take()
@@ -523,6 +539,7 @@ impl Runner {
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
             replayed: None,
+            gate: None,
         };
         let lease = lease
             .take()
@@ -782,6 +799,8 @@ pub(super) struct Recording {
     pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
     /// A recovered turn's journaled steps, which it regenerates (see `runner::recover`).
     pub(super) replayed: Option<Vec<crate::event::RecordedEvent>>,
+    /// A `Sync` turn's journal gate, told of each stored model reply.
+    pub(super) gate: Option<Arc<super::journal_gate::StoredCalls>>,
 }
 
 impl Recording {
@@ -844,6 +863,9 @@ impl Recording {
             Ok(journal) => journal,
             Err(e) => return self.not_recorded(out, cx, e.into()).await,
         };
+        if let Some(journal) = &mut journal {
+            journal.open_gate(self.gate.clone());
+        }
         // A new journaled turn marks its start, so that another worker can recover it.
         let mut mark = None;
         if journal.is_some() && self.replayed.is_none() && self.resumed_checkpoint.is_none() {
