@@ -40,14 +40,15 @@ use crate::store::{JournalError, JournalStore, StoredStep};
 /// | --- | --- | --- | --- |
 /// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
 /// | [`Durability::Async`] | every step, appended by a background task in batches | at once (never waits for the store) | at most the steps after the last batch stored |
-/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
+/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on; in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
 ///
 ///
 /// What is exactly-once and what is at-least-once: a resume's claim and a thread turn's lease
 /// make one worker run a checkpoint's continuation; a tool call that was in flight when its
 /// worker died runs again in the worker that takes the run over, with the same
 /// [`idempotency_key`](crate::ToolContext::idempotency_key), so a tool with side effects can
-/// deduplicate it (at-least-once, closed by the key).
+/// deduplicate it (at-least-once, closed by the key). A journaled turn whose worker died is
+/// picked up by [`Runner::recover`], which replays the journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Durability {
