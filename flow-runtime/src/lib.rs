@@ -116,6 +116,12 @@ pub use store::{
     StoreError, ThreadError, ThreadStore,
 };
 pub use store::{JournalError, JournalStore, StoredStep};
+/// The PostgreSQL store, beside the others at the root (also at `store::PostgresStore`).
+#[cfg(feature = "postgres")]
+pub use store::{PostgresOptions, PostgresStore};
+/// The SQLite store, beside the others at the root (also at `store::SqliteStore`).
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteOptions, SqliteStore};
 
 pub use error::FlowError;
 pub use event::{

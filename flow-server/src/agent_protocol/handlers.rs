@@ -609,8 +609,9 @@ fn protocol_sse(
         |_| b"event: end\ndata: null\n\n".to_vec(),
     )
     .into_response();
+    // Where the run lives (LangGraph's clients read its ids from here): the run's URL.
     if let Ok(v) = HeaderValue::from_str(&format!(
-        "/threads/{}/runs/{}",
+        "/v1/threads/{}/runs/{}",
         run.thread_id().rsplit('.').next().unwrap_or_default(),
         run.id()
     )) {
