@@ -160,6 +160,7 @@ impl ChatModelAgent {
                 name => match self.tools.iter().find(|t| t.name() == name) {
                     Some(tool) => {
                         let tool = Arc::clone(tool);
+                        let idempotent = tool.idempotent();
                         let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
                             .with_tool_name(call.name.as_str())
                             .with_shared_history(Arc::clone(shared_history.get_or_insert_with(
@@ -199,7 +200,7 @@ impl ChatModelAgent {
                                 }),
                             }
                         };
-                        self.hooked_tool_call(cx, &chain, call, run)
+                        self.hooked_tool_call(cx, &chain, call, idempotent, run)
                     }
                     None => future::ready(Err(ToolError::UnknownTool {
                         tool: name.into(),

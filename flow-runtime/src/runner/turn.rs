@@ -321,7 +321,7 @@ impl Runner {
     }
 
     /// Takes thread `thread_id` for a turn: in this runner, then its lease in the store.
-    async fn hold_thread(
+    pub(super) async fn hold_thread(
         &self,
         thread_id: &str,
     ) -> Result<(Arc<dyn ThreadStore>, ThreadClaim, Option<ThreadLease>), ThreadError> {
@@ -381,6 +381,21 @@ impl Runner {
         .with_limits(self.limits)
         .with_run_middleware(self.middleware.clone())
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        // Sync: a tool call waits until the reply that asked for it is journaled.
+        let gate = (self.durability == super::Durability::Sync && self.journal.is_some())
+            .then(Arc::<super::journal_gate::StoredCalls>::default);
+        let cx = match &gate {
+            Some(gate) => {
+                let first: Arc<dyn crate::agent::middleware::Middleware> =
+                    Arc::new(super::journal_gate::JournalGate(Arc::clone(gate)));
+                let chain = crate::agent::Middlewares::chain([
+                    &crate::agent::Middlewares::default().with(first),
+                    &self.middleware,
+                ]);
+                cx.with_run_middleware(chain)
+            }
+            None => cx,
+        };
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
             streaming: self.streaming,
@@ -407,6 +422,8 @@ impl Runner {
                 0,
             ),
             resume_claim: Mutex::new(None),
+            replayed: None,
+            gate,
         };
         let lease = lease
             .take()
@@ -541,6 +558,8 @@ impl Runner {
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
+            replayed: None,
+            gate: None,
         };
         let lease = lease
             .take()
@@ -653,7 +672,7 @@ fn reentry_point(root: &FlowAgent, last: FlowAgent) -> FlowAgent {
 }
 
 /// Marks a thread as having a turn running in this runner until dropped.
-struct ThreadClaim {
+pub(super) struct ThreadClaim {
     set: Arc<Mutex<HashSet<String>>>,
     id: String,
 }
@@ -681,7 +700,7 @@ impl Drop for ThreadClaim {
 /// A turn's lease on its thread in the store ([`ThreadStore::lease_thread`]): taken before the
 /// turn runs anything, renewed while its events flow, given back when the turn ends (or, if
 /// the turn is dropped, as soon as a Tokio runtime can; else it runs out).
-struct ThreadLease {
+pub(super) struct ThreadLease {
     store: Arc<dyn ThreadStore>,
     dropped: Arc<Mutex<HashMap<String, String>>>,
     id: String,
@@ -737,7 +756,7 @@ impl ThreadLease {
     }
 
     /// Gives back a lease a turn that could not start left unused.
-    async fn release_unused(lease: Option<ThreadLease>) {
+    pub(super) async fn release_unused(lease: Option<ThreadLease>) {
         if let Some(lease) = lease {
             lease.release().await;
         }
@@ -779,29 +798,33 @@ impl Drop for ThreadLease {
 }
 
 /// What a running turn appends when it ends.
-struct Recording {
-    runner: Runner,
-    store: Arc<dyn ThreadStore>,
-    thread_id: String,
-    turn: u64,
+pub(super) struct Recording {
+    pub(super) runner: Runner,
+    pub(super) store: Arc<dyn ThreadStore>,
+    pub(super) thread_id: String,
+    pub(super) turn: u64,
     /// The thread's version the turn loaded.
-    version: u64,
-    started_at: RunPath,
-    start: RecordStart,
+    pub(super) version: u64,
+    pub(super) started_at: RunPath,
+    pub(super) start: RecordStart,
     /// Who started this part (see [`ThreadRecord::by`]).
-    by: Option<Arc<str>>,
+    pub(super) by: Option<Arc<str>>,
     /// How many session events a resumed turn restored (recorded by earlier records).
-    restored: usize,
+    pub(super) restored: usize,
     /// The checkpoint a resumed turn continues.
-    resumed_checkpoint: Option<String>,
+    pub(super) resumed_checkpoint: Option<String>,
     /// The lineage of the checkpoint this turn saves if interrupted: run id, resumes before it.
-    lineage: (String, u32),
+    pub(super) lineage: (String, u32),
     /// A resumed turn's claim on its checkpoint (given back if the turn ends unrecorded).
-    resume_claim: Mutex<Option<ClaimGuard>>,
+    pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
+    /// A recovered turn's journaled steps, which it regenerates (see `runner::recover`).
+    pub(super) replayed: Option<Vec<crate::event::RecordedEvent>>,
+    /// A `Sync` turn's journal gate, told of each stored model reply.
+    pub(super) gate: Option<Arc<super::journal_gate::StoredCalls>>,
 }
 
 impl Recording {
-    fn into_turn(
+    pub(super) fn into_turn(
         self,
         cx: RunContext,
         events: EventStream,
@@ -846,18 +869,57 @@ impl Recording {
         let mut failure: Option<AgentError> = None;
         let journal_id = super::journal::turn_journal_id(&self.thread_id, self.turn);
         let scope = cx.idempotency_scope().to_owned();
-        let mut journal = match self
-            .runner
-            .open_journal(journal_id, scope, cx.session())
-            .await
-        {
+        let opened = match &self.replayed {
+            Some(steps) => self
+                .runner
+                .open_replaying_journal(journal_id, scope.clone(), steps.clone())
+                .await
+                .map(Some),
+            None => {
+                self.runner
+                    .open_journal(journal_id, scope.clone(), cx.session())
+                    .await
+            }
+        };
+        let mut journal = match opened {
             Ok(journal) => journal,
             Err(e) => return self.not_recorded(out, cx, e.into()).await,
         };
+        if let Some(journal) = &mut journal {
+            journal.open_gate(self.gate.clone());
+        }
+        // A new journaled turn marks its start, so that another worker can recover it.
+        let mut mark = None;
+        if journal.is_some() && self.replayed.is_none() && self.resumed_checkpoint.is_none() {
+            let marked = match self.runner.journal_store_or_err(&self.thread_id) {
+                Ok(store) => {
+                    let start = super::turn_mark::TurnStart {
+                        flow: self.runner.flow_fingerprint(),
+                        thread: self.thread_id.clone(),
+                        turn: self.turn,
+                        version: self.version,
+                        input: match &self.start {
+                            RecordStart::Turn { input } => input.clone(),
+                            _ => Vec::new(),
+                        },
+                        started_at: self.started_at.clone(),
+                        scope: scope.clone(),
+                        by: self.by.clone(),
+                    };
+                    super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
+                }
+                Err(e) => Err(e),
+            };
+            match marked {
+                Ok(written) => mark = Some(written),
+                Err(e) => return self.not_recorded(out, cx, e.into()).await,
+            }
+        }
         while let Some(event) = events.next().await {
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);
+                super::turn_mark::TurnMark::leave(mark);
                 return self.not_recorded(out, cx, e).await;
             }
             if let Some(journal) = &mut journal {
@@ -889,7 +951,15 @@ impl Recording {
                 error,
             });
         }
-        match self.record(cx, &held).await {
+        let recorded = self.record(cx, &held).await;
+        if !matches!(
+            recorded,
+            Err(ThreadError::Store(_) | ThreadError::Checkpoint(_))
+        ) {
+            // Recorded, or another worker owns the thread now: not this turn's to close.
+            super::turn_mark::TurnMark::leave(mark);
+        }
+        match recorded {
             Ok(outcome) => {
                 for event in held {
                     out.yield_event(event).await;
