@@ -141,6 +141,7 @@ pub use runner::{
     RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting,
     UnknownStrategy,
 };
+pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{

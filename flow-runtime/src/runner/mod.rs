@@ -11,6 +11,9 @@
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
 //!   of its thread ([`DoubleText`]); resuming a cancelled run;
+//! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
+//!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
+//!   continuation replays the fork's steps;
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -22,6 +25,7 @@ mod double_text;
 pub mod journal;
 mod run_handle;
 mod runs;
+pub mod time_travel;
 mod turn;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
@@ -31,4 +35,5 @@ pub use run_handle::{
     RunStatus,
 };
 pub use runs::Runner;
+pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};

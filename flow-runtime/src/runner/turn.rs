@@ -387,6 +387,7 @@ impl Runner {
             resumed_checkpoint: None,
             lineage: (crate::ids::unique_token(), 0),
             resume_claim: Mutex::new(None),
+            replay: None,
         };
         let lease = lease
             .take()
@@ -444,6 +445,14 @@ impl Runner {
         lease: &mut Option<ThreadLease>,
     ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
+        if let Some(head) = head.as_ref() {
+            if super::time_travel::is_fork_point(&head.last.end) {
+                // A fork made in the middle of a turn: the turn goes on from the fork's step.
+                return self
+                    .continue_fork(store, thread_id, head.clone(), by, claim, lease)
+                    .await;
+            }
+        }
         let Some(ThreadHead {
             version,
             last:
@@ -521,6 +530,7 @@ impl Runner {
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
+            replay: None,
         };
         let lease = lease
             .take()
@@ -633,7 +643,7 @@ fn reentry_point(root: &FlowAgent, last: FlowAgent) -> FlowAgent {
 }
 
 /// Marks a thread as having a turn running in this runner until dropped.
-struct ThreadClaim {
+pub(super) struct ThreadClaim {
     set: Arc<Mutex<HashSet<String>>>,
     id: String,
 }
@@ -661,7 +671,7 @@ impl Drop for ThreadClaim {
 /// A turn's lease on its thread in the store ([`ThreadStore::lease_thread`]): taken before the
 /// turn runs anything, renewed while its events flow, given back when the turn ends (or, if
 /// the turn is dropped, as soon as a Tokio runtime can; else it runs out).
-struct ThreadLease {
+pub(super) struct ThreadLease {
     store: Arc<dyn ThreadStore>,
     dropped: Arc<Mutex<HashMap<String, String>>>,
     id: String,
@@ -759,29 +769,32 @@ impl Drop for ThreadLease {
 }
 
 /// What a running turn appends when it ends.
-struct Recording {
-    runner: Runner,
-    store: Arc<dyn ThreadStore>,
-    thread_id: String,
-    turn: u64,
+pub(super) struct Recording {
+    pub(super) runner: Runner,
+    pub(super) store: Arc<dyn ThreadStore>,
+    pub(super) thread_id: String,
+    pub(super) turn: u64,
     /// The thread's version the turn loaded.
-    version: u64,
-    started_at: RunPath,
-    start: RecordStart,
+    pub(super) version: u64,
+    pub(super) started_at: RunPath,
+    pub(super) start: RecordStart,
     /// Who started this part (see [`ThreadRecord::by`]).
-    by: Option<Arc<str>>,
+    pub(super) by: Option<Arc<str>>,
     /// How many session events a resumed turn restored (recorded by earlier records).
-    restored: usize,
+    pub(super) restored: usize,
     /// The checkpoint a resumed turn continues.
-    resumed_checkpoint: Option<String>,
+    pub(super) resumed_checkpoint: Option<String>,
     /// The lineage of the checkpoint this turn saves if interrupted: run id, resumes before it.
-    lineage: (String, u32),
+    pub(super) lineage: (String, u32),
     /// A resumed turn's claim on its checkpoint (given back if the turn ends unrecorded).
-    resume_claim: Mutex<Option<ClaimGuard>>,
+    pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
+    /// For the continuation of a fork point: the steps replayed from the fork's record,
+    /// left out of this record (see `time_travel`).
+    pub(super) replay: Option<Arc<super::time_travel::ReplayPlan>>,
 }
 
 impl Recording {
-    fn into_turn(
+    pub(super) fn into_turn(
         self,
         cx: RunContext,
         events: EventStream,
@@ -907,6 +920,10 @@ impl Recording {
             held.iter().filter_map(|e| e.interrupt().cloned()).collect();
         let all = cx.session().events();
         let events = record_events(&self.thread_id, &all[self.restored.min(all.len())..]).await?;
+        let events = match &self.replay {
+            Some(plan) => plan.keep_new(events),
+            None => events,
+        };
         let answered_by: Arc<str> = all
             .last()
             .map(|e| Arc::from(e.agent_name()))
