@@ -142,6 +142,7 @@ pub use runner::{
     UnknownStrategy,
 };
 pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
+pub use runner::{PurgeReport, Retention};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{

@@ -14,6 +14,8 @@
 //! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
 //!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
 //!   continuation replays the fork's steps;
+//! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
+//!   thread ([`Runner::thread_ttl`]);
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -22,6 +24,7 @@
 
 mod checkpoint;
 mod double_text;
+mod housekeeping;
 pub mod journal;
 mod run_handle;
 mod runs;
@@ -29,6 +32,7 @@ pub mod time_travel;
 mod turn;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
+pub use housekeeping::{PurgeReport, Retention};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,

@@ -287,6 +287,11 @@ impl Runner {
 
     async fn records_of(&self, thread: &str) -> Result<Vec<ThreadRecord>, TimeTravelError> {
         validate_thread_id(thread)?;
+        if self.thread_expired(thread).await? {
+            return Err(TimeTravelError::UnknownThread {
+                thread: thread.to_owned(),
+            });
+        }
         let records = self
             .thread_store_or_err()?
             .read(thread, 0..u64::MAX)

@@ -97,6 +97,8 @@ pub(crate) struct ThreadSettings {
     pub(crate) runs: Arc<super::run_handle::RunRegistry>,
     /// The cancel signal of the run a turn started by this (cloned) runner belongs to.
     pub(crate) cancel: Option<crate::agent::cancel::CancelSignal>,
+    /// How long a thread lives after its last record (see `housekeeping`).
+    pub(crate) ttl: Option<Duration>,
 }
 
 /// One message of a thread, as [`Runner::thread_messages`] lists it.
@@ -298,6 +300,10 @@ impl Runner {
         message: Message,
         by: Option<Arc<str>>,
     ) -> Result<Turn, ThreadError> {
+        if self.thread_expired(thread_id).await? {
+            // An expired thread is gone: the message starts a new one under its id.
+            self.delete_thread(thread_id).await?;
+        }
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
             .start_turn(store, thread_id, message, by, claim, &mut lease)
@@ -541,6 +547,9 @@ impl Runner {
     /// The thread's records, in order (empty for an unknown thread).
     pub async fn thread_records(&self, thread_id: &str) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(thread_id)?;
+        if self.thread_expired(thread_id).await? {
+            return Ok(Vec::new());
+        }
         self.thread_store_or_err()?
             .read(thread_id, 0..u64::MAX)
             .await
