@@ -173,3 +173,21 @@ async fn sqlite_housekeeping() {
     delete_thread_removes_every_step(SqliteStore::open(dir.join("c.db")).await.unwrap()).await;
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_housekeeping() {
+    use flow_runtime::store::PostgresStore;
+    use flow_runtime::testing::fresh_postgres_database;
+    for (name, part) in [("hk_bounded", 0), ("hk_ttl", 1), ("hk_delete", 2)] {
+        let Some(url) = fresh_postgres_database(name).await else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        match part {
+            0 => journal_stays_bounded_with_retention(store).await,
+            1 => expired_threads_are_gone(store).await,
+            _ => delete_thread_removes_every_step(store).await,
+        }
+    }
+}
