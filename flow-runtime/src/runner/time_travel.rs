@@ -401,12 +401,12 @@ impl Runner {
             }
             Place::Event(k) => {
                 last.events.truncate(k + 1);
-                last.end = fork_point_end(new_thread, last.turn, thread, step.id);
+                last.end = fork_point_end(new_thread, last.turn, step.id);
                 (ForkEnd::ForkPoint, Vec::new())
             }
             Place::Input => {
                 last.events.clear();
-                last.end = fork_point_end(new_thread, last.turn, thread, step.id);
+                last.end = fork_point_end(new_thread, last.turn, step.id);
                 (ForkEnd::ForkPoint, Vec::new())
             }
         };
@@ -613,10 +613,9 @@ impl Runner {
 }
 
 /// The end of a fork's record at a fork point.
-fn fork_point_end(new_thread: &str, turn: u64, from: &str, step: u64) -> RecordEnd {
-    let mut info = InterruptInfo::new(serde_json::json!({
-        "fork_point": {"thread": from, "step": step}
-    }));
+fn fork_point_end(new_thread: &str, turn: u64, step: u64) -> RecordEnd {
+    // The info names no thread: a service may show it (a store key is not for callers).
+    let mut info = InterruptInfo::new(serde_json::json!({ "fork_point": { "step": step } }));
     info.id = FORK_POINT.to_owned();
     RecordEnd::Interrupted {
         checkpoint_id: format!("{new_thread}.fork-{turn}"),
