@@ -35,8 +35,8 @@ pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use housekeeping::{PurgeReport, Retention};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use run_handle::{
-    AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,
-    RunStatus,
+    AttachError, CancelError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem, RunOutcome,
+    RunRetention, RunStatus,
 };
 pub use runs::Runner;
 pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
