@@ -42,7 +42,8 @@ use serde::{Deserialize, Serialize};
 
 use super::journal::{turn_journal_id, StepKind};
 use super::runs::Runner;
-use super::turn::{Recording, ThreadClaim, ThreadLease, Turn};
+pub use super::turn::FORK_POINT;
+use super::turn::{is_fork_point, Recording, ThreadClaim, ThreadLease, Turn};
 use crate::agent::{Agent, AgentInput, EventStream, HookContext, Middleware, RunContext};
 use crate::event::{AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;
@@ -55,10 +56,6 @@ use crate::store::{
     RecordStart, RecordedEvent, SaveMode, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
 };
 use crate::HookError;
-
-/// The id of the interrupt a fork made in the middle of a turn stops at (see the [module
-/// docs](self)).
-pub const FORK_POINT: &str = "fork_point";
 
 /// What a thread's step is (see [`ThreadStep`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,12 +204,6 @@ impl From<crate::store::JournalError> for TimeTravelError {
     fn from(e: crate::store::JournalError) -> Self {
         TimeTravelError::Thread(ThreadError::Journal(e))
     }
-}
-
-/// Whether a record ending is a fork point (see the [module docs](self)).
-pub(crate) fn is_fork_point(end: &RecordEnd) -> bool {
-    matches!(end, RecordEnd::Interrupted { interrupts, .. }
-        if interrupts.len() == 1 && interrupts[0].id == FORK_POINT)
 }
 
 /// Where a step is: its record, and within it.
@@ -603,7 +594,7 @@ impl Runner {
             resumed_checkpoint: None,
             lineage: (crate::ids::unique_token(), 0),
             resume_claim: Mutex::new(None),
-            replay: Some(plan),
+            replay: Some(Arc::new(move |events| plan.keep_new(events))),
         };
         let lease = lease
             .take()
@@ -625,7 +616,7 @@ fn fork_point_end(new_thread: &str, turn: u64, step: u64) -> RecordEnd {
 
 /// What a fork point's continuation replays: per run path, the model replies and tool results
 /// the fork's records hold, and how many recorded events each path replays.
-pub(crate) struct ReplayPlan {
+struct ReplayPlan {
     /// Run path -> how many of its recorded events are replayed.
     counts: HashMap<String, usize>,
     /// Run path -> the model replies to give, in order.
@@ -666,7 +657,7 @@ impl ReplayPlan {
     }
 
     /// `events` without the replayed ones (per run path, its first `counts` events).
-    pub(crate) fn keep_new(&self, events: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
+    fn keep_new(&self, events: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         events
             .into_iter()

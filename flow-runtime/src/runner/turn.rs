@@ -452,7 +452,7 @@ impl Runner {
     ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
         if let Some(head) = head.as_ref() {
-            if super::time_travel::is_fork_point(&head.last.end) {
+            if is_fork_point(&head.last.end) {
                 // A fork made in the middle of a turn: the turn goes on from the fork's step.
                 return self
                     .continue_fork(store, thread_id, head.clone(), by, claim, lease)
@@ -777,6 +777,20 @@ impl Drop for ThreadLease {
     }
 }
 
+/// The id of the interrupt a fork made in the middle of a turn stops at (see
+/// [`Runner::fork`]): [`Runner::resume_turn`] goes on from the fork's step.
+pub const FORK_POINT: &str = "fork_point";
+
+/// Whether a record ending is a fork point (see [`FORK_POINT`]).
+pub(super) fn is_fork_point(end: &RecordEnd) -> bool {
+    matches!(end, RecordEnd::Interrupted { interrupts, .. }
+        if interrupts.len() == 1 && interrupts[0].id == FORK_POINT)
+}
+
+/// Keeps, of a fork point's continuation's recorded events, those after the fork's step.
+pub(super) type KeepNew =
+    Arc<dyn Fn(Vec<crate::store::RecordedEvent>) -> Vec<crate::store::RecordedEvent> + Send + Sync>;
+
 /// What a running turn appends when it ends.
 pub(super) struct Recording {
     pub(super) runner: Runner,
@@ -797,9 +811,9 @@ pub(super) struct Recording {
     pub(super) lineage: (String, u32),
     /// A resumed turn's claim on its checkpoint (given back if the turn ends unrecorded).
     pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
-    /// For the continuation of a fork point: the steps replayed from the fork's record,
-    /// left out of this record (see `time_travel`).
-    pub(super) replay: Option<Arc<super::time_travel::ReplayPlan>>,
+    /// For the continuation of a fork point: leaves the steps replayed from the fork's record
+    /// out of this record (see `time_travel`).
+    pub(super) replay: Option<KeepNew>,
 }
 
 impl Recording {
@@ -930,7 +944,7 @@ impl Recording {
         let all = cx.session().events();
         let events = record_events(&self.thread_id, &all[self.restored.min(all.len())..]).await?;
         let events = match &self.replay {
-            Some(plan) => plan.keep_new(events),
+            Some(keep_new) => keep_new(events),
             None => events,
         };
         let answered_by: Arc<str> = all
