@@ -62,7 +62,7 @@ pub struct PurgeReport {
 }
 
 impl Runner {
-    /// Threads expire this long after their last record (see the [module docs](self)):
+    /// Threads expire this long after their last record (see the guide's "Durable execution" chapter):
     /// expired threads are gone for reads, a new message starts them afresh, and
     /// [`purge`](Runner::purge) deletes them. Default: never.
     pub fn thread_ttl(mut self, ttl: Duration) -> Self {
@@ -82,7 +82,7 @@ impl Runner {
     }
 
     /// Applies `retention` to every thread of the store, and deletes expired threads (see the
-    /// [module docs](self)). Only finished turns are pruned: an interrupted turn's journal is
+    /// guide's "Durable execution" chapter). Only finished turns are pruned: an interrupted turn's journal is
     /// kept until the turn ends. A thread with a turn running is skipped (for its expiry) and
     /// its finished turns are still pruned. Returns what was removed.
     pub async fn purge(&self, retention: Retention) -> Result<PurgeReport, ThreadError> {

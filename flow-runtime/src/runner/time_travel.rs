@@ -268,7 +268,7 @@ fn steps_of(records: &[ThreadRecord]) -> Vec<(ThreadStep, usize, Place)> {
 }
 
 impl Runner {
-    /// The steps of thread `thread`, in order (see the [module docs](self)): each turn's input,
+    /// The steps of thread `thread`, in order (see the guide's "Durable execution" chapter): each turn's input,
     /// each recorded event, each interrupt, with its id, parent, agent, run path, kind and
     /// time. [`TimeTravelError::UnknownThread`] for a thread with no records.
     pub async fn thread_history(&self, thread: &str) -> Result<Vec<ThreadStep>, TimeTravelError> {
@@ -296,7 +296,7 @@ impl Runner {
     }
 
     /// Copies thread `thread` up to and including step `at_step` into the new thread
-    /// `new_thread` (see the [module docs](self) for what the fork can do next, by the kind of
+    /// `new_thread` (see the guide's "Durable execution" chapter for what the fork can do next, by the kind of
     /// step). The original thread is only read. Errors, with nothing written: an invalid or
     /// unknown thread, a step it does not have, a `new_thread` that already has records (or
     /// has a turn running).
