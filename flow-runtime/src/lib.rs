@@ -148,6 +148,8 @@ pub use runner::{
     RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,
     TurnRouting, UnknownStrategy,
 };
+pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
+pub use runner::{PurgeReport, Retention};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{

@@ -38,6 +38,8 @@
 //! | `POST /v1/flows/{flow}/threads/{thread}/turns` | `chat` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
 //! | `GET /v1/flows/{flow}/threads/{thread}` | `read` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts, `approvals` ([`ApprovalRecord`]: who answered what, when, for whom) |
 //! | `DELETE /v1/flows/{flow}/threads/{thread}` | `chat` | deletes the thread and the checkpoint it waits on (204) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/history` | `read` | the thread's steps (`{id, parent, turn, agent, run_path, kind, at_ms}`: inputs, model replies, tool results, transfers, interrupts), the ids a fork takes |
+//! | `POST /v1/flows/{flow}/threads/{thread}/fork` | `chat` | body `{"at_step": N, "thread": NEW}`: copies the thread up to step N into the new thread (201, `end`: `turn_end`, `interrupt` or `fork_point`); the original is untouched; 409 if NEW exists |
 //! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | `read` or `approve` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
 //! | `GET /v1/flows/{flow}/interrupts` | `read` or `approve` | every interrupt the caller's tenant's threads of the flow wait on (the approvals queue) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/resume` | `approve` (or the flow's [`Approvals`]) | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409; the answer is recorded with who gave it |
@@ -119,6 +121,7 @@ mod serve;
 mod sse;
 mod state;
 mod thread;
+mod time_travel;
 mod tree;
 mod turn;
 pub mod webhooks;
@@ -176,6 +179,7 @@ pub fn app(state: AppState) -> Router {
             get(routes::thread_interrupts),
         )
         .merge(runs::routes())
+        .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -139,7 +139,12 @@ pub async fn get_svg(
         .into_response())
 }
 
-fn key(state: &AppState, flow: &str, tenant: &Tenant, id: &str) -> Result<ThreadKey, ApiError> {
+pub(crate) fn key(
+    state: &AppState,
+    flow: &str,
+    tenant: &Tenant,
+    id: &str,
+) -> Result<ThreadKey, ApiError> {
     let flow = state.flow(flow)?;
     ThreadKey::new(flow.name(), &tenant.0, id)
 }
@@ -255,7 +260,7 @@ pub async fn post_resume(
     Ok(turn::sse(turn, key.flow, key.id, true, state.limits(), permit, span).into_response())
 }
 
-fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
+pub(crate) fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
     match &record.end {
         RecordEnd::Interrupted { interrupts, .. } => interrupts
             .iter()

@@ -230,6 +230,56 @@ async fn drive(client: &fantoccini::Client, base: &str) {
     let count = wait_text(client, "//*[@id='approval-count']").await;
     assert_eq!(count, "0");
     screenshot(client, "console-finished.png").await;
+
+    // Time travel: the history lists the thread's steps; fork at the approval and deny it on
+    // the fork (a new thread), which asks again.
+    let original = client
+        .find(Locator::Css("#thread"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::XPath(
+            "//*[@id='history']/li[contains(., 'interrupt')]//button[contains(@class,'fork')]",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let question = wait_text(
+        client,
+        "//*[@id='approvals']//*[contains(@class,'question')]",
+    )
+    .await;
+    assert_eq!(question, "Approve a refund of 39.00 EUR for order 42?");
+    let fork = client
+        .find(Locator::Css("#thread"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(fork, original, "the fork is a new thread");
+    client
+        .find(Locator::Css("#approvals button.deny"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(
+        client,
+        "//div[contains(@class,'assistant') and contains(., 'not approved')]",
+    )
+    .await;
+    screenshot(client, "console-forked.png").await;
 }
 
 async fn send(client: &fantoccini::Client, text: &str) {

@@ -16,6 +16,11 @@
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
 //!   of its thread ([`DoubleText`]); resuming a cancelled run;
+//! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
+//!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
+//!   continuation replays the fork's steps;
+//! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
+//!   thread ([`Runner::thread_ttl`]);
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -24,15 +29,18 @@
 
 mod checkpoint;
 mod double_text;
+mod housekeeping;
 pub mod journal;
 mod journal_gate;
 mod recover;
 mod run_handle;
 mod runs;
+pub mod time_travel;
 mod turn;
 mod turn_mark;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
+pub use housekeeping::{PurgeReport, Retention};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use recover::RecoverError;
 pub use run_handle::{
@@ -40,5 +48,6 @@ pub use run_handle::{
     RunRetention, RunStatus,
 };
 pub use runs::Runner;
+pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use turn_mark::turn_mark_id;

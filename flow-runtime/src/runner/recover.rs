@@ -384,6 +384,7 @@ impl Runner {
             resume_claim: Mutex::new(None),
             replayed: Some(replayed),
             gate,
+            replay: None,
         };
         let lease = lease
             .take()

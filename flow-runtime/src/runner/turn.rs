@@ -100,6 +100,8 @@ pub(crate) struct ThreadSettings {
     /// The id of the run a new turn started by this (cloned) runner belongs to (its run
     /// handle's); `None`: a new id per turn.
     pub(crate) run_id: Option<String>,
+    /// How long a thread lives after its last record (see `housekeeping`).
+    pub(crate) ttl: Option<Duration>,
 }
 
 /// One message of a thread, as [`Runner::thread_messages`] lists it.
@@ -312,6 +314,10 @@ impl Runner {
         message: Message,
         by: Option<Arc<str>>,
     ) -> Result<Turn, ThreadError> {
+        if self.thread_expired(thread_id).await? {
+            // An expired thread is gone: the message starts a new one under its id.
+            self.delete_thread(thread_id).await?;
+        }
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
             .start_turn(store, thread_id, message, by, claim, &mut lease)
@@ -424,6 +430,7 @@ impl Runner {
             resume_claim: Mutex::new(None),
             replayed: None,
             gate,
+            replay: None,
         };
         let lease = lease
             .take()
@@ -481,6 +488,14 @@ impl Runner {
         lease: &mut Option<ThreadLease>,
     ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
+        if let Some(head) = head.as_ref() {
+            if is_fork_point(&head.last.end) {
+                // A fork made in the middle of a turn: the turn goes on from the fork's step.
+                return self
+                    .continue_fork(store, thread_id, head.clone(), by, claim, lease)
+                    .await;
+            }
+        }
         let Some(ThreadHead {
             version,
             last:
@@ -560,6 +575,7 @@ impl Runner {
             resume_claim: Mutex::new(Some(resume_claim)),
             replayed: None,
             gate: None,
+            replay: None,
         };
         let lease = lease
             .take()
@@ -570,6 +586,9 @@ impl Runner {
     /// The thread's records, in order (empty for an unknown thread).
     pub async fn thread_records(&self, thread_id: &str) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(thread_id)?;
+        if self.thread_expired(thread_id).await? {
+            return Ok(Vec::new());
+        }
         self.thread_store_or_err()?
             .read(thread_id, 0..u64::MAX)
             .await
@@ -797,6 +816,20 @@ impl Drop for ThreadLease {
     }
 }
 
+/// The id of the interrupt a fork made in the middle of a turn stops at (see
+/// [`Runner::fork`]): [`Runner::resume_turn`] goes on from the fork's step.
+pub const FORK_POINT: &str = "fork_point";
+
+/// Whether a record ending is a fork point (see [`FORK_POINT`]).
+pub(super) fn is_fork_point(end: &RecordEnd) -> bool {
+    matches!(end, RecordEnd::Interrupted { interrupts, .. }
+        if interrupts.len() == 1 && interrupts[0].id == FORK_POINT)
+}
+
+/// Keeps, of a fork point's continuation's recorded events, those after the fork's step.
+pub(super) type KeepNew =
+    Arc<dyn Fn(Vec<crate::store::RecordedEvent>) -> Vec<crate::store::RecordedEvent> + Send + Sync>;
+
 /// What a running turn appends when it ends.
 pub(super) struct Recording {
     pub(super) runner: Runner,
@@ -821,6 +854,9 @@ pub(super) struct Recording {
     pub(super) replayed: Option<Vec<crate::event::RecordedEvent>>,
     /// A `Sync` turn's journal gate, told of each stored model reply.
     pub(super) gate: Option<Arc<super::journal_gate::StoredCalls>>,
+    /// For the continuation of a fork point: leaves the steps replayed from the fork's record
+    /// out of this record (see `time_travel`).
+    pub(super) replay: Option<KeepNew>,
 }
 
 impl Recording {
@@ -999,6 +1035,10 @@ impl Recording {
             held.iter().filter_map(|e| e.interrupt().cloned()).collect();
         let all = cx.session().events();
         let events = record_events(&self.thread_id, &all[self.restored.min(all.len())..]).await?;
+        let events = match &self.replay {
+            Some(keep_new) => keep_new(events),
+            None => events,
+        };
         let answered_by: Arc<str> = all
             .last()
             .map(|e| Arc::from(e.agent_name()))

@@ -364,6 +364,7 @@ async function stream(path, body, label, resumed) {
       return;
     }
     await readSse(response, turnHandler(resumed));
+    await loadHistory();
   } catch (err) {
     if (err.message !== "unauthorized") {
       chatMessage("error", "connection lost: " + err.message);
@@ -403,10 +404,51 @@ async function refreshAnswered() {
   if (response.ok) showAnswered((await response.json()).approvals);
 }
 
+// ---- time travel ---------------------------------------------------------------------------
+
+// The thread's steps (GET .../history), each with a Fork button for a principal with `chat`.
+async function loadHistory() {
+  const host = $("#history");
+  host.textContent = "";
+  if (!may("read")) return;
+  const response = await api(threadPath() + "/history");
+  if (!response.ok) return;
+  const { steps } = await response.json();
+  const mayFork = may("chat");
+  for (const s of steps) {
+    const fork = mayFork ? el("button", { class: "small fork", type: "button", title: "Copy the thread up to this step into a new thread" }, "Fork") : null;
+    if (fork) fork.addEventListener("click", () => forkAt(s.id));
+    host.append(el("li", { "data-step": String(s.id) },
+      el("span", { class: "kind" }, "turn " + (s.turn + 1) + " · " + s.kind),
+      s.run_path.length ? el("span", { class: "run-path" }, s.run_path.join("/")) : null,
+      fork));
+  }
+}
+
+// Forks the thread at `step` into a new thread and opens it; a fork inside a turn goes on
+// from its step at once.
+async function forkAt(step) {
+  const to = randomThread();
+  const response = await api(threadPath() + "/fork", { method: "POST", json: { at_step: step, thread: to } });
+  if (!response.ok) {
+    setStatus(await errorText(response), "error");
+    return;
+  }
+  const fork = await response.json();
+  $("#thread").value = fork.thread;
+  timeline("turn", null, "forked", "step " + step + " into thread " + fork.thread);
+  await loadThread();
+  if (fork.end === "fork_point") {
+    await stream(threadPath() + "/resume", { targets: {} }, "re-running from step " + step + "…");
+    await loadThread();
+  }
+}
+
 // ---- loading -------------------------------------------------------------------------------
 
 async function loadThread() {
   $("#chat").textContent = "";
+  $("#history").textContent = "";
   showAnswered([]);
   if (!may("read")) {
     // A principal who may not read threads sees what it sends and streams, not the history.
@@ -435,6 +477,7 @@ async function loadThread() {
   showAnswered(t.approvals);
   await refreshApprovals(t.pending);
   setStatus(t.pending.length ? "waiting for approval" : "ready");
+  await loadHistory();
 }
 
 async function loadFlow(name) {

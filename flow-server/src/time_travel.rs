@@ -1,0 +1,142 @@
+//! Time travel over HTTP: a thread's steps (`GET .../threads/{thread}/history`, scope `read`)
+//! and a fork of a thread at a step into a new thread of the same flow and tenant
+//! (`POST .../threads/{thread}/fork`, scope `chat`). The fork is then used like any thread:
+//! `POST .../turns` after a turn's end, `POST .../resume` at an interrupt (answered again) or
+//! at a fork point (`{"targets": {}}`: the turn goes on from the step).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use flow_runtime::{ForkEnd, TimeTravelError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{ApiPath, JsonBody};
+use crate::principal::{Principal, Scope};
+use crate::routes::{key, pending_of};
+use crate::state::AppState;
+use crate::thread::ThreadKey;
+
+/// The routes of this module, to merge under `/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/flows/{flow}/threads/{thread}/history", get(history))
+        .route("/flows/{flow}/threads/{thread}/fork", post(fork))
+}
+
+/// The body of `POST .../fork`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkRequest {
+    /// The step to fork at (an `id` of `GET .../history`).
+    pub at_step: u64,
+    /// The new thread's id (1 to 40 characters of `A-Z a-z 0-9 _ -`; must not exist).
+    pub thread: String,
+}
+
+/// A time-travel error in the caller's words (never the store's thread key).
+fn api_error(e: TimeTravelError, from: &ThreadKey, to: Option<&ThreadKey>) -> ApiError {
+    match e {
+        TimeTravelError::UnknownThread { .. } => ApiError::UnknownThread {
+            flow: from.flow.clone(),
+            id: from.id.clone(),
+        },
+        TimeTravelError::UnknownStep { step, steps, .. } => ApiError::BadRequest(format!(
+            "thread '{}' has no step {step} (it has {steps}); GET .../history lists them",
+            from.id
+        )),
+        TimeTravelError::ThreadExists { .. } => ApiError::Conflict(format!(
+            "thread '{}' already exists; fork into a new thread id",
+            to.map_or(from.id.as_str(), |t| t.id.as_str())
+        )),
+        TimeTravelError::NothingToRerun { step, .. } => ApiError::BadRequest(format!(
+            "step {step} of thread '{}' ends its turn; fork there and send a new message",
+            from.id
+        )),
+        TimeTravelError::CheckpointGone { step, .. } => ApiError::Conflict(format!(
+            "the interrupt at step {step} of thread '{}' can no longer be answered again; fork \
+             at the step before it",
+            from.id
+        )),
+        TimeTravelError::Thread(e) => e.into(),
+        TimeTravelError::Checkpoint(e) => e.into(),
+        _ => ApiError::Conflict("the fork could not be made".into()),
+    }
+}
+
+/// `GET /v1/flows/{flow}/threads/{thread}/history`: the thread's steps, in order.
+pub async fn history(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let key = key(&state, &flow, &tenant, &id)?;
+    let steps = state
+        .flow(&flow)?
+        .runner()
+        .thread_history(&key.store_id())
+        .await
+        .map_err(|e| api_error(e, &key, None))?;
+    let steps: Vec<Value> = steps
+        .into_iter()
+        .map(|s| {
+            json!({
+                "id": s.id,
+                "parent": s.parent,
+                "turn": s.turn,
+                "agent": s.agent,
+                "run_path": s.run_path,
+                "kind": s.kind.label(),
+                "at_ms": s.at_ms,
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({ "flow": key.flow, "thread": key.id, "steps": steps }),
+    ))
+}
+
+/// `POST /v1/flows/{flow}/threads/{thread}/fork`: copies the thread up to `at_step` into the
+/// new thread `thread` (201).
+pub async fn fork(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+    JsonBody(request): JsonBody<ForkRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    principal.require(Scope::Chat)?;
+    let from = key(&state, &flow, &tenant, &id)?;
+    let to = key(&state, &flow, &tenant, &request.thread)?;
+    let runner = state.flow(&flow)?.runner();
+    let forked = runner
+        .fork(&from.store_id(), request.at_step, &to.store_id())
+        .await
+        .map_err(|e| api_error(e, &from, Some(&to)))?;
+    let end = match forked.end {
+        ForkEnd::TurnEnd => "turn_end",
+        ForkEnd::Interrupt => "interrupt",
+        ForkEnd::ForkPoint => "fork_point",
+    };
+    let records = runner.thread_records(&to.store_id()).await?;
+    let pending = records
+        .last()
+        .map(|r| pending_of(&to.id, r))
+        .unwrap_or_default();
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "flow": to.flow,
+            "thread": to.id,
+            "from": from.id,
+            "at_step": forked.at_step,
+            "end": end,
+            "pending": pending,
+        })),
+    ))
+}
