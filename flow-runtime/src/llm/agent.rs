@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use super::builtin::EXIT_TOOL_NAME;
 use super::builtin::{exit_tool_definition, transfer_tool_definition};
+use super::context_fit::READ_TOOL_RESULT_TOOL_NAME;
 use super::instruction::{
     system_text, Instruction, InstructionError, InstructionFn, TransferInstructions,
 };
@@ -38,6 +39,7 @@ use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
+use crate::history::ContextBudget;
 use crate::llm::structured::{OutputSchema, StructuredOutput, DEFAULT_OUTPUT_RETRIES};
 use crate::llm::tool::Tool;
 use crate::message::{Message, MessageRef};
@@ -115,6 +117,16 @@ pub enum ChatAgentError {
         /// The last answer (cut to its first 500 characters).
         answer: Arc<str>,
     },
+    /// Its request could not be brought within its [`ContextBudget`]: nothing older to
+    /// summarise, the summarizer failed (the conversation is then left as it was), or the
+    /// summary and the newest messages alone are over the budget.
+    #[error("agent '{agent}' cannot fit its context budget: {message}")]
+    Context {
+        /// The agent.
+        agent: Arc<str>,
+        /// What happened and what to change.
+        message: Arc<str>,
+    },
     /// The builder was given a configuration that cannot work.
     #[error("agent '{agent}' cannot be built: {message}")]
     Config {
@@ -138,6 +150,7 @@ impl ChatAgentError {
             | ChatAgentError::MaxIterations { agent, .. }
             | ChatAgentError::Resume { agent, .. }
             | ChatAgentError::Output { agent, .. }
+            | ChatAgentError::Context { agent, .. }
             | ChatAgentError::Config { agent, .. } => agent,
             ChatAgentError::Instruction(e) => e.agent(),
         }
@@ -276,6 +289,10 @@ pub struct ChatModelAgent {
     pub(super) output: Option<StructuredOutput>,
     /// Whether spans record prompts, replies, tool arguments and results.
     pub(super) record_content: bool,
+    /// The token budget of its requests, if it has one.
+    pub(super) budget: Option<ContextBudget>,
+    /// The tokens of the last tool definitions counted for the budget (by their address).
+    pub(super) definition_tokens: Mutex<Option<(usize, usize)>>,
 }
 
 /// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
@@ -319,6 +336,8 @@ impl ChatModelAgent {
                 middleware: Middlewares::default(),
                 output: None,
                 record_content: false,
+                budget: None,
+                definition_tokens: Mutex::new(None),
             },
         }
     }
@@ -602,6 +621,15 @@ impl ChatModelAgentBuilder {
         self
     }
 
+    /// Keeps every request of this agent within `budget` (see [`ContextBudget`]): the oldest
+    /// messages are summarised when a request would exceed it, the summary recorded once as an
+    /// event; with [`set_aside_tool_results_over`](ContextBudget::set_aside_tool_results_over)
+    /// the agent also gets the built-in tool `read_tool_result`.
+    pub fn context_budget(mut self, budget: ContextBudget) -> Self {
+        self.agent.budget = Some(budget);
+        self
+    }
+
     /// Adds shared tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.agent.tools.extend(tools);
@@ -745,9 +773,25 @@ impl ChatModelAgentBuilder {
                 "max_iterations is 0, so the model could never be called; use at least 1".into(),
             ));
         }
+        if let Some(limit) = agent
+            .budget
+            .as_ref()
+            .and_then(ContextBudget::set_aside_over)
+        {
+            agent
+                .tools
+                .push(Arc::new(super::context_fit::ReadToolResult::new(limit)));
+        }
         let mut seen = std::collections::HashSet::new();
-        for tool in &agent.tools {
+        for (k, tool) in agent.tools.iter().enumerate() {
             let name = tool.name();
+            let builtin = agent.budget.is_some() && k + 1 == agent.tools.len();
+            if name == READ_TOOL_RESULT_TOOL_NAME && !builtin {
+                return Err(config(format!(
+                    "a tool is named '{name}', the name of the built-in tool its context \
+                     budget adds; rename it"
+                )));
+            }
             if name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME {
                 return Err(config(format!(
                     "a tool is named '{name}', the name of a built-in tool; rename it"
@@ -793,6 +837,7 @@ impl fmt::Debug for ChatModelAgent {
             .field("model_params", &self.model_params)
             .field("middleware", &self.middleware)
             .field("output", &self.output.as_ref().map(|o| &o.schema.name))
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }

@@ -105,7 +105,13 @@ impl ChatModelAgent {
     ) -> Result<(), AgentError> {
         let mut bad_answers: u32 = 0;
         while used < self.max_iterations {
-            let reply = self.ask_model(cx, &request, streaming).await?;
+            let reply = match &self.budget {
+                None => self.ask_model(cx, &request, streaming).await?,
+                Some(budget) => {
+                    let sent = self.fit_budget(cx, budget, &mut request).await?;
+                    self.ask_model(cx, &sent, streaming).await?
+                }
+            };
             used += 1;
             request.messages.push(Arc::clone(&reply));
             if !reply.tool_calls.is_empty() && cx.stops_at(SafePoint::AfterModel).is_some() {
