@@ -357,16 +357,39 @@ impl ChatModelAgent {
     /// `exit` if enabled.
     pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
-        self.toolset(targets, Vec::new()).definitions.to_vec()
+        let read_back = self.read_back_page(node);
+        self.toolset(targets, Vec::new(), read_back)
+            .definitions
+            .to_vec()
     }
 
-    /// The cached tool set, if its transfer targets pass `same`.
+    /// The cached tool set, if its transfer targets pass `same` and its read-back tool was
+    /// made for `read_back`.
     pub(super) fn cached_toolset(
         &self,
         same: impl Fn(&[AgentInfo]) -> bool,
+        read_back: Option<usize>,
     ) -> Option<Arc<Toolset>> {
         let cached = self.toolset.lock().expect("toolset cache lock");
-        cached.as_ref().filter(|t| same(&t.targets)).map(Arc::clone)
+        cached
+            .as_ref()
+            .filter(|t| same(&t.targets) && t.read_back_page == read_back)
+            .map(Arc::clone)
+    }
+
+    /// The budget this agent keeps to where `node` runs it: the node's, else its own.
+    pub(super) fn budget_at<'a>(
+        &'a self,
+        node: Option<&'a FlowAgent>,
+    ) -> Option<&'a ContextBudget> {
+        node.and_then(|n| n.options().budget.as_ref())
+            .or(self.budget.as_ref())
+    }
+
+    /// The limit over which tool results are set aside where `node` runs this agent, if
+    /// they are (then the agent has the tool `read_tool_result`).
+    pub(super) fn read_back_page(&self, node: Option<&FlowAgent>) -> Option<usize> {
+        self.budget_at(node).and_then(ContextBudget::set_aside_over)
     }
 
     /// The tool set for these transfer targets: the cached one if it has the same targets.
@@ -374,12 +397,16 @@ impl ChatModelAgent {
         &self,
         targets: Vec<AgentInfo>,
         payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+        read_back: Option<usize>,
     ) -> Arc<Toolset> {
         let mut cached = self.toolset.lock().expect("toolset cache lock");
-        if let Some(toolset) = cached.as_ref().filter(|t| t.targets == targets) {
+        if let Some(toolset) = cached
+            .as_ref()
+            .filter(|t| t.targets == targets && t.read_back_page == read_back)
+        {
             return Arc::clone(toolset);
         }
-        let toolset = Arc::new(self.toolset(targets, payloads));
+        let toolset = Arc::new(self.toolset(targets, payloads, read_back));
         *cached = Some(Arc::clone(&toolset));
         toolset
     }
@@ -388,9 +415,16 @@ impl ChatModelAgent {
         &self,
         targets: Vec<AgentInfo>,
         payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+        read_back: Option<usize>,
     ) -> Toolset {
-        let mut definitions: Vec<ToolDefinition> =
-            self.tools.iter().map(|t| t.definition()).collect();
+        let read_back_tool = read_back
+            .map(|limit| Arc::new(super::context_fit::ReadToolResult::new(limit)) as Arc<dyn Tool>);
+        let mut definitions: Vec<ToolDefinition> = self
+            .tools
+            .iter()
+            .chain(&read_back_tool)
+            .map(|t| t.definition())
+            .collect();
         if !targets.is_empty() {
             let mut transfer = transfer_tool_definition(&targets);
             if !payloads.is_empty() {
@@ -426,6 +460,8 @@ impl ChatModelAgent {
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
+            read_back: read_back_tool,
+            read_back_page: read_back,
         }
     }
 
@@ -773,23 +809,13 @@ impl ChatModelAgentBuilder {
                 "max_iterations is 0, so the model could never be called; use at least 1".into(),
             ));
         }
-        if let Some(limit) = agent
-            .budget
-            .as_ref()
-            .and_then(ContextBudget::set_aside_over)
-        {
-            agent
-                .tools
-                .push(Arc::new(super::context_fit::ReadToolResult::new(limit)));
-        }
         let mut seen = std::collections::HashSet::new();
-        for (k, tool) in agent.tools.iter().enumerate() {
+        for tool in &agent.tools {
             let name = tool.name();
-            let builtin = agent.budget.is_some() && k + 1 == agent.tools.len();
-            if name == READ_TOOL_RESULT_TOOL_NAME && !builtin {
+            if name == READ_TOOL_RESULT_TOOL_NAME {
                 return Err(config(format!(
-                    "a tool is named '{name}', the name of the built-in tool its context \
-                     budget adds; rename it"
+                    "a tool is named '{name}', the name of the built-in tool a context budget \
+                     adds; rename it"
                 )));
             }
             if name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME {

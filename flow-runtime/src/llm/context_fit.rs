@@ -174,7 +174,9 @@ impl ChatModelAgent {
             }
             .into()
         };
-        let Some(cut) = plan_compaction(conversation, budget, budget.kept_tokens().min(room))
+        // What is kept whole takes at most half of what the instruction and the tool
+        // definitions leave, so that the summary has room too.
+        let Some(cut) = plan_compaction(conversation, budget, budget.kept_tokens().min(room / 2))
         else {
             return Err(over(format!(
                 "its request takes {tokens} tokens, over its budget of {}, and there is \
