@@ -70,14 +70,15 @@ fn budget_check(c: &mut Criterion) {
                 )),
                 1,
             ),
-            // Over: the input alone takes about 8 tokens a message.
+            // Over: the input alone takes about 10 tokens a message (at H = 10 the summary
+            // itself would not fit half of it).
             (
                 "compacting",
-                runner(Some(ContextBudget::new(4 * h, summarizer()))),
+                runner(Some(ContextBudget::new(5 * h, summarizer()))),
                 2,
             ),
         ];
-        for (label, runner, events) in &cases {
+        for (label, runner, events) in cases.iter().filter(|c| h > 10 || c.0 != "compacting") {
             assert_eq!(rt.block_on(run(runner, input.clone())), *events, "{label}");
             group.bench_with_input(BenchmarkId::new(*label, h), &input, |b, input| {
                 b.iter_batched(
