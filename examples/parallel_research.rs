@@ -8,9 +8,53 @@
 //!
 //! `lead` sees only the researchers' answers, not the rest of what they did (scoped history),
 //! and reads them as its task result: an array, one answer per researcher.
+//!
+//! The third researcher, `crawler`, is an LLM agent (on a scripted model here) whose tool
+//! `crawl` streams its progress: each page it reads reaches the caller as a `tool_progress`
+//! event at the tool's run path while the tool runs; the model gets the whole result.
 
+use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
+use agentflow::{tool_fn_with_context, EventOutput, ToolContext};
 use futures::StreamExt;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Crawl {
+    /// How many pages of the forum to read.
+    pages: u32,
+}
+
+/// An LLM researcher whose tool reports each page it reads.
+fn crawler() -> ChatModelAgent {
+    let model = ScriptedModel::rules()
+        .after_tool(
+            "crawl",
+            ScriptStep::text("On the forum, 3 threads of 3 praise the Brisk 2000's lid."),
+        )
+        .otherwise(ScriptStep::tool_call(
+            "crawl",
+            serde_json::json!({"pages": 3}),
+        ));
+    let crawl = tool_fn_with_context(
+        "crawl",
+        "Reads the pages of a kettle forum.",
+        |cx: ToolContext, a: Crawl| async move {
+            for page in 1..=a.pages {
+                cx.progress(serde_json::json!({"page": page, "of": a.pages}))
+                    .await;
+            }
+            Ok::<_, String>(format!(
+                "{} pages: the Brisk 2000's lid is praised",
+                a.pages
+            ))
+        },
+    );
+    ChatModelAgent::builder("crawler", model)
+        .description("Reads what a forum says.")
+        .tool(crawl)
+        .build()
+        .expect("the crawler")
+}
 
 /// Compares the prices of the kettles the customer asked about.
 #[agent]
@@ -44,13 +88,17 @@ flow! {
     /// A lead with two researchers working at once.
     pub Lab: lead => [
         /// Researches prices and reviews at once, then returns to the lead.
-        research(single_turn) = parallel [prices, reviews],
+        research(single_turn) = parallel [prices, reviews, dyn crawler],
     ]
 }
 
 #[tokio::main]
 async fn main() {
-    let lab: FlowAgent = Lab::new().expect("the lab").into();
+    let lab: FlowAgent = Lab::builder()
+        .crawler(|_| crawler())
+        .build()
+        .expect("the lab")
+        .into();
     println!("lab: {}\n", lab.shape());
     println!("user: Which kettle should I buy?");
     let mut events = Runner::new(lab).query("Which kettle should I buy?");
@@ -59,6 +107,14 @@ async fn main() {
         if let Some(m) = event.message_output() {
             if !m.content.is_empty() {
                 println!("  [{path}] {}", m.content);
+            }
+        }
+        if let Some(EventOutput::Custom(data)) = &event.output {
+            if let Some(p) = data.get("tool_progress") {
+                println!(
+                    "  [{path}] progress: page {} of {}",
+                    p["progress"]["page"], p["progress"]["of"]
+                );
             }
         }
         match &event.action {

@@ -463,3 +463,67 @@ async fn a_forged_target_is_refused_and_nothing_transfers() {
         ]
     );
 }
+
+/// Says a lot, then hands over to the budgeted clerk.
+#[agent(transfers = [clerk])]
+async fn chatter(cx: &AgentContext) -> ChatterTransfer {
+    for i in 0..30 {
+        cx.say(format!(
+            "sentence {i} of a long preamble that fills the context"
+        ));
+    }
+    ChatterTransfer::Clerk
+}
+
+/// The budget of the clerk node: 400 tokens, summarised by a function.
+fn clerk_budget() -> agentflow::history::ContextBudget {
+    agentflow::history::ContextBudget::new(400, |_: &str, older: &[MessageRef]| {
+        Ok::<_, String>(format!("{} messages of preamble.", older.len()))
+    })
+}
+
+flow! {
+    Budgeted: chatter => [dyn clerk(context = compact(clerk_budget))]
+}
+
+#[tokio::test]
+async fn a_compact_node_option_keeps_the_agent_within_its_budget() {
+    use agentflow::history::{estimate_tokens, CompactionRecord};
+    use agentflow::model::{ScriptStep, ScriptedModel};
+    let model = std::sync::Arc::new(ScriptedModel::new([ScriptStep::text("Noted.")]));
+    let clerk = ChatModelAgent::builder_with_arc(
+        "clerk",
+        model.clone() as Arc<dyn agentflow::model::ChatModel>,
+    )
+    .build()
+    .unwrap();
+    let flow = Budgeted::builder().clerk(|_| clerk).build().unwrap();
+    let events: Vec<AgentEvent> = Runner::new(flow.into()).query("hello").collect().await;
+    let errors: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.error.as_ref())
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // The clerk recorded one summary, then answered.
+    let summaries: Vec<&AgentEvent> = events
+        .iter()
+        .filter(|e| e.action.as_ref().and_then(CompactionRecord::of).is_some())
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].agent_name(), "clerk");
+    // Its one request starts from the summary and is under the budget.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0].messages;
+    // (after the instruction: the transfer instructions of a node with a parent)
+    assert_eq!(sent[0].role, agentflow::Role::System);
+    assert!(sent[1]
+        .content
+        .starts_with("Summary of the earlier conversation"));
+    assert!(sent.iter().map(|m| estimate_tokens(m)).sum::<usize>() <= 400);
+    assert_eq!(
+        events.last().unwrap().message_output().unwrap().content,
+        "Noted."
+    );
+}

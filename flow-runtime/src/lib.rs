@@ -107,7 +107,7 @@ pub use llm::{
     default_transfer_instructions, exit_tool_definition, transfer_tool_definition, AgentTool,
     ChatAgentError, ChatModelAgent, ChatModelAgentBuilder, IllegalTransfer, InstructionError,
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
-    FINISH_TASK_TOOL_NAME,
+    FINISH_TASK_TOOL_NAME, READ_TOOL_RESULT_TOOL_NAME,
 };
 pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use store::{

@@ -12,6 +12,8 @@ use flow_runtime::{
 use futures::StreamExt;
 use serde_json::json;
 
+mod support;
+
 /// Each agent's inputs, in order: `(agent, messages as "role: content")`.
 type Inputs = Arc<Mutex<Vec<(String, Vec<String>)>>>;
 
@@ -552,4 +554,98 @@ async fn a_code_parent_transfers_with_a_payload() {
         events.last().unwrap().message_output().unwrap().content,
         "order 7"
     );
+}
+
+/// Run as a child process by `a_task_goes_on_in_a_new_process_each_turn_and_returns`: one
+/// turn of the thread `ada` on the given store, then exit.
+#[tokio::test]
+async fn task_child_runs_one_turn() {
+    let (Ok(backend), Ok(text)) = (
+        std::env::var("TASK_PROCESS_BACKEND"),
+        std::env::var("TASK_PROCESS_TEXT"),
+    ) else {
+        return; // Not a child run.
+    };
+    let inputs = Inputs::default();
+    let desk = set_sub_agents(code_triage(&inputs), [refund_task(&inputs)]).unwrap();
+    let runner = support::processes::runner_on(&backend, desk).await;
+    let (started, said) = answer(&runner, &text).await;
+    println!("started at {started}");
+    println!("answer: {said}");
+    let agents: Vec<&str> = inputs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(a, _)| if a == "triage" { "triage" } else { "refund" })
+        .collect::<Vec<_>>();
+    println!("ran: {}", agents.join(","));
+}
+
+/// Each turn of a task in a new OS process on a durable store: the first process delegates
+/// and the task asks; it exits; the next processes route the turns to the task, which
+/// finishes in the third and returns its result to its parent there.
+async fn a_task_goes_on_in_new_processes(backend: &str) {
+    let turn_in_new_process = |text: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "task_child_runs_one_turn",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("TASK_PROCESS_BACKEND", backend)
+            .env("TASK_PROCESS_TEXT", text)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = turn_in_new_process("I want a refund");
+    assert!(first.contains("started at triage"), "{first}");
+    assert!(first.contains("answer: Which order number?"), "{first}");
+    assert!(first.contains("ran: triage,refund"), "{first}");
+    let second = turn_in_new_process("42");
+    assert!(second.contains("started at refund"), "{second}");
+    assert!(
+        second.contains("answer: Why do you want a refund?"),
+        "{second}"
+    );
+    assert!(second.contains("ran: refund\n"), "{second}");
+    let third = turn_in_new_process("it arrived broken");
+    assert!(third.contains("started at refund"), "{third}");
+    // The task finished and its parent ran again in the same turn, in this process.
+    assert!(third.contains("ran: refund,triage"), "{third}");
+    assert!(
+        third.contains("answer: Refund for order 42 approved: true."),
+        "{third}"
+    );
+}
+
+fn process_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "agentflow-task-process-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[tokio::test]
+async fn a_task_goes_on_in_a_new_process_each_turn_and_returns_file() {
+    let dir = process_dir("file");
+    a_task_goes_on_in_new_processes(&format!("file:{}", dir.display())).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_task_goes_on_in_a_new_process_each_turn_and_returns_sqlite() {
+    let dir = process_dir("sqlite");
+    std::fs::create_dir_all(&dir).unwrap();
+    a_task_goes_on_in_new_processes(&format!("sqlite:{}", dir.join("threads.db").display())).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -516,3 +516,65 @@ async fn streamable_http_python_server() {
     assert!(e.to_string().contains("over http"), "{e}");
     server.shutdown().await;
 }
+
+/// The everything server's long-running operation reports its steps as MCP progress
+/// notifications: each reaches the caller as a progress event of the tool call, at the tool's
+/// run path, before the tool's result.
+#[tokio::test]
+async fn mcp_progress_notifications_become_progress_events() {
+    let Some(config) = everything("everything") else {
+        return;
+    };
+    let toolset = McpToolset::connect([config]).await.unwrap();
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call(
+            "trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}),
+        ),
+        ScriptStep::text("Done."),
+    ]);
+    let agent = ChatModelAgent::builder("operator", model)
+        .tools(toolset.tools().unwrap())
+        .tool_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let events: Vec<flow_runtime::AgentEvent> = Runner::new(FlowAgent::new(agent))
+        .query("Run it")
+        .collect()
+        .await;
+    let mut progress = Vec::new();
+    let mut result_at = None;
+    for (i, e) in events.iter().enumerate() {
+        if let Some(flow_runtime::EventOutput::Custom(v)) = &e.output {
+            if let Some(p) = v.get("tool_progress") {
+                assert_eq!(
+                    e.run_path().to_string(),
+                    "operator/trigger-long-running-operation"
+                );
+                assert_eq!(p["tool"], "trigger-long-running-operation");
+                progress.push((i, p["progress"].clone()));
+            }
+        }
+        if e.message_output()
+            .is_some_and(|m| m.role == flow_runtime::Role::Tool)
+        {
+            result_at = Some(i);
+        }
+    }
+    assert_eq!(
+        progress.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>(),
+        [
+            json!({"progress": 1.0, "total": 3.0}),
+            json!({"progress": 2.0, "total": 3.0}),
+            json!({"progress": 3.0, "total": 3.0}),
+        ]
+    );
+    let result_at = result_at.expect("the tool's result");
+    assert!(progress.iter().all(|(i, _)| *i < result_at));
+    let result = events[result_at].message_output().unwrap();
+    assert!(
+        result.content.contains("Long running operation completed"),
+        "{}",
+        result.content
+    );
+}

@@ -15,6 +15,8 @@ pub(crate) enum ContextOpt {
     UserInputOnly,
     LastN(LitInt),
     Custom(syn::Path),
+    /// `compact(path)`: the default policy, and the budget the function at `path` makes.
+    Compact(syn::Path),
 }
 
 /// How a node gives control back to its parent (`task`, `single_turn`).
@@ -48,7 +50,8 @@ pub(crate) struct NodeOpts {
 
 const OPTIONS: &str = "`no_parent`, `skip_transfer_messages`, `context = rewrite`, \
                        `context = user_input_only`, `context = last(N)`, \
-                       `context = custom(path::to::rewriter)`, `runtime`, `task`, `single_turn`";
+                       `context = custom(path::to::rewriter)`, \
+                       `context = compact(path::to::budget)`, `runtime`, `task`, `single_turn`";
 
 /// Checks the options of one node.
 pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt) -> NodeOpts {
@@ -145,7 +148,8 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
                 None => cx.error(
                     o.key.span(),
                     "`context` takes a policy: `context = rewrite`, `context = user_input_only`, \
-                     `context = last(N)` or `context = custom(path::to::rewriter)`",
+                     `context = last(N)`, `context = custom(path::to::rewriter)` or \
+                     `context = compact(path::to::budget)`",
                 ),
                 Some(v) => match context(v.clone()) {
                     Ok(c) => opts.context = Some(c),
@@ -170,7 +174,7 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
         syn::Error::new(
             span.unwrap_or_else(Span::call_site),
             "unknown context policy; write `rewrite` (the default), `user_input_only`, \
-             `last(N)` or `custom(path::to::rewriter)`",
+             `last(N)`, `custom(path::to::rewriter)` or `compact(path::to::budget)`",
         )
     };
     let parser = |input: syn::parse::ParseStream| {
@@ -192,6 +196,24 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
                 })?;
                 n.base10_parse::<usize>()?;
                 ContextOpt::LastN(n)
+            }
+            "compact" => {
+                let wrong = |span| {
+                    syn::Error::new(
+                        span,
+                        "`compact` takes the path of a function returning a ContextBudget: \
+                         write `context = compact(my_budget)`",
+                    )
+                };
+                if !input.peek(syn::token::Paren) {
+                    return Err(wrong(key.span()));
+                }
+                let content;
+                syn::parenthesized!(content in input);
+                let p: syn::Path = content
+                    .call(syn::Path::parse_mod_style)
+                    .map_err(|e| wrong(e.span()))?;
+                ContextOpt::Compact(p)
             }
             "custom" => {
                 if !input.peek(syn::token::Paren) {

@@ -107,6 +107,10 @@ fn annotations(node: &Node) -> String {
             "context = custom({})",
             super::parse::path_string(p)
         )),
+        Some(ContextOpt::Compact(p)) => notes.push(format!(
+            "context = compact({})",
+            super::parse::path_string(p)
+        )),
     }
     if notes.is_empty() {
         String::new()

@@ -9,7 +9,7 @@ use super::{Agent, AgentInfo, Delegation, Middleware, Middlewares, Payload};
 use crate::context_form::ContextForm;
 use crate::error::FlowError;
 use crate::event::AgentError;
-use crate::history::{ContextPolicy, HistoryRewriter};
+use crate::history::{ContextBudget, ContextPolicy, HistoryRewriter};
 use crate::ids::fingerprint_of;
 use crate::message::{Message, MessageRef};
 
@@ -31,6 +31,9 @@ pub struct NodeOptions {
     pub delegation: Delegation,
     /// The payload this node receives with a transfer to it, if it declares one.
     pub payload: Option<Payload>,
+    /// The token budget of the requests of this node's LLM agent (see [`ContextBudget`]); it
+    /// takes the place of the agent's own.
+    pub budget: Option<ContextBudget>,
 }
 
 #[derive(Clone)]
@@ -193,6 +196,14 @@ impl FlowAgent {
     /// Sets this agent's context policy.
     pub fn context(mut self, policy: ContextPolicy) -> Self {
         self.options_mut().context = policy;
+        self
+    }
+
+    /// Keeps the requests of this node's [`ChatModelAgent`](crate::ChatModelAgent) within
+    /// `budget`, in place of the agent's own (see [`ContextBudget`]; `flow!` writes it
+    /// `context = compact(path::to::budget_fn)`).
+    pub fn context_budget(mut self, budget: ContextBudget) -> Self {
+        self.options_mut().budget = Some(budget);
         self
     }
 

@@ -13,7 +13,7 @@ mod run;
 
 use crate::agent::{Agent, AgentInput, Delegation, EventStream, FlowAgent, RunContext};
 use crate::event::{Action, AgentError};
-use crate::history::{ContextPolicy, HistoryEntry};
+use crate::history::{CompactionRecord, ContextPolicy, HistoryEntry};
 use crate::resume::ResumeInfo;
 use crate::session::{InputCache, InputKey};
 
@@ -182,7 +182,12 @@ async fn filled_cache(
                 // Boxed, as below: the run loop keeps this future in place, sized for its
                 // common path.
                 for e in Box::pin(thread.entries(window)).await? {
-                    cache.push(e.entry, None, e.is_transfer, e.is_result, skip);
+                    match e.compaction {
+                        Some(c) => {
+                            cache.push_compaction(&e.entry.agent_name, c.kept, e.entry.message)
+                        }
+                        None => cache.push(e.entry, None, e.is_transfer, e.is_result, skip),
+                    }
                 }
             }
             let user = crate::event::empty_name();
@@ -222,6 +227,10 @@ async fn filled_cache(
         let Some(message) = message else {
             continue;
         };
+        if let Some(c) = event.action().and_then(CompactionRecord::of) {
+            cache.push_compaction(event.agent_name_arc(), c.kept, message);
+            continue;
+        }
         let entry = HistoryEntry {
             is_user_input: false,
             agent_name: Arc::clone(event.agent_name_arc()),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::HistoryEntry;
+use super::{CompactionRecord, HistoryEntry};
 use crate::event::{empty_name, Action, AgentError};
 use crate::store::{RecordStart, ThreadError, ThreadStore};
 
@@ -30,6 +30,8 @@ pub(crate) struct ThreadEntry {
     pub(crate) is_transfer: bool,
     /// Whether its event finished a delegated task (its message is the task's result).
     pub(crate) is_result: bool,
+    /// The compaction its event records (its message is the summary), if it records one.
+    pub(crate) compaction: Option<CompactionRecord>,
 }
 
 impl ThreadHistory {
@@ -70,12 +72,14 @@ impl ThreadHistory {
                         },
                         is_transfer: false,
                         is_result: false,
+                        compaction: None,
                     }));
                 }
                 entries.extend(record.events.into_iter().filter_map(|e| {
                     Some(ThreadEntry {
                         is_transfer: matches!(e.action, Some(Action::TransferToAgent(_))),
                         is_result: matches!(e.action, Some(Action::Finish(_))),
+                        compaction: e.action.as_ref().and_then(CompactionRecord::of),
                         entry: HistoryEntry {
                             is_user_input: false,
                             message: Arc::new(e.message?),

@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use super::builtin::EXIT_TOOL_NAME;
 use super::builtin::{exit_tool_definition, transfer_tool_definition};
+use super::context_fit::READ_TOOL_RESULT_TOOL_NAME;
 use super::instruction::{
     system_text, Instruction, InstructionError, InstructionFn, TransferInstructions,
 };
@@ -38,6 +39,7 @@ use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
+use crate::history::ContextBudget;
 use crate::llm::structured::{OutputSchema, StructuredOutput, DEFAULT_OUTPUT_RETRIES};
 use crate::llm::tool::Tool;
 use crate::message::{Message, MessageRef};
@@ -115,6 +117,16 @@ pub enum ChatAgentError {
         /// The last answer (cut to its first 500 characters).
         answer: Arc<str>,
     },
+    /// Its request could not be brought within its [`ContextBudget`]: nothing older to
+    /// summarise, the summarizer failed (the conversation is then left as it was), or the
+    /// summary and the newest messages alone are over the budget.
+    #[error("agent '{agent}' cannot fit its context budget: {message}")]
+    Context {
+        /// The agent.
+        agent: Arc<str>,
+        /// What happened and what to change.
+        message: Arc<str>,
+    },
     /// The builder was given a configuration that cannot work.
     #[error("agent '{agent}' cannot be built: {message}")]
     Config {
@@ -138,6 +150,7 @@ impl ChatAgentError {
             | ChatAgentError::MaxIterations { agent, .. }
             | ChatAgentError::Resume { agent, .. }
             | ChatAgentError::Output { agent, .. }
+            | ChatAgentError::Context { agent, .. }
             | ChatAgentError::Config { agent, .. } => agent,
             ChatAgentError::Instruction(e) => e.agent(),
         }
@@ -276,6 +289,10 @@ pub struct ChatModelAgent {
     pub(super) output: Option<StructuredOutput>,
     /// Whether spans record prompts, replies, tool arguments and results.
     pub(super) record_content: bool,
+    /// The token budget of its requests, if it has one.
+    pub(super) budget: Option<ContextBudget>,
+    /// The tokens of the last tool definitions counted for the budget (by their address).
+    pub(super) definition_tokens: Mutex<Option<(usize, usize)>>,
 }
 
 /// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
@@ -319,6 +336,8 @@ impl ChatModelAgent {
                 middleware: Middlewares::default(),
                 output: None,
                 record_content: false,
+                budget: None,
+                definition_tokens: Mutex::new(None),
             },
         }
     }
@@ -338,16 +357,39 @@ impl ChatModelAgent {
     /// `exit` if enabled.
     pub fn tool_definitions(&self, node: Option<&FlowAgent>) -> Vec<ToolDefinition> {
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
-        self.toolset(targets, Vec::new()).definitions.to_vec()
+        let read_back = self.read_back_page(node);
+        self.toolset(targets, Vec::new(), read_back)
+            .definitions
+            .to_vec()
     }
 
-    /// The cached tool set, if its transfer targets pass `same`.
+    /// The cached tool set, if its transfer targets pass `same` and its read-back tool was
+    /// made for `read_back`.
     pub(super) fn cached_toolset(
         &self,
         same: impl Fn(&[AgentInfo]) -> bool,
+        read_back: Option<usize>,
     ) -> Option<Arc<Toolset>> {
         let cached = self.toolset.lock().expect("toolset cache lock");
-        cached.as_ref().filter(|t| same(&t.targets)).map(Arc::clone)
+        cached
+            .as_ref()
+            .filter(|t| same(&t.targets) && t.read_back_page == read_back)
+            .map(Arc::clone)
+    }
+
+    /// The budget this agent keeps to where `node` runs it: the node's, else its own.
+    pub(super) fn budget_at<'a>(
+        &'a self,
+        node: Option<&'a FlowAgent>,
+    ) -> Option<&'a ContextBudget> {
+        node.and_then(|n| n.options().budget.as_ref())
+            .or(self.budget.as_ref())
+    }
+
+    /// The limit over which tool results are set aside where `node` runs this agent, if
+    /// they are (then the agent has the tool `read_tool_result`).
+    pub(super) fn read_back_page(&self, node: Option<&FlowAgent>) -> Option<usize> {
+        self.budget_at(node).and_then(ContextBudget::set_aside_over)
     }
 
     /// The tool set for these transfer targets: the cached one if it has the same targets.
@@ -355,12 +397,16 @@ impl ChatModelAgent {
         &self,
         targets: Vec<AgentInfo>,
         payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+        read_back: Option<usize>,
     ) -> Arc<Toolset> {
         let mut cached = self.toolset.lock().expect("toolset cache lock");
-        if let Some(toolset) = cached.as_ref().filter(|t| t.targets == targets) {
+        if let Some(toolset) = cached
+            .as_ref()
+            .filter(|t| t.targets == targets && t.read_back_page == read_back)
+        {
             return Arc::clone(toolset);
         }
-        let toolset = Arc::new(self.toolset(targets, payloads));
+        let toolset = Arc::new(self.toolset(targets, payloads, read_back));
         *cached = Some(Arc::clone(&toolset));
         toolset
     }
@@ -369,9 +415,16 @@ impl ChatModelAgent {
         &self,
         targets: Vec<AgentInfo>,
         payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+        read_back: Option<usize>,
     ) -> Toolset {
-        let mut definitions: Vec<ToolDefinition> =
-            self.tools.iter().map(|t| t.definition()).collect();
+        let read_back_tool = read_back
+            .map(|limit| Arc::new(super::context_fit::ReadToolResult::new(limit)) as Arc<dyn Tool>);
+        let mut definitions: Vec<ToolDefinition> = self
+            .tools
+            .iter()
+            .chain(&read_back_tool)
+            .map(|t| t.definition())
+            .collect();
         if !targets.is_empty() {
             let mut transfer = transfer_tool_definition(&targets);
             if !payloads.is_empty() {
@@ -407,6 +460,8 @@ impl ChatModelAgent {
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
+            read_back: read_back_tool,
+            read_back_page: read_back,
         }
     }
 
@@ -602,6 +657,15 @@ impl ChatModelAgentBuilder {
         self
     }
 
+    /// Keeps every request of this agent within `budget` (see [`ContextBudget`]): the oldest
+    /// messages are summarised when a request would exceed it, the summary recorded once as an
+    /// event; with [`set_aside_tool_results_over`](ContextBudget::set_aside_tool_results_over)
+    /// the agent also gets the built-in tool `read_tool_result`.
+    pub fn context_budget(mut self, budget: ContextBudget) -> Self {
+        self.agent.budget = Some(budget);
+        self
+    }
+
     /// Adds shared tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.agent.tools.extend(tools);
@@ -748,6 +812,12 @@ impl ChatModelAgentBuilder {
         let mut seen = std::collections::HashSet::new();
         for tool in &agent.tools {
             let name = tool.name();
+            if name == READ_TOOL_RESULT_TOOL_NAME {
+                return Err(config(format!(
+                    "a tool is named '{name}', the name of the built-in tool a context budget \
+                     adds; rename it"
+                )));
+            }
             if name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME {
                 return Err(config(format!(
                     "a tool is named '{name}', the name of a built-in tool; rename it"
@@ -793,6 +863,7 @@ impl fmt::Debug for ChatModelAgent {
             .field("model_params", &self.model_params)
             .field("middleware", &self.middleware)
             .field("output", &self.output.as_ref().map(|o| &o.schema.name))
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }

@@ -5,7 +5,8 @@
 //! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), where it
 //! stops for a cancel and goes on from there (`cancel_point`), running
 //! the tool calls of a reply (`tool_calls`), a tool call wrapped in its middleware and span
-//! (`hooked_tool`), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
+//! (`hooked_tool`), keeping requests within a context budget (`context_fit`: compaction, tool
+//! results set aside and the built-in `read_tool_result` tool), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
 //! prompt ([`instruction`]: templates over session values, transfer instructions), the
 //! [`tool`] trait and function tools, a whole agent tree as a tool ([`AgentTool`], `agent_tool`),
 //! [`structured`] output, the chat and tool [`telemetry`] spans, declarative approvals for
@@ -20,6 +21,7 @@ mod agent_tool;
 mod approval;
 mod builtin;
 mod cancel_point;
+mod context_fit;
 mod hooked_tool;
 pub mod instruction;
 #[cfg(feature = "mcp")]
@@ -37,6 +39,7 @@ pub use agent::{
 pub use agent_tool::AgentTool;
 pub use approval::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
+pub use context_fit::READ_TOOL_RESULT_TOOL_NAME;
 pub use instruction::{
     default_transfer_instructions, InstructionError, InstructionFn, TransferInstructionsFn,
 };

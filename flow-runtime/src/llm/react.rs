@@ -86,12 +86,13 @@ impl ChatModelAgent {
             Some(node) => node.has_transfer_targets(targets),
             None => targets.is_empty(),
         };
-        if let Some(toolset) = self.cached_toolset(same) {
+        let read_back = self.read_back_page(node);
+        if let Some(toolset) = self.cached_toolset(same, read_back) {
             return toolset;
         }
         let targets = node.map(FlowAgent::transfer_targets).unwrap_or_default();
         let payloads = node.map(FlowAgent::target_payloads).unwrap_or_default();
-        self.toolset_for(targets, payloads)
+        self.toolset_for(targets, payloads, read_back)
     }
 
     /// The ReAct loop from a conversation, with `used` model calls already made.
@@ -105,7 +106,13 @@ impl ChatModelAgent {
     ) -> Result<(), AgentError> {
         let mut bad_answers: u32 = 0;
         while used < self.max_iterations {
-            let reply = self.ask_model(cx, &request, streaming).await?;
+            let reply = match self.budget_at(cx.node()) {
+                None => self.ask_model(cx, &request, streaming).await?,
+                Some(budget) => {
+                    let sent = self.fit_budget(cx, budget, &mut request).await?;
+                    self.ask_model(cx, &sent, streaming).await?
+                }
+            };
             used += 1;
             request.messages.push(Arc::clone(&reply));
             if !reply.tool_calls.is_empty() && cx.stops_at(SafePoint::AfterModel).is_some() {

@@ -31,6 +31,10 @@ pub(super) struct Toolset {
     /// The system message, when it does not depend on the run (the instruction has no
     /// session value in it).
     pub(super) fixed_system: Option<Option<MessageRef>>,
+    /// The built-in `read_tool_result`, when the agent's budget sets tool results aside.
+    pub(super) read_back: Option<Arc<dyn Tool>>,
+    /// The limit `read_back` was made for.
+    pub(super) read_back_page: Option<usize>,
 }
 
 /// What one tool call produced: the result text (or error) and the action it carries.
@@ -157,7 +161,12 @@ impl ChatModelAgent {
                     future::ready(self.transfer(toolset, call, &mut ending)).boxed()
                 }
                 EXIT_TOOL_NAME if self.exit_tool => future::ready(exit(call, &mut ending)).boxed(),
-                name => match self.tools.iter().find(|t| t.name() == name) {
+                name => match self
+                    .tools
+                    .iter()
+                    .chain(&toolset.read_back)
+                    .find(|t| t.name() == name)
+                {
                     Some(tool) => {
                         let tool = Arc::clone(tool);
                         let idempotent = tool.idempotent();

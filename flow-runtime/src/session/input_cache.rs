@@ -36,6 +36,19 @@ pub(crate) struct InputCache {
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
     rewritten: Arc<Vec<MessageRef>>,
     done: usize,
+    /// The summaries agents recorded when their context budget compacted their conversation
+    /// (never entries: no other agent sees them), in order.
+    compactions: Vec<Compacted>,
+}
+
+/// A summary an agent recorded ([`CompactionRecord`](crate::history::CompactionRecord)).
+struct Compacted {
+    agent: Arc<str>,
+    /// How many entries came before it.
+    at: usize,
+    /// How many of the agent's entries just before it the summary does not replace.
+    kept: usize,
+    summary: MessageRef,
 }
 
 impl InputCache {
@@ -57,6 +70,7 @@ impl InputCache {
             ),
             rewritten: Arc::new(Vec::with_capacity(room)),
             done: 0,
+            compactions: Vec::new(),
         }
     }
 
@@ -114,6 +128,48 @@ impl InputCache {
         }
     }
 
+    /// Records the summary `agent` wrote of its older entries (all but the `kept` entries it
+    /// saw just before this point).
+    pub(crate) fn push_compaction(&mut self, agent: &Arc<str>, kept: usize, summary: MessageRef) {
+        if !self.authors.contains(agent) {
+            self.authors.insert(Arc::clone(agent));
+        }
+        self.compactions.push(Compacted {
+            agent: Arc::clone(agent),
+            at: self.entries.len(),
+            kept,
+            summary,
+        });
+    }
+
+    /// The latest summary `agent` recorded, if any.
+    fn compaction_of(&self, agent: &str) -> Option<&Compacted> {
+        self.compactions.iter().rev().find(|c| &*c.agent == agent)
+    }
+
+    /// The input `policy` gives `agent`, which compacted its conversation into `compacted`:
+    /// the summary, then the policy over the entries it kept and every later one. `visible`
+    /// are the entries the agent may see, with their positions among all entries.
+    fn input_compacted(
+        &self,
+        agent: &str,
+        policy: &ContextPolicy,
+        compacted: &Compacted,
+        visible: Vec<(usize, HistoryEntry)>,
+    ) -> Result<Messages, AgentError> {
+        let before = visible.partition_point(|(i, _)| *i < compacted.at);
+        let mut start = before.saturating_sub(compacted.kept);
+        // Never a tool result without the call it answers.
+        while start > 0 && visible[start].1.message.role == Role::Tool {
+            start -= 1;
+        }
+        let kept: Vec<HistoryEntry> = visible.into_iter().skip(start).map(|(_, e)| e).collect();
+        let mut out = Vec::with_capacity(kept.len() + 1);
+        out.push(Arc::clone(&compacted.summary));
+        out.extend(policy.apply(agent, &kept)?);
+        Ok(Messages::from(out))
+    }
+
     /// Drops the last entry (a transfer's tool call, skipped with its result).
     fn pop_entry(&mut self) {
         self.entries.pop();
@@ -145,6 +201,10 @@ impl InputCache {
         agent_name: &str,
         policy: &ContextPolicy,
     ) -> Result<Messages, AgentError> {
+        if let Some(compacted) = self.compaction_of(agent_name) {
+            let visible = self.entries.iter().cloned().enumerate().collect();
+            return self.input_compacted(agent_name, policy, compacted, visible);
+        }
         if !matches!(policy, ContextPolicy::Rewrite) {
             return policy.apply(agent_name, &self.entries).map(Messages::from);
         }
@@ -165,11 +225,12 @@ impl InputCache {
         single_turn: &[Arc<str>],
     ) -> Result<Messages, AgentError> {
         let has = |names: &[Arc<str>], name: &Arc<str>| names.iter().any(|n| n == name);
-        let entries: Vec<HistoryEntry> = self
+        let visible = self
             .entries
             .iter()
             .zip(&self.results)
-            .filter(|(e, &is_result)| {
+            .enumerate()
+            .filter(|(_, (e, &is_result))| {
                 if e.is_user_input || !has(hidden, &e.agent_name) {
                     return true;
                 }
@@ -181,8 +242,11 @@ impl InputCache {
                         && e.message.role == Role::Assistant
                         && e.message.tool_calls.is_empty())
             })
-            .map(|(e, _)| e.clone())
-            .collect();
+            .map(|(i, (e, _))| (i, e.clone()));
+        if let Some(compacted) = self.compaction_of(agent_name) {
+            return self.input_compacted(agent_name, policy, compacted, visible.collect());
+        }
+        let entries: Vec<HistoryEntry> = visible.map(|(_, e)| e).collect();
         policy.apply(agent_name, &entries).map(Messages::from)
     }
 

@@ -66,13 +66,14 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
         None => {}
     }
     if let Some(c) = &node.opts.context {
-        let policy = match c {
-            ContextOpt::Rewrite => quote!(#p::ContextPolicy::Rewrite),
-            ContextOpt::UserInputOnly => quote!(#p::ContextPolicy::UserInputOnly),
-            ContextOpt::LastN(n) => quote!(#p::ContextPolicy::LastN(#n)),
-            ContextOpt::Custom(path) => quote!(#p::ContextPolicy::custom(#path)),
+        let option = match c {
+            ContextOpt::Rewrite => quote!(.context(#p::ContextPolicy::Rewrite)),
+            ContextOpt::UserInputOnly => quote!(.context(#p::ContextPolicy::UserInputOnly)),
+            ContextOpt::LastN(n) => quote!(.context(#p::ContextPolicy::LastN(#n))),
+            ContextOpt::Custom(path) => quote!(.context(#p::ContextPolicy::custom(#path))),
+            ContextOpt::Compact(path) => quote!(.context_budget(#path())),
         };
-        node_expr.extend(quote!(.context(#policy)));
+        node_expr.extend(option);
     }
     if node.children.is_empty() {
         node_expr

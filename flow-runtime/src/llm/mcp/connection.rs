@@ -5,9 +5,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use rmcp::model::{
+    CallToolRequest, ClientRequest, ProgressNotificationParam, ProgressToken, ServerResult,
+};
+use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     ErrorCode, Implementation, PaginatedRequestParams, ResourceContents,
 };
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -17,14 +21,24 @@ use super::config::TransportConfig;
 use super::{McpError, McpServerConfig, McpTool};
 use crate::llm::tool::Tool;
 
-/// Receives the server's notifications: remembers that its tool list changed.
+/// Receives the server's notifications: remembers that its tool list changed; hands progress
+/// notifications to the call whose token they carry.
 pub(super) struct Handler {
     pub(super) tools_changed: Arc<AtomicBool>,
+    pub(super) progress: ProgressRoutes,
 }
 
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.deliver(params);
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -53,6 +67,62 @@ pub(super) struct Inner {
     /// The tools as last listed, readable without the async lock.
     pub(super) listed: StdMutex<Vec<rmcp::model::Tool>>,
     connections: AtomicU64,
+    /// Where progress notifications go, by token (shared by every connection's handler).
+    progress: ProgressRoutes,
+}
+
+/// The calls waiting for progress notifications, by the token their request carries; a
+/// notification that comes before its call is routed (the token is known only once the
+/// request is sent) waits among the last few.
+#[derive(Clone, Default)]
+pub(super) struct ProgressRoutes(Arc<StdMutex<Routes>>);
+
+#[derive(Default)]
+struct Routes {
+    calls: std::collections::HashMap<ProgressToken, ProgressSink>,
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// Where one call's progress notifications go.
+pub(super) type ProgressSink = tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>;
+
+/// How many notifications of calls not routed yet are kept.
+const EARLY_PROGRESS: usize = 64;
+
+impl ProgressRoutes {
+    fn deliver(&self, progress: ProgressNotificationParam) {
+        let mut routes = self.0.lock().expect("progress routes lock");
+        match routes.calls.get(&progress.progress_token) {
+            Some(sink) => {
+                let _ = sink.send(progress);
+            }
+            None => {
+                if routes.early.len() == EARLY_PROGRESS {
+                    routes.early.pop_front();
+                }
+                routes.early.push_back(progress);
+            }
+        }
+    }
+
+    fn route(&self, token: ProgressToken, sink: ProgressSink) {
+        let mut routes = self.0.lock().expect("progress routes lock");
+        let early = std::mem::take(&mut routes.early);
+        for p in early {
+            if p.progress_token == token {
+                let _ = sink.send(p);
+            } else {
+                routes.early.push_back(p);
+            }
+        }
+        routes.calls.insert(token, sink);
+    }
+
+    fn unroute(&self, token: &ProgressToken) {
+        let mut routes = self.0.lock().expect("progress routes lock");
+        routes.calls.remove(token);
+        routes.early.retain(|p| p.progress_token != *token);
+    }
 }
 
 /// A connection to one MCP server; cheap to clone (clones share the connection). See the
@@ -86,6 +156,7 @@ impl McpServer {
                 process_id: StdMutex::new(None),
                 listed: StdMutex::new(Vec::new()),
                 connections: AtomicU64::new(0),
+                progress: ProgressRoutes::default(),
             }),
         };
         let live = server.open().await?;
@@ -154,6 +225,17 @@ impl McpServer {
         tool: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<CallToolResult, McpError> {
+        self.call_tool_with_progress(tool, arguments, None).await
+    }
+
+    /// [`call_tool`](Self::call_tool), sending the progress notifications the server makes
+    /// for this call to `progress` while it runs.
+    pub(super) async fn call_tool_with_progress(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallToolResult, McpError> {
         if !self.inner.config.tools.permits(tool) {
             return Err(McpError::ToolDenied {
                 server: Arc::clone(&self.inner.config.name),
@@ -173,7 +255,24 @@ impl McpServer {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        let call = peer.call_tool(params);
+        let routes = &self.inner.progress;
+        let call = async {
+            let Some(sink) = progress else {
+                return peer.call_tool(params).await;
+            };
+            // The client gives the request its progress token as it sends it.
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let handle = peer
+                .send_cancellable_request(request, PeerRequestOptions::no_options())
+                .await?;
+            let token = handle.progress_token.clone();
+            routes.route(token.clone(), sink);
+            let _unroute = Unroute(routes, token);
+            match handle.await_response().await? {
+                ServerResult::CallToolResult(result) => Ok(result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            }
+        };
         let answer = match self.inner.config.call_timeout {
             None => call.await,
             Some(limit) => match tokio::time::timeout(limit, call).await {
@@ -295,6 +394,7 @@ impl McpServer {
         let tools_changed = Arc::new(AtomicBool::new(false));
         let handler = Handler {
             tools_changed: Arc::clone(&tools_changed),
+            progress: self.inner.progress.clone(),
         };
         let (service, process_id) = match &config.transport {
             TransportConfig::Stdio {
@@ -501,4 +601,13 @@ fn install_crypto_provider() {
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// Stops routing a call's progress when the call ends or is dropped.
+struct Unroute<'a>(&'a ProgressRoutes, ProgressToken);
+
+impl Drop for Unroute<'_> {
+    fn drop(&mut self) {
+        self.0.unroute(&self.1);
+    }
 }

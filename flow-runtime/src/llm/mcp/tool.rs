@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::future::{self, Either};
 
 use super::limits::cut;
 use super::{result_text, McpServer};
@@ -76,7 +77,7 @@ impl Tool for McpTool {
         self.parameters.clone()
     }
 
-    async fn call(&self, _cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+    async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let arguments = if arguments.trim().is_empty() {
             serde_json::Map::new()
         } else {
@@ -96,11 +97,32 @@ impl Tool for McpTool {
                 }
             }
         };
-        let result = self
-            .server
-            .call_tool(&self.remote_name, Some(arguments))
-            .await
-            .map_err(|e| ToolError::failed(Arc::clone(&self.name), e))?;
+        // The server's progress notifications become this call's progress events
+        // (`ToolContext::progress`) while the call runs.
+        let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let call =
+            self.server
+                .call_tool_with_progress(&self.remote_name, Some(arguments), Some(sink));
+        let mut call = Box::pin(call);
+        // Progress first: what the server sent before its result is shown before it.
+        let result = loop {
+            match future::select(Box::pin(progress.recv()), call).await {
+                Either::Left((Some(p), rest)) => {
+                    call = rest;
+                    let mut event = serde_json::json!({ "progress": p.progress });
+                    if let Some(total) = p.total {
+                        event["total"] = total.into();
+                    }
+                    if let Some(message) = p.message {
+                        event["message"] = message.into();
+                    }
+                    cx.progress(event).await;
+                }
+                Either::Left((None, rest)) => break rest.await,
+                Either::Right((result, _)) => break result,
+            }
+        }
+        .map_err(|e| ToolError::failed(Arc::clone(&self.name), e))?;
         let text = result_text(&result);
         if result.is_error == Some(true) {
             return Err(ToolError::failed(Arc::clone(&self.name), text));
