@@ -109,7 +109,7 @@ pub use llm::{
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
     FINISH_TASK_TOOL_NAME,
 };
-pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals};
+pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals, FRONTEND_TOOL_KEY};
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
     Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,

@@ -407,6 +407,7 @@ impl ChatModelAgent {
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
+            frontend: Vec::new(),
         }
     }
 

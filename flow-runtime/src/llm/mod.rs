@@ -20,6 +20,7 @@ mod agent_tool;
 mod approval;
 mod builtin;
 mod cancel_point;
+mod frontend_call;
 mod hooked_tool;
 pub mod instruction;
 #[cfg(feature = "mcp")]
@@ -37,6 +38,7 @@ pub use agent::{
 pub use agent_tool::AgentTool;
 pub use approval::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
+pub use frontend_call::FRONTEND_TOOL_KEY;
 pub use instruction::{
     default_transfer_instructions, InstructionError, InstructionFn, TransferInstructionsFn,
 };
