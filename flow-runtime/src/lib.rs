@@ -135,6 +135,7 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
+pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunHandle, RunInfo, RunItem,

@@ -11,6 +11,8 @@
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
 //!   of its thread ([`DoubleText`]); resuming a cancelled run;
+//! - `withdraw`: [`Runner::withdraw_turn`], giving up a turn that waits for input (its
+//!   interrupts dropped, its checkpoint released), and [`is_withdrawn`] to tell its record;
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -23,6 +25,7 @@ pub mod journal;
 mod run_handle;
 mod runs;
 mod turn;
+mod withdraw;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
@@ -32,3 +35,4 @@ pub use run_handle::{
 };
 pub use runs::Runner;
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
+pub use withdraw::{is_withdrawn, WITHDRAWN_KEY};

@@ -316,7 +316,7 @@ impl Runner {
     }
 
     /// Takes thread `thread_id` for a turn: in this runner, then its lease in the store.
-    async fn hold_thread(
+    pub(super) async fn hold_thread(
         &self,
         thread_id: &str,
     ) -> Result<(Arc<dyn ThreadStore>, ThreadClaim, Option<ThreadLease>), ThreadError> {
@@ -642,7 +642,7 @@ fn reentry_point(root: &FlowAgent, last: FlowAgent) -> FlowAgent {
 }
 
 /// Marks a thread as having a turn running in this runner until dropped.
-struct ThreadClaim {
+pub(super) struct ThreadClaim {
     set: Arc<Mutex<HashSet<String>>>,
     id: String,
 }
@@ -670,7 +670,7 @@ impl Drop for ThreadClaim {
 /// A turn's lease on its thread in the store ([`ThreadStore::lease_thread`]): taken before the
 /// turn runs anything, renewed while its events flow, given back when the turn ends (or, if
 /// the turn is dropped, as soon as a Tokio runtime can; else it runs out).
-struct ThreadLease {
+pub(super) struct ThreadLease {
     store: Arc<dyn ThreadStore>,
     dropped: Arc<Mutex<HashMap<String, String>>>,
     id: String,
@@ -726,7 +726,7 @@ impl ThreadLease {
     }
 
     /// Gives back a lease a turn that could not start left unused.
-    async fn release_unused(lease: Option<ThreadLease>) {
+    pub(super) async fn release_unused(lease: Option<ThreadLease>) {
         if let Some(lease) = lease {
             lease.release().await;
         }

@@ -5,7 +5,7 @@
 //! | `SendMessage` | starts a task (a turn of the thread `contextId`), or answers the task that waits for input (resumes it); answers the task once it ends or waits for input (at once with `returnImmediately`) |
 //! | `SendStreamingMessage` | the same, streamed: the task, then its status and artifact updates as Server-Sent Events |
 //! | `GetTask` | the task as it is |
-//! | `CancelTask` | stops a running task (nothing of it is recorded); a task waiting for input is not cancelable yet |
+//! | `CancelTask` | stops a running task (nothing of it is recorded); gives up a task waiting for input (its interrupts dropped, its checkpoint released, the task `canceled`; the context's next message starts a new task) |
 //! | `SubscribeToTask` | joins a running task's stream |
 
 use crate::principal::{Principal, Scope};
@@ -480,7 +480,56 @@ impl Call {
             return Err(not_cancelable(id, task.status.state));
         }
         let task = self.get(id).await?;
+        if task.status.state == TaskState::InputRequired {
+            return self.withdraw(&key, turn, id).await;
+        }
         Err(not_cancelable(id, task.status.state))
+    }
+
+    /// `CancelTask` of a task waiting for input: the thread gives the turn up
+    /// ([`Runner::withdraw_turn`](flow_runtime::Runner::withdraw_turn)). Giving up refuses
+    /// what the task waits on, so the caller needs what answering it needs (the flow's
+    /// approvals).
+    async fn withdraw(&self, key: &ThreadKey, turn: u64, id: &str) -> Result<Task, RpcError> {
+        let app = &self.a2a.app;
+        let served = app.flow(&self.flow).map_err(map::rpc_error)?;
+        let store_id = key.store_id();
+        let head = app
+            .threads()
+            .head(&store_id)
+            .await
+            .map_err(|e| map::rpc_error(e.into()))?;
+        let pending = match head.map(|h| (h.last.turn, h.last.end)) {
+            Some((t, RecordEnd::Interrupted { interrupts, .. })) if t == turn => interrupts,
+            _ => return Err(not_cancelable(id, TaskState::Completed)),
+        };
+        let refusals: HashMap<String, Value> = pending
+            .iter()
+            .map(|i| (i.id.clone(), Value::Null))
+            .collect();
+        crate::routes::authorize_answers(
+            app,
+            served,
+            key,
+            &self.principal,
+            turn,
+            &pending,
+            &refusals,
+        )
+        .await
+        .map_err(map::rpc_error)?;
+        served
+            .runner()
+            .withdraw_turn(&store_id, Some(self.principal.id()))
+            .await
+            .map_err(|e| map::rpc_error(e.into()))?;
+        let task = self.stored(key, turn, id).await?.ok_or_else(|| {
+            RpcError::Internal(format!("task '{id}' was cancelled but its record is gone"))
+        })?;
+        self.a2a
+            .tasks
+            .ended_as(&Self::task_key(key, turn), task.clone());
+        Ok(task)
     }
 
     /// `SubscribeToTask`.
@@ -541,14 +590,9 @@ impl Call {
 }
 
 fn not_cancelable(id: &str, state: TaskState) -> RpcError {
-    let why = match state {
-        TaskState::InputRequired => {
-            "it waits for input: answer it (a refusal is an answer too); cancelling a task that \
-             waits is not supported yet"
-        }
-        _ => "it has ended",
-    };
-    RpcError::TaskNotCancelable(format!("task '{id}' cannot be cancelled: {why}"))
+    RpcError::TaskNotCancelable(format!(
+        "task '{id}' cannot be cancelled: it has ended ({state:?})"
+    ))
 }
 
 /// One SSE frame: `data: <JSON-RPC response>` (no event name: A2A clients read `message`

@@ -151,6 +151,12 @@ impl Tasks {
         running
     }
 
+    /// Records `last` as the state of the ended task under `key` (a task that waited for
+    /// input and was cancelled).
+    pub(crate) fn ended_as(&self, key: &str, last: Task) {
+        self.end(key, last);
+    }
+
     /// Moves the task under `key` from the running to the ended ones.
     fn end(&self, key: &str, last: Task) {
         let mut ended = self.ended.lock().expect("tasks lock");

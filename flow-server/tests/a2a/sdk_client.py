@@ -4,8 +4,8 @@ Usage: python sdk_client.py BASE_URL TOKEN
 
 BASE_URL serves the customer-service desk at /a2a/desk and a flow that works until it is
 cancelled at /a2a/slow. Fetches the desk's card, sends a message, streams a task to the refund
-approval (input-required), answers it, cancels a slow task, and asks for a task that does not
-exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
+approval (input-required), answers it, cancels a slow task, cancels a task waiting for input
+(a later message in its context starts a new task), and asks for a task that does not exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
 first check that fails.
 """
 
@@ -28,7 +28,7 @@ from a2a.types import (
     SendMessageRequest,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 
 def check(what, ok, detail=""):
@@ -130,6 +130,32 @@ async def main(base, token):
     check("cancel: the stream ends canceled", rest and rest[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED)
     got = await slow.get_task(GetTaskRequest(id=slow_id))
     check("get: canceled", got.status.state == TaskState.TASK_STATE_CANCELED)
+
+    # A task waiting for input, cancelled: the approval is dropped, the next message starts afresh.
+    events = await collect(streaming, new_text_message("I want a refund for my kettle", role=Role.ROLE_USER))
+    waiting = events[-1].status_update
+    check("waiting: input-required", waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+    cancelled = await streaming.cancel_task(CancelTaskRequest(id=waiting.task_id))
+    check("cancel waiting: canceled", cancelled.status.state == TaskState.TASK_STATE_CANCELED, TaskState.Name(cancelled.status.state))
+    got = await streaming.get_task(GetTaskRequest(id=waiting.task_id))
+    check("cancel waiting: get says canceled", got.status.state == TaskState.TASK_STATE_CANCELED, TaskState.Name(got.status.state))
+    try:
+        await streaming.cancel_task(CancelTaskRequest(id=waiting.task_id))
+        check("cancel waiting: twice is refused", False)
+    except TaskNotCancelableError as e:
+        check("cancel waiting: twice is refused", "cannot be cancelled" in str(e), str(e)[:120])
+    # The old task takes no answer; a message in the context starts a new task.
+    late = new_data_message({"approve": True}, context_id=waiting.context_id, task_id=waiting.task_id, role=Role.ROLE_USER)
+    try:
+        await collect(streaming, late)
+        check("cancel waiting: the old task takes no answer", False)
+    except Exception as e:  # the SDK's error for JSON-RPC's invalid request
+        check("cancel waiting: the old task takes no answer", "has ended" in str(e), f"{type(e).__name__}: {str(e)[:120]}")
+    events = await collect(streaming, new_text_message("Hello there", context_id=waiting.context_id, role=Role.ROLE_USER))
+    fresh = events[0].task
+    last = events[-1].status_update.status
+    check("cancel waiting: a new task in the context", fresh.id != waiting.task_id and fresh.context_id == waiting.context_id, fresh.id)
+    check("cancel waiting: the new task completes", last.state == TaskState.TASK_STATE_COMPLETED, TaskState.Name(last.state))
 
     # Errors are A2A's typed errors.
     try:
