@@ -7,6 +7,7 @@
 //! | `GetTask` | the task as it is |
 //! | `CancelTask` | stops a running task (nothing of it is recorded); gives up a task waiting for input (its interrupts dropped, its checkpoint released, the task `canceled`; the context's next message starts a new task) |
 //! | `SubscribeToTask` | joins a running task's stream |
+//! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages; filtered by state |
 
 use crate::principal::{Principal, Scope};
 use std::collections::HashMap;
@@ -21,8 +22,8 @@ use flow_a2a::rpc::{
     method, ErrorObject, Request as RpcRequest, Response as RpcResponse, RpcError,
 };
 use flow_a2a::wire::{
-    AgentCard, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
-    TaskState,
+    AgentCard, ListTasksRequest, ListTasksResponse, Role, SendMessageRequest, SendMessageResponse,
+    StreamResponse, Task, TaskIdParams, TaskState,
 };
 use flow_runtime::store::{RecordEnd, ThreadHead};
 use flow_runtime::Message;
@@ -183,9 +184,13 @@ pub(crate) async fn endpoint(
                 .map(|running| call_ctx.stream(id.clone(), running)),
             Err(e) => Err(e),
         },
-        method::LIST_TASKS => Err(RpcError::UnsupportedOperation(
-            "ListTasks is not served yet: keep the task ids SendMessage returns".into(),
-        )),
+        method::LIST_TASKS => match params::<ListTasksRequest>(call.params) {
+            Ok(p) => call_ctx
+                .list(p)
+                .await
+                .map(|page| Json(RpcResponse::ok(id.clone(), page)).into_response()),
+            Err(e) => Err(e),
+        },
         m if m.contains("PushNotification") => Err(RpcError::PushNotificationNotSupported),
         other => Err(RpcError::MethodNotFound(other.chars().take(64).collect())),
     };
@@ -224,6 +229,11 @@ fn trim(mut task: Task, history_length: Option<i64>) -> Task {
     }
     task
 }
+
+/// The most threads one `ListTasks` without a `contextId` looks at.
+const LIST_THREADS: usize = 200;
+/// The default and largest page of `ListTasks`.
+const LIST_PAGE: usize = 100;
 
 /// One call, with who made it.
 struct Call {
@@ -530,6 +540,95 @@ impl Call {
             .tasks
             .ended_as(&Self::task_key(key, turn), task.clone());
         Ok(task)
+    }
+
+    /// `ListTasks`: the tasks of context `contextId`, or of the caller's threads of this flow
+    /// (at most [`LIST_THREADS`] of them, by id), most recently updated first; `pageSize`
+    /// (default and most [`LIST_PAGE`]) per page, `pageToken` the offset an earlier page gave.
+    async fn list(&self, p: ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+        let app = &self.a2a.app;
+        let served = app.flow(&self.flow).map_err(map::rpc_error)?;
+        // The tasks this process holds (running ones have no record yet, and a task cancelled
+        // while it ran records nothing), then those rebuilt from the threads' records.
+        let (mut tasks, contexts): (Vec<Task>, Vec<String>) = if p.context_id.is_empty() {
+            let prefix = ThreadKey::prefix(served.name(), &self.tenant);
+            let held = self.a2a.tasks.held(&prefix);
+            let ids = app
+                .threads()
+                .list()
+                .await
+                .map_err(|e| map::rpc_error(e.into()))?;
+            let contexts = ids
+                .iter()
+                .filter_map(|id| id.strip_prefix(&prefix))
+                .take(LIST_THREADS)
+                .map(str::to_owned)
+                .collect();
+            (held, contexts)
+        } else {
+            let key = self.key(&p.context_id)?;
+            let held = self.a2a.tasks.held(&format!("{}#", key.store_id()));
+            (held, vec![p.context_id.clone()])
+        };
+        for context in &contexts {
+            let key = self.key(context)?;
+            let records = served
+                .runner()
+                .thread_records(&key.store_id())
+                .await
+                .map_err(|e| map::rpc_error(e.into()))?;
+            let mut turns: Vec<u64> = records.iter().map(|r| r.turn).collect();
+            turns.dedup();
+            for turn in turns {
+                let id = task_id(context, turn);
+                if tasks.iter().any(|t| t.id == id) {
+                    continue;
+                }
+                tasks.extend(map::task_from_records(&records, turn, &key.id, &id));
+            }
+        }
+        if p.status != TaskState::Unspecified {
+            tasks.retain(|t| t.status.state == p.status);
+        }
+        tasks.sort_by(|a, b| b.status.timestamp.cmp(&a.status.timestamp));
+        let total = tasks.len();
+        let size = p
+            .page_size
+            .filter(|&n| n > 0)
+            .map_or(LIST_PAGE, |n| (n as usize).min(LIST_PAGE));
+        let from: usize = if p.page_token.is_empty() {
+            0
+        } else {
+            p.page_token.parse().map_err(|_| {
+                RpcError::InvalidParams(
+                    "the pageToken is not one this server gave: send the nextPageToken of the \
+                     previous page, or none for the first"
+                        .into(),
+                )
+            })?
+        };
+        let page: Vec<Task> = tasks
+            .into_iter()
+            .skip(from)
+            .take(size)
+            .map(|mut t| {
+                if !p.include_artifacts {
+                    t.artifacts.clear();
+                }
+                trim(t, p.history_length)
+            })
+            .collect();
+        let next = from + page.len();
+        Ok(ListTasksResponse {
+            tasks: page,
+            next_page_token: if next < total {
+                next.to_string()
+            } else {
+                String::new()
+            },
+            page_size: size as i32,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
     }
 
     /// `SubscribeToTask`.

@@ -120,6 +120,26 @@ impl Tasks {
             .map(|(_, t)| t.clone())
     }
 
+    /// Every task this process holds (running, or ended and kept) whose key starts with
+    /// `prefix`, as it is now.
+    pub(crate) fn held(&self, prefix: &str) -> Vec<Task> {
+        let mut out: Vec<Task> = self
+            .running
+            .lock()
+            .expect("tasks lock")
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, t)| t.snapshot())
+            .collect();
+        let ended = self.ended.lock().expect("tasks lock");
+        for (k, t) in ended.iter().rev() {
+            if k.starts_with(prefix) && out.iter().all(|o| o.id != t.id) {
+                out.push(t.clone());
+            }
+        }
+        out
+    }
+
     /// Starts running `turn` as the task `task` (its history so far, the user's message
     /// included) under `key`: the turn runs to its end, to `max_duration`, or until cancelled,
     /// whoever reads it. Returns the running task.

@@ -5,7 +5,7 @@ Usage: python sdk_client.py BASE_URL TOKEN
 BASE_URL serves the customer-service desk at /a2a/desk and a flow that works until it is
 cancelled at /a2a/slow. Fetches the desk's card, sends a message, streams a task to the refund
 approval (input-required), answers it, cancels a slow task, cancels a task waiting for input
-(a later message in its context starts a new task), and asks for a task that does not exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
+(a later message in its context starts a new task), lists tasks, and asks for a task that does not exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
 first check that fails.
 """
 
@@ -24,6 +24,7 @@ from a2a.helpers.proto_helpers import (
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Role,
     SendMessageRequest,
     TaskState,
@@ -156,6 +157,19 @@ async def main(base, token):
     last = events[-1].status_update.status
     check("cancel waiting: a new task in the context", fresh.id != waiting.task_id and fresh.context_id == waiting.context_id, fresh.id)
     check("cancel waiting: the new task completes", last.state == TaskState.TASK_STATE_COMPLETED, TaskState.Name(last.state))
+
+    # Listing tasks: a context's, newest first; the flow's, filtered by state.
+    listed = await streaming.list_tasks(ListTasksRequest(context_id=waiting.context_id))
+    check("list: the context's two tasks, newest first", [t.id for t in listed.tasks] == [fresh.id, waiting.task_id],
+          str([t.id for t in listed.tasks]))
+    check("list: their states", [t.status.state for t in listed.tasks] == [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED])
+    canceled = await streaming.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_CANCELED))
+    check("list: the canceled ones", [t.id for t in canceled.tasks] == [waiting.task_id], str([t.id for t in canceled.tasks]))
+    paged = await streaming.list_tasks(ListTasksRequest(page_size=1))
+    check("list: by pages", len(paged.tasks) == 1 and paged.next_page_token != "" and paged.total_size >= 4,
+          f"{len(paged.tasks)} {paged.next_page_token!r} {paged.total_size}")
+    rest = await streaming.list_tasks(ListTasksRequest(page_size=1, page_token=paged.next_page_token))
+    check("list: the next page", len(rest.tasks) == 1 and rest.tasks[0].id != paged.tasks[0].id)
 
     # Errors are A2A's typed errors.
     try:
