@@ -500,6 +500,9 @@ pub struct SendMessageConfiguration {
     /// The media types the client takes.
     #[serde(skip_serializing_if = "is_empty")]
     pub accepted_output_modes: Vec<String>,
+    /// Where the task's push notifications go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// How many messages of the task's history to return.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i64>,

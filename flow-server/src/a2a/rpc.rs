@@ -7,6 +7,7 @@
 //! | `GetTask` | the task as it is |
 //! | `CancelTask` | stops a running task (nothing of it is recorded); gives up a task waiting for input (its interrupts dropped, its checkpoint released, the task `canceled`; the context's next message starts a new task) |
 //! | `SubscribeToTask` | joins a running task's stream |
+//! | `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig` | a task's webhooks (also set by `SendMessage`'s `configuration.taskPushNotificationConfig`): told when the task ends or waits for input, signed like the server's other webhooks; only with a webhook secret |
 //! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages; filtered by state |
 
 use crate::principal::{Principal, Scope};
@@ -22,8 +23,9 @@ use flow_a2a::rpc::{
     method, ErrorObject, Request as RpcRequest, Response as RpcResponse, RpcError,
 };
 use flow_a2a::wire::{
-    AgentCard, ListTasksRequest, ListTasksResponse, Role, SendMessageRequest, SendMessageResponse,
-    StreamResponse, Task, TaskIdParams, TaskState,
+    AgentCard, ListPushConfigsResponse, ListTasksRequest, ListTasksResponse, PushConfigParams,
+    Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
+    TaskPushNotificationConfig, TaskState,
 };
 use flow_runtime::store::{RecordEnd, ThreadHead};
 use flow_runtime::Message;
@@ -55,7 +57,9 @@ pub(crate) async fn flow_card(
 ) -> Result<Json<AgentCard>, ApiError> {
     let served = a2a.app.flow(&flow)?;
     let endpoint = format!("{}/a2a/{}", card::base_url(&headers), served.name());
-    Ok(Json(card::card(served, a2a.app.auth(), endpoint)))
+    let mut card = card::card(served, a2a.app.auth(), endpoint);
+    card.capabilities.push_notifications = Some(a2a.tasks.push.enabled());
+    Ok(Json(card))
 }
 
 /// `GET /.well-known/agent-card.json`: the card of the server's only flow (404 naming the
@@ -68,7 +72,9 @@ pub(crate) async fn root_card(
     match (flows.next(), flows.next()) {
         (Some(only), None) => {
             let endpoint = format!("{}/a2a/{}", card::base_url(&headers), only.name());
-            Ok(Json(card::card(only, a2a.app.auth(), endpoint)))
+            let mut card = card::card(only, a2a.app.auth(), endpoint);
+            card.capabilities.push_notifications = Some(a2a.tasks.push.enabled());
+            Ok(Json(card))
         }
         _ => Err(ApiError::BadRequest(
             "this server serves several flows: each has its card at \
@@ -191,7 +197,40 @@ pub(crate) async fn endpoint(
                 .map(|page| Json(RpcResponse::ok(id.clone(), page)).into_response()),
             Err(e) => Err(e),
         },
-        m if m.contains("PushNotification") => Err(RpcError::PushNotificationNotSupported),
+        method::CREATE_PUSH_CONFIG => match params::<TaskPushNotificationConfig>(call.params) {
+            Ok(p) => call_ctx
+                .set_push(p)
+                .await
+                .map(|c| Json(RpcResponse::ok(id.clone(), c)).into_response()),
+            Err(e) => Err(e),
+        },
+        method::GET_PUSH_CONFIG => match params::<PushConfigParams>(call.params) {
+            Ok(p) => call_ctx
+                .get_push(&p)
+                .await
+                .map(|c| Json(RpcResponse::ok(id.clone(), c)).into_response()),
+            Err(e) => Err(e),
+        },
+        method::LIST_PUSH_CONFIGS => match params::<PushConfigParams>(call.params) {
+            Ok(p) => call_ctx.push_key(&p.task_id).await.map(|key| {
+                let configs = ListPushConfigsResponse {
+                    configs: call_ctx.a2a.tasks.push.list(&key),
+                    next_page_token: String::new(),
+                };
+                Json(RpcResponse::ok(id.clone(), configs)).into_response()
+            }),
+            Err(e) => Err(e),
+        },
+        method::DELETE_PUSH_CONFIG => match params::<PushConfigParams>(call.params) {
+            Ok(p) => call_ctx
+                .delete_push(&p)
+                .await
+                .map(|()| Json(RpcResponse::ok(id.clone(), serde_json::json!({}))).into_response()),
+            Err(e) => Err(e),
+        },
+        m if m.contains("PushNotification") => {
+            Err(RpcError::MethodNotFound(m.chars().take(64).collect()))
+        }
         other => Err(RpcError::MethodNotFound(other.chars().take(64).collect())),
     };
     result.unwrap_or_else(|e| reply_err(id, &e))
@@ -301,6 +340,13 @@ impl Call {
         &self,
         request: SendMessageRequest,
     ) -> Result<Arc<RunningTask>, RpcError> {
+        let push = request
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone());
+        if let Some(config) = &push {
+            self.a2a.tasks.push.check(config)?;
+        }
         let mut message = request.message;
         let named_task = (!message.task_id.is_empty()).then(|| message.task_id.clone());
         let context = if !message.context_id.is_empty() {
@@ -387,8 +433,9 @@ impl Call {
                     .resume_turn_by(&store_id, targets, self.principal.id())
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
-                message.task_id = id;
+                message.task_id = id.clone();
                 task.history.push(message);
+                self.push_from_send(push, &task_key, &id);
                 Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
             }
             None => {
@@ -415,7 +462,19 @@ impl Call {
                     ..Task::default()
                 };
                 let task_key = Self::task_key(&key, turn.number());
+                self.push_from_send(push, &task_key, &task.id);
                 Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
+            }
+        }
+    }
+
+    /// Sets the push-notification config a `SendMessage` carried (checked before the task
+    /// started) for its task `id`.
+    fn push_from_send(&self, push: Option<TaskPushNotificationConfig>, key: &str, id: &str) {
+        if let Some(mut config) = push {
+            config.task_id = id.to_owned();
+            if let Err(e) = self.a2a.tasks.push.set(key, config) {
+                tracing::warn!(task = %id, error = %e, "a push-notification config was not set");
             }
         }
     }
@@ -629,6 +688,55 @@ impl Call {
             page_size: size as i32,
             total_size: i32::try_from(total).unwrap_or(i32::MAX),
         })
+    }
+
+    /// The task key of task `id`, once it is known to exist for the caller.
+    async fn push_key(&self, id: &str) -> Result<String, RpcError> {
+        let (key, _, turn) = self.locate(id)?;
+        self.get(id).await?;
+        Ok(Self::task_key(&key, turn))
+    }
+
+    /// `CreateTaskPushNotificationConfig`.
+    async fn set_push(
+        &self,
+        config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, RpcError> {
+        self.a2a.tasks.push.check(&config)?;
+        let key = self.push_key(&config.task_id).await?;
+        self.a2a.tasks.push.set(&key, config)
+    }
+
+    /// `GetTaskPushNotificationConfig`.
+    async fn get_push(&self, p: &PushConfigParams) -> Result<TaskPushNotificationConfig, RpcError> {
+        let key = self.push_key(&p.task_id).await?;
+        self.a2a
+            .tasks
+            .push
+            .list(&key)
+            .into_iter()
+            .find(|c| c.id == p.id)
+            .ok_or_else(|| {
+                RpcError::InvalidParams(format!(
+                    "task '{}' has no push-notification config '{}'",
+                    p.task_id,
+                    p.id.chars().take(64).collect::<String>()
+                ))
+            })
+    }
+
+    /// `DeleteTaskPushNotificationConfig`.
+    async fn delete_push(&self, p: &PushConfigParams) -> Result<(), RpcError> {
+        let key = self.push_key(&p.task_id).await?;
+        if self.a2a.tasks.push.delete(&key, &p.id) {
+            Ok(())
+        } else {
+            Err(RpcError::InvalidParams(format!(
+                "task '{}' has no push-notification config '{}'",
+                p.task_id,
+                p.id.chars().take(64).collect::<String>()
+            )))
+        }
     }
 
     /// `SubscribeToTask`.

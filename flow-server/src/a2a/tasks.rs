@@ -19,6 +19,7 @@ use futures::StreamExt;
 use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
 
 use super::map;
+use super::push::PushConfigs;
 use crate::outward::{PublicCode, PublicError};
 
 /// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
@@ -98,13 +99,23 @@ impl RunningTask {
 }
 
 /// The tasks of this process (see the module documentation).
-#[derive(Default)]
 pub(crate) struct Tasks {
     running: Mutex<HashMap<String, Arc<RunningTask>>>,
     ended: Mutex<VecDeque<(String, Task)>>,
+    /// Where each task's push notifications go.
+    pub(crate) push: PushConfigs,
 }
 
 impl Tasks {
+    /// No tasks yet; push notifications signed under `secret` (none: not sent).
+    pub(crate) fn new(secret: Option<Vec<u8>>) -> Self {
+        Tasks {
+            running: Mutex::default(),
+            ended: Mutex::default(),
+            push: PushConfigs::new(secret),
+        }
+    }
+
     /// The running task under `key` (the thread's store id and the turn).
     pub(crate) fn running(&self, key: &str) -> Option<Arc<RunningTask>> {
         self.running.lock().expect("tasks lock").get(key).cloned()
@@ -184,9 +195,11 @@ impl Tasks {
         if ended.len() >= ENDED_KEPT {
             ended.pop_front();
         }
-        ended.push_back((key.to_owned(), last));
+        ended.push_back((key.to_owned(), last.clone()));
         drop(ended);
         self.running.lock().expect("tasks lock").remove(key);
+        // Ended, or waiting for input: the task's webhooks are told.
+        self.push.notify(key, &last);
     }
 }
 
