@@ -20,7 +20,9 @@
 //! become session values of the run before its first agent starts, so a client that sends
 //! back the state it got (as `HttpAgent` does) carries the values from one run to the next.
 //!
-//! Front-end tools: an agent given a [`FrontendTool`] calls it like any tool; the call goes to
+//! Front-end tools: the input's `tools` join every LLM agent's tools for the run
+//! ([`RunOptions::frontend_tools`](flow_runtime::RunOptions::frontend_tools)), and an agent
+//! may be given a [`FrontendTool`] at build time; either way an agent calls it like any tool; the call goes to
 //! the client (`TOOL_CALL_*`, then `RUN_FINISHED` with the call in `pendingToolCallIds`), and
 //! the client's next run answers it with a `tool` message for that call id.
 //!
