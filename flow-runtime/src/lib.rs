@@ -116,6 +116,12 @@ pub use store::{
     StoreError, ThreadError, ThreadStore,
 };
 pub use store::{JournalError, JournalStore, StoredStep};
+/// The PostgreSQL store, beside the others at the root (also at `store::PostgresStore`).
+#[cfg(feature = "postgres")]
+pub use store::{PostgresOptions, PostgresStore};
+/// The SQLite store, beside the others at the root (also at `store::SqliteStore`).
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteOptions, SqliteStore};
 
 pub use error::FlowError;
 pub use event::{
@@ -138,9 +144,9 @@ pub use run_path::{RunPath, RunStep};
 pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{
-    AttachError, CancelError, DoubleText, RunError, RunEvent, RunHandle, RunInfo, RunItem,
-    RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome, TurnRouting,
-    UnknownStrategy,
+    AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
+    RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,
+    TurnRouting, UnknownStrategy,
 };
 pub use schemars;
 pub use session::{Session, SessionEvent};

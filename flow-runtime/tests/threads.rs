@@ -1055,7 +1055,7 @@ async fn bad_thread_ids_and_missing_stores_are_typed_errors() {
         Err(ThreadError::NoStore)
     ));
     let runner = runner.thread_store(InMemoryStore::new());
-    for id in ["", "../x", "/abs", "a\0b", ".hidden", &"x".repeat(81)] {
+    for id in ["", "../x", "/abs", "a\0b", ".hidden", &"x".repeat(101)] {
         let error = runner.turn(id, Message::user("x")).await.unwrap_err();
         assert!(
             matches!(error, ThreadError::InvalidId { .. }),

@@ -50,7 +50,9 @@ pub fn desk() -> FlowAgent {
         ScriptedModel::rules()
             .when_last_user_contains("refund", ScriptStep::transfer("refund"))
             .when_last_user_contains("broken", ScriptStep::transfer("complaint"))
-            .otherwise("Hello! I can help with refunds and complaints."),
+            .otherwise("Hello! I can help with refunds and complaints.")
+            // A served desk answers for days: keep no log of its requests.
+            .keep_requests(false),
     )
     .description("The front desk: finds out what the customer needs.")
     .build()
@@ -78,7 +80,8 @@ pub fn desk() -> FlowAgent {
                 "lookup_order",
                 ScriptStep::tool_call("issue_refund", json!({"order_id": 42, "amount_eur": 39.0})),
             )
-            .otherwise(ScriptStep::tool_call("lookup_order", json!({"order_id": 42}))),
+            .otherwise(ScriptStep::tool_call("lookup_order", json!({"order_id": 42})))
+            .keep_requests(false),
     )
     .description("Refunds orders once a human approves.")
     .tool(tool_fn(
@@ -121,7 +124,8 @@ pub fn desk() -> FlowAgent {
                 .otherwise(ScriptStep::tool_call(
                     "log_complaint",
                     json!({"summary": "The kettle arrived broken."}),
-                )),
+                ))
+                .keep_requests(false),
         )
         .description("Takes complaints about broken or missing goods.")
         .tool(tool_fn(

@@ -101,6 +101,10 @@ pub enum ApiError {
     /// thread that waits for an approval, an interrupt that was already resumed.
     #[error("{0}")]
     Conflict(String),
+    /// A turn or run of the thread is still running (409 `busy`, with `Retry-After: 1`): send
+    /// again in a moment (or start a background run with a double-texting strategy).
+    #[error("{0}")]
+    Busy(String),
     /// The store failed; details are in the server's log (503).
     #[error("the store is unavailable; try again later")]
     StoreUnavailable,
@@ -134,7 +138,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::Busy(_) => StatusCode::CONFLICT,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Incident(e) => match e.code {
@@ -165,6 +169,7 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => "request_timeout",
             ApiError::Overloaded { .. } => "overloaded",
             ApiError::Conflict(_) => "conflict",
+            ApiError::Busy(_) => "busy",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
             ApiError::Incident(e) => e.code.as_str(),
@@ -196,7 +201,7 @@ impl IntoResponse for ApiError {
                     HeaderValue::from_static("Bearer realm=\"agentflow\""),
                 );
             }
-            ApiError::Overloaded { .. } => {
+            ApiError::Overloaded { .. } | ApiError::Busy(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
@@ -252,8 +257,9 @@ impl From<ThreadError> for ApiError {
             ThreadError::InvalidId { .. } => ApiError::BadRequest(
                 "a thread id is 1 to 40 characters of A-Z, a-z, 0-9, '_' or '-'".into(),
             ),
-            ThreadError::Busy { .. } => ApiError::Conflict(
-                "a turn of this thread is running; wait for it to end before the next one".into(),
+            ThreadError::Busy { .. } => ApiError::Busy(
+                "a turn of this thread is running; send again when it has ended (Retry-After)"
+                    .into(),
             ),
             ThreadError::Conflict { .. } => ApiError::Conflict(
                 "another turn of this thread was recorded while this one started; send the \

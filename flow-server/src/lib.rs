@@ -147,6 +147,7 @@ pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
 pub use serve::{serve, serve_until};
 pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
+pub use thread::{store_thread_id, valid_thread_id};
 pub use tree::{mermaid, svg, TreeNode};
 
 /// The router serving `state`: the `/v1` API and the console.

@@ -14,6 +14,36 @@ pub fn valid_thread_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
+/// The runtime thread id under which a server stores the thread `thread` of `tenant` on the
+/// served flow `flow`: `FLOW.TENANT.THREAD` (the tenant is [`SHARED_TENANT`](crate::SHARED_TENANT),
+/// `_`, on a server without tenants). Another process on the same store reaches the server's
+/// threads with it (through its own [`Runner`](flow_runtime::Runner) of the same flow).
+/// `None` if one of the parts breaks the server's rules (flow 1 to 24, tenant 1 to 32, thread 1
+/// to 40 characters of `A-Z a-z 0-9 _ -`).
+///
+/// ```
+/// assert_eq!(
+///     flow_server::store_thread_id("desk", flow_server::SHARED_TENANT, "bob-1").as_deref(),
+///     Some("desk._.bob-1"),
+/// );
+/// assert_eq!(flow_server::store_thread_id("desk", "acme", "a.b"), None);
+/// ```
+pub fn store_thread_id(flow: &str, tenant: &str, thread: &str) -> Option<String> {
+    let flow_ok = !flow.is_empty()
+        && flow.len() <= 24
+        && flow
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    (flow_ok && crate::auth::valid_tenant(tenant) && valid_thread_id(thread)).then(|| {
+        ThreadKey {
+            flow: flow.to_owned(),
+            tenant: tenant.to_owned(),
+            id: thread.to_owned(),
+        }
+        .store_id()
+    })
+}
+
 /// A caller's thread: its flow, its tenant and the id the caller chose.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ThreadKey {

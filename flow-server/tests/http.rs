@@ -1585,3 +1585,53 @@ async fn another_tenants_pending_interrupts_are_out_of_reach() {
     .unwrap();
     assert_eq!(mine["interrupts"][0]["id"], "triage/refund");
 }
+
+/// The documented limits always fit together: a 40-character thread id of a 32-character
+/// tenant on a 24-character flow is a thread (its store id is 98 characters), on a File store,
+/// through an interrupt of the demo desk and its resume.
+#[tokio::test]
+async fn the_longest_thread_id_of_the_longest_tenant_and_flow_is_a_thread() {
+    let flow = "f".repeat(24);
+    let tenant = "t".repeat(32);
+    let thread = "h".repeat(40);
+    let dir = std::env::temp_dir().join(format!("af-long-ids-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let state = AppState::builder(flow_runtime::FileStore::new(&dir).unwrap())
+        .flow(&flow, flow_server::demo::desk())
+        .auth(Auth::tokens([(
+            TOKEN,
+            flow_server::Principal::new("ana")
+                .tenant(tenant.as_str())
+                .scopes([
+                    flow_server::Scope::Chat,
+                    flow_server::Scope::Approve,
+                    flow_server::Scope::Read,
+                ]),
+        )]))
+        .turn_routing(flow_runtime::TurnRouting::Root)
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let events = turn(
+        &server.base,
+        &flow,
+        &thread,
+        "I want a refund for order 42, it arrived broken",
+    )
+    .await;
+    let done = done(&events).clone();
+    assert!(done.get("failed").is_none(), "{done}");
+    let interrupts = done["interrupts"].as_array().unwrap().clone();
+    assert_eq!(interrupts.len(), 1, "the desk waits for a human: {done}");
+    let response = post(
+        &server.base,
+        &format!("/v1/flows/{flow}/threads/{thread}/resume"),
+        json!({"interrupt_id": interrupts[0]["id"], "data": {"approve": true}}),
+    )
+    .await;
+    let events = read_sse(response).await;
+    let done = common::done(&events);
+    assert!(done.get("failed").is_none(), "{done}");
+    assert_eq!(done["interrupted"], false, "{done}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

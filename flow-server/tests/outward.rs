@@ -125,6 +125,57 @@ async fn an_interrupt_goes_out_without_saved_state_everywhere() {
     assert!(!text.contains("helpdesk._."), "{text}");
 }
 
+/// A background run's stream and an Agent Protocol stream of the same interrupt: no saved
+/// state of the agent or of any frame of its address, no instruction.
+#[tokio::test]
+async fn a_run_stream_carries_no_saved_state_of_an_interrupt() {
+    let server = spawn(state()).await;
+    let started: Value = post(
+        &server.base,
+        "/v1/flows/helpdesk/threads/r1/runs",
+        json!({"message": "please reset ana"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let run = started["run_id"].as_str().unwrap();
+    let outcome: Value = get(
+        &server.base,
+        &format!("/v1/flows/helpdesk/threads/r1/runs/{run}/wait"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "interrupted", "{outcome}");
+    let text = get(
+        &server.base,
+        &format!("/v1/flows/helpdesk/threads/r1/runs/{run}/stream"),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(text.contains("\"interrupted\""), "{text}");
+    assert!(text.contains("\"address\""), "{text}");
+    assert!(!text.contains("INSTRUCTION-CANARY"), "{text}");
+    assert!(!text.contains("\"state\""), "{text}");
+
+    let text = post(
+        &server.base,
+        "/v1/threads/ap-1/runs/stream",
+        json!({"assistant_id": "helpdesk", "stream_mode": ["updates", "values"],
+            "input": {"messages": [{"role": "user", "content": "please reset ana"}]}}),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(text.contains("__interrupt__"), "{text}");
+    assert!(!text.contains("INSTRUCTION-CANARY"), "{text}");
+}
+
 #[tokio::test]
 async fn a_model_outage_reaches_the_client_as_a_public_error_with_a_correlation_id() {
     let server = spawn(state()).await;

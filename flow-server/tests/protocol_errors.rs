@@ -223,3 +223,111 @@ async fn a_model_outage_ends_an_agui_run_with_a_public_run_error() {
     assert_eq!(last["message"], format!("{PUBLIC} (ref {id})"));
     assert_public(&text, id, "th-down");
 }
+
+async fn get(base: &str, path: &str) -> String {
+    let response = reqwest::Client::new()
+        .get(format!("{base}{path}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// The `data` of every SSE frame named `name` in `text`.
+fn frames<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = Value> + 'a {
+    text.split("\n\n").filter_map(move |frame| {
+        let mut lines = frame.lines();
+        lines.find(|l| *l == format!("event: {name}"))?;
+        let data = frame.lines().find_map(|l| l.strip_prefix("data: "))?;
+        Some(serde_json::from_str(data).unwrap())
+    })
+}
+
+#[tokio::test]
+async fn a_model_outage_shows_a_background_run_the_public_error_only() {
+    log();
+    let server = spawn(state()).await;
+    let started: Value = serde_json::from_str(
+        &post(
+            &server.base,
+            "/v1/flows/outage/threads/run-down/runs",
+            json!({"message": "Reset my password"}),
+        )
+        .await,
+    )
+    .unwrap();
+    let run = started["run_id"].as_str().unwrap();
+
+    // Waiting: the outcome is the public error.
+    let text = get(
+        &server.base,
+        &format!("/v1/flows/outage/threads/run-down/runs/{run}/wait"),
+    )
+    .await;
+    let outcome: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(outcome["status"], "error", "{text}");
+    assert_eq!(outcome["error"]["code"], "model_unavailable", "{text}");
+    let id = outcome["error"]["correlation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(is_correlation_id(&id), "{id}");
+    assert_public(&text, &id, "run-down");
+
+    // Its stream, read after the run ended: the agent's error event and the `done` event
+    // carry the public faces; the run's failure has the same correlation id as `wait` gave.
+    let text = get(
+        &server.base,
+        &format!("/v1/flows/outage/threads/run-down/runs/{run}/stream"),
+    )
+    .await;
+    let errors: Vec<Value> = frames(&text, "event")
+        .filter_map(|e| e.get("error").cloned())
+        .collect();
+    assert!(!errors.is_empty(), "no error event: {text}");
+    for error in &errors {
+        assert_eq!(error["code"], "model_unavailable", "{text}");
+        assert_public(&text, error["correlation_id"].as_str().unwrap(), "run-down");
+    }
+    let done = frames(&text, "done").last().unwrap();
+    assert_eq!(done["error"]["correlation_id"], id.as_str(), "{text}");
+    assert_public(&text, &id, "run-down");
+
+    // A second reader of the same stream sees the same correlation ids.
+    let again = get(
+        &server.base,
+        &format!("/v1/flows/outage/threads/run-down/runs/{run}/stream"),
+    )
+    .await;
+    let again_errors: Vec<Value> = frames(&again, "event")
+        .filter_map(|e| e.get("error").cloned())
+        .collect();
+    assert_eq!(errors, again_errors);
+}
+
+#[tokio::test]
+async fn a_model_outage_shows_an_agent_protocol_client_the_public_error_only() {
+    log();
+    let server = spawn(state()).await;
+    let body = json!({"assistant_id": "outage", "stream_mode": ["updates", "messages-tuple"],
+        "input": {"messages": [{"role": "user", "content": "Reset my password"}]}});
+
+    let text = post(&server.base, "/v1/threads/ap-down/runs/wait", body.clone()).await;
+    let values: Value = serde_json::from_str(&text).unwrap();
+    let error = &values["__error__"];
+    assert_eq!(error["error"], "model_unavailable", "{text}");
+    assert_public(&text, error["correlation_id"].as_str().unwrap(), "ap-down");
+
+    let text = post(&server.base, "/v1/threads/ap-down-2/runs/stream", body).await;
+    let error = frames(&text, "error").last().expect("an error event");
+    assert_eq!(error["error"], "model_unavailable", "{text}");
+    assert_public(
+        &text,
+        error["correlation_id"].as_str().unwrap(),
+        "ap-down-2",
+    );
+}

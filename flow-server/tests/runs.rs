@@ -402,14 +402,16 @@ async fn two_clients_double_texting_over_http() {
     let first = start(&base, "gated", "t", json!({ "message": "kettle" })).await;
     assert_eq!(heard.recv().await, Some("tool running"));
 
-    // reject (the default): 409, nothing runs.
+    // reject (the default): 409 busy with Retry-After, nothing runs.
     let refused = post(
         &base,
         "/v1/flows/gated/threads/t/runs",
         json!({ "message": "toaster" }),
     )
     .await;
-    assert_eq!(error_code(refused).await.0, 409);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let (status, code, _) = error_code(refused).await;
+    assert_eq!((status, code.as_str()), (409, "busy"));
 
     // enqueue, from another client: runs after the first.
     let second = {

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::run_handle::{
-    outward, without_state, RunHandle, RunInfo, RunInput, RunItem, RunOutcome, RunRegistry,
-    RunRetention,
+    outward, without_state, RunFailure, RunHandle, RunInfo, RunInput, RunItem, RunOutcome,
+    RunRegistry, RunRetention,
 };
 use super::runs::Runner;
 use super::turn::{Turn, TurnOutcome};
@@ -158,9 +158,12 @@ impl Runner {
             }
             match runner.for_run(&queued).turn(&thread, message).await {
                 Ok(turn) => drive(&queued, turn, false).await,
-                Err(e) => queued.push(RunItem::Ended(RunOutcome::Error {
-                    message: e.to_string(),
-                })),
+                Err(e) => queued.push_with(
+                    RunItem::Ended(RunOutcome::Error {
+                        message: e.to_string(),
+                    }),
+                    Some(e.into()),
+                ),
             }
         });
         Ok(run)
@@ -312,8 +315,8 @@ pub(crate) async fn drive(run: &RunHandle, turn: Turn, resumed: bool) {
         let forward = std::pin::pin!(forward(run, turn));
         match futures::future::select(kill, forward).await {
             futures::future::Either::Left(_) => true,
-            futures::future::Either::Right((outcome, _)) => {
-                run.push(RunItem::Ended(outcome));
+            futures::future::Either::Right(((outcome, failure), _)) => {
+                run.push_with(RunItem::Ended(outcome), failure);
                 false
             }
         }
@@ -329,7 +332,8 @@ pub(crate) async fn drive(run: &RunHandle, turn: Turn, resumed: bool) {
 }
 
 /// Forwards the turn's events into the log; gives how it ended.
-async fn forward(run: &RunHandle, mut turn: Turn) -> RunOutcome {
+/// Forwards `turn`'s events into `run`; its outcome, with the typed error of a failure.
+async fn forward(run: &RunHandle, mut turn: Turn) -> (RunOutcome, Option<RunFailure>) {
     while let Some(mut event) = turn.next().await {
         let mut streamed = false;
         let mut custom = None;
@@ -357,9 +361,12 @@ async fn forward(run: &RunHandle, mut turn: Turn) -> RunOutcome {
             }
             None => None,
         };
-        run.push(RunItem::Event(outward(&event, message, custom, streamed)));
+        run.push_with(
+            RunItem::Event(outward(&event, message, custom, streamed)),
+            event.error.clone().map(RunFailure::Agent),
+        );
     }
-    match turn.outcome() {
+    let outcome = match turn.outcome() {
         Some(TurnOutcome::Completed {
             answered_by,
             answer,
@@ -379,11 +386,17 @@ async fn forward(run: &RunHandle, mut turn: Turn) -> RunOutcome {
         Some(TurnOutcome::Interrupted { interrupts, .. }) => RunOutcome::Interrupted {
             interrupts: interrupts.into_iter().map(without_state).collect(),
         },
-        Some(TurnOutcome::Failed(e)) => RunOutcome::Error {
-            message: e.to_string(),
-        },
+        Some(TurnOutcome::Failed(e)) => {
+            return (
+                RunOutcome::Error {
+                    message: e.to_string(),
+                },
+                Some(e.into()),
+            )
+        }
         None => RunOutcome::Error {
             message: "the turn ended without an outcome".into(),
         },
-    }
+    };
+    (outcome, None)
 }

@@ -30,8 +30,8 @@ mod withdraw;
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use run_handle::{
-    AttachError, CancelError, RunEvent, RunHandle, RunInfo, RunItem, RunOutcome, RunRetention,
-    RunStatus,
+    AttachError, CancelError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem, RunOutcome,
+    RunRetention, RunStatus,
 };
 pub use runs::Runner;
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};

@@ -18,9 +18,10 @@ use tokio::sync::{watch, Notify};
 
 use crate::agent::cancel::{CancelMode, CancelSignal};
 use crate::event::json::{ErrorJson, EventJson};
-use crate::event::{Action, AgentEvent, InterruptInfo};
+use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
 use crate::message::{Message, ToolCall};
 use crate::run_path::RunPath;
+use crate::store::ThreadError;
 
 /// A run's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -113,6 +114,59 @@ pub struct RunEvent {
     pub id: u64,
     /// What happened.
     pub item: RunItem,
+    /// The typed error behind the item's error text (not serialised).
+    #[serde(skip)]
+    cause: Cause,
+}
+
+impl RunEvent {
+    /// The typed error behind this event: the [`AgentError`] of an [`RunItem::Event`] whose
+    /// `error` is set, or what a [`RunOutcome::Error`] ended on. A transport that shows runs to
+    /// people maps it to its own public form instead of sending the error's text (which may
+    /// name internal URLs or store keys). `None` for an event read back from JSON.
+    pub fn failure(&self) -> Option<&RunFailure> {
+        self.cause.0.as_ref()
+    }
+}
+
+/// The typed error behind a run's event or failed outcome (see [`RunEvent::failure`] and
+/// [`RunHandle::failure`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RunFailure {
+    /// An agent's error (an event's `error`, or the error a failed turn ended on).
+    Agent(AgentError),
+    /// The turn could not be run or recorded (the thread's store, its lease, ...).
+    Thread(ThreadError),
+}
+
+impl fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunFailure::Agent(e) => e.fmt(f),
+            RunFailure::Thread(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<ThreadError> for RunFailure {
+    /// A turn that failed on an agent's error is that error.
+    fn from(error: ThreadError) -> Self {
+        match error {
+            ThreadError::TurnFailed { error, .. } => RunFailure::Agent(error),
+            other => RunFailure::Thread(other),
+        }
+    }
+}
+
+/// A [`RunFailure`] kept beside an event; equal to any other (events compare by what they say).
+#[derive(Debug, Clone, Default)]
+struct Cause(Option<RunFailure>);
+
+impl PartialEq for Cause {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// What a [`RunEvent`] says. The outward form of a run: no saved state, no store keys.
@@ -228,6 +282,7 @@ struct Log {
     next_id: u64,
     status: RunStatus,
     outcome: Option<RunOutcome>,
+    failure: Option<RunFailure>,
     ended_at: Option<Instant>,
     ended_at_ms: Option<u64>,
 }
@@ -278,6 +333,7 @@ impl RunHandle {
                     next_id: 1,
                     status: RunStatus::Pending,
                     outcome: None,
+                    failure: None,
                     ended_at: None,
                     ended_at_ms: None,
                 }),
@@ -306,6 +362,12 @@ impl RunHandle {
     /// How it ended; `None` while it runs.
     pub fn outcome(&self) -> Option<RunOutcome> {
         self.lock().outcome.clone()
+    }
+
+    /// The typed error a failed run ([`RunOutcome::Error`]) ended on, when there is one (see
+    /// [`RunEvent::failure`]).
+    pub fn failure(&self) -> Option<RunFailure> {
+        self.lock().failure.clone()
     }
 
     /// Its summary.
@@ -439,6 +501,11 @@ impl RunHandle {
 
     /// Keeps `item` as the run's next event (nothing once the run has ended).
     pub(crate) fn push(&self, item: RunItem) {
+        self.push_with(item, None)
+    }
+
+    /// Keeps `item` with the typed error behind it (see [`RunEvent::failure`]).
+    pub(crate) fn push_with(&self, item: RunItem, cause: Option<RunFailure>) {
         let id = {
             let mut log = self.lock();
             if log.outcome.is_some() {
@@ -451,8 +518,13 @@ impl RunHandle {
                 log.outcome = Some(outcome.clone());
                 log.ended_at = Some(Instant::now());
                 log.ended_at_ms = Some(crate::store::now_ms());
+                log.failure = cause.clone();
             }
-            log.events.push_back(RunEvent { id, item });
+            log.events.push_back(RunEvent {
+                id,
+                item,
+                cause: Cause(cause),
+            });
             while log.events.len() > self.state.max_events {
                 log.events.pop_front();
             }
@@ -486,8 +558,12 @@ impl RunHandle {
     }
 }
 
+/// The interrupt without the saved state of its agent or of any frame of its address.
 pub(crate) fn without_state(mut info: InterruptInfo) -> InterruptInfo {
     info.state = None;
+    for frame in &mut info.address {
+        frame.state = None;
+    }
     info
 }
 

@@ -221,10 +221,10 @@ pub use thread::{
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The id cannot name a checkpoint (ids are 1 to 128 characters of `A-Z a-z 0-9 . _ -`,
+    /// The id cannot name a checkpoint (ids are 1 to 160 characters of `A-Z a-z 0-9 . _ -`,
     /// not starting with `.`).
     #[error(
-        "checkpoint id '{id}' is not valid: use 1 to 128 characters of A-Z, a-z, 0-9, '.', \
+        "checkpoint id '{id}' is not valid: use 1 to 160 characters of A-Z, a-z, 0-9, '.', \
          '_' or '-', not starting with '.'"
     )]
     InvalidId {
@@ -421,8 +421,9 @@ pub trait CheckpointStore: Send + Sync + 'static {
     }
 }
 
-/// The longest checkpoint id.
-pub const MAX_ID_LEN: usize = 128;
+/// The longest checkpoint id (a file name of the File store with room to spare; a thread's
+/// longest id, [`MAX_THREAD_ID_LEN`], with its turn and nonce fits).
+pub const MAX_ID_LEN: usize = 160;
 
 /// Checks that `id` is a valid checkpoint id (see [`StoreError::InvalidId`]): it cannot name
 /// a path outside a store (`../x`, `/etc/passwd`), hold a NUL, or be very long.

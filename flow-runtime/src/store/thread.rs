@@ -36,10 +36,11 @@ use crate::event::InterruptInfo;
 use crate::message::Message;
 use crate::run_path::RunPath;
 
-/// The longest thread id: an interrupted turn saves its checkpoint under
-/// `THREAD.turn-N.NONCE` (see [`turn_checkpoint_id`]), which must still be a valid checkpoint
-/// id (at most 128 characters).
-pub const MAX_THREAD_ID_LEN: usize = 80;
+/// The longest thread id: room for flow-server's `FLOW.TENANT.THREAD` (24 + 32 + 40 characters
+/// and two dots, so every id its documented limits allow fits), while an interrupted turn's
+/// checkpoint id `THREAD.turn-N.NONCE` (see [`turn_checkpoint_id`]) stays a valid checkpoint id
+/// (at most [`MAX_ID_LEN`](crate::store::MAX_ID_LEN) characters).
+pub const MAX_THREAD_ID_LEN: usize = 100;
 
 /// Checks that `id` can name a thread: 1 to [`MAX_THREAD_ID_LEN`] characters of
 /// `A-Z a-z 0-9 . _ -`, not starting with `.` (the rules of checkpoint ids, shorter).
@@ -82,7 +83,7 @@ pub fn turn_checkpoint_id(thread_id: &str, turn: u64) -> String {
 pub enum ThreadError {
     /// The id cannot name a thread.
     #[error(
-        "thread id '{id}' is not valid: use 1 to 80 characters of A-Z, a-z, 0-9, '.', '_' or \
+        "thread id '{id}' is not valid: use 1 to 100 characters of A-Z, a-z, 0-9, '.', '_' or \
          '-', not starting with '.'"
     )]
     InvalidId {

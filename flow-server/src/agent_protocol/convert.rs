@@ -1,8 +1,12 @@
 //! agentflow's messages, thread records and run events in the Agent Protocol's JSON.
 
 use flow_runtime::store::{RecordEnd, ThreadHead};
-use flow_runtime::{Action, EventJson, Message, Role, RunItem, RunOutcome, ThreadMessage};
+use flow_runtime::{
+    Action, EventJson, Message, Role, RunEvent, RunItem, RunOutcome, ThreadMessage,
+};
 use serde_json::{json, Value};
+
+use crate::outward::PublicError;
 
 /// A message as a LangChain message dict (`type`: `human`, `ai`, `tool`, `system`).
 pub(crate) fn lc_message(m: &Message, agent: &str, id: String) -> Value {
@@ -120,9 +124,20 @@ impl Modes {
 }
 
 /// The protocol's events for one run event (name, data), in order.
-pub(crate) fn events_of(item: &RunItem, modes: Modes, run_id: &str) -> Vec<(&'static str, Value)> {
+pub(crate) fn events_of(
+    event: &RunEvent,
+    modes: Modes,
+    run_id: &str,
+) -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
-    match item {
+    // An error goes out in its public face (code, message for people, correlation id); its
+    // text, which may name internal URLs or store keys, is logged under the same id.
+    // (A run's failure is keyed by event 0, so `wait` and every stream show one id.)
+    let public_error = |text: &str, key: u64| {
+        let e = PublicError::of_run_failure(event.failure(), text, (run_id, key));
+        json!({ "error": e.code.as_str(), "message": e.message, "correlation_id": e.correlation_id })
+    };
+    match &event.item {
         RunItem::Started { .. } => {
             out.push(("metadata", json!({ "run_id": run_id, "attempt": 1 })));
         }
@@ -141,16 +156,28 @@ pub(crate) fn events_of(item: &RunItem, modes: Modes, run_id: &str) -> Vec<(&'st
             ));
         }
         RunItem::Chunk { .. } => {}
-        RunItem::Event(e) => event_json(e, modes, run_id, &mut out),
+        RunItem::Event(e) => {
+            let error = e
+                .error
+                .as_ref()
+                .map(|error| public_error(&error.message, event.id));
+            event_json(e, error, modes, run_id, &mut out)
+        }
         RunItem::Ended(RunOutcome::Error { message }) => {
-            out.push(("error", json!({ "error": "RunError", "message": message })));
+            out.push(("error", public_error(message, 0)));
         }
         RunItem::Ended(_) => {}
     }
     out
 }
 
-fn event_json(e: &EventJson, modes: Modes, run_id: &str, out: &mut Vec<(&'static str, Value)>) {
+fn event_json(
+    e: &EventJson,
+    error: Option<Value>,
+    modes: Modes,
+    run_id: &str,
+    out: &mut Vec<(&'static str, Value)>,
+) {
     if let Some(m) = &e.message {
         let id = format!("{run_id}-{}", e.run_path);
         let message = lc_message(m, &e.agent_name, id);
@@ -174,12 +201,9 @@ fn event_json(e: &EventJson, modes: Modes, run_id: &str, out: &mut Vec<(&'static
             ));
         }
     }
-    if let Some(error) = &e.error {
+    if let Some(error) = error {
         if modes.updates {
-            out.push((
-                "updates",
-                json!({ "__error__": { "message": error.message } }),
-            ));
+            out.push(("updates", json!({ "__error__": error })));
         }
     }
 }

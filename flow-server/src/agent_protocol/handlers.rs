@@ -575,7 +575,7 @@ fn protocol_sse(
         let _guard = guard;
         let mut events = events;
         while let Some(event) = futures::StreamExt::next(&mut events).await {
-            let mut parts = events_of(&event.item, modes, &run_id);
+            let mut parts = events_of(&event, modes, &run_id);
             let ended = matches!(event.item, RunItem::Ended(_));
             if ended && modes.values {
                 if let Ok(s) = current_state(&state, &tenant, &thread, Some(&flow)).await {
@@ -609,8 +609,9 @@ fn protocol_sse(
         |_| b"event: end\ndata: null\n\n".to_vec(),
     )
     .into_response();
+    // Where the run lives (LangGraph's clients read its ids from here): the run's URL.
     if let Ok(v) = HeaderValue::from_str(&format!(
-        "/threads/{}/runs/{}",
+        "/v1/threads/{}/runs/{}",
         run.thread_id().rsplit('.').next().unwrap_or_default(),
         run.id()
     )) {
@@ -671,7 +672,15 @@ async fn final_values(
 ) -> Result<Value, ApiError> {
     let outcome = run.wait().await;
     if let flow_runtime::RunOutcome::Error { message } = &outcome {
-        return Ok(json!({ "__error__": { "error": "RunError", "message": message } }));
+        // The public face only; the error's text is logged under the correlation id.
+        let failure = run.failure();
+        let e =
+            crate::outward::PublicError::of_run_failure(failure.as_ref(), message, (run.id(), 0));
+        return Ok(json!({ "__error__": {
+            "error": e.code.as_str(),
+            "message": e.message,
+            "correlation_id": e.correlation_id,
+        } }));
     }
     let s = current_state(state, tenant, thread, Some(flow)).await?;
     let mut vals = s["values"].clone();

@@ -7,8 +7,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use flow_runtime::{
-    AgentError, ChatAgentError, CheckpointError, MiddlewareError, ModelError, StoreError,
-    StreamError, ThreadError, ToolError,
+    AgentError, ChatAgentError, CheckpointError, MiddlewareError, ModelError, RunFailure,
+    StoreError, StreamError, ThreadError, ToolError,
 };
 use serde::Serialize;
 
@@ -104,6 +104,17 @@ impl fmt::Display for PublicError {
     }
 }
 
+/// The correlation id of event `event` of run `run`: 16 hex digits, the same for every reader.
+fn run_correlation_id(run: &str, event: u64) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(run.as_bytes())
+        .chain_update(b":")
+        .chain_update(event.to_le_bytes())
+        .finalize();
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A new correlation id: 16 hex digits, random.
 pub(crate) fn correlation_id() -> String {
     let mut id = uuid::Uuid::new_v4().simple().to_string();
@@ -115,7 +126,16 @@ impl PublicError {
     /// A public error of `code` for the internal error `internal`, which is logged (with the
     /// correlation id) and not kept.
     pub fn new(code: PublicCode, internal: &dyn fmt::Display, agent: Option<Arc<str>>) -> Self {
-        let correlation_id = correlation_id();
+        Self::with_id(code, internal, agent, correlation_id())
+    }
+
+    /// [`new`](Self::new) under the given correlation id.
+    fn with_id(
+        code: PublicCode,
+        internal: &dyn fmt::Display,
+        agent: Option<Arc<str>>,
+        correlation_id: String,
+    ) -> Self {
         match code {
             PublicCode::Refused | PublicCode::LimitReached | PublicCode::Conflict => {
                 tracing::warn!(
@@ -147,6 +167,24 @@ impl PublicError {
     /// The public face of an error an event reports.
     pub fn of_agent_error(error: &AgentError) -> Self {
         PublicError::new(code_of_agent_error(error), error, error.agent().cloned())
+    }
+
+    /// The public face of an error a kept run event carries: `failure` is the typed error
+    /// behind it ([`RunEvent::failure`](flow_runtime::RunEvent::failure)); `text` is the
+    /// error's text as the event holds it, used (logged, never sent) when the typed error is
+    /// not known. `key` names the event (run id and event id) so that every reader of the same
+    /// event gets the same correlation id.
+    pub fn of_run_failure(failure: Option<&RunFailure>, text: &str, key: (&str, u64)) -> Self {
+        let (code, agent) = match failure {
+            Some(RunFailure::Agent(e)) => (code_of_agent_error(e), e.agent().cloned()),
+            Some(RunFailure::Thread(e)) => (code_of_thread_error(e), None),
+            _ => (PublicCode::Internal, None),
+        };
+        let internal: &dyn fmt::Display = match failure {
+            Some(f) => f,
+            None => &text,
+        };
+        PublicError::with_id(code, internal, agent, run_correlation_id(key.0, key.1))
     }
 
     /// The public face of a streamed message's failure (the model's stream broke).

@@ -1,6 +1,6 @@
 //! One event of a run as a client sees it.
 
-use flow_runtime::{AgentEvent, EventOutput, Message, RunPath};
+use flow_runtime::{AgentEvent, EventJson, EventOutput, Message, RunPath};
 use serde::Serialize;
 
 use super::{OutwardAction, OutwardMessage, PublicError};
@@ -42,6 +42,21 @@ impl<'a> OutwardEvent<'a> {
             _ => (None, None),
         };
         Self::with_message(event, message, custom, false)
+    }
+
+    /// The outward form of an event kept in its JSON form (a run's kept events), with the
+    /// public face of its error (made by the caller, who knows the typed error behind it:
+    /// [`PublicError::of_run_failure`]). The event's own error text is never copied.
+    pub fn of_json(event: &'a EventJson, error: Option<PublicError>) -> Self {
+        OutwardEvent {
+            agent_name: &event.agent_name,
+            run_path: &event.run_path,
+            message: event.message.as_ref().map(OutwardMessage::of),
+            streamed: event.streamed,
+            custom: event.custom.as_ref(),
+            action: event.action.as_ref().map(OutwardAction::of),
+            error,
+        }
     }
 
     /// The outward form of `event` whose output was taken apart into `message` (a streamed

@@ -84,7 +84,7 @@ fn info_json(thread: &str, info: &RunInfo) -> Value {
         "status": info.status.as_str(),
         "created_at_ms": info.created_at_ms,
         "ended_at_ms": info.ended_at_ms,
-        "outcome": info.outcome.as_ref().map(|o| outcome_json(&info.run_id, o)),
+        "outcome": info.outcome.as_ref().map(|o| outcome_json(&info.run_id, o, None)),
     })
 }
 
@@ -238,7 +238,7 @@ pub(crate) async fn create_run(
         crate::webhooks::after(run.clone(), url, secret, move |run| {
             let mut body = run
                 .outcome()
-                .map(|o| outcome_json(run.id(), &o))
+                .map(|o| outcome_json(run.id(), &o, run.failure().as_ref()))
                 .unwrap_or_default();
             body["thread"] = Value::String(thread);
             body
@@ -326,7 +326,11 @@ pub(crate) async fn wait_run(
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     let outcome = run.wait().await;
-    Ok(Json(outcome_json(run.id(), &outcome)))
+    Ok(Json(outcome_json(
+        run.id(),
+        &outcome,
+        run.failure().as_ref(),
+    )))
 }
 
 /// `POST .../runs/{run}/cancel`: asks the run to stop (`mode`, `timeout_ms`); 202.

@@ -5,17 +5,18 @@
 //! | --- | --- |
 //! | `turn` | `{"run_id", "thread", "turn", "started_at", "resumed"}` |
 //! | `chunk` | `{"agent_name", "run_path", "content", "tool_calls"?}` |
-//! | `event` | the event's JSON ([`flow_runtime::EventJson`], no saved state) |
-//! | `done` | the run's outcome: `{"run_id", "status", "output"?, "answered_by"?, "interrupts"?, "cancel_mode"?, "at_safe_point"?, "message"?}` |
+//! | `event` | the event's [outward form](crate::outward::OutwardEvent) (no saved state; an error as its public face) |
+//! | `done` | the run's outcome: `{"run_id", "status", "output"?, "answered_by"?, "interrupts"?, "cancel_mode"?, "at_safe_point"?, "error"?}`; `error` is a [`PublicError`](crate::outward::PublicError) |
 
 use std::time::Duration;
 
-use flow_runtime::{RunEvent, RunHandle, RunItem, RunOutcome};
+use flow_runtime::{RunEvent, RunFailure, RunHandle, RunItem, RunOutcome};
 use futures::{Stream, StreamExt};
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::limits::Limits;
+use crate::outward::{OutwardEvent, PublicError};
 use crate::sse::{frame, SseBody};
 use crate::wire::PublicInterrupt;
 
@@ -76,8 +77,17 @@ fn event_frame(run_id: &str, thread: &str, event: &RunEvent, limit: usize) -> Ve
             },
             limit,
         ),
-        RunItem::Event(e) => frame("event", e, limit),
-        RunItem::Ended(outcome) => frame("done", &outcome_json(run_id, outcome), limit),
+        RunItem::Event(e) => {
+            let error = e.error.as_ref().map(|error| {
+                PublicError::of_run_failure(event.failure(), &error.message, (run_id, event.id))
+            });
+            frame("event", &OutwardEvent::of_json(e, error), limit)
+        }
+        RunItem::Ended(outcome) => frame(
+            "done",
+            &outcome_json(run_id, outcome, event.failure()),
+            limit,
+        ),
     };
     out.extend(body);
     out
@@ -124,8 +134,14 @@ pub(crate) fn run_sse(
     ))
 }
 
-/// The JSON of a run's outcome (also the `done` event's data).
-pub(crate) fn outcome_json(run_id: &str, outcome: &RunOutcome) -> Value {
+/// The JSON of a run's outcome (also the `done` event's data); `failure` is the typed error a
+/// failed run ended on, if known: the error goes out in its public face (keyed by event 0, so
+/// every reader of the run sees one correlation id).
+pub(crate) fn outcome_json(
+    run_id: &str,
+    outcome: &RunOutcome,
+    failure: Option<&RunFailure>,
+) -> Value {
     match outcome {
         RunOutcome::Success {
             answered_by,
@@ -153,7 +169,7 @@ pub(crate) fn outcome_json(run_id: &str, outcome: &RunOutcome) -> Value {
         RunOutcome::Error { message } => json!({
             "run_id": run_id,
             "status": "error",
-            "message": message,
+            "error": PublicError::of_run_failure(failure, message, (run_id, 0)),
         }),
     }
 }

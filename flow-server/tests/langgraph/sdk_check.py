@@ -48,16 +48,22 @@ async def main():
     thread = await client.threads.create(metadata={"user": "ada"})
     tid = thread["thread_id"]
     check(thread["metadata"] == {"user": "ada"}, f"thread metadata: {thread}")
+    created = []
     parts = await collect(
         client.runs.stream(
             tid,
             "desk",
             input={"messages": [{"role": "user", "content": "I want a refund for order 42"}]},
             stream_mode=["messages", "updates"],
+            on_run_created=created.append,
         )
     )
     events = [p.event for p in parts]
     check(events[0] == "metadata" and "run_id" in parts[0].data, f"first event: {parts[0]}")
+    # The client learns the run's ids from the response's Content-Location.
+    check(len(created) == 1, f"on_run_created called once: {created}")
+    check(created[0]["thread_id"] == tid, f"created run's thread: {created}")
+    check(created[0]["run_id"] == parts[0].data["run_id"], f"created run's id: {created}")
     check(events[-1] == "end", f"last event: {events}")
     check("messages" in events, f"messages events: {events}")
     updates = [p.data for p in parts if p.event == "updates"]
