@@ -11,16 +11,15 @@
 //! cargo run --example customer_service                                 # offline, scripted models
 //! OPENAI_API_KEY=… cargo run --example customer_service --features openai
 //! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.2 \
-//!     cargo run --example customer_service --features openai -- --openai  # a local Ollama server
+//!     cargo run --example customer_service --features openai            # a local Ollama server
+//! OPENAI_MODEL_REFUND=gpt-4.1 …                                          # one agent's own model
 //! ```
 //!
 //! Offline, every agent runs on a `ScriptedModel` with keyword rules, so the run is the same
-//! every time. With `--openai` (or `OPENAI_BASE_URL` / `OPENAI_API_KEY` set) and the `openai`
-//! feature, a real model decides instead, with the same tools and transfer rules.
+//! every time. With `OPENAI_BASE_URL` or `OPENAI_API_KEY` set and the `openai` feature, a real
+//! model decides instead, with the same tools and transfer rules (`EnvModels` chooses).
 
-use std::sync::Arc;
-
-use agentflow::model::{ChatModel, ScriptStep, ScriptedModel};
+use agentflow::model::{EnvModels, ScriptStep, ScriptedModel};
 use agentflow::{flow, tool_fn, ChatModelAgent, EventPrinter, FlowAgent, Message, Runner};
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -70,55 +69,12 @@ fn order(id: u64) -> Option<(&'static str, f64)> {
     }
 }
 
-/// Which models drive the agents.
-enum Models {
-    Scripted,
-    #[cfg(feature = "openai")]
-    OpenAi(Arc<dyn ChatModel>),
-}
-
-impl Models {
-    fn pick(scripted: ScriptedModel, models: &Models) -> Arc<dyn ChatModel> {
-        match models {
-            Models::Scripted => Arc::new(scripted),
-            #[cfg(feature = "openai")]
-            Models::OpenAi(model) => Arc::clone(model),
-        }
-    }
-}
-
-fn choose_models() -> Models {
-    let asked = std::env::args().any(|a| a == "--openai")
-        || std::env::var_os("OPENAI_BASE_URL").is_some()
-        || std::env::var_os("OPENAI_API_KEY").is_some();
-    if !asked {
-        println!("(offline: scripted models; see the file's docs for a real model)\n");
-        return Models::Scripted;
-    }
-    #[cfg(feature = "openai")]
-    {
-        use agentflow::model::{OpenAiChatModel, OpenAiConfig};
-        let config = OpenAiConfig::from_env();
-        println!("(model {} at {})\n", config.model, config.base_url);
-        match OpenAiChatModel::new(config) {
-            Ok(model) => return Models::OpenAi(Arc::new(model)),
-            Err(e) => println!("cannot use the OpenAI model ({e}); running offline\n"),
-        }
-    }
-    #[cfg(not(feature = "openai"))]
-    println!(
-        "(this build has no OpenAI support: run `cargo run --example customer_service --features openai \
-         -- --openai`; running offline with scripted models)\n"
-    );
-    Models::Scripted
-}
-
 flow! {
     /// The customer-service desk: the front desk routes each request to refunds or complaints.
     pub CustomerService: dyn triage => [dyn refund(task), dyn complaint]
 }
 
-fn desk(models: &Models) -> FlowAgent {
+fn desk(models: &EnvModels) -> FlowAgent {
     // Each agent is named once, in `flow!` above: the builder hands every `dyn` node its name
     // and its legal transfer targets (typed), and the agent takes its name from the node. A
     // target that is not legal for the node (`CustomerServiceTriageTarget::Escalation`) does
@@ -136,7 +92,7 @@ fn desk(models: &Models) -> FlowAgent {
                 .when_last_user_contains("broken", ScriptStep::transfer(Complaint.as_str()))
                 .otherwise("Hello! I can help with refunds and complaints.")
                 .named("triage-script");
-            ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
+            ChatModelAgent::builder_with_arc(node, models.model_for("triage", script).expect("a client for the configured model"))
                 .description("The front desk: finds out what the customer needs.")
                 .instruction(
                     "You are the front desk of a small shop. Hand refund requests to the refund \
@@ -173,7 +129,7 @@ fn desk(models: &Models) -> FlowAgent {
                 )
                 .otherwise("Of course. What is the order number?")
                 .named("refund-script");
-            ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
+            ChatModelAgent::builder_with_arc(node, models.model_for("refund", script).expect("a client for the configured model"))
                 .description("Refunds orders: looks them up and pays the money back.")
                 .instruction(
                     "You handle refunds. Ask the customer for the order number and look the \
@@ -227,7 +183,7 @@ fn desk(models: &Models) -> FlowAgent {
                     json!({"summary": "The kettle arrived broken."}),
                 ))
                 .named("complaint-script");
-            ChatModelAgent::builder_with_arc(node, Models::pick(script, models))
+            ChatModelAgent::builder_with_arc(node, models.model_for("complaint", script).expect("a client for the configured model"))
                 .description("Takes complaints about broken or missing goods.")
                 .instruction(
                     "You take complaints. Log the complaint with one sentence, then call exit \
@@ -251,7 +207,10 @@ fn desk(models: &Models) -> FlowAgent {
 
 #[tokio::main]
 async fn main() {
-    let models = choose_models();
+    // Scripted offline; OPENAI_API_KEY / OPENAI_BASE_URL (with the `openai` feature) for a
+    // real model, OPENAI_MODEL_REFUND for the refund desk's own.
+    let models = EnvModels::from_env();
+    println!("({})\n", models.describe());
     let desk = desk(&models);
     println!("desk: {}\n", desk.shape());
     // A refund is a conversation: three turns of one thread. The second and third go to the

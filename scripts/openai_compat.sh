@@ -88,9 +88,9 @@ if [[ $mode == all || $mode == tests ]]; then
 fi
 
 if [[ $mode == all || $mode == example ]]; then
-    echo "== cargo run --example customer_service --features openai -- --openai"
+    echo "== cargo run --example customer_service --features openai"
     out=$(OPENAI_BASE_URL=$url OPENAI_API_KEY=$key OPENAI_MODEL=scripted-desk \
-        cargo run --quiet --example customer_service --features openai -- --openai)
+        cargo run --quiet --example customer_service --features openai)
     echo "$out"
     for expected in \
         '[triage/refund] tool: refunded 39.00 EUR for order 42' \

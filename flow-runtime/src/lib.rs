@@ -143,6 +143,7 @@ pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
 pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
+pub use runner::{turn_mark_id, RecoverError};
 pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
     RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,

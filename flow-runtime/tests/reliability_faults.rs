@@ -224,11 +224,12 @@ async fn a_failing_first_write_is_an_error_event_and_nothing_is_stored() {
         .collect()
         .await;
     let shown = lines(&events).await;
-    assert_eq!(shown.len(), 3);
+    // The interrupt that could not be saved is not shown: only the error.
+    assert_eq!(shown.len(), 2, "{shown:?}");
     assert_eq!(shown[0], "approver assistant: needs approval");
-    assert!(events[1].is_interrupt());
+    assert!(!events.iter().any(AgentEvent::is_interrupt));
     assert_eq!(
-        shown[2],
+        shown[1],
         "approver error: checkpoint: could not save checkpoint 'c1': checkpoint store failed on \
          'c1': disk full"
     );
@@ -312,11 +313,11 @@ async fn a_session_that_cannot_be_captured_never_replaces_the_stored_checkpoint(
         .collect()
         .await;
     let shown = lines(&events).await;
-    assert_eq!(shown.len(), 3, "{shown:?}");
+    assert_eq!(shown.len(), 2, "{shown:?}");
     assert_eq!(shown[0], "approver stream failed: source died");
-    assert!(events[1].is_interrupt());
+    assert!(!events.iter().any(AgentEvent::is_interrupt));
     assert_eq!(
-        shown[2],
+        shown[1],
         "approver error: checkpoint: could not save checkpoint 'c3': checkpoint 'c3' cannot be \
          saved: a recorded stream failed: message stream failed: source died"
     );

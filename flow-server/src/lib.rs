@@ -31,15 +31,15 @@
 //! | `GET /v1/health` | none | `{"status":"ok"}` while the process runs (no auth) |
 //! | `GET /v1/ready` | none | `{"status":"ready"}` when the store answers, else 503 (no auth) |
 //! | `GET /v1/me` | any | who the caller is: `{"id", "tenant", "scopes"}` (the console shows Approve buttons to `approve` only) |
-//! | `GET /v1/flows` | `read` | the served flows: name, root agent, description |
-//! | `GET /v1/flows/{flow}` | `read` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
-//! | `GET /v1/flows/{flow}/mermaid` | `read` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
-//! | `GET /v1/flows/{flow}/svg` | `read` | the tree as a standalone SVG picture (`image/svg+xml`) |
+//! | `GET /v1/flows` | `read`, `chat` or `approve` | the served flows: name, root agent, description |
+//! | `GET /v1/flows/{flow}` | `read`, `chat` or `approve` | one flow: its tree (`tree`, nested `{name, description, no_parent, transfers, children}`) and `mermaid` |
+//! | `GET /v1/flows/{flow}/mermaid` | `read`, `chat` or `approve` | the tree as a Mermaid flowchart (`text/vnd.mermaid`) |
+//! | `GET /v1/flows/{flow}/svg` | `read`, `chat` or `approve` | the tree as a standalone SVG picture (`image/svg+xml`) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/turns` | `chat` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
 //! | `GET /v1/flows/{flow}/threads/{thread}` | `read` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts, `approvals` ([`ApprovalRecord`]: who answered what, when, for whom) |
 //! | `DELETE /v1/flows/{flow}/threads/{thread}` | `chat` | deletes the thread and the checkpoint it waits on (204) |
-//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | `read` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
-//! | `GET /v1/flows/{flow}/interrupts` | `read` | every interrupt the caller's tenant's threads of the flow wait on (the approvals queue) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/interrupts` | `read` or `approve` | the interrupts the thread waits on: `{thread, turn, id, info, address}` |
+//! | `GET /v1/flows/{flow}/interrupts` | `read` or `approve` | every interrupt the caller's tenant's threads of the flow wait on (the approvals queue) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/resume` | `approve` (or the flow's [`Approvals`]) | body `{"interrupt_id": ID, "data": VALUE}` or `{"targets": {ID: VALUE}}`: resumes, streamed like a turn; a second resume gets 409; the answer is recorded with who gave it |
 //! | `GET /a2a/{flow}/.well-known/agent-card.json`, `POST /a2a/{flow}` | card: none; JSON-RPC: `chat` (`approve` to answer an input-required) | the flow as an A2A 1.0 agent: its card (no auth), JSON-RPC `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (a context is a thread, a task a turn, an interrupt `input-required`) |
 //! | `POST /agui/{flow}` | `chat` (`approve` to resume) | the flow as an AG-UI agent: AG-UI's `RunAgentInput` in, the turn (or the resume) as AG-UI events out; front-end tools through [`FrontendTool`] |

@@ -178,6 +178,18 @@ impl Principal {
             )))
         }
     }
+
+    /// `Ok(())` if it has one of `scopes`, else [`ApiError::Forbidden`] naming them.
+    pub fn require_any(&self, scopes: &[Scope]) -> Result<(), ApiError> {
+        if scopes.iter().any(|s| self.allows(*s)) {
+            return Ok(());
+        }
+        let names: Vec<String> = scopes.iter().map(|s| format!("`{s}`")).collect();
+        Err(ApiError::Forbidden(format!(
+            "this needs one of the scopes {}, which your credentials do not have",
+            names.join(", ")
+        )))
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Principal {

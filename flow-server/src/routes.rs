@@ -23,6 +23,14 @@ use crate::thread::ThreadKey;
 use crate::tree::{mermaid, svg, TreeNode};
 use crate::turn;
 
+/// Who may see the served flows and their trees: whoever may read, chat with or approve for
+/// them (a requester needs a flow's name to chat; the console draws its tree for everyone).
+const FLOW_READERS: &[Scope] = &[Scope::Read, Scope::Chat, Scope::Approve];
+
+/// Who may see the interrupts threads wait on (the approvals queue): readers, and approvers,
+/// whose work it is.
+const QUEUE_READERS: &[Scope] = &[Scope::Read, Scope::Approve];
+
 /// The body of `POST .../turns`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,7 +78,7 @@ pub async fn list_flows(
     State(state): State<AppState>,
     principal: Principal,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
+    principal.require_any(FLOW_READERS)?;
     let flows: Vec<Value> = state
         .flows()
         .map(|f| {
@@ -90,7 +98,7 @@ pub async fn get_flow(
     principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
+    principal.require_any(FLOW_READERS)?;
     let flow = state.flow(&name)?;
     Ok(Json(json!({
         "name": flow.name(),
@@ -107,7 +115,7 @@ pub async fn get_mermaid(
     principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    principal.require(Scope::Read)?;
+    principal.require_any(FLOW_READERS)?;
     let flow = state.flow(&name)?;
     Ok((
         [(header::CONTENT_TYPE, "text/vnd.mermaid; charset=utf-8")],
@@ -122,7 +130,7 @@ pub async fn get_svg(
     principal: Principal,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    principal.require(Scope::Read)?;
+    principal.require_any(FLOW_READERS)?;
     let flow = state.flow(&name)?;
     Ok((
         [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
@@ -182,8 +190,9 @@ pub async fn post_turn(
     let span = turn::turn_span(
         &key.flow,
         &key.id,
-        turn.number(),
+        Some(turn.number()),
         false,
+        Some(turn.run_id()),
         &request_id.0,
         principal.id(),
     );
@@ -237,8 +246,9 @@ pub async fn post_resume(
     let span = turn::turn_span(
         &key.flow,
         &key.id,
-        turn.number(),
+        Some(turn.number()),
         true,
+        Some(turn.run_id()),
         &request_id.0,
         principal.id(),
     );
@@ -334,7 +344,7 @@ pub async fn thread_interrupts(
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
+    principal.require_any(QUEUE_READERS)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let head = head_of(&state, &key).await?;
     Ok(Json(
@@ -350,7 +360,7 @@ pub async fn flow_interrupts(
     Extension(tenant): Extension<Tenant>,
     ApiPath(flow): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
+    principal.require_any(QUEUE_READERS)?;
     let served = state.flow(&flow)?;
     let prefix = ThreadKey::prefix(served.name(), &tenant.0);
     let mut interrupts = Vec::new();

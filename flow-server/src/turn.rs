@@ -91,13 +91,16 @@ pub(crate) fn sse(
 }
 
 /// The root span of a turn or resume served over HTTP: the flow, the thread (as the caller
-/// names it), the turn's number, the request's id and the principal's. The run's agent, model
-/// and tool spans are its children.
+/// names it), the turn's number, whether it resumes, the run's id ([`Turn::run_id`]: a resume
+/// keeps its turn's; the run handle's for a run of the runs API), the request's id and the
+/// principal's. The run's agent, model and tool spans are its children. A field given as
+/// `None` can be recorded later (`span.record("run_id", ..)`).
 pub(crate) fn turn_span(
     flow: &str,
     thread: &str,
-    turn: u64,
+    turn: Option<u64>,
     resumed: bool,
+    run_id: Option<&str>,
     request: &str,
     principal: &str,
 ) -> tracing::Span {
@@ -107,6 +110,7 @@ pub(crate) fn turn_span(
         thread = %thread,
         turn = turn,
         resumed = resumed,
+        run_id = run_id,
         request_id = %request,
         principal = %principal,
     )

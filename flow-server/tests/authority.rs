@@ -14,6 +14,8 @@ const BEN: &str = "ben-approver-token-0123456789";
 const CARA: &str = "cara-does-both-token-0123456789";
 const GUS: &str = "gus-other-tenant-token-0123456789";
 const RITA: &str = "rita-reader-token-0123456789";
+const DAN: &str = "dan-chat-only-token-0123456789";
+const EVE: &str = "eve-approve-only-token-0123456789";
 
 fn auth() -> Auth {
     Auth::tokens([
@@ -48,6 +50,16 @@ fn auth() -> Auth {
         (
             RITA,
             Principal::new("rita").tenant("acme").scopes([Scope::Read]),
+        ),
+        (
+            DAN,
+            Principal::new("dan").tenant("acme").scopes([Scope::Chat]),
+        ),
+        (
+            EVE,
+            Principal::new("eve")
+                .tenant("acme")
+                .scopes([Scope::Approve]),
         ),
     ])
 }
@@ -331,6 +343,31 @@ async fn each_endpoint_needs_its_scope() {
         .await;
         assert_eq!(turn.status(), 403, "{token}");
     }
+    // Whoever may chat or approve sees the flows and their trees (the console draws them);
+    // the approvals queue is for readers and approvers; threads are for readers.
+    for token in [DAN, EVE] {
+        assert_eq!(get(base, token, "/v1/flows").await.status(), 200, "{token}");
+        assert_eq!(
+            get(base, token, "/v1/flows/desk").await.status(),
+            200,
+            "{token}"
+        );
+    }
+    assert_eq!(
+        get(base, EVE, "/v1/flows/desk/interrupts").await.status(),
+        200
+    );
+    let (status, code, message) =
+        common::error_code(get(base, DAN, "/v1/flows/desk/interrupts").await).await;
+    assert_eq!((status, code.as_str()), (403, "forbidden"), "{message}");
+    assert!(
+        message.contains("`read`") && message.contains("`approve`"),
+        "{message}"
+    );
+    assert_eq!(
+        get(base, EVE, "/v1/flows/desk/threads/x").await.status(),
+        403
+    );
     let delete = reqwest::Client::new()
         .delete(format!("{base}/v1/flows/desk/threads/x"))
         .bearer_auth(RITA)

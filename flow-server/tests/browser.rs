@@ -1,6 +1,9 @@
 //! The console in a real, headless Chromium driven through WebDriver (fantoccini): load the
 //! page, give the token, send a message on the offline desk, see the streamed answer and the run
-//! paths, approve the refund, see the run finish.
+//! paths, approve the refund, see the run finish. And the trust boundary as a person sees it: a
+//! model outage shows the public message and its correlation id, nothing of the infrastructure;
+//! a requester (`chat` only) is offered no Approve button; an approver answers from the queue
+//! and sees who approved.
 //!
 //! Needs a chromedriver: `AGENTFLOW_WEBDRIVER_URL` (`.ci/chromium.sh` installs Chromium and its
 //! driver and starts it). Without one the test says it is skipped. Screenshots go to
@@ -14,6 +17,10 @@ use std::time::Duration;
 use common::*;
 use fantoccini::{ClientBuilder, Locator};
 use flow_runtime::testing::skip_missing_component;
+use flow_runtime::{
+    ChatModelAgent, FlowAgent, InMemoryStore, ModelError, RetryPolicy, ScriptStep, ScriptedModel,
+};
+use flow_server::{AppState, Auth, Principal, Scope};
 use futures::FutureExt;
 use serde_json::json;
 
@@ -63,23 +70,30 @@ async fn wait_text(client: &fantoccini::Client, xpath: &str) -> String {
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_person_chats_and_approves_a_refund_in_the_console() {
-    let Ok(webdriver) = std::env::var("AGENTFLOW_WEBDRIVER_URL") else {
+/// The WebDriver's URL, or `None` after saying the test is skipped.
+fn webdriver() -> Option<String> {
+    let url = std::env::var("AGENTFLOW_WEBDRIVER_URL").ok();
+    if url.is_none() {
         skip_missing_component(
             "Chromium with chromedriver",
             "install chromium and chromium-driver, run `chromedriver --port=9515` and set \
              AGENTFLOW_WEBDRIVER_URL=http://127.0.0.1:9515",
         );
-        return;
-    };
-    let server = spawn(desk_state()).await;
-    let profile = std::env::temp_dir().join(format!("agentflow-chromium-{}", std::process::id()));
-    let client = browser(&webdriver, &profile).await;
-    // Close the browser even when an assertion fails, then report the failure.
-    let result = AssertUnwindSafe(drive(&client, &server.base))
-        .catch_unwind()
-        .await;
+    }
+    url
+}
+
+/// Runs `drive` in a fresh browser (its own profile), closing the browser even when an
+/// assertion fails, then reporting the failure.
+async fn in_browser<F, Fut>(webdriver: &str, name: &str, drive: F)
+where
+    F: FnOnce(fantoccini::Client) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let profile =
+        std::env::temp_dir().join(format!("agentflow-chromium-{}-{name}", std::process::id()));
+    let client = browser(webdriver, &profile).await;
+    let result = AssertUnwindSafe(drive(client.clone())).catch_unwind().await;
     client.close().await.ok();
     let _ = std::fs::remove_dir_all(&profile);
     if let Err(panic) = result {
@@ -87,17 +101,31 @@ async fn a_person_chats_and_approves_a_refund_in_the_console() {
     }
 }
 
-async fn drive(client: &fantoccini::Client, base: &str) {
+#[tokio::test]
+async fn a_person_chats_and_approves_a_refund_in_the_console() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(desk_state()).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "desk", |client| async move {
+        drive(&client, &base).await
+    })
+    .await;
+}
+
+/// Opens the console at `base` and gives it `token` when it asks.
+async fn sign_in(client: &fantoccini::Client, base: &str, token: &str) {
     client.goto(&format!("{base}/")).await.unwrap();
 
     // The server wants a token: the console asks for it.
-    let token = client
+    let input = client
         .wait()
         .at_most(WAIT)
         .for_element(Locator::Css("#auth:not([hidden]) #token"))
         .await
         .expect("the console asks for a token");
-    token.send_keys(TOKEN).await.unwrap();
+    input.send_keys(token).await.unwrap();
     client
         .find(Locator::Css("#auth-form button"))
         .await
@@ -105,6 +133,10 @@ async fn drive(client: &fantoccini::Client, base: &str) {
         .click()
         .await
         .unwrap();
+}
+
+async fn drive(client: &fantoccini::Client, base: &str) {
+    sign_in(client, base, TOKEN).await;
 
     // The tree is drawn, one box per agent.
     for agent in ["triage", "refund", "complaint"] {
@@ -215,4 +247,232 @@ async fn send(client: &fantoccini::Client, text: &str) {
         .click()
         .await
         .unwrap();
+}
+
+/// The texts of every element matching `css`.
+async fn texts(client: &fantoccini::Client, css: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in client.find_all(Locator::Css(css)).await.unwrap() {
+        out.push(e.text().await.unwrap());
+    }
+    out
+}
+
+const CANARY: &str = "INSTRUCTION-CANARY: the vault code is 7311";
+const OUTAGE: &str = "POST http://127.0.0.1:4999/v1/chat/completions: error sending request for \
+                      url: Connection refused (os error 111)";
+
+/// A flow whose model is down, failing with a transport error full of infrastructure.
+fn outage_state() -> AppState {
+    let model = ScriptedModel::new([ScriptStep::fail(ModelError::Connection {
+        model: "gpt-internal".into(),
+        message: OUTAGE.into(),
+    })]);
+    let agent = ChatModelAgent::builder("assistant", model)
+        .instruction(CANARY)
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    AppState::builder(InMemoryStore::new())
+        .flow("outage", FlowAgent::new(agent))
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_model_outage_shows_the_public_message_and_a_correlation_id_and_nothing_else() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(outage_state()).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "outage", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='assistant']").await;
+        send(&client, "hello").await;
+        wait_text(&client, "//*[@id='status' and text()='failed']").await;
+        screenshot(&client, "console-outage.png").await;
+
+        // One error in the chat: the public message and the reference an operator finds the
+        // internal error by.
+        let errors = texts(&client, "#chat .msg.error").await;
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let (message, reference) = errors[0]
+            .rsplit_once(" (ref ")
+            .unwrap_or_else(|| panic!("a correlation id in {:?}", errors[0]));
+        assert!(
+            message.ends_with("The assistant is unavailable right now; try again."),
+            "{message}"
+        );
+        let id = reference.strip_suffix(')').expect("the reference closes");
+        assert_eq!(id.len(), 16, "{id}");
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+
+        // Nothing of the infrastructure anywhere on the page, the timeline included.
+        let page = client.source().await.unwrap();
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for text in [&page, &shown] {
+            for secret in [
+                "127.0.0.1:4999",
+                "chat/completions",
+                "os error",
+                "Connection refused",
+                "gpt-internal",
+                "outage._.",
+                "INSTRUCTION-CANARY",
+                "custom",
+            ] {
+                assert!(!text.contains(secret), "{secret} on the page: {text}");
+            }
+        }
+        assert!(shown.contains(id), "the reference is shown: {shown}");
+    })
+    .await;
+}
+
+const REQUESTER: &str = "ana-requester-token-0123456789";
+const APPROVER: &str = "ben-approver-token-0123456789";
+
+/// The demo desk with a requester who may only chat and an approver who may approve and read.
+fn two_principals_state() -> AppState {
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([
+            (
+                REQUESTER,
+                Principal::new("ana").tenant("acme").scopes([Scope::Chat]),
+            ),
+            (
+                APPROVER,
+                Principal::new("ben")
+                    .tenant("acme")
+                    .scopes([Scope::Approve, Scope::Read]),
+            ),
+        ]))
+        .turn_routing(flow_runtime::TurnRouting::Root)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_requester_sees_no_approve_button_and_an_approver_answers_from_the_queue() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(two_principals_state()).await;
+    let base = server.base.clone();
+
+    // The requester asks for a refund; the console says it waits for an approver and offers
+    // no button to approve it.
+    let thread = {
+        let base = base.clone();
+        let thread = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let out = std::sync::Arc::clone(&thread);
+        in_browser(&webdriver, "requester", |client| async move {
+            sign_in(&client, &base, REQUESTER).await;
+            wait_text(&client, "//*[@id='tree']//*[@data-agent='refund']").await;
+            send(&client, "I want a refund for order 42").await;
+            let question = wait_text(
+                &client,
+                "//*[@id='approvals']//*[contains(@class,'question')]",
+            )
+            .await;
+            assert_eq!(question, "Approve a refund of 39.00 EUR for order 42?");
+            wait_text(
+                &client,
+                "//*[@id='status' and text()='waiting for approval']",
+            )
+            .await;
+            let waiting = wait_text(&client, "//*[@id='approvals']//p[@class='muted']").await;
+            assert_eq!(waiting, "Waiting for an approver.");
+            let buttons = client
+                .find_all(Locator::Css("button.approve, button.deny"))
+                .await
+                .unwrap();
+            assert!(buttons.is_empty(), "a requester is offered no answer");
+            screenshot(&client, "console-requester.png").await;
+            let id = client
+                .find(Locator::Css("#thread"))
+                .await
+                .unwrap()
+                .prop("value")
+                .await
+                .unwrap()
+                .unwrap();
+            *out.lock().unwrap() = id;
+        })
+        .await;
+        let id = thread.lock().unwrap().clone();
+        id
+    };
+    assert!(thread.starts_with("t-"), "{thread}");
+
+    // The approver opens the console on another thread, sees the requester's refund in the
+    // queue, approves it, and sees the refund paid and the record of who approved.
+    let approver_base = base.clone();
+    let requester_thread = thread.clone();
+    in_browser(&webdriver, "approver", |client| async move {
+        sign_in(&client, &approver_base, APPROVER).await;
+        let entry = format!("//*[@id='approvals']/div[@data-thread='{requester_thread}']");
+        let question =
+            wait_text(&client, &format!("{entry}//*[contains(@class,'question')]")).await;
+        assert_eq!(question, "Approve a refund of 39.00 EUR for order 42?");
+        assert_eq!(wait_text(&client, "//*[@id='approval-count']").await, "1");
+        screenshot(&client, "console-approver-queue.png").await;
+        client
+            .find(Locator::XPath(&format!(
+                "{entry}//button[contains(@class,'approve')]"
+            )))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let done = wait_text(
+            &client,
+            "//div[contains(@class,'assistant') and contains(., 'Done: 39 EUR')]",
+        )
+        .await;
+        assert!(done.starts_with("triage/refund"), "{done}");
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        let current = client
+            .find(Locator::Css("#thread"))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            current, requester_thread,
+            "the console shows the answered thread"
+        );
+        wait_text(&client, "//*[@id='approval-count' and text()='0']").await;
+        let answered = wait_text(&client, "//*[@id='answered']/li").await;
+        assert!(answered.contains("approved by ben for ana"), "{answered}");
+        screenshot(&client, "console-approver-done.png").await;
+    })
+    .await;
+
+    // The thread's record names the approver.
+    let thread_json: serde_json::Value = client()
+        .get(format!("{base}/v1/flows/desk/threads/{thread}"))
+        .bearer_auth(APPROVER)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let approvals = thread_json["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 1, "{thread_json}");
+    assert_eq!(approvals[0]["by"], "ben");
+    assert_eq!(approvals[0]["requested_by"], "ana");
 }

@@ -181,6 +181,8 @@ pub struct HookContext {
     run: RunContext,
     model: Option<Arc<str>>,
     tool: Option<(Arc<str>, Arc<str>)>,
+    /// For a tool hook: whether the tool may run again on recovery.
+    idempotent: bool,
 }
 
 impl HookContext {
@@ -189,6 +191,7 @@ impl HookContext {
             run: run.clone(),
             model: None,
             tool: None,
+            idempotent: true,
         }
     }
 
@@ -204,6 +207,18 @@ impl HookContext {
             tool: Some((call.name.as_str().into(), call.id.as_str().into())),
             ..Self::agent(run)
         }
+    }
+
+    /// This tool hook's context, for a tool that is idempotent or not.
+    pub(crate) fn with_idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// For a tool hook: whether the tool declares itself idempotent (see
+    /// [`Tool::idempotent`](crate::Tool::idempotent)); `true` for other hooks.
+    pub fn tool_idempotent(&self) -> bool {
+        self.idempotent
     }
 
     /// The agent running.

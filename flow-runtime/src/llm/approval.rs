@@ -82,6 +82,10 @@ impl Tool for NeedsApproval {
         self.inner.parameters()
     }
 
+    fn idempotent(&self) -> bool {
+        self.inner.idempotent()
+    }
+
     async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let marked = cx.saved_state().and_then(|s| s.get(MARKER)).is_some();
         if marked {

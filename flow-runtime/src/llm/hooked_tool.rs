@@ -24,6 +24,7 @@ impl ChatModelAgent {
         cx: &Context,
         chain: &Middlewares,
         call: &ToolCall,
+        idempotent: bool,
         run: F,
     ) -> BoxFuture<'static, CallOutcome>
     where
@@ -44,7 +45,7 @@ impl ChatModelAgent {
             .instrument(span)
             .boxed();
         }
-        let hcx = HookContext::tool(cx.run_context(), call);
+        let hcx = HookContext::tool(cx.run_context(), call).with_idempotent(idempotent);
         let chain = chain.clone();
         let mut call = call.clone();
         let recorded = span.clone();

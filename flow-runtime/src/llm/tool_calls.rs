@@ -194,6 +194,7 @@ impl ChatModelAgent {
                     .or_else(|| toolset.frontend_call(name))
                 {
                     Some(tool) => {
+                        let idempotent = tool.idempotent();
                         let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
                             .with_tool_name(call.name.as_str())
                             .with_shared_history(Arc::clone(shared_history.get_or_insert_with(
@@ -233,7 +234,7 @@ impl ChatModelAgent {
                                 }),
                             }
                         };
-                        self.hooked_tool_call(cx, &chain, call, run)
+                        self.hooked_tool_call(cx, &chain, call, idempotent, run)
                     }
                     None => future::ready(Err(ToolError::UnknownTool {
                         tool: name.into(),

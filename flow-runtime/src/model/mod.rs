@@ -11,6 +11,9 @@
 //!   server (OpenAI, Ollama, vLLM, llama.cpp);
 //! - `AnthropicChatModel` (cargo feature `anthropic`): Anthropic's Messages API
 //!   (`/v1/messages`), or a proxy serving it.
+//!
+//! [`EnvModels`] picks each agent's model from the environment (`OPENAI_MODEL_<AGENT>` over
+//! `OPENAI_MODEL`) and falls back to the agent's script offline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use crate::message::{Message, MessageRef};
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
+mod env;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
@@ -37,6 +41,7 @@ mod scripted;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicChatModel, AnthropicConfig, AnthropicUsage};
+pub use env::EnvModels;
 #[cfg(feature = "http")]
 pub use http::{HttpCall, HttpError, HttpLimits, SizeLimit, SseEvent, TimeoutKind};
 #[cfg(feature = "openai")]

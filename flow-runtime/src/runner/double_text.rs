@@ -101,10 +101,12 @@ impl Runner {
         &self.threads.runs
     }
 
-    /// This runner, for the turn of `run`: the turn's agents see the run's cancel signal.
+    /// This runner, for the turn of `run`: the turn's agents see the run's cancel signal, and
+    /// a new turn takes the run's id ([`Turn::run_id`](crate::Turn::run_id)).
     fn for_run(&self, run: &RunHandle) -> Runner {
         let mut runner = self.clone();
         runner.threads.cancel = Some(run.state.cancel.clone());
+        runner.threads.run_id = Some(run.id().to_owned());
         runner
     }
 
@@ -144,28 +146,33 @@ impl Runner {
         let runner = self.clone();
         let queued = run.clone();
         let thread = thread_id.to_owned();
-        tokio::spawn(async move {
-            for earlier in going.iter().chain(std::iter::once(&previous)) {
-                earlier.wait().await;
-            }
-            if let Some(mode) = queued.state.cancel.requested() {
-                // Cancelled while it waited: it never ran.
-                queued.push(RunItem::Ended(RunOutcome::Cancelled {
-                    mode,
-                    at_safe_point: false,
-                }));
-                return;
-            }
-            match runner.for_run(&queued).turn(&thread, message).await {
-                Ok(turn) => drive(&queued, turn, false).await,
-                Err(e) => queued.push_with(
-                    RunItem::Ended(RunOutcome::Error {
-                        message: e.to_string(),
-                    }),
-                    Some(e.into()),
-                ),
-            }
-        });
+        // The run's task stays in the span of whoever started it (a service's request span).
+        let span = tracing::Span::current();
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                for earlier in going.iter().chain(std::iter::once(&previous)) {
+                    earlier.wait().await;
+                }
+                if let Some(mode) = queued.state.cancel.requested() {
+                    // Cancelled while it waited: it never ran.
+                    queued.push(RunItem::Ended(RunOutcome::Cancelled {
+                        mode,
+                        at_safe_point: false,
+                    }));
+                    return;
+                }
+                match runner.for_run(&queued).turn(&thread, message).await {
+                    Ok(turn) => drive(&queued, turn, false).await,
+                    Err(e) => queued.push_with(
+                        RunItem::Ended(RunOutcome::Error {
+                            message: e.to_string(),
+                        }),
+                        Some(e.into()),
+                    ),
+                }
+            },
+            span,
+        ));
         Ok(run)
     }
 
@@ -196,7 +203,12 @@ impl Runner {
         match started {
             Ok(turn) => {
                 let task = run.clone();
-                tokio::spawn(async move { drive(&task, turn, resumed).await });
+                // The run's task stays in the span of whoever started it.
+                let span = tracing::Span::current();
+                tokio::spawn(tracing::Instrument::instrument(
+                    async move { drive(&task, turn, resumed).await },
+                    span,
+                ));
                 Ok(run)
             }
             Err(e) => {

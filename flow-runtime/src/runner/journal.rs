@@ -40,14 +40,15 @@ use crate::store::{JournalError, JournalStore, StoredStep};
 /// | --- | --- | --- | --- |
 /// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
 /// | [`Durability::Async`] | every step, appended by a background task in batches | at once (never waits for the store) | at most the steps after the last batch stored |
-/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
+/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on; in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
 ///
 ///
 /// What is exactly-once and what is at-least-once: a resume's claim and a thread turn's lease
 /// make one worker run a checkpoint's continuation; a tool call that was in flight when its
 /// worker died runs again in the worker that takes the run over, with the same
 /// [`idempotency_key`](crate::ToolContext::idempotency_key), so a tool with side effects can
-/// deduplicate it (at-least-once, closed by the key).
+/// deduplicate it (at-least-once, closed by the key). A journaled turn whose worker died is
+/// picked up by [`Runner::recover`], which replays the journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Durability {
@@ -216,6 +217,11 @@ pub(crate) struct JournalWriter {
     next: u64,
     /// The background appender (Async).
     background: Option<Appender>,
+    /// A recovered run's journaled steps: the run regenerates them from the journal
+    /// (`runner::recover`), so they are compared with what is stored, not appended again.
+    replayed: Vec<RecordedEvent>,
+    /// A `Sync` turn's journal gate: told each model reply once it is stored.
+    gate: Option<Arc<super::journal_gate::StoredCalls>>,
 }
 
 impl JournalWriter {
@@ -246,6 +252,8 @@ impl JournalWriter {
             written: next as usize,
             next,
             background: None,
+            replayed: Vec::new(),
+            gate: None,
         };
         if mode == Durability::Async {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -268,11 +276,21 @@ impl JournalWriter {
         if self.mode == Durability::Exit {
             return Ok(());
         }
-        let events = session.events_since(self.written);
+        let mut events = session.events_since(self.written);
         if events.is_empty() {
             return Ok(());
         }
+        let from = self.written;
         self.written += events.len();
+        let replaying = self.replayed.len().saturating_sub(from).min(events.len());
+        if replaying > 0 {
+            let rest = events.split_off(replaying);
+            self.check_replayed(from, &events).await?;
+            events = rest;
+            if events.is_empty() {
+                return Ok(());
+            }
+        }
         match &self.background {
             Some((tx, _)) => {
                 // The appender stopped only after an error, which `finish` reports.
@@ -284,19 +302,80 @@ impl JournalWriter {
                     .await
                     .map_err(|e| stream_error(&self.run, e))?;
                 let now = crate::store::now_ms();
+                let recorded_copy = if self.gate.is_some() {
+                    recorded.clone()
+                } else {
+                    Vec::new()
+                };
                 let steps = recorded
                     .into_iter()
                     .map(|e| encode(&self.flow, &self.scope, e, now))
                     .collect();
                 self.next = self.store.append_steps(&self.run, self.next, steps).await?;
+                if let Some(gate) = &self.gate {
+                    gate.add(&recorded_copy);
+                }
                 Ok(())
             }
         }
     }
 
+    /// Tells `gate` about each model reply this writer stores from now on (`Sync` only: an
+    /// `Async` writer stores in the background, and tools do not wait for it).
+    pub(crate) fn open_gate(&mut self, gate: Option<Arc<super::journal_gate::StoredCalls>>) {
+        if self.mode == Durability::Sync {
+            self.gate = gate;
+        }
+    }
+
+    /// Checks that the events of a recovered run from position `from` on are the journaled
+    /// steps they regenerate (see `runner::recover`); else the run has diverged from its
+    /// journal, and it stops with nothing written.
+    async fn check_replayed(
+        &self,
+        from: usize,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), JournalError> {
+        let recorded = record_events(&self.run, events)
+            .await
+            .map_err(|e| stream_error(&self.run, e))?;
+        for (k, event) in recorded.into_iter().enumerate() {
+            let stored = &self.replayed[from + k];
+            if &event != stored {
+                return Err(JournalError::Corrupt {
+                    run: self.run.clone(),
+                    seq: (from + k) as u64,
+                    reason: format!(
+                        "the recovered run diverged from its journal: it recorded {} at {} \
+                         where the journal holds {} at {} (is the flow or a code agent not \
+                         deterministic, or the journal from another version of the flow?); \
+                         nothing was written",
+                        StepKind::of(&event).label(),
+                        event.run_path,
+                        StepKind::of(stored).label(),
+                        stored.run_path
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Hands the last events over and waits for the background appender to store them.
     pub(crate) async fn finish(mut self, session: &Session) -> Result<(), JournalError> {
         self.step(session).await?;
+        if self.written < self.replayed.len() {
+            return Err(JournalError::Corrupt {
+                run: self.run.clone(),
+                seq: self.written as u64,
+                reason: format!(
+                    "the recovered run ended after {} steps, before the {} its journal holds; \
+                     nothing was written",
+                    self.written,
+                    self.replayed.len()
+                ),
+            });
+        }
         if let Some((tx, task)) = self.background.take() {
             drop(tx);
             return match task.await {
@@ -382,6 +461,71 @@ impl Runner {
             .into_iter()
             .map(|s| decode(run, &flow, s))
             .collect()
+    }
+
+    /// Opens the journal `run` for a recovered run (see `runner::recover`): the run
+    /// regenerates `replayed`, the journal's steps, which are checked and not written again;
+    /// what follows is appended in this runner's mode ([`Durability::Sync`] if it is
+    /// [`Durability::Exit`]: a recovered run keeps journaling).
+    pub(crate) async fn open_replaying_journal(
+        &self,
+        run: String,
+        scope: String,
+        replayed: Vec<RecordedEvent>,
+    ) -> Result<JournalWriter, JournalError> {
+        let store = self.journal_store_or_err(&run)?;
+        let mode = match self.durability {
+            Durability::Exit => Durability::Sync,
+            other => other,
+        };
+        let len = store.journal_len(&run).await?;
+        if len != replayed.len() as u64 {
+            return Err(JournalError::Conflict {
+                run,
+                expected: replayed.len() as u64,
+                found: len,
+            });
+        }
+        let mut writer = JournalWriter {
+            store: Arc::clone(store),
+            run,
+            mode,
+            flow: self.flow_fingerprint(),
+            scope,
+            written: 0,
+            next: len,
+            background: None,
+            replayed,
+            gate: None,
+        };
+        if mode == Durability::Async {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let task = tokio::spawn(appender(
+                Arc::clone(&writer.store),
+                writer.run.clone(),
+                writer.flow.clone(),
+                writer.scope.clone(),
+                len,
+                rx,
+            ));
+            writer.background = Some((tx, task));
+        }
+        Ok(writer)
+    }
+
+    /// This runner's journal store, or the error that says it has none.
+    pub(crate) fn journal_store_or_err(
+        &self,
+        run: &str,
+    ) -> Result<&Arc<dyn JournalStore>, JournalError> {
+        self.journal.as_ref().ok_or_else(|| {
+            JournalError::Store(crate::store::StoreError::Other {
+                id: run.to_owned(),
+                message: "this runner has no journal store; give it one with \
+                          Runner::journal_store"
+                    .into(),
+            })
+        })
     }
 
     /// The fingerprint of this runner's flow, as steps carry it.

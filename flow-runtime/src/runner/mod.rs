@@ -7,6 +7,11 @@
 //!   run appends as it proceeds, in the [`JournalStore`](crate::store::JournalStore) contract.
 //!   Background runs, cancellation and recovery read the same journal: a run's steps are
 //!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
+//! - `journal_gate`: in `Sync` mode, a tool call waits until the model reply that asked for it
+//!   is journaled (so a recovery never asks for a reply whose tools already ran);
+//! - `recover`: crash recovery ([`Runner::recover`], [`RecoverError`]): a turn whose worker
+//!   died is run again from its journal, replaying what the journal holds; `turn_mark`: the
+//!   start mark a new journaled turn writes, which recovery reads;
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
@@ -22,17 +27,22 @@
 mod checkpoint;
 mod double_text;
 pub mod journal;
+mod journal_gate;
+mod recover;
 mod run_handle;
 mod runs;
 mod turn;
+mod turn_mark;
 mod withdraw;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
+pub use recover::RecoverError;
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem, RunOutcome,
     RunRetention, RunStatus,
 };
 pub use runs::Runner;
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
+pub use turn_mark::turn_mark_id;
 pub use withdraw::{is_withdrawn, WITHDRAWN_KEY};

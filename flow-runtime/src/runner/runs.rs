@@ -489,7 +489,8 @@ impl Runner {
     }
 
     /// Runs `start` and forwards its events, saving a checkpoint before each interrupt is
-    /// forwarded and completing a resume's claim when the run ends.
+    /// forwarded (an interrupt whose checkpoint could not be saved is not forwarded: its
+    /// error is) and completing a resume's claim when the run ends.
     fn checkpointing(
         &self,
         mut lineage: Lineage,
@@ -589,9 +590,14 @@ impl Runner {
                         .map_err(CheckpointError::from)
                     }
                 };
-                out.yield_event(event).await;
+                // The interrupt is passed on only once its checkpoint is stored: a caller never
+                // shows an interrupt that cannot be resumed (a run that lost the id to another
+                // sees only the error).
                 match saved {
-                    Ok(_) => saved_once = true,
+                    Ok(_) => {
+                        saved_once = true;
+                        out.yield_event(event).await;
+                    }
                     Err(e) => {
                         out.emit(checkpoint_error(&cx, &id, &e));
                         return Ok(());

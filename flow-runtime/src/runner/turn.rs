@@ -97,6 +97,9 @@ pub(crate) struct ThreadSettings {
     pub(crate) runs: Arc<super::run_handle::RunRegistry>,
     /// The cancel signal of the run a turn started by this (cloned) runner belongs to.
     pub(crate) cancel: Option<crate::agent::cancel::CancelSignal>,
+    /// The id of the run a new turn started by this (cloned) runner belongs to (its run
+    /// handle's); `None`: a new id per turn.
+    pub(crate) run_id: Option<String>,
 }
 
 /// One message of a thread, as [`Runner::thread_messages`] lists it.
@@ -148,11 +151,20 @@ pub struct Turn {
     thread_id: String,
     number: u64,
     started_at: RunPath,
+    run_id: String,
     outcome: Arc<Mutex<Option<TurnOutcome>>>,
     session: Arc<Session>,
 }
 
 impl Turn {
+    /// The id of the run this turn is part of: new for a new turn (its run handle's, for a
+    /// turn started by [`Runner::start_run`]), the interrupted turn's for a resume. The
+    /// checkpoints the run saves carry it ([`Checkpoint::run_id`](crate::store::Checkpoint)),
+    /// and a service puts it on its spans so logs join to runs.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// The thread's id.
     pub fn thread_id(&self) -> &str {
         &self.thread_id
@@ -247,7 +259,9 @@ impl Runner {
     /// needs a [`checkpoint_store`](Runner::checkpoint_store); [`stores`](Runner::stores) sets
     /// both at once.
     pub fn thread_store(mut self, store: impl ThreadStore) -> Self {
-        self.threads.store = Some(Arc::new(store));
+        // A record still sealed (a sealed store's data without its keys) is an error, not an
+        // empty record.
+        self.threads.store = Some(Arc::new(crate::store::OpenedOnly(store)));
         self
     }
 
@@ -376,6 +390,21 @@ impl Runner {
         .with_limits(self.limits)
         .with_run_middleware(self.middleware.clone())
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        // Sync: a tool call waits until the reply that asked for it is journaled.
+        let gate = (self.durability == super::Durability::Sync && self.journal.is_some())
+            .then(Arc::<super::journal_gate::StoredCalls>::default);
+        let cx = match &gate {
+            Some(gate) => {
+                let first: Arc<dyn crate::agent::middleware::Middleware> =
+                    Arc::new(super::journal_gate::JournalGate(Arc::clone(gate)));
+                let chain = crate::agent::Middlewares::chain([
+                    &crate::agent::Middlewares::default().with(first),
+                    &self.middleware,
+                ]);
+                cx.with_run_middleware(chain)
+            }
+            None => cx,
+        };
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
             streaming: self.streaming,
@@ -394,8 +423,16 @@ impl Runner {
             by,
             restored: 0,
             resumed_checkpoint: None,
-            lineage: (crate::ids::unique_token(), 0),
+            lineage: (
+                self.threads
+                    .run_id
+                    .clone()
+                    .unwrap_or_else(crate::ids::unique_token),
+                0,
+            ),
             resume_claim: Mutex::new(None),
+            replayed: None,
+            gate,
         };
         let lease = lease
             .take()
@@ -530,6 +567,8 @@ impl Runner {
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
+            replayed: None,
+            gate: None,
         };
         let lease = lease
             .take()
@@ -768,29 +807,33 @@ impl Drop for ThreadLease {
 }
 
 /// What a running turn appends when it ends.
-struct Recording {
-    runner: Runner,
-    store: Arc<dyn ThreadStore>,
-    thread_id: String,
-    turn: u64,
+pub(super) struct Recording {
+    pub(super) runner: Runner,
+    pub(super) store: Arc<dyn ThreadStore>,
+    pub(super) thread_id: String,
+    pub(super) turn: u64,
     /// The thread's version the turn loaded.
-    version: u64,
-    started_at: RunPath,
-    start: RecordStart,
+    pub(super) version: u64,
+    pub(super) started_at: RunPath,
+    pub(super) start: RecordStart,
     /// Who started this part (see [`ThreadRecord::by`]).
-    by: Option<Arc<str>>,
+    pub(super) by: Option<Arc<str>>,
     /// How many session events a resumed turn restored (recorded by earlier records).
-    restored: usize,
+    pub(super) restored: usize,
     /// The checkpoint a resumed turn continues.
-    resumed_checkpoint: Option<String>,
+    pub(super) resumed_checkpoint: Option<String>,
     /// The lineage of the checkpoint this turn saves if interrupted: run id, resumes before it.
-    lineage: (String, u32),
+    pub(super) lineage: (String, u32),
     /// A resumed turn's claim on its checkpoint (given back if the turn ends unrecorded).
-    resume_claim: Mutex<Option<ClaimGuard>>,
+    pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
+    /// A recovered turn's journaled steps, which it regenerates (see `runner::recover`).
+    pub(super) replayed: Option<Vec<crate::event::RecordedEvent>>,
+    /// A `Sync` turn's journal gate, told of each stored model reply.
+    pub(super) gate: Option<Arc<super::journal_gate::StoredCalls>>,
 }
 
 impl Recording {
-    fn into_turn(
+    pub(super) fn into_turn(
         self,
         cx: RunContext,
         events: EventStream,
@@ -803,6 +846,7 @@ impl Recording {
         let number = self.turn;
         let started_at = self.started_at.clone();
         let session = Arc::clone(cx.session());
+        let run_id = self.lineage.0.clone();
         let events = generate(cx.clone(), move |out| async move {
             let _claim = claim;
             let ended = self.forward(&out, &cx, events, &mut lease).await;
@@ -817,6 +861,7 @@ impl Recording {
             thread_id,
             number,
             started_at,
+            run_id,
             outcome,
             session,
         }
@@ -835,18 +880,57 @@ impl Recording {
         let mut failure: Option<AgentError> = None;
         let journal_id = super::journal::turn_journal_id(&self.thread_id, self.turn);
         let scope = cx.idempotency_scope().to_owned();
-        let mut journal = match self
-            .runner
-            .open_journal(journal_id, scope, cx.session())
-            .await
-        {
+        let opened = match &self.replayed {
+            Some(steps) => self
+                .runner
+                .open_replaying_journal(journal_id, scope.clone(), steps.clone())
+                .await
+                .map(Some),
+            None => {
+                self.runner
+                    .open_journal(journal_id, scope.clone(), cx.session())
+                    .await
+            }
+        };
+        let mut journal = match opened {
             Ok(journal) => journal,
             Err(e) => return self.not_recorded(out, cx, e.into()).await,
         };
+        if let Some(journal) = &mut journal {
+            journal.open_gate(self.gate.clone());
+        }
+        // A new journaled turn marks its start, so that another worker can recover it.
+        let mut mark = None;
+        if journal.is_some() && self.replayed.is_none() && self.resumed_checkpoint.is_none() {
+            let marked = match self.runner.journal_store_or_err(&self.thread_id) {
+                Ok(store) => {
+                    let start = super::turn_mark::TurnStart {
+                        flow: self.runner.flow_fingerprint(),
+                        thread: self.thread_id.clone(),
+                        turn: self.turn,
+                        version: self.version,
+                        input: match &self.start {
+                            RecordStart::Turn { input } => input.clone(),
+                            _ => Vec::new(),
+                        },
+                        started_at: self.started_at.clone(),
+                        scope: scope.clone(),
+                        by: self.by.clone(),
+                    };
+                    super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
+                }
+                Err(e) => Err(e),
+            };
+            match marked {
+                Ok(written) => mark = Some(written),
+                Err(e) => return self.not_recorded(out, cx, e.into()).await,
+            }
+        }
         while let Some(event) = events.next().await {
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);
+                super::turn_mark::TurnMark::leave(mark);
                 return self.not_recorded(out, cx, e).await;
             }
             if let Some(journal) = &mut journal {
@@ -878,7 +962,15 @@ impl Recording {
                 error,
             });
         }
-        match self.record(cx, &held).await {
+        let recorded = self.record(cx, &held).await;
+        if !matches!(
+            recorded,
+            Err(ThreadError::Store(_) | ThreadError::Checkpoint(_))
+        ) {
+            // Recorded, or another worker owns the thread now: not this turn's to close.
+            super::turn_mark::TurnMark::leave(mark);
+        }
+        match recorded {
             Ok(outcome) => {
                 for event in held {
                     out.yield_event(event).await;
@@ -993,6 +1085,7 @@ impl Recording {
             events,
             end,
             by: self.by.clone(),
+            sealed: None,
         };
         let version = self
             .store
@@ -1075,6 +1168,7 @@ async fn replay_part(
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
         },
+        sealed: None,
     };
     tracing::info!(
         thread = thread_id,

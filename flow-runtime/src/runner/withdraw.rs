@@ -109,6 +109,7 @@ impl Runner {
             }],
             end: RecordEnd::Completed { answered_by: agent },
             by: by.map(Arc::from),
+            sealed: None,
         };
         store.append(thread_id, head.version, record).await?;
         // The thread no longer waits on the checkpoint: no thread resume reaches it again.

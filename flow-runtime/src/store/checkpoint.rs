@@ -510,6 +510,15 @@ impl CheckpointCodec {
             id: id.to_owned(),
             reason,
         };
+        if let Some(key_id) = super::SealingKeys::key_id_of(bytes) {
+            // Sealed at rest, read without its keys (a plain store over a sealed one's data).
+            return Err(CheckpointError::Store(StoreError::Sealed(
+                super::SealError::NoKeys {
+                    what: format!("checkpoint '{id}'"),
+                    key_id: key_id.to_owned(),
+                },
+            )));
+        }
         let Some(rest) = bytes.strip_prefix(MAGIC.as_bytes()) else {
             return Err(CheckpointError::Foreign { id: id.to_owned() });
         };

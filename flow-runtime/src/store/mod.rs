@@ -59,6 +59,10 @@
 //! | [`FileStore`] | yes | processes of one machine (lock files) | a directory you can inspect |
 //! | `SqliteStore` (feature `sqlite`) | yes | processes of one machine (WAL) | the durable default |
 //! | `PostgresStore` (feature `postgres`) | yes | workers on many machines | a service |
+//!
+//! Any of them can be sealed at rest: [`SealedStore`] wraps a store and seals thread records,
+//! checkpoints and journal steps with AES-256-GCM ([`SealingKeys`], keys by id so they rotate;
+//! `sealing.rs` the keys and format, `sealed.rs` the wrapper).
 
 mod checkpoint;
 mod file;
@@ -67,6 +71,8 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod records;
+mod sealed;
+mod sealing;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -93,6 +99,9 @@ pub use journal::{JournalError, JournalStore, StoredStep};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+pub(crate) use sealed::OpenedOnly;
+pub use sealed::SealedStore;
+pub use sealing::{SealError, SealingKeys};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 
@@ -335,6 +344,10 @@ pub enum StoreError {
         /// What went wrong.
         message: String,
     },
+    /// Sealed data (encrypted at rest) could not be opened: an unknown key id, the wrong key,
+    /// or altered bytes. What is stored is unchanged.
+    #[error(transparent)]
+    Sealed(#[from] SealError),
 }
 
 /// Where interrupted runs wait for their resume: the contract every store implements (see

@@ -244,6 +244,12 @@ pub struct ThreadRecord {
     /// a resume, this is who answered the interrupt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<Arc<str>>,
+    /// The record's content sealed at rest (by [`SealedStore`](crate::store::SealedStore)):
+    /// then every field but `seq`, `turn` and `at_ms` is a placeholder, and the store's
+    /// reader opens it with its [`SealingKeys`](crate::store::SealingKeys). `None` for a
+    /// record kept in plain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<String>,
 }
 
 impl ThreadRecord {
@@ -317,6 +323,7 @@ pub struct ThreadHead {
 ///     events: vec![],
 ///     end: RecordEnd::Completed { answered_by: "bot".into() },
 ///     by: None,
+///     sealed: None,
 /// };
 /// assert_eq!(store.append("t1", 0, record(0)).await.unwrap(), 1);
 /// // A writer that loaded version 0 too is refused.

@@ -14,7 +14,7 @@ pub fn hostile_ids() -> Vec<String> {
         "a/../../x".into(),
         "/etc/passwd".into(),
         "a\0b".into(),
-        "x".repeat(129),
+        "x".repeat(161),
         "x".repeat(100_000),
         String::new(),
         ".hidden".into(),

@@ -3,6 +3,7 @@
 
 pub mod contract;
 pub mod journal_contract;
+pub mod ledger;
 pub mod model_server;
 pub mod processes;
 pub mod steps;

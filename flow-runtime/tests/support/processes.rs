@@ -53,6 +53,18 @@ impl NamedStore {
         }
     }
 
+    /// A runner of `agent` whose threads, checkpoints and run journals live in this store.
+    pub fn journaled_runner(self, agent: FlowAgent) -> Runner {
+        let runner = Runner::new(agent);
+        match self {
+            NamedStore::File(store) => runner.stores(store.clone()).journal_store(store),
+            #[cfg(feature = "sqlite")]
+            NamedStore::Sqlite(store) => runner.stores(store.clone()).journal_store(store),
+            #[cfg(feature = "postgres")]
+            NamedStore::Postgres(store) => runner.stores(store.clone()).journal_store(store),
+        }
+    }
+
     /// This store as a checkpoint store.
     pub fn checkpoints(self) -> Arc<dyn CheckpointStore> {
         match self {

@@ -423,6 +423,7 @@ fn message_of(input: &Value) -> Result<String, ApiError> {
 /// Starts a run of `thread` from a protocol request; gives the run and its flow.
 async fn start_run(
     state: &AppState,
+    request_id: &str,
     principal: &Principal,
     threads: &Threads,
     tenant: &Tenant,
@@ -453,7 +454,17 @@ async fn start_run(
     let run = match (&request.input, &request.command) {
         (Some(input), None) if !input.is_null() => {
             let message = message_of(input)?;
-            start(state, principal, &flow, &key, Some(message), None, strategy).await?
+            start(
+                state,
+                request_id,
+                principal,
+                &flow,
+                &key,
+                Some(message),
+                None,
+                strategy,
+            )
+            .await?
         }
         (None, Some(command)) | (Some(Value::Null), Some(command)) => {
             let resume = command.get("resume").ok_or_else(|| {
@@ -478,7 +489,17 @@ async fn start_run(
                 }
                 _ => ids.into_iter().map(|id| (id, resume.clone())).collect(),
             };
-            start(state, principal, &flow, &key, None, Some(targets), strategy).await?
+            start(
+                state,
+                request_id,
+                principal,
+                &flow,
+                &key,
+                None,
+                Some(targets),
+                strategy,
+            )
+            .await?
         }
         _ => {
             return Err(ApiError::BadRequest(
@@ -526,13 +547,23 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
 /// `POST /v1/threads/{thread}/runs`: a background run.
 pub(crate) async fn create_run(
     State(state): State<AppState>,
+    request_id: crate::access::RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
+    let (run, flow) = start_run(
+        &state,
+        &request_id.0,
+        &principal,
+        &threads,
+        &tenant,
+        &thread,
+        &request,
+    )
+    .await?;
     Ok(Json(run_json(
         &thread,
         flow.name(),
@@ -636,6 +667,7 @@ impl Drop for CancelOnDrop {
 /// `POST /v1/threads/{thread}/runs/stream`: a run, streamed.
 pub(crate) async fn stream_new_run(
     State(state): State<AppState>,
+    request_id: crate::access::RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
@@ -652,7 +684,16 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
-    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
+    let (run, flow) = start_run(
+        &state,
+        &request_id.0,
+        &principal,
+        &threads,
+        &tenant,
+        &thread,
+        &request,
+    )
+    .await?;
     let modes = Modes::of(request.stream_mode.as_ref());
     let reader = Reader {
         state,
@@ -693,13 +734,23 @@ async fn final_values(
 /// `POST /v1/threads/{thread}/runs/wait`: a run; answers the thread's values at its end.
 pub(crate) async fn wait_new_run(
     State(state): State<AppState>,
+    request_id: crate::access::RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     Extension(threads): Extension<Arc<Threads>>,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = start_run(&state, &principal, &threads, &tenant, &thread, &request).await?;
+    let (run, flow) = start_run(
+        &state,
+        &request_id.0,
+        &principal,
+        &threads,
+        &tenant,
+        &thread,
+        &request,
+    )
+    .await?;
     Ok(Json(
         final_values(&state, &tenant, &thread, &flow, &run).await?,
     ))

@@ -26,6 +26,20 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// Whether the signed-in principal has `scope` (`admin` has every scope).
+function may(scope) {
+  return state.scopes.includes(scope) || state.scopes.includes("admin");
+}
+
+// Whether it may see the approvals queue (every thread of the flow that waits for a human).
+function mayQueue() {
+  return may("read") || may("approve");
+}
+
+function currentThread() {
+  return $("#thread").value.trim();
+}
+
 function setStatus(text, kind) {
   const s = $("#status");
   s.textContent = text;
@@ -201,27 +215,62 @@ function showApprovals(interrupts) {
   }
   for (const i of interrupts) {
     const question = (i.info && (i.info.question || i.info.message)) || JSON.stringify(i.info);
-    const mayApprove = state.scopes.includes("approve") || state.scopes.includes("admin");
+    // Entries of the queue name their thread; those of a turn's end are the current thread's.
+    const thread = i.thread || currentThread();
     let buttons;
-    if (mayApprove) {
+    if (may("approve")) {
       const approve = el("button", { class: "approve", type: "button" }, "Approve");
       const deny = el("button", { class: "deny", type: "button" }, "Deny");
-      approve.addEventListener("click", () => resume(i.id, true));
-      deny.addEventListener("click", () => resume(i.id, false));
+      approve.addEventListener("click", () => resume(thread, i.id, true));
+      deny.addEventListener("click", () => resume(thread, i.id, false));
       buttons = el("div", { class: "buttons" }, approve, deny);
     } else {
       buttons = el("p", { class: "muted" }, "Waiting for an approver.");
     }
-    host.append(el("div", { class: "approval", "data-interrupt": i.id },
+    host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread },
       el("p", { class: "question" }, question),
-      el("div", { class: "meta" }, "interrupt " + i.id),
+      el("div", { class: "meta" }, "thread " + thread + " · interrupt " + i.id),
       buttons));
   }
 }
 
+// The approvals queue of the flow when the principal may see it, else what the current
+// thread waits on (`pending`, from the thread or from the end of its last turn).
+async function refreshApprovals(pending) {
+  if (!mayQueue()) {
+    showApprovals(pending);
+    return;
+  }
+  try {
+    const response = await api("/flows/" + encodeURIComponent(state.flow) + "/interrupts");
+    if (response.ok) showApprovals((await response.json()).interrupts);
+    else showApprovals(pending);
+  } catch (_) {
+    showApprovals(pending);
+  }
+}
+
+// Who answered which interrupt of the thread, when, for whom (the thread's record).
+function showAnswered(records) {
+  const host = $("#answered");
+  host.textContent = "";
+  for (const r of records || []) {
+    const asked = (r.asked && (r.asked.question || r.asked.message)) || JSON.stringify(r.asked);
+    const answer = r.answered && typeof r.answered === "object" && "approve" in r.answered
+      ? (r.answered.approve ? "approved" : "denied")
+      : "answered " + JSON.stringify(r.answered);
+    const who = answer + " by " + (r.by || "someone") +
+      (r.requested_by ? " for " + r.requested_by : "") +
+      " at " + new Date(r.at_ms).toLocaleString();
+    host.append(el("li", { "data-interrupt": r.interrupt_id },
+      el("span", { class: "question" }, asked), el("span", { class: "who" }, who)));
+  }
+}
+
 // Handles the events of one streamed turn or resume.
-function turnHandler() {
+function turnHandler(resumed) {
   const bubbles = new Map(); // run path -> the bubble being streamed
+  let failed = false; // the turn's error is shown once, whichever events carry it
   return (name, data) => {
     if (name === "turn") {
       const n = data.turn + 1;
@@ -237,9 +286,11 @@ function turnHandler() {
       bubble.querySelector(".text").textContent += data.content;
       markActive(data.run_path);
     } else if (name === "event") {
+      if (data.error) failed = true;
       onEvent(data, bubbles);
     } else if (name === "error") {
-      chatMessage("error", publicText(data));
+      if (!failed) chatMessage("error", publicText(data));
+      failed = true;
       timeline("error", null, "error", publicText(data));
     } else if (name === "done") {
       if (data.failed) {
@@ -249,15 +300,16 @@ function turnHandler() {
       }
       timeline("done", null, data.interrupted ? "waiting for approval" : "finished", data.output || "");
       if (data.interrupted) {
-        showApprovals(data.interrupts);
+        refreshApprovals(data.interrupts);
         chatMessage("notice", "Waiting for a human to approve: see Approvals.");
         setStatus("waiting for approval");
       } else {
-        showApprovals([]);
+        refreshApprovals([]);
         setStatus("finished");
         state.active = "";
         drawTree();
       }
+      if (resumed && may("read")) refreshAnswered();
     }
   };
 }
@@ -299,7 +351,7 @@ function onEvent(e, bubbles) {
   }
 }
 
-async function stream(path, body, label) {
+async function stream(path, body, label, resumed) {
   state.busy = true;
   $("#send").disabled = true;
   setStatus(label, "busy");
@@ -311,7 +363,7 @@ async function stream(path, body, label) {
       setStatus(text, "error");
       return;
     }
-    await readSse(response, turnHandler());
+    await readSse(response, turnHandler(resumed));
   } catch (err) {
     if (err.message !== "unauthorized") {
       chatMessage("error", "connection lost: " + err.message);
@@ -323,8 +375,8 @@ async function stream(path, body, label) {
   }
 }
 
-function threadPath() {
-  return "/flows/" + encodeURIComponent(state.flow) + "/threads/" + encodeURIComponent($("#thread").value.trim());
+function threadPath(thread) {
+  return "/flows/" + encodeURIComponent(state.flow) + "/threads/" + encodeURIComponent(thread || currentThread());
 }
 
 async function send(text) {
@@ -333,19 +385,38 @@ async function send(text) {
   await stream(threadPath() + "/turns", { message: text }, "running…");
 }
 
-async function resume(interruptId, approve) {
+// Answers interrupt `interruptId` of `thread`; an entry of the queue may be another thread's,
+// which the console then shows.
+async function resume(thread, interruptId, approve) {
   for (const b of document.querySelectorAll("#approvals button")) b.disabled = true;
+  if (thread !== currentThread()) {
+    $("#thread").value = thread;
+    $("#timeline").textContent = "";
+    await loadThread();
+  }
   timeline("turn", null, approve ? "approved" : "denied", interruptId);
-  await stream(threadPath() + "/resume", { interrupt_id: interruptId, data: { approve } }, "resuming…");
+  await stream(threadPath(thread) + "/resume", { interrupt_id: interruptId, data: { approve } }, "resuming…", true);
+}
+
+async function refreshAnswered() {
+  const response = await api(threadPath());
+  if (response.ok) showAnswered((await response.json()).approvals);
 }
 
 // ---- loading -------------------------------------------------------------------------------
 
 async function loadThread() {
   $("#chat").textContent = "";
-  showApprovals([]);
+  showAnswered([]);
+  if (!may("read")) {
+    // A principal who may not read threads sees what it sends and streams, not the history.
+    await refreshApprovals([]);
+    setStatus("ready");
+    return;
+  }
   const response = await api(threadPath());
   if (response.status === 404) {
+    await refreshApprovals([]);
     setStatus("new thread");
     return;
   }
@@ -361,13 +432,18 @@ async function loadThread() {
       chatMessage("assistant", msg.content, m.run_path.join("/"));
     }
   }
-  showApprovals(t.pending);
+  showAnswered(t.approvals);
+  await refreshApprovals(t.pending);
   setStatus(t.pending.length ? "waiting for approval" : "ready");
 }
 
 async function loadFlow(name) {
   state.flow = name;
   const response = await api("/flows/" + encodeURIComponent(name));
+  if (!response.ok) {
+    setStatus(await errorText(response), "error");
+    return;
+  }
   const flow = await response.json();
   state.tree = flow.tree;
   $("#flow-description").textContent = flow.description || "";
@@ -379,7 +455,13 @@ async function start() {
   try {
     const me = await api("/me");
     state.scopes = (await me.json()).scopes || [];
+    $("#refresh-approvals").hidden = !mayQueue();
     const response = await api("/flows");
+    if (!response.ok) {
+      $("#auth").hidden = true;
+      setStatus(await errorText(response), "error");
+      return;
+    }
     const { flows } = await response.json();
     const select = $("#flow");
     select.textContent = "";
@@ -411,6 +493,7 @@ $("#new-thread").addEventListener("click", () => {
 $("#thread").addEventListener("change", () => loadThread());
 $("#flow").addEventListener("change", (e) => loadFlow(e.target.value));
 $("#clear-timeline").addEventListener("click", () => { $("#timeline").textContent = ""; });
+$("#refresh-approvals").addEventListener("click", () => refreshApprovals([]));
 $("#auth-form").addEventListener("submit", (e) => {
   e.preventDefault();
   state.token = $("#token").value.trim();

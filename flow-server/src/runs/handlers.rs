@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::stream::{outcome_json, run_sse, OnDisconnect};
+use crate::access::RequestId;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
@@ -115,8 +116,37 @@ pub(crate) fn run_of(
 }
 
 /// Starts a run of `key`'s thread: a message (with `strategy`) or a resume. Holds a place among
-/// the server's concurrent turns until the run ends.
+/// the server's concurrent turns until the run ends. The run's task runs in a `turn` span
+/// (see [`turn_span`](crate::turn::turn_span)) naming the run, the request and the principal.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn start(
+    state: &AppState,
+    request_id: &str,
+    principal: &Principal,
+    served: &ServedFlow,
+    key: &ThreadKey,
+    message: Option<String>,
+    resume: Option<HashMap<String, Value>>,
+    strategy: DoubleText,
+) -> Result<RunHandle, ApiError> {
+    use tracing::Instrument;
+    let span = crate::turn::turn_span(
+        &key.flow,
+        &key.id,
+        None,
+        resume.is_some(),
+        None,
+        request_id,
+        principal.id(),
+    );
+    let run = start_in_span(state, principal, served, key, message, resume, strategy)
+        .instrument(span.clone())
+        .await?;
+    span.record("run_id", run.id());
+    Ok(run)
+}
+
+async fn start_in_span(
     state: &AppState,
     principal: &Principal,
     served: &ServedFlow,
@@ -197,6 +227,7 @@ fn hold_until_end(run: &RunHandle, permit: tokio::sync::OwnedSemaphorePermit) {
 /// (202), or with `"stream": true` its events as SSE.
 pub(crate) async fn create_run(
     State(state): State<AppState>,
+    request_id: RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
@@ -225,6 +256,7 @@ pub(crate) async fn create_run(
     };
     let run = start(
         &state,
+        &request_id.0,
         &principal,
         &served,
         &key,
@@ -367,22 +399,35 @@ pub(crate) async fn cancel_run(
 /// `POST .../runs/{run}/resume`: continues a cancelled run as a new run (202, its id).
 pub(crate) async fn resume_run(
     State(state): State<AppState>,
+    request_id: RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
+    use tracing::Instrument;
     principal.require(Scope::Chat)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let run = run_of(&served, &key, &run)?;
     let permit = state.turn_permit()?;
+    let span = crate::turn::turn_span(
+        &key.flow,
+        &key.id,
+        None,
+        true,
+        None,
+        &request_id.0,
+        principal.id(),
+    );
     let next = served
         .runner()
         .resume_run(&run)
+        .instrument(span.clone())
         .await
         .map_err(|e| match e {
             RunError::Thread(e) => ApiError::from(e),
             other => ApiError::Conflict(other.to_string()),
         })?;
+    span.record("run_id", next.id());
     hold_until_end(&next, permit);
     Ok((StatusCode::ACCEPTED, Json(info_json(&key.id, &next.info()))).into_response())
 }

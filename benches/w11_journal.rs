@@ -1,0 +1,111 @@
+//! W11: the cost per step of each durability mode (figures in BENCHMARKS.md).
+//!
+//! ```text
+//! cargo bench --bench w11_journal
+//! ```
+//!
+//! W4's chain of 10 `FnAgent`s (each transferring to its child; the last answers) run as a
+//! checkpointed run (`Runner::run_checkpointed`, a new run id per iteration) on an
+//! `InMemoryStore` and on a `SqliteStore` in a temporary file: without a journal (`exit`:
+//! nothing is written between interrupts, and this run has none), and with every step
+//! journaled in the `async` and `sync` modes. The cost per step is the difference to `exit`
+//! divided by the steps of a run (printed once per store).
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use agentflow::store::JournalStore;
+use agentflow::{CheckpointStore, Durability, Runner, Session};
+use common::Kind;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use futures::StreamExt;
+
+const DEPTH: usize = 10;
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Times `iters` runs of `runner`, each under a new run id.
+fn time_runs(
+    rt: &tokio::runtime::Runtime,
+    runner: &Runner,
+    next: &AtomicU64,
+    iters: u64,
+) -> Duration {
+    let input = common::user_input();
+    rt.block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            let id = format!("run-{}", next.fetch_add(1, Ordering::Relaxed));
+            let events = runner
+                .run_checkpointed(&id, Session::new(), input.iter().cloned())
+                .count()
+                .await;
+            std::hint::black_box(events);
+        }
+        start.elapsed()
+    })
+}
+
+fn modes<S>(c: &mut Criterion, group_name: &str, rt: &tokio::runtime::Runtime, store: S)
+where
+    S: JournalStore + CheckpointStore + Clone,
+{
+    let mut group = c.benchmark_group(group_name);
+    let next = AtomicU64::new(0);
+    let tree = common::chain_tree(Kind::Fn, DEPTH);
+    // The steps of one run, as its journal holds them.
+    let probe = Runner::new(tree.clone())
+        .checkpoint_store(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Sync);
+    time_runs(rt, &probe, &next, 1);
+    let steps = rt.block_on(probe.journal("run-0")).expect("journal").len();
+    println!("{group_name}: {steps} journal steps per run of the chain of {DEPTH}");
+    for (label, mode) in [
+        ("exit", Durability::Exit),
+        ("async", Durability::Async),
+        ("sync", Durability::Sync),
+    ] {
+        let runner = Runner::new(tree.clone())
+            .checkpoint_store(store.clone())
+            .journal_store(store.clone())
+            .durability(mode);
+        group.bench_function(BenchmarkId::new(label, DEPTH), |b| {
+            b.iter_custom(|iters| time_runs(rt, &runner, &next, iters))
+        });
+    }
+    group.finish();
+}
+
+fn w11_memory(c: &mut Criterion) {
+    let rt = current_thread();
+    modes(c, "w11_chain_memory", &rt, agentflow::InMemoryStore::new());
+}
+
+fn w11_sqlite(c: &mut Criterion) {
+    let rt = current_thread();
+    let dir = std::env::temp_dir().join(format!("agentflow-w11-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let store = rt
+        .block_on(agentflow::store::SqliteStore::open(dir.join("w11.db")))
+        .expect("sqlite store");
+    modes(c, "w11_chain_sqlite", &rt, store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = w11_memory, w11_sqlite
+}
+criterion_main!(benches);

@@ -1,0 +1,77 @@
+//! The journal gate of a `Sync` turn: a tool call starts only once the step of the model reply
+//! that asked for it is stored. An agent starts its tools as soon as the reply is in; without
+//! the gate a worker could die after a tool took effect but before the reply that asked for
+//! it was journaled, and its recovery would ask the model again, whose new reply may name the
+//! call differently (a new idempotency key, so a second payment).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+
+use crate::agent::middleware::{HookContext, HookError, Middleware};
+use crate::event::RecordedEvent;
+use crate::message::{Role, ToolCall};
+use crate::run_path::RunPath;
+
+/// The tool calls whose asking model reply is stored in the journal: run path and call id.
+#[derive(Default)]
+pub(crate) struct StoredCalls {
+    calls: Mutex<HashSet<(RunPath, String)>>,
+    stored: Notify,
+}
+
+impl StoredCalls {
+    /// Notes the tool calls of the model replies among `steps`, which were just stored.
+    pub(crate) fn add(&self, steps: &[RecordedEvent]) {
+        let mut calls = self.calls.lock().expect("stored calls lock");
+        let before = calls.len();
+        for step in steps {
+            let Some(message) = step.message.as_ref().filter(|m| m.role == Role::Assistant) else {
+                continue;
+            };
+            for call in &message.tool_calls {
+                calls.insert((step.run_path.clone(), call.id.clone()));
+            }
+        }
+        if calls.len() > before {
+            self.stored.notify_waiters();
+        }
+    }
+
+    /// Waits until the reply asking for call `id` at `run_path` is stored.
+    async fn wait(&self, run_path: &RunPath, id: &str) {
+        let key = (run_path.clone(), id.to_owned());
+        loop {
+            let stored = self.stored.notified();
+            tokio::pin!(stored);
+            // Registered before the check: a store between the check and the wait wakes it.
+            stored.as_mut().enable();
+            if self.calls.lock().expect("stored calls lock").contains(&key) {
+                return;
+            }
+            stored.await;
+        }
+    }
+}
+
+/// The middleware that holds each tool call until its asking reply is stored (first in the
+/// chain of a `Sync` turn, after a recovery's replay).
+pub(crate) struct JournalGate(pub(crate) Arc<StoredCalls>);
+
+#[async_trait]
+impl Middleware for JournalGate {
+    fn name(&self) -> std::borrow::Cow<'_, str> {
+        "journal gate".into()
+    }
+
+    async fn before_tool(
+        &self,
+        cx: &HookContext,
+        call: &mut ToolCall,
+    ) -> Result<Option<String>, HookError> {
+        self.0.wait(cx.run_path(), &call.id).await;
+        Ok(None)
+    }
+}

@@ -1,0 +1,393 @@
+//! Crash recovery: [`Runner::recover`] picks up a thread's turn whose worker died, from the
+//! turn's journal, in any process on the same stores once the dead worker's lease ran out.
+//!
+//! A journaled turn (durability [`Async`](super::Durability::Async) or
+//! [`Sync`](super::Durability::Sync)) marks its start before it runs anything: a one-step
+//! journal `THREAD.turn-N.start` holding the turn's input, the agent it started at, its
+//! idempotency scope and the thread's version. A turn that fails or is cancelled closes the
+//! mark (a second step); a turn that is recorded leaves the thread one turn further on. So a
+//! thread whose next turn has an open mark had a worker die during that turn.
+//!
+//! Recovery runs the turn again from its start, with the same input, scope and starting
+//! agent, and a replay middleware placed before every other middleware:
+//! - a model call whose reply is journaled is answered with that reply (the model is not
+//!   asked again); replies are matched per run path, in order;
+//! - a tool call whose result is journaled is answered with that result (the tool does not
+//!   run again); results are matched by run path and call id;
+//! - a tool call that the journal shows asked for (its model reply is journaled) but without
+//!   a result was in flight: it runs again with the same idempotency key (at-least-once,
+//!   closed by the key), unless its tool is not [idempotent](crate::Tool::idempotent), in
+//!   which case the model gets an error result saying the call may or may not have happened;
+//! - what follows the journal runs as usual, and is journaled in the runner's mode.
+//!
+//! The events the run regenerates are compared with the journal's steps, not written again
+//! (a run that diverges stops with [`JournalError::Corrupt`] and nothing written); they reach
+//! the caller of [`Runner::recover`] with their original run paths, so the events it missed
+//! are delivered again. The recovered turn is recorded as the uninterrupted turn would have
+//! been: same input, same events, same end.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::journal::{turn_journal_id, StepKind};
+use super::journal_gate::{JournalGate, StoredCalls};
+use super::runs::Runner;
+use super::turn::{Recording, ThreadLease, Turn};
+use super::turn_mark::{turn_mark_id, TurnStart, MARK_KIND};
+use crate::agent::middleware::{HookContext, HookError, Middleware, Middlewares};
+use crate::agent::{Agent, AgentInput, RunContext};
+use crate::event::RecordedEvent;
+use crate::history::ThreadHistory;
+use crate::message::{Message, MessageRef, Role, ToolCall};
+use crate::model::ChatRequest;
+use crate::run_path::RunPath;
+use crate::session::Session;
+use crate::store::{JournalError, RecordEnd, RecordStart, ThreadError, ThreadStore};
+
+/// Why a turn could not be recovered ([`Runner::recover`]). Nothing stored is changed when
+/// one is returned, and nothing ran.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoverError {
+    /// The thread is held by a live worker (its lease has not run out), in this process or
+    /// another one: its turn is not dead.
+    #[error(
+        "thread '{thread}' is leased by a live worker (or its dead worker's lease has not run \
+         out yet): its turn is not recovered; try again once the lease ran out"
+    )]
+    Leased {
+        /// The thread.
+        thread: String,
+    },
+    /// The runner has no journal store: only a journaled turn can be recovered.
+    #[error(
+        "thread '{thread}': this runner has no journal store, so it cannot recover a turn; \
+         give it the store the turns were journaled in with Runner::journal_store"
+    )]
+    NoJournal {
+        /// The thread.
+        thread: String,
+    },
+    /// The turn's journal or its start mark is corrupt (truncated, forged, or written by
+    /// another flow), or it changed while being read.
+    #[error("thread '{thread}': the journal of its unfinished turn cannot be recovered: {source}")]
+    Journal {
+        /// The thread.
+        thread: String,
+        /// What is wrong.
+        #[source]
+        source: JournalError,
+    },
+    /// The thread store failed, or the thread id is invalid.
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
+}
+
+/// The journal's answers for a recovered run: model replies per run path in order, tool
+/// results by run path and call id, and the calls that were asked for but have no result.
+struct Replay {
+    replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
+    results: HashMap<(RunPath, String), String>,
+    asked: HashSet<(RunPath, String)>,
+}
+
+impl Replay {
+    fn new(steps: &[RecordedEvent]) -> Replay {
+        let mut replies: HashMap<RunPath, VecDeque<Message>> = HashMap::new();
+        let mut results = HashMap::new();
+        let mut asked = HashSet::new();
+        for step in steps {
+            let Some(message) = &step.message else {
+                continue;
+            };
+            match (StepKind::of(step), message.role) {
+                (StepKind::ModelReply, Role::Assistant) => {
+                    for call in &message.tool_calls {
+                        asked.insert((step.run_path.clone(), call.id.clone()));
+                    }
+                    replies
+                        .entry(step.run_path.clone())
+                        .or_default()
+                        .push_back(message.clone());
+                }
+                (StepKind::ToolResult, Role::Tool) => {
+                    if let Some(call) = &message.tool_call_id {
+                        results.insert(
+                            (step.run_path.clone(), call.clone()),
+                            message.content.clone(),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        Replay {
+            replies: Mutex::new(replies),
+            results,
+            asked,
+        }
+    }
+}
+
+/// The text a non-idempotent tool's in-flight call is answered with on recovery.
+fn in_flight_text(tool: &str, key: &str) -> String {
+    format!(
+        "error: the call to tool '{tool}' was in flight when its worker stopped (idempotency \
+         key {key}); it may or may not have happened, and it was not run again because the \
+         tool is not idempotent. Check whether it took effect before calling it again"
+    )
+}
+
+#[async_trait]
+impl Middleware for Replay {
+    fn name(&self) -> std::borrow::Cow<'_, str> {
+        "journal replay".into()
+    }
+
+    async fn before_model(
+        &self,
+        cx: &HookContext,
+        _request: &mut ChatRequest,
+    ) -> Result<Option<Message>, HookError> {
+        let mut replies = self.replies.lock().expect("replay lock");
+        Ok(replies.get_mut(cx.run_path()).and_then(VecDeque::pop_front))
+    }
+
+    async fn before_tool(
+        &self,
+        cx: &HookContext,
+        call: &mut ToolCall,
+    ) -> Result<Option<String>, HookError> {
+        let key = (cx.run_path().clone(), call.id.clone());
+        if let Some(result) = self.results.get(&key) {
+            return Ok(Some(result.clone()));
+        }
+        if self.asked.contains(&key) && !cx.tool_idempotent() {
+            let idempotency_key = format!(
+                "{}:{}:{}",
+                cx.run_context().idempotency_scope(),
+                cx.run_path(),
+                call.id
+            );
+            return Ok(Some(in_flight_text(&call.name, &idempotency_key)));
+        }
+        // In flight (or never started): it runs again, with the same idempotency key.
+        Ok(None)
+    }
+}
+
+fn journal_error(thread: &str) -> impl Fn(JournalError) -> RecoverError + '_ {
+    move |source| RecoverError::Journal {
+        thread: thread.to_owned(),
+        source,
+    }
+}
+
+impl Runner {
+    /// Recovers the turn of thread `thread_id` whose worker died (a crash, a SIGKILL, a
+    /// redeploy), from its journal: `Ok(None)` if the thread has no such turn, else the
+    /// recovered [`Turn`], whose events are the whole turn's (those the dead worker's caller
+    /// already saw are delivered again, with their original run paths) and which is recorded
+    /// when it ends, exactly as the uninterrupted turn would have been.
+    ///
+    /// Finished model replies and tool results are taken from the journal, never asked or
+    /// run again; a tool call that was in flight runs again with the same
+    /// [`idempotency_key`](crate::ToolContext::idempotency_key) (at-least-once: a tool with
+    /// side effects deduplicates on the key), unless the tool is not
+    /// [idempotent](crate::Tool::idempotent): then the model gets an error result it can act
+    /// on. The module docs of `runner::recover` say how.
+    ///
+    /// Only journaled turns ([`Durability::Async`](super::Durability::Async) or
+    /// [`Sync`](super::Durability::Sync), with a [`journal_store`](Runner::journal_store))
+    /// can be recovered; the recovered turn goes on journaling (in `Sync` if this runner's
+    /// mode is `Exit`). A new [`turn`](Runner::turn) on the thread does not recover first: it
+    /// replaces the dead turn (its effects stay done but unrecorded), so a service calls
+    /// `recover` on a thread before taking a new message for it (`Ok(None)` costs two reads),
+    /// and on the threads it was serving when it starts again.
+    ///
+    /// Errors, with nothing stored changed and nothing run: [`RecoverError::Leased`] while a
+    /// worker holds the thread's lease (the dead worker's lease must run out first),
+    /// [`RecoverError::Journal`] for a journal written by another flow, truncated or forged,
+    /// [`RecoverError::NoJournal`] without a journal store. A run that diverges from its
+    /// journal while it replays (a code agent that is not deterministic) stops with an error
+    /// event and records nothing.
+    pub async fn recover(&self, thread_id: &str) -> Result<Option<Turn>, RecoverError> {
+        if self.journal.is_none() {
+            return Err(RecoverError::NoJournal {
+                thread: thread_id.to_owned(),
+            });
+        }
+        let (store, claim, mut lease) = match self.hold_thread(thread_id).await {
+            Ok(held) => held,
+            Err(ThreadError::Busy { .. }) => {
+                return Err(RecoverError::Leased {
+                    thread: thread_id.to_owned(),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let started = self
+            .start_recovered(store, thread_id, claim, &mut lease)
+            .await;
+        ThreadLease::release_unused(lease).await;
+        started
+    }
+
+    /// The open start mark of the next turn of `thread_id`, with the thread's version and
+    /// the turn's number, if it has one.
+    async fn open_mark(
+        &self,
+        store: &Arc<dyn ThreadStore>,
+        thread_id: &str,
+    ) -> Result<Option<(TurnStart, u64, u64)>, RecoverError> {
+        let journal = self
+            .journal_store_or_err(thread_id)
+            .map_err(journal_error(thread_id))?;
+        let head = store.head(thread_id).await?;
+        if let Some(head) = &head {
+            // A turn waiting for its resume is continued by `resume_turn`, whose claim makes
+            // a dead worker's resume run again.
+            if matches!(head.last.end, RecordEnd::Interrupted { .. }) {
+                return Ok(None);
+            }
+        }
+        let (version, turn) = head.as_ref().map_or((0, 0), |h| (h.version, h.turns));
+        let id = turn_mark_id(thread_id, turn);
+        let steps = journal
+            .read_steps(&id, 0)
+            .await
+            .map_err(journal_error(thread_id))?;
+        let [mark] = steps.as_slice() else {
+            // No mark (the turn was never journaled), or a closed one.
+            return Ok(None);
+        };
+        let corrupt = |reason: String| RecoverError::Journal {
+            thread: thread_id.to_owned(),
+            source: JournalError::Corrupt {
+                run: id.clone(),
+                seq: 0,
+                reason,
+            },
+        };
+        if mark.kind != MARK_KIND {
+            return Err(corrupt(format!(
+                "its kind is '{}', not a turn start",
+                mark.kind
+            )));
+        }
+        let start: TurnStart = serde_json::from_slice(&mark.bytes)
+            .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
+        let flow = self.flow_fingerprint();
+        if start.flow != flow {
+            return Err(corrupt(format!(
+                "it was written by another flow (fingerprint {}, this flow's is {flow}); \
+                 recover it with the runner of that flow",
+                start.flow
+            )));
+        }
+        if start.thread != thread_id || start.turn != turn || start.version != version {
+            return Err(corrupt(format!(
+                "it says it starts turn {} of thread '{}' at version {}, which does not fit \
+                 this thread (turn {turn}, version {version})",
+                start.turn, start.thread, start.version
+            )));
+        }
+        if start.input.is_empty() || start.started_at.last().is_none() {
+            return Err(corrupt("it has no input or no starting agent".into()));
+        }
+        Ok(Some((start, version, turn)))
+    }
+
+    /// Starts the recovery of `thread_id`'s unfinished turn under `lease` (moved into the
+    /// turn once it is built).
+    async fn start_recovered(
+        &self,
+        store: Arc<dyn ThreadStore>,
+        thread_id: &str,
+        claim: super::turn::ThreadClaim,
+        lease: &mut Option<ThreadLease>,
+    ) -> Result<Option<Turn>, RecoverError> {
+        let Some((start, version, number)) = self.open_mark(&store, thread_id).await? else {
+            return Ok(None);
+        };
+        let journal_id = turn_journal_id(thread_id, number);
+        let steps = self
+            .journal(&journal_id)
+            .await
+            .map_err(journal_error(thread_id))?;
+        let replayed: Vec<RecordedEvent> = steps.into_iter().map(|s| s.event).collect();
+        let name = start.started_at.last().expect("checked by open_mark");
+        let agent = if name == self.agent.name() {
+            crate::agent::FlowAgent::clone(&self.agent)
+        } else {
+            self.agent.find(name).ok_or_else(|| RecoverError::Journal {
+                thread: thread_id.to_owned(),
+                source: JournalError::Corrupt {
+                    run: turn_mark_id(thread_id, number),
+                    seq: 0,
+                    reason: format!("its turn starts at agent '{name}', which this flow has not"),
+                },
+            })?
+        };
+        let replay: Arc<dyn Middleware> = Arc::new(Replay::new(&replayed));
+        let mut first = Middlewares::default().with(replay);
+        // The recovered run journals in Sync unless the runner says Async: its tool calls
+        // then wait for their replies' steps (those of the journal are stored already).
+        let gate = (self.durability != super::Durability::Async).then(|| {
+            let gate = Arc::new(StoredCalls::default());
+            gate.add(&replayed);
+            gate
+        });
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(JournalGate(Arc::clone(gate))));
+        }
+        let middleware = Middlewares::chain([&first, &self.middleware]);
+        let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
+        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        let cx = RunContext::new_run(
+            Session::new(),
+            input.iter().cloned(),
+            self.streaming,
+            agent.name(),
+        )
+        .with_thread(Arc::new(history))
+        .with_options(Arc::clone(&self.options))
+        .with_limits(self.limits)
+        .with_run_middleware(middleware)
+        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false)
+        .with_idempotency_scope(start.scope.as_str());
+        let agent_input = AgentInput {
+            messages: input.into(),
+            streaming: self.streaming,
+        };
+        tracing::info!(
+            thread = thread_id,
+            turn = number,
+            steps = replayed.len(),
+            "recovering a turn whose worker died"
+        );
+        let events = Arc::new(agent).run(cx.clone(), agent_input);
+        let plan = Recording {
+            runner: self.clone(),
+            store,
+            thread_id: thread_id.to_owned(),
+            turn: number,
+            version,
+            started_at: start.started_at,
+            start: RecordStart::Turn { input: start.input },
+            by: start.by,
+            restored: 0,
+            resumed_checkpoint: None,
+            lineage: (crate::ids::unique_token(), 0),
+            resume_claim: Mutex::new(None),
+            replayed: Some(replayed),
+            gate,
+        };
+        let lease = lease
+            .take()
+            .expect("the turn's lease is held until it starts");
+        Ok(Some(plan.into_turn(cx, events, claim, lease)))
+    }
+}

@@ -1,0 +1,111 @@
+//! A new journaled turn's start mark: what [`Runner::recover`](crate::Runner::recover) needs to
+//! run the turn again after its worker died (see `runner::recover`), written before the turn
+//! runs anything, closed if the turn fails or is cancelled.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::Message;
+use crate::run_path::RunPath;
+use crate::store::{JournalError, JournalStore, StoredStep};
+
+/// The label of a turn's start mark.
+pub(super) const MARK_KIND: &str = "turn_start";
+/// The label of the step that closes a mark (the turn failed or was cancelled).
+const CLOSED_KIND: &str = "turn_closed";
+
+/// The id of the journal holding the start mark of turn `turn` of thread `thread`.
+pub fn turn_mark_id(thread: &str, turn: u64) -> String {
+    // `turn_journal_id(thread, turn)`, then `.start`.
+    format!("{thread}.turn-{turn}.start")
+}
+
+/// What a journaled turn writes before it runs: what its recovery needs to start it again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct TurnStart {
+    /// The flow's fingerprint.
+    pub(super) flow: String,
+    /// The thread.
+    pub(super) thread: String,
+    /// The turn's number.
+    pub(super) turn: u64,
+    /// The thread's version the turn loaded.
+    pub(super) version: u64,
+    /// The turn's input.
+    pub(super) input: Vec<Message>,
+    /// Where it started.
+    pub(super) started_at: RunPath,
+    /// Its idempotency scope.
+    pub(super) scope: String,
+    /// Who started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) by: Option<Arc<str>>,
+}
+
+/// A new turn's start mark: written before it runs; closed if the turn fails or is cancelled
+/// (dropped); left open when it is recorded (the thread has moved on) or its worker dies.
+pub(super) struct TurnMark {
+    store: Arc<dyn JournalStore>,
+    id: String,
+    armed: bool,
+}
+
+impl TurnMark {
+    /// Writes the start mark `start` of a new turn in `store`.
+    pub(super) async fn write(
+        store: Arc<dyn JournalStore>,
+        start: &TurnStart,
+    ) -> Result<TurnMark, JournalError> {
+        let id = turn_mark_id(&start.thread, start.turn);
+        // A mark left by an earlier attempt of this turn number (failed, cancelled, or
+        // crashed and not recovered) is replaced.
+        if store.journal_len(&id).await? > 0 {
+            store.truncate_steps(&id, 0).await?;
+        }
+        let step = StoredStep {
+            seq: 0,
+            at_ms: crate::store::now_ms(),
+            kind: MARK_KIND.into(),
+            bytes: serde_json::to_vec(start).expect("a turn start always serialises"),
+        };
+        store.append_steps(&id, 0, vec![step]).await?;
+        Ok(TurnMark {
+            store,
+            id,
+            armed: true,
+        })
+    }
+
+    /// Leaves the mark as it is (the turn was recorded, or another worker owns it now).
+    pub(super) fn leave(mark: Option<TurnMark>) {
+        if let Some(mut mark) = mark {
+            mark.armed = false;
+        }
+    }
+}
+
+impl Drop for TurnMark {
+    /// Closes the mark of a turn that failed or was cancelled: there is nothing to recover.
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = Arc::clone(&self.store);
+        let id = std::mem::take(&mut self.id);
+        handle.spawn(async move {
+            let step = StoredStep {
+                seq: 1,
+                at_ms: crate::store::now_ms(),
+                kind: CLOSED_KIND.into(),
+                bytes: b"{}".to_vec(),
+            };
+            if let Err(e) = store.append_steps(&id, 1, vec![step]).await {
+                tracing::debug!(mark = %id, error = %e, "could not close a turn's start mark");
+            }
+        });
+    }
+}

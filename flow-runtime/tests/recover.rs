@@ -1,0 +1,409 @@
+//! Crash recovery from the journal ([`Runner::recover`]), in one process: a worker "dies"
+//! (its turn is forgotten after some events: nothing of it runs any more, its lease is never
+//! given back) and another runner on the same store recovers the turn once the lease ran out.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use flow_runtime::store::{JournalStore, StoredStep, ThreadRecord};
+use flow_runtime::{
+    turn_journal_id, turn_mark_id, AgentEvent, Durability, FlowAgent, FnAgent, InMemoryStore,
+    JournalError, Message, RecoverError, Runner, Turn, TurnOutcome,
+};
+use futures::StreamExt;
+use support::ledger::{paid_once, paying_desk, payments};
+
+/// The lease of the turns that die: short, so the recovery waits little.
+const LEASE: Duration = Duration::from_millis(60);
+
+fn runner(store: &InMemoryStore, ledger: &Path, refund_idempotent: bool) -> Runner {
+    Runner::new(paying_desk(
+        ledger.to_path_buf(),
+        Duration::ZERO,
+        refund_idempotent,
+    ))
+    .stores(store.clone())
+    .journal_store(store.clone())
+    .durability(Durability::Sync)
+    .lease(LEASE)
+}
+
+fn work_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentflow-recover-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A record without its time, to compare with another run's.
+fn timeless(mut record: ThreadRecord) -> ThreadRecord {
+    record.at_ms = 0;
+    record
+}
+
+fn show(events: &[AgentEvent]) -> Vec<String> {
+    events.iter().map(support::line).collect()
+}
+
+/// Runs a turn of thread `t` to its end: its events and its one record.
+async fn uninterrupted(name: &str) -> (Vec<String>, ThreadRecord) {
+    let work = work_dir(name);
+    let store = InMemoryStore::new();
+    let runner = runner(&store, &work.join("ledger"), true);
+    let turn = runner
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    let events: Vec<AgentEvent> = turn.collect().await;
+    let mut records = runner.thread_records("t").await.unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(paid_once(&work.join("ledger")), (1, 1));
+    (show(&events), timeless(records.remove(0)))
+}
+
+/// Starts a turn and lets its worker "die" after `seen` events: the turn is forgotten, so
+/// nothing of it runs any more and its lease is never given back.
+async fn die_after(runner: &Runner, seen: usize) -> Vec<AgentEvent> {
+    let mut turn: Turn = runner
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    for _ in 0..seen {
+        match turn.next().await {
+            Some(event) => events.push(event),
+            None => break,
+        }
+    }
+    std::mem::forget(turn);
+    events
+}
+
+/// Recovers thread `t` once the dead worker's lease ran out.
+async fn recover(runner: &Runner) -> Option<Turn> {
+    for _ in 0..500 {
+        match runner.recover("t").await {
+            Err(RecoverError::Leased { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the dead worker's lease never ran out");
+}
+
+#[tokio::test]
+async fn a_turn_whose_worker_died_is_recovered_at_every_point() {
+    let (reference_events, reference) = uninterrupted("reference").await;
+    assert_eq!(reference_events.len(), 8, "{reference_events:#?}");
+    // A worker that dies before the turn ran anything leaves nothing to recover.
+    {
+        let work = work_dir("point-0");
+        let store = InMemoryStore::new();
+        die_after(&runner(&store, &work.join("ledger"), true), 0).await;
+        assert!(recover(&runner(&store, &work.join("ledger"), true))
+            .await
+            .is_none());
+        assert!(payments(&work.join("ledger")).is_empty());
+    }
+    for seen in 1..=reference_events.len() {
+        let work = work_dir(&format!("point-{seen}"));
+        let ledger = work.join("ledger");
+        let store = InMemoryStore::new();
+        let dead = die_after(&runner(&store, &ledger, true), seen).await;
+        let journaled = store.journal_len(&turn_journal_id("t", 0)).await.unwrap();
+        assert!(
+            journaled as usize >= dead.len(),
+            "Sync: every event seen is stored"
+        );
+        // Another worker (a new runner on the same store) recovers the turn.
+        let other = runner(&store, &ledger, true);
+        let Some(turn) = recover(&other).await else {
+            panic!("point {seen}: nothing to recover");
+        };
+        let events: Vec<AgentEvent> = turn.collect().await;
+        // Every event of the turn is delivered again, with its original run path.
+        assert_eq!(show(&events), reference_events, "point {seen}");
+        let records = other.thread_records("t").await.unwrap();
+        assert_eq!(records.len(), 1, "point {seen}");
+        assert_eq!(timeless(records[0].clone()), reference, "point {seen}");
+        // Each payment once, whatever was in flight.
+        assert_eq!(
+            paid_once(&ledger),
+            (1, 1),
+            "point {seen}: {:?}",
+            payments(&ledger)
+        );
+        // The journal is the record, and nothing is left to recover.
+        let steps = other.journal(&turn_journal_id("t", 0)).await.unwrap();
+        let stepped: Vec<_> = steps.into_iter().map(|s| s.event).collect();
+        assert_eq!(stepped, reference.events, "point {seen}");
+        assert!(other.recover("t").await.unwrap().is_none());
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn journaled_replies_and_results_are_not_asked_or_run_again() {
+    let work = work_dir("replayed");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    // Dies after the refunder's reply asking for `refund` was seen: `pay` and its transfer
+    // are journaled.
+    die_after(&runner(&store, &ledger, true), 5).await;
+    assert_eq!(paid_once(&ledger), (1, 0));
+    let other = runner(&store, &ledger, true);
+    let turn = recover(&other).await.unwrap();
+    assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+    assert_eq!(paid_once(&ledger), (1, 1));
+    // `pay` ran once (in the dead worker: its result is journaled); `refund` may have
+    // started in the dead worker (it was in flight) and ran again in the recovery, with the
+    // same idempotency key (so it paid once).
+    let calls = support::processes::lines(&support::ledger::calls_of(&ledger));
+    let pays: Vec<&String> = calls.iter().filter(|c| c.ends_with(" pay")).collect();
+    assert_eq!(pays.len(), 1, "{calls:?}");
+    let refunds: std::collections::HashSet<&String> =
+        calls.iter().filter(|c| c.ends_with(" refund")).collect();
+    assert_eq!(refunds.len(), 1, "one key for every attempt: {calls:?}");
+    let steps = other.journal(&turn_journal_id("t", 0)).await.unwrap();
+    let keys: Vec<String> = steps
+        .iter()
+        .filter_map(|s| s.idempotency_key.clone())
+        .collect();
+    assert_eq!(keys.len(), 2);
+    assert!(payments(&ledger)[0].starts_with(&keys[0]));
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test]
+async fn an_in_flight_call_of_a_non_idempotent_tool_is_answered_with_an_error() {
+    let work = work_dir("not-idempotent");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    // Dies once the refunder asked for `refund`: the call may have started.
+    die_after(&runner(&store, &ledger, false), 5).await;
+    let other = runner(&store, &ledger, false);
+    let turn = recover(&other).await.unwrap();
+    assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+    // `refund` did not run again; the model got an error it can act on.
+    assert_eq!(paid_once(&ledger), (1, 0));
+    let records = other.thread_records("t").await.unwrap();
+    let result = records[0]
+        .events
+        .iter()
+        .filter_map(|e| e.message.as_ref())
+        .find(|m| m.tool_call_id.is_some() && m.content.contains("refund"))
+        .expect("the refund call's result")
+        .content
+        .clone();
+    assert!(
+        result.starts_with("error: the call to tool 'refund' was in flight")
+            && result.contains("may or may not have happened")
+            && result.contains("Check whether it took effect"),
+        "{result}"
+    );
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test]
+async fn a_turn_still_leased_by_a_live_worker_is_not_recovered() {
+    let work = work_dir("live");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    let live = runner(&store, &ledger, true).lease(Duration::from_secs(60));
+    let mut turn = live
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    turn.next().await.unwrap();
+    let other = runner(&store, &ledger, true);
+    assert!(matches!(
+        other.recover("t").await,
+        Err(RecoverError::Leased { thread }) if thread == "t"
+    ));
+    // The live turn goes on, unharmed, and there is nothing to recover afterwards.
+    assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+    assert_eq!(paid_once(&ledger), (1, 1));
+    assert!(other.recover("t").await.unwrap().is_none());
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test]
+async fn a_cancelled_or_failed_turn_and_an_exit_mode_turn_are_not_recovered() {
+    let work = work_dir("cancelled");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    let live = runner(&store, &ledger, true);
+    let mut turn = live
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    turn.next().await.unwrap();
+    drop(turn); // cancelled: its start mark is closed
+    let mut closed = false;
+    for _ in 0..500 {
+        if store.journal_len(&turn_mark_id("t", 0)).await.unwrap() == 2 {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(closed, "a cancelled turn's start mark is closed");
+    assert!(live.recover("t").await.unwrap().is_none());
+    // Exit mode journals nothing: there is nothing to recover from.
+    let exit_store = InMemoryStore::new();
+    let exit = runner(&exit_store, &ledger, true).durability(Durability::Exit);
+    let mut turn = exit.turn("u", Message::user("hi")).await.unwrap();
+    turn.next().await.unwrap();
+    std::mem::forget(turn);
+    assert_eq!(
+        exit_store.journal_len(&turn_mark_id("u", 0)).await.unwrap(),
+        0
+    );
+    let exit = exit.lease(LEASE);
+    for _ in 0..500 {
+        match exit.recover("u").await {
+            Err(RecoverError::Leased { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            other => {
+                assert!(other.unwrap().is_none());
+                break;
+            }
+        }
+    }
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// Sets up a dead turn with journaled steps; returns the store.
+async fn dead_turn(work: &Path) -> InMemoryStore {
+    let store = InMemoryStore::new();
+    die_after(&runner(&store, &work.join("ledger"), true), 3).await;
+    store
+}
+
+async fn journal_state(store: &InMemoryStore) -> Vec<StoredStep> {
+    store.read_steps(&turn_journal_id("t", 0), 0).await.unwrap()
+}
+
+#[tokio::test]
+async fn bad_journals_are_typed_errors() {
+    let work = work_dir("bad-journals");
+    let ledger = work.join("ledger");
+    let id = turn_journal_id("t", 0);
+    let other_flow = || {
+        Runner::new(FlowAgent::new(FnAgent::new("other", |_, _| async {
+            Ok(())
+        })))
+    };
+    for case in ["forged", "truncated", "foreign"] {
+        let store = dead_turn(&work).await;
+        let len = store.journal_len(&id).await.unwrap();
+        let good = store.read_steps(&id, 0).await.unwrap();
+        match case {
+            "forged" => {
+                let mut step = good[0].clone();
+                step.kind = "tool_result".into(); // a reply posing as a tool result
+                store.append_steps(&id, len, vec![step]).await.unwrap();
+            }
+            "truncated" => {
+                let mut step = good[1].clone();
+                step.bytes.truncate(step.bytes.len() / 2);
+                store.append_steps(&id, len, vec![step]).await.unwrap();
+            }
+            _ => {}
+        }
+        let before = journal_state(&store).await;
+        let recovering = match case {
+            "foreign" => other_flow()
+                .stores(store.clone())
+                .journal_store(store.clone())
+                .lease(LEASE),
+            _ => runner(&store, &ledger, true),
+        };
+        let mut result = None;
+        for _ in 0..500 {
+            match recovering.recover("t").await {
+                Err(RecoverError::Leased { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                other => {
+                    result = Some(other);
+                    break;
+                }
+            }
+        }
+        match result.expect("the lease ran out") {
+            Err(RecoverError::Journal {
+                source: JournalError::Corrupt { reason, .. },
+                ..
+            }) => {
+                let expected = match case {
+                    "foreign" => "another flow",
+                    "truncated" => "does not decode",
+                    _ => "does not match what it records",
+                };
+                assert!(reason.contains(expected), "{case}: {reason}");
+            }
+            other => panic!("{case}: {:?}", other.map(|t| t.is_some())),
+        }
+        // Nothing stored changed, nothing ran again, nothing recorded.
+        assert_eq!(journal_state(&store).await, before, "{case}");
+        assert_eq!(paid_once(&ledger).1, 0, "{case}");
+        assert!(recovering.thread_records("t").await.unwrap().is_empty());
+    }
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+#[tokio::test]
+async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
+    use flow_runtime::{
+        tool_fn_with_context, ChatModelAgent, ScriptStep, ScriptedModel, ToolContext,
+    };
+    let store = InMemoryStore::new();
+    let journal = store.clone();
+    // The tool looks at the journal: is the reply that asked for this call stored already?
+    let check = tool_fn_with_context(
+        "check",
+        "Checks the journal.",
+        move |cx: ToolContext, _: serde_json::Value| {
+            let journal = journal.clone();
+            async move {
+                let steps = journal
+                    .read_steps(&turn_journal_id("t", 0), 0)
+                    .await
+                    .unwrap();
+                let call = cx.call_id().to_owned();
+                let stored = steps.iter().any(|s| {
+                    s.kind == "model_reply"
+                        && String::from_utf8_lossy(&s.bytes).contains(&format!("\"{call}\""))
+                });
+                Ok::<_, std::io::Error>(format!("reply stored: {stored}"))
+            }
+        },
+    );
+    let model = ScriptedModel::rules()
+        .after_tool("check", ScriptStep::text("done"))
+        .otherwise(ScriptStep::tool_call("check", serde_json::json!({})));
+    let agent = FlowAgent::new(
+        ChatModelAgent::builder("desk", model)
+            .tool(check)
+            .build()
+            .unwrap(),
+    );
+    for (mode, expected) in [(Durability::Sync, true), (Durability::Exit, false)] {
+        let runner = Runner::new(agent.clone())
+            .stores(store.clone())
+            .journal_store(store.clone())
+            .durability(mode);
+        let _ = runner.delete_thread("t").await;
+        let turn = runner.turn("t", Message::user("go")).await.unwrap();
+        assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+        let records = runner.thread_records("t").await.unwrap();
+        let result = records[0].events[1]
+            .message
+            .as_ref()
+            .unwrap()
+            .content
+            .clone();
+        assert_eq!(result, format!("reply stored: {expected}"), "{mode:?}");
+    }
+}
