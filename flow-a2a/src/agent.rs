@@ -3,7 +3,7 @@
 //!
 //! | agentflow | A2A |
 //! | --- | --- |
-//! | the node runs | `SendStreamingMessage` with the turn's last user message |
+//! | the node runs | `SendStreamingMessage`: one text part per message of the conversation the node sees under its context policy (`{"agentflow": {"role"}}` in each part's metadata), the turn's last user message last (`{"agentflow": {"role": "user", "request": true}}`) |
 //! | the node's events, at the node's run path | the task's status messages, as assistant messages |
 //! | an interrupt (`info.question`, `info.remote`; the remote task in its saved state) | the task's `input-required` status |
 //! | the resume data | the next message of the same task (a text part for a string, else a data part) |
@@ -280,7 +280,7 @@ pub fn describe(card: &AgentCard) -> String {
     out
 }
 
-/// What the node sends: the run's last user message (what the user asked this turn, not the
+/// The request: the run's last user message (what the user asked this turn, not the
 /// "For context:" forms of what other agents said), else its input's last message.
 fn input_text(cx: &RunContext, input: &AgentInput) -> String {
     cx.root_input()
@@ -290,6 +290,43 @@ fn input_text(cx: &RunContext, input: &AgentInput) -> String {
         .or_else(|| input.messages.last())
         .map(|m| m.content.clone())
         .unwrap_or_default()
+}
+
+/// What the node sends: the conversation its input holds (the earlier turns and what other
+/// agents said, as its context policy shaped them), one text part per message with text,
+/// each marked with its role; then the request (see [`input_text`]), marked as such.
+fn input_parts(cx: &RunContext, input: &AgentInput) -> Vec<Part> {
+    let request = input_text(cx, input);
+    // The request's own message, if the input holds it: it goes last.
+    let own = input
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.content == request);
+    let mut parts: Vec<Part> = input
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(k, m)| Some(*k) != own && !m.content.is_empty())
+        .map(|(_, m)| {
+            marked(
+                Part::text(m.content.clone()),
+                json!({"role": m.role.to_string()}),
+            )
+        })
+        .collect();
+    parts.push(marked(
+        Part::text(request),
+        json!({"role": "user", "request": true}),
+    ));
+    parts
+}
+
+/// `part` with agentflow's entry `entry` in its metadata.
+fn marked(mut part: Part, entry: Value) -> Part {
+    let mut m = serde_json::Map::new();
+    m.insert(crate::meta::METADATA_KEY.into(), entry);
+    part.metadata = Some(m);
+    part
 }
 
 impl Agent for A2aAgent {
@@ -302,7 +339,7 @@ impl Agent for A2aAgent {
     }
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
-        let message = self.message(&cx, vec![Part::text(input_text(&cx, &input))]);
+        let message = self.message(&cx, input_parts(&cx, &input));
         generate(
             cx,
             move |cx| async move { self.exchange(&cx, message).await },
@@ -348,6 +385,38 @@ impl Agent for A2aAgent {
 mod tests {
     use super::*;
     use crate::wire::AgentSkill;
+    use flow_runtime::{Message, Session};
+
+    #[test]
+    fn the_node_sends_the_conversation_it_sees_and_the_request_last() {
+        let request = Arc::new(Message::user("Send the invoice"));
+        let cx = RunContext::new_run(Session::new(), [Arc::clone(&request)], false, "billing");
+        let input = AgentInput {
+            messages: vec![
+                Arc::new(Message::user("Hi, I am Ada")),
+                Arc::new(Message::assistant("Hello Ada.")),
+                Arc::clone(&request),
+                Arc::new(Message::user("For context: [triage] said: over to billing")),
+                Arc::new(Message::assistant("")),
+            ]
+            .into(),
+            streaming: false,
+        };
+        let parts = input_parts(&cx, &input);
+        let texts: Vec<&str> = parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Hi, I am Ada",
+                "Hello Ada.",
+                "For context: [triage] said: over to billing",
+                "Send the invoice"
+            ]
+        );
+        let entry = |k: usize| parts[k].metadata.as_ref().unwrap()["agentflow"].clone();
+        assert_eq!(entry(1), json!({"role": "assistant"}));
+        assert_eq!(entry(3), json!({"role": "user", "request": true}));
+    }
 
     #[test]
     fn a_cards_skills_become_the_node_description() {

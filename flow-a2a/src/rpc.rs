@@ -19,6 +19,14 @@ pub mod method {
     pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
     /// List tasks.
     pub const LIST_TASKS: &str = "ListTasks";
+    /// Set a webhook of a task.
+    pub const CREATE_PUSH_CONFIG: &str = "CreateTaskPushNotificationConfig";
+    /// One webhook of a task.
+    pub const GET_PUSH_CONFIG: &str = "GetTaskPushNotificationConfig";
+    /// The webhooks of a task.
+    pub const LIST_PUSH_CONFIGS: &str = "ListTaskPushNotificationConfigs";
+    /// Delete a webhook of a task.
+    pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
 }
 
 /// A JSON-RPC request.

@@ -500,6 +500,9 @@ pub struct SendMessageConfiguration {
     /// The media types the client takes.
     #[serde(skip_serializing_if = "is_empty")]
     pub accepted_output_modes: Vec<String>,
+    /// Where the task's push notifications go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// How many messages of the task's history to return.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i64>,
@@ -518,6 +521,103 @@ pub struct SendMessageResponse {
     /// The message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
+}
+
+/// `ListTasks`' parameters: which tasks, and which page of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    /// The tenant, for endpoints serving several.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub tenant: String,
+    /// Only the tasks of this context.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub context_id: String,
+    /// Only the tasks in this state (`Unspecified`: any).
+    pub status: TaskState,
+    /// How many tasks a page holds (the server bounds it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<i32>,
+    /// The page to return: a `nextPageToken` of an earlier answer.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub page_token: String,
+    /// How many messages of each task's history to return.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i64>,
+    /// Whether to return the tasks' artifacts.
+    #[serde(skip_serializing_if = "is_false")]
+    pub include_artifacts: bool,
+}
+
+/// `ListTasks`' result: one page of tasks, most recently updated first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListTasksResponse {
+    /// The tasks of the page.
+    pub tasks: Vec<Task>,
+    /// The token of the next page; empty on the last one.
+    pub next_page_token: String,
+    /// The page size used.
+    pub page_size: i32,
+    /// How many tasks match, over all pages.
+    pub total_size: i32,
+}
+
+/// Where a task's push notifications go (`TaskPushNotificationConfig`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    /// The tenant, for endpoints serving several.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub tenant: String,
+    /// The configuration's id (the server names it if the client does not).
+    pub id: String,
+    /// The task it is for.
+    pub task_id: String,
+    /// The webhook URL the task's updates are posted to.
+    pub url: String,
+    /// A token the client chose, sent back with each notification.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub token: String,
+    /// How the server authenticates to the webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<AuthenticationInfo>,
+}
+
+/// How a server authenticates to a push-notification webhook.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AuthenticationInfo {
+    /// The scheme (`Bearer`, ...).
+    pub scheme: String,
+    /// The credentials for it.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub credentials: String,
+}
+
+/// The parameters naming one push-notification configuration of a task (`Get...`,
+/// `Delete...`), or all of them (`List...`, without `id`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PushConfigParams {
+    /// The tenant, for endpoints serving several.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub tenant: String,
+    /// The task.
+    pub task_id: String,
+    /// The configuration.
+    #[serde(skip_serializing_if = "is_blank")]
+    pub id: String,
+}
+
+/// `ListTaskPushNotificationConfigs`' result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ListPushConfigsResponse {
+    /// The task's configurations.
+    pub configs: Vec<TaskPushNotificationConfig>,
+    /// The token of the next page; empty on the last one.
+    pub next_page_token: String,
 }
 
 /// `GetTask`, `CancelTask` and `SubscribeToTask`'s parameters: a task id.

@@ -1,7 +1,8 @@
 //! An agent served by the official A2A Python SDK (`tests/a2a/sdk_server.py`, a2a-sdk
 //! installed by `.ci/a2a.sh`) as the `billing` node of a tree: triage transfers to it, its
 //! events arrive at `triage/billing`, its question interrupts the turn, the resume reaches it
-//! through its task, and control returns to triage.
+//! through its task, and control returns to triage. The node sends the remote agent the
+//! conversation it sees (the earlier turn, triage's words), its request last.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -77,16 +78,31 @@ async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
             m.content
                 .contains("[billing] said: Invoice sent to ada@example.com")
         });
+        let asks = cx
+            .root_input()
+            .iter()
+            .any(|m| m.content.contains("invoice"));
         if billed {
             cx.say("Back at triage: the invoice is on its way.");
-        } else {
+        } else if asks {
             cx.transfer("billing");
+        } else {
+            cx.say("Hello Ada, how can I help?");
         }
         Ok(())
     });
     let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(billing)]).unwrap();
     let runner = Runner::new(desk).stores(InMemoryStore::new());
 
+    let first = runner
+        .turn("t1", Message::user("Hi, I am Ada"))
+        .await
+        .unwrap()
+        .final_output()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.content, "Hello Ada, how can I help?");
     let mut turn = runner
         .turn("t1", Message::user("Please send me the invoice"))
         .await
@@ -101,10 +117,27 @@ async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
     }
     assert_eq!(
         said,
-        [(
-            "triage/billing".to_owned(),
-            "Billing here: I will send the invoice.".to_owned()
-        )]
+        [
+            (
+                "triage/billing".to_owned(),
+                "Billing here: I will send the invoice.".to_owned()
+            ),
+            (
+                "triage/billing".to_owned(),
+                // The earlier turn and triage's words, as the node's context policy shapes
+                // them, then the request.
+                [
+                    "I read: Hi, I am Ada",
+                    "For context: [triage] said: Hello Ada, how can I help?.",
+                    "For context: [triage] called tool: `transfer_to_agent` with arguments: \
+                     {\"agent_name\":\"billing\"}.",
+                    "For context: [triage] `transfer_to_agent` tool returned result: \
+                     successfully transferred to agent [billing].",
+                    "Please send me the invoice"
+                ]
+                .join(" | ")
+            )
+        ]
     );
     let Some(TurnOutcome::Interrupted { interrupts, .. }) = turn.outcome() else {
         panic!(

@@ -109,7 +109,7 @@ pub use llm::{
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
     FINISH_TASK_TOOL_NAME, READ_TOOL_RESULT_TOOL_NAME,
 };
-pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals};
+pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals, FRONTEND_TOOL_KEY};
 pub use store::{
     Checkpoint, CheckpointError, CheckpointMeta, CheckpointState, CheckpointStore, Claim,
     Completion, FileStore, InMemoryStore, PendingCheckpoint, PendingInterrupt, SaveMode,
@@ -141,6 +141,7 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
+pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{turn_mark_id, RecoverError};
 pub use runner::{

@@ -90,46 +90,56 @@ pub(crate) fn after(
             }))
             .unwrap_or_default();
         }
-        let Ok(client) = client(&url) else {
-            tracing::error!("could not build the webhook client");
-            return;
-        };
-        let mut wait = Duration::from_millis(500);
-        for attempt in 1..=ATTEMPTS {
-            let timestamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            let sent = client
-                .post(url.clone())
-                .header("content-type", "application/json")
-                .header("x-agentflow-timestamp", timestamp.to_string())
-                .header(
-                    "x-agentflow-signature",
-                    signature(&secret, timestamp, &body),
-                )
-                .body(body.clone())
-                .send()
-                .await;
-            match sent {
-                Ok(r) if r.status().is_success() => return,
-                Ok(r) => {
-                    tracing::warn!(
-                        run = run.id(),
-                        attempt,
-                        status = r.status().as_u16(),
-                        "webhook refused"
-                    )
-                }
-                Err(e) => tracing::warn!(run = run.id(), attempt, error = %e, "webhook failed"),
-            }
-            if attempt < ATTEMPTS {
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-        }
-        tracing::error!(
-            run = run.id(),
-            "webhook not delivered after {ATTEMPTS} attempts"
-        );
+        deliver(url, &secret, body, Vec::new(), run.id()).await;
     });
+}
+
+/// Posts `body` (JSON) to `url`, signed under `secret` (see the module documentation), with
+/// the extra `headers`, within the module's bounds; `what` names the delivery in the log.
+/// Gives up quietly (logged) after [`ATTEMPTS`] attempts.
+pub(crate) async fn deliver(
+    url: reqwest::Url,
+    secret: &[u8],
+    body: Vec<u8>,
+    headers: Vec<(&'static str, String)>,
+    what: &str,
+) {
+    let Ok(client) = client(&url) else {
+        tracing::error!("could not build the webhook client");
+        return;
+    };
+    let mut wait = Duration::from_millis(500);
+    for attempt in 1..=ATTEMPTS {
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut request = client
+            .post(url.clone())
+            .header("content-type", "application/json")
+            .header("x-agentflow-timestamp", timestamp.to_string())
+            .header("x-agentflow-signature", signature(secret, timestamp, &body));
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        match request.body(body.clone()).send().await {
+            Ok(r) if r.status().is_success() => return,
+            Ok(r) => {
+                tracing::warn!(
+                    run = what,
+                    attempt,
+                    status = r.status().as_u16(),
+                    "webhook refused"
+                )
+            }
+            Err(e) => tracing::warn!(run = what, attempt, error = %e, "webhook failed"),
+        }
+        if attempt < ATTEMPTS {
+            tokio::time::sleep(wait).await;
+            wait *= 2;
+        }
+    }
+    tracing::error!(
+        run = what,
+        "webhook not delivered after {ATTEMPTS} attempts"
+    );
 }

@@ -22,9 +22,38 @@ fn state() -> AppState {
         .flow("desk", flow_server::demo::desk())
         .flow("slow", FlowAgent::new(slow))
         .auth(Auth::bearer(TOKEN))
+        .webhook_secret(SECRET)
         .turn_routing(TurnRouting::Root)
         .build()
         .unwrap()
+}
+
+const SECRET: &[u8] = b"a2a-push-secret-for-tests";
+
+/// A webhook receiver on loopback: sends (headers, body) of each POST to the channel.
+async fn receiver() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<(axum::http::HeaderMap, Vec<u8>)>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let tx = tx.clone();
+                async move {
+                    let _ = tx.send((headers, body.to_vec()));
+                    axum::http::StatusCode::OK
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    // `127.1` is 127.0.0.1 to a URL parser: the server echoes the client's own URL back, and
+    // the leak check refuses `http://127.0.0.1` in any answer (it would be an internal URL).
+    (format!("http://127.1:{}/hook", addr.port()), rx)
 }
 
 async fn call(base: &str, flow: &str, body: Value) -> Value {
@@ -90,8 +119,19 @@ async fn jsonrpc_errors_have_a2a_codes() {
     )
     .await;
     assert_eq!(code(unknown), -32001);
-    let push = call(&server.base, "desk", json!({"jsonrpc": "2.0", "id": 5, "method": "CreateTaskPushNotificationConfig", "params": {}})).await;
-    assert_eq!(code(push), -32003);
+    let push = json!({"jsonrpc": "2.0", "id": 5, "method": "CreateTaskPushNotificationConfig",
+                      "params": {"taskId": "nobody.0", "url": "ftp://example.com/hook"}});
+    assert_eq!(code(call(&server.base, "desk", push.clone()).await), -32602);
+    // Without a webhook secret, a server sends no push notifications (and its card says so).
+    let plain = spawn(
+        AppState::builder(InMemoryStore::new())
+            .flow("desk", flow_server::demo::desk())
+            .auth(Auth::bearer(TOKEN))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(code(call(&plain.base, "desk", push).await), -32003);
     let version: Value = client
         .post(format!("{}/a2a/desk", server.base))
         .bearer_auth(TOKEN)
@@ -262,11 +302,13 @@ async fn the_official_python_sdk_client_talks_to_the_server() {
         return;
     };
     let server = spawn(state()).await;
+    let (hook, mut hits) = receiver().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a2a/sdk_client.py");
     let run = tokio::process::Command::new(python)
         .arg(script)
         .arg(&server.base)
         .arg(TOKEN)
+        .arg(&hook)
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run)
@@ -279,5 +321,26 @@ async fn the_official_python_sdk_client_talks_to_the_server() {
     assert!(
         output.status.success() && stdout.contains("A2A SDK CLIENT OK"),
         "the SDK client failed:\n{stdout}\n{stderr}"
+    );
+    // The webhook the client set on the waiting task was told it was cancelled: the task as a
+    // StreamResponse, with the client's token, signed under the server's webhook secret.
+    let (headers, body) = tokio::time::timeout(Duration::from_secs(30), hits.recv())
+        .await
+        .expect("the push notification arrives")
+        .unwrap();
+    let pushed: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        pushed["task"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{pushed}"
+    );
+    assert_eq!(headers["x-a2a-notification-token"], "push-token-1");
+    let timestamp: u64 = headers["x-agentflow-timestamp"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        headers["x-agentflow-signature"].to_str().unwrap(),
+        flow_server::webhooks::signature(SECRET, timestamp, &body)
     );
 }

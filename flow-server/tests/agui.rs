@@ -9,13 +9,42 @@ use std::time::Duration;
 use common::{spawn, TOKEN};
 use flow_runtime::model::ChatRequest;
 use flow_runtime::{
-    ChatModelAgent, FlowAgent, InMemoryStore, Role, ScriptStep, ScriptedModel, TurnRouting,
+    ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, Role, ScriptStep, ScriptedModel, TurnRouting,
 };
 use flow_server::{AppState, Auth, FrontendTool};
 use serde_json::{json, Value};
 
-/// The desk, and `ui`: an agent that asks the front end to confirm the address, then ships.
+/// `shop`'s model: calls the front-end tool `confirm_address` when the request offers it (it
+/// has no tool of its own), then ships to the address the tool gave.
+fn shop_model() -> ScriptedModel {
+    ScriptedModel::rules()
+        .when_with(
+            |r: &ChatRequest| {
+                r.messages.last().is_some_and(|m| {
+                    m.role == Role::Tool && m.tool_name.as_deref() == Some("confirm_address")
+                })
+            },
+            |r: &ChatRequest| {
+                ScriptStep::text(format!(
+                    "Shipping to {}.",
+                    r.messages.last().unwrap().content
+                ))
+            },
+        )
+        .when(
+            |r: &ChatRequest| r.tools.iter().any(|t| t.name == "confirm_address"),
+            ScriptStep::tool_call("confirm_address", json!({"country": "UK"})),
+        )
+        .otherwise(ScriptStep::text("I have no way to confirm your address."))
+}
+
+/// The desk; `ui`: an agent that asks the front end to confirm the address, then ships;
+/// `shop`: the same with the front end's tools only; `visits`: greets and counts visits.
 fn state() -> AppState {
+    state_with(shop_model())
+}
+
+fn state_with(shop: ScriptedModel) -> AppState {
     let answered = |r: &ChatRequest| {
         r.messages.last().is_some_and(|m| {
             m.role == Role::Tool && m.tool_name.as_deref() == Some("confirm_address")
@@ -35,9 +64,25 @@ fn state() -> AppState {
         ))
         .build()
         .unwrap();
+    // `visits`: greets `name` (a value the client's state gives) and counts the visits.
+    let visits = FnAgent::new("counter", |cx, _| async move {
+        let name: String = cx
+            .session()
+            .value("name")
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let seen: u64 = cx.session().value("visits").ok().flatten().unwrap_or(0);
+        cx.session().set_value("visits", seen + 1).unwrap();
+        cx.say(format!("Hello {name}, visit {}.", seen + 1));
+        Ok(())
+    });
+    let shop = ChatModelAgent::builder("shop", shop).build().unwrap();
     AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
         .flow("ui", FlowAgent::new(shipper))
+        .flow("shop", FlowAgent::new(shop))
+        .flow("visits", FlowAgent::new(visits))
         .auth(Auth::bearer(TOKEN))
         .turn_routing(TurnRouting::Root)
         .build()
@@ -124,6 +169,118 @@ async fn a_turn_is_agui_events_and_an_interrupt_is_answered_with_resume() {
         last["result"],
         "Sorry: the refund for order 42 was not approved."
     );
+}
+
+#[tokio::test]
+async fn the_state_carries_the_session_values_both_ways() {
+    let server = spawn(state()).await;
+    let input = |state: Value| {
+        json!({"threadId": "th-s", "runId": "r", "state": state,
+               "messages": [{"id": "1", "role": "user", "content": "hi"}]})
+    };
+    let (status, events) = run(
+        &server.base,
+        "visits",
+        input(json!({"name": "Ada", "visits": 4})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let snapshot = events
+        .iter()
+        .find(|e| e["type"] == "STATE_SNAPSHOT")
+        .unwrap();
+    assert_eq!(snapshot["snapshot"]["name"], "Ada");
+    assert_eq!(snapshot["snapshot"]["visits"], 4);
+    assert_eq!(snapshot["snapshot"]["agentflow"]["agent"], "counter");
+    let delta = events.iter().find(|e| e["type"] == "STATE_DELTA").unwrap();
+    assert_eq!(
+        delta["delta"],
+        json!([{"op": "replace", "path": "/visits", "value": 5}])
+    );
+    assert_eq!(events.last().unwrap()["result"], "Hello Ada, visit 5.");
+    // Never the framework's own values (token usage and the like).
+    assert!(!serde_json::to_string(&events)
+        .unwrap()
+        .contains("agentflow."));
+    // A framework value, or a state that is not an object, is refused.
+    let (status, _) = run(
+        &server.base,
+        "visits",
+        input(json!({"agentflow.usage": {}})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = run(&server.base, "visits", input(json!([1, 2]))).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn the_front_ends_tools_are_offered_to_the_model_and_answered_by_the_client() {
+    let model = shop_model();
+    let server = spawn(state_with(model.clone())).await;
+    let tools = json!([{"name": "confirm_address", "description": "Asks the customer for the address.",
+                        "parameters": {"type": "object", "properties": {"country": {"type": "string"}}}}]);
+    let input = |messages: Value, tools: &Value| json!({"threadId": "th-f", "runId": "r", "messages": messages, "tools": tools});
+    let (status, events) = run(
+        &server.base,
+        "shop",
+        input(
+            json!([{"id": "1", "role": "user", "content": "Ship it"}]),
+            &tools,
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // The model saw the tool as the front end described it.
+    let offered = &model.requests()[0].tools;
+    assert_eq!(offered.len(), 1);
+    assert_eq!(offered[0].description, "Asks the customer for the address.");
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .unwrap();
+    assert_eq!(call["toolCallName"], "confirm_address");
+    let id = call["toolCallId"].as_str().unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last["outcome"]["type"], "success", "{last}");
+    assert_eq!(last["outcome"]["pendingToolCallIds"], json!([id]));
+    // The next run answers it with a tool message (the tools listed again, or not).
+    let (status, events) = run(
+        &server.base,
+        "shop",
+        input(
+            json!([{"id": "2", "role": "tool", "toolCallId": id, "content": "10 Downing Street"}]),
+            &json!([]),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        events.last().unwrap()["result"],
+        "Shipping to 10 Downing Street."
+    );
+    // Without the tool, the model has none to call.
+    let (_, events) = run(
+        &server.base,
+        "shop",
+        json!({"threadId": "th-g", "runId": "r", "messages": [{"id": "1", "role": "user", "content": "Ship it"}]}),
+    )
+    .await;
+    assert_eq!(
+        events.last().unwrap()["result"],
+        "I have no way to confirm your address."
+    );
+    // A tool name a model API would refuse is refused here.
+    let (status, _) = run(
+        &server.base,
+        "shop",
+        input(
+            json!([{"id": "1", "role": "user", "content": "x"}]),
+            &json!([{"name": "no spaces"}]),
+        ),
+    )
+    .await;
+    assert_eq!(status, 400);
 }
 
 /// The official AG-UI client (see `tests/agui/client.mjs`).

@@ -3,8 +3,10 @@
 Usage: python sdk_server.py PORT
 
 Serves on 127.0.0.1:PORT (card at /.well-known/agent-card.json, JSON-RPC at /). Scripted, no
-model: a new task says it is billing, then asks which email the invoice goes to
-(input-required); the answer completes the task with the artifact "Invoice sent to ANSWER.".
+model: a new task says it is billing, then what it read (the message's text parts, joined by
+" | ": the earlier conversation a client sends with its request), then asks which email the
+invoice goes to (input-required); the answer completes the task with the artifact "Invoice sent
+to ANSWER.".
 """
 
 import sys
@@ -40,6 +42,10 @@ class Billing(AgentExecutor):
             await updater.complete()
             return
         await updater.start_work(updater.new_agent_message([Part(text="Billing here: I will send the invoice.")]))
+        read = " | ".join(p.text for p in context.message.parts if p.text)
+        await updater.update_status(
+            TaskState.TASK_STATE_WORKING, message=updater.new_agent_message([Part(text=f"I read: {read}")])
+        )
         await updater.requires_input(updater.new_agent_message([Part(text="Which email should the invoice go to?")]))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -9,6 +9,10 @@
 //! with the run, into [`AgentTool`](crate::AgentTool) runs too; they are never stored in a
 //! checkpoint (a function cannot be), so a resume is given its own.
 //!
+//! Beside the options by agent, a run may offer [front-end tools](RunOptions::frontend_tools):
+//! tools the caller runs (a user interface's), which every `ChatModelAgent` of the run offers
+//! its model.
+//!
 //! ```
 //! # futures::executor::block_on(async {
 //! use flow_runtime::model::{ScriptStep, ScriptedModel};
@@ -40,7 +44,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::message::MessageRef;
-use crate::model::ModelParams;
+use crate::model::{ModelParams, ToolDefinition};
 
 /// Edits a [`ChatModelAgent`](crate::ChatModelAgent)'s saved conversation when its run is
 /// resumed (see [`AgentRunOptions::history_modifier`]).
@@ -146,6 +150,7 @@ impl fmt::Debug for AgentRunOptions {
 #[derive(Clone, Default, Debug)]
 pub struct RunOptions {
     agents: HashMap<Arc<str>, AgentRunOptions>,
+    frontend_tools: Vec<ToolDefinition>,
 }
 
 impl RunOptions {
@@ -174,5 +179,34 @@ impl RunOptions {
     /// Whether no agent is addressed.
     pub fn is_empty(&self) -> bool {
         self.agents.is_empty()
+    }
+
+    /// Adds tools the caller runs (a front end's, offered for this run only). Every
+    /// [`ChatModelAgent`](crate::ChatModelAgent) of the run offers them to its model after
+    /// its own tools and built-ins (a tool named like one of those is left out for that
+    /// agent). A call to one stops the run with an interrupt whose info is
+    /// `{"frontendTool": NAME, "toolCallId": ID, "arguments": TEXT}`: the caller runs the tool
+    /// and resumes the interrupt with the result as resume data (a string is given to the
+    /// model as it is, other JSON as its text). Give the resume the same tools (at least the
+    /// ones it answers), since options are not stored in the checkpoint.
+    ///
+    /// ```
+    /// use flow_runtime::model::ToolDefinition;
+    /// use flow_runtime::RunOptions;
+    /// let options = RunOptions::new().frontend_tools([ToolDefinition {
+    ///     name: "pick_date".into(),
+    ///     description: "Lets the user pick a date in the calendar; returns it.".into(),
+    ///     parameters: serde_json::json!({"type": "object", "properties": {}}),
+    /// }]);
+    /// assert_eq!(options.frontend_tool_definitions()[0].name, "pick_date");
+    /// ```
+    pub fn frontend_tools(mut self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.frontend_tools.extend(tools);
+        self
+    }
+
+    /// The front-end tools of the run (see [`frontend_tools`](RunOptions::frontend_tools)).
+    pub fn frontend_tool_definitions(&self) -> &[ToolDefinition] {
+        &self.frontend_tools
     }
 }

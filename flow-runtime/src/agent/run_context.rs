@@ -179,6 +179,11 @@ impl RunContext {
         &self.shared.options
     }
 
+    /// The run's front-end tools (see [`RunOptions::frontend_tools`](crate::RunOptions::frontend_tools)).
+    pub fn frontend_tools(&self) -> &[crate::model::ToolDefinition] {
+        self.shared.options.frontend_tool_definitions()
+    }
+
     /// The run's options addressed to the agent running with this context, if any.
     pub fn agent_options(&self) -> Option<&AgentRunOptions> {
         if self.shared.options.is_empty() {

@@ -462,6 +462,7 @@ impl ChatModelAgent {
             fixed_system,
             read_back: read_back_tool,
             read_back_page: read_back,
+            frontend: Vec::new(),
         }
     }
 

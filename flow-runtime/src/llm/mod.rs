@@ -22,6 +22,7 @@ mod approval;
 mod builtin;
 mod cancel_point;
 mod context_fit;
+mod frontend_call;
 mod hooked_tool;
 pub mod instruction;
 #[cfg(feature = "mcp")]
@@ -40,6 +41,7 @@ pub use agent_tool::AgentTool;
 pub use approval::{ApprovalPredicate, NeedsApproval, ToolApprovals};
 pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
 pub use context_fit::READ_TOOL_RESULT_TOOL_NAME;
+pub use frontend_call::FRONTEND_TOOL_KEY;
 pub use instruction::{
     default_transfer_instructions, InstructionError, InstructionFn, TransferInstructionsFn,
 };

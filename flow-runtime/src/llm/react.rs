@@ -81,6 +81,15 @@ impl ChatModelAgent {
 
     /// The tool set of the node `cx` runs at (cached per set of transfer targets).
     pub(super) fn node_toolset(&self, cx: &Context) -> Arc<Toolset> {
+        let toolset = self.own_toolset(cx);
+        match cx.run_context().frontend_tools() {
+            [] => toolset,
+            extra => Arc::new(toolset.with_frontend(extra)),
+        }
+    }
+
+    /// The tool set of the agent at its node, before the run's front-end tools.
+    fn own_toolset(&self, cx: &Context) -> Arc<Toolset> {
         let node = cx.node();
         let same = |targets: &[AgentInfo]| match node {
             Some(node) => node.has_transfer_targets(targets),

@@ -35,6 +35,37 @@ pub(super) struct Toolset {
     pub(super) read_back: Option<Arc<dyn Tool>>,
     /// The limit `read_back` was made for.
     pub(super) read_back_page: Option<usize>,
+    /// The run's front-end tools this agent offers (their definitions are in `definitions`
+    /// too, after the agent's own).
+    pub(super) frontend: Vec<ToolDefinition>,
+}
+
+impl Toolset {
+    /// This tool set with the run's front-end tools `extra` added, but those named like a tool
+    /// it has.
+    pub(super) fn with_frontend(&self, extra: &[ToolDefinition]) -> Toolset {
+        let frontend: Vec<ToolDefinition> = extra
+            .iter()
+            .filter(|d| self.definitions.iter().all(|own| own.name != d.name))
+            .cloned()
+            .collect();
+        Toolset {
+            targets: self.targets.clone(),
+            payloads: self.payloads.clone(),
+            definitions: self.definitions.iter().chain(&frontend).cloned().collect(),
+            transfer_text: self.transfer_text.clone(),
+            fixed_system: self.fixed_system.clone(),
+            read_back: self.read_back.clone(),
+            read_back_page: self.read_back_page,
+            frontend,
+        }
+    }
+
+    /// The run's front-end tool `name`, if this agent offers it.
+    fn frontend_call(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let definition = self.frontend.iter().find(|d| d.name == name)?;
+        Some(super::frontend_call::FrontendCall::tool(definition.clone()))
+    }
 }
 
 /// What one tool call produced: the result text (or error) and the action it carries.
@@ -166,9 +197,10 @@ impl ChatModelAgent {
                     .iter()
                     .chain(&toolset.read_back)
                     .find(|t| t.name() == name)
+                    .cloned()
+                    .or_else(|| toolset.frontend_call(name))
                 {
                     Some(tool) => {
-                        let tool = Arc::clone(tool);
                         let idempotent = tool.idempotent();
                         let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
                             .with_tool_name(call.name.as_str())

@@ -21,6 +21,8 @@
 //!   continuation replays the fork's steps;
 //! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
 //!   thread ([`Runner::thread_ttl`]);
+//! - `withdraw`: [`Runner::withdraw_turn`], giving up a turn that waits for input (its
+//!   interrupts dropped, its checkpoint released), and [`is_withdrawn`] to tell its record;
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
 //!
@@ -38,6 +40,7 @@ mod runs;
 pub mod time_travel;
 mod turn;
 mod turn_mark;
+mod withdraw;
 
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use housekeeping::{PurgeReport, Retention};
@@ -51,3 +54,4 @@ pub use runs::Runner;
 pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use turn_mark::turn_mark_id;
+pub use withdraw::{is_withdrawn, WITHDRAWN_KEY};

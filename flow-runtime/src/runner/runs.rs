@@ -184,6 +184,12 @@ impl Runner {
         &self.agent
     }
 
+    /// The options of the runs this runner starts (see [`run_options`](Runner::run_options)):
+    /// extend a copy for one run, and give it to a clone.
+    pub fn options(&self) -> &RunOptions {
+        &self.options
+    }
+
     /// Starts a run on the given messages, in a new session.
     pub fn run(&self, messages: impl IntoIterator<Item = Message>) -> EventStream {
         self.run_in(Session::new(), messages.into_iter().map(Arc::new))

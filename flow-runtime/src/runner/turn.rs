@@ -155,6 +155,7 @@ pub struct Turn {
     started_at: RunPath,
     run_id: String,
     outcome: Arc<Mutex<Option<TurnOutcome>>>,
+    session: Arc<Session>,
 }
 
 impl Turn {
@@ -180,6 +181,14 @@ impl Turn {
     /// starting with it.
     pub fn started_at(&self) -> &RunPath {
         &self.started_at
+    }
+
+    /// The turn's session: the session values every agent of the turn reads and writes (a
+    /// resumed turn's are those its checkpoint saved). Values set before the first event is
+    /// read are there when the turn's first agent starts (a turn runs only as its events are
+    /// read); reading them as events arrive shows what the agents wrote so far.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
     }
 
     /// How the turn ended; `None` until its event stream has ended.
@@ -872,6 +881,7 @@ impl Recording {
         let thread_id = self.thread_id.clone();
         let number = self.turn;
         let started_at = self.started_at.clone();
+        let session = Arc::clone(cx.session());
         let run_id = self.lineage.0.clone();
         let events = generate(cx.clone(), move |out| async move {
             let _claim = claim;
@@ -889,6 +899,7 @@ impl Recording {
             started_at,
             run_id,
             outcome,
+            session,
         }
     }
 

@@ -279,6 +279,12 @@ pub(crate) fn task_from_records(
     };
     let at = Some(wire::rfc3339(last.at_ms));
     task.status = match &last.end {
+        // Cancelled while it waited for input (`Runner::withdraw_turn`).
+        RecordEnd::Completed { .. } if flow_runtime::is_withdrawn(last) => TaskStatus {
+            state: TaskState::Canceled,
+            message: None,
+            timestamp: at,
+        },
         RecordEnd::Completed { .. } => {
             if let Some((m, agent)) = answer {
                 task.artifacts.push(answer_artifact(m, agent));

@@ -16,10 +16,13 @@
 //! - `card`: the agent card of a flow.
 //! - `map`: every mapping between agentflow and A2A (events, interrupts, resume data, errors).
 //! - `tasks`: the tasks of this process (a turn run apart from the request, its updates).
+//! - `push`: push notifications: webhook configurations per task, told when the task ends or
+//!   waits for input.
 //! - `rpc`: the JSON-RPC endpoint and the card handlers.
 
 mod card;
 mod map;
+mod push;
 mod rpc;
 mod tasks;
 
@@ -34,7 +37,9 @@ use crate::state::AppState;
 pub(crate) fn router<S>(state: &AppState) -> Router<S> {
     let a2a = rpc::A2aState {
         app: state.clone(),
-        tasks: Arc::new(tasks::Tasks::default()),
+        tasks: Arc::new(tasks::Tasks::new(
+            state.webhook_secret().map(<[u8]>::to_vec),
+        )),
     };
     let authenticated = Router::new()
         .route("/a2a/{flow}", post(rpc::endpoint))

@@ -5,8 +5,10 @@
 //! | `SendMessage` | starts a task (a turn of the thread `contextId`), or answers the task that waits for input (resumes it); answers the task once it ends or waits for input (at once with `returnImmediately`) |
 //! | `SendStreamingMessage` | the same, streamed: the task, then its status and artifact updates as Server-Sent Events |
 //! | `GetTask` | the task as it is |
-//! | `CancelTask` | stops a running task (nothing of it is recorded); a task waiting for input is not cancelable yet |
+//! | `CancelTask` | stops a running task (nothing of it is recorded); gives up a task waiting for input (its interrupts dropped, its checkpoint released, the task `canceled`; the context's next message starts a new task) |
 //! | `SubscribeToTask` | joins a running task's stream |
+//! | `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig` | a task's webhooks (also set by `SendMessage`'s `configuration.taskPushNotificationConfig`): told when the task ends or waits for input, signed like the server's other webhooks; only with a webhook secret |
+//! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages; filtered by state |
 
 use crate::principal::{Principal, Scope};
 use std::collections::HashMap;
@@ -21,8 +23,9 @@ use flow_a2a::rpc::{
     method, ErrorObject, Request as RpcRequest, Response as RpcResponse, RpcError,
 };
 use flow_a2a::wire::{
-    AgentCard, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
-    TaskState,
+    AgentCard, ListPushConfigsResponse, ListTasksRequest, ListTasksResponse, PushConfigParams,
+    Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
+    TaskPushNotificationConfig, TaskState,
 };
 use flow_runtime::store::{RecordEnd, ThreadHead};
 use flow_runtime::Message;
@@ -54,7 +57,9 @@ pub(crate) async fn flow_card(
 ) -> Result<Json<AgentCard>, ApiError> {
     let served = a2a.app.flow(&flow)?;
     let endpoint = format!("{}/a2a/{}", card::base_url(&headers), served.name());
-    Ok(Json(card::card(served, a2a.app.auth(), endpoint)))
+    let mut card = card::card(served, a2a.app.auth(), endpoint);
+    card.capabilities.push_notifications = Some(a2a.tasks.push.enabled());
+    Ok(Json(card))
 }
 
 /// `GET /.well-known/agent-card.json`: the card of the server's only flow (404 naming the
@@ -67,7 +72,9 @@ pub(crate) async fn root_card(
     match (flows.next(), flows.next()) {
         (Some(only), None) => {
             let endpoint = format!("{}/a2a/{}", card::base_url(&headers), only.name());
-            Ok(Json(card::card(only, a2a.app.auth(), endpoint)))
+            let mut card = card::card(only, a2a.app.auth(), endpoint);
+            card.capabilities.push_notifications = Some(a2a.tasks.push.enabled());
+            Ok(Json(card))
         }
         _ => Err(ApiError::BadRequest(
             "this server serves several flows: each has its card at \
@@ -183,10 +190,47 @@ pub(crate) async fn endpoint(
                 .map(|running| call_ctx.stream(id.clone(), running)),
             Err(e) => Err(e),
         },
-        method::LIST_TASKS => Err(RpcError::UnsupportedOperation(
-            "ListTasks is not served yet: keep the task ids SendMessage returns".into(),
-        )),
-        m if m.contains("PushNotification") => Err(RpcError::PushNotificationNotSupported),
+        method::LIST_TASKS => match params::<ListTasksRequest>(call.params) {
+            Ok(p) => call_ctx
+                .list(p)
+                .await
+                .map(|page| Json(RpcResponse::ok(id.clone(), page)).into_response()),
+            Err(e) => Err(e),
+        },
+        method::CREATE_PUSH_CONFIG => match params::<TaskPushNotificationConfig>(call.params) {
+            Ok(p) => call_ctx
+                .set_push(p)
+                .await
+                .map(|c| Json(RpcResponse::ok(id.clone(), c)).into_response()),
+            Err(e) => Err(e),
+        },
+        method::GET_PUSH_CONFIG => match params::<PushConfigParams>(call.params) {
+            Ok(p) => call_ctx
+                .get_push(&p)
+                .await
+                .map(|c| Json(RpcResponse::ok(id.clone(), c)).into_response()),
+            Err(e) => Err(e),
+        },
+        method::LIST_PUSH_CONFIGS => match params::<PushConfigParams>(call.params) {
+            Ok(p) => call_ctx.push_key(&p.task_id).await.map(|key| {
+                let configs = ListPushConfigsResponse {
+                    configs: call_ctx.a2a.tasks.push.list(&key),
+                    next_page_token: String::new(),
+                };
+                Json(RpcResponse::ok(id.clone(), configs)).into_response()
+            }),
+            Err(e) => Err(e),
+        },
+        method::DELETE_PUSH_CONFIG => match params::<PushConfigParams>(call.params) {
+            Ok(p) => call_ctx
+                .delete_push(&p)
+                .await
+                .map(|()| Json(RpcResponse::ok(id.clone(), serde_json::json!({}))).into_response()),
+            Err(e) => Err(e),
+        },
+        m if m.contains("PushNotification") => {
+            Err(RpcError::MethodNotFound(m.chars().take(64).collect()))
+        }
         other => Err(RpcError::MethodNotFound(other.chars().take(64).collect())),
     };
     result.unwrap_or_else(|e| reply_err(id, &e))
@@ -224,6 +268,11 @@ fn trim(mut task: Task, history_length: Option<i64>) -> Task {
     }
     task
 }
+
+/// The most threads one `ListTasks` without a `contextId` looks at.
+const LIST_THREADS: usize = 200;
+/// The default and largest page of `ListTasks`.
+const LIST_PAGE: usize = 100;
 
 /// One call, with who made it.
 struct Call {
@@ -291,6 +340,13 @@ impl Call {
         &self,
         request: SendMessageRequest,
     ) -> Result<Arc<RunningTask>, RpcError> {
+        let push = request
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone());
+        if let Some(config) = &push {
+            self.a2a.tasks.push.check(config)?;
+        }
         let mut message = request.message;
         let named_task = (!message.task_id.is_empty()).then(|| message.task_id.clone());
         let context = if !message.context_id.is_empty() {
@@ -377,8 +433,9 @@ impl Call {
                     .resume_turn_by(&store_id, targets, self.principal.id())
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
-                message.task_id = id;
+                message.task_id = id.clone();
                 task.history.push(message);
+                self.push_from_send(push, &task_key, &id);
                 Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
             }
             None => {
@@ -405,7 +462,19 @@ impl Call {
                     ..Task::default()
                 };
                 let task_key = Self::task_key(&key, turn.number());
+                self.push_from_send(push, &task_key, &task.id);
                 Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
+            }
+        }
+    }
+
+    /// Sets the push-notification config a `SendMessage` carried (checked before the task
+    /// started) for its task `id`.
+    fn push_from_send(&self, push: Option<TaskPushNotificationConfig>, key: &str, id: &str) {
+        if let Some(mut config) = push {
+            config.task_id = id.to_owned();
+            if let Err(e) = self.a2a.tasks.push.set(key, config) {
+                tracing::warn!(task = %id, error = %e, "a push-notification config was not set");
             }
         }
     }
@@ -480,7 +549,194 @@ impl Call {
             return Err(not_cancelable(id, task.status.state));
         }
         let task = self.get(id).await?;
+        if task.status.state == TaskState::InputRequired {
+            return self.withdraw(&key, turn, id).await;
+        }
         Err(not_cancelable(id, task.status.state))
+    }
+
+    /// `CancelTask` of a task waiting for input: the thread gives the turn up
+    /// ([`Runner::withdraw_turn`](flow_runtime::Runner::withdraw_turn)). Giving up refuses
+    /// what the task waits on, so the caller needs what answering it needs (the flow's
+    /// approvals).
+    async fn withdraw(&self, key: &ThreadKey, turn: u64, id: &str) -> Result<Task, RpcError> {
+        let app = &self.a2a.app;
+        let served = app.flow(&self.flow).map_err(map::rpc_error)?;
+        let store_id = key.store_id();
+        let head = app
+            .threads()
+            .head(&store_id)
+            .await
+            .map_err(|e| map::rpc_error(e.into()))?;
+        let pending = match head.map(|h| (h.last.turn, h.last.end)) {
+            Some((t, RecordEnd::Interrupted { interrupts, .. })) if t == turn => interrupts,
+            _ => return Err(not_cancelable(id, TaskState::Completed)),
+        };
+        let refusals: HashMap<String, Value> = pending
+            .iter()
+            .map(|i| (i.id.clone(), Value::Null))
+            .collect();
+        crate::routes::authorize_answers(
+            app,
+            served,
+            key,
+            &self.principal,
+            turn,
+            &pending,
+            &refusals,
+        )
+        .await
+        .map_err(map::rpc_error)?;
+        served
+            .runner()
+            .withdraw_turn(&store_id, Some(self.principal.id()))
+            .await
+            .map_err(|e| map::rpc_error(e.into()))?;
+        let task = self.stored(key, turn, id).await?.ok_or_else(|| {
+            RpcError::Internal(format!("task '{id}' was cancelled but its record is gone"))
+        })?;
+        self.a2a
+            .tasks
+            .ended_as(&Self::task_key(key, turn), task.clone());
+        Ok(task)
+    }
+
+    /// `ListTasks`: the tasks of context `contextId`, or of the caller's threads of this flow
+    /// (at most [`LIST_THREADS`] of them, by id), most recently updated first; `pageSize`
+    /// (default and most [`LIST_PAGE`]) per page, `pageToken` the offset an earlier page gave.
+    async fn list(&self, p: ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+        let app = &self.a2a.app;
+        let served = app.flow(&self.flow).map_err(map::rpc_error)?;
+        // The tasks this process holds (running ones have no record yet, and a task cancelled
+        // while it ran records nothing), then those rebuilt from the threads' records.
+        let (mut tasks, contexts): (Vec<Task>, Vec<String>) = if p.context_id.is_empty() {
+            let prefix = ThreadKey::prefix(served.name(), &self.tenant);
+            let held = self.a2a.tasks.held(&prefix);
+            let ids = app
+                .threads()
+                .list()
+                .await
+                .map_err(|e| map::rpc_error(e.into()))?;
+            let contexts = ids
+                .iter()
+                .filter_map(|id| id.strip_prefix(&prefix))
+                .take(LIST_THREADS)
+                .map(str::to_owned)
+                .collect();
+            (held, contexts)
+        } else {
+            let key = self.key(&p.context_id)?;
+            let held = self.a2a.tasks.held(&format!("{}#", key.store_id()));
+            (held, vec![p.context_id.clone()])
+        };
+        for context in &contexts {
+            let key = self.key(context)?;
+            let records = served
+                .runner()
+                .thread_records(&key.store_id())
+                .await
+                .map_err(|e| map::rpc_error(e.into()))?;
+            let mut turns: Vec<u64> = records.iter().map(|r| r.turn).collect();
+            turns.dedup();
+            for turn in turns {
+                let id = task_id(context, turn);
+                if tasks.iter().any(|t| t.id == id) {
+                    continue;
+                }
+                tasks.extend(map::task_from_records(&records, turn, &key.id, &id));
+            }
+        }
+        if p.status != TaskState::Unspecified {
+            tasks.retain(|t| t.status.state == p.status);
+        }
+        tasks.sort_by(|a, b| b.status.timestamp.cmp(&a.status.timestamp));
+        let total = tasks.len();
+        let size = p
+            .page_size
+            .filter(|&n| n > 0)
+            .map_or(LIST_PAGE, |n| (n as usize).min(LIST_PAGE));
+        let from: usize = if p.page_token.is_empty() {
+            0
+        } else {
+            p.page_token.parse().map_err(|_| {
+                RpcError::InvalidParams(
+                    "the pageToken is not one this server gave: send the nextPageToken of the \
+                     previous page, or none for the first"
+                        .into(),
+                )
+            })?
+        };
+        let page: Vec<Task> = tasks
+            .into_iter()
+            .skip(from)
+            .take(size)
+            .map(|mut t| {
+                if !p.include_artifacts {
+                    t.artifacts.clear();
+                }
+                trim(t, p.history_length)
+            })
+            .collect();
+        let next = from + page.len();
+        Ok(ListTasksResponse {
+            tasks: page,
+            next_page_token: if next < total {
+                next.to_string()
+            } else {
+                String::new()
+            },
+            page_size: size as i32,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// The task key of task `id`, once it is known to exist for the caller.
+    async fn push_key(&self, id: &str) -> Result<String, RpcError> {
+        let (key, _, turn) = self.locate(id)?;
+        self.get(id).await?;
+        Ok(Self::task_key(&key, turn))
+    }
+
+    /// `CreateTaskPushNotificationConfig`.
+    async fn set_push(
+        &self,
+        config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, RpcError> {
+        self.a2a.tasks.push.check(&config)?;
+        let key = self.push_key(&config.task_id).await?;
+        self.a2a.tasks.push.set(&key, config)
+    }
+
+    /// `GetTaskPushNotificationConfig`.
+    async fn get_push(&self, p: &PushConfigParams) -> Result<TaskPushNotificationConfig, RpcError> {
+        let key = self.push_key(&p.task_id).await?;
+        self.a2a
+            .tasks
+            .push
+            .list(&key)
+            .into_iter()
+            .find(|c| c.id == p.id)
+            .ok_or_else(|| {
+                RpcError::InvalidParams(format!(
+                    "task '{}' has no push-notification config '{}'",
+                    p.task_id,
+                    p.id.chars().take(64).collect::<String>()
+                ))
+            })
+    }
+
+    /// `DeleteTaskPushNotificationConfig`.
+    async fn delete_push(&self, p: &PushConfigParams) -> Result<(), RpcError> {
+        let key = self.push_key(&p.task_id).await?;
+        if self.a2a.tasks.push.delete(&key, &p.id) {
+            Ok(())
+        } else {
+            Err(RpcError::InvalidParams(format!(
+                "task '{}' has no push-notification config '{}'",
+                p.task_id,
+                p.id.chars().take(64).collect::<String>()
+            )))
+        }
     }
 
     /// `SubscribeToTask`.
@@ -541,14 +797,9 @@ impl Call {
 }
 
 fn not_cancelable(id: &str, state: TaskState) -> RpcError {
-    let why = match state {
-        TaskState::InputRequired => {
-            "it waits for input: answer it (a refusal is an answer too); cancelling a task that \
-             waits is not supported yet"
-        }
-        _ => "it has ended",
-    };
-    RpcError::TaskNotCancelable(format!("task '{id}' cannot be cancelled: {why}"))
+    RpcError::TaskNotCancelable(format!(
+        "task '{id}' cannot be cancelled: it has ended ({state:?})"
+    ))
 }
 
 /// One SSE frame: `data: <JSON-RPC response>` (no event name: A2A clients read `message`

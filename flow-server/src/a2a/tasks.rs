@@ -19,6 +19,7 @@ use futures::StreamExt;
 use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
 
 use super::map;
+use super::push::PushConfigs;
 use crate::outward::{PublicCode, PublicError};
 
 /// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
@@ -98,13 +99,23 @@ impl RunningTask {
 }
 
 /// The tasks of this process (see the module documentation).
-#[derive(Default)]
 pub(crate) struct Tasks {
     running: Mutex<HashMap<String, Arc<RunningTask>>>,
     ended: Mutex<VecDeque<(String, Task)>>,
+    /// Where each task's push notifications go.
+    pub(crate) push: PushConfigs,
 }
 
 impl Tasks {
+    /// No tasks yet; push notifications signed under `secret` (none: not sent).
+    pub(crate) fn new(secret: Option<Vec<u8>>) -> Self {
+        Tasks {
+            running: Mutex::default(),
+            ended: Mutex::default(),
+            push: PushConfigs::new(secret),
+        }
+    }
+
     /// The running task under `key` (the thread's store id and the turn).
     pub(crate) fn running(&self, key: &str) -> Option<Arc<RunningTask>> {
         self.running.lock().expect("tasks lock").get(key).cloned()
@@ -118,6 +129,26 @@ impl Tasks {
             .rev()
             .find(|(k, _)| k == key)
             .map(|(_, t)| t.clone())
+    }
+
+    /// Every task this process holds (running, or ended and kept) whose key starts with
+    /// `prefix`, as it is now.
+    pub(crate) fn held(&self, prefix: &str) -> Vec<Task> {
+        let mut out: Vec<Task> = self
+            .running
+            .lock()
+            .expect("tasks lock")
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, t)| t.snapshot())
+            .collect();
+        let ended = self.ended.lock().expect("tasks lock");
+        for (k, t) in ended.iter().rev() {
+            if k.starts_with(prefix) && out.iter().all(|o| o.id != t.id) {
+                out.push(t.clone());
+            }
+        }
+        out
     }
 
     /// Starts running `turn` as the task `task` (its history so far, the user's message
@@ -151,6 +182,12 @@ impl Tasks {
         running
     }
 
+    /// Records `last` as the state of the ended task under `key` (a task that waited for
+    /// input and was cancelled).
+    pub(crate) fn ended_as(&self, key: &str, last: Task) {
+        self.end(key, last);
+    }
+
     /// Moves the task under `key` from the running to the ended ones.
     fn end(&self, key: &str, last: Task) {
         let mut ended = self.ended.lock().expect("tasks lock");
@@ -158,9 +195,11 @@ impl Tasks {
         if ended.len() >= ENDED_KEPT {
             ended.pop_front();
         }
-        ended.push_back((key.to_owned(), last));
+        ended.push_back((key.to_owned(), last.clone()));
         drop(ended);
         self.running.lock().expect("tasks lock").remove(key);
+        // Ended, or waiting for input: the task's webhooks are told.
+        self.push.notify(key, &last);
     }
 }
 

@@ -13,8 +13,9 @@ use async_trait::async_trait;
 use flow_runtime::{Tool, ToolContext, ToolError};
 use serde_json::{json, Value};
 
-/// The key of a front-end tool's interrupt info.
-pub(crate) const FRONTEND_TOOL: &str = "frontendTool";
+/// The key of a front-end tool's interrupt info (the same as for the front-end tools a run
+/// is given, [`RunOptions::frontend_tools`](flow_runtime::RunOptions::frontend_tools)).
+pub(crate) const FRONTEND_TOOL: &str = flow_runtime::FRONTEND_TOOL_KEY;
 
 /// A tool the front end runs (see the module documentation).
 ///

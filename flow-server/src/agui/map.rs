@@ -1,8 +1,9 @@
 //! Every mapping between agentflow and AG-UI, in one place: an event's message to
 //! `TEXT_MESSAGE_*` and `TOOL_CALL_*` events, a tool's result to `TOOL_CALL_RESULT`, a transfer
 //! and an interrupt to `CUSTOM` events, the agent in charge to the state, a turn's outcome to
-//! `RUN_FINISHED` (success or interrupt) or `RUN_ERROR`, and AG-UI's run input back to a turn's
-//! message or resume data.
+//! `RUN_FINISHED` (success or interrupt) or `RUN_ERROR`, the session values to the state
+//! (`STATE_SNAPSHOT`, then `STATE_DELTA` as JSON Patch), and AG-UI's run input back to a
+//! turn's message, resume data and session values.
 //!
 //! What a client sees goes through the [outward form](crate::outward): an interrupt is an
 //! [`OutwardInterrupt`] (never its saved state), a failure a [`PublicError`] (`RUN_ERROR`
@@ -11,11 +12,16 @@
 
 use std::collections::HashMap;
 
+use flow_runtime::model::ToolDefinition;
 use flow_runtime::{Action, InterruptInfo, Message, Role, RunPath};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::outward::{OutwardInterrupt, PublicError};
+use crate::outward::{OutwardInterrupt, OutwardValues, PublicError};
+
+/// The member of the AG-UI state that the server writes (the agent in charge, its run path,
+/// the turn) and ignores on input; every other member is a session value.
+pub(crate) const STATE_KEY: &str = "agentflow";
 
 /// AG-UI's run input (`RunAgentInput`): what the client sends to start a run.
 #[derive(Debug, Clone, Deserialize)]
@@ -32,6 +38,104 @@ pub(crate) struct RunAgentInput {
     /// The front end's answers to the interrupts of the previous run.
     #[serde(default)]
     pub resume: Vec<ResumeEntry>,
+    /// The shared state as the client has it: its members (but `agentflow`) become session
+    /// values of the run.
+    #[serde(default)]
+    pub state: Value,
+    /// The tools the front end offers: every LLM agent of the run may call them, and a call
+    /// goes to the client.
+    #[serde(default)]
+    pub tools: Vec<FrontendToolInput>,
+}
+
+/// One tool the front end offers (AG-UI's `Tool`).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct FrontendToolInput {
+    /// Its name.
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    #[serde(default)]
+    pub parameters: Value,
+}
+
+/// The most front-end tools one run takes.
+pub(crate) const MAX_FRONTEND_TOOLS: usize = 64;
+
+/// The definitions of the front-end tools `tools` for the run, and for each front-end tool
+/// call of `pending` whose tool the input does not list again, a bare one (so the resumed
+/// agent can take the call's result). Names are 1 to 64 of `a-z A-Z 0-9 _ -` (what model
+/// APIs take), at most [`MAX_FRONTEND_TOOLS`] tools, and their JSON at most `limit` bytes.
+pub(crate) fn frontend_tools(
+    tools: &[FrontendToolInput],
+    pending: &[InterruptInfo],
+    limit: usize,
+) -> Result<Vec<ToolDefinition>, String> {
+    if tools.len() > MAX_FRONTEND_TOOLS {
+        return Err(format!(
+            "the input offers {} tools; a run takes at most {MAX_FRONTEND_TOOLS}",
+            tools.len()
+        ));
+    }
+    let mut size = 0;
+    let mut out: Vec<ToolDefinition> = Vec::with_capacity(tools.len());
+    for t in tools {
+        let good = !t.name.is_empty()
+            && t.name.len() <= 64
+            && t.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !good {
+            return Err(format!(
+                "front-end tool '{}': a tool name is 1 to 64 letters, digits, `_` or `-`",
+                t.name.chars().take(64).collect::<String>()
+            ));
+        }
+        if out.iter().any(|d| d.name == t.name) {
+            return Err(format!("two front-end tools are named '{}'", t.name));
+        }
+        let parameters = match &t.parameters {
+            Value::Null => json!({"type": "object", "properties": {}}),
+            Value::Object(_) => t.parameters.clone(),
+            other => {
+                return Err(format!(
+                    "front-end tool '{}': `parameters` is a JSON Schema object, not {}",
+                    t.name,
+                    kind(other)
+                ))
+            }
+        };
+        size += t.name.len() + t.description.len() + parameters.to_string().len();
+        if size > limit {
+            return Err(format!(
+                "the front-end tools take more than {limit} bytes (Limits::max_message_bytes)"
+            ));
+        }
+        out.push(ToolDefinition {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters,
+        });
+    }
+    for i in pending {
+        let Some(name) = i
+            .info
+            .get(super::frontend_tool::FRONTEND_TOOL)
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        if !out.iter().any(|d| d.name == name) {
+            out.push(ToolDefinition {
+                name: name.to_owned(),
+                description: String::new(),
+                parameters: json!({"type": "object", "properties": {}}),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// One answer to an interrupt.
@@ -218,17 +322,100 @@ fn public_interrupt(info: &InterruptInfo) -> Value {
     json!(OutwardInterrupt::of(info))
 }
 
-/// The state the run starts with: the agent in charge and where.
-pub(crate) fn state_snapshot(agent: &str, run_path: &RunPath, turn: u64) -> Value {
-    json!({"type": "STATE_SNAPSHOT", "snapshot": {"agent": agent, "runPath": run_path.to_string(), "turn": turn}})
+/// The state the run starts with: the session values, and under `agentflow` the agent in
+/// charge, where, and the turn.
+pub(crate) fn state_snapshot(
+    agent: &str,
+    run_path: &RunPath,
+    turn: u64,
+    values: &OutwardValues,
+) -> Value {
+    let mut snapshot: Map<String, Value> = values
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    snapshot.insert(
+        STATE_KEY.into(),
+        json!({"agent": agent, "runPath": run_path.to_string(), "turn": turn}),
+    );
+    json!({"type": "STATE_SNAPSHOT", "snapshot": snapshot})
 }
 
 /// The state change when another agent takes over (JSON Patch).
 pub(crate) fn state_delta(agent: &str, run_path: &RunPath) -> Value {
     json!({"type": "STATE_DELTA", "delta": [
-        {"op": "replace", "path": "/agent", "value": agent},
-        {"op": "replace", "path": "/runPath", "value": run_path.to_string()},
+        {"op": "replace", "path": format!("/{STATE_KEY}/agent"), "value": agent},
+        {"op": "replace", "path": format!("/{STATE_KEY}/runPath"), "value": run_path.to_string()},
     ]})
+}
+
+/// The state change from session values `old` to `new` (JSON Patch, one operation per value
+/// added, changed or removed), or `None` if none changed.
+pub(crate) fn values_delta(old: &OutwardValues, new: &OutwardValues) -> Option<Value> {
+    let pointer = |key: &str| format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+    let mut ops = Vec::new();
+    for (k, v) in &new.0 {
+        match old.0.get(k) {
+            None => ops.push(json!({"op": "add", "path": pointer(k), "value": v})),
+            Some(before) if before != v => {
+                ops.push(json!({"op": "replace", "path": pointer(k), "value": v}))
+            }
+            Some(_) => {}
+        }
+    }
+    for k in old.0.keys().filter(|k| !new.0.contains_key(*k)) {
+        ops.push(json!({"op": "remove", "path": pointer(k)}));
+    }
+    (!ops.is_empty()).then(|| json!({"type": "STATE_DELTA", "delta": ops}))
+}
+
+/// The session values the client's `state` gives the run: its members but `agentflow` (the
+/// server's own, sent back as the client got it). `null` gives none; anything but an object,
+/// a framework value's key (`agentflow.*`) or more than `limit` bytes is refused.
+pub(crate) fn state_values(state: &Value, limit: usize) -> Result<Vec<(String, Value)>, String> {
+    let members = match state {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(members) => members,
+        other => {
+            return Err(format!(
+                "`state` is a JSON object of session values, not {}",
+                kind(other)
+            ))
+        }
+    };
+    let size = serde_json::to_vec(state).map_or(0, |b| b.len());
+    if size > limit {
+        return Err(format!(
+            "`state` has {size} bytes; this server takes at most {limit} (Limits::max_message_bytes)"
+        ));
+    }
+    let mut values = Vec::new();
+    for (k, v) in members {
+        if k == STATE_KEY {
+            continue;
+        }
+        if OutwardValues::is_reserved(k) {
+            return Err(format!(
+                "`state` sets '{}', a value the framework keeps for itself (keys starting with \
+                 `agentflow.`): leave it out",
+                k.chars().take(64).collect::<String>()
+            ));
+        }
+        values.push((k.clone(), v.clone()));
+    }
+    Ok(values)
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// `RUN_FINISHED` of a run that waits on `interrupts`: AG-UI's interrupt outcome, each
@@ -386,6 +573,93 @@ mod tests {
         assert!(tool_results(&messages, &[interrupt("x")]).is_err());
         let done = finished("t", "r", None, &["c9"]);
         assert_eq!(done["outcome"]["pendingToolCallIds"][0], "c9");
+    }
+
+    #[test]
+    fn the_state_is_the_session_values_and_changes_are_json_patch() {
+        let values = |pairs: &[(&str, Value)]| {
+            OutwardValues::of(
+                &pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
+            )
+        };
+        let before = values(&[
+            ("cart", json!(["kettle"])),
+            ("a/b", json!(1)),
+            ("gone", json!(true)),
+            ("agentflow.usage", json!({})),
+        ]);
+        let snapshot = state_snapshot("triage", &RunPath::root("triage"), 3, &before);
+        assert_eq!(snapshot["snapshot"]["cart"], json!(["kettle"]));
+        assert_eq!(snapshot["snapshot"]["agentflow"]["agent"], "triage");
+        assert!(snapshot["snapshot"].get("agentflow.usage").is_none());
+        let after = values(&[
+            ("cart", json!(["kettle", "mug"])),
+            ("a/b", json!(1)),
+            ("new", json!(2)),
+        ]);
+        let delta = values_delta(&before, &after).unwrap();
+        assert_eq!(
+            delta["delta"],
+            json!([
+                {"op": "replace", "path": "/cart", "value": ["kettle", "mug"]},
+                {"op": "add", "path": "/new", "value": 2},
+                {"op": "remove", "path": "/gone"},
+            ])
+        );
+        assert!(values_delta(&after, &after).is_none());
+        let escaped =
+            values_delta(&OutwardValues::default(), &values(&[("a/~b", json!(0))])).unwrap();
+        assert_eq!(escaped["delta"][0]["path"], "/a~1~0b");
+    }
+
+    #[test]
+    fn the_clients_state_sets_session_values_but_not_the_frameworks() {
+        let given = json!({"cart": ["kettle"], "agentflow": {"agent": "x"}});
+        assert_eq!(
+            state_values(&given, 1000).unwrap(),
+            vec![("cart".to_owned(), json!(["kettle"]))]
+        );
+        assert!(state_values(&Value::Null, 10).unwrap().is_empty());
+        assert!(state_values(&json!([1]), 1000)
+            .unwrap_err()
+            .contains("an array"));
+        assert!(state_values(&json!({"agentflow.usage": 1}), 1000)
+            .unwrap_err()
+            .contains("agentflow.usage"));
+        assert!(state_values(&json!({"big": "x".repeat(100)}), 50)
+            .unwrap_err()
+            .contains("max_message_bytes"));
+    }
+
+    #[test]
+    fn the_front_ends_tools_become_definitions_and_pending_calls_keep_theirs() {
+        let tool = |name: &str| FrontendToolInput {
+            name: name.into(),
+            description: "Picks a date.".into(),
+            parameters: Value::Null,
+        };
+        let defs = frontend_tools(&[tool("pick_date")], &[], 1000).unwrap();
+        assert_eq!(defs[0].name, "pick_date");
+        assert_eq!(defs[0].parameters["type"], "object");
+        assert!(frontend_tools(&[tool("bad name")], &[], 1000).is_err());
+        assert!(frontend_tools(&[tool("a"), tool("a")], &[], 1000).is_err());
+        assert!(frontend_tools(&[tool("pick_date")], &[], 10)
+            .unwrap_err()
+            .contains("max_message_bytes"));
+        let many: Vec<_> = (0..=MAX_FRONTEND_TOOLS)
+            .map(|k| tool(&format!("t{k}")))
+            .collect();
+        assert!(frontend_tools(&many, &[], usize::MAX).is_err());
+        let mut call = InterruptInfo::new(
+            json!({"frontendTool": "confirm", "toolCallId": "c9", "arguments": "{}"}),
+        );
+        call.id = "ui/confirm".into();
+        let defs = frontend_tools(&[], &[call, interrupt("x")], 1000).unwrap();
+        assert_eq!(defs.len(), 1);
+        assert_eq!(defs[0].name, "confirm");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::map::{self, RunAgentInput};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
-use crate::outward::{PublicCode, PublicError};
+use crate::outward::{OutwardValues, PublicCode, PublicError};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
@@ -35,6 +35,8 @@ pub(crate) async fn run(
     principal.require(Scope::Chat)?;
     let served = state.flow(&flow)?;
     let key = ThreadKey::new(served.name(), &tenant.0, &input.thread_id)?;
+    let values = map::state_values(&input.state, state.limits().max_message_bytes)
+        .map_err(ApiError::BadRequest)?;
     let store_id = key.store_id();
     let head = state.threads().head(&store_id).await?;
     let head_turn = head.as_ref().map_or(0, |h| h.last.turn);
@@ -42,6 +44,19 @@ pub(crate) async fn run(
         RecordEnd::Interrupted { interrupts, .. } => Some(interrupts),
         RecordEnd::Completed { .. } => None,
     });
+    // The front end's tools, added to the agents' own for this run.
+    let tools = map::frontend_tools(
+        &input.tools,
+        waiting.as_deref().unwrap_or_default(),
+        state.limits().max_message_bytes,
+    )
+    .map_err(ApiError::BadRequest)?;
+    let runner = if tools.is_empty() {
+        served.runner().clone()
+    } else {
+        let options = served.runner().options().clone().frontend_tools(tools);
+        served.runner().clone().run_options(options)
+    };
     let turn = match waiting {
         Some(pending) => {
             let targets = if input.resume.is_empty() {
@@ -57,8 +72,7 @@ pub(crate) async fn run(
             .await?;
             let permit = state.turn_permit()?;
             (
-                served
-                    .runner()
+                runner
                     .resume_turn_by(&store_id, targets, principal.id())
                     .await?,
                 permit,
@@ -85,14 +99,15 @@ pub(crate) async fn run(
             }
             let permit = state.turn_permit()?;
             (
-                served
-                    .runner()
+                runner
                     .turn_by(&store_id, Message::user(text), principal.id())
                     .await?,
                 permit,
             )
         }
     };
+    // Before the turn's first event is read, so its first agent sees them.
+    turn.0.session().add_values(values);
     let limits = state.limits();
     let frames = frames(
         turn.0,
@@ -153,11 +168,19 @@ fn frames(
         yield frame(&serde_json::json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}), limit);
         let start = turn.started_at().clone();
         let mut agent: Arc<str> = Arc::from(start.last().unwrap_or_default());
-        yield frame(&map::state_snapshot(&agent, &start, turn.number()), limit);
+        let session = Arc::clone(turn.session());
+        let mut values = OutwardValues::of(&session.values());
+        yield frame(&map::state_snapshot(&agent, &start, turn.number(), &values), limit);
         while let Some(mut event) = turn.next().await {
             if event.agent_name() != &*agent {
                 agent = Arc::from(event.agent_name());
                 yield frame(&map::state_delta(&agent, event.run_path()), limit);
+            }
+            // The values the agents wrote before this event.
+            let now = OutwardValues::of(&session.values());
+            if let Some(delta) = map::values_delta(&values, &now) {
+                values = now;
+                yield frame(&delta, limit);
             }
             let meta = map::metadata(event.agent_name(), event.run_path());
             match event.output.take() {
@@ -195,6 +218,10 @@ fn frames(
             if let Some(e) = event.action.as_ref().and_then(|a| map::action_event(a, event.agent_name(), event.run_path())) {
                 yield frame(&e, limit);
             }
+        }
+        let now = OutwardValues::of(&session.values());
+        if let Some(delta) = map::values_delta(&values, &now) {
+            yield frame(&delta, limit);
         }
         let last = match turn.outcome() {
             Some(TurnOutcome::Completed { answer, .. }) => {

@@ -19,6 +19,7 @@
 //!   as text, no saved state).
 //! - `event`: [`OutwardEvent`], one [`AgentEvent`](flow_runtime::AgentEvent) as a client sees it.
 //! - `error`: [`PublicError`] and [`PublicCode`]: errors in two faces joined by a correlation id.
+//! - `values`: [`OutwardValues`], a run's session values without the framework's own.
 //!
 //! # Reusing it in a transport
 //!
@@ -44,9 +45,11 @@ mod action;
 mod error;
 mod event;
 mod message;
+mod values;
 
 pub use action::{OutwardAction, OutwardInterrupt};
 pub(crate) use error::correlation_id;
 pub use error::{PublicCode, PublicError};
 pub use event::OutwardEvent;
 pub use message::{OutwardChunk, OutwardMessage};
+pub use values::OutwardValues;

@@ -1,11 +1,12 @@
 """The official A2A Python SDK's client (a2a-sdk 1.x) against agentflow's A2A endpoint.
 
-Usage: python sdk_client.py BASE_URL TOKEN
+Usage: python sdk_client.py BASE_URL TOKEN HOOK_URL
 
 BASE_URL serves the customer-service desk at /a2a/desk and a flow that works until it is
 cancelled at /a2a/slow. Fetches the desk's card, sends a message, streams a task to the refund
-approval (input-required), answers it, cancels a slow task, and asks for a task that does not
-exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
+approval (input-required), answers it, cancels a slow task, cancels a task waiting for input
+(a later message in its context starts a new task; a webhook set on it with the push-notification
+config methods, HOOK_URL, is told), lists tasks, and asks for a task that does not exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
 first check that fails.
 """
 
@@ -23,12 +24,17 @@ from a2a.helpers.proto_helpers import (
 )
 from a2a.types import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    TaskPushNotificationConfig,
     GetTaskRequest,
+    ListTasksRequest,
     Role,
     SendMessageRequest,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 
 def check(what, ok, detail=""):
@@ -52,7 +58,7 @@ async def collect(client, message):
     return events
 
 
-async def main(base, token):
+async def main(base, token, hook):
     http = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
     desk_url = f"{base}/a2a/desk"
 
@@ -61,6 +67,7 @@ async def main(base, token):
     check("card: name", card.name == "desk", card.name)
     check("card: skills are the desk's agents", [s.id for s in card.skills] == ["triage", "refund", "complaint"])
     check("card: streaming", card.capabilities.streaming)
+    check("card: push notifications", card.capabilities.push_notifications)
     check("card: bearer scheme", card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer")
     check("card: JSON-RPC 1.0 interface", card.supported_interfaces[0].protocol_binding == "JSONRPC"
           and card.supported_interfaces[0].protocol_version == "1.0")
@@ -131,6 +138,67 @@ async def main(base, token):
     got = await slow.get_task(GetTaskRequest(id=slow_id))
     check("get: canceled", got.status.state == TaskState.TASK_STATE_CANCELED)
 
+    # A task waiting for input, cancelled: the approval is dropped, the next message starts afresh.
+    events = await collect(streaming, new_text_message("I want a refund for my kettle", role=Role.ROLE_USER))
+    waiting = events[-1].status_update
+    check("waiting: input-required", waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+    config = await streaming.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=waiting.task_id, url=hook, token="push-token-1"))
+    check("push: config set, named by the server", config.id != "" and config.url == hook, config.id)
+    got_config = await streaming.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=waiting.task_id, id=config.id))
+    check("push: config read back", got_config.url == hook and got_config.token == "push-token-1")
+    spare = await streaming.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=waiting.task_id, id="spare", url=hook))
+    listed_configs = await streaming.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=waiting.task_id))
+    check("push: configs listed", sorted(c.id for c in listed_configs.configs) == sorted([config.id, "spare"]))
+    await streaming.delete_task_push_notification_config(
+        DeleteTaskPushNotificationConfigRequest(task_id=waiting.task_id, id=spare.id))
+    listed_configs = await streaming.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=waiting.task_id))
+    check("push: config deleted", [c.id for c in listed_configs.configs] == [config.id])
+    try:
+        await streaming.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=waiting.task_id, url="file:///etc/passwd"))
+        check("push: a URL that is not http(s) is refused", False)
+    except Exception as e:
+        check("push: a URL that is not http(s) is refused", "http" in str(e), str(e)[:100])
+    cancelled = await streaming.cancel_task(CancelTaskRequest(id=waiting.task_id))
+    check("cancel waiting: canceled", cancelled.status.state == TaskState.TASK_STATE_CANCELED, TaskState.Name(cancelled.status.state))
+    got = await streaming.get_task(GetTaskRequest(id=waiting.task_id))
+    check("cancel waiting: get says canceled", got.status.state == TaskState.TASK_STATE_CANCELED, TaskState.Name(got.status.state))
+    try:
+        await streaming.cancel_task(CancelTaskRequest(id=waiting.task_id))
+        check("cancel waiting: twice is refused", False)
+    except TaskNotCancelableError as e:
+        check("cancel waiting: twice is refused", "cannot be cancelled" in str(e), str(e)[:120])
+    # The old task takes no answer; a message in the context starts a new task.
+    late = new_data_message({"approve": True}, context_id=waiting.context_id, task_id=waiting.task_id, role=Role.ROLE_USER)
+    try:
+        await collect(streaming, late)
+        check("cancel waiting: the old task takes no answer", False)
+    except Exception as e:  # the SDK's error for JSON-RPC's invalid request
+        check("cancel waiting: the old task takes no answer", "has ended" in str(e), f"{type(e).__name__}: {str(e)[:120]}")
+    events = await collect(streaming, new_text_message("Hello there", context_id=waiting.context_id, role=Role.ROLE_USER))
+    fresh = events[0].task
+    last = events[-1].status_update.status
+    check("cancel waiting: a new task in the context", fresh.id != waiting.task_id and fresh.context_id == waiting.context_id, fresh.id)
+    check("cancel waiting: the new task completes", last.state == TaskState.TASK_STATE_COMPLETED, TaskState.Name(last.state))
+
+    # Listing tasks: a context's, newest first; the flow's, filtered by state.
+    listed = await streaming.list_tasks(ListTasksRequest(context_id=waiting.context_id))
+    check("list: the context's two tasks, newest first", [t.id for t in listed.tasks] == [fresh.id, waiting.task_id],
+          str([t.id for t in listed.tasks]))
+    check("list: their states", [t.status.state for t in listed.tasks] == [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED])
+    canceled = await streaming.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_CANCELED))
+    check("list: the canceled ones", [t.id for t in canceled.tasks] == [waiting.task_id], str([t.id for t in canceled.tasks]))
+    paged = await streaming.list_tasks(ListTasksRequest(page_size=1))
+    check("list: by pages", len(paged.tasks) == 1 and paged.next_page_token != "" and paged.total_size >= 4,
+          f"{len(paged.tasks)} {paged.next_page_token!r} {paged.total_size}")
+    rest = await streaming.list_tasks(ListTasksRequest(page_size=1, page_token=paged.next_page_token))
+    check("list: the next page", len(rest.tasks) == 1 and rest.tasks[0].id != paged.tasks[0].id)
+
     # Errors are A2A's typed errors.
     try:
         await streaming.get_task(GetTaskRequest(id="no-such-context.3"))
@@ -142,4 +210,4 @@ async def main(base, token):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1].rstrip("/"), sys.argv[2]))
+    asyncio.run(main(sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]))

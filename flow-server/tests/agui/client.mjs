@@ -5,7 +5,8 @@
 // BASE_URL serves the desk at /agui/desk and a flow `ui` whose agent calls the front-end tool
 // `confirm_address`. The client validates every event sequence itself (it throws on an event
 // out of order). Drives a plain turn, a refund that waits for approval (interrupt outcome)
-// answered with `resume`, and a front-end tool answered with a tool message. Prints one line
+// answered with `resume`, a front-end tool answered with a tool message, and the shared state
+// (session values) both ways. Prints one line
 // per check and "AG-UI CLIENT OK"; exits non-zero on the first failure.
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -36,7 +37,7 @@ const desk = new HttpAgent({ url: `${base}/agui/desk`, headers });
 say(desk, "Hello there");
 let r = await run(desk);
 check("turn: starts and ends", r.types[0] === "RUN_STARTED" && r.types.at(-1) === "RUN_FINISHED", r.types.join(","));
-check("turn: state snapshot of the agent", r.events.some((e) => e.type === "STATE_SNAPSHOT" && e.snapshot.agent === "triage"));
+check("turn: state snapshot of the agent", r.events.some((e) => e.type === "STATE_SNAPSHOT" && e.snapshot.agentflow.agent === "triage"));
 check("turn: text message", r.types.includes("TEXT_MESSAGE_START") && r.types.includes("TEXT_MESSAGE_CONTENT") && r.types.includes("TEXT_MESSAGE_END"));
 check("turn: the answer is in the messages", desk.messages.some((m) => m.role === "assistant" && m.content === "Hello! I can help with refunds and complaints."));
 check("turn: success outcome with the answer", r.events.at(-1).outcome?.type === "success" && r.events.at(-1).result === "Hello! I can help with refunds and complaints.");
@@ -46,7 +47,7 @@ say(desk, "I want a refund for my kettle");
 r = await run(desk);
 const transfer = r.events.find((e) => e.type === "CUSTOM" && e.name === "agentflow.transfer");
 check("refund: the transfer is a custom event", transfer?.value.to === "refund", JSON.stringify(transfer?.value));
-check("refund: the agent change is a state delta", r.events.some((e) => e.type === "STATE_DELTA") && desk.state.agent === "refund", JSON.stringify(desk.state));
+check("refund: the agent change is a state delta", r.events.some((e) => e.type === "STATE_DELTA") && desk.state.agentflow.agent === "refund", JSON.stringify(desk.state));
 check("refund: tool calls and results", r.types.includes("TOOL_CALL_START") && r.types.includes("TOOL_CALL_ARGS") && r.types.includes("TOOL_CALL_END") && r.types.includes("TOOL_CALL_RESULT"));
 const finished = r.events.at(-1);
 check("refund: interrupt outcome", finished.type === "RUN_FINISHED" && finished.outcome?.type === "interrupt", JSON.stringify(finished.outcome));
@@ -67,5 +68,25 @@ check("front-end tool: pending at the end", r.events.at(-1).outcome?.type === "s
 ui.addMessage({ id: crypto.randomUUID(), role: "tool", toolCallId: call.toolCallId, content: "221B Baker Street" });
 r = await run(ui, { tools });
 check("front-end tool: answered", r.events.at(-1).result === "Shipping to 221B Baker Street.", `${r.events.at(-1).result} ${r.types.join(",")}`);
+
+// A front-end tool given at run time only: the agent has no tool of its own.
+const shop = new HttpAgent({ url: `${base}/agui/shop`, headers });
+say(shop, "Ship my order");
+r = await run(shop, { tools });
+const asked = r.events.find((e) => e.type === "TOOL_CALL_START" && e.toolCallName === "confirm_address");
+check("run-time tool: the model calls it", asked !== undefined && r.events.at(-1).outcome?.pendingToolCallIds?.includes(asked.toolCallId), r.types.join(","));
+shop.addMessage({ id: crypto.randomUUID(), role: "tool", toolCallId: asked.toolCallId, content: "10 Downing Street" });
+r = await run(shop, { tools });
+check("run-time tool: answered", r.events.at(-1).result === "Shipping to 10 Downing Street.", `${r.events.at(-1).result} ${r.types.join(",")}`);
+
+// The shared state: the client's values reach the agents, their changes come back.
+const visits = new HttpAgent({ url: `${base}/agui/visits`, headers, initialState: { name: "Ada" } });
+say(visits, "hi");
+r = await run(visits);
+check("state: the snapshot holds the client's values", r.events.some((e) => e.type === "STATE_SNAPSHOT" && e.snapshot.name === "Ada"), JSON.stringify(r.events.find((e) => e.type === "STATE_SNAPSHOT")));
+check("state: the agent's value arrives as a delta", visits.state.visits === 1 && r.events.at(-1).result === "Hello Ada, visit 1.", JSON.stringify(visits.state));
+say(visits, "again");
+r = await run(visits);
+check("state: sent back, it carries over to the next run", visits.state.visits === 2 && r.events.at(-1).result === "Hello Ada, visit 2.", JSON.stringify(visits.state));
 
 console.log("AG-UI CLIENT OK");
