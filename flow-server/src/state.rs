@@ -29,7 +29,7 @@ pub type RunnerFn = dyn Fn(&str, Runner) -> Runner + Send + Sync;
 /// What a flow is served from: a tree (the server makes its runner) or a runner.
 enum FlowSource {
     Agent(FlowAgent),
-    Runner(Runner),
+    Runner(Box<Runner>),
 }
 
 /// One flow the server serves under a name.
@@ -317,7 +317,7 @@ impl ServerBuilder {
     /// # let _ = state;
     /// ```
     pub fn flow_runner(mut self, name: impl Into<String>, runner: Runner) -> Self {
-        self.flows.push((name.into(), FlowSource::Runner(runner)));
+        self.flows.push((name.into(), FlowSource::Runner(Box::new(runner))));
         self
     }
 
@@ -447,7 +447,7 @@ impl ServerBuilder {
                         None => runner,
                     }
                 }
-                FlowSource::Runner(runner) => (self.attach_stores)(runner),
+                FlowSource::Runner(runner) => (self.attach_stores)(*runner),
             };
             let approvals = self.approvals.remove(&name).unwrap_or_default();
             flows.insert(
