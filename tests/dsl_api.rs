@@ -527,3 +527,26 @@ async fn a_compact_node_option_keeps_the_agent_within_its_budget() {
         "Noted."
     );
 }
+
+flow! {
+    /// The customer-service desk: the front desk routes each request to refunds or
+    /// complaints.
+    ///
+    /// More details that a catalogue does not show.
+    pub DocumentedDesk: triage => [refund, complaint => [escalation]]
+}
+
+#[test]
+fn the_flow_doc_comment_is_the_flow_description() {
+    // The first paragraph of the doc comment, as one line.
+    let desk = DocumentedDesk::new().unwrap().into_flow();
+    assert_eq!(
+        desk.flow_description(),
+        "The customer-service desk: the front desk routes each request to refunds or complaints."
+    );
+    // The root agent keeps its own description.
+    assert_eq!(desk.description(), "Decides which desk owns the request.");
+    // Without a doc comment the flow is described by its root agent.
+    let plain = Sneaky::new().unwrap().into_flow();
+    assert_eq!(plain.flow_description(), plain.description());
+}

@@ -925,57 +925,62 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
             });
         }
         ::core::result::Result::Ok(desk_flow::Desk {
-            flow: ::agentflow::__private::set_sub_agents(
-                ::agentflow::__private::FlowAgent::new(
-                        <triage as ::agentflow::__private::FlowBuilt>::instance(),
-                    )
-                    .disallow_transfer_to_parent(
-                        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                    )
-                    .payload(
-                        <triage as ::agentflow::__private::AgentSpec>::PAYLOAD
-                            .map(|__f| __f()),
-                    ),
-                [
+            flow: ::agentflow::__private::FlowAgent::with_flow_description(
+                ::agentflow::__private::set_sub_agents(
                     ::agentflow::__private::FlowAgent::new(
-                            <refund as ::agentflow::__private::FlowBuilt>::instance(),
+                            <triage as ::agentflow::__private::FlowBuilt>::instance(),
                         )
                         .disallow_transfer_to_parent(
-                            <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                            <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
                         )
                         .payload(
-                            <refund as ::agentflow::__private::AgentSpec>::PAYLOAD
+                            <triage as ::agentflow::__private::AgentSpec>::PAYLOAD
                                 .map(|__f| __f()),
-                        )
-                        .context(::agentflow::__private::ContextPolicy::UserInputOnly),
-                    ::agentflow::__private::set_sub_agents(
+                        ),
+                    [
                         ::agentflow::__private::FlowAgent::new(
-                                <complaint as ::agentflow::__private::FlowBuilt>::instance(),
+                                <refund as ::agentflow::__private::FlowBuilt>::instance(),
                             )
                             .disallow_transfer_to_parent(
-                                <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                                <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
                             )
                             .payload(
-                                <complaint as ::agentflow::__private::AgentSpec>::PAYLOAD
+                                <refund as ::agentflow::__private::AgentSpec>::PAYLOAD
                                     .map(|__f| __f()),
+                            )
+                            .context(
+                                ::agentflow::__private::ContextPolicy::UserInputOnly,
                             ),
-                        [
+                        ::agentflow::__private::set_sub_agents(
                             ::agentflow::__private::FlowAgent::new(
-                                    <escalation as ::agentflow::__private::FlowBuilt>::instance(),
+                                    <complaint as ::agentflow::__private::FlowBuilt>::instance(),
                                 )
-                                .disallow_transfer_to_parent(true)
+                                .disallow_transfer_to_parent(
+                                    <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                                )
                                 .payload(
-                                    <escalation as ::agentflow::__private::AgentSpec>::PAYLOAD
+                                    <complaint as ::agentflow::__private::AgentSpec>::PAYLOAD
                                         .map(|__f| __f()),
                                 ),
-                        ],
-                    )?,
-                    ::agentflow::__private::FlowAgent::from_arc(
-                            __agentflow_slot_billing.0,
-                        )
-                        .disallow_transfer_to_parent(false),
-                ],
-            )?,
+                            [
+                                ::agentflow::__private::FlowAgent::new(
+                                        <escalation as ::agentflow::__private::FlowBuilt>::instance(),
+                                    )
+                                    .disallow_transfer_to_parent(true)
+                                    .payload(
+                                        <escalation as ::agentflow::__private::AgentSpec>::PAYLOAD
+                                            .map(|__f| __f()),
+                                    ),
+                            ],
+                        )?,
+                        ::agentflow::__private::FlowAgent::from_arc(
+                                __agentflow_slot_billing.0,
+                            )
+                            .disallow_transfer_to_parent(false),
+                    ],
+                )?,
+                "The desk.",
+            ),
         })
     }
 }

@@ -85,7 +85,7 @@ pub async fn list_flows(
             json!({
                 "name": f.name(),
                 "root": f.agent().name(),
-                "description": f.agent().description(),
+                "description": f.agent().flow_description(),
             })
         })
         .collect();
@@ -103,7 +103,7 @@ pub async fn get_flow(
     Ok(Json(json!({
         "name": flow.name(),
         "root": flow.agent().name(),
-        "description": flow.agent().description(),
+        "description": flow.agent().flow_description(),
         "tree": TreeNode::of(flow.agent()),
         "mermaid": mermaid(flow.agent()),
     })))

@@ -317,7 +317,8 @@ impl ServerBuilder {
     /// # let _ = state;
     /// ```
     pub fn flow_runner(mut self, name: impl Into<String>, runner: Runner) -> Self {
-        self.flows.push((name.into(), FlowSource::Runner(Box::new(runner))));
+        self.flows
+            .push((name.into(), FlowSource::Runner(Box::new(runner))));
         self
     }
 

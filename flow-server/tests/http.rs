@@ -1635,3 +1635,46 @@ async fn the_longest_thread_id_of_the_longest_tenant_and_flow_is_a_thread() {
     assert_eq!(done["interrupted"], false, "{done}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The flow's own description (what `flow!` takes from its doc comment) is what the flow list,
+/// the flow's page and its A2A agent card show; without one, the root agent's.
+#[tokio::test]
+async fn the_flow_description_is_shown_in_the_list_the_flow_and_the_agent_card() {
+    let state = AppState::builder(flow_runtime::InMemoryStore::new())
+        .flow(
+            "desk",
+            flow_server::demo::desk().with_flow_description("The shop's customer-service desk."),
+        )
+        .flow("plain", flow_server::demo::desk())
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let list: Value = get(&server.base, "/v1/flows").await.json().await.unwrap();
+    let described = |name: &str| {
+        list["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()["description"]
+            .clone()
+    };
+    assert_eq!(described("desk"), "The shop's customer-service desk.");
+    assert_eq!(
+        described("plain"),
+        "The front desk: finds out what the customer needs."
+    );
+    let flow: Value = get(&server.base, "/v1/flows/desk")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(flow["description"], "The shop's customer-service desk.");
+    let card: Value = get(&server.base, "/a2a/desk/.well-known/agent-card.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["description"], "The shop's customer-service desk.");
+}

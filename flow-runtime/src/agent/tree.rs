@@ -75,6 +75,8 @@ impl Clone for Departures {
 #[derive(Clone)]
 pub(crate) struct Tree {
     pub(crate) nodes: Vec<Node>,
+    /// What the whole flow is for ([`FlowAgent::flow_description`]).
+    pub(crate) summary: Option<Arc<str>>,
 }
 
 /// An agent placed in a tree: the agent itself, its sub-agents, its parent and its options.
@@ -134,6 +136,7 @@ impl FlowAgent {
                     arrival: Arc::new((Arc::new(call), Arc::new(result))),
                     departures: Departures::default(),
                 }],
+                summary: None,
             }),
             node: 0,
         }
@@ -147,6 +150,31 @@ impl FlowAgent {
         FlowAgent {
             tree: Arc::clone(&self.tree),
             node,
+        }
+    }
+
+    /// Describes the whole flow: what a catalogue of flows, the server's flow list or an A2A
+    /// agent card shows. `flow!` sets it from the flow's doc comment (its first paragraph).
+    ///
+    /// ```
+    /// use flow_runtime::{FlowAgent, FnAgent};
+    /// let desk = FlowAgent::new(FnAgent::new("triage", |_, _| async { Ok(()) }));
+    /// assert_eq!(desk.flow_description(), "");
+    /// let desk = desk.with_flow_description("The customer-service desk.");
+    /// assert_eq!(desk.flow_description(), "The customer-service desk.");
+    /// ```
+    pub fn with_flow_description(mut self, description: impl Into<Arc<str>>) -> Self {
+        Arc::make_mut(&mut self.tree).summary = Some(description.into());
+        self
+    }
+
+    /// The flow's description: the one given with
+    /// [`with_flow_description`](Self::with_flow_description) (by `flow!`: its doc comment),
+    /// else this agent's own [`description`](Self::description).
+    pub fn flow_description(&self) -> &str {
+        match &self.tree.summary {
+            Some(summary) => summary,
+            None => self.description(),
         }
     }
 

@@ -1,5 +1,6 @@
-//! A served flow's A2A agent card: its name, its root agent's description, one skill per
-//! agent of its tree, the server's authentication, and the endpoint's URL.
+//! A served flow's A2A agent card: its name, the flow's description (the `flow!` doc comment,
+//! else its root agent's), one skill per agent of its tree, the server's authentication, and
+//! the endpoint's URL.
 
 use axum::http::{header, HeaderMap};
 use flow_a2a::wire::{
@@ -21,10 +22,11 @@ pub(crate) fn card(flow: &ServedFlow, auth: &Auth, endpoint: String) -> AgentCar
     skills_of(root, flow.name(), &mut skills);
     let mut card = AgentCard {
         name: flow.name().to_owned(),
-        description: if root.description().is_empty() {
+        // The flow's description (`flow!`: its doc comment), else its root agent's.
+        description: if root.flow_description().is_empty() {
             format!("The agentflow flow '{}'.", flow.name())
         } else {
-            root.description().to_owned()
+            root.flow_description().to_owned()
         },
         supported_interfaces: vec![AgentInterface {
             url: endpoint,

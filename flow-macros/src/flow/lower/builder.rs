@@ -253,6 +253,11 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
         }
     }
     let tree_expr = lower_node(cx, 0, &given, &fields);
+    // The flow's doc comment describes the whole flow.
+    let tree_expr = match &cx.summary {
+        Some(summary) => quote!(#p::FlowAgent::with_flow_description(#tree_expr, #summary)),
+        None => tree_expr,
+    };
     let bounds: Vec<TokenStream> = params
         .iter()
         .zip(&given)

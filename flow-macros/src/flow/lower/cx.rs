@@ -17,6 +17,8 @@ pub(super) struct Cx<'a> {
     pub(super) flow: &'a Ident,
     pub(super) flow_str: String,
     pub(super) tree: &'a Tree,
+    /// The first paragraph of the flow's doc comment, if it has one.
+    pub(super) summary: Option<String>,
 }
 
 impl Cx<'_> {

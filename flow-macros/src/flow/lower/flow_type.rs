@@ -62,6 +62,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         flow: &ast.name,
         flow_str: ast.name.to_string(),
         tree,
+        summary: summary(&ast.attrs),
     };
     let p = &cx.p;
     let flow = cx.flow;
@@ -398,4 +399,16 @@ pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
             }
         }
     }
+}
+
+/// The first paragraph of the flow's doc comment, as one line; `None` without one.
+fn summary(attrs: &[syn::Attribute]) -> Option<String> {
+    let text = crate::names::doc_text(attrs);
+    let first: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    (!first.is_empty()).then(|| first.join(" "))
 }
