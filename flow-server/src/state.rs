@@ -427,12 +427,7 @@ impl ServerBuilder {
         }
         let mut flows = BTreeMap::new();
         for (name, source) in self.flows {
-            let ok = !name.is_empty()
-                && name.len() <= 24
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
-            if !ok {
+            if !crate::thread::valid_flow_name(&name) {
                 return Err(BuildError::InvalidFlowName(name));
             }
             if flows.contains_key(&name) {

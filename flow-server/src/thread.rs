@@ -29,19 +29,26 @@ pub fn valid_thread_id(id: &str) -> bool {
 /// assert_eq!(flow_server::store_thread_id("desk", "acme", "a.b"), None);
 /// ```
 pub fn store_thread_id(flow: &str, tenant: &str, thread: &str) -> Option<String> {
-    let flow_ok = !flow.is_empty()
-        && flow.len() <= 24
-        && flow
+    (valid_flow_name(flow) && crate::auth::valid_tenant(tenant) && valid_thread_id(thread)).then(
+        || {
+            ThreadKey {
+                flow: flow.to_owned(),
+                tenant: tenant.to_owned(),
+                id: thread.to_owned(),
+            }
+            .store_id()
+        },
+    )
+}
+
+/// A valid name of a served flow: 1 to 24 characters of `A-Z a-z 0-9 _ -` (no `.`, which
+/// separates the parts of store keys).
+pub(crate) fn valid_flow_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 24
+        && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
-    (flow_ok && crate::auth::valid_tenant(tenant) && valid_thread_id(thread)).then(|| {
-        ThreadKey {
-            flow: flow.to_owned(),
-            tenant: tenant.to_owned(),
-            id: thread.to_owned(),
-        }
-        .store_id()
-    })
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
 /// A caller's thread: its flow, its tenant and the id the caller chose.
