@@ -18,7 +18,7 @@ use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::principal::{Principal, Scope};
-use crate::runs::{parse_strategy, run_of, start};
+use crate::runs::{parse_strategy, run_of, start, CancelOnDrop};
 use crate::sse::{frame, SseBody};
 use crate::state::{AppState, ServedFlow};
 use crate::thread::ThreadKey;
@@ -649,19 +649,6 @@ fn protocol_sse(
         response.headers_mut().insert(header::CONTENT_LOCATION, v);
     }
     Ok(response)
-}
-
-/// Cancels its run when dropped (the client went away) unless it ended.
-struct CancelOnDrop(Option<RunHandle>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(run) = self.0.take() {
-            if !run.status().is_final() {
-                let _ = run.cancel(CancelMode::IMMEDIATE, None);
-            }
-        }
-    }
 }
 
 /// `POST /v1/threads/{thread}/runs/stream`: a run, streamed.

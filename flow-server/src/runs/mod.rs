@@ -49,3 +49,4 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 pub(crate) use handlers::{parse_strategy, run_of, start};
+pub(crate) use stream::CancelOnDrop;

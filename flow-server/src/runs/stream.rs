@@ -30,7 +30,7 @@ pub(crate) enum OnDisconnect {
 }
 
 /// Cancels its run when dropped (the response body went away) unless it has ended.
-struct CancelOnDrop(Option<RunHandle>);
+pub(crate) struct CancelOnDrop(pub(crate) Option<RunHandle>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
