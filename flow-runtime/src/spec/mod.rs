@@ -40,8 +40,8 @@ pub mod render;
 
 pub use agent_spec::{AgentSpec, FlowBuilt};
 pub use builder::{
-    DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, RuntimeGiven, Set, UnknownAgent, Unset,
-    UseTheBuilder,
+    DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, NoSetter, NodeAgent, NodeMaker, NotGiven,
+    RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
 };
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
