@@ -225,9 +225,9 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             pub const NAME: &'static str = #flow_str;
 
             /// The names of the flow's agents, depth first from the root.
-            // In braces: rustdoc then shows the value as `_`, not the internal trait.
-            #[allow(unused_braces)]
-            pub const AGENTS: &'static [&'static str] = { <Self as __AgentflowFacts>::AGENTS };
+            // Through a call: rustdoc then shows the value as `_`, not the internal trait.
+            pub const AGENTS: &'static [&'static str] =
+                ::core::convert::identity(<Self as __AgentflowFacts>::AGENTS);
 
 
             /// For each agent, the names of the agents from the root down to it: the path a
@@ -318,8 +318,9 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
         #[automatically_derived]
         impl ::core::convert::From<#flow> for #p::FlowAgent {
-            fn from(__flow: #flow) -> Self {
-                __flow.flow
+            // A pattern, not a named parameter: rustdoc shows it as `_`.
+            fn from(#flow { flow: __agentflow_flow }: #flow) -> Self {
+                __agentflow_flow
             }
         }
 
@@ -396,8 +397,9 @@ pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
         }
 
         impl ::core::convert::From<#flow> for #p::FlowAgent {
-            fn from(__flow: #flow) -> Self {
-                __flow.flow
+            // A pattern, not a named parameter: rustdoc shows it as `_`.
+            fn from(#flow { flow: __agentflow_flow }: #flow) -> Self {
+                __agentflow_flow
             }
         }
     }
