@@ -92,6 +92,10 @@ fn dump_dom(bin: &str, page: &Path, profile: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+fn fixtures_target() -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("renamed_dependency/target")
+}
+
 /// Documents the fixture crate; returns the page of its flow type.
 fn document_fixture() -> std::path::PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -114,7 +118,9 @@ fn document_fixture() -> std::path::PathBuf {
     let out = Command::new(cargo)
         .args(["doc", "--offline", "--quiet", "--no-deps"])
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", dir.join("target"))
+        // The target directory of `tests/renamed_dependency.rs`'s fixture, which depends on
+        // agentflow the same way: its dependencies are checked once for both.
+        .env("CARGO_TARGET_DIR", fixtures_target())
         .env_remove("RUSTFLAGS")
         .env_remove("RUSTDOCFLAGS")
         .output()
@@ -124,7 +130,7 @@ fn document_fixture() -> std::path::PathBuf {
         "cargo doc of the fixture failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc = dir.join("target/doc/docs_picture_fixture");
+    let doc = fixtures_target().join("doc/docs_picture_fixture");
     let page = doc.join("struct.Desk.html");
     assert!(page.exists(), "rustdoc wrote {}", page.display());
     page
