@@ -63,9 +63,9 @@ pub mod __private {
     pub use flow_runtime;
     pub use flow_runtime::spec::expected::{self, FlowAgentOf, FlowTransferOf, TrajectorySpec};
     pub use flow_runtime::spec::{
-        check, render, transfer, transfer_named, transfer_with, DynAgent, DynGiven,
-        NewNeedsNoAgents, NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven, ResultOf,
-        RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
+        check, flow_node, render, run_body, run_body_cx, transfer, transfer_named, transfer_with,
+        DynAgent, DynGiven, NewNeedsNoAgents, NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven,
+        ResultOf, RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
