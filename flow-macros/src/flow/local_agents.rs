@@ -21,11 +21,7 @@ pub(crate) struct LocalAgent {
 /// file cannot be read or parsed.
 pub(crate) fn scan(span: proc_macro2::Span) -> HashMap<String, LocalAgent> {
     let mut out = HashMap::new();
-    // Outside a macro expansion (unit tests) there is no source file.
-    if !proc_macro::is_available() {
-        return out;
-    }
-    let Some(path) = span.unwrap().local_file() else {
+    let Some(path) = source_file(span) else {
         return out;
     };
     let Ok(text) = std::fs::read_to_string(path) else {
@@ -36,6 +32,22 @@ pub(crate) fn scan(span: proc_macro2::Span) -> HashMap<String, LocalAgent> {
     };
     items(&file.items, &mut out);
     out
+}
+
+/// The file `span` is in: known to a compiler with `Span::local_file` (Rust 1.88, detected by
+/// `build.rs`), and only inside a macro expansion (not in unit tests).
+#[cfg(agentflow_local_file)]
+#[allow(clippy::incompatible_msrv)] // compiled only where the compiler has it
+fn source_file(span: proc_macro2::Span) -> Option<std::path::PathBuf> {
+    if !proc_macro::is_available() {
+        return None;
+    }
+    span.unwrap().local_file()
+}
+
+#[cfg(not(agentflow_local_file))]
+fn source_file(_span: proc_macro2::Span) -> Option<std::path::PathBuf> {
+    None
 }
 
 fn items(items: &[syn::Item], out: &mut HashMap<String, LocalAgent>) {
