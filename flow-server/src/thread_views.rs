@@ -6,7 +6,7 @@
 //! | route | answer |
 //! | --- | --- |
 //! | `GET /v1/flows/{flow}/threads` | `{"threads": [{"thread", "turns", "updated_at_ms", "waiting", "running"}]}`, the newest first |
-//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}]}` |
+//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}]}`; `end` is `{"status": "completed", "answered_by"}`, `{"status": "interrupted", "interrupts": N}` or `{"status": "stopped"}` (cancelled at a safe point) |
 //!
 //! Both need `read`; a thread is the caller's tenant's. Events go out in their
 //! [outward form](crate::outward::OutwardEvent); store keys, checkpoint ids and resume data
@@ -15,6 +15,7 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
+use flow_runtime::cancel::is_cancel_interrupt;
 use flow_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
 use flow_runtime::{Role, Usage};
 use serde_json::{json, Value};
@@ -36,7 +37,8 @@ pub(crate) fn routes() -> Router<AppState> {
 
 /// `GET /v1/flows/{flow}/threads`: the caller's threads of the flow, the most recently
 /// updated first: each with its number of turns, when its last record was written, how many
-/// interrupts it waits on and whether a run of it is going in this server.
+/// interrupts it waits on (a stop at a safe point is none) and whether a run of it is going in
+/// this server.
 async fn list_threads(
     State(state): State<AppState>,
     principal: Principal,
@@ -55,7 +57,10 @@ async fn list_threads(
             continue;
         };
         let waiting = match &head.last.end {
-            RecordEnd::Interrupted { interrupts, .. } => interrupts.len(),
+            RecordEnd::Interrupted { interrupts, .. } => interrupts
+                .iter()
+                .filter(|i| !is_cancel_interrupt(i))
+                .count(),
             RecordEnd::Completed { .. } => 0,
         };
         let running = served
@@ -115,9 +120,13 @@ fn record_json(record: &ThreadRecord) -> Value {
         RecordEnd::Completed { answered_by } => {
             json!({ "status": "completed", "answered_by": answered_by })
         }
+        // A turn cancelled at a safe point is recorded with cancel interrupts only.
+        RecordEnd::Interrupted { interrupts, .. } if interrupts.iter().all(is_cancel_interrupt) => {
+            json!({ "status": "stopped" })
+        }
         RecordEnd::Interrupted { interrupts, .. } => json!({
             "status": "interrupted",
-            "interrupts": interrupts.len(),
+            "interrupts": interrupts.iter().filter(|i| !is_cancel_interrupt(i)).count(),
         }),
     };
     let events: Vec<OutwardEvent<'_>> = record.events.iter().map(outward).collect();
