@@ -116,7 +116,12 @@ async fn a_person_chats_and_approves_a_refund_in_the_console() {
 
 /// Opens the console at `base` and gives it `token` when it asks.
 async fn sign_in(client: &fantoccini::Client, base: &str, token: &str) {
-    client.goto(&format!("{base}/")).await.unwrap();
+    sign_in_at(client, &format!("{base}/"), token).await
+}
+
+/// Opens the console's page `url` and gives it `token` when it asks.
+async fn sign_in_at(client: &fantoccini::Client, url: &str, token: &str) {
+    client.goto(url).await.unwrap();
 
     // The server wants a token: the console asks for it.
     let input = client
@@ -164,6 +169,16 @@ async fn drive(client: &fantoccini::Client, base: &str) {
         "the bubble names its run path: {answer}"
     );
     wait_text(client, "//*[@id='status' and text()='finished']").await;
+    let timeline = texts(client, "#timeline li").await;
+    assert_eq!(
+        timeline
+            .iter()
+            .filter(|t| t.contains("Hello! I can help"))
+            .count(),
+        1,
+        "the answer once in the timeline: {timeline:?}"
+    );
+    assert!(timeline[0].starts_with("turn 0"), "{timeline:?}");
 
     // A refund: triage hands over to refund, which waits for a human.
     send(client, "I want a refund for order 42").await;
@@ -201,6 +216,16 @@ async fn drive(client: &fantoccini::Client, base: &str) {
         "//*[@id='status' and text()='waiting for approval']",
     )
     .await;
+    // No new message while an approval waits: the composer is closed and says why.
+    let input = client.find(Locator::Css("#message-input")).await.unwrap();
+    assert_eq!(
+        input.prop("disabled").await.unwrap().as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        input.attr("placeholder").await.unwrap().as_deref(),
+        Some("Waiting for an approval…")
+    );
     screenshot(client, "console-waiting.png").await;
 
     // Approve: the refund is paid and the turn finishes.
@@ -358,6 +383,23 @@ async fn a_model_outage_shows_the_public_message_and_a_correlation_id_and_nothin
         let id = reference.strip_suffix(')').expect("the reference closes");
         assert_eq!(id.len(), 16, "{id}");
         assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+
+        // The agent that failed is drawn as failed, not as running; the legend says so.
+        client
+            .find(Locator::Css("#tree .node.failed[data-agent='assistant']"))
+            .await
+            .expect("the failed agent drawn red");
+        assert!(client
+            .find_all(Locator::Css("#tree .node.active"))
+            .await
+            .unwrap()
+            .is_empty());
+        let legend = texts(&client, "#legend li").await;
+        assert_eq!(
+            legend,
+            ["agent", "running now", "ran in this turn", "failed"],
+            "{legend:?}"
+        );
 
         // Nothing of the infrastructure anywhere on the page, the timeline included.
         let page = client.source().await.unwrap();
@@ -525,4 +567,324 @@ async fn a_requester_sees_no_approve_button_and_an_approver_answers_from_the_que
     assert_eq!(approvals.len(), 1, "{thread_json}");
     assert_eq!(approvals[0]["by"], "ben");
     assert_eq!(approvals[0]["requested_by"], "ana");
+}
+
+/// The gate the `gated` flow's tool waits at: the tool says when it is there, and goes on
+/// when the test adds a permit.
+struct Gate {
+    running: tokio::sync::mpsc::UnboundedSender<()>,
+    open: tokio::sync::Semaphore,
+    ledger: std::sync::Mutex<Vec<String>>,
+}
+
+/// Calls `lookup` with the user's last message, then answers with what it found; each reply
+/// reports its tokens (11 + 20 in, 2 + 5 out: 31 in and 7 out per turn).
+struct LookupModel;
+
+#[flow_runtime::async_trait]
+impl flow_runtime::ChatModel for LookupModel {
+    fn model_name(&self) -> &str {
+        "lookup"
+    }
+
+    async fn generate(
+        &self,
+        request: &flow_runtime::model::ChatRequest,
+    ) -> Result<flow_runtime::Message, ModelError> {
+        use flow_runtime::{Message, Role, ToolCall, Usage};
+        let last_user = request
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(0);
+        let q = request.messages[last_user].content.clone();
+        let mut reply = match request.messages[last_user..]
+            .iter()
+            .find(|m| m.role == Role::Tool)
+        {
+            None => Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::new(
+                    format!("call-{last_user}"),
+                    "lookup",
+                    json!({ "q": q }).to_string(),
+                )],
+            ),
+            Some(found) => Message::assistant(format!("answer: {}", found.content)),
+        };
+        reply.usage = Some(Box::new(if reply.tool_calls.is_empty() {
+            Usage::new(20, 5)
+        } else {
+            Usage::new(11, 2)
+        }));
+        Ok(reply)
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Lookup {
+    q: String,
+}
+
+/// A server with the flow `gated`, whose tool waits at the gate.
+fn gated_state() -> (
+    AppState,
+    std::sync::Arc<Gate>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (running, heard) = tokio::sync::mpsc::unbounded_channel();
+    let gate = std::sync::Arc::new(Gate {
+        running,
+        open: tokio::sync::Semaphore::new(0),
+        ledger: std::sync::Mutex::new(Vec::new()),
+    });
+    let tool_gate = std::sync::Arc::clone(&gate);
+    let lookup = flow_runtime::tool_fn("lookup", "Looks a question up.", move |args: Lookup| {
+        let gate = std::sync::Arc::clone(&tool_gate);
+        async move {
+            gate.ledger
+                .lock()
+                .unwrap()
+                .push(format!("start {}", args.q));
+            let _ = gate.running.send(());
+            gate.open.acquire().await.unwrap().forget();
+            gate.ledger.lock().unwrap().push(format!("end {}", args.q));
+            Ok::<_, std::convert::Infallible>(format!("found {}", args.q))
+        }
+    });
+    let agent = ChatModelAgent::builder("clerk", LookupModel)
+        .tool(lookup)
+        .build()
+        .unwrap();
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("gated", FlowAgent::new(agent))
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap();
+    (state, gate, heard)
+}
+
+/// The thread id in the console's address (`#flow=...&thread=...`).
+async fn thread_in_url(client: &fantoccini::Client) -> String {
+    let url = client.current_url().await.unwrap();
+    let fragment = url.fragment().unwrap_or_default().to_owned();
+    assert!(fragment.contains("flow=gated"), "{fragment}");
+    fragment
+        .split('&')
+        .find_map(|p| p.strip_prefix("thread="))
+        .unwrap_or_else(|| panic!("a thread in {fragment}"))
+        .to_owned()
+}
+
+/// The texts of the chat's bubbles of `role` (`user`, `assistant`).
+async fn bubbles(client: &fantoccini::Client, role: &str) -> Vec<String> {
+    texts(client, &format!("#chat .msg.{role} .text")).await
+}
+
+/// Checks what the page shows of the finished `kettle` turn: the user's message and the
+/// answer once each (in the chat and in the timeline), the turn numbered as the API numbers
+/// it, its tokens.
+async fn shows_the_kettle_turn_once(client: &fantoccini::Client) {
+    assert_eq!(bubbles(client, "user").await, ["kettle"]);
+    assert_eq!(bubbles(client, "assistant").await, ["answer: found kettle"]);
+    let timeline = texts(client, "#timeline li").await;
+    let said: Vec<&String> = timeline
+        .iter()
+        .filter(|t| t.contains("answer: found kettle"))
+        .collect();
+    assert_eq!(
+        said.len(),
+        1,
+        "the answer once in the timeline: {timeline:?}"
+    );
+    assert!(
+        timeline[0].starts_with("turn 0"),
+        "turns count from 0, as the API: {timeline:?}"
+    );
+    let usage = wait_text(client, "//*[@id='timeline']/li[@data-kind='usage']").await;
+    assert!(usage.contains("31 in · 7 out"), "{usage}");
+}
+
+#[tokio::test]
+async fn a_reload_mid_run_keeps_the_thread_reattaches_and_shows_the_answer_once() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let (state, gate, mut running) = gated_state();
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "reload", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='clerk']").await;
+        let placeholder = client
+            .find(Locator::Css("#message-input"))
+            .await
+            .unwrap()
+            .attr("placeholder")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(placeholder, "Write a message to gated", "the flow's own");
+        send(&client, "kettle").await;
+        running.recv().await.expect("the tool runs");
+        let thread = thread_in_url(&client).await;
+
+        // Reload while the tool waits: the page comes back on the same thread and follows
+        // the run going on in the server from its first event.
+        client.refresh().await.unwrap();
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='re-attached to a running turn']",
+        )
+        .await;
+        assert_eq!(thread_in_url(&client).await, thread);
+        wait_text(&client, "//*[@id='timeline']/li[@data-kind='tool-call']").await;
+        client
+            .find(Locator::Css("#stop-bar:not([hidden]) #stop"))
+            .await
+            .expect("Stop is offered while the run goes on");
+        let input = client.find(Locator::Css("#message-input")).await.unwrap();
+        assert_eq!(
+            input.prop("disabled").await.unwrap().as_deref(),
+            Some("true")
+        );
+        gate.open.add_permits(1);
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        shows_the_kettle_turn_once(&client).await;
+        screenshot(&client, "console-reattached.png").await;
+
+        // The thread and its run are listed, with their status.
+        let listed = wait_text(
+            &client,
+            &format!("//*[@id='threads']/li[@data-thread='{thread}']"),
+        )
+        .await;
+        assert!(listed.contains("1 turn"), "{listed}");
+        wait_text(&client, "//*[@id='runs']/li[@data-status='success']").await;
+
+        // A reload after the end rebuilds the same conversation from the stored record.
+        client.refresh().await.unwrap();
+        wait_text(&client, "//*[@id='status' and text()='ready']").await;
+        assert_eq!(thread_in_url(&client).await, thread);
+        shows_the_kettle_turn_once(&client).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_run_goes_on_when_the_tab_closes_and_is_shown_when_it_reopens() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let (state, gate, mut running) = gated_state();
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    let thread = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    {
+        let (base, out) = (base.clone(), std::sync::Arc::clone(&thread));
+        let running = &mut running;
+        in_browser(&webdriver, "closing", |client| async move {
+            sign_in(&client, &base, TOKEN).await;
+            wait_text(&client, "//*[@id='tree']//*[@data-agent='clerk']").await;
+            send(&client, "kettle").await;
+            running.recv().await.expect("the tool runs");
+            *out.lock().unwrap() = thread_in_url(&client).await;
+        })
+        .await;
+    }
+    let thread = thread.lock().unwrap().clone();
+
+    // The tab is closed; the run goes on.
+    let runs: serde_json::Value = client()
+        .get(format!("{base}/v1/flows/gated/threads/{thread}/runs"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"][0]["status"], "running", "{runs}");
+
+    let reopened = format!("{base}/#flow=gated&thread={thread}");
+    in_browser(&webdriver, "reopened", |client| async move {
+        sign_in_at(&client, &reopened, TOKEN).await;
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='re-attached to a running turn']",
+        )
+        .await;
+        gate.open.add_permits(1);
+        wait_text(&client, "//*[@id='status' and text()='ready']").await;
+        shows_the_kettle_turn_once(&client).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stop_after_tools_ends_the_run_after_the_tool_and_continue_goes_on() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let (state, gate, mut running) = gated_state();
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "stop", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='clerk']").await;
+        send(&client, "kettle").await;
+        running.recv().await.expect("the tool runs");
+        client
+            .find(Locator::Css("#cancel-mode option[value='after_tools']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .find(Locator::Css("#stop-bar:not([hidden]) #stop"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // The server took the cancel before the tool goes on.
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='stopping after the tool calls…']",
+        )
+        .await;
+        gate.open.add_permits(1);
+        wait_text(&client, "//*[@id='status' and text()='stopped']").await;
+        screenshot(&client, "console-stopped.png").await;
+
+        // The tool finished and its result is kept; the model was not asked again.
+        let result = wait_text(&client, "//*[@id='timeline']/li[@data-kind='tool-result']").await;
+        assert!(result.contains("found kettle"), "{result}");
+        assert!(bubbles(&client, "assistant").await.is_empty());
+        let notice = wait_text(&client, "//div[contains(@class,'notice')]").await;
+        assert!(notice.contains("Stopped after the tool calls."), "{notice}");
+        assert_eq!(
+            *gate.ledger.lock().unwrap(),
+            ["start kettle", "end kettle"],
+            "the tool ran once, to its end"
+        );
+        wait_text(&client, "//*[@id='runs']/li[@data-status='cancelled']").await;
+
+        // Continue: the run goes on from where it stopped, without calling the tool again.
+        client
+            .find(Locator::Css("#chat button.continue"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        assert_eq!(
+            bubbles(&client, "assistant").await,
+            ["answer: found kettle"]
+        );
+        assert_eq!(gate.ledger.lock().unwrap().len(), 2, "no second tool call");
+    })
+    .await;
 }

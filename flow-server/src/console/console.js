@@ -330,17 +330,21 @@ function runHandler(run) {
   return (name, data) => {
     if (name === "turn") {
       run.id = data.run_id;
+      if (data.resumed) run.inputShown = true;
       const key = data.turn + ":" + data.resumed;
       if (state.shownTurns.has(key)) {
         skip = true;
+        run.inputShown = true;
         return;
       }
       state.shownTurns.add(key);
       const input = localStorage.getItem("agentflow-run-input:" + data.run_id);
       if (run.message !== undefined) {
         if (!data.resumed) localStorage.setItem("agentflow-run-input:" + data.run_id, run.message);
+        run.inputShown = true;
       } else if (input !== null) {
         chatMessage("user", input);
+        run.inputShown = true;
       }
       timeline("turn", null, turnLabel(data.turn, data.resumed), "starts at " + data.started_at.join("/"));
       refreshRuns();
@@ -525,6 +529,7 @@ async function watch(run, response) {
       }
     }
   }
+  return ended;
 }
 
 // Starts a run of the current thread (`body`: a message or a resume) and follows it.
@@ -562,11 +567,12 @@ async function stop() {
   if (!run || !run.id) return;
   const mode = $("#cancel-mode").value;
   $("#stop").disabled = true;
-  setStatus("stopping " + (CANCEL_WORDS[mode] || "") + "…", "busy");
   const response = await api(threadPath(run.thread) + "/runs/" + encodeURIComponent(run.id) + "/cancel", { method: "POST", json: { mode } });
   if (!response.ok) {
     $("#stop").disabled = false;
     setStatus(await friendlyErrorText(response), "error");
+  } else if (state.run === run) {
+    setStatus("stopping " + (CANCEL_WORDS[mode] || "") + "…", "busy");
   }
 }
 
@@ -797,37 +803,41 @@ async function loadThread() {
   const thread = currentThread();
   const response = await api(threadPath() + "/timeline");
   if (thread !== currentThread()) return;
-  if (response.status === 404) {
-    await refreshApprovals([]);
-    setStatus("new thread");
-    updateComposer();
-    await refreshRuns();
-    return;
-  }
-  if (!response.ok) {
+  let records = [];
+  if (response.ok) {
+    records = (await response.json()).records;
+  } else if (response.status !== 404) {
     setStatus(await friendlyErrorText(response), "error");
     return;
   }
-  const { records } = await response.json();
   for (const r of records) showRecord(r);
   state.active = "";
   drawTree();
   const last = records[records.length - 1];
-  const t = await (await api(threadPath())).json();
-  if (thread !== currentThread()) return;
-  showAnswered(t.approvals);
-  await refreshApprovals(t.pending);
+  let pending = [];
+  if (records.length) {
+    const t = await (await api(threadPath())).json();
+    if (thread !== currentThread()) return;
+    showAnswered(t.approvals);
+    pending = t.pending;
+  }
+  await refreshApprovals(pending);
   const stopped = !!last && last.end.status === "stopped";
-  const waiting = t.pending.filter((i) => !isStop(i)).length > 0;
+  const waiting = pending.filter((i) => !isStop(i)).length > 0;
   setWaiting(waiting);
-  setStatus(waiting ? "waiting for approval" : stopped ? "stopped" : "ready");
+  setStatus(waiting ? "waiting for approval" : stopped ? "stopped" : records.length ? "ready" : "new thread");
   loadHistory();
   const runs = await refreshRuns();
   if (thread !== currentThread()) return;
   const going = runs.find((r) => r.status === "running" || r.status === "pending");
   if (going) {
+    // A run of this thread goes on (started before a reload, or in another tab): follow it
+    // from its first event; the page then shows the thread as recorded.
     setStatus("re-attached to a running turn", "busy");
-    await watch({ id: going.run_id, last: null, thread });
+    const run = { id: going.run_id, last: null, thread };
+    const ended = await watch(run);
+    // Without the user's message (kept by the tab that sent it), show the record instead.
+    if (ended && !run.inputShown && thread === currentThread()) await loadThread();
   } else if (stopped) {
     const cancelled = [...runs].reverse().find((r) => r.status === "cancelled");
     if (cancelled && may("chat")) {
