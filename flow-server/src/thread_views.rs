@@ -79,7 +79,7 @@ async fn list_threads(
             }),
         ));
     }
-    threads.sort_by(|a, b| b.0.cmp(&a.0));
+    threads.sort_by_key(|t| std::cmp::Reverse(t.0));
     let threads: Vec<Value> = threads.into_iter().map(|(_, t)| t).collect();
     Ok(Json(json!({ "threads": threads })))
 }
