@@ -432,10 +432,15 @@ async fn a_model_outage_shows_the_public_message_and_a_correlation_id_and_nothin
 const REQUESTER: &str = "ana-requester-token-0123456789";
 const APPROVER: &str = "ben-approver-token-0123456789";
 
-/// The demo desk with a requester who may only chat and an approver who may approve and read.
+/// The demo desk (and a second flow, `notes`) with a requester who may only chat and an
+/// approver who may approve and read.
 fn two_principals_state() -> AppState {
+    let notes = ChatModelAgent::builder("notes", ScriptedModel::new([ScriptStep::text("Noted.")]))
+        .build()
+        .unwrap();
     AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
+        .flow("notes", FlowAgent::new(notes))
         .auth(Auth::tokens([
             (
                 REQUESTER,
@@ -506,13 +511,16 @@ async fn a_requester_sees_no_approve_button_and_an_approver_answers_from_the_que
     };
     assert!(thread.starts_with("t-"), "{thread}");
 
-    // The approver opens the console on another thread, sees the requester's refund in the
+    // The approver opens the console on another flow, sees the requester's refund in the
     // queue, approves it, and sees the refund paid and the record of who approved.
     let approver_base = base.clone();
     let requester_thread = thread.clone();
     in_browser(&webdriver, "approver", |client| async move {
-        sign_in(&client, &approver_base, APPROVER).await;
-        let entry = format!("//*[@id='approvals']/div[@data-thread='{requester_thread}']");
+        sign_in_at(&client, &format!("{approver_base}/#flow=notes"), APPROVER).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='notes']").await;
+        let entry = format!(
+            "//*[@id='approvals']/div[@data-flow='desk' and @data-thread='{requester_thread}']"
+        );
         let question =
             wait_text(&client, &format!("{entry}//*[contains(@class,'question')]")).await;
         assert_eq!(question, "Approve a refund of 39.00 EUR for order 42?");
@@ -546,6 +554,15 @@ async fn a_requester_sees_no_approve_button_and_an_approver_answers_from_the_que
             current, requester_thread,
             "the console shows the answered thread"
         );
+        let flow = client
+            .find(Locator::Css("#flow"))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(flow, "desk", "and its flow");
         wait_text(&client, "//*[@id='approval-count' and text()='0']").await;
         let answered = wait_text(&client, "//*[@id='answered']/li").await;
         assert!(answered.contains("approved by ben for ana"), "{answered}");

@@ -15,6 +15,7 @@ const state = {
   run: null, // the run followed: {id, last (event id), thread, message?}
   abort: null, // stops following it (the run goes on on the server)
   shownTurns: new Set(), // "turn:resumed" of the records the page shows
+  flows: [], // the served flows' names
   // What the signed-in principal may do (GET /v1/me); Approve buttons need `approve`.
   scopes: [],
 };
@@ -223,39 +224,48 @@ function showApprovals(all) {
   }
   for (const i of interrupts) {
     const question = (i.info && (i.info.question || i.info.message)) || JSON.stringify(i.info);
-    // Entries of the queue name their thread; those of a turn's end are the current thread's.
+    // Entries of the queue name their flow and thread; those of a turn's end are the current
+    // thread's.
     const thread = i.thread || currentThread();
+    const flow = i.flow || state.flow;
     let buttons;
     if (may("approve")) {
       const approve = el("button", { class: "approve", type: "button" }, "Approve");
       const deny = el("button", { class: "deny", type: "button" }, "Deny");
-      approve.addEventListener("click", () => resume(thread, i.id, true));
-      deny.addEventListener("click", () => resume(thread, i.id, false));
+      approve.addEventListener("click", () => resume(flow, thread, i.id, true));
+      deny.addEventListener("click", () => resume(flow, thread, i.id, false));
       buttons = el("div", { class: "buttons" }, approve, deny);
     } else {
       buttons = el("p", { class: "muted" }, "Waiting for an approver.");
     }
-    host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread },
+    const where = (state.flows.length > 1 ? "flow " + flow + " · " : "") + "thread " + thread;
+    host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread, "data-flow": flow },
       el("p", { class: "question" }, question),
-      el("div", { class: "meta" }, "thread " + thread + " · interrupt " + i.id),
+      el("div", { class: "meta" }, where + " · interrupt " + i.id),
       buttons));
   }
 }
 
-// The approvals queue of the flow when the principal may see it, else what the current
-// thread waits on (`pending`, from the thread or from the end of its last turn).
+// The approvals queue of every served flow when the principal may see it, else what the
+// current thread waits on (`pending`, from the thread or from the end of its last turn).
 async function refreshApprovals(pending) {
   if (!mayQueue()) {
     showApprovals(pending);
     return;
   }
+  // The queue: what every thread of every served flow waits on, as far as the caller may see.
+  const queue = [];
   try {
-    const response = await api("/flows/" + encodeURIComponent(state.flow) + "/interrupts");
-    if (response.ok) showApprovals((await response.json()).interrupts);
-    else showApprovals(pending);
+    for (const flow of state.flows) {
+      const response = await api("/flows/" + encodeURIComponent(flow) + "/interrupts");
+      if (!response.ok) continue;
+      for (const i of (await response.json()).interrupts) queue.push(Object.assign({ flow }, i));
+    }
   } catch (_) {
     showApprovals(pending);
+    return;
   }
+  showApprovals(queue);
 }
 
 // Who answered which interrupt of the thread, when, for whom (the thread's record).
@@ -629,10 +639,12 @@ async function send(text) {
 }
 
 // Answers interrupt `interruptId` of `thread`; an entry of the queue may be another thread's,
-// which the console then shows.
-async function resume(thread, interruptId, approve) {
+// or another flow's, which the console then shows.
+async function resume(flow, thread, interruptId, approve) {
   for (const b of document.querySelectorAll("#approvals button")) b.disabled = true;
-  if (thread !== currentThread()) {
+  if (flow !== state.flow) {
+    await loadFlow(flow, thread);
+  } else if (thread !== currentThread()) {
     $("#thread").value = thread;
     await loadThread();
   }
@@ -882,6 +894,7 @@ async function start() {
     const select = $("#flow");
     select.textContent = "";
     for (const f of flows) select.append(el("option", { value: f.name }, f.name));
+    state.flows = flows.map((f) => f.name);
     $("#auth").hidden = true;
     const wanted = readAddress();
     const flow = flows.find((f) => f.name === wanted.flow) || flows[0];
