@@ -495,6 +495,34 @@ async fn a_requester_sees_no_approve_button_and_an_approver_answers_from_the_que
                 .unwrap();
             assert!(buttons.is_empty(), "a requester is offered no answer");
             screenshot(&client, "console-requester.png").await;
+
+            // Reloaded, the page cannot read the thread (no `read` scope) and lets the requester
+            // write; the refusal is said in plain words, not in the API's.
+            client.refresh().await.unwrap();
+            wait_text(&client, "//*[@id='status' and text()='ready']").await;
+            send(&client, "Any news?").await;
+            let refused = wait_text(
+                &client,
+                "//div[contains(@class,'msg') and contains(@class,'error')]",
+            )
+            .await;
+            assert_eq!(
+                refused,
+                "This conversation waits for an approval; it goes on once someone answers it."
+            );
+            let shown: String = client
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for api_words in ["POST", "/resume", "Retry-After", "::"] {
+                assert!(
+                    !shown.contains(api_words),
+                    "{api_words} on the page: {shown}"
+                );
+            }
             let id = client
                 .find(Locator::Css("#thread"))
                 .await

@@ -378,7 +378,7 @@ function runHandler(run) {
       if (data.message) addUsage(usage, data.message.usage);
       lastAnswer = onEvent(data, bubbles) || lastAnswer;
     } else if (name === "error") {
-      timeline("error", null, "error", publicText(data));
+      timeline("error", null, "error", friendly(data));
     } else if (name === "done") {
       state.active = "";
       if (data.status === "error") {
