@@ -677,6 +677,17 @@ fn gated_state() -> (
     std::sync::Arc<Gate>,
     tokio::sync::mpsc::UnboundedReceiver<()>,
 ) {
+    gated_state_with(flow_server::Limits::default())
+}
+
+/// [`gated_state`] with `limits`.
+fn gated_state_with(
+    limits: flow_server::Limits,
+) -> (
+    AppState,
+    std::sync::Arc<Gate>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
     let (running, heard) = tokio::sync::mpsc::unbounded_channel();
     let gate = std::sync::Arc::new(Gate {
         running,
@@ -704,6 +715,7 @@ fn gated_state() -> (
     let state = AppState::builder(InMemoryStore::new())
         .flow("gated", FlowAgent::new(agent))
         .auth(Auth::bearer(TOKEN))
+        .limits(limits)
         .build()
         .unwrap();
     (state, gate, heard)
@@ -930,6 +942,49 @@ async fn stop_after_tools_ends_the_run_after_the_tool_and_continue_goes_on() {
             ["answer: found kettle"]
         );
         assert_eq!(gate.ledger.lock().unwrap().len(), 2, "no second tool call");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_mid_run_is_followed_again_after_its_last_event_id() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    // Every stream of the server ends after 300 ms while the run goes on: the page must
+    // attach again, after the last event it saw, until the run ends.
+    let (state, gate, mut running) = gated_state_with(flow_server::Limits {
+        max_turn_duration: Duration::from_millis(300),
+        ..flow_server::Limits::default()
+    });
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "reattach", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='clerk']").await;
+        send(&client, "kettle").await;
+        running.recv().await.expect("the tool runs");
+        // Two re-attachments while the tool waits, then the tool goes on.
+        wait_text(&client, "//*[@id='status' and @data-reattached >= 2]").await;
+        gate.open.add_permits(1);
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        // Each event once: one tool call, one result, one answer, no stream error shown.
+        shows_the_kettle_turn_once(&client).await;
+        assert_eq!(
+            texts(&client, "#timeline li[data-kind='tool-call']")
+                .await
+                .len(),
+            1
+        );
+        assert_eq!(
+            texts(&client, "#timeline li[data-kind='tool-result']")
+                .await
+                .len(),
+            1
+        );
+        assert!(texts(&client, "#timeline li[data-kind='error']")
+            .await
+            .is_empty());
     })
     .await;
 }

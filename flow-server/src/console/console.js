@@ -378,7 +378,8 @@ function runHandler(run) {
       if (data.message) addUsage(usage, data.message.usage);
       lastAnswer = onEvent(data, bubbles) || lastAnswer;
     } else if (name === "error") {
-      timeline("error", null, "error", friendly(data));
+      // Without a code: the stream was open too long and ends; the page re-attaches.
+      if (data.code) timeline("error", null, "error", friendly(data));
     } else if (name === "done") {
       state.active = "";
       if (data.status === "error") {
@@ -476,9 +477,12 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function follow(response, run, signal) {
   const handle = runHandler(run);
   let ended = false;
-  for (let attempt = 0; ; attempt++) {
+  let silent = 0; // connections in a row that brought no event
+  for (;;) {
+    let heard = false;
     try {
       await readSse(response, (name, data, id) => {
+        heard = true;
         if (id !== null) run.last = id;
         if (name === "done") ended = true;
         handle(name, data);
@@ -486,7 +490,8 @@ async function follow(response, run, signal) {
     } catch (err) {
       if (signal.aborted) return false;
     }
-    if (ended || signal.aborted || !run.id || !may("read") || attempt >= 30) break;
+    silent = heard ? 0 : silent + 1;
+    if (ended || signal.aborted || !run.id || !may("read") || silent >= 10) break;
     await sleep(300);
     const headers = run.last !== null ? { "Last-Event-ID": String(run.last) } : {};
     try {
@@ -496,6 +501,9 @@ async function follow(response, run, signal) {
       continue;
     }
     if (!response.ok) break;
+    // How many times the page re-attached (shown on the status for whoever watches closely).
+    const status = $("#status");
+    status.dataset.reattached = String(Number(status.dataset.reattached || 0) + 1);
   }
   return ended;
 }
