@@ -57,17 +57,24 @@ async fn screenshot(client: &fantoccini::Client, name: &str) {
     }
 }
 
-/// Waits until an element matching the XPath exists, and returns its text.
+/// Waits until an element matching the XPath exists, and returns its text. The console
+/// redraws parts of the page (the tree at each event, the lists after each run): an element
+/// replaced between finding it and reading it is found again.
 async fn wait_text(client: &fantoccini::Client, xpath: &str) -> String {
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::XPath(xpath))
-        .await
-        .unwrap_or_else(|e| panic!("waiting for {xpath}: {e}"))
-        .text()
-        .await
-        .unwrap()
+    for _ in 0..50 {
+        let found = client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(xpath))
+            .await
+            .unwrap_or_else(|e| panic!("waiting for {xpath}: {e}"));
+        match found.text().await {
+            Ok(text) => return text,
+            Err(e) if e.is_stale_element_reference() => continue,
+            Err(e) => panic!("reading {xpath}: {e}"),
+        }
+    }
+    panic!("{xpath} was replaced each time it was found")
 }
 
 /// The WebDriver's URL, or `None` after saying the test is skipped.
@@ -193,17 +200,7 @@ async fn drive(client: &fantoccini::Client, base: &str) {
         transfer.contains("triage") && transfer.contains("refund"),
         "{transfer}"
     );
-    let paths: Vec<String> = {
-        let mut out = Vec::new();
-        for e in client
-            .find_all(Locator::Css("#timeline .run-path"))
-            .await
-            .unwrap()
-        {
-            out.push(e.text().await.unwrap());
-        }
-        out
-    };
+    let paths = texts(client, "#timeline .run-path").await;
     assert!(paths.iter().any(|p| p == "triage/refund"), "{paths:?}");
     let calls = wait_text(
         client,
@@ -324,13 +321,20 @@ async fn send(client: &fantoccini::Client, text: &str) {
         .unwrap();
 }
 
-/// The texts of every element matching `css`.
+/// The texts of every element matching `css` (read again if the page redrew them meanwhile).
 async fn texts(client: &fantoccini::Client, css: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in client.find_all(Locator::Css(css)).await.unwrap() {
-        out.push(e.text().await.unwrap());
+    'again: for _ in 0..50 {
+        let mut out = Vec::new();
+        for e in client.find_all(Locator::Css(css)).await.unwrap() {
+            match e.text().await {
+                Ok(text) => out.push(text),
+                Err(e) if e.is_stale_element_reference() => continue 'again,
+                Err(e) => panic!("reading {css}: {e}"),
+            }
+        }
+        return out;
     }
-    out
+    panic!("{css} was redrawn each time it was read")
 }
 
 const CANARY: &str = "INSTRUCTION-CANARY: the vault code is 7311";
