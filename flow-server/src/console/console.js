@@ -456,6 +456,7 @@ function onEvent(e, bubbles) {
   const a = e.action;
   if (a === "exit") timeline("exit", path, "exit", m && m.role === "tool" ? m.content : "");
   else if (a && a.transfer_to_agent) timeline("transfer", path, "transfer → " + a.transfer_to_agent);
+  else if (a && a.interrupted && isStop(a.interrupted)) timeline("cancelled", path, "stopped here");
   else if (a && a.interrupted) {
     const info = a.interrupted.info;
     timeline("interrupt", path, "interrupt " + a.interrupted.id, (info && info.question) || JSON.stringify(info));
