@@ -399,7 +399,7 @@ function runHandler(run) {
         chatMessage("notice", "Waiting for a human to approve: see Approvals.");
         setStatus("waiting for approval");
       } else if (data.status === "cancelled") {
-        const how = CANCEL_WORDS[data.cancel_mode] || "stopped";
+        const how = CANCEL_WORDS[data.cancel_mode] || (data.at_safe_point ? "at a safe point" : "at once");
         timeline("cancelled", null, "stopped " + how);
         const notice = chatMessage("notice", "Stopped " + how + ".");
         if (data.at_safe_point && may("chat")) {
