@@ -460,3 +460,63 @@ async fn usage_larger_than_the_estimate_makes_compaction_start_earlier_and_holds
     let largest = off.largest.load(Ordering::SeqCst);
     assert!(largest > BUDGET, "largest request {largest} tokens");
 }
+
+/// With OpenAI's tokenizer as the counter, a budget holds as that tokenizer counts from the
+/// first request, on a model that reports no usage at all.
+#[cfg(feature = "tiktoken")]
+#[tokio::test]
+async fn a_tiktoken_counter_holds_the_budget_without_any_reported_usage() {
+    use flow_runtime::history::{TiktokenCounter, TokenCounter};
+
+    struct Counted {
+        counter: TiktokenCounter,
+        largest: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl ChatModel for Counted {
+        fn model_name(&self) -> &str {
+            "gpt-4o"
+        }
+
+        async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
+            let messages: usize = request.messages.iter().map(|m| self.counter.count(m)).sum();
+            self.largest.fetch_max(messages, Ordering::SeqCst);
+            Ok(Message::assistant("ok"))
+        }
+    }
+
+    let counter = TiktokenCounter::for_model("gpt-4o").unwrap();
+    assert_eq!(counter.encoding(), "o200k_base");
+    assert!(TiktokenCounter::for_model("claude-sonnet-4")
+        .unwrap_err()
+        .to_string()
+        .contains("no OpenAI tokenizer is known for the model 'claude-sonnet-4'"));
+    let model = Arc::new(Counted {
+        counter,
+        largest: AtomicUsize::new(0),
+    });
+    let summaries = Arc::new(AtomicUsize::new(0));
+    let made = Arc::clone(&summaries);
+    let budget = ContextBudget::new(BUDGET, move |_: &str, older: &[MessageRef]| {
+        made.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, String>(format!("{} earlier messages.", older.len()))
+    })
+    .counter(counter);
+    let agent = ChatModelAgent::builder_with_arc("clerk", Arc::clone(&model) as Arc<dyn ChatModel>)
+        .context_budget(budget)
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent)).stores(InMemoryStore::new());
+    // Text in another script, where the estimate's 4 bytes a token does not hold.
+    for i in 0..80 {
+        let text = format!("turn {i}: 東京の注文番号 {i} について、返金をお願いします。");
+        let mut turn = runner.turn("t", Message::user(text)).await.unwrap();
+        while let Some(e) = turn.next().await {
+            assert!(e.error.is_none(), "turn {i}: {:?}", e.error);
+        }
+    }
+    assert!(summaries.load(Ordering::SeqCst) > 0);
+    let largest = model.largest.load(Ordering::SeqCst);
+    assert!(largest <= BUDGET, "largest request {largest} tokens");
+}
