@@ -19,6 +19,8 @@
 //! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
 //!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
 //!   continuation replays the fork's steps;
+//! - `thread_values`: session values that carry across a thread's turns (the inheriting
+//!   rule), [`Runner::thread_values`] and [`Runner::update_state`] (a values step);
 //! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
 //!   thread ([`Runner::thread_ttl`]);
 //! - `withdraw`: [`Runner::withdraw_turn`], giving up a turn that waits for input (its
@@ -37,6 +39,7 @@ mod journal_gate;
 mod recover;
 mod run_handle;
 mod runs;
+mod thread_values;
 pub mod time_travel;
 mod turn;
 mod turn_mark;
@@ -51,6 +54,7 @@ pub use run_handle::{
     RunRetention, RunStatus,
 };
 pub use runs::Runner;
+pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use turn_mark::turn_mark_id;

@@ -43,7 +43,6 @@ use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role, ToolCall};
 use crate::model::ChatRequest;
 use crate::run_path::RunPath;
-use crate::session::Session;
 use crate::store::{JournalError, RecordEnd, RecordStart, ThreadError, ThreadStore};
 
 /// Why a turn could not be recovered ([`Runner::recover`]). Nothing stored is changed when
@@ -346,8 +345,10 @@ impl Runner {
         let middleware = Middlewares::chain([&first, &self.middleware]);
         let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        // The turn starts with the thread's values, as the dead worker's did.
+        let head = store.head(thread_id).await?;
         let cx = RunContext::new_run(
-            Session::new(),
+            super::thread_values::session_after(head.as_ref().map(|h| &h.last)),
             input.iter().cloned(),
             self.streaming,
             agent.name(),

@@ -385,8 +385,9 @@ impl Runner {
         let started_at = RunPath::root(start.name());
         let message: MessageRef = Arc::new(message);
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        // The turn starts with the thread's values (see `thread_values`).
         let cx = RunContext::new_run(
-            Session::new(),
+            super::thread_values::session_after(head.as_ref().map(|h| &h.last)),
             [Arc::clone(&message)],
             self.streaming,
             start.name(),
@@ -1125,6 +1126,7 @@ impl Recording {
             events,
             end,
             by: self.by.clone(),
+            values: super::thread_values::carried(cx.session()),
             sealed: None,
         };
         let version = self
@@ -1208,6 +1210,7 @@ async fn replay_part(
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
         },
+        values: super::thread_values::carried_in(&checkpoint.values),
         sealed: None,
     };
     tracing::info!(

@@ -24,6 +24,7 @@ pub fn record(turn: u64, text: &str) -> ThreadRecord {
             answered_by: "bot".into(),
         },
         by: None,
+        values: None,
         sealed: None,
     }
 }
