@@ -33,6 +33,7 @@ fn said(r: &ThreadRecord) -> &str {
     match &r.start {
         RecordStart::Turn { input } => &input[0].content,
         RecordStart::Resume { .. } => "(resume)",
+        RecordStart::Values { .. } => "(values)",
     }
 }
 
