@@ -35,7 +35,8 @@ use super::journal::{turn_journal_id, StepKind};
 use super::journal_gate::{JournalGate, StoredCalls};
 use super::runs::Runner;
 use super::turn::{Recording, ThreadLease, Turn};
-use super::turn_mark::{turn_mark_id, TurnStart, MARK_KIND};
+use super::turn_mark::RESUME_KIND;
+use super::turn_mark::{resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND};
 use crate::agent::middleware::{HookContext, HookError, Middleware, Middlewares};
 use crate::agent::{Agent, AgentInput, RunContext};
 use crate::event::RecordedEvent;
@@ -43,7 +44,9 @@ use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role, ToolCall};
 use crate::model::ChatRequest;
 use crate::run_path::RunPath;
-use crate::store::{JournalError, RecordEnd, RecordStart, ThreadError, ThreadStore};
+use crate::store::{
+    CheckpointError, JournalError, RecordEnd, RecordStart, ThreadError, ThreadHead, ThreadStore,
+};
 
 /// Why a turn could not be recovered ([`Runner::recover`]). Nothing stored is changed when
 /// one is returned, and nothing ran.
@@ -86,14 +89,14 @@ pub enum RecoverError {
 
 /// The journal's answers for a recovered run: model replies per run path in order, tool
 /// results by run path and call id, and the calls that were asked for but have no result.
-struct Replay {
+pub(super) struct Replay {
     replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
     results: HashMap<(RunPath, String), String>,
     asked: HashSet<(RunPath, String)>,
 }
 
 impl Replay {
-    fn new(steps: &[RecordedEvent]) -> Replay {
+    pub(super) fn new(steps: &[RecordedEvent]) -> Replay {
         let mut replies: HashMap<RunPath, VecDeque<Message>> = HashMap::new();
         let mut results = HashMap::new();
         let mut asked = HashSet::new();
@@ -299,6 +302,100 @@ impl Runner {
         Ok(Some((start, version, turn)))
     }
 
+    /// The open start mark of the resume of `head`'s interrupted turn (a resume whose worker
+    /// died before it ended), if it has one.
+    async fn open_resume_mark(
+        &self,
+        thread_id: &str,
+        head: &ThreadHead,
+        checkpoint_id: &str,
+    ) -> Result<Option<ResumeStart>, RecoverError> {
+        let journal = self
+            .journal_store_or_err(thread_id)
+            .map_err(journal_error(thread_id))?;
+        let id = resume_mark_id(thread_id, head.last.turn);
+        let steps = journal
+            .read_steps(&id, 0)
+            .await
+            .map_err(journal_error(thread_id))?;
+        let [mark] = steps.as_slice() else {
+            // Never resumed in a journaled mode, or the resume failed or was cancelled.
+            return Ok(None);
+        };
+        let corrupt = |reason: String| RecoverError::Journal {
+            thread: thread_id.to_owned(),
+            source: JournalError::Corrupt {
+                run: id.clone(),
+                seq: 0,
+                reason,
+            },
+        };
+        if mark.kind != RESUME_KIND {
+            return Err(corrupt(format!(
+                "its kind is '{}', not a resume start",
+                mark.kind
+            )));
+        }
+        let start: ResumeStart = serde_json::from_slice(&mark.bytes)
+            .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
+        let flow = self.flow_fingerprint();
+        if start.flow != flow {
+            return Err(corrupt(format!(
+                "it was written by another flow (fingerprint {}, this flow's is {flow}); \
+                 recover it with the runner of that flow",
+                start.flow
+            )));
+        }
+        if start.thread != thread_id || start.turn != head.last.turn {
+            return Err(corrupt(format!(
+                "it says it resumes turn {} of thread '{}', which does not fit this thread \
+                 (turn {})",
+                start.turn, start.thread, head.last.turn
+            )));
+        }
+        if start.version != head.version || start.checkpoint_id != checkpoint_id {
+            // An earlier resume, which was recorded: the thread went on since.
+            return Ok(None);
+        }
+        Ok(Some(start))
+    }
+
+    /// Starts the recovery of a resume of `thread_id`'s interrupted turn whose worker died:
+    /// the same answers, the journal's steps past the checkpoint replayed.
+    async fn start_recovered_resume(
+        &self,
+        store: Arc<dyn ThreadStore>,
+        thread_id: &str,
+        start: ResumeStart,
+        claim: super::turn::ThreadClaim,
+        lease: &mut Option<ThreadLease>,
+    ) -> Result<Option<Turn>, RecoverError> {
+        tracing::info!(
+            thread = thread_id,
+            turn = start.turn,
+            checkpoint = %start.checkpoint_id,
+            "recovering a resumed turn whose worker died"
+        );
+        let targets = start.targets.into_iter().collect();
+        match self
+            .start_resumed_turn(store, thread_id, targets, start.by, claim, lease, true)
+            .await
+        {
+            Ok(turn) => Ok(Some(turn)),
+            // The dead worker's claim on the checkpoint has not run out yet.
+            Err(ThreadError::Checkpoint(CheckpointError::Claimed { .. })) => {
+                Err(RecoverError::Leased {
+                    thread: thread_id.to_owned(),
+                })
+            }
+            Err(ThreadError::Journal(source)) => Err(RecoverError::Journal {
+                thread: thread_id.to_owned(),
+                source,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Starts the recovery of `thread_id`'s unfinished turn under `lease` (moved into the
     /// turn once it is built).
     async fn start_recovered(
@@ -308,6 +405,19 @@ impl Runner {
         claim: super::turn::ThreadClaim,
         lease: &mut Option<ThreadLease>,
     ) -> Result<Option<Turn>, RecoverError> {
+        if let Some(head) = store.head(thread_id).await? {
+            if let RecordEnd::Interrupted { checkpoint_id, .. } = &head.last.end {
+                let Some(start) = self
+                    .open_resume_mark(thread_id, &head, checkpoint_id)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                return self
+                    .start_recovered_resume(store, thread_id, start, claim, lease)
+                    .await;
+            }
+        }
         let Some((start, version, number)) = self.open_mark(&store, thread_id).await? else {
             return Ok(None);
         };

@@ -480,15 +480,18 @@ impl Runner {
     ) -> Result<Turn, ThreadError> {
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
-            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease)
+            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease, false)
             .await;
         ThreadLease::release_unused(lease).await;
         started
     }
 
     /// Starts the continuation of an interrupted turn under `lease` (as
-    /// [`start_turn`](Runner::start_turn)).
-    async fn start_resumed_turn(
+    /// [`start_turn`](Runner::start_turn)); `recovering`: the continuation of a resume whose
+    /// worker died, replaying what the turn's journal holds past the checkpoint (see
+    /// `runner::recover`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn start_resumed_turn(
         &self,
         store: Arc<dyn ThreadStore>,
         thread_id: &str,
@@ -496,6 +499,7 @@ impl Runner {
         by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
+        recovering: bool,
     ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
         if let Some(head) = head.as_ref() {
@@ -561,11 +565,52 @@ impl Runner {
                 return Err(e);
             }
         };
+        // A recovered continuation replays the steps its dead worker journaled past the
+        // checkpoint (see `runner::recover`).
+        let journaled = match recovering {
+            true => match self
+                .journal(&super::journal::turn_journal_id(thread_id, turn))
+                .await
+            {
+                Ok(steps) => Some(steps.into_iter().map(|s| s.event).collect::<Vec<_>>()),
+                Err(e) => {
+                    resume_claim.release().await;
+                    return Err(e.into());
+                }
+            },
+            false => None,
+        };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
-        let cx = cx
+        let mut cx = cx
             .with_thread(Arc::new(history))
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        let mut first = crate::agent::Middlewares::default();
+        if let Some(steps) = &journaled {
+            let past = &steps[restored.min(steps.len())..];
+            first = first.with(Arc::new(super::recover::Replay::new(past)));
+        }
+        // Sync (and a recovery, unless Async): a tool call waits until the reply that asked
+        // for it is journaled; the checkpoint's replies are stored already.
+        let gated = match &journaled {
+            Some(_) => self.durability != super::Durability::Async,
+            None => self.durability == super::Durability::Sync && self.journal.is_some(),
+        };
+        let gate = gated.then(|| {
+            let gate = Arc::new(super::journal_gate::StoredCalls::default());
+            gate.add(&checkpoint.events);
+            if let Some(steps) = &journaled {
+                gate.add(steps);
+            }
+            gate
+        });
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(super::journal_gate::JournalGate(Arc::clone(gate))));
+        }
+        if !first.is_empty() {
+            cx = cx
+                .with_run_middleware(crate::agent::Middlewares::chain([&first, &self.middleware]));
+        }
         let events = Arc::clone(&self.agent).resume(cx.clone(), input, info);
         let plan = Recording {
             runner: self.clone(),
@@ -583,8 +628,8 @@ impl Runner {
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
-            replayed: None,
-            gate: None,
+            replayed: journaled,
+            gate,
             replay: None,
         };
         let lease = lease
@@ -936,26 +981,41 @@ impl Recording {
         if let Some(journal) = &mut journal {
             journal.open_gate(self.gate.clone());
         }
-        // A new journaled turn marks its start, so that another worker can recover it.
+        // A journaled turn (new or resumed) marks its start, so that another worker can
+        // recover it.
         let mut mark = None;
-        if journal.is_some() && self.replayed.is_none() && self.resumed_checkpoint.is_none() {
+        if journal.is_some() && self.replayed.is_none() && self.replay.is_none() {
             let marked = match self.runner.journal_store_or_err(&self.thread_id) {
-                Ok(store) => {
-                    let start = super::turn_mark::TurnStart {
-                        flow: self.runner.flow_fingerprint(),
-                        thread: self.thread_id.clone(),
-                        turn: self.turn,
-                        version: self.version,
-                        input: match &self.start {
-                            RecordStart::Turn { input } => input.clone(),
-                            _ => Vec::new(),
-                        },
-                        started_at: self.started_at.clone(),
-                        scope: scope.clone(),
-                        by: self.by.clone(),
-                    };
-                    super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
-                }
+                Ok(store) => match (&self.resumed_checkpoint, &self.start) {
+                    (Some(checkpoint_id), RecordStart::Resume { targets, .. }) => {
+                        let start = super::turn_mark::ResumeStart {
+                            flow: self.runner.flow_fingerprint(),
+                            thread: self.thread_id.clone(),
+                            turn: self.turn,
+                            version: self.version,
+                            checkpoint_id: checkpoint_id.clone(),
+                            targets: targets.clone(),
+                            by: self.by.clone(),
+                        };
+                        super::turn_mark::TurnMark::write_resume(Arc::clone(store), &start).await
+                    }
+                    _ => {
+                        let start = super::turn_mark::TurnStart {
+                            flow: self.runner.flow_fingerprint(),
+                            thread: self.thread_id.clone(),
+                            turn: self.turn,
+                            version: self.version,
+                            input: match &self.start {
+                                RecordStart::Turn { input } => input.clone(),
+                                _ => Vec::new(),
+                            },
+                            started_at: self.started_at.clone(),
+                            scope: scope.clone(),
+                            by: self.by.clone(),
+                        };
+                        super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
+                    }
+                },
                 Err(e) => Err(e),
             };
             match marked {
