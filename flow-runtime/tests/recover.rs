@@ -560,3 +560,65 @@ async fn a_resumed_turn_replays_its_journaled_payments() {
     assert_eq!(pays, 1, "`pay` is replayed from the journal: {calls:?}");
     std::fs::remove_dir_all(&work).unwrap();
 }
+
+/// A runner of the clerk desk (an agent tool that pays) on `store`.
+fn clerk_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
+    Runner::new(support::ledger::clerk_desk(
+        ledger.to_path_buf(),
+        Duration::ZERO,
+    ))
+    .stores(store.clone())
+    .journal_store(store.clone())
+    .durability(Durability::Sync)
+    .lease(LEASE)
+}
+
+#[tokio::test]
+async fn a_turn_that_died_inside_an_agent_tool_is_recovered_with_its_nested_run_paths() {
+    let work = work_dir("clerk-reference");
+    let store = InMemoryStore::new();
+    let runner = clerk_runner(&store, &work.join("ledger"));
+    let turn = runner
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    let reference_events = show(&turn.collect::<Vec<AgentEvent>>().await);
+    let reference = timeless(runner.thread_records("t").await.unwrap().remove(0));
+    assert_eq!(paid_once(&work.join("ledger")), (1, 1));
+    assert!(
+        reference_events.iter().any(|e| e.contains("desk/clerk")),
+        "the clerk's events are surfaced with their nested run paths: {reference_events:#?}"
+    );
+    std::fs::remove_dir_all(&work).unwrap();
+
+    for seen in 1..=reference_events.len() {
+        let work = work_dir(&format!("clerk-{seen}"));
+        let ledger = work.join("ledger");
+        let store = InMemoryStore::new();
+        let dead = show(&die_after(&clerk_runner(&store, &ledger), seen).await);
+        let other = clerk_runner(&store, &ledger);
+        let turn = recover(&other)
+            .await
+            .unwrap_or_else(|| panic!("point {seen}: nothing to recover"));
+        let events: Vec<AgentEvent> = turn.collect().await;
+        // Every event, the clerk's nested ones included, is delivered again with its
+        // original run path.
+        assert_eq!(show(&events), reference_events, "point {seen}");
+        let records = other.thread_records("t").await.unwrap();
+        assert_eq!(timeless(records[0].clone()), reference, "point {seen}");
+        assert_eq!(
+            paid_once(&ledger),
+            (1, 1),
+            "point {seen}: {:?}",
+            payments(&ledger)
+        );
+        // Once the clerk's `refund` result was seen (so journaled, Sync), the recovery
+        // replays it: the tool does not run again.
+        let calls = support::processes::lines(&support::ledger::calls_of(&ledger));
+        let refunds = calls.iter().filter(|c| c.ends_with(" refund")).count();
+        if dead.iter().any(|e| e.contains("refund: 5 paid")) {
+            assert_eq!(refunds, 1, "point {seen}: {calls:?}");
+        }
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}

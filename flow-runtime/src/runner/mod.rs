@@ -9,6 +9,8 @@
 //!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
 //! - `journal_gate`: in `Sync` mode, a tool call waits until the model reply that asked for it
 //!   is journaled (so a recovery never asks for a reply whose tools already ran);
+//! - `journal_nested`: the steps of runs nested in a journaled turn's tool calls (an agent
+//!   tool's), journaled beside the turn's journal so a recovery replays them;
 //! - `recover`: crash recovery ([`Runner::recover`], [`RecoverError`]): a turn whose worker
 //!   died is run again from its journal, replaying what the journal holds; `turn_mark`: the
 //!   start mark a new journaled turn writes, which recovery reads;
@@ -36,6 +38,7 @@ mod double_text;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;
+mod journal_nested;
 mod recover;
 mod run_handle;
 mod runs;

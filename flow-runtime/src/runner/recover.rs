@@ -93,6 +93,8 @@ pub(super) struct Replay {
     replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
     results: HashMap<(RunPath, String), String>,
     asked: HashSet<(RunPath, String)>,
+    /// The run paths of the journaled nested steps (see `journal_nested`).
+    nested: HashSet<RunPath>,
 }
 
 impl Replay {
@@ -129,7 +131,34 @@ impl Replay {
             replies: Mutex::new(replies),
             results,
             asked,
+            nested: HashSet::new(),
         }
+    }
+
+    /// Adds the journaled steps of runs nested in tool calls (see `journal_nested`): their
+    /// replies and results are replayed too, and a tool call whose nested run has journaled
+    /// steps runs again (replaying them, so its events are delivered again) instead of being
+    /// answered with its journaled result.
+    pub(super) fn with_nested(mut self, nested: &[RecordedEvent]) -> Replay {
+        let more = Replay::new(nested);
+        let replies = self.replies.get_mut().expect("replay lock");
+        for (path, queue) in more.replies.into_inner().expect("replay lock") {
+            replies.entry(path).or_default().extend(queue);
+        }
+        self.results.extend(more.results);
+        self.asked.extend(more.asked);
+        self.nested
+            .extend(nested.iter().map(|s| s.run_path.clone()));
+        self
+    }
+
+    /// Whether the call `call` at `at` runs a nested run with journaled steps.
+    fn runs_nested(&self, at: &RunPath, call: &ToolCall) -> bool {
+        if self.nested.is_empty() {
+            return false;
+        }
+        let root = at.child(call.name.as_str());
+        self.nested.iter().any(|p| p.starts_with(&root))
     }
 }
 
@@ -163,6 +192,10 @@ impl Middleware for Replay {
         call: &mut ToolCall,
     ) -> Result<Option<String>, HookError> {
         let key = (cx.run_path().clone(), call.id.clone());
+        if self.runs_nested(cx.run_path(), call) {
+            // An agent tool: it runs again, its nested steps replayed.
+            return Ok(None);
+        }
         if let Some(result) = self.results.get(&key) {
             return Ok(Some(result.clone()));
         }
@@ -440,8 +473,6 @@ impl Runner {
                 },
             })?
         };
-        let replay: Arc<dyn Middleware> = Arc::new(Replay::new(&replayed));
-        let mut first = Middlewares::default().with(replay);
         // The recovered run journals in Sync unless the runner says Async: its tool calls
         // then wait for their replies' steps (those of the journal are stored already).
         let gate = (self.durability != super::Durability::Async).then(|| {
@@ -449,10 +480,6 @@ impl Runner {
             gate.add(&replayed);
             gate
         });
-        if let Some(gate) = &gate {
-            first = first.with(Arc::new(JournalGate(Arc::clone(gate))));
-        }
-        let middleware = Middlewares::chain([&first, &self.middleware]);
         let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
         // The turn starts with the thread's values, as the dead worker's did.
@@ -466,9 +493,33 @@ impl Runner {
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
         .with_limits(self.limits)
-        .with_run_middleware(middleware)
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false)
         .with_idempotency_scope(start.scope.as_str());
+        let (nested, nested_steps) = self
+            .nested_steps(
+                thread_id,
+                number,
+                version,
+                cx.session(),
+                start.scope.as_str(),
+                gate.clone(),
+                true,
+            )
+            .await
+            .map_err(journal_error(thread_id))?;
+        if let Some(gate) = &gate {
+            gate.add(&nested_steps);
+        }
+        let replay: Arc<dyn Middleware> =
+            Arc::new(Replay::new(&replayed).with_nested(&nested_steps));
+        let mut first = Middlewares::default().with(replay);
+        if let Some(nested) = nested {
+            first = first.with(nested);
+        }
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(JournalGate(Arc::clone(gate))));
+        }
+        let cx = cx.with_run_middleware(Middlewares::chain([&first, &self.middleware]));
         let agent_input = AgentInput {
             messages: input.into(),
             streaming: self.streaming,

@@ -400,17 +400,30 @@ impl Runner {
         // Sync: a tool call waits until the reply that asked for it is journaled.
         let gate = (self.durability == super::Durability::Sync && self.journal.is_some())
             .then(Arc::<super::journal_gate::StoredCalls>::default);
-        let cx = match &gate {
-            Some(gate) => {
-                let first: Arc<dyn crate::agent::middleware::Middleware> =
-                    Arc::new(super::journal_gate::JournalGate(Arc::clone(gate)));
-                let chain = crate::agent::Middlewares::chain([
-                    &crate::agent::Middlewares::default().with(first),
-                    &self.middleware,
-                ]);
-                cx.with_run_middleware(chain)
+        // The steps of runs nested in tool calls (an agent tool's) are journaled beside.
+        let (nested, _) = self
+            .nested_steps(
+                thread_id,
+                number,
+                version,
+                cx.session(),
+                cx.idempotency_scope(),
+                gate.clone(),
+                false,
+            )
+            .await?;
+        let mut first = crate::agent::Middlewares::default();
+        if let Some(nested) = nested {
+            first = first.with(nested);
+        }
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(super::journal_gate::JournalGate(Arc::clone(gate))));
+        }
+        let cx = match first.is_empty() {
+            true => cx,
+            false => {
+                cx.with_run_middleware(crate::agent::Middlewares::chain([&first, &self.middleware]))
             }
-            None => cx,
         };
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
@@ -585,11 +598,6 @@ impl Runner {
         let mut cx = cx
             .with_thread(Arc::new(history))
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
-        let mut first = crate::agent::Middlewares::default();
-        if let Some(steps) = &journaled {
-            let past = &steps[restored.min(steps.len())..];
-            first = first.with(Arc::new(super::recover::Replay::new(past)));
-        }
         // Sync (and a recovery, unless Async): a tool call waits until the reply that asked
         // for it is journaled; the checkpoint's replies are stored already.
         let gated = match &journaled {
@@ -604,6 +612,36 @@ impl Runner {
             }
             gate
         });
+        let nested = self
+            .nested_steps(
+                thread_id,
+                turn,
+                version,
+                cx.session(),
+                cx.idempotency_scope(),
+                gate.clone(),
+                recovering,
+            )
+            .await;
+        let (nested, nested_steps) = match nested {
+            Ok(nested) => nested,
+            Err(e) => {
+                resume_claim.release().await;
+                return Err(e.into());
+            }
+        };
+        if let Some(gate) = &gate {
+            gate.add(&nested_steps);
+        }
+        let mut first = crate::agent::Middlewares::default();
+        if let Some(steps) = &journaled {
+            let past = &steps[restored.min(steps.len())..];
+            let replay = super::recover::Replay::new(past).with_nested(&nested_steps);
+            first = first.with(Arc::new(replay));
+        }
+        if let Some(nested) = nested {
+            first = first.with(nested);
+        }
         if let Some(gate) = &gate {
             first = first.with(Arc::new(super::journal_gate::JournalGate(Arc::clone(gate))));
         }

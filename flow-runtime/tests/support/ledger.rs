@@ -135,3 +135,32 @@ pub fn approving_desk(ledger: PathBuf, pause: Duration) -> FlowAgent {
         .unwrap();
     set_sub_agents(FlowAgent::new(desk), [settle]).unwrap()
 }
+
+/// A desk whose model asks `clerk`, an agent tool (its events surfaced), which pays `refund`
+/// and answers; then the desk pays `pay` and answers. The clerk's steps run inside the tool.
+pub fn clerk_desk(ledger: PathBuf, pause: Duration) -> FlowAgent {
+    let clerk_model = ScriptedModel::rules()
+        .after_tool("refund", ScriptStep::text("refund noted"))
+        .otherwise(ScriptStep::tool_call("refund", json!({ "amount": 5 })));
+    let clerk = ChatModelAgent::builder("clerk", clerk_model)
+        .description("Pays refunds and notes them.")
+        .tool(paying_tool("refund", ledger.clone(), pause))
+        .build()
+        .unwrap();
+    let desk_model = ScriptedModel::rules()
+        .after_tool(
+            "clerk",
+            ScriptStep::tool_call("pay", json!({ "amount": 10 })),
+        )
+        .after_tool("pay", ScriptStep::text("all settled"))
+        .otherwise(ScriptStep::tool_call(
+            "clerk",
+            json!({ "request": "refund 5" }),
+        ));
+    let desk = ChatModelAgent::builder("desk", desk_model)
+        .tool(flow_runtime::AgentTool::new(FlowAgent::new(clerk)).surface_events(true))
+        .tool(paying_tool("pay", ledger, pause))
+        .build()
+        .unwrap();
+    FlowAgent::new(desk)
+}
