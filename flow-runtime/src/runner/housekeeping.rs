@@ -59,6 +59,9 @@ pub struct PurgeReport {
     pub steps_removed: u64,
     /// Finished checkpoint histories removed.
     pub checkpoints_removed: usize,
+    /// Recovery marks and nested-step journals of pruned turns removed (those a recorded
+    /// part leaves are removed when it is recorded; these are leftovers).
+    pub marks_removed: usize,
 }
 
 impl Runner {
@@ -138,6 +141,10 @@ impl Runner {
                 if steps > 0 && journal.delete_journal(&id).await? {
                     report.journals_removed += 1;
                     report.steps_removed += steps;
+                    // Newly pruned: its leftover marks go too.
+                    let records = store.read(&thread, turn..turn + 1).await?;
+                    report.marks_removed +=
+                        self.drop_turn_marks(&thread, turn, &records, None).await?;
                 }
             }
         }

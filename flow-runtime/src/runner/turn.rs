@@ -736,11 +736,15 @@ impl Runner {
                 {
                     checkpoints.delete(checkpoint_id).await?;
                 }
-                // Every turn's journal goes with the thread.
+                // Every turn's journal goes with the thread, with its marks and nested steps
+                // (an unrecorded attempt's at the next version too).
                 if let Some(journal) = &self.journal {
-                    for turn in 0..head.turns {
+                    let records = store.read(thread_id, 0..u64::MAX).await?;
+                    for turn in 0..=head.turns {
                         let id = super::journal::turn_journal_id(thread_id, turn);
                         journal.delete_journal(&id).await?;
+                        self.drop_turn_marks(thread_id, turn, &records, Some(head.version))
+                            .await?;
                     }
                 }
             }
@@ -1104,6 +1108,17 @@ impl Recording {
         ) {
             // Recorded, or another worker owns the thread now: not this turn's to close.
             super::turn_mark::TurnMark::leave(mark);
+        }
+        if recorded.is_ok() {
+            // The part is recorded: what only its recovery needed goes.
+            self.runner
+                .drop_part_marks(
+                    &self.thread_id,
+                    self.turn,
+                    self.version,
+                    self.resumed_checkpoint.is_some(),
+                )
+                .await;
         }
         match recorded {
             Ok(outcome) => {
