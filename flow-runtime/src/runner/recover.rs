@@ -25,6 +25,13 @@
 //! the caller of [`Runner::recover`] with their original run paths, so the events it missed
 //! are delivered again. The recovered turn is recorded as the uninterrupted turn would have
 //! been: same input, same events, same end.
+//!
+//! A resumed turn (the continuation of an interrupt) marks its start too
+//! (`THREAD.turn-N.resume`: checkpoint, answers, version); its recovery claims the checkpoint
+//! again and resumes it with the same answers, replaying the journal's steps past the
+//! checkpoint. The steps of runs nested in tool calls (an agent tool's) are journaled beside
+//! (see `journal_nested`) and replayed the same way, the agent tool running again so that its
+//! events are delivered again with their nested run paths.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
