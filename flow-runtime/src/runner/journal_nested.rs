@@ -2,7 +2,7 @@
 //! the turn's tool calls (an [`AgentTool`](crate::AgentTool)'s agent runs in a session of its
 //! own, so its steps are not events of the turn's record). They are journaled beside the
 //! turn's journal, one journal per part of the turn (`THREAD.turn-N.nested-V`, V the thread's
-//! version the part started at: see [`nested_journal_id`]), with their run paths
+//! version the part started at: see `turn_mark::nested_journal_id`), with their run paths
 //! (`desk/clerk`), so that a recovery replays them: an agent tool that was in flight (or whose
 //! result is journaled) runs again with its model replies and tool results answered from the
 //! journal, and its surfaced events reach the caller again with their original run paths.
@@ -20,17 +20,13 @@ use tokio::sync::{mpsc, Mutex};
 use super::journal::{encode_step, turn_journal_id, Durability};
 use super::journal_gate::StoredCalls;
 use super::runs::Runner;
+use super::turn_mark::nested_journal_id;
 use crate::agent::middleware::{HookContext, HookError, Middleware};
 use crate::event::RecordedEvent;
 use crate::message::Message;
 use crate::run_path::RunPath;
 use crate::session::Session;
 use crate::store::{JournalError, JournalStore};
-
-/// The id of the journal of the nested steps of the turn whose journal is `turn_journal`.
-pub(crate) fn nested_journal_id(turn_journal: &str, version: u64) -> String {
-    format!("{turn_journal}.nested-{version}")
-}
 
 /// What is stored of the nested journal, and where the next step goes.
 #[derive(Default)]

@@ -12,8 +12,9 @@
 //! - `journal_nested`: the steps of runs nested in a journaled turn's tool calls (an agent
 //!   tool's), journaled beside the turn's journal so a recovery replays them;
 //! - `recover`: crash recovery ([`Runner::recover`], [`RecoverError`]): a turn whose worker
-//!   died is run again from its journal, replaying what the journal holds; `turn_mark`: the
-//!   start mark a new journaled turn writes, which recovery reads;
+//!   died is run again from its journal, replaying what the journal holds (`replay`: the
+//!   middleware answering from the journal); `turn_mark`: the start marks a journaled turn
+//!   (new or resumed) writes, which recovery reads, and the ids of a turn's side journals;
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
@@ -40,6 +41,7 @@ pub mod journal;
 mod journal_gate;
 mod journal_nested;
 mod recover;
+mod replay;
 mod run_handle;
 mod runs;
 mod thread_values;

@@ -33,24 +33,20 @@
 //! (see `journal_nested`) and replayed the same way, the agent tool running again so that its
 //! events are delivered again with their nested run paths.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-
-use super::journal::{turn_journal_id, StepKind};
+use super::journal::turn_journal_id;
 use super::journal_gate::{JournalGate, StoredCalls};
+use super::replay::Replay;
 use super::runs::Runner;
 use super::turn::{Recording, ThreadLease, Turn};
 use super::turn_mark::RESUME_KIND;
 use super::turn_mark::{resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND};
-use crate::agent::middleware::{HookContext, HookError, Middleware, Middlewares};
+use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::{Agent, AgentInput, RunContext};
 use crate::event::RecordedEvent;
 use crate::history::ThreadHistory;
-use crate::message::{Message, MessageRef, Role, ToolCall};
-use crate::model::ChatRequest;
-use crate::run_path::RunPath;
+use crate::message::MessageRef;
 use crate::store::{
     CheckpointError, JournalError, RecordEnd, RecordStart, ThreadError, ThreadHead, ThreadStore,
 };
@@ -92,132 +88,6 @@ pub enum RecoverError {
     /// The thread store failed, or the thread id is invalid.
     #[error(transparent)]
     Thread(#[from] ThreadError),
-}
-
-/// The journal's answers for a recovered run: model replies per run path in order, tool
-/// results by run path and call id, and the calls that were asked for but have no result.
-pub(super) struct Replay {
-    replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
-    results: HashMap<(RunPath, String), String>,
-    asked: HashSet<(RunPath, String)>,
-    /// The run paths of the journaled nested steps (see `journal_nested`).
-    nested: HashSet<RunPath>,
-}
-
-impl Replay {
-    pub(super) fn new(steps: &[RecordedEvent]) -> Replay {
-        let mut replies: HashMap<RunPath, VecDeque<Message>> = HashMap::new();
-        let mut results = HashMap::new();
-        let mut asked = HashSet::new();
-        for step in steps {
-            let Some(message) = &step.message else {
-                continue;
-            };
-            match (StepKind::of(step), message.role) {
-                (StepKind::ModelReply, Role::Assistant) => {
-                    for call in &message.tool_calls {
-                        asked.insert((step.run_path.clone(), call.id.clone()));
-                    }
-                    replies
-                        .entry(step.run_path.clone())
-                        .or_default()
-                        .push_back(message.clone());
-                }
-                (StepKind::ToolResult, Role::Tool) => {
-                    if let Some(call) = &message.tool_call_id {
-                        results.insert(
-                            (step.run_path.clone(), call.clone()),
-                            message.content.clone(),
-                        );
-                    }
-                }
-                _ => {}
-            }
-        }
-        Replay {
-            replies: Mutex::new(replies),
-            results,
-            asked,
-            nested: HashSet::new(),
-        }
-    }
-
-    /// Adds the journaled steps of runs nested in tool calls (see `journal_nested`): their
-    /// replies and results are replayed too, and a tool call whose nested run has journaled
-    /// steps runs again (replaying them, so its events are delivered again) instead of being
-    /// answered with its journaled result.
-    pub(super) fn with_nested(mut self, nested: &[RecordedEvent]) -> Replay {
-        let more = Replay::new(nested);
-        let replies = self.replies.get_mut().expect("replay lock");
-        for (path, queue) in more.replies.into_inner().expect("replay lock") {
-            replies.entry(path).or_default().extend(queue);
-        }
-        self.results.extend(more.results);
-        self.asked.extend(more.asked);
-        self.nested
-            .extend(nested.iter().map(|s| s.run_path.clone()));
-        self
-    }
-
-    /// Whether the call `call` at `at` runs a nested run with journaled steps.
-    fn runs_nested(&self, at: &RunPath, call: &ToolCall) -> bool {
-        if self.nested.is_empty() {
-            return false;
-        }
-        let root = at.child(call.name.as_str());
-        self.nested.iter().any(|p| p.starts_with(&root))
-    }
-}
-
-/// The text a non-idempotent tool's in-flight call is answered with on recovery.
-fn in_flight_text(tool: &str, key: &str) -> String {
-    format!(
-        "error: the call to tool '{tool}' was in flight when its worker stopped (idempotency \
-         key {key}); it may or may not have happened, and it was not run again because the \
-         tool is not idempotent. Check whether it took effect before calling it again"
-    )
-}
-
-#[async_trait]
-impl Middleware for Replay {
-    fn name(&self) -> std::borrow::Cow<'_, str> {
-        "journal replay".into()
-    }
-
-    async fn before_model(
-        &self,
-        cx: &HookContext,
-        _request: &mut ChatRequest,
-    ) -> Result<Option<Message>, HookError> {
-        let mut replies = self.replies.lock().expect("replay lock");
-        Ok(replies.get_mut(cx.run_path()).and_then(VecDeque::pop_front))
-    }
-
-    async fn before_tool(
-        &self,
-        cx: &HookContext,
-        call: &mut ToolCall,
-    ) -> Result<Option<String>, HookError> {
-        let key = (cx.run_path().clone(), call.id.clone());
-        if self.runs_nested(cx.run_path(), call) {
-            // An agent tool: it runs again, its nested steps replayed.
-            return Ok(None);
-        }
-        if let Some(result) = self.results.get(&key) {
-            return Ok(Some(result.clone()));
-        }
-        if self.asked.contains(&key) && !cx.tool_idempotent() {
-            let idempotency_key = format!(
-                "{}:{}:{}",
-                cx.run_context().idempotency_scope(),
-                cx.run_path(),
-                call.id
-            );
-            return Ok(Some(in_flight_text(&call.name, &idempotency_key)));
-        }
-        // In flight (or never started): it runs again, with the same idempotency key.
-        Ok(None)
-    }
 }
 
 fn journal_error(thread: &str) -> impl Fn(JournalError) -> RecoverError + '_ {
@@ -492,7 +362,7 @@ impl Runner {
         // The turn starts with the thread's values, as the dead worker's did.
         let head = store.head(thread_id).await?;
         let cx = RunContext::new_run(
-            super::thread_values::session_after(head.as_ref().map(|h| &h.last)),
+            Runner::session_after(head.as_ref().map(|h| &h.last)),
             input.iter().cloned(),
             self.streaming,
             agent.name(),

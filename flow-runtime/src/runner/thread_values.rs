@@ -42,42 +42,36 @@ pub struct ThreadState {
     pub values: Map<String, Value>,
 }
 
-/// The thread values a session holds: its values without the framework's own keys, sorted;
-/// `None` when there are none.
-pub(super) fn carried(session: &Session) -> Option<Map<String, Value>> {
-    carried_in(&session.values())
-}
-
-/// The thread values among session `values` (see [`carried`]).
-pub(super) fn carried_in(
-    values: &std::collections::HashMap<String, Value>,
-) -> Option<Map<String, Value>> {
-    let values: Map<String, Value> = sorted(
-        values
-            .iter()
-            .filter(|(k, _)| !k.starts_with(FRAMEWORK_KEY_PREFIX))
-            .map(|(k, v)| (k.clone(), v.clone())),
-    );
-    (!values.is_empty()).then_some(values)
-}
-
-/// `values` as a map sorted by key (whatever the features of `serde_json`).
-fn sorted(values: impl IntoIterator<Item = (String, Value)>) -> Map<String, Value> {
-    let mut values: Vec<(String, Value)> = values.into_iter().collect();
-    values.sort_by(|a, b| a.0.cmp(&b.0));
-    values.into_iter().collect()
-}
-
-/// A new session holding the thread values of `record` (the record before a turn), if any.
-pub(super) fn session_after(record: Option<&ThreadRecord>) -> Arc<Session> {
-    let session = Session::new();
-    if let Some(values) = record.and_then(|r| r.values.as_ref()) {
-        session.add_values(values.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    session
-}
-
 impl Runner {
+    /// The thread values a session holds: its values without the framework's own keys,
+    /// sorted; `None` when there are none.
+    pub(super) fn thread_values_of(session: &Session) -> Option<Map<String, Value>> {
+        Self::thread_values_in(&session.values())
+    }
+
+    /// The thread values among session `values` (see [`thread_values_of`](Self::thread_values_of)).
+    pub(super) fn thread_values_in(
+        values: &std::collections::HashMap<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        let values: Map<String, Value> = sorted(
+            values
+                .iter()
+                .filter(|(k, _)| !k.starts_with(FRAMEWORK_KEY_PREFIX))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        (!values.is_empty()).then_some(values)
+    }
+
+    /// A new session holding the thread values of `record` (the record before a turn), if
+    /// any.
+    pub(super) fn session_after(record: Option<&ThreadRecord>) -> Arc<Session> {
+        let session = Session::new();
+        if let Some(values) = record.and_then(|r| r.values.as_ref()) {
+            session.add_values(values.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        session
+    }
+
     /// The values of thread `thread`: what its next turn's session starts with (see the
     /// guide's "Durable execution" chapter). [`TimeTravelError::UnknownThread`] for a thread
     /// with no records.
@@ -190,4 +184,11 @@ impl Runner {
         super::turn::ThreadLease::release_unused(lease).await;
         updated
     }
+}
+
+/// `values` as a map sorted by key (whatever the features of `serde_json`).
+fn sorted(values: impl IntoIterator<Item = (String, Value)>) -> Map<String, Value> {
+    let mut values: Vec<(String, Value)> = values.into_iter().collect();
+    values.sort_by(|a, b| a.0.cmp(&b.0));
+    values.into_iter().collect()
 }

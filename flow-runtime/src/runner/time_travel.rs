@@ -615,7 +615,7 @@ impl Runner {
             None => None,
         };
         let cx = RunContext::new_run(
-            super::thread_values::session_after(before.as_ref()),
+            Runner::session_after(before.as_ref()),
             messages.iter().cloned(),
             self.streaming,
             start.name(),

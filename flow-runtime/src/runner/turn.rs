@@ -387,7 +387,7 @@ impl Runner {
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
         // The turn starts with the thread's values (see `thread_values`).
         let cx = RunContext::new_run(
-            super::thread_values::session_after(head.as_ref().map(|h| &h.last)),
+            Runner::session_after(head.as_ref().map(|h| &h.last)),
             [Arc::clone(&message)],
             self.streaming,
             start.name(),
@@ -636,7 +636,7 @@ impl Runner {
         let mut first = crate::agent::Middlewares::default();
         if let Some(steps) = &journaled {
             let past = &steps[restored.min(steps.len())..];
-            let replay = super::recover::Replay::new(past).with_nested(&nested_steps);
+            let replay = super::replay::Replay::new(past).with_nested(&nested_steps);
             first = first.with(Arc::new(replay));
         }
         if let Some(nested) = nested {
@@ -1239,7 +1239,7 @@ impl Recording {
             events,
             end,
             by: self.by.clone(),
-            values: super::thread_values::carried(cx.session()),
+            values: Runner::thread_values_of(cx.session()),
             sealed: None,
         };
         let version = self
@@ -1323,7 +1323,7 @@ async fn replay_part(
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
         },
-        values: super::thread_values::carried_in(&checkpoint.values),
+        values: Runner::thread_values_in(&checkpoint.values),
         sealed: None,
     };
     tracing::info!(

@@ -31,6 +31,12 @@ pub(super) fn resume_mark_id(thread: &str, turn: u64) -> String {
     format!("{thread}.turn-{turn}.resume")
 }
 
+/// The id of the journal of the nested steps (see `journal_nested`) of the part of the turn
+/// whose journal is `turn_journal` that started at the thread's version `version`.
+pub(crate) fn nested_journal_id(turn_journal: &str, version: u64) -> String {
+    format!("{turn_journal}.nested-{version}")
+}
+
 /// What the resume of an interrupted journaled turn writes before it runs: what its recovery
 /// needs to resume it again with the same answers.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,74 +78,6 @@ pub(super) struct TurnStart {
     /// Who started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) by: Option<Arc<str>>,
-}
-
-impl crate::Runner {
-    /// Deletes what only the recovery of the part of turn `turn` of `thread` that started at
-    /// `version` needed, once the part is recorded: its start mark (a new turn's, or a
-    /// resume's) and the journal of its nested steps. A failure is logged: the leftovers are
-    /// removed with the thread, or by `purge`.
-    pub(super) async fn drop_part_marks(
-        &self,
-        thread: &str,
-        turn: u64,
-        version: u64,
-        resumed: bool,
-    ) {
-        let Some(store) = &self.journal else {
-            return;
-        };
-        let mark = match resumed {
-            true => resume_mark_id(thread, turn),
-            false => turn_mark_id(thread, turn),
-        };
-        let nested = super::journal_nested::nested_journal_id(
-            &super::journal::turn_journal_id(thread, turn),
-            version,
-        );
-        for id in [mark, nested] {
-            // A read first: most parts have no nested steps, and a read costs less than a
-            // (synced) delete.
-            let dropped = match store.journal_len(&id).await {
-                Ok(0) => Ok(false),
-                Ok(_) => store.delete_journal(&id).await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = dropped {
-                tracing::warn!(journal = %id, error = %e, "could not delete a recorded part's mark");
-            }
-        }
-    }
-
-    /// Deletes every mark and nested journal of turn `turn` of `thread`, whose records are
-    /// `records` (the parts' versions are their `seq`), and those an unrecorded attempt at
-    /// `next_version` may have left; returns how many existed.
-    pub(super) async fn drop_turn_marks(
-        &self,
-        thread: &str,
-        turn: u64,
-        records: &[crate::store::ThreadRecord],
-        next_version: Option<u64>,
-    ) -> Result<usize, JournalError> {
-        let Some(store) = &self.journal else {
-            return Ok(0);
-        };
-        let journal = super::journal::turn_journal_id(thread, turn);
-        let mut ids = vec![turn_mark_id(thread, turn), resume_mark_id(thread, turn)];
-        let versions = records
-            .iter()
-            .filter(|r| r.turn == turn)
-            .map(|r| r.seq)
-            .chain(next_version);
-        ids.extend(versions.map(|v| super::journal_nested::nested_journal_id(&journal, v)));
-        let mut removed = 0;
-        for id in ids {
-            if store.delete_journal(&id).await? {
-                removed += 1;
-            }
-        }
-        Ok(removed)
-    }
 }
 
 /// A new turn's start mark: written before it runs; closed if the turn fails or is cancelled
