@@ -54,6 +54,7 @@ use super::checkpoint::record_events;
 use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
+use crate::agent::options::RunOptions;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
@@ -471,6 +472,21 @@ impl Runner {
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<Turn, ThreadError> {
         self.resume_turn_of(thread_id, targets, None).await
+    }
+
+    /// [`resume_turn`](Runner::resume_turn) with `options` for the resumed turn in place of
+    /// the runner's [`run_options`](Runner::run_options) (a
+    /// [history modifier](crate::AgentRunOptions::history_modifier), for instance).
+    pub async fn resume_turn_with(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        options: RunOptions,
+    ) -> Result<Turn, ThreadError> {
+        self.clone()
+            .run_options(options)
+            .resume_turn_of(thread_id, targets, None)
+            .await
     }
 
     /// [`resume_turn`](Runner::resume_turn), recording `by` (who answered the interrupt, as a
