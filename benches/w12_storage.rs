@@ -136,7 +136,8 @@ fn long_turn() -> FlowAgent {
     let step = tool_fn("step", "One step.", |_: serde_json::Value| async move {
         Ok::<_, String>("done".to_owned())
     });
-    let enough = |r: &ChatRequest| r.messages.iter().filter(|m| m.role == Role::Tool).count() >= CALLS;
+    let enough =
+        |r: &ChatRequest| r.messages.iter().filter(|m| m.role == Role::Tool).count() >= CALLS;
     let model = ScriptedModel::rules()
         .when(enough, ScriptStep::text("all steps done"))
         .otherwise(ScriptStep::tool_call("step", serde_json::json!({})));
@@ -192,9 +193,12 @@ where
         let turn = runner_on(&store).recover("probe").await.expect("recover");
         turn.expect("a dead turn").count().await
     });
-    println!("w12 recovery {label}: a turn of {steps} journaled steps, {recovered} events recovered");
-    c.benchmark_group("w12_recovery")
-        .bench_function(BenchmarkId::new("recover_100_steps", label), |b| {
+    println!(
+        "w12 recovery {label}: a turn of {steps} journaled steps, {recovered} events recovered"
+    );
+    c.benchmark_group("w12_recovery").bench_function(
+        BenchmarkId::new("recover_100_steps", label),
+        |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
                     let mut total = Duration::ZERO;
@@ -211,7 +215,8 @@ where
                     total
                 })
             })
-        });
+        },
+    );
 }
 
 fn w12_recovery(c: &mut Criterion) {
