@@ -97,7 +97,7 @@ impl Runner {
     /// [`FRAMEWORK_KEY_PREFIX`] ([`TimeTravelError::ReservedKey`]), a thread that waits for
     /// an interrupt's answer or at a fork point ([`TimeTravelError::AwaitingResume`]: answer
     /// it first, or fork at the step before it), a thread with a turn running
-    /// ([`ThreadError::Busy`]).
+    /// ([`ThreadError::Busy`](crate::store::ThreadError::Busy)).
     pub async fn update_state(
         &self,
         thread: &str,
