@@ -96,6 +96,7 @@ async fn thread_of<S: ThreadStore>(store: S, messages: u64) -> S {
                 answered_by: "bot".into(),
             },
             by: None,
+            values: None,
             sealed: None,
         };
         store.append("t", turn, record).await.expect("append");

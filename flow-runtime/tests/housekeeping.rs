@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use flow_runtime::store::JournalStore;
 use flow_runtime::{
-    turn_journal_id, CheckpointStore, Durability, FileStore, FlowAgent, FnAgent, InMemoryStore,
-    Message, Retention, Runner, ThreadStore, TimeTravelError, TurnOutcome,
+    turn_journal_id, turn_mark_id, CheckpointStore, Durability, FileStore, FlowAgent, FnAgent,
+    InMemoryStore, Message, Retention, Runner, ThreadStore, TimeTravelError, TurnOutcome,
 };
 
 /// Two messages a turn.
@@ -46,6 +46,24 @@ async fn stored_steps<S: JournalStore>(store: &S, thread: &str, turns: u64) -> u
     total
 }
 
+/// Every journal step stored for `thread`'s first `turns` turns: their journals, their
+/// recovery marks, their nested steps (each turn of these threads is one record: its part
+/// started at the version of its number).
+async fn all_steps<S: JournalStore>(store: &S, thread: &str, turns: u64) -> u64 {
+    let mut total = stored_steps(store, thread, turns).await;
+    for t in 0..turns {
+        let journal = turn_journal_id(thread, t);
+        for id in [
+            turn_mark_id(thread, t),
+            format!("{journal}.resume"),
+            format!("{journal}.nested-{t}"),
+        ] {
+            total += store.journal_len(&id).await.unwrap();
+        }
+    }
+    total
+}
+
 async fn journal_stays_bounded_with_retention<S>(store: S)
 where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
@@ -55,8 +73,13 @@ where
     for t in 0..TURNS {
         say(&runner, "pruned", &format!("message {t}")).await;
         runner.purge(Retention::keep_turns(3)).await.unwrap();
-        // Two steps a turn, at most the last three turns' journals.
+        // Two steps a turn, at most the last three turns' journals; a recorded turn's
+        // recovery mark is gone.
         assert!(stored_steps(&store, "pruned", t + 1).await <= 3 * 2);
+        assert_eq!(
+            all_steps(&store, "pruned", t + 1).await,
+            stored_steps(&store, "pruned", t + 1).await
+        );
     }
     assert_eq!(stored_steps(&store, "pruned", TURNS).await, 3 * 2);
     // Without a purge the journal is linear in turns.
@@ -130,8 +153,27 @@ where
         say(&runner, "gone", &format!("message {t}")).await;
     }
     assert_eq!(stored_steps(&store, "gone", 4).await, 8);
-    assert!(runner.delete_thread("gone").await.unwrap());
-    assert_eq!(stored_steps(&store, "gone", 4).await, 0);
+    // A worker dies in the fifth turn: its start mark stays open (for a recovery).
+    let dying = self::runner(&store).lease(Duration::from_millis(50));
+    let mut turn = dying.turn("gone", Message::user("last")).await.unwrap();
+    futures::StreamExt::next(&mut turn).await.unwrap();
+    std::mem::forget(turn);
+    assert_eq!(
+        store.journal_len(&turn_mark_id("gone", 4)).await.unwrap(),
+        1
+    );
+    // Another worker deletes the thread once the dead one's lease ran out.
+    let other = self::runner(&store);
+    let deleted = loop {
+        match other.delete_thread("gone").await {
+            Err(flow_runtime::ThreadError::Busy { .. }) => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            other => break other.unwrap(),
+        }
+    };
+    assert!(deleted);
+    assert_eq!(all_steps(&store, "gone", 5).await, 0);
     assert!(runner.thread_records("gone").await.unwrap().is_empty());
     assert!(!runner
         .list_threads()

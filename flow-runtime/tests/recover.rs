@@ -407,3 +407,218 @@ async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
         assert_eq!(result, format!("reply stored: {expected}"), "{mode:?}");
     }
 }
+
+/// A resumed record without its time and the nonce of the checkpoint it resumed.
+fn resumed_timeless(record: ThreadRecord) -> ThreadRecord {
+    let mut record = timeless(record);
+    if let flow_runtime::store::RecordStart::Resume { checkpoint_id, .. } = &mut record.start {
+        checkpoint_id.clear();
+    }
+    record
+}
+
+/// A runner of the approving desk on `store`.
+fn approving_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
+    Runner::new(support::ledger::approving_desk(
+        ledger.to_path_buf(),
+        Duration::ZERO,
+    ))
+    .stores(store.clone())
+    .journal_store(store.clone())
+    .durability(Durability::Sync)
+    .lease(LEASE)
+}
+
+/// Runs the approving desk's turn on thread `t` up to its interrupt; the answers to it.
+async fn asked(runner: &Runner) -> std::collections::HashMap<String, serde_json::Value> {
+    let turn = runner
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    let TurnOutcome::Interrupted { interrupts, .. } = turn.finish().await else {
+        panic!("the desk asks for approval");
+    };
+    [(interrupts[0].id.clone(), serde_json::json!("yes"))].into()
+}
+
+#[tokio::test]
+async fn a_resumed_turn_whose_worker_died_is_recovered_at_every_point() {
+    // The reference: the resume runs to its end.
+    let work = work_dir("resumed-reference");
+    let store = InMemoryStore::new();
+    let runner = approving_runner(&store, &work.join("ledger"));
+    let answers = asked(&runner).await;
+    let reference_events: Vec<AgentEvent> = runner
+        .resume_turn("t", answers)
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let reference_events = show(&reference_events);
+    let mut records = runner.thread_records("t").await.unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(paid_once(&work.join("ledger")), (1, 1));
+    let reference = resumed_timeless(records.remove(1));
+    assert!(reference_events.len() >= 8, "{reference_events:#?}");
+    std::fs::remove_dir_all(&work).unwrap();
+
+    // A resuming worker that dies before the resume ran anything leaves nothing to recover:
+    // the thread still waits for its answer, which a new resume gives once the dead worker's
+    // claim ran out.
+    {
+        let work = work_dir("resumed-0");
+        let ledger = work.join("ledger");
+        let store = InMemoryStore::new();
+        let runner = approving_runner(&store, &ledger);
+        let answers = asked(&runner).await;
+        std::mem::forget(runner.resume_turn("t", answers.clone()).await.unwrap());
+        let other = approving_runner(&store, &ledger);
+        assert!(recover(&other).await.is_none());
+        let mut resumed = None;
+        for _ in 0..500 {
+            match other.resume_turn("t", answers.clone()).await {
+                Ok(turn) => {
+                    resumed = Some(turn);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+        let events: Vec<AgentEvent> = resumed.expect("the claim runs out").collect().await;
+        assert_eq!(show(&events), reference_events);
+        assert_eq!(paid_once(&ledger), (1, 1));
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+    for seen in 1..=reference_events.len() {
+        let work = work_dir(&format!("resumed-{seen}"));
+        let ledger = work.join("ledger");
+        let store = InMemoryStore::new();
+        let runner = approving_runner(&store, &ledger);
+        let answers = asked(&runner).await;
+        // The resuming worker dies after `seen` events.
+        let mut resumed = runner.resume_turn("t", answers).await.unwrap();
+        for _ in 0..seen {
+            if resumed.next().await.is_none() {
+                break;
+            }
+        }
+        std::mem::forget(resumed);
+        let other = approving_runner(&store, &ledger);
+        let turn = recover(&other).await;
+        // (Having seen every event, it died before the record was appended.)
+        let turn = turn.unwrap_or_else(|| panic!("point {seen}: nothing to recover"));
+        let events: Vec<AgentEvent> = turn.collect().await;
+        // The continuation's events are delivered again, with their original run paths.
+        assert_eq!(show(&events), reference_events, "point {seen}");
+        let records = other.thread_records("t").await.unwrap();
+        assert_eq!(records.len(), 2, "point {seen}");
+        assert_eq!(
+            resumed_timeless(records[1].clone()),
+            reference,
+            "point {seen}"
+        );
+        assert_eq!(
+            paid_once(&ledger),
+            (1, 1),
+            "point {seen}: {:?}",
+            payments(&ledger)
+        );
+        // Journaled payments did not run again: each tool ran at most once per key, and
+        // `pay` ran once unless it was in flight.
+        assert!(other.recover("t").await.unwrap().is_none(), "point {seen}");
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_turn_replays_its_journaled_payments() {
+    let work = work_dir("resumed-replayed");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    let runner = approving_runner(&store, &ledger);
+    let answers = asked(&runner).await;
+    let mut resumed = runner.resume_turn("t", answers).await.unwrap();
+    // Up to the transfer to `settle`: `pay` ran and its result is journaled.
+    loop {
+        let event = resumed.next().await.unwrap();
+        if event
+            .action
+            .as_ref()
+            .is_some_and(|a| matches!(a, flow_runtime::Action::TransferToAgent(_)))
+        {
+            break;
+        }
+    }
+    std::mem::forget(resumed);
+    assert_eq!(paid_once(&ledger), (1, 0));
+    let other = approving_runner(&store, &ledger);
+    let turn = recover(&other).await.unwrap();
+    assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
+    assert_eq!(paid_once(&ledger), (1, 1));
+    let calls = support::processes::lines(&support::ledger::calls_of(&ledger));
+    let pays = calls.iter().filter(|c| c.ends_with(" pay")).count();
+    assert_eq!(pays, 1, "`pay` is replayed from the journal: {calls:?}");
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// A runner of the clerk desk (an agent tool that pays) on `store`.
+fn clerk_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
+    Runner::new(support::ledger::clerk_desk(
+        ledger.to_path_buf(),
+        Duration::ZERO,
+    ))
+    .stores(store.clone())
+    .journal_store(store.clone())
+    .durability(Durability::Sync)
+    .lease(LEASE)
+}
+
+#[tokio::test]
+async fn a_turn_that_died_inside_an_agent_tool_is_recovered_with_its_nested_run_paths() {
+    let work = work_dir("clerk-reference");
+    let store = InMemoryStore::new();
+    let runner = clerk_runner(&store, &work.join("ledger"));
+    let turn = runner
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    let reference_events = show(&turn.collect::<Vec<AgentEvent>>().await);
+    let reference = timeless(runner.thread_records("t").await.unwrap().remove(0));
+    assert_eq!(paid_once(&work.join("ledger")), (1, 1));
+    assert!(
+        reference_events.iter().any(|e| e.contains("desk/clerk")),
+        "the clerk's events are surfaced with their nested run paths: {reference_events:#?}"
+    );
+    std::fs::remove_dir_all(&work).unwrap();
+
+    for seen in 1..=reference_events.len() {
+        let work = work_dir(&format!("clerk-{seen}"));
+        let ledger = work.join("ledger");
+        let store = InMemoryStore::new();
+        let dead = show(&die_after(&clerk_runner(&store, &ledger), seen).await);
+        let other = clerk_runner(&store, &ledger);
+        let turn = recover(&other)
+            .await
+            .unwrap_or_else(|| panic!("point {seen}: nothing to recover"));
+        let events: Vec<AgentEvent> = turn.collect().await;
+        // Every event, the clerk's nested ones included, is delivered again with its
+        // original run path.
+        assert_eq!(show(&events), reference_events, "point {seen}");
+        let records = other.thread_records("t").await.unwrap();
+        assert_eq!(timeless(records[0].clone()), reference, "point {seen}");
+        assert_eq!(
+            paid_once(&ledger),
+            (1, 1),
+            "point {seen}: {:?}",
+            payments(&ledger)
+        );
+        // Once the clerk's `refund` result was seen (so journaled, Sync), the recovery
+        // replays it: the tool does not run again.
+        let calls = support::processes::lines(&support::ledger::calls_of(&ledger));
+        let refunds = calls.iter().filter(|c| c.ends_with(" refund")).count();
+        if dead.iter().any(|e| e.contains("refund: 5 paid")) {
+            assert_eq!(refunds, 1, "point {seen}: {calls:?}");
+        }
+        std::fs::remove_dir_all(&work).unwrap();
+    }
+}

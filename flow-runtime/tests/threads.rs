@@ -1096,6 +1096,7 @@ async fn file_store_appends_are_compare_and_swap_across_handles() {
             answered_by: "bot".into(),
         },
         by: None,
+        values: None,
         sealed: None,
     };
     assert_eq!(a.append("t", 0, record(0)).await.unwrap(), 1);

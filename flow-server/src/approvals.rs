@@ -148,6 +148,7 @@ pub(crate) fn approvals_of(records: &[ThreadRecord]) -> Vec<ApprovalRecord> {
                     });
                 }
             }
+            RecordStart::Values { .. } => {}
         }
         asked = match &record.end {
             RecordEnd::Interrupted { interrupts, .. } => interrupts.iter().collect(),

@@ -2,7 +2,10 @@
 //! and a fork of a thread at a step into a new thread of the same flow and tenant
 //! (`POST .../threads/{thread}/fork`, scope `chat`). The fork is then used like any thread:
 //! `POST .../turns` after a turn's end, `POST .../resume` at an interrupt (answered again) or
-//! at a fork point (`{"targets": {}}`: the turn goes on from the step).
+//! at a fork point (`{"targets": {}}`: the turn goes on from the step). A thread's values
+//! (the session values its next turn starts with) are read with `GET .../threads/{thread}/state`
+//! (scope `read`) and changed with `POST .../threads/{thread}/state` (scope `chat`), which
+//! appends a values step to its history.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -25,6 +28,10 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/flows/{flow}/threads/{thread}/history", get(history))
         .route("/flows/{flow}/threads/{thread}/fork", post(fork))
+        .route(
+            "/flows/{flow}/threads/{thread}/state",
+            get(state_of).post(update_state),
+        )
 }
 
 /// The body of `POST .../fork`.
@@ -35,6 +42,14 @@ pub struct ForkRequest {
     pub at_step: u64,
     /// The new thread's id (1 to 40 characters of `A-Z a-z 0-9 _ -`; must not exist).
     pub thread: String,
+}
+
+/// The body of `POST .../state`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateRequest {
+    /// The values to set, by key; a `null` value removes its key.
+    pub values: serde_json::Map<String, Value>,
 }
 
 /// A time-travel error in the caller's words (never the store's thread key).
@@ -60,6 +75,15 @@ fn api_error(e: TimeTravelError, from: &ThreadKey, to: Option<&ThreadKey>) -> Ap
             "the interrupt at step {step} of thread '{}' can no longer be answered again; fork \
              at the step before it",
             from.id
+        )),
+        TimeTravelError::AwaitingResume { turn, .. } => ApiError::Conflict(format!(
+            "thread '{}' waits for the answer to an interrupt of turn {turn}, so its values \
+             cannot change now; answer it (POST .../resume) or fork at the step before it",
+            from.id
+        )),
+        TimeTravelError::ReservedKey { key, .. } => ApiError::BadRequest(format!(
+            "value key '{key}' is reserved (keys starting with 'agentflow.' belong to one \
+             run); use another key"
         )),
         TimeTravelError::Thread(e) => e.into(),
         TimeTravelError::Checkpoint(e) => e.into(),
@@ -139,4 +163,49 @@ pub async fn fork(
             "pending": pending,
         })),
     ))
+}
+
+/// `GET /v1/flows/{flow}/threads/{thread}/state`: the thread's values.
+pub async fn state_of(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let key = key(&state, &flow, &tenant, &id)?;
+    let values = state
+        .flow(&flow)?
+        .runner()
+        .thread_values(&key.store_id())
+        .await
+        .map_err(|e| api_error(e, &key, None))?;
+    Ok(Json(
+        json!({ "flow": key.flow, "thread": key.id, "values": values }),
+    ))
+}
+
+/// `POST /v1/flows/{flow}/threads/{thread}/state`: merges `values` into the thread's values
+/// (a `null` removes a key) as a values step of its history; answers the values after it.
+pub async fn update_state(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id)): ApiPath<(String, String)>,
+    JsonBody(request): JsonBody<StateRequest>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Chat)?;
+    let key = key(&state, &flow, &tenant, &id)?;
+    let updated = state
+        .flow(&flow)?
+        .runner()
+        .update_state_by(&key.store_id(), request.values, principal.id())
+        .await
+        .map_err(|e| api_error(e, &key, None))?;
+    Ok(Json(json!({
+        "flow": key.flow,
+        "thread": key.id,
+        "version": updated.version,
+        "values": updated.values,
+    })))
 }

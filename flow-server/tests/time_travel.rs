@@ -243,3 +243,133 @@ async fn a_thread_is_listed_forked_and_answered_again_over_http() {
     .await;
     assert_eq!(status, 400);
 }
+
+#[tokio::test]
+async fn a_threads_values_are_updated_listed_and_forked_over_http() {
+    let server = spawn(state()).await;
+    let base = &server.base;
+    let asked = read_sse(
+        post(
+            base,
+            CARA,
+            "/v1/flows/desk/threads/v1/turns",
+            json!({"message": "a refund please"}),
+        )
+        .await,
+    )
+    .await;
+    let interrupt = done(&asked)["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A thread waiting for an answer keeps its values.
+    let (status, code, message) = error_code(
+        post(
+            base,
+            CARA,
+            "/v1/flows/desk/threads/v1/state",
+            json!({"values": {"tier": "gold"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (409, "conflict"));
+    assert!(message.contains("waits for the answer"), "{message}");
+    done(
+        &read_sse(
+            post(
+                base,
+                CARA,
+                "/v1/flows/desk/threads/v1/resume",
+                json!({"interrupt_id": interrupt, "data": {"approve": true}}),
+            )
+            .await,
+        )
+        .await,
+    );
+    let before = get(base, RITA, "/v1/flows/desk/threads/v1/state").await;
+    assert_eq!(before["values"], json!({}));
+
+    // A reader may read the values but not change them.
+    let (status, code, _) = error_code(
+        post(
+            base,
+            RITA,
+            "/v1/flows/desk/threads/v1/state",
+            json!({"values": {"tier": "gold"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (403, "forbidden"));
+
+    let updated = post(
+        base,
+        CARA,
+        "/v1/flows/desk/threads/v1/state",
+        json!({"values": {"tier": "gold", "vip": true}}),
+    )
+    .await;
+    assert_eq!(updated.status(), 200);
+    let updated: Value = updated.json().await.unwrap();
+    assert_eq!(updated["values"], json!({"tier": "gold", "vip": true}));
+    // A null removes a key.
+    let updated: Value = post(
+        base,
+        CARA,
+        "/v1/flows/desk/threads/v1/state",
+        json!({"values": {"vip": null}}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(updated["values"], json!({"tier": "gold"}));
+    let read = get(base, RITA, "/v1/flows/desk/threads/v1/state").await;
+    assert_eq!(read["values"], json!({"tier": "gold"}));
+
+    // Each update is a step of the history; a fork at the first carries its values.
+    let history = get(base, RITA, "/v1/flows/desk/threads/v1/history").await;
+    let steps = history["steps"].as_array().unwrap();
+    let values: Vec<&Value> = steps.iter().filter(|s| s["kind"] == "values").collect();
+    assert_eq!(values.len(), 2, "{steps:#?}");
+    assert_eq!(steps.last().unwrap()["kind"], "values");
+    let fork = post(
+        base,
+        CARA,
+        "/v1/flows/desk/threads/v1/fork",
+        json!({"at_step": values[0]["id"], "thread": "v2"}),
+    )
+    .await;
+    assert_eq!(fork.status(), 201);
+    let forked = get(base, RITA, "/v1/flows/desk/threads/v2/state").await;
+    assert_eq!(forked["values"], json!({"tier": "gold", "vip": true}));
+
+    // Bad input, in the outward form, with nothing written.
+    let (status, code, message) = error_code(
+        post(
+            base,
+            CARA,
+            "/v1/flows/desk/threads/v1/state",
+            json!({"values": {"agentflow.usage": 1}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (400, "bad_request"));
+    assert!(message.contains("reserved"), "{message}");
+    let (status, code, _) = error_code(
+        post(
+            base,
+            CARA,
+            "/v1/flows/desk/threads/nope/state",
+            json!({"values": {"tier": "gold"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (404, "unknown_thread"));
+    let after = get(base, RITA, "/v1/flows/desk/threads/v1/history").await;
+    assert_eq!(after, history);
+}

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use super::journal::turn_journal_id;
 use super::runs::Runner;
+use super::turn_mark::{nested_journal_id, resume_mark_id, turn_mark_id};
+use crate::store::JournalError;
 use crate::store::{validate_thread_id, RecordEnd, ThreadError};
 
 /// What [`Runner::purge`] keeps of each thread's journal (and of finished checkpoints).
@@ -59,6 +61,9 @@ pub struct PurgeReport {
     pub steps_removed: u64,
     /// Finished checkpoint histories removed.
     pub checkpoints_removed: usize,
+    /// Recovery marks and nested-step journals of pruned turns removed (those a recorded
+    /// part leaves are removed when it is recorded; these are leftovers).
+    pub marks_removed: usize,
 }
 
 impl Runner {
@@ -138,6 +143,10 @@ impl Runner {
                 if steps > 0 && journal.delete_journal(&id).await? {
                     report.journals_removed += 1;
                     report.steps_removed += steps;
+                    // Newly pruned: its leftover marks go too.
+                    let records = store.read(&thread, turn..turn + 1).await?;
+                    report.marks_removed +=
+                        self.drop_turn_marks(&thread, turn, &records, None).await?;
                 }
             }
         }
@@ -152,4 +161,69 @@ impl Runner {
 fn expired(at_ms: u64, age: Duration) -> bool {
     let now = crate::store::now_ms();
     now.saturating_sub(at_ms) >= age.as_millis() as u64
+}
+
+impl Runner {
+    /// Deletes what only the recovery of the part of turn `turn` of `thread` that started at
+    /// `version` needed, once the part is recorded: its start mark (a new turn's, or a
+    /// resume's) and the journal of its nested steps. A failure is logged: the leftovers are
+    /// removed with the thread, or by `purge`.
+    pub(super) async fn drop_part_marks(
+        &self,
+        thread: &str,
+        turn: u64,
+        version: u64,
+        resumed: bool,
+    ) {
+        let Some(store) = &self.journal else {
+            return;
+        };
+        let mark = match resumed {
+            true => resume_mark_id(thread, turn),
+            false => turn_mark_id(thread, turn),
+        };
+        let nested = nested_journal_id(&turn_journal_id(thread, turn), version);
+        for id in [mark, nested] {
+            // A read first: most parts have no nested steps, and a read costs less than a
+            // (synced) delete.
+            let dropped = match store.journal_len(&id).await {
+                Ok(0) => Ok(false),
+                Ok(_) => store.delete_journal(&id).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = dropped {
+                tracing::warn!(journal = %id, error = %e, "could not delete a recorded part's mark");
+            }
+        }
+    }
+
+    /// Deletes every mark and nested journal of turn `turn` of `thread`, whose records are
+    /// `records` (the parts' versions are their `seq`), and those an unrecorded attempt at
+    /// `next_version` may have left; returns how many existed.
+    pub(super) async fn drop_turn_marks(
+        &self,
+        thread: &str,
+        turn: u64,
+        records: &[crate::store::ThreadRecord],
+        next_version: Option<u64>,
+    ) -> Result<usize, JournalError> {
+        let Some(store) = &self.journal else {
+            return Ok(0);
+        };
+        let journal = turn_journal_id(thread, turn);
+        let mut ids = vec![turn_mark_id(thread, turn), resume_mark_id(thread, turn)];
+        let versions = records
+            .iter()
+            .filter(|r| r.turn == turn)
+            .map(|r| r.seq)
+            .chain(next_version);
+        ids.extend(versions.map(|v| nested_journal_id(&journal, v)));
+        let mut removed = 0;
+        for id in ids {
+            if store.delete_journal(&id).await? {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
 }

@@ -143,7 +143,7 @@ pub fn turn_journal_id(thread: &str, turn: u64) -> String {
 
 /// Encodes `event` as a stored step of a run of the flow with fingerprint `flow`, whose tool
 /// calls are keyed under `scope`.
-fn encode(flow: &str, scope: &str, event: RecordedEvent, at_ms: u64) -> StoredStep {
+pub(crate) fn encode_step(flow: &str, scope: &str, event: RecordedEvent, at_ms: u64) -> StoredStep {
     let kind = StepKind::of(&event);
     let idempotency_key = match (kind, event.message.as_ref()) {
         (StepKind::ToolResult, Some(m)) => m
@@ -309,7 +309,7 @@ impl JournalWriter {
                 };
                 let steps = recorded
                     .into_iter()
-                    .map(|e| encode(&self.flow, &self.scope, e, now))
+                    .map(|e| encode_step(&self.flow, &self.scope, e, now))
                     .collect();
                 self.next = self.store.append_steps(&self.run, self.next, steps).await?;
                 if let Some(gate) = &self.gate {
@@ -413,7 +413,7 @@ async fn appender(
         let now = crate::store::now_ms();
         let steps = recorded
             .into_iter()
-            .map(|e| encode(&flow, &scope, e, now))
+            .map(|e| encode_step(&flow, &scope, e, now))
             .collect();
         next = store.append_steps(&run, next, steps).await?;
     }

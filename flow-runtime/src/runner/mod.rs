@@ -9,9 +9,12 @@
 //!   [`Runner::journal`]`(id)`, keyed by its checkpoint id or [`turn_journal_id`];
 //! - `journal_gate`: in `Sync` mode, a tool call waits until the model reply that asked for it
 //!   is journaled (so a recovery never asks for a reply whose tools already ran);
+//! - `journal_nested`: the steps of runs nested in a journaled turn's tool calls (an agent
+//!   tool's), journaled beside the turn's journal so a recovery replays them;
 //! - `recover`: crash recovery ([`Runner::recover`], [`RecoverError`]): a turn whose worker
-//!   died is run again from its journal, replaying what the journal holds; `turn_mark`: the
-//!   start mark a new journaled turn writes, which recovery reads;
+//!   died is run again from its journal, replaying what the journal holds (`replay`: the
+//!   middleware answering from the journal); `turn_mark`: the start marks a journaled turn
+//!   (new or resumed) writes, which recovery reads, and the ids of a turn's side journals;
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
@@ -19,6 +22,8 @@
 //! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
 //!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
 //!   continuation replays the fork's steps;
+//! - `thread_values`: session values that carry across a thread's turns (the inheriting
+//!   rule), [`Runner::thread_values`] and [`Runner::update_state`] (a values step);
 //! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
 //!   thread ([`Runner::thread_ttl`]);
 //! - `withdraw`: [`Runner::withdraw_turn`], giving up a turn that waits for input (its
@@ -34,9 +39,12 @@ mod double_text;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;
+mod journal_nested;
 mod recover;
+mod replay;
 mod run_handle;
 mod runs;
+mod thread_values;
 pub mod time_travel;
 mod turn;
 mod turn_mark;
@@ -51,6 +59,7 @@ pub use run_handle::{
     RunRetention, RunStatus,
 };
 pub use runs::Runner;
+pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use turn_mark::turn_mark_id;

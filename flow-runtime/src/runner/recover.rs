@@ -25,26 +25,31 @@
 //! the caller of [`Runner::recover`] with their original run paths, so the events it missed
 //! are delivered again. The recovered turn is recorded as the uninterrupted turn would have
 //! been: same input, same events, same end.
+//!
+//! A resumed turn (the continuation of an interrupt) marks its start too
+//! (`THREAD.turn-N.resume`: checkpoint, answers, version); its recovery claims the checkpoint
+//! again and resumes it with the same answers, replaying the journal's steps past the
+//! checkpoint. The steps of runs nested in tool calls (an agent tool's) are journaled beside
+//! (see `journal_nested`) and replayed the same way, the agent tool running again so that its
+//! events are delivered again with their nested run paths.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-
-use super::journal::{turn_journal_id, StepKind};
+use super::journal::turn_journal_id;
 use super::journal_gate::{JournalGate, StoredCalls};
+use super::replay::Replay;
 use super::runs::Runner;
 use super::turn::{Recording, ThreadLease, Turn};
-use super::turn_mark::{turn_mark_id, TurnStart, MARK_KIND};
-use crate::agent::middleware::{HookContext, HookError, Middleware, Middlewares};
+use super::turn_mark::RESUME_KIND;
+use super::turn_mark::{resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND};
+use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::{Agent, AgentInput, RunContext};
 use crate::event::RecordedEvent;
 use crate::history::ThreadHistory;
-use crate::message::{Message, MessageRef, Role, ToolCall};
-use crate::model::ChatRequest;
-use crate::run_path::RunPath;
-use crate::session::Session;
-use crate::store::{JournalError, RecordEnd, RecordStart, ThreadError, ThreadStore};
+use crate::message::MessageRef;
+use crate::store::{
+    CheckpointError, JournalError, RecordEnd, RecordStart, ThreadError, ThreadHead, ThreadStore,
+};
 
 /// Why a turn could not be recovered ([`Runner::recover`]). Nothing stored is changed when
 /// one is returned, and nothing ran.
@@ -83,99 +88,6 @@ pub enum RecoverError {
     /// The thread store failed, or the thread id is invalid.
     #[error(transparent)]
     Thread(#[from] ThreadError),
-}
-
-/// The journal's answers for a recovered run: model replies per run path in order, tool
-/// results by run path and call id, and the calls that were asked for but have no result.
-struct Replay {
-    replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
-    results: HashMap<(RunPath, String), String>,
-    asked: HashSet<(RunPath, String)>,
-}
-
-impl Replay {
-    fn new(steps: &[RecordedEvent]) -> Replay {
-        let mut replies: HashMap<RunPath, VecDeque<Message>> = HashMap::new();
-        let mut results = HashMap::new();
-        let mut asked = HashSet::new();
-        for step in steps {
-            let Some(message) = &step.message else {
-                continue;
-            };
-            match (StepKind::of(step), message.role) {
-                (StepKind::ModelReply, Role::Assistant) => {
-                    for call in &message.tool_calls {
-                        asked.insert((step.run_path.clone(), call.id.clone()));
-                    }
-                    replies
-                        .entry(step.run_path.clone())
-                        .or_default()
-                        .push_back(message.clone());
-                }
-                (StepKind::ToolResult, Role::Tool) => {
-                    if let Some(call) = &message.tool_call_id {
-                        results.insert(
-                            (step.run_path.clone(), call.clone()),
-                            message.content.clone(),
-                        );
-                    }
-                }
-                _ => {}
-            }
-        }
-        Replay {
-            replies: Mutex::new(replies),
-            results,
-            asked,
-        }
-    }
-}
-
-/// The text a non-idempotent tool's in-flight call is answered with on recovery.
-fn in_flight_text(tool: &str, key: &str) -> String {
-    format!(
-        "error: the call to tool '{tool}' was in flight when its worker stopped (idempotency \
-         key {key}); it may or may not have happened, and it was not run again because the \
-         tool is not idempotent. Check whether it took effect before calling it again"
-    )
-}
-
-#[async_trait]
-impl Middleware for Replay {
-    fn name(&self) -> std::borrow::Cow<'_, str> {
-        "journal replay".into()
-    }
-
-    async fn before_model(
-        &self,
-        cx: &HookContext,
-        _request: &mut ChatRequest,
-    ) -> Result<Option<Message>, HookError> {
-        let mut replies = self.replies.lock().expect("replay lock");
-        Ok(replies.get_mut(cx.run_path()).and_then(VecDeque::pop_front))
-    }
-
-    async fn before_tool(
-        &self,
-        cx: &HookContext,
-        call: &mut ToolCall,
-    ) -> Result<Option<String>, HookError> {
-        let key = (cx.run_path().clone(), call.id.clone());
-        if let Some(result) = self.results.get(&key) {
-            return Ok(Some(result.clone()));
-        }
-        if self.asked.contains(&key) && !cx.tool_idempotent() {
-            let idempotency_key = format!(
-                "{}:{}:{}",
-                cx.run_context().idempotency_scope(),
-                cx.run_path(),
-                call.id
-            );
-            return Ok(Some(in_flight_text(&call.name, &idempotency_key)));
-        }
-        // In flight (or never started): it runs again, with the same idempotency key.
-        Ok(None)
-    }
 }
 
 fn journal_error(thread: &str) -> impl Fn(JournalError) -> RecoverError + '_ {
@@ -300,6 +212,100 @@ impl Runner {
         Ok(Some((start, version, turn)))
     }
 
+    /// The open start mark of the resume of `head`'s interrupted turn (a resume whose worker
+    /// died before it ended), if it has one.
+    async fn open_resume_mark(
+        &self,
+        thread_id: &str,
+        head: &ThreadHead,
+        checkpoint_id: &str,
+    ) -> Result<Option<ResumeStart>, RecoverError> {
+        let journal = self
+            .journal_store_or_err(thread_id)
+            .map_err(journal_error(thread_id))?;
+        let id = resume_mark_id(thread_id, head.last.turn);
+        let steps = journal
+            .read_steps(&id, 0)
+            .await
+            .map_err(journal_error(thread_id))?;
+        let [mark] = steps.as_slice() else {
+            // Never resumed in a journaled mode, or the resume failed or was cancelled.
+            return Ok(None);
+        };
+        let corrupt = |reason: String| RecoverError::Journal {
+            thread: thread_id.to_owned(),
+            source: JournalError::Corrupt {
+                run: id.clone(),
+                seq: 0,
+                reason,
+            },
+        };
+        if mark.kind != RESUME_KIND {
+            return Err(corrupt(format!(
+                "its kind is '{}', not a resume start",
+                mark.kind
+            )));
+        }
+        let start: ResumeStart = serde_json::from_slice(&mark.bytes)
+            .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
+        let flow = self.flow_fingerprint();
+        if start.flow != flow {
+            return Err(corrupt(format!(
+                "it was written by another flow (fingerprint {}, this flow's is {flow}); \
+                 recover it with the runner of that flow",
+                start.flow
+            )));
+        }
+        if start.thread != thread_id || start.turn != head.last.turn {
+            return Err(corrupt(format!(
+                "it says it resumes turn {} of thread '{}', which does not fit this thread \
+                 (turn {})",
+                start.turn, start.thread, head.last.turn
+            )));
+        }
+        if start.version != head.version || start.checkpoint_id != checkpoint_id {
+            // An earlier resume, which was recorded: the thread went on since.
+            return Ok(None);
+        }
+        Ok(Some(start))
+    }
+
+    /// Starts the recovery of a resume of `thread_id`'s interrupted turn whose worker died:
+    /// the same answers, the journal's steps past the checkpoint replayed.
+    async fn start_recovered_resume(
+        &self,
+        store: Arc<dyn ThreadStore>,
+        thread_id: &str,
+        start: ResumeStart,
+        claim: super::turn::ThreadClaim,
+        lease: &mut Option<ThreadLease>,
+    ) -> Result<Option<Turn>, RecoverError> {
+        tracing::info!(
+            thread = thread_id,
+            turn = start.turn,
+            checkpoint = %start.checkpoint_id,
+            "recovering a resumed turn whose worker died"
+        );
+        let targets = start.targets.into_iter().collect();
+        match self
+            .start_resumed_turn(store, thread_id, targets, start.by, claim, lease, true)
+            .await
+        {
+            Ok(turn) => Ok(Some(turn)),
+            // The dead worker's claim on the checkpoint has not run out yet.
+            Err(ThreadError::Checkpoint(CheckpointError::Claimed { .. })) => {
+                Err(RecoverError::Leased {
+                    thread: thread_id.to_owned(),
+                })
+            }
+            Err(ThreadError::Journal(source)) => Err(RecoverError::Journal {
+                thread: thread_id.to_owned(),
+                source,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Starts the recovery of `thread_id`'s unfinished turn under `lease` (moved into the
     /// turn once it is built).
     async fn start_recovered(
@@ -309,6 +315,19 @@ impl Runner {
         claim: super::turn::ThreadClaim,
         lease: &mut Option<ThreadLease>,
     ) -> Result<Option<Turn>, RecoverError> {
+        if let Some(head) = store.head(thread_id).await? {
+            if let RecordEnd::Interrupted { checkpoint_id, .. } = &head.last.end {
+                let Some(start) = self
+                    .open_resume_mark(thread_id, &head, checkpoint_id)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                return self
+                    .start_recovered_resume(store, thread_id, start, claim, lease)
+                    .await;
+            }
+        }
         let Some((start, version, number)) = self.open_mark(&store, thread_id).await? else {
             return Ok(None);
         };
@@ -331,8 +350,6 @@ impl Runner {
                 },
             })?
         };
-        let replay: Arc<dyn Middleware> = Arc::new(Replay::new(&replayed));
-        let mut first = Middlewares::default().with(replay);
         // The recovered run journals in Sync unless the runner says Async: its tool calls
         // then wait for their replies' steps (those of the journal are stored already).
         let gate = (self.durability != super::Durability::Async).then(|| {
@@ -340,14 +357,12 @@ impl Runner {
             gate.add(&replayed);
             gate
         });
-        if let Some(gate) = &gate {
-            first = first.with(Arc::new(JournalGate(Arc::clone(gate))));
-        }
-        let middleware = Middlewares::chain([&first, &self.middleware]);
         let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        // The turn starts with the thread's values, as the dead worker's did.
+        let head = store.head(thread_id).await?;
         let cx = RunContext::new_run(
-            Session::new(),
+            Runner::session_after(head.as_ref().map(|h| &h.last)),
             input.iter().cloned(),
             self.streaming,
             agent.name(),
@@ -355,9 +370,33 @@ impl Runner {
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
         .with_limits(self.limits)
-        .with_run_middleware(middleware)
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false)
         .with_idempotency_scope(start.scope.as_str());
+        let (nested, nested_steps) = self
+            .nested_steps(
+                thread_id,
+                number,
+                version,
+                cx.session(),
+                start.scope.as_str(),
+                gate.clone(),
+                true,
+            )
+            .await
+            .map_err(journal_error(thread_id))?;
+        if let Some(gate) = &gate {
+            gate.add(&nested_steps);
+        }
+        let replay: Arc<dyn Middleware> =
+            Arc::new(Replay::new(&replayed).with_nested(&nested_steps));
+        let mut first = Middlewares::default().with(replay);
+        if let Some(nested) = nested {
+            first = first.with(nested);
+        }
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(JournalGate(Arc::clone(gate))));
+        }
+        let cx = cx.with_run_middleware(Middlewares::chain([&first, &self.middleware]));
         let agent_input = AgentInput {
             messages: input.into(),
             streaming: self.streaming,

@@ -50,7 +50,6 @@ use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role, ToolCall};
 use crate::model::ChatRequest;
 use crate::run_path::RunPath;
-use crate::session::Session;
 use crate::store::{
     turn_checkpoint_id, validate_thread_id, CheckpointError, CheckpointStatus, RecordEnd,
     RecordStart, RecordedEvent, SaveMode, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
@@ -67,15 +66,18 @@ pub enum ThreadStepKind {
     Run(StepKind),
     /// The interrupt a part of a turn stopped at (a fork point included).
     Interrupt,
+    /// A change of the thread's values ([`Runner::update_state`]).
+    Values,
 }
 
 impl ThreadStepKind {
-    /// Its label: `input`, `interrupt`, or the run step's (`model_reply`, `tool_result`, ...).
+    /// Its label: `input`, `interrupt`, `values`, or the run step's (`model_reply`, `tool_result`, ...).
     pub fn label(self) -> &'static str {
         match self {
             ThreadStepKind::Input => "input",
             ThreadStepKind::Run(kind) => kind.label(),
             ThreadStepKind::Interrupt => "interrupt",
+            ThreadStepKind::Values => "values",
         }
     }
 }
@@ -92,7 +94,7 @@ pub struct ThreadStep {
     /// The thread record holding it (its position).
     pub record: u64,
     /// The agent that recorded it (for an input: the agent the turn started at; for an
-    /// interrupt: the interrupting agent).
+    /// interrupt: the interrupting agent; for a values step: empty, as is its run path).
     pub agent: Arc<str>,
     /// Where it was recorded.
     pub run_path: RunPath,
@@ -172,6 +174,32 @@ pub enum TimeTravelError {
         /// The step.
         step: u64,
     },
+    /// `update_state` on a thread that waits for an interrupt's answer (or at a fork point):
+    /// the paused turn's values are its checkpoint's.
+    #[error(
+        "thread '{thread}' waits for the answer to an interrupt of turn {turn}, so its values \
+         cannot change now (the paused turn goes on with the values it stopped with); answer \
+         it first (Runner::resume_turn), or fork at the step before the interrupt and update \
+         the fork"
+    )]
+    AwaitingResume {
+        /// The thread.
+        thread: String,
+        /// The waiting turn.
+        turn: u64,
+    },
+    /// `update_state` with a key of the framework's own (it starts with
+    /// [`FRAMEWORK_KEY_PREFIX`](super::FRAMEWORK_KEY_PREFIX)).
+    #[error(
+        "thread '{thread}': value key '{key}' is reserved (keys starting with 'agentflow.' \
+         belong to one run, not to the thread); nothing was written: use another key"
+    )]
+    ReservedKey {
+        /// The thread.
+        thread: String,
+        /// The key.
+        key: String,
+    },
     /// The checkpoint of the interrupt to fork at is no longer stored (the thread went on with
     /// a new message after a cancel, or it was purged).
     #[error(
@@ -210,6 +238,7 @@ impl From<crate::store::JournalError> for TimeTravelError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
     Input,
+    Values,
     Event(usize),
     End,
 }
@@ -235,6 +264,14 @@ fn steps_of(records: &[ThreadRecord]) -> Vec<(ThreadStep, usize, Place)> {
                 place,
             ));
         };
+        if matches!(record.start, RecordStart::Values { .. }) {
+            push(
+                Arc::from(""),
+                RunPath::default(),
+                ThreadStepKind::Values,
+                Place::Values,
+            );
+        }
         if record.starts_turn() {
             let agent: Arc<str> = Arc::from(record.started_at.last().unwrap_or_default());
             push(
@@ -354,7 +391,14 @@ impl Runner {
     ) -> Result<Fork, TimeTravelError> {
         let mut copied: Vec<ThreadRecord> = records[..r].to_vec();
         let mut last = records[r].clone();
+        // A fork inside a turn starts it again from the values before the turn.
+        let values_before = records[..r]
+            .iter()
+            .rev()
+            .find(|x| x.turn < last.turn)
+            .and_then(|x| x.values.clone());
         let (end, interrupts) = match place {
+            Place::Values => (ForkEnd::TurnEnd, Vec::new()),
             Place::End if is_fork_point(&last.end) => (ForkEnd::ForkPoint, Vec::new()),
             Place::End => {
                 let RecordEnd::Interrupted {
@@ -393,11 +437,13 @@ impl Runner {
             Place::Event(k) => {
                 last.events.truncate(k + 1);
                 last.end = fork_point_end(new_thread, last.turn, step.id);
+                last.values = values_before;
                 (ForkEnd::ForkPoint, Vec::new())
             }
             Place::Input => {
                 last.events.clear();
                 last.end = fork_point_end(new_thread, last.turn, step.id);
+                last.values = values_before;
                 (ForkEnd::ForkPoint, Vec::new())
             }
         };
@@ -502,6 +548,12 @@ impl Runner {
     ) -> Result<Turn, TimeTravelError> {
         let records = self.records_of(thread).await?;
         let steps = steps_of(&records);
+        if let Some((_, _, Place::Values)) = steps.get(at_step as usize) {
+            return Err(TimeTravelError::NothingToRerun {
+                thread: thread.to_owned(),
+                step: at_step,
+            });
+        }
         if let Some((_, r, Place::Event(k))) = steps.get(at_step as usize) {
             let record = &records[*r];
             if k + 1 == record.events.len() && matches!(record.end, RecordEnd::Completed { .. }) {
@@ -557,8 +609,13 @@ impl Runner {
                 .collect();
         let messages: Vec<MessageRef> = input.iter().cloned().map(Arc::new).collect();
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        // The turn starts again with the thread's values before it.
+        let before = match turn.checked_sub(1) {
+            Some(t) => store.read(thread_id, t..turn).await?.pop(),
+            None => None,
+        };
         let cx = RunContext::new_run(
-            Session::new(),
+            Runner::session_after(before.as_ref()),
             messages.iter().cloned(),
             self.streaming,
             start.name(),

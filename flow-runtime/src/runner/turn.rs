@@ -400,8 +400,9 @@ impl Runner {
         let started_at = RunPath::root(start.name());
         let message: MessageRef = Arc::new(message);
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        // The turn starts with the thread's values (see `thread_values`).
         let cx = RunContext::new_run(
-            Session::new(),
+            Runner::session_after(head.as_ref().map(|h| &h.last)),
             [Arc::clone(&message)],
             self.streaming,
             start.name(),
@@ -414,17 +415,30 @@ impl Runner {
         // Sync: a tool call waits until the reply that asked for it is journaled.
         let gate = (self.durability == super::Durability::Sync && self.journal.is_some())
             .then(Arc::<super::journal_gate::StoredCalls>::default);
-        let cx = match &gate {
-            Some(gate) => {
-                let first: Arc<dyn crate::agent::middleware::Middleware> =
-                    Arc::new(super::journal_gate::JournalGate(Arc::clone(gate)));
-                let chain = crate::agent::Middlewares::chain([
-                    &crate::agent::Middlewares::default().with(first),
-                    &self.middleware,
-                ]);
-                cx.with_run_middleware(chain)
+        // The steps of runs nested in tool calls (an agent tool's) are journaled beside.
+        let (nested, _) = self
+            .nested_steps(
+                thread_id,
+                number,
+                version,
+                cx.session(),
+                cx.idempotency_scope(),
+                gate.clone(),
+                false,
+            )
+            .await?;
+        let mut first = crate::agent::Middlewares::default();
+        if let Some(nested) = nested {
+            first = first.with(nested);
+        }
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(super::journal_gate::JournalGate(Arc::clone(gate))));
+        }
+        let cx = match first.is_empty() {
+            true => cx,
+            false => {
+                cx.with_run_middleware(crate::agent::Middlewares::chain([&first, &self.middleware]))
             }
-            None => cx,
         };
         let input = AgentInput {
             messages: vec![Arc::clone(&message)].into(),
@@ -510,15 +524,18 @@ impl Runner {
         let by = by.or_else(|| self.threads.by.clone());
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
-            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease)
+            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease, false)
             .await;
         ThreadLease::release_unused(lease).await;
         started
     }
 
     /// Starts the continuation of an interrupted turn under `lease` (as
-    /// [`start_turn`](Runner::start_turn)).
-    async fn start_resumed_turn(
+    /// [`start_turn`](Runner::start_turn)); `recovering`: the continuation of a resume whose
+    /// worker died, replaying what the turn's journal holds past the checkpoint (see
+    /// `runner::recover`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn start_resumed_turn(
         &self,
         store: Arc<dyn ThreadStore>,
         thread_id: &str,
@@ -526,6 +543,7 @@ impl Runner {
         by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
+        recovering: bool,
     ) -> Result<Turn, ThreadError> {
         let head = store.head(thread_id).await?;
         if let Some(head) = head.as_ref() {
@@ -591,11 +609,77 @@ impl Runner {
                 return Err(e);
             }
         };
+        // A recovered continuation replays the steps its dead worker journaled past the
+        // checkpoint (see `runner::recover`).
+        let journaled = match recovering {
+            true => match self
+                .journal(&super::journal::turn_journal_id(thread_id, turn))
+                .await
+            {
+                Ok(steps) => Some(steps.into_iter().map(|s| s.event).collect::<Vec<_>>()),
+                Err(e) => {
+                    resume_claim.release().await;
+                    return Err(e.into());
+                }
+            },
+            false => None,
+        };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
         let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
-        let cx = cx
+        let mut cx = cx
             .with_thread(Arc::new(history))
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        // Sync (and a recovery, unless Async): a tool call waits until the reply that asked
+        // for it is journaled; the checkpoint's replies are stored already.
+        let gated = match &journaled {
+            Some(_) => self.durability != super::Durability::Async,
+            None => self.durability == super::Durability::Sync && self.journal.is_some(),
+        };
+        let gate = gated.then(|| {
+            let gate = Arc::new(super::journal_gate::StoredCalls::default());
+            gate.add(&checkpoint.events);
+            if let Some(steps) = &journaled {
+                gate.add(steps);
+            }
+            gate
+        });
+        let nested = self
+            .nested_steps(
+                thread_id,
+                turn,
+                version,
+                cx.session(),
+                cx.idempotency_scope(),
+                gate.clone(),
+                recovering,
+            )
+            .await;
+        let (nested, nested_steps) = match nested {
+            Ok(nested) => nested,
+            Err(e) => {
+                resume_claim.release().await;
+                return Err(e.into());
+            }
+        };
+        if let Some(gate) = &gate {
+            gate.add(&nested_steps);
+        }
+        let mut first = crate::agent::Middlewares::default();
+        if let Some(steps) = &journaled {
+            let past = &steps[restored.min(steps.len())..];
+            let replay = super::replay::Replay::new(past).with_nested(&nested_steps);
+            first = first.with(Arc::new(replay));
+        }
+        if let Some(nested) = nested {
+            first = first.with(nested);
+        }
+        if let Some(gate) = &gate {
+            first = first.with(Arc::new(super::journal_gate::JournalGate(Arc::clone(gate))));
+        }
+        if !first.is_empty() {
+            cx = cx
+                .with_run_middleware(crate::agent::Middlewares::chain([&first, &self.middleware]));
+        }
         let events = Arc::clone(&self.agent).resume(cx.clone(), input, info);
         let plan = Recording {
             runner: self.clone(),
@@ -613,8 +697,8 @@ impl Runner {
             resumed_checkpoint: Some(checkpoint_id),
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
-            replayed: None,
-            gate: None,
+            replayed: journaled,
+            gate,
             replay: None,
         };
         let lease = lease
@@ -683,11 +767,15 @@ impl Runner {
                 {
                     checkpoints.delete(checkpoint_id).await?;
                 }
-                // Every turn's journal goes with the thread.
+                // Every turn's journal goes with the thread, with its marks and nested steps
+                // (an unrecorded attempt's at the next version too).
                 if let Some(journal) = &self.journal {
-                    for turn in 0..head.turns {
+                    let records = store.read(thread_id, 0..u64::MAX).await?;
+                    for turn in 0..=head.turns {
                         let id = super::journal::turn_journal_id(thread_id, turn);
                         journal.delete_journal(&id).await?;
+                        self.drop_turn_marks(thread_id, turn, &records, Some(head.version))
+                            .await?;
                     }
                 }
             }
@@ -966,26 +1054,41 @@ impl Recording {
         if let Some(journal) = &mut journal {
             journal.open_gate(self.gate.clone());
         }
-        // A new journaled turn marks its start, so that another worker can recover it.
+        // A journaled turn (new or resumed) marks its start, so that another worker can
+        // recover it.
         let mut mark = None;
-        if journal.is_some() && self.replayed.is_none() && self.resumed_checkpoint.is_none() {
+        if journal.is_some() && self.replayed.is_none() && self.replay.is_none() {
             let marked = match self.runner.journal_store_or_err(&self.thread_id) {
-                Ok(store) => {
-                    let start = super::turn_mark::TurnStart {
-                        flow: self.runner.flow_fingerprint(),
-                        thread: self.thread_id.clone(),
-                        turn: self.turn,
-                        version: self.version,
-                        input: match &self.start {
-                            RecordStart::Turn { input } => input.clone(),
-                            _ => Vec::new(),
-                        },
-                        started_at: self.started_at.clone(),
-                        scope: scope.clone(),
-                        by: self.by.clone(),
-                    };
-                    super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
-                }
+                Ok(store) => match (&self.resumed_checkpoint, &self.start) {
+                    (Some(checkpoint_id), RecordStart::Resume { targets, .. }) => {
+                        let start = super::turn_mark::ResumeStart {
+                            flow: self.runner.flow_fingerprint(),
+                            thread: self.thread_id.clone(),
+                            turn: self.turn,
+                            version: self.version,
+                            checkpoint_id: checkpoint_id.clone(),
+                            targets: targets.clone(),
+                            by: self.by.clone(),
+                        };
+                        super::turn_mark::TurnMark::write_resume(Arc::clone(store), &start).await
+                    }
+                    _ => {
+                        let start = super::turn_mark::TurnStart {
+                            flow: self.runner.flow_fingerprint(),
+                            thread: self.thread_id.clone(),
+                            turn: self.turn,
+                            version: self.version,
+                            input: match &self.start {
+                                RecordStart::Turn { input } => input.clone(),
+                                _ => Vec::new(),
+                            },
+                            started_at: self.started_at.clone(),
+                            scope: scope.clone(),
+                            by: self.by.clone(),
+                        };
+                        super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
+                    }
+                },
                 Err(e) => Err(e),
             };
             match marked {
@@ -1036,6 +1139,17 @@ impl Recording {
         ) {
             // Recorded, or another worker owns the thread now: not this turn's to close.
             super::turn_mark::TurnMark::leave(mark);
+        }
+        if recorded.is_ok() {
+            // The part is recorded: what only its recovery needed goes.
+            self.runner
+                .drop_part_marks(
+                    &self.thread_id,
+                    self.turn,
+                    self.version,
+                    self.resumed_checkpoint.is_some(),
+                )
+                .await;
         }
         match recorded {
             Ok(outcome) => {
@@ -1156,6 +1270,7 @@ impl Recording {
             events,
             end,
             by: self.by.clone(),
+            values: Runner::thread_values_of(cx.session()),
             sealed: None,
         };
         let version = self
@@ -1239,6 +1354,7 @@ async fn replay_part(
             checkpoint_id: checkpoint_id.to_owned(),
             interrupts: checkpoint.interrupts.clone(),
         },
+        values: Runner::thread_values_in(&checkpoint.values),
         sealed: None,
     };
     tracing::info!(

@@ -1,6 +1,8 @@
-//! A new journaled turn's start mark: what [`Runner::recover`](crate::Runner::recover) needs to
+//! A journaled turn's start mark: what [`Runner::recover`](crate::Runner::recover) needs to
 //! run the turn again after its worker died (see `runner::recover`), written before the turn
-//! runs anything, closed if the turn fails or is cancelled.
+//! runs anything, closed if the turn fails or is cancelled. A new turn writes a [`TurnStart`]
+//! (`THREAD.turn-N.start`); the resume of an interrupted turn writes a [`ResumeStart`]
+//! (`THREAD.turn-N.resume`: the checkpoint it resumed and the answers).
 
 use std::sync::Arc;
 
@@ -12,6 +14,8 @@ use crate::store::{JournalError, JournalStore, StoredStep};
 
 /// The label of a turn's start mark.
 pub(super) const MARK_KIND: &str = "turn_start";
+/// The label of a resumed turn's start mark.
+pub(super) const RESUME_KIND: &str = "turn_resume";
 /// The label of the step that closes a mark (the turn failed or was cancelled).
 const CLOSED_KIND: &str = "turn_closed";
 
@@ -19,6 +23,39 @@ const CLOSED_KIND: &str = "turn_closed";
 pub fn turn_mark_id(thread: &str, turn: u64) -> String {
     // `turn_journal_id(thread, turn)`, then `.start`.
     format!("{thread}.turn-{turn}.start")
+}
+
+/// The id of the journal holding the start mark of the latest resume of turn `turn` of
+/// thread `thread`.
+pub(super) fn resume_mark_id(thread: &str, turn: u64) -> String {
+    format!("{thread}.turn-{turn}.resume")
+}
+
+/// The id of the journal of the nested steps (see `journal_nested`) of the part of the turn
+/// whose journal is `turn_journal` that started at the thread's version `version`.
+pub(crate) fn nested_journal_id(turn_journal: &str, version: u64) -> String {
+    format!("{turn_journal}.nested-{version}")
+}
+
+/// What the resume of an interrupted journaled turn writes before it runs: what its recovery
+/// needs to resume it again with the same answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct ResumeStart {
+    /// The flow's fingerprint.
+    pub(super) flow: String,
+    /// The thread.
+    pub(super) thread: String,
+    /// The turn's number.
+    pub(super) turn: u64,
+    /// The thread's version the resume loaded.
+    pub(super) version: u64,
+    /// The checkpoint it resumed.
+    pub(super) checkpoint_id: String,
+    /// The answers, by interrupt id.
+    pub(super) targets: serde_json::Map<String, serde_json::Value>,
+    /// Who answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) by: Option<Arc<str>>,
 }
 
 /// What a journaled turn writes before it runs: what its recovery needs to start it again.
@@ -58,6 +95,26 @@ impl TurnMark {
         start: &TurnStart,
     ) -> Result<TurnMark, JournalError> {
         let id = turn_mark_id(&start.thread, start.turn);
+        let bytes = serde_json::to_vec(start).expect("a turn start always serialises");
+        Self::write_step(store, id, MARK_KIND, bytes).await
+    }
+
+    /// Writes the start mark `start` of the resume of an interrupted turn in `store`.
+    pub(super) async fn write_resume(
+        store: Arc<dyn JournalStore>,
+        start: &ResumeStart,
+    ) -> Result<TurnMark, JournalError> {
+        let id = resume_mark_id(&start.thread, start.turn);
+        let bytes = serde_json::to_vec(start).expect("a resume start always serialises");
+        Self::write_step(store, id, RESUME_KIND, bytes).await
+    }
+
+    async fn write_step(
+        store: Arc<dyn JournalStore>,
+        id: String,
+        kind: &str,
+        bytes: Vec<u8>,
+    ) -> Result<TurnMark, JournalError> {
         // A mark left by an earlier attempt of this turn number (failed, cancelled, or
         // crashed and not recovered) is replaced.
         if store.journal_len(&id).await? > 0 {
@@ -66,8 +123,8 @@ impl TurnMark {
         let step = StoredStep {
             seq: 0,
             at_ms: crate::store::now_ms(),
-            kind: MARK_KIND.into(),
-            bytes: serde_json::to_vec(start).expect("a turn start always serialises"),
+            kind: kind.into(),
+            bytes,
         };
         store.append_steps(&id, 0, vec![step]).await?;
         Ok(TurnMark {

@@ -102,6 +102,9 @@ impl<S> SealedStore<S> {
                     checkpoint_id,
                     targets: Default::default(),
                 },
+                RecordStart::Values { .. } => RecordStart::Values {
+                    values: Default::default(),
+                },
             },
             started_at: RunPath::default(),
             events: Vec::new(),
@@ -115,6 +118,7 @@ impl<S> SealedStore<S> {
                 },
             },
             by: None,
+            values: None,
             sealed: Some(B64.encode(sealed)),
         }
     }

@@ -200,6 +200,13 @@ pub enum RecordStart {
         #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
         targets: serde_json::Map<String, serde_json::Value>,
     },
+    /// A change of the thread's values by `Runner::update_state` (no events; the record
+    /// belongs to the turn before it and keeps that turn's end). A `null` value removed its
+    /// key.
+    Values {
+        /// The values set, by key, as given.
+        values: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 /// How a record ended.
@@ -244,6 +251,12 @@ pub struct ThreadRecord {
     /// a resume, this is who answered the interrupt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<Arc<str>>,
+    /// The thread's values after this record (the session values of its part, without the
+    /// framework's own `agentflow.` keys), sorted by key: what the thread's next turn starts
+    /// with. `None` when there are none. A snapshot, not a delta, so the head alone says the
+    /// thread's values and pruning older records loses none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<serde_json::Map<String, serde_json::Value>>,
     /// The record's content sealed at rest (by [`SealedStore`](crate::store::SealedStore)):
     /// then every field but `seq`, `turn` and `at_ms` is a placeholder, and the store's
     /// reader opens it with its [`SealingKeys`](crate::store::SealingKeys). `None` for a
@@ -323,6 +336,7 @@ pub struct ThreadHead {
 ///     events: vec![],
 ///     end: RecordEnd::Completed { answered_by: "bot".into() },
 ///     by: None,
+///     values: None,
 ///     sealed: None,
 /// };
 /// assert_eq!(store.append("t1", 0, record(0)).await.unwrap(), 1);

@@ -92,3 +92,75 @@ pub fn paid_once(ledger: &Path) -> (usize, usize) {
     };
     (count("pay"), count("refund"))
 }
+
+/// The paying desk behind an approval: `desk`'s model first calls `approve` (a tool that stops
+/// for a human's answer), then `pay`, then transfers to `settle` as in [`paying_desk`]. The
+/// resume of its turn runs every paying step.
+pub fn approving_desk(ledger: PathBuf, pause: Duration) -> FlowAgent {
+    let approve = tool_fn_with_context(
+        "approve",
+        "Asks a human to approve the refund.",
+        |cx: ToolContext, _: serde_json::Value| async move {
+            match cx.resume_data() {
+                None => Err(cx.interrupt(json!("approve the refund?"))),
+                Some(answer) => Ok(format!("approved: {answer}")),
+            }
+        },
+    );
+    let desk_model = ScriptedModel::rules()
+        .after_tool(
+            "approve",
+            ScriptStep::tool_call("pay", json!({ "amount": 10 })),
+        )
+        .after_tool("pay", ScriptStep::transfer("settle"))
+        .otherwise(ScriptStep::tool_call("approve", json!({})));
+    let desk = ChatModelAgent::builder("desk", desk_model)
+        .tool(approve)
+        .tool(paying_tool("pay", ledger.clone(), pause))
+        .build()
+        .unwrap();
+    let refunder_model = ScriptedModel::rules()
+        .after_tool("refund", ScriptStep::text("refunded 5"))
+        .otherwise(ScriptStep::tool_call("refund", json!({ "amount": 5 })));
+    let refunder = ChatModelAgent::builder("refunder", refunder_model)
+        .tool(paying_tool("refund", ledger, pause))
+        .build()
+        .unwrap();
+    let receipt = FnAgent::new("receipt", |cx, _| async move {
+        cx.say("receipt written");
+        Ok(())
+    });
+    let settle = Sequential::new("settle")
+        .with_sub_agents([FlowAgent::new(refunder), FlowAgent::new(receipt)])
+        .unwrap();
+    set_sub_agents(FlowAgent::new(desk), [settle]).unwrap()
+}
+
+/// A desk whose model asks `clerk`, an agent tool (its events surfaced), which pays `refund`
+/// and answers; then the desk pays `pay` and answers. The clerk's steps run inside the tool.
+pub fn clerk_desk(ledger: PathBuf, pause: Duration) -> FlowAgent {
+    let clerk_model = ScriptedModel::rules()
+        .after_tool("refund", ScriptStep::text("refund noted"))
+        .otherwise(ScriptStep::tool_call("refund", json!({ "amount": 5 })));
+    let clerk = ChatModelAgent::builder("clerk", clerk_model)
+        .description("Pays refunds and notes them.")
+        .tool(paying_tool("refund", ledger.clone(), pause))
+        .build()
+        .unwrap();
+    let desk_model = ScriptedModel::rules()
+        .after_tool(
+            "clerk",
+            ScriptStep::tool_call("pay", json!({ "amount": 10 })),
+        )
+        .after_tool("pay", ScriptStep::text("all settled"))
+        .otherwise(ScriptStep::tool_call(
+            "clerk",
+            json!({ "request": "refund 5" }),
+        ));
+    let desk = ChatModelAgent::builder("desk", desk_model)
+        .tool(flow_runtime::AgentTool::new(FlowAgent::new(clerk)).surface_events(true))
+        .tool(paying_tool("pay", ledger, pause))
+        .build()
+        .unwrap();
+    FlowAgent::new(desk)
+}

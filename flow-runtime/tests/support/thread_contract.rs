@@ -24,6 +24,7 @@ pub fn record(turn: u64, text: &str) -> ThreadRecord {
             answered_by: "bot".into(),
         },
         by: None,
+        values: None,
         sealed: None,
     }
 }
@@ -32,6 +33,7 @@ fn said(r: &ThreadRecord) -> &str {
     match &r.start {
         RecordStart::Turn { input } => &input[0].content,
         RecordStart::Resume { .. } => "(resume)",
+        RecordStart::Values { .. } => "(values)",
     }
 }
 

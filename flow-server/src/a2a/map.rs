@@ -257,6 +257,8 @@ pub(crate) fn task_from_records(
                     ..user_message("", context_id, task_id)
                 });
             }
+            // A change of the thread's values is not a message.
+            RecordStart::Values { .. } => {}
         }
         for event in &record.events {
             if let Some(m) = &event.message {

@@ -1,0 +1,153 @@
+//! The journal's replay: the middleware that answers a recovered run's model calls and tool
+//! calls from what its journal holds (see `runner::recover`), placed before every other
+//! middleware. Replies are matched per run path, in order; results by run path and call id; a
+//! call that the journal shows asked for but without a result was in flight (it runs again,
+//! unless its tool is not idempotent: then the model gets an error result it can act on).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::agent::middleware::{HookContext, HookError, Middleware};
+use crate::event::{Action, RecordedEvent};
+use crate::message::{Message, Role, ToolCall};
+use crate::model::ChatRequest;
+use crate::run_path::RunPath;
+
+/// The journal's answers for a recovered run: model replies per run path in order, tool
+/// results by run path and call id, and the calls that were asked for but have no result.
+pub(super) struct Replay {
+    replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
+    results: HashMap<(RunPath, String), String>,
+    asked: HashSet<(RunPath, String)>,
+    /// The run paths of the journaled nested steps (see `journal_nested`).
+    nested: HashSet<RunPath>,
+}
+
+impl Replay {
+    pub(super) fn new(steps: &[RecordedEvent]) -> Replay {
+        let mut replies: HashMap<RunPath, VecDeque<Message>> = HashMap::new();
+        let mut results = HashMap::new();
+        let mut asked = HashSet::new();
+        for step in steps {
+            let Some(message) = &step.message else {
+                continue;
+            };
+            // A step that ends, transfers or interrupts is not a reply or a result (the
+            // journal's step kinds).
+            let ends = matches!(
+                step.action,
+                Some(
+                    Action::Interrupted(_)
+                        | Action::TransferToAgent(_)
+                        | Action::Exit
+                        | Action::BreakLoop(_)
+                )
+            );
+            match (ends, message.role) {
+                (false, Role::Assistant) => {
+                    for call in &message.tool_calls {
+                        asked.insert((step.run_path.clone(), call.id.clone()));
+                    }
+                    replies
+                        .entry(step.run_path.clone())
+                        .or_default()
+                        .push_back(message.clone());
+                }
+                (false, Role::Tool) => {
+                    if let Some(call) = &message.tool_call_id {
+                        results.insert(
+                            (step.run_path.clone(), call.clone()),
+                            message.content.clone(),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        Replay {
+            replies: Mutex::new(replies),
+            results,
+            asked,
+            nested: HashSet::new(),
+        }
+    }
+
+    /// Adds the journaled steps of runs nested in tool calls (see `journal_nested`): their
+    /// replies and results are replayed too, and a tool call whose nested run has journaled
+    /// steps runs again (replaying them, so its events are delivered again) instead of being
+    /// answered with its journaled result.
+    pub(super) fn with_nested(mut self, nested: &[RecordedEvent]) -> Replay {
+        let more = Replay::new(nested);
+        let replies = self.replies.get_mut().expect("replay lock");
+        for (path, queue) in more.replies.into_inner().expect("replay lock") {
+            replies.entry(path).or_default().extend(queue);
+        }
+        self.results.extend(more.results);
+        self.asked.extend(more.asked);
+        self.nested
+            .extend(nested.iter().map(|s| s.run_path.clone()));
+        self
+    }
+
+    /// Whether the call `call` at `at` runs a nested run with journaled steps.
+    fn runs_nested(&self, at: &RunPath, call: &ToolCall) -> bool {
+        if self.nested.is_empty() {
+            return false;
+        }
+        let root = at.child(call.name.as_str());
+        self.nested.iter().any(|p| p.starts_with(&root))
+    }
+}
+
+/// The text a non-idempotent tool's in-flight call is answered with on recovery.
+fn in_flight_text(tool: &str, key: &str) -> String {
+    format!(
+        "error: the call to tool '{tool}' was in flight when its worker stopped (idempotency \
+         key {key}); it may or may not have happened, and it was not run again because the \
+         tool is not idempotent. Check whether it took effect before calling it again"
+    )
+}
+
+#[async_trait]
+impl Middleware for Replay {
+    fn name(&self) -> std::borrow::Cow<'_, str> {
+        "journal replay".into()
+    }
+
+    async fn before_model(
+        &self,
+        cx: &HookContext,
+        _request: &mut ChatRequest,
+    ) -> Result<Option<Message>, HookError> {
+        let mut replies = self.replies.lock().expect("replay lock");
+        Ok(replies.get_mut(cx.run_path()).and_then(VecDeque::pop_front))
+    }
+
+    async fn before_tool(
+        &self,
+        cx: &HookContext,
+        call: &mut ToolCall,
+    ) -> Result<Option<String>, HookError> {
+        let key = (cx.run_path().clone(), call.id.clone());
+        if self.runs_nested(cx.run_path(), call) {
+            // An agent tool: it runs again, its nested steps replayed.
+            return Ok(None);
+        }
+        if let Some(result) = self.results.get(&key) {
+            return Ok(Some(result.clone()));
+        }
+        if self.asked.contains(&key) && !cx.tool_idempotent() {
+            let idempotency_key = format!(
+                "{}:{}:{}",
+                cx.run_context().idempotency_scope(),
+                cx.run_path(),
+                call.id
+            );
+            return Ok(Some(in_flight_text(&call.name, &idempotency_key)));
+        }
+        // In flight (or never started): it runs again, with the same idempotency key.
+        Ok(None)
+    }
+}
