@@ -150,6 +150,7 @@ async fn takeover(q: &dyn RunQueue, p: &str) {
         .await
         .unwrap();
     let dead = q.claim("dies", Duration::ZERO).await.unwrap().unwrap();
+    q.note(&dead, json!({"turn": 3})).await.unwrap();
     // Wait until the lease of zero length is behind every clock.
     loop {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -163,6 +164,8 @@ async fn takeover(q: &dyn RunQueue, p: &str) {
         }
     }
     let taken = q.claim("lives", LEASE).await.unwrap().unwrap();
+    // What the dead worker noted reaches the one taking over.
+    assert_eq!(taken.run.note, Some(json!({"turn": 3})));
     // The expired run comes first: t2 still waits behind it.
     assert_eq!(taken.run.run_id, id);
     assert_eq!((taken.attempt, taken.takeover), (2, true));
@@ -170,6 +173,10 @@ async fn takeover(q: &dyn RunQueue, p: &str) {
     assert!(matches!(
         q.renew(&dead, LEASE).await,
         Err(QueueError::ClaimLost { attempt: 1, .. })
+    ));
+    assert!(matches!(
+        q.note(&dead, json!({})).await,
+        Err(QueueError::ClaimLost { .. })
     ));
     assert!(matches!(
         q.complete(&dead, json!({})).await,

@@ -163,6 +163,14 @@ impl RunQueue for FileRunQueue {
         .await
     }
 
+    async fn note(&self, claim: &QueueClaim, note: Value) -> Result<(), QueueError> {
+        let claim = claim.clone();
+        self.with_rows("note on a run", move |rows| {
+            rows.note(&claim, note).map(|()| ((), true))
+        })
+        .await
+    }
+
     async fn release(&self, claim: &QueueClaim) -> Result<(), QueueError> {
         let claim = claim.clone();
         self.with_rows("release a run", move |rows| {

@@ -44,6 +44,10 @@ impl RunQueue for InMemoryRunQueue {
         self.rows().renew(claim, lease, now_ms())
     }
 
+    async fn note(&self, claim: &QueueClaim, note: Value) -> Result<(), QueueError> {
+        self.rows().note(claim, note)
+    }
+
     async fn release(&self, claim: &QueueClaim) -> Result<(), QueueError> {
         self.rows().release(claim);
         Ok(())

@@ -146,6 +146,10 @@ pub struct QueuedRun {
     pub ended_ms: Option<u64>,
     /// Its outcome, once done (the JSON the worker recorded).
     pub outcome: Option<Value>,
+    /// What its worker noted while running it ([`RunQueue::note`]), for a worker that takes
+    /// it over: e.g. the thread's turn it started.
+    #[serde(default)]
+    pub note: Option<Value>,
 }
 
 /// A worker's hold on a queued run: the right, until its lease runs out, to run it and
@@ -289,6 +293,11 @@ pub trait RunQueue: Send + Sync + 'static {
 
     /// Extends a held claim's lease to `lease` from now.
     async fn renew(&self, claim: &QueueClaim, lease: Duration) -> Result<(), QueueError>;
+
+    /// Notes `note` on the claimed run (replacing an earlier note), if the claim is still
+    /// held: what a worker that takes the run over needs to know (e.g. which turn of the
+    /// thread it started).
+    async fn note(&self, claim: &QueueClaim, note: Value) -> Result<(), QueueError>;
 
     /// Hands a held claim back: the run waits again, first in its thread. Does nothing if the
     /// claim is no longer held.

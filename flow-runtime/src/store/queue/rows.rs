@@ -61,6 +61,7 @@ impl Rows {
             started_ms: None,
             ended_ms: None,
             outcome: None,
+            note: None,
         };
         self.runs.push(row.clone());
         Ok(row)
@@ -130,6 +131,12 @@ impl Rows {
     ) -> Result<(), QueueError> {
         let r = self.held(claim)?;
         r.lease_until_ms = now.saturating_add(lease_ms(lease));
+        Ok(())
+    }
+
+    /// Notes `note` on the claimed run.
+    pub fn note(&mut self, claim: &QueueClaim, note: Value) -> Result<(), QueueError> {
+        self.held(claim)?.note = Some(note);
         Ok(())
     }
 

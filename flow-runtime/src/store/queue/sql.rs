@@ -10,7 +10,7 @@
 
 /// The columns every read returns, in this order.
 pub(crate) const COLUMNS: &str = "run_id, flow, thread, input, seq, status, attempt, worker, \
-    lease_until_ms, created_ms, started_ms, ended_ms, outcome, takeover";
+    lease_until_ms, created_ms, started_ms, ended_ms, outcome, takeover, note";
 
 /// The indexes beside the table (the table itself differs by backend: its `seq` column).
 pub(crate) const INDEXES: &[&str] = &[
@@ -32,7 +32,8 @@ pub(crate) const TABLE_COLUMNS: &str = "run_id TEXT NOT NULL UNIQUE,
     started_ms BIGINT,
     ended_ms BIGINT,
     outcome TEXT,
-    takeover BIGINT NOT NULL DEFAULT 0";
+    takeover BIGINT NOT NULL DEFAULT 0,
+    note TEXT";
 
 const BUSY: &str = "SELECT run_id FROM agentflow_run_queue WHERE thread = $1 AND status <> 'done' \
     ORDER BY seq LIMIT 1";
@@ -55,6 +56,9 @@ const CLAIM: &str = "UPDATE agentflow_run_queue SET status = 'running', worker =
 const RENEW: &str = "UPDATE agentflow_run_queue SET lease_until_ms = {NOW} + $3 \
     WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
 
+const NOTE: &str = "UPDATE agentflow_run_queue SET note = $3 \
+    WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
+
 const RELEASE: &str = "UPDATE agentflow_run_queue SET status = 'pending', lease_until_ms = 0 \
     WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
 
@@ -72,6 +76,7 @@ pub(crate) struct QueueStatements {
     pub insert: String,
     pub claim: String,
     pub renew: String,
+    pub note: String,
     pub release: String,
     pub complete: String,
     pub get: String,
@@ -91,6 +96,7 @@ impl QueueStatements {
             insert: f(INSERT),
             claim: f(CLAIM),
             renew: f(RENEW),
+            note: f(NOTE),
             release: f(RELEASE),
             complete: f(COMPLETE),
             get: f(GET),
@@ -168,6 +174,15 @@ macro_rules! sql_run_queue {
                 started_ms: get_oi("started_ms")?.map(u),
                 ended_ms: get_oi("ended_ms")?.map(u),
                 outcome,
+                note: match row
+                    .try_get::<Option<String>, _>("note")
+                    .map_err(|e| corrupt(format!("note: {e}")))?
+                {
+                    Some(text) => Some(
+                        serde_json::from_str(&text).map_err(|e| corrupt(format!("note: {e}")))?,
+                    ),
+                    None => None,
+                },
                 run_id: run_id.clone(),
             })
         }
@@ -252,6 +267,27 @@ macro_rules! sql_run_queue {
                     .execute(&self.pool)
                     .await
                     .map_err($crate::store::queue::sql::db("renew a lease"))?;
+                if done.rows_affected() == 0 {
+                    return Err($crate::store::QueueError::ClaimLost {
+                        run_id: claim.run.run_id.clone(),
+                        attempt: claim.attempt,
+                    });
+                }
+                Ok(())
+            }
+
+            async fn note(
+                &self,
+                claim: &$crate::store::QueueClaim,
+                note: serde_json::Value,
+            ) -> Result<(), $crate::store::QueueError> {
+                let done = sqlx::query(&self.sql.note)
+                    .bind(&claim.run.run_id)
+                    .bind(claim.attempt as i64)
+                    .bind(note.to_string())
+                    .execute(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("note on a run"))?;
                 if done.rows_affected() == 0 {
                     return Err($crate::store::QueueError::ClaimLost {
                         run_id: claim.run.run_id.clone(),
