@@ -65,7 +65,19 @@ pub(crate) async fn enqueue(
         thread: key.store_id(),
         input: json!({ "message": message, "by": principal.id() }),
     };
-    let row = settings.queue.enqueue(run, mode).await.map_err(api_error)?;
+    let row = settings
+        .queue
+        .enqueue(run, mode)
+        .await
+        .map_err(|e| match e {
+            // Named by the caller's thread id, never the store's key.
+            QueueError::Busy { run_id, .. } => ApiError::Busy(format!(
+                "thread '{}' has run '{run_id}' waiting or running; wait for it, or queue the \
+                 new run behind it with multitask_strategy `enqueue`",
+                key.id
+            )),
+            other => api_error(other),
+        })?;
     Ok(row_json(&key.id, &row))
 }
 
