@@ -150,6 +150,15 @@ async fn queued_runs_refuse_bad_input() {
 
 /// Starts `flow-server-demo` with `args` and the queue on; returns it and its base URL.
 async fn server_process(args: &[String], ledger: &str, lease_ms: u64) -> (Child, String) {
+    server_process_with(args, ledger, lease_ms, 4).await
+}
+
+async fn server_process_with(
+    args: &[String],
+    ledger: &str,
+    lease_ms: u64,
+    workers: usize,
+) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
         .args(args)
         .env("AGENTFLOW_TOKEN", TOKEN)
@@ -157,7 +166,7 @@ async fn server_process(args: &[String], ledger: &str, lease_ms: u64) -> (Child,
         .env("AGENTFLOW_LEDGER", ledger)
         .env("AGENTFLOW_LEASE_MS", lease_ms.to_string())
         .env("AGENTFLOW_PAY_DELAY_MS", "20")
-        .env("AGENTFLOW_QUEUE_WORKERS", "4")
+        .env("AGENTFLOW_QUEUE_WORKERS", workers.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .kill_on_drop(true)
@@ -302,6 +311,66 @@ async fn kill_one_server_mid_way(args: &[String], dir: &std::path::Path) {
 
     drop(b_proc.stdin.take());
     assert!(b_proc.wait().await.unwrap().success());
+}
+
+/// A `--worker` process runs the runs an API process (with no workers of its own) queues, and
+/// serves nothing but its health; closing its standard input stops it gracefully.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_process_runs_what_an_api_process_queues() {
+    let dir = std::env::temp_dir().join(format!("agentflow-queue-worker-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("store.db").display().to_string();
+    let ledger = dir.join("ledger").display().to_string();
+    let (mut api_proc, api) =
+        server_process_with(&["--sqlite".into(), db.clone()], &ledger, 5000, 0).await;
+    let (mut worker_proc, worker) = server_process_with(
+        &["--worker".into(), "--sqlite".into(), db],
+        &ledger,
+        5000,
+        2,
+    )
+    .await;
+    // The worker serves its health and nothing else.
+    assert_eq!(get(&worker, "/v1/health").await.status(), 200);
+    assert_eq!(get(&worker, "/v1/flows").await.status(), 404);
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let made: Value = post(
+            &api,
+            &format!("/v1/flows/pay/threads/w{i}/runs"),
+            json!({"message": format!("pay W{i}")}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        ids.push(made["run_id"].as_str().unwrap().to_owned());
+    }
+    let mut workers = HashSet::new();
+    for (i, id) in ids.iter().enumerate() {
+        let outcome: Value = get(&api, &format!("/v1/flows/pay/threads/w{i}/runs/{id}/wait"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(outcome["status"], "success");
+        assert_eq!(outcome["output"], "paid");
+        workers.insert(outcome["worker"].as_str().unwrap().to_owned());
+    }
+    // All ran in the one worker process (the API process has no workers).
+    assert_eq!(workers.len(), 1);
+    assert!(workers
+        .iter()
+        .next()
+        .unwrap()
+        .starts_with(&format!("pid{}-", worker_proc.id().unwrap())));
+    drop(worker_proc.stdin.take());
+    assert!(worker_proc.wait().await.unwrap().success());
+    drop(api_proc.stdin.take());
+    assert!(api_proc.wait().await.unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[cfg(feature = "sqlite")]
