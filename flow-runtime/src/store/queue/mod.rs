@@ -11,26 +11,7 @@
 //!   in a `BEGIN IMMEDIATE` transaction; PostgreSQL with `FOR UPDATE SKIP LOCKED`);
 //! - this file: the contract, its types and its errors.
 //!
-//! # The contract
-//!
-//! - [`enqueue`](RunQueue::enqueue) adds a run (its id, flow, thread and input as JSON) at the
-//!   end of the queue; with [`Enqueue::IfIdle`] it is refused ([`QueueError::Busy`]) while the
-//!   thread has a run waiting or running.
-//! - [`claim`](RunQueue::claim) takes the oldest runnable run for a lease: a pending run, or
-//!   a running one whose lease ran out (its worker died: a *takeover*, [`QueueClaim::attempt`]
-//!   above 1). A run is not runnable while an earlier run of its thread waits or runs, so a
-//!   thread's runs run one at a time, in order. Of any number of concurrent claimants exactly
-//!   one gets a given run.
-//! - [`renew`](RunQueue::renew) extends the lease; [`release`](RunQueue::release) hands the run
-//!   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome.
-//!   Each of them checks that the claim is still held (same attempt, still running), else
-//!   [`QueueError::ClaimLost`] and nothing is written: a worker whose lease ran out and whose
-//!   run was taken over cannot complete it.
-//! - [`get`](RunQueue::get) and [`thread_runs`](RunQueue::thread_runs) read the rows, so any
-//!   process answers for any run.
-//!
-//! What runs at least once is the work of a worker that died: the run is taken over and run
-//! again (recovered from its journal when the turn was journaled).
+//! The contract is [`RunQueue`]'s.
 
 mod file;
 mod memory;
@@ -253,8 +234,26 @@ pub enum QueueError {
     },
 }
 
-/// Where background runs wait for a worker: the contract every queue implements (see the
-/// [module docs](self)).
+/// Where background runs wait for a worker: the contract every queue implements.
+///
+/// - [`enqueue`](RunQueue::enqueue) adds a run (its id, flow, thread and input as JSON) at the
+///   end of the queue; with [`Enqueue::IfIdle`] it is refused ([`QueueError::Busy`]) while the
+///   thread has a run waiting or running.
+/// - [`claim`](RunQueue::claim) takes the oldest runnable run for a lease: a pending run, or
+///   a running one whose lease ran out (its worker died: a *takeover*, [`QueueClaim::attempt`]
+///   above 1). A run is not runnable while an earlier run of its thread waits or runs, so a
+///   thread's runs run one at a time, in order. Of any number of concurrent claimants exactly
+///   one gets a given run.
+/// - [`renew`](RunQueue::renew) extends the lease; [`release`](RunQueue::release) hands the run
+///   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome.
+///   Each of them checks that the claim is still held (same attempt, still running), else
+///   [`QueueError::ClaimLost`] and nothing is written: a worker whose lease ran out and whose
+///   run was taken over cannot complete it.
+/// - [`get`](RunQueue::get) and [`thread_runs`](RunQueue::thread_runs) read the rows, so any
+///   process answers for any run.
+///
+/// What runs at least once is the work of a worker that died: the run is taken over and run
+/// again (recovered from its journal when the turn was journaled).
 ///
 /// ```
 /// use std::time::Duration;
