@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use flow_runtime::store::RecordEnd;
 use flow_runtime::{CancelError, CancelMode, RunHandle, RunInfo, RunItem, RunStatus};
 use serde::Deserialize;
@@ -55,6 +55,55 @@ impl Threads {
             .lock()
             .expect("threads lock")
             .insert(Self::key(tenant, thread), meta);
+    }
+}
+
+/// Who calls a protocol route: the server, the request's id, the authenticated principal, its
+/// tenant and this process's protocol threads. Every endpoint takes one (the extractors it
+/// gathers are written once here).
+pub(crate) struct Caller {
+    state: AppState,
+    request_id: Arc<str>,
+    principal: Principal,
+    tenant: Tenant,
+    threads: Arc<Threads>,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let crate::access::RequestId(request_id) =
+            crate::access::RequestId::from_request_parts(parts, state)
+                .await
+                .unwrap_or_else(|never| match never {});
+        let principal = Principal::from_request_parts(parts, state).await?;
+        let missing = || {
+            tracing::error!(
+                "an Agent Protocol route is mounted outside the tenant and threads layers"
+            );
+            ApiError::Unauthorized
+        };
+        let tenant = parts
+            .extensions
+            .get::<Tenant>()
+            .cloned()
+            .ok_or_else(missing)?;
+        let threads = parts
+            .extensions
+            .get::<Arc<Threads>>()
+            .cloned()
+            .ok_or_else(missing)?;
+        Ok(Caller {
+            state: state.clone(),
+            request_id,
+            principal,
+            tenant,
+            threads,
+        })
     }
 }
 
@@ -136,71 +185,256 @@ pub(crate) struct CreateThread {
     if_exists: Option<String>,
 }
 
-/// The flow of a thread: known from a run, or found in the store; `None` for a thread no run
-/// has touched.
-async fn flow_of(
-    state: &AppState,
-    threads: &Threads,
-    tenant: &Tenant,
-    thread: &str,
-) -> Result<Option<ServedFlow>, ApiError> {
-    if let Some(flow) = threads.get(tenant, thread).and_then(|m| m.flow) {
-        return Ok(Some(state.flow(&flow)?.clone()));
-    }
-    for flow in state.flows() {
-        let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
-        if state.threads().head(&key.store_id()).await?.is_some() {
-            return Ok(Some(flow.clone()));
+impl Caller {
+    /// The flow of a thread: known from a run, or found in the store; `None` for a thread no
+    /// run has touched.
+    async fn flow_of(&self, thread: &str) -> Result<Option<ServedFlow>, ApiError> {
+        if let Some(flow) = self.threads.get(&self.tenant, thread).and_then(|m| m.flow) {
+            return Ok(Some(self.state.flow(&flow)?.clone()));
         }
+        for flow in self.state.flows() {
+            let key = ThreadKey::new(flow.name(), &self.tenant.0, thread)?;
+            if self.state.threads().head(&key.store_id()).await?.is_some() {
+                return Ok(Some(flow.clone()));
+            }
+        }
+        Ok(None)
     }
-    Ok(None)
-}
 
-async fn thread_json(
-    state: &AppState,
-    tenant: &Tenant,
-    thread: &str,
-    meta: &ThreadMeta,
-    flow: Option<&ServedFlow>,
-) -> Result<Value, ApiError> {
-    let mut status = "idle";
-    let mut vals = json!({});
-    let mut waiting = Vec::new();
-    if let Some(flow) = flow {
-        let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
-        let head = state.threads().head(&key.store_id()).await?;
-        let messages = flow.runner().thread_messages(&key.store_id()).await?;
-        vals = values(thread, &messages);
-        waiting = interrupts(head.as_ref());
-        let busy = flow
-            .runner()
-            .thread_runs(&key.store_id())
-            .iter()
-            .any(|r| !r.status.is_final());
-        status = if busy {
-            "busy"
-        } else if matches!(
-            head.as_ref().map(|h| &h.last.end),
-            Some(RecordEnd::Interrupted { .. })
-        ) {
-            "interrupted"
-        } else {
-            "idle"
+    /// A thread this caller may address: its metadata and its flow (`None` before its first
+    /// run); unknown threads are an error.
+    async fn known(&self, thread: &str) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
+        valid(thread)?;
+        let flow = self.flow_of(thread).await?;
+        let meta = match (self.threads.get(&self.tenant, thread), &flow) {
+            (Some(meta), _) => meta,
+            (None, Some(flow)) => ThreadMeta {
+                flow: Some(flow.name().to_owned()),
+                metadata: json!({}),
+                created_at: now(),
+            },
+            (None, None) => {
+                return Err(ApiError::UnknownThread {
+                    flow: String::new(),
+                    id: thread.to_owned(),
+                })
+            }
         };
+        Ok((meta, flow))
     }
-    let mut by_id = serde_json::Map::new();
-    if !waiting.is_empty() {
-        by_id.insert("current".into(), Value::Array(waiting));
+
+    /// The store key of `thread` of `flow` for this caller's tenant.
+    fn key(&self, flow: &ServedFlow, thread: &str) -> Result<ThreadKey, ApiError> {
+        ThreadKey::new(flow.name(), &self.tenant.0, thread)
     }
-    Ok(json!({
-        "thread_id": thread,
-        "created_at": meta.created_at,
-        "updated_at": now(),
-        "metadata": meta.metadata,
-        "status": status,
-        "values": vals,
-        "interrupts": by_id,
-    }))
+
+    /// The protocol's thread object.
+    async fn thread_json(
+        &self,
+        thread: &str,
+        meta: &ThreadMeta,
+        flow: Option<&ServedFlow>,
+    ) -> Result<Value, ApiError> {
+        let mut status = "idle";
+        let mut vals = json!({});
+        let mut waiting = Vec::new();
+        if let Some(flow) = flow {
+            let key = self.key(flow, thread)?;
+            let head = self.state.threads().head(&key.store_id()).await?;
+            let messages = flow.runner().thread_messages(&key.store_id()).await?;
+            vals = values(thread, &messages);
+            waiting = interrupts(head.as_ref());
+            let busy = flow
+                .runner()
+                .thread_runs(&key.store_id())
+                .iter()
+                .any(|r| !r.status.is_final());
+            status = if busy {
+                "busy"
+            } else if matches!(
+                head.as_ref().map(|h| &h.last.end),
+                Some(RecordEnd::Interrupted { .. })
+            ) {
+                "interrupted"
+            } else {
+                "idle"
+            };
+        }
+        let mut by_id = serde_json::Map::new();
+        if !waiting.is_empty() {
+            by_id.insert("current".into(), Value::Array(waiting));
+        }
+        Ok(json!({
+            "thread_id": thread,
+            "created_at": meta.created_at,
+            "updated_at": now(),
+            "metadata": meta.metadata,
+            "status": status,
+            "values": vals,
+            "interrupts": by_id,
+        }))
+    }
+
+    /// The thread's state (values, next, tasks, checkpoint).
+    async fn current_state(
+        &self,
+        thread: &str,
+        flow: Option<&ServedFlow>,
+    ) -> Result<Value, ApiError> {
+        let Some(flow) = flow else {
+            return Ok(super::convert::state(thread, &[], None));
+        };
+        let key = self.key(flow, thread)?;
+        let head = self.state.threads().head(&key.store_id()).await?;
+        let messages = flow.runner().thread_messages(&key.store_id()).await?;
+        Ok(super::convert::state(thread, &messages, head.as_ref()))
+    }
+
+    /// The thread's values as a run's end reports them: with `__interrupt__` when it waits.
+    async fn end_values(&self, thread: &str, flow: &ServedFlow) -> Result<Value, ApiError> {
+        let s = self.current_state(thread, Some(flow)).await?;
+        let mut vals = s["values"].clone();
+        if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
+            vals["__interrupt__"] = Value::Array(i.clone());
+        }
+        Ok(vals)
+    }
+
+    /// Starts a run of `thread` from a protocol request; gives the run and its flow.
+    async fn start_run(
+        &self,
+        thread: &str,
+        request: &RunCreate,
+    ) -> Result<(RunHandle, ServedFlow), ApiError> {
+        valid(thread)?;
+        let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
+        let known_flow = self.flow_of(thread).await?;
+        let flow =
+            match (&request.assistant_id, known_flow) {
+                (Some(a), Some(f)) if a != f.name() => {
+                    return Err(ApiError::BadRequest(format!(
+                        "thread '{thread}' belongs to assistant '{}', not '{}'",
+                        f.name(),
+                        a.chars().take(40).collect::<String>()
+                    )))
+                }
+                (_, Some(f)) => f,
+                (Some(a), None) => self.state.flow(a)?.clone(),
+                (None, None) => return Err(ApiError::BadRequest(
+                    "send `assistant_id`: the name of a served flow (POST /v1/assistants/search)"
+                        .into(),
+                )),
+            };
+        let key = ThreadKey::new(flow.name(), &self.tenant.0, thread)?;
+        let run = match (&request.input, &request.command) {
+            (Some(input), None) if !input.is_null() => {
+                let message = message_of(input)?;
+                start(
+                    &self.state,
+                    &self.request_id,
+                    &self.principal,
+                    &flow,
+                    &key,
+                    Some(message),
+                    None,
+                    strategy,
+                )
+                .await?
+            }
+            (None, Some(command)) | (Some(Value::Null), Some(command)) => {
+                let resume = command.get("resume").ok_or_else(|| {
+                    ApiError::BadRequest(
+                        "a `command` needs `resume` (the data for the interrupt)".into(),
+                    )
+                })?;
+                let head = self.state.threads().head(&key.store_id()).await?;
+                let ids: Vec<String> = match head.as_ref().map(|h| &h.last.end) {
+                    Some(RecordEnd::Interrupted { interrupts, .. }) => {
+                        interrupts.iter().map(|i| i.id.clone()).collect()
+                    }
+                    _ => {
+                        return Err(ApiError::Conflict(
+                            "this thread waits for no interrupt; send `input` instead".into(),
+                        ))
+                    }
+                };
+                let targets: HashMap<String, Value> = match resume.as_object() {
+                    Some(map) if !map.is_empty() && map.keys().all(|k| ids.contains(k)) => {
+                        map.clone().into_iter().collect()
+                    }
+                    _ => ids.into_iter().map(|id| (id, resume.clone())).collect(),
+                };
+                start(
+                    &self.state,
+                    &self.request_id,
+                    &self.principal,
+                    &flow,
+                    &key,
+                    None,
+                    Some(targets),
+                    strategy,
+                )
+                .await?
+            }
+            _ => {
+                return Err(ApiError::BadRequest(
+                    "send `input` (a new message) or `command` with `resume`, not both".into(),
+                ))
+            }
+        };
+        let meta = self
+            .threads
+            .get(&self.tenant, thread)
+            .unwrap_or(ThreadMeta {
+                flow: None,
+                metadata: json!({}),
+                created_at: now(),
+            });
+        self.threads.put(
+            &self.tenant,
+            thread,
+            ThreadMeta {
+                flow: Some(flow.name().to_owned()),
+                ..meta
+            },
+        );
+        Ok((run, flow))
+    }
+
+    /// A run of `thread`, and its flow.
+    async fn the_run(&self, thread: &str, run: &str) -> Result<(RunHandle, ServedFlow), ApiError> {
+        let (_, flow) = self.known(thread).await?;
+        let flow = flow.ok_or_else(|| ApiError::UnknownRun {
+            id: run.chars().take(64).collect(),
+        })?;
+        let key = self.key(&flow, thread)?;
+        Ok((run_of(&flow, &key, run)?, flow))
+    }
+
+    /// What a run that ended leaves: the thread's values, or the public face of its error.
+    async fn final_values(
+        &self,
+        thread: &str,
+        flow: &ServedFlow,
+        run: &RunHandle,
+    ) -> Result<Value, ApiError> {
+        let outcome = run.wait().await;
+        if let flow_runtime::RunOutcome::Error { message } = &outcome {
+            // The public face only; the error's text is logged under the correlation id.
+            let failure = run.failure();
+            let e = crate::outward::PublicError::of_run_failure(
+                failure.as_ref(),
+                message,
+                (run.id(), 0),
+            );
+            return Ok(json!({ "__error__": {
+                "error": e.code.as_str(),
+                "message": e.message,
+                "correlation_id": e.correlation_id,
+            } }));
+        }
+        self.end_values(thread, flow).await
+    }
 }
 
 fn valid(thread: &str) -> Result<(), ApiError> {
@@ -215,19 +449,16 @@ fn valid(thread: &str) -> Result<(), ApiError> {
 
 /// `POST /v1/threads`: creates a thread (a UUID unless `thread_id` is given).
 pub(crate) async fn create_thread(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     JsonBody(request): JsonBody<CreateThread>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Chat)?;
+    caller.principal.require(Scope::Chat)?;
     let thread = request
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     valid(&thread)?;
-    let existing = threads.get(&tenant, &thread);
-    let flow = flow_of(&state, &threads, &tenant, &thread).await?;
+    let existing = caller.threads.get(&caller.tenant, &thread);
+    let flow = caller.flow_of(&thread).await?;
     if (existing.is_some() || flow.is_some()) && request.if_exists.as_deref() != Some("do_nothing")
     {
         return Err(ApiError::Conflict(format!(
@@ -239,102 +470,52 @@ pub(crate) async fn create_thread(
         metadata: request.metadata.unwrap_or_else(|| json!({})),
         created_at: now(),
     });
-    threads.put(&tenant, &thread, meta.clone());
+    caller.threads.put(&caller.tenant, &thread, meta.clone());
     Ok(Json(
-        thread_json(&state, &tenant, &thread, &meta, flow.as_ref()).await?,
+        caller.thread_json(&thread, &meta, flow.as_ref()).await?,
     ))
-}
-
-async fn known(
-    state: &AppState,
-    threads: &Threads,
-    tenant: &Tenant,
-    thread: &str,
-) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
-    valid(thread)?;
-    let flow = flow_of(state, threads, tenant, thread).await?;
-    let meta = match (threads.get(tenant, thread), &flow) {
-        (Some(meta), _) => meta,
-        (None, Some(flow)) => ThreadMeta {
-            flow: Some(flow.name().to_owned()),
-            metadata: json!({}),
-            created_at: now(),
-        },
-        (None, None) => {
-            return Err(ApiError::UnknownThread {
-                flow: String::new(),
-                id: thread.to_owned(),
-            })
-        }
-    };
-    Ok((meta, flow))
 }
 
 /// `GET /v1/threads/{thread}`.
 pub(crate) async fn get_thread(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    let (meta, flow) = known(&state, &threads, &tenant, &thread).await?;
+    caller.principal.require(Scope::Read)?;
+    let (meta, flow) = caller.known(&thread).await?;
     Ok(Json(
-        thread_json(&state, &tenant, &thread, &meta, flow.as_ref()).await?,
+        caller.thread_json(&thread, &meta, flow.as_ref()).await?,
     ))
 }
 
 /// `DELETE /v1/threads/{thread}`.
 pub(crate) async fn delete_thread(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    principal.require(Scope::Chat)?;
-    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    caller.principal.require(Scope::Chat)?;
+    let (_, flow) = caller.known(&thread).await?;
     if let Some(flow) = flow {
-        let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
+        let key = caller.key(&flow, &thread)?;
         flow.runner().delete_thread(&key.store_id()).await?;
     }
-    threads
+    caller
+        .threads
         .known
         .lock()
         .expect("threads lock")
-        .remove(&Threads::key(&tenant, &thread));
+        .remove(&Threads::key(&caller.tenant, &thread));
     Ok(StatusCode::NO_CONTENT)
-}
-
-async fn current_state(
-    state: &AppState,
-    tenant: &Tenant,
-    thread: &str,
-    flow: Option<&ServedFlow>,
-) -> Result<Value, ApiError> {
-    let Some(flow) = flow else {
-        return Ok(super::convert::state(thread, &[], None));
-    };
-    let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
-    let head = state.threads().head(&key.store_id()).await?;
-    let messages = flow.runner().thread_messages(&key.store_id()).await?;
-    Ok(super::convert::state(thread, &messages, head.as_ref()))
 }
 
 /// `GET /v1/threads/{thread}/state`.
 pub(crate) async fn thread_state(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
-    Ok(Json(
-        current_state(&state, &tenant, &thread, flow.as_ref()).await?,
-    ))
+    caller.principal.require(Scope::Read)?;
+    let (_, flow) = caller.known(&thread).await?;
+    Ok(Json(caller.current_state(&thread, flow.as_ref()).await?))
 }
 
 /// The body of `POST .../history`.
@@ -346,21 +527,18 @@ pub(crate) struct History {
 
 /// `POST /v1/threads/{thread}/history`: the state after each turn, newest first.
 pub(crate) async fn thread_history(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<History>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
+    caller.principal.require(Scope::Read)?;
     let limit = request.limit.unwrap_or(10);
-    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    let (_, flow) = caller.known(&thread).await?;
     let Some(flow) = flow else {
         return Ok(Json(json!([])));
     };
-    let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
-    let head = state.threads().head(&key.store_id()).await?;
+    let key = caller.key(&flow, &thread)?;
+    let head = caller.state.threads().head(&key.store_id()).await?;
     let messages = flow.runner().thread_messages(&key.store_id()).await?;
     let turns = head.as_ref().map_or(0, |h| h.turns);
     let mut out = Vec::new();
@@ -420,109 +598,6 @@ fn message_of(input: &Value) -> Result<String, ApiError> {
     }
 }
 
-/// Starts a run of `thread` from a protocol request; gives the run and its flow.
-async fn start_run(
-    state: &AppState,
-    request_id: &str,
-    principal: &Principal,
-    threads: &Threads,
-    tenant: &Tenant,
-    thread: &str,
-    request: &RunCreate,
-) -> Result<(RunHandle, ServedFlow), ApiError> {
-    valid(thread)?;
-    let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
-    let known_flow = flow_of(state, threads, tenant, thread).await?;
-    let flow = match (&request.assistant_id, known_flow) {
-        (Some(a), Some(f)) if a != f.name() => {
-            return Err(ApiError::BadRequest(format!(
-                "thread '{thread}' belongs to assistant '{}', not '{}'",
-                f.name(),
-                a.chars().take(40).collect::<String>()
-            )))
-        }
-        (_, Some(f)) => f,
-        (Some(a), None) => state.flow(a)?.clone(),
-        (None, None) => {
-            return Err(ApiError::BadRequest(
-                "send `assistant_id`: the name of a served flow (POST /v1/assistants/search)"
-                    .into(),
-            ))
-        }
-    };
-    let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
-    let run = match (&request.input, &request.command) {
-        (Some(input), None) if !input.is_null() => {
-            let message = message_of(input)?;
-            start(
-                state,
-                request_id,
-                principal,
-                &flow,
-                &key,
-                Some(message),
-                None,
-                strategy,
-            )
-            .await?
-        }
-        (None, Some(command)) | (Some(Value::Null), Some(command)) => {
-            let resume = command.get("resume").ok_or_else(|| {
-                ApiError::BadRequest(
-                    "a `command` needs `resume` (the data for the interrupt)".into(),
-                )
-            })?;
-            let head = state.threads().head(&key.store_id()).await?;
-            let ids: Vec<String> = match head.as_ref().map(|h| &h.last.end) {
-                Some(RecordEnd::Interrupted { interrupts, .. }) => {
-                    interrupts.iter().map(|i| i.id.clone()).collect()
-                }
-                _ => {
-                    return Err(ApiError::Conflict(
-                        "this thread waits for no interrupt; send `input` instead".into(),
-                    ))
-                }
-            };
-            let targets: HashMap<String, Value> = match resume.as_object() {
-                Some(map) if !map.is_empty() && map.keys().all(|k| ids.contains(k)) => {
-                    map.clone().into_iter().collect()
-                }
-                _ => ids.into_iter().map(|id| (id, resume.clone())).collect(),
-            };
-            start(
-                state,
-                request_id,
-                principal,
-                &flow,
-                &key,
-                None,
-                Some(targets),
-                strategy,
-            )
-            .await?
-        }
-        _ => {
-            return Err(ApiError::BadRequest(
-                "send `input` (a new message) or `command` with `resume`, not both".into(),
-            ))
-        }
-    };
-    let meta = threads.get(tenant, thread).unwrap_or(ThreadMeta {
-        flow: None,
-        metadata: json!({}),
-        created_at: now(),
-    });
-    threads.put(
-        tenant,
-        thread,
-        ThreadMeta {
-            flow: Some(flow.name().to_owned()),
-            ..meta
-        },
-    );
-    Ok((run, flow))
-}
-
 fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str>) -> Value {
     let status = match info.status {
         RunStatus::Pending => "pending",
@@ -546,24 +621,11 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
 
 /// `POST /v1/threads/{thread}/runs`: a background run.
 pub(crate) async fn create_run(
-    State(state): State<AppState>,
-    request_id: crate::access::RequestId,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = start_run(
-        &state,
-        &request_id.0,
-        &principal,
-        &threads,
-        &tenant,
-        &thread,
-        &request,
-    )
-    .await?;
+    let (run, flow) = caller.start_run(&thread, &request).await?;
     Ok(Json(run_json(
         &thread,
         flow.name(),
@@ -572,34 +634,22 @@ pub(crate) async fn create_run(
     )))
 }
 
-/// The SSE body of `run` after `after`, in the protocol's events; `end` last.
-/// Whose run a protocol stream reads: the caller's tenant, thread and its flow.
-struct Reader {
-    state: AppState,
-    tenant: Tenant,
+/// The SSE body of `run` of `thread` after `after`, in the protocol's events; `end` last.
+fn protocol_sse(
+    caller: Caller,
     thread: String,
     flow: ServedFlow,
-}
-
-fn protocol_sse(
-    reader: Reader,
     run: RunHandle,
     after: Option<u64>,
     modes: Modes,
     cancel_on_disconnect: bool,
 ) -> Result<Response, ApiError> {
-    let Reader {
-        state,
-        tenant,
-        thread,
-        flow,
-    } = reader;
     let events = run.attach(after).map_err(|e| match e {
         flow_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
         _ => ApiError::EventExpired(e.to_string()),
     })?;
-    let limit = state.limits().max_event_bytes;
-    let limits = state.limits().clone();
+    let limits = caller.state.limits().clone();
+    let limit = limits.max_event_bytes;
     let run_id = run.id().to_owned();
     let guard = CancelOnDrop(cancel_on_disconnect.then(|| run.clone()));
     let frames = async_stream::stream! {
@@ -609,11 +659,7 @@ fn protocol_sse(
             let mut parts = events_of(&event, modes, &run_id);
             let ended = matches!(event.item, RunItem::Ended(_));
             if ended && modes.values {
-                if let Ok(s) = current_state(&state, &tenant, &thread, Some(&flow)).await {
-                    let mut vals = s["values"].clone();
-                    if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
-                        vals["__interrupt__"] = Value::Array(i.clone());
-                    }
+                if let Ok(vals) = caller.end_values(&thread, &flow).await {
                     parts.push(("values", vals));
                 }
             }
@@ -653,11 +699,7 @@ fn protocol_sse(
 
 /// `POST /v1/threads/{thread}/runs/stream`: a run, streamed.
 pub(crate) async fn stream_new_run(
-    State(state): State<AppState>,
-    request_id: crate::access::RequestId,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Response, ApiError> {
@@ -671,107 +713,32 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
-    let (run, flow) = start_run(
-        &state,
-        &request_id.0,
-        &principal,
-        &threads,
-        &tenant,
-        &thread,
-        &request,
-    )
-    .await?;
+    let (run, flow) = caller.start_run(&thread, &request).await?;
     let modes = Modes::of(request.stream_mode.as_ref());
-    let reader = Reader {
-        state,
-        tenant,
-        thread,
-        flow,
-    };
-    protocol_sse(reader, run, None, modes, cancel)
-}
-
-async fn final_values(
-    state: &AppState,
-    tenant: &Tenant,
-    thread: &str,
-    flow: &ServedFlow,
-    run: &RunHandle,
-) -> Result<Value, ApiError> {
-    let outcome = run.wait().await;
-    if let flow_runtime::RunOutcome::Error { message } = &outcome {
-        // The public face only; the error's text is logged under the correlation id.
-        let failure = run.failure();
-        let e =
-            crate::outward::PublicError::of_run_failure(failure.as_ref(), message, (run.id(), 0));
-        return Ok(json!({ "__error__": {
-            "error": e.code.as_str(),
-            "message": e.message,
-            "correlation_id": e.correlation_id,
-        } }));
-    }
-    let s = current_state(state, tenant, thread, Some(flow)).await?;
-    let mut vals = s["values"].clone();
-    if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
-        vals["__interrupt__"] = Value::Array(i.clone());
-    }
-    Ok(vals)
+    protocol_sse(caller, thread, flow, run, None, modes, cancel)
 }
 
 /// `POST /v1/threads/{thread}/runs/wait`: a run; answers the thread's values at its end.
 pub(crate) async fn wait_new_run(
-    State(state): State<AppState>,
-    request_id: crate::access::RequestId,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = start_run(
-        &state,
-        &request_id.0,
-        &principal,
-        &threads,
-        &tenant,
-        &thread,
-        &request,
-    )
-    .await?;
-    Ok(Json(
-        final_values(&state, &tenant, &thread, &flow, &run).await?,
-    ))
-}
-
-async fn the_run(
-    state: &AppState,
-    threads: &Threads,
-    tenant: &Tenant,
-    thread: &str,
-    run: &str,
-) -> Result<(RunHandle, ServedFlow), ApiError> {
-    let (_, flow) = known(state, threads, tenant, thread).await?;
-    let flow = flow.ok_or_else(|| ApiError::UnknownRun {
-        id: run.chars().take(64).collect(),
-    })?;
-    let key = ThreadKey::new(flow.name(), &tenant.0, thread)?;
-    Ok((run_of(&flow, &key, run)?, flow))
+    let (run, flow) = caller.start_run(&thread, &request).await?;
+    Ok(Json(caller.final_values(&thread, &flow, &run).await?))
 }
 
 /// `GET /v1/threads/{thread}/runs`: the thread's runs, newest first.
 pub(crate) async fn list_runs(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath(thread): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    let (_, flow) = known(&state, &threads, &tenant, &thread).await?;
+    caller.principal.require(Scope::Read)?;
+    let (_, flow) = caller.known(&thread).await?;
     let Some(flow) = flow else {
         return Ok(Json(json!([])));
     };
-    let key = ThreadKey::new(flow.name(), &tenant.0, &thread)?;
+    let key = caller.key(&flow, &thread)?;
     let runs: Vec<Value> = flow
         .runner()
         .thread_runs(&key.store_id())
@@ -784,30 +751,22 @@ pub(crate) async fn list_runs(
 
 /// `GET /v1/threads/{thread}/runs/{run}`.
 pub(crate) async fn get_run(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath((thread, run)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    caller.principal.require(Scope::Read)?;
+    let (run, flow) = caller.the_run(&thread, &run).await?;
     Ok(Json(run_json(&thread, flow.name(), &run.info(), None)))
 }
 
 /// `GET /v1/threads/{thread}/runs/{run}/join`: waits for the run; the thread's values.
 pub(crate) async fn join_run(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath((thread, run)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
-    Ok(Json(
-        final_values(&state, &tenant, &thread, &flow, &run).await?,
-    ))
+    caller.principal.require(Scope::Read)?;
+    let (run, flow) = caller.the_run(&thread, &run).await?;
+    Ok(Json(caller.final_values(&thread, &flow, &run).await?))
 }
 
 /// The query of `GET .../runs/{run}/stream`.
@@ -821,16 +780,13 @@ pub(crate) struct JoinQuery {
 
 /// `GET /v1/threads/{thread}/runs/{run}/stream`: joins a run's stream (after `Last-Event-ID`).
 pub(crate) async fn join_stream(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath((thread, run)): ApiPath<(String, String)>,
     Query(query): Query<JoinQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    principal.require(Scope::Read)?;
-    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    caller.principal.require(Scope::Read)?;
+    let (run, flow) = caller.the_run(&thread, &run).await?;
     let after = match headers.get("last-event-id") {
         None => None,
         Some(v) => Some(
@@ -848,13 +804,7 @@ pub(crate) async fn join_stream(
     };
     let modes = Modes::of(query.stream_mode.map(Value::String).as_ref());
     let cancel = query.cancel_on_disconnect.unwrap_or(false);
-    let reader = Reader {
-        state,
-        tenant,
-        thread,
-        flow,
-    };
-    protocol_sse(reader, run, after, modes, cancel)
+    protocol_sse(caller, thread, flow, run, after, modes, cancel)
 }
 
 /// The query of `POST .../runs/{run}/cancel`.
@@ -873,15 +823,12 @@ pub(crate) struct CancelQuery {
 
 /// `POST /v1/threads/{thread}/runs/{run}/cancel`.
 pub(crate) async fn cancel_run(
-    State(state): State<AppState>,
-    principal: Principal,
-    Extension(tenant): Extension<Tenant>,
-    Extension(threads): Extension<Arc<Threads>>,
+    caller: Caller,
     ApiPath((thread, run)): ApiPath<(String, String)>,
     Query(query): Query<CancelQuery>,
 ) -> Result<Response, ApiError> {
-    principal.require(Scope::Chat)?;
-    let (run, flow) = the_run(&state, &threads, &tenant, &thread, &run).await?;
+    caller.principal.require(Scope::Chat)?;
+    let (run, flow) = caller.the_run(&thread, &run).await?;
     let (mode, timeout) = match (query.mode.as_deref(), query.action.as_deref()) {
         (Some(m), _) => (
             m.parse::<CancelMode>()
