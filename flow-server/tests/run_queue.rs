@@ -124,28 +124,35 @@ async fn queued_runs_refuse_bad_input() {
     let bogus = get(base, &format!("{runs}/..%2Fescape")).await;
     assert_eq!(error_code(bogus).await.0, 404);
     let _ = get(base, &format!("{runs}/{id}/wait")).await;
-    // With `reject` (the default), a thread with a queued run refuses the next one.
-    let _slow: Value = post(
-        base,
-        "/v1/flows/desk/threads/q3/runs",
-        json!({"message": "Hi"}),
+    // With `reject` (the default), a thread with a queued run refuses the next one: on a
+    // process with no workers, the first run stays queued.
+    let mut options = flow_server::QueueOptions::default();
+    options.workers = 0;
+    let idle = spawn(
+        AppState::builder(flow_runtime::InMemoryStore::new())
+            .flow("desk", flow_server::demo::desk())
+            .auth(flow_server::Auth::bearer(TOKEN))
+            .run_queue_with(InMemoryRunQueue::new(), options)
+            .build()
+            .unwrap(),
     )
-    .await
-    .json()
-    .await
-    .unwrap();
-    let busy = post(
-        base,
+    .await;
+    let first = post(
+        &idle.base,
         "/v1/flows/desk/threads/q3/runs",
         json!({"message": "Hi"}),
     )
     .await;
-    let (status, code, _) = error_code(busy).await;
-    // Refused while the first waits or runs; if it already ended, the second is queued.
-    assert!(
-        status == 409 && code == "busy" || status == 202,
-        "{status} {code}"
-    );
+    assert_eq!(first.status(), 202);
+    let busy = post(
+        &idle.base,
+        "/v1/flows/desk/threads/q3/runs",
+        json!({"message": "Hi"}),
+    )
+    .await;
+    let (status, code, message) = error_code(busy).await;
+    assert_eq!((status, code.as_str()), (409, "busy"));
+    assert!(message.contains("thread 'q3'"), "{message}");
 }
 
 /// Starts `flow-server-demo` with `args` and the queue on; returns it and its base URL.
