@@ -92,9 +92,15 @@ if [[ $mode == all || $mode == example ]]; then
     out=$(OPENAI_BASE_URL=$url OPENAI_API_KEY=$key OPENAI_MODEL=scripted-desk \
         cargo run --quiet --example customer_service --features openai)
     echo "$out"
+    # The thread: the refund task asks for the order in turn 1; turn 2 goes to the task, which
+    # calls its tools and finishes, and triage answers with its result; turn 3 starts at
+    # triage again and transfers to the complaint desk.
     for expected in \
-        '[triage/refund] tool: refunded 39.00 EUR for order 42' \
-        '[triage/refund] assistant: Done: refunded 39.00 EUR for order 42' \
+        '[triage/refund] assistant: Of course. What is the order number?' \
+        '[refund] tool: refunded 39.00 EUR for order 42' \
+        '[refund] => finish: {"order_id":42,' \
+        '[refund/triage] assistant: Done: [refund] `finish_task` tool returned result:' \
+        '[triage/complaint] tool: complaint #1001 logged: it arrived broken.' \
         '[triage/complaint] => exit' \
         '[triage] assistant (streamed): Hello! We are open every day from 9 to 17, Sundays included.'; do
         if ! grep -qF -- "$expected" <<<"$out"; then

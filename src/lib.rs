@@ -46,6 +46,7 @@ pub mod prelude {
         set_sub_agents, Action, Agent, AgentContext, AgentError, AgentEvent, AgentInput,
         AgentResult, AgentSpec, Context, ContextPolicy, EventStream, Exit, FlowAgent, FlowNode,
         FnAgent, Message, MessageStream, Role, RunContext, RunPath, Runner, Session,
+        TransferTarget,
     };
     pub use flow_runtime::{
         tool_fn, tool_fn_with_context, ChatModel, ChatModelAgent, ScriptStep, ScriptedModel, Tool,
@@ -62,9 +63,9 @@ pub mod __private {
     pub use flow_runtime;
     pub use flow_runtime::spec::expected::{self, FlowAgentOf, FlowTransferOf, TrajectorySpec};
     pub use flow_runtime::spec::{
-        check, render, transfer, transfer_named, transfer_with, DynAgent, DynGiven,
-        NewNeedsNoAgents, NoTarget, ResultOf, RuntimeGiven, Set, UnknownAgent, Unset,
-        UseTheBuilder,
+        check, flow_node, render, run_body, run_body_cx, transfer, transfer_named, transfer_with,
+        DynAgent, DynGiven, NewNeedsNoAgents, NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven,
+        ResultOf, RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
@@ -72,5 +73,6 @@ pub mod __private {
         IntoOutcome, Loop, Parallel, Payload, ResumeInfo, Returns, RunContext, Runner, Sequential,
         TransferTarget,
     };
+    pub use std::string::String;
     pub use std::sync::Arc;
 }

@@ -14,7 +14,7 @@
 //!   from transferring to its parent;
 //! - a dotted curve: a transfer edge between agents that are not parent and sub-agent.
 //!
-//! A legend under the tree explains the edges.
+//! A legend under the tree explains the kinds of edge it shows (none for a lone agent).
 //!
 //! ```
 //! use flow_diagram::{svg, Node};
@@ -158,7 +158,11 @@ pub fn svg(title: &str, root: &Node) -> String {
 
     let width = (nodes[0].span + 2.0 * MARGIN).max(360.0);
     let tree_bottom = row_y[depths - 1] + row_h[depths - 1];
-    let height = tree_bottom + MARGIN + LEGEND;
+    // The legend explains only the kinds of edges the picture has.
+    let two_way = nodes.iter().any(|n| n.parent.is_some() && !n.barred);
+    let barred = nodes.iter().any(|n| n.barred);
+    let legend_h = if two_way || barred { LEGEND } else { 0.0 };
+    let height = tree_bottom + MARGIN + legend_h;
 
     let mut out = String::new();
     let title = escape(title);
@@ -283,7 +287,7 @@ pub fn svg(title: &str, root: &Node) -> String {
         node_svg(n, &mut out);
     }
 
-    legend(tree_bottom + MARGIN, &mut out);
+    legend(tree_bottom + MARGIN, two_way, barred, &mut out);
     out.push_str("</svg>");
     out
 }
@@ -408,26 +412,42 @@ fn node_svg(n: &Placed, out: &mut String) {
     out.push_str("</g>");
 }
 
-fn legend(top: f64, out: &mut String) {
+fn legend(top: f64, two_way: bool, barred: bool, out: &mut String) {
+    if !two_way && !barred {
+        return;
+    }
     let y = top + 14.0;
+    let ty = num(y + 4.0);
+    let yy = num(y);
     let _ = write!(
         out,
-        "<g class=\"legend\" font-size=\"{TEXT_SIZE}\" fill=\"#4a5568\">\
-         <line x1=\"{a}\" y1=\"{y}\" x2=\"{b}\" y2=\"{y}\" stroke=\"#4a5568\" \
-         stroke-width=\"1.6\" marker-start=\"url(#af-head)\" marker-end=\"url(#af-head)\"/>\
-         <text x=\"{t1}\" y=\"{ty}\">transfers both ways</text>\
-         <line x1=\"{c}\" y1=\"{y}\" x2=\"{d}\" y2=\"{y}\" stroke=\"#b7472a\" \
-         stroke-width=\"1.6\" stroke-dasharray=\"6 4\" marker-end=\"url(#af-head-barred)\"/>\
-         <text x=\"{t2}\" y=\"{ty}\">barred from its parent</text></g>",
-        a = num(MARGIN),
-        b = num(MARGIN + 36.0),
-        t1 = num(MARGIN + 44.0),
-        c = num(MARGIN + 180.0),
-        d = num(MARGIN + 216.0),
-        t2 = num(MARGIN + 224.0),
-        y = num(y),
-        ty = num(y + 4.0),
+        "<g class=\"legend\" font-size=\"{TEXT_SIZE}\" fill=\"#4a5568\">"
     );
+    let mut x = MARGIN;
+    if two_way {
+        let _ = write!(
+            out,
+            "<line x1=\"{a}\" y1=\"{yy}\" x2=\"{b}\" y2=\"{yy}\" stroke=\"#4a5568\" \
+             stroke-width=\"1.6\" marker-start=\"url(#af-head)\" marker-end=\"url(#af-head)\"/>\
+             <text x=\"{t}\" y=\"{ty}\">transfers both ways</text>",
+            a = num(x),
+            b = num(x + 36.0),
+            t = num(x + 44.0),
+        );
+        x += 180.0;
+    }
+    if barred {
+        let _ = write!(
+            out,
+            "<line x1=\"{c}\" y1=\"{yy}\" x2=\"{d}\" y2=\"{yy}\" stroke=\"#b7472a\" \
+             stroke-width=\"1.6\" stroke-dasharray=\"6 4\" marker-end=\"url(#af-head-barred)\"/>\
+             <text x=\"{t}\" y=\"{ty}\">barred from its parent</text>",
+            c = num(x),
+            d = num(x + 36.0),
+            t = num(x + 44.0),
+        );
+    }
+    out.push_str("</g>");
 }
 
 /// The width of `s` at `size`, estimated from its character count.
@@ -545,5 +565,27 @@ mod tests {
         place(&mut nodes, 0, 0.0, &[0.0, 100.0]);
         assert_eq!(nodes[0].x, (nodes[1].x + nodes[2].x) / 2.0);
         assert!(nodes[2].x - nodes[2].w / 2.0 >= nodes[1].x + nodes[1].w / 2.0 + GAP_X - 1e-9);
+    }
+
+    #[test]
+    fn the_legend_explains_only_the_edges_drawn() {
+        let open = svg("F", &Node::new("root").child(Node::new("a")));
+        assert!(open.contains("transfers both ways"));
+        assert!(!open.contains("barred from its parent"));
+
+        let barred = svg("F", &Node::new("root").child(Node::new("a").barred(true)));
+        assert!(!barred.contains("transfers both ways"));
+        assert!(barred.contains("barred from its parent"));
+
+        let both = svg(
+            "F",
+            &Node::new("root")
+                .child(Node::new("a"))
+                .child(Node::new("b").barred(true)),
+        );
+        assert!(both.contains("transfers both ways") && both.contains("barred from its parent"));
+
+        let alone = svg("F", &Node::new("root"));
+        assert!(!alone.contains("class=\"legend\""));
     }
 }

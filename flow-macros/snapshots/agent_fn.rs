@@ -111,19 +111,11 @@ const _: () = {
             ) -> AgentResult<TriageTransfer> {
                 Ok(TriageTransfer::Refund)
             }
-            ::agentflow::__private::generate(
-                __agentflow_run,
-                move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start::<
-                        Self,
-                    >(__agentflow_cx, __agentflow_resume);
-                    let __agentflow_outcome = triage(&__agentflow_cx, __agentflow_input)
-                        .await;
-                    <_ as ::agentflow::__private::IntoOutcome<
-                        Self,
-                    >>::into_outcome(__agentflow_outcome, &__agentflow_cx)
-                },
-            )
+            ::agentflow::__private::run_body::<
+                Self,
+                _,
+                _,
+            >(__agentflow_run, __agentflow_input, __agentflow_resume, triage)
         }
     }
 };

@@ -18,7 +18,7 @@ mod desk_flow {
     /// <svg xmlns="http://www.w3.org/2000/svg" width="480.6" height="318" viewBox="0 0 480.6 318" role="img" aria-label="Desk: a tree of 5 agents" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"><title>Desk</title><defs><marker id="af-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker><marker id="af-head-barred" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b7472a"/></marker></defs><rect width="100%" height="100%" fill="#ffffff"/><path class="edge" data-from="triage" data-to="refund" d="M200.9,54 C200.9,82 71,82 71,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge" data-from="triage" data-to="complaint" d="M224.9,54 C224.9,82 209.4,82 209.4,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge barred" data-from="complaint" data-to="escalation" d="M209.4,148 C209.4,184 209.4,184 209.4,220" fill="none" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><line x1="201.4" y1="203" x2="217.4" y2="203" stroke="#b7472a" stroke-width="2.4"/><path class="edge" data-from="triage" data-to="billing" d="M248.9,54 C248.9,82 378.7,82 378.7,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><g class="agent" data-name="triage"><rect x="169.9" y="16" width="110" height="38" rx="8" fill="#ebf4ff" stroke="#2b6cb0" stroke-width="1.4"/><text x="224.9" y="40" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">triage</text></g><g class="agent" data-name="refund"><rect x="16" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="71" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">refund</text></g><g class="agent" data-name="complaint"><rect x="154.4" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">complaint</text></g><g class="agent" data-name="escalation"><rect x="154" y="220" width="110.8" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="244" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">escalation</text></g><g class="agent" data-name="billing"><rect x="292.8" y="110" width="171.8" height="54" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="378.7" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">billing</text><text x="378.7" y="150" text-anchor="middle" font-size="12" font-style="italic" fill="#6b46c1">dyn: built at run time</text></g><g class="legend" font-size="12" fill="#4a5568"><line x1="16" y1="288" x2="52" y2="288" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><text x="60" y="292">transfers both ways</text><line x1="196" y1="288" x2="232" y2="288" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><text x="240" y="292">barred from its parent</text></g></svg>
     /// </div>
     ///
-    /// Boxes show each agent's name and kind; the agents' descriptions are drawn by [`Desk::svg`] and, with those of agents built at run time, by `FlowAgent::to_svg`. [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
+    /// Boxes show each agent's name (the one a model uses), kind and description; agents declared in another file are shown by their identifier here, and with their real names and descriptions by [`Desk::svg`] (and, with those of agents given at run time, by `FlowAgent::to_svg`). [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
     ///
     /// # Transfers
     ///
@@ -63,7 +63,9 @@ mod desk_flow {
         /// The flow's name.
         pub const NAME: &'static str = "Desk";
         /// The names of the flow's agents, depth first from the root.
-        pub const AGENTS: &'static [&'static str] = <Self as __AgentflowFacts>::AGENTS;
+        pub const AGENTS: &'static [&'static str] = ::core::convert::identity(
+            <Self as __AgentflowFacts>::AGENTS,
+        );
         /// For each agent, the names of the agents from the root down to it: the path a
         /// resume follows to reach it.
         pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[
@@ -174,7 +176,7 @@ mod desk_flow {
         }
         /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
         /// its parent, `-->` where it is barred.
-        pub fn mermaid() -> ::std::string::String {
+        pub fn mermaid() -> ::agentflow::__private::String {
             ::agentflow::__private::render::mermaid(
                 Self::AGENTS,
                 Self::__PARENTS,
@@ -184,9 +186,9 @@ mod desk_flow {
         /// The tree as a standalone SVG document (the picture in this type's
         /// documentation): each agent's name, kind and description; a solid two-headed edge
         /// where a sub-agent may transfer back to its parent, a dashed one where it is
-        /// barred. A `dyn` node's description comes with its agent: draw the built tree
-        /// with `FlowAgent::to_svg` to show it.
-        pub fn svg() -> ::std::string::String {
+        /// barred. A `dyn` node's description is its doc comment in `flow!` (the built tree's
+        /// `FlowAgent::to_svg` draws its agent's own).
+        pub fn svg() -> ::agentflow::__private::String {
             ::agentflow::__private::render::svg(
                 Self::NAME,
                 Self::AGENTS,
@@ -198,7 +200,7 @@ mod desk_flow {
         }
         /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
         /// to its parent).
-        pub fn to_dot() -> ::std::string::String {
+        pub fn to_dot() -> ::agentflow::__private::String {
             ::agentflow::__private::render::dot(
                 Self::NAME,
                 Self::AGENTS,
@@ -209,8 +211,8 @@ mod desk_flow {
     }
     #[automatically_derived]
     impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
-        fn from(__flow: Desk) -> Self {
-            __flow.flow
+        fn from(Desk { flow: __agentflow_flow }: Desk) -> Self {
+            __agentflow_flow
         }
     }
     ///The agents of flow [`Desk`]; `Display` and `FromStr` use the agents' names.
@@ -868,16 +870,30 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     ];
 }
 #[allow(dead_code)]
-impl desk_flow::DeskBuilder<::agentflow::__private::Unset> {
+impl<S0> desk_flow::DeskBuilder<S0> {
     ///Gives the `dyn` node `billing` its agent: the closure is called with the node (its name and its legal transfer targets, [`DeskBillingTarget`]) and returns the agent, which takes its name from the node, as in `ChatModelAgent::builder(node, model)`. `build()` checks that the agent carries the node's name.
-    pub fn billing<__A: ::agentflow::__private::Agent>(
+    pub fn billing<__M, __A>(
         self,
-        __agentflow_make: impl ::core::ops::FnOnce(
-            ::agentflow::__private::FlowNode<desk_flow::DeskBillingTarget>,
-        ) -> __A,
+        __agentflow_make: __M,
     ) -> desk_flow::DeskBuilder<
         ::agentflow::__private::Set<::agentflow::__private::DynAgent>,
-    > {
+    >
+    where
+        S0: ::agentflow::__private::NotGiven<
+            desk_flow::Desk,
+            desk_flow::DeskNodes::billing,
+        >,
+        __M: ::agentflow::__private::NodeMaker<
+            desk_flow::Desk,
+            desk_flow::DeskNodes::billing,
+            desk_flow::DeskBillingTarget,
+            __A,
+        >,
+        __A: ::agentflow::__private::NodeAgent<
+            desk_flow::Desk,
+            desk_flow::DeskNodes::billing,
+        >,
+    {
         let __agent = __agentflow_make(
             ::agentflow::__private::FlowNode::__new(
                 "Desk",
@@ -892,6 +908,34 @@ impl desk_flow::DeskBuilder<::agentflow::__private::Unset> {
                 ),
             ),
         }
+    }
+    #[doc(hidden)]
+    pub fn triage<__X>(self, _: __X) -> Self
+    where
+        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, triage>,
+    {
+        self
+    }
+    #[doc(hidden)]
+    pub fn refund<__X>(self, _: __X) -> Self
+    where
+        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, refund>,
+    {
+        self
+    }
+    #[doc(hidden)]
+    pub fn complaint<__X>(self, _: __X) -> Self
+    where
+        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, complaint>,
+    {
+        self
+    }
+    #[doc(hidden)]
+    pub fn escalation<__X>(self, _: __X) -> Self
+    where
+        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, escalation>,
+    {
+        self
     }
 }
 #[allow(dead_code)]
@@ -927,50 +971,28 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
         ::core::result::Result::Ok(desk_flow::Desk {
             flow: ::agentflow::__private::FlowAgent::with_flow_description(
                 ::agentflow::__private::set_sub_agents(
-                    ::agentflow::__private::FlowAgent::new(
-                            <triage as ::agentflow::__private::FlowBuilt>::instance(),
-                        )
-                        .disallow_transfer_to_parent(
-                            <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                        )
-                        .payload(
-                            <triage as ::agentflow::__private::AgentSpec>::PAYLOAD
-                                .map(|__f| __f()),
-                        ),
+                    ::agentflow::__private::flow_node(
+                        <triage as ::agentflow::__private::FlowBuilt>::instance(),
+                        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                    ),
                     [
-                        ::agentflow::__private::FlowAgent::new(
+                        ::agentflow::__private::flow_node(
                                 <refund as ::agentflow::__private::FlowBuilt>::instance(),
-                            )
-                            .disallow_transfer_to_parent(
                                 <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                            )
-                            .payload(
-                                <refund as ::agentflow::__private::AgentSpec>::PAYLOAD
-                                    .map(|__f| __f()),
                             )
                             .context(
                                 ::agentflow::__private::ContextPolicy::UserInputOnly,
                             ),
                         ::agentflow::__private::set_sub_agents(
-                            ::agentflow::__private::FlowAgent::new(
-                                    <complaint as ::agentflow::__private::FlowBuilt>::instance(),
-                                )
-                                .disallow_transfer_to_parent(
-                                    <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                                )
-                                .payload(
-                                    <complaint as ::agentflow::__private::AgentSpec>::PAYLOAD
-                                        .map(|__f| __f()),
-                                ),
+                            ::agentflow::__private::flow_node(
+                                <complaint as ::agentflow::__private::FlowBuilt>::instance(),
+                                <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                            ),
                             [
-                                ::agentflow::__private::FlowAgent::new(
-                                        <escalation as ::agentflow::__private::FlowBuilt>::instance(),
-                                    )
-                                    .disallow_transfer_to_parent(true)
-                                    .payload(
-                                        <escalation as ::agentflow::__private::AgentSpec>::PAYLOAD
-                                            .map(|__f| __f()),
-                                    ),
+                                ::agentflow::__private::flow_node(
+                                    <escalation as ::agentflow::__private::FlowBuilt>::instance(),
+                                    true,
+                                ),
                             ],
                         )?,
                         ::agentflow::__private::FlowAgent::from_arc(

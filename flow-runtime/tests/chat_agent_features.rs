@@ -635,10 +635,13 @@ async fn a_history_modifier_given_with_the_resume_edits_the_conversation_before_
             history
         }),
     );
+    // Given with this resume only: no clone of the runner to set them on.
     let resumed = runner
-        .clone()
-        .run_options(options)
-        .resume("h", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+        .resume_with(
+            "h",
+            HashMap::from([("clerk".to_owned(), json!("yes"))]),
+            options,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -658,6 +661,56 @@ async fn a_history_modifier_given_with_the_resume_edits_the_conversation_before_
             "user: Note: ship it today.",
         ]
     );
+}
+
+#[tokio::test]
+async fn a_history_modifier_given_with_a_resumed_turn_edits_the_conversation() {
+    let approve = tool_fn_with_context(
+        "approve",
+        "Asks a human.",
+        |cx: ToolContext, a: Item| async move {
+            match cx.resume_data() {
+                None => Err(cx.interrupt(json!({ "approve": a.item }))),
+                Some(_) => Ok(format!("approved {}", a.item)),
+            }
+        },
+    );
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("approve", json!({"item": "kettle"})),
+        ScriptStep::text("Approved, with the note."),
+    ]);
+    let agent = ChatModelAgent::builder("clerk", model.clone())
+        .tool(approve)
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent)).stores(InMemoryStore::new());
+    let first = runner.turn("t", Message::user("kettle")).await.unwrap();
+    let flow_runtime::TurnOutcome::Interrupted { .. } = first.finish().await else {
+        panic!("the tool asked for approval")
+    };
+    let options = RunOptions::new().agent(
+        "clerk",
+        AgentRunOptions::new().history_modifier(|mut history| {
+            history.push(Arc::new(Message::user("Note: ship it today.")));
+            history
+        }),
+    );
+    let resumed = runner
+        .resume_turn_with(
+            "t",
+            HashMap::from([("clerk".to_owned(), json!("yes"))]),
+            options,
+        )
+        .await
+        .unwrap();
+    let answer = resumed.final_output().await.unwrap().unwrap();
+    assert_eq!(answer.content, "Approved, with the note.");
+    assert_eq!(
+        seen(&model.requests()[1]).last().unwrap(),
+        "user: Note: ship it today."
+    );
+    // The runner's own options are untouched: a later turn has no modifier.
+    assert!(runner.options().is_empty());
 }
 
 #[tokio::test]
@@ -715,7 +768,7 @@ async fn run_options_reach_only_the_agent_they_name() {
         ScriptStep::text("Refunded."),
     ]);
     let price = tool_fn_with_context("price", "The price.", |cx: ToolContext, _: NoArgs| {
-        let currency = cx.tool_option("currency").cloned();
+        let currency = cx.tool_option_value("currency").cloned();
         async move { Ok::<_, String>(format!("39 {}", currency.unwrap_or(json!("?")))) }
     });
     let triage = ChatModelAgent::builder("triage", triage_model.clone())

@@ -12,7 +12,7 @@ use flow_runtime::history::{estimate_tokens, CompactionRecord, ContextBudget};
 use flow_runtime::model::{ChatModel, ChatRequest, ModelError};
 use flow_runtime::{
     tool_fn, AgentError, ChatAgentError, ChatModelAgent, FlowAgent, InMemoryStore, Message,
-    MessageRef, Role, Runner, ThreadStore, ToolCall,
+    MessageRef, Role, Runner, ThreadStore, ToolCall, Usage,
 };
 use futures::StreamExt;
 
@@ -22,8 +22,13 @@ const BUDGET: usize = 400;
 /// answers: a lookup when the user asks for one, `done` after a tool result, `ok` otherwise.
 #[derive(Default)]
 struct Checked {
+    /// When not 0: the model's tokenizer takes this many tokens per estimated one, and each
+    /// reply reports the request's prompt tokens so counted (0: no usage reported).
+    factor: usize,
+    /// Records requests over the budget instead of failing on them.
+    lenient: bool,
     calls: AtomicUsize,
-    /// The largest request seen, in estimated tokens.
+    /// The largest request seen, in the model's tokens.
     largest: AtomicUsize,
     /// The last request.
     last: Mutex<Vec<MessageRef>>,
@@ -53,10 +58,10 @@ impl ChatModel for Checked {
 
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        let tokens = request_tokens(request);
+        let tokens = request_tokens(request) * self.factor.max(1);
         self.largest.fetch_max(tokens, Ordering::SeqCst);
         assert!(
-            tokens <= BUDGET,
+            self.lenient || tokens <= BUDGET,
             "request {n} takes {tokens} tokens, over the budget of {BUDGET}"
         );
         // No tool result without its call before it.
@@ -73,7 +78,25 @@ impl ChatModel for Checked {
         }
         *self.last.lock().unwrap() = request.messages.clone();
         let last = request.messages.last().unwrap();
-        Ok(match last.role {
+        let mut reply = self.answer(n, last);
+        if self.factor > 0 {
+            reply.usage = Some(Box::new(Usage::new(tokens as u64, 1)));
+        }
+        Ok(reply)
+    }
+}
+
+impl Checked {
+    /// A model whose tokenizer takes `factor` tokens per estimated one, and says so.
+    fn reporting(factor: usize) -> Self {
+        Checked {
+            factor,
+            ..Checked::default()
+        }
+    }
+
+    fn answer(&self, n: usize, last: &Message) -> Message {
+        match last.role {
             Role::Tool => Message::assistant("done"),
             _ if last.content.contains("look up") => {
                 let mut m = Message::assistant("");
@@ -85,7 +108,7 @@ impl ChatModel for Checked {
                 m
             }
             _ => Message::assistant("ok"),
-        })
+        }
     }
 }
 
@@ -354,4 +377,146 @@ async fn a_large_tool_result_is_set_aside_and_read_back_on_demand() {
         .find(|m| m.tool_call_id.as_deref() == Some("c1"))
         .unwrap();
     assert_eq!(recorded.content, whole);
+}
+
+/// Runs turns `range` on thread `thread`, and returns the turn of the first compaction.
+async fn first_compaction(runner: &Runner, thread: &str, summaries: &AtomicUsize) -> usize {
+    for i in 0..200 {
+        let mut turn = runner.turn(thread, Message::user(said(i))).await.unwrap();
+        while let Some(e) = turn.next().await {
+            assert!(e.error.is_none(), "turn {i}: {:?}", e.error);
+        }
+        if summaries.load(Ordering::SeqCst) > 0 {
+            return i;
+        }
+    }
+    panic!("no compaction in 200 turns")
+}
+
+#[tokio::test]
+async fn usage_larger_than_the_estimate_makes_compaction_start_earlier_and_holds_the_budget() {
+    // The same thread on a model that reports no usage (the estimate is all the budget
+    // knows) and on one whose tokenizer takes twice the estimate and reports it.
+    let estimated = Arc::new(AtomicUsize::new(0));
+    let silent = Arc::new(Checked::default());
+    let runner = Runner::new(clerk(
+        Arc::clone(&silent),
+        fact_keeper(Arc::clone(&estimated)),
+    ))
+    .stores(InMemoryStore::new());
+    let by_estimate = first_compaction(&runner, "t", &estimated).await;
+
+    let counted = Arc::new(AtomicUsize::new(0));
+    let model = Arc::new(Checked::reporting(2));
+    let store = InMemoryStore::new();
+    let runner = Runner::new(clerk(Arc::clone(&model), fact_keeper(Arc::clone(&counted))))
+        .stores(store.clone());
+    let by_usage = first_compaction(&runner, "t", &counted).await;
+    println!("first compaction at turn {by_usage} by usage, {by_estimate} by estimate");
+    assert!(
+        by_usage < by_estimate * 2 / 3,
+        "compaction started at turn {by_usage} from the reported usage, {by_estimate} from the \
+         estimate"
+    );
+    // Every request, as the model counts it, stayed within the budget (the model checks each
+    // one); the thread goes on compacting for many turns.
+    run_turns(&runner, by_usage + 1..150).await;
+    assert!(counted.load(Ordering::SeqCst) > 5);
+    let largest = model.largest.load(Ordering::SeqCst);
+    assert!(largest <= BUDGET, "largest request {largest} tokens");
+    // It gets close to the budget: the calibration does not just halve everything blindly.
+    assert!(largest > BUDGET * 3 / 4, "largest request {largest} tokens");
+
+    // A new runner (a new process) on the same store has made no call yet: it starts from
+    // the usage recorded on the agent's last reply, so its very first requests hold too
+    // (uncalibrated, it would send up to twice the budget before learning).
+    let second = Arc::new(Checked::reporting(2));
+    let runner = Runner::new(clerk(
+        Arc::clone(&second),
+        fact_keeper(Arc::new(AtomicUsize::new(0))),
+    ))
+    .stores(store.clone());
+    // Its first message is long: uncalibrated, the request would pass the estimate's count
+    // and reach the model over the budget.
+    let long = format!(
+        "turn 150: {}",
+        "a long message that goes on and on; ".repeat(7)
+    );
+    let mut turn = runner.turn("t", Message::user(long)).await.unwrap();
+    while let Some(e) = turn.next().await {
+        assert!(e.error.is_none(), "{:?}", e.error);
+    }
+    run_turns(&runner, 151..200).await;
+    assert!(second.largest.load(Ordering::SeqCst) <= BUDGET);
+
+    // Turned off, the budget counts the estimate alone: the model sees requests over it.
+    let off = Arc::new(Checked {
+        lenient: true,
+        ..Checked::reporting(2)
+    });
+    let budget = fact_keeper(Arc::new(AtomicUsize::new(0))).calibrate_from_usage(false);
+    let runner = Runner::new(clerk(Arc::clone(&off), budget)).stores(InMemoryStore::new());
+    run_turns(&runner, 0..100).await;
+    let largest = off.largest.load(Ordering::SeqCst);
+    assert!(largest > BUDGET, "largest request {largest} tokens");
+}
+
+/// With OpenAI's tokenizer as the counter, a budget holds as that tokenizer counts from the
+/// first request, on a model that reports no usage at all.
+#[cfg(feature = "tiktoken")]
+#[tokio::test]
+async fn a_tiktoken_counter_holds_the_budget_without_any_reported_usage() {
+    use flow_runtime::history::{TiktokenCounter, TokenCounter};
+
+    struct Counted {
+        counter: TiktokenCounter,
+        largest: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl ChatModel for Counted {
+        fn model_name(&self) -> &str {
+            "gpt-4o"
+        }
+
+        async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
+            let messages: usize = request.messages.iter().map(|m| self.counter.count(m)).sum();
+            self.largest.fetch_max(messages, Ordering::SeqCst);
+            Ok(Message::assistant("ok"))
+        }
+    }
+
+    let counter = TiktokenCounter::for_model("gpt-4o").unwrap();
+    assert_eq!(counter.encoding(), "o200k_base");
+    assert!(TiktokenCounter::for_model("claude-sonnet-4")
+        .unwrap_err()
+        .to_string()
+        .contains("no OpenAI tokenizer is known for the model 'claude-sonnet-4'"));
+    let model = Arc::new(Counted {
+        counter,
+        largest: AtomicUsize::new(0),
+    });
+    let summaries = Arc::new(AtomicUsize::new(0));
+    let made = Arc::clone(&summaries);
+    let budget = ContextBudget::new(BUDGET, move |_: &str, older: &[MessageRef]| {
+        made.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, String>(format!("{} earlier messages.", older.len()))
+    })
+    .counter(counter);
+    let agent = ChatModelAgent::builder_with_arc("clerk", Arc::clone(&model) as Arc<dyn ChatModel>)
+        .context_budget(budget)
+        .build()
+        .unwrap();
+    let runner = Runner::new(FlowAgent::new(agent)).stores(InMemoryStore::new());
+    // Text in another script, where the estimate's 4 bytes a token does not hold.
+    for i in 0..80 {
+        let text = format!("turn {i}: 東京の注文番号 {i} について、返金をお願いします。");
+        let mut turn = runner.turn("t", Message::user(text)).await.unwrap();
+        while let Some(e) = turn.next().await {
+            assert!(e.error.is_none(), "turn {i}: {:?}", e.error);
+        }
+    }
+    assert!(summaries.load(Ordering::SeqCst) > 0);
+    let largest = model.largest.load(Ordering::SeqCst);
+    assert!(largest <= BUDGET, "largest request {largest} tokens");
 }

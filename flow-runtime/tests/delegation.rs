@@ -56,6 +56,52 @@ fn refund_task(inputs: &Inputs) -> FlowAgent {
     FlowAgent::new(refund).delegation(Delegation::Task)
 }
 
+/// A refund task that asks for the order number, then asks a human to approve the refund (an
+/// interrupt inside the task), and finishes with the answer when resumed.
+fn approving_refund_task(inputs: &Inputs) -> FlowAgent {
+    let order = |input: &flow_runtime::AgentInput| {
+        input
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User && !m.content.starts_with("For context"))
+            .nth(1)
+            .map(|m| m.content.clone())
+    };
+    let seen = Arc::clone(inputs);
+    let refund = FnAgent::new("refund", move |cx, input| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock()
+                .unwrap()
+                .push(("refund".into(), show(&input.messages)));
+            match order(&input) {
+                None => cx.say("Which order number?"),
+                Some(order) => cx.interrupt(json!(format!("approve a refund for order {order}?"))),
+            }
+            Ok(())
+        }
+    })
+    .on_resume({
+        let seen = Arc::clone(inputs);
+        move |cx, input, info| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .push(("refund".into(), show(&input.messages)));
+                let approved = info.data().and_then(|d| d.as_bool()).unwrap_or(false);
+                let order = order(&input).unwrap_or_default();
+                cx.finish(json!({
+                    "order_id": order.parse::<u64>().unwrap_or(0),
+                    "approved": approved,
+                }));
+                Ok(())
+            }
+        }
+    });
+    FlowAgent::new(refund).delegation(Delegation::Task)
+}
+
 /// A code parent: delegates a refund, and when the result comes back closes the conversation.
 fn code_triage(inputs: &Inputs) -> FlowAgent {
     let inputs = Arc::clone(inputs);
@@ -567,11 +613,37 @@ async fn task_child_runs_one_turn() {
         return; // Not a child run.
     };
     let inputs = Inputs::default();
-    let desk = set_sub_agents(code_triage(&inputs), [refund_task(&inputs)]).unwrap();
+    let refund = match std::env::var("TASK_PROCESS_FLOW").as_deref() {
+        Ok("approval") => approving_refund_task(&inputs),
+        _ => refund_task(&inputs),
+    };
+    let desk = set_sub_agents(code_triage(&inputs), [refund]).unwrap();
     let runner = support::processes::runner_on(&backend, desk).await;
-    let (started, said) = answer(&runner, &text).await;
-    println!("started at {started}");
-    println!("answer: {said}");
+    let turn = match std::env::var("TASK_PROCESS_APPROVE") {
+        // Answers the interrupt `text` names: this process did not see it raised.
+        Ok(approved) => runner
+            .resume_turn(
+                "ada",
+                [(text.clone(), json!(approved == "yes"))]
+                    .into_iter()
+                    .collect(),
+            )
+            .await
+            .unwrap(),
+        Err(_) => runner.turn("ada", Message::user(text)).await.unwrap(),
+    };
+    println!("started at {}", turn.started_at());
+    match turn.finish().await {
+        TurnOutcome::Completed { answer, .. } => {
+            println!("answer: {}", answer.map(|m| m.content).unwrap_or_default());
+        }
+        TurnOutcome::Interrupted { interrupts, .. } => {
+            for interrupt in interrupts {
+                println!("interrupt: {} asks {}", interrupt.id, interrupt.info);
+            }
+        }
+        TurnOutcome::Failed(e) => panic!("the turn failed: {e}"),
+    }
     let agents: Vec<&str> = inputs
         .lock()
         .unwrap()
@@ -623,6 +695,86 @@ async fn a_task_goes_on_in_new_processes(backend: &str) {
         third.contains("answer: Refund for order 42 approved: true."),
         "{third}"
     );
+}
+
+/// A task interrupted for approval in one OS process and resumed in another: the first
+/// process delegates and the task asks for the order; the second routes the answer to the task,
+/// which asks a human to approve and the process exits with the turn interrupted; a third
+/// process, which never saw the interrupt raised, resumes it by its id through the task,
+/// which finishes, and its parent answers in that same resumed turn.
+async fn an_approval_inside_a_task_resumes_in_a_new_process(backend: &str) {
+    let in_new_process = |text: &str, approve: Option<&str>| {
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        command
+            .args([
+                "--exact",
+                "task_child_runs_one_turn",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("TASK_PROCESS_BACKEND", backend)
+            .env("TASK_PROCESS_FLOW", "approval")
+            .env("TASK_PROCESS_TEXT", text);
+        if let Some(approve) = approve {
+            command.env("TASK_PROCESS_APPROVE", approve);
+        }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = in_new_process("I want a refund", None);
+    assert!(first.contains("answer: Which order number?"), "{first}");
+    assert!(first.contains("ran: triage,refund\n"), "{first}");
+    let second = in_new_process("42", None);
+    assert!(second.contains("started at refund"), "{second}");
+    assert!(second.contains("ran: refund\n"), "{second}");
+    // The interrupt's id is the task's run path under its parent.
+    let line = second
+        .lines()
+        .find(|l| l.starts_with("interrupt: "))
+        .unwrap_or_else(|| panic!("the task asked for approval: {second}"));
+    assert!(
+        line.ends_with(r#"asks "approve a refund for order 42?""#),
+        "{line}"
+    );
+    let id = line["interrupt: ".len()..].split(' ').next().unwrap();
+    assert!(id.ends_with("refund"), "{id}");
+    let third = in_new_process(id, Some("yes"));
+    // Resumed through the task, which finished; the parent ran again in the same turn.
+    assert!(third.contains("ran: refund,triage\n"), "{third}");
+    assert!(
+        third.contains("answer: Refund for order 42 approved: true."),
+        "{third}"
+    );
+    // The thread goes on: the task is done, so the next turn starts at the parent again,
+    // which delegates anew.
+    let fourth = in_new_process("another refund please", None);
+    assert!(fourth.contains("started at triage"), "{fourth}");
+    assert!(fourth.contains("ran: triage,refund\n"), "{fourth}");
+}
+
+#[tokio::test]
+async fn an_approval_inside_a_task_resumes_in_a_new_process_file() {
+    let dir = process_dir("approval-file");
+    an_approval_inside_a_task_resumes_in_a_new_process(&format!("file:{}", dir.display())).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn an_approval_inside_a_task_resumes_in_a_new_process_sqlite() {
+    let dir = process_dir("approval-sqlite");
+    std::fs::create_dir_all(&dir).unwrap();
+    an_approval_inside_a_task_resumes_in_a_new_process(&format!(
+        "sqlite:{}",
+        dir.join("threads.db").display()
+    ))
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn process_dir(name: &str) -> std::path::PathBuf {

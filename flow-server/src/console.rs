@@ -2,8 +2,14 @@
 //!
 //! Plain HTML, CSS and JavaScript with no external resource (no CDN, no build step): the
 //! flow's tree drawn as SVG from `GET /v1/flows/{flow}`, a chat panel streaming each turn's
-//! answer, a timeline of the turn's events labelled by run path, and the pending approvals with
-//! approve and deny buttons.
+//! answer, a timeline of the turn's events labelled by run path with the tokens each turn used,
+//! the caller's threads and the current thread's runs, a Stop button with the cancel modes, and
+//! the approvals queue with approve and deny buttons.
+//!
+//! Each turn is a background run (`POST .../runs`, `on_disconnect: continue`); the page's
+//! address names the flow and thread (`#flow=..&thread=..`), so a reload rebuilds the thread
+//! from `GET .../timeline` and re-attaches to a run still going (`GET .../runs/{run}/stream`,
+//! with `Last-Event-ID` after a dropped connection).
 
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};

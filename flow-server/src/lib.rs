@@ -37,6 +37,8 @@
 //! | `GET /v1/flows/{flow}/svg` | `read`, `chat` or `approve` | the tree as a standalone SVG picture (`image/svg+xml`) |
 //! | `POST /v1/flows/{flow}/threads/{thread}/turns` | `chat` | body `{"message": TEXT}`: runs one turn, answers `text/event-stream` (see [`wire`]); 409 while the thread waits for an approval |
 //! | `GET /v1/flows/{flow}/threads/{thread}` | `read` | the thread: `turns`, `messages` (`{turn, agent, run_path, message}`, the user's and every agent's), `pending` interrupts, `approvals` ([`ApprovalRecord`]: who answered what, when, for whom) |
+//! | `GET /v1/flows/{flow}/threads` | `read` | the caller's threads of the flow, newest first: `{thread, turns, updated_at_ms, waiting, running}` |
+//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` | `read` | the thread's records (turns and resumes) with their outward events, the user's input and the tokens used: what the console rebuilds a reloaded page from |
 //! | `DELETE /v1/flows/{flow}/threads/{thread}` | `chat` | deletes the thread and the checkpoint it waits on (204) |
 //! | `GET /v1/flows/{flow}/threads/{thread}/history` | `read` | the thread's steps (`{id, parent, turn, agent, run_path, kind, at_ms}`: inputs, model replies, tool results, transfers, interrupts), the ids a fork takes |
 //! | `POST /v1/flows/{flow}/threads/{thread}/fork` | `chat` | body `{"at_step": N, "thread": NEW}`: copies the thread up to step N into the new thread (201, `end`: `turn_end`, `interrupt` or `fork_point`); the original is untouched; 409 if NEW exists |
@@ -88,6 +90,7 @@
 // - `queue/`: many servers, one queue: background runs in the store's run queue, the workers.
 // - `runs/`: runs over HTTP (background runs, SSE attach with Last-Event-ID, wait, cancel).
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
+// - `thread_views`: the caller's threads of a flow and one thread's timeline (for the console).
 // - `turn`: a turn or resume of a thread as a stream of Server-Sent Events.
 // - `sse`: the streamed response body (SSE frames, keep-alive, the streaming time limit).
 // - `outward`: the one allow-listed outward form of events, messages, interrupts and errors
@@ -123,6 +126,7 @@ mod serve;
 mod sse;
 mod state;
 mod thread;
+mod thread_views;
 mod time_travel;
 mod tree;
 mod turn;
@@ -182,6 +186,7 @@ pub fn app(state: AppState) -> Router {
             get(routes::thread_interrupts),
         )
         .merge(runs::routes())
+        .merge(thread_views::routes())
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .route_layer(axum::middleware::from_fn_with_state(

@@ -1123,6 +1123,77 @@ async fn a_body_announced_past_the_limit_gets_413_without_waiting_for_it() {
 }
 
 #[tokio::test]
+async fn a_body_announced_past_the_limit_gets_413_at_once_on_every_endpoint_that_reads_one() {
+    use tokio::io::AsyncWriteExt;
+    // The body timeout is far away: only the announced length can decide the answer. The
+    // protocols' endpoints read their bodies their own way (A2A's JSON-RPC) or through the
+    // same extractor (runs, AG-UI, the Agent Protocol).
+    let server = spawn(hostile_state(Limits {
+        body_read_timeout: std::time::Duration::from_secs(3600),
+        ..Limits::default()
+    }))
+    .await;
+    for path in [
+        "/a2a/desk",
+        "/v1/flows/desk/threads/big/runs",
+        "/agui/desk",
+        "/v1/threads",
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: application/json\r\nContent-Length: 10485760\r\n\r\n{{\"jsonrpc\":"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let response = tokio::time::timeout(
+            std::time::Duration::from_secs(120),
+            read_response(&mut stream),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{path}: answered before the body timeout"))
+        .expect("a response");
+        let (status, _, body) = parse_raw(&response);
+        assert_eq!(status, 413, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "payload_too_large", "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_404_points_to_an_endpoint_that_exists() {
+    use tokio::io::AsyncWriteExt;
+    let server = spawn(hostile_state(Limits::default())).await;
+    let raw = |path: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n")
+    };
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(raw("/v1/no/such/endpoint").as_bytes())
+        .await
+        .unwrap();
+    let response = read_response(&mut stream).await.expect("a response");
+    let (status, _, body) = parse_raw(&response);
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "no_route");
+    let message = body["error"]["message"].as_str().unwrap();
+    // Every `GET /v1...` path the message names answers (on the same connection).
+    let named: Vec<&str> = message
+        .split("GET ")
+        .skip(1)
+        .map(|rest| rest.split([' ', ',', ';']).next().unwrap())
+        .collect();
+    assert!(!named.is_empty(), "{message}");
+    for path in named {
+        stream.write_all(raw(path).as_bytes()).await.unwrap();
+        let response = read_response(&mut stream).await.expect("a response");
+        let (status, _, body) = parse_raw(&response);
+        assert_eq!(
+            status, 200,
+            "the 404 points to {path}, which answers {status}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn connections_over_the_limit_get_a_json_503() {
     let server = spawn(hostile_state(Limits {
         max_connections: 2,

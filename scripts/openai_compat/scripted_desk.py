@@ -2,21 +2,30 @@
 
 LiteLLM loads it through `custom_provider_map` in litellm.yaml beside this file. The proxy does
 all of the protocol work (JSON bodies, server-sent events, tool-call deltas, errors); this file
-only decides what the model "says", from the tools it is offered and the conversation so far:
+only decides what the model "says", from the tools it is offered and the current turn of the
+conversation: the messages from the customer's last message on (the framework's "For context:"
+messages are not the customer's). "Not yet called" means "not called in this turn", so every
+turn of a thread calls its tools again:
 
 - offered `transfer_to_agent` before any tool call: transfer to `refund` when the customer's
   words mention a refund, to `complaint` when something is broken, if that agent is a legal
   target; offered no other tool, answer in one sentence;
+- offered `lookup_order` in a task (`finish_task` offered too) with no number in the customer's
+  words: ask for the order number (the next turn of the thread goes to the task);
 - offered `lookup_order` and not yet called: look up each order number in the customer's words
   (42 if there is none), one call per number in one reply;
 - offered `issue_refund` after a lookup: refund the price the lookup reported;
 - offered `log_complaint` and not yet called: log the customer's words;
 - offered `exit` after a tool call: exit with the last tool result;
-- otherwise: answer with text (after tool calls, "Done: <the last reply's tool results>", else
-  "You said: <the last user message>"); asked for JSON matching a schema (`response_format` of
-  type `json_schema`), answer with an object of its required properties: `true` for booleans,
-  42 for numbers, "order 42" for strings; but the first time the last user message contains
-  "bad json", answer with text that is not JSON.
+- any other offered tool (a flow's own, not a built-in) not yet called: call it once, with an
+  object of its required properties (as for JSON below);
+- offered `finish_task` after a tool call: finish with an object of its schema's properties;
+- otherwise: answer with text (after tool calls, "Done: <the last reply's tool results>"; after
+  a delegated agent's result, "Done: <its result>"; else "You said: <the last user message>");
+  asked for JSON matching a schema (`response_format` of type `json_schema`), answer with an
+  object of its required properties: `true` for booleans, 42 for numbers, "order 42" for
+  strings; but the first time the last user message contains "bad json", answer with text
+  that is not JSON.
 
 Streamed, text comes in pieces of four characters, and each tool call in three chunks (id and
 name, then its arguments in two halves), the calls of one reply at their own `index`. A streamed
@@ -40,23 +49,57 @@ def _text(content) -> str:
     return ""
 
 
+# Tools the framework adds: never called by the generic rule for a flow's own tools.
+_BUILTINS = {"transfer_to_agent", "exit", "finish_task", "read_tool_result"}
+
+
+def _is_context(m: dict) -> bool:
+    """Whether a user message is one the framework wrote (another agent's words, a result)."""
+    return _text(m.get("content")).startswith("For context:")
+
+
+def _turn(messages: list) -> list:
+    """The current turn: the messages from the customer's last message on."""
+    start = 0
+    for i, m in enumerate(messages):
+        if m.get("role") == "user" and not _is_context(m):
+            start = i
+    return messages[start:]
+
+
+def _object_for(schema: dict) -> dict:
+    """An object of a JSON schema's required properties (all of them if none is required)."""
+    properties = schema.get("properties") or {}
+    values = {"boolean": True, "number": 42, "integer": 42, "string": "order 42"}
+    answer = {}
+    for name in schema.get("required") or list(properties):
+        kind = (properties.get(name) or {}).get("type")
+        answer[name] = values.get(kind if isinstance(kind, str) else "string")
+    return answer
+
+
 def _decide(messages: list, tools: list) -> tuple[str, list[tuple[str, dict]]]:
     """What the model answers: its text and its tool calls (name, arguments)."""
     offered = {t["function"]["name"]: t["function"] for t in tools or [] if t.get("type") == "function"}
+    turn = _turn(messages)
     called = []
     called_last = []
     results = []
-    for m in messages:
+    for m in turn:
         if m.get("role") == "assistant":
             called_last = [c["function"]["name"] for c in m.get("tool_calls") or []]
             called += called_last
         if m.get("role") == "tool":
             results.append(_text(m.get("content")))
-    # The customer's words: the first user message (later ones may be context the framework adds).
-    said = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "").lower()
+    # The customer's words: the message that opened the turn.
+    said = next((_text(m.get("content")) for m in turn if m.get("role") == "user"), "").lower()
     order_ids = [int(n) for n in re.findall(r"\b(\d+)\b", said)] or [42]
     order_id = order_ids[0]
+    last = turn[-1] if turn else {}
 
+    if last.get("role") == "user" and _is_context(last) and "transfer_to_agent" not in _text(last.get("content")):
+        # A delegated agent's result came back (the framework's words, not a transfer's).
+        return "Done: " + _text(last.get("content")).removeprefix("For context:").strip(), []
     if "transfer_to_agent" in offered and not called:
         targets = offered["transfer_to_agent"]["parameters"]["properties"]["agent_name"].get("enum", [])
         for word, target in (("refund", "refund"), ("broken", "complaint")):
@@ -64,6 +107,10 @@ def _decide(messages: list, tools: list) -> tuple[str, list[tuple[str, dict]]]:
                 return "", [("transfer_to_agent", {"agent_name": target})]
         if set(offered) <= {"transfer_to_agent", "exit"}:
             return "Hello! We are open every day from 9 to 17, Sundays included.", []
+    numbers = re.findall(r"\b(\d+)\b", said)
+    if "lookup_order" in offered and "finish_task" in offered and not numbers and not called:
+        # A task converses: it asks for what it needs over the turns of a thread.
+        return "Of course. What is the order number?", []
     if "lookup_order" in offered and "lookup_order" not in called:
         return "", [("lookup_order", {"order_id": n}) for n in order_ids]
     if "issue_refund" in offered and "issue_refund" not in called and results:
@@ -74,6 +121,12 @@ def _decide(messages: list, tools: list) -> tuple[str, list[tuple[str, dict]]]:
         return "", [("log_complaint", {"summary": said.strip()[:200] or "no details"})]
     if "exit" in offered and "exit" not in called and results:
         return "", [("exit", {"final_result": f"Logged: {results[-1]}"})]
+    known = {"lookup_order", "issue_refund", "log_complaint"}
+    for name, function in offered.items():
+        if name not in _BUILTINS | known and name not in called:
+            return "", [(name, _object_for(function.get("parameters") or {}))]
+    if "finish_task" in offered and "finish_task" not in called and results:
+        return "", [("finish_task", _object_for(offered["finish_task"].get("parameters") or {}))]
     if results:
         return "Done: " + "; ".join(results[-len(called_last):] if called_last else results[-1:]), []
     return f"You said: {_last_user(messages)}", []
@@ -86,13 +139,7 @@ def _json_answer(messages: list, response_format) -> str | None:
     if "bad json" in _last_user(messages) and not any(m.get("role") == "assistant" for m in messages):
         return "Sure, here it is: approved."
     schema = (response_format.get("json_schema") or {}).get("schema") or {}
-    properties = schema.get("properties") or {}
-    values = {"boolean": True, "number": 42, "integer": 42, "string": "order 42"}
-    answer = {}
-    for name in schema.get("required") or list(properties):
-        kind = (properties.get(name) or {}).get("type")
-        answer[name] = values.get(kind if isinstance(kind, str) else "string")
-    return json.dumps(answer)
+    return json.dumps(_object_for(schema))
 
 
 def _last_user(messages: list) -> str:

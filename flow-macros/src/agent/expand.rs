@@ -29,7 +29,32 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
     let transfers = transfer_enum(args, &vis, &quote!(#ident), &ident, cx);
 
-    let run_body = if sig_ok {
+    let by_ref = matches!(
+        f.sig.inputs.first(),
+        Some(FnArg::Typed(t)) if matches!(&*t.ty, Type::Reference(r) if r.mutability.is_none())
+    );
+    let run_body = if sig_ok && by_ref {
+        // The common shape, `(cx: &AgentContext[, input])`: the glue around the body is a
+        // generic fn of the runtime, type-checked once there rather than once per agent.
+        let ret_span = output_span(&f.sig.output);
+        let call = if f.sig.inputs.len() == 2 {
+            quote_spanned!(ret_span=> #p::run_body::<Self, _, _>(
+                __agentflow_run,
+                __agentflow_input,
+                __agentflow_resume,
+                #ident,
+            ))
+        } else {
+            quote_spanned!(ret_span=> {
+                let _ = __agentflow_input;
+                #p::run_body_cx::<Self, _, _>(__agentflow_run, __agentflow_resume, #ident)
+            })
+        };
+        quote! {
+            #f
+            #call
+        }
+    } else if sig_ok {
         let call_args = call_args(f.sig.inputs.iter(), f.sig.inputs.len());
         let ret_span = output_span(&f.sig.output);
         let into = quote_spanned!(ret_span=> <_ as #p::IntoOutcome<Self>>::into_outcome);

@@ -32,6 +32,22 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     }
     let out = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Fn(f)) if f.sig.receiver().is_some() => {
+            // A method: `#[agent]` was put on a fn inside an impl block. Leave the method as
+            // written, with this one error.
+            let ident = &f.sig.ident;
+            cx.error_at(
+                &f.sig,
+                format!(
+                    "#[agent] on the method `{ident}`: an agent with state is a struct: put \
+                     #[agent] on the struct and on its impl block (not on the method), and \
+                     name the method `run`, as in `#[agent] impl MyAgent {{ async fn run(&self, \
+                     cx: &AgentContext) {{ ... }} }}`; an agent without state is a free async fn \
+                     without `self`"
+                ),
+            );
+            quote!(#f)
+        }
         Ok(syn::Item::Fn(f)) => expand::agent_fn(&args, f, &mut cx),
         Ok(syn::Item::Struct(s)) => expand::agent_struct(&args, s, &mut cx),
         Ok(syn::Item::Impl(i)) => expand::agent_impl(&args, i, &mut cx),

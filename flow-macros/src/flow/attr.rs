@@ -194,7 +194,16 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
                 let n: LitInt = content.parse().map_err(|e| {
                     syn::Error::new(e.span(), "`last` takes a count: `context = last(5)`")
                 })?;
-                n.base10_parse::<usize>()?;
+                n.base10_parse::<usize>().map_err(|_| {
+                    syn::Error::new(
+                        n.span(),
+                        format!(
+                            "`last` takes how many of the latest history entries the agent \
+                             sees, a whole number of 0 or more, not `{n}`: write \
+                             `context = last(5)`"
+                        ),
+                    )
+                })?;
                 ContextOpt::LastN(n)
             }
             "compact" => {
@@ -247,8 +256,9 @@ fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {
     parser.parse2(tokens)
 }
 
-/// The description of a workflow node: its doc comment. Attributes other than doc comments,
-/// and doc comments on agent nodes (whose description comes from the agent), are errors.
+/// The description of a workflow or `dyn` node: its doc comment. Attributes other than doc
+/// comments, and doc comments on agent-type nodes (whose description comes from the agent),
+/// are errors.
 pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
     for attr in ast.attrs.iter().filter(|a| !a.path().is_ident("doc")) {
         cx.error_at(
@@ -268,22 +278,14 @@ pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
                 format!(
                     "a doc comment on agent node `{}` would be lost: an agent's description is \
                      the doc comment where the agent is declared (or `#[agent(description = \
-                     \"...\")]`); in `flow!`, doc comments describe workflow nodes",
+                     \"...\")]`); in `flow!`, doc comments describe workflow and `dyn` nodes",
                     ast.written()
                 ),
             );
             None
         }
-        Target::Dyn(name) => {
-            cx.error_at(
-                first,
-                format!(
-                    "a doc comment on `dyn {name}` would be lost: the agent given for it at run \
-                     time brings its own description; in `flow!`, doc comments describe \
-                     workflow nodes"
-                ),
-            );
-            None
-        }
+        // A `dyn` node's doc comment describes it in the flow's pictures (rustdoc, `svg()`):
+        // its agent is only known at run time.
+        Target::Dyn(_) => Some(crate::names::doc_text(&ast.attrs)),
     }
 }

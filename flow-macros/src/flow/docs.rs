@@ -6,13 +6,17 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use std::collections::HashMap;
+
 use super::attr::ContextOpt;
+use super::local_agents::{self, LocalAgent};
 use super::parse::{FlowAst, WorkflowKind};
 use super::tree::{Kind, Node, Tree};
 
 /// The doc attributes of the flow type: the user's, then the generated sections.
 pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     let flow = ast.name.to_string();
+    let local = local_agents::scan(ast.name.span());
     let mut lines: Vec<String> = Vec::new();
     let user_doc = ast.attrs.iter().any(|a| a.path().is_ident("doc"));
     if user_doc {
@@ -41,13 +45,18 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     // The picture: an inline SVG, laid out here, at compile time. An HTML block (the `<div>` on
     // its own line) so Markdown leaves it alone.
     lines.push(" <div class=\"agentflow-diagram\">".into());
-    lines.push(format!(" {}", flow_diagram::svg(&flow, &diagram(tree, 0))));
+    lines.push(format!(
+        " {}",
+        flow_diagram::svg(&flow, &diagram(tree, 0, &local))
+    ));
     lines.push(" </div>".into());
     lines.push(String::new());
     lines.push(format!(
-        " Boxes show each agent's name and kind; the agents' descriptions are drawn by \
-         [`{flow}::svg`] and, with those of agents built at run time, by `FlowAgent::to_svg`. \
-         [`{flow}::mermaid`] and [`{flow}::to_dot`] give the tree as Mermaid and Graphviz text."
+        " Boxes show each agent's name (the one a model uses), kind and description; agents \
+         declared in another file are shown by their identifier here, and with their real \
+         names and descriptions by [`{flow}::svg`] (and, with those of agents given at run \
+         time, by `FlowAgent::to_svg`). [`{flow}::mermaid`] and [`{flow}::to_dot`] give the \
+         tree as Mermaid and Graphviz text."
     ));
     lines.push(String::new());
     lines.push(" # Transfers".into());
@@ -158,15 +167,27 @@ pub(crate) fn note(node: &Node) -> String {
     }
 }
 
-/// The tree below node `i`, for `flow-diagram`.
-fn diagram(tree: &Tree, i: usize) -> flow_diagram::Node {
+/// The tree below node `i`, for `flow-diagram`: an agent declared in this file is drawn with
+/// its real name and description (`local`).
+fn diagram(tree: &Tree, i: usize, local: &HashMap<String, LocalAgent>) -> flow_diagram::Node {
     let node = &tree.nodes[i];
-    let mut out = flow_diagram::Node::new(name(node))
+    let found = match node.kind {
+        Kind::Static(_) | Kind::Given(_) => local.get(&node.label.to_string()),
+        _ => None,
+    };
+    let name = found
+        .and_then(|a| a.name.clone())
+        .unwrap_or_else(|| name(node));
+    let description = match found {
+        Some(a) => a.description.clone(),
+        None => node.description.clone().unwrap_or_default(),
+    };
+    let mut out = flow_diagram::Node::new(name)
         .note(note(node))
-        .description(node.description.clone().unwrap_or_default())
+        .description(description)
         .barred(tree.barred(i));
     for &c in &node.children {
-        out = out.child(diagram(tree, c));
+        out = out.child(diagram(tree, c, local));
     }
     out
 }

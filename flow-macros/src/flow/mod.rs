@@ -11,6 +11,7 @@
 
 mod attr;
 mod docs;
+mod local_agents;
 mod lower;
 mod parse;
 mod tree;

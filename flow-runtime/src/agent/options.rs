@@ -92,7 +92,7 @@ impl AgentRunOptions {
     }
 
     /// An option the agent's tools read with
-    /// [`ToolContext::tool_option`](crate::ToolContext::tool_option).
+    /// [`ToolContext::tool_option_value`](crate::ToolContext::tool_option_value).
     pub fn tool_option(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
         self.tool_options.insert(key.into(), value);
         self
@@ -129,7 +129,8 @@ impl AgentRunOptions {
         &self.params
     }
 
-    /// The tool option `key`, if set.
+    /// The tool option `key`, if set (a tool reads it with
+    /// [`ToolContext::tool_option_value`](crate::ToolContext::tool_option_value)).
     pub fn tool_option_value(&self, key: &str) -> Option<&serde_json::Value> {
         self.tool_options.get(key)
     }

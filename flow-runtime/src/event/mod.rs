@@ -187,7 +187,10 @@ impl AgentEvent {
     }
 
     /// The whole message, if the output is one (`None` for a streamed message: read both
-    /// kinds with [`read_message`](AgentEvent::read_message)).
+    /// kinds with [`read_message`](AgentEvent::read_message), the name both event types share).
+    /// A recorded event's synchronous read is
+    /// [`SessionEvent::message_now`](crate::SessionEvent::message_now), which also gives a
+    /// streamed message once its stream has ended, since the session records the stream.
     pub fn message_output(&self) -> Option<&Message> {
         self.output
             .as_ref()

@@ -3,10 +3,11 @@
 //! conversation is cut off to be summarised ([`plan_compaction`]), who writes the summary
 //! ([`CompactionSummarizer`], [`ModelSummarizer`]), and the record a compaction leaves in the
 //! history ([`CompactionRecord`]), so that a later turn, a resumed run or a recovered one sees
-//! the same summary instead of writing it again.
+//! the same summary instead of writing it again. [`UsageCalibration`] corrects the count with
+//! the prompt tokens the model reports, so that the budget holds as the model counts.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -16,8 +17,9 @@ use crate::model::{ChatModel, ChatRequest, ModelParams};
 
 /// Counts the tokens of a message, as a budget sees them.
 ///
-/// The default, [`EstimatedTokens`], estimates; give a counter backed by your model's tokenizer
-/// for exact counts.
+/// The default, [`EstimatedTokens`], estimates; a [`ContextBudget`] corrects the estimate with
+/// the usage the model reports ([`UsageCalibration`]). Give a counter backed by your model's
+/// tokenizer for exact counts before the first reply.
 pub trait TokenCounter: Send + Sync + 'static {
     /// The tokens `message` takes in a request.
     fn count(&self, message: &Message) -> usize;
@@ -62,6 +64,88 @@ pub fn estimate_tokens(message: &Message) -> usize {
     bytes += message.tool_name.as_deref().map_or(0, str::len);
     bytes += message.tool_call_id.as_deref().map_or(0, str::len);
     4 + bytes.div_ceil(4) + 85 * message.parts.len()
+}
+
+/// How the prompt tokens a model reports compare with a budget's count of the same request.
+///
+/// A [`ContextBudget`] counts with its [`TokenCounter`] (an estimate by default); the model
+/// counts with its own tokenizer and says how many prompt tokens a request took in the
+/// [`Usage`](crate::Usage) of its reply. After each call, the agent [observes](Self::observe)
+/// both figures for the request it sent; the next request's count is scaled by their ratio
+/// ([`to_model`](Self::to_model)), and the budget's limits are brought into the counter's units
+/// by the inverse ([`to_counted`](Self::to_counted)). So a model whose tokenizer takes twice
+/// the estimate makes the budget compact twice as early, and a request stays within the budget
+/// as the model counts it (as far as the last request's ratio holds for the next one).
+///
+/// Until a call reported usage (or when it reports none) the ratio is 1: the counter's own
+/// figures are used. A resumed or recovered run starts from the usage recorded on the agent's
+/// last reply in its history (see [`ContextBudget::calibrate_from_usage`]).
+///
+/// ```
+/// use flow_runtime::history::UsageCalibration;
+/// let calibration = UsageCalibration::new();
+/// assert_eq!(calibration.to_model(100), 100);
+/// // The model counted 300 tokens where the estimate said 200.
+/// calibration.observe(200, 300);
+/// assert_eq!(calibration.to_model(100), 150);
+/// assert_eq!(calibration.to_counted(3_000), 2_000);
+/// ```
+#[derive(Debug, Default)]
+pub struct UsageCalibration {
+    /// The last observation: (counted, reported), both non-zero.
+    last: Mutex<Option<(u64, u64)>>,
+}
+
+impl UsageCalibration {
+    /// No observation yet: a ratio of 1.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that a request counted as `counted` tokens took `reported` prompt tokens as the
+    /// model counts them. Either figure 0 (no usage reported) is ignored.
+    pub fn observe(&self, counted: usize, reported: u64) {
+        if counted == 0 || reported == 0 {
+            return;
+        }
+        *self.last.lock().expect("calibration lock") = Some((counted as u64, reported));
+    }
+
+    /// Whether a request's usage was observed.
+    pub fn is_calibrated(&self) -> bool {
+        self.last().is_some()
+    }
+
+    /// The model's tokens per counted token, from the last observation.
+    pub fn ratio(&self) -> Option<f64> {
+        self.last().map(|(c, r)| r as f64 / c as f64)
+    }
+
+    /// `counted` tokens as the model would count them (rounded up).
+    pub fn to_model(&self, counted: usize) -> usize {
+        match self.last() {
+            None => counted,
+            Some((c, r)) => {
+                let scaled = (counted as u128 * r as u128).div_ceil(c as u128);
+                usize::try_from(scaled).unwrap_or(usize::MAX)
+            }
+        }
+    }
+
+    /// `model` tokens, as the model counts them, in the counter's units (rounded down).
+    pub fn to_counted(&self, model: usize) -> usize {
+        match self.last() {
+            None => model,
+            Some((c, r)) => {
+                let scaled = model as u128 * c as u128 / r as u128;
+                usize::try_from(scaled).unwrap_or(usize::MAX)
+            }
+        }
+    }
+
+    fn last(&self) -> Option<(u64, u64)> {
+        *self.last.lock().expect("calibration lock")
+    }
 }
 
 /// Writes the summary that stands for the oldest part of a conversation when a
@@ -198,7 +282,10 @@ impl CompactionSummarizer for ModelSummarizer {
 /// exceed it.
 ///
 /// Before every model call the agent counts its request (messages, and the tool definitions as
-/// JSON) with the budget's [`TokenCounter`]. Over [`max_tokens`](ContextBudget::max_tokens),
+/// JSON) with the budget's [`TokenCounter`], scaled by the prompt tokens the model reported for
+/// its last request against the count of that request ([`UsageCalibration`]; turn it off with
+/// [`calibrate_from_usage`](ContextBudget::calibrate_from_usage)): every limit of the budget
+/// is in tokens as the model counts them. Over [`max_tokens`](ContextBudget::max_tokens),
 /// it compacts: the oldest part of the conversation is replaced by a summary that the
 /// [`CompactionSummarizer`] writes, keeping the newest messages whole (up to
 /// [`keep_tokens`](ContextBudget::keep_tokens)), never cutting between a tool call and its
@@ -228,6 +315,7 @@ pub struct ContextBudget {
     set_aside_over: Option<usize>,
     summarizer: Arc<dyn CompactionSummarizer>,
     counter: Arc<dyn TokenCounter>,
+    calibrate: bool,
 }
 
 impl ContextBudget {
@@ -245,6 +333,7 @@ impl ContextBudget {
             set_aside_over: None,
             summarizer,
             counter: Arc::new(EstimatedTokens),
+            calibrate: true,
         }
     }
 
@@ -266,6 +355,22 @@ impl ContextBudget {
     pub fn counter(mut self, counter: impl TokenCounter) -> Self {
         self.counter = Arc::new(counter);
         self
+    }
+
+    /// Whether the count is corrected by the prompt tokens the model reports (the default:
+    /// `true`; see [`UsageCalibration`]). Each agent keeps its own calibration (its model's
+    /// tokenizer against this budget's counter), learnt from its last request, or, when it has
+    /// made none yet in this process, from the usage recorded on its last reply in the
+    /// history it is given. Turn it off when the counter is exact or the model's usage is not
+    /// about the request (a proxy that adds or hides messages).
+    pub fn calibrate_from_usage(mut self, calibrate: bool) -> Self {
+        self.calibrate = calibrate;
+        self
+    }
+
+    /// Whether the count is corrected by the model's reported usage.
+    pub fn calibrates(&self) -> bool {
+        self.calibrate
     }
 
     /// The most tokens a request may take.
@@ -305,6 +410,7 @@ impl fmt::Debug for ContextBudget {
             .field("max_tokens", &self.max_tokens)
             .field("keep_tokens", &self.keep_tokens)
             .field("set_aside_over", &self.set_aside_over)
+            .field("calibrate", &self.calibrate)
             .finish_non_exhaustive()
     }
 }

@@ -39,7 +39,7 @@ use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInfo, AgentInput, EventStream, RunContext};
 use crate::event::AgentError;
-use crate::history::ContextBudget;
+use crate::history::{ContextBudget, UsageCalibration};
 use crate::llm::structured::{OutputSchema, StructuredOutput, DEFAULT_OUTPUT_RETRIES};
 use crate::llm::tool::Tool;
 use crate::message::{Message, MessageRef};
@@ -293,6 +293,8 @@ pub struct ChatModelAgent {
     pub(super) budget: Option<ContextBudget>,
     /// The tokens of the last tool definitions counted for the budget (by their address).
     pub(super) definition_tokens: Mutex<Option<(usize, usize)>>,
+    /// The model's reported prompt tokens against the budget's count of the same request.
+    pub(super) calibration: UsageCalibration,
 }
 
 /// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
@@ -338,6 +340,7 @@ impl ChatModelAgent {
                 record_content: false,
                 budget: None,
                 definition_tokens: Mutex::new(None),
+                calibration: UsageCalibration::new(),
             },
         }
     }

@@ -118,8 +118,10 @@ impl ChatModelAgent {
             let reply = match self.budget_at(cx.node()) {
                 None => self.ask_model(cx, &request, streaming).await?,
                 Some(budget) => {
-                    let sent = self.fit_budget(cx, budget, &mut request).await?;
-                    self.ask_model(cx, &sent, streaming).await?
+                    let fitted = self.fit_budget(cx, budget, &mut request).await?;
+                    let reply = self.ask_model(cx, &fitted.request, streaming).await?;
+                    self.calibrate(budget, fitted.counted, &reply);
+                    reply
                 }
             };
             used += 1;

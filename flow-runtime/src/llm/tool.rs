@@ -109,11 +109,22 @@ impl ToolContext {
     }
 
     /// The run option `key` addressed to the calling agent
-    /// ([`AgentRunOptions::tool_option`](crate::AgentRunOptions::tool_option)), if given.
-    pub fn tool_option(&self, key: &str) -> Option<&serde_json::Value> {
+    /// ([`AgentRunOptions::tool_option`](crate::AgentRunOptions::tool_option) sets it), if
+    /// given: the same name as [`AgentRunOptions::tool_option_value`](crate::AgentRunOptions::tool_option_value),
+    /// which reads it from the options.
+    pub fn tool_option_value(&self, key: &str) -> Option<&serde_json::Value> {
         self.run
             .agent_options()
             .and_then(|o| o.tool_option_value(key))
+    }
+
+    /// The former name of [`tool_option_value`](ToolContext::tool_option_value).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `tool_option_value`, as on `AgentRunOptions`"
+    )]
+    pub fn tool_option(&self, key: &str) -> Option<&serde_json::Value> {
+        self.tool_option_value(key)
     }
 
     /// The same context, for resuming a call that stopped with [`ToolError::Interrupted`]:

@@ -408,6 +408,39 @@ impl Runner {
         Ok(self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info)))
     }
 
+    /// [`resume`](Runner::resume) with `options` for the resumed run in place of the
+    /// runner's [`run_options`](Runner::run_options): the way to give a
+    /// [history modifier](crate::AgentRunOptions::history_modifier), or any option, to one
+    /// resume.
+    ///
+    /// ```no_run
+    /// # use std::collections::HashMap;
+    /// # use std::sync::Arc;
+    /// # use flow_runtime::{AgentRunOptions, Message, Runner, RunOptions};
+    /// # async fn resume(runner: &Runner) -> Result<(), flow_runtime::CheckpointError> {
+    /// let note = RunOptions::new().agent(
+    ///     "clerk",
+    ///     AgentRunOptions::new().history_modifier(|mut history| {
+    ///         history.push(Arc::new(Message::user("Note: ship it today.")));
+    ///         history
+    ///     }),
+    /// );
+    /// let events = runner.resume_with("h", HashMap::new(), note).await?;
+    /// # drop(events);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn resume_with(
+        &self,
+        checkpoint_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        options: RunOptions,
+    ) -> Result<EventStream, CheckpointError> {
+        let mut runner = self.clone();
+        runner.options = Arc::new(options);
+        runner.resume(checkpoint_id, targets).await
+    }
+
     /// Claims checkpoint `checkpoint_id` (see [`claim_checkpoint`](Self::claim_checkpoint)) and
     /// restores its run, starting at agent `start`: the session, the run's context (this
     /// runner's options, limits and middleware; tool calls keyed under `scope` of the

@@ -54,6 +54,7 @@ use super::checkpoint::record_events;
 use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
+use crate::agent::options::RunOptions;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
@@ -104,6 +105,9 @@ pub(crate) struct ThreadSettings {
     /// one. A queued run's turns use the run's id, so running it again gives its tool calls
     /// the same keys.
     pub(crate) scope: Option<Arc<str>>,
+    /// Who the turns started by this (cloned) runner are recorded as started by, when the
+    /// call names nobody (see [`Runner::acting_for`]).
+    pub(crate) by: Option<Arc<str>>,
     /// How long a thread lives after its last record (see `housekeeping`).
     pub(crate) ttl: Option<Duration>,
 }
@@ -310,6 +314,16 @@ impl Runner {
         self.turn_of(thread_id, message, None).await
     }
 
+    /// This runner, recording `by` (a principal id, as a service names its caller) in the
+    /// records of the turns and resumes it starts without naming anyone, runs included
+    /// ([`start_run`](Runner::start_run), [`start_resume`](Runner::start_resume)): the runs
+    /// share this runner's registry, threads and store.
+    pub fn acting_for(&self, by: &str) -> Runner {
+        let mut runner = self.clone();
+        runner.threads.by = Some(by.into());
+        runner
+    }
+
     /// [`turn`](Runner::turn), recording `by` (the caller, as a service names it: a principal
     /// id) in the turn's record ([`ThreadRecord::by`]).
     pub async fn turn_by(
@@ -327,6 +341,7 @@ impl Runner {
         message: Message,
         by: Option<Arc<str>>,
     ) -> Result<Turn, ThreadError> {
+        let by = by.or_else(|| self.threads.by.clone());
         if self.thread_expired(thread_id).await? {
             // An expired thread is gone: the message starts a new one under its id.
             self.delete_thread(thread_id).await?;
@@ -467,6 +482,21 @@ impl Runner {
         self.resume_turn_of(thread_id, targets, None).await
     }
 
+    /// [`resume_turn`](Runner::resume_turn) with `options` for the resumed turn in place of
+    /// the runner's [`run_options`](Runner::run_options) (a
+    /// [history modifier](crate::AgentRunOptions::history_modifier), for instance).
+    pub async fn resume_turn_with(
+        &self,
+        thread_id: &str,
+        targets: HashMap<String, serde_json::Value>,
+        options: RunOptions,
+    ) -> Result<Turn, ThreadError> {
+        self.clone()
+            .run_options(options)
+            .resume_turn_of(thread_id, targets, None)
+            .await
+    }
+
     /// [`resume_turn`](Runner::resume_turn), recording `by` (who answered the interrupt, as a
     /// service names its caller) in the continuation's record ([`ThreadRecord::by`]).
     pub async fn resume_turn_by(
@@ -485,6 +515,7 @@ impl Runner {
         targets: HashMap<String, serde_json::Value>,
         by: Option<Arc<str>>,
     ) -> Result<Turn, ThreadError> {
+        let by = by.or_else(|| self.threads.by.clone());
         let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
         let started = self
             .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease)

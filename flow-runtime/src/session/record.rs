@@ -143,7 +143,12 @@ impl SessionEvent {
         )
     }
 
-    /// The message if it is already whole, without waiting for a stream.
+    /// The message if it is already whole, without waiting for a stream: a whole message, or a
+    /// streamed one whose stream has ended. Waiting for either kind is
+    /// [`read_message`](SessionEvent::read_message), the name
+    /// [`AgentEvent`](crate::AgentEvent) shares; a live event's synchronous read is
+    /// [`AgentEvent::message_output`](crate::AgentEvent::message_output) (whole messages only:
+    /// a live event holds a reader of its stream, not a record of it).
     pub fn message_now(&self) -> Option<MessageRef> {
         match &self.output {
             RecordedOutput::Message(m) => Some(Arc::clone(m)),

@@ -61,3 +61,13 @@ pub trait FlowBuilt: AgentSpec + Agent + Sized {
     /// The agent's value.
     fn instance() -> Self;
 }
+
+/// The node of a flow that runs `agent`: barred from its parent or not, given the payload the
+/// agent type declares. What `flow!`'s `build()` writes for each agent-type node, written once
+/// here instead of once per node.
+#[doc(hidden)]
+pub fn flow_node<A: AgentSpec + Agent>(agent: A, barred: bool) -> crate::agent::FlowAgent {
+    crate::agent::FlowAgent::new(agent)
+        .disallow_transfer_to_parent(barred)
+        .payload(A::PAYLOAD.map(|make| make()))
+}

@@ -83,6 +83,65 @@ impl<F, N, T> RuntimeGiven<F, N, T> for Set<T> {
     }
 }
 
+/// What a setter of a flow builder asks of its node's slot: that it was not given yet, so a
+/// setter called twice fails to compile naming the node. `F` is the flow type, `N` the node's
+/// marker type. Only [`Unset`] implements it.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}`: node `{N}` was already given: call `.{N}(...)` once",
+    label = "`{N}` given a second time",
+    note = "each `dyn` and `runtime` node takes one agent; remove one of the two `.{N}(...)` calls"
+)]
+pub trait NotGiven<F, N> {}
+
+impl<F, N> NotGiven<F, N> for Unset {}
+
+/// What the setter of a `dyn` node asks of its argument: a closure called with the node
+/// ([`FlowNode`]) that returns the node's agent. Naming the flow `F` and the node `N`, it makes
+/// a value given instead of a closure fail to compile with a message that says what to write.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}`: `.{N}(...)` takes a closure `|node| ...` that returns the node's \
+               agent, not a `{Self}`",
+    label = "not a closure",
+    note = "write `.{N}(|node| ...)`, building the agent with the node's name (as in \
+            `FnAgent::new(node, ...)` or `ChatModelAgent::builder(node, model)`); for an agent \
+            already built, `.{N}(|_| agent)`"
+)]
+pub trait NodeMaker<F, N, T: 'static, A>: FnOnce(FlowNode<T>) -> A {}
+
+impl<F, N, T: 'static, A, C: FnOnce(FlowNode<T>) -> A> NodeMaker<F, N, T, A> for C {}
+
+/// What the setter of a `dyn` node asks of the value its closure returns: an [`Agent`].
+/// Naming the flow `F` and the node `N`, it makes a builder or a `Result` returned instead fail
+/// to compile with a message that says what to write.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}`: the closure given to `.{N}(...)` must return the node's agent, not a \
+               `{Self}`",
+    label = "returns a `{Self}`, which is not an agent",
+    note = "if it returns the agent's builder, call `.build()` on it; if it returns a `Result` \
+            (as `ChatModelAgentBuilder::build()` does), handle the error outside or unwrap it: \
+            `.{N}(|node| ChatModelAgent::builder(node, model).build().expect(\"valid agent\"))`"
+)]
+pub trait NodeAgent<F, N>: Agent {}
+
+impl<F, N, A: Agent> NodeAgent<F, N> for A {}
+
+/// What the stand-in setter of a node the flow builds itself asks of its argument. Nothing
+/// implements it: calling `.lookup(...)` for such a node fails to compile saying that only
+/// `dyn` and `runtime` nodes have setters.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}`: node `{N}` is built by the flow itself, so the builder has no setter \
+               for it",
+    label = "`{N}` is not a `dyn` or `runtime` node",
+    note = "only `dyn` and `runtime` nodes are given their agents at run time; to give this \
+            node its agent here, declare it `dyn name` (any agent, made by a closure) or \
+            `Type(runtime)` (a struct agent's value) in `flow!`; otherwise drop this call"
+)]
+pub trait NoSetter<F, N> {}
+
 /// What a flow hands the agent of one of its `dyn` nodes: the node's name and its legal
 /// transfer targets, typed. The builder's setter for the node calls your closure with it, so an
 /// agent built at run time (a `ChatModelAgent` with its client) takes its name from the flow

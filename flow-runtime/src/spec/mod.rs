@@ -15,6 +15,7 @@
 //! Files, one concept each:
 //!
 //! - `agent_spec.rs`: [`AgentSpec`] and [`FlowBuilt`], the facts of an agent type.
+//! - `body.rs`: [`run_body`], the glue around an `#[agent]` fn's body, written once.
 //! - `context.rs`: [`AgentContext`], the context of an `#[agent]` body.
 //! - `outcome.rs`: [`AgentResult`], [`Exit`], [`IntoOutcome`]: what a body returns.
 //! - `target.rs`: [`TransferTarget`], [`NoTarget`] and [`transfer`]: where a body may go.
@@ -26,6 +27,7 @@
 //!   written against a flow's generated types (`Flow::trajectory()`), for `flow-eval`.
 
 mod agent_spec;
+mod body;
 mod builder;
 mod context;
 mod outcome;
@@ -38,10 +40,12 @@ pub mod expected;
 #[doc(hidden)]
 pub mod render;
 
-pub use agent_spec::{AgentSpec, FlowBuilt};
+pub use agent_spec::{flow_node, AgentSpec, FlowBuilt};
+#[doc(hidden)]
+pub use body::{run_body, run_body_cx, AgentFnBody, AgentFnBodyCx};
 pub use builder::{
-    DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, RuntimeGiven, Set, UnknownAgent, Unset,
-    UseTheBuilder,
+    DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, NoSetter, NodeAgent, NodeMaker, NotGiven,
+    RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
 };
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};

@@ -37,7 +37,7 @@ use super::tasks::{parse_task_id, task_id, RunningTask, Tasks};
 use super::{card, map};
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::extract::{read_body, ApiPath};
+use crate::extract::{read_body, refuse_announced_past, ApiPath};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
@@ -103,6 +103,9 @@ pub(crate) async fn endpoint(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let limits = a2a.app.limits();
+    if let Err(e) = refuse_announced_past(request.headers(), limits.max_body_bytes) {
+        return e.into_response();
+    }
     let body = read_body(request.into_body(), limits.max_body_bytes);
     let body = match tokio::time::timeout(limits.body_read_timeout, body).await {
         Ok(Ok(b)) => b,

@@ -9,6 +9,13 @@ const state = {
   busy: false,
   visited: new Set(),
   active: "",
+  failed: "", // the agent whose error ended the turn, drawn red
+  lastAgent: "",
+  waiting: false, // the thread waits for an approval or a stopped run: no new message
+  run: null, // the run followed: {id, last (event id), thread, message?}
+  abort: null, // stops following it (the run goes on on the server)
+  shownTurns: new Set(), // "turn:resumed" of the records the page shows
+  flows: [], // the served flows' names
   // What the signed-in principal may do (GET /v1/me); Approve buttons need `approve`.
   scopes: [],
 };
@@ -55,7 +62,8 @@ function randomThread() {
 // ---- HTTP ----------------------------------------------------------------------------------
 
 async function api(path, options) {
-  const opts = Object.assign({ headers: {} }, options || {});
+  const opts = Object.assign({}, options || {});
+  opts.headers = Object.assign({}, opts.headers || {});
   if (state.token) opts.headers["Authorization"] = "Bearer " + state.token;
   if (opts.json !== undefined) {
     opts.headers["Content-Type"] = "application/json";
@@ -76,16 +84,8 @@ function publicText(error) {
   return error.correlation_id ? error.message + " (ref " + error.correlation_id + ")" : error.message;
 }
 
-async function errorText(response) {
-  try {
-    const body = await response.json();
-    return body.error ? publicText(body.error) : response.statusText;
-  } catch (_) {
-    return response.status + " " + response.statusText;
-  }
-}
-
-// Reads a text/event-stream response, calling onEvent(name, data) per event.
+// Reads a text/event-stream response, calling onEvent(name, data, id) per event (`id`: the
+// event's id, null without one).
 async function readSse(response, onEvent) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
@@ -99,6 +99,7 @@ async function readSse(response, onEvent) {
       const block = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
       let name = "message";
+      let id = null;
       const data = [];
       for (const line of block.split("\n")) {
         if (line.startsWith(":")) continue;
@@ -108,8 +109,9 @@ async function readSse(response, onEvent) {
         if (val.startsWith(" ")) val = val.slice(1);
         if (field === "event") name = val;
         else if (field === "data") data.push(val);
+        else if (field === "id") id = val;
       }
-      if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")), id);
     }
   }
 }
@@ -164,7 +166,8 @@ function drawTree() {
   }
   for (const m of nodes) {
     const cls = ["node"];
-    if (state.active === m.n.name) cls.push("active");
+    if (state.failed === m.n.name) cls.push("failed");
+    else if (state.active === m.n.name) cls.push("active");
     else if (state.visited.has(m.n.name)) cls.push("visited");
     const g = svg("g", { class: cls.join(" "), "data-agent": m.n.name, transform: `translate(${m.x},${y(m.depth)})` });
     const title = svg("title");
@@ -203,7 +206,13 @@ function timeline(kind, path, label, detail) {
   item.scrollIntoView({ block: "end" });
 }
 
-function showApprovals(interrupts) {
+// Whether `i` is the mark of a turn stopped at a safe point (no human is asked anything).
+function isStop(i) {
+  return !!i.info && typeof i.info === "object" && Object.keys(i.info).length === 1 && typeof i.info.cancelled === "string";
+}
+
+function showApprovals(all) {
+  const interrupts = (all || []).filter((i) => !isStop(i));
   const host = $("#approvals");
   host.textContent = "";
   const count = $("#approval-count");
@@ -215,39 +224,48 @@ function showApprovals(interrupts) {
   }
   for (const i of interrupts) {
     const question = (i.info && (i.info.question || i.info.message)) || JSON.stringify(i.info);
-    // Entries of the queue name their thread; those of a turn's end are the current thread's.
+    // Entries of the queue name their flow and thread; those of a turn's end are the current
+    // thread's.
     const thread = i.thread || currentThread();
+    const flow = i.flow || state.flow;
     let buttons;
     if (may("approve")) {
       const approve = el("button", { class: "approve", type: "button" }, "Approve");
       const deny = el("button", { class: "deny", type: "button" }, "Deny");
-      approve.addEventListener("click", () => resume(thread, i.id, true));
-      deny.addEventListener("click", () => resume(thread, i.id, false));
+      approve.addEventListener("click", () => resume(flow, thread, i.id, true));
+      deny.addEventListener("click", () => resume(flow, thread, i.id, false));
       buttons = el("div", { class: "buttons" }, approve, deny);
     } else {
       buttons = el("p", { class: "muted" }, "Waiting for an approver.");
     }
-    host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread },
+    const where = (state.flows.length > 1 ? "flow " + flow + " · " : "") + "thread " + thread;
+    host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread, "data-flow": flow },
       el("p", { class: "question" }, question),
-      el("div", { class: "meta" }, "thread " + thread + " · interrupt " + i.id),
+      el("div", { class: "meta" }, where + " · interrupt " + i.id),
       buttons));
   }
 }
 
-// The approvals queue of the flow when the principal may see it, else what the current
-// thread waits on (`pending`, from the thread or from the end of its last turn).
+// The approvals queue of every served flow when the principal may see it, else what the
+// current thread waits on (`pending`, from the thread or from the end of its last turn).
 async function refreshApprovals(pending) {
   if (!mayQueue()) {
     showApprovals(pending);
     return;
   }
+  // The queue: what every thread of every served flow waits on, as far as the caller may see.
+  const queue = [];
   try {
-    const response = await api("/flows/" + encodeURIComponent(state.flow) + "/interrupts");
-    if (response.ok) showApprovals((await response.json()).interrupts);
-    else showApprovals(pending);
+    for (const flow of state.flows) {
+      const response = await api("/flows/" + encodeURIComponent(flow) + "/interrupts");
+      if (!response.ok) continue;
+      for (const i of (await response.json()).interrupts) queue.push(Object.assign({ flow }, i));
+    }
   } catch (_) {
     showApprovals(pending);
+    return;
   }
+  showApprovals(queue);
 }
 
 // Who answered which interrupt of the thread, when, for whom (the thread's record).
@@ -267,16 +285,86 @@ function showAnswered(records) {
   }
 }
 
-// Handles the events of one streamed turn or resume.
-function turnHandler(resumed) {
+// ---- runs -----------------------------------------------------------------------------------
+
+// A friendly sentence for an error the API answered: the API's own wording (endpoints, settings)
+// is for developers, not for the person chatting.
+function friendly(error) {
+  const code = error.code || "";
+  const message = error.message || "";
+  if (code === "busy") return "The assistant is still answering; wait until it has finished.";
+  if (code === "conflict" && /waits for interrupt/.test(message)) {
+    return "This conversation waits for an approval; it goes on once someone answers it.";
+  }
+  const plain = message
+    .replace(/\s*\((?:POST|GET|DELETE|PUT)\b[^)]*\)/g, "")
+    .replace(/\s*\([A-Z][A-Za-z]*::[A-Za-z_]+\)/g, "");
+  return publicText(Object.assign({}, error, { message: plain }));
+}
+
+async function friendlyErrorText(response) {
+  try {
+    const body = await response.json();
+    return body.error ? friendly(body.error) : response.statusText;
+  } catch (_) {
+    return response.status + " " + response.statusText;
+  }
+}
+
+function showUsage(usage, bubble) {
+  if (!usage || !(usage.input_tokens || usage.output_tokens)) return;
+  const text = usage.input_tokens + " in · " + usage.output_tokens + " out";
+  timeline("usage", null, "tokens", text);
+  if (bubble) bubble.append(el("span", { class: "usage" }, "tokens: " + text));
+}
+
+function addUsage(total, usage) {
+  if (!usage) return;
+  total.input_tokens += usage.input_tokens || 0;
+  total.output_tokens += usage.output_tokens || 0;
+}
+
+function turnLabel(turn, resumed) {
+  // Turns count from 0, as the API numbers them.
+  return resumed ? "turn " + turn + " resumed" : "turn " + turn;
+}
+
+// Handles the events of one run (a turn or a resume) as `POST .../runs` and
+// `GET .../runs/{run}/stream` send them.
+function runHandler(run) {
   const bubbles = new Map(); // run path -> the bubble being streamed
-  let failed = false; // the turn's error is shown once, whichever events carry it
+  const usage = { input_tokens: 0, output_tokens: 0 };
+  let failed = false; // the run's error is shown once, whichever events carry it
+  let skip = false; // the page already shows this run from the thread's timeline
+  let lastAnswer = null;
   return (name, data) => {
     if (name === "turn") {
-      const n = data.turn + 1;
-      timeline("turn", null, data.resumed ? "turn " + n + " resumed" : "turn " + n,
-        "thread " + data.thread + ", starts at " + data.started_at.join("/"));
-    } else if (name === "chunk") {
+      run.id = data.run_id;
+      if (data.resumed) run.inputShown = true;
+      const key = data.turn + ":" + data.resumed;
+      if (state.shownTurns.has(key)) {
+        skip = true;
+        run.inputShown = true;
+        return;
+      }
+      state.shownTurns.add(key);
+      const input = localStorage.getItem("agentflow-run-input:" + data.run_id);
+      if (run.message !== undefined) {
+        if (!data.resumed) localStorage.setItem("agentflow-run-input:" + data.run_id, run.message);
+        run.inputShown = true;
+      } else if (input !== null) {
+        chatMessage("user", input);
+        run.inputShown = true;
+      }
+      timeline("turn", null, turnLabel(data.turn, data.resumed), "starts at " + data.started_at.join("/"));
+      refreshRuns();
+      return;
+    }
+    if (name === "done") {
+      localStorage.removeItem("agentflow-run-input:" + data.run_id);
+    }
+    if (skip) return;
+    if (name === "chunk") {
       const key = data.run_path.join("/");
       let bubble = bubbles.get(key);
       if (!bubble) {
@@ -287,37 +375,63 @@ function turnHandler(resumed) {
       markActive(data.run_path);
     } else if (name === "event") {
       if (data.error) failed = true;
-      onEvent(data, bubbles);
+      if (data.message) addUsage(usage, data.message.usage);
+      lastAnswer = onEvent(data, bubbles) || lastAnswer;
     } else if (name === "error") {
-      if (!failed) chatMessage("error", publicText(data));
-      failed = true;
-      timeline("error", null, "error", publicText(data));
+      // Without a code: the stream was open too long and ends; the page re-attaches.
+      if (data.code) timeline("error", null, "error", friendly(data));
     } else if (name === "done") {
-      if (data.failed) {
+      state.active = "";
+      if (data.status === "error") {
+        if (!failed) chatMessage("error", publicText(data.error));
         timeline("error", null, "failed", "the turn was not recorded");
+        state.failed = state.failed || state.lastAgent;
+        drawTree();
         setStatus("failed", "error");
         return;
       }
-      timeline("done", null, data.interrupted ? "waiting for approval" : "finished", data.output || "");
-      if (data.interrupted) {
+      drawTree();
+      showUsage(usage, lastAnswer);
+      if (data.status === "interrupted") {
+        timeline("done", null, "waiting for approval");
+        setWaiting(true);
         refreshApprovals(data.interrupts);
         chatMessage("notice", "Waiting for a human to approve: see Approvals.");
         setStatus("waiting for approval");
+      } else if (data.status === "cancelled") {
+        const how = CANCEL_WORDS[data.cancel_mode] || (data.at_safe_point ? "at a safe point" : "at once");
+        timeline("cancelled", null, "stopped " + how);
+        const notice = chatMessage("notice", "Stopped " + how + ".");
+        if (data.at_safe_point && may("chat")) {
+          // The thread keeps what the turn finished: Continue goes on from there; a new
+          // message starts from there too.
+          const go = el("button", { type: "button", class: "continue" }, "Continue");
+          go.addEventListener("click", () => continueRun(data.run_id));
+          notice.append(go);
+        }
+        setStatus("stopped");
       } else {
+        timeline("done", null, "finished");
         refreshApprovals([]);
         setStatus("finished");
-        state.active = "";
-        drawTree();
       }
-      if (resumed && may("read")) refreshAnswered();
     }
   };
 }
 
+const CANCEL_WORDS = {
+  immediate: "at once",
+  after_model: "after the model's reply",
+  after_tools: "after the tool calls",
+};
+
+// Renders one event; answers the chat bubble of an assistant's answer, if it made one.
 function onEvent(e, bubbles) {
   const path = e.run_path;
   const key = path.join("/");
   markActive(path);
+  state.lastAgent = e.agent_name;
+  let answer = null;
   const m = e.message;
   if (m) {
     if (m.role === "assistant") {
@@ -326,8 +440,9 @@ function onEvent(e, bubbles) {
       if (bubble) {
         bubble.classList.remove("streaming");
         if (!m.content) bubble.remove();
+        else answer = bubble;
       } else if (m.content) {
-        chatMessage("assistant", m.content, key);
+        answer = chatMessage("assistant", m.content, key);
       }
       if (m.content) timeline("message", path, "said", m.content);
       for (const call of m.tool_calls || []) {
@@ -341,6 +456,7 @@ function onEvent(e, bubbles) {
   const a = e.action;
   if (a === "exit") timeline("exit", path, "exit", m && m.role === "tool" ? m.content : "");
   else if (a && a.transfer_to_agent) timeline("transfer", path, "transfer → " + a.transfer_to_agent);
+  else if (a && a.interrupted && isStop(a.interrupted)) timeline("cancelled", path, "stopped here");
   else if (a && a.interrupted) {
     const info = a.interrupted.info;
     timeline("interrupt", path, "interrupt " + a.interrupted.id, (info && info.question) || JSON.stringify(info));
@@ -348,32 +464,176 @@ function onEvent(e, bubbles) {
   if (e.error) {
     timeline("error", path, "error", publicText(e.error));
     chatMessage("error", publicText(e.error), key);
+    state.failed = e.agent_name;
+    state.active = "";
+    drawTree();
   }
+  return answer;
 }
 
-async function stream(path, body, label, resumed) {
-  state.busy = true;
-  $("#send").disabled = true;
-  setStatus(label, "busy");
-  try {
-    const response = await api(path, { method: "POST", json: body });
-    if (!response.ok) {
-      const text = await errorText(response);
-      chatMessage("error", text);
-      setStatus(text, "error");
-      return;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Reads a run's SSE `response` to its `done`, re-attaching after the last event id it saw
+// when the connection drops (the run goes on on the server meanwhile).
+async function follow(response, run, signal) {
+  const handle = runHandler(run);
+  let ended = false;
+  let silent = 0; // connections in a row that brought no event
+  for (;;) {
+    let heard = false;
+    try {
+      await readSse(response, (name, data, id) => {
+        heard = true;
+        if (id !== null) run.last = id;
+        if (name === "done") ended = true;
+        handle(name, data);
+      });
+    } catch (err) {
+      if (signal.aborted) return false;
     }
-    await readSse(response, turnHandler(resumed));
-    await loadHistory();
+    silent = heard ? 0 : silent + 1;
+    if (ended || signal.aborted || !run.id || !may("read") || silent >= 10) break;
+    await sleep(300);
+    const headers = run.last !== null ? { "Last-Event-ID": String(run.last) } : {};
+    try {
+      response = await api(threadPath(run.thread) + "/runs/" + encodeURIComponent(run.id) + "/stream", { headers, signal });
+    } catch (_) {
+      if (signal.aborted) return false;
+      continue;
+    }
+    if (!response.ok) break;
+    // How many times the page re-attached (shown on the status for whoever watches closely).
+    const status = $("#status");
+    status.dataset.reattached = String(Number(status.dataset.reattached || 0) + 1);
+  }
+  return ended;
+}
+
+// Follows `run` of the current thread from `response` (or, without one, attaches to it from
+// its first event), with the composer closed and the Stop button offered meanwhile.
+async function watch(run, response) {
+  const controller = new AbortController();
+  state.abort = controller;
+  state.run = run;
+  setBusy(true);
+  let ended = false;
+  try {
+    if (!response) {
+      response = await api(threadPath(run.thread) + "/runs/" + encodeURIComponent(run.id) + "/stream", { signal: controller.signal });
+      if (!response.ok) {
+        setStatus(await friendlyErrorText(response), "error");
+        return;
+      }
+    }
+    ended = await follow(response, run, controller.signal);
+    if (!ended && !controller.signal.aborted) {
+      chatMessage("error", "connection lost: the turn goes on; reload the page to see it");
+      setStatus("connection lost", "error");
+    }
   } catch (err) {
-    if (err.message !== "unauthorized") {
+    if (err.message !== "unauthorized" && !controller.signal.aborted) {
       chatMessage("error", "connection lost: " + err.message);
       setStatus("connection lost", "error");
     }
   } finally {
-    state.busy = false;
-    $("#send").disabled = false;
+    if (state.abort === controller) {
+      state.abort = null;
+      state.run = null;
+      setBusy(false);
+      if (ended) {
+        loadHistory();
+        refreshRuns();
+        refreshThreads();
+        if (may("read")) refreshAnswered();
+      }
+    }
   }
+  return ended;
+}
+
+// Starts a run of the current thread (`body`: a message or a resume) and follows it.
+async function startRun(body, label, message) {
+  setBusy(true);
+  setStatus(label, "busy");
+  const run = { id: null, last: null, thread: currentThread(), message };
+  let response;
+  try {
+    response = await api(threadPath() + "/runs", {
+      method: "POST",
+      json: Object.assign({ stream: true, on_disconnect: "continue" }, body),
+    });
+  } catch (err) {
+    setBusy(false);
+    if (err.message !== "unauthorized") {
+      chatMessage("error", "connection lost: " + err.message);
+      setStatus("connection lost", "error");
+    }
+    return;
+  }
+  if (!response.ok) {
+    const text = await friendlyErrorText(response);
+    chatMessage("error", text);
+    setStatus(text, "error");
+    setBusy(false);
+    return;
+  }
+  await watch(run, response);
+}
+
+// Asks the run going to stop, the way the Stop menu says.
+async function stop() {
+  const run = state.run;
+  if (!run || !run.id) return;
+  const mode = $("#cancel-mode").value;
+  $("#stop").disabled = true;
+  const response = await api(threadPath(run.thread) + "/runs/" + encodeURIComponent(run.id) + "/cancel", { method: "POST", json: { mode } });
+  if (!response.ok) {
+    $("#stop").disabled = false;
+    setStatus(await friendlyErrorText(response), "error");
+  } else if (state.run === run) {
+    setStatus("stopping " + (CANCEL_WORDS[mode] || "") + "…", "busy");
+  }
+}
+
+// Continues a run stopped at a safe point, as a new run.
+async function continueRun(runId) {
+  for (const b of document.querySelectorAll("#chat button.continue")) b.remove();
+  const response = await api(threadPath() + "/runs/" + encodeURIComponent(runId) + "/resume", { method: "POST", json: {} });
+  if (!response.ok) {
+    setStatus(await friendlyErrorText(response), "error");
+    return;
+  }
+  const next = await response.json();
+  setWaiting(false);
+  await watch({ id: next.run_id, last: null, thread: currentThread() });
+}
+
+// Whether the current thread waits (for an approval, or to continue a stopped run): the
+// composer stays closed meanwhile.
+function setWaiting(waiting) {
+  state.waiting = waiting;
+  updateComposer();
+}
+
+function setBusy(busy) {
+  state.busy = busy;
+  $("#stop-bar").hidden = !(busy && may("chat"));
+  $("#stop").disabled = false;
+  updateComposer();
+}
+
+function updateComposer() {
+  const input = $("#message-input");
+  const closed = state.busy || state.waiting || !may("chat");
+  input.disabled = closed;
+  $("#send").disabled = closed;
+  input.placeholder = state.waiting
+    ? "Waiting for an approval…"
+    : state.busy
+      ? "The assistant is answering…"
+      : !may("chat")
+        ? "You may read this conversation, not write in it"
+        : "Write a message to " + (state.flow || "the assistant");
 }
 
 function threadPath(thread) {
@@ -381,27 +641,85 @@ function threadPath(thread) {
 }
 
 async function send(text) {
-  chatMessage("user", text);
   state.visited.clear();
-  await stream(threadPath() + "/turns", { message: text }, "running…");
+  state.failed = "";
+  chatMessage("user", text);
+  await startRun({ message: text }, "running…", text);
 }
 
 // Answers interrupt `interruptId` of `thread`; an entry of the queue may be another thread's,
-// which the console then shows.
-async function resume(thread, interruptId, approve) {
+// or another flow's, which the console then shows.
+async function resume(flow, thread, interruptId, approve) {
   for (const b of document.querySelectorAll("#approvals button")) b.disabled = true;
-  if (thread !== currentThread()) {
+  if (flow !== state.flow) {
+    await loadFlow(flow, thread);
+  } else if (thread !== currentThread()) {
     $("#thread").value = thread;
-    $("#timeline").textContent = "";
     await loadThread();
   }
+  state.failed = "";
   timeline("turn", null, approve ? "approved" : "denied", interruptId);
-  await stream(threadPath(thread) + "/resume", { interrupt_id: interruptId, data: { approve } }, "resuming…", true);
+  setWaiting(false);
+  await startRun({ resume: { [interruptId]: { approve } } }, "resuming…");
 }
 
 async function refreshAnswered() {
   const response = await api(threadPath());
   if (response.ok) showAnswered((await response.json()).approvals);
+}
+
+// The current thread's runs this server remembers, with their status.
+async function refreshRuns() {
+  const host = $("#runs");
+  if (!may("read")) return [];
+  const thread = currentThread();
+  let runs = [];
+  try {
+    const response = await api(threadPath(thread) + "/runs");
+    if (response.ok) runs = (await response.json()).runs;
+  } catch (_) {
+    return [];
+  }
+  if (thread !== currentThread()) return runs;
+  host.textContent = "";
+  for (const r of runs) {
+    host.append(el("li", { "data-run": r.run_id, "data-status": r.status },
+      el("span", { class: "id" }, r.run_id.slice(0, 12)),
+      el("span", { class: "status" }, r.status)));
+  }
+  if (!runs.length) host.append(el("li", { class: "muted" }, "none in this server"));
+  return runs;
+}
+
+// The caller's threads of the flow, newest first; a click opens one.
+async function refreshThreads() {
+  const host = $("#threads");
+  if (!may("read")) return;
+  let threads = [];
+  try {
+    const response = await api("/flows/" + encodeURIComponent(state.flow) + "/threads");
+    if (!response.ok) return;
+    threads = (await response.json()).threads;
+  } catch (_) {
+    return;
+  }
+  host.textContent = "";
+  for (const t of threads) {
+    const meta = [t.turns + (t.turns === 1 ? " turn" : " turns")];
+    if (t.running) meta.push("running");
+    if (t.waiting) meta.push("waits for approval");
+    const item = el("li", { "data-thread": t.thread, class: t.thread === currentThread() ? "current" : "" },
+      el("span", { class: "id" }, t.thread), el("span", { class: "meta" }, meta.join(" · ")));
+    item.addEventListener("click", () => openThread(t.thread));
+    host.append(item);
+  }
+  if (!threads.length) host.append(el("li", { class: "muted" }, "no thread yet"));
+}
+
+async function openThread(thread) {
+  if (thread === currentThread()) return;
+  $("#thread").value = thread;
+  await loadThread();
 }
 
 // ---- time travel ---------------------------------------------------------------------------
@@ -419,7 +737,7 @@ async function loadHistory() {
     const fork = mayFork ? el("button", { class: "small fork", type: "button", title: "Copy the thread up to this step into a new thread" }, "Fork") : null;
     if (fork) fork.addEventListener("click", () => forkAt(s.id));
     host.append(el("li", { "data-step": String(s.id) },
-      el("span", { class: "kind" }, "turn " + (s.turn + 1) + " · " + s.kind),
+      el("span", { class: "kind" }, "turn " + s.turn + " · " + s.kind),
       s.run_path.length ? el("span", { class: "run-path" }, s.run_path.join("/")) : null,
       fork));
   }
@@ -431,66 +749,141 @@ async function forkAt(step) {
   const to = randomThread();
   const response = await api(threadPath() + "/fork", { method: "POST", json: { at_step: step, thread: to } });
   if (!response.ok) {
-    setStatus(await errorText(response), "error");
+    setStatus(await friendlyErrorText(response), "error");
     return;
   }
   const fork = await response.json();
   $("#thread").value = fork.thread;
-  timeline("turn", null, "forked", "step " + step + " into thread " + fork.thread);
   await loadThread();
+  timeline("turn", null, "forked", "step " + step + " into thread " + fork.thread);
   if (fork.end === "fork_point") {
-    await stream(threadPath() + "/resume", { targets: {} }, "re-running from step " + step + "…");
-    await loadThread();
+    setWaiting(false);
+    await startRun({ resume: {} }, "re-running from step " + step + "…");
   }
 }
 
 // ---- loading -------------------------------------------------------------------------------
 
+// The flow and thread in the page's address (`#flow=NAME&thread=ID`), so that a reload, a
+// bookmark or a link opens the same conversation.
+function readAddress() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  return { flow: params.get("flow") || "", thread: params.get("thread") || "" };
+}
+
+function writeAddress() {
+  const params = new URLSearchParams();
+  if (state.flow) params.set("flow", state.flow);
+  params.set("thread", currentThread());
+  history.replaceState(null, "", "#" + params.toString());
+}
+
+// Shows one record of the thread's timeline (a turn, or the resume of one).
+function showRecord(record) {
+  state.shownTurns.add(record.turn + ":" + record.resumed);
+  timeline("turn", null, turnLabel(record.turn, record.resumed), "starts at " + record.started_at.join("/"));
+  for (const text of record.input) chatMessage("user", text);
+  const bubbles = new Map();
+  let answer = null;
+  for (const e of record.events) answer = onEvent(e, bubbles) || answer;
+  if (record.end.status === "interrupted") timeline("done", null, "waiting for approval");
+  else if (record.end.status === "stopped") timeline("cancelled", null, "stopped");
+  else timeline("done", null, "finished");
+  showUsage(record.usage, answer);
+}
+
+// Shows the current thread: its timeline rebuilt from the stored records, what it waits on,
+// and, if a run of it is going, that run followed from its first event.
 async function loadThread() {
+  if (state.abort) state.abort.abort();
+  state.abort = null;
+  state.run = null;
+  setBusy(false);
+  state.waiting = false;
+  writeAddress();
   $("#chat").textContent = "";
+  $("#timeline").textContent = "";
   $("#history").textContent = "";
+  $("#runs").textContent = "";
+  state.shownTurns.clear();
+  state.visited.clear();
+  state.active = "";
+  state.failed = "";
+  drawTree();
   showAnswered([]);
+  for (const item of document.querySelectorAll("#threads li")) {
+    item.classList.toggle("current", item.dataset.thread === currentThread());
+  }
   if (!may("read")) {
     // A principal who may not read threads sees what it sends and streams, not the history.
     await refreshApprovals([]);
     setStatus("ready");
+    updateComposer();
     return;
   }
-  const response = await api(threadPath());
-  if (response.status === 404) {
-    await refreshApprovals([]);
-    setStatus("new thread");
+  const thread = currentThread();
+  const response = await api(threadPath() + "/timeline");
+  if (thread !== currentThread()) return;
+  let records = [];
+  if (response.ok) {
+    records = (await response.json()).records;
+  } else if (response.status !== 404) {
+    setStatus(await friendlyErrorText(response), "error");
     return;
   }
-  if (!response.ok) {
-    setStatus(await errorText(response), "error");
-    return;
+  for (const r of records) showRecord(r);
+  state.active = "";
+  drawTree();
+  const last = records[records.length - 1];
+  let pending = [];
+  if (records.length) {
+    const t = await (await api(threadPath())).json();
+    if (thread !== currentThread()) return;
+    showAnswered(t.approvals);
+    pending = t.pending;
   }
-  const t = await response.json();
-  for (const m of t.messages) {
-    const msg = m.message;
-    if (msg.role === "user") chatMessage("user", msg.content);
-    else if (msg.role === "assistant" && msg.content && !(msg.tool_calls || []).length) {
-      chatMessage("assistant", msg.content, m.run_path.join("/"));
+  await refreshApprovals(pending);
+  const stopped = !!last && last.end.status === "stopped";
+  const waiting = pending.filter((i) => !isStop(i)).length > 0;
+  setWaiting(waiting);
+  setStatus(waiting ? "waiting for approval" : stopped ? "stopped" : records.length ? "ready" : "new thread");
+  loadHistory();
+  const runs = await refreshRuns();
+  if (thread !== currentThread()) return;
+  const going = runs.find((r) => r.status === "running" || r.status === "pending");
+  if (going) {
+    // A run of this thread goes on (started before a reload, or in another tab): follow it
+    // from its first event; the page then shows the thread as recorded.
+    setStatus("re-attached to a running turn", "busy");
+    const run = { id: going.run_id, last: null, thread };
+    const ended = await watch(run);
+    // Without the user's message (kept by the tab that sent it), show the record instead.
+    if (ended && !run.inputShown && thread === currentThread()) await loadThread();
+  } else if (stopped) {
+    const cancelled = [...runs].reverse().find((r) => r.status === "cancelled");
+    if (cancelled && may("chat")) {
+      const notice = chatMessage("notice", "This turn was stopped.");
+      const go = el("button", { type: "button", class: "continue" }, "Continue");
+      go.addEventListener("click", () => continueRun(cancelled.run_id));
+      notice.append(go);
     }
   }
-  showAnswered(t.approvals);
-  await refreshApprovals(t.pending);
-  setStatus(t.pending.length ? "waiting for approval" : "ready");
-  await loadHistory();
 }
 
-async function loadFlow(name) {
+async function loadFlow(name, thread) {
   state.flow = name;
+  $("#flow").value = name;
   const response = await api("/flows/" + encodeURIComponent(name));
   if (!response.ok) {
-    setStatus(await errorText(response), "error");
+    setStatus(await friendlyErrorText(response), "error");
     return;
   }
   const flow = await response.json();
   state.tree = flow.tree;
   $("#flow-description").textContent = flow.description || "";
+  if (thread) $("#thread").value = thread;
   drawTree();
+  refreshThreads();
   await loadThread();
 }
 
@@ -499,44 +892,46 @@ async function start() {
     const me = await api("/me");
     state.scopes = (await me.json()).scopes || [];
     $("#refresh-approvals").hidden = !mayQueue();
+    $("#refresh-threads").hidden = !may("read");
     const response = await api("/flows");
     if (!response.ok) {
       $("#auth").hidden = true;
-      setStatus(await errorText(response), "error");
+      setStatus(await friendlyErrorText(response), "error");
       return;
     }
     const { flows } = await response.json();
     const select = $("#flow");
     select.textContent = "";
     for (const f of flows) select.append(el("option", { value: f.name }, f.name));
+    state.flows = flows.map((f) => f.name);
     $("#auth").hidden = true;
-    if (flows.length) await loadFlow(flows[0].name);
+    const wanted = readAddress();
+    const flow = flows.find((f) => f.name === wanted.flow) || flows[0];
+    if (flow) await loadFlow(flow.name, flow.name === wanted.flow ? wanted.thread : "");
   } catch (err) {
-    if (err.message !== "unauthorized") setStatus("cannot reach the server", "error");
+    if (err.message !== "unauthorized") setStatus("cannot reach the server: " + err.message, "error");
   }
 }
 
-$("#thread").value = randomThread();
+$("#thread").value = readAddress().thread || randomThread();
 $("#composer").addEventListener("submit", (e) => {
   e.preventDefault();
   const input = $("#message-input");
   const text = input.value.trim();
-  if (!text || state.busy) return;
+  if (!text || state.busy || state.waiting) return;
   input.value = "";
   send(text);
 });
 $("#new-thread").addEventListener("click", () => {
   $("#thread").value = randomThread();
-  $("#timeline").textContent = "";
-  state.visited.clear();
-  state.active = "";
-  drawTree();
   loadThread();
 });
 $("#thread").addEventListener("change", () => loadThread());
-$("#flow").addEventListener("change", (e) => loadFlow(e.target.value));
+$("#flow").addEventListener("change", (e) => loadFlow(e.target.value, randomThread()));
 $("#clear-timeline").addEventListener("click", () => { $("#timeline").textContent = ""; });
 $("#refresh-approvals").addEventListener("click", () => refreshApprovals([]));
+$("#refresh-threads").addEventListener("click", () => refreshThreads());
+$("#stop").addEventListener("click", () => stop());
 $("#auth-form").addEventListener("submit", (e) => {
   e.preventDefault();
   state.token = $("#token").value.trim();

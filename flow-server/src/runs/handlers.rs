@@ -172,6 +172,7 @@ async fn start_in_span(
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
+                .acting_for(principal.id())
                 .start_run(&key.store_id(), Message::user(message), strategy)
                 .await?;
             hold_until_end(&run, permit);
@@ -199,6 +200,7 @@ async fn start_in_span(
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
+                .acting_for(principal.id())
                 .start_resume(&key.store_id(), targets)
                 .await?;
             hold_until_end(&run, permit);

@@ -12,7 +12,7 @@ flow! {
     Desk: triage => [
         /// Handles refunds.
         refund,
-        /// A billing agent given at run time.
+        /// Fine: a `dyn` node's doc comment describes it in the flow's pictures.
         dyn billing,
         #[allow(unused)]
         /// Fine: a workflow's doc comment is its description.

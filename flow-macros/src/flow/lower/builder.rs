@@ -43,6 +43,24 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
             ident(&setter(&node.label.to_string()), node.label.span())
         })
         .collect();
+    // The nodes the flow builds itself: each gets a stand-in setter (hidden) whose call fails to
+    // compile saying the node is not `dyn` or `runtime` (only when the builder has setters).
+    // Each is named in that message by its agent type (printed as written in scope), or a
+    // workflow node by a marker type.
+    let mut built: Vec<(Ident, Option<syn::Path>)> = Vec::new();
+    if k > 0 {
+        for (i, node) in cx.tree.nodes.iter().enumerate() {
+            if !given.contains(&i) {
+                let method = ident(&setter(&node.label.to_string()), node.label.span());
+                built.push((method, node.ty().cloned()));
+            }
+        }
+    }
+    let built_markers: Vec<&Ident> = built
+        .iter()
+        .filter(|(_, ty)| ty.is_none())
+        .map(|(m, _)| m)
+        .collect();
     let slot_tys: Vec<TokenStream> = given
         .iter()
         .map(|&i| match cx.tree.nodes[i].ty() {
@@ -87,6 +105,11 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
                 #[allow(non_camel_case_types)]
                 #[derive(::core::fmt::Debug)]
                 pub struct #fields;
+            )*
+            #(
+                #[allow(non_camel_case_types)]
+                #[derive(::core::fmt::Debug)]
+                pub struct #built_markers;
             )*
         }
     };
@@ -140,23 +163,6 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
     for (j, &i) in given.iter().enumerate() {
         let node = &cx.tree.nodes[i];
         let field = &fields[j];
-        let others: Vec<&Ident> = params
-            .iter()
-            .enumerate()
-            .filter(|(m, _)| *m != j)
-            .map(|(_, x)| x)
-            .collect();
-        let before: Vec<TokenStream> = params
-            .iter()
-            .enumerate()
-            .map(|(m, x)| {
-                if m == j {
-                    quote!(#p::Unset)
-                } else {
-                    quote!(#x)
-                }
-            })
-            .collect();
         let slot_ty = &slot_tys[j];
         let after: Vec<TokenStream> = params
             .iter()
@@ -175,6 +181,7 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
             .filter(|(m, _)| *m != j)
             .map(|(_, f)| f)
             .collect();
+        let param = &params[j];
         let setter = if let Kind::Dyn = node.kind {
             let name = node.label.to_string();
             let (target_ty, target) = if cx.targets(i).is_empty() {
@@ -191,10 +198,12 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
             );
             quote! {
                 #[doc = #doc]
-                pub fn #field<__A: #p::Agent>(
-                    self,
-                    __agentflow_make: impl ::core::ops::FnOnce(#p::FlowNode<#target_ty>) -> __A,
-                ) -> #builder<#(#after),*> {
+                pub fn #field<__M, __A>(self, __agentflow_make: __M) -> #builder<#(#after),*>
+                where
+                    #param: #p::NotGiven<#flow, #nodes_mod::#field>,
+                    __M: #p::NodeMaker<#flow, #nodes_mod::#field, #target_ty, __A>,
+                    __A: #p::NodeAgent<#flow, #nodes_mod::#field>,
+                {
                     let __agent = __agentflow_make(#p::FlowNode::__new(
                         #flow_str,
                         #name,
@@ -210,7 +219,10 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
             let doc = format!("Gives node `{}` its agent.", node.written);
             quote! {
                 #[doc = #doc]
-                pub fn #field(self, __agent: #slot_ty) -> #builder<#(#after),*> {
+                pub fn #field(self, __agent: #slot_ty) -> #builder<#(#after),*>
+                where
+                    #param: #p::NotGiven<#flow, #nodes_mod::#field>,
+                {
                     #builder {
                         #field: #p::Set(__agent),
                         #(#rest: self.#rest,)*
@@ -218,13 +230,33 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
                 }
             }
         };
+        setters.extend(setter);
+    }
+    for (field, ty) in &built {
+        let marker = match ty {
+            Some(ty) => quote!(#ty),
+            None => quote!(#nodes_mod::#field),
+        };
         setters.extend(quote! {
-            #[allow(dead_code)]
-            impl<#(#others),*> #builder<#(#before),*> {
-                #setter
+            #[doc(hidden)]
+            pub fn #field<__X>(self, _: __X) -> Self
+            where
+                __X: #p::NoSetter<#flow, #marker>,
+            {
+                self
             }
         });
     }
+    let setters = if k == 0 {
+        TokenStream::new()
+    } else {
+        quote! {
+        #[allow(dead_code)]
+        impl<#(#params),*> #builder<#(#params),*> {
+            #setters
+        }
+        }
+    };
 
     // The lowering: bottom-up `set_sub_agents`, as written by hand.
     let mut takes = TokenStream::new();

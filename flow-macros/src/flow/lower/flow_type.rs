@@ -79,7 +79,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         .iter()
         .map(|node| match (&node.kind, node.ty()) {
             (_, Some(ty)) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::DESCRIPTION),
-            (Kind::Workflow(_), None) => {
+            (Kind::Workflow(_) | Kind::Dyn, None) => {
                 let d = node.description.clone().unwrap_or_default();
                 quote!(#d)
             }
@@ -225,7 +225,9 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             pub const NAME: &'static str = #flow_str;
 
             /// The names of the flow's agents, depth first from the root.
-            pub const AGENTS: &'static [&'static str] = <Self as __AgentflowFacts>::AGENTS;
+            // Through a call: rustdoc then shows the value as `_`, not the internal trait.
+            pub const AGENTS: &'static [&'static str] =
+                ::core::convert::identity(<Self as __AgentflowFacts>::AGENTS);
 
 
             /// For each agent, the names of the agents from the root down to it: the path a
@@ -287,16 +289,16 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
             /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
             /// its parent, `-->` where it is barred.
-            pub fn mermaid() -> ::std::string::String {
+            pub fn mermaid() -> #p::String {
                 #p::render::mermaid(Self::AGENTS, Self::__PARENTS, Self::__BARRED)
             }
 
             /// The tree as a standalone SVG document (the picture in this type's
             /// documentation): each agent's name, kind and description; a solid two-headed edge
             /// where a sub-agent may transfer back to its parent, a dashed one where it is
-            /// barred. A `dyn` node's description comes with its agent: draw the built tree
-            /// with `FlowAgent::to_svg` to show it.
-            pub fn svg() -> ::std::string::String {
+            /// barred. A `dyn` node's description is its doc comment in `flow!` (the built tree's
+            /// `FlowAgent::to_svg` draws its agent's own).
+            pub fn svg() -> #p::String {
                 #p::render::svg(
                     Self::NAME,
                     Self::AGENTS,
@@ -309,15 +311,16 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
             /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
             /// to its parent).
-            pub fn to_dot() -> ::std::string::String {
+            pub fn to_dot() -> #p::String {
                 #p::render::dot(Self::NAME, Self::AGENTS, Self::__PARENTS, Self::__BARRED)
             }
         }
 
         #[automatically_derived]
         impl ::core::convert::From<#flow> for #p::FlowAgent {
-            fn from(__flow: #flow) -> Self {
-                __flow.flow
+            // A pattern, not a named parameter: rustdoc shows it as `_`.
+            fn from(#flow { flow: __agentflow_flow }: #flow) -> Self {
+                __agentflow_flow
             }
         }
 
@@ -394,8 +397,9 @@ pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
         }
 
         impl ::core::convert::From<#flow> for #p::FlowAgent {
-            fn from(__flow: #flow) -> Self {
-                __flow.flow
+            // A pattern, not a named parameter: rustdoc shows it as `_`.
+            fn from(#flow { flow: __agentflow_flow }: #flow) -> Self {
+                __agentflow_flow
             }
         }
     }

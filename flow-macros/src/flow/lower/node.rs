@@ -20,19 +20,23 @@ pub(super) fn slot_local(field: &Ident) -> Ident {
 pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> TokenStream {
     let p = &cx.p;
     let node = &cx.tree.nodes[i];
-    let agent = match &node.kind {
+    let barred = cx.barred(i);
+    let mut node_expr = match &node.kind {
+        // An agent-type node: one call of the runtime's generic `flow_node` (which applies the
+        // type's payload), not the same chain written out per node.
         Kind::Static(ty) => {
-            quote_spanned!(node.span=> #p::FlowAgent::new(<#ty as #p::FlowBuilt>::instance()))
+            let agent = quote_spanned!(node.span=> <#ty as #p::FlowBuilt>::instance());
+            quote!(#p::flow_node(#agent, #barred))
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let slot = slot_local(&fields[j]);
-            quote!(#p::FlowAgent::new(#slot))
+            quote!(#p::flow_node(#slot, #barred))
         }
         Kind::Dyn => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let slot = slot_local(&fields[j]);
-            quote!(#p::FlowAgent::from_arc(#slot.0))
+            quote!(#p::FlowAgent::from_arc(#slot.0).disallow_transfer_to_parent(#barred))
         }
         Kind::Workflow(kind) => {
             let name = node.label.to_string();
@@ -42,19 +46,15 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
                 WorkflowKind::Loop(Some(n)) => quote!(#p::Loop::new(#name, #n)),
                 WorkflowKind::Loop(None) => quote!(#p::Loop::unbounded(#name)),
             };
-            match &node.description {
+            let agent = match &node.description {
                 Some(d) if !d.is_empty() => {
                     quote!(#p::FlowAgent::new(#workflow.with_description(#d)))
                 }
                 _ => quote!(#p::FlowAgent::new(#workflow)),
-            }
+            };
+            quote!(#agent.disallow_transfer_to_parent(#barred))
         }
     };
-    let barred = cx.barred(i);
-    let mut node_expr = quote!(#agent.disallow_transfer_to_parent(#barred));
-    if let Some(ty) = node.ty() {
-        node_expr.extend(quote!(.payload(<#ty as #p::AgentSpec>::PAYLOAD.map(|__f| __f()))));
-    }
     if node.opts.skip_transfer_messages {
         node_expr.extend(quote!(.skip_transfer_messages(true)));
     }

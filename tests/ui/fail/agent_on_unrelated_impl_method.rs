@@ -1,0 +1,11 @@
+//! `#[agent]` on a method inside an impl of a type that is not an agent.
+use agentflow::prelude::*;
+
+struct Helper;
+
+impl Helper {
+    #[agent]
+    async fn run(&self, _cx: &AgentContext) {}
+}
+
+fn main() {}

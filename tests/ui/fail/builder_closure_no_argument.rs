@@ -1,0 +1,13 @@
+//! The closure of a `dyn` node takes no argument.
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [dyn refund]
+}
+
+fn main() {
+    let _ = Desk::builder().refund(|| FnAgent::new("refund", |_, _| async move { Ok(()) }));
+}

@@ -1,0 +1,13 @@
+//! A setter for a node the flow does not have.
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [dyn refund]
+}
+
+fn main() {
+    let _ = Desk::builder().payments(|node| FnAgent::new(node, |_, _| async move { Ok(()) }));
+}

@@ -1,0 +1,13 @@
+//! `flow!` inside a generic function, naming the function's type parameter as a node.
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+fn make<A: Agent + Default>() {
+    flow! {
+        Desk: triage => [A]
+    }
+}
+
+fn main() {}

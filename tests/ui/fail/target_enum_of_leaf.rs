@@ -1,0 +1,13 @@
+//! The target enum of a node that may transfer nowhere (a leaf barred from its parent).
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [dyn refund(no_parent)]
+}
+
+fn main() {
+    let _ = DeskRefundTarget::Triage;
+}

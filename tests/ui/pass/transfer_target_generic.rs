@@ -1,0 +1,24 @@
+//! A generic helper over `FlowNode<T>` with only the prelude in scope: `TransferTarget` is there.
+use agentflow::prelude::*;
+
+#[agent]
+async fn triage(_cx: &AgentContext) {}
+
+flow! {
+    Desk: triage => [dyn refund]
+}
+
+fn describe<T: TransferTarget>(node: FlowNode<T>) -> String {
+    format!("{} may go to {:?}", node.name(), node.target_names())
+}
+
+fn main() {
+    let desk = Desk::builder()
+        .refund(|node| {
+            assert_eq!(describe(node), "refund may go to [\"triage\"]");
+            FnAgent::new(node, |_, _| async move { Ok(()) })
+        })
+        .build()
+        .unwrap();
+    assert_eq!(desk.flow().shape(), "triage(refund)");
+}
