@@ -87,6 +87,7 @@
 // - `extract`: the request extractors (`JsonBody`, `ApiPath`) that fail as `ApiError`.
 // - `routes`: the handlers of the `/v1` API.
 // - `agent_protocol/`: the Agent Protocol (LangGraph clients) under /v1: threads, runs.
+// - `queue/`: many servers, one queue: background runs in the store's run queue, the workers.
 // - `runs/`: runs over HTTP (background runs, SSE attach with Last-Event-ID, wait, cancel).
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `thread_views`: the caller's threads of a flow and one thread's timeline (for the console).
@@ -118,6 +119,7 @@ mod jwt;
 mod limits;
 pub mod outward;
 mod principal;
+mod queue;
 mod routes;
 mod runs;
 mod serve;
@@ -152,6 +154,7 @@ pub use error::ApiError;
 pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
+pub use queue::{run_workers, QueueOptions, Workers};
 pub use serve::{serve, serve_until};
 pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
 pub use thread::{store_thread_id, valid_thread_id};

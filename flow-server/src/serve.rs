@@ -32,6 +32,9 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServeEr
 }
 
 /// Serves `state` on `listener` until `shutdown` completes, then lets open requests finish.
+/// With a run queue ([`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)) it also
+/// runs the queue's workers; at shutdown they stop claiming and finish (or hand back) their
+/// runs.
 ///
 /// Each connection gets [`Limits::header_read_timeout`](crate::Limits::header_read_timeout) to
 /// send each request's head (a connection that idles longer between requests is closed too),
@@ -50,6 +53,8 @@ pub async fn serve_until(
         return Err(ServeError::DevModeNotLoopback { addr });
     }
     let limits = state.limits().clone();
+    // With a run queue, this process also runs queued runs (stopped gracefully below).
+    let workers = crate::queue::Workers::start(&state);
     let router = app(state);
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let mut http = http1::Builder::new();
@@ -122,6 +127,9 @@ pub async fn serve_until(
         }
     }
     drop(listener);
+    if let Some(workers) = workers {
+        workers.stop().await;
+    }
     drop(stop_tx);
     open_tx.closed().await;
     Ok(())

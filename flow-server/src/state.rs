@@ -74,6 +74,8 @@ struct Inner {
     turns: Arc<Semaphore>,
     /// The key webhooks are signed with.
     webhook_secret: Option<Vec<u8>>,
+    /// The run queue background runs wait in, if any.
+    queue: Option<crate::queue::QueueSettings>,
 }
 
 /// What the router's handlers share: cheap to clone (one `Arc`).
@@ -135,6 +137,10 @@ impl AppState {
     }
 
     /// The key webhooks are signed with, if one was set.
+    pub(crate) fn queue_settings(&self) -> Option<&crate::queue::QueueSettings> {
+        self.0.queue.as_ref()
+    }
+
     pub(crate) fn webhook_secret(&self) -> Option<&[u8]> {
         self.0.webhook_secret.as_deref()
     }
@@ -244,6 +250,7 @@ pub struct ServerBuilder {
     streaming: bool,
     approvals: BTreeMap<String, Approvals>,
     webhook_secret: Option<Vec<u8>>,
+    queue: Option<crate::queue::QueueSettings>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -281,6 +288,7 @@ impl ServerBuilder {
             streaming: true,
             approvals: BTreeMap::new(),
             webhook_secret: None,
+            queue: None,
         }
     }
 
@@ -393,6 +401,28 @@ impl ServerBuilder {
         self
     }
 
+    /// Runs background runs from `queue` (see the `queue` section of the runs chapter):
+    /// `POST .../runs` without `stream` enqueues the run and answers its id at once, and every
+    /// process serving this state runs [`QueueOptions::workers`](crate::QueueOptions) workers
+    /// that claim queued runs ([`serve_until`](crate::serve_until) starts them; a process that
+    /// serves no API runs them with [`run_workers`](crate::run_workers)). Give every process
+    /// of one service the same queue (e.g. `PostgresRunQueue` on their PostgreSQL database)
+    /// and the same flows. Without a queue (the default), background runs are tasks of the
+    /// process that took the request.
+    pub fn run_queue(self, queue: impl flow_runtime::store::RunQueue) -> Self {
+        self.run_queue_with(queue, crate::queue::QueueOptions::default())
+    }
+
+    /// [`run_queue`](Self::run_queue) with options (workers, lease, poll, drain).
+    pub fn run_queue_with(
+        mut self,
+        queue: impl flow_runtime::store::RunQueue,
+        options: crate::queue::QueueOptions,
+    ) -> Self {
+        self.queue = Some(crate::queue::QueueSettings::new(Arc::new(queue), options));
+        self
+    }
+
     /// The state, checked.
     pub fn build(mut self) -> Result<AppState, BuildError> {
         let auth = self.auth.ok_or(BuildError::NoAuth)?;
@@ -465,6 +495,7 @@ impl ServerBuilder {
             limits: self.limits,
             cors_origins: self.cors_origins,
             webhook_secret: self.webhook_secret,
+            queue: self.queue,
         })))
     }
 }

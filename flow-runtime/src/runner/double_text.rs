@@ -103,7 +103,7 @@ impl Runner {
 
     /// This runner, for the turn of `run`: the turn's agents see the run's cancel signal, and
     /// a new turn takes the run's id ([`Turn::run_id`](crate::Turn::run_id)).
-    fn for_run(&self, run: &RunHandle) -> Runner {
+    pub(super) fn for_run(&self, run: &RunHandle) -> Runner {
         let mut runner = self.clone();
         runner.threads.cancel = Some(run.state.cancel.clone());
         runner.threads.run_id = Some(run.id().to_owned());
@@ -194,7 +194,7 @@ impl Runner {
     }
 
     /// Runs `started` as `run`'s task, or forgets `run` if the turn could not start.
-    fn launch(
+    pub(super) fn launch(
         &self,
         run: RunHandle,
         started: Result<Turn, ThreadError>,

@@ -19,6 +19,8 @@
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
 //!   of its thread ([`DoubleText`]); resuming a cancelled run;
+//! - `queued`: running a run taken from the run queue ([`Runner::start_queued`],
+//!   [`Runner::recover_queued`]): the run keeps its queued id and its turn's idempotency scope;
 //! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
 //!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
 //!   continuation replays the fork's steps;
@@ -40,6 +42,7 @@ mod housekeeping;
 pub mod journal;
 mod journal_gate;
 mod journal_nested;
+mod queued;
 mod recover;
 mod replay;
 mod run_handle;

@@ -320,10 +320,15 @@ impl fmt::Debug for RunHandle {
 
 impl RunHandle {
     pub(crate) fn new(thread_id: &str, input: RunInput, max_events: usize) -> Self {
+        Self::with_id(crate::ids::unique_token(), thread_id, input, max_events)
+    }
+
+    /// A run with the id `id` (a queued run keeps the id it was queued under).
+    pub(crate) fn with_id(id: String, thread_id: &str, input: RunInput, max_events: usize) -> Self {
         let (last, _) = watch::channel(0);
         RunHandle {
             state: Arc::new(RunState {
-                id: crate::ids::unique_token(),
+                id,
                 thread_id: thread_id.to_owned(),
                 input,
                 created_at_ms: crate::store::now_ms(),

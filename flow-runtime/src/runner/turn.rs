@@ -101,6 +101,10 @@ pub(crate) struct ThreadSettings {
     /// The id of the run a new turn started by this (cloned) runner belongs to (its run
     /// handle's); `None`: a new id per turn.
     pub(crate) run_id: Option<String>,
+    /// The idempotency scope of a new turn started by this (cloned) runner; `None`: a random
+    /// one. A queued run's turns use the run's id, so running it again gives its tool calls
+    /// the same keys.
+    pub(crate) scope: Option<Arc<str>>,
     /// Who the turns started by this (cloned) runner are recorded as started by, when the
     /// call names nobody (see [`Runner::acting_for`]).
     pub(crate) by: Option<Arc<str>>,
@@ -412,6 +416,10 @@ impl Runner {
         .with_limits(self.limits)
         .with_run_middleware(self.middleware.clone())
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        let cx = match &self.threads.scope {
+            Some(scope) => cx.with_idempotency_scope(Arc::clone(scope)),
+            None => cx,
+        };
         // Sync: a tool call waits until the reply that asked for it is journaled.
         let gate = (self.durability == super::Durability::Sync && self.journal.is_some())
             .then(Arc::<super::journal_gate::StoredCalls>::default);

@@ -3,7 +3,8 @@
 //! conversations, the [`JournalStore`] contract of run journals (the steps a run appends as it
 //! proceeds), and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
 //! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
-//! implements the three traits).
+//! implements the three traits). Beside them, the [`RunQueue`] contract of background runs
+//! waiting for a worker, with a queue for each store (`queue/`).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -70,6 +71,7 @@ mod journal;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub(crate) mod queue;
 mod records;
 mod sealed;
 mod sealing;
@@ -99,6 +101,14 @@ pub use journal::{JournalError, JournalStore, StoredStep};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "postgres")]
+pub use queue::PostgresRunQueue;
+#[cfg(feature = "sqlite")]
+pub use queue::SqliteRunQueue;
+pub use queue::{
+    Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueClaim, QueueError, QueueStatus,
+    QueuedRun, RunQueue, MAX_QUEUED_INPUT_BYTES,
+};
 pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;
 pub use sealing::{SealError, SealingKeys};

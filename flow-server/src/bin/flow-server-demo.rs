@@ -1,22 +1,44 @@
 //! Serves the offline demo desk ([`flow_server::demo`]) from a store: the process the
-//! scale-out test starts twice on one store, and a quick way to try the server.
+//! scale-out and run-queue tests start several times on one store, and a quick way to try the
+//! server.
 //!
 //! ```text
-//! flow-server-demo STORE_DIR [ADDR]          # a FileStore directory
-//! flow-server-demo --postgres URL [ADDR]     # a PostgreSQL database (feature `postgres`)
+//! flow-server-demo [--worker] STORE_DIR [ADDR]          # a FileStore directory
+//! flow-server-demo [--worker] --postgres URL [ADDR]     # a PostgreSQL database (feature `postgres`)
+//! flow-server-demo [--worker] --sqlite PATH [ADDR]      # a SQLite database file (feature `sqlite`)
 //! ```
 //!
 //! ADDR defaults to 127.0.0.1:0 (a free port). With `AGENTFLOW_TOKEN` set it requires that
 //! bearer token; without, it runs in dev mode (loopback only). It prints
 //! `listening on http://ADDR/` once it accepts connections, and stops when its standard input
-//! closes.
+//! closes (gracefully: its queue workers finish or hand back their runs).
+//!
+//! The run queue (`AGENTFLOW_QUEUE=1`, or `--worker`): background runs wait in the store's run
+//! queue and every process runs workers that take them; turns are journaled (`Sync`) so a
+//! run whose process died is recovered by another. `--worker` serves no API, only
+//! `GET /v1/health`. `AGENTFLOW_LEASE_MS` sets the queue's and the threads' lease (default
+//! 30000), `AGENTFLOW_QUEUE_WORKERS` the workers per process (default 4).
+//!
+//! `AGENTFLOW_LEDGER=PATH` serves a second flow, `pay`: a message `pay ID` makes its `pay`
+//! tool append `KEY ID PID` to the ledger file, once per idempotency key (a call run again
+//! with the same key appends nothing); `AGENTFLOW_PAY_DELAY_MS` is how long a payment takes
+//! (default 0), and each payment's start and end go to `PATH.trace`.
 
-use flow_runtime::{CheckpointStore, FileStore, ThreadStore, TurnRouting};
-use flow_server::{AppState, Auth};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flow_runtime::store::{FileRunQueue, JournalStore, RunQueue};
+use flow_runtime::{
+    tool_fn_with_context, ChatModelAgent, CheckpointStore, Durability, FileStore, FlowAgent, Role,
+    ScriptStep, ScriptedModel, ThreadStore, ToolContext, TurnRouting,
+};
+use flow_server::{AppState, Auth, QueueOptions};
+use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
-const USAGE: &str =
-    "usage: flow-server-demo STORE_DIR [ADDR] | flow-server-demo --postgres URL [ADDR]";
+const USAGE: &str = "usage: flow-server-demo [--worker] STORE_DIR [ADDR] | flow-server-demo \
+                     [--worker] --postgres URL [ADDR] | flow-server-demo [--worker] --sqlite PATH [ADDR]";
 
 #[tokio::main]
 async fn main() {
@@ -26,41 +48,129 @@ async fn main() {
     }
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
+type Failure = Box<dyn std::error::Error>;
+
+async fn run() -> Result<(), Failure> {
+    let mut args = std::env::args().skip(1).peekable();
+    let worker = args.next_if_eq("--worker").is_some();
+    let queued = worker || std::env::var("AGENTFLOW_QUEUE").is_ok_and(|v| v == "1");
     let store = args.next().ok_or(USAGE)?;
-    if store == "--postgres" {
-        let url = args.next().ok_or(USAGE)?;
-        let addr = args.next();
-        return serve(postgres(&url).await?, addr).await;
+    match store.as_str() {
+        "--postgres" => {
+            let url = args.next().ok_or(USAGE)?;
+            let addr = args.next();
+            postgres(&url, queued, worker, addr).await
+        }
+        "--sqlite" => {
+            let path = args.next().ok_or(USAGE)?;
+            let addr = args.next();
+            sqlite(&path, queued, worker, addr).await
+        }
+        dir => {
+            let queue = match queued {
+                true => Some(FileRunQueue::new(std::path::Path::new(dir).join("queue"))?),
+                false => None,
+            };
+            serve(FileStore::new(dir)?, queue, worker, args.next()).await
+        }
     }
-    serve(FileStore::new(&store)?, args.next()).await
 }
 
 #[cfg(feature = "postgres")]
 async fn postgres(
     url: &str,
-) -> Result<flow_runtime::store::PostgresStore, Box<dyn std::error::Error>> {
-    Ok(flow_runtime::store::PostgresStore::connect(url).await?)
+    queued: bool,
+    worker: bool,
+    addr: Option<String>,
+) -> Result<(), Failure> {
+    use flow_runtime::store::{PostgresRunQueue, PostgresStore};
+    let store = PostgresStore::connect(url).await?;
+    let queue = match queued {
+        true => Some(PostgresRunQueue::connect(url).await?),
+        false => None,
+    };
+    serve(store, queue, worker, addr).await
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn postgres(_url: &str) -> Result<FileStore, Box<dyn std::error::Error>> {
+async fn postgres(_: &str, _: bool, _: bool, _: Option<String>) -> Result<(), Failure> {
     Err(
         "this flow-server-demo was built without PostgreSQL: build it with `--features postgres`"
             .into(),
     )
 }
 
-/// Serves the demo desk from `store` on `addr` until standard input closes.
-async fn serve<S: ThreadStore + CheckpointStore + Clone>(
-    store: S,
+#[cfg(feature = "sqlite")]
+async fn sqlite(
+    path: &str,
+    queued: bool,
+    worker: bool,
     addr: Option<String>,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<(), Failure> {
+    use flow_runtime::store::{SqliteRunQueue, SqliteStore};
+    let store = SqliteStore::open(path).await?;
+    let queue = match queued {
+        true => Some(SqliteRunQueue::open(path).await?),
+        false => None,
+    };
+    serve(store, queue, worker, addr).await
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn sqlite(_: &str, _: bool, _: bool, _: Option<String>) -> Result<(), Failure> {
+    Err("this flow-server-demo was built without SQLite: build it with `--features sqlite`".into())
+}
+
+fn env_ms(name: &str, default: u64) -> Duration {
+    Duration::from_millis(
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default),
+    )
+}
+
+/// Serves the demo desk (and the `pay` flow with a ledger) from `store` on `addr` until
+/// standard input closes; with `queue`, runs background runs from it.
+async fn serve<S, Q>(
+    store: S,
+    queue: Option<Q>,
+    worker: bool,
+    addr: Option<String>,
+) -> Result<(), Failure>
+where
+    S: ThreadStore + CheckpointStore + JournalStore + Clone,
+    Q: RunQueue,
+{
     let addr = addr.unwrap_or_else(|| "127.0.0.1:0".to_owned());
-    let builder = AppState::builder(store)
+    let lease = env_ms("AGENTFLOW_LEASE_MS", 30_000);
+    let mut builder = AppState::builder(store.clone())
         .flow("desk", flow_server::demo::desk())
         .turn_routing(TurnRouting::Root);
+    if let Ok(ledger) = std::env::var("AGENTFLOW_LEDGER") {
+        builder = builder.flow("pay", pay_flow(ledger, env_ms("AGENTFLOW_PAY_DELAY_MS", 0)));
+    }
+    if let Some(queue) = queue {
+        let journal = store.clone();
+        builder = builder
+            .runners(move |_, runner| {
+                runner
+                    .lease(lease)
+                    .durability(Durability::Async)
+                    .journal_store(journal.clone())
+            })
+            .run_queue_with(queue, {
+                let mut options = QueueOptions::default();
+                options.lease = lease;
+                if let Some(n) = std::env::var("AGENTFLOW_QUEUE_WORKERS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                {
+                    options.workers = n;
+                }
+                options
+            });
+    }
     let state = match std::env::var("AGENTFLOW_TOKEN") {
         Ok(token) => builder.auth(Auth::bearer(token)),
         Err(_) => builder.dev_mode(),
@@ -68,10 +178,91 @@ async fn serve<S: ThreadStore + CheckpointStore + Clone>(
     .build()?;
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("listening on http://{}/", listener.local_addr()?);
-    flow_server::serve_until(listener, state, async {
+    let stdin_closed = async {
         let mut sink = Vec::new();
         let _ = tokio::io::stdin().read_to_end(&mut sink).await;
-    })
-    .await?;
+    };
+    if worker {
+        // Health only; the workers run until standard input closes.
+        let health = axum::Router::new().route(
+            "/v1/health",
+            axum::routing::get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
+        );
+        let http = tokio::spawn(async move { axum::serve(listener, health).await });
+        flow_server::run_workers(state, stdin_closed).await;
+        http.abort();
+        return Ok(());
+    }
+    flow_server::serve_until(listener, state, stdin_closed).await?;
     Ok(())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Payment {
+    /// The payment's id.
+    payment: String,
+}
+
+/// The `pay` flow: its `pay` tool appends each payment to `ledger` once per idempotency key.
+fn pay_flow(ledger: String, delay: Duration) -> FlowAgent {
+    let model = ScriptedModel::rules()
+        .when(
+            |r| r.messages.last().is_some_and(|m| m.role == Role::Tool),
+            ScriptStep::text("paid"),
+        )
+        .otherwise_with(|r| {
+            let id = r
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .and_then(|m| m.content.strip_prefix("pay "))
+                .unwrap_or("unknown")
+                .trim()
+                .to_owned();
+            ScriptStep::tool_call("pay", serde_json::json!({ "payment": id }))
+        });
+    let ledger = Arc::new(ledger);
+    let teller = ChatModelAgent::builder("teller", model)
+        .tool(tool_fn_with_context(
+            "pay",
+            "Pays a payment once.",
+            move |cx: ToolContext, p: Payment| {
+                let ledger = ledger.clone();
+                async move {
+                    let key = cx.idempotency_key();
+                    let pid = std::process::id();
+                    append(
+                        &format!("{ledger}.trace"),
+                        &format!("start {key} {} {pid}\n", p.payment),
+                    )?;
+                    tokio::time::sleep(delay).await;
+                    let seen = std::fs::read_to_string(&*ledger).unwrap_or_default();
+                    let paid = seen
+                        .lines()
+                        .any(|l| l.split(' ').next() == Some(key.as_str()));
+                    if !paid {
+                        append(&ledger, &format!("{key} {} {pid}\n", p.payment))?;
+                    }
+                    append(
+                        &format!("{ledger}.trace"),
+                        &format!("end {key} {} {pid}\n", p.payment),
+                    )?;
+                    Ok::<_, std::io::Error>(format!("paid {}", p.payment))
+                }
+            },
+        ))
+        .build()
+        .expect("teller");
+    FlowAgent::new(teller)
+}
+
+/// Appends `line` to the file at `path` (one write: lines of processes do not interleave).
+fn append(path: &str, line: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(line.as_bytes())?;
+    file.sync_data()
 }

@@ -256,6 +256,30 @@ pub(crate) async fn create_run(
             Some((url, secret.to_vec()))
         }
     };
+    if let (Some(queue), false, Some(message), None) = (
+        state.queue_settings(),
+        request.stream,
+        &request.message,
+        &request.resume,
+    ) {
+        if webhook.is_some() {
+            return Err(ApiError::BadRequest(
+                "webhooks are not sent for queued runs yet: poll GET .../runs/{run} or wait                  on .../runs/{run}/wait"
+                    .into(),
+            ));
+        }
+        let body = crate::queue::enqueue(
+            &state,
+            queue,
+            &principal,
+            &served,
+            &key,
+            message.clone(),
+            strategy,
+        )
+        .await?;
+        return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
+    }
     let run = start(
         &state,
         &request_id.0,
@@ -293,12 +317,18 @@ pub(crate) async fn list_runs(
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
-    let runs: Vec<Value> = served
+    let mut runs: Vec<Value> = match state.queue_settings() {
+        Some(queue) => crate::queue::queued_runs(queue, &key).await?,
+        None => Vec::new(),
+    };
+    let local: Vec<Value> = served
         .runner()
         .thread_runs(&key.store_id())
         .iter()
+        .filter(|r| !runs.iter().any(|q| q["run_id"] == r.run_id.as_str()))
         .map(|r| info_json(&key.id, r))
         .collect();
+    runs.extend(local);
     Ok(Json(json!({ "runs": runs })))
 }
 
@@ -311,6 +341,11 @@ pub(crate) async fn get_run(
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    if let Some(queue) = state.queue_settings() {
+        if let Some(info) = crate::queue::queued_info(queue, &served, &key, &run).await? {
+            return Ok(Json(info));
+        }
+    }
     let run = run_of(&served, &key, &run)?;
     Ok(Json(info_json(&key.id, &run.info())))
 }
@@ -358,6 +393,11 @@ pub(crate) async fn wait_run(
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    if let Some(queue) = state.queue_settings() {
+        if let Some(outcome) = crate::queue::wait_queued(queue, &served, &key, &run).await? {
+            return Ok(Json(outcome));
+        }
+    }
     let run = run_of(&served, &key, &run)?;
     let outcome = run.wait().await;
     Ok(Json(outcome_json(

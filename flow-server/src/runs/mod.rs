@@ -49,4 +49,5 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 pub(crate) use handlers::{parse_strategy, run_of, start};
+pub(crate) use stream::outcome_json;
 pub(crate) use stream::CancelOnDrop;

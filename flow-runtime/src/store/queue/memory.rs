@@ -1,0 +1,69 @@
+//! [`InMemoryRunQueue`]: the run queue of one process, for tests.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::rows::Rows;
+use super::{
+    check_run_id, check_thread, Enqueue, NewRun, QueueClaim, QueueError, QueuedRun, RunQueue,
+};
+use crate::store::now_ms;
+
+/// A run queue in memory: shared by the tasks of one process (clones share it); gone when
+/// the process ends.
+#[derive(Debug, Clone, Default)]
+pub struct InMemoryRunQueue {
+    rows: Arc<Mutex<Rows>>,
+}
+
+impl InMemoryRunQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn rows(&self) -> std::sync::MutexGuard<'_, Rows> {
+        self.rows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl RunQueue for InMemoryRunQueue {
+    async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError> {
+        self.rows().enqueue(run, mode, now_ms())
+    }
+
+    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError> {
+        self.rows().claim(worker, lease, now_ms())
+    }
+
+    async fn renew(&self, claim: &QueueClaim, lease: Duration) -> Result<(), QueueError> {
+        self.rows().renew(claim, lease, now_ms())
+    }
+
+    async fn note(&self, claim: &QueueClaim, note: Value) -> Result<(), QueueError> {
+        self.rows().note(claim, note)
+    }
+
+    async fn release(&self, claim: &QueueClaim) -> Result<(), QueueError> {
+        self.rows().release(claim);
+        Ok(())
+    }
+
+    async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError> {
+        self.rows().complete(claim, outcome, now_ms())
+    }
+
+    async fn get(&self, run_id: &str) -> Result<Option<QueuedRun>, QueueError> {
+        check_run_id(run_id)?;
+        Ok(self.rows().get(run_id))
+    }
+
+    async fn thread_runs(&self, thread: &str) -> Result<Vec<QueuedRun>, QueueError> {
+        check_thread(thread)?;
+        Ok(self.rows().thread_runs(thread))
+    }
+}

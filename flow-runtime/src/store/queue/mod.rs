@@ -1,0 +1,381 @@
+//! The run queue: background runs waiting in the store until a worker (any server process
+//! on the same store) takes them. [`RunQueue`] is the contract; each store has a queue beside
+//! it ([`InMemoryRunQueue`], [`FileRunQueue`], and `SqliteRunQueue` and `PostgresRunQueue`
+//! behind the `sqlite` and `postgres` features).
+//!
+//! - `rows.rs`: the queue's rows and their transitions, kept in memory (what the in-memory
+//!   and file queues share: one list changed under one lock);
+//! - `memory.rs`: [`InMemoryRunQueue`], for tests and one process;
+//! - `file.rs`: [`FileRunQueue`], one JSON file changed under a `flock`;
+//! - `sqlite.rs`, `postgres.rs`: the SQL queues, one table; a claim is one `UPDATE` (SQLite
+//!   in a `BEGIN IMMEDIATE` transaction; PostgreSQL with `FOR UPDATE SKIP LOCKED`);
+//! - this file: the contract, its types and its errors.
+//!
+//! The contract is [`RunQueue`]'s.
+
+mod file;
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod rows;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::error::Error as StdError;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use file::FileRunQueue;
+pub use memory::InMemoryRunQueue;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresRunQueue;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteRunQueue;
+
+/// The largest input a queued run may carry (its JSON): 1 MiB.
+pub const MAX_QUEUED_INPUT_BYTES: usize = 1024 * 1024;
+
+/// A run to add to the queue ([`RunQueue::enqueue`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// The run's id (the caller makes it: 1 to 160 characters of `A-Z a-z 0-9 . _ -`).
+    pub run_id: String,
+    /// The flow that runs it.
+    pub flow: String,
+    /// The thread it is a turn of (a thread id of the thread store).
+    pub thread: String,
+    /// What the worker needs to run it: the input messages and options, as JSON.
+    pub input: Value,
+}
+
+/// Whether [`RunQueue::enqueue`] waits behind the thread's other runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueue {
+    /// Always add it: it runs after the thread's earlier runs, in order.
+    Always,
+    /// Add it only if the thread has no run waiting or running ([`QueueError::Busy`]).
+    IfIdle,
+}
+
+/// Where a queued run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueStatus {
+    /// Waiting for a worker.
+    Pending,
+    /// Held by a worker (whose lease may have run out: then another may take it over).
+    Running,
+    /// Ended; its outcome is recorded.
+    Done,
+}
+
+impl QueueStatus {
+    /// The status's name: `pending`, `running`, `done`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueStatus::Pending => "pending",
+            QueueStatus::Running => "running",
+            QueueStatus::Done => "done",
+        }
+    }
+
+    /// The status named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "pending" => QueueStatus::Pending,
+            "running" => QueueStatus::Running,
+            "done" => QueueStatus::Done,
+            _ => return None,
+        })
+    }
+}
+
+/// A run in the queue, as [`RunQueue::get`] reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedRun {
+    /// The run's id.
+    pub run_id: String,
+    /// The flow that runs it.
+    pub flow: String,
+    /// Its thread.
+    pub thread: String,
+    /// Its input, as enqueued.
+    pub input: Value,
+    /// Its place in the queue: larger is later.
+    pub seq: u64,
+    /// Where it is.
+    pub status: QueueStatus,
+    /// How many claims it had: 0 while never claimed, 1 for the first, one more per takeover
+    /// or claim after a release.
+    pub attempt: u64,
+    /// The worker that holds it (or held it last).
+    pub worker: Option<String>,
+    /// When the holder's lease runs out (ms since the Unix epoch; 0 when not held).
+    pub lease_until_ms: u64,
+    /// When it was enqueued (ms since the Unix epoch).
+    pub created_ms: u64,
+    /// When it was first claimed.
+    pub started_ms: Option<u64>,
+    /// When it ended.
+    pub ended_ms: Option<u64>,
+    /// Its outcome, once done (the JSON the worker recorded).
+    pub outcome: Option<Value>,
+    /// What its worker noted while running it ([`RunQueue::note`]), for a worker that takes
+    /// it over: e.g. the thread's turn it started.
+    #[serde(default)]
+    pub note: Option<Value>,
+}
+
+/// A worker's hold on a queued run: the right, until its lease runs out, to run it and
+/// record its outcome. Made by [`RunQueue::claim`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueClaim {
+    /// The run as it was claimed (status running, this claim's attempt and worker).
+    pub run: QueuedRun,
+    /// The worker that holds it.
+    pub worker: String,
+    /// The claim's number: 1 for the first claim; above 1 the run was held before (its
+    /// worker died or handed it back).
+    pub attempt: u64,
+    /// Whether the run was taken from a worker whose lease ran out while it ran.
+    pub takeover: bool,
+}
+
+/// A failure of a [`RunQueue`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// An id cannot be used (run ids are 1 to 160 characters of `A-Z a-z 0-9 . _ -`, not
+    /// starting with `.`; thread ids the thread store's rule; flow and worker names 1 to 200
+    /// characters).
+    #[error("{what} '{id}' is not valid: {rule}")]
+    InvalidId {
+        /// What it names: `run id`, `thread id`, `flow name`, `worker name`.
+        what: &'static str,
+        /// The id given (cut to 200 characters).
+        id: String,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// A run with this id is already in the queue.
+    #[error("run '{run_id}' is already in the queue; give each run a new id")]
+    Duplicate {
+        /// The id.
+        run_id: String,
+    },
+    /// [`Enqueue::IfIdle`] on a thread that has a run waiting or running.
+    #[error(
+        "thread '{thread}' has run '{run_id}' waiting or running; wait for it, or enqueue \
+         the new run behind it (multitask strategy `enqueue`)"
+    )]
+    Busy {
+        /// The thread.
+        thread: String,
+        /// Its run that waits or runs.
+        run_id: String,
+    },
+    /// The claim is no longer held: its lease ran out and another worker took the run over,
+    /// or it was released. Nothing was written.
+    #[error(
+        "the claim {attempt} on queued run '{run_id}' is no longer held: its lease ran out \
+         and another worker took it over, or it was handed back; stop running it"
+    )]
+    ClaimLost {
+        /// The run.
+        run_id: String,
+        /// The lost claim's number.
+        attempt: u64,
+    },
+    /// The run's input is larger than [`MAX_QUEUED_INPUT_BYTES`].
+    #[error(
+        "run '{run_id}' has {size} bytes of input, over the queue's limit of {limit}; send a \
+         shorter message"
+    )]
+    TooLarge {
+        /// The run.
+        run_id: String,
+        /// The input's size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A stored row cannot be read (altered by hand, or written by a newer build).
+    #[error("queued run '{run_id}' cannot be read: {message}")]
+    Corrupt {
+        /// The run (or the queue's file).
+        run_id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Reading or writing the queue's files failed.
+    #[error("the run queue could not {operation}: {source}")]
+    Io {
+        /// What it was doing.
+        operation: &'static str,
+        /// The underlying error.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// The database failed.
+    #[error("the run queue's database could not {operation}: {source}")]
+    Database {
+        /// What it was doing.
+        operation: &'static str,
+        /// The driver's error.
+        #[source]
+        source: Arc<dyn StdError + Send + Sync>,
+    },
+}
+
+/// Where background runs wait for a worker: the contract every queue implements.
+///
+/// - [`enqueue`](RunQueue::enqueue) adds a run (its id, flow, thread and input as JSON) at the
+///   end of the queue; with [`Enqueue::IfIdle`] it is refused ([`QueueError::Busy`]) while the
+///   thread has a run waiting or running.
+/// - [`claim`](RunQueue::claim) takes the oldest runnable run for a lease: a pending run, or
+///   a running one whose lease ran out (its worker died: a *takeover*, [`QueueClaim::attempt`]
+///   above 1). A run is not runnable while an earlier run of its thread waits or runs, so a
+///   thread's runs run one at a time, in order. Of any number of concurrent claimants exactly
+///   one gets a given run.
+/// - [`renew`](RunQueue::renew) extends the lease; [`release`](RunQueue::release) hands the run
+///   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome.
+///   Each of them checks that the claim is still held (same attempt, still running), else
+///   [`QueueError::ClaimLost`] and nothing is written: a worker whose lease ran out and whose
+///   run was taken over cannot complete it.
+/// - [`get`](RunQueue::get) and [`thread_runs`](RunQueue::thread_runs) read the rows, so any
+///   process answers for any run.
+///
+/// What runs at least once is the work of a worker that died: the run is taken over and run
+/// again (recovered from its journal when the turn was journaled).
+///
+/// ```
+/// use std::time::Duration;
+/// use flow_runtime::store::{Enqueue, InMemoryRunQueue, NewRun, QueueStatus, RunQueue};
+/// # futures::executor::block_on(async {
+/// let queue = InMemoryRunQueue::new();
+/// let run = |id: &str| NewRun {
+///     run_id: id.into(),
+///     flow: "desk".into(),
+///     thread: "t-1".into(),
+///     input: serde_json::json!({"message": "hi"}),
+/// };
+/// queue.enqueue(run("r1"), Enqueue::Always).await.unwrap();
+/// queue.enqueue(run("r2"), Enqueue::Always).await.unwrap();
+/// let lease = Duration::from_secs(30);
+/// let first = queue.claim("worker-a", lease).await.unwrap().unwrap();
+/// assert_eq!(first.run.run_id, "r1");
+/// // r2 waits behind r1: same thread.
+/// assert!(queue.claim("worker-b", lease).await.unwrap().is_none());
+/// queue.complete(&first, serde_json::json!({"status": "success"})).await.unwrap();
+/// assert_eq!(queue.get("r1").await.unwrap().unwrap().status, QueueStatus::Done);
+/// let second = queue.claim("worker-b", lease).await.unwrap().unwrap();
+/// assert_eq!(second.run.run_id, "r2");
+/// # });
+/// ```
+#[async_trait]
+pub trait RunQueue: Send + Sync + 'static {
+    /// Adds `run` at the end of the queue; returns its row. Errors: an invalid id, a run id
+    /// already queued ([`QueueError::Duplicate`]), a busy thread with [`Enqueue::IfIdle`],
+    /// an input over [`MAX_QUEUED_INPUT_BYTES`].
+    async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError>;
+
+    /// Takes the oldest runnable run for `worker`, for `lease`: `None` if no run can be taken
+    /// now.
+    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError>;
+
+    /// Extends a held claim's lease to `lease` from now.
+    async fn renew(&self, claim: &QueueClaim, lease: Duration) -> Result<(), QueueError>;
+
+    /// Notes `note` on the claimed run (replacing an earlier note), if the claim is still
+    /// held: what a worker that takes the run over needs to know (e.g. which turn of the
+    /// thread it started).
+    async fn note(&self, claim: &QueueClaim, note: Value) -> Result<(), QueueError>;
+
+    /// Hands a held claim back: the run waits again, first in its thread. Does nothing if the
+    /// claim is no longer held.
+    async fn release(&self, claim: &QueueClaim) -> Result<(), QueueError>;
+
+    /// Records the run's end with `outcome`, if the claim is still held.
+    async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError>;
+
+    /// The run `run_id`, if queued.
+    async fn get(&self, run_id: &str) -> Result<Option<QueuedRun>, QueueError>;
+
+    /// The runs of `thread`, oldest first.
+    async fn thread_runs(&self, thread: &str) -> Result<Vec<QueuedRun>, QueueError>;
+}
+
+/// Checks a new run's ids and input size.
+pub(crate) fn check_new(run: &NewRun) -> Result<(), QueueError> {
+    check_run_id(&run.run_id)?;
+    check_thread(&run.thread)?;
+    check_name("flow name", &run.flow)?;
+    let size = run.input.to_string().len();
+    if size > MAX_QUEUED_INPUT_BYTES {
+        return Err(QueueError::TooLarge {
+            run_id: run.run_id.clone(),
+            size,
+            limit: MAX_QUEUED_INPUT_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn shown(id: &str) -> String {
+    id.chars()
+        .take(200)
+        .collect::<String>()
+        .replace('\0', "\\0")
+}
+
+/// Checks a run id.
+pub(crate) fn check_run_id(id: &str) -> Result<(), QueueError> {
+    if super::is_valid_key(id, super::MAX_ID_LEN) {
+        Ok(())
+    } else {
+        Err(QueueError::InvalidId {
+            what: "run id",
+            id: shown(id),
+            rule: "use 1 to 160 characters of A-Z, a-z, 0-9, '.', '_' or '-', not starting \
+                   with '.'",
+        })
+    }
+}
+
+/// Checks a thread id.
+pub(crate) fn check_thread(id: &str) -> Result<(), QueueError> {
+    if super::validate_thread_id(id).is_ok() {
+        Ok(())
+    } else {
+        Err(QueueError::InvalidId {
+            what: "thread id",
+            id: shown(id),
+            rule: "use a valid thread id (see validate_thread_id)",
+        })
+    }
+}
+
+/// Checks a flow or worker name.
+pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), QueueError> {
+    if !name.is_empty() && name.len() <= 200 && !name.contains('\0') {
+        Ok(())
+    } else {
+        Err(QueueError::InvalidId {
+            what,
+            id: shown(name),
+            rule: "use 1 to 200 characters, no NUL",
+        })
+    }
+}
+
+/// A lease's length in milliseconds (saturating).
+pub(crate) fn lease_ms(lease: Duration) -> u64 {
+    lease.as_millis().min(i64::MAX as u128) as u64
+}

@@ -1,0 +1,89 @@
+//! [`PostgresRunQueue`]: the run queue in a PostgreSQL database (feature `postgres`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow, Postgres};
+
+use super::sql::{db, sql_run_queue, QueueStatements, INDEXES, TABLE_COLUMNS};
+use super::QueueError;
+
+/// The server's clock in milliseconds: every worker's leases are measured on one clock.
+const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// The advisory lock under which the table is created (`agentflow-queue`, folded).
+const CREATE_LOCK: i64 = 0x6166_7175_6575_6531;
+
+/// The run queue in a PostgreSQL database (usually the
+/// [`PostgresStore`](crate::store::PostgresStore)'s): for workers on many machines.
+///
+/// A claim is one `UPDATE` whose choice of run is a `SELECT ... FOR UPDATE SKIP LOCKED`:
+/// concurrent claimants skip the row another is taking instead of waiting for it, and each
+/// run goes to exactly one. Enqueueing holds a transaction-level advisory lock on the thread,
+/// so a thread's runs are numbered in the order they commit. Leases are measured on the
+/// server's clock. The table is created, if missing, when the queue connects.
+#[derive(Debug, Clone)]
+pub struct PostgresRunQueue {
+    pool: PgPool,
+    sql: Arc<QueueStatements>,
+}
+
+impl PostgresRunQueue {
+    /// Connects to the database at `url` and creates the queue's table if missing.
+    pub async fn connect(url: &str) -> Result<Self, QueueError> {
+        let connect: PgConnectOptions = url.parse().map_err(db("parse the URL of its database"))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(connect)
+            .await
+            .map_err(db("connect to its database"))?;
+        let err = db("create its table");
+        let mut tx = pool.begin().await.map_err(&err)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CREATE_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        let table = format!(
+            "CREATE TABLE IF NOT EXISTS agentflow_run_queue (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            {TABLE_COLUMNS})"
+        );
+        sqlx::query(&table).execute(&mut *tx).await.map_err(&err)?;
+        for index in INDEXES {
+            sqlx::query(index).execute(&mut *tx).await.map_err(&err)?;
+        }
+        tx.commit().await.map_err(&err)?;
+        Ok(PostgresRunQueue {
+            pool,
+            sql: Arc::new(QueueStatements::new(NOW, "FOR UPDATE SKIP LOCKED")),
+        })
+    }
+
+    /// A transaction holding thread `thread`'s advisory lock.
+    async fn write(
+        &self,
+        thread: &str,
+    ) -> Result<sqlx::Transaction<'static, Postgres>, QueueError> {
+        let err = db("lock a thread of the queue");
+        let mut tx = self.pool.begin().await.map_err(&err)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        Ok(tx)
+    }
+
+    async fn claim_row(&self, worker: &str, lease_ms: i64) -> Result<Option<PgRow>, QueueError> {
+        sqlx::query(&self.sql.claim)
+            .bind(worker)
+            .bind(lease_ms)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("claim a run"))
+    }
+}
+
+sql_run_queue!(PostgresRunQueue, PgRow);

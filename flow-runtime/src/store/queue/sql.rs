@@ -1,0 +1,363 @@
+//! What the SQL queues ([`SqliteRunQueue`](super::SqliteRunQueue),
+//! [`PostgresRunQueue`](super::PostgresRunQueue)) share: the statements (`{NOW}` stands for the
+//! database's clock in milliseconds, `{LOCK}` for the claim's row-locking clause) and the
+//! macro that implements [`RunQueue`](super::RunQueue) with them.
+//!
+//! The table `agentflow_run_queue` holds one row per run: `seq` its place, `status` one of
+//! `pending running done`, `attempt`, `worker` and `lease_until_ms` the claim, `takeover` 1
+//! when the last claim took the run from a worker whose lease ran out. It is created (if
+//! missing) when a queue opens, apart from the stores' numbered migrations.
+
+/// The columns every read returns, in this order.
+pub(crate) const COLUMNS: &str = "run_id, flow, thread, input, seq, status, attempt, worker, \
+    lease_until_ms, created_ms, started_ms, ended_ms, outcome, takeover, note";
+
+/// The indexes beside the table (the table itself differs by backend: its `seq` column).
+pub(crate) const INDEXES: &[&str] = &[
+    "CREATE INDEX IF NOT EXISTS agentflow_run_queue_open ON agentflow_run_queue (seq) \
+     WHERE status <> 'done'",
+    "CREATE INDEX IF NOT EXISTS agentflow_run_queue_thread ON agentflow_run_queue (thread, seq)",
+];
+
+/// The table's columns after `seq`.
+pub(crate) const TABLE_COLUMNS: &str = "run_id TEXT NOT NULL UNIQUE,
+    flow TEXT NOT NULL,
+    thread TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempt BIGINT NOT NULL DEFAULT 0,
+    worker TEXT,
+    lease_until_ms BIGINT NOT NULL DEFAULT 0,
+    created_ms BIGINT NOT NULL,
+    started_ms BIGINT,
+    ended_ms BIGINT,
+    outcome TEXT,
+    takeover BIGINT NOT NULL DEFAULT 0,
+    note TEXT";
+
+const BUSY: &str = "SELECT run_id FROM agentflow_run_queue WHERE thread = $1 AND status <> 'done' \
+    ORDER BY seq LIMIT 1";
+
+const INSERT: &str = "INSERT INTO agentflow_run_queue (run_id, flow, thread, input, status, \
+    created_ms) VALUES ($1, $2, $3, $4, 'pending', {NOW}) RETURNING {COLUMNS}";
+
+/// The oldest run that is pending, or running on a lease that ran out, with no earlier run of
+/// its thread waiting or running.
+const CLAIM: &str = "UPDATE agentflow_run_queue SET status = 'running', worker = $1, \
+    attempt = attempt + 1, lease_until_ms = {NOW} + $2, started_ms = COALESCE(started_ms, {NOW}), \
+    takeover = CASE WHEN status = 'running' THEN 1 ELSE 0 END \
+    WHERE seq = (SELECT r.seq FROM agentflow_run_queue r \
+        WHERE r.status <> 'done' AND (r.status = 'pending' OR r.lease_until_ms < {NOW}) \
+        AND NOT EXISTS (SELECT 1 FROM agentflow_run_queue e \
+            WHERE e.thread = r.thread AND e.seq < r.seq AND e.status <> 'done') \
+        ORDER BY r.seq LIMIT 1 {LOCK}) \
+    RETURNING {COLUMNS}";
+
+const RENEW: &str = "UPDATE agentflow_run_queue SET lease_until_ms = {NOW} + $3 \
+    WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
+
+const NOTE: &str = "UPDATE agentflow_run_queue SET note = $3 \
+    WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
+
+const RELEASE: &str = "UPDATE agentflow_run_queue SET status = 'pending', lease_until_ms = 0 \
+    WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
+
+const COMPLETE: &str = "UPDATE agentflow_run_queue SET status = 'done', lease_until_ms = 0, \
+    ended_ms = {NOW}, outcome = $3 WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
+
+const GET: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE run_id = $1";
+
+const THREAD: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE thread = $1 ORDER BY seq";
+
+/// The statements of one backend, its clock and lock clause filled in.
+#[derive(Debug)]
+pub(crate) struct QueueStatements {
+    pub busy: String,
+    pub insert: String,
+    pub claim: String,
+    pub renew: String,
+    pub note: String,
+    pub release: String,
+    pub complete: String,
+    pub get: String,
+    pub thread: String,
+}
+
+impl QueueStatements {
+    /// The statements with `now` as the clock and `lock` after the claim's choice.
+    pub fn new(now: &str, lock: &str) -> Self {
+        let f = |s: &str| {
+            s.replace("{COLUMNS}", COLUMNS)
+                .replace("{NOW}", now)
+                .replace("{LOCK}", lock)
+        };
+        QueueStatements {
+            busy: f(BUSY),
+            insert: f(INSERT),
+            claim: f(CLAIM),
+            renew: f(RENEW),
+            note: f(NOTE),
+            release: f(RELEASE),
+            complete: f(COMPLETE),
+            get: f(GET),
+            thread: f(THREAD),
+        }
+    }
+}
+
+/// A database error as a queue error.
+pub(crate) fn db(operation: &'static str) -> impl Fn(sqlx::Error) -> super::QueueError {
+    move |e| super::QueueError::Database {
+        operation,
+        source: std::sync::Arc::new(e),
+    }
+}
+
+/// Whether `e` is a unique-key violation (a run id already queued).
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+/// Implements [`RunQueue`](super::RunQueue) for a SQL queue type with fields `pool` and `sql`
+/// (a [`QueueStatements`]) and `async fn write(&self, thread: &str)` opening a transaction
+/// that holds the thread's lock.
+macro_rules! sql_run_queue {
+    ($queue:ty, $row:ty) => {
+        fn queued_run(row: &$row) -> Result<$crate::store::QueuedRun, $crate::store::QueueError> {
+            use sqlx::Row;
+            let run_id: String = row
+                .try_get("run_id")
+                .map_err($crate::store::queue::sql::db("read a row"))?;
+            let corrupt = |message: String| $crate::store::QueueError::Corrupt {
+                run_id: run_id.clone(),
+                message,
+            };
+            let get_i = |name: &str| -> Result<i64, $crate::store::QueueError> {
+                row.try_get::<i64, _>(name)
+                    .map_err(|e| corrupt(format!("{name}: {e}")))
+            };
+            let get_oi = |name: &str| -> Result<Option<i64>, $crate::store::QueueError> {
+                row.try_get::<Option<i64>, _>(name)
+                    .map_err(|e| corrupt(format!("{name}: {e}")))
+            };
+            let get_s = |name: &str| -> Result<String, $crate::store::QueueError> {
+                row.try_get::<String, _>(name)
+                    .map_err(|e| corrupt(format!("{name}: {e}")))
+            };
+            let status = get_s("status")?;
+            let status = $crate::store::QueueStatus::parse(&status)
+                .ok_or_else(|| corrupt(format!("unknown status '{status}'")))?;
+            let input: serde_json::Value = serde_json::from_str(&get_s("input")?)
+                .map_err(|e| corrupt(format!("input: {e}")))?;
+            let outcome = match row
+                .try_get::<Option<String>, _>("outcome")
+                .map_err(|e| corrupt(format!("outcome: {e}")))?
+            {
+                Some(text) => Some(
+                    serde_json::from_str(&text).map_err(|e| corrupt(format!("outcome: {e}")))?,
+                ),
+                None => None,
+            };
+            let u = |v: i64| v.max(0) as u64;
+            Ok($crate::store::QueuedRun {
+                flow: get_s("flow")?,
+                thread: get_s("thread")?,
+                input,
+                seq: u(get_i("seq")?),
+                status,
+                attempt: u(get_i("attempt")?),
+                worker: row
+                    .try_get::<Option<String>, _>("worker")
+                    .map_err(|e| corrupt(format!("worker: {e}")))?,
+                lease_until_ms: u(get_i("lease_until_ms")?),
+                created_ms: u(get_i("created_ms")?),
+                started_ms: get_oi("started_ms")?.map(u),
+                ended_ms: get_oi("ended_ms")?.map(u),
+                outcome,
+                note: match row
+                    .try_get::<Option<String>, _>("note")
+                    .map_err(|e| corrupt(format!("note: {e}")))?
+                {
+                    Some(text) => Some(
+                        serde_json::from_str(&text).map_err(|e| corrupt(format!("note: {e}")))?,
+                    ),
+                    None => None,
+                },
+                run_id: run_id.clone(),
+            })
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::RunQueue for $queue {
+            async fn enqueue(
+                &self,
+                run: $crate::store::NewRun,
+                mode: $crate::store::Enqueue,
+            ) -> Result<$crate::store::QueuedRun, $crate::store::QueueError> {
+                use $crate::store::queue::sql::db;
+                $crate::store::queue::check_new(&run)?;
+                let mut tx = self.write(&run.thread).await?;
+                if mode == $crate::store::Enqueue::IfIdle {
+                    let busy: Option<(String,)> = sqlx::query_as(&self.sql.busy)
+                        .bind(&run.thread)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db("check a thread's runs"))?;
+                    if let Some((run_id,)) = busy {
+                        return Err($crate::store::QueueError::Busy {
+                            thread: run.thread,
+                            run_id,
+                        });
+                    }
+                }
+                let row = sqlx::query(&self.sql.insert)
+                    .bind(&run.run_id)
+                    .bind(&run.flow)
+                    .bind(&run.thread)
+                    .bind(run.input.to_string())
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(|e| {
+                        if $crate::store::queue::sql::is_unique_violation(&e) {
+                            $crate::store::QueueError::Duplicate {
+                                run_id: run.run_id.clone(),
+                            }
+                        } else {
+                            db("enqueue a run")(e)
+                        }
+                    })?;
+                let queued = queued_run(&row)?;
+                tx.commit().await.map_err(db("enqueue a run"))?;
+                Ok(queued)
+            }
+
+            async fn claim(
+                &self,
+                worker: &str,
+                lease: std::time::Duration,
+            ) -> Result<Option<$crate::store::QueueClaim>, $crate::store::QueueError> {
+                use sqlx::Row;
+                use $crate::store::queue::sql::db;
+                $crate::store::queue::check_name("worker name", worker)?;
+                let row = self
+                    .claim_row(worker, $crate::store::queue::lease_ms(lease) as i64)
+                    .await?;
+                let Some(row) = row else {
+                    return Ok(None);
+                };
+                let takeover: i64 = row.try_get("takeover").map_err(db("claim a run"))?;
+                let run = queued_run(&row)?;
+                Ok(Some($crate::store::QueueClaim {
+                    worker: worker.to_owned(),
+                    attempt: run.attempt,
+                    takeover: takeover == 1,
+                    run,
+                }))
+            }
+
+            async fn renew(
+                &self,
+                claim: &$crate::store::QueueClaim,
+                lease: std::time::Duration,
+            ) -> Result<(), $crate::store::QueueError> {
+                let done = sqlx::query(&self.sql.renew)
+                    .bind(&claim.run.run_id)
+                    .bind(claim.attempt as i64)
+                    .bind($crate::store::queue::lease_ms(lease) as i64)
+                    .execute(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("renew a lease"))?;
+                if done.rows_affected() == 0 {
+                    return Err($crate::store::QueueError::ClaimLost {
+                        run_id: claim.run.run_id.clone(),
+                        attempt: claim.attempt,
+                    });
+                }
+                Ok(())
+            }
+
+            async fn note(
+                &self,
+                claim: &$crate::store::QueueClaim,
+                note: serde_json::Value,
+            ) -> Result<(), $crate::store::QueueError> {
+                let done = sqlx::query(&self.sql.note)
+                    .bind(&claim.run.run_id)
+                    .bind(claim.attempt as i64)
+                    .bind(note.to_string())
+                    .execute(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("note on a run"))?;
+                if done.rows_affected() == 0 {
+                    return Err($crate::store::QueueError::ClaimLost {
+                        run_id: claim.run.run_id.clone(),
+                        attempt: claim.attempt,
+                    });
+                }
+                Ok(())
+            }
+
+            async fn release(
+                &self,
+                claim: &$crate::store::QueueClaim,
+            ) -> Result<(), $crate::store::QueueError> {
+                sqlx::query(&self.sql.release)
+                    .bind(&claim.run.run_id)
+                    .bind(claim.attempt as i64)
+                    .execute(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("release a run"))?;
+                Ok(())
+            }
+
+            async fn complete(
+                &self,
+                claim: &$crate::store::QueueClaim,
+                outcome: serde_json::Value,
+            ) -> Result<(), $crate::store::QueueError> {
+                let done = sqlx::query(&self.sql.complete)
+                    .bind(&claim.run.run_id)
+                    .bind(claim.attempt as i64)
+                    .bind(outcome.to_string())
+                    .execute(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("complete a run"))?;
+                if done.rows_affected() == 0 {
+                    return Err($crate::store::QueueError::ClaimLost {
+                        run_id: claim.run.run_id.clone(),
+                        attempt: claim.attempt,
+                    });
+                }
+                Ok(())
+            }
+
+            async fn get(
+                &self,
+                run_id: &str,
+            ) -> Result<Option<$crate::store::QueuedRun>, $crate::store::QueueError> {
+                $crate::store::queue::check_run_id(run_id)?;
+                let row = sqlx::query(&self.sql.get)
+                    .bind(run_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("read a run"))?;
+                row.as_ref().map(queued_run).transpose()
+            }
+
+            async fn thread_runs(
+                &self,
+                thread: &str,
+            ) -> Result<Vec<$crate::store::QueuedRun>, $crate::store::QueueError> {
+                $crate::store::queue::check_thread(thread)?;
+                let rows = sqlx::query(&self.sql.thread)
+                    .bind(thread)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("list a thread's runs"))?;
+                rows.iter().map(queued_run).collect()
+            }
+        }
+    };
+}
+
+pub(crate) use sql_run_queue;

@@ -1,0 +1,119 @@
+//! [`SqliteRunQueue`]: the run queue in a SQLite database file (feature `sqlite`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::Sqlite;
+
+use super::sql::{db, sql_run_queue, QueueStatements, INDEXES, TABLE_COLUMNS};
+use super::QueueError;
+
+/// The SQLite clock in milliseconds since the Unix epoch.
+const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+
+/// The run queue in a SQLite database (usually the [`SqliteStore`](crate::store::SqliteStore)'s
+/// file: `SqliteRunQueue::open(store.path())`), shared safely by the processes of one machine.
+///
+/// Every change runs in a `BEGIN IMMEDIATE` transaction, which holds the database's single
+/// write lock: a claim is one `UPDATE ... RETURNING` in it, so of any number of processes
+/// claiming, each run goes to exactly one. The table is created, if missing, when the queue
+/// opens.
+#[derive(Debug, Clone)]
+pub struct SqliteRunQueue {
+    pool: SqlitePool,
+    sql: Arc<QueueStatements>,
+}
+
+impl SqliteRunQueue {
+    /// Opens (or creates) the queue in the database at `path` (WAL mode, `synchronous=FULL`,
+    /// a 30 s busy timeout), and creates its table if missing.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, QueueError> {
+        let path = path.as_ref();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| QueueError::Io {
+                operation: "create the directory of its database",
+                source: Arc::new(e),
+            })?;
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(connect)
+            .await
+            .map_err(db("open its database"))?;
+        let queue = SqliteRunQueue {
+            pool,
+            sql: Arc::new(QueueStatements::new(NOW, "")),
+        };
+        // Opening processes race to create the table; SQLite may refuse some of them at once
+        // ("database is locked"), so opening tries again for a while.
+        let mut pause = Duration::from_millis(2);
+        let mut tries = 0;
+        loop {
+            match queue.create_table().await {
+                Ok(()) => return Ok(queue),
+                Err(_) if tries < 200 => {
+                    tries += 1;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn create_table(&self) -> Result<(), QueueError> {
+        let err = db("create its table");
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(&err)?;
+        let table = format!(
+            "CREATE TABLE IF NOT EXISTS agentflow_run_queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            {TABLE_COLUMNS})"
+        );
+        sqlx::query(&table).execute(&mut *tx).await.map_err(&err)?;
+        for index in INDEXES {
+            sqlx::query(index).execute(&mut *tx).await.map_err(&err)?;
+        }
+        tx.commit().await.map_err(&err)
+    }
+
+    /// A write transaction: SQLite's single write lock holds every thread's.
+    async fn write(&self, _thread: &str) -> Result<sqlx::Transaction<'static, Sqlite>, QueueError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db("lock the queue"))
+    }
+
+    async fn claim_row(
+        &self,
+        worker: &str,
+        lease_ms: i64,
+    ) -> Result<Option<SqliteRow>, QueueError> {
+        let mut tx = self.write("").await?;
+        let row = sqlx::query(&self.sql.claim)
+            .bind(worker)
+            .bind(lease_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db("claim a run"))?;
+        tx.commit().await.map_err(db("claim a run"))?;
+        Ok(row)
+    }
+}
+
+sql_run_queue!(SqliteRunQueue, SqliteRow);

@@ -1,0 +1,376 @@
+//! The run queue contract ([`RunQueue`]) on every queue: in memory, file, SQLite (feature
+//! `sqlite`) and PostgreSQL (feature `postgres`, against the server at `AGENTFLOW_PG_URL`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flow_runtime::store::{
+    Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueError, QueueStatus, RunQueue,
+};
+use serde_json::json;
+
+const LEASE: Duration = Duration::from_secs(60);
+
+fn run(id: &str, thread: &str) -> NewRun {
+    NewRun {
+        run_id: id.into(),
+        flow: "desk".into(),
+        thread: thread.into(),
+        input: json!({ "message": format!("pay {id}") }),
+    }
+}
+
+/// Enqueue, per-thread order, claim, complete, get, list; typed errors for bad input.
+async fn lifecycle(q: &dyn RunQueue, p: &str) {
+    let (a, b) = (format!("{p}thread-a"), format!("{p}thread-b"));
+    let id = |s: &str| format!("{p}{s}");
+    let first = q
+        .enqueue(run(&id("a1"), &a), Enqueue::Always)
+        .await
+        .unwrap();
+    assert_eq!(first.status, QueueStatus::Pending);
+    assert_eq!(first.attempt, 0);
+    assert_eq!(
+        first.input,
+        json!({ "message": format!("pay {}", id("a1")) })
+    );
+    q.enqueue(run(&id("a2"), &a), Enqueue::Always)
+        .await
+        .unwrap();
+    q.enqueue(run(&id("b1"), &b), Enqueue::Always)
+        .await
+        .unwrap();
+
+    // Bad input: each a typed error, nothing queued.
+    assert!(matches!(
+        q.enqueue(run(&id("a1"), &a), Enqueue::Always).await,
+        Err(QueueError::Duplicate { .. })
+    ));
+    assert!(matches!(
+        q.enqueue(run(&id("a3"), &a), Enqueue::IfIdle).await,
+        Err(QueueError::Busy { run_id, .. }) if run_id == id("a1")
+    ));
+    assert!(matches!(
+        q.enqueue(run("../escape", &a), Enqueue::Always).await,
+        Err(QueueError::InvalidId { what: "run id", .. })
+    ));
+    assert!(matches!(
+        q.enqueue(run(&id("x"), "bad/thread"), Enqueue::Always)
+            .await,
+        Err(QueueError::InvalidId {
+            what: "thread id",
+            ..
+        })
+    ));
+    let mut big = run(&id("big"), &b);
+    big.input = json!("x".repeat(flow_runtime::store::MAX_QUEUED_INPUT_BYTES + 1));
+    assert!(matches!(
+        q.enqueue(big, Enqueue::Always).await,
+        Err(QueueError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        q.claim("", LEASE).await,
+        Err(QueueError::InvalidId {
+            what: "worker name",
+            ..
+        })
+    ));
+    assert!(q.get(&id("a3")).await.unwrap().is_none());
+
+    // Oldest first; a2 waits behind a1 (same thread), so b1 comes next.
+    let c1 = q.claim("w1", LEASE).await.unwrap().unwrap();
+    assert_eq!(c1.run.run_id, id("a1"));
+    assert_eq!((c1.attempt, c1.takeover), (1, false));
+    assert_eq!(c1.run.worker.as_deref(), Some("w1"));
+    let c2 = q.claim("w2", LEASE).await.unwrap().unwrap();
+    assert_eq!(c2.run.run_id, id("b1"));
+    assert!(q.claim("w3", LEASE).await.unwrap().is_none());
+
+    q.renew(&c1, LEASE).await.unwrap();
+    q.complete(&c1, json!({"status": "success"})).await.unwrap();
+    // A completed claim is no longer held.
+    assert!(matches!(
+        q.complete(&c1, json!({})).await,
+        Err(QueueError::ClaimLost { attempt: 1, .. })
+    ));
+    assert!(matches!(
+        q.renew(&c1, LEASE).await,
+        Err(QueueError::ClaimLost { .. })
+    ));
+    let done = q.get(&id("a1")).await.unwrap().unwrap();
+    assert_eq!(done.status, QueueStatus::Done);
+    assert_eq!(done.outcome, Some(json!({"status": "success"})));
+    assert!(done.ended_ms.is_some() && done.started_ms.is_some());
+
+    let c3 = q.claim("w1", LEASE).await.unwrap().unwrap();
+    assert_eq!(c3.run.run_id, id("a2"));
+    // Released: pending again, first in its thread, claimed with the next attempt.
+    q.release(&c3).await.unwrap();
+    assert_eq!(
+        q.get(&id("a2")).await.unwrap().unwrap().status,
+        QueueStatus::Pending
+    );
+    assert!(matches!(
+        q.complete(&c3, json!({})).await,
+        Err(QueueError::ClaimLost { .. })
+    ));
+    let c4 = q.claim("w2", LEASE).await.unwrap().unwrap();
+    assert_eq!(c4.run.run_id, id("a2"));
+    assert_eq!((c4.attempt, c4.takeover), (2, false));
+    q.complete(&c4, json!({"status": "success"})).await.unwrap();
+    q.complete(&c2, json!({"status": "error"})).await.unwrap();
+
+    let listed: Vec<(String, QueueStatus)> = q
+        .thread_runs(&a)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run_id, r.status))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![(id("a1"), QueueStatus::Done), (id("a2"), QueueStatus::Done)]
+    );
+    // Now the thread is idle: IfIdle takes it.
+    q.enqueue(run(&id("a3"), &a), Enqueue::IfIdle)
+        .await
+        .unwrap();
+    let c5 = q.claim("w1", LEASE).await.unwrap().unwrap();
+    q.complete(&c5, json!({"status": "success"})).await.unwrap();
+    assert!(q.claim("w1", LEASE).await.unwrap().is_none());
+}
+
+/// A run whose lease ran out is taken over; the old holder can no longer write.
+async fn takeover(q: &dyn RunQueue, p: &str) {
+    let thread = format!("{p}thread-t");
+    let id = format!("{p}t1");
+    q.enqueue(run(&id, &thread), Enqueue::Always).await.unwrap();
+    q.enqueue(run(&format!("{p}t2"), &thread), Enqueue::Always)
+        .await
+        .unwrap();
+    let dead = q.claim("dies", Duration::ZERO).await.unwrap().unwrap();
+    q.note(&dead, json!({"turn": 3})).await.unwrap();
+    // Wait until the lease of zero length is behind every clock.
+    loop {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let row = q.get(&id).await.unwrap().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        if row.lease_until_ms + 2 < now {
+            break;
+        }
+    }
+    let taken = q.claim("lives", LEASE).await.unwrap().unwrap();
+    // What the dead worker noted reaches the one taking over.
+    assert_eq!(taken.run.note, Some(json!({"turn": 3})));
+    // The expired run comes first: t2 still waits behind it.
+    assert_eq!(taken.run.run_id, id);
+    assert_eq!((taken.attempt, taken.takeover), (2, true));
+    assert!(q.claim("lives", LEASE).await.unwrap().is_none());
+    assert!(matches!(
+        q.renew(&dead, LEASE).await,
+        Err(QueueError::ClaimLost { attempt: 1, .. })
+    ));
+    assert!(matches!(
+        q.note(&dead, json!({})).await,
+        Err(QueueError::ClaimLost { .. })
+    ));
+    assert!(matches!(
+        q.complete(&dead, json!({})).await,
+        Err(QueueError::ClaimLost { .. })
+    ));
+    q.complete(&taken, json!({"status": "success"}))
+        .await
+        .unwrap();
+    let next = q.claim("lives", LEASE).await.unwrap().unwrap();
+    assert_eq!(next.run.run_id, format!("{p}t2"));
+    q.complete(&next, json!({"status": "success"}))
+        .await
+        .unwrap();
+}
+
+/// Many workers claiming at once, through several handles on one queue: each run is claimed
+/// exactly once, and a thread's runs one at a time in order.
+async fn one_claim_each(queues: Vec<Arc<dyn RunQueue>>, p: &str) {
+    let runs = 40;
+    for i in 0..runs {
+        // Four threads of ten runs each.
+        q0(&queues)
+            .enqueue(
+                run(&format!("{p}r{i:03}"), &format!("{p}race-{}", i % 4)),
+                Enqueue::Always,
+            )
+            .await
+            .unwrap();
+    }
+    let mut tasks = Vec::new();
+    for w in 0..6 {
+        let q = queues[w % queues.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            let mut idle = 0;
+            while idle < 50 {
+                match q.claim(&format!("w{w}"), LEASE).await.unwrap() {
+                    Some(c) => {
+                        idle = 0;
+                        // Nothing else of its thread is running now.
+                        let running: Vec<_> = q
+                            .thread_runs(&c.run.thread)
+                            .await
+                            .unwrap()
+                            .into_iter()
+                            .filter(|r| r.status == QueueStatus::Running)
+                            .map(|r| r.run_id)
+                            .collect();
+                        assert_eq!(running, vec![c.run.run_id.clone()]);
+                        mine.push(c.run.run_id.clone());
+                        q.complete(&c, json!({"worker": w})).await.unwrap();
+                    }
+                    None => {
+                        idle += 1;
+                        tokio::task::yield_now().await;
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                }
+            }
+            mine
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    assert_eq!(all.len(), runs, "every run claimed once: {all:?}");
+    assert_eq!(all.iter().collect::<HashSet<_>>().len(), runs);
+    for t in 0..4 {
+        let rows = q0(&queues)
+            .thread_runs(&format!("{p}race-{t}"))
+            .await
+            .unwrap();
+        assert!(rows
+            .iter()
+            .all(|r| r.status == QueueStatus::Done && r.attempt == 1));
+        // In order: each run started no earlier than the previous one ended.
+        for pair in rows.windows(2) {
+            assert!(pair[1].started_ms.unwrap() >= pair[0].ended_ms.unwrap());
+        }
+    }
+}
+
+fn q0(queues: &[Arc<dyn RunQueue>]) -> &dyn RunQueue {
+    queues[0].as_ref()
+}
+
+#[tokio::test]
+async fn in_memory_queue_keeps_the_contract() {
+    let q = InMemoryRunQueue::new();
+    lifecycle(&q, "").await;
+    takeover(&q, "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_queue_gives_one_claim_each() {
+    let q = InMemoryRunQueue::new();
+    one_claim_each(vec![Arc::new(q.clone()), Arc::new(q)], "").await;
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentflow-queue-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[tokio::test]
+async fn file_queue_keeps_the_contract() {
+    let dir = temp_dir("file");
+    let q = FileRunQueue::new(&dir).unwrap();
+    lifecycle(&q, "").await;
+    takeover(&q, "").await;
+    // Another handle (another process would do the same) sees the same rows.
+    let other = FileRunQueue::new(&dir).unwrap();
+    assert_eq!(other.thread_runs("thread-a").await.unwrap().len(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn file_queue_gives_one_claim_each() {
+    let dir = temp_dir("file-race");
+    let queues: Vec<Arc<dyn RunQueue>> = (0..3)
+        .map(|_| Arc::new(FileRunQueue::new(&dir).unwrap()) as Arc<dyn RunQueue>)
+        .collect();
+    one_claim_each(queues, "").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn file_queue_reports_a_corrupt_file() {
+    let dir = temp_dir("file-corrupt");
+    let q = FileRunQueue::new(&dir).unwrap();
+    std::fs::write(dir.join("queue.json"), b"{ not json").unwrap();
+    assert!(matches!(
+        q.claim("w", LEASE).await,
+        Err(QueueError::Corrupt { .. })
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+    use flow_runtime::store::{SqliteRunQueue, SqliteStore};
+
+    #[tokio::test]
+    async fn sqlite_queue_keeps_the_contract() {
+        let dir = temp_dir("sqlite");
+        // Beside a store, in its file.
+        let store = SqliteStore::open(dir.join("store.db")).await.unwrap();
+        let q = SqliteRunQueue::open(store.path()).await.unwrap();
+        lifecycle(&q, "").await;
+        takeover(&q, "").await;
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_queue_gives_one_claim_each() {
+        let dir = temp_dir("sqlite-race");
+        let path = dir.join("store.db");
+        let mut queues: Vec<Arc<dyn RunQueue>> = Vec::new();
+        for _ in 0..3 {
+            queues.push(Arc::new(SqliteRunQueue::open(&path).await.unwrap()));
+        }
+        one_claim_each(queues, "").await;
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use flow_runtime::store::PostgresRunQueue;
+    use flow_runtime::testing::fresh_postgres_database;
+
+    #[tokio::test]
+    async fn postgres_queue_keeps_the_contract() {
+        let Some(url) = fresh_postgres_database("queue_contract").await else {
+            return;
+        };
+        let q = PostgresRunQueue::connect(&url).await.unwrap();
+        lifecycle(&q, "").await;
+        takeover(&q, "").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_queue_gives_one_claim_each() {
+        let Some(url) = fresh_postgres_database("queue_race").await else {
+            return;
+        };
+        let mut queues: Vec<Arc<dyn RunQueue>> = Vec::new();
+        for _ in 0..3 {
+            queues.push(Arc::new(PostgresRunQueue::connect(&url).await.unwrap()));
+        }
+        one_claim_each(queues, "").await;
+    }
+}
