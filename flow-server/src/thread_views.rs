@@ -99,7 +99,13 @@ async fn timeline(
     if records.is_empty() {
         return Err(ApiError::UnknownThread { flow, id: key.id });
     }
-    let records: Vec<Value> = records.iter().map(record_json).collect();
+    // A values step (`update_state`) is no part of the conversation: the thread's history
+    // (`GET .../history`) lists it.
+    let records: Vec<Value> = records
+        .iter()
+        .filter(|r| !matches!(r.start, RecordStart::Values { .. }))
+        .map(record_json)
+        .collect();
     Ok(Json(json!({ "thread": key.id, "records": records })))
 }
 
@@ -114,7 +120,7 @@ fn record_json(record: &ThreadRecord) -> Value {
                 .map(|m| m.content.as_str())
                 .collect(),
         ),
-        RecordStart::Resume { .. } => (true, Vec::new()),
+        RecordStart::Resume { .. } | RecordStart::Values { .. } => (true, Vec::new()),
     };
     let end = match &record.end {
         RecordEnd::Completed { answered_by } => {
