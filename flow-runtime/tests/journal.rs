@@ -200,3 +200,36 @@ async fn sync_durability_without_a_journal_store_runs_nothing_and_says_why() {
     assert!(error.contains("journal_store"), "{error}");
     assert!(!ledger.exists());
 }
+
+/// A streaming `Sync` turn run as a background run, and as a queued run: its tool call goes
+/// through the journal gate (the streamed reply that asked for it is stored first; it joins
+/// the session only when its stream ends, after its event passed the turn) and reaches the
+/// tool, which asks for approval. This hung before the gate could ask the turn to store.
+#[tokio::test]
+async fn a_streaming_sync_run_reaches_its_tool_as_a_background_and_as_a_queued_run() {
+    let ledger = temp_ledger("sync-runs");
+    let store = InMemoryStore::new();
+    let runner = runner(&ledger, &store, Durability::Sync).streaming(true);
+    let run = runner
+        .start_run("bg", Message::user("go"), Default::default())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), run.wait())
+        .await
+        .expect("a Sync background run ends");
+    assert!(
+        matches!(outcome, flow_runtime::RunOutcome::Interrupted { .. }),
+        "{outcome:?}"
+    );
+    let run = runner
+        .start_queued("run-q", "queued", Message::user("go"))
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), run.wait())
+        .await
+        .expect("a Sync queued run ends");
+    assert!(
+        matches!(outcome, flow_runtime::RunOutcome::Interrupted { .. }),
+        "{outcome:?}"
+    );
+}

@@ -320,6 +320,11 @@ impl JournalWriter {
         }
     }
 
+    /// The gate this writer tells of stored replies (`Sync` only).
+    pub(crate) fn gate(&self) -> Option<Arc<super::journal_gate::StoredCalls>> {
+        self.gate.clone()
+    }
+
     /// Tells `gate` about each model reply this writer stores from now on (`Sync` only: an
     /// `Async` writer stores in the background, and tools do not wait for it).
     pub(crate) fn open_gate(&mut self, gate: Option<Arc<super::journal_gate::StoredCalls>>) {

@@ -20,6 +20,11 @@ use crate::run_path::RunPath;
 pub(crate) struct StoredCalls {
     calls: Mutex<HashSet<(RunPath, String)>>,
     stored: Notify,
+    /// A tool call waits: the turn's pump stores what the session holds now. A streamed
+    /// reply joins the session only when its stream ends, after its event has passed the
+    /// pump; without this the pump would wait for the agent's next event while the agent
+    /// waits for the reply to be stored.
+    wanted: Notify,
 }
 
 impl StoredCalls {
@@ -43,6 +48,8 @@ impl StoredCalls {
     /// Waits until the reply asking for call `id` at `run_path` is stored.
     async fn wait(&self, run_path: &RunPath, id: &str) {
         let key = (run_path.clone(), id.to_owned());
+        // A permit if the pump is not listening yet: the request is not lost.
+        self.wanted.notify_one();
         loop {
             let stored = self.stored.notified();
             tokio::pin!(stored);
@@ -53,6 +60,14 @@ impl StoredCalls {
             }
             stored.await;
         }
+    }
+}
+
+impl StoredCalls {
+    /// Resolves when a tool call waits for its reply to be stored (the turn's pump then
+    /// journals the session's new events).
+    pub(crate) async fn wanted(&self) {
+        self.wanted.notified().await;
     }
 }
 

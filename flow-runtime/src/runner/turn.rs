@@ -1104,7 +1104,30 @@ impl Recording {
                 Err(e) => return self.not_recorded(out, cx, e.into()).await,
             }
         }
-        while let Some(event) = events.next().await {
+        let gate = journal.as_ref().and_then(|j| j.gate());
+        loop {
+            let next = match &gate {
+                // Sync: a tool call waiting for its reply to be stored is served at once.
+                Some(gate) => tokio::select! {
+                    biased;
+                    event = events.next() => Some(event),
+                    () = gate.wanted() => None,
+                },
+                None => Some(events.next().await),
+            };
+            let event = match next {
+                Some(Some(event)) => event,
+                Some(None) => break,
+                None => {
+                    if let Some(journal) = &mut journal {
+                        if let Err(e) = journal.step(cx.session()).await {
+                            drop(events);
+                            return self.not_recorded(out, cx, e.into()).await;
+                        }
+                    }
+                    continue;
+                }
+            };
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);

@@ -156,7 +156,7 @@ where
             .runners(move |_, runner| {
                 runner
                     .lease(lease)
-                    .durability(Durability::Async)
+                    .durability(Durability::Sync)
                     .journal_store(journal.clone())
             })
             .run_queue_with(queue, {
