@@ -1108,11 +1108,14 @@ impl Recording {
         loop {
             let next = match &gate {
                 // Sync: a tool call waiting for its reply to be stored is served at once.
-                Some(gate) => tokio::select! {
-                    biased;
-                    event = events.next() => Some(event),
-                    () = gate.wanted() => None,
-                },
+                // The event first (`select` polls its first future first).
+                Some(gate) => {
+                    let wanted = std::pin::pin!(gate.wanted());
+                    match futures::future::select(events.next(), wanted).await {
+                        futures::future::Either::Left((event, _)) => Some(event),
+                        futures::future::Either::Right(((), _)) => None,
+                    }
+                }
                 None => Some(events.next().await),
             };
             let event = match next {
