@@ -147,6 +147,42 @@ impl Runner {
         started
     }
 
+    /// The one step of start mark `id` of `thread_id`, decoded as a `kind` mark (`what`, in
+    /// errors) written by this flow; `None` if the mark is not there (never written, or
+    /// closed). A mark of another kind or flow, or one that does not decode, is corrupt.
+    async fn read_mark<T: serde::de::DeserializeOwned>(
+        &self,
+        journal: &dyn crate::store::JournalStore,
+        thread_id: &str,
+        id: &str,
+        kind: &str,
+        what: &str,
+        flow_of: fn(&T) -> &str,
+    ) -> Result<Option<T>, RecoverError> {
+        let steps = journal
+            .read_steps(id, 0)
+            .await
+            .map_err(journal_error(thread_id))?;
+        let [mark] = steps.as_slice() else {
+            return Ok(None);
+        };
+        let corrupt = |reason: String| corrupt_mark(thread_id, id, reason);
+        if mark.kind != kind {
+            return Err(corrupt(format!("its kind is '{}', not {what}", mark.kind)));
+        }
+        let start: T = serde_json::from_slice(&mark.bytes)
+            .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
+        let flow = self.flow_fingerprint();
+        if flow_of(&start) != flow {
+            return Err(corrupt(format!(
+                "it was written by another flow (fingerprint {}, this flow's is {flow}); \
+                 recover it with the runner of that flow",
+                flow_of(&start)
+            )));
+        }
+        Ok(Some(start))
+    }
+
     /// The open start mark of the next turn of `thread_id`, with the thread's version and
     /// the turn's number, if it has one.
     async fn open_mark(
@@ -167,38 +203,16 @@ impl Runner {
         }
         let (version, turn) = head.as_ref().map_or((0, 0), |h| (h.version, h.turns));
         let id = turn_mark_id(thread_id, turn);
-        let steps = journal
-            .read_steps(&id, 0)
-            .await
-            .map_err(journal_error(thread_id))?;
-        let [mark] = steps.as_slice() else {
-            // No mark (the turn was never journaled), or a closed one.
+        // No mark: the turn was never journaled, or its mark was closed.
+        let Some(start) = self
+            .read_mark::<TurnStart>(&**journal, thread_id, &id, MARK_KIND, "a turn start", |s| {
+                &s.flow
+            })
+            .await?
+        else {
             return Ok(None);
         };
-        let corrupt = |reason: String| RecoverError::Journal {
-            thread: thread_id.to_owned(),
-            source: JournalError::Corrupt {
-                run: id.clone(),
-                seq: 0,
-                reason,
-            },
-        };
-        if mark.kind != MARK_KIND {
-            return Err(corrupt(format!(
-                "its kind is '{}', not a turn start",
-                mark.kind
-            )));
-        }
-        let start: TurnStart = serde_json::from_slice(&mark.bytes)
-            .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
-        let flow = self.flow_fingerprint();
-        if start.flow != flow {
-            return Err(corrupt(format!(
-                "it was written by another flow (fingerprint {}, this flow's is {flow}); \
-                 recover it with the runner of that flow",
-                start.flow
-            )));
-        }
+        let corrupt = |reason: String| corrupt_mark(thread_id, &id, reason);
         if start.thread != thread_id || start.turn != turn || start.version != version {
             return Err(corrupt(format!(
                 "it says it starts turn {} of thread '{}' at version {}, which does not fit \
@@ -224,38 +238,21 @@ impl Runner {
             .journal_store_or_err(thread_id)
             .map_err(journal_error(thread_id))?;
         let id = resume_mark_id(thread_id, head.last.turn);
-        let steps = journal
-            .read_steps(&id, 0)
-            .await
-            .map_err(journal_error(thread_id))?;
-        let [mark] = steps.as_slice() else {
-            // Never resumed in a journaled mode, or the resume failed or was cancelled.
+        // No mark: never resumed in a journaled mode, or the resume failed or was cancelled.
+        let Some(start) = self
+            .read_mark::<ResumeStart>(
+                &**journal,
+                thread_id,
+                &id,
+                RESUME_KIND,
+                "a resume start",
+                |s| &s.flow,
+            )
+            .await?
+        else {
             return Ok(None);
         };
-        let corrupt = |reason: String| RecoverError::Journal {
-            thread: thread_id.to_owned(),
-            source: JournalError::Corrupt {
-                run: id.clone(),
-                seq: 0,
-                reason,
-            },
-        };
-        if mark.kind != RESUME_KIND {
-            return Err(corrupt(format!(
-                "its kind is '{}', not a resume start",
-                mark.kind
-            )));
-        }
-        let start: ResumeStart = serde_json::from_slice(&mark.bytes)
-            .map_err(|e| corrupt(format!("it does not decode (truncated or forged?): {e}")))?;
-        let flow = self.flow_fingerprint();
-        if start.flow != flow {
-            return Err(corrupt(format!(
-                "it was written by another flow (fingerprint {}, this flow's is {flow}); \
-                 recover it with the runner of that flow",
-                start.flow
-            )));
-        }
+        let corrupt = |reason: String| corrupt_mark(thread_id, &id, reason);
         if start.thread != thread_id || start.turn != head.last.turn {
             return Err(corrupt(format!(
                 "it says it resumes turn {} of thread '{}', which does not fit this thread \
@@ -429,5 +426,17 @@ impl Runner {
             .take()
             .expect("the turn's lease is held until it starts");
         Ok(Some(plan.into_turn(cx, events, claim, lease)))
+    }
+}
+
+/// The error of a start mark `id` of `thread_id` that cannot be what it says.
+fn corrupt_mark(thread_id: &str, id: &str, reason: String) -> RecoverError {
+    RecoverError::Journal {
+        thread: thread_id.to_owned(),
+        source: JournalError::Corrupt {
+            run: id.to_owned(),
+            seq: 0,
+            reason,
+        },
     }
 }
