@@ -9,6 +9,9 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
+#[path = "sqlite_journal.rs"]
+mod group_commit;
+
 use super::memory::lost;
 use super::records::{check_size, Record};
 use super::sql::{sql_checkpoint_store, sql_journal_store, sql_thread_store, Backend, Statements};
@@ -32,7 +35,8 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// [`PostgresStore`](super::PostgresStore) for workers on several machines).
 ///
 /// The database runs in WAL mode (readers do not block the writer) with `synchronous=FULL`
-/// (a commit is on disk when it returns) and waits up to the busy timeout for another
+/// (a commit is on disk when it returns; journal appends that wait at the same time share one
+/// commit) and waits up to the busy timeout for another
 /// process's write (opening, too: processes that open one new file at the same moment each
 /// wait for the one that switches it to WAL and creates the schema). A claim is a single
 /// `UPDATE` of the run's head row, so of any number of processes claiming one checkpoint
@@ -57,6 +61,8 @@ pub struct SqliteStore {
     sql: Arc<Statements>,
     max_bytes: u64,
     path: Arc<PathBuf>,
+    /// The journal's group writer, shared by the store's clones (`sqlite_journal.rs`).
+    group: Arc<group_commit::GroupCommit>,
 }
 
 impl SqliteStore {
@@ -107,6 +113,7 @@ impl SqliteStore {
             sql: Arc::new(Statements::with_clock(NOW)),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
             path: Arc::new(path),
+            group: Arc::default(),
         })
     }
 
@@ -134,6 +141,16 @@ impl SqliteStore {
     /// How errors name the database: its path.
     fn shown(&self) -> String {
         self.path.display().to_string()
+    }
+
+    /// Appends to a journal: in a group commit with the appends waiting meanwhile.
+    async fn append_journal(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<super::StoredStep>,
+    ) -> Result<u64, super::JournalError> {
+        self.append_grouped(run, expected, steps).await
     }
 
     /// A write transaction: SQLite has one writer at a time, so it holds every run's lock.
