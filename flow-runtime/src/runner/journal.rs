@@ -512,7 +512,7 @@ async fn appender(
             .into_iter()
             .map(|e| encode_step(&flow, &scope, e, now))
             .collect();
-        next = store.append_steps(&run, next, steps).await?;
+        next = store.append_steps_unsynced(&run, next, steps).await?;
     }
     Ok(())
 }

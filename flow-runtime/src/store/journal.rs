@@ -185,6 +185,21 @@ pub trait JournalStore: Send + Sync + 'static {
     /// Removes `run`'s journal; returns whether it had steps.
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError>;
 
+    /// [`append_steps`](JournalStore::append_steps) without waiting for the steps to reach
+    /// the disk: what the [`Async`](crate::Durability::Async) mode appends with. A store may
+    /// leave them to its next synced write (SQLite: a commit without an `fsync` of its own,
+    /// which the write-ahead log makes durable with the next synced commit): a crash of the
+    /// process loses none of them, a power loss may lose the last ones. The default is
+    /// `append_steps`.
+    async fn append_steps_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        self.append_steps(run, expected, steps).await
+    }
+
     /// Whether this store keeps [`DeferredStep`]s as they are, encoding them only when they
     /// are read ([`InMemoryStore`](super::InMemoryStore)): a run then appends each step in
     /// line, as it happens, at the cost of a lock. Default `false`: a run's steps are

@@ -138,7 +138,7 @@ impl super::SqliteStore {
         };
         let mut results = Vec::with_capacity(group.len());
         for append in group {
-            match self.insert_steps(&mut tx, append).await {
+            match self.insert_group_steps(&mut tx, append).await {
                 Ok(result) => results.push(result),
                 // The transaction is in an unknown state: nobody's steps are committed.
                 Err(e) => return everyone(&e),
@@ -151,34 +151,58 @@ impl super::SqliteStore {
         results
     }
 
+    /// Appends without an `fsync` of its own: one transaction on the lease connections
+    /// (`synchronous=NORMAL`), which the write-ahead log makes durable with the next synced
+    /// commit of the file; a crash of the process loses nothing committed, a power loss may
+    /// lose these steps ([`Durability::Async`](crate::Durability::Async) appends this way).
+    pub(crate) async fn append_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        let err = Self::db_error("append to the journal of", run);
+        let mut tx = self
+            .lease_pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(&err)?;
+        let done = self.insert_steps(&mut tx, run, expected, &steps).await?;
+        if done.is_ok() {
+            tx.commit().await.map_err(&err)?;
+        }
+        done
+    }
+
     /// Inserts `append`'s steps in `tx` if its journal holds `expected` steps (else its
     /// conflict, nothing inserted); an error of the database fails the whole group.
-    async fn insert_steps(
+    async fn insert_group_steps(
         &self,
         tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
         append: &Append,
     ) -> Result<Result<u64, JournalError>, StoreError> {
-        use sqlx::Row;
-        let run = append.run.as_str();
-        let err = Self::db_error("append to the journal of", run);
-        let found: i64 = sqlx::query(&self.sql.journal_len)
-            .bind(run)
-            .fetch_one(&mut **tx)
+        self.insert_steps(tx, &append.run, append.expected, &append.steps)
             .await
-            .map_err(&err)?
-            .try_get("len")
-            .map_err(&err)?;
-        if found as u64 != append.expected {
-            return Ok(Err(JournalError::Conflict {
-                run: run.to_owned(),
-                expected: append.expected,
-                found: found as u64,
-            }));
-        }
-        let mut seq = append.expected;
-        for rows in append.steps.chunks(ROWS_PER_INSERT) {
+    }
+
+    /// Inserts `steps` in `tx` at `expected` on, if `run`'s journal holds `expected` steps:
+    /// the condition is part of each `INSERT` (one statement per 128 steps, no separate
+    /// read); else the conflict, nothing inserted.
+    async fn insert_steps(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        run: &str,
+        expected: u64,
+        steps: &[StoredStep],
+    ) -> Result<Result<u64, JournalError>, StoreError> {
+        use sqlx::Row;
+        let err = Self::db_error("append to the journal of", run);
+        let mut seq = expected;
+        for rows in steps.chunks(ROWS_PER_INSERT) {
+            // `$1` the run, `$2` the first row's seq: the journal's length it must have.
             let mut sql = String::from(
-                "INSERT INTO agentflow_journal (run, seq, at_ms, kind, size, bytes) VALUES ",
+                "INSERT INTO agentflow_journal (run, seq, at_ms, kind, size, bytes) \
+                 SELECT * FROM (VALUES ",
             );
             for k in 0..rows.len() {
                 let p = 2 + 5 * k;
@@ -194,17 +218,37 @@ impl super::SqliteStore {
                     p + 4
                 ));
             }
+            sql.push_str(
+                ") WHERE (SELECT COALESCE(MAX(seq) + 1, 0) FROM agentflow_journal \
+                 WHERE run = $1) = $2",
+            );
             let mut query = sqlx::query(&sql).bind(run);
-            for step in rows {
+            for (k, step) in rows.iter().enumerate() {
                 query = query
-                    .bind(seq as i64)
+                    .bind((seq + k as u64) as i64)
                     .bind(step.at_ms.min(i64::MAX as u64) as i64)
                     .bind(&step.kind)
                     .bind(step.bytes.len() as i64)
                     .bind(&step.bytes[..]);
-                seq += 1;
             }
-            query.execute(&mut **tx).await.map_err(&err)?;
+            let done = query.execute(&mut **tx).await.map_err(&err)?;
+            if done.rows_affected() != rows.len() as u64 {
+                // The condition holds for the whole statement, so nothing was inserted; and
+                // only the first chunk can fail it (the transaction holds the write lock).
+                let found: i64 = sqlx::query(&self.sql.journal_len)
+                    .bind(run)
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(&err)?
+                    .try_get("len")
+                    .map_err(&err)?;
+                return Ok(Err(JournalError::Conflict {
+                    run: run.to_owned(),
+                    expected,
+                    found: found as u64,
+                }));
+            }
+            seq += rows.len() as u64;
         }
         Ok(Ok(seq))
     }

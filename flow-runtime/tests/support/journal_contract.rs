@@ -283,3 +283,42 @@ pub async fn deferred_steps_are_encoded_when_read(store: &impl JournalStore) {
     store.delete_journal(run).await.unwrap();
     store.delete_journal(bad).await.unwrap();
 }
+
+/// [`JournalStore::append_steps_unsynced`] keeps the contract of `append_steps`: the same
+/// condition, the same numbering, read back the same.
+pub async fn unsynced_appends_keep_the_condition(store: &impl JournalStore) {
+    let run = "journal-unsynced";
+    assert_eq!(
+        store
+            .append_steps_unsynced(run, 0, vec![step("model_reply", "a"), step("event", "b")])
+            .await
+            .unwrap(),
+        2
+    );
+    assert!(matches!(
+        store
+            .append_steps_unsynced(run, 1, vec![step("event", "x")])
+            .await,
+        Err(JournalError::Conflict {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    store
+        .append_steps(run, 2, vec![step("event", "c")])
+        .await
+        .unwrap();
+    let bodies: Vec<(u64, Vec<u8>)> = store
+        .read_steps(run, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.seq, s.bytes))
+        .collect();
+    assert_eq!(
+        bodies,
+        vec![(0, b"a".to_vec()), (1, b"b".to_vec()), (2, b"c".to_vec())]
+    );
+    store.delete_journal(run).await.unwrap();
+}

@@ -107,6 +107,20 @@ macro_rules! sql_journal_store {
                 self.append_journal(run, expected, steps).await
             }
 
+            async fn append_steps_unsynced(
+                &self,
+                run: &str,
+                expected: u64,
+                steps: Vec<$crate::store::StoredStep>,
+            ) -> Result<u64, $crate::store::JournalError> {
+                validate_id(run)?;
+                for step in &steps {
+                    $crate::store::journal_check_kind(&step.kind)?;
+                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+                }
+                self.append_journal_unsynced(run, expected, steps).await
+            }
+
             async fn read_steps(
                 &self,
                 run: &str,
