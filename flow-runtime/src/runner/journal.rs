@@ -39,8 +39,8 @@ use crate::store::{DeferredStep, JournalError, JournalStore, PendingStep, Stored
 /// | mode | what is written between interrupts | an event reaches the caller | lost on a crash |
 /// | --- | --- | --- | --- |
 /// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
-/// | [`Durability::Async`] | every step, appended by a background task in batches | at once (never waits for the store) | at most the steps after the last batch stored |
-/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on; in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
+/// | [`Durability::Async`] | every step, appended by a background task in batches (a store that [keeps deferred steps](JournalStore::keeps_deferred), in memory: in line, unencoded) | at once (never waits for the store) | at most the steps after the last batch stored (with [`append_steps_unsynced`](JournalStore::append_steps_unsynced): SQLite loses none on a process crash, those since its last synced commit on a power loss) |
+/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on (SQLite: in a group commit with the steps other runs append meanwhile); in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
 ///
 ///
 /// What is exactly-once and what is at-least-once: a resume's claim and a thread turn's lease
