@@ -45,55 +45,71 @@ impl Drop for CancelOnDrop {
 /// One run event as an SSE frame with its id.
 fn event_frame(run_id: &str, thread: &str, event: &RunEvent, limit: usize) -> Vec<u8> {
     let mut out = format!("id: {}\n", event.id).into_bytes();
-    let body = match &event.item {
+    let (name, data) = event_parts(run_id, thread, event);
+    out.extend(frame(name, &data, limit));
+    out
+}
+
+/// One run event as its SSE event name and data (what a queued run's worker stores).
+pub(crate) fn event_parts(run_id: &str, thread: &str, event: &RunEvent) -> (&'static str, Value) {
+    let data = match &event.item {
         RunItem::Started {
             turn,
             started_at,
             resumed,
             ..
-        } => frame(
-            "turn",
-            &json!({
-                "run_id": run_id,
-                "thread": thread,
-                "turn": turn,
-                "started_at": started_at,
-                "resumed": resumed,
-            }),
-            limit,
-        ),
+        } => {
+            return (
+                "turn",
+                json!({
+                    "run_id": run_id,
+                    "thread": thread,
+                    "turn": turn,
+                    "started_at": started_at,
+                    "resumed": resumed,
+                }),
+            )
+        }
         RunItem::Chunk {
             agent_name,
             run_path,
             content,
             tool_calls,
-        } => frame(
+        } => (
             "chunk",
-            &crate::wire::ChunkData {
+            serde_json::to_value(crate::wire::ChunkData {
                 agent_name,
                 run_path,
                 content,
                 tool_calls,
-            },
-            limit,
+            }),
         ),
         RunItem::Event(e) => {
             let error = e.error.as_ref().map(|error| {
                 PublicError::of_run_failure(event.failure(), &error.message, (run_id, event.id))
             });
-            frame("event", &OutwardEvent::of_json(e, error), limit)
+            (
+                "event",
+                serde_json::to_value(OutwardEvent::of_json(e, error)),
+            )
         }
-        RunItem::Ended(outcome) => frame(
-            "done",
-            &outcome_json(run_id, outcome, event.failure()),
-            limit,
-        ),
+        RunItem::Ended(outcome) => {
+            return ("done", outcome_json(run_id, outcome, event.failure()));
+        }
     };
-    out.extend(body);
-    out
+    match data {
+        (name, Ok(value)) => (name, value),
+        (_, Err(e)) => {
+            tracing::error!(error = %e, "an event does not serialise");
+            (
+                "error",
+                json!({"code": "internal", "message": "an event could not be serialised"}),
+            )
+        }
+    }
 }
 
-fn overtime(limit: Duration) -> Vec<u8> {
+pub(crate) fn overtime(limit: Duration) -> Vec<u8> {
     frame(
         "error",
         &json!({
