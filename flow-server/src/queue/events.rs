@@ -28,13 +28,15 @@ const BATCH: usize = 256;
 
 /// Stores `run`'s events (all but its end: the worker stores the run's outcome as its `done`
 /// event) in the queue under `claim`, as the caller's `thread` sees them, at most
-/// [`QueueOptions::max_events`](super::QueueOptions::max_events) of them. Ends when the run's
-/// events end; an error when the claim was lost or the queue failed.
+/// [`QueueOptions::max_events`](super::QueueOptions::max_events) of them, each at most
+/// `max_bytes` of JSON (a bigger one is stored as the `error` event an SSE reader would get).
+/// Ends when the run's events end; an error when the claim was lost or the queue failed.
 pub(crate) async fn store_events(
     settings: &QueueSettings,
     claim: &QueueClaim,
     run: &RunHandle,
     thread: &str,
+    max_bytes: usize,
 ) -> Result<(), QueueError> {
     let Ok(events) = run.attach(None) else {
         return Ok(());
@@ -55,7 +57,22 @@ pub(crate) async fn store_events(
             }
             if stored + (parts.len() as u64) < room {
                 let (name, data) = crate::runs::event_parts(&run_id, thread, event);
-                parts.push((name.to_owned(), data));
+                let size = data.to_string().len();
+                if size > max_bytes {
+                    parts.push((
+                        "error".to_owned(),
+                        json!({
+                            "code": "event_too_large",
+                            "message": format!(
+                                "a `{name}` event of {size} bytes exceeds the server's event \
+                                 size limit of {max_bytes} bytes and was not stored \
+                                 (Limits::max_event_bytes)"
+                            ),
+                        }),
+                    ));
+                } else {
+                    parts.push((name.to_owned(), data));
+                }
             } else if !over {
                 over = true;
                 parts.push((

@@ -312,7 +312,8 @@ async fn run_claimed(
     *current.lock().unwrap_or_else(|p| p.into_inner()) = Some(run.clone());
     let drain = settings.options.drain;
     let thread_id = super::http::thread_id(&claim.run);
-    let stored = super::events::store_events(settings, claim, &run, &thread_id);
+    let max_bytes = state.limits().max_event_bytes;
+    let stored = super::events::store_events(settings, claim, &run, &thread_id, max_bytes);
     let ran = async {
         tokio::select! {
             outcome = run.wait() => Some(outcome),
