@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use flow_runtime::{RunEvent, RunFailure, RunHandle, RunItem, RunOutcome};
 use futures::{Stream, StreamExt};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
@@ -45,31 +46,42 @@ impl Drop for CancelOnDrop {
 /// One run event as an SSE frame with its id.
 fn event_frame(run_id: &str, thread: &str, event: &RunEvent, limit: usize) -> Vec<u8> {
     let mut out = format!("id: {}\n", event.id).into_bytes();
-    let (name, data) = event_parts(run_id, thread, event);
+    let (name, data) = event_data(run_id, thread, event);
     out.extend(frame(name, &data, limit));
     out
 }
 
-/// One run event as its SSE event name and data (what a queued run's worker stores).
-pub(crate) fn event_parts(run_id: &str, thread: &str, event: &RunEvent) -> (&'static str, Value) {
-    let data = match &event.item {
+/// A run event's data, borrowed from the event where it can be (serialised straight into a
+/// frame).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum EventData<'a> {
+    Value(Value),
+    Chunk(crate::wire::ChunkData<'a>),
+    Event(OutwardEvent<'a>),
+}
+
+fn event_data<'a>(
+    run_id: &str,
+    thread: &str,
+    event: &'a RunEvent,
+) -> (&'static str, EventData<'a>) {
+    match &event.item {
         RunItem::Started {
             turn,
             started_at,
             resumed,
             ..
-        } => {
-            return (
-                "turn",
-                json!({
-                    "run_id": run_id,
-                    "thread": thread,
-                    "turn": turn,
-                    "started_at": started_at,
-                    "resumed": resumed,
-                }),
-            )
-        }
+        } => (
+            "turn",
+            EventData::Value(json!({
+                "run_id": run_id,
+                "thread": thread,
+                "turn": turn,
+                "started_at": started_at,
+                "resumed": resumed,
+            })),
+        ),
         RunItem::Chunk {
             agent_name,
             run_path,
@@ -77,7 +89,7 @@ pub(crate) fn event_parts(run_id: &str, thread: &str, event: &RunEvent) -> (&'st
             tool_calls,
         } => (
             "chunk",
-            serde_json::to_value(crate::wire::ChunkData {
+            EventData::Chunk(crate::wire::ChunkData {
                 agent_name,
                 run_path,
                 content,
@@ -88,18 +100,21 @@ pub(crate) fn event_parts(run_id: &str, thread: &str, event: &RunEvent) -> (&'st
             let error = e.error.as_ref().map(|error| {
                 PublicError::of_run_failure(event.failure(), &error.message, (run_id, event.id))
             });
-            (
-                "event",
-                serde_json::to_value(OutwardEvent::of_json(e, error)),
-            )
+            ("event", EventData::Event(OutwardEvent::of_json(e, error)))
         }
-        RunItem::Ended(outcome) => {
-            return ("done", outcome_json(run_id, outcome, event.failure()));
-        }
-    };
-    match data {
-        (name, Ok(value)) => (name, value),
-        (_, Err(e)) => {
+        RunItem::Ended(outcome) => (
+            "done",
+            EventData::Value(outcome_json(run_id, outcome, event.failure())),
+        ),
+    }
+}
+
+/// One run event as its SSE event name and data as JSON (what a queued run's worker stores).
+pub(crate) fn event_parts(run_id: &str, thread: &str, event: &RunEvent) -> (&'static str, Value) {
+    let (name, data) = event_data(run_id, thread, event);
+    match serde_json::to_value(data) {
+        Ok(value) => (name, value),
+        Err(e) => {
             tracing::error!(error = %e, "an event does not serialise");
             (
                 "error",
