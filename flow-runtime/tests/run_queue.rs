@@ -217,21 +217,27 @@ async fn events_cancel_flows(q: &dyn RunQueue, reader: &dyn RunQueue, p: &str) {
         2
     );
     assert_eq!(
-        q.append_events(&c1, vec![ev("chunk", 3), ev("chunk", 4), ev("done", 5)])
+        q.append_events(&c1, vec![ev("chunk", 3), ev("chunk", 4)])
             .await
             .unwrap(),
-        5
+        4
     );
     let all = reader.events_after(&e1, 0, 100).await.unwrap();
     let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
     assert_eq!(all[0].kind, "turn");
     assert!(all.iter().all(|e| e.data["n"] == e.seq));
     let some = reader.events_after(&e1, 2, 2).await.unwrap();
     assert_eq!(some.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
-    assert!(reader.events_after(&e1, 5, 10).await.unwrap().is_empty());
-    assert_eq!(reader.get(&e1).await.unwrap().unwrap().events, 5);
+    assert!(reader.events_after(&e1, 4, 10).await.unwrap().is_empty());
+    assert_eq!(reader.get(&e1).await.unwrap().unwrap().events, 4);
+    // Completing appends the outcome as the last event, `done`.
     q.complete(&c1, json!({"status": "success"})).await.unwrap();
+    let done = reader.events_after(&e1, 4, 10).await.unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].seq, done[0].kind.as_str()), (5, "done"));
+    assert_eq!(done[0].data, json!({"status": "success"}));
+    assert_eq!(reader.get(&e1).await.unwrap().unwrap().events, 5);
     // A claim no longer held writes nothing.
     assert!(matches!(
         q.append_events(&c1, vec![ev("late", 6)]).await,

@@ -288,6 +288,23 @@ async fn kill_one_server_mid_way(args: &[String], dir: &std::path::Path) {
                 outcome["recovery"].is_string(),
                 "a taken-over run says how: {outcome}"
             );
+            // Its events, stored by both workers, read from B: numbered 1, 2, ... without a
+            // gap or a repeat across the takeover, ending with the outcome B's worker stored.
+            use futures::StreamExt;
+            let events: Vec<IdEvent> = sse_events(
+                attach(
+                    &b,
+                    &format!("/v1/flows/pay/threads/{thread}/runs/{id}/stream"),
+                    None,
+                )
+                .await,
+            )
+            .collect()
+            .await;
+            let ids: Vec<String> = (1..=events.len()).map(|n| n.to_string()).collect();
+            assert_eq!(events.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), ids);
+            let last = events.last().unwrap();
+            assert_eq!((last.name.as_str(), &last.data), ("done", &outcome));
         }
     }
     eprintln!("runs by worker: {by_worker:?}; taken over from the killed server: {taken_over}");

@@ -15,7 +15,7 @@ use std::time::Duration;
 use flow_runtime::store::{QueueClaim, QueueError, QueueStatus, QueuedEvent, QueuedRun};
 use flow_runtime::{RunHandle, RunItem};
 use futures::{Stream, StreamExt};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::watch;
 
 use super::QueueSettings;
@@ -26,8 +26,8 @@ use crate::sse::{frame, SseBody};
 /// Events read from the queue at a time.
 const BATCH: usize = 256;
 
-/// Stores `run`'s events (all but its end: the worker stores the run's outcome as its `done`
-/// event) in the queue under `claim`, as the caller's `thread` sees them, at most
+/// Stores `run`'s events (all but its end: completing the run in the queue stores its outcome
+/// as its `done` event) in the queue under `claim`, as the caller's `thread` sees them, at most
 /// [`QueueOptions::max_events`](super::QueueOptions::max_events) of them, each at most
 /// `max_bytes` of JSON (a bigger one is stored as the `error` event an SSE reader would get).
 /// Ends when the run's events end; an error when the claim was lost or the queue failed.
@@ -115,20 +115,6 @@ pub(crate) async fn store_events(
             .await?;
         settings.appended.send_modify(|n| *n = n.wrapping_add(1));
     }
-    Ok(())
-}
-
-/// Stores `outcome` as the run's `done` event.
-pub(crate) async fn store_done(
-    settings: &QueueSettings,
-    claim: &QueueClaim,
-    outcome: &Value,
-) -> Result<(), QueueError> {
-    settings
-        .queue
-        .append_events(claim, vec![("done".to_owned(), outcome.clone())])
-        .await?;
-    settings.appended.send_modify(|n| *n = n.wrapping_add(1));
     Ok(())
 }
 

@@ -172,11 +172,10 @@ async fn execute(
     }
     let result = match &ended {
         Some(outcome) => {
-            // The outcome is the run's last event, then its row's end.
-            match super::events::store_done(settings, &claim, outcome).await {
-                Ok(()) => settings.queue.complete(&claim, outcome.clone()).await,
-                Err(e) => Err(e),
-            }
+            // The row's end and the run's `done` event, in one step.
+            let completed = settings.queue.complete(&claim, outcome.clone()).await;
+            settings.appended.send_modify(|n| *n = n.wrapping_add(1));
+            completed
         }
         None => settings.queue.release(&claim).await,
     };

@@ -200,12 +200,19 @@ impl RunQueue for FileRunQueue {
     }
 
     async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError> {
+        let run_id = claim.run.run_id.clone();
         let claim = claim.clone();
-        self.with_rows("complete a run", move |rows| {
-            rows.complete(&claim, outcome, now_ms())
-                .map(|()| ((), true))
-        })
+        let done = outcome.clone();
+        self.with_rows_after(
+            "complete a run",
+            move |rows| {
+                rows.complete(&claim, outcome, now_ms())
+                    .map(|seq| (seq, true))
+            },
+            move |dir, seq| append_lines(dir, &run_id, *seq, vec![("done".to_owned(), done)]),
+        )
         .await
+        .map(|_| ())
     }
 
     async fn get(&self, run_id: &str) -> Result<Option<QueuedRun>, QueueError> {

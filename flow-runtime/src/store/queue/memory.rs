@@ -55,7 +55,10 @@ impl RunQueue for InMemoryRunQueue {
     }
 
     async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError> {
-        self.rows().complete(claim, outcome, now_ms())
+        let mut rows = self.rows();
+        let seq = rows.complete(claim, outcome.clone(), now_ms())?;
+        rows.keep_events(&claim.run.run_id, seq, vec![("done".to_owned(), outcome)]);
+        Ok(())
     }
 
     async fn get(&self, run_id: &str) -> Result<Option<QueuedRun>, QueueError> {

@@ -283,7 +283,8 @@ pub enum QueueError {
 ///   thread's runs run one at a time, in order. Of any number of concurrent claimants exactly
 ///   one gets a given run.
 /// - [`renew`](RunQueue::renew) extends the lease; [`release`](RunQueue::release) hands the run
-///   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome.
+///   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome
+///   (and, in the same step, appends it as the run's last event, of kind `done`).
 ///   Each of them checks that the claim is still held (same attempt, still running), else
 ///   [`QueueError::ClaimLost`] and nothing is written: a worker whose lease ran out and whose
 ///   run was taken over cannot complete it.
@@ -352,7 +353,9 @@ pub trait RunQueue: Send + Sync + 'static {
     /// claim is no longer held.
     async fn release(&self, claim: &QueueClaim) -> Result<(), QueueError>;
 
-    /// Records the run's end with `outcome`, if the claim is still held.
+    /// Records the run's end with `outcome`, if the claim is still held, and appends
+    /// `outcome` as its last event, of kind `done` (one step: a reader of its events sees the
+    /// `done` event of the outcome recorded, never of a claim that lost the run).
     async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError>;
 
     /// The run `run_id`, if queued.

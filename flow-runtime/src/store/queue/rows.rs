@@ -159,19 +159,20 @@ impl Rows {
         }
     }
 
-    /// Records the run's end.
+    /// Records the run's end; numbers its `done` event (answered; the caller keeps it).
     pub fn complete(
         &mut self,
         claim: &QueueClaim,
         outcome: Value,
         now: u64,
-    ) -> Result<(), QueueError> {
+    ) -> Result<u64, QueueError> {
         let r = self.held(claim)?;
         r.status = QueueStatus::Done;
         r.lease_until_ms = 0;
         r.ended_ms = Some(now);
         r.outcome = Some(outcome);
-        Ok(())
+        r.events += 1;
+        Ok(r.events)
     }
 
     /// Numbers `count` new events of the claimed run: answers the first one's number.

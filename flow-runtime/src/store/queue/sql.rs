@@ -121,7 +121,8 @@ const RELEASE: &str = "UPDATE agentflow_run_queue SET status = 'pending', lease_
     WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
 
 const COMPLETE: &str = "UPDATE agentflow_run_queue SET status = 'done', lease_until_ms = 0, \
-    ended_ms = {NOW}, outcome = $3 WHERE run_id = $1 AND attempt = $2 AND status = 'running'";
+    ended_ms = {NOW}, outcome = $3, events = events + 1 \
+    WHERE run_id = $1 AND attempt = $2 AND status = 'running' RETURNING events";
 
 const GET: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE run_id = $1";
 
@@ -598,20 +599,32 @@ macro_rules! sql_run_queue {
                 claim: &$crate::store::QueueClaim,
                 outcome: serde_json::Value,
             ) -> Result<(), $crate::store::QueueError> {
-                let done = sqlx::query(&self.sql.complete)
+                // The row's end and its `done` event, in one transaction.
+                let err = $crate::store::queue::sql::db("complete a run");
+                let outcome = outcome.to_string();
+                let mut tx = self.write(&claim.run.thread).await?;
+                let done: Option<(i64,)> = sqlx::query_as(&self.sql.complete)
                     .bind(&claim.run.run_id)
                     .bind(claim.attempt as i64)
-                    .bind(outcome.to_string())
-                    .execute(&self.pool)
+                    .bind(&outcome)
+                    .fetch_optional(&mut *tx)
                     .await
-                    .map_err($crate::store::queue::sql::db("complete a run"))?;
-                if done.rows_affected() == 0 {
+                    .map_err(&err)?;
+                let Some((seq,)) = done else {
                     return Err($crate::store::QueueError::ClaimLost {
                         run_id: claim.run.run_id.clone(),
                         attempt: claim.attempt,
                     });
-                }
-                Ok(())
+                };
+                sqlx::query(&self.sql.insert_event)
+                    .bind(&claim.run.run_id)
+                    .bind(seq)
+                    .bind("done")
+                    .bind(&outcome)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(&err)?;
+                tx.commit().await.map_err(&err)
             }
 
             async fn get(
