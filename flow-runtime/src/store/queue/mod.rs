@@ -6,9 +6,11 @@
 //! - `rows.rs`: the queue's rows and their transitions, kept in memory (what the in-memory
 //!   and file queues share: one list changed under one lock);
 //! - `memory.rs`: [`InMemoryRunQueue`], for tests and one process;
-//! - `file.rs`: [`FileRunQueue`], one JSON file changed under a `flock`;
-//! - `sqlite.rs`, `postgres.rs`: the SQL queues, one table; a claim is one `UPDATE` (SQLite
-//!   in a `BEGIN IMMEDIATE` transaction; PostgreSQL with `FOR UPDATE SKIP LOCKED`);
+//! - `file.rs`: [`FileRunQueue`], one JSON file changed under a `flock`, and a file of events
+//!   per run;
+//! - `sqlite.rs`, `postgres.rs`: the SQL queues, a table of runs and one of their events; a
+//!   claim is one `UPDATE` (SQLite in a `BEGIN IMMEDIATE` transaction; PostgreSQL with
+//!   `FOR UPDATE SKIP LOCKED`);
 //! - this file: the contract, its types and its errors.
 //!
 //! The contract is [`RunQueue`]'s.

@@ -5,8 +5,11 @@
 //!
 //! The table `agentflow_run_queue` holds one row per run: `seq` its place, `status` one of
 //! `pending running done`, `attempt`, `worker` and `lease_until_ms` the claim, `takeover` 1
-//! when the last claim took the run from a worker whose lease ran out. It is created (if
-//! missing) when a queue opens, apart from the stores' numbered migrations.
+//! when the last claim took the run from a worker whose lease ran out, `events` the number of
+//! its last event, `events_trimmed` 1 once its events were removed, `cancel` a cancel request
+//! for its worker. `agentflow_run_events` holds the events, one row per `(run_id, seq)`. Both
+//! are created (if missing; columns added to an older table) when a queue opens, apart from
+//! the stores' numbered migrations.
 
 /// The columns every read returns, in this order.
 pub(crate) const COLUMNS: &str = "run_id, flow, thread, input, seq, status, attempt, worker, \
