@@ -3,27 +3,24 @@
 # and a scripted desk: no weights, no network), and exports AGENTFLOW_OPENAI_COMPAT_URL and
 # AGENTFLOW_OPENAI_COMPAT_KEY for flow-runtime/tests/openai_compat.rs (and the ANTHROPIC_COMPAT
 # pair for the Messages endpoint test in flow-runtime/tests/anthropic.rs). Stopped on exit through
-# `cleanups`. The install takes about two minutes.
+# `cleanups`. The install takes about two minutes. Sourced twice: with `ci_install_only`
+# set (in the background, while clippy runs) it installs; then it starts the proxy.
 
 litellm_spec=${LITELLM_SPEC:-litellm[proxy]==1.108.7}
-if [[ -n ${AGENTFLOW_OPENAI_COMPAT_VENV:-} ]]; then
-    litellm_venv=$AGENTFLOW_OPENAI_COMPAT_VENV
-else
-    # A virtualenv of our own: removed on exit (it is ~750 MB).
-    litellm_venv_dir=$(mktemp -d)
-    litellm_venv=$litellm_venv_dir/litellm-venv
-    cleanups+=("rm -rf $litellm_venv_dir")
-fi
+# A virtualenv of our own under $ci_tools (removed on exit: it is ~750 MB), unless
+# AGENTFLOW_OPENAI_COMPAT_VENV names one.
+litellm_venv=${AGENTFLOW_OPENAI_COMPAT_VENV:-${ci_tools:=$(mktemp -d)}/litellm-venv}
 
-if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
-    apt_install python3 python3-venv python3-pip
-fi
 if [[ ! -x $litellm_venv/bin/litellm ]]; then
+    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+        apt_install python3 python3-venv python3-pip
+    fi
     echo "-- installing $litellm_spec"
     python3 -m venv "$litellm_venv"
-    "$litellm_venv/bin/pip" install --quiet --upgrade pip
-    "$litellm_venv/bin/pip" install --quiet "$litellm_spec"
+    timeout 600 "$litellm_venv/bin/pip" install --quiet --upgrade pip
+    timeout 600 "$litellm_venv/bin/pip" install --quiet "$litellm_spec"
 fi
+[[ -n ${ci_install_only:-} ]] && return 0
 
 litellm_port=$("$litellm_venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 litellm_key="sk-$("$litellm_venv/bin/python" -c 'import secrets; print(secrets.token_hex(32))')"

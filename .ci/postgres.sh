@@ -1,9 +1,12 @@
 # PostgreSQL for the Postgres store tests: a throw-away server of the distribution's packages,
 # with its own data directory, listening only on a Unix socket in that directory, stopped when
-# .ci/run exits (even on failure). Sourced by .ci/run (uses apt_install and cleanups).
-# Exports AGENTFLOW_PG_URL.
+# .ci/run exits (even on failure). Sourced by .ci/run (uses apt_install and cleanups), twice:
+# with `ci_install_only` set it only installs the packages. Exports AGENTFLOW_PG_URL.
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+    apt_install postgresql
+fi
+[[ -n ${ci_install_only:-} ]] && return 0
 
-apt_install postgresql
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 pg_dir=$(mktemp -d)
 chown postgres: "$pg_dir"

@@ -61,7 +61,13 @@ impl std::error::Error for OtelError {}
 /// Nothing is sent until spans end; a collector that is not there costs a failed export per
 /// batch, reported by OpenTelemetry, and the program goes on. Call
 /// [`SdkTracerProvider::shutdown`] before exiting to send the last batch.
+///
+/// An `https://` endpoint is reached over TLS (rustls, certificates checked by the platform's
+/// verifier). rustls needs a process-wide crypto provider: this installs ring's unless the
+/// program installed one before (then that one is used).
 pub fn otlp_provider(endpoint: &str, service_name: &str) -> Result<SdkTracerProvider, OtelError> {
+    // Err only when a provider is installed already, which is all that is needed.
+    let _ = otel_rustls::crypto::ring::default_provider().install_default();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_endpoint(endpoint)

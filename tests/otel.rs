@@ -119,3 +119,61 @@ fn spans_export_with_genai_attributes_nested_under_the_agent() {
     );
     assert_eq!(chat.status, Status::Unset);
 }
+
+/// Reads one HTTP request from `stream` (headers, then `content-length` bytes) and answers 200.
+fn answer_one_request(mut stream: std::net::TcpStream) -> (String, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the exporter closed the connection early");
+        data.extend_from_slice(&buf[..n]);
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    while data.len() < head_end + length {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the exporter closed the connection mid-body");
+        data.extend_from_slice(&buf[..n]);
+    }
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    (head, data[head_end..].to_vec())
+}
+
+#[test]
+fn the_otlp_exporter_posts_spans_to_a_collector_and_takes_an_https_endpoint() {
+    // An https collector: the exporter's TLS client needs a crypto provider, which
+    // `otlp_provider` installs (without one, building the client panicked in its own thread).
+    let https = otel::otlp_provider("https://127.0.0.1:9/v1/traces", "desk");
+    assert!(https.is_ok(), "{:?}", https.err());
+
+    // A collector on loopback gets the batch as OTLP protobuf when the provider shuts down.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let collector = std::thread::spawn(move || answer_one_request(listener.accept().unwrap().0));
+    let provider = otel::otlp_provider(&format!("http://{addr}/v1/traces"), "refund-desk").unwrap();
+    let subscriber = tracing_subscriber::registry().with(otel::layer(&provider));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info_span!("invoke_agent refund").in_scope(|| {});
+    });
+    provider.shutdown().unwrap();
+    let (head, body) = collector.join().unwrap();
+    assert!(head.starts_with("post /v1/traces "), "{head}");
+    assert!(
+        head.contains("content-type: application/x-protobuf"),
+        "{head}"
+    );
+    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    assert!(has(b"refund-desk"), "the service name is in the batch");
+    assert!(has(b"invoke_agent refund"), "the span is in the batch");
+}

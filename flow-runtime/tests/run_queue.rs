@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::store::{
-    Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueError, QueueStatus, RunQueue,
+    CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueError, QueueStatus, RunQueue,
 };
 use serde_json::json;
 
@@ -192,6 +192,158 @@ async fn takeover(q: &dyn RunQueue, p: &str) {
         .unwrap();
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Events, cancel and claims among flows; `reader` is another handle on the same queue (as
+/// another process would have), which reads what `q` wrote.
+async fn events_cancel_flows(q: &dyn RunQueue, reader: &dyn RunQueue, p: &str) {
+    let ev = |k: &str, n: u64| (k.to_owned(), json!({ "n": n }));
+    // Events: numbered after the run's last, read by any handle after a number, in order.
+    let e1 = format!("{p}e1");
+    q.enqueue(run(&e1, &format!("{p}ev")), Enqueue::Always)
+        .await
+        .unwrap();
+    let c1 = q.claim("w", LEASE).await.unwrap().unwrap();
+    assert!(reader.events_after(&e1, 0, 10).await.unwrap().is_empty());
+    assert_eq!(
+        q.append_events(&c1, vec![ev("turn", 1), ev("chunk", 2)])
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        q.append_events(&c1, vec![ev("chunk", 3), ev("chunk", 4)])
+            .await
+            .unwrap(),
+        4
+    );
+    let all = reader.events_after(&e1, 0, 100).await.unwrap();
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    assert_eq!(all[0].kind, "turn");
+    assert!(all.iter().all(|e| e.data["n"] == e.seq));
+    let some = reader.events_after(&e1, 2, 2).await.unwrap();
+    assert_eq!(some.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
+    assert!(reader.events_after(&e1, 4, 10).await.unwrap().is_empty());
+    assert_eq!(reader.get(&e1).await.unwrap().unwrap().events, 4);
+    // Completing appends the outcome as the last event, `done`.
+    q.complete(&c1, json!({"status": "success"})).await.unwrap();
+    let done = reader.events_after(&e1, 4, 10).await.unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].seq, done[0].kind.as_str()), (5, "done"));
+    assert_eq!(done[0].data, json!({"status": "success"}));
+    assert_eq!(reader.get(&e1).await.unwrap().unwrap().events, 5);
+    // A claim no longer held writes nothing.
+    assert!(matches!(
+        q.append_events(&c1, vec![ev("late", 6)]).await,
+        Err(QueueError::ClaimLost { .. })
+    ));
+    assert_eq!(reader.events_after(&e1, 0, 100).await.unwrap().len(), 5);
+
+    // Cancel: an ended run is refused, an unknown one is none, a bad id is refused.
+    assert!(matches!(
+        reader.cancel(&e1, json!({}), json!({})).await,
+        Err(QueueError::Ended { run_id }) if run_id == e1
+    ));
+    assert!(reader
+        .cancel(&format!("{p}nobody"), json!({}), json!({}))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        reader.cancel("../x", json!({}), json!({})).await,
+        Err(QueueError::InvalidId { .. })
+    ));
+    // A waiting run ends at once, its outcome its one `done` event, and never runs.
+    let e2 = format!("{p}e2");
+    q.enqueue(run(&e2, &format!("{p}ev2")), Enqueue::Always)
+        .await
+        .unwrap();
+    let cancelled = json!({"status": "cancelled"});
+    match reader
+        .cancel(&e2, json!({"mode": "immediate"}), cancelled.clone())
+        .await
+        .unwrap()
+    {
+        Some(CancelState::Ended(row)) => {
+            assert_eq!(row.status, QueueStatus::Done);
+            assert_eq!(row.outcome, Some(cancelled.clone()));
+        }
+        other => panic!("a waiting run ends at once: {other:?}"),
+    }
+    let done = q.events_after(&e2, 0, 10).await.unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].seq, done[0].kind.as_str()), (1, "done"));
+    assert_eq!(done[0].data, cancelled);
+    assert!(q.claim("w", LEASE).await.unwrap().is_none());
+    // A running run records the request for its worker.
+    let e3 = format!("{p}e3");
+    q.enqueue(run(&e3, &format!("{p}ev3")), Enqueue::Always)
+        .await
+        .unwrap();
+    let c3 = q.claim("w", LEASE).await.unwrap().unwrap();
+    assert_eq!(q.cancel_requested(&c3).await.unwrap(), None);
+    let request = json!({"mode": "after_tools"});
+    assert!(matches!(
+        reader.cancel(&e3, request.clone(), json!({})).await.unwrap(),
+        Some(CancelState::Requested(row)) if row.status == QueueStatus::Running
+    ));
+    assert_eq!(q.cancel_requested(&c3).await.unwrap(), Some(request));
+    q.append_events(&c3, vec![ev("turn", 1)]).await.unwrap();
+
+    // Claims among flows: a run of a flow not named is left for a process that serves it,
+    // and still holds its thread's later runs back.
+    let other = |id: &str, thread: &str| NewRun {
+        flow: "other".into(),
+        ..run(id, thread)
+    };
+    let (x, y) = (format!("{p}fx"), format!("{p}fy"));
+    q.enqueue(other(&format!("{p}f1"), &x), Enqueue::Always)
+        .await
+        .unwrap();
+    q.enqueue(run(&format!("{p}f2"), &x), Enqueue::Always)
+        .await
+        .unwrap();
+    q.enqueue(run(&format!("{p}f3"), &y), Enqueue::Always)
+        .await
+        .unwrap();
+    let desk = vec!["desk".to_owned()];
+    let got = q.claim_among("w", LEASE, &desk).await.unwrap().unwrap();
+    assert_eq!(got.run.run_id, format!("{p}f3"));
+    assert!(q.claim_among("w", LEASE, &desk).await.unwrap().is_none());
+    let theirs = q
+        .claim_among("w2", LEASE, &["other".to_owned(), "more".to_owned()])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(theirs.run.run_id, format!("{p}f1"));
+    q.complete(&theirs, json!({})).await.unwrap();
+    let next = q.claim_among("w", LEASE, &desk).await.unwrap().unwrap();
+    assert_eq!(next.run.run_id, format!("{p}f2"));
+    for c in [&got, &next] {
+        q.complete(c, json!({})).await.unwrap();
+    }
+
+    // Trim: the events of runs that ended before the time go, and the runs say so; a
+    // running run's stay.
+    let trimmed = reader.trim_events(now_ms() + 60_000).await.unwrap();
+    assert!(trimmed >= 2, "{trimmed}");
+    let row = q.get(&e1).await.unwrap().unwrap();
+    assert!(row.events_trimmed);
+    assert_eq!(row.events, 5);
+    assert!(q.events_after(&e1, 0, 10).await.unwrap().is_empty());
+    assert!(q.events_after(&e2, 0, 10).await.unwrap().is_empty());
+    assert_eq!(q.events_after(&e3, 0, 10).await.unwrap().len(), 1);
+    assert!(!q.get(&e3).await.unwrap().unwrap().events_trimmed);
+    assert_eq!(reader.trim_events(now_ms() + 60_000).await.unwrap(), 0);
+    q.complete(&c3, json!({})).await.unwrap();
+}
+
 /// Many workers claiming at once, through several handles on one queue: each run is claimed
 /// exactly once, and a thread's runs one at a time in order.
 async fn one_claim_each(queues: Vec<Arc<dyn RunQueue>>, p: &str) {
@@ -269,6 +421,7 @@ async fn in_memory_queue_keeps_the_contract() {
     let q = InMemoryRunQueue::new();
     lifecycle(&q, "").await;
     takeover(&q, "").await;
+    events_cancel_flows(&q, &q.clone(), "").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -289,6 +442,7 @@ async fn file_queue_keeps_the_contract() {
     let q = FileRunQueue::new(&dir).unwrap();
     lifecycle(&q, "").await;
     takeover(&q, "").await;
+    events_cancel_flows(&q, &FileRunQueue::new(&dir).unwrap(), "").await;
     // Another handle (another process would do the same) sees the same rows.
     let other = FileRunQueue::new(&dir).unwrap();
     assert_eq!(other.thread_runs("thread-a").await.unwrap().len(), 3);
@@ -330,6 +484,8 @@ mod sqlite {
         let q = SqliteRunQueue::open(store.path()).await.unwrap();
         lifecycle(&q, "").await;
         takeover(&q, "").await;
+        let reader = SqliteRunQueue::open(store.path()).await.unwrap();
+        events_cancel_flows(&q, &reader, "").await;
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -360,6 +516,8 @@ mod postgres {
         let q = PostgresRunQueue::connect(&url).await.unwrap();
         lifecycle(&q, "").await;
         takeover(&q, "").await;
+        let reader = PostgresRunQueue::connect(&url).await.unwrap();
+        events_cancel_flows(&q, &reader, "").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

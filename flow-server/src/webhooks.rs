@@ -94,6 +94,24 @@ pub(crate) fn after(
     });
 }
 
+/// Delivers `outcome` (a run's outcome as JSON, with its `run_id` and `status`) to `url`
+/// from a task of its own: what a queued run's end sends, from the process that ended it.
+pub(crate) fn send(url: reqwest::Url, secret: Vec<u8>, outcome: Value) {
+    tokio::spawn(async move {
+        let run_id = outcome["run_id"].as_str().unwrap_or_default().to_owned();
+        let mut body = serde_json::to_vec(&outcome).unwrap_or_default();
+        if body.len() > MAX_BODY {
+            body = serde_json::to_vec(&json!({
+                "run_id": run_id,
+                "status": outcome["status"],
+                "truncated": true,
+            }))
+            .unwrap_or_default();
+        }
+        deliver(url, &secret, body, Vec::new(), &run_id).await;
+    });
+}
+
 /// Posts `body` (JSON) to `url`, signed under `secret` (see the module documentation), with
 /// the extra `headers`, within the module's bounds; `what` names the delivery in the log.
 /// Gives up quietly (logged) after [`ATTEMPTS`] attempts.

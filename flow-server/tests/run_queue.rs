@@ -166,13 +166,24 @@ async fn server_process_with(
     lease_ms: u64,
     workers: usize,
 ) -> (Child, String) {
+    server_process_paying(args, ledger, lease_ms, workers, 20).await
+}
+
+/// [`server_process_with`] whose `pay` tool takes `pay_ms` to pay.
+async fn server_process_paying(
+    args: &[String],
+    ledger: &str,
+    lease_ms: u64,
+    workers: usize,
+    pay_ms: u64,
+) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
         .args(args)
         .env("AGENTFLOW_TOKEN", TOKEN)
         .env("AGENTFLOW_QUEUE", "1")
         .env("AGENTFLOW_LEDGER", ledger)
         .env("AGENTFLOW_LEASE_MS", lease_ms.to_string())
-        .env("AGENTFLOW_PAY_DELAY_MS", "20")
+        .env("AGENTFLOW_PAY_DELAY_MS", pay_ms.to_string())
         .env("AGENTFLOW_QUEUE_WORKERS", workers.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -277,6 +288,23 @@ async fn kill_one_server_mid_way(args: &[String], dir: &std::path::Path) {
                 outcome["recovery"].is_string(),
                 "a taken-over run says how: {outcome}"
             );
+            // Its events, stored by both workers, read from B: numbered 1, 2, ... without a
+            // gap or a repeat across the takeover, ending with the outcome B's worker stored.
+            use futures::StreamExt;
+            let events: Vec<IdEvent> = sse_events(
+                attach(
+                    &b,
+                    &format!("/v1/flows/pay/threads/{thread}/runs/{id}/stream"),
+                    None,
+                )
+                .await,
+            )
+            .collect()
+            .await;
+            let ids: Vec<String> = (1..=events.len()).map(|n| n.to_string()).collect();
+            assert_eq!(events.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), ids);
+            let last = events.last().unwrap();
+            assert_eq!((last.name.as_str(), &last.data), ("done", &outcome));
         }
     }
     eprintln!("runs by worker: {by_worker:?}; taken over from the killed server: {taken_over}");
@@ -412,4 +440,169 @@ async fn two_servers_on_one_postgres_database_run_every_queued_run_once_when_one
         kill_one_server_mid_way(&["--postgres".to_owned(), url], &dir).await;
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// One SSE event with its id.
+#[derive(Debug, Clone, PartialEq)]
+struct IdEvent {
+    id: String,
+    name: String,
+    data: Value,
+}
+
+/// GETs `path` as SSE from `base`, after `last` if given.
+async fn attach(base: &str, path: &str, last: Option<&str>) -> reqwest::Response {
+    let mut request = client().get(format!("{base}{path}")).bearer_auth(TOKEN);
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
+    request.send().await.unwrap()
+}
+
+/// The SSE events of `response` as a stream.
+fn sse_events(response: reqwest::Response) -> impl futures::Stream<Item = IdEvent> + Unpin {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    assert_eq!(response.status(), 200);
+    Box::pin(response.bytes_stream().eventsource().map(|e| {
+        let e = e.unwrap();
+        IdEvent {
+            id: e.id,
+            name: e.event,
+            data: serde_json::from_str(&e.data).unwrap(),
+        }
+    }))
+}
+
+/// Two processes on one store: A runs the queued runs, B (no workers) takes the requests.
+/// B streams A's run from the queue, cancels a waiting run at once (it never runs) and the
+/// running one (A's worker stops it mid-tool); every event once, in order, from any id.
+async fn cancel_and_attach_from_another_process(args: &[String], dir: &std::path::Path) {
+    use futures::StreamExt;
+    let ledger = dir.join("ledger").display().to_string();
+    // The payment takes a minute: only a cancel ends the run sooner.
+    let (a_proc, _a) = server_process_paying(args, &ledger, 5000, 2, 60_000).await;
+    let (b_proc, b) = server_process_paying(args, &ledger, 5000, 0, 60_000).await;
+    let runs = "/v1/flows/pay/threads/c/runs";
+    let first: Value = post(&b, runs, json!({"message": "pay C1"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let second: Value = post(
+        &b,
+        runs,
+        json!({"message": "pay C2", "multitask_strategy": "enqueue"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let (id1, id2) = (
+        first["run_id"].as_str().unwrap().to_owned(),
+        second["run_id"].as_str().unwrap().to_owned(),
+    );
+    let stream1 = format!("{runs}/{id1}/stream");
+    // B streams the run A runs, from the queue.
+    let mut live = sse_events(attach(&b, &stream1, None).await);
+    let mut seen = Vec::new();
+    let started = live.next().await.unwrap();
+    assert_eq!(started.name, "turn", "{started:?}");
+    assert_eq!(started.id, "1");
+    seen.push(started);
+    // The payment is under way in A.
+    loop {
+        let trace = std::fs::read_to_string(format!("{ledger}.trace")).unwrap_or_default();
+        if trace.contains(" C1 ") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The waiting run: cancelled at once from B.
+    let cancelled = post(&b, &format!("{runs}/{id2}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status(), 202);
+    let cancelled: Value = cancelled.json().await.unwrap();
+    assert_eq!(cancelled["status"], "cancelled");
+    let row: Value = get(&b, &format!("{runs}/{id2}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (row["status"].as_str(), row["attempt"].as_u64()),
+        (Some("cancelled"), Some(0))
+    );
+    // The running run: B records the cancel; A's worker applies it.
+    let cancelling = post(
+        &b,
+        &format!("{runs}/{id1}/cancel"),
+        json!({"mode": "immediate"}),
+    )
+    .await;
+    assert_eq!(cancelling.status(), 202);
+    let cancelling: Value = cancelling.json().await.unwrap();
+    assert_eq!(cancelling["status"], "cancelling");
+    while let Some(event) = live.next().await {
+        seen.push(event);
+    }
+    let done = seen.last().unwrap();
+    assert_eq!(done.name, "done", "{seen:#?}");
+    assert_eq!(done.data["status"], "cancelled", "{done:?}");
+    let ids: Vec<String> = (1..=seen.len()).map(|n| n.to_string()).collect();
+    assert_eq!(seen.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), ids);
+    let outcome: Value = get(&b, &format!("{runs}/{id1}/wait"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "cancelled");
+    // From every id, exactly the rest.
+    for k in 0..seen.len() {
+        let rest: Vec<IdEvent> = sse_events(attach(&b, &stream1, Some(&k.to_string())).await)
+            .collect()
+            .await;
+        assert_eq!(rest, seen[k..].to_vec(), "after {k}");
+    }
+    // Bad input: an id never given, a cancel of a finished run; nothing changes.
+    let unknown = attach(&b, &stream1, Some(&(seen.len() + 1).to_string())).await;
+    assert_eq!(error_code(unknown).await.1, "unknown_event");
+    for id in [&id1, &id2] {
+        let (status, code, _) =
+            error_code(post(&b, &format!("{runs}/{id}/cancel"), json!({})).await).await;
+        assert_eq!((status, code.as_str()), (409, "run_ended"));
+    }
+    // Neither payment was made; the waiting one never started.
+    let paid = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert!(!paid.contains("C1") && !paid.contains("C2"), "{paid}");
+    let trace = std::fs::read_to_string(format!("{ledger}.trace")).unwrap();
+    assert!(!trace.contains(" C2 "), "{trace}");
+    for mut process in [a_proc, b_proc] {
+        drop(process.stdin.take());
+        assert!(process.wait().await.unwrap().success());
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_run_is_streamed_and_cancelled_from_another_process_on_one_sqlite_file() {
+    let dir = std::env::temp_dir().join(format!("agentflow-queue-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("store.db").display().to_string();
+    cancel_and_attach_from_another_process(&["--sqlite".to_owned(), db], &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_run_is_streamed_and_cancelled_from_another_process_on_one_postgres_database() {
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("queue_cancel").await else {
+        return;
+    };
+    let dir =
+        std::env::temp_dir().join(format!("agentflow-queue-cancel-pg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    cancel_and_attach_from_another_process(&["--postgres".to_owned(), url], &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -109,8 +109,8 @@ pub use queue::PostgresRunQueue;
 #[cfg(feature = "sqlite")]
 pub use queue::SqliteRunQueue;
 pub use queue::{
-    Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueClaim, QueueError, QueueStatus,
-    QueuedRun, RunQueue, MAX_QUEUED_INPUT_BYTES,
+    CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueClaim, QueueError,
+    QueueStatus, QueuedEvent, QueuedRun, RunQueue, MAX_QUEUED_INPUT_BYTES,
 };
 pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;

@@ -1,8 +1,11 @@
 //! The run endpoints with a run queue: enqueue a background run, a run's status and outcome
 //! from its queue row, wait for it, list a thread's queued runs.
 
-use flow_runtime::store::{Enqueue, NewRun, QueueError, QueueStatus, QueuedRun};
-use flow_runtime::DoubleText;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use flow_runtime::store::{CancelState, Enqueue, NewRun, QueueError, QueueStatus, QueuedRun};
+use flow_runtime::{CancelMode, DoubleText};
 use serde_json::{json, Value};
 
 use super::QueueSettings;
@@ -26,7 +29,9 @@ pub(crate) fn api_error(e: QueueError) -> ApiError {
     }
 }
 
-/// Queues a background run of `message` on `key`'s thread; answers its row as JSON (202).
+/// Queues a background run of `message` on `key`'s thread (told to `webhook` when it ends,
+/// if given: a URL already checked); answers its row as JSON (202).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn enqueue(
     state: &AppState,
     settings: &QueueSettings,
@@ -35,6 +40,7 @@ pub(crate) async fn enqueue(
     key: &ThreadKey,
     message: String,
     strategy: DoubleText,
+    webhook: Option<String>,
 ) -> Result<Value, ApiError> {
     principal.require(Scope::Chat)?;
     let limit = state.limits().max_message_bytes;
@@ -63,7 +69,12 @@ pub(crate) async fn enqueue(
         run_id: uuid::Uuid::new_v4().simple().to_string(),
         flow: served.name().to_owned(),
         thread: key.store_id(),
-        input: json!({ "message": message, "by": principal.id() }),
+        input: json!({
+            "message": message,
+            "by": principal.id(),
+            "thread_id": key.id,
+            "webhook": webhook,
+        }),
     };
     let row = settings
         .queue
@@ -163,4 +174,106 @@ pub(crate) async fn queued_runs(
         .await
         .map_err(api_error)?;
     Ok(rows.iter().map(|r| row_json(&key.id, r)).collect())
+}
+
+/// The caller's thread id of a queued run (as it enqueued it).
+pub(crate) fn thread_id(row: &QueuedRun) -> String {
+    row.input["thread_id"]
+        .as_str()
+        .map_or_else(|| row.thread.clone(), str::to_owned)
+}
+
+/// Sends queued run `row`'s webhook, if it named one, with `outcome` (see [`crate::webhooks`]):
+/// from the process that ended the run, signed with that process's webhook secret.
+pub(crate) fn send_webhook(state: &AppState, row: &QueuedRun, outcome: &Value) {
+    let Some(url) = row.input["webhook"].as_str() else {
+        return;
+    };
+    let Ok(url) = crate::webhooks::check_url(url) else {
+        tracing::error!(run = %row.run_id, "a queued run's webhook URL is not valid");
+        return;
+    };
+    let Some(secret) = state.webhook_secret() else {
+        tracing::error!(
+            run = %row.run_id,
+            "a queued run names a webhook but this process has no webhook secret: give every \
+             process of the queue the same ServerBuilder::webhook_secret"
+        );
+        return;
+    };
+    let mut body = outcome.clone();
+    body["run_id"] = Value::String(row.run_id.clone());
+    body["thread"] = Value::String(thread_id(row));
+    crate::webhooks::send(url, secret.to_vec(), body);
+}
+
+/// `GET .../runs/{run}/stream` of a queued run: its events from the queue after `after`;
+/// `None` if the run is not queued.
+pub(crate) async fn stream_queued(
+    state: &AppState,
+    settings: &QueueSettings,
+    served: &ServedFlow,
+    key: &ThreadKey,
+    run_id: &str,
+    after: Option<u64>,
+) -> Result<Option<Response>, ApiError> {
+    let Some(row) = row_of(settings, served, key, run_id).await? else {
+        return Ok(None);
+    };
+    let body = super::events::queued_sse(settings, &row, after.unwrap_or(0), state.limits())?;
+    Ok(Some(body.into_response()))
+}
+
+/// `POST .../runs/{run}/cancel` of a queued run: a waiting run is cancelled at once (it never
+/// runs); a running one's worker applies `mode` within a poll. `None`
+/// if the run is not queued; an ended run is [`ApiError::RunEnded`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn cancel_queued(
+    state: &AppState,
+    settings: &QueueSettings,
+    served: &ServedFlow,
+    key: &ThreadKey,
+    run_id: &str,
+    mode: CancelMode,
+    timeout_ms: Option<u64>,
+) -> Result<Option<Response>, ApiError> {
+    let Some(row) = row_of(settings, served, key, run_id).await? else {
+        return Ok(None);
+    };
+    let request = json!({ "mode": mode, "timeout_ms": timeout_ms });
+    let outcome = json!({
+        "run_id": row.run_id,
+        "status": "cancelled",
+        "cancel_mode": mode,
+        "at_safe_point": true,
+        "note": "cancelled while it waited in the queue: it never ran",
+    });
+    let state_after = settings
+        .queue
+        .cancel(&row.run_id, request, outcome.clone())
+        .await
+        .map_err(|e| match e {
+            QueueError::Ended { .. } => ApiError::RunEnded(e.to_string()),
+            other => api_error(other),
+        })?;
+    let status = match state_after {
+        Some(CancelState::Ended(ended)) => {
+            settings.appended.send_modify(|n| *n = n.wrapping_add(1));
+            send_webhook(state, &ended, &outcome);
+            "cancelled"
+        }
+        Some(CancelState::Requested(_)) => "cancelling",
+        None => {
+            return Err(ApiError::UnknownRun {
+                id: run_id.chars().take(64).collect(),
+            })
+        }
+    };
+    Ok(Some(
+        (
+            StatusCode::ACCEPTED,
+            Json(json!({ "run_id": row.run_id, "cancel_mode": mode, "status": status })),
+        )
+            .into_response(),
+    ))
 }

@@ -5,10 +5,14 @@
 //! flow's runner. Status, wait and list read the queue, so any process answers for any run.
 //!
 //! - `http`: what the run endpoints do with a queue (enqueue, status, wait, list);
-//! - `worker`: the claim loops ([`Workers`]): claim, run, renew the lease, record the
-//!   outcome; take over a run whose worker died (recover it from its journal, or run it again
-//!   from its start and say so); stop claiming and finish or hand back on shutdown.
+//! - `worker`: the claim loops ([`Workers`]): claim (runs of the flows this process serves),
+//!   run, renew the lease, apply a cancel recorded in the queue, record the outcome and send
+//!   its webhook; take over a run whose worker died (recover it from its journal, or run it
+//!   again from its start and say so); stop claiming and finish or hand back on shutdown;
+//! - `events`: a queued run's events in the queue: stored by its worker, streamed by any
+//!   process (with `Last-Event-ID`), trimmed after a retention.
 
+mod events;
 mod http;
 mod worker;
 
@@ -16,8 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::store::RunQueue;
+use tokio::sync::watch;
 
-pub(crate) use http::{enqueue, queued_info, queued_runs, wait_queued};
+pub(crate) use http::{
+    cancel_queued, enqueue, queued_info, queued_runs, stream_queued, wait_queued,
+};
 pub use worker::{run_workers, Workers};
 
 /// How a server uses its run queue (see [`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)).
@@ -34,6 +41,12 @@ pub struct QueueOptions {
     /// How long shutdown waits for running runs to end before it hands them back (default
     /// 30 s).
     pub drain: Duration,
+    /// How long a queued run's events are kept after it ended (default 1 hour); then they
+    /// are removed and attaching to the run answers `410 event_expired`.
+    pub event_retention: Duration,
+    /// The most events kept for one queued run (default 10,000); past it an `error` event
+    /// says so and only the run's `done` event is stored.
+    pub max_events: u64,
 }
 
 impl Default for QueueOptions {
@@ -43,6 +56,8 @@ impl Default for QueueOptions {
             lease: Duration::from_secs(30),
             poll: Duration::from_millis(50),
             drain: Duration::from_secs(30),
+            event_retention: Duration::from_secs(3600),
+            max_events: 10_000,
         }
     }
 }
@@ -54,6 +69,8 @@ pub(crate) struct QueueSettings {
     pub options: QueueOptions,
     /// This process's name in the queue's rows (`host-pid-random`).
     pub worker: String,
+    /// Bumped each time a worker of this process stored events: its readers look at once.
+    pub appended: Arc<watch::Sender<u64>>,
 }
 
 impl QueueSettings {
@@ -63,6 +80,7 @@ impl QueueSettings {
             queue,
             options,
             worker: format!("pid{}-{}", std::process::id(), &token[..8]),
+            appended: Arc::new(watch::channel(0).0),
         }
     }
 }

@@ -37,7 +37,7 @@ impl Workers {
             return None;
         }
         let (stop, watching) = watch::channel(false);
-        let tasks = (0..settings.options.workers)
+        let mut tasks: Vec<JoinHandle<()>> = (0..settings.options.workers)
             .map(|_| {
                 tokio::spawn(claim_loop(
                     state.clone(),
@@ -46,6 +46,10 @@ impl Workers {
                 ))
             })
             .collect();
+        tasks.push(tokio::spawn(super::events::trim_loop(
+            settings.clone(),
+            watching,
+        )));
         Some(Workers { stop, tasks })
     }
 
@@ -77,11 +81,17 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 
 async fn claim_loop(state: AppState, settings: QueueSettings, mut stop: watch::Receiver<bool>) {
     let options = settings.options.clone();
+    // Only runs of the flows this process serves: another process takes the others.
+    let flows: Vec<String> = state.flows().map(|f| f.name().to_owned()).collect();
     loop {
         if *stop.borrow() {
             return;
         }
-        let pause = match settings.queue.claim(&settings.worker, options.lease).await {
+        let claimed = settings
+            .queue
+            .claim_among(&settings.worker, options.lease, &flows)
+            .await;
+        let pause = match claimed {
             Ok(Some(claim)) => {
                 execute(&state, &settings, claim, stop.clone()).await;
                 continue;
@@ -112,10 +122,31 @@ async fn execute(
         let queue = settings.queue.clone();
         let claim = claim.clone();
         let lease = settings.options.lease;
+        let check = settings
+            .options
+            .poll
+            .max(Duration::from_millis(100))
+            .min(lease / 3);
         let (lost, current) = (lost.clone(), current.clone());
         tokio::spawn(async move {
+            let mut renewed = tokio::time::Instant::now();
+            let mut cancelled = false;
             loop {
-                tokio::time::sleep(lease / 3).await;
+                tokio::time::sleep(check).await;
+                if !cancelled {
+                    // A cancel recorded in the queue (by any process) is applied here.
+                    let run = current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    if let Some(run) = run {
+                        if let Ok(Some(request)) = queue.cancel_requested(&claim).await {
+                            cancelled = true;
+                            apply_cancel(&run, &request);
+                        }
+                    }
+                }
+                if renewed.elapsed() < lease / 3 {
+                    continue;
+                }
+                renewed = tokio::time::Instant::now();
                 match queue.renew(&claim, lease).await {
                     Ok(()) => {}
                     Err(QueueError::ClaimLost { .. }) => {
@@ -139,12 +170,31 @@ async fn execute(
     if lost.load(Ordering::SeqCst) {
         return;
     }
-    let result = match ended {
-        Some(outcome) => settings.queue.complete(&claim, outcome).await,
+    let result = match &ended {
+        Some(outcome) => {
+            // The row's end and the run's `done` event, in one step.
+            let completed = settings.queue.complete(&claim, outcome.clone()).await;
+            settings.appended.send_modify(|n| *n = n.wrapping_add(1));
+            completed
+        }
         None => settings.queue.release(&claim).await,
     };
-    if let Err(e) = result {
-        tracing::warn!(error = %e, run = %claim.run.run_id, "could not record a queued run's end");
+    match (result, ended) {
+        (Ok(()), Some(outcome)) => super::http::send_webhook(state, &claim.run, &outcome),
+        (Ok(()), None) => {}
+        (Err(e), _) => {
+            tracing::warn!(error = %e, run = %claim.run.run_id, "could not record a queued run's end")
+        }
+    }
+}
+
+/// Applies a cancel request recorded in the queue (`{"mode", "timeout_ms"}`) to `run`.
+fn apply_cancel(run: &RunHandle, request: &Value) {
+    let mode = serde_json::from_value::<CancelMode>(request["mode"].clone())
+        .unwrap_or(CancelMode::IMMEDIATE);
+    let timeout = request["timeout_ms"].as_u64().map(Duration::from_millis);
+    if let Err(e) = run.cancel(mode, timeout) {
+        tracing::debug!(error = %e, run = %run.id(), "a queued run's cancel was not applied");
     }
 }
 
@@ -210,6 +260,16 @@ async fn run_claimed(
         if *stop.borrow() {
             return None;
         }
+        // Cancelled before it started (it was waiting for its thread): it does not start.
+        if let Ok(Some(request)) = settings.queue.cancel_requested(claim).await {
+            return Some(json!({
+                "run_id": run_id,
+                "status": "cancelled",
+                "cancel_mode": request["mode"],
+                "at_safe_point": true,
+                "note": "cancelled before its turn started",
+            }));
+        }
         let started = if retaken && recovery.is_none() {
             match runner
                 .recover_queued(run_id, thread, Message::user(message))
@@ -250,15 +310,27 @@ async fn run_claimed(
     };
     *current.lock().unwrap_or_else(|p| p.into_inner()) = Some(run.clone());
     let drain = settings.options.drain;
-    let outcome = tokio::select! {
-        outcome = run.wait() => outcome,
-        _ = async { stopped(&mut stop).await; tokio::time::sleep(drain).await } => {
-            // Shutdown and the run did not end in time: stop it and hand it back.
-            let _ = run.cancel(CancelMode::IMMEDIATE, None);
-            run.wait().await;
-            return None;
+    let thread_id = super::http::thread_id(&claim.run);
+    let max_bytes = state.limits().max_event_bytes;
+    let stored = super::events::store_events(settings, claim, &run, &thread_id, max_bytes);
+    let ran = async {
+        tokio::select! {
+            outcome = run.wait() => Some(outcome),
+            _ = async { stopped(&mut stop).await; tokio::time::sleep(drain).await } => {
+                // Shutdown and the run did not end in time: stop it and hand it back.
+                let _ = run.cancel(CancelMode::IMMEDIATE, None);
+                run.wait().await;
+                None
+            }
         }
     };
+    let (outcome, stored) = futures::join!(ran, stored);
+    let outcome = outcome?;
+    if let Err(e) = stored {
+        // The claim was lost (another process runs it now) or the queue failed: the run's
+        // end is recorded (or not) as for any run; its events stopped here.
+        tracing::warn!(error = %e, run = %run_id, "could not store a queued run's events");
+    }
     let mut body = crate::runs::outcome_json(run.id(), &outcome, run.failure().as_ref());
     body["worker"] = Value::String(settings.worker.clone());
     if let Some(recovery) = recovery {

@@ -262,12 +262,6 @@ pub(crate) async fn create_run(
         &request.message,
         &request.resume,
     ) {
-        if webhook.is_some() {
-            return Err(ApiError::BadRequest(
-                "webhooks are not sent for queued runs yet: poll GET .../runs/{run} or wait                  on .../runs/{run}/wait"
-                    .into(),
-            ));
-        }
         let body = crate::queue::enqueue(
             &state,
             queue,
@@ -276,6 +270,7 @@ pub(crate) async fn create_run(
             &key,
             message.clone(),
             strategy,
+            webhook.as_ref().map(|(url, _)| url.to_string()),
         )
         .await?;
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
@@ -379,8 +374,15 @@ pub(crate) async fn stream_run(
 ) -> Result<Response, ApiError> {
     principal.require(Scope::Read)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
-    let run = run_of(&served, &key, &run)?;
     let after = last_event_id(&headers)?;
+    if let Some(queue) = state.queue_settings() {
+        if let Some(body) =
+            crate::queue::stream_queued(&state, queue, &served, &key, &run, after).await?
+        {
+            return Ok(body);
+        }
+    }
+    let run = run_of(&served, &key, &run)?;
     Ok(run_sse(run, key.id, after, state.limits(), OnDisconnect::Continue)?.into_response())
 }
 
@@ -417,7 +419,6 @@ pub(crate) async fn cancel_run(
 ) -> Result<Response, ApiError> {
     principal.require(Scope::Chat)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
-    let run = run_of(&served, &key, &run)?;
     let mode: CancelMode = match request.mode.as_deref() {
         None => CancelMode::IMMEDIATE,
         Some(m) => m
@@ -426,6 +427,27 @@ pub(crate) async fn cancel_run(
                 ApiError::BadRequest(e.to_string())
             })?,
     };
+    if mode.is_empty() {
+        return Err(ApiError::BadRequest(
+            "the cancel mode names no stop point: use immediate, after_model or after_tools".into(),
+        ));
+    }
+    if let Some(queue) = state.queue_settings() {
+        if let Some(answer) = crate::queue::cancel_queued(
+            &state,
+            queue,
+            &served,
+            &key,
+            &run,
+            mode,
+            request.timeout_ms,
+        )
+        .await?
+        {
+            return Ok(answer);
+        }
+    }
+    let run = run_of(&served, &key, &run)?;
     run.cancel(mode, request.timeout_ms.map(Duration::from_millis))
         .map_err(|e| match e {
             CancelError::Ended { .. } => ApiError::RunEnded(e.to_string()),

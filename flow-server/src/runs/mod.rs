@@ -9,7 +9,9 @@
 //! - `stream`: a run's events as Server-Sent Events with ids, and the `done` data.
 //!
 //! The library side is [`flow_runtime::RunHandle`]; the runs live in the flow's runner in this
-//! process (several processes on one store share threads, not runs).
+//! process (several processes on one store share threads, not runs), unless the server has a
+//! run queue: then a background run is queued, its events and cancel requests go through the
+//! queue, and every process answers for it (see [`crate::queue`]).
 
 mod handlers;
 mod stream;
@@ -49,5 +51,5 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 pub(crate) use handlers::{parse_strategy, run_of, start};
-pub(crate) use stream::outcome_json;
 pub(crate) use stream::CancelOnDrop;
+pub(crate) use stream::{event_parts, outcome_json, overtime};

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use flow_runtime::{RunEvent, RunFailure, RunHandle, RunItem, RunOutcome};
 use futures::{Stream, StreamExt};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
@@ -45,55 +46,85 @@ impl Drop for CancelOnDrop {
 /// One run event as an SSE frame with its id.
 fn event_frame(run_id: &str, thread: &str, event: &RunEvent, limit: usize) -> Vec<u8> {
     let mut out = format!("id: {}\n", event.id).into_bytes();
-    let body = match &event.item {
+    let (name, data) = event_data(run_id, thread, event);
+    out.extend(frame(name, &data, limit));
+    out
+}
+
+/// A run event's data, borrowed from the event where it can be (serialised straight into a
+/// frame).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum EventData<'a> {
+    Value(Value),
+    Chunk(crate::wire::ChunkData<'a>),
+    Event(OutwardEvent<'a>),
+}
+
+fn event_data<'a>(
+    run_id: &str,
+    thread: &str,
+    event: &'a RunEvent,
+) -> (&'static str, EventData<'a>) {
+    match &event.item {
         RunItem::Started {
             turn,
             started_at,
             resumed,
             ..
-        } => frame(
+        } => (
             "turn",
-            &json!({
+            EventData::Value(json!({
                 "run_id": run_id,
                 "thread": thread,
                 "turn": turn,
                 "started_at": started_at,
                 "resumed": resumed,
-            }),
-            limit,
+            })),
         ),
         RunItem::Chunk {
             agent_name,
             run_path,
             content,
             tool_calls,
-        } => frame(
+        } => (
             "chunk",
-            &crate::wire::ChunkData {
+            EventData::Chunk(crate::wire::ChunkData {
                 agent_name,
                 run_path,
                 content,
                 tool_calls,
-            },
-            limit,
+            }),
         ),
         RunItem::Event(e) => {
             let error = e.error.as_ref().map(|error| {
                 PublicError::of_run_failure(event.failure(), &error.message, (run_id, event.id))
             });
-            frame("event", &OutwardEvent::of_json(e, error), limit)
+            ("event", EventData::Event(OutwardEvent::of_json(e, error)))
         }
-        RunItem::Ended(outcome) => frame(
+        RunItem::Ended(outcome) => (
             "done",
-            &outcome_json(run_id, outcome, event.failure()),
-            limit,
+            EventData::Value(outcome_json(run_id, outcome, event.failure())),
         ),
-    };
-    out.extend(body);
-    out
+    }
 }
 
-fn overtime(limit: Duration) -> Vec<u8> {
+/// One run event as its SSE event name and data as JSON (what a queued run's worker stores).
+pub(crate) fn event_parts(run_id: &str, thread: &str, event: &RunEvent) -> (&'static str, Value) {
+    let (name, data) = event_data(run_id, thread, event);
+    match serde_json::to_value(data) {
+        Ok(value) => (name, value),
+        Err(e) => {
+            tracing::error!(error = %e, "an event does not serialise");
+            (
+                "error",
+                json!({"code": "internal", "message": "an event could not be serialised"}),
+            )
+        }
+    }
+}
+
+pub(crate) fn overtime(limit: Duration) -> Vec<u8> {
     frame(
         "error",
         &json!({

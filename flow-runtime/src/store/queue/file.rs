@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rustix::fs::{flock, FlockOperation};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::rows::Rows;
 use super::{
-    check_run_id, check_thread, Enqueue, NewRun, QueueClaim, QueueError, QueuedRun, RunQueue,
+    check_run_id, check_thread, CancelState, Enqueue, NewRun, QueueClaim, QueueError, QueuedEvent,
+    QueuedRun, RunQueue,
 };
 use crate::store::{now_ms, unique_token};
 
@@ -21,6 +23,8 @@ use crate::store::{now_ms, unique_token};
 const ROWS: &str = "queue.json";
 /// The lock every change takes.
 const LOCK: &str = "lock";
+/// The directory of the runs' events: `events/RUN_ID.jsonl`, one event a line.
+const EVENTS: &str = "events";
 
 /// A run queue in a directory, shared safely by the processes of one machine: `queue.json`
 /// holds every run; each change takes an exclusive `flock` on `lock`, reads the file, changes
@@ -28,7 +32,10 @@ const LOCK: &str = "lock";
 /// `fsync`). The kernel drops a dead process's lock; a claim it held is a lease that runs out.
 ///
 /// Every operation reads and writes the whole file: it suits the queues of one machine (a few
-/// thousand runs); use `SqliteRunQueue` or `PostgresRunQueue` beyond that.
+/// thousand runs); use `SqliteRunQueue` or `PostgresRunQueue` beyond that. A run's events are
+/// lines appended (under the same lock, then `fsync`ed) to `events/RUN_ID.jsonl`, after its
+/// row counted them: a crash between the two leaves a gap in the numbers, never a number
+/// given twice.
 #[derive(Debug, Clone)]
 pub struct FileRunQueue {
     dir: Arc<PathBuf>,
@@ -53,6 +60,17 @@ impl FileRunQueue {
         operation: &'static str,
         f: impl FnOnce(&mut Rows) -> Result<(T, bool), QueueError> + Send + 'static,
     ) -> Result<T, QueueError> {
+        self.with_rows_after(operation, f, |_, _| Ok(())).await
+    }
+
+    /// [`with_rows`](Self::with_rows), then `after` on `f`'s answer, still under the lock,
+    /// once the rows are written.
+    async fn with_rows_after<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&mut Rows) -> Result<(T, bool), QueueError> + Send + 'static,
+        after: impl FnOnce(&Path, &T) -> Result<(), QueueError> + Send + 'static,
+    ) -> Result<T, QueueError> {
         let dir = self.dir.clone();
         let io_err = move |e: io::Error| QueueError::Io {
             operation,
@@ -73,6 +91,7 @@ impl FileRunQueue {
                 let bytes = serde_json::to_vec(&rows).map_err(|e| io_err(io::Error::other(e)))?;
                 write_atomically(&dir, &bytes).map_err(io_err)?;
             }
+            after(&dir, &out)?;
             drop(lock);
             Ok(out)
         })
@@ -148,7 +167,7 @@ impl RunQueue for FileRunQueue {
         super::check_name("worker name", worker)?;
         let worker = worker.to_owned();
         self.with_rows("claim a run", move |rows| {
-            let claim = rows.claim(&worker, lease, now_ms())?;
+            let claim = rows.claim(&worker, lease, now_ms(), None)?;
             let changed = claim.is_some();
             Ok((claim, changed))
         })
@@ -181,12 +200,19 @@ impl RunQueue for FileRunQueue {
     }
 
     async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError> {
+        let run_id = claim.run.run_id.clone();
         let claim = claim.clone();
-        self.with_rows("complete a run", move |rows| {
-            rows.complete(&claim, outcome, now_ms())
-                .map(|()| ((), true))
-        })
+        let done = outcome.clone();
+        self.with_rows_after(
+            "complete a run",
+            move |rows| {
+                rows.complete(&claim, outcome, now_ms())
+                    .map(|seq| (seq, true))
+            },
+            move |dir, seq| append_lines(dir, &run_id, *seq, vec![("done".to_owned(), done)]),
+        )
         .await
+        .map(|_| ())
     }
 
     async fn get(&self, run_id: &str) -> Result<Option<QueuedRun>, QueueError> {
@@ -204,4 +230,204 @@ impl RunQueue for FileRunQueue {
         })
         .await
     }
+
+    async fn claim_among(
+        &self,
+        worker: &str,
+        lease: Duration,
+        flows: &[String],
+    ) -> Result<Option<QueueClaim>, QueueError> {
+        super::check_name("worker name", worker)?;
+        let (worker, flows) = (worker.to_owned(), flows.to_vec());
+        self.with_rows("claim a run", move |rows| {
+            let claim = rows.claim(&worker, lease, now_ms(), Some(&flows))?;
+            let changed = claim.is_some();
+            Ok((claim, changed))
+        })
+        .await
+    }
+
+    async fn append_events(
+        &self,
+        claim: &QueueClaim,
+        events: Vec<(String, Value)>,
+    ) -> Result<u64, QueueError> {
+        let count = events.len() as u64;
+        let run_id = claim.run.run_id.clone();
+        let claim = claim.clone();
+        let first = self
+            .with_rows_after(
+                "append a run's events",
+                move |rows| {
+                    rows.reserve_events(&claim, count)
+                        .map(|first| (first, true))
+                },
+                move |dir, first| append_lines(dir, &run_id, *first, events),
+            )
+            .await?;
+        Ok(first + count - 1)
+    }
+
+    async fn events_after(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<QueuedEvent>, QueueError> {
+        check_run_id(run_id)?;
+        let path = self.dir.join(EVENTS).join(format!("{run_id}.jsonl"));
+        tokio::task::spawn_blocking(move || read_lines(&path, after, limit))
+            .await
+            .map_err(|e| QueueError::Io {
+                operation: "read a run's events",
+                source: Arc::new(io::Error::other(e)),
+            })?
+    }
+
+    async fn trim_events(&self, ended_before_ms: u64) -> Result<usize, QueueError> {
+        self.with_rows_after(
+            "trim the runs' events",
+            move |rows| {
+                let trimmed = rows.trim(ended_before_ms);
+                let changed = !trimmed.is_empty();
+                Ok((trimmed, changed))
+            },
+            |dir, trimmed| {
+                for id in trimmed {
+                    match fs::remove_file(dir.join(EVENTS).join(format!("{id}.jsonl"))) {
+                        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                            return Err(QueueError::Io {
+                                operation: "trim the runs' events",
+                                source: Arc::new(e),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            },
+        )
+        .await
+        .map(|trimmed| trimmed.len())
+    }
+
+    async fn cancel(
+        &self,
+        run_id: &str,
+        request: Value,
+        outcome: Value,
+    ) -> Result<Option<CancelState>, QueueError> {
+        check_run_id(run_id)?;
+        let id = run_id.to_owned();
+        let done = outcome.clone();
+        self.with_rows_after(
+            "cancel a run",
+            move |rows| {
+                let state = rows.cancel(&id, request, outcome, now_ms())?;
+                let changed = state.is_some();
+                Ok((state, changed))
+            },
+            move |dir, state| match state {
+                Some(CancelState::Ended(row)) => append_lines(
+                    dir,
+                    &row.run_id,
+                    row.events,
+                    vec![("done".to_owned(), done)],
+                ),
+                _ => Ok(()),
+            },
+        )
+        .await
+    }
+
+    async fn cancel_requested(&self, claim: &QueueClaim) -> Result<Option<Value>, QueueError> {
+        let claim = claim.clone();
+        self.with_rows("read a cancel request", move |rows| {
+            Ok((rows.cancel_requested(&claim), false))
+        })
+        .await
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    seq: u64,
+    kind: String,
+    data: Value,
+}
+
+/// Appends `events`, numbered from `first`, to run `run_id`'s events file and `fsync`s it.
+fn append_lines(
+    dir: &Path,
+    run_id: &str,
+    first: u64,
+    events: Vec<(String, Value)>,
+) -> Result<(), QueueError> {
+    let err = |e: io::Error| QueueError::Io {
+        operation: "append a run's events",
+        source: Arc::new(e),
+    };
+    let events_dir = dir.join(EVENTS);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&events_dir)
+        .map_err(err)?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(events_dir.join(format!("{run_id}.jsonl")))
+        .map_err(err)?;
+    let mut out = Vec::new();
+    // A line cut short by a crash is closed, so the next line starts clean.
+    let len = file.metadata().map_err(err)?.len();
+    if len > 0 {
+        use std::io::{Seek, SeekFrom};
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1)).map_err(err)?;
+        file.read_exact(&mut last).map_err(err)?;
+        if last[0] != b'\n' {
+            out.push(b'\n');
+        }
+    }
+    for (i, (kind, data)) in events.into_iter().enumerate() {
+        let line = Line {
+            seq: first + i as u64,
+            kind,
+            data,
+        };
+        serde_json::to_writer(&mut out, &line).map_err(|e| err(io::Error::other(e)))?;
+        out.push(b'\n');
+    }
+    file.write_all(&out).map_err(err)?;
+    file.sync_data().map_err(err)
+}
+
+/// At most `limit` events after `after` from the events file at `path` (lines cut short by a
+/// crash are skipped).
+fn read_lines(path: &Path, after: u64, limit: usize) -> Result<Vec<QueuedEvent>, QueueError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(QueueError::Io {
+                operation: "read a run's events",
+                source: Arc::new(e),
+            })
+        }
+    };
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+        .filter(|l| l.seq > after)
+        .take(limit)
+        .map(|l| QueuedEvent {
+            seq: l.seq,
+            kind: l.kind,
+            data: l.data,
+        })
+        .collect())
 }

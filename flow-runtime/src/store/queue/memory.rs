@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::rows::Rows;
 use super::{
-    check_run_id, check_thread, Enqueue, NewRun, QueueClaim, QueueError, QueuedRun, RunQueue,
+    check_name, check_run_id, check_thread, CancelState, Enqueue, NewRun, QueueClaim, QueueError,
+    QueuedEvent, QueuedRun, RunQueue,
 };
 use crate::store::now_ms;
 
@@ -37,7 +38,7 @@ impl RunQueue for InMemoryRunQueue {
     }
 
     async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError> {
-        self.rows().claim(worker, lease, now_ms())
+        self.rows().claim(worker, lease, now_ms(), None)
     }
 
     async fn renew(&self, claim: &QueueClaim, lease: Duration) -> Result<(), QueueError> {
@@ -54,7 +55,10 @@ impl RunQueue for InMemoryRunQueue {
     }
 
     async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError> {
-        self.rows().complete(claim, outcome, now_ms())
+        let mut rows = self.rows();
+        let seq = rows.complete(claim, outcome.clone(), now_ms())?;
+        rows.keep_events(&claim.run.run_id, seq, vec![("done".to_owned(), outcome)]);
+        Ok(())
     }
 
     async fn get(&self, run_id: &str) -> Result<Option<QueuedRun>, QueueError> {
@@ -65,5 +69,59 @@ impl RunQueue for InMemoryRunQueue {
     async fn thread_runs(&self, thread: &str) -> Result<Vec<QueuedRun>, QueueError> {
         check_thread(thread)?;
         Ok(self.rows().thread_runs(thread))
+    }
+
+    async fn claim_among(
+        &self,
+        worker: &str,
+        lease: Duration,
+        flows: &[String],
+    ) -> Result<Option<QueueClaim>, QueueError> {
+        self.rows().claim(worker, lease, now_ms(), Some(flows))
+    }
+
+    async fn append_events(
+        &self,
+        claim: &QueueClaim,
+        events: Vec<(String, Value)>,
+    ) -> Result<u64, QueueError> {
+        let mut rows = self.rows();
+        let count = events.len() as u64;
+        let first = rows.reserve_events(claim, count)?;
+        rows.keep_events(&claim.run.run_id, first, events);
+        Ok(first + count - 1)
+    }
+
+    async fn events_after(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<QueuedEvent>, QueueError> {
+        check_run_id(run_id)?;
+        Ok(self.rows().events_after(run_id, after, limit))
+    }
+
+    async fn trim_events(&self, ended_before_ms: u64) -> Result<usize, QueueError> {
+        Ok(self.rows().trim(ended_before_ms).len())
+    }
+
+    async fn cancel(
+        &self,
+        run_id: &str,
+        request: Value,
+        outcome: Value,
+    ) -> Result<Option<CancelState>, QueueError> {
+        let mut rows = self.rows();
+        let state = rows.cancel(run_id, request, outcome.clone(), now_ms())?;
+        if let Some(CancelState::Ended(row)) = &state {
+            rows.keep_events(run_id, row.events, vec![("done".to_owned(), outcome)]);
+        }
+        Ok(state)
+    }
+
+    async fn cancel_requested(&self, claim: &QueueClaim) -> Result<Option<Value>, QueueError> {
+        check_name("worker name", &claim.worker)?;
+        Ok(self.rows().cancel_requested(claim))
     }
 }

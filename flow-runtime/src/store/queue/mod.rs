@@ -6,9 +6,11 @@
 //! - `rows.rs`: the queue's rows and their transitions, kept in memory (what the in-memory
 //!   and file queues share: one list changed under one lock);
 //! - `memory.rs`: [`InMemoryRunQueue`], for tests and one process;
-//! - `file.rs`: [`FileRunQueue`], one JSON file changed under a `flock`;
-//! - `sqlite.rs`, `postgres.rs`: the SQL queues, one table; a claim is one `UPDATE` (SQLite
-//!   in a `BEGIN IMMEDIATE` transaction; PostgreSQL with `FOR UPDATE SKIP LOCKED`);
+//! - `file.rs`: [`FileRunQueue`], one JSON file changed under a `flock`, and a file of events
+//!   per run;
+//! - `sqlite.rs`, `postgres.rs`: the SQL queues, a table of runs and one of their events; a
+//!   claim is one `UPDATE` (SQLite in a `BEGIN IMMEDIATE` transaction; PostgreSQL with
+//!   `FOR UPDATE SKIP LOCKED`);
 //! - this file: the contract, its types and its errors.
 //!
 //! The contract is [`RunQueue`]'s.
@@ -131,6 +133,38 @@ pub struct QueuedRun {
     /// it over: e.g. the thread's turn it started.
     #[serde(default)]
     pub note: Option<Value>,
+    /// The sequence number of its last stored event ([`RunQueue::append_events`]); 0 before
+    /// the first.
+    #[serde(default)]
+    pub events: u64,
+    /// Whether its events were trimmed ([`RunQueue::trim_events`]): they cannot be read any
+    /// more.
+    #[serde(default)]
+    pub events_trimmed: bool,
+    /// The cancel request recorded while it ran ([`RunQueue::cancel`]), for its worker to
+    /// apply.
+    #[serde(default)]
+    pub cancel: Option<Value>,
+}
+
+/// One stored event of a queued run ([`RunQueue::events_after`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedEvent {
+    /// Its sequence number in its run: 1 for the first, one more for each next.
+    pub seq: u64,
+    /// Its kind (the server's SSE event name, e.g. `chunk` or `done`).
+    pub kind: String,
+    /// Its data.
+    pub data: Value,
+}
+
+/// What [`RunQueue::cancel`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CancelState {
+    /// The run was waiting: it is ended now, cancelled, and never runs.
+    Ended(QueuedRun),
+    /// The run is running: the request is recorded; its worker applies it.
+    Requested(QueuedRun),
 }
 
 /// A worker's hold on a queued run: the right, until its lease runs out, to run it and
@@ -206,6 +240,12 @@ pub enum QueueError {
         /// The limit.
         limit: usize,
     },
+    /// [`RunQueue::cancel`] of a run that has ended: nothing was changed.
+    #[error("run '{run_id}' has ended; there is nothing to cancel (read its outcome instead)")]
+    Ended {
+        /// The run.
+        run_id: String,
+    },
     /// A stored row cannot be read (altered by hand, or written by a newer build).
     #[error("queued run '{run_id}' cannot be read: {message}")]
     Corrupt {
@@ -245,12 +285,25 @@ pub enum QueueError {
 ///   thread's runs run one at a time, in order. Of any number of concurrent claimants exactly
 ///   one gets a given run.
 /// - [`renew`](RunQueue::renew) extends the lease; [`release`](RunQueue::release) hands the run
-///   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome.
+///   back (pending again, for anyone); [`complete`](RunQueue::complete) records its outcome
+///   (and, in the same step, appends it as the run's last event, of kind `done`).
 ///   Each of them checks that the claim is still held (same attempt, still running), else
 ///   [`QueueError::ClaimLost`] and nothing is written: a worker whose lease ran out and whose
 ///   run was taken over cannot complete it.
 /// - [`get`](RunQueue::get) and [`thread_runs`](RunQueue::thread_runs) read the rows, so any
 ///   process answers for any run.
+/// - [`claim_among`](RunQueue::claim_among) claims like `claim`, only runs of the named flows
+///   (a process never takes a run of a flow it does not serve; one that serves it does).
+/// - Events: the holder of a claim [appends](RunQueue::append_events) the run's events, each
+///   numbered (1, 2, ...) after the run's last, across claims; any process
+///   [reads](RunQueue::events_after) them after a sequence number, in order, while the run
+///   goes on and after it ended, until [`trim_events`](RunQueue::trim_events) removes the
+///   events of runs that ended before a time (and marks them trimmed). Readers poll; a
+///   writer in the same process may also tell its readers directly.
+/// - Cancel: [`cancel`](RunQueue::cancel) ends a waiting run at once (it never runs; its
+///   outcome is stored and appended as its one `done` event) or records the request on a
+///   running one, which its worker reads with [`cancel_requested`](RunQueue::cancel_requested)
+///   and applies; an ended run is refused ([`QueueError::Ended`]).
 ///
 /// What runs at least once is the work of a worker that died: the run is taken over and run
 /// again (recovered from its journal when the turn was journaled).
@@ -302,7 +355,9 @@ pub trait RunQueue: Send + Sync + 'static {
     /// claim is no longer held.
     async fn release(&self, claim: &QueueClaim) -> Result<(), QueueError>;
 
-    /// Records the run's end with `outcome`, if the claim is still held.
+    /// Records the run's end with `outcome`, if the claim is still held, and appends
+    /// `outcome` as its last event, of kind `done` (one step: a reader of its events sees the
+    /// `done` event of the outcome recorded, never of a claim that lost the run).
     async fn complete(&self, claim: &QueueClaim, outcome: Value) -> Result<(), QueueError>;
 
     /// The run `run_id`, if queued.
@@ -310,6 +365,51 @@ pub trait RunQueue: Send + Sync + 'static {
 
     /// The runs of `thread`, oldest first.
     async fn thread_runs(&self, thread: &str) -> Result<Vec<QueuedRun>, QueueError>;
+
+    /// Like [`claim`](RunQueue::claim), of the runs of `flows` only. A run of another flow is
+    /// left for a process that serves it (and still holds its thread's later runs back).
+    async fn claim_among(
+        &self,
+        worker: &str,
+        lease: Duration,
+        flows: &[String],
+    ) -> Result<Option<QueueClaim>, QueueError>;
+
+    /// Appends `events` (kind, data) to the claimed run's events, numbered after its last,
+    /// if the claim is still held (else [`QueueError::ClaimLost`] and nothing is written);
+    /// answers the last one's number.
+    async fn append_events(
+        &self,
+        claim: &QueueClaim,
+        events: Vec<(String, Value)>,
+    ) -> Result<u64, QueueError>;
+
+    /// At most `limit` of run `run_id`'s events numbered above `after`, in order (none if the
+    /// run is unknown, has no more yet, or its events were trimmed: its row says which).
+    async fn events_after(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<QueuedEvent>, QueueError>;
+
+    /// Removes the events of the runs that ended before `ended_before_ms` (ms since the Unix
+    /// epoch) and marks those runs trimmed; answers how many runs were trimmed.
+    async fn trim_events(&self, ended_before_ms: u64) -> Result<usize, QueueError>;
+
+    /// Cancels run `run_id` with `request` (what its worker needs: e.g. a mode): a waiting
+    /// run ends at once with `outcome` (also appended as its event of kind `done`) and never
+    /// runs; a running one records `request` for its worker. `None` if the run is unknown;
+    /// [`QueueError::Ended`] if it has ended.
+    async fn cancel(
+        &self,
+        run_id: &str,
+        request: Value,
+        outcome: Value,
+    ) -> Result<Option<CancelState>, QueueError>;
+
+    /// The cancel request recorded on the claimed run, if any.
+    async fn cancel_requested(&self, claim: &QueueClaim) -> Result<Option<Value>, QueueError>;
 }
 
 /// Checks a new run's ids and input size.

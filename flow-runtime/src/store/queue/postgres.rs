@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow, Postgres};
 
-use super::sql::{db, sql_run_queue, QueueStatements, INDEXES, TABLE_COLUMNS};
+use super::sql::{
+    db, sql_run_queue, QueueStatements, ADDED_COLUMNS, EVENTS_TABLE, INDEXES, TABLE_COLUMNS,
+};
 use super::QueueError;
 
 /// The server's clock in milliseconds: every worker's leases are measured on one clock.
@@ -51,13 +53,29 @@ impl PostgresRunQueue {
             {TABLE_COLUMNS})"
         );
         sqlx::query(&table).execute(&mut *tx).await.map_err(&err)?;
+        for column in ADDED_COLUMNS {
+            sqlx::query(&format!(
+                "ALTER TABLE agentflow_run_queue ADD COLUMN IF NOT EXISTS {column}"
+            ))
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        }
+        sqlx::query(EVENTS_TABLE)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
         for index in INDEXES {
             sqlx::query(index).execute(&mut *tx).await.map_err(&err)?;
         }
         tx.commit().await.map_err(&err)?;
         Ok(PostgresRunQueue {
             pool,
-            sql: Arc::new(QueueStatements::new(NOW, "FOR UPDATE SKIP LOCKED")),
+            sql: Arc::new(QueueStatements::new(
+                NOW,
+                "FOR UPDATE SKIP LOCKED",
+                "SELECT jsonb_array_elements_text($3::text::jsonb)",
+            )),
         })
     }
 
@@ -76,10 +94,22 @@ impl PostgresRunQueue {
         Ok(tx)
     }
 
-    async fn claim_row(&self, worker: &str, lease_ms: i64) -> Result<Option<PgRow>, QueueError> {
-        sqlx::query(&self.sql.claim)
-            .bind(worker)
-            .bind(lease_ms)
+    async fn claim_row(
+        &self,
+        worker: &str,
+        lease_ms: i64,
+        flows: Option<String>,
+    ) -> Result<Option<PgRow>, QueueError> {
+        let sql = match flows {
+            None => &self.sql.claim,
+            Some(_) => &self.sql.claim_among,
+        };
+        let statement = sqlx::query(sql).bind(worker).bind(lease_ms);
+        let statement = match flows {
+            None => statement,
+            Some(flows) => statement.bind(flows),
+        };
+        statement
             .fetch_optional(&self.pool)
             .await
             .map_err(db("claim a run"))

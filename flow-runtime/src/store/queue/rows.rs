@@ -1,12 +1,14 @@
 //! The queue's rows in memory and their transitions: what [`InMemoryRunQueue`](super::InMemoryRunQueue)
 //! and [`FileRunQueue`](super::FileRunQueue) share (one list, changed under one lock).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    check_name, check_new, lease_ms, Enqueue, NewRun, QueueClaim, QueueError, QueueStatus,
-    QueuedRun,
+    check_name, check_new, check_run_id, lease_ms, CancelState, Enqueue, NewRun, QueueClaim,
+    QueueError, QueueStatus, QueuedEvent, QueuedRun,
 };
 
 /// Every run of a queue, in enqueue order.
@@ -16,6 +18,10 @@ pub(crate) struct Rows {
     pub next_seq: u64,
     /// The runs, oldest first.
     pub runs: Vec<QueuedRun>,
+    /// The runs' events, by run id (kept here by the in-memory queue only: the file queue
+    /// keeps them in files of their own).
+    #[serde(skip)]
+    pub events: HashMap<String, Vec<QueuedEvent>>,
 }
 
 impl Rows {
@@ -62,17 +68,21 @@ impl Rows {
             ended_ms: None,
             outcome: None,
             note: None,
+            events: 0,
+            events_trimmed: false,
+            cancel: None,
         };
         self.runs.push(row.clone());
         Ok(row)
     }
 
-    /// Claims the oldest runnable run for `worker` at `now`.
+    /// Claims the oldest runnable run (of `flows`, if given) for `worker` at `now`.
     pub fn claim(
         &mut self,
         worker: &str,
         lease: std::time::Duration,
         now: u64,
+        flows: Option<&[String]>,
     ) -> Result<Option<QueueClaim>, QueueError> {
         check_name("worker name", worker)?;
         let mut blocked: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -86,7 +96,8 @@ impl Rows {
             }
             let runnable = r.status == QueueStatus::Pending
                 || (r.status == QueueStatus::Running && r.lease_until_ms < now);
-            if runnable {
+            let served = flows.map_or(true, |f| f.contains(&r.flow));
+            if runnable && served {
                 chosen = Some(i);
                 break;
             }
@@ -148,19 +159,108 @@ impl Rows {
         }
     }
 
-    /// Records the run's end.
+    /// Records the run's end; numbers its `done` event (answered; the caller keeps it).
     pub fn complete(
         &mut self,
         claim: &QueueClaim,
         outcome: Value,
         now: u64,
-    ) -> Result<(), QueueError> {
+    ) -> Result<u64, QueueError> {
         let r = self.held(claim)?;
         r.status = QueueStatus::Done;
         r.lease_until_ms = 0;
         r.ended_ms = Some(now);
         r.outcome = Some(outcome);
-        Ok(())
+        r.events += 1;
+        Ok(r.events)
+    }
+
+    /// Numbers `count` new events of the claimed run: answers the first one's number.
+    pub fn reserve_events(&mut self, claim: &QueueClaim, count: u64) -> Result<u64, QueueError> {
+        let r = self.held(claim)?;
+        let first = r.events + 1;
+        r.events += count;
+        Ok(first)
+    }
+
+    /// Keeps `events` (numbered from `first`) of run `run_id` in memory.
+    pub fn keep_events(&mut self, run_id: &str, first: u64, events: Vec<(String, Value)>) {
+        let kept = self.events.entry(run_id.to_owned()).or_default();
+        for (i, (kind, data)) in events.into_iter().enumerate() {
+            kept.push(QueuedEvent {
+                seq: first + i as u64,
+                kind,
+                data,
+            });
+        }
+    }
+
+    /// The events of `run_id` kept in memory after `after`, at most `limit`.
+    pub fn events_after(&self, run_id: &str, after: u64, limit: usize) -> Vec<QueuedEvent> {
+        self.events.get(run_id).map_or_else(Vec::new, |events| {
+            let start = events.partition_point(|e| e.seq <= after);
+            events[start..].iter().take(limit).cloned().collect()
+        })
+    }
+
+    /// Marks the runs that ended before `before` trimmed; answers their ids.
+    pub fn trim(&mut self, before: u64) -> Vec<String> {
+        let mut trimmed = Vec::new();
+        for r in &mut self.runs {
+            if r.status == QueueStatus::Done
+                && !r.events_trimmed
+                && r.ended_ms.is_some_and(|t| t < before)
+            {
+                r.events_trimmed = true;
+                trimmed.push(r.run_id.clone());
+            }
+        }
+        for id in &trimmed {
+            self.events.remove(id);
+        }
+        trimmed
+    }
+
+    /// Cancels `run_id` at `now` (see [`RunQueue::cancel`](super::RunQueue::cancel)); a
+    /// waiting run's `done` event is numbered (its row's `events`), not kept: the caller keeps
+    /// it.
+    pub fn cancel(
+        &mut self,
+        run_id: &str,
+        request: Value,
+        outcome: Value,
+        now: u64,
+    ) -> Result<Option<CancelState>, QueueError> {
+        check_run_id(run_id)?;
+        let Some(r) = self.find(run_id) else {
+            return Ok(None);
+        };
+        Ok(Some(match r.status {
+            QueueStatus::Done => {
+                return Err(QueueError::Ended {
+                    run_id: run_id.to_owned(),
+                })
+            }
+            QueueStatus::Pending => {
+                r.status = QueueStatus::Done;
+                r.ended_ms = Some(now);
+                r.outcome = Some(outcome);
+                r.cancel = Some(request);
+                r.events += 1;
+                CancelState::Ended(r.clone())
+            }
+            QueueStatus::Running => {
+                r.cancel = Some(request);
+                CancelState::Requested(r.clone())
+            }
+        }))
+    }
+
+    /// The cancel request on the claimed run.
+    pub fn cancel_requested(&mut self, claim: &QueueClaim) -> Option<Value> {
+        self.find(&claim.run.run_id)
+            .filter(|r| r.attempt == claim.attempt)
+            .and_then(|r| r.cancel.clone())
     }
 
     /// The run `run_id`.

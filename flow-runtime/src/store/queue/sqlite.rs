@@ -10,7 +10,9 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
-use super::sql::{db, sql_run_queue, QueueStatements, INDEXES, TABLE_COLUMNS};
+use super::sql::{
+    db, sql_run_queue, QueueStatements, ADDED_COLUMNS, EVENTS_TABLE, INDEXES, TABLE_COLUMNS,
+};
 use super::QueueError;
 
 /// The SQLite clock in milliseconds since the Unix epoch.
@@ -53,7 +55,11 @@ impl SqliteRunQueue {
             .map_err(db("open its database"))?;
         let queue = SqliteRunQueue {
             pool,
-            sql: Arc::new(QueueStatements::new(NOW, "")),
+            sql: Arc::new(QueueStatements::new(
+                NOW,
+                "",
+                "SELECT value FROM json_each($3)",
+            )),
         };
         // Opening processes race to create the table; SQLite may refuse some of them at once
         // ("database is locked"), so opening tries again for a while.
@@ -85,6 +91,28 @@ impl SqliteRunQueue {
             {TABLE_COLUMNS})"
         );
         sqlx::query(&table).execute(&mut *tx).await.map_err(&err)?;
+        // A table made before a column was added gets it (SQLite has no ADD COLUMN IF NOT
+        // EXISTS: the table's columns are read first).
+        let present: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM pragma_table_info('agentflow_run_queue')")
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(&err)?;
+        for column in ADDED_COLUMNS {
+            let name = column.split(' ').next().unwrap_or_default();
+            if !present.iter().any(|(p,)| p == name) {
+                sqlx::query(&format!(
+                    "ALTER TABLE agentflow_run_queue ADD COLUMN {column}"
+                ))
+                .execute(&mut *tx)
+                .await
+                .map_err(&err)?;
+            }
+        }
+        sqlx::query(EVENTS_TABLE)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
         for index in INDEXES {
             sqlx::query(index).execute(&mut *tx).await.map_err(&err)?;
         }
@@ -103,11 +131,19 @@ impl SqliteRunQueue {
         &self,
         worker: &str,
         lease_ms: i64,
+        flows: Option<String>,
     ) -> Result<Option<SqliteRow>, QueueError> {
         let mut tx = self.write("").await?;
-        let row = sqlx::query(&self.sql.claim)
-            .bind(worker)
-            .bind(lease_ms)
+        let sql = match flows {
+            None => &self.sql.claim,
+            Some(_) => &self.sql.claim_among,
+        };
+        let statement = sqlx::query(sql).bind(worker).bind(lease_ms);
+        let statement = match flows {
+            None => statement,
+            Some(flows) => statement.bind(flows),
+        };
+        let row = statement
             .fetch_optional(&mut *tx)
             .await
             .map_err(db("claim a run"))?;
