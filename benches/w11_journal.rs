@@ -9,7 +9,9 @@
 //! `InMemoryStore` and on a `SqliteStore` in a temporary file: without a journal (`exit`:
 //! nothing is written between interrupts, and this run has none), and with every step
 //! journaled in the `async` and `sync` modes. The cost per step is the difference to `exit`
-//! divided by the steps of a run (printed once per store).
+//! divided by the steps of a run (printed once per store). `sync_x8` runs 8 such runs at once
+//! on the one store (one iteration = 8 runs), where a store with group commit makes the runs'
+//! steps share commits.
 
 mod common;
 
@@ -53,6 +55,32 @@ fn time_runs(
     })
 }
 
+/// Times `iters` rounds of `CONCURRENT` runs of `runner` at once, each under a new run id.
+fn time_concurrent_runs(
+    rt: &tokio::runtime::Runtime,
+    runner: &Runner,
+    next: &AtomicU64,
+    iters: u64,
+) -> Duration {
+    let input = common::user_input();
+    rt.block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            let runs = (0..CONCURRENT).map(|_| {
+                let id = format!("run-{}", next.fetch_add(1, Ordering::Relaxed));
+                runner
+                    .run_checkpointed(&id, Session::new(), input.iter().cloned())
+                    .count()
+            });
+            std::hint::black_box(futures::future::join_all(runs).await);
+        }
+        start.elapsed()
+    })
+}
+
+/// Runs at once in the `sync_x8` case.
+const CONCURRENT: usize = 8;
+
 fn modes<S>(c: &mut Criterion, group_name: &str, rt: &tokio::runtime::Runtime, store: S)
 where
     S: JournalStore + CheckpointStore + Clone,
@@ -81,6 +109,13 @@ where
             b.iter_custom(|iters| time_runs(rt, &runner, &next, iters))
         });
     }
+    let runner = Runner::new(tree.clone())
+        .checkpoint_store(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Sync);
+    group.bench_function(BenchmarkId::new("sync_x8", DEPTH), |b| {
+        b.iter_custom(|iters| time_concurrent_runs(rt, &runner, &next, iters))
+    });
     group.finish();
 }
 

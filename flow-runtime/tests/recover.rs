@@ -622,3 +622,94 @@ async fn a_turn_that_died_inside_an_agent_tool_is_recovered_with_its_nested_run_
         std::fs::remove_dir_all(&work).unwrap();
     }
 }
+
+/// The bug this guards: `update_state` took a thread once its dead turn's lease ran out, and
+/// the dead turn's recovery then failed as a "corrupt" start mark (its version no longer fit).
+#[tokio::test]
+async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() {
+    let work = work_dir("superseded");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    let live = runner(&store, &ledger, true);
+    let first = live
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        first.finish().await,
+        TurnOutcome::Completed { .. }
+    ));
+    // Turn 1 (at the refunder, where turn 0 ended) dies once `refund`'s result was seen (so
+    // journaled: Sync).
+    let dead = die_after(&runner(&store, &ledger, true), 2).await;
+    assert!(show(&dead)[1].contains("refund: 5 paid"), "{dead:#?}");
+    assert_eq!(
+        store.journal_len(&turn_mark_id("t", 1)).await.unwrap(),
+        1,
+        "the dead turn's start mark is open"
+    );
+    let paid = payments(&ledger);
+    // Once the dead worker's lease ran out, `update_state` takes the thread.
+    let other = runner(&store, &ledger, true);
+    let mut values = serde_json::Map::new();
+    values.insert("tier".into(), serde_json::json!("gold"));
+    let mut updated = None;
+    for _ in 0..500 {
+        match other.update_state("t", values.clone()).await {
+            Err(flow_runtime::TimeTravelError::Thread(
+                flow_runtime::store::ThreadError::Busy { .. },
+            )) => tokio::time::sleep(Duration::from_millis(10)).await,
+            done => {
+                updated = Some(done.unwrap());
+                break;
+            }
+        }
+    }
+    let updated = updated.expect("the dead worker's lease ran out");
+    let before = other.thread_records("t").await.unwrap();
+    assert_eq!(before.len(), 2, "turn 0's record and the values step");
+    // Recovery reports the dead turn as superseded, with what it did, and runs nothing.
+    match other.recover("t").await {
+        Err(RecoverError::Superseded {
+            thread,
+            turn,
+            started_at,
+            version,
+            unrecorded,
+        }) => {
+            assert_eq!((thread.as_str(), turn), ("t", 1));
+            assert_eq!((started_at, version), (1, updated.version));
+            // The journaled `pay` result, with the key its ledger line carries.
+            let key = unrecorded
+                .iter()
+                .find_map(|s| s.idempotency_key.clone())
+                .expect("the paid tool's result is journaled");
+            assert!(
+                paid.iter().any(|line| line.starts_with(&key)),
+                "{key} in {paid:?}"
+            );
+        }
+        other => panic!("expected Superseded, got {:?}", other.map(|t| t.is_some())),
+    }
+    // Nothing ran again, nothing of the thread changed, the values step is kept.
+    assert_eq!(payments(&ledger), paid);
+    assert_eq!(other.thread_records("t").await.unwrap(), before);
+    assert_eq!(
+        other.thread_values("t").await.unwrap().get("tier"),
+        Some(&serde_json::json!("gold"))
+    );
+    // The mark is removed: reported once, then nothing to recover.
+    assert_eq!(store.journal_len(&turn_mark_id("t", 1)).await.unwrap(), 0);
+    assert!(other.recover("t").await.unwrap().is_none());
+    // The thread goes on: its next turn is turn 1, recorded after the values step.
+    let next = other
+        .turn("t", Message::user("settle my order"))
+        .await
+        .unwrap();
+    assert!(matches!(next.finish().await, TurnOutcome::Completed { .. }));
+    let records = other.thread_records("t").await.unwrap();
+    assert_eq!(records.len(), 3);
+    assert_eq!(records[2].turn, 1);
+    assert!(other.recover("t").await.unwrap().is_none());
+    std::fs::remove_dir_all(&work).unwrap();
+}

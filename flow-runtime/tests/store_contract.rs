@@ -326,8 +326,14 @@ async fn memory_store_keeps_the_journal_contract() {
     let store = InMemoryStore::new();
     journal_contract::refuses_bad_ids_and_kinds(&store).await;
     journal_contract::appends_reads_truncates_deletes(&store, &store.clone(), "").await;
-    journal_contract::one_append_among_tasks(vec![Arc::new(store.clone()), Arc::new(store)], "")
-        .await;
+    journal_contract::one_append_among_tasks(
+        vec![Arc::new(store.clone()), Arc::new(store.clone())],
+        "",
+    )
+    .await;
+    journal_contract::many_runs_append_at_once(vec![Arc::new(store.clone())], "").await;
+    journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+    journal_contract::unsynced_appends_keep_the_condition(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -340,7 +346,10 @@ async fn file_store_keeps_the_journal_contract() {
     let handles: Vec<Arc<dyn JournalStore>> = (0..3)
         .map(|_| Arc::new(FileStore::new(&dir).unwrap()) as Arc<dyn JournalStore>)
         .collect();
-    journal_contract::one_append_among_tasks(handles, "").await;
+    journal_contract::one_append_among_tasks(handles.clone(), "").await;
+    journal_contract::many_runs_append_at_once(handles, "").await;
+    journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+    journal_contract::unsynced_appends_keep_the_condition(&store).await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -65,7 +65,12 @@ mod sqlite {
         let other = SqliteStore::open(&path).await.unwrap();
         journal_contract::refuses_bad_ids_and_kinds(&store).await;
         journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
-        journal_contract::one_append_among_tasks(vec![Arc::new(store), Arc::new(other)], "").await;
+        journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+        journal_contract::unsynced_appends_keep_the_condition(&store).await;
+        let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
+            vec![Arc::new(store), Arc::new(other)];
+        journal_contract::one_append_among_tasks(handles.clone(), "").await;
+        journal_contract::many_runs_append_at_once(handles, "").await;
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 
@@ -156,7 +161,12 @@ mod postgres {
         let other = PostgresStore::connect(&url).await.unwrap();
         journal_contract::refuses_bad_ids_and_kinds(&store).await;
         journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
-        journal_contract::one_append_among_tasks(vec![Arc::new(store), Arc::new(other)], "").await;
+        journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+        journal_contract::unsynced_appends_keep_the_condition(&store).await;
+        let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
+            vec![Arc::new(store), Arc::new(other)];
+        journal_contract::one_append_among_tasks(handles.clone(), "").await;
+        journal_contract::many_runs_append_at_once(handles, "").await;
     }
 
     #[tokio::test]

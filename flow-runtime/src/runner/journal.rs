@@ -29,9 +29,9 @@ use tokio::sync::mpsc;
 use super::checkpoint::record_events;
 use super::runs::Runner;
 use crate::event::{Action, RecordedEvent};
-use crate::message::Role;
+use crate::message::{Message, Role};
 use crate::session::{Session, SessionEvent};
-use crate::store::{JournalError, JournalStore, StoredStep};
+use crate::store::{DeferredStep, JournalError, JournalStore, PendingStep, StoredStep};
 
 /// How much of a run is written to its journal before the run ends: set per runner with
 /// [`Runner::durability`] (per run on a clone of the runner).
@@ -39,8 +39,8 @@ use crate::store::{JournalError, JournalStore, StoredStep};
 /// | mode | what is written between interrupts | an event reaches the caller | lost on a crash |
 /// | --- | --- | --- | --- |
 /// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
-/// | [`Durability::Async`] | every step, appended by a background task in batches | at once (never waits for the store) | at most the steps after the last batch stored |
-/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on; in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
+/// | [`Durability::Async`] | every step, appended by a background task in batches (a store that [keeps deferred steps](JournalStore::keeps_deferred), in memory: in line, unencoded) | at once (never waits for the store) | at most the steps after the last batch stored (with [`append_steps_unsynced`](JournalStore::append_steps_unsynced): SQLite loses none on a process crash, those since its last synced commit on a power loss) |
+/// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on (SQLite: in a group commit with the steps other runs append meanwhile); in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
 ///
 ///
 /// What is exactly-once and what is at-least-once: a resume's claim and a thread turn's lease
@@ -83,13 +83,21 @@ pub enum StepKind {
 impl StepKind {
     /// The kind of the step that records `event`.
     pub fn of(event: &RecordedEvent) -> StepKind {
-        match &event.action {
+        Self::of_parts(
+            event.action.as_ref(),
+            event.message.as_ref().map(|m| m.role),
+        )
+    }
+
+    /// The kind of the step of an event with `action` and a message of `role`.
+    fn of_parts(action: Option<&Action>, role: Option<Role>) -> StepKind {
+        match action {
             Some(Action::Interrupted(_)) => return StepKind::Interrupt,
             Some(Action::TransferToAgent(_)) => return StepKind::Transfer,
             Some(Action::Exit | Action::BreakLoop(_)) => return StepKind::AgentEnd,
             _ => {}
         }
-        match event.message.as_ref().map(|m| m.role) {
+        match role {
             Some(Role::Tool) => StepKind::ToolResult,
             Some(Role::Assistant) => StepKind::ModelReply,
             _ => StepKind::Event,
@@ -166,6 +174,34 @@ pub(crate) fn encode_step(flow: &str, scope: &str, event: RecordedEvent, at_ms: 
     }
 }
 
+/// A step kept as its session event until a store needs its bytes (a store that
+/// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of the message,
+/// no encoding, until the journal is read.
+struct SessionStep {
+    event: Arc<SessionEvent>,
+    /// Its message, whole (a streamed one was read to its end before the step was kept).
+    message: Option<crate::message::MessageRef>,
+    kind: StepKind,
+    flow: Arc<str>,
+    scope: Arc<str>,
+}
+
+impl DeferredStep for SessionStep {
+    fn kind(&self) -> &str {
+        self.kind.label()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let event = RecordedEvent {
+            agent_name: self.event.agent_name().into(),
+            run_path: self.event.run_path().clone(),
+            message: self.message.as_ref().map(|m| Message::clone(m)),
+            action: self.event.action().cloned(),
+        };
+        encode_step(&self.flow, &self.scope, event, 0).bytes
+    }
+}
+
 /// Decodes a stored step of run `run`, checking it was written by the flow with fingerprint
 /// `flow`.
 pub(crate) fn decode(run: &str, flow: &str, stored: StoredStep) -> Result<Step, JournalError> {
@@ -209,8 +245,11 @@ pub(crate) struct JournalWriter {
     store: Arc<dyn JournalStore>,
     run: String,
     mode: Durability,
-    flow: String,
-    scope: String,
+    flow: Arc<str>,
+    scope: Arc<str>,
+    /// The store keeps deferred steps: each step is handed over in line (no encoding, no
+    /// background task), whatever the mode.
+    inline: bool,
     /// The session events already handed to the journal.
     written: usize,
     /// The journal's length (Sync).
@@ -233,8 +272,8 @@ impl JournalWriter {
         store: Arc<dyn JournalStore>,
         run: String,
         mode: Durability,
-        flow: String,
-        scope: String,
+        flow: Arc<str>,
+        scope: Arc<str>,
         session: &Session,
     ) -> Result<JournalWriter, JournalError> {
         let restored = session.len() as u64;
@@ -243,31 +282,81 @@ impl JournalWriter {
             store.truncate_steps(&run, restored).await?;
         }
         let next = len.min(restored);
+        let inline = store.keeps_deferred();
         let mut writer = JournalWriter {
             store,
             run,
             mode,
             flow,
             scope,
+            inline,
             written: next as usize,
             next,
             background: None,
             replayed: Vec::new(),
             gate: None,
         };
-        if mode == Durability::Async {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(appender(
-                Arc::clone(&writer.store),
-                writer.run.clone(),
-                writer.flow.clone(),
-                writer.scope.clone(),
-                next,
-                rx,
-            ));
-            writer.background = Some((tx, task));
-        }
+        writer.start_background(next);
         Ok(writer)
+    }
+
+    /// Starts the background appender of an `Async` writer whose journal holds `next` steps
+    /// (none if its store keeps deferred steps: those are handed over in line).
+    fn start_background(&mut self, next: u64) {
+        if self.mode != Durability::Async || self.inline {
+            return;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(appender(
+            Arc::clone(&self.store),
+            self.run.clone(),
+            Arc::clone(&self.flow),
+            Arc::clone(&self.scope),
+            next,
+            rx,
+        ));
+        self.background = Some((tx, task));
+    }
+
+    /// Hands `events` to a store that keeps deferred steps, in line: each kept as its
+    /// session event, encoded only if the journal is read.
+    async fn append_inline(&mut self, events: Vec<Arc<SessionEvent>>) -> Result<(), JournalError> {
+        let now = crate::store::now_ms();
+        let mut steps = Vec::with_capacity(events.len());
+        let mut replies = Vec::new();
+        for event in events {
+            let message = match event.message_without_stream() {
+                Some(message) => message,
+                None => event
+                    .message()
+                    .await
+                    .map_err(|e| stream_error(&self.run, e))?,
+            };
+            if let (Some(_), Some(message)) = (&self.gate, &message) {
+                replies.push((event.run_path().clone(), Arc::clone(message)));
+            }
+            let kind = StepKind::of_parts(event.action(), message.as_ref().map(|m| m.role));
+            steps.push(PendingStep {
+                at_ms: now,
+                step: Arc::new(SessionStep {
+                    event,
+                    message,
+                    kind,
+                    flow: Arc::clone(&self.flow),
+                    scope: Arc::clone(&self.scope),
+                }),
+            });
+        }
+        self.next = self
+            .store
+            .append_deferred(&self.run, self.next, steps)
+            .await?;
+        if let Some(gate) = &self.gate {
+            for (run_path, message) in &replies {
+                gate.add_reply(run_path, message);
+            }
+        }
+        Ok(())
     }
 
     /// Hands the session's new events to the journal: stored now (Sync), queued (Async) or
@@ -290,6 +379,9 @@ impl JournalWriter {
             if events.is_empty() {
                 return Ok(());
             }
+        }
+        if self.inline {
+            return self.append_inline(events).await;
         }
         match &self.background {
             Some((tx, _)) => {
@@ -403,8 +495,8 @@ fn stream_error(run: &str, e: impl std::fmt::Display) -> JournalError {
 async fn appender(
     store: Arc<dyn JournalStore>,
     run: String,
-    flow: String,
-    scope: String,
+    flow: Arc<str>,
+    scope: Arc<str>,
     mut next: u64,
     mut rx: mpsc::UnboundedReceiver<Vec<Arc<SessionEvent>>>,
 ) -> Result<(), JournalError> {
@@ -420,7 +512,7 @@ async fn appender(
             .into_iter()
             .map(|e| encode_step(&flow, &scope, e, now))
             .collect();
-        next = store.append_steps(&run, next, steps).await?;
+        next = store.append_steps_unsynced(&run, next, steps).await?;
     }
     Ok(())
 }
@@ -459,7 +551,7 @@ impl Runner {
                     .into(),
             })
         })?;
-        let flow = self.flow_fingerprint();
+        let flow = self.flow_print();
         store
             .read_steps(run, 0)
             .await?
@@ -495,26 +587,16 @@ impl Runner {
             store: Arc::clone(store),
             run,
             mode,
-            flow: self.flow_fingerprint(),
-            scope,
+            flow: self.flow_print(),
+            scope: scope.into(),
+            inline: store.keeps_deferred(),
             written: 0,
             next: len,
             background: None,
             replayed,
             gate: None,
         };
-        if mode == Durability::Async {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(appender(
-                Arc::clone(&writer.store),
-                writer.run.clone(),
-                writer.flow.clone(),
-                writer.scope.clone(),
-                len,
-                rx,
-            ));
-            writer.background = Some((tx, task));
-        }
+        writer.start_background(len);
         Ok(writer)
     }
 
@@ -535,7 +617,12 @@ impl Runner {
 
     /// The fingerprint of this runner's flow, as steps carry it.
     pub(crate) fn flow_fingerprint(&self) -> String {
-        format!("{:016x}", crate::ids::fingerprint_of(&self.agent.shape()))
+        self.flow_print.to_string()
+    }
+
+    /// [`flow_fingerprint`](Runner::flow_fingerprint), shared (made once per runner).
+    pub(crate) fn flow_print(&self) -> Arc<str> {
+        Arc::clone(&self.flow_print)
     }
 
     /// Opens the journal `run` for a run of this runner on `session`, if its mode writes one;
@@ -563,8 +650,8 @@ impl Runner {
             Arc::clone(store),
             run,
             self.durability,
-            self.flow_fingerprint(),
-            scope,
+            self.flow_print(),
+            scope.into(),
             session,
         )
         .await

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 use crate::agent::middleware::{HookContext, HookError, Middleware};
 use crate::event::RecordedEvent;
-use crate::message::{Role, ToolCall};
+use crate::message::{Message, Role, ToolCall};
 use crate::run_path::RunPath;
 
 /// The tool calls whose asking model reply is stored in the journal: run path and call id.
@@ -30,15 +30,23 @@ pub(crate) struct StoredCalls {
 impl StoredCalls {
     /// Notes the tool calls of the model replies among `steps`, which were just stored.
     pub(crate) fn add(&self, steps: &[RecordedEvent]) {
+        for step in steps {
+            if let Some(message) = &step.message {
+                self.add_reply(&step.run_path, message);
+            }
+        }
+    }
+
+    /// Notes the tool calls of `message` at `run_path` (if it is a model reply), whose step
+    /// was just stored.
+    pub(crate) fn add_reply(&self, run_path: &RunPath, message: &Message) {
+        if message.role != Role::Assistant || message.tool_calls.is_empty() {
+            return;
+        }
         let mut calls = self.calls.lock().expect("stored calls lock");
         let before = calls.len();
-        for step in steps {
-            let Some(message) = step.message.as_ref().filter(|m| m.role == Role::Assistant) else {
-                continue;
-            };
-            for call in &message.tool_calls {
-                calls.insert((step.run_path.clone(), call.id.clone()));
-            }
+        for call in &message.tool_calls {
+            calls.insert((run_path.clone(), call.id.clone()));
         }
         if calls.len() > before {
             self.stored.notify_waiters();

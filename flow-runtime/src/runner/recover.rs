@@ -41,7 +41,9 @@ use super::replay::Replay;
 use super::runs::Runner;
 use super::turn::{Recording, ThreadLease, Turn};
 use super::turn_mark::RESUME_KIND;
-use super::turn_mark::{resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND};
+use super::turn_mark::{
+    nested_journal_id, resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND,
+};
 use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::{Agent, AgentInput, RunContext};
 use crate::event::RecordedEvent;
@@ -85,6 +87,36 @@ pub enum RecoverError {
         #[source]
         source: JournalError,
     },
+    /// The dead worker's turn was superseded: after its lease ran out, another writer
+    /// (a values step of [`Runner::update_state`]) moved the thread on
+    /// from the version the turn started at, so the turn can no longer be recorded where it
+    /// started. It is not run again (nothing runs twice) and the thread is left as it is
+    /// (nothing the other writer wrote is lost). Its start mark and nested journal are
+    /// removed, so this is reported once and the next `recover` returns `Ok(None)`; the
+    /// turn's own journal stays readable ([`Runner::journal`] of
+    /// [`turn_journal_id`](super::turn_journal_id)) until the thread's next turn replaces
+    /// it. The steps in `unrecorded` took effect (a paid tool's result with its idempotency
+    /// key) but are in no record of the thread: tell the user, or start a new turn.
+    #[error(
+        "thread '{thread}': turn {turn}, whose worker died, started at version {started_at}, \
+         but the thread moved on to version {version} after the dead worker's lease ran out \
+         (update_state or another writer took it): the turn is not run again and not \
+         recorded; its {steps} journaled steps took effect but are in no record (see \
+         `unrecorded`); its start mark was removed",
+        steps = unrecorded.len()
+    )]
+    Superseded {
+        /// The thread.
+        thread: String,
+        /// The dead turn's number.
+        turn: u64,
+        /// The thread's version the dead turn started at.
+        started_at: u64,
+        /// The thread's version now.
+        version: u64,
+        /// The dead turn's journaled steps, in order: what it did that no record holds.
+        unrecorded: Vec<super::journal::Step>,
+    },
     /// The thread store failed, or the thread id is invalid.
     #[error(transparent)]
     Thread(#[from] ThreadError),
@@ -119,7 +151,11 @@ impl Runner {
     /// `recover` on a thread before taking a new message for it (`Ok(None)` costs two reads),
     /// and on the threads it was serving when it starts again.
     ///
-    /// Errors, with nothing stored changed and nothing run: [`RecoverError::Leased`] while a
+    /// A dead turn whose thread moved on after its lease ran out ([`Runner::update_state`]
+    /// took the thread) is [`RecoverError::Superseded`]: not run, not recorded, its start
+    /// mark removed (so reported once), its journaled steps in the error.
+    ///
+    /// Other errors, with nothing stored changed and nothing run: [`RecoverError::Leased`] while a
     /// worker holds the thread's lease (the dead worker's lease must run out first),
     /// [`RecoverError::Journal`] for a journal written by another flow, truncated or forged,
     /// [`RecoverError::NoJournal`] without a journal store. A run that diverges from its
@@ -213,6 +249,10 @@ impl Runner {
             return Ok(None);
         };
         let corrupt = |reason: String| corrupt_mark(thread_id, &id, reason);
+        if start.thread == thread_id && start.turn == turn && start.version < version {
+            // Another writer took the thread after the dead worker's lease ran out.
+            return Err(self.supersede(&**journal, thread_id, &start, version).await);
+        }
         if start.thread != thread_id || start.turn != turn || start.version != version {
             return Err(corrupt(format!(
                 "it says it starts turn {} of thread '{}' at version {}, which does not fit \
@@ -224,6 +264,44 @@ impl Runner {
             return Err(corrupt("it has no input or no starting agent".into()));
         }
         Ok(Some((start, version, turn)))
+    }
+
+    /// Reports the dead turn `start` of `thread_id`, whose thread moved on to `version`, as
+    /// [`RecoverError::Superseded`], after removing its start mark and nested journal (the
+    /// mark last: a failure before leaves it, and the next `recover` reports again).
+    async fn supersede(
+        &self,
+        journal: &dyn crate::store::JournalStore,
+        thread_id: &str,
+        start: &TurnStart,
+        version: u64,
+    ) -> RecoverError {
+        let journal_id = turn_journal_id(thread_id, start.turn);
+        let unrecorded = match self.journal(&journal_id).await {
+            Ok(steps) => steps,
+            Err(source) => return journal_error(thread_id)(source),
+        };
+        let nested = nested_journal_id(&journal_id, start.version);
+        for id in [nested, turn_mark_id(thread_id, start.turn)] {
+            if let Err(source) = journal.delete_journal(&id).await {
+                return journal_error(thread_id)(source);
+            }
+        }
+        tracing::warn!(
+            thread = thread_id,
+            turn = start.turn,
+            started_at = start.version,
+            version,
+            steps = unrecorded.len(),
+            "a dead worker's turn was superseded: the thread moved on after its lease ran out"
+        );
+        RecoverError::Superseded {
+            thread: thread_id.to_owned(),
+            turn: start.turn,
+            started_at: start.version,
+            version,
+            unrecorded,
+        }
     }
 
     /// The open start mark of the resume of `head`'s interrupted turn (a resume whose worker

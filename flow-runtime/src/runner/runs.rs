@@ -63,6 +63,9 @@ pub struct Runner {
     pub(crate) journal: Option<Arc<dyn crate::store::JournalStore>>,
     /// How much of each run is journaled before it ends.
     pub(crate) durability: super::journal::Durability,
+    /// The fingerprint of the tree's shape, as checkpoints and journal steps carry it (made
+    /// once: every journaled run needs it).
+    pub(crate) flow_print: Arc<str>,
 }
 
 impl fmt::Debug for Runner {
@@ -82,7 +85,9 @@ impl fmt::Debug for Runner {
 impl Runner {
     /// A runner for the tree `agent` is the root of (or the subtree it heads).
     pub fn new(agent: FlowAgent) -> Self {
+        let flow_print = format!("{:016x}", crate::ids::fingerprint_of(&agent.shape())).into();
         Runner {
+            flow_print,
             agent: Arc::new(agent),
             streaming: false,
             store: None,

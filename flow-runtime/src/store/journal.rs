@@ -20,6 +20,8 @@
 //!   taken over discards what its dead worker wrote after the state it restarts from);
 //!   [`delete_journal`](JournalStore::delete_journal) removes them all.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::StoreError;
@@ -44,6 +46,46 @@ impl std::fmt::Debug for StoredStep {
             .field("at_ms", &self.at_ms)
             .field("kind", &self.kind)
             .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// A step whose bytes are made only when it is read: what a run hands a store that keeps its
+/// steps in memory ([`JournalStore::keeps_deferred`]), so a step costs no encoding until
+/// someone reads the journal (most journals in memory are never read).
+pub trait DeferredStep: Send + Sync + 'static {
+    /// Its kind label (as [`StoredStep::kind`]).
+    fn kind(&self) -> &str;
+    /// Its bytes (as [`StoredStep::bytes`]); made again at each read.
+    fn encode(&self) -> Vec<u8>;
+}
+
+/// A [`DeferredStep`] as it is appended: when it was handed over, and the step.
+#[derive(Clone)]
+pub struct PendingStep {
+    /// When it was appended, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The step.
+    pub step: Arc<dyn DeferredStep>,
+}
+
+impl PendingStep {
+    /// The step encoded, at position `seq`.
+    pub fn stored(&self, seq: u64) -> StoredStep {
+        StoredStep {
+            seq,
+            at_ms: self.at_ms,
+            kind: self.step.kind().to_owned(),
+            bytes: self.step.encode(),
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingStep")
+            .field("at_ms", &self.at_ms)
+            .field("kind", &self.step.kind())
             .finish()
     }
 }
@@ -142,4 +184,43 @@ pub trait JournalStore: Send + Sync + 'static {
 
     /// Removes `run`'s journal; returns whether it had steps.
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError>;
+
+    /// [`append_steps`](JournalStore::append_steps) without waiting for the steps to reach
+    /// the disk: what the [`Async`](crate::Durability::Async) mode appends with. A store may
+    /// leave them to its next synced write (SQLite: a commit without an `fsync` of its own,
+    /// which the write-ahead log makes durable with the next synced commit): a crash of the
+    /// process loses none of them, a power loss may lose the last ones. The default is
+    /// `append_steps`.
+    async fn append_steps_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        self.append_steps(run, expected, steps).await
+    }
+
+    /// Whether this store keeps [`DeferredStep`]s as they are, encoding them only when they
+    /// are read ([`InMemoryStore`](super::InMemoryStore)): a run then appends each step in
+    /// line, as it happens, at the cost of a lock. Default `false`: a run's steps are
+    /// encoded and appended in batches ([`Durability::Async`](crate::Durability::Async)).
+    fn keeps_deferred(&self) -> bool {
+        false
+    }
+
+    /// [`append_steps`](JournalStore::append_steps) for steps whose bytes are made only when
+    /// they are needed. The default encodes them now and appends them.
+    async fn append_deferred(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<PendingStep>,
+    ) -> Result<u64, JournalError> {
+        let stored = steps
+            .iter()
+            .enumerate()
+            .map(|(k, p)| p.stored(expected + k as u64))
+            .collect();
+        self.append_steps(run, expected, stored).await
+    }
 }

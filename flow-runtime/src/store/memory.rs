@@ -16,7 +16,7 @@ use super::{
     PendingCheckpoint, SaveMode, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
     DEFAULT_MAX_CHECKPOINT_BYTES,
 };
-use super::{JournalError, JournalStore, StoredStep};
+use super::{JournalError, JournalStore, PendingStep, StoredStep};
 
 /// A store in memory: for tests, and for runs that need not survive the process. Clones share
 /// the same checkpoints and threads; claims are atomic across the tasks and threads of the
@@ -31,7 +31,7 @@ pub struct InMemoryStore {
     /// Each thread's turn lease: its owner and when it runs out (ms since the epoch).
     leases: Arc<Mutex<HashMap<String, (String, u64)>>>,
     /// Each run's journal.
-    journals: Arc<Mutex<HashMap<String, Vec<StoredStep>>>>,
+    journals: Arc<Mutex<HashMap<String, Vec<KeptStep>>>>,
     max_bytes: u64,
 }
 
@@ -41,6 +41,38 @@ pub struct InMemoryStore {
 struct StoredRecord {
     turn: u64,
     bytes: Arc<[u8]>,
+}
+
+/// A journal step as the in-memory store keeps it: encoded, or as handed over (encoded when
+/// read).
+#[derive(Clone)]
+enum KeptStep {
+    Stored(StoredStep),
+    Deferred(PendingStep),
+}
+
+impl KeptStep {
+    /// The step as a read returns it, at position `seq`.
+    fn read(&self, run: &str, seq: u64, max_bytes: u64) -> Result<StoredStep, JournalError> {
+        match self {
+            KeptStep::Stored(step) => Ok(step.clone()),
+            KeptStep::Deferred(pending) => {
+                let step = pending.stored(seq);
+                check_kind(&step.kind)?;
+                check_size(run, step.bytes.len() as u64, max_bytes)?;
+                Ok(step)
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for KeptStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeptStep::Stored(step) => step.fmt(f),
+            KeptStep::Deferred(pending) => pending.fmt(f),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -363,6 +395,32 @@ pub(crate) fn lease_end(now: u64, lease: Duration) -> u64 {
     now.saturating_add(lease.as_millis().min(u64::MAX as u128) as u64)
 }
 
+impl InMemoryStore {
+    /// Appends `steps` to `run`'s journal if it holds `expected` steps.
+    fn append_kept(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: impl ExactSizeIterator<Item = KeptStep>,
+    ) -> Result<u64, JournalError> {
+        let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        let journal = match journals.get_mut(run) {
+            Some(journal) => journal,
+            None => journals.entry(run.to_owned()).or_default(),
+        };
+        let found = journal.len() as u64;
+        if found != expected {
+            return Err(JournalError::Conflict {
+                run: run.to_owned(),
+                expected,
+                found,
+            });
+        }
+        journal.extend(steps);
+        Ok(journal.len() as u64)
+    }
+}
+
 #[async_trait]
 impl JournalStore for InMemoryStore {
     async fn append_steps(
@@ -376,35 +434,47 @@ impl JournalStore for InMemoryStore {
             check_kind(&step.kind)?;
             check_size(run, step.bytes.len() as u64, self.max_bytes)?;
         }
-        let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
-        let journal = journals.entry(run.to_owned()).or_default();
-        let found = journal.len() as u64;
-        if found != expected {
-            return Err(JournalError::Conflict {
-                run: run.to_owned(),
-                expected,
-                found,
-            });
-        }
-        for (k, mut step) in steps.into_iter().enumerate() {
+        let steps = steps.into_iter().enumerate().map(|(k, mut step)| {
             step.seq = expected + k as u64;
-            journal.push(step);
-        }
-        Ok(journal.len() as u64)
+            KeptStep::Stored(step)
+        });
+        self.append_kept(run, expected, steps)
+    }
+
+    /// Kept as handed over: encoded (and its kind and size checked) when read.
+    fn keeps_deferred(&self) -> bool {
+        true
+    }
+
+    async fn append_deferred(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<PendingStep>,
+    ) -> Result<u64, JournalError> {
+        validate_id(run)?;
+        self.append_kept(run, expected, steps.into_iter().map(KeptStep::Deferred))
     }
 
     async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
         validate_id(run)?;
-        let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(journals
-            .get(run)
-            .map(|j| {
-                j.iter()
-                    .skip(from.min(usize::MAX as u64) as usize)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default())
+        let kept: Vec<KeptStep> = {
+            let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+            journals
+                .get(run)
+                .map(|j| {
+                    j.iter()
+                        .skip(from.min(usize::MAX as u64) as usize)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        // Deferred steps are encoded outside the lock.
+        kept.iter()
+            .enumerate()
+            .map(|(k, step)| step.read(run, from + k as u64, self.max_bytes))
+            .collect()
     }
 
     async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {

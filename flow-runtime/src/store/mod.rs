@@ -64,6 +64,9 @@
 //! Any of them can be sealed at rest: [`SealedStore`] wraps a store and seals thread records,
 //! checkpoints and journal steps with AES-256-GCM ([`SealingKeys`], keys by id so they rotate;
 //! `sealing.rs` the keys and format, `sealed.rs` the wrapper).
+//!
+//! `SqliteStore` is `sqlite.rs`, with `sqlite_journal.rs` (its child module) for its journal
+//! appends: one group writer per store, whose transactions commit every append waiting at once.
 
 mod checkpoint;
 mod file;
@@ -97,7 +100,7 @@ pub use checkpoint::{
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use journal::check_kind as journal_check_kind;
-pub use journal::{JournalError, JournalStore, StoredStep};
+pub use journal::{DeferredStep, JournalError, JournalStore, PendingStep, StoredStep};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

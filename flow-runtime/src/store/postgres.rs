@@ -109,6 +109,31 @@ impl PostgresStore {
     }
 
     /// A transaction holding the advisory lock of run `id`.
+    /// Where claims and leases are written: the pool (every commit is durable).
+    fn lease_pool(&self) -> &sqlx::PgPool {
+        &self.pool
+    }
+
+    /// Appends to a journal in a transaction of its own (every commit is durable).
+    async fn append_journal_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<super::StoredStep>,
+    ) -> Result<u64, super::JournalError> {
+        self.append_in_tx(run, expected, steps).await
+    }
+
+    /// Appends to a journal in a transaction of its own.
+    async fn append_journal(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<super::StoredStep>,
+    ) -> Result<u64, super::JournalError> {
+        self.append_in_tx(run, expected, steps).await
+    }
+
     async fn begin(&self, id: &str) -> Result<sqlx::Transaction<'static, Postgres>, StoreError> {
         let err = Self::db_error("lock", id);
         let mut tx = self.pool.begin().await.map_err(&err)?;

@@ -9,6 +9,9 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
+#[path = "sqlite_journal.rs"]
+mod group_commit;
+
 use super::memory::lost;
 use super::records::{check_size, Record};
 use super::sql::{sql_checkpoint_store, sql_journal_store, sql_thread_store, Backend, Statements};
@@ -32,7 +35,8 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// [`PostgresStore`](super::PostgresStore) for workers on several machines).
 ///
 /// The database runs in WAL mode (readers do not block the writer) with `synchronous=FULL`
-/// (a commit is on disk when it returns) and waits up to the busy timeout for another
+/// (a commit is on disk when it returns; journal appends that wait at the same time share one
+/// commit) and waits up to the busy timeout for another
 /// process's write (opening, too: processes that open one new file at the same moment each
 /// wait for the one that switches it to WAL and creates the schema). A claim is a single
 /// `UPDATE` of the run's head row, so of any number of processes claiming one checkpoint
@@ -54,9 +58,14 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Where leases are written (claims, renewals, releases, threads' turn leases): with
+    /// `synchronous=NORMAL`, so a lease costs no `fsync` of its own (see `lease_pool`).
+    leases: SqlitePool,
     sql: Arc<Statements>,
     max_bytes: u64,
     path: Arc<PathBuf>,
+    /// The journal's group writer, shared by the store's clones (`sqlite_journal.rs`).
+    group: Arc<group_commit::GroupCommit>,
 }
 
 impl SqliteStore {
@@ -102,11 +111,19 @@ impl SqliteStore {
                 Err(e) => return Err(e),
             }
         };
+        // Leases need no fsync of their own (see `lease_pool`): one or two connections
+        // that commit without syncing, opened when first used (the file is in WAL mode by
+        // now, with its schema).
+        let leases = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.clamp(1, 2))
+            .connect_lazy_with(connect.clone().synchronous(SqliteSynchronous::Normal));
         Ok(SqliteStore {
             pool,
+            leases,
             sql: Arc::new(Statements::with_clock(NOW)),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
             path: Arc::new(path),
+            group: Arc::default(),
         })
     }
 
@@ -134,6 +151,38 @@ impl SqliteStore {
     /// How errors name the database: its path.
     fn shown(&self) -> String {
         self.path.display().to_string()
+    }
+
+    /// Where leases are written: claims of checkpoints, their renewals and releases, and
+    /// threads' turn leases. Their commits are not synced on their own (`synchronous=NORMAL`
+    /// in WAL mode): each reaches the disk with the next synced commit of the file (the WAL is
+    /// written in order), and other connections see it at once. A power loss can thus forget
+    /// a lease taken since the last synced commit, never a record; every worker that could
+    /// hold it died with the machine (one SQLite file is shared by one machine's processes),
+    /// so a forgotten lease only lets the run be claimed again, as a lease that ran out
+    /// does. A checkpoint round trip (save, claim, resume, complete) pays two syncs, not three.
+    fn lease_pool(&self) -> &SqlitePool {
+        &self.leases
+    }
+
+    /// Appends to a journal without an `fsync` of its own (see `append_unsynced`).
+    async fn append_journal_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<super::StoredStep>,
+    ) -> Result<u64, super::JournalError> {
+        self.append_unsynced(run, expected, steps).await
+    }
+
+    /// Appends to a journal: in a group commit with the appends waiting meanwhile.
+    async fn append_journal(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<super::StoredStep>,
+    ) -> Result<u64, super::JournalError> {
+        self.append_grouped(run, expected, steps).await
     }
 
     /// A write transaction: SQLite has one writer at a time, so it holds every run's lock.

@@ -159,3 +159,166 @@ pub async fn one_append_among_tasks(handles: Vec<Arc<dyn JournalStore>>, prefix:
     assert_eq!(won, 1);
     assert_eq!(handles[0].journal_len(&run).await.unwrap(), 1);
 }
+
+/// 8 tasks, each appending 12 steps one by one to a run of its own through `handles` (so a
+/// store that commits waiting appends together groups them), while a ninth appends at a stale
+/// position: every run holds its steps in order, and only the stale append is refused.
+pub async fn many_runs_append_at_once(handles: Vec<Arc<dyn JournalStore>>, prefix: &str) {
+    let tasks: Vec<_> = (0..8)
+        .map(|k| {
+            let store = Arc::clone(&handles[k % handles.len()]);
+            let run = format!("{prefix}journal-group-{k}");
+            tokio::spawn(async move {
+                for n in 0..12u64 {
+                    let len = store
+                        .append_steps(&run, n, vec![step("event", &format!("{k}-{n}"))])
+                        .await
+                        .unwrap();
+                    assert_eq!(len, n + 1);
+                }
+            })
+        })
+        .collect();
+    let stale = {
+        let store = Arc::clone(&handles[0]);
+        let run = format!("{prefix}journal-group-0");
+        tokio::spawn(async move {
+            // Waits until the run has steps, then appends as if it held none.
+            while store.journal_len(&run).await.unwrap() == 0 {
+                tokio::task::yield_now().await;
+            }
+            store
+                .append_steps(&run, 0, vec![step("event", "stale")])
+                .await
+        })
+    };
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(matches!(
+        stale.await.unwrap(),
+        Err(JournalError::Conflict { expected: 0, .. })
+    ));
+    for k in 0..8 {
+        let run = format!("{prefix}journal-group-{k}");
+        let steps = handles[0].read_steps(&run, 0).await.unwrap();
+        let bodies: Vec<String> = steps
+            .iter()
+            .map(|s| String::from_utf8(s.bytes.clone()).unwrap())
+            .collect();
+        let expected: Vec<String> = (0..12).map(|n| format!("{k}-{n}")).collect();
+        assert_eq!(bodies, expected, "run {k}");
+        assert!(steps.iter().enumerate().all(|(n, s)| s.seq == n as u64));
+    }
+}
+
+/// A step made when it is read.
+struct Deferred(&'static str, &'static str);
+
+impl flow_runtime::store::DeferredStep for Deferred {
+    fn kind(&self) -> &str {
+        self.0
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        self.1.as_bytes().to_vec()
+    }
+}
+
+/// Deferred steps ([`JournalStore::append_deferred`]) read back as the steps they encode to,
+/// numbered with the others, whether the store keeps them deferred or encodes them at once;
+/// one with an invalid kind is refused (at the append, or at the read of a store that keeps
+/// it deferred).
+pub async fn deferred_steps_are_encoded_when_read(store: &impl JournalStore) {
+    use flow_runtime::store::PendingStep;
+    let pending = |kind, body| PendingStep {
+        at_ms: 7,
+        step: Arc::new(Deferred(kind, body)),
+    };
+    let run = "journal-deferred";
+    store
+        .append_steps(run, 0, vec![step("model_reply", "a")])
+        .await
+        .unwrap();
+    let len = store
+        .append_deferred(
+            run,
+            1,
+            vec![pending("tool_result", "b"), pending("event", "c")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(len, 3);
+    assert!(matches!(
+        store
+            .append_deferred(run, 1, vec![pending("event", "d")])
+            .await,
+        Err(JournalError::Conflict {
+            expected: 1,
+            found: 3,
+            ..
+        })
+    ));
+    let steps = store.read_steps(run, 1).await.unwrap();
+    let read: Vec<(u64, u64, &str, &[u8])> = steps
+        .iter()
+        .map(|s| (s.seq, s.at_ms, s.kind.as_str(), &s.bytes[..]))
+        .collect();
+    assert_eq!(
+        read,
+        vec![(1, 7, "tool_result", &b"b"[..]), (2, 7, "event", &b"c"[..])]
+    );
+    let bad = "journal-deferred-bad";
+    let refused = match store
+        .append_deferred(bad, 0, vec![pending("Not A Kind", "x")])
+        .await
+    {
+        Err(e) => Some(e),
+        Ok(_) => store.read_steps(bad, 0).await.err(),
+    };
+    assert!(
+        matches!(refused, Some(JournalError::InvalidKind { .. })),
+        "{refused:?}"
+    );
+    store.delete_journal(run).await.unwrap();
+    store.delete_journal(bad).await.unwrap();
+}
+
+/// [`JournalStore::append_steps_unsynced`] keeps the contract of `append_steps`: the same
+/// condition, the same numbering, read back the same.
+pub async fn unsynced_appends_keep_the_condition(store: &impl JournalStore) {
+    let run = "journal-unsynced";
+    assert_eq!(
+        store
+            .append_steps_unsynced(run, 0, vec![step("model_reply", "a"), step("event", "b")])
+            .await
+            .unwrap(),
+        2
+    );
+    assert!(matches!(
+        store
+            .append_steps_unsynced(run, 1, vec![step("event", "x")])
+            .await,
+        Err(JournalError::Conflict {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    store
+        .append_steps(run, 2, vec![step("event", "c")])
+        .await
+        .unwrap();
+    let bodies: Vec<(u64, Vec<u8>)> = store
+        .read_steps(run, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.seq, s.bytes))
+        .collect();
+    assert_eq!(
+        bodies,
+        vec![(0, b"a".to_vec()), (1, b"b".to_vec()), (2, b"c".to_vec())]
+    );
+    store.delete_journal(run).await.unwrap();
+}

@@ -54,8 +54,9 @@ pub(crate) const PURGE: &str = "DELETE FROM agentflow_checkpoints WHERE id IN (
 pub(crate) const DELETE: &str = "DELETE FROM agentflow_checkpoints WHERE id = $1";
 
 /// Implements [`CheckpointStore`](super::CheckpointStore) for a SQL store type with fields
-/// `pool`, `sql: Arc<Statements>`, `max_bytes`, and an `async fn begin(&self, id)` that opens
-/// a transaction holding the run's lock.
+/// `pool`, `sql: Arc<Statements>`, `max_bytes`, an `async fn begin(&self, id)` that opens
+/// a transaction holding the run's lock, and a `fn lease_pool(&self)`: where claims, renewals
+/// and releases are written (SQLite: connections that do not sync each commit).
 macro_rules! sql_checkpoint_store {
     ($store:ty, $db:ty) => {
         impl $store {
@@ -187,7 +188,7 @@ macro_rules! sql_checkpoint_store {
                         .bind(id)
                         .bind(lease_ms)
                         .bind(self.max_bytes as i64)
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(self.lease_pool())
                         .await
                         .map_err(&err)?;
                     if let Some(row) = won {
@@ -202,7 +203,7 @@ macro_rules! sql_checkpoint_store {
                     }
                     let Some(row) = sqlx::query(&self.sql.claim_refused)
                         .bind(id)
-                        .fetch_optional(&self.pool)
+                        .fetch_optional(self.lease_pool())
                         .await
                         .map_err(&err)?
                     else {
@@ -250,7 +251,7 @@ macro_rules! sql_checkpoint_store {
                     .bind(claim.version as i64)
                     .bind(claim.attempt as i64)
                     .bind(lease_ms)
-                    .execute(&self.pool)
+                    .execute(self.lease_pool())
                     .await
                     .map_err(Self::db_error("renew", &claim.id))?;
                 if done.rows_affected() == 0 {
@@ -264,7 +265,7 @@ macro_rules! sql_checkpoint_store {
                     .bind(&claim.id)
                     .bind(claim.version as i64)
                     .bind(claim.attempt as i64)
-                    .execute(&self.pool)
+                    .execute(self.lease_pool())
                     .await
                     .map_err(Self::db_error("release", &claim.id))?;
                 Ok(())

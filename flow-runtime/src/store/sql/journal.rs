@@ -20,10 +20,11 @@ pub(crate) const JOURNAL_TRUNCATE: &str =
 pub(crate) const JOURNAL_DELETE: &str = "DELETE FROM agentflow_journal WHERE run = $1";
 
 /// Implements [`JournalStore`](crate::store::JournalStore) for a SQL store type with the fields
-/// and `begin` of `sql_checkpoint_store`. An append runs in one transaction holding the
-/// journal's lock (`begin("journal:RUN")`), checks the length and inserts its steps: one commit
-/// for any number of steps. The `(run, seq)` key refuses a second step at one position even
-/// without the lock.
+/// and `begin` of `sql_checkpoint_store` and an `append_journal` of its own: PostgreSQL's is
+/// `append_in_tx`, one transaction holding the journal's lock (`begin("journal:RUN")`) that
+/// checks the length and inserts its steps (one commit for any number of steps); SQLite's
+/// commits the appends waiting at once in one transaction (`sqlite_journal.rs`). The `(run, seq)`
+/// key refuses a second step at one position even without the lock.
 macro_rules! sql_journal_store {
     ($store:ty, $row:ty) => {
         impl $store {
@@ -35,20 +36,17 @@ macro_rules! sql_journal_store {
             }
         }
 
-        #[async_trait::async_trait]
-        impl $crate::store::JournalStore for $store {
-            async fn append_steps(
+        impl $store {
+            /// Appends in one transaction holding the journal's lock (what
+            /// `append_journal` does where the store has no writer of its own).
+            #[allow(dead_code)]
+            async fn append_in_tx(
                 &self,
                 run: &str,
                 expected: u64,
                 steps: Vec<$crate::store::StoredStep>,
             ) -> Result<u64, $crate::store::JournalError> {
                 use sqlx::Row;
-                validate_id(run)?;
-                for step in &steps {
-                    $crate::store::journal_check_kind(&step.kind)?;
-                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
-                }
                 let err = Self::journal_db_error("append to the journal of", run);
                 let mut tx = self.begin(&format!("journal:{run}")).await?;
                 let found: i64 = sqlx::query(&self.sql.journal_len)
@@ -90,6 +88,37 @@ macro_rules! sql_journal_store {
                 }
                 tx.commit().await.map_err(&err)?;
                 Ok(expected + n)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::JournalStore for $store {
+            async fn append_steps(
+                &self,
+                run: &str,
+                expected: u64,
+                steps: Vec<$crate::store::StoredStep>,
+            ) -> Result<u64, $crate::store::JournalError> {
+                validate_id(run)?;
+                for step in &steps {
+                    $crate::store::journal_check_kind(&step.kind)?;
+                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+                }
+                self.append_journal(run, expected, steps).await
+            }
+
+            async fn append_steps_unsynced(
+                &self,
+                run: &str,
+                expected: u64,
+                steps: Vec<$crate::store::StoredStep>,
+            ) -> Result<u64, $crate::store::JournalError> {
+                validate_id(run)?;
+                for step in &steps {
+                    $crate::store::journal_check_kind(&step.kind)?;
+                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+                }
+                self.append_journal_unsynced(run, expected, steps).await
             }
 
             async fn read_steps(

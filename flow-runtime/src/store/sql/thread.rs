@@ -74,7 +74,7 @@ macro_rules! sql_thread_store {
                     .bind(id)
                     .bind(owner)
                     .bind($crate::store::sql::millis_i64(lease))
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(self.lease_pool())
                     .await
                     .map_err(Self::thread_db_error(operation, id))?;
                 Ok(row.is_some())
@@ -237,7 +237,7 @@ macro_rules! sql_thread_store {
                 sqlx::query(&self.sql.lease_release)
                     .bind(id)
                     .bind(owner)
-                    .execute(&self.pool)
+                    .execute(self.lease_pool())
                     .await
                     .map_err(Self::thread_db_error("release the lease of", id))?;
                 Ok(())

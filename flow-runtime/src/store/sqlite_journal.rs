@@ -1,0 +1,255 @@
+//! The journal appends of a [`SqliteStore`](super::SqliteStore), committed in groups: one
+//! writer per store (its clones share it) takes every append waiting when it starts a write
+//! and commits them in one transaction, so the runs that share a database file share its
+//! commits (one `fsync` of the WAL for all of them, `synchronous=FULL`). An append returns only
+//! once the transaction holding its steps is committed; each append keeps its own condition
+//! (the journal holds exactly `expected` steps: else [`JournalError::Conflict`] for it alone,
+//! and the others are written). SQLite has one writer per file anyway: the group makes the
+//! waiting writers one.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use crate::store::{JournalError, StoreError, StoredStep};
+
+/// Rows per `INSERT` statement (6 parameters a row, under SQLite's 999-parameter floor).
+const ROWS_PER_INSERT: usize = 128;
+
+/// One waiting append.
+pub(crate) struct Append {
+    pub(crate) run: String,
+    pub(crate) expected: u64,
+    pub(crate) steps: Vec<StoredStep>,
+    pub(crate) done: oneshot::Sender<Result<u64, JournalError>>,
+}
+
+/// The appends waiting for the writer, and whether it runs.
+#[derive(Default)]
+pub(crate) struct GroupCommit {
+    queue: Mutex<Queue>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Append>,
+    writing: bool,
+}
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").finish_non_exhaustive()
+    }
+}
+
+impl GroupCommit {
+    /// Queues `append`; `true` if the caller must start the writer (none runs).
+    pub(crate) fn push(&self, append: Append) -> bool {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.waiting.push(append);
+        !std::mem::replace(&mut queue.writing, true)
+    }
+
+    /// The appends waiting now, or `None` (and the writer stops) if there are none.
+    fn take(&self) -> Option<Vec<Append>> {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if queue.waiting.is_empty() {
+            queue.writing = false;
+            return None;
+        }
+        Some(std::mem::take(&mut queue.waiting))
+    }
+}
+
+/// Stops the writer if its task ends early (a panic): the waiting appends get an error, and
+/// the next append starts a new writer.
+struct WriterGuard(Arc<GroupCommit>, bool);
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        if !self.1 {
+            return;
+        }
+        let waiting = {
+            let mut queue = self.0.queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue.writing = false;
+            std::mem::take(&mut queue.waiting)
+        };
+        for append in waiting {
+            let _ = append.done.send(Err(stopped(&append.run)));
+        }
+    }
+}
+
+fn stopped(run: &str) -> JournalError {
+    JournalError::Store(StoreError::Other {
+        id: run.to_owned(),
+        message: "the store's journal writer stopped before this append was committed; \
+                  nothing of it was written"
+            .into(),
+    })
+}
+
+impl super::SqliteStore {
+    /// Appends `steps` to `run`'s journal through the store's group writer.
+    pub(crate) async fn append_grouped(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        let (done, result) = oneshot::channel();
+        let append = Append {
+            run: run.to_owned(),
+            expected,
+            steps,
+            done,
+        };
+        if self.group.push(append) {
+            tokio::spawn(self.clone().write_groups());
+        }
+        result.await.unwrap_or_else(|_| Err(stopped(run)))
+    }
+
+    /// The writer: commits the waiting appends, a group per transaction, until none wait.
+    async fn write_groups(self) {
+        let mut guard = WriterGuard(Arc::clone(&self.group), true);
+        while let Some(group) = self.group.take() {
+            let results = self.write_group(&group).await;
+            for (append, result) in group.into_iter().zip(results) {
+                let _ = append.done.send(result);
+            }
+        }
+        guard.1 = false;
+    }
+
+    /// Writes `group` in one transaction; each append's result.
+    async fn write_group(&self, group: &[Append]) -> Vec<Result<u64, JournalError>> {
+        let everyone = |e: &StoreError| -> Vec<Result<u64, JournalError>> {
+            group
+                .iter()
+                .map(|_| Err(JournalError::Store(e.clone())))
+                .collect()
+        };
+        let first = group.first().map_or("journal", |a| a.run.as_str());
+        let mut tx = match self.begin(first).await {
+            Ok(tx) => tx,
+            Err(e) => return everyone(&e),
+        };
+        let mut results = Vec::with_capacity(group.len());
+        for append in group {
+            match self.insert_group_steps(&mut tx, append).await {
+                Ok(result) => results.push(result),
+                // The transaction is in an unknown state: nobody's steps are committed.
+                Err(e) => return everyone(&e),
+            }
+        }
+        if let Err(e) = tx.commit().await {
+            let e = Self::db_error("append to the journal of", first)(e);
+            return everyone(&e);
+        }
+        results
+    }
+
+    /// Appends without an `fsync` of its own: one transaction on the lease connections
+    /// (`synchronous=NORMAL`), which the write-ahead log makes durable with the next synced
+    /// commit of the file; a crash of the process loses nothing committed, a power loss may
+    /// lose these steps ([`Durability::Async`](crate::Durability::Async) appends this way).
+    pub(crate) async fn append_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        let err = Self::db_error("append to the journal of", run);
+        let mut tx = self
+            .lease_pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(&err)?;
+        let done = self.insert_steps(&mut tx, run, expected, &steps).await?;
+        if done.is_ok() {
+            tx.commit().await.map_err(&err)?;
+        }
+        done
+    }
+
+    /// Inserts `append`'s steps in `tx` if its journal holds `expected` steps (else its
+    /// conflict, nothing inserted); an error of the database fails the whole group.
+    async fn insert_group_steps(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        append: &Append,
+    ) -> Result<Result<u64, JournalError>, StoreError> {
+        self.insert_steps(tx, &append.run, append.expected, &append.steps)
+            .await
+    }
+
+    /// Inserts `steps` in `tx` at `expected` on, if `run`'s journal holds `expected` steps:
+    /// the condition is part of each `INSERT` (one statement per 128 steps, no separate
+    /// read); else the conflict, nothing inserted.
+    async fn insert_steps(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        run: &str,
+        expected: u64,
+        steps: &[StoredStep],
+    ) -> Result<Result<u64, JournalError>, StoreError> {
+        use sqlx::Row;
+        let err = Self::db_error("append to the journal of", run);
+        let mut seq = expected;
+        for rows in steps.chunks(ROWS_PER_INSERT) {
+            // `$1` the run, `$2` the first row's seq: the journal's length it must have.
+            let mut sql = String::from(
+                "INSERT INTO agentflow_journal (run, seq, at_ms, kind, size, bytes) \
+                 SELECT * FROM (VALUES ",
+            );
+            for k in 0..rows.len() {
+                let p = 2 + 5 * k;
+                if k > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!(
+                    "($1, ${}, ${}, ${}, ${}, ${})",
+                    p,
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4
+                ));
+            }
+            sql.push_str(
+                ") WHERE (SELECT COALESCE(MAX(seq) + 1, 0) FROM agentflow_journal \
+                 WHERE run = $1) = $2",
+            );
+            let mut query = sqlx::query(&sql).bind(run);
+            for (k, step) in rows.iter().enumerate() {
+                query = query
+                    .bind((seq + k as u64) as i64)
+                    .bind(step.at_ms.min(i64::MAX as u64) as i64)
+                    .bind(&step.kind)
+                    .bind(step.bytes.len() as i64)
+                    .bind(&step.bytes[..]);
+            }
+            let done = query.execute(&mut **tx).await.map_err(&err)?;
+            if done.rows_affected() != rows.len() as u64 {
+                // The condition holds for the whole statement, so nothing was inserted; and
+                // only the first chunk can fail it (the transaction holds the write lock).
+                let found: i64 = sqlx::query(&self.sql.journal_len)
+                    .bind(run)
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(&err)?
+                    .try_get("len")
+                    .map_err(&err)?;
+                return Ok(Err(JournalError::Conflict {
+                    run: run.to_owned(),
+                    expected,
+                    found: found as u64,
+                }));
+            }
+            seq += rows.len() as u64;
+        }
+        Ok(Ok(seq))
+    }
+}
