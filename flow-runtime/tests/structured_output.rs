@@ -140,8 +140,14 @@ fn after_the_last_retry_the_run_ends_with_a_typed_error() {
     };
     assert_eq!((&**agent, &**schema, *attempts), ("refund", "Verdict", 2));
     assert_eq!(&**answer, "I would rather chat.");
-    assert!(error
-        .to_string()
-        .starts_with("agent 'refund' got no answer matching its output type `Verdict` after 2"));
+    assert!(error.to_string().starts_with(
+        "agent 'refund' got no answer matching its output type `Verdict` after 2 attempt(s): "
+    ));
+    assert!(
+        error
+            .to_string()
+            .ends_with("; its last answer was: I would rather chat."),
+        "{error}"
+    );
     assert_eq!(session.value::<Verdict>("refund").unwrap(), None);
 }

@@ -12,6 +12,11 @@
 //! 3. The same 1,000 clients paced: each sends its next turn at a steady rate, so that the
 //!    server runs at about half its capacity; the latency of a turn then is its service time
 //!    and not its wait behind 999 others.
+//! 4. Background runs (the server in its own process): a run's start (`POST .../runs` answers
+//!    its id) and its first events read by attaching (`GET .../runs/{run}/stream`), one run at a
+//!    time; one run of 1,000 streamed words read by 1,000 attached clients at once (events/s);
+//!    and reconnecting to an ended run after its 500th event (`Last-Event-ID`), the cost of one
+//!    reconnect.
 //!
 //! Against another server (bench/w10/adk_api_server.sh): `W10_URL=http://HOST:PORT` and
 //! `W10_TARGET=adk` (Google ADK's `/run_sse`) or `agentflow`; `W10_SERVER_PID` to read the
@@ -36,9 +41,25 @@ enum Target {
     Adk,
 }
 
+/// A flow whose one agent streams `words` words, each a `chunk` event.
+fn streamer(words: usize) -> FlowAgent {
+    let text = vec!["x"; words].join(" ");
+    let agent = ChatModelAgent::builder(
+        "streamer",
+        ScriptedModel::rules().otherwise(flow_runtime::ScriptStep::text(text)),
+    )
+    .build()
+    .unwrap();
+    FlowAgent::new(agent)
+}
+
+/// Words of the run that part 4 streams to 1,000 attached clients.
+const FAN_OUT_WORDS: usize = 1_000;
+
 fn desk_state() -> AppState {
     AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
+        .flow("fanout", streamer(FAN_OUT_WORDS))
         .auth(Auth::bearer(TOKEN))
         .turn_routing(TurnRouting::Root)
         .build()
@@ -252,6 +273,224 @@ async fn paced(base: &str, target: Target, clients: usize, rate: f64, seconds: f
     );
 }
 
+/// What a reader of one SSE response saw.
+struct Read {
+    /// Frames that are not comments.
+    frames: usize,
+    /// From `start` to the first frame.
+    first: Option<Duration>,
+    /// From `start` to the first `chunk` frame (the model's first words).
+    first_chunk: Option<Duration>,
+}
+
+/// Reads an SSE response to its end.
+async fn read_sse(response: reqwest::Response, start: Instant) -> Read {
+    assert_eq!(response.status(), 200, "stream status");
+    let mut body = response.bytes_stream();
+    let mut read = Read {
+        frames: 0,
+        first: None,
+        first_chunk: None,
+    };
+    let mut tail = Vec::new();
+    while let Some(bytes) = body.next().await {
+        tail.extend_from_slice(&bytes.unwrap());
+        while let Some(i) = tail.windows(2).position(|w| w == b"\n\n") {
+            let frame = &tail[..i];
+            if !frame.starts_with(b":") {
+                read.frames += 1;
+                read.first.get_or_insert_with(|| start.elapsed());
+                if read.first_chunk.is_none() && frame.windows(13).any(|w| w == b"event: chunk\n") {
+                    read.first_chunk = Some(start.elapsed());
+                }
+            }
+            tail.drain(..i + 2);
+        }
+    }
+    read
+}
+
+/// Starts a background run of `flow` on `thread`; returns its id.
+async fn start_run(client: &reqwest::Client, base: &str, flow: &str, thread: &str) -> String {
+    let response = client
+        .post(format!("{base}/v1/flows/{flow}/threads/{thread}/runs"))
+        .bearer_auth(TOKEN)
+        .json(&json!({ "message": "Hi" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202, "run start status");
+    let body: serde_json::Value = response.json().await.unwrap();
+    body["run_id"].as_str().expect("a run id").to_owned()
+}
+
+/// Attaches to a run's events, after `last` if given.
+async fn attach(
+    client: &reqwest::Client,
+    base: &str,
+    flow: &str,
+    thread: &str,
+    run: &str,
+    last: Option<usize>,
+) -> reqwest::Response {
+    let mut request = client
+        .get(format!(
+            "{base}/v1/flows/{flow}/threads/{thread}/runs/{run}/stream"
+        ))
+        .bearer_auth(TOKEN);
+    if let Some(last) = last {
+        request = request.header("Last-Event-ID", last.to_string());
+    }
+    request.send().await.unwrap()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Part 4: background runs against the server in its own process (`pid`).
+async fn background_runs(base: &str, pid: &str) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1_000)
+        .build()
+        .unwrap();
+    let me = std::process::id();
+
+    // 4a. One run at a time on the desk: the start answered, then its first events attached.
+    let runs = env_usize("W10_RUN_STARTS", 500);
+    let (mut answered, mut first, mut first_chunk, mut streamed) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let cpu_before = cpu_time(pid);
+    for i in 0..runs + 20 {
+        let thread = format!("b{me}-{i}");
+        let start = Instant::now();
+        let run = start_run(&client, base, "desk", &thread).await;
+        let started = start.elapsed();
+        let read = read_sse(
+            attach(&client, base, "desk", &thread, &run, None).await,
+            start,
+        )
+        .await;
+        // A run started and streamed in one request (`"stream": true`).
+        let thread = format!("s{me}-{i}");
+        let start = Instant::now();
+        let response = client
+            .post(format!("{base}/v1/flows/desk/threads/{thread}/runs"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "message": "Hi", "stream": true }))
+            .send()
+            .await
+            .unwrap();
+        let direct = read_sse(response, start).await;
+        // The first 20 warm up.
+        if i >= 20 {
+            answered.push(started);
+            first.push(read.first.unwrap());
+            first_chunk.push(read.first_chunk.unwrap());
+            streamed.push(direct.first.unwrap());
+        }
+    }
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    for v in [&mut answered, &mut first, &mut first_chunk, &mut streamed] {
+        v.sort();
+    }
+    let p = |v: &[Duration]| {
+        format!(
+            "p50 {:.3} ms, p99 {:.3} ms",
+            ms(percentile(v, 0.5)),
+            ms(percentile(v, 0.99))
+        )
+    };
+    println!(
+        "W10 background runs, one at a time ({runs} runs): start answered {}; first event \
+         (start + attach) {}; first chunk {}; started with \"stream\": true, first event {}; \
+         server CPU {:.0} µs a run (both kinds); load {}",
+        p(&answered),
+        p(&first),
+        p(&first_chunk),
+        p(&streamed),
+        cpu.as_secs_f64() * 1e6 / (2 * (runs + 20)) as f64,
+        loadavg(),
+    );
+
+    // 4b. One run of 1,000 words read by 1,000 clients attached at once.
+    let clients = env_usize("W10_CLIENTS", 1_000);
+    let rounds = env_usize("W10_ROUNDS", 5).max(1);
+    let mut rates = Vec::new();
+    let mut cpu = Duration::ZERO;
+    let mut last_run = None;
+    for round in 0..=rounds {
+        let thread = format!("f{me}-{round}");
+        let cpu_before = cpu_time(pid);
+        let start = Instant::now();
+        let run = start_run(&client, base, "fanout", &thread).await;
+        let readers = (0..clients).map(|_| {
+            let client = client.clone();
+            let (base, thread, run) = (base.to_owned(), thread.clone(), run.clone());
+            tokio::spawn(async move {
+                let response = attach(&client, &base, "fanout", &thread, &run, None).await;
+                read_sse(response, Instant::now()).await.frames
+            })
+        });
+        let frames: usize = futures::future::join_all(readers)
+            .await
+            .into_iter()
+            .map(|r| r.unwrap())
+            .sum();
+        let took = start.elapsed();
+        assert_eq!(
+            frames,
+            clients * (FAN_OUT_WORDS + 3),
+            "every client reads every event"
+        );
+        if round > 0 {
+            rates.push(frames as f64 / took.as_secs_f64());
+            cpu += cpu_time(pid).saturating_sub(cpu_before);
+        }
+        last_run = Some((thread, run));
+    }
+    rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let events = (rounds * clients * (FAN_OUT_WORDS + 3)) as f64;
+    println!(
+        "W10 background runs, one run of {} events read by {clients} attached clients: \
+         {:.0} events/s (median of {rounds} rounds; min {:.0}, max {:.0}); server CPU {:.2} µs \
+         an event delivered; load {}",
+        FAN_OUT_WORDS + 3,
+        rates[rates.len() / 2],
+        rates[0],
+        rates[rates.len() - 1],
+        cpu.as_secs_f64() * 1e6 / events,
+        loadavg(),
+    );
+
+    // 4c. Reconnecting to the ended run after its 500th event, one client at a time.
+    let (thread, run) = last_run.unwrap();
+    let reconnects = env_usize("W10_RECONNECTS", 1_000);
+    let mut times = Vec::new();
+    let cpu_before = cpu_time(pid);
+    for _ in 0..reconnects {
+        let start = Instant::now();
+        let response = attach(&client, base, "fanout", &thread, &run, Some(500)).await;
+        let read = read_sse(response, start).await;
+        assert_eq!(
+            read.frames,
+            FAN_OUT_WORDS + 3 - 500,
+            "the events after the 500th"
+        );
+        times.push(start.elapsed());
+    }
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    times.sort();
+    println!(
+        "W10 background runs, {reconnects} reconnects with Last-Event-ID 500 to an ended run \
+         ({} events each): {}; server CPU {:.0} µs a reconnect; load {}",
+        FAN_OUT_WORDS + 3 - 500,
+        p(&times),
+        cpu.as_secs_f64() * 1e6 / reconnects as f64,
+        loadavg(),
+    );
+}
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -309,15 +548,8 @@ fn main() {
     }
     runtime.block_on(async {
         // 1. Events per second to one client.
-        let words = vec!["x"; 10_000].join(" ");
-        let streamer = ChatModelAgent::builder(
-            "streamer",
-            ScriptedModel::rules().otherwise(flow_runtime::ScriptStep::text(words)),
-        )
-        .build()
-        .unwrap();
         let state = AppState::builder(InMemoryStore::new())
-            .flow("stream", FlowAgent::new(streamer))
+            .flow("stream", streamer(10_000))
             .auth(Auth::bearer(TOKEN))
             .turn_routing(TurnRouting::Root)
             .build()
@@ -404,6 +636,8 @@ fn main() {
             "server in its own process",
         )
         .await;
+        // 4. Background runs.
+        background_runs(&base, &pid).await;
     });
     drop(child.stdin.take());
     let _ = child.wait();

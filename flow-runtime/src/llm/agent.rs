@@ -103,7 +103,7 @@ pub enum ChatAgentError {
     /// told what was wrong as many times as the agent allows (see
     /// [`output_type`](ChatModelAgentBuilder::output_type)).
     #[error(
-        "agent '{agent}' got no answer matching its output type `{schema}` after {attempts}          attempt(s): {error}; its last answer was: {answer}"
+        "agent '{agent}' got no answer matching its output type `{schema}` after {attempts} attempt(s): {error}; its last answer was: {answer}"
     )]
     Output {
         /// The agent.

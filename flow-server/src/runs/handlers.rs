@@ -249,7 +249,7 @@ pub(crate) async fn create_run(
             let url = crate::webhooks::check_url(url)?;
             let secret = state.webhook_secret().ok_or_else(|| {
                 ApiError::BadRequest(
-                    "this server sends no webhooks: it has no webhook secret                      (ServerBuilder::webhook_secret)"
+                    "this server sends no webhooks: it has no webhook secret (ServerBuilder::webhook_secret)"
                         .into(),
                 )
             })?;
