@@ -1,14 +1,6 @@
 /// Decides which desk owns the request.
 #[allow(non_camel_case_types)]
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::default::Default,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
-)]
+#[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy)]
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 
@@ -18,8 +10,7 @@ Return a variant from the agent's body to transfer; `flow!` checks at compile ti
     ::core::clone::Clone,
     ::core::marker::Copy,
     ::core::cmp::PartialEq,
-    ::core::cmp::Eq,
-    ::core::hash::Hash
+    ::core::cmp::Eq
 )]
 pub enum TriageTransfer {
     ///Transfer to agent `refund`.
@@ -114,7 +105,7 @@ const _: () = {
             ::agentflow::__private::run_body::<
                 Self,
                 _,
-                _,
+                AgentResult<TriageTransfer>,
             >(__agentflow_run, __agentflow_input, __agentflow_resume, triage)
         }
     }

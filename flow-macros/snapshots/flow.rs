@@ -1,4 +1,4 @@
-#[allow(non_snake_case, non_camel_case_types, unreachable_pub)]
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, unreachable_pub)]
 mod desk_flow {
     /// The desk.
     ///
@@ -307,8 +307,7 @@ mod desk_flow {
         ::core::clone::Clone,
         ::core::marker::Copy,
         ::core::cmp::PartialEq,
-        ::core::cmp::Eq,
-        ::core::hash::Hash
+        ::core::cmp::Eq
     )]
     #[allow(dead_code)]
     pub enum DeskTriageTarget {
@@ -349,20 +348,13 @@ mod desk_flow {
             self.as_str()
         }
     }
-    #[automatically_derived]
-    impl ::core::convert::From<DeskTriageTarget> for DeskAgent {
-        fn from(__target: DeskTriageTarget) -> Self {
-            __target.agent()
-        }
-    }
     ///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
     #[derive(
         ::core::fmt::Debug,
         ::core::clone::Clone,
         ::core::marker::Copy,
         ::core::cmp::PartialEq,
-        ::core::cmp::Eq,
-        ::core::hash::Hash
+        ::core::cmp::Eq
     )]
     #[allow(dead_code)]
     pub enum DeskRefundTarget {
@@ -397,20 +389,13 @@ mod desk_flow {
             self.as_str()
         }
     }
-    #[automatically_derived]
-    impl ::core::convert::From<DeskRefundTarget> for DeskAgent {
-        fn from(__target: DeskRefundTarget) -> Self {
-            __target.agent()
-        }
-    }
     ///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
     #[derive(
         ::core::fmt::Debug,
         ::core::clone::Clone,
         ::core::marker::Copy,
         ::core::cmp::PartialEq,
-        ::core::cmp::Eq,
-        ::core::hash::Hash
+        ::core::cmp::Eq
     )]
     #[allow(dead_code)]
     pub enum DeskComplaintTarget {
@@ -448,20 +433,20 @@ mod desk_flow {
             self.as_str()
         }
     }
-    #[automatically_derived]
-    impl ::core::convert::From<DeskComplaintTarget> for DeskAgent {
-        fn from(__target: DeskComplaintTarget) -> Self {
-            __target.agent()
-        }
-    }
+    ///node `escalation` of flow `Desk` may transfer nowhere: it is a leaf barred from its parent (`no_parent`), so it has no targets and its builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents (`escalation => [...]`) or remove `no_parent`
+    #[doc(hidden)]
+    #[deprecated(
+        note = "node `escalation` of flow `Desk` may transfer nowhere: it is a leaf barred from its parent (`no_parent`), so it has no targets and its builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents (`escalation => [...]`) or remove `no_parent`"
+    )]
+    #[allow(dead_code)]
+    pub enum DeskEscalationTarget {}
     ///The agents node `dyn billing` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
     #[derive(
         ::core::fmt::Debug,
         ::core::clone::Clone,
         ::core::marker::Copy,
         ::core::cmp::PartialEq,
-        ::core::cmp::Eq,
-        ::core::hash::Hash
+        ::core::cmp::Eq
     )]
     #[allow(dead_code)]
     pub enum DeskBillingTarget {
@@ -494,12 +479,6 @@ mod desk_flow {
         const ALL: &'static [Self] = DeskBillingTarget::ALL;
         fn agent_name(self) -> &'static str {
             self.as_str()
-        }
-    }
-    #[automatically_derived]
-    impl ::core::convert::From<DeskBillingTarget> for DeskAgent {
-        fn from(__target: DeskBillingTarget) -> Self {
-            __target.agent()
         }
     }
     #[allow(dead_code)]
@@ -561,6 +540,20 @@ mod desk_flow {
             self.as_str()
         }
     }
+    #[automatically_derived]
+    impl<__T: ::agentflow::__private::FlowTransferOf<Desk>> ::core::convert::From<__T>
+    for DeskAgent {
+        fn from(__target: __T) -> Self {
+            let __name = ::agentflow::__private::FlowTransferOf::<
+                Desk,
+            >::target_name(__target);
+            let mut __i = 0;
+            while __i < Self::ALL.len() - 1 && Self::ALL[__i].name() != __name {
+                __i += 1;
+            }
+            Self::ALL[__i]
+        }
+    }
     ///A builder of [`Desk`]: call one setter per node whose agent is given at run time (`dyn billing`), then `build()`. Each type parameter is `Unset` until its setter is called.
     #[must_use]
     #[derive(::core::fmt::Debug)]
@@ -585,226 +578,43 @@ mod desk_flow {
         }
     }
     #[doc(hidden)]
-    #[allow(non_upper_case_globals, dead_code)]
+    #[allow(dead_code)]
     impl Desk {
-        const __NODES: &'static [&'static str] = &[
-            "triage",
-            "refund",
-            "complaint",
-            "escalation",
-            "dyn billing",
-        ];
         const __EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
             5usize,
         >(Self::AGENTS);
-        const triage_transfers_are_legal: () = {
-            let __v = ::agentflow::__private::check::transfers(
-                "Desk",
-                Self::AGENTS[0usize],
-                <Self as __AgentflowFacts>::TRANSFERS[0usize],
-                &[Self::AGENTS[1usize], Self::AGENTS[2usize], Self::AGENTS[4usize]],
-                ::core::option::Option::None,
-                false,
-                <Self as __AgentflowFacts>::NO_PARENT[0usize],
-            );
-            __v.assert_passed()
-        };
-        const triage_returns_to_a_parent: () = {
-            let __v = ::agentflow::__private::check::returns_to_a_parent(
-                "Desk",
-                Self::AGENTS[0usize],
-                <Self as __AgentflowFacts>::RETURNS[0usize],
-                ::core::option::Option::None,
-            );
-            __v.assert_passed()
-        };
-        const triage_payloads_are_received: () = {
-            let __v = ::agentflow::__private::check::payloads(
-                "Desk",
-                Self::AGENTS[0usize],
-                <Self as __AgentflowFacts>::TRANSFERS[0usize],
-                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[0usize],
-                &[Self::AGENTS[1usize], Self::AGENTS[2usize], Self::AGENTS[4usize]],
-                &[
-                    <Self as __AgentflowFacts>::ACCEPTS[1usize],
-                    <Self as __AgentflowFacts>::ACCEPTS[2usize],
-                    <Self as __AgentflowFacts>::ACCEPTS[4usize],
-                ],
-            );
-            __v.assert_passed()
-        };
-        const refund_has_a_unique_name: () = {
-            let __v = ::agentflow::__private::check::unique_name(
-                "Desk",
-                Self::AGENTS,
-                Self::__NODES,
-                1usize,
-                Self::__EARLIER[1usize],
-            );
-            __v.assert_passed()
-        };
-        const refund_transfers_are_legal: () = {
-            let __v = ::agentflow::__private::check::transfers(
-                "Desk",
-                Self::AGENTS[1usize],
-                <Self as __AgentflowFacts>::TRANSFERS[1usize],
-                &[],
-                ::core::option::Option::Some(Self::AGENTS[0usize]),
-                false,
-                <Self as __AgentflowFacts>::NO_PARENT[1usize],
-            );
-            __v.assert_passed()
-        };
-        const refund_returns_to_a_parent: () = {
-            let __v = ::agentflow::__private::check::returns_to_a_parent(
-                "Desk",
-                Self::AGENTS[1usize],
-                <Self as __AgentflowFacts>::RETURNS[1usize],
-                ::core::option::Option::Some(Self::AGENTS[0usize]),
-            );
-            __v.assert_passed()
-        };
-        const refund_payloads_are_received: () = {
-            let __v = ::agentflow::__private::check::payloads(
-                "Desk",
-                Self::AGENTS[1usize],
-                <Self as __AgentflowFacts>::TRANSFERS[1usize],
-                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[1usize],
-                &[Self::AGENTS[0usize]],
-                &[<Self as __AgentflowFacts>::ACCEPTS[0usize]],
-            );
-            __v.assert_passed()
-        };
-        const complaint_has_a_unique_name: () = {
-            let __v = ::agentflow::__private::check::unique_name(
-                "Desk",
-                Self::AGENTS,
-                Self::__NODES,
-                2usize,
-                Self::__EARLIER[2usize],
-            );
-            __v.assert_passed()
-        };
-        const complaint_transfers_are_legal: () = {
-            let __v = ::agentflow::__private::check::transfers(
-                "Desk",
-                Self::AGENTS[2usize],
-                <Self as __AgentflowFacts>::TRANSFERS[2usize],
-                &[Self::AGENTS[3usize]],
-                ::core::option::Option::Some(Self::AGENTS[0usize]),
-                false,
-                <Self as __AgentflowFacts>::NO_PARENT[2usize],
-            );
-            __v.assert_passed()
-        };
-        const complaint_returns_to_a_parent: () = {
-            let __v = ::agentflow::__private::check::returns_to_a_parent(
-                "Desk",
-                Self::AGENTS[2usize],
-                <Self as __AgentflowFacts>::RETURNS[2usize],
-                ::core::option::Option::Some(Self::AGENTS[0usize]),
-            );
-            __v.assert_passed()
-        };
-        const complaint_payloads_are_received: () = {
-            let __v = ::agentflow::__private::check::payloads(
-                "Desk",
-                Self::AGENTS[2usize],
-                <Self as __AgentflowFacts>::TRANSFERS[2usize],
-                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[2usize],
-                &[Self::AGENTS[3usize], Self::AGENTS[0usize]],
-                &[
-                    <Self as __AgentflowFacts>::ACCEPTS[3usize],
-                    <Self as __AgentflowFacts>::ACCEPTS[0usize],
-                ],
-            );
-            __v.assert_passed()
-        };
-        const escalation_has_a_unique_name: () = {
-            let __v = ::agentflow::__private::check::unique_name(
-                "Desk",
-                Self::AGENTS,
-                Self::__NODES,
-                3usize,
-                Self::__EARLIER[3usize],
-            );
-            __v.assert_passed()
-        };
-        const escalation_transfers_are_legal: () = {
-            let __v = ::agentflow::__private::check::transfers(
-                "Desk",
-                Self::AGENTS[3usize],
-                <Self as __AgentflowFacts>::TRANSFERS[3usize],
-                &[],
-                ::core::option::Option::Some(Self::AGENTS[2usize]),
-                true,
-                <Self as __AgentflowFacts>::NO_PARENT[3usize],
-            );
-            __v.assert_passed()
-        };
-        const escalation_returns_to_a_parent: () = {
-            let __v = ::agentflow::__private::check::returns_to_a_parent(
-                "Desk",
-                Self::AGENTS[3usize],
-                <Self as __AgentflowFacts>::RETURNS[3usize],
-                ::core::option::Option::Some(Self::AGENTS[2usize]),
-            );
-            __v.assert_passed()
-        };
-        const escalation_payloads_are_received: () = {
-            let __v = ::agentflow::__private::check::payloads(
-                "Desk",
-                Self::AGENTS[3usize],
-                <Self as __AgentflowFacts>::TRANSFERS[3usize],
-                <Self as __AgentflowFacts>::TRANSFER_PAYLOADS[3usize],
-                &[Self::AGENTS[2usize]],
-                &[<Self as __AgentflowFacts>::ACCEPTS[2usize]],
-            );
-            __v.assert_passed()
-        };
-        const billing_has_a_unique_name: () = {
-            let __v = ::agentflow::__private::check::unique_name(
-                "Desk",
-                Self::AGENTS,
-                Self::__NODES,
-                4usize,
-                Self::__EARLIER[4usize],
-            );
-            __v.assert_passed()
+        const __CHECKED: ::agentflow::__private::check::FlowFacts<'static> = ::agentflow::__private::check::FlowFacts {
+            flow: "Desk",
+            agents: Self::AGENTS,
+            nodes: &["triage", "refund", "complaint", "escalation", "dyn billing"],
+            parents: Self::__PARENTS,
+            children: &[&[1usize, 2usize, 4usize], &[], &[3usize], &[], &[]],
+            marked_no_parent: &[false, false, false, true, false],
+            task: &[false, false, false, false, false],
+            workflows: &["", "", "", "", ""],
+            transfers: <Self as __AgentflowFacts>::TRANSFERS,
+            no_parent: <Self as __AgentflowFacts>::NO_PARENT,
+            returns: <Self as __AgentflowFacts>::RETURNS,
+            accepts: <Self as __AgentflowFacts>::ACCEPTS,
+            payloads: <Self as __AgentflowFacts>::TRANSFER_PAYLOADS,
+            earlier: &Self::__EARLIER,
         };
     }
     #[doc(hidden)]
-    const _: () = Desk::triage_transfers_are_legal;
+    #[allow(dead_code)]
+    const triage_fits_this_flow: () = Desk::__CHECKED.assert_node(0usize);
     #[doc(hidden)]
-    const _: () = Desk::triage_returns_to_a_parent;
+    #[allow(dead_code)]
+    const refund_fits_this_flow: () = Desk::__CHECKED.assert_node(1usize);
     #[doc(hidden)]
-    const _: () = Desk::triage_payloads_are_received;
+    #[allow(dead_code)]
+    const complaint_fits_this_flow: () = Desk::__CHECKED.assert_node(2usize);
     #[doc(hidden)]
-    const _: () = Desk::refund_has_a_unique_name;
+    #[allow(dead_code)]
+    const escalation_fits_this_flow: () = Desk::__CHECKED.assert_node(3usize);
     #[doc(hidden)]
-    const _: () = Desk::refund_transfers_are_legal;
-    #[doc(hidden)]
-    const _: () = Desk::refund_returns_to_a_parent;
-    #[doc(hidden)]
-    const _: () = Desk::refund_payloads_are_received;
-    #[doc(hidden)]
-    const _: () = Desk::complaint_has_a_unique_name;
-    #[doc(hidden)]
-    const _: () = Desk::complaint_transfers_are_legal;
-    #[doc(hidden)]
-    const _: () = Desk::complaint_returns_to_a_parent;
-    #[doc(hidden)]
-    const _: () = Desk::complaint_payloads_are_received;
-    #[doc(hidden)]
-    const _: () = Desk::escalation_has_a_unique_name;
-    #[doc(hidden)]
-    const _: () = Desk::escalation_transfers_are_legal;
-    #[doc(hidden)]
-    const _: () = Desk::escalation_returns_to_a_parent;
-    #[doc(hidden)]
-    const _: () = Desk::escalation_payloads_are_received;
-    #[doc(hidden)]
-    const _: () = Desk::billing_has_a_unique_name;
+    #[allow(dead_code)]
+    const billing_fits_this_flow: () = Desk::__CHECKED.assert_node(4usize);
 }
 #[allow(unused_imports)]
 pub use desk_flow::*;

@@ -37,8 +37,16 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         // The common shape, `(cx: &AgentContext[, input])`: the glue around the body is a
         // generic fn of the runtime, type-checked once there rather than once per agent.
         let ret_span = output_span(&f.sig.output);
+        // The body's output type, named when the signature spells it out in full: the outcome
+        // bound is then checked against one known type, not solved while the output is still
+        // unknown (which weighs it against every `IntoOutcome` impl of the crate, per agent).
+        let out = match &f.sig.output {
+            syn::ReturnType::Default => quote!(()),
+            syn::ReturnType::Type(_, ty) if nameable(ty) => quote!(#ty),
+            syn::ReturnType::Type(..) => quote!(_),
+        };
         let call = if f.sig.inputs.len() == 2 {
-            quote_spanned!(ret_span=> #p::run_body::<Self, _, _>(
+            quote_spanned!(ret_span=> #p::run_body::<Self, _, #out>(
                 __agentflow_run,
                 __agentflow_input,
                 __agentflow_resume,
@@ -47,7 +55,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         } else {
             quote_spanned!(ret_span=> {
                 let _ = __agentflow_input;
-                #p::run_body_cx::<Self, _, _>(__agentflow_run, __agentflow_resume, #ident)
+                #p::run_body_cx::<Self, _, #out>(__agentflow_run, __agentflow_resume, #ident)
             })
         };
         quote! {
@@ -77,7 +85,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     quote! {
         #(#docs)*
         #[allow(non_camel_case_types)]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy)]
         #vis struct #ident;
 
         #transfers
@@ -290,6 +298,20 @@ fn agent_trait_impl(p: &TokenStream, ty: &TokenStream, body: &TokenStream) -> To
             }
         }
     }
+}
+
+/// Whether a return type can be written outside its fn as it is: no `impl Trait`, no borrowed
+/// or elided lifetimes, no `Self`.
+fn nameable(ty: &Type) -> bool {
+    fn ok(tokens: TokenStream) -> bool {
+        tokens.into_iter().all(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i != "impl" && i != "Self",
+            proc_macro2::TokenTree::Punct(p) => p.as_char() != '&' && p.as_char() != '\'',
+            proc_macro2::TokenTree::Group(g) => ok(g.stream()),
+            proc_macro2::TokenTree::Literal(_) => true,
+        })
+    }
+    ok(quote!(#ty))
 }
 
 fn output_span(output: &syn::ReturnType) -> Span {
@@ -539,7 +561,7 @@ fn transfer_enum(
     );
     quote! {
         #[doc = #enum_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq)]
         #vis enum #enum_ident {
             #( #[doc = #variant_docs] #variants, )*
         }

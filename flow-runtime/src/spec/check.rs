@@ -183,87 +183,242 @@ pub const fn unique_name(
         )
 }
 
-/// Checks the transfers agent `agent` declares against its place in flow `flow`: each must
-/// name one of `children` or the `parent`, and not the parent when the node is barred from
-/// it (`barred_by_node`: `no_parent` on the node; `barred_by_agent`: `#[agent(no_parent)]`).
-#[allow(clippy::too_many_arguments)]
-pub const fn transfers(
-    flow: &str,
-    agent: &str,
-    declared: &[&str],
-    children: &[&str],
-    parent: Option<&str>,
-    barred_by_node: bool,
-    barred_by_agent: bool,
-) -> Verdict {
-    let mut i = 0;
-    while i < declared.len() {
-        let target = declared[i];
-        i += 1;
-        if contains(children, target) {
-            continue;
+/// What the checks of a flow read: the flow's tree (from its syntax) and its agents' facts (from
+/// their types), by node in tree order. `flow!` writes one per flow; each node's check reads it
+/// (see [`node`]).
+pub struct FlowFacts<'a> {
+    /// The flow's name.
+    pub flow: &'a str,
+    /// The agents' names.
+    pub agents: &'a [&'a str],
+    /// The nodes as written in the flow.
+    pub nodes: &'a [&'a str],
+    /// Each node's parent.
+    pub parents: &'a [Option<usize>],
+    /// Each node's sub-agents.
+    pub children: &'a [&'a [usize]],
+    /// Whether each node is marked `no_parent` in the flow.
+    pub marked_no_parent: &'a [bool],
+    /// Whether each node is a `task` node whose agent type the checks read (not `dyn`).
+    pub task: &'a [bool],
+    /// The keyword of each workflow node (`sequential`, `parallel`, `loop`); `""` for others.
+    pub workflows: &'a [&'a str],
+    /// The transfers each agent declares.
+    pub transfers: &'a [&'a [&'a str]],
+    /// Whether each agent is declared `#[agent(no_parent)]`.
+    pub no_parent: &'a [bool],
+    /// The result type each agent declares (`returns`).
+    pub returns: &'a [Option<&'a str>],
+    /// The payload type each agent receives (`accepts`).
+    pub accepts: &'a [Option<&'a str>],
+    /// The payload types each agent's transfers carry.
+    pub payloads: &'a [&'a [&'a str]],
+    /// For each node, the first earlier node with the same agent name (see [`duplicates`]).
+    pub earlier: &'a [usize],
+}
+
+impl FlowFacts<'_> {
+    /// Fails the compile, at the caller (the node in `flow!`), with the message of the first
+    /// check of node `index` that fails (see [`node`]). A passing node costs only [`passes`]:
+    /// no message is built.
+    #[track_caller]
+    pub const fn assert_node(&self, index: usize) {
+        if !passes(self, index) {
+            node(self, index).assert_passed();
         }
-        if eq(target, agent) {
-            return Verdict::pass()
-                .push("agent ")
-                .code(agent)
-                .push(" declares a transfer to itself (in flow ")
-                .code(flow)
-                .push(
-                    "); an agent transfers to a sub-agent or its parent: remove it from the \
-                     agent's declared transfers",
-                );
+    }
+
+    /// The node among node `i`'s neighbours (its sub-agents, then its parent) whose agent is
+    /// named `name`.
+    const fn neighbour(&self, i: usize, name: &str) -> Option<usize> {
+        let children = self.children[i];
+        let mut k = 0;
+        while k < children.len() {
+            if eq(self.agents[children[k]], name) {
+                return Some(children[k]);
+            }
+            k += 1;
         }
-        if let Some(parent) = parent {
-            if eq(parent, target) {
-                if barred_by_node || barred_by_agent {
-                    let v = Verdict::pass()
-                        .push("agent ")
-                        .code(agent)
-                        .push(" declares a transfer to ")
-                        .code(target)
-                        .push(", its parent in flow ")
-                        .code(flow);
-                    if barred_by_node {
-                        return v.push(
-                            ", but its node is marked `no_parent`, so that transfer would \
-                             be refused: remove `no_parent` from the node, or remove the \
-                             target from the agent's `#[agent(transfers = [...])]`",
-                        );
-                    }
-                    return v.push(
-                        ", but the agent is declared `#[agent(no_parent)]`, so that \
-                         transfer would be refused: remove `no_parent` or the target \
-                         from its `#[agent(...)]`",
-                    );
-                }
-                continue;
+        match self.parents[i] {
+            Some(p) if eq(self.agents[p], name) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Appends the names of node `i`'s sub-agents, as [`Verdict::list`] does.
+    const fn children_of(&self, mut v: Verdict, i: usize) -> Verdict {
+        let children = self.children[i];
+        if children.is_empty() {
+            return v.push("none");
+        }
+        let mut k = 0;
+        while k < children.len() {
+            if k > 0 {
+                v = v.push(", ");
+            }
+            v = v.code(self.agents[children[k]]);
+            k += 1;
+        }
+        v
+    }
+}
+
+/// Whether every check of node `index` passes: [`node`] without building a message (they
+/// agree: a test holds them to it).
+pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
+    if f.earlier[i] != usize::MAX {
+        return false;
+    }
+    let declared = f.transfers[i];
+    let sent = f.payloads[i];
+    let mut k = 0;
+    while k < declared.len() {
+        let Some(j) = f.neighbour(i, declared[k]) else {
+            return false;
+        };
+        let payload = if k < sent.len() { sent[k] } else { "" };
+        k += 1;
+        if let Some(p) = f.parents[i] {
+            if p == j && (f.marked_no_parent[i] || f.no_parent[i] || !f.workflows[p].is_empty()) {
+                return false;
             }
         }
-        let v = Verdict::pass()
-            .push("agent ")
-            .code(agent)
-            .push(" declares a transfer to ")
-            .code(target)
-            .push(", but in flow ")
-            .code(flow)
-            .push(" ")
-            .code(target)
-            .push(" is neither a sub-agent nor the parent of ")
-            .code(agent)
-            .push(", so the transfer could never succeed. Its sub-agents here: ")
-            .list(children)
-            .push("; its parent: ");
-        let v = match parent {
-            Some(p) => v.code(p),
-            None => v.push("none (it is the root)"),
+        let received = match f.accepts[j] {
+            Some(expected) => expected,
+            None => "",
         };
-        return v
-            .push(". Place ")
-            .code(target)
-            .push(" under ")
-            .code(agent)
-            .push(" in this flow, or remove it from the agent's `#[agent(transfers = [...])]`");
+        if !eq(received, payload) {
+            return false;
+        }
+    }
+    match (f.returns[i], f.parents[i]) {
+        (Some(_), None) => false,
+        (None, Some(_)) => !f.task[i],
+        _ => true,
+    }
+}
+
+/// Every check of node `index` of a flow, in order (a unique name; declared transfers to
+/// neighbours only, not to a barred parent; a result type with a parent to return it to;
+/// payloads its neighbours receive; a `task` node that can finish; no transfer to a workflow
+/// parent): the first that fails. `flow!` asserts it in one `const` per node, spanned at the
+/// node, so each offending node is one error pointing at it.
+pub const fn node(facts: &FlowFacts<'_>, index: usize) -> Verdict {
+    let f = facts;
+    let i = index;
+    if f.earlier[i] != usize::MAX {
+        return unique_name(f.flow, f.agents, f.nodes, i, f.earlier[i]);
+    }
+    let parent = match f.parents[i] {
+        Some(p) => Some(f.agents[p]),
+        None => None,
+    };
+    let v = transfers(f, i);
+    if v.failed() {
+        return v;
+    }
+    let v = returns_to_a_parent(f.flow, f.agents[i], f.returns[i], parent);
+    if v.failed() {
+        return v;
+    }
+    let v = payloads(f, i);
+    if v.failed() {
+        return v;
+    }
+    if let (true, Some(p)) = (f.task[i], parent) {
+        let v = task_can_finish(f.flow, f.agents[i], f.returns[i], p);
+        if v.failed() {
+            return v;
+        }
+    }
+    if let Some(p) = f.parents[i] {
+        if !f.workflows[p].is_empty() {
+            return workflow_child(
+                f.flow,
+                f.agents[i],
+                f.transfers[i],
+                f.agents[p],
+                f.workflows[p],
+            );
+        }
+    }
+    Verdict::pass()
+}
+
+/// Checks the transfers the agent of node `i` declares against its place in the flow: each
+/// must name a sub-agent or the parent, and not the parent when the node is barred from it
+/// (`no_parent` on the node, or `#[agent(no_parent)]` on the agent).
+pub const fn transfers(f: &FlowFacts<'_>, i: usize) -> Verdict {
+    let agent = f.agents[i];
+    let flow = f.flow;
+    let declared = f.transfers[i];
+    let mut k = 0;
+    while k < declared.len() {
+        let target = declared[k];
+        k += 1;
+        let Some(j) = f.neighbour(i, target) else {
+            if eq(target, agent) {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" declares a transfer to itself (in flow ")
+                    .code(flow)
+                    .push(
+                        "); an agent transfers to a sub-agent or its parent: remove it from the \
+                         agent's declared transfers",
+                    );
+            }
+            let v = Verdict::pass()
+                .push("agent ")
+                .code(agent)
+                .push(" declares a transfer to ")
+                .code(target)
+                .push(", but in flow ")
+                .code(flow)
+                .push(" ")
+                .code(target)
+                .push(" is neither a sub-agent nor the parent of ")
+                .code(agent)
+                .push(", so the transfer could never succeed. Its sub-agents here: ");
+            let v = f.children_of(v, i).push("; its parent: ");
+            let v = match f.parents[i] {
+                Some(p) => v.code(f.agents[p]),
+                None => v.push("none (it is the root)"),
+            };
+            return v
+                .push(". Place ")
+                .code(target)
+                .push(" under ")
+                .code(agent)
+                .push(
+                    " in this flow, or remove it from the agent's `#[agent(transfers = [...])]`",
+                );
+        };
+        let is_parent = match f.parents[i] {
+            Some(p) => p == j,
+            None => false,
+        };
+        if is_parent && (f.marked_no_parent[i] || f.no_parent[i]) {
+            let v = Verdict::pass()
+                .push("agent ")
+                .code(agent)
+                .push(" declares a transfer to ")
+                .code(target)
+                .push(", its parent in flow ")
+                .code(flow);
+            if f.marked_no_parent[i] {
+                return v.push(
+                    ", but its node is marked `no_parent`, so that transfer would \
+                     be refused: remove `no_parent` from the node, or remove the \
+                     target from the agent's `#[agent(transfers = [...])]`",
+                );
+            }
+            return v.push(
+                ", but the agent is declared `#[agent(no_parent)]`, so that \
+                 transfer would be refused: remove `no_parent` or the target \
+                 from its `#[agent(...)]`",
+            );
+        }
     }
     Verdict::pass()
 }
@@ -352,31 +507,23 @@ pub const fn task_can_finish(
         )
 }
 
-/// Checks the payloads agent `agent` sends with its transfers (`sent[i]` for `declared[i]`,
-/// `""` for none; `sent` may be empty: none at all) against what its neighbours here
-/// (`neighbours`, with `accepts[j]` the payload `neighbours[j]` declares) receive.
-pub const fn payloads(
-    flow: &str,
-    agent: &str,
-    declared: &[&str],
-    sent: &[&str],
-    neighbours: &[&str],
-    accepts: &[Option<&str>],
-) -> Verdict {
-    let mut i = 0;
-    while i < declared.len() {
-        let target = declared[i];
-        let payload = if i < sent.len() { sent[i] } else { "" };
-        i += 1;
-        let mut j = 0;
-        while j < neighbours.len() && !eq(neighbours[j], target) {
-            j += 1;
-        }
-        if j == neighbours.len() {
+/// Checks the payloads the agent of node `i` sends with its transfers against what its
+/// neighbours here receive (`accepts`).
+pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
+    let agent = f.agents[i];
+    let flow = f.flow;
+    let declared = f.transfers[i];
+    let sent = f.payloads[i];
+    let mut k = 0;
+    while k < declared.len() {
+        let target = declared[k];
+        let payload = if k < sent.len() { sent[k] } else { "" };
+        k += 1;
+        let Some(j) = f.neighbour(i, target) else {
             // Not a neighbour: the transfer check says so.
             continue;
-        }
-        match accepts[j] {
+        };
+        match f.accepts[j] {
             Some(expected) if eq(expected, payload) => {}
             Some(expected) if payload.is_empty() => {
                 return Verdict::pass()
@@ -463,45 +610,59 @@ mod tests {
         assert_eq!(h, whole);
     }
 
+    /// A flow `Desk: triage => [refund, billing]` (with `agents` for their names), whose agents
+    /// declare `transfers`; `marked` marks nodes `no_parent`.
+    fn desk<'a>(
+        agents: &'a [&'a str],
+        transfers: &'a [&'a [&'a str]],
+        marked: &'a [bool],
+        earlier: &'a [usize],
+    ) -> FlowFacts<'a> {
+        FlowFacts {
+            flow: "Desk",
+            agents,
+            nodes: &["triage", "refund", "billing"],
+            parents: &[None, Some(0), Some(0)],
+            children: &[&[1, 2], &[], &[]],
+            marked_no_parent: marked,
+            task: &[false; 3],
+            workflows: &["", "", ""],
+            transfers,
+            no_parent: &[false; 3],
+            returns: &[None; 3],
+            accepts: &[None; 3],
+            payloads: &[&[], &[], &[]],
+            earlier,
+        }
+    }
+
     #[test]
     fn verdict_messages() {
-        let v = transfers(
-            "Desk",
-            "triage",
-            &["refund", "billing"],
-            &["refund"],
-            None,
-            false,
-            false,
+        let names = ["triage", "refund", "billing"];
+        let none = [usize::MAX; 3];
+        let facts = desk(
+            &names,
+            &[&["refund", "shipping"], &[], &[]],
+            &[false; 3],
+            &none,
         );
         assert_eq!(
-            v.as_str(),
-            "agent `triage` declares a transfer to `billing`, but in flow `Desk` `billing` is \
+            node(&facts, 0).as_str(),
+            "agent `triage` declares a transfer to `shipping`, but in flow `Desk` `shipping` is \
              neither a sub-agent nor the parent of `triage`, so the transfer could never \
-             succeed. Its sub-agents here: `refund`; its parent: none (it is the root). Place \
-             `billing` under `triage` in this flow, or remove it from the agent's \
+             succeed. Its sub-agents here: `refund`, `billing`; its parent: none (it is the \
+             root). Place `shipping` under `triage` in this flow, or remove it from the agent's \
              `#[agent(transfers = [...])]`"
         );
-        let ok = transfers(
-            "Desk",
-            "refund",
-            &["triage"],
-            &[],
-            Some("triage"),
-            false,
-            false,
+        let ok = desk(&names, &[&[], &["triage"], &[]], &[false; 3], &none);
+        assert!(!node(&ok, 1).failed());
+        let barred = desk(
+            &names,
+            &[&[], &["triage"], &[]],
+            &[false, true, false],
+            &none,
         );
-        assert!(!ok.failed());
-        let barred = transfers(
-            "Desk",
-            "refund",
-            &["triage"],
-            &[],
-            Some("triage"),
-            true,
-            false,
-        );
-        assert!(barred.as_str().contains("marked `no_parent`"));
+        assert!(node(&barred, 1).as_str().contains("marked `no_parent`"));
         let names = ["a", "b", "a", "b", "c"];
         let nodes = ["a", "b", "c", "d", "e"];
         let earlier = duplicates::<5>(&names);
@@ -511,6 +672,38 @@ mod tests {
             "two agents of flow `Desk` are named `a`: node `c` has the name of node `a`"
         ));
         assert!(!unique_name("Desk", &names, &nodes, 1, earlier[1]).failed());
+        let dup_names = ["triage", "refund", "refund"];
+        let dup_earlier = duplicates::<3>(&dup_names);
+        let facts = desk(&dup_names, &[&[], &[], &[]], &[false; 3], &dup_earlier);
+        assert!(node(&facts, 2)
+            .as_str()
+            .contains("node `billing` has the name of node `refund`"));
+        // `passes` agrees with `node` on every node of these flows.
+        let facts = [
+            desk(
+                &["triage", "refund", "billing"],
+                &[&["refund", "shipping"], &[], &[]],
+                &[false; 3],
+                &none,
+            ),
+            desk(
+                &["triage", "refund", "billing"],
+                &[&[], &["triage"], &["refund"]],
+                &[false, true, false],
+                &none,
+            ),
+            desk(
+                &["triage", "refund", "billing"],
+                &[&["triage"], &["triage"], &[]],
+                &[false; 3],
+                &none,
+            ),
+        ];
+        for f in &facts {
+            for i in 0..3 {
+                assert_eq!(passes(f, i), !node(f, i).failed(), "node {i}");
+            }
+        }
     }
 
     #[test]

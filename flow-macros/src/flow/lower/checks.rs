@@ -1,5 +1,6 @@
-//! The compile-time checks: one associated const per rule and node, evaluated by the compiler
-//! (unique agent names, declared transfers against the tree).
+//! The compile-time checks: the flow's facts in one associated const, and one const per node
+//! asserting that node's checks, evaluated by the compiler (unique agent names, declared
+//! transfers against the tree, results and payloads).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -7,126 +8,77 @@ use syn::Ident;
 
 use super::cx::Cx;
 
-/// The compile-time checks: unique names, and each agent's declared transfers against its
-/// neighbours here.
+/// The compile-time checks: `__CHECKED`, the facts every check reads (one value per flow), and
+/// per node a const `{node}_fits_this_flow` that asserts the runtime's `check::node` for it.
 pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
     let p = &cx.p;
     let flow = cx.flow;
     let flow_str = &cx.flow_str;
-    let written: Vec<&str> = cx.tree.nodes.iter().map(|n| n.written.as_str()).collect();
-    let n = written.len();
-    // Each check is an associated const of the flow type named after what it checks, so a
-    // failure reads "evaluation of `Desk::refund_transfers_are_legal` failed", and its
-    // assertion is a method call spanned at the node, so the error points at the node.
-    let mut consts = quote! {
-        const __NODES: &'static [&'static str] = &[#(#written),*];
+    let nodes = &cx.tree.nodes;
+    let n = nodes.len();
+    let written: Vec<&str> = nodes.iter().map(|n| n.written.as_str()).collect();
+    let marked: Vec<bool> = nodes.iter().map(|n| n.opts.no_parent).collect();
+    let task: Vec<bool> = nodes
+        .iter()
+        .map(|n| {
+            // (A `dyn` node's agent, built at run time, is not checked here.)
+            n.parent.is_some()
+                && n.ty().is_some()
+                && matches!(
+                    n.opts.delegation,
+                    Some(crate::flow::attr::DelegationOpt::Task)
+                )
+        })
+        .collect();
+    let workflows: Vec<&str> = nodes
+        .iter()
+        .map(|n| n.workflow().map_or("", |k| k.keyword()))
+        .collect();
+    let children: Vec<&Vec<usize>> = nodes.iter().map(|n| &n.children).collect();
+    let facts = quote!(<Self as __AgentflowFacts>);
+    // The facts are one const, evaluated once, which every node's check reads.
+    let consts = quote! {
         const __EARLIER: [usize; #n] = #p::check::duplicates::<#n>(Self::AGENTS);
+        const __CHECKED: #p::check::FlowFacts<'static> = #p::check::FlowFacts {
+            flow: #flow_str,
+            agents: Self::AGENTS,
+            nodes: &[#(#written),*],
+            parents: Self::__PARENTS,
+            children: &[#(&[#(#children),*]),*],
+            marked_no_parent: &[#(#marked),*],
+            task: &[#(#task),*],
+            workflows: &[#(#workflows),*],
+            transfers: #facts::TRANSFERS,
+            no_parent: #facts::NO_PARENT,
+            returns: #facts::RETURNS,
+            accepts: #facts::ACCEPTS,
+            payloads: #facts::TRANSFER_PAYLOADS,
+            earlier: &Self::__EARLIER,
+        };
     };
-    let mut uses = TokenStream::new();
-    for (i, node) in cx.tree.nodes.iter().enumerate() {
+    // Each node's check is a const of the flow's module named after the node (the compiler
+    // evaluates every free const, used or not), so a failure reads "evaluation of
+    // `desk_flow::refund_fits_this_flow` failed" and each failing node is its own error; its
+    // assertion is a method call on a receiver spanned at the node, so the error points there.
+    let mut node_checks = TokenStream::new();
+    for (i, node) in nodes.iter().enumerate() {
         let span = node.span;
         let snake = crate::names::snake(&node.label.to_string());
-        // `verdict` is a call of a `check` fn; the const asserts that it passed.
-        let mut check = |name: Ident, verdict: TokenStream| {
-            consts.extend(quote_spanned! {span=>
-                const #name: () = {
-                    let __v = #verdict;
-                    __v.assert_passed()
-                };
-            });
-            // One item per check, so each failing check is reported; the flow's name is
-            // respanned so the note about the use points at the node alone.
-            let flow_at = Ident::new(&flow.to_string(), span);
-            uses.extend(quote_spanned! {span=>
-                #[doc(hidden)]
-                const _: () = #flow_at::#name;
-            });
-        };
-        if i > 0 {
-            check(
-                format_ident!("{}_has_a_unique_name", snake, span = span),
-                quote_spanned! {span=>
-                    #p::check::unique_name(#flow_str, Self::AGENTS, Self::__NODES, #i, Self::__EARLIER[#i])
-                },
-            );
-        }
-        if node.ty().is_none() {
-            continue;
-        }
-        let children = &node.children;
-        let parent = match node.parent {
-            Some(k) => quote!(::core::option::Option::Some(Self::AGENTS[#k])),
-            None => quote!(::core::option::Option::None),
-        };
-        let no_parent = node.opts.no_parent;
-        let facts = quote_spanned!(span=> <Self as __AgentflowFacts>);
-        check(
-            format_ident!("{}_transfers_are_legal", snake, span = span),
-            quote_spanned! {span=>
-                #p::check::transfers(
-                    #flow_str,
-                    Self::AGENTS[#i],
-                    #facts::TRANSFERS[#i],
-                    &[#(Self::AGENTS[#children]),*],
-                    #parent,
-                    #no_parent,
-                    #facts::NO_PARENT[#i],
-                )
-            },
-        );
-        check(
-            format_ident!("{}_returns_to_a_parent", snake, span = span),
-            quote_spanned! {span=>
-                #p::check::returns_to_a_parent(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], #parent)
-            },
-        );
-        let neighbours: Vec<usize> = children.iter().copied().chain(node.parent).collect();
-        check(
-            format_ident!("{}_payloads_are_received", snake, span = span),
-            quote_spanned! {span=>
-                #p::check::payloads(
-                    #flow_str,
-                    Self::AGENTS[#i],
-                    #facts::TRANSFERS[#i],
-                    #facts::TRANSFER_PAYLOADS[#i],
-                    &[#(Self::AGENTS[#neighbours]),*],
-                    &[#(#facts::ACCEPTS[#neighbours]),*],
-                )
-            },
-        );
-        if let (Some(crate::flow::attr::DelegationOpt::Task), Some(k)) =
-            (node.opts.delegation, node.parent)
-        {
-            check(
-                format_ident!("{}_can_finish_its_task", snake, span = span),
-                quote_spanned! {span=>
-                    #p::check::task_can_finish(#flow_str, Self::AGENTS[#i], #facts::RETURNS[#i], Self::AGENTS[#k])
-                },
-            );
-        }
-        if let Some((k, kind)) = cx.tree.workflow_parent(i) {
-            let kind = kind.keyword();
-            check(
-                format_ident!("{}_does_not_transfer_to_its_workflow", snake, span = span),
-                quote_spanned! {span=>
-                    #p::check::workflow_child(
-                        #flow_str,
-                        Self::AGENTS[#i],
-                        #facts::TRANSFERS[#i],
-                        Self::AGENTS[#k],
-                        #kind,
-                    )
-                },
-            );
-        }
+        let name: Ident = format_ident!("{}_fits_this_flow", snake, span = span);
+        let flow_at = Ident::new(&flow.to_string(), span);
+        node_checks.extend(quote_spanned! {span=>
+            #[doc(hidden)]
+            #[allow(dead_code)]
+            const #name: () = #flow_at::__CHECKED.assert_node(#i);
+        });
     }
     quote! {
         #[doc(hidden)]
-        #[allow(non_upper_case_globals, dead_code)]
+        #[allow(dead_code)]
         impl #flow {
             #consts
         }
 
-        #uses
+        #node_checks
     }
 }

@@ -75,5 +75,19 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
         }
 
         #transfer_impls
+
+        // One impl for every node's target enum (not one per enum): a target names an agent of
+        // the flow.
+        #[automatically_derived]
+        impl<__T: #p::FlowTransferOf<#flow>> ::core::convert::From<__T> for #agent_enum {
+            fn from(__target: __T) -> Self {
+                let __name = #p::FlowTransferOf::<#flow>::target_name(__target);
+                let mut __i = 0;
+                while __i < Self::ALL.len() - 1 && Self::ALL[__i].name() != __name {
+                    __i += 1;
+                }
+                Self::ALL[__i]
+            }
+        }
     }
 }

@@ -344,7 +344,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         #vis use #m_at_name::#flow_at_call as #flow;
     };
     quote! {
-        #[allow(non_snake_case, non_camel_case_types, unreachable_pub)]
+        #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, unreachable_pub)]
         mod #m {
             #in_module
         }

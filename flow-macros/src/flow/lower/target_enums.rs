@@ -17,6 +17,7 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
         }
         let targets = cx.targets(i);
         if targets.is_empty() {
+            out.extend(no_targets(cx, i, vis));
             continue;
         }
         let ident = cx.target_enum(i);
@@ -41,7 +42,7 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
         let target_impls = crate::target::impls(p, &ident);
         out.extend(quote! {
             #[doc = #doc]
-            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
+            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq)]
             #[allow(dead_code)]
             #vis enum #ident {
                 #( #[doc = #docs] #variants, )*
@@ -67,13 +68,46 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
 
             #target_impls
 
-            #[automatically_derived]
-            impl ::core::convert::From<#ident> for #agent_enum {
-                fn from(__target: #ident) -> Self {
-                    __target.agent()
-                }
-            }
         });
     }
     out
+}
+
+/// For a node that may transfer nowhere, a stand-in `{Flow}{Node}Target` with no variants and
+/// a deprecation note saying why, so that naming it (`DeskRefundTarget::Triage`) gets, beside
+/// rustc's "no variant named `Triage`", a warning that names the node and says what to write.
+fn no_targets(cx: &Cx<'_>, i: usize, vis: &syn::Visibility) -> TokenStream {
+    let node = &cx.tree.nodes[i];
+    let flow = cx.flow;
+    let w = &node.written;
+    let label = &node.label;
+    let why = match node.parent {
+        None => "it is the root of the flow and has no sub-agents".to_owned(),
+        Some(p) => match cx.tree.nodes[p].workflow() {
+            Some(kind) => format!(
+                "it is a leaf under the {} workflow `{}`, which runs its sub-agents itself",
+                kind.keyword(),
+                cx.tree.nodes[p].written
+            ),
+            None => "it is a leaf barred from its parent (`no_parent`)".to_owned(),
+        },
+    };
+    let note = format!(
+        "node `{label}` of flow `{flow}` may transfer nowhere: {why}, so it has no targets and its \
+         builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents \
+         (`{w} => [...]`){}",
+        if node.parent.is_some() && cx.tree.workflow_parent(i).is_none() {
+            " or remove `no_parent`"
+        } else {
+            ""
+        }
+    );
+    let ident = cx.target_enum(i);
+    quote! {
+        #[doc = #note]
+        #[doc(hidden)]
+        #[deprecated(note = #note)]
+        #[allow(dead_code)]
+        #vis enum #ident {}
+    }
 }
