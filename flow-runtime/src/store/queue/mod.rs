@@ -182,6 +182,17 @@ pub struct QueueClaim {
     pub takeover: bool,
 }
 
+impl QueueClaim {
+    /// The error of every write this claim no longer allows (its lease ran out and the run
+    /// was taken over, or it ended).
+    pub(crate) fn lost(&self) -> QueueError {
+        QueueError::ClaimLost {
+            run_id: self.run.run_id.clone(),
+            attempt: self.attempt,
+        }
+    }
+}
+
 /// A failure of a [`RunQueue`].
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]

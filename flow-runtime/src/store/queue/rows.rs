@@ -123,13 +123,9 @@ impl Rows {
 
     /// The claimed run, if the claim is still held.
     fn held(&mut self, claim: &QueueClaim) -> Result<&mut QueuedRun, QueueError> {
-        let lost = || QueueError::ClaimLost {
-            run_id: claim.run.run_id.clone(),
-            attempt: claim.attempt,
-        };
         match self.find(&claim.run.run_id) {
             Some(r) if r.status == QueueStatus::Running && r.attempt == claim.attempt => Ok(r),
-            _ => Err(lost()),
+            _ => Err(claim.lost()),
         }
     }
 

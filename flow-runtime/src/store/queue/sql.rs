@@ -395,10 +395,7 @@ macro_rules! sql_run_queue {
                     .await
                     .map_err(db("append a run's events"))?;
                 let Some((last,)) = last else {
-                    return Err($crate::store::QueueError::ClaimLost {
-                        run_id: claim.run.run_id.clone(),
-                        attempt: claim.attempt,
-                    });
+                    return Err(claim.lost());
                 };
                 for (i, (kind, data)) in events.into_iter().enumerate() {
                     sqlx::query(&self.sql.insert_event)
@@ -555,10 +552,7 @@ macro_rules! sql_run_queue {
                     .await
                     .map_err($crate::store::queue::sql::db("renew a lease"))?;
                 if done.rows_affected() == 0 {
-                    return Err($crate::store::QueueError::ClaimLost {
-                        run_id: claim.run.run_id.clone(),
-                        attempt: claim.attempt,
-                    });
+                    return Err(claim.lost());
                 }
                 Ok(())
             }
@@ -576,10 +570,7 @@ macro_rules! sql_run_queue {
                     .await
                     .map_err($crate::store::queue::sql::db("note on a run"))?;
                 if done.rows_affected() == 0 {
-                    return Err($crate::store::QueueError::ClaimLost {
-                        run_id: claim.run.run_id.clone(),
-                        attempt: claim.attempt,
-                    });
+                    return Err(claim.lost());
                 }
                 Ok(())
             }
@@ -614,10 +605,7 @@ macro_rules! sql_run_queue {
                     .await
                     .map_err(&err)?;
                 let Some((seq,)) = done else {
-                    return Err($crate::store::QueueError::ClaimLost {
-                        run_id: claim.run.run_id.clone(),
-                        attempt: claim.attempt,
-                    });
+                    return Err(claim.lost());
                 };
                 sqlx::query(&self.sql.insert_event)
                     .bind(&claim.run.run_id)
