@@ -22,6 +22,20 @@ use tokio::sync::mpsc;
 
 const SECRET: &[u8] = b"queued-webhook-secret";
 
+/// `GET url` as tenant `tenant`, read as JSON.
+async fn get_json(url: &str, tenant: &str) -> Value {
+    client()
+        .get(url)
+        .bearer_auth(TOKEN)
+        .header("x-tenant", tenant)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// A server over `store` and `queue` serving `flows` (each the demo desk) with `workers`
 /// workers; the tenant is the `x-tenant` header's.
 fn state(
@@ -199,16 +213,7 @@ async fn a_queued_run_streams_from_any_process_each_event_once_in_order() {
         error_code(post_as(&b.base, &format!("{runs}/{id}/cancel"), json!({}), "acme").await).await;
     assert_eq!((status, code.as_str()), (409, "run_ended"), "{message}");
     assert!(message.contains("has ended"), "{message}");
-    let row: Value = client()
-        .get(format!("{}{runs}/{id}", b.base))
-        .bearer_auth(TOKEN)
-        .header("x-tenant", "acme")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let row: Value = get_json(&format!("{}{runs}/{id}", b.base), "acme").await;
     assert_eq!(row["status"], "success");
 }
 
@@ -231,16 +236,7 @@ async fn a_queued_runs_events_expire_after_the_retention() {
         .await
         .unwrap();
     let id = made["run_id"].as_str().unwrap();
-    let outcome: Value = client()
-        .get(format!("{}{runs}/{id}/wait", a.base))
-        .bearer_auth(TOKEN)
-        .header("x-tenant", "acme")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let outcome: Value = get_json(&format!("{}{runs}/{id}/wait", a.base), "acme").await;
     assert_eq!(outcome["status"], "success");
     // With a retention of zero, the next trim removes them: then attaching is refused.
     loop {
@@ -255,16 +251,7 @@ async fn a_queued_runs_events_expire_after_the_retention() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     // The run's status and outcome stay.
-    let row: Value = client()
-        .get(format!("{}{runs}/{id}", a.base))
-        .bearer_auth(TOKEN)
-        .header("x-tenant", "acme")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let row: Value = get_json(&format!("{}{runs}/{id}", a.base), "acme").await;
     assert_eq!(row["status"], "success");
 }
 
@@ -341,16 +328,7 @@ async fn a_queued_runs_end_is_posted_signed_by_the_process_that_ended_it() {
     )
     .await;
     assert_eq!(status, 400, "{message}");
-    let listed: Value = client()
-        .get(format!("{}{runs}", b.base))
-        .bearer_auth(TOKEN)
-        .header("x-tenant", "acme")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = get_json(&format!("{}{runs}", b.base), "acme").await;
     assert_eq!(listed["runs"].as_array().unwrap().len(), 1);
 }
 
@@ -437,27 +415,9 @@ async fn a_waiting_queued_run_is_cancelled_at_once_and_never_runs() {
         .await
         .unwrap();
     assert_eq!(outcome["status"], "success");
-    let thread: Value = client()
-        .get(format!("{}/v1/flows/desk/threads/c1", b.base))
-        .bearer_auth(TOKEN)
-        .header("x-tenant", "acme")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let thread: Value = get_json(&format!("{}/v1/flows/desk/threads/c1", b.base), "acme").await;
     assert_eq!(thread["turns"], 1, "only the second run ran: {thread}");
-    let row: Value = client()
-        .get(format!("{}{runs}/{id}", b.base))
-        .bearer_auth(TOKEN)
-        .header("x-tenant", "acme")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let row: Value = get_json(&format!("{}{runs}/{id}", b.base), "acme").await;
     assert_eq!(
         (row["status"].as_str(), row["attempt"].as_u64()),
         (Some("cancelled"), Some(0))
