@@ -10,6 +10,9 @@
 //!   once; no payment ran in two live processes at once. `AGENTFLOW_QUEUE_KILL_RUNS` sets the
 //!   runs per trial (default 100), `AGENTFLOW_QUEUE_KILL_TRIALS` the trials (default 1).
 
+// The process helpers serve the SQLite and PostgreSQL tests only.
+#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+
 mod common;
 
 use std::collections::{HashMap, HashSet};
