@@ -108,7 +108,6 @@ impl PostgresStore {
         DATABASE.to_owned()
     }
 
-    /// A transaction holding the advisory lock of run `id`.
     /// Where claims and leases are written: the pool (every commit is durable).
     fn lease_pool(&self) -> &sqlx::PgPool {
         &self.pool
@@ -134,6 +133,7 @@ impl PostgresStore {
         self.append_in_tx(run, expected, steps).await
     }
 
+    /// A transaction holding the advisory lock of run `id`.
     async fn begin(&self, id: &str) -> Result<sqlx::Transaction<'static, Postgres>, StoreError> {
         let err = Self::db_error("lock", id);
         let mut tx = self.pool.begin().await.map_err(&err)?;

@@ -34,6 +34,21 @@ macro_rules! sql_journal_store {
             ) -> impl Fn(sqlx::Error) -> $crate::store::JournalError + 'a {
                 move |e| $crate::store::JournalError::Store(Self::db_error(operation, run)(e))
             }
+
+            /// What every append checks before it writes: the run id, each step's kind and
+            /// size.
+            fn check_steps(
+                &self,
+                run: &str,
+                steps: &[$crate::store::StoredStep],
+            ) -> Result<(), $crate::store::JournalError> {
+                validate_id(run)?;
+                for step in steps {
+                    $crate::store::journal_check_kind(&step.kind)?;
+                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+                }
+                Ok(())
+            }
         }
 
         impl $store {
@@ -99,11 +114,7 @@ macro_rules! sql_journal_store {
                 expected: u64,
                 steps: Vec<$crate::store::StoredStep>,
             ) -> Result<u64, $crate::store::JournalError> {
-                validate_id(run)?;
-                for step in &steps {
-                    $crate::store::journal_check_kind(&step.kind)?;
-                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
-                }
+                self.check_steps(run, &steps)?;
                 self.append_journal(run, expected, steps).await
             }
 
@@ -113,11 +124,7 @@ macro_rules! sql_journal_store {
                 expected: u64,
                 steps: Vec<$crate::store::StoredStep>,
             ) -> Result<u64, $crate::store::JournalError> {
-                validate_id(run)?;
-                for step in &steps {
-                    $crate::store::journal_check_kind(&step.kind)?;
-                    check_size(run, step.bytes.len() as u64, self.max_bytes)?;
-                }
+                self.check_steps(run, &steps)?;
                 self.append_journal_unsynced(run, expected, steps).await
             }
 
