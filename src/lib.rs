@@ -61,11 +61,14 @@ pub mod prelude {
 pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
-    pub use flow_runtime::spec::expected::{self, FlowAgentOf, FlowTransferOf, TrajectorySpec};
+    pub use flow_runtime::spec::expected::{
+        self, FlowAgentOf, FlowPlaces, FlowTransferOf, TrajectorySpec,
+    };
     pub use flow_runtime::spec::{
         check, flow_node, render, run_body, run_body_cx, transfer, transfer_named, transfer_with,
-        DynAgent, DynGiven, NewNeedsNoAgents, NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven,
-        ResultOf, RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
+        AgentTargets, AgentTransfer, DynAgent, DynGiven, NewNeedsNoAgents, NoSetter, NoTarget,
+        NodeAgent, NodeMaker, NotGiven, ResultOf, RuntimeGiven, Set, UnknownAgent, Unset,
+        UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,

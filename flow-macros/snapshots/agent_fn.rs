@@ -4,7 +4,7 @@
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 
-Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in.*/
+Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in. A node of a flow filled by `triage` has it as its target type (`{Flow}{Node}Target` is an alias of it).*/
 #[derive(
     ::core::fmt::Debug,
     ::core::clone::Clone,
@@ -45,6 +45,10 @@ const _: () = {
         }
     }
     #[automatically_derived]
+    impl ::agentflow::__private::AgentTransfer for TriageTransfer {
+        type Agent = triage;
+    }
+    #[automatically_derived]
     impl ::agentflow::__private::IntoOutcome<triage> for TriageTransfer {
         fn into_outcome(
             self,
@@ -61,6 +65,10 @@ const _: () = {
         const DESCRIPTION: &'static str = "Decides which desk owns the request.";
         const TRANSFERS: &'static [&'static str] = &["refund", "complaint"];
         const NO_PARENT: bool = false;
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::AgentTargets for triage {
+        type Targets = TriageTransfer;
     }
     #[automatically_derived]
     impl ::agentflow::__private::FlowBuilt for triage {

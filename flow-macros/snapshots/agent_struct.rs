@@ -10,6 +10,10 @@ const _: () = {
         const TRANSFERS: &'static [&'static str] = &[];
         const NO_PARENT: bool = false;
     }
+    #[automatically_derived]
+    impl ::agentflow::__private::AgentTargets for Lookup {
+        type Targets = ::agentflow::__private::NoTarget;
+    }
     const _: () = {
         const fn __agentflow_is_agent<
             T: ?::core::marker::Sized + ::agentflow::__private::Agent,

@@ -301,138 +301,6 @@ mod desk_flow {
             })
         }
     }
-    ///The agents node `triage` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-    #[derive(
-        ::core::fmt::Debug,
-        ::core::clone::Clone,
-        ::core::marker::Copy,
-        ::core::cmp::PartialEq,
-        ::core::cmp::Eq
-    )]
-    #[allow(dead_code)]
-    pub enum DeskTriageTarget {
-        ///Transfer to `refund`, a sub-agent.
-        Refund,
-        ///Transfer to `complaint`, a sub-agent.
-        Complaint,
-        ///Transfer to `dyn billing`, a sub-agent.
-        Billing,
-    }
-    #[allow(dead_code)]
-    impl DeskTriageTarget {
-        /// Every target, sub-agents first.
-        pub const ALL: &'static [Self] = &[Self::Refund, Self::Complaint, Self::Billing];
-        /// The target as an agent of the flow.
-        pub const fn agent(self) -> DeskAgent {
-            match self {
-                Self::Refund => DeskAgent::Refund,
-                Self::Complaint => DeskAgent::Complaint,
-                Self::Billing => DeskAgent::Billing,
-            }
-        }
-        /// The name of the agent this target transfers to.
-        pub const fn as_str(self) -> &'static str {
-            self.agent().name()
-        }
-    }
-    #[automatically_derived]
-    impl ::core::fmt::Display for DeskTriageTarget {
-        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-            __f.write_str(self.as_str())
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::TransferTarget for DeskTriageTarget {
-        const ALL: &'static [Self] = DeskTriageTarget::ALL;
-        fn agent_name(self) -> &'static str {
-            self.as_str()
-        }
-    }
-    ///The agents node `refund` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-    #[derive(
-        ::core::fmt::Debug,
-        ::core::clone::Clone,
-        ::core::marker::Copy,
-        ::core::cmp::PartialEq,
-        ::core::cmp::Eq
-    )]
-    #[allow(dead_code)]
-    pub enum DeskRefundTarget {
-        ///Transfer to `triage`, its parent.
-        Triage,
-    }
-    #[allow(dead_code)]
-    impl DeskRefundTarget {
-        /// Every target, sub-agents first.
-        pub const ALL: &'static [Self] = &[Self::Triage];
-        /// The target as an agent of the flow.
-        pub const fn agent(self) -> DeskAgent {
-            match self {
-                Self::Triage => DeskAgent::Triage,
-            }
-        }
-        /// The name of the agent this target transfers to.
-        pub const fn as_str(self) -> &'static str {
-            self.agent().name()
-        }
-    }
-    #[automatically_derived]
-    impl ::core::fmt::Display for DeskRefundTarget {
-        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-            __f.write_str(self.as_str())
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::TransferTarget for DeskRefundTarget {
-        const ALL: &'static [Self] = DeskRefundTarget::ALL;
-        fn agent_name(self) -> &'static str {
-            self.as_str()
-        }
-    }
-    ///The agents node `complaint` of flow [`Desk`] may transfer to: its sub-agents, and its parent unless the node is `no_parent` (if the agent itself is declared `#[agent(no_parent)]`, a transfer to the parent is refused at run time).
-    #[derive(
-        ::core::fmt::Debug,
-        ::core::clone::Clone,
-        ::core::marker::Copy,
-        ::core::cmp::PartialEq,
-        ::core::cmp::Eq
-    )]
-    #[allow(dead_code)]
-    pub enum DeskComplaintTarget {
-        ///Transfer to `escalation`, a sub-agent.
-        Escalation,
-        ///Transfer to `triage`, its parent.
-        Triage,
-    }
-    #[allow(dead_code)]
-    impl DeskComplaintTarget {
-        /// Every target, sub-agents first.
-        pub const ALL: &'static [Self] = &[Self::Escalation, Self::Triage];
-        /// The target as an agent of the flow.
-        pub const fn agent(self) -> DeskAgent {
-            match self {
-                Self::Escalation => DeskAgent::Escalation,
-                Self::Triage => DeskAgent::Triage,
-            }
-        }
-        /// The name of the agent this target transfers to.
-        pub const fn as_str(self) -> &'static str {
-            self.agent().name()
-        }
-    }
-    #[automatically_derived]
-    impl ::core::fmt::Display for DeskComplaintTarget {
-        fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-            __f.write_str(self.as_str())
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::TransferTarget for DeskComplaintTarget {
-        const ALL: &'static [Self] = DeskComplaintTarget::ALL;
-        fn agent_name(self) -> &'static str {
-            self.as_str()
-        }
-    }
     ///node `escalation` of flow `Desk` may transfer nowhere: it is a leaf barred from its parent (`no_parent`), so it has no targets and its builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents (`escalation => [...]`) or remove `no_parent`
     #[doc(hidden)]
     #[deprecated(
@@ -502,33 +370,6 @@ mod desk_flow {
     impl ::agentflow::__private::FlowAgentOf<Desk> for DeskAgent {
         fn agent_name(self) -> &'static str {
             self.name()
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskTriageTarget {
-        fn source_name(self) -> &'static str {
-            Desk::AGENTS[0usize]
-        }
-        fn target_name(self) -> &'static str {
-            self.as_str()
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskRefundTarget {
-        fn source_name(self) -> &'static str {
-            Desk::AGENTS[1usize]
-        }
-        fn target_name(self) -> &'static str {
-            self.as_str()
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskComplaintTarget {
-        fn source_name(self) -> &'static str {
-            Desk::AGENTS[2usize]
-        }
-        fn target_name(self) -> &'static str {
-            self.as_str()
         }
     }
     #[automatically_derived]
@@ -679,6 +520,21 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
         &[],
     ];
 }
+///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+#[allow(dead_code)]
+pub type DeskTriageTarget = <triage as ::agentflow::__private::AgentTargets>::Targets;
+#[automatically_derived]
+impl ::agentflow::__private::FlowPlaces<triage> for desk_flow::Desk {}
+///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+#[allow(dead_code)]
+pub type DeskRefundTarget = <refund as ::agentflow::__private::AgentTargets>::Targets;
+#[automatically_derived]
+impl ::agentflow::__private::FlowPlaces<refund> for desk_flow::Desk {}
+///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+#[allow(dead_code)]
+pub type DeskComplaintTarget = <complaint as ::agentflow::__private::AgentTargets>::Targets;
+#[automatically_derived]
+impl ::agentflow::__private::FlowPlaces<complaint> for desk_flow::Desk {}
 #[allow(dead_code)]
 impl<S0> desk_flow::DeskBuilder<S0> {
     ///Gives the `dyn` node `billing` its agent: the closure is called with the node (its name and its legal transfer targets, [`DeskBillingTarget`]) and returns the agent, which takes its name from the node, as in `ChatModelAgent::builder(node, model)`. `build()` checks that the agent carries the node's name.

@@ -27,7 +27,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     f.vis = Visibility::Inherited;
 
     let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
-    let transfers = transfer_enum(args, &vis, &quote!(#ident), &ident, cx);
+    let (transfers, targets) = transfer_enum(args, &vis, &quote!(#ident), &ident, cx);
 
     let by_ref = matches!(
         f.sig.inputs.first(),
@@ -92,6 +92,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
 
         const _: () = {
             #facts
+            #targets
 
             #[automatically_derived]
             impl #p::FlowBuilt for #ident {
@@ -120,7 +121,7 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
         return quote!(#s);
     }
     let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs);
-    let transfers = transfer_enum(args, &s.vis, &quote!(#ident), &ident, cx);
+    let (transfers, targets) = transfer_enum(args, &s.vis, &quote!(#ident), &ident, cx);
     let p = quote!(#krate::__private);
     let built = match &s.fields {
         syn::Fields::Unit => quote! {
@@ -145,6 +146,7 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
         #transfers
         const _: () = {
             #facts
+            #targets
             #built
         };
     }
@@ -476,23 +478,33 @@ fn spec_impl(
     }
 }
 
-/// The transfer enum `{Agent}Transfer`, if the agent declares transfers.
+/// The transfer enum `{Agent}Transfer`, if the agent declares transfers, and the agent's
+/// `AgentTargets` impl (its transfer enum, or `NoTarget`).
 fn transfer_enum(
     args: &AgentArgs,
     vis: &Visibility,
     ty: &TokenStream,
     ident: &Ident,
     cx: &mut Ctxt,
-) -> TokenStream {
+) -> (TokenStream, TokenStream) {
+    let krate = args.krate();
+    let p = quote!(#krate::__private);
+    let targets_impl = |target: TokenStream| {
+        quote! {
+            #[automatically_derived]
+            impl #p::AgentTargets for #ty {
+                type Targets = #target;
+            }
+        }
+    };
+    let none = || targets_impl(quote!(#p::NoTarget));
     let Some((span, targets)) = &args.transfers else {
-        return TokenStream::new();
+        return (TokenStream::new(), none());
     };
     let agent_name = args
         .name
         .as_ref()
         .map_or_else(|| ident.unraw().to_string(), |n| n.value());
-    let krate = args.krate();
-    let p = quote!(#krate::__private);
     let enum_ident = format_ident!("{}Transfer", upper_camel(&ident.unraw().to_string()));
     if targets.is_empty() {
         cx.error(
@@ -502,7 +514,7 @@ fn transfer_enum(
                  in `transfers = [refund]`, or remove the option"
             ),
         );
-        return TokenStream::new();
+        return (TokenStream::new(), none());
     }
     let mut variants: Vec<Ident> = Vec::new();
     let mut kept: Vec<&str> = Vec::new();
@@ -540,7 +552,25 @@ fn transfer_enum(
         .map(|t| t.payload.as_ref())
         .collect();
     if payload_types.iter().any(Option::is_some) {
-        return payload_enum(
+        // The payload enum is no `TransferTarget` (it holds values); the agent's targets, as a
+        // typed trajectory names them, are a plain enum beside it.
+        let plain_ident = format_ident!("{}Target", enum_ident);
+        let plain_doc = format!(
+            "The agents `{agent_name}` may transfer to, without the payloads of \
+             [`{enum_ident}`]: the target type of a `flow!` node filled by `{agent_name}` (its \
+             `{{Flow}}{{Node}}Target`), which an expected trajectory names."
+        );
+        let plain = plain_enum(
+            &p,
+            vis,
+            ty,
+            &plain_ident,
+            &plain_doc,
+            &variants,
+            &names,
+            false,
+        );
+        let payload = payload_enum(
             &p,
             vis,
             ty,
@@ -550,15 +580,45 @@ fn transfer_enum(
             &names,
             &payload_types,
         );
+        return (quote!(#payload #plain), targets_impl(quote!(#plain_ident)));
     }
-    let target_impls = crate::target::impls(&p, &enum_ident);
-    let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
     let enum_doc = format!(
         "The agents `{agent_name}` may transfer to, as declared with \
          `#[agent(transfers = [...])]`.\n\nReturn a variant from the agent's body to transfer; \
          `flow!` checks at compile time that each target is a sub-agent or the parent of \
-         `{agent_name}` in every flow it is placed in."
+         `{agent_name}` in every flow it is placed in. A node of a flow filled by \
+         `{agent_name}` has it as its target type (`{{Flow}}{{Node}}Target` is an alias of it)."
     );
+    let tokens = plain_enum(&p, vis, ty, &enum_ident, &enum_doc, &variants, &names, true);
+    (tokens, targets_impl(quote!(#enum_ident)))
+}
+
+/// A payload-less enum of an agent's transfer targets (its transfer enum, or the targets of a
+/// payload enum): variants, `ALL`, `as_str`, `Display`, `TransferTarget`, `AgentTransfer`, and
+/// (if `outcome`) `IntoOutcome`, so a body returns it to transfer.
+#[allow(clippy::too_many_arguments)]
+fn plain_enum(
+    p: &TokenStream,
+    vis: &Visibility,
+    ty: &TokenStream,
+    enum_ident: &Ident,
+    enum_doc: &str,
+    variants: &[Ident],
+    names: &[&str],
+    outcome: bool,
+) -> TokenStream {
+    let target_impls = crate::target::impls(p, enum_ident);
+    let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
+    let outcome = outcome.then(|| {
+        quote! {
+            #[automatically_derived]
+            impl #p::IntoOutcome<#ty> for #enum_ident {
+                fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
+                    #p::transfer(__cx, self)
+                }
+            }
+        }
+    });
     quote! {
         #[doc = #enum_doc]
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq)]
@@ -583,11 +643,11 @@ fn transfer_enum(
             #target_impls
 
             #[automatically_derived]
-            impl #p::IntoOutcome<#ty> for #enum_ident {
-                fn into_outcome(self, __cx: &#p::AgentContext) -> #p::AgentResult {
-                    #p::transfer(__cx, self)
-                }
+            impl #p::AgentTransfer for #enum_ident {
+                type Agent = #ty;
             }
+
+            #outcome
         };
     }
 }

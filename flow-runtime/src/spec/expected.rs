@@ -42,6 +42,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use super::check::Verdict;
+use super::{AgentSpec, AgentTransfer, TransferTarget};
 
 /// `serde_json`, for the tool arguments of the facade's `trajectory!`.
 #[doc(hidden)]
@@ -58,8 +59,11 @@ pub trait FlowAgentOf<F>: Copy {
     fn agent_name(self) -> &'static str;
 }
 
-/// A transfer flow `F` allows: implemented by each `{Flow}{Node}Target` enum `flow!` generates,
-/// whose variants are the agents that node may transfer to.
+/// A transfer flow `F` allows: a node's target type, whose variants are the agents that node
+/// may transfer to. For a node filled by an agent type this is the agent's own transfer enum
+/// (`{Flow}{Node}Target` is an alias of it), through one impl here for every flow that places
+/// the agent ([`FlowPlaces`]); `flow!` implements it directly for the enum it generates for a
+/// `dyn` node.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a transfer of flow `{F}`",
     label = "not a transfer of `{F}`",
@@ -71,6 +75,27 @@ pub trait FlowTransferOf<F>: Copy {
     fn source_name(self) -> &'static str;
     /// The agent it transfers to.
     fn target_name(self) -> &'static str;
+}
+
+/// Flow `F` places agent type `A` at one of its nodes: `flow!` implements it (with no items) for
+/// each agent-type node that may transfer, so that the agent's transfer enum names transfers of
+/// `F` (see [`FlowTransferOf`]). Not a public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "flow `{Self}` has no node filled by agent `{A}`",
+    label = "not a transfer of `{Self}`",
+    note = "a transfer step of `{Self}::trajectory()` names a node's target enum, \
+            `{Self}{{Node}}Target::{{Agent}}` (the node transfers to the agent)"
+)]
+pub trait FlowPlaces<A: ?Sized> {}
+
+impl<F: FlowPlaces<T::Agent>, T: AgentTransfer> FlowTransferOf<F> for T {
+    fn source_name(self) -> &'static str {
+        <T::Agent as AgentSpec>::NAME
+    }
+    fn target_name(self) -> &'static str {
+        TransferTarget::agent_name(self)
+    }
 }
 
 /// How the actual steps must line up with the expected ones (see `flow-eval`'s `MatchMode`).

@@ -50,4 +50,6 @@ pub use builder::{
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
 pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarget};
+#[doc(hidden)]
+pub use target::{AgentTargets, AgentTransfer};
 pub use task::{Finish, ResultOf, Returns};

@@ -16,6 +16,24 @@ pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
     fn agent_name(self) -> &'static str;
 }
 
+/// The target type of an agent type: its transfer enum, [`NoTarget`] if it declares no
+/// transfers. `#[agent]` implements it; a `flow!` node filled by the agent type names it as its
+/// `{Flow}{Node}Target` (a transfer the agent makes is one it declared). Not a public API.
+#[doc(hidden)]
+pub trait AgentTargets {
+    /// The agent's transfer enum (for one whose transfers carry payloads, the enum of its
+    /// targets without them).
+    type Targets: TransferTarget;
+}
+
+/// A transfer enum of one agent type (`TriageTransfer` of `triage`): `#[agent]` implements it.
+/// Not a public API.
+#[doc(hidden)]
+pub trait AgentTransfer: TransferTarget {
+    /// The agent that transfers.
+    type Agent: super::AgentSpec + ?Sized;
+}
+
 /// Transfers the running agent to `target`, one of the targets it declared with
 /// `#[agent(transfers = [...])]`: what returning a variant of a transfer enum does. The
 /// `IntoOutcome` impl `#[agent]` generates for the enum calls it.

@@ -8,6 +8,7 @@ use quote::quote;
 use syn::Ident;
 
 use super::cx::Cx;
+use crate::flow::tree::Kind;
 
 /// `trajectory()` on the flow type, and the impls that let its agent and target enums name
 /// steps of it.
@@ -16,18 +17,24 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
     let flow = cx.flow;
     let mut example = format!("`{flow}::trajectory()`");
     let mut transfer_impls = TokenStream::new();
+    let mut example_set = false;
     for i in 0..cx.tree.nodes.len() {
         let targets = cx.targets(i);
         let Some(&first) = targets.first() else {
             continue;
         };
         let ident = cx.target_enum(i);
-        if transfer_impls.is_empty() {
+        if !example_set {
+            example_set = true;
             example = format!(
                 "`{flow}::trajectory().agent({agent_enum}::{}).transfer({ident}::{})`",
                 cx.variant(i),
                 cx.variant(first)
             );
+        }
+        if let Kind::Static(_) = cx.tree.nodes[i].kind {
+            // The agent's transfer enum, a transfer of this flow through `FlowPlaces`.
+            continue;
         }
         transfer_impls.extend(quote! {
             #[automatically_derived]

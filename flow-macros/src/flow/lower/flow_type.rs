@@ -15,7 +15,7 @@ use super::builder::{builder_items, Builder};
 use super::checks::checks;
 use super::cx::Cx;
 use super::fingerprint::fingerprint;
-use super::target_enums::target_enums;
+use super::target_enums::{target_enums, Targets};
 use crate::flow::parse::FlowAst;
 use crate::flow::tree::{Kind, Tree};
 
@@ -146,7 +146,10 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     // Every item of the module is `pub`; the glob re-export gives them the flow's visibility.
     let item_vis: syn::Visibility = syn::parse_quote!(pub);
     let agents = agent_enum_items(&cx, &agent_enum, &item_vis);
-    let targets = target_enums(&cx, &agent_enum, &item_vis);
+    let Targets {
+        in_module: targets,
+        at_call_site: target_aliases,
+    } = target_enums(&cx, &agent_enum, &item_vis, vis);
     let expected = super::expected::expected_items(&cx, &agent_enum);
     let Builder {
         in_module: builder_items,
@@ -365,6 +368,8 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const ACCEPTS: &'static [::core::option::Option<&'static str>] = &[#(#accepts),*];
             const TRANSFER_PAYLOADS: &'static [&'static [&'static str]] = &[#(#sent),*];
         }
+
+        #target_aliases
 
         #builder_impls
     }

@@ -1,16 +1,36 @@
-//! `{Flow}{Node}Target`: per node, the enum of the agents it may transfer to.
+//! `{Flow}{Node}Target`: per node, the type of the agents it may transfer to. For a node
+//! filled by an agent type (`Kind::Static`) it is an alias of the agent's own target type (its
+//! transfer enum, or `NoTarget`): a transfer the agent makes is one it declared, and the flow's
+//! checks hold each declared transfer to the node's neighbours. A `dyn` or `runtime` node gets
+//! an enum of its own, and a node that may transfer nowhere a deprecated stand-in.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::Ident;
 
 use super::cx::Cx;
+use crate::flow::tree::Kind;
+
+/// The target types of the flow's nodes: what goes in the flow's module (the enums), and what
+/// goes at the call site (the aliases of agent types' target types, and the `FlowPlaces` impls
+/// that make their transfer enums transfers of this flow), which can name the agents' types.
+pub(super) struct Targets {
+    pub(super) in_module: TokenStream,
+    pub(super) at_call_site: TokenStream,
+}
 
 /// `{Flow}{Node}Target`: for each node, the agents it may transfer to in this flow.
-pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> TokenStream {
+pub(super) fn target_enums(
+    cx: &Cx<'_>,
+    agent_enum: &Ident,
+    vis: &syn::Visibility,
+    call_vis: &syn::Visibility,
+) -> Targets {
     let p = &cx.p;
     let flow = cx.flow;
+    let m = &cx.m;
     let mut out = TokenStream::new();
+    let mut at_call_site = TokenStream::new();
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         if node.workflow().is_some() {
             continue; // a workflow runs its sub-agents; it never transfers
@@ -18,6 +38,25 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
         let targets = cx.targets(i);
         if targets.is_empty() {
             out.extend(no_targets(cx, i, vis));
+            continue;
+        }
+        if let Kind::Static(ty) = &node.kind {
+            let ident = cx.target_enum(i);
+            let doc = format!(
+                "The agents node `{}` of flow [`{flow}`] may transfer to: the target type of its \
+                 agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which \
+                 the flow checks against the node's sub-agents and parent).",
+                node.written
+            );
+            let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
+            at_call_site.extend(quote! {
+                #[doc = #doc]
+                #[allow(dead_code)]
+                #call_vis type #ident = #target;
+
+                #[automatically_derived]
+                impl #p::FlowPlaces<#ty> for #m::#flow {}
+            });
             continue;
         }
         let ident = cx.target_enum(i);
@@ -70,7 +109,10 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
 
         });
     }
-    out
+    Targets {
+        in_module: out,
+        at_call_site,
+    }
 }
 
 /// For a node that may transfer nowhere, a stand-in `{Flow}{Node}Target` with no variants and
