@@ -149,6 +149,9 @@ fn agent_enum() {
 
 #[test]
 fn node_target_enums() {
+    // A node filled by an agent type has the agent's transfer enum as its target type.
+    let triage_target: TriageTransfer = DeskTriageTarget::Refund;
+    assert_eq!(triage_target, TriageTransfer::Refund);
     assert_eq!(
         DeskTriageTarget::ALL,
         [DeskTriageTarget::Refund, DeskTriageTarget::Complaint]
@@ -158,8 +161,61 @@ fn node_target_enums() {
         [DeskComplaintTarget::Escalation, DeskComplaintTarget::Triage]
     );
     assert_eq!(DeskComplaintTarget::Triage.as_str(), "triage");
-    assert_eq!(DeskAgent::from(DeskRefundTarget::Triage), DeskAgent::Triage);
-    assert_eq!(DeskRefundTarget::Triage.to_string(), "triage");
+    assert_eq!(
+        DeskAgent::from(DeskComplaintTarget::Triage),
+        DeskAgent::Triage
+    );
+    assert_eq!(DeskComplaintTarget::Triage.to_string(), "triage");
+    assert_eq!(format!("{:?}", DeskTriageTarget::Complaint), "Complaint");
+    // `refund` declares no transfers: a transfer it makes is one it declared, so none.
+    assert!(<DeskRefundTarget as TransferTarget>::ALL.is_empty());
+}
+
+/// Agents declared in another module, and their target types through the flow's aliases.
+mod desks {
+    use agentflow::prelude::*;
+
+    /// Routes orders.
+    #[agent(transfers = [billing, "shipping"])]
+    pub async fn orders(_cx: &AgentContext) -> OrdersTransfer {
+        OrdersTransfer::Billing
+    }
+
+    /// Bills.
+    #[agent]
+    pub async fn billing(_cx: &AgentContext) {}
+
+    /// Ships.
+    #[agent(transfers = [orders])]
+    pub async fn shipping(_cx: &AgentContext) {}
+}
+
+flow! { Shop: desks::orders => [desks::billing, desks::shipping] }
+
+#[test]
+fn target_aliases_of_agents_in_another_module() {
+    fn code(target: ShopOrdersTarget) -> u8 {
+        match target {
+            ShopOrdersTarget::Billing => 1,
+            ShopOrdersTarget::Shipping => 2,
+        }
+    }
+    assert_eq!(code(ShopOrdersTarget::Shipping), 2);
+    assert_eq!(ShopOrdersTarget::ALL, desks::OrdersTransfer::ALL);
+    assert_eq!(ShopShippingTarget::Orders.as_str(), "orders");
+    assert_eq!(
+        ShopAgent::from(ShopOrdersTarget::Billing),
+        ShopAgent::Billing
+    );
+    assert_eq!(
+        Shop::trajectory()
+            .transfer(ShopShippingTarget::Orders)
+            .steps()[0],
+        agentflow::spec::expected::ExpectedStep::Transfer {
+            from: "shipping",
+            to: "orders"
+        }
+    );
 }
 
 #[test]

@@ -521,17 +521,17 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     ];
 }
 ///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
-#[allow(dead_code)]
+#[allow(dead_code, private_interfaces)]
 pub type DeskTriageTarget = <triage as ::agentflow::__private::AgentTargets>::Targets;
 #[automatically_derived]
 impl ::agentflow::__private::FlowPlaces<triage> for desk_flow::Desk {}
 ///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
-#[allow(dead_code)]
+#[allow(dead_code, private_interfaces)]
 pub type DeskRefundTarget = <refund as ::agentflow::__private::AgentTargets>::Targets;
 #[automatically_derived]
 impl ::agentflow::__private::FlowPlaces<refund> for desk_flow::Desk {}
 ///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
-#[allow(dead_code)]
+#[allow(dead_code, private_interfaces)]
 pub type DeskComplaintTarget = <complaint as ::agentflow::__private::AgentTargets>::Targets;
 #[automatically_derived]
 impl ::agentflow::__private::FlowPlaces<complaint> for desk_flow::Desk {}

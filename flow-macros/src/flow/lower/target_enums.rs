@@ -51,7 +51,9 @@ pub(super) fn target_enums(
             let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
             at_call_site.extend(quote! {
                 #[doc = #doc]
-                #[allow(dead_code)]
+                // A public flow over private agent types is fine: the alias is as usable as the
+                // agent's own enum.
+                #[allow(dead_code, private_interfaces)]
                 #call_vis type #ident = #target;
 
                 #[automatically_derived]
