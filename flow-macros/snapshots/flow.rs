@@ -57,6 +57,12 @@ mod desk_flow {
         const ACCEPTS: &'static [::core::option::Option<&'static str>];
         /// The payload types each agent's transfers carry.
         const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
+        ///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+        type __Target0;
+        ///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+        type __Target1;
+        ///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+        type __Target2;
     }
     #[allow(dead_code)]
     impl Desk {
@@ -301,6 +307,15 @@ mod desk_flow {
             })
         }
     }
+    ///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+    #[allow(dead_code, private_interfaces, private_bounds)]
+    pub type DeskTriageTarget = <Desk as __AgentflowFacts>::__Target0;
+    ///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+    #[allow(dead_code, private_interfaces, private_bounds)]
+    pub type DeskRefundTarget = <Desk as __AgentflowFacts>::__Target1;
+    ///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
+    #[allow(dead_code, private_interfaces, private_bounds)]
+    pub type DeskComplaintTarget = <Desk as __AgentflowFacts>::__Target2;
     ///node `escalation` of flow `Desk` may transfer nowhere: it is a leaf barred from its parent (`no_parent`), so it has no targets and its builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents (`escalation => [...]`) or remove `no_parent`
     #[doc(hidden)]
     #[deprecated(
@@ -349,6 +364,14 @@ mod desk_flow {
             self.as_str()
         }
     }
+    #[automatically_derived]
+    impl ::agentflow::__private::AgentTransfer for DeskBillingTarget {
+        type Agent = DeskBillingTarget;
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowPlaces<(DeskBillingTarget,)> for Desk {
+        const SOURCE: &'static str = Desk::AGENTS[4usize];
+    }
     #[allow(dead_code)]
     impl Desk {
         ///An expected trajectory of this flow, for `agentflow::eval` (which turns it into a `TrajectoryExpectation`): `Desk::trajectory().agent(DeskAgent::Triage).transfer(DeskTriageTarget::Refund)`. Agent steps take [`DeskAgent`], transfer steps a node's target enum, so only the flow's agents and the transfers it allows can be named.
@@ -370,15 +393,6 @@ mod desk_flow {
     impl ::agentflow::__private::FlowAgentOf<Desk> for DeskAgent {
         fn agent_name(self) -> &'static str {
             self.name()
-        }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::FlowTransferOf<Desk> for DeskBillingTarget {
-        fn source_name(self) -> &'static str {
-            Desk::AGENTS[4usize]
-        }
-        fn target_name(self) -> &'static str {
-            self.as_str()
         }
     }
     #[automatically_derived]
@@ -519,22 +533,22 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
         <escalation as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
         &[],
     ];
+    type __Target0 = <triage as ::agentflow::__private::AgentTargets>::Targets;
+    type __Target1 = <refund as ::agentflow::__private::AgentTargets>::Targets;
+    type __Target2 = <complaint as ::agentflow::__private::AgentTargets>::Targets;
 }
-///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
-#[allow(dead_code, private_interfaces)]
-pub type DeskTriageTarget = <triage as ::agentflow::__private::AgentTargets>::Targets;
 #[automatically_derived]
-impl ::agentflow::__private::FlowPlaces<triage> for desk_flow::Desk {}
-///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
-#[allow(dead_code, private_interfaces)]
-pub type DeskRefundTarget = <refund as ::agentflow::__private::AgentTargets>::Targets;
+impl ::agentflow::__private::FlowPlaces<(triage,)> for desk_flow::Desk {
+    const SOURCE: &'static str = desk_flow::Desk::AGENTS[0usize];
+}
 #[automatically_derived]
-impl ::agentflow::__private::FlowPlaces<refund> for desk_flow::Desk {}
-///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
-#[allow(dead_code, private_interfaces)]
-pub type DeskComplaintTarget = <complaint as ::agentflow::__private::AgentTargets>::Targets;
+impl ::agentflow::__private::FlowPlaces<(refund,)> for desk_flow::Desk {
+    const SOURCE: &'static str = desk_flow::Desk::AGENTS[1usize];
+}
 #[automatically_derived]
-impl ::agentflow::__private::FlowPlaces<complaint> for desk_flow::Desk {}
+impl ::agentflow::__private::FlowPlaces<(complaint,)> for desk_flow::Desk {
+    const SOURCE: &'static str = desk_flow::Desk::AGENTS[2usize];
+}
 #[allow(dead_code)]
 impl<S0> desk_flow::DeskBuilder<S0> {
     ///Gives the `dyn` node `billing` its agent: the closure is called with the node (its name and its legal transfer targets, [`DeskBillingTarget`]) and returns the agent, which takes its name from the node, as in `ChatModelAgent::builder(node, model)`. `build()` checks that the agent carries the node's name.

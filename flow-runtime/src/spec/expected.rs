@@ -42,7 +42,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use super::check::Verdict;
-use super::{AgentSpec, AgentTransfer, TransferTarget};
+use super::{AgentTransfer, TransferTarget};
 
 /// `serde_json`, for the tool arguments of the facade's `trajectory!`.
 #[doc(hidden)]
@@ -61,9 +61,9 @@ pub trait FlowAgentOf<F>: Copy {
 
 /// A transfer flow `F` allows: a node's target type, whose variants are the agents that node
 /// may transfer to. For a node filled by an agent type this is the agent's own transfer enum
-/// (`{Flow}{Node}Target` is an alias of it), through one impl here for every flow that places
-/// the agent ([`FlowPlaces`]); `flow!` implements it directly for the enum it generates for a
-/// `dyn` node.
+/// (`{Flow}{Node}Target` is an alias of it), for a `dyn` or `runtime` node the enum `flow!`
+/// generates; one impl here covers them all, through the `FlowPlaces` impl `flow!` writes per
+/// node.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a transfer of flow `{F}`",
     label = "not a transfer of `{F}`",
@@ -77,21 +77,25 @@ pub trait FlowTransferOf<F>: Copy {
     fn target_name(self) -> &'static str;
 }
 
-/// Flow `F` places agent type `A` at one of its nodes: `flow!` implements it (with no items) for
-/// each agent-type node that may transfer, so that the agent's transfer enum names transfers of
-/// `F` (see [`FlowTransferOf`]). Not a public API.
+/// Flow `F` has a node whose target type is `T`'s (`A` is `(Agent,)`: the agent type for a node
+/// filled by one, the generated enum for a `dyn` or `runtime` node): `flow!` implements it for
+/// each node that may transfer, so that the node's target type names transfers of `F` (see
+/// [`FlowTransferOf`]). Not a public API.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "flow `{Self}` has no node filled by agent `{A}`",
+    message = "this target type is not a transfer of flow `{Self}`",
     label = "not a transfer of `{Self}`",
     note = "a transfer step of `{Self}::trajectory()` names a node's target enum, \
             `{Self}{{Node}}Target::{{Agent}}` (the node transfers to the agent)"
 )]
-pub trait FlowPlaces<A: ?Sized> {}
+pub trait FlowPlaces<A> {
+    /// The name of the node's agent: the source of its transfers.
+    const SOURCE: &'static str;
+}
 
-impl<F: FlowPlaces<T::Agent>, T: AgentTransfer> FlowTransferOf<F> for T {
+impl<F: FlowPlaces<(T::Agent,)>, T: AgentTransfer> FlowTransferOf<F> for T {
     fn source_name(self) -> &'static str {
-        <T::Agent as AgentSpec>::NAME
+        F::SOURCE
     }
     fn target_name(self) -> &'static str {
         TransferTarget::agent_name(self)

@@ -26,12 +26,13 @@ pub trait AgentTargets {
     type Targets: TransferTarget;
 }
 
-/// A transfer enum of one agent type (`TriageTransfer` of `triage`): `#[agent]` implements it.
-/// Not a public API.
+/// A target type and whose it is: an agent's transfer enum (`TriageTransfer` of `triage`,
+/// implemented by `#[agent]`), or the enum `flow!` generates for a `dyn` or `runtime` node (its
+/// own). Not a public API.
 #[doc(hidden)]
 pub trait AgentTransfer: TransferTarget {
-    /// The agent that transfers.
-    type Agent: super::AgentSpec + ?Sized;
+    /// The agent type that transfers, or the node's generated enum.
+    type Agent;
 }
 
 /// Transfers the running agent to `target`, one of the targets it declared with

@@ -8,46 +8,27 @@ use quote::quote;
 use syn::Ident;
 
 use super::cx::Cx;
-use crate::flow::tree::Kind;
 
 /// `trajectory()` on the flow type, and the impls that let its agent and target enums name
 /// steps of it.
 pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
     let p = &cx.p;
     let flow = cx.flow;
-    let mut example = format!("`{flow}::trajectory()`");
-    let mut transfer_impls = TokenStream::new();
-    let mut example_set = false;
-    for i in 0..cx.tree.nodes.len() {
-        let targets = cx.targets(i);
-        let Some(&first) = targets.first() else {
-            continue;
-        };
-        let ident = cx.target_enum(i);
-        if !example_set {
-            example_set = true;
-            example = format!(
-                "`{flow}::trajectory().agent({agent_enum}::{}).transfer({ident}::{})`",
-                cx.variant(i),
-                cx.variant(first)
-            );
-        }
-        if let Kind::Static(_) = cx.tree.nodes[i].kind {
-            // The agent's transfer enum, a transfer of this flow through `FlowPlaces`.
-            continue;
-        }
-        transfer_impls.extend(quote! {
-            #[automatically_derived]
-            impl #p::FlowTransferOf<#flow> for #ident {
-                fn source_name(self) -> &'static str {
-                    #flow::AGENTS[#i]
-                }
-                fn target_name(self) -> &'static str {
-                    self.as_str()
-                }
-            }
-        });
-    }
+    // The first node that may transfer, for the example (an agent-type node's target type is
+    // its agent's transfer enum, which may name fewer targets; the example is only text).
+    let example = (0..cx.tree.nodes.len())
+        .find_map(|i| cx.targets(i).first().map(|&first| (i, first)))
+        .map_or_else(
+            || format!("`{flow}::trajectory()`"),
+            |(i, first)| {
+                format!(
+                    "`{flow}::trajectory().agent({agent_enum}::{}).transfer({}::{})`",
+                    cx.variant(i),
+                    cx.target_enum(i),
+                    cx.variant(first)
+                )
+            },
+        );
     let targets: Vec<TokenStream> = (0..cx.tree.nodes.len())
         .map(|i| {
             let t = cx.targets(i);
@@ -81,9 +62,7 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
             }
         }
 
-        #transfer_impls
-
-        // One impl for every node's target enum (not one per enum): a target names an agent of
+        // One impl for every node's target type (not one per type): a target names an agent of
         // the flow.
         #[automatically_derived]
         impl<__T: #p::FlowTransferOf<#flow>> ::core::convert::From<__T> for #agent_enum {

@@ -149,7 +149,9 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     let Targets {
         in_module: targets,
         at_call_site: target_aliases,
-    } = target_enums(&cx, &agent_enum, &item_vis, vis);
+        facts_decls,
+        facts_defs,
+    } = target_enums(&cx, &agent_enum, &item_vis);
     let expected = super::expected::expected_items(&cx, &agent_enum);
     let Builder {
         in_module: builder_items,
@@ -220,6 +222,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const ACCEPTS: &'static [::core::option::Option<&'static str>];
             /// The payload types each agent's transfers carry.
             const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
+            #facts_decls
         }
 
         #[allow(dead_code)]
@@ -367,6 +370,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const RETURNS: &'static [::core::option::Option<&'static str>] = &[#(#returns),*];
             const ACCEPTS: &'static [::core::option::Option<&'static str>] = &[#(#accepts),*];
             const TRANSFER_PAYLOADS: &'static [&'static [&'static str]] = &[#(#sent),*];
+            #facts_defs
         }
 
         #target_aliases

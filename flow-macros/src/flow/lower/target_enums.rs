@@ -2,35 +2,38 @@
 //! filled by an agent type (`Kind::Static`) it is an alias of the agent's own target type (its
 //! transfer enum, or `NoTarget`): a transfer the agent makes is one it declared, and the flow's
 //! checks hold each declared transfer to the node's neighbours. A `dyn` or `runtime` node gets
-//! an enum of its own, and a node that may transfer nowhere a deprecated stand-in.
+//! an enum of its own, and a node that may transfer nowhere a deprecated stand-in. Each node
+//! that may transfer gets a `FlowPlaces` impl, which makes its target type name transfers of
+//! the flow (`FlowTransferOf`, for typed trajectories and `From<..> for {Flow}Agent`).
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
 use super::cx::Cx;
 use crate::flow::tree::Kind;
 
-/// The target types of the flow's nodes: what goes in the flow's module (the enums), and what
-/// goes at the call site (the aliases of agent types' target types, and the `FlowPlaces` impls
-/// that make their transfer enums transfers of this flow), which can name the agents' types.
+/// The target types of the flow's nodes: what goes in the flow's module (the enums and
+/// aliases), and what goes at the call site, which can name the agents' types (what each alias
+/// names, and the `FlowPlaces` impls of agent-type nodes).
 pub(super) struct Targets {
     pub(super) in_module: TokenStream,
     pub(super) at_call_site: TokenStream,
+    /// The associated types of the flow's facts trait that the aliases name.
+    pub(super) facts_decls: TokenStream,
+    /// Their values, in the facts impl at the call site.
+    pub(super) facts_defs: TokenStream,
 }
 
 /// `{Flow}{Node}Target`: for each node, the agents it may transfer to in this flow.
-pub(super) fn target_enums(
-    cx: &Cx<'_>,
-    agent_enum: &Ident,
-    vis: &syn::Visibility,
-    call_vis: &syn::Visibility,
-) -> Targets {
+pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibility) -> Targets {
     let p = &cx.p;
     let flow = cx.flow;
     let m = &cx.m;
     let mut out = TokenStream::new();
     let mut at_call_site = TokenStream::new();
+    let mut facts_decls = TokenStream::new();
+    let mut facts_defs = TokenStream::new();
     for (i, node) in cx.tree.nodes.iter().enumerate() {
         if node.workflow().is_some() {
             continue; // a workflow runs its sub-agents; it never transfers
@@ -48,16 +51,27 @@ pub(super) fn target_enums(
                  the flow checks against the node's sub-agents and parent).",
                 node.written
             );
-            let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
-            at_call_site.extend(quote! {
+            // The alias lives in the flow's module; what it names is given at the call site,
+            // which sees the agent's type, as an associated type of the flow's facts trait
+            // (private to the crate, so a public flow may place private agents).
+            let assoc = format_ident!("__Target{}", i);
+            out.extend(quote! {
                 #[doc = #doc]
-                // A public flow over private agent types is fine: the alias is as usable as the
-                // agent's own enum.
-                #[allow(dead_code, private_interfaces)]
-                #call_vis type #ident = #target;
-
+                #[allow(dead_code, private_interfaces, private_bounds)]
+                #vis type #ident = <#flow as __AgentflowFacts>::#assoc;
+            });
+            facts_decls.extend(quote! {
+                #[doc = #doc]
+                type #assoc;
+            });
+            let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
+            facts_defs.extend(quote!(type #assoc = #target;));
+            let placed = quote_spanned!(node.span=> (#ty,));
+            at_call_site.extend(quote! {
                 #[automatically_derived]
-                impl #p::FlowPlaces<#ty> for #m::#flow {}
+                impl #p::FlowPlaces<#placed> for #m::#flow {
+                    const SOURCE: &'static str = #m::#flow::AGENTS[#i];
+                }
             });
             continue;
         }
@@ -109,11 +123,22 @@ pub(super) fn target_enums(
 
             #target_impls
 
+            #[automatically_derived]
+            impl #p::AgentTransfer for #ident {
+                type Agent = #ident;
+            }
+
+            #[automatically_derived]
+            impl #p::FlowPlaces<(#ident,)> for #flow {
+                const SOURCE: &'static str = #flow::AGENTS[#i];
+            }
         });
     }
     Targets {
         in_module: out,
         at_call_site,
+        facts_decls,
+        facts_defs,
     }
 }
 
