@@ -369,7 +369,7 @@ mod desk_flow {
         type Agent = DeskBillingTarget;
     }
     #[automatically_derived]
-    impl ::agentflow::__private::FlowPlaces<(DeskBillingTarget,)> for Desk {
+    impl ::agentflow::__private::FlowPlaces<DeskBillingTarget> for Desk {
         const SOURCE: &'static str = Desk::AGENTS[4usize];
     }
     #[allow(dead_code)]
@@ -538,15 +538,15 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     type __Target2 = <complaint as ::agentflow::__private::AgentTargets>::Targets;
 }
 #[automatically_derived]
-impl ::agentflow::__private::FlowPlaces<(triage,)> for desk_flow::Desk {
+impl ::agentflow::__private::FlowPlaces<(triage)> for desk_flow::Desk {
     const SOURCE: &'static str = desk_flow::Desk::AGENTS[0usize];
 }
 #[automatically_derived]
-impl ::agentflow::__private::FlowPlaces<(refund,)> for desk_flow::Desk {
+impl ::agentflow::__private::FlowPlaces<(refund)> for desk_flow::Desk {
     const SOURCE: &'static str = desk_flow::Desk::AGENTS[1usize];
 }
 #[automatically_derived]
-impl ::agentflow::__private::FlowPlaces<(complaint,)> for desk_flow::Desk {
+impl ::agentflow::__private::FlowPlaces<(complaint)> for desk_flow::Desk {
     const SOURCE: &'static str = desk_flow::Desk::AGENTS[2usize];
 }
 #[allow(dead_code)]

@@ -77,13 +77,13 @@ pub trait FlowTransferOf<F>: Copy {
     fn target_name(self) -> &'static str;
 }
 
-/// Flow `F` has a node whose target type is `T`'s (`A` is `(Agent,)`: the agent type for a node
-/// filled by one, the generated enum for a `dyn` or `runtime` node): `flow!` implements it for
-/// each node that may transfer, so that the node's target type names transfers of `F` (see
-/// [`FlowTransferOf`]). Not a public API.
+/// Flow `F` has a node that may transfer, filled by agent type `A` (or, for a `dyn` or
+/// `runtime` node, whose generated target enum is `A`): `flow!` implements it for each such
+/// node, so that the node's target type names transfers of `F` (see [`FlowTransferOf`]). Not a
+/// public API.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "this target type is not a transfer of flow `{Self}`",
+    message = "the targets of `{A}` are not transfers of flow `{Self}`",
     label = "not a transfer of `{Self}`",
     note = "a transfer step of `{Self}::trajectory()` names a node's target enum, \
             `{Self}{{Node}}Target::{{Agent}}` (the node transfers to the agent)"
@@ -93,7 +93,7 @@ pub trait FlowPlaces<A> {
     const SOURCE: &'static str;
 }
 
-impl<F: FlowPlaces<(T::Agent,)>, T: AgentTransfer> FlowTransferOf<F> for T {
+impl<F: FlowPlaces<T::Agent>, T: AgentTransfer> FlowTransferOf<F> for T {
     fn source_name(self) -> &'static str {
         F::SOURCE
     }

@@ -20,6 +20,11 @@ pub trait TransferTarget: Copy + fmt::Display + Send + Sync + 'static {
 /// transfers. `#[agent]` implements it; a `flow!` node filled by the agent type names it as its
 /// `{Flow}{Node}Target` (a transfer the agent makes is one it declared). Not a public API.
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an agent type, so it has no transfer targets",
+    label = "not an agent",
+    note = "put #[agent] on `{Self}` (see the error about `AgentSpec`)"
+)]
 pub trait AgentTargets {
     /// The agent's transfer enum (for one whose transfers carry payloads, the enum of its
     /// targets without them).

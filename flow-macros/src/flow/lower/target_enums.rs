@@ -66,7 +66,9 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
             });
             let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
             facts_defs.extend(quote!(type #assoc = #target;));
-            let placed = quote_spanned!(node.span=> (#ty,));
+            // In parentheses, so that a path naming a value (a fn without #[agent]) is read as
+            // a type and reported once, as rustc reports it everywhere else.
+            let placed = quote_spanned!(node.span=> (#ty));
             at_call_site.extend(quote! {
                 #[automatically_derived]
                 impl #p::FlowPlaces<#placed> for #m::#flow {
@@ -129,7 +131,7 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
             }
 
             #[automatically_derived]
-            impl #p::FlowPlaces<(#ident,)> for #flow {
+            impl #p::FlowPlaces<#ident> for #flow {
                 const SOURCE: &'static str = #flow::AGENTS[#i];
             }
         });
