@@ -236,8 +236,11 @@ pub use flow_macros::agent;
 ///   [`FlowAgent::to_svg`](crate::FlowAgent::to_svg). A `dyn` node named `build` gets the setter
 ///   `build_agent`.
 /// - `enum DeskAgent` (one variant per agent; `Display`/`FromStr` by name, `parent()`,
-///   `children()`, `path()`), and per node with targets `enum Desk{Node}Target` (its
-///   sub-agents, then its parent unless the node is `no_parent`).
+///   `children()`, `path()`), and per node with targets `Desk{Node}Target`: for a node filled
+///   by an agent type, an alias of that agent's own transfer enum (`TriageTransfer`; a transfer
+///   the agent makes is one it declared, and the flow checks each against the node's
+///   neighbours; `NoTarget` if it declares none), for a `dyn` or `runtime` node an `enum` of
+///   its sub-agents, then its parent unless the node is `no_parent`.
 ///
 /// The tree is built bottom-up with [`set_sub_agents`](crate::set_sub_agents), exactly as
 /// written by hand: same shape, options and events.
