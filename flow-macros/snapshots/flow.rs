@@ -538,14 +538,17 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     type __Target2 = <complaint as ::agentflow::__private::AgentTargets>::Targets;
 }
 #[automatically_derived]
+#[allow(unused_parens)]
 impl ::agentflow::__private::FlowPlaces<(triage)> for desk_flow::Desk {
     const SOURCE: &'static str = desk_flow::Desk::AGENTS[0usize];
 }
 #[automatically_derived]
+#[allow(unused_parens)]
 impl ::agentflow::__private::FlowPlaces<(refund)> for desk_flow::Desk {
     const SOURCE: &'static str = desk_flow::Desk::AGENTS[1usize];
 }
 #[automatically_derived]
+#[allow(unused_parens)]
 impl ::agentflow::__private::FlowPlaces<(complaint)> for desk_flow::Desk {
     const SOURCE: &'static str = desk_flow::Desk::AGENTS[2usize];
 }

@@ -71,6 +71,7 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
             let placed = quote_spanned!(node.span=> (#ty));
             at_call_site.extend(quote! {
                 #[automatically_derived]
+                #[allow(unused_parens)]
                 impl #p::FlowPlaces<#placed> for #m::#flow {
                     const SOURCE: &'static str = #m::#flow::AGENTS[#i];
                 }
