@@ -432,6 +432,71 @@ pub trait CheckpointStore: Send + Sync + 'static {
     /// `limit`: what an approvals screen lists, and what workers drain.
     async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError>;
 
+    /// Claims up to `limit` pending heads that no live claim holds, oldest first, each for
+    /// `lease` with its own [`Claim`] (a head whose lease ran out is taken over, as
+    /// [`claim`](CheckpointStore::claim) does): what a worker draining the store calls. Of
+    /// any number of concurrent callers, each head goes to exactly one; an empty result means
+    /// nothing is claimable right now. A head larger than the store's read limit is left for
+    /// [`claim`](CheckpointStore::claim) to report.
+    ///
+    /// The SQL stores take the batch in one statement that skips the rows other workers hold
+    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`) and read only the waiting rows' index; the
+    /// in-memory and file stores claim each head in turn. This default, for stores of your
+    /// own, lists [`pending`](CheckpointStore::pending) heads and claims each, skipping those
+    /// another claimant holds or finished.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flow_runtime::store::{CheckpointStore, Completion, InMemoryStore, SaveMode};
+    /// # futures::executor::block_on(async {
+    /// let store = InMemoryStore::new();
+    /// for id in ["a", "b", "c"] {
+    ///     store.save(id, b"waiting".to_vec(), SaveMode::Create).await.unwrap();
+    /// }
+    /// let lease = Duration::from_secs(60);
+    /// let mine = store.claim_pending(2, lease).await.unwrap();
+    /// let theirs = store.claim_pending(2, lease).await.unwrap();
+    /// assert_eq!((mine.len(), theirs.len()), (2, 1)); // "c" only: the others are held
+    /// for claim in mine.iter().chain(&theirs) {
+    ///     store.complete(claim, Completion::Finished(b"done".to_vec())).await.unwrap();
+    /// }
+    /// assert!(store.claim_pending(2, lease).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    async fn claim_pending(
+        &self,
+        limit: usize,
+        lease: std::time::Duration,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let mut claims = Vec::new();
+        if limit == 0 {
+            return Ok(claims);
+        }
+        // Heads held by live claims are listed too: look a little further than `limit`.
+        let listed = self.pending(limit.saturating_mul(2).max(limit + 8)).await?;
+        for p in listed {
+            if claims.len() == limit {
+                break;
+            }
+            match self.claim(&p.id, lease).await {
+                Ok(claim) => claims.push(claim),
+                Err(
+                    StoreError::Claimed { .. }
+                    | StoreError::AlreadyResumed { .. }
+                    | StoreError::NotFound { .. }
+                    | StoreError::TooLarge { .. },
+                ) => {}
+                Err(e) => {
+                    for claim in &claims {
+                        let _ = self.release(claim).await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(claims)
+    }
+
     /// Deletes the histories of runs that finished at least `age` ago; returns how many runs
     /// were deleted. Pending runs are never deleted by this.
     async fn purge_finished(&self, age: std::time::Duration) -> Result<usize, StoreError>;

@@ -91,7 +91,7 @@ impl PostgresStore {
         migrate(&pool).await?;
         Ok(PostgresStore {
             pool,
-            sql: Arc::new(Statements::with_clock(NOW)),
+            sql: Arc::new(Statements::with_clock(NOW).skip_locked(NOW)),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
         })
     }

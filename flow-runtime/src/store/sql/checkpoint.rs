@@ -22,6 +22,22 @@ pub(crate) const CLAIM: &str = "UPDATE agentflow_checkpoints
       AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= {NOW}))
     RETURNING version, attempt, bytes";
 
+/// Claims up to `$1` claimable heads of at most `$3` bytes for `$2` ms, oldest first, in one
+/// statement. The select (`picked`, evaluated once) reads the waiting rows' partial index (its `WHERE` repeats the
+/// index's, so both backends use it) in order; `{SKIP_LOCKED}` is PostgreSQL's
+/// `FOR UPDATE SKIP LOCKED` (rows another worker's batch is claiming are passed over, never
+/// waited for), and nothing on SQLite, where the statement holds the write lock.
+pub(crate) const CLAIM_BATCH: &str = "WITH picked AS (
+        SELECT id, version FROM agentflow_checkpoints
+        WHERE is_head = 1 AND state IN ('pending', 'claimed')
+          AND (state = 'pending' OR lease_until_ms <= {NOW}) AND size <= $3
+        ORDER BY created_ms, id LIMIT $1 {SKIP_LOCKED})
+    UPDATE agentflow_checkpoints
+    SET state = 'claimed', attempt = attempt + 1, lease_until_ms = {NOW} + $2
+    WHERE is_head = 1 AND (id, version) IN (SELECT id, version FROM picked)
+      AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= {NOW}))
+    RETURNING id, version, attempt, bytes";
+
 /// Why a claim did not match.
 pub(crate) const CLAIM_REFUSED: &str =
     "SELECT state, attempt, lease_until_ms - {NOW} AS remaining, size
@@ -365,6 +381,35 @@ macro_rules! sql_checkpoint_store {
                     });
                 }
                 Ok(out)
+            }
+
+            async fn claim_pending(
+                &self,
+                limit: usize,
+                lease: std::time::Duration,
+            ) -> Result<Vec<Claim>, StoreError> {
+                use sqlx::Row;
+                if limit == 0 {
+                    return Ok(Vec::new());
+                }
+                let err = Self::db_error("claim", "pending checkpoints");
+                let rows = sqlx::query(&self.sql.claim_batch)
+                    .bind(limit.min(i64::MAX as usize) as i64)
+                    .bind($crate::store::sql::millis_i64(lease))
+                    .bind(self.max_bytes as i64)
+                    .fetch_all(self.lease_pool())
+                    .await
+                    .map_err(&err)?;
+                let mut claims = Vec::with_capacity(rows.len());
+                for row in rows {
+                    claims.push(Claim {
+                        id: row.try_get("id").map_err(&err)?,
+                        version: row.try_get::<i64, _>("version").map_err(&err)? as u64,
+                        attempt: row.try_get::<i64, _>("attempt").map_err(&err)? as u64,
+                        bytes: row.try_get("bytes").map_err(&err)?,
+                    });
+                }
+                Ok(claims)
             }
 
             async fn purge_finished(&self, age: std::time::Duration) -> Result<usize, StoreError> {
