@@ -74,6 +74,8 @@ pub(crate) struct Statements {
     pub claim: String,
     pub claim_refused: String,
     pub claim_batch: String,
+    /// A completion in one statement, where the backend runs one (see `COMPLETE_ONE`).
+    pub complete_one: Option<String>,
     pub renew: String,
     pub release: String,
     pub end_claim: String,
@@ -109,6 +111,7 @@ impl Statements {
             claim: f(CLAIM),
             claim_refused: f(CLAIM_REFUSED),
             claim_batch: f(CLAIM_BATCH).replace("{SKIP_LOCKED}", ""),
+            complete_one: None,
             renew: f(RENEW),
             release: f(RELEASE),
             end_claim: f(END_CLAIM),
@@ -133,13 +136,15 @@ impl Statements {
         }
     }
 
-    /// The same statements, where the batch claim passes over the rows other transactions
-    /// hold locked (PostgreSQL's `FOR UPDATE SKIP LOCKED`) instead of waiting for them.
+    /// The same statements with PostgreSQL's own: the batch claim passes over the rows other
+    /// transactions hold locked (`FOR UPDATE SKIP LOCKED`) instead of waiting for them, and
+    /// a completion is one statement (`COMPLETE_ONE`).
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub fn skip_locked(mut self, now: &str) -> Self {
+    pub fn for_postgres(mut self, now: &str) -> Self {
         self.claim_batch = CLAIM_BATCH
             .replace("{NOW}", now)
             .replace("{SKIP_LOCKED}", "FOR UPDATE SKIP LOCKED");
+        self.complete_one = Some(COMPLETE_ONE.replace("{NOW}", now));
         self
     }
 }
