@@ -40,6 +40,11 @@
 //!   renewed ([`CheckpointStore::renew`]). If the claimant dies, its lease runs out and another
 //!   worker may claim the same record again (a *takeover*; [`Claim::attempt`] counts them). The
 //!   old holder can then no longer complete it: [`StoreError::ClaimLost`].
+//! - **Workers claim in batches.** [`CheckpointStore::claim_pending`] claims up to `n` pending
+//!   heads no live claim holds, each with its own [`Claim`] and lease, in one call (one
+//!   statement in SQL, `FOR UPDATE SKIP LOCKED` on PostgreSQL): concurrent workers get
+//!   disjoint batches, and a claimed head is not claimed again until it is released or its
+//!   lease runs out.
 //! - **Completing ends the claim.** [`CheckpointStore::complete`] records the outcome of the
 //!   resumed run, atomically with checking that the claim is still held: either the run
 //!   finished ([`Completion::Finished`], the head becomes [`Finished`](CheckpointState::Finished))
