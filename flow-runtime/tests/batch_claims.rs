@@ -221,7 +221,7 @@ async fn four_workers_resume_each_once(store: Arc<dyn CheckpointStore>, n: usize
         resumed += w.await.unwrap();
     }
     assert_eq!(resumed, n);
-    let effects = effects.lock().unwrap();
+    let effects = effects.lock().unwrap().clone();
     assert_eq!(effects.len(), n, "an order was never refunded: {effects:?}");
     assert!(
         effects.values().all(|&count| count == 1),
