@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::store::{CheckpointStore, Completion, SaveMode, StoreError};
+use flow_runtime::store::{
+    CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode, StoreError,
+};
 use flow_runtime::{
     CheckpointError, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, Runner, Session,
 };
@@ -322,6 +324,53 @@ async fn a_sealed_store_claims_in_batches() {
     let keys = flow_runtime::store::SealingKeys::new("k1", [7u8; 32]).unwrap();
     let store = flow_runtime::store::SealedStore::new(InMemoryStore::new(), keys);
     batch_contract(&store).await;
+}
+
+/// A store of one's own that does not implement `claim_pending`: the trait's default (list
+/// the pending heads, claim each) keeps the contract.
+#[derive(Clone, Default)]
+struct OwnStore(InMemoryStore);
+
+#[flow_runtime::async_trait]
+impl CheckpointStore for OwnStore {
+    async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.0.get(id).await
+    }
+    async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
+        self.0.save(id, bytes, mode).await
+    }
+    async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
+        self.0.claim(id, lease).await
+    }
+    async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
+        self.0.renew(claim, lease).await
+    }
+    async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.0.release(claim).await
+    }
+    async fn complete(&self, claim: &Claim, completion: Completion) -> Result<u64, StoreError> {
+        self.0.complete(claim, completion).await
+    }
+    async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        self.0.history(id).await
+    }
+    async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError> {
+        self.0.pending(limit).await
+    }
+    async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
+        self.0.purge_finished(age).await
+    }
+    async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.0.delete(id).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_without_batch_claims_falls_back_to_one_claim_each() {
+    batch_contract(&OwnStore::default()).await;
+    disjoint_batches(Arc::new(OwnStore::default()), 60).await;
+    four_workers_resume_each_once(Arc::new(OwnStore::default()), 24).await;
+    held_claims(Arc::new(OwnStore::default())).await;
 }
 
 #[cfg(feature = "sqlite")]

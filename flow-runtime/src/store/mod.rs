@@ -477,29 +477,41 @@ pub trait CheckpointStore: Send + Sync + 'static {
         if limit == 0 {
             return Ok(claims);
         }
-        // Heads held by live claims are listed too: look a little further than `limit`.
-        let listed = self.pending(limit.saturating_mul(2).max(limit + 8)).await?;
-        for p in listed {
-            if claims.len() == limit {
-                break;
-            }
-            match self.claim(&p.id, lease).await {
-                Ok(claim) => claims.push(claim),
-                Err(
-                    StoreError::Claimed { .. }
-                    | StoreError::AlreadyResumed { .. }
-                    | StoreError::NotFound { .. }
-                    | StoreError::TooLarge { .. },
-                ) => {}
-                Err(e) => {
-                    for claim in &claims {
-                        let _ = self.release(claim).await;
+        // Heads held by live claims are listed too: the window of oldest heads grows until it
+        // yields `limit` claims or holds every pending head.
+        let mut tried = std::collections::HashSet::new();
+        let mut window = limit.saturating_mul(2).max(limit + 8);
+        loop {
+            let listed = self.pending(window).await?;
+            let exhausted = listed.len() < window;
+            for p in listed {
+                if claims.len() == limit {
+                    return Ok(claims);
+                }
+                if !tried.insert(p.id.clone()) {
+                    continue;
+                }
+                match self.claim(&p.id, lease).await {
+                    Ok(claim) => claims.push(claim),
+                    Err(
+                        StoreError::Claimed { .. }
+                        | StoreError::AlreadyResumed { .. }
+                        | StoreError::NotFound { .. }
+                        | StoreError::TooLarge { .. },
+                    ) => {}
+                    Err(e) => {
+                        for claim in &claims {
+                            let _ = self.release(claim).await;
+                        }
+                        return Err(e);
                     }
-                    return Err(e);
                 }
             }
+            if exhausted || claims.len() == limit {
+                return Ok(claims);
+            }
+            window = window.saturating_mul(2);
         }
-        Ok(claims)
     }
 
     /// Deletes the histories of runs that finished at least `age` ago; returns how many runs
