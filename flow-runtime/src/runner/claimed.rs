@@ -142,7 +142,8 @@ impl Runner {
     /// so a worker that drains the store should set it aside (delete it, or move it) or it
     /// will be claimed again.
     ///
-    /// See [`claim_pending`](Runner::claim_pending) for an example.
+    /// `held` comes from [`claim_pending`](Runner::claim_pending) of this runner, or of one
+    /// on the same store. See [`claim_pending`](Runner::claim_pending) for an example.
     pub async fn resume_claimed(
         &self,
         held: HeldClaim,
