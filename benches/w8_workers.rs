@@ -3,12 +3,17 @@
 //!
 //! For each store and worker count, this process saves `W8_RESUMES` (default 2,000) pending
 //! checkpoints, starts the workers (this binary again, as `W8_ROLE=worker`), opens a start
-//! barrier, and measures the time until every worker has drained the store: each worker lists
-//! pending checkpoints and resumes them (claim, decode, run, complete); a checkpoint another
-//! worker holds is skipped. Prints `store workers resumes seconds resumes/s`.
+//! barrier, and measures the time until every worker has drained the store: each worker
+//! claims a batch of `W8_BATCH` (default 32) pending checkpoints no other worker holds
+//! (`Runner::claim_pending`) and resumes each (`Runner::resume_claimed`: decode, run,
+//! complete), until nothing is left. With `W8_CLAIM=list`, each worker instead lists pending
+//! checkpoints and races the others to resume each (`pending_interrupts` and `resume`, the
+//! loop before batch claims), skipping those another worker holds. Prints
+//! `store workers resumes seconds resumes/s`.
 //!
 //! ```text
 //! cargo bench --bench w8_workers
+//! W8_CLAIM=list cargo bench --features postgres --bench w8_workers
 //! ```
 
 use std::collections::HashMap;
@@ -50,6 +55,23 @@ async fn worker(backend: &str, go: &Path) {
     while !go.exists() {
         std::thread::sleep(Duration::from_micros(200));
     }
+    if std::env::var("W8_CLAIM").as_deref() != Ok("list") {
+        let batch = std::env::var("W8_BATCH")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(32);
+        loop {
+            let held = runner.claim_pending(batch).await.unwrap();
+            if held.is_empty() {
+                return;
+            }
+            for claim in held {
+                let events = runner.resume_claimed(claim, HashMap::new()).await.unwrap();
+                let events: Vec<_> = events.collect().await;
+                assert!(events.iter().all(|e| e.error.is_none()));
+            }
+        }
+    }
     loop {
         let pending = runner.pending_interrupts(64).await.unwrap();
         if pending.is_empty() {
@@ -70,7 +92,10 @@ async fn worker(backend: &str, go: &Path) {
 
 async fn measure(backend: &str, workers: usize, resumes: usize, work: &Path) -> f64 {
     let runner = Runner::new(desk()).shared_checkpoint_store(open(backend).await);
-    let round = format!("{}-{workers}", std::process::id());
+    // One round per store and worker count: its ids and its start barrier are its own (a
+    // barrier shared by two stores would let the second store's workers start early).
+    let kind = backend.split(':').next().unwrap();
+    let round = format!("{}-{kind}-{workers}", std::process::id());
     for k in 0..resumes {
         let _: Vec<_> = runner
             .run_checkpointed(
@@ -101,8 +126,12 @@ async fn measure(backend: &str, workers: usize, resumes: usize, work: &Path) -> 
     }
     let seconds = start.elapsed().as_secs_f64();
     assert!(runner.pending_interrupts(1).await.unwrap().is_empty());
+    let claim = match std::env::var("W8_CLAIM").as_deref() {
+        Ok("list") => "list",
+        _ => "batch",
+    };
     println!(
-        "{:<9} {workers} {resumes} {seconds:.3} {:.0}",
+        "{:<9} {claim:<5} {workers} {resumes} {seconds:.3} {:.0}",
         backend.split(':').next().unwrap(),
         resumes as f64 / seconds
     );
@@ -138,9 +167,17 @@ fn main() {
             backends.push(format!("postgres:{url}"));
         }
     }
-    println!("store     workers resumes seconds resumes/s");
+    // `W8_STORES=postgres` or `W8_WORKERS=1,4` measure a part only.
+    if let Ok(only) = std::env::var("W8_STORES") {
+        backends.retain(|b| only.split(',').any(|s| b.starts_with(&format!("{s}:"))));
+    }
+    let counts: Vec<usize> = std::env::var("W8_WORKERS")
+        .ok()
+        .map(|w| w.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 2, 4]);
+    println!("store     claim workers resumes seconds resumes/s");
     for backend in &backends {
-        for workers in [1, 2, 4] {
+        for &workers in &counts {
             rt.block_on(measure(backend, workers, resumes, &work));
         }
     }

@@ -1,6 +1,8 @@
 //! Run-time services: starting runs, checkpointing and resuming them, and threads of turns.
 //!
 //! - `runs`: [`Runner`] (runs, checkpointed runs, resume with its exactly-once claim);
+//! - `claimed`: workers draining a store in batches ([`Runner::claim_pending`],
+//!   [`Runner::resume_claimed`], [`HeldClaim`]);
 //! - `turn`: threads on a [`ThreadStore`](crate::ThreadStore): [`Runner::turn`], routing a new
 //!   turn ([`TurnRouting`]), the thread's lease, recording a turn ([`Turn`], [`TurnOutcome`]);
 //! - `journal`: the step journal ([`Durability`] modes, [`Step`]s, [`Runner::journal`]): what a
@@ -37,6 +39,7 @@
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
 mod checkpoint;
+mod claimed;
 mod double_text;
 mod housekeeping;
 pub mod journal;
@@ -53,6 +56,7 @@ mod turn;
 mod turn_mark;
 mod withdraw;
 
+pub use claimed::HeldClaim;
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use housekeeping::{PurgeReport, Retention};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};

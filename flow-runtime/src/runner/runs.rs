@@ -385,10 +385,17 @@ impl Runner {
         checkpoint_id: &str,
         targets: HashMap<String, serde_json::Value>,
     ) -> Result<EventStream, CheckpointError> {
-        let run_id_of = |c: &Checkpoint| match c.run_id.is_empty() {
-            true => checkpoint_id.to_owned(),
-            false => c.run_id.clone(),
-        };
+        let restored = self
+            .restore_claimed(checkpoint_id, &targets, self.agent.name(), |c| {
+                format!("{}.{}", run_id_of(checkpoint_id, c), c.resumes)
+            })
+            .await?;
+        Ok(self.resume_restored(checkpoint_id, restored))
+    }
+
+    /// Runs a restored checkpoint's resume (see [`resume`](Runner::resume)), completing its
+    /// claim when it ends or is interrupted again.
+    pub(crate) fn resume_restored(&self, checkpoint_id: &str, restored: Restored) -> EventStream {
         let Restored {
             checkpoint,
             guard,
@@ -396,12 +403,8 @@ impl Runner {
             input,
             info,
             ..
-        } = self
-            .restore_claimed(checkpoint_id, &targets, self.agent.name(), |c| {
-                format!("{}.{}", run_id_of(c), c.resumes)
-            })
-            .await?;
-        let run_id = run_id_of(&checkpoint);
+        } = restored;
+        let run_id = run_id_of(checkpoint_id, &checkpoint);
         let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
             id: checkpoint_id.to_owned(),
@@ -410,7 +413,7 @@ impl Runner {
             first_save: SaveMode::Create,
             claim: Some(guard),
         };
-        Ok(self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info)))
+        self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info))
     }
 
     /// [`resume`](Runner::resume) with `options` for the resumed run in place of the
@@ -459,6 +462,19 @@ impl Runner {
         scope: impl FnOnce(&Checkpoint) -> String,
     ) -> Result<Restored, CheckpointError> {
         let (checkpoint, guard) = self.claim_checkpoint(checkpoint_id, targets, start).await?;
+        Ok(self.restore(checkpoint, guard, targets, start, scope))
+    }
+
+    /// Restores a checkpoint whose claim `guard` holds (see
+    /// [`restore_claimed`](Self::restore_claimed)).
+    pub(crate) fn restore(
+        &self,
+        checkpoint: Checkpoint,
+        guard: ClaimGuard,
+        targets: &HashMap<String, serde_json::Value>,
+        start: &str,
+        scope: impl FnOnce(&Checkpoint) -> String,
+    ) -> Restored {
         let session = checkpoint.restore_session();
         let restored = session.len();
         let root_input: Vec<MessageRef> = checkpoint
@@ -485,14 +501,14 @@ impl Runner {
             streaming: self.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), targets);
-        Ok(Restored {
+        Restored {
             checkpoint,
             guard,
             cx,
             input,
             info,
             restored,
-        })
+        }
     }
 
     /// Claims checkpoint `checkpoint_id` for this runner's lease and checks it can resume here
@@ -506,21 +522,27 @@ impl Runner {
     ) -> Result<(Checkpoint, ClaimGuard), CheckpointError> {
         let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
         let claim = store.claim(checkpoint_id, self.lease).await?;
+        self.check_claimed(ClaimGuard::new(Arc::clone(store), claim), targets, root)
+            .await
+    }
+
+    /// Checks that the checkpoint `guard` holds can resume here with `targets`, as a run that
+    /// started at agent `root`; on an error, gives the claim back.
+    pub(crate) async fn check_claimed(
+        &self,
+        guard: ClaimGuard,
+        targets: &HashMap<String, serde_json::Value>,
+        root: &str,
+    ) -> Result<(Checkpoint, ClaimGuard), CheckpointError> {
+        let claim = guard.claim.as_ref().expect("a new guard holds its claim");
+        let checkpoint_id = &claim.id[..];
         match self
             .check(checkpoint_id, &claim.bytes, root)
             .and_then(|c| check_targets(checkpoint_id, &c, targets).map(|()| c))
         {
-            Ok(c) => Ok((
-                c,
-                ClaimGuard {
-                    store: Arc::clone(store),
-                    claim: Some(claim),
-                },
-            )),
+            Ok(c) => Ok((c, guard)),
             Err(e) => {
-                if let Err(release) = store.release(&claim).await {
-                    tracing::warn!(checkpoint = checkpoint_id, error = %release, "could not give a claim back");
-                }
+                guard.release().await;
                 Err(e)
             }
         }
@@ -699,6 +721,19 @@ pub(crate) struct ClaimGuard {
 }
 
 impl ClaimGuard {
+    /// Holds `claim`, taken in `store`.
+    pub(crate) fn new(store: Arc<dyn CheckpointStore>, claim: Claim) -> Self {
+        ClaimGuard {
+            store,
+            claim: Some(claim),
+        }
+    }
+
+    /// The claim, while held.
+    pub(crate) fn claim(&self) -> Option<&Claim> {
+        self.claim.as_ref()
+    }
+
     /// Marks the claim as completed (or given back): dropping the guard then does nothing.
     pub(crate) fn disarm(&mut self) {
         self.claim = None;
@@ -740,6 +775,15 @@ impl Drop for ClaimGuard {
                 let _ = store.release(&claim).await;
             });
         }
+    }
+}
+
+/// The run id of checkpoint `checkpoint_id`'s lineage (its own id for checkpoints written
+/// before run ids existed).
+pub(crate) fn run_id_of(checkpoint_id: &str, c: &Checkpoint) -> String {
+    match c.run_id.is_empty() {
+        true => checkpoint_id.to_owned(),
+        false => c.run_id.clone(),
     }
 }
 

@@ -235,6 +235,33 @@ impl CheckpointStore for InMemoryStore {
             .collect()
     }
 
+    async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
+        let now = now_ms();
+        let mut runs = self.runs();
+        // Under the one lock: the claimable heads, oldest first, each claimed in turn.
+        let mut waiting: Vec<(u64, String)> = runs
+            .iter()
+            .filter_map(|(id, run)| {
+                let head = run.records.claimable_head(now)?;
+                (head.size <= self.max_bytes).then(|| (head.created_ms, id.clone()))
+            })
+            .collect();
+        waiting.sort();
+        let mut claims = Vec::new();
+        for (_, id) in waiting.into_iter().take(limit) {
+            let run = runs.get_mut(&id).expect("listed under the same lock");
+            let (version, attempt) = run.records.claim(&id, now, lease)?;
+            let bytes = self.bytes_of(&id, run, version)?;
+            claims.push(Claim {
+                id,
+                version,
+                attempt,
+                bytes,
+            });
+        }
+        Ok(claims)
+    }
+
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
         let mut runs = self.runs();

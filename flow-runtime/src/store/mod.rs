@@ -40,6 +40,11 @@
 //!   renewed ([`CheckpointStore::renew`]). If the claimant dies, its lease runs out and another
 //!   worker may claim the same record again (a *takeover*; [`Claim::attempt`] counts them). The
 //!   old holder can then no longer complete it: [`StoreError::ClaimLost`].
+//! - **Workers claim in batches.** [`CheckpointStore::claim_pending`] claims up to `n` pending
+//!   heads no live claim holds, each with its own [`Claim`] and lease, in one call (one
+//!   statement in SQL, `FOR UPDATE SKIP LOCKED` on PostgreSQL): concurrent workers get
+//!   disjoint batches, and a claimed head is not claimed again until it is released or its
+//!   lease runs out.
 //! - **Completing ends the claim.** [`CheckpointStore::complete`] records the outcome of the
 //!   resumed run, atomically with checking that the claim is still held: either the run
 //!   finished ([`Completion::Finished`], the head becomes [`Finished`](CheckpointState::Finished))
@@ -431,6 +436,83 @@ pub trait CheckpointStore: Send + Sync + 'static {
     /// Pending heads (claimed ones included: a claim may be lost), oldest first, at most
     /// `limit`: what an approvals screen lists, and what workers drain.
     async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError>;
+
+    /// Claims up to `limit` pending heads that no live claim holds, oldest first, each for
+    /// `lease` with its own [`Claim`] (a head whose lease ran out is taken over, as
+    /// [`claim`](CheckpointStore::claim) does): what a worker draining the store calls. Of
+    /// any number of concurrent callers, each head goes to exactly one; an empty result means
+    /// nothing is claimable right now. A head larger than the store's read limit is left for
+    /// [`claim`](CheckpointStore::claim) to report.
+    ///
+    /// The SQL stores take the batch in one statement that skips the rows other workers hold
+    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`) and read only the waiting rows' index; the
+    /// in-memory and file stores claim each head in turn. This default, for stores of your
+    /// own, lists [`pending`](CheckpointStore::pending) heads and claims each, skipping those
+    /// another claimant holds or finished.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flow_runtime::store::{CheckpointStore, Completion, InMemoryStore, SaveMode};
+    /// # futures::executor::block_on(async {
+    /// let store = InMemoryStore::new();
+    /// for id in ["a", "b", "c"] {
+    ///     store.save(id, b"waiting".to_vec(), SaveMode::Create).await.unwrap();
+    /// }
+    /// let lease = Duration::from_secs(60);
+    /// let mine = store.claim_pending(2, lease).await.unwrap();
+    /// let theirs = store.claim_pending(2, lease).await.unwrap();
+    /// assert_eq!((mine.len(), theirs.len()), (2, 1)); // "c" only: the others are held
+    /// for claim in mine.iter().chain(&theirs) {
+    ///     store.complete(claim, Completion::Finished(b"done".to_vec())).await.unwrap();
+    /// }
+    /// assert!(store.claim_pending(2, lease).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    async fn claim_pending(
+        &self,
+        limit: usize,
+        lease: std::time::Duration,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let mut claims = Vec::new();
+        if limit == 0 {
+            return Ok(claims);
+        }
+        // Heads held by live claims are listed too: the window of oldest heads grows until it
+        // yields `limit` claims or holds every pending head.
+        let mut tried = std::collections::HashSet::new();
+        let mut window = limit.saturating_mul(2).max(limit + 8);
+        loop {
+            let listed = self.pending(window).await?;
+            let exhausted = listed.len() < window;
+            for p in listed {
+                if claims.len() == limit {
+                    return Ok(claims);
+                }
+                if !tried.insert(p.id.clone()) {
+                    continue;
+                }
+                match self.claim(&p.id, lease).await {
+                    Ok(claim) => claims.push(claim),
+                    Err(
+                        StoreError::Claimed { .. }
+                        | StoreError::AlreadyResumed { .. }
+                        | StoreError::NotFound { .. }
+                        | StoreError::TooLarge { .. },
+                    ) => {}
+                    Err(e) => {
+                        for claim in &claims {
+                            let _ = self.release(claim).await;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            if exhausted || claims.len() == limit {
+                return Ok(claims);
+            }
+            window = window.saturating_mul(2);
+        }
+    }
 
     /// Deletes the histories of runs that finished at least `age` ago; returns how many runs
     /// were deleted. Pending runs are never deleted by this.

@@ -33,7 +33,10 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 /// A claim is a single `UPDATE` of the run's head row: PostgreSQL's row lock makes exactly one
 /// of any number of concurrent claimants match it. Leases are measured on the server's clock.
 /// Appending a record (a save, a completion) runs in a transaction holding a transaction-level
-/// advisory lock on the checkpoint id. The schema is created or migrated when the store opens
+/// advisory lock on the checkpoint id (a completion in one statement: one round trip). A
+/// worker claims batches with one `UPDATE` whose rows are picked `FOR UPDATE SKIP LOCKED`
+/// ([`CheckpointStore::claim_pending`]): concurrent workers take disjoint batches without
+/// waiting for each other. The schema is created or migrated when the store opens
 /// (under an advisory lock, so many workers starting at once migrate it once), and a database
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
 ///
@@ -91,7 +94,7 @@ impl PostgresStore {
         migrate(&pool).await?;
         Ok(PostgresStore {
             pool,
-            sql: Arc::new(Statements::with_clock(NOW)),
+            sql: Arc::new(Statements::with_clock(NOW).for_postgres(NOW)),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
         })
     }

@@ -202,6 +202,16 @@ impl Records {
             .filter(|h| matches!(h.state, State::Pending | State::Claimed))
     }
 
+    /// The head, if a claim at `now_ms` would take it: pending, or claimed with its lease
+    /// run out.
+    pub fn claimable_head(&self, now_ms: u64) -> Option<&Record> {
+        self.head().filter(|h| match h.state {
+            State::Pending => true,
+            State::Claimed => h.lease_until_ms <= now_ms,
+            _ => false,
+        })
+    }
+
     pub fn meta(&self, id: &str) -> Vec<CheckpointMeta> {
         self.records.iter().map(|r| r.meta(id)).collect()
     }

@@ -254,6 +254,25 @@ impl<S: CheckpointStore> CheckpointStore for SealedStore<S> {
         }
     }
 
+    async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
+        let mut opened = Vec::new();
+        for mut claim in self.inner.claim_pending(limit, lease).await? {
+            match self.open_checkpoint(&claim.id, std::mem::take(&mut claim.bytes)) {
+                Ok(bytes) => {
+                    claim.bytes = bytes;
+                    opened.push(claim);
+                }
+                Err(e) => {
+                    // As `claim` does: nothing runs on a checkpoint that does not open. It is
+                    // given back and left out (the others of the batch are still resumed).
+                    tracing::warn!(checkpoint = %claim.id, error = %e, "claimed checkpoint does not open");
+                    let _ = self.inner.release(&claim).await;
+                }
+            }
+        }
+        Ok(opened)
+    }
+
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
         self.inner.renew(claim, lease).await
     }

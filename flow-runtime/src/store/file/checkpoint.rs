@@ -192,6 +192,67 @@ impl CheckpointStore for FileStore {
         list.unwrap_or_else(|join| Err(io_error("list", "")(io::Error::other(join.to_string()))))
     }
 
+    async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
+        let dir = Arc::new(self.dir.join(RUNS));
+        let max = self.max_bytes;
+        let shown = dir.display().to_string();
+        let claimed = tokio::task::spawn_blocking(move || -> Result<_, StoreError> {
+            let err = |e: io::Error| io_error("claim", &shown)(e);
+            // The claimable heads, oldest first (read under each run's shared lock) ...
+            let mut claimable = Vec::new();
+            for entry in fs::read_dir(&*dir).map_err(err)? {
+                let entry = entry.map_err(err)?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if validate_id(&name).is_err() || !entry.file_type().map_err(err)?.is_dir() {
+                    continue;
+                }
+                let Some(run) = lock_run(&entry.path(), false, false).map_err(err)? else {
+                    continue;
+                };
+                let records = run.read_index().map_err(err)?;
+                if let Some(head) = records.claimable_head(now_ms()) {
+                    if head.size <= max {
+                        claimable.push((head.created_ms, name));
+                    }
+                }
+            }
+            claimable.sort();
+            // ... then each claimed under its exclusive lock, as `claim` does; one another
+            // worker took meanwhile is skipped.
+            let mut claims = Vec::new();
+            for (_, id) in claimable {
+                if claims.len() == limit {
+                    break;
+                }
+                let err = io_error("claim", &id);
+                let Some(run) = lock_run(&dir.join(&id), false, true).map_err(&err)? else {
+                    continue;
+                };
+                let mut records = run.read_index().map_err(&err)?;
+                if !records
+                    .claimable_head(now_ms())
+                    .is_some_and(|h| h.size <= max)
+                {
+                    continue;
+                }
+                let (version, attempt) = records.claim(&id, now_ms(), lease)?;
+                let bytes = run.read_record(&id, version, max)?;
+                run.write_index(&records).map_err(&err)?;
+                drop(err);
+                claims.push(Claim {
+                    id,
+                    version,
+                    attempt,
+                    bytes,
+                });
+            }
+            Ok(claims)
+        })
+        .await;
+        claimed
+            .unwrap_or_else(|join| Err(io_error("claim", "")(io::Error::other(join.to_string()))))
+    }
+
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
         let dir = Arc::new(self.dir.join(RUNS));
         let shown = dir.display().to_string();

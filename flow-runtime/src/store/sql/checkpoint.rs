@@ -22,6 +22,40 @@ pub(crate) const CLAIM: &str = "UPDATE agentflow_checkpoints
       AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= {NOW}))
     RETURNING version, attempt, bytes";
 
+/// Claims up to `$1` claimable heads of at most `$3` bytes for `$2` ms, oldest first, in one
+/// statement. The select (`picked`, evaluated once) reads the waiting rows' partial index (its `WHERE` repeats the
+/// index's, so both backends use it) in order; `{SKIP_LOCKED}` is PostgreSQL's
+/// `FOR UPDATE SKIP LOCKED` (rows another worker's batch is claiming are passed over, never
+/// waited for), and nothing on SQLite, where the statement holds the write lock.
+pub(crate) const CLAIM_BATCH: &str = "WITH picked AS (
+        SELECT id, version FROM agentflow_checkpoints
+        WHERE is_head = 1 AND state IN ('pending', 'claimed')
+          AND (state = 'pending' OR lease_until_ms <= {NOW}) AND size <= $3
+        ORDER BY created_ms, id LIMIT $1 {SKIP_LOCKED})
+    UPDATE agentflow_checkpoints
+    SET state = 'claimed', attempt = attempt + 1, lease_until_ms = {NOW} + $2
+    WHERE is_head = 1 AND (id, version) IN (SELECT id, version FROM picked)
+      AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= {NOW}))
+    RETURNING id, version, attempt, bytes";
+
+/// Completes a claim in one statement (PostgreSQL, which runs data-modifying `WITH` clauses):
+/// takes the run's advisory lock (as `begin` does), ends the claimed head if claim `($2, $3)`
+/// still holds it, and inserts its child (`$4` its state, `$5` its size, `$6` its bytes).
+/// No row back means the claim was lost and nothing was written. One round trip and one
+/// commit instead of a transaction's five round trips.
+pub(crate) const COMPLETE_ONE: &str = "WITH locked AS (
+        SELECT pg_advisory_xact_lock(hashtextextended($1, 0))),
+    ended AS (
+        UPDATE agentflow_checkpoints SET state = 'resumed', ended_ms = {NOW}, is_head = 0
+        WHERE id = $1 AND version = $2 AND attempt = $3 AND state = 'claimed' AND is_head = 1
+          AND EXISTS (SELECT 1 FROM locked)
+        RETURNING version)
+    INSERT INTO agentflow_checkpoints
+    (id, version, parent, state, created_ms, ended_ms, attempt, lease_until_ms, size, is_head, bytes)
+    SELECT $1, version + 1, version, $4, {NOW}, CASE WHEN $4 = 'finished' THEN {NOW} END,
+        0, 0, $5, 1, $6 FROM ended
+    RETURNING version";
+
 /// Why a claim did not match.
 pub(crate) const CLAIM_REFUSED: &str =
     "SELECT state, attempt, lease_until_ms - {NOW} AS remaining, size
@@ -283,6 +317,21 @@ macro_rules! sql_checkpoint_store {
                 check_size(&claim.id, bytes.len() as u64, self.max_bytes)?;
                 let id = &claim.id[..];
                 let err = Self::db_error("complete", id);
+                if let Some(complete_one) = &self.sql.complete_one {
+                    use sqlx::Row;
+                    let row = sqlx::query(complete_one)
+                        .bind(id)
+                        .bind(claim.version as i64)
+                        .bind(claim.attempt as i64)
+                        .bind(state)
+                        .bind(bytes.len() as i64)
+                        .bind(&bytes[..])
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(&err)?
+                        .ok_or_else(|| lost(claim))?;
+                    return Ok(row.try_get::<i64, _>("version").map_err(&err)? as u64);
+                }
                 let mut tx = self.begin(id).await?;
                 let ended = sqlx::query(&self.sql.end_claim)
                     .bind(id)
@@ -365,6 +414,35 @@ macro_rules! sql_checkpoint_store {
                     });
                 }
                 Ok(out)
+            }
+
+            async fn claim_pending(
+                &self,
+                limit: usize,
+                lease: std::time::Duration,
+            ) -> Result<Vec<Claim>, StoreError> {
+                use sqlx::Row;
+                if limit == 0 {
+                    return Ok(Vec::new());
+                }
+                let err = Self::db_error("claim", "pending checkpoints");
+                let rows = sqlx::query(&self.sql.claim_batch)
+                    .bind(limit.min(i64::MAX as usize) as i64)
+                    .bind($crate::store::sql::millis_i64(lease))
+                    .bind(self.max_bytes as i64)
+                    .fetch_all(self.lease_pool())
+                    .await
+                    .map_err(&err)?;
+                let mut claims = Vec::with_capacity(rows.len());
+                for row in rows {
+                    claims.push(Claim {
+                        id: row.try_get("id").map_err(&err)?,
+                        version: row.try_get::<i64, _>("version").map_err(&err)? as u64,
+                        attempt: row.try_get::<i64, _>("attempt").map_err(&err)? as u64,
+                        bytes: row.try_get("bytes").map_err(&err)?,
+                    });
+                }
+                Ok(claims)
             }
 
             async fn purge_finished(&self, age: std::time::Duration) -> Result<usize, StoreError> {

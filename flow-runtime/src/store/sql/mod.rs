@@ -17,7 +17,11 @@
 //! A claim is one `UPDATE ... WHERE state = 'pending' OR (state = 'claimed' AND the lease ran
 //! out) RETURNING ...` on the head row: the database's row lock makes exactly one of any
 //! number of concurrent claimants see the row match. Renewing, releasing and completing match
-//! the claim's `(version, attempt)`, so a claim that was taken over changes nothing.
+//! the claim's `(version, attempt)`, so a claim that was taken over changes nothing. A batch
+//! claim (`claim_pending`) is one `UPDATE ... WHERE (id, version) IN (SELECT ... ORDER BY
+//! created_ms, id LIMIT n)` over the waiting rows' partial index; on PostgreSQL the select is
+//! `FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint batches without waiting for
+//! each other.
 //! Changes that append a record run in a transaction that holds the run's lock (SQLite: the
 //! database's write lock, `BEGIN IMMEDIATE`; PostgreSQL: an advisory lock on the id).
 //!
@@ -69,6 +73,9 @@ pub(crate) struct Statements {
     pub insert: String,
     pub claim: String,
     pub claim_refused: String,
+    pub claim_batch: String,
+    /// A completion in one statement, where the backend runs one (see `COMPLETE_ONE`).
+    pub complete_one: Option<String>,
     pub renew: String,
     pub release: String,
     pub end_claim: String,
@@ -103,6 +110,8 @@ impl Statements {
             insert: f(INSERT),
             claim: f(CLAIM),
             claim_refused: f(CLAIM_REFUSED),
+            claim_batch: f(CLAIM_BATCH).replace("{SKIP_LOCKED}", ""),
+            complete_one: None,
             renew: f(RENEW),
             release: f(RELEASE),
             end_claim: f(END_CLAIM),
@@ -125,5 +134,17 @@ impl Statements {
             journal_truncate: f(JOURNAL_TRUNCATE),
             journal_delete: f(JOURNAL_DELETE),
         }
+    }
+
+    /// The same statements with PostgreSQL's own: the batch claim passes over the rows other
+    /// transactions hold locked (`FOR UPDATE SKIP LOCKED`) instead of waiting for them, and
+    /// a completion is one statement (`COMPLETE_ONE`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub fn for_postgres(mut self, now: &str) -> Self {
+        self.claim_batch = CLAIM_BATCH
+            .replace("{NOW}", now)
+            .replace("{SKIP_LOCKED}", "FOR UPDATE SKIP LOCKED");
+        self.complete_one = Some(COMPLETE_ONE.replace("{NOW}", now));
+        self
     }
 }

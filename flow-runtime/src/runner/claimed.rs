@@ -1,0 +1,182 @@
+//! Workers that drain a store in batches: [`Runner::claim_pending`] claims up to `n` pending
+//! checkpoints in one store call ([`CheckpointStore::claim_pending`](crate::CheckpointStore::claim_pending)),
+//! and [`Runner::resume_claimed`] resumes one whose claim the caller holds ([`HeldClaim`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::runs::{ClaimGuard, Runner};
+use crate::agent::EventStream;
+use crate::store::{CheckpointError, StoreError};
+
+/// A claim on a pending checkpoint that [`Runner::claim_pending`] took for this worker: until
+/// its lease ends nobody else resumes the checkpoint. Resume it with
+/// [`Runner::resume_claimed`], or give it back with [`release`](HeldClaim::release).
+///
+/// Dropping an unused `HeldClaim` gives the claim back (when a Tokio runtime is there to do
+/// it; else its lease runs out and any worker may then take it).
+pub struct HeldClaim {
+    guard: ClaimGuard,
+    /// When the claim was asked for: its lease ends no earlier than `taken + lease`.
+    taken: Instant,
+    lease: Duration,
+}
+
+impl HeldClaim {
+    fn claim(&self) -> &crate::Claim {
+        self.guard
+            .claim()
+            .expect("a held claim is held until it is used")
+    }
+
+    /// The checkpoint id.
+    pub fn id(&self) -> &str {
+        &self.claim().id
+    }
+
+    /// The claimed record's version in the id's history.
+    pub fn version(&self) -> u64 {
+        self.claim().version
+    }
+
+    /// The claim's number: 1 for the record's first claim, one more for each takeover.
+    pub fn attempt(&self) -> u64 {
+        self.claim().attempt
+    }
+
+    /// Gives the claim back now, unused: the checkpoint is pending again, for any worker.
+    pub async fn release(self) {
+        self.guard.release().await;
+    }
+}
+
+impl fmt::Debug for HeldClaim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeldClaim")
+            .field("claim", self.claim())
+            .field("taken", &self.taken)
+            .field("lease", &self.lease)
+            .finish()
+    }
+}
+
+impl Runner {
+    /// Claims up to `limit` pending checkpoints of this runner's store that no live claim
+    /// holds, oldest first, each for this runner's [lease](Runner::lease): one store call
+    /// (on PostgreSQL one statement that passes over the rows other workers are claiming).
+    /// Of any number of workers calling this at once, each checkpoint goes to exactly one.
+    /// An empty result means nothing is claimable now.
+    ///
+    /// Resume each with [`resume_claimed`](Runner::resume_claimed): it is what a worker
+    /// loop calls instead of listing [`pending_interrupts`](Runner::pending_interrupts) and
+    /// racing the other workers to [`resume`](Runner::resume) each. The store's pending
+    /// checkpoints are those of runs and of thread turns alike: a worker of this kind should
+    /// have a store of its own runs (thread turns resume with
+    /// [`resume_turn`](Runner::resume_turn)).
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use std::sync::Arc;
+    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, Session};
+    /// use futures::StreamExt;
+    /// # futures::executor::block_on(async {
+    /// let desk = FlowAgent::new(
+    ///     FnAgent::new("refund", |cx, _| async move {
+    ///         cx.interrupt(serde_json::json!("approve?"));
+    ///         Ok(())
+    ///     })
+    ///     .on_resume(|cx, _, _| async move {
+    ///         cx.say("refunded");
+    ///         Ok(())
+    ///     }),
+    /// );
+    /// let runner = Runner::new(desk).checkpoint_store(InMemoryStore::new());
+    /// for k in 0..5 {
+    ///     let order = [Arc::new(Message::user("refund"))];
+    ///     let _: Vec<_> = runner.run_checkpointed(format!("order-{k}"), Session::new(), order).collect().await;
+    /// }
+    /// // A worker: claim a batch, resume each, until nothing is left.
+    /// let mut resumed = 0;
+    /// loop {
+    ///     let batch = runner.claim_pending(2).await.unwrap();
+    ///     if batch.is_empty() {
+    ///         break;
+    ///     }
+    ///     for held in batch {
+    ///         let events: Vec<_> = runner.resume_claimed(held, HashMap::new()).await.unwrap().collect().await;
+    ///         assert_eq!(events[0].message_output().unwrap().content, "refunded");
+    ///         resumed += 1;
+    ///     }
+    /// }
+    /// assert_eq!(resumed, 5);
+    /// # });
+    /// ```
+    pub async fn claim_pending(&self, limit: usize) -> Result<Vec<HeldClaim>, CheckpointError> {
+        let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
+        // Before the store call: the store starts each lease no earlier than this.
+        let taken = Instant::now();
+        let claims = store.claim_pending(limit, self.lease).await?;
+        Ok(claims
+            .into_iter()
+            .map(|claim| HeldClaim {
+                guard: ClaimGuard::new(Arc::clone(store), claim),
+                taken,
+                lease: self.lease,
+            })
+            .collect())
+    }
+
+    /// Resumes the checkpoint `held` claims, answering its interrupts with `targets`, as
+    /// [`resume`](Runner::resume) does once it holds the claim: the run's claim is completed
+    /// when it ends (or is interrupted again), and dropping the event stream before the end
+    /// gives it back.
+    ///
+    /// Exactly-once holds as for [`resume`](Runner::resume): if the claim is old enough that
+    /// its lease may have run out, it is renewed first, and if another worker took it over
+    /// meanwhile this returns the claim-lost error
+    /// ([`CheckpointError::Store`] of [`StoreError::ClaimLost`]) and runs nothing. A
+    /// checkpoint that cannot resume here (it does not decode, was taken in another flow,
+    /// `targets` names an unknown interrupt) is given back with its error; it stays pending,
+    /// so a worker that drains the store should set it aside (delete it, or move it) or it
+    /// will be claimed again.
+    ///
+    /// `held` comes from [`claim_pending`](Runner::claim_pending) of this runner, or of one
+    /// on the same store. See [`claim_pending`](Runner::claim_pending) for an example.
+    pub async fn resume_claimed(
+        &self,
+        held: HeldClaim,
+        targets: HashMap<String, serde_json::Value>,
+    ) -> Result<EventStream, CheckpointError> {
+        let HeldClaim {
+            mut guard,
+            taken,
+            lease,
+        } = held;
+        let claim = guard
+            .claim()
+            .cloned()
+            .expect("a held claim is held until it is used");
+        // A lease older than half its length is renewed, as a running resume renews it:
+        // the run then has at least half a lease before its next renewal.
+        if taken.elapsed() >= lease / 2 {
+            let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
+            if let Err(e) = store.renew(&claim, self.lease).await {
+                if matches!(e, StoreError::ClaimLost { .. }) {
+                    // Not ours any more: nothing to give back.
+                    guard.disarm();
+                }
+                return Err(e.into());
+            }
+        }
+        let (checkpoint, guard) = self
+            .check_claimed(guard, &targets, self.agent.name())
+            .await?;
+        let id = claim.id;
+        let restored = self.restore(checkpoint, guard, &targets, self.agent.name(), |c| {
+            format!("{}.{}", super::runs::run_id_of(&id, c), c.resumes)
+        });
+        Ok(self.resume_restored(&id, restored))
+    }
+}
