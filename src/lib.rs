@@ -65,10 +65,10 @@ pub mod __private {
         self, FlowAgentOf, FlowPlaces, FlowTransferOf, TrajectorySpec,
     };
     pub use flow_runtime::spec::{
-        check, flow_node, render, run_body, run_body_cx, transfer, transfer_named, transfer_with,
-        AgentTargets, AgentTransfer, DynAgent, DynGiven, NewNeedsNoAgents, NoSetter, NoTarget,
-        NodeAgent, NodeMaker, NotGiven, ResultOf, RuntimeGiven, Set, UnknownAgent, Unset,
-        UseTheBuilder,
+        check, flow_built_node, flow_node, render, run_body, run_body_cx, transfer, transfer_named,
+        transfer_with, AgentBody, AgentTargets, AgentTransfer, DynAgent, DynGiven,
+        NewNeedsNoAgents, NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven, ResultOf,
+        RuntimeGiven, Set, TargetTable, UnknownAgent, Unset, UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,

@@ -38,15 +38,12 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::TransferTarget for TriageTransfer {
+    impl ::agentflow::__private::TargetTable for TriageTransfer {
+        type Agent = triage;
         const ALL: &'static [Self] = TriageTransfer::ALL;
-        fn agent_name(self) -> &'static str {
+        fn name(self) -> &'static str {
             self.as_str()
         }
-    }
-    #[automatically_derived]
-    impl ::agentflow::__private::AgentTransfer for TriageTransfer {
-        type Agent = triage;
     }
     #[automatically_derived]
     impl ::agentflow::__private::IntoOutcome<triage> for TriageTransfer {
@@ -77,27 +74,8 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::Agent for triage {
-        fn name(&self) -> &str {
-            <Self as ::agentflow::__private::AgentSpec>::NAME
-        }
-        fn description(&self) -> &str {
-            <Self as ::agentflow::__private::AgentSpec>::DESCRIPTION
-        }
-        fn run(
-            self: ::agentflow::__private::Arc<Self>,
-            __agentflow_run: ::agentflow::__private::RunContext,
-            __agentflow_input: ::agentflow::__private::AgentInput,
-        ) -> ::agentflow::__private::EventStream {
-            ::agentflow::__private::Agent::resume(
-                self,
-                __agentflow_run,
-                __agentflow_input,
-                ::core::default::Default::default(),
-            )
-        }
-        /// Runs the body again, resuming: its context carries the resume info.
-        fn resume(
+    impl ::agentflow::__private::AgentBody for triage {
+        fn run_body(
             self: ::agentflow::__private::Arc<Self>,
             __agentflow_run: ::agentflow::__private::RunContext,
             __agentflow_input: ::agentflow::__private::AgentInput,

@@ -27,27 +27,8 @@ impl Lookup {
 }
 const _: () = {
     #[automatically_derived]
-    impl ::agentflow::__private::Agent for Lookup {
-        fn name(&self) -> &str {
-            <Self as ::agentflow::__private::AgentSpec>::NAME
-        }
-        fn description(&self) -> &str {
-            <Self as ::agentflow::__private::AgentSpec>::DESCRIPTION
-        }
-        fn run(
-            self: ::agentflow::__private::Arc<Self>,
-            __agentflow_run: ::agentflow::__private::RunContext,
-            __agentflow_input: ::agentflow::__private::AgentInput,
-        ) -> ::agentflow::__private::EventStream {
-            ::agentflow::__private::Agent::resume(
-                self,
-                __agentflow_run,
-                __agentflow_input,
-                ::core::default::Default::default(),
-            )
-        }
-        /// Runs the body again, resuming: its context carries the resume info.
-        fn resume(
+    impl ::agentflow::__private::AgentBody for Lookup {
+        fn run_body(
             self: ::agentflow::__private::Arc<Self>,
             __agentflow_run: ::agentflow::__private::RunContext,
             __agentflow_input: ::agentflow::__private::AgentInput,

@@ -654,28 +654,50 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
         ::core::result::Result::Ok(desk_flow::Desk {
             flow: ::agentflow::__private::FlowAgent::with_flow_description(
                 ::agentflow::__private::set_sub_agents(
-                    ::agentflow::__private::flow_node(
-                        <triage as ::agentflow::__private::FlowBuilt>::instance(),
-                        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                    ),
+                    {
+                        #[allow(unused_parens)]
+                        let __agentflow_agent: ::core::marker::PhantomData<(triage)> = ::core::marker::PhantomData;
+                        ::agentflow::__private::flow_built_node(
+                            __agentflow_agent,
+                            <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                        )
+                    },
                     [
-                        ::agentflow::__private::flow_node(
-                                <refund as ::agentflow::__private::FlowBuilt>::instance(),
+                        {
+                            #[allow(unused_parens)]
+                            let __agentflow_agent: ::core::marker::PhantomData<
+                                (refund),
+                            > = ::core::marker::PhantomData;
+                            ::agentflow::__private::flow_built_node(
+                                __agentflow_agent,
                                 <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
                             )
+                        }
                             .context(
                                 ::agentflow::__private::ContextPolicy::UserInputOnly,
                             ),
                         ::agentflow::__private::set_sub_agents(
-                            ::agentflow::__private::flow_node(
-                                <complaint as ::agentflow::__private::FlowBuilt>::instance(),
-                                <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                            ),
+                            {
+                                #[allow(unused_parens)]
+                                let __agentflow_agent: ::core::marker::PhantomData<
+                                    (complaint),
+                                > = ::core::marker::PhantomData;
+                                ::agentflow::__private::flow_built_node(
+                                    __agentflow_agent,
+                                    <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                                )
+                            },
                             [
-                                ::agentflow::__private::flow_node(
-                                    <escalation as ::agentflow::__private::FlowBuilt>::instance(),
-                                    true,
-                                ),
+                                {
+                                    #[allow(unused_parens)]
+                                    let __agentflow_agent: ::core::marker::PhantomData<
+                                        (escalation),
+                                    > = ::core::marker::PhantomData;
+                                    ::agentflow::__private::flow_built_node(
+                                        __agentflow_agent,
+                                        true,
+                                    )
+                                },
                             ],
                         )?,
                         ::agentflow::__private::FlowAgent::from_arc(

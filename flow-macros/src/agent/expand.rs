@@ -263,34 +263,15 @@ pub(crate) fn agent_impl(args: &AgentArgs, mut i: ItemImpl, cx: &mut Ctxt) -> To
     }
 }
 
-/// `impl Agent for TY`: name and description from its `AgentSpec`, and `body` as the run;
-/// `body` sees `self`, `__agentflow_run`, `__agentflow_input` and `__agentflow_resume` (empty
-/// for a plain run).
+/// `impl AgentBody for TY`: `body` as the run (the runtime's one `Agent` impl over `AgentBody`
+/// reads the name and description from the type's `AgentSpec` and runs `body` for a run and a
+/// resume); `body` sees `self`, `__agentflow_run`, `__agentflow_input` and
+/// `__agentflow_resume` (empty for a plain run).
 fn agent_trait_impl(p: &TokenStream, ty: &TokenStream, body: &TokenStream) -> TokenStream {
     quote! {
         #[automatically_derived]
-        impl #p::Agent for #ty {
-            fn name(&self) -> &str {
-                <Self as #p::AgentSpec>::NAME
-            }
-            fn description(&self) -> &str {
-                <Self as #p::AgentSpec>::DESCRIPTION
-            }
-            fn run(
-                self: #p::Arc<Self>,
-                __agentflow_run: #p::RunContext,
-                __agentflow_input: #p::AgentInput,
-            ) -> #p::EventStream {
-                // One body for both: a plain run is a resume with nothing to resume.
-                #p::Agent::resume(
-                    self,
-                    __agentflow_run,
-                    __agentflow_input,
-                    ::core::default::Default::default(),
-                )
-            }
-            /// Runs the body again, resuming: its context carries the resume info.
-            fn resume(
+        impl #p::AgentBody for #ty {
+            fn run_body(
                 self: #p::Arc<Self>,
                 __agentflow_run: #p::RunContext,
                 __agentflow_input: #p::AgentInput,
@@ -607,8 +588,11 @@ fn plain_enum(
     names: &[&str],
     outcome: bool,
 ) -> TokenStream {
-    let target_impls = crate::target::impls(p, enum_ident);
     let variant_docs = names.iter().map(|n| format!("Transfer to agent `{n}`."));
+    // `TransferTarget` and `AgentTransfer` come from the runtime's impls over `TargetTable`
+    // (checked once there). `IntoOutcome` stays one impl per enum: through a blanket impl, a
+    // body returning another agent's enum would get rustc's type-mismatch words instead of the
+    // trait's message.
     let outcome = outcome.then(|| {
         quote! {
             #[automatically_derived]
@@ -640,11 +624,20 @@ fn plain_enum(
         }
 
         const _: () = {
-            #target_impls
+            #[automatically_derived]
+            impl ::core::fmt::Display for #enum_ident {
+                fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    __f.write_str(self.as_str())
+                }
+            }
 
             #[automatically_derived]
-            impl #p::AgentTransfer for #enum_ident {
+            impl #p::TargetTable for #enum_ident {
                 type Agent = #ty;
+                const ALL: &'static [Self] = #enum_ident::ALL;
+                fn name(self) -> &'static str {
+                    self.as_str()
+                }
             }
 
             #outcome

@@ -3,9 +3,10 @@
 //! type-checked once here instead of once per agent in the user's crate.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use super::{AgentContext, AgentSpec, IntoOutcome};
-use crate::agent::{generate, AgentInput, EventStream, RunContext};
+use crate::agent::{generate, Agent, AgentInput, EventStream, RunContext};
 use crate::resume::ResumeInfo;
 
 /// An `#[agent]` fn taking `(cx: &AgentContext, input: AgentInput)`, for every lifetime of
@@ -41,6 +42,47 @@ where
     Fut: Future<Output = Out> + Send + 'a,
 {
     type Fut = Fut;
+}
+
+/// The run of an `#[agent]` type, one fn: `#[agent]` implements it, and the [`Agent`] impl
+/// below reads the name and description from the type's [`AgentSpec`] and runs this for both
+/// a run and a resume, so that impl is type-checked once here, not once per agent. Not a
+/// public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an agent: it does not implement `Agent`",
+    label = "not an agent",
+    note = "implement `Agent`, or use `#[agent]`: on an async fn, or on a struct and on its impl \
+            block holding `async fn run(&self, cx: &AgentContext, input: AgentInput)`"
+)]
+pub trait AgentBody: AgentSpec + Send + Sync + 'static {
+    /// Runs the body; `resume` is empty for a plain run.
+    fn run_body(
+        self: Arc<Self>,
+        run: RunContext,
+        input: AgentInput,
+        resume: ResumeInfo,
+    ) -> EventStream;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: AgentBody> Agent for T {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn description(&self) -> &str {
+        T::DESCRIPTION
+    }
+
+    fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
+        self.run_body(cx, input, ResumeInfo::default())
+    }
+
+    /// Runs the body again, resuming: its context carries the resume info.
+    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+        self.run_body(cx, input, info)
+    }
 }
 
 /// Runs (or resumes, with `resume`) agent `A` whose body is the fn `body(cx, input)`: the

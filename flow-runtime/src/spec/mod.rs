@@ -40,9 +40,9 @@ pub mod expected;
 #[doc(hidden)]
 pub mod render;
 
-pub use agent_spec::{flow_node, AgentSpec, FlowBuilt};
+pub use agent_spec::{flow_built_node, flow_node, AgentSpec, FlowBuilt};
 #[doc(hidden)]
-pub use body::{run_body, run_body_cx, AgentFnBody, AgentFnBodyCx};
+pub use body::{run_body, run_body_cx, AgentBody, AgentFnBody, AgentFnBodyCx};
 pub use builder::{
     DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, NoSetter, NodeAgent, NodeMaker, NotGiven,
     RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
@@ -51,5 +51,5 @@ pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
 pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarget};
 #[doc(hidden)]
-pub use target::{AgentTargets, AgentTransfer};
+pub use target::{AgentTargets, AgentTransfer, TargetTable};
 pub use task::{Finish, ResultOf, Returns};

@@ -40,6 +40,32 @@ pub trait AgentTransfer: TransferTarget {
     type Agent;
 }
 
+/// The transfer enum `#[agent]` generates for an agent's targets: its variants, their agent
+/// names (`name`, the one fn an enum implements) and whose targets they are. The runtime
+/// derives [`TransferTarget`] and [`AgentTransfer`] from it, each impl written once here instead
+/// of once per enum. Not a public API.
+#[doc(hidden)]
+pub trait TargetTable: Copy + fmt::Display + Send + Sync + 'static {
+    /// The agent type whose targets these are.
+    type Agent;
+    /// Every target, in declaration order.
+    const ALL: &'static [Self];
+    /// The name of the agent this target transfers to.
+    fn name(self) -> &'static str;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: TargetTable> TransferTarget for T {
+    const ALL: &'static [Self] = T::ALL;
+    fn agent_name(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl<T: TargetTable> AgentTransfer for T {
+    type Agent = T::Agent;
+}
+
 /// Transfers the running agent to `target`, one of the targets it declared with
 /// `#[agent(transfers = [...])]`: what returning a variant of a transfer enum does. The
 /// `IntoOutcome` impl `#[agent]` generates for the enum calls it.

@@ -25,8 +25,12 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
         // An agent-type node: one call of the runtime's generic `flow_node` (which applies the
         // type's payload), not the same chain written out per node.
         Kind::Static(ty) => {
-            let agent = quote_spanned!(node.span=> <#ty as #p::FlowBuilt>::instance());
-            quote!(#p::flow_node(#agent, #barred))
+            quote_spanned!(node.span=> {
+                // In parentheses: a fn named as a node is one "not a type" error.
+                #[allow(unused_parens)]
+                let __agentflow_agent: ::core::marker::PhantomData<(#ty)> = ::core::marker::PhantomData;
+                #p::flow_built_node(__agentflow_agent, #barred)
+            })
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
