@@ -93,6 +93,7 @@ pub trait FlowPlaces<A> {
     const SOURCE: &'static str;
 }
 
+#[diagnostic::do_not_recommend]
 impl<F: FlowPlaces<T::Agent>, T: AgentTransfer> FlowTransferOf<F> for T {
     fn source_name(self) -> &'static str {
         F::SOURCE
