@@ -66,6 +66,7 @@ mod sqlite {
         journal_contract::refuses_bad_ids_and_kinds(&store).await;
         journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
         journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+        journal_contract::deferred_batches_read_back_and_cut(&store).await;
         journal_contract::unsynced_appends_keep_the_condition(&store).await;
         let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
             vec![Arc::new(store), Arc::new(other)];
@@ -162,6 +163,7 @@ mod postgres {
         journal_contract::refuses_bad_ids_and_kinds(&store).await;
         journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
         journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+        journal_contract::deferred_batches_read_back_and_cut(&store).await;
         journal_contract::unsynced_appends_keep_the_condition(&store).await;
         let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
             vec![Arc::new(store), Arc::new(other)];

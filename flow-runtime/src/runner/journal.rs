@@ -31,7 +31,7 @@ use super::runs::Runner;
 use crate::event::{Action, RecordedEvent};
 use crate::message::{Message, Role};
 use crate::session::{Session, SessionEvent};
-use crate::store::{DeferredStep, JournalError, JournalStore, PendingStep, StoredStep};
+use crate::store::{DeferredSteps, JournalError, JournalStore, StoredStep};
 
 /// How much of a run is written to its journal before the run ends: set per runner with
 /// [`Runner::durability`] (per run on a clone of the runner).
@@ -174,33 +174,47 @@ pub(crate) fn encode_step(flow: &str, scope: &str, event: RecordedEvent, at_ms: 
     }
 }
 
-/// A step kept as its session event until a store needs its bytes (a store that
-/// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of the message,
-/// no encoding, until the journal is read.
-struct SessionStep {
-    event: Arc<SessionEvent>,
-    /// Its message, whole (a streamed one was read to its end before the step was kept).
-    message: Option<crate::message::MessageRef>,
-    kind: StepKind,
+/// Steps kept as their session events until a store needs their bytes (a store that
+/// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of a message, no
+/// encoding, one allocation per batch, until the journal is read. Each event's message is
+/// whole (a streamed one was read to its end before its step was kept).
+struct SessionSteps {
+    events: Vec<Arc<SessionEvent>>,
     flow: Arc<str>,
     scope: Arc<str>,
 }
 
-impl DeferredStep for SessionStep {
-    fn kind(&self) -> &str {
-        self.kind.label()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let event = RecordedEvent {
-            agent_name: self.event.agent_name().into(),
-            run_path: self.event.run_path().clone(),
-            message: self.message.as_ref().map(|m| Message::clone(m)),
-            action: self.event.action().cloned(),
-        };
-        encode_step(&self.flow, &self.scope, event, 0).bytes
+impl SessionSteps {
+    fn message(&self, index: usize) -> Option<crate::message::MessageRef> {
+        self.events[index].message_now()
     }
 }
+
+impl DeferredSteps for SessionSteps {
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    fn kind(&self, index: usize) -> &str {
+        let message = self.message(index);
+        StepKind::of_parts(self.events[index].action(), message.map(|m| m.role)).label()
+    }
+
+    fn encode(&self, index: usize) -> Vec<u8> {
+        let event = &self.events[index];
+        let recorded = RecordedEvent {
+            agent_name: event.agent_name().into(),
+            run_path: event.run_path().clone(),
+            message: self.message(index).as_ref().map(|m| Message::clone(m)),
+            action: event.action().cloned(),
+        };
+        encode_step(&self.flow, &self.scope, recorded, 0).bytes
+    }
+}
+
+/// An `Async` writer on a store that keeps deferred steps hands its steps over once this many
+/// are kept (and at an interrupt, at its end, and when it is dropped).
+const BATCH_STEPS: usize = 64;
 
 /// Decodes a stored step of run `run`, checking it was written by the flow with fingerprint
 /// `flow`.
@@ -261,6 +275,9 @@ pub(crate) struct JournalWriter {
     replayed: Vec<RecordedEvent>,
     /// A `Sync` turn's journal gate: told each model reply once it is stored.
     gate: Option<Arc<super::journal_gate::StoredCalls>>,
+    /// `Async` on a store that keeps deferred steps: the steps kept since the last batch was
+    /// handed over (each message whole), in order.
+    kept: Vec<Arc<SessionEvent>>,
 }
 
 impl JournalWriter {
@@ -295,6 +312,7 @@ impl JournalWriter {
             background: None,
             replayed: Vec::new(),
             gate: None,
+            kept: Vec::new(),
         };
         writer.start_background(next);
         Ok(writer)
@@ -318,13 +336,16 @@ impl JournalWriter {
         self.background = Some((tx, task));
     }
 
-    /// Hands `events` to a store that keeps deferred steps, in line: each kept as its
-    /// session event, encoded only if the journal is read.
+    /// Hands `events` to a store that keeps deferred steps: each kept as its session event,
+    /// encoded only if the journal is read. `Sync`: now, as one batch; `Async`: kept by this
+    /// writer, handed over in batches ([`BATCH_STEPS`], an interrupt, the end, a drop).
     async fn append_inline(&mut self, events: Vec<Arc<SessionEvent>>) -> Result<(), JournalError> {
-        let now = crate::store::now_ms();
-        let mut steps = Vec::with_capacity(events.len());
+        if self.mode == Durability::Async {
+            self.kept.extend(events);
+            return self.keep_batch(0).await;
+        }
         let mut replies = Vec::new();
-        for event in events {
+        for event in &events {
             let message = match event.message_without_stream() {
                 Some(message) => message,
                 None => event
@@ -332,25 +353,12 @@ impl JournalWriter {
                     .await
                     .map_err(|e| stream_error(&self.run, e))?,
             };
-            if let (Some(_), Some(message)) = (&self.gate, &message) {
-                replies.push((event.run_path().clone(), Arc::clone(message)));
+            if let (Some(_), Some(message)) = (&self.gate, message) {
+                replies.push((event.run_path().clone(), message));
             }
-            let kind = StepKind::of_parts(event.action(), message.as_ref().map(|m| m.role));
-            steps.push(PendingStep {
-                at_ms: now,
-                step: Arc::new(SessionStep {
-                    event,
-                    message,
-                    kind,
-                    flow: Arc::clone(&self.flow),
-                    scope: Arc::clone(&self.scope),
-                }),
-            });
         }
-        self.next = self
-            .store
-            .append_deferred(&self.run, self.next, steps)
-            .await?;
+        self.kept = events;
+        self.store_kept().await?;
         if let Some(gate) = &self.gate {
             for (run_path, message) in &replies {
                 gate.add_reply(run_path, message);
@@ -359,11 +367,71 @@ impl JournalWriter {
         Ok(())
     }
 
+    /// `Async`, a store that keeps deferred steps: keeps the session's new events; returns
+    /// where they start among the kept steps if one has a streamed message, or is an
+    /// interrupt, or a batch is due (what [`keep_batch`](JournalWriter::keep_batch) does).
+    fn keep_new(&mut self, session: &Session) -> Option<usize> {
+        let from = self.kept.len();
+        self.written += session.events_since_into(self.written, &mut self.kept);
+        let due = self.kept.len() >= BATCH_STEPS
+            || self.kept[from..]
+                .iter()
+                .any(|e| e.is_streamed() || matches!(e.action(), Some(Action::Interrupted(_))));
+        due.then_some(from)
+    }
+
+    /// `Async`, a store that keeps deferred steps: reads the streamed messages of the steps
+    /// kept from position `from` on to their end, and hands the kept steps over if there are
+    /// [`BATCH_STEPS`] or an interrupt among them.
+    async fn keep_batch(&mut self, from: usize) -> Result<(), JournalError> {
+        let mut interrupt = false;
+        for event in &self.kept[from..] {
+            if event.is_streamed() {
+                event
+                    .message()
+                    .await
+                    .map_err(|e| stream_error(&self.run, e))?;
+            }
+            interrupt |= matches!(event.action(), Some(Action::Interrupted(_)));
+        }
+        if interrupt || self.kept.len() >= BATCH_STEPS {
+            self.store_kept().await?;
+        }
+        Ok(())
+    }
+
+    /// Hands the steps an `Async` writer kept to the store, as one batch (nothing for the
+    /// other writers, which keep none): at an interrupt, before its checkpoint is saved, so a
+    /// resume continues a journal that holds every step up to it.
+    pub(crate) async fn store_kept(&mut self) -> Result<(), JournalError> {
+        if self.kept.is_empty() {
+            return Ok(());
+        }
+        let steps = Arc::new(SessionSteps {
+            events: std::mem::take(&mut self.kept),
+            flow: Arc::clone(&self.flow),
+            scope: Arc::clone(&self.scope),
+        });
+        self.next = self
+            .store
+            .append_deferred_batch(&self.run, self.next, crate::store::now_ms(), steps)
+            .await?;
+        Ok(())
+    }
+
     /// Hands the session's new events to the journal: stored now (Sync), queued (Async) or
     /// nothing (Exit).
     pub(crate) async fn step(&mut self, session: &Session) -> Result<(), JournalError> {
         if self.mode == Durability::Exit {
             return Ok(());
+        }
+        if self.inline && self.mode == Durability::Async && self.written >= self.replayed.len() {
+            // The common case: the new events join the kept ones, with no vector of their own,
+            // and nothing waits unless a message is streamed or a batch is due.
+            return match self.keep_new(session) {
+                None => Ok(()),
+                Some(from) => self.keep_batch(from).await,
+            };
         }
         let mut events = session.events_since(self.written);
         if events.is_empty() {
@@ -473,6 +541,7 @@ impl JournalWriter {
                 ),
             });
         }
+        self.store_kept().await?;
         if let Some((tx, task)) = self.background.take() {
             drop(tx);
             return match task.await {
@@ -481,6 +550,21 @@ impl JournalWriter {
             };
         }
         Ok(())
+    }
+}
+
+impl Drop for JournalWriter {
+    /// An `Async` run stopped early (dropped by its caller, or its task panicked): the steps
+    /// it kept are handed over, so its journal holds every step it made. Only a store that
+    /// keeps deferred steps has kept steps, and its append completes without waiting.
+    fn drop(&mut self) {
+        if self.kept.is_empty() {
+            return;
+        }
+        use futures::FutureExt;
+        if let Some(Err(e)) = self.store_kept().now_or_never() {
+            tracing::warn!(run = %self.run, error = %e, "the journal's last kept steps could not be stored");
+        }
     }
 }
 
@@ -595,6 +679,7 @@ impl Runner {
             background: None,
             replayed,
             gate: None,
+            kept: Vec::new(),
         };
         writer.start_background(len);
         Ok(writer)
