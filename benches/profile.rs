@@ -102,7 +102,7 @@ fn w11(rt: &tokio::runtime::Runtime, workload: &str, mode: Durability, runs: usi
         let mut total = 0;
         for i in 0..runs {
             total += runner
-                .run_checkpointed(&format!("run-{i}"), Session::new(), input.iter().cloned())
+                .run_checkpointed(format!("run-{i}"), Session::new(), input.iter().cloned())
                 .count()
                 .await;
         }
@@ -135,7 +135,7 @@ fn w11_sqlite(rt: &tokio::runtime::Runtime, workload: &str, runs: usize) {
             let round = (0..at_once).map(|k| {
                 runner
                     .run_checkpointed(
-                        &format!("run-{i}-{k}"),
+                        format!("run-{i}-{k}"),
                         Session::new(),
                         input.iter().cloned(),
                     )
