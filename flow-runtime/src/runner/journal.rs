@@ -31,7 +31,9 @@ use super::runs::Runner;
 use crate::event::{Action, RecordedEvent};
 use crate::message::{Message, Role};
 use crate::session::{Session, SessionEvent};
-use crate::store::{DeferredSteps, JournalError, JournalStore, StoredStep};
+use crate::store::{
+    DeferredStep, DeferredSteps, JournalError, JournalStore, PendingStep, StoredStep,
+};
 
 /// How much of a run is written to its journal before the run ends: set per runner with
 /// [`Runner::durability`] (per run on a clone of the runner).
@@ -171,6 +173,34 @@ pub(crate) fn encode_step(flow: &str, scope: &str, event: RecordedEvent, at_ms: 
         at_ms,
         kind: kind.label().to_owned(),
         bytes: serde_json::to_vec(&body).expect("a step always serialises"),
+    }
+}
+
+/// A step kept as its session event until a store needs its bytes (a store that
+/// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of the message,
+/// no encoding, until the journal is read. `Sync` hands each step over so, as it happens.
+struct SessionStep {
+    event: Arc<SessionEvent>,
+    /// Its message, whole (a streamed one was read to its end before the step was kept).
+    message: Option<crate::message::MessageRef>,
+    kind: StepKind,
+    flow: Arc<str>,
+    scope: Arc<str>,
+}
+
+impl DeferredStep for SessionStep {
+    fn kind(&self) -> &str {
+        self.kind.label()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let event = RecordedEvent {
+            agent_name: self.event.agent_name().into(),
+            run_path: self.event.run_path().clone(),
+            message: self.message.as_ref().map(|m| Message::clone(m)),
+            action: self.event.action().cloned(),
+        };
+        encode_step(&self.flow, &self.scope, event, 0).bytes
     }
 }
 
@@ -337,15 +367,17 @@ impl JournalWriter {
     }
 
     /// Hands `events` to a store that keeps deferred steps: each kept as its session event,
-    /// encoded only if the journal is read. `Sync`: now, as one batch; `Async`: kept by this
-    /// writer, handed over in batches ([`BATCH_STEPS`], an interrupt, the end, a drop).
+    /// encoded only if the journal is read. `Sync`: now, each step as it is; `Async`: kept by
+    /// this writer, handed over in batches ([`BATCH_STEPS`], an interrupt, the end, a drop).
     async fn append_inline(&mut self, events: Vec<Arc<SessionEvent>>) -> Result<(), JournalError> {
         if self.mode == Durability::Async {
             self.kept.extend(events);
             return self.keep_batch(0).await;
         }
+        let now = crate::store::now_ms();
+        let mut steps = Vec::with_capacity(events.len());
         let mut replies = Vec::new();
-        for event in &events {
+        for event in events {
             let message = match event.message_without_stream() {
                 Some(message) => message,
                 None => event
@@ -353,12 +385,25 @@ impl JournalWriter {
                     .await
                     .map_err(|e| stream_error(&self.run, e))?,
             };
-            if let (Some(_), Some(message)) = (&self.gate, message) {
-                replies.push((event.run_path().clone(), message));
+            if let (Some(_), Some(message)) = (&self.gate, &message) {
+                replies.push((event.run_path().clone(), Arc::clone(message)));
             }
+            let kind = StepKind::of_parts(event.action(), message.as_ref().map(|m| m.role));
+            steps.push(PendingStep {
+                at_ms: now,
+                step: Arc::new(SessionStep {
+                    event,
+                    message,
+                    kind,
+                    flow: Arc::clone(&self.flow),
+                    scope: Arc::clone(&self.scope),
+                }),
+            });
         }
-        self.kept = events;
-        self.store_kept().await?;
+        self.next = self
+            .store
+            .append_deferred(&self.run, self.next, steps)
+            .await?;
         if let Some(gate) = &self.gate {
             for (run_path, message) in &replies {
                 gate.add_reply(run_path, message);
