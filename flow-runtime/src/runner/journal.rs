@@ -41,7 +41,7 @@ use crate::store::{
 /// | mode | what is written between interrupts | an event reaches the caller | lost on a crash |
 /// | --- | --- | --- | --- |
 /// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
-/// | [`Durability::Async`] | every step, appended by a background task in batches (a store that [keeps deferred steps](JournalStore::keeps_deferred), in memory: in line, unencoded) | at once (never waits for the store) | at most the steps after the last batch stored (with [`append_steps_unsynced`](JournalStore::append_steps_unsynced): SQLite loses none on a process crash, those since its last synced commit on a power loss) |
+/// | [`Durability::Async`] | every step, in batches: appended by a background task (a store that [keeps deferred steps](JournalStore::keeps_deferred), in memory: kept by the run and handed over unencoded every 64 steps, before an interrupt's checkpoint, at the end, and when the run is dropped) | at once (never waits for the store) | at most the steps after the last batch stored (with [`append_steps_unsynced`](JournalStore::append_steps_unsynced): SQLite loses none on a process crash, those since its last synced commit on a power loss) |
 /// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on (SQLite: in a group commit with the steps other runs append meanwhile); in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
 ///
 ///
@@ -291,8 +291,8 @@ pub(crate) struct JournalWriter {
     mode: Durability,
     flow: Arc<str>,
     scope: Arc<str>,
-    /// The store keeps deferred steps: each step is handed over in line (no encoding, no
-    /// background task), whatever the mode.
+    /// The store keeps deferred steps: steps are handed over in line (no encoding, no
+    /// background task), whatever the mode (`Async`: in batches of the kept steps).
     inline: bool,
     /// The session events already handed to the journal.
     written: usize,

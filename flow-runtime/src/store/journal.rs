@@ -219,9 +219,11 @@ pub trait JournalStore: Send + Sync + 'static {
     }
 
     /// Whether this store keeps [`DeferredStep`]s as they are, encoding them only when they
-    /// are read ([`InMemoryStore`](super::InMemoryStore)): a run then appends each step in
-    /// line, as it happens, at the cost of a lock. Default `false`: a run's steps are
-    /// encoded and appended in batches ([`Durability::Async`](crate::Durability::Async)).
+    /// are read ([`InMemoryStore`](super::InMemoryStore)): a run then hands its steps over in
+    /// line, without encoding them (a `Sync` run each step as it happens, at the cost of a
+    /// lock; an `Async` run in batches, [`append_deferred_batch`](JournalStore::append_deferred_batch)).
+    /// Default `false`: a run's steps are encoded and appended (`Async`: in batches, by a
+    /// background task).
     fn keeps_deferred(&self) -> bool {
         false
     }

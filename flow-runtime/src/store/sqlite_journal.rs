@@ -5,7 +5,9 @@
 //! once the transaction holding its steps is committed; each append keeps its own condition
 //! (the journal holds exactly `expected` steps: else [`JournalError::Conflict`] for it alone,
 //! and the others are written). SQLite has one writer per file anyway: the group makes the
-//! waiting writers one.
+//! waiting writers one. After a commit the writer yields once, so the runs it released queue
+//! their next steps into the next group (runs that step together commit together), and a
+//! group's round trips to the database do not grow with its appends (see `write_group`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
