@@ -7,7 +7,12 @@
 //! ```
 //!
 //! Workloads: `w1-fn`, `w1-chat`, `w2-fn-H`, `w2-chat-H` (H prior messages), `w3-fn`,
-//! `w3-chat` (10,000 chunks each), `w4-fn`, `w4-chat` (depth 10). Prints the instructions-free
+//! `w3-chat` (10,000 chunks each), `w4-fn`, `w4-chat` (depth 10), and W11's checkpointed
+//! chain of 10 `FnAgent`s on an `InMemoryStore` journaling in each mode: `w11-exit`,
+//! `w11-async`, `w11-sync` (a new run id per run, as the W11 bench); on a `SqliteStore` in a
+//! temporary file, `w11sqlite-sync` (runs one after another) and `w11sqlite-x8` (rounds of 8
+//! runs at once; `runs` counts rounds), e.g. under `strace -f -c -e trace=fsync,fdatasync` to
+//! count the synced commits. Prints the instructions-free
 //! wall time per run as a sanity check; compare instruction counts, not this, under load.
 
 mod common;
@@ -15,6 +20,7 @@ mod common;
 use std::time::Instant;
 
 use agentflow::prelude::*;
+use agentflow::{Durability, InMemoryStore};
 use common::Kind;
 
 fn main() {
@@ -33,6 +39,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    if w == "w11" {
+        return w11(&rt, workload, mode_named(workload), runs);
+    }
+    if w == "w11sqlite" {
+        return w11_sqlite(&rt, workload, runs);
+    }
     let (runner, input, stream) = match w {
         "w1" | "w2" => (
             Runner::new(common::w1_tree(kind)),
@@ -65,4 +77,78 @@ fn main() {
     });
     let per_run = start.elapsed() / runs as u32;
     println!("{workload}: {runs} runs, {total} events/chunks, {per_run:?} per run");
+}
+
+/// The durability mode named by a `w11-MODE` workload.
+fn mode_named(workload: &str) -> Durability {
+    match workload.split('-').nth(1).unwrap_or("exit") {
+        "async" => Durability::Async,
+        "sync" => Durability::Sync,
+        _ => Durability::Exit,
+    }
+}
+
+/// W11's case: `runs` checkpointed runs of the chain of 10, journaled in `mode` in memory.
+fn w11(rt: &tokio::runtime::Runtime, workload: &str, mode: Durability, runs: usize) {
+    use futures::StreamExt;
+    let store = InMemoryStore::new();
+    let runner = Runner::new(common::chain_tree(Kind::Fn, 10))
+        .checkpoint_store(store.clone())
+        .journal_store(store)
+        .durability(mode);
+    let input = common::user_input();
+    let start = Instant::now();
+    let total = rt.block_on(async {
+        let mut total = 0;
+        for i in 0..runs {
+            total += runner
+                .run_checkpointed(format!("run-{i}"), Session::new(), input.iter().cloned())
+                .count()
+                .await;
+        }
+        total
+    });
+    let per_run = start.elapsed() / runs as u32;
+    println!("{workload}: {runs} runs, {total} events, {per_run:?} per run");
+}
+
+/// W11's `Sync` case on SQLite: `runs` runs one after another (`w11sqlite-sync`) or `runs`
+/// rounds of 8 runs at once (`w11sqlite-x8`).
+fn w11_sqlite(rt: &tokio::runtime::Runtime, workload: &str, runs: usize) {
+    use futures::StreamExt;
+    let dir = std::env::temp_dir().join(format!("agentflow-profile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let store = rt
+        .block_on(agentflow::store::SqliteStore::open(dir.join("w11.db")))
+        .expect("sqlite store");
+    let runner = Runner::new(common::chain_tree(Kind::Fn, 10))
+        .checkpoint_store(store.clone())
+        .journal_store(store)
+        .durability(Durability::Sync);
+    let at_once = if workload.ends_with("x8") { 8 } else { 1 };
+    let input = common::user_input();
+    let start = Instant::now();
+    let total = rt.block_on(async {
+        let mut total = 0;
+        for i in 0..runs {
+            let round = (0..at_once).map(|k| {
+                runner
+                    .run_checkpointed(
+                        format!("run-{i}-{k}"),
+                        Session::new(),
+                        input.iter().cloned(),
+                    )
+                    .count()
+            });
+            total += futures::future::join_all(round)
+                .await
+                .into_iter()
+                .sum::<usize>();
+        }
+        total
+    });
+    let per_run = start.elapsed() / runs as u32;
+    println!("{workload}: {runs} rounds of {at_once}, {total} events, {per_run:?} per round");
+    let _ = std::fs::remove_dir_all(&dir);
 }

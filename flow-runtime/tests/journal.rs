@@ -93,6 +93,81 @@ async fn in_sync_mode_each_step_is_stored_before_its_event_reaches_the_caller() 
 }
 
 #[tokio::test]
+async fn in_async_mode_in_memory_the_steps_before_an_interrupt_are_stored_with_its_checkpoint() {
+    let ledger = temp_ledger("async-interrupt");
+    let store = InMemoryStore::new();
+    let runner = runner(&ledger, &store, Durability::Async);
+    let session = Session::new();
+    let mut events = runner.run_checkpointed(
+        "run-1",
+        Arc::clone(&session),
+        [Arc::new(Message::user("go"))],
+    );
+    let mut interrupts = 0;
+    while let Some(event) = events.next().await {
+        assert!(event.error.is_none(), "{:?}", event.error);
+        if event.is_interrupt() {
+            interrupts += 1;
+            // The steps kept in the writer were handed over before the checkpoint was saved.
+            assert_eq!(
+                store.journal_len("run-1").await.unwrap(),
+                session.len() as u64
+            );
+        }
+    }
+    assert_eq!(interrupts, 1);
+    // A resume continues the journal at once (the first run's writer holds nothing back).
+    let resumed: Vec<_> = runner
+        .resume("run-1", approve())
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert!(resumed.iter().all(|e| e.error.is_none()));
+    let kinds: Vec<StepKind> = runner
+        .journal("run-1")
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.kind)
+        .collect();
+    assert_eq!(
+        kinds[..3],
+        [
+            StepKind::ModelReply,
+            StepKind::ToolResult,
+            StepKind::ModelReply
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_async_run_in_memory_dropped_midway_keeps_every_step_it_made() {
+    let ledger = temp_ledger("async-dropped");
+    let store = InMemoryStore::new();
+    let runner = runner(&ledger, &store, Durability::Async);
+    let session = Session::new();
+    let mut events = runner.run_checkpointed(
+        "run-1",
+        Arc::clone(&session),
+        [Arc::new(Message::user("go"))],
+    );
+    let first = events.next().await.unwrap();
+    assert!(first.error.is_none(), "{:?}", first.error);
+    // The caller stops reading: the run is dropped with the steps its writer kept.
+    drop(events);
+    let steps = runner.journal("run-1").await.unwrap();
+    let recorded = session.events();
+    assert!(!recorded.is_empty());
+    assert_eq!(steps.len(), recorded.len());
+    for (step, event) in steps.iter().zip(&recorded) {
+        assert_eq!(&*step.event.agent_name, event.agent_name());
+        assert_eq!(&step.event.run_path, event.run_path());
+    }
+    assert_eq!(steps[0].kind, StepKind::ModelReply);
+}
+
+#[tokio::test]
 async fn async_mode_stores_every_step_by_the_end_and_exit_mode_writes_none() {
     let ledger = temp_ledger("async");
     let store = InMemoryStore::new();

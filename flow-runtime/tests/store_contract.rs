@@ -333,6 +333,7 @@ async fn memory_store_keeps_the_journal_contract() {
     .await;
     journal_contract::many_runs_append_at_once(vec![Arc::new(store.clone())], "").await;
     journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+    journal_contract::deferred_batches_read_back_and_cut(&store).await;
     journal_contract::unsynced_appends_keep_the_condition(&store).await;
 }
 
@@ -349,6 +350,7 @@ async fn file_store_keeps_the_journal_contract() {
     journal_contract::one_append_among_tasks(handles.clone(), "").await;
     journal_contract::many_runs_append_at_once(handles, "").await;
     journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+    journal_contract::deferred_batches_read_back_and_cut(&store).await;
     journal_contract::unsynced_appends_keep_the_condition(&store).await;
     std::fs::remove_dir_all(&dir).unwrap();
 }

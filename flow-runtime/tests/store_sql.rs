@@ -66,11 +66,120 @@ mod sqlite {
         journal_contract::refuses_bad_ids_and_kinds(&store).await;
         journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
         journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+        journal_contract::deferred_batches_read_back_and_cut(&store).await;
         journal_contract::unsynced_appends_keep_the_condition(&store).await;
         let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
             vec![Arc::new(store), Arc::new(other)];
         journal_contract::one_append_among_tasks(handles.clone(), "").await;
         journal_contract::many_runs_append_at_once(handles, "").await;
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    /// Appends that wait together are committed as one group: each keeps its own condition,
+    /// checked in order as if it ran alone (two appends of one run in the same group, a
+    /// conflicting one among others), and each is readable from another handle once it
+    /// returned.
+    #[tokio::test]
+    async fn a_group_commit_checks_each_append_in_order() {
+        use flow_runtime::store::{JournalError, JournalStore};
+        let path = path("group");
+        let store = SqliteStore::open(&path).await.unwrap();
+        let other = SqliteStore::open(&path).await.unwrap();
+        let step = |body: &str| journal_contract::step("event", body);
+        store
+            .append_steps("held", 0, vec![step("h")])
+            .await
+            .unwrap();
+        // On this one-thread runtime the appends are all queued before the writer runs.
+        let results = futures::future::join_all([
+            store.append_steps("fresh-a", 0, vec![step("a0"), step("a1")]),
+            store.append_steps("twice", 0, vec![step("t0")]),
+            store.append_steps("held", 0, vec![step("stale")]),
+            store.append_steps("twice", 1, vec![step("t1")]),
+            store.append_steps("fresh-b", 0, vec![step("b0")]),
+            store.append_steps("held", 1, vec![step("h1")]),
+        ])
+        .await;
+        assert_eq!(results[0].as_ref().unwrap(), &2);
+        assert_eq!(results[1].as_ref().unwrap(), &1);
+        assert!(
+            matches!(
+                results[2],
+                Err(JournalError::Conflict {
+                    expected: 0,
+                    found: 1,
+                    ..
+                })
+            ),
+            "{:?}",
+            results[2]
+        );
+        assert_eq!(results[3].as_ref().unwrap(), &2);
+        assert_eq!(results[4].as_ref().unwrap(), &1);
+        assert_eq!(results[5].as_ref().unwrap(), &2);
+        for (run, bodies) in [
+            ("fresh-a", vec!["a0", "a1"]),
+            ("twice", vec!["t0", "t1"]),
+            ("held", vec!["h", "h1"]),
+            ("fresh-b", vec!["b0"]),
+        ] {
+            let read = other.read_steps(run, 0).await.unwrap();
+            let seen: Vec<(u64, &[u8])> = read.iter().map(|s| (s.seq, &s.bytes[..])).collect();
+            let expected: Vec<(u64, &[u8])> = bodies
+                .iter()
+                .enumerate()
+                .map(|(k, b)| (k as u64, b.as_bytes()))
+                .collect();
+            assert_eq!(seen, expected, "{run}");
+        }
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    /// Eight `Sync` runs at once on one file: every event reaches its caller only once its
+    /// step is committed, as another handle on the file reads it.
+    #[tokio::test]
+    async fn sync_runs_sharing_a_file_see_each_step_committed_before_its_event() {
+        use flow_runtime::store::JournalStore;
+        use flow_runtime::{Durability, FlowAgent, FnAgent, Message, Runner, Session};
+        use futures::StreamExt;
+        let path = path("sync-runs");
+        let store = SqliteStore::open(&path).await.unwrap();
+        let other = SqliteStore::open(&path).await.unwrap();
+        let bot = FnAgent::new("bot", |cx, _| async move {
+            for k in 0..5 {
+                cx.say(format!("step {k}"));
+            }
+            Ok(())
+        });
+        let runner = Runner::new(FlowAgent::new(bot))
+            .checkpoint_store(store.clone())
+            .journal_store(store.clone())
+            .durability(Durability::Sync);
+        let runs = (0..8).map(|k| {
+            let (runner, other) = (&runner, &other);
+            async move {
+                let id = format!("run-{k}");
+                let session = Session::new();
+                let mut events = runner.run_checkpointed(
+                    &id,
+                    Arc::clone(&session),
+                    [Arc::new(Message::user("go"))],
+                );
+                let mut seen = 0;
+                while let Some(event) = events.next().await {
+                    assert!(event.error.is_none(), "{:?}", event.error);
+                    seen += 1;
+                    assert_eq!(
+                        other.journal_len(&id).await.unwrap(),
+                        session.len() as u64,
+                        "{id}, event {seen}"
+                    );
+                }
+                assert_eq!(seen, 5);
+                assert_eq!(other.read_steps(&id, 0).await.unwrap().len(), 5);
+            }
+        });
+        futures::future::join_all(runs).await;
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 
@@ -162,6 +271,7 @@ mod postgres {
         journal_contract::refuses_bad_ids_and_kinds(&store).await;
         journal_contract::appends_reads_truncates_deletes(&store, &other, "").await;
         journal_contract::deferred_steps_are_encoded_when_read(&store).await;
+        journal_contract::deferred_batches_read_back_and_cut(&store).await;
         journal_contract::unsynced_appends_keep_the_condition(&store).await;
         let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
             vec![Arc::new(store), Arc::new(other)];

@@ -31,7 +31,9 @@ use super::runs::Runner;
 use crate::event::{Action, RecordedEvent};
 use crate::message::{Message, Role};
 use crate::session::{Session, SessionEvent};
-use crate::store::{DeferredStep, JournalError, JournalStore, PendingStep, StoredStep};
+use crate::store::{
+    DeferredStep, DeferredSteps, JournalError, JournalStore, PendingStep, StoredStep,
+};
 
 /// How much of a run is written to its journal before the run ends: set per runner with
 /// [`Runner::durability`] (per run on a clone of the runner).
@@ -39,7 +41,7 @@ use crate::store::{DeferredStep, JournalError, JournalStore, PendingStep, Stored
 /// | mode | what is written between interrupts | an event reaches the caller | lost on a crash |
 /// | --- | --- | --- | --- |
 /// | [`Durability::Exit`] (default) | nothing (the checkpoint at an interrupt and the thread record at the end, as without a journal) | at once | everything since the last interrupt |
-/// | [`Durability::Async`] | every step, appended by a background task in batches (a store that [keeps deferred steps](JournalStore::keeps_deferred), in memory: in line, unencoded) | at once (never waits for the store) | at most the steps after the last batch stored (with [`append_steps_unsynced`](JournalStore::append_steps_unsynced): SQLite loses none on a process crash, those since its last synced commit on a power loss) |
+/// | [`Durability::Async`] | every step, in batches: appended by a background task (a store that [keeps deferred steps](JournalStore::keeps_deferred), in memory: kept by the run and handed over unencoded every 64 steps, before an interrupt's checkpoint, at the end, and when the run is dropped) | at once (never waits for the store) | at most the steps after the last batch stored (with [`append_steps_unsynced`](JournalStore::append_steps_unsynced): SQLite loses none on a process crash, those since its last synced commit on a power loss) |
 /// | [`Durability::Sync`] | every step, appended before the event that reports it is passed on (SQLite: in a group commit with the steps other runs append meanwhile); in a thread's turn a tool call starts once the reply that asked for it is stored | after its step is stored (a streamed message: once whole) | nothing the caller has seen |
 ///
 ///
@@ -176,7 +178,7 @@ pub(crate) fn encode_step(flow: &str, scope: &str, event: RecordedEvent, at_ms: 
 
 /// A step kept as its session event until a store needs its bytes (a store that
 /// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of the message,
-/// no encoding, until the journal is read.
+/// no encoding, until the journal is read. `Sync` hands each step over so, as it happens.
 struct SessionStep {
     event: Arc<SessionEvent>,
     /// Its message, whole (a streamed one was read to its end before the step was kept).
@@ -201,6 +203,48 @@ impl DeferredStep for SessionStep {
         encode_step(&self.flow, &self.scope, event, 0).bytes
     }
 }
+
+/// Steps kept as their session events until a store needs their bytes (a store that
+/// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of a message, no
+/// encoding, one allocation per batch, until the journal is read. Each event's message is
+/// whole (a streamed one was read to its end before its step was kept).
+struct SessionSteps {
+    events: Vec<Arc<SessionEvent>>,
+    flow: Arc<str>,
+    scope: Arc<str>,
+}
+
+impl SessionSteps {
+    fn message(&self, index: usize) -> Option<crate::message::MessageRef> {
+        self.events[index].message_now()
+    }
+}
+
+impl DeferredSteps for SessionSteps {
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    fn kind(&self, index: usize) -> &str {
+        let message = self.message(index);
+        StepKind::of_parts(self.events[index].action(), message.map(|m| m.role)).label()
+    }
+
+    fn encode(&self, index: usize) -> Vec<u8> {
+        let event = &self.events[index];
+        let recorded = RecordedEvent {
+            agent_name: event.agent_name().into(),
+            run_path: event.run_path().clone(),
+            message: self.message(index).as_ref().map(|m| Message::clone(m)),
+            action: event.action().cloned(),
+        };
+        encode_step(&self.flow, &self.scope, recorded, 0).bytes
+    }
+}
+
+/// An `Async` writer on a store that keeps deferred steps hands its steps over once this many
+/// are kept (and at an interrupt, at its end, and when it is dropped).
+const BATCH_STEPS: usize = 64;
 
 /// Decodes a stored step of run `run`, checking it was written by the flow with fingerprint
 /// `flow`.
@@ -247,8 +291,8 @@ pub(crate) struct JournalWriter {
     mode: Durability,
     flow: Arc<str>,
     scope: Arc<str>,
-    /// The store keeps deferred steps: each step is handed over in line (no encoding, no
-    /// background task), whatever the mode.
+    /// The store keeps deferred steps: steps are handed over in line (no encoding, no
+    /// background task), whatever the mode (`Async`: in batches of the kept steps).
     inline: bool,
     /// The session events already handed to the journal.
     written: usize,
@@ -261,6 +305,9 @@ pub(crate) struct JournalWriter {
     replayed: Vec<RecordedEvent>,
     /// A `Sync` turn's journal gate: told each model reply once it is stored.
     gate: Option<Arc<super::journal_gate::StoredCalls>>,
+    /// `Async` on a store that keeps deferred steps: the steps kept since the last batch was
+    /// handed over (each message whole), in order.
+    kept: Vec<Arc<SessionEvent>>,
 }
 
 impl JournalWriter {
@@ -295,6 +342,7 @@ impl JournalWriter {
             background: None,
             replayed: Vec::new(),
             gate: None,
+            kept: Vec::new(),
         };
         writer.start_background(next);
         Ok(writer)
@@ -318,9 +366,14 @@ impl JournalWriter {
         self.background = Some((tx, task));
     }
 
-    /// Hands `events` to a store that keeps deferred steps, in line: each kept as its
-    /// session event, encoded only if the journal is read.
+    /// Hands `events` to a store that keeps deferred steps: each kept as its session event,
+    /// encoded only if the journal is read. `Sync`: now, each step as it is; `Async`: kept by
+    /// this writer, handed over in batches ([`BATCH_STEPS`], an interrupt, the end, a drop).
     async fn append_inline(&mut self, events: Vec<Arc<SessionEvent>>) -> Result<(), JournalError> {
+        if self.mode == Durability::Async {
+            self.kept.extend(events);
+            return self.keep_batch(0).await;
+        }
         let now = crate::store::now_ms();
         let mut steps = Vec::with_capacity(events.len());
         let mut replies = Vec::new();
@@ -359,11 +412,71 @@ impl JournalWriter {
         Ok(())
     }
 
+    /// `Async`, a store that keeps deferred steps: keeps the session's new events; returns
+    /// where they start among the kept steps if one has a streamed message, or is an
+    /// interrupt, or a batch is due (what [`keep_batch`](JournalWriter::keep_batch) does).
+    fn keep_new(&mut self, session: &Session) -> Option<usize> {
+        let from = self.kept.len();
+        self.written += session.events_since_into(self.written, &mut self.kept);
+        let due = self.kept.len() >= BATCH_STEPS
+            || self.kept[from..]
+                .iter()
+                .any(|e| e.is_streamed() || matches!(e.action(), Some(Action::Interrupted(_))));
+        due.then_some(from)
+    }
+
+    /// `Async`, a store that keeps deferred steps: reads the streamed messages of the steps
+    /// kept from position `from` on to their end, and hands the kept steps over if there are
+    /// [`BATCH_STEPS`] or an interrupt among them.
+    async fn keep_batch(&mut self, from: usize) -> Result<(), JournalError> {
+        let mut interrupt = false;
+        for event in &self.kept[from..] {
+            if event.is_streamed() {
+                event
+                    .message()
+                    .await
+                    .map_err(|e| stream_error(&self.run, e))?;
+            }
+            interrupt |= matches!(event.action(), Some(Action::Interrupted(_)));
+        }
+        if interrupt || self.kept.len() >= BATCH_STEPS {
+            self.store_kept().await?;
+        }
+        Ok(())
+    }
+
+    /// Hands the steps an `Async` writer kept to the store, as one batch (nothing for the
+    /// other writers, which keep none): at an interrupt, before its checkpoint is saved, so a
+    /// resume continues a journal that holds every step up to it.
+    pub(crate) async fn store_kept(&mut self) -> Result<(), JournalError> {
+        if self.kept.is_empty() {
+            return Ok(());
+        }
+        let steps = Arc::new(SessionSteps {
+            events: std::mem::take(&mut self.kept),
+            flow: Arc::clone(&self.flow),
+            scope: Arc::clone(&self.scope),
+        });
+        self.next = self
+            .store
+            .append_deferred_batch(&self.run, self.next, crate::store::now_ms(), steps)
+            .await?;
+        Ok(())
+    }
+
     /// Hands the session's new events to the journal: stored now (Sync), queued (Async) or
     /// nothing (Exit).
     pub(crate) async fn step(&mut self, session: &Session) -> Result<(), JournalError> {
         if self.mode == Durability::Exit {
             return Ok(());
+        }
+        if self.inline && self.mode == Durability::Async && self.written >= self.replayed.len() {
+            // The common case: the new events join the kept ones, with no vector of their own,
+            // and nothing waits unless a message is streamed or a batch is due.
+            return match self.keep_new(session) {
+                None => Ok(()),
+                Some(from) => self.keep_batch(from).await,
+            };
         }
         let mut events = session.events_since(self.written);
         if events.is_empty() {
@@ -473,6 +586,7 @@ impl JournalWriter {
                 ),
             });
         }
+        self.store_kept().await?;
         if let Some((tx, task)) = self.background.take() {
             drop(tx);
             return match task.await {
@@ -481,6 +595,21 @@ impl JournalWriter {
             };
         }
         Ok(())
+    }
+}
+
+impl Drop for JournalWriter {
+    /// An `Async` run stopped early (dropped by its caller, or its task panicked): the steps
+    /// it kept are handed over, so its journal holds every step it made. Only a store that
+    /// keeps deferred steps has kept steps, and its append completes without waiting.
+    fn drop(&mut self) {
+        if self.kept.is_empty() {
+            return;
+        }
+        use futures::FutureExt;
+        if let Some(Err(e)) = self.store_kept().now_or_never() {
+            tracing::warn!(run = %self.run, error = %e, "the journal's last kept steps could not be stored");
+        }
     }
 }
 
@@ -595,6 +724,7 @@ impl Runner {
             background: None,
             replayed,
             gate: None,
+            kept: Vec::new(),
         };
         writer.start_background(len);
         Ok(writer)

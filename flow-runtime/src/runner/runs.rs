@@ -628,6 +628,13 @@ impl Runner {
                     out.yield_event(event).await;
                     continue;
                 };
+                if let Some(journal) = &mut journal {
+                    // Async: the steps kept so far are stored before the checkpoint.
+                    if let Err(e) = journal.store_kept().await {
+                        out.emit(journal_error(&cx, &id, &e));
+                        return Ok(());
+                    }
+                }
                 interrupts.push(info.clone());
                 let captured =
                     capture(&cx, &codec, &id, &shape, &lineage, interrupts.clone()).await;

@@ -121,6 +121,12 @@ impl SessionEvent {
         self.message().await
     }
 
+    /// Whether its message is a stream that may not have ended (what
+    /// [`message`](SessionEvent::message) may wait for).
+    pub(crate) fn is_streamed(&self) -> bool {
+        matches!(self.output, RecordedOutput::Stream(_))
+    }
+
     /// What [`message`](SessionEvent::message) gives, if it needs no waiting (`None` for a
     /// stream).
     pub(crate) fn message_without_stream(&self) -> Option<Option<MessageRef>> {
@@ -261,6 +267,19 @@ impl Session {
     pub fn events_since(&self, start: usize) -> Vec<Arc<SessionEvent>> {
         let events = self.events.lock().expect("session lock");
         events.get(start..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// Appends the events from position `start` on to `out` (no new vector); returns how
+    /// many.
+    pub(crate) fn events_since_into(
+        &self,
+        start: usize,
+        out: &mut Vec<Arc<SessionEvent>>,
+    ) -> usize {
+        let events = self.events.lock().expect("session lock");
+        let new = events.get(start..).unwrap_or_default();
+        out.extend_from_slice(new);
+        new.len()
     }
 
     /// The `i`-th recorded event, if there is one.

@@ -60,6 +60,24 @@ pub trait DeferredStep: Send + Sync + 'static {
     fn encode(&self) -> Vec<u8>;
 }
 
+/// Steps handed over together, whose bytes are made only when they are read: what a run in
+/// [`Async`](crate::Durability::Async) hands a store that keeps its steps in memory
+/// ([`JournalStore::append_deferred_batch`]), one batch at a time, so a step costs neither an
+/// encoding nor an allocation of its own.
+pub trait DeferredSteps: Send + Sync + 'static {
+    /// How many steps the batch holds.
+    fn len(&self) -> usize;
+    /// Whether it holds none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The kind label of step `index` of the batch (as [`StoredStep::kind`]).
+    fn kind(&self, index: usize) -> &str;
+    /// The bytes of step `index` of the batch (as [`StoredStep::bytes`]); made again at each
+    /// read.
+    fn encode(&self, index: usize) -> Vec<u8>;
+}
+
 /// A [`DeferredStep`] as it is appended: when it was handed over, and the step.
 #[derive(Clone)]
 pub struct PendingStep {
@@ -201,9 +219,11 @@ pub trait JournalStore: Send + Sync + 'static {
     }
 
     /// Whether this store keeps [`DeferredStep`]s as they are, encoding them only when they
-    /// are read ([`InMemoryStore`](super::InMemoryStore)): a run then appends each step in
-    /// line, as it happens, at the cost of a lock. Default `false`: a run's steps are
-    /// encoded and appended in batches ([`Durability::Async`](crate::Durability::Async)).
+    /// are read ([`InMemoryStore`](super::InMemoryStore)): a run then hands its steps over in
+    /// line, without encoding them (a `Sync` run each step as it happens, at the cost of a
+    /// lock; an `Async` run in batches, [`append_deferred_batch`](JournalStore::append_deferred_batch)).
+    /// Default `false`: a run's steps are encoded and appended (`Async`: in batches, by a
+    /// background task).
     fn keeps_deferred(&self) -> bool {
         false
     }
@@ -220,6 +240,27 @@ pub trait JournalStore: Send + Sync + 'static {
             .iter()
             .enumerate()
             .map(|(k, p)| p.stored(expected + k as u64))
+            .collect();
+        self.append_steps(run, expected, stored).await
+    }
+
+    /// [`append_steps`](JournalStore::append_steps) for a batch of steps whose bytes are made
+    /// only when they are needed, all appended at `at_ms`. The default encodes them now and
+    /// appends them.
+    async fn append_deferred_batch(
+        &self,
+        run: &str,
+        expected: u64,
+        at_ms: u64,
+        steps: Arc<dyn DeferredSteps>,
+    ) -> Result<u64, JournalError> {
+        let stored = (0..steps.len())
+            .map(|k| StoredStep {
+                seq: expected + k as u64,
+                at_ms,
+                kind: steps.kind(k).to_owned(),
+                bytes: steps.encode(k),
+            })
             .collect();
         self.append_steps(run, expected, stored).await
     }

@@ -16,7 +16,7 @@ use super::{
     PendingCheckpoint, SaveMode, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
     DEFAULT_MAX_CHECKPOINT_BYTES,
 };
-use super::{JournalError, JournalStore, PendingStep, StoredStep};
+use super::{DeferredSteps, JournalError, JournalStore, PendingStep, StoredStep};
 
 /// A store in memory: for tests, and for runs that need not survive the process. Clones share
 /// the same checkpoints and threads; claims are atomic across the tasks and threads of the
@@ -31,7 +31,7 @@ pub struct InMemoryStore {
     /// Each thread's turn lease: its owner and when it runs out (ms since the epoch).
     leases: Arc<Mutex<HashMap<String, (String, u64)>>>,
     /// Each run's journal.
-    journals: Arc<Mutex<HashMap<String, Vec<KeptStep>>>>,
+    journals: Arc<Mutex<HashMap<String, Journal>>>,
     max_bytes: u64,
 }
 
@@ -43,26 +43,133 @@ struct StoredRecord {
     bytes: Arc<[u8]>,
 }
 
-/// A journal step as the in-memory store keeps it: encoded, or as handed over (encoded when
-/// read).
+/// A run's journal as the in-memory store keeps it: its parts in order, each one step or a
+/// range of a batch's steps, and how many steps they hold.
+#[derive(Debug, Default)]
+struct Journal {
+    len: usize,
+    parts: Vec<KeptStep>,
+}
+
+impl Journal {
+    /// Appends `parts`, which hold `count` steps.
+    fn extend(&mut self, count: usize, parts: impl IntoIterator<Item = KeptStep>) {
+        self.parts.extend(parts);
+        self.len += count;
+    }
+
+    /// Drops the steps from position `len` on.
+    fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        let mut seen = 0;
+        let mut keep = 0;
+        for part in &mut self.parts {
+            if seen >= len {
+                break;
+            }
+            let n = part.len();
+            if seen + n > len {
+                part.keep_first(len - seen);
+            }
+            seen += part.len();
+            keep += 1;
+        }
+        self.parts.truncate(keep);
+        self.len = len;
+    }
+
+    /// The parts that hold the steps from position `from` on (the first cut to start there).
+    fn from(&self, from: usize) -> Vec<KeptStep> {
+        let mut seen = 0;
+        let mut out = Vec::new();
+        for part in &self.parts {
+            let n = part.len();
+            if seen + n > from {
+                let mut part = part.clone();
+                if seen < from {
+                    part.skip_first(from - seen);
+                }
+                out.push(part);
+            }
+            seen += n;
+        }
+        out
+    }
+}
+
+/// A journal part as the in-memory store keeps it: a step encoded, or as handed over, or a
+/// range of a batch handed over (those are encoded when read).
 #[derive(Clone)]
 enum KeptStep {
     Stored(StoredStep),
     Deferred(PendingStep),
+    /// Steps `start..end` of a batch handed over at `at_ms`.
+    Batch {
+        at_ms: u64,
+        steps: Arc<dyn DeferredSteps>,
+        start: usize,
+        end: usize,
+    },
 }
 
 impl KeptStep {
-    /// The step as a read returns it, at position `seq`.
-    fn read(&self, run: &str, seq: u64, max_bytes: u64) -> Result<StoredStep, JournalError> {
+    /// How many steps it holds.
+    fn len(&self) -> usize {
         match self {
-            KeptStep::Stored(step) => Ok(step.clone()),
-            KeptStep::Deferred(pending) => {
-                let step = pending.stored(seq);
-                check_kind(&step.kind)?;
-                check_size(run, step.bytes.len() as u64, max_bytes)?;
-                Ok(step)
+            KeptStep::Batch { start, end, .. } => end - start,
+            _ => 1,
+        }
+    }
+
+    /// Keeps its first `n` steps (`n` is less than its length; a single step is never cut).
+    fn keep_first(&mut self, n: usize) {
+        if let KeptStep::Batch { start, end, .. } = self {
+            *end = *start + n;
+        }
+    }
+
+    /// Drops its first `n` steps (`n` is less than its length).
+    fn skip_first(&mut self, n: usize) {
+        if let KeptStep::Batch { start, .. } = self {
+            *start += n;
+        }
+    }
+
+    /// Its steps as a read returns them, numbered from `seq`, appended to `out`.
+    fn read(
+        &self,
+        run: &str,
+        seq: u64,
+        max_bytes: u64,
+        out: &mut Vec<StoredStep>,
+    ) -> Result<(), JournalError> {
+        let checked = |step: StoredStep| {
+            check_kind(&step.kind)?;
+            check_size(run, step.bytes.len() as u64, max_bytes)?;
+            Ok::<_, JournalError>(step)
+        };
+        match self {
+            KeptStep::Stored(step) => out.push(step.clone()),
+            KeptStep::Deferred(pending) => out.push(checked(pending.stored(seq))?),
+            KeptStep::Batch {
+                at_ms,
+                steps,
+                start,
+                end,
+            } => {
+                for (k, index) in (*start..*end).enumerate() {
+                    out.push(checked(StoredStep {
+                        seq: seq + k as u64,
+                        at_ms: *at_ms,
+                        kind: steps.kind(index).to_owned(),
+                        bytes: steps.encode(index),
+                    })?);
+                }
             }
         }
+        Ok(())
     }
 }
 
@@ -71,6 +178,13 @@ impl std::fmt::Debug for KeptStep {
         match self {
             KeptStep::Stored(step) => step.fmt(f),
             KeptStep::Deferred(pending) => pending.fmt(f),
+            KeptStep::Batch {
+                at_ms, start, end, ..
+            } => f
+                .debug_struct("BatchOfSteps")
+                .field("at_ms", at_ms)
+                .field("steps", &(end - start))
+                .finish(),
         }
     }
 }
@@ -428,14 +542,15 @@ impl InMemoryStore {
         &self,
         run: &str,
         expected: u64,
-        steps: impl ExactSizeIterator<Item = KeptStep>,
+        count: usize,
+        steps: impl IntoIterator<Item = KeptStep>,
     ) -> Result<u64, JournalError> {
         let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
         let journal = match journals.get_mut(run) {
             Some(journal) => journal,
             None => journals.entry(run.to_owned()).or_default(),
         };
-        let found = journal.len() as u64;
+        let found = journal.len as u64;
         if found != expected {
             return Err(JournalError::Conflict {
                 run: run.to_owned(),
@@ -443,8 +558,8 @@ impl InMemoryStore {
                 found,
             });
         }
-        journal.extend(steps);
-        Ok(journal.len() as u64)
+        journal.extend(count, steps);
+        Ok(journal.len as u64)
     }
 }
 
@@ -461,11 +576,12 @@ impl JournalStore for InMemoryStore {
             check_kind(&step.kind)?;
             check_size(run, step.bytes.len() as u64, self.max_bytes)?;
         }
+        let count = steps.len();
         let steps = steps.into_iter().enumerate().map(|(k, mut step)| {
             step.seq = expected + k as u64;
             KeptStep::Stored(step)
         });
-        self.append_kept(run, expected, steps)
+        self.append_kept(run, expected, count, steps)
     }
 
     /// Kept as handed over: encoded (and its kind and size checked) when read.
@@ -480,7 +596,33 @@ impl JournalStore for InMemoryStore {
         steps: Vec<PendingStep>,
     ) -> Result<u64, JournalError> {
         validate_id(run)?;
-        self.append_kept(run, expected, steps.into_iter().map(KeptStep::Deferred))
+        let count = steps.len();
+        self.append_kept(
+            run,
+            expected,
+            count,
+            steps.into_iter().map(KeptStep::Deferred),
+        )
+    }
+
+    /// Kept as handed over, the batch as one part: encoded (and its kind and size checked)
+    /// when read.
+    async fn append_deferred_batch(
+        &self,
+        run: &str,
+        expected: u64,
+        at_ms: u64,
+        steps: Arc<dyn DeferredSteps>,
+    ) -> Result<u64, JournalError> {
+        validate_id(run)?;
+        let count = steps.len();
+        let part = (count > 0).then_some(KeptStep::Batch {
+            at_ms,
+            steps,
+            start: 0,
+            end: count,
+        });
+        self.append_kept(run, expected, count, part)
     }
 
     async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
@@ -489,25 +631,22 @@ impl JournalStore for InMemoryStore {
             let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
             journals
                 .get(run)
-                .map(|j| {
-                    j.iter()
-                        .skip(from.min(usize::MAX as u64) as usize)
-                        .cloned()
-                        .collect()
-                })
+                .map(|j| j.from(from.min(usize::MAX as u64) as usize))
                 .unwrap_or_default()
         };
         // Deferred steps are encoded outside the lock.
-        kept.iter()
-            .enumerate()
-            .map(|(k, step)| step.read(run, from + k as u64, self.max_bytes))
-            .collect()
+        let mut steps = Vec::new();
+        for part in &kept {
+            let seq = from + steps.len() as u64;
+            part.read(run, seq, self.max_bytes, &mut steps)?;
+        }
+        Ok(steps)
     }
 
     async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {
         validate_id(run)?;
         let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(journals.get(run).map_or(0, |j| j.len() as u64))
+        Ok(journals.get(run).map_or(0, |j| j.len as u64))
     }
 
     async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
@@ -522,6 +661,6 @@ impl JournalStore for InMemoryStore {
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
         validate_id(run)?;
         let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(journals.remove(run).is_some_and(|j| !j.is_empty()))
+        Ok(journals.remove(run).is_some_and(|j| j.len > 0))
     }
 }

@@ -105,7 +105,9 @@ pub use checkpoint::{
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use journal::check_kind as journal_check_kind;
-pub use journal::{DeferredStep, JournalError, JournalStore, PendingStep, StoredStep};
+pub use journal::{
+    DeferredStep, DeferredSteps, JournalError, JournalStore, PendingStep, StoredStep,
+};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

@@ -5,8 +5,11 @@
 //! once the transaction holding its steps is committed; each append keeps its own condition
 //! (the journal holds exactly `expected` steps: else [`JournalError::Conflict`] for it alone,
 //! and the others are written). SQLite has one writer per file anyway: the group makes the
-//! waiting writers one.
+//! waiting writers one. After a commit the writer yields once, so the runs it released queue
+//! their next steps into the next group (runs that step together commit together), and a
+//! group's round trips to the database do not grow with its appends (see `write_group`).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -15,6 +18,9 @@ use crate::store::{JournalError, StoreError, StoredStep};
 
 /// Rows per `INSERT` statement (6 parameters a row, under SQLite's 999-parameter floor).
 const ROWS_PER_INSERT: usize = 128;
+
+/// Runs whose lengths one `SELECT` reads (one parameter each).
+const RUNS_PER_SELECT: usize = 500;
 
 /// One waiting append.
 pub(crate) struct Append {
@@ -119,11 +125,20 @@ impl super::SqliteStore {
             for (append, result) in group.into_iter().zip(results) {
                 let _ = append.done.send(result);
             }
+            // The runs just released make their next step now: let them queue it before
+            // the next group is taken, so it joins that group's commit instead of waiting
+            // for the one after (without this, runs fall into two alternating groups).
+            tokio::task::yield_now().await;
         }
         guard.1 = false;
     }
 
-    /// Writes `group` in one transaction; each append's result.
+    /// Writes `group` in one transaction; each append's result. The round trips to the
+    /// database do not grow with the group: an append alone is one conditional `INSERT`;
+    /// a group reads the lengths of every journal it appends to in one query, then the steps of the appends whose condition holds in multi-row
+    /// `INSERT`s (one per [`ROWS_PER_INSERT`] rows), then the commit. The transaction holds
+    /// the file's write lock, so the lengths read stay true until it commits; the appends are
+    /// checked in order, as if each ran alone.
     async fn write_group(&self, group: &[Append]) -> Vec<Result<u64, JournalError>> {
         let everyone = |e: &StoreError| -> Vec<Result<u64, JournalError>> {
             group
@@ -136,12 +151,50 @@ impl super::SqliteStore {
             Ok(tx) => tx,
             Err(e) => return everyone(&e),
         };
-        let mut results = Vec::with_capacity(group.len());
-        for append in group {
-            match self.insert_group_steps(&mut tx, append).await {
-                Ok(result) => results.push(result),
-                // The transaction is in an unknown state: nobody's steps are committed.
+        if let [append] = group {
+            // Alone: its condition is part of its `INSERT` (no read of the length first).
+            let result = match self
+                .insert_steps(&mut tx, &append.run, append.expected, &append.steps)
+                .await
+            {
+                Ok(result) => result,
                 Err(e) => return everyone(&e),
+            };
+            if result.is_ok() {
+                if let Err(e) = tx.commit().await {
+                    let e = Self::db_error("append to the journal of", first)(e);
+                    return everyone(&e);
+                }
+            }
+            return vec![result];
+        }
+        let mut lens = match journal_lens(&mut tx, group).await {
+            Ok(lens) => lens,
+            Err(e) => return everyone(&Self::db_error("append to the journal of", first)(e)),
+        };
+        let mut results = Vec::with_capacity(group.len());
+        // The rows to insert: each accepted append's steps, numbered from its `expected`.
+        let mut rows: Vec<(&str, u64, &StoredStep)> = Vec::new();
+        for append in group {
+            let len = lens.entry(append.run.as_str()).or_insert(0);
+            if *len != append.expected {
+                results.push(Err(JournalError::Conflict {
+                    run: append.run.clone(),
+                    expected: append.expected,
+                    found: *len,
+                }));
+                continue;
+            }
+            for (k, step) in append.steps.iter().enumerate() {
+                rows.push((append.run.as_str(), append.expected + k as u64, step));
+            }
+            *len += append.steps.len() as u64;
+            results.push(Ok(*len));
+        }
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            if let Err(e) = insert_rows(&mut tx, chunk).await {
+                // The transaction is in an unknown state: nobody's steps are committed.
+                return everyone(&Self::db_error("append to the journal of", chunk[0].0)(e));
             }
         }
         if let Err(e) = tx.commit().await {
@@ -172,17 +225,6 @@ impl super::SqliteStore {
             tx.commit().await.map_err(&err)?;
         }
         done
-    }
-
-    /// Inserts `append`'s steps in `tx` if its journal holds `expected` steps (else its
-    /// conflict, nothing inserted); an error of the database fails the whole group.
-    async fn insert_group_steps(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-        append: &Append,
-    ) -> Result<Result<u64, JournalError>, StoreError> {
-        self.insert_steps(tx, &append.run, append.expected, &append.steps)
-            .await
     }
 
     /// Inserts `steps` in `tx` at `expected` on, if `run`'s journal holds `expected` steps:
@@ -252,4 +294,76 @@ impl super::SqliteStore {
         }
         Ok(Ok(seq))
     }
+}
+
+/// The length of the journal of every run `group` appends to (a run with no steps is absent),
+/// in one query.
+async fn journal_lens<'g>(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    group: &'g [Append],
+) -> Result<HashMap<&'g str, u64>, sqlx::Error> {
+    use sqlx::Row;
+    let mut runs: Vec<&str> = group.iter().map(|a| a.run.as_str()).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let mut lens = HashMap::with_capacity(runs.len());
+    for chunk in runs.chunks(RUNS_PER_SELECT) {
+        let mut sql =
+            String::from("SELECT run, MAX(seq) + 1 AS len FROM agentflow_journal WHERE run IN (");
+        for k in 1..=chunk.len() {
+            if k > 1 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${k}"));
+        }
+        sql.push_str(") GROUP BY run");
+        let mut query = sqlx::query(&sql);
+        for run in chunk {
+            query = query.bind(*run);
+        }
+        for row in query.fetch_all(&mut **tx).await? {
+            let run: String = row.try_get("run")?;
+            let len: i64 = row.try_get("len")?;
+            if let Some(run) = chunk.iter().find(|r| **r == run) {
+                lens.insert(*run, len as u64);
+            }
+        }
+    }
+    Ok(lens)
+}
+
+/// Inserts `rows` (run, seq, step) in one statement.
+async fn insert_rows(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    rows: &[(&str, u64, &StoredStep)],
+) -> Result<(), sqlx::Error> {
+    let mut sql =
+        String::from("INSERT INTO agentflow_journal (run, seq, at_ms, kind, size, bytes) VALUES ");
+    for k in 0..rows.len() {
+        let p = 1 + 6 * k;
+        if k > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${}, ${})",
+            p,
+            p + 1,
+            p + 2,
+            p + 3,
+            p + 4,
+            p + 5
+        ));
+    }
+    let mut query = sqlx::query(&sql);
+    for (run, seq, step) in rows {
+        query = query
+            .bind(*run)
+            .bind((*seq).min(i64::MAX as u64) as i64)
+            .bind(step.at_ms.min(i64::MAX as u64) as i64)
+            .bind(&step.kind)
+            .bind(step.bytes.len() as i64)
+            .bind(&step.bytes[..]);
+    }
+    query.execute(&mut **tx).await?;
+    Ok(())
 }

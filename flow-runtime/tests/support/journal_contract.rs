@@ -284,6 +284,116 @@ pub async fn deferred_steps_are_encoded_when_read(store: &impl JournalStore) {
     store.delete_journal(bad).await.unwrap();
 }
 
+/// A batch of steps made when they are read.
+struct Batch(Vec<(&'static str, &'static str)>);
+
+impl flow_runtime::store::DeferredSteps for Batch {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn kind(&self, index: usize) -> &str {
+        self.0[index].0
+    }
+
+    fn encode(&self, index: usize) -> Vec<u8> {
+        self.0[index].1.as_bytes().to_vec()
+    }
+}
+
+/// Deferred batches ([`JournalStore::append_deferred_batch`]) read back as the steps they
+/// encode to, numbered with the others and stamped with the batch's time, under the same
+/// condition as any append; a read or a truncation that starts inside a batch sees or keeps
+/// exactly the steps before or after its position.
+pub async fn deferred_batches_read_back_and_cut(store: &impl JournalStore) {
+    let run = "journal-batches";
+    let batch =
+        |steps: Vec<(&'static str, &'static str)>| -> Arc<dyn flow_runtime::store::DeferredSteps> {
+            Arc::new(Batch(steps))
+        };
+    store
+        .append_steps(run, 0, vec![step("model_reply", "a")])
+        .await
+        .unwrap();
+    let len = store
+        .append_deferred_batch(
+            run,
+            1,
+            9,
+            batch(vec![
+                ("tool_result", "b"),
+                ("event", "c"),
+                ("transfer", "d"),
+            ]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(len, 4);
+    assert!(matches!(
+        store
+            .append_deferred_batch(run, 1, 9, batch(vec![("event", "x")]))
+            .await,
+        Err(JournalError::Conflict {
+            expected: 1,
+            found: 4,
+            ..
+        })
+    ));
+    assert_eq!(
+        store
+            .append_deferred_batch(run, 4, 10, batch(vec![("agent_end", "e")]))
+            .await
+            .unwrap(),
+        5
+    );
+    let read = |steps: Vec<StoredStep>| -> Vec<(u64, u64, String, Vec<u8>)> {
+        steps
+            .into_iter()
+            .map(|s| (s.seq, s.at_ms, s.kind, s.bytes))
+            .collect()
+    };
+    let owned = |seq, at_ms, kind: &str, body: &str| {
+        (seq, at_ms, kind.to_owned(), body.as_bytes().to_vec())
+    };
+    // From the middle of the first batch.
+    assert_eq!(
+        read(store.read_steps(run, 2).await.unwrap()),
+        vec![
+            owned(2, 9, "event", "c"),
+            owned(3, 9, "transfer", "d"),
+            owned(4, 10, "agent_end", "e")
+        ]
+    );
+    // Cut inside the first batch: its first step stays, the rest and the next batch go.
+    store.truncate_steps(run, 2).await.unwrap();
+    assert_eq!(store.journal_len(run).await.unwrap(), 2);
+    assert_eq!(
+        read(store.read_steps(run, 1).await.unwrap()),
+        vec![owned(1, 9, "tool_result", "b")]
+    );
+    assert_eq!(
+        store
+            .append_deferred_batch(run, 2, 11, batch(vec![("event", "f")]))
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        read(store.read_steps(run, 2).await.unwrap()),
+        vec![owned(2, 11, "event", "f")]
+    );
+    // An empty batch appends nothing and keeps the condition.
+    assert_eq!(
+        store
+            .append_deferred_batch(run, 3, 12, batch(Vec::new()))
+            .await
+            .unwrap(),
+        3
+    );
+    assert!(store.delete_journal(run).await.unwrap());
+    assert_eq!(store.journal_len(run).await.unwrap(), 0);
+}
+
 /// [`JournalStore::append_steps_unsynced`] keeps the contract of `append_steps`: the same
 /// condition, the same numbering, read back the same.
 pub async fn unsynced_appends_keep_the_condition(store: &impl JournalStore) {

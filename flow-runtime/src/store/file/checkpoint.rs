@@ -1,7 +1,6 @@
 //! The [`CheckpointStore`] contract of the [`FileStore`]: every change locks the run's
 //! directory, reads its index, checks the transition and writes the record before the index.
 
-use std::fs;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,13 +8,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::disk::{io_error, now_ms, write_atomically};
-use super::locks::{lock_run, remove_run, RUNS};
+use super::locks::{for_each_run, lock_run, remove_run, RUNS};
 use super::FileStore;
 use crate::store::memory::lost;
 use crate::store::records::check_size;
 use crate::store::{
-    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
-    PendingCheckpoint, SaveMode, StoreError,
+    from_millis, CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode,
+    StoreError,
 };
 
 #[async_trait]
@@ -149,20 +148,13 @@ impl CheckpointStore for FileStore {
         let list = tokio::task::spawn_blocking(move || -> Result<_, StoreError> {
             let err = |e: io::Error| io_error("list", &shown)(e);
             let mut waiting = Vec::new();
-            for entry in fs::read_dir(&*dir).map_err(err)? {
-                let entry = entry.map_err(err)?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if validate_id(&name).is_err() || !entry.file_type().map_err(err)?.is_dir() {
-                    continue;
-                }
-                let Some(run) = lock_run(&entry.path(), false, false).map_err(err)? else {
-                    continue;
-                };
+            for_each_run(&dir, false, err, |name, run| {
                 let records = run.read_index().map_err(err)?;
                 if let Some(head) = records.waiting_head() {
                     waiting.push((head.created_ms, name, head.version));
                 }
-            }
+                Ok(())
+            })?;
             waiting.sort();
             let mut out = Vec::new();
             for (created, id, version) in waiting.into_iter().take(limit) {
@@ -200,22 +192,15 @@ impl CheckpointStore for FileStore {
             let err = |e: io::Error| io_error("claim", &shown)(e);
             // The claimable heads, oldest first (read under each run's shared lock) ...
             let mut claimable = Vec::new();
-            for entry in fs::read_dir(&*dir).map_err(err)? {
-                let entry = entry.map_err(err)?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if validate_id(&name).is_err() || !entry.file_type().map_err(err)?.is_dir() {
-                    continue;
-                }
-                let Some(run) = lock_run(&entry.path(), false, false).map_err(err)? else {
-                    continue;
-                };
+            for_each_run(&dir, false, err, |name, run| {
                 let records = run.read_index().map_err(err)?;
                 if let Some(head) = records.claimable_head(now_ms()) {
                     if head.size <= max {
                         claimable.push((head.created_ms, name));
                     }
                 }
-            }
+                Ok(())
+            })?;
             claimable.sort();
             // ... then each claimed under its exclusive lock, as `claim` does; one another
             // worker took meanwhile is skipped.
@@ -260,20 +245,13 @@ impl CheckpointStore for FileStore {
             let err = |e: io::Error| io_error("purge", &shown)(e);
             let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
             let mut n = 0;
-            for entry in fs::read_dir(&*dir).map_err(err)? {
-                let entry = entry.map_err(err)?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if validate_id(&name).is_err() || !entry.file_type().map_err(err)?.is_dir() {
-                    continue;
-                }
-                let Some(run) = lock_run(&entry.path(), false, true).map_err(err)? else {
-                    continue;
-                };
+            for_each_run(&dir, true, err, |_, run| {
                 if run.read_index().map_err(err)?.finished_by(cutoff) {
                     remove_run(&run).map_err(err)?;
                     n += 1;
                 }
-            }
+                Ok(())
+            })?;
             Ok(n)
         })
         .await;

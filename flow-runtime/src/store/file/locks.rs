@@ -65,6 +65,28 @@ pub(super) struct Locked {
     _lock: File,
 }
 
+/// Calls `each` with the id and the locked directory of every run under `runs` (a shared
+/// lock, or an exclusive one with `exclusive`), in directory order; a run removed meanwhile
+/// is passed over. What `each` returns as an error ends the walk.
+pub(super) fn for_each_run(
+    runs: &Path,
+    exclusive: bool,
+    err: impl Fn(io::Error) -> StoreError,
+    mut each: impl FnMut(String, Locked) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    for entry in fs::read_dir(runs).map_err(&err)? {
+        let entry = entry.map_err(&err)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if validate_id(&name).is_err() || !entry.file_type().map_err(&err)?.is_dir() {
+            continue;
+        }
+        if let Some(run) = lock_run(&entry.path(), false, exclusive).map_err(&err)? {
+            each(name, run)?;
+        }
+    }
+    Ok(())
+}
+
 /// Locks `run_dir` (exclusively, or shared for reads). `None` if it does not exist and
 /// `create` is false.
 pub(super) fn lock_run(
