@@ -12,6 +12,12 @@
 //! divided by the steps of a run (printed once per store). `sync_x8` runs 8 such runs at once
 //! on the one store (one iteration = 8 runs), where a store with group commit makes the runs'
 //! steps share commits.
+//!
+//! `w11_chain_memory_pruned` is the in-memory case in a steady state: after each run its
+//! journal is deleted (what `Runner::purge` does with a retention; for `exit` there is none to
+//! delete, and the delete is timed in every mode), so the store does not grow by a run's
+//! steps at each iteration. In `w11_chain_memory` the store keeps every run's journal, and the
+//! memory it takes for them (new pages, about one a run) is part of the figure.
 
 mod common;
 
@@ -40,6 +46,18 @@ fn time_runs(
     next: &AtomicU64,
     iters: u64,
 ) -> Duration {
+    time_runs_pruning(rt, runner, None, next, iters)
+}
+
+/// Times `iters` runs of `runner`, each under a new run id, each followed by the delete of its
+/// journal from `prune` if given.
+fn time_runs_pruning(
+    rt: &tokio::runtime::Runtime,
+    runner: &Runner,
+    prune: Option<&dyn JournalStore>,
+    next: &AtomicU64,
+    iters: u64,
+) -> Duration {
     let input = common::user_input();
     rt.block_on(async {
         let start = Instant::now();
@@ -50,6 +68,9 @@ fn time_runs(
                 .count()
                 .await;
             std::hint::black_box(events);
+            if let Some(store) = prune {
+                std::hint::black_box(store.delete_journal(&id).await.expect("delete"));
+            }
         }
         start.elapsed()
     })
@@ -124,6 +145,28 @@ fn w11_memory(c: &mut Criterion) {
     modes(c, "w11_chain_memory", &rt, agentflow::InMemoryStore::new());
 }
 
+fn w11_memory_pruned(c: &mut Criterion) {
+    let rt = current_thread();
+    let store = agentflow::InMemoryStore::new();
+    let mut group = c.benchmark_group("w11_chain_memory_pruned");
+    let next = AtomicU64::new(0);
+    let tree = common::chain_tree(Kind::Fn, DEPTH);
+    for (label, mode) in [
+        ("exit", Durability::Exit),
+        ("async", Durability::Async),
+        ("sync", Durability::Sync),
+    ] {
+        let runner = Runner::new(tree.clone())
+            .checkpoint_store(store.clone())
+            .journal_store(store.clone())
+            .durability(mode);
+        group.bench_function(BenchmarkId::new(label, DEPTH), |b| {
+            b.iter_custom(|iters| time_runs_pruning(&rt, &runner, Some(&store), &next, iters))
+        });
+    }
+    group.finish();
+}
+
 fn w11_sqlite(c: &mut Criterion) {
     let rt = current_thread();
     let dir = std::env::temp_dir().join(format!("agentflow-w11-{}", std::process::id()));
@@ -141,6 +184,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = w11_memory, w11_sqlite
+    targets = w11_memory, w11_memory_pruned, w11_sqlite
 }
 criterion_main!(benches);

@@ -1,14 +1,20 @@
 //! Housekeeping of threads: with a retention, a thread's journal stays bounded however long
 //! the conversation runs (counted in stored steps); an expired thread (TTL) is gone for reads
-//! and removed by purge; `delete_thread` removes every step. On InMemory, File and SQLite.
+//! and removed by purge; `delete_thread` removes every step; the journals of runs outside
+//! threads are pruned by age once they ended. On InMemory, File, SQLite and PostgreSQL.
 
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::store::JournalStore;
 use flow_runtime::{
     turn_journal_id, turn_mark_id, CheckpointStore, Durability, FileStore, FlowAgent, FnAgent,
-    InMemoryStore, Message, Retention, Runner, ThreadStore, TimeTravelError, TurnOutcome,
+    InMemoryStore, Message, Retention, Runner, Session, ThreadError, ThreadStore, TimeTravelError,
+    TurnOutcome,
 };
+use futures::StreamExt;
 
 /// Two messages a turn.
 fn bot() -> FlowAgent {
@@ -182,6 +188,138 @@ where
         .contains(&"gone".to_owned()));
 }
 
+/// Runs `id` with `runner` to its end or its interrupt; returns whether it interrupted.
+async fn run_plain(runner: &Runner, id: &str) -> bool {
+    let events: Vec<_> = runner
+        .run_checkpointed(id, Session::new(), [Arc::new(Message::user("go"))])
+        .collect()
+        .await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+    events.iter().any(|e| e.is_interrupt())
+}
+
+async fn run_journals_are_pruned_by_age<S>(store: S, ledger: std::path::PathBuf)
+where
+    S: ThreadStore + CheckpointStore + JournalStore + Clone,
+{
+    // Plain runs outside threads: two that end, one that waits on an interrupt; and a thread.
+    let chat = Runner::new(bot())
+        .stores(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Sync);
+    assert!(!run_plain(&chat, "done-1").await);
+    assert!(!run_plain(&chat, "done-2").await);
+    say(&chat, "chat", "hello").await;
+    let desk = Runner::new(support::steps::step_desk(ledger))
+        .stores(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Sync);
+    assert!(run_plain(&desk, "waiting").await);
+    for id in ["done-1", "done-2", "waiting", &turn_journal_id("chat", 0)] {
+        assert!(store.journal_len(id).await.unwrap() > 0, "{id}");
+    }
+    // The store lists its journals by the time of their last step.
+    let listed = store.idle_journals(u64::MAX).await.unwrap();
+    let runs: Vec<&str> = listed.iter().map(|j| j.run.as_str()).collect();
+    for id in ["done-1", "done-2", "waiting"] {
+        assert!(runs.contains(&id), "{runs:?}");
+    }
+    let done = listed.iter().find(|j| j.run == "done-1").unwrap();
+    assert_eq!(done.steps, store.journal_len("done-1").await.unwrap());
+    assert!(store
+        .idle_journals(done.last_at_ms - 1)
+        .await
+        .unwrap()
+        .iter()
+        .all(|j| j.run != "done-1"));
+    assert!(store.idle_journals(0).await.unwrap().is_empty());
+
+    // A count of turns prunes no run's journal; a recent run is younger than an hour.
+    let kept = chat.purge(Retention::keep_turns(1)).await.unwrap();
+    assert_eq!(kept.run_journals_removed, 0);
+    let recent = chat
+        .purge(Retention::max_age(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    assert_eq!(recent.run_journals_removed, 0);
+    assert!(store.journal_len("done-1").await.unwrap() > 0);
+
+    // Everything ended at least 0 s ago: the ended runs' journals go, the waiting run's
+    // journal stays (its checkpoint waits), the thread's turn is pruned by the thread's rule.
+    let steps =
+        store.journal_len("done-1").await.unwrap() + store.journal_len("done-2").await.unwrap();
+    let turn_steps = store
+        .journal_len(&turn_journal_id("chat", 0))
+        .await
+        .unwrap();
+    let report = chat
+        .purge(Retention::max_age(Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(report.run_journals_removed, 2);
+    assert_eq!(report.journals_removed, 1);
+    assert_eq!(report.steps_removed, steps + turn_steps);
+    assert_eq!(store.journal_len("done-1").await.unwrap(), 0);
+    assert_eq!(store.journal_len("done-2").await.unwrap(), 0);
+    let waiting = store.journal_len("waiting").await.unwrap();
+    assert!(waiting > 0);
+    // The thread's history is whole.
+    assert_eq!(chat.thread_records("chat").await.unwrap().len(), 1);
+
+    // While it waits again after a resume, its journal stays; once resumed to its end, it
+    // goes too.
+    let mut interrupted = true;
+    for round in 0..support::steps::STEPS {
+        assert!(interrupted, "the desk's run ended after {round} resumes");
+        if round > 0 {
+            let report = desk
+                .purge(Retention::max_age(Duration::ZERO))
+                .await
+                .unwrap();
+            assert_eq!(report.run_journals_removed, 0);
+        }
+        let resumed: Vec<_> = desk
+            .resume(
+                "waiting",
+                [("desk".to_owned(), serde_json::json!("yes"))].into(),
+            )
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        assert!(resumed.iter().all(|e| e.error.is_none()), "{resumed:?}");
+        interrupted = resumed.iter().any(|e| e.is_interrupt());
+    }
+    assert!(!interrupted);
+    assert!(store.journal_len("waiting").await.unwrap() > waiting);
+    let report = desk
+        .purge(Retention::max_age(Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(report.run_journals_removed, 1);
+    assert_eq!(store.journal_len("waiting").await.unwrap(), 0);
+    assert!(store.idle_journals(u64::MAX).await.unwrap().is_empty());
+
+    // A runner without a thread store purges runs; one without any store says so.
+    let runs_only = Runner::new(bot())
+        .checkpoint_store(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Async);
+    assert!(!run_plain(&runs_only, "done-3").await);
+    assert!(store.journal_len("done-3").await.unwrap() > 0);
+    let report = runs_only
+        .purge(Retention::max_age(Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(report.run_journals_removed, 1);
+    assert!(matches!(
+        Runner::new(bot())
+            .purge(Retention::max_age(Duration::ZERO))
+            .await,
+        Err(ThreadError::NoStore)
+    ));
+}
+
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("agentflow-hk-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -194,6 +332,9 @@ async fn in_memory_housekeeping() {
     journal_stays_bounded_with_retention(InMemoryStore::new()).await;
     expired_threads_are_gone(InMemoryStore::new()).await;
     delete_thread_removes_every_step(InMemoryStore::new()).await;
+    let dir = temp_dir("memory");
+    run_journals_are_pruned_by_age(InMemoryStore::new(), dir.join("ledger")).await;
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[tokio::test]
@@ -202,6 +343,8 @@ async fn file_housekeeping() {
     journal_stays_bounded_with_retention(FileStore::new(dir.join("a")).unwrap()).await;
     expired_threads_are_gone(FileStore::new(dir.join("b")).unwrap()).await;
     delete_thread_removes_every_step(FileStore::new(dir.join("c")).unwrap()).await;
+    run_journals_are_pruned_by_age(FileStore::new(dir.join("d")).unwrap(), dir.join("ledger"))
+        .await;
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -213,6 +356,8 @@ async fn sqlite_housekeeping() {
     journal_stays_bounded_with_retention(SqliteStore::open(dir.join("a.db")).await.unwrap()).await;
     expired_threads_are_gone(SqliteStore::open(dir.join("b.db")).await.unwrap()).await;
     delete_thread_removes_every_step(SqliteStore::open(dir.join("c.db")).await.unwrap()).await;
+    let store = SqliteStore::open(dir.join("d.db")).await.unwrap();
+    run_journals_are_pruned_by_age(store, dir.join("ledger")).await;
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -221,7 +366,13 @@ async fn sqlite_housekeeping() {
 async fn postgres_housekeeping() {
     use flow_runtime::store::PostgresStore;
     use flow_runtime::testing::fresh_postgres_database;
-    for (name, part) in [("hk_bounded", 0), ("hk_ttl", 1), ("hk_delete", 2)] {
+    let dir = temp_dir("postgres");
+    for (name, part) in [
+        ("hk_bounded", 0),
+        ("hk_ttl", 1),
+        ("hk_delete", 2),
+        ("hk_runs", 3),
+    ] {
         let Some(url) = fresh_postgres_database(name).await else {
             return;
         };
@@ -229,7 +380,9 @@ async fn postgres_housekeeping() {
         match part {
             0 => journal_stays_bounded_with_retention(store).await,
             1 => expired_threads_are_gone(store).await,
-            _ => delete_thread_removes_every_step(store).await,
+            2 => delete_thread_removes_every_step(store).await,
+            _ => run_journals_are_pruned_by_age(store, dir.join("ledger")).await,
         }
     }
+    std::fs::remove_dir_all(dir).unwrap();
 }

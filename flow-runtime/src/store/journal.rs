@@ -108,6 +108,17 @@ impl std::fmt::Debug for PendingStep {
     }
 }
 
+/// A journal as [`JournalStore::idle_journals`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalSummary {
+    /// The run the journal belongs to (its id).
+    pub run: String,
+    /// How many steps it holds.
+    pub steps: u64,
+    /// When its last step was appended, in milliseconds since the Unix epoch.
+    pub last_at_ms: u64,
+}
+
 /// Why a journal could not be read or written. Nothing stored is changed when one is returned.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -202,6 +213,12 @@ pub trait JournalStore: Send + Sync + 'static {
 
     /// Removes `run`'s journal; returns whether it had steps.
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError>;
+
+    /// The journals whose last step was appended at or before `at_ms` (milliseconds since
+    /// the Unix epoch), ordered by run id; journals without steps are not listed. What
+    /// housekeeping reads to find the journals of runs that ended long ago
+    /// ([`Runner::purge`](crate::Runner::purge)); a store may scan every journal for it.
+    async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError>;
 
     /// [`append_steps`](JournalStore::append_steps) without waiting for the steps to reach
     /// the disk: what the [`Async`](crate::Durability::Async) mode appends with. A store may

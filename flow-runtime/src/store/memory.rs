@@ -16,7 +16,7 @@ use super::{
     PendingCheckpoint, SaveMode, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
     DEFAULT_MAX_CHECKPOINT_BYTES,
 };
-use super::{DeferredSteps, JournalError, JournalStore, PendingStep, StoredStep};
+use super::{DeferredSteps, JournalError, JournalStore, JournalSummary, PendingStep, StoredStep};
 
 /// A store in memory: for tests, and for runs that need not survive the process. Clones share
 /// the same checkpoints and threads; claims are atomic across the tasks and threads of the
@@ -120,6 +120,15 @@ impl KeptStep {
         match self {
             KeptStep::Batch { start, end, .. } => end - start,
             _ => 1,
+        }
+    }
+
+    /// When it was appended.
+    fn at_ms(&self) -> u64 {
+        match self {
+            KeptStep::Stored(step) => step.at_ms,
+            KeptStep::Deferred(pending) => pending.at_ms,
+            KeptStep::Batch { at_ms, .. } => *at_ms,
         }
     }
 
@@ -662,5 +671,22 @@ impl JournalStore for InMemoryStore {
         validate_id(run)?;
         let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
         Ok(journals.remove(run).is_some_and(|j| j.len > 0))
+    }
+
+    async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
+        let journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        let mut idle: Vec<JournalSummary> = journals
+            .iter()
+            .filter_map(|(run, journal)| {
+                let last = journal.parts.last()?.at_ms();
+                (journal.len > 0 && last <= at_ms).then(|| JournalSummary {
+                    run: run.clone(),
+                    steps: journal.len as u64,
+                    last_at_ms: last,
+                })
+            })
+            .collect();
+        idle.sort_by(|a, b| a.run.cmp(&b.run));
+        Ok(idle)
     }
 }

@@ -106,7 +106,8 @@ pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use journal::check_kind as journal_check_kind;
 pub use journal::{
-    DeferredStep, DeferredSteps, JournalError, JournalStore, PendingStep, StoredStep,
+    DeferredStep, DeferredSteps, JournalError, JournalStore, JournalSummary, PendingStep,
+    StoredStep,
 };
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine as _;
 
-use super::journal::{JournalError, JournalStore, StoredStep};
+use super::journal::{JournalError, JournalStore, JournalSummary, StoredStep};
 use super::sealing::{SealError, SealingKeys};
 use super::thread::{RecordEnd, RecordStart, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
 use super::{
@@ -365,6 +365,10 @@ impl<S: JournalStore> JournalStore for SealedStore<S> {
 
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
         self.inner.delete_journal(run).await
+    }
+
+    async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
+        self.inner.idle_journals(at_ms).await
     }
 }
 

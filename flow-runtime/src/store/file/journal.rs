@@ -22,11 +22,13 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 
 use super::disk::sync_dir;
-use super::locks::{lock_run, remove_run};
+use super::locks::{for_each_run, lock_run, remove_run};
 use super::FileStore;
 use crate::store::journal::check_kind;
 use crate::store::records::check_size;
-use crate::store::{validate_id, JournalError, JournalStore, StoreError, StoredStep};
+use crate::store::{
+    validate_id, JournalError, JournalStore, JournalSummary, StoreError, StoredStep,
+};
 
 const MAGIC: &[u8; 4] = b"AFJ1";
 const STEPS: &str = "steps.log";
@@ -154,13 +156,13 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
     Ok((out, count, at))
 }
 
-/// The number of whole steps of the journal file and where they end: from its last frame if
-/// it checks (constant time), else by a scan.
-fn tail(run: &str, file: &mut File) -> Result<(u64, u64), JournalError> {
+/// The number of whole steps of the journal file, where they end, and when the last was
+/// appended: from its last frame if it checks (constant time), else by a scan.
+fn tail(run: &str, file: &mut File) -> Result<(u64, u64, u64), JournalError> {
     let err = io("read the journal of", run);
     let size = file.metadata().map_err(&err)?.len();
     if size == 0 {
-        return Ok((0, 0));
+        return Ok((0, 0, 0));
     }
     if size >= 4 {
         let mut len = [0u8; 4];
@@ -173,7 +175,7 @@ fn tail(run: &str, file: &mut File) -> Result<(u64, u64), JournalError> {
             file.read_exact(&mut last).map_err(&err)?;
             if let Parsed::Step(step, n) = parse(&last) {
                 if n as u64 == len {
-                    return Ok((step.seq + 1, size));
+                    return Ok((step.seq + 1, size, step.at_ms));
                 }
             }
         }
@@ -181,8 +183,9 @@ fn tail(run: &str, file: &mut File) -> Result<(u64, u64), JournalError> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0)).map_err(&err)?;
     file.read_to_end(&mut bytes).map_err(&err)?;
-    let (_, count, end) = scan(run, &bytes, u64::MAX)?;
-    Ok((count, end as u64))
+    let (steps, count, end) = scan(run, &bytes, 0)?;
+    let last_at_ms = steps.last().map_or(0, |s| s.at_ms);
+    Ok((count, end as u64, last_at_ms))
 }
 
 impl FileStore {
@@ -248,7 +251,7 @@ impl JournalStore for FileStore {
             let mut file = open_steps(&locked.dir, true)
                 .map_err(&err)?
                 .expect("created");
-            let (found, end) = tail(&run, &mut file)?;
+            let (found, end, _) = tail(&run, &mut file)?;
             if found != expected {
                 return Err(JournalError::Conflict {
                     run: run.clone(),
@@ -353,6 +356,34 @@ impl JournalStore for FileStore {
             let had = fs::metadata(locked.dir.join(STEPS)).is_ok_and(|m| m.len() > 0);
             remove_run(&locked).map_err(&err)?;
             Ok(had)
+        })
+        .await
+    }
+
+    async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
+        let root = self.dir().join("journals");
+        Self::journal_blocking("list the journals of", "*", move || {
+            let err = io("list the journals of", "*");
+            let mut idle = Vec::new();
+            if !root.is_dir() {
+                return Ok(idle);
+            }
+            for_each_run(&root, false, &err, |run, locked| {
+                let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
+                    return Ok(());
+                };
+                let (steps, _, last_at_ms) = tail(&run, &mut file)?;
+                if steps > 0 && last_at_ms <= at_ms {
+                    idle.push(JournalSummary {
+                        run,
+                        steps,
+                        last_at_ms,
+                    });
+                }
+                Ok(())
+            })?;
+            idle.sort_by(|a, b| a.run.cmp(&b.run));
+            Ok(idle)
         })
         .await
     }

@@ -68,12 +68,12 @@ pub(super) struct Locked {
 /// Calls `each` with the id and the locked directory of every run under `runs` (a shared
 /// lock, or an exclusive one with `exclusive`), in directory order; a run removed meanwhile
 /// is passed over. What `each` returns as an error ends the walk.
-pub(super) fn for_each_run(
+pub(super) fn for_each_run<E>(
     runs: &Path,
     exclusive: bool,
-    err: impl Fn(io::Error) -> StoreError,
-    mut each: impl FnMut(String, Locked) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
+    err: impl Fn(io::Error) -> E,
+    mut each: impl FnMut(String, Locked) -> Result<(), E>,
+) -> Result<(), E> {
     for entry in fs::read_dir(runs).map_err(&err)? {
         let entry = entry.map_err(&err)?;
         let name = entry.file_name().to_string_lossy().into_owned();

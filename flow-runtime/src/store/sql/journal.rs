@@ -19,6 +19,10 @@ pub(crate) const JOURNAL_TRUNCATE: &str =
 
 pub(crate) const JOURNAL_DELETE: &str = "DELETE FROM agentflow_journal WHERE run = $1";
 
+/// The journals whose last step was appended at or before `$1`, with their lengths.
+pub(crate) const JOURNAL_IDLE: &str = "SELECT run, MAX(seq) + 1 AS len, MAX(at_ms) AS last_at_ms
+    FROM agentflow_journal GROUP BY run HAVING MAX(at_ms) <= $1 ORDER BY run";
+
 /// Implements [`JournalStore`](crate::store::JournalStore) for a SQL store type with the fields
 /// and `begin` of `sql_checkpoint_store` and an `append_journal` of its own: PostgreSQL's is
 /// `append_in_tx`, one transaction holding the journal's lock (`begin("journal:RUN")`) that
@@ -195,6 +199,28 @@ macro_rules! sql_journal_store {
                     .await
                     .map_err(Self::journal_db_error("delete the journal of", run))?;
                 Ok(done.rows_affected() > 0)
+            }
+
+            async fn idle_journals(
+                &self,
+                at_ms: u64,
+            ) -> Result<Vec<$crate::store::JournalSummary>, $crate::store::JournalError> {
+                use sqlx::Row;
+                let err = Self::journal_db_error("list the journals of", "*");
+                let rows = sqlx::query(&self.sql.journal_idle)
+                    .bind(at_ms.min(i64::MAX as u64) as i64)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(&err)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for row in rows {
+                    out.push($crate::store::JournalSummary {
+                        run: row.try_get("run").map_err(&err)?,
+                        steps: row.try_get::<i64, _>("len").map_err(&err)? as u64,
+                        last_at_ms: row.try_get::<i64, _>("last_at_ms").map_err(&err)? as u64,
+                    });
+                }
+                Ok(out)
             }
         }
     };

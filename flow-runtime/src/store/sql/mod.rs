@@ -97,6 +97,7 @@ pub(crate) struct Statements {
     pub journal_read: String,
     pub journal_truncate: String,
     pub journal_delete: String,
+    pub journal_idle: String,
 }
 
 impl Statements {
@@ -133,6 +134,7 @@ impl Statements {
             journal_read: f(JOURNAL_READ),
             journal_truncate: f(JOURNAL_TRUNCATE),
             journal_delete: f(JOURNAL_DELETE),
+            journal_idle: f(JOURNAL_IDLE),
         }
     }
 
