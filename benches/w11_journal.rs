@@ -102,6 +102,33 @@ fn time_concurrent_runs(
 /// Runs at once in the `sync_x8` case.
 const CONCURRENT: usize = 8;
 
+/// Benches a run of the chain in each durability mode on `store` (deleting each run's journal
+/// from `prune` if given).
+fn bench_modes<S>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    store: &S,
+    prune: Option<&dyn JournalStore>,
+    next: &AtomicU64,
+) where
+    S: JournalStore + CheckpointStore + Clone,
+{
+    let tree = common::chain_tree(Kind::Fn, DEPTH);
+    for (label, mode) in [
+        ("exit", Durability::Exit),
+        ("async", Durability::Async),
+        ("sync", Durability::Sync),
+    ] {
+        let runner = Runner::new(tree.clone())
+            .checkpoint_store(store.clone())
+            .journal_store(store.clone())
+            .durability(mode);
+        group.bench_function(BenchmarkId::new(label, DEPTH), |b| {
+            b.iter_custom(|iters| time_runs_pruning(rt, &runner, prune, next, iters))
+        });
+    }
+}
+
 fn modes<S>(c: &mut Criterion, group_name: &str, rt: &tokio::runtime::Runtime, store: S)
 where
     S: JournalStore + CheckpointStore + Clone,
@@ -117,19 +144,7 @@ where
     time_runs(rt, &probe, &next, 1);
     let steps = rt.block_on(probe.journal("run-0")).expect("journal").len();
     println!("{group_name}: {steps} journal steps per run of the chain of {DEPTH}");
-    for (label, mode) in [
-        ("exit", Durability::Exit),
-        ("async", Durability::Async),
-        ("sync", Durability::Sync),
-    ] {
-        let runner = Runner::new(tree.clone())
-            .checkpoint_store(store.clone())
-            .journal_store(store.clone())
-            .durability(mode);
-        group.bench_function(BenchmarkId::new(label, DEPTH), |b| {
-            b.iter_custom(|iters| time_runs(rt, &runner, &next, iters))
-        });
-    }
+    bench_modes(&mut group, rt, &store, None, &next);
     let runner = Runner::new(tree.clone())
         .checkpoint_store(store.clone())
         .journal_store(store.clone())
@@ -149,21 +164,7 @@ fn w11_memory_pruned(c: &mut Criterion) {
     let rt = current_thread();
     let store = agentflow::InMemoryStore::new();
     let mut group = c.benchmark_group("w11_chain_memory_pruned");
-    let next = AtomicU64::new(0);
-    let tree = common::chain_tree(Kind::Fn, DEPTH);
-    for (label, mode) in [
-        ("exit", Durability::Exit),
-        ("async", Durability::Async),
-        ("sync", Durability::Sync),
-    ] {
-        let runner = Runner::new(tree.clone())
-            .checkpoint_store(store.clone())
-            .journal_store(store.clone())
-            .durability(mode);
-        group.bench_function(BenchmarkId::new(label, DEPTH), |b| {
-            b.iter_custom(|iters| time_runs_pruning(&rt, &runner, Some(&store), &next, iters))
-        });
-    }
+    bench_modes(&mut group, &rt, &store, Some(&store), &AtomicU64::new(0));
     group.finish();
 }
 

@@ -246,6 +246,9 @@ impl DeferredSteps for SessionSteps {
 /// are kept (and at an interrupt, at its end, and when it is dropped).
 const BATCH_STEPS: usize = 64;
 
+/// The steps an `Async` writer on a store that keeps deferred steps has room for at its start.
+const KEPT_ROOM: usize = 32;
+
 /// Decodes a stored step of run `run`, checking it was written by the flow with fingerprint
 /// `flow`.
 pub(crate) fn decode(run: &str, flow: &str, stored: StoredStep) -> Result<Step, JournalError> {
@@ -342,7 +345,11 @@ impl JournalWriter {
             background: None,
             replayed: Vec::new(),
             gate: None,
-            kept: Vec::new(),
+            // Room for a short run's steps (the chain of ten makes 19) without regrowing.
+            kept: match (mode, inline) {
+                (Durability::Async, true) => Vec::with_capacity(KEPT_ROOM),
+                _ => Vec::new(),
+            },
         };
         writer.start_background(next);
         Ok(writer)
