@@ -9,7 +9,8 @@
 //! Workloads: `w1-fn`, `w1-chat`, `w2-fn-H`, `w2-chat-H` (H prior messages), `w3-fn`,
 //! `w3-chat` (10,000 chunks each), `w4-fn`, `w4-chat` (depth 10), and W11's checkpointed
 //! chain of 10 `FnAgent`s on an `InMemoryStore` journaling in each mode: `w11-exit`,
-//! `w11-async`, `w11-sync` (a new run id per run, as the W11 bench); on a `SqliteStore` in a
+//! `w11-async`, `w11-sync` (a new run id per run, as the W11 bench; `w11-MODE-pruned` deletes
+//! each run's journal after it, as `w11_chain_memory_pruned` does); on a `SqliteStore` in a
 //! temporary file, `w11sqlite-sync` (runs one after another) and `w11sqlite-x8` (rounds of 8
 //! runs at once; `runs` counts rounds), e.g. under `strace -f -c -e trace=fsync,fdatasync` to
 //! count the synced commits. Prints the instructions-free
@@ -90,21 +91,27 @@ fn mode_named(workload: &str) -> Durability {
 
 /// W11's case: `runs` checkpointed runs of the chain of 10, journaled in `mode` in memory.
 fn w11(rt: &tokio::runtime::Runtime, workload: &str, mode: Durability, runs: usize) {
+    use agentflow::store::JournalStore;
     use futures::StreamExt;
     let store = InMemoryStore::new();
     let runner = Runner::new(common::chain_tree(Kind::Fn, 10))
         .checkpoint_store(store.clone())
-        .journal_store(store)
+        .journal_store(store.clone())
         .durability(mode);
+    let prune = workload.ends_with("-pruned");
     let input = common::user_input();
     let start = Instant::now();
     let total = rt.block_on(async {
         let mut total = 0;
         for i in 0..runs {
+            let id = format!("run-{i}");
             total += runner
-                .run_checkpointed(format!("run-{i}"), Session::new(), input.iter().cloned())
+                .run_checkpointed(&id, Session::new(), input.iter().cloned())
                 .count()
                 .await;
+            if prune {
+                store.delete_journal(&id).await.expect("delete");
+            }
         }
         total
     });

@@ -311,6 +311,9 @@ pub(crate) struct JournalWriter {
     /// `Async` on a store that keeps deferred steps: the steps kept since the last batch was
     /// handed over (each message whole), in order.
     kept: Vec<Arc<SessionEvent>>,
+    /// Where the kept steps that [`step_in_line`](JournalWriter::step_in_line) left to
+    /// [`step`](JournalWriter::step) start (a streamed message, an interrupt or a batch due).
+    due_from: Option<usize>,
 }
 
 impl JournalWriter {
@@ -350,6 +353,7 @@ impl JournalWriter {
                 (Durability::Async, true) => Vec::with_capacity(KEPT_ROOM),
                 _ => Vec::new(),
             },
+            due_from: None,
         };
         writer.start_background(next);
         Ok(writer)
@@ -471,11 +475,36 @@ impl JournalWriter {
         Ok(())
     }
 
+    /// Does what [`step`](JournalWriter::step) would, without a future, where nothing has to
+    /// wait: returns `true` if the session's new events are handled (`Exit`: nothing to do;
+    /// `Async` on a store that keeps deferred steps: kept, with no streamed message, no
+    /// interrupt and no batch due), `false` if `step` must run (and finish what this began).
+    pub(crate) fn step_in_line(&mut self, session: &Session) -> bool {
+        if self.mode == Durability::Exit {
+            return true;
+        }
+        if self.due_from.is_none()
+            && self.inline
+            && self.mode == Durability::Async
+            && self.written >= self.replayed.len()
+        {
+            match self.keep_new(session) {
+                None => return true,
+                Some(from) => self.due_from = Some(from),
+            }
+        }
+        false
+    }
+
     /// Hands the session's new events to the journal: stored now (Sync), queued (Async) or
     /// nothing (Exit).
     pub(crate) async fn step(&mut self, session: &Session) -> Result<(), JournalError> {
         if self.mode == Durability::Exit {
             return Ok(());
+        }
+        if let Some(from) = self.due_from.take() {
+            // Kept by `step_in_line`: what is due is done here.
+            return self.keep_batch(from).await;
         }
         if self.inline && self.mode == Durability::Async && self.written >= self.replayed.len() {
             // The common case: the new events join the kept ones, with no vector of their own,
@@ -732,6 +761,7 @@ impl Runner {
             replayed,
             gate: None,
             kept: Vec::new(),
+            due_from: None,
         };
         writer.start_background(len);
         Ok(writer)

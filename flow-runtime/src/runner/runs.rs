@@ -619,9 +619,11 @@ impl Runner {
                 }
                 if let Some(journal) = &mut journal {
                     // Sync: the event's step is stored before the event is passed on.
-                    if let Err(e) = journal.step(cx.session()).await {
-                        out.emit(journal_error(&cx, &id, &e));
-                        return Ok(());
+                    if !journal.step_in_line(cx.session()) {
+                        if let Err(e) = journal.step(cx.session()).await {
+                            out.emit(journal_error(&cx, &id, &e));
+                            return Ok(());
+                        }
                     }
                 }
                 let Some(info) = event.interrupt() else {

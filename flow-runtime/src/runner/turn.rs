@@ -1139,9 +1139,11 @@ impl Recording {
             }
             if let Some(journal) = &mut journal {
                 // Sync: the event's step is stored before the event is passed on.
-                if let Err(e) = journal.step(cx.session()).await {
-                    drop(events);
-                    return self.not_recorded(out, cx, e.into()).await;
+                if !journal.step_in_line(cx.session()) {
+                    if let Err(e) = journal.step(cx.session()).await {
+                        drop(events);
+                        return self.not_recorded(out, cx, e.into()).await;
+                    }
                 }
             }
             if event.is_interrupt() {
