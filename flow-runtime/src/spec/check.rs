@@ -263,6 +263,19 @@ impl FlowFacts<'_> {
     }
 }
 
+/// For each of the `N` nodes of a flow, whether some check of it fails ([`passes`] is
+/// false): computed once per flow, so that each node's `const` reads its entry and builds a
+/// message (with [`FlowFacts::assert_node`]) only when it fails.
+pub const fn failing<const N: usize>(f: &FlowFacts<'_>) -> [bool; N] {
+    let mut out = [false; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = !passes(f, i);
+        i += 1;
+    }
+    out
+}
+
 /// Whether every check of node `index` passes: [`node`] without building a message (they
 /// agree: a test holds them to it).
 pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
