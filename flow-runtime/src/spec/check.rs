@@ -12,6 +12,46 @@ pub const fn fnv1a(hash: u64, s: &str) -> u64 {
     crate::ids::fnv1a_extend(hash, s.as_bytes())
 }
 
+/// The fingerprint of a flow's shape: [`fingerprint_of`](crate::fingerprint_of) of the shape
+/// string of the tree (each node's agent name, `^` if it is barred from its parent, then its
+/// sub-agents as `(a,b)`), hashed piece by piece from the flow's facts (`agents`, `barred` and
+/// `children` by node, the root first). `flow!`'s `FINGERPRINT`, equal to
+/// `FlowAgent::fingerprint()` of the built tree.
+pub const fn fingerprint(agents: &[&str], barred: &[bool], children: &[&[usize]]) -> u64 {
+    if agents.is_empty() {
+        return FNV_OFFSET;
+    }
+    shape_hash(FNV_OFFSET, 0, agents, barred, children)
+}
+
+/// Extends `hash` by the shape of node `i` and its subtree (see [`fingerprint`]).
+const fn shape_hash(
+    mut hash: u64,
+    i: usize,
+    agents: &[&str],
+    barred: &[bool],
+    children: &[&[usize]],
+) -> u64 {
+    hash = fnv1a(hash, agents[i]);
+    if barred[i] {
+        hash = fnv1a(hash, "^");
+    }
+    let sub = children[i];
+    if !sub.is_empty() {
+        hash = fnv1a(hash, "(");
+        let mut k = 0;
+        while k < sub.len() {
+            if k > 0 {
+                hash = fnv1a(hash, ",");
+            }
+            hash = shape_hash(hash, sub[k], agents, barred, children);
+            k += 1;
+        }
+        hash = fnv1a(hash, ")");
+    }
+    hash
+}
+
 const CAP: usize = 1024;
 
 /// The outcome of a check: empty when it passed, else the compile error's text.

@@ -34,7 +34,6 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
         .iter()
         .map(|n| n.workflow().map_or("", |k| k.keyword()))
         .collect();
-    let children: Vec<&Vec<usize>> = nodes.iter().map(|n| &n.children).collect();
     let facts = quote!(<Self as __AgentflowFacts>);
     // The facts are one const, evaluated once, which every node's check reads.
     let consts = quote! {
@@ -44,7 +43,7 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
             agents: Self::AGENTS,
             nodes: &[#(#written),*],
             parents: Self::__PARENTS,
-            children: &[#(&[#(#children),*]),*],
+            children: Self::__CHILDREN,
             marked_no_parent: &[#(#marked),*],
             task: &[#(#task),*],
             workflows: &[#(#workflows),*],

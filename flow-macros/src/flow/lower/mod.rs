@@ -12,14 +12,12 @@
 //! - `builder`: `{Flow}Builder`, its slots for run-time agents, its setters and `build()`.
 //! - `node`: the `FlowAgent` expression of a node and its subtree, which `build()` returns.
 //! - `checks`: the compile-time checks, one const per rule and node.
-//! - `fingerprint`: the shape's fingerprint, hashed at compile time.
 
 mod agent_enum;
 mod builder;
 mod checks;
 mod cx;
 mod expected;
-mod fingerprint;
 mod flow_type;
 mod node;
 mod target_enums;
