@@ -661,6 +661,17 @@ mod tests {
             h = fnv1a(h, piece);
         }
         assert_eq!(h, whole);
+        // The same shape from a flow's facts, as `flow!`'s `FINGERPRINT` computes it.
+        let facts_hash = fingerprint(
+            &["triage", "refund", "complaint", "escalation"],
+            &[false, false, false, true],
+            &[&[1, 2], &[], &[3], &[]],
+        );
+        assert_eq!(facts_hash, whole);
+        assert_eq!(
+            fingerprint(&["solo"], &[false], &[&[]]),
+            crate::fingerprint_of("solo")
+        );
     }
 
     /// A flow `Desk: triage => [refund, billing]` (with `agents` for their names), whose agents

@@ -11,7 +11,8 @@
 //! - `expected`: `{Flow}::trajectory()`, an expected trajectory typed by those two enums.
 //! - `builder`: `{Flow}Builder`, its slots for run-time agents, its setters and `build()`.
 //! - `node`: the `FlowAgent` expression of a node and its subtree, which `build()` returns.
-//! - `checks`: the compile-time checks, one const per rule and node.
+//! - `checks`: the compile-time checks: the flow's facts, whether each node fails (one const
+//!   per flow), and one const per node asserting its checks.
 
 mod agent_enum;
 mod builder;
