@@ -1,17 +1,11 @@
 /// Decides which desk owns the request.
 #[allow(non_camel_case_types)]
-#[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy)]
+#[derive(::core::fmt::Debug, ::core::marker::Copy)]
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 
 Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in. A node of a flow filled by `triage` has it as its target type (`{Flow}{Node}Target` is an alias of it).*/
-#[derive(
-    ::core::fmt::Debug,
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::cmp::PartialEq,
-    ::core::cmp::Eq
-)]
+#[derive(::core::fmt::Debug, ::core::marker::Copy, ::core::cmp::PartialEq)]
 pub enum TriageTransfer {
     ///Transfer to agent `refund`.
     Refund,
@@ -31,6 +25,15 @@ impl TriageTransfer {
     }
 }
 const _: () = {
+    #[automatically_derived]
+    impl ::core::clone::Clone for TriageTransfer {
+        #[inline]
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    #[automatically_derived]
+    impl ::core::cmp::Eq for TriageTransfer {}
     #[automatically_derived]
     impl ::core::fmt::Display for TriageTransfer {
         fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
@@ -56,6 +59,13 @@ const _: () = {
     }
 };
 const _: () = {
+    #[automatically_derived]
+    impl ::core::clone::Clone for triage {
+        #[inline]
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
     #[automatically_derived]
     impl ::agentflow::__private::AgentSpec for triage {
         const NAME: &'static str = "triage";

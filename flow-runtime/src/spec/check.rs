@@ -12,6 +12,46 @@ pub const fn fnv1a(hash: u64, s: &str) -> u64 {
     crate::ids::fnv1a_extend(hash, s.as_bytes())
 }
 
+/// The fingerprint of a flow's shape: [`fingerprint_of`](crate::fingerprint_of) of the shape
+/// string of the tree (each node's agent name, `^` if it is barred from its parent, then its
+/// sub-agents as `(a,b)`), hashed piece by piece from the flow's facts (`agents`, `barred` and
+/// `children` by node, the root first). `flow!`'s `FINGERPRINT`, equal to
+/// `FlowAgent::fingerprint()` of the built tree.
+pub const fn fingerprint(agents: &[&str], barred: &[bool], children: &[&[usize]]) -> u64 {
+    if agents.is_empty() {
+        return FNV_OFFSET;
+    }
+    shape_hash(FNV_OFFSET, 0, agents, barred, children)
+}
+
+/// Extends `hash` by the shape of node `i` and its subtree (see [`fingerprint`]).
+const fn shape_hash(
+    mut hash: u64,
+    i: usize,
+    agents: &[&str],
+    barred: &[bool],
+    children: &[&[usize]],
+) -> u64 {
+    hash = fnv1a(hash, agents[i]);
+    if barred[i] {
+        hash = fnv1a(hash, "^");
+    }
+    let sub = children[i];
+    if !sub.is_empty() {
+        hash = fnv1a(hash, "(");
+        let mut k = 0;
+        while k < sub.len() {
+            if k > 0 {
+                hash = fnv1a(hash, ",");
+            }
+            hash = shape_hash(hash, sub[k], agents, barred, children);
+            k += 1;
+        }
+        hash = fnv1a(hash, ")");
+    }
+    hash
+}
+
 const CAP: usize = 1024;
 
 /// The outcome of a check: empty when it passed, else the compile error's text.
@@ -261,6 +301,19 @@ impl FlowFacts<'_> {
         }
         v
     }
+}
+
+/// For each of the `N` nodes of a flow, whether some check of it fails ([`passes`] is
+/// false): computed once per flow, so that each node's `const` reads its entry and builds a
+/// message (with [`FlowFacts::assert_node`]) only when it fails.
+pub const fn failing<const N: usize>(f: &FlowFacts<'_>) -> [bool; N] {
+    let mut out = [false; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = !passes(f, i);
+        i += 1;
+    }
+    out
 }
 
 /// Whether every check of node `index` passes: [`node`] without building a message (they
@@ -608,6 +661,17 @@ mod tests {
             h = fnv1a(h, piece);
         }
         assert_eq!(h, whole);
+        // The same shape from a flow's facts, as `flow!`'s `FINGERPRINT` computes it.
+        let facts_hash = fingerprint(
+            &["triage", "refund", "complaint", "escalation"],
+            &[false, false, false, true],
+            &[&[1, 2], &[], &[3], &[]],
+        );
+        assert_eq!(facts_hash, whole);
+        assert_eq!(
+            fingerprint(&["solo"], &[false], &[&[]]),
+            crate::fingerprint_of("solo")
+        );
     }
 
     /// A flow `Desk: triage => [refund, billing]` (with `agents` for their names), whose agents

@@ -34,7 +34,6 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
         .iter()
         .map(|n| n.workflow().map_or("", |k| k.keyword()))
         .collect();
-    let children: Vec<&Vec<usize>> = nodes.iter().map(|n| &n.children).collect();
     let facts = quote!(<Self as __AgentflowFacts>);
     // The facts are one const, evaluated once, which every node's check reads.
     let consts = quote! {
@@ -44,7 +43,7 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
             agents: Self::AGENTS,
             nodes: &[#(#written),*],
             parents: Self::__PARENTS,
-            children: &[#(&[#(#children),*]),*],
+            children: Self::__CHILDREN,
             marked_no_parent: &[#(#marked),*],
             task: &[#(#task),*],
             workflows: &[#(#workflows),*],
@@ -55,11 +54,15 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
             payloads: #facts::TRANSFER_PAYLOADS,
             earlier: &Self::__EARLIER,
         };
+        const __FAILING: [bool; #n] = #p::check::failing::<#n>(&Self::__CHECKED);
     };
     // Each node's check is a const of the flow's module named after the node (the compiler
     // evaluates every free const, used or not), so a failure reads "evaluation of
     // `desk_flow::refund_fits_this_flow` failed" and each failing node is its own error; its
     // assertion is a method call on a receiver spanned at the node, so the error points there.
+    // Whether each node passes is computed once for the flow (`__FAILING`): a node's const
+    // only reads its entry, and builds its message only when it fails (evaluating the checks
+    // in one const is several times cheaper than in one const per node).
     let mut node_checks = TokenStream::new();
     for (i, node) in nodes.iter().enumerate() {
         let span = node.span;
@@ -69,7 +72,9 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
         node_checks.extend(quote_spanned! {span=>
             #[doc(hidden)]
             #[allow(dead_code)]
-            const #name: () = #flow_at::__CHECKED.assert_node(#i);
+            const #name: () = if #flow_at::__FAILING[#i] {
+                #flow_at::__CHECKED.assert_node(#i)
+            };
         });
     }
     quote! {

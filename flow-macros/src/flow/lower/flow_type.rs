@@ -14,7 +14,6 @@ use super::agent_enum::agent_enum_items;
 use super::builder::{builder_items, Builder};
 use super::checks::checks;
 use super::cx::Cx;
-use super::fingerprint::fingerprint;
 use super::target_enums::{target_enums, Targets};
 use crate::flow::parse::FlowAst;
 use crate::flow::tree::{Kind, Tree};
@@ -141,7 +140,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             quote!((Self::AGENTS[#i], &[#(Self::AGENTS[#chain]),*]))
         })
         .collect();
-    let fingerprint = fingerprint(&cx);
+    let children: Vec<&Vec<usize>> = tree.nodes.iter().map(|n| &n.children).collect();
     let checks = checks(&cx);
     // Every item of the module is `pub`; the glob re-export gives them the flow's visibility.
     let item_vis: syn::Visibility = syn::parse_quote!(pub);
@@ -242,7 +241,11 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
             /// The fingerprint of the flow's shape, computed at compile time; equal to
             /// `FlowAgent::fingerprint()` of the built tree.
-            pub const FINGERPRINT: u64 = #fingerprint;
+            pub const FINGERPRINT: u64 =
+                #p::check::fingerprint(Self::AGENTS, Self::__BARRED, Self::__CHILDREN);
+
+            #[doc(hidden)]
+            pub const __CHILDREN: &'static [&'static [usize]] = &[#(&[#(#children),*]),*];
 
             #[doc(hidden)]
             pub const __PARENTS: &'static [::core::option::Option<usize>] = &[#(#parents),*];

@@ -11,15 +11,14 @@
 //! - `expected`: `{Flow}::trajectory()`, an expected trajectory typed by those two enums.
 //! - `builder`: `{Flow}Builder`, its slots for run-time agents, its setters and `build()`.
 //! - `node`: the `FlowAgent` expression of a node and its subtree, which `build()` returns.
-//! - `checks`: the compile-time checks, one const per rule and node.
-//! - `fingerprint`: the shape's fingerprint, hashed at compile time.
+//! - `checks`: the compile-time checks: the flow's facts, whether each node fails (one const
+//!   per flow), and one const per node asserting its checks.
 
 mod agent_enum;
 mod builder;
 mod checks;
 mod cx;
 mod expected;
-mod fingerprint;
 mod flow_type;
 mod node;
 mod target_enums;
