@@ -32,17 +32,20 @@ fn runner(ledger: &std::path::Path, store: &InMemoryStore, mode: Durability) -> 
         .durability(mode)
 }
 
+/// Starts run `id` of `runner` on a new session with the user's "go"; returns the session
+/// and the run's events.
+fn start(runner: &Runner, id: &str) -> (Arc<Session>, flow_runtime::EventStream) {
+    let session = Session::new();
+    let events = runner.run_checkpointed(id, Arc::clone(&session), [Arc::new(Message::user("go"))]);
+    (session, events)
+}
+
 #[tokio::test]
 async fn in_sync_mode_each_step_is_stored_before_its_event_reaches_the_caller() {
     let ledger = temp_ledger("sync");
     let store = InMemoryStore::new();
     let runner = runner(&ledger, &store, Durability::Sync);
-    let session = Session::new();
-    let mut events = runner.run_checkpointed(
-        "run-1",
-        Arc::clone(&session),
-        [Arc::new(Message::user("go"))],
-    );
+    let (session, mut events) = start(&runner, "run-1");
     while let Some(event) = events.next().await {
         assert!(event.error.is_none(), "{:?}", event.error);
         // Every event recorded so far (this one included) is a stored step already.
@@ -97,12 +100,7 @@ async fn in_async_mode_in_memory_the_steps_before_an_interrupt_are_stored_with_i
     let ledger = temp_ledger("async-interrupt");
     let store = InMemoryStore::new();
     let runner = runner(&ledger, &store, Durability::Async);
-    let session = Session::new();
-    let mut events = runner.run_checkpointed(
-        "run-1",
-        Arc::clone(&session),
-        [Arc::new(Message::user("go"))],
-    );
+    let (session, mut events) = start(&runner, "run-1");
     let mut interrupts = 0;
     while let Some(event) = events.next().await {
         assert!(event.error.is_none(), "{:?}", event.error);
@@ -146,12 +144,7 @@ async fn an_async_run_in_memory_dropped_midway_keeps_every_step_it_made() {
     let ledger = temp_ledger("async-dropped");
     let store = InMemoryStore::new();
     let runner = runner(&ledger, &store, Durability::Async);
-    let session = Session::new();
-    let mut events = runner.run_checkpointed(
-        "run-1",
-        Arc::clone(&session),
-        [Arc::new(Message::user("go"))],
-    );
+    let (session, mut events) = start(&runner, "run-1");
     let first = events.next().await.unwrap();
     assert!(first.error.is_none(), "{:?}", first.error);
     // The caller stops reading: the run is dropped with the steps its writer kept.

@@ -246,20 +246,7 @@ impl super::SqliteStore {
                 "INSERT INTO agentflow_journal (run, seq, at_ms, kind, size, bytes) \
                  SELECT * FROM (VALUES ",
             );
-            for k in 0..rows.len() {
-                let p = 2 + 5 * k;
-                if k > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str(&format!(
-                    "($1, ${}, ${}, ${}, ${}, ${})",
-                    p,
-                    p + 1,
-                    p + 2,
-                    p + 3,
-                    p + 4
-                ));
-            }
+            push_rows(&mut sql, rows.len(), "$1, ", 2, 5);
             sql.push_str(
                 ") WHERE (SELECT COALESCE(MAX(seq) + 1, 0) FROM agentflow_journal \
                  WHERE run = $1) = $2",
@@ -332,6 +319,27 @@ async fn journal_lens<'g>(
     Ok(lens)
 }
 
+/// Appends the row tuples of a multi-row `VALUES`: `rows` tuples, each `lead` (placeholders
+/// every row shares, e.g. `$1, `) then `width` numbered placeholders, numbered on from
+/// `$first`: `($1, $2, ..., $6), ($1, $7, ...)` for `lead` `$1, `, `first` 2, `width` 5.
+fn push_rows(sql: &mut String, rows: usize, lead: &str, first: usize, width: usize) {
+    use std::fmt::Write;
+    for k in 0..rows {
+        if k > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        sql.push_str(lead);
+        for c in 0..width {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(sql, "${}", first + width * k + c);
+        }
+        sql.push(')');
+    }
+}
+
 /// Inserts `rows` (run, seq, step) in one statement.
 async fn insert_rows(
     tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
@@ -339,21 +347,7 @@ async fn insert_rows(
 ) -> Result<(), sqlx::Error> {
     let mut sql =
         String::from("INSERT INTO agentflow_journal (run, seq, at_ms, kind, size, bytes) VALUES ");
-    for k in 0..rows.len() {
-        let p = 1 + 6 * k;
-        if k > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, ${})",
-            p,
-            p + 1,
-            p + 2,
-            p + 3,
-            p + 4,
-            p + 5
-        ));
-    }
+    push_rows(&mut sql, rows.len(), "", 1, 6);
     let mut query = sqlx::query(&sql);
     for (run, seq, step) in rows {
         query = query
@@ -366,4 +360,25 @@ async fn insert_rows(
     }
     query.execute(&mut **tx).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_rows;
+
+    #[test]
+    fn row_tuples_number_their_placeholders_on_from_the_first() {
+        let mut shared_run = String::new();
+        push_rows(&mut shared_run, 2, "$1, ", 2, 5);
+        assert_eq!(
+            shared_run,
+            "($1, $2, $3, $4, $5, $6), ($1, $7, $8, $9, $10, $11)"
+        );
+        let mut own = String::new();
+        push_rows(&mut own, 2, "", 1, 6);
+        assert_eq!(own, "($1, $2, $3, $4, $5, $6), ($7, $8, $9, $10, $11, $12)");
+        let mut none = String::new();
+        push_rows(&mut none, 0, "", 1, 6);
+        assert!(none.is_empty());
+    }
 }
