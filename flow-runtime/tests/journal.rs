@@ -40,6 +40,12 @@ fn start(runner: &Runner, id: &str) -> (Arc<Session>, flow_runtime::EventStream)
     (session, events)
 }
 
+/// Resumes run `id` of `runner` with the desk's approval, to its next stop, without an error.
+async fn resume_approved(runner: &Runner, id: &str) {
+    let resumed: Vec<_> = runner.resume(id, approve()).await.unwrap().collect().await;
+    assert!(resumed.iter().all(|e| e.error.is_none()), "{resumed:?}");
+}
+
 #[tokio::test]
 async fn in_sync_mode_each_step_is_stored_before_its_event_reaches_the_caller() {
     let ledger = temp_ledger("sync");
@@ -69,13 +75,7 @@ async fn in_sync_mode_each_step_is_stored_before_its_event_reaches_the_caller() 
     }
 
     // The resume continues the same journal; tool results carry their idempotency key.
-    let resumed: Vec<_> = runner
-        .resume("run-1", approve())
-        .await
-        .unwrap()
-        .collect()
-        .await;
-    assert!(resumed.iter().all(|e| e.error.is_none()));
+    resume_approved(&runner, "run-1").await;
     let steps = runner.journal("run-1").await.unwrap();
     let kinds: Vec<StepKind> = steps.iter().map(|s| s.kind).collect();
     assert_eq!(
@@ -115,13 +115,7 @@ async fn in_async_mode_in_memory_the_steps_before_an_interrupt_are_stored_with_i
     }
     assert_eq!(interrupts, 1);
     // A resume continues the journal at once (the first run's writer holds nothing back).
-    let resumed: Vec<_> = runner
-        .resume("run-1", approve())
-        .await
-        .unwrap()
-        .collect()
-        .await;
-    assert!(resumed.iter().all(|e| e.error.is_none()));
+    resume_approved(&runner, "run-1").await;
     let kinds: Vec<StepKind> = runner
         .journal("run-1")
         .await
