@@ -65,10 +65,11 @@ pub mod __private {
         self, FlowAgentOf, FlowPlaces, FlowTransferOf, TrajectorySpec,
     };
     pub use flow_runtime::spec::{
-        check, flow_built_node, flow_node, render, run_body, run_body_cx, transfer, transfer_named,
-        transfer_with, AgentBody, AgentTargets, AgentTransfer, DynAgent, DynGiven,
-        NewNeedsNoAgents, NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven, ResultOf,
-        RuntimeGiven, Set, TargetTable, UnknownAgent, Unset, UseTheBuilder,
+        body_future, check, flow_built_node, flow_node, paths, render, run_body, run_body_cx,
+        run_boxed, run_boxed_input, transfer, transfer_named, transfer_with, AgentBody,
+        AgentTargets, AgentTransfer, BodyFuture, DynAgent, DynGiven, NewNeedsNoAgents, NoSetter,
+        NoTarget, NodeAgent, NodeMaker, NotGiven, ResultOf, RuntimeGiven, Set, TargetTable,
+        UnknownAgent, Unset, UseTheBuilder,
     };
     pub use flow_runtime::{
         generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
@@ -76,6 +77,7 @@ pub mod __private {
         IntoOutcome, Loop, Parallel, Payload, ResumeInfo, Returns, RunContext, Runner, Sequential,
         TransferTarget,
     };
+    pub use std::marker::PhantomData;
     pub use std::string::String;
     pub use std::sync::Arc;
 }

@@ -91,16 +91,17 @@ const _: () = {
             __agentflow_input: ::agentflow::__private::AgentInput,
             __agentflow_resume: ::agentflow::__private::ResumeInfo,
         ) -> ::agentflow::__private::EventStream {
-            #[allow(clippy::unused_async)]
-            async fn triage(
+            fn triage(
                 cx: &AgentContext,
                 input: AgentInput,
-            ) -> AgentResult<TriageTransfer> {
-                Ok(TriageTransfer::Refund)
+            ) -> ::agentflow::__private::BodyFuture<'_, AgentResult<TriageTransfer>> {
+                ::agentflow::__private::body_future(
+                    ::agentflow::__private::PhantomData::<AgentResult<TriageTransfer>>,
+                    async move { Ok(TriageTransfer::Refund) },
+                )
             }
-            ::agentflow::__private::run_body::<
+            ::agentflow::__private::run_boxed_input::<
                 Self,
-                _,
                 AgentResult<TriageTransfer>,
             >(__agentflow_run, __agentflow_input, __agentflow_resume, triage)
         }

@@ -74,16 +74,13 @@ mod desk_flow {
         );
         /// For each agent, the names of the agents from the root down to it: the path a
         /// resume follows to reach it.
-        pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[
-            (Self::AGENTS[0usize], &[Self::AGENTS[0usize]]),
-            (Self::AGENTS[1usize], &[Self::AGENTS[0usize], Self::AGENTS[1usize]]),
-            (Self::AGENTS[2usize], &[Self::AGENTS[0usize], Self::AGENTS[2usize]]),
-            (
-                Self::AGENTS[3usize],
-                &[Self::AGENTS[0usize], Self::AGENTS[2usize], Self::AGENTS[3usize]],
-            ),
-            (Self::AGENTS[4usize], &[Self::AGENTS[0usize], Self::AGENTS[4usize]]),
-        ];
+        pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &::agentflow::__private::paths::paths::<
+            5usize,
+        >(Self::AGENTS, Self::__PARENTS, &Self::__PATH_NAMES);
+        #[doc(hidden)]
+        pub const __PATH_NAMES: [&'static str; 10usize] = ::agentflow::__private::paths::path_names::<
+            10usize,
+        >(Self::AGENTS, Self::__PARENTS);
         /// The fingerprint of the flow's shape, computed at compile time; equal to
         /// `FlowAgent::fingerprint()` of the built tree.
         pub const FINGERPRINT: u64 = ::agentflow::__private::check::fingerprint(
@@ -418,8 +415,9 @@ mod desk_flow {
     #[doc(hidden)]
     #[allow(dead_code)]
     impl Desk {
-        const __EARLIER: [usize; 5usize] = ::agentflow::__private::check::duplicates::<
+        const __NAMES: ::agentflow::__private::check::NameIndex<5usize, 16usize> = ::agentflow::__private::check::name_index::<
             5usize,
+            16usize,
         >(Self::AGENTS);
         const __CHECKED: ::agentflow::__private::check::FlowFacts<'static> = ::agentflow::__private::check::FlowFacts {
             flow: "Desk",
@@ -435,37 +433,37 @@ mod desk_flow {
             returns: <Self as __AgentflowFacts>::RETURNS,
             accepts: <Self as __AgentflowFacts>::ACCEPTS,
             payloads: <Self as __AgentflowFacts>::TRANSFER_PAYLOADS,
-            earlier: &Self::__EARLIER,
+            earlier: &Self::__NAMES.earlier,
+            hashes: &Self::__NAMES.hashes,
+            slots: &Self::__NAMES.slots,
+            unique: Self::__NAMES.unique,
         };
         const __FAILING: [bool; 5usize] = ::agentflow::__private::check::failing::<
             5usize,
         >(&Self::__CHECKED);
     }
     #[doc(hidden)]
-    #[allow(dead_code)]
-    const triage_fits_this_flow: () = if Desk::__FAILING[0usize] {
-        Desk::__CHECKED.assert_node(0usize)
-    };
+    #[track_caller]
+    const fn __agentflow_fits(node: usize) {
+        if Desk::__FAILING[node] {
+            Desk::__CHECKED.assert_node(node)
+        }
+    }
     #[doc(hidden)]
     #[allow(dead_code)]
-    const refund_fits_this_flow: () = if Desk::__FAILING[1usize] {
-        Desk::__CHECKED.assert_node(1usize)
-    };
+    const triage_fits_this_flow: () = __agentflow_fits(0usize);
     #[doc(hidden)]
     #[allow(dead_code)]
-    const complaint_fits_this_flow: () = if Desk::__FAILING[2usize] {
-        Desk::__CHECKED.assert_node(2usize)
-    };
+    const refund_fits_this_flow: () = __agentflow_fits(1usize);
     #[doc(hidden)]
     #[allow(dead_code)]
-    const escalation_fits_this_flow: () = if Desk::__FAILING[3usize] {
-        Desk::__CHECKED.assert_node(3usize)
-    };
+    const complaint_fits_this_flow: () = __agentflow_fits(2usize);
     #[doc(hidden)]
     #[allow(dead_code)]
-    const billing_fits_this_flow: () = if Desk::__FAILING[4usize] {
-        Desk::__CHECKED.assert_node(4usize)
-    };
+    const escalation_fits_this_flow: () = __agentflow_fits(3usize);
+    #[doc(hidden)]
+    #[allow(dead_code)]
+    const billing_fits_this_flow: () = __agentflow_fits(4usize);
 }
 #[allow(unused_imports)]
 pub use desk_flow::*;

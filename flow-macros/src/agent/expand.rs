@@ -1,7 +1,7 @@
 //! Tokens out for `#[agent]`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ItemImpl, ItemStruct, Type, Visibility};
@@ -33,9 +33,14 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         f.sig.inputs.first(),
         Some(FnArg::Typed(t)) if matches!(&*t.ty, Type::Reference(r) if r.mutability.is_none())
     );
-    let run_body = if sig_ok && by_ref {
-        // The common shape, `(cx: &AgentContext[, input])`: the glue around the body is a
-        // generic fn of the runtime, type-checked once there rather than once per agent.
+    let run_body = if let Some(boxed) = sig_ok.then(|| boxed_body(&p, &f)).flatten() {
+        // The common shape, `(cx: &AgentContext[, input]) -> R` with `R` nameable: the body
+        // becomes a plain fn returning it boxed, and the runtime's `run_boxed` runs it.
+        boxed
+    } else if sig_ok && by_ref {
+        // `(cx: &AgentContext[, input])` of another shape (a return type that cannot be named
+        // here, attributes): the glue around the body is a generic fn of the runtime,
+        // type-checked once there rather than once per agent.
         let ret_span = output_span(&f.sig.output);
         // The body's output type, named when the signature spells it out in full: the outcome
         // bound is then checked against one known type, not solved while the output is still
@@ -46,7 +51,9 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
             syn::ReturnType::Type(..) => quote!(_),
         };
         let call = if f.sig.inputs.len() == 2 {
-            quote_spanned!(ret_span=> #p::run_body::<Self, _, #out>(
+            quote_spanned!(ret_span=> #p::run_body(
+                #p::PhantomData::<Self>,
+                #p::PhantomData::<#out>,
                 __agentflow_run,
                 __agentflow_input,
                 __agentflow_resume,
@@ -55,7 +62,13 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
         } else {
             quote_spanned!(ret_span=> {
                 let _ = __agentflow_input;
-                #p::run_body_cx::<Self, _, #out>(__agentflow_run, __agentflow_resume, #ident)
+                #p::run_body_cx(
+                    #p::PhantomData::<Self>,
+                    #p::PhantomData::<#out>,
+                    __agentflow_run,
+                    __agentflow_resume,
+                    #ident,
+                )
             })
         };
         quote! {
@@ -291,6 +304,70 @@ fn agent_trait_impl(p: &TokenStream, ty: &TokenStream, body: &TokenStream) -> To
             }
         }
     }
+}
+
+/// The body of an agent fn of the common shape, `async fn NAME(cx: &AgentContext[, input: T])
+/// -> R` with `R` and `T` nameable and no attributes but lints, as a plain fn returning its
+/// body boxed, then the call of the runtime's `run_boxed` (see its module): `None` for any
+/// other shape, which keeps the `async fn`.
+fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
+    let lints = ["allow", "expect", "warn", "deny", "forbid"];
+    // (`#[allow(clippy::unused_async)]`, pushed by the caller, is among them.)
+    if !f
+        .attrs
+        .iter()
+        .all(|a| lints.iter().any(|l| a.path().is_ident(l)))
+    {
+        return None;
+    }
+    let out = match &f.sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, ty) if nameable(ty) => quote!(#ty),
+        syn::ReturnType::Type(..) => return None,
+    };
+    let mut g = f.clone();
+    // The context's lifetime stays elided (the input, nameable, has none), so the body's
+    // future borrows it as `'_` and messages show the context as the user wrote it.
+    match g.sig.inputs.iter().next() {
+        Some(FnArg::Typed(t)) => match &*t.ty {
+            Type::Reference(r) if r.mutability.is_none() && r.lifetime.is_none() => {}
+            _ => return None,
+        },
+        _ => return None,
+    }
+    match g.sig.inputs.iter().nth(1) {
+        None => {}
+        Some(FnArg::Typed(t)) if nameable(&t.ty) => {}
+        Some(_) => return None,
+    }
+    g.attrs.retain(|a| {
+        !(a.path().is_ident("allow") && a.to_token_stream().to_string().contains("unused_async"))
+    });
+    g.sig.asyncness = None;
+    let ret_span = output_span(&f.sig.output);
+    g.sig.output = syn::parse_quote_spanned!(ret_span=> -> #p::BodyFuture<'_, #out>);
+    let block = &f.block;
+    g.block = Box::new(syn::parse_quote_spanned!(ret_span=> {
+        #p::body_future(#p::PhantomData::<#out>, async move #block)
+    }));
+    let ident = &f.sig.ident;
+    let call = if f.sig.inputs.len() == 2 {
+        quote_spanned!(ret_span=> #p::run_boxed_input::<Self, #out>(
+            __agentflow_run,
+            __agentflow_input,
+            __agentflow_resume,
+            #ident,
+        ))
+    } else {
+        quote_spanned!(ret_span=> {
+            let _ = __agentflow_input;
+            #p::run_boxed::<Self, #out>(__agentflow_run, __agentflow_resume, #ident)
+        })
+    };
+    Some(quote! {
+        #g
+        #call
+    })
 }
 
 /// Whether a return type can be written outside its fn as it is: no `impl Trait`, no borrowed

@@ -1,8 +1,19 @@
-//! Running the body of an `#[agent]` fn: [`run_body`] and [`run_body_cx`], generic over the
-//! fn, so the glue around each body (the context, the resume info, the outcome) is written and
+//! Running the body of an `#[agent]` fn: [`run_boxed`] and [`run_boxed_input`] for the common
+//! shape, [`run_body`] and [`run_body_cx`] for a body whose output type cannot be named, so
+//! the glue around each body (the context, the resume info, the outcome) is written and
 //! type-checked once here instead of once per agent in the user's crate.
+//!
+//! The common shape: `#[agent]` turns `async fn triage(cx: &AgentContext) -> R { .. }` into a
+//! plain fn returning its body as a [`BodyFuture`] (`body_future(async move { .. })`), which
+//! [`run_boxed`] takes as a fn pointer. The compiler then proves the body's future `Send` once,
+//! where it is boxed, against a concrete type. Taking the `async fn` itself means proving it for
+//! every lifetime of the context, through an associated type, once for the call and again for
+//! its generic arguments: for a 200-agent flow that was about a tenth of `cargo check`. The
+//! price is one allocation per run of an agent fn.
 
 use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use super::{AgentContext, AgentSpec, IntoOutcome};
@@ -42,6 +53,58 @@ where
     Fut: Future<Output = Out> + Send + 'a,
 {
     type Fut = Fut;
+}
+
+/// The body of an `#[agent]` fn, boxed, borrowing the context for `'a`.
+#[doc(hidden)]
+pub type BodyFuture<'a, Out> = Pin<Box<dyn Future<Output = Out> + Send + 'a>>;
+
+/// Boxes the body of an `#[agent]` fn whose output is `Out` (named by the marker, so that the
+/// body's `?` and `return` are checked against it, as in the `async fn` the user wrote).
+#[doc(hidden)]
+pub fn body_future<'a, Out, F>(_out: PhantomData<Out>, body: F) -> BodyFuture<'a, Out>
+where
+    F: Future<Output = Out> + Send + 'a,
+{
+    Box::pin(body)
+}
+
+/// Runs (or resumes, with `resume`) agent `A` whose body is `body(cx)`, boxed (see the module's
+/// guide): the stream of its events, ending with what its outcome emits.
+#[doc(hidden)]
+pub fn run_boxed<A, Out>(
+    run: RunContext,
+    resume: ResumeInfo,
+    body: for<'a> fn(&'a AgentContext) -> BodyFuture<'a, Out>,
+) -> EventStream
+where
+    A: AgentSpec + ?Sized,
+    Out: IntoOutcome<A> + 'static,
+{
+    generate(run, move |cx| async move {
+        let cx = AgentContext::__start::<A>(cx, resume);
+        let outcome = body(&cx).await;
+        outcome.into_outcome(&cx)
+    })
+}
+
+/// As [`run_boxed`], for a body that takes the input too: `body(cx, input)`.
+#[doc(hidden)]
+pub fn run_boxed_input<A, Out>(
+    run: RunContext,
+    input: AgentInput,
+    resume: ResumeInfo,
+    body: for<'a> fn(&'a AgentContext, AgentInput) -> BodyFuture<'a, Out>,
+) -> EventStream
+where
+    A: AgentSpec + ?Sized,
+    Out: IntoOutcome<A> + 'static,
+{
+    generate(run, move |cx| async move {
+        let cx = AgentContext::__start::<A>(cx, resume);
+        let outcome = body(&cx, input).await;
+        outcome.into_outcome(&cx)
+    })
 }
 
 /// The run of an `#[agent]` type, one fn: `#[agent]` implements it, and the [`Agent`] impl
@@ -86,9 +149,16 @@ impl<T: AgentBody> Agent for T {
 }
 
 /// Runs (or resumes, with `resume`) agent `A` whose body is the fn `body(cx, input)`: the
-/// stream of its events, ending with what its outcome emits.
+/// stream of its events, ending with what its outcome (of type `Out`) emits.
+///
+/// `A` and `Out` come as markers rather than as generic arguments written at the call: a
+/// call with explicit generic arguments makes the compiler prove this fn's bounds (the
+/// body's future for every lifetime of the context, and `Send`) a second time, for the
+/// annotation, which cost about as much as the rest of an agent's glue.
 #[doc(hidden)]
 pub fn run_body<A, F, Out>(
+    _agent: PhantomData<A>,
+    _out: PhantomData<Out>,
     run: RunContext,
     input: AgentInput,
     resume: ResumeInfo,
@@ -108,7 +178,13 @@ where
 
 /// As [`run_body`], for a body that takes only the context.
 #[doc(hidden)]
-pub fn run_body_cx<A, F, Out>(run: RunContext, resume: ResumeInfo, body: F) -> EventStream
+pub fn run_body_cx<A, F, Out>(
+    _agent: PhantomData<A>,
+    _out: PhantomData<Out>,
+    run: RunContext,
+    resume: ResumeInfo,
+    body: F,
+) -> EventStream
 where
     A: AgentSpec + ?Sized,
     F: for<'a> AgentFnBodyCx<'a, Out> + Send + 'static,

@@ -168,34 +168,68 @@ const fn contains(names: &[&str], name: &str) -> bool {
     false
 }
 
-/// For each of `names` (`N` of them), the index of the first earlier name equal to it, or
-/// `usize::MAX` if there is none. Computed once per flow, so that each node's
-/// [`unique_name`] check costs nothing when it passes: names are compared by hash first.
-pub const fn duplicates<const N: usize>(names: &[&str]) -> [usize; N] {
-    let mut hashes = [0u64; N];
+/// A flow's agent names, indexed once per flow (`flow!`'s `__NAMES`, from [`name_index`]), so
+/// that each check finds a name by its hash instead of comparing strings node by node: const
+/// evaluation runs every comparison statement by statement, and a 200-agent flow compared
+/// about 20,000 pairs of names.
+pub struct NameIndex<const N: usize, const M: usize> {
+    /// The hash ([`fnv1a`]) of each node's agent name.
+    pub hashes: [u64; N],
+    /// For each node, the first earlier node whose agent has the same name, or `usize::MAX`.
+    pub earlier: [usize; N],
+    /// An open-addressed table from a name's hash (its low bits, then the next slots) to the
+    /// first node with that hash; `usize::MAX` marks an empty slot. `M` is a power of two at
+    /// least `2 * N`, so a slot is always free.
+    pub slots: [usize; M],
+    /// Whether every name is unique: only then does a name found by its hash stand for the
+    /// only node with it.
+    pub unique: bool,
+}
+
+/// Indexes the `N` agent names of a flow (see [`NameIndex`]); `M` is a power of two at least
+/// `2 * N`, computed by `flow!`.
+pub const fn name_index<const N: usize, const M: usize>(names: &[&str]) -> NameIndex<N, M> {
+    let mut index = NameIndex {
+        hashes: [0; N],
+        earlier: [usize::MAX; N],
+        slots: [usize::MAX; M],
+        unique: true,
+    };
     let mut i = 0;
     while i < N {
-        hashes[i] = fnv1a(FNV_OFFSET, names[i]);
-        i += 1;
-    }
-    let mut out = [usize::MAX; N];
-    let mut i = 1;
-    while i < N {
-        let mut j = 0;
-        while j < i {
-            if hashes[j] == hashes[i] && eq(names[j], names[i]) {
-                out[i] = j;
+        let h = fnv1a(FNV_OFFSET, names[i]);
+        index.hashes[i] = h;
+        // The first node with this hash, or a free slot for this one.
+        let mut s = (h as usize) & (M - 1);
+        loop {
+            let j = index.slots[s];
+            if j == usize::MAX {
+                index.slots[s] = i;
                 break;
             }
-            j += 1;
+            if index.hashes[j] == h {
+                // Same hash: an earlier node with the same name, or (rarely) a collision, in
+                // which case the nodes with this hash are compared one by one.
+                let mut k = j;
+                while k < i {
+                    if index.hashes[k] == h && eq(names[k], names[i]) {
+                        index.earlier[i] = k;
+                        index.unique = false;
+                        break;
+                    }
+                    k += 1;
+                }
+                break;
+            }
+            s = (s + 1) & (M - 1);
         }
         i += 1;
     }
-    out
+    index
 }
 
 /// Checks that the agent of node `index` of flow `flow` has a name no earlier node has;
-/// `earlier` is that node's entry of [`duplicates`]. `names` and `nodes` list the agents'
+/// `earlier` is that node's entry of [`NameIndex::earlier`]. `names` and `nodes` list the agents'
 /// names and the nodes as written in the flow, in tree order.
 pub const fn unique_name(
     flow: &str,
@@ -253,8 +287,14 @@ pub struct FlowFacts<'a> {
     pub accepts: &'a [Option<&'a str>],
     /// The payload types each agent's transfers carry.
     pub payloads: &'a [&'a [&'a str]],
-    /// For each node, the first earlier node with the same agent name (see [`duplicates`]).
+    /// For each node, the first earlier node with the same agent name (see [`NameIndex`]).
     pub earlier: &'a [usize],
+    /// The hash of each node's agent name ([`NameIndex::hashes`]).
+    pub hashes: &'a [u64],
+    /// The flow's table of names by hash ([`NameIndex::slots`]).
+    pub slots: &'a [usize],
+    /// Whether every agent name of the flow is unique ([`NameIndex::unique`]).
+    pub unique: bool,
 }
 
 impl FlowFacts<'_> {
@@ -271,6 +311,36 @@ impl FlowFacts<'_> {
     /// The node among node `i`'s neighbours (its sub-agents, then its parent) whose agent is
     /// named `name`.
     const fn neighbour(&self, i: usize, name: &str) -> Option<usize> {
+        // When names are unique, the only node with this name is found by its hash in the
+        // flow's table; it answers if it is a neighbour.
+        if self.unique && !self.slots.is_empty() {
+            let h = fnv1a(FNV_OFFSET, name);
+            let mask = self.slots.len() - 1;
+            let mut s = (h as usize) & mask;
+            loop {
+                let j = self.slots[s];
+                if j == usize::MAX {
+                    // No node has this hash, so none has this name.
+                    return None;
+                }
+                if self.hashes[j] == h {
+                    if eq(self.agents[j], name) {
+                        let child = match self.parents[j] {
+                            Some(p) => p == i,
+                            None => false,
+                        };
+                        let parent = match self.parents[i] {
+                            Some(p) => p == j,
+                            None => false,
+                        };
+                        return if child || parent { Some(j) } else { None };
+                    }
+                    // A collision: compare the neighbours one by one.
+                    break;
+                }
+                s = (s + 1) & mask;
+            }
+        }
         let children = self.children[i];
         let mut k = 0;
         while k < children.len() {
@@ -674,13 +744,13 @@ mod tests {
         );
     }
 
-    /// A flow `Desk: triage => [refund, billing]` (with `agents` for their names), whose agents
-    /// declare `transfers`; `marked` marks nodes `no_parent`.
+    /// A flow `Desk: triage => [refund, billing]` (with `agents` for their names, indexed in
+    /// `names`), whose agents declare `transfers`; `marked` marks nodes `no_parent`.
     fn desk<'a>(
         agents: &'a [&'a str],
         transfers: &'a [&'a [&'a str]],
         marked: &'a [bool],
-        earlier: &'a [usize],
+        names: &'a NameIndex<3, 8>,
     ) -> FlowFacts<'a> {
         FlowFacts {
             flow: "Desk",
@@ -696,19 +766,23 @@ mod tests {
             returns: &[None; 3],
             accepts: &[None; 3],
             payloads: &[&[], &[], &[]],
-            earlier,
+            earlier: &names.earlier,
+            hashes: &names.hashes,
+            slots: &names.slots,
+            unique: names.unique,
         }
     }
 
     #[test]
     fn verdict_messages() {
         let names = ["triage", "refund", "billing"];
-        let none = [usize::MAX; 3];
+        let index = name_index::<3, 8>(&names);
+        assert!(index.unique);
         let facts = desk(
             &names,
             &[&["refund", "shipping"], &[], &[]],
             &[false; 3],
-            &none,
+            &index,
         );
         assert_eq!(
             node(&facts, 0).as_str(),
@@ -718,27 +792,28 @@ mod tests {
              root). Place `shipping` under `triage` in this flow, or remove it from the agent's \
              `#[agent(transfers = [...])]`"
         );
-        let ok = desk(&names, &[&[], &["triage"], &[]], &[false; 3], &none);
+        let ok = desk(&names, &[&[], &["triage"], &[]], &[false; 3], &index);
         assert!(!node(&ok, 1).failed());
         let barred = desk(
             &names,
             &[&[], &["triage"], &[]],
             &[false, true, false],
-            &none,
+            &index,
         );
         assert!(node(&barred, 1).as_str().contains("marked `no_parent`"));
         let names = ["a", "b", "a", "b", "c"];
         let nodes = ["a", "b", "c", "d", "e"];
-        let earlier = duplicates::<5>(&names);
-        assert_eq!(earlier, [usize::MAX, usize::MAX, 0, 1, usize::MAX]);
-        let dup = unique_name("Desk", &names, &nodes, 2, earlier[2]);
+        let dups = name_index::<5, 16>(&names);
+        assert_eq!(dups.earlier, [usize::MAX, usize::MAX, 0, 1, usize::MAX]);
+        assert!(!dups.unique);
+        let dup = unique_name("Desk", &names, &nodes, 2, dups.earlier[2]);
         assert!(dup.as_str().starts_with(
             "two agents of flow `Desk` are named `a`: node `c` has the name of node `a`"
         ));
-        assert!(!unique_name("Desk", &names, &nodes, 1, earlier[1]).failed());
+        assert!(!unique_name("Desk", &names, &nodes, 1, dups.earlier[1]).failed());
         let dup_names = ["triage", "refund", "refund"];
-        let dup_earlier = duplicates::<3>(&dup_names);
-        let facts = desk(&dup_names, &[&[], &[], &[]], &[false; 3], &dup_earlier);
+        let dup_index = name_index::<3, 8>(&dup_names);
+        let facts = desk(&dup_names, &[&[], &[], &[]], &[false; 3], &dup_index);
         assert!(node(&facts, 2)
             .as_str()
             .contains("node `billing` has the name of node `refund`"));
@@ -748,24 +823,70 @@ mod tests {
                 &["triage", "refund", "billing"],
                 &[&["refund", "shipping"], &[], &[]],
                 &[false; 3],
-                &none,
+                &index,
             ),
             desk(
                 &["triage", "refund", "billing"],
                 &[&[], &["triage"], &["refund"]],
                 &[false, true, false],
-                &none,
+                &index,
             ),
             desk(
                 &["triage", "refund", "billing"],
                 &[&["triage"], &["triage"], &[]],
                 &[false; 3],
-                &none,
+                &index,
             ),
         ];
         for f in &facts {
             for i in 0..3 {
                 assert_eq!(passes(f, i), !node(f, i).failed(), "node {i}");
+            }
+        }
+    }
+
+    /// The neighbour found through the flow's table of names is the one a scan of the node's
+    /// sub-agents and parent finds, for every node and every name of the flow (and names it
+    /// lacks), with unique names (the table answers) and with a duplicate (the scan does).
+    #[test]
+    fn neighbours_by_hash_agree_with_a_scan() {
+        // root => [a => [c, d], b => [e]], then the same tree with `e` renamed `c`.
+        let parents = [None, Some(0), Some(0), Some(1), Some(1), Some(2)];
+        let children: [&[usize]; 6] = [&[1, 2], &[3, 4], &[5], &[], &[], &[]];
+        for agents in [
+            ["root", "a", "b", "c", "d", "e"],
+            ["root", "a", "b", "c", "d", "c"],
+        ] {
+            let index = name_index::<6, 16>(&agents);
+            assert_eq!(index.unique, agents[5] == "e");
+            let f = FlowFacts {
+                flow: "F",
+                agents: &agents,
+                nodes: &agents,
+                parents: &parents,
+                children: &children,
+                marked_no_parent: &[false; 6],
+                task: &[false; 6],
+                workflows: &[""; 6],
+                transfers: &[&[] as &[&str]; 6],
+                no_parent: &[false; 6],
+                returns: &[None; 6],
+                accepts: &[None; 6],
+                payloads: &[&[] as &[&str]; 6],
+                earlier: &index.earlier,
+                hashes: &index.hashes,
+                slots: &index.slots,
+                unique: index.unique,
+            };
+            for i in 0..6 {
+                for name in agents.iter().copied().chain(["x", "", "root2"]) {
+                    let scan = children[i]
+                        .iter()
+                        .copied()
+                        .find(|&c| agents[c] == name)
+                        .or(parents[i].filter(|&p| agents[p] == name));
+                    assert_eq!(f.neighbour(i, name), scan, "node {i}, name {name:?}");
+                }
             }
         }
     }

@@ -23,6 +23,7 @@
 //! - `task.rs`: [`Returns`], [`Finish`] and [`AgentContext::task_result`]: typed delegation.
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
+//! - `paths.rs`: each agent's path from the root, as `flow!`'s `PATHS`, computed at compile time.
 //! - `expected.rs`: [`TrajectorySpec`](expected::TrajectorySpec), an expected trajectory
 //!   written against a flow's generated types (`Flow::trajectory()`), for `flow-eval`.
 
@@ -38,11 +39,16 @@ mod task;
 pub mod check;
 pub mod expected;
 #[doc(hidden)]
+pub mod paths;
+#[doc(hidden)]
 pub mod render;
 
 pub use agent_spec::{flow_built_node, flow_node, AgentSpec, FlowBuilt};
 #[doc(hidden)]
-pub use body::{run_body, run_body_cx, AgentBody, AgentFnBody, AgentFnBodyCx};
+pub use body::{
+    body_future, run_body, run_body_cx, run_boxed, run_boxed_input, AgentBody, AgentFnBody,
+    AgentFnBodyCx, BodyFuture,
+};
 pub use builder::{
     DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, NoSetter, NodeAgent, NodeMaker, NotGiven,
     RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,

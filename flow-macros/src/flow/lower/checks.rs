@@ -34,10 +34,13 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
         .iter()
         .map(|n| n.workflow().map_or("", |k| k.keyword()))
         .collect();
+    // The table of names by hash: a power of two of slots, at least twice the nodes.
+    let slots = (2 * n).next_power_of_two();
     let facts = quote!(<Self as __AgentflowFacts>);
     // The facts are one const, evaluated once, which every node's check reads.
     let consts = quote! {
-        const __EARLIER: [usize; #n] = #p::check::duplicates::<#n>(Self::AGENTS);
+        const __NAMES: #p::check::NameIndex<#n, #slots> =
+            #p::check::name_index::<#n, #slots>(Self::AGENTS);
         const __CHECKED: #p::check::FlowFacts<'static> = #p::check::FlowFacts {
             flow: #flow_str,
             agents: Self::AGENTS,
@@ -52,29 +55,39 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
             returns: #facts::RETURNS,
             accepts: #facts::ACCEPTS,
             payloads: #facts::TRANSFER_PAYLOADS,
-            earlier: &Self::__EARLIER,
+            earlier: &Self::__NAMES.earlier,
+            hashes: &Self::__NAMES.hashes,
+            slots: &Self::__NAMES.slots,
+            unique: Self::__NAMES.unique,
         };
         const __FAILING: [bool; #n] = #p::check::failing::<#n>(&Self::__CHECKED);
     };
     // Each node's check is a const of the flow's module named after the node (the compiler
     // evaluates every free const, used or not), so a failure reads "evaluation of
-    // `desk_flow::refund_fits_this_flow` failed" and each failing node is its own error; its
-    // assertion is a method call on a receiver spanned at the node, so the error points there.
+    // `desk_flow::refund_fits_this_flow` failed" and each failing node is its own error.
     // Whether each node passes is computed once for the flow (`__FAILING`): a node's const
     // only reads its entry, and builds its message only when it fails (evaluating the checks
-    // in one const is several times cheaper than in one const per node).
-    let mut node_checks = TokenStream::new();
+    // in one const is several times cheaper than in one const per node). Each node's const
+    // calls one `#[track_caller]` fn of the flow's module, so the panic is reported at the
+    // call, spanned at the node (a fn of the module, not of the flow's type: finding an
+    // associated item of the flow costs more than finding a fn in scope, 200 times).
+    let mut node_checks = quote! {
+        #[doc(hidden)]
+        #[track_caller]
+        const fn __agentflow_fits(node: usize) {
+            if #flow::__FAILING[node] {
+                #flow::__CHECKED.assert_node(node)
+            }
+        }
+    };
     for (i, node) in nodes.iter().enumerate() {
         let span = node.span;
         let snake = crate::names::snake(&node.label.to_string());
         let name: Ident = format_ident!("{}_fits_this_flow", snake, span = span);
-        let flow_at = Ident::new(&flow.to_string(), span);
         node_checks.extend(quote_spanned! {span=>
             #[doc(hidden)]
             #[allow(dead_code)]
-            const #name: () = if #flow_at::__FAILING[#i] {
-                #flow_at::__CHECKED.assert_node(#i)
-            };
+            const #name: () = __agentflow_fits(#i);
         });
     }
     quote! {

@@ -134,12 +134,8 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             None => quote!(::core::option::Option::None),
         })
         .collect();
-    let paths: Vec<TokenStream> = (0..n)
-        .map(|i| {
-            let chain = tree.ancestry(i);
-            quote!((Self::AGENTS[#i], &[#(Self::AGENTS[#chain]),*]))
-        })
-        .collect();
+    // The paths' total length: each node's ancestors and itself.
+    let path_names: usize = (0..n).map(|i| tree.ancestry(i).len()).sum();
     let children: Vec<&Vec<usize>> = tree.nodes.iter().map(|n| &n.children).collect();
     let checks = checks(&cx);
     // Every item of the module is `pub`; the glob re-export gives them the flow's visibility.
@@ -237,7 +233,12 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
 
             /// For each agent, the names of the agents from the root down to it: the path a
             /// resume follows to reach it.
-            pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &[#(#paths),*];
+            pub const PATHS: &'static [(&'static str, &'static [&'static str])] =
+                &#p::paths::paths::<#n>(Self::AGENTS, Self::__PARENTS, &Self::__PATH_NAMES);
+
+            #[doc(hidden)]
+            pub const __PATH_NAMES: [&'static str; #path_names] =
+                #p::paths::path_names::<#path_names>(Self::AGENTS, Self::__PARENTS);
 
             /// The fingerprint of the flow's shape, computed at compile time; equal to
             /// `FlowAgent::fingerprint()` of the built tree.
