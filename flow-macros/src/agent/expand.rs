@@ -347,9 +347,9 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     let ret_span = output_span(&f.sig.output);
     g.sig.output = syn::parse_quote_spanned!(ret_span=> -> #p::BodyFuture<'_, #out>);
     let block = &f.block;
-    g.block = Box::new(syn::parse_quote_spanned!(ret_span=> {
+    *g.block = syn::parse_quote_spanned!(ret_span=> {
         #p::body_future(#p::PhantomData::<#out>, async move #block)
-    }));
+    });
     let ident = &f.sig.ident;
     let call = if f.sig.inputs.len() == 2 {
         quote_spanned!(ret_span=> #p::run_boxed_input::<Self, #out>(
