@@ -6,7 +6,7 @@
 //! valgrind --tool=callgrind target/release/deps/profile-HASH w1-fn 20000
 //! ```
 //!
-//! Workloads: `w1-fn`, `w1-chat`, `w2-fn-H`, `w2-chat-H` (H prior messages), `w3-fn`,
+//! Workloads: `w1-fn`, `w1-chat`, `w1-dsl` (W1 of `#[agent]` fns in a `flow!`), `w2-fn-H`, `w2-chat-H` (H prior messages), `w3-fn`,
 //! `w3-chat` (10,000 chunks each), `w4-fn`, `w4-chat` (depth 10), and W11's checkpointed
 //! chain of 10 `FnAgent`s on an `InMemoryStore` journaling in each mode: `w11-exit`,
 //! `w11-async`, `w11-sync` (a new run id per run, as the W11 bench; `w11-MODE-pruned` deletes
@@ -47,6 +47,11 @@ fn main() {
         return w11_sqlite(&rt, workload, runs);
     }
     let (runner, input, stream) = match w {
+        "w1" if workload == "w1-dsl" => (
+            Runner::new(common::dsl::w1_tree()),
+            common::user_input(),
+            false,
+        ),
         "w1" | "w2" => (
             Runner::new(common::w1_tree(kind)),
             common::history(h),

@@ -52,6 +52,12 @@ fn w1_transfer(c: &mut Criterion) {
             b.iter_custom(|iters| time_runs(&rt, &runner, &input, iters))
         });
     }
+    // The same tree declared with `#[agent]` fns and `flow!`.
+    let runner = Runner::new(common::dsl::w1_tree());
+    rt.block_on(common::verify(&runner, &input, "refund"));
+    group.bench_function("dsl", |b| {
+        b.iter_custom(|iters| time_runs(&rt, &runner, &input, iters))
+    });
     group.finish();
 }
 

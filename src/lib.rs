@@ -62,7 +62,7 @@ pub mod __private {
     pub use flow_macros::__flow;
     pub use flow_runtime;
     pub use flow_runtime::spec::expected::{
-        self, FlowAgentOf, FlowPlaces, FlowTransferOf, TrajectorySpec,
+        self, FlowAgentOf, FlowNames, FlowPlaces, FlowTransferOf, TrajectorySpec,
     };
     pub use flow_runtime::spec::{
         body_future, check, flow_built_node, flow_node, paths, render, run_body, run_body_cx,

@@ -201,3 +201,35 @@ pub async fn stream_once(runner: &Runner, input: &[MessageRef]) -> usize {
     }
     chunks
 }
+
+/// W1 declared with the DSL: the same tree of `#[agent]` fns in a `flow!` (root transfers to
+/// refund, which answers), so a change to the code `#[agent]` generates around a body is
+/// measured against the `FnAgent` tree.
+pub mod dsl {
+    use agentflow::prelude::*;
+
+    #[agent(name = "root", transfers = [refund])]
+    async fn w1_root(_cx: &AgentContext) -> W1RootTransfer {
+        W1RootTransfer::Refund
+    }
+
+    #[agent(name = "refund")]
+    async fn w1_refund(cx: &AgentContext) {
+        cx.say(super::ANSWER);
+    }
+
+    #[agent(name = "complaint")]
+    async fn w1_complaint(cx: &AgentContext) {
+        cx.say(super::ANSWER);
+    }
+
+    flow! {
+        /// W1 as a flow.
+        pub W1Dsl: w1_root => [w1_refund, w1_complaint]
+    }
+
+    /// The built tree.
+    pub fn w1_tree() -> FlowAgent {
+        W1Dsl::new().expect("valid flow").into_flow()
+    }
+}

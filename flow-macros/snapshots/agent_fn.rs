@@ -15,12 +15,15 @@ pub enum TriageTransfer {
 #[allow(dead_code)]
 impl TriageTransfer {
     /// Every target, in declaration order.
-    pub const ALL: &'static [Self] = &[Self::Refund, Self::Complaint];
+    pub const ALL: &'static [Self] = &[
+        TriageTransfer::Refund,
+        TriageTransfer::Complaint,
+    ];
     /// The name of the agent this target transfers to.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Self::Refund => "refund",
-            Self::Complaint => "complaint",
+            TriageTransfer::Refund => "refund",
+            TriageTransfer::Complaint => "complaint",
         }
     }
 }

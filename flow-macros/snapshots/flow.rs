@@ -214,25 +214,25 @@ mod desk_flow {
     #[repr(usize)]
     pub enum DeskAgent {
         ///The agent of node `triage`.
-        Triage = 0usize,
+        Triage,
         ///The agent of node `refund`.
-        Refund = 1usize,
+        Refund,
         ///The agent of node `complaint`.
-        Complaint = 2usize,
+        Complaint,
         ///The agent of node `escalation`.
-        Escalation = 3usize,
+        Escalation,
         ///The agent of node `dyn billing`.
-        Billing = 4usize,
+        Billing,
     }
     #[allow(dead_code)]
     impl DeskAgent {
         /// Every agent, depth first from the root.
         pub const ALL: &'static [Self] = &[
-            Self::Triage,
-            Self::Refund,
-            Self::Complaint,
-            Self::Escalation,
-            Self::Billing,
+            DeskAgent::Triage,
+            DeskAgent::Refund,
+            DeskAgent::Complaint,
+            DeskAgent::Escalation,
+            DeskAgent::Billing,
         ];
         /// The agent's name.
         pub const fn name(self) -> &'static str {
@@ -244,24 +244,24 @@ mod desk_flow {
         }
         /// The agent's parent in the flow, if it is not the root.
         pub const fn parent(self) -> ::core::option::Option<Self> {
-            match self {
-                Self::Triage => ::core::option::Option::None,
-                Self::Refund => ::core::option::Option::Some(Self::Triage),
-                Self::Complaint => ::core::option::Option::Some(Self::Triage),
-                Self::Escalation => ::core::option::Option::Some(Self::Complaint),
-                Self::Billing => ::core::option::Option::Some(Self::Triage),
+            match Desk::__PARENTS[self as usize] {
+                ::core::option::Option::Some(p) => {
+                    ::core::option::Option::Some(Self::ALL[p])
+                }
+                ::core::option::Option::None => ::core::option::Option::None,
             }
         }
         /// The agent's sub-agents, in order.
         pub const fn children(self) -> &'static [Self] {
-            match self {
-                Self::Triage => &[Self::Refund, Self::Complaint, Self::Billing],
-                Self::Refund => &[],
-                Self::Complaint => &[Self::Escalation],
-                Self::Escalation => &[],
-                Self::Billing => &[],
-            }
+            Self::__CHILDREN[self as usize]
         }
+        const __CHILDREN: &'static [&'static [Self]] = &[
+            &[DeskAgent::Refund, DeskAgent::Complaint, DeskAgent::Billing],
+            &[],
+            &[DeskAgent::Escalation],
+            &[],
+            &[],
+        ];
     }
     #[automatically_derived]
     impl ::core::fmt::Display for DeskAgent {
@@ -319,11 +319,11 @@ mod desk_flow {
     #[allow(dead_code)]
     impl DeskBillingTarget {
         /// Every target, sub-agents first.
-        pub const ALL: &'static [Self] = &[Self::Triage];
+        pub const ALL: &'static [Self] = &[DeskBillingTarget::Triage];
         /// The target as an agent of the flow.
         pub const fn agent(self) -> DeskAgent {
             match self {
-                Self::Triage => DeskAgent::Triage,
+                DeskBillingTarget::Triage => DeskAgent::Triage,
             }
         }
         /// The name of the agent this target transfers to.
@@ -350,7 +350,7 @@ mod desk_flow {
     }
     #[automatically_derived]
     impl ::agentflow::__private::FlowPlaces<DeskBillingTarget> for Desk {
-        const SOURCE: &'static str = Desk::AGENTS[4usize];
+        const NODE: usize = 4usize;
     }
     #[allow(dead_code)]
     impl Desk {
@@ -368,6 +368,10 @@ mod desk_flow {
             &[],
             &[0usize],
         ];
+    }
+    #[automatically_derived]
+    impl ::agentflow::__private::FlowNames for Desk {
+        const AGENTS: &'static [&'static str] = Desk::AGENTS;
     }
     #[automatically_derived]
     impl ::agentflow::__private::FlowAgentOf<Desk> for DeskAgent {
@@ -534,17 +538,17 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
 #[automatically_derived]
 #[allow(unused_parens)]
 impl ::agentflow::__private::FlowPlaces<(triage)> for desk_flow::Desk {
-    const SOURCE: &'static str = desk_flow::Desk::AGENTS[0usize];
+    const NODE: usize = 0usize;
 }
 #[automatically_derived]
 #[allow(unused_parens)]
 impl ::agentflow::__private::FlowPlaces<(refund)> for desk_flow::Desk {
-    const SOURCE: &'static str = desk_flow::Desk::AGENTS[1usize];
+    const NODE: usize = 1usize;
 }
 #[automatically_derived]
 #[allow(unused_parens)]
 impl ::agentflow::__private::FlowPlaces<(complaint)> for desk_flow::Desk {
-    const SOURCE: &'static str = desk_flow::Desk::AGENTS[2usize];
+    const NODE: usize = 2usize;
 }
 #[allow(dead_code)]
 impl<S0> desk_flow::DeskBuilder<S0> {
@@ -622,6 +626,7 @@ impl<S0> desk_flow::DeskBuilder<S0> {
 # Errors
 
 If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgents` hook refuses its place in the tree.*/
+    #[allow(unused_parens)]
     pub fn build(
         self,
     ) -> ::core::result::Result<desk_flow::Desk, ::agentflow::__private::FlowError>
@@ -648,50 +653,28 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
         ::core::result::Result::Ok(desk_flow::Desk {
             flow: ::agentflow::__private::FlowAgent::with_flow_description(
                 ::agentflow::__private::set_sub_agents(
-                    {
-                        #[allow(unused_parens)]
-                        let __agentflow_agent: ::core::marker::PhantomData<(triage)> = ::core::marker::PhantomData;
-                        ::agentflow::__private::flow_built_node(
-                            __agentflow_agent,
-                            <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                        )
-                    },
+                    ::agentflow::__private::flow_built_node(
+                        ::core::marker::PhantomData::<(triage)>,
+                        false,
+                    ),
                     [
-                        {
-                            #[allow(unused_parens)]
-                            let __agentflow_agent: ::core::marker::PhantomData<
-                                (refund),
-                            > = ::core::marker::PhantomData;
-                            ::agentflow::__private::flow_built_node(
-                                __agentflow_agent,
-                                <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
+                        ::agentflow::__private::flow_built_node(
+                                ::core::marker::PhantomData::<(refund)>,
+                                false,
                             )
-                        }
                             .context(
                                 ::agentflow::__private::ContextPolicy::UserInputOnly,
                             ),
                         ::agentflow::__private::set_sub_agents(
-                            {
-                                #[allow(unused_parens)]
-                                let __agentflow_agent: ::core::marker::PhantomData<
-                                    (complaint),
-                                > = ::core::marker::PhantomData;
-                                ::agentflow::__private::flow_built_node(
-                                    __agentflow_agent,
-                                    <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
-                                )
-                            },
+                            ::agentflow::__private::flow_built_node(
+                                ::core::marker::PhantomData::<(complaint)>,
+                                false,
+                            ),
                             [
-                                {
-                                    #[allow(unused_parens)]
-                                    let __agentflow_agent: ::core::marker::PhantomData<
-                                        (escalation),
-                                    > = ::core::marker::PhantomData;
-                                    ::agentflow::__private::flow_built_node(
-                                        __agentflow_agent,
-                                        true,
-                                    )
-                                },
+                                ::agentflow::__private::flow_built_node(
+                                    ::core::marker::PhantomData::<(escalation)>,
+                                    true,
+                                ),
                             ],
                         )?,
                         ::agentflow::__private::FlowAgent::from_arc(

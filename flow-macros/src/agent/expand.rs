@@ -700,12 +700,12 @@ fn plain_enum(
         #[allow(dead_code)]
         impl #enum_ident {
             /// Every target, in declaration order.
-            pub const ALL: &'static [Self] = &[#(Self::#variants),*];
+            pub const ALL: &'static [Self] = &[#(#enum_ident::#variants),*];
 
             /// The name of the agent this target transfers to.
             pub const fn as_str(self) -> &'static str {
                 match self {
-                    #( Self::#variants => #names, )*
+                    #( #enum_ident::#variants => #names, )*
                 }
             }
         }
@@ -782,16 +782,18 @@ fn payload_enum(
         .zip(payloads)
         .zip(names)
         .map(|((v, ty), n)| match ty {
-            Some(_) => quote!(Self::#v(_) => #n),
-            None => quote!(Self::#v => #n),
+            Some(_) => quote!(#enum_ident::#v(_) => #n),
+            None => quote!(#enum_ident::#v => #n),
         });
     let arms = variants
         .iter()
         .zip(payloads)
         .zip(names)
         .map(|((v, ty), n)| match ty {
-            Some(_) => quote!(Self::#v(__payload) => #p::transfer_with(__cx, #n, &__payload)),
-            None => quote!(Self::#v => #p::transfer_named(__cx, #n)),
+            Some(_) => {
+                quote!(#enum_ident::#v(__payload) => #p::transfer_with(__cx, #n, &__payload))
+            }
+            None => quote!(#enum_ident::#v => #p::transfer_named(__cx, #n)),
         });
     quote! {
         #[doc = #enum_doc]

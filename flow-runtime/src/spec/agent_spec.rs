@@ -72,14 +72,15 @@ pub fn flow_node<A: AgentSpec + Agent>(agent: A, barred: bool) -> crate::agent::
         .payload(A::PAYLOAD.map(|make| make()))
 }
 
-/// The node of a flow that runs the agent type `A`, made by [`FlowBuilt::instance`]: what
+/// The node of a flow that runs the agent type `A`, made by [`FlowBuilt::instance`], barred
+/// from its parent if the flow marks it so or `A` is declared `no_parent`: what
 /// `flow!`'s `build()` writes for each node naming an agent type. Through this one bound a type
 /// the flow cannot build is one error, not one per bound of `instance`; `flow!` names `A` in a
 /// `PhantomData` type, where a fn written as a node is one "not a type" error. Not a public API.
 #[doc(hidden)]
 pub fn flow_built_node<A: FlowBuilt>(
     _agent: core::marker::PhantomData<A>,
-    barred: bool,
+    marked_no_parent: bool,
 ) -> crate::agent::FlowAgent {
-    flow_node(A::instance(), barred)
+    flow_node(A::instance(), marked_no_parent || A::NO_PARENT)
 }

@@ -88,15 +88,24 @@ pub trait FlowTransferOf<F>: Copy {
     note = "a transfer step of `{Self}::trajectory()` names a node's target enum, \
             `{Self}{{Node}}Target::{{Agent}}` (the node transfers to the agent)"
 )]
-pub trait FlowPlaces<A> {
-    /// The name of the node's agent: the source of its transfers.
-    const SOURCE: &'static str;
+pub trait FlowPlaces<A>: FlowNames {
+    /// The node's index in [`FlowNames::AGENTS`]: its agent is the source of its transfers.
+    /// (A literal per node: cheaper for the compiler than a name read from the flow's table.)
+    const NODE: usize;
+}
+
+/// The names of a flow's agents, by node: `flow!` implements it once per flow, for
+/// [`FlowPlaces`]. Not a public API.
+#[doc(hidden)]
+pub trait FlowNames {
+    /// The agents' names, depth first from the root (the flow's `AGENTS`).
+    const AGENTS: &'static [&'static str];
 }
 
 #[diagnostic::do_not_recommend]
 impl<F: FlowPlaces<T::Agent>, T: AgentTransfer> FlowTransferOf<F> for T {
     fn source_name(self) -> &'static str {
-        F::SOURCE
+        F::AGENTS[<F as FlowPlaces<T::Agent>>::NODE]
     }
     fn target_name(self) -> &'static str {
         TransferTarget::agent_name(self)

@@ -22,43 +22,30 @@ pub(super) fn agent_enum_items(
         .iter()
         .map(|node| format!("The agent of node `{}`.", node.written))
         .collect();
-    let parents: Vec<TokenStream> = cx
-        .tree
-        .nodes
-        .iter()
-        .map(|node| match node.parent {
-            Some(k) => {
-                let v = &variants[k];
-                quote!(::core::option::Option::Some(Self::#v))
-            }
-            None => quote!(::core::option::Option::None),
-        })
-        .collect();
     let children: Vec<TokenStream> = cx
         .tree
         .nodes
         .iter()
         .map(|node| {
             let vs = node.children.iter().map(|&c| &variants[c]);
-            quote!(&[#(Self::#vs),*])
+            quote!(&[#(#agent_enum::#vs),*])
         })
         .collect();
     let enum_doc =
         format!("The agents of flow [`{flow}`]; `Display` and `FromStr` use the agents' names.");
-    let indices = 0..n;
     quote! {
         #[doc = #enum_doc]
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #[allow(dead_code)]
         #[repr(usize)]
         #vis enum #agent_enum {
-            #( #[doc = #docs] #variants = #indices, )*
+            #( #[doc = #docs] #variants, )*
         }
 
         #[allow(dead_code)]
         impl #agent_enum {
             /// Every agent, depth first from the root.
-            pub const ALL: &'static [Self] = &[#(Self::#variants),*];
+            pub const ALL: &'static [Self] = &[#(#agent_enum::#variants),*];
 
             /// The agent's name.
             pub const fn name(self) -> &'static str {
@@ -72,17 +59,19 @@ pub(super) fn agent_enum_items(
 
             /// The agent's parent in the flow, if it is not the root.
             pub const fn parent(self) -> ::core::option::Option<Self> {
-                match self {
-                    #( Self::#variants => #parents, )*
+                match #flow::__PARENTS[self as usize] {
+                    ::core::option::Option::Some(p) => ::core::option::Option::Some(Self::ALL[p]),
+                    ::core::option::Option::None => ::core::option::Option::None,
                 }
             }
 
             /// The agent's sub-agents, in order.
             pub const fn children(self) -> &'static [Self] {
-                match self {
-                    #( Self::#variants => #children, )*
-                }
+                Self::__CHILDREN[self as usize]
             }
+
+            // A table rather than a `match` of one arm per agent: cheaper to check.
+            const __CHILDREN: &'static [&'static [Self]] = &[#(#children),*];
         }
 
         #[automatically_derived]

@@ -309,6 +309,8 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
         #[allow(dead_code)]
         impl<#(#params),*> #builder<#(#params),*> {
             #[doc = #build_doc]
+            // Agent types are named in parentheses (see `lower_node`).
+            #[allow(unused_parens)]
             pub fn build(self) -> ::core::result::Result<#flow, #p::FlowError>
             where
                 #(#bounds,)*

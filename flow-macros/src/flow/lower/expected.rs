@@ -56,6 +56,11 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
         }
 
         #[automatically_derived]
+        impl #p::FlowNames for #flow {
+            const AGENTS: &'static [&'static str] = #flow::AGENTS;
+        }
+
+        #[automatically_derived]
         impl #p::FlowAgentOf<#flow> for #agent_enum {
             fn agent_name(self) -> &'static str {
                 self.name()

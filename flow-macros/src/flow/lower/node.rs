@@ -20,26 +20,27 @@ pub(super) fn slot_local(field: &Ident) -> Ident {
 pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident]) -> TokenStream {
     let p = &cx.p;
     let node = &cx.tree.nodes[i];
-    let barred = cx.barred(i);
     let mut node_expr = match &node.kind {
         // An agent-type node: one call of the runtime's generic `flow_node` (which applies the
         // type's payload), not the same chain written out per node.
+        // In parentheses: a fn named as a node is one "not a type" error. Whether the node is
+        // barred is the flow's mark or the agent's `no_parent`, which `flow_built_node` reads.
         Kind::Static(ty) => {
-            quote_spanned!(node.span=> {
-                // In parentheses: a fn named as a node is one "not a type" error.
-                #[allow(unused_parens)]
-                let __agentflow_agent: ::core::marker::PhantomData<(#ty)> = ::core::marker::PhantomData;
-                #p::flow_built_node(__agentflow_agent, #barred)
-            })
+            let marked = cx.tree.barred(i);
+            quote_spanned!(node.span=>
+                #p::flow_built_node(::core::marker::PhantomData::<(#ty)>, #marked)
+            )
         }
         Kind::Given(_) => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let slot = slot_local(&fields[j]);
+            let barred = cx.barred(i);
             quote!(#p::flow_node(#slot, #barred))
         }
         Kind::Dyn => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let slot = slot_local(&fields[j]);
+            let barred = cx.barred(i);
             quote!(#p::FlowAgent::from_arc(#slot.0).disallow_transfer_to_parent(#barred))
         }
         Kind::Workflow(kind) => {
@@ -56,6 +57,7 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
                 }
                 _ => quote!(#p::FlowAgent::new(#workflow)),
             };
+            let barred = cx.barred(i);
             quote!(#agent.disallow_transfer_to_parent(#barred))
         }
     };

@@ -73,7 +73,7 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
                 #[automatically_derived]
                 #[allow(unused_parens)]
                 impl #p::FlowPlaces<#placed> for #m::#flow {
-                    const SOURCE: &'static str = #m::#flow::AGENTS[#i];
+                    const NODE: usize = #i;
                 }
             });
             continue;
@@ -109,12 +109,12 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
             #[allow(dead_code)]
             impl #ident {
                 /// Every target, sub-agents first.
-                pub const ALL: &'static [Self] = &[#(Self::#variants),*];
+                pub const ALL: &'static [Self] = &[#(#ident::#variants),*];
 
                 /// The target as an agent of the flow.
                 pub const fn agent(self) -> #agent_enum {
                     match self {
-                        #( Self::#variants => #agent_enum::#variants, )*
+                        #( #ident::#variants => #agent_enum::#variants, )*
                     }
                 }
 
@@ -133,7 +133,7 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
 
             #[automatically_derived]
             impl #p::FlowPlaces<#ident> for #flow {
-                const SOURCE: &'static str = #flow::AGENTS[#i];
+                const NODE: usize = #i;
             }
         });
     }
