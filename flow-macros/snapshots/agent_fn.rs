@@ -6,6 +6,7 @@ pub struct triage;
 
 Return a variant from the agent's body to transfer; `flow!` checks at compile time that each target is a sub-agent or the parent of `triage` in every flow it is placed in. A node of a flow filled by `triage` has it as its target type (`{Flow}{Node}Target` is an alias of it).*/
 #[derive(::core::fmt::Debug, ::core::marker::Copy, ::core::cmp::PartialEq)]
+#[allow(clippy::enum_variant_names)]
 pub enum TriageTransfer {
     ///Transfer to agent `refund`.
     Refund,

@@ -210,7 +210,7 @@ mod desk_flow {
         ::core::cmp::Eq,
         ::core::hash::Hash
     )]
-    #[allow(dead_code)]
+    #[allow(dead_code, clippy::enum_variant_names)]
     #[repr(usize)]
     pub enum DeskAgent {
         ///The agent of node `triage`.
@@ -311,7 +311,7 @@ mod desk_flow {
         ::core::cmp::PartialEq,
         ::core::cmp::Eq
     )]
-    #[allow(dead_code)]
+    #[allow(dead_code, clippy::enum_variant_names)]
     pub enum DeskBillingTarget {
         ///Transfer to `triage`, its parent.
         Triage,

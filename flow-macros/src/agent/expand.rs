@@ -693,6 +693,8 @@ fn plain_enum(
     quote! {
         #[doc = #enum_doc]
         #[derive(::core::fmt::Debug, ::core::marker::Copy, ::core::cmp::PartialEq)]
+        // The variants are the targets' names, which may share a prefix.
+        #[allow(clippy::enum_variant_names)]
         #vis enum #enum_ident {
             #( #[doc = #variant_docs] #variants, )*
         }
@@ -797,6 +799,8 @@ fn payload_enum(
         });
     quote! {
         #[doc = #enum_doc]
+        // The variants are the targets' names, which may share a prefix.
+        #[allow(clippy::enum_variant_names)]
         #vis enum #enum_ident {
             #( #defs, )*
         }

@@ -36,7 +36,8 @@ pub(super) fn agent_enum_items(
     quote! {
         #[doc = #enum_doc]
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
-        #[allow(dead_code)]
+        // The variants are the agents' names, which may share a prefix.
+        #[allow(dead_code, clippy::enum_variant_names)]
         #[repr(usize)]
         #vis enum #agent_enum {
             #( #[doc = #docs] #variants, )*

@@ -101,7 +101,8 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
         out.extend(quote! {
             #[doc = #doc]
             #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq)]
-            #[allow(dead_code)]
+            // The variants are the agents' names, which may share a prefix.
+        #[allow(dead_code, clippy::enum_variant_names)]
             #vis enum #ident {
                 #( #[doc = #docs] #variants, )*
             }
