@@ -29,6 +29,7 @@ impl TriageTransfer {
     }
 }
 const _: () = {
+    use ::agentflow::__private as __agentflow;
     #[automatically_derived]
     impl ::core::clone::Clone for TriageTransfer {
         #[inline]
@@ -45,7 +46,7 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::TargetTable for TriageTransfer {
+    impl __agentflow::TargetTable for TriageTransfer {
         type Agent = triage;
         const ALL: &'static [Self] = TriageTransfer::ALL;
         fn name(self) -> &'static str {
@@ -53,16 +54,17 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::IntoOutcome<triage> for TriageTransfer {
+    impl __agentflow::IntoOutcome<triage> for TriageTransfer {
         fn into_outcome(
             self,
-            __cx: &::agentflow::__private::AgentContext,
-        ) -> ::agentflow::__private::AgentResult {
-            ::agentflow::__private::transfer(__cx, self)
+            __cx: &__agentflow::AgentContext,
+        ) -> __agentflow::AgentResult {
+            __agentflow::transfer(__cx, self)
         }
     }
 };
 const _: () = {
+    use ::agentflow::__private as __agentflow;
     #[automatically_derived]
     impl ::core::clone::Clone for triage {
         #[inline]
@@ -71,40 +73,40 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::AgentSpec for triage {
+    impl __agentflow::AgentSpec for triage {
         const NAME: &'static str = "triage";
         const DESCRIPTION: &'static str = "Decides which desk owns the request.";
         const TRANSFERS: &'static [&'static str] = &["refund", "complaint"];
         const NO_PARENT: bool = false;
     }
     #[automatically_derived]
-    impl ::agentflow::__private::AgentTargets for triage {
+    impl __agentflow::AgentTargets for triage {
         type Targets = TriageTransfer;
     }
     #[automatically_derived]
-    impl ::agentflow::__private::FlowBuilt for triage {
+    impl __agentflow::FlowBuilt for triage {
         fn instance() -> Self {
             triage
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::AgentBody for triage {
+    impl __agentflow::AgentBody for triage {
         fn run_body(
-            self: ::agentflow::__private::Arc<Self>,
-            __agentflow_run: ::agentflow::__private::RunContext,
-            __agentflow_input: ::agentflow::__private::AgentInput,
-            __agentflow_resume: ::agentflow::__private::ResumeInfo,
-        ) -> ::agentflow::__private::EventStream {
+            self: __agentflow::Arc<Self>,
+            __agentflow_run: __agentflow::RunContext,
+            __agentflow_input: __agentflow::AgentInput,
+            __agentflow_resume: __agentflow::ResumeInfo,
+        ) -> __agentflow::EventStream {
             fn triage(
                 cx: &AgentContext,
                 input: AgentInput,
-            ) -> ::agentflow::__private::BodyFuture<'_, AgentResult<TriageTransfer>> {
-                ::agentflow::__private::body_future(
-                    ::agentflow::__private::PhantomData::<AgentResult<TriageTransfer>>,
+            ) -> __agentflow::BodyFuture<'_, AgentResult<TriageTransfer>> {
+                __agentflow::body_future(
+                    __agentflow::PhantomData::<AgentResult<TriageTransfer>>,
                     async move { Ok(TriageTransfer::Refund) },
                 )
             }
-            ::agentflow::__private::run_boxed_input::<
+            __agentflow::run_boxed_input::<
                 Self,
                 AgentResult<TriageTransfer>,
             >(__agentflow_run, __agentflow_input, __agentflow_resume, triage)

@@ -3,21 +3,21 @@ pub struct Lookup {
     endpoint: String,
 }
 const _: () = {
+    use ::agentflow::__private as __agentflow;
     #[automatically_derived]
-    impl ::agentflow::__private::AgentSpec for Lookup {
+    impl __agentflow::AgentSpec for Lookup {
         const NAME: &'static str = "lookup";
         const DESCRIPTION: &'static str = "Looks orders up.";
         const TRANSFERS: &'static [&'static str] = &[];
         const NO_PARENT: bool = false;
     }
     #[automatically_derived]
-    impl ::agentflow::__private::AgentTargets for Lookup {
-        type Targets = ::agentflow::__private::NoTarget;
+    impl __agentflow::AgentTargets for Lookup {
+        type Targets = __agentflow::NoTarget;
     }
     const _: () = {
-        const fn __agentflow_is_agent<
-            T: ?::core::marker::Sized + ::agentflow::__private::Agent,
-        >() {}
+        use ::agentflow::__private as __agentflow;
+        const fn __agentflow_is_agent<T: ?::core::marker::Sized + __agentflow::Agent>() {}
         __agentflow_is_agent::<Lookup>()
     };
 };
@@ -26,22 +26,23 @@ impl Lookup {
     async fn run(&self, cx: &AgentContext) {}
 }
 const _: () = {
+    use ::agentflow::__private as __agentflow;
     #[automatically_derived]
-    impl ::agentflow::__private::AgentBody for Lookup {
+    impl __agentflow::AgentBody for Lookup {
         fn run_body(
-            self: ::agentflow::__private::Arc<Self>,
-            __agentflow_run: ::agentflow::__private::RunContext,
-            __agentflow_input: ::agentflow::__private::AgentInput,
-            __agentflow_resume: ::agentflow::__private::ResumeInfo,
-        ) -> ::agentflow::__private::EventStream {
-            ::agentflow::__private::generate(
+            self: __agentflow::Arc<Self>,
+            __agentflow_run: __agentflow::RunContext,
+            __agentflow_input: __agentflow::AgentInput,
+            __agentflow_resume: __agentflow::ResumeInfo,
+        ) -> __agentflow::EventStream {
+            __agentflow::generate(
                 __agentflow_run,
                 move |__agentflow_cx| async move {
-                    let __agentflow_cx = ::agentflow::__private::AgentContext::__start::<
+                    let __agentflow_cx = __agentflow::AgentContext::__start::<
                         Self,
                     >(__agentflow_cx, __agentflow_resume);
                     let __agentflow_outcome = Self::run(&*self, &__agentflow_cx).await;
-                    <_ as ::agentflow::__private::IntoOutcome<
+                    <_ as __agentflow::IntoOutcome<
                         Self,
                     >>::into_outcome(__agentflow_outcome, &__agentflow_cx)
                 },

@@ -1,38 +1,38 @@
 #[allow(non_snake_case, non_camel_case_types, non_upper_case_globals, unreachable_pub)]
 mod desk_flow {
     /// The desk.
-    ///
-    /// Declared with `flow!`: the tree below, the legal transfers and every agent's declared transfers are checked at compile time. Build it with [`Desk::builder`]; run it with [`Desk::runner`].
-    ///
-    /// # Tree
-    ///
-    /// ```text
-    /// triage
-    /// ├── refund  (context = user_input_only)
-    /// ├── complaint
-    /// │   └── escalation  (no_parent)
-    /// └── billing  (dyn: given at run time)
-    /// ```
-    ///
-    /// <div class="agentflow-diagram">
-    /// <svg xmlns="http://www.w3.org/2000/svg" width="480.6" height="318" viewBox="0 0 480.6 318" role="img" aria-label="Desk: a tree of 5 agents" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"><title>Desk</title><defs><marker id="af-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker><marker id="af-head-barred" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b7472a"/></marker></defs><rect width="100%" height="100%" fill="#ffffff"/><path class="edge" data-from="triage" data-to="refund" d="M200.9,54 C200.9,82 71,82 71,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge" data-from="triage" data-to="complaint" d="M224.9,54 C224.9,82 209.4,82 209.4,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge barred" data-from="complaint" data-to="escalation" d="M209.4,148 C209.4,184 209.4,184 209.4,220" fill="none" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><line x1="201.4" y1="203" x2="217.4" y2="203" stroke="#b7472a" stroke-width="2.4"/><path class="edge" data-from="triage" data-to="billing" d="M248.9,54 C248.9,82 378.7,82 378.7,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><g class="agent" data-name="triage"><rect x="169.9" y="16" width="110" height="38" rx="8" fill="#ebf4ff" stroke="#2b6cb0" stroke-width="1.4"/><text x="224.9" y="40" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">triage</text></g><g class="agent" data-name="refund"><rect x="16" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="71" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">refund</text></g><g class="agent" data-name="complaint"><rect x="154.4" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">complaint</text></g><g class="agent" data-name="escalation"><rect x="154" y="220" width="110.8" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="244" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">escalation</text></g><g class="agent" data-name="billing"><rect x="292.8" y="110" width="171.8" height="54" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="378.7" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">billing</text><text x="378.7" y="150" text-anchor="middle" font-size="12" font-style="italic" fill="#6b46c1">dyn: built at run time</text></g><g class="legend" font-size="12" fill="#4a5568"><line x1="16" y1="288" x2="52" y2="288" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><text x="60" y="292">transfers both ways</text><line x1="196" y1="288" x2="232" y2="288" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><text x="240" y="292">barred from its parent</text></g></svg>
-    /// </div>
-    ///
-    /// Boxes show each agent's name (the one a model uses), kind and description; agents declared in another file are shown by their identifier here, and with their real names and descriptions by [`Desk::svg`] (and, with those of agents given at run time, by `FlowAgent::to_svg`). [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
-    ///
-    /// # Transfers
-    ///
-    /// Who may transfer to whom (its sub-agents, and its parent unless barred):
-    ///
-    /// | agent | may transfer to |
-    /// | --- | --- |
-    /// | `triage` | `refund`, `complaint`, `billing` |
-    /// | `refund` | `triage` (parent) |
-    /// | `complaint` | `escalation`, `triage` (parent) |
-    /// | `escalation` | none (barred from its parent `complaint`) |
-    /// | `billing` | `triage` (parent) |
-    ///
-    /// An agent declared `#[agent(no_parent)]` is barred from its parent too. Agent types are shown by their identifier, which is their name unless they were renamed with `#[agent(name = "...")]`; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.
+    /**
+ Declared with `flow!`: the tree below, the legal transfers and every agent's declared transfers are checked at compile time. Build it with [`Desk::builder`]; run it with [`Desk::runner`].
+
+ # Tree
+
+ ```text
+ triage
+ ├── refund  (context = user_input_only)
+ ├── complaint
+ │   └── escalation  (no_parent)
+ └── billing  (dyn: given at run time)
+ ```
+
+ <div class="agentflow-diagram">
+ <svg xmlns="http://www.w3.org/2000/svg" width="480.6" height="318" viewBox="0 0 480.6 318" role="img" aria-label="Desk: a tree of 5 agents" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"><title>Desk</title><defs><marker id="af-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker><marker id="af-head-barred" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b7472a"/></marker></defs><rect width="100%" height="100%" fill="#ffffff"/><path class="edge" data-from="triage" data-to="refund" d="M200.9,54 C200.9,82 71,82 71,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge" data-from="triage" data-to="complaint" d="M224.9,54 C224.9,82 209.4,82 209.4,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><path class="edge barred" data-from="complaint" data-to="escalation" d="M209.4,148 C209.4,184 209.4,184 209.4,220" fill="none" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><line x1="201.4" y1="203" x2="217.4" y2="203" stroke="#b7472a" stroke-width="2.4"/><path class="edge" data-from="triage" data-to="billing" d="M248.9,54 C248.9,82 378.7,82 378.7,110" fill="none" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><g class="agent" data-name="triage"><rect x="169.9" y="16" width="110" height="38" rx="8" fill="#ebf4ff" stroke="#2b6cb0" stroke-width="1.4"/><text x="224.9" y="40" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">triage</text></g><g class="agent" data-name="refund"><rect x="16" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="71" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">refund</text></g><g class="agent" data-name="complaint"><rect x="154.4" y="110" width="110" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">complaint</text></g><g class="agent" data-name="escalation"><rect x="154" y="220" width="110.8" height="38" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="209.4" y="244" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">escalation</text></g><g class="agent" data-name="billing"><rect x="292.8" y="110" width="171.8" height="54" rx="8" fill="#f7fafc" stroke="#4a5568" stroke-width="1.4"/><text x="378.7" y="134" text-anchor="middle" font-size="14" font-weight="700" fill="#1a202c">billing</text><text x="378.7" y="150" text-anchor="middle" font-size="12" font-style="italic" fill="#6b46c1">dyn: built at run time</text></g><g class="legend" font-size="12" fill="#4a5568"><line x1="16" y1="288" x2="52" y2="288" stroke="#4a5568" stroke-width="1.6" marker-start="url(#af-head)" marker-end="url(#af-head)"/><text x="60" y="292">transfers both ways</text><line x1="196" y1="288" x2="232" y2="288" stroke="#b7472a" stroke-width="1.6" stroke-dasharray="6 4" marker-end="url(#af-head-barred)"/><text x="240" y="292">barred from its parent</text></g></svg>
+ </div>
+
+ Boxes show each agent's name (the one a model uses), kind and description; agents declared in another file are shown by their identifier here, and with their real names and descriptions by [`Desk::svg`] (and, with those of agents given at run time, by `FlowAgent::to_svg`). [`Desk::mermaid`] and [`Desk::to_dot`] give the tree as Mermaid and Graphviz text.
+
+ # Transfers
+
+ Who may transfer to whom (its sub-agents, and its parent unless barred):
+
+ | agent | may transfer to |
+ | --- | --- |
+ | `triage` | `refund`, `complaint`, `billing` |
+ | `refund` | `triage` (parent) |
+ | `complaint` | `escalation`, `triage` (parent) |
+ | `escalation` | none (barred from its parent `complaint`) |
+ | `billing` | `triage` (parent) |
+
+ An agent declared `#[agent(no_parent)]` is barred from its parent too. Agent types are shown by their identifier, which is their name unless they were renamed with `#[agent(name = "...")]`; the agents' names are in [`Self::AGENTS`], the path from the root to each in [`Self::PATHS`], and the shape's fingerprint in [`Self::FINGERPRINT`]. A workflow node runs its sub-agents itself and never transfers; they are barred from it.*/
     #[derive(::core::fmt::Debug, ::core::clone::Clone)]
     #[allow(dead_code)]
     pub struct Desk {

@@ -88,9 +88,44 @@ pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> String {
     lines.join("\n").trim().to_owned()
 }
 
+/// A string literal for a long generated doc, as a raw string (`r#"..."#`) the compiler reads
+/// as written: `quote`'s literal escapes its text character by character in the macro, which
+/// for a flow's docs (its picture included, tens of kilobytes) was a measurable part of the
+/// expansion in a debug build of the macro. (Each such literal costs the compiler a parse of
+/// its own, so short strings stay `quote`'s.) Falls back to an escaped literal for text a raw
+/// string cannot hold (a carriage return).
+pub(crate) fn doc_literal(text: &str) -> proc_macro2::Literal {
+    if !text.contains('\r') {
+        let mut hashes = String::from("#");
+        while text.contains(&format!("\"{hashes}")) {
+            hashes.push('#');
+        }
+        if let Ok(lit) = format!("r{hashes}\"{text}\"{hashes}").parse() {
+            return lit;
+        }
+    }
+    proc_macro2::Literal::string(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doc_literals_hold_the_text() {
+        for text in [
+            "plain",
+            "a \"quote\"# and \"##",
+            "line\nline",
+            "é ü",
+            "back\\slash",
+            "a\rb",
+        ] {
+            let lit = doc_literal(text);
+            let parsed: syn::LitStr = syn::parse_quote!(#lit);
+            assert_eq!(parsed.value(), text);
+        }
+    }
 
     #[test]
     fn cases() {

@@ -102,6 +102,8 @@ fn doc_svg_is_well_formed_and_holds_every_agent() {
             },
             _ => None,
         })
+        // (The docs are one attribute of many lines.)
+        .flat_map(|doc| doc.lines().map(str::to_owned).collect::<Vec<_>>())
         .find(|line| line.trim_start().starts_with("<svg"))
         .expect("an SVG line in the docs");
     let doc = roxmltree::Document::parse(svg.trim()).expect("well-formed");

@@ -78,9 +78,11 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
             .into(),
     );
     let attrs = &ast.attrs;
+    // One attribute for all the lines (rustdoc joins doc attributes with newlines anyway).
+    let text = crate::names::doc_literal(&lines.join("\n"));
     quote! {
         #(#attrs)*
-        #(#[doc = #lines])*
+        #[doc = #text]
     }
 }
 
