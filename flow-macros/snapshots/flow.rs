@@ -57,11 +57,8 @@ mod desk_flow {
         const ACCEPTS: &'static [::core::option::Option<&'static str>];
         /// The payload types each agent's transfers carry.
         const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
-        ///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
         type __Target0;
-        ///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
         type __Target1;
-        ///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
         type __Target2;
     }
     #[allow(dead_code)]

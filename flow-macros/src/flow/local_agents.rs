@@ -27,11 +27,25 @@ pub(crate) fn scan(span: proc_macro2::Span) -> HashMap<String, LocalAgent> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return out;
     };
+    if !may_hold_facts(&text) {
+        // Every agent here would be drawn by its identifier without a description, as if it
+        // were not found: skip parsing the file (the macro runs unoptimized in a debug build,
+        // and a file of 200 agents took it longer than drawing them).
+        return out;
+    }
     let Ok(file) = syn::parse_file(&text) else {
         return out;
     };
     items(&file.items, &mut out);
     out
+}
+
+/// Whether the source text could give an agent a fact to draw: a doc comment or attribute
+/// (a description) or a `name` or `description` option. Without any, scanning it finds nothing.
+fn may_hold_facts(text: &str) -> bool {
+    ["///", "/**", "doc", "name", "description"]
+        .iter()
+        .any(|needle| text.contains(needle))
 }
 
 /// The file `span` is in: known to a compiler with `Span::local_file` (Rust 1.88, detected by
@@ -90,5 +104,26 @@ fn items(items: &[syn::Item], out: &mut HashMap<String, LocalAgent>) {
             });
         }
         out.insert(ident.to_string(), facts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_are_looked_for_only_where_they_can_be() {
+        assert!(!may_hold_facts(
+            "#[agent(transfers = [b])]\nasync fn a(_cx: &AgentContext) {}\n"
+        ));
+        for text in [
+            "/// Refunds.\n#[agent]\nasync fn a(_cx: &AgentContext) {}",
+            "/** Refunds. */ #[agent] async fn a(_cx: &AgentContext) {}",
+            "#[doc = \"Refunds.\"] #[agent] async fn a(_cx: &AgentContext) {}",
+            "#[agent(name = \"refund-desk\")] async fn a(_cx: &AgentContext) {}",
+            "#[agent(description = \"Refunds.\")] struct A;",
+        ] {
+            assert!(may_hold_facts(text), "{text}");
+        }
     }
 }

@@ -326,6 +326,25 @@ impl FlowFacts<'_> {
     /// The node among node `i`'s neighbours (its sub-agents, then its parent) whose agent is
     /// named `name`.
     const fn neighbour(&self, i: usize, name: &str) -> Option<usize> {
+        self.neighbour_at(i, name, usize::MAX)
+    }
+
+    /// [`neighbour`](Self::neighbour), for the `k`-th transfer the agent declares: agents
+    /// usually declare their sub-agents in the order the flow lists them, and their parent,
+    /// so the `k`-th sub-agent and the parent are compared first (when names are unique, the
+    /// one node with the name is the answer), before the name is looked up by its hash.
+    const fn neighbour_at(&self, i: usize, name: &str, k: usize) -> Option<usize> {
+        if self.unique {
+            let children = self.children[i];
+            if k < children.len() && eq(self.agents[children[k]], name) {
+                return Some(children[k]);
+            }
+            if let Some(p) = self.parents[i] {
+                if eq(self.agents[p], name) {
+                    return Some(p);
+                }
+            }
+        }
         // When names are unique, the only node with this name is found by its hash in the
         // flow's table; it answers if it is a neighbour.
         if self.unique && !self.slots.is_empty() {
@@ -412,7 +431,7 @@ pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
     let barred = f.marked_no_parent[i] || f.no_parent[i];
     let mut k = 0;
     while k < declared.len() {
-        let Some(j) = f.neighbour(i, declared[k]) else {
+        let Some(j) = f.neighbour_at(i, declared[k], k) else {
             return false;
         };
         if let Some(p) = f.parents[i] {
@@ -874,9 +893,10 @@ mod tests {
         }
     }
 
-    /// The neighbour found through the flow's table of names is the one a scan of the node's
-    /// sub-agents and parent finds, for every node and every name of the flow (and names it
-    /// lacks), with unique names (the table answers) and with a duplicate (the scan does).
+    /// The neighbour found through the flow's table of names (or by the position the name was
+    /// declared at) is the one a scan of the node's sub-agents and parent finds, for every node
+    /// and every name of the flow (and names it lacks), with unique names (the table answers)
+    /// and with a duplicate (the scan does).
     #[test]
     fn neighbours_by_hash_agree_with_a_scan() {
         // root => [a => [c, d], b => [e]], then the same tree with `e` renamed `c`.
@@ -915,6 +935,10 @@ mod tests {
                         .find(|&c| agents[c] == name)
                         .or(parents[i].filter(|&p| agents[p] == name));
                     assert_eq!(f.neighbour(i, name), scan, "node {i}, name {name:?}");
+                    // Whichever position the name was declared at.
+                    for k in 0..3 {
+                        assert_eq!(f.neighbour_at(i, name, k), scan, "node {i}, {name:?}, {k}");
+                    }
                 }
             }
         }

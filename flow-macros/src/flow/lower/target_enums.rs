@@ -60,10 +60,8 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
                 #[allow(dead_code, private_interfaces, private_bounds)]
                 #vis type #ident = <#flow as __AgentflowFacts>::#assoc;
             });
-            facts_decls.extend(quote! {
-                #[doc = #doc]
-                type #assoc;
-            });
+            // (The trait is private to the flow's module: its items need no docs.)
+            facts_decls.extend(quote!(type #assoc;));
             let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
             facts_defs.extend(quote!(type #assoc = #target;));
             // In parentheses, so that a path naming a value (a fn without #[agent]) is read as
