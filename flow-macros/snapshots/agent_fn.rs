@@ -1,6 +1,6 @@
 /// Decides which desk owns the request.
 #[allow(non_camel_case_types)]
-#[derive(::core::fmt::Debug, ::core::marker::Copy)]
+#[derive(::core::marker::Copy)]
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 

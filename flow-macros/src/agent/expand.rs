@@ -101,8 +101,11 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     let agent_impl = agent_trait_impl(&p, &quote!(#ident), &run_body);
     quote! {
         #(#docs)*
+        // `Copy` (and `Clone`, below), not `Debug`: an agent is named by its `name()`, and each
+        // impl of a trait the standard library implements widely costs compile time per agent
+        // (W7 in BENCHMARKS.md).
         #[allow(non_camel_case_types)]
-        #[derive(::core::fmt::Debug, ::core::marker::Copy)]
+        #[derive(::core::marker::Copy)]
         #vis struct #ident;
 
         #transfers
