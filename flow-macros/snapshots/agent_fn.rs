@@ -1,6 +1,5 @@
 /// Decides which desk owns the request.
 #[allow(non_camel_case_types)]
-#[derive(::core::marker::Copy)]
 pub struct triage;
 /**The agents `triage` may transfer to, as declared with `#[agent(transfers = [...])]`.
 
@@ -65,13 +64,6 @@ const _: () = {
 };
 const _: () = {
     use ::agentflow::__private as __agentflow;
-    #[automatically_derived]
-    impl ::core::clone::Clone for triage {
-        #[inline]
-        fn clone(&self) -> Self {
-            *self
-        }
-    }
     #[automatically_derived]
     impl __agentflow::AgentSpec for triage {
         const NAME: &'static str = "triage";

@@ -101,27 +101,16 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
     let agent_impl = agent_trait_impl(&p, &quote!(#ident), &run_body);
     quote! {
         #(#docs)*
-        // `Copy` (and `Clone`, below), not `Debug`: an agent is named by its `name()`, and each
-        // impl of a trait the standard library implements widely costs compile time per agent
-        // (W7 in BENCHMARKS.md).
+        // No derives: an agent is named by its `name()`, and a unit struct is made again by
+        // naming it; each impl of a trait the standard library implements widely (`Debug`,
+        // `Clone`, `Copy`) costs compile time per agent (W7 in BENCHMARKS.md).
         #[allow(non_camel_case_types)]
-        #[derive(::core::marker::Copy)]
         #vis struct #ident;
 
         #transfers
 
         const _: () = {
             #import
-            // `Clone` by hand (what the derive writes for a `Copy` type, without the derive's
-            // second impl): one impl less per agent to check.
-            #[automatically_derived]
-            impl ::core::clone::Clone for #ident {
-                #[inline]
-                fn clone(&self) -> Self {
-                    *self
-                }
-            }
-
             #facts
             #targets
 
