@@ -54,27 +54,14 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
             syn::ReturnType::Type(_, ty) if nameable(ty) => quote!(#ty),
             syn::ReturnType::Type(..) => quote!(_),
         };
-        let call = if f.sig.inputs.len() == 2 {
-            quote_spanned!(ret_span=> #p::run_body(
-                #p::PhantomData::<Self>,
-                #p::PhantomData::<#out>,
-                __agentflow_run,
-                __agentflow_input,
-                __agentflow_resume,
-                #ident,
-            ))
-        } else {
-            quote_spanned!(ret_span=> {
-                let _ = __agentflow_input;
-                #p::run_body_cx(
-                    #p::PhantomData::<Self>,
-                    #p::PhantomData::<#out>,
-                    __agentflow_run,
-                    __agentflow_resume,
-                    #ident,
-                )
-            })
-        };
+        let markers = quote_spanned!(ret_span=> #p::PhantomData::<Self>, #p::PhantomData::<#out>,);
+        let call = body_call(
+            ret_span,
+            f.sig.inputs.len() == 2,
+            [&quote!(#p::run_body), &quote!(#p::run_body_cx)],
+            &markers,
+            &ident,
+        );
         quote! {
             #f
             #call
@@ -351,8 +338,37 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     let body = quote_spanned!(ret_span=> {
         #p::body_future(#p::PhantomData::<#out>, async move #block)
     });
-    let call = if f.sig.inputs.len() == 2 {
-        quote_spanned!(ret_span=> #p::run_boxed_input::<Self, #out>(
+    let call = body_call(
+        ret_span,
+        f.sig.inputs.len() == 2,
+        [
+            &quote!(#p::run_boxed_input::<Self, #out>),
+            &quote!(#p::run_boxed::<Self, #out>),
+        ],
+        &TokenStream::new(),
+        ident,
+    );
+    Some(quote! {
+        #(#attrs)*
+        fn #ident(#inputs) #output #body
+        #call
+    })
+}
+
+/// The call of the runtime fn that runs an agent fn's body `ident`, spanned at its return type:
+/// `callees[0]` when the body takes the input, else `callees[1]` (which gets no input), each
+/// given `lead` (markers, or nothing) before the run, the input and the resume info.
+fn body_call(
+    ret_span: Span,
+    takes_input: bool,
+    callees: [&TokenStream; 2],
+    lead: &TokenStream,
+    ident: &Ident,
+) -> TokenStream {
+    let [with_input, cx_only] = callees;
+    if takes_input {
+        quote_spanned!(ret_span=> #with_input(
+            #lead
             __agentflow_run,
             __agentflow_input,
             __agentflow_resume,
@@ -361,14 +377,9 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     } else {
         quote_spanned!(ret_span=> {
             let _ = __agentflow_input;
-            #p::run_boxed::<Self, #out>(__agentflow_run, __agentflow_resume, #ident)
+            #cx_only(#lead __agentflow_run, __agentflow_resume, #ident)
         })
-    };
-    Some(quote! {
-        #(#attrs)*
-        fn #ident(#inputs) #output #body
-        #call
-    })
+    }
 }
 
 /// The facade's `__private` as the generated items name it: `__agentflow`, which

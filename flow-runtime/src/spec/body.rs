@@ -81,11 +81,7 @@ where
     A: AgentSpec + ?Sized,
     Out: IntoOutcome<A> + 'static,
 {
-    generate(run, move |cx| async move {
-        let cx = AgentContext::__start::<A>(cx, resume);
-        let outcome = body(&cx).await;
-        outcome.into_outcome(&cx)
-    })
+    run_boxed_with::<A, Out, _>(run, resume, body)
 }
 
 /// As [`run_boxed`], for a body that takes the input too: `body(cx, input)`.
@@ -100,9 +96,21 @@ where
     A: AgentSpec + ?Sized,
     Out: IntoOutcome<A> + 'static,
 {
+    run_boxed_with::<A, Out, _>(run, resume, move |cx| body(cx, input))
+}
+
+/// What [`run_boxed`] and [`run_boxed_input`] run: `body` on the agent's context, then its
+/// outcome. (Generic over the body, which these two give as a fn pointer, so the bound over
+/// every lifetime of the context is checked here, once.)
+fn run_boxed_with<A, Out, F>(run: RunContext, resume: ResumeInfo, body: F) -> EventStream
+where
+    A: AgentSpec + ?Sized,
+    Out: IntoOutcome<A> + 'static,
+    F: for<'a> FnOnce(&'a AgentContext) -> BodyFuture<'a, Out> + Send + 'static,
+{
     generate(run, move |cx| async move {
         let cx = AgentContext::__start::<A>(cx, resume);
-        let outcome = body(&cx, input).await;
+        let outcome = body(&cx).await;
         outcome.into_outcome(&cx)
     })
 }
