@@ -12,11 +12,15 @@ pub const fn fingerprint_of(shape: &str) -> u64 {
 pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Extends an FNV-1a (64-bit) hash by `bytes`.
+///
+/// The product is taken in `u128` and truncated: the same wrapping product, compiled to the
+/// same instructions as `u64::wrapping_mul`, but without that method's nested calls, which cost
+/// more than the arithmetic when the compiler evaluates the hash at compile time (`flow!`'s
+/// checks hash every agent name of a flow).
 pub(crate) const fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     let mut i = 0;
     while i < bytes.len() {
-        hash ^= bytes[i] as u64;
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        hash = ((hash ^ bytes[i] as u64) as u128 * 0x0000_0100_0000_01b3) as u64;
         i += 1;
     }
     hash
