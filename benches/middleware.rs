@@ -12,6 +12,7 @@ use agentflow::async_trait;
 use agentflow::middleware::Middleware;
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
+use agentflow::RunnerBuilder;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures::StreamExt;
 
@@ -45,7 +46,7 @@ fn runner(middleware: bool) -> Runner {
         .expect("valid agent");
     let runner = Runner::new(FlowAgent::new(agent));
     if middleware {
-        runner.middleware(PassThrough)
+        RunnerBuilder::from(runner).middleware(PassThrough).build()
     } else {
         runner
     }
@@ -59,14 +60,14 @@ fn tool_round_trip(c: &mut Criterion) {
     let mut group = c.benchmark_group("middleware_tool_round_trip");
     for (label, middleware) in [("none", false), ("one_pass_through", true)] {
         let runner = runner(middleware);
-        let events = rt.block_on(runner.query("Where is order 42?").count());
+        let events = rt.block_on(runner.run("Where is order 42?").count());
         assert_eq!(events, 3, "a tool call, its result, the answer");
         group.bench_function(label, |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
-                        std::hint::black_box(runner.query("Where is order 42?").count().await);
+                        std::hint::black_box(runner.run("Where is order 42?").count().await);
                     }
                     start.elapsed()
                 })

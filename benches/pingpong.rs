@@ -14,9 +14,9 @@ mod counting;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use agentflow::RunRequest;
 use agentflow::{
-    set_sub_agents, CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef,
-    RunLimits, Runner, Session,
+    set_sub_agents, CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, RunLimits, Runner,
 };
 use counting::{LIVE, PEAK};
 use futures::StreamExt;
@@ -53,23 +53,20 @@ fn main() {
         let tree = set_sub_agents(player("ping", "pong", hops), [player("pong", "ping", hops)])
             .expect("tree");
         let store = InMemoryStore::new();
-        let runner = Runner::new(tree)
+        let runner = Runner::builder(tree)
             .limits(
                 RunLimits::default()
                     .max_transfers(hops)
                     .max_events(4 * hops),
             )
-            .checkpoint_store(store.clone());
+            .checkpoint_store(store.clone())
+            .build();
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         let start = Instant::now();
         let events = rt.block_on(async {
             runner
-                .run_checkpointed(
-                    "pingpong",
-                    Session::new(),
-                    [MessageRef::new(Message::user("serve"))],
-                )
+                .run(RunRequest::new([Message::user("serve")]).checkpoint("pingpong"))
                 .count()
                 .await
         });

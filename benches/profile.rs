@@ -21,6 +21,7 @@ mod common;
 use std::time::Instant;
 
 use agentflow::prelude::*;
+use agentflow::RunRequest;
 use agentflow::{Durability, InMemoryStore};
 use common::Kind;
 
@@ -58,7 +59,9 @@ fn main() {
             false,
         ),
         "w3" => (
-            Runner::new(common::streamer(kind, 10_000)).streaming(true),
+            Runner::builder(common::streamer(kind, 10_000))
+                .streaming(true)
+                .build(),
             common::user_input(),
             true,
         ),
@@ -99,10 +102,11 @@ fn w11(rt: &tokio::runtime::Runtime, workload: &str, mode: Durability, runs: usi
     use agentflow::store::JournalStore;
     use futures::StreamExt;
     let store = InMemoryStore::new();
-    let runner = Runner::new(common::chain_tree(Kind::Fn, 10))
+    let runner = Runner::builder(common::chain_tree(Kind::Fn, 10))
         .checkpoint_store(store.clone())
         .journal_store(store.clone())
-        .durability(mode);
+        .durability(mode)
+        .build();
     let prune = workload.ends_with("-pruned");
     let input = common::user_input();
     let start = Instant::now();
@@ -111,7 +115,7 @@ fn w11(rt: &tokio::runtime::Runtime, workload: &str, mode: Durability, runs: usi
         for i in 0..runs {
             let id = format!("run-{i}");
             total += runner
-                .run_checkpointed(&id, Session::new(), input.iter().cloned())
+                .run(RunRequest::new(input.iter().cloned()).checkpoint(&id))
                 .count()
                 .await;
             if prune {
@@ -134,10 +138,11 @@ fn w11_sqlite(rt: &tokio::runtime::Runtime, workload: &str, runs: usize) {
     let store = rt
         .block_on(agentflow::store::SqliteStore::open(dir.join("w11.db")))
         .expect("sqlite store");
-    let runner = Runner::new(common::chain_tree(Kind::Fn, 10))
+    let runner = Runner::builder(common::chain_tree(Kind::Fn, 10))
         .checkpoint_store(store.clone())
         .journal_store(store)
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     let at_once = if workload.ends_with("x8") { 8 } else { 1 };
     let input = common::user_input();
     let start = Instant::now();
@@ -146,11 +151,7 @@ fn w11_sqlite(rt: &tokio::runtime::Runtime, workload: &str, runs: usize) {
         for i in 0..runs {
             let round = (0..at_once).map(|k| {
                 runner
-                    .run_checkpointed(
-                        format!("run-{i}-{k}"),
-                        Session::new(),
-                        input.iter().cloned(),
-                    )
+                    .run(RunRequest::new(input.iter().cloned()).checkpoint(format!("run-{i}-{k}")))
                     .count()
             });
             total += futures::future::join_all(round)

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! W4's chain of 10 `FnAgent`s (each transferring to its child; the last answers) run as a
-//! checkpointed run (`Runner::run_checkpointed`, a new run id per iteration) on an
+//! checkpointed run (`RunRequest::checkpoint`, a new run id per iteration) on an
 //! `InMemoryStore` and on a `SqliteStore` in a temporary file: without a journal (`exit`:
 //! nothing is written between interrupts, and this run has none), and with every step
 //! journaled in the `async` and `sync` modes. The cost per step is the difference to `exit`
@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agentflow::store::JournalStore;
-use agentflow::{CheckpointStore, Durability, Runner, Session};
+use agentflow::RunRequest;
+use agentflow::{CheckpointStore, Durability, Runner};
 use common::Kind;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
@@ -64,7 +65,7 @@ fn time_runs_pruning(
         for _ in 0..iters {
             let id = format!("run-{}", next.fetch_add(1, Ordering::Relaxed));
             let events = runner
-                .run_checkpointed(&id, Session::new(), input.iter().cloned())
+                .run(RunRequest::new(input.iter().cloned()).checkpoint(&id))
                 .count()
                 .await;
             std::hint::black_box(events);
@@ -90,7 +91,7 @@ fn time_concurrent_runs(
             let runs = (0..CONCURRENT).map(|_| {
                 let id = format!("run-{}", next.fetch_add(1, Ordering::Relaxed));
                 runner
-                    .run_checkpointed(&id, Session::new(), input.iter().cloned())
+                    .run(RunRequest::new(input.iter().cloned()).checkpoint(&id))
                     .count()
             });
             std::hint::black_box(futures::future::join_all(runs).await);
@@ -119,10 +120,11 @@ fn bench_modes<S>(
         ("async", Durability::Async),
         ("sync", Durability::Sync),
     ] {
-        let runner = Runner::new(tree.clone())
+        let runner = Runner::builder(tree.clone())
             .checkpoint_store(store.clone())
             .journal_store(store.clone())
-            .durability(mode);
+            .durability(mode)
+            .build();
         group.bench_function(BenchmarkId::new(label, DEPTH), |b| {
             b.iter_custom(|iters| time_runs_pruning(rt, &runner, prune, next, iters))
         });
@@ -137,18 +139,20 @@ where
     let next = AtomicU64::new(0);
     let tree = common::chain_tree(Kind::Fn, DEPTH);
     // The steps of one run, as its journal holds them.
-    let probe = Runner::new(tree.clone())
+    let probe = Runner::builder(tree.clone())
         .checkpoint_store(store.clone())
         .journal_store(store.clone())
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     time_runs(rt, &probe, &next, 1);
     let steps = rt.block_on(probe.journal("run-0")).expect("journal").len();
     println!("{group_name}: {steps} journal steps per run of the chain of {DEPTH}");
     bench_modes(&mut group, rt, &store, None, &next);
-    let runner = Runner::new(tree.clone())
+    let runner = Runner::builder(tree.clone())
         .checkpoint_store(store.clone())
         .journal_store(store.clone())
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     group.bench_function(BenchmarkId::new("sync_x8", DEPTH), |b| {
         b.iter_custom(|iters| time_concurrent_runs(rt, &runner, &next, iters))
     });

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agentflow::store::JournalStore;
+use agentflow::TurnRequest;
 use agentflow::{
     tool_fn, ChatModelAgent, ChatRequest, CheckpointStore, Durability, FileStore, FlowAgent,
     FnAgent, Message, Retention, Role, Runner, ScriptStep, ScriptedModel, ThreadStore,
@@ -74,7 +75,10 @@ fn turns() -> u64 {
 
 async fn say(runner: &Runner, thread: &str, n: u64) {
     let turn = runner
-        .turn(thread, Message::user(format!("message {n}")))
+        .turn(TurnRequest::new(
+            thread,
+            Message::user(format!("message {n}")),
+        ))
         .await
         .expect("turn");
     turn.finish().await;
@@ -87,10 +91,11 @@ fn w12_storage(c: &mut Criterion) {
     for (label, retention) in [("no_retention", None), ("keep_10", Some(10))] {
         let dir = temp_dir(label);
         let store = FileStore::new(&dir).expect("file store");
-        let runner = Runner::new(bot())
+        let runner = Runner::builder(bot())
             .stores(store.clone())
             .journal_store(store.clone())
-            .durability(Durability::Sync);
+            .durability(Durability::Sync)
+            .build();
         rt.block_on(async {
             for n in 0..turns {
                 say(&runner, "long", n).await;
@@ -155,11 +160,12 @@ fn runner_on<S>(store: &S) -> Runner
 where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
-    Runner::new(long_turn())
+    Runner::builder(long_turn())
         .stores(store.clone())
         .journal_store(store.clone())
         .durability(Durability::Sync)
         .lease(LEASE)
+        .build()
 }
 
 /// Leaves thread `thread` with a turn of 100 journaled steps whose worker died after them.
@@ -169,7 +175,7 @@ where
 {
     let runner = runner_on(store);
     let mut turn = runner
-        .turn(thread, Message::user("work"))
+        .turn(TurnRequest::new(thread, Message::user("work")))
         .await
         .expect("turn");
     let mut seen = 0;

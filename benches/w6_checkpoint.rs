@@ -7,14 +7,13 @@
 //! decode, shape check, restore) to the end (which completes the claim with the final record).
 //! H is the number of prior messages in the input.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentflow::store::CheckpointStore;
 use agentflow::{
     set_sub_agents, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef, Runner,
-    Session,
 };
+use agentflow::{ResumeRequest, RunRequest};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
 
@@ -63,7 +62,9 @@ fn w6(c: &mut Criterion) {
     let mut group = c.benchmark_group("w6_checkpoint_round_trip");
     let run = std::process::id();
     for (name, store) in stores {
-        let runner = Runner::new(desk()).shared_checkpoint_store(store);
+        let runner = Runner::builder(desk())
+            .shared_checkpoint_store(store)
+            .build();
         for h in [0usize, 1000] {
             let history: Vec<MessageRef> = (0..h)
                 .map(|i| Arc::new(Message::user(format!("earlier message {i}"))))
@@ -76,12 +77,12 @@ fn w6(c: &mut Criterion) {
                     let id = format!("w6-{run}-{name}-{h}-{n}");
                     rt.block_on(async {
                         let first: Vec<_> = runner
-                            .run_checkpointed(&id, Session::new(), history.iter().cloned())
+                            .run(RunRequest::new(history.iter().cloned()).checkpoint(&id))
                             .collect()
                             .await;
                         assert!(first.last().unwrap().is_interrupt());
                         let done: Vec<_> = runner
-                            .resume(&id, HashMap::new())
+                            .resume(ResumeRequest::new(&id, []))
                             .await
                             .unwrap()
                             .collect()

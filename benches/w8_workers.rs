@@ -5,9 +5,9 @@
 //! checkpoints, starts the workers (this binary again, as `W8_ROLE=worker`), opens a start
 //! barrier, and measures the time until every worker has drained the store: each worker
 //! claims a batch of `W8_BATCH` (default 32) pending checkpoints no other worker holds
-//! (`Runner::claim_pending`) and resumes each (`Runner::resume_claimed`: decode, run,
+//! (`Checkpoints::claim`) and resumes each (`ResumeRequest::claimed`: decode, run,
 //! complete), until nothing is left. With `W8_CLAIM=list`, each worker instead lists pending
-//! checkpoints and races the others to resume each (`pending_interrupts` and `resume`, the
+//! checkpoints and races the others to resume each (`checkpoints().pending` and `resume`, the
 //! loop before batch claims), skipping those another worker holds. Prints
 //! `store workers resumes seconds resumes/s`.
 //!
@@ -16,14 +16,14 @@
 //! W8_CLAIM=list cargo bench --features postgres --bench w8_workers
 //! ```
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentflow::store::CheckpointStore;
-use agentflow::{CheckpointError, FlowAgent, FnAgent, Message, Runner, Session};
+use agentflow::{CheckpointError, FlowAgent, FnAgent, Message, Runner};
+use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 
 fn desk() -> FlowAgent {
@@ -51,7 +51,9 @@ async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
 }
 
 async fn worker(backend: &str, go: &Path) {
-    let runner = Runner::new(desk()).shared_checkpoint_store(open(backend).await);
+    let runner = Runner::builder(desk())
+        .shared_checkpoint_store(open(backend).await)
+        .build();
     while !go.exists() {
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -61,24 +63,27 @@ async fn worker(backend: &str, go: &Path) {
             .and_then(|n| n.parse().ok())
             .unwrap_or(32);
         loop {
-            let held = runner.claim_pending(batch).await.unwrap();
+            let held = runner.checkpoints().claim(batch).await.unwrap();
             if held.is_empty() {
                 return;
             }
             for claim in held {
-                let events = runner.resume_claimed(claim, HashMap::new()).await.unwrap();
+                let events = runner
+                    .resume(ResumeRequest::claimed(claim, []))
+                    .await
+                    .unwrap();
                 let events: Vec<_> = events.collect().await;
                 assert!(events.iter().all(|e| e.error.is_none()));
             }
         }
     }
     loop {
-        let pending = runner.pending_interrupts(64).await.unwrap();
+        let pending = runner.checkpoints().pending(64).await.unwrap();
         if pending.is_empty() {
             return;
         }
         for p in pending {
-            match runner.resume(&p.id, HashMap::new()).await {
+            match runner.resume(ResumeRequest::new(&p.id, [])).await {
                 Ok(events) => {
                     let events: Vec<_> = events.collect().await;
                     assert!(events.iter().all(|e| e.error.is_none()));
@@ -91,18 +96,16 @@ async fn worker(backend: &str, go: &Path) {
 }
 
 async fn measure(backend: &str, workers: usize, resumes: usize, work: &Path) -> f64 {
-    let runner = Runner::new(desk()).shared_checkpoint_store(open(backend).await);
+    let runner = Runner::builder(desk())
+        .shared_checkpoint_store(open(backend).await)
+        .build();
     // One round per store and worker count: its ids and its start barrier are its own (a
     // barrier shared by two stores would let the second store's workers start early).
     let kind = backend.split(':').next().unwrap();
     let round = format!("{}-{kind}-{workers}", std::process::id());
     for k in 0..resumes {
         let _: Vec<_> = runner
-            .run_checkpointed(
-                format!("w8-{round}-{k}"),
-                Session::new(),
-                [Arc::new(Message::user("refund"))],
-            )
+            .run(RunRequest::new([Message::user("refund")]).checkpoint(format!("w8-{round}-{k}")))
             .collect()
             .await;
     }
@@ -125,7 +128,7 @@ async fn measure(backend: &str, workers: usize, resumes: usize, work: &Path) -> 
         assert!(child.wait().unwrap().success());
     }
     let seconds = start.elapsed().as_secs_f64();
-    assert!(runner.pending_interrupts(1).await.unwrap().is_empty());
+    assert!(runner.checkpoints().pending(1).await.unwrap().is_empty());
     let claim = match std::env::var("W8_CLAIM").as_deref() {
         Ok("list") => "list",
         _ => "batch",

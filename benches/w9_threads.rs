@@ -22,6 +22,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use agentflow::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord, ThreadStore};
+use agentflow::TurnRequest;
 use agentflow::{
     async_trait, ContextPolicy, FlowAgent, FnAgent, InMemoryStore, Message, RunPath, Runner,
     ThreadError,
@@ -174,15 +175,16 @@ fn turn_latency<S: ThreadStore + Clone + 'static>(
                 cx.say(format!("you sent {} messages", input.messages.len()));
                 Ok(())
             });
-            let runner = Runner::new(FlowAgent::new(bot).context(policy.clone()))
-                .thread_store(FixedLength(filled.clone()));
+            let runner = Runner::builder(FlowAgent::new(bot).context(policy.clone()))
+                .thread_store(FixedLength(filled.clone()))
+                .build();
             group.bench_with_input(BenchmarkId::new(label, length), &length, |b, _| {
                 b.iter_custom(|iters| {
                     rt.block_on(async {
                         let start = Instant::now();
                         for _ in 0..iters {
                             let turn = runner
-                                .turn("t", Message::user("and now?"))
+                                .turn(TurnRequest::new("t", Message::user("and now?")))
                                 .await
                                 .expect("turn");
                             std::hint::black_box(turn.finish().await);

@@ -86,7 +86,9 @@ fn w3_stream(c: &mut Criterion) {
     group.throughput(Throughput::Elements(N as u64));
     let input = common::user_input();
     for kind in Kind::ALL {
-        let runner = Runner::new(common::streamer(kind, N)).streaming(true);
+        let runner = Runner::builder(common::streamer(kind, N))
+            .streaming(true)
+            .build();
         let got = rt.block_on(common::stream_once(&runner, &input));
         assert_eq!(got, N, "the caller must receive every chunk");
         group.bench_function(kind.label(), |b| {

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 
 use agentflow::a2a::A2aAgent;
+use agentflow::TurnRequest;
 use agentflow::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome};
 use flow_server::{AppState, Auth};
 use futures::StreamExt;
@@ -74,11 +75,14 @@ async fn call_it(base: &str) -> Result<(), Box<dyn std::error::Error>> {
         Ok(())
     });
     let tree = set_sub_agents(FlowAgent::new(front), [FlowAgent::new(desk)])?;
-    let runner = Runner::new(tree).stores(InMemoryStore::new());
+    let runner = Runner::builder(tree).stores(InMemoryStore::new()).build();
 
     // 3. A turn that meets the remote desk's approval.
     let mut turn = runner
-        .turn("customer-1", Message::user("I want a refund for order 42"))
+        .turn(TurnRequest::new(
+            "customer-1",
+            Message::user("I want a refund for order 42"),
+        ))
         .await?;
     print_events(&mut turn).await;
     let Some(TurnOutcome::Interrupted { interrupts, .. }) = turn.outcome() else {
@@ -88,7 +92,9 @@ async fn call_it(base: &str) -> Result<(), Box<dyn std::error::Error>> {
 
     // 4. The approval goes to the remote task; control returns to `front`.
     let targets = HashMap::from([(interrupts[0].id.clone(), json!({"approve": true}))]);
-    let mut resumed = runner.resume_turn("customer-1", targets).await?;
+    let mut resumed = runner
+        .turn(TurnRequest::resume("customer-1", targets))
+        .await?;
     print_events(&mut resumed).await;
     match resumed.outcome() {
         Some(TurnOutcome::Completed { answered_by, .. }) if &*answered_by == "front" => {

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! The first process files five refund requests (each stops at its `issue_refund` tool and is
-//! checkpointed), prints the approvals screen (`Runner::pending_interrupts`), then starts two
+//! checkpointed), prints the approvals screen (`Checkpoints::pending`), then starts two
 //! copies of itself as workers (`--worker 1`, `--worker 2`). Both list the pending approvals
 //! and resume them; the store's claim lets exactly one worker resume each one, the other is
 //! told it is taken and moves on. The database is `$AGENTFLOW_DB`, or a new file in the
@@ -15,11 +15,11 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 
 use agentflow::prelude::*;
 use agentflow::store::{CheckpointState, CheckpointStore, SqliteStore};
 use agentflow::{CheckpointError, FnTool};
+use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -99,15 +99,18 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// A worker: resumes pending approvals until none is left.
 async fn work(me: &str) -> Result<(), Box<dyn std::error::Error>> {
     let store = SqliteStore::open_default().await?;
-    let runner = Runner::new(desk()?).checkpoint_store(store);
+    let runner = Runner::builder(desk()?).checkpoint_store(store).build();
     let approve = HashMap::from([("refund".to_owned(), json!({ "approve": true }))]);
     loop {
-        let pending = runner.pending_interrupts(10).await?;
+        let pending = runner.checkpoints().pending(10).await?;
         if pending.is_empty() {
             return Ok(());
         }
         for p in pending {
-            match runner.resume(&p.id, approve.clone()).await {
+            match runner
+                .resume(ResumeRequest::new(&p.id, approve.clone()))
+                .await
+            {
                 Ok(mut events) => {
                     while let Some(event) = events.next().await {
                         if let Some(e) = &event.error {
@@ -135,7 +138,9 @@ async fn coordinate() -> Result<(), Box<dyn std::error::Error>> {
         ),
     };
     let store = SqliteStore::open(&db).await?;
-    let runner = Runner::new(desk()?).checkpoint_store(store.clone());
+    let runner = Runner::builder(desk()?)
+        .checkpoint_store(store.clone())
+        .build();
 
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
@@ -147,7 +152,7 @@ async fn coordinate() -> Result<(), Box<dyn std::error::Error>> {
     for ((order, _), id) in ORDERS.iter().zip(&ids) {
         let ask = Message::user(format!("Please refund order #{order}."));
         let events: Vec<AgentEvent> = runner
-            .run_checkpointed(id, Session::new(), [Arc::new(ask)])
+            .run(RunRequest::new([ask]).checkpoint(id))
             .collect()
             .await;
         if !events.last().is_some_and(AgentEvent::is_interrupt) {
@@ -156,7 +161,7 @@ async fn coordinate() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     println!("Approvals waiting:");
-    for p in runner.pending_interrupts(100).await? {
+    for p in runner.checkpoints().pending(100).await? {
         for interrupt in &p.interrupts {
             println!(
                 "  {}  [{}]  {}",

@@ -12,6 +12,7 @@
 //! and the same every time.
 
 use agentflow::model::{ScriptStep, ScriptedModel};
+use agentflow::TurnRequest;
 use agentflow::{
     flow, tool_fn, ChatModelAgent, FileStore, FlowAgent, Message, Runner, TurnOutcome, TurnRouting,
 };
@@ -142,11 +143,12 @@ async fn main() {
     for (n, text) in messages.into_iter().enumerate() {
         // A new runner per turn, on the same store: a restart loses nothing.
         let store = FileStore::new(&dir).expect("a store in the temp directory");
-        let runner = Runner::new(models.desk())
+        let runner = Runner::builder(models.desk())
             .stores(store)
-            .turn_routing(TurnRouting::LastAgent);
+            .turn_routing(TurnRouting::LastAgent)
+            .build();
         let mut turn = runner
-            .turn(thread, Message::user(text))
+            .turn(TurnRequest::new(thread, Message::user(text)))
             .await
             .expect("the thread is free");
         println!("turn {} starts at `{}`", n + 1, turn.started_at());
@@ -169,13 +171,15 @@ async fn main() {
         }
     }
 
-    let runner = Runner::new(models.desk()).stores(FileStore::new(&dir).expect("store"));
-    let listed = runner.thread_messages(thread).await.expect("readable");
+    let runner = Runner::builder(models.desk())
+        .stores(FileStore::new(&dir).expect("store"))
+        .build();
+    let listed = runner.thread(thread).messages().await.expect("readable");
     println!(
         "thread `{thread}`: {} messages in {} turns",
         listed.len(),
         listed.last().map_or(0, |m| m.turn + 1)
     );
-    runner.delete_thread(thread).await.expect("deleted");
+    runner.thread(thread).delete().await.expect("deleted");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,6 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use agentflow::prelude::*;
+use agentflow::TurnRequest;
 use agentflow::{
     set_sub_agents, tool_fn_with_context, Durability, FileStore, RecoverError, ToolContext,
     TurnOutcome,
@@ -81,11 +82,12 @@ fn desk(ledger: &Path, hang: bool) -> FlowAgent {
 
 fn runner(dir: &Path, hang: bool) -> Runner {
     let store = FileStore::new(dir.join("store")).unwrap();
-    Runner::new(desk(&dir.join("ledger"), hang))
+    Runner::builder(desk(&dir.join("ledger"), hang))
         .stores(store.clone())
         .journal_store(store)
         .durability(Durability::Sync)
         .lease(Duration::from_millis(500))
+        .build()
 }
 
 #[tokio::main]
@@ -102,7 +104,10 @@ async fn worker() {
     let dir = PathBuf::from(std::env::var(DIR).unwrap());
     let runner = runner(&dir, true);
     let mut turn = runner
-        .turn("order-42", Message::user("refund my order"))
+        .turn(TurnRequest::new(
+            "order-42",
+            Message::user("refund my order"),
+        ))
         .await
         .unwrap();
     while let Some(event) = turn.next().await {
@@ -141,7 +146,7 @@ async fn recover() {
             TurnOutcome::Failed(_) => "failed",
         })
     );
-    let records = runner.thread_records("order-42").await.unwrap();
+    let records = runner.thread("order-42").records().await.unwrap();
     println!(
         "thread order-42: {} turn recorded, {} events",
         records.len(),

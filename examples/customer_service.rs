@@ -20,6 +20,7 @@
 //! model decides instead, with the same tools and transfer rules (`EnvModels` chooses).
 
 use agentflow::model::{EnvModels, ScriptStep, ScriptedModel};
+use agentflow::TurnRequest;
 use agentflow::{flow, tool_fn, ChatModelAgent, EventPrinter, FlowAgent, Message, Runner};
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -215,7 +216,9 @@ async fn main() {
     println!("desk: {}\n", desk.shape());
     // A refund is a conversation: three turns of one thread. The second and third go to the
     // refund task (the agent that answered last); when it finishes, triage closes.
-    let runner = Runner::new(desk.clone()).thread_store(agentflow::InMemoryStore::new());
+    let runner = Runner::builder(desk.clone())
+        .thread_store(agentflow::InMemoryStore::new())
+        .build();
     for said in [
         "I want a refund, please.",
         "Order 42.",
@@ -223,7 +226,7 @@ async fn main() {
     ] {
         println!("user: {said}");
         let mut turn = runner
-            .turn("ada", Message::user(said))
+            .turn(TurnRequest::new("ada", Message::user(said)))
             .await
             .expect("a turn of the thread");
         let mut printer = EventPrinter::stdout();
@@ -241,9 +244,10 @@ async fn main() {
             "user: {question}{}",
             if streaming { " (streaming)" } else { "" }
         );
-        let mut events = Runner::new(desk.clone())
+        let mut events = Runner::builder(desk.clone())
             .streaming(streaming)
-            .query(question);
+            .build()
+            .run(question);
         let mut printer = EventPrinter::stdout();
         while let Some(event) = events.next().await {
             printer.print(&event).await.expect("stdout");

@@ -65,7 +65,7 @@ async fn main() {
     println!("fingerprint {:016x}", CustomerService::FINGERPRINT);
     for query in ["I want my money back", "The box arrived broken"] {
         println!("\n> {query}");
-        let mut events = desk.runner().query(query);
+        let mut events = desk.runner().run(query);
         while let Some(event) = events.next().await {
             if let Some(m) = event.message_output().filter(|m| !m.content.is_empty()) {
                 println!("[{}] {}", event.run_path(), m.content);

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use agentflow::middleware::{HookContext, HookError, Middleware};
 use agentflow::model::{ScriptStep, ScriptedModel, Usage};
 use agentflow::prelude::*;
+use agentflow::RunRequest;
 use agentflow::{async_trait, ChatRequest, ToolCall};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -173,7 +174,9 @@ fn support_agent() -> Result<FlowAgent, Box<dyn std::error::Error>> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runner = Runner::new(support_agent()?).middleware(AuditLog);
+    let runner = Runner::builder(support_agent()?)
+        .middleware(AuditLog)
+        .build();
     for question in [
         "Where are my orders? My card is 4111 1111 1111 1111.",
         "What does the note on my account say?",
@@ -181,7 +184,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ] {
         println!("user: {question}");
         let session = Session::new();
-        let mut events = runner.run_in(Arc::clone(&session), [Arc::new(Message::user(question))]);
+        let mut events =
+            runner.run(RunRequest::new([Message::user(question)]).session(Arc::clone(&session)));
         while let Some(event) = events.next().await {
             if let Some(m) = event.message_output() {
                 let calls: Vec<String> = m

@@ -11,12 +11,12 @@
 //! atomically, so the second command works in a new process, after a restart, on another day.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentflow::model::ChatRequest;
 use agentflow::prelude::*;
 use agentflow::{EventPrinter, FileStore, FnTool};
+use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -115,7 +115,9 @@ async fn main() {
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let runner = Runner::new(desk()?).checkpoint_store(FileStore::open_default()?);
+    let runner = Runner::builder(desk()?)
+        .checkpoint_store(FileStore::open_default()?)
+        .build();
     let mut printer = EventPrinter::stdout().indent("");
 
     let mut events = match args.iter().position(|a| a == "--resume") {
@@ -124,7 +126,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             let id = format!("refund-{millis}");
             let question = Message::user("I want my money back for order #1042");
             println!("user: {}", question.content);
-            let mut events = runner.run_checkpointed(&id, Session::new(), [Arc::new(question)]);
+            let mut events = runner.run(RunRequest::new([question]).checkpoint(&id));
             while let Some(event) = events.next().await {
                 printer.print(&event).await?;
             }
@@ -149,7 +151,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 targets.insert("triage/refund".to_owned(), json!({ "approve": approve }));
             }
             println!("resuming {id}");
-            runner.resume(id, targets).await?
+            runner.resume(ResumeRequest::new(id, targets)).await?
         }
     };
     while let Some(event) = events.next().await {

@@ -83,7 +83,7 @@ async fn main() {
         .tool_timeout(Duration::from_secs(30))
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut events = Runner::new(FlowAgent::new(agent)).query("What is 19 + 23?");
+    let mut events = Runner::new(FlowAgent::new(agent)).run("What is 19 + 23?");
     let mut tool_results = 0;
     while let Some(event) = events.next().await {
         if let Some(error) = &event.error {

@@ -65,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let subscriber = tracing_subscriber::registry().with(otel::layer(&provider));
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let mut events = Runner::new(desk()?).query("I want a refund for order 42");
+    let mut events = Runner::new(desk()?).run("I want a refund for order 42");
     while let Some(event) = events.next().await {
         if let Some(m) = event.message_output() {
             println!("[{}] {}: {}", event.run_path(), m.role, m.content);

@@ -101,7 +101,7 @@ async fn main() {
         .into();
     println!("lab: {}\n", lab.shape());
     println!("user: Which kettle should I buy?");
-    let mut events = Runner::new(lab).query("Which kettle should I buy?");
+    let mut events = Runner::new(lab).run("Which kettle should I buy?");
     while let Some(event) = events.next().await {
         let path = event.run_path().to_string();
         if let Some(m) = event.message_output() {

@@ -21,6 +21,7 @@
 
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
+use agentflow::RunRequest;
 use futures::StreamExt;
 use serde_json::json;
 
@@ -120,10 +121,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let question = "Write a note on sea otters and kelp.";
     println!("user: {question}");
     let session = Session::new();
-    let mut events = Runner::new(pipeline).run_in(
-        std::sync::Arc::clone(&session),
-        [std::sync::Arc::new(Message::user(question))],
-    );
+    let mut events = Runner::new(pipeline)
+        .run(RunRequest::new([Message::user(question)]).session(std::sync::Arc::clone(&session)));
     let mut errors = 0;
     let mut printer = agentflow::EventPrinter::stdout().indent("");
     while let Some(event) = events.next().await {

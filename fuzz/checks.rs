@@ -82,7 +82,7 @@ pub fn chat_agent_tool_call(text: &str) {
         .build()
         .unwrap();
     let events: Vec<_> =
-        futures::executor::block_on(Runner::new(FlowAgent::new(agent)).query("add").collect());
+        futures::executor::block_on(Runner::new(FlowAgent::new(agent)).run("add").collect());
     assert_eq!(events.len(), 3, "{events:?}");
     let result = events[1].message_output().expect("a tool result");
     assert_eq!(result.role, Role::Tool);

@@ -45,8 +45,8 @@ pub mod prelude {
     pub use flow_runtime::{
         set_sub_agents, Action, Agent, AgentContext, AgentError, AgentEvent, AgentInput,
         AgentResult, AgentSpec, Context, ContextPolicy, EventStream, Exit, FlowAgent, FlowNode,
-        FnAgent, Message, MessageStream, Role, RunContext, RunPath, Runner, Session,
-        TransferTarget,
+        FnAgent, Message, MessageStream, ResumeRequest, Role, RunContext, RunPath, RunRequest,
+        Runner, Session, TransferTarget, TurnRequest,
     };
     pub use flow_runtime::{
         tool_fn, tool_fn_with_context, ChatModel, ChatModelAgent, ScriptStep, ScriptedModel, Tool,

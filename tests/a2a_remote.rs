@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use agentflow::a2a::{A2aAgent, A2aClient};
 use agentflow::prelude::*;
+use agentflow::TurnRequest;
 use agentflow::{
     AgentTool, ChatModelAgent, InMemoryStore, Runner, ScriptStep, ScriptedModel, TurnOutcome,
 };
@@ -61,9 +62,14 @@ async fn a_remote_node_of_a_flow_interrupts_resumes_and_hands_back() {
         .build()
         .unwrap();
     assert_eq!(flow.flow().shape(), "front(desk)");
-    let runner = Runner::new(flow.flow().clone()).stores(InMemoryStore::new());
+    let runner = Runner::builder(flow.flow().clone())
+        .stores(InMemoryStore::new())
+        .build();
     let turn = runner
-        .turn("t", Message::user("I want a refund for order 42"))
+        .turn(TurnRequest::new(
+            "t",
+            Message::user("I want a refund for order 42"),
+        ))
         .await
         .unwrap();
     let paths: Vec<String> = turn
@@ -73,7 +79,7 @@ async fn a_remote_node_of_a_flow_interrupts_resumes_and_hands_back() {
         .map(|e| e.run_path().to_string())
         .collect();
     assert!(paths.iter().any(|p| p == "front/desk"), "{paths:?}");
-    let head = runner.thread_records("t").await.unwrap();
+    let head = runner.thread("t").records().await.unwrap();
     let interrupts = match &head.last().unwrap().end {
         agentflow::store::RecordEnd::Interrupted { interrupts, .. } => interrupts.clone(),
         other => panic!("the remote approval interrupts the turn: {other:?}"),
@@ -83,7 +89,10 @@ async fn a_remote_node_of_a_flow_interrupts_resumes_and_hands_back() {
         "Approve a refund of 39.00 EUR for order 42?"
     );
     let targets = HashMap::from([(interrupts[0].id.clone(), json!({"approve": true}))]);
-    let mut resumed = runner.resume_turn("t", targets).await.unwrap();
+    let mut resumed = runner
+        .turn(TurnRequest::resume("t", targets))
+        .await
+        .unwrap();
     let mut said = Vec::new();
     while let Some(e) = resumed.next().await {
         if let Some(m) = e.message_output() {
@@ -122,7 +131,7 @@ async fn a_remote_agent_is_a_tool() {
         .build()
         .unwrap();
     let events: Vec<_> = Runner::new(FlowAgent::new(assistant))
-        .query("ask the desk")
+        .run("ask the desk")
         .collect()
         .await;
     let tool_result = events

@@ -45,8 +45,8 @@ flow! {
 }
 
 async fn contents(flow: impl Into<FlowAgent>, query: &str) -> Vec<String> {
-    Runner::new(flow.into())
-        .query(query)
+    Runner::new(flow)
+        .run(query)
         .map(|e| {
             let text = e
                 .message_output()
@@ -554,7 +554,7 @@ async fn a_compact_node_option_keeps_the_agent_within_its_budget() {
     .build()
     .unwrap();
     let flow = Budgeted::builder().clerk(|_| clerk).build().unwrap();
-    let events: Vec<AgentEvent> = Runner::new(flow.into()).query("hello").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(flow).run("hello").collect().await;
     let errors: Vec<String> = events
         .iter()
         .filter_map(|e| e.error.as_ref())

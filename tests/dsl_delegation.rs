@@ -3,6 +3,7 @@
 //! turns of a thread; a `single_turn` node.
 
 use agentflow::prelude::*;
+use agentflow::TurnRequest;
 use agentflow::{InMemoryStore, Role};
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +89,10 @@ flow! {
 }
 
 async fn say(runner: &Runner, text: &str) -> String {
-    let turn = runner.turn("t", Message::user(text)).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new("t", Message::user(text)))
+        .await
+        .unwrap();
     turn.final_output().await.unwrap().unwrap().content
 }
 
@@ -101,7 +105,9 @@ async fn a_typed_task_returns_its_outcome_to_its_parent_after_three_turns() {
             .delegation,
         Delegation::Task
     );
-    let runner = Runner::new(Desk::new().unwrap().into()).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(Desk::new().unwrap())
+        .thread_store(InMemoryStore::new())
+        .build();
     assert_eq!(say(&runner, "refund please").await, "Which order?");
     assert_eq!(say(&runner, "42").await, "Why?");
     assert_eq!(
@@ -113,10 +119,7 @@ async fn a_typed_task_returns_its_outcome_to_its_parent_after_three_turns() {
 #[tokio::test]
 async fn a_single_turn_node_returns_its_answer() {
     use futures::StreamExt;
-    let events: Vec<AgentEvent> = Runner::new(Lab::new().unwrap().into())
-        .query("why?")
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = Runner::new(Lab::new().unwrap()).run("why?").collect().await;
     let last = events.last().unwrap();
     assert_eq!(last.run_path().to_string(), "lead/lookup/lead");
     assert_eq!(last.message_output().unwrap().content, "It is the hinge.");
@@ -152,8 +155,8 @@ async fn a_typed_transfer_payload_reaches_the_target_typed() {
     use futures::StreamExt;
     assert_eq!(<intake as AgentSpec>::TRANSFER_PAYLOADS, ["RefundRequest"]);
     assert_eq!(<refunds as AgentSpec>::ACCEPTS, Some("RefundRequest"));
-    let events: Vec<AgentEvent> = Runner::new(Intake::new().unwrap().into())
-        .query("refund")
+    let events: Vec<AgentEvent> = Runner::new(Intake::new().unwrap())
+        .run("refund")
         .collect()
         .await;
     assert_eq!(

@@ -80,7 +80,7 @@ fn describe(e: &AgentEvent) -> String {
 
 async fn run(flow: FlowAgent, query: &str) -> Vec<String> {
     Runner::new(flow)
-        .query(query)
+        .run(query)
         .map(|e| describe(&e))
         .collect()
         .await

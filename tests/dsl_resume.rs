@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentflow::prelude::*;
 use agentflow::InMemoryStore;
+use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -61,7 +62,7 @@ fn line(e: &AgentEvent) -> String {
 
 async fn first_run(runner: &Runner, id: &str) -> Vec<String> {
     runner
-        .run_checkpointed(id, Session::new(), [Message::user("refund please").into()])
+        .run(RunRequest::new([Message::user("refund please")]).checkpoint(id))
         .map(|e| line(&e))
         .collect()
         .await
@@ -73,7 +74,7 @@ async fn resume(runner: &Runner, id: &str, targets: &[(&str, serde_json::Value)]
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
     runner
-        .resume(id, targets)
+        .resume(ResumeRequest::new(id, targets))
         .await
         .unwrap()
         .map(|e| line(&e))
@@ -83,10 +84,9 @@ async fn resume(runner: &Runner, id: &str, targets: &[(&str, serde_json::Value)]
 
 #[tokio::test]
 async fn an_agent_fn_interrupts_and_runs_again_with_the_answer_and_its_state() {
-    let runner = Desk::new()
-        .unwrap()
-        .runner()
-        .checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(Desk::new().unwrap())
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     assert_eq!(
         first_run(&runner, "d1").await,
         [
@@ -113,10 +113,9 @@ async fn an_agent_fn_interrupts_and_runs_again_with_the_answer_and_its_state() {
 
 #[tokio::test]
 async fn resumed_without_an_answer_an_agent_fn_may_interrupt_again() {
-    let runner = Desk::new()
-        .unwrap()
-        .runner()
-        .checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(Desk::new().unwrap())
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     first_run(&runner, "d2").await;
     let again = resume(&runner, "d2", &[]).await;
     assert_eq!(
@@ -158,10 +157,9 @@ flow! {
 
 #[tokio::test]
 async fn inside_a_sequential_workflow_the_resumed_agent_goes_on_to_the_next() {
-    let runner = Publishing::new()
-        .unwrap()
-        .runner()
-        .checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(Publishing::new().unwrap())
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let before = DRAFTS.load(Ordering::SeqCst);
     assert_eq!(
         first_run(&runner, "p1").await,
@@ -216,7 +214,7 @@ async fn an_agent_fn_breaks_the_loop_it_runs_in() {
     let events: Vec<String> = Refining::new()
         .unwrap()
         .runner()
-        .query("write")
+        .run("write")
         .map(|e| line(&e))
         .collect()
         .await;
@@ -261,12 +259,14 @@ flow! {
 
 #[tokio::test]
 async fn a_struct_agent_interrupts_and_resumes_too() {
-    let runner = Payouts::builder()
-        .payout(Payout { limit: 100 })
-        .build()
-        .unwrap()
-        .runner()
-        .checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(
+        Payouts::builder()
+            .payout(Payout { limit: 100 })
+            .build()
+            .unwrap(),
+    )
+    .checkpoint_store(InMemoryStore::new())
+    .build();
     assert_eq!(
         first_run(&runner, "s1").await,
         [r#"payout_desk/payout: interrupt payout_desk/payout "over the limit of $100: approve?""#]

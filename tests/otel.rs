@@ -55,7 +55,7 @@ fn spans_export_with_genai_attributes_nested_under_the_agent() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let events: Vec<_> = rt.block_on(Runner::new(FlowAgent::new(agent)).query("x").collect());
+        let events: Vec<_> = rt.block_on(Runner::new(FlowAgent::new(agent)).run("x").collect());
         assert_eq!(events.len(), 3);
     });
     provider.force_flush().unwrap();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
+use agentflow::RunRequest;
 use agentflow::{ChatModel, EventOutput, MessageRef};
 use futures::StreamExt;
 
@@ -144,7 +145,7 @@ pub fn history(h: usize) -> Vec<MessageRef> {
 
 /// Runs one session of `runner` on `input` to its end; returns the number of events.
 pub async fn run_once(runner: &Runner, input: &[MessageRef]) -> usize {
-    let mut events = runner.run_in(Session::new(), input.iter().cloned());
+    let mut events = runner.run(RunRequest::new(input.iter().cloned()));
     let mut n = 0;
     while let Some(event) = events.next().await {
         n += 1;
@@ -157,7 +158,7 @@ pub async fn run_once(runner: &Runner, input: &[MessageRef]) -> usize {
 pub async fn verify(runner: &Runner, input: &[MessageRef], answerer: &str) {
     let session = Session::new();
     let events: Vec<AgentEvent> = runner
-        .run_in(Arc::clone(&session), input.iter().cloned())
+        .run(RunRequest::new(input.iter().cloned()).session(Arc::clone(&session)))
         .collect()
         .await;
     for e in &events {
@@ -189,7 +190,7 @@ pub fn streamer(kind: Kind, n: usize) -> FlowAgent {
 /// Runs W3 once: a streaming run, the caller reading every chunk of every streamed message
 /// while the session holds its own fork. Returns the number of chunks the caller received.
 pub async fn stream_once(runner: &Runner, input: &[MessageRef]) -> usize {
-    let mut events = runner.run_in(Session::new(), input.iter().cloned());
+    let mut events = runner.run(RunRequest::new(input.iter().cloned()));
     let mut chunks = 0;
     while let Some(event) = events.next().await {
         if let Some(EventOutput::Stream(mut stream)) = event.output {

@@ -136,10 +136,7 @@ async fn stream_error(client: &A2aClient) -> A2aError {
 /// The error event an `A2aAgent` on `client` ends its run with.
 async fn agent_error(client: A2aClient) -> String {
     let agent = A2aAgent::new("remote", client);
-    let events: Vec<_> = Runner::new(FlowAgent::new(agent))
-        .query("hi")
-        .collect()
-        .await;
+    let events: Vec<_> = Runner::new(FlowAgent::new(agent)).run("hi").collect().await;
     let last = events.last().expect("an event");
     let error = last
         .error
@@ -252,10 +249,7 @@ async fn a_peer_that_is_unavailable_is_retried() {
             .max_backoff(Duration::from_millis(2)),
     );
     let agent = A2aAgent::new("remote", retrying);
-    let events: Vec<_> = Runner::new(FlowAgent::new(agent))
-        .query("hi")
-        .collect()
-        .await;
+    let events: Vec<_> = Runner::new(FlowAgent::new(agent)).run("hi").collect().await;
     let said: Vec<&str> = events
         .iter()
         .filter_map(|e| e.message_output().map(|m| m.content.as_str()))

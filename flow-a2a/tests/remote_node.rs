@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use flow_a2a::A2aAgent;
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome,
 };
@@ -92,10 +93,10 @@ async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
         Ok(())
     });
     let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(billing)]).unwrap();
-    let runner = Runner::new(desk).stores(InMemoryStore::new());
+    let runner = Runner::builder(desk).stores(InMemoryStore::new()).build();
 
     let first = runner
-        .turn("t1", Message::user("Hi, I am Ada"))
+        .turn(TurnRequest::new("t1", Message::user("Hi, I am Ada")))
         .await
         .unwrap()
         .final_output()
@@ -104,7 +105,10 @@ async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
         .unwrap();
     assert_eq!(first.content, "Hello Ada, how can I help?");
     let mut turn = runner
-        .turn("t1", Message::user("Please send me the invoice"))
+        .turn(TurnRequest::new(
+            "t1",
+            Message::user("Please send me the invoice"),
+        ))
         .await
         .unwrap();
     let mut said = Vec::new();
@@ -154,7 +158,10 @@ async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
 
     // The answer reaches the remote task; its completion hands control back to triage.
     let targets = HashMap::from([(interrupts[0].id.clone(), json!("ada@example.com"))]);
-    let mut resumed = runner.resume_turn("t1", targets).await.unwrap();
+    let mut resumed = runner
+        .turn(TurnRequest::resume("t1", targets))
+        .await
+        .unwrap();
     let mut said = Vec::new();
     while let Some(event) = resumed.next().await {
         assert!(event.error.is_none(), "{:?}", event.error);

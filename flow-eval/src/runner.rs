@@ -17,6 +17,7 @@ use crate::report::{wilson_interval, CaseResult, FlowPicture, Report, RunResult,
 use crate::set::{EvalCase, EvalSet, Expectations};
 use crate::simulate::{next_user_turn, NextTurn};
 use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
+use flow_runtime::TurnRequest;
 
 /// What the flow builder is given for one run of a case: the case, and the cassette its
 /// models and tools record into or replay from (when the runner has a cassette folder).
@@ -265,10 +266,11 @@ impl EvalRunner {
         });
         let persona = self.persona.as_ref().map(|m| env.model(Arc::clone(m)));
         let recorder = TrajectoryRecorder::new();
-        let runner = Runner::new(flow)
+        let runner = Runner::builder(flow)
             .streaming(self.streaming)
             .thread_store(InMemoryStore::new())
-            .middleware(recorder.clone());
+            .middleware(recorder.clone())
+            .build();
         let thread: String = format!("eval-{}-{run}", case.id)
             .chars()
             .map(|c| {
@@ -384,7 +386,10 @@ impl EvalRunner {
         let mut events: Vec<EventJson> = Vec::new();
         let mut error = None;
         let mut answer = None;
-        match runner.turn(thread, Message::user(user)).await {
+        match runner
+            .turn(TurnRequest::new(thread, Message::user(user)))
+            .await
+        {
             Err(e) => error = Some(e.to_string()),
             Ok(mut turn) => {
                 while let Some(event) = turn.next().await {

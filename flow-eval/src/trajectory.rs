@@ -137,7 +137,7 @@ struct Record {
 /// let refund = FnAgent::new("refund", |cx, _| async move { cx.say("Done."); Ok(()) });
 /// let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
 /// let recorder = TrajectoryRecorder::new();
-/// let _: Vec<_> = Runner::new(desk).middleware(recorder.clone()).query("refund!").collect().await;
+/// let _: Vec<_> = Runner::builder(desk).middleware(recorder.clone()).build().run("refund!").collect().await;
 /// let (trajectory, metrics) = recorder.take();
 /// let lines: Vec<String> = trajectory.steps.iter().map(Step::describe).collect();
 /// assert_eq!(lines, ["agent triage", "transfer triage -> refund", "agent triage/refund"]);

@@ -65,7 +65,7 @@ fn desk(cassette: &Cassette, refunds: Arc<AtomicUsize>, question_word: &str) -> 
 
 async fn events(runner: Runner, question: &str) -> Vec<EventJson> {
     let mut out = Vec::new();
-    let mut stream = runner.query(question);
+    let mut stream = runner.run(question);
     while let Some(event) = stream.next().await {
         out.push(event.materialized().await.unwrap());
     }
@@ -80,7 +80,11 @@ async fn a_streamed_run_replays_offline_with_the_same_events_and_no_refund_paid(
     let recording = Cassette::new(&path, Mode::Record);
     let flow = desk(&recording, Arc::clone(&refunds), "refund");
     recording.check_flow(&flow).unwrap();
-    let recorded = events(Runner::new(flow).streaming(true), "A refund for order 42").await;
+    let recorded = events(
+        Runner::builder(flow).streaming(true).build(),
+        "A refund for order 42",
+    )
+    .await;
     recording.save().unwrap();
     assert_eq!(
         refunds.load(Ordering::SeqCst),
@@ -111,7 +115,11 @@ async fn a_streamed_run_replays_offline_with_the_same_events_and_no_refund_paid(
     let replaying = Cassette::replay(&path).unwrap();
     let flow = desk(&replaying, Arc::clone(&refunds), "refund");
     replaying.check_flow(&flow).unwrap();
-    let replayed = events(Runner::new(flow).streaming(true), "A refund for order 42").await;
+    let replayed = events(
+        Runner::builder(flow).streaming(true).build(),
+        "A refund for order 42",
+    )
+    .await;
     assert_eq!(replayed, recorded);
     assert_eq!(refunds.load(Ordering::SeqCst), 1, "replay pays nothing");
     assert!(replaying.errors().is_empty());

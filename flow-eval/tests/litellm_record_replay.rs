@@ -55,7 +55,7 @@ fn desk(cassette: &Cassette, model: &Arc<dyn ChatModel>) -> FlowAgent {
 }
 
 async fn run(flow: FlowAgent, question: &str) -> Vec<EventJson> {
-    let mut events = Runner::new(flow).streaming(true).query(question);
+    let mut events = Runner::builder(flow).streaming(true).build().run(question);
     let mut out = Vec::new();
     while let Some(e) = events.next().await {
         out.push(e.materialized().await.unwrap());

@@ -54,9 +54,10 @@ async fn run() -> Trajectory {
         .build()
         .unwrap();
     let recorder = TrajectoryRecorder::new();
-    let events: Vec<_> = Runner::new(FlowAgent::new(assistant))
+    let events: Vec<_> = Runner::builder(FlowAgent::new(assistant))
         .middleware(recorder.clone())
-        .query("What is known about otters?")
+        .build()
+        .run("What is known about otters?")
         .collect()
         .await;
     assert!(events.iter().all(|e| e.error.is_none()));

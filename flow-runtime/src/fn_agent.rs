@@ -28,7 +28,7 @@ type Body = dyn Fn(RunContext, AgentInput) -> EventStream + Send + Sync;
 ///     cx.say("Hello!");
 ///     Ok(())
 /// });
-/// let events: Vec<_> = Runner::new(FlowAgent::new(hello)).query("hi").collect().await;
+/// let events: Vec<_> = Runner::new(FlowAgent::new(hello)).run("hi").collect().await;
 /// assert_eq!(events[0].message_output().unwrap().content, "Hello!");
 /// assert_eq!(events[0].run_path().to_string(), "hello");
 /// # });

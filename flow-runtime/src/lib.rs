@@ -40,7 +40,7 @@
 //!     Ok(())
 //! });
 //! let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
-//! let mut events = Runner::new(desk).query("My order arrived broken");
+//! let mut events = Runner::new(desk).run("My order arrived broken");
 //! while let Some(event) = events.next().await {
 //!     if let Some(m) = event.message_output() {
 //!         println!("{}: {}", event.run_path(), m.content);
@@ -141,7 +141,6 @@ pub use model::{
 };
 pub use resume::ResumeInfo;
 pub use run_path::{RunPath, RunStep};
-pub use runner::HeldClaim;
 pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{turn_mark_id, RecoverError};
@@ -149,6 +148,9 @@ pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
     RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,
     TurnRouting, UnknownStrategy,
+};
+pub use runner::{
+    Checkpoints, HeldClaim, ResumeRequest, RunRequest, RunnerBuilder, ThreadHandle, TurnRequest,
 };
 pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use runner::{PurgeReport, Retention};

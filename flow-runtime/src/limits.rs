@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// Bounds on one run, set with [`Runner::limits`](crate::Runner::limits).
+/// Bounds on one run, set with [`RunnerBuilder::limits`](crate::RunnerBuilder::limits).
 ///
 /// ```
 /// use flow_runtime::RunLimits;

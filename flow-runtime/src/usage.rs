@@ -104,7 +104,7 @@ impl Add for Usage {
 /// ```
 /// # futures::executor::block_on(async {
 /// use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-/// use flow_runtime::{ChatModelAgent, FlowAgent, Runner, Session};
+/// use flow_runtime::{ChatModelAgent, FlowAgent, RunRequest, Runner, Session};
 /// use futures::StreamExt;
 /// use std::sync::Arc;
 ///
@@ -112,7 +112,7 @@ impl Add for Usage {
 /// let agent = ChatModelAgent::builder("greeter", model).build().unwrap();
 /// let session = Session::new();
 /// let events: Vec<_> = Runner::new(FlowAgent::new(agent))
-///     .run_in(Arc::clone(&session), [Arc::new(flow_runtime::Message::user("hi"))])
+///     .run(RunRequest::new([flow_runtime::Message::user("hi")]).session(Arc::clone(&session)))
 ///     .collect()
 ///     .await;
 /// assert_eq!(events[0].usage(), Some(&Usage::new(12, 3)));

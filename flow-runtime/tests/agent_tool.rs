@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
 use flow_runtime::{
     Agent, AgentEvent, AgentInput, AgentTool, ChatModelAgent, FlowAgent, FnAgent, InterruptInfo,
     Message, MessageRef, ResumeInfo, Role, RunContext, Runner, Sequential, Session, Tool, ToolCall,
@@ -71,7 +72,7 @@ fn caller(model: ScriptedModel, tool: AgentTool) -> FlowAgent {
 
 async fn run_in(tree: FlowAgent, session: &Arc<Session>, text: &str) -> Vec<AgentEvent> {
     Runner::new(tree)
-        .run_in(Arc::clone(session), [MessageRef::new(Message::user(text))])
+        .run(RunRequest::new([Message::user(text)]).session(Arc::clone(session)))
         .collect()
         .await
 }
@@ -601,7 +602,7 @@ async fn a_typed_input_schema_replaces_the_request_and_reaches_the_agent_as_its_
         .build()
         .unwrap();
     let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(caller))
-        .query("otter papers?")
+        .run("otter papers?")
         .collect()
         .await;
     assert_eq!(

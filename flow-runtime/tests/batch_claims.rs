@@ -1,5 +1,5 @@
-//! Batch claims (`CheckpointStore::claim_pending`, `Runner::claim_pending` and
-//! `Runner::resume_claimed`) on the four stores: concurrent claimers never receive the same
+//! Batch claims (`CheckpointStore::claim_pending`, `Checkpoints::claim` and
+//! `ResumeRequest::claimed`) on the four stores: concurrent claimers never receive the same
 //! checkpoint, a claimed checkpoint is not claimed again until it is released or its lease
 //! runs out, a held claim taken over by another worker resumes nothing, and four workers
 //! draining a store resume each checkpoint exactly once. PostgreSQL runs against the server at
@@ -12,9 +12,11 @@ use std::time::Duration;
 use flow_runtime::store::{
     CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode, StoreError,
 };
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
-    CheckpointError, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, Runner, Session,
+    CheckpointError, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, Runner,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -177,10 +179,9 @@ fn desk(effects: Arc<Mutex<HashMap<String, usize>>>) -> FlowAgent {
 async fn interrupt_orders(runner: &Runner, n: usize) {
     for k in 0..n {
         let events: Vec<_> = runner
-            .run_checkpointed(
-                format!("order-{k}"),
-                Session::new(),
-                [Arc::new(Message::user(format!("order-{k}")))],
+            .run(
+                RunRequest::new([Message::user(format!("order-{k}"))])
+                    .checkpoint(format!("order-{k}")),
             )
             .collect()
             .await;
@@ -192,7 +193,9 @@ async fn interrupt_orders(runner: &Runner, n: usize) {
 /// batches: each order is refunded exactly once and nothing is left pending.
 async fn four_workers_resume_each_once(store: Arc<dyn CheckpointStore>, n: usize) {
     let effects = Arc::new(Mutex::new(HashMap::new()));
-    let runner = Runner::new(desk(Arc::clone(&effects))).shared_checkpoint_store(store);
+    let runner = Runner::builder(desk(Arc::clone(&effects)))
+        .shared_checkpoint_store(store)
+        .build();
     interrupt_orders(&runner, n).await;
     let workers: Vec<_> = (0..4)
         .map(|_| {
@@ -200,13 +203,13 @@ async fn four_workers_resume_each_once(store: Arc<dyn CheckpointStore>, n: usize
             tokio::spawn(async move {
                 let mut resumed = 0;
                 loop {
-                    let batch = runner.claim_pending(5).await.unwrap();
+                    let batch = runner.checkpoints().claim(5).await.unwrap();
                     if batch.is_empty() {
                         return resumed;
                     }
                     for held in batch {
                         let events: Vec<_> = runner
-                            .resume_claimed(held, HashMap::new())
+                            .resume(ResumeRequest::claimed(held, []))
                             .await
                             .unwrap()
                             .collect()
@@ -229,26 +232,30 @@ async fn four_workers_resume_each_once(store: Arc<dyn CheckpointStore>, n: usize
         effects.values().all(|&count| count == 1),
         "an order was refunded twice: {effects:?}"
     );
-    assert!(runner.pending_interrupts(10).await.unwrap().is_empty());
+    assert!(runner.checkpoints().pending(10).await.unwrap().is_empty());
 }
 
 /// A held claim whose lease ran out and was taken by another worker resumes nothing and says
 /// so; a released or dropped held claim is claimable again.
 async fn held_claims(store: Arc<dyn CheckpointStore>) {
     let effects = Arc::new(Mutex::new(HashMap::new()));
-    let runner = Runner::new(desk(Arc::clone(&effects))).shared_checkpoint_store(store);
+    let runner = Runner::builder(desk(Arc::clone(&effects)))
+        .shared_checkpoint_store(store)
+        .build();
     interrupt_orders(&runner, 1).await;
 
     // A worker whose lease is over at once, and one that takes its claim over.
-    let slow = runner.clone().lease(Duration::ZERO);
-    let mut stale = slow.claim_pending(4).await.unwrap();
+    let slow = RunnerBuilder::from(runner.clone())
+        .lease(Duration::ZERO)
+        .build();
+    let mut stale = slow.checkpoints().claim(4).await.unwrap();
     assert_eq!(stale.len(), 1);
     let stale = stale.remove(0);
     assert_eq!((stale.id(), stale.attempt()), ("order-0", 1));
-    let mut fresh = runner.claim_pending(4).await.unwrap();
+    let mut fresh = runner.checkpoints().claim(4).await.unwrap();
     assert_eq!(fresh.len(), 1);
     assert_eq!(fresh[0].attempt(), 2);
-    match slow.resume_claimed(stale, HashMap::new()).await {
+    match slow.resume(ResumeRequest::claimed(stale, [])).await {
         Err(CheckpointError::Store(StoreError::ClaimLost { id, attempt, .. })) => {
             assert_eq!((&id[..], attempt), ("order-0", 1));
         }
@@ -258,13 +265,13 @@ async fn held_claims(store: Arc<dyn CheckpointStore>) {
 
     // Given back unused, it is claimed again; dropped unused, too.
     fresh.remove(0).release().await;
-    let mut again = runner.claim_pending(4).await.unwrap();
+    let mut again = runner.checkpoints().claim(4).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempt(), 3);
     drop(again.remove(0));
     let mut after_drop = Vec::new();
     for _ in 0..1000 {
-        after_drop = runner.claim_pending(4).await.unwrap();
+        after_drop = runner.checkpoints().claim(4).await.unwrap();
         if !after_drop.is_empty() {
             break;
         }
@@ -279,16 +286,16 @@ async fn held_claims(store: Arc<dyn CheckpointStore>) {
 
     // A held claim whose lease ran out but was not taken over is renewed and resumes.
     after_drop.remove(0).release().await;
-    let mut late = slow.claim_pending(4).await.unwrap();
+    let mut late = slow.checkpoints().claim(4).await.unwrap();
     let events: Vec<_> = runner
-        .resume_claimed(late.remove(0), HashMap::new())
+        .resume(ResumeRequest::claimed(late.remove(0), []))
         .await
         .unwrap()
         .collect()
         .await;
     assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
     assert_eq!(effects.lock().unwrap()["order-0"], 1);
-    assert!(runner.claim_pending(4).await.unwrap().is_empty());
+    assert!(runner.checkpoints().claim(4).await.unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -5,6 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flow_runtime::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
     set_sub_agents, tool_fn, AgentEvent, ChatModelAgent, ChatModelAgentBuilder, EventOutput,
     FlowAgent, IllegalTransfer, Message, Role, Runner, Session, ToolError,
@@ -92,7 +94,7 @@ async fn lines(events: Vec<AgentEvent>) -> Vec<String> {
 async fn run(runner: &Runner, text: &str) -> (Vec<String>, Vec<String>) {
     let session = Session::new();
     let events: Vec<AgentEvent> = runner
-        .run_in(Arc::clone(&session), [Arc::new(Message::user(text))])
+        .run(RunRequest::new([Message::user(text)]).session(Arc::clone(&session)))
         .collect()
         .await;
     let lines = lines(events).await;
@@ -615,7 +617,9 @@ async fn a_stream_failing_part_way_is_seen_by_the_caller_but_not_recorded() {
         ScriptStep::transfer("refund"),
     ]);
     let refund_model = ScriptedModel::new(["Refund approved."]);
-    let runner = Runner::new(desk(&triage_model, &refund_model)).streaming(true);
+    let runner = Runner::builder(desk(&triage_model, &refund_model))
+        .streaming(true)
+        .build();
     let (events, session) = run(&runner, "refund please").await;
     assert_eq!(
         events,
@@ -658,7 +662,11 @@ async fn streaming_react_loop_streams_answers_and_records_whole_messages() {
         ScriptStep::text("Order 5 is a kettle."),
     ]);
     let clerk = agent("clerk", &model).tool(lookup_tool());
-    let (events, session) = run(&runner(clerk).streaming(true), "order 5?").await;
+    let (events, session) = run(
+        &RunnerBuilder::from(runner(clerk)).streaming(true).build(),
+        "order 5?",
+    )
+    .await;
     assert_eq!(
         events,
         [

@@ -8,11 +8,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use flow_runtime::model::{ChatRequest, ModelParams, ScriptStep, ScriptedModel};
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, Action, AgentEvent, AgentRunOptions,
     ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, InMemoryStore, InstructionError, Loop,
     Message, MessageRef, Role, RunOptions, Runner, Session, ToolContext,
 };
+use flow_runtime::{ResumeRequest, RunRequest, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -92,7 +94,7 @@ async fn transfer_instructions_list_the_targets_with_their_descriptions_by_defau
     let triage_model = ScriptedModel::new([ScriptStep::transfer("refund")]);
     let refund_model = ScriptedModel::new(["Refunded."]);
     let runner = Runner::new(desk(|b| b, &triage_model, &refund_model));
-    let events = collect(runner.query("refund please")).await;
+    let events = collect(runner.run("refund please")).await;
     assert_eq!(
         events,
         [
@@ -139,7 +141,7 @@ async fn transfer_instructions_can_be_replaced_or_turned_off() {
         &triage_model,
         &ScriptedModel::new(["unused"]),
     ));
-    assert_eq!(collect(runner.query("hi")).await, ["triage@triage: Hello."]);
+    assert_eq!(collect(runner.run("hi")).await, ["triage@triage: Hello."]);
     assert_eq!(
         seen(&triage_model.requests()[0]),
         [
@@ -154,7 +156,7 @@ async fn transfer_instructions_can_be_replaced_or_turned_off() {
         &off_model,
         &ScriptedModel::new(["unused"]),
     ));
-    assert_eq!(collect(runner.query("hi")).await, ["triage@triage: Hello."]);
+    assert_eq!(collect(runner.run("hi")).await, ["triage@triage: Hello."]);
     let request = &off_model.requests()[0];
     assert_eq!(
         seen(request),
@@ -170,7 +172,7 @@ async fn transfer_instructions_can_be_replaced_or_turned_off() {
     let agent = ChatModelAgent::builder("alone", alone.clone())
         .build()
         .unwrap();
-    collect(Runner::new(FlowAgent::new(agent)).query("hi")).await;
+    collect(Runner::new(FlowAgent::new(agent)).run("hi")).await;
     assert_eq!(seen(&alone.requests()[0]), ["user: hi"]);
 }
 
@@ -185,7 +187,10 @@ async fn instructions_are_templated_from_session_values_with_escaped_braces() {
     session.set_value("user", "Ada").unwrap();
     session.set_value("orders", 3).unwrap();
     session.set_value("vip", true).unwrap();
-    let events = collect(Runner::new(FlowAgent::new(agent)).run_in(session, user("hi"))).await;
+    let events = collect(
+        Runner::new(FlowAgent::new(agent)).run(RunRequest::new(user("hi")).session(session)),
+    )
+    .await;
     assert_eq!(events, ["greeter@greeter: Hello Ada."]);
     assert_eq!(
         seen(&model.requests()[0]),
@@ -203,7 +208,7 @@ async fn a_missing_session_value_is_an_error_naming_the_key_and_the_agent() {
         .instruction("Greet {user}.")
         .build()
         .unwrap();
-    let events = collect(Runner::new(FlowAgent::new(agent)).query("hi")).await;
+    let events = collect(Runner::new(FlowAgent::new(agent)).run("hi")).await;
     assert_eq!(
         events,
         [
@@ -253,7 +258,7 @@ async fn an_instruction_function_sees_the_run_and_its_error_ends_the_run() {
     let session = Session::new();
     session.set_value("tier", "gold").unwrap();
     assert_eq!(
-        collect(runner.run_in(session, user("hi"))).await,
+        collect(runner.run(RunRequest::new(user("hi")).session(session))).await,
         ["greeter@greeter: Hi."]
     );
     assert_eq!(
@@ -264,7 +269,7 @@ async fn an_instruction_function_sees_the_run_and_its_error_ends_the_run() {
         ]
     );
     assert_eq!(
-        collect(runner.query("hi")).await,
+        collect(runner.run("hi")).await,
         [
             "greeter@greeter: error: agent 'greeter' could not build its instruction: no \
              customer tier in the session"
@@ -301,9 +306,10 @@ async fn the_output_key_holds_the_final_answer_streamed_or_not() {
             .unwrap();
         let session = Session::new();
         let events = collect(
-            Runner::new(FlowAgent::new(agent))
+            Runner::builder(FlowAgent::new(agent))
                 .streaming(streaming)
-                .run_in(Arc::clone(&session), user("kettle?")),
+                .build()
+                .run(RunRequest::new(user("kettle?")).session(Arc::clone(&session))),
         )
         .await;
         assert_eq!(
@@ -353,9 +359,11 @@ async fn a_return_directly_tool_ends_the_turn_with_its_result_as_the_last_event_
         .build()
         .unwrap();
     let session = Session::new();
-    let events =
-        collect(Runner::new(FlowAgent::new(agent)).run_in(Arc::clone(&session), user("kettle?")))
-            .await;
+    let events = collect(
+        Runner::new(FlowAgent::new(agent))
+            .run(RunRequest::new(user("kettle?")).session(Arc::clone(&session))),
+    )
+    .await;
     assert_eq!(
         events,
         [
@@ -405,8 +413,13 @@ fn direct_clerk() -> ChatModelAgent {
 #[tokio::test]
 async fn a_return_directly_result_is_a_turns_final_output_and_an_agent_tools_result() {
     // A turn of a thread: its answer is the return-directly result, not the later call's.
-    let runner = Runner::new(FlowAgent::new(direct_clerk())).stores(InMemoryStore::new());
-    let turn = runner.turn("t", Message::user("kettle?")).await.unwrap();
+    let runner = Runner::builder(FlowAgent::new(direct_clerk()))
+        .stores(InMemoryStore::new())
+        .build();
+    let turn = runner
+        .turn(TurnRequest::new("t", Message::user("kettle?")))
+        .await
+        .unwrap();
     let answer = turn
         .final_output()
         .await
@@ -423,7 +436,7 @@ async fn a_return_directly_result_is_a_turns_final_output_and_an_agent_tools_res
         .tool(flow_runtime::AgentTool::new(FlowAgent::new(direct_clerk())))
         .build()
         .unwrap();
-    let events = collect(Runner::new(FlowAgent::new(caller)).query("go")).await;
+    let events = collect(Runner::new(FlowAgent::new(caller)).run("go")).await;
     assert_eq!(events[1], "desk@desk: found kettle", "{events:#?}");
     assert_eq!(
         seen(&caller_model.requests()[1]).last().unwrap(),
@@ -457,8 +470,10 @@ async fn a_return_directly_result_held_back_across_an_interrupt_is_still_the_las
         .output_key("answer")
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(agent)).checkpoint_store(InMemoryStore::new());
-    let first = collect(runner.run_checkpointed("d", Session::new(), user("kettle"))).await;
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
+    let first = collect(runner.run(RunRequest::new(user("kettle")).checkpoint("d"))).await;
     assert_eq!(
         first,
         [
@@ -467,7 +482,10 @@ async fn a_return_directly_result_held_back_across_an_interrupt_is_still_the_las
         ]
     );
     let resumed = runner
-        .resume("d", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+        .resume(ResumeRequest::new(
+            "d",
+            HashMap::from([("clerk".to_owned(), json!("yes"))]),
+        ))
         .await
         .unwrap();
     assert_eq!(
@@ -509,7 +527,7 @@ async fn concurrent_calls_of_one_tool_each_attach_their_own_action() {
         .tool(tag)
         .build()
         .unwrap();
-    let events = collect(Runner::new(FlowAgent::new(agent)).query("tag it")).await;
+    let events = collect(Runner::new(FlowAgent::new(agent)).run("tag it")).await;
     assert_eq!(
         events,
         [
@@ -547,7 +565,7 @@ async fn a_tool_attached_exit_transfer_or_break_loop_ends_the_turn() {
         .build()
         .unwrap();
     assert_eq!(
-        collect(Runner::new(FlowAgent::new(agent)).query("go")).await,
+        collect(Runner::new(FlowAgent::new(agent)).run("go")).await,
         [
             r#"clerk@clerk:  [calls act {}] [calls lookup {"item":"x"}]"#,
             "clerk@clerk: done => exit",
@@ -568,7 +586,7 @@ async fn a_tool_attached_exit_transfer_or_break_loop_ends_the_turn() {
         .unwrap();
     let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
     assert_eq!(
-        collect(Runner::new(tree).query("go")).await,
+        collect(Runner::new(tree).run("go")).await,
         [
             "triage@triage:  [calls act {}]",
             "triage@triage: done => transfer refund",
@@ -588,7 +606,7 @@ async fn a_tool_attached_exit_transfer_or_break_loop_ends_the_turn() {
         .with_sub_agents([FlowAgent::new(reviewer)])
         .unwrap();
     assert_eq!(
-        collect(Runner::new(review).query("go")).await,
+        collect(Runner::new(review).run("go")).await,
         [
             "reviewer@review/reviewer:  [calls act {}]",
             "reviewer@review/reviewer: done => break_loop reviewer",
@@ -617,8 +635,10 @@ async fn a_history_modifier_given_with_the_resume_edits_the_conversation_before_
         .tool(approve)
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(agent)).checkpoint_store(InMemoryStore::new());
-    let first = collect(runner.run_checkpointed("h", Session::new(), user("kettle"))).await;
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
+    let first = collect(runner.run(RunRequest::new(user("kettle")).checkpoint("h"))).await;
     assert_eq!(
         first,
         [
@@ -637,10 +657,9 @@ async fn a_history_modifier_given_with_the_resume_edits_the_conversation_before_
     );
     // Given with this resume only: no clone of the runner to set them on.
     let resumed = runner
-        .resume_with(
-            "h",
-            HashMap::from([("clerk".to_owned(), json!("yes"))]),
-            options,
+        .resume(
+            ResumeRequest::new("h", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+                .options(options),
         )
         .await
         .unwrap();
@@ -683,8 +702,13 @@ async fn a_history_modifier_given_with_a_resumed_turn_edits_the_conversation() {
         .tool(approve)
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(agent)).stores(InMemoryStore::new());
-    let first = runner.turn("t", Message::user("kettle")).await.unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(InMemoryStore::new())
+        .build();
+    let first = runner
+        .turn(TurnRequest::new("t", Message::user("kettle")))
+        .await
+        .unwrap();
     let flow_runtime::TurnOutcome::Interrupted { .. } = first.finish().await else {
         panic!("the tool asked for approval")
     };
@@ -696,10 +720,9 @@ async fn a_history_modifier_given_with_a_resumed_turn_edits_the_conversation() {
         }),
     );
     let resumed = runner
-        .resume_turn_with(
-            "t",
-            HashMap::from([("clerk".to_owned(), json!("yes"))]),
-            options,
+        .turn(
+            TurnRequest::resume("t", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+                .options(options),
         )
         .await
         .unwrap();
@@ -709,8 +732,6 @@ async fn a_history_modifier_given_with_a_resumed_turn_edits_the_conversation() {
         seen(&model.requests()[1]).last().unwrap(),
         "user: Note: ship it today."
     );
-    // The runner's own options are untouched: a later turn has no modifier.
-    assert!(runner.options().is_empty());
 }
 
 #[tokio::test]
@@ -734,20 +755,26 @@ async fn a_resume_streams_as_the_resuming_runner_says_not_as_the_interrupted_run
         .build()
         .unwrap();
     let store = InMemoryStore::new();
-    let streaming = Runner::new(FlowAgent::new(agent))
+    let streaming = Runner::builder(FlowAgent::new(agent))
         .checkpoint_store(store.clone())
-        .streaming(true);
+        .streaming(true)
+        .build();
     let first: Vec<AgentEvent> = streaming
-        .run_checkpointed("s", Session::new(), user("kettle"))
+        .run(RunRequest::new(user("kettle")).checkpoint("s"))
         .collect()
         .await;
     assert!(
         matches!(first[0].output, Some(EventOutput::Stream(_))),
         "the first run streams"
     );
-    let whole = streaming.clone().streaming(false);
+    let whole = RunnerBuilder::from(streaming.clone())
+        .streaming(false)
+        .build();
     let resumed: Vec<AgentEvent> = whole
-        .resume("s", HashMap::from([("clerk".to_owned(), json!("yes"))]))
+        .resume(ResumeRequest::new(
+            "s",
+            HashMap::from([("clerk".to_owned(), json!("yes"))]),
+        ))
         .await
         .unwrap()
         .collect()
@@ -803,9 +830,10 @@ async fn run_options_reach_only_the_agent_they_name() {
     let session = Session::new();
     session.set_value("customer", "Ada").unwrap();
     let events = collect(
-        Runner::new(tree)
+        Runner::builder(tree)
             .run_options(options)
-            .run_in(session, user("refund")),
+            .build()
+            .run(RunRequest::new(user("refund")).session(session)),
     )
     .await;
     assert_eq!(
@@ -852,7 +880,13 @@ async fn an_instruction_override_is_a_template_too_and_its_errors_name_the_agent
     let runner = Runner::new(FlowAgent::new(agent));
     let unreadable = RunOptions::new().agent("clerk", AgentRunOptions::new().instruction("Say {"));
     assert_eq!(
-        collect(runner.clone().run_options(unreadable).query("hi")).await,
+        collect(
+            RunnerBuilder::from(runner.clone())
+                .run_options(unreadable)
+                .build()
+                .run("hi")
+        )
+        .await,
         [
             "clerk@clerk: error: agent 'clerk' has an instruction template that cannot be read: \
              the instruction of its run options: the `{` at byte 4 is never closed; write `{{` \
@@ -861,7 +895,13 @@ async fn an_instruction_override_is_a_template_too_and_its_errors_name_the_agent
     );
     let missing = RunOptions::new().agent("clerk", AgentRunOptions::new().instruction("Hi {who}"));
     assert_eq!(
-        collect(runner.run_options(missing).query("hi")).await,
+        collect(
+            RunnerBuilder::from(runner)
+                .run_options(missing)
+                .build()
+                .run("hi")
+        )
+        .await,
         [
             "clerk@clerk: error: agent 'clerk' cannot build its instruction: the session value \
              'who' named by `{who}` is not set; set it before the run (Session::set_value), or \
@@ -885,9 +925,10 @@ async fn options_for_another_agent_change_nothing() {
             .instruction("Other."),
     );
     let events = collect(
-        Runner::new(FlowAgent::new(agent))
+        Runner::builder(FlowAgent::new(agent))
             .run_options(options)
-            .query("hi"),
+            .build()
+            .run("hi"),
     )
     .await;
     assert_eq!(events, ["clerk@clerk: Hi."]);

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use flow_runtime::history::{estimate_tokens, CompactionRecord, ContextBudget};
 use flow_runtime::model::{ChatModel, ChatRequest, ModelError};
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     tool_fn, AgentError, ChatAgentError, ChatModelAgent, FlowAgent, InMemoryStore, Message,
     MessageRef, Role, Runner, ThreadStore, ToolCall, Usage,
@@ -167,7 +168,10 @@ fn said(i: usize) -> String {
 
 async fn run_turns(runner: &Runner, range: std::ops::Range<usize>) {
     for i in range {
-        let mut turn = runner.turn("long", Message::user(said(i))).await.unwrap();
+        let mut turn = runner
+            .turn(TurnRequest::new("long", Message::user(said(i))))
+            .await
+            .unwrap();
         while let Some(e) = turn.next().await {
             assert!(e.error.is_none(), "turn {i}: {:?}", e.error);
         }
@@ -179,22 +183,24 @@ async fn a_500_turn_thread_stays_under_its_budget_and_keeps_its_facts() {
     let store = InMemoryStore::new();
     let summaries = Arc::new(AtomicUsize::new(0));
     let model = Arc::new(Checked::default());
-    let runner = Runner::new(clerk(
+    let runner = Runner::builder(clerk(
         Arc::clone(&model),
         fact_keeper(Arc::clone(&summaries)),
     ))
-    .stores(store.clone());
+    .stores(store.clone())
+    .build();
     run_turns(&runner, 0..250).await;
 
     // A new runner (a new process, as far as the thread knows) on the same store goes on from
     // the recorded summary: its first request starts from it, without summarising again.
     let summaries_after = Arc::new(AtomicUsize::new(0));
     let second = Arc::new(Checked::default());
-    let runner = Runner::new(clerk(
+    let runner = Runner::builder(clerk(
         Arc::clone(&second),
         fact_keeper(Arc::clone(&summaries_after)),
     ))
-    .stores(store.clone());
+    .stores(store.clone())
+    .build();
     run_turns(&runner, 250..251).await;
     let first_request = second.last.lock().unwrap().clone();
     assert!(
@@ -250,10 +256,15 @@ async fn a_failing_summarizer_leaves_the_history_untouched_and_says_so() {
     let failing = ContextBudget::new(BUDGET, |_: &str, _: &[MessageRef]| {
         Err::<String, _>("the summary model is down".to_owned())
     });
-    let runner = Runner::new(clerk(Arc::clone(&model), failing)).stores(store.clone());
+    let runner = Runner::builder(clerk(Arc::clone(&model), failing))
+        .stores(store.clone())
+        .build();
     let mut failed = None;
     for i in 0..100 {
-        let mut turn = runner.turn("t", Message::user(said(i))).await.unwrap();
+        let mut turn = runner
+            .turn(TurnRequest::new("t", Message::user(said(i))))
+            .await
+            .unwrap();
         while let Some(e) = turn.next().await {
             if let Some(error) = &e.error {
                 failed = Some((i, error.clone()));
@@ -285,13 +296,14 @@ async fn a_failing_summarizer_leaves_the_history_untouched_and_says_so() {
 
     // With a working summarizer the same thread goes on.
     let summaries = Arc::new(AtomicUsize::new(0));
-    let runner = Runner::new(clerk(
+    let runner = Runner::builder(clerk(
         Arc::clone(&model),
         fact_keeper(Arc::clone(&summaries)),
     ))
-    .stores(store.clone());
+    .stores(store.clone())
+    .build();
     let turn = runner
-        .turn("t", Message::user("hello again"))
+        .turn(TurnRequest::new("t", Message::user("hello again")))
         .await
         .unwrap();
     assert_eq!(turn.final_output().await.unwrap().unwrap().content, "ok");
@@ -355,7 +367,7 @@ async fn a_large_tool_result_is_set_aside_and_read_back_on_demand() {
             .build()
             .unwrap();
     let events: Vec<_> = Runner::new(FlowAgent::new(agent))
-        .query("What is in the report?")
+        .run("What is in the report?")
         .collect()
         .await;
     assert!(events.iter().all(|e| e.error.is_none()));
@@ -382,7 +394,10 @@ async fn a_large_tool_result_is_set_aside_and_read_back_on_demand() {
 /// Runs turns `range` on thread `thread`, and returns the turn of the first compaction.
 async fn first_compaction(runner: &Runner, thread: &str, summaries: &AtomicUsize) -> usize {
     for i in 0..200 {
-        let mut turn = runner.turn(thread, Message::user(said(i))).await.unwrap();
+        let mut turn = runner
+            .turn(TurnRequest::new(thread, Message::user(said(i))))
+            .await
+            .unwrap();
         while let Some(e) = turn.next().await {
             assert!(e.error.is_none(), "turn {i}: {:?}", e.error);
         }
@@ -399,18 +414,20 @@ async fn usage_larger_than_the_estimate_makes_compaction_start_earlier_and_holds
     // knows) and on one whose tokenizer takes twice the estimate and reports it.
     let estimated = Arc::new(AtomicUsize::new(0));
     let silent = Arc::new(Checked::default());
-    let runner = Runner::new(clerk(
+    let runner = Runner::builder(clerk(
         Arc::clone(&silent),
         fact_keeper(Arc::clone(&estimated)),
     ))
-    .stores(InMemoryStore::new());
+    .stores(InMemoryStore::new())
+    .build();
     let by_estimate = first_compaction(&runner, "t", &estimated).await;
 
     let counted = Arc::new(AtomicUsize::new(0));
     let model = Arc::new(Checked::reporting(2));
     let store = InMemoryStore::new();
-    let runner = Runner::new(clerk(Arc::clone(&model), fact_keeper(Arc::clone(&counted))))
-        .stores(store.clone());
+    let runner = Runner::builder(clerk(Arc::clone(&model), fact_keeper(Arc::clone(&counted))))
+        .stores(store.clone())
+        .build();
     let by_usage = first_compaction(&runner, "t", &counted).await;
     println!("first compaction at turn {by_usage} by usage, {by_estimate} by estimate");
     assert!(
@@ -431,18 +448,22 @@ async fn usage_larger_than_the_estimate_makes_compaction_start_earlier_and_holds
     // the usage recorded on the agent's last reply, so its very first requests hold too
     // (uncalibrated, it would send up to twice the budget before learning).
     let second = Arc::new(Checked::reporting(2));
-    let runner = Runner::new(clerk(
+    let runner = Runner::builder(clerk(
         Arc::clone(&second),
         fact_keeper(Arc::new(AtomicUsize::new(0))),
     ))
-    .stores(store.clone());
+    .stores(store.clone())
+    .build();
     // Its first message is long: uncalibrated, the request would pass the estimate's count
     // and reach the model over the budget.
     let long = format!(
         "turn 150: {}",
         "a long message that goes on and on; ".repeat(7)
     );
-    let mut turn = runner.turn("t", Message::user(long)).await.unwrap();
+    let mut turn = runner
+        .turn(TurnRequest::new("t", Message::user(long)))
+        .await
+        .unwrap();
     while let Some(e) = turn.next().await {
         assert!(e.error.is_none(), "{:?}", e.error);
     }
@@ -455,7 +476,9 @@ async fn usage_larger_than_the_estimate_makes_compaction_start_earlier_and_holds
         ..Checked::reporting(2)
     });
     let budget = fact_keeper(Arc::new(AtomicUsize::new(0))).calibrate_from_usage(false);
-    let runner = Runner::new(clerk(Arc::clone(&off), budget)).stores(InMemoryStore::new());
+    let runner = Runner::builder(clerk(Arc::clone(&off), budget))
+        .stores(InMemoryStore::new())
+        .build();
     run_turns(&runner, 0..100).await;
     let largest = off.largest.load(Ordering::SeqCst);
     assert!(largest > BUDGET, "largest request {largest} tokens");
@@ -507,11 +530,16 @@ async fn a_tiktoken_counter_holds_the_budget_without_any_reported_usage() {
         .context_budget(budget)
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(agent)).stores(InMemoryStore::new());
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(InMemoryStore::new())
+        .build();
     // Text in another script, where the estimate's 4 bytes a token does not hold.
     for i in 0..80 {
         let text = format!("turn {i}: 東京の注文番号 {i} について、返金をお願いします。");
-        let mut turn = runner.turn("t", Message::user(text)).await.unwrap();
+        let mut turn = runner
+            .turn(TurnRequest::new("t", Message::user(text)))
+            .await
+            .unwrap();
         while let Some(e) = turn.next().await {
             assert!(e.error.is_none(), "turn {i}: {:?}", e.error);
         }

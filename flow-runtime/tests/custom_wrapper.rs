@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use flow_runtime::{
     set_sub_agents, Agent, AgentError, AgentEvent, AgentInput, EventStream, FlowAgent, FnAgent,
-    InMemoryStore, ResumeInfo, RunContext, Runner, Session,
+    InMemoryStore, ResumeInfo, RunContext, Runner,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -95,13 +96,11 @@ fn lines(events: &[AgentEvent]) -> Vec<String> {
 
 #[tokio::test]
 async fn a_resumable_wrapper_of_a_tree_resumes_the_interrupt_raised_inside_it() {
-    let runner = Runner::new(desk(true)).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(desk(true))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed(
-            "w",
-            Session::new(),
-            [Arc::new(flow_runtime::Message::user("hi"))],
-        )
+        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("w"))
         .collect()
         .await;
     let first = lines(&first);
@@ -111,7 +110,7 @@ async fn a_resumable_wrapper_of_a_tree_resumes_the_interrupt_raised_inside_it() 
     );
     let id = first.last().unwrap().rsplit(' ').next().unwrap().to_owned();
     let resumed = runner
-        .resume("w", HashMap::from([(id, json!(true))]))
+        .resume(ResumeRequest::new("w", HashMap::from([(id, json!(true))])))
         .await
         .expect("a resumable wrapper's checkpoint resumes");
     let resumed: Vec<AgentEvent> = resumed.collect().await;
@@ -124,13 +123,11 @@ async fn a_resumable_wrapper_of_a_tree_resumes_the_interrupt_raised_inside_it() 
 
 #[tokio::test]
 async fn a_wrapper_without_resume_gets_the_typed_not_resumable_error() {
-    let runner = Runner::new(desk(false)).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(desk(false))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed(
-            "w",
-            Session::new(),
-            [Arc::new(flow_runtime::Message::user("hi"))],
-        )
+        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("w"))
         .collect()
         .await;
     let id = first
@@ -141,7 +138,10 @@ async fn a_wrapper_without_resume_gets_the_typed_not_resumable_error() {
         .id
         .clone();
     let resumed: Vec<AgentEvent> = runner
-        .resume("w", HashMap::from([(id.to_string(), json!(true))]))
+        .resume(ResumeRequest::new(
+            "w",
+            HashMap::from([(id.to_string(), json!(true))]),
+        ))
         .await
         .expect("the checkpoint fits the flow")
         .collect()

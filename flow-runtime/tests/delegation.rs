@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     set_sub_agents, Action, AgentEvent, ChatModelAgent, Delegation, FlowAgent, FnAgent,
     InMemoryStore, Message, MessageRef, Role, Runner, TurnOutcome,
@@ -128,7 +129,10 @@ fn code_triage(inputs: &Inputs) -> FlowAgent {
 }
 
 async fn answer(runner: &Runner, text: &str) -> (String, String) {
-    let turn = runner.turn("ada", Message::user(text)).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new("ada", Message::user(text)))
+        .await
+        .unwrap();
     let started = turn.started_at().to_string();
     let answer = turn.final_output().await.unwrap().unwrap();
     (started, answer.content)
@@ -138,7 +142,9 @@ async fn answer(runner: &Runner, text: &str) -> (String, String) {
 async fn a_task_spans_three_turns_then_returns_its_result_to_a_code_parent() {
     let inputs = Inputs::default();
     let desk = set_sub_agents(code_triage(&inputs), [refund_task(&inputs)]).unwrap();
-    let runner = Runner::new(desk).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(desk)
+        .thread_store(InMemoryStore::new())
+        .build();
 
     assert_eq!(
         answer(&runner, "I want a refund").await,
@@ -199,7 +205,9 @@ async fn a_task_returns_its_result_to_an_llm_parent_which_continues_in_the_same_
         .build()
         .unwrap();
     let desk = set_sub_agents(FlowAgent::new(triage), [refund_task(&inputs)]).unwrap();
-    let runner = Runner::new(desk).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(desk)
+        .thread_store(InMemoryStore::new())
+        .build();
 
     assert_eq!(
         answer(&runner, "refund please").await.1,
@@ -256,7 +264,7 @@ async fn a_single_turn_agent_runs_once_and_its_answer_returns_to_the_parent() {
         [FlowAgent::new(research).delegation(Delegation::SingleTurn)],
     )
     .unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("why did it break?").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("why did it break?").collect().await;
     let paths: Vec<String> = events.iter().map(|e| e.run_path().to_string()).collect();
     assert_eq!(
         paths,
@@ -302,7 +310,7 @@ async fn nested_tasks_return_level_by_level() {
     )
     .unwrap();
     let tree = set_sub_agents(FlowAgent::new(root), [middle]).unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("swap my kettle").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("swap my kettle").collect().await;
     let finishes: Vec<String> = events
         .iter()
         .filter(|e| matches!(e.action, Some(Action::Finish(_))))
@@ -329,10 +337,7 @@ async fn finishing_outside_a_task_is_an_error_that_says_what_to_do() {
         cx.finish(json!(1));
         Ok(())
     });
-    let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(lone))
-        .query("hi")
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(lone)).run("hi").collect().await;
     let error = events.last().unwrap().error.as_ref().unwrap().to_string();
     assert!(
         error.contains("'lone'") || error.contains("lone"),
@@ -365,20 +370,21 @@ async fn a_task_interrupted_for_approval_resumes_through_it_and_returns() {
     )
     .unwrap();
     let store = InMemoryStore::new();
-    let runner = Runner::new(tree.clone()).stores(store.clone());
-    let first = runner.turn("bob", Message::user("refund")).await.unwrap();
+    let runner = Runner::builder(tree.clone()).stores(store.clone()).build();
+    let first = runner
+        .turn(TurnRequest::new("bob", Message::user("refund")))
+        .await
+        .unwrap();
     let TurnOutcome::Interrupted { interrupts, .. } = first.finish().await else {
         panic!("the task asked for approval");
     };
     // A new runner (as a new process would build) resumes the turn through the task.
-    let again = Runner::new(tree).stores(store);
+    let again = Runner::builder(tree).stores(store).build();
     let resumed = again
-        .resume_turn(
+        .turn(TurnRequest::resume(
             "bob",
-            [(interrupts[0].id.clone(), json!(true))]
-                .into_iter()
-                .collect(),
-        )
+            [(interrupts[0].id.clone(), json!(true))],
+        ))
         .await
         .unwrap();
     let answer = resumed.final_output().await.unwrap().unwrap();
@@ -416,7 +422,7 @@ async fn an_llm_task_finishes_through_finish_task_with_its_typed_result() {
         [FlowAgent::new(refund).delegation(Delegation::Task)],
     )
     .unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("refund 42").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("refund 42").collect().await;
     let requests = refund_model.requests();
     // The tool's schema is the result type's.
     let finish = requests[0]
@@ -476,7 +482,7 @@ async fn single_turn_researchers_in_a_parallel_workflow_return_all_their_answers
         }
     });
     let tree = set_sub_agents(FlowAgent::new(lead), [research]).unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("which kettle?").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("which kettle?").collect().await;
     let last = events.last().unwrap();
     assert_eq!(last.run_path().to_string(), "lead/research/lead");
     assert_eq!(
@@ -527,7 +533,7 @@ async fn a_typed_transfer_payload_reaches_the_target_and_the_tool_schema_offers_
         json!({"agent_name": "refund", "payload": {"order_id": 42}}),
     )]);
     let events: Vec<AgentEvent> = Runner::new(payload_desk(&model))
-        .query("refund")
+        .run("refund")
         .collect()
         .await;
     let last = events.last().unwrap();
@@ -559,7 +565,7 @@ async fn a_hallucinated_payload_is_a_tool_error_the_model_corrects() {
         ),
     ]);
     let events: Vec<AgentEvent> = Runner::new(payload_desk(&model))
-        .query("refund")
+        .run("refund")
         .collect()
         .await;
     let error = model.requests()[1].messages.last().unwrap().clone();
@@ -595,7 +601,7 @@ async fn a_code_parent_transfers_with_a_payload() {
         [FlowAgent::new(refund).accepts::<RefundRequest>()],
     )
     .unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("refund").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("refund").collect().await;
     assert_eq!(
         events.last().unwrap().message_output().unwrap().content,
         "order 7"
@@ -622,15 +628,16 @@ async fn task_child_runs_one_turn() {
     let turn = match std::env::var("TASK_PROCESS_APPROVE") {
         // Answers the interrupt `text` names: this process did not see it raised.
         Ok(approved) => runner
-            .resume_turn(
+            .turn(TurnRequest::resume(
                 "ada",
-                [(text.clone(), json!(approved == "yes"))]
-                    .into_iter()
-                    .collect(),
-            )
+                [(text.clone(), json!(approved == "yes"))],
+            ))
             .await
             .unwrap(),
-        Err(_) => runner.turn("ada", Message::user(text)).await.unwrap(),
+        Err(_) => runner
+            .turn(TurnRequest::new("ada", Message::user(text)))
+            .await
+            .unwrap(),
     };
     println!("started at {}", turn.started_at());
     match turn.finish().await {

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use flow_runtime::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord};
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     Checkpoint, CheckpointStore, InMemoryStore, Message, Runner, StoreError, ThreadError,
     ThreadStore, TurnOutcome,
@@ -90,14 +91,15 @@ async fn a_resumed_part_whose_append_was_lost_is_appended_by_the_next_resume() {
         inner: memory.clone(),
         armed: Arc::new(AtomicBool::new(true)),
     };
-    let runner = Runner::new(step_desk(ledger.clone()))
+    let runner = Runner::builder(step_desk(ledger.clone()))
         .checkpoint_store(memory.clone())
-        .thread_store(threads);
+        .thread_store(threads)
+        .build();
 
     // Turn 0 stops at step 0; its resume runs step 0, stops at step 1, completes the claim
     // and then "dies" before appending its record.
     let first = runner
-        .turn("t", Message::user("go"))
+        .turn(TurnRequest::new("t", Message::user("go")))
         .await
         .unwrap()
         .finish()
@@ -106,9 +108,9 @@ async fn a_resumed_part_whose_append_was_lost_is_appended_by_the_next_resume() {
         matches!(first, TurnOutcome::Interrupted { .. }),
         "{first:?}"
     );
-    let approve = || [("desk".to_owned(), serde_json::json!("yes"))].into();
+    let approve = || [("desk".to_owned(), serde_json::json!("yes"))];
     let resumed = runner
-        .resume_turn("t", approve())
+        .turn(TurnRequest::resume("t", approve()))
         .await
         .unwrap()
         .finish()
@@ -116,7 +118,7 @@ async fn a_resumed_part_whose_append_was_lost_is_appended_by_the_next_resume() {
     assert!(matches!(resumed, TurnOutcome::Failed(_)), "{resumed:?}");
     assert_eq!(lines(&ledger).len(), 1, "step 0 ran");
     assert_eq!(
-        runner.thread_records("t").await.unwrap().len(),
+        runner.thread("t").records().await.unwrap().len(),
         1,
         "its record is missing"
     );
@@ -128,7 +130,7 @@ async fn a_resumed_part_whose_append_was_lost_is_appended_by_the_next_resume() {
         Audit::default(),
         "every step once in the thread and in the ledger"
     );
-    let records = runner.thread_records("t").await.unwrap();
+    let records = runner.thread("t").records().await.unwrap();
     let ends: Vec<&str> = records
         .iter()
         .map(|r| match &r.end {
@@ -163,25 +165,26 @@ async fn a_checkpoint_whose_thread_part_does_not_fit_the_thread_is_refused_and_n
         inner: memory.clone(),
         armed: Arc::new(AtomicBool::new(true)),
     };
-    let runner = Runner::new(step_desk(ledger.clone()))
+    let runner = Runner::builder(step_desk(ledger.clone()))
         .checkpoint_store(memory.clone())
-        .thread_store(threads);
+        .thread_store(threads)
+        .build();
     runner
-        .turn("t", Message::user("go"))
+        .turn(TurnRequest::new("t", Message::user("go")))
         .await
         .unwrap()
         .finish()
         .await;
-    let approve = || [("desk".to_owned(), serde_json::json!("yes"))].into();
+    let approve = || [("desk".to_owned(), serde_json::json!("yes"))];
     runner
-        .resume_turn("t", approve())
+        .turn(TurnRequest::resume("t", approve()))
         .await
         .unwrap()
         .finish()
         .await;
 
     // The checkpoint now says its record goes with another thread.
-    let records = runner.thread_records("t").await.unwrap();
+    let records = runner.thread("t").records().await.unwrap();
     let RecordEnd::Interrupted { checkpoint_id, .. } = &records[0].end else {
         panic!("an interrupted turn")
     };
@@ -194,7 +197,7 @@ async fn a_checkpoint_whose_thread_part_does_not_fit_the_thread_is_refused_and_n
         .thread = "other".into();
     memory.set(checkpoint_id, forged.encode()).await.unwrap();
 
-    match runner.resume_turn("t", approve()).await {
+    match runner.turn(TurnRequest::resume("t", approve())).await {
         Err(ThreadError::Corrupt { id, seq: 1, reason }) => {
             assert_eq!(id, "t");
             assert!(reason.contains("does not fit"), "{reason}");
@@ -202,7 +205,7 @@ async fn a_checkpoint_whose_thread_part_does_not_fit_the_thread_is_refused_and_n
         other => panic!("expected Corrupt, got {:?}", other.map(|_| ())),
     }
     assert_eq!(
-        runner.thread_records("t").await.unwrap().len(),
+        runner.thread("t").records().await.unwrap().len(),
         1,
         "nothing written"
     );

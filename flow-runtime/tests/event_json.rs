@@ -31,9 +31,9 @@ async fn every_part_of_an_event_has_its_documented_json_form() {
         [FlowAgent::new(refund), FlowAgent::new(lost)],
     )
     .unwrap();
-    let runner = Runner::new(tree).streaming(true);
+    let runner = Runner::builder(tree).streaming(true).build();
     let mut lines = Vec::new();
-    let mut events = runner.query("refund please");
+    let mut events = runner.run("refund please");
     while let Some(event) = events.next().await {
         // Serialised as the event arrives: a streamed message is waited for.
         let json = event.materialized().await.unwrap();
@@ -66,7 +66,7 @@ async fn every_part_of_an_event_has_its_documented_json_form() {
         }))],
     )
     .unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("x").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("x").collect().await;
     let error = serde_json::to_string(events.last().unwrap()).unwrap();
     assert_eq!(
         error,

@@ -41,7 +41,7 @@ async fn the_printer_writes_every_kind_of_event_with_its_run_path() {
         Ok(())
     });
     let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
-    let events: Vec<AgentEvent> = Runner::new(desk).query("refund").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(desk).run("refund").collect().await;
     let mut printer = EventPrinter::new(Vec::new()).usage(true);
     for e in &events {
         printer.print(e).await.unwrap();

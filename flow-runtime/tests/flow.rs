@@ -7,6 +7,7 @@ use support::{contents, user};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use flow_runtime::RunRequest;
 use flow_runtime::{
     set_sub_agents, Action, AgentError, AgentEvent, AgentInfo, AgentInput, ContextPolicy,
     EventOutput, FlowAgent, FlowError, FnAgent, HistoryEntry, Message, MessageRef, OnSubAgents,
@@ -45,7 +46,7 @@ fn s(agent: &str, path: &str, content: Option<&str>, action: Option<Action>) -> 
 }
 
 async fn collect(runner: &Runner, text: &str) -> Vec<AgentEvent> {
-    runner.query(text).collect().await
+    runner.run(text).collect().await
 }
 
 /// An agent that says `text` and then transfers to `to` (if any).
@@ -309,7 +310,7 @@ async fn transfer_to_parent_runs_the_parent_again() {
     let parent = hop("desk", "desk here", Some("refund"));
     let tree = set_sub_agents(parent.clone(), [hop("refund", "not mine", Some("desk"))]).unwrap();
     // The desk transfers to refund every time; stop the loop with a bounded prefix.
-    let events: Vec<AgentEvent> = Runner::new(tree).query("x").take(9).collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("x").take(9).collect().await;
     let paths: Vec<String> = events.iter().map(|e| e.run_path().to_string()).collect();
     assert_eq!(
         paths,
@@ -371,7 +372,7 @@ async fn transfer_to_an_unknown_agent_is_one_error_event_and_nothing_more() {
     let tree = set_sub_agents(root, [refund]).unwrap();
     let session = Session::new();
     let events: Vec<AgentEvent> = Runner::new(tree)
-        .run_in(Arc::clone(&session), [MessageRef::new(Message::user("q"))])
+        .run(RunRequest::new([Message::user("q")]).session(Arc::clone(&session)))
         .collect()
         .await;
     assert_eq!(events.len(), 4);
@@ -568,9 +569,8 @@ async fn one_tree_serves_concurrent_runs_without_leaks() {
         tokio::spawn(async move {
             let session = Session::new();
             let events: Vec<AgentEvent> = runner
-                .run_in(
-                    Arc::clone(&session),
-                    [MessageRef::new(Message::user(format!("q{i}")))],
+                .run(
+                    RunRequest::new([Message::user(format!("q{i}"))]).session(Arc::clone(&session)),
                 )
                 .collect()
                 .await;
@@ -685,9 +685,10 @@ async fn streamed_messages_are_recorded_and_rewritten_whole() {
     }));
     let (refund, inputs) = recorder("refund", "ok");
     let tree = set_sub_agents(root, [refund]).unwrap();
-    let events = Runner::new(tree)
+    let events = Runner::builder(tree)
         .streaming(true)
-        .query("help")
+        .build()
+        .run("help")
         .collect::<Vec<_>>()
         .await;
     // The caller's own reader sees every chunk.
@@ -714,7 +715,7 @@ async fn events_of_a_nested_tree_keep_their_paths_and_are_recorded_once() {
         set_sub_agents(hop("outer", "out", Some("inner")), [FlowAgent::new(inner)]).unwrap();
     let session = Session::new();
     let events: Vec<AgentEvent> = Runner::new(outer)
-        .run_in(Arc::clone(&session), [MessageRef::new(Message::user("x"))])
+        .run(RunRequest::new([Message::user("x")]).session(Arc::clone(&session)))
         .collect()
         .await;
     let paths: Vec<String> = events.iter().map(|e| e.run_path().to_string()).collect();

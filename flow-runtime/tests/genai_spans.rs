@@ -124,7 +124,7 @@ fn desk(record_content: bool) -> FlowAgent {
 fn model_and_tool_calls_are_spans_under_the_agent_with_genai_attributes() {
     let spans = capture(|| {
         let events: Vec<_> =
-            futures::executor::block_on(Runner::new(desk(false)).query("refund").collect());
+            futures::executor::block_on(Runner::new(desk(false)).run("refund").collect());
         assert_eq!(events.len(), 5, "{events:?}");
     });
     let tree: Vec<(String, Option<String>, Option<&str>)> = spans
@@ -197,7 +197,7 @@ fn model_and_tool_calls_are_spans_under_the_agent_with_genai_attributes() {
 fn content_is_recorded_only_when_the_agent_asks_for_it() {
     let spans = capture(|| {
         let _: Vec<_> =
-            futures::executor::block_on(Runner::new(desk(true)).query("refund").collect());
+            futures::executor::block_on(Runner::new(desk(true)).run("refund").collect());
     });
     // Only the refund agent asked.
     assert_eq!(field(&spans[1], "gen_ai.input.messages"), None);
@@ -231,7 +231,7 @@ fn a_failed_model_call_is_recorded_on_its_span() {
         .build()
         .unwrap();
         let events: Vec<_> =
-            futures::executor::block_on(Runner::new(FlowAgent::new(agent)).query("hi").collect());
+            futures::executor::block_on(Runner::new(FlowAgent::new(agent)).run("hi").collect());
         assert!(events[0].error.is_some());
     });
     let chat = &spans[1];

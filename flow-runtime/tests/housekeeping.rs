@@ -5,15 +5,16 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::store::JournalStore;
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
     turn_journal_id, turn_mark_id, CheckpointStore, Durability, FileStore, FlowAgent, FnAgent,
-    InMemoryStore, Message, Retention, Runner, Session, ThreadError, ThreadStore, TimeTravelError,
+    InMemoryStore, Message, Retention, Runner, ThreadError, ThreadStore, TimeTravelError,
     TurnOutcome,
 };
+use flow_runtime::{ResumeRequest, RunRequest, TurnRequest};
 use futures::StreamExt;
 
 /// Two messages a turn.
@@ -29,14 +30,18 @@ fn runner<S>(store: &S) -> Runner
 where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
-    Runner::new(bot())
+    Runner::builder(bot())
         .stores(store.clone())
         .journal_store(store.clone())
         .durability(Durability::Sync)
+        .build()
 }
 
 async fn say(runner: &Runner, thread: &str, text: &str) {
-    let turn = runner.turn(thread, Message::user(text)).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new(thread, Message::user(text)))
+        .await
+        .unwrap();
     assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
 }
 
@@ -97,7 +102,7 @@ where
     assert_eq!(stored_steps(&raw, "long", 10).await, 10 * 2);
     // The thread's history is whole: retention prunes journals, not records.
     assert_eq!(
-        runner.thread_records("pruned").await.unwrap().len() as u64,
+        runner.thread("pruned").records().await.unwrap().len() as u64,
         TURNS
     );
     // Age: everything ended at least 0 s ago.
@@ -113,10 +118,12 @@ async fn expired_threads_are_gone<S>(store: S)
 where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
-    let live = runner(&store).thread_ttl(Duration::from_secs(3600));
+    let live = RunnerBuilder::from(runner(&store))
+        .thread_ttl(Duration::from_secs(3600))
+        .build();
     say(&live, "ttl", "hello").await;
     say(&live, "ttl", "again").await;
-    assert_eq!(live.thread_records("ttl").await.unwrap().len(), 2);
+    assert_eq!(live.thread("ttl").records().await.unwrap().len(), 2);
     assert_eq!(
         live.purge(Retention::default())
             .await
@@ -126,26 +133,24 @@ where
     );
 
     // Under a TTL of zero, every thread is expired.
-    let expired = runner(&store).thread_ttl(Duration::ZERO);
-    assert!(expired.thread_records("ttl").await.unwrap().is_empty());
+    let expired = RunnerBuilder::from(runner(&store))
+        .thread_ttl(Duration::ZERO)
+        .build();
+    assert!(expired.thread("ttl").records().await.unwrap().is_empty());
     assert!(matches!(
-        expired.thread_history("ttl").await,
+        expired.thread("ttl").history().await,
         Err(TimeTravelError::UnknownThread { .. })
     ));
     assert!(stored_steps(&store, "ttl", 2).await > 0);
     let report = expired.purge(Retention::default()).await.unwrap();
     assert_eq!(report.threads_deleted, 1);
-    assert!(!live
-        .list_threads()
-        .await
-        .unwrap()
-        .contains(&"ttl".to_owned()));
+    assert!(!live.threads().await.unwrap().contains(&"ttl".to_owned()));
     assert_eq!(stored_steps(&store, "ttl", 2).await, 0);
 
     // A new message on an expired thread starts it afresh.
     say(&live, "ttl2", "old").await;
     say(&expired, "ttl2", "new").await;
-    let records = live.thread_records("ttl2").await.unwrap();
+    let records = live.thread("ttl2").records().await.unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].turn, 0);
 }
@@ -160,8 +165,13 @@ where
     }
     assert_eq!(stored_steps(&store, "gone", 4).await, 8);
     // A worker dies in the fifth turn: its start mark stays open (for a recovery).
-    let dying = self::runner(&store).lease(Duration::from_millis(50));
-    let mut turn = dying.turn("gone", Message::user("last")).await.unwrap();
+    let dying = RunnerBuilder::from(self::runner(&store))
+        .lease(Duration::from_millis(50))
+        .build();
+    let mut turn = dying
+        .turn(TurnRequest::new("gone", Message::user("last")))
+        .await
+        .unwrap();
     futures::StreamExt::next(&mut turn).await.unwrap();
     std::mem::forget(turn);
     assert_eq!(
@@ -171,7 +181,7 @@ where
     // Another worker deletes the thread once the dead one's lease ran out.
     let other = self::runner(&store);
     let deleted = loop {
-        match other.delete_thread("gone").await {
+        match other.thread("gone").delete().await {
             Err(flow_runtime::ThreadError::Busy { .. }) => {
                 tokio::time::sleep(Duration::from_millis(10)).await
             }
@@ -180,18 +190,14 @@ where
     };
     assert!(deleted);
     assert_eq!(all_steps(&store, "gone", 5).await, 0);
-    assert!(runner.thread_records("gone").await.unwrap().is_empty());
-    assert!(!runner
-        .list_threads()
-        .await
-        .unwrap()
-        .contains(&"gone".to_owned()));
+    assert!(runner.thread("gone").records().await.unwrap().is_empty());
+    assert!(!runner.threads().await.unwrap().contains(&"gone".to_owned()));
 }
 
 /// Runs `id` with `runner` to its end or its interrupt; returns whether it interrupted.
 async fn run_plain(runner: &Runner, id: &str) -> bool {
     let events: Vec<_> = runner
-        .run_checkpointed(id, Session::new(), [Arc::new(Message::user("go"))])
+        .run(RunRequest::new([Message::user("go")]).checkpoint(id))
         .collect()
         .await;
     assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
@@ -203,17 +209,19 @@ where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
     // Plain runs outside threads: two that end, one that waits on an interrupt; and a thread.
-    let chat = Runner::new(bot())
+    let chat = Runner::builder(bot())
         .stores(store.clone())
         .journal_store(store.clone())
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     assert!(!run_plain(&chat, "done-1").await);
     assert!(!run_plain(&chat, "done-2").await);
     say(&chat, "chat", "hello").await;
-    let desk = Runner::new(support::steps::step_desk(ledger))
+    let desk = Runner::builder(support::steps::step_desk(ledger))
         .stores(store.clone())
         .journal_store(store.clone())
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     assert!(run_plain(&desk, "waiting").await);
     for id in ["done-1", "done-2", "waiting", &turn_journal_id("chat", 0)] {
         assert!(store.journal_len(id).await.unwrap() > 0, "{id}");
@@ -264,7 +272,7 @@ where
     let waiting = store.journal_len("waiting").await.unwrap();
     assert!(waiting > 0);
     // The thread's history is whole.
-    assert_eq!(chat.thread_records("chat").await.unwrap().len(), 1);
+    assert_eq!(chat.thread("chat").records().await.unwrap().len(), 1);
 
     // While it waits again after a resume, its journal stays; once resumed to its end, it
     // goes too.
@@ -279,10 +287,10 @@ where
             assert_eq!(report.run_journals_removed, 0);
         }
         let resumed: Vec<_> = desk
-            .resume(
+            .resume(ResumeRequest::new(
                 "waiting",
-                [("desk".to_owned(), serde_json::json!("yes"))].into(),
-            )
+                [("desk".to_owned(), serde_json::json!("yes"))],
+            ))
             .await
             .unwrap()
             .collect()
@@ -301,10 +309,11 @@ where
     assert!(store.idle_journals(u64::MAX).await.unwrap().is_empty());
 
     // A runner without a thread store purges runs; one without any store says so.
-    let runs_only = Runner::new(bot())
+    let runs_only = Runner::builder(bot())
         .checkpoint_store(store.clone())
         .journal_store(store.clone())
-        .durability(Durability::Async);
+        .durability(Durability::Async)
+        .build();
     assert!(!run_plain(&runs_only, "done-3").await);
     assert!(store.journal_len("done-3").await.unwrap() > 0);
     let report = runs_only

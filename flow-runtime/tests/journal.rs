@@ -7,10 +7,12 @@ mod support;
 use std::sync::Arc;
 
 use flow_runtime::store::{JournalStore, StoredStep};
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
     turn_journal_id, Durability, FlowAgent, FnAgent, InMemoryStore, JournalError, Message, Runner,
     Session, StepKind,
 };
+use flow_runtime::{ResumeRequest, RunRequest, TurnRequest};
 use futures::StreamExt;
 use support::steps::{drive, step_desk};
 
@@ -26,23 +28,33 @@ fn temp_ledger(name: &str) -> std::path::PathBuf {
 }
 
 fn runner(ledger: &std::path::Path, store: &InMemoryStore, mode: Durability) -> Runner {
-    Runner::new(step_desk(ledger.to_path_buf()))
+    Runner::builder(step_desk(ledger.to_path_buf()))
         .stores(store.clone())
         .journal_store(store.clone())
         .durability(mode)
+        .build()
 }
 
 /// Starts run `id` of `runner` on a new session with the user's "go"; returns the session
 /// and the run's events.
 fn start(runner: &Runner, id: &str) -> (Arc<Session>, flow_runtime::EventStream) {
     let session = Session::new();
-    let events = runner.run_checkpointed(id, Arc::clone(&session), [Arc::new(Message::user("go"))]);
+    let events = runner.run(
+        RunRequest::new([Message::user("go")])
+            .session(Arc::clone(&session))
+            .checkpoint(id),
+    );
     (session, events)
 }
 
 /// Resumes run `id` of `runner` with the desk's approval, to its next stop, without an error.
 async fn resume_approved(runner: &Runner, id: &str) {
-    let resumed: Vec<_> = runner.resume(id, approve()).await.unwrap().collect().await;
+    let resumed: Vec<_> = runner
+        .resume(ResumeRequest::new(id, approve()))
+        .await
+        .unwrap()
+        .collect()
+        .await;
     assert!(resumed.iter().all(|e| e.error.is_none()), "{resumed:?}");
 }
 
@@ -162,7 +174,7 @@ async fn async_mode_stores_every_step_by_the_end_and_exit_mode_writes_none() {
     drive(&runner, "t").await.unwrap();
     let turn0 = runner.journal(&turn_journal_id("t", 0)).await.unwrap();
     // The turn's record, resumes included, step by step: 3 approvals, 3 results, the answer.
-    let records = runner.thread_records("t").await.unwrap();
+    let records = runner.thread("t").records().await.unwrap();
     let recorded: usize = records.iter().map(|r| r.events.len()).sum();
     assert_eq!(turn0.len(), recorded);
     let results = turn0
@@ -174,7 +186,7 @@ async fn async_mode_stores_every_step_by_the_end_and_exit_mode_writes_none() {
     assert_eq!(answer.content, "all steps done");
 
     // Deleting the thread deletes every turn's journal.
-    assert!(runner.delete_thread("t").await.unwrap());
+    assert!(runner.thread("t").delete().await.unwrap());
     assert_eq!(
         store.journal_len(&turn_journal_id("t", 0)).await.unwrap(),
         0
@@ -195,15 +207,16 @@ async fn a_journal_of_another_flow_or_a_forged_step_is_refused_and_left_as_it_is
     let store = InMemoryStore::new();
     let runner = runner(&ledger, &store, Durability::Sync);
     let _: Vec<_> = runner
-        .run_checkpointed("run-2", Session::new(), [Arc::new(Message::user("go"))])
+        .run(RunRequest::new([Message::user("go")]).checkpoint("run-2"))
         .collect()
         .await;
     let before = store.read_steps("run-2", 0).await.unwrap();
     // Another flow's runner reads it.
-    let other = Runner::new(FlowAgent::new(FnAgent::new("other", |_, _| async {
+    let other = Runner::builder(FlowAgent::new(FnAgent::new("other", |_, _| async {
         Ok(())
     })))
-    .journal_store(store.clone());
+    .journal_store(store.clone())
+    .build();
     match other.journal("run-2").await {
         Err(JournalError::Corrupt { seq: 0, reason, .. }) => {
             assert!(reason.contains("another flow"), "{reason}")
@@ -235,7 +248,9 @@ async fn a_journal_of_another_flow_or_a_forged_step_is_refused_and_left_as_it_is
     lying.kind = "tool_result".into();
     let forged = InMemoryStore::new();
     forged.append_steps("run-3", 0, vec![lying]).await.unwrap();
-    let reader = runner.clone().journal_store(forged.clone());
+    let reader = RunnerBuilder::from(runner.clone())
+        .journal_store(forged.clone())
+        .build();
     assert!(matches!(
         reader.journal("run-3").await,
         Err(JournalError::Corrupt { seq: 0, .. })
@@ -250,11 +265,12 @@ async fn a_journal_of_another_flow_or_a_forged_step_is_refused_and_left_as_it_is
 async fn sync_durability_without_a_journal_store_runs_nothing_and_says_why() {
     let ledger = temp_ledger("nostore");
     let store = InMemoryStore::new();
-    let runner = Runner::new(step_desk(ledger.clone()))
+    let runner = Runner::builder(step_desk(ledger.clone()))
         .stores(store)
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     let events: Vec<_> = runner
-        .run_checkpointed("run-4", Session::new(), [Arc::new(Message::user("go"))])
+        .run(RunRequest::new([Message::user("go")]).checkpoint("run-4"))
         .collect()
         .await;
     assert_eq!(events.len(), 1);
@@ -271,9 +287,11 @@ async fn sync_durability_without_a_journal_store_runs_nothing_and_says_why() {
 async fn a_streaming_sync_run_reaches_its_tool_as_a_background_and_as_a_queued_run() {
     let ledger = temp_ledger("sync-runs");
     let store = InMemoryStore::new();
-    let runner = runner(&ledger, &store, Durability::Sync).streaming(true);
+    let runner = RunnerBuilder::from(runner(&ledger, &store, Durability::Sync))
+        .streaming(true)
+        .build();
     let run = runner
-        .start_run("bg", Message::user("go"), Default::default())
+        .start(TurnRequest::new("bg", Message::user("go")).if_busy(Default::default()))
         .await
         .unwrap();
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), run.wait())
@@ -284,7 +302,7 @@ async fn a_streaming_sync_run_reaches_its_tool_as_a_background_and_as_a_queued_r
         "{outcome:?}"
     );
     let run = runner
-        .start_queued("run-q", "queued", Message::user("go"))
+        .start(TurnRequest::new("queued", Message::user("go")).run_id("run-q"))
         .await
         .unwrap();
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), run.wait())

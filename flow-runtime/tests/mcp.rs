@@ -55,7 +55,7 @@ fn python_server(name: &str) -> Option<McpServerConfig> {
 /// Runs `agent` on `query`; each event as `role: content`.
 async fn run(agent: ChatModelAgent, query: &str) -> Vec<String> {
     Runner::new(FlowAgent::new(agent))
-        .query(query)
+        .run(query)
         .map(|e| match e.message_output() {
             Some(m) => format!("{}: {}", m.role, m.content),
             None => format!("event without message: {:?}", e.error),
@@ -539,7 +539,7 @@ async fn mcp_progress_notifications_become_progress_events() {
         .build()
         .unwrap();
     let events: Vec<flow_runtime::AgentEvent> = Runner::new(FlowAgent::new(agent))
-        .query("Run it")
+        .run("Run it")
         .collect()
         .await;
     let mut progress = Vec::new();

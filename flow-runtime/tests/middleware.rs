@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use flow_runtime::middleware::{Hook, HookContext, HookError, Middleware, MiddlewareError};
 use flow_runtime::model::{ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
 use flow_runtime::{
     async_trait, set_sub_agents, tool_fn, AgentError, AgentEvent, AgentInput, ChatModelAgent,
     ChatRequest, FlowAgent, FnAgent, Message, Role, RunLimit, RunLimits, Runner, Session, ToolCall,
@@ -107,7 +108,7 @@ fn run(runner: &Runner, question: &str) -> (Vec<AgentEvent>, Arc<Session>) {
     let session = Session::new();
     let events = block_on(
         runner
-            .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
+            .run(RunRequest::new([Message::user(question)]).session(Arc::clone(&session)))
             .collect(),
     );
     (events, session)
@@ -147,8 +148,9 @@ fn hooks_run_in_chain_order_runner_then_node_then_agent_and_after_hooks_in_rever
         .middleware(logger("agent"))
         .build()
         .unwrap();
-    let runner =
-        Runner::new(FlowAgent::new(agent).middleware(logger("node"))).middleware(logger("runner"));
+    let runner = Runner::builder(FlowAgent::new(agent).middleware(logger("node")))
+        .middleware(logger("runner"))
+        .build();
     let (events, _) = run(&runner, "Where is order 42?");
     assert_eq!(
         contents(&events),
@@ -283,10 +285,13 @@ fn after_model_edits_a_streamed_reply_in_the_record_while_the_caller_saw_the_chu
         .middleware(Sign)
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(agent)).streaming(true);
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .streaming(true)
+        .build();
     let session = Session::new();
     let streamed: Vec<String> = block_on(async {
-        let mut events = runner.run_in(Arc::clone(&session), [Arc::new(Message::user("ok?"))]);
+        let mut events =
+            runner.run(RunRequest::new([Message::user("ok?")]).session(Arc::clone(&session)));
         let mut seen = Vec::new();
         while let Some(e) = events.next().await {
             if let Some(flow_runtime::EventOutput::Stream(s)) = e.output {
@@ -507,7 +512,9 @@ fn a_panicking_middleware_is_an_error_event_and_the_runner_keeps_serving() {
     )
     .build()
     .unwrap();
-    let runner = Runner::new(FlowAgent::new(agent)).middleware(Panicky);
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .middleware(Panicky)
+        .build();
     for _ in 0..2 {
         let (events, _) = run(&runner, "x");
         let error = middleware_error(events.last().unwrap());
@@ -572,7 +579,9 @@ fn before_agent_on_a_node_answers_in_the_agents_place_and_the_answer_is_recorded
 fn an_answer_in_the_agents_place_past_the_event_limit_is_the_limit_error_not_a_record() {
     let tree = greeted_desk();
     // triage's two events fill the run's record: the greeting would be the third.
-    let runner = Runner::new(tree).limits(RunLimits::default().max_events(2));
+    let runner = Runner::builder(tree)
+        .limits(RunLimits::default().max_events(2))
+        .build();
     let (events, session) = run(&runner, "hello");
     assert_eq!(events.len(), 3);
     assert_eq!(session.len(), 2, "what was recorded stays, nothing more");
@@ -646,7 +655,7 @@ fn slow_desk(slow: Slow) -> FlowAgent {
 
 async fn run_on_tokio(tree: FlowAgent) -> Vec<String> {
     Runner::new(tree)
-        .query("hello")
+        .run("hello")
         .map(|e| {
             let what = match (&e.error, e.message_output()) {
                 (Some(error), _) => format!("error: {error}"),

@@ -339,7 +339,7 @@ async fn a_rate_limit_is_retried_then_reported() {
         return;
     };
     let flow = support::clerk(model, support::fast(1));
-    let events: Vec<AgentEvent> = Runner::new(flow).query("Hi").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(flow).run("Hi").collect().await;
     let (attempts, error) = model_error(&events);
     assert_eq!(attempts, 2);
     let ModelError::Http { status, body, .. } = error else {

@@ -8,6 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use flow_runtime::store::{JournalStore, StoredStep, ThreadRecord};
+use flow_runtime::RunnerBuilder;
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     turn_journal_id, turn_mark_id, AgentEvent, Durability, FlowAgent, FnAgent, InMemoryStore,
     JournalError, Message, RecoverError, Runner, Turn, TurnOutcome,
@@ -19,7 +21,7 @@ use support::ledger::{paid_once, paying_desk, payments};
 const LEASE: Duration = Duration::from_millis(60);
 
 fn runner(store: &InMemoryStore, ledger: &Path, refund_idempotent: bool) -> Runner {
-    Runner::new(paying_desk(
+    Runner::builder(paying_desk(
         ledger.to_path_buf(),
         Duration::ZERO,
         refund_idempotent,
@@ -28,6 +30,7 @@ fn runner(store: &InMemoryStore, ledger: &Path, refund_idempotent: bool) -> Runn
     .journal_store(store.clone())
     .durability(Durability::Sync)
     .lease(LEASE)
+    .build()
 }
 
 fn work_dir(name: &str) -> std::path::PathBuf {
@@ -53,11 +56,11 @@ async fn uninterrupted(name: &str) -> (Vec<String>, ThreadRecord) {
     let store = InMemoryStore::new();
     let runner = runner(&store, &work.join("ledger"), true);
     let turn = runner
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     let events: Vec<AgentEvent> = turn.collect().await;
-    let mut records = runner.thread_records("t").await.unwrap();
+    let mut records = runner.thread("t").records().await.unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(paid_once(&work.join("ledger")), (1, 1));
     (show(&events), timeless(records.remove(0)))
@@ -67,7 +70,7 @@ async fn uninterrupted(name: &str) -> (Vec<String>, ThreadRecord) {
 /// nothing of it runs any more and its lease is never given back.
 async fn die_after(runner: &Runner, seen: usize) -> Vec<AgentEvent> {
     let mut turn: Turn = runner
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     let mut events = Vec::new();
@@ -124,7 +127,7 @@ async fn a_turn_whose_worker_died_is_recovered_at_every_point() {
         let events: Vec<AgentEvent> = turn.collect().await;
         // Every event of the turn is delivered again, with its original run path.
         assert_eq!(show(&events), reference_events, "point {seen}");
-        let records = other.thread_records("t").await.unwrap();
+        let records = other.thread("t").records().await.unwrap();
         assert_eq!(records.len(), 1, "point {seen}");
         assert_eq!(timeless(records[0].clone()), reference, "point {seen}");
         // Each payment once, whatever was in flight.
@@ -187,7 +190,7 @@ async fn an_in_flight_call_of_a_non_idempotent_tool_is_answered_with_an_error() 
     assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
     // `refund` did not run again; the model got an error it can act on.
     assert_eq!(paid_once(&ledger), (1, 0));
-    let records = other.thread_records("t").await.unwrap();
+    let records = other.thread("t").records().await.unwrap();
     let result = records[0]
         .events
         .iter()
@@ -210,9 +213,11 @@ async fn a_turn_still_leased_by_a_live_worker_is_not_recovered() {
     let work = work_dir("live");
     let ledger = work.join("ledger");
     let store = InMemoryStore::new();
-    let live = runner(&store, &ledger, true).lease(Duration::from_secs(60));
+    let live = RunnerBuilder::from(runner(&store, &ledger, true))
+        .lease(Duration::from_secs(60))
+        .build();
     let mut turn = live
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     turn.next().await.unwrap();
@@ -235,7 +240,7 @@ async fn a_cancelled_or_failed_turn_and_an_exit_mode_turn_are_not_recovered() {
     let store = InMemoryStore::new();
     let live = runner(&store, &ledger, true);
     let mut turn = live
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     turn.next().await.unwrap();
@@ -252,15 +257,20 @@ async fn a_cancelled_or_failed_turn_and_an_exit_mode_turn_are_not_recovered() {
     assert!(live.recover("t").await.unwrap().is_none());
     // Exit mode journals nothing: there is nothing to recover from.
     let exit_store = InMemoryStore::new();
-    let exit = runner(&exit_store, &ledger, true).durability(Durability::Exit);
-    let mut turn = exit.turn("u", Message::user("hi")).await.unwrap();
+    let exit = RunnerBuilder::from(runner(&exit_store, &ledger, true))
+        .durability(Durability::Exit)
+        .build();
+    let mut turn = exit
+        .turn(TurnRequest::new("u", Message::user("hi")))
+        .await
+        .unwrap();
     turn.next().await.unwrap();
     std::mem::forget(turn);
     assert_eq!(
         exit_store.journal_len(&turn_mark_id("u", 0)).await.unwrap(),
         0
     );
-    let exit = exit.lease(LEASE);
+    let exit = RunnerBuilder::from(exit).lease(LEASE).build();
     for _ in 0..500 {
         match exit.recover("u").await {
             Err(RecoverError::Leased { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -313,10 +323,11 @@ async fn bad_journals_are_typed_errors() {
         }
         let before = journal_state(&store).await;
         let recovering = match case {
-            "foreign" => other_flow()
+            "foreign" => RunnerBuilder::from(other_flow())
                 .stores(store.clone())
                 .journal_store(store.clone())
-                .lease(LEASE),
+                .lease(LEASE)
+                .build(),
             _ => runner(&store, &ledger, true),
         };
         let mut result = None;
@@ -348,7 +359,7 @@ async fn bad_journals_are_typed_errors() {
         // Nothing stored changed, nothing ran again, nothing recorded.
         assert_eq!(journal_state(&store).await, before, "{case}");
         assert_eq!(paid_once(&ledger).1, 0, "{case}");
-        assert!(recovering.thread_records("t").await.unwrap().is_empty());
+        assert!(recovering.thread("t").records().await.unwrap().is_empty());
     }
     std::fs::remove_dir_all(&work).unwrap();
 }
@@ -390,14 +401,18 @@ async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
             .unwrap(),
     );
     for (mode, expected) in [(Durability::Sync, true), (Durability::Exit, false)] {
-        let runner = Runner::new(agent.clone())
+        let runner = Runner::builder(agent.clone())
             .stores(store.clone())
             .journal_store(store.clone())
-            .durability(mode);
-        let _ = runner.delete_thread("t").await;
-        let turn = runner.turn("t", Message::user("go")).await.unwrap();
+            .durability(mode)
+            .build();
+        let _ = runner.thread("t").delete().await;
+        let turn = runner
+            .turn(TurnRequest::new("t", Message::user("go")))
+            .await
+            .unwrap();
         assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
-        let records = runner.thread_records("t").await.unwrap();
+        let records = runner.thread("t").records().await.unwrap();
         let result = records[0].events[1]
             .message
             .as_ref()
@@ -419,7 +434,7 @@ fn resumed_timeless(record: ThreadRecord) -> ThreadRecord {
 
 /// A runner of the approving desk on `store`.
 fn approving_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
-    Runner::new(support::ledger::approving_desk(
+    Runner::builder(support::ledger::approving_desk(
         ledger.to_path_buf(),
         Duration::ZERO,
     ))
@@ -427,12 +442,13 @@ fn approving_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
     .journal_store(store.clone())
     .durability(Durability::Sync)
     .lease(LEASE)
+    .build()
 }
 
 /// Runs the approving desk's turn on thread `t` up to its interrupt; the answers to it.
 async fn asked(runner: &Runner) -> std::collections::HashMap<String, serde_json::Value> {
     let turn = runner
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     let TurnOutcome::Interrupted { interrupts, .. } = turn.finish().await else {
@@ -449,13 +465,13 @@ async fn a_resumed_turn_whose_worker_died_is_recovered_at_every_point() {
     let runner = approving_runner(&store, &work.join("ledger"));
     let answers = asked(&runner).await;
     let reference_events: Vec<AgentEvent> = runner
-        .resume_turn("t", answers)
+        .turn(TurnRequest::resume("t", answers))
         .await
         .unwrap()
         .collect()
         .await;
     let reference_events = show(&reference_events);
-    let mut records = runner.thread_records("t").await.unwrap();
+    let mut records = runner.thread("t").records().await.unwrap();
     assert_eq!(records.len(), 2);
     assert_eq!(paid_once(&work.join("ledger")), (1, 1));
     let reference = resumed_timeless(records.remove(1));
@@ -471,12 +487,17 @@ async fn a_resumed_turn_whose_worker_died_is_recovered_at_every_point() {
         let store = InMemoryStore::new();
         let runner = approving_runner(&store, &ledger);
         let answers = asked(&runner).await;
-        std::mem::forget(runner.resume_turn("t", answers.clone()).await.unwrap());
+        std::mem::forget(
+            runner
+                .turn(TurnRequest::resume("t", answers.clone()))
+                .await
+                .unwrap(),
+        );
         let other = approving_runner(&store, &ledger);
         assert!(recover(&other).await.is_none());
         let mut resumed = None;
         for _ in 0..500 {
-            match other.resume_turn("t", answers.clone()).await {
+            match other.turn(TurnRequest::resume("t", answers.clone())).await {
                 Ok(turn) => {
                     resumed = Some(turn);
                     break;
@@ -496,7 +517,10 @@ async fn a_resumed_turn_whose_worker_died_is_recovered_at_every_point() {
         let runner = approving_runner(&store, &ledger);
         let answers = asked(&runner).await;
         // The resuming worker dies after `seen` events.
-        let mut resumed = runner.resume_turn("t", answers).await.unwrap();
+        let mut resumed = runner
+            .turn(TurnRequest::resume("t", answers))
+            .await
+            .unwrap();
         for _ in 0..seen {
             if resumed.next().await.is_none() {
                 break;
@@ -510,7 +534,7 @@ async fn a_resumed_turn_whose_worker_died_is_recovered_at_every_point() {
         let events: Vec<AgentEvent> = turn.collect().await;
         // The continuation's events are delivered again, with their original run paths.
         assert_eq!(show(&events), reference_events, "point {seen}");
-        let records = other.thread_records("t").await.unwrap();
+        let records = other.thread("t").records().await.unwrap();
         assert_eq!(records.len(), 2, "point {seen}");
         assert_eq!(
             resumed_timeless(records[1].clone()),
@@ -537,7 +561,10 @@ async fn a_resumed_turn_replays_its_journaled_payments() {
     let store = InMemoryStore::new();
     let runner = approving_runner(&store, &ledger);
     let answers = asked(&runner).await;
-    let mut resumed = runner.resume_turn("t", answers).await.unwrap();
+    let mut resumed = runner
+        .turn(TurnRequest::resume("t", answers))
+        .await
+        .unwrap();
     // Up to the transfer to `settle`: `pay` ran and its result is journaled.
     loop {
         let event = resumed.next().await.unwrap();
@@ -563,7 +590,7 @@ async fn a_resumed_turn_replays_its_journaled_payments() {
 
 /// A runner of the clerk desk (an agent tool that pays) on `store`.
 fn clerk_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
-    Runner::new(support::ledger::clerk_desk(
+    Runner::builder(support::ledger::clerk_desk(
         ledger.to_path_buf(),
         Duration::ZERO,
     ))
@@ -571,6 +598,7 @@ fn clerk_runner(store: &InMemoryStore, ledger: &Path) -> Runner {
     .journal_store(store.clone())
     .durability(Durability::Sync)
     .lease(LEASE)
+    .build()
 }
 
 #[tokio::test]
@@ -579,11 +607,11 @@ async fn a_turn_that_died_inside_an_agent_tool_is_recovered_with_its_nested_run_
     let store = InMemoryStore::new();
     let runner = clerk_runner(&store, &work.join("ledger"));
     let turn = runner
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     let reference_events = show(&turn.collect::<Vec<AgentEvent>>().await);
-    let reference = timeless(runner.thread_records("t").await.unwrap().remove(0));
+    let reference = timeless(runner.thread("t").records().await.unwrap().remove(0));
     assert_eq!(paid_once(&work.join("ledger")), (1, 1));
     assert!(
         reference_events.iter().any(|e| e.contains("desk/clerk")),
@@ -604,7 +632,7 @@ async fn a_turn_that_died_inside_an_agent_tool_is_recovered_with_its_nested_run_
         // Every event, the clerk's nested ones included, is delivered again with its
         // original run path.
         assert_eq!(show(&events), reference_events, "point {seen}");
-        let records = other.thread_records("t").await.unwrap();
+        let records = other.thread("t").records().await.unwrap();
         assert_eq!(timeless(records[0].clone()), reference, "point {seen}");
         assert_eq!(
             paid_once(&ledger),
@@ -632,7 +660,7 @@ async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() 
     let store = InMemoryStore::new();
     let live = runner(&store, &ledger, true);
     let first = live
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     assert!(matches!(
@@ -655,7 +683,7 @@ async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() 
     values.insert("tier".into(), serde_json::json!("gold"));
     let mut updated = None;
     for _ in 0..500 {
-        match other.update_state("t", values.clone()).await {
+        match other.thread("t").update_state(values.clone()).await {
             Err(flow_runtime::TimeTravelError::Thread(
                 flow_runtime::store::ThreadError::Busy { .. },
             )) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -666,7 +694,7 @@ async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() 
         }
     }
     let updated = updated.expect("the dead worker's lease ran out");
-    let before = other.thread_records("t").await.unwrap();
+    let before = other.thread("t").records().await.unwrap();
     assert_eq!(before.len(), 2, "turn 0's record and the values step");
     // Recovery reports the dead turn as superseded, with what it did, and runs nothing.
     match other.recover("t").await {
@@ -693,9 +721,9 @@ async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() 
     }
     // Nothing ran again, nothing of the thread changed, the values step is kept.
     assert_eq!(payments(&ledger), paid);
-    assert_eq!(other.thread_records("t").await.unwrap(), before);
+    assert_eq!(other.thread("t").records().await.unwrap(), before);
     assert_eq!(
-        other.thread_values("t").await.unwrap().get("tier"),
+        other.thread("t").values().await.unwrap().get("tier"),
         Some(&serde_json::json!("gold"))
     );
     // The mark is removed: reported once, then nothing to recover.
@@ -703,13 +731,114 @@ async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() 
     assert!(other.recover("t").await.unwrap().is_none());
     // The thread goes on: its next turn is turn 1, recorded after the values step.
     let next = other
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     assert!(matches!(next.finish().await, TurnOutcome::Completed { .. }));
-    let records = other.thread_records("t").await.unwrap();
+    let records = other.thread("t").records().await.unwrap();
     assert_eq!(records.len(), 3);
     assert_eq!(records[2].turn, 1);
     assert!(other.recover("t").await.unwrap().is_none());
     std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// Starts a turn of thread `t` for `request` and lets its worker "die" after `seen` events.
+async fn die_after_request(runner: &Runner, request: TurnRequest, seen: usize) {
+    let mut turn = runner.turn(request).await.unwrap();
+    for _ in 0..seen {
+        if turn.next().await.is_none() {
+            break;
+        }
+    }
+    std::mem::forget(turn);
+}
+
+/// Runs `request` on `runner` once the dead worker's lease ran out.
+async fn turn_when_free(runner: &Runner, request: TurnRequest) -> Turn {
+    for _ in 0..500 {
+        match runner.turn(request.clone()).await {
+            Err(flow_runtime::ThreadError::Busy { .. }) => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the dead worker's lease never ran out");
+}
+
+#[tokio::test]
+async fn a_request_sent_again_under_its_run_id_gets_its_dead_turn_back() {
+    let (reference_events, reference) = uninterrupted("again-reference").await;
+    for seen in [2, 4, 6] {
+        let work = work_dir(&format!("again-{seen}"));
+        let ledger = work.join("ledger");
+        let store = InMemoryStore::new();
+        let request = TurnRequest::new("t", Message::user("settle my order")).run_id("order-7");
+        die_after_request(&runner(&store, &ledger, true), request.clone(), seen).await;
+        // The client sends the same request again, to another worker: it gets the turn its
+        // first send started, recovered, and the tool is not paid again.
+        let other = runner(&store, &ledger, true);
+        let turn = turn_when_free(&other, request).await;
+        assert!(
+            turn.recovered(),
+            "point {seen}: the dead turn is given back"
+        );
+        let events: Vec<AgentEvent> = turn.collect().await;
+        assert_eq!(show(&events), reference_events, "point {seen}");
+        let records = other.thread("t").records().await.unwrap();
+        assert_eq!(records.len(), 1, "point {seen}: one turn, not two");
+        assert_eq!(timeless(records[0].clone()), reference, "point {seen}");
+        assert_eq!(paid_once(&ledger), (1, 1), "point {seen}");
+    }
+}
+
+#[tokio::test]
+async fn a_new_message_finishes_a_dead_turn_before_it_runs() {
+    let work = work_dir("finish-first");
+    let ledger = work.join("ledger");
+    let store = InMemoryStore::new();
+    die_after_request(
+        &runner(&store, &ledger, true),
+        TurnRequest::new("t", Message::user("settle my order")),
+        3,
+    )
+    .await;
+    // Another message on the thread (not the same request): the dead turn is finished and
+    // recorded first, paying once, then the new message runs as the next turn.
+    let other = runner(&store, &ledger, true);
+    let turn = turn_when_free(&other, TurnRequest::new("t", Message::user("thanks"))).await;
+    assert!(!turn.recovered(), "the new message runs as a new turn");
+    assert_eq!(turn.number(), 1, "the dead turn is turn 0, recorded first");
+    turn.finish().await;
+    let records = other.thread("t").records().await.unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(timeless(records[0].clone()).turn, 0);
+    assert_eq!(paid_once(&ledger).0, 1, "{:?}", payments(&ledger));
+    // Nothing is left to recover.
+    assert!(other.recover("t").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_dropped_turn_gives_its_thread_back_to_its_runner() {
+    let work = work_dir("dropped");
+    let store = InMemoryStore::new();
+    let runner = runner(&store, &work.join("ledger"), true);
+    // Dropped before it ran, and dropped mid-way.
+    let turn = runner
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
+        .await
+        .unwrap();
+    drop(turn);
+    let mut turn = runner
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
+        .await
+        .expect("a dropped turn holds nothing");
+    turn.next().await;
+    drop(turn);
+    let clone = runner.clone();
+    let turn = clone
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
+        .await
+        .expect("a turn dropped mid-way holds nothing either, in clones too");
+    turn.finish().await;
 }

@@ -19,6 +19,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use flow_runtime::store::ThreadRecord;
+use flow_runtime::RunnerBuilder;
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     turn_journal_id, Durability, InMemoryStore, Message, RecoverError, Runner, TurnOutcome,
 };
@@ -31,11 +33,14 @@ const LEASE: Duration = Duration::from_millis(300);
 const PAUSE: Duration = Duration::from_millis(1);
 
 async fn runner_on(backend: &str, ledger: &Path) -> Runner {
-    NamedStore::open(backend)
-        .await
-        .journaled_runner(paying_desk(ledger.to_path_buf(), PAUSE, true))
-        .durability(Durability::Sync)
-        .lease(LEASE)
+    RunnerBuilder::from(
+        NamedStore::open(backend)
+            .await
+            .journaled_runner(paying_desk(ledger.to_path_buf(), PAUSE, true)),
+    )
+    .durability(Durability::Sync)
+    .lease(LEASE)
+    .build()
 }
 
 /// Runs only as a worker process of the tests below: one turn of thread `ROLE`.
@@ -52,7 +57,7 @@ async fn recover_worker() {
     };
     let runner = runner_on(&backend, &work.join(format!("{role}.ledger"))).await;
     let turn = runner
-        .turn(&role, Message::user("settle my order"))
+        .turn(TurnRequest::new(&role, Message::user("settle my order")))
         .await
         .unwrap();
     turn.finish().await;
@@ -100,16 +105,17 @@ fn timeless(mut record: ThreadRecord) -> ThreadRecord {
 /// The record of an uninterrupted turn.
 async fn reference(work: &Path) -> ThreadRecord {
     let store = InMemoryStore::new();
-    let runner = Runner::new(paying_desk(work.join("reference.ledger"), PAUSE, true))
+    let runner = Runner::builder(paying_desk(work.join("reference.ledger"), PAUSE, true))
         .stores(store.clone())
         .journal_store(store)
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     let turn = runner
-        .turn("t", Message::user("settle my order"))
+        .turn(TurnRequest::new("t", Message::user("settle my order")))
         .await
         .unwrap();
     assert!(matches!(turn.finish().await, TurnOutcome::Completed { .. }));
-    timeless(runner.thread_records("t").await.unwrap().remove(0))
+    timeless(runner.thread("t").records().await.unwrap().remove(0))
 }
 
 /// Brings `thread` to its end after its worker was killed: recovers its turn, or (if the
@@ -120,11 +126,14 @@ async fn bring_to_end(runner: &Runner, thread: &str, trial: usize) -> Option<Tur
         match runner.recover(thread).await {
             Ok(Some(turn)) => return Some(turn.finish().await),
             Ok(None) => {
-                if !runner.thread_records(thread).await.unwrap().is_empty() {
+                if !runner.thread(thread).records().await.unwrap().is_empty() {
                     return None;
                 }
                 // Killed before the turn marked its start: nothing ran; the caller retries.
-                match runner.turn(thread, Message::user("settle my order")).await {
+                match runner
+                    .turn(TurnRequest::new(thread, Message::user("settle my order")))
+                    .await
+                {
                     Ok(turn) => return Some(turn.finish().await),
                     Err(flow_runtime::ThreadError::Busy { .. }) => {}
                     Err(e) => panic!("trial {trial}: {e}"),
@@ -181,7 +190,7 @@ async fn ledger_kills(backend: &str, work: &Path) {
             }
         }
         // The record equals an uninterrupted run's; the journal reads whole and is the record.
-        let records = runner.thread_records(&thread).await.unwrap();
+        let records = runner.thread(&thread).records().await.unwrap();
         let journal = runner.journal(&turn_journal_id(&thread, 0)).await;
         let whole = records.len() == 1
             && timeless(records[0].clone()) == reference

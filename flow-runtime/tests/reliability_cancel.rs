@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use flow_runtime::model::{ChatRequest, ModelError, ModelStream, ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
     set_sub_agents, tool_fn, Action, AgentEvent, ChatModel, ChatModelAgent, CheckpointMeta,
     CheckpointStore, Claim, Completion, EventOutput, EventStream, FlowAgent, FnAgent,
-    InMemoryStore, Message, MessageStream, PendingCheckpoint, Runner, SaveMode, Session,
-    StoreError, ToolCall, ToolError,
+    InMemoryStore, Message, MessageStream, PendingCheckpoint, Runner, SaveMode, StoreError,
+    ToolCall, ToolError,
 };
 use futures::{Stream, StreamExt};
 use serde_json::json;
@@ -279,13 +281,13 @@ fn brief(e: &AgentEvent) -> String {
 }
 
 fn streaming_runner(tree: FlowAgent) -> Runner {
-    Runner::new(tree).streaming(true)
+    Runner::builder(tree).streaming(true).build()
 }
 
 #[test]
 fn the_uncancelled_run_is_what_the_cancellation_tests_cut_short() {
     let live = Live::default();
-    let (_, events) = polls_to_finish(streaming_runner(tree(&live)).query("hi"));
+    let (_, events) = polls_to_finish(streaming_runner(tree(&live)).run("hi"));
     let shown: Vec<String> = events.iter().map(brief).collect();
     assert_eq!(
         shown,
@@ -310,12 +312,12 @@ fn the_uncancelled_run_is_what_the_cancellation_tests_cut_short() {
 
 #[test]
 fn dropping_the_stream_at_any_event_leaves_nothing_alive() {
-    let full = polls_to_finish(streaming_runner(tree(&Live::default())).query("hi"))
+    let full = polls_to_finish(streaming_runner(tree(&Live::default())).run("hi"))
         .1
         .len();
     for keep in 0..=full {
         let live = Live::default();
-        let mut events = streaming_runner(tree(&live)).query("hi");
+        let mut events = streaming_runner(tree(&live)).run("hi");
         let mut taken = Vec::new();
         futures::executor::block_on(async {
             while taken.len() < keep {
@@ -334,10 +336,10 @@ fn dropping_the_stream_at_any_event_leaves_nothing_alive() {
 
 #[test]
 fn dropping_the_stream_at_any_await_point_leaves_nothing_alive() {
-    let (total, _) = polls_to_finish(streaming_runner(tree(&Live::default())).query("hi"));
+    let (total, _) = polls_to_finish(streaming_runner(tree(&Live::default())).run("hi"));
     for polls in 0..=total {
         let live = Live::default();
-        let mut events = streaming_runner(tree(&live)).query("hi");
+        let mut events = streaming_runner(tree(&live)).run("hi");
         let (taken, ended) = poll_some(&mut events, polls);
         assert_eq!(ended, polls == total, "after {polls} polls");
         // The caller still holds the events it took; their streams are its to read.
@@ -368,7 +370,7 @@ fn a_timeout_around_the_run_cancels_it() {
     });
     let runner = Runner::new(FlowAgent::new(stuck));
     let seen = rt.block_on(async {
-        let mut events = runner.query("go");
+        let mut events = runner.run("go");
         let mut seen = Vec::new();
         // The timeout is the test's subject, not a timing assertion: the run never ends.
         let r = tokio::time::timeout(std::time::Duration::from_millis(20), async {
@@ -414,24 +416,21 @@ fn a_checkpointed_run_dropped_at_any_await_point_writes_all_or_nothing() {
     // The bytes an earlier run left, and the bytes this run writes when not cancelled.
     let old = {
         let store = counting_store(&Live::default());
-        let runner = streaming_runner(tree(&Live::default())).checkpoint_store(store.clone());
-        polls_to_finish(runner.run_checkpointed(
-            "c1",
-            Session::new(),
-            [Message::user("old").into()],
-        ));
+        let runner = RunnerBuilder::from(streaming_runner(tree(&Live::default())))
+            .checkpoint_store(store.clone())
+            .build();
+        polls_to_finish(runner.run(RunRequest::new([Message::user("old")]).checkpoint("c1")));
         futures::executor::block_on(store.get("c1"))
             .unwrap()
             .unwrap()
     };
     let (total, new) = {
         let store = counting_store(&Live::default());
-        let runner = streaming_runner(tree(&Live::default())).checkpoint_store(store.clone());
-        let (total, events) = polls_to_finish(runner.run_checkpointed(
-            "c1",
-            Session::new(),
-            [Message::user("new").into()],
-        ));
+        let runner = RunnerBuilder::from(streaming_runner(tree(&Live::default())))
+            .checkpoint_store(store.clone())
+            .build();
+        let (total, events) =
+            polls_to_finish(runner.run(RunRequest::new([Message::user("new")]).checkpoint("c1")));
         assert!(events.last().unwrap().is_interrupt());
         assert_eq!(store.writes_done.load(Ordering::SeqCst), 1);
         (
@@ -447,10 +446,15 @@ fn a_checkpointed_run_dropped_at_any_await_point_writes_all_or_nothing() {
         let live = Live::default();
         let store = counting_store(&live);
         futures::executor::block_on(store.inner.set("c1", old.clone())).unwrap();
-        let runner = streaming_runner(tree(&live)).checkpoint_store(store.clone());
+        let runner = RunnerBuilder::from(streaming_runner(tree(&live)))
+            .checkpoint_store(store.clone())
+            .build();
         // The old run waits under the id: this run replaces it, explicitly.
-        let mut events =
-            runner.run_checkpointed_replacing("c1", Session::new(), [Message::user("new").into()]);
+        let mut events = runner.run(
+            RunRequest::new([Message::user("new")])
+                .checkpoint("c1")
+                .replacing(),
+        );
         let (taken, _) = poll_some(&mut events, polls);
         let saw_interrupt = taken.iter().any(AgentEvent::is_interrupt);
         drop(events);

@@ -20,6 +20,7 @@ use flow_runtime::{
     CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageStream, Runner, Session,
     StreamError, ToolError,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -99,10 +100,7 @@ async fn a_tool_that_never_returns_is_stopped_at_the_tool_timeout_and_the_model_
         .unwrap();
     let session = Session::new();
     let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user("look it up"))],
-        )
+        .run(RunRequest::new([Message::user("look it up")]).session(Arc::clone(&session)))
         .collect()
         .await;
     let timed_out = "error: tool 'hang' timed out after 20 ms (the agent's tool_timeout); it was \
@@ -158,9 +156,10 @@ async fn a_model_stream_giving_up_part_way_in_a_sub_agent_ends_the_run_and_keeps
         .unwrap();
     let tree = set_sub_agents(FlowAgent::new(root), [FlowAgent::new(refund)]).unwrap();
     let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(tree)
+    let events: Vec<AgentEvent> = Runner::builder(tree)
         .streaming(true)
-        .run_in(Arc::clone(&session), [Arc::new(Message::user("refund"))])
+        .build()
+        .run(RunRequest::new([Message::user("refund")]).session(Arc::clone(&session)))
         .collect()
         .await;
     assert_eq!(
@@ -217,10 +216,16 @@ fn approver() -> FlowAgent {
 #[tokio::test]
 async fn a_failing_first_write_is_an_error_event_and_nothing_is_stored() {
     let store = failing_store(0);
-    let runner = Runner::new(approver()).checkpoint_store(store.clone());
+    let runner = Runner::builder(approver())
+        .checkpoint_store(store.clone())
+        .build();
     let session = Session::new();
     let events: Vec<AgentEvent> = runner
-        .run_checkpointed("c1", Arc::clone(&session), [Arc::new(Message::user("go"))])
+        .run(
+            RunRequest::new([Message::user("go")])
+                .session(Arc::clone(&session))
+                .checkpoint("c1"),
+        )
         .collect()
         .await;
     let shown = lines(&events).await;
@@ -239,7 +244,7 @@ async fn a_failing_first_write_is_an_error_event_and_nothing_is_stored() {
         ["approver assistant: needs approval"]
     );
     assert!(matches!(
-        runner.resume("c1", HashMap::new()).await,
+        runner.resume(ResumeRequest::new("c1", [])).await,
         Err(CheckpointError::NotFound { .. })
     ));
 }
@@ -249,16 +254,18 @@ async fn after_a_failed_rewrite_the_old_checkpoint_still_resumes() {
     // The first write (the interrupt's checkpoint) succeeds, the second (the resumed run's
     // "resumed" mark) fails.
     let store = failing_store(1);
-    let runner = Runner::new(approver()).checkpoint_store(store.clone());
+    let runner = Runner::builder(approver())
+        .checkpoint_store(store.clone())
+        .build();
     let _: Vec<AgentEvent> = runner
-        .run_checkpointed("c2", Session::new(), [Arc::new(Message::user("go"))])
+        .run(RunRequest::new([Message::user("go")]).checkpoint("c2"))
         .collect()
         .await;
     let saved = store.inner.get("c2").await.unwrap().unwrap();
     let mut targets = HashMap::new();
     targets.insert("approver".to_owned(), json!("yes"));
     let events: Vec<AgentEvent> = runner
-        .resume("c2", targets.clone())
+        .resume(ResumeRequest::new("c2", targets.clone()))
         .await
         .unwrap()
         .collect()
@@ -274,13 +281,18 @@ async fn after_a_failed_rewrite_the_old_checkpoint_still_resumes() {
     // The stored checkpoint is the one the interrupt wrote, still waiting for its resume.
     assert_eq!(store.inner.get("c2").await.unwrap().unwrap(), saved);
     store.ok_writes.store(1, Ordering::SeqCst);
-    let again: Vec<AgentEvent> = runner.resume("c2", targets).await.unwrap().collect().await;
+    let again: Vec<AgentEvent> = runner
+        .resume(ResumeRequest::new("c2", targets))
+        .await
+        .unwrap()
+        .collect()
+        .await;
     assert_eq!(
         lines(&again).await,
         ["approver assistant: resumed with \"yes\""]
     );
     assert!(matches!(
-        runner.resume("c2", HashMap::new()).await,
+        runner.resume(ResumeRequest::new("c2", [])).await,
         Err(CheckpointError::AlreadyResumed { .. })
     ));
 }
@@ -300,16 +312,24 @@ async fn a_session_that_cannot_be_captured_never_replaces_the_stored_checkpoint(
     });
     let store = failing_store(usize::MAX);
     let old = {
-        let runner = Runner::new(approver()).checkpoint_store(store.clone());
+        let runner = Runner::builder(approver())
+            .checkpoint_store(store.clone())
+            .build();
         let _: Vec<AgentEvent> = runner
-            .run_checkpointed("c3", Session::new(), [Arc::new(Message::user("old"))])
+            .run(RunRequest::new([Message::user("old")]).checkpoint("c3"))
             .collect()
             .await;
         store.inner.get("c3").await.unwrap().unwrap()
     };
-    let runner = Runner::new(FlowAgent::new(broken)).checkpoint_store(store.clone());
+    let runner = Runner::builder(FlowAgent::new(broken))
+        .checkpoint_store(store.clone())
+        .build();
     let events: Vec<AgentEvent> = runner
-        .run_checkpointed_replacing("c3", Session::new(), [Arc::new(Message::user("new"))])
+        .run(
+            RunRequest::new([Message::user("new")])
+                .checkpoint("c3")
+                .replacing(),
+        )
         .collect()
         .await;
     let shown = lines(&events).await;

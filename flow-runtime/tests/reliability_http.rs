@@ -269,7 +269,7 @@ async fn storms_of_429_and_500_end_after_the_retry_budget_with_the_last_error() 
     let retry = RetryPolicy::new(5).initial_backoff(Duration::from_millis(1));
     let flow = support::clerk(model(&url, HttpLimits::default()), retry);
     let m = counting::measure();
-    let events: Vec<AgentEvent> = Runner::new(flow).query("What is order 42?").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(flow).run("What is order 42?").collect().await;
     assert_eq!(
         requests.load(Ordering::SeqCst),
         6,

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, AgentEvent, ChatModelAgent, FlowAgent, FnAgent, Message,
     Runner, Session, ToolContext, ToolError,
@@ -61,10 +62,7 @@ async fn one_run(runner: Runner, i: usize) {
     let session = Session::new();
     session.set_value("user", &user).unwrap();
     let events: Vec<AgentEvent> = runner
-        .run_in(
-            Arc::clone(&session),
-            [Arc::new(Message::user(format!("I am {user}")))],
-        )
+        .run(RunRequest::new([Message::user(format!("I am {user}"))]).session(Arc::clone(&session)))
         .collect()
         .await;
     let shown: Vec<String> = events

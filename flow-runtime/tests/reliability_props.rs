@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use flow_runtime::RunRequest;
 use flow_runtime::{set_sub_agents, AgentEvent, FlowAgent, FnAgent, Message, Runner, Session};
 use futures::executor::block_on;
 use futures::StreamExt;
@@ -108,7 +109,7 @@ proptest! {
         let session = Session::new();
         let events: Vec<AgentEvent> = block_on(
             Runner::new(build(&parents, &script))
-                .run_in(Arc::clone(&session), [Arc::new(Message::user("go"))])
+                .run(RunRequest::new([Message::user("go")]).session(Arc::clone(&session)))
                 .collect(),
         );
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
 use flow_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, AgentEvent, ChatModelAgent, FlowAgent, FnAgent,
     IllegalTransfer, Message, Runner, Session, Tool, ToolContext, ToolError,
@@ -19,7 +20,7 @@ use serde_json::json;
 
 async fn contents(runner: &Runner, session: &Arc<Session>) -> Vec<String> {
     let events: Vec<AgentEvent> = runner
-        .run_in(Arc::clone(session), [Arc::new(Message::user("go"))])
+        .run(RunRequest::new([Message::user("go")]).session(Arc::clone(session)))
         .collect()
         .await;
     events

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use flow_runtime::{
     set_sub_agents, Action, AgentEvent, AgentInput, Checkpoint, CheckpointError, CheckpointStore,
-    FileStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef, Role, Runner, Session,
-    StoreError,
+    FileStore, FlowAgent, FnAgent, InMemoryStore, Message, Role, Runner, StoreError,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -89,7 +89,7 @@ fn approver(name: &'static str, inputs: Arc<Mutex<Vec<Vec<Message>>>>) -> FlowAg
 
 async fn run_to_interrupt(runner: &Runner, id: &str, text: &str) -> Vec<AgentEvent> {
     runner
-        .run_checkpointed(id, Session::new(), [MessageRef::new(Message::user(text))])
+        .run(RunRequest::new([Message::user(text)]).checkpoint(id))
         .collect()
         .await
 }
@@ -100,7 +100,12 @@ async fn resume_all(
     id: &str,
     targets: HashMap<String, serde_json::Value>,
 ) -> Vec<AgentEvent> {
-    runner.resume(id, targets).await.unwrap().collect().await
+    runner
+        .resume(ResumeRequest::new(id, targets))
+        .await
+        .unwrap()
+        .collect()
+        .await
 }
 
 /// No resume targets: every interrupt is re-entered without data.
@@ -115,8 +120,9 @@ fn target(id: &str, data: serde_json::Value) -> HashMap<String, serde_json::Valu
 #[tokio::test]
 async fn interrupt_at_depth_one_then_resume() {
     let inputs = Arc::new(Mutex::new(Vec::new()));
-    let runner =
-        Runner::new(approver("refund", Arc::clone(&inputs))).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(approver("refund", Arc::clone(&inputs)))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first = run_to_interrupt(&runner, "c1", "refund order 7").await;
     assert_eq!(
         first.iter().map(seen).collect::<Vec<_>>(),
@@ -166,7 +172,9 @@ async fn interrupt_at_depth_two_resumes_the_child_at_its_path_without_rerunning_
     }));
     let tree = set_sub_agents(root, [approver("refund", Arc::clone(&inputs))]).unwrap();
     let store = InMemoryStore::new();
-    let runner = Runner::new(tree).checkpoint_store(store.clone());
+    let runner = Runner::builder(tree)
+        .checkpoint_store(store.clone())
+        .build();
     let first = run_to_interrupt(&runner, "c2", "money back please").await;
     assert_eq!(
         seen(first.last().unwrap()).action.unwrap(),
@@ -175,7 +183,8 @@ async fn interrupt_at_depth_two_resumes_the_child_at_its_path_without_rerunning_
     assert_eq!(first.len(), 5);
 
     let session = runner
-        .load_checkpoint("c2")
+        .checkpoints()
+        .load("c2")
         .await
         .unwrap()
         .restore_session();
@@ -244,7 +253,9 @@ async fn interrupt_at_depth_three_and_the_run_goes_on_after_resume() {
         }),
     );
     let tree = set_sub_agents(hop("root", "a"), [set_sub_agents(a, [refund]).unwrap()]).unwrap();
-    let runner = Runner::new(tree).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(tree)
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first = run_to_interrupt(&runner, "c3", "go").await;
     let last = first.last().unwrap();
     assert_eq!(last.run_path().to_string(), "root/a/refund");
@@ -272,7 +283,9 @@ async fn interrupt_at_depth_three_and_the_run_goes_on_after_resume() {
 #[tokio::test]
 async fn resume_without_targets_re_enters_and_may_interrupt_again() {
     let inputs = Arc::new(Mutex::new(Vec::new()));
-    let runner = Runner::new(approver("refund", inputs)).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(approver("refund", inputs))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     run_to_interrupt(&runner, "c4", "refund").await;
     let again: Vec<AgentEvent> = resume_all(&runner, "c4", no_targets()).await;
     assert_eq!(
@@ -287,13 +300,17 @@ async fn resume_without_targets_re_enters_and_may_interrupt_again() {
 
 #[tokio::test]
 async fn resuming_twice_is_an_error_and_the_record_stays() {
-    let runner =
-        Runner::new(approver("refund", Arc::default())).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(approver("refund", Arc::default()))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     run_to_interrupt(&runner, "c5", "refund").await;
     let done: Vec<AgentEvent> =
         resume_all(&runner, "c5", target("refund", json!({"approve": true}))).await;
     assert_eq!(done.len(), 1);
-    let err = runner.resume("c5", no_targets()).await.unwrap_err();
+    let err = runner
+        .resume(ResumeRequest::new("c5", no_targets()))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CheckpointError::AlreadyResumed { .. }));
     assert_eq!(
         err.to_string(),
@@ -303,24 +320,39 @@ async fn resuming_twice_is_an_error_and_the_record_stays() {
 
 #[tokio::test]
 async fn a_second_resume_while_the_first_runs_is_refused() {
-    let runner =
-        Runner::new(approver("refund", Arc::default())).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(approver("refund", Arc::default()))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     run_to_interrupt(&runner, "c6", "refund").await;
-    let first = runner.resume("c6", no_targets()).await.unwrap();
-    let err = runner.resume("c6", no_targets()).await.unwrap_err();
+    let first = runner
+        .resume(ResumeRequest::new("c6", no_targets()))
+        .await
+        .unwrap();
+    let err = runner
+        .resume(ResumeRequest::new("c6", no_targets()))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CheckpointError::Claimed { .. }), "{err}");
     // Dropping the first resume gives its claim back (in a task of the runtime).
     drop(first);
     tokio::task::yield_now().await;
-    assert!(runner.resume("c6", no_targets()).await.is_ok());
+    assert!(runner
+        .resume(ResumeRequest::new("c6", no_targets()))
+        .await
+        .is_ok());
 }
 
 #[tokio::test]
 async fn resume_errors_are_typed_and_leave_the_store_as_it_was() {
     let store = InMemoryStore::new();
-    let runner = Runner::new(approver("refund", Arc::default())).checkpoint_store(store.clone());
+    let runner = Runner::builder(approver("refund", Arc::default()))
+        .checkpoint_store(store.clone())
+        .build();
 
-    let err = runner.resume("missing", no_targets()).await.unwrap_err();
+    let err = runner
+        .resume(ResumeRequest::new("missing", no_targets()))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "no checkpoint 'missing' in the store; check the id the interrupted run printed"
@@ -330,7 +362,7 @@ async fn resume_errors_are_typed_and_leave_the_store_as_it_was() {
     let good = store.get("good").await.unwrap().unwrap();
 
     let err = runner
-        .resume("good", target("nobody", json!(1)))
+        .resume(ResumeRequest::new("good", target("nobody", json!(1))))
         .await
         .unwrap_err();
     assert_eq!(
@@ -343,7 +375,10 @@ async fn resume_errors_are_typed_and_leave_the_store_as_it_was() {
         .await
         .unwrap();
     assert!(matches!(
-        runner.resume("foreign", no_targets()).await.unwrap_err(),
+        runner
+            .resume(ResumeRequest::new("foreign", no_targets()))
+            .await
+            .unwrap_err(),
         CheckpointError::Foreign { .. }
     ));
 
@@ -352,7 +387,7 @@ async fn resume_errors_are_typed_and_leave_the_store_as_it_was() {
     store.set("newer", newer).await.unwrap();
     assert_eq!(
         runner
-            .resume("newer", no_targets())
+            .resume(ResumeRequest::new("newer", no_targets()))
             .await
             .unwrap_err()
             .to_string(),
@@ -363,40 +398,54 @@ async fn resume_errors_are_typed_and_leave_the_store_as_it_was() {
         .set("truncated", good[..good.len() - 10].to_vec())
         .await
         .unwrap();
-    let err = runner.resume("truncated", no_targets()).await.unwrap_err();
+    let err = runner
+        .resume(ResumeRequest::new("truncated", no_targets()))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CheckpointError::Corrupt { .. }), "{err}");
 
     let mut flipped = good.clone();
     let at = flipped.len() - 20;
     flipped[at] ^= 0x20;
     store.set("flipped", flipped).await.unwrap();
-    let err = runner.resume("flipped", no_targets()).await.unwrap_err();
+    let err = runner
+        .resume(ResumeRequest::new("flipped", no_targets()))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CheckpointError::Corrupt { .. }), "{err}");
     assert!(err.to_string().contains("checksum does not match"), "{err}");
 
     // None of that touched the good checkpoint.
     assert_eq!(store.get("good").await.unwrap().unwrap(), good);
-    assert!(runner.resume("good", no_targets()).await.is_ok());
+    assert!(runner
+        .resume(ResumeRequest::new("good", no_targets()))
+        .await
+        .is_ok());
 }
 
 #[tokio::test]
 async fn a_checkpoint_from_a_changed_flow_is_refused() {
     let store = InMemoryStore::new();
-    let old = Runner::new(
+    let old = Runner::builder(
         set_sub_agents(hop("desk", "refund"), [approver("refund", Arc::default())]).unwrap(),
     )
-    .checkpoint_store(store.clone());
+    .checkpoint_store(store.clone())
+    .build();
     run_to_interrupt(&old, "c7", "refund").await;
 
-    let changed = Runner::new(
+    let changed = Runner::builder(
         set_sub_agents(
             hop("desk", "refund"),
             [approver("refund", Arc::default()), hop("complaint", "desk")],
         )
         .unwrap(),
     )
-    .checkpoint_store(store);
-    let err = changed.resume("c7", no_targets()).await.unwrap_err();
+    .checkpoint_store(store)
+    .build();
+    let err = changed
+        .resume(ResumeRequest::new("c7", no_targets()))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "checkpoint 'c7' was taken in a flow of shape `desk(refund)`, but this runner's flow has \
@@ -410,7 +459,9 @@ async fn resuming_an_agent_that_cannot_resume_is_an_error_event() {
         cx.interrupt(json!("stop"));
         Ok(())
     }));
-    let runner = Runner::new(plain).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(plain)
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     run_to_interrupt(&runner, "c8", "x").await;
     let events: Vec<AgentEvent> = resume_all(&runner, "c8", no_targets()).await;
     assert_eq!(
@@ -425,7 +476,9 @@ async fn a_failing_store_gives_an_error_event_and_keeps_the_old_checkpoint() {
         inner: InMemoryStore::new(),
         ok_writes: Arc::new(AtomicUsize::new(1)),
     };
-    let runner = Runner::new(approver("refund", Arc::default())).checkpoint_store(store.clone());
+    let runner = Runner::builder(approver("refund", Arc::default()))
+        .checkpoint_store(store.clone())
+        .build();
     run_to_interrupt(&runner, "c9", "refund").await;
     let saved = store.inner.get("c9").await.unwrap().unwrap();
 
@@ -447,11 +500,14 @@ async fn the_file_store_survives_a_new_runner_and_writes_whole_files() {
     let dir = std::env::temp_dir().join(format!("agentflow-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let store = FileStore::new(&dir).unwrap();
-    let runner = Runner::new(approver("refund", Arc::default())).checkpoint_store(store);
+    let runner = Runner::builder(approver("refund", Arc::default()))
+        .checkpoint_store(store)
+        .build();
     run_to_interrupt(&runner, "order-1042", "refund").await;
 
-    let fresh = Runner::new(approver("refund", Arc::default()))
-        .checkpoint_store(FileStore::new(&dir).unwrap());
+    let fresh = Runner::builder(approver("refund", Arc::default()))
+        .checkpoint_store(FileStore::new(&dir).unwrap())
+        .build();
     let events: Vec<AgentEvent> = resume_all(
         &fresh,
         "order-1042",
@@ -493,7 +549,9 @@ async fn child_process_entry() {
     let Some(dir) = std::env::var_os(CHILD_ENV) else {
         return;
     };
-    let runner = Runner::new(desk()).checkpoint_store(FileStore::new(dir).unwrap());
+    let runner = Runner::builder(desk())
+        .checkpoint_store(FileStore::new(dir).unwrap())
+        .build();
     let events = run_to_interrupt(&runner, "crossing", "refund order 9").await;
     println!(
         "interrupted: {}",
@@ -520,7 +578,9 @@ async fn a_run_interrupted_in_one_process_resumes_in_another() {
     assert!(out.status.success(), "child failed: {stdout}");
     assert!(stdout.contains("interrupted: desk/refund"), "{stdout}");
 
-    let runner = Runner::new(desk()).checkpoint_store(FileStore::new(&dir).unwrap());
+    let runner = Runner::builder(desk())
+        .checkpoint_store(FileStore::new(&dir).unwrap())
+        .build();
     let events: Vec<AgentEvent> = resume_all(
         &runner,
         "crossing",
@@ -556,7 +616,9 @@ async fn the_run_that_loses_a_checkpoint_id_race_sees_only_the_error() {
             Ok(())
         }),
     );
-    let runner = Runner::new(agent).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(agent)
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let (a, b) = tokio::join!(
         run_to_interrupt(&runner, "same", "one"),
         run_to_interrupt(&runner, "same", "two"),

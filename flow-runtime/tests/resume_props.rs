@@ -1,13 +1,13 @@
 //! Property: interrupting a run at any agent of any tree and resuming it gives the same session
 //! record as the uninterrupted run that made the same choices.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use flow_runtime::{
     set_sub_agents, Action, Checkpoint, CheckpointStore, FlowAgent, FnAgent, InMemoryStore,
-    Message, MessageRef, Runner, Session,
+    Message, Runner, Session,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::executor::block_on;
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -120,7 +120,7 @@ proptest! {
         let runner = Runner::new(build(&parents, &plain));
         let _: Vec<_> = block_on(
             runner
-                .run_in(Arc::clone(&session), [MessageRef::new(Message::user("go"))])
+                .run(RunRequest::new([Message::user("go")]).session(Arc::clone(&session)))
                 .collect(),
         );
         let expected = record_of(block_on(async {
@@ -140,15 +140,15 @@ proptest! {
 
         let interrupted = Plan { script, interrupt_at: Some(interrupt_pick % visits) };
         let store = InMemoryStore::new();
-        let runner = Runner::new(build(&parents, &interrupted)).checkpoint_store(store.clone());
+        let runner = Runner::builder(build(&parents, &interrupted)).checkpoint_store(store.clone()).build();
         let first: Vec<_> = block_on(
             runner
-                .run_checkpointed("p", Session::new(), [MessageRef::new(Message::user("go"))])
+                .run(RunRequest::new([Message::user("go")]).checkpoint("p"))
                 .collect(),
         );
         prop_assert!(first.last().unwrap().is_interrupt());
         let resumed: Vec<_> = block_on(async {
-            runner.resume("p", HashMap::new()).await.unwrap().collect::<Vec<_>>().await
+            runner.resume(ResumeRequest::new("p", [])).await.unwrap().collect::<Vec<_>>().await
         });
         prop_assert!(resumed.iter().all(|e| e.error.is_none()));
         let saved = block_on(store.get("p")).unwrap().unwrap();

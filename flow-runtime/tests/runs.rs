@@ -1,4 +1,4 @@
-//! Runs as objects: a turn started with `Runner::start_run` runs as the runner's task; its
+//! Runs as objects: a turn started with `Runner::start` runs as the runner's task; its
 //! events are kept for any reader (from the start or after an event id); its outcome is waited
 //! for without reading; cancel modes stop it where they promise and a resume continues it to
 //! the same record as an undisturbed run; double-texting strategies with two concurrent
@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use flow_runtime::model::{ChatRequest, ModelError, ModelStream};
+use flow_runtime::RunnerBuilder;
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     tool_fn, AttachError, CancelError, CancelMode, ChatModel, ChatModelAgent, DoubleText,
     FlowAgent, InMemoryStore, Message, Role, RunItem, RunOutcome, RunStatus, Runner, ThreadError,
@@ -140,15 +142,17 @@ fn desk(gates: &Arc<Gates>) -> Runner {
         .tool(lookup)
         .build()
         .unwrap();
-    Runner::new(FlowAgent::new(agent))
+    Runner::builder(FlowAgent::new(agent))
         .stores(InMemoryStore::new())
         .streaming(true)
+        .build()
 }
 
 /// A thread's messages as (role, content, tool call ids) for comparing records.
 async fn record(runner: &Runner, thread: &str) -> Vec<(Role, String, Vec<String>)> {
     runner
-        .thread_messages(thread)
+        .thread(thread)
+        .messages()
         .await
         .unwrap()
         .into_iter()
@@ -164,7 +168,7 @@ async fn undisturbed(q: &str) -> Vec<(Role, String, Vec<String>)> {
     let (gates, _heard) = Gates::new();
     let runner = desk(&gates);
     let run = runner
-        .start_run("calm", Message::user(q), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user(q)).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert!(matches!(run.wait().await, RunOutcome::Success { .. }));
@@ -176,7 +180,7 @@ async fn a_run_keeps_its_events_for_any_reader_and_gives_its_outcome() {
     let (gates, _heard) = Gates::new();
     let runner = desk(&gates);
     let run = runner
-        .start_run("t1", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("t1", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     let outcome = run.wait().await;
@@ -219,7 +223,7 @@ async fn a_run_keeps_its_events_for_any_reader_and_gives_its_outcome() {
         }
     );
 
-    let runs = runner.thread_runs("t1");
+    let runs = runner.thread("t1").runs();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, RunStatus::Success);
     assert_eq!(runner.run_handle(run.id()).unwrap().id(), run.id());
@@ -235,7 +239,7 @@ async fn a_reader_attached_while_it_runs_sees_it_live() {
     gates.model_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let run = runner
-        .start_run("t1", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("t1", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("model half streamed"));
@@ -257,7 +261,7 @@ async fn after_model_stops_once_the_half_streamed_reply_is_in_and_resumes_to_the
     gates.model_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let run = runner
-        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("model half streamed"));
@@ -277,7 +281,10 @@ async fn after_model_stops_once_the_half_streamed_reply_is_in_and_resumes_to_the
     assert_eq!(kept.len(), 2);
     assert_eq!(kept[1].2, vec!["call-1".to_owned()]);
 
-    let resumed = runner.resume_run(&run).await.unwrap();
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
     assert!(matches!(resumed.wait().await, RunOutcome::Success { .. }));
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, undisturbed("kettle").await);
@@ -289,7 +296,7 @@ async fn after_tools_lets_the_running_tool_finish_then_stops_and_resumes_to_the_
     gates.tool_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let run = runner
-        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("tool running"));
@@ -308,7 +315,10 @@ async fn after_tools_lets_the_running_tool_finish_then_stops_and_resumes_to_the_
     assert_eq!(kept.len(), 3, "{kept:?}");
     assert_eq!(kept[2].0, Role::Tool);
 
-    let resumed = runner.resume_run(&run).await.unwrap();
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
     assert!(matches!(resumed.wait().await, RunOutcome::Success { .. }));
     // The tool did not run again.
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
@@ -321,7 +331,7 @@ async fn immediate_drops_the_half_streamed_call_records_nothing_and_resumes_from
     gates.model_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let run = runner
-        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("model half streamed"));
@@ -335,11 +345,14 @@ async fn immediate_drops_the_half_streamed_call_records_nothing_and_resumes_from
     );
     assert!(record(&runner, "calm").await.is_empty());
     gates.model_closed.store(false, Ordering::SeqCst);
-    let resumed = runner.resume_run(&run).await.unwrap();
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
     assert!(matches!(resumed.wait().await, RunOutcome::Success { .. }));
     assert_eq!(record(&runner, "calm").await, undisturbed("kettle").await);
     // A run that did not end cancelled is not resumed this way.
-    assert!(runner.resume_run(&resumed).await.is_err());
+    assert!(TurnRequest::again(&resumed).is_err());
 }
 
 #[tokio::test]
@@ -348,7 +361,7 @@ async fn a_timeout_escalates_a_safe_point_cancel_to_immediate() {
     gates.model_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let run = runner
-        .start_run("t1", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("t1", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("model half streamed"));
@@ -379,7 +392,7 @@ async fn two_callers(
     gates.tool_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let first = runner
-        .start_run("t", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("t", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("tool running"));
@@ -387,7 +400,7 @@ async fn two_callers(
         let runner = runner.clone();
         tokio::spawn(async move {
             runner
-                .start_run("t", Message::user("toaster"), strategy)
+                .start(TurnRequest::new("t", Message::user("toaster")).if_busy(strategy))
                 .await
         })
     };
@@ -425,7 +438,7 @@ async fn reject_refuses_the_second_message_and_runs_nothing_of_it() {
             "answer: found kettle"
         ]
     );
-    assert_eq!(runner.thread_runs("t").len(), 1);
+    assert_eq!(runner.thread("t").runs().len(), 1);
 }
 
 #[tokio::test]
@@ -484,7 +497,7 @@ async fn interrupt_keeps_the_first_runs_finished_steps_and_runs_the_second_with_
         ]
     );
     // Its checkpoint is no longer waiting.
-    assert!(runner.pending_interrupts(10).await.unwrap().is_empty());
+    assert!(runner.checkpoints().pending(10).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -523,13 +536,13 @@ async fn turn_with_enqueue_waits_for_the_running_run() {
     gates.tool_closed.store(true, Ordering::SeqCst);
     let runner = desk(&gates);
     let first = runner
-        .start_run("t", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("t", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("tool running"));
     assert!(matches!(
         runner
-            .turn_with("t", Message::user("x"), DoubleText::Reject)
+            .turn(TurnRequest::new("t", Message::user("x")).if_busy(DoubleText::Reject))
             .await,
         Err(ThreadError::Busy { .. })
     ));
@@ -539,7 +552,7 @@ async fn turn_with_enqueue_waits_for_the_running_run() {
         let order = Arc::clone(&order);
         tokio::spawn(async move {
             let turn = runner
-                .turn_with("t", Message::user("toaster"), DoubleText::Enqueue)
+                .turn(TurnRequest::new("t", Message::user("toaster")).if_busy(DoubleText::Enqueue))
                 .await
                 .unwrap();
             order.lock().await.push("second started");
@@ -612,16 +625,17 @@ fn boss(gates: &Arc<Gates>) -> Runner {
         .tool(flow_runtime::AgentTool::new(desk))
         .build()
         .unwrap();
-    Runner::new(FlowAgent::new(boss))
+    Runner::builder(FlowAgent::new(boss))
         .stores(InMemoryStore::new())
         .streaming(true)
+        .build()
 }
 
 async fn boss_undisturbed() -> Vec<(Role, String, Vec<String>)> {
     let (gates, _heard) = Gates::new();
     let runner = boss(&gates);
     let run = runner
-        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert!(matches!(run.wait().await, RunOutcome::Success { .. }));
@@ -634,7 +648,7 @@ async fn a_recursive_cancel_stops_inside_an_agent_tool_and_resumes_to_the_same_r
     gates.model_closed.store(true, Ordering::SeqCst);
     let runner = boss(&gates);
     let run = runner
-        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     // The desk's model, inside the boss's tool call, is half streamed.
@@ -656,7 +670,10 @@ async fn a_recursive_cancel_stops_inside_an_agent_tool_and_resumes_to_the_same_r
     );
     // The desk stopped after its model call: its tool did not run.
     assert!(gates.ledger().is_empty());
-    let resumed = runner.resume_run(&run).await.unwrap();
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
     let outcome = resumed.wait().await;
     assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
@@ -669,7 +686,7 @@ async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() 
     gates.model_closed.store(true, Ordering::SeqCst);
     let runner = boss(&gates);
     let run = runner
-        .start_run("calm", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     assert_eq!(heard.recv().await, Some("model half streamed"));
@@ -688,7 +705,10 @@ async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() 
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     let kept = record(&runner, "calm").await;
     assert_eq!(kept.last().unwrap().1, "answer: found kettle");
-    let resumed = runner.resume_run(&run).await.unwrap();
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
     assert!(matches!(resumed.wait().await, RunOutcome::Success { .. }));
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, boss_undisturbed().await);
@@ -697,12 +717,14 @@ async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() 
 #[tokio::test]
 async fn events_past_the_bound_are_trimmed_and_attaching_before_them_says_so() {
     let (gates, _heard) = Gates::new();
-    let runner = desk(&gates).run_retention(flow_runtime::RunRetention {
-        max_events: 3,
-        ..Default::default()
-    });
+    let runner = RunnerBuilder::from(desk(&gates))
+        .run_retention(flow_runtime::RunRetention {
+            max_events: 3,
+            ..Default::default()
+        })
+        .build();
     let run = runner
-        .start_run("t1", Message::user("kettle"), DoubleText::Reject)
+        .start(TurnRequest::new("t1", Message::user("kettle")).if_busy(DoubleText::Reject))
         .await
         .unwrap();
     run.wait().await;

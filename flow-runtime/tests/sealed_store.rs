@@ -15,6 +15,7 @@ use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::store::{
     JournalStore, SealError, SealedStore, SealingKeys, StoreError, ThreadStore,
 };
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointStore, Durability, FileStore, FlowAgent,
     Message, Runner, ThreadError, ToolContext, TurnOutcome,
@@ -99,14 +100,17 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 /// messages as text.
 async fn converse(runner: &Runner, thread: &str) -> String {
     let turn = runner
-        .turn(thread, Message::user(SECRET_MESSAGE))
+        .turn(TurnRequest::new(thread, Message::user(SECRET_MESSAGE)))
         .await
         .unwrap();
     let TurnOutcome::Interrupted { interrupts, .. } = turn.finish().await else {
         panic!("the turn waits for approval");
     };
     let targets = HashMap::from([(interrupts[0].id.clone(), json!({ "approve": true }))]);
-    let resumed = runner.resume_turn(thread, targets).await.unwrap();
+    let resumed = runner
+        .turn(TurnRequest::resume(thread, targets))
+        .await
+        .unwrap();
     assert!(
         matches!(resumed.finish().await, TurnOutcome::Completed { .. }),
         "the resumed turn completes"
@@ -116,7 +120,8 @@ async fn converse(runner: &Runner, thread: &str) -> String {
 
 async fn messages(runner: &Runner, thread: &str) -> String {
     runner
-        .thread_messages(thread)
+        .thread(thread)
+        .messages()
         .await
         .unwrap()
         .iter()
@@ -130,10 +135,11 @@ async fn keeps_nothing_plain<S>(store: SealedStore<S>, dir: &Path)
 where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
-    let runner = Runner::new(desk())
+    let runner = Runner::builder(desk())
         .stores(store.clone())
         .journal_store(store.clone())
-        .durability(Durability::Sync);
+        .durability(Durability::Sync)
+        .build();
     let text = converse(&runner, "t1").await;
     assert!(text.contains(SECRET_MESSAGE), "{text}");
     assert!(text.contains(SECRET_ANSWER), "{text}");
@@ -159,7 +165,9 @@ where
 #[tokio::test]
 async fn a_plain_file_store_holds_the_secrets_the_sealed_one_hides() {
     let dir = temp("plain");
-    let runner = Runner::new(desk()).stores(FileStore::new(&dir).unwrap());
+    let runner = Runner::builder(desk())
+        .stores(FileStore::new(&dir).unwrap())
+        .build();
     converse(&runner, "t1").await;
     let disk = all_bytes(&dir);
     for secret in [SECRET_MESSAGE, SECRET_ANSWER, SECRET_QUESTION] {
@@ -202,16 +210,20 @@ async fn key_of_record(inner: &FileStore, thread: &str, seq: u64) -> String {
 async fn keys_rotate_old_records_open_with_their_key_new_ones_use_the_new_key() {
     let dir = temp("rotate");
     let inner = FileStore::new(&dir).unwrap();
-    let old = Runner::new(desk()).stores(SealedStore::new(inner.clone(), keys("2026-01", 1)));
+    let old = Runner::builder(desk())
+        .stores(SealedStore::new(inner.clone(), keys("2026-01", 1)))
+        .build();
     let before = converse(&old, "t1").await;
     assert_eq!(key_of_record(&inner, "t1", 0).await, "2026-01");
 
     // Rotated: the new key is current, the old one still opens.
     let rotated_keys = keys("2026-06", 2).with_old_key("2026-01", [1; 32]).unwrap();
-    let rotated = Runner::new(desk()).stores(SealedStore::new(inner.clone(), rotated_keys));
+    let rotated = Runner::builder(desk())
+        .stores(SealedStore::new(inner.clone(), rotated_keys))
+        .build();
     assert_eq!(messages(&rotated, "t1").await, before);
     let turn = rotated
-        .turn("t1", Message::user("and one more"))
+        .turn(TurnRequest::new("t1", Message::user("and one more")))
         .await
         .unwrap();
     assert!(matches!(
@@ -243,9 +255,11 @@ async fn keys_rotate_old_records_open_with_their_key_new_ones_use_the_new_key() 
 async fn the_wrong_key_or_altered_bytes_are_typed_errors_and_change_nothing() {
     let dir = temp("tamper");
     let inner = FileStore::new(&dir).unwrap();
-    let runner = Runner::new(desk()).stores(SealedStore::new(inner.clone(), keys("k1", 1)));
+    let runner = Runner::builder(desk())
+        .stores(SealedStore::new(inner.clone(), keys("k1", 1)))
+        .build();
     let turn = runner
-        .turn("t1", Message::user(SECRET_MESSAGE))
+        .turn(TurnRequest::new("t1", Message::user(SECRET_MESSAGE)))
         .await
         .unwrap();
     let TurnOutcome::Interrupted { checkpoint_id, .. } = turn.finish().await else {
@@ -301,7 +315,10 @@ async fn the_wrong_key_or_altered_bytes_are_typed_errors_and_change_nothing() {
     };
     assert_eq!(interrupts[0].info["question"], SECRET_QUESTION);
     let targets = HashMap::from([(interrupts[0].id.clone(), json!({ "approve": true }))]);
-    let resumed = runner.resume_turn("t1", targets).await.unwrap();
+    let resumed = runner
+        .turn(TurnRequest::resume("t1", targets))
+        .await
+        .unwrap();
     assert!(matches!(
         resumed.finish().await,
         TurnOutcome::Completed { .. }
@@ -343,17 +360,19 @@ async fn a_sealed_store_keeps_the_thread_and_journal_contracts() {
 async fn a_runner_without_the_keys_gets_a_typed_error_not_an_empty_thread() {
     let dir = temp("nokeys");
     let inner = FileStore::new(&dir).unwrap();
-    let sealed = Runner::new(desk()).stores(SealedStore::new(inner.clone(), keys("k1", 1)));
+    let sealed = Runner::builder(desk())
+        .stores(SealedStore::new(inner.clone(), keys("k1", 1)))
+        .build();
     let turn = sealed
-        .turn("t1", Message::user(SECRET_MESSAGE))
+        .turn(TurnRequest::new("t1", Message::user(SECRET_MESSAGE)))
         .await
         .unwrap();
     let TurnOutcome::Interrupted { checkpoint_id, .. } = turn.finish().await else {
         panic!("the turn waits for approval");
     };
 
-    let plain = Runner::new(desk()).stores(inner.clone());
-    let err = plain.thread_messages("t1").await.unwrap_err();
+    let plain = Runner::builder(desk()).stores(inner.clone()).build();
+    let err = plain.thread("t1").messages().await.unwrap_err();
     assert!(
         matches!(
             &err,
@@ -362,7 +381,10 @@ async fn a_runner_without_the_keys_gets_a_typed_error_not_an_empty_thread() {
         "{err:?}"
     );
     assert!(err.to_string().contains("SealedStore"), "{err}");
-    let Err(err) = plain.turn("t1", Message::user("hello")).await else {
+    let Err(err) = plain
+        .turn(TurnRequest::new("t1", Message::user("hello")))
+        .await
+    else {
         panic!("no turn on a thread it cannot read");
     };
     assert!(

@@ -12,8 +12,9 @@ use flow_runtime::store::JournalStore;
 use flow_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, CheckpointError, CheckpointState,
     CheckpointStore, FileStore, FlowAgent, InMemoryStore, Message, Runner, ScriptStep,
-    ScriptedModel, Session, ToolContext,
+    ScriptedModel, ToolContext,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 use support::{contract, journal_contract, thread_contract};
@@ -177,12 +178,17 @@ async fn resume_all(
     id: &str,
     data: HashMap<String, serde_json::Value>,
 ) -> Vec<AgentEvent> {
-    runner.resume(id, data).await.unwrap().collect().await
+    runner
+        .resume(ResumeRequest::new(id, data))
+        .await
+        .unwrap()
+        .collect()
+        .await
 }
 
 async fn interrupt(runner: &Runner, id: &str) -> Vec<AgentEvent> {
     runner
-        .run_checkpointed(id, Session::new(), [Arc::new(Message::user("refund me"))])
+        .run(RunRequest::new([Message::user("refund me")]).checkpoint(id))
         .collect()
         .await
 }
@@ -191,7 +197,9 @@ async fn interrupt(runner: &Runner, id: &str) -> Vec<AgentEvent> {
 async fn a_run_waiting_under_an_id_is_not_replaced_and_nothing_runs() {
     let store = InMemoryStore::new();
     let paid = Arc::new(Mutex::new(Vec::new()));
-    let runner = Runner::new(desk(Arc::clone(&paid))).checkpoint_store(store.clone());
+    let runner = Runner::builder(desk(Arc::clone(&paid)))
+        .checkpoint_store(store.clone())
+        .build();
     assert!(interrupt(&runner, "r1")
         .await
         .last()
@@ -209,7 +217,11 @@ async fn a_run_waiting_under_an_id_is_not_replaced_and_nothing_runs() {
 
     // Replacing is explicit.
     let replaced: Vec<AgentEvent> = runner
-        .run_checkpointed_replacing("r1", Session::new(), [Arc::new(Message::user("again"))])
+        .run(
+            RunRequest::new([Message::user("again")])
+                .checkpoint("r1")
+                .replacing(),
+        )
         .collect()
         .await;
     assert!(replaced.last().unwrap().is_interrupt());
@@ -229,7 +241,9 @@ async fn a_run_waiting_under_an_id_is_not_replaced_and_nothing_runs() {
 #[tokio::test]
 async fn the_history_of_a_run_links_each_checkpoint_to_its_parent() {
     let store = InMemoryStore::new();
-    let runner = Runner::new(desk(Arc::default())).checkpoint_store(store.clone());
+    let runner = Runner::builder(desk(Arc::default()))
+        .checkpoint_store(store.clone())
+        .build();
     interrupt(&runner, "h1").await;
     // Resumed without an answer, the tool interrupts again: a child checkpoint.
     let again = resume_all(&runner, "h1", HashMap::new()).await;
@@ -253,7 +267,7 @@ async fn the_history_of_a_run_links_each_checkpoint_to_its_parent() {
         ]
     );
     assert!(matches!(
-        runner.resume("h1", approve()).await,
+        runner.resume(ResumeRequest::new("h1", approve())).await,
         Err(CheckpointError::AlreadyResumed { .. })
     ));
 }
@@ -261,11 +275,13 @@ async fn the_history_of_a_run_links_each_checkpoint_to_its_parent() {
 #[tokio::test]
 async fn pending_interrupts_list_what_an_approvals_screen_needs() {
     let store = InMemoryStore::new();
-    let runner = Runner::new(desk(Arc::default())).checkpoint_store(store.clone());
+    let runner = Runner::builder(desk(Arc::default()))
+        .checkpoint_store(store.clone())
+        .build();
     interrupt(&runner, "p1").await;
     tokio::time::sleep(Duration::from_millis(3)).await;
     interrupt(&runner, "p2").await;
-    let pending = runner.pending_interrupts(10).await.unwrap();
+    let pending = runner.checkpoints().pending(10).await.unwrap();
     assert_eq!(pending.len(), 2);
     assert_eq!(pending[0].id, "p1");
     assert_eq!(pending[1].id, "p2");
@@ -276,7 +292,8 @@ async fn pending_interrupts_list_what_an_approvals_screen_needs() {
     assert!(pending[0].created_at <= pending[1].created_at);
     resume_all(&runner, "p1", approve()).await;
     let left: Vec<String> = runner
-        .pending_interrupts(10)
+        .checkpoints()
+        .pending(10)
         .await
         .unwrap()
         .into_iter()
@@ -289,14 +306,18 @@ async fn pending_interrupts_list_what_an_approvals_screen_needs() {
 async fn a_dead_workers_claim_is_taken_over_and_the_tool_sees_the_same_key() {
     let store = InMemoryStore::new();
     let paid = Arc::new(Mutex::new(Vec::new()));
-    let runner = Runner::new(desk(Arc::clone(&paid)))
+    let runner = Runner::builder(desk(Arc::clone(&paid)))
         .checkpoint_store(store.clone())
-        .lease(Duration::from_millis(1));
+        .lease(Duration::from_millis(1))
+        .build();
     interrupt(&runner, "k1").await;
 
     // The first worker runs the approved tool, then "dies" before recording the outcome: its
     // stream is leaked, so it never completes or gives back its claim.
-    let mut dying = runner.resume("k1", approve()).await.unwrap();
+    let mut dying = runner
+        .resume(ResumeRequest::new("k1", approve()))
+        .await
+        .unwrap();
     while paid.lock().unwrap().is_empty() {
         dying.next().await.unwrap();
     }

@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use flow_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointError, CheckpointStore, FlowAgent, Message,
-    Runner, SaveMode, ScriptStep, ScriptedModel, Session, StoreError, ToolContext,
+    Runner, SaveMode, ScriptStep, ScriptedModel, StoreError, ToolContext,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 use support::processes::{append, barrier, lines, worker_orders, NamedStore, Orders, Workers};
@@ -75,9 +76,10 @@ fn desk(work: PathBuf, hang: bool) -> FlowAgent {
 }
 
 fn runner(store: Arc<dyn CheckpointStore>, work: &Path, hang: bool, lease: Duration) -> Runner {
-    Runner::new(desk(work.to_path_buf(), hang))
+    Runner::builder(desk(work.to_path_buf(), hang))
         .shared_checkpoint_store(store)
         .lease(lease)
+        .build()
 }
 
 fn approve() -> HashMap<String, serde_json::Value> {
@@ -87,7 +89,7 @@ fn approve() -> HashMap<String, serde_json::Value> {
 /// Resumes `id` to its end; `Ok(true)` if this worker ran it, `Ok(false)` if it was refused
 /// because another has it or had it.
 async fn resume(runner: &Runner, id: &str) -> Result<bool, CheckpointError> {
-    match runner.resume(id, approve()).await {
+    match runner.resume(ResumeRequest::new(id, approve())).await {
         Ok(events) => {
             let events: Vec<_> = events.collect().await;
             if let Some(e) = events.iter().find_map(|e| e.error.as_ref()) {
@@ -147,7 +149,7 @@ async fn worker_entry() {
         "drain" => {
             let runner = runner(store, &work, false, Duration::from_secs(300));
             loop {
-                let pending = runner.pending_interrupts(32).await.unwrap();
+                let pending = runner.checkpoints().pending(32).await.unwrap();
                 if pending.is_empty() {
                     break;
                 }
@@ -171,7 +173,7 @@ fn start(role: &str, backend: &str, work: &Path, n: usize) -> Workers {
 
 async fn interrupt(runner: &Runner, id: &str) {
     let events: Vec<_> = runner
-        .run_checkpointed(id, Session::new(), [Arc::new(Message::user("refund me"))])
+        .run(RunRequest::new([Message::user("refund me")]).checkpoint(id))
         .collect()
         .await;
     assert!(events.last().unwrap().is_interrupt(), "{id} did not stop");
@@ -220,7 +222,7 @@ async fn takeover(backend: &str, work: &Path) {
     holder.wait_until(|| !lines(&work.join("ran.log")).is_empty());
     // SIGKILL. Its lease still runs: nobody else may resume.
     holder.kill(0);
-    match runner.resume("held", approve()).await {
+    match runner.resume(ResumeRequest::new("held", approve())).await {
         Err(CheckpointError::Claimed { .. }) => {}
         other => panic!("expected Claimed, got {:?}", other.map(|_| ())),
     }
@@ -252,7 +254,12 @@ async fn drain(backend: &str, work: &Path) {
         interrupt(&runner, &format!("approval-{k}")).await;
     }
     assert_eq!(
-        runner.pending_interrupts(usize::MAX).await.unwrap().len(),
+        runner
+            .checkpoints()
+            .pending(usize::MAX)
+            .await
+            .unwrap()
+            .len(),
         APPROVALS
     );
     start("drain", backend, work, WORKERS).finish();
@@ -265,7 +272,7 @@ async fn drain(backend: &str, work: &Path) {
     let ran = lines(&work.join("ran.log"));
     assert_eq!(ran.len(), APPROVALS);
     assert_eq!(ran.iter().collect::<HashSet<_>>().len(), APPROVALS);
-    assert!(runner.pending_interrupts(10).await.unwrap().is_empty());
+    assert!(runner.checkpoints().pending(10).await.unwrap().is_empty());
     // More than one worker took part.
     let busy = (0..WORKERS)
         .filter(|w| !lines(&work.join(format!("worker-{w}.log"))).is_empty())

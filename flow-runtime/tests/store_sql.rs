@@ -140,7 +140,7 @@ mod sqlite {
     #[tokio::test]
     async fn sync_runs_sharing_a_file_see_each_step_committed_before_its_event() {
         use flow_runtime::store::JournalStore;
-        use flow_runtime::{Durability, FlowAgent, FnAgent, Message, Runner, Session};
+        use flow_runtime::{Durability, FlowAgent, FnAgent, Message, RunRequest, Runner, Session};
         use futures::StreamExt;
         let path = path("sync-runs");
         let store = SqliteStore::open(&path).await.unwrap();
@@ -151,19 +151,20 @@ mod sqlite {
             }
             Ok(())
         });
-        let runner = Runner::new(FlowAgent::new(bot))
+        let runner = Runner::builder(FlowAgent::new(bot))
             .checkpoint_store(store.clone())
             .journal_store(store.clone())
-            .durability(Durability::Sync);
+            .durability(Durability::Sync)
+            .build();
         let runs = (0..8).map(|k| {
             let (runner, other) = (&runner, &other);
             async move {
                 let id = format!("run-{k}");
                 let session = Session::new();
-                let mut events = runner.run_checkpointed(
-                    &id,
-                    Arc::clone(&session),
-                    [Arc::new(Message::user("go"))],
+                let mut events = runner.run(
+                    RunRequest::new([Message::user("go")])
+                        .session(Arc::clone(&session))
+                        .checkpoint(&id),
                 );
                 let mut seen = 0;
                 while let Some(event) = events.next().await {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use flow_runtime::RunRequest;
 use flow_runtime::{EventOutput, Message, MessageStream, StreamError};
 use futures::StreamExt;
 
@@ -111,7 +112,7 @@ async fn read_message_is_one_accessor_for_whole_and_streamed_events_live_and_rec
     });
     let session = Session::new();
     let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
-        .run_in(Arc::clone(&session), [Arc::new(Message::user("hi"))])
+        .run(RunRequest::new([Message::user("hi")]).session(Arc::clone(&session)))
         .collect()
         .await;
     let mut live = Vec::new();

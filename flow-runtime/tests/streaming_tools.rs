@@ -45,7 +45,7 @@ async fn progress_reaches_the_caller_while_the_tool_runs_and_the_model_gets_the_
         .tool(crawl)
         .build()
         .unwrap();
-    let mut events = Runner::new(FlowAgent::new(agent)).query("read the site");
+    let mut events = Runner::new(FlowAgent::new(agent)).run("read the site");
     let mut pages = Vec::new();
     while let Some(event) = events.next().await {
         if let Some(p) = progress_of(&event) {
@@ -100,7 +100,7 @@ async fn dropping_the_stream_cancels_a_streaming_tool() {
         .tool(slow)
         .build()
         .unwrap();
-    let mut events = Runner::new(FlowAgent::new(agent)).query("read");
+    let mut events = Runner::new(FlowAgent::new(agent)).run("read");
     loop {
         let event = events.next().await.expect("progress comes");
         if progress_of(&event).is_some() {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use flow_runtime::model::{OutputSchema, ScriptStep, ScriptedModel};
+use flow_runtime::RunRequest;
 use flow_runtime::{
     AgentEvent, ChatAgentError, ChatModelAgent, FlowAgent, Message, Role, Runner, Session,
 };
@@ -23,12 +24,10 @@ struct Verdict {
 fn run(agent: ChatModelAgent, streaming: bool) -> (Vec<AgentEvent>, Arc<Session>) {
     let session = Session::new();
     let events = block_on(
-        Runner::new(FlowAgent::new(agent))
+        Runner::builder(FlowAgent::new(agent))
             .streaming(streaming)
-            .run_in(
-                Arc::clone(&session),
-                [Arc::new(Message::user("Refund order 42?"))],
-            )
+            .build()
+            .run(RunRequest::new([Message::user("Refund order 42?")]).session(Arc::clone(&session)))
             .collect(),
     );
     (events, session)

@@ -24,6 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flow_runtime::store::RecordStart;
+use flow_runtime::RunnerBuilder;
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
     TurnOutcome,
@@ -97,7 +99,10 @@ async fn turn_worker() {
                 let thread = format!("race-{trial}");
                 let text = format!("{thread}-from-{me}");
                 *current.lock().unwrap() = text.clone();
-                match runner.turn(&thread, Message::user(&text)).await {
+                match runner
+                    .turn(TurnRequest::new(&thread, Message::user(&text)))
+                    .await
+                {
                     Ok(turn) => {
                         append(&log, &format!("started {thread}"));
                         match turn.finish().await {
@@ -113,17 +118,24 @@ async fn turn_worker() {
             }
         }
         "hold" => {
-            let runner = runner_on(&backend, desk(work.clone(), true, label("held-1")))
+            let runner = RunnerBuilder::from(
+                runner_on(&backend, desk(work.clone(), true, label("held-1"))).await,
+            )
+            .lease(HELD_LEASE)
+            .build();
+            let turn = runner
+                .turn(TurnRequest::new("held", Message::user("held-1")))
                 .await
-                .lease(HELD_LEASE);
-            let turn = runner.turn("held", Message::user("held-1")).await.unwrap();
+                .unwrap();
             turn.finish().await;
             unreachable!("the tool hangs until this process is killed");
         }
         steps if steps.starts_with("steps-") => {
-            let runner = runner_on(&backend, step_desk(work.join(format!("{steps}.ledger"))))
-                .await
-                .lease(STEPS_LEASE);
+            let runner = RunnerBuilder::from(
+                runner_on(&backend, step_desk(work.join(format!("{steps}.ledger")))).await,
+            )
+            .lease(STEPS_LEASE)
+            .build();
             drive(&runner, steps).await.unwrap();
         }
         other => panic!("unknown role {other}"),
@@ -185,7 +197,7 @@ async fn turn_race(backend: &str, work: &Path) {
             .filter(|l| l.starts_with(&format!("{thread}-")))
             .collect();
         assert_eq!(executions.len(), 1, "trial {trial}: {executions:?}");
-        let records = runner.thread_records(&thread).await.unwrap();
+        let records = runner.thread(&thread).records().await.unwrap();
         assert_eq!(records.len(), 1, "trial {trial}");
         let RecordStart::Turn { input } = &records[0].start else {
             panic!("a turn record")
@@ -201,7 +213,10 @@ async fn turn_takeover(backend: &str, work: &Path) {
     holder.wait_until(|| !lines(&work.join("tool.log")).is_empty());
     // SIGKILL. Its lease still runs: a new turn is refused before it runs anything.
     holder.kill(0);
-    match runner.turn("held", Message::user("held-2")).await {
+    match runner
+        .turn(TurnRequest::new("held", Message::user("held-2")))
+        .await
+    {
         Err(ThreadError::Busy { .. }) => {}
         other => panic!("expected Busy, got {:?}", other.map(|_| ())),
     }
@@ -210,7 +225,10 @@ async fn turn_takeover(backend: &str, work: &Path) {
     std::fs::write(work.join("release-held-2"), b"").unwrap();
     let mut outcome = None;
     for _ in 0..400 {
-        match runner.turn("held", Message::user("held-2")).await {
+        match runner
+            .turn(TurnRequest::new("held", Message::user("held-2")))
+            .await
+        {
             Ok(turn) => {
                 outcome = Some(turn.finish().await);
                 break;
@@ -226,7 +244,7 @@ async fn turn_takeover(backend: &str, work: &Path) {
     );
     assert_eq!(lines(&work.join("tool.log")), ["held-1", "held-2"]);
     // The killed turn recorded nothing; the new one is the thread's first turn.
-    let records = runner.thread_records("held").await.unwrap();
+    let records = runner.thread("held").records().await.unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].turn, 0);
     let RecordStart::Turn { input } = &records[0].start else {
@@ -278,9 +296,9 @@ async fn resumed_turn_kills(backend: &str, work: &Path) {
         }
         worker.kill(0);
         // Another process (this one) brings the thread to its end once the lease ran out.
-        let runner = runner_on(backend, step_desk(ledger.clone()))
-            .await
-            .lease(STEPS_LEASE);
+        let runner = RunnerBuilder::from(runner_on(backend, step_desk(ledger.clone())).await)
+            .lease(STEPS_LEASE)
+            .build();
         let mut finished = false;
         for _ in 0..400 {
             match drive(&runner, &thread).await {

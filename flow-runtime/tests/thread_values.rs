@@ -1,8 +1,9 @@
 //! A thread's values: session values carry across the turns of a thread (the framework's own
-//! `agentflow.` keys do not), `Runner::update_state` appends a values step the next turn
+//! `agentflow.` keys do not), `ThreadHandle::update_state` appends a values step the next turn
 //! starts with, history lists it, forks carry it, a resumed turn inherits it; bad input is a
 //! typed error with nothing written. On InMemory and File.
 
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     FileStore, FlowAgent, FnAgent, ForkEnd, InMemoryStore, Message, Runner, ThreadStepKind,
     TimeTravelError,
@@ -39,16 +40,24 @@ fn values(v: Value) -> Map<String, Value> {
 }
 
 async fn say(runner: &Runner, thread: &str, text: &str) -> String {
-    let turn = runner.turn(thread, Message::user(text)).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new(thread, Message::user(text)))
+        .await
+        .unwrap();
     turn.final_output().await.unwrap().unwrap().content
 }
 
 async fn each_store(name: &str, test: impl AsyncFn(Runner)) {
-    test(Runner::new(counter()).stores(InMemoryStore::new())).await;
+    test(
+        Runner::builder(counter())
+            .stores(InMemoryStore::new())
+            .build(),
+    )
+    .await;
     let dir = std::env::temp_dir().join(format!("agentflow-values-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let file = FileStore::new(&dir).unwrap();
-    test(Runner::new(counter()).stores(file)).await;
+    test(Runner::builder(counter()).stores(file).build()).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -59,24 +68,28 @@ async fn values_carry_across_turns_and_update_state_changes_them() {
         assert_eq!(say(&runner, "t", "hi").await, "visit 2; tier ");
         // The framework's own keys stay in their run.
         assert_eq!(
-            runner.thread_values("t").await.unwrap(),
+            runner.thread("t").values().await.unwrap(),
             values(json!({"visits": 2}))
         );
 
         let state = runner
-            .update_state("t", values(json!({"visits": 10, "tier": "gold"})))
+            .thread("t")
+            .update_state(values(json!({"visits": 10, "tier": "gold"})))
             .await
             .unwrap();
         assert_eq!(state.values, values(json!({"tier": "gold", "visits": 10})));
         assert_eq!(state.version, 3);
-        let history = runner.thread_history("t").await.unwrap();
+        let history = runner.thread("t").history().await.unwrap();
         let last = history.last().unwrap();
         assert_eq!(last.kind, ThreadStepKind::Values);
         assert_eq!(last.kind.label(), "values");
         assert_eq!(last.turn, 1, "a values step belongs to the turn before it");
 
         // The next turn starts with the updated values, at the agent that answered.
-        let turn = runner.turn("t", Message::user("hi")).await.unwrap();
+        let turn = runner
+            .turn(TurnRequest::new("t", Message::user("hi")))
+            .await
+            .unwrap();
         assert_eq!(turn.number(), 2);
         assert_eq!(
             turn.final_output().await.unwrap().unwrap().content,
@@ -84,7 +97,8 @@ async fn values_carry_across_turns_and_update_state_changes_them() {
         );
         // A null removes a key.
         let state = runner
-            .update_state("t", values(json!({"tier": null})))
+            .thread("t")
+            .update_state(values(json!({"tier": null})))
             .await
             .unwrap();
         assert_eq!(state.values, values(json!({"visits": 11})));
@@ -98,33 +112,40 @@ async fn forks_carry_the_values_of_their_step() {
     each_store("forks", async |runner: Runner| {
         say(&runner, "t", "hi").await;
         runner
-            .update_state("t", values(json!({"tier": "gold"})))
+            .thread("t")
+            .update_state(values(json!({"tier": "gold"})))
             .await
             .unwrap();
         say(&runner, "t", "hi").await;
-        let history = runner.thread_history("t").await.unwrap();
+        let history = runner.thread("t").history().await.unwrap();
         let update = history
             .iter()
             .find(|s| s.kind == ThreadStepKind::Values)
             .unwrap();
 
         // A fork at the update has its values; one before it has not.
-        let fork = runner.fork("t", update.id, "at-update").await.unwrap();
+        let fork = runner
+            .thread("t")
+            .fork(update.id, "at-update")
+            .await
+            .unwrap();
         assert_eq!(fork.end, ForkEnd::TurnEnd);
         assert_eq!(
-            runner.thread_values("at-update").await.unwrap(),
+            runner.thread("at-update").values().await.unwrap(),
             values(json!({"tier": "gold", "visits": 1}))
         );
         assert_eq!(say(&runner, "at-update", "hi").await, "visit 2; tier gold");
-        runner.fork("t", update.id - 1, "before").await.unwrap();
+        runner
+            .thread("t")
+            .fork(update.id - 1, "before")
+            .await
+            .unwrap();
         assert_eq!(
-            runner.thread_values("before").await.unwrap(),
+            runner.thread("before").values().await.unwrap(),
             values(json!({"visits": 1}))
         );
         assert!(matches!(
-            runner
-                .run_from("t", update.id, "rerun", Default::default())
-                .await,
+            runner.thread("t").run_from(update.id, "rerun", []).await,
             Err(TimeTravelError::NothingToRerun { .. })
         ));
 
@@ -133,10 +154,10 @@ async fn forks_carry_the_values_of_their_step() {
             .iter()
             .rfind(|s| s.kind == ThreadStepKind::Input)
             .unwrap();
-        let fork = runner.fork("t", input.id, "inside").await.unwrap();
+        let fork = runner.thread("t").fork(input.id, "inside").await.unwrap();
         assert_eq!(fork.end, ForkEnd::ForkPoint);
         let turn = runner
-            .resume_turn("inside", Default::default())
+            .turn(TurnRequest::resume("inside", []))
             .await
             .unwrap();
         assert_eq!(
@@ -145,10 +166,10 @@ async fn forks_carry_the_values_of_their_step() {
         );
         // The original is untouched.
         assert_eq!(
-            runner.thread_values("t").await.unwrap(),
+            runner.thread("t").values().await.unwrap(),
             values(json!({"tier": "gold", "visits": 2}))
         );
-        assert_eq!(runner.thread_history("t").await.unwrap(), history);
+        assert_eq!(runner.thread("t").history().await.unwrap(), history);
     })
     .await;
 }
@@ -158,16 +179,21 @@ async fn a_resumed_turn_inherits_the_values_and_bad_updates_write_nothing() {
     each_store("resumed", async |runner: Runner| {
         say(&runner, "t", "hi").await;
         runner
-            .update_state("t", values(json!({"tier": "silver"})))
+            .thread("t")
+            .update_state(values(json!({"tier": "silver"})))
             .await
             .unwrap();
-        let turn = runner.turn("t", Message::user("approve")).await.unwrap();
+        let turn = runner
+            .turn(TurnRequest::new("t", Message::user("approve")))
+            .await
+            .unwrap();
         turn.finish().await;
-        let records = runner.thread_records("t").await.unwrap();
+        let records = runner.thread("t").records().await.unwrap();
 
         // A paused turn keeps the values it stopped with.
         let refused = runner
-            .update_state("t", values(json!({"tier": "gold"})))
+            .thread("t")
+            .update_state(values(json!({"tier": "gold"})))
             .await;
         assert!(
             matches!(
@@ -177,20 +203,21 @@ async fn a_resumed_turn_inherits_the_values_and_bad_updates_write_nothing() {
             "{refused:?}"
         );
         let refused = runner
-            .update_state("t", values(json!({"agentflow.usage": 1})))
+            .thread("t")
+            .update_state(values(json!({"agentflow.usage": 1})))
             .await
             .unwrap_err();
         assert!(matches!(refused, TimeTravelError::ReservedKey { .. }));
         assert!(refused.to_string().contains("agentflow.usage"), "{refused}");
         assert!(matches!(
-            runner.update_state("nobody", Map::new()).await,
+            runner.thread("nobody").update_state(Map::new()).await,
             Err(TimeTravelError::UnknownThread { .. })
         ));
         assert!(matches!(
-            runner.update_state("../x", Map::new()).await,
+            runner.thread("../x").update_state(Map::new()).await,
             Err(TimeTravelError::Thread(_))
         ));
-        assert_eq!(runner.thread_records("t").await.unwrap(), records);
+        assert_eq!(runner.thread("t").records().await.unwrap(), records);
 
         let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } =
             &records.last().unwrap().end
@@ -198,7 +225,10 @@ async fn a_resumed_turn_inherits_the_values_and_bad_updates_write_nothing() {
             panic!("the turn waits for its answer");
         };
         let answer = runner
-            .resume_turn("t", [(interrupts[0].id.clone(), json!(true))].into())
+            .turn(TurnRequest::resume(
+                "t",
+                [(interrupts[0].id.clone(), json!(true))],
+            ))
             .await
             .unwrap();
         assert_eq!(
@@ -206,7 +236,7 @@ async fn a_resumed_turn_inherits_the_values_and_bad_updates_write_nothing() {
             "approved; tier silver"
         );
         assert_eq!(
-            runner.thread_values("t").await.unwrap(),
+            runner.thread("t").values().await.unwrap(),
             values(json!({"tier": "silver", "visits": 2}))
         );
     })

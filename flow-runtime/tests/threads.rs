@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use flow_runtime::model::{ScriptStep, ScriptedModel};
 use flow_runtime::store::{RecordEnd, RecordStart, ThreadStore};
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{
     set_sub_agents, tool_fn, AgentEvent, ChatModelAgent, ContextPolicy, FileStore, FlowAgent,
     FnAgent, HistoryEntry, InMemoryStore, Message, MessageRef, Role, Runner, Sequential,
     ThreadError, ToolCall, ToolError, TurnOutcome, TurnRouting,
 };
+use flow_runtime::{ResumeRequest, TurnRequest};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -69,7 +71,10 @@ async fn run_turn(
     thread: &str,
     text: &str,
 ) -> (String, Vec<AgentEvent>, TurnOutcome) {
-    let mut turn = runner.turn(thread, Message::user(text)).await.unwrap();
+    let mut turn = runner
+        .turn(TurnRequest::new(thread, Message::user(text)))
+        .await
+        .unwrap();
     let started = turn.started_at().to_string();
     let mut events = Vec::new();
     while let Some(e) = turn.next().await {
@@ -117,7 +122,9 @@ async fn three_turns_go_back_to_complaint_then_transfer_to_triage_and_each_agent
         ScriptStep::text("Complaint #1 is with our team."),
         ScriptStep::transfer("triage"),
     ]);
-    let runner = Runner::new(desk(&triage, &complaint)).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(desk(&triage, &complaint))
+        .thread_store(InMemoryStore::new())
+        .build();
 
     // Turn 1 starts at the root and transfers to complaint, which logs and exits.
     let (started, events, outcome) = run_turn(&runner, "ada", "My kettle broke.").await;
@@ -235,7 +242,7 @@ async fn three_turns_go_back_to_complaint_then_transfer_to_triage_and_each_agent
     );
 
     // The thread lists what was said, turn by turn.
-    let messages = runner.thread_messages("ada").await.unwrap();
+    let messages = runner.thread("ada").messages().await.unwrap();
     let listed: Vec<(u64, String, String)> = messages
         .iter()
         .map(|m| (m.turn, m.agent_name.to_string(), m.message.content.clone()))
@@ -255,7 +262,7 @@ async fn three_turns_go_back_to_complaint_then_transfer_to_triage_and_each_agent
         listed[12],
         (2, "triage".into(), "Triage here: anything else?".into())
     );
-    let records = runner.thread_records("ada").await.unwrap();
+    let records = runner.thread("ada").records().await.unwrap();
     let starts: Vec<String> = records.iter().map(|r| r.started_at.to_string()).collect();
     assert_eq!(starts, ["triage", "complaint", "complaint"]);
 }
@@ -311,10 +318,10 @@ async fn with_root_routing_every_turn_starts_at_the_root() {
         [say("refund", "refunded", &seen)],
     )
     .unwrap();
-    let runner = Runner::new(tree)
+    let runner = Runner::builder(tree)
         .thread_store(InMemoryStore::new())
-        .turn_routing(TurnRouting::Root);
-    assert_eq!(runner.routing(), TurnRouting::Root);
+        .turn_routing(TurnRouting::Root)
+        .build();
     let (started, _) = drain(&runner, "t", "one").await;
     assert_eq!(started, "triage");
     let (started, lines) = drain(&runner, "t", "two").await;
@@ -332,7 +339,9 @@ async fn a_workflow_child_that_answered_starts_its_workflow_again() {
         ])
         .unwrap();
     let tree = set_sub_agents(hop("desk", "pipeline", "desk", &seen), [pipeline]).unwrap();
-    let runner = Runner::new(tree).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(tree)
+        .thread_store(InMemoryStore::new())
+        .build();
     let (started, lines) = drain(&runner, "w", "write it").await;
     assert_eq!(started, "desk");
     assert_eq!(
@@ -367,7 +376,9 @@ fn escalation_desk(barred: bool) -> Runner {
         [complaint],
     )
     .unwrap();
-    Runner::new(tree).thread_store(InMemoryStore::new())
+    Runner::builder(tree)
+        .thread_store(InMemoryStore::new())
+        .build()
 }
 
 #[tokio::test]
@@ -433,7 +444,9 @@ async fn bot_thread(policy: ContextPolicy, turns: usize) -> Vec<Vec<String>> {
         [FlowAgent::new(bot).context(policy), FlowAgent::new(helper)],
     )
     .unwrap();
-    let runner = Runner::new(tree).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(tree)
+        .thread_store(InMemoryStore::new())
+        .build();
     for n in 1..=turns {
         drain(&runner, "p", &format!("user {n}")).await;
     }
@@ -571,7 +584,10 @@ async fn restart_child_runs_one_turn() {
         return; // Not a child run.
     };
     let runner = restart_runner(&backend).await;
-    let turn = runner.turn("restart", Message::user(text)).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new("restart", Message::user(text)))
+        .await
+        .unwrap();
     println!("started at {}", turn.started_at());
     let answer = turn.final_output().await.unwrap().unwrap();
     println!("answer: {}", answer.content);
@@ -611,7 +627,7 @@ async fn restart_between_turns_loses_nothing(backend: &str) {
 
     // A third process (this one) reads everything the two recorded.
     let runner = restart_runner(backend).await;
-    let messages = runner.thread_messages("restart").await.unwrap();
+    let messages = runner.thread("restart").messages().await.unwrap();
     let listed: Vec<String> = messages
         .iter()
         .map(|m| format!("{}|{}|{}", m.turn, m.run_path, m.message.content))
@@ -627,10 +643,15 @@ async fn restart_between_turns_loses_nothing(backend: &str) {
             "1|refund|refund saw 5 messages, last: how long will it take?",
         ]
     );
-    assert_eq!(runner.list_threads().await.unwrap(), ["restart"]);
-    assert!(runner.delete_thread("restart").await.unwrap());
-    assert!(runner.thread_messages("restart").await.unwrap().is_empty());
-    assert!(runner.list_threads().await.unwrap().is_empty());
+    assert_eq!(runner.threads().await.unwrap(), ["restart"]);
+    assert!(runner.thread("restart").delete().await.unwrap());
+    assert!(runner
+        .thread("restart")
+        .messages()
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(runner.threads().await.unwrap().is_empty());
 }
 
 fn restart_dir(name: &str) -> std::path::PathBuf {
@@ -683,22 +704,35 @@ fn gated(gate: Arc<tokio::sync::Semaphore>) -> FlowAgent {
 #[tokio::test]
 async fn a_second_turn_on_a_busy_thread_is_refused_in_one_runner() {
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let runner = Runner::new(gated(Arc::clone(&gate))).thread_store(InMemoryStore::new());
-    let first = runner.turn("busy", Message::user("one")).await.unwrap();
-    let second = runner.turn("busy", Message::user("two")).await;
+    let runner = Runner::builder(gated(Arc::clone(&gate)))
+        .thread_store(InMemoryStore::new())
+        .build();
+    let first = runner
+        .turn(TurnRequest::new("busy", Message::user("one")))
+        .await
+        .unwrap();
+    let second = runner
+        .turn(TurnRequest::new("busy", Message::user("two")))
+        .await;
     assert!(
         matches!(&second, Err(ThreadError::Busy { id }) if id == "busy"),
         "{second:?}"
     );
     // Another thread is not held up.
     gate.add_permits(1);
-    let other = runner.turn("other", Message::user("hi")).await.unwrap();
+    let other = runner
+        .turn(TurnRequest::new("other", Message::user("hi")))
+        .await
+        .unwrap();
     assert!(other.final_output().await.is_ok());
     gate.add_permits(1);
     first.final_output().await.unwrap();
     // Once the first turn ended, the next one runs.
     gate.add_permits(1);
-    let next = runner.turn("busy", Message::user("two")).await.unwrap();
+    let next = runner
+        .turn(TurnRequest::new("busy", Message::user("two")))
+        .await
+        .unwrap();
     assert_eq!(
         next.final_output().await.unwrap().unwrap().content,
         "answer to two"
@@ -728,10 +762,13 @@ async fn a_turn_from_another_runner_on_a_busy_thread_is_refused_before_it_runs()
         let runs = Arc::new(AtomicUsize::new(0));
         // Two runners stand for two processes sharing one store; they start at once.
         let start = |text: &'static str| {
-            let runner = Runner::new(counted(Arc::clone(&gate), Arc::clone(&runs)))
-                .thread_store(store.clone());
+            let runner = Runner::builder(counted(Arc::clone(&gate), Arc::clone(&runs)))
+                .thread_store(store.clone())
+                .build();
             tokio::spawn(async move {
-                let turn = runner.turn("race", Message::user(text)).await;
+                let turn = runner
+                    .turn(TurnRequest::new("race", Message::user(text)))
+                    .await;
                 (text, turn)
             })
         };
@@ -761,10 +798,14 @@ async fn a_turn_from_another_runner_on_a_busy_thread_is_refused_before_it_runs()
             format!("answer to {won}")
         );
         // Once the turn ended, the thread is free for the next one, from any runner.
-        let next =
-            Runner::new(counted(Arc::clone(&gate), Arc::clone(&runs))).thread_store(store.clone());
+        let next = Runner::builder(counted(Arc::clone(&gate), Arc::clone(&runs)))
+            .thread_store(store.clone())
+            .build();
         gate.add_permits(1);
-        let turn = next.turn("race", Message::user("next")).await.unwrap();
+        let turn = next
+            .turn(TurnRequest::new("race", Message::user("next")))
+            .await
+            .unwrap();
         assert_eq!(turn.number(), 1);
         turn.finish().await;
     }
@@ -774,15 +815,24 @@ async fn a_turn_from_another_runner_on_a_busy_thread_is_refused_before_it_runs()
 async fn a_turn_whose_lease_ran_out_is_not_recorded_once_another_turn_took_the_thread() {
     let store = InMemoryStore::new();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let slow = Runner::new(gated(Arc::clone(&gate)))
+    let slow = Runner::builder(gated(Arc::clone(&gate)))
         .thread_store(store.clone())
-        .lease(Duration::from_millis(40));
-    let other = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
+        .lease(Duration::from_millis(40))
+        .build();
+    let other = Runner::builder(gated(Arc::clone(&gate)))
+        .thread_store(store.clone())
+        .build();
     // The slow turn holds the thread but goes silent past its lease.
-    let stalled = slow.turn("t", Message::user("from slow")).await.unwrap();
+    let stalled = slow
+        .turn(TurnRequest::new("t", Message::user("from slow")))
+        .await
+        .unwrap();
     let mut taken = None;
     for _ in 0..500 {
-        match other.turn("t", Message::user("from other")).await {
+        match other
+            .turn(TurnRequest::new("t", Message::user("from other")))
+            .await
+        {
             Ok(turn) => {
                 taken = Some(turn);
                 break;
@@ -819,10 +869,12 @@ async fn a_turn_whose_lease_ran_out_is_not_recorded_once_another_turn_took_the_t
 async fn a_cancelled_turn_leaves_the_thread_as_it_was() {
     let store = InMemoryStore::new();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let runner = Runner::new(gated(Arc::clone(&gate))).thread_store(store.clone());
+    let runner = Runner::builder(gated(Arc::clone(&gate)))
+        .thread_store(store.clone())
+        .build();
     gate.add_permits(1);
     runner
-        .turn("c", Message::user("one"))
+        .turn(TurnRequest::new("c", Message::user("one")))
         .await
         .unwrap()
         .finish()
@@ -831,13 +883,19 @@ async fn a_cancelled_turn_leaves_the_thread_as_it_was() {
     assert_eq!(before.len(), 1);
 
     // Cancelled while the agent runs.
-    let mut turn = runner.turn("c", Message::user("two")).await.unwrap();
+    let mut turn = runner
+        .turn(TurnRequest::new("c", Message::user("two")))
+        .await
+        .unwrap();
     let polled = futures::poll!(turn.next());
     assert!(polled.is_pending());
     drop(turn);
     // Cancelled after its answer, before the end of its stream.
     gate.add_permits(1);
-    let mut turn = runner.turn("c", Message::user("three")).await.unwrap();
+    let mut turn = runner
+        .turn(TurnRequest::new("c", Message::user("three")))
+        .await
+        .unwrap();
     let answer = turn.next().await.unwrap();
     assert_eq!(answer.message_output().unwrap().content, "answer to three");
     drop(turn);
@@ -845,10 +903,13 @@ async fn a_cancelled_turn_leaves_the_thread_as_it_was() {
     assert_eq!(store.read("c", 0..u64::MAX).await.unwrap(), before);
     // The thread serves the next turn as if the cancelled ones never happened.
     gate.add_permits(1);
-    let turn = runner.turn("c", Message::user("four")).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new("c", Message::user("four")))
+        .await
+        .unwrap();
     assert_eq!(turn.number(), 1);
     turn.finish().await;
-    let messages = runner.thread_messages("c").await.unwrap();
+    let messages = runner.thread("c").messages().await.unwrap();
     let texts: Vec<&str> = messages
         .iter()
         .map(|m| m.message.content.as_str())
@@ -869,15 +930,17 @@ async fn a_failed_turn_records_nothing_and_says_why() {
         }
         Ok(())
     });
-    let runner = Runner::new(FlowAgent::new(bot)).thread_store(store.clone());
+    let runner = Runner::builder(FlowAgent::new(bot))
+        .thread_store(store.clone())
+        .build();
     runner
-        .turn("f", Message::user("ok"))
+        .turn(TurnRequest::new("f", Message::user("ok")))
         .await
         .unwrap()
         .finish()
         .await;
     let error = runner
-        .turn("f", Message::user("fail"))
+        .turn(TurnRequest::new("f", Message::user("fail")))
         .await
         .unwrap()
         .final_output()
@@ -920,7 +983,7 @@ fn approvals() -> FlowAgent {
 #[tokio::test]
 async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     let store = InMemoryStore::new();
-    let runner = Runner::new(approvals()).stores(store.clone());
+    let runner = Runner::builder(approvals()).stores(store.clone()).build();
     let (started, events, outcome) = run_turn(&runner, "h", "refund order 42").await;
     assert_eq!(started, "front");
     let TurnOutcome::Interrupted {
@@ -938,14 +1001,17 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     assert!(matches!(head.last.end, RecordEnd::Interrupted { .. }));
 
     // A new message waits for the resume.
-    let refused = runner.turn("h", Message::user("hello?")).await.unwrap_err();
+    let refused = runner
+        .turn(TurnRequest::new("h", Message::user("hello?")))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&refused, ThreadError::AwaitingResume { turn: 0, interrupts, .. } if interrupts == "front/approver"),
         "{refused}"
     );
 
     // Resumed without data it interrupts again; the thread records that too.
-    let again = runner.resume_turn("h", HashMap::new()).await.unwrap();
+    let again = runner.turn(TurnRequest::resume("h", [])).await.unwrap();
     assert_eq!(again.started_at().to_string(), "front");
     assert!(matches!(
         again.finish().await,
@@ -953,10 +1019,10 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     ));
 
     let resumed = runner
-        .resume_turn(
+        .turn(TurnRequest::resume(
             "h",
             HashMap::from([("front/approver".to_owned(), json!(true))]),
-        )
+        ))
         .await
         .unwrap();
     let mut resumed = resumed;
@@ -979,7 +1045,7 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     );
 
     // One turn in three records: the start and its two continuations.
-    let records = runner.thread_records("h").await.unwrap();
+    let records = runner.thread("h").records().await.unwrap();
     assert_eq!(
         records.iter().map(|r| r.turn).collect::<Vec<_>>(),
         [0, 0, 0]
@@ -1018,11 +1084,12 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     );
     // The resumed checkpoint is spent: resuming it directly runs nothing.
     assert!(matches!(
-        runner.resume(second, HashMap::new()).await,
+        runner.resume(ResumeRequest::new(second, [])).await,
         Err(flow_runtime::CheckpointError::AlreadyResumed { .. })
     ));
     let texts: Vec<String> = runner
-        .thread_messages("h")
+        .thread("h")
+        .messages()
         .await
         .unwrap()
         .iter()
@@ -1040,10 +1107,13 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     );
     // Nothing left to resume; the next turn goes back to approver.
     assert!(matches!(
-        runner.resume_turn("h", HashMap::new()).await,
+        runner.turn(TurnRequest::resume("h", [])).await,
         Err(ThreadError::NotInterrupted { .. })
     ));
-    let next = runner.turn("h", Message::user("thanks")).await.unwrap();
+    let next = runner
+        .turn(TurnRequest::new("h", Message::user("thanks")))
+        .await
+        .unwrap();
     assert_eq!(next.started_at().to_string(), "approver");
 }
 
@@ -1051,21 +1121,28 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
 async fn bad_thread_ids_and_missing_stores_are_typed_errors() {
     let runner = Runner::new(restart_desk());
     assert!(matches!(
-        runner.turn("t", Message::user("x")).await,
+        runner.turn(TurnRequest::new("t", Message::user("x"))).await,
         Err(ThreadError::NoStore)
     ));
-    let runner = runner.thread_store(InMemoryStore::new());
+    let runner = RunnerBuilder::from(runner)
+        .thread_store(InMemoryStore::new())
+        .build();
     for id in ["", "../x", "/abs", "a\0b", ".hidden", &"x".repeat(101)] {
-        let error = runner.turn(id, Message::user("x")).await.unwrap_err();
+        let error = runner
+            .turn(TurnRequest::new(id, Message::user("x")))
+            .await
+            .unwrap_err();
         assert!(
             matches!(error, ThreadError::InvalidId { .. }),
             "{id:?}: {error}"
         );
     }
     // An interrupt with no checkpoint store fails the turn; the thread is left as it was.
-    let runner = Runner::new(approvals()).thread_store(InMemoryStore::new());
+    let runner = Runner::builder(approvals())
+        .thread_store(InMemoryStore::new())
+        .build();
     let outcome = runner
-        .turn("n", Message::user("x"))
+        .turn(TurnRequest::new("n", Message::user("x")))
         .await
         .unwrap()
         .finish()
@@ -1074,7 +1151,7 @@ async fn bad_thread_ids_and_missing_stores_are_typed_errors() {
         matches!(&outcome, TurnOutcome::Failed(ThreadError::Checkpoint(_))),
         "{outcome:?}"
     );
-    assert!(runner.thread_records("n").await.unwrap().is_empty());
+    assert!(runner.thread("n").records().await.unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use flow_runtime::store::{JournalStore, RecordEnd, ThreadRecord};
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, AgentTool, ChatModelAgent, ChatRequest,
     CheckpointStore, FileStore, FlowAgent, ForkEnd, InMemoryStore, Message, Parallel, Role, Runner,
@@ -125,14 +126,18 @@ fn runner<S>(store: &S, ran: &Ran) -> Runner
 where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
-    Runner::new(desk(ran))
+    Runner::builder(desk(ran))
         .stores(store.clone())
         .journal_store(store.clone())
         .turn_routing(TurnRouting::Root)
+        .build()
 }
 
 async fn say(runner: &Runner, thread: &str, text: &str) {
-    let turn = runner.turn(thread, Message::user(text)).await.unwrap();
+    let turn = runner
+        .turn(TurnRequest::new(thread, Message::user(text)))
+        .await
+        .unwrap();
     match turn.finish().await {
         TurnOutcome::Completed { .. } => {}
         other => panic!("turn '{text}' did not complete: {other:?}"),
@@ -178,8 +183,8 @@ where
     say(&runner, &original, "refund 5").await;
     say(&runner, &original, "check it").await;
     say(&runner, &original, "refund 7").await;
-    let before = runner.thread_records(&original).await.unwrap();
-    let history = runner.thread_history(&original).await.unwrap();
+    let before = runner.thread(&original).records().await.unwrap();
+    let history = runner.thread(&original).history().await.unwrap();
     assert_eq!(
         history.len(),
         before.iter().map(|r| r.events.len() + 1).sum::<usize>()
@@ -201,7 +206,7 @@ where
 
     for step in &history {
         let fork = format!("fork{label}-{}", step.id);
-        let forked = runner.fork(&original, step.id, &fork).await.unwrap();
+        let forked = runner.thread(&original).fork(step.id, &fork).await.unwrap();
         let turn = step.turn;
         // The steps of the original turn after the fork's step, by path.
         let after: Vec<_> = history
@@ -223,7 +228,7 @@ where
                 e.message.as_ref().and_then(|m| m.tool_name.as_deref()) == Some("clerk")
             })
             .count();
-        let fork_records = runner.thread_records(&fork).await.unwrap();
+        let fork_records = runner.thread(&fork).records().await.unwrap();
         match forked.end {
             ForkEnd::TurnEnd => {
                 assert!(after.is_empty(), "step {} is its turn's last", step.id);
@@ -236,7 +241,7 @@ where
             }
             ForkEnd::ForkPoint => {
                 let (pay0, lookup0) = ran.get();
-                let turn_ = runner.resume_turn(&fork, HashMap::new()).await.unwrap();
+                let turn_ = runner.turn(TurnRequest::resume(&fork, [])).await.unwrap();
                 let outcome = turn_.finish().await;
                 assert!(
                     matches!(outcome, TurnOutcome::Completed { .. }),
@@ -253,7 +258,7 @@ where
                     step.id
                 );
                 // The fork's turn reads as the original's.
-                let fork_records = runner.thread_records(&fork).await.unwrap();
+                let fork_records = runner.thread(&fork).records().await.unwrap();
                 let of_turn = |rs: &[ThreadRecord]| -> Vec<ThreadRecord> {
                     rs.iter().filter(|r| r.turn == turn).cloned().collect()
                 };
@@ -270,45 +275,49 @@ where
             ForkEnd::Interrupt => panic!("this thread has no interrupt"),
         }
         // Nothing of the original changed.
-        assert_eq!(runner.thread_records(&original).await.unwrap(), before);
+        assert_eq!(runner.thread(&original).records().await.unwrap(), before);
     }
 
     // A fork takes new messages of its own.
     say(&runner, &format!("fork{label}-5"), "refund 9").await;
-    assert_eq!(runner.thread_records(&original).await.unwrap(), before);
+    assert_eq!(runner.thread(&original).records().await.unwrap(), before);
 
     // Bad input: typed errors, nothing written.
     let steps = history.len() as u64;
     assert!(matches!(
-        runner.fork(&original, steps, "nowhere").await,
+        runner.thread(&original).fork(steps, "nowhere").await,
         Err(TimeTravelError::UnknownStep { step, steps: n, .. }) if step == steps && n == steps
     ));
     assert!(matches!(
-        runner.fork("no-such-thread", 0, "nowhere").await,
+        runner.thread("no-such-thread").fork(0, "nowhere").await,
         Err(TimeTravelError::UnknownThread { .. })
     ));
     assert!(matches!(
-        runner.fork(&original, 0, &format!("fork{label}-1")).await,
+        runner
+            .thread(&original)
+            .fork(0, &format!("fork{label}-1"))
+            .await,
         Err(TimeTravelError::ThreadExists { .. })
     ));
     assert!(matches!(
-        runner.fork(&original, 0, &original).await,
+        runner.thread(&original).fork(0, &original).await,
         Err(TimeTravelError::ThreadExists { .. })
     ));
     assert!(matches!(
-        runner.thread_history("no-such-thread").await,
+        runner.thread("no-such-thread").history().await,
         Err(TimeTravelError::UnknownThread { .. })
     ));
-    assert!(runner.thread_records("nowhere").await.unwrap().is_empty());
-    assert_eq!(runner.thread_records(&original).await.unwrap(), before);
+    assert!(runner.thread("nowhere").records().await.unwrap().is_empty());
+    assert_eq!(runner.thread(&original).records().await.unwrap(), before);
     let last = history.len() as u64 - 1;
     assert!(matches!(
         runner
-            .run_from(&original, last, "nowhere", HashMap::new())
+            .thread(&original)
+            .run_from(last, "nowhere", HashMap::new())
             .await,
         Err(TimeTravelError::NothingToRerun { .. })
     ));
-    assert!(runner.thread_records("nowhere").await.unwrap().is_empty());
+    assert!(runner.thread("nowhere").records().await.unwrap().is_empty());
 }
 
 /// The recorded event of step `id`.
@@ -377,17 +386,19 @@ where
     S: ThreadStore + CheckpointStore + JournalStore + Clone,
 {
     let clerk_calls = Arc::new(AtomicUsize::new(0));
-    let runner = Runner::new(approval_desk(Arc::clone(&clerk_calls))).stores(store.clone());
+    let runner = Runner::builder(approval_desk(Arc::clone(&clerk_calls)))
+        .stores(store.clone())
+        .build();
     let original = format!("ask{label}");
     let turn = runner
-        .turn(&original, Message::user("refund"))
+        .turn(TurnRequest::new(&original, Message::user("refund")))
         .await
         .unwrap();
     let TurnOutcome::Interrupted { interrupts, .. } = turn.finish().await else {
         panic!("the clerk asks first");
     };
     let id = interrupts[0].id.clone();
-    let history = runner.thread_history(&original).await.unwrap();
+    let history = runner.thread(&original).history().await.unwrap();
     let at = history.last().unwrap();
     assert_eq!(at.kind, ThreadStepKind::Interrupt);
     // The interrupt is the clerk's, inside the desk's agent tool.
@@ -395,7 +406,7 @@ where
 
     // The original answers yes.
     let yes = runner
-        .resume_turn(&original, [(id.clone(), json!("yes"))].into())
+        .turn(TurnRequest::resume(&original, [(id.clone(), json!("yes"))]))
         .await
         .unwrap()
         .final_output()
@@ -403,17 +414,17 @@ where
         .unwrap()
         .unwrap();
     assert_eq!(yes.content, "desk: human said \"yes\"");
-    let before = runner.thread_records(&original).await.unwrap();
+    let before = runner.thread(&original).records().await.unwrap();
 
     // A fork at the interrupt answers no, inside the clerk: its model is asked once more
     // (for its answer after the approval), not from its start.
     let fork = format!("ask{label}-no");
-    let forked = runner.fork(&original, at.id, &fork).await.unwrap();
+    let forked = runner.thread(&original).fork(at.id, &fork).await.unwrap();
     assert_eq!(forked.end, ForkEnd::Interrupt);
     assert_eq!(forked.interrupts[0].id, id);
     let calls_before = clerk_calls.load(Ordering::SeqCst);
     let no = runner
-        .resume_turn(&fork, [(id.clone(), json!("no"))].into())
+        .turn(TurnRequest::resume(&fork, [(id.clone(), json!("no"))]))
         .await
         .unwrap()
         .final_output()
@@ -422,16 +433,12 @@ where
         .unwrap();
     assert_eq!(no.content, "desk: human said \"no\"");
     assert_eq!(clerk_calls.load(Ordering::SeqCst) - calls_before, 1);
-    assert_eq!(runner.thread_records(&original).await.unwrap(), before);
+    assert_eq!(runner.thread(&original).records().await.unwrap(), before);
 
     // run_from at the interrupt: fork and answer at once.
     let maybe = runner
-        .run_from(
-            &original,
-            at.id,
-            &format!("ask{label}-maybe"),
-            [(id, json!("maybe"))].into(),
-        )
+        .thread(&original)
+        .run_from(at.id, &format!("ask{label}-maybe"), [(id, json!("maybe"))])
         .await
         .unwrap()
         .final_output()
@@ -441,7 +448,8 @@ where
     assert_eq!(maybe.content, "desk: human said \"maybe\"");
     assert!(matches!(
         runner
-            .thread_records(&original)
+            .thread(&original)
+            .records()
             .await
             .unwrap()
             .last()
@@ -449,7 +457,7 @@ where
             .end,
         RecordEnd::Completed { .. }
     ));
-    assert_eq!(runner.thread_records(&original).await.unwrap(), before);
+    assert_eq!(runner.thread(&original).records().await.unwrap(), before);
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {

@@ -15,6 +15,7 @@ use flow_runtime::{
     CheckpointStore, FileStore, FlowAgent, FnAgent, FnTool, InMemoryStore, InterruptInfo, Message,
     MessageRef, Role, Runner, Session, ToolContext, ToolError, ToolInterrupt,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -111,7 +112,12 @@ async fn resume_all(
     id: &str,
     targets: HashMap<String, serde_json::Value>,
 ) -> Vec<AgentEvent> {
-    runner.resume(id, targets).await.unwrap().collect().await
+    runner
+        .resume(ResumeRequest::new(id, targets))
+        .await
+        .unwrap()
+        .collect()
+        .await
 }
 
 /// The desk's run resumed with approval: the call answered, the model finished, and the
@@ -137,14 +143,15 @@ async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer
     let desk_runs = Arc::new(AtomicUsize::new(0));
     let model = refund_model();
     let store = InMemoryStore::new();
-    let runner = Runner::new(desk(
+    let runner = Runner::builder(desk(
         model.clone(),
         issue_refund(Arc::clone(&calls)),
         Arc::clone(&desk_runs),
     ))
-    .checkpoint_store(store.clone());
+    .checkpoint_store(store.clone())
+    .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed("r1", Session::new(), user("I want my $40 back"))
+        .run(RunRequest::new(user("I want my $40 back")).checkpoint("r1"))
         .collect()
         .await;
     assert_eq!(
@@ -227,15 +234,20 @@ async fn a_tool_interrupts_itself_and_resume_runs_the_call_again_with_the_answer
 #[tokio::test]
 async fn the_resumed_session_matches_a_run_whose_tool_never_stopped() {
     let store = InMemoryStore::new();
-    let runner = Runner::new(desk(
+    let runner = Runner::builder(desk(
         refund_model(),
         issue_refund(Calls::default()),
         Arc::default(),
     ))
-    .checkpoint_store(store.clone());
+    .checkpoint_store(store.clone())
+    .build();
     let held = Session::new();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed("r2", Arc::clone(&held), user("refund please"))
+        .run(
+            RunRequest::new(user("refund please"))
+                .session(Arc::clone(&held))
+                .checkpoint("r2"),
+        )
         .collect()
         .await;
     assert!(first.last().unwrap().interrupt().is_some());
@@ -262,7 +274,7 @@ async fn the_resumed_session_matches_a_run_whose_tool_never_stopped() {
     );
     let straight = Session::new();
     let _: Vec<AgentEvent> = Runner::new(desk(refund_model(), approving, Arc::default()))
-        .run_in(Arc::clone(&straight), user("refund please"))
+        .run(RunRequest::new(user("refund please")).session(Arc::clone(&straight)))
         .collect()
         .await;
     let expected = record(&straight);
@@ -289,14 +301,15 @@ async fn the_resumed_session_matches_a_run_whose_tool_never_stopped() {
 async fn resumed_without_an_answer_the_tool_interrupts_again_and_a_later_resume_finishes() {
     let calls = Calls::default();
     let store = InMemoryStore::new();
-    let runner = Runner::new(desk(
+    let runner = Runner::builder(desk(
         refund_model(),
         issue_refund(Arc::clone(&calls)),
         Arc::default(),
     ))
-    .checkpoint_store(store.clone());
+    .checkpoint_store(store.clone())
+    .build();
     let _: Vec<AgentEvent> = runner
-        .run_checkpointed("r4", Session::new(), user("refund please"))
+        .run(RunRequest::new(user("refund please")).checkpoint("r4"))
         .collect()
         .await;
     let again = resume_all(&runner, "r4", HashMap::new()).await;
@@ -321,7 +334,10 @@ async fn resumed_without_an_answer_the_tool_interrupts_again_and_a_later_resume_
             "refund@desk/refund: All done."
         ]
     );
-    let err = runner.resume("r4", HashMap::new()).await.unwrap_err();
+    let err = runner
+        .resume(ResumeRequest::new("r4", []))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("already"), "{err}");
 }
 
@@ -346,9 +362,11 @@ async fn two_calls_of_one_reply_that_interrupt_get_their_own_ids_and_answers() {
         .tool(clock)
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(refund)).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(FlowAgent::new(refund))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed("r5", Session::new(), user("two refunds"))
+        .run(RunRequest::new(user("two refunds")).checkpoint("r5"))
         .collect()
         .await;
     assert_eq!(
@@ -407,9 +425,11 @@ async fn a_tool_interrupt_inside_an_agent_tool_crosses_both_calls_and_resumes_th
         .tool(AgentTool::new(FlowAgent::new(payments)))
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(assistant)).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(FlowAgent::new(assistant))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed("r6", Session::new(), user("refund please"))
+        .run(RunRequest::new(user("refund please")).checkpoint("r6"))
         .collect()
         .await;
     let info = first.last().unwrap().interrupt().expect("an interrupt");
@@ -436,24 +456,26 @@ async fn a_tool_interrupt_inside_an_agent_tool_crosses_both_calls_and_resumes_th
 async fn a_tool_interrupt_survives_a_new_runner_over_the_durable_store() {
     let dir = std::env::temp_dir().join(format!("agentflow-tool-interrupt-{}", std::process::id()));
     let calls = Calls::default();
-    let first: Vec<AgentEvent> = Runner::new(desk(
+    let first: Vec<AgentEvent> = Runner::builder(desk(
         refund_model(),
         issue_refund(Arc::clone(&calls)),
         Arc::default(),
     ))
     .checkpoint_store(FileStore::new(&dir).unwrap())
-    .run_checkpointed("order-7", Session::new(), user("refund please"))
+    .build()
+    .run(RunRequest::new(user("refund please")).checkpoint("order-7"))
     .collect()
     .await;
     assert!(first.last().unwrap().interrupt().is_some());
 
     // A new tree, model and store over the same directory: nothing but the bytes carry over.
-    let runner = Runner::new(desk(
+    let runner = Runner::builder(desk(
         refund_model(),
         issue_refund(Arc::clone(&calls)),
         Arc::default(),
     ))
-    .checkpoint_store(FileStore::new(&dir).unwrap());
+    .checkpoint_store(FileStore::new(&dir).unwrap())
+    .build();
     let resumed = resume_all(&runner, "order-7", target("desk/refund", json!("yes"))).await;
     assert_approved_refund(&resumed, &calls);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -483,7 +505,7 @@ async fn a_tool_interrupt_without_any_interrupt_in_it_is_a_clear_error_and_keeps
     .unwrap();
     let session = Session::new();
     let events: Vec<AgentEvent> = Runner::new(FlowAgent::new(agent))
-        .run_in(Arc::clone(&session), user("go"))
+        .run(RunRequest::new(user("go")).session(Arc::clone(&session)))
         .collect()
         .await;
     let last = line(events.last().unwrap());
@@ -540,9 +562,11 @@ async fn tool_interrupts_in_two_parallel_lanes_resume_each_lane_with_its_answer(
     let desks = flow_runtime::Parallel::new("desks")
         .with_sub_agents([lane("north"), lane("south")])
         .unwrap();
-    let runner = Runner::new(desks).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(desks)
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed("r7", Session::new(), user("refund please"))
+        .run(RunRequest::new(user("refund please")).checkpoint("r7"))
         .collect()
         .await;
     let mut ids: Vec<String> = first

@@ -17,6 +17,7 @@ use flow_runtime::{
     FlowAgent, InMemoryStore, InterruptInfo, Message, MessageRef, Role, Runner, Session,
     ToolContext,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -75,7 +76,9 @@ fn desk(calls: &[(&str, &str)]) -> Desk {
         .unwrap();
     let store = InMemoryStore::new();
     Desk {
-        runner: Runner::new(FlowAgent::new(clerk)).checkpoint_store(store.clone()),
+        runner: Runner::builder(FlowAgent::new(clerk))
+            .checkpoint_store(store.clone())
+            .build(),
         store,
         model,
         approvals,
@@ -87,7 +90,7 @@ impl Desk {
     async fn start(&self) -> Vec<AgentEvent> {
         let input: [MessageRef; 1] = [Arc::new(Message::user("go"))];
         self.runner
-            .run_checkpointed("c", Session::new(), input)
+            .run(RunRequest::new(input).checkpoint("c"))
             .collect()
             .await
     }
@@ -98,7 +101,7 @@ impl Desk {
             .map(|(id, data)| ((*id).to_owned(), json!(data)))
             .collect();
         self.runner
-            .resume("c", targets)
+            .resume(ResumeRequest::new("c", targets))
             .await
             .unwrap()
             .collect()
@@ -457,7 +460,11 @@ async fn the_session_record_after_the_resumes_is_the_uninterrupted_one() {
     let input: [MessageRef; 1] = [Arc::new(Message::user("go"))];
     let _: Vec<AgentEvent> = desk
         .runner
-        .run_checkpointed("c", Arc::clone(&session), input)
+        .run(
+            RunRequest::new(input)
+                .session(Arc::clone(&session))
+                .checkpoint("c"),
+        )
         .collect()
         .await;
     desk.resume(&[("clerk", "yes")]).await;
@@ -519,9 +526,11 @@ async fn two_calls_of_an_agent_tool_that_interrupts_keep_their_ids_when_answered
         .tool(flow_runtime::AgentTool::new(FlowAgent::new(payments)))
         .build()
         .unwrap();
-    let runner = Runner::new(FlowAgent::new(assistant)).checkpoint_store(InMemoryStore::new());
+    let runner = Runner::builder(FlowAgent::new(assistant))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
     let first: Vec<AgentEvent> = runner
-        .run_checkpointed("p", Session::new(), [Arc::new(Message::user("pay both"))])
+        .run(RunRequest::new([Message::user("pay both")]).checkpoint("p"))
         .collect()
         .await;
     let ids = [
@@ -533,8 +542,12 @@ async fn two_calls_of_an_agent_tool_that_interrupts_keep_their_ids_when_answered
         let targets = HashMap::from([(id.to_owned(), json!("yes"))]);
         let runner = runner.clone();
         async move {
-            let events: Vec<AgentEvent> =
-                runner.resume("p", targets).await.unwrap().collect().await;
+            let events: Vec<AgentEvent> = runner
+                .resume(ResumeRequest::new("p", targets))
+                .await
+                .unwrap()
+                .collect()
+                .await;
             events
         }
     };

@@ -49,7 +49,7 @@ fn every_agent_run_is_a_span_with_agent_and_run_path() {
             Ok(())
         });
         let tree = set_sub_agents(FlowAgent::new(root), [FlowAgent::new(refund)]).unwrap();
-        let events: Vec<_> = futures::executor::block_on(Runner::new(tree).query("x").collect());
+        let events: Vec<_> = futures::executor::block_on(Runner::new(tree).run("x").collect());
         assert_eq!(events.len(), 3);
     });
     let got = spans.0.lock().unwrap().clone();

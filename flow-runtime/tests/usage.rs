@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use flow_runtime::model::{
@@ -13,6 +12,7 @@ use flow_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, Checkpoint, CheckpointStore, EventOutput,
     FlowAgent, InMemoryStore, Message, Runner, Session, ToolContext,
 };
+use flow_runtime::{ResumeRequest, RunRequest};
 use futures::executor::block_on;
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -74,9 +74,10 @@ fn replies_and_events_carry_usage_and_the_run_totals_it_per_agent_and_model() {
     for streaming in [false, true] {
         let session = Session::new();
         let events: Vec<AgentEvent> = block_on(
-            Runner::new(desk())
+            Runner::builder(desk())
                 .streaming(streaming)
-                .run_in(Arc::clone(&session), [Arc::new(Message::user("refund"))])
+                .build()
+                .run(RunRequest::new([Message::user("refund")]).session(Arc::clone(&session)))
                 .collect(),
         );
         let got = block_on(usages(&events));
@@ -151,16 +152,22 @@ fn usage_totals_survive_an_interrupt_and_resume() {
         .build()
         .unwrap();
     let store = InMemoryStore::new();
-    let runner = Runner::new(FlowAgent::new(agent)).checkpoint_store(store.clone());
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .checkpoint_store(store.clone())
+        .build();
     let session = Session::new();
     let first: Vec<AgentEvent> = block_on(
         runner
-            .run_checkpointed("c1", Arc::clone(&session), [Arc::new(Message::user("go"))])
+            .run(
+                RunRequest::new([Message::user("go")])
+                    .session(Arc::clone(&session))
+                    .checkpoint("c1"),
+            )
             .collect(),
     );
     assert!(first.last().unwrap().is_interrupt());
     assert_eq!(session.usage().total, Usage::new(20, 2));
-    let resumed = block_on(runner.resume("c1", HashMap::new())).unwrap();
+    let resumed = block_on(runner.resume(ResumeRequest::new("c1", []))).unwrap();
     let rest: Vec<AgentEvent> = block_on(resumed.collect());
     assert_eq!(
         rest.last().unwrap().message_output().unwrap().content,

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use flow_runtime::RunRequest;
 use flow_runtime::{
     Agent, AgentEvent, AgentInput, DeterministicTransfer, FlowAgent, FnAgent, InterruptInfo, Loop,
     Message, MessageRef, Parallel, ResumeInfo, Role, RunContext, Runner, Sequential, Session,
@@ -91,7 +92,7 @@ impl Run {
 
     async fn start(&self) -> Vec<AgentEvent> {
         Runner::new(self.root.clone())
-            .run_in(Arc::clone(&self.session), self.input.iter().cloned())
+            .run(RunRequest::new(self.input.iter().cloned()).session(Arc::clone(&self.session)))
             .collect()
             .await
     }
@@ -544,7 +545,7 @@ async fn dropping_a_parallel_stream_cancels_every_lane() {
     let p = Parallel::new("p")
         .with_sub_agents([lane("a"), lane("b")])
         .unwrap();
-    let mut events = Runner::new(p).query("go");
+    let mut events = Runner::new(p).run("go");
     let mut started = vec![
         line(&events.next().await.unwrap()),
         line(&events.next().await.unwrap()),

@@ -186,10 +186,9 @@ pub async fn post_turn(
     let permit = state.turn_permit()?;
     let turn = served
         .runner()
-        .turn_by(
-            &key.store_id(),
-            Message::user(request.message),
-            principal.id(),
+        .turn(
+            flow_runtime::TurnRequest::new(key.store_id(), Message::user(request.message))
+                .by(principal.id()),
         )
         .await?;
     let span = turn::turn_span(
@@ -246,7 +245,7 @@ pub async fn post_resume(
     let permit = state.turn_permit()?;
     let turn = served
         .runner()
-        .resume_turn_by(&key.store_id(), targets, principal.id())
+        .turn(flow_runtime::TurnRequest::resume(key.store_id(), targets).by(principal.id()))
         .await?;
     let span = turn::turn_span(
         &key.flow,
@@ -292,7 +291,8 @@ pub async fn get_thread(
     let messages = state
         .flow(&flow)?
         .runner()
-        .thread_messages(&key.store_id())
+        .thread(&key.store_id())
+        .messages()
         .await?;
     let messages: Vec<Value> = messages
         .into_iter()
@@ -308,7 +308,8 @@ pub async fn get_thread(
     let records = state
         .flow(&flow)?
         .runner()
-        .thread_records(&key.store_id())
+        .thread(&key.store_id())
+        .records()
         .await?;
     Ok(Json(json!({
         "flow": key.flow,
@@ -333,7 +334,8 @@ pub async fn delete_thread(
     if state
         .flow(&flow)?
         .runner()
-        .delete_thread(&key.store_id())
+        .thread(&key.store_id())
+        .delete()
         .await?
     {
         Ok(StatusCode::NO_CONTENT)

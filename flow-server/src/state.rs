@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
-use flow_runtime::{CheckpointStore, FlowAgent, Runner, ThreadStore, TurnRouting};
+use flow_runtime::{CheckpointStore, FlowAgent, Runner, RunnerBuilder, ThreadStore, TurnRouting};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::approvals::Approvals;
@@ -24,12 +24,12 @@ pub type TenantFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 /// A function configuring the runner of each served flow: given the flow's name and the runner
 /// the server made (over its store, with its streaming and turn routing), returns the runner
 /// to serve (see [`ServerBuilder::runners`]).
-pub type RunnerFn = dyn Fn(&str, Runner) -> Runner + Send + Sync;
+pub type RunnerFn = dyn Fn(&str, RunnerBuilder) -> RunnerBuilder + Send + Sync;
 
 /// What a flow is served from: a tree (the server makes its runner) or a runner.
 enum FlowSource {
     Agent(FlowAgent),
-    Runner(Box<Runner>),
+    Runner(Box<RunnerBuilder>),
 }
 
 /// One flow the server serves under a name.
@@ -238,9 +238,9 @@ pub struct ServerBuilder {
     flows: Vec<(String, FlowSource)>,
     store: Arc<dyn CheckpointStore>,
     threads: Arc<dyn ThreadStore>,
-    runner: Box<dyn Fn(FlowAgent) -> Runner + Send + Sync>,
+    runner: Box<dyn Fn(FlowAgent) -> RunnerBuilder + Send + Sync>,
     /// Puts the server's store under a runner the caller built.
-    attach_stores: Box<dyn Fn(Runner) -> Runner + Send + Sync>,
+    attach_stores: Box<dyn Fn(RunnerBuilder) -> RunnerBuilder + Send + Sync>,
     configure: Option<Box<RunnerFn>>,
     routing: TurnRouting,
     auth: Option<Auth>,
@@ -277,7 +277,7 @@ impl ServerBuilder {
             flows: Vec::new(),
             store: Arc::new(store.clone()),
             threads: Arc::new(store),
-            runner: Box::new(move |agent| Runner::new(agent).stores(shared.clone())),
+            runner: Box::new(move |agent| Runner::builder(agent).stores(shared.clone())),
             attach_stores: Box::new(move |runner| runner.stores(attached.clone())),
             configure: None,
             routing: TurnRouting::default(),
@@ -313,7 +313,7 @@ impl ServerBuilder {
     ///     cx.say("hello");
     ///     Ok(())
     /// });
-    /// let runner = Runner::new(FlowAgent::new(bot))
+    /// let runner = Runner::builder(FlowAgent::new(bot))
     ///     .checkpoint_key(b"a signing key of the deployment".to_vec())
     ///     .limits(RunLimits::default())
     ///     .streaming(true);
@@ -324,7 +324,7 @@ impl ServerBuilder {
     ///     .unwrap();
     /// # let _ = state;
     /// ```
-    pub fn flow_runner(mut self, name: impl Into<String>, runner: Runner) -> Self {
+    pub fn flow_runner(mut self, name: impl Into<String>, runner: RunnerBuilder) -> Self {
         self.flows
             .push((name.into(), FlowSource::Runner(Box::new(runner))));
         self
@@ -335,7 +335,10 @@ impl ServerBuilder {
     /// builder's streaming and turn routing) and returns the runner to serve, e.g. with
     /// middleware, a checkpoint key, limits, a lease or run options. Keep its stores: the
     /// endpoints read the server's.
-    pub fn runners(mut self, f: impl Fn(&str, Runner) -> Runner + Send + Sync + 'static) -> Self {
+    pub fn runners(
+        mut self,
+        f: impl Fn(&str, RunnerBuilder) -> RunnerBuilder + Send + Sync + 'static,
+    ) -> Self {
         self.configure = Some(Box::new(f));
         self
     }
@@ -472,8 +475,9 @@ impl ServerBuilder {
                         Some(f) => f(&name, runner),
                         None => runner,
                     }
+                    .build()
                 }
-                FlowSource::Runner(runner) => (self.attach_stores)(*runner),
+                FlowSource::Runner(runner) => (self.attach_stores)(*runner).build(),
             };
             let approvals = self.approvals.remove(&name).unwrap_or_default();
             flows.insert(

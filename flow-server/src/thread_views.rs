@@ -65,7 +65,8 @@ async fn list_threads(
         };
         let running = served
             .runner()
-            .thread_runs(&store_id)
+            .thread(&store_id)
+            .runs()
             .iter()
             .any(|r| !r.status.is_final());
         threads.push((
@@ -95,7 +96,7 @@ async fn timeline(
     principal.require(Scope::Read)?;
     let served = state.flow(&flow)?;
     let key = ThreadKey::new(served.name(), &tenant.0, &id)?;
-    let records = served.runner().thread_records(&key.store_id()).await?;
+    let records = served.runner().thread(&key.store_id()).records().await?;
     if records.is_empty() {
         return Err(ApiError::UnknownThread { flow, id: key.id });
     }

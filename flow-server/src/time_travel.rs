@@ -103,7 +103,8 @@ pub async fn history(
     let steps = state
         .flow(&flow)?
         .runner()
-        .thread_history(&key.store_id())
+        .thread(&key.store_id())
+        .history()
         .await
         .map_err(|e| api_error(e, &key, None))?;
     let steps: Vec<Value> = steps
@@ -139,7 +140,8 @@ pub async fn fork(
     let to = key(&state, &flow, &tenant, &request.thread)?;
     let runner = state.flow(&flow)?.runner();
     let forked = runner
-        .fork(&from.store_id(), request.at_step, &to.store_id())
+        .thread(&from.store_id())
+        .fork(request.at_step, &to.store_id())
         .await
         .map_err(|e| api_error(e, &from, Some(&to)))?;
     let end = match forked.end {
@@ -147,7 +149,7 @@ pub async fn fork(
         ForkEnd::Interrupt => "interrupt",
         ForkEnd::ForkPoint => "fork_point",
     };
-    let records = runner.thread_records(&to.store_id()).await?;
+    let records = runner.thread(&to.store_id()).records().await?;
     let pending = records
         .last()
         .map(|r| pending_of(&to.id, r))
@@ -177,7 +179,8 @@ pub async fn state_of(
     let values = state
         .flow(&flow)?
         .runner()
-        .thread_values(&key.store_id())
+        .thread(&key.store_id())
+        .values()
         .await
         .map_err(|e| api_error(e, &key, None))?;
     Ok(Json(
@@ -199,7 +202,8 @@ pub async fn update_state(
     let updated = state
         .flow(&flow)?
         .runner()
-        .update_state_by(&key.store_id(), request.values, principal.id())
+        .thread(&key.store_id())
+        .update_state_by(request.values, principal.id())
         .await
         .map_err(|e| api_error(e, &key, None))?;
     Ok(Json(json!({

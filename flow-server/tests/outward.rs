@@ -6,6 +6,7 @@
 mod common;
 
 use common::{done, get, post, spawn, turn, TOKEN};
+use flow_runtime::TurnRequest;
 use flow_runtime::{
     tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError,
     RetryPolicy, Runner, ScriptStep, ScriptedModel, ToolContext,
@@ -74,8 +75,13 @@ fn state() -> AppState {
 /// state): what the server must keep to itself.
 #[tokio::test]
 async fn the_runtime_interrupt_carries_the_secret_the_server_must_not_send() {
-    let runner = Runner::new(approvals_flow()).stores(InMemoryStore::new());
-    let mut turn = runner.turn("t", Message::user("reset ana")).await.unwrap();
+    let runner = Runner::builder(approvals_flow())
+        .stores(InMemoryStore::new())
+        .build();
+    let mut turn = runner
+        .turn(TurnRequest::new("t", Message::user("reset ana")))
+        .await
+        .unwrap();
     let mut json = String::new();
     while let Some(event) = turn.next().await {
         json.push_str(&serde_json::to_string(&event.to_json().unwrap()).unwrap());

@@ -31,7 +31,7 @@ impl Middleware for Count {
 }
 
 fn signed_state(store: InMemoryStore, key: &[u8], runs: Arc<AtomicUsize>) -> AppState {
-    let runner = Runner::new(flow_server::demo::desk())
+    let runner = Runner::builder(flow_server::demo::desk())
         .middleware(Count(runs))
         .checkpoint_key(key.to_vec())
         .turn_routing(flow_runtime::TurnRouting::Root)

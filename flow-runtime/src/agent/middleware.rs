@@ -20,7 +20,7 @@
 //!
 //! # Where middleware is attached, and in which order
 //!
-//! - per [`Runner`](crate::Runner) ([`Runner::middleware`](crate::Runner::middleware)): every
+//! - per [`Runner`](crate::Runner) ([`RunnerBuilder::middleware`](crate::RunnerBuilder::middleware)): every
 //!   agent of every run it starts;
 //! - per tree node ([`FlowAgent::middleware`](crate::FlowAgent::middleware), or
 //!   [`NodeOptions::middleware`](crate::NodeOptions::middleware)): that node's agent;
@@ -78,7 +78,7 @@
 //!     .build()
 //!     .unwrap();
 //! let events: Vec<_> = Runner::new(FlowAgent::new(agent))
-//!     .query("What is the admin password?")
+//!     .run("What is the admin password?")
 //!     .collect()
 //!     .await;
 //! let Some(AgentError::Middleware(refusal)) = &events[0].error else { panic!() };

@@ -1,7 +1,7 @@
 //! Run options: settings given to one run (or one resume) and addressed to agents by name.
 //!
 //! A [`RunOptions`] holds one [`AgentRunOptions`] per agent name; give it to a runner with
-//! [`Runner::run_options`](crate::Runner::run_options). Each
+//! [`RunnerBuilder::run_options`](crate::RunnerBuilder::run_options). Each
 //! [`ChatModelAgent`](crate::ChatModelAgent) of the run reads the options addressed to its own
 //! name, and only those: model parameters (temperature, max tokens, ...), an instruction that
 //! replaces its own, options its tools read ([`ToolContext::tool_option`](crate::ToolContext::tool_option)),
@@ -27,9 +27,9 @@
 //! let options = RunOptions::new()
 //!     .agent("greeter", AgentRunOptions::new().temperature(0.0).instruction("Greet like a pirate."))
 //!     .agent("someone_else", AgentRunOptions::new().max_tokens(5));
-//! let _: Vec<_> = Runner::new(FlowAgent::new(agent))
-//!     .run_options(options)
-//!     .query("hi")
+//! let _: Vec<_> = Runner::builder(FlowAgent::new(agent))
+//!     .run_options(options).build()
+//!     .run("hi")
 //!     .collect()
 //!     .await;
 //! let asked = &model.requests()[0];

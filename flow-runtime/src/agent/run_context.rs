@@ -264,7 +264,7 @@ impl RunContext {
     }
 
     /// This context (and every context derived from it) with the run's middleware set to
-    /// `middleware` (see [`Runner::middleware`](crate::Runner::middleware)).
+    /// `middleware` (see [`RunnerBuilder::middleware`](crate::RunnerBuilder::middleware)).
     pub fn with_run_middleware(mut self, middleware: Middlewares) -> Self {
         match Arc::get_mut(&mut self.shared) {
             Some(shared) => shared.middleware = middleware,

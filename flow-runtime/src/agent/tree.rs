@@ -100,7 +100,7 @@ pub(crate) struct Tree {
 /// let refund = FnAgent::new("refund", |cx, _| async move { cx.say("Refunded."); Ok(()) });
 /// let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
 /// let paths: Vec<String> = Runner::new(tree)
-///     .query("I want my money back")
+///     .run("I want my money back")
 ///     .map(|e| e.run_path().to_string())
 ///     .collect()
 ///     .await;

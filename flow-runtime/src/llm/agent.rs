@@ -245,7 +245,7 @@ impl AgentError {
 ///     .build()
 ///     .unwrap();
 /// let lines: Vec<String> = Runner::new(FlowAgent::new(agent))
-///     .query("Weather in Oslo?")
+///     .run("Weather in Oslo?")
 ///     .map(|e| {
 ///         let m = e.message_output().unwrap();
 ///         format!("{} {}: {}", e.run_path(), m.role, m.content)

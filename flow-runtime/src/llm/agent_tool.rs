@@ -77,7 +77,7 @@ struct RequestArgs {
 ///     .build()
 ///     .unwrap();
 /// let seen: Vec<String> = Runner::new(FlowAgent::new(caller))
-///     .query("How much is written about otters?")
+///     .run("How much is written about otters?")
 ///     .map(|e| format!("{}: {}", e.run_path(), e.message_output().unwrap().content))
 ///     .collect()
 ///     .await;
@@ -164,7 +164,7 @@ impl AgentTool {
     /// ]);
     /// let caller = ChatModelAgent::builder("assistant", model).tool(tool).build().unwrap();
     /// let seen: Vec<String> = Runner::new(FlowAgent::new(caller))
-    ///     .query("Otter papers since 2020?")
+    ///     .run("Otter papers since 2020?")
     ///     .map(|e| e.message_output().unwrap().content.clone())
     ///     .collect()
     ///     .await;

@@ -55,6 +55,7 @@ impl Tool for FrontendCall {
 
 #[cfg(test)]
 mod tests {
+    use crate::TurnRequest;
     use std::collections::HashMap;
 
     use super::*;
@@ -81,10 +82,14 @@ mod tests {
             description: "Lets the user pick a date.".into(),
             parameters: json!({"type": "object", "properties": {"month": {"type": "integer"}}}),
         };
-        let runner = Runner::new(FlowAgent::new(agent))
+        let runner = Runner::builder(FlowAgent::new(agent))
             .stores(InMemoryStore::new())
-            .run_options(RunOptions::new().frontend_tools([pick]));
-        let turn = runner.turn("t", Message::user("when?")).await.unwrap();
+            .run_options(RunOptions::new().frontend_tools([pick]))
+            .build();
+        let turn = runner
+            .turn(TurnRequest::new("t", Message::user("when?")))
+            .await
+            .unwrap();
         let TurnOutcome::Interrupted { interrupts, .. } = turn.finish().await else {
             panic!("the call waits for the caller");
         };
@@ -94,7 +99,7 @@ mod tests {
         assert_eq!(info["arguments"], r#"{"month":5}"#);
         let targets = HashMap::from([(interrupts[0].id.clone(), json!("May 4"))]);
         let answer = runner
-            .resume_turn("t", targets)
+            .turn(TurnRequest::resume("t", targets))
             .await
             .unwrap()
             .final_output()

@@ -14,7 +14,7 @@
 //! ```
 //! # futures::executor::block_on(async {
 //! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::{ChatModelAgent, FlowAgent, Message, Runner, Session};
+//! use flow_runtime::{ChatModelAgent, FlowAgent, Message, RunRequest, Runner, Session};
 //! use futures::StreamExt;
 //! use std::sync::Arc;
 //!
@@ -26,7 +26,7 @@
 //! let session = Session::new();
 //! session.set_value("user", "Ada").unwrap();
 //! let _: Vec<_> = Runner::new(FlowAgent::new(agent))
-//!     .run_in(session, [Arc::new(Message::user("hi"))])
+//!     .run(RunRequest::new([Message::user("hi")]).session(session))
 //!     .collect()
 //!     .await;
 //! assert_eq!(

@@ -18,7 +18,7 @@
 //! ```
 //! # futures::executor::block_on(async {
 //! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::{ChatModelAgent, FlowAgent, Message, Runner, Session};
+//! use flow_runtime::{ChatModelAgent, FlowAgent, Message, RunRequest, Runner, Session};
 //! use futures::StreamExt;
 //! use std::sync::Arc;
 //!
@@ -38,7 +38,7 @@
 //!     .unwrap();
 //! let session = Session::new();
 //! let _: Vec<_> = Runner::new(FlowAgent::new(agent))
-//!     .run_in(Arc::clone(&session), [Arc::new(Message::user("Refund order 42?"))])
+//!     .run(RunRequest::new([Message::user("Refund order 42?")]).session(Arc::clone(&session)))
 //!     .collect()
 //!     .await;
 //! let verdict: Verdict = session.value("refund").unwrap().unwrap();

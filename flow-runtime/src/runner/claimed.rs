@@ -1,6 +1,6 @@
-//! Workers that drain a store in batches: [`Runner::claim_pending`] claims up to `n` pending
+//! Workers that drain a store in batches: [`Checkpoints::claim`](crate::Checkpoints::claim) claims up to `n` pending
 //! checkpoints in one store call ([`CheckpointStore::claim_pending`](crate::CheckpointStore::claim_pending)),
-//! and [`Runner::resume_claimed`] resumes one whose claim the caller holds ([`HeldClaim`]).
+//! and [`ResumeRequest::claimed`](crate::ResumeRequest::claimed) resumes one whose claim the caller holds ([`HeldClaim`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,9 +11,9 @@ use super::runs::{ClaimGuard, Runner};
 use crate::agent::EventStream;
 use crate::store::{CheckpointError, StoreError};
 
-/// A claim on a pending checkpoint that [`Runner::claim_pending`] took for this worker: until
+/// A claim on a pending checkpoint that [`Checkpoints::claim`](crate::Checkpoints::claim) took for this worker: until
 /// its lease ends nobody else resumes the checkpoint. Resume it with
-/// [`Runner::resume_claimed`], or give it back with [`release`](HeldClaim::release).
+/// [`ResumeRequest::claimed`](crate::ResumeRequest::claimed), or give it back with [`release`](HeldClaim::release).
 ///
 /// Dropping an unused `HeldClaim` gives the claim back (when a Tokio runtime is there to do
 /// it; else its lease runs out and any worker may then take it).
@@ -64,22 +64,22 @@ impl fmt::Debug for HeldClaim {
 
 impl Runner {
     /// Claims up to `limit` pending checkpoints of this runner's store that no live claim
-    /// holds, oldest first, each for this runner's [lease](Runner::lease): one store call
+    /// holds, oldest first, each for this runner's [lease](crate::RunnerBuilder::lease): one store call
     /// (on PostgreSQL one statement that passes over the rows other workers are claiming).
     /// Of any number of workers calling this at once, each checkpoint goes to exactly one.
     /// An empty result means nothing is claimable now.
     ///
-    /// Resume each with [`resume_claimed`](Runner::resume_claimed): it is what a worker
-    /// loop calls instead of listing [`pending_interrupts`](Runner::pending_interrupts) and
+    /// Resume each with [`ResumeRequest::claimed`](crate::ResumeRequest::claimed): it is what a worker
+    /// loop calls instead of listing [`Checkpoints::pending`](crate::Checkpoints::pending) and
     /// racing the other workers to [`resume`](Runner::resume) each. The store's pending
     /// checkpoints are those of runs and of thread turns alike: a worker of this kind should
     /// have a store of its own runs (thread turns resume with
-    /// [`resume_turn`](Runner::resume_turn)).
+    /// [`TurnRequest::resume`](crate::TurnRequest::resume)).
     ///
     /// ```
     /// use std::collections::HashMap;
     /// use std::sync::Arc;
-    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, Session};
+    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, ResumeRequest, RunRequest, Runner, Session};
     /// use futures::StreamExt;
     /// # futures::executor::block_on(async {
     /// let desk = FlowAgent::new(
@@ -92,20 +92,20 @@ impl Runner {
     ///         Ok(())
     ///     }),
     /// );
-    /// let runner = Runner::new(desk).checkpoint_store(InMemoryStore::new());
+    /// let runner = Runner::builder(desk).checkpoint_store(InMemoryStore::new()).build();
     /// for k in 0..5 {
     ///     let order = [Arc::new(Message::user("refund"))];
-    ///     let _: Vec<_> = runner.run_checkpointed(format!("order-{k}"), Session::new(), order).collect().await;
+    ///     let _: Vec<_> = runner.run(RunRequest::new(order).session(Session::new()).checkpoint(format!("order-{k}"))).collect().await;
     /// }
     /// // A worker: claim a batch, resume each, until nothing is left.
     /// let mut resumed = 0;
     /// loop {
-    ///     let batch = runner.claim_pending(2).await.unwrap();
+    ///     let batch = runner.checkpoints().claim(2).await.unwrap();
     ///     if batch.is_empty() {
     ///         break;
     ///     }
     ///     for held in batch {
-    ///         let events: Vec<_> = runner.resume_claimed(held, HashMap::new()).await.unwrap().collect().await;
+    ///         let events: Vec<_> = runner.resume(ResumeRequest::claimed(held, HashMap::new())).await.unwrap().collect().await;
     ///         assert_eq!(events[0].message_output().unwrap().content, "refunded");
     ///         resumed += 1;
     ///     }
@@ -113,7 +113,10 @@ impl Runner {
     /// assert_eq!(resumed, 5);
     /// # });
     /// ```
-    pub async fn claim_pending(&self, limit: usize) -> Result<Vec<HeldClaim>, CheckpointError> {
+    pub(crate) async fn claim_pending(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<HeldClaim>, CheckpointError> {
         let store = self.store.as_ref().ok_or(CheckpointError::NoStore)?;
         // Before the store call: the store starts each lease no earlier than this.
         let taken = Instant::now();
@@ -142,9 +145,9 @@ impl Runner {
     /// so a worker that drains the store should set it aside (delete it, or move it) or it
     /// will be claimed again.
     ///
-    /// `held` comes from [`claim_pending`](Runner::claim_pending) of this runner, or of one
-    /// on the same store. See [`claim_pending`](Runner::claim_pending) for an example.
-    pub async fn resume_claimed(
+    /// `held` comes from [`Checkpoints::claim`](crate::Checkpoints::claim) of this runner, or of one
+    /// on the same store. See [`Checkpoints::claim`](crate::Checkpoints::claim) for an example.
+    pub(crate) async fn resume_claimed(
         &self,
         held: HeldClaim,
         targets: HashMap<String, serde_json::Value>,

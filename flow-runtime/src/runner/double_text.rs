@@ -1,9 +1,7 @@
-//! Starting runs ([`Runner::start_run`]) and what happens when a message arrives while its
-//! thread has a run going: the caller's [`DoubleText`] strategy (LangGraph's
-//! `multitask_strategy`). Also [`Runner::turn_with`], the same strategies for a streamed
-//! [`Turn`], and [`Runner::resume_run`], which continues a cancelled run.
+//! Starting runs ([`Runner::start`]) and what happens when a request arrives while its thread
+//! has a run going: the request's [`DoubleText`] strategy (LangGraph's `multitask_strategy`),
+//! for a run or a streamed [`Turn`] alike.
 
-use std::collections::HashMap;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -12,9 +10,10 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+use super::request::{TurnInput, TurnRequest};
 use super::run_handle::{
     outward, without_state, RunFailure, RunHandle, RunInfo, RunInput, RunItem, RunOutcome,
-    RunRegistry, RunRetention,
+    RunRegistry,
 };
 use super::runs::Runner;
 use super::turn::{Turn, TurnOutcome};
@@ -101,51 +100,42 @@ impl Runner {
         &self.threads.runs
     }
 
-    /// This runner, for the turn of `run`: the turn's agents see the run's cancel signal, and
-    /// a new turn takes the run's id ([`Turn::run_id`](crate::Turn::run_id)).
-    pub(super) fn for_run(&self, run: &RunHandle) -> Runner {
-        let mut runner = self.clone();
-        runner.threads.cancel = Some(run.state.cancel.clone());
-        runner.threads.run_id = Some(run.id().to_owned());
-        runner
-    }
-
-    /// How long ended runs' events are kept, and how many (see [`RunRetention`]). Set it
-    /// before the runner starts runs.
-    pub fn run_retention(mut self, retention: RunRetention) -> Self {
-        self.threads.runs = std::sync::Arc::new(RunRegistry::with_retention(retention));
-        self
-    }
-
-    /// Starts a turn of thread `thread_id` as a run and returns its handle at once (the turn
-    /// runs as a task of this runner, on the current Tokio runtime, whoever reads it or not).
-    /// If the thread has a run going in this runner, `strategy` says what happens (see
-    /// [`DoubleText`]); with `Reject`, or when the turn cannot start (invalid id, a thread
-    /// waiting for an approval, a turn running elsewhere), it errors and nothing runs.
-    pub async fn start_run(
-        &self,
-        thread_id: &str,
-        message: Message,
-        strategy: DoubleText,
-    ) -> Result<RunHandle, ThreadError> {
-        validate_thread_id(thread_id)?;
+    /// Starts a turn of a thread as a run (see [`TurnRequest`]) and returns its handle at once:
+    /// the turn runs as a task of this runner, on the current Tokio runtime, whoever reads it
+    /// or not. If the thread has a run going in this runner, the request's
+    /// [`if_busy`](TurnRequest::if_busy) strategy says what happens (see [`DoubleText`]); with
+    /// `Reject`, or when the turn cannot start (invalid id, a thread waiting for an approval,
+    /// a turn running elsewhere), it errors and nothing runs. The continuation of an
+    /// interrupted turn ([`TurnRequest::resume`]) is refused ([`ThreadError::Busy`]) while the
+    /// thread has a run going, whatever the strategy.
+    ///
+    /// A request with a [`run_id`](TurnRequest::run_id) (a queued run) takes that id; if the
+    /// thread has a turn of that run whose worker died (journaled, its lease run out), the run
+    /// is that turn recovered from its journal ([`Turn::recovered`]) instead of a new one.
+    pub async fn start(&self, request: TurnRequest) -> Result<RunHandle, ThreadError> {
+        let thread_id = request.thread.clone();
+        validate_thread_id(&thread_id)?;
         self.thread_store_or_err()?;
         let max_events = self.registry().retention().max_events;
-        let run = RunHandle::new(thread_id, RunInput::Message(message.clone()), max_events);
-        let Some(previous) = self.registry().add(&run) else {
-            let started = self.for_run(&run).turn(thread_id, message).await;
-            return self.launch(run, started, false);
+        let input = match &request.input {
+            TurnInput::Message(m) => RunInput::Message(m.clone()),
+            TurnInput::Answers(answers) => RunInput::Resume(answers.clone()),
         };
-        if strategy == DoubleText::Reject {
+        let run = match &request.run_id {
+            Some(id) => RunHandle::with_id(id.clone(), &thread_id, input, max_events),
+            None => RunHandle::new(&thread_id, input, max_events),
+        };
+        let Some(previous) = self.registry().add(&run) else {
+            let started = self.begin(request, Some(&run)).await;
+            return self.launch(run, started);
+        };
+        if request.if_busy == DoubleText::Reject || request.is_resume() {
             self.registry().remove(&run);
-            return Err(ThreadError::Busy {
-                id: thread_id.to_owned(),
-            });
+            return Err(ThreadError::Busy { id: thread_id });
         }
-        let going = self.before(thread_id, &run, strategy);
+        let going = self.before(&thread_id, &run, request.if_busy);
         let runner = self.clone();
         let queued = run.clone();
-        let thread = thread_id.to_owned();
         // The run's task stays in the span of whoever started it (a service's request span).
         let span = tracing::Span::current();
         tokio::spawn(tracing::Instrument::instrument(
@@ -161,8 +151,8 @@ impl Runner {
                     }));
                     return;
                 }
-                match runner.for_run(&queued).turn(&thread, message).await {
-                    Ok(turn) => drive(&queued, turn, false).await,
+                match runner.begin(request, Some(&queued)).await {
+                    Ok(turn) => drive(&queued, turn).await,
                     Err(e) => queued.push_with(
                         RunItem::Ended(RunOutcome::Error {
                             message: e.to_string(),
@@ -194,19 +184,21 @@ impl Runner {
     }
 
     /// Runs `started` as `run`'s task, or forgets `run` if the turn could not start.
-    pub(super) fn launch(
+    fn launch(
         &self,
         run: RunHandle,
         started: Result<Turn, ThreadError>,
-        resumed: bool,
     ) -> Result<RunHandle, ThreadError> {
         match started {
             Ok(turn) => {
+                run.state
+                    .recovered
+                    .store(turn.recovered(), std::sync::atomic::Ordering::Release);
                 let task = run.clone();
                 // The run's task stays in the span of whoever started it.
                 let span = tracing::Span::current();
                 tokio::spawn(tracing::Instrument::instrument(
-                    async move { drive(&task, turn, resumed).await },
+                    async move { drive(&task, turn).await },
                     span,
                 ));
                 Ok(run)
@@ -218,92 +210,41 @@ impl Runner {
         }
     }
 
-    /// Continues the thread's interrupted (or safe-point cancelled) turn as a run, with
-    /// `targets` (interrupt id -> resume data, as for [`Runner::resume_turn`]). Refused
-    /// ([`ThreadError::Busy`]) while the thread has a run going.
-    pub async fn start_resume(
+    /// What a streamed turn does when its thread has runs going in this runner (see
+    /// [`TurnRequest::if_busy`]): refuses, or waits for them (cancelling them first as
+    /// `strategy` says).
+    pub(super) async fn meet_running(
         &self,
         thread_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-    ) -> Result<RunHandle, ThreadError> {
-        validate_thread_id(thread_id)?;
-        self.thread_store_or_err()?;
-        let max_events = self.registry().retention().max_events;
-        let run = RunHandle::new(thread_id, RunInput::Resume(targets.clone()), max_events);
-        if self.registry().add(&run).is_some() {
-            self.registry().remove(&run);
+        strategy: DoubleText,
+    ) -> Result<(), ThreadError> {
+        let going = self.registry().active(thread_id);
+        if going.is_empty() {
+            return Ok(());
+        }
+        if strategy == DoubleText::Reject {
             return Err(ThreadError::Busy {
                 id: thread_id.to_owned(),
             });
         }
-        let started = self.for_run(&run).resume_turn(thread_id, targets).await;
-        self.launch(run, started, true)
-    }
-
-    /// Continues a cancelled run as a new run: one stopped at a safe point goes on from its
-    /// checkpoint; one stopped immediately runs its message (or its resume) again from the
-    /// start, since nothing of it was recorded.
-    pub async fn resume_run(&self, run: &RunHandle) -> Result<RunHandle, RunError> {
-        let outcome = run.outcome();
-        let Some(RunOutcome::Cancelled { at_safe_point, .. }) = outcome else {
-            return Err(RunError::NotCancelled {
-                run: run.id().to_owned(),
-                status: run.status().as_str(),
-            });
-        };
-        let thread = run.thread_id();
-        let next = match (&run.state.input, at_safe_point) {
-            (_, true) => self.start_resume(thread, HashMap::new()).await?,
-            (RunInput::Message(m), false) => {
-                self.start_run(thread, m.clone(), DoubleText::Reject)
-                    .await?
-            }
-            (RunInput::Resume(targets), false) => {
-                self.start_resume(thread, targets.clone()).await?
-            }
-        };
-        Ok(next)
-    }
-
-    /// Runs one turn of the thread like [`turn`](Runner::turn), following `strategy` if the
-    /// thread has a run going in this runner (started with [`start_run`](Runner::start_run)):
-    /// waits for it (`Enqueue`), cancels it at its next safe point (`Interrupt`) or at once
-    /// (`Rollback`) and waits for its end, then starts. A plain [`Turn`] streaming elsewhere
-    /// is not a run: a turn meeting one is refused ([`ThreadError::Busy`]) whatever the
-    /// strategy.
-    pub async fn turn_with(
-        &self,
-        thread_id: &str,
-        message: Message,
-        strategy: DoubleText,
-    ) -> Result<Turn, ThreadError> {
-        validate_thread_id(thread_id)?;
-        let going = self.registry().active(thread_id);
-        if !going.is_empty() {
-            if strategy == DoubleText::Reject {
-                return Err(ThreadError::Busy {
-                    id: thread_id.to_owned(),
-                });
-            }
-            if let Some(mode) = strategy.cancel_mode() {
-                for run in &going {
-                    let _ = run.cancel(mode, None);
-                }
-            }
+        if let Some(mode) = strategy.cancel_mode() {
             for run in &going {
-                run.wait().await;
+                let _ = run.cancel(mode, None);
             }
         }
-        self.turn(thread_id, message).await
+        for run in &going {
+            run.wait().await;
+        }
+        Ok(())
     }
 
-    /// The run `run_id` of this runner, while it is remembered (see [`RunRetention`]).
+    /// The run `run_id` of this runner, while it is remembered (see [`RunRetention`](super::RunRetention)).
     pub fn run_handle(&self, run_id: &str) -> Option<RunHandle> {
         self.registry().get(run_id)
     }
 
     /// The runs of thread `thread_id` this runner remembers, oldest first, with their status.
-    pub fn thread_runs(&self, thread_id: &str) -> Vec<RunInfo> {
+    pub(crate) fn thread_runs(&self, thread_id: &str) -> Vec<RunInfo> {
         self.registry()
             .of_thread(thread_id)
             .iter()
@@ -314,7 +255,11 @@ impl Runner {
 
 /// Drives `turn` to its end, keeping its events; stops it where it is if the run is
 /// killed (immediate cancel).
-pub(crate) async fn drive(run: &RunHandle, turn: Turn, resumed: bool) {
+pub(crate) async fn drive(run: &RunHandle, turn: Turn) {
+    let resumed = turn.resumed();
+    run.state
+        .recovered
+        .store(turn.recovered(), std::sync::atomic::Ordering::Release);
     run.set_running();
     run.push(RunItem::Started {
         thread_id: run.state.thread_id.clone(),

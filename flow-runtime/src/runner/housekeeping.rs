@@ -1,8 +1,8 @@
 //! Housekeeping of threads: retention of the step journal ([`Runner::purge`] with a
-//! [`Retention`]), a time to live per thread ([`Runner::thread_ttl`]).
+//! [`Retention`]), a time to live per thread ([`RunnerBuilder::thread_ttl`](crate::RunnerBuilder::thread_ttl)).
 //!
 //! A thread keeps one record per part of a turn (its history: what the next turns' agents
-//! read, what [`Runner::thread_history`] lists), and, in the [`Async`](crate::Durability::Async)
+//! read, what [`ThreadHandle::history`](crate::ThreadHandle::history) lists), and, in the [`Async`](crate::Durability::Async)
 //! and [`Sync`](crate::Durability::Sync) modes, each turn's journal: one step per recorded
 //! event. The journal of a finished turn is needed by nothing but time travel inside that turn
 //! (its record holds the same events), so retention prunes it: the steps of turns beyond the
@@ -10,11 +10,11 @@
 //! retention, the journal storage of a thread is bounded however long the conversation runs.
 //!
 //! A thread whose last record is older than the runner's TTL is **expired**: reads see no
-//! thread ([`Runner::thread_records`] is empty, [`Runner::thread_history`] says it is
+//! thread ([`ThreadHandle::records`](crate::ThreadHandle::records) is empty, [`ThreadHandle::history`](crate::ThreadHandle::history) says it is
 //! unknown), a new message starts a new thread under its id, and [`Runner::purge`] deletes it
-//! with every turn's journal and its waiting checkpoint ([`Runner::delete_thread`]).
+//! with every turn's journal and its waiting checkpoint ([`ThreadHandle::delete`](crate::ThreadHandle::delete)).
 //!
-//! A run outside a thread ([`Runner::run_checkpointed`] and its resumes) keeps its journal
+//! A run outside a thread ([`RunRequest::checkpoint`](crate::RunRequest::checkpoint) and its resumes) keeps its journal
 //! (what [`Runner::journal`] reads) after it ends; [`Runner::purge`] with a
 //! [`max_age`](Retention::max_age) removes it once its last step is that old and no
 //! checkpoint of the run waits or is being resumed. Without a purge, a store keeps every run's
@@ -66,7 +66,7 @@ pub struct PurgeReport {
     pub journals_removed: usize,
     /// Journal steps removed (those of the removed journals, of turns and of runs).
     pub steps_removed: u64,
-    /// Journals of runs removed (not of a thread's turns: [`Runner::run_checkpointed`] and
+    /// Journals of runs removed (not of a thread's turns: [`RunRequest::checkpoint`](crate::RunRequest::checkpoint) and
     /// its resumes), pruned by [`Retention::max_age`].
     pub run_journals_removed: usize,
     /// Finished checkpoint histories removed.
@@ -77,14 +77,6 @@ pub struct PurgeReport {
 }
 
 impl Runner {
-    /// Threads expire this long after their last record (see the guide's "Durable execution" chapter):
-    /// expired threads are gone for reads, a new message starts them afresh, and
-    /// [`purge`](Runner::purge) deletes them. Default: never.
-    pub fn thread_ttl(mut self, ttl: Duration) -> Self {
-        self.threads.ttl = Some(ttl);
-        self
-    }
-
     /// Whether `thread` has expired (its last record is at least the TTL old).
     pub(crate) async fn thread_expired(&self, thread: &str) -> Result<bool, ThreadError> {
         let Some(ttl) = self.threads.ttl else {
@@ -103,7 +95,7 @@ impl Runner {
     /// - **Threads** (with a thread store): only finished turns are pruned; an interrupted
     ///   turn's journal is kept until the turn ends. A thread with a turn running is skipped
     ///   (for its expiry) and its finished turns are still pruned.
-    /// - **Runs** ([`run_checkpointed`](Runner::run_checkpointed) and their resumes), with a
+    /// - **Runs** ([`RunRequest::checkpoint`](crate::RunRequest::checkpoint) and their resumes), with a
     ///   [`max_age`](Retention::max_age): a run's journal is removed once its last step is at
     ///   least that old and no checkpoint of the run waits for a resume or is being resumed;
     ///   the histories of checkpoints that finished that long ago go too. A run still going

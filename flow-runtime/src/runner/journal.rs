@@ -8,7 +8,7 @@
 //!
 //! The modes and what each guarantees are in [`Durability`]'s table.
 //!
-//! A run's journal is keyed by its checkpoint id ([`Runner::run_checkpointed`],
+//! A run's journal is keyed by its checkpoint id ([`RunRequest::checkpoint`](crate::RunRequest::checkpoint),
 //! [`Runner::resume`]) or, for a thread's turn, by `THREAD.turn-N` ([`turn_journal_id`]). A
 //! resume continues the journal of its run: the restored session is the journal's first steps.
 //! A run taken over from a dead worker (its claim's lease ran out) drops the steps the dead
@@ -36,7 +36,7 @@ use crate::store::{
 };
 
 /// How much of a run is written to its journal before the run ends: set per runner with
-/// [`Runner::durability`] (per run on a clone of the runner).
+/// [`RunnerBuilder::durability`](crate::RunnerBuilder::durability) (per run on a clone of the runner).
 ///
 /// | mode | what is written between interrupts | an event reaches the caller | lost on a crash |
 /// | --- | --- | --- | --- |
@@ -683,27 +683,6 @@ async fn appender(
 }
 
 impl Runner {
-    /// Where run journals are kept ([`InMemoryStore`](crate::InMemoryStore),
-    /// [`FileStore`](crate::FileStore), `SqliteStore`, `PostgresStore`); needed by the
-    /// [`Async`](Durability::Async) and [`Sync`](Durability::Sync) modes.
-    pub fn journal_store(mut self, store: impl JournalStore) -> Self {
-        self.journal = Some(Arc::new(store));
-        self
-    }
-
-    /// How much of each run is journaled before it ends (default [`Durability::Exit`]; the
-    /// modes and their guarantees: [`Durability`]). Per run: set it on a clone, which
-    /// shares everything else with the original.
-    pub fn durability(mut self, mode: Durability) -> Self {
-        self.durability = mode;
-        self
-    }
-
-    /// This runner's durability mode.
-    pub fn durability_mode(&self) -> Durability {
-        self.durability
-    }
-
     /// The steps of run `run`'s journal (a checkpoint id, or [`turn_journal_id`] for a
     /// thread's turn), in order, each decoded and checked: a step written by another flow,
     /// truncated or forged is refused ([`JournalError::Corrupt`]), and nothing is changed.
@@ -712,7 +691,7 @@ impl Runner {
             JournalError::Store(crate::store::StoreError::Other {
                 id: run.to_owned(),
                 message: "this runner has no journal store; give it one with \
-                          Runner::journal_store"
+                          RunnerBuilder::journal_store"
                     .into(),
             })
         })?;
@@ -776,7 +755,7 @@ impl Runner {
             JournalError::Store(crate::store::StoreError::Other {
                 id: run.to_owned(),
                 message: "this runner has no journal store; give it one with \
-                          Runner::journal_store"
+                          RunnerBuilder::journal_store"
                     .into(),
             })
         })
@@ -808,7 +787,7 @@ impl Runner {
                 id: run,
                 message: format!(
                     "durability {:?} needs a journal store; give the runner one with \
-                     Runner::journal_store",
+                     RunnerBuilder::journal_store",
                     self.durability
                 ),
             }));

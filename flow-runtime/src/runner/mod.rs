@@ -1,8 +1,8 @@
 //! Run-time services: starting runs, checkpointing and resuming them, and threads of turns.
 //!
 //! - `runs`: [`Runner`] (runs, checkpointed runs, resume with its exactly-once claim);
-//! - `claimed`: workers draining a store in batches ([`Runner::claim_pending`],
-//!   [`Runner::resume_claimed`], [`HeldClaim`]);
+//! - `claimed`: workers draining a store in batches ([`Checkpoints::claim`](crate::Checkpoints::claim),
+//!   [`ResumeRequest::claimed`](crate::ResumeRequest::claimed), [`HeldClaim`]);
 //! - `turn`: threads on a [`ThreadStore`](crate::ThreadStore): [`Runner::turn`], routing a new
 //!   turn ([`TurnRouting`]), the thread's lease, recording a turn ([`Turn`], [`TurnOutcome`]);
 //! - `journal`: the step journal ([`Durability`] modes, [`Step`]s, [`Runner::journal`]): what a
@@ -19,18 +19,18 @@
 //!   (new or resumed) writes, which recovery reads, and the ids of a turn's side journals;
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
-//! - `double_text`: starting runs ([`Runner::start_run`]) and a message meeting a running turn
+//! - `double_text`: starting runs ([`Runner::start`]) and a message meeting a running turn
 //!   of its thread ([`DoubleText`]); resuming a cancelled run;
-//! - `queued`: running a run taken from the run queue ([`Runner::start_queued`],
-//!   [`Runner::recover_queued`]): the run keeps its queued id and its turn's idempotency scope;
-//! - `time_travel`: a thread's steps ([`Runner::thread_history`]), forks at any step
-//!   ([`Runner::fork`]) and re-runs from a step ([`Runner::run_from`]); a fork point's
+//! - `queued`: running a run taken from the run queue ([`TurnRequest::run_id`](crate::TurnRequest::run_id),
+//!   [`Runner::start`]): the run keeps its queued id and its turn's idempotency scope;
+//! - `time_travel`: a thread's steps ([`ThreadHandle::history`](crate::ThreadHandle::history)), forks at any step
+//!   ([`ThreadHandle::fork`](crate::ThreadHandle::fork)) and re-runs from a step ([`ThreadHandle::run_from`](crate::ThreadHandle::run_from)); a fork point's
 //!   continuation replays the fork's steps;
 //! - `thread_values`: session values that carry across a thread's turns (the inheriting
-//!   rule), [`Runner::thread_values`] and [`Runner::update_state`] (a values step);
+//!   rule), [`ThreadHandle::values`](crate::ThreadHandle::values) and [`ThreadHandle::update_state`](crate::ThreadHandle::update_state) (a values step);
 //! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
-//!   thread ([`Runner::thread_ttl`]);
-//! - `withdraw`: [`Runner::withdraw_turn`], giving up a turn that waits for input (its
+//!   thread ([`RunnerBuilder::thread_ttl`](crate::RunnerBuilder::thread_ttl));
+//! - `withdraw`: [`ThreadHandle::withdraw`](crate::ThreadHandle::withdraw), giving up a turn that waits for input (its
 //!   interrupts dropped, its checkpoint released), and [`is_withdrawn`] to tell its record;
 //! - `checkpoint`: capturing a run's session into a [`Checkpoint`](crate::Checkpoint) and
 //!   restoring one (the byte format is the store's).
@@ -38,34 +38,41 @@
 //! `runs` and `turn` share the claim and the capture of a checkpoint, and `turn` adds the thread
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
+mod builder;
 mod checkpoint;
+mod checkpoints;
 mod claimed;
 mod double_text;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;
 mod journal_nested;
-mod queued;
 mod recover;
 mod replay;
+mod request;
 mod run_handle;
 mod runs;
+mod thread_handle;
 mod thread_values;
 pub mod time_travel;
 mod turn;
 mod turn_mark;
 mod withdraw;
 
+pub use builder::RunnerBuilder;
+pub use checkpoints::Checkpoints;
 pub use claimed::HeldClaim;
 pub use double_text::{DoubleText, RunError, UnknownStrategy};
 pub use housekeeping::{PurgeReport, Retention};
 pub use journal::{turn_journal_id, Durability, Step, StepKind};
 pub use recover::RecoverError;
+pub use request::{ResumeRequest, RunRequest, TurnRequest};
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem, RunOutcome,
     RunRetention, RunStatus,
 };
 pub use runs::Runner;
+pub use thread_handle::ThreadHandle;
 pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};

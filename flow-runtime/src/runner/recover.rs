@@ -71,7 +71,7 @@ pub enum RecoverError {
     /// The runner has no journal store: only a journaled turn can be recovered.
     #[error(
         "thread '{thread}': this runner has no journal store, so it cannot recover a turn; \
-         give it the store the turns were journaled in with Runner::journal_store"
+         give it the store the turns were journaled in with RunnerBuilder::journal_store"
     )]
     NoJournal {
         /// The thread.
@@ -88,7 +88,7 @@ pub enum RecoverError {
         source: JournalError,
     },
     /// The dead worker's turn was superseded: after its lease ran out, another writer
-    /// (a values step of [`Runner::update_state`]) moved the thread on
+    /// (a values step of [`ThreadHandle::update_state`](crate::ThreadHandle::update_state)) moved the thread on
     /// from the version the turn started at, so the turn can no longer be recorded where it
     /// started. It is not run again (nothing runs twice) and the thread is left as it is
     /// (nothing the other writer wrote is lost). Its start mark and nested journal are
@@ -122,6 +122,32 @@ pub enum RecoverError {
     Thread(#[from] ThreadError),
 }
 
+impl RecoverError {
+    /// This error as a turn's: what a request that met a dead turn answers.
+    fn into_thread_error(self) -> ThreadError {
+        match self {
+            RecoverError::Thread(e) => e,
+            RecoverError::Journal { source, .. } => ThreadError::Journal(source),
+            RecoverError::Leased { thread } => ThreadError::Busy { id: thread },
+            other => ThreadError::Store(crate::store::StoreError::Other {
+                id: String::new(),
+                message: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// A dead turn a request met on its thread (see `Runner::dead_turn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DeadTurn {
+    /// None: the thread is free.
+    None,
+    /// The request's own turn (sent again): it is recovered and given to the request.
+    Own,
+    /// Another request's: it is recovered and finished (recorded) first.
+    Other,
+}
+
 fn journal_error(thread: &str) -> impl Fn(JournalError) -> RecoverError + '_ {
     move |source| RecoverError::Journal {
         thread: thread.to_owned(),
@@ -144,14 +170,14 @@ impl Runner {
     /// on. The module docs of `runner::recover` say how.
     ///
     /// Only journaled turns ([`Durability::Async`](super::Durability::Async) or
-    /// [`Sync`](super::Durability::Sync), with a [`journal_store`](Runner::journal_store))
+    /// [`Sync`](super::Durability::Sync), with a [`RunnerBuilder::journal_store`](crate::RunnerBuilder::journal_store))
     /// can be recovered; the recovered turn goes on journaling (in `Sync` if this runner's
-    /// mode is `Exit`). A new [`turn`](Runner::turn) on the thread does not recover first: it
-    /// replaces the dead turn (its effects stay done but unrecorded), so a service calls
-    /// `recover` on a thread before taking a new message for it (`Ok(None)` costs two reads),
-    /// and on the threads it was serving when it starts again.
+    /// mode is `Exit`). Every [`turn`](Runner::turn) and [`start`](Runner::start) request
+    /// recovers a dead turn of its thread before it takes anything new (its own turn, sent
+    /// again, is given back to it; another's is finished first), so `recover` is what a
+    /// service calls on the threads it was serving when it starts again.
     ///
-    /// A dead turn whose thread moved on after its lease ran out ([`Runner::update_state`]
+    /// A dead turn whose thread moved on after its lease ran out ([`ThreadHandle::update_state`](crate::ThreadHandle::update_state)
     /// took the thread) is [`RecoverError::Superseded`]: not run, not recorded, its start
     /// mark removed (so reported once), its journaled steps in the error.
     ///
@@ -379,6 +405,75 @@ impl Runner {
             }),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// In the turn pipeline: whether thread `thread_id` has a turn whose worker died (a
+    /// journaled turn's open start mark, or a resume's), and whose it is: the request's own
+    /// (the same idempotency `scope`, or, for `answering` requests, a dead resume: the answer
+    /// was given and took effect) or another's. A mark that cannot be read (corrupt, or
+    /// written by another flow) is left where it is and counts as none, with a warning: the
+    /// new request goes on as before recovery existed (its turn replaces the dead one).
+    pub(super) async fn dead_turn(
+        &self,
+        store: &Arc<dyn ThreadStore>,
+        thread_id: &str,
+        scope: Option<&str>,
+        answering: bool,
+    ) -> Result<DeadTurn, ThreadError> {
+        if self.journal.is_none() {
+            return Ok(DeadTurn::None);
+        }
+        let head = store.head(thread_id).await?;
+        let found = match &head {
+            Some(head) => match &head.last.end {
+                RecordEnd::Interrupted { checkpoint_id, .. } => self
+                    .open_resume_mark(thread_id, head, checkpoint_id)
+                    .await
+                    .map(|mark| match (mark, answering) {
+                        (None, _) => DeadTurn::None,
+                        (Some(_), true) => DeadTurn::Own,
+                        (Some(_), false) => DeadTurn::Other,
+                    }),
+                RecordEnd::Completed { .. } => self.open_turn_mark(store, thread_id, scope).await,
+            },
+            None => self.open_turn_mark(store, thread_id, scope).await,
+        };
+        match found {
+            Ok(dead) => Ok(dead),
+            Err(RecoverError::Thread(e)) => Err(e),
+            Err(e) => {
+                tracing::warn!(thread = thread_id, error = %e, "a dead turn's mark cannot be recovered; the new request replaces the turn");
+                Ok(DeadTurn::None)
+            }
+        }
+    }
+
+    async fn open_turn_mark(
+        &self,
+        store: &Arc<dyn ThreadStore>,
+        thread_id: &str,
+        scope: Option<&str>,
+    ) -> Result<DeadTurn, RecoverError> {
+        match self.open_mark(store, thread_id).await {
+            Ok(Some((start, ..))) if scope == Some(start.scope.as_str()) => Ok(DeadTurn::Own),
+            Ok(Some(_)) => Ok(DeadTurn::Other),
+            Ok(None) | Err(RecoverError::Superseded { .. }) => Ok(DeadTurn::None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Recovers the dead turn [`dead_turn`](Self::dead_turn) found, under the thread the
+    /// request holds (`claim`, `lease`).
+    pub(super) async fn recover_held(
+        &self,
+        store: &Arc<dyn ThreadStore>,
+        thread_id: &str,
+        claim: super::turn::ThreadClaim,
+        lease: &mut Option<ThreadLease>,
+    ) -> Result<Option<Turn>, ThreadError> {
+        self.start_recovered(Arc::clone(store), thread_id, claim, lease)
+            .await
+            .map_err(RecoverError::into_thread_error)
     }
 
     /// Starts the recovery of `thread_id`'s unfinished turn under `lease` (moved into the

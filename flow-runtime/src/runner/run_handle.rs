@@ -77,11 +77,11 @@ pub enum RunOutcome {
         interrupts: Vec<InterruptInfo>,
     },
     /// The run was cancelled. At a safe point (`after_model`, `after_tools`) the turn was
-    /// recorded so far and a checkpoint saved (`resumable`): [`Runner::resume_run`] continues
+    /// recorded so far and a checkpoint saved (`resumable`): [`TurnRequest::again`](crate::TurnRequest::again) continues
     /// it where it stopped, and a new message may follow it too. Stopped immediately, nothing
     /// of it was recorded; resuming runs its message again from the start.
     ///
-    /// [`Runner::resume_run`]: crate::Runner::resume_run
+    /// [`TurnRequest::again`](crate::TurnRequest::again): crate::Runner::resume_run
     Cancelled {
         /// The mode it was cancelled with (`immediate` added if the timeout escalated).
         mode: CancelMode,
@@ -299,6 +299,8 @@ pub(crate) struct RunState {
     pub(crate) cancel: CancelSignal,
     /// Stops the run's task where it is (immediate cancel, or an escalated timeout).
     pub(crate) kill: Notify,
+    /// Whether its turn is a dead worker's, recovered from its journal.
+    pub(crate) recovered: std::sync::atomic::AtomicBool,
 }
 
 /// A run: a turn of a thread that runs as a task of its runner. Cheap to clone; dropping every
@@ -345,6 +347,7 @@ impl RunHandle {
                 last,
                 cancel: CancelSignal::new(),
                 kill: Notify::new(),
+                recovered: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -362,6 +365,14 @@ impl RunHandle {
     /// Its status now.
     pub fn status(&self) -> RunStatus {
         self.lock().status
+    }
+
+    /// Whether its turn is one whose worker died, recovered from its journal (see
+    /// [`Turn::recovered`](crate::Turn::recovered)); known once the run has started.
+    pub fn recovered(&self) -> bool {
+        self.state
+            .recovered
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// How it ended; `None` while it runs.

@@ -7,14 +7,16 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
+use super::builder::RunnerBuilder;
+use super::request::{ResumeRequest, ResumeTarget, RunRequest};
 use crate::agent::generate;
-use crate::agent::middleware::{Middleware, Middlewares};
+use crate::agent::middleware::Middlewares;
 use crate::agent::options::RunOptions;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::limits::RunLimits;
-use crate::message::{Message, MessageRef};
+use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
@@ -33,12 +35,12 @@ use crate::store::{
 ///     Ok(())
 /// });
 /// let runner = Runner::new(FlowAgent::new(bot));
-/// let events: Vec<_> = runner.query("hello").collect().await;
+/// let events: Vec<_> = runner.run("hello").collect().await;
 /// assert_eq!(events[0].message_output().unwrap().content, "you said: hello");
 /// # });
 /// ```
 ///
-/// With a [`CheckpointStore`], a run started with [`run_checkpointed`](Runner::run_checkpointed)
+/// With a [`CheckpointStore`], a run started with [`RunRequest::checkpoint`](crate::RunRequest::checkpoint)
 /// saves a checkpoint when it is interrupted (before the caller sees the interrupt event), and
 /// [`resume`](Runner::resume) continues it, in this process or another one. A resume first
 /// claims the checkpoint in the store: of all the runners, processes and machines that resume
@@ -83,8 +85,20 @@ impl fmt::Debug for Runner {
 }
 
 impl Runner {
-    /// A runner for the tree `agent` is the root of (or the subtree it heads).
-    pub fn new(agent: FlowAgent) -> Self {
+    /// A runner for the tree `agent` is the root of (or the subtree it heads), with the
+    /// default configuration: no stores (runs outside threads only, not checkpointed), no
+    /// journal. [`builder`](Runner::builder) configures one.
+    pub fn new(agent: impl Into<FlowAgent>) -> Self {
+        Runner::with_defaults(agent.into())
+    }
+
+    /// Configures a runner for the tree `agent` is the root of: stores, durability, limits,
+    /// lease, middleware, options (see [`RunnerBuilder`]).
+    pub fn builder(agent: impl Into<FlowAgent>) -> RunnerBuilder {
+        RunnerBuilder::new(agent.into())
+    }
+
+    pub(crate) fn with_defaults(agent: FlowAgent) -> Self {
         let flow_print = format!("{:016x}", crate::ids::fingerprint_of(&agent.shape())).into();
         Runner {
             flow_print,
@@ -102,146 +116,31 @@ impl Runner {
         }
     }
 
-    /// Asks agents for streamed output (they see it as [`AgentInput::streaming`]).
-    pub fn streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
-        self
-    }
-
-    /// Bounds on every run of this runner (transfers, recorded events); default
-    /// [`RunLimits::default`]. A run that meets one ends with one
-    /// [`AgentError::LimitReached`] event and keeps what it recorded.
-    pub fn limits(mut self, limits: RunLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Signs every checkpoint this runner saves with `key` (HMAC-SHA256) and refuses, on
-    /// resume, any checkpoint not signed with it ([`CheckpointError::BadSignature`]). The key
-    /// belongs to the runner, not the store, so every store backend gets it; give every
-    /// process that resumes these runs the same key.
-    pub fn checkpoint_key(mut self, key: impl Into<Vec<u8>>) -> Self {
-        self.codec = self.codec.key(key);
-        self
-    }
-
-    /// How checkpoints are encoded and decoded (key, size limit); see [`CheckpointCodec`].
-    pub fn checkpoint_codec(mut self, codec: CheckpointCodec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// Options for the runs (and resumes, thread turns) this runner starts, addressed to
-    /// agents by name (see [`RunOptions`]). Per run: set them on a clone, which shares everything else
-    /// (store, resume claims) with the original.
-    ///
-    /// ```
-    /// # use flow_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
-    /// # let runner = Runner::new(FlowAgent::new(FnAgent::new("a", |_, _| async { Ok(()) })));
-    /// let cold = RunOptions::new().agent("a", AgentRunOptions::new().temperature(0.0));
-    /// let events = runner.clone().run_options(cold).query("hello");
-    /// # drop(events);
-    /// ```
-    pub fn run_options(mut self, options: RunOptions) -> Self {
-        self.options = Arc::new(options);
-        self
-    }
-
-    /// Where checkpoints of interrupted runs are saved.
-    pub fn checkpoint_store(mut self, store: impl CheckpointStore) -> Self {
-        self.store = Some(Arc::new(store));
-        self
-    }
-
-    /// Like [`checkpoint_store`](Runner::checkpoint_store), with a store already shared.
-    pub fn shared_checkpoint_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// How long a resume's claim, and a thread turn's lease on its thread, last before
-    /// another worker may take the checkpoint or the thread over (default [`DEFAULT_LEASE`],
-    /// five minutes). The runner renews them as the run emits events, so choose a lease longer
-    /// than the longest stretch without an event (a slow model call, a slow tool): a worker
-    /// that stays silent past its lease may find its run taken over, and its outcome refused
-    /// ([`StoreError::ClaimLost`], [`ThreadError::LeaseLost`](crate::ThreadError::LeaseLost)).
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// Adds middleware that runs around every agent of every run this runner starts (or
-    /// resumes), and around the model and tool calls of its LLM agents; it is the outermost,
-    /// before the nodes' and the agents' own (see [`middleware`](crate::middleware)).
-    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
-        self.middleware = self.middleware.with(Arc::new(middleware));
-        self
-    }
-
-    /// Adds shared middleware (see [`middleware`](Runner::middleware)).
-    pub fn middleware_arc(mut self, middleware: Arc<dyn Middleware>) -> Self {
-        self.middleware = self.middleware.with(middleware);
-        self
-    }
-
     /// The tree this runner runs.
     pub fn agent(&self) -> &FlowAgent {
         &self.agent
     }
 
-    /// The options of the runs this runner starts (see [`run_options`](Runner::run_options)):
-    /// extend a copy for one run, and give it to a clone.
-    pub fn options(&self) -> &RunOptions {
-        &self.options
-    }
-
-    /// Starts a run on the given messages, in a new session.
-    pub fn run(&self, messages: impl IntoIterator<Item = Message>) -> EventStream {
-        self.run_in(Session::new(), messages.into_iter().map(Arc::new))
-    }
-
-    /// Starts a run on one user message.
-    pub fn query(&self, text: impl Into<String>) -> EventStream {
-        self.run([Message::user(text)])
-    }
-
-    /// Starts a run in a session you provide (to preset session values, or to read the record
-    /// afterwards). Use a new session per run: a session is the record of one run.
-    pub fn run_in(
-        &self,
-        session: Arc<Session>,
-        messages: impl IntoIterator<Item = MessageRef>,
-    ) -> EventStream {
-        let (cx, input) = self.start(session, messages.into_iter().collect());
-        Arc::clone(&self.agent).run(cx, input)
-    }
-
-    /// Starts a run that saves a checkpoint under `checkpoint_id` if it is interrupted.
+    /// Starts a run (see [`RunRequest`]): on one user message (`runner.run("hello")`), on
+    /// messages, in a session given, checkpointed under an id if it is interrupted.
     ///
-    /// The checkpoint is saved before the interrupt event reaches you; if saving fails, an
-    /// error event follows the interrupt and the store keeps what it had. If `checkpoint_id`
-    /// holds a run that still waits for its resume, nothing runs: the stream has one error
-    /// event ([`StoreError::Pending`]); use
-    /// [`run_checkpointed_replacing`](Runner::run_checkpointed_replacing) to replace it.
-    pub fn run_checkpointed(
-        &self,
-        checkpoint_id: impl Into<String>,
-        session: Arc<Session>,
-        messages: impl IntoIterator<Item = MessageRef>,
-    ) -> EventStream {
-        self.fresh(checkpoint_id.into(), SaveMode::Create, session, messages)
-    }
-
-    /// Like [`run_checkpointed`](Runner::run_checkpointed), replacing a run that waits under
-    /// `checkpoint_id` (it stays in the id's history, as replaced; a worker resuming it right
-    /// now cannot record its outcome).
-    pub fn run_checkpointed_replacing(
-        &self,
-        checkpoint_id: impl Into<String>,
-        session: Arc<Session>,
-        messages: impl IntoIterator<Item = MessageRef>,
-    ) -> EventStream {
-        self.fresh(checkpoint_id.into(), SaveMode::Replace, session, messages)
+    /// The run proceeds as its events are read; dropping the stream stops it.
+    pub fn run(&self, request: impl Into<RunRequest>) -> EventStream {
+        let RunRequest {
+            messages,
+            session,
+            checkpoint,
+            options,
+        } = request.into();
+        let runner = self.for_request(options.as_ref(), None);
+        let session = session.unwrap_or_else(Session::new);
+        match checkpoint {
+            None => {
+                let (cx, input) = runner.new_context(session, messages);
+                Arc::clone(&runner.agent).run(cx, input)
+            }
+            Some((id, mode)) => runner.fresh(id, mode, session, messages),
+        }
     }
 
     fn fresh(
@@ -251,7 +150,7 @@ impl Runner {
         session: Arc<Session>,
         messages: impl IntoIterator<Item = MessageRef>,
     ) -> EventStream {
-        let (cx, input) = self.start(Arc::clone(&session), messages.into_iter().collect());
+        let (cx, input) = self.new_context(Arc::clone(&session), messages.into_iter().collect());
         let run_id = unique_token();
         let cx = cx.with_idempotency_scope(format!("{run_id}.0"));
         let agent = Arc::clone(&self.agent);
@@ -265,7 +164,11 @@ impl Runner {
         self.checkpointing(lineage, cx, move |cx| agent.run(cx, input))
     }
 
-    fn start(&self, session: Arc<Session>, messages: Vec<MessageRef>) -> (RunContext, AgentInput) {
+    fn new_context(
+        &self,
+        session: Arc<Session>,
+        messages: Vec<MessageRef>,
+    ) -> (RunContext, AgentInput) {
         let mut cx = RunContext::new_run(
             session,
             messages.iter().cloned(),
@@ -286,7 +189,7 @@ impl Runner {
 
     /// Loads and checks a checkpoint without claiming it: it exists, decodes, was taken in
     /// this flow, and has not been resumed to its end.
-    pub async fn load_checkpoint(
+    pub(crate) async fn load_checkpoint(
         &self,
         checkpoint_id: &str,
     ) -> Result<Checkpoint, CheckpointError> {
@@ -338,7 +241,7 @@ impl Runner {
     /// `limit`: each with its id, the flow it was taken in, its interrupts (ids and infos)
     /// and when it was saved. What an approvals screen lists. Checkpoints that do not decode
     /// are left out (and stay in the store).
-    pub async fn pending_interrupts(
+    pub(crate) async fn pending_interrupts(
         &self,
         limit: usize,
     ) -> Result<Vec<PendingInterrupt>, CheckpointError> {
@@ -362,35 +265,40 @@ impl Runner {
             .collect())
     }
 
-    /// Resumes the run saved under `checkpoint_id`.
+    /// Resumes a checkpointed run (see [`ResumeRequest`]).
     ///
-    /// First it claims the checkpoint in the store (for the runner's [lease](Runner::lease)):
-    /// if another resume holds it or has completed it, this returns
-    /// [`CheckpointError::Claimed`] or [`CheckpointError::AlreadyResumed`] and runs nothing.
-    /// Any other error (the checkpoint does not decode, was taken in another flow, `targets`
-    /// names an unknown interrupt) gives the claim back and leaves the store as it was.
+    /// First it claims the checkpoint in the store (for the runner's
+    /// [lease](RunnerBuilder::lease)), unless the request brings a claim the worker holds: if
+    /// another resume holds it or has completed it, this returns [`CheckpointError::Claimed`]
+    /// or [`CheckpointError::AlreadyResumed`] and runs nothing. Any other error (the checkpoint
+    /// does not decode, was taken in another flow, the answers name an unknown interrupt)
+    /// gives the claim back and leaves the store as it was.
     ///
-    /// `targets` maps interrupt ids ([`InterruptInfo::id`], e.g. `desk/refund`) to resume data
-    /// for them; every interrupt of the checkpoint is re-entered, targeted or not (one that is
-    /// not targeted may interrupt again). Events of the resumed run carry the run paths they
-    /// would have had without the interrupt; agents that finished before it are not run again.
-    /// If the resumed run is interrupted again, its new checkpoint becomes the head of the
-    /// id's history (a child of the resumed one); when it ends, the checkpoint is marked
-    /// finished and cannot be resumed again. Dropping the event stream before the end gives
-    /// the claim back (when a Tokio runtime is there to do it; else the lease runs out).
-    /// The resumed run streams as this runner says ([`Runner::streaming`]), whatever the
-    /// interrupted run did.
-    pub async fn resume(
-        &self,
-        checkpoint_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-    ) -> Result<EventStream, CheckpointError> {
-        let restored = self
-            .restore_claimed(checkpoint_id, &targets, self.agent.name(), |c| {
-                format!("{}.{}", run_id_of(checkpoint_id, c), c.resumes)
-            })
-            .await?;
-        Ok(self.resume_restored(checkpoint_id, restored))
+    /// Events of the resumed run carry the run paths they would have had without the
+    /// interrupt; agents that finished before it are not run again. If the resumed run is
+    /// interrupted again, its new checkpoint becomes the head of the id's history (a child of
+    /// the resumed one); when it ends, the checkpoint is marked finished and cannot be resumed
+    /// again. Dropping the event stream before the end gives the claim back (when a Tokio
+    /// runtime is there to do it; else the lease runs out). The resumed run streams as this
+    /// runner says ([`RunnerBuilder::streaming`]), whatever the interrupted run did.
+    pub async fn resume(&self, request: ResumeRequest) -> Result<EventStream, CheckpointError> {
+        let ResumeRequest {
+            target,
+            answers,
+            options,
+        } = request;
+        let runner = self.for_request(options.as_ref(), None);
+        match target {
+            ResumeTarget::Id(checkpoint_id) => {
+                let restored = runner
+                    .restore_claimed(&checkpoint_id, &answers, runner.agent.name(), |c| {
+                        format!("{}.{}", run_id_of(&checkpoint_id, c), c.resumes)
+                    })
+                    .await?;
+                Ok(runner.resume_restored(&checkpoint_id, restored))
+            }
+            ResumeTarget::Claimed(held) => runner.resume_claimed(held, answers).await,
+        }
     }
 
     /// Runs a restored checkpoint's resume (see [`resume`](Runner::resume)), completing its
@@ -414,39 +322,6 @@ impl Runner {
             claim: Some(guard),
         };
         self.checkpointing(lineage, cx, move |cx| agent.resume(cx, input, info))
-    }
-
-    /// [`resume`](Runner::resume) with `options` for the resumed run in place of the
-    /// runner's [`run_options`](Runner::run_options): the way to give a
-    /// [history modifier](crate::AgentRunOptions::history_modifier), or any option, to one
-    /// resume.
-    ///
-    /// ```no_run
-    /// # use std::collections::HashMap;
-    /// # use std::sync::Arc;
-    /// # use flow_runtime::{AgentRunOptions, Message, Runner, RunOptions};
-    /// # async fn resume(runner: &Runner) -> Result<(), flow_runtime::CheckpointError> {
-    /// let note = RunOptions::new().agent(
-    ///     "clerk",
-    ///     AgentRunOptions::new().history_modifier(|mut history| {
-    ///         history.push(Arc::new(Message::user("Note: ship it today.")));
-    ///         history
-    ///     }),
-    /// );
-    /// let events = runner.resume_with("h", HashMap::new(), note).await?;
-    /// # drop(events);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn resume_with(
-        &self,
-        checkpoint_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-        options: RunOptions,
-    ) -> Result<EventStream, CheckpointError> {
-        let mut runner = self.clone();
-        runner.options = Arc::new(options);
-        runner.resume(checkpoint_id, targets).await
     }
 
     /// Claims checkpoint `checkpoint_id` (see [`claim_checkpoint`](Self::claim_checkpoint)) and

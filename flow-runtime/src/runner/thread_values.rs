@@ -1,5 +1,5 @@
 //! A thread's values: session values that carry across the turns of a thread, and
-//! [`Runner::update_state`], which changes them from outside a turn.
+//! [`ThreadHandle::update_state`](crate::ThreadHandle::update_state), which changes them from outside a turn.
 //!
 //! **The inheriting rule.** Each record of a thread stores the thread's values after it
 //! ([`ThreadRecord::values`]): the session values its part of the turn ended with, without the
@@ -10,10 +10,10 @@
 //! interrupt), so a continuation inherits them too; a fork copies the records, values
 //! included (a fork inside a turn starts the turn again from the values before it).
 //!
-//! [`Runner::update_state`] appends a **values step**: a record with no events that merges
+//! [`ThreadHandle::update_state`](crate::ThreadHandle::update_state) appends a **values step**: a record with no events that merges
 //! the given values into the thread's (a `null` removes a key). It belongs to the turn before
 //! it and keeps that turn's end, so routing is unchanged; it shows in
-//! [`Runner::thread_history`] as a [`ThreadStepKind::Values`](super::ThreadStepKind) step and a
+//! [`ThreadHandle::history`](crate::ThreadHandle::history) as a [`ThreadStepKind::Values`](super::ThreadStepKind) step and a
 //! fork at it carries the updated values.
 
 use std::sync::Arc;
@@ -28,10 +28,10 @@ use crate::store::{validate_thread_id, RecordEnd, RecordStart, ThreadRecord};
 
 /// The prefix of the session value keys that belong to one run (the framework's own): they
 /// are not thread values, are not carried to the next turn, and
-/// [`Runner::update_state`] refuses them.
+/// [`ThreadHandle::update_state`](crate::ThreadHandle::update_state) refuses them.
 pub const FRAMEWORK_KEY_PREFIX: &str = "agentflow.";
 
-/// A thread's values and version after [`Runner::update_state`].
+/// A thread's values and version after [`ThreadHandle::update_state`](crate::ThreadHandle::update_state).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadState {
     /// The thread.
@@ -75,7 +75,10 @@ impl Runner {
     /// The values of thread `thread`: what its next turn's session starts with (see the
     /// guide's "Durable execution" chapter). [`TimeTravelError::UnknownThread`] for a thread
     /// with no records.
-    pub async fn thread_values(&self, thread: &str) -> Result<Map<String, Value>, TimeTravelError> {
+    pub(crate) async fn thread_values(
+        &self,
+        thread: &str,
+    ) -> Result<Map<String, Value>, TimeTravelError> {
         validate_thread_id(thread)?;
         let head = match self.thread_expired(thread).await? {
             true => None,
@@ -89,7 +92,7 @@ impl Runner {
 
     /// Changes the values of thread `thread` from outside a turn (LangGraph's
     /// `update_state`): merges `values` into the thread's (a `null` value removes its key)
-    /// and appends the change as a values step, which [`Runner::thread_history`] lists and a
+    /// and appends the change as a values step, which [`ThreadHandle::history`](crate::ThreadHandle::history) lists and a
     /// fork carries. The thread's next turn starts with the result. The original records are
     /// not changed: fork at an earlier step to go back.
     ///
@@ -98,7 +101,7 @@ impl Runner {
     /// an interrupt's answer or at a fork point ([`TimeTravelError::AwaitingResume`]: answer
     /// it first, or fork at the step before it), a thread with a turn running
     /// ([`ThreadError::Busy`](crate::store::ThreadError::Busy)).
-    pub async fn update_state(
+    pub(crate) async fn update_state(
         &self,
         thread: &str,
         values: Map<String, Value>,
@@ -106,9 +109,9 @@ impl Runner {
         self.update_state_of(thread, values, None).await
     }
 
-    /// [`update_state`](Runner::update_state), recording `by` (the caller, as a service names
+    /// [`ThreadHandle::update_state`](crate::ThreadHandle::update_state), recording `by` (the caller, as a service names
     /// it) in the values step's record ([`ThreadRecord::by`]).
-    pub async fn update_state_by(
+    pub(crate) async fn update_state_by(
         &self,
         thread: &str,
         values: Map<String, Value>,

@@ -1,5 +1,5 @@
-//! Time travel on threads: [`Runner::thread_history`] lists a thread's steps,
-//! [`Runner::fork`] copies a thread up to a step into a new thread, and [`Runner::run_from`]
+//! Time travel on threads: [`ThreadHandle::history`](crate::ThreadHandle::history) lists a thread's steps,
+//! [`ThreadHandle::fork`](crate::ThreadHandle::fork) copies a thread up to a step into a new thread, and [`ThreadHandle::run_from`](crate::ThreadHandle::run_from)
 //! re-runs a thread from a step in a new thread ("re-run from here"). The original thread is
 //! never changed.
 //!
@@ -12,12 +12,12 @@
 //! - a step that ends a turn (its last event): the turn is copied whole, and the fork takes a
 //!   new message with [`Runner::turn`];
 //! - an interrupt: the record is copied with a copy of the interrupt's checkpoint (a new run
-//!   of its own: new tool idempotency keys), so [`Runner::resume_turn`] on the fork answers
+//!   of its own: new tool idempotency keys), so [`TurnRequest::resume`](crate::TurnRequest::resume) on the fork answers
 //!   the interrupt, with any answer, whether or not the original thread answered it. The
 //!   checkpoint carries the interrupted agent's state, so an interrupt inside a nested agent
 //!   (an [`AgentTool`](crate::AgentTool)'s run, a workflow's sub-agent) resumes inside it;
 //! - any other step: the fork's last record holds the events up to the step and ends at a
-//!   **fork point** (an interrupt whose id is [`FORK_POINT`]). [`Runner::resume_turn`] goes on
+//!   **fork point** (an interrupt whose id is [`FORK_POINT`]). [`TurnRequest::resume`](crate::TurnRequest::resume) goes on
 //!   from it: the turn runs again from its start with every model reply and tool result up to
 //!   the step **replayed** from the record (the model is not asked, the tool does not run;
 //!   per run path, so parallel branches replay whatever their interleaving), then runs live
@@ -66,7 +66,7 @@ pub enum ThreadStepKind {
     Run(StepKind),
     /// The interrupt a part of a turn stopped at (a fork point included).
     Interrupt,
-    /// A change of the thread's values ([`Runner::update_state`]).
+    /// A change of the thread's values ([`ThreadHandle::update_state`](crate::ThreadHandle::update_state)).
     Values,
 }
 
@@ -82,10 +82,10 @@ impl ThreadStepKind {
     }
 }
 
-/// One step of a thread, as [`Runner::thread_history`] lists it.
+/// One step of a thread, as [`ThreadHandle::history`](crate::ThreadHandle::history) lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadStep {
-    /// Its id: its position in the thread's steps, from 0 (what [`Runner::fork`] takes).
+    /// Its id: its position in the thread's steps, from 0 (what [`ThreadHandle::fork`](crate::ThreadHandle::fork) takes).
     pub id: u64,
     /// The step before it (`None` for the first).
     pub parent: Option<u64>,
@@ -104,19 +104,19 @@ pub struct ThreadStep {
     pub at_ms: u64,
 }
 
-/// How a fork ended (see [`Runner::fork`]).
+/// How a fork ended (see [`ThreadHandle::fork`](crate::ThreadHandle::fork)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ForkEnd {
     /// The step ends its turn: the fork takes a new message ([`Runner::turn`]).
     TurnEnd,
-    /// The step is an interrupt: the fork waits for its answer ([`Runner::resume_turn`]).
+    /// The step is an interrupt: the fork waits for its answer ([`TurnRequest::resume`](crate::TurnRequest::resume)).
     Interrupt,
-    /// The step is inside a turn: [`Runner::resume_turn`] goes on from it.
+    /// The step is inside a turn: [`TurnRequest::resume`](crate::TurnRequest::resume) goes on from it.
     ForkPoint,
 }
 
-/// A fork made by [`Runner::fork`].
+/// A fork made by [`ThreadHandle::fork`](crate::ThreadHandle::fork).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fork {
     /// The new thread.
@@ -138,7 +138,9 @@ pub struct Fork {
 #[non_exhaustive]
 pub enum TimeTravelError {
     /// The thread has no records.
-    #[error("thread '{thread}' does not exist (it has no records); list threads with Runner::list_threads")]
+    #[error(
+        "thread '{thread}' does not exist (it has no records); list threads with Runner::threads"
+    )]
     UnknownThread {
         /// The thread.
         thread: String,
@@ -146,7 +148,7 @@ pub enum TimeTravelError {
     /// The thread has no such step.
     #[error(
         "thread '{thread}' has no step {step} (it has {steps} steps, 0 to {last}); list them \
-         with Runner::thread_history",
+         with ThreadHandle::history",
         last = steps.saturating_sub(1)
     )]
     UnknownStep {
@@ -166,7 +168,7 @@ pub enum TimeTravelError {
     /// `run_from` at a step that ends its turn: there is nothing of the turn left to run.
     #[error(
         "step {step} of thread '{thread}' ends its turn, so there is nothing to re-run from it; \
-         fork there (Runner::fork) and send the fork a new message (Runner::turn)"
+         fork there (ThreadHandle::fork) and send the fork a new message (Runner::turn)"
     )]
     NothingToRerun {
         /// The thread.
@@ -179,7 +181,7 @@ pub enum TimeTravelError {
     #[error(
         "thread '{thread}' waits for the answer to an interrupt of turn {turn}, so its values \
          cannot change now (the paused turn goes on with the values it stopped with); answer \
-         it first (Runner::resume_turn), or fork at the step before the interrupt and update \
+         it first (TurnRequest::resume), or fork at the step before the interrupt and update \
          the fork"
     )]
     AwaitingResume {
@@ -308,7 +310,10 @@ impl Runner {
     /// The steps of thread `thread`, in order (see the guide's "Durable execution" chapter): each turn's input,
     /// each recorded event, each interrupt, with its id, parent, agent, run path, kind and
     /// time. [`TimeTravelError::UnknownThread`] for a thread with no records.
-    pub async fn thread_history(&self, thread: &str) -> Result<Vec<ThreadStep>, TimeTravelError> {
+    pub(crate) async fn thread_history(
+        &self,
+        thread: &str,
+    ) -> Result<Vec<ThreadStep>, TimeTravelError> {
         let records = self.records_of(thread).await?;
         Ok(steps_of(&records).into_iter().map(|(s, ..)| s).collect())
     }
@@ -337,7 +342,7 @@ impl Runner {
     /// step). The original thread is only read. Errors, with nothing written: an invalid or
     /// unknown thread, a step it does not have, a `new_thread` that already has records (or
     /// has a turn running).
-    pub async fn fork(
+    pub(crate) async fn fork(
         &self,
         thread: &str,
         at_step: u64,
@@ -534,12 +539,12 @@ impl Runner {
     }
 
     /// Re-runs thread `thread` from step `at_step` in the new thread `new_thread` ("re-run
-    /// from here"): [`fork`](Runner::fork) there, then [`resume_turn`](Runner::resume_turn)
+    /// from here"): [`ThreadHandle::fork`](crate::ThreadHandle::fork) there, then [`TurnRequest::resume`](crate::TurnRequest::resume)
     /// the fork with `answers` (for a step inside a turn, no answers: the turn goes on from
     /// the step; for an interrupt, the answers to it, which may differ from the original's).
     /// A step that ends its turn has nothing to re-run ([`TimeTravelError::NothingToRerun`],
     /// checked before anything is written).
-    pub async fn run_from(
+    pub(crate) async fn run_from(
         &self,
         thread: &str,
         at_step: u64,
@@ -564,7 +569,9 @@ impl Runner {
             }
         }
         self.fork(thread, at_step, new_thread).await?;
-        Ok(self.resume_turn(new_thread, answers).await?)
+        Ok(self
+            .turn(super::TurnRequest::resume(new_thread, answers))
+            .await?)
     }
 
     /// Goes on from a fork point (the head of `thread_id`): runs its turn again from the

@@ -1,4 +1,4 @@
-//! Conversations: [`Runner::turn`] runs one user turn of a thread, [`Runner::resume_turn`]
+//! Conversations: [`Runner::turn`] runs one user turn of a thread, [`TurnRequest::resume`](crate::TurnRequest::resume)
 //! continues an interrupted one, and [`TurnRouting`] says where a turn starts.
 //!
 //! A thread is a conversation kept in a [`ThreadStore`]. A turn loads the thread's head, picks
@@ -7,10 +7,10 @@
 //! one [`ThreadRecord`] holding the turn's recorded events. A turn that fails (an error event)
 //! or is cancelled (its stream dropped before the end) appends nothing: the thread stays as it
 //! was. An interrupted turn saves a checkpoint, records what it did so far, and is continued by
-//! [`Runner::resume_turn`], whose events are recorded as the turn's continuation.
+//! [`TurnRequest::resume`](crate::TurnRequest::resume), whose events are recorded as the turn's continuation.
 //!
 //! A turn cancelled at a safe point (see [`CancelMode`](crate::CancelMode)) is recorded like an
-//! interrupted one; [`Runner::resume_turn`] continues it, and a new message may follow it too.
+//! interrupted one; [`TurnRequest::resume`](crate::TurnRequest::resume) continues it, and a new message may follow it too.
 //!
 //! A turn holds its thread's lease in the store ([`ThreadStore::lease_thread`]) from before it
 //! runs anything until it ends: a second turn on the thread, in this process or any other one
@@ -25,15 +25,15 @@
 //!     Ok(())
 //! });
 //! let desk = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
-//! let runner = Runner::new(desk).thread_store(InMemoryStore::new());
+//! let runner = Runner::builder(desk).thread_store(InMemoryStore::new()).build();
 //!
-//! let first = runner.turn("ada", Message::user("my kettle broke")).await.unwrap();
+//! let first = runner.turn(TurnRequest::new("ada", Message::user("my kettle broke"))).await.unwrap();
 //! assert_eq!(first.started_at().to_string(), "triage");
 //! let answer = first.final_output().await.unwrap().unwrap();
 //! assert_eq!(answer.content, "refund desk, 3 messages so far");
 //!
 //! // The next turn goes back to the agent that answered.
-//! let second = runner.turn("ada", Message::user("any news?")).await.unwrap();
+//! let second = runner.turn(TurnRequest::new("ada", Message::user("any news?"))).await.unwrap();
 //! assert_eq!(second.started_at().to_string(), "refund");
 //! let answer = second.final_output().await.unwrap().unwrap();
 //! assert_eq!(answer.content, "refund desk, 5 messages so far");
@@ -51,6 +51,8 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
+use super::recover::DeadTurn;
+use super::request::{TurnInput, TurnRequest};
 use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
@@ -64,9 +66,8 @@ use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::Session;
 use crate::store::{
-    turn_checkpoint_id, validate_thread_id, Checkpoint, CheckpointError, CheckpointStore,
-    Completion, RecordEnd, RecordStart, SaveMode, ThreadError, ThreadHead, ThreadPart,
-    ThreadRecord, ThreadStore,
+    turn_checkpoint_id, validate_thread_id, Checkpoint, CheckpointError, Completion, RecordEnd,
+    RecordStart, SaveMode, ThreadError, ThreadHead, ThreadPart, ThreadRecord, ThreadStore,
 };
 
 /// Where a thread's next turn starts.
@@ -88,13 +89,13 @@ pub enum TurnRouting {
 /// A runner's thread settings: the store, the routing, the threads with a turn running here.
 #[derive(Clone, Default)]
 pub(crate) struct ThreadSettings {
-    store: Option<Arc<dyn ThreadStore>>,
-    routing: TurnRouting,
+    pub(super) store: Option<Arc<dyn ThreadStore>>,
+    pub(super) routing: TurnRouting,
     running: Arc<Mutex<HashSet<String>>>,
-    /// Leases of this runner's turns that were dropped and are being given back: thread id ->
-    /// owner token. A new turn here on such a thread gives the lease back itself first.
-    dropped: Arc<Mutex<HashMap<String, String>>>,
-    /// The runs started here ([`Runner::start_run`]), kept for their readers.
+    /// Leases of this runner's turns that were dropped and are being given back, by thread
+    /// id. A new turn here on such a thread gives the lease back itself first.
+    dropped: Arc<Mutex<HashMap<String, DroppedLease>>>,
+    /// The runs started here ([`Runner::start`]), kept for their readers.
     pub(crate) runs: Arc<super::run_handle::RunRegistry>,
     /// The cancel signal of the run a turn started by this (cloned) runner belongs to.
     pub(crate) cancel: Option<crate::agent::cancel::CancelSignal>,
@@ -105,14 +106,11 @@ pub(crate) struct ThreadSettings {
     /// one. A queued run's turns use the run's id, so running it again gives its tool calls
     /// the same keys.
     pub(crate) scope: Option<Arc<str>>,
-    /// Who the turns started by this (cloned) runner are recorded as started by, when the
-    /// call names nobody (see [`Runner::acting_for`]).
-    pub(crate) by: Option<Arc<str>>,
     /// How long a thread lives after its last record (see `housekeeping`).
     pub(crate) ttl: Option<Duration>,
 }
 
-/// One message of a thread, as [`Runner::thread_messages`] lists it.
+/// One message of a thread, as [`ThreadHandle::messages`](crate::ThreadHandle::messages) lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadMessage {
     /// The turn it belongs to, from 0.
@@ -139,7 +137,7 @@ pub enum TurnOutcome {
         version: u64,
     },
     /// The turn stopped for outside input; it was recorded so far and its checkpoint saved.
-    /// Continue it with [`Runner::resume_turn`].
+    /// Continue it with [`TurnRequest::resume`](crate::TurnRequest::resume).
     Interrupted {
         /// The checkpoint the turn saved.
         checkpoint_id: String,
@@ -164,11 +162,15 @@ pub struct Turn {
     run_id: String,
     outcome: Arc<Mutex<Option<TurnOutcome>>>,
     session: Arc<Session>,
+    /// Whether the turn continues an interrupted one (or a dead worker's, recovered).
+    resumed: bool,
+    /// Whether the turn is a dead worker's, recovered from its journal.
+    recovered: bool,
 }
 
 impl Turn {
     /// The id of the run this turn is part of: new for a new turn (its run handle's, for a
-    /// turn started by [`Runner::start_run`]), the interrupted turn's for a resume. The
+    /// turn started by [`Runner::start`]), the interrupted turn's for a resume. The
     /// checkpoints the run saves carry it ([`Checkpoint::run_id`](crate::store::Checkpoint)),
     /// and a service puts it on its spans so logs join to runs.
     pub fn run_id(&self) -> &str {
@@ -197,6 +199,18 @@ impl Turn {
     /// read); reading them as events arrive shows what the agents wrote so far.
     pub fn session(&self) -> &Arc<Session> {
         &self.session
+    }
+
+    /// Whether this turn is one whose worker died, recovered from its journal (by
+    /// [`Runner::recover`], or by a request that met it): its events are the whole turn's,
+    /// those the dead worker's caller already saw delivered again.
+    pub fn recovered(&self) -> bool {
+        self.recovered
+    }
+
+    /// Whether the turn continues an interrupted turn, or a dead worker's.
+    pub(crate) fn resumed(&self) -> bool {
+        self.resumed
     }
 
     /// How the turn ended; `None` until its event stream has ended.
@@ -263,93 +277,122 @@ fn interrupt_ids(interrupts: &[InterruptInfo]) -> String {
 }
 
 impl Runner {
-    /// Where conversations are kept ([`InMemoryStore`](crate::InMemoryStore),
-    /// [`FileStore`](crate::FileStore), and with their features `SqliteStore` and
-    /// `PostgresStore` implement [`ThreadStore`]). An interrupted turn also
-    /// needs a [`checkpoint_store`](Runner::checkpoint_store); [`stores`](Runner::stores) sets
-    /// both at once.
-    pub fn thread_store(mut self, store: impl ThreadStore) -> Self {
-        // A record still sealed (a sealed store's data without its keys) is an error, not an
-        // empty record.
-        self.threads.store = Some(Arc::new(crate::store::OpenedOnly(store)));
-        self
-    }
-
-    /// Uses `store` for both checkpoints and threads.
-    pub fn stores<S: ThreadStore + CheckpointStore + Clone>(self, store: S) -> Self {
-        self.checkpoint_store(store.clone()).thread_store(store)
-    }
-
-    /// Where each turn of a thread starts (default: [`TurnRouting::LastAgent`]).
-    pub fn turn_routing(mut self, routing: TurnRouting) -> Self {
-        self.threads.routing = routing;
-        self
-    }
-
-    /// The routing of this runner's turns.
-    pub fn routing(&self) -> TurnRouting {
-        self.threads.routing
-    }
-
     pub(super) fn thread_store_or_err(&self) -> Result<&Arc<dyn ThreadStore>, ThreadError> {
         self.threads.store.as_ref().ok_or(ThreadError::NoStore)
     }
 
-    /// Runs one user turn of the thread `thread_id` (a new thread if it has no records).
+    /// Runs one turn of a thread (see [`TurnRequest`]): a new message, or the answers that
+    /// continue the thread's interrupted turn.
     ///
-    /// The turn starts where [`TurnRouting`] says; each agent's input is the thread so far
+    /// A new turn starts where [`TurnRouting`] says; each agent's input is the thread so far
     /// (earlier turns, then this message, then what this turn recorded), shaped by its
-    /// [`ContextPolicy`](crate::ContextPolicy). The returned [`Turn`] streams the events;
-    /// when it ends, the turn is appended to the thread.
+    /// [`ContextPolicy`](crate::ContextPolicy). A continuation resumes the turn's checkpoint
+    /// with the answers (as [`Runner::resume`] does) and is recorded as part of the same turn;
+    /// if it is interrupted again, the thread records that and waits again. The returned
+    /// [`Turn`] streams the events; when it ends, the turn is appended to the thread.
     ///
     /// Before anything runs, the turn takes the thread's lease in the store (for the runner's
-    /// [`lease`](Runner::lease), renewed as events flow, given back when the turn ends). It
-    /// errors, with no model or tool called, if the id is invalid, the thread waits for an
-    /// interrupted turn to be resumed, another turn of it is running in this runner or in
-    /// another process on the same store ([`ThreadError::Busy`]), or the store fails. The
-    /// append is still a compare-and-swap on the thread's version: a turn whose lease ran out
-    /// while another turn was recorded is not recorded (its stream ends with an error event,
-    /// its outcome is [`ThreadError::LeaseLost`] or [`ThreadError::Conflict`]).
-    pub async fn turn(&self, thread_id: &str, message: Message) -> Result<Turn, ThreadError> {
-        self.turn_of(thread_id, message, None).await
+    /// [`lease`](crate::RunnerBuilder::lease), renewed as events flow, given back when the turn
+    /// ends). If the thread has a run going in this runner (see [`Runner::start`]), the
+    /// request's [`if_busy`](TurnRequest::if_busy) strategy says what happens first. It errors,
+    /// with no model or tool called, if the id is invalid, a new message meets a thread that
+    /// waits for an interrupted turn to be resumed ([`ThreadError::AwaitingResume`]), answers
+    /// meet a thread that waits for none ([`ThreadError::NotInterrupted`]), another turn of it
+    /// is running in this runner or in another process on the same store
+    /// ([`ThreadError::Busy`]), or the store fails. The append is still a compare-and-swap on
+    /// the thread's version: a turn whose lease ran out while another turn was recorded is not
+    /// recorded (its stream ends with an error event, its outcome is
+    /// [`ThreadError::LeaseLost`] or [`ThreadError::Conflict`]).
+    pub async fn turn(&self, request: TurnRequest) -> Result<Turn, ThreadError> {
+        validate_thread_id(&request.thread)?;
+        self.meet_running(&request.thread, request.if_busy).await?;
+        self.begin(request, None).await
     }
 
-    /// This runner, recording `by` (a principal id, as a service names its caller) in the
-    /// records of the turns and resumes it starts without naming anyone, runs included
-    /// ([`start_run`](Runner::start_run), [`start_resume`](Runner::start_resume)): the runs
-    /// share this runner's registry, threads and store.
-    pub fn acting_for(&self, by: &str) -> Runner {
-        let mut runner = self.clone();
-        runner.threads.by = Some(by.into());
-        runner
-    }
-
-    /// [`turn`](Runner::turn), recording `by` (the caller, as a service names it: a principal
-    /// id) in the turn's record ([`ThreadRecord::by`]).
-    pub async fn turn_by(
+    /// The one pipeline every turn request goes through, from [`turn`](Runner::turn) and
+    /// [`start`](Runner::start) (with the run `run` it belongs to): the request's settings,
+    /// then the thread taken (in this runner, then its lease in the store), then the turn
+    /// started from a message or from answers.
+    pub(super) async fn begin(
         &self,
-        thread_id: &str,
-        message: Message,
-        by: &str,
+        request: TurnRequest,
+        run: Option<&super::RunHandle>,
     ) -> Result<Turn, ThreadError> {
-        self.turn_of(thread_id, message, Some(by.into())).await
-    }
-
-    async fn turn_of(
-        &self,
-        thread_id: &str,
-        message: Message,
-        by: Option<Arc<str>>,
-    ) -> Result<Turn, ThreadError> {
-        let by = by.or_else(|| self.threads.by.clone());
-        if self.thread_expired(thread_id).await? {
-            // An expired thread is gone: the message starts a new one under its id.
-            self.delete_thread(thread_id).await?;
+        let TurnRequest {
+            thread,
+            input,
+            by,
+            options,
+            durability,
+            run_id,
+            frontend_tools,
+            ..
+        } = request;
+        let mut runner = self.for_request(options.as_ref(), durability).into_owned();
+        if !frontend_tools.is_empty() {
+            let options = RunOptions::clone(&runner.options).frontend_tools(frontend_tools);
+            runner.options = Arc::new(options);
         }
-        let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
-        let started = self
-            .start_turn(store, thread_id, message, by, claim, &mut lease)
-            .await;
+        if let Some(run) = run {
+            runner.threads.cancel = Some(run.state.cancel.clone());
+            runner.threads.run_id = Some(run.id().to_owned());
+        }
+        if let Some(id) = run_id {
+            // A run under a given id keeps its idempotency scope across restarts.
+            runner.threads.scope = Some(Arc::from(id.as_str()));
+            runner.threads.run_id = Some(id);
+        }
+        if let TurnInput::Message(_) = &input {
+            if runner.thread_expired(&thread).await? {
+                // An expired thread is gone: the message starts a new one under its id.
+                runner.delete_thread(&thread).await?;
+            }
+        }
+        let answering = matches!(input, TurnInput::Answers(_));
+        let (store, claim, mut lease) = runner.hold_thread(&thread).await?;
+        // A turn of the thread whose worker died is recovered before anything new is taken:
+        // the request's own turn (sent again) is given back to it; another's is finished and
+        // recorded first, so that nothing it did is lost or done twice.
+        let dead = match runner
+            .dead_turn(&store, &thread, runner.threads.scope.as_deref(), answering)
+            .await
+        {
+            Ok(dead) => dead,
+            Err(e) => {
+                ThreadLease::release_unused(lease).await;
+                return Err(e);
+            }
+        };
+        let (store, claim, mut lease) = match dead {
+            DeadTurn::None => (store, claim, lease),
+            dead => {
+                let recovered = runner
+                    .recover_held(&store, &thread, claim, &mut lease)
+                    .await;
+                ThreadLease::release_unused(lease).await;
+                match recovered? {
+                    Some(turn) if dead == DeadTurn::Own => return Ok(turn),
+                    Some(turn) => {
+                        tracing::info!(thread = %thread, "finishing a dead worker's turn before a new request");
+                        turn.finish().await;
+                    }
+                    None => {}
+                }
+                runner.hold_thread(&thread).await?
+            }
+        };
+        let started = match input {
+            TurnInput::Message(message) => {
+                runner
+                    .start_turn(store, &thread, message, by, claim, &mut lease)
+                    .await
+            }
+            TurnInput::Answers(answers) => {
+                runner
+                    .start_resumed_turn(store, &thread, answers, by, claim, &mut lease, false)
+                    .await
+            }
+        };
         ThreadLease::release_unused(lease).await;
         started
     }
@@ -482,60 +525,6 @@ impl Runner {
             .take()
             .expect("the turn's lease is held until it starts");
         Ok(plan.into_turn(cx, events, claim, lease))
-    }
-
-    /// Continues the thread's interrupted turn: resumes its checkpoint with `targets`
-    /// (interrupt id -> resume data, as for [`Runner::resume`]), streams the continuation, and
-    /// when it ends appends it to the thread as part of the same turn. If it is interrupted
-    /// again, the thread records that and waits again.
-    pub async fn resume_turn(
-        &self,
-        thread_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-    ) -> Result<Turn, ThreadError> {
-        self.resume_turn_of(thread_id, targets, None).await
-    }
-
-    /// [`resume_turn`](Runner::resume_turn) with `options` for the resumed turn in place of
-    /// the runner's [`run_options`](Runner::run_options) (a
-    /// [history modifier](crate::AgentRunOptions::history_modifier), for instance).
-    pub async fn resume_turn_with(
-        &self,
-        thread_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-        options: RunOptions,
-    ) -> Result<Turn, ThreadError> {
-        self.clone()
-            .run_options(options)
-            .resume_turn_of(thread_id, targets, None)
-            .await
-    }
-
-    /// [`resume_turn`](Runner::resume_turn), recording `by` (who answered the interrupt, as a
-    /// service names its caller) in the continuation's record ([`ThreadRecord::by`]).
-    pub async fn resume_turn_by(
-        &self,
-        thread_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-        by: &str,
-    ) -> Result<Turn, ThreadError> {
-        self.resume_turn_of(thread_id, targets, Some(by.into()))
-            .await
-    }
-
-    async fn resume_turn_of(
-        &self,
-        thread_id: &str,
-        targets: HashMap<String, serde_json::Value>,
-        by: Option<Arc<str>>,
-    ) -> Result<Turn, ThreadError> {
-        let by = by.or_else(|| self.threads.by.clone());
-        let (store, claim, mut lease) = self.hold_thread(thread_id).await?;
-        let started = self
-            .start_resumed_turn(store, thread_id, targets, by, claim, &mut lease, false)
-            .await;
-        ThreadLease::release_unused(lease).await;
-        started
     }
 
     /// Starts the continuation of an interrupted turn under `lease` (as
@@ -716,7 +705,10 @@ impl Runner {
     }
 
     /// The thread's records, in order (empty for an unknown thread).
-    pub async fn thread_records(&self, thread_id: &str) -> Result<Vec<ThreadRecord>, ThreadError> {
+    pub(crate) async fn thread_records(
+        &self,
+        thread_id: &str,
+    ) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(thread_id)?;
         if self.thread_expired(thread_id).await? {
             return Ok(Vec::new());
@@ -728,7 +720,7 @@ impl Runner {
 
     /// The thread's messages, in order: each turn's user input, then the messages its agents
     /// recorded (streams whole). Empty for an unknown thread.
-    pub async fn thread_messages(
+    pub(crate) async fn thread_messages(
         &self,
         thread_id: &str,
     ) -> Result<Vec<ThreadMessage>, ThreadError> {
@@ -755,15 +747,15 @@ impl Runner {
     }
 
     /// The ids of the threads in the store, sorted.
-    pub async fn list_threads(&self) -> Result<Vec<String>, ThreadError> {
+    pub(crate) async fn list_threads(&self) -> Result<Vec<String>, ThreadError> {
         self.thread_store_or_err()?.list().await
     }
 
     /// Deletes a thread, the checkpoint of its turn if one waits to be resumed, and every
-    /// turn's journal (in the runner's [`journal_store`](Runner::journal_store)); returns
+    /// turn's journal (in the runner's [`RunnerBuilder::journal_store`](crate::RunnerBuilder::journal_store)); returns
     /// whether the thread existed. Refused ([`ThreadError::Busy`]) while a turn of it runs, in
     /// this runner or another process on the same store.
-    pub async fn delete_thread(&self, thread_id: &str) -> Result<bool, ThreadError> {
+    pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(thread_id)?;
         let store = self.thread_store_or_err()?;
         let _claim = ThreadClaim::take(&self.threads.running, thread_id)?;
@@ -857,12 +849,22 @@ impl Drop for ThreadClaim {
 /// the turn is dropped, as soon as a Tokio runtime can; else it runs out).
 pub(super) struct ThreadLease {
     store: Arc<dyn ThreadStore>,
-    dropped: Arc<Mutex<HashMap<String, String>>>,
+    dropped: Arc<Mutex<HashMap<String, DroppedLease>>>,
     id: String,
     /// This turn's owner token; `None` once given back.
     owner: Option<String>,
     lease: Duration,
     renewed: Instant,
+    /// The turn's start mark while it is armed: closed before the lease is given back, so
+    /// whoever takes the thread next never mistakes a cancelled turn for a dead one.
+    mark: Option<super::turn_mark::TurnMark>,
+}
+
+/// A lease of this runner whose turn was dropped, being given back: its owner token, and the
+/// turn's start mark to close before the thread is taken again.
+pub(super) struct DroppedLease {
+    owner: String,
+    mark: Option<super::turn_mark::TurnMark>,
 }
 
 impl ThreadLease {
@@ -881,7 +883,10 @@ impl ThreadLease {
                 let Some(stale) = stale else {
                     return Err(ThreadError::Busy { id: id.to_owned() });
                 };
-                store.release_thread_lease(id, &stale).await?;
+                if let Some(mark) = stale.mark {
+                    mark.close().await;
+                }
+                store.release_thread_lease(id, &stale.owner).await?;
                 store.lease_thread(id, &owner, lease).await?;
             }
             other => other?,
@@ -893,7 +898,19 @@ impl ThreadLease {
             owner: Some(owner),
             lease,
             renewed: Instant::now(),
+            mark: None,
         })
+    }
+
+    /// Holds the turn's start mark (closed before the lease is given back, unless left).
+    fn hold_mark(&mut self, mark: super::turn_mark::TurnMark) {
+        self.mark = Some(mark);
+    }
+
+    /// Leaves the turn's start mark as it is (the turn was recorded, or another worker owns
+    /// it now).
+    fn leave_mark(&mut self) {
+        super::turn_mark::TurnMark::leave(self.mark.take());
     }
 
     /// Renews the lease once half of it has passed; an error if it was lost.
@@ -917,8 +934,12 @@ impl ThreadLease {
         }
     }
 
-    /// Gives the lease back (a failure is logged: the lease then runs out).
+    /// Gives the lease back (a failure is logged: the lease then runs out), after closing the
+    /// start mark of a turn that was not recorded.
     async fn release(mut self) {
+        if let Some(mark) = self.mark.take() {
+            mark.close().await;
+        }
         if let Some(owner) = self.owner.take() {
             if let Err(e) = self.store.release_thread_lease(&self.id, &owner).await {
                 tracing::warn!(thread = %self.id, error = %e, "could not give a thread's lease back");
@@ -933,27 +954,38 @@ impl Drop for ThreadLease {
             return;
         };
         let id = std::mem::take(&mut self.id);
-        self.dropped
-            .lock()
-            .expect("lease lock")
-            .insert(id.clone(), owner.clone());
+        // The mark goes with the entry: whoever gives the lease back closes it first.
+        self.dropped.lock().expect("lease lock").insert(
+            id.clone(),
+            DroppedLease {
+                owner: owner.clone(),
+                mark: self.mark.take(),
+            },
+        );
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let store = Arc::clone(&self.store);
             let dropped = Arc::clone(&self.dropped);
             handle.spawn(async move {
-                if store.release_thread_lease(&id, &owner).await.is_ok() {
+                let mine = {
                     let mut dropped = dropped.lock().expect("lease lock");
-                    if dropped.get(&id) == Some(&owner) {
-                        dropped.remove(&id);
+                    match dropped.get(&id) {
+                        Some(d) if d.owner == owner => dropped.remove(&id),
+                        _ => None,
                     }
+                };
+                // Taken over meanwhile by a new turn of this runner, which gave it back.
+                let Some(mine) = mine else { return };
+                if let Some(mark) = mine.mark {
+                    mark.close().await;
                 }
+                let _ = store.release_thread_lease(&id, &owner).await;
             });
         }
     }
 }
 
 /// The id of the interrupt a fork made in the middle of a turn stops at (see
-/// [`Runner::fork`]): [`Runner::resume_turn`] goes on from the fork's step.
+/// [`ThreadHandle::fork`](crate::ThreadHandle::fork)): [`TurnRequest::resume`](crate::TurnRequest::resume) goes on from the fork's step.
 pub const FORK_POINT: &str = "fork_point";
 
 /// Whether a record ending is a fork point (see [`FORK_POINT`]).
@@ -1010,6 +1042,8 @@ impl Recording {
         let started_at = self.started_at.clone();
         let session = Arc::clone(cx.session());
         let run_id = self.lineage.0.clone();
+        let recovered = self.replayed.is_some();
+        let resumed = recovered || matches!(self.start, RecordStart::Resume { .. });
         let events = generate(cx.clone(), move |out| async move {
             let _claim = claim;
             let ended = self.forward(&out, &cx, events, &mut lease).await;
@@ -1027,6 +1061,8 @@ impl Recording {
             run_id,
             outcome,
             session,
+            resumed,
+            recovered,
         }
     }
 
@@ -1064,7 +1100,6 @@ impl Recording {
         }
         // A journaled turn (new or resumed) marks its start, so that another worker can
         // recover it.
-        let mut mark = None;
         if journal.is_some() && self.replayed.is_none() && self.replay.is_none() {
             let marked = match self.runner.journal_store_or_err(&self.thread_id) {
                 Ok(store) => match (&self.resumed_checkpoint, &self.start) {
@@ -1100,7 +1135,7 @@ impl Recording {
                 Err(e) => Err(e),
             };
             match marked {
-                Ok(written) => mark = Some(written),
+                Ok(written) => lease.hold_mark(written),
                 Err(e) => return self.not_recorded(out, cx, e.into()).await,
             }
         }
@@ -1134,7 +1169,7 @@ impl Recording {
             if let Err(e) = lease.keep().await {
                 // Another turn may own the thread now: this one stops and records nothing.
                 drop(events);
-                super::turn_mark::TurnMark::leave(mark);
+                lease.leave_mark();
                 return self.not_recorded(out, cx, e).await;
             }
             if let Some(journal) = &mut journal {
@@ -1174,7 +1209,7 @@ impl Recording {
             Err(ThreadError::Store(_) | ThreadError::Checkpoint(_))
         ) {
             // Recorded, or another worker owns the thread now: not this turn's to close.
-            super::turn_mark::TurnMark::leave(mark);
+            lease.leave_mark();
         }
         if recorded.is_ok() {
             // The part is recorded: what only its recovery needed goes.

@@ -140,6 +140,29 @@ impl TurnMark {
             mark.armed = false;
         }
     }
+
+    /// Closes the mark now (the turn failed or was cancelled: nothing to recover), unless it
+    /// was left. A failure is logged: a recovery then finds the turn and runs it again.
+    pub(super) async fn close(mut self) {
+        if !self.armed {
+            return;
+        }
+        self.armed = false;
+        close_mark(&*self.store, &self.id).await;
+    }
+}
+
+/// Appends the closing step of mark `id`.
+async fn close_mark(store: &dyn JournalStore, id: &str) {
+    let step = StoredStep {
+        seq: 1,
+        at_ms: crate::store::now_ms(),
+        kind: CLOSED_KIND.into(),
+        bytes: b"{}".to_vec(),
+    };
+    if let Err(e) = store.append_steps(id, 1, vec![step]).await {
+        tracing::debug!(mark = %id, error = %e, "could not close a turn's start mark");
+    }
 }
 
 impl Drop for TurnMark {
@@ -153,16 +176,6 @@ impl Drop for TurnMark {
         };
         let store = Arc::clone(&self.store);
         let id = std::mem::take(&mut self.id);
-        handle.spawn(async move {
-            let step = StoredStep {
-                seq: 1,
-                at_ms: crate::store::now_ms(),
-                kind: CLOSED_KIND.into(),
-                bytes: b"{}".to_vec(),
-            };
-            if let Err(e) = store.append_steps(&id, 1, vec![step]).await {
-                tracing::debug!(mark = %id, error = %e, "could not close a turn's start mark");
-            }
-        });
+        handle.spawn(async move { close_mark(&*store, &id).await });
     }
 }

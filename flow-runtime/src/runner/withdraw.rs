@@ -1,4 +1,4 @@
-//! Giving up a turn that waits for input: [`Runner::withdraw_turn`] drops the turn's
+//! Giving up a turn that waits for input: [`ThreadHandle::withdraw`](crate::ThreadHandle::withdraw) drops the turn's
 //! interrupts, releases its checkpoint and records the turn as ended, so the thread takes a
 //! new message again (an A2A client cancelling a task in `input-required`, a user closing a
 //! question).
@@ -11,16 +11,16 @@
 //!     cx.interrupt(json!({"question": "Sure?"}));
 //!     Ok(())
 //! });
-//! let runner = Runner::new(FlowAgent::new(asker)).stores(InMemoryStore::new());
-//! let turn = runner.turn("t", Message::user("go")).await.unwrap();
+//! let runner = Runner::builder(FlowAgent::new(asker)).stores(InMemoryStore::new()).build();
+//! let turn = runner.turn(TurnRequest::new("t", Message::user("go"))).await.unwrap();
 //! assert!(matches!(turn.finish().await, TurnOutcome::Interrupted { .. }));
 //!
-//! let dropped = runner.withdraw_turn("t", Some("ada")).await.unwrap();
+//! let dropped = runner.thread("t").withdraw(Some("ada")).await.unwrap();
 //! assert_eq!(dropped[0].info["question"], "Sure?");
-//! let records = runner.thread_records("t").await.unwrap();
+//! let records = runner.thread("t").records().await.unwrap();
 //! assert!(flow_runtime::is_withdrawn(records.last().unwrap()));
 //! // The thread takes a new message again.
-//! let next = runner.turn("t", Message::user("never mind")).await.unwrap();
+//! let next = runner.turn(TurnRequest::new("t", Message::user("never mind"))).await.unwrap();
 //! assert!(matches!(next.finish().await, TurnOutcome::Interrupted { .. }));
 //! # });
 //! ```
@@ -36,7 +36,7 @@ use crate::store::{RecordEnd, RecordStart, ThreadError, ThreadRecord, ThreadStor
 /// `{"withdrawn": {"interrupts": [ID, ...]}}`.
 pub const WITHDRAWN_KEY: &str = "withdrawn";
 
-/// Whether `record` is the end of a turn given up by [`Runner::withdraw_turn`].
+/// Whether `record` is the end of a turn given up by [`ThreadHandle::withdraw`](crate::ThreadHandle::withdraw).
 pub fn is_withdrawn(record: &ThreadRecord) -> bool {
     matches!(record.start, RecordStart::Resume { .. })
         && matches!(record.end, RecordEnd::Completed { .. })
@@ -56,7 +56,7 @@ impl Runner {
     /// Holds the thread's lease like a turn: refused with [`ThreadError::Busy`] while a turn
     /// or a resume runs, and with [`ThreadError::NotInterrupted`] if the thread waits on
     /// nothing.
-    pub async fn withdraw_turn(
+    pub(crate) async fn withdraw_turn(
         &self,
         thread_id: &str,
         by: Option<&str>,
@@ -126,6 +126,7 @@ impl Runner {
 
 #[cfg(test)]
 mod tests {
+    use crate::TurnRequest;
     use std::collections::HashMap;
 
     use serde_json::json;
@@ -140,13 +141,18 @@ mod tests {
             Ok(())
         });
         let store = InMemoryStore::new();
-        let runner = Runner::new(FlowAgent::new(asker)).stores(store.clone());
+        let runner = Runner::builder(FlowAgent::new(asker))
+            .stores(store.clone())
+            .build();
         // Nothing waits yet.
         assert!(matches!(
-            runner.withdraw_turn("t", None).await,
+            runner.thread("t").withdraw(None).await,
             Err(ThreadError::NotInterrupted { .. })
         ));
-        let turn = runner.turn("t", Message::user("go")).await.unwrap();
+        let turn = runner
+            .turn(TurnRequest::new("t", Message::user("go")))
+            .await
+            .unwrap();
         let TurnOutcome::Interrupted {
             checkpoint_id,
             interrupts,
@@ -155,20 +161,20 @@ mod tests {
             panic!("the turn waits");
         };
         assert!(store.get(&checkpoint_id).await.unwrap().is_some());
-        runner.withdraw_turn("t", Some("ada")).await.unwrap();
+        runner.thread("t").withdraw(Some("ada")).await.unwrap();
         assert!(store.get(&checkpoint_id).await.unwrap().is_none());
-        let records = runner.thread_records("t").await.unwrap();
+        let records = runner.thread("t").records().await.unwrap();
         let last = records.last().unwrap();
         assert!(super::is_withdrawn(last));
         assert_eq!(last.by.as_deref(), Some("ada"));
         assert!(!super::is_withdrawn(&records[0]));
         let targets = HashMap::from([(interrupts[0].id.clone(), json!(true))]);
         assert!(matches!(
-            runner.resume_turn("t", targets).await,
+            runner.turn(TurnRequest::resume("t", targets)).await,
             Err(ThreadError::NotInterrupted { .. })
         ));
         assert!(matches!(
-            runner.withdraw_turn("t", None).await,
+            runner.thread("t").withdraw(None).await,
             Err(ThreadError::NotInterrupted { .. })
         ));
     }

@@ -102,7 +102,9 @@ pub enum CheckpointError {
         known: String,
     },
     /// The runner has no checkpoint store.
-    #[error("this runner has no checkpoint store; give it one with Runner::checkpoint_store")]
+    #[error(
+        "this runner has no checkpoint store; give it one with RunnerBuilder::checkpoint_store"
+    )]
     NoStore,
     /// A recorded message stream failed, so the session cannot be saved whole.
     #[error("checkpoint '{id}' cannot be saved: a recorded stream failed: {source}")]
@@ -117,7 +119,7 @@ pub enum CheckpointError {
     /// ([`CheckpointCodec::max_checkpoint_bytes`]); nothing of it was decoded.
     #[error(
         "checkpoint '{id}' is {size} bytes, more than the {limit} this runner reads \
-         (CheckpointCodec::max_checkpoint_bytes); raise it with Runner::checkpoint_codec if the \
+         (CheckpointCodec::max_checkpoint_bytes); raise it with RunnerBuilder::checkpoint_codec if the \
          checkpoint is trusted and legitimately this large"
     )]
     TooLarge {
@@ -144,7 +146,7 @@ pub enum CheckpointError {
     /// The checkpoint is signed but the runner has no key to check it with.
     #[error(
         "checkpoint '{id}' is signed, but this runner has no checkpoint key to verify it; give it \
-         the key it was written with (Runner::checkpoint_key)"
+         the key it was written with (RunnerBuilder::checkpoint_key)"
     )]
     KeyMissing {
         /// The id.
@@ -382,7 +384,7 @@ impl Checkpoint {
 /// checkpoint edited by hand, even with its checksum recomputed, is refused
 /// ([`CheckpointError::BadSignature`]), and so is an unsigned one. Keep the key secret and the
 /// same across the processes that resume each other's runs. The key is the codec's, not the
-/// store's: every store backend gets it through [`Runner::checkpoint_key`](crate::Runner::checkpoint_key).
+/// store's: every store backend gets it through [`RunnerBuilder::checkpoint_key`](crate::RunnerBuilder::checkpoint_key).
 ///
 /// ```
 /// use flow_runtime::store::{Checkpoint, CheckpointCodec, CheckpointError};

@@ -126,7 +126,7 @@ pub use sealing::{SealError, SealingKeys};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 
-/// How long a claim lasts when the caller does not say (see [`Runner::lease`](crate::Runner::lease)).
+/// How long a claim lasts when the caller does not say (see [`RunnerBuilder::lease`](crate::RunnerBuilder::lease)).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
 
 /// The largest checkpoint a store reads unless configured otherwise: 64 MiB.
@@ -572,7 +572,7 @@ pub(crate) fn from_millis(ms: u64) -> SystemTime {
 }
 
 /// A run waiting for its resume, as an approvals screen shows it (see
-/// [`Runner::pending_interrupts`](crate::Runner::pending_interrupts)).
+/// [`Checkpoints::pending`](crate::Checkpoints::pending)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingInterrupt {
     /// The checkpoint id to resume.

@@ -29,9 +29,10 @@ use crate::RunPath;
 /// # let key = [7u8; 32]; // 32 bytes from your secret manager
 /// let keys = SealingKeys::new("2026-06", key)?;
 /// let store = SealedStore::new(FileStore::new("state")?, keys);
-/// let runner = Runner::new(flow)
+/// let runner = Runner::builder(flow)
 ///     .stores(store.clone()) // threads and checkpoints
-///     .journal_store(store); // journal steps
+///     .journal_store(store) // journal steps
+///     .build();
 /// # let _ = runner; Ok(()) }
 /// ```
 ///

@@ -121,7 +121,7 @@ pub enum ThreadError {
     #[error(
         "the lease of this turn on thread '{id}' ran out and another turn took the thread \
          over; this turn was not recorded: send the message again (and give turns a longer \
-         lease, Runner::lease, if they stay silent that long)"
+         lease, RunnerBuilder::lease, if they stay silent that long)"
     )]
     LeaseLost {
         /// The thread.
@@ -130,7 +130,7 @@ pub enum ThreadError {
     /// The thread's last turn was interrupted and waits to be resumed.
     #[error(
         "thread '{id}' waits for turn {turn} to be resumed (interrupts: {interrupts}); resume \
-         it with Runner::resume_turn before sending a new message"
+         it with TurnRequest::resume before sending a new message"
     )]
     AwaitingResume {
         /// The thread.
@@ -170,7 +170,7 @@ pub enum ThreadError {
         error: crate::event::AgentError,
     },
     /// The runner has no thread store.
-    #[error("this runner has no thread store; give it one with Runner::thread_store")]
+    #[error("this runner has no thread store; give it one with RunnerBuilder::thread_store")]
     NoStore,
     /// The turn's checkpoint could not be saved, read or resumed.
     #[error(transparent)]
@@ -200,7 +200,7 @@ pub enum RecordStart {
         #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
         targets: serde_json::Map<String, serde_json::Value>,
     },
-    /// A change of the thread's values by `Runner::update_state` (no events; the record
+    /// A change of the thread's values by `ThreadHandle::update_state` (no events; the record
     /// belongs to the turn before it and keeps that turn's end). A `null` value removed its
     /// key.
     Values {
@@ -219,7 +219,7 @@ pub enum RecordEnd {
         /// The agent that answered last.
         answered_by: Arc<str>,
     },
-    /// The turn stopped for outside input; resume it with `Runner::resume_turn`.
+    /// The turn stopped for outside input; resume it with `TurnRequest::resume`.
     Interrupted {
         /// The checkpoint it saved.
         checkpoint_id: String,
@@ -246,8 +246,8 @@ pub struct ThreadRecord {
     /// How it ended.
     pub end: RecordEnd,
     /// Who started this part, as the service running the turn names its caller (a principal
-    /// id: [`Runner::turn_by`](crate::Runner::turn_by),
-    /// [`Runner::resume_turn_by`](crate::Runner::resume_turn_by)); `None` when not given. For
+    /// id: [`TurnRequest::by`](crate::TurnRequest::by),
+    /// [`TurnRequest::resume`](crate::TurnRequest::resume)); `None` when not given. For
     /// a resume, this is who answered the interrupt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<Arc<str>>,

@@ -38,7 +38,7 @@ use crate::transfer::transfer_messages;
 ///     .with_sub_agents([FlowAgent::new(reviewer)])
 ///     .unwrap();
 /// let seen: Vec<String> = Runner::new(tree)
-///     .query("Write a note.")
+///     .run("Write a note.")
 ///     .map(|e| format!("{}: {}", e.run_path(), e.message_output().unwrap().content))
 ///     .collect()
 ///     .await;

@@ -46,7 +46,7 @@ use crate::resume::ResumeInfo;
 ///     .with_sub_agents([FlowAgent::new(writer), FlowAgent::new(critic)])
 ///     .unwrap();
 /// let paths: Vec<String> = Runner::new(refine)
-///     .query("Write a haiku.")
+///     .run("Write a haiku.")
 ///     .map(|e| e.run_path().to_string())
 ///     .collect()
 ///     .await;

@@ -45,7 +45,7 @@ use crate::run_path::RunPath;
 /// };
 /// let reviews = Parallel::new("reviews").with_sub_agents([lane("style"), lane("facts")]).unwrap();
 /// let mut seen: Vec<String> = Runner::new(reviews)
-///     .query("Review my essay.")
+///     .run("Review my essay.")
 ///     .map(|e| format!("{}: {}", e.run_path(), e.message_output().unwrap().content))
 ///     .collect()
 ///     .await;

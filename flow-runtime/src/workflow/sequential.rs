@@ -34,7 +34,7 @@ use crate::resume::ResumeInfo;
 ///     .with_sub_agents([FlowAgent::new(draft), FlowAgent::new(edit)])
 ///     .unwrap();
 /// let seen: Vec<String> = Runner::new(pipeline)
-///     .query("Write about otters.")
+///     .run("Write about otters.")
 ///     .map(|e| format!("{}: {}", e.run_path(), e.message_output().unwrap().content))
 ///     .collect()
 ///     .await;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use flow_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
+use flow_runtime::RunRequest;
 use flow_runtime::{
     set_sub_agents, tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore,
     Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, Runner,
@@ -155,9 +156,10 @@ pub async fn run_question(
     streaming: bool,
 ) -> (Arc<Session>, Vec<AgentEvent>) {
     let session = Session::new();
-    let events: Vec<AgentEvent> = Runner::new(flow)
+    let events: Vec<AgentEvent> = Runner::builder(flow)
         .streaming(streaming)
-        .run_in(Arc::clone(&session), [Arc::new(Message::user(question))])
+        .build()
+        .run(RunRequest::new([Message::user(question)]).session(Arc::clone(&session)))
         .collect()
         .await;
     (session, events)

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use flow_runtime::RunnerBuilder;
 use flow_runtime::{CheckpointStore, FileStore, FlowAgent, Runner};
 
 /// A store named by a string (a worker process gets its store this way): `file:DIR`,
@@ -45,11 +46,11 @@ impl NamedStore {
     pub fn runner(self, agent: FlowAgent) -> Runner {
         let runner = Runner::new(agent);
         match self {
-            NamedStore::File(store) => runner.stores(store),
+            NamedStore::File(store) => RunnerBuilder::from(runner).stores(store).build(),
             #[cfg(feature = "sqlite")]
-            NamedStore::Sqlite(store) => runner.stores(store),
+            NamedStore::Sqlite(store) => RunnerBuilder::from(runner).stores(store).build(),
             #[cfg(feature = "postgres")]
-            NamedStore::Postgres(store) => runner.stores(store),
+            NamedStore::Postgres(store) => RunnerBuilder::from(runner).stores(store).build(),
         }
     }
 
@@ -57,11 +58,20 @@ impl NamedStore {
     pub fn journaled_runner(self, agent: FlowAgent) -> Runner {
         let runner = Runner::new(agent);
         match self {
-            NamedStore::File(store) => runner.stores(store.clone()).journal_store(store),
+            NamedStore::File(store) => RunnerBuilder::from(runner)
+                .stores(store.clone())
+                .journal_store(store)
+                .build(),
             #[cfg(feature = "sqlite")]
-            NamedStore::Sqlite(store) => runner.stores(store.clone()).journal_store(store),
+            NamedStore::Sqlite(store) => RunnerBuilder::from(runner)
+                .stores(store.clone())
+                .journal_store(store)
+                .build(),
             #[cfg(feature = "postgres")]
-            NamedStore::Postgres(store) => runner.stores(store.clone()).journal_store(store),
+            NamedStore::Postgres(store) => RunnerBuilder::from(runner)
+                .stores(store.clone())
+                .journal_store(store)
+                .build(),
         }
     }
 

@@ -14,6 +14,7 @@ use flow_runtime::{
 use serde_json::json;
 
 use super::processes::{append, lines};
+use flow_runtime::TurnRequest;
 
 /// The steps of the turn.
 pub const STEPS: u64 = 3;
@@ -65,16 +66,20 @@ pub fn step_desk(ledger: PathBuf) -> FlowAgent {
 /// interrupt its last record waits on, until a turn completes. Returns the first error.
 pub async fn drive(runner: &Runner, thread: &str) -> Result<(), ThreadError> {
     loop {
-        let last = runner.thread_records(thread).await?.pop();
+        let last = runner.thread(thread).records().await?.pop();
         let turn = match last.map(|r| r.end) {
-            None => runner.turn(thread, Message::user("go")).await?,
+            None => {
+                runner
+                    .turn(TurnRequest::new(thread, Message::user("go")))
+                    .await?
+            }
             Some(RecordEnd::Completed { .. }) => return Ok(()),
             Some(RecordEnd::Interrupted { interrupts, .. }) => {
                 let approve: HashMap<String, serde_json::Value> = interrupts
                     .iter()
                     .map(|i| (i.id.to_string(), json!("yes")))
                     .collect();
-                match runner.resume_turn(thread, approve).await {
+                match runner.turn(TurnRequest::resume(thread, approve)).await {
                     Ok(turn) => turn,
                     // The thread was repaired behind interrupts it did not show yet: read it
                     // again.
@@ -108,7 +113,7 @@ pub struct Audit {
 /// Audits `thread` and its `ledger` (see [`Audit`]).
 pub async fn audit(runner: &Runner, thread: &str, ledger: &Path) -> Audit {
     let mut audit = Audit::default();
-    let messages = match runner.thread_messages(thread).await {
+    let messages = match runner.thread(thread).messages().await {
         Ok(messages) => messages,
         Err(_) => {
             audit.corrupt += 1;

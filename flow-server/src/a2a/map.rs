@@ -281,7 +281,7 @@ pub(crate) fn task_from_records(
     };
     let at = Some(wire::rfc3339(last.at_ms));
     task.status = match &last.end {
-        // Cancelled while it waited for input (`Runner::withdraw_turn`).
+        // Cancelled while it waited for input (`ThreadHandle::withdraw`).
         RecordEnd::Completed { .. } if flow_runtime::is_withdrawn(last) => TaskStatus {
             state: TaskState::Canceled,
             message: None,

@@ -41,6 +41,7 @@ use crate::extract::{read_body, refuse_announced_past, ApiPath};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
+use flow_runtime::TurnRequest;
 
 /// What the A2A routes share: the server's state and this process's tasks.
 #[derive(Clone)]
@@ -433,7 +434,7 @@ impl Call {
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
                 let turn = served
                     .runner()
-                    .resume_turn_by(&store_id, targets, self.principal.id())
+                    .turn(TurnRequest::resume(&store_id, targets).by(self.principal.id()))
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
                 message.task_id = id.clone();
@@ -453,7 +454,7 @@ impl Call {
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
                 let turn = served
                     .runner()
-                    .turn_by(&store_id, Message::user(text), self.principal.id())
+                    .turn(TurnRequest::new(&store_id, Message::user(text)).by(self.principal.id()))
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
                 let id = task_id(&context, turn.number());
@@ -500,14 +501,19 @@ impl Call {
         let served = self.a2a.app.flow(&self.flow).map_err(map::rpc_error)?;
         let records = served
             .runner()
-            .thread_records(&key.store_id())
+            .thread(&key.store_id())
+            .records()
             .await
             .map_err(|e| map::rpc_error(e.into()))?;
         Ok(map::task_from_records(&records, turn, &key.id, id))
     }
 
-    /// `GetTask`.
+    /// `GetTask`: a thread's history, so it needs the `read` scope (as the native thread
+    /// reads do).
     async fn get(&self, id: &str) -> Result<Task, RpcError> {
+        self.principal
+            .require(Scope::Read)
+            .map_err(map::rpc_error)?;
         let (key, _, turn) = self.locate(id)?;
         let task_key = Self::task_key(&key, turn);
         if let Some(running) = self.a2a.tasks.running(&task_key) {
@@ -559,7 +565,7 @@ impl Call {
     }
 
     /// `CancelTask` of a task waiting for input: the thread gives the turn up
-    /// ([`Runner::withdraw_turn`](flow_runtime::Runner::withdraw_turn)). Giving up refuses
+    /// ([`ThreadHandle::withdraw`](flow_runtime::ThreadHandle::withdraw)). Giving up refuses
     /// what the task waits on, so the caller needs what answering it needs (the flow's
     /// approvals).
     async fn withdraw(&self, key: &ThreadKey, turn: u64, id: &str) -> Result<Task, RpcError> {
@@ -592,7 +598,8 @@ impl Call {
         .map_err(map::rpc_error)?;
         served
             .runner()
-            .withdraw_turn(&store_id, Some(self.principal.id()))
+            .thread(&store_id)
+            .withdraw(Some(self.principal.id()))
             .await
             .map_err(|e| map::rpc_error(e.into()))?;
         let task = self.stored(key, turn, id).await?.ok_or_else(|| {
@@ -608,6 +615,10 @@ impl Call {
     /// (at most [`LIST_THREADS`] of them, by id), most recently updated first; `pageSize`
     /// (default and most [`LIST_PAGE`]) per page, `pageToken` the offset an earlier page gave.
     async fn list(&self, p: ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+        // The tenant's threads: the `read` scope, as the native thread lists.
+        self.principal
+            .require(Scope::Read)
+            .map_err(map::rpc_error)?;
         let app = &self.a2a.app;
         let served = app.flow(&self.flow).map_err(map::rpc_error)?;
         // The tasks this process holds (running ones have no record yet, and a task cancelled
@@ -636,7 +647,8 @@ impl Call {
             let key = self.key(context)?;
             let records = served
                 .runner()
-                .thread_records(&key.store_id())
+                .thread(&key.store_id())
+                .records()
                 .await
                 .map_err(|e| map::rpc_error(e.into()))?;
             let mut turns: Vec<u64> = records.iter().map(|r| r.turn).collect();

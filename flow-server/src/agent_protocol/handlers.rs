@@ -241,12 +241,13 @@ impl Caller {
         if let Some(flow) = flow {
             let key = self.key(flow, thread)?;
             let head = self.state.threads().head(&key.store_id()).await?;
-            let messages = flow.runner().thread_messages(&key.store_id()).await?;
+            let messages = flow.runner().thread(&key.store_id()).messages().await?;
             vals = values(thread, &messages);
             waiting = interrupts(head.as_ref());
             let busy = flow
                 .runner()
-                .thread_runs(&key.store_id())
+                .thread(&key.store_id())
+                .runs()
                 .iter()
                 .any(|r| !r.status.is_final());
             status = if busy {
@@ -286,7 +287,7 @@ impl Caller {
         };
         let key = self.key(flow, thread)?;
         let head = self.state.threads().head(&key.store_id()).await?;
-        let messages = flow.runner().thread_messages(&key.store_id()).await?;
+        let messages = flow.runner().thread(&key.store_id()).messages().await?;
         Ok(super::convert::state(thread, &messages, head.as_ref()))
     }
 
@@ -497,7 +498,7 @@ pub(crate) async fn delete_thread(
     let (_, flow) = caller.known(&thread).await?;
     if let Some(flow) = flow {
         let key = caller.key(&flow, &thread)?;
-        flow.runner().delete_thread(&key.store_id()).await?;
+        flow.runner().thread(&key.store_id()).delete().await?;
     }
     caller
         .threads
@@ -539,7 +540,7 @@ pub(crate) async fn thread_history(
     };
     let key = caller.key(&flow, &thread)?;
     let head = caller.state.threads().head(&key.store_id()).await?;
-    let messages = flow.runner().thread_messages(&key.store_id()).await?;
+    let messages = flow.runner().thread(&key.store_id()).messages().await?;
     let turns = head.as_ref().map_or(0, |h| h.turns);
     let mut out = Vec::new();
     for turn in (0..turns).rev().take(limit) {
@@ -741,7 +742,8 @@ pub(crate) async fn list_runs(
     let key = caller.key(&flow, &thread)?;
     let runs: Vec<Value> = flow
         .runner()
-        .thread_runs(&key.store_id())
+        .thread(&key.store_id())
+        .runs()
         .iter()
         .rev()
         .map(|r| run_json(&thread, flow.name(), r, None))

@@ -22,6 +22,7 @@ use crate::outward::{OutwardValues, PublicCode, PublicError};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
+use flow_runtime::TurnRequest;
 
 /// Runs a turn of thread `threadId` from the input's last user message, or, when the thread
 /// waits on interrupts, resumes it with the input's `resume` entries.
@@ -51,12 +52,7 @@ pub(crate) async fn run(
         state.limits().max_message_bytes,
     )
     .map_err(ApiError::BadRequest)?;
-    let runner = if tools.is_empty() {
-        served.runner().clone()
-    } else {
-        let options = served.runner().options().clone().frontend_tools(tools);
-        served.runner().clone().run_options(options)
-    };
+    let runner = served.runner();
     let turn = match waiting {
         Some(pending) => {
             let targets = if input.resume.is_empty() {
@@ -73,7 +69,11 @@ pub(crate) async fn run(
             let permit = state.turn_permit()?;
             (
                 runner
-                    .resume_turn_by(&store_id, targets, principal.id())
+                    .turn(
+                        TurnRequest::resume(&store_id, targets)
+                            .by(principal.id())
+                            .frontend_tools(tools),
+                    )
                     .await?,
                 permit,
             )
@@ -100,7 +100,11 @@ pub(crate) async fn run(
             let permit = state.turn_permit()?;
             (
                 runner
-                    .turn_by(&store_id, Message::user(text), principal.id())
+                    .turn(
+                        TurnRequest::new(&store_id, Message::user(text))
+                            .by(principal.id())
+                            .frontend_tools(tools),
+                    )
                     .await?,
                 permit,
             )

@@ -2,7 +2,7 @@
 //! flow's runner, keep their lease, and record their outcome.
 //!
 //! A run taken from a worker that died (its lease ran out) is recovered from its turn's
-//! journal when the turn was journaled ([`Runner::recover_queued`](flow_runtime::Runner::recover_queued));
+//! journal when the turn was journaled ([`start`](flow_runtime::Runner::start));
 //! if its turn was already recorded it is only reported; otherwise it runs again from its
 //! start. Its outcome says which (`recovery`: `journal`, `recorded`, `rerun`), and its tool
 //! calls keep their idempotency keys (the run id is their scope).
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flow_runtime::store::{QueueClaim, QueueError};
-use flow_runtime::{CancelMode, Message, RecoverError, RunHandle, ThreadError};
+use flow_runtime::{CancelMode, Message, RunHandle, ThreadError, TurnRequest};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -255,7 +255,14 @@ async fn run_claimed(
     {
         return None;
     }
-    let mut recovery: Option<&str> = None;
+    // The run starts as the principal who queued it (the record names them as the
+    // requester, so the approval rules apply to them as on every other door). Sent again
+    // under its id after its worker died, the engine recovers the dead turn from its journal
+    // (the tool calls keep their idempotency keys) instead of running it twice.
+    let mut request = TurnRequest::new(thread, Message::user(message)).run_id(run_id.to_owned());
+    if let Some(by) = claim.run.input["by"].as_str() {
+        request = request.by(by);
+    }
     let run = loop {
         if *stop.borrow() {
             return None;
@@ -270,33 +277,12 @@ async fn run_claimed(
                 "note": "cancelled before its turn started",
             }));
         }
-        let started = if retaken && recovery.is_none() {
-            match runner
-                .recover_queued(run_id, thread, Message::user(message))
-                .await
-            {
-                Ok(Some(run)) => {
-                    recovery = Some("journal");
-                    Ok(run)
-                }
-                Ok(None) | Err(RecoverError::NoJournal { .. }) => {
-                    // Nothing journaled to go on from: the turn runs again from its start.
-                    recovery = Some("rerun");
-                    continue;
-                }
-                // The dead worker's thread lease has not run out yet.
-                Err(RecoverError::Leased { .. }) => Err(None),
-                Err(e) => Err(Some(e.to_string())),
-            }
-        } else {
-            runner
-                .start_queued(run_id, thread, Message::user(message))
-                .await
-                .map_err(|e| match e {
-                    ThreadError::Busy { .. } => None,
-                    other => Some(other.to_string()),
-                })
-        };
+        let started = runner.start(request.clone()).await.map_err(|e| match e {
+            // The thread is busy here or elsewhere (a dead worker's lease that has not run
+            // out yet): wait.
+            ThreadError::Busy { .. } => None,
+            other => Some(other.to_string()),
+        });
         match started {
             Ok(run) => break run,
             Err(Some(error)) => return Some(failed(run_id, error)),
@@ -307,6 +293,11 @@ async fn run_claimed(
                 }
             }
         }
+    };
+    let recovery = match (retaken, run.recovered()) {
+        (false, _) => None,
+        (true, true) => Some("journal"),
+        (true, false) => Some("rerun"),
     };
     *current.lock().unwrap_or_else(|p| p.into_inner()) = Some(run.clone());
     let drain = settings.options.drain;

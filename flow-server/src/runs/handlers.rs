@@ -20,6 +20,7 @@ use crate::extract::{ApiPath, JsonBody};
 use crate::principal::{Principal, Scope};
 use crate::state::{AppState, ServedFlow};
 use crate::thread::ThreadKey;
+use flow_runtime::TurnRequest;
 
 /// The body of `POST .../runs`: a `message` (a new turn) or `resume` (interrupt id -> data,
 /// continuing the turn the thread waits on).
@@ -172,8 +173,11 @@ async fn start_in_span(
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
-                .acting_for(principal.id())
-                .start_run(&key.store_id(), Message::user(message), strategy)
+                .start(
+                    TurnRequest::new(key.store_id(), Message::user(message))
+                        .if_busy(strategy)
+                        .by(principal.id()),
+                )
                 .await?;
             hold_until_end(&run, permit);
             run
@@ -200,8 +204,7 @@ async fn start_in_span(
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
-                .acting_for(principal.id())
-                .start_resume(&key.store_id(), targets)
+                .start(TurnRequest::resume(key.store_id(), targets).by(principal.id()))
                 .await?;
             hold_until_end(&run, permit);
             run
@@ -318,7 +321,8 @@ pub(crate) async fn list_runs(
     };
     let local: Vec<Value> = served
         .runner()
-        .thread_runs(&key.store_id())
+        .thread(&key.store_id())
+        .runs()
         .iter()
         .filter(|r| !runs.iter().any(|q| q["run_id"] == r.run_id.as_str()))
         .map(|r| info_json(&key.id, r))
@@ -482,15 +486,35 @@ pub(crate) async fn resume_run(
         &request_id.0,
         principal.id(),
     );
+    let again = TurnRequest::again(&run).map_err(|e| match e {
+        RunError::Thread(e) => ApiError::from(e),
+        other => ApiError::Conflict(other.to_string()),
+    })?;
+    if let Some(answers) = again.answers().filter(|a| !a.is_empty()) {
+        // A run cancelled before its answers were recorded answers again: the one sending it
+        // again answers, with the authority answering takes (never the stored answer's
+        // authority, never nobody's).
+        let head = state.threads().head(&key.store_id()).await?;
+        if let Some(head) = &head {
+            if let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end {
+                crate::routes::authorize_answers(
+                    &state,
+                    &served,
+                    &key,
+                    &principal,
+                    head.last.turn,
+                    interrupts,
+                    answers,
+                )
+                .await?;
+            }
+        }
+    }
     let next = served
         .runner()
-        .resume_run(&run)
+        .start(again.by(principal.id()))
         .instrument(span.clone())
-        .await
-        .map_err(|e| match e {
-            RunError::Thread(e) => ApiError::from(e),
-            other => ApiError::Conflict(other.to_string()),
-        })?;
+        .await?;
     span.record("run_id", next.id());
     hold_until_end(&next, permit);
     Ok((StatusCode::ACCEPTED, Json(info_json(&key.id, &next.info()))).into_response())
