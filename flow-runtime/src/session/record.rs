@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::DeserializeOwned;
@@ -199,9 +200,13 @@ pub struct Session {
     /// Per node (name, skip-transfer flag): what its input was built from last time; under
     /// the name `None`, the input shared by every node that has not spoken yet.
     inputs: Mutex<rustc_hash::FxHashMap<InputKey, InputCache>>,
-    /// The shared input caches (key `(None, skip)`), one per skip flag: read on every hop, so
-    /// kept out of the map.
-    shared_inputs: Mutex<[Option<InputCache>; 2]>,
+    /// The shared input cache of nodes that see transfer messages (key `(None, false)`, the
+    /// default): read on every hop, so kept out of the map (the one of nodes that skip them
+    /// is in the map).
+    shared_input: Mutex<Option<InputCache>>,
+    /// Whether a streamed message was recorded (one may not have ended yet: reading it may
+    /// wait).
+    streams: AtomicBool,
 }
 
 impl Session {
@@ -226,7 +231,8 @@ impl Session {
             events: Mutex::default(),
             values: Arc::clone(&self.values),
             inputs: Mutex::default(),
-            shared_inputs: Mutex::default(),
+            shared_input: Mutex::default(),
+            streams: AtomicBool::new(false),
         })
     }
 
@@ -254,8 +260,16 @@ impl Session {
         if events.capacity() == 0 {
             events.reserve(FIRST_EVENTS);
         }
+        if matches!(event.output, RecordedOutput::Stream(_)) {
+            self.streams.store(true, Ordering::Release);
+        }
         events.push(event);
         true
+    }
+
+    /// Whether a streamed message was ever recorded here (reading one may wait for its end).
+    pub(crate) fn holds_streams(&self) -> bool {
+        self.streams.load(Ordering::Acquire)
     }
 
     /// The recorded events, in order (a snapshot; the events themselves are shared).
@@ -290,9 +304,7 @@ impl Session {
     /// Takes the input cache of a node out (it is put back when its input is built).
     pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<InputCache> {
         match key {
-            (None, skip) => {
-                self.shared_inputs.lock().expect("session lock")[usize::from(*skip)].take()
-            }
+            (None, false) => self.shared_input.lock().expect("session lock").take(),
             _ => self.inputs.lock().expect("session lock").remove(key),
         }
     }
@@ -300,8 +312,8 @@ impl Session {
     /// Puts a node's input cache back.
     pub(crate) fn put_input_cache(&self, key: InputKey, cache: InputCache) {
         match key {
-            (None, skip) => {
-                self.shared_inputs.lock().expect("session lock")[usize::from(skip)] = Some(cache);
+            (None, false) => {
+                *self.shared_input.lock().expect("session lock") = Some(cache);
             }
             _ => {
                 self.inputs.lock().expect("session lock").insert(key, cache);
