@@ -121,6 +121,10 @@ impl Scope {
     /// The scope of `node`'s input, if it has delegated sub-agents.
     fn of(flow: &FlowAgent) -> Option<Scope> {
         let node = flow.this();
+        if !node.gets_results {
+            // No sub-agent gives control back to it (decided when the tree was built).
+            return None;
+        }
         let tree = &flow.tree.nodes;
         let delegated = node
             .children
