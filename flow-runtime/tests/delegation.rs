@@ -615,7 +615,10 @@ async fn a_payload_sent_to_a_node_that_declares_none_is_not_kept() {
             .values()
             .keys()
             .any(|k| k.contains("payload"));
-        cx.say(format!("payload: {:?}, kept: {kept}", cx.transfer_payload()));
+        cx.say(format!(
+            "payload: {:?}, kept: {kept}",
+            cx.transfer_payload()
+        ));
         Ok(())
     });
     // `refund` declares no payload: the transfer does no payload work, and none reaches it.

@@ -8,10 +8,11 @@
 //! is async code: a node's input is built at once when nothing it reads can wait (no thread,
 //! no streamed message in the session), else by a boxed future the loop polls.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 
 use futures::future::BoxFuture;
 use futures::stream::CatchUnwind;
@@ -188,13 +189,18 @@ impl Stream for FlowRun {
                         .at(Arc::clone(&state.current.this().name), state.path.clone())
                         .with_node(state.current.clone());
                     if prepares_at_once(&run) {
-                        // Nothing it reads can wait: ready at its first poll.
-                        let node = run.node().expect("a node's context names its node");
-                        match build_input(&run, node).now_or_never() {
-                            Some(Ok(input)) => state.prepared(run, input),
+                        // Nothing it reads can wait: ready at its first poll (made and polled
+                        // in place, never moved).
+                        let built = {
+                            let node = run.node().expect("a node's context names its node");
+                            let building = std::pin::pin!(build_input(&run, node));
+                            building.poll(&mut TaskContext::from_waker(Waker::noop()))
+                        };
+                        match built {
+                            Poll::Ready(Ok(input)) => state.prepared(run, input),
                             // As an error the loop returned: the caller stamps it.
-                            Some(Err(e)) => state.end_with(AgentEvent::error(e)),
-                            None => {
+                            Poll::Ready(Err(e)) => state.end_with(AgentEvent::error(e)),
+                            Poll::Pending => {
                                 // Unexpectedly waiting: built again by a future (what the
                                 // first try took from the session is built afresh).
                                 this.preparing = Some(prepare(run).boxed());

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::DeserializeOwned;
@@ -199,14 +199,17 @@ pub struct Session {
     values: Arc<Mutex<HashMap<String, serde_json::Value>>>,
     /// Per node (name, skip-transfer flag): what its input was built from last time; under
     /// the name `None`, the input shared by every node that has not spoken yet.
-    inputs: Mutex<rustc_hash::FxHashMap<InputKey, InputCache>>,
+    inputs: Mutex<rustc_hash::FxHashMap<InputKey, Box<InputCache>>>,
     /// The shared input cache of nodes that see transfer messages (key `(None, false)`, the
     /// default): read on every hop, so kept out of the map (the one of nodes that skip them
     /// is in the map).
-    shared_input: Mutex<Option<InputCache>>,
+    shared_input: Mutex<Option<Box<InputCache>>>,
     /// Whether a streamed message was recorded (one may not have ended yet: reading it may
     /// wait).
     streams: AtomicBool,
+    /// How many events are recorded (set under the events' lock; read without it, once per
+    /// hop).
+    count: AtomicUsize,
 }
 
 impl Session {
@@ -233,6 +236,7 @@ impl Session {
             inputs: Mutex::default(),
             shared_input: Mutex::default(),
             streams: AtomicBool::new(false),
+            count: AtomicUsize::new(0),
         })
     }
 
@@ -264,6 +268,7 @@ impl Session {
             self.streams.store(true, Ordering::Release);
         }
         events.push(event);
+        self.count.store(events.len(), Ordering::Release);
         true
     }
 
@@ -302,7 +307,7 @@ impl Session {
     }
 
     /// Takes the input cache of a node out (it is put back when its input is built).
-    pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<InputCache> {
+    pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<Box<InputCache>> {
         match key {
             (None, false) => self.shared_input.lock().expect("session lock").take(),
             _ => self.inputs.lock().expect("session lock").remove(key),
@@ -310,7 +315,7 @@ impl Session {
     }
 
     /// Puts a node's input cache back.
-    pub(crate) fn put_input_cache(&self, key: InputKey, cache: InputCache) {
+    pub(crate) fn put_input_cache(&self, key: InputKey, cache: Box<InputCache>) {
         match key {
             (None, false) => {
                 *self.shared_input.lock().expect("session lock") = Some(cache);
@@ -323,7 +328,7 @@ impl Session {
 
     /// Number of recorded events.
     pub fn len(&self) -> usize {
-        self.events.lock().expect("session lock").len()
+        self.count.load(Ordering::Acquire)
     }
 
     /// Whether nothing has been recorded.
