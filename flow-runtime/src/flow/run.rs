@@ -12,10 +12,11 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll, Waker};
+use std::task::{Context as TaskContext, Poll};
 
 use futures::future::BoxFuture;
 use futures::stream::CatchUnwind;
+use futures::task::noop_waker_ref;
 use futures::{FutureExt, Stream, StreamExt};
 
 use super::{build_input, FlowAgent};
@@ -194,7 +195,7 @@ impl Stream for FlowRun {
                         let built = {
                             let node = run.node().expect("a node's context names its node");
                             let building = std::pin::pin!(build_input(&run, node));
-                            building.poll(&mut TaskContext::from_waker(Waker::noop()))
+                            building.poll(&mut TaskContext::from_waker(noop_waker_ref()))
                         };
                         match built {
                             Poll::Ready(Ok(input)) => state.prepared(run, input),
