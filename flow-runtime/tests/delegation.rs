@@ -608,6 +608,92 @@ async fn a_code_parent_transfers_with_a_payload() {
     );
 }
 
+#[tokio::test]
+async fn a_payload_sent_to_a_node_that_declares_none_is_not_kept() {
+    let triage = FnAgent::new("triage", |cx, _| async move {
+        cx.transfer_with("refund", json!({"order_id": 7}));
+        Ok(())
+    });
+    let refund = FnAgent::new("refund", |cx, _| async move {
+        let kept = cx
+            .run_context()
+            .session()
+            .values()
+            .keys()
+            .any(|k| k.contains("payload"));
+        cx.say(format!(
+            "payload: {:?}, kept: {kept}",
+            cx.transfer_payload()
+        ));
+        Ok(())
+    });
+    // `refund` declares no payload: the transfer does no payload work, and none reaches it.
+    let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
+    let events: Vec<AgentEvent> = Runner::new(tree).query("refund").collect().await;
+    assert_eq!(
+        events.last().unwrap().message_output().unwrap().content,
+        "payload: None, kept: false"
+    );
+}
+
+/// desk => manager => worker (a task, made one after the tree was joined): the manager hands
+/// the work to the worker, gets its result, goes back to the desk, and is reached by a
+/// transfer again: by then no result waits for it.
+#[tokio::test]
+async fn a_node_reached_again_by_a_transfer_sees_no_earlier_result() {
+    let desk_runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let desk = FnAgent::new("desk", move |cx, _| {
+        let runs = desk_runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if runs < 2 {
+                cx.transfer("manager");
+            }
+            Ok(())
+        }
+    });
+    let seen: Arc<Mutex<Vec<Option<serde_json::Value>>>> = Arc::default();
+    let manager = {
+        let seen = Arc::clone(&seen);
+        FnAgent::new("manager", move |cx, _| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let result = cx.run_context().task_result().map(|r| r.result);
+                let runs = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(result.clone());
+                    seen.len()
+                };
+                match (runs, result) {
+                    (1, None) => cx.transfer("worker"),
+                    (2, Some(_)) => cx.transfer("desk"),
+                    _ => cx.say("done"),
+                }
+                Ok(())
+            }
+        })
+    };
+    let worker = FnAgent::new("worker", |cx, _| async move {
+        cx.finish(json!("checked"));
+        Ok(())
+    });
+    let tree = set_sub_agents(
+        FlowAgent::new(desk),
+        [set_sub_agents(FlowAgent::new(manager), [FlowAgent::new(worker)]).unwrap()],
+    )
+    .unwrap()
+    .find("worker")
+    .unwrap()
+    .delegation(Delegation::Task)
+    .root();
+    let events: Vec<AgentEvent> = Runner::new(tree).query("work").collect().await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [None, Some(json!("checked")), None],
+        "the manager reads the worker's result once, and not after a later transfer"
+    );
+}
+
 /// Run as a child process by `a_task_goes_on_in_a_new_process_each_turn_and_returns`: one
 /// turn of the thread `ada` on the given store, then exit.
 #[tokio::test]

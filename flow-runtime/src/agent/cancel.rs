@@ -174,9 +174,13 @@ pub enum SafePoint {
 /// nested runs). Cheap to clone. Requests only add stop points: a second request combines
 /// with the first.
 #[derive(Clone, Default)]
-pub struct CancelSignal {
-    mode: Arc<AtomicU8>,
-    changed: Arc<tokio::sync::Notify>,
+pub struct CancelSignal(Arc<CancelState>);
+
+/// What a [`CancelSignal`]'s clones share (one allocation a run).
+#[derive(Default)]
+struct CancelState {
+    mode: AtomicU8,
+    changed: tokio::sync::Notify,
 }
 
 impl fmt::Debug for CancelSignal {
@@ -195,13 +199,13 @@ impl CancelSignal {
 
     /// Asks the run to stop as `mode` says (combined with any earlier request).
     pub fn request(&self, mode: CancelMode) {
-        self.mode.fetch_or(mode.0, Ordering::SeqCst);
-        self.changed.notify_waiters();
+        self.0.mode.fetch_or(mode.0, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
     }
 
     /// What has been requested so far (`None`: nothing).
     pub fn requested(&self) -> Option<CancelMode> {
-        let mode = CancelMode(self.mode.load(Ordering::SeqCst));
+        let mode = CancelMode(self.0.mode.load(Ordering::SeqCst));
         (!mode.is_empty()).then_some(mode)
     }
 
@@ -222,7 +226,7 @@ impl CancelSignal {
     /// Waits until something is requested (returns at once if something was).
     pub async fn requested_any(&self) -> CancelMode {
         loop {
-            let changed = self.changed.notified();
+            let changed = self.0.changed.notified();
             if let Some(mode) = self.requested() {
                 return mode;
             }

@@ -142,10 +142,11 @@ impl Context {
     }
 
     /// Like [`transfer`](Context::transfer), carrying `payload` to the target: the transfer
-    /// call's arguments hold it (`{"agent_name": ..., "payload": ...}`), and the target reads
-    /// it with [`RunContext::transfer_payload`]. A target that declares a payload type
-    /// ([`FlowAgent::accepts`](crate::FlowAgent::accepts)) and gets one that does not decode
-    /// as it makes this agent's run end with an error event.
+    /// call's arguments hold it (`{"agent_name": ..., "payload": ...}`), and a target that
+    /// declares a payload type ([`FlowAgent::accepts`](crate::FlowAgent::accepts)) reads it
+    /// with [`RunContext::transfer_payload`]. A payload that does not decode as that type makes
+    /// this agent's run end with an error event; a target that declares none is not given
+    /// it (`flow!` refuses such a transfer at compile time).
     pub fn transfer_with(&self, target: &str, payload: serde_json::Value) {
         let (mut call, result) = transfer_messages(target);
         if let Some(c) = call.tool_calls.first_mut() {

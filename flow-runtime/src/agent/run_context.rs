@@ -337,8 +337,9 @@ impl RunContext {
         self
     }
 
-    /// The payload the transfer that reached this agent in this run carried, if any (see
-    /// [`FlowAgent::accepts`](crate::FlowAgent::accepts)).
+    /// The payload the transfer that reached this agent in this run carried, if any: kept
+    /// only for a node that declares one ([`FlowAgent::accepts`](crate::FlowAgent::accepts)),
+    /// so an agent whose node declares none always gets `None`.
     pub fn transfer_payload(&self) -> Option<serde_json::Value> {
         self.session()
             .raw_value(&super::payload_key(self.agent_name()))

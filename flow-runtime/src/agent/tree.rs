@@ -44,6 +44,11 @@ pub(crate) struct Node {
     pub(crate) parent: Option<usize>,
     pub(crate) children: Vec<usize>,
     pub(crate) options: NodeOptions,
+    /// Whether a sub-agent of this node gives control back to it (a `Task` or `SingleTurn`
+    /// child), so a result may wait for it: decided when the tree is built (by
+    /// [`set_sub_agents`] and [`FlowAgent::delegation`]), so a transfer to a node that gets no
+    /// results does no work for them.
+    pub(crate) gets_results: bool,
     /// The messages of a transfer to this agent (the same on every hop), made once.
     pub(crate) arrival: Arc<(MessageRef, MessageRef)>,
     /// The context forms of this agent's transfer messages to each of its neighbours, made
@@ -77,6 +82,17 @@ pub(crate) struct Tree {
     pub(crate) nodes: Vec<Node>,
     /// What the whole flow is for ([`FlowAgent::flow_description`]).
     pub(crate) summary: Option<Arc<str>>,
+}
+
+impl Tree {
+    /// Sets whether `node` gets results from its sub-agents (see [`Node::gets_results`]).
+    fn note_results(&mut self, node: usize) {
+        let returns = self.nodes[node]
+            .children
+            .iter()
+            .any(|&c| self.nodes[c].options.delegation.returns());
+        self.nodes[node].gets_results = returns;
+    }
 }
 
 /// An agent placed in a tree: the agent itself, its sub-agents, its parent and its options.
@@ -133,6 +149,7 @@ impl FlowAgent {
                     parent: None,
                     children: Vec::new(),
                     options: NodeOptions::default(),
+                    gets_results: false,
                     arrival: Arc::new((Arc::new(call), Arc::new(result))),
                     departures: Departures::default(),
                 }],
@@ -200,6 +217,9 @@ impl FlowAgent {
     /// or `SingleTurn` node returns its result to its parent.
     pub fn delegation(mut self, mode: Delegation) -> Self {
         self.options_mut().delegation = mode;
+        if let Some(parent) = self.this().parent {
+            Arc::make_mut(&mut self.tree).note_results(parent);
+        }
         self
     }
 
@@ -207,7 +227,8 @@ impl FlowAgent {
     /// (`Context::transfer_with`, or the `payload` argument of an LLM's transfer tool, whose
     /// schema then offers `T`'s) reaches it through
     /// [`RunContext::transfer_payload`](crate::RunContext::transfer_payload); an LLM's payload
-    /// that does not decode as `T` is answered as a tool error.
+    /// that does not decode as `T` is answered as a tool error. A node that declares no payload
+    /// is given none: a transfer to it does no payload work at all.
     pub fn accepts<T>(self) -> Self
     where
         T: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + 'static,
@@ -569,6 +590,7 @@ pub fn set_sub_agents(
         child_ids.push(id);
     }
     tree.nodes[parent.node].children = child_ids;
+    tree.note_results(parent.node);
 
     let mut names = std::collections::HashSet::with_capacity(tree.nodes.len());
     for n in &tree.nodes {
@@ -624,5 +646,44 @@ impl fmt::Debug for FlowAgent {
             .field("parent", &self.parent().map(|p| p.name().to_owned()))
             .field("options", self.options())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FnAgent;
+
+    fn node(name: &str) -> FlowAgent {
+        FlowAgent::new(FnAgent::new(name, |_, _| async { Ok(()) }))
+    }
+
+    fn gets_results(tree: &FlowAgent, name: &str) -> bool {
+        tree.find(name).expect("in the tree").this().gets_results
+    }
+
+    #[test]
+    fn a_node_gets_results_exactly_when_a_sub_agent_gives_control_back() {
+        let plain = set_sub_agents(node("desk"), [node("refund"), node("billing")]).unwrap();
+        assert!(!gets_results(&plain, "desk"));
+        let task = set_sub_agents(
+            node("desk"),
+            [node("refund"), node("billing").delegation(Delegation::Task)],
+        )
+        .unwrap();
+        assert!(gets_results(&task, "desk"));
+        assert!(!gets_results(&task, "billing"), "a leaf gets no results");
+        // Set after the tree was joined: the parent's flag follows.
+        let later = plain
+            .find("refund")
+            .unwrap()
+            .delegation(Delegation::SingleTurn);
+        assert!(gets_results(&later, "desk"));
+        let back = later.delegation(Delegation::Chat);
+        assert!(!gets_results(&back, "desk"));
+        assert!(
+            !gets_results(&plain, "desk"),
+            "the tree handed out before is unchanged"
+        );
     }
 }

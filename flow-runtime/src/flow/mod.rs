@@ -121,6 +121,10 @@ impl Scope {
     /// The scope of `node`'s input, if it has delegated sub-agents.
     fn of(flow: &FlowAgent) -> Option<Scope> {
         let node = flow.this();
+        if !node.gets_results {
+            // No sub-agent gives control back to it (decided when the tree was built).
+            return None;
+        }
         let tree = &flow.tree.nodes;
         let delegated = node
             .children
@@ -166,7 +170,7 @@ async fn filled_cache(
     key: &InputKey,
     skip: bool,
     window: Option<u64>,
-) -> Result<InputCache, AgentError> {
+) -> Result<Box<InputCache>, AgentError> {
     let incremental = run.hidden_paths().is_empty();
     let turn = run.turn();
     let cached = incremental
@@ -177,10 +181,10 @@ async fn filled_cache(
         Some(cache) => cache,
         None => {
             let root = run.root_input();
-            let mut cache = InputCache::new(root);
+            // Boxed: it moves in and out of the session on every hop.
+            let mut cache = Box::new(InputCache::new(root));
             if let Some(thread) = run.thread() {
-                // Boxed, as below: the run loop keeps this future in place, sized for its
-                // common path.
+                // Boxed, as below: this future stays sized for its common path.
                 for e in Box::pin(thread.entries(window)).await? {
                     match e.compaction {
                         Some(c) => {

@@ -5,7 +5,8 @@
 //! [`generate`](crate::generate): an event goes from the running agent's stream to the caller
 //! as the return value of one `poll_next`, with no queue, lock or wake-up of the loop's own on
 //! the way. Only what may wait (an input built from a store or a streamed message, middleware)
-//! is async code, polled in place.
+//! is async code: a node's input is built at once when nothing it reads can wait (no thread,
+//! no streamed message in the session), else by a boxed future the loop polls.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -15,6 +16,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use futures::future::BoxFuture;
 use futures::stream::CatchUnwind;
+use futures::task::noop_waker_ref;
 use futures::{FutureExt, Stream, StreamExt};
 
 use super::{build_input, FlowAgent};
@@ -53,28 +55,35 @@ pub(super) fn run_flow(
         }
     }
     EventStream::new(FlowRun {
-        prepare: prepare as fn(RunContext) -> _,
         preparing: None,
         state,
     })
 }
 
+/// A node's context, given back with the node's input.
+type Prepared = (RunContext, Result<AgentInput, AgentError>);
+
 /// Builds the input of the node `run` is for; gives `run` back with it.
-async fn prepare(run: RunContext) -> (RunContext, Result<AgentInput, AgentError>) {
+async fn prepare(run: RunContext) -> Prepared {
     let node = run.node().expect("a node's context names its node");
     let input = build_input(&run, node).await;
     (run, input)
 }
 
-pin_project_lite::pin_project! {
-    /// The run loop as a stream. `F` is the future of [`prepare`], kept in place (no box per
-    /// hop); everything else is in [`Loop`].
-    struct FlowRun<F> {
-        prepare: fn(RunContext) -> F,
-        #[pin]
-        preparing: Option<F>,
-        state: Loop,
-    }
+/// Whether the input of the node `run` is for can be built without waiting: outside a thread
+/// (whose earlier turns a store may take time to read) and in a session that holds no
+/// streamed message (which may not have ended). Then the loop builds it at once, with no
+/// future kept between polls.
+fn prepares_at_once(run: &RunContext) -> bool {
+    run.thread().is_none() && !run.session().holds_streams()
+}
+
+/// The run loop as a stream: the future building a node's input when that may wait (boxed:
+/// most hops build it at once, and the loop's state stays small); everything else is in
+/// [`Loop`].
+struct FlowRun {
+    preparing: Option<BoxFuture<'static, Prepared>>,
+    state: Loop,
 }
 
 /// The loop's state between polls.
@@ -167,15 +176,12 @@ struct NodeRun {
     first_event: usize,
 }
 
-impl<F> Stream for FlowRun<F>
-where
-    F: Future<Output = (RunContext, Result<AgentInput, AgentError>)>,
-{
+impl Stream for FlowRun {
     type Item = AgentEvent;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
-        let mut this = self.project();
-        let state = this.state;
+        let this = self.get_mut();
+        let state = &mut this.state;
         loop {
             match &mut state.step {
                 Step::Start => {
@@ -183,18 +189,38 @@ where
                         .out
                         .at(Arc::clone(&state.current.this().name), state.path.clone())
                         .with_node(state.current.clone());
-                    let preparing = (this.prepare)(run);
-                    this.preparing.set(Some(preparing));
-                    state.step = Step::Preparing;
+                    if prepares_at_once(&run) {
+                        // Nothing it reads can wait: ready at its first poll (made and polled
+                        // in place, never moved).
+                        let built = {
+                            let node = run.node().expect("a node's context names its node");
+                            let building = std::pin::pin!(build_input(&run, node));
+                            building.poll(&mut TaskContext::from_waker(noop_waker_ref()))
+                        };
+                        match built {
+                            Poll::Ready(Ok(input)) => state.prepared(run, input),
+                            // As an error the loop returned: the caller stamps it.
+                            Poll::Ready(Err(e)) => state.end_with(AgentEvent::error(e)),
+                            Poll::Pending => {
+                                // Unexpectedly waiting: built again by a future (what the
+                                // first try took from the session is built afresh).
+                                this.preparing = Some(prepare(run).boxed());
+                                state.step = Step::Preparing;
+                            }
+                        }
+                    } else {
+                        this.preparing = Some(prepare(run).boxed());
+                        state.step = Step::Preparing;
+                    }
                 }
                 Step::Preparing => {
-                    let Some(preparing) = this.preparing.as_mut().as_pin_mut() else {
+                    let Some(preparing) = this.preparing.as_mut() else {
                         unreachable!("a node being prepared has its future");
                     };
-                    let Poll::Ready((run, input)) = preparing.poll(cx) else {
+                    let Poll::Ready((run, input)) = preparing.poll_unpin(cx) else {
                         return Poll::Pending;
                     };
-                    this.preparing.set(None);
+                    this.preparing = None;
                     match input {
                         Ok(input) => state.prepared(run, input),
                         // As an error the loop returned: the caller stamps it.
@@ -514,38 +540,36 @@ impl Loop {
         }
         match self.current.transfer_target(target) {
             Ok(next) => {
-                // Reached by a transfer: no result is waiting for it; the payload the
-                // transfer carries (if any) is.
+                // Reached by a transfer: no result is waiting for it (if its sub-agents give
+                // any back); the payload the transfer carries is (if it declares one). A node
+                // that does neither costs the transfer nothing here.
                 let to = &self.current.tree.nodes[next];
                 let session = self.out.session();
-                session.remove_value(&result_key(&to.name));
-                let payload = session
-                    .events_since(node.first_event)
-                    .iter()
-                    .rev()
-                    .filter(|e| e.run_path().same(&self.path))
-                    .filter_map(|e| e.message_now())
-                    .find(|m| !m.tool_calls.is_empty())
-                    .and_then(|m| payload_of_call(&m));
-                if let (Some(expected), Some(given)) = (&to.options.payload, &payload) {
-                    if let Err(why) = expected.check(given) {
-                        let error = AgentError::failed(
-                            Arc::clone(&self.current.this().name),
-                            format!(
-                                "its transfer to '{}' carried a payload that is not a {}: \
-                                 {why}",
-                                to.name, expected.type_name
-                            ),
-                        );
-                        let error = self.stamped(AgentEvent::error(error));
-                        return self.end_with(error);
-                    }
+                if to.gets_results {
+                    session.remove_value(&result_key(&to.name));
                 }
-                match payload {
-                    Some(p) => {
-                        let _ = session.set_value(payload_key(&to.name), p);
+                if let Some(expected) = &to.options.payload {
+                    let payload = self.payload_since(node.first_event);
+                    if let Some(given) = &payload {
+                        if let Err(why) = expected.check(given) {
+                            let error = AgentError::failed(
+                                Arc::clone(&self.current.this().name),
+                                format!(
+                                    "its transfer to '{}' carried a payload that is not a {}: \
+                                     {why}",
+                                    to.name, expected.type_name
+                                ),
+                            );
+                            let error = self.stamped(AgentEvent::error(error));
+                            return self.end_with(error);
+                        }
                     }
-                    None => session.remove_value(&payload_key(&to.name)),
+                    match payload {
+                        Some(p) => {
+                            let _ = session.set_value(payload_key(&to.name), p);
+                        }
+                        None => session.remove_value(&payload_key(&to.name)),
+                    }
                 }
                 self.path = self
                     .path
@@ -558,6 +582,20 @@ impl Loop {
                 self.end_with(error);
             }
         }
+    }
+
+    /// The payload of the current node's transfer: the one its last transfer call (a message
+    /// of its own, recorded since event `first`) carries, if any.
+    fn payload_since(&self, first: usize) -> Option<serde_json::Value> {
+        self.out
+            .session()
+            .events_since(first)
+            .iter()
+            .rev()
+            .filter(|e| e.run_path().same(&self.path))
+            .filter_map(|e| e.message_now())
+            .find(|m| !m.tool_calls.is_empty())
+            .and_then(|m| payload_of_call(&m))
     }
 
     /// What a single-turn node answered: the assistant messages without tool calls recorded at

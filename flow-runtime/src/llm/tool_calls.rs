@@ -471,10 +471,13 @@ impl ChatModelAgent {
         }
         let action = Action::transfer_to(args.agent_name.as_str());
         *ending = Some(action.clone());
-        Ok((
-            format!("successfully transferred to agent [{}]", args.agent_name),
-            Some(action),
-        ))
+        // The text of `transfer_messages`' result, written without `fmt`.
+        const SAID: &str = "successfully transferred to agent [";
+        let mut text = String::with_capacity(SAID.len() + args.agent_name.len() + 1);
+        text.push_str(SAID);
+        text.push_str(&args.agent_name);
+        text.push(']');
+        Ok((text, Some(action)))
     }
 }
 

@@ -29,8 +29,9 @@ pub(crate) struct InputCache {
     /// For each entry, the session event it was recorded from (if any), whose rewritten
     /// form every agent of the run shares.
     sources: Vec<Option<Arc<SessionEvent>>>,
-    /// For each entry, whether it is a delegated agent's result (its event finished a task).
-    results: Vec<bool>,
+    /// The positions of the entries that are a delegated agent's result (their event finished
+    /// a task), in order: few or none, so nothing is kept for the other entries.
+    results: Vec<usize>,
     /// The agents with an entry (user input aside).
     authors: rustc_hash::FxHashSet<Arc<str>>,
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
@@ -62,7 +63,7 @@ impl InputCache {
             seen: 0,
             entries: Vec::with_capacity(room),
             sources: Vec::with_capacity(room),
-            results: Vec::with_capacity(room),
+            results: Vec::new(),
             // Room for a few agents, instead of regrowing at 3 and 7.
             authors: rustc_hash::FxHashSet::with_capacity_and_hasher(
                 FIRST_AUTHORS,
@@ -101,12 +102,14 @@ impl InputCache {
             }
             if self.entries.len() == self.entries.capacity() {
                 // A run that outgrows its first room is a long one: four times the room, not
-                // twice (fewer copies of the three lists while it is short).
+                // twice (fewer copies of the lists while it is short).
                 self.reserve(3 * self.entries.len().max(1));
+            }
+            if is_result {
+                self.results.push(self.entries.len());
             }
             self.entries.push(entry);
             self.sources.push(source);
-            self.results.push(is_result);
             return;
         }
         let message = &entry.message;
@@ -174,7 +177,9 @@ impl InputCache {
     fn pop_entry(&mut self) {
         self.entries.pop();
         self.sources.pop();
-        self.results.pop();
+        if self.results.last() == Some(&self.entries.len()) {
+            self.results.pop();
+        }
         if self.done > self.entries.len() {
             Arc::make_mut(&mut self.rewritten).pop();
             self.done -= 1;
@@ -185,7 +190,6 @@ impl InputCache {
     pub(crate) fn reserve(&mut self, n: usize) {
         self.entries.reserve(n);
         self.sources.reserve(n);
-        self.results.reserve(n);
     }
 
     /// Whether `agent` has an entry (as far as this cache knows: an entry left out since may
@@ -228,21 +232,20 @@ impl InputCache {
         let visible = self
             .entries
             .iter()
-            .zip(&self.results)
             .enumerate()
-            .filter(|(_, (e, &is_result))| {
+            .filter(|(i, e)| {
                 if e.is_user_input || !has(hidden, &e.agent_name) {
                     return true;
                 }
                 if !has(returning, &e.agent_name) {
                     return false;
                 }
-                is_result
+                self.results.binary_search(i).is_ok()
                     || (has(single_turn, &e.agent_name)
                         && e.message.role == Role::Assistant
                         && e.message.tool_calls.is_empty())
             })
-            .map(|(i, (e, _))| (i, e.clone()));
+            .map(|(i, e)| (i, e.clone()));
         if let Some(compacted) = self.compaction_of(agent_name) {
             return self.input_compacted(agent_name, policy, compacted, visible.collect());
         }

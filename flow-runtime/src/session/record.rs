@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::DeserializeOwned;
@@ -198,10 +199,17 @@ pub struct Session {
     values: Arc<Mutex<HashMap<String, serde_json::Value>>>,
     /// Per node (name, skip-transfer flag): what its input was built from last time; under
     /// the name `None`, the input shared by every node that has not spoken yet.
-    inputs: Mutex<rustc_hash::FxHashMap<InputKey, InputCache>>,
-    /// The shared input caches (key `(None, skip)`), one per skip flag: read on every hop, so
-    /// kept out of the map.
-    shared_inputs: Mutex<[Option<InputCache>; 2]>,
+    inputs: Mutex<rustc_hash::FxHashMap<InputKey, Box<InputCache>>>,
+    /// The shared input cache of nodes that see transfer messages (key `(None, false)`, the
+    /// default): read on every hop, so kept out of the map (the one of nodes that skip them
+    /// is in the map).
+    shared_input: Mutex<Option<Box<InputCache>>>,
+    /// Whether a streamed message was recorded (one may not have ended yet: reading it may
+    /// wait).
+    streams: AtomicBool,
+    /// How many events are recorded (set under the events' lock; read without it, once per
+    /// hop).
+    count: AtomicUsize,
 }
 
 impl Session {
@@ -226,7 +234,9 @@ impl Session {
             events: Mutex::default(),
             values: Arc::clone(&self.values),
             inputs: Mutex::default(),
-            shared_inputs: Mutex::default(),
+            shared_input: Mutex::default(),
+            streams: AtomicBool::new(false),
+            count: AtomicUsize::new(0),
         })
     }
 
@@ -254,8 +264,17 @@ impl Session {
         if events.capacity() == 0 {
             events.reserve(FIRST_EVENTS);
         }
+        if matches!(event.output, RecordedOutput::Stream(_)) {
+            self.streams.store(true, Ordering::Release);
+        }
         events.push(event);
+        self.count.store(events.len(), Ordering::Release);
         true
+    }
+
+    /// Whether a streamed message was ever recorded here (reading one may wait for its end).
+    pub(crate) fn holds_streams(&self) -> bool {
+        self.streams.load(Ordering::Acquire)
     }
 
     /// The recorded events, in order (a snapshot; the events themselves are shared).
@@ -288,20 +307,18 @@ impl Session {
     }
 
     /// Takes the input cache of a node out (it is put back when its input is built).
-    pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<InputCache> {
+    pub(crate) fn take_input_cache(&self, key: &InputKey) -> Option<Box<InputCache>> {
         match key {
-            (None, skip) => {
-                self.shared_inputs.lock().expect("session lock")[usize::from(*skip)].take()
-            }
+            (None, false) => self.shared_input.lock().expect("session lock").take(),
             _ => self.inputs.lock().expect("session lock").remove(key),
         }
     }
 
     /// Puts a node's input cache back.
-    pub(crate) fn put_input_cache(&self, key: InputKey, cache: InputCache) {
+    pub(crate) fn put_input_cache(&self, key: InputKey, cache: Box<InputCache>) {
         match key {
-            (None, skip) => {
-                self.shared_inputs.lock().expect("session lock")[usize::from(skip)] = Some(cache);
+            (None, false) => {
+                *self.shared_input.lock().expect("session lock") = Some(cache);
             }
             _ => {
                 self.inputs.lock().expect("session lock").insert(key, cache);
@@ -311,7 +328,7 @@ impl Session {
 
     /// Number of recorded events.
     pub fn len(&self) -> usize {
-        self.events.lock().expect("session lock").len()
+        self.count.load(Ordering::Acquire)
     }
 
     /// Whether nothing has been recorded.
