@@ -77,6 +77,7 @@ mod checkpoint;
 mod file;
 mod journal;
 mod memory;
+pub mod memory_items;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod queue;
