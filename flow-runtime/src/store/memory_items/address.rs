@@ -90,7 +90,11 @@ fn check_name(part: AddressPart, given: &str, max: usize) -> Result<(), MemoryEr
 
 /// `given` as an error shows it: at most 100 characters, NULs and controls escaped.
 fn shown(given: &str) -> String {
-    given.chars().take(100).flat_map(char::escape_debug).collect()
+    given
+        .chars()
+        .take(100)
+        .flat_map(char::escape_debug)
+        .collect()
 }
 
 /// A tenant: the outermost part of every memory address. Every call of the

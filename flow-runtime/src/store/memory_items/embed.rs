@@ -160,7 +160,10 @@ mod openai {
     impl OpenAiEmbedder {
         /// An embedder of `model` at `base_url` (ending before `/embeddings`), with the
         /// default [`HttpLimits`] and no API key.
-        pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, EmbedError> {
+        pub fn new(
+            base_url: impl Into<String>,
+            model: impl Into<String>,
+        ) -> Result<Self, EmbedError> {
             let limits = HttpLimits::default();
             let model = model.into();
             let client = limits.client().map_err(|e| EmbedError::Failed {
@@ -209,21 +212,29 @@ mod openai {
             let mut post = self
                 .client
                 .post(self.endpoint())
-                .json(&serde_json::json!({"model": self.model, "input": texts}));
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::json!({"model": self.model, "input": texts}).to_string());
             if let Some(key) = &self.api_key {
                 post = post.bearer_auth(key);
             }
-            let response = call.send(post).await.map_err(|e| self.failed(e.to_string()))?;
+            let response = call
+                .send(post)
+                .await
+                .map_err(|e| self.failed(e.to_string()))?;
             if !response.status().is_success() {
                 let status = response.status();
                 let body = call.error_body(response).await;
                 return Err(self.failed(format!("HTTP {status}: {body}")));
             }
-            let body = call.body(response).await.map_err(|e| self.failed(e.to_string()))?;
-            let answer: Answer = serde_json::from_slice(&body).map_err(|e| EmbedError::BadAnswer {
-                embedder: self.model.clone(),
-                message: format!("JSON that is not an embeddings list: {e}"),
-            })?;
+            let body = call
+                .body(response)
+                .await
+                .map_err(|e| self.failed(e.to_string()))?;
+            let answer: Answer =
+                serde_json::from_slice(&body).map_err(|e| EmbedError::BadAnswer {
+                    embedder: self.model.clone(),
+                    message: format!("JSON that is not an embeddings list: {e}"),
+                })?;
             let mut out = vec![None; texts.len()];
             for d in answer.data {
                 match out.get_mut(d.index) {

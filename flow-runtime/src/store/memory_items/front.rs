@@ -47,7 +47,10 @@ pub struct Memory {
 impl fmt::Debug for Memory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Memory")
-            .field("embedder", &self.embedder.as_ref().map(|e| e.name().to_owned()))
+            .field(
+                "embedder",
+                &self.embedder.as_ref().map(|e| e.name().to_owned()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -131,7 +134,11 @@ impl Memory {
     }
 
     /// The items of `at` that best match the query, best first.
-    pub async fn search(&self, at: &Partition, query: SearchQuery) -> Result<Vec<Hit>, MemoryError> {
+    pub async fn search(
+        &self,
+        at: &Partition,
+        query: SearchQuery,
+    ) -> Result<Vec<Hit>, MemoryError> {
         let meaning = match query.mode {
             SearchMode::Auto => self.embedder.is_some(),
             SearchMode::Text => false,
@@ -290,7 +297,11 @@ impl<T: Serialize + DeserializeOwned> TypedNamespace<T> {
     }
 
     /// The value at `key` and its version, read as a `T`.
-    pub async fn get(&self, at: &Partition, key: &ItemKey) -> Result<Option<(T, u64)>, MemoryError> {
+    pub async fn get(
+        &self,
+        at: &Partition,
+        key: &ItemKey,
+    ) -> Result<Option<(T, u64)>, MemoryError> {
         match self.memory.get(at, &self.namespace, key).await? {
             Some(item) => Ok(Some((self.decode(&item)?, item.version))),
             None => Ok(None),

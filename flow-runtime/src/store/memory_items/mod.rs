@@ -44,12 +44,14 @@
 //! memory routes.
 
 mod address;
-// pub mod contract;
+pub mod contract;
 mod embed;
 mod front;
 mod item;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod text;
@@ -69,8 +71,8 @@ pub use embed::OpenAiEmbedder;
 pub use embed::{EmbedError, Embedder, HashEmbedder};
 pub use front::{Memory, TypedNamespace};
 pub use item::{
-    Expect, Filter, Hit, ListQuery, MemoryItem, PutItem, SearchMode,
-    SearchQuery, MAX_TEXT_BYTES, MAX_VALUE_BYTES,
+    Expect, Filter, Hit, ListQuery, MemoryItem, PutItem, SearchMode, SearchQuery, MAX_TEXT_BYTES,
+    MAX_VALUE_BYTES,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresMemoryStore;

@@ -13,7 +13,12 @@ const MAX_TERM_CHARS: usize = 64;
 pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| w.chars().take(MAX_TERM_CHARS).flat_map(char::to_lowercase).collect())
+        .map(|w| {
+            w.chars()
+                .take(MAX_TERM_CHARS)
+                .flat_map(char::to_lowercase)
+                .collect()
+        })
 }
 
 /// The distinct terms of a query, in order, at most [`MAX_QUERY_TERMS`]. Terms are made of
