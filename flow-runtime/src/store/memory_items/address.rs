@@ -312,11 +312,13 @@ impl Namespace {
 
     /// The strings that bound the namespaces strictly below this one, in byte order:
     /// `(self + "/", self + "0")` (`'0'` follows `'/'`): what SQL range scans use.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn below_bounds(&self) -> (String, String) {
         (format!("{}/", self.0), format!("{}0", self.0))
     }
 
     /// A namespace read back from a store (validated again: a row written by hand fails).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn from_stored(stored: &str) -> Result<Self, MemoryError> {
         Self::parse(stored)
     }

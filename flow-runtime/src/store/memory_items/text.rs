@@ -84,11 +84,13 @@ pub(crate) fn bm25(docs: &[Vec<String>], terms: &[String]) -> Vec<f32> {
 }
 
 /// A vector as stored: its numbers as little-endian `f32`s.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn vector_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// A stored vector read back (`None` if the bytes are not a whole number of `f32`s).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn vector_from_bytes(bytes: &[u8]) -> Option<Vec<f32>> {
     if bytes.len() % 4 != 0 {
         return None;
