@@ -75,6 +75,17 @@ impl PostgresMemoryStore {
         Self::on_pool(store.pool().clone()).await
     }
 
+    /// The bytes the memory items take in the database (the table, its indexes and TOAST:
+    /// `pg_total_relation_size`), every tenant's together.
+    pub async fn size_bytes(&self) -> Result<u64, MemoryError> {
+        let bytes: i64 =
+            sqlx::query_scalar("SELECT pg_total_relation_size('agentflow_memory_items')")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(database("measure the memory tables"))?;
+        Ok(bytes.max(0) as u64)
+    }
+
     async fn on_pool(pool: PgPool) -> Result<Self, MemoryError> {
         migrate(&pool).await?;
         Ok(PostgresMemoryStore { pool })

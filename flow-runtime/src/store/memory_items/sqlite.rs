@@ -109,6 +109,19 @@ impl SqliteMemoryStore {
         Self::on_pool(store.pool().clone()).await
     }
 
+    /// The bytes the memory tables take in the database (items, their indexes and the FTS5
+    /// index; SQLite's `dbstat`), every tenant's together.
+    pub async fn size_bytes(&self) -> Result<u64, MemoryError> {
+        let bytes: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'agentflow_memory%' \
+             OR name LIKE 'sqlite_autoindex_agentflow_memory%'",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(database("measure the memory tables"))?;
+        Ok(bytes.max(0) as u64)
+    }
+
     async fn on_pool(pool: SqlitePool) -> Result<Self, MemoryError> {
         migrate(&pool).await?;
         Ok(SqliteMemoryStore { pool })
