@@ -32,12 +32,12 @@
 //! - `item.rs`: items, writes, queries, filters and hits;
 //! - `text.rs`: query terms, BM25, vectors;
 //! - `embed.rs`: the [`Embedder`] contract, the deterministic [`HashEmbedder`] and the
-//!   OpenAI-compatible [`OpenAiEmbedder`] (feature `http`);
+//!   OpenAI-compatible `OpenAiEmbedder` (feature `http`);
 //! - `front.rs`: [`Memory`] (the rules once: embedding, filters, paging, vector search) and
 //!   [`TypedNamespace`] (a serde type per namespace, checked when read);
 //! - `transient.rs`: [`TransientMemoryStore`], in process memory;
-//! - `sqlite.rs`: [`SqliteMemoryStore`] (feature `sqlite`);
-//! - `postgres.rs`: [`PostgresMemoryStore`] (feature `postgres`);
+//! - `sqlite.rs`: `SqliteMemoryStore` (feature `sqlite`);
+//! - `postgres.rs`: `PostgresMemoryStore` (feature `postgres`);
 //! - `contract.rs`: the conformance suite every store passes.
 //!
 //! Not built yet: recall injected before a model call, extraction after a turn, the server's
