@@ -32,6 +32,7 @@ fn user(tenant: &str, id: &str) -> Partition {
 /// When the store breaks the contract: the message says which rule.
 pub async fn run(store: Arc<dyn MemoryStore>, tag: &str) {
     versions(&store, &format!("{tag}-v")).await;
+    one_writer_wins(&store, &format!("{tag}-w")).await;
     scopes(&store, &format!("{tag}-s")).await;
     prefixes_and_filters(&store, &format!("{tag}-p")).await;
     text_ranking(&store, &format!("{tag}-t")).await;
@@ -116,6 +117,34 @@ pub async fn versions(store: &Arc<dyn MemoryStore>, tenant: &str) {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// Of concurrent writes expecting the same version (or absence), exactly one succeeds; the
+/// others get a conflict.
+pub async fn one_writer_wins(store: &Arc<dyn MemoryStore>, tenant: &str) {
+    let memory = Memory::from_arc(store.clone());
+    let at = user(tenant, "alice");
+    let n = ns("race");
+    for expect in [Expect::Absent, Expect::Version(1)] {
+        let writes = (0..8).map(|i| {
+            let (memory, at, n) = (memory.clone(), at.clone(), n.clone());
+            async move {
+                let put = PutItem::new(json!(i)).expect(expect);
+                memory.put(&at, &n, &key("item"), put).await
+            }
+        });
+        let results = futures::future::join_all(writes).await;
+        let won: Vec<_> = results.iter().filter(|r| r.is_ok()).collect();
+        assert_eq!(won.len(), 1, "{expect:?}: {results:?}");
+        for r in &results {
+            assert!(
+                matches!(r, Ok(_) | Err(MemoryError::VersionConflict { .. })),
+                "{r:?}"
+            );
+        }
+    }
+    let item = memory.get(&at, &n, &key("item")).await.unwrap().unwrap();
+    assert_eq!(item.version, 2);
 }
 
 /// The same namespace and key in each scope of a tenant are distinct items.
