@@ -352,6 +352,12 @@ pub async fn meaning_ranking(store: &Arc<dyn MemoryStore>, tenant: &str) {
     assert_eq!(hits[0].item.value, json!("jam"), "{hits:?}");
     assert_eq!(hits[1].item.value, json!("toner"), "{hits:?}");
     assert!(hits[0].score > hits[1].score);
+    // Filters apply to the best items read whole: the closest that passes comes first.
+    let coffee =
+        SearchQuery::new("paper jam in the printer").filter(Filter::eq([] as [&str; 0], "coffee"));
+    let hits = memory.search(&at, coffee).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].item.value, json!("coffee"));
     let plain = Memory::from_arc(store.clone());
     let refused = plain
         .search(&at, SearchQuery::new("jam").mode(SearchMode::Meaning))

@@ -160,8 +160,8 @@ impl Memory {
         }
         let embedder = self.embedder.as_ref().ok_or(EmbedError::NoEmbedder)?;
         let wanted = embed_one(&**embedder, &query.query).await?;
-        let mut hits = Vec::new();
-        for (item, vector) in self.store.scan_vectors(at, query.prefix.as_ref()).await? {
+        let mut scored = Vec::new();
+        for (namespace, key, vector) in self.store.scan_vectors(at, query.prefix.as_ref()).await? {
             if vector.len() != wanted.len() {
                 return Err(EmbedError::Dimensions {
                     stored: vector.len(),
@@ -169,17 +169,24 @@ impl Memory {
                 }
                 .into());
             }
-            let hit = Hit {
-                score: cosine(&wanted, &vector),
-                item,
-            };
-            if keep(&hit) {
-                hits.push(hit);
+            scored.push((cosine(&wanted, &vector), namespace, key));
+        }
+        // Best first; ties in (namespace, key) order (the scan's, kept by a stable sort). The
+        // best are then read whole, until `limit` pass the filters (an item deleted meanwhile
+        // is passed over).
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut hits = Vec::new();
+        for (score, namespace, key) in scored {
+            if hits.len() == query.limit {
+                break;
+            }
+            if let Some(item) = self.store.get(at, &namespace, &key).await? {
+                let hit = Hit { item, score };
+                if keep(&hit) {
+                    hits.push(hit);
+                }
             }
         }
-        // Best first; ties in (namespace, key) order (the scan's, kept by a stable sort).
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(query.limit);
         Ok(hits)
     }
 

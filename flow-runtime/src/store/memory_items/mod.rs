@@ -232,12 +232,14 @@ pub trait MemoryStore: Send + Sync + 'static {
         limit: Option<usize>,
     ) -> Result<Vec<Hit>, MemoryError>;
 
-    /// The live items under `prefix` that have a vector, with it, in (namespace, key) order.
+    /// The vectors of the live items under `prefix` that have one, with their namespace and
+    /// key, in (namespace, key) order: what a search by meaning scores before it reads the
+    /// best items whole.
     async fn scan_vectors(
         &self,
         at: &Partition,
         prefix: Option<&Namespace>,
-    ) -> Result<Vec<(MemoryItem, Vec<f32>)>, MemoryError>;
+    ) -> Result<Vec<(Namespace, ItemKey, Vec<f32>)>, MemoryError>;
 
     /// Deletes every expired item of every tenant; how many.
     async fn purge_expired(&self) -> Result<usize, MemoryError>;

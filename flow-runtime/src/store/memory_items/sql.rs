@@ -64,13 +64,17 @@ pub(crate) fn prefix_condition(first: usize) -> String {
     )
 }
 
-/// The live items of a partition (`$3`: now), under a prefix (`$4..$6`) when `prefixed`, only
-/// those with a vector (read as the last column) when `vectors`.
+/// The live items of a partition (`$3`: now), under a prefix (`$4..$6`) when `prefixed`: whole
+/// items, or only the namespace, key and vector of those with a vector when `vectors`.
 pub(crate) fn scan(prefixed: bool, vectors: bool) -> String {
     format!(
-        "SELECT {COLUMNS}{} FROM agentflow_memory_items m WHERE m.tenant = $1 AND m.scope = $2 \
+        "SELECT {} FROM agentflow_memory_items m WHERE m.tenant = $1 AND m.scope = $2 \
          AND (m.expires_ms IS NULL OR m.expires_ms > $3){}{} ORDER BY m.namespace, m.key",
-        if vectors { ", m.embedding" } else { "" },
+        if vectors {
+            "m.namespace, m.key, m.embedding"
+        } else {
+            COLUMNS
+        },
         if prefixed {
             prefix_condition(4)
         } else {
@@ -335,7 +339,7 @@ macro_rules! sql_memory_store {
                 &self,
                 at: &super::Partition,
                 prefix: Option<&super::Namespace>,
-            ) -> Result<Vec<(super::MemoryItem, Vec<f32>)>, super::MemoryError> {
+            ) -> Result<Vec<(super::Namespace, super::ItemKey, Vec<f32>)>, super::MemoryError> {
                 use sqlx::Row;
                 let statement = super::sql::scan(prefix.is_some(), true);
                 let mut query = sqlx::query(&statement)
@@ -350,12 +354,20 @@ macro_rules! sql_memory_store {
                     .fetch_all(&self.pool)
                     .await
                     .map_err(super::database("list vectors"))?;
+                let err = super::database("read a vector");
                 rows.iter()
                     .map(|row| {
-                        let item = super::sql::read_item!(row)?;
-                        let bytes: Vec<u8> =
-                            row.try_get(8).map_err(super::database("read a vector"))?;
-                        Ok((item, super::sql::vector(bytes)?))
+                        let namespace: String = row.try_get(0).map_err(&err)?;
+                        let key: String = row.try_get(1).map_err(&err)?;
+                        let bytes: Vec<u8> = row.try_get(2).map_err(&err)?;
+                        let corrupt = |e: super::MemoryError| super::MemoryError::Corrupt {
+                            message: e.to_string(),
+                        };
+                        Ok((
+                            super::Namespace::from_stored(&namespace).map_err(corrupt)?,
+                            super::ItemKey::new(key).map_err(corrupt)?,
+                            super::sql::vector(bytes)?,
+                        ))
                     })
                     .collect()
             }

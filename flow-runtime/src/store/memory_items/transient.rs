@@ -197,11 +197,19 @@ impl MemoryStore for TransientMemoryStore {
         &self,
         at: &Partition,
         prefix: Option<&Namespace>,
-    ) -> Result<Vec<(MemoryItem, Vec<f32>)>, MemoryError> {
-        Ok(self
-            .live_under(at, prefix)
-            .into_iter()
-            .filter_map(|s| Some((s.item, s.embedding?)))
+    ) -> Result<Vec<(Namespace, ItemKey, Vec<f32>)>, MemoryError> {
+        let now = SystemTime::now();
+        let partitions = self.lock();
+        let Some(items) = partitions.get(at) else {
+            return Ok(Vec::new());
+        };
+        Ok(items
+            .values()
+            .filter(|s| s.live(now) && prefix.map_or(true, |p| s.item.namespace.starts_with(p)))
+            .filter_map(|s| {
+                let v = s.embedding.clone()?;
+                Some((s.item.namespace.clone(), s.item.key.clone(), v))
+            })
             .collect())
     }
 
