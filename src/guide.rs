@@ -22,6 +22,9 @@ pub struct InterruptsAndStores;
 #[doc = include_str!("../docs/src/threads.md")]
 pub struct Threads;
 
+#[doc = include_str!("../docs/src/memory.md")]
+pub struct Memory;
+
 #[doc = include_str!("../docs/src/durable-execution.md")]
 pub struct DurableExecution;
 

@@ -35,6 +35,11 @@ pub use flow_eval as eval;
 #[cfg(feature = "a2a")]
 pub use flow_a2a as a2a;
 
+/// Long-term memory: the memory store contract, its stores (in memory, SQLite, PostgreSQL),
+/// [`Memory`](memory::Memory) and the `remember`, `recall` and `forget` tools (see the guide's
+/// "Memory" chapter).
+pub use flow_runtime::memory;
+
 pub use dsl::agent;
 #[cfg(doc)]
 pub use dsl::example;

@@ -96,6 +96,16 @@ pub use llm::{instruction, structured, telemetry, tool};
 #[doc(hidden)]
 pub use store as checkpoint;
 
+/// Long-term memory (issue 42): the memory store contract and its stores
+/// ([`store::memory_items`]), with the `remember`, `recall` and `forget` tools an agent can be
+/// given. See the guide's "Memory" chapter.
+pub mod memory {
+    pub use crate::llm::memory_tools::{
+        MemoryTools, FORGET_TOOL_NAME, MAX_RECALL_HITS, RECALL_TOOL_NAME, REMEMBER_TOOL_NAME,
+    };
+    pub use crate::store::memory_items::*;
+}
+
 pub use agent::{
     generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
     CancelSignal, Context, Delegation, EventStream, FlowAgent, HistoryModifier, HookContext,

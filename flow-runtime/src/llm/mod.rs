@@ -11,7 +11,8 @@
 //! [`tool`] trait and function tools, a whole agent tree as a tool ([`AgentTool`], `agent_tool`),
 //! [`structured`] output, the chat and tool [`telemetry`] spans, declarative approvals for
 //! tools ([`NeedsApproval`], [`ToolApprovals`], `approval`), and tools from MCP servers
-//! (`mcp`, cargo feature `mcp`).
+//! (`mcp`, cargo feature `mcp`), and the memory tools
+//! `remember`, `recall` and `forget` over a long-term memory store (`memory_tools`).
 //!
 //! `agent` and `tool_calls` are one knot (the agent's builder holds the tool-call limits and
 //! tool set; running the calls needs the agent): they stay side by side here.
@@ -27,6 +28,7 @@ mod hooked_tool;
 pub mod instruction;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub(crate) mod memory_tools;
 mod react;
 pub mod structured;
 pub mod telemetry;

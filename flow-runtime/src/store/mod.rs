@@ -4,7 +4,9 @@
 //! proceeds), and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
 //! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
 //! implements the three traits). Beside them, the [`RunQueue`] contract of background runs
-//! waiting for a worker, with a queue for each store (`queue/`).
+//! waiting for a worker, with a queue for each store (`queue/`), and long-term memory
+//! ([`memory_items`]: the [`MemoryStore`](memory_items::MemoryStore) contract of items keyed by
+//! tenant, scope, namespace and key, with an in-memory, a SQLite and a PostgreSQL store).
 //!
 //! A checkpoint is what an interrupted run saves so it can resume, even in another process.
 //!
@@ -77,6 +79,7 @@ mod checkpoint;
 mod file;
 mod journal;
 mod memory;
+pub mod memory_items;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod queue;

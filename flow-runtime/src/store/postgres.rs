@@ -106,6 +106,11 @@ impl PostgresStore {
         self
     }
 
+    /// The store's connections (the memory store shares them: `memory_items`).
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// How errors name the database.
     fn shown(&self) -> String {
         DATABASE.to_owned()

@@ -143,6 +143,11 @@ impl SqliteStore {
         self
     }
 
+    /// The store's connections (the memory store shares them: `memory_items`).
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
