@@ -137,7 +137,7 @@ async fn intake(_cx: &AgentContext) -> IntakeTransfer {
 /// Refunds the order it is given.
 #[agent(accepts = RefundRequest)]
 async fn refunds(cx: &AgentContext) -> AgentResult {
-    let request: RefundRequest = cx.payload().expect("a payload")?;
+    let request: RefundRequest = cx.payload::<refunds>().expect("a payload")?;
     cx.say(format!("refunding order {}", request.order_id));
     Ok(())
 }
