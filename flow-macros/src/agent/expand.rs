@@ -379,8 +379,10 @@ fn body_call(
             #ident,
         ))
     } else {
+        // The input is dropped by a call, not `let _ = ..`, which `let_underscore_drop` in the
+        // user's crate would flag at their return type.
         quote_spanned!(ret_span=> {
-            let _ = __agentflow_input;
+            ::core::mem::drop(__agentflow_input);
             #cx_only(#lead __agentflow_run, __agentflow_resume, #ident)
         })
     }
