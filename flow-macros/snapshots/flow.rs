@@ -461,20 +461,21 @@ mod desk_flow {
         const __FAILING: [bool; 5usize] = ::agentflow::__private::check::failing::<
             5usize,
         >(&Self::__CHECKED);
-        pub const __PAYLOAD_AT: [usize; 6usize] = ::agentflow::__private::check::payload_positions::<
-            6usize,
-        >(
-            &Self::__CHECKED,
-            &[
-                (0usize, 1usize),
-                (1usize, 0usize),
-                (0usize, 2usize),
-                (2usize, 0usize),
-                (2usize, 3usize),
-                (3usize, 2usize),
-            ],
-        );
     }
+    #[doc(hidden)]
+    pub(super) const __AGENTFLOW_PAYLOAD_AT: [usize; 6usize] = ::agentflow::__private::check::payload_positions::<
+        6usize,
+    >(
+        &Desk::__CHECKED,
+        &[
+            (0usize, 1usize),
+            (1usize, 0usize),
+            (0usize, 2usize),
+            (2usize, 0usize),
+            (2usize, 3usize),
+            (3usize, 2usize),
+        ],
+    );
     #[doc(hidden)]
     #[track_caller]
     const fn __agentflow_fits(node: usize) {
@@ -568,32 +569,32 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
         ::agentflow::__private::same_payload::<
             (triage),
             (refund),
-            { desk_flow::Desk::__PAYLOAD_AT[0usize] },
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[0usize] },
         >();
         ::agentflow::__private::same_payload::<
             (refund),
             (triage),
-            { desk_flow::Desk::__PAYLOAD_AT[1usize] },
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[1usize] },
         >();
         ::agentflow::__private::same_payload::<
             (triage),
             (complaint),
-            { desk_flow::Desk::__PAYLOAD_AT[2usize] },
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[2usize] },
         >();
         ::agentflow::__private::same_payload::<
             (complaint),
             (triage),
-            { desk_flow::Desk::__PAYLOAD_AT[3usize] },
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[3usize] },
         >();
         ::agentflow::__private::same_payload::<
             (complaint),
             (escalation),
-            { desk_flow::Desk::__PAYLOAD_AT[4usize] },
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[4usize] },
         >();
         ::agentflow::__private::same_payload::<
             (escalation),
             (complaint),
-            { desk_flow::Desk::__PAYLOAD_AT[5usize] },
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[5usize] },
         >();
     };
 }

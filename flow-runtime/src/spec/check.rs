@@ -762,17 +762,21 @@ pub const fn payload_positions<const E: usize>(
         let (from, to) = edges[e];
         let declared = f.transfers[from];
         let sent = f.payloads[from];
+        e += 1;
+        if sent.is_empty() || f.accepts[to].is_none() {
+            // Nothing to compare (the common case, cheap for the compiler: no names compared).
+            continue;
+        }
         let mut k = 0;
         while k < declared.len() {
             if eq(declared[k], f.agents[to]) {
-                if k < sent.len() && !sent[k].is_empty() && f.accepts[to].is_some() {
-                    out[e] = k;
+                if k < sent.len() && !sent[k].is_empty() {
+                    out[e - 1] = k;
                 }
                 break;
             }
             k += 1;
         }
-        e += 1;
     }
     out
 }

@@ -10,7 +10,7 @@ use super::cx::Cx;
 
 /// The compile-time checks: `__CHECKED`, the facts every check reads (one value per flow), and
 /// per node a const `{node}_fits_this_flow` that asserts the runtime's `check::node` for it, and
-/// `__PAYLOAD_AT`, which [`payload_checks`] reads.
+/// `__AGENTFLOW_PAYLOAD_AT`, which [`payload_checks`] reads.
 pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
     let p = &cx.p;
     let flow = cx.flow;
@@ -96,10 +96,13 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
     let edges = payload_edges(cx);
     let e = edges.len();
     let edge_pairs = edges.iter().map(|(a, b)| quote!((#a, #b)));
+    // A const of the module, not of the flow type: each edge's check reads it, and finding a
+    // const in a module costs the compiler less than finding an associated item of a type.
     let positions = (e > 0).then(|| {
         quote! {
-            pub const __PAYLOAD_AT: [usize; #e] =
-                #p::check::payload_positions::<#e>(&Self::__CHECKED, &[#(#edge_pairs),*]);
+            #[doc(hidden)]
+            pub(super) const __AGENTFLOW_PAYLOAD_AT: [usize; #e] =
+                #p::check::payload_positions::<#e>(&#flow::__CHECKED, &[#(#edge_pairs),*]);
         }
     });
     let in_module = quote! {
@@ -107,8 +110,9 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
         #[allow(dead_code)]
         impl #flow {
             #consts
-            #positions
         }
+
+        #positions
 
         #node_checks
     };
@@ -144,7 +148,6 @@ pub(super) fn payload_checks(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     }
     let p = &cx.p;
     let m = &cx.m;
-    let flow = cx.flow;
     let nodes = &cx.tree.nodes;
     let calls = edges.iter().enumerate().map(|(e, &(a, b))| {
         let (Some(from), Some(to)) = (nodes[a].ty(), nodes[b].ty()) else {
@@ -156,7 +159,7 @@ pub(super) fn payload_checks(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
         // type, as everywhere else.
         respan(
             quote! {
-                #p::same_payload::<(#from), (#to), { #m::#flow::__PAYLOAD_AT[#e] }>();
+                #p::same_payload::<(#from), (#to), { #m::__AGENTFLOW_PAYLOAD_AT[#e] }>();
             },
             span,
         )
