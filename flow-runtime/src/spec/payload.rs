@@ -87,18 +87,8 @@ impl AgentContext {
     /// declaration, so a body cannot read the payload as another type; `None` if the transfer
     /// carried none (see [`RunContext::transfer_payload`](crate::RunContext::transfer_payload)).
     ///
-    /// ```
-    /// use agentflow::prelude::*;
-    /// # #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-    /// # pub struct RefundRequest { order_id: u64 }
+    /// (The delegation chapter of the guide has a whole example.)
     ///
-    /// #[agent(accepts = RefundRequest)]
-    /// async fn refund(cx: &AgentContext) -> AgentResult {
-    ///     let request = cx.payload::<refund>().expect("sent by triage")?;
-    ///     cx.say(format!("refunding order {}", request.order_id));
-    ///     Ok(())
-    /// }
-    /// ```
     ///
     /// # Errors
     ///
