@@ -91,13 +91,19 @@ const _: () = {
             __agentflow_resume: __agentflow::ResumeInfo,
         ) -> __agentflow::EventStream {
             type __AgentflowOut = AgentResult<TriageTransfer>;
+            #[allow(clippy::let_and_return)]
             fn triage(
                 cx: &AgentContext,
                 input: AgentInput,
             ) -> __agentflow::BodyFuture<'_, __AgentflowOut> {
                 __agentflow::body_future(
                     __agentflow::PhantomData::<__AgentflowOut>,
-                    async move { Ok(TriageTransfer::Refund) },
+                    async move {
+                        let __agentflow_out: __AgentflowOut = {
+                            Ok(TriageTransfer::Refund)
+                        };
+                        __agentflow_out
+                    },
                 )
             }
             __agentflow::run_boxed_input::<

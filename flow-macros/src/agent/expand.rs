@@ -338,8 +338,14 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     // resolve (a transfer enum the agent does not declare) is then one error, not three.
     let alias = quote_spanned!(ret_span=> __AgentflowOut);
     let output = quote_spanned!(ret_span=> -> #p::BodyFuture<'_, #alias>);
+    // The block's value is bound to the declared type first, so a wrong value (a payload
+    // variant written without its payload) is rustc's plain type mismatch at the value, with its
+    // fix, not one about the future's output.
     let body = quote_spanned!(ret_span=> {
-        #p::body_future(#p::PhantomData::<#alias>, async move #block)
+        #p::body_future(#p::PhantomData::<#alias>, async move {
+            let __agentflow_out: #alias = #block;
+            __agentflow_out
+        })
     });
     let call = body_call(
         ret_span,
@@ -354,6 +360,7 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     Some(quote! {
         type #alias = #out;
         #(#attrs)*
+        #[allow(clippy::let_and_return)]
         fn #ident(#inputs) #output #body
         #call
     })
