@@ -71,16 +71,16 @@ pub mod __private {
     };
     pub use flow_runtime::spec::{
         body_future, check, flow_built_node, flow_node, paths, render, run_body, run_body_cx,
-        run_boxed, run_boxed_input, transfer, transfer_named, transfer_with, AgentBody,
-        AgentTargets, AgentTransfer, BodyFuture, DynAgent, DynGiven, NewNeedsNoAgents, NoSetter,
-        NoTarget, NodeAgent, NodeMaker, NotGiven, ResultOf, RuntimeGiven, Set, TargetTable,
-        UnknownAgent, Unset, UseTheBuilder,
+        run_boxed, run_boxed_input, same_payload, transfer, transfer_named, transfer_with,
+        AgentBody, AgentTargets, AgentTransfer, BodyFuture, DynAgent, DynGiven, NewNeedsNoAgents,
+        NoSetter, NoTarget, NodeAgent, NodeMaker, NotGiven, PayloadCheck, RemoteGiven, ResultOf,
+        RuntimeGiven, SamePayload, SendsAt, Set, TargetTable, UnknownAgent, Unset, UseTheBuilder,
     };
     pub use flow_runtime::{
-        generate, set_sub_agents, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
+        generate, set_sub_agents, Accepts, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,
         ContextPolicy, Delegation, EventStream, FlowAgent, FlowBuilt, FlowError, FlowNode,
-        IntoOutcome, Loop, Parallel, Payload, ResumeInfo, Returns, RunContext, Runner, Sequential,
-        TransferTarget,
+        IntoOutcome, Loop, NoPayload, Parallel, Payload, ResumeInfo, Returns, RunContext, Runner,
+        Sequential, TransferTarget,
     };
     pub use std::marker::PhantomData;
     pub use std::string::String;

@@ -15,6 +15,12 @@
 /// - `tool TOOL`, `tool TOOL(JSON)`, either followed by `by AGENT`: a tool call (with these
 ///   arguments, written as `serde_json::json!` takes them; by that agent).
 ///
+/// An agent is written as its name (`refund`, or `"refund-desk"` for a name that is no
+/// identifier) or as its node's identifier in `flow!` (`refund` for
+/// `#[agent(name = "refund-desk")] async fn refund`). A transfer from a node filled by an agent
+/// type must be one its agent declares (`#[agent(transfers = [...])]`), so neither an
+/// undeclared transfer nor one to a parent the agent is barred from (`no_parent`) compiles.
+///
 /// ```
 /// use agentflow::{flow, trajectory};
 /// use agentflow::spec::expected::ExpectedStep;
@@ -59,49 +65,65 @@ macro_rules! __trajectory_steps {
     (@args $($args:tt)+) => {
         ::core::option::Option::Some($crate::__private::expected::__serde_json::json!($($args)+))
     };
-    (@agent) => { ::core::option::Option::None };
-    (@agent $agent:ident) => { ::core::option::Option::Some(::core::stringify!($agent)) };
-    ($spec:ident, $flow:path; ) => { $spec };
-    ($spec:ident, $flow:path; agent $agent:ident $(, $($rest:tt)*)?) => {{
+    // An agent as written: an identifier or a string (a name that is no identifier).
+    (@written $agent:ident) => { ::core::stringify!($agent) };
+    (@written $agent:literal) => { $agent };
+    // The name of the agent written `$agent` (see `expected::agent_name`), checked first.
+    (@name $flow:path, $agent:tt) => {{
         const _: () = $crate::__private::expected::check_agent(
             <$flow>::NAME,
             <$flow>::AGENTS,
-            ::core::stringify!($agent),
+            <$flow>::__LABELS,
+            $crate::__trajectory_steps!(@written $agent),
         )
         .assert_passed();
+        $crate::__trajectory_steps!(@resolve $flow, $agent)
+    }};
+    // The same, unchecked (a transfer's check covers both agents).
+    (@resolve $flow:path, $agent:tt) => {{
+        const __NAME: &str = $crate::__private::expected::agent_name(
+            <$flow>::AGENTS,
+            <$flow>::__LABELS,
+            $crate::__trajectory_steps!(@written $agent),
+        );
+        __NAME
+    }};
+    (@agent $flow:path,) => { ::core::option::Option::None };
+    (@agent $flow:path, $agent:tt) => {
+        ::core::option::Option::Some($crate::__trajectory_steps!(@name $flow, $agent))
+    };
+    ($spec:ident, $flow:path; ) => { $spec };
+    ($spec:ident, $flow:path; agent $agent:tt $(, $($rest:tt)*)?) => {{
         let $spec = $spec.__step($crate::__private::expected::ExpectedStep::Agent {
-            agent: ::core::stringify!($agent),
+            agent: $crate::__trajectory_steps!(@name $flow, $agent),
         });
         $crate::__trajectory_steps!($spec, $flow; $($($rest)*)?)
     }};
-    ($spec:ident, $flow:path; transfer $from:ident -> $to:ident $(, $($rest:tt)*)?) => {{
+    ($spec:ident, $flow:path; transfer $from:tt -> $to:tt $(, $($rest:tt)*)?) => {{
         const _: () = $crate::__private::expected::check_transfer(
-            <$flow>::NAME,
-            <$flow>::AGENTS,
-            <$flow>::__TRAJECTORY_TARGETS,
-            ::core::stringify!($from),
-            ::core::stringify!($to),
+            &$crate::__private::expected::FlowTransfers {
+                flow: <$flow>::NAME,
+                agents: <$flow>::AGENTS,
+                labels: <$flow>::__LABELS,
+                targets: <$flow>::__TRAJECTORY_TARGETS,
+                typed: <$flow>::__TRAJECTORY_TYPED,
+                declared: <$flow>::__TRAJECTORY_DECLARED,
+            },
+            $crate::__trajectory_steps!(@written $from),
+            $crate::__trajectory_steps!(@written $to),
         )
         .assert_passed();
         let $spec = $spec.__step($crate::__private::expected::ExpectedStep::Transfer {
-            from: ::core::stringify!($from),
-            to: ::core::stringify!($to),
+            from: $crate::__trajectory_steps!(@resolve $flow, $from),
+            to: $crate::__trajectory_steps!(@resolve $flow, $to),
         });
         $crate::__trajectory_steps!($spec, $flow; $($($rest)*)?)
     }};
-    ($spec:ident, $flow:path; tool $tool:ident $(($($args:tt)*))? $(by $agent:ident)? $(, $($rest:tt)*)?) => {{
-        $(
-            const _: () = $crate::__private::expected::check_agent(
-                <$flow>::NAME,
-                <$flow>::AGENTS,
-                ::core::stringify!($agent),
-            )
-            .assert_passed();
-        )?
+    ($spec:ident, $flow:path; tool $tool:ident $(($($args:tt)*))? $(by $agent:tt)? $(, $($rest:tt)*)?) => {{
         let $spec = $spec.__step($crate::__private::expected::ExpectedStep::Tool {
             tool: ::core::convert::From::from(::core::stringify!($tool)),
             args: $crate::__trajectory_steps!(@args $($($args)*)?),
-            agent: $crate::__trajectory_steps!(@agent $($agent)?),
+            agent: $crate::__trajectory_steps!(@agent $flow, $($agent)?),
         });
         $crate::__trajectory_steps!($spec, $flow; $($($rest)*)?)
     }};

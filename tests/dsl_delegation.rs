@@ -140,7 +140,7 @@ async fn intake(_cx: &AgentContext) -> IntakeTransfer {
 /// Refunds the order it is given.
 #[agent(accepts = RefundRequest)]
 async fn refunds(cx: &AgentContext) -> AgentResult {
-    let request: RefundRequest = cx.payload().expect("a payload")?;
+    let request: RefundRequest = cx.payload::<refunds>().expect("a payload")?;
     cx.say(format!("refunding order {}", request.order_id));
     Ok(())
 }
@@ -163,4 +163,45 @@ async fn a_typed_transfer_payload_reaches_the_target_typed() {
         events.last().unwrap().message_output().unwrap().content,
         "refunding order 77"
     );
+}
+
+/// Reads its payload as another agent's (which accepts the same type): refused at run time,
+/// since a body reads its own agent's payload.
+#[agent(accepts = RefundRequest)]
+async fn borrower(cx: &AgentContext) -> AgentResult {
+    let request: RefundRequest = cx.payload::<refunds>().expect("a payload")?;
+    cx.say(format!("refunding order {}", request.order_id));
+    Ok(())
+}
+
+/// Hands the order to the borrower.
+#[agent(transfers = [borrower(RefundRequest)])]
+async fn front(_cx: &AgentContext) -> FrontTransfer {
+    FrontTransfer::Borrower(RefundRequest { order_id: 78 })
+}
+
+flow! {
+    /// A target reading another agent's payload.
+    pub Borrowing: front => [borrower]
+}
+
+#[tokio::test]
+async fn a_body_reads_only_its_own_agents_payload() {
+    use futures::StreamExt;
+    let events: Vec<AgentEvent> = Runner::new(Borrowing::new().unwrap().into())
+        .query("refund")
+        .collect()
+        .await;
+    let error = events
+        .iter()
+        .find_map(|e| e.error.as_ref())
+        .expect("an error event")
+        .to_string();
+    assert!(
+        error.contains("asked for the payload of agent 'refunds', but it is agent 'borrower'"),
+        "{error}"
+    );
+    assert!(events.iter().all(|e| e
+        .message_output()
+        .is_none_or(|m| !m.content.contains("refunding"))));
 }

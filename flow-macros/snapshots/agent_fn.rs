@@ -74,6 +74,7 @@ const _: () = {
     #[automatically_derived]
     impl __agentflow::AgentTargets for triage {
         type Targets = TriageTransfer;
+        type Accepts = __agentflow::NoPayload;
     }
     #[automatically_derived]
     impl __agentflow::FlowBuilt for triage {
@@ -89,18 +90,25 @@ const _: () = {
             __agentflow_input: __agentflow::AgentInput,
             __agentflow_resume: __agentflow::ResumeInfo,
         ) -> __agentflow::EventStream {
+            type __AgentflowOut = AgentResult<TriageTransfer>;
+            #[allow(clippy::let_and_return)]
             fn triage(
                 cx: &AgentContext,
                 input: AgentInput,
-            ) -> __agentflow::BodyFuture<'_, AgentResult<TriageTransfer>> {
+            ) -> __agentflow::BodyFuture<'_, __AgentflowOut> {
                 __agentflow::body_future(
-                    __agentflow::PhantomData::<AgentResult<TriageTransfer>>,
-                    async move { Ok(TriageTransfer::Refund) },
+                    __agentflow::PhantomData::<__AgentflowOut>,
+                    async move {
+                        let __agentflow_out: __AgentflowOut = {
+                            Ok(TriageTransfer::Refund)
+                        };
+                        __agentflow_out
+                    },
                 )
             }
             __agentflow::run_boxed_input::<
                 Self,
-                AgentResult<TriageTransfer>,
+                __AgentflowOut,
             >(__agentflow_run, __agentflow_input, __agentflow_resume, triage)
         }
     }

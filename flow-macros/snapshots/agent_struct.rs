@@ -14,6 +14,7 @@ const _: () = {
     #[automatically_derived]
     impl __agentflow::AgentTargets for Lookup {
         type Targets = __agentflow::NoTarget;
+        type Accepts = __agentflow::NoPayload;
     }
     const _: () = {
         use ::agentflow::__private as __agentflow;

@@ -60,6 +60,7 @@ mod desk_flow {
         type __Target0;
         type __Target1;
         type __Target2;
+        const __PAYLOADS: ();
     }
     #[allow(dead_code)]
     impl Desk {
@@ -355,8 +356,8 @@ mod desk_flow {
         pub fn trajectory() -> ::agentflow::__private::TrajectorySpec<Self> {
             ::agentflow::__private::TrajectorySpec::__new(Self::NAME)
         }
-        /// For each node, the nodes it may transfer to (its target enum's variants), for
-        /// the compile-time checks of `trajectory!`.
+        /// For each node, the nodes it may transfer to in the tree (its sub-agents, then its
+        /// parent unless barred), for the compile-time checks of `trajectory!`.
         #[doc(hidden)]
         pub const __TRAJECTORY_TARGETS: &'static [&'static [usize]] = &[
             &[1usize, 2usize, 4usize],
@@ -364,6 +365,23 @@ mod desk_flow {
             &[3usize, 0usize],
             &[],
             &[0usize],
+        ];
+        /// Whether each node is filled by an agent type, whose transfers are the ones it
+        /// declared (`__TRAJECTORY_DECLARED`), for `trajectory!`.
+        #[doc(hidden)]
+        pub const __TRAJECTORY_TYPED: &'static [bool] = &[true, true, true, true, false];
+        /// The transfers each node's agent type declares (none for a `dyn` node).
+        #[doc(hidden)]
+        pub const __TRAJECTORY_DECLARED: &'static [&'static [&'static str]] = <Self as __AgentflowFacts>::TRANSFERS;
+        /// Each node as `trajectory!` may name it besides its agent's name: the node's
+        /// identifier (`refund` for `#[agent(name = "refund-desk")] async fn refund`).
+        #[doc(hidden)]
+        pub const __LABELS: &'static [&'static str] = &[
+            "triage",
+            "refund",
+            "complaint",
+            "escalation",
+            "billing",
         ];
     }
     #[automatically_derived]
@@ -428,6 +446,7 @@ mod desk_flow {
             children: Self::__CHILDREN,
             marked_no_parent: &[false, false, false, true, false],
             task: &[false, false, false, false, false],
+            delegated: &[false, false, false, false, false],
             workflows: &["", "", "", "", ""],
             transfers: <Self as __AgentflowFacts>::TRANSFERS,
             no_parent: <Self as __AgentflowFacts>::NO_PARENT,
@@ -443,6 +462,20 @@ mod desk_flow {
             5usize,
         >(&Self::__CHECKED);
     }
+    #[doc(hidden)]
+    pub(super) const __AGENTFLOW_PAYLOAD_AT: [usize; 6usize] = ::agentflow::__private::check::payload_positions::<
+        6usize,
+    >(
+        &Desk::__CHECKED,
+        &[
+            (0usize, 1usize),
+            (1usize, 0usize),
+            (0usize, 2usize),
+            (2usize, 0usize),
+            (2usize, 3usize),
+            (3usize, 2usize),
+        ],
+    );
     #[doc(hidden)]
     #[track_caller]
     const fn __agentflow_fits(node: usize) {
@@ -531,6 +564,39 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     type __Target0 = <triage as ::agentflow::__private::AgentTargets>::Targets;
     type __Target1 = <refund as ::agentflow::__private::AgentTargets>::Targets;
     type __Target2 = <complaint as ::agentflow::__private::AgentTargets>::Targets;
+    #[allow(unused_parens)]
+    const __PAYLOADS: () = {
+        ::agentflow::__private::same_payload::<
+            (triage),
+            (refund),
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[0usize] },
+        >();
+        ::agentflow::__private::same_payload::<
+            (refund),
+            (triage),
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[1usize] },
+        >();
+        ::agentflow::__private::same_payload::<
+            (triage),
+            (complaint),
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[2usize] },
+        >();
+        ::agentflow::__private::same_payload::<
+            (complaint),
+            (triage),
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[3usize] },
+        >();
+        ::agentflow::__private::same_payload::<
+            (complaint),
+            (escalation),
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[4usize] },
+        >();
+        ::agentflow::__private::same_payload::<
+            (escalation),
+            (complaint),
+            { desk_flow::__AGENTFLOW_PAYLOAD_AT[5usize] },
+        >();
+    };
 }
 #[automatically_derived]
 #[allow(unused_parens)]

@@ -168,8 +168,8 @@ pub use runner::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
-    AgentContext, AgentResult, AgentSpec, Exit, Finish, FlowBuilt, FlowNode, IntoOutcome, NoTarget,
-    Returns, TransferTarget, UnknownAgent,
+    Accepts, AgentContext, AgentResult, AgentSpec, Exit, Finish, FlowBuilt, FlowNode, IntoOutcome,
+    NoPayload, NoTarget, Returns, TransferTarget, UnknownAgent,
 };
 pub use stream::{MessageStream, MessageStreamSender, StreamError, StreamRecord};
 pub use tool::{

@@ -175,6 +175,20 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                             "a transfer's payload is a type: `transfers = [refund(RefundRequest)]`",
                         )
                     })?;
+                    if !inner.is_empty() {
+                        let rest: TokenStream = inner.parse()?;
+                        return Err(syn::Error::new_spanned(
+                            rest,
+                            format!(
+                                "a transfer carries one payload type: write `{}({})`; to send \
+                                 more than one value, send one type holding them (a struct, or \
+                                 a tuple as in `{}((A, B))`)",
+                                target.name,
+                                quote!(#ty),
+                                target.name
+                            ),
+                        ));
+                    }
                     target.payload = Some(ty);
                 }
                 if targets.iter().any(|t| t.name == target.name) {

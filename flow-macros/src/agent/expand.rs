@@ -334,22 +334,33 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     let inputs = &f.sig.inputs;
     let block = &f.block;
     let ret_span = output_span(&f.sig.output);
-    let output = quote_spanned!(ret_span=> -> #p::BodyFuture<'_, #out>);
+    // The return type is written once, as an alias the three uses name: a type that does not
+    // resolve (a transfer enum the agent does not declare) is then one error, not three.
+    let alias = quote_spanned!(ret_span=> __AgentflowOut);
+    let output = quote_spanned!(ret_span=> -> #p::BodyFuture<'_, #alias>);
+    // The block's value is bound to the declared type first, so a wrong value (a payload
+    // variant written without its payload) is rustc's plain type mismatch at the value, with its
+    // fix, not one about the future's output.
     let body = quote_spanned!(ret_span=> {
-        #p::body_future(#p::PhantomData::<#out>, async move #block)
+        #p::body_future(#p::PhantomData::<#alias>, async move {
+            let __agentflow_out: #alias = #block;
+            __agentflow_out
+        })
     });
     let call = body_call(
         ret_span,
         f.sig.inputs.len() == 2,
         [
-            &quote!(#p::run_boxed_input::<Self, #out>),
-            &quote!(#p::run_boxed::<Self, #out>),
+            &quote!(#p::run_boxed_input::<Self, #alias>),
+            &quote!(#p::run_boxed::<Self, #alias>),
         ],
         &TokenStream::new(),
         ident,
     );
     Some(quote! {
+        type #alias = #out;
         #(#attrs)*
+        #[allow(clippy::let_and_return)]
         fn #ident(#inputs) #output #body
         #call
     })
@@ -375,8 +386,10 @@ fn body_call(
             #ident,
         ))
     } else {
+        // The input is dropped by a call, not `let _ = ..`, which `let_underscore_drop` in the
+        // user's crate would flag at their return type.
         quote_spanned!(ret_span=> {
-            let _ = __agentflow_input;
+            ::core::mem::drop(__agentflow_input);
             #cx_only(#lead __agentflow_run, __agentflow_resume, #ident)
         })
     }
@@ -493,6 +506,7 @@ fn spec_impl(
     attrs: &[syn::Attribute],
 ) -> TokenStream {
     let p = private_alias();
+    let ty_self = ty;
     let name = match &args.name {
         Some(n) => n.value(),
         None => ident.unraw().to_string(),
@@ -528,18 +542,45 @@ fn spec_impl(
         }
         None => (TokenStream::new(), TokenStream::new()),
     };
-    let accepts = match &args.accepts {
+    let (accepts, accepts_impl) = match &args.accepts {
         Some(ty) => {
             let text = quote!(#ty).to_string().replace(' ', "");
-            quote! {
-                const ACCEPTS: ::core::option::Option<&'static str> =
-                    ::core::option::Option::Some(#text);
-                const PAYLOAD: ::core::option::Option<fn() -> #p::Payload> =
-                    ::core::option::Option::Some(#p::Payload::of::<#ty>);
-            }
+            (
+                quote! {
+                    const ACCEPTS: ::core::option::Option<&'static str> =
+                        ::core::option::Option::Some(#text);
+                    const PAYLOAD: ::core::option::Option<fn() -> #p::Payload> =
+                        ::core::option::Option::Some(#p::Payload::of::<#ty>);
+                },
+                quote! {
+                    #[automatically_derived]
+                    impl #p::Accepts for #ty_self {
+                        type Payload = #ty;
+                    }
+                },
+            )
         }
-        None => TokenStream::new(),
+        None => (TokenStream::new(), TokenStream::new()),
     };
+    // The payload each declared transfer sends (by its position among `TRANSFERS`), as a type
+    // `flow!` compares with the one its target accepts.
+    let sends = args
+        .transfers
+        .iter()
+        .flat_map(|(_, t)| t.iter())
+        .filter(|t| t.name != name)
+        .enumerate()
+        .filter_map(|(k, t)| {
+            let sent = t.payload.as_ref()?;
+            Some(quote! {
+                #[automatically_derived]
+                impl<__To: ?::core::marker::Sized + #p::AgentTargets> #p::SendsAt<#k, __To> for #ty_self {
+                    type Sent = #sent;
+                    type Expected = <__To as #p::AgentTargets>::Accepts;
+                }
+            })
+        });
+    let sends: TokenStream = sends.collect();
     let payloads: Vec<String> = args
         .transfers
         .iter()
@@ -567,6 +608,8 @@ fn spec_impl(
             #payloads
         }
         #returns_impl
+        #accepts_impl
+        #sends
     }
 }
 
@@ -582,11 +625,16 @@ fn transfer_enum(
     let krate = args.krate();
     let p = private_alias();
     let import = import_private(&krate);
+    let accepts = match &args.accepts {
+        Some(t) => quote!(#t),
+        None => quote!(#p::NoPayload),
+    };
     let targets_impl = |target: TokenStream| {
         quote! {
             #[automatically_derived]
             impl #p::AgentTargets for #ty {
                 type Targets = #target;
+                type Accepts = #accepts;
             }
         }
     };

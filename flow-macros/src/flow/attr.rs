@@ -106,6 +106,19 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
                              place `{written}` under the agent that delegates to it"
                         ),
                     );
+                } else if let (Target::Workflow(_, kind), DelegationOpt::Task) = (&ast.target, mode)
+                {
+                    cx.error(
+                        o.key.span(),
+                        format!(
+                            "`task` on the {} workflow `{written}` cannot work: a workflow runs \
+                             its sub-agents and ends when they do, so it never finishes a task \
+                             with a result for its parent. Remove `task` (a transfer to the \
+                             workflow runs it to its end), or delegate the task to an agent \
+                             declared `#[agent(returns = ...)]` instead",
+                            kind.keyword()
+                        ),
+                    );
                 } else if let Some(earlier) = opts.delegation {
                     cx.error(
                         o.key.span(),
@@ -133,11 +146,12 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
                              remove `runtime`"
                         ),
                     );
-                } else if matches!(ast.target, Target::Dyn(_)) {
+                } else if let Target::Dyn(_, remote) = ast.target {
+                    let kind = if remote { "remote" } else { "dyn" };
                     cx.error(
                         o.key.span(),
                         format!(
-                            "node `{written}` is `dyn`, so its agent is always given at run \
+                            "node `{written}` is `{kind}`, so its agent is always given at run \
                              time; remove `runtime`"
                         ),
                     );
@@ -286,6 +300,6 @@ pub(crate) fn description(ast: &NodeAst, cx: &mut Ctxt) -> Option<String> {
         }
         // A `dyn` node's doc comment describes it in the flow's pictures (rustdoc, `svg()`):
         // its agent is only known at run time.
-        Target::Dyn(_) => Some(crate::names::doc_text(&ast.attrs)),
+        Target::Dyn(..) => Some(crate::names::doc_text(&ast.attrs)),
     }
 }

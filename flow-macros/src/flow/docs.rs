@@ -95,7 +95,8 @@ fn annotations(node: &Node) -> String {
     let mut notes: Vec<String> = Vec::new();
     match &node.kind {
         Kind::Given(_) => notes.push("runtime".into()),
-        Kind::Dyn => notes.push("dyn: given at run time".into()),
+        Kind::Dyn { remote: false } => notes.push("dyn: given at run time".into()),
+        Kind::Dyn { remote: true } => notes.push("remote: an A2A agent given at run time".into()),
         Kind::Static(_) => {}
         Kind::Workflow(WorkflowKind::Loop(Some(n))) => {
             notes.push(format!("loop workflow, at most {n} iterations"));
@@ -159,7 +160,8 @@ fn name(node: &Node) -> String {
 /// What a node is, in a few words, for the picture: its kind, or the path it was written as.
 pub(crate) fn note(node: &Node) -> String {
     match &node.kind {
-        Kind::Dyn => "dyn: built at run time".into(),
+        Kind::Dyn { remote: false } => "dyn: built at run time".into(),
+        Kind::Dyn { remote: true } => "remote: an A2A agent given at run time".into(),
         Kind::Given(_) => "given at run time".into(),
         Kind::Static(_) if node.written.contains("::") => node.written.clone(),
         Kind::Static(_) => String::new(),

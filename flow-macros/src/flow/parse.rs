@@ -39,7 +39,8 @@ pub(crate) enum Target {
     /// An agent type (`#[agent]`).
     Type(syn::Path),
     /// An agent given at run time, named by the identifier.
-    Dyn(Ident),
+    /// `dyn NAME`, or `remote NAME` (`true`: a remote A2A agent, given as a `dyn` one is).
+    Dyn(Ident, bool),
     /// A workflow agent the flow builds, named by the identifier.
     Workflow(Ident, WorkflowKind),
 }
@@ -78,7 +79,7 @@ impl NodeAst {
     pub(crate) fn span(&self) -> Span {
         match &self.target {
             Target::Type(p) => p.span(),
-            Target::Dyn(i) | Target::Workflow(i, _) => i.span(),
+            Target::Dyn(i, _) | Target::Workflow(i, _) => i.span(),
         }
     }
 
@@ -86,7 +87,8 @@ impl NodeAst {
     pub(crate) fn written(&self) -> String {
         match &self.target {
             Target::Type(p) => path_string(p),
-            Target::Dyn(i) => format!("dyn {i}"),
+            Target::Dyn(i, false) => format!("dyn {i}"),
+            Target::Dyn(i, true) => format!("remote {i}"),
             Target::Workflow(i, _) => i.to_string(),
         }
     }
@@ -99,7 +101,7 @@ impl NodeAst {
                 || Ident::new("agent", Span::call_site()),
                 |s| s.ident.unraw(),
             ),
-            Target::Dyn(i) | Target::Workflow(i, _) => i.unraw(),
+            Target::Dyn(i, _) | Target::Workflow(i, _) => i.unraw(),
         }
     }
 }
@@ -234,6 +236,41 @@ fn tree(input: ParseStream, name: &Ident, cx: &mut Ctxt) -> syn::Result<(Option<
     Ok((root, true))
 }
 
+/// `remote billing = "http://..."` or `remote billing("http://...")`: a URL written in the
+/// flow, where the builder takes it. One error at the URL, which is skipped, so the node parses
+/// on as `remote billing`.
+fn remote_url(input: ParseStream, name: &Ident, cx: &mut Ctxt) -> syn::Result<()> {
+    let url_span = if input.peek(Token![=]) && input.peek2(syn::LitStr) {
+        input.parse::<Token![=]>()?;
+        Some(input.parse::<syn::LitStr>()?.span())
+    } else if input.peek(syn::token::Paren) && {
+        let fork = input.fork();
+        let content;
+        parenthesized!(content in fork);
+        content.peek(syn::LitStr)
+    } {
+        let content;
+        parenthesized!(content in input);
+        let span = content.span();
+        skip_rest(&content);
+        Some(span)
+    } else {
+        None
+    };
+    if let Some(span) = url_span {
+        cx.error(
+            span,
+            format!(
+                "a `remote` node takes no URL in `flow!`: write `remote {name}`, and give the \
+                 builder its agent with its client: `.{name}(|node| A2aAgent::new(node, \
+                 client))`, the client made from the URL beforehand \
+                 (`A2aClient::new(url)?`)"
+            ),
+        );
+    }
+    Ok(())
+}
+
 fn skip_rest(input: ParseStream) {
     while !input.is_empty() {
         if input.parse::<TokenTree>().is_err() {
@@ -252,13 +289,15 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
                 "expected the name of the `dyn` node, as in `dyn refund`",
             )
         })?;
-        Target::Dyn(ident)
+        Target::Dyn(ident, false)
     } else if input.peek(Ident) && input.peek2(Ident) && input.fork().parse::<Ident>()? == "remote"
     {
         // `remote billing`: a remote agent (an A2A `A2aAgent`) given at run time, as a `dyn`
         // node is: `remote NAME` is not a path, so it cannot name an agent type.
         input.parse::<Ident>()?;
-        Target::Dyn(input.parse()?)
+        let name: Ident = input.parse()?;
+        remote_url(input, &name, cx)?;
+        Target::Dyn(name, true)
     } else {
         let path = input.call(syn::Path::parse_mod_style).map_err(|e| {
             syn::Error::new(
@@ -558,6 +597,24 @@ mod tests {
         let root = ast.root.expect("a root");
         let children = root.children.expect("children");
         let written: Vec<String> = children.nodes.iter().map(NodeAst::written).collect();
-        assert_eq!(written, ["dyn desk", "dyn audit"]);
+        assert_eq!(written, ["remote desk", "dyn audit"]);
+        assert!(matches!(children.nodes[0].target, Target::Dyn(_, true)));
+        assert!(matches!(children.nodes[1].target, Target::Dyn(_, false)));
+    }
+
+    #[test]
+    fn a_url_on_a_remote_node_is_one_error() {
+        for flow in [
+            quote::quote!(agentflow; Remote: front => [remote desk = "http://desk", dyn audit]),
+            quote::quote!(agentflow; Remote: front => [remote desk("http://desk"), dyn audit]),
+        ] {
+            let mut cx = Ctxt::default();
+            let ast = parse(flow, &mut cx).expect("parses");
+            let errors = cx.into_compile_errors().to_string();
+            assert_eq!(errors.matches("compile_error").count(), 1, "{errors}");
+            assert!(errors.contains("takes no URL"), "{errors}");
+            let children = ast.root.and_then(|r| r.children).expect("children");
+            assert_eq!(children.nodes.len(), 2);
+        }
     }
 }

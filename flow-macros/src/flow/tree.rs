@@ -14,8 +14,9 @@ pub(crate) enum Kind {
     Static(syn::Path),
     /// An agent type whose value is given to the builder.
     Given(syn::Path),
-    /// Any agent, given to the builder, named by the node.
-    Dyn,
+    /// Any agent, given to the builder, named by the node (`remote`: written `remote NAME`, an
+    /// A2A agent running elsewhere).
+    Dyn { remote: bool },
     /// A workflow agent the flow builds, named by the node; it runs its sub-agents itself.
     Workflow(WorkflowKind),
 }
@@ -40,13 +41,13 @@ impl Node {
     pub(crate) fn ty(&self) -> Option<&syn::Path> {
         match &self.kind {
             Kind::Static(p) | Kind::Given(p) => Some(p),
-            Kind::Dyn | Kind::Workflow(_) => None,
+            Kind::Dyn { .. } | Kind::Workflow(_) => None,
         }
     }
 
     /// Whether the builder is given this node's agent.
     pub(crate) fn is_given(&self) -> bool {
-        matches!(self.kind, Kind::Given(_) | Kind::Dyn)
+        matches!(self.kind, Kind::Given(_) | Kind::Dyn { .. })
     }
 
     /// The workflow this node runs, if it is a workflow node.
@@ -79,7 +80,7 @@ impl Tree {
         let kind = match &ast.target {
             Target::Type(p) if opts.runtime => Kind::Given(p.clone()),
             Target::Type(p) => Kind::Static(p.clone()),
-            Target::Dyn(_) => Kind::Dyn,
+            Target::Dyn(_, remote) => Kind::Dyn { remote: *remote },
             Target::Workflow(_, k) => Kind::Workflow(k.clone()),
         };
         let index = self.nodes.len();

@@ -62,6 +62,26 @@ impl<F, N> DynGiven<F, N> for Set<DynAgent> {
     }
 }
 
+/// [`DynGiven`] for a `remote` node (an A2A agent running elsewhere, given at run time as a
+/// `dyn` node's agent is), whose message names it as remote.
+#[diagnostic::on_unimplemented(
+    message = "flow `{F}`: node `{N}` (a `remote` node) was not given: call `.{N}(...)` before \
+               `.build()`",
+    label = "`{N}` was not given",
+    note = "`.{N}(|node| A2aAgent::new(node, client))` calls the closure with the node (its name \
+            and its legal transfer targets) and keeps the remote agent it returns"
+)]
+pub trait RemoteGiven<F, N> {
+    /// The agent in the slot.
+    fn into_agent(self) -> DynAgent;
+}
+
+impl<F, N> RemoteGiven<F, N> for Set<DynAgent> {
+    fn into_agent(self) -> DynAgent {
+        self.0
+    }
+}
+
 /// What a flow builder's `build()` asks of the slot of a `runtime` node: that it holds the
 /// node's agent, a `T`. `F` is the flow type; `N` a marker type the flow generates for the
 /// node, named after its setter, so that calling `build()` first fails to compile naming the

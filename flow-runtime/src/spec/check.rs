@@ -275,6 +275,9 @@ pub struct FlowFacts<'a> {
     pub marked_no_parent: &'a [bool],
     /// Whether each node is a `task` node whose agent type the checks read (not `dyn`).
     pub task: &'a [bool],
+    /// Whether each node is delegated to (`task` or `single_turn`): a node that returns a result
+    /// to its parent.
+    pub delegated: &'a [bool],
     /// The keyword of each workflow node (`sequential`, `parallel`, `loop`); `""` for others.
     pub workflows: &'a [&'a str],
     /// The transfers each agent declares.
@@ -424,26 +427,19 @@ pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
                 return false;
             }
         }
-        // The payload sent must be the one received (none for none).
+        // A payload is sent exactly when the target declares one (which type, the trait
+        // system compares: see [`payload_positions`]).
         let sends = k < sent.len() && !sent[k].is_empty();
-        match f.accepts[j] {
-            Some(expected) => {
-                if !sends || !eq(expected, sent[k]) {
-                    return false;
-                }
-            }
-            None => {
-                if sends {
-                    return false;
-                }
-            }
+        if sends != f.accepts[j].is_some() {
+            return false;
         }
         k += 1;
     }
     match (f.returns[i], f.parents[i]) {
         (Some(_), None) => false,
         (None, Some(_)) => !f.task[i],
-        _ => true,
+        (Some(_), Some(_)) => f.delegated[i],
+        (None, None) => true,
     }
 }
 
@@ -469,6 +465,9 @@ pub const fn node(facts: &FlowFacts<'_>, index: usize) -> Verdict {
     let v = returns_to_a_parent(f.flow, f.agents[i], f.returns[i], parent);
     if v.failed() {
         return v;
+    }
+    if let (Some(ty), Some(p), false) = (f.returns[i], parent, f.delegated[i]) {
+        return returns_on_chat_node(f.flow, f.agents[i], f.nodes[i], ty, p);
     }
     let v = payloads(f, i);
     if v.failed() {
@@ -629,6 +628,34 @@ pub const fn returns_to_a_parent(
     }
 }
 
+/// The error for agent `agent`, declared with a result type (`returns = ty`), placed as a
+/// plain (chat) node `node` under `parent` in flow `flow`: nothing would receive its result, and
+/// finishing would end the run with an error event.
+pub const fn returns_on_chat_node(
+    flow: &str,
+    agent: &str,
+    node: &str,
+    ty: &str,
+    parent: &str,
+) -> Verdict {
+    Verdict::pass()
+        .push("agent ")
+        .code(agent)
+        .push(" declares `returns = ")
+        .push(ty)
+        .push("` (it finishes a task with that result), but node ")
+        .code(node)
+        .push(" of flow ")
+        .code(flow)
+        .push(" is a plain node, which hands the conversation over for good: its result would never reach ")
+        .code(parent)
+        .push(", and finishing would end the run with an error. Mark the node `")
+        .push(node)
+        .push("(task)` (it talks with the user until it finishes) or `")
+        .push(node)
+        .push("(single_turn)` (it runs once), or remove `returns` from the agent's `#[agent(...)]`")
+}
+
 /// Checks that agent `agent`, on a `task` node under `parent` in flow `flow`, declares a result
 /// type (`returns`): a task returns control to its parent only by finishing with its result.
 pub const fn task_can_finish(
@@ -656,8 +683,9 @@ pub const fn task_can_finish(
         )
 }
 
-/// Checks the payloads the agent of node `i` sends with its transfers against what its
-/// neighbours here receive (`accepts`).
+/// Checks that the agent of node `i` sends a payload with each transfer exactly when its
+/// target here declares one (`accepts`). Which type, the trait system compares (see
+/// [`payload_positions`]): a type is not its spelling.
 pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
     let agent = f.agents[i];
     let flow = f.flow;
@@ -673,8 +701,9 @@ pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
             continue;
         };
         match f.accepts[j] {
-            Some(expected) if eq(expected, payload) => {}
-            Some(expected) if payload.is_empty() => {
+            // Both declare one: the types are compared by the trait system (`SamePayload`).
+            Some(_) if !payload.is_empty() => {}
+            Some(expected) => {
                 return Verdict::pass()
                     .push("agent ")
                     .code(agent)
@@ -692,24 +721,6 @@ pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
                     .push(expected)
                     .push(")]`, or remove `accepts` from ")
                     .code(target);
-            }
-            Some(expected) => {
-                return Verdict::pass()
-                    .push("agent ")
-                    .code(agent)
-                    .push(" sends a `")
-                    .push(payload)
-                    .push("` with its transfer to ")
-                    .code(target)
-                    .push(" in flow ")
-                    .code(flow)
-                    .push(", but agent ")
-                    .code(target)
-                    .push(" receives a `")
-                    .push(expected)
-                    .push("` (`accepts = ")
-                    .push(expected)
-                    .push("`): send that type, or change one of the two declarations");
             }
             None if payload.is_empty() => {}
             None => {
@@ -733,6 +744,41 @@ pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
         }
     }
     Verdict::pass()
+}
+
+/// For each of the `E` directed edges of a flow between two agent types (`edges[e]` is the
+/// sending node and its sub-agent or parent), the position of the transfer among the sender's
+/// declared `TRANSFERS` when it carries a payload and the target declares one, else
+/// `usize::MAX`. `flow!` asserts, for each edge, that the sender's `SendsAt<position, Target>`
+/// sends the type the target accepts (`SamePayload`); at `usize::MAX` there is nothing to
+/// compare (the presence of payloads is checked by [`payloads`], with its own message).
+pub const fn payload_positions<const E: usize>(
+    f: &FlowFacts<'_>,
+    edges: &[(usize, usize)],
+) -> [usize; E] {
+    let mut out = [usize::MAX; E];
+    let mut e = 0;
+    while e < E {
+        let (from, to) = edges[e];
+        let declared = f.transfers[from];
+        let sent = f.payloads[from];
+        e += 1;
+        if sent.is_empty() || f.accepts[to].is_none() {
+            // Nothing to compare (the common case, cheap for the compiler: no names compared).
+            continue;
+        }
+        let mut k = 0;
+        while k < declared.len() {
+            if eq(declared[k], f.agents[to]) {
+                if k < sent.len() && !sent[k].is_empty() {
+                    out[e - 1] = k;
+                }
+                break;
+            }
+            k += 1;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -795,6 +841,7 @@ mod tests {
             children: &[&[1, 2], &[], &[]],
             marked_no_parent: marked,
             task: &[false; 3],
+            delegated: &[false; 3],
             workflows: &["", "", ""],
             transfers,
             no_parent: &[false; 3],
@@ -903,6 +950,7 @@ mod tests {
                 children: &children,
                 marked_no_parent: &[false; 6],
                 task: &[false; 6],
+                delegated: &[false; 6],
                 workflows: &[""; 6],
                 transfers: &[&[] as &[&str]; 6],
                 no_parent: &[false; 6],
@@ -947,6 +995,47 @@ mod tests {
         assert!(task_can_finish("Desk", "refund", None, "triage")
             .as_str()
             .contains("give control back to `triage`"));
+    }
+
+    /// Payload positions are given only where the sender's transfer carries a payload and its
+    /// target accepts one (the types are then compared by the trait system); `passes` needs a
+    /// payload exactly where the target accepts one, and refuses `returns` on a plain node.
+    #[test]
+    fn payload_positions_and_plain_nodes_with_results() {
+        let names = ["triage", "refund", "billing"];
+        let index = name_index::<3, 8>(&names);
+        let mut facts = desk(
+            &names,
+            &[&["refund", "billing"], &["triage"], &[]],
+            &[false; 3],
+            &index,
+        );
+        facts.payloads = &[&["RefundRequest", ""], &[], &[]];
+        facts.accepts = &[None, Some("types::RefundRequest"), None];
+        let edges = [(0, 1), (1, 0), (0, 2), (2, 0)];
+        assert_eq!(
+            payload_positions::<4>(&facts, &edges),
+            [0, usize::MAX, usize::MAX, usize::MAX]
+        );
+        // Spelled differently, compared as types elsewhere: the presence check passes.
+        assert!(passes(&facts, 0));
+        assert!(!node(&facts, 0).failed());
+        // A target that accepts a payload its sender does not send fails, with a message.
+        facts.accepts = &[None, Some("RefundRequest"), Some("Invoice")];
+        assert!(!passes(&facts, 0));
+        assert!(node(&facts, 0).as_str().contains("without a payload"));
+        facts.accepts = &[None; 3];
+        facts.payloads = &[&[], &[], &[]];
+        // `returns` on a plain node, then on a delegated one.
+        facts.returns = &[None, Some("RefundOutcome"), None];
+        assert!(!passes(&facts, 1));
+        assert!(node(&facts, 1)
+            .as_str()
+            .contains("node `refund` of flow `Desk` is a plain node"));
+        facts.delegated = &[false, true, false];
+        facts.task = &[false, true, false];
+        assert!(passes(&facts, 1));
+        assert!(!node(&facts, 1).failed());
     }
 
     #[test]

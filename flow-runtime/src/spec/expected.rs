@@ -385,11 +385,37 @@ const fn index_of(agents: &[&str], name: &str) -> Option<usize> {
     None
 }
 
-/// The check of an agent named in the facade's `trajectory!`: fails, listing the flow's
-/// agents, if flow `flow` (whose agents are `agents`) has no agent `name`.
-#[doc(hidden)]
-pub const fn check_agent(flow: &str, agents: &[&str], name: &str) -> Verdict {
+/// The node `name` names in a flow whose agents are `agents` and whose nodes' identifiers are
+/// `labels`: the node of the agent of that name, else the node of that identifier (an agent
+/// renamed with `#[agent(name = "refund-desk")]` is named `"refund-desk"` or `refund`).
+const fn node_named(agents: &[&str], labels: &[&str], name: &str) -> Option<usize> {
     match index_of(agents, name) {
+        Some(i) => Some(i),
+        None => index_of(labels, name),
+    }
+}
+
+/// The agent's name `name` stands for in `trajectory!` (see [`check_agent`]): itself, or the
+/// name of the agent whose node has that identifier; `""` if the flow has neither (the check
+/// fails then).
+#[doc(hidden)]
+pub const fn agent_name(
+    agents: &'static [&'static str],
+    labels: &[&str],
+    name: &str,
+) -> &'static str {
+    match node_named(agents, labels, name) {
+        Some(i) => agents[i],
+        None => "",
+    }
+}
+
+/// The check of an agent named in the facade's `trajectory!`: fails, listing the flow's
+/// agents, if flow `flow` (whose agents are `agents`, their nodes' identifiers `labels`) has no
+/// agent named `name` and no node of that identifier.
+#[doc(hidden)]
+pub const fn check_agent(flow: &str, agents: &[&str], labels: &[&str], name: &str) -> Verdict {
+    match node_named(agents, labels, name) {
         Some(_) => Verdict::pass(),
         None => Verdict::pass()
             .push("flow ")
@@ -401,37 +427,49 @@ pub const fn check_agent(flow: &str, agents: &[&str], name: &str) -> Verdict {
     }
 }
 
-/// The check of a transfer named in the facade's `trajectory!`: fails if either agent is not
-/// in the flow, or if `from` may not transfer to `to` (saying where it may transfer).
-/// `targets[i]` lists the agents node `i` may transfer to, as indices of `agents` (what its
-/// target enum holds).
+/// What a flow tells `trajectory!` about its transfers, by node: `flow!`'s hidden consts.
 #[doc(hidden)]
-pub const fn check_transfer(
-    flow: &str,
-    agents: &[&str],
-    targets: &[&[usize]],
-    from: &str,
-    to: &str,
-) -> Verdict {
-    let verdict = check_agent(flow, agents, from);
+pub struct FlowTransfers<'a> {
+    /// The flow's name.
+    pub flow: &'a str,
+    /// The agents' names.
+    pub agents: &'a [&'a str],
+    /// The nodes' identifiers.
+    pub labels: &'a [&'a str],
+    /// The nodes each node may transfer to in the tree (its sub-agents, then its parent unless
+    /// the flow bars it).
+    pub targets: &'a [&'a [usize]],
+    /// Whether each node is filled by an agent type: it may make only the transfers it declared.
+    pub typed: &'a [bool],
+    /// The transfers each agent type declares.
+    pub declared: &'a [&'a [&'a str]],
+}
+
+/// The check of a transfer named in the facade's `trajectory!`: fails if either agent is not
+/// in the flow, or if `from` may not transfer to `to` (saying where it may transfer). A node
+/// filled by an agent type may make the transfers its agent declared (which `flow!` holds to
+/// the node's sub-agents and parent, not a barred one); a `dyn` node, any to its sub-agents and
+/// its parent unless barred.
+#[doc(hidden)]
+pub const fn check_transfer(f: &FlowTransfers<'_>, from: &str, to: &str) -> Verdict {
+    let flow = f.flow;
+    let agents = f.agents;
+    let verdict = check_agent(flow, agents, f.labels, from);
     if verdict.failed() {
         return verdict;
     }
-    let verdict = check_agent(flow, agents, to);
+    let verdict = check_agent(flow, agents, f.labels, to);
     if verdict.failed() {
         return verdict;
     }
-    let Some(i) = index_of(agents, from) else {
+    let (Some(i), Some(j)) = (
+        node_named(agents, f.labels, from),
+        node_named(agents, f.labels, to),
+    ) else {
         return Verdict::pass();
     };
-    let mine = targets[i];
-    let mut k = 0;
-    while k < mine.len() {
-        if eq(agents[mine[k]], to) {
-            return Verdict::pass();
-        }
-        k += 1;
-    }
+    let (from, to) = (agents[i], agents[j]);
+    let mine = f.targets[i];
     let mut v = Verdict::pass()
         .push("in flow ")
         .code(flow)
@@ -442,6 +480,25 @@ pub const fn check_transfer(
         .push(", so an expected trajectory cannot name that transfer. ")
         .code(from)
         .push(" may transfer to: ");
+    if f.typed[i] {
+        let declared = f.declared[i];
+        if contains(declared, to) {
+            return Verdict::pass();
+        }
+        if declared.is_empty() {
+            return v.push("none (its agent declares no transfers)");
+        }
+        return v
+            .list(declared)
+            .push(" (the transfers its agent declares with `#[agent(transfers = [...])]`)");
+    }
+    let mut k = 0;
+    while k < mine.len() {
+        if mine[k] == j {
+            return Verdict::pass();
+        }
+        k += 1;
+    }
     if mine.is_empty() {
         return v
             .push("none (it is a workflow, or has no sub-agents and is barred from its parent)");
@@ -455,4 +512,54 @@ pub const fn check_transfer(
         k += 1;
     }
     v.push(" (its sub-agents, and its parent unless barred)")
+}
+
+const fn contains(names: &[&str], name: &str) -> bool {
+    index_of(names, name).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Desk: triage => [refund, dyn billing]`, refund named `refund-desk` and declaring a
+    /// transfer to triage only; triage declaring refund-desk.
+    fn desk() -> FlowTransfers<'static> {
+        FlowTransfers {
+            flow: "Desk",
+            agents: &["triage", "refund-desk", "billing"],
+            labels: &["triage", "refund", "billing"],
+            targets: &[&[1, 2], &[0], &[0]],
+            typed: &[true, true, false],
+            declared: &[&["refund-desk"], &["triage"], &[]],
+        }
+    }
+
+    #[test]
+    fn transfers_follow_declarations_and_names_resolve() {
+        let f = desk();
+        // By name or by the node's identifier.
+        assert!(!check_transfer(&f, "triage", "refund-desk").failed());
+        assert!(!check_transfer(&f, "triage", "refund").failed());
+        assert!(!check_transfer(&f, "refund", "triage").failed());
+        assert_eq!(agent_name(f.agents, f.labels, "refund"), "refund-desk");
+        assert_eq!(agent_name(f.agents, f.labels, "refund-desk"), "refund-desk");
+        // A typed node may make only the transfers it declared, although billing is a
+        // sub-agent in the tree.
+        let v = check_transfer(&f, "triage", "billing");
+        assert!(
+            v.as_str()
+                .contains("`triage` may transfer to: `refund-desk`"),
+            "{}",
+            v.as_str()
+        );
+        // A `dyn` node, any of its tree's targets.
+        assert!(!check_transfer(&f, "billing", "triage").failed());
+        assert!(check_transfer(&f, "billing", "refund")
+            .as_str()
+            .contains("may transfer to: `triage`"));
+        assert!(check_agent("Desk", f.agents, f.labels, "shipping")
+            .as_str()
+            .starts_with("flow `Desk` has no agent `shipping`"));
+    }
 }

@@ -20,6 +20,8 @@
 //! - `outcome.rs`: [`AgentResult`], [`Exit`], [`IntoOutcome`]: what a body returns.
 //! - `target.rs`: [`TransferTarget`], [`NoTarget`] and [`transfer`]: where a body may go.
 //! - `builder.rs`: the facts of a flow's builder: slots, [`FlowNode`], [`UnknownAgent`].
+//! - `payload.rs`: [`Accepts`], [`AgentContext::payload`] and the payload types `flow!`
+//!   compares: typed transfer payloads.
 //! - `task.rs`: [`Returns`], [`Finish`] and [`AgentContext::task_result`]: typed delegation.
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
@@ -32,6 +34,7 @@ mod body;
 mod builder;
 mod context;
 mod outcome;
+mod payload;
 mod target;
 mod task;
 
@@ -51,10 +54,13 @@ pub use body::{
 };
 pub use builder::{
     DynAgent, DynGiven, FlowNode, NewNeedsNoAgents, NoSetter, NodeAgent, NodeMaker, NotGiven,
-    RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
+    RemoteGiven, RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
 };
 pub use context::AgentContext;
 pub use outcome::{AgentResult, Exit, IntoOutcome};
+#[doc(hidden)]
+pub use payload::{same_payload, PayloadCheck, SamePayload, SendsAt};
+pub use payload::{Accepts, NoPayload};
 pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarget};
 #[doc(hidden)]
 pub use target::{AgentTargets, AgentTransfer, TargetTable};

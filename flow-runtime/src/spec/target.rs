@@ -29,6 +29,10 @@ pub trait AgentTargets {
     /// The agent's transfer enum (for one whose transfers carry payloads, the enum of its
     /// targets without them).
     type Targets: TransferTarget;
+    /// The payload type the agent receives with a transfer to it (`#[agent(accepts = T)]`),
+    /// or [`NoPayload`](super::NoPayload): what `flow!` compares, as a type, with the payload
+    /// each neighbour sends it.
+    type Accepts;
 }
 
 /// A target type and whose it is: an agent's transfer enum (`TriageTransfer` of `triage`,
@@ -169,22 +173,4 @@ fn check_declared(cx: &AgentContext, name: &str) -> AgentResult {
              ({declared}); declare it with #[agent(transfers = [...])]"
         ),
     ))
-}
-
-impl AgentContext {
-    /// The payload the transfer that reached this agent carried, decoded as `T` (see
-    /// [`RunContext::transfer_payload`](crate::RunContext::transfer_payload)).
-    ///
-    /// # Errors
-    ///
-    /// If the payload does not decode as `T`.
-    pub fn payload<T: serde::de::DeserializeOwned>(&self) -> Option<AgentResult<T>> {
-        let value = self.run_context().transfer_payload()?;
-        Some(serde_json::from_value(value).map_err(|e| {
-            AgentError::failed(
-                self.cx.agent_name(),
-                format!("the payload of the transfer to it does not decode: {e}"),
-            )
-        }))
-    }
 }

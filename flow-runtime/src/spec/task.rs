@@ -12,10 +12,12 @@ use crate::event::AgentError;
 /// implements it. `flow!` requires it of every agent on a `task` node, and a parent reads the
 /// typed result with [`AgentContext::task_result`].
 #[diagnostic::on_unimplemented(
-    message = "agent `{Self}` declares no result type, so it can never finish a task",
-    label = "`{Self}` has no `returns = ...`",
-    note = "declare the type of its result with `#[agent(returns = MyOutcome)]` (a type with \
-            serde's Serialize and Deserialize), and finish its task by returning \
+    message = "`{Self}` is not an agent that declares a result type, so it can never finish a task",
+    label = "not an agent with `returns = ...`",
+    note = "a task's result is read by the agent that finishes the task, as in \
+            `cx.task_result::<refund>()`, not by the result's type",
+    note = "an agent declares its result with `#[agent(returns = MyOutcome)]` (a type with \
+            serde's Serialize and Deserialize), and finishes its task by returning \
             `Finish(outcome)` from its body"
 )]
 pub trait Returns: AgentSpec {

@@ -182,8 +182,9 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
             .map(|(_, f)| f)
             .collect();
         let param = &params[j];
-        let setter = if let Kind::Dyn = node.kind {
+        let setter = if let Kind::Dyn { remote } = node.kind {
             let name = node.label.to_string();
+            let kind = if remote { "remote" } else { "dyn" };
             let (target_ty, target) = if cx.targets(i).is_empty() {
                 (quote!(#p::NoTarget), "`NoTarget`: none".to_owned())
             } else {
@@ -191,7 +192,7 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
                 (quote!(#m::#t), format!("[`{t}`]"))
             };
             let doc = format!(
-                "Gives the `dyn` node `{name}` its agent: the closure is called with the node (its \
+                "Gives the `{kind}` node `{name}` its agent: the closure is called with the node (its \
                  name and its legal transfer targets, {target}) and returns the agent, which \
                  takes its name from the node, as in `ChatModelAgent::builder(node, model)`. \
                  `build()` checks that the agent carries the node's name."
@@ -265,13 +266,18 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
         let node = &cx.tree.nodes[i];
         let slot = slot_local(field);
         let into = match node.kind {
-            Kind::Dyn => quote!(#p::DynGiven::<#flow, #nodes_mod::#field>::into_agent),
+            Kind::Dyn { remote: false } => {
+                quote!(#p::DynGiven::<#flow, #nodes_mod::#field>::into_agent)
+            }
+            Kind::Dyn { remote: true } => {
+                quote!(#p::RemoteGiven::<#flow, #nodes_mod::#field>::into_agent)
+            }
             _ => quote!(#p::RuntimeGiven::<#flow, #nodes_mod::#field, _>::into_agent),
         };
         takes.extend(quote! {
             let #slot = #into(self.#field);
         });
-        if let Kind::Dyn = node.kind {
+        if let Kind::Dyn { .. } = node.kind {
             let name = node.label.to_string();
             takes.extend(quote! {
                 if #p::Agent::name(&*#slot.0) != #name {
@@ -297,6 +303,9 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
         .map(|((s, &i), field)| match cx.tree.nodes[i].ty() {
             Some(t) => {
                 quote_spanned!(krate_span=> #s: #p::RuntimeGiven<#flow, #nodes_mod::#field, #t>)
+            }
+            None if matches!(cx.tree.nodes[i].kind, Kind::Dyn { remote: true }) => {
+                quote_spanned!(krate_span=> #s: #p::RemoteGiven<#flow, #nodes_mod::#field>)
             }
             None => quote_spanned!(krate_span=> #s: #p::DynGiven<#flow, #nodes_mod::#field>),
         })

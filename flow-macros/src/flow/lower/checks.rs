@@ -9,7 +9,8 @@ use syn::Ident;
 use super::cx::Cx;
 
 /// The compile-time checks: `__CHECKED`, the facts every check reads (one value per flow), and
-/// per node a const `{node}_fits_this_flow` that asserts the runtime's `check::node` for it.
+/// per node a const `{node}_fits_this_flow` that asserts the runtime's `check::node` for it, and
+/// `__AGENTFLOW_PAYLOAD_AT`, which [`payload_checks`] reads.
 pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
     let p = &cx.p;
     let flow = cx.flow;
@@ -30,6 +31,7 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
                 )
         })
         .collect();
+    let delegated: Vec<bool> = nodes.iter().map(|n| n.opts.delegation.is_some()).collect();
     let workflows: Vec<&str> = nodes
         .iter()
         .map(|n| n.workflow().map_or("", |k| k.keyword()))
@@ -49,6 +51,7 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
             children: Self::__CHILDREN,
             marked_no_parent: &[#(#marked),*],
             task: &[#(#task),*],
+            delegated: &[#(#delegated),*],
             workflows: &[#(#workflows),*],
             transfers: #facts::TRANSFERS,
             no_parent: #facts::NO_PARENT,
@@ -90,13 +93,105 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
             const #name: () = __agentflow_fits(#i);
         });
     }
-    quote! {
+    let edges = payload_edges(cx);
+    let e = edges.len();
+    let edge_pairs = edges.iter().map(|(a, b)| quote!((#a, #b)));
+    // A const of the module, not of the flow type: each edge's check reads it, and finding a
+    // const in a module costs the compiler less than finding an associated item of a type.
+    let positions = (e > 0).then(|| {
+        quote! {
+            #[doc(hidden)]
+            pub(super) const __AGENTFLOW_PAYLOAD_AT: [usize; #e] =
+                #p::check::payload_positions::<#e>(&#flow::__CHECKED, &[#(#edge_pairs),*]);
+        }
+    });
+    let in_module = quote! {
         #[doc(hidden)]
         #[allow(dead_code)]
         impl #flow {
             #consts
         }
 
+        #positions
+
         #node_checks
+    };
+    in_module
+}
+
+/// The directed edges between two agent-type nodes (a node and its sub-agent, both ways): the
+/// transfers whose payload types the trait system compares.
+fn payload_edges(cx: &Cx<'_>) -> Vec<(usize, usize)> {
+    let nodes = &cx.tree.nodes;
+    let mut edges = Vec::new();
+    for (j, node) in nodes.iter().enumerate() {
+        if let Some(i) = node.parent {
+            if node.ty().is_some() && nodes[i].ty().is_some() {
+                edges.push((i, j));
+                edges.push((j, i));
+            }
+        }
     }
+    edges
+}
+
+/// The assertions that, for each edge where both the sender's transfer and its target declare
+/// a payload, they are one type: `same_payload` compiles only when the two types are equal,
+/// whatever their spelling (an alias, an import). A const of the flow's facts impl (whose other
+/// items name the same agent types, so a type rustc cannot use there is reported once for them
+/// all); each call is spanned at the sub-agent's node of the edge, and a failing one names both
+/// agents and both types.
+pub(super) fn payload_checks(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
+    let edges = payload_edges(cx);
+    if edges.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let p = &cx.p;
+    let m = &cx.m;
+    let nodes = &cx.tree.nodes;
+    let calls = edges.iter().enumerate().map(|(e, &(a, b))| {
+        let (Some(from), Some(to)) = (nodes[a].ty(), nodes[b].ty()) else {
+            unreachable!("payload edges join agent types")
+        };
+        let child = if nodes[b].parent == Some(a) { b } else { a };
+        let span = nodes[child].span;
+        // In parentheses, so that a path naming a value (a fn without #[agent]) is read as a
+        // type, as everywhere else.
+        respan(
+            quote! {
+                #p::same_payload::<(#from), (#to), { #m::__AGENTFLOW_PAYLOAD_AT[#e] }>();
+            },
+            span,
+        )
+    });
+    (
+        quote!(
+            const __PAYLOADS: ();
+        ),
+        quote! {
+            #[allow(unused_parens)]
+            const __PAYLOADS: () = {
+                #(#calls)*
+            };
+        },
+    )
+}
+
+/// `tokens`, every one located at `span` (so an error about them points at a node of the flow,
+/// not at the whole macro call).
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(g.span().located_at(span));
+                t = proc_macro2::TokenTree::Group(group);
+            } else {
+                // Where it points moves; how its names resolve (`$crate`) stays.
+                t.set_span(t.span().located_at(span));
+            }
+            t
+        })
+        .collect()
 }

@@ -35,6 +35,8 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
             quote!(&[#(#t),*])
         })
         .collect();
+    let typed = cx.tree.nodes.iter().map(|n| n.ty().is_some());
+    let labels = cx.tree.nodes.iter().map(|n| n.label.to_string());
     let doc = format!(
         "An expected trajectory of this flow, for `agentflow::eval` (which turns it into a \
          `TrajectoryExpectation`): {example}. Agent steps take [`{agent_enum}`], transfer steps \
@@ -49,10 +51,25 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
                 #p::TrajectorySpec::__new(Self::NAME)
             }
 
-            /// For each node, the nodes it may transfer to (its target enum's variants), for
-            /// the compile-time checks of `trajectory!`.
+            /// For each node, the nodes it may transfer to in the tree (its sub-agents, then its
+            /// parent unless barred), for the compile-time checks of `trajectory!`.
             #[doc(hidden)]
             pub const __TRAJECTORY_TARGETS: &'static [&'static [usize]] = &[#(#targets),*];
+
+            /// Whether each node is filled by an agent type, whose transfers are the ones it
+            /// declared (`__TRAJECTORY_DECLARED`), for `trajectory!`.
+            #[doc(hidden)]
+            pub const __TRAJECTORY_TYPED: &'static [bool] = &[#(#typed),*];
+
+            /// The transfers each node's agent type declares (none for a `dyn` node).
+            #[doc(hidden)]
+            pub const __TRAJECTORY_DECLARED: &'static [&'static [&'static str]] =
+                <Self as __AgentflowFacts>::TRANSFERS;
+
+            /// Each node as `trajectory!` may name it besides its agent's name: the node's
+            /// identifier (`refund` for `#[agent(name = "refund-desk")] async fn refund`).
+            #[doc(hidden)]
+            pub const __LABELS: &'static [&'static str] = &[#(#labels),*];
         }
 
         #[automatically_derived]

@@ -78,7 +78,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         .iter()
         .map(|node| match (&node.kind, node.ty()) {
             (_, Some(ty)) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::DESCRIPTION),
-            (Kind::Workflow(_) | Kind::Dyn, None) => {
+            (Kind::Workflow(_) | Kind::Dyn { .. }, None) => {
                 let d = node.description.clone().unwrap_or_default();
                 quote!(#d)
             }
@@ -138,6 +138,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
     let path_names: usize = (0..n).map(|i| tree.ancestry(i).len()).sum();
     let children: Vec<&Vec<usize>> = tree.nodes.iter().map(|n| &n.children).collect();
     let checks = checks(&cx);
+    let (payloads_decl, payloads_def) = super::checks::payload_checks(&cx);
     // Every item of the module is `pub`; the glob re-export gives them the flow's visibility.
     let item_vis: syn::Visibility = syn::parse_quote!(pub);
     let agents = agent_enum_items(&cx, &agent_enum, &item_vis);
@@ -218,6 +219,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             /// The payload types each agent's transfers carry.
             const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
             #facts_decls
+            #payloads_decl
         }
 
         #[allow(dead_code)]
@@ -375,6 +377,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             const ACCEPTS: &'static [::core::option::Option<&'static str>] = &[#(#accepts),*];
             const TRANSFER_PAYLOADS: &'static [&'static [&'static str]] = &[#(#sent),*];
             #facts_defs
+            #payloads_def
         }
 
         #target_aliases
@@ -406,6 +409,15 @@ pub(crate) fn stub(ast: &FlowAst) -> TokenStream {
             /// Not available: the flow has errors.
             pub fn into_flow(self) -> #p::FlowAgent {
                 self.flow
+            }
+            /// Not available: the flow has errors. (Here so that `builder().build()` adds no
+            /// error to the flow's own.)
+            pub fn builder() -> Self {
+                ::core::unimplemented!()
+            }
+            /// Not available: the flow has errors.
+            pub fn build(self) -> ::core::result::Result<Self, #p::FlowError> {
+                ::core::result::Result::Ok(self)
             }
         }
 

@@ -37,7 +37,7 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
             let barred = cx.barred(i);
             quote!(#p::flow_node(#slot, #barred))
         }
-        Kind::Dyn => {
+        Kind::Dyn { .. } => {
             let j = given.iter().position(|&g| g == i).unwrap_or(0);
             let slot = slot_local(&fields[j]);
             let barred = cx.barred(i);

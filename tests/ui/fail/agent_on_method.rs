@@ -1,0 +1,14 @@
+//! `#[agent]` on the `run` method of a struct agent's impl block: one error, at the method.
+use agentflow::prelude::*;
+
+#[agent]
+struct Lookup;
+
+impl Lookup {
+    #[agent]
+    async fn run(&self, cx: &AgentContext) {
+        cx.say("looked up");
+    }
+}
+
+fn main() {}

@@ -1,0 +1,19 @@
+//! A `remote` node is named as remote in every message: a builder missing it, and `runtime`
+//! on it.
+use agentflow::prelude::*;
+
+#[agent(transfers = [billing])]
+async fn triage(_cx: &AgentContext) -> TriageTransfer {
+    TriageTransfer::Billing
+}
+
+flow! { Desk: triage => [remote billing] }
+
+mod second {
+    use agentflow::prelude::*;
+    flow! { Shop: dyn cart => [remote payments(runtime)] }
+}
+
+fn main() {
+    let _ = Desk::builder().build();
+}
