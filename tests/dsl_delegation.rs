@@ -188,8 +188,8 @@ flow! {
 #[tokio::test]
 async fn a_body_reads_only_its_own_agents_payload() {
     use futures::StreamExt;
-    let events: Vec<AgentEvent> = Runner::new(Borrowing::new().unwrap().into())
-        .query("refund")
+    let events: Vec<AgentEvent> = Runner::new(Borrowing::new().unwrap())
+        .run("refund")
         .collect()
         .await;
     let error = events

@@ -629,7 +629,7 @@ async fn a_payload_sent_to_a_node_that_declares_none_is_not_kept() {
     });
     // `refund` declares no payload: the transfer does no payload work, and none reaches it.
     let tree = set_sub_agents(FlowAgent::new(triage), [FlowAgent::new(refund)]).unwrap();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("refund").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("refund").collect().await;
     assert_eq!(
         events.last().unwrap().message_output().unwrap().content,
         "payload: None, kept: false"
@@ -685,7 +685,7 @@ async fn a_node_reached_again_by_a_transfer_sees_no_earlier_result() {
     .unwrap()
     .delegation(Delegation::Task)
     .root();
-    let events: Vec<AgentEvent> = Runner::new(tree).query("work").collect().await;
+    let events: Vec<AgentEvent> = Runner::new(tree).run("work").collect().await;
     assert!(events.iter().all(|e| e.error.is_none()), "{events:?}");
     assert_eq!(
         *seen.lock().unwrap(),
