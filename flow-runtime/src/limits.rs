@@ -101,7 +101,7 @@ impl fmt::Display for RunLimit {
 #[error(
     "run limit reached: {max} {limit} (RunLimits::{}) at agent '{agent}'; the run stopped here \
      and kept what it recorded. If the flow legitimately goes this far, raise it with \
-     Runner::limits(RunLimits::default().{}(N)); otherwise look for agents transferring back \
+     RunnerBuilder::limits(RunLimits::default().{}(N)); otherwise look for agents transferring back \
      and forth",
     limit.field(),
     limit.field()

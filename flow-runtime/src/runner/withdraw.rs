@@ -4,7 +4,7 @@
 //! question).
 //!
 //! ```
-//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome};
+//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest};
 //! use serde_json::json;
 //! # futures::executor::block_on(async {
 //! let asker = FnAgent::new("asker", |cx, _| async move {
