@@ -8,15 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::journal::Durability;
+use super::durability::Durability;
 use super::run_handle::{RunRegistry, RunRetention};
 use super::runs::Runner;
 use super::turn::TurnRouting;
-use crate::agent::middleware::Middleware;
+use crate::agent::middleware::{Middleware, Middlewares};
 use crate::agent::options::RunOptions;
 use crate::agent::FlowAgent;
 use crate::limits::RunLimits;
-use crate::store::{CheckpointCodec, CheckpointStore, JournalStore, ThreadStore};
+use crate::store::{CheckpointCodec, CheckpointStore, JournalStore, ThreadStore, DEFAULT_LEASE};
 
 /// Configures a [`Runner`]: start with [`Runner::builder`], end with
 /// [`build`](RunnerBuilder::build).
@@ -41,6 +41,39 @@ impl std::fmt::Debug for RunnerBuilder {
     }
 }
 
+impl Runner {
+    /// A runner for the tree `agent` is the root of (or the subtree it heads), with the
+    /// default configuration: no stores (runs outside threads only, not checkpointed), no
+    /// journal. [`builder`](Runner::builder) configures one.
+    pub fn new(agent: impl Into<FlowAgent>) -> Self {
+        Runner::with_defaults(agent.into())
+    }
+
+    /// Configures a runner for the tree `agent` is the root of: stores, durability, limits,
+    /// lease, middleware, options (see [`RunnerBuilder`]).
+    pub fn builder(agent: impl Into<FlowAgent>) -> RunnerBuilder {
+        RunnerBuilder(Runner::with_defaults(agent.into()))
+    }
+
+    pub(crate) fn with_defaults(agent: FlowAgent) -> Self {
+        let flow_print = format!("{:016x}", crate::ids::fingerprint_of(&agent.shape())).into();
+        Runner {
+            flow_print,
+            agent: Arc::new(agent),
+            streaming: false,
+            store: None,
+            middleware: Middlewares::default(),
+            options: Arc::default(),
+            codec: CheckpointCodec::default(),
+            limits: RunLimits::default(),
+            lease: DEFAULT_LEASE,
+            threads: super::turn::ThreadSettings::default(),
+            journal: None,
+            durability: super::durability::Durability::default(),
+        }
+    }
+}
+
 impl From<Runner> for RunnerBuilder {
     /// The configuration of `runner`, to change: the runner it builds shares `runner`'s
     /// stores, its runs and its claims on threads (as a clone does), with what the builder
@@ -51,10 +84,6 @@ impl From<Runner> for RunnerBuilder {
 }
 
 impl RunnerBuilder {
-    pub(crate) fn new(agent: FlowAgent) -> Self {
-        RunnerBuilder(Runner::with_defaults(agent))
-    }
-
     /// The runner, configured.
     pub fn build(self) -> Runner {
         self.0

@@ -2,7 +2,7 @@
 //! runs waiting for their resume (what an approvals screen lists), and claiming them in
 //! batches (workers that drain a store).
 
-use super::claimed::HeldClaim;
+use super::claims::HeldClaim;
 use super::runs::Runner;
 use crate::store::{Checkpoint, CheckpointError, PendingInterrupt};
 

@@ -3,64 +3,13 @@
 //! and [`ResumeRequest::claimed`](crate::ResumeRequest::claimed) resumes one whose claim the caller holds ([`HeldClaim`]).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::runs::{ClaimGuard, Runner};
+use super::claims::{ClaimGuard, HeldClaim};
+use super::runs::Runner;
 use crate::agent::EventStream;
 use crate::store::{CheckpointError, StoreError};
-
-/// A claim on a pending checkpoint that [`Checkpoints::claim`](crate::Checkpoints::claim) took for this worker: until
-/// its lease ends nobody else resumes the checkpoint. Resume it with
-/// [`ResumeRequest::claimed`](crate::ResumeRequest::claimed), or give it back with [`release`](HeldClaim::release).
-///
-/// Dropping an unused `HeldClaim` gives the claim back (when a Tokio runtime is there to do
-/// it; else its lease runs out and any worker may then take it).
-pub struct HeldClaim {
-    guard: ClaimGuard,
-    /// When the claim was asked for: its lease ends no earlier than `taken + lease`.
-    taken: Instant,
-    lease: Duration,
-}
-
-impl HeldClaim {
-    fn claim(&self) -> &crate::Claim {
-        self.guard
-            .claim()
-            .expect("a held claim is held until it is used")
-    }
-
-    /// The checkpoint id.
-    pub fn id(&self) -> &str {
-        &self.claim().id
-    }
-
-    /// The claimed record's version in the id's history.
-    pub fn version(&self) -> u64 {
-        self.claim().version
-    }
-
-    /// The claim's number: 1 for the record's first claim, one more for each takeover.
-    pub fn attempt(&self) -> u64 {
-        self.claim().attempt
-    }
-
-    /// Gives the claim back now, unused: the checkpoint is pending again, for any worker.
-    pub async fn release(self) {
-        self.guard.release().await;
-    }
-}
-
-impl fmt::Debug for HeldClaim {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HeldClaim")
-            .field("claim", self.claim())
-            .field("taken", &self.taken)
-            .field("lease", &self.lease)
-            .finish()
-    }
-}
 
 impl Runner {
     /// Claims up to `limit` pending checkpoints of this runner's store that no live claim

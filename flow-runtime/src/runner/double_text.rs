@@ -2,15 +2,11 @@
 //! has a run going: the request's [`DoubleText`] strategy (LangGraph's `multitask_strategy`),
 //! for a run or a streamed [`Turn`] alike.
 
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
 use std::sync::Arc;
 
 use futures::StreamExt;
 
-use super::request::{TurnInput, TurnRequest};
+use super::request::{DoubleText, TurnInput, TurnRequest};
 use super::run_handle::{
     outward, without_state, RunFailure, RunHandle, RunInfo, RunInput, RunItem, RunOutcome,
     RunRegistry,
@@ -21,79 +17,6 @@ use crate::agent::cancel::{is_cancel_interrupt, CancelMode};
 use crate::event::EventOutput;
 use crate::message::Message;
 use crate::store::{validate_thread_id, ThreadError};
-
-/// What to do with a new message while its thread has a run that has not ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DoubleText {
-    /// Refuse the new message ([`ThreadError::Busy`]); nothing runs.
-    #[default]
-    Reject,
-    /// Run it after the current run (and any already waiting), in order.
-    Enqueue,
-    /// Cancel the current run at its next safe point (after its model call or its tool calls,
-    /// recursively), keep what it finished, then run the new message with that in its history.
-    Interrupt,
-    /// Cancel the current run immediately, record nothing of it, then run the new message.
-    Rollback,
-}
-
-/// A strategy name that does not exist.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{given}' is not a double-texting strategy: use reject, enqueue, interrupt or rollback")]
-pub struct UnknownStrategy {
-    /// What was given.
-    pub given: String,
-}
-
-impl FromStr for DoubleText {
-    type Err = UnknownStrategy;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "reject" => Ok(DoubleText::Reject),
-            "enqueue" => Ok(DoubleText::Enqueue),
-            "interrupt" => Ok(DoubleText::Interrupt),
-            "rollback" => Ok(DoubleText::Rollback),
-            other => Err(UnknownStrategy {
-                given: other.chars().take(40).collect(),
-            }),
-        }
-    }
-}
-
-impl DoubleText {
-    /// The cancel this strategy applies to the runs already going (none for reject, enqueue).
-    fn cancel_mode(self) -> Option<CancelMode> {
-        match self {
-            DoubleText::Interrupt => {
-                Some((CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS).recursive())
-            }
-            DoubleText::Rollback => Some(CancelMode::IMMEDIATE),
-            DoubleText::Reject | DoubleText::Enqueue => None,
-        }
-    }
-}
-
-/// Why a run could not be resumed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The run was not cancelled (it runs, or ended otherwise): nothing to resume.
-    #[error(
-        "run '{run}' is {status}, not cancelled; only a cancelled run is resumed this way (an \
-         interrupted one is resumed with its interrupts' data)"
-    )]
-    NotCancelled {
-        /// The run.
-        run: String,
-        /// Its status.
-        status: &'static str,
-    },
-    /// Its thread refused the new run.
-    #[error(transparent)]
-    Thread(#[from] ThreadError),
-}
 
 impl Runner {
     pub(crate) fn registry(&self) -> &RunRegistry {

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, Mutex};
 
-use super::journal::{encode_step, turn_journal_id, Durability};
+use super::durability::Durability;
+use super::journal::{encode_step, turn_journal_id};
 use super::journal_gate::StoredCalls;
 use super::runs::Runner;
 use super::turn_mark::nested_journal_id;

@@ -42,7 +42,9 @@ mod builder;
 mod checkpoint;
 mod checkpoints;
 mod claimed;
+mod claims;
 mod double_text;
+mod durability;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;
@@ -61,11 +63,12 @@ mod withdraw;
 
 pub use builder::RunnerBuilder;
 pub use checkpoints::Checkpoints;
-pub use claimed::HeldClaim;
-pub use double_text::{DoubleText, RunError, UnknownStrategy};
+pub use claims::HeldClaim;
+pub use durability::Durability;
 pub use housekeeping::{PurgeReport, Retention};
-pub use journal::{turn_journal_id, Durability, Step, StepKind};
+pub use journal::{turn_journal_id, Step, StepKind};
 pub use recover::RecoverError;
+pub use request::{DoubleText, RunError, UnknownStrategy};
 pub use request::{ResumeRequest, RunRequest, TurnRequest};
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem, RunOutcome,

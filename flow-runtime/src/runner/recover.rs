@@ -39,7 +39,7 @@ use super::journal::turn_journal_id;
 use super::journal_gate::{JournalGate, StoredCalls};
 use super::replay::Replay;
 use super::runs::Runner;
-use super::turn::{Recording, ThreadLease, Turn};
+use super::turn::{DeadTurn, Recording, ThreadLease, Turn};
 use super::turn_mark::RESUME_KIND;
 use super::turn_mark::{
     nested_journal_id, resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND,
@@ -135,17 +135,6 @@ impl RecoverError {
             }),
         }
     }
-}
-
-/// A dead turn a request met on its thread (see `Runner::dead_turn`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum DeadTurn {
-    /// None: the thread is free.
-    None,
-    /// The request's own turn (sent again): it is recovered and given to the request.
-    Own,
-    /// Another request's: it is recovered and finished (recorded) first.
-    Other,
 }
 
 fn journal_error(thread: &str) -> impl Fn(JournalError) -> RecoverError + '_ {

@@ -2,11 +2,11 @@
 //! call, an HTTP route, the run queue, a protocol router).
 //!
 //! - [`RunRequest`]: a run outside threads, on messages, in a session of its own or one given,
-//!   optionally checkpointed ([`Runner::run`]);
+//!   optionally checkpointed ([`Runner::run`](crate::Runner::run));
 //! - [`ResumeRequest`]: the resume of a checkpointed run, by id or through a claim a worker
-//!   holds ([`Runner::resume`]);
+//!   holds ([`Runner::resume`](crate::Runner::resume));
 //! - [`TurnRequest`]: a turn of a thread, new (a message) or the continuation of an interrupted
-//!   one (answers), streamed ([`Runner::turn`]) or as a background run ([`Runner::start`]).
+//!   one (answers), streamed ([`Runner::turn`](crate::Runner::turn)) or as a background run ([`Runner::start`](crate::Runner::start)).
 //!
 //! A request carries who asks ([`TurnRequest::by`]), what (the thread, the input, the answers)
 //! and how (options, durability, what to do when the thread is busy). A new way to start or
@@ -16,17 +16,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::double_text::{DoubleText, RunError};
-use super::journal::Durability;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::claims::HeldClaim;
+use super::durability::Durability;
 use super::run_handle::{RunHandle, RunInput, RunOutcome};
-use super::runs::Runner;
-use super::HeldClaim;
+use crate::agent::cancel::CancelMode;
 use crate::agent::options::RunOptions;
 use crate::message::{Message, MessageRef};
 use crate::session::Session;
 use crate::store::SaveMode;
+use crate::store::ThreadError;
 
-/// A run outside threads ([`Runner::run`]): its input messages, and optionally the session it
+/// A run outside threads ([`Runner::run`](crate::Runner::run)): its input messages, and optionally the session it
 /// records into and the checkpoint id it saves under if it is interrupted.
 ///
 /// A `&str`, a `String` or a [`Message`] is a request with one message (a user message for
@@ -148,7 +152,7 @@ impl std::fmt::Debug for RunRequest {
     }
 }
 
-/// The resume of a checkpointed run ([`Runner::resume`]): which checkpoint, the answers to
+/// The resume of a checkpointed run ([`Runner::resume`](crate::Runner::resume)): which checkpoint, the answers to
 /// its interrupts, and options.
 ///
 /// `answers` maps interrupt ids ([`InterruptInfo::id`](crate::InterruptInfo::id), e.g.
@@ -232,7 +236,7 @@ impl std::fmt::Debug for ResumeRequest {
     }
 }
 
-/// A turn of a thread ([`Runner::turn`], [`Runner::start`]): a new message, or the answers
+/// A turn of a thread ([`Runner::turn`](crate::Runner::turn), [`Runner::start`](crate::Runner::start)): a new message, or the answers
 /// that continue the thread's interrupted turn; who asks; and how it runs.
 ///
 /// ```
@@ -288,7 +292,7 @@ impl TurnRequest {
         )
     }
 
-    /// The request that continues a cancelled run (a run of [`Runner::start`] cancelled with
+    /// The request that continues a cancelled run (a run of [`Runner::start`](crate::Runner::start) cancelled with
     /// [`RunHandle::cancel`]): one stopped at a safe point goes on from its checkpoint; one
     /// stopped immediately runs its message (or its answers) again from the start, since
     /// nothing of it was recorded. [`RunError::NotCancelled`] if the run was not cancelled.
@@ -408,24 +412,75 @@ impl std::fmt::Debug for TurnRequest {
     }
 }
 
-impl Runner {
-    /// This runner with `request`'s per-run settings (options, durability, principal) in place
-    /// of its own: a cheap clone sharing stores, registry and claims.
-    pub(crate) fn for_request(
-        &self,
-        options: Option<&Arc<RunOptions>>,
-        durability: Option<Durability>,
-    ) -> std::borrow::Cow<'_, Runner> {
-        if options.is_none() && durability.is_none() {
-            return std::borrow::Cow::Borrowed(self);
+/// What to do with a new message while its thread has a run that has not ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DoubleText {
+    /// Refuse the new message ([`ThreadError::Busy`]); nothing runs.
+    #[default]
+    Reject,
+    /// Run it after the current run (and any already waiting), in order.
+    Enqueue,
+    /// Cancel the current run at its next safe point (after its model call or its tool calls,
+    /// recursively), keep what it finished, then run the new message with that in its history.
+    Interrupt,
+    /// Cancel the current run immediately, record nothing of it, then run the new message.
+    Rollback,
+}
+
+/// A strategy name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{given}' is not a double-texting strategy: use reject, enqueue, interrupt or rollback")]
+pub struct UnknownStrategy {
+    /// What was given.
+    pub given: String,
+}
+
+impl FromStr for DoubleText {
+    type Err = UnknownStrategy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "reject" => Ok(DoubleText::Reject),
+            "enqueue" => Ok(DoubleText::Enqueue),
+            "interrupt" => Ok(DoubleText::Interrupt),
+            "rollback" => Ok(DoubleText::Rollback),
+            other => Err(UnknownStrategy {
+                given: other.chars().take(40).collect(),
+            }),
         }
-        let mut runner = self.clone();
-        if let Some(options) = options {
-            runner.options = Arc::clone(options);
-        }
-        if let Some(mode) = durability {
-            runner.durability = mode;
-        }
-        std::borrow::Cow::Owned(runner)
     }
+}
+
+impl DoubleText {
+    /// The cancel this strategy applies to the runs already going (none for reject, enqueue).
+    pub(super) fn cancel_mode(self) -> Option<CancelMode> {
+        match self {
+            DoubleText::Interrupt => {
+                Some((CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS).recursive())
+            }
+            DoubleText::Rollback => Some(CancelMode::IMMEDIATE),
+            DoubleText::Reject | DoubleText::Enqueue => None,
+        }
+    }
+}
+
+/// Why a run could not be resumed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The run was not cancelled (it runs, or ended otherwise): nothing to resume.
+    #[error(
+        "run '{run}' is {status}, not cancelled; only a cancelled run is resumed this way (an \
+         interrupted one is resumed with its interrupts' data)"
+    )]
+    NotCancelled {
+        /// The run.
+        run: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// Its thread refused the new run.
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
 }

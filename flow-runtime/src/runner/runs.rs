@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::builder::RunnerBuilder;
+use super::claims::ClaimGuard;
 use super::request::{ResumeRequest, ResumeTarget, RunRequest};
 use crate::agent::generate;
 use crate::agent::middleware::Middlewares;
@@ -21,7 +21,7 @@ use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
     unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
-    Claim, Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart, DEFAULT_LEASE,
+    Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -64,7 +64,7 @@ pub struct Runner {
     /// Where run journals are kept.
     pub(crate) journal: Option<Arc<dyn crate::store::JournalStore>>,
     /// How much of each run is journaled before it ends.
-    pub(crate) durability: super::journal::Durability,
+    pub(crate) durability: super::durability::Durability,
     /// The fingerprint of the tree's shape, as checkpoints and journal steps carry it (made
     /// once: every journaled run needs it).
     pub(crate) flow_print: Arc<str>,
@@ -85,37 +85,6 @@ impl fmt::Debug for Runner {
 }
 
 impl Runner {
-    /// A runner for the tree `agent` is the root of (or the subtree it heads), with the
-    /// default configuration: no stores (runs outside threads only, not checkpointed), no
-    /// journal. [`builder`](Runner::builder) configures one.
-    pub fn new(agent: impl Into<FlowAgent>) -> Self {
-        Runner::with_defaults(agent.into())
-    }
-
-    /// Configures a runner for the tree `agent` is the root of: stores, durability, limits,
-    /// lease, middleware, options (see [`RunnerBuilder`]).
-    pub fn builder(agent: impl Into<FlowAgent>) -> RunnerBuilder {
-        RunnerBuilder::new(agent.into())
-    }
-
-    pub(crate) fn with_defaults(agent: FlowAgent) -> Self {
-        let flow_print = format!("{:016x}", crate::ids::fingerprint_of(&agent.shape())).into();
-        Runner {
-            flow_print,
-            agent: Arc::new(agent),
-            streaming: false,
-            store: None,
-            middleware: Middlewares::default(),
-            options: Arc::default(),
-            codec: CheckpointCodec::default(),
-            limits: RunLimits::default(),
-            lease: DEFAULT_LEASE,
-            threads: super::turn::ThreadSettings::default(),
-            journal: None,
-            durability: super::journal::Durability::default(),
-        }
-    }
-
     /// The tree this runner runs.
     pub fn agent(&self) -> &FlowAgent {
         &self.agent
@@ -268,7 +237,7 @@ impl Runner {
     /// Resumes a checkpointed run (see [`ResumeRequest`]).
     ///
     /// First it claims the checkpoint in the store (for the runner's
-    /// [lease](RunnerBuilder::lease)), unless the request brings a claim the worker holds: if
+    /// [lease](crate::RunnerBuilder::lease)), unless the request brings a claim the worker holds: if
     /// another resume holds it or has completed it, this returns [`CheckpointError::Claimed`]
     /// or [`CheckpointError::AlreadyResumed`] and runs nothing. Any other error (the checkpoint
     /// does not decode, was taken in another flow, the answers name an unknown interrupt)
@@ -280,7 +249,7 @@ impl Runner {
     /// the resumed one); when it ends, the checkpoint is marked finished and cannot be resumed
     /// again. Dropping the event stream before the end gives the claim back (when a Tokio
     /// runtime is there to do it; else the lease runs out). The resumed run streams as this
-    /// runner says ([`RunnerBuilder::streaming`]), whatever the interrupted run did.
+    /// runner says ([`RunnerBuilder::streaming`](crate::RunnerBuilder::streaming)), whatever the interrupted run did.
     pub async fn resume(&self, request: ResumeRequest) -> Result<EventStream, CheckpointError> {
         let ResumeRequest {
             target,
@@ -409,7 +378,7 @@ impl Runner {
         targets: &HashMap<String, serde_json::Value>,
         root: &str,
     ) -> Result<(Checkpoint, ClaimGuard), CheckpointError> {
-        let claim = guard.claim.as_ref().expect("a new guard holds its claim");
+        let claim = guard.claim().expect("a new guard holds its claim");
         let checkpoint_id = &claim.id[..];
         match self
             .check(checkpoint_id, &claim.bytes, root)
@@ -482,7 +451,7 @@ impl Runner {
             let mut interrupts: Vec<InterruptInfo> = Vec::new();
             while let Some(event) = events.next().await {
                 if let Some(guard) = &lineage.claim {
-                    if let Some(claim) = &guard.claim {
+                    if let Some(claim) = guard.claim() {
                         if renewed.elapsed() >= lease / 2 {
                             if let Err(e) = store.renew(claim, lease).await {
                                 out.emit(checkpoint_error(&cx, &id, &e.into()));
@@ -518,7 +487,7 @@ impl Runner {
                 let saved = match captured {
                     Err(e) => Err(e),
                     Ok(bytes) => {
-                        let claim = lineage.claim.as_mut().and_then(|g| g.claim.clone());
+                        let claim = lineage.claim.as_mut().and_then(|g| g.claim().cloned());
                         match (saved_once, claim) {
                             (false, Some(claim)) => {
                                 let done =
@@ -554,7 +523,7 @@ impl Runner {
                     return Ok(());
                 }
             }
-            let claim = lineage.claim.as_ref().and_then(|g| g.claim.clone());
+            let claim = lineage.claim.as_ref().and_then(|g| g.claim().cloned());
             if let Some(claim) = claim {
                 // The resumed run ended without an interrupt: record its end.
                 let bytes = capture(&cx, &codec, &id, &shape, &lineage, Vec::new()).await;
@@ -596,70 +565,6 @@ struct Lineage {
     /// How a fresh run's first checkpoint is saved.
     first_save: SaveMode,
     claim: Option<ClaimGuard>,
-}
-
-/// A held claim: given back when dropped unless the run completed it.
-pub(crate) struct ClaimGuard {
-    store: Arc<dyn CheckpointStore>,
-    claim: Option<Claim>,
-}
-
-impl ClaimGuard {
-    /// Holds `claim`, taken in `store`.
-    pub(crate) fn new(store: Arc<dyn CheckpointStore>, claim: Claim) -> Self {
-        ClaimGuard {
-            store,
-            claim: Some(claim),
-        }
-    }
-
-    /// The claim, while held.
-    pub(crate) fn claim(&self) -> Option<&Claim> {
-        self.claim.as_ref()
-    }
-
-    /// Marks the claim as completed (or given back): dropping the guard then does nothing.
-    pub(crate) fn disarm(&mut self) {
-        self.claim = None;
-    }
-
-    /// Gives the claim back now (a failure is logged: the lease then runs out).
-    pub(crate) async fn release(mut self) {
-        if let Some(claim) = self.claim.take() {
-            if let Err(e) = self.store.release(&claim).await {
-                tracing::warn!(checkpoint = %claim.id, error = %e, "could not give a claim back");
-            }
-        }
-    }
-
-    /// Completes the claim with `completion`; on success the guard is disarmed.
-    pub(crate) async fn complete(&mut self, completion: Completion) -> Result<u64, StoreError> {
-        let Some(claim) = &self.claim else {
-            return Err(StoreError::Other {
-                id: String::new(),
-                message: "the claim was already completed".into(),
-            });
-        };
-        let version = self.store.complete(claim, completion).await?;
-        self.disarm();
-        Ok(version)
-    }
-}
-
-impl Drop for ClaimGuard {
-    fn drop(&mut self) {
-        let Some(claim) = self.claim.take() else {
-            return;
-        };
-        // The run was dropped before it ended: give the claim back now if a runtime is here
-        // to do it; else its lease runs out.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let store = Arc::clone(&self.store);
-            handle.spawn(async move {
-                let _ = store.release(&claim).await;
-            });
-        }
-    }
 }
 
 /// The run id of checkpoint `checkpoint_id`'s lineage (its own id for checkpoints written
@@ -768,4 +673,26 @@ pub(crate) struct Restored {
     pub(crate) info: ResumeInfo,
     /// How many events the restored session holds.
     pub(crate) restored: usize,
+}
+
+impl Runner {
+    /// This runner with `request`'s per-run settings (options, durability, principal) in place
+    /// of its own: a cheap clone sharing stores, registry and claims.
+    pub(crate) fn for_request(
+        &self,
+        options: Option<&Arc<RunOptions>>,
+        durability: Option<super::durability::Durability>,
+    ) -> std::borrow::Cow<'_, Runner> {
+        if options.is_none() && durability.is_none() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut runner = self.clone();
+        if let Some(options) = options {
+            runner.options = Arc::clone(options);
+        }
+        if let Some(mode) = durability {
+            runner.durability = mode;
+        }
+        std::borrow::Cow::Owned(runner)
+    }
 }

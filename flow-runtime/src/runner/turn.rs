@@ -51,9 +51,9 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::record_events;
-use super::recover::DeadTurn;
+use super::claims::ClaimGuard;
 use super::request::{TurnInput, TurnRequest};
-use super::runs::{capture_bytes, check_targets, ClaimGuard, Restored, Runner};
+use super::runs::{capture_bytes, check_targets, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::agent::generate;
 use crate::agent::options::RunOptions;
@@ -816,6 +816,17 @@ fn reentry_point(root: &FlowAgent, last: FlowAgent) -> FlowAgent {
         current = parent;
     }
     start
+}
+
+/// A dead turn a request met on its thread (see `Runner::dead_turn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DeadTurn {
+    /// None: the thread is free.
+    None,
+    /// The request's own turn (sent again): it is recovered and given to the request.
+    Own,
+    /// Another request's: it is recovered and finished (recorded) first.
+    Other,
 }
 
 /// Marks a thread as having a turn running in this runner until dropped.
