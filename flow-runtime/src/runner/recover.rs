@@ -246,7 +246,7 @@ impl Runner {
             .map_err(journal_error(thread_id))?;
         let head = store.head(thread_id).await?;
         if let Some(head) = &head {
-            // A turn waiting for its resume is continued by `resume_turn`, whose claim makes
+            // A turn waiting for its resume is continued by `TurnRequest::resume`, whose claim makes
             // a dead worker's resume run again.
             if matches!(head.last.end, RecordEnd::Interrupted { .. }) {
                 return Ok(None);

@@ -80,8 +80,6 @@ pub enum RunOutcome {
     /// recorded so far and a checkpoint saved (`resumable`): [`TurnRequest::again`](crate::TurnRequest::again) continues
     /// it where it stopped, and a new message may follow it too. Stopped immediately, nothing
     /// of it was recorded; resuming runs its message again from the start.
-    ///
-    /// [`TurnRequest::again`](crate::TurnRequest::again): crate::Runner::resume_run
     Cancelled {
         /// The mode it was cancelled with (`immediate` added if the timeout escalated).
         mode: CancelMode,
