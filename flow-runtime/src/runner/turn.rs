@@ -328,19 +328,22 @@ impl Runner {
             frontend_tools,
             ..
         } = request;
-        let mut runner = self.for_request(options.as_ref(), durability).into_owned();
+        // The runner is cloned only when the request changes something of it.
+        let mut runner = self.for_request(options.as_ref(), durability);
         if !frontend_tools.is_empty() {
             let options = RunOptions::clone(&runner.options).frontend_tools(frontend_tools);
-            runner.options = Arc::new(options);
+            runner.to_mut().options = Arc::new(options);
         }
         if let Some(run) = run {
-            runner.threads.cancel = Some(run.state.cancel.clone());
-            runner.threads.run_id = Some(run.id().to_owned());
+            let threads = &mut runner.to_mut().threads;
+            threads.cancel = Some(run.state.cancel.clone());
+            threads.run_id = Some(run.id().to_owned());
         }
         if let Some(id) = run_id {
             // A run under a given id keeps its idempotency scope across restarts.
-            runner.threads.scope = Some(Arc::from(id.as_str()));
-            runner.threads.run_id = Some(id);
+            let threads = &mut runner.to_mut().threads;
+            threads.scope = Some(Arc::from(id.as_str()));
+            threads.run_id = Some(id);
         }
         if let TurnInput::Message(_) = &input {
             if runner.thread_expired(&thread).await? {
