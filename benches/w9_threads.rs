@@ -98,6 +98,7 @@ async fn thread_of<S: ThreadStore>(store: S, messages: u64) -> S {
             },
             by: None,
             values: None,
+            run_id: None,
             sealed: None,
         };
         store.append("t", turn, record).await.expect("append");

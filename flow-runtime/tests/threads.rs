@@ -1174,6 +1174,7 @@ async fn file_store_appends_are_compare_and_swap_across_handles() {
         },
         by: None,
         values: None,
+        run_id: None,
         sealed: None,
     };
     assert_eq!(a.append("t", 0, record(0)).await.unwrap(), 1);

@@ -377,7 +377,13 @@ impl Runner {
             "recovering a resumed turn whose worker died"
         );
         let targets = start.targets.into_iter().collect();
-        match self
+        // The recovered part is recorded under the run id its request gave, as the dead
+        // worker's would have been.
+        let mut runner = std::borrow::Cow::Borrowed(self);
+        if start.run_id.is_some() {
+            runner.to_mut().threads.run_id = start.run_id;
+        }
+        match runner
             .start_resumed_turn(store, thread_id, targets, start.by, claim, lease, true)
             .await
         {
@@ -567,8 +573,12 @@ impl Runner {
             "recovering a turn whose worker died"
         );
         let events = Arc::new(agent).run(cx.clone(), agent_input);
+        // The recovered turn is recorded under the run id its request gave, as the dead
+        // worker's would have been.
+        let mut runner = self.clone();
+        runner.threads.run_id = start.run_id.clone();
         let plan = Recording {
-            runner: self.clone(),
+            runner,
             store,
             thread_id: thread_id.to_owned(),
             turn: number,
@@ -578,7 +588,7 @@ impl Runner {
             by: start.by,
             restored: 0,
             resumed_checkpoint: None,
-            lineage: (crate::ids::unique_token(), 0),
+            lineage: (start.run_id.unwrap_or_else(crate::ids::unique_token), 0),
             resume_claim: Mutex::new(None),
             replayed: Some(replayed),
             gate,

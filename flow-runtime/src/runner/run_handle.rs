@@ -94,6 +94,26 @@ pub enum RunOutcome {
 }
 
 impl RunOutcome {
+    /// The outcome a thread's `record` says its run ended with: [`Success`](RunOutcome::Success)
+    /// for a completed turn (with its answer, as [`Turn::final_output`](crate::Turn::final_output)
+    /// gives it), [`Interrupted`](RunOutcome::Interrupted) for one that waits; `None` for a
+    /// record of the thread's values. What a service answers for a run whose process ended,
+    /// found in its thread by [`ThreadRecord::run_id`](crate::store::ThreadRecord::run_id).
+    pub fn of_record(record: &crate::store::ThreadRecord) -> Option<RunOutcome> {
+        if matches!(record.start, crate::store::RecordStart::Values { .. }) {
+            return None;
+        }
+        Some(match &record.end {
+            crate::store::RecordEnd::Completed { answered_by } => RunOutcome::Success {
+                answered_by: Arc::clone(answered_by),
+                answer: super::turn::answer_of(&record.events),
+            },
+            crate::store::RecordEnd::Interrupted { interrupts, .. } => RunOutcome::Interrupted {
+                interrupts: interrupts.clone(),
+            },
+        })
+    }
+
     /// The status this outcome gives its run.
     pub fn status(&self) -> RunStatus {
         match self {

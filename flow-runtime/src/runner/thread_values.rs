@@ -174,6 +174,7 @@ impl Runner {
                 end: head.last.end.clone(),
                 by,
                 values: (!merged.is_empty()).then(|| merged.clone()),
+                run_id: None,
                 sealed: None,
             };
             let version = store.append(thread, head.version, record).await?;

@@ -1126,6 +1126,7 @@ impl Recording {
                             checkpoint_id: checkpoint_id.clone(),
                             targets: targets.clone(),
                             by: self.by.clone(),
+                            run_id: self.runner.threads.run_id.clone(),
                         };
                         super::turn_mark::TurnMark::write_resume(Arc::clone(store), &start).await
                     }
@@ -1142,6 +1143,7 @@ impl Recording {
                             started_at: self.started_at.clone(),
                             scope: scope.clone(),
                             by: self.by.clone(),
+                            run_id: self.runner.threads.run_id.clone(),
                         };
                         super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
                     }
@@ -1356,6 +1358,7 @@ impl Recording {
             end,
             by: self.by.clone(),
             values: Runner::thread_values_of(cx.session()),
+            run_id: self.runner.threads.run_id.clone(),
             sealed: None,
         };
         let version = self
@@ -1440,6 +1443,7 @@ async fn replay_part(
             interrupts: checkpoint.interrupts.clone(),
         },
         values: Runner::thread_values_in(&checkpoint.values),
+        run_id: None,
         sealed: None,
     };
     tracing::info!(
@@ -1452,7 +1456,7 @@ async fn replay_part(
 }
 
 /// The answer of a turn (see [`Turn::final_output`]).
-fn answer_of(events: &[crate::store::RecordedEvent]) -> Option<Message> {
+pub(super) fn answer_of(events: &[crate::store::RecordedEvent]) -> Option<Message> {
     if let Some(last) = events.last() {
         if matches!(last.action, Some(Action::Exit)) {
             if let Some(m) = last.message.as_ref().filter(|m| !m.content.is_empty()) {

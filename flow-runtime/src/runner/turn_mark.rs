@@ -56,6 +56,9 @@ pub(super) struct ResumeStart {
     /// Who answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) by: Option<Arc<str>>,
+    /// The run id it was requested under, if one was given (recorded with the turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) run_id: Option<String>,
 }
 
 /// What a journaled turn writes before it runs: what its recovery needs to start it again.
@@ -78,6 +81,9 @@ pub(super) struct TurnStart {
     /// Who started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) by: Option<Arc<str>>,
+    /// The run id it was requested under, if one was given (recorded with the turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) run_id: Option<String>,
 }
 
 /// A new turn's start mark: written before it runs; closed if the turn fails or is cancelled

@@ -110,6 +110,7 @@ impl Runner {
             end: RecordEnd::Completed { answered_by: agent },
             by: by.map(Arc::from),
             values: head.last.values.clone(),
+            run_id: None,
             sealed: None,
         };
         store.append(thread_id, head.version, record).await?;

@@ -120,6 +120,7 @@ impl<S> SealedStore<S> {
             },
             by: None,
             values: None,
+            run_id: None,
             sealed: Some(B64.encode(sealed)),
         }
     }

@@ -257,6 +257,13 @@ pub struct ThreadRecord {
     /// thread's values and pruning older records loses none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The id of the run this part belongs to, when one was given: a turn requested with
+    /// [`TurnRequest::run_id`](crate::TurnRequest::run_id) or started as a run
+    /// ([`Runner::start`](crate::Runner::start)) keeps it here, so the run can be found in the
+    /// thread after its process ended (a service's run ids and idempotency keys answer after
+    /// a restart). `None` for a turn without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// The record's content sealed at rest (by [`SealedStore`](crate::store::SealedStore)):
     /// then every field but `seq`, `turn` and `at_ms` is a placeholder, and the store's
     /// reader opens it with its [`SealingKeys`](crate::store::SealingKeys). `None` for a
@@ -337,6 +344,7 @@ pub struct ThreadHead {
 ///     end: RecordEnd::Completed { answered_by: "bot".into() },
 ///     by: None,
 ///     values: None,
+///     run_id: None,
 ///     sealed: None,
 /// };
 /// assert_eq!(store.append("t1", 0, record(0)).await.unwrap(), 1);

@@ -25,6 +25,7 @@ pub fn record(turn: u64, text: &str) -> ThreadRecord {
         },
         by: None,
         values: None,
+        run_id: None,
         sealed: None,
     }
 }
