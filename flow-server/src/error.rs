@@ -105,6 +105,19 @@ pub enum ApiError {
     /// again in a moment (or start a background run with a double-texting strategy).
     #[error("{0}")]
     Busy(String),
+    /// An `Idempotency-Key` (or A2A `messageId`, AG-UI `runId`) was sent again with another
+    /// request than the one it first came with (422 `idempotency_key_reused`, as the IETF
+    /// draft on the `Idempotency-Key` header says): nothing ran. Use a new key for a new
+    /// request.
+    #[error(
+        "this {what} was first sent with another request (another route or body); nothing \
+         ran: send a new key for a new request, or the first request again unchanged to get \
+         its run"
+    )]
+    IdempotencyKeyReused {
+        /// What carried the key (`Idempotency-Key`, `messageId`, `runId`).
+        what: &'static str,
+    },
     /// The store failed; details are in the server's log (503).
     #[error("the store is unavailable; try again later")]
     StoreUnavailable,
@@ -139,6 +152,7 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Conflict(_) | ApiError::Busy(_) => StatusCode::CONFLICT,
+            ApiError::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Incident(e) => match e.code {
@@ -170,6 +184,7 @@ impl ApiError {
             ApiError::Overloaded { .. } => "overloaded",
             ApiError::Conflict(_) => "conflict",
             ApiError::Busy(_) => "busy",
+            ApiError::IdempotencyKeyReused { .. } => "idempotency_key_reused",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
             ApiError::Incident(e) => e.code.as_str(),

@@ -51,6 +51,13 @@
 //!
 //! `admin` allows everything. A missing scope is 403 naming it; nothing runs.
 //!
+//! Every route that starts a turn or a run takes an `Idempotency-Key` header (A2A: the
+//! message's `messageId`; AG-UI: the input's `runId`): a request sent again with its key gets
+//! the run it started, never a second one; the same key with another request is 422
+//! `idempotency_key_reused`. Turns are journaled ([`ServerBuilder::durability`], `Sync` by
+//! default), and [`serve_until`] finishes the turns whose process died
+//! ([`recover_dead_turns`]). The guide's chapter on runs says how, and how long keys are kept.
+//!
 //! Errors are `{"error": {"code", "message"}}` with the status of their [`ApiError`]; a failure
 //! inside the server adds `correlation_id` (see [`outward`]).
 //!
@@ -88,6 +95,8 @@
 // - `routes`: the handlers of the `/v1` API.
 // - `agent_protocol/`: the Agent Protocol (LangGraph clients) under /v1: threads, runs.
 // - `queue/`: many servers, one queue: background runs in the store's run queue, the workers.
+// - `recovery`: at start-up, the turns whose process died are recovered and recorded.
+// - `idempotency`: `Idempotency-Key` (and A2A `messageId`, AG-UI `runId`) as run ids.
 // - `runs/`: runs over HTTP (background runs, SSE attach with Last-Event-ID, wait, cancel).
 // - `thread`: where a caller's thread lives in the store (`FLOW.TENANT.THREAD`).
 // - `thread_views`: the caller's threads of a flow and one thread's timeline (for the console).
@@ -115,11 +124,13 @@ mod console;
 pub mod demo;
 mod error;
 mod extract;
+mod idempotency;
 mod jwt;
 mod limits;
 pub mod outward;
 mod principal;
 mod queue;
+mod recovery;
 mod routes;
 mod runs;
 mod serve;
@@ -155,6 +166,7 @@ pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
 pub use queue::{run_workers, QueueOptions, Workers};
+pub use recovery::{recover_dead_turns, RecoveryReport};
 pub use serve::{serve, serve_until};
 pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
 pub use thread::{store_thread_id, valid_thread_id};

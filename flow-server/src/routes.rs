@@ -161,13 +161,15 @@ async fn head_of(state: &AppState, key: &ThreadKey) -> Result<ThreadHead, ApiErr
         })
 }
 
-/// `POST /v1/flows/{flow}/threads/{thread}/turns`: runs one user turn, streamed as SSE.
+/// `POST /v1/flows/{flow}/threads/{thread}/turns`: runs one user turn, streamed as SSE. With
+/// an `Idempotency-Key` header, a resend gets the turn the key started (see `idempotency`).
 pub async fn post_turn(
     State(state): State<AppState>,
     request_id: RequestId,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    headers: axum::http::HeaderMap,
     JsonBody(request): JsonBody<TurnRequest>,
 ) -> Result<Response, ApiError> {
     principal.require(Scope::Chat)?;
@@ -183,14 +185,34 @@ pub async fn post_turn(
         return Err(ApiError::BadRequest("the message is empty".into()));
     }
     let served = state.flow(&flow)?;
-    let permit = state.turn_permit()?;
-    let turn = served
-        .runner()
-        .turn(
-            flow_runtime::TurnRequest::new(key.store_id(), Message::user(request.message))
-                .by(principal.id()),
+    let mut turn_request =
+        flow_runtime::TurnRequest::new(key.store_id(), Message::user(request.message.clone()))
+            .by(principal.id());
+    if let Some(idem) = crate::idempotency::header_key(&headers)? {
+        let keyed = crate::idempotency::keyed(
+            &state,
+            "Idempotency-Key",
+            principal.id(),
+            &key,
+            &idem,
+            &json!({"route": "turns", "message": request.message}),
         )
         .await?;
+        if keyed.again {
+            let records = crate::idempotency::recorded(&state, &key, &keyed.run_id).await?;
+            if !records.is_empty() {
+                return Ok(crate::idempotency::recorded_turn_sse(
+                    &records,
+                    &key,
+                    false,
+                    state.limits(),
+                ));
+            }
+        }
+        turn_request = turn_request.run_id(keyed.run_id);
+    }
+    let permit = state.turn_permit()?;
+    let turn = served.runner().turn(turn_request).await?;
     let span = turn::turn_span(
         &key.flow,
         &key.id,
@@ -211,6 +233,7 @@ pub async fn post_resume(
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    headers: axum::http::HeaderMap,
     JsonBody(request): JsonBody<ResumeRequest>,
 ) -> Result<Response, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
@@ -225,6 +248,30 @@ pub async fn post_resume(
             ))
         }
         (None, None) => {}
+    }
+    let mut run_id = None;
+    if let Some(idem) = crate::idempotency::header_key(&headers)? {
+        let keyed = crate::idempotency::keyed(
+            &state,
+            "Idempotency-Key",
+            principal.id(),
+            &key,
+            &idem,
+            &json!({"route": "resume", "targets": targets.iter().collect::<std::collections::BTreeMap<_, _>>()}),
+        )
+        .await?;
+        if keyed.again {
+            let records = crate::idempotency::recorded(&state, &key, &keyed.run_id).await?;
+            if !records.is_empty() {
+                return Ok(crate::idempotency::recorded_turn_sse(
+                    &records,
+                    &key,
+                    true,
+                    state.limits(),
+                ));
+            }
+        }
+        run_id = Some(keyed.run_id);
     }
     let head = head_of(&state, &key).await?;
     let served = state.flow(&flow)?;
@@ -243,10 +290,11 @@ pub async fn post_resume(
     )
     .await?;
     let permit = state.turn_permit()?;
-    let turn = served
-        .runner()
-        .turn(flow_runtime::TurnRequest::resume(key.store_id(), targets).by(principal.id()))
-        .await?;
+    let mut resume = flow_runtime::TurnRequest::resume(key.store_id(), targets).by(principal.id());
+    if let Some(run_id) = run_id {
+        resume = resume.run_id(run_id);
+    }
+    let turn = served.runner().turn(resume).await?;
     let span = turn::turn_span(
         &key.flow,
         &key.id,

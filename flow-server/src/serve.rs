@@ -55,6 +55,11 @@ pub async fn serve_until(
     let limits = state.limits().clone();
     // With a run queue, this process also runs queued runs (stopped gracefully below).
     let workers = crate::queue::Workers::start(&state);
+    // The turns whose process died are finished in the background (see `recovery`).
+    let recovering = {
+        let state = state.clone();
+        tokio::spawn(async move { crate::recovery::recover_dead_turns(&state).await })
+    };
     let router = app(state);
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let mut http = http1::Builder::new();
@@ -127,6 +132,9 @@ pub async fn serve_until(
         }
     }
     drop(listener);
+    // A recovery still running is left to finish (cancelling a recovered turn would close
+    // its mark and lose it); the process ending stops it, and the next start finishes it.
+    drop(recovering);
     if let Some(workers) = workers {
         workers.stop().await;
     }

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
-use flow_runtime::{CheckpointStore, FlowAgent, Runner, RunnerBuilder, ThreadStore, TurnRouting};
+use flow_runtime::store::JournalStore;
+use flow_runtime::{
+    CheckpointStore, Durability, FlowAgent, Runner, RunnerBuilder, ThreadStore, TurnRouting,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::approvals::Approvals;
@@ -66,6 +69,7 @@ struct Inner {
     flows: BTreeMap<String, ServedFlow>,
     store: Arc<dyn CheckpointStore>,
     threads: Arc<dyn ThreadStore>,
+    journal: Arc<dyn JournalStore>,
     auth: Auth,
     tenant: Option<Box<TenantFn>>,
     limits: Limits,
@@ -94,8 +98,11 @@ impl fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// Starts building a server's state over `store`, where threads and checkpoints live.
-    pub fn builder<S: ThreadStore + CheckpointStore + Clone>(store: S) -> ServerBuilder {
+    /// Starts building a server's state over `store`, where threads, checkpoints and run
+    /// journals live.
+    pub fn builder<S: ThreadStore + CheckpointStore + JournalStore + Clone>(
+        store: S,
+    ) -> ServerBuilder {
         ServerBuilder::new(store)
     }
 
@@ -119,6 +126,12 @@ impl AppState {
     /// The store of threads.
     pub fn threads(&self) -> &Arc<dyn ThreadStore> {
         &self.0.threads
+    }
+
+    /// The store of run journals (turns' steps and start marks, and the server's index of
+    /// idempotency keys).
+    pub fn journal(&self) -> &Arc<dyn JournalStore> {
+        &self.0.journal
     }
 
     /// How callers are authenticated.
@@ -238,6 +251,8 @@ pub struct ServerBuilder {
     flows: Vec<(String, FlowSource)>,
     store: Arc<dyn CheckpointStore>,
     threads: Arc<dyn ThreadStore>,
+    journal: Arc<dyn JournalStore>,
+    durability: Durability,
     runner: Box<dyn Fn(FlowAgent) -> RunnerBuilder + Send + Sync>,
     /// Puts the server's store under a runner the caller built.
     attach_stores: Box<dyn Fn(RunnerBuilder) -> RunnerBuilder + Send + Sync>,
@@ -270,15 +285,30 @@ impl ServerBuilder {
     /// [`FileStore`](flow_runtime::FileStore), `SqliteStore`, `PostgresStore` (with the
     /// `postgres` feature, for several server processes on several machines), or a store of
     /// your own).
-    pub fn new<S: ThreadStore + CheckpointStore + Clone>(store: S) -> Self {
+    ///
+    /// Turns are journaled in the store by default ([`Durability::Sync`]; see
+    /// [`durability`](Self::durability)): a turn whose process died is finished by the server
+    /// when it starts again, and a request sent again with its `Idempotency-Key` gets that
+    /// turn instead of a second one.
+    pub fn new<S: ThreadStore + CheckpointStore + JournalStore + Clone>(store: S) -> Self {
         let shared = store.clone();
         let attached = store.clone();
         ServerBuilder {
             flows: Vec::new(),
             store: Arc::new(store.clone()),
-            threads: Arc::new(store),
-            runner: Box::new(move |agent| Runner::builder(agent).stores(shared.clone())),
-            attach_stores: Box::new(move |runner| runner.stores(attached.clone())),
+            threads: Arc::new(store.clone()),
+            journal: Arc::new(store),
+            durability: Durability::Sync,
+            runner: Box::new(move |agent| {
+                Runner::builder(agent)
+                    .stores(shared.clone())
+                    .journal_store(shared.clone())
+            }),
+            attach_stores: Box::new(move |runner| {
+                runner
+                    .stores(attached.clone())
+                    .journal_store(attached.clone())
+            }),
             configure: None,
             routing: TurnRouting::default(),
             auth: None,
@@ -390,6 +420,25 @@ impl ServerBuilder {
         self
     }
 
+    /// How much of each turn of the flows added with [`flow`](Self::flow) is journaled in the
+    /// store before it ends (the modes: [`Durability`]). Default [`Durability::Sync`], the
+    /// mode the guide recommends on every store for tools that cost money or are not
+    /// idempotent (a step is stored before the event reporting it reaches the client, and a
+    /// tool call starts once the reply that asked for it is stored), so that a turn whose
+    /// process died is finished by the server when it starts again
+    /// ([`recover_dead_turns`](crate::recover_dead_turns)), exactly as it would have ended,
+    /// with no paid step run twice. [`Durability::Async`] trades the tail of steps still
+    /// queued in the process for latency; [`Durability::Exit`] turns journaling off (a turn
+    /// whose process died is then lost, and sent again it runs again).
+    ///
+    /// A runner given with [`flow_runner`](Self::flow_runner) keeps the mode it was built
+    /// with (the server gives it the journal store); [`runners`](Self::runners) may change
+    /// the mode per flow.
+    pub fn durability(mut self, mode: Durability) -> Self {
+        self.durability = mode;
+        self
+    }
+
     /// Who may answer the interrupts of the flow served as `flow` (default
     /// [`Approvals::new`]: the `approve` scope).
     pub fn approvals(mut self, flow: impl Into<String>, approvals: Approvals) -> Self {
@@ -470,7 +519,8 @@ impl ServerBuilder {
                 FlowSource::Agent(agent) => {
                     let runner = (self.runner)(agent)
                         .streaming(self.streaming)
-                        .turn_routing(self.routing);
+                        .turn_routing(self.routing)
+                        .durability(self.durability);
                     match &self.configure {
                         Some(f) => f(&name, runner),
                         None => runner,
@@ -493,6 +543,7 @@ impl ServerBuilder {
             flows,
             store: self.store,
             threads: self.threads,
+            journal: self.journal,
             auth,
             tenant: self.tenant,
             turns: Arc::new(Semaphore::new(self.limits.max_concurrent_turns)),

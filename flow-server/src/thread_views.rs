@@ -149,7 +149,8 @@ fn record_json(record: &ThreadRecord) -> Value {
     })
 }
 
-fn outward(event: &RecordedEvent) -> OutwardEvent<'_> {
+/// A recorded event in its outward form.
+pub(crate) fn outward(event: &RecordedEvent) -> OutwardEvent<'_> {
     OutwardEvent {
         agent_name: &event.agent_name,
         run_path: &event.run_path,

@@ -70,9 +70,19 @@ async fn call(base: &str, flow: &str, body: Value) -> Value {
         .unwrap()
 }
 
+/// A new message id per message (a messageId sent again is the same message: see the
+/// idempotency tests).
+fn message_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "m{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 fn send(text: &str, context: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "messageId": "m1", "role": "ROLE_USER", "contextId": context, "parts": [{"text": text}]}}})
+        "messageId": message_id(), "role": "ROLE_USER", "contextId": context, "parts": [{"text": text}]}}})
 }
 
 #[tokio::test]
@@ -203,7 +213,7 @@ async fn a_refund_task_waits_for_input_and_the_next_message_resumes_it() {
 
     // A new message without a taskId in a waiting context answers the waiting task.
     let answer = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
-        "messageId": "m2", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "ctx-1.0",
+        "messageId": "answer-2", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "ctx-1.0",
         "parts": [{"data": {"approve": false}}]}}});
     let second = call(&server.base, "desk", answer).await;
     let task = &second["result"]["task"];
@@ -214,7 +224,7 @@ async fn a_refund_task_waits_for_input_and_the_next_message_resumes_it() {
     );
     // The ended task takes no more messages; a new one in the context starts turn 1.
     let again = json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": {
-        "messageId": "m3", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "ctx-1.0",
+        "messageId": "answer-3", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "ctx-1.0",
         "parts": [{"text": "hello?"}]}}});
     assert_eq!(
         call(&server.base, "desk", again).await["error"]["code"],

@@ -118,7 +118,7 @@ fn types(events: &[Value]) -> Vec<&str> {
 async fn a_turn_is_agui_events_and_an_interrupt_is_answered_with_resume() {
     let server = spawn(state()).await;
     let input = |messages: Value, resume: Value| {
-        json!({"threadId": "th-1", "runId": "r", "messages": messages, "tools": [], "context": [],
+        json!({"threadId": "th-1", "runId": run_id(), "messages": messages, "tools": [], "context": [],
                "state": {}, "forwardedProps": {}, "resume": resume})
     };
     let (status, events) = run(
@@ -175,7 +175,7 @@ async fn a_turn_is_agui_events_and_an_interrupt_is_answered_with_resume() {
 async fn the_state_carries_the_session_values_both_ways() {
     let server = spawn(state()).await;
     let input = |state: Value| {
-        json!({"threadId": "th-s", "runId": "r", "state": state,
+        json!({"threadId": "th-s", "runId": run_id(), "state": state,
                "messages": [{"id": "1", "role": "user", "content": "hi"}]})
     };
     let (status, events) = run(
@@ -220,7 +220,7 @@ async fn the_front_ends_tools_are_offered_to_the_model_and_answered_by_the_clien
     let server = spawn(state_with(model.clone())).await;
     let tools = json!([{"name": "confirm_address", "description": "Asks the customer for the address.",
                         "parameters": {"type": "object", "properties": {"country": {"type": "string"}}}}]);
-    let input = |messages: Value, tools: &Value| json!({"threadId": "th-f", "runId": "r", "messages": messages, "tools": tools});
+    let input = |messages: Value, tools: &Value| json!({"threadId": "th-f", "runId": run_id(), "messages": messages, "tools": tools});
     let (status, events) = run(
         &server.base,
         "shop",
@@ -263,7 +263,7 @@ async fn the_front_ends_tools_are_offered_to_the_model_and_answered_by_the_clien
     let (_, events) = run(
         &server.base,
         "shop",
-        json!({"threadId": "th-g", "runId": "r", "messages": [{"id": "1", "role": "user", "content": "Ship it"}]}),
+        json!({"threadId": "th-g", "runId": run_id(), "messages": [{"id": "1", "role": "user", "content": "Ship it"}]}),
     )
     .await;
     assert_eq!(
@@ -313,4 +313,13 @@ async fn the_official_agui_client_drives_the_desk_and_a_front_end_tool() {
         output.status.success() && stdout.contains("AG-UI CLIENT OK"),
         "the AG-UI client failed:\n{stdout}\n{stderr}"
     );
+}
+
+/// A new run id per run (a runId sent again is the same run: see the idempotency tests).
+fn run_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "r{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }

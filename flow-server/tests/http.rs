@@ -613,6 +613,44 @@ impl CheckpointStore for BrokenStore {
     }
 }
 
+#[async_trait]
+impl flow_runtime::store::JournalStore for BrokenStore {
+    async fn append_steps(
+        &self,
+        run: &str,
+        _: u64,
+        _: Vec<flow_runtime::store::StoredStep>,
+    ) -> Result<u64, flow_runtime::store::JournalError> {
+        Err(broken(run).into())
+    }
+    async fn read_steps(
+        &self,
+        run: &str,
+        _: u64,
+    ) -> Result<Vec<flow_runtime::store::StoredStep>, flow_runtime::store::JournalError> {
+        Err(broken(run).into())
+    }
+    async fn journal_len(&self, run: &str) -> Result<u64, flow_runtime::store::JournalError> {
+        Err(broken(run).into())
+    }
+    async fn truncate_steps(
+        &self,
+        run: &str,
+        _: u64,
+    ) -> Result<(), flow_runtime::store::JournalError> {
+        Err(broken(run).into())
+    }
+    async fn delete_journal(&self, run: &str) -> Result<bool, flow_runtime::store::JournalError> {
+        Err(broken(run).into())
+    }
+    async fn idle_journals(
+        &self,
+        _: u64,
+    ) -> Result<Vec<flow_runtime::store::JournalSummary>, flow_runtime::store::JournalError> {
+        Err(broken("journals").into())
+    }
+}
+
 fn broken(id: &str) -> StoreError {
     StoreError::Io {
         operation: "read",

@@ -143,8 +143,13 @@ async fn post(base: &str, path: &str, body: Value) -> String {
 }
 
 fn send(method: &str, context: &str) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = format!(
+        "m{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": {
-        "messageId": "m1", "role": "ROLE_USER", "contextId": context,
+        "messageId": id, "role": "ROLE_USER", "contextId": context,
         "parts": [{"text": "Reset my password"}]}}})
 }
 

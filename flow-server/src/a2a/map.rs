@@ -216,9 +216,9 @@ pub(crate) fn answer_artifact(answer: &Message, agent: &str) -> Artifact {
 pub(crate) fn rpc_error(e: ApiError) -> RpcError {
     let message = e.to_string();
     match e {
-        ApiError::BadRequest(_) | ApiError::PayloadTooLarge { .. } => {
-            RpcError::InvalidParams(message)
-        }
+        ApiError::BadRequest(_)
+        | ApiError::PayloadTooLarge { .. }
+        | ApiError::IdempotencyKeyReused { .. } => RpcError::InvalidParams(message),
         ApiError::UnknownThread { .. } | ApiError::UnknownCheckpoint { .. } => {
             RpcError::TaskNotFound(message)
         }

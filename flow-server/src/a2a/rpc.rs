@@ -390,6 +390,11 @@ impl Call {
             .await
             .map_err(|e| map::rpc_error(e.into()))?;
         message.context_id = context.clone();
+        // A messageId sent again maps to the run its first send started (see `idempotency`).
+        let run_id = match message.message_id.is_empty() {
+            true => None,
+            false => Some(self.keyed_message(&key, &message).await?),
+        };
         if message.message_id.is_empty() {
             message.message_id = map::new_id();
         }
@@ -432,9 +437,13 @@ impl Call {
                 .await
                 .map_err(map::rpc_error)?;
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let mut request = TurnRequest::resume(&store_id, targets).by(self.principal.id());
+                if let Some(run_id) = run_id {
+                    request = request.run_id(run_id);
+                }
                 let turn = served
                     .runner()
-                    .turn(TurnRequest::resume(&store_id, targets).by(self.principal.id()))
+                    .turn(request)
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
                 message.task_id = id.clone();
@@ -452,9 +461,14 @@ impl Call {
                 }
                 let text = map::user_text(&message)?;
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let mut request =
+                    TurnRequest::new(&store_id, Message::user(text)).by(self.principal.id());
+                if let Some(run_id) = run_id {
+                    request = request.run_id(run_id);
+                }
                 let turn = served
                     .runner()
-                    .turn(TurnRequest::new(&store_id, Message::user(text)).by(self.principal.id()))
+                    .turn(request)
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
                 let id = task_id(&context, turn.number());
@@ -470,6 +484,47 @@ impl Call {
                 Ok(self.a2a.tasks.start(task_key, task, turn, max, permit))
             }
         }
+    }
+
+    /// The run id of a message whose sender gave it a `messageId`: the key's first use is
+    /// kept; sent again after its task was recorded, the message runs nothing and the error
+    /// names the task (`GetTask` reads it); sent with another content, it is refused.
+    async fn keyed_message(
+        &self,
+        key: &ThreadKey,
+        message: &flow_a2a::wire::Message,
+    ) -> Result<String, RpcError> {
+        let app = &self.a2a.app;
+        let request = serde_json::json!({
+            "route": "a2a_send",
+            "text": message.text(),
+            "data": message.data(),
+            "task": message.task_id,
+        });
+        let keyed = crate::idempotency::keyed(
+            app,
+            "messageId",
+            self.principal.id(),
+            key,
+            crate::idempotency::check(&message.message_id, "messageId").map_err(map::rpc_error)?,
+            &request,
+        )
+        .await
+        .map_err(map::rpc_error)?;
+        if keyed.again {
+            let records = crate::idempotency::recorded(app, key, &keyed.run_id)
+                .await
+                .map_err(map::rpc_error)?;
+            if let Some(record) = records.first() {
+                return Err(RpcError::InvalidRequest(format!(
+                    "message '{}' was sent before and is task '{}': read it with GetTask; \
+                     nothing ran again",
+                    message.message_id.chars().take(64).collect::<String>(),
+                    task_id(&message.context_id, record.turn)
+                )));
+            }
+        }
+        Ok(keyed.run_id)
     }
 
     /// Sets the push-notification config a `SendMessage` carried (checked before the task

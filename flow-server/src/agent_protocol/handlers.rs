@@ -67,6 +67,8 @@ pub(crate) struct Caller {
     principal: Principal,
     tenant: Tenant,
     threads: Arc<Threads>,
+    /// The request's `Idempotency-Key`, if it sent one.
+    idempotency_key: Option<String>,
 }
 
 impl axum::extract::FromRequestParts<AppState> for Caller {
@@ -97,12 +99,14 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
             .get::<Arc<Threads>>()
             .cloned()
             .ok_or_else(missing)?;
+        let idempotency_key = crate::idempotency::header_key(&parts.headers)?;
         Ok(Caller {
             state: state.clone(),
             request_id,
             principal,
             tenant,
             threads,
+            idempotency_key,
         })
     }
 }
@@ -327,6 +331,38 @@ impl Caller {
                 )),
             };
         let key = ThreadKey::new(flow.name(), &self.tenant.0, thread)?;
+        let mut run_id = None;
+        if let Some(idem) = &self.idempotency_key {
+            let keyed = crate::idempotency::keyed(
+                &self.state,
+                "Idempotency-Key",
+                self.principal.id(),
+                &key,
+                idem,
+                &json!({"route": "agent_protocol_runs", "input": request.input, "command": request.command}),
+            )
+            .await?;
+            if keyed.again {
+                if let Some(run) = flow
+                    .runner()
+                    .run_handle(&keyed.run_id)
+                    .filter(|r| r.thread_id() == key.store_id())
+                {
+                    return Ok((run, flow));
+                }
+                if !crate::idempotency::recorded(&self.state, &key, &keyed.run_id)
+                    .await?
+                    .is_empty()
+                {
+                    return Err(ApiError::Conflict(format!(
+                        "the run this Idempotency-Key started ({}) has ended and is recorded: \
+                         read the thread's state; nothing ran again",
+                        keyed.run_id
+                    )));
+                }
+            }
+            run_id = Some(keyed.run_id);
+        }
         let run = match (&request.input, &request.command) {
             (Some(input), None) if !input.is_null() => {
                 let message = message_of(input)?;
@@ -339,6 +375,7 @@ impl Caller {
                     Some(message),
                     None,
                     strategy,
+                    run_id.clone(),
                 )
                 .await?
             }
@@ -374,6 +411,7 @@ impl Caller {
                     None,
                     Some(targets),
                     strategy,
+                    run_id.clone(),
                 )
                 .await?
             }

@@ -53,6 +53,39 @@ pub(crate) async fn run(
     )
     .map_err(ApiError::BadRequest)?;
     let runner = served.runner();
+    // The runId maps to the run it first started (see `idempotency`): sent again after that run
+    // was recorded, nothing runs.
+    let run_id = match input.run_id.is_empty() {
+        true => None,
+        false => {
+            let keyed = crate::idempotency::keyed(
+                &state,
+                "runId",
+                principal.id(),
+                &key,
+                crate::idempotency::check(&input.run_id, "runId")?,
+                &serde_json::json!({"route": "agui", "messages": input.messages, "resume": input.resume.len()}),
+            )
+            .await?;
+            if keyed.again
+                && !crate::idempotency::recorded(&state, &key, &keyed.run_id)
+                    .await?
+                    .is_empty()
+            {
+                return Err(ApiError::Conflict(format!(
+                    "run '{}' was sent before and is recorded in thread '{}': read the thread; \
+                     nothing ran again",
+                    input.run_id.chars().take(64).collect::<String>(),
+                    key.id
+                )));
+            }
+            Some(keyed.run_id)
+        }
+    };
+    let with_id = |request: TurnRequest| match &run_id {
+        Some(id) => request.run_id(id.clone()),
+        None => request,
+    };
     let turn = match waiting {
         Some(pending) => {
             let targets = if input.resume.is_empty() {
@@ -69,11 +102,11 @@ pub(crate) async fn run(
             let permit = state.turn_permit()?;
             (
                 runner
-                    .turn(
+                    .turn(with_id(
                         TurnRequest::resume(&store_id, targets)
                             .by(principal.id())
                             .frontend_tools(tools),
-                    )
+                    ))
                     .await?,
                 permit,
             )
@@ -100,11 +133,11 @@ pub(crate) async fn run(
             let permit = state.turn_permit()?;
             (
                 runner
-                    .turn(
+                    .turn(with_id(
                         TurnRequest::new(&store_id, Message::user(text))
                             .by(principal.id())
                             .frontend_tools(tools),
-                    )
+                    ))
                     .await?,
                 permit,
             )

@@ -13,9 +13,10 @@
 //! `listening on http://ADDR/` once it accepts connections, and stops when its standard input
 //! closes (gracefully: its queue workers finish or hand back their runs).
 //!
+//! Turns are journaled (`Sync`, the server's default): a turn whose process died is finished
+//! by the next process started on the store (or by another one, once its lease ran out).
 //! The run queue (`AGENTFLOW_QUEUE=1`, or `--worker`): background runs wait in the store's run
-//! queue and every process runs workers that take them; turns are journaled (`Sync`) so a
-//! run whose process died is recovered by another. `--worker` serves no API, only
+//! queue and every process runs workers that take them. `--worker` serves no API, only
 //! `GET /v1/health`. `AGENTFLOW_LEASE_MS` sets the queue's and the threads' lease (default
 //! 30000), `AGENTFLOW_QUEUE_WORKERS` the workers per process (default 4).
 //!
@@ -30,8 +31,8 @@ use std::time::Duration;
 
 use flow_runtime::store::{FileRunQueue, JournalStore, RunQueue};
 use flow_runtime::{
-    tool_fn_with_context, ChatModelAgent, CheckpointStore, Durability, FileStore, FlowAgent, Role,
-    ScriptStep, ScriptedModel, ThreadStore, ToolContext, TurnRouting,
+    tool_fn_with_context, ChatModelAgent, CheckpointStore, FileStore, FlowAgent, Role, ScriptStep,
+    ScriptedModel, ThreadStore, ToolContext, TurnRouting,
 };
 use flow_server::{AppState, Auth, QueueOptions};
 use serde::Deserialize;
@@ -150,26 +151,21 @@ where
     if let Ok(ledger) = std::env::var("AGENTFLOW_LEDGER") {
         builder = builder.flow("pay", pay_flow(ledger, env_ms("AGENTFLOW_PAY_DELAY_MS", 0)));
     }
+    // Turns are journaled (`Sync`, the server's default) in the store, so a turn whose
+    // process died is recovered when a server starts again on the store.
+    builder = builder.runners(move |_, runner| runner.lease(lease));
     if let Some(queue) = queue {
-        let journal = store.clone();
-        builder = builder
-            .runners(move |_, runner| {
-                runner
-                    .lease(lease)
-                    .durability(Durability::Sync)
-                    .journal_store(journal.clone())
-            })
-            .run_queue_with(queue, {
-                let mut options = QueueOptions::default();
-                options.lease = lease;
-                if let Some(n) = std::env::var("AGENTFLOW_QUEUE_WORKERS")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                {
-                    options.workers = n;
-                }
-                options
-            });
+        builder = builder.run_queue_with(queue, {
+            let mut options = QueueOptions::default();
+            options.lease = lease;
+            if let Some(n) = std::env::var("AGENTFLOW_QUEUE_WORKERS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                options.workers = n;
+            }
+            options
+        });
     }
     let state = match std::env::var("AGENTFLOW_TOKEN") {
         Ok(token) => builder.auth(Auth::bearer(token)),

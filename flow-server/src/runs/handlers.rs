@@ -129,6 +129,7 @@ pub(crate) async fn start(
     message: Option<String>,
     resume: Option<HashMap<String, Value>>,
     strategy: DoubleText,
+    run_id: Option<String>,
 ) -> Result<RunHandle, ApiError> {
     use tracing::Instrument;
     let span = crate::turn::turn_span(
@@ -140,13 +141,16 @@ pub(crate) async fn start(
         request_id,
         principal.id(),
     );
-    let run = start_in_span(state, principal, served, key, message, resume, strategy)
-        .instrument(span.clone())
-        .await?;
+    let run = start_in_span(
+        state, principal, served, key, message, resume, strategy, run_id,
+    )
+    .instrument(span.clone())
+    .await?;
     span.record("run_id", run.id());
     Ok(run)
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn start_in_span(
     state: &AppState,
     principal: &Principal,
@@ -155,7 +159,12 @@ async fn start_in_span(
     message: Option<String>,
     resume: Option<HashMap<String, Value>>,
     strategy: DoubleText,
+    run_id: Option<String>,
 ) -> Result<RunHandle, ApiError> {
+    let with_id = |request: TurnRequest| match &run_id {
+        Some(id) => request.run_id(id.clone()),
+        None => request,
+    };
     let run = match (message, resume) {
         (Some(message), None) => {
             principal.require(Scope::Chat)?;
@@ -173,11 +182,11 @@ async fn start_in_span(
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
-                .start(
+                .start(with_id(
                     TurnRequest::new(key.store_id(), Message::user(message))
                         .if_busy(strategy)
                         .by(principal.id()),
-                )
+                ))
                 .await?;
             hold_until_end(&run, permit);
             run
@@ -204,7 +213,9 @@ async fn start_in_span(
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
-                .start(TurnRequest::resume(key.store_id(), targets).by(principal.id()))
+                .start(with_id(
+                    TurnRequest::resume(key.store_id(), targets).by(principal.id()),
+                ))
                 .await?;
             hold_until_end(&run, permit);
             run
@@ -236,9 +247,36 @@ pub(crate) async fn create_run(
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<CreateRun>,
 ) -> Result<Response, ApiError> {
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let mut run_id = None;
+    if let Some(idem) = crate::idempotency::header_key(&headers)? {
+        let fingerprint = json!({
+            "route": "runs",
+            "message": request.message,
+            "resume": request.resume.as_ref().map(|r| r.iter().collect::<std::collections::BTreeMap<_, _>>()),
+            "stream": request.stream,
+        });
+        let keyed = crate::idempotency::keyed(
+            &state,
+            "Idempotency-Key",
+            principal.id(),
+            &key,
+            &idem,
+            &fingerprint,
+        )
+        .await?;
+        if keyed.again {
+            if let Some(answer) =
+                existing_run(&state, &served, &key, &keyed.run_id, request.stream).await?
+            {
+                return Ok(answer);
+            }
+        }
+        run_id = Some(keyed.run_id);
+    }
     let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
     let default = if request.stream {
         OnDisconnect::Cancel
@@ -287,6 +325,7 @@ pub(crate) async fn create_run(
         request.message,
         request.resume,
         strategy,
+        run_id,
     )
     .await?;
     if let Some((url, secret)) = webhook {
@@ -345,8 +384,96 @@ pub(crate) async fn get_run(
             return Ok(Json(info));
         }
     }
-    let run = run_of(&served, &key, &run)?;
-    Ok(Json(info_json(&key.id, &run.info())))
+    if let Some(run) = served.runner().run_handle(&run) {
+        if run.thread_id() == key.store_id() {
+            return Ok(Json(info_json(&key.id, &run.info())));
+        }
+    }
+    // A run of an earlier process (or another one on the store): its record says how it ended.
+    match recorded_outcome(&state, &key, &run).await? {
+        Some(outcome) => Ok(Json(recorded_info(&key.id, &run, &outcome))),
+        None => Err(unknown_run(&run)),
+    }
+}
+
+fn unknown_run(run_id: &str) -> ApiError {
+    ApiError::UnknownRun {
+        id: run_id.chars().take(64).collect(),
+    }
+}
+
+/// How run `run_id` of `key`'s thread ended, from the thread's records (its last part);
+/// `None` if the thread has no record of it.
+async fn recorded_outcome(
+    state: &AppState,
+    key: &ThreadKey,
+    run_id: &str,
+) -> Result<Option<flow_runtime::RunOutcome>, ApiError> {
+    let records = crate::idempotency::recorded(state, key, run_id).await?;
+    Ok(records.last().and_then(flow_runtime::RunOutcome::of_record))
+}
+
+/// The status of a run known from its record.
+fn recorded_info(thread: &str, run_id: &str, outcome: &flow_runtime::RunOutcome) -> Value {
+    json!({
+        "run_id": run_id,
+        "thread": thread,
+        "status": outcome.status().as_str(),
+        "outcome": outcome_json(run_id, outcome, None),
+        "recorded": true,
+    })
+}
+
+/// What a request sent again with its `Idempotency-Key` gets when its run exists: the run
+/// live in this process (its status, or its stream), or its record. `None`: neither (the
+/// first request never started its run, or its process died: the engine recovers a dead
+/// turn of the run when the request is sent on).
+async fn existing_run(
+    state: &AppState,
+    served: &ServedFlow,
+    key: &ThreadKey,
+    run_id: &str,
+    stream: bool,
+) -> Result<Option<Response>, ApiError> {
+    if let Some(run) = served
+        .runner()
+        .run_handle(run_id)
+        .filter(|r| r.thread_id() == key.store_id())
+    {
+        if stream {
+            let body = run_sse(
+                run,
+                key.id.clone(),
+                None,
+                state.limits(),
+                OnDisconnect::Continue,
+            )?;
+            return Ok(Some(body.into_response()));
+        }
+        return Ok(Some(
+            (StatusCode::ACCEPTED, Json(info_json(&key.id, &run.info()))).into_response(),
+        ));
+    }
+    let records = crate::idempotency::recorded(state, key, run_id).await?;
+    let Some(outcome) = records.last().and_then(flow_runtime::RunOutcome::of_record) else {
+        return Ok(None);
+    };
+    if stream {
+        let resumed = records.first().is_some_and(|r| !r.starts_turn());
+        return Ok(Some(crate::idempotency::recorded_turn_sse(
+            &records,
+            key,
+            resumed,
+            state.limits(),
+        )));
+    }
+    Ok(Some(
+        (
+            StatusCode::ACCEPTED,
+            Json(recorded_info(&key.id, run_id, &outcome)),
+        )
+            .into_response(),
+    ))
 }
 
 /// The `Last-Event-ID` header: absent, or an event id.
@@ -404,13 +531,32 @@ pub(crate) async fn wait_run(
             return Ok(Json(outcome));
         }
     }
-    let run = run_of(&served, &key, &run)?;
-    let outcome = run.wait().await;
-    Ok(Json(outcome_json(
-        run.id(),
-        &outcome,
-        run.failure().as_ref(),
-    )))
+    if let Some(handle) = served
+        .runner()
+        .run_handle(&run)
+        .filter(|r| r.thread_id() == key.store_id())
+    {
+        let outcome = handle.wait().await;
+        return Ok(Json(outcome_json(
+            handle.id(),
+            &outcome,
+            handle.failure().as_ref(),
+        )));
+    }
+    // A run of an earlier process: its record, once the turn is recorded. A turn whose process
+    // died is being finished by the server's recovery: wait for it (up to the turn limit).
+    let deadline = tokio::time::Instant::now() + state.limits().max_turn_duration;
+    loop {
+        if let Some(outcome) = recorded_outcome(&state, &key, &run).await? {
+            return Ok(Json(outcome_json(&run, &outcome, None)));
+        }
+        if !crate::idempotency::dead_turn_pending(&state, &key).await
+            || tokio::time::Instant::now() >= deadline
+        {
+            return Err(unknown_run(&run));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// `POST .../runs/{run}/cancel`: asks the run to stop (`mode`, `timeout_ms`); 202.
@@ -471,10 +617,29 @@ pub(crate) async fn resume_run(
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     use tracing::Instrument;
     principal.require(Scope::Chat)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let mut run_id = None;
+    if let Some(idem) = crate::idempotency::header_key(&headers)? {
+        let keyed = crate::idempotency::keyed(
+            &state,
+            "Idempotency-Key",
+            principal.id(),
+            &key,
+            &idem,
+            &json!({"route": "runs_resume", "run": run}),
+        )
+        .await?;
+        if keyed.again {
+            if let Some(answer) = existing_run(&state, &served, &key, &keyed.run_id, false).await? {
+                return Ok(answer);
+            }
+        }
+        run_id = Some(keyed.run_id);
+    }
     let run = run_of(&served, &key, &run)?;
     let permit = state.turn_permit()?;
     let span = crate::turn::turn_span(
@@ -510,6 +675,10 @@ pub(crate) async fn resume_run(
             }
         }
     }
+    let again = match run_id {
+        Some(id) => again.run_id(id),
+        None => again,
+    };
     let next = served
         .runner()
         .start(again.by(principal.id()))
