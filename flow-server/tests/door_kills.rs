@@ -1,0 +1,389 @@
+//! Every door durable after a crash: for each door that starts a turn, a `flow-server-demo`
+//! process on a SQLite file (turns journaled in `Sync`, the server's default) is SIGKILLed
+//! mid-way through a paid tool, at a random point (inside the tool, before or after it wrote
+//! its payment, or just after it returned), and started again on the same file. The client
+//! then does what a careful client of that protocol does: it reads the thread until the turn
+//! it sent is recorded (it never sends it again first), then sends the same request again
+//! with the same key (`Idempotency-Key`, A2A `messageId`, AG-UI `runId`).
+//!
+//! After each trial: the server finished the dead turn by itself (recorded, complete, in order:
+//! the user's message, the tool call, its result, the answer); the payment is in the ledger
+//! exactly once; the resend ran nothing (one turn in the thread, still one payment) and
+//! answered the recorded turn (or, where the protocol has no way to answer a recorded run
+//! again, a clear error naming it); nothing is left pending.
+//!
+//! `AGENTFLOW_DOOR_KILL_TRIALS` sets the trials per door (default 2; CI 10; a soak 100). The
+//! trials of a door run in parallel (`AGENTFLOW_DOOR_KILL_PARALLEL`, default 4), each with its
+//! own server and file.
+
+#![cfg(feature = "sqlite")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{read_sse, TOKEN};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long the `pay` tool takes (the kill lands somewhere in it, or just after it).
+const PAY_MS: u64 = 120;
+/// The threads' lease: the dead process's lease runs out this long after its last renewal.
+const LEASE_MS: u64 = 600;
+
+/// The doors under test.
+#[derive(Debug, Clone, Copy)]
+enum Door {
+    /// `POST .../turns` (SSE).
+    Turns,
+    /// `POST .../runs` (background: 202 and the run id).
+    BackgroundRuns,
+    /// `POST .../runs` with `"stream": true`.
+    StreamedRuns,
+    /// The Agent Protocol's `POST /v1/threads/{thread}/runs/wait`.
+    AgentProtocolWait,
+    /// A2A `SendMessage`.
+    A2aSend,
+    /// AG-UI `POST /agui/{flow}`.
+    Agui,
+}
+
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A small random number generator (xorshift), seeded per trial.
+struct Dice(u64);
+
+impl Dice {
+    fn new(salt: u64) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+        Dice((nanos ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// Starts `flow-server-demo` on the SQLite file `db`, paying into `ledger`.
+async fn server(db: &Path, ledger: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
+        .arg("--sqlite")
+        .arg(db)
+        .env("AGENTFLOW_TOKEN", TOKEN)
+        .env("AGENTFLOW_LEDGER", ledger)
+        .env("AGENTFLOW_LEASE_MS", LEASE_MS.to_string())
+        .env("AGENTFLOW_PAY_DELAY_MS", PAY_MS.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the demo server starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).await.unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .trim_end_matches('/')
+        .to_owned();
+    (child, url)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The request the door sends for `payment` on `thread`, with `key`; the response.
+async fn send(
+    door: Door,
+    base: &str,
+    thread: &str,
+    payment: &str,
+    key: &str,
+) -> reqwest::Result<reqwest::Response> {
+    let client = reqwest::Client::new();
+    let message = format!("pay {payment}");
+    let request = match door {
+        Door::Turns => client
+            .post(format!("{base}/v1/flows/pay/threads/{thread}/turns"))
+            .header("Idempotency-Key", format!("\"{key}\""))
+            .json(&json!({ "message": message })),
+        Door::BackgroundRuns | Door::StreamedRuns => client
+            .post(format!("{base}/v1/flows/pay/threads/{thread}/runs"))
+            .header("Idempotency-Key", key)
+            .json(&json!({
+                "message": message,
+                "stream": matches!(door, Door::StreamedRuns),
+            })),
+        Door::AgentProtocolWait => client
+            .post(format!("{base}/v1/threads/{thread}/runs/wait"))
+            .header("Idempotency-Key", key)
+            .json(&json!({
+                "assistant_id": "pay",
+                "input": { "messages": [{ "role": "user", "content": message }] },
+            })),
+        Door::A2aSend => client.post(format!("{base}/a2a/pay")).json(&json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": { "message": {
+                "messageId": key,
+                "contextId": thread,
+                "role": "ROLE_USER",
+                "parts": [{ "text": message }],
+            } },
+        })),
+        Door::Agui => client.post(format!("{base}/agui/pay")).json(&json!({
+            "threadId": thread,
+            "runId": key,
+            "messages": [{ "id": "m1", "role": "user", "content": message }],
+            "tools": [],
+            "context": [],
+            "state": {},
+            "forwardedProps": {},
+        })),
+    };
+    request.bearer_auth(TOKEN).send().await
+}
+
+/// The thread as `GET /v1/flows/pay/threads/{thread}` answers it (`None`: not yet recorded).
+async fn thread_of(base: &str, store_thread: &str) -> Option<Value> {
+    let response = reqwest::Client::new()
+        .get(format!("{base}/v1/flows/pay/threads/{store_thread}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .ok()?;
+    (response.status() == 200).then_some(())?;
+    response.json().await.ok()
+}
+
+/// One trial of `door`: kill, restart, read, resend; panics with what went wrong.
+async fn trial(door: Door, n: usize) -> Duration {
+    let began = Instant::now();
+    let dir = std::env::temp_dir().join(format!(
+        "agentflow-door-kill-{}-{door:?}-{n}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db: PathBuf = dir.join("store.sqlite");
+    let ledger = dir.join("ledger");
+    let trace = PathBuf::from(format!("{}.trace", ledger.display()));
+    let thread = format!("t{n}");
+    let payment = format!("P{n:03}");
+    let key = format!("key-{door:?}-{n}");
+    let mut dice = Dice::new(n as u64 + 1);
+
+    // The request, and a kill at a random point of its paid tool (or just after it).
+    let (mut first, base) = server(&db, &ledger).await;
+    let sending = {
+        let base = base.clone();
+        let (thread, payment, key) = (thread.clone(), payment.clone(), key.clone());
+        tokio::spawn(async move {
+            // Read what comes until the connection dies with the server.
+            if let Ok(response) = send(door, &base, &thread, &payment, &key).await {
+                let _ = response.bytes().await;
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !lines(&trace).iter().any(|l| l.starts_with("start ")) {
+        assert!(
+            Instant::now() < deadline,
+            "{door:?} {n}: the tool never started"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(dice.below(PAY_MS + 40))).await;
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+    let _ = sending.await;
+
+    // The server starts again on the same file and finishes the dead turn by itself: the
+    // client reads the thread until the turn is recorded, sending nothing.
+    let (mut second, base) = server(&db, &ledger).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let recorded = loop {
+        if let Some(t) = thread_of(&base, &thread).await {
+            if t["turns"] == 1 {
+                break t;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{door:?} {n}: the server did not finish the dead turn by itself"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    check_thread(door, n, &recorded, &payment);
+
+    // The same request, sent again with the same key: nothing runs again.
+    let again = send(door, &base, &thread, &payment, &key).await.unwrap();
+    check_resend(door, n, again, &payment).await;
+    let after = thread_of(&base, &thread).await.unwrap();
+    assert_eq!(
+        after["turns"], 1,
+        "{door:?} {n}: the resend ran a second turn"
+    );
+    check_thread(door, n, &after, &payment);
+
+    let paid: Vec<String> = lines(&ledger)
+        .into_iter()
+        .filter(|l| l.split(' ').nth(1) == Some(payment.as_str()))
+        .collect();
+    assert_eq!(
+        paid.len(),
+        1,
+        "{door:?} {n}: paid {} times: {paid:?}",
+        paid.len()
+    );
+
+    drop(second.stdin.take());
+    let _ = tokio::time::timeout(Duration::from_secs(10), second.wait()).await;
+    let _ = second.start_kill();
+    let _ = std::fs::remove_dir_all(&dir);
+    began.elapsed()
+}
+
+/// The thread holds the whole turn, in order, and waits on nothing.
+fn check_thread(door: Door, n: usize, thread: &Value, payment: &str) {
+    let messages = thread["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["message"]["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{door:?} {n}: the turn is whole and in order: {messages:#?}"
+    );
+    assert_eq!(messages[0]["message"]["content"], format!("pay {payment}"));
+    assert_eq!(messages[2]["message"]["content"], format!("paid {payment}"));
+    assert_eq!(messages[3]["message"]["content"], "paid");
+    assert_eq!(
+        thread["pending"],
+        json!([]),
+        "{door:?} {n}: nothing is left pending"
+    );
+}
+
+/// What the resend answered: the recorded turn (or a clear error naming it).
+async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment: &str) {
+    let status = response.status().as_u16();
+    match door {
+        Door::Turns | Door::StreamedRuns => {
+            let events = read_sse(response).await;
+            let done = &events.last().unwrap().data;
+            assert_eq!(done["output"], "paid", "{door:?} {n}: {events:#?}");
+            let paid_event = events.iter().any(|e| {
+                e.name == "event" && e.data["message"]["content"] == format!("paid {payment}")
+            });
+            assert!(
+                paid_event,
+                "{door:?} {n}: the recorded turn's events: {events:#?}"
+            );
+        }
+        Door::BackgroundRuns => {
+            assert_eq!(status, 202, "{door:?} {n}");
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["status"], "success", "{door:?} {n}: {body}");
+            assert_eq!(body["outcome"]["output"], "paid", "{door:?} {n}: {body}");
+        }
+        Door::AgentProtocolWait => {
+            assert_eq!(status, 409, "{door:?} {n}");
+            let body: Value = response.json().await.unwrap();
+            let message = body["error"]["message"].as_str().unwrap_or("");
+            assert!(
+                message.contains("nothing ran again"),
+                "{door:?} {n}: {body}"
+            );
+        }
+        Door::A2aSend => {
+            let body: Value = response.json().await.unwrap();
+            let message = body["error"]["message"].as_str().unwrap_or("");
+            assert!(
+                message.contains("nothing ran again") && message.contains(&format!("'t{n}.0'")),
+                "{door:?} {n}: the resend names the task: {body}"
+            );
+        }
+        Door::Agui => {
+            assert_eq!(status, 409, "{door:?} {n}");
+            let body: Value = response.json().await.unwrap();
+            let message = body["error"]["message"].as_str().unwrap_or("");
+            assert!(
+                message.contains("nothing ran again"),
+                "{door:?} {n}: {body}"
+            );
+        }
+    }
+}
+
+/// Runs the trials of `door`, some at once; prints the figures.
+async fn trials(door: Door) {
+    let count = env_count("AGENTFLOW_DOOR_KILL_TRIALS", 2);
+    let parallel = env_count("AGENTFLOW_DOOR_KILL_PARALLEL", 4).max(1);
+    let began = Instant::now();
+    let mut longest = Duration::ZERO;
+    for chunk in (0..count).collect::<Vec<_>>().chunks(parallel) {
+        let runs = chunk.iter().map(|&n| tokio::spawn(trial(door, n)));
+        for run in futures::future::join_all(runs).await {
+            longest = longest.max(run.expect("a trial panicked"));
+        }
+    }
+    eprintln!(
+        "{door:?}: {count} trials on SQLite, {count} payments each made once, 0 twice, 0 lost; \
+         {:.1} s in all (longest trial {:.1} s)",
+        began.elapsed().as_secs_f64(),
+        longest.as_secs_f64()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn turns_survive_a_kill() {
+    trials(Door::Turns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn background_runs_survive_a_kill() {
+    trials(Door::BackgroundRuns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn streamed_runs_survive_a_kill() {
+    trials(Door::StreamedRuns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agent_protocol_waited_runs_survive_a_kill() {
+    trials(Door::AgentProtocolWait).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a2a_messages_survive_a_kill() {
+    trials(Door::A2aSend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agui_runs_survive_a_kill() {
+    trials(Door::Agui).await;
+}
