@@ -12,11 +12,15 @@
 //! answered the recorded turn (or, where the protocol has no way to answer a recorded run
 //! again, a clear error naming it); nothing is left pending.
 //!
-//! `AGENTFLOW_DOOR_KILL_TRIALS` sets the trials per door (default 2; CI 10; a soak 100). The
-//! trials of a door run in parallel (`AGENTFLOW_DOOR_KILL_PARALLEL`, default 4), each with its
-//! own server and file.
+//! The same on PostgreSQL (feature `postgres`, a fresh database per trial; skipped with a
+//! message when `AGENTFLOW_PG_URL` is not set, unless `AGENTFLOW_REQUIRE_COMPONENTS` is).
+//!
+//! `AGENTFLOW_DOOR_KILL_TRIALS` sets the trials per door on SQLite (default 2; CI 10; a soak
+//! 100), `AGENTFLOW_DOOR_KILL_PG_TRIALS` on PostgreSQL (default 2; CI 3). The trials of a door
+//! run in parallel (`AGENTFLOW_DOOR_KILL_PARALLEL`, default 4), each with its own server and
+//! store.
 
-#![cfg(feature = "sqlite")]
+#![cfg(any(feature = "sqlite", feature = "postgres"))]
 
 mod common;
 
@@ -43,12 +47,38 @@ enum Door {
     BackgroundRuns,
     /// `POST .../runs` with `"stream": true`.
     StreamedRuns,
+    /// `POST .../resume`: the answer to the approval the thread waits on, then the payment.
+    Resume,
     /// The Agent Protocol's `POST /v1/threads/{thread}/runs/wait`.
     AgentProtocolWait,
+    /// The Agent Protocol's background `POST /v1/threads/{thread}/runs`.
+    AgentProtocolBackground,
+    /// The Agent Protocol's `POST /v1/threads/{thread}/runs/stream`.
+    AgentProtocolStream,
     /// A2A `SendMessage`.
     A2aSend,
+    /// A2A `SendStreamingMessage`.
+    A2aStream,
     /// AG-UI `POST /agui/{flow}`.
     Agui,
+}
+
+impl Door {
+    /// The flow the door's trial pays through.
+    fn flow(self) -> &'static str {
+        match self {
+            Door::Resume => "approved-pay",
+            _ => "pay",
+        }
+    }
+}
+
+/// Where a trial's server keeps its store.
+#[derive(Debug, Clone)]
+enum Backend {
+    Sqlite,
+    #[allow(dead_code)]
+    Postgres,
 }
 
 fn env_count(name: &str, default: usize) -> usize {
@@ -78,11 +108,11 @@ impl Dice {
     }
 }
 
-/// Starts `flow-server-demo` on the SQLite file `db`, paying into `ledger`.
-async fn server(db: &Path, ledger: &Path) -> (Child, String) {
+/// Starts `flow-server-demo` on the store `store` names (`--sqlite PATH`, `--postgres URL`),
+/// paying into `ledger`.
+async fn server(store: &[String], ledger: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
-        .arg("--sqlite")
-        .arg(db)
+        .args(store)
         .env("AGENTFLOW_TOKEN", TOKEN)
         .env("AGENTFLOW_LEDGER", ledger)
         .env("AGENTFLOW_LEASE_MS", LEASE_MS.to_string())
@@ -122,6 +152,23 @@ async fn send(
 ) -> reqwest::Result<reqwest::Response> {
     let client = reqwest::Client::new();
     let message = format!("pay {payment}");
+    let ap_input = json!({
+        "assistant_id": "pay",
+        "input": { "messages": [{ "role": "user", "content": message }] },
+    });
+    let a2a = |method: &str| {
+        json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": method,
+            "params": { "message": {
+                "messageId": key,
+                "contextId": thread,
+                "role": "ROLE_USER",
+                "parts": [{ "text": message }],
+            } },
+        })
+    };
     let request = match door {
         Door::Turns => client
             .post(format!("{base}/v1/flows/pay/threads/{thread}/turns"))
@@ -134,24 +181,30 @@ async fn send(
                 "message": message,
                 "stream": matches!(door, Door::StreamedRuns),
             })),
+        Door::Resume => client
+            .post(format!(
+                "{base}/v1/flows/approved-pay/threads/{thread}/resume"
+            ))
+            .header("Idempotency-Key", key)
+            .json(&json!({ "interrupt_id": "teller", "data": true })),
         Door::AgentProtocolWait => client
             .post(format!("{base}/v1/threads/{thread}/runs/wait"))
             .header("Idempotency-Key", key)
-            .json(&json!({
-                "assistant_id": "pay",
-                "input": { "messages": [{ "role": "user", "content": message }] },
-            })),
-        Door::A2aSend => client.post(format!("{base}/a2a/pay")).json(&json!({
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendMessage",
-            "params": { "message": {
-                "messageId": key,
-                "contextId": thread,
-                "role": "ROLE_USER",
-                "parts": [{ "text": message }],
-            } },
-        })),
+            .json(&ap_input),
+        Door::AgentProtocolBackground => client
+            .post(format!("{base}/v1/threads/{thread}/runs"))
+            .header("Idempotency-Key", key)
+            .json(&ap_input),
+        Door::AgentProtocolStream => client
+            .post(format!("{base}/v1/threads/{thread}/runs/stream"))
+            .header("Idempotency-Key", key)
+            .json(&ap_input),
+        Door::A2aSend => client
+            .post(format!("{base}/a2a/pay"))
+            .json(&a2a("SendMessage")),
+        Door::A2aStream => client
+            .post(format!("{base}/a2a/pay"))
+            .json(&a2a("SendStreamingMessage")),
         Door::Agui => client.post(format!("{base}/agui/pay")).json(&json!({
             "threadId": thread,
             "runId": key,
@@ -165,10 +218,11 @@ async fn send(
     request.bearer_auth(TOKEN).send().await
 }
 
-/// The thread as `GET /v1/flows/pay/threads/{thread}` answers it (`None`: not yet recorded).
-async fn thread_of(base: &str, store_thread: &str) -> Option<Value> {
+/// The thread as `GET /v1/flows/{flow}/threads/{thread}` answers it (`None`: not yet
+/// recorded).
+async fn thread_of(base: &str, flow: &str, thread: &str) -> Option<Value> {
     let response = reqwest::Client::new()
-        .get(format!("{base}/v1/flows/pay/threads/{store_thread}"))
+        .get(format!("{base}/v1/flows/{flow}/threads/{thread}"))
         .bearer_auth(TOKEN)
         .send()
         .await
@@ -178,15 +232,22 @@ async fn thread_of(base: &str, store_thread: &str) -> Option<Value> {
 }
 
 /// One trial of `door`: kill, restart, read, resend; panics with what went wrong.
-async fn trial(door: Door, n: usize) -> Duration {
+async fn trial(door: Door, backend: Backend, n: usize) -> Option<Duration> {
     let began = Instant::now();
     let dir = std::env::temp_dir().join(format!(
-        "agentflow-door-kill-{}-{door:?}-{n}",
+        "agentflow-door-kill-{}-{door:?}-{backend:?}-{n}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let db: PathBuf = dir.join("store.sqlite");
+    let store: Vec<String> = match backend {
+        Backend::Sqlite => {
+            let db: PathBuf = dir.join("store.sqlite");
+            vec!["--sqlite".into(), db.display().to_string()]
+        }
+        Backend::Postgres => vec!["--postgres".into(), postgres_database().await?],
+    };
+    let flow = door.flow();
     let ledger = dir.join("ledger");
     let trace = PathBuf::from(format!("{}.trace", ledger.display()));
     let thread = format!("t{n}");
@@ -195,7 +256,22 @@ async fn trial(door: Door, n: usize) -> Duration {
     let mut dice = Dice::new(n as u64 + 1);
 
     // The request, and a kill at a random point of its paid tool (or just after it).
-    let (mut first, base) = server(&db, &ledger).await;
+    let (mut first, base) = server(&store, &ledger).await;
+    if let Door::Resume = door {
+        // The turn stops for the approval (nothing paid yet); the resume is the door.
+        let asked = common::read_sse(
+            reqwest::Client::new()
+                .post(format!("{base}/v1/flows/{flow}/threads/{thread}/turns"))
+                .bearer_auth(TOKEN)
+                .json(&json!({ "message": format!("pay {payment}") }))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let done = &asked.last().unwrap().data;
+        assert_eq!(done["interrupts"][0]["id"], "teller", "{asked:#?}");
+    }
     let sending = {
         let base = base.clone();
         let (thread, payment, key) = (thread.clone(), payment.clone(), key.clone());
@@ -221,11 +297,11 @@ async fn trial(door: Door, n: usize) -> Duration {
 
     // The server starts again on the same file and finishes the dead turn by itself: the
     // client reads the thread until the turn is recorded, sending nothing.
-    let (mut second, base) = server(&db, &ledger).await;
+    let (mut second, base) = server(&store, &ledger).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let recorded = loop {
-        if let Some(t) = thread_of(&base, &thread).await {
-            if t["turns"] == 1 {
+        if let Some(t) = thread_of(&base, flow, &thread).await {
+            if t["turns"] == 1 && t["pending"] == json!([]) {
                 break t;
             }
         }
@@ -240,7 +316,7 @@ async fn trial(door: Door, n: usize) -> Duration {
     // The same request, sent again with the same key: nothing runs again.
     let again = send(door, &base, &thread, &payment, &key).await.unwrap();
     check_resend(door, n, again, &payment).await;
-    let after = thread_of(&base, &thread).await.unwrap();
+    let after = thread_of(&base, flow, &thread).await.unwrap();
     assert_eq!(
         after["turns"], 1,
         "{door:?} {n}: the resend ran a second turn"
@@ -262,7 +338,18 @@ async fn trial(door: Door, n: usize) -> Duration {
     let _ = tokio::time::timeout(Duration::from_secs(10), second.wait()).await;
     let _ = second.start_kill();
     let _ = std::fs::remove_dir_all(&dir);
-    began.elapsed()
+    Some(began.elapsed())
+}
+
+/// A fresh PostgreSQL database for one trial (`None`: no server, the test is skipped).
+#[cfg(feature = "postgres")]
+async fn postgres_database() -> Option<String> {
+    flow_runtime::testing::fresh_postgres_database("door_kill").await
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres_database() -> Option<String> {
+    None
 }
 
 /// The thread holds the whole turn, in order, and waits on nothing.
@@ -272,14 +359,26 @@ fn check_thread(door: Door, n: usize, thread: &Value, payment: &str) {
         .iter()
         .map(|m| m["message"]["role"].as_str().unwrap_or(""))
         .collect();
+    let whole: &[&str] = match door {
+        // The approval's call and answer come before the payment.
+        Door::Resume => &[
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+        ],
+        _ => &["user", "assistant", "tool", "assistant"],
+    };
     assert_eq!(
-        roles,
-        ["user", "assistant", "tool", "assistant"],
+        roles, whole,
         "{door:?} {n}: the turn is whole and in order: {messages:#?}"
     );
-    assert_eq!(messages[0]["message"]["content"], format!("pay {payment}"));
-    assert_eq!(messages[2]["message"]["content"], format!("paid {payment}"));
-    assert_eq!(messages[3]["message"]["content"], "paid");
+    let content = |k: usize| &messages[k]["message"]["content"];
+    assert_eq!(content(0), &json!(format!("pay {payment}")));
+    assert_eq!(content(roles.len() - 2), &json!(format!("paid {payment}")));
+    assert_eq!(content(roles.len() - 1), "paid");
     assert_eq!(
         thread["pending"],
         json!([]),
@@ -291,7 +390,7 @@ fn check_thread(door: Door, n: usize, thread: &Value, payment: &str) {
 async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment: &str) {
     let status = response.status().as_u16();
     match door {
-        Door::Turns | Door::StreamedRuns => {
+        Door::Turns | Door::StreamedRuns | Door::Resume => {
             let events = read_sse(response).await;
             let done = &events.last().unwrap().data;
             assert_eq!(done["output"], "paid", "{door:?} {n}: {events:#?}");
@@ -309,7 +408,7 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
             assert_eq!(body["status"], "success", "{door:?} {n}: {body}");
             assert_eq!(body["outcome"]["output"], "paid", "{door:?} {n}: {body}");
         }
-        Door::AgentProtocolWait => {
+        Door::AgentProtocolWait | Door::AgentProtocolBackground | Door::AgentProtocolStream => {
             assert_eq!(status, 409, "{door:?} {n}");
             let body: Value = response.json().await.unwrap();
             let message = body["error"]["message"].as_str().unwrap_or("");
@@ -318,8 +417,14 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
                 "{door:?} {n}: {body}"
             );
         }
-        Door::A2aSend => {
-            let body: Value = response.json().await.unwrap();
+        Door::A2aSend | Door::A2aStream => {
+            let text = response.text().await.unwrap();
+            // A stream answers the error as its one event.
+            let json = text
+                .lines()
+                .find_map(|l| l.strip_prefix("data:"))
+                .unwrap_or(&text);
+            let body: Value = serde_json::from_str(json.trim()).unwrap();
             let message = body["error"]["message"].as_str().unwrap_or("");
             assert!(
                 message.contains("nothing ran again") && message.contains(&format!("'t{n}.0'")),
@@ -338,52 +443,60 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
     }
 }
 
-/// Runs the trials of `door`, some at once; prints the figures.
-async fn trials(door: Door) {
-    let count = env_count("AGENTFLOW_DOOR_KILL_TRIALS", 2);
+/// Runs the trials of `door` on `backend`, some at once; prints the figures.
+async fn trials(door: Door, backend: Backend) {
+    let count = match backend {
+        Backend::Sqlite => env_count("AGENTFLOW_DOOR_KILL_TRIALS", 2),
+        Backend::Postgres => env_count("AGENTFLOW_DOOR_KILL_PG_TRIALS", 2),
+    };
     let parallel = env_count("AGENTFLOW_DOOR_KILL_PARALLEL", 4).max(1);
     let began = Instant::now();
     let mut longest = Duration::ZERO;
     for chunk in (0..count).collect::<Vec<_>>().chunks(parallel) {
-        let runs = chunk.iter().map(|&n| tokio::spawn(trial(door, n)));
+        let runs = chunk
+            .iter()
+            .map(|&n| tokio::spawn(trial(door, backend.clone(), n)));
         for run in futures::future::join_all(runs).await {
-            longest = longest.max(run.expect("a trial panicked"));
+            match run.expect("a trial panicked") {
+                Some(took) => longest = longest.max(took),
+                None => return, // no PostgreSQL server: skipped (said so above)
+            }
         }
     }
     eprintln!(
-        "{door:?}: {count} trials on SQLite, {count} payments each made once, 0 twice, 0 lost; \
-         {:.1} s in all (longest trial {:.1} s)",
+        "{door:?}: {count} trials on {backend:?}, {count} payments each made once, 0 twice, 0 \
+         lost; {:.1} s in all (longest trial {:.1} s)",
         began.elapsed().as_secs_f64(),
         longest.as_secs_f64()
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn turns_survive_a_kill() {
-    trials(Door::Turns).await;
+/// A test per door and store.
+macro_rules! door_tests {
+    ($($door:ident => $sqlite:ident, $postgres:ident;)*) => {$(
+        #[cfg(feature = "sqlite")]
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            trials(Door::$door, Backend::Sqlite).await;
+        }
+
+        #[cfg(feature = "postgres")]
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            trials(Door::$door, Backend::Postgres).await;
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn background_runs_survive_a_kill() {
-    trials(Door::BackgroundRuns).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn streamed_runs_survive_a_kill() {
-    trials(Door::StreamedRuns).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn agent_protocol_waited_runs_survive_a_kill() {
-    trials(Door::AgentProtocolWait).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a2a_messages_survive_a_kill() {
-    trials(Door::A2aSend).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn agui_runs_survive_a_kill() {
-    trials(Door::Agui).await;
+door_tests! {
+    Turns => turns_survive_a_kill_on_sqlite, turns_survive_a_kill_on_postgres;
+    BackgroundRuns => background_runs_survive_a_kill_on_sqlite, background_runs_survive_a_kill_on_postgres;
+    StreamedRuns => streamed_runs_survive_a_kill_on_sqlite, streamed_runs_survive_a_kill_on_postgres;
+    Resume => resumes_survive_a_kill_on_sqlite, resumes_survive_a_kill_on_postgres;
+    AgentProtocolWait => agent_protocol_waited_runs_survive_a_kill_on_sqlite, agent_protocol_waited_runs_survive_a_kill_on_postgres;
+    AgentProtocolBackground => agent_protocol_background_runs_survive_a_kill_on_sqlite, agent_protocol_background_runs_survive_a_kill_on_postgres;
+    AgentProtocolStream => agent_protocol_streamed_runs_survive_a_kill_on_sqlite, agent_protocol_streamed_runs_survive_a_kill_on_postgres;
+    A2aSend => a2a_messages_survive_a_kill_on_sqlite, a2a_messages_survive_a_kill_on_postgres;
+    A2aStream => a2a_streamed_messages_survive_a_kill_on_sqlite, a2a_streamed_messages_survive_a_kill_on_postgres;
+    Agui => agui_runs_survive_a_kill_on_sqlite, agui_runs_survive_a_kill_on_postgres;
 }

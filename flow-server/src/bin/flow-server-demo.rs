@@ -149,7 +149,10 @@ where
         .flow("desk", flow_server::demo::desk())
         .turn_routing(TurnRouting::Root);
     if let Ok(ledger) = std::env::var("AGENTFLOW_LEDGER") {
-        builder = builder.flow("pay", pay_flow(ledger, env_ms("AGENTFLOW_PAY_DELAY_MS", 0)));
+        let delay = env_ms("AGENTFLOW_PAY_DELAY_MS", 0);
+        builder = builder
+            .flow("pay", pay_flow(ledger.clone(), delay, false))
+            .flow("approved-pay", pay_flow(ledger, delay, true));
     }
     // Turns are journaled (`Sync`, the server's default) in the store, so a turn whose
     // process died is recovered when a server starts again on the store.
@@ -199,27 +202,53 @@ struct Payment {
     payment: String,
 }
 
+/// The payment a request's last user message names (`pay ID`).
+fn payment_of(r: &flow_runtime::ChatRequest) -> ScriptStep {
+    let id = r
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.content.strip_prefix("pay "))
+        .unwrap_or("unknown")
+        .trim()
+        .to_owned();
+    ScriptStep::tool_call("pay", serde_json::json!({ "payment": id }))
+}
+
+/// Whether the request's last message is the result of tool `name`.
+fn after(r: &flow_runtime::ChatRequest, name: &str) -> bool {
+    r.messages
+        .last()
+        .is_some_and(|m| m.role == Role::Tool && m.tool_name.as_deref() == Some(name))
+}
+
 /// The `pay` flow: its `pay` tool appends each payment to `ledger` once per idempotency key.
-fn pay_flow(ledger: String, delay: Duration) -> FlowAgent {
-    let model = ScriptedModel::rules()
-        .when(
-            |r| r.messages.last().is_some_and(|m| m.role == Role::Tool),
-            ScriptStep::text("paid"),
-        )
-        .otherwise_with(|r| {
-            let id = r
-                .messages
-                .iter()
-                .rev()
-                .find(|m| m.role == Role::User)
-                .and_then(|m| m.content.strip_prefix("pay "))
-                .unwrap_or("unknown")
-                .trim()
-                .to_owned();
-            ScriptStep::tool_call("pay", serde_json::json!({ "payment": id }))
-        });
+/// With `approval` (the `approved-pay` flow), the model first calls `approve`, which waits
+/// for a human's answer (an interrupt `teller/approve`), and pays once it is answered.
+fn pay_flow(ledger: String, delay: Duration, approval: bool) -> FlowAgent {
+    let rules = ScriptedModel::rules().when(|r| after(r, "pay"), ScriptStep::text("paid"));
+    let model = match approval {
+        false => rules.otherwise_with(payment_of),
+        true => rules
+            .when_with(|r| after(r, "approve"), payment_of)
+            .otherwise(ScriptStep::tool_call("approve", serde_json::json!({}))),
+    };
     let ledger = Arc::new(ledger);
-    let teller = ChatModelAgent::builder("teller", model)
+    let mut teller = ChatModelAgent::builder("teller", model);
+    if approval {
+        teller = teller.tool(tool_fn_with_context(
+            "approve",
+            "Asks a human to approve the payment.",
+            |cx: ToolContext, _: serde_json::Value| async move {
+                match cx.resume_data() {
+                    None => Err(cx.interrupt(serde_json::json!("approve the payment?"))),
+                    Some(answer) => Ok(format!("approved: {answer}")),
+                }
+            },
+        ));
+    }
+    let teller = teller
         .tool(tool_fn_with_context(
             "pay",
             "Pays a payment once.",
