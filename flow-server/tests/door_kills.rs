@@ -408,7 +408,23 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
             assert_eq!(body["status"], "success", "{door:?} {n}: {body}");
             assert_eq!(body["outcome"]["output"], "paid", "{door:?} {n}: {body}");
         }
-        Door::AgentProtocolWait | Door::AgentProtocolBackground | Door::AgentProtocolStream => {
+        Door::AgentProtocolWait => {
+            // The thread's values, as the first wait would have answered them.
+            assert_eq!(status, 200, "{door:?} {n}");
+            let body: Value = response.json().await.unwrap();
+            let last = body["messages"].as_array().and_then(|m| m.last()).cloned();
+            assert_eq!(
+                last.unwrap_or_default()["content"],
+                "paid",
+                "{door:?} {n}: {body}"
+            );
+        }
+        Door::AgentProtocolBackground => {
+            assert_eq!(status, 200, "{door:?} {n}");
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(body["status"], "success", "{door:?} {n}: {body}");
+        }
+        Door::AgentProtocolStream => {
             assert_eq!(status, 409, "{door:?} {n}");
             let body: Value = response.json().await.unwrap();
             let message = body["error"]["message"].as_str().unwrap_or("");
@@ -417,7 +433,17 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
                 "{door:?} {n}: {body}"
             );
         }
-        Door::A2aSend | Door::A2aStream => {
+        Door::A2aSend => {
+            // The recorded task.
+            let body: Value = response.json().await.unwrap();
+            let task = &body["result"]["task"];
+            assert_eq!(task["id"], format!("t{n}.0"), "{door:?} {n}: {body}");
+            assert_eq!(
+                task["status"]["state"], "TASK_STATE_COMPLETED",
+                "{door:?} {n}: {body}"
+            );
+        }
+        Door::A2aStream => {
             let text = response.text().await.unwrap();
             // A stream answers the error as its one event.
             let json = text

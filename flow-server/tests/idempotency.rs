@@ -202,6 +202,85 @@ async fn a_background_run_sent_again_is_the_same_run_and_its_id_answers_after_a_
 }
 
 #[tokio::test]
+async fn agent_protocol_runs_answer_after_a_restart() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let store = InMemoryStore::new();
+    let server = spawn(state(store.clone(), calls.clone())).await;
+    let input = json!({"assistant_id": "pay",
+        "input": {"messages": [{"role": "user", "content": "pay 4"}]}});
+    let run: Value = post_as(
+        ANA,
+        &server.base,
+        "/v1/threads/t3/runs",
+        Some("ap-1"),
+        input.clone(),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let read = |base: String, path: String| async move {
+        client()
+            .get(format!("{base}{path}"))
+            .bearer_auth(ANA)
+            .send()
+            .await
+            .unwrap()
+    };
+    let joined: Value = read(
+        server.base.clone(),
+        format!("/v1/threads/t3/runs/{run_id}/join"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        joined["messages"].as_array().unwrap().last().unwrap()["content"],
+        "paid"
+    );
+    drop(server);
+
+    let server = spawn(state(store, calls.clone())).await;
+    let base = server.base.clone();
+    let status: Value = read(base.clone(), format!("/v1/threads/t3/runs/{run_id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["status"], "success", "{status}");
+    let joined: Value = read(base.clone(), format!("/v1/threads/t3/runs/{run_id}/join"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        joined["messages"].as_array().unwrap().last().unwrap()["content"],
+        "paid"
+    );
+    // Sent again, the background run is the recorded one; the wait answers the values.
+    let again: Value = post_as(
+        ANA,
+        &base,
+        "/v1/threads/t3/runs",
+        Some("ap-1"),
+        input.clone(),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        (again["run_id"].as_str(), again["status"].as_str()),
+        (Some(run_id.as_str()), Some("success"))
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "nothing ran again");
+    let unknown = read(base, "/v1/threads/t3/runs/no-such-run".into()).await;
+    assert_eq!(error_code(unknown).await.1, "unknown_run");
+}
+
+#[tokio::test]
 async fn a2a_message_ids_and_agui_run_ids_are_keys() {
     let calls = Arc::new(AtomicUsize::new(0));
     let server = spawn(state(InMemoryStore::new(), calls.clone())).await;
@@ -221,10 +300,23 @@ async fn a2a_message_ids_and_agui_run_ids_are_keys() {
         .json()
         .await
         .unwrap();
-    let message = again["error"]["message"].as_str().unwrap_or_default();
+    // SendMessage answers the recorded task again.
+    assert_eq!(again["result"]["task"]["id"], "c1.0", "{again}");
+    assert_eq!(
+        again["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    // SendStreamingMessage says which task it is.
+    let mut streamed = send("m-1", "pay 1");
+    streamed["method"] = json!("SendStreamingMessage");
+    let text = post_as(ANA, base, "/a2a/pay", None, streamed)
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(
-        message.contains("'c1.0'") && message.contains("nothing ran again"),
-        "{again}"
+        text.contains("'c1.0'") && text.contains("nothing ran again"),
+        "{text}"
     );
     let reused: Value = post_as(ANA, base, "/a2a/pay", None, send("m-1", "pay 2"))
         .await

@@ -314,6 +314,10 @@ impl Call {
             .configuration
             .as_ref()
             .and_then(|c| c.history_length);
+        // A message sent again after its task was recorded gets that task; nothing runs.
+        if let Some(task) = self.recorded_task(&request.message).await? {
+            return Ok(trim(task, history));
+        }
         let running = self.send_streaming(request).await?;
         if immediately {
             return Ok(trim(running.snapshot(), history));
@@ -525,6 +529,35 @@ impl Call {
             }
         }
         Ok(keyed.run_id)
+    }
+
+    /// The recorded task of a message sent again with its `messageId` (in its `contextId`),
+    /// if its first send's turn is recorded. Another message under the id is refused.
+    async fn recorded_task(
+        &self,
+        message: &flow_a2a::wire::Message,
+    ) -> Result<Option<Task>, RpcError> {
+        if message.message_id.is_empty() || message.context_id.is_empty() {
+            return Ok(None);
+        }
+        let key = self.key(&message.context_id)?;
+        let run_id = match self.keyed_message(&key, message).await {
+            Ok(run_id) => run_id,
+            // Recorded: found below by its run id.
+            Err(RpcError::InvalidRequest(_)) => {
+                crate::idempotency::run_id(self.principal.id(), &key, &message.message_id)
+            }
+            Err(e) => return Err(e),
+        };
+        let app = &self.a2a.app;
+        let records = crate::idempotency::recorded(app, &key, &run_id)
+            .await
+            .map_err(map::rpc_error)?;
+        let Some(turn) = records.first().map(|r| r.turn) else {
+            return Ok(None);
+        };
+        let id = task_id(&message.context_id, turn);
+        self.stored(&key, turn, &id).await
     }
 
     /// Sets the push-notification config a `SendMessage` carried (checked before the task

@@ -305,12 +305,66 @@ impl Caller {
         Ok(vals)
     }
 
-    /// Starts a run of `thread` from a protocol request; gives the run and its flow.
+    /// How run `run_id` of `thread` of `flow` ended, from the thread's records: a run of an
+    /// earlier process (or of another one on the store). `None` if no record has it.
+    async fn recorded_info(
+        &self,
+        flow: &ServedFlow,
+        thread: &str,
+        run_id: &str,
+    ) -> Result<Option<RunInfo>, ApiError> {
+        let key = self.key(flow, thread)?;
+        let records = crate::idempotency::recorded(&self.state, &key, run_id).await?;
+        let (Some(first), Some(last)) = (records.first(), records.last()) else {
+            return Ok(None);
+        };
+        let Some(outcome) = flow_runtime::RunOutcome::of_record(last) else {
+            return Ok(None);
+        };
+        Ok(Some(RunInfo {
+            run_id: run_id.to_owned(),
+            thread_id: key.store_id(),
+            status: outcome.status(),
+            created_at_ms: first.at_ms,
+            ended_at_ms: Some(last.at_ms),
+            outcome: Some(outcome),
+        }))
+    }
+
+    /// The recorded run `run_id` of `thread`, once recorded: a run whose process died is
+    /// waited for while the server's recovery finishes it (up to the turn time limit).
+    async fn recorded_run(
+        &self,
+        thread: &str,
+        run_id: &str,
+    ) -> Result<(RunInfo, ServedFlow), ApiError> {
+        let unknown = || ApiError::UnknownRun {
+            id: run_id.chars().take(64).collect(),
+        };
+        let (_, flow) = self.known(thread).await?;
+        let flow = flow.ok_or_else(unknown)?;
+        let key = self.key(&flow, thread)?;
+        let deadline = tokio::time::Instant::now() + self.state.limits().max_turn_duration;
+        loop {
+            if let Some(info) = self.recorded_info(&flow, thread, run_id).await? {
+                return Ok((info, flow));
+            }
+            if !crate::idempotency::dead_turn_pending(&self.state, &key).await
+                || tokio::time::Instant::now() >= deadline
+            {
+                return Err(unknown());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Starts a run of `thread` from a protocol request; gives the run and its flow (or, for a
+    /// request sent again with its `Idempotency-Key`, the recorded run the key started).
     async fn start_run(
         &self,
         thread: &str,
         request: &RunCreate,
-    ) -> Result<(RunHandle, ServedFlow), ApiError> {
+    ) -> Result<(Started, ServedFlow), ApiError> {
         valid(thread)?;
         let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
         let known_flow = self.flow_of(thread).await?;
@@ -348,17 +402,10 @@ impl Caller {
                     .run_handle(&keyed.run_id)
                     .filter(|r| r.thread_id() == key.store_id())
                 {
-                    return Ok((run, flow));
+                    return Ok((Started::Live(run), flow));
                 }
-                if !crate::idempotency::recorded(&self.state, &key, &keyed.run_id)
-                    .await?
-                    .is_empty()
-                {
-                    return Err(ApiError::Conflict(format!(
-                        "the run this Idempotency-Key started ({}) has ended and is recorded: \
-                         read the thread's state; nothing ran again",
-                        keyed.run_id
-                    )));
+                if let Some(info) = self.recorded_info(&flow, thread, &keyed.run_id).await? {
+                    return Ok((Started::Recorded(info), flow));
                 }
             }
             run_id = Some(keyed.run_id);
@@ -437,7 +484,7 @@ impl Caller {
                 ..meta
             },
         );
-        Ok((run, flow))
+        Ok((Started::Live(run), flow))
     }
 
     /// A run of `thread`, and its flow.
@@ -658,17 +705,28 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
     })
 }
 
+/// What a run request got: a run, or (sent again with its `Idempotency-Key`) the run the key
+/// started, ended and recorded (nothing ran again).
+enum Started {
+    Live(RunHandle),
+    Recorded(RunInfo),
+}
+
 /// `POST /v1/threads/{thread}/runs`: a background run.
 pub(crate) async fn create_run(
     caller: Caller,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = caller.start_run(&thread, &request).await?;
+    let (started, flow) = caller.start_run(&thread, &request).await?;
+    let info = match started {
+        Started::Live(run) => run.info(),
+        Started::Recorded(info) => info,
+    };
     Ok(Json(run_json(
         &thread,
         flow.name(),
-        &run.info(),
+        &info,
         request.multitask_strategy.as_deref(),
     )))
 }
@@ -752,7 +810,16 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
-    let (run, flow) = caller.start_run(&thread, &request).await?;
+    let (run, flow) = match caller.start_run(&thread, &request).await? {
+        (Started::Live(run), flow) => (run, flow),
+        (Started::Recorded(info), _) => {
+            return Err(ApiError::Conflict(format!(
+                "the run this Idempotency-Key started ({}) has ended and is recorded: read it with \
+                 GET /v1/threads/{thread}/runs/{} or the thread's state; nothing ran again",
+                info.run_id, info.run_id
+            )))
+        }
+    };
     let modes = Modes::of(request.stream_mode.as_ref());
     protocol_sse(caller, thread, flow, run, None, modes, cancel)
 }
@@ -763,8 +830,11 @@ pub(crate) async fn wait_new_run(
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<RunCreate>,
 ) -> Result<Json<Value>, ApiError> {
-    let (run, flow) = caller.start_run(&thread, &request).await?;
-    Ok(Json(caller.final_values(&thread, &flow, &run).await?))
+    match caller.start_run(&thread, &request).await? {
+        (Started::Live(run), flow) => Ok(Json(caller.final_values(&thread, &flow, &run).await?)),
+        // The run the key started ended: the thread's values, as its wait answered them.
+        (Started::Recorded(_), flow) => Ok(Json(caller.end_values(&thread, &flow).await?)),
+    }
 }
 
 /// `GET /v1/threads/{thread}/runs`: the thread's runs, newest first.
@@ -795,8 +865,15 @@ pub(crate) async fn get_run(
     ApiPath((thread, run)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     caller.principal.require(Scope::Read)?;
-    let (run, flow) = caller.the_run(&thread, &run).await?;
-    Ok(Json(run_json(&thread, flow.name(), &run.info(), None)))
+    match caller.the_run(&thread, &run).await {
+        Ok((run, flow)) => Ok(Json(run_json(&thread, flow.name(), &run.info(), None))),
+        // A run of an earlier process: its record.
+        Err(ApiError::UnknownRun { .. }) => {
+            let (info, flow) = caller.recorded_run(&thread, &run).await?;
+            Ok(Json(run_json(&thread, flow.name(), &info, None)))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `GET /v1/threads/{thread}/runs/{run}/join`: waits for the run; the thread's values.
@@ -805,8 +882,15 @@ pub(crate) async fn join_run(
     ApiPath((thread, run)): ApiPath<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     caller.principal.require(Scope::Read)?;
-    let (run, flow) = caller.the_run(&thread, &run).await?;
-    Ok(Json(caller.final_values(&thread, &flow, &run).await?))
+    match caller.the_run(&thread, &run).await {
+        Ok((run, flow)) => Ok(Json(caller.final_values(&thread, &flow, &run).await?)),
+        // A run of an earlier process: the thread's values once it is recorded.
+        Err(ApiError::UnknownRun { .. }) => {
+            let (_, flow) = caller.recorded_run(&thread, &run).await?;
+            Ok(Json(caller.end_values(&thread, &flow).await?))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The query of `GET .../runs/{run}/stream`.
