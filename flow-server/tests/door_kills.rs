@@ -49,6 +49,14 @@ enum Door {
     StreamedRuns,
     /// `POST .../resume`: the answer to the approval the thread waits on, then the payment.
     Resume,
+    /// `POST .../runs` with `resume`: the answer as a background run.
+    RunsResume,
+    /// The Agent Protocol's `runs/wait` with `command.resume`.
+    AgentProtocolResume,
+    /// A2A `SendMessage` answering the task that waits for input.
+    A2aAnswer,
+    /// AG-UI `POST /agui/{flow}` with `resume`.
+    AguiResume,
     /// The Agent Protocol's `POST /v1/threads/{thread}/runs/wait`.
     AgentProtocolWait,
     /// The Agent Protocol's background `POST /v1/threads/{thread}/runs`.
@@ -66,10 +74,23 @@ enum Door {
 impl Door {
     /// The flow the door's trial pays through.
     fn flow(self) -> &'static str {
-        match self {
-            Door::Resume => "approved-pay",
-            _ => "pay",
+        if self.answers() {
+            "approved-pay"
+        } else {
+            "pay"
         }
+    }
+
+    /// Whether the door answers an approval (its thread's turn waits for it; the answer pays).
+    fn answers(self) -> bool {
+        matches!(
+            self,
+            Door::Resume
+                | Door::RunsResume
+                | Door::AgentProtocolResume
+                | Door::A2aAnswer
+                | Door::AguiResume
+        )
     }
 }
 
@@ -187,6 +208,42 @@ async fn send(
             ))
             .header("Idempotency-Key", key)
             .json(&json!({ "interrupt_id": "teller", "data": true })),
+        Door::RunsResume => client
+            .post(format!(
+                "{base}/v1/flows/approved-pay/threads/{thread}/runs"
+            ))
+            .header("Idempotency-Key", key)
+            .json(&json!({ "resume": { "teller": true } })),
+        Door::AgentProtocolResume => client
+            .post(format!("{base}/v1/threads/{thread}/runs/wait"))
+            .header("Idempotency-Key", key)
+            .json(&json!({ "assistant_id": "approved-pay", "command": { "resume": true } })),
+        Door::A2aAnswer => client
+            .post(format!("{base}/a2a/approved-pay"))
+            .json(&json!({
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": { "message": {
+                    "messageId": key,
+                    "contextId": thread,
+                    "taskId": format!("{thread}.0"),
+                    "role": "ROLE_USER",
+                    "parts": [{ "text": "yes" }],
+                } },
+            })),
+        Door::AguiResume => client
+            .post(format!("{base}/agui/approved-pay"))
+            .json(&json!({
+                "threadId": thread,
+                "runId": key,
+                "messages": [{ "id": "m1", "role": "user", "content": message }],
+                "resume": [{ "interruptId": "teller", "status": "resolved", "payload": true }],
+                "tools": [],
+                "context": [],
+                "state": {},
+                "forwardedProps": {},
+            })),
         Door::AgentProtocolWait => client
             .post(format!("{base}/v1/threads/{thread}/runs/wait"))
             .header("Idempotency-Key", key)
@@ -257,7 +314,7 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<Duration> {
 
     // The request, and a kill at a random point of its paid tool (or just after it).
     let (mut first, base) = server(&store, &ledger).await;
-    if let Door::Resume = door {
+    if door.answers() {
         // The turn stops for the approval (nothing paid yet); the resume is the door.
         let asked = common::read_sse(
             reqwest::Client::new()
@@ -359,9 +416,9 @@ fn check_thread(door: Door, n: usize, thread: &Value, payment: &str) {
         .iter()
         .map(|m| m["message"]["role"].as_str().unwrap_or(""))
         .collect();
-    let whole: &[&str] = match door {
+    let whole: &[&str] = match door.answers() {
         // The approval's call and answer come before the payment.
-        Door::Resume => &[
+        true => &[
             "user",
             "assistant",
             "tool",
@@ -369,7 +426,7 @@ fn check_thread(door: Door, n: usize, thread: &Value, payment: &str) {
             "tool",
             "assistant",
         ],
-        _ => &["user", "assistant", "tool", "assistant"],
+        false => &["user", "assistant", "tool", "assistant"],
     };
     assert_eq!(
         roles, whole,
@@ -402,13 +459,13 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
                 "{door:?} {n}: the recorded turn's events: {events:#?}"
             );
         }
-        Door::BackgroundRuns => {
+        Door::BackgroundRuns | Door::RunsResume => {
             assert_eq!(status, 202, "{door:?} {n}");
             let body: Value = response.json().await.unwrap();
             assert_eq!(body["status"], "success", "{door:?} {n}: {body}");
             assert_eq!(body["outcome"]["output"], "paid", "{door:?} {n}: {body}");
         }
-        Door::AgentProtocolWait => {
+        Door::AgentProtocolWait | Door::AgentProtocolResume => {
             // The thread's values, as the first wait would have answered them.
             assert_eq!(status, 200, "{door:?} {n}");
             let body: Value = response.json().await.unwrap();
@@ -433,7 +490,7 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
                 "{door:?} {n}: {body}"
             );
         }
-        Door::A2aSend => {
+        Door::A2aSend | Door::A2aAnswer => {
             // The recorded task.
             let body: Value = response.json().await.unwrap();
             let task = &body["result"]["task"];
@@ -457,7 +514,7 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
                 "{door:?} {n}: the resend names the task: {body}"
             );
         }
-        Door::Agui => {
+        Door::Agui | Door::AguiResume => {
             assert_eq!(status, 409, "{door:?} {n}");
             let body: Value = response.json().await.unwrap();
             let message = body["error"]["message"].as_str().unwrap_or("");
@@ -525,4 +582,8 @@ door_tests! {
     A2aSend => a2a_messages_survive_a_kill_on_sqlite, a2a_messages_survive_a_kill_on_postgres;
     A2aStream => a2a_streamed_messages_survive_a_kill_on_sqlite, a2a_streamed_messages_survive_a_kill_on_postgres;
     Agui => agui_runs_survive_a_kill_on_sqlite, agui_runs_survive_a_kill_on_postgres;
+    RunsResume => background_resumes_survive_a_kill_on_sqlite, background_resumes_survive_a_kill_on_postgres;
+    AgentProtocolResume => agent_protocol_resumes_survive_a_kill_on_sqlite, agent_protocol_resumes_survive_a_kill_on_postgres;
+    A2aAnswer => a2a_answers_survive_a_kill_on_sqlite, a2a_answers_survive_a_kill_on_postgres;
+    AguiResume => agui_resumes_survive_a_kill_on_sqlite, agui_resumes_survive_a_kill_on_postgres;
 }
