@@ -289,7 +289,7 @@ async fn thread_of(base: &str, flow: &str, thread: &str) -> Option<Value> {
 }
 
 /// One trial of `door`: kill, restart, read, resend; panics with what went wrong.
-async fn trial(door: Door, backend: Backend, n: usize) -> Option<Duration> {
+async fn trial(door: Door, backend: Backend, n: usize) -> Option<(Duration, bool)> {
     let began = Instant::now();
     let dir = std::env::temp_dir().join(format!(
         "agentflow-door-kill-{}-{door:?}-{backend:?}-{n}",
@@ -350,6 +350,10 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<Duration> {
     tokio::time::sleep(Duration::from_millis(dice.below(PAY_MS + 40))).await;
     first.start_kill().unwrap();
     first.wait().await.unwrap();
+    // Whether the kill came after the tool wrote its payment (else inside it, before).
+    let paid_before = lines(&ledger)
+        .iter()
+        .any(|l| l.split(' ').nth(1) == Some(payment.as_str()));
     let _ = sending.await;
 
     // The server starts again on the same file and finishes the dead turn by itself: the
@@ -395,7 +399,7 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<Duration> {
     let _ = tokio::time::timeout(Duration::from_secs(10), second.wait()).await;
     let _ = second.start_kill();
     let _ = std::fs::remove_dir_all(&dir);
-    Some(began.elapsed())
+    Some((began.elapsed(), paid_before))
 }
 
 /// A fresh PostgreSQL database for one trial (`None`: no server, the test is skipped).
@@ -535,20 +539,26 @@ async fn trials(door: Door, backend: Backend) {
     let parallel = env_count("AGENTFLOW_DOOR_KILL_PARALLEL", 4).max(1);
     let began = Instant::now();
     let mut longest = Duration::ZERO;
+    let mut after_payment = 0;
     for chunk in (0..count).collect::<Vec<_>>().chunks(parallel) {
         let runs = chunk
             .iter()
             .map(|&n| tokio::spawn(trial(door, backend.clone(), n)));
         for run in futures::future::join_all(runs).await {
             match run.expect("a trial panicked") {
-                Some(took) => longest = longest.max(took),
+                Some((took, paid_before)) => {
+                    longest = longest.max(took);
+                    after_payment += usize::from(paid_before);
+                }
                 None => return, // no PostgreSQL server: skipped (said so above)
             }
         }
     }
     eprintln!(
-        "{door:?}: {count} trials on {backend:?}, {count} payments each made once, 0 twice, 0 \
-         lost; {:.1} s in all (longest trial {:.1} s)",
+        "{door:?}: {count} trials on {backend:?} (killed {} times inside the tool before its \
+         payment, {after_payment} after it), {count} payments each made once, 0 twice, 0 lost; \
+         {:.1} s in all (longest trial {:.1} s)",
+        count - after_payment,
         began.elapsed().as_secs_f64(),
         longest.as_secs_f64()
     );

@@ -338,3 +338,53 @@ async fn a2a_message_ids_and_agui_run_ids_are_keys() {
     assert!(message.contains("nothing ran again"), "{message}");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_queued_run_sent_again_is_queued_once() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("pay", counting_flow(calls.clone()))
+        .auth(Auth::tokens([(
+            ANA,
+            Principal::new("ana").scopes([Scope::Chat, Scope::Read]),
+        )]))
+        .run_queue(flow_runtime::store::InMemoryRunQueue::new())
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let base = &server.base;
+    let path = "/v1/flows/pay/threads/q1/runs";
+    let body = json!({"message": "pay 5"});
+    let first: Value = post_as(ANA, base, path, Some("q-1"), body.clone())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["queued"], true, "{first}");
+    let again = post_as(ANA, base, path, Some("q-1"), body).await;
+    assert_eq!(again.status(), 202);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["run_id"], first["run_id"], "{again}");
+    let run_id = first["run_id"].as_str().unwrap();
+    let outcome: Value = client()
+        .get(format!("{base}{path}/{run_id}/wait"))
+        .bearer_auth(ANA)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "success", "{outcome}");
+    let listed: Value = client()
+        .get(format!("{base}{path}"))
+        .bearer_auth(ANA)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

@@ -30,7 +30,8 @@ pub(crate) fn api_error(e: QueueError) -> ApiError {
 }
 
 /// Queues a background run of `message` on `key`'s thread (told to `webhook` when it ends,
-/// if given: a URL already checked); answers its row as JSON (202).
+/// if given: a URL already checked) under `run_id` (an idempotency key's; a new id without
+/// one); answers its row as JSON (202).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn enqueue(
     state: &AppState,
@@ -41,6 +42,7 @@ pub(crate) async fn enqueue(
     message: String,
     strategy: DoubleText,
     webhook: Option<String>,
+    run_id: Option<String>,
 ) -> Result<Value, ApiError> {
     principal.require(Scope::Chat)?;
     let limit = state.limits().max_message_bytes;
@@ -66,7 +68,7 @@ pub(crate) async fn enqueue(
         }
     };
     let run = NewRun {
-        run_id: uuid::Uuid::new_v4().simple().to_string(),
+        run_id: run_id.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
         flow: served.name().to_owned(),
         thread: key.store_id(),
         input: json!({

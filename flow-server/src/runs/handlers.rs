@@ -252,6 +252,7 @@ pub(crate) async fn create_run(
 ) -> Result<Response, ApiError> {
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let mut run_id = None;
+    let mut again = false;
     if let Some(idem) = crate::idempotency::header_key(&headers)? {
         let fingerprint = json!({
             "route": "runs",
@@ -268,6 +269,7 @@ pub(crate) async fn create_run(
             &fingerprint,
         )
         .await?;
+        again = keyed.again;
         if keyed.again {
             if let Some(answer) =
                 existing_run(&state, &served, &key, &keyed.run_id, request.stream).await?
@@ -303,6 +305,12 @@ pub(crate) async fn create_run(
         &request.message,
         &request.resume,
     ) {
+        if let (true, Some(id)) = (again, &run_id) {
+            // The run the key queued: its row, from any process (nothing is queued again).
+            if let Some(row) = crate::queue::queued_info(queue, &served, &key, id).await? {
+                return Ok((StatusCode::ACCEPTED, Json(row)).into_response());
+            }
+        }
         let body = crate::queue::enqueue(
             &state,
             queue,
@@ -312,6 +320,7 @@ pub(crate) async fn create_run(
             message.clone(),
             strategy,
             webhook.as_ref().map(|(url, _)| url.to_string()),
+            run_id.clone(),
         )
         .await?;
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
