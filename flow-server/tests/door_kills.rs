@@ -1,4 +1,8 @@
-//! Every door durable after a crash: for each door that starts a turn, a `flow-server-demo`
+//! Every door durable after a crash: for each door that starts or continues a turn (15:
+//! `/turns`, background and streamed `/runs`, `/resume`, `/runs` with `resume`,
+//! `/runs/{run}/resume` of a cancelled run, the Agent Protocol's background, waited and
+//! streamed runs and its `command.resume`, A2A `SendMessage` and `SendStreamingMessage`, an
+//! A2A answer to a task waiting for input, AG-UI runs and resumes), a `flow-server-demo`
 //! process on a SQLite file (turns journaled in `Sync`, the server's default) is SIGKILLed
 //! mid-way through a paid tool, at a random point (inside the tool, before or after it wrote
 //! its payment, or just after it returned), and started again on the same file. The client
@@ -57,6 +61,8 @@ enum Door {
     A2aAnswer,
     /// AG-UI `POST /agui/{flow}` with `resume`.
     AguiResume,
+    /// `POST .../runs/{run}/resume`: the continuation of a run cancelled at a safe point.
+    CancelledRunResume,
     /// The Agent Protocol's `POST /v1/threads/{thread}/runs/wait`.
     AgentProtocolWait,
     /// The Agent Protocol's background `POST /v1/threads/{thread}/runs`.
@@ -74,11 +80,17 @@ enum Door {
 impl Door {
     /// The flow the door's trial pays through.
     fn flow(self) -> &'static str {
-        if self.answers() {
-            "approved-pay"
-        } else {
-            "pay"
+        match self {
+            Door::CancelledRunResume => "noted-pay",
+            _ if self.answers() => "approved-pay",
+            _ => "pay",
         }
+    }
+
+    /// Whether the thread's turn asks for something before the payment (an approval, a note):
+    /// its whole record has one more tool call and result.
+    fn asks_first(self) -> bool {
+        self.answers() || matches!(self, Door::CancelledRunResume)
     }
 
     /// Whether the door answers an approval (its thread's turn waits for it; the answer pays).
@@ -170,6 +182,7 @@ async fn send(
     thread: &str,
     payment: &str,
     key: &str,
+    cancelled: &str,
 ) -> reqwest::Result<reqwest::Response> {
     let client = reqwest::Client::new();
     let message = format!("pay {payment}");
@@ -208,6 +221,11 @@ async fn send(
             ))
             .header("Idempotency-Key", key)
             .json(&json!({ "interrupt_id": "teller", "data": true })),
+        Door::CancelledRunResume => client
+            .post(format!(
+                "{base}/v1/flows/noted-pay/threads/{thread}/runs/{cancelled}/resume"
+            ))
+            .header("Idempotency-Key", key),
         Door::RunsResume => client
             .post(format!(
                 "{base}/v1/flows/approved-pay/threads/{thread}/runs"
@@ -314,6 +332,53 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<(Duration, bool
 
     // The request, and a kill at a random point of its paid tool (or just after it).
     let (mut first, base) = server(&store, &ledger).await;
+    let mut cancelled = String::new();
+    if let Door::CancelledRunResume = door {
+        // A run cancelled at a safe point (after its note, before the payment); its
+        // continuation is the door.
+        let client = reqwest::Client::new();
+        let runs = format!("{base}/v1/flows/{flow}/threads/{thread}/runs");
+        let run: Value = client
+            .post(&runs)
+            .bearer_auth(TOKEN)
+            .json(&json!({ "message": format!("pay {payment}") }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        cancelled = run["run_id"].as_str().unwrap().to_owned();
+        let stop = client
+            .post(format!("{runs}/{cancelled}/cancel"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "mode": "after_tools" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stop.status(), 202);
+        let outcome: Value = client
+            .get(format!("{runs}/{cancelled}/wait"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                outcome["status"].as_str(),
+                outcome["at_safe_point"].as_bool()
+            ),
+            (Some("cancelled"), Some(true)),
+            "{outcome}"
+        );
+        assert!(
+            lines(&trace).is_empty(),
+            "nothing paid before the continuation"
+        );
+    }
     if door.answers() {
         // The turn stops for the approval (nothing paid yet); the resume is the door.
         let asked = common::read_sse(
@@ -332,9 +397,10 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<(Duration, bool
     let sending = {
         let base = base.clone();
         let (thread, payment, key) = (thread.clone(), payment.clone(), key.clone());
+        let cancelled = cancelled.clone();
         tokio::spawn(async move {
             // Read what comes until the connection dies with the server.
-            if let Ok(response) = send(door, &base, &thread, &payment, &key).await {
+            if let Ok(response) = send(door, &base, &thread, &payment, &key, &cancelled).await {
                 let _ = response.bytes().await;
             }
         })
@@ -375,7 +441,9 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<(Duration, bool
     check_thread(door, n, &recorded, &payment);
 
     // The same request, sent again with the same key: nothing runs again.
-    let again = send(door, &base, &thread, &payment, &key).await.unwrap();
+    let again = send(door, &base, &thread, &payment, &key, &cancelled)
+        .await
+        .unwrap();
     check_resend(door, n, again, &payment).await;
     let after = thread_of(&base, flow, &thread).await.unwrap();
     assert_eq!(
@@ -420,8 +488,8 @@ fn check_thread(door: Door, n: usize, thread: &Value, payment: &str) {
         .iter()
         .map(|m| m["message"]["role"].as_str().unwrap_or(""))
         .collect();
-    let whole: &[&str] = match door.answers() {
-        // The approval's call and answer come before the payment.
+    let whole: &[&str] = match door.asks_first() {
+        // The approval's (or the note's) call and answer come before the payment.
         true => &[
             "user",
             "assistant",
@@ -463,7 +531,7 @@ async fn check_resend(door: Door, n: usize, response: reqwest::Response, payment
                 "{door:?} {n}: the recorded turn's events: {events:#?}"
             );
         }
-        Door::BackgroundRuns | Door::RunsResume => {
+        Door::BackgroundRuns | Door::RunsResume | Door::CancelledRunResume => {
             assert_eq!(status, 202, "{door:?} {n}");
             let body: Value = response.json().await.unwrap();
             assert_eq!(body["status"], "success", "{door:?} {n}: {body}");
@@ -596,4 +664,5 @@ door_tests! {
     AgentProtocolResume => agent_protocol_resumes_survive_a_kill_on_sqlite, agent_protocol_resumes_survive_a_kill_on_postgres;
     A2aAnswer => a2a_answers_survive_a_kill_on_sqlite, a2a_answers_survive_a_kill_on_postgres;
     AguiResume => agui_resumes_survive_a_kill_on_sqlite, agui_resumes_survive_a_kill_on_postgres;
+    CancelledRunResume => cancelled_run_resumes_survive_a_kill_on_sqlite, cancelled_run_resumes_survive_a_kill_on_postgres;
 }

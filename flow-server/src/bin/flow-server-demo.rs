@@ -20,8 +20,9 @@
 //! `GET /v1/health`. `AGENTFLOW_LEASE_MS` sets the queue's and the threads' lease (default
 //! 30000), `AGENTFLOW_QUEUE_WORKERS` the workers per process (default 4).
 //!
-//! `AGENTFLOW_LEDGER=PATH` serves a second flow, `pay`: a message `pay ID` makes its `pay`
-//! tool append `KEY ID PID` to the ledger file, once per idempotency key (a call run again
+//! `AGENTFLOW_LEDGER=PATH` serves three more flows, `pay`, `approved-pay` (an approval first:
+//! interrupt `teller`) and `noted-pay` (a slow `note` tool first): a message `pay ID` makes
+//! their `pay` tool append `KEY ID PID` to the ledger file, once per idempotency key (a call run again
 //! with the same key appends nothing); `AGENTFLOW_PAY_DELAY_MS` is how long a payment takes
 //! (default 0), and each payment's start and end go to `PATH.trace`.
 
@@ -151,8 +152,12 @@ where
     if let Ok(ledger) = std::env::var("AGENTFLOW_LEDGER") {
         let delay = env_ms("AGENTFLOW_PAY_DELAY_MS", 0);
         builder = builder
-            .flow("pay", pay_flow(ledger.clone(), delay, false))
-            .flow("approved-pay", pay_flow(ledger, delay, true));
+            .flow("pay", pay_flow(ledger.clone(), delay, Before::Nothing))
+            .flow(
+                "approved-pay",
+                pay_flow(ledger.clone(), delay, Before::Approval),
+            )
+            .flow("noted-pay", pay_flow(ledger, delay, Before::Note));
     }
     // Turns are journaled (`Sync`, the server's default) in the store, so a turn whose
     // process died is recovered when a server starts again on the store.
@@ -223,20 +228,45 @@ fn after(r: &flow_runtime::ChatRequest, name: &str) -> bool {
         .is_some_and(|m| m.role == Role::Tool && m.tool_name.as_deref() == Some(name))
 }
 
-/// The `pay` flow: its `pay` tool appends each payment to `ledger` once per idempotency key.
-/// With `approval` (the `approved-pay` flow), the model first calls `approve`, which waits
-/// for a human's answer (an interrupt `teller/approve`), and pays once it is answered.
-fn pay_flow(ledger: String, delay: Duration, approval: bool) -> FlowAgent {
+/// What a pay flow's model asks for before the payment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Before {
+    /// Nothing: it pays at once (`pay`).
+    Nothing,
+    /// An approval: a tool that waits for a human's answer (`approved-pay`, interrupt
+    /// `teller`).
+    Approval,
+    /// A note: a tool that takes twice a payment's time (`noted-pay`: a run cancelled
+    /// `after_tools` while it writes stops before the payment).
+    Note,
+}
+
+/// A pay flow: its `pay` tool appends each payment to `ledger` once per idempotency key;
+/// `before` says what the model asks for first.
+fn pay_flow(ledger: String, delay: Duration, before: Before) -> FlowAgent {
     let rules = ScriptedModel::rules().when(|r| after(r, "pay"), ScriptStep::text("paid"));
-    let model = match approval {
-        false => rules.otherwise_with(payment_of),
-        true => rules
+    let model = match before {
+        Before::Nothing => rules.otherwise_with(payment_of),
+        Before::Approval => rules
             .when_with(|r| after(r, "approve"), payment_of)
             .otherwise(ScriptStep::tool_call("approve", serde_json::json!({}))),
+        Before::Note => rules
+            .when_with(|r| after(r, "note"), payment_of)
+            .otherwise(ScriptStep::tool_call("note", serde_json::json!({}))),
     };
     let ledger = Arc::new(ledger);
     let mut teller = ChatModelAgent::builder("teller", model);
-    if approval {
+    if before == Before::Note {
+        teller = teller.tool(tool_fn_with_context(
+            "note",
+            "Notes the payment down.",
+            move |_: ToolContext, _: serde_json::Value| async move {
+                tokio::time::sleep(delay * 2).await;
+                Ok::<_, std::io::Error>("noted".to_owned())
+            },
+        ));
+    }
+    if before == Before::Approval {
         teller = teller.tool(tool_fn_with_context(
             "approve",
             "Asks a human to approve the payment.",
