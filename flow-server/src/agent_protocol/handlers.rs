@@ -405,7 +405,7 @@ impl Caller {
                     return Ok((Started::Live(run), flow));
                 }
                 if let Some(info) = self.recorded_info(&flow, thread, &keyed.run_id).await? {
-                    return Ok((Started::Recorded(info), flow));
+                    return Ok((Started::Recorded(Box::new(info)), flow));
                 }
             }
             run_id = Some(keyed.run_id);
@@ -709,7 +709,7 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
 /// started, ended and recorded (nothing ran again).
 enum Started {
     Live(RunHandle),
-    Recorded(RunInfo),
+    Recorded(Box<RunInfo>),
 }
 
 /// `POST /v1/threads/{thread}/runs`: a background run.
@@ -721,7 +721,7 @@ pub(crate) async fn create_run(
     let (started, flow) = caller.start_run(&thread, &request).await?;
     let info = match started {
         Started::Live(run) => run.info(),
-        Started::Recorded(info) => info,
+        Started::Recorded(info) => *info,
     };
     Ok(Json(run_json(
         &thread,
