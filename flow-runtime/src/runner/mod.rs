@@ -45,6 +45,7 @@ mod claimed;
 mod claims;
 mod double_text;
 mod durability;
+mod earlier;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;

@@ -517,7 +517,10 @@ impl Runner {
             gate
         });
         let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        let history = ThreadHistory::new(
+            super::earlier::StoreTurns::shared(&store, thread_id),
+            number,
+        );
         // The turn starts with the thread's values, as the dead worker's did.
         let head = store.head(thread_id).await?;
         let cx = RunContext::new_run(
@@ -528,6 +531,7 @@ impl Runner {
         )
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
+        .with_host(Arc::clone(&self.host))
         .with_limits(self.limits)
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false)
         .with_idempotency_scope(start.scope.as_str());

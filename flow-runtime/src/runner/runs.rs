@@ -20,8 +20,8 @@ use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
-    unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
-    Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore, Completion,
+    PendingInterrupt, SaveMode, StoreError, ThreadPart,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -68,6 +68,8 @@ pub struct Runner {
     /// The fingerprint of the tree's shape, as checkpoints and journal steps carry it (made
     /// once: every journaled run needs it).
     pub(crate) flow_print: Arc<str>,
+    /// What the runs get from the world: waits, the clock, fresh ids.
+    pub(crate) host: Arc<dyn crate::host::Host>,
 }
 
 impl fmt::Debug for Runner {
@@ -120,7 +122,7 @@ impl Runner {
         messages: impl IntoIterator<Item = MessageRef>,
     ) -> EventStream {
         let (cx, input) = self.new_context(Arc::clone(&session), messages.into_iter().collect());
-        let run_id = unique_token();
+        let run_id = self.host.new_id();
         let cx = cx.with_idempotency_scope(format!("{run_id}.0"));
         let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
@@ -145,6 +147,7 @@ impl Runner {
             self.agent.name(),
         )
         .with_options(Arc::clone(&self.options))
+        .with_host(Arc::clone(&self.host))
         .with_limits(self.limits);
         if !self.middleware.is_empty() {
             cx = cx.with_run_middleware(self.middleware.clone());
@@ -335,6 +338,7 @@ impl Runner {
             start,
         )
         .with_options(Arc::clone(&self.options))
+        .with_host(Arc::clone(&self.host))
         .with_limits(self.limits)
         .with_idempotency_scope(scope(&checkpoint));
         if !self.middleware.is_empty() {

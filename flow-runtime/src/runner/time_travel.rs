@@ -495,7 +495,7 @@ impl Runner {
         checkpoint.events = turn_events;
         checkpoint.interrupts = interrupts.to_vec();
         checkpoint.thread_part = None;
-        checkpoint.run_id = crate::ids::unique_token();
+        checkpoint.run_id = self.host.new_id();
         checkpoint.resumes = 0;
         Ok(self.codec.encode(&checkpoint))
     }
@@ -615,7 +615,8 @@ impl Runner {
                 .chain(self.middleware.iter().cloned())
                 .collect();
         let messages: Vec<MessageRef> = input.iter().cloned().map(Arc::new).collect();
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        let history =
+            ThreadHistory::new(super::earlier::StoreTurns::shared(&store, thread_id), turn);
         // The turn starts again with the thread's values before it.
         let before = match turn.checked_sub(1) {
             Some(t) => store.read(thread_id, t..turn).await?.pop(),
@@ -629,6 +630,7 @@ impl Runner {
         )
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
+        .with_host(Arc::clone(&self.host))
         .with_limits(self.limits)
         .with_run_middleware(middleware)
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);

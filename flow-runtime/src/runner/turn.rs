@@ -449,7 +449,10 @@ impl Runner {
         let version = head.as_ref().map_or(0, |h| h.version);
         let started_at = RunPath::root(start.name());
         let message: MessageRef = Arc::new(message);
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        let history = ThreadHistory::new(
+            super::earlier::StoreTurns::shared(&store, thread_id),
+            number,
+        );
         // The turn starts with the thread's values (see `thread_values`).
         let cx = RunContext::new_run(
             Runner::session_after(head.as_ref().map(|h| &h.last)),
@@ -459,6 +462,7 @@ impl Runner {
         )
         .with_thread(Arc::new(history))
         .with_options(Arc::clone(&self.options))
+        .with_host(Arc::clone(&self.host))
         .with_limits(self.limits)
         .with_run_middleware(self.middleware.clone())
         .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
@@ -516,7 +520,7 @@ impl Runner {
                 self.threads
                     .run_id
                     .clone()
-                    .unwrap_or_else(crate::ids::unique_token),
+                    .unwrap_or_else(|| self.host.new_id()),
                 0,
             ),
             resume_claim: Mutex::new(None),
@@ -625,7 +629,8 @@ impl Runner {
             false => None,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        let history =
+            ThreadHistory::new(super::earlier::StoreTurns::shared(&store, thread_id), turn);
         let mut cx = cx
             .with_thread(Arc::new(history))
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
