@@ -350,6 +350,28 @@ async fn died_and_recovered(node: &Node, seen: usize, parallel: bool) -> Ran {
         }
     };
     let records = other.thread("t").records().await.unwrap();
+    // Nothing left pending that an approval could pay again: the only pending checkpoint is
+    // the one the thread's last record ends on, if it is interrupted.
+    let pending: Vec<String> = other
+        .checkpoints()
+        .pending(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    let waiting: Vec<String> = records
+        .last()
+        .and_then(|r| match &r.end {
+            RecordEnd::Interrupted { checkpoint_id, .. } => Some(checkpoint_id.clone()),
+            _ => None,
+        })
+        .into_iter()
+        .collect();
+    assert_eq!(
+        pending, waiting,
+        "died after {seen} events: a checkpoint left pending"
+    );
     let paid = ledger.lock().unwrap().paid.clone();
     Ran {
         events: (!recorded_before).then(|| comparable(&events, parallel)),

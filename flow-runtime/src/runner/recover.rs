@@ -296,6 +296,9 @@ impl Runner {
             Ok(steps) => steps,
             Err(source) => return journal_error(thread_id)(source),
         };
+        if let Err(e) = self.withdraw_unrecorded_checkpoint(start).await {
+            return e;
+        }
         let nested = nested_journal_id(&journal_id, start.version);
         for id in [nested, turn_mark_id(thread_id, start.turn)] {
             if let Err(source) = journal.delete_journal(&id).await {
@@ -317,6 +320,20 @@ impl Runner {
             version,
             unrecorded,
         }
+    }
+
+    /// Withdraws the checkpoint the dead turn `start` may have saved before it died (its start
+    /// mark names the id it saves under): the turn is not recorded, so no record points to
+    /// it, and left pending it is an approval that would run the turn's continuation again.
+    /// The recovered run saves its own if it is interrupted again.
+    async fn withdraw_unrecorded_checkpoint(&self, start: &TurnStart) -> Result<(), RecoverError> {
+        let (Some(id), Some(checkpoints)) = (&start.checkpoint_id, &self.store) else {
+            return Ok(());
+        };
+        checkpoints
+            .delete(id)
+            .await
+            .map_err(|e| RecoverError::Thread(ThreadError::Store(e)))
     }
 
     /// The open start mark of the resume of `head`'s interrupted turn (a resume whose worker
@@ -490,6 +507,7 @@ impl Runner {
         let Some((start, version, number)) = self.open_mark(&store, thread_id).await? else {
             return Ok(None);
         };
+        self.withdraw_unrecorded_checkpoint(&start).await?;
         let journal_id = turn_journal_id(thread_id, number);
         let steps = self
             .journal(&journal_id)
@@ -585,6 +603,7 @@ impl Runner {
             lineage: (crate::ids::unique_token(), 0),
             resume_claim: Mutex::new(None),
             replayed: Some(replayed),
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate,
             replay: None,
         };

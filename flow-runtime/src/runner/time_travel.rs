@@ -662,6 +662,7 @@ impl Runner {
             resume_claim: Mutex::new(None),
             replay: Some(Arc::new(move |events| plan.keep_new(events))),
             replayed: None,
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate: None,
         };
         let lease = lease

@@ -525,6 +525,7 @@ impl Runner {
             ),
             resume_claim: Mutex::new(None),
             replayed: None,
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate,
             replay: None,
         };
@@ -703,6 +704,7 @@ impl Runner {
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
             replayed: journaled,
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate,
             replay: None,
         };
@@ -1039,6 +1041,9 @@ pub(super) struct Recording {
     pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
     /// A recovered turn's journaled steps, which it regenerates (see `runner::recover`).
     pub(super) replayed: Option<Vec<crate::event::RecordedEvent>>,
+    /// The id a new journaled turn saves its checkpoint under if interrupted, drawn when its
+    /// start mark is written (the mark names it: see `TurnStart::checkpoint_id`).
+    pub(super) planned_checkpoint: std::sync::OnceLock<String>,
     /// A `Sync` turn's journal gate, told of each stored model reply.
     pub(super) gate: Option<Arc<super::journal_gate::StoredCalls>>,
     /// For the continuation of a fork point: leaves the steps replayed from the fork's record
@@ -1135,6 +1140,8 @@ impl Recording {
                         super::turn_mark::TurnMark::write_resume(Arc::clone(store), &start).await
                     }
                     _ => {
+                        let planned = turn_checkpoint_id(&self.thread_id, self.turn);
+                        let _ = self.planned_checkpoint.set(planned.clone());
                         let start = super::turn_mark::TurnStart {
                             flow: self.runner.flow_fingerprint(),
                             thread: self.thread_id.clone(),
@@ -1147,6 +1154,7 @@ impl Recording {
                             started_at: self.started_at.clone(),
                             scope: scope.clone(),
                             by: self.by.clone(),
+                            checkpoint_id: Some(planned),
                         };
                         super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
                     }
@@ -1296,7 +1304,11 @@ impl Recording {
         let resuming = self.resume_claim.lock().expect("claim lock").is_some();
         let checkpoint_id = match (&self.resumed_checkpoint, resuming) {
             (Some(resumed), true) => resumed.clone(),
-            _ => turn_checkpoint_id(&self.thread_id, self.turn),
+            _ => self
+                .planned_checkpoint
+                .get()
+                .cloned()
+                .unwrap_or_else(|| turn_checkpoint_id(&self.thread_id, self.turn)),
         };
         let at_ms = crate::store::now_ms();
         let end = if interrupts.is_empty() {
