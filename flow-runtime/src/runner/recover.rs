@@ -240,12 +240,20 @@ impl Runner {
         &self,
         store: &Arc<dyn ThreadStore>,
         thread_id: &str,
+        known_head: Option<&Option<ThreadHead>>,
     ) -> Result<Option<(TurnStart, u64, u64)>, RecoverError> {
         let journal = self
             .journal_store_or_err(thread_id)
             .map_err(journal_error(thread_id))?;
-        let head = store.head(thread_id).await?;
-        if let Some(head) = &head {
+        let read;
+        let head = match known_head {
+            Some(head) => head,
+            None => {
+                read = store.head(thread_id).await?;
+                &read
+            }
+        };
+        if let Some(head) = head {
             // A turn waiting for its resume is continued by `TurnRequest::resume`, whose claim makes
             // a dead worker's resume run again.
             if matches!(head.last.end, RecordEnd::Interrupted { .. }) {
@@ -395,7 +403,9 @@ impl Runner {
         );
         let targets = start.targets.into_iter().collect();
         match self
-            .start_resumed_turn(store, thread_id, targets, start.by, claim, lease, true)
+            .start_resumed_turn(
+                store, thread_id, targets, start.by, claim, lease, true, None,
+            )
             .await
         {
             Ok(turn) => Ok(Some(turn)),
@@ -425,31 +435,36 @@ impl Runner {
         thread_id: &str,
         scope: Option<&str>,
         answering: bool,
-    ) -> Result<DeadTurn, ThreadError> {
+    ) -> Result<(DeadTurn, Option<Option<ThreadHead>>), ThreadError> {
         if self.journal.is_none() {
-            return Ok(DeadTurn::None);
+            return Ok((DeadTurn::None, None));
         }
         let head = store.head(thread_id).await?;
         let found = match &head {
-            Some(head) => match &head.last.end {
+            Some(last) => match &last.last.end {
                 RecordEnd::Interrupted { checkpoint_id, .. } => self
-                    .open_resume_mark(thread_id, head, checkpoint_id)
+                    .open_resume_mark(thread_id, last, checkpoint_id)
                     .await
                     .map(|mark| match (mark, answering) {
                         (None, _) => DeadTurn::None,
                         (Some(_), true) => DeadTurn::Own,
                         (Some(_), false) => DeadTurn::Other,
                     }),
-                RecordEnd::Completed { .. } => self.open_turn_mark(store, thread_id, scope).await,
+                RecordEnd::Completed { .. } => {
+                    self.open_turn_mark(store, thread_id, scope, &head).await
+                }
             },
-            None => self.open_turn_mark(store, thread_id, scope).await,
+            None => self.open_turn_mark(store, thread_id, scope, &head).await,
         };
+        // The head read here is the one the turn starts from when nothing is recovered (the
+        // thread is held: nobody else writes it meanwhile).
         match found {
-            Ok(dead) => Ok(dead),
+            Ok(DeadTurn::None) => Ok((DeadTurn::None, Some(head))),
+            Ok(dead) => Ok((dead, None)),
             Err(RecoverError::Thread(e)) => Err(e),
             Err(e) => {
                 tracing::warn!(thread = thread_id, error = %e, "a dead turn's mark cannot be recovered; the new request replaces the turn");
-                Ok(DeadTurn::None)
+                Ok((DeadTurn::None, Some(head)))
             }
         }
     }
@@ -459,8 +474,9 @@ impl Runner {
         store: &Arc<dyn ThreadStore>,
         thread_id: &str,
         scope: Option<&str>,
+        head: &Option<ThreadHead>,
     ) -> Result<DeadTurn, RecoverError> {
-        match self.open_mark(store, thread_id).await {
+        match self.open_mark(store, thread_id, Some(head)).await {
             Ok(Some((start, ..))) if scope == Some(start.scope.as_str()) => Ok(DeadTurn::Own),
             Ok(Some(_)) => Ok(DeadTurn::Other),
             Ok(None) | Err(RecoverError::Superseded { .. }) => Ok(DeadTurn::None),
@@ -504,7 +520,7 @@ impl Runner {
                     .await;
             }
         }
-        let Some((start, version, number)) = self.open_mark(&store, thread_id).await? else {
+        let Some((start, version, number)) = self.open_mark(&store, thread_id, None).await? else {
             return Ok(None);
         };
         self.withdraw_unrecorded_checkpoint(&start).await?;

@@ -356,18 +356,18 @@ impl Runner {
         // A turn of the thread whose worker died is recovered before anything new is taken:
         // the request's own turn (sent again) is given back to it; another's is finished and
         // recorded first, so that nothing it did is lost or done twice.
-        let dead = match runner
+        let (dead, head) = match runner
             .dead_turn(&store, &thread, runner.threads.scope.as_deref(), answering)
             .await
         {
-            Ok(dead) => dead,
+            Ok(found) => found,
             Err(e) => {
                 ThreadLease::release_unused(lease).await;
                 return Err(e);
             }
         };
-        let (store, claim, mut lease) = match dead {
-            DeadTurn::None => (store, claim, lease),
+        let (store, claim, mut lease, head) = match dead {
+            DeadTurn::None => (store, claim, lease, head),
             dead => {
                 let recovered = runner
                     .recover_held(&store, &thread, claim, &mut lease)
@@ -381,18 +381,19 @@ impl Runner {
                     }
                     None => {}
                 }
-                runner.hold_thread(&thread).await?
+                let (store, claim, lease) = runner.hold_thread(&thread).await?;
+                (store, claim, lease, None)
             }
         };
         let started = match input {
             TurnInput::Message(message) => {
                 runner
-                    .start_turn(store, &thread, message, by, claim, &mut lease)
+                    .start_turn(store, &thread, message, by, claim, &mut lease, head)
                     .await
             }
             TurnInput::Answers(answers) => {
                 runner
-                    .start_resumed_turn(store, &thread, answers, by, claim, &mut lease, false)
+                    .start_resumed_turn(store, &thread, answers, by, claim, &mut lease, false, head)
                     .await
             }
         };
@@ -413,7 +414,9 @@ impl Runner {
     }
 
     /// Starts a turn under `lease` (moved into the turn once it is built; left there if the
-    /// turn cannot start, for the caller to give back).
+    /// turn cannot start, for the caller to give back), from the thread's head `known_head`
+    /// when the caller read it under the lease already.
+    #[allow(clippy::too_many_arguments)]
     async fn start_turn(
         &self,
         store: Arc<dyn ThreadStore>,
@@ -422,8 +425,12 @@ impl Runner {
         by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
+        known_head: Option<Option<ThreadHead>>,
     ) -> Result<Turn, ThreadError> {
-        let head = store.head(thread_id).await?;
+        let head = match known_head {
+            Some(head) => head,
+            None => store.head(thread_id).await?,
+        };
         if let Some(head) = &head {
             if let RecordEnd::Interrupted {
                 interrupts,
@@ -549,8 +556,12 @@ impl Runner {
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
         recovering: bool,
+        known_head: Option<Option<ThreadHead>>,
     ) -> Result<Turn, ThreadError> {
-        let head = store.head(thread_id).await?;
+        let head = match known_head {
+            Some(head) => head,
+            None => store.head(thread_id).await?,
+        };
         if let Some(head) = head.as_ref() {
             if is_fork_point(&head.last.end) {
                 // A fork made in the middle of a turn: the turn goes on from the fork's step.
