@@ -45,7 +45,7 @@ use super::turn_mark::{
     nested_journal_id, resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND,
 };
 use crate::agent::middleware::{Middleware, Middlewares};
-use crate::agent::{Agent, AgentInput, RunContext};
+use crate::agent::{Agent, AgentInput};
 use crate::event::RecordedEvent;
 use crate::history::ThreadHistory;
 use crate::message::MessageRef;
@@ -557,18 +557,14 @@ impl Runner {
         );
         // The turn starts with the thread's values, as the dead worker's did.
         let head = store.head(thread_id).await?;
-        let cx = RunContext::new_run(
-            Runner::session_after(head.as_ref().map(|h| &h.last)),
-            input.iter().cloned(),
-            self.streaming,
-            agent.name(),
-        )
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_host(Arc::clone(&self.host))
-        .with_limits(self.limits)
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false)
-        .with_idempotency_scope(start.scope.as_str());
+        let cx = self
+            .run_context(
+                Runner::session_after(head.as_ref().map(|h| &h.last)),
+                &input,
+                agent.name(),
+                Some(Arc::new(history)),
+            )
+            .with_idempotency_scope(start.scope.as_str());
         let (nested, nested_steps) = self
             .nested_steps(
                 thread_id,

@@ -44,7 +44,7 @@ use super::journal::{turn_journal_id, StepKind};
 use super::runs::Runner;
 pub use super::turn::FORK_POINT;
 use super::turn::{is_fork_point, Recording, ThreadClaim, ThreadLease, Turn};
-use crate::agent::{Agent, AgentInput, EventStream, HookContext, Middleware, RunContext};
+use crate::agent::{Agent, AgentInput, EventStream, HookContext, Middleware};
 use crate::event::{AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role, ToolCall};
@@ -622,18 +622,14 @@ impl Runner {
             Some(t) => store.read(thread_id, t..turn).await?.pop(),
             None => None,
         };
-        let cx = RunContext::new_run(
-            Runner::session_after(before.as_ref()),
-            messages.iter().cloned(),
-            self.streaming,
-            start.name(),
-        )
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_host(Arc::clone(&self.host))
-        .with_limits(self.limits)
-        .with_run_middleware(middleware)
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        let cx = self
+            .run_context(
+                Runner::session_after(before.as_ref()),
+                &messages,
+                start.name(),
+                Some(Arc::new(history)),
+            )
+            .with_run_middleware(middleware);
         let agent_input = AgentInput {
             messages: messages.into(),
             streaming: self.streaming,

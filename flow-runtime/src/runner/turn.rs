@@ -461,18 +461,12 @@ impl Runner {
             number,
         );
         // The turn starts with the thread's values (see `thread_values`).
-        let cx = RunContext::new_run(
+        let cx = self.run_context(
             Runner::session_after(head.as_ref().map(|h| &h.last)),
-            [Arc::clone(&message)],
-            self.streaming,
+            std::slice::from_ref(&message),
             start.name(),
-        )
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_host(Arc::clone(&self.host))
-        .with_limits(self.limits)
-        .with_run_middleware(self.middleware.clone())
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+            Some(Arc::new(history)),
+        );
         let cx = match &self.threads.scope {
             Some(scope) => cx.with_idempotency_scope(Arc::clone(scope)),
             None => cx,
