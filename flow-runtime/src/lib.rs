@@ -165,6 +165,7 @@ pub use runner::{
 pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use runner::{PurgeReport, Retention};
 pub use runner::{ThreadState, FRAMEWORK_KEY_PREFIX};
+pub use runner::{TurnEvent, TurnItem, TurnStream};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{
