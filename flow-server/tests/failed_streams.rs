@@ -449,3 +449,132 @@ async fn an_agui_run_ends_with_run_error() {
         assert_not_recorded(&server.base, flow, "t6").await;
     }
 }
+
+/// A server whose one flow, `flaky`, has a model whose first stream breaks part-way (a
+/// retryable failure) and whose retry answers.
+async fn flaky() -> common::TestServer {
+    let model = ScriptedModel::new([
+        ScriptStep::text("a partial answer that will never finish").fail_mid_stream(
+            2,
+            ModelError::StreamInterrupted {
+                model: "m".into(),
+                message: MODEL_SECRET.into(),
+            },
+        ),
+        ScriptStep::text("all good"),
+    ]);
+    let helper = ChatModelAgent::builder("helper", model)
+        .retry(RetryPolicy::new(1))
+        .build()
+        .unwrap();
+    spawn(
+        AppState::builder(InMemoryStore::new())
+            .flow("flaky", FlowAgent::new(helper))
+            .auth(Auth::bearer(TOKEN))
+            .build()
+            .unwrap(),
+    )
+    .await
+}
+
+/// The whole messages of a native stream's `event`s.
+fn whole_messages(events: &[common::Sse]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.name == "event")
+        .filter_map(|e| e.data["message"]["content"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_broken_stream_that_is_retried_shows_its_error_and_never_its_partial_message() {
+    // /turns
+    let server = flaky().await;
+    let events = read_sse(
+        post(
+            &server.base,
+            "/v1/flows/flaky/threads/t/turns",
+            json!({"message": "help"}),
+        )
+        .await,
+    )
+    .await;
+    let text = format!("{events:?}");
+    assert_no_secret(&text);
+    assert!(
+        events
+            .iter()
+            .any(|e| e.name == "error" && e.data["code"] == "model_unavailable"),
+        "{text}"
+    );
+    assert_eq!(whole_messages(&events), ["all good"], "{text}");
+    assert_eq!(common::done(&events)["output"], "all good");
+
+    // Streamed /runs (and so the Agent Protocol and webhooks, which read the same run).
+    let server = flaky().await;
+    let events = read_sse(
+        post(
+            &server.base,
+            "/v1/flows/flaky/threads/t/runs",
+            json!({"message": "help", "stream": true}),
+        )
+        .await,
+    )
+    .await;
+    let text = format!("{events:?}");
+    assert_no_secret(&text);
+    assert!(
+        events
+            .iter()
+            .any(|e| e.name == "event" && e.data["error"]["code"] == "model_unavailable"),
+        "{text}"
+    );
+    assert_eq!(whole_messages(&events), ["all good"], "{text}");
+    assert_eq!(common::done(&events)["status"], "success", "{text}");
+
+    // A2A: the task's history has the answer only.
+    let server = flaky().await;
+    let answer: Value = a2a(&server.base, "flaky", a2a_send("SendMessage", "ctx"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let task = &answer["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    assert!(!answer.to_string().contains("partial"), "{answer}");
+
+    // AG-UI: the broken message is ended where it broke, then the answer streams.
+    let server = flaky().await;
+    let text = common::client()
+        .post(format!("{}/agui/flaky", server.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"threadId": "t", "runId": "r1",
+            "messages": [{"id": "1", "role": "user", "content": "help"}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_no_secret(&text);
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let starts: Vec<usize> = (0..kinds.len())
+        .filter(|&i| kinds[i] == "TEXT_MESSAGE_START")
+        .collect();
+    assert_eq!(starts.len(), 2, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "TEXT_MESSAGE_END").count(),
+        2,
+        "{kinds:?}"
+    );
+    // The first message ends before the second starts.
+    let first_end = kinds.iter().position(|k| *k == "TEXT_MESSAGE_END").unwrap();
+    assert!(first_end < starts[1], "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"RUN_FINISHED"), "{kinds:?}");
+}
