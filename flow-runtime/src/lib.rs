@@ -154,6 +154,7 @@ pub use run_path::{RunPath, RunStep};
 pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{turn_mark_id, RecoverError};
+pub use runner::{AnswerRule, Caller, TurnEvent, TurnItem, TurnStream};
 pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
     RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,
@@ -165,7 +166,6 @@ pub use runner::{
 pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use runner::{PurgeReport, Retention};
 pub use runner::{ThreadState, FRAMEWORK_KEY_PREFIX};
-pub use runner::{TurnEvent, TurnItem, TurnStream};
 pub use schemars;
 pub use session::{Session, SessionEvent};
 pub use spec::{

@@ -17,6 +17,8 @@
 //!   died is run again from its journal, replaying what the journal holds (`replay`: the
 //!   middleware answering from the journal); `turn_mark`: the start marks a journaled turn
 //!   (new or resumed) writes, which recovery reads, and the ids of a turn's side journals;
+//! - `authority`: who may answer a thread's interrupts ([`AnswerRule`], checked for every
+//!   request that continues a turn, as its [`Caller`]'s), in the one pipeline every door passes;
 //! - `turn_stream`: a turn as one stream of items ([`TurnStream`], [`TurnItem`]): chunks, a
 //!   broken stream, events with their messages whole, and always last the outcome; every
 //!   reader of a turn (a background run, a service's protocols) maps it, so a turn is read once;
@@ -41,6 +43,7 @@
 //! `runs` and `turn` share the claim and the capture of a checkpoint, and `turn` adds the thread
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
+mod authority;
 mod builder;
 mod checkpoint;
 mod checkpoints;
@@ -65,6 +68,7 @@ mod turn_mark;
 mod turn_stream;
 mod withdraw;
 
+pub use authority::{AnswerRule, Caller};
 pub use builder::RunnerBuilder;
 pub use checkpoints::Checkpoints;
 pub use claims::HeldClaim;

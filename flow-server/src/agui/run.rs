@@ -40,7 +40,6 @@ pub(crate) async fn run(
         .map_err(ApiError::BadRequest)?;
     let store_id = key.store_id();
     let head = state.threads().head(&store_id).await?;
-    let head_turn = head.as_ref().map_or(0, |h| h.last.turn);
     let waiting = head.and_then(|h| match h.last.end {
         RecordEnd::Interrupted { interrupts, .. } => Some(interrupts),
         RecordEnd::Completed { .. } => None,
@@ -61,17 +60,12 @@ pub(crate) async fn run(
                 map::resume_targets(&input.resume, &pending)
             }
             .map_err(ApiError::Conflict)?;
-            let turn = head_turn;
-            crate::routes::authorize_answers(
-                &state, served, &key, &principal, turn, &pending, &targets,
-            )
-            .await?;
             let permit = state.turn_permit()?;
             (
                 runner
                     .turn(
                         TurnRequest::resume(&store_id, targets)
-                            .by(principal.id())
+                            .by(&principal)
                             .frontend_tools(tools),
                     )
                     .await?,
@@ -102,7 +96,7 @@ pub(crate) async fn run(
                 runner
                     .turn(
                         TurnRequest::new(&store_id, Message::user(text))
-                            .by(principal.id())
+                            .by(&principal)
                             .frontend_tools(tools),
                     )
                     .await?,

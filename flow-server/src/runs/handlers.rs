@@ -156,67 +156,50 @@ async fn start_in_span(
     resume: Option<HashMap<String, Value>>,
     strategy: DoubleText,
 ) -> Result<RunHandle, ApiError> {
-    let run = match (message, resume) {
-        (Some(message), None) => {
-            principal.require(Scope::Chat)?;
-            let limit = state.limits().max_message_bytes;
-            if message.len() > limit {
-                return Err(ApiError::BadRequest(format!(
-                    "the message has {} bytes; this server takes at most {limit} \
+    let run =
+        match (message, resume) {
+            (Some(message), None) => {
+                principal.require(Scope::Chat)?;
+                let limit = state.limits().max_message_bytes;
+                if message.len() > limit {
+                    return Err(ApiError::BadRequest(format!(
+                        "the message has {} bytes; this server takes at most {limit} \
                      (Limits::max_message_bytes)",
-                    message.len()
-                )));
+                        message.len()
+                    )));
+                }
+                if message.trim().is_empty() {
+                    return Err(ApiError::BadRequest("the message is empty".into()));
+                }
+                let permit = state.turn_permit()?;
+                let run = served
+                    .runner()
+                    .start(
+                        TurnRequest::new(key.store_id(), Message::user(message))
+                            .if_busy(strategy)
+                            .by(principal),
+                    )
+                    .await?;
+                hold_until_end(&run, permit);
+                run
             }
-            if message.trim().is_empty() {
-                return Err(ApiError::BadRequest("the message is empty".into()));
+            (None, Some(targets)) => {
+                // Answering an interrupt takes the same authority on every door: the engine checks
+                // it (the flow's approvals, as its runner's rule).
+                let permit = state.turn_permit()?;
+                let run = served
+                    .runner()
+                    .start(TurnRequest::resume(key.store_id(), targets).by(principal))
+                    .await?;
+                hold_until_end(&run, permit);
+                run
             }
-            let permit = state.turn_permit()?;
-            let run = served
-                .runner()
-                .start(
-                    TurnRequest::new(key.store_id(), Message::user(message))
-                        .if_busy(strategy)
-                        .by(principal.id()),
-                )
-                .await?;
-            hold_until_end(&run, permit);
-            run
-        }
-        (None, Some(targets)) => {
-            // Answering an interrupt takes the same authority as on every other transport.
-            let head = state.threads().head(&key.store_id()).await?;
-            if let Some(head) = &head {
-                let pending: &[flow_runtime::InterruptInfo] = match &head.last.end {
-                    flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } => interrupts,
-                    _ => &[],
-                };
-                crate::routes::authorize_answers(
-                    state,
-                    served,
-                    key,
-                    principal,
-                    head.last.turn,
-                    pending,
-                    &targets,
-                )
-                .await?;
-            }
-            let permit = state.turn_permit()?;
-            let run = served
-                .runner()
-                .start(TurnRequest::resume(key.store_id(), targets).by(principal.id()))
-                .await?;
-            hold_until_end(&run, permit);
-            run
-        }
-        _ => {
-            return Err(ApiError::BadRequest(
+            _ => return Err(ApiError::BadRequest(
                 "send either `message` (a new turn) or `resume` (interrupt id -> data), not both \
                  and not neither"
                     .into(),
-            ))
-        }
-    };
+            )),
+        };
     Ok(run)
 }
 
@@ -490,29 +473,12 @@ pub(crate) async fn resume_run(
         RunError::Thread(e) => ApiError::from(e),
         other => ApiError::Conflict(other.to_string()),
     })?;
-    if let Some(answers) = again.answers().filter(|a| !a.is_empty()) {
-        // A run cancelled before its answers were recorded answers again: the one sending it
-        // again answers, with the authority answering takes (never the stored answer's
-        // authority, never nobody's).
-        let head = state.threads().head(&key.store_id()).await?;
-        if let Some(head) = &head {
-            if let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end {
-                crate::routes::authorize_answers(
-                    &state,
-                    &served,
-                    &key,
-                    &principal,
-                    head.last.turn,
-                    interrupts,
-                    answers,
-                )
-                .await?;
-            }
-        }
-    }
+    // A run cancelled before its answers were recorded answers again: the one sending it
+    // again answers, with the authority answering takes (never the stored answer's authority,
+    // never nobody's); the engine checks it.
     let next = served
         .runner()
-        .start(again.by(principal.id()))
+        .start(again.by(&principal))
         .instrument(span.clone())
         .await?;
     span.record("run_id", next.id());
