@@ -87,9 +87,18 @@ impl From<Arc<str>> for Caller {
     }
 }
 
-/// Who may answer a thread's interrupts (see the [module documentation](self)): the grant
-/// answering needs (per flow, and per tool for an interrupt raised inside one), and whether
-/// the approver must be another caller than the one who started the turn.
+/// Who may answer a thread's interrupts: the grant answering needs (per flow, and per tool for
+/// an interrupt raised inside one), and whether the approver must be another caller than the
+/// one who started the turn.
+///
+/// A runner with a rule ([`RunnerBuilder::answer_rule`](crate::RunnerBuilder::answer_rule))
+/// checks it in its one turn pipeline, for every request that continues an interrupted turn
+/// whichever door it came through, as the request's [`Caller`]'s
+/// ([`TurnRequest::by`](crate::TurnRequest::by)), before anything runs: answers given by
+/// nobody, by a caller without the grant, or (if the rule says so) by the turn's requester are
+/// refused ([`ThreadError::Forbidden`] with its [`Refusal`]). A cancelled run sent again
+/// ([`TurnRequest::again`](crate::TurnRequest::again)) answers as its new caller. Continuing a
+/// turn stopped by a cancel answers no question and needs no grant.
 ///
 /// ```
 /// use flow_runtime::AnswerRule;

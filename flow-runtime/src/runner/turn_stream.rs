@@ -32,7 +32,7 @@ use crate::session::Session;
 use crate::store::{StoreError, ThreadError};
 use crate::stream::{MessageStream, StreamError};
 
-/// One item of a [`TurnStream`] (see the [module documentation](self)).
+/// One item of a [`TurnStream`], which says in what order they come.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TurnItem {
@@ -77,8 +77,16 @@ pub struct TurnEvent {
     pub streamed: bool,
 }
 
-/// A [`Turn`] as one stream of [`TurnItem`]s (see the [module documentation](self)), with the
-/// turn's facts at hand.
+/// A [`Turn`] as one stream of [`TurnItem`]s, with the turn's facts at hand: what every
+/// reader of a turn (a background run, a service's protocols) maps, so a turn is read once.
+///
+/// The items come in order: [`Chunk`](TurnItem::Chunk)s of a streamed message, then its
+/// [`Event`](TurnItem::Event) with the message whole, or a
+/// [`StreamFailed`](TurnItem::StreamFailed) if the stream broke part-way (nothing of it is
+/// recorded; the agent retries, or gives up and its error event and a failed end follow);
+/// other events as they come; last, always, once, the [`End`](TurnItem::End) with the outcome
+/// (a turn whose stream ended without one ends [`TurnOutcome::Failed`]). Dropping the stream
+/// drops the turn: the run is cancelled and nothing is recorded.
 ///
 /// ```
 /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnItem, TurnOutcome, TurnRequest, TurnStream};
