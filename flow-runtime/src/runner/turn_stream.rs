@@ -220,7 +220,7 @@ async fn step(reading: Reading) -> Option<(TurnItem, Reading)> {
             Some((item, Reading::Events(turn)))
         }
         Reading::Streaming(mut s) => {
-            let agent_name = || Arc::from(s.event.agent_name());
+            let agent_name = || Arc::clone(s.event.agent_name_arc());
             match s.stream.next().await {
                 Some(Ok(chunk)) => {
                     s.chunks.push(MessageRef::clone(&chunk));
