@@ -147,6 +147,10 @@ pub(crate) async fn start(
     Ok(run)
 }
 
+/// What a run request with both or neither of `message` and `resume` gets.
+const MESSAGE_OR_RESUME: &str =
+    "send either `message` (a new turn) or `resume` (interrupt id -> data), not both and not neither";
+
 async fn start_in_span(
     state: &AppState,
     principal: &Principal,
@@ -156,50 +160,44 @@ async fn start_in_span(
     resume: Option<HashMap<String, Value>>,
     strategy: DoubleText,
 ) -> Result<RunHandle, ApiError> {
-    let run =
-        match (message, resume) {
-            (Some(message), None) => {
-                principal.require(Scope::Chat)?;
-                let limit = state.limits().max_message_bytes;
-                if message.len() > limit {
-                    return Err(ApiError::BadRequest(format!(
-                        "the message has {} bytes; this server takes at most {limit} \
+    let run = match (message, resume) {
+        (Some(message), None) => {
+            principal.require(Scope::Chat)?;
+            let limit = state.limits().max_message_bytes;
+            if message.len() > limit {
+                return Err(ApiError::BadRequest(format!(
+                    "the message has {} bytes; this server takes at most {limit} \
                      (Limits::max_message_bytes)",
-                        message.len()
-                    )));
-                }
-                if message.trim().is_empty() {
-                    return Err(ApiError::BadRequest("the message is empty".into()));
-                }
-                let permit = state.turn_permit()?;
-                let run = served
-                    .runner()
-                    .start(
-                        TurnRequest::new(key.store_id(), Message::user(message))
-                            .if_busy(strategy)
-                            .by(principal),
-                    )
-                    .await?;
-                hold_until_end(&run, permit);
-                run
+                    message.len()
+                )));
             }
-            (None, Some(targets)) => {
-                // Answering an interrupt takes the same authority on every door: the engine checks
-                // it (the flow's approvals, as its runner's rule).
-                let permit = state.turn_permit()?;
-                let run = served
-                    .runner()
-                    .start(TurnRequest::resume(key.store_id(), targets).by(principal))
-                    .await?;
-                hold_until_end(&run, permit);
-                run
+            if message.trim().is_empty() {
+                return Err(ApiError::BadRequest("the message is empty".into()));
             }
-            _ => return Err(ApiError::BadRequest(
-                "send either `message` (a new turn) or `resume` (interrupt id -> data), not both \
-                 and not neither"
-                    .into(),
-            )),
-        };
+            let permit = state.turn_permit()?;
+            let run = served
+                .runner()
+                .start(
+                    TurnRequest::new(key.store_id(), Message::user(message))
+                        .if_busy(strategy)
+                        .by(principal),
+                )
+                .await?;
+            hold_until_end(&run, permit);
+            run
+        }
+        (None, Some(targets)) => {
+            // The engine checks who may answer (the flow's approvals).
+            let permit = state.turn_permit()?;
+            let run = served
+                .runner()
+                .start(TurnRequest::resume(key.store_id(), targets).by(principal))
+                .await?;
+            hold_until_end(&run, permit);
+            run
+        }
+        _ => return Err(ApiError::BadRequest(MESSAGE_OR_RESUME.into())),
+    };
     Ok(run)
 }
 
