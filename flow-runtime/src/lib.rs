@@ -104,6 +104,7 @@ pub use store::{SqliteOptions, SqliteStore};
 pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{turn_mark_id, RecoverError};
+pub use runner::{AnswerRule, Caller, TurnEvent, TurnItem, TurnStream};
 pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
     RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,

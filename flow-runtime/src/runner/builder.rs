@@ -231,6 +231,15 @@ impl RunnerBuilder {
         self
     }
 
+    /// Who may answer the threads' interrupts (see [`AnswerRule`](super::AnswerRule)): every
+    /// request that continues an interrupted turn, whichever door it came through, is checked
+    /// against it as its caller's ([`TurnRequest::by`](super::TurnRequest::by)) before anything
+    /// runs. Default: none (anyone may answer, as a library's caller decides).
+    pub fn answer_rule(mut self, rule: super::AnswerRule) -> Self {
+        self.0.threads.answer_rule = Some(Arc::new(rule));
+        self
+    }
+
     /// How long ended runs' events are kept, and how many (see [`RunRetention`]). Set it
     /// before the runner starts runs.
     pub fn run_retention(mut self, retention: RunRetention) -> Self {

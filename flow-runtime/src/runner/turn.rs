@@ -108,6 +108,8 @@ pub(crate) struct ThreadSettings {
     pub(crate) scope: Option<Arc<str>>,
     /// How long a thread lives after its last record (see `housekeeping`).
     pub(crate) ttl: Option<Duration>,
+    /// Who may answer the threads' interrupts (see `authority`); `None`: anyone.
+    pub(crate) answer_rule: Option<Arc<super::authority::AnswerRule>>,
 }
 
 /// One message of a thread, as [`ThreadHandle::messages`](crate::ThreadHandle::messages) lists it.
@@ -321,7 +323,7 @@ impl Runner {
         let TurnRequest {
             thread,
             input,
-            by,
+            by: caller,
             options,
             durability,
             run_id,
@@ -385,6 +387,18 @@ impl Runner {
                 (store, claim, lease, None)
             }
         };
+        // Authority, for every door: whoever gives answers must be allowed to (the rule is the
+        // runner's; the caller the request's). Checked with the thread held, before anything runs.
+        if let TurnInput::Answers(answers) = &input {
+            let allowed = runner
+                .authorize_answers(&store, &thread, answers, caller.as_ref())
+                .await;
+            if let Err(e) = allowed {
+                ThreadLease::release_unused(lease).await;
+                return Err(e);
+            }
+        }
+        let by = caller.map(|c| Arc::clone(c.id_arc()));
         let started = match input {
             TurnInput::Message(message) => {
                 runner

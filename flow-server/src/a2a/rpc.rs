@@ -420,21 +420,11 @@ impl Call {
                         ..Task::default()
                     }),
                 };
-                crate::routes::authorize_answers(
-                    app,
-                    served,
-                    &key,
-                    &self.principal,
-                    turn,
-                    &interrupts,
-                    &targets,
-                )
-                .await
-                .map_err(map::rpc_error)?;
+                // Who may answer is the engine's to check (the flow's approvals).
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
                 let turn = served
                     .runner()
-                    .turn(TurnRequest::resume(&store_id, targets).by(self.principal.id()))
+                    .turn(TurnRequest::resume(&store_id, targets).by(&self.principal))
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
                 message.task_id = id.clone();
@@ -454,7 +444,7 @@ impl Call {
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
                 let turn = served
                     .runner()
-                    .turn(TurnRequest::new(&store_id, Message::user(text)).by(self.principal.id()))
+                    .turn(TurnRequest::new(&store_id, Message::user(text)).by(&self.principal))
                     .await
                     .map_err(|e| map::rpc_error(e.into()))?;
                 let id = task_id(&context, turn.number());
