@@ -16,9 +16,10 @@ use async_trait::async_trait;
 use flow_runtime::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord};
 use flow_runtime::TurnRequest;
 use flow_runtime::{
-    Checkpoint, CheckpointStore, InMemoryStore, Message, Runner, StoreError, ThreadError,
-    ThreadStore, TurnOutcome,
+    Checkpoint, CheckpointStore, Durability, InMemoryStore, Message, RecoverError, Runner,
+    StoreError, ThreadError, ThreadStore, TurnOutcome,
 };
+use futures::StreamExt;
 use support::processes::lines;
 use support::steps::{audit, drive, step_desk, Audit};
 
@@ -216,4 +217,135 @@ async fn a_checkpoint_whose_thread_part_does_not_fit_the_thread_is_refused_and_n
         .await
         .is_ok());
     std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// A thread store whose first append of an interrupted new turn never returns, as if its
+/// worker died right after saving the turn's checkpoint and before recording it.
+#[derive(Clone)]
+struct DiesAfterSave {
+    inner: InMemoryStore,
+    armed: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl ThreadStore for DiesAfterSave {
+    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
+        self.inner.head(id).await
+    }
+    async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
+        self.inner.read(id, turns).await
+    }
+    async fn append(&self, id: &str, v: u64, record: ThreadRecord) -> Result<u64, ThreadError> {
+        let interrupted = matches!(record.end, RecordEnd::Interrupted { .. });
+        if interrupted && self.armed.swap(false, Ordering::SeqCst) {
+            futures::future::pending::<()>().await;
+        }
+        self.inner.append(id, v, record).await
+    }
+    async fn list(&self) -> Result<Vec<String>, ThreadError> {
+        self.inner.list().await
+    }
+    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
+        ThreadStore::delete(&self.inner, id).await
+    }
+    async fn lease_thread(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        self.inner.lease_thread(id, owner, lease).await
+    }
+    async fn renew_thread_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<(), ThreadError> {
+        self.inner.renew_thread_lease(id, owner, lease).await
+    }
+    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
+        self.inner.release_thread_lease(id, owner).await
+    }
+}
+
+/// The pending checkpoints of `memory`, by id.
+async fn pending_ids(runner: &Runner) -> Vec<String> {
+    let mut ids: Vec<String> = runner
+        .checkpoints()
+        .pending(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn a_worker_dead_between_a_checkpoints_save_and_its_record_leaves_nothing_to_pay_again() {
+    let work = work_dir("save-then-die");
+    let ledger = work.join("ledger");
+    let memory = InMemoryStore::new();
+    let lease = Duration::from_millis(50);
+    let dying = Runner::builder(step_desk(ledger.clone()))
+        .checkpoint_store(memory.clone())
+        .thread_store(DiesAfterSave {
+            inner: memory.clone(),
+            armed: Arc::new(AtomicBool::new(true)),
+        })
+        .journal_store(memory.clone())
+        .durability(Durability::Sync)
+        .lease(lease)
+        .build();
+    let mut turn = dying
+        .turn(TurnRequest::new("t", Message::user("go")))
+        .await
+        .unwrap();
+    // Runs until the record's append never returns: the worker is dead from there on.
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(300), turn.next()).await {}
+    std::mem::forget(turn);
+    assert_eq!(
+        pending_ids(&dying).await.len(),
+        1,
+        "the checkpoint was saved"
+    );
+    assert!(dying.thread("t").records().await.unwrap().is_empty());
+
+    // Another worker recovers the thread once the dead one's lease ran out.
+    let other = Runner::builder(step_desk(ledger.clone()))
+        .stores(memory.clone())
+        .journal_store(memory.clone())
+        .durability(Durability::Sync)
+        .lease(lease)
+        .build();
+    let recovered = loop {
+        match other.recover("t").await {
+            Err(RecoverError::Leased { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            other => break other.unwrap(),
+        }
+    };
+    if let Some(turn) = recovered {
+        let outcome = turn.finish().await;
+        assert!(
+            matches!(outcome, TurnOutcome::Interrupted { .. }),
+            "{outcome:?}"
+        );
+    }
+    let records = other.thread("t").records().await.unwrap();
+    assert_eq!(records.len(), 1, "the turn is recorded once");
+    let RecordEnd::Interrupted { checkpoint_id, .. } = &records[0].end else {
+        panic!("the turn waits for its approval: {:?}", records[0].end);
+    };
+    // The only pending checkpoint is the one the record names: no second approval to pay.
+    assert_eq!(pending_ids(&other).await, [checkpoint_id.clone()]);
+    // Approving it runs the step once.
+    drive(&other, "t").await.unwrap();
+    assert_eq!(
+        audit(&other, "t", &ledger).await,
+        Audit::default(),
+        "every step once in the thread and in the ledger"
+    );
+    assert!(pending_ids(&other).await.is_empty());
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use flow_runtime::store::{RecordEnd, RecordStart, ThreadRecord};
-use flow_runtime::InterruptInfo;
+use flow_runtime::{AnswerRule, InterruptInfo, ThreadError};
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -66,44 +66,33 @@ impl Approvals {
         self
     }
 
-    /// The scope answering `interrupt` needs: its innermost tool's rule, else the flow's.
-    fn scope_for(&self, interrupt: &InterruptInfo) -> Scope {
-        let tool = interrupt
-            .address
-            .iter()
-            .rev()
-            .find_map(|frame| frame.tool.as_ref());
-        tool.and_then(|tool| {
-            self.tools.iter().find_map(|(pattern, scope)| {
-                let hit = match pattern.strip_suffix('*') {
-                    Some(prefix) => tool.name.starts_with(prefix),
-                    None => tool.name == *pattern,
-                };
-                hit.then_some(*scope)
-            })
-        })
-        .unwrap_or(self.scope)
+    /// These approvals as the engine's rule, which the flow's runner checks for every request
+    /// that answers its interrupts, whichever door it came through (scopes as grants).
+    pub fn rule(&self) -> AnswerRule {
+        self.tools.iter().fold(
+            AnswerRule::new(self.scope.as_str()).approver_not_requester(self.distinct),
+            |rule, (tool, scope)| rule.tool_grant(tool.clone(), scope.as_str()),
+        )
     }
 
-    /// `Ok(())` if `principal` may answer the interrupts `answered` of a turn that
-    /// `requester` started (its records `turn`).
+    /// `Ok(())` if `principal` may give `answers` to a turn that `requester` started and that
+    /// waits on `pending` (the engine's check, for what answers outside a turn request: a
+    /// withdrawal).
     pub(crate) fn check(
         &self,
         principal: &Principal,
-        answered: &[&InterruptInfo],
+        pending: &[InterruptInfo],
+        answers: &std::collections::HashMap<String, serde_json::Value>,
         requester: Option<&str>,
     ) -> Result<(), ApiError> {
-        for interrupt in answered {
-            principal.require(self.scope_for(interrupt))?;
-        }
-        if self.distinct && requester == Some(principal.id()) {
-            return Err(ApiError::Forbidden(
-                "this flow needs the approval of someone other than the person who made the \
-                 request"
-                    .into(),
-            ));
-        }
-        Ok(())
+        self.rule()
+            .check(Some(&principal.into()), pending, answers, requester)
+            .map_err(|refusal| {
+                ApiError::from(ThreadError::Forbidden {
+                    id: String::new(),
+                    refusal,
+                })
+            })
     }
 }
 

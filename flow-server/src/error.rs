@@ -3,6 +3,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use flow_runtime::store::Refusal;
 use flow_runtime::{CheckpointError, StoreError, ThreadError};
 use serde_json::json;
 
@@ -295,6 +296,17 @@ impl From<ThreadError> for ApiError {
             ),
             ThreadError::Checkpoint(e) => e.into(),
             ThreadError::Store(e) => e.into(),
+            // The engine's authority: refused answers are 403 `forbidden`, in the words
+            // `Principal::require` uses (scopes are the grants).
+            ThreadError::Forbidden { refusal, .. } => ApiError::Forbidden(match refusal {
+                Refusal::MissingGrant { grant, .. } => {
+                    format!("this needs the `{grant}` scope, which your credentials do not have")
+                }
+                Refusal::OwnRequest { .. } => "this flow needs the approval of someone other \
+                                               than the person who made the request"
+                    .into(),
+                _ => "answering an interrupt needs an authenticated principal".into(),
+            }),
             other => ApiError::Incident(PublicError::internal(&other)),
         }
     }

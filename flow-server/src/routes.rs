@@ -187,7 +187,7 @@ pub async fn post_turn(
     let served = state.flow(&flow)?;
     let mut turn_request =
         flow_runtime::TurnRequest::new(key.store_id(), Message::user(request.message.clone()))
-            .by(principal.id());
+            .by(&principal);
     if let Some(idem) = crate::idempotency::header_key(&headers)? {
         let keyed = crate::idempotency::keyed(
             &state,
@@ -273,24 +273,11 @@ pub async fn post_resume(
         }
         run_id = Some(keyed.run_id);
     }
-    let head = head_of(&state, &key).await?;
+    head_of(&state, &key).await?;
     let served = state.flow(&flow)?;
-    let pending: &[InterruptInfo] = match &head.last.end {
-        RecordEnd::Interrupted { interrupts, .. } => interrupts,
-        _ => &[],
-    };
-    authorize_answers(
-        &state,
-        served,
-        &key,
-        &principal,
-        head.last.turn,
-        pending,
-        &targets,
-    )
-    .await?;
     let permit = state.turn_permit()?;
-    let mut resume = flow_runtime::TurnRequest::resume(key.store_id(), targets).by(principal.id());
+    // Who may answer is the engine's to check (the flow's approvals, as its runner's rule).
+    let mut resume = flow_runtime::TurnRequest::resume(key.store_id(), targets).by(&principal);
     if let Some(run_id) = run_id {
         resume = resume.run_id(run_id);
     }
@@ -440,10 +427,9 @@ pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-/// Checks that `principal` may answer the interrupts of `targets` that turn `turn` of `key`'s
-/// thread waits on (`pending`): the scope each needs and the flow's approver rule (see
-/// [`Approvals`](crate::Approvals)), then logs each answer in an `approval` span. Every
-/// transport that resumes a thread (`/v1`, A2A, AG-UI) calls it before resuming.
+/// Checks that `principal` may give `targets` to the interrupts turn `turn` of `key`'s thread
+/// waits on (`pending`), under the flow's approvals rule: what answers outside a turn request
+/// (an A2A task's withdrawal) passes the same rule the engine checks for every turn request.
 pub(crate) async fn authorize_answers(
     state: &AppState,
     served: &crate::ServedFlow,
@@ -453,40 +439,12 @@ pub(crate) async fn authorize_answers(
     pending: &[InterruptInfo],
     targets: &std::collections::HashMap<String, serde_json::Value>,
 ) -> Result<(), ApiError> {
-    let answered: Vec<&InterruptInfo> = pending
-        .iter()
-        .filter(|i| targets.contains_key(&i.id))
-        .collect();
     let records = state
         .threads()
         .read(&key.store_id(), turn..turn + 1)
         .await?;
     let requester = requester_of(&records, turn);
-    if answered.is_empty() && !pending.is_empty() {
-        // Nothing the thread waits on is answered: the runtime says which ids it knows, but
-        // only to a principal who may answer them.
-        principal.require(Scope::Approve)?;
-    }
     served
         .approvals()
-        .check(principal, &answered, requester.as_deref())?;
-    let span = tracing::info_span!(
-        "approval",
-        flow = %key.flow,
-        thread = %key.id,
-        turn,
-        principal = principal.id(),
-        requested_by = requester.as_deref().unwrap_or(""),
-    );
-    span.in_scope(|| {
-        for interrupt in &answered {
-            tracing::info!(
-                interrupt = %interrupt.id,
-                asked = %interrupt.info,
-                answered = %targets.get(&interrupt.id).unwrap_or(&serde_json::Value::Null),
-                "interrupt answered"
-            );
-        }
-    });
-    Ok(())
+        .check(principal, pending, targets, requester.as_deref())
 }

@@ -515,6 +515,7 @@ impl ServerBuilder {
             if flows.contains_key(&name) {
                 return Err(BuildError::DuplicateFlow(name));
             }
+            let approvals = self.approvals.remove(&name).unwrap_or_default();
             let runner = match source {
                 FlowSource::Agent(agent) => {
                     let runner = (self.runner)(agent)
@@ -525,11 +526,13 @@ impl ServerBuilder {
                         Some(f) => f(&name, runner),
                         None => runner,
                     }
+                    .answer_rule(approvals.rule())
                     .build()
                 }
-                FlowSource::Runner(runner) => (self.attach_stores)(*runner).build(),
+                FlowSource::Runner(runner) => (self.attach_stores)(*runner)
+                    .answer_rule(approvals.rule())
+                    .build(),
             };
-            let approvals = self.approvals.remove(&name).unwrap_or_default();
             flows.insert(
                 name.clone(),
                 ServedFlow {

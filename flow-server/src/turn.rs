@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::{EventOutput, Message, RunPath, Turn, TurnOutcome};
+use flow_runtime::{RunPath, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::OwnedSemaphorePermit;
@@ -117,87 +117,95 @@ pub(crate) fn turn_span(
 }
 
 fn frames(
-    mut turn: Turn,
+    turn: Turn,
     flow: String,
     thread: String,
     resumed: bool,
     limit: usize,
     permit: OwnedSemaphorePermit,
 ) -> impl Stream<Item = Vec<u8>> + Send + 'static {
-    async_stream::stream! {
-        let _permit = permit;
-        yield frame("turn", &TurnData {
+    let turn = TurnStream::new(turn);
+    let first = frame(
+        "turn",
+        &TurnData {
             flow: &flow,
             thread: &thread,
             turn: turn.number(),
             started_at: turn.started_at(),
             resumed,
-        }, limit);
+        },
+        limit,
+    );
+    let rest = turn.map(move |item| {
+        let _permit = &permit;
+        item_frames(item, limit)
+    });
+    futures::stream::once(async move { first }).chain(rest)
+}
 
-        while let Some(mut event) = turn.next().await {
-            let mut streamed = false;
-            let mut custom = None;
-            let message: Option<Arc<Message>> = match event.output.take() {
-                Some(EventOutput::Message(m)) => Some(m),
-                Some(EventOutput::Custom(v)) => {
-                    custom = Some(v);
-                    None
+/// The frames of one item of a turn.
+fn item_frames(item: TurnItem, limit: usize) -> Vec<u8> {
+    match item {
+        TurnItem::Chunk {
+            agent_name,
+            run_path,
+            chunk,
+        } => frame(
+            "chunk",
+            &OutwardChunk {
+                agent_name: &agent_name,
+                run_path: &run_path,
+                content: &chunk.content,
+                tool_calls: &chunk.tool_calls,
+            },
+            limit,
+        ),
+        TurnItem::StreamFailed {
+            agent_name, error, ..
+        } => frame(
+            "error",
+            &PublicError::of_stream_error(&error, &agent_name),
+            limit,
+        ),
+        TurnItem::Event(e) => frame(
+            "event",
+            &OutwardEvent::with_message(
+                &e.event,
+                e.message.as_deref(),
+                e.custom.as_deref(),
+                e.streamed,
+            ),
+            limit,
+        ),
+        TurnItem::End(outcome) => {
+            let mut out = Vec::new();
+            let done = match &outcome {
+                TurnOutcome::Completed {
+                    answer,
+                    answered_by,
+                    ..
+                } => DoneData {
+                    output: answer.as_ref().map(|m| m.content.clone()),
+                    answered_by: Some(Arc::clone(answered_by)),
+                    interrupted: false,
+                    interrupts: Vec::new(),
+                    failed: false,
+                },
+                TurnOutcome::Interrupted { interrupts, .. } => DoneData {
+                    output: None,
+                    answered_by: None,
+                    interrupted: true,
+                    interrupts: interrupts.iter().map(OutwardInterrupt::of).collect(),
+                    failed: false,
+                },
+                TurnOutcome::Failed(e) => {
+                    out = frame("error", &PublicError::of_turn_failure(e), limit);
+                    DoneData::failed()
                 }
-                Some(EventOutput::Stream(mut stream)) => {
-                    streamed = true;
-                    let mut chunks = Vec::new();
-                    let mut failed = None;
-                    while let Some(chunk) = stream.next().await {
-                        match chunk {
-                            Ok(c) => {
-                                yield frame("chunk", &OutwardChunk {
-                                    agent_name: event.agent_name(),
-                                    run_path: event.run_path(),
-                                    content: &c.content,
-                                    tool_calls: &c.tool_calls,
-                                }, limit);
-                                chunks.push(c);
-                            }
-                            Err(e) => failed = Some(e),
-                        }
-                    }
-                    if let Some(e) = failed {
-                        yield frame(
-                            "error",
-                            &PublicError::of_stream_error(&e, event.agent_name()),
-                            limit,
-                        );
-                    }
-                    Some(Arc::new(Message::concat(chunks.iter().map(|c| &**c))))
-                }
-                None => None,
             };
-            let data = OutwardEvent::with_message(&event, message.as_deref(), custom.as_deref(), streamed);
-            yield frame("event", &data, limit);
+            out.extend(frame("done", &done, limit));
+            out
         }
-
-        let outcome = turn.outcome();
-        let done = match &outcome {
-            Some(TurnOutcome::Completed { answer, answered_by, .. }) => DoneData {
-                output: answer.as_ref().map(|m| m.content.clone()),
-                answered_by: Some(Arc::clone(answered_by)),
-                interrupted: false,
-                interrupts: Vec::new(),
-                failed: false,
-            },
-            Some(TurnOutcome::Interrupted { interrupts, .. }) => DoneData {
-                output: None,
-                answered_by: None,
-                interrupted: true,
-                interrupts: interrupts.iter().map(OutwardInterrupt::of).collect(),
-                failed: false,
-            },
-            Some(TurnOutcome::Failed(e)) => {
-                yield frame("error", &PublicError::of_turn_failure(e), limit);
-                DoneData::failed()
-            }
-            None => DoneData::failed(),
-        };
-        yield frame("done", &done, limit);
+        _ => Vec::new(),
     }
 }

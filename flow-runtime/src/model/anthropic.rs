@@ -317,6 +317,9 @@ fn part_block(part: &ContentPart, images: bool) -> Value {
                 "type": "image",
                 "source": {"type": "base64", "media_type": media_type, "data": data},
             }),
+            // A source this client does not know yet: described, like an image the protocol
+            // does not take.
+            _ => json!({"type": "text", "text": format!("[{}]", part.describe())}),
         },
         other => json!({"type": "text", "text": format!("[{}]", other.describe())}),
     }

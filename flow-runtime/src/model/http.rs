@@ -40,7 +40,6 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -49,6 +48,7 @@ use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
 pub use eventsource_stream::Event as SseEvent;
+pub use flow_core::model::{SizeLimit, TimeoutKind};
 
 /// The bounds of one HTTP model call. Every default is finite and far above what a healthy
 /// server needs; raise one when a slow but healthy server or a very long reply meets it.
@@ -161,76 +161,6 @@ impl HttpLimits {
             .map_err(|e| HttpError::Connection {
                 message: format!("cannot set up the HTTP client: {}", error_chain(&e)),
             })
-    }
-}
-
-/// Which wait of a call ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TimeoutKind {
-    /// Opening the connection ([`HttpLimits::connect_timeout`]).
-    Connect,
-    /// Waiting for the response head ([`HttpLimits::first_byte_timeout`]).
-    FirstByte,
-    /// Silence between two pieces of the body ([`HttpLimits::idle_timeout`]).
-    Idle,
-    /// The whole call ([`HttpLimits::total_timeout`]).
-    Total,
-}
-
-impl TimeoutKind {
-    /// The [`HttpLimits`] field that sets this wait.
-    pub fn field(self) -> &'static str {
-        match self {
-            TimeoutKind::Connect => "connect_timeout",
-            TimeoutKind::FirstByte => "first_byte_timeout",
-            TimeoutKind::Idle => "idle_timeout",
-            TimeoutKind::Total => "total_timeout",
-        }
-    }
-}
-
-impl fmt::Display for TimeoutKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TimeoutKind::Connect => "connection",
-            TimeoutKind::FirstByte => "response head",
-            TimeoutKind::Idle => "next piece of the body",
-            TimeoutKind::Total => "end of the call",
-        })
-    }
-}
-
-/// Which size limit a reply went past.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SizeLimit {
-    /// A whole response body ([`HttpLimits::max_body_bytes`]).
-    Body,
-    /// One SSE line ([`HttpLimits::max_sse_line_bytes`]).
-    SseLine,
-    /// One SSE event ([`HttpLimits::max_sse_event_bytes`]).
-    SseEvent,
-}
-
-impl SizeLimit {
-    /// The [`HttpLimits`] field that sets this limit.
-    pub fn field(self) -> &'static str {
-        match self {
-            SizeLimit::Body => "max_body_bytes",
-            SizeLimit::SseLine => "max_sse_line_bytes",
-            SizeLimit::SseEvent => "max_sse_event_bytes",
-        }
-    }
-}
-
-impl fmt::Display for SizeLimit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SizeLimit::Body => "the response body",
-            SizeLimit::SseLine => "a server-sent event line",
-            SizeLimit::SseEvent => "a server-sent event",
-        })
     }
 }
 

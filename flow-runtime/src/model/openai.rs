@@ -287,6 +287,13 @@ fn wire_parts(m: &Message) -> Value {
                     ImageSource::Base64 { media_type, data } => {
                         format!("data:{media_type};base64,{data}")
                     }
+                    // A source this client does not know yet: described.
+                    _ => {
+                        parts.push(
+                            json!({"type": "text", "text": format!("[{}]", part.describe())}),
+                        );
+                        continue;
+                    }
                 };
                 json!({"type": "image_url", "image_url": {"url": url}})
             }

@@ -70,6 +70,7 @@ impl Runner {
             threads: super::turn::ThreadSettings::default(),
             journal: None,
             durability: super::durability::Durability::default(),
+            host: crate::host::tokio_host(),
         }
     }
 }
@@ -100,6 +101,15 @@ impl RunnerBuilder {
     /// [`AgentError::LimitReached`](crate::AgentError::LimitReached) event and keeps what it recorded.
     pub fn limits(mut self, limits: RunLimits) -> Self {
         self.0.limits = limits;
+        self
+    }
+
+    /// What this runner's runs get from the world: their waits (a retry's backoff, a tool's
+    /// time limit), clock and fresh ids (run ids, idempotency scopes); default
+    /// [`TokioHost`](crate::host::TokioHost). A [`ManualHost`](crate::host::ManualHost) makes
+    /// runs deterministic for tests: same flow, same ids, same events.
+    pub fn host(mut self, host: Arc<dyn crate::host::Host>) -> Self {
+        self.0.host = host;
         self
     }
 
@@ -218,6 +228,15 @@ impl RunnerBuilder {
     /// [`purge`](Runner::purge) deletes them. Default: never.
     pub fn thread_ttl(mut self, ttl: Duration) -> Self {
         self.0.threads.ttl = Some(ttl);
+        self
+    }
+
+    /// Who may answer the threads' interrupts (see [`AnswerRule`](super::AnswerRule)): every
+    /// request that continues an interrupted turn, whichever door it came through, is checked
+    /// against it as its caller's ([`TurnRequest::by`](super::TurnRequest::by)) before anything
+    /// runs. Default: none (anyone may answer, as a library's caller decides).
+    pub fn answer_rule(mut self, rule: super::AnswerRule) -> Self {
+        self.0.threads.answer_rule = Some(Arc::new(rule));
         self
     }
 

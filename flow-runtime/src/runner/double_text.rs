@@ -13,9 +13,9 @@ use super::run_handle::{
 };
 use super::runs::Runner;
 use super::turn::{Turn, TurnOutcome};
+use super::turn_stream::{TurnItem, TurnStream};
 use crate::agent::cancel::{is_cancel_interrupt, CancelMode};
-use crate::event::EventOutput;
-use crate::message::Message;
+use crate::event::{AgentError, AgentEvent};
 use crate::store::{validate_thread_id, ThreadError};
 
 impl Runner {
@@ -211,42 +211,50 @@ pub(crate) async fn drive(run: &RunHandle, turn: Turn) {
     }
 }
 
-/// Forwards the turn's events into the log; gives how it ended.
-/// Forwards `turn`'s events into `run`; its outcome, with the typed error of a failure.
-async fn forward(run: &RunHandle, mut turn: Turn) -> (RunOutcome, Option<RunFailure>) {
-    while let Some(mut event) = turn.next().await {
-        let mut streamed = false;
-        let mut custom = None;
-        let message = match event.output.take() {
-            Some(EventOutput::Message(m)) => Some(Message::clone(&m)),
-            Some(EventOutput::Custom(v)) => {
-                custom = Some(serde_json::Value::clone(&v));
-                None
+/// Forwards `turn`'s items into `run` (its outward form); its outcome, with the typed error of
+/// a failure.
+async fn forward(run: &RunHandle, turn: Turn) -> (RunOutcome, Option<RunFailure>) {
+    let mut items = TurnStream::new(turn);
+    let mut ended = None;
+    while let Some(item) = items.next().await {
+        match item {
+            TurnItem::Chunk {
+                agent_name,
+                run_path,
+                chunk,
+            } => run.push(RunItem::Chunk {
+                agent_name,
+                run_path,
+                content: chunk.content.clone(),
+                tool_calls: chunk.tool_calls.clone(),
+            }),
+            TurnItem::StreamFailed {
+                agent_name,
+                run_path,
+                error,
+            } => {
+                // The broken stream is an error event of its agent (its public form is the
+                // reader's to make from the typed error kept beside it).
+                let error = AgentError::Stream(error);
+                let event = AgentEvent::error(error.clone()).stamped(&agent_name, &run_path);
+                run.push_with(
+                    RunItem::Event(outward(&event, None, None, true)),
+                    Some(RunFailure::Agent(error)),
+                );
             }
-            Some(EventOutput::Stream(mut stream)) => {
-                streamed = true;
-                let mut chunks = Vec::new();
-                while let Some(chunk) = stream.next().await {
-                    // A failed stream: the agent reports it (it retries or errors).
-                    let Ok(chunk) = chunk else { break };
-                    run.push(RunItem::Chunk {
-                        agent_name: Arc::from(event.agent_name()),
-                        run_path: event.run_path().clone(),
-                        content: chunk.content.clone(),
-                        tool_calls: chunk.tool_calls.clone(),
-                    });
-                    chunks.push(chunk);
-                }
-                Some(Message::concat(chunks.iter().map(|c| &**c)))
-            }
-            None => None,
-        };
-        run.push_with(
-            RunItem::Event(outward(&event, message, custom, streamed)),
-            event.error.clone().map(RunFailure::Agent),
-        );
+            TurnItem::Event(e) => run.push_with(
+                RunItem::Event(outward(
+                    &e.event,
+                    e.message.map(Arc::unwrap_or_clone),
+                    e.custom.map(Arc::unwrap_or_clone),
+                    e.streamed,
+                )),
+                e.event.error.clone().map(RunFailure::Agent),
+            ),
+            TurnItem::End(outcome) => ended = Some(outcome),
+        }
     }
-    let outcome = match turn.outcome() {
+    let outcome = match ended {
         Some(TurnOutcome::Completed {
             answered_by,
             answer,

@@ -17,6 +17,11 @@
 //!   died is run again from its journal, replaying what the journal holds (`replay`: the
 //!   middleware answering from the journal); `turn_mark`: the start marks a journaled turn
 //!   (new or resumed) writes, which recovery reads, and the ids of a turn's side journals;
+//! - `authority`: who may answer a thread's interrupts ([`AnswerRule`], checked for every
+//!   request that continues a turn, as its [`Caller`]'s), in the one pipeline every door passes;
+//! - `turn_stream`: a turn as one stream of items ([`TurnStream`], [`TurnItem`]): chunks, a
+//!   broken stream, events with their messages whole, and always last the outcome; every
+//!   reader of a turn (a background run, a service's protocols) maps it, so a turn is read once;
 //! - `run_handle`: runs as objects ([`RunHandle`]): a turn running as a task of the runner,
 //!   its kept events ([`RunEvent`]) any reader attaches to, its outcome, its cancel;
 //! - `double_text`: starting runs ([`Runner::start`]) and a message meeting a running turn
@@ -38,6 +43,7 @@
 //! `runs` and `turn` share the claim and the capture of a checkpoint, and `turn` adds the thread
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
+mod authority;
 mod builder;
 mod checkpoint;
 mod checkpoints;
@@ -45,6 +51,7 @@ mod claimed;
 mod claims;
 mod double_text;
 mod durability;
+mod earlier;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;
@@ -59,8 +66,10 @@ mod thread_values;
 pub mod time_travel;
 mod turn;
 mod turn_mark;
+mod turn_stream;
 mod withdraw;
 
+pub use authority::{AnswerRule, Caller};
 pub use builder::RunnerBuilder;
 pub use checkpoints::Checkpoints;
 pub use claims::HeldClaim;
@@ -80,4 +89,5 @@ pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use turn_mark::turn_mark_id;
+pub use turn_stream::{TurnEvent, TurnItem, TurnStream};
 pub use withdraw::{is_withdrawn, WITHDRAWN_KEY};

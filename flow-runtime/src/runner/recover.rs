@@ -45,7 +45,7 @@ use super::turn_mark::{
     nested_journal_id, resume_mark_id, turn_mark_id, ResumeStart, TurnStart, MARK_KIND,
 };
 use crate::agent::middleware::{Middleware, Middlewares};
-use crate::agent::{Agent, AgentInput, RunContext};
+use crate::agent::{Agent, AgentInput};
 use crate::event::RecordedEvent;
 use crate::history::ThreadHistory;
 use crate::message::MessageRef;
@@ -240,12 +240,20 @@ impl Runner {
         &self,
         store: &Arc<dyn ThreadStore>,
         thread_id: &str,
+        known_head: Option<&Option<ThreadHead>>,
     ) -> Result<Option<(TurnStart, u64, u64)>, RecoverError> {
         let journal = self
             .journal_store_or_err(thread_id)
             .map_err(journal_error(thread_id))?;
-        let head = store.head(thread_id).await?;
-        if let Some(head) = &head {
+        let read;
+        let head = match known_head {
+            Some(head) => head,
+            None => {
+                read = store.head(thread_id).await?;
+                &read
+            }
+        };
+        if let Some(head) = head {
             // A turn waiting for its resume is continued by `TurnRequest::resume`, whose claim makes
             // a dead worker's resume run again.
             if matches!(head.last.end, RecordEnd::Interrupted { .. }) {
@@ -296,6 +304,9 @@ impl Runner {
             Ok(steps) => steps,
             Err(source) => return journal_error(thread_id)(source),
         };
+        if let Err(e) = self.withdraw_unrecorded_checkpoint(start).await {
+            return e;
+        }
         let nested = nested_journal_id(&journal_id, start.version);
         for id in [nested, turn_mark_id(thread_id, start.turn)] {
             if let Err(source) = journal.delete_journal(&id).await {
@@ -317,6 +328,20 @@ impl Runner {
             version,
             unrecorded,
         }
+    }
+
+    /// Withdraws the checkpoint the dead turn `start` may have saved before it died (its start
+    /// mark names the id it saves under): the turn is not recorded, so no record points to
+    /// it, and left pending it is an approval that would run the turn's continuation again.
+    /// The recovered run saves its own if it is interrupted again.
+    async fn withdraw_unrecorded_checkpoint(&self, start: &TurnStart) -> Result<(), RecoverError> {
+        let (Some(id), Some(checkpoints)) = (&start.checkpoint_id, &self.store) else {
+            return Ok(());
+        };
+        checkpoints
+            .delete(id)
+            .await
+            .map_err(|e| RecoverError::Thread(ThreadError::Store(e)))
     }
 
     /// The open start mark of the resume of `head`'s interrupted turn (a resume whose worker
@@ -384,7 +409,9 @@ impl Runner {
             runner.to_mut().threads.run_id = start.run_id;
         }
         match runner
-            .start_resumed_turn(store, thread_id, targets, start.by, claim, lease, true)
+            .start_resumed_turn(
+                store, thread_id, targets, start.by, claim, lease, true, None,
+            )
             .await
         {
             Ok(turn) => Ok(Some(turn)),
@@ -414,31 +441,36 @@ impl Runner {
         thread_id: &str,
         scope: Option<&str>,
         answering: bool,
-    ) -> Result<DeadTurn, ThreadError> {
+    ) -> Result<(DeadTurn, Option<Option<ThreadHead>>), ThreadError> {
         if self.journal.is_none() {
-            return Ok(DeadTurn::None);
+            return Ok((DeadTurn::None, None));
         }
         let head = store.head(thread_id).await?;
         let found = match &head {
-            Some(head) => match &head.last.end {
+            Some(last) => match &last.last.end {
                 RecordEnd::Interrupted { checkpoint_id, .. } => self
-                    .open_resume_mark(thread_id, head, checkpoint_id)
+                    .open_resume_mark(thread_id, last, checkpoint_id)
                     .await
                     .map(|mark| match (mark, answering) {
                         (None, _) => DeadTurn::None,
                         (Some(_), true) => DeadTurn::Own,
                         (Some(_), false) => DeadTurn::Other,
                     }),
-                RecordEnd::Completed { .. } => self.open_turn_mark(store, thread_id, scope).await,
+                RecordEnd::Completed { .. } => {
+                    self.open_turn_mark(store, thread_id, scope, &head).await
+                }
             },
-            None => self.open_turn_mark(store, thread_id, scope).await,
+            None => self.open_turn_mark(store, thread_id, scope, &head).await,
         };
+        // The head read here is the one the turn starts from when nothing is recovered (the
+        // thread is held: nobody else writes it meanwhile).
         match found {
-            Ok(dead) => Ok(dead),
+            Ok(DeadTurn::None) => Ok((DeadTurn::None, Some(head))),
+            Ok(dead) => Ok((dead, None)),
             Err(RecoverError::Thread(e)) => Err(e),
             Err(e) => {
                 tracing::warn!(thread = thread_id, error = %e, "a dead turn's mark cannot be recovered; the new request replaces the turn");
-                Ok(DeadTurn::None)
+                Ok((DeadTurn::None, Some(head)))
             }
         }
     }
@@ -448,8 +480,9 @@ impl Runner {
         store: &Arc<dyn ThreadStore>,
         thread_id: &str,
         scope: Option<&str>,
+        head: &Option<ThreadHead>,
     ) -> Result<DeadTurn, RecoverError> {
-        match self.open_mark(store, thread_id).await {
+        match self.open_mark(store, thread_id, Some(head)).await {
             Ok(Some((start, ..))) if scope == Some(start.scope.as_str()) => Ok(DeadTurn::Own),
             Ok(Some(_)) => Ok(DeadTurn::Other),
             Ok(None) | Err(RecoverError::Superseded { .. }) => Ok(DeadTurn::None),
@@ -493,9 +526,10 @@ impl Runner {
                     .await;
             }
         }
-        let Some((start, version, number)) = self.open_mark(&store, thread_id).await? else {
+        let Some((start, version, number)) = self.open_mark(&store, thread_id, None).await? else {
             return Ok(None);
         };
+        self.withdraw_unrecorded_checkpoint(&start).await?;
         let journal_id = turn_journal_id(thread_id, number);
         let steps = self
             .journal(&journal_id)
@@ -523,20 +557,20 @@ impl Runner {
             gate
         });
         let input: Vec<MessageRef> = start.input.iter().cloned().map(Arc::new).collect();
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        let history = ThreadHistory::new(
+            super::earlier::StoreTurns::shared(&store, thread_id),
+            number,
+        );
         // The turn starts with the thread's values, as the dead worker's did.
         let head = store.head(thread_id).await?;
-        let cx = RunContext::new_run(
-            Runner::session_after(head.as_ref().map(|h| &h.last)),
-            input.iter().cloned(),
-            self.streaming,
-            agent.name(),
-        )
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false)
-        .with_idempotency_scope(start.scope.as_str());
+        let cx = self
+            .run_context(
+                Runner::session_after(head.as_ref().map(|h| &h.last)),
+                &input,
+                agent.name(),
+                Some(Arc::new(history)),
+            )
+            .with_idempotency_scope(start.scope.as_str());
         let (nested, nested_steps) = self
             .nested_steps(
                 thread_id,
@@ -591,6 +625,7 @@ impl Runner {
             lineage: (start.run_id.unwrap_or_else(crate::ids::unique_token), 0),
             resume_claim: Mutex::new(None),
             replayed: Some(replayed),
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate,
             replay: None,
         };

@@ -256,7 +256,7 @@ impl std::fmt::Debug for ResumeRequest {
 pub struct TurnRequest {
     pub(crate) thread: String,
     pub(crate) input: TurnInput,
-    pub(crate) by: Option<Arc<str>>,
+    pub(crate) by: Option<super::authority::Caller>,
     pub(crate) options: Option<Arc<RunOptions>>,
     pub(crate) durability: Option<Durability>,
     pub(crate) if_busy: DoubleText,
@@ -325,10 +325,12 @@ impl TurnRequest {
         }
     }
 
-    /// Who asks (a principal id, as a service names its caller): recorded in the turn's record
+    /// Who asks: a [`Caller`](super::Caller) (an id, as a service names its caller, with the
+    /// grants it gave them), or just an id. The id is recorded in the turn's record
     /// ([`ThreadRecord::by`](crate::store::ThreadRecord::by)), as the requester of a new turn
-    /// or the one who answered an interrupt.
-    pub fn by(mut self, principal: impl Into<Arc<str>>) -> Self {
+    /// or the one who answered an interrupt; answers are checked against the runner's
+    /// [`AnswerRule`](super::AnswerRule) as this caller's (see `authority`).
+    pub fn by(mut self, principal: impl Into<super::authority::Caller>) -> Self {
         self.by = Some(principal.into());
         self
     }

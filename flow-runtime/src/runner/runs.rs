@@ -20,8 +20,8 @@ use crate::message::MessageRef;
 use crate::resume::ResumeInfo;
 use crate::session::Session;
 use crate::store::{
-    unique_token, Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore,
-    Completion, PendingInterrupt, SaveMode, StoreError, ThreadPart,
+    Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, CheckpointStore, Completion,
+    PendingInterrupt, SaveMode, StoreError, ThreadPart,
 };
 
 /// Runs a tree: each call starts a new run with its own [`Session`].
@@ -68,6 +68,8 @@ pub struct Runner {
     /// The fingerprint of the tree's shape, as checkpoints and journal steps carry it (made
     /// once: every journaled run needs it).
     pub(crate) flow_print: Arc<str>,
+    /// What the runs get from the world: waits, the clock, fresh ids.
+    pub(crate) host: Arc<dyn crate::host::Host>,
 }
 
 impl fmt::Debug for Runner {
@@ -120,7 +122,7 @@ impl Runner {
         messages: impl IntoIterator<Item = MessageRef>,
     ) -> EventStream {
         let (cx, input) = self.new_context(Arc::clone(&session), messages.into_iter().collect());
-        let run_id = unique_token();
+        let run_id = self.host.new_id();
         let cx = cx.with_idempotency_scope(format!("{run_id}.0"));
         let agent = Arc::clone(&self.agent);
         let lineage = Lineage {
@@ -133,22 +135,40 @@ impl Runner {
         self.checkpointing(lineage, cx, move |cx| agent.run(cx, input))
     }
 
+    /// The context of a new run of this runner: the one place a run's context is set up, for
+    /// every request (a run, a resume, a thread's turn, its recovery, a re-run from a step).
+    /// It starts at agent `start` on `messages` with `session`, and carries the runner's
+    /// options, host, limits and middleware; a thread's turn (`thread`: its earlier turns)
+    /// also gets its run's cancel request. Callers add what is theirs alone (an idempotency
+    /// scope, the journal's replay before the middleware).
+    pub(super) fn run_context(
+        &self,
+        session: Arc<Session>,
+        messages: &[MessageRef],
+        start: &str,
+        thread: Option<Arc<crate::history::ThreadHistory>>,
+    ) -> RunContext {
+        let mut cx = RunContext::new_run(session, messages.iter().cloned(), self.streaming, start)
+            .with_options(Arc::clone(&self.options))
+            .with_host(Arc::clone(&self.host))
+            .with_limits(self.limits);
+        if !self.middleware.is_empty() {
+            cx = cx.with_run_middleware(self.middleware.clone());
+        }
+        if let Some(history) = thread {
+            cx = cx
+                .with_thread(history)
+                .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        }
+        cx
+    }
+
     fn new_context(
         &self,
         session: Arc<Session>,
         messages: Vec<MessageRef>,
     ) -> (RunContext, AgentInput) {
-        let mut cx = RunContext::new_run(
-            session,
-            messages.iter().cloned(),
-            self.streaming,
-            self.agent.name(),
-        )
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits);
-        if !self.middleware.is_empty() {
-            cx = cx.with_run_middleware(self.middleware.clone());
-        }
+        let cx = self.run_context(session, &messages, self.agent.name(), None);
         let input = AgentInput {
             messages: messages.into(),
             streaming: self.streaming,
@@ -327,19 +347,10 @@ impl Runner {
             .cloned()
             .map(Arc::new)
             .collect();
-        let mut cx = RunContext::new_run(
-            session,
-            root_input.iter().cloned(),
-            // The resuming runner's setting, not the interrupted run's.
-            self.streaming,
-            start,
-        )
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_idempotency_scope(scope(&checkpoint));
-        if !self.middleware.is_empty() {
-            cx = cx.with_run_middleware(self.middleware.clone());
-        }
+        // The resuming runner's settings (streaming, options), not the interrupted run's.
+        let cx = self
+            .run_context(session, &root_input, start, None)
+            .with_idempotency_scope(scope(&checkpoint));
         let input = AgentInput {
             messages: root_input.into(),
             streaming: self.streaming,

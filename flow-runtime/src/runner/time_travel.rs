@@ -44,7 +44,7 @@ use super::journal::{turn_journal_id, StepKind};
 use super::runs::Runner;
 pub use super::turn::FORK_POINT;
 use super::turn::{is_fork_point, Recording, ThreadClaim, ThreadLease, Turn};
-use crate::agent::{Agent, AgentInput, EventStream, HookContext, Middleware, RunContext};
+use crate::agent::{Agent, AgentInput, EventStream, HookContext, Middleware};
 use crate::event::{AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;
 use crate::message::{Message, MessageRef, Role, ToolCall};
@@ -495,7 +495,7 @@ impl Runner {
         checkpoint.events = turn_events;
         checkpoint.interrupts = interrupts.to_vec();
         checkpoint.thread_part = None;
-        checkpoint.run_id = crate::ids::unique_token();
+        checkpoint.run_id = self.host.new_id();
         checkpoint.resumes = 0;
         Ok(self.codec.encode(&checkpoint))
     }
@@ -615,23 +615,21 @@ impl Runner {
                 .chain(self.middleware.iter().cloned())
                 .collect();
         let messages: Vec<MessageRef> = input.iter().cloned().map(Arc::new).collect();
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        let history =
+            ThreadHistory::new(super::earlier::StoreTurns::shared(&store, thread_id), turn);
         // The turn starts again with the thread's values before it.
         let before = match turn.checked_sub(1) {
             Some(t) => store.read(thread_id, t..turn).await?.pop(),
             None => None,
         };
-        let cx = RunContext::new_run(
-            Runner::session_after(before.as_ref()),
-            messages.iter().cloned(),
-            self.streaming,
-            start.name(),
-        )
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_run_middleware(middleware)
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        let cx = self
+            .run_context(
+                Runner::session_after(before.as_ref()),
+                &messages,
+                start.name(),
+                Some(Arc::new(history)),
+            )
+            .with_run_middleware(middleware);
         let agent_input = AgentInput {
             messages: messages.into(),
             streaming: self.streaming,
@@ -660,6 +658,7 @@ impl Runner {
             resume_claim: Mutex::new(None),
             replay: Some(Arc::new(move |events| plan.keep_new(events))),
             replayed: None,
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate: None,
         };
         let lease = lease

@@ -108,6 +108,8 @@ pub(crate) struct ThreadSettings {
     pub(crate) scope: Option<Arc<str>>,
     /// How long a thread lives after its last record (see `housekeeping`).
     pub(crate) ttl: Option<Duration>,
+    /// Who may answer the threads' interrupts (see `authority`); `None`: anyone.
+    pub(crate) answer_rule: Option<Arc<super::authority::AnswerRule>>,
 }
 
 /// One message of a thread, as [`ThreadHandle::messages`](crate::ThreadHandle::messages) lists it.
@@ -321,7 +323,7 @@ impl Runner {
         let TurnRequest {
             thread,
             input,
-            by,
+            by: caller,
             options,
             durability,
             run_id,
@@ -356,18 +358,18 @@ impl Runner {
         // A turn of the thread whose worker died is recovered before anything new is taken:
         // the request's own turn (sent again) is given back to it; another's is finished and
         // recorded first, so that nothing it did is lost or done twice.
-        let dead = match runner
+        let (dead, head) = match runner
             .dead_turn(&store, &thread, runner.threads.scope.as_deref(), answering)
             .await
         {
-            Ok(dead) => dead,
+            Ok(found) => found,
             Err(e) => {
                 ThreadLease::release_unused(lease).await;
                 return Err(e);
             }
         };
-        let (store, claim, mut lease) = match dead {
-            DeadTurn::None => (store, claim, lease),
+        let (store, claim, mut lease, head) = match dead {
+            DeadTurn::None => (store, claim, lease, head),
             dead => {
                 let recovered = runner
                     .recover_held(&store, &thread, claim, &mut lease)
@@ -381,18 +383,31 @@ impl Runner {
                     }
                     None => {}
                 }
-                runner.hold_thread(&thread).await?
+                let (store, claim, lease) = runner.hold_thread(&thread).await?;
+                (store, claim, lease, None)
             }
         };
+        // Authority, for every door: whoever gives answers must be allowed to (the rule is the
+        // runner's; the caller the request's). Checked with the thread held, before anything runs.
+        if let TurnInput::Answers(answers) = &input {
+            let allowed = runner
+                .authorize_answers(&store, &thread, answers, caller.as_ref())
+                .await;
+            if let Err(e) = allowed {
+                ThreadLease::release_unused(lease).await;
+                return Err(e);
+            }
+        }
+        let by = caller.map(|c| Arc::clone(c.id_arc()));
         let started = match input {
             TurnInput::Message(message) => {
                 runner
-                    .start_turn(store, &thread, message, by, claim, &mut lease)
+                    .start_turn(store, &thread, message, by, claim, &mut lease, head)
                     .await
             }
             TurnInput::Answers(answers) => {
                 runner
-                    .start_resumed_turn(store, &thread, answers, by, claim, &mut lease, false)
+                    .start_resumed_turn(store, &thread, answers, by, claim, &mut lease, false, head)
                     .await
             }
         };
@@ -413,7 +428,9 @@ impl Runner {
     }
 
     /// Starts a turn under `lease` (moved into the turn once it is built; left there if the
-    /// turn cannot start, for the caller to give back).
+    /// turn cannot start, for the caller to give back), from the thread's head `known_head`
+    /// when the caller read it under the lease already.
+    #[allow(clippy::too_many_arguments)]
     async fn start_turn(
         &self,
         store: Arc<dyn ThreadStore>,
@@ -422,8 +439,12 @@ impl Runner {
         by: Option<Arc<str>>,
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
+        known_head: Option<Option<ThreadHead>>,
     ) -> Result<Turn, ThreadError> {
-        let head = store.head(thread_id).await?;
+        let head = match known_head {
+            Some(head) => head,
+            None => store.head(thread_id).await?,
+        };
         if let Some(head) = &head {
             if let RecordEnd::Interrupted {
                 interrupts,
@@ -449,19 +470,17 @@ impl Runner {
         let version = head.as_ref().map_or(0, |h| h.version);
         let started_at = RunPath::root(start.name());
         let message: MessageRef = Arc::new(message);
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), number);
+        let history = ThreadHistory::new(
+            super::earlier::StoreTurns::shared(&store, thread_id),
+            number,
+        );
         // The turn starts with the thread's values (see `thread_values`).
-        let cx = RunContext::new_run(
+        let cx = self.run_context(
             Runner::session_after(head.as_ref().map(|h| &h.last)),
-            [Arc::clone(&message)],
-            self.streaming,
+            std::slice::from_ref(&message),
             start.name(),
-        )
-        .with_thread(Arc::new(history))
-        .with_options(Arc::clone(&self.options))
-        .with_limits(self.limits)
-        .with_run_middleware(self.middleware.clone())
-        .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+            Some(Arc::new(history)),
+        );
         let cx = match &self.threads.scope {
             Some(scope) => cx.with_idempotency_scope(Arc::clone(scope)),
             None => cx,
@@ -516,11 +535,12 @@ impl Runner {
                 self.threads
                     .run_id
                     .clone()
-                    .unwrap_or_else(crate::ids::unique_token),
+                    .unwrap_or_else(|| self.host.new_id()),
                 0,
             ),
             resume_claim: Mutex::new(None),
             replayed: None,
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate,
             replay: None,
         };
@@ -544,8 +564,12 @@ impl Runner {
         claim: ThreadClaim,
         lease: &mut Option<ThreadLease>,
         recovering: bool,
+        known_head: Option<Option<ThreadHead>>,
     ) -> Result<Turn, ThreadError> {
-        let head = store.head(thread_id).await?;
+        let head = match known_head {
+            Some(head) => head,
+            None => store.head(thread_id).await?,
+        };
         if let Some(head) = head.as_ref() {
             if is_fork_point(&head.last.end) {
                 // A fork made in the middle of a turn: the turn goes on from the fork's step.
@@ -625,7 +649,8 @@ impl Runner {
             false => None,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), &targets);
-        let history = ThreadHistory::new(Arc::clone(&store), thread_id.to_owned(), turn);
+        let history =
+            ThreadHistory::new(super::earlier::StoreTurns::shared(&store, thread_id), turn);
         let mut cx = cx
             .with_thread(Arc::new(history))
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
@@ -698,6 +723,7 @@ impl Runner {
             lineage: (checkpoint.run_id.clone(), checkpoint.resumes + 1),
             resume_claim: Mutex::new(Some(resume_claim)),
             replayed: journaled,
+            planned_checkpoint: std::sync::OnceLock::new(),
             gate,
             replay: None,
         };
@@ -1034,6 +1060,9 @@ pub(super) struct Recording {
     pub(super) resume_claim: Mutex<Option<ClaimGuard>>,
     /// A recovered turn's journaled steps, which it regenerates (see `runner::recover`).
     pub(super) replayed: Option<Vec<crate::event::RecordedEvent>>,
+    /// The id a new journaled turn saves its checkpoint under if interrupted, drawn when its
+    /// start mark is written (the mark names it: see `TurnStart::checkpoint_id`).
+    pub(super) planned_checkpoint: std::sync::OnceLock<String>,
     /// A `Sync` turn's journal gate, told of each stored model reply.
     pub(super) gate: Option<Arc<super::journal_gate::StoredCalls>>,
     /// For the continuation of a fork point: leaves the steps replayed from the fork's record
@@ -1131,6 +1160,8 @@ impl Recording {
                         super::turn_mark::TurnMark::write_resume(Arc::clone(store), &start).await
                     }
                     _ => {
+                        let planned = turn_checkpoint_id(&self.thread_id, self.turn);
+                        let _ = self.planned_checkpoint.set(planned.clone());
                         let start = super::turn_mark::TurnStart {
                             flow: self.runner.flow_fingerprint(),
                             thread: self.thread_id.clone(),
@@ -1144,6 +1175,7 @@ impl Recording {
                             scope: scope.clone(),
                             by: self.by.clone(),
                             run_id: self.runner.threads.run_id.clone(),
+                            checkpoint_id: Some(planned),
                         };
                         super::turn_mark::TurnMark::write(Arc::clone(store), &start).await
                     }
@@ -1293,7 +1325,11 @@ impl Recording {
         let resuming = self.resume_claim.lock().expect("claim lock").is_some();
         let checkpoint_id = match (&self.resumed_checkpoint, resuming) {
             (Some(resumed), true) => resumed.clone(),
-            _ => turn_checkpoint_id(&self.thread_id, self.turn),
+            _ => self
+                .planned_checkpoint
+                .get()
+                .cloned()
+                .unwrap_or_else(|| turn_checkpoint_id(&self.thread_id, self.turn)),
         };
         let at_ms = crate::store::now_ms();
         let end = if interrupts.is_empty() {

@@ -84,6 +84,11 @@ pub(super) struct TurnStart {
     /// The run id it was requested under, if one was given (recorded with the turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) run_id: Option<String>,
+    /// The id the turn saves its checkpoint under if it is interrupted (drawn before it runs),
+    /// so that a recovery can withdraw a checkpoint the dead worker saved but never recorded:
+    /// left pending, an approvals screen would list it and its approval would pay again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) checkpoint_id: Option<String>,
 }
 
 /// A new turn's start mark: written before it runs; closed if the turn fails or is cancelled

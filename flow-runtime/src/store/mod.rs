@@ -246,8 +246,8 @@ pub enum Completion {
 
 pub(crate) use thread::now_ms;
 pub use thread::{
-    turn_checkpoint_id, validate_thread_id, RecordEnd, RecordStart, ThreadError, ThreadHead,
-    ThreadRecord, ThreadStore, MAX_THREAD_ID_LEN,
+    turn_checkpoint_id, validate_thread_id, RecordEnd, RecordStart, Refusal, ThreadError,
+    ThreadHead, ThreadRecord, ThreadStore, MAX_THREAD_ID_LEN,
 };
 
 /// A failure of a [`CheckpointStore`].

@@ -181,6 +181,45 @@ pub enum ThreadError {
     /// The turn's journal could not be written or read.
     #[error(transparent)]
     Journal(#[from] super::JournalError),
+    /// The request may not answer the interrupts the thread waits on (the runner's
+    /// [`AnswerRule`](crate::AnswerRule)): nothing ran.
+    #[error("thread '{id}' refused the answers: {refusal}")]
+    Forbidden {
+        /// The thread.
+        id: String,
+        /// Why.
+        refusal: Refusal,
+    },
+}
+
+/// Why a request may not answer a thread's interrupts ([`ThreadError::Forbidden`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The request names nobody ([`TurnRequest::by`](crate::TurnRequest::by)); answers are
+    /// always given by someone.
+    #[error(
+        "the answers name nobody: give who answers with TurnRequest::by (a Caller with the \
+         grants answering needs)"
+    )]
+    Nobody,
+    /// The caller lacks the grant answering needs.
+    #[error("'{caller}' may not answer: answering these interrupts needs the `{grant}` grant")]
+    MissingGrant {
+        /// Who asked.
+        caller: std::sync::Arc<str>,
+        /// The grant answering needs.
+        grant: std::sync::Arc<str>,
+    },
+    /// The caller started the turn, and the rule wants another approver.
+    #[error(
+        "'{caller}' started this turn and may not approve it: the flow needs the approval of \
+         someone else"
+    )]
+    OwnRequest {
+        /// Who asked (and started the turn).
+        caller: std::sync::Arc<str>,
+    },
 }
 
 /// What started a record: a user turn, or the resume of an interrupted one.

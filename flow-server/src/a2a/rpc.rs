@@ -429,19 +429,9 @@ impl Call {
                         ..Task::default()
                     }),
                 };
-                crate::routes::authorize_answers(
-                    app,
-                    served,
-                    &key,
-                    &self.principal,
-                    turn,
-                    &interrupts,
-                    &targets,
-                )
-                .await
-                .map_err(map::rpc_error)?;
+                // Who may answer is the engine's to check (the flow's approvals).
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
-                let mut request = TurnRequest::resume(&store_id, targets).by(self.principal.id());
+                let mut request = TurnRequest::resume(&store_id, targets).by(&self.principal);
                 if let Some(run_id) = run_id {
                     request = request.run_id(run_id);
                 }
@@ -466,7 +456,7 @@ impl Call {
                 let text = map::user_text(&message)?;
                 let permit = app.turn_permit().map_err(map::rpc_error)?;
                 let mut request =
-                    TurnRequest::new(&store_id, Message::user(text)).by(self.principal.id());
+                    TurnRequest::new(&store_id, Message::user(text)).by(&self.principal);
                 if let Some(run_id) = run_id {
                     request = request.run_id(run_id);
                 }

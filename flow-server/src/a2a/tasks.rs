@@ -14,7 +14,7 @@ use flow_a2a::wire::{
     Message as A2aMessage, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
-use flow_runtime::{EventOutput, Message, Turn, TurnOutcome};
+use flow_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
 use futures::StreamExt;
 use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
 
@@ -203,49 +203,27 @@ impl Tasks {
     }
 }
 
-/// Runs `turn` to its end, publishing its events as updates of `task`; stops it (dropping the
-/// turn cancels the run and records nothing) when cancelled or past `max_duration`.
-async fn drive(mut turn: Turn, task: &RunningTask, max_duration: Duration) {
+/// Runs `turn` to its end, publishing its items as updates of `task` (a thin mapping of the
+/// turn's [`TurnStream`]); stops it (dropping the turn cancels the run and records nothing)
+/// when cancelled or past `max_duration`.
+async fn drive(turn: Turn, task: &RunningTask, max_duration: Duration) {
     let (task_id, context_id) = {
         let t = task.snapshot();
         (t.id, t.context_id)
     };
     task.status(TaskState::Working, None);
     let run = async {
-        while let Some(mut event) = turn.next().await {
-            let message: Option<Message> = match event.output.take() {
-                Some(EventOutput::Message(m)) => Some(Message::clone(&m)),
-                Some(EventOutput::Stream(mut stream)) => {
-                    let mut chunks = Vec::new();
-                    while let Some(chunk) = stream.next().await {
-                        if let Ok(c) = chunk {
-                            chunks.push(c);
-                        }
-                    }
-                    Some(Message::concat(chunks.iter().map(|c| &**c)))
-                }
-                _ => None,
-            };
-            let agent = event.agent_name().to_owned();
-            if let Some(m) = message.as_ref().and_then(|m| {
-                map::agent_message(m, &agent, event.run_path(), &context_id, &task_id)
-            }) {
-                task.status(TaskState::Working, Some(m));
-            }
-            if let Some(metadata) = event
-                .action
-                .as_ref()
-                .and_then(|a| map::action_metadata(a, &agent, event.run_path()))
-            {
-                task.publish(StreamResponse::status(TaskStatusUpdateEvent {
-                    task_id: task_id.clone(),
-                    context_id: context_id.clone(),
-                    status: TaskStatus::now(TaskState::Working, None),
-                    metadata: Some(metadata),
-                }));
+        let mut items = TurnStream::new(turn);
+        while let Some(item) = items.next().await {
+            match item {
+                TurnItem::Event(e) => publish_event(task, &e, &context_id, &task_id),
+                TurnItem::End(outcome) => return Some(outcome),
+                // A2A sends whole messages: chunks are not sent; a broken stream's message is
+                // not either (the agent retries, or its failure ends the task).
+                _ => {}
             }
         }
-        turn.outcome()
+        None
     };
     let outcome = tokio::select! {
         outcome = run => outcome,
@@ -264,12 +242,23 @@ async fn drive(mut turn: Turn, task: &RunningTask, max_duration: Duration) {
             return;
         }
     };
+    let Some(outcome) = outcome else {
+        // A turn stream always ends with its outcome; a stream cut short is a failed task.
+        let error = PublicError::internal(&format_args!(
+            "task {task_id} ended without an outcome; nothing of it was recorded"
+        ));
+        task.status(
+            TaskState::Failed,
+            Some(map::failed(&error, &context_id, &task_id)),
+        );
+        return;
+    };
     match outcome {
-        Some(TurnOutcome::Completed {
+        TurnOutcome::Completed {
             answer,
             answered_by,
             ..
-        }) => {
+        } => {
             if let Some(answer) = answer {
                 task.publish(StreamResponse::artifact(TaskArtifactUpdateEvent {
                     task_id: task_id.clone(),
@@ -282,26 +271,42 @@ async fn drive(mut turn: Turn, task: &RunningTask, max_duration: Duration) {
             }
             task.status(TaskState::Completed, None);
         }
-        Some(TurnOutcome::Interrupted { interrupts, .. }) => {
+        TurnOutcome::Interrupted { interrupts, .. } => {
             let question = map::input_required(&interrupts, &context_id, &task_id);
             task.status(TaskState::InputRequired, Some(question));
         }
-        Some(TurnOutcome::Failed(e)) => {
+        TurnOutcome::Failed(e) => {
             let error = PublicError::of_turn_failure(&e);
             task.status(
                 TaskState::Failed,
                 Some(map::failed(&error, &context_id, &task_id)),
             );
         }
-        None => {
-            let error = PublicError::internal(&format_args!(
-                "task {task_id} ended without an outcome; nothing of it was recorded"
-            ));
-            task.status(
-                TaskState::Failed,
-                Some(map::failed(&error, &context_id, &task_id)),
-            );
-        }
+    }
+}
+
+/// One event of the turn as the task's updates: its message, and its action as metadata.
+fn publish_event(task: &RunningTask, e: &TurnEvent, context_id: &str, task_id: &str) {
+    let event = &e.event;
+    let agent = event.agent_name();
+    if let Some(m) = e
+        .message
+        .as_ref()
+        .and_then(|m| map::agent_message(m, agent, event.run_path(), context_id, task_id))
+    {
+        task.status(TaskState::Working, Some(m));
+    }
+    if let Some(metadata) = event
+        .action
+        .as_ref()
+        .and_then(|a| map::action_metadata(a, agent, event.run_path()))
+    {
+        task.publish(StreamResponse::status(TaskStatusUpdateEvent {
+            task_id: task_id.to_owned(),
+            context_id: context_id.to_owned(),
+            status: TaskStatus::now(TaskState::Working, None),
+            metadata: Some(metadata),
+        }));
     }
 }
 

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use flow_runtime::store::RecordEnd;
-use flow_runtime::{EventOutput, Message, Turn, TurnOutcome};
+use flow_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
@@ -40,7 +40,6 @@ pub(crate) async fn run(
         .map_err(ApiError::BadRequest)?;
     let store_id = key.store_id();
     let head = state.threads().head(&store_id).await?;
-    let head_turn = head.as_ref().map_or(0, |h| h.last.turn);
     let waiting = head.and_then(|h| match h.last.end {
         RecordEnd::Interrupted { interrupts, .. } => Some(interrupts),
         RecordEnd::Completed { .. } => None,
@@ -94,17 +93,12 @@ pub(crate) async fn run(
                 map::resume_targets(&input.resume, &pending)
             }
             .map_err(ApiError::Conflict)?;
-            let turn = head_turn;
-            crate::routes::authorize_answers(
-                &state, served, &key, &principal, turn, &pending, &targets,
-            )
-            .await?;
             let permit = state.turn_permit()?;
             (
                 runner
                     .turn(with_id(
                         TurnRequest::resume(&store_id, targets)
-                            .by(principal.id())
+                            .by(&principal)
                             .frontend_tools(tools),
                     ))
                     .await?,
@@ -135,7 +129,7 @@ pub(crate) async fn run(
                 runner
                     .turn(with_id(
                         TurnRequest::new(&store_id, Message::user(text))
-                            .by(principal.id())
+                            .by(&principal)
                             .frontend_tools(tools),
                     ))
                     .await?,
@@ -193,8 +187,11 @@ fn overtime(limit: Duration) -> Vec<u8> {
     frame(&map::run_failed(&error), usize::MAX)
 }
 
+/// The AG-UI events of a run: a thin mapping of the turn's items ([`TurnStream`]), with what
+/// AG-UI adds (the state snapshot and deltas, an agent's change as a step, a streamed message's
+/// start and end).
 fn frames(
-    mut turn: Turn,
+    turn: Turn,
     thread_id: String,
     run_id: String,
     limit: usize,
@@ -202,81 +199,90 @@ fn frames(
 ) -> impl Stream<Item = Vec<u8>> + Send + 'static {
     async_stream::stream! {
         let _permit = permit;
+        let mut turn = TurnStream::new(turn);
         yield frame(&serde_json::json!({"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}), limit);
         let start = turn.started_at().clone();
         let mut agent: Arc<str> = Arc::from(start.last().unwrap_or_default());
         let session = Arc::clone(turn.session());
         let mut values = OutwardValues::of(&session.values());
         yield frame(&map::state_snapshot(&agent, &start, turn.number(), &values), limit);
-        while let Some(mut event) = turn.next().await {
-            if event.agent_name() != &*agent {
-                agent = Arc::from(event.agent_name());
-                yield frame(&map::state_delta(&agent, event.run_path()), limit);
+        // The streamed message being sent: its id and whether its start went out.
+        let mut text: Option<(String, bool)> = None;
+        while let Some(item) = turn.next().await {
+            let (name, path) = match &item {
+                TurnItem::Chunk { agent_name, run_path, .. }
+                | TurnItem::StreamFailed { agent_name, run_path, .. } => (&**agent_name, run_path),
+                TurnItem::Event(e) => (e.event.agent_name(), e.event.run_path()),
+                _ => ("", &start),
+            };
+            if !name.is_empty() && name != &*agent {
+                agent = Arc::from(name);
+                yield frame(&map::state_delta(&agent, path), limit);
             }
-            // The values the agents wrote before this event.
-            let now = OutwardValues::of(&session.values());
-            if let Some(delta) = map::values_delta(&values, &now) {
-                values = now;
-                yield frame(&delta, limit);
+            if !matches!(item, TurnItem::Chunk { .. }) || text.is_none() {
+                // The values the agents wrote before this event (or this message's first chunk).
+                let now = OutwardValues::of(&session.values());
+                if let Some(delta) = map::values_delta(&values, &now) {
+                    values = now;
+                    yield frame(&delta, limit);
+                }
             }
-            let meta = map::metadata(event.agent_name(), event.run_path());
-            match event.output.take() {
-                Some(EventOutput::Message(m)) => {
-                    for e in map::message_events(&m, event.agent_name(), event.run_path(), None) {
-                        yield frame(&e, limit);
+            match item {
+                TurnItem::Chunk { agent_name, run_path, chunk } => {
+                    let (id, started) = text.get_or_insert_with(|| (map::new_id(), false));
+                    if !chunk.content.is_empty() {
+                        if !*started {
+                            *started = true;
+                            let meta = map::metadata(&agent_name, &run_path);
+                            yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant", "metadata": meta}), limit);
+                        }
+                        yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": chunk.content}), limit);
                     }
                 }
-                Some(EventOutput::Stream(mut stream)) => {
-                    let id = map::new_id();
-                    let mut started = false;
-                    let mut chunks = Vec::new();
-                    while let Some(chunk) = stream.next().await {
-                        let Ok(c) = chunk else { continue };
-                        if !c.content.is_empty() {
-                            if !started {
-                                started = true;
-                                yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant", "metadata": meta}), limit);
-                            }
-                            yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": c.content}), limit);
-                        }
-                        chunks.push(c);
-                    }
-                    if started {
+                TurnItem::StreamFailed { .. } => {
+                    // The message broke: it ends where it is (the agent retries or gives up; a
+                    // run that fails ends with RUN_ERROR).
+                    if let Some((id, true)) = text.take() {
                         yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": id}), limit);
                     }
-                    let whole = Message::concat(chunks.iter().map(|c| &**c));
-                    let streamed = started.then_some(id.as_str());
-                    for e in map::message_events(&whole, event.agent_name(), event.run_path(), streamed) {
-                        yield frame(&e, limit);
+                }
+                TurnItem::Event(e) => {
+                    let streamed = match text.take() {
+                        Some((id, true)) => {
+                            yield frame(&serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": id}), limit);
+                            Some(id)
+                        }
+                        _ => None,
+                    };
+                    let event = &e.event;
+                    if let Some(m) = &e.message {
+                        for out in map::message_events(m, event.agent_name(), event.run_path(), streamed.as_deref()) {
+                            yield frame(&out, limit);
+                        }
                     }
+                    if let Some(out) = event.action.as_ref().and_then(|a| map::action_event(a, event.agent_name(), event.run_path())) {
+                        yield frame(&out, limit);
+                    }
+                }
+                TurnItem::End(outcome) => {
+                    let last = match outcome {
+                        TurnOutcome::Completed { answer, .. } => {
+                            map::finished(&thread_id, &run_id, answer.as_ref().map(|m| m.content.as_str()), &[])
+                        }
+                        TurnOutcome::Interrupted { interrupts, .. } => {
+                            // Waiting only on the front end's tools: a successful run with pending calls.
+                            let calls: Option<Vec<&str>> = interrupts.iter().map(map::frontend_call).collect();
+                            match calls {
+                                Some(calls) => map::finished(&thread_id, &run_id, None, &calls),
+                                None => map::interrupted(&thread_id, &run_id, &interrupts),
+                            }
+                        }
+                        TurnOutcome::Failed(e) => map::run_failed(&PublicError::of_turn_failure(&e)),
+                    };
+                    yield frame(&last, limit);
                 }
                 _ => {}
             }
-            if let Some(e) = event.action.as_ref().and_then(|a| map::action_event(a, event.agent_name(), event.run_path())) {
-                yield frame(&e, limit);
-            }
         }
-        let now = OutwardValues::of(&session.values());
-        if let Some(delta) = map::values_delta(&values, &now) {
-            yield frame(&delta, limit);
-        }
-        let last = match turn.outcome() {
-            Some(TurnOutcome::Completed { answer, .. }) => {
-                map::finished(&thread_id, &run_id, answer.as_ref().map(|m| m.content.as_str()), &[])
-            }
-            Some(TurnOutcome::Interrupted { interrupts, .. }) => {
-                // Waiting only on the front end's tools: a successful run with pending calls.
-                let calls: Option<Vec<&str>> = interrupts.iter().map(map::frontend_call).collect();
-                match calls {
-                    Some(calls) => map::finished(&thread_id, &run_id, None, &calls),
-                    None => map::interrupted(&thread_id, &run_id, &interrupts),
-                }
-            }
-            Some(TurnOutcome::Failed(e)) => map::run_failed(&PublicError::of_turn_failure(&e)),
-            None => map::run_failed(&PublicError::internal(
-                &"an AG-UI run ended without an outcome; nothing of it was recorded",
-            )),
-        };
-        yield frame(&last, limit);
     }
 }

@@ -150,6 +150,10 @@ pub(crate) async fn start(
     Ok(run)
 }
 
+/// What a run request with both or neither of `message` and `resume` gets.
+const MESSAGE_OR_RESUME: &str =
+    "send either `message` (a new turn) or `resume` (interrupt id -> data), not both and not neither";
+
 #[allow(clippy::too_many_arguments)]
 async fn start_in_span(
     state: &AppState,
@@ -185,48 +189,25 @@ async fn start_in_span(
                 .start(with_id(
                     TurnRequest::new(key.store_id(), Message::user(message))
                         .if_busy(strategy)
-                        .by(principal.id()),
+                        .by(principal),
                 ))
                 .await?;
             hold_until_end(&run, permit);
             run
         }
         (None, Some(targets)) => {
-            // Answering an interrupt takes the same authority as on every other transport.
-            let head = state.threads().head(&key.store_id()).await?;
-            if let Some(head) = &head {
-                let pending: &[flow_runtime::InterruptInfo] = match &head.last.end {
-                    flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } => interrupts,
-                    _ => &[],
-                };
-                crate::routes::authorize_answers(
-                    state,
-                    served,
-                    key,
-                    principal,
-                    head.last.turn,
-                    pending,
-                    &targets,
-                )
-                .await?;
-            }
+            // The engine checks who may answer (the flow's approvals).
             let permit = state.turn_permit()?;
             let run = served
                 .runner()
                 .start(with_id(
-                    TurnRequest::resume(key.store_id(), targets).by(principal.id()),
+                    TurnRequest::resume(key.store_id(), targets).by(principal),
                 ))
                 .await?;
             hold_until_end(&run, permit);
             run
         }
-        _ => {
-            return Err(ApiError::BadRequest(
-                "send either `message` (a new turn) or `resume` (interrupt id -> data), not both \
-                 and not neither"
-                    .into(),
-            ))
-        }
+        _ => return Err(ApiError::BadRequest(MESSAGE_OR_RESUME.into())),
     };
     Ok(run)
 }
@@ -664,33 +645,16 @@ pub(crate) async fn resume_run(
         RunError::Thread(e) => ApiError::from(e),
         other => ApiError::Conflict(other.to_string()),
     })?;
-    if let Some(answers) = again.answers().filter(|a| !a.is_empty()) {
-        // A run cancelled before its answers were recorded answers again: the one sending it
-        // again answers, with the authority answering takes (never the stored answer's
-        // authority, never nobody's).
-        let head = state.threads().head(&key.store_id()).await?;
-        if let Some(head) = &head {
-            if let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end {
-                crate::routes::authorize_answers(
-                    &state,
-                    &served,
-                    &key,
-                    &principal,
-                    head.last.turn,
-                    interrupts,
-                    answers,
-                )
-                .await?;
-            }
-        }
-    }
+    // A run cancelled before its answers were recorded answers again: the one sending it
+    // again answers, with the authority answering takes (never the stored answer's authority,
+    // never nobody's); the engine checks it.
     let again = match run_id {
         Some(id) => again.run_id(id),
         None => again,
     };
     let next = served
         .runner()
-        .start(again.by(principal.id()))
+        .start(again.by(&principal))
         .instrument(span.clone())
         .await?;
     span.record("run_id", next.id());

@@ -1,0 +1,425 @@
+//! [`RunContext`]: what an agent knows about the run it is part of.
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::cancel::{CancelMode, CancelSignal, SafePoint};
+use super::{AgentRunOptions, FlowAgent, Middlewares, RunOptions};
+use crate::event::AgentEvent;
+use crate::history::ThreadHistory;
+use crate::host::Host;
+use crate::limits::{LimitReached, RunLimit, RunLimits};
+use crate::message::MessageRef;
+use crate::run_path::RunPath;
+use crate::session::{Session, SessionEvent};
+
+/// What an agent knows about the run it is part of. Cheap to clone.
+#[derive(Clone)]
+pub struct RunContext {
+    shared: Arc<RunShared>,
+    run_path: RunPath,
+    agent_name: Arc<str>,
+    node: Option<FlowAgent>,
+    /// Recorded events under these run paths are not part of this context's history: the
+    /// paths of the sibling lanes of the parallel lane(s) this context runs in.
+    hidden: Arc<[RunPath]>,
+}
+
+struct RunShared {
+    session: Arc<Session>,
+    root_input: Arc<[MessageRef]>,
+    streaming: bool,
+    limits: RunLimits,
+    /// Transfers made so far in this run.
+    transfers: AtomicUsize,
+    /// The runner's middleware, for every agent of the run.
+    middleware: Middlewares,
+    options: Arc<RunOptions>,
+    /// The idempotency scope: drawn when first asked for (most runs never call a tool that
+    /// reads it), or given by the caller.
+    scope: std::sync::OnceLock<Arc<str>>,
+    /// The earlier turns, when the run is a turn of a thread.
+    thread: Option<Arc<ThreadHistory>>,
+    /// The run's cancel request, and whether this run is nested in another (an agent tool's).
+    cancel: (CancelSignal, bool),
+    /// What the run needs of the world: waits, the clock, fresh ids.
+    host: Arc<dyn Host>,
+}
+
+/// The empty list of hidden run paths, shared (a new run allocates nothing for it).
+fn no_hidden_paths() -> Arc<[RunPath]> {
+    static NONE: std::sync::OnceLock<Arc<[RunPath]>> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(|| Arc::from([])))
+}
+
+impl RunShared {
+    /// The idempotency scope, drawn at random on first use.
+    fn scope(&self) -> &Arc<str> {
+        self.scope.get_or_init(|| self.host.new_id().into())
+    }
+}
+
+impl Clone for RunShared {
+    /// A copy for a context being set up (limits, options, scope, thread): the transfers
+    /// counted so far are carried over, not shared.
+    fn clone(&self) -> Self {
+        RunShared {
+            session: Arc::clone(&self.session),
+            root_input: Arc::clone(&self.root_input),
+            streaming: self.streaming,
+            middleware: self.middleware.clone(),
+            limits: self.limits,
+            transfers: AtomicUsize::new(self.transfers.load(Ordering::Relaxed)),
+            options: Arc::clone(&self.options),
+            // A copy has the same scope: drawn now if it was not yet.
+            scope: std::sync::OnceLock::from(Arc::clone(self.scope())),
+            thread: self.thread.clone(),
+            cancel: self.cancel.clone(),
+            host: Arc::clone(&self.host),
+        }
+    }
+}
+
+impl RunContext {
+    /// The context of a new run: a session, the caller's messages and the streaming choice.
+    /// The agent it is given to runs at the root path `[agent_name]`.
+    pub fn new_run(
+        session: Arc<Session>,
+        root_input: impl IntoIterator<Item = MessageRef>,
+        streaming: bool,
+        agent_name: impl Into<Arc<str>>,
+    ) -> Self {
+        let agent_name = agent_name.into();
+        RunContext {
+            shared: Arc::new(RunShared {
+                session,
+                root_input: root_input.into_iter().collect(),
+                streaming,
+                limits: RunLimits::default(),
+                transfers: AtomicUsize::new(0),
+                middleware: Middlewares::default(),
+                options: RunOptions::shared_default(),
+                scope: std::sync::OnceLock::new(),
+                thread: None,
+                cancel: (CancelSignal::default(), false),
+                host: crate::host::default_host(),
+            }),
+            run_path: RunPath::root(Arc::clone(&agent_name)),
+            agent_name,
+            node: None,
+            hidden: no_hidden_paths(),
+        }
+    }
+
+    /// This (new) run on `host`: its waits, clock and fresh ids (see [`crate::host`]). Set it
+    /// before the run starts: contexts already derived from this one keep the host they had.
+    /// A run given none uses [`StdHost`](crate::host::StdHost).
+    pub fn with_host(mut self, host: Arc<dyn Host>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.host = host,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.host = host;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's host: its waits, clock and fresh ids.
+    pub fn host(&self) -> &Arc<dyn Host> {
+        &self.shared.host
+    }
+
+    /// This (new) run with the given limits. Set them before the run starts: contexts already
+    /// derived from this one keep the limits they had.
+    pub fn with_limits(mut self, limits: RunLimits) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.limits = limits,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.limits = limits;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's limits.
+    pub fn limits(&self) -> &RunLimits {
+        &self.shared.limits
+    }
+
+    /// Counts one transfer of this run, asked for by `agent`; an error once the run's
+    /// [`max_transfers`](RunLimits::max_transfers) is passed.
+    pub(crate) fn count_transfer(&self, agent: &Arc<str>) -> Result<(), LimitReached> {
+        let max = self.shared.limits.max_transfers;
+        let made = self.shared.transfers.fetch_add(1, Ordering::Relaxed) + 1;
+        if made > max {
+            return Err(LimitReached {
+                limit: RunLimit::Transfers,
+                max,
+                agent: Arc::clone(agent),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records `event` of `agent` in the session (giving the record), or, recording nothing,
+    /// the [`RunLimit::Events`] error if the run has recorded its
+    /// [`max_events`](RunLimits::max_events) already.
+    pub(crate) fn record(
+        &self,
+        event: &AgentEvent,
+        agent: &Arc<str>,
+    ) -> Result<Arc<crate::session::SessionEvent>, LimitReached> {
+        let max = self.shared.limits.max_events;
+        self.shared
+            .session
+            .record_within(event, max)
+            .ok_or_else(|| LimitReached {
+                limit: RunLimit::Events,
+                max,
+                agent: Arc::clone(agent),
+            })
+    }
+
+    /// This run's context with `options` (see [`RunOptions`]): every context derived from it
+    /// shares them.
+    pub fn with_options(mut self, options: Arc<RunOptions>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.options = options,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.options = options;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's options, for every agent (see [`RunOptions`]).
+    pub fn run_options(&self) -> &Arc<RunOptions> {
+        &self.shared.options
+    }
+
+    /// The run's front-end tools (see [`RunOptions::frontend_tools`](crate::RunOptions::frontend_tools)).
+    pub fn frontend_tools(&self) -> &[crate::model::ToolDefinition] {
+        self.shared.options.frontend_tool_definitions()
+    }
+
+    /// The run's options addressed to the agent running with this context, if any.
+    pub fn agent_options(&self) -> Option<&AgentRunOptions> {
+        if self.shared.options.is_empty() {
+            // Most runs have none: skip hashing the name.
+            return None;
+        }
+        self.shared.options.for_agent(&self.agent_name)
+    }
+
+    /// This context (and every one derived from it) with the idempotency scope `scope`: the
+    /// part of each tool call's [idempotency key](crate::ToolContext::idempotency_key) that
+    /// names the run. A new run gets a random scope; the `Runner` gives a
+    /// resumed run its checkpoint's (`Checkpoint::idempotency_scope`),
+    /// so every resume of the same checkpoint gives its calls the same keys.
+    pub fn with_idempotency_scope(mut self, scope: impl Into<Arc<str>>) -> Self {
+        let mut shared = RunShared::clone(&self.shared);
+        shared.scope = std::sync::OnceLock::from(scope.into());
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// The run's idempotency scope (see [`with_idempotency_scope`](RunContext::with_idempotency_scope)).
+    pub fn idempotency_scope(&self) -> &str {
+        self.shared.scope()
+    }
+
+    /// The context for running `agent_name` at `run_path` in the same run (and in the same
+    /// parallel lane, if this context is in one).
+    pub fn at(&self, agent_name: impl Into<Arc<str>>, run_path: RunPath) -> Self {
+        RunContext {
+            shared: Arc::clone(&self.shared),
+            run_path,
+            agent_name: agent_name.into(),
+            node: None,
+            hidden: Arc::clone(&self.hidden),
+        }
+    }
+
+    /// This context, with the recorded events under `paths` left out of its history (and of
+    /// the history of every context derived from it). A [`Parallel`](crate::Parallel) runs
+    /// each lane with its sibling lanes' paths hidden, so no lane sees what another lane said
+    /// while they run; what runs after the parallel sees every lane.
+    ///
+    /// ```
+    /// use flow_runtime::{RunContext, RunPath, Session};
+    /// let cx = RunContext::new_run(Session::new(), [], false, "p");
+    /// let lane_a = RunPath::root("p").child("a");
+    /// let lane_b = cx.at("b", RunPath::root("p").child("b")).hiding([lane_a]);
+    /// assert_eq!(lane_b.hidden_paths().len(), 1);
+    /// ```
+    pub fn hiding(mut self, paths: impl IntoIterator<Item = RunPath>) -> Self {
+        let mut hidden: Vec<RunPath> = self.hidden.to_vec();
+        hidden.extend(paths);
+        self.hidden = hidden.into();
+        self
+    }
+
+    /// The run paths whose events this context does not see (see [`hiding`](RunContext::hiding)).
+    pub fn hidden_paths(&self) -> &[RunPath] {
+        &self.hidden
+    }
+
+    /// The session's recorded events this context may see, in order: all of them, except
+    /// those under a [hidden](RunContext::hiding) path. Agents' inputs are built from these.
+    pub fn visible_events(&self) -> Vec<Arc<SessionEvent>> {
+        let mut events = self.shared.session.events();
+        if !self.hidden.is_empty() {
+            events.retain(|e| !self.hidden.iter().any(|h| e.run_path().starts_with(h)));
+        }
+        events
+    }
+
+    /// The context for running a child `agent_name` one step below this agent.
+    pub fn child(&self, agent_name: impl Into<Arc<str>>) -> Self {
+        let agent_name = agent_name.into();
+        let run_path = self.run_path.child(Arc::clone(&agent_name));
+        self.at(agent_name, run_path)
+    }
+
+    /// This context (and every context derived from it) with the run's middleware set to
+    /// `middleware` (see `RunnerBuilder::middleware`).
+    pub fn with_run_middleware(mut self, middleware: Middlewares) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.middleware = middleware,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.middleware = middleware;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's middleware (the `Runner`'s): it runs around every agent of
+    /// the run, and around the model and tool calls of its LLM agents.
+    pub fn run_middleware(&self) -> &Middlewares {
+        &self.shared.middleware
+    }
+
+    /// This run, as a turn of a thread whose earlier turns `thread` reads. Call it on a new
+    /// run's context, before it is cloned.
+    #[doc(hidden)]
+    pub fn with_thread(mut self, thread: Arc<ThreadHistory>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.thread = Some(thread),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.thread = Some(thread);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// This (new) run with `signal` as its cancel request; `nested` for the run of an agent
+    /// tool inside another run, which stops only for [recursive](CancelMode::recursive) modes.
+    /// Call it on a new run's context, before it is cloned.
+    pub fn with_cancel(mut self, signal: CancelSignal, nested: bool) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.cancel = (signal, nested),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.cancel = (signal, nested);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's cancel request (see [`CancelMode`]).
+    pub fn cancel_signal(&self) -> &CancelSignal {
+        &self.shared.cancel.0
+    }
+
+    /// Whether an agent of this run at `point` should stop for a cancel; the mode if so.
+    pub fn stops_at(&self, point: SafePoint) -> Option<CancelMode> {
+        self.shared.cancel.0.stops_at(point, self.shared.cancel.1)
+    }
+
+    /// The earlier turns of the thread this run is a turn of.
+    pub(crate) fn thread(&self) -> Option<&Arc<ThreadHistory>> {
+        self.shared.thread.as_ref()
+    }
+
+    /// The number of the turn this run is in a thread (0 outside threads).
+    pub fn turn(&self) -> u64 {
+        self.shared.thread.as_ref().map_or(0, |t| t.turn())
+    }
+
+    pub(crate) fn with_node(mut self, node: FlowAgent) -> Self {
+        self.node = Some(node);
+        self
+    }
+
+    /// The payload the transfer that reached this agent in this run carried, if any: kept
+    /// only for a node that declares one ([`FlowAgent::accepts`](crate::FlowAgent::accepts)),
+    /// so an agent whose node declares none always gets `None`.
+    pub fn transfer_payload(&self) -> Option<serde_json::Value> {
+        self.session()
+            .raw_value(&super::payload_key(self.agent_name()))
+            .filter(|v| !v.is_null())
+    }
+
+    /// The result a delegated sub-agent (a task or single-turn node) returned to this agent
+    /// in this run, if one did since this agent was last reached by a transfer: the parent of
+    /// a task reads it when it runs again (see [`Delegation`](crate::Delegation)).
+    pub fn task_result(&self) -> Option<super::TaskResult> {
+        let raw = self
+            .session()
+            .raw_value(&super::result_key(self.agent_name()))?;
+        serde_json::from_value(raw).ok()
+    }
+
+    /// The run's session: recorded events and session values.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.shared.session
+    }
+
+    /// This agent's run path.
+    pub fn run_path(&self) -> &RunPath {
+        &self.run_path
+    }
+
+    /// The name of the agent running with this context.
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    /// The messages the run started with (user input; never rewritten).
+    pub fn root_input(&self) -> &[MessageRef] {
+        &self.shared.root_input
+    }
+
+    /// Whether the caller asked for streamed output.
+    pub fn streaming(&self) -> bool {
+        self.shared.streaming
+    }
+
+    /// The tree node this agent runs as, when it runs inside a [`FlowAgent`] tree: its
+    /// sub-agents (for workflow agents) and its legal transfer targets (for transfer tools).
+    pub fn node(&self) -> Option<&FlowAgent> {
+        self.node.as_ref()
+    }
+}
+
+impl fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunContext")
+            .field("agent_name", &self.agent_name)
+            .field("run_path", &self.run_path)
+            .field("streaming", &self.shared.streaming)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,587 @@
+//! Running the tool calls of one model reply, and saving a turn that a call interrupted.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::future::{self, BoxFuture};
+use futures::{FutureExt, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use super::agent::*;
+use super::builtin::EXIT_TOOL_NAME;
+use super::builtin::{ExitArgs, TransferArgs};
+use crate::agent::AgentInfo;
+use crate::agent::Context;
+use crate::event::panic_message;
+use crate::event::{Action, AgentError, AgentEvent, ToolFrame};
+use crate::llm::tool::{parse_arguments, Tool, ToolContext, ToolError, ToolInterrupt};
+use crate::message::{Message, MessageRef, Role, ToolCall};
+use crate::model::ToolDefinition;
+use crate::resume::ResumeInfo;
+use crate::transfer::TRANSFER_TOOL_NAME;
+
+/// The tools of one run: the agent's own plus the built-ins this node gets.
+pub(super) struct Toolset {
+    pub(super) targets: Vec<AgentInfo>,
+    /// The payloads the targets declare, by name.
+    pub(super) payloads: Vec<(Arc<str>, crate::agent::Payload)>,
+    pub(super) definitions: Arc<[ToolDefinition]>,
+    /// The transfer instructions for these targets, if any.
+    pub(super) transfer_text: Option<String>,
+    /// The system message, when it does not depend on the run (the instruction has no
+    /// session value in it).
+    pub(super) fixed_system: Option<Option<MessageRef>>,
+    /// The built-in `read_tool_result`, when the agent's budget sets tool results aside.
+    pub(super) read_back: Option<Arc<dyn Tool>>,
+    /// The limit `read_back` was made for.
+    pub(super) read_back_page: Option<usize>,
+    /// The run's front-end tools this agent offers (their definitions are in `definitions`
+    /// too, after the agent's own).
+    pub(super) frontend: Vec<ToolDefinition>,
+}
+
+impl Toolset {
+    /// This tool set with the run's front-end tools `extra` added, but those named like a tool
+    /// it has.
+    pub(super) fn with_frontend(&self, extra: &[ToolDefinition]) -> Toolset {
+        let frontend: Vec<ToolDefinition> = extra
+            .iter()
+            .filter(|d| self.definitions.iter().all(|own| own.name != d.name))
+            .cloned()
+            .collect();
+        Toolset {
+            targets: self.targets.clone(),
+            payloads: self.payloads.clone(),
+            definitions: self.definitions.iter().chain(&frontend).cloned().collect(),
+            transfer_text: self.transfer_text.clone(),
+            fixed_system: self.fixed_system.clone(),
+            read_back: self.read_back.clone(),
+            read_back_page: self.read_back_page,
+            frontend,
+        }
+    }
+
+    /// The run's front-end tool `name`, if this agent offers it.
+    fn frontend_call(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let definition = self.frontend.iter().find(|d| d.name == name)?;
+        Some(super::frontend_call::FrontendCall::tool(definition.clone()))
+    }
+}
+
+/// What one tool call produced: the result text (or error) and the action it carries.
+pub(super) type CallOutcome = Result<(String, Option<Action>), ToolError>;
+
+/// How a turn of tool calls ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Turn {
+    /// Ask the model again.
+    Continue,
+    /// A transfer, an exit, a break-loop or a return-directly tool ended the agent's run;
+    /// with the final output, if the turn made one (exit's result, a return-directly result).
+    Ended(Option<String>),
+    /// A call stopped for outside input; the turn was saved in the interrupts.
+    Interrupted,
+}
+
+/// A turn of tool calls saved in the interrupt state: everything needed to finish it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct SavedTurn {
+    /// The conversation as the model saw it, with the reply and the results emitted so far.
+    pub(super) messages: Vec<MessageRef>,
+    /// Where the reply that made the calls is in `messages`: the results emitted before the
+    /// interrupt follow it, so it is not always the last message. Absent in turns saved
+    /// before it was added: then it is the last assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) reply: Option<usize>,
+    /// Model calls made.
+    pub(super) used: usize,
+    /// The first call whose result was not emitted.
+    pub(super) next_call: usize,
+    /// The transfer or exit a call of the reply asked for.
+    pub(super) ending: Option<Action>,
+    /// Results of later calls that finished: call id, text, action.
+    pub(super) results: Vec<(String, String, Option<Action>)>,
+    /// The interrupted calls: call id and the tool's saved state.
+    pub(super) pending: Vec<(String, Option<serde_json::Value>)>,
+    /// The final output a call made (exit's result, a return-directly result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) output: Option<String>,
+    /// The return-directly result held back to be the turn's last event: call id, text,
+    /// action (it was not emitted before the interrupt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) direct: Option<(String, String, Option<Action>)>,
+}
+
+/// A turn being resumed.
+#[derive(Default)]
+pub(super) struct Resumed {
+    pub(super) next_call: usize,
+    pub(super) ending: Option<Action>,
+    pub(super) output: Option<String>,
+    pub(super) results: Vec<(String, String, Option<Action>)>,
+    /// The return-directly result held back to be emitted last (see [`SavedTurn::direct`]).
+    pub(super) direct: Option<(String, String, Option<Action>)>,
+    /// Interrupted calls: call id, the resume info below the call, the tool's state.
+    pub(super) calls: Vec<(String, ResumeInfo, Option<serde_json::Value>)>,
+}
+
+impl SavedTurn {
+    /// The reply whose calls this turn runs.
+    pub(super) fn reply_index(&self) -> Option<usize> {
+        self.reply
+            .or_else(|| {
+                self.messages
+                    .iter()
+                    .rposition(|m| m.role == Role::Assistant)
+            })
+            .filter(|&at| at < self.messages.len())
+    }
+}
+
+impl ChatModelAgent {
+    /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
+    /// of a resumed turn follow it); emits their results in call order and appends them to
+    /// `history`, except the result of a return-directly call that is the turn's final output:
+    /// that one is held back and emitted after all the others (before a transfer or exit
+    /// another call asked for), so the agent's run ends with it, as in Eino. With `resumed`, starts at the saved position: finished calls give their
+    /// saved results and interrupted ones are resumed. If a call stops for outside input, the
+    /// results from it on are held, the turn is saved (with where its reply is), and its
+    /// interrupts are emitted.
+    pub(super) async fn run_tools(
+        &self,
+        cx: &Context,
+        toolset: &Toolset,
+        history: &mut Vec<MessageRef>,
+        reply_at: usize,
+        used: usize,
+        resumed: Option<Resumed>,
+    ) -> Result<Turn, AgentError> {
+        let reply = Arc::clone(&history[reply_at]);
+        let calls = &reply.tool_calls;
+        let Resumed {
+            next_call: start,
+            mut ending,
+            mut output,
+            results: saved_results,
+            mut direct,
+            calls: mut resumes,
+        } = resumed.unwrap_or_default();
+        let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
+        let chain = self.middleware_chain(cx);
+        // One copy of the conversation for all the calls of the reply: up to the reply that
+        // made them (made when the first call of a tool of the agent's needs it).
+        let mut shared_history: Option<Arc<[MessageRef]>> = None;
+        let limits = self.tool_limits;
+        for (k, call) in calls.iter().enumerate().skip(start) {
+            if k >= limits.max_per_reply {
+                jobs.push(future::ready(Err(limits.refuse(call, calls.len()))).boxed());
+                continue;
+            }
+            if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
+            {
+                let done: CallOutcome = Ok((text.clone(), action.clone()));
+                jobs.push(future::ready(done).boxed());
+                continue;
+            }
+            let resume = resumes
+                .iter()
+                .position(|(id, _, _)| *id == call.id)
+                .map(|k| resumes.swap_remove(k));
+            let job: BoxFuture<'static, CallOutcome> = match call.name.as_str() {
+                TRANSFER_TOOL_NAME if !toolset.targets.is_empty() => {
+                    future::ready(self.transfer(toolset, call, &mut ending)).boxed()
+                }
+                EXIT_TOOL_NAME if self.exit_tool => future::ready(exit(call, &mut ending)).boxed(),
+                name => match self
+                    .tools
+                    .iter()
+                    .chain(&toolset.read_back)
+                    .find(|t| t.name() == name)
+                    .cloned()
+                    .or_else(|| toolset.frontend_call(name))
+                {
+                    Some(tool) => {
+                        let idempotent = tool.idempotent();
+                        let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
+                            .with_tool_name(call.name.as_str())
+                            .with_shared_history(Arc::clone(shared_history.get_or_insert_with(
+                                || history[..=reply_at].iter().cloned().collect(),
+                            )))
+                            .with_events(cx.clone());
+                        if let Some((_, info, state)) = resume {
+                            tcx = tcx.with_resume(info, state);
+                        }
+                        let limit = self.tool_timeout;
+                        let host = Arc::clone(cx.run_context().host());
+                        let run = move |arguments: String| async move {
+                            let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
+                                .catch_unwind();
+                            let finished = match limit {
+                                None => run.await,
+                                Some(limit) => {
+                                    match crate::host::within(&*host, limit, run).await {
+                                        Some(finished) => finished,
+                                        None => {
+                                            return Err(ToolError::TimedOut {
+                                                tool: tool.name().into(),
+                                                limit,
+                                            })
+                                        }
+                                    }
+                                }
+                            };
+                            match finished {
+                                Ok(result) => result.map(|text| {
+                                    // The action the call attached to its own result.
+                                    let action = tcx
+                                        .attached_action()
+                                        .filter(|a| !matches!(a, Action::Interrupted(_)));
+                                    (text, action)
+                                }),
+                                Err(payload) => Err(ToolError::Panicked {
+                                    tool: tool.name().into(),
+                                    message: panic_message(&*payload).into(),
+                                }),
+                            }
+                        };
+                        self.hooked_tool_call(cx, &chain, call, idempotent, run)
+                    }
+                    None => future::ready(Err(ToolError::UnknownTool {
+                        tool: name.into(),
+                        available: toolset
+                            .definitions
+                            .iter()
+                            .map(|d| Arc::from(d.name.as_str()))
+                            .collect(),
+                    }))
+                    .boxed(),
+                },
+            };
+            jobs.push(job);
+        }
+        let mut jobs = Jobs::new(jobs, limits.max_concurrent);
+        let mut last_action: Option<Action> = None;
+        let mut stopped_at: Option<usize> = None;
+        let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
+        let mut pending: Vec<(ToolCall, ToolInterrupt)> = Vec::new();
+        let mut k = start;
+        while let Some(outcome) = jobs.next().await {
+            let call = &calls[k];
+            k += 1;
+            let (text, mut action) = match outcome {
+                Err(ToolError::Interrupted { interrupt, .. }) => {
+                    stopped_at.get_or_insert(k - 1);
+                    pending.push((call.clone(), *interrupt));
+                    continue;
+                }
+                Err(ToolError::Middleware(error)) => return Err(error.into()),
+                Ok(done) => {
+                    if output.is_none() {
+                        let exited =
+                            call.name == EXIT_TOOL_NAME && action_is(&done.1, &Action::Exit);
+                        if exited || self.returns_directly(&call.name) {
+                            output = Some(done.0.clone());
+                            if !exited {
+                                // The final output: emitted after every other result.
+                                let (text, mut action) = done;
+                                if let Some(a) = action.as_ref().filter(|a| ends_turn(a)) {
+                                    match &ending {
+                                        None => ending = Some(a.clone()),
+                                        Some(first) if first != a => action = None,
+                                        Some(_) => {}
+                                    }
+                                }
+                                direct = Some((call.id.clone(), text, action));
+                                continue;
+                            }
+                        }
+                    }
+                    done
+                }
+                Err(error) => (error.to_model_text(), None),
+            };
+            // A tool's own ending action: the first of the reply wins, later ones are dropped.
+            if let Some(a) = &action {
+                if ends_turn(a) {
+                    match &ending {
+                        None => ending = Some(a.clone()),
+                        Some(first) if first != a => action = None,
+                        Some(_) => {}
+                    }
+                }
+            }
+            if stopped_at.is_some() {
+                held.push((call.id.clone(), text, action));
+                continue;
+            }
+            let message = Arc::new(Message::tool(text, call.id.as_str(), call.name.as_str()));
+            history.push(Arc::clone(&message));
+            let mut event = AgentEvent::message(message);
+            if let Some(Action::TransferToAgent(target)) = &action {
+                // The context form the tree made for this transfer's result (used only if
+                // it reads the same).
+                event.context = cx
+                    .node()
+                    .and_then(|n| n.transfer_forms_to(target))
+                    .map(|(_, result)| result);
+            }
+            last_action.clone_from(&action);
+            if let Some(action) = action {
+                event = event.with_action(action);
+            }
+            cx.emit(event);
+        }
+        if let Some(next_call) = stopped_at {
+            let saved = SavedTurn {
+                messages: history.clone(),
+                reply: Some(reply_at),
+                used,
+                next_call,
+                ending,
+                output,
+                direct,
+                results: held,
+                pending: pending
+                    .iter()
+                    .map(|(call, i)| (call.id.clone(), i.state.clone()))
+                    .collect(),
+            };
+            let state = serde_json::to_value(&saved).map_err(|e| ChatAgentError::Resume {
+                agent: Arc::clone(&self.name),
+                message: format!("its conversation could not be saved ({e})").into(),
+            })?;
+            self.emit_interrupts(cx, pending, &state)?;
+            return Ok(Turn::Interrupted);
+        }
+        if let Some((id, text, action)) = direct {
+            let name = calls
+                .iter()
+                .find(|c| c.id == id)
+                .map_or("", |c| c.name.as_str());
+            let message = Arc::new(Message::tool(text, id.as_str(), name));
+            history.push(Arc::clone(&message));
+            let mut event = AgentEvent::message(message);
+            if let Some(Action::TransferToAgent(target)) = &action {
+                event.context = cx
+                    .node()
+                    .and_then(|n| n.transfer_forms_to(target))
+                    .map(|(_, result)| result);
+            }
+            last_action.clone_from(&action);
+            if let Some(action) = action {
+                event = event.with_action(action);
+            }
+            cx.emit(event);
+        }
+        match ending {
+            Some(action) => {
+                // The last event of the agent decides; repeat the action if later results of
+                // the same reply came after it.
+                if last_action.as_ref() != Some(&action) {
+                    cx.emit(AgentEvent::action(action));
+                }
+                Ok(Turn::Ended(output))
+            }
+            None if output.is_some() => Ok(Turn::Ended(output)),
+            None => Ok(Turn::Continue),
+        }
+    }
+
+    /// Emits the interrupts of the stopped calls, each carrying the saved turn and its call
+    /// (the flow names them: a tool's own interrupt gets this agent's run path as its id).
+    pub(super) fn emit_interrupts(
+        &self,
+        cx: &Context,
+        pending: Vec<(ToolCall, ToolInterrupt)>,
+        state: &serde_json::Value,
+    ) -> Result<(), AgentError> {
+        for (call, interrupt) in pending {
+            if interrupt.interrupts.is_empty() {
+                return Err(ChatAgentError::Resume {
+                    agent: Arc::clone(&self.name),
+                    message: format!(
+                        "tool '{}' stopped for outside input without saying why: its \
+                         ToolInterrupt holds no interrupt (build it with ToolInterrupt::new or \
+                         ToolContext::interrupt)",
+                        call.name
+                    )
+                    .into(),
+                }
+                .into());
+            }
+            for mut info in interrupt.interrupts {
+                if info.address.is_empty() && info.state.is_none() {
+                    // The tool's own: it is resumed with the call, and gets its state back.
+                    info.state.clone_from(&interrupt.state);
+                }
+                let mut event = AgentEvent::action(Action::interrupted(info));
+                event.attach_interrupt_state(state.clone());
+                event.attach_interrupt_tool(ToolFrame {
+                    name: call.name.clone(),
+                    call_id: call.id.clone(),
+                });
+                cx.emit(event);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn transfer(
+        &self,
+        toolset: &Toolset,
+        call: &ToolCall,
+        ending: &mut Option<Action>,
+    ) -> CallOutcome {
+        let args: TransferArgs = parse_arguments(TRANSFER_TOOL_NAME, &call.arguments)?;
+        if let Some(earlier) = ending {
+            return Err(not_run(TRANSFER_TOOL_NAME, earlier));
+        }
+        let legal = toolset.targets.iter().any(|t| *t.name == args.agent_name);
+        if !legal && self.illegal_transfer == IllegalTransfer::ReturnToModel {
+            return Err(ToolError::IllegalTransfer {
+                target: args.agent_name.into(),
+                available: toolset
+                    .targets
+                    .iter()
+                    .map(|t| Arc::clone(&t.name))
+                    .collect(),
+            });
+        }
+        if let Some((_, expected)) = toolset
+            .payloads
+            .iter()
+            .find(|(name, _)| **name == *args.agent_name)
+        {
+            let given = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .ok()
+                .and_then(|a| a.get("payload").cloned())
+                .filter(|p| !p.is_null());
+            let why = match &given {
+                None => Some(format!(
+                    "agent '{}' needs a payload (a {}): give it as the `payload` argument",
+                    args.agent_name, expected.type_name
+                )),
+                Some(p) => expected.check(p).err().map(|e| {
+                    format!(
+                        "the payload for agent '{}' is not a {}: {e}",
+                        args.agent_name, expected.type_name
+                    )
+                }),
+            };
+            if let Some(why) = why {
+                return Err(ToolError::invalid_arguments(TRANSFER_TOOL_NAME, why));
+            }
+        }
+        let action = Action::transfer_to(args.agent_name.as_str());
+        *ending = Some(action.clone());
+        // The text of `transfer_messages`' result, written without `fmt`.
+        const SAID: &str = "successfully transferred to agent [";
+        let mut text = String::with_capacity(SAID.len() + args.agent_name.len() + 1);
+        text.push_str(SAID);
+        text.push_str(&args.agent_name);
+        text.push(']');
+        Ok((text, Some(action)))
+    }
+}
+
+pub(super) fn exit(call: &ToolCall, ending: &mut Option<Action>) -> CallOutcome {
+    let args: ExitArgs = parse_arguments(EXIT_TOOL_NAME, &call.arguments)?;
+    if let Some(earlier) = ending {
+        return Err(not_run(EXIT_TOOL_NAME, earlier));
+    }
+    *ending = Some(Action::Exit);
+    Ok((args.final_result, Some(Action::Exit)))
+}
+
+/// Whether an action a call carries ends the agent's turn.
+fn ends_turn(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Exit | Action::TransferToAgent(_) | Action::BreakLoop(_) | Action::Finish(_)
+    )
+}
+
+fn action_is(action: &Option<Action>, expected: &Action) -> bool {
+    action.as_ref() == Some(expected)
+}
+
+pub(super) fn not_run(tool: &str, earlier: &Action) -> ToolError {
+    let what = match earlier {
+        Action::TransferToAgent(target) => format!("transfers to agent '{target}'"),
+        Action::Finish(_) => "finishes the task".to_owned(),
+        _ => "exits".to_owned(),
+    };
+    ToolError::NotRun {
+        tool: tool.into(),
+        reason: format!("an earlier call of the same reply already {what}").into(),
+    }
+}
+
+/// Bounds on the tool calls of one model reply (set on the
+/// [`ChatModelAgentBuilder`](crate::ChatModelAgentBuilder)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolCallLimits {
+    /// Calls of one reply that are run; later ones are answered as tool errors.
+    pub max_per_reply: usize,
+    /// Calls of one reply running at once.
+    pub max_concurrent: usize,
+}
+
+impl ToolCallLimits {
+    /// The default number of calls of one reply that are run.
+    pub const DEFAULT_MAX_PER_REPLY: usize = 128;
+    /// The default number of calls running at once.
+    pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+
+    /// The tool error a call past [`max_per_reply`](Self::max_per_reply) is answered with.
+    fn refuse(&self, call: &ToolCall, made: usize) -> ToolError {
+        ToolError::NotRun {
+            tool: call.name.as_str().into(),
+            reason: format!(
+                "the reply made {made} tool calls and only the first {} are run \
+                 (ChatModelAgentBuilder::max_tool_calls_per_reply); make fewer calls per reply",
+                self.max_per_reply
+            )
+            .into(),
+        }
+    }
+}
+
+impl Default for ToolCallLimits {
+    fn default() -> Self {
+        ToolCallLimits {
+            max_per_reply: Self::DEFAULT_MAX_PER_REPLY,
+            max_concurrent: Self::DEFAULT_MAX_CONCURRENT,
+        }
+    }
+}
+
+/// The calls of one reply, as they finish, in order: at most `max_concurrent` at once; a
+/// reply's only call (a transfer, most often) is awaited as it is.
+enum Jobs {
+    One(Option<BoxFuture<'static, CallOutcome>>),
+    Many(
+        futures::stream::Buffered<
+            futures::stream::Iter<std::vec::IntoIter<BoxFuture<'static, CallOutcome>>>,
+        >,
+    ),
+}
+
+impl Jobs {
+    fn new(mut jobs: Vec<BoxFuture<'static, CallOutcome>>, max_concurrent: usize) -> Self {
+        if jobs.len() == 1 {
+            return Jobs::One(jobs.pop());
+        }
+        Jobs::Many(futures::stream::iter(jobs).buffered(max_concurrent))
+    }
+
+    async fn next(&mut self) -> Option<CallOutcome> {
+        match self {
+            Jobs::One(job) => match job.take() {
+                Some(job) => Some(job.await),
+                None => None,
+            },
+            Jobs::Many(jobs) => jobs.next().await,
+        }
+    }
+}
