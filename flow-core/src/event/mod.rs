@@ -163,7 +163,8 @@ impl AgentEvent {
         &self.agent_name
     }
 
-    pub(crate) fn agent_name_arc(&self) -> &Arc<str> {
+    #[doc(hidden)]
+    pub fn agent_name_arc(&self) -> &Arc<str> {
         &self.agent_name
     }
 
