@@ -1,5 +1,7 @@
 //! A generic helper over `FlowNode<T>` with only the prelude in scope: `TransferTarget` is there.
 use agentflow::prelude::*;
+use agentflow::spec::FlowNode;
+use agentflow::spec::TransferTarget;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}
