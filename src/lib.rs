@@ -18,7 +18,8 @@
 //! | [`model`] | the chat-model contract, the scripted model, the HTTP clients, usage |
 //! | [`tool`] | tools, function tools, approvals, tool-call limits |
 //! | [`mod@llm`] | the ReAct agent's builder, instruction, built-in tools and errors |
-//! | [`history`] | context policies, rewriting, summaries, the context budget |
+//! | [`history`] | context policies, rewriting, summaries, the context budget, earlier turns |
+//! | [`host`] | what a run gets from the world (waits, the clock, ids): the tokio, std and manual hosts |
 //! | [`workflow`] | sequential, parallel and loop agents, deterministic transfer, agents as tools |
 //! | [`middleware`] | hooks around agent runs, model calls and tool calls |
 //! | [`store`] | checkpoint, thread, journal and queue stores and their backends |
@@ -43,6 +44,7 @@ extern crate self as agentflow;
 
 pub mod event;
 pub mod history;
+pub mod host;
 pub mod llm;
 pub mod message;
 pub mod middleware;
