@@ -13,13 +13,18 @@
 //!   [`RecoverError`], claims ([`HeldClaim`]);
 //! - time travel: [`ThreadStep`], [`Fork`], [`TimeTravelError`];
 //! - housekeeping: [`Retention`], [`RunRetention`], [`PurgeReport`];
-//! - what one run may do: [`RunLimits`], and [`RunOptions`] addressed to agents by name.
+//! - what one run may do: [`RunLimits`], and [`RunOptions`] addressed to agents by name;
+//! - who asks: a request's [`Caller`] (an id with grants) and the runner's [`AnswerRule`]
+//!   (who may answer an interrupt);
+//! - a turn as one stream of items for a protocol to map: [`TurnStream`], [`TurnItem`],
+//!   [`TurnEvent`].
 
 pub use flow_runtime::cancel::{
     cancel_info, is_cancel_interrupt, CancelMode, CancelSignal, SafePoint, UnknownCancelMode,
 };
 pub use flow_runtime::options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use flow_runtime::{is_withdrawn, turn_journal_id, turn_mark_id, WITHDRAWN_KEY};
+pub use flow_runtime::{AnswerRule, Caller, TurnEvent, TurnItem, TurnStream};
 pub use flow_runtime::{
     AttachError, CancelError, Checkpoints, DoubleText, Fork, ForkEnd, HeldClaim, PurgeReport,
     RecoverError, Retention, RunError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem,

@@ -10,8 +10,8 @@ pub use flow_runtime::store::{
     Completion, DeferredStep, DeferredSteps, Enqueue, FileRunQueue, FileStore, InMemoryRunQueue,
     InMemoryStore, JournalError, JournalStore, JournalSummary, NewRun, PendingCheckpoint,
     PendingInterrupt, PendingStep, QueueClaim, QueueError, QueueStatus, QueuedEvent, QueuedRun,
-    RecordEnd, RecordStart, RunQueue, SaveMode, SealError, SealedStore, SealingKeys, StoreError,
-    StoredStep, ThreadError, ThreadHead, ThreadPart, ThreadRecord, ThreadStore,
+    RecordEnd, RecordStart, Refusal, RunQueue, SaveMode, SealError, SealedStore, SealingKeys,
+    StoreError, StoredStep, ThreadError, ThreadHead, ThreadPart, ThreadRecord, ThreadStore,
     DEFAULT_CHECKPOINT_DIR, DEFAULT_LEASE, DEFAULT_MAX_CHECKPOINT_BYTES, FORMAT_VERSION,
     MAX_ID_LEN, MAX_QUEUED_INPUT_BYTES, MAX_THREAD_ID_LEN,
 };
