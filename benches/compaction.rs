@@ -8,9 +8,9 @@
 //! ```
 
 use agentflow::history::ContextBudget;
+use agentflow::message::MessageRef;
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
-use agentflow::MessageRef;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use futures::StreamExt;
 

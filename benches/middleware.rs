@@ -12,7 +12,7 @@ use agentflow::async_trait;
 use agentflow::middleware::Middleware;
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
-use agentflow::RunnerBuilder;
+use agentflow::run::RunnerBuilder;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures::StreamExt;
 

@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use agentflow::RunRequest;
 use agentflow::{
-    set_sub_agents, CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, RunLimits, Runner,
+    run::RunLimits, set_sub_agents, store::CheckpointStore, store::InMemoryStore, FlowAgent,
+    FnAgent, Message, Runner,
 };
 use counting::{LIVE, PEAK};
 use futures::StreamExt;

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use agentflow::prelude::*;
 use agentflow::RunRequest;
-use agentflow::{Durability, InMemoryStore};
+use agentflow::{store::InMemoryStore, Durability};
 use common::Kind;
 
 fn main() {

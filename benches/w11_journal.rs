@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use agentflow::store::JournalStore;
 use agentflow::RunRequest;
-use agentflow::{CheckpointStore, Durability, Runner};
+use agentflow::{store::CheckpointStore, Durability, Runner};
 use common::Kind;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
@@ -161,12 +161,17 @@ where
 
 fn w11_memory(c: &mut Criterion) {
     let rt = current_thread();
-    modes(c, "w11_chain_memory", &rt, agentflow::InMemoryStore::new());
+    modes(
+        c,
+        "w11_chain_memory",
+        &rt,
+        agentflow::store::InMemoryStore::new(),
+    );
 }
 
 fn w11_memory_pruned(c: &mut Criterion) {
     let rt = current_thread();
-    let store = agentflow::InMemoryStore::new();
+    let store = agentflow::store::InMemoryStore::new();
     let mut group = c.benchmark_group("w11_chain_memory_pruned");
     bench_modes(&mut group, &rt, &store, Some(&store), &AtomicU64::new(0));
     group.finish();

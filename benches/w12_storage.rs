@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 use agentflow::store::JournalStore;
 use agentflow::TurnRequest;
 use agentflow::{
-    tool_fn, ChatModelAgent, ChatRequest, CheckpointStore, Durability, FileStore, FlowAgent,
-    FnAgent, Message, Retention, Role, Runner, ScriptStep, ScriptedModel, ThreadStore,
+    model::ChatRequest, model::ScriptStep, model::ScriptedModel, run::Retention,
+    store::CheckpointStore, store::FileStore, store::ThreadStore, tool::tool_fn, ChatModelAgent,
+    Durability, FlowAgent, FnAgent, Message, Role, Runner,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
@@ -227,7 +228,7 @@ where
 
 fn w12_recovery(c: &mut Criterion) {
     let rt = current_thread();
-    recovery(c, "memory", &rt, agentflow::InMemoryStore::new());
+    recovery(c, "memory", &rt, agentflow::store::InMemoryStore::new());
     let dir = temp_dir("sqlite");
     let store = rt
         .block_on(agentflow::store::SqliteStore::open(dir.join("w12.db")))

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use agentflow::store::CheckpointStore;
 use agentflow::{
-    set_sub_agents, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef, Runner,
+    message::MessageRef, set_sub_agents, store::FileStore, store::InMemoryStore, FlowAgent,
+    FnAgent, Message, Runner,
 };
 use agentflow::{ResumeRequest, RunRequest};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};

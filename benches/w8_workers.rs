@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentflow::store::CheckpointStore;
-use agentflow::{CheckpointError, FlowAgent, FnAgent, Message, Runner};
+use agentflow::{store::CheckpointError, FlowAgent, FnAgent, Message, Runner};
 use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use agentflow::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord, ThreadStore};
 use agentflow::TurnRequest;
 use agentflow::{
-    async_trait, ContextPolicy, FlowAgent, FnAgent, InMemoryStore, Message, RunPath, Runner,
-    ThreadError,
+    async_trait, history::ContextPolicy, store::InMemoryStore, store::ThreadError, FlowAgent,
+    FnAgent, Message, RunPath, Runner,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
@@ -87,7 +87,7 @@ async fn thread_of<S: ThreadStore>(store: S, messages: u64) -> S {
                 input: vec![Message::user(format!("question {turn}"))],
             },
             started_at: RunPath::root("bot"),
-            events: vec![agentflow::store::RecordedEvent {
+            events: vec![agentflow::event::RecordedEvent {
                 agent_name: "bot".into(),
                 run_path: RunPath::root("bot"),
                 message: Some(Message::assistant(format!("answer {turn}"))),

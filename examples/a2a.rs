@@ -19,7 +19,9 @@ use std::collections::HashMap;
 
 use agentflow::a2a::A2aAgent;
 use agentflow::TurnRequest;
-use agentflow::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome};
+use agentflow::{
+    run::TurnOutcome, set_sub_agents, store::InMemoryStore, FlowAgent, FnAgent, Message, Runner,
+};
 use flow_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::json;
@@ -39,7 +41,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let state = AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
-        .turn_routing(agentflow::TurnRouting::Root)
+        .turn_routing(agentflow::run::TurnRouting::Root)
         .build()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -16,9 +16,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
+use agentflow::model::ScriptStep;
+use agentflow::model::ScriptedModel;
 use agentflow::prelude::*;
 use agentflow::store::{CheckpointState, CheckpointStore, SqliteStore};
-use agentflow::{CheckpointError, FnTool};
+use agentflow::tool::tool_fn_with_context;
+use agentflow::tool::ToolContext;
+use agentflow::{store::CheckpointError, tool::FnTool};
 use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;

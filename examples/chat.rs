@@ -14,7 +14,8 @@
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::TurnRequest;
 use agentflow::{
-    flow, tool_fn, ChatModelAgent, FileStore, FlowAgent, Message, Runner, TurnOutcome, TurnRouting,
+    flow, run::TurnOutcome, run::TurnRouting, store::FileStore, tool::tool_fn, ChatModelAgent,
+    FlowAgent, Message, Runner,
 };
 use futures::StreamExt;
 use schemars::JsonSchema;

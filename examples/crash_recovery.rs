@@ -16,11 +16,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use agentflow::model::ScriptStep;
+use agentflow::model::ScriptedModel;
 use agentflow::prelude::*;
 use agentflow::TurnRequest;
 use agentflow::{
-    set_sub_agents, tool_fn_with_context, Durability, FileStore, RecoverError, ToolContext,
-    TurnOutcome,
+    run::RecoverError, run::TurnOutcome, set_sub_agents, store::FileStore,
+    tool::tool_fn_with_context, tool::ToolContext, Durability,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -30,7 +32,7 @@ const DIR: &str = "CRASH_RECOVERY_DIR";
 
 /// A paying tool: appends `KEY TOOL AMOUNT` to the ledger unless the key is there already.
 /// In the first worker, `issue_refund` then hangs: that worker is killed there.
-fn paying(name: &'static str, amount: u32, ledger: PathBuf, hang: bool) -> agentflow::FnTool {
+fn paying(name: &'static str, amount: u32, ledger: PathBuf, hang: bool) -> agentflow::tool::FnTool {
     tool_fn_with_context(
         name,
         "Pays.",

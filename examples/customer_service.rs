@@ -21,7 +21,9 @@
 
 use agentflow::model::{EnvModels, ScriptStep, ScriptedModel};
 use agentflow::TurnRequest;
-use agentflow::{flow, tool_fn, ChatModelAgent, EventPrinter, FlowAgent, Message, Runner};
+use agentflow::{
+    event::EventPrinter, flow, tool::tool_fn, ChatModelAgent, FlowAgent, Message, Runner,
+};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -217,7 +219,7 @@ async fn main() {
     // A refund is a conversation: three turns of one thread. The second and third go to the
     // refund task (the agent that answered last); when it finishes, triage closes.
     let runner = Runner::builder(desk.clone())
-        .thread_store(agentflow::InMemoryStore::new())
+        .thread_store(agentflow::store::InMemoryStore::new())
         .build();
     for said in [
         "I want a refund, please.",

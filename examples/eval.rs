@@ -14,7 +14,7 @@
 use agentflow::eval::set::EvalSet;
 use agentflow::eval::{CaseEnv, EvalRunner};
 use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{flow, tool_fn, ChatModelAgent, FlowAgent};
+use agentflow::{flow, tool::tool_fn, ChatModelAgent, FlowAgent};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;

@@ -22,7 +22,8 @@ use agentflow::middleware::{HookContext, HookError, Middleware};
 use agentflow::model::{ScriptStep, ScriptedModel, Usage};
 use agentflow::prelude::*;
 use agentflow::RunRequest;
-use agentflow::{async_trait, ChatRequest, ToolCall};
+use agentflow::Session;
+use agentflow::{async_trait, message::ToolCall, model::ChatRequest};
 use futures::StreamExt;
 use serde::Deserialize;
 

@@ -14,8 +14,12 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentflow::model::ChatRequest;
+use agentflow::model::ScriptStep;
+use agentflow::model::ScriptedModel;
 use agentflow::prelude::*;
-use agentflow::{EventPrinter, FileStore, FnTool};
+use agentflow::tool::tool_fn_with_context;
+use agentflow::tool::ToolContext;
+use agentflow::{event::EventPrinter, store::FileStore, tool::FnTool};
 use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use agentflow::mcp::{McpServerConfig, McpToolset};
 use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{ChatModelAgent, EventOutput, FlowAgent, Runner};
+use agentflow::{event::EventOutput, ChatModelAgent, FlowAgent, Runner};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -15,7 +15,7 @@
 
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
-use agentflow::{tool_fn_with_context, EventOutput, ToolContext};
+use agentflow::{event::EventOutput, tool::tool_fn_with_context, tool::ToolContext};
 use futures::StreamExt;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -21,7 +21,12 @@
 
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
+use agentflow::workflow::AgentTool;
+use agentflow::workflow::Loop;
+use agentflow::workflow::Parallel;
+use agentflow::workflow::Sequential;
 use agentflow::RunRequest;
+use agentflow::Session;
 use futures::StreamExt;
 use serde_json::json;
 
@@ -124,7 +129,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events = Runner::new(pipeline)
         .run(RunRequest::new([Message::user(question)]).session(std::sync::Arc::clone(&session)));
     let mut errors = 0;
-    let mut printer = agentflow::EventPrinter::stdout().indent("");
+    let mut printer = agentflow::event::EventPrinter::stdout().indent("");
     while let Some(event) = events.next().await {
         errors += usize::from(event.error.is_some());
         printer.print(&event).await?;

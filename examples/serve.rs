@@ -19,7 +19,7 @@
 
 use std::net::SocketAddr;
 
-use agentflow::{FileStore, TurnRouting};
+use agentflow::{run::TurnRouting, store::FileStore};
 use flow_server::{AppState, Auth};
 
 #[tokio::main]

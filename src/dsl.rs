@@ -6,7 +6,7 @@
 ///
 /// The fn becomes a unit struct of the same name (as actix-web's `#[get] async fn index` does),
 /// with the fn's visibility, implementing [`Agent`](crate::Agent),
-/// [`AgentSpec`](crate::AgentSpec) (its static facts) and [`FlowBuilt`](crate::FlowBuilt) (a
+/// [`AgentSpec`](crate::AgentSpec) (its static facts) and [`FlowBuilt`](crate::spec::FlowBuilt) (a
 /// flow can build it on its own). Its doc comment is the agent's description, its name the
 /// fn's name.
 ///
@@ -37,7 +37,7 @@
 /// `custom`, `interrupt`, `break_loop`) and derefs to the [`RunContext`](crate::RunContext) (session, run path, root
 /// input). It has no transfer by name: an agent transfers by **returning** a variant of its
 /// transfer enum, so it can only make the transfers it declared. What the body may return
-/// ([`IntoOutcome`](crate::IntoOutcome)):
+/// ([`IntoOutcome`](crate::spec::IntoOutcome)):
 ///
 /// | `R` | effect when the body returns |
 /// | --- | --- |
@@ -74,7 +74,7 @@
 /// # let _ = refund;
 /// ```
 ///
-/// In a [`Loop`](crate::Loop) workflow, `cx.break_loop()` ends the loop after this agent.
+/// In a [`Loop`](crate::workflow::Loop) workflow, `cx.break_loop()` ends the loop after this agent.
 ///
 /// # On a struct and its impl
 ///
@@ -170,7 +170,7 @@ pub use flow_macros::agent;
 /// # Agents built at run time
 ///
 /// The flow is the single source of a `dyn` node's name and legal targets: its builder setter
-/// calls your closure with a [`FlowNode`](crate::FlowNode), which carries the node's name and
+/// calls your closure with a [`FlowNode`](crate::spec::FlowNode), which carries the node's name and
 /// its targets as the node's target enum, and converts into the name wherever a name goes
 /// (`ChatModelAgent::builder(node, model)`, `FnAgent::new(node, body)`):
 ///
@@ -216,7 +216,7 @@ pub use flow_macros::agent;
 /// | `context = rewrite` | the default: other agents' messages become `For context:` user messages |
 /// | `context = user_input_only` | the node sees only the user's input |
 /// | `context = last(N)` | the user's input and the last `N` entries |
-/// | `context = custom(path)` | a [`HistoryRewriter`](crate::HistoryRewriter) (a fn or a value) |
+/// | `context = custom(path)` | a [`HistoryRewriter`](crate::history::HistoryRewriter) (a fn or a value) |
 /// | `runtime` | the agent type holds state: the builder is given its value |
 ///
 /// # What it generates

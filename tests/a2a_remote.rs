@@ -8,7 +8,8 @@ use agentflow::a2a::{A2aAgent, A2aClient};
 use agentflow::prelude::*;
 use agentflow::TurnRequest;
 use agentflow::{
-    AgentTool, ChatModelAgent, InMemoryStore, Runner, ScriptStep, ScriptedModel, TurnOutcome,
+    model::ScriptStep, model::ScriptedModel, run::TurnOutcome, store::InMemoryStore,
+    workflow::AgentTool, ChatModelAgent, Runner,
 };
 use flow_server::{AppState, Auth};
 use futures::StreamExt;
@@ -21,7 +22,7 @@ async fn serve_desk() -> String {
     let state = AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
-        .turn_routing(agentflow::TurnRouting::Root)
+        .turn_routing(agentflow::run::TurnRouting::Root)
         .build()
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agentflow::prelude::*;
-use agentflow::{HistoryEntry, MessageRef, TransferTarget};
+use agentflow::{history::HistoryEntry, message::MessageRef, spec::TransferTarget};
 use futures::StreamExt;
 
 /// Decides which desk owns the request.
@@ -119,7 +119,7 @@ fn flow_consts() {
     // `#[agent(no_parent)]` bars the node even though the flow does not say so.
     assert_eq!(
         Desk::FINGERPRINT,
-        agentflow::fingerprint_of("triage(refund,complaint(escalation^))")
+        agentflow::spec::fingerprint_of("triage(refund,complaint(escalation^))")
     );
     let flow = Desk::new().unwrap();
     assert_eq!(flow.flow().shape(), "triage(refund,complaint(escalation^))");

@@ -3,8 +3,10 @@
 //! turns of a thread; a `single_turn` node.
 
 use agentflow::prelude::*;
+use agentflow::spec::Delegation;
+use agentflow::spec::Finish;
 use agentflow::TurnRequest;
-use agentflow::{InMemoryStore, Role};
+use agentflow::{store::InMemoryStore, Role};
 use serde::{Deserialize, Serialize};
 
 /// What the refund desk decided.

@@ -1,6 +1,7 @@
 //! A tree declared with `flow!` behaves exactly like the same tree built by hand with
 //! `set_sub_agents`: same shape, same fingerprint, same events.
 
+use agentflow::history::ContextPolicy;
 use agentflow::prelude::*;
 use futures::StreamExt;
 
@@ -96,7 +97,7 @@ async fn same_shape_and_fingerprint() {
     assert_eq!(CustomerService::FINGERPRINT, hand.fingerprint());
     assert_eq!(
         CustomerService::FINGERPRINT,
-        agentflow::fingerprint_of("triage(refund,complaint(escalation^))")
+        agentflow::spec::fingerprint_of("triage(refund,complaint(escalation^))")
     );
     for (d, h) in ["triage", "refund", "complaint", "escalation"]
         .iter()

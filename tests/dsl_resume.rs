@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentflow::prelude::*;
-use agentflow::InMemoryStore;
+use agentflow::store::InMemoryStore;
 use agentflow::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;

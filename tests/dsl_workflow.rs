@@ -1,7 +1,11 @@
 //! A workflow tree declared with `flow!` behaves exactly like the same tree built by hand with
 //! `Sequential`, `Parallel` and `Loop`: same shape, same fingerprint, same events.
 
+use agentflow::history::ContextPolicy;
 use agentflow::prelude::*;
+use agentflow::workflow::Loop;
+use agentflow::workflow::Parallel;
+use agentflow::workflow::Sequential;
 use futures::StreamExt;
 
 /// Writes the first draft.
@@ -93,7 +97,10 @@ fn same_shape_and_fingerprint() {
     assert_eq!(hand.shape(), SHAPE);
     assert_eq!(Research::FINGERPRINT, declared.flow().fingerprint());
     assert_eq!(Research::FINGERPRINT, hand.fingerprint());
-    assert_eq!(Research::FINGERPRINT, agentflow::fingerprint_of(SHAPE));
+    assert_eq!(
+        Research::FINGERPRINT,
+        agentflow::spec::fingerprint_of(SHAPE)
+    );
     assert_eq!(
         Research::AGENTS,
         ["pipeline", "drafter", "reviews", "style", "facts", "revise", "reviser", "approver"]

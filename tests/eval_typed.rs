@@ -11,7 +11,7 @@ use agentflow::eval::set::{
 };
 use agentflow::eval::EvalRunner;
 use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{flow, tool_fn, trajectory, ChatModelAgent, FlowAgent};
+use agentflow::{flow, tool::tool_fn, trajectory, ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -13,8 +13,10 @@ use std::sync::Arc;
 
 use agentflow::model::{ScriptStep, ScriptedModel};
 use agentflow::prelude::*;
+use agentflow::MessageStream;
 use agentflow::RunRequest;
-use agentflow::{ChatModel, EventOutput, MessageRef};
+use agentflow::Session;
+use agentflow::{event::EventOutput, message::MessageRef, model::ChatModel};
 use futures::StreamExt;
 
 /// The user's question in every workload.

@@ -339,7 +339,10 @@ async fn a_worker_dead_between_a_checkpoints_save_and_its_record_leaves_nothing_
         panic!("the turn waits for its approval: {:?}", records[0].end);
     };
     // The only pending checkpoint is the one the record names: no second approval to pay.
-    assert_eq!(pending_ids(&other).await, [checkpoint_id.clone()]);
+    assert_eq!(
+        pending_ids(&other).await,
+        std::slice::from_ref(checkpoint_id)
+    );
     // Approving it runs the step once.
     drive(&other, "t").await.unwrap();
     assert_eq!(

@@ -1,4 +1,5 @@
 use agentflow::prelude::*;
+use agentflow::spec::Finish;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct RefundOutcome {

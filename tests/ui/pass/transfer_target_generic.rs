@@ -1,5 +1,6 @@
-//! A generic helper over `FlowNode<T>` with only the prelude in scope: `TransferTarget` is there.
+//! A generic helper over `FlowNode<T>` with the prelude and `agentflow::spec`'s two names in scope.
 use agentflow::prelude::*;
+use agentflow::spec::{FlowNode, TransferTarget};
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

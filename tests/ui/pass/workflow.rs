@@ -44,7 +44,7 @@ flow! {
 fn main() {
     assert_eq!(
         Desk::FINGERPRINT,
-        agentflow::fingerprint_of(
+        agentflow::spec::fingerprint_of(
             "triage(research(draft^,checks^(review^(fact_check))),billing)"
         )
     );

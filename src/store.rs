@@ -1,0 +1,21 @@
+//! Stores: checkpoints and threads ([`CheckpointStore`], [`ThreadStore`]), the step journal
+//! ([`JournalStore`]) and the run queue ([`RunQueue`]), with their backends: in memory
+//! ([`InMemoryStore`]), files ([`FileStore`]), SQLite (`SqliteStore`, cargo feature `sqlite`,
+//! on by default) and PostgreSQL (`PostgresStore`, feature `postgres`); encryption at rest
+//! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
+
+pub use flow_runtime::store::{
+    turn_checkpoint_id, validate_id, validate_thread_id, CancelState, Checkpoint, CheckpointCodec,
+    CheckpointError, CheckpointMeta, CheckpointState, CheckpointStatus, CheckpointStore, Claim,
+    Completion, DeferredStep, DeferredSteps, Enqueue, FileRunQueue, FileStore, InMemoryRunQueue,
+    InMemoryStore, JournalError, JournalStore, JournalSummary, NewRun, PendingCheckpoint,
+    PendingInterrupt, PendingStep, QueueClaim, QueueError, QueueStatus, QueuedEvent, QueuedRun,
+    RecordEnd, RecordStart, Refusal, RunQueue, SaveMode, SealError, SealedStore, SealingKeys,
+    StoreError, StoredStep, ThreadError, ThreadHead, ThreadPart, ThreadRecord, ThreadStore,
+    DEFAULT_CHECKPOINT_DIR, DEFAULT_LEASE, DEFAULT_MAX_CHECKPOINT_BYTES, FORMAT_VERSION,
+    MAX_ID_LEN, MAX_QUEUED_INPUT_BYTES, MAX_THREAD_ID_LEN,
+};
+#[cfg(feature = "postgres")]
+pub use flow_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use flow_runtime::store::{SqliteOptions, SqliteRunQueue, SqliteStore, DEFAULT_SQLITE_PATH};

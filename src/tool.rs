@@ -1,0 +1,9 @@
+//! Tools a [`ChatModelAgent`](crate::ChatModelAgent) can call: the [`Tool`] trait, typed
+//! function tools ([`tool_fn`], [`FnTool`]), [`ToolError`] and [`ToolInterrupt`]; which calls
+//! need an approval ([`ToolApprovals`]); limits on a turn's tool calls ([`ToolCallLimits`]).
+//! Tools from MCP servers are in the `mcp` module (cargo feature `mcp`).
+
+pub use flow_runtime::tool::*;
+pub use flow_runtime::{
+    ApprovalPredicate, NeedsApproval, ToolApprovals, ToolCallLimits, FRONTEND_TOOL_KEY,
+};
