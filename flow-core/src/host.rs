@@ -33,7 +33,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
@@ -74,12 +74,6 @@ impl Host for StdHost {
     fn new_id(&self) -> String {
         crate::ids::unique_token()
     }
-}
-
-/// The default host, shared (a run that is given none allocates nothing for it).
-pub(crate) fn default_host() -> Arc<dyn Host> {
-    static HOST: OnceLock<Arc<dyn Host>> = OnceLock::new();
-    Arc::clone(HOST.get_or_init(|| Arc::new(StdHost)))
 }
 
 /// A deterministic host for tests: a clock that moves only when told ([`advance`]), ids that

@@ -46,6 +46,7 @@ impl Deref for Messages {
 }
 
 impl From<Vec<MessageRef>> for Messages {
+    #[inline]
     fn from(all: Vec<MessageRef>) -> Self {
         Messages {
             len: all.len(),

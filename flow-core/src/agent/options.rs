@@ -161,6 +161,7 @@ impl RunOptions {
     }
 
     /// No options, shared: what a run starts with (no allocation per run).
+    #[inline]
     pub(crate) fn shared_default() -> Arc<RunOptions> {
         static NONE: std::sync::OnceLock<Arc<RunOptions>> = std::sync::OnceLock::new();
         Arc::clone(NONE.get_or_init(Arc::default))

@@ -43,11 +43,13 @@ struct RunShared {
     thread: Option<Arc<ThreadHistory>>,
     /// The run's cancel request, and whether this run is nested in another (an agent tool's).
     cancel: (CancelSignal, bool),
-    /// What the run needs of the world: waits, the clock, fresh ids.
-    host: Arc<dyn Host>,
+    /// What the run needs of the world: waits, the clock, fresh ids (`None`: the default,
+    /// [`StdHost`](crate::host::StdHost); a run given none allocates and counts nothing for it).
+    host: Option<Arc<dyn Host>>,
 }
 
 /// The empty list of hidden run paths, shared (a new run allocates nothing for it).
+#[inline]
 fn no_hidden_paths() -> Arc<[RunPath]> {
     static NONE: std::sync::OnceLock<Arc<[RunPath]>> = std::sync::OnceLock::new();
     Arc::clone(NONE.get_or_init(|| Arc::from([])))
@@ -56,7 +58,10 @@ fn no_hidden_paths() -> Arc<[RunPath]> {
 impl RunShared {
     /// The idempotency scope, drawn at random on first use.
     fn scope(&self) -> &Arc<str> {
-        self.scope.get_or_init(|| self.host.new_id().into())
+        self.scope.get_or_init(|| match &self.host {
+            Some(host) => host.new_id().into(),
+            None => crate::ids::unique_token().into(),
+        })
     }
 }
 
@@ -76,7 +81,7 @@ impl Clone for RunShared {
             scope: std::sync::OnceLock::from(Arc::clone(self.scope())),
             thread: self.thread.clone(),
             cancel: self.cancel.clone(),
-            host: Arc::clone(&self.host),
+            host: self.host.clone(),
         }
     }
 }
@@ -103,7 +108,7 @@ impl RunContext {
                 scope: std::sync::OnceLock::new(),
                 thread: None,
                 cancel: (CancelSignal::default(), false),
-                host: crate::host::default_host(),
+                host: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -115,12 +120,13 @@ impl RunContext {
     /// This (new) run on `host`: its waits, clock and fresh ids (see [`crate::host`]). Set it
     /// before the run starts: contexts already derived from this one keep the host they had.
     /// A run given none uses [`StdHost`](crate::host::StdHost).
+    #[inline]
     pub fn with_host(mut self, host: Arc<dyn Host>) -> Self {
         match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.host = host,
+            Some(shared) => shared.host = Some(host),
             None => {
                 let mut shared = RunShared::clone(&self.shared);
-                shared.host = host;
+                shared.host = Some(host);
                 self.shared = Arc::new(shared);
             }
         }
@@ -128,8 +134,19 @@ impl RunContext {
     }
 
     /// The run's host: its waits, clock and fresh ids.
-    pub fn host(&self) -> &Arc<dyn Host> {
-        &self.shared.host
+    #[inline]
+    pub fn host(&self) -> &dyn Host {
+        match &self.shared.host {
+            Some(host) => &**host,
+            None => &crate::host::StdHost,
+        }
+    }
+
+    /// The host this run was given, to give a nested run or a task that outlives this borrow
+    /// (`None`: the default, [`StdHost`](crate::host::StdHost)).
+    #[inline]
+    pub fn shared_host(&self) -> Option<Arc<dyn Host>> {
+        self.shared.host.clone()
     }
 
     /// This (new) run with the given limits. Set them before the run starts: contexts already

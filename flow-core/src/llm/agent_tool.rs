@@ -298,8 +298,11 @@ impl Tool for AgentTool {
         .with_options(Arc::clone(caller.run_options()))
         .with_limits(*caller.limits())
         .with_idempotency_scope(caller.idempotency_scope())
-        .with_cancel(caller.cancel_signal().clone(), true)
-        .with_host(Arc::clone(caller.host()))
+        .with_cancel(caller.cancel_signal().clone(), true);
+        let run = match caller.shared_host() {
+            Some(host) => run.with_host(host),
+            None => run,
+        }
         .at(name, path);
         let agent_input = AgentInput {
             messages: input.clone().into(),

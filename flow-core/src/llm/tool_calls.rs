@@ -212,14 +212,15 @@ impl ChatModelAgent {
                             tcx = tcx.with_resume(info, state);
                         }
                         let limit = self.tool_timeout;
-                        let host = Arc::clone(cx.run_context().host());
+                        let host = cx.run_context().shared_host();
                         let run = move |arguments: String| async move {
                             let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
                                 .catch_unwind();
                             let finished = match limit {
                                 None => run.await,
                                 Some(limit) => {
-                                    match crate::host::within(&*host, limit, run).await {
+                                    let on = host.as_deref().unwrap_or(&crate::host::StdHost);
+                                    match crate::host::within(on, limit, run).await {
                                         Some(finished) => finished,
                                         None => {
                                             return Err(ToolError::TimedOut {

@@ -141,6 +141,7 @@ impl Runner {
     /// options, host, limits and middleware; a thread's turn (`thread`: its earlier turns)
     /// also gets its run's cancel request. Callers add what is theirs alone (an idempotency
     /// scope, the journal's replay before the middleware).
+    #[inline]
     pub(super) fn run_context(
         &self,
         session: Arc<Session>,
