@@ -15,77 +15,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::runs::Runner;
+pub use super::caller::Caller;
+use super::fork_point::is_fork_point;
 use crate::agent::cancel::is_cancel_interrupt;
 use crate::event::InterruptInfo;
-use crate::store::{RecordEnd, RecordStart, Refusal, ThreadError, ThreadStore};
-
-/// Who asks for a turn: an id (recorded as the requester of a new turn, or as the one who
-/// answered an interrupt) and the grants a service gave them (its scopes' names), which an
-/// [`AnswerRule`] checks.
-///
-/// ```
-/// use flow_runtime::Caller;
-/// let ben = Caller::new("ben").grants(["approve", "read"]);
-/// assert!(ben.has("approve") && !ben.has("admin"));
-/// // An id alone is a caller with no grant.
-/// let ana: Caller = "ana".into();
-/// assert!(!ana.has("approve"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    id: Arc<str>,
-    grants: Vec<Arc<str>>,
-}
-
-impl Caller {
-    /// A caller with id `id` and no grant.
-    pub fn new(id: impl Into<Arc<str>>) -> Self {
-        Caller {
-            id: id.into(),
-            grants: Vec::new(),
-        }
-    }
-
-    /// Adds `grants` (names, as the service's scopes are named).
-    pub fn grants<S: Into<Arc<str>>>(mut self, grants: impl IntoIterator<Item = S>) -> Self {
-        self.grants.extend(grants.into_iter().map(Into::into));
-        self
-    }
-
-    /// The caller's id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The caller's id, shared.
-    pub(crate) fn id_arc(&self) -> &Arc<str> {
-        &self.id
-    }
-
-    /// Whether the caller has grant `grant`.
-    pub fn has(&self, grant: &str) -> bool {
-        self.grants.iter().any(|g| &**g == grant)
-    }
-}
-
-impl From<&str> for Caller {
-    fn from(id: &str) -> Self {
-        Caller::new(id)
-    }
-}
-
-impl From<String> for Caller {
-    fn from(id: String) -> Self {
-        Caller::new(id)
-    }
-}
-
-impl From<Arc<str>> for Caller {
-    fn from(id: Arc<str>) -> Self {
-        Caller::new(id)
-    }
-}
+use crate::store::{RecordEnd, RecordStart, Refusal, ThreadError, ThreadHead, ThreadStore};
 
 /// Who may answer a thread's interrupts: the grant answering needs (per flow, and per tool for
 /// an interrupt raised inside one), and whether the approver must be another caller than the
@@ -181,7 +115,7 @@ impl AnswerRule {
                 Ok(())
             } else {
                 Err(Refusal::MissingGrant {
-                    caller: Arc::clone(&caller.id),
+                    caller: Arc::clone(caller.id_arc()),
                     grant: Arc::from(grant),
                 })
             }
@@ -198,35 +132,41 @@ impl AnswerRule {
         }
         if self.distinct && requester == Some(caller.id()) {
             return Err(Refusal::OwnRequest {
-                caller: Arc::clone(&caller.id),
+                caller: Arc::clone(caller.id_arc()),
             });
         }
         Ok(())
     }
 }
 
-impl Runner {
-    /// Checks, under the runner's [`AnswerRule`] (none: nothing to check), that `caller` may
-    /// give `answers` to the turn thread `thread_id` waits on, and logs each answer in an
-    /// `approval` span. The thread is held (its lease taken) while this reads it.
-    pub(super) async fn authorize_answers(
+impl AnswerRule {
+    /// Checks under this rule that `caller` may give `answers` to the turn thread `thread_id`
+    /// waits on, and logs each answer in an `approval` span. The thread is held (its lease
+    /// taken) while this reads it; `known_head` is its head when the pipeline read it already.
+    pub(super) async fn authorize(
         &self,
         store: &Arc<dyn ThreadStore>,
         thread_id: &str,
+        known_head: Option<&Option<ThreadHead>>,
         answers: &HashMap<String, serde_json::Value>,
         caller: Option<&Caller>,
     ) -> Result<(), ThreadError> {
-        let Some(rule) = self.threads.answer_rule.as_deref() else {
-            return Ok(());
+        let read;
+        let head = match known_head {
+            Some(head) => head,
+            None => {
+                read = store.head(thread_id).await?;
+                &read
+            }
         };
-        let Some(head) = store.head(thread_id).await? else {
+        let Some(head) = head else {
             return Ok(());
         };
         let RecordEnd::Interrupted { interrupts, .. } = &head.last.end else {
             // Nothing waits: the pipeline answers `NotInterrupted`.
             return Ok(());
         };
-        if super::turn::is_fork_point(&head.last.end) {
+        if is_fork_point(&head.last.end) {
             // A fork's continuation answers no question (see `time_travel`).
             return Ok(());
         }
@@ -236,7 +176,7 @@ impl Runner {
             .iter()
             .find(|r| matches!(r.start, RecordStart::Turn { .. }))
             .and_then(|r| r.by.clone());
-        rule.check(caller, interrupts, answers, requester.as_deref())
+        self.check(caller, interrupts, answers, requester.as_deref())
             .map_err(|refusal| ThreadError::Forbidden {
                 id: thread_id.to_owned(),
                 refusal,

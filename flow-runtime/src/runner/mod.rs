@@ -43,8 +43,10 @@
 //! `runs` and `turn` share the claim and the capture of a checkpoint, and `turn` adds the thread
 //! methods to [`Runner`]: they are one service, split by what a caller starts.
 
+mod answer;
 mod authority;
 mod builder;
+mod caller;
 mod checkpoint;
 mod checkpoints;
 mod claimed;
@@ -52,6 +54,7 @@ mod claims;
 mod double_text;
 mod durability;
 mod earlier;
+mod fork_point;
 mod housekeeping;
 pub mod journal;
 mod journal_gate;

@@ -256,7 +256,7 @@ impl std::fmt::Debug for ResumeRequest {
 pub struct TurnRequest {
     pub(crate) thread: String,
     pub(crate) input: TurnInput,
-    pub(crate) by: Option<super::authority::Caller>,
+    pub(crate) by: Option<super::caller::Caller>,
     pub(crate) options: Option<Arc<RunOptions>>,
     pub(crate) durability: Option<Durability>,
     pub(crate) if_busy: DoubleText,
@@ -330,7 +330,7 @@ impl TurnRequest {
     /// ([`ThreadRecord::by`](crate::store::ThreadRecord::by)), as the requester of a new turn
     /// or the one who answered an interrupt; answers are checked against the runner's
     /// [`AnswerRule`](super::AnswerRule) as this caller's (see `authority`).
-    pub fn by(mut self, principal: impl Into<super::authority::Caller>) -> Self {
+    pub fn by(mut self, principal: impl Into<super::caller::Caller>) -> Self {
         self.by = Some(principal.into());
         self
     }

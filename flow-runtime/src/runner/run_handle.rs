@@ -106,7 +106,7 @@ impl RunOutcome {
         Some(match &record.end {
             crate::store::RecordEnd::Completed { answered_by } => RunOutcome::Success {
                 answered_by: Arc::clone(answered_by),
-                answer: super::turn::answer_of(&record.events),
+                answer: super::answer::answer_of(&record.events),
             },
             crate::store::RecordEnd::Interrupted { interrupts, .. } => RunOutcome::Interrupted {
                 interrupts: interrupts.clone(),

@@ -40,10 +40,11 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
+use super::fork_point::is_fork_point;
+pub use super::fork_point::FORK_POINT;
 use super::journal::{turn_journal_id, StepKind};
 use super::runs::Runner;
-pub use super::turn::FORK_POINT;
-use super::turn::{is_fork_point, Recording, ThreadClaim, ThreadLease, Turn};
+use super::turn::{Recording, ThreadClaim, ThreadLease, Turn};
 use crate::agent::{Agent, AgentInput, EventStream, HookContext, Middleware};
 use crate::event::{AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;

@@ -50,8 +50,10 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use super::answer::answer_of;
 use super::checkpoint::record_events;
 use super::claims::ClaimGuard;
+use super::fork_point::is_fork_point;
 use super::request::{TurnInput, TurnRequest};
 use super::runs::{capture_bytes, check_targets, Restored, Runner};
 use crate::agent::cancel::is_cancel_interrupt;
@@ -59,9 +61,9 @@ use crate::agent::generate;
 use crate::agent::options::RunOptions;
 use crate::agent::FlowAgent;
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
-use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
+use crate::event::{AgentError, AgentEvent, InterruptInfo};
 use crate::history::ThreadHistory;
-use crate::message::{Message, MessageRef, Role};
+use crate::message::{Message, MessageRef};
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
 use crate::session::Session;
@@ -232,7 +234,7 @@ impl Turn {
     }
 
     /// Reads the rest of the turn and returns its answer: the message of the turn's last
-    /// recorded event if it carries [`Action::Exit`] and has content, or if it is a tool
+    /// recorded event if it carries [`Action::Exit`](crate::Action::Exit) and has content, or if it is a tool
     /// result with no action (a [return-directly](crate::ChatModelAgentBuilder::return_directly)
     /// tool's result, which its agent emits last), else the last recorded assistant message
     /// with content and no tool calls (`None` if there is none). An
@@ -390,9 +392,13 @@ impl Runner {
         // Authority, for every door: whoever gives answers must be allowed to (the rule is the
         // runner's; the caller the request's). Checked with the thread held, before anything runs.
         if let TurnInput::Answers(answers) = &input {
-            let allowed = runner
-                .authorize_answers(&store, &thread, answers, caller.as_ref())
-                .await;
+            let allowed = match runner.threads.answer_rule.as_deref() {
+                Some(rule) => {
+                    rule.authorize(&store, &thread, head.as_ref(), answers, caller.as_ref())
+                        .await
+                }
+                None => Ok(()),
+            };
             if let Err(e) = allowed {
                 ThreadLease::release_unused(lease).await;
                 return Err(e);
@@ -1024,16 +1030,6 @@ impl Drop for ThreadLease {
     }
 }
 
-/// The id of the interrupt a fork made in the middle of a turn stops at (see
-/// [`ThreadHandle::fork`](crate::ThreadHandle::fork)): [`TurnRequest::resume`](crate::TurnRequest::resume) goes on from the fork's step.
-pub const FORK_POINT: &str = "fork_point";
-
-/// Whether a record ending is a fork point (see [`FORK_POINT`]).
-pub(super) fn is_fork_point(end: &RecordEnd) -> bool {
-    matches!(end, RecordEnd::Interrupted { interrupts, .. }
-        if interrupts.len() == 1 && interrupts[0].id == FORK_POINT)
-}
-
 /// Keeps, of a fork point's continuation's recorded events, those after the fork's step.
 pub(super) type KeepNew =
     Arc<dyn Fn(Vec<crate::store::RecordedEvent>) -> Vec<crate::store::RecordedEvent> + Send + Sync>;
@@ -1489,27 +1485,4 @@ async fn replay_part(
         "appending the record a resumed turn's worker left unwritten"
     );
     store.append(thread_id, version, record).await
-}
-
-/// The answer of a turn (see [`Turn::final_output`]).
-pub(super) fn answer_of(events: &[crate::store::RecordedEvent]) -> Option<Message> {
-    if let Some(last) = events.last() {
-        if matches!(last.action, Some(Action::Exit)) {
-            if let Some(m) = last.message.as_ref().filter(|m| !m.content.is_empty()) {
-                return Some(m.clone());
-            }
-        }
-        // A return-directly tool's result is the last event of its agent's run.
-        if last.action.is_none() {
-            if let Some(m) = last.message.as_ref().filter(|m| m.role == Role::Tool) {
-                return Some(m.clone());
-            }
-        }
-    }
-    events
-        .iter()
-        .rev()
-        .filter_map(|e| e.message.as_ref())
-        .find(|m| m.role == Role::Assistant && !m.content.is_empty() && m.tool_calls.is_empty())
-        .cloned()
 }
