@@ -23,12 +23,23 @@ use futures::StreamExt;
 use support::processes::lines;
 use support::steps::{audit, drive, step_desk, Audit};
 
-/// A thread store whose first append of a resumed part fails, as if its worker died right
-/// after completing the checkpoint's claim.
+/// A thread store whose worker "dies" at its first append of one kind of record.
 #[derive(Clone)]
 struct DiesBeforeAppend {
     inner: InMemoryStore,
     armed: Arc<AtomicBool>,
+    death: Death,
+}
+
+/// Where a [`DiesBeforeAppend`] store's worker dies.
+#[derive(Clone, Copy)]
+enum Death {
+    /// The append of a resumed part fails, as if the worker died right after completing the
+    /// checkpoint's claim.
+    ResumedAppendFails,
+    /// The append of an interrupted new turn never returns, as if the worker died right after
+    /// saving the turn's checkpoint and before recording it.
+    HangsAfterSave,
 }
 
 #[async_trait]
@@ -40,8 +51,14 @@ impl ThreadStore for DiesBeforeAppend {
         self.inner.read(id, turns).await
     }
     async fn append(&self, id: &str, v: u64, record: ThreadRecord) -> Result<u64, ThreadError> {
-        let resumed = matches!(record.start, RecordStart::Resume { .. });
-        if resumed && self.armed.swap(false, Ordering::SeqCst) {
+        let dies = match self.death {
+            Death::ResumedAppendFails => matches!(record.start, RecordStart::Resume { .. }),
+            Death::HangsAfterSave => matches!(record.end, RecordEnd::Interrupted { .. }),
+        };
+        if dies && self.armed.swap(false, Ordering::SeqCst) {
+            if let Death::HangsAfterSave = self.death {
+                futures::future::pending::<()>().await;
+            }
             return Err(ThreadError::Store(StoreError::Other {
                 id: id.to_owned(),
                 message: "the worker died".into(),
@@ -91,6 +108,7 @@ async fn a_resumed_part_whose_append_was_lost_is_appended_by_the_next_resume() {
     let threads = DiesBeforeAppend {
         inner: memory.clone(),
         armed: Arc::new(AtomicBool::new(true)),
+        death: Death::ResumedAppendFails,
     };
     let runner = Runner::builder(step_desk(ledger.clone()))
         .checkpoint_store(memory.clone())
@@ -165,6 +183,7 @@ async fn a_checkpoint_whose_thread_part_does_not_fit_the_thread_is_refused_and_n
     let threads = DiesBeforeAppend {
         inner: memory.clone(),
         armed: Arc::new(AtomicBool::new(true)),
+        death: Death::ResumedAppendFails,
     };
     let runner = Runner::builder(step_desk(ledger.clone()))
         .checkpoint_store(memory.clone())
@@ -219,56 +238,6 @@ async fn a_checkpoint_whose_thread_part_does_not_fit_the_thread_is_refused_and_n
     std::fs::remove_dir_all(&work).unwrap();
 }
 
-/// A thread store whose first append of an interrupted new turn never returns, as if its
-/// worker died right after saving the turn's checkpoint and before recording it.
-#[derive(Clone)]
-struct DiesAfterSave {
-    inner: InMemoryStore,
-    armed: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl ThreadStore for DiesAfterSave {
-    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
-        self.inner.head(id).await
-    }
-    async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
-        self.inner.read(id, turns).await
-    }
-    async fn append(&self, id: &str, v: u64, record: ThreadRecord) -> Result<u64, ThreadError> {
-        let interrupted = matches!(record.end, RecordEnd::Interrupted { .. });
-        if interrupted && self.armed.swap(false, Ordering::SeqCst) {
-            futures::future::pending::<()>().await;
-        }
-        self.inner.append(id, v, record).await
-    }
-    async fn list(&self) -> Result<Vec<String>, ThreadError> {
-        self.inner.list().await
-    }
-    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
-        ThreadStore::delete(&self.inner, id).await
-    }
-    async fn lease_thread(
-        &self,
-        id: &str,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<(), ThreadError> {
-        self.inner.lease_thread(id, owner, lease).await
-    }
-    async fn renew_thread_lease(
-        &self,
-        id: &str,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<(), ThreadError> {
-        self.inner.renew_thread_lease(id, owner, lease).await
-    }
-    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
-        self.inner.release_thread_lease(id, owner).await
-    }
-}
-
 /// The pending checkpoints of `memory`, by id.
 async fn pending_ids(runner: &Runner) -> Vec<String> {
     let mut ids: Vec<String> = runner
@@ -291,9 +260,10 @@ async fn a_worker_dead_between_a_checkpoints_save_and_its_record_leaves_nothing_
     let lease = Duration::from_millis(50);
     let dying = Runner::builder(step_desk(ledger.clone()))
         .checkpoint_store(memory.clone())
-        .thread_store(DiesAfterSave {
+        .thread_store(DiesBeforeAppend {
             inner: memory.clone(),
             armed: Arc::new(AtomicBool::new(true)),
+            death: Death::HangsAfterSave,
         })
         .journal_store(memory.clone())
         .durability(Durability::Sync)
