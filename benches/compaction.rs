@@ -25,7 +25,7 @@ fn runner(budget: Option<ContextBudget>) -> Runner {
     Runner::new(FlowAgent::new(agent.build().expect("valid agent")))
 }
 
-fn summarizer() -> impl agentflow::history::CompactionSummarizer {
+fn summarizer() -> impl agentflow::history::Summarizer {
     |_: &str, older: &[MessageRef]| Ok::<_, String>(format!("{} earlier messages.", older.len()))
 }
 

@@ -496,13 +496,24 @@ async fn user_input_only_shows_what_the_user_said_in_every_turn() {
 }
 
 #[tokio::test]
-async fn a_summary_stands_for_the_older_turns() {
-    let policy = ContextPolicy::summary(2, |agent: &str, older: &[HistoryEntry]| {
-        let turns: std::collections::BTreeSet<u64> = older.iter().map(|e| e.turn).collect();
-        Ok(Message::system(format!(
-            "Summary for {agent}: {} messages of turns {turns:?}.",
-            older.len()
-        )))
+async fn a_custom_digest_stands_for_the_older_turns() {
+    // A digest computed afresh at each input (the recorded, model-written summary is a
+    // ContextBudget's): turns before the last two become one system message, the rest are
+    // rewritten as by default.
+    let policy = ContextPolicy::custom(|agent: &str, entries: &[HistoryEntry]| {
+        let last = entries.iter().map(|e| e.turn).max().unwrap_or(0);
+        let split = entries.partition_point(|e| e.turn + 1 < last);
+        let (older, kept) = entries.split_at(split);
+        let mut out: Vec<MessageRef> = Vec::new();
+        if !older.is_empty() {
+            let turns: std::collections::BTreeSet<u64> = older.iter().map(|e| e.turn).collect();
+            out.push(Arc::new(Message::system(format!(
+                "Summary for {agent}: {} messages of turns {turns:?}.",
+                older.len()
+            ))));
+        }
+        out.extend(ContextPolicy::Rewrite.apply(agent, kept)?);
+        Ok(out)
     });
     let inputs = bot_thread(policy, 3).await;
     // Turn 1 has no older turns: no summary.

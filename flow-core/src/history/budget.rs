@@ -1,7 +1,7 @@
 //! Context budgets: how many tokens an agent may send its model ([`ContextBudget`]), how they
 //! are counted ([`TokenCounter`], [`estimate_tokens`]), where the oldest part of a
 //! conversation is cut off to be summarised ([`plan_compaction`]), who writes the summary
-//! ([`CompactionSummarizer`], [`ModelSummarizer`]), and the record a compaction leaves in the
+//! ([`Summarizer`], [`ModelSummarizer`]), and the record a compaction leaves in the
 //! history ([`CompactionRecord`]), so that a later turn, a resumed run or a recovered one sees
 //! the same summary instead of writing it again. [`UsageCalibration`] corrects the count with
 //! the prompt tokens the model reports, so that the budget holds as the model counts.
@@ -149,7 +149,8 @@ impl UsageCalibration {
 }
 
 /// Writes the summary that stands for the oldest part of a conversation when a
-/// [`ContextBudget`] compacts it.
+/// [`ContextBudget`] compacts it: agentflow's one summarizer (the summary is written once and
+/// recorded; every later input, resume and recovery starts from it).
 ///
 /// `older` is what is being replaced, oldest first: when the conversation was compacted before,
 /// its first message is the previous summary, so the new summary must keep what that one said
@@ -157,13 +158,13 @@ impl UsageCalibration {
 /// `Fn(&str, &[MessageRef]) -> Result<String, String>` (agent name, older messages) and by
 /// [`ModelSummarizer`] for any [`ChatModel`].
 #[async_trait]
-pub trait CompactionSummarizer: Send + Sync + 'static {
+pub trait Summarizer: Send + Sync + 'static {
     /// The summary of `older`, for `agent`; an error leaves the conversation as it was.
     async fn summarize(&self, agent: &str, older: &[MessageRef]) -> Result<String, String>;
 }
 
 #[async_trait]
-impl<F> CompactionSummarizer for F
+impl<F> Summarizer for F
 where
     F: Fn(&str, &[MessageRef]) -> Result<String, String> + Send + Sync + 'static,
 {
@@ -180,7 +181,7 @@ user gave (names, numbers, dates, identifiers, decisions, preferences), every co
 agent made, what tools returned that still matters, and what is still open. Keep everything an \
 earlier summary kept. Write plain sentences, no preamble, as short as the facts allow.";
 
-/// A [`CompactionSummarizer`] that asks a [`ChatModel`]: a system message with the prompt
+/// A [`Summarizer`] that asks a [`ChatModel`]: a system message with the prompt
 /// ([`DEFAULT_SUMMARY_PROMPT`] unless [overridden](ModelSummarizer::prompt)), then one user
 /// message holding the older messages as a transcript (`role: text` lines; tool calls as
 /// `assistant called NAME(ARGS)`; tool results as `tool NAME: TEXT`). The summary is the
@@ -256,7 +257,7 @@ impl ModelSummarizer {
 }
 
 #[async_trait]
-impl CompactionSummarizer for ModelSummarizer {
+impl Summarizer for ModelSummarizer {
     async fn summarize(&self, _agent: &str, older: &[MessageRef]) -> Result<String, String> {
         let request = ChatRequest {
             messages: vec![
@@ -287,7 +288,7 @@ impl CompactionSummarizer for ModelSummarizer {
 /// [`calibrate_from_usage`](ContextBudget::calibrate_from_usage)): every limit of the budget
 /// is in tokens as the model counts them. Over [`max_tokens`](ContextBudget::max_tokens),
 /// it compacts: the oldest part of the conversation is replaced by a summary that the
-/// [`CompactionSummarizer`] writes, keeping the newest messages whole (up to
+/// [`Summarizer`] writes, keeping the newest messages whole (up to
 /// [`keep_tokens`](ContextBudget::keep_tokens)), never cutting between a tool call and its
 /// results. The summary is recorded once, as an event of the agent (a system message carrying
 /// a [`CompactionRecord`]); every later input of the agent, in this turn or later ones of a
@@ -313,7 +314,7 @@ pub struct ContextBudget {
     max_tokens: usize,
     keep_tokens: usize,
     set_aside_over: Option<usize>,
-    summarizer: Arc<dyn CompactionSummarizer>,
+    summarizer: Arc<dyn Summarizer>,
     counter: Arc<dyn TokenCounter>,
     calibrate: bool,
 }
@@ -321,12 +322,12 @@ pub struct ContextBudget {
 impl ContextBudget {
     /// A budget of `max_tokens` per request, compacting through `summarizer`; keeps up to half
     /// the budget whole after a compaction; sets no tool result aside.
-    pub fn new(max_tokens: usize, summarizer: impl CompactionSummarizer) -> Self {
+    pub fn new(max_tokens: usize, summarizer: impl Summarizer) -> Self {
         Self::with_summarizer(max_tokens, Arc::new(summarizer))
     }
 
     /// A budget with a shared summarizer.
-    pub fn with_summarizer(max_tokens: usize, summarizer: Arc<dyn CompactionSummarizer>) -> Self {
+    pub fn with_summarizer(max_tokens: usize, summarizer: Arc<dyn Summarizer>) -> Self {
         ContextBudget {
             max_tokens,
             keep_tokens: max_tokens / 2,
@@ -389,7 +390,7 @@ impl ContextBudget {
     }
 
     /// The summarizer.
-    pub fn summarizer(&self) -> &Arc<dyn CompactionSummarizer> {
+    pub fn summarizer(&self) -> &Arc<dyn Summarizer> {
         &self.summarizer
     }
 

@@ -1,11 +1,11 @@
 //! What an agent sees of the conversation: history entries, rewriters and context policies.
 //!
-//! - `policy`: [`ContextPolicy`] (Eino's rewrite by default, or the last turns, a summary, a
-//!   custom rewriter) over [`HistoryEntry`]s; [`HistoryRewriter`] and [`Summarizer`];
+//! - `policy`: [`ContextPolicy`] (Eino's rewrite by default, or the last turns, the user's
+//!   input only, a custom rewriter) over [`HistoryEntry`]s; [`HistoryRewriter`];
 //! - `budget`: [`ContextBudget`], a token budget for what an agent sends its model: counting
 //!   ([`TokenCounter`], corrected by the model's reported usage: [`UsageCalibration`]), where
 //!   a compaction cuts ([`plan_compaction`]), who summarises
-//!   ([`CompactionSummarizer`], [`ModelSummarizer`]) and the mark the summary's event carries
+//!   ([`Summarizer`], [`ModelSummarizer`]) and the mark the summary's event carries
 //!   ([`CompactionRecord`]); the ReAct agent applies it before each model call;
 //! - `tiktoken` (feature `tiktoken`): `TiktokenCounter`, exact counts with OpenAI's
 //!   tokenizers;
@@ -22,13 +22,13 @@ mod tiktoken;
 
 pub use crate::context_form::rewrite_for_context;
 pub use budget::{
-    estimate_tokens, plan_compaction, summary_message, CompactionRecord, CompactionSummarizer,
-    ContextBudget, EstimatedTokens, ModelSummarizer, TokenCounter, UsageCalibration,
+    estimate_tokens, plan_compaction, summary_message, CompactionRecord, ContextBudget,
+    EstimatedTokens, ModelSummarizer, Summarizer, TokenCounter, UsageCalibration,
     DEFAULT_SUMMARY_PROMPT,
 };
 #[doc(hidden)]
 pub use earlier::ThreadHistory;
 pub use earlier::{EarlierTurn, EarlierTurns};
-pub use policy::{ContextPolicy, HistoryEntry, HistoryRewriter, Summarizer};
+pub use policy::{ContextPolicy, HistoryEntry, HistoryRewriter};
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::{TiktokenCounter, UnknownTokenizer};

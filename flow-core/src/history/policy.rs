@@ -1,12 +1,12 @@
 //! The context policy: what an agent sees of the conversation ([`ContextPolicy`], over
-//! [`HistoryEntry`]s, with [`HistoryRewriter`]s and [`Summarizer`]s).
+//! [`HistoryEntry`]s, with [`HistoryRewriter`]s).
 
 use std::fmt;
 use std::sync::Arc;
 
 use crate::context_form::rewrite_for_context;
 use crate::event::AgentError;
-use crate::message::{Message, MessageRef};
+use crate::message::MessageRef;
 
 /// One entry of the history an agent's input is made from.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,24 +63,6 @@ where
     }
 }
 
-/// Writes the summary of earlier turns for [`ContextPolicy::Summary`]: given the agent's name
-/// and the entries of the turns to summarise, returns the message that stands for them.
-///
-/// Implemented for closures `Fn(&str, &[HistoryEntry]) -> Result<Message, AgentError>`.
-pub trait Summarizer: Send + Sync + 'static {
-    /// The message that stands for `entries` in `agent_name`'s input.
-    fn summarize(&self, agent_name: &str, entries: &[HistoryEntry]) -> Result<Message, AgentError>;
-}
-
-impl<F> Summarizer for F
-where
-    F: Fn(&str, &[HistoryEntry]) -> Result<Message, AgentError> + Send + Sync + 'static,
-{
-    fn summarize(&self, agent_name: &str, entries: &[HistoryEntry]) -> Result<Message, AgentError> {
-        self(agent_name, entries)
-    }
-}
-
 /// How much of the conversation an agent is given, and in what form. Declared per agent (per
 /// tree node); the default is Eino's.
 ///
@@ -88,10 +70,16 @@ where
 /// turn's user input and recorded messages, then the running turn's; each entry knows its
 /// [`turn`](HistoryEntry::turn). The policies apply to them exactly as within one run: another
 /// agent's tool calls from an earlier turn reach an agent as `For context:` messages, never as
-/// tool calls of tools it does not have. [`LastTurns`](ContextPolicy::LastTurns) and
-/// [`Summary`](ContextPolicy::Summary) limit how much of the thread an agent sees; a thread's
+/// tool calls of tools it does not have. [`LastTurns`](ContextPolicy::LastTurns) limits how
+/// much of the thread an agent sees; a thread's
 /// earlier turns are only read from the store as far back as the policy looks
 /// ([`thread_window`](ContextPolicy::thread_window)).
+///
+/// To replace the older part of a long conversation by a summary, give the LLM agent a
+/// [`ContextBudget`](crate::history::ContextBudget): its [`Summarizer`](crate::history::Summarizer)
+/// (a model, or a function of yours) writes the summary once, the summary is recorded, and every
+/// later input starts from it. A digest computed afresh at each input is a
+/// [custom](ContextPolicy::custom) rewriter.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub enum ContextPolicy {
@@ -106,14 +94,6 @@ pub enum ContextPolicy {
     /// Only the last `n` turns of a thread, the running one included (so `LastTurns(1)`, like
     /// `LastTurns(0)`, is the running turn alone), rewritten as for [`ContextPolicy::Rewrite`].
     LastTurns(usize),
-    /// The turns before the last `keep_turns` (the running one counted) are replaced by one
-    /// message written by `summarizer`; the rest is rewritten as for [`ContextPolicy::Rewrite`].
-    Summary {
-        /// How many of the latest turns are kept whole (at least the running one).
-        keep_turns: usize,
-        /// Writes the message standing for the older turns.
-        summarizer: Arc<dyn Summarizer>,
-    },
     /// A rewriter of your own.
     Custom(Arc<dyn HistoryRewriter>),
 }
@@ -122,23 +102,6 @@ impl ContextPolicy {
     /// A policy from a custom rewriter.
     pub fn custom(rewriter: impl HistoryRewriter) -> Self {
         ContextPolicy::Custom(Arc::new(rewriter))
-    }
-
-    /// A summary policy: turns older than the last `keep_turns` (the running one counted) are
-    /// replaced by the message `summarizer` writes for them.
-    ///
-    /// ```
-    /// use flow_runtime::{ContextPolicy, HistoryEntry, Message};
-    /// let policy = ContextPolicy::summary(2, |_agent: &str, older: &[HistoryEntry]| {
-    ///     Ok(Message::system(format!("Earlier: {} messages.", older.len())))
-    /// });
-    /// # let _ = policy;
-    /// ```
-    pub fn summary(keep_turns: usize, summarizer: impl Summarizer) -> Self {
-        ContextPolicy::Summary {
-            keep_turns,
-            summarizer: Arc::new(summarizer),
-        }
     }
 
     /// How many turns before the running one this policy looks at in a thread: `Some(n)` for
@@ -176,21 +139,6 @@ impl ContextPolicy {
                 let start = entries.partition_point(|e| e.turn < from);
                 Ok(default_rewrite(agent_name, entries[start..].iter()))
             }
-            ContextPolicy::Summary {
-                keep_turns,
-                summarizer,
-            } => {
-                let from = first_kept_turn(entries, (*keep_turns).max(1));
-                let start = entries.partition_point(|e| e.turn < from);
-                let mut out = Vec::with_capacity(entries.len() - start + 1);
-                if start > 0 {
-                    out.push(Arc::new(
-                        summarizer.summarize(agent_name, &entries[..start])?,
-                    ));
-                }
-                out.extend(default_rewrite(agent_name, entries[start..].iter()));
-                Ok(out)
-            }
             ContextPolicy::Custom(r) => r.rewrite(agent_name, entries),
         }
     }
@@ -203,9 +151,6 @@ impl fmt::Debug for ContextPolicy {
             ContextPolicy::UserInputOnly => f.write_str("UserInputOnly"),
             ContextPolicy::LastN(n) => write!(f, "LastN({n})"),
             ContextPolicy::LastTurns(n) => write!(f, "LastTurns({n})"),
-            ContextPolicy::Summary { keep_turns, .. } => {
-                write!(f, "Summary {{ keep_turns: {keep_turns}, .. }}")
-            }
             ContextPolicy::Custom(_) => f.write_str("Custom(..)"),
         }
     }

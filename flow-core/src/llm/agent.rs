@@ -890,7 +890,7 @@ impl Agent for ChatModelAgent {
     }
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
-        generate(cx, move |cx| async move { self.react(cx, input).await })
+        generate(cx, move |cx| self.react(cx, input))
     }
 
     /// Resumes a run that stopped inside tool calls (an [`AgentTool`](crate::AgentTool) whose

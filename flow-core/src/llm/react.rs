@@ -16,6 +16,7 @@ use crate::agent::Context;
 use crate::agent::FlowAgent;
 use crate::agent::{AgentInfo, AgentInput};
 use crate::event::{AgentError, AgentEvent, ToolFrame};
+use crate::history::ContextBudget;
 use crate::llm::structured::StructuredOutput;
 use crate::llm::telemetry;
 use crate::message::{Message, MessageRef};
@@ -25,41 +26,65 @@ use crate::session::SessionEvent;
 use crate::stream::{MessageStream, StreamError};
 
 impl ChatModelAgent {
-    pub(super) async fn react(&self, cx: Context, mut input: AgentInput) -> Result<(), AgentError> {
-        // The agent's own middleware's agent hooks (the runner's and the node's run in the
-        // flow, around any agent).
-        let hooked = if self.middleware.is_empty() {
-            None
+    /// A run of the agent on `input`: the agent's own agent hooks around the ReAct loop.
+    /// Takes the agent by `Arc` so the run's future is this one alone (no outer block holding
+    /// a second copy of the context and input).
+    pub(super) async fn react(
+        self: Arc<Self>,
+        cx: Context,
+        input: AgentInput,
+    ) -> Result<(), AgentError> {
+        if self.middleware.is_empty() {
+            self.react_unhooked(&cx, input).await
         } else {
-            let hcx = HookContext::agent(cx.run_context());
-            let (answer, ran) =
-                Box::pin(middleware::before_agent(&self.middleware, &hcx, &mut input)).await?;
-            if let Some(reply) = answer {
-                cx.emit(AgentEvent::message(reply));
-                Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
-                return Ok(());
-            }
-            Some(Box::new((hcx, ran)))
-        };
-        let toolset = self.node_toolset(&cx);
-        let system = self.system_message(&cx, &toolset)?;
+            // Boxed: the hooks' state stays out of the future of an agent without them.
+            Box::pin(self.react_hooked(&cx, input)).await
+        }
+    }
+
+    /// [`react_unhooked`](Self::react_unhooked) inside the agent's own middleware's agent
+    /// hooks (the runner's and the node's run in the flow, around any agent).
+    async fn react_hooked(&self, cx: &Context, mut input: AgentInput) -> Result<(), AgentError> {
+        let hcx = HookContext::agent(cx.run_context());
+        let (answer, ran) =
+            Box::pin(middleware::before_agent(&self.middleware, &hcx, &mut input)).await?;
+        if let Some(reply) = answer {
+            cx.emit(AgentEvent::message(reply));
+            Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
+            return Ok(());
+        }
+        let result = self.react_unhooked(cx, input).await;
+        Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
+        result
+    }
+
+    /// The ReAct loop from the first request made of `input`.
+    async fn react_unhooked(&self, cx: &Context, input: AgentInput) -> Result<(), AgentError> {
+        let toolset = self.node_toolset(cx);
+        let streaming = input.streaming;
+        // The first request is built outside this future's state (a local held across the
+        // await would take its room in every agent run's allocation).
+        let request = self.first_request(cx, &toolset, input)?;
+        self.react_loop(cx, &toolset, request, 0, streaming).await
+    }
+
+    /// The first request of a run: the system message, then `input`'s messages.
+    fn first_request(
+        &self,
+        cx: &Context,
+        toolset: &Toolset,
+        input: AgentInput,
+    ) -> Result<ChatRequest, AgentError> {
+        let system = self.system_message(cx, toolset)?;
         let mut messages = Vec::with_capacity(input.messages.len() + 1);
         messages.extend(system);
         messages.extend(input.messages.iter().cloned());
-        let request = ChatRequest {
+        Ok(ChatRequest {
             messages,
             tools: toolset.definitions.clone(),
             output_schema: self.output.as_ref().map(|o| Arc::clone(&o.schema)),
-            params: self.run_params(&cx),
-        };
-        let result = self
-            .react_loop(&cx, &toolset, request, 0, input.streaming)
-            .await;
-        if let Some(hooked) = hooked {
-            let (hcx, ran) = *hooked;
-            Box::pin(middleware::after_agent(&self.middleware, &hcx, ran)).await?;
-        }
-        result
+            params: self.run_params(cx),
+        })
     }
 
     /// The middleware around this agent's model and tool calls where `cx` runs it: the
@@ -117,11 +142,9 @@ impl ChatModelAgent {
         while used < self.max_iterations {
             let reply = match self.budget_at(cx.node()) {
                 None => self.ask_model(cx, &request, streaming).await?,
+                // Boxed: a budget's state stays out of the future of an agent without one.
                 Some(budget) => {
-                    let fitted = self.fit_budget(cx, budget, &mut request).await?;
-                    let reply = self.ask_model(cx, &fitted.request, streaming).await?;
-                    self.calibrate(budget, fitted.counted, &reply);
-                    reply
+                    Box::pin(self.ask_within(cx, budget, &mut request, streaming)).await?
                 }
             };
             used += 1;
@@ -154,9 +177,9 @@ impl ChatModelAgent {
                 }
             }
             let reply_at = request.messages.len() - 1;
-            let turn = self
-                .run_tools(cx, toolset, &mut request.messages, reply_at, used, None)
-                .await?;
+            let turn =
+                Box::pin(self.run_tools(cx, toolset, &mut request.messages, reply_at, used, None))
+                    .await?;
             if self.turn_ended(cx, turn) {
                 return Ok(());
             }
@@ -286,6 +309,21 @@ impl ChatModelAgent {
         }
     }
 
+    /// [`ask_model`](Self::ask_model) with `request` first fitted to `budget`; the reply's
+    /// usage calibrates the budget's counter.
+    async fn ask_within(
+        &self,
+        cx: &Context,
+        budget: &ContextBudget,
+        request: &mut ChatRequest,
+        streaming: bool,
+    ) -> Result<MessageRef, AgentError> {
+        let fitted = self.fit_budget(cx, budget, request).await?;
+        let reply = self.ask_model(cx, &fitted.request, streaming).await?;
+        self.calibrate(budget, fitted.counted, &reply);
+        Ok(reply)
+    }
+
     /// One answer of the model, retried per the policy, with the middleware around it;
     /// emitted as an event (a streamed one as it streams); its usage is added to the run's.
     pub(super) async fn ask_model(
@@ -364,7 +402,8 @@ impl ChatModelAgent {
                 telemetry::record_request(&span, request);
             }
             let result = if streaming {
-                self.stream_attempt(cx, request, attempt)
+                // Boxed: the stream's state stays out of the future of a whole-reply call.
+                Box::pin(self.stream_attempt(cx, request, attempt))
                     .instrument(span.clone())
                     .await
             } else {

@@ -1,9 +1,10 @@
 //! Running the tool calls of one model reply, and saving a turn that a call interrupted.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::future::{self, BoxFuture};
+use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -166,7 +167,7 @@ impl ChatModelAgent {
             mut direct,
             calls: mut resumes,
         } = resumed.unwrap_or_default();
-        let mut jobs: Vec<BoxFuture<'static, CallOutcome>> = Vec::new();
+        let mut jobs = JobList::default();
         let chain = self.middleware_chain(cx);
         // One copy of the conversation for all the calls of the reply: up to the reply that
         // made them (made when the first call of a tool of the agent's needs it).
@@ -174,24 +175,24 @@ impl ChatModelAgent {
         let limits = self.tool_limits;
         for (k, call) in calls.iter().enumerate().skip(start) {
             if k >= limits.max_per_reply {
-                jobs.push(future::ready(Err(limits.refuse(call, calls.len()))).boxed());
+                jobs.push(Job::Ready(Some(Err(limits.refuse(call, calls.len())))));
                 continue;
             }
             if let Some((_, text, action)) = saved_results.iter().find(|(id, _, _)| *id == call.id)
             {
                 let done: CallOutcome = Ok((text.clone(), action.clone()));
-                jobs.push(future::ready(done).boxed());
+                jobs.push(Job::Ready(Some(done)));
                 continue;
             }
             let resume = resumes
                 .iter()
                 .position(|(id, _, _)| *id == call.id)
                 .map(|k| resumes.swap_remove(k));
-            let job: BoxFuture<'static, CallOutcome> = match call.name.as_str() {
+            let job: Job = match call.name.as_str() {
                 TRANSFER_TOOL_NAME if !toolset.targets.is_empty() => {
-                    future::ready(self.transfer(toolset, call, &mut ending)).boxed()
+                    Job::Ready(Some(self.transfer(toolset, call, &mut ending)))
                 }
-                EXIT_TOOL_NAME if self.exit_tool => future::ready(exit(call, &mut ending)).boxed(),
+                EXIT_TOOL_NAME if self.exit_tool => Job::Ready(Some(exit(call, &mut ending))),
                 name => match self
                     .tools
                     .iter()
@@ -245,22 +246,21 @@ impl ChatModelAgent {
                                 }),
                             }
                         };
-                        self.hooked_tool_call(cx, &chain, call, idempotent, run)
+                        Job::Running(self.hooked_tool_call(cx, &chain, call, idempotent, run))
                     }
-                    None => future::ready(Err(ToolError::UnknownTool {
+                    None => Job::Ready(Some(Err(ToolError::UnknownTool {
                         tool: name.into(),
                         available: toolset
                             .definitions
                             .iter()
                             .map(|d| Arc::from(d.name.as_str()))
                             .collect(),
-                    }))
-                    .boxed(),
+                    }))),
                 },
             };
             jobs.push(job);
         }
-        let mut jobs = Jobs::new(jobs, limits.max_concurrent);
+        let mut jobs = jobs.start(limits.max_concurrent);
         let mut last_action: Option<Action> = None;
         let mut stopped_at: Option<usize> = None;
         let mut held: Vec<(String, String, Option<Action>)> = Vec::new();
@@ -560,22 +560,64 @@ impl Default for ToolCallLimits {
 /// The calls of one reply, as they finish, in order: at most `max_concurrent` at once; a
 /// reply's only call (a transfer, most often) is awaited as it is.
 enum Jobs {
-    One(Option<BoxFuture<'static, CallOutcome>>),
-    Many(
-        futures::stream::Buffered<
-            futures::stream::Iter<std::vec::IntoIter<BoxFuture<'static, CallOutcome>>>,
-        >,
-    ),
+    One(Option<Job>),
+    Many(futures::stream::Buffered<futures::stream::Iter<JobsInOrder>>),
+}
+
+/// The jobs of a reply in call order.
+type JobsInOrder = std::iter::Chain<std::option::IntoIter<Job>, std::vec::IntoIter<Job>>;
+
+/// The calls of one reply as they are prepared: the first apart, so a reply of one call (a
+/// transfer, most often) needs no list.
+#[derive(Default)]
+struct JobList {
+    first: Option<Job>,
+    rest: Vec<Job>,
+}
+
+impl JobList {
+    fn push(&mut self, job: Job) {
+        if self.first.is_none() {
+            self.first = Some(job);
+        } else {
+            self.rest.push(job);
+        }
+    }
+
+    /// The calls, run at most `max_concurrent` at once.
+    fn start(self, max_concurrent: usize) -> Jobs {
+        if self.rest.is_empty() {
+            return Jobs::One(self.first);
+        }
+        let in_order = self.first.into_iter().chain(self.rest);
+        Jobs::Many(futures::stream::iter(in_order).buffered(max_concurrent))
+    }
+}
+
+/// One call of a reply: its outcome already known (a built-in transfer or exit, a saved
+/// result, a refusal: no allocation), or a tool call running through its hooks.
+enum Job {
+    Ready(Option<CallOutcome>),
+    Running(BoxFuture<'static, CallOutcome>),
+}
+
+impl Future for Job {
+    type Output = CallOutcome;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<CallOutcome> {
+        match self.get_mut() {
+            Job::Ready(outcome) => {
+                std::task::Poll::Ready(outcome.take().expect("a call's outcome is taken once"))
+            }
+            Job::Running(job) => job.as_mut().poll(cx),
+        }
+    }
 }
 
 impl Jobs {
-    fn new(mut jobs: Vec<BoxFuture<'static, CallOutcome>>, max_concurrent: usize) -> Self {
-        if jobs.len() == 1 {
-            return Jobs::One(jobs.pop());
-        }
-        Jobs::Many(futures::stream::iter(jobs).buffered(max_concurrent))
-    }
-
     async fn next(&mut self) -> Option<CallOutcome> {
         match self {
             Jobs::One(job) => match job.take() {
