@@ -118,6 +118,10 @@ pub enum RpcError {
     /// The body is JSON but not a JSON-RPC 2.0 request (-32600).
     #[error("{0}")]
     InvalidRequest(String),
+    /// The caller may not do this: a scope it lacks, its own approval, a read without `read`
+    /// (-32600, sent with HTTP `403 Forbidden` and `data.code` `"forbidden"`).
+    #[error("{0}")]
+    Forbidden(String),
     /// No such method (-32601).
     #[error("no method '{0}': this agent speaks A2A 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask)")]
     MethodNotFound(String),
@@ -165,7 +169,7 @@ impl RpcError {
     pub fn code(&self) -> i64 {
         match self {
             RpcError::Parse(_) => -32700,
-            RpcError::InvalidRequest(_) => -32600,
+            RpcError::InvalidRequest(_) | RpcError::Forbidden(_) => -32600,
             RpcError::MethodNotFound(_) => -32601,
             RpcError::InvalidParams(_) => -32602,
             RpcError::Internal(_) => -32603,
@@ -180,12 +184,22 @@ impl RpcError {
         }
     }
 
-    /// The error object sent for it.
+    /// The error object sent for it (a refusal carries its public code in `data.code`).
     pub fn to_object(&self) -> ErrorObject {
         ErrorObject {
             code: self.code(),
             message: self.to_string(),
-            data: None,
+            data: matches!(self, RpcError::Forbidden(_))
+                .then(|| serde_json::json!({ "code": "forbidden" })),
+        }
+    }
+
+    /// The HTTP status a JSON-RPC response carrying this error is sent with: `403` for a
+    /// refusal of the caller's authority, `200` for every other error (JSON-RPC's rule).
+    pub fn http_status(&self) -> u16 {
+        match self {
+            RpcError::Forbidden(_) => 403,
+            _ => 200,
         }
     }
 
@@ -194,6 +208,15 @@ impl RpcError {
         let m = object.message.clone();
         match object.code {
             -32700 => RpcError::Parse(m),
+            -32600
+                if object
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("code"))
+                    .is_some_and(|c| c == "forbidden") =>
+            {
+                RpcError::Forbidden(m)
+            }
             -32600 => RpcError::InvalidRequest(m),
             -32601 => RpcError::MethodNotFound(m),
             -32602 => RpcError::InvalidParams(m),

@@ -327,11 +327,17 @@ async fn answer(
                 "messageId": format!("a-{thread}-{}", token.len()), "role": "ROLE_USER", "contextId": thread,
                 "taskId": format!("{thread}.{turn}"), "parts": [{"data": {id: true}}]}}});
             let response = post(base, token, "/a2a/pay", body).await;
+            let status = response.status().as_u16();
             let reply: Value = response.json().await.unwrap();
             return match reply.get("error") {
+                // A refusal: HTTP 403 with the JSON-RPC error, its public code in `data.code`.
                 Some(e) => Answered::Refused(
-                    200,
-                    e["code"].to_string(),
+                    status,
+                    format!(
+                        "{} {}",
+                        e["code"],
+                        e["data"]["code"].as_str().unwrap_or("-")
+                    ),
                     e["message"].as_str().unwrap_or_default().to_owned(),
                 ),
                 None => Answered::Accepted(reply.to_string()),
@@ -372,7 +378,7 @@ async fn answer(
 fn assert_refused(door: Answer, who: &str, answered: &Answered, why: &str) {
     let documented = match door {
         // A2A's documented code for a refused request (docs: interoperability).
-        Answer::A2a => (200, "-32600"),
+        Answer::A2a => (403, "-32600 forbidden"),
         _ => (403, "forbidden"),
     };
     match answered {
@@ -600,12 +606,14 @@ async fn reads_need_read_on_every_door() {
     // A2A: GetTask and ListTasks are reads.
     for (method, params) in [("GetTask", json!({"id": "r1.0"})), ("ListTasks", json!({}))] {
         let call = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
-        let reply: Value = post(base, DAN, "/a2a/pay", call.clone())
-            .await
-            .json()
-            .await
-            .unwrap();
+        let response = post(base, DAN, "/a2a/pay", call.clone()).await;
+        assert_eq!(response.status(), 403, "{method}");
+        let reply: Value = response.json().await.unwrap();
         assert_eq!(reply["error"]["code"], -32600, "{method}: {reply}");
+        assert_eq!(
+            reply["error"]["data"]["code"], "forbidden",
+            "{method}: {reply}"
+        );
         assert!(
             reply["error"]["message"]
                 .as_str()

@@ -222,9 +222,8 @@ pub(crate) fn rpc_error(e: ApiError) -> RpcError {
         ApiError::UnknownThread { .. } | ApiError::UnknownCheckpoint { .. } => {
             RpcError::TaskNotFound(message)
         }
-        ApiError::Conflict(_) | ApiError::Forbidden(_) | ApiError::Unauthorized => {
-            RpcError::InvalidRequest(message)
-        }
+        ApiError::Forbidden(_) | ApiError::Unauthorized => RpcError::Forbidden(message),
+        ApiError::Conflict(_) => RpcError::InvalidRequest(message),
         ApiError::UnknownFlow { .. } | ApiError::NoRoute | ApiError::MethodNotAllowed => {
             RpcError::MethodNotFound(message)
         }
@@ -423,6 +422,7 @@ mod tests {
                 -32001,
             ),
             (ApiError::Conflict("busy".into()), -32600),
+            (ApiError::Forbidden("needs `approve`".into()), -32600),
             (ApiError::Internal, -32603),
             (
                 ApiError::Overloaded {
@@ -435,6 +435,14 @@ mod tests {
         for (e, code) in cases {
             assert_eq!(rpc_error(e).code(), code);
         }
+        // A refusal of the caller's authority is sent with HTTP 403 and its public code.
+        let refused = rpc_error(ApiError::Forbidden("needs `approve`".into()));
+        assert_eq!(refused.http_status(), 403);
+        assert_eq!(refused.to_object().data.unwrap()["code"], "forbidden");
+        assert_eq!(
+            rpc_error(ApiError::Conflict("busy".into())).http_status(),
+            200
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use flow_a2a::rpc::{
@@ -247,7 +247,8 @@ fn valid_id(id: &Value) -> bool {
 
 /// A JSON-RPC error response (HTTP 200, as the binding says).
 fn reply_err(id: Value, e: &RpcError) -> Response {
-    Json(RpcResponse::err(id, e)).into_response()
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::OK);
+    (status, Json(RpcResponse::err(id, e))).into_response()
 }
 
 /// The call's parameters as `T`.
