@@ -9,6 +9,7 @@ use super::{AgentRunOptions, FlowAgent, Middlewares, RunOptions};
 use crate::event::AgentEvent;
 use crate::history::ThreadHistory;
 use crate::host::Host;
+use crate::input::Messages;
 use crate::limits::{LimitReached, RunLimit, RunLimits};
 use crate::message::MessageRef;
 use crate::run_path::RunPath;
@@ -28,7 +29,7 @@ pub struct RunContext {
 
 struct RunShared {
     session: Arc<Session>,
-    root_input: Arc<[MessageRef]>,
+    root_input: Messages,
     streaming: bool,
     limits: RunLimits,
     /// Transfers made so far in this run.
@@ -71,7 +72,7 @@ impl Clone for RunShared {
     fn clone(&self) -> Self {
         RunShared {
             session: Arc::clone(&self.session),
-            root_input: Arc::clone(&self.root_input),
+            root_input: self.root_input.clone(),
             streaming: self.streaming,
             middleware: self.middleware.clone(),
             limits: self.limits,
@@ -417,6 +418,12 @@ impl RunContext {
     /// The messages the run started with (user input; never rewritten).
     pub fn root_input(&self) -> &[MessageRef] {
         &self.shared.root_input
+    }
+
+    /// The run's input as [`Messages`], shared with the context (no copy): what the root
+    /// agent of a new run is given.
+    pub fn root_messages(&self) -> Messages {
+        self.shared.root_input.clone()
     }
 
     /// Whether the caller asked for streamed output.

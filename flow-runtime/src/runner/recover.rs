@@ -566,7 +566,7 @@ impl Runner {
         let cx = self
             .run_context(
                 Runner::session_after(head.as_ref().map(|h| &h.last)),
-                &input,
+                input,
                 agent.name(),
                 Some(Arc::new(history)),
             )
@@ -597,7 +597,7 @@ impl Runner {
         }
         let cx = cx.with_run_middleware(Middlewares::chain([&first, &self.middleware]));
         let agent_input = AgentInput {
-            messages: input.into(),
+            messages: cx.root_messages(),
             streaming: self.streaming,
         };
         tracing::info!(

@@ -145,11 +145,11 @@ impl Runner {
     pub(super) fn run_context(
         &self,
         session: Arc<Session>,
-        messages: &[MessageRef],
+        messages: impl IntoIterator<Item = MessageRef>,
         start: &str,
         thread: Option<Arc<crate::history::ThreadHistory>>,
     ) -> RunContext {
-        let mut cx = RunContext::new_run(session, messages.iter().cloned(), self.streaming, start)
+        let mut cx = RunContext::new_run(session, messages, self.streaming, start)
             .with_options(Arc::clone(&self.options))
             .with_host(Arc::clone(&self.host))
             .with_limits(self.limits);
@@ -169,9 +169,10 @@ impl Runner {
         session: Arc<Session>,
         messages: Vec<MessageRef>,
     ) -> (RunContext, AgentInput) {
-        let cx = self.run_context(session, &messages, self.agent.name(), None);
+        let cx = self.run_context(session, messages, self.agent.name(), None);
+        // The root agent's input shares the context's copy.
         let input = AgentInput {
-            messages: messages.into(),
+            messages: cx.root_messages(),
             streaming: self.streaming,
         };
         (cx, input)
@@ -350,10 +351,10 @@ impl Runner {
             .collect();
         // The resuming runner's settings (streaming, options), not the interrupted run's.
         let cx = self
-            .run_context(session, &root_input, start, None)
+            .run_context(session, root_input, start, None)
             .with_idempotency_scope(scope(&checkpoint));
         let input = AgentInput {
-            messages: root_input.into(),
+            messages: cx.root_messages(),
             streaming: self.streaming,
         };
         let info = ResumeInfo::new(checkpoint.interrupts.iter().cloned(), targets);

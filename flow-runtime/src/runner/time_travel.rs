@@ -626,13 +626,13 @@ impl Runner {
         let cx = self
             .run_context(
                 Runner::session_after(before.as_ref()),
-                &messages,
+                messages,
                 start.name(),
                 Some(Arc::new(history)),
             )
             .with_run_middleware(middleware);
         let agent_input = AgentInput {
-            messages: messages.into(),
+            messages: cx.root_messages(),
             streaming: self.streaming,
         };
         let events = Arc::new(start).run(cx.clone(), agent_input);

@@ -483,7 +483,7 @@ impl Runner {
         // The turn starts with the thread's values (see `thread_values`).
         let cx = self.run_context(
             Runner::session_after(head.as_ref().map(|h| &h.last)),
-            std::slice::from_ref(&message),
+            vec![Arc::clone(&message)],
             start.name(),
             Some(Arc::new(history)),
         );
@@ -519,8 +519,9 @@ impl Runner {
                 cx.with_run_middleware(crate::agent::Middlewares::chain([&first, &self.middleware]))
             }
         };
+        // The turn's input shares the context's copy.
         let input = AgentInput {
-            messages: vec![Arc::clone(&message)].into(),
+            messages: cx.root_messages(),
             streaming: self.streaming,
         };
         let events = Arc::new(start).run(cx.clone(), input);
