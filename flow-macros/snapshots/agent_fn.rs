@@ -91,7 +91,7 @@ const _: () = {
             __agentflow_resume: __agentflow::ResumeInfo,
         ) -> __agentflow::EventStream {
             type __AgentflowOut = AgentResult<TriageTransfer>;
-            #[allow(clippy::let_and_return)]
+            #[allow(clippy::let_and_return, clippy::let_unit_value)]
             fn triage(
                 cx: &AgentContext,
                 input: AgentInput,

@@ -57,9 +57,9 @@ mod desk_flow {
         const ACCEPTS: &'static [::core::option::Option<&'static str>];
         /// The payload types each agent's transfers carry.
         const TRANSFER_PAYLOADS: &'static [&'static [&'static str]];
-        type __Target0;
-        type __Target1;
-        type __Target2;
+        type __Agent0: ?::core::marker::Sized;
+        type __Agent1: ?::core::marker::Sized;
+        type __Agent2: ?::core::marker::Sized;
         const __PAYLOADS: ();
     }
     #[allow(dead_code)]
@@ -287,13 +287,13 @@ mod desk_flow {
     }
     ///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
     #[allow(dead_code, private_interfaces, private_bounds)]
-    pub type DeskTriageTarget = <Desk as __AgentflowFacts>::__Target0;
+    pub type DeskTriageTarget = <<Desk as __AgentflowFacts>::__Agent0 as ::agentflow::__private::AgentTargets>::Targets;
     ///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
     #[allow(dead_code, private_interfaces, private_bounds)]
-    pub type DeskRefundTarget = <Desk as __AgentflowFacts>::__Target1;
+    pub type DeskRefundTarget = <<Desk as __AgentflowFacts>::__Agent1 as ::agentflow::__private::AgentTargets>::Targets;
     ///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
     #[allow(dead_code, private_interfaces, private_bounds)]
-    pub type DeskComplaintTarget = <Desk as __AgentflowFacts>::__Target2;
+    pub type DeskComplaintTarget = <<Desk as __AgentflowFacts>::__Agent2 as ::agentflow::__private::AgentTargets>::Targets;
     ///node `escalation` of flow `Desk` may transfer nowhere: it is a leaf barred from its parent (`no_parent`), so it has no targets and its builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents (`escalation => [...]`) or remove `no_parent`
     #[doc(hidden)]
     #[deprecated(
@@ -504,6 +504,7 @@ pub use desk_flow::*;
 #[allow(unused_imports)]
 pub use desk_flow::Desk as Desk;
 #[automatically_derived]
+#[allow(unused_parens)]
 impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     const AGENTS: &'static [&'static str] = &[
         <triage as ::agentflow::__private::AgentSpec>::NAME,
@@ -561,9 +562,9 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
         <escalation as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
         &[],
     ];
-    type __Target0 = <triage as ::agentflow::__private::AgentTargets>::Targets;
-    type __Target1 = <refund as ::agentflow::__private::AgentTargets>::Targets;
-    type __Target2 = <complaint as ::agentflow::__private::AgentTargets>::Targets;
+    type __Agent0 = (triage);
+    type __Agent1 = (refund);
+    type __Agent2 = (complaint);
     #[allow(unused_parens)]
     const __PAYLOADS: () = {
         ::agentflow::__private::same_payload::<

@@ -309,8 +309,8 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
         return None;
     }
     let out = match &f.sig.output {
-        syn::ReturnType::Default => quote!(()),
-        syn::ReturnType::Type(_, ty) if nameable(ty) => quote!(#ty),
+        syn::ReturnType::Default => None,
+        syn::ReturnType::Type(_, ty) if nameable(ty) => Some(quote!(#ty)),
         syn::ReturnType::Type(..) => return None,
     };
     // The context's lifetime stays elided (the input, nameable, has none), so the body's
@@ -334,19 +334,41 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
     let inputs = &f.sig.inputs;
     let block = &f.block;
     let ret_span = output_span(&f.sig.output);
-    // The return type is written once, as an alias the three uses name: a type that does not
-    // resolve (a transfer enum the agent does not declare) is then one error, not three.
-    let alias = quote_spanned!(ret_span=> __AgentflowOut);
+    let (alias, decl, body) = match out {
+        // A body without a return type returns `()`: no alias to name it once (one item less
+        // per agent for rustc, in a crate of many agents); its value is still bound to `()`
+        // first, so a body that yields a value is rustc's plain mismatch at the value.
+        None => {
+            let unit = quote_spanned!(ret_span=> ());
+            let body = quote_spanned!(ret_span=> {
+                #p::body_future(#p::PhantomData::<()>, async move {
+                    let __agentflow_out: () = #block;
+                    __agentflow_out
+                })
+            });
+            (unit, TokenStream::new(), body)
+        }
+        Some(out) => {
+            // The return type is written once, as an alias the three uses name: a type that
+            // does not resolve (a transfer enum the agent does not declare) is then one error,
+            // not three.
+            let alias = quote_spanned!(ret_span=> __AgentflowOut);
+            // The block's value is bound to the declared type first, so a wrong value (a
+            // payload variant written without its payload) is rustc's plain type mismatch at
+            // the value, with its fix, not one about the future's output.
+            let body = quote_spanned!(ret_span=> {
+                #p::body_future(#p::PhantomData::<#alias>, async move {
+                    let __agentflow_out: #alias = #block;
+                    __agentflow_out
+                })
+            });
+            let decl = quote! {
+                type #alias = #out;
+            };
+            (alias, decl, body)
+        }
+    };
     let output = quote_spanned!(ret_span=> -> #p::BodyFuture<'_, #alias>);
-    // The block's value is bound to the declared type first, so a wrong value (a payload
-    // variant written without its payload) is rustc's plain type mismatch at the value, with its
-    // fix, not one about the future's output.
-    let body = quote_spanned!(ret_span=> {
-        #p::body_future(#p::PhantomData::<#alias>, async move {
-            let __agentflow_out: #alias = #block;
-            __agentflow_out
-        })
-    });
     let call = body_call(
         ret_span,
         f.sig.inputs.len() == 2,
@@ -358,9 +380,9 @@ fn boxed_body(p: &TokenStream, f: &ItemFn) -> Option<TokenStream> {
         ident,
     );
     Some(quote! {
-        type #alias = #out;
+        #decl
         #(#attrs)*
-        #[allow(clippy::let_and_return)]
+        #[allow(clippy::let_and_return, clippy::let_unit_value)]
         fn #ident(#inputs) #output #body
         #call
     })

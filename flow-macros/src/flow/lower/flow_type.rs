@@ -367,6 +367,7 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         #name_import
 
         #[automatically_derived]
+        #[allow(unused_parens)]
         impl #m::__AgentflowFacts for #m::#flow {
             const AGENTS: &'static [&'static str] = &[#(#names),*];
             const BARRED: &'static [bool] = &[#(#barred),*];

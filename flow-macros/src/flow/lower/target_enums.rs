@@ -51,19 +51,22 @@ pub(super) fn target_enums(cx: &Cx<'_>, agent_enum: &Ident, vis: &syn::Visibilit
                  the flow checks against the node's sub-agents and parent).",
                 node.written
             );
-            // The alias lives in the flow's module; what it names is given at the call site,
-            // which sees the agent's type, as an associated type of the flow's facts trait
-            // (private to the crate, so a public flow may place private agents).
-            let assoc = format_ident!("__Target{}", i);
+            // The alias lives in the flow's module; the agent type it reads is given at the
+            // call site, which sees it, as an associated type of the flow's facts trait
+            // (private to the crate, so a public flow may place private agents). The facts
+            // impl names the agent type alone: its targets are read by the alias, which rustc
+            // resolves where it is used, so a node that is no agent type is one error (the
+            // facts' `AgentSpec`), not a second one about its targets.
+            let assoc = format_ident!("__Agent{}", i);
             out.extend(quote! {
                 #[doc = #doc]
                 #[allow(dead_code, private_interfaces, private_bounds)]
-                #vis type #ident = <#flow as __AgentflowFacts>::#assoc;
+                #vis type #ident = <<#flow as __AgentflowFacts>::#assoc as #p::AgentTargets>::Targets;
             });
             // (The trait is private to the flow's module: its items need no docs.)
-            facts_decls.extend(quote!(type #assoc;));
-            let target = quote_spanned!(node.span=> <#ty as #p::AgentTargets>::Targets);
-            facts_defs.extend(quote!(type #assoc = #target;));
+            facts_decls.extend(quote!(type #assoc: ?::core::marker::Sized;));
+            let agent = quote_spanned!(node.span=> (#ty));
+            facts_defs.extend(quote!(type #assoc = #agent;));
             // In parentheses, so that a path naming a value (a fn without #[agent]) is read as
             // a type and reported once, as rustc reports it everywhere else.
             let placed = quote_spanned!(node.span=> (#ty));
