@@ -1,4 +1,4 @@
-//! A standard-library type as a node: one error naming it.
+//! A standard-library type as a node: two errors at it (not an agent; the flow cannot build it).
 use agentflow::prelude::*;
 
 #[agent]

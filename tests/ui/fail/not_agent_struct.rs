@@ -1,4 +1,4 @@
-//! A plain struct as a node: one error naming it, with what to write.
+//! A plain struct as a node: two errors at it (not an agent; the flow cannot build it), with what to write.
 use agentflow::prelude::*;
 
 #[agent]
