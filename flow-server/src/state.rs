@@ -78,6 +78,8 @@ struct Inner {
     turns: Arc<Semaphore>,
     /// The key webhooks are signed with.
     webhook_secret: Option<Vec<u8>>,
+    /// What webhooks and A2A push notifications may reach.
+    outbound: flow_runtime::outbound::OutboundPolicy,
     /// The run queue background runs wait in, if any.
     queue: Option<crate::queue::QueueSettings>,
 }
@@ -156,6 +158,11 @@ impl AppState {
 
     pub(crate) fn webhook_secret(&self) -> Option<&[u8]> {
         self.0.webhook_secret.as_deref()
+    }
+
+    /// What webhooks and A2A push notifications may reach ([`ServerBuilder::outbound`]).
+    pub fn outbound(&self) -> &flow_runtime::outbound::OutboundPolicy {
+        &self.0.outbound
     }
 
     /// A place for one more turn or resume in this process, held until its event stream ends;
@@ -265,6 +272,7 @@ pub struct ServerBuilder {
     streaming: bool,
     approvals: BTreeMap<String, Approvals>,
     webhook_secret: Option<Vec<u8>>,
+    outbound: flow_runtime::outbound::OutboundPolicy,
     queue: Option<crate::queue::QueueSettings>,
 }
 
@@ -318,6 +326,7 @@ impl ServerBuilder {
             streaming: true,
             approvals: BTreeMap::new(),
             webhook_secret: None,
+            outbound: flow_runtime::outbound::OutboundPolicy::default(),
             queue: None,
         }
     }
@@ -453,6 +462,27 @@ impl ServerBuilder {
         self
     }
 
+    /// What webhooks and A2A push notifications may reach (default
+    /// [`OutboundPolicy::default`](flow_runtime::outbound::OutboundPolicy::default): strict,
+    /// no loopback, private, link-local, multicast or unspecified address, after DNS, on every
+    /// connection; see the guide's security chapter). An operator whose receivers live on an
+    /// internal network lets them through here:
+    ///
+    /// ```
+    /// use flow_runtime::outbound::OutboundPolicy;
+    /// # let builder = flow_server::AppState::builder(flow_runtime::InMemoryStore::new());
+    /// let builder = builder.outbound(
+    ///     OutboundPolicy::default()
+    ///         .allow_host("hooks.internal")
+    ///         .allow_net("10.20.0.0/16")
+    ///         .unwrap(),
+    /// );
+    /// ```
+    pub fn outbound(mut self, policy: flow_runtime::outbound::OutboundPolicy) -> Self {
+        self.outbound = policy;
+        self
+    }
+
     /// Runs background runs from `queue` (see the `queue` section of the runs chapter):
     /// `POST .../runs` without `stream` enqueues the run and answers its id at once, and every
     /// process serving this state runs [`QueueOptions::workers`](crate::QueueOptions) workers
@@ -553,6 +583,7 @@ impl ServerBuilder {
             limits: self.limits,
             cors_origins: self.cors_origins,
             webhook_secret: self.webhook_secret,
+            outbound: self.outbound,
             queue: self.queue,
         })))
     }

@@ -51,6 +51,8 @@ fn state(
     let mut builder = AppState::builder(store.clone())
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
+        // The test's receivers listen on loopback: let it through, as an operator would.
+        .outbound(common::loopback_allowed())
         .turn_routing(flow_runtime::TurnRouting::Root)
         .tenant(|parts| {
             parts

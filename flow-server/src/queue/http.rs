@@ -191,7 +191,7 @@ pub(crate) fn send_webhook(state: &AppState, row: &QueuedRun, outcome: &Value) {
     let Some(url) = row.input["webhook"].as_str() else {
         return;
     };
-    let Ok(url) = crate::webhooks::check_url(url) else {
+    let Ok(url) = crate::webhooks::check_url(state.outbound(), url) else {
         tracing::error!(run = %row.run_id, "a queued run's webhook URL is not valid");
         return;
     };
@@ -206,7 +206,13 @@ pub(crate) fn send_webhook(state: &AppState, row: &QueuedRun, outcome: &Value) {
     let mut body = outcome.clone();
     body["run_id"] = Value::String(row.run_id.clone());
     body["thread"] = Value::String(thread_id(row));
-    crate::webhooks::send(url, secret.to_vec(), body);
+    crate::webhooks::send(
+        state.outbound().clone(),
+        crate::webhooks::tenant_of(&row.thread).to_owned(),
+        url,
+        secret.to_vec(),
+        body,
+    );
 }
 
 /// `GET .../runs/{run}/stream` of a queued run: its events from the queue after `after`;

@@ -270,7 +270,7 @@ pub(crate) async fn create_run(
     let webhook = match &request.webhook {
         None => None,
         Some(url) => {
-            let url = crate::webhooks::check_url(url)?;
+            let url = crate::webhooks::check_url(state.outbound(), url)?;
             let secret = state.webhook_secret().ok_or_else(|| {
                 ApiError::BadRequest(
                     "this server sends no webhooks: it has no webhook secret (ServerBuilder::webhook_secret)"
@@ -320,7 +320,8 @@ pub(crate) async fn create_run(
     .await?;
     if let Some((url, secret)) = webhook {
         let thread = key.id.clone();
-        crate::webhooks::after(run.clone(), url, secret, move |run| {
+        let tenant = key.tenant.clone();
+        crate::webhooks::after(state.outbound().clone(), tenant, run.clone(), url, secret, move |run| {
             let mut body = run
                 .outcome()
                 .map(|o| outcome_json(run.id(), &o, run.failure().as_ref()))
