@@ -441,11 +441,27 @@ impl McpServer {
                 install_crypto_provider();
                 let mut http = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
                 http.auth_header = bearer_token.as_deref().map(str::to_owned);
-                let transport = StreamableHttpClientTransport::from_config(http);
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| connect_error(format!("the MCP handshake failed: {e}")))?;
+                let transport = match &self.inner.config.outbound {
+                    None => StreamableHttpClientTransport::from_config(http),
+                    Some(policy) => {
+                        let parsed =
+                            policy.check_url(url).map_err(|e| connect_error(e.to_string()))?;
+                        // Resolved and checked once here for a clear error; the client checks
+                        // again on every connection it opens.
+                        if let Some(url::Host::Domain(host)) = parsed.host() {
+                            crate::outbound::GuardedResolver::new(policy.clone())
+                                .resolve_checked(host)
+                                .await
+                                .map_err(|e| connect_error(e.to_string()))?;
+                        }
+                        let client = guarded_client(policy)
+                            .map_err(|e| connect_error(format!("the HTTP client: {e}")))?;
+                        StreamableHttpClientTransport::with_client(client, http)
+                    }
+                };
+                let service = handler.serve(transport).await.map_err(|e| {
+                    connect_error(format!("the MCP handshake failed: {}", with_causes(&e)))
+                })?;
                 (service, None)
             }
         };
@@ -610,4 +626,58 @@ impl Drop for Unroute<'_> {
     fn drop(&mut self) {
         self.0.unroute(&self.1);
     }
+}
+
+/// A client of rmcp's reqwest held to `policy`: the guarded resolver on every connection, no
+/// proxy, redirects only to the same origin, the policy's connect timeout (calls are bounded
+/// by the server's own timeouts).
+fn guarded_client(
+    policy: &crate::outbound::OutboundPolicy,
+) -> Result<reqwest013::Client, reqwest013::Error> {
+    let redirects = reqwest013::redirect::Policy::custom(|attempt| {
+        let from = attempt.previous().last().map(|u| u.origin());
+        if attempt.previous().len() > 3 || from.as_ref() != Some(&attempt.url().origin()) {
+            attempt.error("a redirect to another origin is not followed")
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest013::Client::builder()
+        .dns_resolver(Arc::new(Guarded(crate::outbound::GuardedResolver::new(
+            policy.clone(),
+        ))))
+        .no_proxy()
+        .redirect(redirects)
+        .connect_timeout(policy.connect_limit())
+        .build()
+}
+
+/// The outbound policy's guarded resolver, for rmcp's reqwest.
+struct Guarded(crate::outbound::GuardedResolver);
+
+impl reqwest013::dns::Resolve for Guarded {
+    fn resolve(&self, name: reqwest013::dns::Name) -> reqwest013::dns::Resolving {
+        let resolver = self.0.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let kept = resolver.resolve_checked(&host).await?;
+            let addrs: reqwest013::dns::Addrs = Box::new(kept.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// `error` and the causes under it (a refused address is a cause several levels down).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
