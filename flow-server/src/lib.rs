@@ -132,6 +132,7 @@ mod principal;
 mod queue;
 mod recovery;
 mod routes;
+mod run_slots;
 mod runs;
 mod serve;
 mod sse;

@@ -47,6 +47,15 @@ pub struct Limits {
     /// Turns and resumes running at once in this process (default 1,024). One more gets
     /// `503 overloaded` (`Retry-After: 1`) and runs nothing.
     pub max_concurrent_turns: usize,
+    /// Threads of one tenant with a background run going at once (default 256, a quarter of
+    /// [`max_concurrent_turns`](Self::max_concurrent_turns), so one tenant cannot take every
+    /// place). One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
+    pub max_running_threads_per_tenant: usize,
+    /// Background runs of one tenant waiting behind another run of their thread
+    /// (`multitask_strategy: enqueue`, ...) at once (default 256). A waiting run holds no
+    /// place among the concurrent turns: its thread's place passes to it when the run before
+    /// it ends. One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
+    pub max_waiting_runs_per_tenant: usize,
     /// How long one turn or resume may stream (default 10 min). A turn still running then
     /// gets an `error` event naming this limit and is cancelled: nothing of it is recorded,
     /// as when its client goes away.
@@ -65,6 +74,8 @@ impl Default for Limits {
             max_header_bytes: 32 * 1024,
             max_connections: 4096,
             max_concurrent_turns: 1024,
+            max_running_threads_per_tenant: 256,
+            max_waiting_runs_per_tenant: 256,
             max_turn_duration: Duration::from_secs(600),
         }
     }

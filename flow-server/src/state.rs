@@ -76,6 +76,8 @@ struct Inner {
     cors_origins: Vec<HeaderValue>,
     /// One permit per turn or resume running in this process.
     turns: Arc<Semaphore>,
+    /// Background runs' places: one of `turns` per busy thread, per-tenant limits.
+    run_slots: Arc<crate::run_slots::RunSlots>,
     /// The key webhooks are signed with.
     webhook_secret: Option<Vec<u8>>,
     /// What webhooks and A2A push notifications may reach.
@@ -163,6 +165,17 @@ impl AppState {
     /// What webhooks and A2A push notifications may reach ([`ServerBuilder::outbound`]).
     pub fn outbound(&self) -> &flow_runtime::outbound::OutboundPolicy {
         &self.0.outbound
+    }
+
+    /// A place for one more background run of thread `thread` (a store id) of `tenant`, held
+    /// until the run ends (see [`crate::run_slots`]): 503 when the process is full, 429 when
+    /// the tenant is at one of its limits.
+    pub(crate) fn admit_run(
+        &self,
+        tenant: &str,
+        thread: &str,
+    ) -> Result<crate::run_slots::Admitted, ApiError> {
+        self.0.run_slots.admit(tenant, thread)
     }
 
     /// A place for one more turn or resume in this process, held until its event stream ends;
@@ -572,6 +585,7 @@ impl ServerBuilder {
                 },
             );
         }
+        let turns = Arc::new(Semaphore::new(self.limits.max_concurrent_turns));
         Ok(AppState(Arc::new(Inner {
             flows,
             store: self.store,
@@ -579,7 +593,11 @@ impl ServerBuilder {
             journal: self.journal,
             auth,
             tenant: self.tenant,
-            turns: Arc::new(Semaphore::new(self.limits.max_concurrent_turns)),
+            run_slots: Arc::new(crate::run_slots::RunSlots::new(
+                Arc::clone(&turns),
+                &self.limits,
+            )),
+            turns,
             limits: self.limits,
             cors_origins: self.cors_origins,
             webhook_secret: self.webhook_secret,

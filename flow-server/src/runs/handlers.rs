@@ -116,8 +116,9 @@ pub(crate) fn run_of(
         })
 }
 
-/// Starts a run of `key`'s thread: a message (with `strategy`) or a resume. Holds a place among
-/// the server's concurrent turns until the run ends. The run's task runs in a `turn` span
+/// Starts a run of `key`'s thread: a message (with `strategy`) or a resume. Holds its thread's
+/// place among the server's concurrent turns (or, behind another run of its thread, a place in
+/// its tenant's line) until the run ends (see [`crate::run_slots`]). The run's task runs in a `turn` span
 /// (see [`turn_span`](crate::turn::turn_span)) naming the run, the request and the principal.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn start(
@@ -183,7 +184,7 @@ async fn start_in_span(
             if message.trim().is_empty() {
                 return Err(ApiError::BadRequest("the message is empty".into()));
             }
-            let permit = state.turn_permit()?;
+            let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()
                 .start(with_id(
@@ -197,7 +198,7 @@ async fn start_in_span(
         }
         (None, Some(targets)) => {
             // The engine checks who may answer (the flow's approvals).
-            let permit = state.turn_permit()?;
+            let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()
                 .start(with_id(
@@ -212,7 +213,8 @@ async fn start_in_span(
     Ok(run)
 }
 
-fn hold_until_end(run: &RunHandle, permit: tokio::sync::OwnedSemaphorePermit) {
+/// Keeps `permit` (the run's place, see [`crate::run_slots`]) until `run` ends.
+fn hold_until_end(run: &RunHandle, permit: impl Send + 'static) {
     let run = run.clone();
     tokio::spawn(async move {
         run.wait().await;
@@ -632,7 +634,7 @@ pub(crate) async fn resume_run(
         run_id = Some(keyed.run_id);
     }
     let run = run_of(&served, &key, &run)?;
-    let permit = state.turn_permit()?;
+    let permit = state.admit_run(&key.tenant, &key.store_id())?;
     let span = crate::turn::turn_span(
         &key.flow,
         &key.id,
