@@ -56,6 +56,11 @@ pub struct Limits {
     /// place among the concurrent turns: its thread's place passes to it when the run before
     /// it ends. One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
     pub max_waiting_runs_per_tenant: usize,
+    /// Runs of one tenant and flow waiting or running in the run queue (a server with
+    /// [`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)) at once (default 1,000). One
+    /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Workers claim
+    /// fairly across tenants: a tenant's thousand queued runs do not hold another's back.
+    pub max_queued_runs_per_tenant: usize,
     /// How long one turn or resume may stream (default 10 min). A turn still running then
     /// gets an `error` event naming this limit and is cancelled: nothing of it is recorded,
     /// as when its client goes away.
@@ -76,6 +81,7 @@ impl Default for Limits {
             max_concurrent_turns: 1024,
             max_running_threads_per_tenant: 256,
             max_waiting_runs_per_tenant: 256,
+            max_queued_runs_per_tenant: 1_000,
             max_turn_duration: Duration::from_secs(600),
         }
     }

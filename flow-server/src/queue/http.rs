@@ -67,6 +67,22 @@ pub(crate) async fn enqueue(
             )))
         }
     };
+    // The tenant's runs waiting or running in the queue, of this flow, at most
+    // Limits::max_queued_runs_per_tenant (counted, then added: processes enqueueing at the
+    // same moment may pass it by a few).
+    let limit = state.limits().max_queued_runs_per_tenant;
+    let queued = settings
+        .queue
+        .unfinished_with_prefix(&ThreadKey::prefix(served.name(), &key.tenant))
+        .await
+        .map_err(api_error)?;
+    if queued >= limit {
+        return Err(ApiError::TooManyRuns {
+            what: "queued runs",
+            field: "max_queued_runs_per_tenant",
+            limit,
+        });
+    }
     let run = NewRun {
         run_id: run_id.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
         flow: served.name().to_owned(),

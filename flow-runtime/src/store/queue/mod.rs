@@ -350,8 +350,12 @@ pub trait RunQueue: Send + Sync + 'static {
     /// an input over [`MAX_QUEUED_INPUT_BYTES`].
     async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError>;
 
-    /// Takes the oldest runnable run for `worker`, for `lease`: `None` if no run can be taken
-    /// now.
+    /// Takes a runnable run for `worker`, for `lease`: `None` if no run can be taken now.
+    /// A thread's runs are taken in order, one at a time. The in-memory and file queues take,
+    /// among the threads' next runs, one of the group (see below) with the fewest runs
+    /// running, the oldest first: a group that queued thousands of runs does not hold the
+    /// others back. A group is the thread id up to its last `.` (`FLOW.TENANT` for a server's
+    /// threads). The SQL queues take the oldest.
     async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError>;
 
     /// Extends a held claim's lease to `lease` from now.
@@ -421,6 +425,16 @@ pub trait RunQueue: Send + Sync + 'static {
 
     /// The cancel request recorded on the claimed run, if any.
     async fn cancel_requested(&self, claim: &QueueClaim) -> Result<Option<Value>, QueueError>;
+
+    /// How many runs not ended (waiting or running) have a thread id starting with `prefix`:
+    /// what a service counts to bound one tenant's queued runs (its threads share a prefix).
+    async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError>;
+}
+
+/// The group of a thread id, for fair claiming: the id up to its last `.` (a server's
+/// `FLOW.TENANT.THREAD` ids group by flow and tenant), or the whole id without one.
+pub(crate) fn claim_group(thread: &str) -> &str {
+    thread.rfind('.').map_or(thread, |at| &thread[..at])
 }
 
 /// Checks a new run's ids and input size.

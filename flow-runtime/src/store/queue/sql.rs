@@ -131,6 +131,10 @@ const GET: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE run_id = $1";
 
 const THREAD: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE thread = $1 ORDER BY seq";
 
+/// Runs not ended whose thread starts with `$1` (`$2`: its length in characters).
+const UNFINISHED_WITH_PREFIX: &str = "SELECT COUNT(*) AS n FROM agentflow_run_queue \
+    WHERE status <> 'done' AND substr(thread, 1, $2) = $1";
+
 /// The statements of one backend, its clock and lock clause filled in.
 #[derive(Debug)]
 pub(crate) struct QueueStatements {
@@ -143,6 +147,7 @@ pub(crate) struct QueueStatements {
     pub complete: String,
     pub get: String,
     pub thread: String,
+    pub unfinished_with_prefix: String,
     pub claim_among: String,
     pub reserve_events: String,
     pub insert_event: String,
@@ -174,6 +179,7 @@ impl QueueStatements {
             complete: f(COMPLETE),
             get: f(GET),
             thread: f(THREAD),
+            unfinished_with_prefix: f(UNFINISHED_WITH_PREFIX),
             claim_among: f(CLAIM_AMONG),
             reserve_events: f(RESERVE_EVENTS),
             insert_event: f(INSERT_EVENT),
@@ -642,6 +648,23 @@ macro_rules! sql_run_queue {
                     .await
                     .map_err($crate::store::queue::sql::db("list a thread's runs"))?;
                 rows.iter().map(queued_run).collect()
+            }
+
+            async fn unfinished_with_prefix(
+                &self,
+                prefix: &str,
+            ) -> Result<usize, $crate::store::QueueError> {
+                use sqlx::Row as _;
+                let row = sqlx::query(&self.sql.unfinished_with_prefix)
+                    .bind(prefix)
+                    .bind(prefix.chars().count() as i32)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("count runs"))?;
+                let n: i64 = row
+                    .try_get("n")
+                    .map_err($crate::store::queue::sql::db("count runs"))?;
+                Ok(n as usize)
             }
         }
     };
