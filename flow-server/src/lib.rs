@@ -128,6 +128,7 @@ mod idempotency;
 mod jwt;
 mod limits;
 pub mod outward;
+mod paging;
 mod principal;
 mod queue;
 mod recovery;

@@ -338,14 +338,21 @@ pub(crate) async fn create_run(
     Ok((StatusCode::ACCEPTED, Json(info_json(&key.id, &run.info()))).into_response())
 }
 
-/// `GET .../runs`: the thread's runs this server remembers, oldest first.
+/// `GET .../runs`: the thread's runs this server remembers, oldest first, a page at a time
+/// (`?limit=N&offset=M`, at most [`MAX_PAGE`](crate::paging::MAX_PAGE); `next_offset` while
+/// more follow).
 pub(crate) async fn list_runs(
     State(state): State<AppState>,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    page: Result<
+        axum::extract::Query<crate::paging::PageQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let mut runs: Vec<Value> = match state.queue_settings() {
         Some(queue) => crate::queue::queued_runs(queue, &key).await?,
@@ -360,7 +367,8 @@ pub(crate) async fn list_runs(
         .map(|r| info_json(&key.id, r))
         .collect();
     runs.extend(local);
-    Ok(Json(json!({ "runs": runs })))
+    let (runs, next) = page.cut(runs, crate::paging::MAX_PAGE);
+    Ok(Json(json!({ "runs": runs, "next_offset": next })))
 }
 
 /// `GET .../runs/{run}`: one run's status.
