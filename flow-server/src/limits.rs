@@ -38,8 +38,8 @@ pub struct Limits {
     /// 10 s): 408 `request_timeout`.
     pub body_read_timeout: Duration,
     /// Largest request head (request line and headers), in bytes (default 32 KiB). The HTTP
-    /// layer answers a larger one with 431 (414 for a request line over 64 KiB), without a
-    /// body: it is refused before any route sees it.
+    /// layer answers a larger one with 431, without a body, a long URL included (its head
+    /// meets this limit first): it is refused before any route sees it.
     pub max_header_bytes: usize,
     /// Open connections at once (default 4,096). A connection over it gets `503 overloaded`
     /// (`Retry-After: 1`) for its first request and is closed.

@@ -208,9 +208,15 @@ impl AppState {
         };
         match f(parts) {
             Some(t) if valid_tenant(&t) => Ok(t),
+            // The function's answer often comes from the request (a header): a name it cannot
+            // be is the caller's mistake, refused as such, not a fault of the server.
             Some(_) => {
-                tracing::error!("the tenant function returned an invalid tenant name");
-                Err(ApiError::Internal)
+                tracing::warn!("the tenant function returned an invalid tenant name");
+                Err(ApiError::Forbidden(
+                    "this request names a tenant this server does not accept (a tenant is 1 to \
+                     32 characters of A-Z, a-z, 0-9, '_' or '-')"
+                        .into(),
+                ))
             }
             None => Err(ApiError::Forbidden(
                 "this request belongs to no tenant of this server".into(),
