@@ -242,14 +242,33 @@ impl McpServer {
                 tool: tool.into(),
             });
         }
-        let (peer, generation) = {
+        // One deadline for the whole call: the wait for the connection's lock, a reconnect,
+        // a re-read of the tool list before it, the call itself, and the re-read after an
+        // error result (which, past the deadline, is skipped: the answer stands as it is).
+        let deadline = self
+            .inner
+            .config
+            .call_timeout
+            .map(|limit| (tokio::time::Instant::now() + limit, limit));
+        let timed_out = |limit| McpError::CallTimedOut {
+            server: Arc::clone(&self.inner.config.name),
+            tool: tool.into(),
+            limit,
+        };
+        let prepare = async {
             let mut guard = self.live().await?;
             let live = guard.as_mut().expect("live after live()");
             if live.tools_changed.swap(false, Ordering::SeqCst) {
                 live.tools = self.fetch_tools(&live.service).await?;
                 self.check_listed(live, tool)?;
             }
-            (live.service.peer().clone(), live.generation)
+            Ok::<_, McpError>((live.service.peer().clone(), live.generation))
+        };
+        let (peer, generation) = match deadline {
+            None => prepare.await?,
+            Some((at, limit)) => tokio::time::timeout_at(at, prepare)
+                .await
+                .map_err(|_| timed_out(limit))??,
         };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(arguments) = arguments {
@@ -273,18 +292,20 @@ impl McpServer {
                 _ => Err(ServiceError::UnexpectedResponse),
             }
         };
-        let answer = match self.inner.config.call_timeout {
+        let answer = match deadline {
             None => call.await,
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    return Err(McpError::CallTimedOut {
-                        server: Arc::clone(&self.inner.config.name),
-                        tool: tool.into(),
-                        limit,
-                    })
-                }
-            },
+            Some((at, limit)) => tokio::time::timeout_at(at, call)
+                .await
+                .map_err(|_| timed_out(limit))?,
+        };
+        // The re-read of the tool list after an error, within what is left of the deadline.
+        let still_listed = || async {
+            match deadline {
+                None => self.check_still_listed(generation, tool).await,
+                Some((at, _)) => tokio::time::timeout_at(at, self.check_still_listed(generation, tool))
+                    .await
+                    .unwrap_or(Ok(())),
+            }
         };
         match answer {
             Ok(result) => {
@@ -292,7 +313,7 @@ impl McpServer {
                 if result.is_error == Some(true) {
                     // Servers answer a call to a tool they do not have with an error result
                     // (or a protocol error, below): see whether the tool was removed.
-                    self.check_still_listed(generation, tool).await?;
+                    still_listed().await?;
                 }
                 Ok(result)
             }
@@ -301,7 +322,7 @@ impl McpServer {
                     e.code,
                     ErrorCode::INVALID_PARAMS | ErrorCode::METHOD_NOT_FOUND
                 ) {
-                    self.check_still_listed(generation, tool).await?;
+                    still_listed().await?;
                 }
                 Err(McpError::Protocol {
                     server: Arc::clone(&self.inner.config.name),
