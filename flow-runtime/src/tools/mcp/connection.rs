@@ -14,7 +14,8 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
 
 use super::config::TransportConfig;
@@ -317,6 +318,28 @@ impl McpServer {
                 }
                 Ok(result)
             }
+            Err(ServiceError::McpError(e)) if e.code.0 == super::bounded::OVER_LIMIT_CODE => {
+                // The answer was over a limit while it was read (see `bounded.rs`).
+                let field = e.data.as_ref().and_then(|d| d["field"].as_str());
+                let (what, field, limit) = match field {
+                    Some("max_message_bytes") => (
+                        "a message of more bytes",
+                        "max_message_bytes",
+                        self.inner.config.limits.max_message_bytes,
+                    ),
+                    _ => (
+                        "a result of more content blocks",
+                        "max_result_blocks",
+                        self.inner.config.limits.max_result_blocks,
+                    ),
+                };
+                Err(McpError::LimitExceeded {
+                    server: Arc::clone(&self.inner.config.name),
+                    what,
+                    field,
+                    limit,
+                })
+            }
             Err(ServiceError::McpError(e)) => {
                 if matches!(
                     e.code,
@@ -447,9 +470,11 @@ impl McpServer {
                 } else {
                     std::process::Stdio::null()
                 };
-                let (transport, _) = TokioChildProcess::builder(command)
-                    .stderr(stderr)
-                    .spawn()
+                command
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(stderr);
+                let transport = ChildTransport::spawn(command, &config.limits)
                     .map_err(|e| connect_error(format!("could not start the process: {e}")))?;
                 let process_id = transport.id();
                 let service = handler
@@ -701,4 +726,75 @@ fn with_causes(error: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     out
+}
+
+/// A stdio server's process and its transport, its output read through
+/// [`BoundedLines`](super::bounded::BoundedLines) (see `bounded.rs`). Closing it closes the
+/// server's stdin and waits a few seconds for the process to exit, then kills it; dropping it
+/// kills the process.
+struct ChildTransport {
+    child: Option<tokio::process::Child>,
+    transport: AsyncRwTransport<
+        RoleClient,
+        super::bounded::BoundedLines<tokio::process::ChildStdout>,
+        tokio::process::ChildStdin,
+    >,
+}
+
+/// How long a closed server's process has to exit before it is killed.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl ChildTransport {
+    fn spawn(
+        mut command: tokio::process::Command,
+        limits: &super::McpLimits,
+    ) -> std::io::Result<Self> {
+        let mut child = command.spawn()?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(std::io::Error::other("the process's stdin or stdout is not piped"));
+        };
+        let read = super::bounded::BoundedLines::new(
+            stdout,
+            limits.max_message_bytes,
+            limits.max_result_blocks,
+        );
+        Ok(ChildTransport {
+            child: Some(child),
+            // The bounded reader cuts lines first; the SDK's own cap only has to be above it.
+            transport: AsyncRwTransport::new(read, stdin)
+                .with_max_line_length(limits.max_message_bytes.saturating_add(1024)),
+        })
+    }
+
+    fn id(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+}
+
+impl rmcp::transport::Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleClient>>> + Send
+    {
+        self.transport.receive()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.transport.close().await?;
+        if let Some(mut child) = self.child.take() {
+            if tokio::time::timeout(EXIT_WAIT, child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
+        Ok(())
+    }
 }

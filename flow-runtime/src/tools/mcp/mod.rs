@@ -110,6 +110,7 @@
 
 use std::time::Duration;
 
+mod bounded;
 mod config;
 mod connection;
 mod error;
