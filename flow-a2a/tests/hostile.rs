@@ -317,7 +317,9 @@ async fn a_card_cannot_point_the_node_at_an_internal_address() {
 async fn a_client_held_to_the_policy_refuses_internal_endpoints_unless_allowed() {
     use flow_runtime::outbound::OutboundPolicy;
     let (base, _) = peers().await;
-    let strict = A2aClient::new(format!("{base}/refuses")).unwrap().outbound(OutboundPolicy::default());
+    let strict = A2aClient::new(format!("{base}/refuses"))
+        .unwrap()
+        .outbound(OutboundPolicy::default());
     assert!(matches!(strict, Err(A2aError::Refused { .. })));
     let allowed = A2aClient::new(format!("{base}/refuses"))
         .unwrap()

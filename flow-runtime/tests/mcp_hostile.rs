@@ -189,7 +189,8 @@ async fn every_call_ends_within_its_call_timeout_even_when_the_relist_never_come
             tokio::time::timeout(bound, server.call_tool("echo", None)).await
         },
     );
-    let first = first.expect("the first call ended within its call timeout, not the connect timeout");
+    let first =
+        first.expect("the first call ended within its call timeout, not the connect timeout");
     assert_eq!(first.expect("the error result stands").is_error, Some(true));
     let second = second.expect("the second call was not held by the first's lock");
     assert!(

@@ -63,13 +63,22 @@ async fn a_huge_line_of_many_blocks_is_refused_within_a_small_multiple_of_the_li
     let e = server.call_tool("call", None).await.unwrap_err();
     let peak = PEAK.load(Ordering::SeqCst) - before;
     assert!(
-        matches!(e, McpError::LimitExceeded { field: "max_result_blocks", .. }),
+        matches!(
+            e,
+            McpError::LimitExceeded {
+                field: "max_result_blocks",
+                ..
+            }
+        ),
         "{e}"
     );
     println!("peak live bytes during the call: {peak}");
     // The limits: 1 MiB of result, 1,024 blocks. Before, this line took 829 MB at its peak.
     let bound = 8 * limits.max_result_bytes;
-    assert!(peak < bound, "the call peaked at {peak} bytes (bound {bound})");
+    assert!(
+        peak < bound,
+        "the call peaked at {peak} bytes (bound {bound})"
+    );
     // The connection stays usable, and keeps nothing of the line.
     assert!(server.call_tool("echo", None).await.is_ok());
     let after = LIVE.load(Ordering::SeqCst);

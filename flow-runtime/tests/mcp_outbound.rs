@@ -52,7 +52,10 @@ async fn an_mcp_url_to_loopback_is_refused_before_any_connection() {
             McpServerConfig::http("web", url.clone()).outbound(OutboundPolicy::default()),
         )
         .await;
-        assert!(matches!(refused, Err(McpError::Config { .. })), "{url}: {refused:?}");
+        assert!(
+            matches!(refused, Err(McpError::Config { .. })),
+            "{url}: {refused:?}"
+        );
     }
     // A name that resolves to loopback: refused by the resolver.
     let named = McpServer::connect(
@@ -63,7 +66,11 @@ async fn an_mcp_url_to_loopback_is_refused_before_any_connection() {
     .await;
     let message = named.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("loopback"), "{message}");
-    assert_eq!(accepted.load(Ordering::SeqCst), 0, "a connection was opened");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "a connection was opened"
+    );
 
     // Let through by the operator: the connection is opened (the silent port then meets the
     // connect timeout), so the refusals above were the policy's.

@@ -17,7 +17,11 @@ fn runner(gate: Arc<Semaphore>, seen: Arc<Mutex<Vec<String>>>) -> Runner {
         let (gate, seen) = (Arc::clone(&gate), Arc::clone(&seen));
         async move {
             gate.acquire().await.unwrap().forget();
-            let text = input.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+            let text = input
+                .messages
+                .last()
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
             seen.lock().unwrap().push(text.clone());
             cx.say(format!("done {text}"));
             Ok(())
@@ -42,7 +46,10 @@ async fn three_hundred_concurrent_enqueues_on_one_thread_all_end_in_order() {
         let runner = runner.clone();
         tokio::spawn(async move {
             runner
-                .start(TurnRequest::new("t", Message::user(format!("m{i}"))).if_busy(DoubleText::Enqueue))
+                .start(
+                    TurnRequest::new("t", Message::user(format!("m{i}")))
+                        .if_busy(DoubleText::Enqueue),
+                )
                 .await
                 .unwrap()
         })
@@ -82,7 +89,8 @@ async fn a_cancel_of_a_waiting_run_ends_it_at_once_in_any_mode() {
             .start(TurnRequest::new("t", Message::user(mode)).if_busy(DoubleText::Enqueue))
             .await
             .unwrap();
-        run.cancel(mode.parse::<CancelMode>().unwrap(), None).unwrap();
+        run.cancel(mode.parse::<CancelMode>().unwrap(), None)
+            .unwrap();
         waiting.push(run);
     }
     // Each ends cancelled while the first still holds the thread.

@@ -415,35 +415,70 @@ async fn one_claim_each(queues: Vec<Arc<dyn RunQueue>>, p: &str) {
 /// Runs not ended, counted by thread prefix (what a server bounds a tenant's queue with).
 async fn counts(q: &dyn RunQueue, p: &str) {
     for i in 0..5 {
-        q.enqueue(run(&format!("{p}cnt-a{i}"), &format!("{p}f.ta.t{i}")), Enqueue::Always)
-            .await
-            .unwrap();
+        q.enqueue(
+            run(&format!("{p}cnt-a{i}"), &format!("{p}f.ta.t{i}")),
+            Enqueue::Always,
+        )
+        .await
+        .unwrap();
     }
-    q.enqueue(run(&format!("{p}cnt-b0"), &format!("{p}f.tb.t0")), Enqueue::Always)
-        .await
-        .unwrap();
+    q.enqueue(
+        run(&format!("{p}cnt-b0"), &format!("{p}f.tb.t0")),
+        Enqueue::Always,
+    )
+    .await
+    .unwrap();
     // `_` and `%` are not wildcards: a thread named `f.t_.x` is not of tenant `ta`.
-    q.enqueue(run(&format!("{p}cnt-c0"), &format!("{p}f.t_.x")), Enqueue::Always)
-        .await
-        .unwrap();
-    assert_eq!(q.unfinished_with_prefix(&format!("{p}f.ta.")).await.unwrap(), 5);
-    assert_eq!(q.unfinished_with_prefix(&format!("{p}f.tb.")).await.unwrap(), 1);
-    assert_eq!(q.unfinished_with_prefix(&format!("{p}f.t_.")).await.unwrap(), 1);
-    assert_eq!(q.unfinished_with_prefix(&format!("{p}f.nobody.")).await.unwrap(), 0);
+    q.enqueue(
+        run(&format!("{p}cnt-c0"), &format!("{p}f.t_.x")),
+        Enqueue::Always,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.ta."))
+            .await
+            .unwrap(),
+        5
+    );
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.tb."))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.t_."))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.nobody."))
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 /// A group (`FLOW.TENANT`) that queued many runs does not hold another group's back: the
 /// claim takes the group with the fewest runs running (in-memory and file queues).
 async fn fair(q: &dyn RunQueue) {
     for i in 0..50 {
-        q.enqueue(run(&format!("flood-{i}"), &format!("f.flood.t{i}")), Enqueue::Always)
-            .await
-            .unwrap();
+        q.enqueue(
+            run(&format!("flood-{i}"), &format!("f.flood.t{i}")),
+            Enqueue::Always,
+        )
+        .await
+        .unwrap();
     }
     for i in 0..3 {
-        q.enqueue(run(&format!("calm-{i}"), &format!("f.calm.t{i}")), Enqueue::Always)
-            .await
-            .unwrap();
+        q.enqueue(
+            run(&format!("calm-{i}"), &format!("f.calm.t{i}")),
+            Enqueue::Always,
+        )
+        .await
+        .unwrap();
     }
     let mut claimed = Vec::new();
     for _ in 0..6 {

@@ -286,9 +286,10 @@ fn refused(parts: &axum::http::request::Parts, error: ApiError) -> Response {
         .is_some_and(|v| v.trim() != "0")
         || parts.headers.contains_key(header::TRANSFER_ENCODING);
     if has_body {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
     }
     response
 }

@@ -84,12 +84,13 @@ impl RunSlots {
                     limit: self.max_running,
                 });
             }
-            let place = Arc::clone(&self.turns).try_acquire_owned().map_err(|_| {
-                ApiError::Overloaded {
-                    what: "concurrent turns",
-                    limit: self.max_turns,
-                }
-            })?;
+            let place =
+                Arc::clone(&self.turns)
+                    .try_acquire_owned()
+                    .map_err(|_| ApiError::Overloaded {
+                        what: "concurrent turns",
+                        limit: self.max_turns,
+                    })?;
             counts.0 += 1;
             threads.insert(
                 thread.to_owned(),
@@ -162,10 +163,17 @@ mod tests {
         let first = s.admit("a", "f.a.t").unwrap();
         let waiting: Vec<_> = (0..3).map(|_| s.admit("a", "f.a.t").unwrap()).collect();
         assert_eq!(s.counts("a"), (1, 3));
-        assert_eq!(s.turns.available_permits(), 3, "one place for the whole line");
+        assert_eq!(
+            s.turns.available_permits(),
+            3,
+            "one place for the whole line"
+        );
         assert!(matches!(
             s.admit("a", "f.a.t"),
-            Err(ApiError::TooManyRuns { field: "max_waiting_runs_per_tenant", .. })
+            Err(ApiError::TooManyRuns {
+                field: "max_waiting_runs_per_tenant",
+                ..
+            })
         ));
         drop(first);
         assert_eq!(s.counts("a"), (1, 2), "the next in line took the place");
@@ -183,7 +191,10 @@ mod tests {
             .collect();
         assert!(matches!(
             s.admit("a", "f.a.3"),
-            Err(ApiError::TooManyRuns { field: "max_running_threads_per_tenant", .. })
+            Err(ApiError::TooManyRuns {
+                field: "max_running_threads_per_tenant",
+                ..
+            })
         ));
         let _b: Vec<_> = ["f.b.1", "f.b.2"]
             .iter()

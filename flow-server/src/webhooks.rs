@@ -4,8 +4,9 @@
 //! webhook secret ([`ServerBuilder::webhook_secret`](crate::ServerBuilder::webhook_secret)), of
 //! `TIMESTAMP.BODY`. A receiver recomputes it and refuses old timestamps.
 //!
-//! Delivery follows the server's outbound policy ([`ServerBuilder::outbound`]
-//! (crate::ServerBuilder::outbound), strict by default; see `flow_runtime::outbound`): only
+//! Delivery follows the server's outbound policy
+//! ([`ServerBuilder::outbound`](crate::ServerBuilder::outbound), strict by default; see
+//! `flow_runtime::outbound`): only
 //! `http(s)` URLs without userinfo, never to a loopback, private, link-local, multicast or
 //! unspecified address (checked when the run is created for address literals, and after DNS on
 //! every connection), redirects only to the same origin, headers from an allow-list, a connect
@@ -178,15 +179,14 @@ pub(crate) async fn deliver(
                 )
             }
             Err(e) => {
-                let refused = std::error::Error::source(&e)
-                    .and_then(|mut cause| loop {
-                        if let Some(refused) =
-                            cause.downcast_ref::<flow_runtime::outbound::OutboundError>()
-                        {
-                            break Some(refused.to_string());
-                        }
-                        cause = cause.source()?;
-                    });
+                let refused = std::error::Error::source(&e).and_then(|mut cause| loop {
+                    if let Some(refused) =
+                        cause.downcast_ref::<flow_runtime::outbound::OutboundError>()
+                    {
+                        break Some(refused.to_string());
+                    }
+                    cause = cause.source()?;
+                });
                 if let Some(refused) = refused {
                     // A refused address is refused again on every attempt.
                     tracing::error!(run = what, error = %refused, "webhook refused by the outbound policy");

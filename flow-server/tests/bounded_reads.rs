@@ -23,14 +23,24 @@ async fn thread_metadata_lives_in_the_store_with_a_size_limit() {
     let a = spawn(state(&store)).await;
     let b = spawn(state(&store)).await;
     let metadata = json!({"customer": "c-17", "notes": "x".repeat(1000)});
-    let made = post(&a.base, "/v1/threads", json!({"thread_id": "m1", "metadata": metadata})).await;
+    let made = post(
+        &a.base,
+        "/v1/threads",
+        json!({"thread_id": "m1", "metadata": metadata}),
+    )
+    .await;
     assert_eq!(made.status(), 200);
     // Another process over the same store sees it: it is not in A's memory.
     let seen: Value = get(&b.base, "/v1/threads/m1").await.json().await.unwrap();
     assert_eq!(seen["metadata"], metadata);
     // Too big: refused, nothing kept.
     let big = json!({"blob": "x".repeat(flow_server_metadata_limit() + 1)});
-    let refused = post(&a.base, "/v1/threads", json!({"thread_id": "m2", "metadata": big})).await;
+    let refused = post(
+        &a.base,
+        "/v1/threads",
+        json!({"thread_id": "m2", "metadata": big}),
+    )
+    .await;
     assert_eq!(refused.status(), 400);
     assert_eq!(get(&b.base, "/v1/threads/m2").await.status(), 404);
     // Deleted: gone for both.
@@ -61,11 +71,15 @@ async fn history_is_paged_whatever_limit_is_asked() {
         .await;
         assert_eq!(r.status(), 200, "turn {i}");
     }
-    let page: Vec<Value> = post(&server.base, "/v1/threads/h/history", json!({"limit": 100_000}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let page: Vec<Value> = post(
+        &server.base,
+        "/v1/threads/h/history",
+        json!({"limit": 100_000}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
     assert_eq!(page.len(), 20, "the most one page holds");
     // Paging with `before` gives every turn's state once, newest first.
     let mut ids = Vec::new();
@@ -85,7 +99,12 @@ async fn history_is_paged_whatever_limit_is_asked() {
         }
         assert!(page.len() <= 7);
         for s in &page {
-            ids.push(s["checkpoint"]["checkpoint_id"].as_str().unwrap().to_owned());
+            ids.push(
+                s["checkpoint"]["checkpoint_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            );
         }
         before = ids.last().cloned();
     }

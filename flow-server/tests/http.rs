@@ -863,7 +863,11 @@ async fn a_request_the_tenant_function_refuses_is_forbidden() {
             .await
             .unwrap();
         let (status, code, _) = error_code(r).await;
-        assert_eq!((status, code.as_str()), (403, "forbidden"), "tenant {bad:?}");
+        assert_eq!(
+            (status, code.as_str()),
+            (403, "forbidden"),
+            "tenant {bad:?}"
+        );
     }
 }
 
@@ -880,7 +884,9 @@ async fn a_refused_request_with_an_unread_body_is_told_connection_close() {
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
-    let response = read_until_closed(&mut stream).await.expect("the server closes");
+    let response = read_until_closed(&mut stream)
+        .await
+        .expect("the server closes");
     let (status, head, _) = parse_raw(&response);
     assert_eq!(status, 401);
     assert!(
@@ -889,11 +895,14 @@ async fn a_refused_request_with_an_unread_body_is_told_connection_close() {
     );
     // A refused GET (no body) keeps its connection: the next request on it is answered.
     let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let get = "GET /v1/flows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-token-0123456789\r\n\r\n";
+    let get =
+        "GET /v1/flows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-token-0123456789\r\n\r\n";
     stream.write_all(get.as_bytes()).await.unwrap();
     let first = read_response(&mut stream).await.unwrap();
     assert_eq!(parse_raw(&first).0, 401);
-    assert!(!String::from_utf8_lossy(&first).to_ascii_lowercase().contains("connection: close"));
+    assert!(!String::from_utf8_lossy(&first)
+        .to_ascii_lowercase()
+        .contains("connection: close"));
     let health = "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n";
     stream.write_all(health.as_bytes()).await.unwrap();
     assert_eq!(parse_raw(&read_response(&mut stream).await.unwrap()).0, 200);
@@ -918,14 +927,20 @@ async fn resume_checks_the_scope_before_whether_the_thread_exists() {
     let server = spawn(state).await;
     let resume = |token: &'static str, thread: &str| {
         client()
-            .post(format!("{}/v1/flows/desk/threads/{thread}/resume", server.base))
+            .post(format!(
+                "{}/v1/flows/desk/threads/{thread}/resume",
+                server.base
+            ))
             .bearer_auth(token)
             .json(&json!({"interrupt_id": "triage/refund", "data": {"approve": true}}))
             .send()
     };
     // The chatter starts a thread that waits for an approval.
     let r = client()
-        .post(format!("{}/v1/flows/desk/threads/exists/turns", server.base))
+        .post(format!(
+            "{}/v1/flows/desk/threads/exists/turns",
+            server.base
+        ))
         .bearer_auth("chatter-token-0123456789")
         .json(&json!({"message": "I want a refund"}))
         .send()
@@ -937,9 +952,17 @@ async fn resume_checks_the_scope_before_whether_the_thread_exists() {
     let existing = error_code(resume("chatter-token-0123456789", "exists").await.unwrap()).await;
     let missing = error_code(resume("chatter-token-0123456789", "missing").await.unwrap()).await;
     assert_eq!((existing.0, existing.1.as_str()), (403, "forbidden"));
-    assert_eq!((existing.0, &existing.1, &existing.2), (missing.0, &missing.1, &missing.2));
+    assert_eq!(
+        (existing.0, &existing.1, &existing.2),
+        (missing.0, &missing.1, &missing.2)
+    );
     // An approver still tells them apart (it may answer them).
-    assert_eq!(error_code(resume("approver-token-012345678", "missing").await.unwrap()).await.0, 404);
+    assert_eq!(
+        error_code(resume("approver-token-012345678", "missing").await.unwrap())
+            .await
+            .0,
+        404
+    );
 }
 
 #[tokio::test]

@@ -244,30 +244,78 @@ async fn nbf_is_checked_with_the_leeway() {
     let server = spawn(state(&jwks(&[]))).await;
     let base = &server.base;
     let year = 365 * 24 * 3600;
-    assert_eq!(status(base, &at("nbf", year), "GET", "/v1/flows").await, 401, "valid only from next year");
-    assert_eq!(status(base, &at("nbf", 120), "GET", "/v1/flows").await, 401, "beyond the 30 s leeway");
-    assert_eq!(status(base, &at("nbf", 10), "GET", "/v1/flows").await, 200, "within the leeway");
-    assert_eq!(status(base, &at("nbf", -60), "GET", "/v1/flows").await, 200, "already valid");
+    assert_eq!(
+        status(base, &at("nbf", year), "GET", "/v1/flows").await,
+        401,
+        "valid only from next year"
+    );
+    assert_eq!(
+        status(base, &at("nbf", 120), "GET", "/v1/flows").await,
+        401,
+        "beyond the 30 s leeway"
+    );
+    assert_eq!(
+        status(base, &at("nbf", 10), "GET", "/v1/flows").await,
+        200,
+        "within the leeway"
+    );
+    assert_eq!(
+        status(base, &at("nbf", -60), "GET", "/v1/flows").await,
+        200,
+        "already valid"
+    );
 }
 
 #[tokio::test]
 async fn exp_is_checked_with_the_leeway() {
     let server = spawn(state(&jwks(&[]))).await;
     let base = &server.base;
-    assert_eq!(status(base, &at("exp", -3600), "GET", "/v1/flows").await, 401, "an hour ago");
-    assert_eq!(status(base, &at("exp", -120), "GET", "/v1/flows").await, 401, "beyond the leeway");
-    assert_eq!(status(base, &at("exp", -10), "GET", "/v1/flows").await, 200, "within the leeway");
+    assert_eq!(
+        status(base, &at("exp", -3600), "GET", "/v1/flows").await,
+        401,
+        "an hour ago"
+    );
+    assert_eq!(
+        status(base, &at("exp", -120), "GET", "/v1/flows").await,
+        401,
+        "beyond the leeway"
+    );
+    assert_eq!(
+        status(base, &at("exp", -10), "GET", "/v1/flows").await,
+        200,
+        "within the leeway"
+    );
 }
 
 #[tokio::test]
 async fn iat_in_the_future_is_refused_with_the_leeway() {
     let server = spawn(state(&jwks(&[]))).await;
     let base = &server.base;
-    assert_eq!(status(base, &at("iat", 365 * 24 * 3600), "GET", "/v1/flows").await, 401, "issued next year");
-    assert_eq!(status(base, &at("iat", 120), "GET", "/v1/flows").await, 401, "beyond the leeway");
-    assert_eq!(status(base, &at("iat", 10), "GET", "/v1/flows").await, 200, "within the leeway");
-    assert_eq!(status(base, &at("iat", -60), "GET", "/v1/flows").await, 200, "issued a minute ago");
+    assert_eq!(
+        status(base, &at("iat", 365 * 24 * 3600), "GET", "/v1/flows").await,
+        401,
+        "issued next year"
+    );
+    assert_eq!(
+        status(base, &at("iat", 120), "GET", "/v1/flows").await,
+        401,
+        "beyond the leeway"
+    );
+    assert_eq!(
+        status(base, &at("iat", 10), "GET", "/v1/flows").await,
+        200,
+        "within the leeway"
+    );
+    assert_eq!(
+        status(base, &at("iat", -60), "GET", "/v1/flows").await,
+        200,
+        "issued a minute ago"
+    );
     let mut text = claims("ana", json!("read"));
     text["iat"] = json!("yesterday");
-    assert_eq!(status(base, &hs256(&text), "GET", "/v1/flows").await, 401, "not a number");
+    assert_eq!(
+        status(base, &hs256(&text), "GET", "/v1/flows").await,
+        401,
+        "not a number"
+    );
 }

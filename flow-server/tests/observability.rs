@@ -288,7 +288,9 @@ async fn a_token_in_the_query_string_is_in_no_span_or_log_at_any_level() {
     // The requests were seen (so the search below looked at their spans) ...
     let spans = seen.spans.lock().unwrap().clone();
     assert!(
-        spans.values().any(|(_, fields, _)| fields.contains("/v1/nowhere")),
+        spans
+            .values()
+            .any(|(_, fields, _)| fields.contains("/v1/nowhere")),
         "the request spans were recorded"
     );
     // ... and the token is in none of them, nor in any event.

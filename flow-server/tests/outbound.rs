@@ -107,9 +107,16 @@ async fn every_spelling_of_an_internal_address_is_refused_before_anything_runs()
     ] {
         let (status, code, message) =
             error_code(run_with_webhook(&server.base, "t", url).await).await;
-        assert_eq!((status, code.as_str()), (400, "bad_request"), "{url}: {message}");
+        assert_eq!(
+            (status, code.as_str()),
+            (400, "bad_request"),
+            "{url}: {message}"
+        );
         assert!(message.contains("refused"), "{url}: {message}");
-        assert!(!message.contains("secret"), "userinfo is not echoed: {message}");
+        assert!(
+            !message.contains("secret"),
+            "userinfo is not echoed: {message}"
+        );
     }
     let runs: Value = common::get(&server.base, "/v1/flows/desk/threads/t/runs")
         .await
@@ -128,14 +135,24 @@ async fn a_name_that_resolves_to_loopback_is_refused_after_dns_and_allowed_when_
     // Strict: the name passes the URL check, its address does not pass the resolver.
     let dns = Scripted::new(&["127.0.0.1"]);
     let server = spawn(state(OutboundPolicy::default().lookup(dns.clone()))).await;
-    assert_eq!(run_with_webhook(&server.base, "t", &url).await.status(), 202);
+    assert_eq!(
+        run_with_webhook(&server.base, "t", &url).await.status(),
+        202
+    );
     while dns.asked.load(Ordering::SeqCst) == 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // A refused address is not retried: the one question stays one, and nothing arrives.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    assert_eq!(dns.asked.load(Ordering::SeqCst), 1, "no retry against a refused address");
-    assert!(hits.try_recv().is_err(), "the loopback receiver was reached");
+    assert_eq!(
+        dns.asked.load(Ordering::SeqCst),
+        1,
+        "no retry against a refused address"
+    );
+    assert!(
+        hits.try_recv().is_err(),
+        "the loopback receiver was reached"
+    );
 
     // The same resolver and receiver, loopback let through: the webhook arrives (so the test
     // above could have seen one).
@@ -145,7 +162,10 @@ async fn a_name_that_resolves_to_loopback_is_refused_after_dns_and_allowed_when_
         .allow_net("127.0.0.0/8")
         .unwrap();
     let server = spawn(state(policy)).await;
-    assert_eq!(run_with_webhook(&server.base, "t", &url).await.status(), 202);
+    assert_eq!(
+        run_with_webhook(&server.base, "t", &url).await.status(),
+        202
+    );
     let body: Value = serde_json::from_slice(&hits.recv().await.unwrap()).unwrap();
     assert_eq!(body["status"], "success");
 }
@@ -162,7 +182,10 @@ async fn dns_rebinding_between_two_attempts_never_reaches_loopback() {
         .connect_timeout(Duration::from_millis(300));
     let server = spawn(state(policy)).await;
     let url = format!("http://rebind.example.test:{port}/hook");
-    assert_eq!(run_with_webhook(&server.base, "t", &url).await.status(), 202);
+    assert_eq!(
+        run_with_webhook(&server.base, "t", &url).await.status(),
+        202
+    );
     while dns.asked.load(Ordering::SeqCst) < 2 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -191,11 +214,17 @@ async fn a_307_to_another_port_of_the_same_host_is_not_followed() {
     .await;
     let server = spawn(state(common::loopback_allowed())).await;
     let url = format!("http://127.0.0.1:{port}/hook");
-    assert_eq!(run_with_webhook(&server.base, "t", &url).await.status(), 202);
+    assert_eq!(
+        run_with_webhook(&server.base, "t", &url).await.status(),
+        202
+    );
     for _ in 0..flow_server::webhooks::ATTEMPTS {
         hits.recv().await.unwrap();
     }
-    assert!(other_hits.try_recv().is_err(), "the POST body went to another port");
+    assert!(
+        other_hits.try_recv().is_err(),
+        "the POST body went to another port"
+    );
 }
 
 #[tokio::test]
@@ -273,11 +302,12 @@ async fn three_hundred_webhooks_to_a_silent_port_hold_a_bounded_number_of_connec
     // Every run ends (the desk answers at once); their webhooks wait for the tenant's places.
     for i in (0..300).step_by(50) {
         loop {
-            let runs: Value = common::get(&server.base, &format!("/v1/flows/desk/threads/t{i}/runs"))
-                .await
-                .json()
-                .await
-                .unwrap();
+            let runs: Value =
+                common::get(&server.base, &format!("/v1/flows/desk/threads/t{i}/runs"))
+                    .await
+                    .json()
+                    .await
+                    .unwrap();
             if runs["runs"][0]["status"] == "success" {
                 break;
             }

@@ -542,7 +542,10 @@ async fn a_tenant_past_its_queued_runs_gets_429_and_another_still_queues() {
         assert_eq!(r.status(), 429, "run {i}");
         assert!(r.headers().contains_key("retry-after"));
     }
-    assert_eq!(queue.unfinished_with_prefix("desk.flood.").await.unwrap(), 5);
+    assert_eq!(
+        queue.unfinished_with_prefix("desk.flood.").await.unwrap(),
+        5
+    );
     let calm = post_as(
         &server.base,
         "/v1/flows/desk/threads/c1/runs",

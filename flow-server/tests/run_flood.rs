@@ -33,11 +33,15 @@ fn state(gate: Arc<Semaphore>) -> AppState {
         .auth(Auth::tokens([
             (
                 FLOODER,
-                Principal::new("fay").tenant("flood").scopes([Scope::Chat, Scope::Read]),
+                Principal::new("fay")
+                    .tenant("flood")
+                    .scopes([Scope::Chat, Scope::Read]),
             ),
             (
                 OTHER,
-                Principal::new("otto").tenant("calm").scopes([Scope::Chat, Scope::Read]),
+                Principal::new("otto")
+                    .tenant("calm")
+                    .scopes([Scope::Chat, Scope::Read]),
             ),
         ]))
         .limits(Limits {
@@ -135,7 +139,11 @@ async fn a_tenant_flooding_one_thread_and_many_leaves_the_other_served() {
             calm_is_served(base, &format!("d{i}")).await;
         }
     }
-    assert_eq!((admitted.len(), refused), (12, 288), "4 threads running at most");
+    assert_eq!(
+        (admitted.len(), refused),
+        (12, 288),
+        "4 threads running at most"
+    );
     calm_is_served(base, "after").await;
 
     // A cancel of a waiting run takes effect at once, and frees its place in line.
@@ -149,7 +157,9 @@ async fn a_tenant_flooding_one_thread_and_many_leaves_the_other_served() {
     .await;
     assert_eq!(cancel.status(), 202);
     let waited: Value = common::client()
-        .get(format!("{base}/v1/flows/slow/threads/one/runs/{waiting}/wait"))
+        .get(format!(
+            "{base}/v1/flows/slow/threads/one/runs/{waiting}/wait"
+        ))
         .bearer_auth(FLOODER)
         .send()
         .await
@@ -165,7 +175,11 @@ async fn a_tenant_flooding_one_thread_and_many_leaves_the_other_served() {
         json!({"message": "one more", "multitask_strategy": "enqueue"}),
     )
     .await;
-    assert_eq!(again.status(), 202, "the cancelled run's place in line is free");
+    assert_eq!(
+        again.status(),
+        202,
+        "the cancelled run's place in line is free"
+    );
 
     // Let every gated run go: all admitted runs end.
     gate.add_permits(1_000);

@@ -39,7 +39,9 @@ struct Counted(Arc<Tenant>);
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.0.held.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0
+            .held
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -111,7 +113,11 @@ mod tests {
             tokio::spawn(async move { d.acquire("a").await.map(|_| ()) })
         };
         tokio::task::yield_now().await;
-        while d.tenants.lock().unwrap()["a"].held.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+        while d.tenants.lock().unwrap()["a"]
+            .held
+            .load(std::sync::atomic::Ordering::SeqCst)
+            < 3
+        {
             tokio::task::yield_now().await;
         }
         // ... and the fourth finds the line full.

@@ -35,7 +35,9 @@ pub enum OutboundError {
         reason: String,
     },
     /// A header not on the policy's allow-list.
-    #[error("the header '{name}' may not be sent to a caller's URL (not on the outbound allow-list)")]
+    #[error(
+        "the header '{name}' may not be sent to a caller's URL (not on the outbound allow-list)"
+    )]
     Header {
         /// The header's name.
         name: String,

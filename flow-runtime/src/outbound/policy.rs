@@ -178,7 +178,8 @@ impl OutboundPolicy {
             url: shown(url),
             reason,
         };
-        let parsed = Url::parse(url).map_err(|e| bad(format!("not a URL ({e}); send an http(s) URL")))?;
+        let parsed =
+            Url::parse(url).map_err(|e| bad(format!("not a URL ({e}); send an http(s) URL")))?;
         self.check_parsed(&parsed).map_err(|e| match e {
             OutboundError::BadUrl { reason, .. } => bad(reason),
             other => other,
@@ -289,16 +290,18 @@ impl OutboundPolicy {
 
     /// A `reqwest` client held to this policy (see [`client_builder`](Self::client_builder)).
     pub fn client(&self) -> Result<reqwest::Client, OutboundError> {
-        self.client_builder().build().map_err(|e| OutboundError::BadUrl {
-            url: String::new(),
-            reason: format!("the HTTP client could not be built: {e}"),
-        })
+        self.client_builder()
+            .build()
+            .map_err(|e| OutboundError::BadUrl {
+                url: String::new(),
+                reason: format!("the HTTP client could not be built: {e}"),
+            })
     }
 
-    /// A place for one delivery of `tenant` (see [`max_concurrent_per_tenant`]
-    /// (Self::max_concurrent_per_tenant)): waits while the tenant has its most in flight;
-    /// [`OutboundError::TooManyWaiting`] at once when its line is full. Hold the permit until
-    /// the delivery ends (retries included).
+    /// A place for one delivery of `tenant` (see
+    /// [`max_concurrent_per_tenant`](Self::max_concurrent_per_tenant)): waits while the tenant
+    /// has its most in flight; [`OutboundError::TooManyWaiting`] at once when its line is full.
+    /// Hold the permit until the delivery ends (retries included).
     pub async fn delivery(&self, tenant: &str) -> Result<super::DeliveryPermit, OutboundError> {
         self.deliveries.acquire(tenant).await
     }
@@ -311,7 +314,9 @@ impl OutboundPolicy {
 /// `url` cut to 200 characters, without userinfo.
 fn shown(url: &str) -> String {
     let cut = match (url.find("://"), url.find('@')) {
-        (Some(scheme), Some(at)) if at > scheme => format!("{}://***{}", &url[..scheme], &url[at..]),
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
         _ => url.to_owned(),
     };
     cut.chars().take(200).collect()
@@ -355,7 +360,9 @@ mod tests {
     #[test]
     fn userinfo_and_other_schemes_are_refused_and_not_echoed() {
         let strict = OutboundPolicy::default();
-        let err = strict.check_url("https://alice:s3cret@example.com/").unwrap_err();
+        let err = strict
+            .check_url("https://alice:s3cret@example.com/")
+            .unwrap_err();
         assert!(matches!(err, OutboundError::BadUrl { .. }), "{err}");
         assert!(!err.to_string().contains("s3cret"), "{err}");
         for url in ["file:///etc/passwd", "gopher://example.com/", "not a url"] {
@@ -370,7 +377,10 @@ mod tests {
             .unwrap()
             .allow_host("hooks.internal");
         assert!(policy.check_url("http://127.0.0.1:9/").is_ok());
-        assert!(policy.check_url("http://[::1]/").is_err(), "only the range allowed");
+        assert!(
+            policy.check_url("http://[::1]/").is_err(),
+            "only the range allowed"
+        );
         assert!(policy.check_url("http://169.254.169.254/").is_err());
         assert!(policy
             .check_address("hooks.internal", "10.0.0.7".parse().unwrap())
@@ -395,6 +405,9 @@ mod tests {
         assert!(policy.check_header("X-Agentflow-Signature").is_ok());
         assert!(policy.check_header("host").is_err());
         assert!(policy.check_header("x-forwarded-for").is_err());
-        assert!(policy.allow_header("x-tenant").check_header("X-Tenant").is_ok());
+        assert!(policy
+            .allow_header("x-tenant")
+            .check_header("X-Tenant")
+            .is_ok());
     }
 }

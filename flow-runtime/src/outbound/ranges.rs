@@ -74,12 +74,12 @@ fn refused_v6(a: Ipv6Addr) -> Option<&'static str> {
 /// The IPv4 address an IPv6 one carries: IPv4-mapped, IPv4-compatible, NAT64 or 6to4.
 fn embedded_v4(a: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = a.segments();
-    let tail = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    let tail =
+        |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
     if let Some(v4) = a.to_ipv4_mapped() {
         Some(v4)
-    } else if s[..6] == [0, 0, 0, 0, 0, 0] {
-        Some(tail(s[6], s[7]))
-    } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    } else if s[..6] == [0, 0, 0, 0, 0, 0] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // IPv4-compatible, or NAT64's well-known prefix.
         Some(tail(s[6], s[7]))
     } else if s[0] == 0x2002 {
         Some(tail(s[1], s[2]))
@@ -115,7 +115,11 @@ mod tests {
             ("fd00::1", "private"),
             ("ff02::1", "multicast"),
         ] {
-            assert_eq!(refused_range(address.parse().unwrap()), Some(range), "{address}");
+            assert_eq!(
+                refused_range(address.parse().unwrap()),
+                Some(range),
+                "{address}"
+            );
         }
         for public in ["93.184.215.14", "1.1.1.1", "2606:4700::1111", "172.32.0.1"] {
             assert_eq!(refused_range(public.parse().unwrap()), None, "{public}");

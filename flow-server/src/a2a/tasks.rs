@@ -20,8 +20,8 @@ use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
 
 use super::map;
 use super::push::PushConfigs;
-use flow_runtime::outbound::OutboundPolicy;
 use crate::outward::{PublicCode, PublicError};
+use flow_runtime::outbound::OutboundPolicy;
 
 /// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
 /// cancelled or failed one, which the store does not record, is then unknown).

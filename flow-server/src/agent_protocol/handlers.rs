@@ -60,7 +60,10 @@ impl Threads {
         if len == 0 {
             return Ok(None);
         }
-        let steps = journal.read_steps(&key, len - 1).await.map_err(meta_error)?;
+        let steps = journal
+            .read_steps(&key, len - 1)
+            .await
+            .map_err(meta_error)?;
         Ok(steps
             .last()
             .filter(|s| s.kind == META_KIND)
@@ -99,7 +102,12 @@ impl Threads {
         )))
     }
 
-    async fn remove(&self, state: &AppState, tenant: &Tenant, thread: &str) -> Result<(), ApiError> {
+    async fn remove(
+        &self,
+        state: &AppState,
+        tenant: &Tenant,
+        thread: &str,
+    ) -> Result<(), ApiError> {
         state
             .journal()
             .delete_journal(&Self::key(tenant, thread))
@@ -267,7 +275,10 @@ impl Caller {
     async fn known(&self, thread: &str) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
         valid(thread)?;
         let flow = self.flow_of(thread).await?;
-        let meta = match (self.threads.get(&self.state, &self.tenant, thread).await?, &flow) {
+        let meta = match (
+            self.threads.get(&self.state, &self.tenant, thread).await?,
+            &flow,
+        ) {
             (Some(meta), _) => meta,
             (None, Some(flow)) => ThreadMeta {
                 flow: Some(flow.name().to_owned()),
@@ -979,7 +990,9 @@ pub(crate) async fn list_runs(
         .rev()
         .map(|r| run_json(&thread, flow.name(), r, None))
         .collect();
-    Ok(Json(Value::Array(page.cut(runs, crate::paging::MAX_PAGE).0)))
+    Ok(Json(Value::Array(
+        page.cut(runs, crate::paging::MAX_PAGE).0,
+    )))
 }
 
 /// `GET /v1/threads/{thread}/runs/{run}`.

@@ -53,5 +53,5 @@ pub(crate) fn routes() -> Router<AppState> {
             "/threads/{thread}/runs/{run}/cancel",
             post(handlers::cancel_run),
         )
-        .layer(Extension(Arc::new(handlers::Threads::default())))
+        .layer(Extension(Arc::new(handlers::Threads)))
 }

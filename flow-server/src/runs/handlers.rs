@@ -323,14 +323,21 @@ pub(crate) async fn create_run(
     if let Some((url, secret)) = webhook {
         let thread = key.id.clone();
         let tenant = key.tenant.clone();
-        crate::webhooks::after(state.outbound().clone(), tenant, run.clone(), url, secret, move |run| {
-            let mut body = run
-                .outcome()
-                .map(|o| outcome_json(run.id(), &o, run.failure().as_ref()))
-                .unwrap_or_default();
-            body["thread"] = Value::String(thread);
-            body
-        });
+        crate::webhooks::after(
+            state.outbound().clone(),
+            tenant,
+            run.clone(),
+            url,
+            secret,
+            move |run| {
+                let mut body = run
+                    .outcome()
+                    .map(|o| outcome_json(run.id(), &o, run.failure().as_ref()))
+                    .unwrap_or_default();
+                body["thread"] = Value::String(thread);
+                body
+            },
+        );
     }
     if request.stream {
         return Ok(run_sse(run, key.id, None, state.limits(), disconnect)?.into_response());

@@ -249,7 +249,10 @@ impl Scan {
     fn id(&self) -> Option<&str> {
         let id = std::str::from_utf8(&self.id).ok()?.trim();
         let number = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-        let string = id.len() >= 2 && id.starts_with('"') && id.ends_with('"') && !id[1..id.len() - 1].contains(['"', '\\']);
+        let string = id.len() >= 2
+            && id.starts_with('"')
+            && id.ends_with('"')
+            && !id[1..id.len() - 1].contains(['"', '\\']);
         (self.id_done && (number || string)).then_some(id)
     }
 }
@@ -274,7 +277,9 @@ mod tests {
 
     #[tokio::test]
     async fn too_many_blocks_are_answered_with_an_error_for_the_same_id() {
-        let blocks: Vec<String> = (0..50).map(|_| r#"{"type":"text","text":"b"}"#.to_owned()).collect();
+        let blocks: Vec<String> = (0..50)
+            .map(|_| r#"{"type":"text","text":"b"}"#.to_owned())
+            .collect();
         let line = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":\"req-7\",\"result\":{{\"content\":[{}]}}}}\n",
             blocks.join(",")
@@ -286,7 +291,10 @@ mod tests {
         assert_eq!(answer["error"]["data"]["field"], "max_result_blocks");
         // Objects elsewhere (a tool list's schemas, annotations) are not blocks.
         let list = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"a":{}},{"b":{}},{"c":{}}]}}"#;
-        assert_eq!(through(format!("{list}\n").as_bytes(), 1 << 20, 1).await, format!("{list}\n"));
+        assert_eq!(
+            through(format!("{list}\n").as_bytes(), 1 << 20, 1).await,
+            format!("{list}\n")
+        );
     }
 
     #[tokio::test]
@@ -300,7 +308,10 @@ mod tests {
         assert_eq!(answer["id"], 12);
         assert_eq!(answer["error"]["data"]["field"], "max_message_bytes");
         // Without an id (a notification), the line is dropped.
-        let note = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":\"{}\"}}\n", "z".repeat(5000));
+        let note = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":\"{}\"}}\n",
+            "z".repeat(5000)
+        );
         assert_eq!(through(note.as_bytes(), 1000, 10).await, "");
     }
 }

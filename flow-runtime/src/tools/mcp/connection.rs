@@ -13,8 +13,8 @@ use rmcp::model::{
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
 
@@ -303,9 +303,11 @@ impl McpServer {
         let still_listed = || async {
             match deadline {
                 None => self.check_still_listed(generation, tool).await,
-                Some((at, _)) => tokio::time::timeout_at(at, self.check_still_listed(generation, tool))
-                    .await
-                    .unwrap_or(Ok(())),
+                Some((at, _)) => {
+                    tokio::time::timeout_at(at, self.check_still_listed(generation, tool))
+                        .await
+                        .unwrap_or(Ok(()))
+                }
             }
         };
         match answer {
@@ -490,8 +492,9 @@ impl McpServer {
                 let transport = match &self.inner.config.outbound {
                     None => StreamableHttpClientTransport::from_config(http),
                     Some(policy) => {
-                        let parsed =
-                            policy.check_url(url).map_err(|e| connect_error(e.to_string()))?;
+                        let parsed = policy
+                            .check_url(url)
+                            .map_err(|e| connect_error(e.to_string()))?;
                         // Resolved and checked once here for a clear error; the client checks
                         // again on every connection it opens.
                         if let Some(url::Host::Domain(host)) = parsed.host() {
@@ -751,7 +754,9 @@ impl ChildTransport {
     ) -> std::io::Result<Self> {
         let mut child = command.spawn()?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            return Err(std::io::Error::other("the process's stdin or stdout is not piped"));
+            return Err(std::io::Error::other(
+                "the process's stdin or stdout is not piped",
+            ));
         };
         let read = super::bounded::BoundedLines::new(
             stdout,
