@@ -462,7 +462,7 @@ async fn counts(q: &dyn RunQueue, p: &str) {
 }
 
 /// A group (`FLOW.TENANT`) that queued many runs does not hold another group's back: the
-/// claim takes the group with the fewest runs running (in-memory and file queues).
+/// claim takes the group with the fewest runs running.
 async fn fair(q: &dyn RunQueue) {
     for i in 0..50 {
         q.enqueue(
@@ -574,6 +574,10 @@ mod sqlite {
         events_cancel_flows(&q, &reader, "").await;
         counts(&q, "").await;
         std::fs::remove_dir_all(&dir).unwrap();
+        let dir = temp_dir("sqlite-fair");
+        let fair_store = SqliteStore::open(dir.join("store.db")).await.unwrap();
+        fair(&SqliteRunQueue::open(fair_store.path()).await.unwrap()).await;
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -606,6 +610,10 @@ mod postgres {
         let reader = PostgresRunQueue::connect(&url).await.unwrap();
         events_cancel_flows(&q, &reader, "").await;
         counts(&q, "").await;
+        let Some(fair_url) = fresh_postgres_database("queue_fair").await else {
+            return;
+        };
+        fair(&PostgresRunQueue::connect(&fair_url).await.unwrap()).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -351,11 +351,11 @@ pub trait RunQueue: Send + Sync + 'static {
     async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError>;
 
     /// Takes a runnable run for `worker`, for `lease`: `None` if no run can be taken now.
-    /// A thread's runs are taken in order, one at a time. The in-memory and file queues take,
-    /// among the threads' next runs, one of the group (see below) with the fewest runs
-    /// running, the oldest first: a group that queued thousands of runs does not hold the
-    /// others back. A group is the thread id up to its last `.` (`FLOW.TENANT` for a server's
-    /// threads). The SQL queues take the oldest.
+    /// A thread's runs are taken in order, one at a time. Among the threads' next runs, the
+    /// claim takes one of the group with the fewest runs running (leases not run out), the
+    /// oldest first: a group that queued thousands of runs does not hold the others back. A
+    /// group is the thread id up to its last `.` (`FLOW.TENANT.` for a server's threads); the
+    /// ids without a `.` are one group.
     async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError>;
 
     /// Extends a held claim's lease to `lease` from now.
@@ -431,10 +431,11 @@ pub trait RunQueue: Send + Sync + 'static {
     async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError>;
 }
 
-/// The group of a thread id, for fair claiming: the id up to its last `.` (a server's
-/// `FLOW.TENANT.THREAD` ids group by flow and tenant), or the whole id without one.
+/// The group of a thread id, for fair claiming: the id up to and with its last `.` (a
+/// server's `FLOW.TENANT.THREAD` ids group by flow and tenant); the ids without one are one
+/// group. (The SQL queues compute the same with `rtrim(thread, replace(thread, '.', ''))`.)
 pub(crate) fn claim_group(thread: &str) -> &str {
-    thread.rfind('.').map_or(thread, |at| &thread[..at])
+    thread.rfind('.').map_or("", |at| &thread[..=at])
 }
 
 /// Checks a new run's ids and input size.

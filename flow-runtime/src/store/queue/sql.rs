@@ -73,7 +73,11 @@ const CLAIM: &str = "UPDATE agentflow_run_queue SET status = 'running', worker =
         WHERE r.status <> 'done' AND (r.status = 'pending' OR r.lease_until_ms < {NOW}) \
         AND NOT EXISTS (SELECT 1 FROM agentflow_run_queue e \
             WHERE e.thread = r.thread AND e.seq < r.seq AND e.status <> 'done') \
-        ORDER BY r.seq LIMIT 1 {LOCK}) \
+        ORDER BY (SELECT COUNT(*) FROM agentflow_run_queue o \
+            WHERE o.status = 'running' AND o.lease_until_ms >= {NOW} \
+            AND rtrim(o.thread, replace(o.thread, '.', '')) \
+                = rtrim(r.thread, replace(r.thread, '.', ''))), r.seq \
+        LIMIT 1 {LOCK}) \
     RETURNING {COLUMNS}";
 
 /// [`CLAIM`], of the flows in the JSON array `$3` only.
@@ -85,7 +89,11 @@ const CLAIM_AMONG: &str = "UPDATE agentflow_run_queue SET status = 'running', wo
         AND r.flow IN ({FLOWS}) \
         AND NOT EXISTS (SELECT 1 FROM agentflow_run_queue e \
             WHERE e.thread = r.thread AND e.seq < r.seq AND e.status <> 'done') \
-        ORDER BY r.seq LIMIT 1 {LOCK}) \
+        ORDER BY (SELECT COUNT(*) FROM agentflow_run_queue o \
+            WHERE o.status = 'running' AND o.lease_until_ms >= {NOW} \
+            AND rtrim(o.thread, replace(o.thread, '.', '')) \
+                = rtrim(r.thread, replace(r.thread, '.', ''))), r.seq \
+        LIMIT 1 {LOCK}) \
     RETURNING {COLUMNS}";
 
 const RESERVE_EVENTS: &str = "UPDATE agentflow_run_queue SET events = events + $3 \
