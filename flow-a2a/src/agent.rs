@@ -60,7 +60,10 @@ impl A2aAgent {
 
     /// Fetches the card of the agent at `base` (its URL, or its card's own URL) and calls the
     /// JSON-RPC interface it names; the card's description and skills become the node's
-    /// description (what a transfer prompt tells the model about it).
+    /// description (what a transfer prompt tells the model about it). An interface on another
+    /// origin than `base` is the card's choice, not yours: it is held to the strict outbound
+    /// policy (`flow_runtime::outbound::OutboundPolicy::default`), so a card cannot point the
+    /// node at a loopback, private or metadata address ([`A2aError::Refused`]).
     pub async fn from_card(
         name: impl Into<Arc<str>>,
         base: &str,
@@ -80,7 +83,16 @@ impl A2aAgent {
                 url: base.to_owned(),
                 reason: "the agent card names no JSONRPC interface".into(),
             })?;
+        // The card chose the endpoint: on another origin than `base`, it is held to the
+        // strict outbound policy (a card must not send this client to an internal address).
+        let same_origin = match (reqwest::Url::parse(base), reqwest::Url::parse(&endpoint)) {
+            (Ok(b), Ok(e)) => b.origin() == e.origin(),
+            _ => false,
+        };
         let mut client = A2aClient::new(endpoint)?;
+        if !same_origin {
+            client = client.outbound(flow_runtime::outbound::OutboundPolicy::default())?;
+        }
         if let Some(t) = token {
             client = client.bearer(t);
         }

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use flow_runtime::model::{HttpCall, HttpError, HttpLimits, RetryPolicy};
+use flow_runtime::outbound::{OutboundError, OutboundPolicy};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
@@ -51,6 +52,12 @@ pub enum A2aError {
         /// The peer's error.
         source: RpcError,
     },
+    /// The client's outbound policy refused the URL (an internal address, userinfo, ...).
+    #[error("A2A peer refused by the outbound policy: {source}")]
+    Refused {
+        /// Why.
+        source: OutboundError,
+    },
     /// The peer answered something that is not A2A's JSON-RPC.
     #[error("A2A peer {url} answered something that is not A2A: {reason}")]
     Malformed {
@@ -87,6 +94,7 @@ pub struct A2aClient {
     token: Option<String>,
     limits: HttpLimits,
     retry: RetryPolicy,
+    outbound: Option<OutboundPolicy>,
     http: reqwest::Client,
 }
 
@@ -105,8 +113,28 @@ impl A2aClient {
             token: None,
             limits,
             retry: RetryPolicy::default(),
+            outbound: None,
             http,
         })
+    }
+
+    /// Holds every call to `policy` (see `flow_runtime::outbound`): the endpoint and card URLs
+    /// checked, names resolved through its guarded resolver on every connection, redirects
+    /// only to the same origin. For an endpoint someone else chose (a card's, a caller's); an
+    /// error if the endpoint is refused already.
+    pub fn outbound(mut self, policy: OutboundPolicy) -> Result<Self, A2aError> {
+        policy
+            .check_url(&self.endpoint)
+            .map_err(|source| A2aError::Refused { source })?;
+        self.http = self
+            .limits
+            .client_within(&policy)
+            .map_err(|source| A2aError::Http {
+                url: self.endpoint.clone(),
+                source,
+            })?;
+        self.outbound = Some(policy);
+        Ok(self)
     }
 
     /// Sends `Authorization: Bearer <token>` with every call.
@@ -117,7 +145,11 @@ impl A2aClient {
 
     /// The bounds of every call.
     pub fn limits(mut self, limits: HttpLimits) -> Result<Self, A2aError> {
-        self.http = limits.client().map_err(|source| A2aError::Http {
+        let client = match &self.outbound {
+            Some(policy) => limits.client_within(policy),
+            None => limits.client(),
+        };
+        self.http = client.map_err(|source| A2aError::Http {
             url: self.endpoint.clone(),
             source,
         })?;
@@ -144,6 +176,11 @@ impl A2aClient {
         } else {
             format!("{}{AGENT_CARD_PATH}", base.trim_end_matches('/'))
         };
+        if let Some(policy) = &self.outbound {
+            policy
+                .check_url(&url)
+                .map_err(|source| A2aError::Refused { source })?;
+        }
         let call = HttpCall::start(&self.limits);
         let response = self
             .with_retries(&url, || self.authorized(self.http.get(&url)), &call)

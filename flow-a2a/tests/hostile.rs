@@ -257,3 +257,77 @@ async fn a_peer_that_is_unavailable_is_retried() {
     assert_eq!(said, ["done at last"]);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
+
+/// A peer whose card names `endpoint` as its JSON-RPC interface.
+async fn card_pointing_at(endpoint: String) -> String {
+    let card = serde_json::json!({
+        "name": "lure",
+        "supportedInterfaces": [{"url": endpoint, "protocolBinding": "JSONRPC"}],
+    });
+    let app = Router::new().route(
+        "/.well-known/agent-card.json",
+        axum::routing::get(move || {
+            let card = card.clone();
+            async move { axum::Json(card) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+#[tokio::test]
+async fn a_card_cannot_point_the_node_at_an_internal_address() {
+    for lure in [
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        "http://127.0.0.1:1/a2a".to_owned(),
+        "http://[::ffff:127.0.0.1]:1/a2a".to_owned(),
+        "http://admin:pw@example.com/a2a".to_owned(),
+    ] {
+        let base = card_pointing_at(lure.clone()).await;
+        let refused = A2aAgent::from_card("lured", &base, Some("operator-token")).await;
+        assert!(
+            matches!(refused, Err(A2aError::Refused { .. })),
+            "{lure}: {refused:?}"
+        );
+    }
+    // An interface on the card's own origin is the operator's choice: accepted.
+    let same = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let card = serde_json::json!({
+            "name": "own",
+            "supportedInterfaces": [{"url": format!("{base}/a2a"), "protocolBinding": "JSONRPC"}],
+        });
+        let app = Router::new().route(
+            "/.well-known/agent-card.json",
+            axum::routing::get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        base
+    };
+    assert!(A2aAgent::from_card("own", &same, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_client_held_to_the_policy_refuses_internal_endpoints_unless_allowed() {
+    use flow_runtime::outbound::OutboundPolicy;
+    let (base, _) = peers().await;
+    let strict = A2aClient::new(format!("{base}/refuses"))
+        .unwrap()
+        .outbound(OutboundPolicy::default());
+    assert!(matches!(strict, Err(A2aError::Refused { .. })));
+    let allowed = A2aClient::new(format!("{base}/refuses"))
+        .unwrap()
+        .outbound(OutboundPolicy::default().allow_net("127.0.0.0/8").unwrap())
+        .unwrap();
+    // Reached: the peer's own JSON-RPC refusal comes back.
+    assert!(matches!(
+        allowed.get_task("t").await,
+        Err(A2aError::Rpc { .. })
+    ));
+}

@@ -62,6 +62,9 @@ pub use flow_core::*;
 //
 // band 1, contracts: the model clients; the stores
 pub mod model;
+// The outbound policy for URLs callers chose (cargo feature `outbound`).
+#[cfg(feature = "outbound")]
+pub mod outbound;
 pub mod store;
 // band 3, services: runs, checkpoints and resume, threads of turns; the host
 pub mod host;

@@ -168,6 +168,43 @@ async fn an_error_then_a_silent_list_does_not_hang_the_call_nor_the_next() {
 }
 
 #[tokio::test]
+async fn every_call_ends_within_its_call_timeout_even_when_the_relist_never_comes() {
+    // The connect timeout is long (30 s): what bounds the calls below is their call timeout.
+    let server = McpServer::connect(
+        hostile("error-then-silent")
+            .connect_timeout(Duration::from_secs(30))
+            .call_timeout(Duration::from_secs(1)),
+    )
+    .await
+    .unwrap();
+    let bound = Duration::from_secs(15);
+    // The call answers isError; the re-read of the tool list never comes: the call ends at
+    // its deadline with the server's answer as it stands ...
+    let (first, second) = tokio::join!(
+        tokio::time::timeout(bound, server.call_tool("call", None)),
+        // ... and a second call, waiting meanwhile for the connection the first holds, ends
+        // within its own call timeout too.
+        async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::timeout(bound, server.call_tool("echo", None)).await
+        },
+    );
+    let first =
+        first.expect("the first call ended within its call timeout, not the connect timeout");
+    assert_eq!(first.expect("the error result stands").is_error, Some(true));
+    let second = second.expect("the second call was not held by the first's lock");
+    assert!(
+        matches!(second, Ok(_) | Err(McpError::CallTimedOut { .. })),
+        "{second:?}"
+    );
+    // Afterwards the connection serves calls again.
+    let next = tokio::time::timeout(bound, server.call_tool("echo", None))
+        .await
+        .expect("not stuck");
+    assert!(next.is_ok(), "{next:?}");
+}
+
+#[tokio::test]
 async fn the_reference_server_never_sees_the_service_secret_and_get_env_can_be_denied() {
     let Some(path) = std::env::var_os("AGENTFLOW_MCP_EVERYTHING") else {
         skip_missing_component(

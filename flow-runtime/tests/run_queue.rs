@@ -412,6 +412,86 @@ async fn one_claim_each(queues: Vec<Arc<dyn RunQueue>>, p: &str) {
     }
 }
 
+/// Runs not ended, counted by thread prefix (what a server bounds a tenant's queue with).
+async fn counts(q: &dyn RunQueue, p: &str) {
+    for i in 0..5 {
+        q.enqueue(
+            run(&format!("{p}cnt-a{i}"), &format!("{p}f.ta.t{i}")),
+            Enqueue::Always,
+        )
+        .await
+        .unwrap();
+    }
+    q.enqueue(
+        run(&format!("{p}cnt-b0"), &format!("{p}f.tb.t0")),
+        Enqueue::Always,
+    )
+    .await
+    .unwrap();
+    // `_` and `%` are not wildcards: a thread named `f.t_.x` is not of tenant `ta`.
+    q.enqueue(
+        run(&format!("{p}cnt-c0"), &format!("{p}f.t_.x")),
+        Enqueue::Always,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.ta."))
+            .await
+            .unwrap(),
+        5
+    );
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.tb."))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.t_."))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        q.unfinished_with_prefix(&format!("{p}f.nobody."))
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+/// A group (`FLOW.TENANT`) that queued many runs does not hold another group's back: the
+/// claim takes the group with the fewest runs running.
+async fn fair(q: &dyn RunQueue) {
+    for i in 0..50 {
+        q.enqueue(
+            run(&format!("flood-{i}"), &format!("f.flood.t{i}")),
+            Enqueue::Always,
+        )
+        .await
+        .unwrap();
+    }
+    for i in 0..3 {
+        q.enqueue(
+            run(&format!("calm-{i}"), &format!("f.calm.t{i}")),
+            Enqueue::Always,
+        )
+        .await
+        .unwrap();
+    }
+    let mut claimed = Vec::new();
+    for _ in 0..6 {
+        let c = q.claim("w", LEASE).await.unwrap().unwrap();
+        claimed.push(c.run.run_id);
+    }
+    // Alternating: flood, calm, flood, calm, ... while the calm tenant has runs.
+    assert_eq!(
+        claimed,
+        ["flood-0", "calm-0", "flood-1", "calm-1", "flood-2", "calm-2"]
+    );
+}
+
 fn q0(queues: &[Arc<dyn RunQueue>]) -> &dyn RunQueue {
     queues[0].as_ref()
 }
@@ -422,6 +502,8 @@ async fn in_memory_queue_keeps_the_contract() {
     lifecycle(&q, "").await;
     takeover(&q, "").await;
     events_cancel_flows(&q, &q.clone(), "").await;
+    counts(&q, "").await;
+    fair(&InMemoryRunQueue::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -443,6 +525,10 @@ async fn file_queue_keeps_the_contract() {
     lifecycle(&q, "").await;
     takeover(&q, "").await;
     events_cancel_flows(&q, &FileRunQueue::new(&dir).unwrap(), "").await;
+    counts(&q, "").await;
+    let fair_dir = temp_dir("file-fair");
+    fair(&FileRunQueue::new(&fair_dir).unwrap()).await;
+    std::fs::remove_dir_all(&fair_dir).unwrap();
     // Another handle (another process would do the same) sees the same rows.
     let other = FileRunQueue::new(&dir).unwrap();
     assert_eq!(other.thread_runs("thread-a").await.unwrap().len(), 3);
@@ -486,6 +572,11 @@ mod sqlite {
         takeover(&q, "").await;
         let reader = SqliteRunQueue::open(store.path()).await.unwrap();
         events_cancel_flows(&q, &reader, "").await;
+        counts(&q, "").await;
+        std::fs::remove_dir_all(&dir).unwrap();
+        let dir = temp_dir("sqlite-fair");
+        let fair_store = SqliteStore::open(dir.join("store.db")).await.unwrap();
+        fair(&SqliteRunQueue::open(fair_store.path()).await.unwrap()).await;
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -518,6 +609,11 @@ mod postgres {
         takeover(&q, "").await;
         let reader = PostgresRunQueue::connect(&url).await.unwrap();
         events_cancel_flows(&q, &reader, "").await;
+        counts(&q, "").await;
+        let Some(fair_url) = fresh_postgres_database("queue_fair").await else {
+            return;
+        };
+        fair(&PostgresRunQueue::connect(&fair_url).await.unwrap()).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

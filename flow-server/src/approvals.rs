@@ -75,6 +75,17 @@ impl Approvals {
         )
     }
 
+    /// `Ok(())` if `principal` holds a scope that answers some interrupt of this flow (the
+    /// flow's, or one of its tools'); a 403 otherwise. A door that answers interrupts asks it
+    /// before looking the thread up, so a caller who may answer nothing cannot tell which
+    /// threads exist from the answer (the engine still checks each answer).
+    pub(crate) fn require_some_answer(&self, principal: &Principal) -> Result<(), ApiError> {
+        let scopes: Vec<Scope> = std::iter::once(self.scope)
+            .chain(self.tools.iter().map(|(_, s)| *s))
+            .collect();
+        principal.require_any(&scopes)
+    }
+
     /// `Ok(())` if `principal` may give `answers` to a turn that `requester` started and that
     /// waits on `pending` (the engine's check, for what answers outside a turn request: a
     /// withdrawal).

@@ -98,6 +98,21 @@ pub enum ApiError {
         /// The limit.
         limit: usize,
     },
+    /// The caller's tenant is at one of its limits on runs (429 `too_many_runs`, with
+    /// `Retry-After`): too many runs running, or waiting behind others on their threads. Nothing
+    /// ran; send again when one of the tenant's runs has ended.
+    #[error(
+        "your tenant is at its limit of {limit} {what} (Limits::{field}); send again when one \
+         of them has ended"
+    )]
+    TooManyRuns {
+        /// What is at its limit (`running threads`, `waiting runs`).
+        what: &'static str,
+        /// The `Limits` field.
+        field: &'static str,
+        /// The limit.
+        limit: usize,
+    },
     /// The request conflicts with the state of the thread or checkpoint (409): a turn on a
     /// thread that waits for an approval, an interrupt that was already resumed.
     #[error("{0}")]
@@ -152,6 +167,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooManyRuns { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Conflict(_) | ApiError::Busy(_) => StatusCode::CONFLICT,
             ApiError::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -183,6 +199,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::RequestTimeout { .. } => "request_timeout",
             ApiError::Overloaded { .. } => "overloaded",
+            ApiError::TooManyRuns { .. } => "too_many_runs",
             ApiError::Conflict(_) => "conflict",
             ApiError::Busy(_) => "busy",
             ApiError::IdempotencyKeyReused { .. } => "idempotency_key_reused",
@@ -216,6 +233,9 @@ impl IntoResponse for ApiError {
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer realm=\"agentflow\""),
                 );
+            }
+            ApiError::TooManyRuns { .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             ApiError::Overloaded { .. } | ApiError::Busy(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

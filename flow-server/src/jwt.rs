@@ -162,7 +162,9 @@ impl JwtAuth {
         self
     }
 
-    /// The clock skew allowed on `exp` and `nbf`, in seconds (default 30).
+    /// The clock skew allowed on `exp`, `nbf` and `iat`, in seconds (default 30): a token is
+    /// accepted until `exp + leeway`, from `nbf - leeway`, and if issued (`iat`) no later than
+    /// `now + leeway`.
     pub fn leeway_secs(mut self, secs: u64) -> Self {
         self.leeway_secs = secs;
         self
@@ -195,10 +197,28 @@ impl JwtAuth {
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = self.leeway_secs;
+        // `nbf` is off in the library's default: a token valid only from next year would pass.
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
         let data =
             jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &key.key, &validation)
                 .map_err(|e| refuse(&e))?;
         let claims = data.claims;
+        // `iat`, when present, is a number and not in the future (beyond the leeway): the
+        // library does not check it.
+        match claims.get("iat") {
+            None => {}
+            Some(Value::Number(n)) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let issued = n.as_f64().unwrap_or(f64::INFINITY);
+                if issued > (now + self.leeway_secs) as f64 {
+                    return Err(refuse(&"iat is in the future"));
+                }
+            }
+            Some(_) => return Err(refuse(&"iat is not a number")),
+        }
         let sub = claims
             .get("sub")
             .and_then(Value::as_str)

@@ -128,10 +128,12 @@ mod idempotency;
 mod jwt;
 mod limits;
 pub mod outward;
+mod paging;
 mod principal;
 mod queue;
 mod recovery;
 mod routes;
+mod run_slots;
 mod runs;
 mod serve;
 mod sse;
@@ -225,7 +227,18 @@ pub fn app(state: AppState) -> Router {
             ))
             .into_response()
         }))
-        .layer(TraceLayer::new_for_http())
+        // The request's span names its path, never its query string (where a client may have
+        // put a token).
+        .layer(TraceLayer::new_for_http().make_span_with(
+            |request: &axum::http::Request<axum::body::Body>| {
+                tracing::debug_span!(
+                    "request",
+                    method = %request.method(),
+                    path = %request.uri().path(),
+                    version = ?request.version(),
+                )
+            },
+        ))
         .layer(axum::middleware::from_fn(access::access_log));
     if !state.cors_origins().is_empty() {
         router = router.layer(
@@ -247,11 +260,11 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
     let (mut parts, body) = request.into_parts();
     let principal = match state.auth().check(&parts) {
         Ok(p) => p,
-        Err(e) => return e.into_response(),
+        Err(e) => return refused(&parts, e),
     };
     let tenant = match state.tenant_for(&principal, &parts) {
         Ok(t) => t,
-        Err(e) => return e.into_response(),
+        Err(e) => return refused(&parts, e),
     };
     if let Some(slot) = parts.extensions.get::<access::PrincipalSlot>() {
         *slot.0.lock().expect("principal slot") = Some(principal.id().into());
@@ -259,6 +272,26 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
     parts.extensions.insert(Tenant(tenant));
     parts.extensions.insert(principal);
     next.run(Request::from_parts(parts, body)).await
+}
+
+/// A refused request's answer. Its body is never read, so the connection cannot carry another
+/// request after it: a request that has a body is told `Connection: close` (and the
+/// connection is closed), rather than finding it closed without a word.
+fn refused(parts: &axum::http::request::Parts, error: ApiError) -> Response {
+    let mut response = error.into_response();
+    let has_body = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() != "0")
+        || parts.headers.contains_key(header::TRANSFER_ENCODING);
+    if has_body {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 /// Why [`serve`] stopped or did not start.

@@ -38,8 +38,8 @@ pub struct Limits {
     /// 10 s): 408 `request_timeout`.
     pub body_read_timeout: Duration,
     /// Largest request head (request line and headers), in bytes (default 32 KiB). The HTTP
-    /// layer answers a larger one with 431 (414 for a request line over 64 KiB), without a
-    /// body: it is refused before any route sees it.
+    /// layer answers a larger one with 431, without a body, a long URL included (its head
+    /// meets this limit first): it is refused before any route sees it.
     pub max_header_bytes: usize,
     /// Open connections at once (default 4,096). A connection over it gets `503 overloaded`
     /// (`Retry-After: 1`) for its first request and is closed.
@@ -47,6 +47,20 @@ pub struct Limits {
     /// Turns and resumes running at once in this process (default 1,024). One more gets
     /// `503 overloaded` (`Retry-After: 1`) and runs nothing.
     pub max_concurrent_turns: usize,
+    /// Threads of one tenant with a background run going at once (default 256, a quarter of
+    /// [`max_concurrent_turns`](Self::max_concurrent_turns), so one tenant cannot take every
+    /// place). One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
+    pub max_running_threads_per_tenant: usize,
+    /// Background runs of one tenant waiting behind another run of their thread
+    /// (`multitask_strategy: enqueue`, ...) at once (default 256). A waiting run holds no
+    /// place among the concurrent turns: its thread's place passes to it when the run before
+    /// it ends. One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
+    pub max_waiting_runs_per_tenant: usize,
+    /// Runs of one tenant and flow waiting or running in the run queue (a server with
+    /// [`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)) at once (default 1,000). One
+    /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Workers claim
+    /// fairly across tenants: a tenant's thousand queued runs do not hold another's back.
+    pub max_queued_runs_per_tenant: usize,
     /// How long one turn or resume may stream (default 10 min). A turn still running then
     /// gets an `error` event naming this limit and is cancelled: nothing of it is recorded,
     /// as when its client goes away.
@@ -65,6 +79,9 @@ impl Default for Limits {
             max_header_bytes: 32 * 1024,
             max_connections: 4096,
             max_concurrent_turns: 1024,
+            max_running_threads_per_tenant: 256,
+            max_waiting_runs_per_tenant: 256,
+            max_queued_runs_per_tenant: 1_000,
             max_turn_duration: Duration::from_secs(600),
         }
     }

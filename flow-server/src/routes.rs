@@ -237,6 +237,11 @@ pub async fn post_resume(
     JsonBody(request): JsonBody<ResumeRequest>,
 ) -> Result<Response, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
+    // Scope before existence: a caller who may answer nothing learns nothing of the thread.
+    state
+        .flow(&flow)?
+        .approvals()
+        .require_some_answer(&principal)?;
     let mut targets = request.targets;
     match (request.interrupt_id, request.data) {
         (Some(i), data) => {

@@ -76,8 +76,12 @@ struct Inner {
     cors_origins: Vec<HeaderValue>,
     /// One permit per turn or resume running in this process.
     turns: Arc<Semaphore>,
+    /// Background runs' places: one of `turns` per busy thread, per-tenant limits.
+    run_slots: Arc<crate::run_slots::RunSlots>,
     /// The key webhooks are signed with.
     webhook_secret: Option<Vec<u8>>,
+    /// What webhooks and A2A push notifications may reach.
+    outbound: flow_runtime::outbound::OutboundPolicy,
     /// The run queue background runs wait in, if any.
     queue: Option<crate::queue::QueueSettings>,
 }
@@ -158,6 +162,22 @@ impl AppState {
         self.0.webhook_secret.as_deref()
     }
 
+    /// What webhooks and A2A push notifications may reach ([`ServerBuilder::outbound`]).
+    pub fn outbound(&self) -> &flow_runtime::outbound::OutboundPolicy {
+        &self.0.outbound
+    }
+
+    /// A place for one more background run of thread `thread` (a store id) of `tenant`, held
+    /// until the run ends (see [`crate::run_slots`]): 503 when the process is full, 429 when
+    /// the tenant is at one of its limits.
+    pub(crate) fn admit_run(
+        &self,
+        tenant: &str,
+        thread: &str,
+    ) -> Result<crate::run_slots::Admitted, ApiError> {
+        self.0.run_slots.admit(tenant, thread)
+    }
+
     /// A place for one more turn or resume in this process, held until its event stream ends;
     /// [`ApiError::Overloaded`] at [`Limits::max_concurrent_turns`].
     pub(crate) fn turn_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
@@ -188,9 +208,15 @@ impl AppState {
         };
         match f(parts) {
             Some(t) if valid_tenant(&t) => Ok(t),
+            // The function's answer often comes from the request (a header): a name it cannot
+            // be is the caller's mistake, refused as such, not a fault of the server.
             Some(_) => {
-                tracing::error!("the tenant function returned an invalid tenant name");
-                Err(ApiError::Internal)
+                tracing::warn!("the tenant function returned an invalid tenant name");
+                Err(ApiError::Forbidden(
+                    "this request names a tenant this server does not accept (a tenant is 1 to \
+                     32 characters of A-Z, a-z, 0-9, '_' or '-')"
+                        .into(),
+                ))
             }
             None => Err(ApiError::Forbidden(
                 "this request belongs to no tenant of this server".into(),
@@ -265,6 +291,7 @@ pub struct ServerBuilder {
     streaming: bool,
     approvals: BTreeMap<String, Approvals>,
     webhook_secret: Option<Vec<u8>>,
+    outbound: flow_runtime::outbound::OutboundPolicy,
     queue: Option<crate::queue::QueueSettings>,
 }
 
@@ -318,6 +345,7 @@ impl ServerBuilder {
             streaming: true,
             approvals: BTreeMap::new(),
             webhook_secret: None,
+            outbound: flow_runtime::outbound::OutboundPolicy::default(),
             queue: None,
         }
     }
@@ -453,6 +481,27 @@ impl ServerBuilder {
         self
     }
 
+    /// What webhooks and A2A push notifications may reach (default
+    /// [`OutboundPolicy::default`](flow_runtime::outbound::OutboundPolicy::default): strict,
+    /// no loopback, private, link-local, multicast or unspecified address, after DNS, on every
+    /// connection; see the guide's security chapter). An operator whose receivers live on an
+    /// internal network lets them through here:
+    ///
+    /// ```
+    /// use flow_runtime::outbound::OutboundPolicy;
+    /// # let builder = flow_server::AppState::builder(flow_runtime::InMemoryStore::new());
+    /// let builder = builder.outbound(
+    ///     OutboundPolicy::default()
+    ///         .allow_host("hooks.internal")
+    ///         .allow_net("10.20.0.0/16")
+    ///         .unwrap(),
+    /// );
+    /// ```
+    pub fn outbound(mut self, policy: flow_runtime::outbound::OutboundPolicy) -> Self {
+        self.outbound = policy;
+        self
+    }
+
     /// Runs background runs from `queue` (see the `queue` section of the runs chapter):
     /// `POST .../runs` without `stream` enqueues the run and answers its id at once, and every
     /// process serving this state runs [`QueueOptions::workers`](crate::QueueOptions) workers
@@ -542,6 +591,7 @@ impl ServerBuilder {
                 },
             );
         }
+        let turns = Arc::new(Semaphore::new(self.limits.max_concurrent_turns));
         Ok(AppState(Arc::new(Inner {
             flows,
             store: self.store,
@@ -549,10 +599,15 @@ impl ServerBuilder {
             journal: self.journal,
             auth,
             tenant: self.tenant,
-            turns: Arc::new(Semaphore::new(self.limits.max_concurrent_turns)),
+            run_slots: Arc::new(crate::run_slots::RunSlots::new(
+                Arc::clone(&turns),
+                &self.limits,
+            )),
+            turns,
             limits: self.limits,
             cors_origins: self.cors_origins,
             webhook_secret: self.webhook_secret,
+            outbound: self.outbound,
             queue: self.queue,
         })))
     }

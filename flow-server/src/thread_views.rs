@@ -5,7 +5,7 @@
 //!
 //! | route | answer |
 //! | --- | --- |
-//! | `GET /v1/flows/{flow}/threads` | `{"threads": [{"thread", "turns", "updated_at_ms", "waiting", "running"}]}`, the newest first |
+//! | `GET /v1/flows/{flow}/threads` | `{"threads": [{"thread", "turns", "updated_at_ms", "waiting", "running"}], "next_offset"}`, the newest first, a page at a time (`?limit=N&offset=M`, at most 100) |
 //! | `GET /v1/flows/{flow}/threads/{thread}/timeline` | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}]}`; `end` is `{"status": "completed", "answered_by"}`, `{"status": "interrupted", "interrupts": N}` or `{"status": "stopped"}` (cancelled at a safe point) |
 //!
 //! Both need `read`; a thread is the caller's tenant's. Events go out in their
@@ -44,8 +44,13 @@ async fn list_threads(
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath(flow): ApiPath<String>,
+    page: Result<
+        axum::extract::Query<crate::paging::PageQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let served = state.flow(&flow)?;
     let prefix = ThreadKey::prefix(served.name(), &tenant.0);
     let mut threads = Vec::new();
@@ -82,7 +87,8 @@ async fn list_threads(
     }
     threads.sort_by_key(|t| std::cmp::Reverse(t.0));
     let threads: Vec<Value> = threads.into_iter().map(|(_, t)| t).collect();
-    Ok(Json(json!({ "threads": threads })))
+    let (threads, next) = page.cut(threads, crate::paging::MAX_PAGE);
+    Ok(Json(json!({ "threads": threads, "next_offset": next })))
 }
 
 /// `GET /v1/flows/{flow}/threads/{thread}/timeline`: the thread's records, oldest first, each

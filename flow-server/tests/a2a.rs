@@ -23,6 +23,8 @@ fn state() -> AppState {
         .flow("slow", FlowAgent::new(slow))
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
+        // The test's receivers listen on loopback: let it through, as an operator would.
+        .outbound(common::loopback_allowed())
         .turn_routing(TurnRouting::Root)
         .build()
         .unwrap()

@@ -852,6 +852,117 @@ async fn a_request_the_tenant_function_refuses_is_forbidden() {
     let server = spawn(state).await;
     let r = get(&server.base, "/v1/flows/desk/threads/t").await;
     assert_eq!(error_code(r).await.0, 403);
+    // A name the function answers that no tenant can have (it came from the caller's header):
+    // the caller's mistake, 403, not the server's 500.
+    for bad in ["a.b", "", "x".repeat(33).as_str(), "slash/es"] {
+        let r = client()
+            .get(format!("{}/v1/flows/desk/threads/t", server.base))
+            .bearer_auth(TOKEN)
+            .header("x-tenant", bad)
+            .send()
+            .await
+            .unwrap();
+        let (status, code, _) = error_code(r).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (403, "forbidden"),
+            "tenant {bad:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refused_request_with_an_unread_body_is_told_connection_close() {
+    use tokio::io::AsyncWriteExt;
+    let server = spawn(hostile_state(Limits::default())).await;
+    let body = r#"{"message": "never read"}"#;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "POST /v1/flows/desk/threads/t/turns HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer wrong-token-0123456789\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let response = read_until_closed(&mut stream)
+        .await
+        .expect("the server closes");
+    let (status, head, _) = parse_raw(&response);
+    assert_eq!(status, 401);
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    // A refused GET (no body) keeps its connection: the next request on it is answered.
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let get =
+        "GET /v1/flows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-token-0123456789\r\n\r\n";
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let first = read_response(&mut stream).await.unwrap();
+    assert_eq!(parse_raw(&first).0, 401);
+    assert!(!String::from_utf8_lossy(&first)
+        .to_ascii_lowercase()
+        .contains("connection: close"));
+    let health = "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n";
+    stream.write_all(health.as_bytes()).await.unwrap();
+    assert_eq!(parse_raw(&read_response(&mut stream).await.unwrap()).0, 200);
+}
+
+#[tokio::test]
+async fn resume_checks_the_scope_before_whether_the_thread_exists() {
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([
+            (
+                "chatter-token-0123456789",
+                flow_server::Principal::new("chet").scopes([flow_server::Scope::Chat]),
+            ),
+            (
+                "approver-token-012345678",
+                flow_server::Principal::new("abe").scopes([flow_server::Scope::Approve]),
+            ),
+        ]))
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let resume = |token: &'static str, thread: &str| {
+        client()
+            .post(format!(
+                "{}/v1/flows/desk/threads/{thread}/resume",
+                server.base
+            ))
+            .bearer_auth(token)
+            .json(&json!({"interrupt_id": "triage/refund", "data": {"approve": true}}))
+            .send()
+    };
+    // The chatter starts a thread that waits for an approval.
+    let r = client()
+        .post(format!(
+            "{}/v1/flows/desk/threads/exists/turns",
+            server.base
+        ))
+        .bearer_auth("chatter-token-0123456789")
+        .json(&json!({"message": "I want a refund"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done(&read_sse(r).await)["interrupted"], true);
+    // Without a scope that answers anything: the same 403 for a thread that exists and one
+    // that does not.
+    let existing = error_code(resume("chatter-token-0123456789", "exists").await.unwrap()).await;
+    let missing = error_code(resume("chatter-token-0123456789", "missing").await.unwrap()).await;
+    assert_eq!((existing.0, existing.1.as_str()), (403, "forbidden"));
+    assert_eq!(
+        (existing.0, &existing.1, &existing.2),
+        (missing.0, &missing.1, &missing.2)
+    );
+    // An approver still tells them apart (it may answer them).
+    assert_eq!(
+        error_code(resume("approver-token-012345678", "missing").await.unwrap())
+            .await
+            .0,
+        404
+    );
 }
 
 #[tokio::test]
@@ -1398,6 +1509,19 @@ async fn huge_paths_and_ids_get_a_clear_status() {
     )
     .await;
     assert_eq!(r.status(), 431);
+    // A 70 KB URL too (sent raw: clients refuse to build it): the head limit is met first,
+    // as `Limits::max_header_bytes` says.
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let head = format!(
+            "GET /v1/flows/desk/threads/{} HTTP/1.1\r\nHost: x\r\n\r\n",
+            "a".repeat(70_000)
+        );
+        let _ = stream.write_all(head.as_bytes()).await;
+        let response = read_until_closed(&mut stream).await.expect("an answer");
+        assert_eq!(parse_raw(&response).0, 431);
+    }
     let r = client()
         .get(format!("{}/v1/flows", server.base))
         .bearer_auth(TOKEN)

@@ -231,3 +231,91 @@ fn a_jwks_with_an_unaccepted_algorithm_is_refused_at_configuration() {
     assert!(e.to_string().contains("HS256"), "{e}");
     assert!(JwtAuth::from_jwks(r#"{"keys": []}"#, ISS, AUD).is_err());
 }
+
+/// `claims` with `field` set to `now() + offset` (a negative offset is in the past).
+fn at(field: &str, offset: i64) -> String {
+    let mut c = claims("ana", json!("read"));
+    c[field] = json!(now().checked_add_signed(offset).unwrap());
+    hs256(&c)
+}
+
+#[tokio::test]
+async fn nbf_is_checked_with_the_leeway() {
+    let server = spawn(state(&jwks(&[]))).await;
+    let base = &server.base;
+    let year = 365 * 24 * 3600;
+    assert_eq!(
+        status(base, &at("nbf", year), "GET", "/v1/flows").await,
+        401,
+        "valid only from next year"
+    );
+    assert_eq!(
+        status(base, &at("nbf", 120), "GET", "/v1/flows").await,
+        401,
+        "beyond the 30 s leeway"
+    );
+    assert_eq!(
+        status(base, &at("nbf", 10), "GET", "/v1/flows").await,
+        200,
+        "within the leeway"
+    );
+    assert_eq!(
+        status(base, &at("nbf", -60), "GET", "/v1/flows").await,
+        200,
+        "already valid"
+    );
+}
+
+#[tokio::test]
+async fn exp_is_checked_with_the_leeway() {
+    let server = spawn(state(&jwks(&[]))).await;
+    let base = &server.base;
+    assert_eq!(
+        status(base, &at("exp", -3600), "GET", "/v1/flows").await,
+        401,
+        "an hour ago"
+    );
+    assert_eq!(
+        status(base, &at("exp", -120), "GET", "/v1/flows").await,
+        401,
+        "beyond the leeway"
+    );
+    assert_eq!(
+        status(base, &at("exp", -10), "GET", "/v1/flows").await,
+        200,
+        "within the leeway"
+    );
+}
+
+#[tokio::test]
+async fn iat_in_the_future_is_refused_with_the_leeway() {
+    let server = spawn(state(&jwks(&[]))).await;
+    let base = &server.base;
+    assert_eq!(
+        status(base, &at("iat", 365 * 24 * 3600), "GET", "/v1/flows").await,
+        401,
+        "issued next year"
+    );
+    assert_eq!(
+        status(base, &at("iat", 120), "GET", "/v1/flows").await,
+        401,
+        "beyond the leeway"
+    );
+    assert_eq!(
+        status(base, &at("iat", 10), "GET", "/v1/flows").await,
+        200,
+        "within the leeway"
+    );
+    assert_eq!(
+        status(base, &at("iat", -60), "GET", "/v1/flows").await,
+        200,
+        "issued a minute ago"
+    );
+    let mut text = claims("ana", json!("read"));
+    text["iat"] = json!("yesterday");
+    assert_eq!(
+        status(base, &hs256(&text), "GET", "/v1/flows").await,
+        401,
+        "not a number"
+    );
+}

@@ -37,6 +37,8 @@ struct Seen {
     spans: Arc<Mutex<HashMap<u64, SpanSeen>>>,
     /// The access log's lines.
     access: Arc<Mutex<Vec<String>>>,
+    /// Every event's fields, at every level.
+    events: Arc<Mutex<Vec<String>>>,
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Seen {
@@ -62,11 +64,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Seen {
     }
 
     fn on_event(&self, event: &Event<'_>, _cx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
         if event.metadata().target() == "flow_server::access" {
-            let mut fields = Fields::default();
-            event.record(&mut fields);
-            self.access.lock().unwrap().push(fields.0);
+            self.access.lock().unwrap().push(fields.0.clone());
         }
+        self.events.lock().unwrap().push(fields.0);
     }
 }
 
@@ -267,5 +270,34 @@ async fn every_run_span_sits_under_the_turn_span_and_each_request_logs_one_line(
     for l in &access {
         assert!(!l.contains(TOKEN), "{l}");
         assert!(!l.contains("kettle"), "{l}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_in_the_query_string_is_in_no_span_or_log_at_any_level() {
+    let seen = seen();
+    let server = spawn(desk_state()).await;
+    const SECRET: &str = "query-secret-0123456789";
+    for path in [
+        format!("/v1/flows?access_token={SECRET}"),
+        format!("/v1/flows/desk/threads/q1?token={SECRET}&x=1"),
+        format!("/v1/nowhere?api_key={SECRET}"),
+    ] {
+        let _ = common::get(&server.base, &path).await;
+    }
+    // The requests were seen (so the search below looked at their spans) ...
+    let spans = seen.spans.lock().unwrap().clone();
+    assert!(
+        spans
+            .values()
+            .any(|(_, fields, _)| fields.contains("/v1/nowhere")),
+        "the request spans were recorded"
+    );
+    // ... and the token is in none of them, nor in any event.
+    for (name, fields, _) in spans.values() {
+        assert!(!fields.contains(SECRET), "span {name}: {fields}");
+    }
+    for line in seen.events.lock().unwrap().iter() {
+        assert!(!line.contains(SECRET), "{line}");
     }
 }

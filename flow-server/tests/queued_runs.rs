@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use common::*;
 use eventsource_stream::Eventsource;
-use flow_runtime::store::InMemoryRunQueue;
+use flow_runtime::store::{InMemoryRunQueue, RunQueue};
 use flow_server::{AppState, Auth, QueueOptions};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -51,6 +51,8 @@ fn state(
     let mut builder = AppState::builder(store.clone())
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
+        // The test's receivers listen on loopback: let it through, as an operator would.
+        .outbound(common::loopback_allowed())
         .turn_routing(flow_runtime::TurnRouting::Root)
         .tenant(|parts| {
             parts
@@ -486,4 +488,89 @@ async fn a_worker_claims_only_runs_of_the_flows_it_serves() {
     let _ = stop_help.send(());
     desk_workers.await.unwrap();
     help_workers.await.unwrap();
+}
+
+/// One tenant fills its share of the queue (no worker runs anything here): its next run is
+/// `429 too_many_runs` with `Retry-After`, another tenant still queues, and once the queue
+/// has room again (a queued run cancelled) the first tenant queues again.
+#[tokio::test]
+async fn a_tenant_past_its_queued_runs_gets_429_and_another_still_queues() {
+    let store = flow_runtime::InMemoryStore::new();
+    let queue = InMemoryRunQueue::new();
+    let mut options = QueueOptions::default();
+    options.workers = 0;
+    let server = spawn(
+        AppState::builder(store.clone())
+            .auth(Auth::bearer(TOKEN))
+            .flow("desk", flow_server::demo::desk())
+            .tenant(|parts| {
+                parts
+                    .headers
+                    .get("x-tenant")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .limits(flow_server::Limits {
+                max_queued_runs_per_tenant: 5,
+                ..flow_server::Limits::default()
+            })
+            .run_queue_with(queue.clone(), options)
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let mut made = Vec::new();
+    for i in 0..5 {
+        let r = post_as(
+            &server.base,
+            &format!("/v1/flows/desk/threads/q{i}/runs"),
+            json!({"message": "hi"}),
+            "flood",
+        )
+        .await;
+        assert_eq!(r.status(), 202);
+        made.push(r.json::<Value>().await.unwrap());
+    }
+    for i in 5..50 {
+        let r = post_as(
+            &server.base,
+            &format!("/v1/flows/desk/threads/q{i}/runs"),
+            json!({"message": "hi", "multitask_strategy": "enqueue"}),
+            "flood",
+        )
+        .await;
+        assert_eq!(r.status(), 429, "run {i}");
+        assert!(r.headers().contains_key("retry-after"));
+    }
+    assert_eq!(
+        queue.unfinished_with_prefix("desk.flood.").await.unwrap(),
+        5
+    );
+    let calm = post_as(
+        &server.base,
+        "/v1/flows/desk/threads/c1/runs",
+        json!({"message": "hi"}),
+        "calm",
+    )
+    .await;
+    assert_eq!(calm.status(), 202, "another tenant still queues");
+    let cancel = post_as(
+        &server.base,
+        &format!(
+            "/v1/flows/desk/threads/q0/runs/{}/cancel",
+            made[0]["run_id"].as_str().unwrap()
+        ),
+        json!({}),
+        "flood",
+    )
+    .await;
+    assert!(cancel.status().is_success(), "{}", cancel.status());
+    let again = post_as(
+        &server.base,
+        "/v1/flows/desk/threads/q0/runs",
+        json!({"message": "hi again"}),
+        "flood",
+    )
+    .await;
+    assert_eq!(again.status(), 202, "room again after the cancel");
 }

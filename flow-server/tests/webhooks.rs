@@ -22,6 +22,8 @@ fn state() -> AppState {
         .flow("desk", flow_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
+        // The test's receivers listen on loopback: let it through, as an operator would.
+        .outbound(common::loopback_allowed())
         .build()
         .unwrap()
 }

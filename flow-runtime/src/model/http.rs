@@ -162,6 +162,25 @@ impl HttpLimits {
                 message: format!("cannot set up the HTTP client: {}", error_chain(&e)),
             })
     }
+
+    /// A `reqwest` client held to `policy` (see [`crate::outbound`]): names resolved through
+    /// its guarded resolver on every connection, no proxy, redirects only to the same origin,
+    /// with this [`connect_timeout`](Self::connect_timeout) and
+    /// [`total_timeout`](Self::total_timeout). What a client whose URLs someone else chose
+    /// uses; an operator's own model client may opt in with it too.
+    pub fn client_within(
+        &self,
+        policy: &crate::outbound::OutboundPolicy,
+    ) -> Result<reqwest::Client, HttpError> {
+        policy
+            .client_builder()
+            .connect_timeout(self.connect_timeout)
+            .timeout(self.total_timeout)
+            .build()
+            .map_err(|e| HttpError::Connection {
+                message: format!("cannot set up the HTTP client: {}", error_chain(&e)),
+            })
+    }
 }
 
 /// Why an HTTP call failed. A model client turns it into its

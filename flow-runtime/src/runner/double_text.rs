@@ -48,23 +48,33 @@ impl Runner {
             Some(id) => RunHandle::with_id(id.clone(), &thread_id, input, max_events),
             None => RunHandle::new(&thread_id, input, max_events),
         };
-        let Some(previous) = self.registry().add(&run) else {
+        // Registered and told what it waits for in one step.
+        let earlier = self.registry().add(&run);
+        if earlier.is_empty() {
             let started = self.begin(request, Some(&run)).await;
             return self.launch(run, started);
-        };
+        }
         if request.if_busy == DoubleText::Reject || request.is_resume() {
             self.registry().remove(&run);
             return Err(ThreadError::Busy { id: thread_id });
         }
-        let going = self.before(&thread_id, &run, request.if_busy);
+        let going = before(earlier, request.if_busy);
         let runner = self.clone();
         let queued = run.clone();
         // The run's task stays in the span of whoever started it (a service's request span).
         let span = tracing::Span::current();
         tokio::spawn(tracing::Instrument::instrument(
             async move {
-                for earlier in going.iter().chain(std::iter::once(&previous)) {
-                    earlier.wait().await;
+                {
+                    // The handles waited for are let go as soon as the wait ends.
+                    let waited = std::pin::pin!(async move {
+                        for earlier in &going {
+                            earlier.wait().await;
+                        }
+                    });
+                    // A cancel while it waits ends it at once (it never ran).
+                    let cancelled = std::pin::pin!(queued.state.kill.notified());
+                    let _ = futures::future::select(waited, cancelled).await;
                 }
                 if let Some(mode) = queued.state.cancel.requested() {
                     // Cancelled while it waited: it never ran.
@@ -88,24 +98,21 @@ impl Runner {
         ));
         Ok(run)
     }
+}
 
-    /// The thread's other runs still going (not `run`), after applying `strategy`'s cancel.
-    fn before(&self, thread_id: &str, run: &RunHandle, strategy: DoubleText) -> Vec<RunHandle> {
-        let going: Vec<RunHandle> = self
-            .registry()
-            .active(thread_id)
-            .into_iter()
-            .filter(|r| r.id() != run.id())
-            .collect();
-        if let Some(mode) = strategy.cancel_mode() {
-            for earlier in &going {
-                // One that ended meanwhile has nothing to cancel.
-                let _ = earlier.cancel(mode, None);
-            }
+/// The thread's runs registered before this one and still going, after applying
+/// `strategy`'s cancel.
+fn before(going: Vec<RunHandle>, strategy: DoubleText) -> Vec<RunHandle> {
+    if let Some(mode) = strategy.cancel_mode() {
+        for earlier in &going {
+            // One that ended meanwhile has nothing to cancel.
+            let _ = earlier.cancel(mode, None);
         }
-        going
     }
+    going
+}
 
+impl Runner {
     /// Runs `started` as `run`'s task, or forgets `run` if the turn could not start.
     fn launch(
         &self,

@@ -519,7 +519,9 @@ impl RunHandle {
             });
         }
         self.state.cancel.request(mode);
-        if mode.is_immediate() {
+        // A run still waiting for its thread's earlier runs has no safe point to reach: any
+        // mode stops it now.
+        if mode.is_immediate() || status == RunStatus::Pending {
             self.state.kill.notify_one();
         } else if let Some(timeout) = timeout {
             let state = Arc::clone(&self.state);
@@ -676,15 +678,23 @@ impl RunRegistry {
         self.lock().retention
     }
 
-    /// Adds a run; gives the run of its thread that had not ended yet when it was added, if
-    /// any (the newest).
-    pub(crate) fn add(&self, run: &RunHandle) -> Option<RunHandle> {
+    /// Adds a run; gives, in the same step, the runs of its thread that had not ended yet
+    /// when it was added, oldest first: the ones it must wait for. (Read apart from the
+    /// registration, the list could hold a run registered later, which waits for this one:
+    /// two runs each waiting for the other, forever.)
+    pub(crate) fn add(&self, run: &RunHandle) -> Vec<RunHandle> {
         let mut reg = self.lock();
         reg.sweep();
         let active = reg
             .by_thread
             .get(run.thread_id())
-            .and_then(|runs| runs.iter().rev().find(|r| !r.status().is_final()).cloned());
+            .map(|runs| {
+                runs.iter()
+                    .filter(|r| !r.status().is_final())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
         reg.by_id.insert(run.id().to_owned(), run.clone());
         reg.by_thread
             .entry(run.thread_id().to_owned())

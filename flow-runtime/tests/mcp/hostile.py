@@ -5,6 +5,7 @@ environment as JSON), `echo` and `call`; `tools/call` of `call` misbehaves by MO
 
 - endless-pages: tools/list always answers with another page cursor.
 - many-blocks: the call answers with 5,000 small text blocks.
+- huge-line: the call answers with one line of 550,000 small text blocks (about 15 MB).
 - big-result: the call answers with one 3 MB text block.
 - error-then-silent: the call answers isError; every tools/list after the first is never answered.
 - long-description: the `echo` tool's description is 100 KB.
@@ -61,6 +62,8 @@ def answer(request):
             return {"content": [{"type": "text", "text": "echo"}]}
         if MODE == "many-blocks":
             return {"content": [{"type": "text", "text": "b"} for _ in range(5000)]}
+        if MODE == "huge-line":
+            return {"content": [{"type": "text", "text": "b"} for _ in range(550_000)]}
         if MODE == "big-result":
             return {"content": [{"type": "text", "text": "y" * 3_000_000}]}
         if MODE == "error-then-silent":

@@ -39,6 +39,7 @@ pub(crate) fn router<S>(state: &AppState) -> Router<S> {
         app: state.clone(),
         tasks: Arc::new(tasks::Tasks::new(
             state.webhook_secret().map(<[u8]>::to_vec),
+            state.outbound().clone(),
         )),
     };
     let authenticated = Router::new()

@@ -1,13 +1,15 @@
 //! A2A push notifications: webhook configurations per task, and their delivery when the task
 //! ends or waits for input (the task as a `StreamResponse`, posted by the server's webhook
-//! sender: signed under its webhook secret, `http(s)` only, bounded, retried; plus A2A's
-//! `X-A2A-Notification-Token` and the configuration's `Authorization`).
+//! sender: signed under its webhook secret, within the server's outbound policy, retried; plus
+//! A2A's `X-A2A-Notification-Token` and the configuration's `Authorization`, which is never
+//! sent to a host the operator's exceptions let through: a config that would is refused).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use flow_a2a::rpc::RpcError;
 use flow_a2a::wire::{StreamResponse, Task, TaskPushNotificationConfig};
+use flow_runtime::outbound::OutboundPolicy;
 
 /// The most webhook configurations one task keeps.
 pub(crate) const MAX_PER_TASK: usize = 8;
@@ -16,14 +18,18 @@ pub(crate) const MAX_PER_TASK: usize = 8;
 pub(crate) struct PushConfigs {
     /// The server's webhook secret; without one, no push notifications.
     secret: Option<Vec<u8>>,
+    /// What the notifications may reach.
+    outbound: OutboundPolicy,
     by_task: Mutex<HashMap<String, Vec<TaskPushNotificationConfig>>>,
 }
 
 impl PushConfigs {
-    /// Configurations signed under `secret` (none: the server sends no push notifications).
-    pub(crate) fn new(secret: Option<Vec<u8>>) -> Self {
+    /// Configurations signed under `secret` (none: the server sends no push notifications),
+    /// sent within `outbound`.
+    pub(crate) fn new(secret: Option<Vec<u8>>, outbound: OutboundPolicy) -> Self {
         PushConfigs {
             secret,
+            outbound,
             by_task: Mutex::default(),
         }
     }
@@ -58,14 +64,20 @@ impl PushConfigs {
         Ok(config)
     }
 
-    /// Whether `config` could be set: a webhook secret, an `http(s)` URL, an id of at most 64
-    /// bytes and a token of at most 1024.
+    /// Whether `config` could be set: a webhook secret, a URL the outbound policy permits, an
+    /// `Authorization` only to a URL the strict policy permits, an id of at most 64 bytes and
+    /// a token of at most 1024.
     pub(crate) fn check(&self, config: &TaskPushNotificationConfig) -> Result<(), RpcError> {
         if !self.enabled() {
             return Err(RpcError::PushNotificationNotSupported);
         }
-        crate::webhooks::check_url(&config.url)
+        let url = crate::webhooks::check_url(&self.outbound, &config.url)
             .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        if credentials(config).is_some() {
+            self.outbound
+                .check_credentials_to(&url)
+                .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        }
         if config.id.len() > 64 || config.token.len() > 1024 {
             return Err(RpcError::InvalidParams(
                 "a push-notification config id is at most 64 bytes and its token 1024".into(),
@@ -117,20 +129,27 @@ impl PushConfigs {
             if !config.token.is_empty() {
                 headers.push(("x-a2a-notification-token", config.token.clone()));
             }
-            if let Some(auth) = config.authentication.as_ref() {
-                if !auth.scheme.is_empty() && !auth.credentials.is_empty() {
-                    headers.push((
-                        "authorization",
-                        format!("{} {}", auth.scheme, auth.credentials),
-                    ));
-                }
+            if let Some(auth) = credentials(&config) {
+                headers.push(("authorization", auth));
             }
             let (secret, body, what) = (secret.clone(), body.clone(), task.id.clone());
+            let (policy, tenant) = (
+                self.outbound.clone(),
+                crate::webhooks::tenant_of(key).to_owned(),
+            );
             tokio::spawn(async move {
-                crate::webhooks::deliver(url, &secret, body, headers, &what).await;
+                crate::webhooks::deliver(&policy, &tenant, url, &secret, body, headers, &what)
+                    .await;
             });
         }
     }
+}
+
+/// The `Authorization` value `config` asks for, if any.
+fn credentials(config: &TaskPushNotificationConfig) -> Option<String> {
+    let auth = config.authentication.as_ref()?;
+    (!auth.scheme.is_empty() && !auth.credentials.is_empty())
+        .then(|| format!("{} {}", auth.scheme, auth.credentials))
 }
 
 #[cfg(test)]
@@ -148,12 +167,13 @@ mod tests {
 
     #[test]
     fn configs_need_a_secret_an_http_url_and_room() {
-        let off = PushConfigs::new(None);
+        let loopback = OutboundPolicy::default().allow_net("127.0.0.0/8").unwrap();
+        let off = PushConfigs::new(None, loopback.clone());
         assert!(matches!(
             off.set("k", config("a", "http://127.0.0.1:9/hook")),
             Err(RpcError::PushNotificationNotSupported)
         ));
-        let on = PushConfigs::new(Some(b"secret".to_vec()));
+        let on = PushConfigs::new(Some(b"secret".to_vec()), loopback);
         assert!(on.set("k", config("a", "file:///etc/passwd")).is_err());
         let named = on.set("k", config("", "http://127.0.0.1:9/hook")).unwrap();
         assert!(!named.id.is_empty());

@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
 use super::map;
 use super::push::PushConfigs;
 use crate::outward::{PublicCode, PublicError};
+use flow_runtime::outbound::OutboundPolicy;
 
 /// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
 /// cancelled or failed one, which the store does not record, is then unknown).
@@ -107,12 +108,13 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
-    /// No tasks yet; push notifications signed under `secret` (none: not sent).
-    pub(crate) fn new(secret: Option<Vec<u8>>) -> Self {
+    /// No tasks yet; push notifications signed under `secret` (none: not sent), within
+    /// `outbound`.
+    pub(crate) fn new(secret: Option<Vec<u8>>, outbound: OutboundPolicy) -> Self {
         Tasks {
             running: Mutex::default(),
             ended: Mutex::default(),
-            push: PushConfigs::new(secret),
+            push: PushConfigs::new(secret, outbound),
         }
     }
 

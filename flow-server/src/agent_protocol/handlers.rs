@@ -1,7 +1,7 @@
 //! The Agent Protocol endpoints (see the module guide).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
@@ -23,14 +23,20 @@ use crate::sse::{frame, SseBody};
 use crate::state::{AppState, ServedFlow};
 use crate::thread::ThreadKey;
 
-/// What this process knows of the protocol's threads: per tenant and thread id, its flow (once
-/// known), its metadata and when it was created.
+/// The protocol's threads' own facts (their flow once known, the metadata given at creation,
+/// when they were created), kept in the server's journal store beside the threads, never in
+/// this process's memory: one small journal per thread (`ap-thread.TENANT.THREAD`), its last
+/// step the current facts, removed with the thread.
 #[derive(Default)]
-pub(crate) struct Threads {
-    known: Mutex<HashMap<String, ThreadMeta>>,
-}
+pub(crate) struct Threads;
 
-#[derive(Clone)]
+/// The largest `metadata` a thread keeps (its JSON): 16 KiB.
+pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
+
+/// The step kind of a thread's facts.
+const META_KIND: &str = "ap_thread";
+
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct ThreadMeta {
     flow: Option<String>,
     metadata: Value,
@@ -39,23 +45,81 @@ struct ThreadMeta {
 
 impl Threads {
     fn key(tenant: &Tenant, thread: &str) -> String {
-        format!("{}.{thread}", tenant.0)
+        format!("ap-thread.{}.{thread}", tenant.0)
     }
 
-    fn get(&self, tenant: &Tenant, thread: &str) -> Option<ThreadMeta> {
-        self.known
-            .lock()
-            .expect("threads lock")
-            .get(&Self::key(tenant, thread))
-            .cloned()
+    async fn get(
+        &self,
+        state: &AppState,
+        tenant: &Tenant,
+        thread: &str,
+    ) -> Result<Option<ThreadMeta>, ApiError> {
+        let key = Self::key(tenant, thread);
+        let journal = state.journal();
+        let len = journal.journal_len(&key).await.map_err(meta_error)?;
+        if len == 0 {
+            return Ok(None);
+        }
+        let steps = journal
+            .read_steps(&key, len - 1)
+            .await
+            .map_err(meta_error)?;
+        Ok(steps
+            .last()
+            .filter(|s| s.kind == META_KIND)
+            .and_then(|s| serde_json::from_slice(&s.bytes).ok()))
     }
 
-    fn put(&self, tenant: &Tenant, thread: &str, meta: ThreadMeta) {
-        self.known
-            .lock()
-            .expect("threads lock")
-            .insert(Self::key(tenant, thread), meta);
+    async fn put(
+        &self,
+        state: &AppState,
+        tenant: &Tenant,
+        thread: &str,
+        meta: &ThreadMeta,
+    ) -> Result<(), ApiError> {
+        let key = Self::key(tenant, thread);
+        let journal = state.journal();
+        let bytes = serde_json::to_vec(meta).map_err(|_| ApiError::Internal)?;
+        // Two writers at once: the later one appends after the earlier (the last step wins).
+        for _ in 0..3 {
+            let len = journal.journal_len(&key).await.map_err(meta_error)?;
+            let step = flow_runtime::store::StoredStep {
+                seq: len,
+                at_ms: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                kind: META_KIND.to_owned(),
+                bytes: bytes.clone(),
+            };
+            match journal.append_steps(&key, len, vec![step]).await {
+                Ok(_) => return Ok(()),
+                Err(flow_runtime::store::JournalError::Conflict { .. }) => continue,
+                Err(e) => return Err(meta_error(e)),
+            }
+        }
+        Err(ApiError::Busy(format!(
+            "thread '{thread}' is being changed by another request; send again"
+        )))
     }
+
+    async fn remove(
+        &self,
+        state: &AppState,
+        tenant: &Tenant,
+        thread: &str,
+    ) -> Result<(), ApiError> {
+        state
+            .journal()
+            .delete_journal(&Self::key(tenant, thread))
+            .await
+            .map_err(meta_error)?;
+        Ok(())
+    }
+}
+
+fn meta_error(e: flow_runtime::store::JournalError) -> ApiError {
+    tracing::error!(error = %e, "the journal store failed on an Agent Protocol thread");
+    ApiError::StoreUnavailable
 }
 
 /// Who calls a protocol route: the server, the request's id, the authenticated principal, its
@@ -193,7 +257,8 @@ impl Caller {
     /// The flow of a thread: known from a run, or found in the store; `None` for a thread no
     /// run has touched.
     async fn flow_of(&self, thread: &str) -> Result<Option<ServedFlow>, ApiError> {
-        if let Some(flow) = self.threads.get(&self.tenant, thread).and_then(|m| m.flow) {
+        let known = self.threads.get(&self.state, &self.tenant, thread).await?;
+        if let Some(flow) = known.and_then(|m| m.flow) {
             return Ok(Some(self.state.flow(&flow)?.clone()));
         }
         for flow in self.state.flows() {
@@ -210,7 +275,10 @@ impl Caller {
     async fn known(&self, thread: &str) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
         valid(thread)?;
         let flow = self.flow_of(thread).await?;
-        let meta = match (self.threads.get(&self.tenant, thread), &flow) {
+        let meta = match (
+            self.threads.get(&self.state, &self.tenant, thread).await?,
+            &flow,
+        ) {
             (Some(meta), _) => meta,
             (None, Some(flow)) => ThreadMeta {
                 flow: Some(flow.name().to_owned()),
@@ -470,20 +538,26 @@ impl Caller {
         };
         let meta = self
             .threads
-            .get(&self.tenant, thread)
+            .get(&self.state, &self.tenant, thread)
+            .await?
             .unwrap_or(ThreadMeta {
                 flow: None,
                 metadata: json!({}),
                 created_at: now(),
             });
-        self.threads.put(
-            &self.tenant,
-            thread,
-            ThreadMeta {
-                flow: Some(flow.name().to_owned()),
-                ..meta
-            },
-        );
+        if meta.flow.as_deref() != Some(flow.name()) {
+            self.threads
+                .put(
+                    &self.state,
+                    &self.tenant,
+                    thread,
+                    &ThreadMeta {
+                        flow: Some(flow.name().to_owned()),
+                        ..meta
+                    },
+                )
+                .await?;
+        }
         Ok((Started::Live(run), flow))
     }
 
@@ -543,7 +617,19 @@ pub(crate) async fn create_thread(
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     valid(&thread)?;
-    let existing = caller.threads.get(&caller.tenant, &thread);
+    if let Some(metadata) = &request.metadata {
+        let size = metadata.to_string().len();
+        if size > MAX_METADATA_BYTES {
+            return Err(ApiError::BadRequest(format!(
+                "the thread's metadata has {size} bytes of JSON; a thread keeps at most \
+                 {MAX_METADATA_BYTES}"
+            )));
+        }
+    }
+    let existing = caller
+        .threads
+        .get(&caller.state, &caller.tenant, &thread)
+        .await?;
     let flow = caller.flow_of(&thread).await?;
     if (existing.is_some() || flow.is_some()) && request.if_exists.as_deref() != Some("do_nothing")
     {
@@ -551,12 +637,21 @@ pub(crate) async fn create_thread(
             "thread '{thread}' exists; send if_exists=do_nothing to get it"
         )));
     }
-    let meta = existing.unwrap_or(ThreadMeta {
-        flow: flow.as_ref().map(|f| f.name().to_owned()),
-        metadata: request.metadata.unwrap_or_else(|| json!({})),
-        created_at: now(),
-    });
-    caller.threads.put(&caller.tenant, &thread, meta.clone());
+    let meta = match existing {
+        Some(meta) => meta,
+        None => {
+            let meta = ThreadMeta {
+                flow: flow.as_ref().map(|f| f.name().to_owned()),
+                metadata: request.metadata.unwrap_or_else(|| json!({})),
+                created_at: now(),
+            };
+            caller
+                .threads
+                .put(&caller.state, &caller.tenant, &thread, &meta)
+                .await?;
+            meta
+        }
+    };
     Ok(Json(
         caller.thread_json(&thread, &meta, flow.as_ref()).await?,
     ))
@@ -587,10 +682,8 @@ pub(crate) async fn delete_thread(
     }
     caller
         .threads
-        .known
-        .lock()
-        .expect("threads lock")
-        .remove(&Threads::key(&caller.tenant, &thread));
+        .remove(&caller.state, &caller.tenant, &thread)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -609,16 +702,28 @@ pub(crate) async fn thread_state(
 pub(crate) struct History {
     #[serde(default)]
     limit: Option<usize>,
+    /// The page after `before`: a `checkpoint_id` an earlier page gave (a string, or
+    /// `{"configurable": {"checkpoint_id": ID}}` as LangGraph's clients send it).
+    #[serde(default)]
+    before: Option<Value>,
 }
 
-/// `POST /v1/threads/{thread}/history`: the state after each turn, newest first.
+/// The most states one page of a thread's history holds.
+pub(crate) const MAX_HISTORY_PAGE: usize = 20;
+
+/// The most bytes of states one page of a thread's history holds (at least one state).
+pub(crate) const MAX_HISTORY_BYTES: usize = 4 * 1024 * 1024;
+
+/// `POST /v1/threads/{thread}/history`: the state after each turn, newest first, a page at a
+/// time: `limit` (default 10) at most [`MAX_HISTORY_PAGE`], within [`MAX_HISTORY_BYTES`];
+/// `before` (the last state's `checkpoint_id`) gives the next page.
 pub(crate) async fn thread_history(
     caller: Caller,
     ApiPath(thread): ApiPath<String>,
     JsonBody(request): JsonBody<History>,
 ) -> Result<Json<Value>, ApiError> {
     caller.principal.require(Scope::Read)?;
-    let limit = request.limit.unwrap_or(10);
+    let limit = request.limit.unwrap_or(10).clamp(1, MAX_HISTORY_PAGE);
     let (_, flow) = caller.known(&thread).await?;
     let Some(flow) = flow else {
         return Ok(Json(json!([])));
@@ -627,8 +732,27 @@ pub(crate) async fn thread_history(
     let head = caller.state.threads().head(&key.store_id()).await?;
     let messages = flow.runner().thread(&key.store_id()).messages().await?;
     let turns = head.as_ref().map_or(0, |h| h.turns);
+    // The page starts below `before`'s turn (`{thread}-t{turn}`, as each state names it).
+    let before = request.before.as_ref().map(|b| {
+        b.as_str()
+            .or_else(|| b["configurable"]["checkpoint_id"].as_str())
+            .or_else(|| b["checkpoint_id"].as_str())
+            .and_then(|id| id.strip_prefix(&format!("{thread}-t")))
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::BadRequest(
+                    "`before` is a checkpoint_id of this thread's history (as a page gave it)"
+                        .into(),
+                )
+            })
+    });
+    let below = match before {
+        None => turns,
+        Some(turn) => turn?.min(turns),
+    };
     let mut out = Vec::new();
-    for turn in (0..turns).rev().take(limit) {
+    let mut bytes = 0;
+    for turn in (0..below).rev().take(limit) {
         let upto: Vec<_> = messages
             .iter()
             .filter(|m| m.turn <= turn)
@@ -637,6 +761,10 @@ pub(crate) async fn thread_history(
         let last = turn + 1 == turns;
         let mut s = super::convert::state(&thread, &upto, if last { head.as_ref() } else { None });
         s["checkpoint"]["checkpoint_id"] = json!(format!("{thread}-t{turn}"));
+        bytes += s.to_string().len();
+        if bytes > MAX_HISTORY_BYTES && !out.is_empty() {
+            break;
+        }
         out.push(s);
     }
     Ok(Json(Value::Array(out)))
@@ -837,12 +965,18 @@ pub(crate) async fn wait_new_run(
     }
 }
 
-/// `GET /v1/threads/{thread}/runs`: the thread's runs, newest first.
+/// `GET /v1/threads/{thread}/runs`: the thread's runs, newest first, a page at a time
+/// (`?limit=N&offset=M`, at most [`MAX_PAGE`](crate::paging::MAX_PAGE)).
 pub(crate) async fn list_runs(
     caller: Caller,
     ApiPath(thread): ApiPath<String>,
+    page: Result<
+        axum::extract::Query<crate::paging::PageQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
 ) -> Result<Json<Value>, ApiError> {
     caller.principal.require(Scope::Read)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let (_, flow) = caller.known(&thread).await?;
     let Some(flow) = flow else {
         return Ok(Json(json!([])));
@@ -856,7 +990,9 @@ pub(crate) async fn list_runs(
         .rev()
         .map(|r| run_json(&thread, flow.name(), r, None))
         .collect();
-    Ok(Json(Value::Array(runs)))
+    Ok(Json(Value::Array(
+        page.cut(runs, crate::paging::MAX_PAGE).0,
+    )))
 }
 
 /// `GET /v1/threads/{thread}/runs/{run}`.

@@ -9,7 +9,8 @@
 //!   message dicts, thread state, `metadata`/`values`/`updates`/`messages`/`end` events).
 //!
 //! Which flow a thread belongs to is learnt from its first run (or found in the store); thread
-//! metadata given at creation is kept in this process.
+//! metadata given at creation (at most 16 KiB of JSON) is kept in the journal store beside the
+//! thread, never in this process's memory, and removed with it.
 
 mod convert;
 mod handlers;
@@ -52,5 +53,5 @@ pub(crate) fn routes() -> Router<AppState> {
             "/threads/{thread}/runs/{run}/cancel",
             post(handlers::cancel_run),
         )
-        .layer(Extension(Arc::new(handlers::Threads::default())))
+        .layer(Extension(Arc::new(handlers::Threads)))
 }

@@ -67,6 +67,22 @@ pub(crate) async fn enqueue(
             )))
         }
     };
+    // The tenant's runs waiting or running in the queue, of this flow, at most
+    // Limits::max_queued_runs_per_tenant (counted, then added: processes enqueueing at the
+    // same moment may pass it by a few).
+    let limit = state.limits().max_queued_runs_per_tenant;
+    let queued = settings
+        .queue
+        .unfinished_with_prefix(&ThreadKey::prefix(served.name(), &key.tenant))
+        .await
+        .map_err(api_error)?;
+    if queued >= limit {
+        return Err(ApiError::TooManyRuns {
+            what: "queued runs",
+            field: "max_queued_runs_per_tenant",
+            limit,
+        });
+    }
     let run = NewRun {
         run_id: run_id.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
         flow: served.name().to_owned(),
@@ -191,7 +207,7 @@ pub(crate) fn send_webhook(state: &AppState, row: &QueuedRun, outcome: &Value) {
     let Some(url) = row.input["webhook"].as_str() else {
         return;
     };
-    let Ok(url) = crate::webhooks::check_url(url) else {
+    let Ok(url) = crate::webhooks::check_url(state.outbound(), url) else {
         tracing::error!(run = %row.run_id, "a queued run's webhook URL is not valid");
         return;
     };
@@ -206,7 +222,13 @@ pub(crate) fn send_webhook(state: &AppState, row: &QueuedRun, outcome: &Value) {
     let mut body = outcome.clone();
     body["run_id"] = Value::String(row.run_id.clone());
     body["thread"] = Value::String(thread_id(row));
-    crate::webhooks::send(url, secret.to_vec(), body);
+    crate::webhooks::send(
+        state.outbound().clone(),
+        crate::webhooks::tenant_of(&row.thread).to_owned(),
+        url,
+        secret.to_vec(),
+        body,
+    );
 }
 
 /// `GET .../runs/{run}/stream` of a queued run: its events from the queue after `after`;

@@ -116,8 +116,9 @@ pub(crate) fn run_of(
         })
 }
 
-/// Starts a run of `key`'s thread: a message (with `strategy`) or a resume. Holds a place among
-/// the server's concurrent turns until the run ends. The run's task runs in a `turn` span
+/// Starts a run of `key`'s thread: a message (with `strategy`) or a resume. Holds its thread's
+/// place among the server's concurrent turns (or, behind another run of its thread, a place in
+/// its tenant's line) until the run ends (see [`crate::run_slots`]). The run's task runs in a `turn` span
 /// (see [`turn_span`](crate::turn::turn_span)) naming the run, the request and the principal.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn start(
@@ -183,7 +184,7 @@ async fn start_in_span(
             if message.trim().is_empty() {
                 return Err(ApiError::BadRequest("the message is empty".into()));
             }
-            let permit = state.turn_permit()?;
+            let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()
                 .start(with_id(
@@ -197,7 +198,7 @@ async fn start_in_span(
         }
         (None, Some(targets)) => {
             // The engine checks who may answer (the flow's approvals).
-            let permit = state.turn_permit()?;
+            let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()
                 .start(with_id(
@@ -212,7 +213,8 @@ async fn start_in_span(
     Ok(run)
 }
 
-fn hold_until_end(run: &RunHandle, permit: tokio::sync::OwnedSemaphorePermit) {
+/// Keeps `permit` (the run's place, see [`crate::run_slots`]) until `run` ends.
+fn hold_until_end(run: &RunHandle, permit: impl Send + 'static) {
     let run = run.clone();
     tokio::spawn(async move {
         run.wait().await;
@@ -270,7 +272,7 @@ pub(crate) async fn create_run(
     let webhook = match &request.webhook {
         None => None,
         Some(url) => {
-            let url = crate::webhooks::check_url(url)?;
+            let url = crate::webhooks::check_url(state.outbound(), url)?;
             let secret = state.webhook_secret().ok_or_else(|| {
                 ApiError::BadRequest(
                     "this server sends no webhooks: it has no webhook secret (ServerBuilder::webhook_secret)"
@@ -320,14 +322,22 @@ pub(crate) async fn create_run(
     .await?;
     if let Some((url, secret)) = webhook {
         let thread = key.id.clone();
-        crate::webhooks::after(run.clone(), url, secret, move |run| {
-            let mut body = run
-                .outcome()
-                .map(|o| outcome_json(run.id(), &o, run.failure().as_ref()))
-                .unwrap_or_default();
-            body["thread"] = Value::String(thread);
-            body
-        });
+        let tenant = key.tenant.clone();
+        crate::webhooks::after(
+            state.outbound().clone(),
+            tenant,
+            run.clone(),
+            url,
+            secret,
+            move |run| {
+                let mut body = run
+                    .outcome()
+                    .map(|o| outcome_json(run.id(), &o, run.failure().as_ref()))
+                    .unwrap_or_default();
+                body["thread"] = Value::String(thread);
+                body
+            },
+        );
     }
     if request.stream {
         return Ok(run_sse(run, key.id, None, state.limits(), disconnect)?.into_response());
@@ -335,14 +345,21 @@ pub(crate) async fn create_run(
     Ok((StatusCode::ACCEPTED, Json(info_json(&key.id, &run.info()))).into_response())
 }
 
-/// `GET .../runs`: the thread's runs this server remembers, oldest first.
+/// `GET .../runs`: the thread's runs this server remembers, oldest first, a page at a time
+/// (`?limit=N&offset=M`, at most [`MAX_PAGE`](crate::paging::MAX_PAGE); `next_offset` while
+/// more follow).
 pub(crate) async fn list_runs(
     State(state): State<AppState>,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    page: Result<
+        axum::extract::Query<crate::paging::PageQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let (served, key) = key_of(&state, &flow, &tenant, &id)?;
     let mut runs: Vec<Value> = match state.queue_settings() {
         Some(queue) => crate::queue::queued_runs(queue, &key).await?,
@@ -357,7 +374,8 @@ pub(crate) async fn list_runs(
         .map(|r| info_json(&key.id, r))
         .collect();
     runs.extend(local);
-    Ok(Json(json!({ "runs": runs })))
+    let (runs, next) = page.cut(runs, crate::paging::MAX_PAGE);
+    Ok(Json(json!({ "runs": runs, "next_offset": next })))
 }
 
 /// `GET .../runs/{run}`: one run's status.
@@ -631,7 +649,7 @@ pub(crate) async fn resume_run(
         run_id = Some(keyed.run_id);
     }
     let run = run_of(&served, &key, &run)?;
-    let permit = state.turn_permit()?;
+    let permit = state.admit_run(&key.tenant, &key.store_id())?;
     let span = crate::turn::turn_span(
         &key.flow,
         &key.id,

@@ -300,3 +300,11 @@ pub async fn error_code(response: reqwest::Response) -> (u16, String, String) {
         body["error"]["message"].as_str().unwrap().to_owned(),
     )
 }
+
+/// The strict outbound policy with loopback let through (`127.0.0.0/8`): the tests'
+/// webhook receivers listen there.
+pub fn loopback_allowed() -> flow_runtime::outbound::OutboundPolicy {
+    flow_runtime::outbound::OutboundPolicy::default()
+        .allow_net("127.0.0.0/8")
+        .expect("a CIDR range")
+}

@@ -231,6 +231,14 @@ impl RunQueue for FileRunQueue {
         .await
     }
 
+    async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError> {
+        let prefix = prefix.to_owned();
+        self.with_rows("count runs", move |rows| {
+            Ok((rows.unfinished_with_prefix(&prefix), false))
+        })
+        .await
+    }
+
     async fn claim_among(
         &self,
         worker: &str,

@@ -71,6 +71,10 @@ impl RunQueue for InMemoryRunQueue {
         Ok(self.rows().thread_runs(thread))
     }
 
+    async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError> {
+        Ok(self.rows().unfinished_with_prefix(prefix))
+    }
+
     async fn claim_among(
         &self,
         worker: &str,

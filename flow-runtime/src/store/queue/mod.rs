@@ -350,8 +350,12 @@ pub trait RunQueue: Send + Sync + 'static {
     /// an input over [`MAX_QUEUED_INPUT_BYTES`].
     async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError>;
 
-    /// Takes the oldest runnable run for `worker`, for `lease`: `None` if no run can be taken
-    /// now.
+    /// Takes a runnable run for `worker`, for `lease`: `None` if no run can be taken now.
+    /// A thread's runs are taken in order, one at a time. Among the threads' next runs, the
+    /// claim takes one of the group with the fewest runs running (leases not run out), the
+    /// oldest first: a group that queued thousands of runs does not hold the others back. A
+    /// group is the thread id up to its last `.` (`FLOW.TENANT.` for a server's threads); the
+    /// ids without a `.` are one group.
     async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError>;
 
     /// Extends a held claim's lease to `lease` from now.
@@ -421,6 +425,17 @@ pub trait RunQueue: Send + Sync + 'static {
 
     /// The cancel request recorded on the claimed run, if any.
     async fn cancel_requested(&self, claim: &QueueClaim) -> Result<Option<Value>, QueueError>;
+
+    /// How many runs not ended (waiting or running) have a thread id starting with `prefix`:
+    /// what a service counts to bound one tenant's queued runs (its threads share a prefix).
+    async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError>;
+}
+
+/// The group of a thread id, for fair claiming: the id up to and with its last `.` (a
+/// server's `FLOW.TENANT.THREAD` ids group by flow and tenant); the ids without one are one
+/// group. (The SQL queues compute the same with `rtrim(thread, replace(thread, '.', ''))`.)
+pub(crate) fn claim_group(thread: &str) -> &str {
+    thread.rfind('.').map_or("", |at| &thread[..=at])
 }
 
 /// Checks a new run's ids and input size.

@@ -85,25 +85,41 @@ impl Rows {
         flows: Option<&[String]>,
     ) -> Result<Option<QueueClaim>, QueueError> {
         check_name("worker name", worker)?;
+        // Runs held by a live lease, by group: the fair choice prefers the group with fewest.
+        let mut running: HashMap<&str, usize> = HashMap::new();
+        for r in &self.runs {
+            if r.status == QueueStatus::Running && r.lease_until_ms >= now {
+                *running.entry(super::claim_group(&r.thread)).or_default() += 1;
+            }
+        }
         let mut blocked: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        let mut chosen = None;
+        // (running runs of its group, index): the smallest wins; the index breaks ties by age.
+        let mut chosen: Option<(usize, usize)> = None;
         for (i, r) in self.runs.iter().enumerate() {
             if r.status == QueueStatus::Done {
                 continue;
             }
-            if blocked.contains(r.thread.as_str()) {
+            if !blocked.insert(r.thread.as_str()) {
+                // Not the thread's first unfinished run: it waits for that one.
                 continue;
             }
             let runnable = r.status == QueueStatus::Pending
                 || (r.status == QueueStatus::Running && r.lease_until_ms < now);
             let served = flows.map_or(true, |f| f.contains(&r.flow));
             if runnable && served {
-                chosen = Some(i);
-                break;
+                let load = running
+                    .get(super::claim_group(&r.thread))
+                    .copied()
+                    .unwrap_or(0);
+                if chosen.map_or(true, |(best, _)| load < best) {
+                    chosen = Some((load, i));
+                    if load == 0 {
+                        break;
+                    }
+                }
             }
-            blocked.insert(r.thread.as_str());
         }
-        let Some(i) = chosen else {
+        let Some((_, i)) = chosen else {
             return Ok(None);
         };
         let r = &mut self.runs[i];
@@ -265,6 +281,14 @@ impl Rows {
     }
 
     /// The runs of `thread`, oldest first.
+    /// Runs not ended whose thread starts with `prefix`.
+    pub fn unfinished_with_prefix(&self, prefix: &str) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.status != QueueStatus::Done && r.thread.starts_with(prefix))
+            .count()
+    }
+
     pub fn thread_runs(&self, thread: &str) -> Vec<QueuedRun> {
         self.runs
             .iter()

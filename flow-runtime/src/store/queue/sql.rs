@@ -73,7 +73,11 @@ const CLAIM: &str = "UPDATE agentflow_run_queue SET status = 'running', worker =
         WHERE r.status <> 'done' AND (r.status = 'pending' OR r.lease_until_ms < {NOW}) \
         AND NOT EXISTS (SELECT 1 FROM agentflow_run_queue e \
             WHERE e.thread = r.thread AND e.seq < r.seq AND e.status <> 'done') \
-        ORDER BY r.seq LIMIT 1 {LOCK}) \
+        ORDER BY (SELECT COUNT(*) FROM agentflow_run_queue o \
+            WHERE o.status = 'running' AND o.lease_until_ms >= {NOW} \
+            AND rtrim(o.thread, replace(o.thread, '.', '')) \
+                = rtrim(r.thread, replace(r.thread, '.', ''))), r.seq \
+        LIMIT 1 {LOCK}) \
     RETURNING {COLUMNS}";
 
 /// [`CLAIM`], of the flows in the JSON array `$3` only.
@@ -85,7 +89,11 @@ const CLAIM_AMONG: &str = "UPDATE agentflow_run_queue SET status = 'running', wo
         AND r.flow IN ({FLOWS}) \
         AND NOT EXISTS (SELECT 1 FROM agentflow_run_queue e \
             WHERE e.thread = r.thread AND e.seq < r.seq AND e.status <> 'done') \
-        ORDER BY r.seq LIMIT 1 {LOCK}) \
+        ORDER BY (SELECT COUNT(*) FROM agentflow_run_queue o \
+            WHERE o.status = 'running' AND o.lease_until_ms >= {NOW} \
+            AND rtrim(o.thread, replace(o.thread, '.', '')) \
+                = rtrim(r.thread, replace(r.thread, '.', ''))), r.seq \
+        LIMIT 1 {LOCK}) \
     RETURNING {COLUMNS}";
 
 const RESERVE_EVENTS: &str = "UPDATE agentflow_run_queue SET events = events + $3 \
@@ -131,6 +139,10 @@ const GET: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE run_id = $1";
 
 const THREAD: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE thread = $1 ORDER BY seq";
 
+/// Runs not ended whose thread starts with `$1` (`$2`: its length in characters).
+const UNFINISHED_WITH_PREFIX: &str = "SELECT COUNT(*) AS n FROM agentflow_run_queue \
+    WHERE status <> 'done' AND substr(thread, 1, $2) = $1";
+
 /// The statements of one backend, its clock and lock clause filled in.
 #[derive(Debug)]
 pub(crate) struct QueueStatements {
@@ -143,6 +155,7 @@ pub(crate) struct QueueStatements {
     pub complete: String,
     pub get: String,
     pub thread: String,
+    pub unfinished_with_prefix: String,
     pub claim_among: String,
     pub reserve_events: String,
     pub insert_event: String,
@@ -174,6 +187,7 @@ impl QueueStatements {
             complete: f(COMPLETE),
             get: f(GET),
             thread: f(THREAD),
+            unfinished_with_prefix: f(UNFINISHED_WITH_PREFIX),
             claim_among: f(CLAIM_AMONG),
             reserve_events: f(RESERVE_EVENTS),
             insert_event: f(INSERT_EVENT),
@@ -642,6 +656,23 @@ macro_rules! sql_run_queue {
                     .await
                     .map_err($crate::store::queue::sql::db("list a thread's runs"))?;
                 rows.iter().map(queued_run).collect()
+            }
+
+            async fn unfinished_with_prefix(
+                &self,
+                prefix: &str,
+            ) -> Result<usize, $crate::store::QueueError> {
+                use sqlx::Row as _;
+                let row = sqlx::query(&self.sql.unfinished_with_prefix)
+                    .bind(prefix)
+                    .bind(prefix.chars().count() as i32)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("count runs"))?;
+                let n: i64 = row
+                    .try_get("n")
+                    .map_err($crate::store::queue::sql::db("count runs"))?;
+                Ok(n as usize)
             }
         }
     };

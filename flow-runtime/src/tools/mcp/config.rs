@@ -17,6 +17,7 @@ pub struct McpServerConfig {
     pub(super) call_timeout: Option<Duration>,
     pub(super) limits: McpLimits,
     pub(super) tools: ToolFilter,
+    pub(super) outbound: Option<crate::outbound::OutboundPolicy>,
 }
 
 #[derive(Clone)]
@@ -87,6 +88,7 @@ impl McpServerConfig {
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             limits: McpLimits::default(),
             tools: ToolFilter::default(),
+            outbound: None,
         }
     }
 
@@ -157,6 +159,17 @@ impl McpServerConfig {
         if let TransportConfig::Stdio { inherit_stderr, .. } = &mut self.transport {
             *inherit_stderr = inherit;
         }
+        self
+    }
+
+    /// Holds an HTTP server's connections to `policy` (see [`crate::outbound`]; ignored for
+    /// stdio): the URL checked before connecting, names resolved through the policy's guarded
+    /// resolver on every connection (no loopback, private, link-local, multicast or
+    /// unspecified address unless the policy lets it through), no proxy, redirects only to
+    /// the same origin. For a URL that someone other than the operator chose; an operator's
+    /// own servers need not opt in.
+    pub fn outbound(mut self, policy: crate::outbound::OutboundPolicy) -> Self {
+        self.outbound = Some(policy);
         self
     }
 
@@ -233,6 +246,13 @@ impl McpServerConfig {
     }
 
     pub(super) fn validate(&self) -> Result<(), McpError> {
+        if let (Some(policy), TransportConfig::Http { url, .. }) = (&self.outbound, &self.transport)
+        {
+            policy.check_url(url).map_err(|e| McpError::Config {
+                server: Arc::clone(&self.name),
+                message: e.to_string().into(),
+            })?;
+        }
         let ok = !self.name.is_empty()
             && self
                 .name

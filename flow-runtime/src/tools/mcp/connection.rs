@@ -13,8 +13,9 @@ use rmcp::model::{
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
 
 use super::config::TransportConfig;
@@ -242,14 +243,33 @@ impl McpServer {
                 tool: tool.into(),
             });
         }
-        let (peer, generation) = {
+        // One deadline for the whole call: the wait for the connection's lock, a reconnect,
+        // a re-read of the tool list before it, the call itself, and the re-read after an
+        // error result (which, past the deadline, is skipped: the answer stands as it is).
+        let deadline = self
+            .inner
+            .config
+            .call_timeout
+            .map(|limit| (tokio::time::Instant::now() + limit, limit));
+        let timed_out = |limit| McpError::CallTimedOut {
+            server: Arc::clone(&self.inner.config.name),
+            tool: tool.into(),
+            limit,
+        };
+        let prepare = async {
             let mut guard = self.live().await?;
             let live = guard.as_mut().expect("live after live()");
             if live.tools_changed.swap(false, Ordering::SeqCst) {
                 live.tools = self.fetch_tools(&live.service).await?;
                 self.check_listed(live, tool)?;
             }
-            (live.service.peer().clone(), live.generation)
+            Ok::<_, McpError>((live.service.peer().clone(), live.generation))
+        };
+        let (peer, generation) = match deadline {
+            None => prepare.await?,
+            Some((at, limit)) => tokio::time::timeout_at(at, prepare)
+                .await
+                .map_err(|_| timed_out(limit))??,
         };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(arguments) = arguments {
@@ -273,18 +293,22 @@ impl McpServer {
                 _ => Err(ServiceError::UnexpectedResponse),
             }
         };
-        let answer = match self.inner.config.call_timeout {
+        let answer = match deadline {
             None => call.await,
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    return Err(McpError::CallTimedOut {
-                        server: Arc::clone(&self.inner.config.name),
-                        tool: tool.into(),
-                        limit,
-                    })
+            Some((at, limit)) => tokio::time::timeout_at(at, call)
+                .await
+                .map_err(|_| timed_out(limit))?,
+        };
+        // The re-read of the tool list after an error, within what is left of the deadline.
+        let still_listed = || async {
+            match deadline {
+                None => self.check_still_listed(generation, tool).await,
+                Some((at, _)) => {
+                    tokio::time::timeout_at(at, self.check_still_listed(generation, tool))
+                        .await
+                        .unwrap_or(Ok(()))
                 }
-            },
+            }
         };
         match answer {
             Ok(result) => {
@@ -292,16 +316,38 @@ impl McpServer {
                 if result.is_error == Some(true) {
                     // Servers answer a call to a tool they do not have with an error result
                     // (or a protocol error, below): see whether the tool was removed.
-                    self.check_still_listed(generation, tool).await?;
+                    still_listed().await?;
                 }
                 Ok(result)
+            }
+            Err(ServiceError::McpError(e)) if e.code.0 == super::bounded::OVER_LIMIT_CODE => {
+                // The answer was over a limit while it was read (see `bounded.rs`).
+                let field = e.data.as_ref().and_then(|d| d["field"].as_str());
+                let (what, field, limit) = match field {
+                    Some("max_message_bytes") => (
+                        "a message of more bytes",
+                        "max_message_bytes",
+                        self.inner.config.limits.max_message_bytes,
+                    ),
+                    _ => (
+                        "a result of more content blocks",
+                        "max_result_blocks",
+                        self.inner.config.limits.max_result_blocks,
+                    ),
+                };
+                Err(McpError::LimitExceeded {
+                    server: Arc::clone(&self.inner.config.name),
+                    what,
+                    field,
+                    limit,
+                })
             }
             Err(ServiceError::McpError(e)) => {
                 if matches!(
                     e.code,
                     ErrorCode::INVALID_PARAMS | ErrorCode::METHOD_NOT_FOUND
                 ) {
-                    self.check_still_listed(generation, tool).await?;
+                    still_listed().await?;
                 }
                 Err(McpError::Protocol {
                     server: Arc::clone(&self.inner.config.name),
@@ -426,9 +472,11 @@ impl McpServer {
                 } else {
                     std::process::Stdio::null()
                 };
-                let (transport, _) = TokioChildProcess::builder(command)
-                    .stderr(stderr)
-                    .spawn()
+                command
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(stderr);
+                let transport = ChildTransport::spawn(command, &config.limits)
                     .map_err(|e| connect_error(format!("could not start the process: {e}")))?;
                 let process_id = transport.id();
                 let service = handler
@@ -441,11 +489,28 @@ impl McpServer {
                 install_crypto_provider();
                 let mut http = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
                 http.auth_header = bearer_token.as_deref().map(str::to_owned);
-                let transport = StreamableHttpClientTransport::from_config(http);
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| connect_error(format!("the MCP handshake failed: {e}")))?;
+                let transport = match &self.inner.config.outbound {
+                    None => StreamableHttpClientTransport::from_config(http),
+                    Some(policy) => {
+                        let parsed = policy
+                            .check_url(url)
+                            .map_err(|e| connect_error(e.to_string()))?;
+                        // Resolved and checked once here for a clear error; the client checks
+                        // again on every connection it opens.
+                        if let Some(url::Host::Domain(host)) = parsed.host() {
+                            crate::outbound::GuardedResolver::new(policy.clone())
+                                .resolve_checked(host)
+                                .await
+                                .map_err(|e| connect_error(e.to_string()))?;
+                        }
+                        let client = guarded_client(policy)
+                            .map_err(|e| connect_error(format!("the HTTP client: {e}")))?;
+                        StreamableHttpClientTransport::with_client(client, http)
+                    }
+                };
+                let service = handler.serve(transport).await.map_err(|e| {
+                    connect_error(format!("the MCP handshake failed: {}", with_causes(&e)))
+                })?;
                 (service, None)
             }
         };
@@ -609,5 +674,132 @@ struct Unroute<'a>(&'a ProgressRoutes, ProgressToken);
 impl Drop for Unroute<'_> {
     fn drop(&mut self) {
         self.0.unroute(&self.1);
+    }
+}
+
+/// A client of rmcp's reqwest held to `policy`: the guarded resolver on every connection, no
+/// proxy, redirects only to the same origin, the policy's connect timeout (calls are bounded
+/// by the server's own timeouts).
+fn guarded_client(
+    policy: &crate::outbound::OutboundPolicy,
+) -> Result<reqwest013::Client, reqwest013::Error> {
+    let redirects = reqwest013::redirect::Policy::custom(|attempt| {
+        let from = attempt.previous().last().map(|u| u.origin());
+        if attempt.previous().len() > 3 || from.as_ref() != Some(&attempt.url().origin()) {
+            attempt.error("a redirect to another origin is not followed")
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest013::Client::builder()
+        .dns_resolver(Arc::new(Guarded(crate::outbound::GuardedResolver::new(
+            policy.clone(),
+        ))))
+        .no_proxy()
+        .redirect(redirects)
+        .connect_timeout(policy.connect_limit())
+        .build()
+}
+
+/// The outbound policy's guarded resolver, for rmcp's reqwest.
+struct Guarded(crate::outbound::GuardedResolver);
+
+impl reqwest013::dns::Resolve for Guarded {
+    fn resolve(&self, name: reqwest013::dns::Name) -> reqwest013::dns::Resolving {
+        let resolver = self.0.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let kept = resolver.resolve_checked(&host).await?;
+            let addrs: reqwest013::dns::Addrs = Box::new(kept.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// `error` and the causes under it (a refused address is a cause several levels down).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// A stdio server's process and its transport, its output read through
+/// [`BoundedLines`](super::bounded::BoundedLines) (see `bounded.rs`). Closing it closes the
+/// server's stdin and waits a few seconds for the process to exit, then kills it; dropping it
+/// kills the process.
+struct ChildTransport {
+    child: Option<tokio::process::Child>,
+    transport: AsyncRwTransport<
+        RoleClient,
+        super::bounded::BoundedLines<tokio::process::ChildStdout>,
+        tokio::process::ChildStdin,
+    >,
+}
+
+/// How long a closed server's process has to exit before it is killed.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl ChildTransport {
+    fn spawn(
+        mut command: tokio::process::Command,
+        limits: &super::McpLimits,
+    ) -> std::io::Result<Self> {
+        let mut child = command.spawn()?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(std::io::Error::other(
+                "the process's stdin or stdout is not piped",
+            ));
+        };
+        let read = super::bounded::BoundedLines::new(
+            stdout,
+            limits.max_message_bytes,
+            limits.max_result_blocks,
+        );
+        Ok(ChildTransport {
+            child: Some(child),
+            // The bounded reader cuts lines first; the SDK's own cap only has to be above it.
+            transport: AsyncRwTransport::new(read, stdin)
+                .with_max_line_length(limits.max_message_bytes.saturating_add(1024)),
+        })
+    }
+
+    fn id(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+}
+
+impl rmcp::transport::Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleClient>>> + Send
+    {
+        self.transport.receive()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.transport.close().await?;
+        if let Some(mut child) = self.child.take() {
+            if tokio::time::timeout(EXIT_WAIT, child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
+        Ok(())
     }
 }

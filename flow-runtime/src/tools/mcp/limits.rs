@@ -17,8 +17,12 @@ pub struct McpLimits {
     /// Bytes of one call's result (text and data of its content blocks, or its structured
     /// content). Default 1 MiB.
     pub max_result_bytes: usize,
-    /// Content blocks in one call's result. Default 1,024.
+    /// Content blocks in one call's result. Default 1,024. A stdio server's answer is held to
+    /// it while it is read, before it is parsed.
     pub max_result_blocks: usize,
+    /// Bytes of one message from a stdio server (one line), held to as it is read. Default
+    /// 16 MiB.
+    pub max_message_bytes: usize,
 }
 
 impl Default for McpLimits {
@@ -29,6 +33,7 @@ impl Default for McpLimits {
             max_description_bytes: 8 * 1024,
             max_result_bytes: 1024 * 1024,
             max_result_blocks: 1024,
+            max_message_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -43,6 +48,12 @@ impl McpLimits {
     /// The default limits with another [`max_result_blocks`](Self::max_result_blocks).
     pub fn max_result_blocks(mut self, limit: usize) -> Self {
         self.max_result_blocks = limit;
+        self
+    }
+
+    /// The default limits with another [`max_message_bytes`](Self::max_message_bytes).
+    pub fn max_message_bytes(mut self, limit: usize) -> Self {
+        self.max_message_bytes = limit;
         self
     }
 

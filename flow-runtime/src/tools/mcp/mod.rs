@@ -36,8 +36,11 @@
 //!   [`tool_timeout`](crate::ChatModelAgentBuilder::tool_timeout) and by the server's own
 //!   [`call_timeout`](McpServerConfig::call_timeout) (default [`DEFAULT_CALL_TIMEOUT`]); when
 //!   either fires the call is dropped and the server is sent `notifications/cancelled`; the
-//!   connection stays usable. Connecting (starting the process, the MCP handshake, listing
-//!   tools) and every later re-read of the tool list are bounded by
+//!   connection stays usable. The call timeout bounds the whole call: the wait for the
+//!   connection's lock, a reconnect, the re-read of the tool list before it, the call, and the
+//!   re-read after an error answer (past the deadline that re-read is dropped and the answer
+//!   stands). Connecting (starting the process, the MCP handshake, listing tools) and every
+//!   re-read of the tool list are also bounded by
 //!   [`connect_timeout`](McpServerConfig::connect_timeout), so no wait under the connection's
 //!   lock is unbounded.
 //! - **A server that sends too much.** Tool-list pages and tools, description bytes, result
@@ -107,6 +110,7 @@
 
 use std::time::Duration;
 
+mod bounded;
 mod config;
 mod connection;
 mod error;
