@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::kit::{
-    FileTools, JailedDir, Plan, PlanTool, ScriptPolicy, Skill, Skills, StepStatus, ThreadFiles,
-    ACTIVE_SKILLS_KEY,
+    DeepAgent, FileTools, JailedDir, Plan, PlanTool, ScriptPolicy, Skill, Skills, StepStatus,
+    ThreadFiles, ACTIVE_SKILLS_KEY,
 };
 use flow_runtime::model::{ScriptStep, ScriptedModel};
+use flow_runtime::store::InMemoryStore;
 use flow_runtime::tool::{Tool, ToolContext, ToolError};
-use flow_runtime::{ChatModelAgent, Runner, Session};
+use flow_runtime::{ChatModelAgent, FlowAgent, Message, Runner, Session, TurnRequest};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -113,8 +114,7 @@ async fn the_model_sees_each_level_of_a_skill_only_when_it_asks() {
         .tools(skills.tools())
         .build()
         .unwrap();
-    let mut events =
-        Runner::new(flow_runtime::FlowAgent::new(agent)).run("Release notes for 1.2, please");
+    let mut events = Runner::new(FlowAgent::new(agent)).run("Release notes for 1.2, please");
     while events.next().await.is_some() {}
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
@@ -499,5 +499,127 @@ async fn the_jailed_directory_refuses_dotdot_absolute_paths_and_symlinks_out() {
     assert!(!outside.join("x.txt").exists() && !outside.join("new.txt").exists());
     let listed = call(&tools, &cx, "list_files", json!({})).await.unwrap();
     assert_eq!(listed, "sub/ok.txt");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+async fn finish_turn(runner: &Runner, thread: &str, text: &str) {
+    let mut turn = runner
+        .turn(TurnRequest::new(thread, Message::user(text)))
+        .await
+        .unwrap();
+    while let Some(e) = turn.next().await {
+        assert!(e.error.is_none(), "{:?}", e.error);
+    }
+}
+
+/// The plan and the files are thread values: the next turn starts with them, a fork copies
+/// them at its step, and what a fork writes stays in the fork.
+#[tokio::test]
+async fn plan_and_files_carry_across_turns_and_a_fork_writes_apart() {
+    let model = ScriptedModel::new([
+        // Turn 1 on `main`.
+        ScriptStep::tool_call(
+            "write_plan",
+            json!({"steps": [{"step": "draft", "status": "in_progress"}]}),
+        ),
+        ScriptStep::tool_call("write_file", json!({"path": "a.md", "text": "one"})),
+        ScriptStep::text("drafted"),
+        // Turn 2, on the fork.
+        ScriptStep::tool_call("write_file", json!({"path": "b.md", "text": "two"})),
+        ScriptStep::text("forked"),
+        // Turn 3, on `main` again.
+        ScriptStep::tool_call("read_file", json!({"path": "a.md"})),
+        ScriptStep::text("read"),
+    ])
+    .keep_requests(true);
+    let agent = DeepAgent::new("worker", model.clone()).build().unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .thread_store(InMemoryStore::new())
+        .build();
+    finish_turn(&runner, "main", "start").await;
+    let values = runner.thread("main").values().await.unwrap();
+    assert_eq!(values["kit.plan"]["steps"][0]["step"], "draft");
+    assert_eq!(values["kit.files"], json!({"a.md": "one"}));
+
+    let last = runner
+        .thread("main")
+        .history()
+        .await
+        .unwrap()
+        .last()
+        .unwrap()
+        .id;
+    runner.thread("main").fork(last, "fork").await.unwrap();
+    finish_turn(&runner, "fork", "more").await;
+    let forked = runner.thread("fork").values().await.unwrap();
+    assert_eq!(forked["kit.files"], json!({"a.md": "one", "b.md": "two"}));
+    assert_eq!(forked["kit.plan"], values["kit.plan"]);
+    assert_eq!(
+        runner.thread("main").values().await.unwrap()["kit.files"],
+        json!({"a.md": "one"}),
+        "the fork's write did not touch the original"
+    );
+
+    finish_turn(&runner, "main", "read it").await;
+    let last_request = serde_json::to_string(&model.requests().last().unwrap().messages).unwrap();
+    assert!(last_request.contains("     1\\tone"), "{last_request}");
+}
+
+#[test]
+fn the_deep_agent_preset_explains_and_gives_its_kit() {
+    let searcher = FlowAgent::new(
+        flow_runtime::FnAgent::new("searcher", |cx, _| async move {
+            cx.say("found");
+            Ok(())
+        })
+        .with_description("Searches sources."),
+    );
+    let skills = Skills::load_dir(fixtures()).unwrap();
+    let deep = DeepAgent::new("researcher", ScriptedModel::new(["ok"]))
+        .task("You research topics.")
+        .skills(skills.clone())
+        .sub_agent(searcher);
+    let instruction = deep.instruction();
+    assert!(instruction.starts_with("You research topics.\n\n"));
+    assert!(instruction.contains("`write_plan`"));
+    assert!(instruction.contains("- searcher: Searches sources."));
+    assert!(instruction.contains("- release-notes: Writes release notes"));
+    let agent = deep.build().unwrap();
+    let mut tools: Vec<String> = agent
+        .tool_definitions(None)
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    tools.sort();
+    assert_eq!(
+        tools,
+        [
+            "edit_file",
+            "list_files",
+            "load_skill",
+            "read_file",
+            "read_skill_resource",
+            "search_files",
+            "searcher",
+            "write_file",
+            "write_plan"
+        ]
+    );
+    assert_eq!(agent.instruction(), instruction);
+
+    // A skill allowing a tool the agent lacks: refused when built.
+    let dir = scratch("deep");
+    std::fs::create_dir_all(dir.join("web")).unwrap();
+    std::fs::write(
+        dir.join("web/SKILL.md"),
+        "---\nname: web\ndescription: Browses.\nallowed-tools: fetch_url\n---\n",
+    )
+    .unwrap();
+    let err = DeepAgent::new("r", ScriptedModel::new(["ok"]))
+        .skills(Skills::load_dir(&dir).unwrap())
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`fetch_url`"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

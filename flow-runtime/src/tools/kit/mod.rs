@@ -12,7 +12,10 @@
 //!   directory jailed to its root ([`JailedDir`]).
 //! - `file_tools.rs`: `list_files`, `read_file`, `write_file`, `edit_file`, `search_files`,
 //!   [`FileTools`].
+//! - `deep.rs`: the deep agent preset, [`DeepAgent`]: an LLM agent with the plan, the files,
+//!   skills and sub-agents, and an instruction that explains them.
 
+mod deep;
 mod file_tools;
 mod files;
 mod plan;
@@ -20,6 +23,7 @@ mod script;
 mod skill;
 mod skills;
 
+pub use deep::{DeepAgent, DeepAgentError};
 pub use file_tools::{FileTools, MAX_READ_LINES, MAX_SEARCH_HITS};
 pub use files::{
     normalize, FileBackend, FileError, JailedDir, ThreadFiles, MAX_FILE_BYTES, THREAD_FILES_KEY,
