@@ -623,3 +623,30 @@ fn the_deep_agent_preset_explains_and_gives_its_kit() {
     assert!(err.contains("`fetch_url`"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What each level of disclosure costs in tokens (OpenAI's o200k tokenizer), for the two skills
+/// of `tests/fixtures/skills`: the numbers the guide's "Skills and the agent kit" chapter shows.
+#[cfg(feature = "tiktoken")]
+#[tokio::test]
+async fn each_level_of_disclosure_costs_what_the_guide_says() {
+    use flow_runtime::history::{TiktokenCounter, TokenCounter};
+    let tokens = |text: &str| TiktokenCounter::o200k().count(&Message::user(text));
+    let skills = Skills::load_dir(fixtures()).unwrap();
+    let tools = skills.tools();
+    let cx = cx();
+    let catalog = tokens(&skills.catalog());
+    let loaded = call(&tools, &cx, "load_skill", json!({"name": "release-notes"}))
+        .await
+        .unwrap();
+    let style = call(
+        &tools,
+        &cx,
+        "read_skill_resource",
+        json!({"skill": "release-notes", "path": "references/style.md"}),
+    )
+    .await
+    .unwrap();
+    let costs = [catalog, tokens(&loaded), tokens(&style)];
+    println!("catalog, load_skill, read_skill_resource: {costs:?}");
+    assert_eq!(costs, [98, 85, 26]);
+}
