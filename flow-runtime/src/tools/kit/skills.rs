@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::script::{ScriptPolicy, ScriptTool};
 use super::skill::{Skill, SkillError};
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
+use crate::model::ToolDefinition;
 
 /// The name of the tool that loads a skill's instructions.
 pub const LOAD_SKILL_TOOL_NAME: &str = "load_skill";
@@ -434,6 +435,10 @@ impl Tool for Guarded {
 
     fn parameters(&self) -> Value {
         self.inner.parameters()
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        self.inner.definition()
     }
 
     async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
