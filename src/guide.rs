@@ -25,6 +25,9 @@ pub struct Threads;
 #[doc = include_str!("../docs/src/memory.md")]
 pub struct Memory;
 
+#[doc = include_str!("../docs/src/skills.md")]
+pub struct SkillsAndTheAgentKit;
+
 #[doc = include_str!("../docs/src/durable-execution.md")]
 pub struct DurableExecution;
 

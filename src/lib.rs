@@ -24,6 +24,7 @@
 //! | [`middleware`] | hooks around agent runs, model calls and tool calls |
 //! | [`store`] | checkpoint, thread, journal and queue stores and their backends |
 //! | [`memory`] | long-term memory: its store contract, stores and tools |
+//! | [`kit`] | the agent kit: skills from folders, the plan tool, the file tools, the deep agent preset |
 //! | [`spec`] | what the macros generate: agent facts, transfer targets, payloads, delegation, expected trajectories |
 //! | [`telemetry`] | the spans of agent runs, model calls and tool calls |
 //! | [`testing`] | helpers for tests that need outside components |
@@ -88,6 +89,12 @@ pub use flow_eval as eval;
 /// agent is the server's (`flow-server`, `/a2a/{flow}`).
 #[cfg(feature = "a2a")]
 pub use flow_a2a as a2a;
+
+/// The agent kit: skills loaded from folders and disclosed as tools (`load_skill`,
+/// `read_skill_resource`, `run_skill_script` under a [`ScriptPolicy`](kit::ScriptPolicy)), the
+/// plan tool, the file tools over the thread's values or a jailed directory, and the
+/// [`DeepAgent`](kit::DeepAgent) preset (see the guide's "Skills and the agent kit" chapter).
+pub use flow_runtime::kit;
 
 /// Long-term memory: the memory store contract, its stores (in memory, SQLite, PostgreSQL),
 /// [`Memory`](memory::Memory) and the `remember`, `recall` and `forget` tools (see the guide's

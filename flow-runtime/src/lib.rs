@@ -81,6 +81,10 @@ pub use store as checkpoint;
 #[cfg(feature = "mcp")]
 pub use tools::mcp;
 
+/// The agent kit (issue 43): skills loaded from folders with their disclosure tools, the plan
+/// tool and the file tools. See the guide's "Skills and the agent kit" chapter.
+pub use tools::kit;
+
 /// Long-term memory (issue 42): the memory store contract and its stores
 /// ([`store::memory_items`]), with the `remember`, `recall` and `forget` tools an agent can be
 /// given. See the guide's "Memory" chapter.
