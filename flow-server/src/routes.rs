@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -384,30 +385,38 @@ pub async fn delete_thread(
     }
 }
 
-/// `GET /v1/flows/{flow}/threads/{thread}/interrupts`: the interrupts the thread waits on.
+/// `GET /v1/flows/{flow}/threads/{thread}/interrupts`: the interrupts the thread waits on, a
+/// page at a time (`?limit=N&offset=M`, at most [`MAX_PAGE`](crate::paging::MAX_PAGE);
+/// `next_offset` while more follow).
 pub async fn thread_interrupts(
     State(state): State<AppState>,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    page: Result<Query<crate::paging::PageQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     principal.require_any(QUEUE_READERS)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let head = head_of(&state, &key).await?;
+    let (interrupts, next) = page.cut(pending_of(&key.id, &head.last), crate::paging::MAX_PAGE);
     Ok(Json(
-        json!({ "interrupts": pending_of(&key.id, &head.last) }),
+        json!({ "interrupts": interrupts, "next_offset": next }),
     ))
 }
 
 /// `GET /v1/flows/{flow}/interrupts`: every interrupt the caller's threads of this flow wait
-/// on, oldest thread id first.
+/// on, oldest thread id first, a page at a time (`?limit=N&offset=M`, at most
+/// [`MAX_PAGE`](crate::paging::MAX_PAGE); `next_offset` while more follow).
 pub async fn flow_interrupts(
     State(state): State<AppState>,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath(flow): ApiPath<String>,
+    page: Result<Query<crate::paging::PageQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     principal.require_any(QUEUE_READERS)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let served = state.flow(&flow)?;
     let prefix = ThreadKey::prefix(served.name(), &tenant.0);
     let mut interrupts = Vec::new();
@@ -419,7 +428,10 @@ pub async fn flow_interrupts(
             interrupts.extend(pending_of(thread, &head.last));
         }
     }
-    Ok(Json(json!({ "interrupts": interrupts })))
+    let (interrupts, next) = page.cut(interrupts, crate::paging::MAX_PAGE);
+    Ok(Json(
+        json!({ "interrupts": interrupts, "next_offset": next }),
+    ))
 }
 
 /// Any other path: a JSON 404.

@@ -6,7 +6,7 @@
 //! | route | answer |
 //! | --- | --- |
 //! | `GET /v1/flows/{flow}/threads` | `{"threads": [{"thread", "turns", "updated_at_ms", "waiting", "running"}], "next_offset"}`, the newest first, a page at a time (`?limit=N&offset=M`, at most 100) |
-//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}]}`; `end` is `{"status": "completed", "answered_by"}`, `{"status": "interrupted", "interrupts": N}` or `{"status": "stopped"}` (cancelled at a safe point) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` (`?limit=N&offset=M`, at most 100 records) | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}], "next_offset"}`; `end` is `{"status": "completed", "answered_by"}`, `{"status": "interrupted", "interrupts": N}` or `{"status": "stopped"}` (cancelled at a safe point) |
 //!
 //! Both need `read`; a thread is the caller's tenant's. Events go out in their
 //! [outward form](crate::outward::OutwardEvent); store keys, checkpoint ids and resume data
@@ -92,14 +92,21 @@ async fn list_threads(
 }
 
 /// `GET /v1/flows/{flow}/threads/{thread}/timeline`: the thread's records, oldest first, each
-/// a turn or the resume of one, with the events it recorded.
+/// a turn or the resume of one, with the events it recorded; a page at a time
+/// (`?limit=N&offset=M`, at most [`MAX_PAGE`](crate::paging::MAX_PAGE) records; `next_offset`
+/// while more follow).
 async fn timeline(
     State(state): State<AppState>,
     principal: Principal,
     Extension(tenant): Extension<Tenant>,
     ApiPath((flow, id)): ApiPath<(String, String)>,
+    page: Result<
+        axum::extract::Query<crate::paging::PageQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
 ) -> Result<Json<Value>, ApiError> {
     principal.require(Scope::Read)?;
+    let page = crate::paging::PageQuery::of(page)?;
     let served = state.flow(&flow)?;
     let key = ThreadKey::new(served.name(), &tenant.0, &id)?;
     let records = served.runner().thread(&key.store_id()).records().await?;
@@ -108,12 +115,15 @@ async fn timeline(
     }
     // A values step (`update_state`) is no part of the conversation: the thread's history
     // (`GET .../history`) lists it.
-    let records: Vec<Value> = records
+    let records: Vec<&ThreadRecord> = records
         .iter()
         .filter(|r| !matches!(r.start, RecordStart::Values { .. }))
-        .map(record_json)
         .collect();
-    Ok(Json(json!({ "thread": key.id, "records": records })))
+    let (records, next) = page.cut(records, crate::paging::MAX_PAGE);
+    let records: Vec<Value> = records.into_iter().map(record_json).collect();
+    Ok(Json(
+        json!({ "thread": key.id, "records": records, "next_offset": next }),
+    ))
 }
 
 /// One record as the timeline shows it.

@@ -135,3 +135,74 @@ async fn thread_and_run_lists_are_paged() {
     let bad = get(&server.base, "/v1/flows/desk/threads?limit=lots").await;
     assert_eq!(bad.status(), 400);
 }
+
+#[tokio::test]
+async fn the_timeline_and_the_interrupt_lists_are_paged() {
+    let server = spawn(state(&flow_runtime::InMemoryStore::new())).await;
+    for i in 0..105 {
+        common::turn(&server.base, "desk", "long", &format!("hello {i}")).await;
+    }
+    let first: Value = get(
+        &server.base,
+        "/v1/flows/desk/threads/long/timeline?limit=1000",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let records = first["records"].as_array().unwrap();
+    assert_eq!(records.len(), 100, "the most one page holds");
+    assert_eq!(records[0]["turn"], 0);
+    assert_eq!(first["next_offset"], 100);
+    let rest: Value = get(
+        &server.base,
+        "/v1/flows/desk/threads/long/timeline?offset=100",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let turns: Vec<u64> = rest["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["turn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(turns, [100, 101, 102, 103, 104]);
+    assert_eq!(rest["next_offset"], Value::Null);
+
+    // Three threads wait on a refund's approval: the queue comes a page at a time.
+    for t in ["w1", "w2", "w3"] {
+        common::turn(&server.base, "desk", t, "I want a refund for order 42").await;
+    }
+    let mut threads = Vec::new();
+    let mut offset = Some(0);
+    while let Some(at) = offset {
+        let page: Value = get(
+            &server.base,
+            &format!("/v1/flows/desk/interrupts?limit=2&offset={at}"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        let items = page["interrupts"].as_array().unwrap();
+        assert!(items.len() <= 2, "{page}");
+        threads.extend(
+            items
+                .iter()
+                .map(|i| i["thread"].as_str().unwrap().to_owned()),
+        );
+        offset = page["next_offset"].as_u64();
+    }
+    assert_eq!(threads, ["w1", "w2", "w3"]);
+    let one: Value = get(&server.base, "/v1/flows/desk/threads/w2/interrupts?limit=1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["interrupts"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(one["next_offset"], Value::Null);
+    let bad = get(&server.base, "/v1/flows/desk/interrupts?offset=-1").await;
+    assert_eq!(bad.status(), 400);
+}

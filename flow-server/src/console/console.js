@@ -822,14 +822,22 @@ async function loadThread() {
     return;
   }
   const thread = currentThread();
-  const response = await api(threadPath() + "/timeline");
-  if (thread !== currentThread()) return;
+  // The timeline comes a page at a time; the page shows every record.
   let records = [];
-  if (response.ok) {
-    records = (await response.json()).records;
-  } else if (response.status !== 404) {
-    setStatus(await friendlyErrorText(response), "error");
-    return;
+  let offset = 0;
+  while (offset !== null) {
+    const response = await api(threadPath() + "/timeline?offset=" + offset);
+    if (thread !== currentThread()) return;
+    if (response.ok) {
+      const page = await response.json();
+      records = records.concat(page.records);
+      offset = page.next_offset == null ? null : page.next_offset;
+    } else if (response.status !== 404) {
+      setStatus(await friendlyErrorText(response), "error");
+      return;
+    } else {
+      offset = null;
+    }
   }
   for (const r of records) showRecord(r);
   state.active = "";
