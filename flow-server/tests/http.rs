@@ -963,6 +963,50 @@ async fn resume_checks_the_scope_before_whether_the_thread_exists() {
             .0,
         404
     );
+    // The other native doors that answer: `/runs` with `resume`, and sending a run again.
+    let run_resume = |token: &'static str, thread: &str| {
+        client()
+            .post(format!(
+                "{}/v1/flows/desk/threads/{thread}/runs",
+                server.base
+            ))
+            .bearer_auth(token)
+            .json(&json!({"resume": {"triage/refund": {"approve": true}}}))
+            .send()
+    };
+    let existing = error_code(
+        run_resume("chatter-token-0123456789", "exists")
+            .await
+            .unwrap(),
+    )
+    .await;
+    let missing = error_code(
+        run_resume("chatter-token-0123456789", "missing")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((existing.0, existing.1.as_str()), (403, "forbidden"));
+    assert_eq!(
+        (existing.0, &existing.1, &existing.2),
+        (missing.0, &missing.1, &missing.2)
+    );
+    let again = |thread: &str| {
+        client()
+            .post(format!(
+                "{}/v1/flows/desk/threads/{thread}/runs/some-run/resume",
+                server.base
+            ))
+            .bearer_auth("chatter-token-0123456789")
+            .send()
+    };
+    let existing = error_code(again("exists").await.unwrap()).await;
+    let missing = error_code(again("missing").await.unwrap()).await;
+    assert_eq!((existing.0, existing.1.as_str()), (403, "forbidden"));
+    assert_eq!(
+        (existing.0, &existing.1, &existing.2),
+        (missing.0, &missing.1, &missing.2)
+    );
 }
 
 #[tokio::test]

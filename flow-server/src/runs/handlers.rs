@@ -197,7 +197,9 @@ async fn start_in_span(
             run
         }
         (None, Some(targets)) => {
-            // The engine checks who may answer (the flow's approvals).
+            // Scope before existence: a caller who may answer nothing learns nothing of the
+            // thread. The engine checks each answer (the flow's approvals).
+            served.approvals().require_some_answer(principal)?;
             let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()
@@ -648,6 +650,8 @@ pub(crate) async fn resume_run(
         }
         run_id = Some(keyed.run_id);
     }
+    // Scope before existence, as for `/resume`.
+    served.approvals().require_some_answer(&principal)?;
     let run = run_of(&served, &key, &run)?;
     let permit = state.admit_run(&key.tenant, &key.store_id())?;
     let span = crate::turn::turn_span(
