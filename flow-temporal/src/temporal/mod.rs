@@ -1,0 +1,20 @@
+//! The Temporal half (feature `sdk`): the thread workflow, the activities, and what a worker
+//! and a client need.
+//!
+//! - `workflow`: [`ThreadWorkflow`], one per thread: each turn (the update
+//!   [`ThreadWorkflow::turn`]) runs the engine with every effect a Temporal command; a
+//!   question (an approval) waits for the update [`ThreadWorkflow::answer`], whose validator
+//!   checks the answerer's authority with the engine's [`AnswerRule`](flow_runtime::AnswerRule).
+//! - `activities`: [`AgentflowActivities`], the model and tool activities.
+//! - `worker`: [`worker_options`] (the workflow and the activities on a task queue) and
+//!   [`flows`], the process's flows.
+
+mod activities;
+mod worker;
+mod workflow;
+
+pub use activities::AgentflowActivities;
+pub use worker::{connect, flows, worker_options, DEFAULT_ADDRESS};
+pub use workflow::{
+    AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult, APPROVE_GRANT,
+};

@@ -1,0 +1,54 @@
+//! What a worker process needs: its flows, a connection, and the worker's options (the thread
+//! workflow and the activities on one task queue).
+
+use std::sync::OnceLock;
+
+use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
+use temporalio_sdk::WorkerOptions;
+
+use super::activities::AgentflowActivities;
+use super::workflow::ThreadWorkflow;
+use crate::flows::Flows;
+
+/// The dev server's address (`temporal server start-dev`).
+pub const DEFAULT_ADDRESS: &str = "http://127.0.0.1:7233";
+
+/// The flows of this process: the workflow builds its turns from them and the activities find
+/// their agents in them. Register every flow (under the same name) on every worker of a task
+/// queue before the worker starts.
+pub fn flows() -> &'static Flows {
+    static FLOWS: OnceLock<Flows> = OnceLock::new();
+    FLOWS.get_or_init(Flows::new)
+}
+
+/// A client of the Temporal service at `address` (`http://host:port`), namespace `default`.
+pub async fn connect(address: &str) -> Result<Client, Box<dyn std::error::Error + Send + Sync>> {
+    let url = Url::parse(address)?;
+    let connection = Connection::connect(
+        ConnectionOptions::new(url)
+            .identity(format!("agentflow-{}", std::process::id()))
+            .build(),
+    )
+    .await?;
+    Ok(Client::new(
+        connection,
+        ClientOptions::new("default").build(),
+    )?)
+}
+
+/// A worker's options: the thread workflow and the model and tool activities (over
+/// [`flows`]) on `task_queue`.
+///
+/// The runtime's detector of non-SDK wake-ups is off: the engine runs inside the workflow and
+/// wakes its own futures (an effect answered wakes the engine's future that asked it), within
+/// the workflow task's poll and in a fixed order, which the detector cannot tell from a wake-up
+/// by a foreign timer or channel. The orchestration reaches no clock, timer or randomness but
+/// the workflow's (through its host), so the replayer is the check that holds (see the tests).
+pub fn worker_options(task_queue: &str) -> WorkerOptions {
+    WorkerOptions::new(task_queue)
+        .register_activities(AgentflowActivities::new(flows().clone()))
+        .register_workflow::<ThreadWorkflow>()
+        .expect("the thread workflow registers once")
+        .detect_nondeterministic_futures(false)
+        .build()
+}
