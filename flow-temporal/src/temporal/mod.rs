@@ -14,7 +14,7 @@ mod worker;
 mod workflow;
 
 pub use activities::AgentflowActivities;
-pub use worker::{connect, flows, worker_options, DEFAULT_ADDRESS};
+pub use worker::{connect, flows, replayer, run_worker, worker_options, DEFAULT_ADDRESS};
 pub use workflow::{
     AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult, APPROVE_GRANT,
 };

@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
-use temporalio_sdk::WorkerOptions;
+use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
+use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::AgentflowActivities;
 use super::workflow::ThreadWorkflow;
@@ -51,4 +52,28 @@ pub fn worker_options(task_queue: &str) -> WorkerOptions {
         .expect("the thread workflow registers once")
         .detect_nondeterministic_futures(false)
         .build()
+}
+
+/// Runs a worker of `task_queue` on `client` (the thread workflow and the activities over
+/// [`flows`]) until it fails or the process ends; must run inside a tokio runtime.
+pub async fn run_worker(
+    client: Client,
+    task_queue: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let runtime = Runtime::from_current_tokio(Default::default())?;
+    let mut worker = Worker::new(&runtime, client, worker_options(task_queue))?;
+    worker.run().await?;
+    Ok(())
+}
+
+/// Temporal's replayer for thread workflows (over [`flows`]): replays a recorded history
+/// through the workflow's code and fails on any non-determinism (a command the history does
+/// not have, in the order it has them). The wake-up detector is off, as on the workers.
+pub fn replayer() -> Result<WorkflowReplayer, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(WorkflowReplayer::new(
+        WorkflowReplayerOptions::new()
+            .register_workflow::<ThreadWorkflow>()?
+            .detect_nondeterministic_futures(false)
+            .build(),
+    )?)
 }
