@@ -34,6 +34,7 @@ async fn start_thread(
             ThreadStart {
                 flow: flow.to_owned(),
                 thread: thread.clone(),
+                tool_timeout_ms: None,
             },
             WorkflowStartOptions::new(task_queue, thread.as_str()).build(),
         )

@@ -26,8 +26,8 @@ pub const APPROVE_GRANT: &str = "approve";
 
 /// How long one model call may take, per attempt.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long one tool call may take, per attempt: a worker that dies during a call is noticed
-/// after it.
+/// How long one tool call may take, per attempt, unless the thread says otherwise
+/// ([`ThreadStart::tool_timeout_ms`]).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a thread workflow is started with.
@@ -37,6 +37,10 @@ pub struct ThreadStart {
     pub flow: String,
     /// The thread's id (the workflow id is the caller's choice; one per thread).
     pub thread: String,
+    /// How long one attempt of a tool call may take, in milliseconds (default 10 s): a worker
+    /// that dies during a call is noticed after it, and an idempotent tool's call is retried.
+    #[serde(default)]
+    pub tool_timeout_ms: Option<u64>,
 }
 
 /// A turn asked of a thread: who asks and what they say.
@@ -99,6 +103,9 @@ impl ThreadWorkflow {
         })?;
         let log = ThreadLog::new(start.thread.as_str());
         let seed: u64 = ctx.random();
+        let tool_timeout = start
+            .tool_timeout_ms
+            .map_or(TOOL_TIMEOUT, Duration::from_millis);
         loop {
             ctx.wait_condition(|s| !s.queued.is_empty() || s.closing)
                 .await?;
@@ -119,7 +126,7 @@ impl ThreadWorkflow {
             let events = drive(
                 events,
                 &effects,
-                |id, effect| start_effect(&c, turn, id, effect),
+                |id, effect| start_effect(&c, turn, id, effect, tool_timeout),
                 || {
                     if let Some(now) = c.workflow_time() {
                         effects.set_now(now);
@@ -234,6 +241,7 @@ fn start_effect<'a>(
     turn: u64,
     id: u64,
     effect: Effect,
+    tool_timeout: Duration,
 ) -> Started<'a> {
     let c = c.clone();
     match effect {
@@ -251,7 +259,7 @@ fn start_effect<'a>(
             })
         }
         Effect::Tool(call) => {
-            let options = ActivityOptions::with_start_to_close_timeout(TOOL_TIMEOUT)
+            let options = ActivityOptions::with_start_to_close_timeout(tool_timeout)
                 .retry_policy(retry_policy(policy::tool_retry(call.idempotent)))
                 .summary(policy::tool_summary(&call.agent, &call.call.name))
                 .activity_id(policy::activity_id(turn, id, &call.agent, &call.call.name))

@@ -126,6 +126,33 @@ impl Ledger {
         file.sync_all().unwrap();
     }
 
+    fn starts_path(&self) -> PathBuf {
+        self.0.with_extension("starts")
+    }
+
+    /// Notes that this process started a call under `key`.
+    fn started(&self, key: &str) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.starts_path())
+            .unwrap();
+        writeln!(file, "{} {key}", std::process::id()).unwrap();
+        file.sync_all().unwrap();
+    }
+
+    /// The calls started: (process id, key).
+    pub fn starts(&self) -> Vec<(u32, String)> {
+        std::fs::read_to_string(self.starts_path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let (pid, key) = l.split_once(' ')?;
+                Some((pid.parse().ok()?, key.to_owned()))
+            })
+            .collect()
+    }
+
     /// Every call made: (key, amount).
     pub fn calls(&self) -> Vec<(String, u32)> {
         std::fs::read_to_string(&self.0)
@@ -154,6 +181,7 @@ pub fn desk(ledger: &Ledger, amount: u32, pay_delay: Duration) -> FlowAgent {
         move |cx: ToolContext, args: PayArgs| {
             let ledger = ledger.clone();
             async move {
+                ledger.started(&cx.idempotency_key());
                 tokio::time::sleep(pay_delay).await;
                 ledger.append(&cx.idempotency_key(), args.amount);
                 Ok::<_, ToolError>(format!("paid {}", args.amount))
