@@ -89,6 +89,12 @@ pub use flow_eval as eval;
 #[cfg(feature = "a2a")]
 pub use flow_a2a as a2a;
 
+/// Flows on Temporal: a thread is a workflow, each model and tool call an activity, an
+/// approval's answer an update checked by its validator (the `flow-temporal` crate, feature
+/// `temporal`; see the guide's "Scaling out on Temporal" chapter).
+#[cfg(feature = "temporal")]
+pub use flow_temporal as temporal;
+
 /// Long-term memory: the memory store contract, its stores (in memory, SQLite, PostgreSQL),
 /// [`Memory`](memory::Memory) and the `remember`, `recall` and `forget` tools (see the guide's
 /// "Memory" chapter).

@@ -9,7 +9,7 @@
 //! retried in [`policy`].
 //!
 //! The Temporal half (the workflow, the activities, the worker and the client helpers, module
-//! `temporal`) is behind this crate's feature `sdk`: the Temporal SDK needs `protoc` and Rust
+//! [`sdk`], its items also at this crate's root) is behind this crate's feature `sdk`: the Temporal SDK needs `protoc` and Rust
 //! 1.92 to build, and the workspace's `cargo test --workspace` must build without them. The
 //! guide's chapter "Scaling out on Temporal" says how to run it.
 
@@ -19,7 +19,13 @@ pub mod policy;
 pub mod turn;
 
 #[cfg(feature = "sdk")]
-pub mod temporal;
+pub mod sdk;
+#[cfg(feature = "sdk")]
+pub use sdk::{
+    connect, replayer, run_worker, worker_flows, worker_options, AgentflowActivities,
+    AnswerRequest, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult,
+    APPROVE_GRANT, DEFAULT_ADDRESS,
+};
 
 pub use effects::{
     Effect, Effects, EffectsMiddleware, ModelCall, Outcome, TemporalHost, ToolCallInput,

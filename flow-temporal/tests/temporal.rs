@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use flow_runtime::host::ManualHost;
 use flow_runtime::{AgentEvent, InMemoryStore, Message, Runner};
-use flow_temporal::temporal::{flows, AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest};
+use flow_temporal::{worker_flows, AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
 use support::*;
@@ -97,7 +97,7 @@ async fn a_multi_agent_turn_runs_as_a_workflow_with_the_events_of_the_in_process
     let Some(client) = server().await else { return };
     let ledger = Ledger::new();
     let name = unique("desk");
-    flows().insert(&name, desk(&ledger, 30, Duration::ZERO));
+    worker_flows().insert(&name, desk(&ledger, 30, Duration::ZERO));
     let queue = unique("queue");
     start_worker(&client, &queue);
 
@@ -132,7 +132,7 @@ async fn an_approval_is_an_update_refused_to_the_requester_and_to_a_caller_witho
     let Some(client) = server().await else { return };
     let ledger = Ledger::new();
     let name = unique("clerk");
-    flows().insert(&name, clerk(&ledger));
+    worker_flows().insert(&name, clerk(&ledger));
     let queue = unique("queue");
     start_worker(&client, &queue);
     let handle = start_thread(&client, &queue, &name).await;
@@ -236,7 +236,7 @@ async fn the_replayer_replays_a_recorded_history_and_catches_a_changed_flow() {
     let Some(client) = server().await else { return };
     let ledger = Ledger::new();
     let name = unique("desk-replay");
-    flows().insert(&name, desk(&ledger, 12, Duration::ZERO));
+    worker_flows().insert(&name, desk(&ledger, 12, Duration::ZERO));
     let queue = unique("queue");
     start_worker(&client, &queue);
     let handle = start_thread(&client, &queue, &name).await;
@@ -245,7 +245,7 @@ async fn the_replayer_replays_a_recorded_history_and_catches_a_changed_flow() {
 
     let history = || handle.fetch_history(WorkflowFetchHistoryOptions::default());
     let json = history().to_json().await.unwrap();
-    let replayer = flow_temporal::temporal::replayer().unwrap();
+    let replayer = flow_temporal::replayer().unwrap();
     replayer
         .replay_workflow(temporalio_client::WorkflowHistory::from_json(&json).unwrap())
         .await
@@ -270,7 +270,7 @@ async fn the_replayer_replays_a_recorded_history_and_catches_a_changed_flow() {
                 .unwrap();
         set_sub_agents(FlowAgent::new(desk), [FlowAgent::new(accounts)]).unwrap()
     };
-    flows().insert(&name, changed);
+    worker_flows().insert(&name, changed);
     let error = replayer
         .replay_workflow(temporalio_client::WorkflowHistory::from_json(&json).unwrap())
         .await

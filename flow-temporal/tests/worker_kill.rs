@@ -13,7 +13,7 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use flow_temporal::temporal::{flows, ThreadStart, ThreadWorkflow, TurnRequest};
+use flow_temporal::{worker_flows, ThreadStart, ThreadWorkflow, TurnRequest};
 use support::*;
 use temporalio_client::{WorkflowExecuteUpdateOptions, WorkflowStartOptions};
 
@@ -31,16 +31,14 @@ fn worker_process() {
         return;
     };
     let ledger = Ledger::at(std::path::Path::new(&std::env::var(LEDGER_ENV).unwrap()));
-    flows().insert(FLOW, desk(&ledger, 30, PAY_DELAY));
+    worker_flows().insert(FLOW, desk(&ledger, 30, PAY_DELAY));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let client = flow_temporal::temporal::connect(&address()).await.unwrap();
-        flow_temporal::temporal::run_worker(client, &queue)
-            .await
-            .unwrap();
+        let client = flow_temporal::connect(&address()).await.unwrap();
+        flow_temporal::run_worker(client, &queue).await.unwrap();
     });
 }
 

@@ -23,18 +23,13 @@ use temporalio_client::Client;
 pub const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
 
 pub fn address() -> String {
-    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::temporal::DEFAULT_ADDRESS.into())
+    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into())
 }
 
 /// A client of the dev server, or `None` (after saying why the test is skipped).
 pub async fn server() -> Option<Client> {
     let address = address();
-    match tokio::time::timeout(
-        Duration::from_secs(10),
-        flow_temporal::temporal::connect(&address),
-    )
-    .await
-    {
+    match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address)).await {
         Ok(Ok(client)) => Some(client),
         Ok(Err(e)) => {
             skip_missing_component(
@@ -71,7 +66,7 @@ pub fn start_worker(client: &Client, task_queue: &str) {
             .enable_all()
             .build()
             .unwrap();
-        if let Err(e) = runtime.block_on(flow_temporal::temporal::run_worker(client, &queue)) {
+        if let Err(e) = runtime.block_on(flow_temporal::run_worker(client, &queue)) {
             panic!("the worker of {queue} failed: {e}");
         }
     });

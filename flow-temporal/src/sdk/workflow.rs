@@ -16,7 +16,7 @@ use temporalio_sdk::{
 };
 
 use super::activities::AgentflowActivities;
-use super::worker::flows;
+use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
 use crate::policy::{self, Retry};
 use crate::turn::{drive, start_turn, Started, ThreadLog};
@@ -95,7 +95,7 @@ impl ThreadWorkflow {
     /// Runs the thread's turns as they arrive, until it is closed; gives the number of turns.
     #[run]
     pub async fn run(ctx: &mut WorkflowContext<Self>, start: ThreadStart) -> WorkflowResult<u64> {
-        let flow = flows().get(&start.flow).map_err(|e| {
+        let flow = worker_flows().get(&start.flow).map_err(|e| {
             ApplicationFailure::builder(e)
                 .type_name("AgentflowLookup".to_owned())
                 .non_retryable(true)

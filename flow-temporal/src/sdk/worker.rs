@@ -8,6 +8,7 @@ use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOption
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::AgentflowActivities;
+use super::client::TemporalError;
 use super::workflow::ThreadWorkflow;
 use crate::flows::Flows;
 
@@ -17,24 +18,26 @@ pub const DEFAULT_ADDRESS: &str = "http://127.0.0.1:7233";
 /// The flows of this process: the workflow builds its turns from them and the activities find
 /// their agents in them. Register every flow (under the same name) on every worker of a task
 /// queue before the worker starts.
-pub fn flows() -> &'static Flows {
+pub fn worker_flows() -> &'static Flows {
     static FLOWS: OnceLock<Flows> = OnceLock::new();
     FLOWS.get_or_init(Flows::new)
 }
 
 /// A client of the Temporal service at `address` (`http://host:port`), namespace `default`.
-pub async fn connect(address: &str) -> Result<Client, Box<dyn std::error::Error + Send + Sync>> {
-    let url = Url::parse(address)?;
-    let connection = Connection::connect(
-        ConnectionOptions::new(url)
-            .identity(format!("agentflow-{}", std::process::id()))
-            .build(),
-    )
-    .await?;
-    Ok(Client::new(
-        connection,
-        ClientOptions::new("default").build(),
-    )?)
+pub async fn connect(address: &str) -> Result<Client, TemporalError> {
+    let unreachable = |reason: String| TemporalError::Unreachable {
+        address: address.to_owned(),
+        reason,
+    };
+    let url = Url::parse(address).map_err(|e| unreachable(format!("not a URL: {e}")))?;
+    let options = ConnectionOptions::new(url)
+        .identity(format!("agentflow-{}", std::process::id()))
+        .build();
+    let connection = Connection::connect(options)
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    Client::new(connection, ClientOptions::new("default").build())
+        .map_err(|e| unreachable(e.to_string()))
 }
 
 /// A worker's options: the thread workflow and the model and tool activities (over
@@ -47,7 +50,7 @@ pub async fn connect(address: &str) -> Result<Client, Box<dyn std::error::Error 
 /// the workflow's (through its host), so the replayer is the check that holds (see the tests).
 pub fn worker_options(task_queue: &str) -> WorkerOptions {
     WorkerOptions::new(task_queue)
-        .register_activities(AgentflowActivities::new(flows().clone()))
+        .register_activities(AgentflowActivities::new(worker_flows().clone()))
         .register_workflow::<ThreadWorkflow>()
         .expect("the thread workflow registers once")
         .detect_nondeterministic_futures(false)
