@@ -8,10 +8,11 @@
 //! its [`Flows`]; what the activities do with them is in [`flows`]; how each is named and
 //! retried in [`policy`].
 //!
-//! The Temporal half (the workflow, the activities, the worker and the client helpers, module
-//! [`sdk`], its items also at this crate's root) is behind this crate's feature `sdk`: the Temporal SDK needs `protoc` and Rust
-//! 1.92 to build, and the workspace's `cargo test --workspace` must build without them. The
-//! guide's chapter "Scaling out on Temporal" says how to run it.
+//! The Temporal half (the workflow, the activities, the worker and the client helpers: module
+//! `sdk`, its items also at this crate's root) is behind this crate's feature `sdk`: the
+//! Temporal SDK needs `protoc` and Rust 1.92 to build, and the workspace's
+//! `cargo test --workspace` must build without them. The guide's chapter "Scaling out on
+//! Temporal" says how to run it.
 
 pub mod effects;
 pub mod flows;

@@ -1,5 +1,5 @@
 //! One turn of a thread, run by the engine with every effect asked of the workflow: the run's
-//! context ([`turn_context`]: the Temporal host, the effects middleware, the thread's earlier
+//! context ([`start_turn`]: the Temporal host, the effects middleware, the thread's earlier
 //! turns) and the loop that drives it ([`drive`]: the engine's events and the effects polled in
 //! one task, in a fixed order).
 

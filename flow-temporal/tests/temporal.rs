@@ -229,6 +229,18 @@ async fn an_approval_is_an_update_refused_to_the_requester_and_to_a_caller_witho
         .count();
     assert_eq!(accepted, 2, "the turn and one answer");
     assert_eq!(close(&handle).await, 1);
+
+    // The history of a turn that waited for an answer replays too.
+    let json = handle
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .to_json()
+        .await
+        .unwrap();
+    flow_temporal::replayer()
+        .unwrap()
+        .replay_workflow(temporalio_client::WorkflowHistory::from_json(&json).unwrap())
+        .await
+        .expect("the approval's history replays with no non-determinism");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

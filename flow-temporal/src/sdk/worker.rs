@@ -41,7 +41,7 @@ pub async fn connect(address: &str) -> Result<Client, TemporalError> {
 }
 
 /// A worker's options: the thread workflow and the model and tool activities (over
-/// [`flows`]) on `task_queue`.
+/// [`worker_flows`]) on `task_queue`.
 ///
 /// The runtime's detector of non-SDK wake-ups is off: the engine runs inside the workflow and
 /// wakes its own futures (an effect answered wakes the engine's future that asked it), within
@@ -58,7 +58,7 @@ pub fn worker_options(task_queue: &str) -> WorkerOptions {
 }
 
 /// Runs a worker of `task_queue` on `client` (the thread workflow and the activities over
-/// [`flows`]) until it fails or the process ends; must run inside a tokio runtime.
+/// [`worker_flows`]) until it fails or the process ends; must run inside a tokio runtime.
 pub async fn run_worker(
     client: Client,
     task_queue: &str,
@@ -69,7 +69,7 @@ pub async fn run_worker(
     Ok(())
 }
 
-/// Temporal's replayer for thread workflows (over [`flows`]): replays a recorded history
+/// Temporal's replayer for thread workflows (over [`worker_flows`]): replays a recorded history
 /// through the workflow's code and fails on any non-determinism (a command the history does
 /// not have, in the order it has them). The wake-up detector is off, as on the workers.
 pub fn replayer() -> Result<WorkflowReplayer, Box<dyn std::error::Error + Send + Sync>> {

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, ApplicationFailure, SyncWorkflowContext, WorkflowContext, WorkflowContextView,
-    WorkflowResult,
+    ActivityExecutionError, ActivityOptions, ApplicationFailure, SyncWorkflowContext,
+    WorkflowContext, WorkflowContextView, WorkflowResult,
 };
 
 use super::activities::AgentflowActivities;
@@ -33,7 +33,7 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a thread workflow is started with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadStart {
-    /// The flow, by its name in the workers' [`flows`](super::flows).
+    /// The flow, by its name in the workers' [`worker_flows`](super::worker_flows).
     pub flow: String,
     /// The thread's id (the workflow id is the caller's choice; one per thread).
     pub thread: String,
@@ -255,7 +255,7 @@ fn start_effect<'a>(
                 let result = c
                     .execute_activity(AgentflowActivities::model, call, options)
                     .await;
-                Outcome::Model(result.map_err(|e| e.to_string()))
+                Outcome::Model(result.map_err(|e| failure_text(&e)))
             })
         }
         Effect::Tool(call) => {
@@ -292,4 +292,17 @@ fn start_effect<'a>(
             })
         }
     }
+}
+
+/// An activity's failure in words: its message, then each cause's (the activity's own error,
+/// a timeout), so the error the agent's run ends with says what failed.
+fn failure_text(error: &ActivityExecutionError) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.failure().and_then(|f| f.cause.as_deref());
+    while let Some(failure) = cause {
+        text.push_str(": ");
+        text.push_str(&failure.message);
+        cause = failure.cause.as_deref();
+    }
+    text
 }
