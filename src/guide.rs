@@ -56,3 +56,8 @@ pub struct Reliability;
 
 #[doc = include_str!("../docs/src/performance.md")]
 pub struct Performance;
+
+/// The Temporal chapter needs the `temporal` feature
+/// (`cargo test -p agentflow --features temporal --doc`).
+#[cfg_attr(feature = "temporal", doc = include_str!("../docs/src/temporal.md"))]
+pub struct Temporal;

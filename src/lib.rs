@@ -28,7 +28,7 @@
 //! | [`spec`] | what the macros generate: agent facts, transfer targets, payloads, delegation, expected trajectories |
 //! | [`telemetry`] | the spans of agent runs, model calls and tool calls |
 //! | [`testing`] | helpers for tests that need outside components |
-//! | `mcp`, `otel`, `server`, `eval`, `a2a` | behind the cargo features of the same names |
+//! | `mcp`, `otel`, `server`, `eval`, `a2a`, `temporal` | behind the cargo features of the same names |
 //!
 //! See the README for a quick start and the guide for the model.
 
@@ -95,6 +95,12 @@ pub use flow_a2a as a2a;
 /// plan tool, the file tools over the thread's values or a jailed directory, and the
 /// [`DeepAgent`](kit::DeepAgent) preset (see the guide's "Skills and the agent kit" chapter).
 pub use flow_runtime::kit;
+
+/// Flows on Temporal: a thread is a workflow, each model and tool call an activity, an
+/// approval's answer an update checked by its validator (the `flow-temporal` crate, feature
+/// `temporal`; see the guide's "Scaling out on Temporal" chapter).
+#[cfg(feature = "temporal")]
+pub use flow_temporal as temporal;
 
 /// Long-term memory: the memory store contract, its stores (in memory, SQLite, PostgreSQL),
 /// [`Memory`](memory::Memory) and the `remember`, `recall` and `forget` tools (see the guide's

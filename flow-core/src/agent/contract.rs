@@ -84,6 +84,13 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
+    /// Whether this agent is a [`ChatModelAgent`](crate::ChatModelAgent): a host that runs
+    /// model and tool calls elsewhere (a Temporal activity) finds the agent's model and tools
+    /// through it. Wrappers delegate it to the agent they wrap.
+    fn as_chat_model_agent(&self) -> Option<&crate::ChatModelAgent> {
+        None
+    }
+
     /// The agent's tree hooks, if it wants to hear about its place in a tree.
     fn on_sub_agents(&self) -> Option<&dyn OnSubAgents> {
         None

@@ -355,6 +355,17 @@ impl ChatModelAgent {
         self.max_iterations
     }
 
+    /// The chat model this agent calls.
+    pub fn model(&self) -> &Arc<dyn ChatModel> {
+        &self.model
+    }
+
+    /// The tool named `name` among the tools this agent was given (not the built-in
+    /// `transfer_to_agent` and `exit`), for a host that runs tool calls elsewhere.
+    pub fn tool_named(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
     /// The tool definitions the model is given when the agent runs as `node` (or alone, for
     /// `None`): its own tools, then `transfer_to_agent` if the node has transfer targets, then
     /// `exit` if enabled.
@@ -891,6 +902,10 @@ impl Agent for ChatModelAgent {
 
     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
         generate(cx, move |cx| self.react(cx, input))
+    }
+
+    fn as_chat_model_agent(&self) -> Option<&ChatModelAgent> {
+        Some(self)
     }
 
     /// Resumes a run that stopped inside tool calls (an [`AgentTool`](crate::AgentTool) whose

@@ -1,0 +1,170 @@
+//! The flows a worker runs, by name, and what its activities do with them: call an agent's
+//! model ([`call_model`]) or one of its tools ([`call_tool`]).
+//!
+//! A worker process holds one [`Flows`]: the workflow builds the flow's tree from it to run the
+//! orchestration, and the activities find in the same tree the agent that called, and its real
+//! model or tool. Every worker of a task queue must hold the same flows under the same names
+//! (a workflow moves between workers when one dies).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use flow_core::model::ModelError;
+use flow_core::resume::ResumeInfo;
+use flow_core::{ChatModelAgent, FlowAgent, RunContext, Session, ToolContext, ToolError};
+
+use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
+
+/// Builds a flow's tree (the same tree on every call).
+pub type FlowFactory = dyn Fn() -> FlowAgent + Send + Sync;
+
+/// The flows of a worker, by name.
+#[derive(Clone, Default)]
+pub struct Flows {
+    flows: Arc<RwLock<HashMap<String, Arc<FlowAgent>>>>,
+}
+
+impl std::fmt::Debug for Flows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let flows = self.flows.read().unwrap_or_else(|e| e.into_inner());
+        let mut names: Vec<_> = flows.keys().collect();
+        names.sort();
+        f.debug_struct("Flows").field("names", &names).finish()
+    }
+}
+
+/// A flow or an agent a call names is not there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// No flow of that name on this worker.
+    #[error(
+        "no flow named '{0}' on this worker: register it (Flows::insert) on every worker of the \
+         task queue"
+    )]
+    NoFlow(String),
+    /// The flow has no LLM agent of that name.
+    #[error("flow '{flow}' has no LLM agent named '{agent}' (a ChatModelAgent): the workers run another version of the flow than the workflow's")]
+    NoAgent {
+        /// The flow.
+        flow: String,
+        /// The agent.
+        agent: String,
+    },
+    /// The agent has no tool of that name.
+    #[error("agent '{agent}' of flow '{flow}' has no tool named '{tool}'")]
+    NoTool {
+        /// The flow.
+        flow: String,
+        /// The agent.
+        agent: String,
+        /// The tool.
+        tool: String,
+    },
+}
+
+impl Flows {
+    /// No flows.
+    pub fn new() -> Self {
+        Flows::default()
+    }
+
+    /// Adds (or replaces) flow `name`.
+    pub fn insert(&self, name: impl Into<String>, flow: FlowAgent) -> &Self {
+        self.flows
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.into(), Arc::new(flow));
+        self
+    }
+
+    /// Flow `name`.
+    pub fn get(&self, name: &str) -> Result<Arc<FlowAgent>, LookupError> {
+        self.flows
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| LookupError::NoFlow(name.to_owned()))
+    }
+
+    fn llm_agent(
+        &self,
+        flow: &str,
+        agent: &str,
+    ) -> Result<(Arc<FlowAgent>, FlowAgent), LookupError> {
+        let tree = self.get(flow)?;
+        let node = tree.find(agent).ok_or_else(|| LookupError::NoAgent {
+            flow: flow.to_owned(),
+            agent: agent.to_owned(),
+        })?;
+        if node.agent().as_chat_model_agent().is_none() {
+            return Err(LookupError::NoAgent {
+                flow: flow.to_owned(),
+                agent: agent.to_owned(),
+            });
+        }
+        Ok((tree, node))
+    }
+}
+
+fn chat_agent(node: &FlowAgent) -> &ChatModelAgent {
+    node.agent()
+        .as_chat_model_agent()
+        .expect("checked by Flows::llm_agent")
+}
+
+/// What a model activity does: the reply of the calling agent's model to the call's request.
+pub async fn call_model(
+    flows: &Flows,
+    call: &ModelCall,
+) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
+    let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
+    let model = Arc::clone(chat_agent(&node).model());
+    Ok(model.generate(&call.request()).await)
+}
+
+/// What a tool activity does: runs the calling agent's tool with the call's arguments, under the
+/// same idempotency key as in the workflow; a tool's error is the text the model gets, a tool's
+/// own interrupt (an approval) is handed back to the workflow, and a call resumed after one
+/// gets its answer.
+pub async fn call_tool(flows: &Flows, input: &ToolCallInput) -> Result<ToolOutcome, LookupError> {
+    let (_tree, node) = flows.llm_agent(&input.flow, &input.agent)?;
+    let tool = chat_agent(&node)
+        .tool_named(&input.call.name)
+        .cloned()
+        .ok_or_else(|| LookupError::NoTool {
+            flow: input.flow.clone(),
+            agent: input.agent.clone(),
+            tool: input.call.name.clone(),
+        })?;
+    let run = RunContext::new_run(Session::new(), [], false, input.agent.as_str())
+        .with_idempotency_scope(input.scope.as_str())
+        .at(input.agent.as_str(), input.run_path.clone());
+    let mut cx =
+        ToolContext::new(run, input.call.id.as_str()).with_tool_name(input.call.name.as_str());
+    if let Some(resume) = &input.resume {
+        let targets = HashMap::from([(resume.interrupt.id.clone(), resume.answer.clone())]);
+        let below = ResumeInfo::new([resume.interrupt.clone()], &targets)
+            .tool_calls()
+            .into_iter()
+            .find(|(frame, _)| frame.call_id == input.call.id)
+            .map(|(_, info)| info)
+            .unwrap_or_default();
+        cx = cx.with_resume(below, resume.interrupt.state.clone());
+    }
+    Ok(match tool.call(&cx, &input.call.arguments).await {
+        Ok(text) => ToolOutcome::Done(text),
+        Err(ToolError::Interrupted { interrupt, .. }) => {
+            let own = interrupt
+                .interrupts
+                .iter()
+                .find(|i| i.address.is_empty())
+                .or(interrupt.interrupts.first());
+            ToolOutcome::Interrupted {
+                info: own.map(|i| i.info.clone()).unwrap_or_default(),
+                state: interrupt.state.clone(),
+            }
+        }
+        Err(other) => ToolOutcome::Done(other.to_model_text()),
+    })
+}

@@ -1,0 +1,158 @@
+//! One turn of a thread, run by the engine with every effect asked of the workflow: the run's
+//! context ([`start_turn`]: the Temporal host, the effects middleware, the thread's earlier
+//! turns) and the loop that drives it ([`drive`]: the engine's events and the effects polled in
+//! one task, in a fixed order).
+
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use flow_core::event::RecordedEvent;
+use flow_core::history::{EarlierTurn, EarlierTurns, ThreadHistory};
+use flow_core::middleware::Middlewares;
+use flow_core::{
+    async_trait, Agent, AgentEvent, AgentInput, FlowAgent, Message, RunContext, Session,
+};
+use futures::{FutureExt, StreamExt};
+
+use crate::effects::{Effect, Effects, EffectsMiddleware, Outcome, TemporalHost};
+
+/// A thread's turns so far, as the workflow keeps them (its state is rebuilt by replaying its
+/// history, so nothing here is stored apart from Temporal).
+#[derive(Debug, Default)]
+pub struct ThreadLog {
+    id: String,
+    turns: Mutex<Vec<EarlierTurn>>,
+}
+
+impl ThreadLog {
+    /// The log of thread `id`, empty.
+    pub fn new(id: impl Into<String>) -> Arc<Self> {
+        Arc::new(ThreadLog {
+            id: id.into(),
+            turns: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// How many turns it holds.
+    pub fn len(&self) -> u64 {
+        self.turns.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
+    }
+
+    /// Whether it holds no turn.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Records a finished turn: its input and its events.
+    pub fn record(&self, input: Message, events: &[AgentEvent]) {
+        let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+        let turn = turns.len() as u64;
+        let events = events
+            .iter()
+            .filter_map(|e| e.to_json().ok())
+            .filter(|e| e.message.is_some() || e.action.is_some())
+            .map(|e| RecordedEvent {
+                agent_name: e.agent_name,
+                run_path: e.run_path,
+                message: e.message,
+                action: e.action,
+            })
+            .collect();
+        turns.push(EarlierTurn {
+            turn,
+            input: vec![input],
+            events,
+        });
+    }
+}
+
+#[async_trait]
+impl EarlierTurns for ThreadLog {
+    async fn read(&self, turns: Range<u64>) -> Result<Vec<EarlierTurn>, String> {
+        let all = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(all
+            .iter()
+            .filter(|t| turns.contains(&t.turn))
+            .cloned()
+            .collect())
+    }
+
+    fn thread_id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Starts the turn `input` of flow `flow` (named `flow_name` in the worker's flows) on the
+/// thread `log` holds: its host is the workflow's ([`TemporalHost`]), its model and tool calls
+/// are asked of `effects`.
+pub fn start_turn(
+    flow: &FlowAgent,
+    flow_name: &str,
+    effects: &Arc<Effects>,
+    log: &Arc<ThreadLog>,
+    input: Message,
+) -> flow_core::EventStream {
+    let message = Arc::new(input);
+    let history = ThreadHistory::new(Arc::clone(log) as Arc<dyn EarlierTurns>, log.len());
+    let cx = RunContext::new_run(Session::new(), [Arc::clone(&message)], false, flow.name())
+        .with_host(Arc::new(TemporalHost(Arc::clone(effects))))
+        .with_run_middleware(Middlewares::default().with(Arc::new(EffectsMiddleware::new(
+            Arc::clone(effects),
+            flow_name,
+        ))))
+        .with_thread(Arc::new(history));
+    Arc::new(flow.clone()).run(cx, AgentInput::new([message]))
+}
+
+/// A started effect: the future of its outcome (not `Send`: a workflow's command).
+pub type Started<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
+
+/// Drives a turn to its end: polls the engine's `events`, starts each effect it asks
+/// (`start`), and answers each effect when its future ends, all in one task and in a fixed
+/// order (events, then new effects in the order asked, then the running ones in the order
+/// started), so a replay asks the same effects in the same order. `tick` runs before each
+/// round (the workflow sets the host's clock there). Effects still running when the engine's
+/// events end are dropped.
+pub async fn drive<'a>(
+    mut events: flow_core::EventStream,
+    effects: &Arc<Effects>,
+    mut start: impl FnMut(u64, Effect) -> Started<'a>,
+    mut tick: impl FnMut(),
+) -> Vec<AgentEvent> {
+    let mut running: Vec<(u64, Started<'a>)> = Vec::new();
+    let mut out = Vec::new();
+    futures::future::poll_fn(|cx| loop {
+        tick();
+        let mut moved = false;
+        match events.poll_next_unpin(cx) {
+            Poll::Ready(Some(event)) => {
+                out.push(event);
+                moved = true;
+            }
+            Poll::Ready(None) => return Poll::Ready(()),
+            Poll::Pending => {}
+        }
+        for (id, effect) in effects.take_asked() {
+            running.push((id, start(id, effect)));
+            moved = true;
+        }
+        let mut i = 0;
+        while i < running.len() {
+            if let Poll::Ready(outcome) = running[i].1.poll_unpin(cx) {
+                let (id, _) = running.remove(i);
+                effects.answer(id, outcome);
+                moved = true;
+            } else {
+                i += 1;
+            }
+        }
+        if !moved {
+            return Poll::Pending;
+        }
+    })
+    .await;
+    out
+}
