@@ -4,36 +4,12 @@
 //! (the peak of live bytes during the call), not by time.
 #![cfg(feature = "mcp")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use flow_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
 
-/// The system allocator, counting the bytes live and their peak.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "support/counting.rs"]
+mod counting;
 
 const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/hostile.py");
 
@@ -58,10 +34,9 @@ async fn a_huge_line_of_many_blocks_is_refused_within_a_small_multiple_of_the_li
     )
     .await
     .unwrap();
-    let before = LIVE.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
+    let measure = counting::measure();
     let e = server.call_tool("call", None).await.unwrap_err();
-    let peak = PEAK.load(Ordering::SeqCst) - before;
+    let peak = measure.peak_growth();
     assert!(
         matches!(
             e,
@@ -81,10 +56,9 @@ async fn a_huge_line_of_many_blocks_is_refused_within_a_small_multiple_of_the_li
     );
     // The connection stays usable, and keeps nothing of the line.
     assert!(server.call_tool("echo", None).await.is_ok());
-    let after = LIVE.load(Ordering::SeqCst);
+    let kept = measure.live_growth();
     assert!(
-        after < before + limits.max_result_bytes,
-        "{} bytes kept after the call",
-        after.saturating_sub(before)
+        kept < limits.max_result_bytes,
+        "{kept} bytes kept after the call"
     );
 }

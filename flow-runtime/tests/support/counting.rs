@@ -70,4 +70,10 @@ impl Measure {
     pub fn peak_growth(&self) -> usize {
         PEAK.load(Ordering::Relaxed).saturating_sub(self.base)
     }
+
+    /// The bytes live now above the start (what a measured call kept).
+    #[allow(dead_code)] // not every test binary that includes this asks
+    pub fn live_growth(&self) -> usize {
+        LIVE.load(Ordering::Relaxed).saturating_sub(self.base)
+    }
 }
