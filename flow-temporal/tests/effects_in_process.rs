@@ -9,31 +9,19 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use flow_runtime::host::ManualHost;
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use flow_runtime::model::ScriptStep;
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, AgentEvent, ChatModelAgent, FlowAgent, InMemoryStore,
-    Message, NeedsApproval, Role, Runner, ToolContext, ToolError, TurnRequest,
+    Message, NeedsApproval, Runner, ToolContext, ToolError, TurnRequest,
 };
 use flow_temporal::turn::{drive, start_turn, Started, ThreadLog};
 use flow_temporal::{call_model, call_tool, Effect, Effects, Flows, Outcome};
 use futures::StreamExt;
 use serde_json::json;
 
-fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let answered = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(answered)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
-    })
-}
+#[path = "support/stateless.rs"]
+mod stateless;
+use stateless::stateless;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Amount {

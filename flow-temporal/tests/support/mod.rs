@@ -4,14 +4,16 @@
 
 #![allow(dead_code)]
 
+mod stateless;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use flow_runtime::model::ScriptStep;
 use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
-    set_sub_agents, tool_fn, tool_fn_with_context, ChatModelAgent, FlowAgent, NeedsApproval, Role,
+    set_sub_agents, tool_fn, tool_fn_with_context, ChatModelAgent, FlowAgent, NeedsApproval,
     ToolContext, ToolError,
 };
 use serde::Deserialize;
@@ -72,24 +74,7 @@ pub fn start_worker(client: &Client, task_queue: &str) {
     });
 }
 
-/// A model that answers from its script by how many times it has answered in this request's
-/// conversation (its assistant messages since the conversation's last user message), so that
-/// any process gives the same answer to the same request.
-pub fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let since_user = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(since_user)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
-    })
-}
+pub use stateless::stateless;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PayArgs {
