@@ -278,7 +278,8 @@ pub(crate) fn rpc_error(e: ApiError) -> RpcError {
     match e {
         ApiError::BadRequest(_)
         | ApiError::PayloadTooLarge { .. }
-        | ApiError::IdempotencyKeyReused { .. } => RpcError::InvalidParams(message),
+        | ApiError::IdempotencyKeyReused { .. }
+        | ApiError::Unprocessable(_) => RpcError::InvalidParams(message),
         ApiError::UnknownThread { .. } | ApiError::UnknownCheckpoint { .. } => {
             RpcError::TaskNotFound(message)
         }

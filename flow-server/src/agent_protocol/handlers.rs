@@ -9,11 +9,12 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flow_runtime::store::RecordEnd;
-use flow_runtime::{CancelError, CancelMode, RunHandle, RunInfo, RunItem, RunStatus};
+use flow_runtime::{CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::convert::{events_of, interrupts, values, Modes};
+use super::convert::{interrupts, values};
+use super::modes::{ModeStream, Modes};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
@@ -26,9 +27,50 @@ use crate::thread::ThreadKey;
 /// The protocol's threads' own facts (their flow once known, the metadata given at creation,
 /// when they were created), kept in the server's journal store beside the threads, never in
 /// this process's memory: one small journal per thread (`ap-thread.TENANT.THREAD`), its last
-/// step the current facts, removed with the thread.
+/// step the current facts, removed with the thread. Beside them, in memory, the
+/// `multitask_strategy` of this process's most recent runs (what `GET .../runs/{run}`
+/// reports; a run this process did not start reports `reject`, the default).
 #[derive(Default)]
-pub(crate) struct Threads;
+pub(crate) struct Threads {
+    strategies: std::sync::Mutex<std::collections::VecDeque<(String, &'static str)>>,
+    /// The runs a rollback deleted (unknown at once, not waited for as a dead turn's).
+    deleted: std::sync::Mutex<std::collections::VecDeque<String>>,
+}
+
+/// How many runs' strategies a process remembers (the runner's own run retention is the
+/// bound that matters: a run it forgot is not served from memory anyway).
+const STRATEGIES_KEPT: usize = 4096;
+
+impl Threads {
+    fn set_strategy(&self, run_id: &str, strategy: &'static str) {
+        let mut kept = self.strategies.lock().expect("strategies lock");
+        if kept.len() >= STRATEGIES_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((run_id.to_owned(), strategy));
+    }
+
+    fn set_deleted(&self, run_id: &str) {
+        let mut deleted = self.deleted.lock().expect("deleted runs lock");
+        if deleted.len() >= STRATEGIES_KEPT {
+            deleted.pop_front();
+        }
+        deleted.push_back(run_id.to_owned());
+    }
+
+    fn is_deleted(&self, run_id: &str) -> bool {
+        let deleted = self.deleted.lock().expect("deleted runs lock");
+        deleted.iter().any(|id| id == run_id)
+    }
+
+    fn strategy(&self, run_id: &str) -> &'static str {
+        let kept = self.strategies.lock().expect("strategies lock");
+        kept.iter()
+            .rev()
+            .find(|(id, _)| id == run_id)
+            .map_or("reject", |(_, s)| s)
+    }
+}
 
 /// The largest `metadata` a thread keeps (its JSON): 16 KiB.
 pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
@@ -315,6 +357,7 @@ impl Caller {
             let head = self.state.threads().head(&key.store_id()).await?;
             let messages = flow.runner().thread(&key.store_id()).messages().await?;
             vals = values(thread, &messages);
+            with_thread_values(&mut vals, head.as_ref());
             waiting = interrupts(head.as_ref());
             let busy = flow
                 .runner()
@@ -360,17 +403,15 @@ impl Caller {
         let key = self.key(flow, thread)?;
         let head = self.state.threads().head(&key.store_id()).await?;
         let messages = flow.runner().thread(&key.store_id()).messages().await?;
-        Ok(super::convert::state(thread, &messages, head.as_ref()))
+        let mut state = super::convert::state(thread, &messages, head.as_ref());
+        with_thread_values(&mut state["values"], head.as_ref());
+        Ok(state)
     }
 
     /// The thread's values as a run's end reports them: with `__interrupt__` when it waits.
     async fn end_values(&self, thread: &str, flow: &ServedFlow) -> Result<Value, ApiError> {
         let s = self.current_state(thread, Some(flow)).await?;
-        let mut vals = s["values"].clone();
-        if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
-            vals["__interrupt__"] = Value::Array(i.clone());
-        }
-        Ok(vals)
+        Ok(with_interrupts(&s))
     }
 
     /// How run `run_id` of `thread` of `flow` ended, from the thread's records: a run of an
@@ -409,6 +450,9 @@ impl Caller {
         let unknown = || ApiError::UnknownRun {
             id: run_id.chars().take(64).collect(),
         };
+        if self.threads.is_deleted(run_id) {
+            return Err(unknown());
+        }
         let (_, flow) = self.known(thread).await?;
         let flow = flow.ok_or_else(unknown)?;
         let key = self.key(&flow, thread)?;
@@ -435,6 +479,21 @@ impl Caller {
     ) -> Result<(Started, ServedFlow), ApiError> {
         valid(thread)?;
         let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
+        // Checked before anything runs: a webhook is called or refused, never dropped.
+        let webhook = match &request.webhook {
+            None => None,
+            Some(url) => {
+                let url = crate::webhooks::check_url(self.state.outbound(), url)?;
+                let secret = self.state.webhook_secret().ok_or_else(|| {
+                    ApiError::BadRequest(
+                        "this server sends no webhooks: it has no webhook secret \
+                         (ServerBuilder::webhook_secret); leave `webhook` out, or poll the run"
+                            .into(),
+                    )
+                })?;
+                Some((url, secret.to_vec()))
+            }
+        };
         let known_flow = self.flow_of(thread).await?;
         let flow =
             match (&request.assistant_id, known_flow) {
@@ -478,9 +537,22 @@ impl Caller {
             }
             run_id = Some(keyed.run_id);
         }
+        // The runs a rollback deletes once they end.
+        let rolled_back: Vec<RunHandle> = if strategy == DoubleText::Rollback {
+            flow.runner()
+                .thread(&key.store_id())
+                .runs()
+                .iter()
+                .filter(|r| !r.status.is_final())
+                .filter_map(|r| flow.runner().run_handle(&r.run_id))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let run = match (&request.input, &request.command) {
             (Some(input), None) if !input.is_null() => {
                 let message = message_of(input)?;
+                self.give_up_waiting_turn(&flow, &key).await?;
                 start(
                     &self.state,
                     &self.request_id,
@@ -545,6 +617,39 @@ impl Caller {
                 metadata: json!({}),
                 created_at: now(),
             });
+        self.threads.set_strategy(run.id(), strategy_name(strategy));
+        // Rolled back (cancelled at once, nothing recorded) and deleted, as LangGraph does,
+        // before the new run is answered: the old one is then unknown to every route.
+        for earlier in rolled_back {
+            self.threads.set_deleted(earlier.id());
+            let runner = flow.runner().clone();
+            let forget = async move {
+                earlier.wait().await;
+                runner.forget_run(earlier.id());
+            };
+            // An immediate cancel ends it at its next await; a run that never yields is left
+            // to the runner's retention after the turn time limit.
+            let _ = tokio::time::timeout(self.state.limits().max_turn_duration, forget).await;
+        }
+        if let Some((url, secret)) = webhook {
+            let (thread_id, assistant) = (thread.to_owned(), flow.name().to_owned());
+            let strategy = strategy_name(strategy);
+            crate::webhooks::after(
+                self.state.outbound().clone(),
+                key.tenant.clone(),
+                run.clone(),
+                url,
+                secret,
+                move |run| {
+                    let mut body = run_json(&thread_id, &assistant, &run.info(), strategy);
+                    if let Some(outcome) = run.outcome() {
+                        body["outcome"] =
+                            crate::runs::outcome_json(run.id(), &outcome, run.failure().as_ref());
+                    }
+                    body
+                },
+            );
+        }
         if meta.flow.as_deref() != Some(flow.name()) {
             self.threads
                 .put(
@@ -559,6 +664,47 @@ impl Caller {
                 .await?;
         }
         Ok((Started::Live(run), flow))
+    }
+
+    /// LangGraph's rule for new input on a thread waiting at an interrupt: a new run starts
+    /// (the interrupt is dropped, as if the answer never came). The turn the thread waits on
+    /// is given up first ([`ThreadHandle::withdraw`](flow_runtime::ThreadHandle::withdraw)),
+    /// which refuses what it waits on: the caller needs what answering it needs (the flow's
+    /// approvals). Nothing happens while a run of the thread is going (its strategy decides).
+    async fn give_up_waiting_turn(
+        &self,
+        flow: &ServedFlow,
+        key: &ThreadKey,
+    ) -> Result<(), ApiError> {
+        let store_id = key.store_id();
+        let handle = flow.runner().thread(&store_id);
+        if handle.runs().iter().any(|r| !r.status.is_final()) {
+            return Ok(());
+        }
+        let head = self.state.threads().head(&store_id).await?;
+        let (turn, pending) = match head.map(|h| (h.last.turn, h.last.end)) {
+            Some((turn, RecordEnd::Interrupted { interrupts, .. })) => (turn, interrupts),
+            _ => return Ok(()),
+        };
+        let refusals: HashMap<String, Value> = pending
+            .iter()
+            .map(|i| (i.id.clone(), Value::Null))
+            .collect();
+        crate::routes::authorize_answers(
+            &self.state,
+            flow,
+            key,
+            &self.principal,
+            turn,
+            &pending,
+            &refusals,
+        )
+        .await?;
+        match handle.withdraw(Some(self.principal.id())).await {
+            // Answered or given up meanwhile: the new input starts a turn all the same.
+            Ok(_) | Err(flow_runtime::ThreadError::NotInterrupted { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// A run of `thread`, and its flow.
@@ -595,6 +741,26 @@ impl Caller {
         }
         self.end_values(thread, flow).await
     }
+}
+
+/// The thread's values (set by its agents, or by `update_state`) beside its `messages`.
+fn with_thread_values(values: &mut Value, head: Option<&flow_runtime::store::ThreadHead>) {
+    if let Some(set) = head.and_then(|h| h.last.values.as_ref()) {
+        for (k, v) in set {
+            if k != "messages" {
+                values[k] = v.clone();
+            }
+        }
+    }
+}
+
+/// A state's values with `__interrupt__` when it waits.
+fn with_interrupts(state: &Value) -> Value {
+    let mut vals = state["values"].clone();
+    if let Some(i) = state["interrupts"].as_array().filter(|i| !i.is_empty()) {
+        vals["__interrupt__"] = Value::Array(i.clone());
+    }
+    vals
 }
 
 fn valid(thread: &str) -> Result<(), ApiError> {
@@ -697,6 +863,183 @@ pub(crate) async fn thread_state(
     Ok(Json(caller.current_state(&thread, flow.as_ref()).await?))
 }
 
+/// The body of `POST /v1/threads/{thread}/state` (LangGraph's `update_state`).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct UpdateState {
+    #[serde(default)]
+    values: Option<Value>,
+    #[serde(default)]
+    as_node: Option<String>,
+    #[serde(default)]
+    checkpoint: Option<Value>,
+    #[serde(default)]
+    checkpoint_id: Option<String>,
+}
+
+/// `POST /v1/threads/{thread}/state`: merges `values` into the thread's values (a `null`
+/// removes a key) as a state update of its history; answers the new checkpoint. `messages`
+/// (the conversation, written by runs), `as_node` and an earlier `checkpoint` are refused
+/// with a `422` saying what to do instead.
+pub(crate) async fn update_state(
+    caller: Caller,
+    ApiPath(thread): ApiPath<String>,
+    JsonBody(request): JsonBody<UpdateState>,
+) -> Result<Json<Value>, ApiError> {
+    caller.principal.require(Scope::Chat)?;
+    if request.as_node.is_some() {
+        return Err(ApiError::Unprocessable(
+            "`as_node` is not served: an update here sets the thread's values, and the next \
+             run starts where the thread's routing says; leave `as_node` out"
+                .into(),
+        ));
+    }
+    if request.checkpoint.is_some() || request.checkpoint_id.is_some() {
+        return Err(ApiError::Unprocessable(
+            "an update applies to the thread's latest checkpoint here: leave `checkpoint` out \
+             (to change an earlier one, fork the thread at it: POST \
+             /v1/flows/{flow}/threads/{thread}/fork)"
+                .into(),
+        ));
+    }
+    let values = match request.values {
+        Some(Value::Object(map)) => map,
+        _ => {
+            return Err(ApiError::Unprocessable(
+                "`values` is an object of the keys to set (a null removes a key)".into(),
+            ))
+        }
+    };
+    if values.contains_key("messages") {
+        return Err(ApiError::Unprocessable(
+            "`messages` is the thread's conversation, which only runs write: send the message \
+             as a run's `input`; update other keys here"
+                .into(),
+        ));
+    }
+    let (_, flow) = caller.known(&thread).await?;
+    let flow = flow.ok_or_else(|| {
+        ApiError::Conflict(format!(
+            "thread '{thread}' has had no run yet, so it has no state to update: start a run first"
+        ))
+    })?;
+    let key = caller.key(&flow, &thread)?;
+    let updated = flow
+        .runner()
+        .thread(&key.store_id())
+        .update_state_by(values, caller.principal.id())
+        .await
+        .map_err(|e| crate::time_travel::api_error(e, &key, None))?;
+    Ok(Json(json!({
+        "checkpoint": {
+            "thread_id": thread,
+            "checkpoint_ns": "",
+            "checkpoint_id": format!("{thread}-v{}", updated.version),
+        },
+    })))
+}
+
+/// The body of `POST /v1/threads/search`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct SearchThreads {
+    #[serde(default)]
+    metadata: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    values: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    ids: Option<Vec<String>>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    offset: Option<usize>,
+}
+
+/// The most threads `POST /v1/threads/search` looks at (by id, per flow).
+const SEARCH_THREADS: usize = 1000;
+
+/// `POST /v1/threads/search`: the caller's threads that have had a run (of every served
+/// flow, at most [`SEARCH_THREADS`] per flow), filtered by `metadata` and `values` (each key
+/// equal), `status` (`idle`, `busy`, `interrupted`) and `ids`; `limit` (default 10, at most
+/// [`MAX_PAGE`](crate::paging::MAX_PAGE)) from `offset`, most recently updated first.
+pub(crate) async fn search_threads(
+    caller: Caller,
+    JsonBody(request): JsonBody<SearchThreads>,
+) -> Result<Json<Value>, ApiError> {
+    caller.principal.require(Scope::Read)?;
+    if let Some(status) = request.status.as_deref() {
+        if !matches!(status, "idle" | "busy" | "interrupted" | "error") {
+            return Err(ApiError::Unprocessable(format!(
+                "status '{}' is not a thread status: use idle, busy, interrupted or error",
+                status.chars().take(40).collect::<String>()
+            )));
+        }
+    }
+    let limit = request
+        .limit
+        .unwrap_or(10)
+        .clamp(1, crate::paging::MAX_PAGE);
+    let offset = request.offset.unwrap_or(0);
+    let ids = caller.state.threads().list().await?;
+    let mut found: Vec<(u64, Value)> = Vec::new();
+    for flow in caller.state.flows() {
+        let prefix = ThreadKey::prefix(flow.name(), &caller.tenant.0);
+        let threads: Vec<&str> = ids
+            .iter()
+            .filter_map(|id| id.strip_prefix(&prefix))
+            .filter(|t| {
+                request
+                    .ids
+                    .as_ref()
+                    .is_none_or(|ids| ids.iter().any(|i| i == t))
+            })
+            .take(SEARCH_THREADS)
+            .collect();
+        for thread in threads {
+            let meta = caller
+                .threads
+                .get(&caller.state, &caller.tenant, thread)
+                .await?
+                .unwrap_or(ThreadMeta {
+                    flow: Some(flow.name().to_owned()),
+                    metadata: json!({}),
+                    created_at: now(),
+                });
+            let t = caller.thread_json(thread, &meta, Some(flow)).await?;
+            let matches = |want: &Option<serde_json::Map<String, Value>>, have: &Value| {
+                want.as_ref()
+                    .is_none_or(|w| w.iter().all(|(k, v)| have.get(k) == Some(v)))
+            };
+            if !matches(&request.metadata, &t["metadata"])
+                || !matches(&request.values, &t["values"])
+                || request.status.as_deref().is_some_and(|s| t["status"] != s)
+            {
+                continue;
+            }
+            let key = caller.key(flow, thread)?;
+            let at = caller
+                .state
+                .threads()
+                .head(&key.store_id())
+                .await?
+                .map_or(0, |h| h.last.at_ms);
+            found.push((at, t));
+        }
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok(Json(Value::Array(
+        found
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|(at, mut t)| {
+                t["updated_at"] = json!(timestamp(at));
+                t
+            })
+            .collect(),
+    )))
+}
+
 /// The body of `POST .../history`.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct History {
@@ -714,9 +1057,10 @@ pub(crate) const MAX_HISTORY_PAGE: usize = 20;
 /// The most bytes of states one page of a thread's history holds (at least one state).
 pub(crate) const MAX_HISTORY_BYTES: usize = 4 * 1024 * 1024;
 
-/// `POST /v1/threads/{thread}/history`: the state after each turn, newest first, a page at a
-/// time: `limit` (default 10) at most [`MAX_HISTORY_PAGE`], within [`MAX_HISTORY_BYTES`];
-/// `before` (the last state's `checkpoint_id`) gives the next page.
+/// `POST /v1/threads/{thread}/history`: the state at each checkpoint (after each record of
+/// the thread: a turn, the part of a turn before an interrupt, its resume, a state update),
+/// newest first, a page at a time: `limit` (default 10) at most [`MAX_HISTORY_PAGE`], within
+/// [`MAX_HISTORY_BYTES`]; `before` (the last state's `checkpoint_id`) gives the next page.
 pub(crate) async fn thread_history(
     caller: Caller,
     ApiPath(thread): ApiPath<String>,
@@ -729,10 +1073,8 @@ pub(crate) async fn thread_history(
         return Ok(Json(json!([])));
     };
     let key = caller.key(&flow, &thread)?;
-    let head = caller.state.threads().head(&key.store_id()).await?;
-    let messages = flow.runner().thread(&key.store_id()).messages().await?;
-    let turns = head.as_ref().map_or(0, |h| h.turns);
-    // The page starts below `before`'s turn (`{thread}-t{turn}`, as each state names it).
+    let records = flow.runner().thread(&key.store_id()).records().await?;
+    // The page starts below `before`'s record (`{thread}-t{seq}`, as each state names it).
     let before = request.before.as_ref().map(|b| {
         b.as_str()
             .or_else(|| b["configurable"]["checkpoint_id"].as_str())
@@ -747,20 +1089,62 @@ pub(crate) async fn thread_history(
             })
     });
     let below = match before {
-        None => turns,
-        Some(turn) => turn?.min(turns),
+        None => u64::MAX,
+        Some(seq) => seq?,
     };
+    // The thread's messages, and how many of them each record's checkpoint holds.
+    let mut messages = Vec::new();
+    let mut upto = Vec::with_capacity(records.len());
+    for record in &records {
+        if let flow_runtime::store::RecordStart::Turn { input } = &record.start {
+            messages.extend(input.iter().map(|m| flow_runtime::ThreadMessage {
+                turn: record.turn,
+                agent_name: Arc::from(""),
+                run_path: flow_runtime::RunPath::default(),
+                message: m.clone(),
+            }));
+        }
+        messages.extend(record.events.iter().filter_map(|e| {
+            Some(flow_runtime::ThreadMessage {
+                turn: record.turn,
+                agent_name: e.agent_name.clone(),
+                run_path: e.run_path.clone(),
+                message: e.message.clone()?,
+            })
+        }));
+        upto.push(messages.len());
+    }
     let mut out = Vec::new();
     let mut bytes = 0;
-    for turn in (0..below).rev().take(limit) {
-        let upto: Vec<_> = messages
-            .iter()
-            .filter(|m| m.turn <= turn)
-            .cloned()
-            .collect();
-        let last = turn + 1 == turns;
-        let mut s = super::convert::state(&thread, &upto, if last { head.as_ref() } else { None });
-        s["checkpoint"]["checkpoint_id"] = json!(format!("{thread}-t{turn}"));
+    for (k, record) in records.iter().enumerate().rev() {
+        if record.seq >= below {
+            continue;
+        }
+        if out.len() == limit {
+            break;
+        }
+        let head = flow_runtime::store::ThreadHead {
+            id: key.store_id(),
+            version: record.seq + 1,
+            turns: record.turn + 1,
+            last: record.clone(),
+        };
+        let mut s = super::convert::state(&thread, &messages[..upto[k]], Some(&head));
+        s["checkpoint"]["checkpoint_id"] = json!(format!("{thread}-t{}", record.seq));
+        s["created_at"] = json!(timestamp(record.at_ms));
+        s["metadata"]["step"] = json!(record.seq);
+        s["metadata"]["source"] = json!(match record.start {
+            flow_runtime::store::RecordStart::Turn { .. } => "input",
+            flow_runtime::store::RecordStart::Resume { .. } => "loop",
+            flow_runtime::store::RecordStart::Values { .. } => "update",
+        });
+        if let Some(parent) = k.checked_sub(1).map(|p| records[p].seq) {
+            s["parent_checkpoint"] = json!({
+                "thread_id": thread,
+                "checkpoint_ns": "",
+                "checkpoint_id": format!("{thread}-t{parent}"),
+            });
+        }
         bytes += s.to_string().len();
         if bytes > MAX_HISTORY_BYTES && !out.is_empty() {
             break;
@@ -781,10 +1165,17 @@ pub(crate) struct RunCreate {
     command: Option<Value>,
     #[serde(default)]
     stream_mode: Option<Value>,
+    /// Name the events of agents below the root `MODE|NAMESPACE` (`subgraphs=True`).
+    #[serde(default, alias = "subgraphs")]
+    stream_subgraphs: bool,
     #[serde(default)]
     multitask_strategy: Option<String>,
     #[serde(default)]
     on_disconnect: Option<String>,
+    /// An http(s) URL told of the run's end (the run as `GET .../runs/{run}` shows it, and its
+    /// thread's values), signed as the server's webhooks are (see [`crate::webhooks`]).
+    #[serde(default)]
+    webhook: Option<String>,
 }
 
 /// The user's message in a run's `input`: the last of `input.messages` (text, or text parts).
@@ -812,7 +1203,17 @@ fn message_of(input: &Value) -> Result<String, ApiError> {
     }
 }
 
-fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str>) -> Value {
+/// A strategy's name, as LangGraph's clients send it.
+fn strategy_name(strategy: DoubleText) -> &'static str {
+    match strategy {
+        DoubleText::Reject => "reject",
+        DoubleText::Enqueue => "enqueue",
+        DoubleText::Interrupt => "interrupt",
+        DoubleText::Rollback => "rollback",
+    }
+}
+
+fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: &str) -> Value {
     let status = match info.status {
         RunStatus::Pending => "pending",
         RunStatus::Running => "running",
@@ -828,7 +1229,7 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
         "updated_at": timestamp(info.ended_at_ms.unwrap_or(info.created_at_ms)),
         "status": status,
         "metadata": {},
-        "multitask_strategy": strategy.unwrap_or("reject"),
+        "multitask_strategy": strategy,
         "kwargs": {},
     })
 }
@@ -851,12 +1252,8 @@ pub(crate) async fn create_run(
         Started::Live(run) => run.info(),
         Started::Recorded(info) => *info,
     };
-    Ok(Json(run_json(
-        &thread,
-        flow.name(),
-        &info,
-        request.multitask_strategy.as_deref(),
-    )))
+    let strategy = caller.threads.strategy(&info.run_id);
+    Ok(Json(run_json(&thread, flow.name(), &info, strategy)))
 }
 
 /// The SSE body of `run` of `thread` after `after`, in the protocol's events; `end` last.
@@ -880,16 +1277,18 @@ fn protocol_sse(
     let frames = async_stream::stream! {
         let _guard = guard;
         let mut events = events;
+        let mut stream = ModeStream::new(modes, &run_id);
         while let Some(event) = futures::StreamExt::next(&mut events).await {
-            let mut parts = events_of(&event, modes, &run_id);
+            let mut parts = stream.frames(&event);
             let ended = matches!(event.item, RunItem::Ended(_));
-            if ended && modes.values {
-                if let Ok(vals) = caller.end_values(&thread, &flow).await {
-                    parts.push(("values", vals));
+            if ended && stream.modes().state_at_end() {
+                if let Ok(state) = caller.current_state(&thread, Some(&flow)).await {
+                    let vals = with_interrupts(&state);
+                    parts.extend(stream.end_frames(&state, &vals));
                 }
             }
             if ended {
-                parts.push(("end", Value::Null));
+                parts.push(("end".into(), Value::Null));
             }
             let count = parts.len();
             for (k, (name, data)) in parts.into_iter().enumerate() {
@@ -899,7 +1298,7 @@ fn protocol_sse(
                     // it gets nothing of this group again.
                     out.extend(format!("id: {}\n", event.id).into_bytes());
                 }
-                out.extend(frame(name, &data, limit));
+                out.extend(frame(&name, &data, limit));
                 yield out;
             }
         }
@@ -938,6 +1337,8 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
+    // Checked before the run starts: an unknown mode runs nothing.
+    let modes = Modes::of(request.stream_mode.as_ref(), request.stream_subgraphs)?;
     let (run, flow) = match caller.start_run(&thread, &request).await? {
         (Started::Live(run), flow) => (run, flow),
         (Started::Recorded(info), _) => {
@@ -948,7 +1349,6 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
-    let modes = Modes::of(request.stream_mode.as_ref());
     protocol_sse(caller, thread, flow, run, None, modes, cancel)
 }
 
@@ -988,7 +1388,7 @@ pub(crate) async fn list_runs(
         .runs()
         .iter()
         .rev()
-        .map(|r| run_json(&thread, flow.name(), r, None))
+        .map(|r| run_json(&thread, flow.name(), r, caller.threads.strategy(&r.run_id)))
         .collect();
     Ok(Json(Value::Array(
         page.cut(runs, crate::paging::MAX_PAGE).0,
@@ -1002,11 +1402,15 @@ pub(crate) async fn get_run(
 ) -> Result<Json<Value>, ApiError> {
     caller.principal.require(Scope::Read)?;
     match caller.the_run(&thread, &run).await {
-        Ok((run, flow)) => Ok(Json(run_json(&thread, flow.name(), &run.info(), None))),
+        Ok((run, flow)) => {
+            let strategy = caller.threads.strategy(run.id());
+            Ok(Json(run_json(&thread, flow.name(), &run.info(), strategy)))
+        }
         // A run of an earlier process: its record.
         Err(ApiError::UnknownRun { .. }) => {
             let (info, flow) = caller.recorded_run(&thread, &run).await?;
-            Ok(Json(run_json(&thread, flow.name(), &info, None)))
+            let strategy = caller.threads.strategy(&info.run_id);
+            Ok(Json(run_json(&thread, flow.name(), &info, strategy)))
         }
         Err(e) => Err(e),
     }
@@ -1035,6 +1439,8 @@ pub(crate) struct JoinQuery {
     #[serde(default)]
     stream_mode: Option<String>,
     #[serde(default)]
+    stream_subgraphs: Option<bool>,
+    #[serde(default)]
     cancel_on_disconnect: Option<bool>,
 }
 
@@ -1062,7 +1468,10 @@ pub(crate) async fn join_stream(
                 })?,
         ),
     };
-    let modes = Modes::of(query.stream_mode.map(Value::String).as_ref());
+    let modes = Modes::of(
+        query.stream_mode.map(Value::String).as_ref(),
+        query.stream_subgraphs.unwrap_or(false),
+    )?;
     let cancel = query.cancel_on_disconnect.unwrap_or(false);
     protocol_sse(caller, thread, flow, run, after, modes, cancel)
 }
@@ -1113,7 +1522,8 @@ pub(crate) async fn cancel_run(
     })?;
     if matches!(query.wait.as_deref(), Some("1" | "true")) {
         run.wait().await;
-        return Ok(Json(run_json(&thread, flow.name(), &run.info(), None)).into_response());
+        let strategy = caller.threads.strategy(run.id());
+        return Ok(Json(run_json(&thread, flow.name(), &run.info(), strategy)).into_response());
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }

@@ -3,10 +3,13 @@
 //! "assistant" (its `assistant_id` is the flow's name), a thread is the flow's thread, a run is
 //! a [`RunHandle`](flow_runtime::RunHandle) of the flow's runner.
 //!
-//! - `handlers`: the endpoints (assistants, threads, thread state and history, runs: create,
-//!   stream, wait, join, join the stream, cancel, list);
-//! - `convert`: agentflow's messages, records and run events in the protocol's JSON (LangChain
-//!   message dicts, thread state, `metadata`/`values`/`updates`/`messages`/`end` events).
+//! - `handlers`: the endpoints (assistants, threads: create, get, delete, search; thread
+//!   state, its update and history; runs: create, stream, wait, join, join the stream,
+//!   cancel, list);
+//! - `convert`: agentflow's messages and records in the protocol's JSON (LangChain message
+//!   dicts, thread state);
+//! - `modes`: the stream modes (`values`, `updates`, `messages`, `messages-tuple`, `events`,
+//!   `debug`, `custom`, `tasks`, `checkpoints`, with or without subgraphs) and their events.
 //!
 //! Which flow a thread belongs to is learnt from its first run (or found in the store); thread
 //! metadata given at creation (at most 16 KiB of JSON) is kept in the journal store beside the
@@ -14,6 +17,7 @@
 
 mod convert;
 mod handlers;
+mod modes;
 
 use std::sync::Arc;
 
@@ -32,7 +36,11 @@ pub(crate) fn routes() -> Router<AppState> {
             "/threads/{thread}",
             get(handlers::get_thread).delete(handlers::delete_thread),
         )
-        .route("/threads/{thread}/state", get(handlers::thread_state))
+        .route("/threads/search", post(handlers::search_threads))
+        .route(
+            "/threads/{thread}/state",
+            get(handlers::thread_state).post(handlers::update_state),
+        )
         .route("/threads/{thread}/history", post(handlers::thread_history))
         .route(
             "/threads/{thread}/runs",
@@ -53,5 +61,5 @@ pub(crate) fn routes() -> Router<AppState> {
             "/threads/{thread}/runs/{run}/cancel",
             post(handlers::cancel_run),
         )
-        .layer(Extension(Arc::new(handlers::Threads)))
+        .layer(Extension(Arc::new(handlers::Threads::default())))
 }
