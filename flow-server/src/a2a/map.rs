@@ -198,7 +198,9 @@ fn approval_from_text(text: &str) -> Result<Value, RpcError> {
         return Ok(json!({ "approve": false }));
     }
     Err(RpcError::InvalidParams(format!(
-        "the task waits for an approval and the answer '{}' is neither a yes nor a no: answer          the text \"approve\" or \"deny\" (also \"yes\" or \"no\"), or a data part          {{\"approve\": true|false, \"reason\"?: TEXT}}; the task still waits",
+        "the task waits for an approval and the answer '{}' is neither a yes nor a no: answer \
+         the text \"approve\" or \"deny\" (also \"yes\" or \"no\"), or a data part \
+         {{\"approve\": true|false, \"reason\"?: TEXT}}; the task still waits",
         text.chars().take(64).collect::<String>()
     )))
 }
