@@ -538,3 +538,87 @@ async fn a_runs_webhook_is_called_or_refused() {
         flow_server::webhooks::signature(SECRET, timestamp, &body)
     );
 }
+
+#[tokio::test]
+async fn assistants_graph_and_schemas_and_a_thread_copy() {
+    let server = spawn(state(false)).await;
+    let base = &server.base;
+    let graph: Value = common::get(base, "/v1/assistants/desk/graph")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let nodes: Vec<&str> = graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        nodes,
+        ["__start__", "triage", "refund", "complaint", "__end__"]
+    );
+    let edges = graph["edges"].as_array().unwrap();
+    let has = |s: &str, t: &str| edges.iter().any(|e| e["source"] == s && e["target"] == t);
+    assert!(has("__start__", "triage") && has("triage", "refund") && has("refund", "triage"));
+    let schemas: Value = common::get(base, "/v1/assistants/desk/schemas")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(schemas["graph_id"], "desk");
+    assert_eq!(schemas["input_schema"]["required"], json!(["messages"]));
+    let missing = common::get(base, "/v1/assistants/nobody/graph").await;
+    assert_eq!(missing.status(), 404);
+
+    post(
+        base,
+        "/v1/threads",
+        json!({"thread_id": "orig", "metadata": {"user": "ada"}}),
+    )
+    .await;
+    let done = post(
+        base,
+        "/v1/threads/orig/runs/wait",
+        json!({"assistant_id": "desk", "input": input("hello")}),
+    )
+    .await;
+    assert_eq!(done.status(), 200);
+    let copy: Value = post(base, "/v1/threads/orig/copy", json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = copy["thread_id"].as_str().unwrap();
+    assert_ne!(id, "orig");
+    assert_eq!(copy["metadata"], json!({"user": "ada"}));
+    let original: Value = common::get(base, "/v1/threads/orig/state")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let copied: Value = common::get(base, &format!("/v1/threads/{id}/state"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(copied["values"]["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        copied["values"]["messages"][1]["content"],
+        original["values"]["messages"][1]["content"]
+    );
+    // The copy goes its own way.
+    let next = post(
+        base,
+        &format!("/v1/threads/{id}/runs/wait"),
+        json!({"input": input("hello again")}),
+    )
+    .await;
+    assert_eq!(next.status(), 200);
+    let original: Value = common::get(base, "/v1/threads/orig/state")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(original["values"]["messages"].as_array().unwrap().len(), 2);
+}

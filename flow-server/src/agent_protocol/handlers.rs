@@ -284,6 +284,81 @@ pub(crate) async fn get_assistant(
     Ok(Json(assistant_json(state.flow(&name)?)))
 }
 
+/// `GET /v1/assistants/{assistant}/graph`: the flow's tree as LangGraph draws a graph: a node
+/// per agent between `__start__` and `__end__`, an edge from `__start__` to the root, a
+/// conditional edge each way between an agent and each sub-agent (a transfer), and one from
+/// each agent to `__end__`.
+pub(crate) async fn assistant_graph(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let flow = state.flow(&name)?;
+    let node =
+        |id: &str| json!({ "id": id, "type": "runnable", "data": { "id": [id], "name": id } });
+    let mut nodes = vec![node("__start__")];
+    let mut edges = vec![json!({ "source": "__start__", "target": flow.agent().name() })];
+    fn walk(
+        agent: &flow_runtime::FlowAgent,
+        nodes: &mut Vec<Value>,
+        edges: &mut Vec<Value>,
+        node: &dyn Fn(&str) -> Value,
+    ) {
+        nodes.push(node(agent.name()));
+        edges.push(json!({ "source": agent.name(), "target": "__end__", "conditional": true }));
+        for child in agent.sub_agents().iter() {
+            edges.push(
+                json!({ "source": agent.name(), "target": child.name(), "conditional": true }),
+            );
+            edges.push(
+                json!({ "source": child.name(), "target": agent.name(), "conditional": true }),
+            );
+            walk(child, nodes, edges, node);
+        }
+    }
+    walk(flow.agent(), &mut nodes, &mut edges, &node);
+    nodes.push(node("__end__"));
+    Ok(Json(json!({ "nodes": nodes, "edges": edges })))
+}
+
+/// `GET /v1/assistants/{assistant}/schemas`: a flow's input, output and state are its
+/// thread's messages (LangChain message dicts); it takes no config or context.
+pub(crate) async fn assistant_schemas(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Scope::Read)?;
+    let flow = state.flow(&name)?;
+    let messages = json!({
+        "title": flow.name(),
+        "type": "object",
+        "properties": {
+            "messages": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "role": { "type": "string" },
+                        "type": { "type": "string" },
+                        "content": {}
+                    }
+                }
+            }
+        },
+        "required": ["messages"]
+    });
+    Ok(Json(json!({
+        "graph_id": flow.name(),
+        "input_schema": messages,
+        "output_schema": messages,
+        "state_schema": messages,
+        "config_schema": { "type": "object", "properties": {} },
+        "context_schema": { "type": "object", "properties": {} },
+    })))
+}
+
 /// The body of `POST /v1/threads` (other fields are accepted and ignored).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct CreateThread {
@@ -821,6 +896,41 @@ pub(crate) async fn create_thread(
     Ok(Json(
         caller.thread_json(&thread, &meta, flow.as_ref()).await?,
     ))
+}
+
+/// `POST /v1/threads/{thread}/copy`: a new thread (a UUID) with the thread's records up to its
+/// last step and its metadata (a fork at the last step: see the guide's "Durable execution").
+pub(crate) async fn copy_thread(
+    caller: Caller,
+    ApiPath(thread): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.principal.require(Scope::Chat)?;
+    let (meta, flow) = caller.known(&thread).await?;
+    let copy = uuid::Uuid::new_v4().to_string();
+    let meta = ThreadMeta {
+        created_at: now(),
+        ..meta
+    };
+    if let Some(flow) = &flow {
+        let from = caller.key(flow, &thread)?;
+        let to = caller.key(flow, &copy)?;
+        let handle = flow.runner().thread(&from.store_id());
+        let steps = handle
+            .history()
+            .await
+            .map_err(|e| crate::time_travel::api_error(e, &from, Some(&to)))?;
+        if let Some(last) = steps.len().checked_sub(1) {
+            handle
+                .fork(last as u64, &to.store_id())
+                .await
+                .map_err(|e| crate::time_travel::api_error(e, &from, Some(&to)))?;
+        }
+    }
+    caller
+        .threads
+        .put(&caller.state, &caller.tenant, &copy, &meta)
+        .await?;
+    Ok(Json(caller.thread_json(&copy, &meta, flow.as_ref()).await?))
 }
 
 /// `GET /v1/threads/{thread}`.

@@ -3,7 +3,8 @@
 //! "assistant" (its `assistant_id` is the flow's name), a thread is the flow's thread, a run is
 //! a [`RunHandle`](flow_runtime::RunHandle) of the flow's runner.
 //!
-//! - `handlers`: the endpoints (assistants, threads: create, get, delete, search; thread
+//! - `handlers`: the endpoints (assistants: search, get, graph, schemas; threads: create,
+//!   get, delete, search, copy; thread
 //!   state, its update and history; runs: create, stream, wait, join, join the stream,
 //!   cancel, list);
 //! - `convert`: agentflow's messages and records in the protocol's JSON (LangChain message
@@ -31,6 +32,15 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/assistants/search", post(handlers::search_assistants))
         .route("/assistants/{assistant}", get(handlers::get_assistant))
+        .route(
+            "/assistants/{assistant}/graph",
+            get(handlers::assistant_graph),
+        )
+        .route(
+            "/assistants/{assistant}/schemas",
+            get(handlers::assistant_schemas),
+        )
+        .route("/threads/{thread}/copy", post(handlers::copy_thread))
         .route("/threads", post(handlers::create_thread))
         .route(
             "/threads/{thread}",

@@ -155,6 +155,18 @@ async def main():
     found = await client.threads.search(values={"topic": "refunds"})
     check([f["thread_id"] for f in found] == [t], f"search by values: {found}")
 
+    # assistants.get_graph / get_schemas, threads.copy.
+    graph = await client.assistants.get_graph("desk")
+    check([n["id"] for n in graph["nodes"]] == ["__start__", "triage", "refund", "complaint", "__end__"],
+          f"graph: {graph['nodes']}")
+    schemas = await client.assistants.get_schemas("desk")
+    check(schemas["input_schema"]["required"] == ["messages"], f"schemas: {schemas}")
+    copy = await client.threads.copy(t)
+    check(copy["thread_id"] != t, f"copy: {copy}")
+    copied = await client.threads.get_state(copy["thread_id"])
+    contents = lambda s: [(m["type"], m["content"]) for m in s["values"]["messages"]]
+    check(contents(copied) == contents(state), "the copy has the thread's messages")
+
     # A webhook is called when the run ends (the test's receiver checks it), signed.
     hook = os.environ.get("AGENTFLOW_LG_HOOK")
     if hook:
