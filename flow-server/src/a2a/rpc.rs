@@ -197,7 +197,7 @@ pub(crate) async fn endpoint(
             Ok(p) => call_ctx.subscribe(&p.id).await.map(|joined| match joined {
                 Joined::Running(running) => call_ctx.stream(id.clone(), running),
                 Joined::Waiting { task, key, starts } => {
-                    call_ctx.stream_waiting(id.clone(), task, key, starts)
+                    call_ctx.stream_waiting(id.clone(), *task, key, starts)
                 }
             }),
             Err(e) => Err(e),
@@ -872,7 +872,7 @@ impl Call {
         let task = self.get(id).await?;
         match task.status.state {
             TaskState::InputRequired => Ok(Joined::Waiting {
-                task,
+                task: Box::new(task),
                 key: task_key,
                 starts,
             }),
@@ -1004,7 +1004,7 @@ impl Call {
 enum Joined {
     Running(Arc<RunningTask>),
     Waiting {
-        task: Task,
+        task: Box<Task>,
         key: String,
         starts: broadcast::Receiver<String>,
     },

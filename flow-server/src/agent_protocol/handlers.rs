@@ -1101,7 +1101,7 @@ pub(crate) async fn search_threads(
                 request
                     .ids
                     .as_ref()
-                    .is_none_or(|ids| ids.iter().any(|i| i == t))
+                    .map_or(true, |ids| ids.iter().any(|i| i == t))
             })
             .take(SEARCH_THREADS)
             .collect();
@@ -1118,7 +1118,7 @@ pub(crate) async fn search_threads(
             let t = caller.thread_json(thread, &meta, Some(flow)).await?;
             let matches = |want: &Option<serde_json::Map<String, Value>>, have: &Value| {
                 want.as_ref()
-                    .is_none_or(|w| w.iter().all(|(k, v)| have.get(k) == Some(v)))
+                    .map_or(true, |w| w.iter().all(|(k, v)| have.get(k) == Some(v)))
             };
             if !matches(&request.metadata, &t["metadata"])
                 || !matches(&request.values, &t["values"])
@@ -1136,7 +1136,7 @@ pub(crate) async fn search_threads(
             found.push((at, t));
         }
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     Ok(Json(Value::Array(
         found
             .into_iter()
