@@ -8,7 +8,7 @@
 //! | `CancelTask` | stops a running task (nothing of it is recorded); gives up a task waiting for input (its interrupts dropped, its checkpoint released, the task `canceled`; the context's next message starts a new task) |
 //! | `SubscribeToTask` | joins a running task's stream; streams a task waiting for input as it is, then its states once answered; refuses an ended task (`-32004`) |
 //! | `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig` | a task's webhooks (also set by `SendMessage`'s `configuration.taskPushNotificationConfig`): told when the task ends or waits for input, signed like the server's other webhooks; only with a webhook secret |
-//! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages; filtered by state |
+//! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages (1 to 100, 50 by default); filtered by state and `statusTimestampAfter` (parameters checked by `validate`) |
 
 use crate::principal::{Principal, Scope};
 use std::collections::HashMap;

@@ -238,6 +238,12 @@ async def main():
         check(e.response.status_code == 404, f"rolled-back run: {e.response.status_code}")
     check((await client.runs.get(t4, second["run_id"]))["multitask_strategy"] == "rollback", "GET reports rollback")
     await wait_running(client, t4, second["run_id"])
+    # enqueue: the new run waits behind the running one.
+    third = await client.runs.create(
+        t4, "slow", input={"messages": [{"role": "user", "content": "four"}]}, multitask_strategy="enqueue")
+    check(third["status"] == "pending" and third["multitask_strategy"] == "enqueue", f"enqueued: {third}")
+    queued = await client.runs.cancel(t4, third["run_id"], wait=True)
+    check(queued["status"] == "interrupted", f"the queued run cancelled before it ran: {queued}")
     await client.runs.cancel(t4, second["run_id"], wait=True, action="rollback")
     try:
         await client.runs.create(
