@@ -886,8 +886,8 @@ impl Call {
 
     /// A task waiting for input as Server-Sent Events: the task as it is, then, once an
     /// answer resumes it, its state and each update to the first that ends a stream (a final
-    /// state, or input required again). Open until then, or [`Limits::max_turn_duration`]
-    /// (crate::Limits).
+    /// state, or input required again). Open until then, or
+    /// [`Limits::max_turn_duration`](crate::Limits).
     fn stream_waiting(
         &self,
         id: Value,
