@@ -347,7 +347,12 @@ mod tests {
             // Twice: still one entry.
             authors.insert(&Arc::from(&**name));
             assert!(authors.contains(name));
-            assert_eq!(authors.set.is_some(), i >= LISTED_AUTHORS, "after {} names", i + 1);
+            assert_eq!(
+                authors.set.is_some(),
+                i >= LISTED_AUTHORS,
+                "after {} names",
+                i + 1
+            );
         }
         assert!(names.iter().all(|n| authors.contains(n)));
         assert!(!authors.contains("someone else"));

@@ -539,6 +539,9 @@ impl Caller {
                         "a `command` needs `resume` (the data for the interrupt)".into(),
                     )
                 })?;
+                // Scope before existence: a caller who may answer nothing learns nothing of
+                // the thread's state (whether it waits, for what).
+                flow.approvals().require_some_answer(&self.principal)?;
                 let head = self.state.threads().head(&key.store_id()).await?;
                 let ids: Vec<String> = match head.as_ref().map(|h| &h.last.end) {
                     Some(RecordEnd::Interrupted { interrupts, .. }) => {
