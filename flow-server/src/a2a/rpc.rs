@@ -441,7 +441,9 @@ impl Call {
                     }),
                 };
                 // Who may answer is the engine's to check (the flow's approvals).
-                let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let permit = app
+                    .turn_permit(&key.tenant, &store_id)
+                    .map_err(map::rpc_error)?;
                 let mut request = TurnRequest::resume(&store_id, targets).by(&self.principal);
                 if let Some(run_id) = run_id {
                     request = request.run_id(run_id);
@@ -465,7 +467,9 @@ impl Call {
                     )));
                 }
                 let text = map::user_text(&message)?;
-                let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let permit = app
+                    .turn_permit(&key.tenant, &store_id)
+                    .map_err(map::rpc_error)?;
                 let mut request =
                     TurnRequest::new(&store_id, Message::user(text)).by(&self.principal);
                 if let Some(run_id) = run_id {

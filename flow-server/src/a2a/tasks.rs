@@ -16,7 +16,7 @@ use flow_a2a::wire::{
 };
 use flow_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
 use futures::StreamExt;
-use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
+use tokio::sync::{broadcast, Notify};
 
 use super::map;
 use super::push::PushConfigs;
@@ -171,7 +171,7 @@ impl Tasks {
         mut task: Task,
         turn: Turn,
         max_duration: Duration,
-        permit: OwnedSemaphorePermit,
+        permit: crate::run_slots::Admitted,
     ) -> Arc<RunningTask> {
         task.status = TaskStatus::now(TaskState::Working, None);
         let running = Arc::new(RunningTask {

@@ -12,7 +12,6 @@ use flow_runtime::store::RecordEnd;
 use flow_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::call_ids::CallIds;
 use super::map::{self, RunAgentInput};
@@ -105,7 +104,7 @@ pub(crate) async fn run(
                 map::resume_targets(&input.resume, &pending)
             }
             .map_err(ApiError::Conflict)?;
-            let permit = state.turn_permit()?;
+            let permit = state.turn_permit(&key.tenant, &key.store_id())?;
             (
                 runner
                     .turn(with_id(
@@ -136,7 +135,7 @@ pub(crate) async fn run(
                     text.len()
                 )));
             }
-            let permit = state.turn_permit()?;
+            let permit = state.turn_permit(&key.tenant, &key.store_id())?;
             (
                 runner
                     .turn(with_id(
@@ -208,7 +207,7 @@ fn frames(
     thread_id: String,
     run_id: String,
     limit: usize,
-    permit: OwnedSemaphorePermit,
+    permit: crate::run_slots::Admitted,
     mut call_ids: CallIds,
 ) -> impl Stream<Item = Vec<u8>> + Send + 'static {
     async_stream::stream! {
