@@ -1,6 +1,8 @@
 """A hostile MCP server over stdio, in plain Python (no SDK): newline-delimited JSON-RPC.
 
-Usage: python3 hostile.py MODE. Every mode lists the tools `env` (returns the process's
+Usage: python3 hostile.py MODE [--http]. With `--http` the same answers come over streamable
+HTTP (JSON responses, no session) on a free loopback port, printed as `listening PORT`. Every
+mode lists the tools `env` (returns the process's
 environment as JSON), `echo` and `call`; `tools/call` of `call` misbehaves by MODE:
 
 - endless-pages: tools/list always answers with another page cursor.
@@ -74,6 +76,59 @@ def answer(request):
     return {"__error": {"code": -32601, "message": "method not found"}}
 
 
+def reply(request):
+    """The JSON-RPC answer to a request (None: never answered)."""
+    result = answer(request)
+    if result is None:
+        return None
+    if "__error" in result:
+        return {"jsonrpc": "2.0", "id": request["id"], "error": result["__error"]}
+    return {"jsonrpc": "2.0", "id": request["id"], "result": result}
+
+
+def serve_http():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            # No server-initiated stream.
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_DELETE(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length", "0"))
+            request = json.loads(self.rfile.read(length))
+            answered = reply(request) if "id" in request else None
+            if answered is None:
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = json.dumps(answered).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print("listening %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if "--http" in sys.argv:
+    serve_http()
+    sys.exit(0)
+
 for line in sys.stdin:
     line = line.strip()
     if not line:
@@ -81,10 +136,6 @@ for line in sys.stdin:
     request = json.loads(line)
     if "id" not in request:
         continue
-    result = answer(request)
-    if result is None:
-        continue
-    if "__error" in result:
-        send({"jsonrpc": "2.0", "id": request["id"], "error": result["__error"]})
-    else:
-        send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    answered = reply(request)
+    if answered is not None:
+        send(answered)

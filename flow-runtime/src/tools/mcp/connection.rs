@@ -356,6 +356,17 @@ impl McpServer {
                     message: e.message.as_ref().into(),
                 })
             }
+            Err(e) if over_http_limit(&e) => {
+                // The HTTP answer was over the message limit while it was read: the SDK's
+                // worker stops with it, so the next call connects afresh.
+                self.forget(generation).await;
+                Err(McpError::LimitExceeded {
+                    server: Arc::clone(&self.inner.config.name),
+                    what: "a message of more bytes",
+                    field: "max_message_bytes",
+                    limit: self.inner.config.limits.max_message_bytes,
+                })
+            }
             Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 self.forget(generation).await;
                 Err(McpError::Disconnected {
@@ -489,6 +500,12 @@ impl McpServer {
                 install_crypto_provider();
                 let mut http = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
                 http.auth_header = bearer_token.as_deref().map(str::to_owned);
+                // A server's answer is read within the message limit, as a stdio server's
+                // line is: a whole JSON body, or one event of a streamed answer, before it is
+                // parsed (the SDK's own defaults are 16 MiB each).
+                let max = self.inner.config.limits.max_message_bytes;
+                http.max_json_response_size = max;
+                http.max_sse_event_size = max;
                 let transport = match &self.inner.config.outbound {
                     None => StreamableHttpClientTransport::from_config(http),
                     Some(policy) => {
@@ -802,4 +819,23 @@ impl rmcp::transport::Transport<RoleClient> for ChildTransport {
         }
         Ok(())
     }
+}
+
+/// Whether a call failed because the HTTP answer was larger than the transport's byte limit
+/// ([`McpLimits::max_message_bytes`](super::McpLimits), given to the SDK's HTTP client).
+fn over_http_limit(e: &ServiceError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let ServiceError::TransportSend(error) = e else {
+        return false;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(current) = source {
+        if let Some(StreamableHttpError::ResponseBodyTooLarge { .. }) =
+            current.downcast_ref::<StreamableHttpError<reqwest013::Error>>()
+        {
+            return true;
+        }
+        source = current.source();
+    }
+    false
 }
