@@ -332,6 +332,7 @@ impl ChatModelAgent {
         request: &ChatRequest,
         streaming: bool,
     ) -> Result<MessageRef, AgentError> {
+        self.check_model_budget(cx, request)?;
         let chain = self.middleware_chain(cx);
         let (reply, streamed) = if chain.is_empty() {
             self.call_model(cx, request, streaming).await?
@@ -339,6 +340,7 @@ impl ChatModelAgent {
             // Boxed: the hooks' state stays out of the future of a call without middleware.
             Box::pin(self.hooked_model_call(cx, &chain, request, streaming)).await?
         };
+        self.charge_model_call(cx, &reply);
         if streamed {
             // The caller has had the chunks; inside a tree the session gets the whole message
             // now that it is complete (see the module docs of `agent`).
@@ -376,7 +378,15 @@ impl ChatModelAgent {
         let mut edited = request.clone();
         let (answer, ran) = middleware::before_model(chain, &hcx, &mut edited).await?;
         let (mut reply, streamed) = match answer {
-            Some(reply) => (reply, false),
+            Some(reply) => {
+                // An answer in the model's place that reports usage (the journal's replay of
+                // a recovered run, a cache) says those tokens were spent: they count.
+                if let Some(usage) = reply.usage.as_deref().copied() {
+                    cx.session()
+                        .add_usage(cx.agent_name(), self.model.model_name(), usage);
+                }
+                (reply, false)
+            }
             None => {
                 let (reply, streamed) = self.call_model(cx, &edited, streaming).await?;
                 (Arc::unwrap_or_clone(reply), streamed)
