@@ -47,7 +47,8 @@ impl ChatModelAgent {
             return;
         };
         let usage = reply.usage.as_deref().copied().unwrap_or_default();
-        let cost = budgets.cost_micro_usd(self.model.model_name(), &usage);
+        let model = reply.model.as_deref().unwrap_or(self.model.model_name());
+        let cost = budgets.cost_micro_usd(model, &usage);
         cx.session()
             .update_budget_ledger(|ledger| ledger.add_model_call(cx.agent_name(), usage, cost));
     }

@@ -382,8 +382,8 @@ impl ChatModelAgent {
                 // An answer in the model's place that reports usage (the journal's replay of
                 // a recovered run, a cache) says those tokens were spent: they count.
                 if let Some(usage) = reply.usage.as_deref().copied() {
-                    cx.session()
-                        .add_usage(cx.agent_name(), self.model.model_name(), usage);
+                    let model = reply.model.as_deref().unwrap_or(self.model.model_name());
+                    cx.session().add_usage(cx.agent_name(), model, usage);
                 }
                 (reply, false)
             }
@@ -429,15 +429,15 @@ impl ChatModelAgent {
                     // Counted as soon as the model answered: a reply a middleware refuses
                     // later has used its tokens all the same.
                     if let Some(usage) = reply.usage.as_deref().copied() {
-                        cx.session()
-                            .add_usage(cx.agent_name(), self.model.model_name(), usage);
+                        let model = reply.model.as_deref().unwrap_or(self.model.model_name());
+                        cx.session().add_usage(cx.agent_name(), model, usage);
                     }
                     return Ok((reply, streaming));
                 }
                 Err(error) if self.retry.should_retry(attempt, &error) => {
                     telemetry::record_model_error(&span, &error);
                     drop(span);
-                    let wait = self.retry.delay(attempt, &error);
+                    let wait = self.retry_wait(cx, attempt, &error);
                     tracing::warn!(
                         agent = %self.name,
                         attempt,
@@ -458,6 +458,26 @@ impl ChatModelAgent {
                 }
             }
         }
+    }
+
+    /// The wait before retry `attempt` after `error`: the policy's backoff, jittered by a share
+    /// drawn from the host's clock, the agent and the attempt (the same on a manual clock).
+    fn retry_wait(&self, cx: &Context, attempt: u32, error: &ModelError) -> std::time::Duration {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let wait = self.retry.delay(attempt, error);
+        if self.retry.jitter <= 0.0 || error.retry_after().is_some() {
+            // A server's Retry-After is a floor, not a hint: it is not shortened.
+            return wait;
+        }
+        let now = cx.run_context().host().now();
+        let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+        (now, attempt, &*self.name, cx.run_path()).hash(&mut hasher);
+        // Fx mixes its last input weakly into the high bits: spread the whole word.
+        let seed = hasher
+            .finish()
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+        self.retry.jittered(wait, seed)
     }
 
     /// Decodes a final answer into the declared output type and stores it; returns the
