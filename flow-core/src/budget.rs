@@ -405,23 +405,30 @@ impl BudgetLedger {
 
     /// Adds one model call of `agent`.
     pub fn add_model_call(&mut self, agent: &str, usage: Usage, cost_micro_usd: u64) {
-        for spent in [
-            &mut self.total,
-            self.by_agent.entry(agent.to_owned()).or_default(),
-        ] {
-            spent.usage += usage;
-            spent.model_calls += 1;
-            spent.cost_micro_usd += cost_micro_usd;
-        }
+        self.total.add_model_call(usage, cost_micro_usd);
+        self.agent_mut(agent).add_model_call(usage, cost_micro_usd);
     }
 
     /// Adds `calls` tool calls of `agent`.
     pub fn add_tool_calls(&mut self, agent: &str, calls: u64) {
         self.total.tool_calls += calls;
-        self.by_agent
-            .entry(agent.to_owned())
-            .or_default()
-            .tool_calls += calls;
+        self.agent_mut(agent).tool_calls += calls;
+    }
+
+    /// `agent`'s entry (made the first time: the name is copied once, not per call).
+    fn agent_mut(&mut self, agent: &str) -> &mut Spent {
+        if !self.by_agent.contains_key(agent) {
+            self.by_agent.insert(agent.to_owned(), Spent::default());
+        }
+        self.by_agent.get_mut(agent).expect("inserted above")
+    }
+}
+
+impl Spent {
+    fn add_model_call(&mut self, usage: Usage, cost_micro_usd: u64) {
+        self.usage += usage;
+        self.model_calls += 1;
+        self.cost_micro_usd += cost_micro_usd;
     }
 }
 

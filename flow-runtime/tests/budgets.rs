@@ -92,6 +92,11 @@ async fn a_model_call_budget_stops_before_the_call_past_it_and_not_before() {
     assert_eq!(session.usage().calls, 3);
     assert_eq!(*runs.lock().unwrap(), 3);
     assert!(error.to_string().contains("max_model_calls"), "{error}");
+    // The ledger is among the session values a checkpoint saves, and a session made from
+    // them (a resumed run's) goes on from it.
+    let restored = Session::new();
+    restored.add_values(session.values());
+    assert_eq!(restored.budget_ledger(), session.budget_ledger());
 
     // The same flow with room for every call ends normally.
     let runs = Arc::default();

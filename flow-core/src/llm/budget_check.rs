@@ -28,15 +28,16 @@ impl ChatModelAgent {
         let output = request.params.max_tokens.map_or(1, u64::from).max(1);
         let estimate = Usage::new(input as u64, output);
         let elapsed = run.elapsed(cx.run_context().host().now());
-        let ledger = cx.session().budget_ledger();
-        run.budgets
-            .check_model_call(
-                &ledger,
-                cx.agent_name(),
-                self.model.model_name(),
-                estimate,
-                elapsed,
-            )
+        cx.session()
+            .with_budget_ledger(|ledger| {
+                run.budgets.check_model_call(
+                    ledger,
+                    cx.agent_name(),
+                    self.model.model_name(),
+                    estimate,
+                    elapsed,
+                )
+            })
             .map_err(|e| self.budget_error(e))
     }
 
@@ -50,7 +51,7 @@ impl ChatModelAgent {
         let model = reply.model.as_deref().unwrap_or(self.model.model_name());
         let cost = budgets.cost_micro_usd(model, &usage);
         cx.session()
-            .update_budget_ledger(|ledger| ledger.add_model_call(cx.agent_name(), usage, cost));
+            .with_budget_ledger(|ledger| ledger.add_model_call(cx.agent_name(), usage, cost));
     }
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
@@ -62,13 +63,14 @@ impl ChatModelAgent {
             return Ok(());
         }
         let elapsed = run.elapsed(cx.run_context().host().now());
-        let ledger = cx.session().budget_ledger();
-        run.budgets
-            .check_tool_calls(&ledger, cx.agent_name(), calls, elapsed)
-            .map_err(|e| self.budget_error(e))?;
         cx.session()
-            .update_budget_ledger(|ledger| ledger.add_tool_calls(cx.agent_name(), calls));
-        Ok(())
+            .with_budget_ledger(|ledger| {
+                run.budgets
+                    .check_tool_calls(ledger, cx.agent_name(), calls, elapsed)?;
+                ledger.add_tool_calls(cx.agent_name(), calls);
+                Ok(())
+            })
+            .map_err(|e| self.budget_error(e))
     }
 
     fn budget_error(&self, error: BudgetError) -> AgentError {

@@ -1,7 +1,7 @@
 //! The run's token usage, kept among the session values (see [`crate::usage`]).
 
 use super::Session;
-use crate::budget::{BudgetLedger, BUDGET_SESSION_KEY};
+use crate::budget::BudgetLedger;
 use crate::usage::{Usage, UsageReport, USAGE_SESSION_KEY};
 
 impl Session {
@@ -28,20 +28,6 @@ impl Session {
     /// What this run has spent against its budgets (empty if it has none; see
     /// [`crate::budget`]).
     pub fn budget_ledger(&self) -> BudgetLedger {
-        self.value::<BudgetLedger>(BUDGET_SESSION_KEY)
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    }
-
-    /// Changes the run's budget ledger with `change`.
-    pub(crate) fn update_budget_ledger(&self, change: impl FnOnce(&mut BudgetLedger)) {
-        self.update_value(BUDGET_SESSION_KEY, |old| {
-            let mut ledger: BudgetLedger = old
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default();
-            change(&mut ledger);
-            serde_json::to_value(ledger).unwrap_or_default()
-        });
+        self.with_budget_ledger(|ledger| ledger.clone())
     }
 }
