@@ -389,9 +389,21 @@ pub struct Spent {
 pub struct BudgetLedger {
     /// The whole run (with the runs nested in it).
     pub total: Spent,
-    /// Per agent name.
+    /// Per agent, in the order they first spent (read one with [`agent`](Self::agent)). A
+    /// list, not a map: a run has few agents, and a call finds its own without hashing or
+    /// copying the name.
     #[serde(default)]
-    pub by_agent: BTreeMap<String, Spent>,
+    pub by_agent: Vec<AgentSpent>,
+}
+
+/// What one agent of a run has spent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSpent {
+    /// The agent's name.
+    pub agent: Arc<str>,
+    /// What it spent.
+    #[serde(flatten)]
+    pub spent: Spent,
 }
 
 impl BudgetLedger {
@@ -399,28 +411,43 @@ impl BudgetLedger {
     pub fn spent(&self, scope: BudgetScope, agent: &str) -> Spent {
         match scope {
             BudgetScope::Run => self.total,
-            BudgetScope::Agent => self.by_agent.get(agent).copied().unwrap_or_default(),
+            BudgetScope::Agent => self.agent(agent).copied().unwrap_or_default(),
         }
     }
 
     /// Adds one model call of `agent`.
-    pub fn add_model_call(&mut self, agent: &str, usage: Usage, cost_micro_usd: u64) {
+    pub fn add_model_call(&mut self, agent: &Arc<str>, usage: Usage, cost_micro_usd: u64) {
         self.total.add_model_call(usage, cost_micro_usd);
         self.agent_mut(agent).add_model_call(usage, cost_micro_usd);
     }
 
     /// Adds `calls` tool calls of `agent`.
-    pub fn add_tool_calls(&mut self, agent: &str, calls: u64) {
+    pub fn add_tool_calls(&mut self, agent: &Arc<str>, calls: u64) {
         self.total.tool_calls += calls;
         self.agent_mut(agent).tool_calls += calls;
     }
 
-    /// `agent`'s entry (made the first time: the name is copied once, not per call).
-    fn agent_mut(&mut self, agent: &str) -> &mut Spent {
-        if !self.by_agent.contains_key(agent) {
-            self.by_agent.insert(agent.to_owned(), Spent::default());
-        }
-        self.by_agent.get_mut(agent).expect("inserted above")
+    /// What agent `agent` has spent, if it has.
+    pub fn agent(&self, agent: &str) -> Option<&Spent> {
+        self.by_agent
+            .iter()
+            .find(|a| &*a.agent == agent)
+            .map(|a| &a.spent)
+    }
+
+    /// `agent`'s entry (made the first time it spends).
+    fn agent_mut(&mut self, agent: &Arc<str>) -> &mut Spent {
+        let k = match self.by_agent.iter().position(|a| a.agent == *agent) {
+            Some(k) => k,
+            None => {
+                self.by_agent.push(AgentSpent {
+                    agent: Arc::clone(agent),
+                    spent: Spent::default(),
+                });
+                self.by_agent.len() - 1
+            }
+        };
+        &mut self.by_agent[k].spent
     }
 }
 

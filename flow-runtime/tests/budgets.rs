@@ -256,7 +256,7 @@ async fn a_money_budget_prices_cached_and_reasoning_tokens_apart() {
     let ledger = session.budget_ledger();
     assert_eq!(ledger.total.model_calls, 3);
     assert_eq!(ledger.total.cost_micro_usd, 21_900);
-    assert_eq!(ledger.by_agent["agent"].cost_micro_usd, 21_900);
+    assert_eq!(ledger.agent("agent").unwrap().cost_micro_usd, 21_900);
 
     // A money budget and a model with no price: a clear error before any call.
     let runs = Arc::default();
@@ -348,10 +348,10 @@ async fn an_agents_own_budget_names_it_and_leaves_the_others_alone() {
         (BudgetKind::ModelCalls, BudgetScope::Agent, "refund", 2)
     );
     let ledger = session.budget_ledger();
-    assert_eq!(ledger.by_agent["triage"].model_calls, 2);
-    assert_eq!(ledger.by_agent["refund"].model_calls, 1);
-    assert_eq!(ledger.by_agent["triage"].tool_calls, 1);
-    assert_eq!(ledger.by_agent["refund"].tool_calls, 1);
+    assert_eq!(ledger.agent("triage").unwrap().model_calls, 2);
+    assert_eq!(ledger.agent("refund").unwrap().model_calls, 1);
+    assert_eq!(ledger.agent("triage").unwrap().tool_calls, 1);
+    assert_eq!(ledger.agent("refund").unwrap().tool_calls, 1);
     assert_eq!(ledger.total.model_calls, 3);
 }
 
@@ -444,7 +444,7 @@ async fn usage_rolls_up_through_a_task_and_an_agent_tool() {
         (ledger.total.usage, ledger.total.model_calls),
         (expected, 6)
     );
-    assert_eq!(ledger.by_agent["researcher"].tool_calls, 1);
+    assert_eq!(ledger.agent("researcher").unwrap().tool_calls, 1);
 }
 
 /// Keeps the usage report of the root agent's run when it ends.

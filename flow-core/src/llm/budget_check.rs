@@ -51,7 +51,7 @@ impl ChatModelAgent {
         let model = reply.model.as_deref().unwrap_or(self.model.model_name());
         let cost = budgets.cost_micro_usd(model, &usage);
         cx.session()
-            .with_budget_ledger(|ledger| ledger.add_model_call(cx.agent_name(), usage, cost));
+            .with_budget_ledger(|ledger| ledger.add_model_call(&self.name, usage, cost));
     }
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
@@ -67,7 +67,7 @@ impl ChatModelAgent {
             .with_budget_ledger(|ledger| {
                 run.budgets
                     .check_tool_calls(ledger, cx.agent_name(), calls, elapsed)?;
-                ledger.add_tool_calls(cx.agent_name(), calls);
+                ledger.add_tool_calls(&self.name, calls);
                 Ok(())
             })
             .map_err(|e| self.budget_error(e))

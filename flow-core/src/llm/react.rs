@@ -463,20 +463,16 @@ impl ChatModelAgent {
     /// The wait before retry `attempt` after `error`: the policy's backoff, jittered by a share
     /// drawn from the host's clock, the agent and the attempt (the same on a manual clock).
     fn retry_wait(&self, cx: &Context, attempt: u32, error: &ModelError) -> std::time::Duration {
-        use std::hash::{BuildHasher, Hash, Hasher};
+        use std::hash::BuildHasher;
         let wait = self.retry.delay(attempt, error);
         if self.retry.jitter <= 0.0 || error.retry_after().is_some() {
             // A server's Retry-After is a floor, not a hint: it is not shortened.
             return wait;
         }
         let now = cx.run_context().host().now();
-        let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
-        (now, attempt, &*self.name, cx.run_path()).hash(&mut hasher);
+        let hash = rustc_hash::FxBuildHasher.hash_one((now, attempt, &*self.name, cx.run_path()));
         // Fx mixes its last input weakly into the high bits: spread the whole word.
-        let seed = hasher
-            .finish()
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
+        let seed = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
         self.retry.jittered(wait, seed)
     }
 
