@@ -1,36 +1,4 @@
-//! [`FailoverModel`]: an ordered list of models tried in turn, each call with a time limit and
-//! each model behind a [circuit breaker](BreakerPolicy).
-//!
-//! A call goes to the first model whose breaker lets it through. If that model fails with a
-//! [retryable](ModelError::retryable) error (a 429, a 5xx, a broken connection) or does not
-//! answer within the per-call time limit, the call goes to the next model; an error that is not
-//! retryable (a 400: the request itself is wrong) is returned at once. A model's breaker opens
-//! after `failures_to_open` failures in a row: the model is then skipped for `open_for`; after
-//! that one call is let through (half-open): success closes the breaker, failure opens it again.
-//! Time limits and the breaker read the [`Host`] clock, so a test drives them with a
-//! [`ManualHost`](crate::host::ManualHost).
-//!
-//! The reply names the model that answered ([`Message::model`]): the event and the journal
-//! carry it, and a recovered run replays that reply rather than asking any model again. The
-//! run's usage report counts the reply under that model.
-//!
-//! ```
-//! # futures::executor::block_on(async {
-//! use std::sync::Arc;
-//! use flow_core::host::ManualHost;
-//! use flow_core::model::{ChatModel, ChatRequest, FailoverModel, ModelError, ScriptStep, ScriptedModel};
-//! use flow_core::Message;
-//!
-//! let primary = ScriptedModel::new([ScriptStep::fail(ModelError::http("primary", 503, "busy"))])
-//!     .named("primary");
-//! let backup = ScriptedModel::new([ScriptStep::text("from the backup")]).named("backup");
-//! let model = FailoverModel::new("chat", [Arc::new(primary) as Arc<dyn ChatModel>, Arc::new(backup)])
-//!     .host(Arc::new(ManualHost::new()));
-//! let reply = model.generate(&ChatRequest::new([Arc::new(Message::user("hi"))])).await.unwrap();
-//! assert_eq!(reply.content, "from the backup");
-//! assert_eq!(reply.model.as_deref(), Some("backup"));
-//! # });
-//! ```
+//! [`FailoverModel`]: an ordered list of models with a time limit per call and a circuit breaker each.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -78,7 +46,39 @@ pub enum BreakerState {
     HalfOpen,
 }
 
-/// An ordered list of models tried in turn (see the [module docs](self)).
+/// An ordered list of models tried in turn, each call with a time limit and
+/// each model behind a [circuit breaker](BreakerPolicy).
+///
+/// A call goes to the first model whose breaker lets it through. If that model fails with a
+/// [retryable](ModelError::retryable) error (a 429, a 5xx, a broken connection) or does not
+/// answer within the per-call time limit, the call goes to the next model; an error that is not
+/// retryable (a 400: the request itself is wrong) is returned at once. A model's breaker opens
+/// after `failures_to_open` failures in a row: the model is then skipped for `open_for`; after
+/// that one call is let through (half-open): success closes the breaker, failure opens it again.
+/// Time limits and the breaker read the [`Host`] clock, so a test drives them with a
+/// [`ManualHost`](crate::host::ManualHost).
+///
+/// The reply names the model that answered ([`Message::model`]): the event and the journal
+/// carry it, and a recovered run replays that reply rather than asking any model again. The
+/// run's usage report counts the reply under that model.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use std::sync::Arc;
+/// use flow_core::host::ManualHost;
+/// use flow_core::model::{ChatModel, ChatRequest, FailoverModel, ModelError, ScriptStep, ScriptedModel};
+/// use flow_core::Message;
+///
+/// let primary = ScriptedModel::new([ScriptStep::fail(ModelError::http("primary", 503, "busy"))])
+///     .named("primary");
+/// let backup = ScriptedModel::new([ScriptStep::text("from the backup")]).named("backup");
+/// let model = FailoverModel::new("chat", [Arc::new(primary) as Arc<dyn ChatModel>, Arc::new(backup)])
+///     .host(Arc::new(ManualHost::new()));
+/// let reply = model.generate(&ChatRequest::new([Arc::new(Message::user("hi"))])).await.unwrap();
+/// assert_eq!(reply.content, "from the backup");
+/// assert_eq!(reply.model.as_deref(), Some("backup"));
+/// # });
+/// ```
 pub struct FailoverModel {
     name: Arc<str>,
     models: Vec<Arc<dyn ChatModel>>,

@@ -1,32 +1,4 @@
-//! [`CapacityModel`]: a model's capacity shared by every agent that calls it: at most so many
-//! calls at once, and at most so many started per period.
-//!
-//! Wrap a model once and give the same `Arc<CapacityModel>` to every agent (of every run) that
-//! should share its limits: a provider's rate limit is per key, not per agent. A call beyond the
-//! concurrency cap waits for a running one to end; a call beyond the rate waits until the rate
-//! allows it (the [GCRA](https://en.wikipedia.org/wiki/Generic_cell_rate_algorithm) of the
-//! `governor` crate, read on the host's clock, so a test drives it with a
-//! [`ManualHost`](crate::host::ManualHost)). A call that still meets a 429 or a 5xx is retried
-//! by the agent's [`RetryPolicy`](crate::model::RetryPolicy) (backoff and jitter), inside the
-//! same step of the run: the steps that finished before it, parallel tool calls included, are
-//! not run again.
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! use std::num::NonZeroU32;
-//! use std::sync::Arc;
-//! use flow_runtime::model::{CapacityModel, ChatModel, ChatRequest, ScriptStep, ScriptedModel};
-//! use flow_runtime::Message;
-//!
-//! let model = Arc::new(
-//!     CapacityModel::new(ScriptedModel::new([ScriptStep::text("hi")]))
-//!         .max_concurrent(8)
-//!         .per_minute(NonZeroU32::new(600).unwrap()),
-//! );
-//! let reply = model.generate(&ChatRequest::new([Arc::new(Message::user("hello"))])).await;
-//! assert_eq!(reply.unwrap().content, "hi");
-//! # }
-//! ```
+//! [`CapacityModel`]: a model behind a concurrency cap and a rate limit.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -58,7 +30,35 @@ impl governor::clock::Clock for HostClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, HostClock, NoOpMiddleware<SystemTime>>;
 
-/// A model behind a concurrency cap and a rate limit (see the [module docs](self)).
+/// A model behind a concurrency cap and a rate limit, shared by every agent that calls it: at
+/// most so many calls at once, and at most so many started per period.
+///
+/// Wrap a model once and give the same `Arc<CapacityModel>` to every agent (of every run) that
+/// should share its limits: a provider's rate limit is per key, not per agent. A call beyond the
+/// concurrency cap waits for a running one to end; a call beyond the rate waits until the rate
+/// allows it (the [GCRA](https://en.wikipedia.org/wiki/Generic_cell_rate_algorithm) of the
+/// `governor` crate, read on the host's clock, so a test drives it with a
+/// [`ManualHost`](crate::host::ManualHost)). A call that still meets a 429 or a 5xx is retried
+/// by the agent's [`RetryPolicy`](crate::model::RetryPolicy) (backoff and jitter), inside the
+/// same step of the run: the steps that finished before it, parallel tool calls included, are
+/// not run again.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::num::NonZeroU32;
+/// use std::sync::Arc;
+/// use flow_runtime::model::{CapacityModel, ChatModel, ChatRequest, ScriptStep, ScriptedModel};
+/// use flow_runtime::Message;
+///
+/// let model = Arc::new(
+///     CapacityModel::new(ScriptedModel::new([ScriptStep::text("hi")]))
+///         .max_concurrent(8)
+///         .per_minute(NonZeroU32::new(600).unwrap()),
+/// );
+/// let reply = model.generate(&ChatRequest::new([Arc::new(Message::user("hello"))])).await;
+/// assert_eq!(reply.unwrap().content, "hi");
+/// # }
+/// ```
 pub struct CapacityModel<M> {
     inner: M,
     permits: Option<Arc<Semaphore>>,
