@@ -186,34 +186,8 @@ const FIRST_EVENTS: usize = 16;
 /// messages are skipped.
 pub(crate) type InputKey = (Option<Arc<str>>, bool);
 
-/// The shared record of one run: the events its agents recorded, in order, and key/value
-/// session values every agent of the run can read and write. Each run has its own.
-///
-/// ```
-/// use flow_runtime::Session;
-/// let session = Session::new();
-/// session.set_value("customer", "ada").unwrap();
-/// assert_eq!(session.value::<String>("customer").unwrap().as_deref(), Some("ada"));
-/// ```
-#[derive(Default)]
-pub struct Session {
-    events: Mutex<Vec<Arc<SessionEvent>>>,
-    /// Shared with the [scoped](Session::scoped) sessions made from this one.
-    values: Arc<Mutex<Values>>,
-    /// Per node (name, skip-transfer flag): what its input was built from last time; under
-    /// the name `None`, the input shared by every node that has not spoken yet.
-    inputs: Mutex<rustc_hash::FxHashMap<InputKey, Box<InputCache>>>,
-    /// The shared input cache of nodes that see transfer messages (key `(None, false)`, the
-    /// default): read on every hop, so kept out of the map (the one of nodes that skip them
-    /// is in the map).
-    shared_input: Mutex<Option<Box<InputCache>>>,
-    /// Whether a streamed message was recorded (one may not have ended yet: reading it may
-    /// wait).
-    streams: AtomicBool,
-    /// How many events are recorded (set under the events' lock; read without it, once per
-    /// hop).
-    count: AtomicUsize,
-}
+/// Session values, shared by a session and its [scoped](Session::scoped) ones.
+type SharedValues = Arc<Mutex<Values>>;
 
 /// A session's values: JSON, and the run's budget ledger kept typed while the run changes it
 /// (on every model call); it is JSON under [`BUDGET_SESSION_KEY`] in every view of the values.
@@ -240,6 +214,36 @@ impl Values {
     }
 }
 
+/// The shared record of one run: the events its agents recorded, in order, and key/value
+/// session values every agent of the run can read and write. Each run has its own.
+///
+/// ```
+/// use flow_runtime::Session;
+/// let session = Session::new();
+/// session.set_value("customer", "ada").unwrap();
+/// assert_eq!(session.value::<String>("customer").unwrap().as_deref(), Some("ada"));
+/// ```
+#[derive(Default)]
+pub struct Session {
+    events: Mutex<Vec<Arc<SessionEvent>>>,
+    /// Shared with the [scoped](Session::scoped) sessions made from this one; made when first
+    /// written or shared (most runs set none).
+    values: OnceLock<SharedValues>,
+    /// Per node (name, skip-transfer flag): what its input was built from last time; under
+    /// the name `None`, the input shared by every node that has not spoken yet.
+    inputs: Mutex<rustc_hash::FxHashMap<InputKey, Box<InputCache>>>,
+    /// The shared input cache of nodes that see transfer messages (key `(None, false)`, the
+    /// default): read on every hop, so kept out of the map (the one of nodes that skip them
+    /// is in the map).
+    shared_input: Mutex<Option<Box<InputCache>>>,
+    /// Whether a streamed message was recorded (one may not have ended yet: reading it may
+    /// wait).
+    streams: AtomicBool,
+    /// How many events are recorded (set under the events' lock; read without it, once per
+    /// hop).
+    count: AtomicUsize,
+}
+
 impl Session {
     /// An empty session.
     pub fn new() -> Arc<Session> {
@@ -260,7 +264,7 @@ impl Session {
     pub fn scoped(&self) -> Arc<Session> {
         Arc::new(Session {
             events: Mutex::default(),
-            values: Arc::clone(&self.values),
+            values: OnceLock::from(Arc::clone(self.shared_values())),
             inputs: Mutex::default(),
             shared_input: Mutex::default(),
             streams: AtomicBool::new(false),
@@ -368,7 +372,7 @@ impl Session {
         value: impl Serialize,
     ) -> serde_json::Result<()> {
         let value = serde_json::to_value(value)?;
-        self.values
+        self.shared_values()
             .lock()
             .expect("session lock")
             .insert(key.into(), value);
@@ -377,7 +381,7 @@ impl Session {
 
     /// Sets several session values at once.
     pub fn add_values(&self, values: impl IntoIterator<Item = (String, serde_json::Value)>) {
-        let mut own = self.values.lock().expect("session lock");
+        let mut own = self.shared_values().lock().expect("session lock");
         for (key, value) in values {
             own.insert(key, value);
         }
@@ -391,7 +395,7 @@ impl Session {
 
     /// A session value as JSON.
     pub fn raw_value(&self, key: &str) -> Option<serde_json::Value> {
-        let values = self.values.lock().expect("session lock");
+        let values = self.values.get()?.lock().expect("session lock");
         if key == BUDGET_SESSION_KEY && values.budget.is_some() {
             return values.budget_json();
         }
@@ -405,23 +409,28 @@ impl Session {
         key: &str,
         update: impl FnOnce(Option<serde_json::Value>) -> serde_json::Value,
     ) {
-        let mut values = self.values.lock().expect("session lock");
+        let mut values = self.shared_values().lock().expect("session lock");
         let old = values.map.remove(key);
         values.insert(key.to_owned(), update(old));
     }
 
     /// Removes a session value.
     pub(crate) fn remove_value(&self, key: &str) {
-        let mut values = self.values.lock().expect("session lock");
-        if key == BUDGET_SESSION_KEY {
-            values.budget = None;
+        if let Some(values) = self.values.get() {
+            let mut values = values.lock().expect("session lock");
+            if key == BUDGET_SESSION_KEY {
+                values.budget = None;
+            }
+            values.map.remove(key);
         }
-        values.map.remove(key);
     }
 
     /// All session values.
     pub fn values(&self) -> HashMap<String, serde_json::Value> {
-        let values = self.values.lock().expect("session lock");
+        let Some(values) = self.values.get() else {
+            return HashMap::new();
+        };
+        let values = values.lock().expect("session lock");
         let mut all = values.map.clone();
         if let Some(ledger) = values.budget_json() {
             all.insert(BUDGET_SESSION_KEY.to_owned(), ledger);
@@ -432,7 +441,7 @@ impl Session {
     /// Runs `use_it` on the run's budget ledger, under the session's lock (read from the saved
     /// values the first time).
     pub(crate) fn with_budget_ledger<R>(&self, use_it: impl FnOnce(&mut BudgetLedger) -> R) -> R {
-        let mut values = self.values.lock().expect("session lock");
+        let mut values = self.shared_values().lock().expect("session lock");
         let values = &mut *values;
         let ledger = match &mut values.budget {
             Some(ledger) => ledger,
@@ -445,6 +454,11 @@ impl Session {
             ),
         };
         use_it(ledger)
+    }
+
+    /// The values, made on first use.
+    fn shared_values(&self) -> &SharedValues {
+        self.values.get_or_init(SharedValues::default)
     }
 }
 
