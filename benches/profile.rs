@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Workloads: `w1-fn`, `w1-chat`, `w1-dsl` (W1 of `#[agent]` fns in a `flow!`), `w2-fn-H`, `w2-chat-H` (H prior messages), `w3-fn`,
-//! `w3-chat` (10,000 chunks each), `w4-fn`, `w4-chat` (depth 10), and W11's checkpointed
+//! `w3-chat` (10,000 chunks each), `w4-fn`, `w4-chat` (depth 10), `w4b-fn`, `w4b-chat` (W4 with
+//! budgets it stays within), and W11's checkpointed
 //! chain of 10 `FnAgent`s on an `InMemoryStore` journaling in each mode: `w11-exit`,
 //! `w11-async`, `w11-sync` (a new run id per run, as the W11 bench; `w11-MODE-pruned` deletes
 //! each run's journal after it, as `w11_chain_memory_pruned` does); on a `SqliteStore` in a
@@ -67,6 +68,19 @@ fn main() {
         ),
         "w4" => (
             Runner::new(common::chain_tree(kind, 10)),
+            common::user_input(),
+            false,
+        ),
+        // W4 with budgets that every run stays within: what checking and charging them costs.
+        "w4b" => (
+            Runner::builder(common::chain_tree(kind, 10))
+                .budgets(agentflow::budget::Budgets::new(
+                    agentflow::budget::BudgetLimits::default()
+                        .max_model_calls(1_000)
+                        .max_tool_calls(1_000)
+                        .max_total_tokens(1_000_000),
+                ))
+                .build(),
             common::user_input(),
             false,
         ),

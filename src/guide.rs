@@ -54,6 +54,9 @@ pub struct Interoperability;
 #[doc = include_str!("../docs/src/reliability.md")]
 pub struct Reliability;
 
+#[doc = include_str!("../docs/src/budgets.md")]
+pub struct Budgets;
+
 #[doc = include_str!("../docs/src/performance.md")]
 pub struct Performance;
 

@@ -15,7 +15,8 @@
 //! | [`run`] | runs, turns and threads: the runner's builder, thread handles, run handles, cancel modes, time travel, limits, options |
 //! | [`event`] | what an event carries: outputs, interrupt addresses, run steps, its JSON form |
 //! | [`message`] | the parts of a message and of a streamed one |
-//! | [`model`] | the chat-model contract, the scripted model, the HTTP clients, usage |
+//! | [`model`] | the chat-model contract, the scripted model, the HTTP clients, usage, failover |
+//! | [`budget`] | what a run may spend (tokens, money, calls, wall time) and what it spent |
 //! | [`tool`] | tools, function tools, approvals, tool-call limits |
 //! | [`mod@llm`] | the ReAct agent's builder, instruction, built-in tools and errors |
 //! | [`history`] | context policies, rewriting, summaries, the context budget, earlier turns |
@@ -56,6 +57,10 @@ pub mod store;
 pub mod tool;
 pub mod workflow;
 
+/// Budgets: what a run may spend (tokens, money, model calls, tool calls, wall time), per run
+/// and per agent, checked before the call that would cross them; the price table; what a run
+/// spent.
+pub use flow_runtime::budget;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use flow_runtime::mcp;

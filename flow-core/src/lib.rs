@@ -65,7 +65,8 @@
 // The bands (README "Layout"): each module imports only the bands above it in this list.
 //
 // band 0, words: message, input, usage, stream, run_path, transfer, context_form, limits,
-//   error, ids, trace, event/, resume, host
+//   error, ids, trace, event/, resume, host, budget
+pub mod budget;
 #[doc(hidden)]
 pub mod context_form;
 #[doc(hidden)]
@@ -131,6 +132,7 @@ pub use llm::{
 };
 pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals, FRONTEND_TOOL_KEY};
 
+pub use budget::{BudgetExceeded, Budgets};
 pub use error::FlowError;
 pub use event::{
     Action, AgentError, AgentEvent, EventOutput, EventPrinter, HookError, InterruptFrame,

@@ -101,6 +101,11 @@ pub struct Message {
     /// (every chunk of a stream but the last) stay one pointer larger, not five.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Box<Usage>>,
+    /// For a model's reply: the model that answered, when the agent's model chose among several
+    /// (a [`FailoverModel`](crate::model::FailoverModel)); kept with the reply in the event and
+    /// the journal, and the model the run's usage counts the reply under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<std::sync::Arc<str>>,
 }
 
 /// A part of a message's content besides its [`content`](Message::content) text (see
@@ -317,6 +322,9 @@ impl Concat {
         }
         if out.tool_name.is_none() && chunk.tool_name.is_some() {
             out.tool_name.clone_from(&chunk.tool_name);
+        }
+        if out.model.is_none() && chunk.model.is_some() {
+            out.model.clone_from(&chunk.model);
         }
         if chunk.usage.is_some() {
             // Servers report usage once, with the last chunk, or (vLLM's continuous usage

@@ -48,6 +48,24 @@ struct RunShared {
     /// What the run needs of the world: waits, the clock, fresh ids (`None`: the default,
     /// [`StdHost`](crate::host::StdHost); a run given none allocates and counts nothing for it).
     host: Option<Arc<dyn Host>>,
+    /// The run's budgets and the start of its wall time (`None`: no budgets, nothing
+    /// counted for them); shared with the runs nested in it.
+    budgets: Option<Arc<RunBudgets>>,
+}
+
+/// A run's budgets and when its first check was made.
+#[derive(Debug)]
+pub(crate) struct RunBudgets {
+    pub(crate) budgets: Arc<crate::budget::Budgets>,
+    started: std::sync::OnceLock<std::time::SystemTime>,
+}
+
+impl RunBudgets {
+    /// The time since the run's first check (which this is, if it is the first).
+    pub(crate) fn elapsed(&self, now: std::time::SystemTime) -> std::time::Duration {
+        let started = *self.started.get_or_init(|| now);
+        now.duration_since(started).unwrap_or_default()
+    }
 }
 
 /// The empty list of hidden run paths, shared (a new run allocates nothing for it).
@@ -88,6 +106,7 @@ impl Clone for RunShared {
                 self.cancel.1,
             ),
             host: self.host.clone(),
+            budgets: self.budgets.clone(),
         }
     }
 }
@@ -115,6 +134,7 @@ impl RunContext {
                 thread: None,
                 cancel: (std::sync::OnceLock::new(), false),
                 host: None,
+                budgets: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -172,6 +192,50 @@ impl RunContext {
     /// The run's limits.
     pub fn limits(&self) -> &RunLimits {
         &self.shared.limits
+    }
+
+    /// This (new) run with `budgets` (see [`crate::budget`]); an empty set of budgets is none.
+    /// Set them before the run starts: contexts already derived from this one keep what they
+    /// had.
+    pub fn with_budgets(self, budgets: Arc<crate::budget::Budgets>) -> Self {
+        let shared = (!budgets.is_empty()).then(|| {
+            Arc::new(RunBudgets {
+                budgets,
+                started: std::sync::OnceLock::new(),
+            })
+        });
+        self.with_run_budgets(shared)
+    }
+
+    fn with_run_budgets(mut self, budgets: Option<Arc<RunBudgets>>) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.budgets = budgets,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.budgets = budgets;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// This (new) run, nested in `caller`'s (an agent tool's run), with its budgets: what it
+    /// spends counts against them, and its wall time is the caller's.
+    pub fn with_budgets_of(self, caller: &RunContext) -> Self {
+        match &caller.shared.budgets {
+            None => self,
+            Some(budgets) => self.with_run_budgets(Some(Arc::clone(budgets))),
+        }
+    }
+
+    /// The run's budgets, if it has any.
+    pub fn budgets(&self) -> Option<&crate::budget::Budgets> {
+        self.shared.budgets.as_deref().map(|b| &*b.budgets)
+    }
+
+    /// The run's budgets and the start of its wall time.
+    pub(crate) fn run_budgets(&self) -> Option<&RunBudgets> {
+        self.shared.budgets.as_deref()
     }
 
     /// Counts one transfer of this run, asked for by `agent`; an error once the run's

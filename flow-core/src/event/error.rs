@@ -67,6 +67,10 @@ pub enum AgentError {
     /// The run met one of its [`RunLimits`](crate::RunLimits) and stopped there.
     #[error(transparent)]
     LimitReached(#[from] crate::limits::LimitReached),
+    /// The run's next call would have crossed one of its [`Budgets`](crate::budget::Budgets);
+    /// the run stopped before making it.
+    #[error(transparent)]
+    BudgetExceeded(#[from] crate::budget::BudgetExceeded),
     /// A [middleware](crate::middleware) hook refused (a guardrail) or failed or panicked; the
     /// agent's run ended with this event. Boxed: it is rare, and every event moves its error
     /// field.
@@ -119,8 +123,8 @@ impl AgentError {
 
     /// The error's kind, as its JSON form names it ([`ErrorJson`](crate::ErrorJson)):
     /// `transfer_target_not_found`, `transfer_to_parent_refused`, `panic`, `stream`, `failed`,
-    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `middleware`, `chat_agent` or
-    /// `custom`.
+    /// `not_resumable`, `checkpoint`, `thread`, `limit_reached`, `budget_exceeded`, `middleware`,
+    /// `chat_agent` or `custom`.
     pub fn kind(&self) -> &'static str {
         match self {
             AgentError::TransferTargetNotFound { .. } => "transfer_target_not_found",
@@ -132,6 +136,7 @@ impl AgentError {
             AgentError::Checkpoint { .. } => "checkpoint",
             AgentError::Thread { .. } => "thread",
             AgentError::LimitReached(_) => "limit_reached",
+            AgentError::BudgetExceeded(_) => "budget_exceeded",
             AgentError::Middleware(_) => "middleware",
             AgentError::ChatAgent { .. } => "chat_agent",
             AgentError::Custom(_) => "custom",
@@ -148,6 +153,7 @@ impl AgentError {
             | AgentError::NotResumable { agent }
             | AgentError::ChatAgent { agent, .. } => Some(agent),
             AgentError::LimitReached(limit) => Some(&limit.agent),
+            AgentError::BudgetExceeded(budget) => Some(&budget.agent),
             AgentError::Middleware(error) => match &**error {
                 MiddlewareError::Refused { agent, .. }
                 | MiddlewareError::Failed { agent, .. }

@@ -68,7 +68,7 @@ pub struct EventJson {
 pub struct ErrorJson {
     /// [`AgentError::kind`]: `transfer_target_not_found`, `transfer_to_parent_refused`,
     /// `panic`, `stream`, `failed`, `not_resumable`, `checkpoint`, `thread`, `limit_reached`,
-    /// `middleware` or `custom`.
+    /// `budget_exceeded`, `middleware`, `chat_agent` or `custom`.
     pub kind: String,
     /// The error's message, as displayed.
     pub message: String,

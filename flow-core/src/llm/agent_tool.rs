@@ -297,6 +297,7 @@ impl Tool for AgentTool {
         .with_run_middleware(caller.run_middleware().clone())
         .with_options(Arc::clone(caller.run_options()))
         .with_limits(*caller.limits())
+        .with_budgets_of(caller)
         .with_idempotency_scope(caller.idempotency_scope())
         .with_cancel(caller.cancel_signal().clone(), true);
         let run = match caller.shared_host() {

@@ -3,7 +3,8 @@
 //! contract ([`crate::model`]).
 //!
 //! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), where it
-//! stops for a cancel and goes on from there (`cancel_point`), running
+//! stops for a cancel and goes on from there (`cancel_point`), the run's budgets at its safe
+//! points (`budget_check`), running
 //! the tool calls of a reply (`tool_calls`), a tool call wrapped in its middleware and span
 //! (`hooked_tool`), keeping requests within a context budget (`context_fit`: compaction, tool
 //! results set aside and the built-in `read_tool_result` tool), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
@@ -20,6 +21,7 @@
 mod agent;
 mod agent_tool;
 mod approval;
+mod budget_check;
 mod builtin;
 mod cancel_point;
 mod context_fit;

@@ -334,6 +334,7 @@ impl ChatModelAgent {
         request: &ChatRequest,
         streaming: bool,
     ) -> Result<MessageRef, AgentError> {
+        self.check_model_budget(cx, request)?;
         let chain = self.middleware_chain(cx);
         let (reply, streamed) = if chain.is_empty() {
             self.call_model(cx, request, streaming).await?
@@ -341,6 +342,7 @@ impl ChatModelAgent {
             // Boxed: the hooks' state stays out of the future of a call without middleware.
             Box::pin(self.hooked_model_call(cx, &chain, request, streaming)).await?
         };
+        self.charge_model_call(cx, &reply);
         if streamed {
             // The caller has had the chunks; inside a tree the session gets the whole message
             // now that it is complete (see the module docs of `agent`).
@@ -378,7 +380,15 @@ impl ChatModelAgent {
         let mut edited = request.clone();
         let (answer, ran) = middleware::before_model(chain, &hcx, &mut edited).await?;
         let (mut reply, streamed) = match answer {
-            Some(reply) => (reply, false),
+            Some(reply) => {
+                // An answer in the model's place that reports usage (the journal's replay of
+                // a recovered run, a cache) says those tokens were spent: they count.
+                if let Some(usage) = reply.usage.as_deref().copied() {
+                    let model = reply.model.as_deref().unwrap_or(self.model.model_name());
+                    cx.session().add_usage(cx.agent_name(), model, usage);
+                }
+                (reply, false)
+            }
             None => {
                 let (reply, streamed) = self.call_model(cx, &edited, streaming).await?;
                 (Arc::unwrap_or_clone(reply), streamed)
@@ -421,15 +431,15 @@ impl ChatModelAgent {
                     // Counted as soon as the model answered: a reply a middleware refuses
                     // later has used its tokens all the same.
                     if let Some(usage) = reply.usage.as_deref().copied() {
-                        cx.session()
-                            .add_usage(cx.agent_name(), self.model.model_name(), usage);
+                        let model = reply.model.as_deref().unwrap_or(self.model.model_name());
+                        cx.session().add_usage(cx.agent_name(), model, usage);
                     }
                     return Ok((reply, streaming));
                 }
                 Err(error) if self.retry.should_retry(attempt, &error) => {
                     telemetry::record_model_error(&span, &error);
                     drop(span);
-                    let wait = self.retry.delay(attempt, &error);
+                    let wait = self.retry_wait(cx, attempt, &error);
                     tracing::warn!(
                         agent = %self.name,
                         attempt,
@@ -450,6 +460,22 @@ impl ChatModelAgent {
                 }
             }
         }
+    }
+
+    /// The wait before retry `attempt` after `error`: the policy's backoff, jittered by a share
+    /// drawn from the host's clock, the agent and the attempt (the same on a manual clock).
+    fn retry_wait(&self, cx: &Context, attempt: u32, error: &ModelError) -> std::time::Duration {
+        use std::hash::BuildHasher;
+        let wait = self.retry.delay(attempt, error);
+        if self.retry.jitter <= 0.0 || error.retry_after().is_some() {
+            // A server's Retry-After is a floor, not a hint: it is not shortened.
+            return wait;
+        }
+        let now = cx.run_context().host().now();
+        let hash = rustc_hash::FxBuildHasher.hash_one((now, attempt, &*self.name, cx.run_path()));
+        // Fx mixes its last input weakly into the high bits: spread the whole word.
+        let seed = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        self.retry.jittered(wait, seed)
     }
 
     /// Decodes a final answer into the declared output type and stores it; returns the

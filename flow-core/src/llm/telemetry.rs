@@ -9,7 +9,8 @@
 //!   `gen_ai.request.model`, `gen_ai.agent.name`, `agentflow.run_path`, `agentflow.attempt`,
 //!   `agentflow.streaming`, and once the reply is in, `gen_ai.usage.input_tokens` and
 //!   `gen_ai.usage.output_tokens` (if the model reported usage) and
-//!   `gen_ai.response.finish_reasons` (`tool_calls` or `stop`);
+//!   `gen_ai.response.finish_reasons` (`tool_calls` or `stop`); `gen_ai.response.model` when the
+//!   reply names the model that answered (a `FailoverModel`'s);
 //! - one span named `execute_tool` per call of one of its tools, with `otel.name` =
 //!   `execute_tool {tool}`, `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`,
 //!   `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, `gen_ai.agent.name` and
@@ -58,6 +59,7 @@ pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: 
         gen_ai.usage.cached_input_tokens = Empty,
         gen_ai.usage.reasoning_tokens = Empty,
         gen_ai.response.finish_reasons = Empty,
+        gen_ai.response.model = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         error.type = Empty,
@@ -101,6 +103,10 @@ pub(crate) fn record_reply(span: &Span, reply: &Message, content: bool) {
         "tool_calls"
     };
     span.record("gen_ai.response.finish_reasons", finish);
+    if let Some(model) = reply.model.as_deref() {
+        // The model that answered, when the agent's model chose among several (failover).
+        span.record("gen_ai.response.model", model);
+    }
     if content {
         if let Ok(text) = serde_json::to_string(&[reply]) {
             span.record("gen_ai.output.messages", text);

@@ -173,6 +173,22 @@ impl ChatModelAgent {
         // made them (made when the first call of a tool of the agent's needs it).
         let mut shared_history: Option<Arc<[MessageRef]>> = None;
         let limits = self.tool_limits;
+        if cx.run_context().budgets().is_some() {
+            // The calls this reply starts (not those a resume has results for): within the
+            // run's budgets, or none of them.
+            let starting = calls
+                .iter()
+                .enumerate()
+                .skip(start)
+                .filter(|(k, call)| {
+                    *k < limits.max_per_reply
+                        && call.name != TRANSFER_TOOL_NAME
+                        && call.name != EXIT_TOOL_NAME
+                        && !saved_results.iter().any(|(id, _, _)| *id == call.id)
+                })
+                .count();
+            self.take_tool_budget(cx, starting as u64)?;
+        }
         for (k, call) in calls.iter().enumerate().skip(start) {
             if k >= limits.max_per_reply {
                 jobs.push(Job::Ready(Some(Err(limits.refuse(call, calls.len())))));

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, MessageRef};
 
+mod failover;
 mod http_kinds;
 mod params;
 mod retry;
@@ -32,6 +33,7 @@ mod retry;
 pub mod schema;
 mod scripted;
 
+pub use failover::{BreakerPolicy, BreakerState, FailoverModel};
 pub use http_kinds::{SizeLimit, TimeoutKind};
 pub use params::ModelParams;
 pub use retry::RetryPolicy;

@@ -7,10 +7,12 @@ use super::ModelError;
 /// How a [`ChatModelAgent`](crate::ChatModelAgent) retries a model call that failed with a
 /// [retryable](ModelError::retryable) error: up to `max_retries` more attempts, waiting
 /// `initial_backoff`, then `multiplier` times longer each time, never more than `max_backoff`
-/// (a server's `Retry-After` is honoured up to `max_backoff`). No jitter: runs stay
-/// reproducible.
+/// (a server's `Retry-After` is honoured up to `max_backoff`). Each wait is then shortened by
+/// up to `jitter` of itself (see [`jittered`](Self::jittered)), so that many runs failing at
+/// once (a fan-out meeting a 429) do not retry in lockstep; the share is drawn from the run's
+/// host clock, so a run on a [`ManualHost`](crate::host::ManualHost) waits the same every time.
 ///
-/// The default is 3 retries after 500 ms, 1 s and 2 s (at most 10 s).
+/// The default is 3 retries after 500 ms, 1 s and 2 s (at most 10 s), each up to 20% shorter.
 ///
 /// ```
 /// use std::time::Duration;
@@ -33,6 +35,8 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
     /// Factor the wait grows by after each retry (at least 1).
     pub multiplier: f64,
+    /// The largest share of a wait taken off at random (0 to 1; 0: no jitter).
+    pub jitter: f64,
 }
 
 impl Default for RetryPolicy {
@@ -42,6 +46,7 @@ impl Default for RetryPolicy {
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(10),
             multiplier: 2.0,
+            jitter: 0.2,
         }
     }
 }
@@ -76,6 +81,34 @@ impl RetryPolicy {
     pub fn multiplier(mut self, factor: f64) -> Self {
         self.multiplier = factor;
         self
+    }
+
+    /// Sets the largest share of a wait taken off at random (clamped to 0..=1).
+    pub fn jitter(mut self, share: f64) -> Self {
+        self.jitter = if share.is_nan() {
+            0.0
+        } else {
+            share.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// `wait` shortened by up to [`jitter`](Self::jitter) of itself, by a share `seed` picks
+    /// (any 64 bits: the same seed gives the same wait).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flow_runtime::model::RetryPolicy;
+    /// let policy = RetryPolicy::default().jitter(0.5);
+    /// let wait = Duration::from_secs(2);
+    /// assert_eq!(policy.jittered(wait, 0), wait);
+    /// assert_eq!(policy.jittered(wait, u64::MAX / 2 + 1), Duration::from_millis(1500));
+    /// assert!(policy.jittered(wait, u64::MAX) >= Duration::from_secs(1));
+    /// assert_eq!(RetryPolicy::default().jitter(0.0).jittered(wait, 12345), wait);
+    /// ```
+    pub fn jittered(&self, wait: Duration, seed: u64) -> Duration {
+        let share = (seed as f64 / u64::MAX as f64) * self.jitter.clamp(0.0, 1.0);
+        wait.mul_f64(1.0 - share.clamp(0.0, 1.0))
     }
 
     /// Whether attempt number `failed_attempt` (1 for the first call), which failed with

@@ -176,7 +176,8 @@ enum Source {
     /// First matching rule wins.
     Rules {
         rules: Vec<Rule>,
-        otherwise: Option<Then>,
+        /// Boxed: a step holds a whole message, and most models are scripts.
+        otherwise: Option<Box<Then>>,
     },
 }
 
@@ -688,7 +689,7 @@ impl ScriptRules {
     pub fn build(self) -> ScriptedModel {
         ScriptedModel::from_source(Source::Rules {
             rules: self.rules,
-            otherwise: self.otherwise,
+            otherwise: self.otherwise.map(Box::new),
         })
     }
 }

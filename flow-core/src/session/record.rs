@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::InputCache;
+use crate::budget::{BudgetLedger, BUDGET_SESSION_KEY};
 use crate::context_form::rewrite_for_context;
 use crate::event::{Action, AgentEvent, EventOutput};
 use crate::message::MessageRef;
@@ -186,7 +187,32 @@ const FIRST_EVENTS: usize = 16;
 pub(crate) type InputKey = (Option<Arc<str>>, bool);
 
 /// Session values, shared by a session and its [scoped](Session::scoped) ones.
-type SharedValues = Arc<Mutex<HashMap<String, serde_json::Value>>>;
+type SharedValues = Arc<Mutex<Values>>;
+
+/// A session's values: JSON, and the run's budget ledger kept typed while the run changes it
+/// (on every model call); it is JSON under [`BUDGET_SESSION_KEY`] in every view of the values.
+#[derive(Default)]
+struct Values {
+    map: HashMap<String, serde_json::Value>,
+    /// `None` until the run first uses it (then read from `map`, where a resumed run's saved
+    /// values put it).
+    budget: Option<BudgetLedger>,
+}
+
+impl Values {
+    fn insert(&mut self, key: String, value: serde_json::Value) {
+        if key == BUDGET_SESSION_KEY {
+            self.budget = None;
+        }
+        self.map.insert(key, value);
+    }
+
+    fn budget_json(&self) -> Option<serde_json::Value> {
+        self.budget
+            .as_ref()
+            .and_then(|ledger| serde_json::to_value(ledger).ok())
+    }
+}
 
 /// The shared record of one run: the events its agents recorded, in order, and key/value
 /// session values every agent of the run can read and write. Each run has its own.
@@ -355,10 +381,10 @@ impl Session {
 
     /// Sets several session values at once.
     pub fn add_values(&self, values: impl IntoIterator<Item = (String, serde_json::Value)>) {
-        self.shared_values()
-            .lock()
-            .expect("session lock")
-            .extend(values);
+        let mut own = self.shared_values().lock().expect("session lock");
+        for (key, value) in values {
+            own.insert(key, value);
+        }
     }
 
     /// A session value, decoded; `Ok(None)` if it is not set.
@@ -369,8 +395,11 @@ impl Session {
 
     /// A session value as JSON.
     pub fn raw_value(&self, key: &str) -> Option<serde_json::Value> {
-        let values = self.values.get()?;
-        values.lock().expect("session lock").get(key).cloned()
+        let values = self.values.get()?.lock().expect("session lock");
+        if key == BUDGET_SESSION_KEY && values.budget.is_some() {
+            return values.budget_json();
+        }
+        values.map.get(key).cloned()
     }
 
     /// Replaces a session value with what `update` makes of the current one, under the
@@ -381,23 +410,50 @@ impl Session {
         update: impl FnOnce(Option<serde_json::Value>) -> serde_json::Value,
     ) {
         let mut values = self.shared_values().lock().expect("session lock");
-        let old = values.remove(key);
+        let old = values.map.remove(key);
         values.insert(key.to_owned(), update(old));
     }
 
     /// Removes a session value.
     pub(crate) fn remove_value(&self, key: &str) {
         if let Some(values) = self.values.get() {
-            values.lock().expect("session lock").remove(key);
+            let mut values = values.lock().expect("session lock");
+            if key == BUDGET_SESSION_KEY {
+                values.budget = None;
+            }
+            values.map.remove(key);
         }
     }
 
     /// All session values.
     pub fn values(&self) -> HashMap<String, serde_json::Value> {
-        self.values
-            .get()
-            .map(|values| values.lock().expect("session lock").clone())
-            .unwrap_or_default()
+        let Some(values) = self.values.get() else {
+            return HashMap::new();
+        };
+        let values = values.lock().expect("session lock");
+        let mut all = values.map.clone();
+        if let Some(ledger) = values.budget_json() {
+            all.insert(BUDGET_SESSION_KEY.to_owned(), ledger);
+        }
+        all
+    }
+
+    /// Runs `use_it` on the run's budget ledger, under the session's lock (read from the saved
+    /// values the first time).
+    pub(crate) fn with_budget_ledger<R>(&self, use_it: impl FnOnce(&mut BudgetLedger) -> R) -> R {
+        let mut values = self.shared_values().lock().expect("session lock");
+        let values = &mut *values;
+        let ledger = match &mut values.budget {
+            Some(ledger) => ledger,
+            empty => empty.insert(
+                values
+                    .map
+                    .remove(BUDGET_SESSION_KEY)
+                    .and_then(|saved| serde_json::from_value(saved).ok())
+                    .unwrap_or_default(),
+            ),
+        };
+        use_it(ledger)
     }
 
     /// The values, made on first use.

@@ -1,6 +1,7 @@
 //! The run's token usage, kept among the session values (see [`crate::usage`]).
 
 use super::Session;
+use crate::budget::BudgetLedger;
 use crate::usage::{Usage, UsageReport, USAGE_SESSION_KEY};
 
 impl Session {
@@ -22,5 +23,11 @@ impl Session {
             report.add(agent, model, usage);
             serde_json::to_value(report).unwrap_or_default()
         });
+    }
+
+    /// What this run has spent against its budgets (empty if it has none; see
+    /// [`crate::budget`]).
+    pub fn budget_ledger(&self) -> BudgetLedger {
+        self.with_budget_ledger(|ledger| ledger.clone())
     }
 }

@@ -8,6 +8,10 @@
 //!   (`/v1/messages`), or a proxy serving it;
 //! - `HttpCall` and `HttpLimits` (cargo feature `http`): the bounded HTTP both clients use.
 //!
+//! Capacity and failover: [`CapacityModel`] caps a model's concurrent calls and rate-limits
+//! them (shared by every agent given the same `Arc`); [`FailoverModel`] tries an ordered list of
+//! models, each call with a time limit and each model behind a circuit breaker.
+//!
 //! [`EnvModels`] picks each agent's model from the environment (`OPENAI_MODEL_<AGENT>` over
 //! `OPENAI_MODEL`) and falls back to the agent's script offline.
 
@@ -15,6 +19,7 @@ pub use flow_core::model::*;
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
+mod capacity;
 mod env;
 #[cfg(feature = "http")]
 mod http;
@@ -25,7 +30,10 @@ mod openai;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicChatModel, AnthropicConfig, AnthropicUsage};
+pub use capacity::CapacityModel;
 pub use env::EnvModels;
+/// The rate quota of a [`CapacityModel`] (from the `governor` crate).
+pub use governor::Quota;
 #[cfg(feature = "http")]
 pub use http::{HttpCall, HttpError, HttpLimits, SseEvent};
 #[cfg(feature = "openai")]

@@ -66,6 +66,7 @@ impl Runner {
             options: Arc::default(),
             codec: CheckpointCodec::default(),
             limits: RunLimits::default(),
+            budgets: None,
             lease: DEFAULT_LEASE,
             threads: super::turn::ThreadSettings::default(),
             journal: None,
@@ -101,6 +102,16 @@ impl RunnerBuilder {
     /// [`AgentError::LimitReached`](crate::AgentError::LimitReached) event and keeps what it recorded.
     pub fn limits(mut self, limits: RunLimits) -> Self {
         self.0.limits = limits;
+        self
+    }
+
+    /// What every run of this runner may spend: tokens, money, model calls, tool calls and
+    /// wall time, for the whole run and per agent (see [`crate::budget`]); default none. A
+    /// run whose next call would cross one ends before it with one
+    /// [`AgentError::BudgetExceeded`](crate::AgentError::BudgetExceeded) event and keeps what
+    /// it recorded.
+    pub fn budgets(mut self, budgets: crate::budget::Budgets) -> Self {
+        self.0.budgets = (!budgets.is_empty()).then(|| Arc::new(budgets));
         self
     }
 

@@ -58,6 +58,8 @@ pub struct Runner {
     pub(crate) options: Arc<RunOptions>,
     pub(crate) codec: CheckpointCodec,
     pub(crate) limits: RunLimits,
+    /// What every run may spend (`None`: no budgets).
+    pub(crate) budgets: Option<Arc<crate::budget::Budgets>>,
     pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: super::turn::ThreadSettings,
@@ -80,6 +82,7 @@ impl fmt::Debug for Runner {
             .field("store", &self.store.is_some())
             .field("lease", &self.lease)
             .field("limits", &self.limits)
+            .field("budgets", &self.budgets)
             .field("codec", &self.codec)
             .field("middleware", &self.middleware)
             .finish()
@@ -155,6 +158,9 @@ impl Runner {
             .with_limits(self.limits);
         if !self.middleware.is_empty() {
             cx = cx.with_run_middleware(self.middleware.clone());
+        }
+        if let Some(budgets) = &self.budgets {
+            cx = cx.with_budgets(Arc::clone(budgets));
         }
         if let Some(history) = thread {
             cx = cx

@@ -26,6 +26,9 @@ pub enum PublicCode {
     StoreUnavailable,
     /// The run reached one of its limits (model calls, events, tokens...).
     LimitReached,
+    /// The run's next call would have crossed one of its budgets (tokens, money, calls, wall
+    /// time), so it stopped before it.
+    BudgetExceeded,
     /// A guardrail refused the request.
     Refused,
     /// Another request changed the conversation at the same time.
@@ -46,6 +49,7 @@ impl PublicCode {
             PublicCode::ToolFailed => "tool_failed",
             PublicCode::StoreUnavailable => "store_unavailable",
             PublicCode::LimitReached => "limit_reached",
+            PublicCode::BudgetExceeded => "budget_exceeded",
             PublicCode::Refused => "refused",
             PublicCode::Conflict => "conflict",
             PublicCode::AgentFailed => "agent_failed",
@@ -64,6 +68,9 @@ impl PublicCode {
             }
             PublicCode::LimitReached => {
                 "This request reached the assistant's limits and was stopped."
+            }
+            PublicCode::BudgetExceeded => {
+                "This request reached the assistant's budget and was stopped."
             }
             PublicCode::Refused => "This request was refused.",
             PublicCode::Conflict => {
@@ -137,7 +144,10 @@ impl PublicError {
         correlation_id: String,
     ) -> Self {
         match code {
-            PublicCode::Refused | PublicCode::LimitReached | PublicCode::Conflict => {
+            PublicCode::Refused
+            | PublicCode::LimitReached
+            | PublicCode::BudgetExceeded
+            | PublicCode::Conflict => {
                 tracing::warn!(
                     target: "flow_server::outward",
                     correlation_id = %correlation_id,
@@ -227,6 +237,7 @@ pub(crate) fn code_of_agent_error(error: &AgentError) -> PublicCode {
         AgentError::Stream(_) => PublicCode::ModelUnavailable,
         AgentError::Checkpoint { .. } | AgentError::Thread { .. } => PublicCode::StoreUnavailable,
         AgentError::LimitReached(_) => PublicCode::LimitReached,
+        AgentError::BudgetExceeded(_) => PublicCode::BudgetExceeded,
         AgentError::Middleware(m) => match &**m {
             MiddlewareError::Refused { .. } => PublicCode::Refused,
             _ => PublicCode::Internal,

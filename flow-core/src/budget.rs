@@ -1,0 +1,573 @@
+//! Budgets: what one run may spend ([`Budgets`]: tokens, money, model calls, tool calls, wall
+//! time; for the whole run and per agent), what it has spent ([`BudgetLedger`]), and
+//! [`BudgetExceeded`], the outcome a run ends with when its next call would cross a budget.
+//!
+//! A budget is checked **before** the call that would cross it, at the ReAct loop's safe
+//! points: before each model call (its input tokens estimated the way a
+//! [`ContextBudget`](crate::history::ContextBudget) estimates them, its output bounded by the
+//! request's `max_tokens` when set), and before each reply's batch of tool calls. The run then
+//! ends with one [`AgentError::BudgetExceeded`](crate::AgentError::BudgetExceeded) event
+//! naming the budget and the agent; what it recorded before stays recorded.
+//!
+//! What a run spent is kept among its session values under [`BUDGET_SESSION_KEY`] (only when
+//! the run has budgets), so it is saved in checkpoints, carried through an interrupt and
+//! resume, and shared with the runs nested in it (an [`AgentTool`](crate::AgentTool)'s, a task
+//! sub-agent's): their spending counts against the run's budgets. Wall time is read from the
+//! run's [`Host`](crate::host::Host) clock, from the run's first check (a resumed run starts
+//! its clock again: the time it waited for an answer is not counted).
+//!
+//! ```
+//! use std::time::Duration;
+//! use flow_core::budget::{Budgets, BudgetLimits, ModelPrice};
+//! let budgets = Budgets::new(
+//!     BudgetLimits::default()
+//!         .max_total_tokens(50_000)
+//!         .max_cost_usd(0.25)
+//!         .max_model_calls(20)
+//!         .max_wall_time(Duration::from_secs(120)),
+//! )
+//! .agent("researcher", BudgetLimits::default().max_tool_calls(10))
+//! .price("gpt-4o", ModelPrice::per_million_tokens(2.50, 10.00).cached_input(1.25));
+//! assert_eq!(budgets.run_limits().max_model_calls, Some(20));
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::usage::Usage;
+
+/// The session value under which a run's [`BudgetLedger`] is kept.
+pub const BUDGET_SESSION_KEY: &str = "agentflow.budget";
+
+/// Limits of one scope (the run, or one agent of it); `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BudgetLimits {
+    /// Prompt tokens (cached ones included).
+    pub max_input_tokens: Option<u64>,
+    /// Reply tokens (reasoning ones included).
+    pub max_output_tokens: Option<u64>,
+    /// Input plus output tokens.
+    pub max_total_tokens: Option<u64>,
+    /// Money, in millionths of a US dollar (see [`ModelPrice`]).
+    pub max_cost_micro_usd: Option<u64>,
+    /// Model calls (each attempt that got an answer; a retried failure is not one).
+    pub max_model_calls: Option<u64>,
+    /// Tool calls (the builtin transfer and exit tools are not counted).
+    pub max_tool_calls: Option<u64>,
+    /// Time since the run's first check, on the host's clock.
+    pub max_wall_time: Option<Duration>,
+}
+
+impl BudgetLimits {
+    /// Sets [`max_input_tokens`](Self::max_input_tokens).
+    pub fn max_input_tokens(mut self, tokens: u64) -> Self {
+        self.max_input_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets [`max_output_tokens`](Self::max_output_tokens).
+    pub fn max_output_tokens(mut self, tokens: u64) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets [`max_total_tokens`](Self::max_total_tokens).
+    pub fn max_total_tokens(mut self, tokens: u64) -> Self {
+        self.max_total_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets [`max_cost_micro_usd`](Self::max_cost_micro_usd) from US dollars (rounded down to a
+    /// millionth; a negative or not-a-number amount is zero).
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        let micros = (usd * 1e6).floor();
+        self.max_cost_micro_usd = Some(if micros.is_finite() && micros > 0.0 {
+            micros as u64
+        } else {
+            0
+        });
+        self
+    }
+
+    /// Sets [`max_model_calls`](Self::max_model_calls).
+    pub fn max_model_calls(mut self, calls: u64) -> Self {
+        self.max_model_calls = Some(calls);
+        self
+    }
+
+    /// Sets [`max_tool_calls`](Self::max_tool_calls).
+    pub fn max_tool_calls(mut self, calls: u64) -> Self {
+        self.max_tool_calls = Some(calls);
+        self
+    }
+
+    /// Sets [`max_wall_time`](Self::max_wall_time).
+    pub fn max_wall_time(mut self, limit: Duration) -> Self {
+        self.max_wall_time = Some(limit);
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == BudgetLimits::default()
+    }
+}
+
+/// What a model's tokens cost, in US dollars per million tokens (the way providers list their
+/// prices), which is the same number as millionths of a dollar per token. Cached input and
+/// reasoning tokens are priced apart: they are parts of the input and output tokens, and are
+/// charged at their own price instead of the plain one.
+///
+/// ```
+/// use flow_core::budget::ModelPrice;
+/// use flow_core::model::Usage;
+/// let price = ModelPrice::per_million_tokens(2.0, 8.0).cached_input(0.5).reasoning(8.0);
+/// // 1,000 input of which 800 cached, 100 output: 200 x 2 + 800 x 0.5 + 100 x 8.
+/// assert_eq!(price.cost_micro_usd(&Usage::new(1_000, 100).with_cached_input(800)), 1_600);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    /// Per million prompt tokens not read from the cache.
+    pub input: f64,
+    /// Per million prompt tokens read from the cache (default: the input price).
+    pub cached_input: f64,
+    /// Per million reply tokens that are not reasoning.
+    pub output: f64,
+    /// Per million reasoning tokens (default: the output price).
+    pub reasoning: f64,
+}
+
+impl ModelPrice {
+    /// `input` and `output` dollars per million tokens; cached input and reasoning at the same
+    /// prices until set.
+    pub fn per_million_tokens(input: f64, output: f64) -> Self {
+        ModelPrice {
+            input,
+            cached_input: input,
+            output,
+            reasoning: output,
+        }
+    }
+
+    /// Sets the price of cached input tokens.
+    pub fn cached_input(mut self, per_million: f64) -> Self {
+        self.cached_input = per_million;
+        self
+    }
+
+    /// Sets the price of reasoning tokens.
+    pub fn reasoning(mut self, per_million: f64) -> Self {
+        self.reasoning = per_million;
+        self
+    }
+
+    /// What `usage` costs, in millionths of a dollar (rounded up).
+    pub fn cost_micro_usd(&self, usage: &Usage) -> u64 {
+        let cached = usage
+            .cached_input_tokens
+            .unwrap_or(0)
+            .min(usage.input_tokens);
+        let reasoning = usage.reasoning_tokens.unwrap_or(0).min(usage.output_tokens);
+        let cost = (usage.input_tokens - cached) as f64 * self.input
+            + cached as f64 * self.cached_input
+            + (usage.output_tokens - reasoning) as f64 * self.output
+            + reasoning as f64 * self.reasoning;
+        if cost.is_finite() && cost > 0.0 {
+            cost.ceil() as u64
+        } else {
+            0
+        }
+    }
+}
+
+/// A run's budgets: limits for the whole run, limits per agent (by name), and the price table
+/// that money budgets read. Set with `RunnerBuilder::budgets`; see the [module docs](self).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budgets {
+    run: BudgetLimits,
+    agents: BTreeMap<Arc<str>, BudgetLimits>,
+    prices: BTreeMap<Arc<str>, ModelPrice>,
+}
+
+impl Budgets {
+    /// Budgets with `run` as the whole run's limits.
+    pub fn new(run: BudgetLimits) -> Self {
+        Budgets {
+            run,
+            ..Budgets::default()
+        }
+    }
+
+    /// Adds the limits of the agent named `agent` (over all its runs within the run: each time
+    /// it is reached by a transfer, each task it is given).
+    pub fn agent(mut self, agent: impl Into<Arc<str>>, limits: BudgetLimits) -> Self {
+        self.agents.insert(agent.into(), limits);
+        self
+    }
+
+    /// Adds the price of the model named `model` (its
+    /// [`ChatModel::model_name`](crate::ChatModel::model_name)).
+    pub fn price(mut self, model: impl Into<Arc<str>>, price: ModelPrice) -> Self {
+        self.prices.insert(model.into(), price);
+        self
+    }
+
+    /// The whole run's limits.
+    pub fn run_limits(&self) -> &BudgetLimits {
+        &self.run
+    }
+
+    /// The limits of agent `agent`, if it has its own.
+    pub fn agent_limits(&self, agent: &str) -> Option<&BudgetLimits> {
+        self.agents.get(agent)
+    }
+
+    /// The price of model `model`, if the table has it.
+    pub fn model_price(&self, model: &str) -> Option<&ModelPrice> {
+        self.prices.get(model)
+    }
+
+    /// Whether no limit is set anywhere.
+    pub fn is_empty(&self) -> bool {
+        self.run.is_empty() && self.agents.values().all(BudgetLimits::is_empty)
+    }
+
+    fn needs_price(&self, agent: &str) -> bool {
+        self.run.max_cost_micro_usd.is_some()
+            || self
+                .agents
+                .get(agent)
+                .is_some_and(|l| l.max_cost_micro_usd.is_some())
+    }
+
+    /// The scopes `agent`'s calls are checked in: the run's, then the agent's own.
+    fn scopes<'a>(
+        &'a self,
+        agent: &'a str,
+    ) -> impl Iterator<Item = (BudgetScope, &'a BudgetLimits)> + 'a {
+        std::iter::once((BudgetScope::Run, &self.run)).chain(
+            self.agents
+                .get(agent)
+                .map(|limits| (BudgetScope::Agent, limits)),
+        )
+    }
+
+    /// Whether a model call of `agent` to `model`, estimated at `input` prompt tokens and at
+    /// most `output` reply tokens, stays within every budget, given what `ledger` says was spent
+    /// and `elapsed` since the run's first check.
+    pub fn check_model_call(
+        &self,
+        ledger: &BudgetLedger,
+        agent: &str,
+        model: &str,
+        estimate: Usage,
+        elapsed: Duration,
+    ) -> Result<(), BudgetError> {
+        let price = self.model_price(model);
+        if price.is_none() && self.needs_price(agent) {
+            return Err(BudgetError::Unpriced {
+                agent: agent.into(),
+                model: model.into(),
+            });
+        }
+        let cost = price.map_or(0, |p| p.cost_micro_usd(&estimate));
+        for (scope, limits) in self.scopes(agent) {
+            let spent = ledger.spent(scope, agent);
+            let checks = [
+                (
+                    BudgetKind::ModelCalls,
+                    limits.max_model_calls,
+                    spent.model_calls + 1,
+                ),
+                (
+                    BudgetKind::InputTokens,
+                    limits.max_input_tokens,
+                    spent.usage.input_tokens + estimate.input_tokens,
+                ),
+                (
+                    BudgetKind::OutputTokens,
+                    limits.max_output_tokens,
+                    spent.usage.output_tokens + estimate.output_tokens,
+                ),
+                (
+                    BudgetKind::TotalTokens,
+                    limits.max_total_tokens,
+                    spent.usage.total_tokens() + estimate.total_tokens(),
+                ),
+                (
+                    BudgetKind::Cost,
+                    limits.max_cost_micro_usd,
+                    spent.cost_micro_usd + cost,
+                ),
+            ];
+            check_all(scope, agent, limits, &checks, elapsed)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `calls` more tool calls of `agent` stay within every budget.
+    pub fn check_tool_calls(
+        &self,
+        ledger: &BudgetLedger,
+        agent: &str,
+        calls: u64,
+        elapsed: Duration,
+    ) -> Result<(), BudgetError> {
+        for (scope, limits) in self.scopes(agent) {
+            let spent = ledger.spent(scope, agent);
+            let checks = [(
+                BudgetKind::ToolCalls,
+                limits.max_tool_calls,
+                spent.tool_calls + calls,
+            )];
+            check_all(scope, agent, limits, &checks, elapsed)?;
+        }
+        Ok(())
+    }
+
+    /// The cost of `usage` on `model`, per the price table (0 for a model it does not have).
+    pub fn cost_micro_usd(&self, model: &str, usage: &Usage) -> u64 {
+        self.model_price(model)
+            .map_or(0, |price| price.cost_micro_usd(usage))
+    }
+}
+
+fn check_all(
+    scope: BudgetScope,
+    agent: &str,
+    limits: &BudgetLimits,
+    checks: &[(BudgetKind, Option<u64>, u64)],
+    elapsed: Duration,
+) -> Result<(), BudgetError> {
+    if let Some(max) = limits.max_wall_time {
+        if elapsed >= max {
+            return Err(BudgetError::Exceeded(BudgetExceeded {
+                budget: BudgetKind::WallTime,
+                scope,
+                agent: agent.into(),
+                limit: max.as_millis() as u64,
+                would_reach: elapsed.as_millis() as u64,
+            }));
+        }
+    }
+    for &(budget, limit, would_reach) in checks {
+        if let Some(limit) = limit {
+            if would_reach > limit {
+                return Err(BudgetError::Exceeded(BudgetExceeded {
+                    budget,
+                    scope,
+                    agent: agent.into(),
+                    limit,
+                    would_reach,
+                }));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a scope (the run, or one agent) has spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Tokens, summed over the model calls.
+    pub usage: Usage,
+    /// Model calls answered.
+    pub model_calls: u64,
+    /// Tool calls started.
+    pub tool_calls: u64,
+    /// Money, in millionths of a dollar (per the run's price table).
+    pub cost_micro_usd: u64,
+}
+
+/// What a run with budgets has spent: in all, and per agent. Kept among the session values
+/// under [`BUDGET_SESSION_KEY`]; read it with
+/// [`Session::budget_ledger`](crate::Session::budget_ledger).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetLedger {
+    /// The whole run (with the runs nested in it).
+    pub total: Spent,
+    /// Per agent, in the order they first spent (read one with [`agent`](Self::agent)). A
+    /// list, not a map: a run has few agents, and a call finds its own without hashing or
+    /// copying the name.
+    #[serde(default)]
+    pub by_agent: Vec<AgentSpent>,
+}
+
+/// What one agent of a run has spent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSpent {
+    /// The agent's name.
+    pub agent: Arc<str>,
+    /// What it spent.
+    #[serde(flatten)]
+    pub spent: Spent,
+}
+
+impl BudgetLedger {
+    /// What `scope` has spent: the run's total, or `agent`'s.
+    pub fn spent(&self, scope: BudgetScope, agent: &str) -> Spent {
+        match scope {
+            BudgetScope::Run => self.total,
+            BudgetScope::Agent => self.agent(agent).copied().unwrap_or_default(),
+        }
+    }
+
+    /// Adds one model call of `agent`.
+    pub fn add_model_call(&mut self, agent: &Arc<str>, usage: Usage, cost_micro_usd: u64) {
+        self.total.add_model_call(usage, cost_micro_usd);
+        self.agent_mut(agent).add_model_call(usage, cost_micro_usd);
+    }
+
+    /// Adds `calls` tool calls of `agent`.
+    pub fn add_tool_calls(&mut self, agent: &Arc<str>, calls: u64) {
+        self.total.tool_calls += calls;
+        self.agent_mut(agent).tool_calls += calls;
+    }
+
+    /// What agent `agent` has spent, if it has.
+    pub fn agent(&self, agent: &str) -> Option<&Spent> {
+        self.by_agent
+            .iter()
+            .find(|a| &*a.agent == agent)
+            .map(|a| &a.spent)
+    }
+
+    /// `agent`'s entry (made the first time it spends).
+    fn agent_mut(&mut self, agent: &Arc<str>) -> &mut Spent {
+        let k = match self.by_agent.iter().position(|a| a.agent == *agent) {
+            Some(k) => k,
+            None => {
+                self.by_agent.push(AgentSpent {
+                    agent: Arc::clone(agent),
+                    spent: Spent::default(),
+                });
+                self.by_agent.len() - 1
+            }
+        };
+        &mut self.by_agent[k].spent
+    }
+}
+
+impl Spent {
+    fn add_model_call(&mut self, usage: Usage, cost_micro_usd: u64) {
+        self.usage += usage;
+        self.model_calls += 1;
+        self.cost_micro_usd += cost_micro_usd;
+    }
+}
+
+/// Which budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BudgetKind {
+    /// [`BudgetLimits::max_input_tokens`].
+    InputTokens,
+    /// [`BudgetLimits::max_output_tokens`].
+    OutputTokens,
+    /// [`BudgetLimits::max_total_tokens`].
+    TotalTokens,
+    /// [`BudgetLimits::max_cost_micro_usd`].
+    Cost,
+    /// [`BudgetLimits::max_model_calls`].
+    ModelCalls,
+    /// [`BudgetLimits::max_tool_calls`].
+    ToolCalls,
+    /// [`BudgetLimits::max_wall_time`].
+    WallTime,
+}
+
+impl BudgetKind {
+    /// The [`BudgetLimits`] field that sets it.
+    pub fn field(self) -> &'static str {
+        match self {
+            BudgetKind::InputTokens => "max_input_tokens",
+            BudgetKind::OutputTokens => "max_output_tokens",
+            BudgetKind::TotalTokens => "max_total_tokens",
+            BudgetKind::Cost => "max_cost_micro_usd",
+            BudgetKind::ModelCalls => "max_model_calls",
+            BudgetKind::ToolCalls => "max_tool_calls",
+            BudgetKind::WallTime => "max_wall_time",
+        }
+    }
+
+    /// The unit its amounts are in.
+    pub fn unit(self) -> &'static str {
+        match self {
+            BudgetKind::InputTokens | BudgetKind::OutputTokens | BudgetKind::TotalTokens => {
+                "tokens"
+            }
+            BudgetKind::Cost => "millionths of a dollar",
+            BudgetKind::ModelCalls => "model calls",
+            BudgetKind::ToolCalls => "tool calls",
+            BudgetKind::WallTime => "ms",
+        }
+    }
+}
+
+/// Whose budget: the whole run's, or one agent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BudgetScope {
+    /// [`Budgets::new`]'s limits.
+    Run,
+    /// [`Budgets::agent`]'s limits.
+    Agent,
+}
+
+impl fmt::Display for BudgetScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BudgetScope::Run => "the run's",
+            BudgetScope::Agent => "the agent's own",
+        })
+    }
+}
+
+/// The next call of a run would have crossed one of its [`Budgets`]; the run stopped before
+/// making it, keeping what it had recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "budget exceeded: {scope} {} budget is {limit} {}, and the next call of agent '{agent}' would \
+     reach {would_reach}; the run stopped before making it and kept what it recorded. Raise \
+     BudgetLimits::{} if the run needs more",
+    budget.field(),
+    budget.unit(),
+    budget.field()
+)]
+pub struct BudgetExceeded {
+    /// Which budget.
+    pub budget: BudgetKind,
+    /// The run's or the agent's.
+    pub scope: BudgetScope,
+    /// The agent whose call was refused.
+    pub agent: Arc<str>,
+    /// The budget, in [`BudgetKind::unit`]s.
+    pub limit: u64,
+    /// What the call would have brought the spending to (for wall time: the time elapsed).
+    pub would_reach: u64,
+}
+
+/// Why a budget check refused a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BudgetError {
+    /// A budget would be crossed.
+    #[error(transparent)]
+    Exceeded(BudgetExceeded),
+    /// The run has a money budget but no price for the model an agent calls.
+    #[error(
+        "agent '{agent}' calls model '{model}', which has no price in the run's budgets, and \
+         the run has a money budget; add it with Budgets::price(\"{model}\", ModelPrice::...)"
+    )]
+    Unpriced {
+        /// The agent.
+        agent: Arc<str>,
+        /// The model without a price.
+        model: Arc<str>,
+    },
+}
