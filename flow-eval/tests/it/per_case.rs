@@ -1,6 +1,6 @@
 //! One test per eval case, made by `eval_tests!` from the fixture set.
 
-mod common;
+use crate::common;
 
 use flow_eval::EvalRunner;
 use flow_runtime::model::{ScriptStep, ScriptedModel};

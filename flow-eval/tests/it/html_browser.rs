@@ -2,7 +2,7 @@
 //! lists every case and draws each case's path on the flow's picture, and screenshots it.
 //! Skipped locally without Chromium; CI installs it (`.ci/chromium.sh`).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

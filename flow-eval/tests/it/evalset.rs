@@ -1,7 +1,7 @@
 //! Eval sets: our format and ADK's load and run against the desk; bad files say where they
 //! are wrong; judges, repeats, simulations and reports behave.
 
-mod common;
+use crate::common;
 
 use flow_eval::criteria::{Exchange, Judge, Subject};
 use flow_eval::report::Report;
