@@ -4,9 +4,9 @@
 //! model is told it may or may not have happened; an idempotent tool is retried under the same
 //! idempotency key.
 //!
-//! Needs the dev server (see tests/temporal.rs).
+//! Needs the dev server (see tests/it/temporal.rs).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -19,7 +19,7 @@ use flow_temporal::{call_model, call_tool, Effect, Effects, Flows, Outcome};
 use futures::StreamExt;
 use serde_json::json;
 
-#[path = "support/stateless.rs"]
+#[path = "../support/stateless.rs"]
 mod stateless;
 use stateless::stateless;
 

@@ -6,7 +6,7 @@
 //! Needs a dev server (`AGENTFLOW_TEMPORAL_ADDRESS`, default `http://127.0.0.1:7233`): skipped
 //! without one, failed in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
