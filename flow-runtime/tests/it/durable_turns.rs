@@ -5,7 +5,7 @@
 //! before it runs anything. (`thread_processes.rs` kills real worker processes at random
 //! points of such turns.)
 
-mod support;
+use crate::support;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};

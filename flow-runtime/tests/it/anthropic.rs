@@ -4,7 +4,7 @@
 //! Run with `cargo test -p flow-runtime --features anthropic --test anthropic`.
 #![cfg(feature = "anthropic")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

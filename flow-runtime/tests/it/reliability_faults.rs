@@ -5,7 +5,7 @@
 //! (`chat_agent.rs` and `resume.rs` cover the retried stream failure, the panicking tool and the
 //! failing re-interrupt write; these extend them.)
 
-mod support;
+use crate::support;
 use support::FailingStore;
 use support::Held;
 

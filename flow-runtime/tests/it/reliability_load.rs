@@ -3,7 +3,7 @@
 //! leak of state between runs fails it. A soak test repeats rounds of runs (bounded by rounds,
 //! not wall time) and checks that nothing stays alive between rounds.
 
-mod support;
+use crate::support;
 use support::Held;
 
 use std::sync::atomic::{AtomicIsize, Ordering};

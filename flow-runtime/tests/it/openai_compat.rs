@@ -9,7 +9,7 @@
 //! ([`skip_missing_component`]), or fails in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
 #![cfg(feature = "openai")]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! given twice. Then a `Memory` searching by meaning with it.
 #![cfg(feature = "http")]
 
-mod support;
+use crate::support;
 
 use flow_runtime::memory::{
     EmbedError, Embedder, ItemKey, Memory, MemoryError, Namespace, OpenAiEmbedder, Partition,

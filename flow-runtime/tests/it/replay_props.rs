@@ -11,7 +11,7 @@
 //! `AGENTFLOW_REPLAY_FLOWS` sets the number of random flows (default 1,000; CI runs the
 //! default).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! use of it: exactly one resume runs, a run waiting under an id is never replaced silently,
 //! tools get the same idempotency key when a dead worker's resume is taken over.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

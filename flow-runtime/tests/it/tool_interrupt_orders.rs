@@ -4,7 +4,7 @@
 //! had not answered, each interrupt keeps its id until it is answered, and the model is asked
 //! again only once every call of the reply has its result.
 
-mod support;
+use crate::support;
 use support::lines;
 
 use std::collections::HashMap;

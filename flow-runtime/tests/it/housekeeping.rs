@@ -3,7 +3,7 @@
 //! and removed by purge; `delete_thread` removes every step; the journals of runs outside
 //! threads are pruned by age once they ended. On InMemory, File, SQLite and PostgreSQL.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

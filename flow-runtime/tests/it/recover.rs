@@ -2,7 +2,7 @@
 //! (its turn is forgotten after some events: nothing of it runs any more, its lease is never
 //! given back) and another runner on the same store recovers the turn once the lease ran out.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

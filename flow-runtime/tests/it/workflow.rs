@@ -1,7 +1,7 @@
 //! Workflow agents: Sequential, Parallel and Loop — run paths, history, lanes, Exit,
 //! BreakLoop, errors, and interrupt + resume inside each.
 
-mod support;
+use crate::support;
 use support::{contents, line, lines, user};
 
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! plus the inputs worth keeping as regression cases. The same checks run under libFuzzer with
 //! `cargo +nightly fuzz run <target>` in `fuzz/`.
 
-#[path = "../../fuzz/checks.rs"]
+#[path = "../../../fuzz/checks.rs"]
 mod checks;
 
 use flow_runtime::{Checkpoint, CheckpointError};

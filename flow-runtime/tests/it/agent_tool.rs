@@ -1,6 +1,6 @@
 //! AgentTool: an agent tree called as a tool by a ChatModelAgent on a ScriptedModel.
 
-mod support;
+use crate::support;
 use support::lines;
 
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! run's journal, a thread's turn is journaled under its turn id, and a journal of another
 //! flow, a forged step, or a missing journal store are typed errors.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! (old records open with their old key, new ones use the new key); an unknown key, the wrong
 //! key or altered bytes are typed errors that change nothing (the right key still opens it).
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

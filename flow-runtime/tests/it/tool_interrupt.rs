@@ -2,7 +2,7 @@
 //! ChatModelAgent ends its run with an interrupt addressed to the call, the runner checkpoints
 //! it, and resume runs the call again with the caller's answer, then the ReAct loop goes on.
 
-mod support;
+use crate::support;
 use support::{line, lines};
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! Orchestration semantics of flow trees: run paths, history, transfers, construction errors,
 //! isolation and panics.
 
-mod support;
+use crate::support;
 use support::{contents, user};
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! Model and tool calls are `tracing` spans under the agent's, with the OpenTelemetry GenAI
 //! attribute names; errors are recorded on them; content only when asked for.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Token usage: replies and events carry it, whole or streamed; a run totals it per agent and
 //! per model; the totals survive an interrupt and resume.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

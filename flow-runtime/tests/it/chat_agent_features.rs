@@ -2,7 +2,7 @@
 //! templates, output key, return-directly tools, tool-attached actions, the history modifier on
 //! resume and per-agent run options. Each test asserts the exact events and model inputs.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;
