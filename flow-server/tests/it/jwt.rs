@@ -1,7 +1,7 @@
 //! JWT bearer authentication: tokens signed with HS256, ES256 and RS256 by keys of a JWKS
 //! document; issuer, audience and expiry checked; scopes and tenant from claims.
 
-mod common;
+use crate::common;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;

@@ -1,6 +1,6 @@
 //! HTTP-level tests of every endpoint, against a real server on a loopback port.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

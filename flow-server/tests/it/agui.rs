@@ -2,7 +2,7 @@
 //! drives turns of the desk and a front-end tool and validates the event sequences; and the
 //! endpoint over plain HTTP.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

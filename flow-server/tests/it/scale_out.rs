@@ -1,7 +1,7 @@
 //! Two server processes on one store are one service: a turn started on one is read, resumed
 //! and continued on the other, and a resume runs once whichever process it lands on.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

@@ -3,7 +3,7 @@
 //! limit; `history` and the lists answer a page at a time, at most their maximum, and the
 //! pages together give every item once.
 
-mod common;
+use crate::common;
 
 use common::{get, post, spawn};
 use flow_server::AppState;

@@ -4,7 +4,7 @@
 //! cancel of one of them takes effect at once, and every admitted run ends once the flood's
 //! runs are let go. Bounded counts, no timing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

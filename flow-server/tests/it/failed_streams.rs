@@ -5,7 +5,7 @@
 //! cleanly, and nothing internal sent (the test server's leak check reads every byte, and
 //! each test looks for the failures' internal text).
 
-mod common;
+use crate::common;
 
 use std::ops::Range;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! runs; an approval runs it once, a denial reaches the model as the tool's result and the tool
 //! never runs; a predicate over the arguments decides which calls ask.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! `TIMESTAMP.BODY`), retried after a refusal, never redirected to another host; a URL that is
 //! not http(s) is refused before anything runs.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! configuring each flow's runner (`runners`); its middleware, limits and checkpoint key
 //! apply to the turns the server runs.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

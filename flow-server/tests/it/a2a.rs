@@ -2,7 +2,7 @@
 //! plain JSON-RPC calls, and the official Python SDK's client (`a2a-sdk`, installed by
 //! `.ci/a2a.sh`) against the served desk.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

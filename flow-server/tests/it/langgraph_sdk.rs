@@ -6,7 +6,7 @@
 //! Needs a Python with `langgraph-sdk` (`AGENTFLOW_LANGGRAPH_PYTHON`, installed by
 //! `.ci/langgraph.sh`); skips without it unless `AGENTFLOW_REQUIRE_COMPONENTS=1`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

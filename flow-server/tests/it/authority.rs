@@ -2,7 +2,7 @@
 //! with `chat`, an approver with `approve`) and one of another tenant, on the demo desk whose
 //! refunds wait for a human.
 
-mod common;
+use crate::common;
 
 use common::{done, read_sse, spawn};
 use flow_runtime::InMemoryStore;

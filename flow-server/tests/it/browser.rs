@@ -9,7 +9,7 @@
 //! driver and starts it). Without one the test says it is skipped. Screenshots go to
 //! `$AGENTFLOW_SCREENSHOT_DIR` when set.
 
-mod common;
+use crate::common;
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;

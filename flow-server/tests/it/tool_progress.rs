@@ -1,7 +1,7 @@
 //! A streaming tool's progress reaches an SSE client of the server while the tool runs, in
 //! the outward form (a `custom` value at the tool's run path).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

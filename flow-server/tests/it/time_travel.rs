@@ -2,7 +2,7 @@
 //! interrupt answered differently, a fork inside a turn going on from its step, (scope
 //! `chat`), the original untouched, and bad input in the outward error form.
 
-mod common;
+use crate::common;
 
 use common::{done, error_code, read_sse, spawn};
 use flow_runtime::InMemoryStore;

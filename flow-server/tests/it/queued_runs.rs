@@ -7,7 +7,7 @@
 //! Here the "processes" are server states in one test process sharing one queue and one store;
 //! `run_queue.rs` has the same with real processes on one SQLite file (and PostgreSQL).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

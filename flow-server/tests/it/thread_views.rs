@@ -3,7 +3,7 @@
 //! tenant, with their scope, and nothing internal in them; and runs started over HTTP record
 //! who started and who answered them.
 
-mod common;
+use crate::common;
 
 use common::{client, error_code, spawn};
 use flow_runtime::InMemoryStore;

@@ -10,7 +10,7 @@
 //! are refused too. The checks are the engine's (the flow's rule, on every request that
 //! answers), so a door cannot forget them.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

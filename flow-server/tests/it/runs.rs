@@ -5,7 +5,7 @@
 //!
 //! No timing: the gated flow's tool stops at a gate the test opens, and says when it is there.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! never go to a host the operator let through; one tenant's webhooks to a port that never
 //! answers hold a bounded number of connections.
 
-mod common;
+use crate::common;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 //! answers from its record in a server started again on the store. (The kill tests in
 //! `door_kills.rs` do the same across a SIGKILL.)
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! these tests (and of the whole suite: see `common::spawn`) is also scanned byte by byte for
 //! what must never be sent.
 
-mod common;
+use crate::common;
 
 use common::{done, get, post, spawn, turn, TOKEN};
 use flow_runtime::TurnRequest;
