@@ -1,12 +1,12 @@
 //! The README shows what the code does: its Mermaid diagram is the example flow's `mermaid()`.
 
 #[allow(dead_code)]
-#[path = "../examples/customer_service.rs"]
+#[path = "../../examples/customer_service.rs"]
 mod customer_service;
 
 #[test]
 fn readme_mermaid_block_is_the_example_flows_diagram() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let start = readme
         .find("```mermaid\n")
         .expect("the README has a mermaid block")
@@ -72,7 +72,7 @@ fn every_chapter_of_the_guide_exists_and_is_a_doctest() {
 
 #[test]
 fn the_readme_is_a_front_door_that_points_to_every_old_section() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     assert!(
         readme.lines().count() < 300,
         "the README stays well under 300 lines: move reference text into the guide (docs/src)"

@@ -1,6 +1,6 @@
 //! The DSL chapter's claims about how many errors a misuse gives hold: `docs/src/dsl.md` ends
 //! with a table of the `tests/ui/fail` cases it cites and the number of errors each gives, and
-//! this test counts the errors in each case's `.stderr` (which `tests/ui.rs` holds to what rustc
+//! this test counts the errors in each case's `.stderr` (which `tests/it/ui.rs` holds to what rustc
 //! prints). A case whose errors change in number fails here until the guide says so.
 
 use std::path::Path;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 #[allow(dead_code)]
-#[path = "../examples/customer_service.rs"]
+#[path = "../../examples/customer_service.rs"]
 mod customer_service;
 
 fn chromium() -> Option<&'static str> {
@@ -118,7 +118,7 @@ fn document_fixture() -> std::path::PathBuf {
     let out = Command::new(cargo)
         .args(["doc", "--offline", "--quiet", "--no-deps"])
         .current_dir(&dir)
-        // The target directory of `tests/renamed_dependency.rs`'s fixture, which depends on
+        // The target directory of `tests/it/renamed_dependency.rs`'s fixture, which depends on
         // agentflow the same way: its dependencies are checked once for both.
         .env("CARGO_TARGET_DIR", fixtures_target())
         .env_remove("RUSTFLAGS")
