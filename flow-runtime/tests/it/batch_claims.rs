@@ -22,9 +22,7 @@ use futures::StreamExt;
 const MINUTE: Duration = Duration::from_secs(60);
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-batch-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    crate::support::dirs::temp_dir("batch", name)
 }
 
 /// The contract of `claim_pending` on one store (empty when called).

@@ -94,10 +94,7 @@ impl ThreadStore for DiesBeforeAppend {
 }
 
 fn work_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-durable-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::dirs::fresh_dir("durable", name)
 }
 
 #[tokio::test]

@@ -21,10 +21,7 @@ fn approve() -> std::collections::HashMap<String, serde_json::Value> {
 }
 
 fn temp_ledger(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-journal-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("ledger")
+    crate::support::dirs::fresh_dir("journal", name).join("ledger")
 }
 
 fn runner(ledger: &std::path::Path, store: &InMemoryStore, mode: Durability) -> Runner {

@@ -13,9 +13,7 @@ use flow_runtime::store::memory_items::{
 use serde_json::json;
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-memory-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    crate::support::dirs::temp_dir("memory", name)
 }
 
 #[tokio::test]

@@ -34,10 +34,7 @@ fn runner(store: &InMemoryStore, ledger: &Path, refund_idempotent: bool) -> Runn
 }
 
 fn work_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-recover-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::dirs::fresh_dir("recover", name)
 }
 
 /// A record without its time, to compare with another run's.

@@ -11,8 +11,6 @@
 //! `AGENTFLOW_REPLAY_FLOWS` sets the number of random flows (default 1,000; CI runs the
 //! default).
 
-use crate::support;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -513,9 +513,7 @@ async fn in_memory_queue_gives_one_claim_each() {
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-queue-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    crate::support::dirs::temp_dir("queue", name)
 }
 
 #[tokio::test]

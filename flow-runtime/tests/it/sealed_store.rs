@@ -67,10 +67,7 @@ fn keys(id: &str, byte: u8) -> SealingKeys {
 }
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-sealed-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::dirs::fresh_dir("sealed", name)
 }
 
 /// Every byte of every file under `dir`.

@@ -20,9 +20,7 @@ use serde_json::json;
 use support::{contract, journal_contract, thread_contract};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentflow-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    crate::support::dirs::temp_dir("store", name)
 }
 
 #[tokio::test]
