@@ -7,9 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-#[allow(dead_code)]
-#[path = "../../examples/customer_service.rs"]
-mod customer_service;
+use crate::customer_service;
 
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]

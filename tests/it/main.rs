@@ -3,6 +3,11 @@
 //! spending its time linking.
 //! An area behind a feature is a `#[cfg(feature = ...)]` module here.
 
+// The example's flow, which `readme` and `dsl_svg_browser` read (a file can be a module once).
+#[allow(dead_code)]
+#[path = "../../examples/customer_service.rs"]
+mod customer_service;
+
 #[cfg(feature = "a2a")]
 mod a2a_remote;
 mod dsl_api;

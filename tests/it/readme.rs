@@ -1,8 +1,6 @@
 //! The README shows what the code does: its Mermaid diagram is the example flow's `mermaid()`.
 
-#[allow(dead_code)]
-#[path = "../../examples/customer_service.rs"]
-mod customer_service;
+use crate::customer_service;
 
 #[test]
 fn readme_mermaid_block_is_the_example_flows_diagram() {
@@ -20,7 +18,7 @@ fn readme_mermaid_block_is_the_example_flows_diagram() {
 }
 
 /// The guide shows the example flow as a picture: `docs/src/images/customer_service.svg` is
-/// `CustomerService::svg()`. `AGENTFLOW_UPDATE_DOCS=1 cargo test --test readme` rewrites it.
+/// `CustomerService::svg()`. `AGENTFLOW_UPDATE_DOCS=1 cargo test --test it -- readme::` rewrites it.
 #[test]
 fn the_guides_picture_is_the_example_flows_svg() {
     let path = concat!(
@@ -34,7 +32,7 @@ fn the_guides_picture_is_the_example_flows_svg() {
     let on_disk = std::fs::read_to_string(path).unwrap_or_default();
     assert_eq!(
         on_disk, svg,
-        "rewrite the picture: AGENTFLOW_UPDATE_DOCS=1 cargo test --test readme"
+        "rewrite the picture: AGENTFLOW_UPDATE_DOCS=1 cargo test --test it -- readme::"
     );
 }
 

@@ -1,7 +1,7 @@
 //! Compile-time behaviour of `#[agent]` and `flow!`: every misuse fails with its message
 //! (`tests/ui/fail/*.stderr`), every supported form compiles (`tests/ui/pass`).
 //!
-//! Regenerate the expected messages with `TRYBUILD=overwrite cargo test --test ui`, then read
+//! Regenerate the expected messages with `TRYBUILD=overwrite cargo test --test it -- ui::`, then read
 //! the diff.
 //!
 //! The messages are those of the default features: rustc's "the following other types implement
@@ -14,7 +14,7 @@ fn ui() {
         eprintln!(
             "ui: skipped with the `a2a` feature: the expected messages are those of the default \
              features (rustc lists `A2aAgent` among the implementors of `Agent` too); run \
-             `cargo test --test ui` without it"
+             `cargo test --test it -- ui::` without it"
         );
         return;
     }

@@ -197,7 +197,7 @@ fn the_committed_json_schema_is_up_to_date() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == fresh,
-        "flow-eval/evalset.schema.json is stale: run AGENTFLOW_WRITE_SCHEMA=1 cargo test -p flow-eval --test evalset"
+        "flow-eval/evalset.schema.json is stale: run AGENTFLOW_WRITE_SCHEMA=1 cargo test -p flow-eval --test it -- evalset::"
     );
     // The fixture follows it.
     let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();

@@ -1,7 +1,7 @@
 //! `AnthropicChatModel` against a small HTTP/1.1 server on 127.0.0.1 that speaks the Messages
 //! API, seen through a `ChatModelAgent` run as a user sees it.
 //!
-//! Run with `cargo test -p flow-runtime --features anthropic --test anthropic`.
+//! Run with `cargo test -p flow-runtime --features anthropic --test it -- anthropic::`.
 #![cfg(feature = "anthropic")]
 
 use crate::support;

@@ -7,7 +7,7 @@
 //! `index.js`) and `AGENTFLOW_MCP_PYTHON` (a Python with the `mcp` package); without them the
 //! tests skip locally and fail in CI.
 //!
-//! Run with `cargo test -p flow-runtime --features mcp --test mcp`.
+//! Run with `cargo test -p flow-runtime --features mcp --test it -- mcp::`.
 #![cfg(feature = "mcp")]
 
 use std::sync::Arc;

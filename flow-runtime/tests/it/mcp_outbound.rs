@@ -2,7 +2,7 @@
 //! that resolves to loopback, is refused before any connection; the same server let through
 //! by the operator is connected to.
 //!
-//! Run with `cargo test -p flow-runtime --features mcp --test mcp_outbound`.
+//! Run with `cargo test -p flow-runtime --features mcp --test it -- mcp_outbound::`.
 #![cfg(feature = "mcp")]
 
 use std::net::IpAddr;

@@ -19,6 +19,8 @@ use flow_temporal::{call_model, call_tool, Effect, Effects, Flows, Outcome};
 use futures::StreamExt;
 use serde_json::json;
 
+// Also a module of `support`, which builds only with the SDK: this one builds without it.
+#[allow(clippy::duplicate_mod)]
 #[path = "../support/stateless.rs"]
 mod stateless;
 use stateless::stateless;
