@@ -547,6 +547,9 @@ pub struct ListTasksRequest {
     /// Whether to return the tasks' artifacts.
     #[serde(skip_serializing_if = "is_false")]
     pub include_artifacts: bool,
+    /// Only the tasks whose status changed after this instant (RFC 3339 text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
 }
 
 /// `ListTasks`' result: one page of tasks, most recently updated first.

@@ -102,8 +102,10 @@ pub fn desk() -> FlowAgent {
             {
                 Some(true) => Ok(format!("refunded {:.2} EUR for order {}", a.amount_eur, a.order_id)),
                 Some(false) => Ok(format!("declined: no refund for order {}", a.order_id)),
+                // An approval, in a tool approval's shape: A2A clients may answer it in text.
                 None => Err(cx.interrupt(json!({
-                    "question": format!("Approve a refund of {:.2} EUR for order {}?", a.amount_eur, a.order_id)
+                    "question": format!("Approve a refund of {:.2} EUR for order {}?", a.amount_eur, a.order_id),
+                    "approval": {"tool": "issue_refund", "arguments": {"order_id": a.order_id, "amount_eur": a.amount_eur}},
                 }))),
             }
         },

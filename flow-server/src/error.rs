@@ -134,6 +134,10 @@ pub enum ApiError {
         /// What carried the key (`Idempotency-Key`, `messageId`, `runId`).
         what: &'static str,
     },
+    /// The request reads, but asks for something this server does not serve in that form
+    /// (422 `unprocessable`): a LangGraph stream mode it does not know, for one.
+    #[error("{0}")]
+    Unprocessable(String),
     /// The store failed; details are in the server's log (503).
     #[error("the store is unavailable; try again later")]
     StoreUnavailable,
@@ -169,7 +173,9 @@ impl ApiError {
             ApiError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::TooManyRuns { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Conflict(_) | ApiError::Busy(_) => StatusCode::CONFLICT,
-            ApiError::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::IdempotencyKeyReused { .. } | ApiError::Unprocessable(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Incident(e) => match e.code {
@@ -203,6 +209,7 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::Busy(_) => "busy",
             ApiError::IdempotencyKeyReused { .. } => "idempotency_key_reused",
+            ApiError::Unprocessable(_) => "unprocessable",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
             ApiError::Incident(e) => e.code.as_str(),

@@ -47,9 +47,10 @@ pub struct Limits {
     /// Turns and resumes running at once in this process (default 1,024). One more gets
     /// `503 overloaded` (`Retry-After: 1`) and runs nothing.
     pub max_concurrent_turns: usize,
-    /// Threads of one tenant with a background run going at once (default 256, a quarter of
-    /// [`max_concurrent_turns`](Self::max_concurrent_turns), so one tenant cannot take every
-    /// place). One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
+    /// Threads of one tenant with a run going at once, through any door: a streamed turn or
+    /// resume (`/turns`, `/resume`, A2A, AG-UI) or a background run (default 256, a quarter
+    /// of [`max_concurrent_turns`](Self::max_concurrent_turns), so one tenant cannot take
+    /// every place). One more gets `429 too_many_runs` with `Retry-After` and runs nothing.
     pub max_running_threads_per_tenant: usize,
     /// Background runs of one tenant waiting behind another run of their thread
     /// (`multitask_strategy: enqueue`, ...) at once (default 256). A waiting run holds no

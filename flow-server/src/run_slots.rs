@@ -1,5 +1,5 @@
-//! Places for background runs: a thread holds one of the process's turn places while it has
-//! runs going, and passes it from each run to the next one waiting behind it; a tenant has so
+//! Places for runs, streamed or in the background: a thread holds one of the process's turn
+//! places while it has runs going, and passes it from each run to the next one waiting behind it; a tenant has so
 //! many threads running and so many runs waiting (see [`Limits`](crate::Limits)).
 //!
 //! A run waiting behind another of its thread (`enqueue`, `interrupt`, `rollback`) holds no

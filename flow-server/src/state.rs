@@ -12,7 +12,7 @@ use flow_runtime::store::JournalStore;
 use flow_runtime::{
     CheckpointStore, Durability, FlowAgent, Runner, RunnerBuilder, ThreadStore, TurnRouting,
 };
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::approvals::Approvals;
 use crate::auth::{valid_tenant, Auth, SHARED_TENANT};
@@ -74,9 +74,8 @@ struct Inner {
     tenant: Option<Box<TenantFn>>,
     limits: Limits,
     cors_origins: Vec<HeaderValue>,
-    /// One permit per turn or resume running in this process.
-    turns: Arc<Semaphore>,
-    /// Background runs' places: one of `turns` per busy thread, per-tenant limits.
+    /// The places of the threads running turns in this process (streamed or in the
+    /// background): one per busy thread, within the tenants' limits.
     run_slots: Arc<crate::run_slots::RunSlots>,
     /// The key webhooks are signed with.
     webhook_secret: Option<Vec<u8>>,
@@ -178,15 +177,17 @@ impl AppState {
         self.0.run_slots.admit(tenant, thread)
     }
 
-    /// A place for one more turn or resume in this process, held until its event stream ends;
-    /// [`ApiError::Overloaded`] at [`Limits::max_concurrent_turns`].
-    pub(crate) fn turn_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        Arc::clone(&self.0.turns)
-            .try_acquire_owned()
-            .map_err(|_| ApiError::Overloaded {
-                what: "concurrent turns",
-                limit: self.0.limits.max_concurrent_turns,
-            })
+    /// A place for one more streamed turn or resume of thread `thread` (a store id) of
+    /// `tenant`, held until its event stream ends: the same places and per-tenant limits as
+    /// background runs (see [`crate::run_slots`]), so one tenant's streams cannot take the
+    /// process's places from the others: 503 when the process is full
+    /// ([`Limits::max_concurrent_turns`]), 429 when the tenant is at one of its limits.
+    pub(crate) fn turn_permit(
+        &self,
+        tenant: &str,
+        thread: &str,
+    ) -> Result<crate::run_slots::Admitted, ApiError> {
+        self.0.run_slots.admit(tenant, thread)
     }
 
     /// The tenant of a request made by `principal`: the principal's own tenant if it has one,
@@ -599,11 +600,7 @@ impl ServerBuilder {
             journal: self.journal,
             auth,
             tenant: self.tenant,
-            run_slots: Arc::new(crate::run_slots::RunSlots::new(
-                Arc::clone(&turns),
-                &self.limits,
-            )),
-            turns,
+            run_slots: Arc::new(crate::run_slots::RunSlots::new(turns, &self.limits)),
             limits: self.limits,
             cors_origins: self.cors_origins,
             webhook_secret: self.webhook_secret,

@@ -53,7 +53,7 @@ pub struct StateRequest {
 }
 
 /// A time-travel error in the caller's words (never the store's thread key).
-fn api_error(e: TimeTravelError, from: &ThreadKey, to: Option<&ThreadKey>) -> ApiError {
+pub(crate) fn api_error(e: TimeTravelError, from: &ThreadKey, to: Option<&ThreadKey>) -> ApiError {
     match e {
         TimeTravelError::UnknownThread { .. } => ApiError::UnknownThread {
             flow: from.flow.clone(),

@@ -9,7 +9,6 @@ use std::time::Duration;
 use flow_runtime::{RunPath, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::limits::Limits;
 use crate::outward::{OutwardChunk, OutwardEvent, OutwardInterrupt, PublicCode, PublicError};
@@ -77,7 +76,7 @@ pub(crate) fn sse(
     thread: String,
     resumed: bool,
     limits: &Limits,
-    permit: OwnedSemaphorePermit,
+    permit: crate::run_slots::Admitted,
     span: tracing::Span,
 ) -> SseBody<impl Stream<Item = Vec<u8>> + Send + 'static> {
     let frames = frames(turn, flow, thread, resumed, limits.max_event_bytes, permit);
@@ -122,7 +121,7 @@ fn frames(
     thread: String,
     resumed: bool,
     limit: usize,
-    permit: OwnedSemaphorePermit,
+    permit: crate::run_slots::Admitted,
 ) -> impl Stream<Item = Vec<u8>> + Send + 'static {
     let turn = TurnStream::new(turn);
     let first = frame(

@@ -42,8 +42,9 @@ struct RunShared {
     scope: std::sync::OnceLock<Arc<str>>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
-    /// The run's cancel request, and whether this run is nested in another (an agent tool's).
-    cancel: (CancelSignal, bool),
+    /// The run's cancel request (made when first asked for: a run nobody can cancel allocates
+    /// none), and whether this run is nested in another (an agent tool's).
+    cancel: (std::sync::OnceLock<CancelSignal>, bool),
     /// What the run needs of the world: waits, the clock, fresh ids (`None`: the default,
     /// [`StdHost`](crate::host::StdHost); a run given none allocates and counts nothing for it).
     host: Option<Arc<dyn Host>>,
@@ -81,7 +82,11 @@ impl Clone for RunShared {
             // A copy has the same scope: drawn now if it was not yet.
             scope: std::sync::OnceLock::from(Arc::clone(self.scope())),
             thread: self.thread.clone(),
-            cancel: self.cancel.clone(),
+            // A copy shares the same request: made now if it was not yet.
+            cancel: (
+                std::sync::OnceLock::from(self.cancel.0.get_or_init(CancelSignal::new).clone()),
+                self.cancel.1,
+            ),
             host: self.host.clone(),
         }
     }
@@ -108,7 +113,7 @@ impl RunContext {
                 options: RunOptions::shared_default(),
                 scope: std::sync::OnceLock::new(),
                 thread: None,
-                cancel: (CancelSignal::default(), false),
+                cancel: (std::sync::OnceLock::new(), false),
                 host: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
@@ -346,10 +351,10 @@ impl RunContext {
     /// Call it on a new run's context, before it is cloned.
     pub fn with_cancel(mut self, signal: CancelSignal, nested: bool) -> Self {
         match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.cancel = (signal, nested),
+            Some(shared) => shared.cancel = (std::sync::OnceLock::from(signal), nested),
             None => {
                 let mut shared = RunShared::clone(&self.shared);
-                shared.cancel = (signal, nested);
+                shared.cancel = (std::sync::OnceLock::from(signal), nested);
                 self.shared = Arc::new(shared);
             }
         }
@@ -358,12 +363,14 @@ impl RunContext {
 
     /// The run's cancel request (see [`CancelMode`]).
     pub fn cancel_signal(&self) -> &CancelSignal {
-        &self.shared.cancel.0
+        self.shared.cancel.0.get_or_init(CancelSignal::new)
     }
 
     /// Whether an agent of this run at `point` should stop for a cancel; the mode if so.
     pub fn stops_at(&self, point: SafePoint) -> Option<CancelMode> {
-        self.shared.cancel.0.stops_at(point, self.shared.cancel.1)
+        // No signal yet: nobody holds one to ask with.
+        let signal = self.shared.cancel.0.get()?;
+        signal.stops_at(point, self.shared.cancel.1)
     }
 
     /// The earlier turns of the thread this run is a turn of.

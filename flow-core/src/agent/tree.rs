@@ -278,6 +278,11 @@ impl FlowAgent {
         &self.this().name
     }
 
+    /// The agent's name, shared: cloning it counts a reference instead of copying the text.
+    pub fn shared_name(&self) -> Arc<str> {
+        Arc::clone(&self.this().name)
+    }
+
     /// The agent's description.
     pub fn description(&self) -> &str {
         &self.this().description

@@ -76,7 +76,9 @@ impl ChatModelAgent {
         input: AgentInput,
     ) -> Result<ChatRequest, AgentError> {
         let system = self.system_message(cx, toolset)?;
-        let mut messages = Vec::with_capacity(input.messages.len() + 1);
+        // Room for the system message, the input, the model's first reply and one tool
+        // result: a one-round turn never regrows it.
+        let mut messages = Vec::with_capacity(input.messages.len() + 3);
         messages.extend(system);
         messages.extend(input.messages.iter().cloned());
         Ok(ChatRequest {

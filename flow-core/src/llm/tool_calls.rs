@@ -437,7 +437,13 @@ impl ChatModelAgent {
         if let Some(earlier) = ending {
             return Err(not_run(TRANSFER_TOOL_NAME, earlier));
         }
-        let legal = toolset.targets.iter().any(|t| *t.name == args.agent_name);
+        // The target's own name when it is one (shared, not copied into the action).
+        let target = toolset
+            .targets
+            .iter()
+            .find(|t| *t.name == args.agent_name)
+            .map(|t| Arc::clone(&t.name));
+        let legal = target.is_some();
         if !legal && self.illegal_transfer == IllegalTransfer::ReturnToModel {
             return Err(ToolError::IllegalTransfer {
                 target: args.agent_name.into(),
@@ -473,7 +479,10 @@ impl ChatModelAgent {
                 return Err(ToolError::invalid_arguments(TRANSFER_TOOL_NAME, why));
             }
         }
-        let action = Action::transfer_to(args.agent_name.as_str());
+        let action = match target {
+            Some(name) => Action::TransferToAgent(name),
+            None => Action::transfer_to(args.agent_name.as_str()),
+        };
         *ending = Some(action.clone());
         // The text of `transfer_messages`' result, written without `fmt`.
         const SAID: &str = "successfully transferred to agent [";

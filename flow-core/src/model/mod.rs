@@ -141,18 +141,39 @@ pub trait ChatModel: Send + Sync + 'static {
     }
 }
 
-#[async_trait]
+/// The future of a model call, as `#[async_trait]` writes it.
+type ModelCall<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ModelError>> + Send + 'a>>;
+
+/// A shared model is the model: its calls are the inner model's futures, handed on as they
+/// are (an `async fn` here would box a second future around each call).
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     fn model_name(&self) -> &str {
         (**self).model_name()
     }
 
-    async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
-        (**self).generate(request).await
+    fn generate<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        request: &'life1 ChatRequest,
+    ) -> ModelCall<'async_trait, Message>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).generate(request)
     }
 
-    async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ModelError> {
-        (**self).stream(request).await
+    fn stream<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        request: &'life1 ChatRequest,
+    ) -> ModelCall<'async_trait, ModelStream>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).stream(request)
     }
 }
 

@@ -315,24 +315,20 @@ impl ScriptedModel {
                     message: "no rule matched and there is no `otherwise` step".into(),
                 })?,
         };
-        Ok(match step {
-            ScriptStep::Reply(m) => ScriptStep::Reply(with_ids(m, request)),
-            ScriptStep::FailMidStream {
-                reply,
-                after_chunks,
-                error,
-            } => ScriptStep::FailMidStream {
-                reply: with_ids(reply, request),
-                after_chunks,
-                error,
-            },
-            fail @ ScriptStep::Fail(_) => fail,
-        })
+        // Ids filled in place: the reply is not moved again.
+        let mut step = step;
+        match &mut step {
+            ScriptStep::Reply(reply) | ScriptStep::FailMidStream { reply, .. } => {
+                fill_ids(reply, request)
+            }
+            ScriptStep::Fail(_) => {}
+        }
+        Ok(step)
     }
 }
 
 /// Fills in empty tool-call ids as `call_{turn}_{k}`.
-fn with_ids(mut reply: Message, request: &ChatRequest) -> Message {
+fn fill_ids(reply: &mut Message, request: &ChatRequest) {
     let turn = 1 + request
         .messages
         .iter()
@@ -340,10 +336,17 @@ fn with_ids(mut reply: Message, request: &ChatRequest) -> Message {
         .count();
     for (k, call) in reply.tool_calls.iter_mut().enumerate() {
         if call.id.is_empty() {
-            call.id = format!("call_{turn}_{}", k + 1);
+            // `call_{turn}_{k}`, written without `format!` (every scripted call pays it).
+            let (mut turn_digits, mut k_digits) = (itoa::Buffer::new(), itoa::Buffer::new());
+            let (turn, k) = (turn_digits.format(turn), k_digits.format(k + 1));
+            let mut id = String::with_capacity(6 + turn.len() + k.len());
+            id.push_str("call_");
+            id.push_str(turn);
+            id.push('_');
+            id.push_str(k);
+            call.id = id;
         }
     }
-    reply
 }
 
 /// Splits a reply into stream chunks: words of the content, then two chunks per tool call.

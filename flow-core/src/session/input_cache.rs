@@ -13,8 +13,9 @@ use crate::message::{MessageRef, Role};
 /// How many entries past the run's input an input cache makes room for at its start.
 const FIRST_ENTRIES: usize = 4;
 
-/// How many agents' names an input cache makes room for at its start.
-const FIRST_AUTHORS: usize = 8;
+/// Up to how many authors an input cache keeps in a list (compared one by one) before it
+/// keeps them in a set.
+const LISTED_AUTHORS: usize = 32;
 
 /// What one node's input was built from last time, kept in the session so the next input of
 /// the same node extends it with the events recorded since instead of starting over: a
@@ -33,13 +34,65 @@ pub(crate) struct InputCache {
     /// a task), in order: few or none, so nothing is kept for the other entries.
     results: Vec<usize>,
     /// The agents with an entry (user input aside).
-    authors: rustc_hash::FxHashSet<Arc<str>>,
+    authors: Authors,
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
     rewritten: Arc<Vec<MessageRef>>,
     done: usize,
     /// The summaries agents recorded when their context budget compacted their conversation
     /// (never entries: no other agent sees them), in order.
     compactions: Vec<Compacted>,
+}
+
+/// The agents with an entry in a cache: a run has few, so a list until it has many (a new
+/// cache allocates nothing for it, where a set allocates its table). Each name is kept with
+/// its hash, so a lookup hashes once and compares numbers, as a set would.
+#[derive(Default)]
+struct Authors {
+    list: Vec<(u64, Arc<str>)>,
+    /// All of them, once there are more than [`LISTED_AUTHORS`].
+    set: Option<rustc_hash::FxHashSet<Arc<str>>>,
+}
+
+impl Authors {
+    fn hash(agent: &str) -> u64 {
+        use std::hash::BuildHasher;
+        rustc_hash::FxBuildHasher.hash_one(agent)
+    }
+
+    fn contains(&self, agent: &str) -> bool {
+        match &self.set {
+            Some(set) => set.contains(agent),
+            None => self.listed(Self::hash(agent), agent),
+        }
+    }
+
+    fn listed(&self, hash: u64, agent: &str) -> bool {
+        self.list.iter().any(|(h, a)| *h == hash && **a == *agent)
+    }
+
+    fn insert(&mut self, agent: &Arc<str>) {
+        match &mut self.set {
+            Some(set) => {
+                if !set.contains(&**agent) {
+                    set.insert(Arc::clone(agent));
+                }
+            }
+            None => {
+                let hash = Self::hash(agent);
+                if self.listed(hash, agent) {
+                    return;
+                }
+                if self.list.len() < LISTED_AUTHORS {
+                    self.list.push((hash, Arc::clone(agent)));
+                    return;
+                }
+                let mut set: rustc_hash::FxHashSet<Arc<str>> =
+                    self.list.drain(..).map(|(_, a)| a).collect();
+                set.insert(Arc::clone(agent));
+                self.set = Some(set);
+            }
+        }
+    }
 }
 
 /// A summary an agent recorded ([`CompactionRecord`](crate::history::CompactionRecord)).
@@ -64,11 +117,7 @@ impl InputCache {
             entries: Vec::with_capacity(room),
             sources: Vec::with_capacity(room),
             results: Vec::new(),
-            // Room for a few agents, instead of regrowing at 3 and 7.
-            authors: rustc_hash::FxHashSet::with_capacity_and_hasher(
-                FIRST_AUTHORS,
-                Default::default(),
-            ),
+            authors: Authors::default(),
             rewritten: Arc::new(Vec::with_capacity(room)),
             done: 0,
             compactions: Vec::new(),
@@ -97,8 +146,8 @@ impl InputCache {
             let known = self.entries.last().is_some_and(|before| {
                 !before.is_user_input && Arc::ptr_eq(&before.agent_name, &entry.agent_name)
             });
-            if !entry.is_user_input && !known && !self.authors.contains(&entry.agent_name) {
-                self.authors.insert(Arc::clone(&entry.agent_name));
+            if !entry.is_user_input && !known {
+                self.authors.insert(&entry.agent_name);
             }
             if self.entries.len() == self.entries.capacity() {
                 // A run that outgrows its first room is a long one: four times the room, not
@@ -134,9 +183,7 @@ impl InputCache {
     /// Records the summary `agent` wrote of its older entries (all but the `kept` entries it
     /// saw just before this point).
     pub(crate) fn push_compaction(&mut self, agent: &Arc<str>, kept: usize, summary: MessageRef) {
-        if !self.authors.contains(agent) {
-            self.authors.insert(Arc::clone(agent));
-        }
+        self.authors.insert(agent);
         self.compactions.push(Compacted {
             agent: Arc::clone(agent),
             at: self.entries.len(),
@@ -281,5 +328,34 @@ impl InputCache {
             self.done = self.entries.len();
         }
         Messages::prefix_of(&self.rewritten, self.done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authors_are_found_in_the_list_and_after_it_turns_into_a_set() {
+        let mut authors = Authors::default();
+        let names: Vec<Arc<str>> = (0..LISTED_AUTHORS + 8)
+            .map(|i| Arc::from(format!("agent{i}")))
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            assert!(!authors.contains(name));
+            authors.insert(name);
+            // Twice: still one entry.
+            authors.insert(&Arc::from(&**name));
+            assert!(authors.contains(name));
+            assert_eq!(
+                authors.set.is_some(),
+                i >= LISTED_AUTHORS,
+                "after {} names",
+                i + 1
+            );
+        }
+        assert!(names.iter().all(|n| authors.contains(n)));
+        assert!(!authors.contains("someone else"));
+        assert_eq!(authors.set.as_ref().map(|s| s.len()), Some(names.len()));
     }
 }

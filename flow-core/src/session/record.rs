@@ -185,6 +185,9 @@ const FIRST_EVENTS: usize = 16;
 /// messages are skipped.
 pub(crate) type InputKey = (Option<Arc<str>>, bool);
 
+/// Session values, shared by a session and its [scoped](Session::scoped) ones.
+type SharedValues = Arc<Mutex<HashMap<String, serde_json::Value>>>;
+
 /// The shared record of one run: the events its agents recorded, in order, and key/value
 /// session values every agent of the run can read and write. Each run has its own.
 ///
@@ -197,8 +200,9 @@ pub(crate) type InputKey = (Option<Arc<str>>, bool);
 #[derive(Default)]
 pub struct Session {
     events: Mutex<Vec<Arc<SessionEvent>>>,
-    /// Shared with the [scoped](Session::scoped) sessions made from this one.
-    values: Arc<Mutex<HashMap<String, serde_json::Value>>>,
+    /// Shared with the [scoped](Session::scoped) sessions made from this one; made when first
+    /// written or shared (most runs set none).
+    values: OnceLock<SharedValues>,
     /// Per node (name, skip-transfer flag): what its input was built from last time; under
     /// the name `None`, the input shared by every node that has not spoken yet.
     inputs: Mutex<rustc_hash::FxHashMap<InputKey, Box<InputCache>>>,
@@ -234,7 +238,7 @@ impl Session {
     pub fn scoped(&self) -> Arc<Session> {
         Arc::new(Session {
             events: Mutex::default(),
-            values: Arc::clone(&self.values),
+            values: OnceLock::from(Arc::clone(self.shared_values())),
             inputs: Mutex::default(),
             shared_input: Mutex::default(),
             streams: AtomicBool::new(false),
@@ -342,7 +346,7 @@ impl Session {
         value: impl Serialize,
     ) -> serde_json::Result<()> {
         let value = serde_json::to_value(value)?;
-        self.values
+        self.shared_values()
             .lock()
             .expect("session lock")
             .insert(key.into(), value);
@@ -351,7 +355,10 @@ impl Session {
 
     /// Sets several session values at once.
     pub fn add_values(&self, values: impl IntoIterator<Item = (String, serde_json::Value)>) {
-        self.values.lock().expect("session lock").extend(values);
+        self.shared_values()
+            .lock()
+            .expect("session lock")
+            .extend(values);
     }
 
     /// A session value, decoded; `Ok(None)` if it is not set.
@@ -362,7 +369,8 @@ impl Session {
 
     /// A session value as JSON.
     pub fn raw_value(&self, key: &str) -> Option<serde_json::Value> {
-        self.values.lock().expect("session lock").get(key).cloned()
+        let values = self.values.get()?;
+        values.lock().expect("session lock").get(key).cloned()
     }
 
     /// Replaces a session value with what `update` makes of the current one, under the
@@ -372,19 +380,29 @@ impl Session {
         key: &str,
         update: impl FnOnce(Option<serde_json::Value>) -> serde_json::Value,
     ) {
-        let mut values = self.values.lock().expect("session lock");
+        let mut values = self.shared_values().lock().expect("session lock");
         let old = values.remove(key);
         values.insert(key.to_owned(), update(old));
     }
 
     /// Removes a session value.
     pub(crate) fn remove_value(&self, key: &str) {
-        self.values.lock().expect("session lock").remove(key);
+        if let Some(values) = self.values.get() {
+            values.lock().expect("session lock").remove(key);
+        }
     }
 
     /// All session values.
     pub fn values(&self) -> HashMap<String, serde_json::Value> {
-        self.values.lock().expect("session lock").clone()
+        self.values
+            .get()
+            .map(|values| values.lock().expect("session lock").clone())
+            .unwrap_or_default()
+    }
+
+    /// The values, made on first use.
+    fn shared_values(&self) -> &SharedValues {
+        self.values.get_or_init(SharedValues::default)
     }
 }
 
@@ -392,7 +410,7 @@ impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
             .field("events", &*self.events.lock().expect("session lock"))
-            .field("values", &*self.values.lock().expect("session lock"))
+            .field("values", &self.values())
             .finish()
     }
 }

@@ -173,6 +173,19 @@ impl Runner {
         self.registry().get(run_id)
     }
 
+    /// Forgets the ended run `run_id` (LangGraph's `rollback` deletes the run it rolls back):
+    /// its handle, events and status are gone from this runner. `false` if the runner does not
+    /// remember it, or it has not ended (cancel it first, then wait for it).
+    pub fn forget_run(&self, run_id: &str) -> bool {
+        match self.registry().get(run_id) {
+            Some(run) if run.status().is_final() => {
+                self.registry().remove(&run);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The runs of thread `thread_id` this runner remembers, oldest first, with their status.
     pub(crate) fn thread_runs(&self, thread_id: &str) -> Vec<RunInfo> {
         self.registry()

@@ -146,7 +146,7 @@ impl Runner {
         &self,
         session: Arc<Session>,
         messages: impl IntoIterator<Item = MessageRef>,
-        start: &str,
+        start: impl Into<Arc<str>>,
         thread: Option<Arc<crate::history::ThreadHistory>>,
     ) -> RunContext {
         let mut cx = RunContext::new_run(session, messages, self.streaming, start)
@@ -169,7 +169,7 @@ impl Runner {
         session: Arc<Session>,
         messages: Vec<MessageRef>,
     ) -> (RunContext, AgentInput) {
-        let cx = self.run_context(session, messages, self.agent.name(), None);
+        let cx = self.run_context(session, messages, self.agent.shared_name(), None);
         // The root agent's input shares the context's copy.
         let input = AgentInput {
             messages: cx.root_messages(),

@@ -38,7 +38,8 @@ pub(crate) fn card(flow: &ServedFlow, auth: &Auth, endpoint: String) -> AgentCar
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
-            extended_agent_card: None,
+            // No `GetExtendedAgentCard`: every caller sees this card.
+            extended_agent_card: Some(false),
         },
         default_input_modes: vec!["text/plain".into(), "application/json".into()],
         default_output_modes: vec!["text/plain".into(), "application/json".into()],

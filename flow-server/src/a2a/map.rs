@@ -101,8 +101,8 @@ pub(crate) fn action_metadata(
 
 /// The agent's message of an `input-required` status: the question as text (an interrupt's
 /// `info.question` when it is text, else its `info` as JSON) and a data part
-/// `{"interrupts": [{"id", "info", "address"}]}` (the agent's saved state stays in the
-/// checkpoint).
+/// `{"interrupts": [{"id", "info", "address", "answer"?}]}` (the agent's saved state stays in
+/// the checkpoint); an approval's `answer` states what it takes (see [`approval_answer`]).
 pub(crate) fn input_required(
     interrupts: &[InterruptInfo],
     context_id: &str,
@@ -115,7 +115,16 @@ pub(crate) fn input_required(
             None => i.info.to_string(),
         })
         .collect();
-    let public: Vec<OutwardInterrupt<'_>> = interrupts.iter().map(OutwardInterrupt::of).collect();
+    let public: Vec<Value> = interrupts
+        .iter()
+        .map(|i| {
+            let mut entry = json!(OutwardInterrupt::of(i));
+            if is_approval(i) {
+                entry["answer"] = approval_answer();
+            }
+            entry
+        })
+        .collect();
     wire::Message {
         message_id: new_id(),
         context_id: context_id.to_owned(),
@@ -147,11 +156,60 @@ pub(crate) fn failed(error: &PublicError, context_id: &str, task_id: &str) -> wi
     }
 }
 
+/// Whether an interrupt asks for an approval: its info has `approval` (the shape of a tool
+/// approval's interrupt, `{"approval": {"tool", "arguments"}, "question"}`).
+pub(crate) fn is_approval(interrupt: &InterruptInfo) -> bool {
+    interrupt.info.get("approval").is_some_and(Value::is_object)
+}
+
+/// The texts an approval takes as "yes" and as "no" (compared without case or surrounding
+/// spaces and a final full stop).
+const APPROVE_TEXTS: [&str; 3] = ["approve", "yes", "approved"];
+const DENY_TEXTS: [&str; 3] = ["deny", "no", "denied"];
+
+/// What an approval takes as an answer, stated in the input-required message: a data part
+/// of this JSON schema, or one of these texts.
+pub(crate) fn approval_answer() -> Value {
+    json!({
+        "schema": {
+            "type": "object",
+            "properties": {
+                "approve": {"type": "boolean"},
+                "reason": {"type": "string"}
+            },
+            "required": ["approve"]
+        },
+        "text": {"approve": APPROVE_TEXTS, "deny": DENY_TEXTS},
+    })
+}
+
+/// The decision a text answer to an approval gives, or a refusal naming what is accepted
+/// (never a silent "no", never the same question asked again).
+fn approval_from_text(text: &str) -> Result<Value, RpcError> {
+    let word = text
+        .trim()
+        .trim_end_matches(['.', '!'])
+        .trim()
+        .to_lowercase();
+    if APPROVE_TEXTS.contains(&word.as_str()) {
+        return Ok(json!({ "approve": true }));
+    }
+    if DENY_TEXTS.contains(&word.as_str()) {
+        return Ok(json!({ "approve": false }));
+    }
+    Err(RpcError::InvalidParams(format!(
+        "the task waits for an approval and the answer '{}' is neither a yes nor a no: answer \
+         the text \"approve\" or \"deny\" (also \"yes\" or \"no\"), or a data part \
+         {{\"approve\": true|false, \"reason\"?: TEXT}}; the task still waits",
+        text.chars().take(64).collect::<String>()
+    )))
+}
+
 /// The resume data the client's answer to an `input-required` task gives each pending
 /// interrupt:
 /// - a data part that is an object keyed by pending interrupt ids: each id gets its value;
 /// - else the first data part's value, or the message's text as a JSON string, for every
-///   pending interrupt.
+///   pending interrupt; an approval takes a text as [`approval_from_text`] reads it.
 pub(crate) fn resume_targets(
     message: &wire::Message,
     pending: &[InterruptInfo],
@@ -161,24 +219,28 @@ pub(crate) fn resume_targets(
             return Ok(by_id.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
         }
     }
-    let value = match message.data() {
-        Some(v) => v.clone(),
-        None => {
-            let text = message.text();
-            if text.trim().is_empty() {
-                return Err(RpcError::InvalidParams(
-                    "the task waits for input: answer with a text or data part (a data part \
-                     keyed by interrupt id answers each interrupt apart)"
-                        .into(),
-                ));
-            }
-            Value::String(text)
-        }
+    let text = match message.data() {
+        Some(v) => return Ok(pending.iter().map(|i| (i.id.clone(), v.clone())).collect()),
+        None => message.text(),
     };
-    Ok(pending
+    if text.trim().is_empty() {
+        return Err(RpcError::InvalidParams(
+            "the task waits for input: answer with a text or data part (a data part \
+             keyed by interrupt id answers each interrupt apart)"
+                .into(),
+        ));
+    }
+    pending
         .iter()
-        .map(|i| (i.id.clone(), value.clone()))
-        .collect())
+        .map(|i| {
+            let value = if is_approval(i) {
+                approval_from_text(&text)?
+            } else {
+                Value::String(text.clone())
+            };
+            Ok((i.id.clone(), value))
+        })
+        .collect()
 }
 
 /// The text a new turn starts with: the message's text parts, else its first data part as
@@ -218,7 +280,8 @@ pub(crate) fn rpc_error(e: ApiError) -> RpcError {
     match e {
         ApiError::BadRequest(_)
         | ApiError::PayloadTooLarge { .. }
-        | ApiError::IdempotencyKeyReused { .. } => RpcError::InvalidParams(message),
+        | ApiError::IdempotencyKeyReused { .. }
+        | ApiError::Unprocessable(_) => RpcError::InvalidParams(message),
         ApiError::UnknownThread { .. } | ApiError::UnknownCheckpoint { .. } => {
             RpcError::TaskNotFound(message)
         }
@@ -340,6 +403,32 @@ mod tests {
             parts,
             ..A2aMessage::default()
         }
+    }
+
+    #[test]
+    fn an_approval_takes_approve_or_deny_as_text_and_refuses_other_text() {
+        let pending = [interrupt(
+            "a1",
+            json!({"question": "Refund?", "approval": {"tool": "refund", "arguments": {}}}),
+        )];
+        let asked = input_required(&pending, "c", "t");
+        assert_eq!(
+            asked.data().unwrap()["interrupts"][0]["answer"]["schema"]["required"][0],
+            "approve"
+        );
+        let said = |text: &str| resume_targets(&answer(vec![Part::text(text)]), &pending);
+        assert_eq!(said(" Approve. ").unwrap()["a1"], json!({"approve": true}));
+        assert_eq!(said("deny").unwrap()["a1"], json!({"approve": false}));
+        let refused = said("yes, approve it").unwrap_err();
+        assert_eq!(refused.code(), -32602);
+        assert!(
+            refused.to_string().contains("\"approve\" or \"deny\""),
+            "{refused}"
+        );
+        // Another interrupt takes the text as it is.
+        let free = [interrupt("q1", json!({"question": "Which order?"}))];
+        let targets = resume_targets(&answer(vec![Part::text("order 42")]), &free).unwrap();
+        assert_eq!(targets["q1"], "order 42");
     }
 
     #[test]

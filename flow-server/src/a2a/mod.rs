@@ -9,7 +9,10 @@
 //! An A2A `contextId` is an agentflow thread, a task is one turn of it (`CONTEXT.TURN`); an
 //! interrupt is the state `input-required` (its question in the status message) and the
 //! client's next message in the context answers it (the turn resumes); the turn's answer is
-//! the artifact `answer`. Each message's metadata names its agent and run path
+//! the artifact `answer`. An approval (an interrupt whose info has `approval`, as a tool
+//! approval's has) takes `{"approve": BOOL, "reason"?}` as data, or the text
+//! `approve` or `deny` (also `yes`/`no`); any other text is refused with the accepted answers,
+//! and the input-required message's data part states them (`answer` of each interrupt). Each message's metadata names its agent and run path
 //! (`{"agentflow": {"agent", "runPath"}}`).
 //!
 //! Files:
@@ -19,12 +22,14 @@
 //! - `push`: push notifications: webhook configurations per task, told when the task ends or
 //!   waits for input.
 //! - `rpc`: the JSON-RPC endpoint and the card handlers.
+//! - `validate`: the parameter checks A2A asks that a lenient reading would let through.
 
 mod card;
 mod map;
 mod push;
 mod rpc;
 mod tasks;
+mod validate;
 
 use std::sync::Arc;
 

@@ -6,9 +6,9 @@
 //! | `SendStreamingMessage` | the same, streamed: the task, then its status and artifact updates as Server-Sent Events |
 //! | `GetTask` | the task as it is |
 //! | `CancelTask` | stops a running task (nothing of it is recorded); gives up a task waiting for input (its interrupts dropped, its checkpoint released, the task `canceled`; the context's next message starts a new task) |
-//! | `SubscribeToTask` | joins a running task's stream |
+//! | `SubscribeToTask` | joins a running task's stream; streams a task waiting for input as it is, then its states once answered; refuses an ended task (`-32004`) |
 //! | `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig` | a task's webhooks (also set by `SendMessage`'s `configuration.taskPushNotificationConfig`): told when the task ends or waits for input, signed like the server's other webhooks; only with a webhook secret |
-//! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages; filtered by state |
+//! | `ListTasks` | the caller's tasks of the flow (of one context, or of its most recent threads), most recently updated first, by pages (1 to 100, 50 by default); filtered by state and `statusTimestampAfter` (parameters checked by `validate`) |
 
 use crate::principal::{Principal, Scope};
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ use flow_a2a::rpc::{
 use flow_a2a::wire::{
     AgentCard, ListPushConfigsResponse, ListTasksRequest, ListTasksResponse, PushConfigParams,
     Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
-    TaskPushNotificationConfig, TaskState,
+    TaskPushNotificationConfig, TaskState, TaskStatusUpdateEvent,
 };
 use flow_runtime::store::{RecordEnd, ThreadHead};
 use flow_runtime::Message;
@@ -34,7 +34,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::tasks::{parse_task_id, task_id, RunningTask, Tasks};
-use super::{card, map};
+use super::{card, map, validate};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{read_body, refuse_announced_past, ApiPath};
@@ -154,27 +154,33 @@ pub(crate) async fn endpoint(
     };
     let id = call.id.clone();
     let result = match call.method.as_str() {
-        method::SEND_MESSAGE => match params(call.params) {
-            Ok(p) => call_ctx.send(p).await.map(|task| {
-                Json(RpcResponse::ok(
-                    id.clone(),
-                    SendMessageResponse {
-                        task: Some(task),
-                        message: None,
-                    },
-                ))
-                .into_response()
-            }),
-            Err(e) => Err(e),
-        },
-        method::SEND_STREAMING_MESSAGE => match params(call.params) {
-            Ok(p) => call_ctx
-                .send_streaming(p)
-                .await
-                .map(|running| call_ctx.stream(id.clone(), running)),
-            Err(e) => Err(e),
-        },
-        method::GET_TASK => match params::<TaskIdParams>(call.params) {
+        method::SEND_MESSAGE => {
+            match validate::message(&call.params).and_then(|()| params(call.params)) {
+                Ok(p) => call_ctx.send(p).await.map(|task| {
+                    Json(RpcResponse::ok(
+                        id.clone(),
+                        SendMessageResponse {
+                            task: Some(task),
+                            message: None,
+                        },
+                    ))
+                    .into_response()
+                }),
+                Err(e) => Err(e),
+            }
+        }
+        method::SEND_STREAMING_MESSAGE => {
+            match validate::message(&call.params).and_then(|()| params(call.params)) {
+                Ok(p) => call_ctx
+                    .send_streaming(p)
+                    .await
+                    .map(|running| call_ctx.stream(id.clone(), running)),
+                Err(e) => Err(e),
+            }
+        }
+        method::GET_TASK => match validate::history_length(&call.params)
+            .and_then(|()| params::<TaskIdParams>(call.params))
+        {
             Ok(p) => call_ctx.get(&p.id).await.map(|t| {
                 Json(RpcResponse::ok(id.clone(), trim(t, p.history_length))).into_response()
             }),
@@ -188,15 +194,19 @@ pub(crate) async fn endpoint(
             Err(e) => Err(e),
         },
         method::SUBSCRIBE_TO_TASK => match params::<TaskIdParams>(call.params) {
-            Ok(p) => call_ctx
-                .subscribe(&p.id)
-                .await
-                .map(|running| call_ctx.stream(id.clone(), running)),
+            Ok(p) => call_ctx.subscribe(&p.id).await.map(|joined| match joined {
+                Joined::Running(running) => call_ctx.stream(id.clone(), running),
+                Joined::Waiting { task, key, starts } => {
+                    call_ctx.stream_waiting(id.clone(), *task, key, starts)
+                }
+            }),
             Err(e) => Err(e),
         },
-        method::LIST_TASKS => match params::<ListTasksRequest>(call.params) {
-            Ok(p) => call_ctx
-                .list(p)
+        method::LIST_TASKS => match validate::list_tasks(&call.params)
+            .and_then(|after| params::<ListTasksRequest>(call.params).map(|p| (p, after)))
+        {
+            Ok((p, after)) => call_ctx
+                .list(p, after)
                 .await
                 .map(|page| Json(RpcResponse::ok(id.clone(), page)).into_response()),
             Err(e) => Err(e),
@@ -276,8 +286,8 @@ fn trim(mut task: Task, history_length: Option<i64>) -> Task {
 
 /// The most threads one `ListTasks` without a `contextId` looks at.
 const LIST_THREADS: usize = 200;
-/// The default and largest page of `ListTasks`.
-const LIST_PAGE: usize = 100;
+/// The default page of `ListTasks` (the largest is [`validate::MAX_PAGE`]).
+const LIST_PAGE: usize = 50;
 
 /// One call, with who made it.
 struct Call {
@@ -412,7 +422,7 @@ impl Call {
         match waiting {
             Some((turn, interrupts)) => {
                 if named_turn.is_some_and(|t| t != turn) {
-                    return Err(RpcError::InvalidRequest(format!(
+                    return Err(RpcError::UnsupportedOperation(format!(
                         "task '{}' has ended; context '{context}' waits for input in task '{}': \
                          answer that one",
                         named_task.unwrap_or_default(),
@@ -431,7 +441,9 @@ impl Call {
                     }),
                 };
                 // Who may answer is the engine's to check (the flow's approvals).
-                let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let permit = app
+                    .turn_permit(&key.tenant, &store_id)
+                    .map_err(map::rpc_error)?;
                 let mut request = TurnRequest::resume(&store_id, targets).by(&self.principal);
                 if let Some(run_id) = run_id {
                     request = request.run_id(run_id);
@@ -448,14 +460,16 @@ impl Call {
             }
             None => {
                 if let Some(t) = named_turn {
-                    return Err(RpcError::InvalidRequest(format!(
+                    return Err(RpcError::UnsupportedOperation(format!(
                         "task '{}' has ended and takes no more messages: send the message \
                          without a taskId to start a new task in context '{context}'",
                         task_id(&context, t)
                     )));
                 }
                 let text = map::user_text(&message)?;
-                let permit = app.turn_permit().map_err(map::rpc_error)?;
+                let permit = app
+                    .turn_permit(&key.tenant, &store_id)
+                    .map_err(map::rpc_error)?;
                 let mut request =
                     TurnRequest::new(&store_id, Message::user(text)).by(&self.principal);
                 if let Some(run_id) = run_id {
@@ -692,8 +706,13 @@ impl Call {
 
     /// `ListTasks`: the tasks of context `contextId`, or of the caller's threads of this flow
     /// (at most [`LIST_THREADS`] of them, by id), most recently updated first; `pageSize`
-    /// (default and most [`LIST_PAGE`]) per page, `pageToken` the offset an earlier page gave.
-    async fn list(&self, p: ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+    /// (default [`LIST_PAGE`]) per page, `pageToken` the offset an earlier page gave; only
+    /// those in state `status` and whose status changed after `after`, when given.
+    async fn list(
+        &self,
+        p: ListTasksRequest,
+        after: Option<chrono::DateTime<chrono::FixedOffset>>,
+    ) -> Result<ListTasksResponse, RpcError> {
         // The tenant's threads: the `read` scope, as the native thread lists.
         self.principal
             .require(Scope::Read)
@@ -743,12 +762,20 @@ impl Call {
         if p.status != TaskState::Unspecified {
             tasks.retain(|t| t.status.state == p.status);
         }
+        if let Some(after) = after {
+            // A task without a status time cannot be shown to have changed after it.
+            tasks.retain(|t| {
+                t.status
+                    .timestamp
+                    .as_deref()
+                    .and_then(validate::timestamp)
+                    .is_some_and(|at| at > after)
+            });
+        }
         tasks.sort_by(|a, b| b.status.timestamp.cmp(&a.status.timestamp));
         let total = tasks.len();
-        let size = p
-            .page_size
-            .filter(|&n| n > 0)
-            .map_or(LIST_PAGE, |n| (n as usize).min(LIST_PAGE));
+        // In 1 to MAX_PAGE: checked by `validate::list_tasks`.
+        let size = p.page_size.map_or(LIST_PAGE, |n| n.max(1) as usize);
         let from: usize = if p.page_token.is_empty() {
             0
         } else {
@@ -833,19 +860,105 @@ impl Call {
         }
     }
 
-    /// `SubscribeToTask`.
-    async fn subscribe(&self, id: &str) -> Result<Arc<RunningTask>, RpcError> {
+    /// `SubscribeToTask`: a running task is joined; a task waiting for input (not a final
+    /// state) is streamed as it is, then as it goes on once answered; an ended task is
+    /// refused (`-32004`).
+    async fn subscribe(&self, id: &str) -> Result<Joined, RpcError> {
         let (key, _, turn) = self.locate(id)?;
-        match self.a2a.tasks.running(&Self::task_key(&key, turn)) {
-            Some(running) => Ok(running),
-            None => {
-                let task = self.get(id).await?;
-                Err(RpcError::UnsupportedOperation(format!(
-                    "task '{id}' is not running (its state is {:?}): GetTask shows it",
-                    task.status.state
-                )))
+        let task_key = Self::task_key(&key, turn);
+        // Listen for the task's resume before looking, so a resume in between is not missed.
+        let starts = self.a2a.tasks.starts();
+        if let Some(running) = self.a2a.tasks.running(&task_key) {
+            if running.snapshot().status.state != TaskState::InputRequired {
+                return Ok(Joined::Running(running));
             }
         }
+        let task = self.get(id).await?;
+        match task.status.state {
+            TaskState::InputRequired => Ok(Joined::Waiting {
+                task: Box::new(task),
+                key: task_key,
+                starts,
+            }),
+            state if !state.is_terminal() => match self.a2a.tasks.running(&task_key) {
+                Some(running) => Ok(Joined::Running(running)),
+                None => Err(ended(id, state)),
+            },
+            state => Err(ended(id, state)),
+        }
+    }
+
+    /// A task waiting for input as Server-Sent Events: the task as it is, then, once an
+    /// answer resumes it, its state and each update to the first that ends a stream (a final
+    /// state, or input required again). Open until then, or
+    /// [`Limits::max_turn_duration`](crate::Limits).
+    fn stream_waiting(
+        &self,
+        id: Value,
+        task: Task,
+        key: String,
+        mut starts: broadcast::Receiver<String>,
+    ) -> Response {
+        let limits = self.a2a.app.limits();
+        let limit = limits.max_event_bytes;
+        let tasks = Arc::clone(&self.a2a.tasks);
+        let frames = async_stream::stream! {
+            let (task_id, context_id) = (task.id.clone(), task.context_id.clone());
+            yield frame(&id, &StreamResponse::task(task), limit);
+            let running = loop {
+                match starts.recv().await {
+                    Ok(k) if k != key => continue,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if let Some(running) = tasks.running(&key) {
+                            break Some(running);
+                        }
+                        // Resumed and already ended: its last state ends the stream.
+                        if let Some(last) = tasks.ended(&key) {
+                            if last.status.state != TaskState::InputRequired {
+                                yield frame(&id, &status_of(&last), limit);
+                                break None;
+                            }
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break None,
+                }
+            };
+            if let Some(running) = running {
+                let (now, mut updates) = running.subscribe();
+                drop(running);
+                let ended = now.status.state.ends_stream();
+                yield frame(&id, &status_of(&now), limit);
+                if !ended {
+                    loop {
+                        match updates.recv().await {
+                            Ok(update) => {
+                                yield frame(&id, &update, limit);
+                                if update.status_update.as_ref().is_some_and(|s| s.status.state.ends_stream()) {
+                                    break;
+                                }
+                            }
+                            Err(broadcast::error::RecvError::Lagged(n)) => {
+                                let e = RpcError::Internal(format!(
+                                    "this stream fell {n} updates behind task '{task_id}' of \
+                                     context '{context_id}' and was cut off: GetTask shows the \
+                                     task, SubscribeToTask joins it again"
+                                ));
+                                yield error_frame(&id, &e);
+                                break;
+                            }
+                            Err(broadcast::error::RecvError::Closed) => break,
+                        }
+                    }
+                }
+            }
+        };
+        SseBody::new(
+            frames,
+            limits.sse_keep_alive,
+            limits.max_turn_duration,
+            overtime,
+        )
+        .into_response()
     }
 
     /// The task's updates as Server-Sent Events: the task as it is, then each update, to the
@@ -888,6 +1001,34 @@ impl Call {
         )
         .into_response()
     }
+}
+
+/// What `SubscribeToTask` joins: a running task, or one waiting for input (its state now, its
+/// key, and the starts from before it was read).
+enum Joined {
+    Running(Arc<RunningTask>),
+    Waiting {
+        task: Box<Task>,
+        key: String,
+        starts: broadcast::Receiver<String>,
+    },
+}
+
+/// The status update stating `task`'s status as it is.
+fn status_of(task: &Task) -> StreamResponse {
+    StreamResponse::status(TaskStatusUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        metadata: None,
+    })
+}
+
+/// `SubscribeToTask` of a task in a final state.
+fn ended(id: &str, state: TaskState) -> RpcError {
+    RpcError::UnsupportedOperation(format!(
+        "task '{id}' has ended ({state:?}) and streams no more: GetTask shows it"
+    ))
 }
 
 fn not_cancelable(id: &str, state: TaskState) -> RpcError {

@@ -16,7 +16,7 @@ use flow_a2a::wire::{
 };
 use flow_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
 use futures::StreamExt;
-use tokio::sync::{broadcast, Notify, OwnedSemaphorePermit};
+use tokio::sync::{broadcast, Notify};
 
 use super::map;
 use super::push::PushConfigs;
@@ -102,6 +102,9 @@ impl RunningTask {
 /// The tasks of this process (see the module documentation).
 pub(crate) struct Tasks {
     running: Mutex<HashMap<String, Arc<RunningTask>>>,
+    /// The key of each task started (or resumed) from now on: what a subscriber to a task
+    /// waiting for input waits for.
+    starts: broadcast::Sender<String>,
     ended: Mutex<VecDeque<(String, Task)>>,
     /// Where each task's push notifications go.
     pub(crate) push: PushConfigs,
@@ -113,6 +116,7 @@ impl Tasks {
     pub(crate) fn new(secret: Option<Vec<u8>>, outbound: OutboundPolicy) -> Self {
         Tasks {
             running: Mutex::default(),
+            starts: broadcast::channel(UPDATES_BUFFER).0,
             ended: Mutex::default(),
             push: PushConfigs::new(secret, outbound),
         }
@@ -121,6 +125,11 @@ impl Tasks {
     /// The running task under `key` (the thread's store id and the turn).
     pub(crate) fn running(&self, key: &str) -> Option<Arc<RunningTask>> {
         self.running.lock().expect("tasks lock").get(key).cloned()
+    }
+
+    /// The keys of the tasks started (or resumed) from now on.
+    pub(crate) fn starts(&self) -> broadcast::Receiver<String> {
+        self.starts.subscribe()
     }
 
     /// The last state of an ended task this process still holds.
@@ -162,7 +171,7 @@ impl Tasks {
         mut task: Task,
         turn: Turn,
         max_duration: Duration,
-        permit: OwnedSemaphorePermit,
+        permit: crate::run_slots::Admitted,
     ) -> Arc<RunningTask> {
         task.status = TaskStatus::now(TaskState::Working, None);
         let running = Arc::new(RunningTask {
@@ -174,6 +183,8 @@ impl Tasks {
             .lock()
             .expect("tasks lock")
             .insert(key.clone(), Arc::clone(&running));
+        // Nobody waiting for a start is fine.
+        let _ = self.starts.send(key.clone());
         let tasks = Arc::clone(self);
         let task = Arc::clone(&running);
         tokio::spawn(async move {

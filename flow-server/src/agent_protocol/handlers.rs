@@ -4,16 +4,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::Query;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use flow_runtime::store::RecordEnd;
-use flow_runtime::{CancelError, CancelMode, RunHandle, RunInfo, RunItem, RunStatus};
+use flow_runtime::{CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::convert::{events_of, interrupts, values, Modes};
+use super::convert::{interrupts, values};
+use super::modes::{ModeStream, Modes};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
@@ -26,9 +27,50 @@ use crate::thread::ThreadKey;
 /// The protocol's threads' own facts (their flow once known, the metadata given at creation,
 /// when they were created), kept in the server's journal store beside the threads, never in
 /// this process's memory: one small journal per thread (`ap-thread.TENANT.THREAD`), its last
-/// step the current facts, removed with the thread.
+/// step the current facts, removed with the thread. Beside them, in memory, the
+/// `multitask_strategy` of this process's most recent runs (what `GET .../runs/{run}`
+/// reports; a run this process did not start reports `reject`, the default).
 #[derive(Default)]
-pub(crate) struct Threads;
+pub(crate) struct Threads {
+    strategies: std::sync::Mutex<std::collections::VecDeque<(String, &'static str)>>,
+    /// The runs a rollback deleted (unknown at once, not waited for as a dead turn's).
+    deleted: std::sync::Mutex<std::collections::VecDeque<String>>,
+}
+
+/// How many runs' strategies a process remembers (the runner's own run retention is the
+/// bound that matters: a run it forgot is not served from memory anyway).
+const STRATEGIES_KEPT: usize = 4096;
+
+impl Threads {
+    fn set_strategy(&self, run_id: &str, strategy: &'static str) {
+        let mut kept = self.strategies.lock().expect("strategies lock");
+        if kept.len() >= STRATEGIES_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((run_id.to_owned(), strategy));
+    }
+
+    fn set_deleted(&self, run_id: &str) {
+        let mut deleted = self.deleted.lock().expect("deleted runs lock");
+        if deleted.len() >= STRATEGIES_KEPT {
+            deleted.pop_front();
+        }
+        deleted.push_back(run_id.to_owned());
+    }
+
+    fn is_deleted(&self, run_id: &str) -> bool {
+        let deleted = self.deleted.lock().expect("deleted runs lock");
+        deleted.iter().any(|id| id == run_id)
+    }
+
+    fn strategy(&self, run_id: &str) -> &'static str {
+        let kept = self.strategies.lock().expect("strategies lock");
+        kept.iter()
+            .rev()
+            .find(|(id, _)| id == run_id)
+            .map_or("reject", |(_, s)| s)
+    }
+}
 
 /// The largest `metadata` a thread keeps (its JSON): 16 KiB.
 pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
@@ -37,10 +79,10 @@ pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
 const META_KIND: &str = "ap_thread";
 
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
-struct ThreadMeta {
-    flow: Option<String>,
-    metadata: Value,
-    created_at: String,
+pub(super) struct ThreadMeta {
+    pub(super) flow: Option<String>,
+    pub(super) metadata: Value,
+    pub(super) created_at: String,
 }
 
 impl Threads {
@@ -48,7 +90,7 @@ impl Threads {
         format!("ap-thread.{}.{thread}", tenant.0)
     }
 
-    async fn get(
+    pub(super) async fn get(
         &self,
         state: &AppState,
         tenant: &Tenant,
@@ -70,7 +112,7 @@ impl Threads {
             .and_then(|s| serde_json::from_slice(&s.bytes).ok()))
     }
 
-    async fn put(
+    pub(super) async fn put(
         &self,
         state: &AppState,
         tenant: &Tenant,
@@ -126,11 +168,11 @@ fn meta_error(e: flow_runtime::store::JournalError) -> ApiError {
 /// tenant and this process's protocol threads. Every endpoint takes one (the extractors it
 /// gathers are written once here).
 pub(crate) struct Caller {
-    state: AppState,
+    pub(super) state: AppState,
     request_id: Arc<str>,
-    principal: Principal,
-    tenant: Tenant,
-    threads: Arc<Threads>,
+    pub(super) principal: Principal,
+    pub(super) tenant: Tenant,
+    pub(super) threads: Arc<Threads>,
     /// The request's `Idempotency-Key`, if it sent one.
     idempotency_key: Option<String>,
 }
@@ -176,7 +218,7 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
 }
 
 /// Milliseconds since the epoch as an RFC 3339 UTC timestamp.
-fn timestamp(ms: u64) -> String {
+pub(super) fn timestamp(ms: u64) -> String {
     let secs = ms / 1000;
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
@@ -199,47 +241,11 @@ fn timestamp(ms: u64) -> String {
     )
 }
 
-fn now() -> String {
+pub(super) fn now() -> String {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     timestamp(ms)
-}
-
-fn assistant_json(flow: &ServedFlow) -> Value {
-    json!({
-        "assistant_id": flow.name(),
-        "graph_id": flow.name(),
-        "name": flow.name(),
-        "description": flow.agent().description(),
-        "config": {},
-        "context": {},
-        "metadata": {},
-        "version": 1,
-        "created_at": timestamp(0),
-        "updated_at": timestamp(0),
-    })
-}
-
-/// `POST /v1/assistants/search`: every served flow as an assistant.
-pub(crate) async fn search_assistants(
-    State(state): State<AppState>,
-    principal: Principal,
-) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    Ok(Json(Value::Array(
-        state.flows().map(assistant_json).collect(),
-    )))
-}
-
-/// `GET /v1/assistants/{assistant}`: a served flow as an assistant.
-pub(crate) async fn get_assistant(
-    State(state): State<AppState>,
-    principal: Principal,
-    ApiPath(name): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    principal.require(Scope::Read)?;
-    Ok(Json(assistant_json(state.flow(&name)?)))
 }
 
 /// The body of `POST /v1/threads` (other fields are accepted and ignored).
@@ -256,7 +262,7 @@ pub(crate) struct CreateThread {
 impl Caller {
     /// The flow of a thread: known from a run, or found in the store; `None` for a thread no
     /// run has touched.
-    async fn flow_of(&self, thread: &str) -> Result<Option<ServedFlow>, ApiError> {
+    pub(super) async fn flow_of(&self, thread: &str) -> Result<Option<ServedFlow>, ApiError> {
         let known = self.threads.get(&self.state, &self.tenant, thread).await?;
         if let Some(flow) = known.and_then(|m| m.flow) {
             return Ok(Some(self.state.flow(&flow)?.clone()));
@@ -272,7 +278,10 @@ impl Caller {
 
     /// A thread this caller may address: its metadata and its flow (`None` before its first
     /// run); unknown threads are an error.
-    async fn known(&self, thread: &str) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
+    pub(super) async fn known(
+        &self,
+        thread: &str,
+    ) -> Result<(ThreadMeta, Option<ServedFlow>), ApiError> {
         valid(thread)?;
         let flow = self.flow_of(thread).await?;
         let meta = match (
@@ -296,12 +305,12 @@ impl Caller {
     }
 
     /// The store key of `thread` of `flow` for this caller's tenant.
-    fn key(&self, flow: &ServedFlow, thread: &str) -> Result<ThreadKey, ApiError> {
+    pub(super) fn key(&self, flow: &ServedFlow, thread: &str) -> Result<ThreadKey, ApiError> {
         ThreadKey::new(flow.name(), &self.tenant.0, thread)
     }
 
     /// The protocol's thread object.
-    async fn thread_json(
+    pub(super) async fn thread_json(
         &self,
         thread: &str,
         meta: &ThreadMeta,
@@ -315,6 +324,7 @@ impl Caller {
             let head = self.state.threads().head(&key.store_id()).await?;
             let messages = flow.runner().thread(&key.store_id()).messages().await?;
             vals = values(thread, &messages);
+            with_thread_values(&mut vals, head.as_ref());
             waiting = interrupts(head.as_ref());
             let busy = flow
                 .runner()
@@ -360,17 +370,15 @@ impl Caller {
         let key = self.key(flow, thread)?;
         let head = self.state.threads().head(&key.store_id()).await?;
         let messages = flow.runner().thread(&key.store_id()).messages().await?;
-        Ok(super::convert::state(thread, &messages, head.as_ref()))
+        let mut state = super::convert::state(thread, &messages, head.as_ref());
+        with_thread_values(&mut state["values"], head.as_ref());
+        Ok(state)
     }
 
     /// The thread's values as a run's end reports them: with `__interrupt__` when it waits.
     async fn end_values(&self, thread: &str, flow: &ServedFlow) -> Result<Value, ApiError> {
         let s = self.current_state(thread, Some(flow)).await?;
-        let mut vals = s["values"].clone();
-        if let Some(i) = s["interrupts"].as_array().filter(|i| !i.is_empty()) {
-            vals["__interrupt__"] = Value::Array(i.clone());
-        }
-        Ok(vals)
+        Ok(with_interrupts(&s))
     }
 
     /// How run `run_id` of `thread` of `flow` ended, from the thread's records: a run of an
@@ -409,6 +417,9 @@ impl Caller {
         let unknown = || ApiError::UnknownRun {
             id: run_id.chars().take(64).collect(),
         };
+        if self.threads.is_deleted(run_id) {
+            return Err(unknown());
+        }
         let (_, flow) = self.known(thread).await?;
         let flow = flow.ok_or_else(unknown)?;
         let key = self.key(&flow, thread)?;
@@ -435,6 +446,21 @@ impl Caller {
     ) -> Result<(Started, ServedFlow), ApiError> {
         valid(thread)?;
         let strategy = parse_strategy(request.multitask_strategy.as_deref())?;
+        // Checked before anything runs: a webhook is called or refused, never dropped.
+        let webhook = match &request.webhook {
+            None => None,
+            Some(url) => {
+                let url = crate::webhooks::check_url(self.state.outbound(), url)?;
+                let secret = self.state.webhook_secret().ok_or_else(|| {
+                    ApiError::BadRequest(
+                        "this server sends no webhooks: it has no webhook secret \
+                         (ServerBuilder::webhook_secret); leave `webhook` out, or poll the run"
+                            .into(),
+                    )
+                })?;
+                Some((url, secret.to_vec()))
+            }
+        };
         let known_flow = self.flow_of(thread).await?;
         let flow =
             match (&request.assistant_id, known_flow) {
@@ -478,9 +504,22 @@ impl Caller {
             }
             run_id = Some(keyed.run_id);
         }
+        // The runs a rollback deletes once they end.
+        let rolled_back: Vec<RunHandle> = if strategy == DoubleText::Rollback {
+            flow.runner()
+                .thread(&key.store_id())
+                .runs()
+                .iter()
+                .filter(|r| !r.status.is_final())
+                .filter_map(|r| flow.runner().run_handle(&r.run_id))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let run = match (&request.input, &request.command) {
             (Some(input), None) if !input.is_null() => {
                 let message = message_of(input)?;
+                self.give_up_waiting_turn(&flow, &key).await?;
                 start(
                     &self.state,
                     &self.request_id,
@@ -500,6 +539,9 @@ impl Caller {
                         "a `command` needs `resume` (the data for the interrupt)".into(),
                     )
                 })?;
+                // Scope before existence: a caller who may answer nothing learns nothing of
+                // the thread's state (whether it waits, for what).
+                flow.approvals().require_some_answer(&self.principal)?;
                 let head = self.state.threads().head(&key.store_id()).await?;
                 let ids: Vec<String> = match head.as_ref().map(|h| &h.last.end) {
                     Some(RecordEnd::Interrupted { interrupts, .. }) => {
@@ -545,6 +587,39 @@ impl Caller {
                 metadata: json!({}),
                 created_at: now(),
             });
+        self.threads.set_strategy(run.id(), strategy_name(strategy));
+        // Rolled back (cancelled at once, nothing recorded) and deleted, as LangGraph does,
+        // before the new run is answered: the old one is then unknown to every route.
+        for earlier in rolled_back {
+            self.threads.set_deleted(earlier.id());
+            let runner = flow.runner().clone();
+            let forget = async move {
+                earlier.wait().await;
+                runner.forget_run(earlier.id());
+            };
+            // An immediate cancel ends it at its next await; a run that never yields is left
+            // to the runner's retention after the turn time limit.
+            let _ = tokio::time::timeout(self.state.limits().max_turn_duration, forget).await;
+        }
+        if let Some((url, secret)) = webhook {
+            let (thread_id, assistant) = (thread.to_owned(), flow.name().to_owned());
+            let strategy = strategy_name(strategy);
+            crate::webhooks::after(
+                self.state.outbound().clone(),
+                key.tenant.clone(),
+                run.clone(),
+                url,
+                secret,
+                move |run| {
+                    let mut body = run_json(&thread_id, &assistant, &run.info(), strategy);
+                    if let Some(outcome) = run.outcome() {
+                        body["outcome"] =
+                            crate::runs::outcome_json(run.id(), &outcome, run.failure().as_ref());
+                    }
+                    body
+                },
+            );
+        }
         if meta.flow.as_deref() != Some(flow.name()) {
             self.threads
                 .put(
@@ -559,6 +634,47 @@ impl Caller {
                 .await?;
         }
         Ok((Started::Live(run), flow))
+    }
+
+    /// LangGraph's rule for new input on a thread waiting at an interrupt: a new run starts
+    /// (the interrupt is dropped, as if the answer never came). The turn the thread waits on
+    /// is given up first ([`ThreadHandle::withdraw`](flow_runtime::ThreadHandle::withdraw)),
+    /// which refuses what it waits on: the caller needs what answering it needs (the flow's
+    /// approvals). Nothing happens while a run of the thread is going (its strategy decides).
+    async fn give_up_waiting_turn(
+        &self,
+        flow: &ServedFlow,
+        key: &ThreadKey,
+    ) -> Result<(), ApiError> {
+        let store_id = key.store_id();
+        let handle = flow.runner().thread(&store_id);
+        if handle.runs().iter().any(|r| !r.status.is_final()) {
+            return Ok(());
+        }
+        let head = self.state.threads().head(&store_id).await?;
+        let (turn, pending) = match head.map(|h| (h.last.turn, h.last.end)) {
+            Some((turn, RecordEnd::Interrupted { interrupts, .. })) => (turn, interrupts),
+            _ => return Ok(()),
+        };
+        let refusals: HashMap<String, Value> = pending
+            .iter()
+            .map(|i| (i.id.clone(), Value::Null))
+            .collect();
+        crate::routes::authorize_answers(
+            &self.state,
+            flow,
+            key,
+            &self.principal,
+            turn,
+            &pending,
+            &refusals,
+        )
+        .await?;
+        match handle.withdraw(Some(self.principal.id())).await {
+            // Answered or given up meanwhile: the new input starts a turn all the same.
+            Ok(_) | Err(flow_runtime::ThreadError::NotInterrupted { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// A run of `thread`, and its flow.
@@ -595,6 +711,26 @@ impl Caller {
         }
         self.end_values(thread, flow).await
     }
+}
+
+/// The thread's values (set by its agents, or by `update_state`) beside its `messages`.
+fn with_thread_values(values: &mut Value, head: Option<&flow_runtime::store::ThreadHead>) {
+    if let Some(set) = head.and_then(|h| h.last.values.as_ref()) {
+        for (k, v) in set {
+            if k != "messages" {
+                values[k] = v.clone();
+            }
+        }
+    }
+}
+
+/// A state's values with `__interrupt__` when it waits.
+fn with_interrupts(state: &Value) -> Value {
+    let mut vals = state["values"].clone();
+    if let Some(i) = state["interrupts"].as_array().filter(|i| !i.is_empty()) {
+        vals["__interrupt__"] = Value::Array(i.clone());
+    }
+    vals
 }
 
 fn valid(thread: &str) -> Result<(), ApiError> {
@@ -697,79 +833,6 @@ pub(crate) async fn thread_state(
     Ok(Json(caller.current_state(&thread, flow.as_ref()).await?))
 }
 
-/// The body of `POST .../history`.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct History {
-    #[serde(default)]
-    limit: Option<usize>,
-    /// The page after `before`: a `checkpoint_id` an earlier page gave (a string, or
-    /// `{"configurable": {"checkpoint_id": ID}}` as LangGraph's clients send it).
-    #[serde(default)]
-    before: Option<Value>,
-}
-
-/// The most states one page of a thread's history holds.
-pub(crate) const MAX_HISTORY_PAGE: usize = 20;
-
-/// The most bytes of states one page of a thread's history holds (at least one state).
-pub(crate) const MAX_HISTORY_BYTES: usize = 4 * 1024 * 1024;
-
-/// `POST /v1/threads/{thread}/history`: the state after each turn, newest first, a page at a
-/// time: `limit` (default 10) at most [`MAX_HISTORY_PAGE`], within [`MAX_HISTORY_BYTES`];
-/// `before` (the last state's `checkpoint_id`) gives the next page.
-pub(crate) async fn thread_history(
-    caller: Caller,
-    ApiPath(thread): ApiPath<String>,
-    JsonBody(request): JsonBody<History>,
-) -> Result<Json<Value>, ApiError> {
-    caller.principal.require(Scope::Read)?;
-    let limit = request.limit.unwrap_or(10).clamp(1, MAX_HISTORY_PAGE);
-    let (_, flow) = caller.known(&thread).await?;
-    let Some(flow) = flow else {
-        return Ok(Json(json!([])));
-    };
-    let key = caller.key(&flow, &thread)?;
-    let head = caller.state.threads().head(&key.store_id()).await?;
-    let messages = flow.runner().thread(&key.store_id()).messages().await?;
-    let turns = head.as_ref().map_or(0, |h| h.turns);
-    // The page starts below `before`'s turn (`{thread}-t{turn}`, as each state names it).
-    let before = request.before.as_ref().map(|b| {
-        b.as_str()
-            .or_else(|| b["configurable"]["checkpoint_id"].as_str())
-            .or_else(|| b["checkpoint_id"].as_str())
-            .and_then(|id| id.strip_prefix(&format!("{thread}-t")))
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(|| {
-                ApiError::BadRequest(
-                    "`before` is a checkpoint_id of this thread's history (as a page gave it)"
-                        .into(),
-                )
-            })
-    });
-    let below = match before {
-        None => turns,
-        Some(turn) => turn?.min(turns),
-    };
-    let mut out = Vec::new();
-    let mut bytes = 0;
-    for turn in (0..below).rev().take(limit) {
-        let upto: Vec<_> = messages
-            .iter()
-            .filter(|m| m.turn <= turn)
-            .cloned()
-            .collect();
-        let last = turn + 1 == turns;
-        let mut s = super::convert::state(&thread, &upto, if last { head.as_ref() } else { None });
-        s["checkpoint"]["checkpoint_id"] = json!(format!("{thread}-t{turn}"));
-        bytes += s.to_string().len();
-        if bytes > MAX_HISTORY_BYTES && !out.is_empty() {
-            break;
-        }
-        out.push(s);
-    }
-    Ok(Json(Value::Array(out)))
-}
-
 /// The body of a run request (other fields are accepted and ignored).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct RunCreate {
@@ -781,10 +844,17 @@ pub(crate) struct RunCreate {
     command: Option<Value>,
     #[serde(default)]
     stream_mode: Option<Value>,
+    /// Name the events of agents below the root `MODE|NAMESPACE` (`subgraphs=True`).
+    #[serde(default, alias = "subgraphs")]
+    stream_subgraphs: bool,
     #[serde(default)]
     multitask_strategy: Option<String>,
     #[serde(default)]
     on_disconnect: Option<String>,
+    /// An http(s) URL told of the run's end (the run as `GET .../runs/{run}` shows it, and its
+    /// thread's values), signed as the server's webhooks are (see [`crate::webhooks`]).
+    #[serde(default)]
+    webhook: Option<String>,
 }
 
 /// The user's message in a run's `input`: the last of `input.messages` (text, or text parts).
@@ -812,7 +882,17 @@ fn message_of(input: &Value) -> Result<String, ApiError> {
     }
 }
 
-fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str>) -> Value {
+/// A strategy's name, as LangGraph's clients send it.
+fn strategy_name(strategy: DoubleText) -> &'static str {
+    match strategy {
+        DoubleText::Reject => "reject",
+        DoubleText::Enqueue => "enqueue",
+        DoubleText::Interrupt => "interrupt",
+        DoubleText::Rollback => "rollback",
+    }
+}
+
+fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: &str) -> Value {
     let status = match info.status {
         RunStatus::Pending => "pending",
         RunStatus::Running => "running",
@@ -828,7 +908,7 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: Option<&str
         "updated_at": timestamp(info.ended_at_ms.unwrap_or(info.created_at_ms)),
         "status": status,
         "metadata": {},
-        "multitask_strategy": strategy.unwrap_or("reject"),
+        "multitask_strategy": strategy,
         "kwargs": {},
     })
 }
@@ -851,12 +931,8 @@ pub(crate) async fn create_run(
         Started::Live(run) => run.info(),
         Started::Recorded(info) => *info,
     };
-    Ok(Json(run_json(
-        &thread,
-        flow.name(),
-        &info,
-        request.multitask_strategy.as_deref(),
-    )))
+    let strategy = caller.threads.strategy(&info.run_id);
+    Ok(Json(run_json(&thread, flow.name(), &info, strategy)))
 }
 
 /// The SSE body of `run` of `thread` after `after`, in the protocol's events; `end` last.
@@ -880,16 +956,18 @@ fn protocol_sse(
     let frames = async_stream::stream! {
         let _guard = guard;
         let mut events = events;
+        let mut stream = ModeStream::new(modes, &run_id);
         while let Some(event) = futures::StreamExt::next(&mut events).await {
-            let mut parts = events_of(&event, modes, &run_id);
+            let mut parts = stream.frames(&event);
             let ended = matches!(event.item, RunItem::Ended(_));
-            if ended && modes.values {
-                if let Ok(vals) = caller.end_values(&thread, &flow).await {
-                    parts.push(("values", vals));
+            if ended && stream.modes().state_at_end() {
+                if let Ok(state) = caller.current_state(&thread, Some(&flow)).await {
+                    let vals = with_interrupts(&state);
+                    parts.extend(stream.end_frames(&state, &vals));
                 }
             }
             if ended {
-                parts.push(("end", Value::Null));
+                parts.push(("end".into(), Value::Null));
             }
             let count = parts.len();
             for (k, (name, data)) in parts.into_iter().enumerate() {
@@ -899,7 +977,7 @@ fn protocol_sse(
                     // it gets nothing of this group again.
                     out.extend(format!("id: {}\n", event.id).into_bytes());
                 }
-                out.extend(frame(name, &data, limit));
+                out.extend(frame(&name, &data, limit));
                 yield out;
             }
         }
@@ -938,6 +1016,8 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
+    // Checked before the run starts: an unknown mode runs nothing.
+    let modes = Modes::of(request.stream_mode.as_ref(), request.stream_subgraphs)?;
     let (run, flow) = match caller.start_run(&thread, &request).await? {
         (Started::Live(run), flow) => (run, flow),
         (Started::Recorded(info), _) => {
@@ -948,7 +1028,6 @@ pub(crate) async fn stream_new_run(
             )))
         }
     };
-    let modes = Modes::of(request.stream_mode.as_ref());
     protocol_sse(caller, thread, flow, run, None, modes, cancel)
 }
 
@@ -988,7 +1067,7 @@ pub(crate) async fn list_runs(
         .runs()
         .iter()
         .rev()
-        .map(|r| run_json(&thread, flow.name(), r, None))
+        .map(|r| run_json(&thread, flow.name(), r, caller.threads.strategy(&r.run_id)))
         .collect();
     Ok(Json(Value::Array(
         page.cut(runs, crate::paging::MAX_PAGE).0,
@@ -1002,11 +1081,15 @@ pub(crate) async fn get_run(
 ) -> Result<Json<Value>, ApiError> {
     caller.principal.require(Scope::Read)?;
     match caller.the_run(&thread, &run).await {
-        Ok((run, flow)) => Ok(Json(run_json(&thread, flow.name(), &run.info(), None))),
+        Ok((run, flow)) => {
+            let strategy = caller.threads.strategy(run.id());
+            Ok(Json(run_json(&thread, flow.name(), &run.info(), strategy)))
+        }
         // A run of an earlier process: its record.
         Err(ApiError::UnknownRun { .. }) => {
             let (info, flow) = caller.recorded_run(&thread, &run).await?;
-            Ok(Json(run_json(&thread, flow.name(), &info, None)))
+            let strategy = caller.threads.strategy(&info.run_id);
+            Ok(Json(run_json(&thread, flow.name(), &info, strategy)))
         }
         Err(e) => Err(e),
     }
@@ -1035,6 +1118,8 @@ pub(crate) struct JoinQuery {
     #[serde(default)]
     stream_mode: Option<String>,
     #[serde(default)]
+    stream_subgraphs: Option<bool>,
+    #[serde(default)]
     cancel_on_disconnect: Option<bool>,
 }
 
@@ -1062,7 +1147,10 @@ pub(crate) async fn join_stream(
                 })?,
         ),
     };
-    let modes = Modes::of(query.stream_mode.map(Value::String).as_ref());
+    let modes = Modes::of(
+        query.stream_mode.map(Value::String).as_ref(),
+        query.stream_subgraphs.unwrap_or(false),
+    )?;
     let cancel = query.cancel_on_disconnect.unwrap_or(false);
     protocol_sse(caller, thread, flow, run, after, modes, cancel)
 }
@@ -1113,7 +1201,8 @@ pub(crate) async fn cancel_run(
     })?;
     if matches!(query.wait.as_deref(), Some("1" | "true")) {
         run.wait().await;
-        return Ok(Json(run_json(&thread, flow.name(), &run.info(), None)).into_response());
+        let strategy = caller.threads.strategy(run.id());
+        return Ok(Json(run_json(&thread, flow.name(), &run.info(), strategy)).into_response());
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }

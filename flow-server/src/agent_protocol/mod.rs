@@ -3,17 +3,25 @@
 //! "assistant" (its `assistant_id` is the flow's name), a thread is the flow's thread, a run is
 //! a [`RunHandle`](flow_runtime::RunHandle) of the flow's runner.
 //!
-//! - `handlers`: the endpoints (assistants, threads, thread state and history, runs: create,
-//!   stream, wait, join, join the stream, cancel, list);
-//! - `convert`: agentflow's messages, records and run events in the protocol's JSON (LangChain
-//!   message dicts, thread state, `metadata`/`values`/`updates`/`messages`/`end` events).
+//! - `assistants`: the served flows as assistants (search, get, graph, schemas);
+//! - `handlers`: the callers, the threads' own facts, and the endpoints of threads (create,
+//!   get, delete, state) and runs (create, stream, wait, join, join the stream, cancel, list);
+//! - `thread_state`: a thread's history (a state per checkpoint), its update, its copy, and
+//!   the search over threads;
+//! - `convert`: agentflow's messages and records in the protocol's JSON (LangChain message
+//!   dicts, thread state);
+//! - `modes`: the stream modes (`values`, `updates`, `messages`, `messages-tuple`, `events`,
+//!   `debug`, `custom`, `tasks`, `checkpoints`, with or without subgraphs) and their events.
 //!
 //! Which flow a thread belongs to is learnt from its first run (or found in the store); thread
 //! metadata given at creation (at most 16 KiB of JSON) is kept in the journal store beside the
 //! thread, never in this process's memory, and removed with it.
 
+mod assistants;
 mod convert;
 mod handlers;
+mod modes;
+mod thread_state;
 
 use std::sync::Arc;
 
@@ -25,15 +33,31 @@ use crate::state::AppState;
 /// The Agent Protocol routes, for the authenticated part of `/v1`.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/assistants/search", post(handlers::search_assistants))
-        .route("/assistants/{assistant}", get(handlers::get_assistant))
+        .route("/assistants/search", post(assistants::search_assistants))
+        .route("/assistants/{assistant}", get(assistants::get_assistant))
+        .route(
+            "/assistants/{assistant}/graph",
+            get(assistants::assistant_graph),
+        )
+        .route(
+            "/assistants/{assistant}/schemas",
+            get(assistants::assistant_schemas),
+        )
+        .route("/threads/{thread}/copy", post(thread_state::copy_thread))
         .route("/threads", post(handlers::create_thread))
         .route(
             "/threads/{thread}",
             get(handlers::get_thread).delete(handlers::delete_thread),
         )
-        .route("/threads/{thread}/state", get(handlers::thread_state))
-        .route("/threads/{thread}/history", post(handlers::thread_history))
+        .route("/threads/search", post(thread_state::search_threads))
+        .route(
+            "/threads/{thread}/state",
+            get(handlers::thread_state).post(thread_state::update_state),
+        )
+        .route(
+            "/threads/{thread}/history",
+            post(thread_state::thread_history),
+        )
         .route(
             "/threads/{thread}/runs",
             post(handlers::create_run).get(handlers::list_runs),
@@ -53,5 +77,5 @@ pub(crate) fn routes() -> Router<AppState> {
             "/threads/{thread}/runs/{run}/cancel",
             post(handlers::cancel_run),
         )
-        .layer(Extension(Arc::new(handlers::Threads)))
+        .layer(Extension(Arc::new(handlers::Threads::default())))
 }

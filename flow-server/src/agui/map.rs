@@ -209,7 +209,13 @@ pub(crate) fn tool_results(
         let result = messages
             .iter()
             .rev()
-            .find(|m| m["role"] == "tool" && m["toolCallId"] == call)
+            // Sent as the call went out (`ID~N` for a repeated model id: see `call_ids`).
+            .find(|m| {
+                m["role"] == "tool"
+                    && m["toolCallId"]
+                        .as_str()
+                        .is_some_and(|id| super::call_ids::model_id(id) == call)
+            })
             .ok_or_else(|| format!("the thread waits for the result of front-end tool call '{call}': send a `tool` message for it"))?;
         let content = match &result["content"] {
             Value::String(s) => Value::String(s.clone()),

@@ -24,13 +24,17 @@
 //! ([`RunOptions::frontend_tools`](flow_runtime::RunOptions::frontend_tools)), and an agent
 //! may be given a [`FrontendTool`] at build time; either way an agent calls it like any tool; the call goes to
 //! the client (`TOOL_CALL_*`, then `RUN_FINISHED` with the call in `pendingToolCallIds`), and
-//! the client's next run answers it with a `tool` message for that call id.
+//! the client's next run answers it with a `tool` message for that call id. Tool call ids are
+//! unique within a run whatever the models send (a repeated one goes out as `ID~2`...), and a
+//! front-end tool's result is matched back under the id its call went out with.
 //!
 //! Files:
 //! - `map`: every mapping between agentflow and AG-UI.
+//! - `call_ids`: tool call ids unique within a run.
 //! - `frontend_tool`: `FrontendTool`, a tool whose calls the front end answers.
 //! - `run`: the endpoint.
 
+mod call_ids;
 mod frontend_tool;
 mod map;
 mod run;

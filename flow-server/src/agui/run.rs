@@ -12,8 +12,8 @@ use flow_runtime::store::RecordEnd;
 use flow_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 
+use super::call_ids::CallIds;
 use super::map::{self, RunAgentInput};
 use crate::auth::Tenant;
 use crate::error::ApiError;
@@ -85,15 +85,26 @@ pub(crate) async fn run(
         Some(id) => request.run_id(id.clone()),
         None => request,
     };
+    // The ids the front end answers its calls under (see `call_ids`).
+    let mut call_ids = CallIds::default();
     let turn = match waiting {
         Some(pending) => {
+            for call in pending.iter().filter_map(map::frontend_call) {
+                let sent = input.messages.iter().rev().find_map(|m| {
+                    let id = m["toolCallId"].as_str()?;
+                    (m["role"] == "tool" && super::call_ids::model_id(id) == call).then_some(id)
+                });
+                if let Some(sent) = sent {
+                    call_ids.answered(call, sent);
+                }
+            }
             let targets = if input.resume.is_empty() {
                 map::tool_results(&input.messages, &pending)
             } else {
                 map::resume_targets(&input.resume, &pending)
             }
             .map_err(ApiError::Conflict)?;
-            let permit = state.turn_permit()?;
+            let permit = state.turn_permit(&key.tenant, &key.store_id())?;
             (
                 runner
                     .turn(with_id(
@@ -124,7 +135,7 @@ pub(crate) async fn run(
                     text.len()
                 )));
             }
-            let permit = state.turn_permit()?;
+            let permit = state.turn_permit(&key.tenant, &key.store_id())?;
             (
                 runner
                     .turn(with_id(
@@ -146,6 +157,7 @@ pub(crate) async fn run(
         input.run_id,
         limits.max_event_bytes,
         turn.1,
+        call_ids,
     );
     Ok(SseBody::new(
         frames,
@@ -195,7 +207,8 @@ fn frames(
     thread_id: String,
     run_id: String,
     limit: usize,
-    permit: OwnedSemaphorePermit,
+    permit: crate::run_slots::Admitted,
+    mut call_ids: CallIds,
 ) -> impl Stream<Item = Vec<u8>> + Send + 'static {
     async_stream::stream! {
         let _permit = permit;
@@ -256,7 +269,8 @@ fn frames(
                     };
                     let event = &e.event;
                     if let Some(m) = &e.message {
-                        for out in map::message_events(m, event.agent_name(), event.run_path(), streamed.as_deref()) {
+                        for mut out in map::message_events(m, event.agent_name(), event.run_path(), streamed.as_deref()) {
+                            call_ids.rewrite(&mut out, event.run_path());
                             yield frame(&out, limit);
                         }
                     }
@@ -271,9 +285,15 @@ fn frames(
                         }
                         TurnOutcome::Interrupted { interrupts, .. } => {
                             // Waiting only on the front end's tools: a successful run with pending calls.
-                            let calls: Option<Vec<&str>> = interrupts.iter().map(map::frontend_call).collect();
+                            let calls: Option<Vec<String>> = interrupts
+                                .iter()
+                                .map(|i| map::frontend_call(i).map(|c| call_ids.pending(c)))
+                                .collect();
                             match calls {
-                                Some(calls) => map::finished(&thread_id, &run_id, None, &calls),
+                                Some(calls) => {
+                                    let calls: Vec<&str> = calls.iter().map(String::as_str).collect();
+                                    map::finished(&thread_id, &run_id, None, &calls)
+                                }
                                 None => map::interrupted(&thread_id, &run_id, &interrupts),
                             }
                         }

@@ -6,7 +6,9 @@ BASE_URL serves the customer-service desk at /a2a/desk and a flow that works unt
 cancelled at /a2a/slow. Fetches the desk's card, sends a message, streams a task to the refund
 approval (input-required), answers it, cancels a slow task, cancels a task waiting for input
 (a later message in its context starts a new task; a webhook set on it with the push-notification
-config methods, HOOK_URL, is told), lists tasks, and asks for a task that does not exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
+config methods, HOOK_URL, is told), subscribes to a task waiting for input and answers its
+approval in text ("approve"; other text is refused), lists tasks (and is refused page sizes out of
+1-100), and asks for a task that does not exist. Prints one line per check and "A2A SDK CLIENT OK" at the end; exits non-zero on the
 first check that fails.
 """
 
@@ -32,8 +34,10 @@ from a2a.types import (
     ListTasksRequest,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
+from google.protobuf import json_format
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 
@@ -121,6 +125,41 @@ async def main(base, token, hook):
     check("get: completed", got.status.state == TaskState.TASK_STATE_COMPLETED)
     check("get: history has both user messages", sum(1 for m in got.history if m.role == Role.ROLE_USER) == 2)
 
+    # SubscribeToTask on a task waiting for input: the task as it is, then its later states once
+    # answered. The answer is text, by the documented rule for approvals: the input-required
+    # message states the answer's schema and the texts taken; other text is refused, clearly.
+    events = await collect(streaming, new_text_message("I want a refund for my kettle", role=Role.ROLE_USER))
+    waiting = events[-1].status_update
+    check("subscribe: input-required", waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+    asked = json_format.MessageToDict(waiting.status.message)
+    entry = asked["parts"][1]["data"]["interrupts"][0]
+    check("text approval: the answer's schema is stated", entry["answer"]["schema"]["required"] == ["approve"], str(entry))
+    check("text approval: the texts taken are stated", "approve" in entry["answer"]["text"]["approve"]
+          and "deny" in entry["answer"]["text"]["deny"], str(entry["answer"]))
+    subscription = streaming.subscribe(SubscribeToTaskRequest(id=waiting.task_id))
+    first = await subscription.__anext__()
+    check("subscribe: the waiting task first", first.HasField("task")
+          and first.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, str(first)[:120])
+    try:
+        await collect(plain, new_text_message("yes, approve it", context_id=waiting.context_id,
+                                              task_id=waiting.task_id, role=Role.ROLE_USER))
+        check("text approval: other text is refused", False)
+    except Exception as e:
+        check("text approval: other text is refused, naming the rule", '"approve" or "deny"' in str(e),
+              f"{type(e).__name__}: {str(e)[:160]}")
+    got = await streaming.get_task(GetTaskRequest(id=waiting.task_id))
+    check("text approval: the task still waits", got.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+    events = await collect(plain, new_text_message("approve", context_id=waiting.context_id,
+                                                   task_id=waiting.task_id, role=Role.ROLE_USER))
+    done = events[-1].task
+    check("text approval: 'approve' completes the task", done.status.state == TaskState.TASK_STATE_COMPLETED,
+          TaskState.Name(done.status.state))
+    check("text approval: the refund is paid", get_artifact_text(done.artifacts[0]).startswith("Done: 39 EUR"))
+    later = [e async for e in subscription]
+    states = [TaskState.Name(e.status_update.status.state) for e in later if e.HasField("status_update")]
+    check("subscribe: the later states, to completed", states and states[0] == "TASK_STATE_WORKING"
+          and states[-1] == "TASK_STATE_COMPLETED", str(states))
+
     # A task that works until cancelled.
     slow = await create_client(f"{base}/a2a/slow", client_config=ClientConfig(streaming=True, httpx_client=http))
     stream = slow.send_message(SendMessageRequest(message=new_text_message("take your time", role=Role.ROLE_USER)))
@@ -198,6 +237,16 @@ async def main(base, token, hook):
           f"{len(paged.tasks)} {paged.next_page_token!r} {paged.total_size}")
     rest = await streaming.list_tasks(ListTasksRequest(page_size=1, page_token=paged.next_page_token))
     check("list: the next page", len(rest.tasks) == 1 and rest.tasks[0].id != paged.tasks[0].id)
+
+    # ListTasks as the spec bounds it: 50 a page by default, 1 to 100, refused outside.
+    default_page = await streaming.list_tasks(ListTasksRequest())
+    check("list: the default page size is 50", default_page.page_size == 50, str(default_page.page_size))
+    for size in (0, -1, 150):
+        try:
+            await streaming.list_tasks(ListTasksRequest(page_size=size))
+            check(f"list: pageSize {size} is refused", False)
+        except Exception as e:
+            check(f"list: pageSize {size} is refused", "pageSize" in str(e), f"{type(e).__name__}: {str(e)[:120]}")
 
     # Errors are A2A's typed errors.
     try:

@@ -49,6 +49,10 @@ const transfer = r.events.find((e) => e.type === "CUSTOM" && e.name === "agentfl
 check("refund: the transfer is a custom event", transfer?.value.to === "refund", JSON.stringify(transfer?.value));
 check("refund: the agent change is a state delta", r.events.some((e) => e.type === "STATE_DELTA") && desk.state.agentflow.agent === "refund", JSON.stringify(desk.state));
 check("refund: tool calls and results", r.types.includes("TOOL_CALL_START") && r.types.includes("TOOL_CALL_ARGS") && r.types.includes("TOOL_CALL_END") && r.types.includes("TOOL_CALL_RESULT"));
+const callIds = r.events.filter((e) => e.type === "TOOL_CALL_START").map((e) => e.toolCallId);
+check("refund: tool call ids unique within the run", callIds.length >= 3 && new Set(callIds).size === callIds.length, callIds.join(","));
+const seenCalls = desk.messages.flatMap((m) => m.toolCalls ?? []).map((c) => c.function.name);
+check("refund: the client keeps every call, the transfer too", seenCalls.includes("transfer_to_agent") && seenCalls.includes("lookup_order") && seenCalls.includes("issue_refund"), seenCalls.join(","));
 const finished = r.events.at(-1);
 check("refund: interrupt outcome", finished.type === "RUN_FINISHED" && finished.outcome?.type === "interrupt", JSON.stringify(finished.outcome));
 const interrupt = finished.outcome.interrupts[0];
@@ -78,6 +82,20 @@ check("run-time tool: the model calls it", asked !== undefined && r.events.at(-1
 shop.addMessage({ id: crypto.randomUUID(), role: "tool", toolCallId: asked.toolCallId, content: "10 Downing Street" });
 r = await run(shop, { tools });
 check("run-time tool: answered", r.events.at(-1).result === "Shipping to 10 Downing Street.", `${r.events.at(-1).result} ${r.types.join(",")}`);
+
+// A front-end tool called by a scripted model after a transfer whose call had the same model
+// id: the ids go out unique, and the answer under the id the call went out with resumes it.
+const relay = new HttpAgent({ url: `${base}/agui/relay`, headers });
+say(relay, "Ship my order");
+r = await run(relay, { tools });
+const starts = r.events.filter((e) => e.type === "TOOL_CALL_START");
+check("relay: the transfer and the front-end call", starts.map((e) => e.toolCallName).join(",") === "transfer_to_agent,confirm_address", starts.map((e) => e.toolCallName).join(","));
+check("relay: their ids differ", starts[0].toolCallId !== starts[1].toolCallId, starts.map((e) => e.toolCallId).join(","));
+const pending = r.events.at(-1).outcome?.pendingToolCallIds ?? [];
+check("relay: the pending call is the id sent", pending.length === 1 && pending[0] === starts[1].toolCallId, JSON.stringify(pending));
+relay.addMessage({ id: crypto.randomUUID(), role: "tool", toolCallId: starts[1].toolCallId, content: "4 Privet Drive" });
+r = await run(relay, { tools });
+check("relay: answered under the sent id, the run goes on", r.events.at(-1).result === "Shipping to 221B Baker Street.", `${r.events.at(-1).result} ${r.types.join(",")}`);
 
 // The shared state: the client's values reach the agents, their changes come back.
 const visits = new HttpAgent({ url: `${base}/agui/visits`, headers, initialState: { name: "Ada" } });

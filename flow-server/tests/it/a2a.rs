@@ -230,7 +230,7 @@ async fn a_refund_task_waits_for_input_and_the_next_message_resumes_it() {
         "parts": [{"text": "hello?"}]}}});
     assert_eq!(
         call(&server.base, "desk", again).await["error"]["code"],
-        -32600
+        -32004
     );
     let next = call(&server.base, "desk", send("hello again", "ctx-1")).await;
     assert_eq!(next["result"]["task"]["id"], "ctx-1.1");

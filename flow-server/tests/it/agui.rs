@@ -50,20 +50,32 @@ fn state_with(shop: ScriptedModel) -> AppState {
             m.role == Role::Tool && m.tool_name.as_deref() == Some("confirm_address")
         })
     };
-    let model = ScriptedModel::rules()
-        .when(
-            move |r: &ChatRequest| answered(r),
-            ScriptStep::text("Shipping to 221B Baker Street."),
-        )
-        .otherwise(ScriptStep::tool_call("confirm_address", json!({})));
-    let shipper = ChatModelAgent::builder("shipper", model)
-        .tool(FrontendTool::new(
-            "confirm_address",
-            "Asks the customer to confirm the delivery address; returns it.",
-            json!({"type": "object", "properties": {}}),
-        ))
-        .build()
-        .unwrap();
+    let shipper = || {
+        let model = ScriptedModel::rules()
+            .when(
+                move |r: &ChatRequest| answered(r),
+                ScriptStep::text("Shipping to 221B Baker Street."),
+            )
+            .otherwise(ScriptStep::tool_call("confirm_address", json!({})));
+        ChatModelAgent::builder("shipper", model)
+            .tool(FrontendTool::new(
+                "confirm_address",
+                "Asks the customer to confirm the delivery address; returns it.",
+                json!({"type": "object", "properties": {}}),
+            ))
+            .build()
+            .unwrap()
+    };
+    // `relay`: a front desk that hands over to a shipper; both scripted models number their
+    // calls per model, so the transfer and the front-end call carry the same model id.
+    let front = ChatModelAgent::builder(
+        "front",
+        ScriptedModel::rules().otherwise(ScriptStep::transfer("shipper")),
+    )
+    .build()
+    .unwrap();
+    let relay =
+        flow_runtime::set_sub_agents(FlowAgent::new(front), [FlowAgent::new(shipper())]).unwrap();
     // `visits`: greets `name` (a value the client's state gives) and counts the visits.
     let visits = FnAgent::new("counter", |cx, _| async move {
         let name: String = cx
@@ -80,7 +92,8 @@ fn state_with(shop: ScriptedModel) -> AppState {
     let shop = ChatModelAgent::builder("shop", shop).build().unwrap();
     AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
-        .flow("ui", FlowAgent::new(shipper))
+        .flow("ui", FlowAgent::new(shipper()))
+        .flow("relay", relay)
         .flow("shop", FlowAgent::new(shop))
         .flow("visits", FlowAgent::new(visits))
         .auth(Auth::bearer(TOKEN))

@@ -635,3 +635,39 @@ async fn reads_need_read_on_every_door() {
         200
     );
 }
+
+/// The Agent Protocol's `command` (an answer) is refused to a caller who may answer nothing
+/// before the thread is looked at: the same 403 whether the thread waits for an answer, waits
+/// for none, or does not exist, so the refusal says nothing about the thread.
+#[tokio::test]
+async fn a_command_without_the_scope_learns_nothing_of_the_thread() {
+    let (till, _heard) = till(true);
+    let server = spawn(state(&till, false)).await;
+    let base = &server.base;
+    // c1 waits for an approval; c2 never ran.
+    start(base, CARA, Start::A2aSend, "c1").await;
+    waiting(base, "c1").await.unwrap();
+    let command = json!({"assistant_id": "pay", "command": {"resume": true}});
+    let mut refusals = Vec::new();
+    for thread in ["c1", "c2"] {
+        for tail in ["runs", "runs/wait"] {
+            let path = format!("/v1/threads/{thread}/{tail}");
+            let (status, code, message) =
+                common::error_code(post(base, DAN, &path, command.clone()).await).await;
+            assert_eq!(
+                (status, code.as_str()),
+                (403, "forbidden"),
+                "{path}: {message}"
+            );
+            refusals.push(message);
+        }
+    }
+    assert!(
+        refusals.windows(2).all(|w| w[0] == w[1]),
+        "the refusals differ by thread: {refusals:?}"
+    );
+    assert_eq!(till.paid.load(Ordering::SeqCst), 0);
+    // With the scope, the thread that waits for nothing is a conflict, as before.
+    let response = post(base, CARA, "/v1/threads/c2/runs/wait", command).await;
+    assert_eq!(response.status(), 409);
+}

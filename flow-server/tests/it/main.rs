@@ -8,7 +8,9 @@
 mod common;
 
 mod a2a;
+mod a2a_letter;
 mod agui;
+mod agui_ids;
 mod authority;
 mod authority_doors;
 mod bounded_reads;
@@ -17,6 +19,7 @@ mod failed_streams;
 mod http;
 mod idempotency;
 mod jwt;
+mod langgraph_letter;
 mod langgraph_sdk;
 mod outbound;
 mod outward;
@@ -29,4 +32,5 @@ mod thread_views;
 mod time_travel;
 mod tool_approvals;
 mod tool_progress;
+mod turn_flood;
 mod webhooks;

@@ -65,7 +65,8 @@ async def main():
     check(created[0]["thread_id"] == tid, f"created run's thread: {created}")
     check(created[0]["run_id"] == parts[0].data["run_id"], f"created run's id: {created}")
     check(events[-1] == "end", f"last event: {events}")
-    check("messages" in events, f"messages events: {events}")
+    # `messages` as the reference sends it: metadata once per message, then the message whole.
+    check("messages/metadata" in events and "messages/complete" in events, f"messages events: {events}")
     updates = [p.data for p in parts if p.event == "updates"]
     interrupts = [u["__interrupt__"] for u in updates if "__interrupt__" in u]
     check(len(interrupts) == 1, f"one interrupt in the updates: {updates}")
@@ -87,8 +88,93 @@ async def main():
     check(last["type"] == "ai" and "39 EUR" in last["content"], f"the answer: {last}")
     state = await client.threads.get_state(tid)
     check(state["interrupts"] == [] and state["next"] == [], f"nothing waits: {state}")
+    # One state per checkpoint: the interrupt's and the resume's.
     history = await client.threads.get_history(tid)
-    check(len(history) >= 1, f"history: {history}")
+    check(len(history) >= 2, f"history after an interrupt and a resume: {len(history)} states")
+    check(history[0]["interrupts"] == [] and len(history[1]["interrupts"]) == 1,
+          f"newest first, the interrupted state second: {[h['interrupts'] for h in history]}")
+
+    # Every stream mode the SDK offers, each with its events; subgraphs name the sub-agents'.
+    modes = {
+        "values": "values", "updates": "updates", "messages": "messages/complete",
+        "messages-tuple": "messages", "events": "events", "debug": "debug",
+        "tasks": "tasks", "checkpoints": "checkpoints",
+    }
+    for mode, event in modes.items():
+        t = (await client.threads.create())["thread_id"]
+        parts = await collect(client.runs.stream(
+            t, "desk", input={"messages": [{"role": "user", "content": "hello"}]}, stream_mode=mode))
+        names = [p.event for p in parts]
+        check(event in names and names[0] == "metadata" and names[-1] == "end", f"mode {mode}: {names}")
+    t = (await client.threads.create())["thread_id"]
+    parts = await collect(client.runs.stream(
+        t, "chatty", input={"messages": [{"role": "user", "content": "hi"}]}, stream_mode=["custom", "messages"]))
+    custom = [p.data for p in parts if p.event == "custom"]
+    check(custom == [{"progress": 50}], f"custom: {custom}")
+    partial = [p.data[0]["content"] for p in parts if p.event == "messages/partial"]
+    check(partial == ["Hel", "Hello!"], f"messages/partial: {partial}")
+    t = (await client.threads.create())["thread_id"]
+    parts = await collect(client.runs.stream(
+        t, "desk", input={"messages": [{"role": "user", "content": "I want a refund"}]},
+        stream_mode="updates", stream_subgraphs=True))
+    names = {p.event for p in parts}
+    check("updates|refund" in names, f"subgraphs: {names}")
+    try:
+        await collect(client.runs.stream(t, "desk", input={"messages": [{"role": "user", "content": "x"}]},
+                                         stream_mode="telepathy"))
+        check(False, "an unknown stream mode must be refused")
+    except httpx.HTTPStatusError as e:
+        check(e.response.status_code == 422, f"unknown stream mode: {e.response.status_code}")
+
+    # New input on a thread waiting at an interrupt starts a new run (the interrupt is dropped).
+    t = (await client.threads.create())["thread_id"]
+    asked = await client.runs.wait(t, "desk", input={"messages": [{"role": "user", "content": "I want a refund"}]})
+    check("__interrupt__" in asked, f"waits: {asked}")
+    fresh = await client.runs.wait(t, "desk", input={"messages": [{"role": "user", "content": "hello instead"}]})
+    check("__interrupt__" not in fresh and fresh["messages"][-1]["content"].startswith("Hello!"), f"new run: {fresh}")
+    # ... and so does `interrupt` while the thread waits at the approval.
+    asked = await client.runs.wait(t, "desk", input={"messages": [{"role": "user", "content": "I want a refund"}]})
+    check("__interrupt__" in asked, f"waits again: {asked}")
+    run = await client.runs.create(t, "desk", input={"messages": [{"role": "user", "content": "hello"}]},
+                                   multitask_strategy="interrupt")
+    await client.runs.join(t, run["run_id"])
+    got = await client.runs.get(t, run["run_id"])
+    check(got["status"] == "success" and got["multitask_strategy"] == "interrupt", f"interrupt at approval: {got}")
+
+    # update_state, and search.
+    await client.threads.update_state(t, {"topic": "refunds"})
+    state = await client.threads.get_state(t)
+    check(state["values"].get("topic") == "refunds", f"updated values: {state['values'].keys()}")
+    try:
+        await client.threads.update_state(t, {"messages": [{"role": "user", "content": "x"}]})
+        check(False, "an update of messages must be refused")
+    except httpx.HTTPStatusError as e:
+        check(e.response.status_code == 422, f"update of messages: {e.response.status_code}")
+    found = await client.threads.search(metadata={"user": "ada"})
+    check([f["thread_id"] for f in found] == [tid], f"search by metadata: {found}")
+    found = await client.threads.search(values={"topic": "refunds"})
+    check([f["thread_id"] for f in found] == [t], f"search by values: {found}")
+
+    # assistants.get_graph / get_schemas, threads.copy.
+    graph = await client.assistants.get_graph("desk")
+    check([n["id"] for n in graph["nodes"]] == ["__start__", "triage", "refund", "complaint", "__end__"],
+          f"graph: {graph['nodes']}")
+    schemas = await client.assistants.get_schemas("desk")
+    check(schemas["input_schema"]["required"] == ["messages"], f"schemas: {schemas}")
+    copy = await client.threads.copy(t)
+    check(copy["thread_id"] != t, f"copy: {copy}")
+    copied = await client.threads.get_state(copy["thread_id"])
+    contents = lambda s: [(m["type"], m["content"]) for m in s["values"]["messages"]]
+    check(contents(copied) == contents(state), "the copy has the thread's messages")
+
+    # A webhook is called when the run ends (the test's receiver checks it), signed.
+    hook = os.environ.get("AGENTFLOW_LG_HOOK")
+    if hook:
+        t = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(t, "desk", input={"messages": [{"role": "user", "content": "hello"}]},
+                                       webhook=hook)
+        await client.runs.join(t, run["run_id"])
+        print(f"webhook run: {run['run_id']}")
 
     # A background run, its stream joined, its values joined.
     t2 = (await client.threads.create())["thread_id"]
@@ -143,10 +229,21 @@ async def main():
         input={"messages": [{"role": "user", "content": "three"}]},
         multitask_strategy="rollback",
     )
-    first_after = await client.runs.join(t4, first["run_id"])
-    check(isinstance(first_after, dict), f"first joined: {first_after}")
-    check((await client.runs.get(t4, first["run_id"]))["status"] == "interrupted", "first rolled back")
+    check(second["multitask_strategy"] == "rollback", f"the second run's strategy: {second}")
+    # Rolled back is deleted, as the reference does.
+    try:
+        await client.runs.get(t4, first["run_id"])
+        check(False, "the rolled-back run must be gone")
+    except httpx.HTTPStatusError as e:
+        check(e.response.status_code == 404, f"rolled-back run: {e.response.status_code}")
+    check((await client.runs.get(t4, second["run_id"]))["multitask_strategy"] == "rollback", "GET reports rollback")
     await wait_running(client, t4, second["run_id"])
+    # enqueue: the new run waits behind the running one.
+    third = await client.runs.create(
+        t4, "slow", input={"messages": [{"role": "user", "content": "four"}]}, multitask_strategy="enqueue")
+    check(third["status"] == "pending" and third["multitask_strategy"] == "enqueue", f"enqueued: {third}")
+    queued = await client.runs.cancel(t4, third["run_id"], wait=True)
+    check(queued["status"] == "interrupted", f"the queued run cancelled before it ran: {queued}")
     await client.runs.cancel(t4, second["run_id"], wait=True, action="rollback")
     try:
         await client.runs.create(
