@@ -1,4 +1,4 @@
-# Chromium and its WebDriver for the console's browser tests (flow-server/tests/browser.rs).
+# Chromium and its WebDriver for the console's browser tests (flow-server/tests/it/browser.rs).
 # Sourced by .ci/run, twice: with `ci_install_only` set (in the background, while clippy runs) it
 # installs both from the distribution; then it starts chromedriver on a loopback port, exports
 # its URL as AGENTFLOW_WEBDRIVER_URL and stops it on exit.

@@ -1,6 +1,6 @@
 # Sourced by .ci/run: installs the official `langgraph-sdk` Python client from PyPI into a
 # virtualenv (under $ci_tools, removed on exit, unless AGENTFLOW_LANGGRAPH_VENV names one) and
-# exports AGENTFLOW_LANGGRAPH_PYTHON, the interpreter flow-server/tests/langgraph_sdk.rs runs
+# exports AGENTFLOW_LANGGRAPH_PYTHON, the interpreter flow-server/tests/it/langgraph_sdk.rs runs
 # flow-server/tests/langgraph/sdk_check.py with. Sourced twice: with `ci_install_only` set (in
 # the background) it installs; then it exports.
 langgraph_spec=${LANGGRAPH_SDK_SPEC:-langgraph-sdk==0.4.14}

@@ -1,8 +1,8 @@
 # Sourced by .ci/run: installs the LiteLLM proxy from PyPI into a virtualenv, starts it on a free
 # loopback port with the offline models of scripts/openai_compat/litellm.yaml (LiteLLM's mocks
 # and a scripted desk: no weights, no network), and exports AGENTFLOW_OPENAI_COMPAT_URL and
-# AGENTFLOW_OPENAI_COMPAT_KEY for flow-runtime/tests/openai_compat.rs (and the ANTHROPIC_COMPAT
-# pair for the Messages endpoint test in flow-runtime/tests/anthropic.rs). Stopped on exit through
+# AGENTFLOW_OPENAI_COMPAT_KEY for flow-runtime/tests/it/openai_compat.rs (and the ANTHROPIC_COMPAT
+# pair for the Messages endpoint test in flow-runtime/tests/it/anthropic.rs). Stopped on exit through
 # `cleanups`. The install takes about two minutes. Sourced twice: with `ci_install_only`
 # set (in the background, while clippy runs) it installs; then it starts the proxy.
 
@@ -51,6 +51,6 @@ if ! litellm_up; then
 fi
 export AGENTFLOW_OPENAI_COMPAT_URL="http://127.0.0.1:$litellm_port/v1"
 export AGENTFLOW_OPENAI_COMPAT_KEY=$litellm_key
-# The same proxy's Anthropic Messages endpoint, for flow-runtime/tests/anthropic.rs.
+# The same proxy's Anthropic Messages endpoint, for flow-runtime/tests/it/anthropic.rs.
 export AGENTFLOW_ANTHROPIC_COMPAT_URL="http://127.0.0.1:$litellm_port"
 export AGENTFLOW_ANTHROPIC_COMPAT_KEY=$litellm_key

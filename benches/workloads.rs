@@ -1,5 +1,6 @@
-//! Criterion benches of the workloads W1–W5 (DESIGN.md, "Performance budget"; BENCHMARKS.md
-//! has the figures and how they compare with the anchors).
+//! Criterion benches of the workloads W1–W5 ("Performance budget" in
+//! docs/src/architecture.md; BENCHMARKS.md has the figures and how they compare with the
+//! anchors).
 //!
 //! ```text
 //! cargo bench --bench workloads                 # everything

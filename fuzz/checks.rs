@@ -1,5 +1,5 @@
 //! The checks the fuzz targets run on each input. Shared, by `#[path]`, with the plain tests in
-//! `flow-runtime/tests/reliability_hostile.rs`, which drive them with proptest inputs on stable.
+//! `flow-runtime/tests/it/reliability_hostile.rs`, which drive them with proptest inputs on stable.
 
 #![allow(dead_code)]
 

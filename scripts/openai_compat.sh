@@ -4,7 +4,7 @@
 # same tests through .ci/litellm.sh; this script is for running them (and the example) locally.
 #
 #   scripts/openai_compat.sh           # the compat tests, then the customer_service example
-#   scripts/openai_compat.sh tests     # only the tests (flow-runtime/tests/openai_compat.rs)
+#   scripts/openai_compat.sh tests     # only the tests (flow-runtime/tests/it/openai_compat.rs)
 #   scripts/openai_compat.sh example   # only the example
 #   scripts/openai_compat.sh serve     # start the server and wait (Ctrl-C stops it)
 #
@@ -82,9 +82,12 @@ if [[ $mode == serve ]]; then
 fi
 
 if [[ $mode == all || $mode == tests ]]; then
-    echo "== cargo test --test openai_compat, against the server"
+    echo "== cargo test --test it -- openai_compat::, against the server"
+    log=$work/tests.log
     AGENTFLOW_OPENAI_COMPAT_URL=$url AGENTFLOW_OPENAI_COMPAT_KEY=$key \
-        cargo test -p flow-runtime --features openai --test openai_compat
+        cargo test -p flow-runtime --features openai --test it -- openai_compat:: 2>&1 | tee "$log"
+    # A filter that matches nothing passes silently.
+    grep -q '^test openai_compat::' "$log" || { echo "no openai_compat test ran" >&2; exit 1; }
 fi
 
 if [[ $mode == all || $mode == example ]]; then

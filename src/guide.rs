@@ -64,3 +64,6 @@ pub struct Performance;
 /// (`cargo test -p agentflow --features temporal --doc`).
 #[cfg_attr(feature = "temporal", doc = include_str!("../docs/src/temporal.md"))]
 pub struct Temporal;
+
+#[doc = include_str!("../docs/src/architecture.md")]
+pub struct Architecture;

@@ -26,7 +26,7 @@
 //! [`TurnCase::new`](set::TurnCase::new) build a set in Rust:
 //!
 //! ```ignore
-//! // (Needs `flow!`, from the `agentflow` facade; run in its tests/eval_typed.rs.)
+//! // (Needs `flow!`, from the `agentflow` facade; run in its tests/it/eval_typed.rs.)
 //! use agentflow::eval::set::{EvalCase, EvalSet, TurnCase};
 //!
 //! flow! { Desk: dyn triage => [dyn refund, dyn complaint] }

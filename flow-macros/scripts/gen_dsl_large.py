@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/dsl_large.rs: a 200-agent flow (a root, 9 desks, 190 leaves) whose agents all
+"""Writes tests/it/dsl_large.rs: a 200-agent flow (a root, 9 desks, 190 leaves) whose agents all
 declare transfers, so every compile-time check runs at scale.
 
 Run from the workspace root: python3 flow-macros/scripts/gen_dsl_large.py
@@ -63,4 +63,4 @@ out.append("    assert_eq!(Large::FINGERPRINT, flow.fingerprint());")
 out.append("    assert_eq!(Large::path_of(\"a199\"), Some(&[\"a000\", \"a001\", \"a199\"][..]));")
 out.append("    assert_eq!(flow.sub_agents().len(), 9);")
 out.append("}")
-open("tests/dsl_large.rs", "w").write("\n".join(out) + "\n")
+open("tests/it/dsl_large.rs", "w").write("\n".join(out) + "\n")

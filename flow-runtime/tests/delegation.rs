@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it re-executes its own test binary as a child
+// process, naming a test by its name (`--exact`), which a module path would change.
 //! Delegation that comes back: task and single-turn nodes return their result to their parent,
 //! which runs again in the same turn; a task converses with the user over several turns of a
 //! thread first; the parent's input is scoped to the results.

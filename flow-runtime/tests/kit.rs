@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it sets a process-wide environment variable
+// (`std::env::set_var`), which other tests of a shared binary could read while it changes.
 //! The agent kit: skills loaded from folders and disclosed in three levels, `allowed-tools`
 //! enforced, skill scripts in a limited child process, the plan tool, and the file tools over
 //! the thread's values and over a jailed directory.

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it sets a process-wide environment variable
+// (`std::env::set_var`), which other tests of a shared binary could read while it changes.
 //! MCP least privilege and bounds, against a hostile stdio server (`tests/mcp/hostile.py`,
 //! plain Python, no SDK) and the reference "everything" server: an empty environment for the
 //! child, tool allow/deny lists, bounded tool lists, descriptions and results, and no wait

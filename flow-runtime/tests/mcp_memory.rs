@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a counting `#[global_allocator]`, which counts
+// every allocation of the process: other tests' allocations would count in its measures.
 //! A hostile stdio MCP server's one huge line (issue 39): 550,000 content blocks in about
 //! 15 MB. The client refuses it as it reads it, with a typed error, and its memory stays
 //! within a small multiple of the configured limits: counted by this test binary's allocator

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it sets a process-wide environment variable
+// (`std::env::set_var`), which other tests of a shared binary could read while it changes.
 //! `OpenAiChatModel` against a small HTTP/1.1 server on 127.0.0.1 that speaks the
 //! chat-completions protocol, seen as a user sees it: through a `ChatModelAgent` run.
 //!

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a kill harness: it starts copies of this test
+// binary as workers and SIGKILLs them mid-way (`--exact` entries by name).
 //! The ledger crash test across OS processes, on every durable backend: in each trial a
 //! worker process runs one turn of the paying desk (four model calls, two paying tools that
 //! append to a ledger file keyed by their idempotency key, a transfer, a sequential workflow

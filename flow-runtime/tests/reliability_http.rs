@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a counting `#[global_allocator]`, which counts
+// every allocation of the process: other tests' allocations would count in its measures.
 //! Hostile HTTP servers against `OpenAiChatModel`, each on 127.0.0.1: a line that never ends,
 //! data lines with no blank line, a huge event, an endless keep-alive stream, silent servers,
 //! a huge body, a huge error body, storms of 429 and 500. Each call ends at its configured

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a counting `#[global_allocator]`, which counts
+// every allocation of the process: other tests' allocations would count in its measures.
 //! Runaway runs and forged checkpoints: a ping-pong of transfers stops at the run's transfer
 //! limit, an agent emitting without end at its event limit, a reply with 20,000 tool calls
 //! runs only the first ones (a few at a time, in bounded memory); a checkpoint edited by hand

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it re-executes its own test binary as a child
+// process, naming a test by its name (`--exact`), which a module path would change.
 //! Interrupts, checkpoints and resume: at any depth, with state, with and without targets,
 //! and every way a checkpoint can be wrong.
 

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a kill harness: it starts copies of this test
+// binary as workers and SIGKILLs them mid-way (`--exact` entries by name).
 //! The resume claim across OS processes, on every durable backend: the test binary runs
 //! itself again as worker processes (`worker_entry`, selected by environment variables).
 //!

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it sets a process-wide environment variable
+// (`std::env::set_var`), which other tests of a shared binary could read while it changes.
 //! The store contract on the SQL stores: `SqliteStore` (feature `sqlite`) and `PostgresStore`
 //! (feature `postgres`, against the server at `AGENTFLOW_PG_URL`), and their schemas.
 #![cfg(any(feature = "sqlite", feature = "postgres"))]

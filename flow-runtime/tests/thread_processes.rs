@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a kill harness: it starts copies of this test
+// binary as workers and SIGKILLs them mid-way (`--exact` entries by name).
 //! The turn lease across OS processes, on every durable backend: the test binary runs itself
 //! again as worker processes (`turn_worker`, selected by environment variables).
 //!

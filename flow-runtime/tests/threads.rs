@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it re-executes its own test binary as a child
+// process, naming a test by its name (`--exact`), which a module path would change.
 //! Conversations: threads of turns kept in a store, routed back to the agent that answered,
 //! with earlier turns reaching each agent through its context policy.
 

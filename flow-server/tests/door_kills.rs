@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a kill harness: it starts `flow-server-demo`
+// processes and SIGKILLs one mid-way, with trial counts CI sets for this binary alone.
 //! Every door durable after a crash: for each door that starts or continues a turn (15:
 //! `/turns`, background and streamed `/runs`, `/resume`, `/runs` with `resume`,
 //! `/runs/{run}/resume` of a cancelled run, the Agent Protocol's background, waited and

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it installs a process-wide tracing subscriber
+// (`set_global_default`, once per process).
 //! Logs and spans joined to a conversation: one access-log line per request (no body, no
 //! token), and a `turn` root span (flow, thread, turn, run id, request id, principal) above
 //! every span the run opens, on the SSE turns and on the background runs alike.

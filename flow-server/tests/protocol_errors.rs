@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it installs a process-wide tracing subscriber
+// (`set_global_default`, once per process).
 //! A model outage seen through A2A and AG-UI: the client sees the public error (its message, its
 //! stable code and a correlation id) and nothing of the internal one (the model's URL, the OS
 //! error, the store key of the thread); the server's log has the internal error under the same

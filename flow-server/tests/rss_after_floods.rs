@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: it measures the resident memory of the process,
+// which other tests of a shared binary would change.
 //! The server's resident memory after the floods of issue 39 comes back to within 20% of its
 //! level before them (Linux: `/proc/self/statm`). One test in its own binary, so nothing else
 //! runs in the process; run it alone:

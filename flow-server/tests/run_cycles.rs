@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a counting `#[global_allocator]`, which counts
+// every allocation of the process: other tests' allocations would count in its measures.
 //! Runs outlive their connections without leaking: 200 cycles of a background run whose reader
 //! disconnects after its first events and reconnects with `Last-Event-ID`. Each cycle's
 //! reader gets every event exactly once, in order; after the cycles no task of the server is

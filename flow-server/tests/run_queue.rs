@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a kill harness: it starts `flow-server-demo`
+// processes and SIGKILLs one mid-way, with trial counts CI sets for this binary alone.
 //! Many servers, one queue: background runs wait in the store's run queue and any server
 //! process runs them.
 //!

@@ -1,3 +1,5 @@
+// Its own test binary, not a module of tests/it: a kill harness: it starts copies of this test
+// binary as workers and SIGKILLs them mid-way (`--exact` entries by name).
 //! A worker process SIGKILLed in the middle of a multi-agent turn with a paid tool: two worker
 //! processes serve the thread's task queue; when the paying call starts on one of them, that
 //! worker is killed at a random moment of the call and a new worker process takes its place.
@@ -6,7 +8,7 @@
 //! key).
 //!
 //! `AGENTFLOW_TEMPORAL_KILL_TRIALS` sets the number of trials (default 3). Needs the dev server
-//! (see tests/temporal.rs).
+//! (see tests/it/temporal.rs).
 
 mod support;
 

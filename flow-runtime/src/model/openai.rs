@@ -613,7 +613,7 @@ mod tests {
         );
 
         // A streamed reply's usage chunk is read by the LiteLLM test
-        // (tests/openai_compat.rs, usage_is_read_from_plain_and_streamed_replies).
+        // (tests/it/openai_compat.rs, usage_is_read_from_plain_and_streamed_replies).
 
         #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         struct Verdict {

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod dirs;
 pub mod journal_contract;
 pub mod ledger;
 pub mod model_server;

@@ -1,6 +1,6 @@
 """Talks to agentflow's server with the official `langgraph-sdk` client only, unchanged.
 
-Run by flow-server/tests/langgraph_sdk.rs against a real server on a loopback port:
+Run by flow-server/tests/it/langgraph_sdk.rs against a real server on a loopback port:
 AGENTFLOW_LG_URL (the server's /v1 base) and AGENTFLOW_LG_TOKEN (its bearer token). The served
 flows: `desk` (the demo customer-service desk, whose refund waits for an approval) and `slow`
 (its tool never finishes, so its runs stay running until cancelled). Exits non-zero on the first

@@ -1,5 +1,5 @@
 //! The conformance suite of the [`MemoryStore`] contract: [`run`] checks a store (ours in
-//! `tests/memory_store.rs`, or one of your own) for versions, scopes, time to live, prefixes,
+//! `tests/it/memory_store.rs`, or one of your own) for versions, scopes, time to live, prefixes,
 //! filters, search ranking by text and by meaning, and tenant isolation under attack.
 
 use std::sync::Arc;

@@ -1,0 +1,6 @@
+//! The integration tests of flow-a2a: one test binary, a module per area. Each test binary
+//! links the whole dependency graph, so one per crate keeps `cargo test` from spending its
+//! time linking.
+
+mod hostile;
+mod remote_node;

@@ -1,0 +1,5 @@
+//! The integration tests of flow-diagram: one test binary, a module per area. Each test binary
+//! links the whole dependency graph, so one per crate keeps `cargo test` from spending its
+//! time linking.
+
+mod svg;

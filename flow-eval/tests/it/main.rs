@@ -1,0 +1,16 @@
+//! The integration tests of flow-eval: one test binary, a module per area. Each test binary
+//! links the whole dependency graph, so one per crate keeps `cargo test` from spending its
+//! time linking.
+//! An area behind a feature is a `#[cfg(feature = ...)]` module here.
+//! What the tests share is in `tests/common` ([`common`]).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cassette;
+mod evalset;
+mod html_browser;
+#[cfg(feature = "openai")]
+mod litellm_record_replay;
+mod per_case;
+mod trajectory;

@@ -1,0 +1,97 @@
+//! The README shows what the code does: its Mermaid diagram is the example flow's `mermaid()`.
+
+use crate::customer_service;
+
+#[test]
+fn readme_mermaid_block_is_the_example_flows_diagram() {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```mermaid\n")
+        .expect("the README has a mermaid block")
+        + "```mermaid\n".len();
+    let end = start + readme[start..].find("```").expect("the block is closed");
+    assert_eq!(
+        readme[start..end].trim_end(),
+        customer_service::CustomerService::mermaid().trim_end(),
+        "paste CustomerService::mermaid() into the README's mermaid block"
+    );
+}
+
+/// The guide shows the example flow as a picture: `docs/src/images/customer_service.svg` is
+/// `CustomerService::svg()`. `AGENTFLOW_UPDATE_DOCS=1 cargo test --test it -- readme::` rewrites it.
+#[test]
+fn the_guides_picture_is_the_example_flows_svg() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/src/images/customer_service.svg"
+    );
+    let svg = customer_service::CustomerService::svg();
+    if std::env::var_os("AGENTFLOW_UPDATE_DOCS").is_some() {
+        std::fs::write(path, &svg).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    assert_eq!(
+        on_disk, svg,
+        "rewrite the picture: AGENTFLOW_UPDATE_DOCS=1 cargo test --test it -- readme::"
+    );
+}
+
+/// Every chapter the guide lists exists and runs as doctests (`src/guide.rs` includes it), and
+/// every old README section keeps a pointer in the README.
+#[test]
+fn every_chapter_of_the_guide_exists_and_is_a_doctest() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let summary = std::fs::read_to_string(format!("{root}/docs/src/SUMMARY.md")).unwrap();
+    let guide = std::fs::read_to_string(format!("{root}/src/guide.rs")).unwrap();
+    let mut chapters = 0;
+    for line in summary.lines() {
+        let Some(start) = line.find("](") else {
+            continue;
+        };
+        let file = &line[start + 2..line.rfind(')').unwrap()];
+        if file.is_empty() {
+            continue; // a draft chapter, waiting for its file
+        }
+        chapters += 1;
+        assert!(
+            std::path::Path::new(&format!("{root}/docs/src/{file}")).is_file(),
+            "SUMMARY.md lists {file}, which does not exist"
+        );
+        assert!(
+            guide.contains(&format!("docs/src/{file}\"")),
+            "add docs/src/{file} to src/guide.rs, so its code blocks run as doctests"
+        );
+    }
+    assert!(
+        chapters >= 8,
+        "the guide lists its chapters ({chapters} found)"
+    );
+}
+
+#[test]
+fn the_readme_is_a_front_door_that_points_to_every_old_section() {
+    let readme = include_str!("../../README.md");
+    assert!(
+        readme.lines().count() < 300,
+        "the README stays well under 300 lines: move reference text into the guide (docs/src)"
+    );
+    for section in [
+        "The model in one page",
+        "How a run proceeds",
+        "Differences from Eino",
+        "Compile errors",
+        "Interrupt, checkpoint, resume",
+        "Conversations: threads",
+        "Stores: exactly-once resume",
+        "LLM agents",
+        "Middleware, usage, telemetry, structured output",
+        "Workflow agents, deterministic transfer, agents as tools",
+        "Reliability",
+        "Serving a flow over HTTP",
+    ] {
+        assert!(
+            readme.contains(section),
+            "the README keeps a pointer to `{section}`"
+        );
+    }
+}
