@@ -13,6 +13,8 @@ mod answer_rule;
 #[cfg(feature = "anthropic")]
 mod anthropic;
 mod batch_claims;
+mod budgets;
+mod capacity;
 mod chat_agent;
 mod chat_agent_features;
 mod context_budget;
@@ -27,6 +29,8 @@ mod housekeeping;
 mod journal;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_http_bounds;
 #[cfg(feature = "mcp")]
 mod mcp_outbound;
 #[cfg(feature = "http")]

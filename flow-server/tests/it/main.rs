@@ -15,6 +15,7 @@ mod authority;
 mod authority_doors;
 mod bounded_reads;
 mod browser;
+mod budget_code;
 mod failed_streams;
 mod http;
 mod idempotency;

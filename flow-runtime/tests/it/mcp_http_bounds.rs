@@ -2,7 +2,6 @@
 //! line ([`McpLimits::max_message_bytes`]): a hostile server (`tests/mcp/hostile.py --http`,
 //! plain Python) answering a call with a 15 MB body gets a typed limit error, not 15 MB read
 //! into memory, and the connection serves the next call. Python 3 is on every CI machine.
-#![cfg(feature = "mcp")]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -1,9 +1,7 @@
 //! A run stopped by its budget reaches a client with the public code `budget_exceeded` and the
 //! public message, never the internal text.
 
-mod common;
-
-use common::{spawn, turn, TOKEN};
+use crate::common::{spawn, turn, TOKEN};
 use flow_runtime::budget::{BudgetLimits, Budgets};
 use flow_runtime::InMemoryStore;
 use flow_server::{AppState, Auth};
