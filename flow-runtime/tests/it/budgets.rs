@@ -1,7 +1,6 @@
 //! Budgets: each kind stops a run before the call that would cross it, and not before; usage
 //! and spending roll up through a task, an agent tool and a recovered turn.
 
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
