@@ -351,6 +351,23 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<(Duration, bool
             .await
             .unwrap();
         cancelled = run["run_id"].as_str().unwrap().to_owned();
+        // Cancelled once it runs: a cancel that reaches a run still pending has no safe point
+        // to wait for, and ends it where it is.
+        for _ in 0..1_000 {
+            let info: Value = client
+                .get(format!("{runs}/{cancelled}"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if info["status"] != "pending" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let stop = client
             .post(format!("{runs}/{cancelled}/cancel"))
             .bearer_auth(TOKEN)
