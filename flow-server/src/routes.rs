@@ -212,7 +212,7 @@ pub async fn post_turn(
         }
         turn_request = turn_request.run_id(keyed.run_id);
     }
-    let permit = state.turn_permit(&key.tenant, &key.store_id())?;
+    let permit = state.admit_run(&key.tenant, &key.store_id())?;
     let turn = served.runner().turn(turn_request).await?;
     let span = turn::turn_span(
         &key.flow,
@@ -281,7 +281,7 @@ pub async fn post_resume(
     }
     head_of(&state, &key).await?;
     let served = state.flow(&flow)?;
-    let permit = state.turn_permit(&key.tenant, &key.store_id())?;
+    let permit = state.admit_run(&key.tenant, &key.store_id())?;
     // Who may answer is the engine's to check (the flow's approvals, as its runner's rule).
     let mut resume = flow_runtime::TurnRequest::resume(key.store_id(), targets).by(&principal);
     if let Some(run_id) = run_id {

@@ -166,23 +166,13 @@ impl AppState {
         &self.0.outbound
     }
 
-    /// A place for one more background run of thread `thread` (a store id) of `tenant`, held
-    /// until the run ends (see [`crate::run_slots`]): 503 when the process is full, 429 when
-    /// the tenant is at one of its limits.
-    pub(crate) fn admit_run(
-        &self,
-        tenant: &str,
-        thread: &str,
-    ) -> Result<crate::run_slots::Admitted, ApiError> {
-        self.0.run_slots.admit(tenant, thread)
-    }
-
-    /// A place for one more streamed turn or resume of thread `thread` (a store id) of
-    /// `tenant`, held until its event stream ends: the same places and per-tenant limits as
-    /// background runs (see [`crate::run_slots`]), so one tenant's streams cannot take the
-    /// process's places from the others: 503 when the process is full
+    /// A place for one more run of thread `thread` (a store id) of `tenant`, through any
+    /// door: a background run, or a streamed turn or resume (`/turns`, `/resume`, A2A, AG-UI),
+    /// held until the run or its event stream ends (see [`crate::run_slots`]). The same places
+    /// and per-tenant limits for every door, so one tenant's streams cannot take the process's
+    /// places from the others: 503 when the process is full
     /// ([`Limits::max_concurrent_turns`]), 429 when the tenant is at one of its limits.
-    pub(crate) fn turn_permit(
+    pub(crate) fn admit_run(
         &self,
         tenant: &str,
         thread: &str,

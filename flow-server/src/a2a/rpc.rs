@@ -442,7 +442,7 @@ impl Call {
                 };
                 // Who may answer is the engine's to check (the flow's approvals).
                 let permit = app
-                    .turn_permit(&key.tenant, &store_id)
+                    .admit_run(&key.tenant, &store_id)
                     .map_err(map::rpc_error)?;
                 let mut request = TurnRequest::resume(&store_id, targets).by(&self.principal);
                 if let Some(run_id) = run_id {
@@ -468,7 +468,7 @@ impl Call {
                 }
                 let text = map::user_text(&message)?;
                 let permit = app
-                    .turn_permit(&key.tenant, &store_id)
+                    .admit_run(&key.tenant, &store_id)
                     .map_err(map::rpc_error)?;
                 let mut request =
                     TurnRequest::new(&store_id, Message::user(text)).by(&self.principal);

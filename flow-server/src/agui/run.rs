@@ -104,7 +104,7 @@ pub(crate) async fn run(
                 map::resume_targets(&input.resume, &pending)
             }
             .map_err(ApiError::Conflict)?;
-            let permit = state.turn_permit(&key.tenant, &key.store_id())?;
+            let permit = state.admit_run(&key.tenant, &key.store_id())?;
             (
                 runner
                     .turn(with_id(
@@ -135,7 +135,7 @@ pub(crate) async fn run(
                     text.len()
                 )));
             }
-            let permit = state.turn_permit(&key.tenant, &key.store_id())?;
+            let permit = state.admit_run(&key.tenant, &key.store_id())?;
             (
                 runner
                     .turn(with_id(
