@@ -14,11 +14,12 @@ use flow_server::{AppState, Auth, Limits, Principal, Scope};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-const FLOODER: &str = "flooder-token-0123456789abcdef";
-const OTHER: &str = "other-tenant-token-0123456789ab";
+pub(super) const FLOODER: &str = "flooder-token-0123456789abcdef";
+pub(super) const OTHER: &str = "other-tenant-token-0123456789ab";
 
-/// Tenant `flood` runs the gated flow `slow`; tenant `calm` the desk.
-fn state(gate: Arc<Semaphore>) -> AppState {
+/// Tenant `flood` runs the gated flow `slow`; tenant `calm` the desk (also the server of
+/// `turn_flood`, whose streams take the same places).
+pub(super) fn state(gate: Arc<Semaphore>) -> AppState {
     let slow = FnAgent::new("slow", move |cx, _| {
         let gate = Arc::clone(&gate);
         async move {

@@ -4,54 +4,13 @@
 //! `Retry-After`, the other tenant's streamed turns are served throughout, and the flood's
 //! places come back when its streams end. Bounded counts, no timing.
 
-use crate::common;
-
 use std::sync::Arc;
 
-use common::spawn;
-use flow_runtime::{FlowAgent, FnAgent};
-use flow_server::{AppState, Auth, Limits, Principal, Scope};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-const FLOODER: &str = "flooder-token-0123456789abcdef";
-const OTHER: &str = "other-tenant-token-0123456789ab";
-
-/// Tenant `flood` and tenant `calm`; the flow `slow` waits at a gate before it answers.
-fn state(gate: Arc<Semaphore>) -> AppState {
-    let slow = FnAgent::new("slow", move |cx, _| {
-        let gate = Arc::clone(&gate);
-        async move {
-            gate.acquire().await.unwrap().forget();
-            cx.say("done at last");
-            Ok(())
-        }
-    });
-    AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
-        .flow("slow", FlowAgent::new(slow))
-        .auth(Auth::tokens([
-            (
-                FLOODER,
-                Principal::new("fay")
-                    .tenant("flood")
-                    .scopes([Scope::Chat, Scope::Read]),
-            ),
-            (
-                OTHER,
-                Principal::new("otto")
-                    .tenant("calm")
-                    .scopes([Scope::Chat, Scope::Read]),
-            ),
-        ]))
-        .limits(Limits {
-            max_concurrent_turns: 12,
-            max_running_threads_per_tenant: 4,
-            ..Limits::default()
-        })
-        .build()
-        .unwrap()
-}
+use super::run_flood::{state, FLOODER, OTHER};
+use crate::common::{self, spawn};
 
 async fn turn(base: &str, token: &str, flow: &str, thread: &str) -> reqwest::Response {
     common::client()
