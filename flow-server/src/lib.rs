@@ -171,6 +171,10 @@
 //! at most `max_events` per run (older ones are dropped first); attaching after an id the run never
 //! gave is `AttachError::UnknownEvent`, after one no longer kept `AttachError::Expired`.
 //!
+//! Without a run queue, runs live in the memory of the server process that started them (the
+//! thread they record lives in the store). Runs started through the Agent Protocol
+//! (`/threads/{id}/runs`) and streamed runs (`"stream": true`) are not queued.
+//!
 //! Webhooks: see [`webhooks`].
 //!
 //! # The run queue
