@@ -1,5 +1,5 @@
 //! W9: the latency of one turn of a thread against the thread's length ("Performance
-//! budget" in docs/src/architecture.md; figures in BENCHMARKS.md).
+//! budget" and figures in BENCHMARKS.md).
 //!
 //! ```text
 //! cargo bench --bench w9_threads

@@ -1,6 +1,5 @@
-//! Criterion benches of the workloads W1–W5 ("Performance budget" in
-//! docs/src/architecture.md; BENCHMARKS.md has the figures and how they compare with the
-//! anchors).
+//! Criterion benches of the workloads W1–W5 (BENCHMARKS.md: their "Performance budget", the
+//! figures and how they compare with the anchors).
 //!
 //! ```text
 //! cargo bench --bench workloads                 # everything

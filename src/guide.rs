@@ -36,9 +36,6 @@ pub struct DurableExecution;
 #[cfg_attr(feature = "server", doc = include_str!("../docs/src/server.md"))]
 pub struct Server;
 
-#[doc = include_str!("../docs/src/runs.md")]
-pub struct Runs;
-
 #[doc = include_str!("../docs/src/security.md")]
 pub struct Security;
 

@@ -1,5 +1,4 @@
-//! The workloads of the guide's "Performance budget" (docs/src/architecture.md), shared by the
-//! bench binaries.
+//! The workloads of the "Performance budget" (BENCHMARKS.md), shared by the bench binaries.
 //!
 //! They mirror the Python anchors (`bench/anchors/README.md` in the shared folder): the same
 //! trees, agent names, user message and answers, on scripted agents with no latency, so the

@@ -16,6 +16,13 @@
 //! run's [`Host`](crate::host::Host) clock, from the run's first check (a resumed run starts
 //! its clock again: the time it waited for an answer is not counted).
 //!
+//! A recovered turn answers its already-journaled model calls from the journal: their usage
+//! still counts, once, so the recovered turn's report equals the sum of its model calls.
+//! Per-agent limits hold over all of an agent's runs within the run. Budgets are per run and
+//! per agent; budgets per thread and per tenant per period are not built yet. Parallel lanes
+//! are checked independently, so calls in flight at the same moment can together pass a limit
+//! by the calls of one round.
+//!
 //! ```
 //! use std::time::Duration;
 //! use flow_core::budget::{Budgets, BudgetLimits, ModelPrice};

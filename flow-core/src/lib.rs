@@ -62,7 +62,8 @@
 //! ```
 #![warn(missing_docs)]
 
-// The bands (README "Layout"): each module imports only the bands above it in this list.
+// The bands (the guide's "Architecture" chapter): each module imports only the bands above it
+// in this list.
 //
 // band 0, words: message, input, usage, stream, run_path, transfer, context_form, limits,
 //   error, ids, trace, event/, resume, host, budget

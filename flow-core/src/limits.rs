@@ -15,6 +15,19 @@ use std::sync::Arc;
 
 /// Bounds on one run, set with `RunnerBuilder::limits`.
 ///
+/// Every limit of a run, these and the others, in one table:
+///
+/// | limit | default | set with | when met |
+/// | --- | --- | --- | --- |
+/// | transfers per run | 1,000 | `RunnerBuilder::limits(RunLimits::default().max_transfers(n))` | one `AgentError::LimitReached` event, run ends |
+/// | recorded events per run | 100,000 | `RunLimits::max_events` | same |
+/// | tool calls run per model reply | 128 | `ChatModelAgentBuilder::max_tool_calls_per_reply` | later calls answered `ToolError::NotRun` (the model reads why) |
+/// | tool calls running at once | 16 | `ChatModelAgentBuilder::max_concurrent_tool_calls` | the rest wait (results stay in call order) |
+/// | HTTP connect / first byte / idle / total | 10 s / 300 s / 120 s / 900 s | `OpenAiConfig::limits(HttpLimits …)` | `ModelError::Timeout` (retryable) |
+/// | response body / error body | 32 MiB / 64 KiB | `HttpLimits::max_body_bytes` / `max_error_body_bytes` | `ModelError::LimitExceeded` / body cut |
+/// | SSE line / SSE event | 4 MiB / 16 MiB | `HttpLimits::max_sse_line_bytes` / `max_sse_event_bytes` | `ModelError::LimitExceeded` |
+/// | checkpoint size on read | 64 MiB | `RunnerBuilder::checkpoint_codec(CheckpointCodec::default().max_checkpoint_bytes(n))` | `CheckpointError::TooLarge` |
+///
 /// ```
 /// use flow_runtime::RunLimits;
 /// let limits = RunLimits::default().max_transfers(200_000);

@@ -57,8 +57,8 @@
 // agent) is part of this crate's root, as if written here.
 pub use flow_core::*;
 
-// The bands (README "Layout"): each module imports only the bands above it in this list (the
-// engine's bands, in `flow-core`, come first).
+// The bands (the guide's "Architecture" chapter): each module imports only the bands above it
+// in this list (the engine's bands, in `flow-core`, come first).
 //
 // band 1, contracts: the model clients; the stores
 pub mod model;

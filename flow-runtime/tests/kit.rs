@@ -627,10 +627,10 @@ fn the_deep_agent_preset_explains_and_gives_its_kit() {
 }
 
 /// What each level of disclosure costs in tokens (OpenAI's o200k tokenizer), for the two skills
-/// of `tests/fixtures/skills`: the numbers the guide's "Skills and the agent kit" chapter shows.
+/// of `tests/fixtures/skills`: the numbers the rustdoc of `Skills` shows.
 #[cfg(feature = "tiktoken")]
 #[tokio::test]
-async fn each_level_of_disclosure_costs_what_the_guide_says() {
+async fn each_level_of_disclosure_costs_what_the_docs_say() {
     use flow_runtime::history::{TiktokenCounter, TokenCounter};
     let tokens = |text: &str| TiktokenCounter::o200k().count(&Message::user(text));
     let skills = Skills::load_dir(fixtures()).unwrap();

@@ -6,6 +6,36 @@ use std::time::Duration;
 /// What the server accepts and sends. Each has a safe default; a request over a limit gets a
 /// JSON error naming it (the status is given with each field).
 ///
+/// The limits at a glance (each field below says more):
+///
+/// | limit | default | when met |
+/// | --- | --- | --- |
+/// | request body / user message / one SSE event | 64 KiB / 16 KiB / 1 MiB | 413 (at once when `Content-Length` announces more, on every endpoint that reads a body: `/v1`, A2A, AG-UI, the Agent Protocol) / 400 / an `error` event in place of the event |
+/// | time to send a request's head (and idle time between requests) | 10 s | connection closed (slowloris) |
+/// | time to send a request's body | 10 s | 408 `request_timeout` |
+/// | request head size | 32 KiB | 431 from the HTTP layer (no body) |
+/// | open connections | 4,096 | 503 `overloaded`, `Retry-After: 1`, connection closed |
+/// | turns and resumes running at once | 1,024 | 503 `overloaded`, `Retry-After: 1`, nothing runs |
+/// | how long one turn streams | 10 min | an `error` event, the turn is cancelled and not recorded |
+///
+/// Against floods and unbounded reads (per tenant, and what other parts of the server bound):
+///
+/// | what | limit (default) | past it |
+/// | --- | --- | --- |
+/// | threads of one tenant with a background run going | `Limits::max_running_threads_per_tenant` (256) | `429 too_many_runs`, `Retry-After: 5` |
+/// | runs of one tenant waiting behind another run of their thread (`enqueue`, ...) | `Limits::max_waiting_runs_per_tenant` (256); a waiting run holds no turn place: its thread's one place passes down the line | `429 too_many_runs` |
+/// | runs of one tenant and flow in the run queue | `Limits::max_queued_runs_per_tenant` (1,000; counted before the run is queued, so servers queueing at the same instant may pass it by a few); workers claim the tenant with the fewest runs running first | `429 too_many_runs` |
+/// | turns and runs in the process | `Limits::max_concurrent_turns` (1,024): a streamed turn (`/turns`, `/resume`, A2A, AG-UI) takes a place for as long as it runs; the per-tenant limits above are for background runs | `503 overloaded`, `Retry-After: 1` |
+/// | a cancel of a waiting run | ends it at once, whatever its mode | |
+/// | Agent Protocol thread `metadata` | 16 KiB of JSON, kept in the store (never in the process's memory), removed with the thread | 400 |
+/// | `POST /threads/{t}/history` | 20 states and 4 MiB a page (`limit` is cut to it; `before` for the next page) | the page ends |
+/// | lists (`GET .../threads`, `GET .../runs`, a thread's `timeline`, a thread's and a flow's `interrupts`, the Agent Protocol's runs) | 100 a page (`?limit=N&offset=M`, `next_offset`) | the page ends |
+/// | a request head, a long URL included | `Limits::max_header_bytes` (32 KiB) | 431, no body |
+/// | a refused request with a body | the body is never read | `Connection: close` |
+/// | an MCP call | its `call_timeout` bounds all of it: the connection's lock, a reconnect, the tool list read before and after | `CallTimedOut` (after an error answer, the answer stands) |
+/// | an MCP stdio server's message | `McpLimits::max_message_bytes` (16 MiB) and `max_result_blocks` (1,024), counted as it is read, before parsing | `LimitExceeded` |
+/// | outbound deliveries of one tenant | 8 in flight, 1,000 waiting (see the outbound policy) | dropped, logged |
+///
 /// ```
 /// use std::time::Duration;
 /// use flow_server::Limits;

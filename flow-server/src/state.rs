@@ -493,7 +493,7 @@ impl ServerBuilder {
         self
     }
 
-    /// Runs background runs from `queue` (see the `queue` section of the runs chapter):
+    /// Runs background runs from `queue` (see "The run queue" in the crate's docs):
     /// `POST .../runs` without `stream` enqueues the run and answers its id at once, and every
     /// process serving this state runs [`QueueOptions::workers`](crate::QueueOptions) workers
     /// that claim queued runs ([`serve_until`](crate::serve_until) starts them; a process that

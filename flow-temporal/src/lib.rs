@@ -13,6 +13,35 @@
 //! Temporal SDK needs `protoc` and Rust 1.92 to build, and the workspace's
 //! `cargo test --workspace` must build without them. The guide's chapter "Scaling out on
 //! Temporal" says how to run it.
+//!
+//! # Payload sizes
+//!
+//! Every activity's input and result is a Temporal payload stored in the workflow's history: a
+//! model call carries the conversation so far, a tool call its arguments, and each result its
+//! text. Temporal refuses payloads over 2 MB (and warns from 512 KB), and a history is capped at
+//! 50 MB and 51,200 events. Keep tool results small; a tool that produces a large document should
+//! store it (a blob store, a database) and return a reference. Storing large results by reference
+//! automatically, and continue-as-new to keep a long thread's history bounded, are not done yet.
+//!
+//! # What happens when something fails
+//!
+//! | failure | what happens |
+//! | --- | --- |
+//! | a worker dies during a model call | the activity times out (120 s per attempt) and runs again on another worker |
+//! | a worker dies during a tool call | the activity times out (10 s per attempt, `ThreadStart::tool_timeout_ms`); an idempotent tool runs again under the same key, a non-idempotent one is reported to the model as "may or may not have happened" |
+//! | a worker dies between calls | another worker replays the workflow's history through the orchestration (no call runs again) and goes on |
+//! | a model keeps failing | after its retries, the agent's run ends with an error event naming the agent and the failure; the turn ends |
+//! | an answer by the requester, or without `approve` | the update's validator refuses it; nothing enters the history; the question still waits |
+//! | a flow changed under running threads (an agent renamed, a tool removed) | the workflow's commands no longer match its history: the workflow task fails with Temporal's non-determinism error (TMPRL1100) and waits; deploy the old flow for old threads, or version the change |
+//!
+//! # Retries
+//!
+//! A model call retries with exponential backoff (1 s, doubling, up to 30 s, six
+//! attempts); an error that says retrying cannot help (a 4xx other than 429) is not retried. A
+//! tool that declared itself non-idempotent (`Tool::idempotent` is `false`) runs at most once:
+//! if its worker dies during the call, the model is told the call may or may not have happened.
+//! An idempotent tool (one that deduplicates on `ToolContext::idempotency_key`, or has no side
+//! effects) is retried; every attempt gets the same key.
 
 pub mod effects;
 pub mod flows;

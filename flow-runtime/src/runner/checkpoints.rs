@@ -49,6 +49,14 @@ impl Checkpoints<'_> {
     /// have a store of its own runs (thread turns resume with
     /// [`TurnRequest::resume`](crate::TurnRequest::resume)).
     ///
+    /// A held claim keeps the exactly-once promise: if it is old enough for its lease to have
+    /// run out it is renewed first, and if another worker took it over meanwhile
+    /// `ResumeRequest::claimed` gives `StoreError::ClaimLost` and runs nothing; an unused
+    /// [`HeldClaim`](crate::HeldClaim) is given back when dropped (or its lease runs out). Keep
+    /// batches small next to the lease (a batch of 32 resumes of a second each with the default
+    /// five-minute lease), so the last claim of a batch is not stale by the time its turn comes.
+    /// W8 in BENCHMARKS.md measures what batches buy.
+    ///
     /// ```
     /// use std::collections::HashMap;
     /// use std::sync::Arc;

@@ -31,7 +31,32 @@
 //! again and resumes it with the same answers, replaying the journal's steps past the
 //! checkpoint. The steps of runs nested in tool calls (an agent tool's) are journaled beside
 //! (see `journal_nested`) and replayed the same way, the agent tool running again so that its
-//! events are delivered again with their nested run paths.
+//! events are delivered again with their nested run paths. In `Sync`, a nested tool call also
+//! waits until the nested reply that asked for it is stored. Recovery marks and nested journals
+//! are deleted once their part is recorded, with the thread, and by `purge` for pruned turns
+//! (`PurgeReport::marks_removed`).
+//!
+//! A new turn that stops for an interrupt saves its checkpoint, then records the interrupt in
+//! the thread; its start mark names the checkpoint's id before the turn runs anything. If the
+//! worker dies between the two writes, recovery withdraws that checkpoint and the recovered
+//! turn saves its own, so an approvals screen ([`Checkpoints::pending`](crate::Checkpoints::pending))
+//! never lists a second checkpoint whose approval would run the turn's continuation again.
+//!
+//! A dead turn whose thread moved on (an `update_state` after the dead worker's lease ran out)
+//! is [`RecoverError::Superseded`]: not run again (it could diverge and pay twice), not
+//! recorded; its `unrecorded` field holds the journaled steps that took effect (a paid tool's
+//! result with its idempotency key) for the service to act on. The turn's journal stays
+//! readable with `Runner::journal` until the thread's next turn replaces it.
+//!
+//! # Limits
+//!
+//! Recovery covers new and resumed turns of threads; a `RunRequest::checkpoint` run restarts
+//! from its last checkpoint. A journaled result of a tool that attaches an action is replayed
+//! as its text only, without its action, so such a turn diverges from its journal on recovery
+//! (an error event, nothing written); so does a parallel workflow whose lanes record their
+//! events in another order than before. An agent tool whose nested run journaled nothing (a
+//! code agent only) is answered with its journaled result, without its nested events. `Exit`
+//! turns write no journal and cannot be recovered (a new turn replaces them).
 
 use std::sync::{Arc, Mutex};
 

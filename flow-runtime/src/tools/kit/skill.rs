@@ -104,6 +104,11 @@ impl Skill {
     /// unknown fields refused), checks each field against the format's rules (the name is the
     /// folder's name) and lists the files under `scripts/`, `references/` and `assets/`.
     ///
+    /// The rules: the name has 1 to 64 lowercase letters, digits and single hyphens and is the
+    /// folder's name; the description is not empty and has at most 1,024 characters;
+    /// `compatibility` has at most 500; `metadata` maps strings to strings; `allowed-tools` is
+    /// one space-separated string; unknown fields are refused.
+    ///
     /// # Errors
     ///
     /// A [`SkillError`] naming the file and the field, with what to write.

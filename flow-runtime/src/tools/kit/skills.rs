@@ -32,6 +32,26 @@ pub const MAX_RESOURCE_BYTES: usize = 64 * 1024;
 
 /// The skills of an agent.
 ///
+/// The agent sees a skill in three steps, each only when it asks for it: the catalog
+/// ([`Skills::catalog`], one line per skill, for the instruction); the instructions, when the
+/// model calls `load_skill` (the body of its `SKILL.md` and the list of its files; the skill is
+/// then active for the rest of the run); a resource, when it calls `read_skill_resource` with a
+/// listed path of a loaded skill (up to 64 KiB; `..`, absolute paths and links out of the
+/// folder reach nothing). What each level costs, for the two skills of
+/// `flow-runtime/tests/fixtures/skills` in OpenAI's o200k tokenizer (each text counted as one
+/// message; `cargo test -p flow-runtime --features tiktoken --test kit each_level` holds these
+/// numbers):
+///
+/// | level | what the model gets | tokens |
+/// | --- | --- | --- |
+/// | 1, always | the catalog: the preamble and one line per skill (2 skills) | 98 |
+/// | 2, on `load_skill` | `release-notes`' instructions and its list of files | 85 |
+/// | 3, on `read_skill_resource` | `references/style.md` | 26 |
+///
+/// While a loaded skill declares `allowed-tools`, the agent may call only those tools (and the
+/// skill tools): tools wrapped with [`Skills::guard`] refuse any other call, and the model reads
+/// why. With several restricting skills loaded, a tool any of them allows may be called.
+///
 /// ```
 /// use flow_runtime::kit::Skills;
 /// let dir = std::env::temp_dir().join(format!("skills-doc-{}", std::process::id()));

@@ -20,6 +20,11 @@
 //! answered to the model as a [`ToolError::Failed`](crate::ToolError::Failed) carrying that text, so the model can
 //! correct itself; so are protocol errors and the failures of [`McpError`].
 //!
+//! Each call asks its server for progress (a progress token in the request): every
+//! `notifications/progress` the server sends for it becomes a progress event of the call
+//! (see `ToolContext::progress`), `{"progress": 2.0, "total": 5.0, "message": ...}` (`total`
+//! and `message` when the server gives them), before the call's result.
+//!
 //! # Restarts, tool-list changes, hanging servers
 //!
 //! - **A server that exits or drops the connection.** The call that was running fails with
