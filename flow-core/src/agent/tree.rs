@@ -383,17 +383,25 @@ impl FlowAgent {
             .find(|&i| &*self.tree.nodes[i].name == target)
     }
 
-    /// The context forms of a transfer from this agent whose call reads like `call` (the
-    /// same text and tool calls, ids aside: a model's transfer reply).
+    /// The context forms of a transfer from this agent whose call is like `call` (a model's
+    /// transfer reply): the neighbour whose arrival call has the same arguments. Only found,
+    /// not checked: a form made ahead is used only for a message that reads the same as the
+    /// one it was made for, which the session checks when it records the event
+    /// (`SessionEvent::from_event`).
     pub(crate) fn transfer_forms_like(&self, call: &Message) -> Option<TransferForms> {
-        let is_transfer = call.tool_calls.len() == 1
-            && call.tool_calls[0].name == crate::transfer::TRANSFER_TOOL_NAME;
-        if !is_transfer {
+        let [only] = call.tool_calls.as_slice() else {
+            return None;
+        };
+        if only.name != crate::transfer::TRANSFER_TOOL_NAME {
             return None;
         }
-        let to = self
-            .neighbours()
-            .find(|&i| crate::context_form::reads_the_same(&self.tree.nodes[i].arrival.0, call))?;
+        let to = self.neighbours().find(|&i| {
+            let arrival = &self.tree.nodes[i].arrival.0;
+            arrival
+                .tool_calls
+                .first()
+                .is_some_and(|c| c.arguments == only.arguments)
+        })?;
         self.departure_forms(to)
     }
 

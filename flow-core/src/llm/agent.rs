@@ -468,8 +468,17 @@ impl ChatModelAgent {
             system_text(&instruction, transfer_text.as_deref())
                 .map(|t| Arc::new(Message::system(t)))
         });
+        let transfer_args = targets
+            .iter()
+            .map(|t| {
+                serde_json::json!({ "agent_name": &*t.name })
+                    .to_string()
+                    .into()
+            })
+            .collect();
         Toolset {
             targets,
+            transfer_args,
             payloads,
             definitions: definitions.into(),
             transfer_text,

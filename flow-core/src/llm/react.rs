@@ -418,6 +418,10 @@ impl ChatModelAgent {
                 Box::pin(self.stream_attempt(cx, request, attempt))
                     .instrument(span.clone())
                     .await
+            } else if span.is_none() {
+                // No subscriber wants the span: the call is not wrapped in it (a wrapper
+                // enters and leaves even a span that is none on every poll).
+                self.model.generate(request).await.map(Arc::new)
             } else {
                 self.model
                     .generate(request)

@@ -24,6 +24,9 @@ use crate::transfer::TRANSFER_TOOL_NAME;
 /// The tools of one run: the agent's own plus the built-ins this node gets.
 pub(super) struct Toolset {
     pub(super) targets: Vec<AgentInfo>,
+    /// Each target's transfer arguments as models write them (`{"agent_name":"X"}`, JSON's
+    /// compact form), in `targets`' order: a call with exactly these is taken without a parse.
+    pub(super) transfer_args: Vec<Box<str>>,
     /// The payloads the targets declare, by name.
     pub(super) payloads: Vec<(Arc<str>, crate::agent::Payload)>,
     pub(super) definitions: Arc<[ToolDefinition]>,
@@ -52,6 +55,7 @@ impl Toolset {
             .collect();
         Toolset {
             targets: self.targets.clone(),
+            transfer_args: self.transfer_args.clone(),
             payloads: self.payloads.clone(),
             definitions: self.definitions.iter().chain(&frontend).cloned().collect(),
             transfer_text: self.transfer_text.clone(),
@@ -449,20 +453,36 @@ impl ChatModelAgent {
         call: &ToolCall,
         ending: &mut Option<Action>,
     ) -> CallOutcome {
-        let args: TransferArgs = parse_arguments(TRANSFER_TOOL_NAME, &call.arguments)?;
+        // Most calls carry a target's arguments exactly as `transfer_args` has them: no parse.
+        let known = toolset
+            .transfer_args
+            .iter()
+            .position(|args| **args == *call.arguments)
+            .map(|i| &toolset.targets[i].name);
+        let parsed: TransferArgs;
+        let agent_name: &str = match known {
+            Some(name) => name,
+            None => {
+                parsed = parse_arguments(TRANSFER_TOOL_NAME, &call.arguments)?;
+                &parsed.agent_name
+            }
+        };
         if let Some(earlier) = ending {
             return Err(not_run(TRANSFER_TOOL_NAME, earlier));
         }
         // The target's own name when it is one (shared, not copied into the action).
-        let target = toolset
-            .targets
-            .iter()
-            .find(|t| *t.name == args.agent_name)
-            .map(|t| Arc::clone(&t.name));
+        let target = match known {
+            Some(name) => Some(Arc::clone(name)),
+            None => toolset
+                .targets
+                .iter()
+                .find(|t| *t.name == *agent_name)
+                .map(|t| Arc::clone(&t.name)),
+        };
         let legal = target.is_some();
         if !legal && self.illegal_transfer == IllegalTransfer::ReturnToModel {
             return Err(ToolError::IllegalTransfer {
-                target: args.agent_name.into(),
+                target: agent_name.into(),
                 available: toolset
                     .targets
                     .iter()
@@ -473,7 +493,7 @@ impl ChatModelAgent {
         if let Some((_, expected)) = toolset
             .payloads
             .iter()
-            .find(|(name, _)| **name == *args.agent_name)
+            .find(|(name, _)| **name == *agent_name)
         {
             let given = serde_json::from_str::<serde_json::Value>(&call.arguments)
                 .ok()
@@ -482,12 +502,12 @@ impl ChatModelAgent {
             let why = match &given {
                 None => Some(format!(
                     "agent '{}' needs a payload (a {}): give it as the `payload` argument",
-                    args.agent_name, expected.type_name
+                    agent_name, expected.type_name
                 )),
                 Some(p) => expected.check(p).err().map(|e| {
                     format!(
                         "the payload for agent '{}' is not a {}: {e}",
-                        args.agent_name, expected.type_name
+                        agent_name, expected.type_name
                     )
                 }),
             };
@@ -497,14 +517,14 @@ impl ChatModelAgent {
         }
         let action = match target {
             Some(name) => Action::TransferToAgent(name),
-            None => Action::transfer_to(args.agent_name.as_str()),
+            None => Action::transfer_to(agent_name),
         };
         *ending = Some(action.clone());
         // The text of `transfer_messages`' result, written without `fmt`.
         const SAID: &str = "successfully transferred to agent [";
-        let mut text = String::with_capacity(SAID.len() + args.agent_name.len() + 1);
+        let mut text = String::with_capacity(SAID.len() + agent_name.len() + 1);
         text.push_str(SAID);
-        text.push_str(&args.agent_name);
+        text.push_str(agent_name);
         text.push(']');
         Ok((text, Some(action)))
     }

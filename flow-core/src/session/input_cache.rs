@@ -45,9 +45,11 @@ pub(crate) struct InputCache {
 
 /// The agents with an entry in a cache: a run has few, so a list until it has many (a new
 /// cache allocates nothing for it, where a set allocates its table). Each name is kept with
-/// its hash, so a lookup hashes once and compares numbers, as a set would.
+/// its hash, so a lookup hashes once and compares numbers, as a set would. The first is kept
+/// in place (a one-agent conversation, the most common input, allocates nothing here).
 #[derive(Default)]
 struct Authors {
+    first: Option<(u64, Arc<str>)>,
     list: Vec<(u64, Arc<str>)>,
     /// All of them, once there are more than [`LISTED_AUTHORS`].
     set: Option<rustc_hash::FxHashSet<Arc<str>>>,
@@ -67,7 +69,8 @@ impl Authors {
     }
 
     fn listed(&self, hash: u64, agent: &str) -> bool {
-        self.list.iter().any(|(h, a)| *h == hash && **a == *agent)
+        let is = |(h, a): &(u64, Arc<str>)| *h == hash && **a == *agent;
+        self.first.as_ref().is_some_and(is) || self.list.iter().any(is)
     }
 
     fn insert(&mut self, agent: &Arc<str>) {
@@ -82,12 +85,21 @@ impl Authors {
                 if self.listed(hash, agent) {
                     return;
                 }
-                if self.list.len() < LISTED_AUTHORS {
+                if self.first.is_none() {
+                    self.first = Some((hash, Arc::clone(agent)));
+                    return;
+                }
+                if self.list.len() + 1 < LISTED_AUTHORS {
                     self.list.push((hash, Arc::clone(agent)));
                     return;
                 }
-                let mut set: rustc_hash::FxHashSet<Arc<str>> =
-                    self.list.drain(..).map(|(_, a)| a).collect();
+                let mut set: rustc_hash::FxHashSet<Arc<str>> = self
+                    .first
+                    .take()
+                    .into_iter()
+                    .chain(self.list.drain(..))
+                    .map(|(_, a)| a)
+                    .collect();
                 set.insert(Arc::clone(agent));
                 self.set = Some(set);
             }
