@@ -59,7 +59,9 @@ pub struct Limits {
     pub max_waiting_runs_per_tenant: usize,
     /// Runs of one tenant and flow waiting or running in the run queue (a server with
     /// [`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)) at once (default 1,000). One
-    /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Workers claim
+    /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Counted and queued
+    /// in one step of the store ([`RunQueue::enqueue_within`](flow_runtime::store::RunQueue::enqueue_within)),
+    /// so the limit is exact across every process on one queue. Workers claim
     /// fairly across tenants: a tenant's thousand queued runs do not hold another's back.
     pub max_queued_runs_per_tenant: usize,
     /// How long one turn or resume may stream (default 10 min). A turn still running then
