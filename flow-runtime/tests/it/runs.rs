@@ -741,3 +741,49 @@ async fn events_past_the_bound_are_trimmed_and_attaching_before_them_says_so() {
     assert_eq!(tail.len(), 3);
     assert!(matches!(tail[2].item, RunItem::Ended(_)));
 }
+
+/// A thread with runs waiting or running is not deleted under them: refused with how many
+/// and the oldest (one running, two in line behind it); once they ended, it deletes at once.
+#[tokio::test]
+async fn a_thread_with_runs_going_is_not_deleted_and_deletes_once_they_ended() {
+    let gate = Arc::new(Semaphore::new(0));
+    let held = Arc::clone(&gate);
+    let slow = flow_runtime::FnAgent::new("slow", move |cx, _| {
+        let gate = Arc::clone(&held);
+        async move {
+            gate.acquire().await.unwrap().forget();
+            cx.say("done");
+            Ok(())
+        }
+    });
+    let runner = Runner::builder(FlowAgent::new(slow))
+        .stores(InMemoryStore::new())
+        .build();
+    let mut runs = Vec::new();
+    for i in 0..3 {
+        runs.push(
+            runner
+                .start(
+                    TurnRequest::new("t", Message::user(format!("run {i}")))
+                        .if_busy(DoubleText::Enqueue),
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    match runner.thread("t").delete().await {
+        Err(ThreadError::RunsGoing {
+            id,
+            runs: 3,
+            run_id,
+        }) => {
+            assert_eq!((id.as_str(), run_id.as_str()), ("t", runs[0].id()));
+        }
+        other => panic!("{other:?}"),
+    }
+    gate.add_permits(3);
+    for run in &runs {
+        assert!(matches!(run.wait().await, RunOutcome::Success { .. }));
+    }
+    assert!(runner.thread("t").delete().await.unwrap());
+}
