@@ -726,6 +726,23 @@ impl RunRegistry {
         }
     }
 
+    /// Forgets the ended runs of `thread_id` (its thread was deleted: their events, its
+    /// messages among them, go with it); a run not ended stays.
+    pub(crate) fn forget_ended(&self, thread_id: &str) {
+        let mut reg = self.lock();
+        let Some(runs) = reg.by_thread.remove(thread_id) else {
+            return;
+        };
+        let (ended, going): (Vec<_>, Vec<_>) =
+            runs.into_iter().partition(|r| r.status().is_final());
+        for run in &ended {
+            reg.by_id.remove(run.id());
+        }
+        if !going.is_empty() {
+            reg.by_thread.insert(thread_id.to_owned(), going);
+        }
+    }
+
     pub(crate) fn get(&self, run_id: &str) -> Option<RunHandle> {
         let mut reg = self.lock();
         reg.sweep();

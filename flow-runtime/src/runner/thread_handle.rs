@@ -157,7 +157,7 @@ impl ThreadHandle<'_> {
     /// oldest) while runs of it ([`Runner::start`](crate::Runner::start)) wait or run in this
     /// runner, and ([`ThreadError::Busy`]) while a turn of it runs, in this runner or another
     /// process on the same store. A run that has ended holds nothing: the thread deletes at
-    /// once.
+    /// once, and the runner forgets its ended runs with it (their events hold its messages).
     pub async fn delete(&self) -> Result<bool, ThreadError> {
         self.runner.delete_thread(&self.id).await
     }

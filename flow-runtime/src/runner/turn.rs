@@ -824,6 +824,10 @@ impl Runner {
         }
         .await;
         lease.release().await;
+        if deleted.is_ok() {
+            // Its ended runs go with it: their events hold its messages.
+            self.registry().forget_ended(thread_id);
+        }
         deleted
     }
 

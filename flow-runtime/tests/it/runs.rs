@@ -786,4 +786,7 @@ async fn a_thread_with_runs_going_is_not_deleted_and_deletes_once_they_ended() {
         assert!(matches!(run.wait().await, RunOutcome::Success { .. }));
     }
     assert!(runner.thread("t").delete().await.unwrap());
+    // Its ended runs went with it (their events held its messages).
+    assert!(runner.thread("t").runs().is_empty());
+    assert!(runner.run_handle(runs[0].id()).is_none());
 }
