@@ -269,6 +269,7 @@ pub(crate) async fn cancel_queued(
         "status": "cancelled",
         "cancel_mode": mode,
         "at_safe_point": true,
+        "before_start": true,
         "note": "cancelled while it waited in the queue: it never ran",
     });
     let state_after = settings
