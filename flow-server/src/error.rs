@@ -304,6 +304,12 @@ impl From<ThreadError> for ApiError {
                 "a turn of this thread is running; send again when it has ended (Retry-After)"
                     .into(),
             ),
+            ThreadError::RunsGoing { runs, run_id, .. } => ApiError::Busy(format!(
+                "this thread has {runs} run(s) waiting or running (the oldest: '{run_id}'); \
+                 cancel them (POST .../runs/{{run}}/cancel) or wait for them to end (GET \
+                 .../runs/{{run}}/wait), then send again; the thread's runs list shows them, \
+                 a page of 100 at a time, oldest first"
+            )),
             ThreadError::Conflict { .. } => ApiError::Conflict(
                 "another turn of this thread was recorded while this one started; send the \
                  message again"

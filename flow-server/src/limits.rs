@@ -24,9 +24,10 @@ use std::time::Duration;
 /// | --- | --- | --- |
 /// | threads of one tenant with a background run going | `Limits::max_running_threads_per_tenant` (256) | `429 too_many_runs`, `Retry-After: 5` |
 /// | runs of one tenant waiting behind another run of their thread (`enqueue`, ...) | `Limits::max_waiting_runs_per_tenant` (256); a waiting run holds no turn place: its thread's one place passes down the line | `429 too_many_runs` |
-/// | runs of one tenant and flow in the run queue | `Limits::max_queued_runs_per_tenant` (1,000; counted before the run is queued, so servers queueing at the same instant may pass it by a few); workers claim the tenant with the fewest runs running first | `429 too_many_runs` |
+/// | runs of one tenant and flow in the run queue | `Limits::max_queued_runs_per_tenant` (1,000; counted and queued in one step of the store, so it is exact across every server on one queue: SQLite's write lock, a PostgreSQL advisory lock on the tenant's prefix); workers claim the tenant with the fewest runs running first | `429 too_many_runs` |
 /// | turns and runs in the process | `Limits::max_concurrent_turns` (1,024): a streamed turn (`/turns`, `/resume`, A2A, AG-UI) takes a place for as long as it runs; the per-tenant limits above are for background runs | `503 overloaded`, `Retry-After: 1` |
-/// | a cancel of a waiting run | ends it at once, whatever its mode | |
+/// | a cancel of a run not started (waiting in line, or not begun) | ends it at once, whatever its mode: cancelled before start (`before_start: true`, the mode asked), nothing of it run | |
+/// | a thread's ended runs | kept by its runner (`RunRetention`: 1,000 ended runs, their events 10 minutes) and forgotten when the thread is deleted (their events hold its messages); a thread with runs waiting or running is not deleted | `409 busy` naming how many runs go and the oldest |
 /// | Agent Protocol thread `metadata` | 16 KiB of JSON, kept in the store (never in the process's memory), removed with the thread | 400 |
 /// | `POST /threads/{t}/history` | 20 states and 4 MiB a page (`limit` is cut to it; `before` for the next page) | the page ends |
 /// | lists (`GET .../threads`, `GET .../runs`, a thread's `timeline`, a thread's and a flow's `interrupts`, the Agent Protocol's runs) | 100 a page (`?limit=N&offset=M`, `next_offset`) | the page ends |
@@ -89,7 +90,9 @@ pub struct Limits {
     pub max_waiting_runs_per_tenant: usize,
     /// Runs of one tenant and flow waiting or running in the run queue (a server with
     /// [`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)) at once (default 1,000). One
-    /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Workers claim
+    /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Counted and queued
+    /// in one step of the store ([`RunQueue::enqueue_within`](flow_runtime::store::RunQueue::enqueue_within)),
+    /// so the limit is exact across every process on one queue. Workers claim
     /// fairly across tenants: a tenant's thousand queued runs do not hold another's back.
     pub max_queued_runs_per_tenant: usize,
     /// How long one turn or resume may stream (default 10 min). A turn still running then

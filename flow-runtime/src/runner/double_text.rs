@@ -76,12 +76,9 @@ impl Runner {
                     let cancelled = std::pin::pin!(queued.state.kill.notified());
                     let _ = futures::future::select(waited, cancelled).await;
                 }
-                if let Some(mode) = queued.state.cancel.requested() {
-                    // Cancelled while it waited: it never ran.
-                    queued.push(RunItem::Ended(RunOutcome::Cancelled {
-                        mode,
-                        at_safe_point: false,
-                    }));
+                if let Some(cancelled) = queued.cancelled_before_start() {
+                    // Cancelled while it waited: it never runs.
+                    queued.push(RunItem::Ended(cancelled));
                     return;
                 }
                 match runner.begin(request, Some(&queued)).await {
@@ -203,7 +200,15 @@ pub(crate) async fn drive(run: &RunHandle, turn: Turn) {
     run.state
         .recovered
         .store(turn.recovered(), std::sync::atomic::Ordering::Release);
-    run.set_running();
+    if !run.start_running() {
+        // A cancel reached it before it started: its turn, not polled yet, is dropped with
+        // nothing run (its claim and lease given back).
+        drop(turn);
+        if let Some(cancelled) = run.cancelled_before_start() {
+            run.push(RunItem::Ended(cancelled));
+        }
+        return;
+    }
     run.push(RunItem::Started {
         thread_id: run.state.thread_id.clone(),
         turn: turn.number(),
@@ -227,6 +232,7 @@ pub(crate) async fn drive(run: &RunHandle, turn: Turn) {
         run.push(RunItem::Ended(RunOutcome::Cancelled {
             mode,
             at_safe_point: false,
+            before_start: false,
         }));
     }
 }
@@ -289,6 +295,7 @@ async fn forward(run: &RunHandle, turn: Turn) -> (RunOutcome, Option<RunFailure>
             RunOutcome::Cancelled {
                 mode: run.state.cancel.requested().unwrap_or_default(),
                 at_safe_point: true,
+                before_start: false,
             }
         }
         Some(TurnOutcome::Interrupted { interrupts, .. }) => RunOutcome::Interrupted {

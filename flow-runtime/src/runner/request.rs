@@ -294,17 +294,24 @@ impl TurnRequest {
 
     /// The request that continues a cancelled run (a run of [`Runner::start`](crate::Runner::start) cancelled with
     /// [`RunHandle::cancel`]): one stopped at a safe point goes on from its checkpoint; one
-    /// stopped immediately runs its message (or its answers) again from the start, since
-    /// nothing of it was recorded. [`RunError::NotCancelled`] if the run was not cancelled.
+    /// stopped immediately, or cancelled before it started, runs its message (or its answers)
+    /// again from the start, since nothing of it was recorded. [`RunError::NotCancelled`] if
+    /// the run was not cancelled.
     pub fn again(run: &RunHandle) -> Result<Self, RunError> {
-        let Some(RunOutcome::Cancelled { at_safe_point, .. }) = run.outcome() else {
+        let Some(RunOutcome::Cancelled {
+            at_safe_point,
+            before_start,
+            ..
+        }) = run.outcome()
+        else {
             return Err(RunError::NotCancelled {
                 run: run.id().to_owned(),
                 status: run.status().as_str(),
             });
         };
         let thread = run.thread_id().to_owned();
-        let input = match (&run.state.input, at_safe_point) {
+        let checkpoint = at_safe_point && !before_start;
+        let input = match (&run.state.input, checkpoint) {
             (_, true) => TurnInput::Answers(HashMap::new()),
             (RunInput::Message(m), false) => TurnInput::Message(m.clone()),
             (RunInput::Resume(answers), false) => TurnInput::Answers(answers.clone()),

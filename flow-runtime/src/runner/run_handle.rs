@@ -79,12 +79,19 @@ pub enum RunOutcome {
     /// The run was cancelled. At a safe point (`after_model`, `after_tools`) the turn was
     /// recorded so far and a checkpoint saved (`resumable`): [`TurnRequest::again`](crate::TurnRequest::again) continues
     /// it where it stopped, and a new message may follow it too. Stopped immediately, nothing
-    /// of it was recorded; resuming runs its message again from the start.
+    /// of it was recorded; resuming runs its message again from the start. Cancelled before it
+    /// started (`before_start`, whatever the mode: it waited behind its thread's earlier runs,
+    /// or had not begun), nothing of it ran; resuming runs its message from the start.
     Cancelled {
         /// The mode it was cancelled with (`immediate` added if the timeout escalated).
         mode: CancelMode,
-        /// Whether it stopped at a safe point with a checkpoint (else immediately).
+        /// Whether it stopped at a safe point: with a checkpoint, or before it started
+        /// (`before_start`); else immediately, where it was.
         at_safe_point: bool,
+        /// Whether the cancel reached it before it started: nothing of it ran or was
+        /// recorded, and it has no checkpoint.
+        #[serde(default)]
+        before_start: bool,
     },
     /// The run failed and recorded nothing.
     Error {
@@ -303,6 +310,8 @@ struct Log {
     failure: Option<RunFailure>,
     ended_at: Option<Instant>,
     ended_at_ms: Option<u64>,
+    /// A cancel reached the run while it was pending: it never starts.
+    cancelled_before_start: bool,
 }
 
 pub(crate) struct RunState {
@@ -361,6 +370,7 @@ impl RunHandle {
                     failure: None,
                     ended_at: None,
                     ended_at_ms: None,
+                    cancelled_before_start: false,
                 }),
                 last,
                 cancel: CancelSignal::new(),
@@ -511,16 +521,24 @@ impl RunHandle {
                 mode: mode.to_string(),
             });
         }
-        let status = self.status();
-        if status.is_final() {
-            return Err(CancelError::Ended {
-                run: self.state.id.clone(),
-                status: status.as_str(),
-            });
-        }
-        self.state.cancel.request(mode);
-        // A run still waiting for its thread's earlier runs has no safe point to reach: any
-        // mode stops it now.
+        let status = {
+            // Under the log's lock, as the run's start is (`start_running`): a cancel reaches
+            // a run either before it starts (then it never does) or while it runs.
+            let mut log = self.lock();
+            if log.status.is_final() {
+                return Err(CancelError::Ended {
+                    run: self.state.id.clone(),
+                    status: log.status.as_str(),
+                });
+            }
+            self.state.cancel.request(mode);
+            if log.status == RunStatus::Pending {
+                log.cancelled_before_start = true;
+            }
+            log.status
+        };
+        // A run that has not started has nothing to stop: any mode ends it now, before it
+        // starts (a run waiting for its thread's earlier runs is woken for it).
         if mode.is_immediate() || status == RunStatus::Pending {
             self.state.kill.notify_one();
         } else if let Some(timeout) = timeout {
@@ -569,11 +587,28 @@ impl RunHandle {
         self.state.last.send_replace(id);
     }
 
-    pub(crate) fn set_running(&self) {
+    /// Marks the run running, unless a cancel reached it while it was pending: then `false`,
+    /// and it must not start (see [`cancelled_before_start`](Self::cancelled_before_start)).
+    pub(crate) fn start_running(&self) -> bool {
         let mut log = self.lock();
+        if log.cancelled_before_start {
+            return false;
+        }
         if log.status == RunStatus::Pending {
             log.status = RunStatus::Running;
         }
+        true
+    }
+
+    /// The outcome of a run a cancel reached before it started, if one did: cancelled with the
+    /// mode asked, nothing of it run.
+    pub(crate) fn cancelled_before_start(&self) -> Option<RunOutcome> {
+        let before = self.lock().cancelled_before_start;
+        before.then(|| RunOutcome::Cancelled {
+            mode: self.state.cancel.requested().unwrap_or_default(),
+            at_safe_point: true,
+            before_start: true,
+        })
     }
 
     /// Drops the kept events of a run that ended more than `retention` ago; whether it did.
@@ -723,6 +758,23 @@ impl RunRegistry {
         reg.by_id.remove(run.id());
         if let Some(runs) = reg.by_thread.get_mut(run.thread_id()) {
             runs.retain(|r| r.id() != run.id());
+        }
+    }
+
+    /// Forgets the ended runs of `thread_id` (its thread was deleted: their events, its
+    /// messages among them, go with it); a run not ended stays.
+    pub(crate) fn forget_ended(&self, thread_id: &str) {
+        let mut reg = self.lock();
+        let Some(runs) = reg.by_thread.remove(thread_id) else {
+            return;
+        };
+        let (ended, going): (Vec<_>, Vec<_>) =
+            runs.into_iter().partition(|r| r.status().is_final());
+        for run in &ended {
+            reg.by_id.remove(run.id());
+        }
+        if !going.is_empty() {
+            reg.by_thread.insert(thread_id.to_owned(), going);
         }
     }
 

@@ -153,8 +153,11 @@ impl ThreadHandle<'_> {
 
     /// Deletes a thread, the checkpoint of its turn if one waits to be resumed, and every
     /// turn's journal (in the runner's [`RunnerBuilder::journal_store`](crate::RunnerBuilder::journal_store)); returns
-    /// whether the thread existed. Refused ([`ThreadError::Busy`]) while a turn of it runs, in
-    /// this runner or another process on the same store.
+    /// whether the thread existed. Refused ([`ThreadError::RunsGoing`], naming how many and the
+    /// oldest) while runs of it ([`Runner::start`](crate::Runner::start)) wait or run in this
+    /// runner, and ([`ThreadError::Busy`]) while a turn of it runs, in this runner or another
+    /// process on the same store. A run that has ended holds nothing: the thread deletes at
+    /// once, and the runner forgets its ended runs with it (their events hold its messages).
     pub async fn delete(&self) -> Result<bool, ThreadError> {
         self.runner.delete_thread(&self.id).await
     }

@@ -794,7 +794,12 @@ impl Runner {
     pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(thread_id)?;
         let store = self.thread_store_or_err()?;
+        // Runs waiting in line hold no claim while the run before them goes: each is named
+        // (refused with how many wait or run), before and after the claim is taken (a run
+        // registered meanwhile either shows here or finds the thread claimed and never runs).
+        self.refuse_runs_going(thread_id)?;
         let _claim = ThreadClaim::take(&self.threads.running, thread_id)?;
+        self.refuse_runs_going(thread_id)?;
         let lease = ThreadLease::take(store, thread_id, &self.threads, self.lease).await?;
         let deleted = async {
             if let Some(head) = store.head(thread_id).await? {
@@ -819,7 +824,24 @@ impl Runner {
         }
         .await;
         lease.release().await;
+        if deleted.is_ok() {
+            // Its ended runs go with it: their events hold its messages.
+            self.registry().forget_ended(thread_id);
+        }
         deleted
+    }
+
+    /// [`ThreadError::RunsGoing`] if the thread has runs of this runner not ended.
+    fn refuse_runs_going(&self, thread_id: &str) -> Result<(), ThreadError> {
+        let going = self.registry().active(thread_id);
+        match going.first() {
+            None => Ok(()),
+            Some(oldest) => Err(ThreadError::RunsGoing {
+                id: thread_id.to_owned(),
+                runs: going.len(),
+                run_id: oldest.id().to_owned(),
+            }),
+        }
     }
 
     /// The agent the next turn of a thread with this head starts at.

@@ -120,7 +120,7 @@ pub use queue::PostgresRunQueue;
 #[cfg(feature = "sqlite")]
 pub use queue::SqliteRunQueue;
 pub use queue::{
-    CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueClaim, QueueError,
+    CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueCap, QueueClaim, QueueError,
     QueueStatus, QueuedEvent, QueuedRun, RunQueue, MAX_QUEUED_INPUT_BYTES,
 };
 pub(crate) use sealed::OpenedOnly;

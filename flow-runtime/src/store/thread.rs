@@ -116,6 +116,20 @@ pub enum ThreadError {
         /// The thread.
         id: String,
     },
+    /// The thread has runs of this runner ([`Runner::start`](crate::Runner::start)) waiting or
+    /// running: it cannot be deleted under them. Nothing was changed.
+    #[error(
+        "thread '{id}' has {runs} run(s) waiting or running (the oldest: '{run_id}'); cancel \
+         them or wait for them to end, then delete the thread"
+    )]
+    RunsGoing {
+        /// The thread.
+        id: String,
+        /// How many of its runs wait or run.
+        runs: usize,
+        /// The oldest of them.
+        run_id: String,
+    },
     /// The turn's lease on its thread ran out and another turn took the thread over; this
     /// turn was not recorded.
     #[error(

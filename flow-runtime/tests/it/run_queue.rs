@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::store::{
-    CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueError, QueueStatus, RunQueue,
+    CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueCap, QueueError,
+    QueueStatus, RunQueue,
 };
 use serde_json::json;
 
@@ -492,6 +493,97 @@ async fn fair(q: &dyn RunQueue) {
     );
 }
 
+/// Many enqueuers at once, each with its own handle on one queue (as processes on one
+/// database would be), racing past a group's cap round after round: each round exactly the
+/// cap gets in and every other is refused with [`QueueError::Full`], the group never holds
+/// more than its cap, and another group's enqueue, in the same race, is unaffected.
+async fn capped_race(queues: Vec<Arc<dyn RunQueue>>, p: &str) {
+    const CAP: usize = 5;
+    const ENQUEUERS: usize = 8;
+    const EACH: usize = 3;
+    let flood = QueueCap {
+        prefix: format!("{p}f.ta."),
+        limit: CAP,
+    };
+    let calm = QueueCap {
+        prefix: format!("{p}f.tb."),
+        limit: CAP,
+    };
+    // A run of another group, or none of the cap's: refused before anything is counted.
+    assert!(matches!(
+        q0(&queues)
+            .enqueue_within(
+                run(&format!("{p}cap-x"), &format!("{p}f.tb.t")),
+                Enqueue::Always,
+                &flood
+            )
+            .await,
+        Err(QueueError::InvalidId {
+            what: "thread id",
+            ..
+        })
+    ));
+    for round in 0..12 {
+        let start = Arc::new(tokio::sync::Barrier::new(ENQUEUERS + 1));
+        let mut tasks = Vec::new();
+        for e in 0..ENQUEUERS {
+            let q = queues[e % queues.len()].clone();
+            let (start, flood, p) = (start.clone(), flood.clone(), p.to_owned());
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                let mut admitted = Vec::new();
+                for i in 0..EACH {
+                    // Threads of the group: several, so the thread's own lock cannot be what
+                    // keeps the cap.
+                    let thread = format!("{p}f.ta.t{}", (e + i) % 4);
+                    let id = format!("{p}cap-{round}-{e}-{i}");
+                    match q
+                        .enqueue_within(run(&id, &thread), Enqueue::Always, &flood)
+                        .await
+                    {
+                        Ok(row) => admitted.push(row.run_id),
+                        Err(QueueError::Full { limit, prefix }) => {
+                            assert_eq!((limit, prefix.as_str()), (CAP, flood.prefix.as_str()));
+                        }
+                        Err(other) => panic!("enqueue {id}: {other}"),
+                    }
+                }
+                admitted
+            }));
+        }
+        // The other group enqueues in the same race, through another handle.
+        let other = queues[queues.len() - 1].clone();
+        let calm_id = format!("{p}calm-{round}");
+        let calm_run = run(&calm_id, &format!("{p}f.tb.t{round}"));
+        start.wait().await;
+        let calm_row = other
+            .enqueue_within(calm_run, Enqueue::Always, &calm)
+            .await
+            .expect("another group's run is not held back by a full group");
+        let mut admitted = Vec::new();
+        for t in tasks {
+            admitted.extend(t.await.unwrap());
+        }
+        let q = q0(&queues);
+        assert_eq!(
+            q.unfinished_with_prefix(&flood.prefix).await.unwrap(),
+            CAP,
+            "round {round}: the group holds its cap, no more: admitted {admitted:?}"
+        );
+        assert_eq!(admitted.len(), CAP, "round {round}: {admitted:?}");
+        assert_eq!(q.unfinished_with_prefix(&calm.prefix).await.unwrap(), 1);
+        // Empty both groups for the next round: the waiting runs are cancelled.
+        for id in admitted.iter().chain([&calm_row.run_id]) {
+            let cancelled = q
+                .cancel(id, json!({}), json!({"status": "cancelled"}))
+                .await
+                .unwrap();
+            assert!(matches!(cancelled, Some(CancelState::Ended(_))));
+        }
+        assert_eq!(q.unfinished_with_prefix(&flood.prefix).await.unwrap(), 0);
+    }
+}
+
 fn q0(queues: &[Arc<dyn RunQueue>]) -> &dyn RunQueue {
     queues[0].as_ref()
 }
@@ -510,6 +602,12 @@ async fn in_memory_queue_keeps_the_contract() {
 async fn in_memory_queue_gives_one_claim_each() {
     let q = InMemoryRunQueue::new();
     one_claim_each(vec![Arc::new(q.clone()), Arc::new(q)], "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_queue_keeps_a_cap_exactly() {
+    let q = InMemoryRunQueue::new();
+    capped_race(vec![Arc::new(q.clone()), Arc::new(q)], "").await;
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -540,6 +638,16 @@ async fn file_queue_gives_one_claim_each() {
         .map(|_| Arc::new(FileRunQueue::new(&dir).unwrap()) as Arc<dyn RunQueue>)
         .collect();
     one_claim_each(queues, "").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn file_queue_keeps_a_cap_exactly() {
+    let dir = temp_dir("file-cap");
+    let queues: Vec<Arc<dyn RunQueue>> = (0..4)
+        .map(|_| Arc::new(FileRunQueue::new(&dir).unwrap()) as Arc<dyn RunQueue>)
+        .collect();
+    capped_race(queues, "").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -589,6 +697,18 @@ mod sqlite {
         one_claim_each(queues, "").await;
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_queue_keeps_a_cap_exactly() {
+        let dir = temp_dir("sqlite-cap");
+        let path = dir.join("store.db");
+        let mut queues: Vec<Arc<dyn RunQueue>> = Vec::new();
+        for _ in 0..4 {
+            queues.push(Arc::new(SqliteRunQueue::open(&path).await.unwrap()));
+        }
+        capped_race(queues, "").await;
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -624,5 +744,17 @@ mod postgres {
             queues.push(Arc::new(PostgresRunQueue::connect(&url).await.unwrap()));
         }
         one_claim_each(queues, "").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_queue_keeps_a_cap_exactly() {
+        let Some(url) = fresh_postgres_database("queue_cap").await else {
+            return;
+        };
+        let mut queues: Vec<Arc<dyn RunQueue>> = Vec::new();
+        for _ in 0..4 {
+            queues.push(Arc::new(PostgresRunQueue::connect(&url).await.unwrap()));
+        }
+        capped_race(queues, "").await;
     }
 }

@@ -272,7 +272,8 @@ async fn after_model_stops_once_the_half_streamed_reply_is_in_and_resumes_to_the
         run.wait().await,
         RunOutcome::Cancelled {
             mode: CancelMode::AFTER_MODEL,
-            at_safe_point: true
+            at_safe_point: true,
+            before_start: false,
         }
     );
     // The reply is kept, its tool call did not run.
@@ -307,7 +308,8 @@ async fn after_tools_lets_the_running_tool_finish_then_stops_and_resumes_to_the_
         run.wait().await,
         RunOutcome::Cancelled {
             mode: CancelMode::AFTER_TOOLS,
-            at_safe_point: true
+            at_safe_point: true,
+            before_start: false,
         }
     );
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
@@ -340,7 +342,8 @@ async fn immediate_drops_the_half_streamed_call_records_nothing_and_resumes_from
         run.wait().await,
         RunOutcome::Cancelled {
             mode: CancelMode::IMMEDIATE,
-            at_safe_point: false
+            at_safe_point: false,
+            before_start: false,
         }
     );
     assert!(record(&runner, "calm").await.is_empty());
@@ -372,7 +375,8 @@ async fn a_timeout_escalates_a_safe_point_cancel_to_immediate() {
         run.wait().await,
         RunOutcome::Cancelled {
             mode: CancelMode::AFTER_TOOLS | CancelMode::IMMEDIATE,
-            at_safe_point: false
+            at_safe_point: false,
+            before_start: false,
         }
     );
     assert!(record(&runner, "t1").await.is_empty());
@@ -698,7 +702,8 @@ async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() 
         outcome,
         RunOutcome::Cancelled {
             mode: CancelMode::AFTER_TOOLS,
-            at_safe_point: true
+            at_safe_point: true,
+            before_start: false,
         }
     );
     // The nested desk ran to its end; the boss stopped after its tool call.
@@ -740,4 +745,117 @@ async fn events_past_the_bound_are_trimmed_and_attaching_before_them_says_so() {
     let tail: Vec<_> = run.attach(Some(first - 1)).unwrap().collect().await;
     assert_eq!(tail.len(), 3);
     assert!(matches!(tail[2].item, RunItem::Ended(_)));
+}
+
+/// A thread with runs waiting or running is not deleted under them: refused with how many
+/// and the oldest (one running, two in line behind it); once they ended, it deletes at once.
+#[tokio::test]
+async fn a_thread_with_runs_going_is_not_deleted_and_deletes_once_they_ended() {
+    let gate = Arc::new(Semaphore::new(0));
+    let held = Arc::clone(&gate);
+    let slow = flow_runtime::FnAgent::new("slow", move |cx, _| {
+        let gate = Arc::clone(&held);
+        async move {
+            gate.acquire().await.unwrap().forget();
+            cx.say("done");
+            Ok(())
+        }
+    });
+    let runner = Runner::builder(FlowAgent::new(slow))
+        .stores(InMemoryStore::new())
+        .build();
+    let mut runs = Vec::new();
+    for i in 0..3 {
+        runs.push(
+            runner
+                .start(
+                    TurnRequest::new("t", Message::user(format!("run {i}")))
+                        .if_busy(DoubleText::Enqueue),
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    match runner.thread("t").delete().await {
+        Err(ThreadError::RunsGoing {
+            id,
+            runs: 3,
+            run_id,
+        }) => {
+            assert_eq!((id.as_str(), run_id.as_str()), ("t", runs[0].id()));
+        }
+        other => panic!("{other:?}"),
+    }
+    gate.add_permits(3);
+    for run in &runs {
+        assert!(matches!(run.wait().await, RunOutcome::Success { .. }));
+    }
+    assert!(runner.thread("t").delete().await.unwrap());
+    // Its ended runs went with it (their events held its messages).
+    assert!(runner.thread("t").runs().is_empty());
+    assert!(runner.run_handle(runs[0].id()).is_none());
+}
+
+/// A safe-point cancel that reaches a run before it started (waiting behind its thread's
+/// earlier run, or started but not begun) ends it at once as cancelled before start, with the
+/// mode asked: it never runs, the run before it goes on, and the thread is free afterwards.
+#[tokio::test]
+async fn a_safe_point_cancel_of_a_run_not_started_ends_it_before_start() {
+    let gate = Arc::new(Semaphore::new(0));
+    let calls = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (held, seen) = (Arc::clone(&gate), Arc::clone(&calls));
+    let slow = flow_runtime::FnAgent::new("slow", move |cx, input: flow_runtime::AgentInput| {
+        let (gate, seen) = (Arc::clone(&held), Arc::clone(&seen));
+        async move {
+            let said = input.messages.last().map(|m| m.content.clone());
+            seen.lock().unwrap().push(said.unwrap_or_default());
+            gate.acquire().await.unwrap().forget();
+            cx.say("done");
+            Ok(())
+        }
+    });
+    let runner = Runner::builder(FlowAgent::new(slow))
+        .stores(InMemoryStore::new())
+        .build();
+    let start = |text: &str| {
+        runner.start(TurnRequest::new("t", Message::user(text)).if_busy(DoubleText::Enqueue))
+    };
+    let before_start = RunOutcome::Cancelled {
+        mode: CancelMode::AFTER_TOOLS,
+        at_safe_point: true,
+        before_start: true,
+    };
+
+    // Started, not begun: its task has not run yet (one-threaded runtime, no await between).
+    let fresh = start("fresh").await.unwrap();
+    assert_eq!(fresh.status(), RunStatus::Pending);
+    fresh.cancel(CancelMode::AFTER_TOOLS, None).unwrap();
+    assert_eq!(fresh.wait().await, before_start);
+
+    // Waiting behind a running run.
+    let first = start("first").await.unwrap();
+    let waiting = start("waiting").await.unwrap();
+    while calls.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(waiting.status(), RunStatus::Pending);
+    waiting.cancel(CancelMode::AFTER_TOOLS, None).unwrap();
+    // At once, while the run before it still runs.
+    assert_eq!(waiting.wait().await, before_start);
+    assert_eq!(first.status(), RunStatus::Running);
+    gate.add_permits(1);
+    assert!(matches!(first.wait().await, RunOutcome::Success { .. }));
+    // Neither cancelled run ran; again() runs the message from the start.
+    assert_eq!(*calls.lock().unwrap(), ["first"]);
+    let again = runner
+        .start(TurnRequest::again(&waiting).unwrap())
+        .await
+        .unwrap();
+    gate.add_permits(1);
+    assert!(matches!(again.wait().await, RunOutcome::Success { .. }));
+    assert_eq!(*calls.lock().unwrap(), ["first", "waiting"]);
+    assert!(matches!(
+        waiting.cancel(CancelMode::AFTER_TOOLS, None),
+        Err(CancelError::Ended { .. })
+    ));
 }

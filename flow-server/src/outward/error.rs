@@ -222,9 +222,10 @@ fn code_of_thread_error(error: &ThreadError) -> PublicCode {
     match error {
         ThreadError::Store(_) | ThreadError::Checkpoint(_) => PublicCode::StoreUnavailable,
         ThreadError::TurnFailed { error, .. } => code_of_agent_error(error),
-        ThreadError::Busy { .. } | ThreadError::Conflict { .. } | ThreadError::LeaseLost { .. } => {
-            PublicCode::Conflict
-        }
+        ThreadError::Busy { .. }
+        | ThreadError::RunsGoing { .. }
+        | ThreadError::Conflict { .. }
+        | ThreadError::LeaseLost { .. } => PublicCode::Conflict,
         _ => PublicCode::Internal,
     }
 }

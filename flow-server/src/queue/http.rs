@@ -4,7 +4,9 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use flow_runtime::store::{CancelState, Enqueue, NewRun, QueueError, QueueStatus, QueuedRun};
+use flow_runtime::store::{
+    CancelState, Enqueue, NewRun, QueueCap, QueueError, QueueStatus, QueuedRun,
+};
 use flow_runtime::{CancelMode, DoubleText};
 use serde_json::{json, Value};
 
@@ -68,21 +70,13 @@ pub(crate) async fn enqueue(
         }
     };
     // The tenant's runs waiting or running in the queue, of this flow, at most
-    // Limits::max_queued_runs_per_tenant (counted, then added: processes enqueueing at the
-    // same moment may pass it by a few).
+    // Limits::max_queued_runs_per_tenant: counted and added in one step of the store, so
+    // processes enqueueing at the same moment cannot pass it.
     let limit = state.limits().max_queued_runs_per_tenant;
-    let queued = settings
-        .queue
-        .unfinished_with_prefix(&ThreadKey::prefix(served.name(), &key.tenant))
-        .await
-        .map_err(api_error)?;
-    if queued >= limit {
-        return Err(ApiError::TooManyRuns {
-            what: "queued runs",
-            field: "max_queued_runs_per_tenant",
-            limit,
-        });
-    }
+    let cap = QueueCap {
+        prefix: ThreadKey::prefix(served.name(), &key.tenant),
+        limit,
+    };
     let run = NewRun {
         run_id: run_id.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
         flow: served.name().to_owned(),
@@ -96,9 +90,14 @@ pub(crate) async fn enqueue(
     };
     let row = settings
         .queue
-        .enqueue(run, mode)
+        .enqueue_within(run, mode, &cap)
         .await
         .map_err(|e| match e {
+            QueueError::Full { .. } => ApiError::TooManyRuns {
+                what: "queued runs",
+                field: "max_queued_runs_per_tenant",
+                limit,
+            },
             // Named by the caller's thread id, never the store's key.
             QueueError::Busy { run_id, .. } => ApiError::Busy(format!(
                 "thread '{}' has run '{run_id}' waiting or running; wait for it, or queue the \
@@ -270,6 +269,7 @@ pub(crate) async fn cancel_queued(
         "status": "cancelled",
         "cancel_mode": mode,
         "at_safe_point": true,
+        "before_start": true,
         "note": "cancelled while it waited in the queue: it never ran",
     });
     let state_after = settings

@@ -274,6 +274,7 @@ async fn run_claimed(
                 "status": "cancelled",
                 "cancel_mode": request["mode"],
                 "at_safe_point": true,
+                "before_start": true,
                 "note": "cancelled before its turn started",
             }));
         }

@@ -6,7 +6,7 @@
 //! | `turn` | `{"run_id", "thread", "turn", "started_at", "resumed"}` |
 //! | `chunk` | `{"agent_name", "run_path", "content", "tool_calls"?}` |
 //! | `event` | the event's [outward form](crate::outward::OutwardEvent) (no saved state; an error as its public face) |
-//! | `done` | the run's outcome: `{"run_id", "status", "output"?, "answered_by"?, "interrupts"?, "cancel_mode"?, "at_safe_point"?, "error"?}`; `error` is a [`PublicError`](crate::outward::PublicError) |
+//! | `done` | the run's outcome: `{"run_id", "status", "output"?, "answered_by"?, "interrupts"?, "cancel_mode"?, "at_safe_point"?, "before_start"?, "error"?}`; `error` is a [`PublicError`](crate::outward::PublicError) |
 
 use std::time::Duration;
 
@@ -191,11 +191,13 @@ pub(crate) fn outcome_json(
         RunOutcome::Cancelled {
             mode,
             at_safe_point,
+            before_start,
         } => json!({
             "run_id": run_id,
             "status": "cancelled",
             "cancel_mode": mode,
             "at_safe_point": at_safe_point,
+            "before_start": before_start,
         }),
         RunOutcome::Error { message } => json!({
             "run_id": run_id,

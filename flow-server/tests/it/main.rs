@@ -16,6 +16,7 @@ mod authority_doors;
 mod bounded_reads;
 mod browser;
 mod budget_code;
+mod delete_after_flood;
 mod delete_after_run;
 mod failed_streams;
 mod http;

@@ -574,3 +574,120 @@ async fn a_tenant_past_its_queued_runs_gets_429_and_another_still_queues() {
     .await;
     assert_eq!(again.status(), 202, "room again after the cancel");
 }
+
+/// A server enqueueing through `queue` (its own handle on a queue another server shares), no
+/// workers, at most 5 queued runs per tenant; the tenant is the `x-tenant` header's.
+fn capped(queue: impl RunQueue) -> AppState {
+    let mut options = QueueOptions::default();
+    options.workers = 0;
+    AppState::builder(flow_runtime::InMemoryStore::new())
+        .auth(Auth::bearer(TOKEN))
+        .flow("desk", flow_server::demo::desk())
+        .tenant(|parts| {
+            parts
+                .headers
+                .get("x-tenant")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .limits(flow_server::Limits {
+            max_queued_runs_per_tenant: 5,
+            ..flow_server::Limits::default()
+        })
+        .run_queue_with(queue, options)
+        .build()
+        .unwrap()
+}
+
+/// Two servers, each with its own handle on one queue, take 30 runs of one tenant at the
+/// same moment, round after round: exactly 5 are queued each round (the tenant's cap, kept in
+/// one step of the store), every other gets `429 too_many_runs` with `Retry-After`, and
+/// another tenant's run, sent in the same race, is queued.
+async fn two_servers_race_past_the_cap(a: AppState, b: AppState, queue: &dyn RunQueue) {
+    const CAP: usize = 5;
+    let servers = [spawn(a).await, spawn(b).await];
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    for round in 0..4 {
+        let mut sends = Vec::new();
+        for i in 0..30 {
+            let base = bases[i % 2].clone();
+            sends.push(tokio::spawn(async move {
+                let r = post_as(
+                    &base,
+                    &format!("/v1/flows/desk/threads/r{round}-{}/runs", i % 3),
+                    json!({"message": "hi", "multitask_strategy": "enqueue"}),
+                    "flood",
+                )
+                .await;
+                let status = r.status().as_u16();
+                let retry = r.headers().contains_key("retry-after");
+                (status, retry, r.json::<Value>().await.unwrap())
+            }));
+        }
+        let calm = post_as(
+            &bases[1],
+            &format!("/v1/flows/desk/threads/c{round}/runs"),
+            json!({"message": "hi"}),
+            "calm",
+        )
+        .await;
+        assert_eq!(calm.status(), 202, "another tenant still queues");
+        let mut queued = Vec::new();
+        for send in sends {
+            match send.await.unwrap() {
+                (202, _, row) => queued.push(row["run_id"].as_str().unwrap().to_owned()),
+                (429, true, body) => assert_eq!(body["error"]["code"], "too_many_runs", "{body}"),
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert_eq!(queued.len(), CAP, "round {round}: {queued:?}");
+        assert_eq!(
+            queue.unfinished_with_prefix("desk.flood.").await.unwrap(),
+            CAP
+        );
+        // Room again for the next round: the queued runs are cancelled (they never run).
+        for id in &queued {
+            queue
+                .cancel(id, json!({}), json!({"status": "cancelled"}))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_queue_keep_a_tenants_cap_exactly() {
+    let queue = InMemoryRunQueue::new();
+    two_servers_race_past_the_cap(capped(queue.clone()), capped(queue.clone()), &queue).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_sqlite_file_keep_a_tenants_cap_exactly() {
+    use flow_runtime::store::SqliteRunQueue;
+    let dir = std::env::temp_dir().join(format!("af-queue-cap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("queue.db");
+    let (a, b) = (
+        SqliteRunQueue::open(&path).await.unwrap(),
+        SqliteRunQueue::open(&path).await.unwrap(),
+    );
+    let reader = SqliteRunQueue::open(&path).await.unwrap();
+    two_servers_race_past_the_cap(capped(a), capped(b), &reader).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_postgres_database_keep_a_tenants_cap_exactly() {
+    use flow_runtime::store::PostgresRunQueue;
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("server_queue_cap").await else {
+        return;
+    };
+    let (a, b) = (
+        PostgresRunQueue::connect(&url).await.unwrap(),
+        PostgresRunQueue::connect(&url).await.unwrap(),
+    );
+    let reader = PostgresRunQueue::connect(&url).await.unwrap();
+    two_servers_race_past_the_cap(capped(a), capped(b), &reader).await;
+}

@@ -169,6 +169,44 @@ async fn a_tenant_flooding_one_thread_and_many_leaves_the_other_served() {
         .await
         .unwrap();
     assert_eq!(waited["status"], "cancelled", "{waited}");
+    assert_eq!(waited["before_start"], true, "{waited}");
+    // A safe-point cancel of a waiting run too: it has nothing to stop, so it ends before
+    // it starts, with the mode asked (no `immediate` added).
+    let patient = admitted[6]["run_id"].as_str().unwrap();
+    let cancel = post(
+        base,
+        FLOODER,
+        &format!("/v1/flows/slow/threads/one/runs/{patient}/cancel"),
+        json!({"mode": "after_tools"}),
+    )
+    .await;
+    assert_eq!(cancel.status(), 202);
+    let waited: Value = common::client()
+        .get(format!(
+            "{base}/v1/flows/slow/threads/one/runs/{patient}/wait"
+        ))
+        .bearer_auth(FLOODER)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            &waited["status"],
+            &waited["cancel_mode"],
+            &waited["at_safe_point"],
+            &waited["before_start"]
+        ),
+        (
+            &json!("cancelled"),
+            &json!("after_tools"),
+            &json!(true),
+            &json!(true)
+        ),
+        "{waited}"
+    );
     let again = post(
         base,
         FLOODER,
@@ -184,7 +222,10 @@ async fn a_tenant_flooding_one_thread_and_many_leaves_the_other_served() {
 
     // Let every gated run go: all admitted runs end.
     gate.add_permits(1_000);
-    for run in admitted.iter().filter(|r| r["run_id"] != waiting) {
+    for run in admitted
+        .iter()
+        .filter(|r| r["run_id"] != waiting && r["run_id"] != patient)
+    {
         let thread = run["thread"].as_str().unwrap();
         let waited: Value = common::client()
             .get(format!(

@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use super::rows::Rows;
 use super::{
-    check_run_id, check_thread, CancelState, Enqueue, NewRun, QueueClaim, QueueError, QueuedEvent,
-    QueuedRun, RunQueue,
+    check_run_id, check_thread, CancelState, Enqueue, NewRun, QueueCap, QueueClaim, QueueError,
+    QueuedEvent, QueuedRun, RunQueue,
 };
 use crate::store::{now_ms, unique_token};
 
@@ -158,7 +158,24 @@ impl RunQueue for FileRunQueue {
     async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError> {
         super::check_new(&run)?;
         self.with_rows("enqueue a run", move |rows| {
-            rows.enqueue(run, mode, now_ms()).map(|r| (r, true))
+            rows.enqueue(run, mode, now_ms(), None).map(|r| (r, true))
+        })
+        .await
+    }
+
+    async fn enqueue_within(
+        &self,
+        run: NewRun,
+        mode: Enqueue,
+        cap: &QueueCap,
+    ) -> Result<QueuedRun, QueueError> {
+        super::check_new(&run)?;
+        cap.check(&run)?;
+        let cap = cap.clone();
+        // Counted and added under the file's one lock.
+        self.with_rows("enqueue a run", move |rows| {
+            rows.enqueue(run, mode, now_ms(), Some(&cap))
+                .map(|r| (r, true))
         })
         .await
     }

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::rows::Rows;
 use super::{
-    check_name, check_run_id, check_thread, CancelState, Enqueue, NewRun, QueueClaim, QueueError,
-    QueuedEvent, QueuedRun, RunQueue,
+    check_name, check_run_id, check_thread, CancelState, Enqueue, NewRun, QueueCap, QueueClaim,
+    QueueError, QueuedEvent, QueuedRun, RunQueue,
 };
 use crate::store::now_ms;
 
@@ -34,7 +34,17 @@ impl InMemoryRunQueue {
 #[async_trait]
 impl RunQueue for InMemoryRunQueue {
     async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError> {
-        self.rows().enqueue(run, mode, now_ms())
+        self.rows().enqueue(run, mode, now_ms(), None)
+    }
+
+    async fn enqueue_within(
+        &self,
+        run: NewRun,
+        mode: Enqueue,
+        cap: &QueueCap,
+    ) -> Result<QueuedRun, QueueError> {
+        // Counted and added under the one lock of the rows.
+        self.rows().enqueue(run, mode, now_ms(), Some(cap))
     }
 
     async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<QueueClaim>, QueueError> {

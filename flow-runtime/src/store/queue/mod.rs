@@ -66,6 +66,69 @@ pub enum Enqueue {
     IfIdle,
 }
 
+/// A bound on a group of threads' runs, kept by [`RunQueue::enqueue_within`]: at most
+/// `limit` runs not ended (waiting or running) whose thread id starts with `prefix`.
+///
+/// The count and the insert are one step in the store, so the bound is exact among all the
+/// processes enqueueing with the same prefix at the same moment (one lock held across both:
+/// the in-memory queue's mutex, the file queue's `flock`, SQLite's write lock, a PostgreSQL
+/// advisory lock on the prefix).
+///
+/// ```
+/// use flow_runtime::store::{Enqueue, InMemoryRunQueue, NewRun, QueueCap, QueueError, RunQueue};
+/// # futures::executor::block_on(async {
+/// let queue = InMemoryRunQueue::new();
+/// let cap = QueueCap { prefix: "desk.acme.".into(), limit: 1 };
+/// let run = |id: &str| NewRun {
+///     run_id: id.into(),
+///     flow: "desk".into(),
+///     thread: "desk.acme.t-1".into(),
+///     input: serde_json::json!({"message": "hi"}),
+/// };
+/// queue.enqueue_within(run("r1"), Enqueue::Always, &cap).await.unwrap();
+/// assert!(matches!(
+///     queue.enqueue_within(run("r2"), Enqueue::Always, &cap).await,
+///     Err(QueueError::Full { limit: 1, .. })
+/// ));
+/// # });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueCap {
+    /// The group's threads' common prefix (a server's `FLOW.TENANT.`); the run's thread must
+    /// start with it.
+    pub prefix: String,
+    /// The most runs not ended the group may have, the new one included.
+    pub limit: usize,
+}
+
+impl QueueCap {
+    /// Checks that `run`'s thread is of the group.
+    pub(crate) fn check(&self, run: &NewRun) -> Result<(), QueueError> {
+        if run.thread.starts_with(&self.prefix) {
+            Ok(())
+        } else {
+            Err(QueueError::InvalidId {
+                what: "thread id",
+                id: shown(&run.thread),
+                rule: "a run enqueued within a cap must be of a thread starting with the \
+                       cap's prefix",
+            })
+        }
+    }
+
+    /// The error when the group holds `unfinished` runs already.
+    pub(crate) fn full(&self, unfinished: usize) -> Result<(), QueueError> {
+        if unfinished < self.limit {
+            Ok(())
+        } else {
+            Err(QueueError::Full {
+                prefix: shown(&self.prefix),
+                limit: self.limit,
+            })
+        }
+    }
+}
+
 /// Where a queued run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -251,6 +314,18 @@ pub enum QueueError {
         /// The limit.
         limit: usize,
     },
+    /// [`RunQueue::enqueue_within`] of a run whose group already has its cap of runs not
+    /// ended: nothing was queued.
+    #[error(
+        "the queue holds {limit} runs not ended of threads starting with '{prefix}', the most \
+         it takes for them; wait for some to end and enqueue again"
+    )]
+    Full {
+        /// The group's prefix (cut to 200 characters).
+        prefix: String,
+        /// The cap.
+        limit: usize,
+    },
     /// [`RunQueue::cancel`] of a run that has ended: nothing was changed.
     #[error("run '{run_id}' has ended; there is nothing to cancel (read its outcome instead)")]
     Ended {
@@ -289,7 +364,8 @@ pub enum QueueError {
 ///
 /// - [`enqueue`](RunQueue::enqueue) adds a run (its id, flow, thread and input as JSON) at the
 ///   end of the queue; with [`Enqueue::IfIdle`] it is refused ([`QueueError::Busy`]) while the
-///   thread has a run waiting or running.
+///   thread has a run waiting or running. [`enqueue_within`](RunQueue::enqueue_within) also
+///   keeps a group of threads within a [`QueueCap`], exactly ([`QueueError::Full`]).
 /// - [`claim`](RunQueue::claim) takes the oldest runnable run for a lease: a pending run, or
 ///   a running one whose lease ran out (its worker died: a *takeover*, [`QueueClaim::attempt`]
 ///   above 1). A run is not runnable while an earlier run of its thread waits or runs, so a
@@ -349,6 +425,19 @@ pub trait RunQueue: Send + Sync + 'static {
     /// already queued ([`QueueError::Duplicate`]), a busy thread with [`Enqueue::IfIdle`],
     /// an input over [`MAX_QUEUED_INPUT_BYTES`].
     async fn enqueue(&self, run: NewRun, mode: Enqueue) -> Result<QueuedRun, QueueError>;
+
+    /// Like [`enqueue`](RunQueue::enqueue), within `cap`: refused ([`QueueError::Full`]) when
+    /// the runs not ended whose thread starts with `cap.prefix` number `cap.limit` already.
+    /// The count and the insert are one atomic step, across processes: of any number of
+    /// concurrent enqueuers with the same cap, never more than `cap.limit` runs of the group
+    /// wait or run at once. Also [`QueueError::InvalidId`] when the run's thread does not
+    /// start with the prefix.
+    async fn enqueue_within(
+        &self,
+        run: NewRun,
+        mode: Enqueue,
+        cap: &QueueCap,
+    ) -> Result<QueuedRun, QueueError>;
 
     /// Takes a runnable run for `worker`, for `lease`: `None` if no run can be taken now.
     /// A thread's runs are taken in order, one at a time. Among the threads' next runs, the

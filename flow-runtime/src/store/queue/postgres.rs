@@ -22,8 +22,9 @@ const CREATE_LOCK: i64 = 0x6166_7175_6575_6531;
 /// A claim is one `UPDATE` whose choice of run is a `SELECT ... FOR UPDATE SKIP LOCKED`:
 /// concurrent claimants skip the row another is taking instead of waiting for it, and each
 /// run goes to exactly one. Enqueueing holds a transaction-level advisory lock on the thread,
-/// so a thread's runs are numbered in the order they commit. Leases are measured on the
-/// server's clock. The table is created, if missing, when the queue connects.
+/// so a thread's runs are numbered in the order they commit; an enqueue within a
+/// [`QueueCap`](crate::store::QueueCap) holds one on the cap's prefix too, across its count
+/// and its insert, so the cap is exact. Leases are measured on the server's clock. The table is created, if missing, when the queue connects.
 #[derive(Debug, Clone)]
 pub struct PostgresRunQueue {
     pool: PgPool,
@@ -86,6 +87,35 @@ impl PostgresRunQueue {
     ) -> Result<sqlx::Transaction<'static, Postgres>, QueueError> {
         let err = db("lock a thread of the queue");
         let mut tx = self.pool.begin().await.map_err(&err)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        Ok(tx)
+    }
+
+    /// A transaction holding the advisory lock of the group of threads starting with `group`
+    /// (if given), then thread `thread`'s. Every enqueue within a cap takes its group's lock
+    /// first, and no transaction takes a group's lock after a thread's: no two wait on each
+    /// other. Under READ COMMITTED each statement sees what committed before it, so the count
+    /// made after the group's lock is taken sees every run of the group enqueued before.
+    async fn write_within(
+        &self,
+        thread: &str,
+        group: Option<&str>,
+    ) -> Result<sqlx::Transaction<'static, Postgres>, QueueError> {
+        let Some(group) = group else {
+            return self.write(thread).await;
+        };
+        let err = db("lock a group of threads of the queue");
+        let mut tx = self.pool.begin().await.map_err(&err)?;
+        // Another seed than the threads' locks: a group's key is not a thread's.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 11))")
+            .bind(group)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))")
             .bind(thread)
             .execute(&mut *tx)

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    check_name, check_new, check_run_id, lease_ms, CancelState, Enqueue, NewRun, QueueClaim,
-    QueueError, QueueStatus, QueuedEvent, QueuedRun,
+    check_name, check_new, check_run_id, lease_ms, CancelState, Enqueue, NewRun, QueueCap,
+    QueueClaim, QueueError, QueueStatus, QueuedEvent, QueuedRun,
 };
 
 /// Every run of a queue, in enqueue order.
@@ -29,14 +29,19 @@ impl Rows {
         self.runs.iter_mut().find(|r| r.run_id == run_id)
     }
 
-    /// Adds `run` at `now` (ms).
+    /// Adds `run` at `now` (ms), within `cap` if given (counted and added under the caller's
+    /// one lock).
     pub fn enqueue(
         &mut self,
         run: NewRun,
         mode: Enqueue,
         now: u64,
+        cap: Option<&QueueCap>,
     ) -> Result<QueuedRun, QueueError> {
         check_new(&run)?;
+        if let Some(cap) = cap {
+            cap.check(&run)?;
+        }
         if self.runs.iter().any(|r| r.run_id == run.run_id) {
             return Err(QueueError::Duplicate { run_id: run.run_id });
         }
@@ -51,6 +56,9 @@ impl Rows {
                     run_id: busy.run_id.clone(),
                 });
             }
+        }
+        if let Some(cap) = cap {
+            cap.full(self.unfinished_with_prefix(&cap.prefix))?;
         }
         self.next_seq += 1;
         let row = QueuedRun {
@@ -280,7 +288,6 @@ impl Rows {
         self.runs.iter().find(|r| r.run_id == run_id).cloned()
     }
 
-    /// The runs of `thread`, oldest first.
     /// Runs not ended whose thread starts with `prefix`.
     pub fn unfinished_with_prefix(&self, prefix: &str) -> usize {
         self.runs
@@ -289,6 +296,7 @@ impl Rows {
             .count()
     }
 
+    /// The runs of `thread`, oldest first.
     pub fn thread_runs(&self, thread: &str) -> Vec<QueuedRun> {
         self.runs
             .iter()

@@ -216,7 +216,9 @@ pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
 
 /// Implements [`RunQueue`](super::RunQueue) for a SQL queue type with fields `pool` and `sql`
 /// (a [`QueueStatements`]), `async fn write(&self, thread: &str)` opening a transaction
-/// that holds the thread's lock, and `async fn claim_row(&self, worker, lease_ms, flows)`
+/// that holds the thread's lock, `async fn write_within(&self, thread: &str, group:
+/// Option<&str>)` the same holding first the lock of the group of threads starting with
+/// `group` (what makes a [`QueueCap`](super::QueueCap)'s count and insert one step), and `async fn claim_row(&self, worker, lease_ms, flows)`
 /// (`flows`: `None`, or the JSON array of the flows to claim among).
 macro_rules! sql_run_queue {
     ($queue:ty, $row:ty) => {
@@ -295,6 +297,67 @@ macro_rules! sql_run_queue {
             })
         }
 
+        /// Adds `run`, within `cap` if given: counted and inserted in one transaction that
+        /// holds the group's lock (`write_within`).
+        async fn enqueue_row(
+            queue: &$queue,
+            run: $crate::store::NewRun,
+            mode: $crate::store::Enqueue,
+            cap: Option<&$crate::store::QueueCap>,
+        ) -> Result<$crate::store::QueuedRun, $crate::store::QueueError> {
+            use sqlx::Row as _;
+            use $crate::store::queue::sql::db;
+            $crate::store::queue::check_new(&run)?;
+            if let Some(cap) = cap {
+                cap.check(&run)?;
+            }
+            let mut tx = queue
+                .write_within(&run.thread, cap.map(|c| c.prefix.as_str()))
+                .await?;
+            if mode == $crate::store::Enqueue::IfIdle {
+                let busy: Option<(String,)> = sqlx::query_as(&queue.sql.busy)
+                    .bind(&run.thread)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db("check a thread's runs"))?;
+                if let Some((run_id,)) = busy {
+                    return Err($crate::store::QueueError::Busy {
+                        thread: run.thread,
+                        run_id,
+                    });
+                }
+            }
+            if let Some(cap) = cap {
+                let row = sqlx::query(&queue.sql.unfinished_with_prefix)
+                    .bind(&cap.prefix)
+                    .bind(cap.prefix.chars().count() as i32)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db("count runs"))?;
+                let n: i64 = row.try_get("n").map_err(db("count runs"))?;
+                cap.full(n.max(0) as usize)?;
+            }
+            let row = sqlx::query(&queue.sql.insert)
+                .bind(&run.run_id)
+                .bind(&run.flow)
+                .bind(&run.thread)
+                .bind(run.input.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| {
+                    if $crate::store::queue::sql::is_unique_violation(&e) {
+                        $crate::store::QueueError::Duplicate {
+                            run_id: run.run_id.clone(),
+                        }
+                    } else {
+                        db("enqueue a run")(e)
+                    }
+                })?;
+            let queued = queued_run(&row)?;
+            tx.commit().await.map_err(db("enqueue a run"))?;
+            Ok(queued)
+        }
+
         #[async_trait::async_trait]
         impl $crate::store::RunQueue for $queue {
             async fn enqueue(
@@ -302,41 +365,16 @@ macro_rules! sql_run_queue {
                 run: $crate::store::NewRun,
                 mode: $crate::store::Enqueue,
             ) -> Result<$crate::store::QueuedRun, $crate::store::QueueError> {
-                use $crate::store::queue::sql::db;
-                $crate::store::queue::check_new(&run)?;
-                let mut tx = self.write(&run.thread).await?;
-                if mode == $crate::store::Enqueue::IfIdle {
-                    let busy: Option<(String,)> = sqlx::query_as(&self.sql.busy)
-                        .bind(&run.thread)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db("check a thread's runs"))?;
-                    if let Some((run_id,)) = busy {
-                        return Err($crate::store::QueueError::Busy {
-                            thread: run.thread,
-                            run_id,
-                        });
-                    }
-                }
-                let row = sqlx::query(&self.sql.insert)
-                    .bind(&run.run_id)
-                    .bind(&run.flow)
-                    .bind(&run.thread)
-                    .bind(run.input.to_string())
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(|e| {
-                        if $crate::store::queue::sql::is_unique_violation(&e) {
-                            $crate::store::QueueError::Duplicate {
-                                run_id: run.run_id.clone(),
-                            }
-                        } else {
-                            db("enqueue a run")(e)
-                        }
-                    })?;
-                let queued = queued_run(&row)?;
-                tx.commit().await.map_err(db("enqueue a run"))?;
-                Ok(queued)
+                enqueue_row(self, run, mode, None).await
+            }
+
+            async fn enqueue_within(
+                &self,
+                run: $crate::store::NewRun,
+                mode: $crate::store::Enqueue,
+                cap: &$crate::store::QueueCap,
+            ) -> Result<$crate::store::QueuedRun, $crate::store::QueueError> {
+                enqueue_row(self, run, mode, Some(cap)).await
             }
 
             async fn claim(

@@ -23,7 +23,8 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 ///
 /// Every change runs in a `BEGIN IMMEDIATE` transaction, which holds the database's single
 /// write lock: a claim is one `UPDATE ... RETURNING` in it, so of any number of processes
-/// claiming, each run goes to exactly one. The table is created, if missing, when the queue
+/// claiming, each run goes to exactly one; an enqueue within a
+/// [`QueueCap`](crate::store::QueueCap) counts and inserts in one. The table is created, if missing, when the queue
 /// opens.
 #[derive(Debug, Clone)]
 pub struct SqliteRunQueue {
@@ -125,6 +126,16 @@ impl SqliteRunQueue {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(db("lock the queue"))
+    }
+
+    /// A write transaction for a run of `thread` within a group: SQLite's single write lock
+    /// holds every group's too.
+    async fn write_within(
+        &self,
+        thread: &str,
+        _group: Option<&str>,
+    ) -> Result<sqlx::Transaction<'static, Sqlite>, QueueError> {
+        self.write(thread).await
     }
 
     async fn claim_row(
