@@ -47,7 +47,7 @@ const RECURSIVE: u8 = 8;
 impl CancelMode {
     /// Stop now: whatever is running is dropped.
     pub const IMMEDIATE: CancelMode = CancelMode(IMMEDIATE);
-    /// Stop once the current model call has finished (its reply is kept).
+    /// Stop at the end of a model call (the current one, else the next); its reply is kept.
     pub const AFTER_MODEL: CancelMode = CancelMode(AFTER_MODEL);
     /// Stop once the current tool calls have finished (their results are kept).
     pub const AFTER_TOOLS: CancelMode = CancelMode(AFTER_TOOLS);
