@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use flow_runtime::{
-    ChatModel, EventJson, FlowAgent, InMemoryStore, Message, Runner, Tool, TurnOutcome,
+    ChatModel, EventJson, FlowAgent, InMemoryStore, InterruptInfo, Message, Runner, Tool,
+    TurnOutcome,
 };
 use futures::StreamExt;
 
@@ -14,7 +15,7 @@ use crate::criteria::{
     check_budget, check_response, match_trajectory, Criterion, Exchange, Judge, Score, Subject,
 };
 use crate::report::{wilson_interval, CaseResult, FlowPicture, Report, RunResult, TurnResult};
-use crate::set::{EvalCase, EvalSet, Expectations};
+use crate::set::{EvalCase, EvalSet, Expectations, ResumeAnswer};
 use crate::simulate::{next_user_turn, NextTurn};
 use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
 use flow_runtime::TurnRequest;
@@ -57,7 +58,9 @@ type BuildFn = dyn Fn(&CaseEnv) -> FlowAgent + Send + Sync;
 /// [`new`](EvalRunner::new) (so no state leaks between cases); it wraps its models and tools
 /// with the [`CaseEnv`] to record or replay them. Each case runs on a new thread of an
 /// in-memory store, one [`Runner::turn`] per user turn; a [`TrajectoryRecorder`] gathers each
-/// turn's steps and costs; then every expectation is scored.
+/// turn's steps and costs; then every expectation is scored. The store keeps the checkpoints of
+/// interrupts too: a turn that stops for an approval continues with the answers of its
+/// case's `resume` ([`ResumeAnswer`]), as a thread's turn does for a human.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -266,9 +269,11 @@ impl EvalRunner {
         });
         let persona = self.persona.as_ref().map(|m| env.model(Arc::clone(m)));
         let recorder = TrajectoryRecorder::new();
+        // One in-memory store per run, for the thread and the checkpoints of its interrupts
+        // (a case's approvals resume from them).
         let runner = Runner::builder(flow)
             .streaming(self.streaming)
-            .thread_store(InMemoryStore::new())
+            .stores(InMemoryStore::new())
             .middleware(recorder.clone())
             .build();
         let thread: String = format!("eval-{}-{run}", case.id)
@@ -285,21 +290,21 @@ impl EvalRunner {
         let mut turns: Vec<TurnResult> = Vec::new();
         let mut conversation: Vec<Exchange> = Vec::new();
         let mut error = None;
-        let mut planned: Vec<(String, Expectations)> = case
+        let mut planned: Vec<(String, Expectations, Vec<ResumeAnswer>)> = case
             .turns
             .iter()
-            .map(|t| (t.user.clone(), t.expect.clone()))
+            .map(|t| (t.user.clone(), t.expect.clone(), t.resume.clone()))
             .collect();
         if let (Some(sim), true) = (&case.simulation, case.turns.is_empty()) {
-            planned.push((sim.opening.clone(), Expectations::default()));
+            planned.push((sim.opening.clone(), Expectations::default(), Vec::new()));
         }
         let mut next = 0;
         loop {
-            let (user, expect) = if next < planned.len() {
+            let (user, expect, resume) = if next < planned.len() {
                 planned[next].clone()
             } else if let Some(sim) = &case.simulation {
                 match next_user_turn(sim, &conversation, persona.as_ref()).await {
-                    Ok(NextTurn::Say(text)) => (text, Expectations::default()),
+                    Ok(NextTurn::Say(text)) => (text, Expectations::default(), Vec::new()),
                     Ok(NextTurn::Stop) => break,
                     Err(e) => {
                         error = Some(e);
@@ -317,6 +322,7 @@ impl EvalRunner {
                     &thread,
                     &user,
                     &expect,
+                    &resume,
                     &mut conversation,
                     judge.as_ref(),
                 )
@@ -379,6 +385,7 @@ impl EvalRunner {
         thread: &str,
         user: &str,
         expect: &Expectations,
+        resume: &[ResumeAnswer],
         conversation: &mut Vec<Exchange>,
         judge: Option<&Judge>,
     ) -> TurnResult {
@@ -386,44 +393,57 @@ impl EvalRunner {
         let mut events: Vec<EventJson> = Vec::new();
         let mut error = None;
         let mut answer = None;
-        match runner
-            .turn(TurnRequest::new(thread, Message::user(user)))
-            .await
-        {
-            Err(e) => error = Some(e.to_string()),
-            Ok(mut turn) => {
-                while let Some(event) = turn.next().await {
-                    match event.materialized().await {
-                        Ok(json) => {
-                            if let Some(e) = &json.error {
-                                error.get_or_insert_with(|| e.message.clone());
-                            }
-                            events.push(json);
-                        }
-                        Err(e) => {
-                            error.get_or_insert_with(|| e.to_string());
-                        }
-                    }
+        let mut request = TurnRequest::new(thread, Message::user(user));
+        let mut unused: Vec<&ResumeAnswer> = resume.iter().collect();
+        // The turn, then each continuation with the case's answers to its interrupts.
+        loop {
+            let mut turn = match runner.turn(request).await {
+                Ok(turn) => turn,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    break;
                 }
-                match turn.outcome() {
-                    Some(TurnOutcome::Completed { answer: a, .. }) => answer = a.map(|m| m.content),
-                    Some(TurnOutcome::Interrupted { interrupts, .. }) => {
-                        error.get_or_insert_with(|| {
-                            format!(
-                                "the turn stopped for outside input ({} interrupt(s)); eval \
-                                 cases do not answer interrupts",
-                                interrupts.len()
-                            )
-                        });
+            };
+            while let Some(event) = turn.next().await {
+                match event.materialized().await {
+                    Ok(json) => {
+                        if let Some(e) = &json.error {
+                            error.get_or_insert_with(|| e.message.clone());
+                        }
+                        events.push(json);
                     }
-                    Some(TurnOutcome::Failed(e)) => {
+                    Err(e) => {
                         error.get_or_insert_with(|| e.to_string());
-                    }
-                    None => {
-                        error.get_or_insert_with(|| "the turn ended without an outcome".into());
                     }
                 }
             }
+            match turn.outcome() {
+                Some(TurnOutcome::Completed { answer: a, .. }) => answer = a.map(|m| m.content),
+                Some(TurnOutcome::Interrupted { interrupts, .. }) if error.is_none() => {
+                    match answers_for(&interrupts, &mut unused) {
+                        Ok(answers) => {
+                            request = TurnRequest::resume(thread, answers);
+                            continue;
+                        }
+                        Err(e) => error = Some(e),
+                    }
+                }
+                Some(TurnOutcome::Interrupted { .. }) => {}
+                Some(TurnOutcome::Failed(e)) => {
+                    error.get_or_insert_with(|| e.to_string());
+                }
+                None => {
+                    error.get_or_insert_with(|| "the turn ended without an outcome".into());
+                }
+            }
+            break;
+        }
+        if error.is_none() && !unused.is_empty() {
+            error = Some(format!(
+                "the turn ended with {} of its resume answers unused (it stopped at fewer \
+                 interrupts than the case answers)",
+                unused.len()
+            ));
         }
         let (trajectory, mut metrics) = recorder.take();
         metrics.wall_ms = started.elapsed().as_millis() as u64;
@@ -448,6 +468,33 @@ impl EvalRunner {
             error,
         }
     }
+}
+
+/// The answers to `interrupts` from the case's `unused` answers (taken from it): each
+/// interrupt takes the answer naming its id, else the next answer naming none.
+fn answers_for(
+    interrupts: &[InterruptInfo],
+    unused: &mut Vec<&ResumeAnswer>,
+) -> Result<Vec<(String, serde_json::Value)>, String> {
+    let mut answers = Vec::with_capacity(interrupts.len());
+    for interrupt in interrupts {
+        let id = interrupt.id.to_string();
+        let k = unused
+            .iter()
+            .position(|a| a.interrupt.as_deref() == Some(id.as_str()))
+            .or_else(|| unused.iter().position(|a| a.interrupt.is_none()))
+            .ok_or_else(|| {
+                format!(
+                    "the turn stopped for outside input at interrupt '{id}' ({}), and the case \
+                     gives no answer for it: add one to the turn's \"resume\" (e.g. \
+                     {{\"approve\": true}})",
+                    interrupt.info
+                )
+            })?;
+        let answer = unused.remove(k);
+        answers.push((id, answer.resume_data()?));
+    }
+    Ok(answers)
 }
 
 async fn score(

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod approvals;
 mod cassette;
 mod evalset;
 mod html_browser;
