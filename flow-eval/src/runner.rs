@@ -1,5 +1,6 @@
 //! [`EvalRunner`]: runs an eval set against a flow and makes the [`Report`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,6 +9,7 @@ use flow_runtime::{
     ChatModel, EventJson, FlowAgent, InMemoryStore, InterruptInfo, Message, Runner, Tool,
     TurnOutcome,
 };
+use futures::future::BoxFuture;
 use futures::StreamExt;
 
 use crate::cassette::{Cassette, MatchPolicy, Mode};
@@ -20,9 +22,10 @@ use crate::simulate::{next_user_turn, NextTurn};
 use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
 use flow_runtime::TurnRequest;
 
-/// What the flow builder is given for one run of a case: the case, and the cassette its
-/// models and tools record into or replay from (when the runner has a cassette folder).
-#[derive(Debug, Clone)]
+/// What the flow builder is given for one run of a case: the case, the cassette its models
+/// and tools record into or replay from (when the runner has a cassette folder), and the
+/// runner's [toolsets](EvalRunner::toolset) for the run.
+#[derive(Clone)]
 pub struct CaseEnv {
     /// The case's id.
     pub case_id: String,
@@ -30,9 +33,28 @@ pub struct CaseEnv {
     pub run: u32,
     /// The run's cassette, if the runner records or replays.
     pub cassette: Option<Cassette>,
+    toolsets: Arc<BTreeMap<String, Vec<Arc<dyn Tool>>>>,
+}
+
+impl std::fmt::Debug for CaseEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaseEnv")
+            .field("case_id", &self.case_id)
+            .field("run", &self.run)
+            .field("cassette", &self.cassette)
+            .field("toolsets", &self.toolsets.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl CaseEnv {
+    /// The tools of the runner's toolset `name` ([`EvalRunner::toolset`]): fetched live and
+    /// recorded, or replayed from the cassette without fetching. Empty for a name the runner
+    /// has no toolset for, and when the flow is built only to draw the report's picture.
+    pub fn toolset(&self, name: &str) -> Vec<Arc<dyn Tool>> {
+        self.toolsets.get(name).cloned().unwrap_or_default()
+    }
+
     /// `model`, recorded or replayed through the run's cassette if it has one.
     pub fn model(&self, model: impl ChatModel) -> Arc<dyn ChatModel> {
         match &self.cassette {
@@ -51,6 +73,9 @@ impl CaseEnv {
 }
 
 type BuildFn = dyn Fn(&CaseEnv) -> FlowAgent + Send + Sync;
+
+/// What fetches a toolset's tools live (see [`EvalRunner::toolset`]).
+type FetchFn = dyn Fn() -> BoxFuture<'static, Result<Vec<Arc<dyn Tool>>, String>> + Send + Sync;
 
 /// Runs eval sets against a flow.
 ///
@@ -90,6 +115,7 @@ pub struct EvalRunner {
     criteria: Vec<Arc<dyn Criterion>>,
     repeats: Option<u32>,
     streaming: bool,
+    toolsets: Vec<(String, Arc<FetchFn>)>,
 }
 
 impl EvalRunner {
@@ -105,7 +131,60 @@ impl EvalRunner {
             criteria: Vec::new(),
             repeats: None,
             streaming: false,
+            toolsets: Vec::new(),
         }
+    }
+
+    /// A toolset whose tools are fetched live (an MCP server's: `fetch` connects and lists
+    /// them), given to the flow builder as [`CaseEnv::toolset`]. Recording (or without
+    /// cassettes), each run fetches it and its tools' definitions are kept in the cassette;
+    /// replaying, its tools are made from the cassette and `fetch` is never called, so an
+    /// offline replay needs no MCP server installed.
+    ///
+    /// ```no_run
+    /// # use flow_eval::EvalRunner;
+    /// # use flow_runtime::{ChatModelAgent, FlowAgent};
+    /// # use flow_runtime::model::ScriptedModel;
+    /// let runner = EvalRunner::new(|env| {
+    ///     let agent = ChatModelAgent::builder("clerk", env.model(ScriptedModel::new(["ok"])))
+    ///         .tools(env.toolset("files"))
+    ///         .build()
+    ///         .unwrap();
+    ///     FlowAgent::new(agent)
+    /// })
+    /// .cassettes("tests/cassettes")
+    /// .toolset("files", || async {
+    ///     // e.g. McpServer::connect(config).await?.tools().await, errors as text
+    ///     Ok(Vec::new())
+    /// });
+    /// ```
+    pub fn toolset<F, Fut>(mut self, name: impl Into<String>, fetch: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<Arc<dyn Tool>>, String>> + Send + 'static,
+    {
+        let fetch: Arc<FetchFn> = Arc::new(move || Box::pin(fetch()));
+        self.toolsets.push((name.into(), fetch));
+        self
+    }
+
+    /// The toolsets of one run: replayed from `cassette`, or fetched (and recorded).
+    async fn toolsets_for(
+        &self,
+        cassette: Option<&Cassette>,
+    ) -> Result<BTreeMap<String, Vec<Arc<dyn Tool>>>, String> {
+        let mut out = BTreeMap::new();
+        for (name, fetch) in &self.toolsets {
+            let tools = match cassette {
+                Some(c) if c.mode() == Mode::Replay => {
+                    c.replay_toolset(name).map_err(|e| e.to_string())?
+                }
+                Some(c) => c.record_toolset(name, fetch_toolset(name, &**fetch).await?),
+                None => fetch_toolset(name, &**fetch).await?,
+            };
+            out.insert(name.clone(), tools);
+        }
+        Ok(out)
     }
 
     /// Records or replays each run's models and tools (and the judge's and persona's) in a
@@ -176,6 +255,7 @@ impl EvalRunner {
             case_id: String::new(),
             run: 0,
             cassette: None,
+            toolsets: Arc::default(),
         });
         Report {
             set: set.name.clone(),
@@ -249,10 +329,15 @@ impl EvalRunner {
             Ok(c) => c,
             Err(e) => return failed(e),
         };
+        let toolsets = match self.toolsets_for(cassette.as_ref()).await {
+            Ok(t) => t,
+            Err(e) => return failed(e),
+        };
         let env = CaseEnv {
             case_id: case.id.clone(),
             run,
             cassette: cassette.clone(),
+            toolsets: Arc::new(toolsets),
         };
         let flow = (self.build)(&env);
         if let Some(c) = &cassette {
@@ -468,6 +553,13 @@ impl EvalRunner {
             error,
         }
     }
+}
+
+/// Fetches toolset `name` live.
+async fn fetch_toolset(name: &str, fetch: &FetchFn) -> Result<Vec<Arc<dyn Tool>>, String> {
+    fetch()
+        .await
+        .map_err(|e| format!("toolset '{name}' could not be fetched: {e}"))
 }
 
 /// The answers to `interrupts` from the case's `unused` answers (taken from it): each

@@ -14,7 +14,7 @@ use super::file::{
 };
 use super::matching::{Diff, MatchPolicy};
 use super::model::{RecordingModel, ReplayModel};
-use super::tool::{RecordingTool, ReplayTool};
+use super::tool::{RecordedTool, RecordingTool, ReplayTool};
 
 /// The environment variable that makes [`Cassette::open`] record: `AGENTFLOW_RECORD=1 cargo
 /// test` records every cassette the tests open, calling the real models and tools.
@@ -273,6 +273,55 @@ impl Cassette {
             Mode::Record => Arc::new(RecordingTool::new(tool, self.clone())),
             Mode::Replay => Arc::new(ReplayTool::new(tool, self.clone())),
         }
+    }
+
+    /// A toolset fetched live when recording (an MCP server's tools, found only by asking the
+    /// server): recording, keeps each tool's definition under `name` and wraps each tool to
+    /// record its calls ([`RecordingTool`]); replaying, ignores `tools` (give none) and gives
+    /// [`replay_toolset`](Cassette::replay_toolset)'s. [`EvalRunner::toolset`](crate::EvalRunner::toolset)
+    /// calls this for you.
+    pub fn record_toolset(&self, name: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        if self.mode() == Mode::Replay {
+            return self.replay_toolset(name).unwrap_or_default();
+        }
+        let definitions = tools
+            .iter()
+            .map(|t| flow_runtime::model::ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                parameters: t.parameters(),
+            })
+            .collect();
+        {
+            let mut state = self.state();
+            state.file.toolsets.insert(name.to_owned(), definitions);
+            state.dirty = true;
+        }
+        tools
+            .into_iter()
+            .map(|t| Arc::new(RecordingTool::new(t, self.clone())) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// The tools of toolset `name` as recorded: each with its recorded name, description and
+    /// parameters, answering from the cassette ([`ReplayTool`]); the live tools (an MCP
+    /// server) are never needed. [`CassetteError::NoToolset`] if the cassette recorded none
+    /// under that name.
+    pub fn replay_toolset(&self, name: &str) -> Result<Vec<Arc<dyn Tool>>, CassetteError> {
+        let state = self.state();
+        let Some(definitions) = state.file.toolsets.get(name) else {
+            return Err(CassetteError::NoToolset {
+                path: self.inner.path.clone(),
+                name: name.to_owned(),
+                recorded: state.file.toolsets.keys().cloned().collect(),
+            });
+        };
+        Ok(definitions
+            .iter()
+            .map(|d| {
+                Arc::new(ReplayTool::new(RecordedTool(d.clone()), self.clone())) as Arc<dyn Tool>
+            })
+            .collect())
     }
 
     /// Ties the cassette to `flow`: recording, stamps the file with the flow's shape;

@@ -14,4 +14,5 @@ mod html_browser;
 #[cfg(feature = "openai")]
 mod litellm_record_replay;
 mod per_case;
+mod toolsets;
 mod trajectory;
