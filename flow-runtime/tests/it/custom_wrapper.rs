@@ -211,14 +211,15 @@ async fn a_root_wrapper_that_does_not_say_so_is_refused_with_what_to_do() {
         .expect("interrupted")
         .id
         .to_string();
-    let error = runner
+    let Err(error) = runner
         .resume(ResumeRequest::new(
             "root",
             HashMap::from([(id, json!(true))]),
         ))
         .await
-        .err()
-        .expect("refused");
+    else {
+        panic!("the checkpoint was not refused")
+    };
     let flow_runtime::store::CheckpointError::NotInFlow { reason, .. } = &error else {
         panic!("{error}")
     };
