@@ -38,6 +38,17 @@ impl ContextForm {
     }
 }
 
+/// The message a delegated agent's result ([`Action::Finish`](crate::Action::Finish)) is to its
+/// parent: an assistant message of the agent holding the result (a string as it is, anything
+/// else as JSON text), so the parent reads `For context: [refund] said: {...}` whichever way
+/// the task finished (a code agent's `Finish`, an LLM agent's `finish_task` call).
+pub(crate) fn result_message(result: &serde_json::Value) -> Message {
+    Message::assistant(match result {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
 /// Rewrites another agent's message as a user message that gives context, the way Eino does:
 ///
 /// - an assistant message: `For context: [A] said: CONTENT.` (if it has content), then for

@@ -1,12 +1,15 @@
 //! [`EvalRunner`]: runs an eval set against a flow and makes the [`Report`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use flow_runtime::{
-    ChatModel, EventJson, FlowAgent, InMemoryStore, Message, Runner, Tool, TurnOutcome,
+    ChatModel, EventJson, FlowAgent, InMemoryStore, InterruptInfo, Message, Runner, Tool,
+    TurnOutcome,
 };
+use futures::future::BoxFuture;
 use futures::StreamExt;
 
 use crate::cassette::{Cassette, MatchPolicy, Mode};
@@ -14,14 +17,15 @@ use crate::criteria::{
     check_budget, check_response, match_trajectory, Criterion, Exchange, Judge, Score, Subject,
 };
 use crate::report::{wilson_interval, CaseResult, FlowPicture, Report, RunResult, TurnResult};
-use crate::set::{EvalCase, EvalSet, Expectations};
+use crate::set::{EvalCase, EvalSet, Expectations, ResumeAnswer};
 use crate::simulate::{next_user_turn, NextTurn};
 use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
 use flow_runtime::TurnRequest;
 
-/// What the flow builder is given for one run of a case: the case, and the cassette its
-/// models and tools record into or replay from (when the runner has a cassette folder).
-#[derive(Debug, Clone)]
+/// What the flow builder is given for one run of a case: the case, the cassette its models
+/// and tools record into or replay from (when the runner has a cassette folder), and the
+/// runner's [toolsets](EvalRunner::toolset) for the run.
+#[derive(Clone)]
 pub struct CaseEnv {
     /// The case's id.
     pub case_id: String,
@@ -29,9 +33,28 @@ pub struct CaseEnv {
     pub run: u32,
     /// The run's cassette, if the runner records or replays.
     pub cassette: Option<Cassette>,
+    toolsets: Arc<BTreeMap<String, Vec<Arc<dyn Tool>>>>,
+}
+
+impl std::fmt::Debug for CaseEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaseEnv")
+            .field("case_id", &self.case_id)
+            .field("run", &self.run)
+            .field("cassette", &self.cassette)
+            .field("toolsets", &self.toolsets.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl CaseEnv {
+    /// The tools of the runner's toolset `name` ([`EvalRunner::toolset`]): fetched live and
+    /// recorded, or replayed from the cassette without fetching. Empty for a name the runner
+    /// has no toolset for, and when the flow is built only to draw the report's picture.
+    pub fn toolset(&self, name: &str) -> Vec<Arc<dyn Tool>> {
+        self.toolsets.get(name).cloned().unwrap_or_default()
+    }
+
     /// `model`, recorded or replayed through the run's cassette if it has one.
     pub fn model(&self, model: impl ChatModel) -> Arc<dyn ChatModel> {
         match &self.cassette {
@@ -51,13 +74,18 @@ impl CaseEnv {
 
 type BuildFn = dyn Fn(&CaseEnv) -> FlowAgent + Send + Sync;
 
+/// What fetches a toolset's tools live (see [`EvalRunner::toolset`]).
+type FetchFn = dyn Fn() -> BoxFuture<'static, Result<Vec<Arc<dyn Tool>>, String>> + Send + Sync;
+
 /// Runs eval sets against a flow.
 ///
 /// The flow is built anew for each run of each case by the function given to
 /// [`new`](EvalRunner::new) (so no state leaks between cases); it wraps its models and tools
 /// with the [`CaseEnv`] to record or replay them. Each case runs on a new thread of an
 /// in-memory store, one [`Runner::turn`] per user turn; a [`TrajectoryRecorder`] gathers each
-/// turn's steps and costs; then every expectation is scored.
+/// turn's steps and costs; then every expectation is scored. The store keeps the checkpoints of
+/// interrupts too: a turn that stops for an approval continues with the answers of its
+/// case's `resume` ([`ResumeAnswer`]), as a thread's turn does for a human.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -87,6 +115,7 @@ pub struct EvalRunner {
     criteria: Vec<Arc<dyn Criterion>>,
     repeats: Option<u32>,
     streaming: bool,
+    toolsets: Vec<(String, Arc<FetchFn>)>,
 }
 
 impl EvalRunner {
@@ -102,7 +131,60 @@ impl EvalRunner {
             criteria: Vec::new(),
             repeats: None,
             streaming: false,
+            toolsets: Vec::new(),
         }
+    }
+
+    /// A toolset whose tools are fetched live (an MCP server's: `fetch` connects and lists
+    /// them), given to the flow builder as [`CaseEnv::toolset`]. Recording (or without
+    /// cassettes), each run fetches it and its tools' definitions are kept in the cassette;
+    /// replaying, its tools are made from the cassette and `fetch` is never called, so an
+    /// offline replay needs no MCP server installed.
+    ///
+    /// ```no_run
+    /// # use flow_eval::EvalRunner;
+    /// # use flow_runtime::{ChatModelAgent, FlowAgent};
+    /// # use flow_runtime::model::ScriptedModel;
+    /// let runner = EvalRunner::new(|env| {
+    ///     let agent = ChatModelAgent::builder("clerk", env.model(ScriptedModel::new(["ok"])))
+    ///         .tools(env.toolset("files"))
+    ///         .build()
+    ///         .unwrap();
+    ///     FlowAgent::new(agent)
+    /// })
+    /// .cassettes("tests/cassettes")
+    /// .toolset("files", || async {
+    ///     // e.g. McpServer::connect(config).await?.tools().await, errors as text
+    ///     Ok(Vec::new())
+    /// });
+    /// ```
+    pub fn toolset<F, Fut>(mut self, name: impl Into<String>, fetch: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Vec<Arc<dyn Tool>>, String>> + Send + 'static,
+    {
+        let fetch: Arc<FetchFn> = Arc::new(move || Box::pin(fetch()));
+        self.toolsets.push((name.into(), fetch));
+        self
+    }
+
+    /// The toolsets of one run: replayed from `cassette`, or fetched (and recorded).
+    async fn toolsets_for(
+        &self,
+        cassette: Option<&Cassette>,
+    ) -> Result<BTreeMap<String, Vec<Arc<dyn Tool>>>, String> {
+        let mut out = BTreeMap::new();
+        for (name, fetch) in &self.toolsets {
+            let tools = match cassette {
+                Some(c) if c.mode() == Mode::Replay => {
+                    c.replay_toolset(name).map_err(|e| e.to_string())?
+                }
+                Some(c) => c.record_toolset(name, fetch_toolset(name, &**fetch).await?),
+                None => fetch_toolset(name, &**fetch).await?,
+            };
+            out.insert(name.clone(), tools);
+        }
+        Ok(out)
     }
 
     /// Records or replays each run's models and tools (and the judge's and persona's) in a
@@ -173,6 +255,7 @@ impl EvalRunner {
             case_id: String::new(),
             run: 0,
             cassette: None,
+            toolsets: Arc::default(),
         });
         Report {
             set: set.name.clone(),
@@ -246,10 +329,15 @@ impl EvalRunner {
             Ok(c) => c,
             Err(e) => return failed(e),
         };
+        let toolsets = match self.toolsets_for(cassette.as_ref()).await {
+            Ok(t) => t,
+            Err(e) => return failed(e),
+        };
         let env = CaseEnv {
             case_id: case.id.clone(),
             run,
             cassette: cassette.clone(),
+            toolsets: Arc::new(toolsets),
         };
         let flow = (self.build)(&env);
         if let Some(c) = &cassette {
@@ -266,9 +354,11 @@ impl EvalRunner {
         });
         let persona = self.persona.as_ref().map(|m| env.model(Arc::clone(m)));
         let recorder = TrajectoryRecorder::new();
+        // One in-memory store per run, for the thread and the checkpoints of its interrupts
+        // (a case's approvals resume from them).
         let runner = Runner::builder(flow)
             .streaming(self.streaming)
-            .thread_store(InMemoryStore::new())
+            .stores(InMemoryStore::new())
             .middleware(recorder.clone())
             .build();
         let thread: String = format!("eval-{}-{run}", case.id)
@@ -285,21 +375,21 @@ impl EvalRunner {
         let mut turns: Vec<TurnResult> = Vec::new();
         let mut conversation: Vec<Exchange> = Vec::new();
         let mut error = None;
-        let mut planned: Vec<(String, Expectations)> = case
+        let mut planned: Vec<(String, Expectations, Vec<ResumeAnswer>)> = case
             .turns
             .iter()
-            .map(|t| (t.user.clone(), t.expect.clone()))
+            .map(|t| (t.user.clone(), t.expect.clone(), t.resume.clone()))
             .collect();
         if let (Some(sim), true) = (&case.simulation, case.turns.is_empty()) {
-            planned.push((sim.opening.clone(), Expectations::default()));
+            planned.push((sim.opening.clone(), Expectations::default(), Vec::new()));
         }
         let mut next = 0;
         loop {
-            let (user, expect) = if next < planned.len() {
+            let (user, expect, resume) = if next < planned.len() {
                 planned[next].clone()
             } else if let Some(sim) = &case.simulation {
                 match next_user_turn(sim, &conversation, persona.as_ref()).await {
-                    Ok(NextTurn::Say(text)) => (text, Expectations::default()),
+                    Ok(NextTurn::Say(text)) => (text, Expectations::default(), Vec::new()),
                     Ok(NextTurn::Stop) => break,
                     Err(e) => {
                         error = Some(e);
@@ -317,6 +407,7 @@ impl EvalRunner {
                     &thread,
                     &user,
                     &expect,
+                    &resume,
                     &mut conversation,
                     judge.as_ref(),
                 )
@@ -379,6 +470,7 @@ impl EvalRunner {
         thread: &str,
         user: &str,
         expect: &Expectations,
+        resume: &[ResumeAnswer],
         conversation: &mut Vec<Exchange>,
         judge: Option<&Judge>,
     ) -> TurnResult {
@@ -386,44 +478,57 @@ impl EvalRunner {
         let mut events: Vec<EventJson> = Vec::new();
         let mut error = None;
         let mut answer = None;
-        match runner
-            .turn(TurnRequest::new(thread, Message::user(user)))
-            .await
-        {
-            Err(e) => error = Some(e.to_string()),
-            Ok(mut turn) => {
-                while let Some(event) = turn.next().await {
-                    match event.materialized().await {
-                        Ok(json) => {
-                            if let Some(e) = &json.error {
-                                error.get_or_insert_with(|| e.message.clone());
-                            }
-                            events.push(json);
-                        }
-                        Err(e) => {
-                            error.get_or_insert_with(|| e.to_string());
-                        }
-                    }
+        let mut request = TurnRequest::new(thread, Message::user(user));
+        let mut unused: Vec<&ResumeAnswer> = resume.iter().collect();
+        // The turn, then each continuation with the case's answers to its interrupts.
+        loop {
+            let mut turn = match runner.turn(request).await {
+                Ok(turn) => turn,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    break;
                 }
-                match turn.outcome() {
-                    Some(TurnOutcome::Completed { answer: a, .. }) => answer = a.map(|m| m.content),
-                    Some(TurnOutcome::Interrupted { interrupts, .. }) => {
-                        error.get_or_insert_with(|| {
-                            format!(
-                                "the turn stopped for outside input ({} interrupt(s)); eval \
-                                 cases do not answer interrupts",
-                                interrupts.len()
-                            )
-                        });
+            };
+            while let Some(event) = turn.next().await {
+                match event.materialized().await {
+                    Ok(json) => {
+                        if let Some(e) = &json.error {
+                            error.get_or_insert_with(|| e.message.clone());
+                        }
+                        events.push(json);
                     }
-                    Some(TurnOutcome::Failed(e)) => {
+                    Err(e) => {
                         error.get_or_insert_with(|| e.to_string());
-                    }
-                    None => {
-                        error.get_or_insert_with(|| "the turn ended without an outcome".into());
                     }
                 }
             }
+            match turn.outcome() {
+                Some(TurnOutcome::Completed { answer: a, .. }) => answer = a.map(|m| m.content),
+                Some(TurnOutcome::Interrupted { interrupts, .. }) if error.is_none() => {
+                    match answers_for(&interrupts, &mut unused) {
+                        Ok(answers) => {
+                            request = TurnRequest::resume(thread, answers);
+                            continue;
+                        }
+                        Err(e) => error = Some(e),
+                    }
+                }
+                Some(TurnOutcome::Interrupted { .. }) => {}
+                Some(TurnOutcome::Failed(e)) => {
+                    error.get_or_insert_with(|| e.to_string());
+                }
+                None => {
+                    error.get_or_insert_with(|| "the turn ended without an outcome".into());
+                }
+            }
+            break;
+        }
+        if error.is_none() && !unused.is_empty() {
+            error = Some(format!(
+                "the turn ended with {} of its resume answers unused (it stopped at fewer \
+                 interrupts than the case answers)",
+                unused.len()
+            ));
         }
         let (trajectory, mut metrics) = recorder.take();
         metrics.wall_ms = started.elapsed().as_millis() as u64;
@@ -448,6 +553,40 @@ impl EvalRunner {
             error,
         }
     }
+}
+
+/// Fetches toolset `name` live.
+async fn fetch_toolset(name: &str, fetch: &FetchFn) -> Result<Vec<Arc<dyn Tool>>, String> {
+    fetch()
+        .await
+        .map_err(|e| format!("toolset '{name}' could not be fetched: {e}"))
+}
+
+/// The answers to `interrupts` from the case's `unused` answers (taken from it): each
+/// interrupt takes the answer naming its id, else the next answer naming none.
+fn answers_for(
+    interrupts: &[InterruptInfo],
+    unused: &mut Vec<&ResumeAnswer>,
+) -> Result<Vec<(String, serde_json::Value)>, String> {
+    let mut answers = Vec::with_capacity(interrupts.len());
+    for interrupt in interrupts {
+        let id = interrupt.id.to_string();
+        let k = unused
+            .iter()
+            .position(|a| a.interrupt.as_deref() == Some(id.as_str()))
+            .or_else(|| unused.iter().position(|a| a.interrupt.is_none()))
+            .ok_or_else(|| {
+                format!(
+                    "the turn stopped for outside input at interrupt '{id}' ({}), and the case \
+                     gives no answer for it: add one to the turn's \"resume\" (e.g. \
+                     {{\"approve\": true}})",
+                    interrupt.info
+                )
+            })?;
+        let answer = unused.remove(k);
+        answers.push((id, answer.resume_data()?));
+    }
+    Ok(answers)
 }
 
 async fn score(

@@ -446,6 +446,118 @@ async fn an_llm_task_finishes_through_finish_task_with_its_typed_result() {
 }
 
 #[tokio::test]
+async fn an_llm_tasks_result_reaches_an_llm_parent_as_the_tasks_message() {
+    // The task's `finish_task` result reads, to its parent, as the task's message (as a code
+    // task's `Finish` does), in the turn it finished and in later turns of the thread.
+    let refund_model = ScriptedModel::new([ScriptStep::tool_call(
+        "finish_task",
+        json!({"order_id": 42, "approved": true}),
+    )]);
+    let refund = ChatModelAgent::builder("refund", refund_model)
+        .instruction("Decide refunds.")
+        .returns::<Outcome>()
+        .build()
+        .unwrap();
+    let triage_model = ScriptedModel::new([
+        ScriptStep::transfer("refund"),
+        ScriptStep::text("Your refund is approved."),
+        ScriptStep::text("You are welcome."),
+    ]);
+    let triage = ChatModelAgent::builder("triage", triage_model.clone())
+        .instruction("Route the customer.")
+        .build()
+        .unwrap();
+    let desk = set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund).delegation(Delegation::Task)],
+    )
+    .unwrap();
+    let runner = Runner::builder(desk)
+        .thread_store(InMemoryStore::new())
+        .build();
+    assert_eq!(
+        answer(&runner, "refund order 42").await.1,
+        "Your refund is approved."
+    );
+    assert_eq!(answer(&runner, "thanks").await.1, "You are welcome.");
+    let result = "user: For context: [refund] said: {\"approved\":true,\"order_id\":42}.";
+    let requests = triage_model.requests();
+    let seen = |k: usize| -> Vec<String> {
+        requests[k]
+            .messages
+            .iter()
+            .map(|m| format!("{}: {}", m.role, m.content))
+            .collect()
+    };
+    assert_eq!(seen(1).last().unwrap(), result);
+    assert!(seen(2).iter().any(|m| m == result), "{:?}", seen(2));
+    assert!(
+        !seen(2).iter().any(|m| m.contains("finish_task")),
+        "{:?}",
+        seen(2)
+    );
+}
+
+#[tokio::test]
+async fn a_code_tasks_finish_reaches_the_user_as_an_action_not_a_message() {
+    // The user's stream shows the result as the `finish` action only; the parent's answer is
+    // the turn's message. In a later turn, read back from the thread, the parent still reads
+    // the result as the task's message.
+    let inputs = Inputs::default();
+    let model = ScriptedModel::new([
+        ScriptStep::transfer("refund"),
+        ScriptStep::text("Approved."),
+        ScriptStep::text("You are welcome."),
+    ]);
+    let triage = ChatModelAgent::builder("triage", model.clone())
+        .instruction("Route the customer.")
+        .build()
+        .unwrap();
+    let desk = set_sub_agents(FlowAgent::new(triage), [refund_task(&inputs)]).unwrap();
+    let runner = Runner::builder(desk)
+        .thread_store(InMemoryStore::new())
+        .build();
+    answer(&runner, "refund please").await;
+    answer(&runner, "42").await;
+    let turn = runner
+        .turn(TurnRequest::new("ada", Message::user("broken")))
+        .await
+        .unwrap();
+    let events: Vec<AgentEvent> = turn.collect().await;
+    let finish = events
+        .iter()
+        .find(|e| matches!(e.action, Some(Action::Finish(_))))
+        .expect("the task finished");
+    assert!(finish.message_output().is_none(), "{finish:?}");
+    let as_json = serde_json::to_value(finish).unwrap();
+    assert_eq!(
+        as_json["action"],
+        json!({"finish": {"approved": true, "order_id": 42, "reason": "broken"}})
+    );
+    assert!(as_json.get("message").is_none(), "{as_json}");
+    let said: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.message_output())
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(said, ["Approved."]);
+
+    assert_eq!(answer(&runner, "thanks").await.1, "You are welcome.");
+    let result =
+        "user: For context: [refund] said: {\"approved\":true,\"order_id\":42,\"reason\":\"broken\"}.";
+    let requests = model.requests();
+    for k in [1, 2] {
+        let seen: Vec<String> = requests[k]
+            .messages
+            .iter()
+            .map(|m| format!("{}: {}", m.role, m.content))
+            .collect();
+        assert!(seen.iter().any(|m| m == result), "call {k}: {seen:?}");
+    }
+}
+
+#[tokio::test]
 async fn single_turn_researchers_in_a_parallel_workflow_return_all_their_answers() {
     let researcher = |name: &'static str, found: &'static str| {
         FlowAgent::new(FnAgent::new(name, move |cx, _| async move {

@@ -21,8 +21,10 @@ use crate::event::InterruptInfo;
 /// How a run is cancelled: a set of stop points, plus whether nested runs stop too.
 ///
 /// `IMMEDIATE` stops the run where it is (a model call half streamed, a tool running: dropped);
-/// `AFTER_MODEL` lets the current model call finish and keeps its reply, then stops before its
-/// tool calls run; `AFTER_TOOLS` lets the current tool calls finish and keeps their results,
+/// `AFTER_MODEL` stops at the end of a model call and keeps its reply (its tool calls do not
+/// run): the call under way, or, when the cancel arrives while tool calls run, the next one (as
+/// Eino's `CancelAfterChatModel`: the calls finish and the model is asked once more), a final
+/// answer too, since a workflow would go on after it; `AFTER_TOOLS` lets the current tool calls finish and keeps their results,
 /// then stops before the model is asked again. Combined (`AFTER_MODEL | AFTER_TOOLS`), the run
 /// stops at whichever comes first.
 ///
@@ -45,7 +47,7 @@ const RECURSIVE: u8 = 8;
 impl CancelMode {
     /// Stop now: whatever is running is dropped.
     pub const IMMEDIATE: CancelMode = CancelMode(IMMEDIATE);
-    /// Stop once the current model call has finished (its reply is kept).
+    /// Stop at the end of a model call (the current one, else the next); its reply is kept.
     pub const AFTER_MODEL: CancelMode = CancelMode(AFTER_MODEL);
     /// Stop once the current tool calls have finished (their results are kept).
     pub const AFTER_TOOLS: CancelMode = CancelMode(AFTER_TOOLS);

@@ -78,6 +78,40 @@ pub trait Agent: Send + Sync + 'static {
         false
     }
 
+    /// Whether this agent runs agents of its own that its tree cannot see: a custom agent
+    /// wrapping a tree (`struct Wrapper(FlowAgent)` whose `run` and `resume` run the tree it
+    /// holds). A checkpoint may then name, below this agent, agents only it knows (plain names;
+    /// its `resume` is given them). A custom agent that is a leaf of a tree is taken to be one
+    /// whatever it says; the root of a runner (Eino's usual layout: the runner's agent wraps
+    /// the whole tree) must say so by returning `true`, since a lone root agent is otherwise
+    /// checked by name like any agent (a checkpoint naming another agent is refused).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flow_runtime::{Agent, AgentInput, EventStream, FlowAgent, ResumeInfo, RunContext};
+    ///
+    /// /// Wraps a whole tree; the runner's root.
+    /// struct Wrapper(FlowAgent);
+    ///
+    /// impl Agent for Wrapper {
+    ///     fn name(&self) -> &str {
+    ///         "wrapper"
+    ///     }
+    ///     fn run(self: Arc<Self>, cx: RunContext, input: AgentInput) -> EventStream {
+    ///         Arc::new(self.0.clone()).run(cx, input)
+    ///     }
+    ///     fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+    ///         Arc::new(self.0.clone()).resume(cx, input, info)
+    ///     }
+    ///     fn runs_agents_of_its_own(&self) -> bool {
+    ///         true
+    ///     }
+    /// }
+    /// ```
+    fn runs_agents_of_its_own(&self) -> bool {
+        false
+    }
+
     /// Whether this agent is a [`FlowAgent`] (a whole tree used as one node's agent).
     #[doc(hidden)]
     fn as_flow(&self) -> Option<&FlowAgent> {

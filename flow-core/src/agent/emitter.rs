@@ -175,20 +175,16 @@ impl Context {
         self.emit(AgentEvent::action(Action::interrupted(interrupt)));
     }
 
-    /// Finishes this agent's delegated task with `result`: emits an assistant message holding
-    /// the result as JSON text, carrying [`Action::Finish`]. When this agent's node is a task
-    /// or single-turn node ([`Delegation`](crate::Delegation)), control returns to its parent
-    /// once this agent's stream ends; the parent reads the result with
-    /// [`RunContext::task_result`] and sees the message. A node in chat mode that finishes
-    /// ends with an error event saying so.
+    /// Finishes this agent's delegated task with `result`: emits an event whose only content
+    /// is [`Action::Finish`] carrying it. The result is data for the parent, not a message
+    /// for the user: the event stream shows the action (`{"finish": ...}` in its JSON form),
+    /// no assistant message. When this agent's node is a task or single-turn node
+    /// ([`Delegation`](crate::Delegation)), control returns to its parent once this agent's
+    /// stream ends; the parent reads the result with [`RunContext::task_result`], and its
+    /// history shows it as this agent's message (`For context: [refund] said: {...}`). A node
+    /// in chat mode that finishes ends with an error event saying so.
     pub fn finish(&self, result: serde_json::Value) {
-        let text = match &result {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        self.emit(
-            AgentEvent::message(Message::assistant(text)).with_action(Action::finish(result)),
-        );
+        self.emit(AgentEvent::action(Action::finish(result)));
     }
 
     /// Emits an event whose only content is [`Action::Exit`].

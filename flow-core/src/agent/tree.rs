@@ -454,8 +454,9 @@ impl FlowAgent {
 
     /// The names of the custom agents that may run agents of their own this tree cannot see
     /// (a `struct W(FlowAgent)` whose `run` runs the tree it holds): the leaves of this tree
-    /// (and of the trees its nodes hold) whose agent is not itself a tree, the root excepted
-    /// (a lone root is checked by name, as any agent). A checkpoint's run
+    /// (and of the trees its nodes hold) whose agent is not itself a tree, and the root if its
+    /// agent says it [runs agents of its own](crate::Agent::runs_agents_of_its_own) (else a
+    /// lone root is checked by name, as any agent). A checkpoint's run
     /// paths may go on below them with names only that agent knows (see
     /// [`Checkpoint::check_names_in`](crate::Checkpoint::check_names_in)).
     #[doc(hidden)]
@@ -464,7 +465,9 @@ impl FlowAgent {
             for n in &tree.nodes {
                 match n.agent.as_flow() {
                     Some(inner) => walk(&inner.tree, names),
-                    None if n.children.is_empty() && n.parent.is_some() => {
+                    None if n.children.is_empty()
+                        && (n.parent.is_some() || n.agent.runs_agents_of_its_own()) =>
+                    {
                         names.insert(Arc::clone(&n.name));
                     }
                     None => {}

@@ -7,6 +7,33 @@ use super::MiddlewareError;
 use crate::stream::StreamError;
 
 /// An error reported in an event: by an agent, a tool, a model or the framework itself.
+///
+/// # Finding a typed error
+///
+/// Ask the error, never its variant: [`downcast_ref::<T>()`](AgentError::downcast_ref) finds
+/// a `T` wherever this error carries one (under [`Custom`](AgentError::Custom),
+/// [`ChatAgent`](AgentError::ChatAgent), any typed variant, and down their `source()`
+/// chains), and [`chat_agent_error`](AgentError::chat_agent_error) gives a
+/// [`ChatModelAgent`](crate::ChatModelAgent)'s own error. Matching a variant to downcast its
+/// payload (`if let AgentError::Custom(e) = &error { e.downcast_ref::<ChatAgentError>() }`)
+/// still compiles when the framework moves an error to another variant, and then silently
+/// finds nothing: `ChatAgentError` was once under `Custom` and is under `ChatAgent` now.
+///
+/// ```
+/// use flow_runtime::{AgentError, ChatAgentError};
+/// let error: AgentError = ChatAgentError::MaxIterations { agent: "clerk".into(), limit: 3 }.into();
+/// assert!(matches!(
+///     error.downcast_ref::<ChatAgentError>(),
+///     Some(ChatAgentError::MaxIterations { limit: 3, .. })
+/// ));
+///
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("the till is closed")]
+/// struct TillClosed;
+/// let error = AgentError::custom(TillClosed);
+/// assert!(error.downcast_ref::<TillClosed>().is_some());
+/// assert!(error.downcast_ref::<ChatAgentError>().is_none());
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
@@ -96,7 +123,9 @@ pub enum AgentError {
         /// the LLM layer builds on this one).
         error: Arc<dyn std::error::Error + Send + Sync>,
     },
-    /// An error of the caller's own type.
+    /// An error of another type: the caller's own (made by [`AgentError::custom`]) or a
+    /// workflow's [`WorkflowError`](crate::WorkflowError). Find its type with [`downcast_ref`](AgentError::downcast_ref), not by
+    /// matching this variant (see [Finding a typed error](AgentError#finding-a-typed-error)).
     #[error(transparent)]
     Custom(Arc<dyn std::error::Error + Send + Sync>),
 }
@@ -141,6 +170,30 @@ impl AgentError {
             AgentError::ChatAgent { .. } => "chat_agent",
             AgentError::Custom(_) => "custom",
         }
+    }
+
+    /// The error of type `T` this error carries, wherever it is: the payload of
+    /// [`Custom`](AgentError::Custom) or [`ChatAgent`](AgentError::ChatAgent), a typed
+    /// variant's error ([`LimitReached`](crate::LimitReached), a
+    /// [`MiddlewareError`](crate::MiddlewareError), ...), or any error down their `source()`
+    /// chains. The one way to find a typed error: it keeps finding it when the framework moves
+    /// an error between variants (see [Finding a typed error](AgentError#finding-a-typed-error)).
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(match self {
+            AgentError::Custom(error) | AgentError::ChatAgent { error, .. } => &**error,
+            AgentError::Stream(error) => error,
+            AgentError::LimitReached(error) => error,
+            AgentError::BudgetExceeded(error) => error,
+            AgentError::Middleware(error) => &**error,
+            other => other,
+        });
+        while let Some(error) = next {
+            if let Some(found) = error.downcast_ref::<T>() {
+                return Some(found);
+            }
+            next = error.source();
+        }
+        None
     }
 
     /// The agent the error is about, if it names one (for a transfer, the agent that asked).

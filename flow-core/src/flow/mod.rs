@@ -228,8 +228,13 @@ async fn filled_cache(
             Some(message) => message,
             None => Box::pin(event.message()).await?,
         };
-        let Some(message) = message else {
-            continue;
+        let message = match (message, event.action()) {
+            (Some(message), _) => message,
+            // A code agent's result carries no message: its parent reads it as one.
+            (None, Some(Action::Finish(result))) => {
+                Arc::new(crate::context_form::result_message(result))
+            }
+            (None, _) => continue,
         };
         if let Some(c) = event.action().and_then(CompactionRecord::of) {
             cache.push_compaction(event.agent_name_arc(), c.kept, message);

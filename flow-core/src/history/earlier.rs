@@ -105,13 +105,21 @@ impl ThreadHistory {
                     }));
                 }
                 entries.extend(record.events.into_iter().filter_map(|e| {
+                    let message = match (e.message, &e.action) {
+                        (Some(message), _) => message,
+                        // A code agent's result carries no message: its parent reads it as one.
+                        (None, Some(Action::Finish(result))) => {
+                            crate::context_form::result_message(result)
+                        }
+                        (None, _) => return None,
+                    };
                     Some(ThreadEntry {
                         is_transfer: matches!(e.action, Some(Action::TransferToAgent(_))),
                         is_result: matches!(e.action, Some(Action::Finish(_))),
                         compaction: e.action.as_ref().and_then(CompactionRecord::of),
                         entry: HistoryEntry {
                             is_user_input: false,
-                            message: Arc::new(e.message?),
+                            message: Arc::new(message),
                             agent_name: e.agent_name,
                             turn: record.turn,
                         },

@@ -3,8 +3,8 @@
 //! At a [`SafePoint`] the run's [`CancelSignal`](crate::CancelSignal) asks for, the agent emits
 //! one interrupt whose info is [`cancel_info`] and whose state is a [`CancelStop`]: the
 //! conversation as the model saw it, the model calls made, and (after a model call) where the
-//! reply whose tool calls did not run yet is. Resuming it runs those calls, then the ReAct
-//! loop goes on, as if the run had never stopped.
+//! reply it stopped after is. Resuming it runs that reply's tool calls (or, for a final answer,
+//! ends the agent with it), then the ReAct loop goes on, as if the run had never stopped.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use super::agent::*;
 use crate::agent::cancel::{cancel_info, SafePoint};
 use crate::agent::{AgentInput, Context};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
-use crate::message::MessageRef;
+use crate::message::{Message, MessageRef};
 use crate::model::ChatRequest;
 
 /// The key of a cancel stop in the interrupt's state.
@@ -27,7 +27,8 @@ pub(super) struct CancelStop {
     messages: Vec<MessageRef>,
     /// Model calls made.
     used: usize,
-    /// After a model call: where the reply whose calls have not run is in `messages`.
+    /// After a model call: where the reply it stopped after is in `messages` (its tool calls,
+    /// if any, have not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reply: Option<usize>,
 }
@@ -80,6 +81,26 @@ impl ChatModelAgent {
             params: self.run_params(cx),
         };
         if let Some(at) = stop.reply.filter(|&at| at < request.messages.len()) {
+            if request.messages[at].tool_calls.is_empty() {
+                // It stopped after its final answer: the answer ends the agent as it would have.
+                let reply = Arc::clone(&request.messages[at]);
+                let Some(output) = &self.output else {
+                    self.store_output(cx, &reply.content);
+                    return Ok(());
+                };
+                match self.take_output(cx, output, &reply, &mut 0)? {
+                    None => {
+                        self.store_output(cx, &reply.content);
+                        return Ok(());
+                    }
+                    Some(correction) => {
+                        request.messages.push(Arc::new(Message::user(correction)));
+                        return self
+                            .react_loop(cx, &toolset, request, stop.used, input.streaming)
+                            .await;
+                    }
+                }
+            }
             let turn = self
                 .run_tools(cx, &toolset, &mut request.messages, at, stop.used, None)
                 .await?;

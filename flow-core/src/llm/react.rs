@@ -151,7 +151,10 @@ impl ChatModelAgent {
             };
             used += 1;
             request.messages.push(Arc::clone(&reply));
-            if !reply.tool_calls.is_empty() && cx.stops_at(SafePoint::AfterModel).is_some() {
+            // Eino's rule: an `AFTER_MODEL` cancel takes effect at the end of the model call
+            // that ends first after it arrived (a final answer too: in a workflow the run would
+            // go on to the next agent); one that arrives during tool calls waits for the next.
+            if cx.stops_at(SafePoint::AfterModel).is_some() {
                 let at = request.messages.len() - 1;
                 return self.stop_for_cancel(
                     cx,
@@ -484,7 +487,7 @@ impl ChatModelAgent {
 
     /// Decodes a final answer into the declared output type and stores it; returns the
     /// correction to send the model if it did not decode and retries are left.
-    fn take_output(
+    pub(super) fn take_output(
         &self,
         cx: &Context,
         output: &StructuredOutput,

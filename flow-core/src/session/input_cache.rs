@@ -8,7 +8,7 @@ use crate::context_form::rewrite_for_context;
 use crate::event::AgentError;
 use crate::history::{ContextPolicy, HistoryEntry};
 use crate::input::Messages;
-use crate::message::{MessageRef, Role};
+use crate::message::{Message, MessageRef, Role};
 
 /// How many entries past the run's input an input cache makes room for at its start.
 const FIRST_ENTRIES: usize = 4;
@@ -304,7 +304,15 @@ impl InputCache {
                         && e.message.role == Role::Assistant
                         && e.message.tool_calls.is_empty())
             })
-            .map(|(i, e)| (i, e.clone()));
+            .map(|(i, e)| {
+                let mut e = e.clone();
+                // An LLM task's result is its `finish_task` call's result: the parent reads it
+                // as the task's message, as a code task's (`For context: [refund] said: ..`).
+                if e.message.role == Role::Tool && self.results.binary_search(&i).is_ok() {
+                    e.message = Arc::new(Message::assistant(e.message.content.clone()));
+                }
+                (i, e)
+            });
         if let Some(compacted) = self.compaction_of(agent_name) {
             return self.input_compacted(agent_name, policy, compacted, visible.collect());
         }

@@ -68,7 +68,8 @@
 //! On resume it resumes only the lanes that interrupted.
 //!
 //! Workflow errors (no sub-agents, a resume that does not fit) are [`WorkflowError`]s,
-//! carried by an error event as [`AgentError::Custom`].
+//! carried by an error event as [`AgentError::Custom`] (find them with
+//! [`AgentError::downcast_ref`]).
 
 mod deterministic;
 mod loop_agent;

@@ -37,6 +37,11 @@ pub struct CassetteFile {
     /// What was asked and answered, in the order the answers completed.
     #[serde(default)]
     pub interactions: Vec<Interaction>,
+    /// The definitions of the tools of each named toolset fetched live when recording (an MCP
+    /// server's, see [`Cassette::record_toolset`](super::Cassette::record_toolset)): replaying
+    /// makes the tools from them, without the server.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub toolsets: std::collections::BTreeMap<String, Vec<ToolDefinition>>,
 }
 
 impl Default for CassetteFile {
@@ -45,6 +50,7 @@ impl Default for CassetteFile {
             agentflow_cassette: CASSETTE_FORMAT,
             flow: None,
             interactions: Vec::new(),
+            toolsets: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -296,6 +302,22 @@ pub enum CassetteError {
         recorded: String,
         /// The shape of the flow it is used with.
         current: String,
+    },
+    /// A replayed toolset the cassette has no definitions for: it was recorded before the
+    /// toolset was added (or under another name).
+    #[error(
+        "cassette {} recorded no toolset '{name}' (it recorded: {}); record it again with \
+         AGENTFLOW_RECORD=1 (the toolset is fetched live then, and its tools' definitions are \
+         kept for replay)", path.display(),
+        if recorded.is_empty() { "none".to_owned() } else { recorded.join(", ") }
+    )]
+    NoToolset {
+        /// The file.
+        path: PathBuf,
+        /// The toolset asked for.
+        name: String,
+        /// The toolsets it recorded.
+        recorded: Vec<String>,
     },
     /// The file could not be written.
     #[error("cassette {}: cannot write it: {source}", path.display())]

@@ -14,7 +14,7 @@ use super::file::{
 };
 use super::matching::{Diff, MatchPolicy};
 use super::model::{RecordingModel, ReplayModel};
-use super::tool::{RecordingTool, ReplayTool};
+use super::tool::{RecordedTool, RecordingTool, ReplayTool};
 
 /// The environment variable that makes [`Cassette::open`] record: `AGENTFLOW_RECORD=1 cargo
 /// test` records every cassette the tests open, calling the real models and tools.
@@ -44,27 +44,33 @@ impl Mode {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayError {
-    /// A model was asked something the cassette did not record.
+    /// A model was asked something the cassette did not record. Calls are matched by their
+    /// request (the model's name only breaks ties), so this is a change in what the flow asks.
     #[error(
-        "cassette {}: model '{model}' was asked something it did not record (its call \
-         {call}); the request differs from the next recorded one:\n{diff}\nrecord it again \
-         with AGENTFLOW_RECORD=1 if the change is intended, or ignore the field in the \
-         cassette's MatchPolicy", path.display()
+        "cassette {}: model '{model}' was asked something the cassette did not record (its \
+         call {call}); the request differs from the next unanswered recorded one (of \
+         '{recorded_as}'):\n{diff}\nrecord it again with AGENTFLOW_RECORD=1 if the change is \
+         intended, or ignore the field in the cassette's MatchPolicy", path.display()
     )]
     RequestMismatch {
         /// The cassette.
         path: PathBuf,
         /// The model asked.
         model: String,
+        /// The name of the model of the recorded call it was compared with.
+        recorded_as: String,
         /// Which of its calls (1-based).
         call: usize,
         /// How the request differs from the next recorded request of that model.
         diff: Diff,
     },
-    /// A model made more calls than the cassette recorded for it.
+    /// The flow asked its models more often than the cassette recorded: every recorded model
+    /// call (of any model's name) was answered already.
     #[error(
-        "cassette {}: model '{model}' made call {call}, but the cassette recorded {recorded} \
-         calls of it{}; record it again with AGENTFLOW_RECORD=1", path.display(),
+        "cassette {}: model '{model}' made call {call}, but all {recorded} model calls the \
+         cassette recorded{} were answered already: the flow now asks its models more often \
+         than when it was recorded; record it again with AGENTFLOW_RECORD=1 if that is \
+         intended", path.display(),
         others_text(others)
     )]
     Exhausted {
@@ -74,7 +80,7 @@ pub enum ReplayError {
         model: String,
         /// Which of its calls (1-based).
         call: usize,
-        /// How many calls of it were recorded.
+        /// How many model calls were recorded, of every model.
         recorded: usize,
         /// The models the cassette has calls for.
         others: Vec<String>,
@@ -114,9 +120,9 @@ pub enum ReplayError {
 
 fn others_text(others: &[String]) -> String {
     if others.is_empty() {
-        " (it has no model calls at all)".to_owned()
+        " (it has none)".to_owned()
     } else {
-        format!(" (it has calls of: {})", others.join(", "))
+        format!(" (of {})", others.join(", "))
     }
 }
 
@@ -130,9 +136,11 @@ fn others_text(others: &[String]) -> String {
 ///   kept (streamed chunks one by one, tool calls, usage, errors); [`save`](Cassette::save)
 ///   writes the file (dropping the last handle saves too);
 /// - replaying ([`Mode::Replay`]), nothing real is called: each request is looked up among the
-///   recorded ones of the same model, under the cassette's [`MatchPolicy`], in any order (so
+///   recorded ones not answered yet, under the cassette's [`MatchPolicy`], in any order (so
 ///   parallel branches may come in another order than when recorded; equal requests are
-///   answered in recorded order). A request that was not recorded gets a [`ReplayError`] with
+///   answered in recorded order). The request identifies the call, not the model's name: those
+///   of the same name are tried first, then any other, so a replay may build its models under
+///   other names than the recording's (a scripted stand-in for the real model). A request that was not recorded gets a [`ReplayError`] with
 ///   the difference from the next recorded one, returned to the agent as a model error and
 ///   kept in [`errors`](Cassette::errors).
 ///
@@ -267,6 +275,55 @@ impl Cassette {
         }
     }
 
+    /// A toolset fetched live when recording (an MCP server's tools, found only by asking the
+    /// server): recording, keeps each tool's definition under `name` and wraps each tool to
+    /// record its calls ([`RecordingTool`]); replaying, ignores `tools` (give none) and gives
+    /// [`replay_toolset`](Cassette::replay_toolset)'s. [`EvalRunner::toolset`](crate::EvalRunner::toolset)
+    /// calls this for you.
+    pub fn record_toolset(&self, name: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        if self.mode() == Mode::Replay {
+            return self.replay_toolset(name).unwrap_or_default();
+        }
+        let definitions = tools
+            .iter()
+            .map(|t| flow_runtime::model::ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                parameters: t.parameters(),
+            })
+            .collect();
+        {
+            let mut state = self.state();
+            state.file.toolsets.insert(name.to_owned(), definitions);
+            state.dirty = true;
+        }
+        tools
+            .into_iter()
+            .map(|t| Arc::new(RecordingTool::new(t, self.clone())) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// The tools of toolset `name` as recorded: each with its recorded name, description and
+    /// parameters, answering from the cassette ([`ReplayTool`]); the live tools (an MCP
+    /// server) are never needed. [`CassetteError::NoToolset`] if the cassette recorded none
+    /// under that name.
+    pub fn replay_toolset(&self, name: &str) -> Result<Vec<Arc<dyn Tool>>, CassetteError> {
+        let state = self.state();
+        let Some(definitions) = state.file.toolsets.get(name) else {
+            return Err(CassetteError::NoToolset {
+                path: self.inner.path.clone(),
+                name: name.to_owned(),
+                recorded: state.file.toolsets.keys().cloned().collect(),
+            });
+        };
+        Ok(definitions
+            .iter()
+            .map(|d| {
+                Arc::new(ReplayTool::new(RecordedTool(d.clone()), self.clone())) as Arc<dyn Tool>
+            })
+            .collect())
+    }
+
     /// Ties the cassette to `flow`: recording, stamps the file with the flow's shape;
     /// replaying, checks that the file was recorded with the same flow
     /// ([`CassetteError::OtherFlow`] if not; a file with no stamp is accepted).
@@ -344,27 +401,40 @@ impl Cassette {
         let mut state = self.state();
         let call = bump(&mut state.calls, "model:", model);
         let now = serde_json::to_value(request).expect("a request serialises");
+        // The request identifies the call, not the model's name: a replay may build its models
+        // under other names than the recording's (a scripted stand-in for a real model, another
+        // deployment). The same name is preferred, so two models asked alike keep their answers.
         let mut first_unused: Option<usize> = None;
+        let mut first_unused_any: Option<usize> = None;
         let mut recorded = 0;
         let mut found = None;
+        let mut found_any = None;
         for (i, interaction) in state.file.interactions.iter().enumerate() {
             let Interaction::Model(m) = interaction else {
                 continue;
             };
-            if m.name != model {
-                continue;
-            }
+            let same = m.name == model;
             recorded += 1;
             if state.used[i] {
                 continue;
             }
-            first_unused.get_or_insert(i);
+            first_unused_any.get_or_insert(i);
+            if same {
+                first_unused.get_or_insert(i);
+            } else if found_any.is_some() {
+                continue;
+            }
             let then = serde_json::to_value(&m.request).expect("a request serialises");
             if state.policy.diff(&then, &now).is_empty() {
-                found = Some(i);
-                break;
+                if same {
+                    found = Some(i);
+                    break;
+                }
+                found_any = Some(i);
             }
         }
+        let found = found.or(found_any);
+        let first_unused = first_unused.or(first_unused_any);
         let error = match (found, first_unused) {
             (Some(i), _) => {
                 state.used[i] = true;
@@ -381,6 +451,7 @@ impl Cassette {
                 ReplayError::RequestMismatch {
                     path: self.inner.path.clone(),
                     model: model.to_owned(),
+                    recorded_as: m.name.clone(),
                     call,
                     diff: state.policy.diff(&then, &now),
                 }

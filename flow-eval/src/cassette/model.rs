@@ -151,7 +151,8 @@ pub struct ReplayModel {
 }
 
 impl ReplayModel {
-    /// Answers as the model named `name` from `cassette`.
+    /// Answers as the model named `name` from `cassette` (calls recorded under `name` first,
+    /// then those of any name whose request matches).
     pub fn new(name: impl Into<String>, cassette: Cassette) -> Self {
         ReplayModel {
             name: name.into(),

@@ -112,3 +112,29 @@ impl<T: Tool> Tool for ReplayTool<T> {
         }
     }
 }
+
+/// A tool known only by its recorded definition (a replayed toolset's, see
+/// [`Cassette::replay_toolset`]): [`ReplayTool`] answers its calls, so it never runs.
+pub(crate) struct RecordedTool(pub(crate) flow_runtime::model::ToolDefinition);
+
+#[async_trait]
+impl Tool for RecordedTool {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> &str {
+        &self.0.description
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.0.parameters.clone()
+    }
+
+    async fn call(&self, _cx: &ToolContext, _arguments: &str) -> Result<String, ToolError> {
+        Err(ToolError::failed(
+            self.0.name.as_str(),
+            "a recorded tool has no body: it is replayed from its cassette",
+        ))
+    }
+}

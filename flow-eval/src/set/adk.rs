@@ -292,6 +292,7 @@ fn turn_of(invocation: AdkInvocation, case_rubric: &[String], options: &AdkOptio
     }
     TurnCase {
         user: invocation.user_content.text(),
+        resume: Vec::new(),
         expect,
     }
 }

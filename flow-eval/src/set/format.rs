@@ -75,9 +75,88 @@ pub struct EvalCase {
 pub struct TurnCase {
     /// What the user says.
     pub user: String,
-    /// What the turn must show.
+    /// The answers to the interrupts the turn stops at (an approval's yes or no), in the order
+    /// they come: when the turn stops, each interrupt takes the answer naming its id, else the
+    /// next answer naming none; the turn then continues with them (and may stop again). A turn
+    /// that stops with an interrupt left unanswered fails, naming it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resume: Vec<ResumeAnswer>,
+    /// What the turn must show (of the whole turn, its continuations included).
     #[serde(default, skip_serializing_if = "Expectations::is_empty")]
     pub expect: Expectations,
+}
+
+/// The answer to one interrupt of a turn: `{"approve": true}`, `{"approve": false, "reason":
+/// "..."}` (a tool approval's yes or no), or `{"data": ...}` (any other resume data), with
+/// `"interrupt": "desk/refund"` to answer that interrupt id only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeAnswer {
+    /// The interrupt it answers (its id, e.g. `desk/refund`); without it, the next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<String>,
+    /// An approval's decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<bool>,
+    /// Why (with `approve`; a denial's reason reaches the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Resume data as it is, for an interrupt that is not an approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl ResumeAnswer {
+    /// Approves the next interrupt.
+    pub fn approve() -> Self {
+        ResumeAnswer {
+            interrupt: None,
+            approve: Some(true),
+            reason: None,
+            data: None,
+        }
+    }
+
+    /// Denies the next interrupt, saying why.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        ResumeAnswer {
+            approve: Some(false),
+            reason: Some(reason.into()),
+            ..ResumeAnswer::approve()
+        }
+    }
+
+    /// Answers the next interrupt with `data` as its resume data.
+    pub fn data(data: serde_json::Value) -> Self {
+        ResumeAnswer {
+            approve: None,
+            data: Some(data),
+            ..ResumeAnswer::approve()
+        }
+    }
+
+    /// The same answer, for interrupt `id` only.
+    pub fn for_interrupt(mut self, id: impl Into<String>) -> Self {
+        self.interrupt = Some(id.into());
+        self
+    }
+
+    /// The resume data it gives: `data`, or `{"approve": BOOL, "reason"?}`; an error naming
+    /// what is wrong when it gives both or neither.
+    pub fn resume_data(&self) -> Result<serde_json::Value, String> {
+        match (&self.data, self.approve) {
+            (Some(data), None) if self.reason.is_none() => Ok(data.clone()),
+            (None, Some(approve)) => Ok(match &self.reason {
+                Some(reason) => serde_json::json!({ "approve": approve, "reason": reason }),
+                None => serde_json::json!({ "approve": approve }),
+            }),
+            _ => Err(
+                "a resume answer gives either \"approve\" (with an optional \"reason\") or \
+                 \"data\", not both and not neither"
+                    .to_owned(),
+            ),
+        }
+    }
 }
 
 /// What a turn (or a whole case) must show. Each present part is one criterion with a score
@@ -440,6 +519,11 @@ impl EvalSet {
             for (t, turn) in case.turns.iter().enumerate() {
                 validate_expectations(&turn.expect, &format!("{at}.turns[{t}].expect"))
                     .map_err(|(f, m)| invalid(f, m))?;
+                for (r, answer) in turn.resume.iter().enumerate() {
+                    answer
+                        .resume_data()
+                        .map_err(|m| invalid(format!("{at}.turns[{t}].resume[{r}]"), m))?;
+                }
             }
             validate_expectations(&case.expect, &format!("{at}.expect"))
                 .map_err(|(f, m)| invalid(f, m))?;

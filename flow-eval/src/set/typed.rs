@@ -12,7 +12,7 @@ use flow_runtime::spec::expected::{ExpectedArgs, ExpectedMode, ExpectedStep as T
 
 use super::format::{
     ArgsMatch, EvalCase, EvalSet, Expectations, ExpectedStep, MatchMode, ResponseExpectation,
-    TrajectoryExpectation, TurnCase,
+    ResumeAnswer, TrajectoryExpectation, TurnCase,
 };
 
 impl<F> From<TrajectorySpec<F>> for TrajectoryExpectation {
@@ -97,8 +97,15 @@ impl TurnCase {
     pub fn new(user: impl Into<String>) -> Self {
         TurnCase {
             user: user.into(),
+            resume: Vec::new(),
             expect: Expectations::default(),
         }
+    }
+
+    /// Answers the next interrupt the turn stops at (see [`ResumeAnswer`]).
+    pub fn resume(mut self, answer: ResumeAnswer) -> Self {
+        self.resume.push(answer);
+        self
     }
 
     /// The turn must take this trajectory: a typed `Flow::trajectory()` spec, or a

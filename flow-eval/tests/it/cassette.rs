@@ -191,6 +191,36 @@ async fn an_ignored_field_may_drift() {
 }
 
 #[tokio::test]
+async fn replay_matches_calls_by_request_whatever_the_models_are_named() {
+    // Recorded with a real model's name, replayed with a stand-in under another name: the
+    // request identifies the call. Past the recording, the error says what changed.
+    let recording = Cassette::new(temp_path("names"), Mode::Record);
+    let model = recording.model(
+        ScriptedModel::new([ScriptStep::text("hello"), ScriptStep::text("again")])
+            .named("gpt-4o-mini"),
+    );
+    let first = ChatRequest::new([Arc::new(Message::user("hi"))]);
+    let second = ChatRequest::new([Arc::new(Message::user("and now?"))]);
+    model.generate(&first).await.unwrap();
+    model.generate(&second).await.unwrap();
+    let file = recording.file();
+
+    let replaying = Cassette::from_file("mem.json", file);
+    let stand_in =
+        replaying.model(ScriptedModel::new(Vec::<ScriptStep>::new()).named("frontdesk-script"));
+    assert_eq!(stand_in.model_name(), "frontdesk-script");
+    assert_eq!(stand_in.generate(&first).await.unwrap().content, "hello");
+    assert_eq!(stand_in.generate(&second).await.unwrap().content, "again");
+    let error = stand_in.generate(&first).await.unwrap_err().to_string();
+    assert!(
+        error.contains("all 2 model calls the cassette recorded (of gpt-4o-mini) were answered")
+            && error.contains("more often than when it was recorded"),
+        "{error}"
+    );
+    assert!(replaying.errors().len() == 1 && replaying.unused() == 0);
+}
+
+#[tokio::test]
 async fn recorded_failures_replay_as_failures() {
     let recording = Cassette::new(temp_path("unused2"), Mode::Record);
     let model = recording.model(ScriptedModel::new([

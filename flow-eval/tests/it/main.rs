@@ -7,10 +7,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod approvals;
 mod cassette;
 mod evalset;
 mod html_browser;
 #[cfg(feature = "openai")]
 mod litellm_record_replay;
 mod per_case;
+mod toolsets;
 mod trajectory;

@@ -346,13 +346,25 @@ impl Checkpoint {
                 None => Ok(tip.is_some_and(|t| inside.contains(&t) || opens.contains(&t))),
             }
         };
+        // An unknown agent right below the root: the root may be a wrapper that did not say so.
+        let hint = |path: &RunPath| {
+            if path.len() == 1 {
+                format!(
+                    " (if '{root}' is a custom agent that runs a tree of its own, it must say so: \
+                     Agent::runs_agents_of_its_own)"
+                )
+            } else {
+                String::new()
+            }
+        };
         for (k, e) in self.events.iter().enumerate() {
             let what = format!("recorded event {k}");
             let below_opaque = check_path(&what, &e.run_path)?;
             if !below_opaque && !known(&e.agent_name) {
                 return Err(refuse(format!(
-                    "{what} is from agent '{}', which the flow does not have",
-                    e.agent_name
+                    "{what} is from agent '{}', which the flow does not have{}",
+                    e.agent_name,
+                    hint(&e.run_path)
                 )));
             }
         }
@@ -366,8 +378,9 @@ impl Checkpoint {
                 let below_opaque = check_path(&what, &frame.run_path)?;
                 if !below_opaque && !known(&frame.agent) {
                     return Err(refuse(format!(
-                        "{what} passes through agent '{}', which the flow does not have",
-                        frame.agent
+                        "{what} passes through agent '{}', which the flow does not have{}",
+                        frame.agent,
+                        hint(&frame.run_path)
                     )));
                 }
             }

@@ -486,6 +486,52 @@ async fn reaching_max_iterations_is_an_error_event_naming_agent_and_limit() {
     assert_eq!(session.len(), 5);
 }
 
+#[tokio::test]
+async fn a_chat_agents_error_is_found_by_downcast_whichever_variant_carries_it() {
+    // The rule of `AgentError`: ask the error (`downcast_ref`), not its variant. A
+    // ChatModelAgent's own error is under `ChatAgent` (it was once under `Custom`, where a
+    // match now finds nothing); `downcast_ref` finds it, and a caller's own error under
+    // `Custom` too, down its source chain.
+    let model = ScriptedModel::rules().otherwise(ScriptStep::tool_call(
+        "lookup_order",
+        json!({"order_id": 7}),
+    ));
+    let looper = agent("looper", &model)
+        .tool(lookup_tool())
+        .max_iterations(1);
+    let events: Vec<AgentEvent> = runner(looper).run("loop").collect().await;
+    let error = events
+        .last()
+        .unwrap()
+        .error
+        .as_ref()
+        .expect("an error event");
+    assert!(!matches!(error, flow_runtime::AgentError::Custom(_)));
+    assert!(matches!(
+        error.downcast_ref::<flow_runtime::ChatAgentError>(),
+        Some(flow_runtime::ChatAgentError::MaxIterations { limit: 1, .. })
+    ));
+    assert!(std::ptr::eq(
+        error
+            .downcast_ref::<flow_runtime::ChatAgentError>()
+            .unwrap(),
+        error.chat_agent_error().unwrap()
+    ));
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the till is closed")]
+    struct TillClosed;
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not pay")]
+    struct PayFailed(#[source] TillClosed);
+    let mine = flow_runtime::AgentError::custom(PayFailed(TillClosed));
+    assert!(mine.downcast_ref::<PayFailed>().is_some());
+    assert!(mine.downcast_ref::<TillClosed>().is_some());
+    assert!(mine
+        .downcast_ref::<flow_runtime::ChatAgentError>()
+        .is_none());
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct Nothing {}
 

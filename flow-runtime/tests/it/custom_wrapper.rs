@@ -1,6 +1,8 @@
 //! A custom agent wrapping a whole tree, placed in a flow (Eino's "custom agent wrapper"): a
 //! wrapper whose `resume` delegates to the tree resumes the interrupt raised inside it; one
-//! without a `resume` gets the typed `AgentError::NotResumable`, not a checkpoint error.
+//! without a `resume` gets the typed `AgentError::NotResumable`, not a checkpoint error. As the
+//! runner's root (Eino's usual layout), a wrapper that says it runs agents of its own resumes
+//! the same way; one that does not say so is refused with what to do.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -46,6 +48,10 @@ impl Agent for Wrapper {
 
     fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
         Arc::new(self.0.clone()).resume(cx, input, info)
+    }
+
+    fn runs_agents_of_its_own(&self) -> bool {
+        true
     }
 }
 
@@ -155,4 +161,68 @@ async fn a_wrapper_without_resume_gets_the_typed_not_resumable_error() {
         "{:#?}",
         lines(&resumed)
     );
+}
+
+#[tokio::test]
+async fn a_resumable_wrapper_of_a_tree_as_the_runners_root_resumes_inside_it() {
+    // Eino's usual layout: the runner's root is a custom agent wrapping the whole tree. The
+    // interrupt is raised inside the wrapped tree; the resume goes through the root wrapper
+    // and the run completes.
+    let runner = Runner::builder(FlowAgent::new(Wrapper(inner_tree())))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
+    let first: Vec<AgentEvent> = runner
+        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("root"))
+        .collect()
+        .await;
+    let first = lines(&first);
+    let interrupt = first.last().unwrap();
+    assert!(interrupt.contains("interrupt"), "{first:#?}");
+    let id = interrupt.rsplit(' ').next().unwrap().to_owned();
+    let resumed: Vec<AgentEvent> = runner
+        .resume(ResumeRequest::new(
+            "root",
+            HashMap::from([(id, json!(true))]),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("the root wrapper's checkpoint fits its flow: {e} {first:#?}"))
+        .collect()
+        .await;
+    let resumed = lines(&resumed);
+    assert_eq!(resumed.len(), 1, "{first:#?} then {resumed:#?}");
+    assert!(resumed[0].ends_with("approver: approved"), "{resumed:#?}");
+}
+
+#[tokio::test]
+async fn a_root_wrapper_that_does_not_say_so_is_refused_with_what_to_do() {
+    // A lone root agent is checked by name (a checkpoint naming another agent is forged, or
+    // taken elsewhere); the refusal tells a wrapper how to say it runs a tree of its own.
+    let runner = Runner::builder(FlowAgent::new(RunOnly(inner_tree())))
+        .checkpoint_store(InMemoryStore::new())
+        .build();
+    let first: Vec<AgentEvent> = runner
+        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("root"))
+        .collect()
+        .await;
+    let id = first
+        .last()
+        .unwrap()
+        .interrupt()
+        .expect("interrupted")
+        .id
+        .to_string();
+    let Err(error) = runner
+        .resume(ResumeRequest::new(
+            "root",
+            HashMap::from([(id, json!(true))]),
+        ))
+        .await
+    else {
+        panic!("the checkpoint was not refused")
+    };
+    let flow_runtime::store::CheckpointError::NotInFlow { reason, .. } = &error else {
+        panic!("{error}")
+    };
+    assert!(reason.contains("agent 'inner'"), "{reason}");
+    assert!(reason.contains("Agent::runs_agents_of_its_own"), "{reason}");
 }

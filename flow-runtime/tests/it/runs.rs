@@ -328,6 +328,44 @@ async fn after_tools_lets_the_running_tool_finish_then_stops_and_resumes_to_the_
 }
 
 #[tokio::test]
+async fn after_model_arriving_during_tool_calls_stops_at_the_next_model_calls_end() {
+    // Eino's `CancelAfterChatModel`: the running tool calls finish, the model is asked once
+    // more, and the run stops when that call ends (its reply kept), here a final answer.
+    let (gates, mut heard) = Gates::new();
+    gates.tool_closed.store(true, Ordering::SeqCst);
+    let runner = desk(&gates);
+    let run = runner
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
+        .await
+        .unwrap();
+    assert_eq!(heard.recv().await, Some("tool running"));
+    run.cancel(CancelMode::AFTER_MODEL, None).unwrap();
+    gates.tool_closed.store(false, Ordering::SeqCst);
+    gates.tool.add_permits(1);
+    assert_eq!(
+        run.wait().await,
+        RunOutcome::Cancelled {
+            mode: CancelMode::AFTER_MODEL,
+            at_safe_point: true
+        }
+    );
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    // The second model call's reply is kept: the record is already the whole turn.
+    let kept = record(&runner, "calm").await;
+    assert_eq!(kept, undisturbed("kettle").await);
+
+    // Resumed, the agent ends with that answer: no tool and no model call again.
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
+    let outcome = resumed.wait().await;
+    assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    assert_eq!(record(&runner, "calm").await, undisturbed("kettle").await);
+}
+
+#[tokio::test]
 async fn immediate_drops_the_half_streamed_call_records_nothing_and_resumes_from_the_start() {
     let (gates, mut heard) = Gates::new();
     gates.model_closed.store(true, Ordering::SeqCst);
@@ -717,6 +755,41 @@ async fn a_cancel_that_is_not_recursive_lets_the_agent_tool_finish_then_stops() 
     assert!(matches!(resumed.wait().await, RunOutcome::Success { .. }));
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, boss_undisturbed().await);
+}
+
+#[tokio::test]
+async fn after_model_that_is_not_recursive_lets_the_agent_tool_finish_then_stops_the_caller() {
+    // The nested desk does not see the cancel and runs to its end; the boss, whose tool call
+    // that was, stops at the end of its next model call.
+    let (gates, mut heard) = Gates::new();
+    gates.tool_closed.store(true, Ordering::SeqCst);
+    let runner = boss(&gates);
+    let run = runner
+        .start(TurnRequest::new("calm", Message::user("kettle")).if_busy(DoubleText::Reject))
+        .await
+        .unwrap();
+    assert_eq!(heard.recv().await, Some("tool running"));
+    run.cancel(CancelMode::AFTER_MODEL, None).unwrap();
+    gates.tool_closed.store(false, Ordering::SeqCst);
+    gates.tool.add_permits(1);
+    assert_eq!(
+        run.wait().await,
+        RunOutcome::Cancelled {
+            mode: CancelMode::AFTER_MODEL,
+            at_safe_point: true
+        }
+    );
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    let calm = boss_undisturbed().await;
+    assert_eq!(record(&runner, "calm").await, calm);
+    let resumed = runner
+        .start(TurnRequest::again(&run).unwrap())
+        .await
+        .unwrap();
+    let outcome = resumed.wait().await;
+    assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
+    assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
+    assert_eq!(record(&runner, "calm").await, calm);
 }
 
 #[tokio::test]
