@@ -346,7 +346,8 @@ async fn after_model_arriving_during_tool_calls_stops_at_the_next_model_calls_en
         run.wait().await,
         RunOutcome::Cancelled {
             mode: CancelMode::AFTER_MODEL,
-            at_safe_point: true
+            at_safe_point: true,
+            before_start: false
         }
     );
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
@@ -776,7 +777,8 @@ async fn after_model_that_is_not_recursive_lets_the_agent_tool_finish_then_stops
         run.wait().await,
         RunOutcome::Cancelled {
             mode: CancelMode::AFTER_MODEL,
-            at_safe_point: true
+            at_safe_point: true,
+            before_start: false
         }
     );
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
