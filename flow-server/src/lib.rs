@@ -491,6 +491,9 @@ pub use agui::FrontendTool;
 pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
+/// The policy every request to a URL a caller chose is held to (webhooks, A2A push, MCP over
+/// HTTP): [`ServerBuilder::outbound`] takes one; see `flow_runtime::outbound` for its rules.
+pub use flow_runtime::outbound::OutboundPolicy;
 pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
