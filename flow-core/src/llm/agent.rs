@@ -470,11 +470,7 @@ impl ChatModelAgent {
         });
         let transfer_args = targets
             .iter()
-            .map(|t| {
-                serde_json::json!({ "agent_name": &*t.name })
-                    .to_string()
-                    .into()
-            })
+            .map(|t| crate::transfer::transfer_arguments(&t.name).into())
             .collect();
         Toolset {
             targets,

@@ -520,13 +520,10 @@ impl ChatModelAgent {
             None => Action::transfer_to(agent_name),
         };
         *ending = Some(action.clone());
-        // The text of `transfer_messages`' result, written without `fmt`.
-        const SAID: &str = "successfully transferred to agent [";
-        let mut text = String::with_capacity(SAID.len() + agent_name.len() + 1);
-        text.push_str(SAID);
-        text.push_str(agent_name);
-        text.push(']');
-        Ok((text, Some(action)))
+        Ok((
+            crate::transfer::transfer_result_text(agent_name),
+            Some(action),
+        ))
     }
 }
 
