@@ -90,6 +90,9 @@ pub use tools::kit;
 /// given. See the guide's "Memory" chapter.
 pub mod memory {
     pub use crate::store::memory_items::*;
+    pub use crate::tools::memory_recall::{
+        MemoryRecall, Recalled, RecalledItem, MEMORY_RECALL_EVENT, RECALL_HEADER,
+    };
     pub use crate::tools::memory_tools::{
         MemoryTools, FORGET_TOOL_NAME, MAX_RECALL_HITS, RECALL_TOOL_NAME, REMEMBER_TOOL_NAME,
     };
