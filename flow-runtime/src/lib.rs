@@ -90,6 +90,10 @@ pub use tools::kit;
 /// given. See the guide's "Memory" chapter.
 pub mod memory {
     pub use crate::store::memory_items::*;
+    pub use crate::tools::memory_extract::{
+        ExtractionError, MemoryExtraction, EXTRACTION_INSTRUCTION, MAX_CHANGES_PER_CALL,
+        MEMORY_EXTRACTOR_NAME, UPDATE_MEMORY_TOOL_NAME,
+    };
     pub use crate::tools::memory_recall::{
         MemoryRecall, Recalled, RecalledItem, MEMORY_RECALL_EVENT, RECALL_HEADER,
     };
