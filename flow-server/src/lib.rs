@@ -454,6 +454,7 @@ mod extract;
 mod idempotency;
 mod jwt;
 mod limits;
+pub mod memory;
 pub mod outward;
 mod paging;
 mod principal;
@@ -533,6 +534,7 @@ pub fn app(state: AppState) -> Router {
         .merge(thread_views::routes())
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
+        .merge(memory::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
@@ -574,7 +576,7 @@ pub fn app(state: AppState) -> Router {
         router = router.layer(
             CorsLayer::new()
                 .allow_origin(state.cors_origins().to_vec())
-                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
                 .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]),
         );
     }
