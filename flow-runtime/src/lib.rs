@@ -87,7 +87,9 @@ pub use tools::kit;
 
 /// Long-term memory (issue 42): the memory store contract and its stores
 /// ([`store::memory_items`]), with the `remember`, `recall` and `forget` tools an agent can be
-/// given. See the guide's "Memory" chapter.
+/// given, recall before a model call ([`MemoryRecall`](memory::MemoryRecall)) and extraction
+/// after a turn ([`MemoryExtraction`](memory::MemoryExtraction)). See the guide's "Memory"
+/// chapter.
 pub mod memory {
     pub use crate::store::memory_items::*;
     pub use crate::tools::memory_extract::{
