@@ -2,23 +2,6 @@
 //! agent's turn, to keep what the turn taught about the user as facts, consolidated against
 //! what is kept already (a changed fact replaces the old one under its key, a fact no longer
 //! true is removed; the list does not only grow).
-//!
-//! # A journaled step
-//!
-//! The extractor is an agent of the tree ([`MemoryExtraction::after`] puts it after the agent,
-//! in a [`Sequential`]): its model's reply (the changes it decided, as one `update_memory` tool
-//! call) and the tool's result are steps of the turn's journal like any other. So a turn whose
-//! worker died is recovered with its extraction: a journaled decision is not asked of the model
-//! again, a journaled result is not applied again, and a call that was in flight is applied
-//! again idempotently (a fact already as decided is left alone, a removed one stays removed),
-//! so nothing is skipped or written twice.
-//!
-//! # What each side sees
-//!
-//! The extractor sees the running turn only (the user's input and the agent's messages, as
-//! `For context:` lines) and, in its system message, the facts kept under its root with their
-//! keys. The agent it follows does not see the extractor's messages in later turns (its context
-//! policy leaves them out; [`MemoryExtraction::hiding`] makes that policy for other nodes).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,8 +45,25 @@ fact about the same thing); 'remove' a kept fact the turn shows is no longer tru
 fact to one sentence. If nothing is worth keeping, call no tool. Then answer with one word: \
 done.";
 
-/// Extraction after a turn (see the [module docs](self)): made where the application knows the
-/// tenant and the user (the partition), with the model it picks.
+/// Extraction after a turn: made where the application knows the tenant and the user (the
+/// partition), with the model it picks.
+///
+/// # A journaled step
+///
+/// The extractor is an agent of the tree ([`MemoryExtraction::after`] puts it after the agent,
+/// in a [`Sequential`]): its model's reply (the changes it decided, as one `update_memory` tool
+/// call) and the tool's result are steps of the turn's journal like any other. So a turn whose
+/// worker died is recovered with its extraction: a journaled decision is not asked of the model
+/// again, a journaled result is not applied again, and a call that was in flight is applied
+/// again idempotently (a fact already as decided is left alone, a removed one stays removed),
+/// so nothing is skipped or written twice.
+///
+/// # What each side sees
+///
+/// The extractor sees the running turn only (the user's input and the agent's messages, as
+/// `For context:` lines) and, in its system message, the facts kept under its root with their
+/// keys. The agent it follows does not see the extractor's messages in later turns (its context
+/// policy leaves them out; [`MemoryExtraction::hiding`] makes that policy for other nodes).
 ///
 /// ```
 /// # futures::executor::block_on(async {

@@ -1,31 +1,6 @@
 //! Recall before a model call: [`MemoryRecall`], a middleware that searches long-term memory
 //! for what the turn's user message is about, in scopes the application fixes, and adds what it
 //! found to the agent's system message under a token bound the application sets.
-//!
-//! # Once per turn
-//!
-//! The search runs at the first model call of an agent's run in a turn (the user's message is
-//! the query), and the later model calls of the same run (after tool calls, after a structured
-//! output's correction) get the same block: the query has not changed, the prompt stays the
-//! same from call to call (a provider's prompt cache keeps working), and a fact the model
-//! itself keeps with `remember` during the turn is in the conversation already. A new turn, or
-//! another agent of the tree, searches again.
-//!
-//! # What the caller sees
-//!
-//! Each search surfaces one display-only custom event (not recorded, not journaled) at the
-//! agent's run path, before the model's reply:
-//!
-//! ```json
-//! {"memory_recall": {"query": "…", "max_tokens": 200, "tokens": 57,
-//!   "items": [{"scope": "res:user:alice", "namespace": "desk/devices", "key": "printer",
-//!              "version": 2, "score": 0.82, "line": "…"}],
-//!   "left_out": 1}}
-//! ```
-//!
-//! `left_out` counts the hits that did not fit under the bound. A turn recovered from its
-//! journal answers its journaled model calls without running this hook, so it surfaces and
-//! searches nothing for them.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -55,11 +30,35 @@ pub const RECALL_HEADER: &str =
 /// How many runs' recalls a [`MemoryRecall`] keeps for their later model calls.
 const KEPT_RUNS: usize = 256;
 
-/// Recalls from long-term memory before an agent's model calls (see the [module docs](self)):
-/// attach it to a [`ChatModelAgent`](crate::ChatModelAgent) with
+/// Recalls from long-term memory before an agent's model calls: attach it to a [`ChatModelAgent`](crate::ChatModelAgent) with
 /// [`middleware`](crate::ChatModelAgentBuilder::middleware), made where the application knows
 /// the tenant and the user. The tenant is given once and every scope is searched inside it: no
 /// search reaches another tenant's items.
+///
+/// # Once per turn
+///
+/// The search runs at the first model call of an agent's run in a turn (the user's message is
+/// the query), and the later model calls of the same run (after tool calls, after a structured
+/// output's correction) get the same block: the query has not changed, the prompt stays the
+/// same from call to call (a provider's prompt cache keeps working), and a fact the model
+/// itself keeps with `remember` during the turn is in the conversation already. A new turn, or
+/// another agent of the tree, searches again.
+///
+/// # What the caller sees
+///
+/// Each search surfaces one display-only custom event (not recorded, not journaled) at the
+/// agent's run path, before the model's reply:
+///
+/// ```json
+/// {"memory_recall": {"query": "…", "max_tokens": 200, "tokens": 57,
+///   "items": [{"scope": "res:user:alice", "namespace": "desk/devices", "key": "printer",
+///              "version": 2, "score": 0.82, "line": "…"}],
+///   "left_out": 1}}
+/// ```
+///
+/// `left_out` counts the hits that did not fit under the bound. A turn recovered from its
+/// journal answers its journaled model calls without running this hook, so it surfaces and
+/// searches nothing for them.
 ///
 /// ```
 /// # futures::executor::block_on(async {
