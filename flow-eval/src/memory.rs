@@ -157,8 +157,8 @@ async fn stored(
     let matches = item
         .text_contains
         .as_ref()
-        .is_none_or(|t| text.to_lowercase().contains(&t.to_lowercase()))
-        && item.value.as_ref().is_none_or(|v| *v == kept.value);
+        .map_or(true, |t| text.to_lowercase().contains(&t.to_lowercase()))
+        && item.value.as_ref().map_or(true, |v| *v == kept.value);
     match (must_exist, matches) {
         (true, true) | (false, false) => Ok(()),
         (true, false) => Err(format!(
