@@ -37,8 +37,8 @@ const KEPT_RUNS: usize = 256;
 ///
 /// # Once per turn
 ///
-/// The search runs at the first model call of an agent's run in a turn (the user's message is
-/// the query), and the later model calls of the same run (after tool calls, after a structured
+/// The search runs at the first model call of an agent's run in a turn (the turn's user
+/// message is the query, not another agent's words before it), and the later model calls of the same run (after tool calls, after a structured
 /// output's correction) get the same block: the query has not changed, the prompt stays the
 /// same from call to call (a provider's prompt cache keeps working), and a fact the model
 /// itself keeps with `remember` during the turn is in the conversation already. A new turn, or
@@ -351,9 +351,16 @@ impl Middleware for MemoryRecall {
             }
             return Ok(None);
         }
-        let query = request
-            .last_user_message()
+        // The turn's user message: the run's input (never another agent's words rewritten as
+        // context), else the request's last user message.
+        let query = cx
+            .run_context()
+            .root_input()
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
             .map(|m| m.content.clone())
+            .or_else(|| request.last_user_message().map(|m| m.content.clone()))
             .unwrap_or_default();
         let recalled = self.recall(&query).await.map_err(|e| {
             HookError::failed(format!(

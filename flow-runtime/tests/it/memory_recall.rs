@@ -247,3 +247,30 @@ async fn it_recalls_once_per_turn_and_again_the_next_turn() {
     let recorded = serde_json::to_string(&records).unwrap();
     assert!(!recorded.contains(MEMORY_RECALL_EVENT), "{recorded}");
 }
+
+#[tokio::test]
+async fn the_query_is_the_turns_user_message_not_another_agents_words() {
+    let memory = Memory::new(TransientMemoryStore::new());
+    let alice = user("acme", "alice");
+    keep(&memory, &alice, "printer", "Alice's printer is an X200").await;
+    keep(&memory, &alice, "coffee", "Alice's coffee machine is a C5").await;
+    let triage = flow_runtime::FnAgent::new("triage", |cx, _| async move {
+        cx.say("Routing this coffee machine question.");
+        Ok(())
+    });
+    let recall = MemoryRecall::new(
+        memory,
+        Tenant::new("acme").unwrap(),
+        [alice.scope.clone()],
+        500,
+    )
+    .per_scope(1);
+    let model = ScriptedModel::new(["The X200?"]);
+    let tree = flow_runtime::Sequential::new("desk_line")
+        .with_sub_agents([FlowAgent::new(triage), desk(&model, recall)])
+        .unwrap();
+    let events: Vec<_> = Runner::new(tree).run("my printer jams").collect().await;
+    let shown = recalls(&events);
+    assert_eq!(shown[0]["query"], "my printer jams", "{shown:?}");
+    assert_eq!(shown[0]["items"][0]["key"], "printer");
+}
