@@ -15,6 +15,8 @@
 //! The store's size is printed after the load (`size_bytes`: SQLite's `dbstat` pages of the
 //! memory tables, their indexes and the FTS5 index; PostgreSQL's `pg_total_relation_size` of
 //! the items table, its indexes and TOAST).
+//!
+//! `w13_turn` measures what a `MemoryRecall` adds to a turn (see `turn_cost`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -194,5 +196,63 @@ fn postgres(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     });
 }
 
-criterion_group!(benches, w13);
+/// The cost recall adds to a turn: one turn of a `ChatModelAgent` (a scripted model, no
+/// network) without recall, and with a `MemoryRecall` (full text, one user scope, 300 tokens)
+/// over `W13_TURN_ITEMS` items per tenant (1,000 by default) in memory and on SQLite. The
+/// user's message is the query (three words of the vocabulary).
+fn turn_cost(c: &mut Criterion) {
+    use agentflow::memory::MemoryRecall;
+    use agentflow::model::ScriptedModel;
+    use agentflow::{ChatModelAgent, FlowAgent, Runner};
+    use futures::StreamExt;
+
+    let rt = runtime();
+    let n = std::env::var("W13_TURN_ITEMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+    let message = format!("{} {} {}", word(3), word(40), word(200));
+    let runner = |recall: Option<MemoryRecall>| {
+        let model = ScriptedModel::rules().otherwise("ok").keep_requests(false);
+        let mut agent = ChatModelAgent::builder("desk", model).instruction("You are a desk.");
+        if let Some(recall) = recall {
+            agent = agent.middleware(recall);
+        }
+        Runner::new(FlowAgent::new(agent.build().unwrap()))
+    };
+    let recall = |memory: Memory| {
+        MemoryRecall::new(
+            memory,
+            Tenant::new("acme").unwrap(),
+            [Scope::user("alice").unwrap()],
+            300,
+        )
+        .mode(SearchMode::Text)
+    };
+    let dir = std::env::temp_dir().join(format!("agentflow-w13-turn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sqlite = rt
+        .block_on(SqliteMemoryStore::open(dir.join("memory.db")))
+        .expect("sqlite");
+    let in_memory = Memory::new(TransientMemoryStore::new());
+    let on_sqlite = Memory::new(sqlite);
+    for memory in [&in_memory, &on_sqlite] {
+        rt.block_on(load(memory, n));
+    }
+    let mut group = c.benchmark_group("w13_turn");
+    group.sample_size(30);
+    for (name, runner) in [
+        ("no_recall", runner(None)),
+        ("recall_in_memory", runner(Some(recall(in_memory.clone())))),
+        ("recall_sqlite", runner(Some(recall(on_sqlite.clone())))),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| rt.block_on(runner.run(message.as_str()).collect::<Vec<_>>()))
+        });
+    }
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, w13, turn_cost);
 criterion_main!(benches);

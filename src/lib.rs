@@ -108,8 +108,9 @@ pub use flow_runtime::kit;
 pub use flow_temporal as temporal;
 
 /// Long-term memory: the memory store contract, its stores (in memory, SQLite, PostgreSQL),
-/// [`Memory`](memory::Memory) and the `remember`, `recall` and `forget` tools (see the guide's
-/// "Memory" chapter).
+/// [`Memory`](memory::Memory), the `remember`, `recall` and `forget` tools, recall before a
+/// model call ([`MemoryRecall`](memory::MemoryRecall)) and extraction after a turn
+/// ([`MemoryExtraction`](memory::MemoryExtraction)) (see the guide's "Memory" chapter).
 pub use flow_runtime::memory;
 
 pub use dsl::agent;

@@ -48,6 +48,7 @@ pub use runner::{CaseEnv, EvalRunner};
 
 pub mod cassette;
 pub mod criteria;
+mod memory;
 pub mod report;
 pub mod runner;
 pub mod set;

@@ -16,10 +16,12 @@ use crate::cassette::{Cassette, MatchPolicy, Mode};
 use crate::criteria::{
     check_budget, check_response, match_trajectory, Criterion, Exchange, Judge, Score, Subject,
 };
+use crate::memory::EvalMemory;
 use crate::report::{wilson_interval, CaseResult, FlowPicture, Report, RunResult, TurnResult};
 use crate::set::{EvalCase, EvalSet, Expectations, ResumeAnswer};
 use crate::simulate::{next_user_turn, NextTurn};
 use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
+use flow_runtime::memory::{Memory, Tenant};
 use flow_runtime::TurnRequest;
 
 /// What the flow builder is given for one run of a case: the case, the cassette its models
@@ -34,6 +36,7 @@ pub struct CaseEnv {
     /// The run's cassette, if the runner records or replays.
     pub cassette: Option<Cassette>,
     toolsets: Arc<BTreeMap<String, Vec<Arc<dyn Tool>>>>,
+    memory: Option<(Memory, Tenant)>,
 }
 
 impl std::fmt::Debug for CaseEnv {
@@ -53,6 +56,18 @@ impl CaseEnv {
     /// has no toolset for, and when the flow is built only to draw the report's picture.
     pub fn toolset(&self, name: &str) -> Vec<Arc<dyn Tool>> {
         self.toolsets.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The run's long-term memory ([`EvalRunner::memory`]): fresh for each run of each case,
+    /// holding the case's `memory` items when the flow is built. Give it to the flow's
+    /// `MemoryRecall`, `MemoryExtraction` or memory tools, in [`tenant`](Self::tenant).
+    pub fn memory(&self) -> Option<&Memory> {
+        self.memory.as_ref().map(|(m, _)| m)
+    }
+
+    /// The tenant of the run's memory items ([`EvalRunner::memory`]).
+    pub fn tenant(&self) -> Option<&Tenant> {
+        self.memory.as_ref().map(|(_, t)| t)
     }
 
     /// `model`, recorded or replayed through the run's cassette if it has one.
@@ -116,6 +131,7 @@ pub struct EvalRunner {
     repeats: Option<u32>,
     streaming: bool,
     toolsets: Vec<(String, Arc<FetchFn>)>,
+    memory: Option<EvalMemory>,
 }
 
 impl EvalRunner {
@@ -132,7 +148,49 @@ impl EvalRunner {
             repeats: None,
             streaming: false,
             toolsets: Vec::new(),
+            memory: None,
         }
+    }
+
+    /// Gives each run of each case a fresh long-term memory made by `make`, whose items are
+    /// in `tenant`: the case's `memory` items are put into it before its first turn, the flow
+    /// builder gets it ([`CaseEnv::memory`]), and the `memory` expectations (what a turn
+    /// recalled, what is kept after it) are checked against it.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use flow_eval::runner::EvalRunner;
+    /// use flow_eval::set::EvalSet;
+    /// use flow_runtime::memory::{Memory, MemoryRecall, Scope, TransientMemoryStore};
+    /// use flow_runtime::model::ScriptedModel;
+    /// use flow_runtime::{ChatModelAgent, FlowAgent};
+    ///
+    /// let set = EvalSet::from_json("inline.json", r#"{"name": "desk", "cases": [{"id": "printer",
+    ///     "memory": [{"scope": "user:alice", "namespace": "facts", "key": "printer",
+    ///                 "value": "X200", "text": "Alice's printer is an X200"}],
+    ///     "turns": [{"user": "my printer jams",
+    ///                "expect": {"memory": {"recalled": ["facts/printer"]}}}]}]}"#).unwrap();
+    /// let runner = EvalRunner::new(|env| {
+    ///     let (memory, tenant) = (env.memory().unwrap().clone(), env.tenant().unwrap().clone());
+    ///     let recall = MemoryRecall::new(memory, tenant, [Scope::user("alice").unwrap()], 200);
+    ///     let model = env.model(ScriptedModel::new(["The X200?"]));
+    ///     FlowAgent::new(ChatModelAgent::builder("desk", model).middleware(recall).build().unwrap())
+    /// })
+    /// .memory("acme", || Memory::new(TransientMemoryStore::new()));
+    /// let report = runner.run(&set).await;
+    /// assert!(report.passed(), "{}", report.table());
+    /// # });
+    /// ```
+    pub fn memory(
+        mut self,
+        tenant: impl Into<String>,
+        make: impl Fn() -> Memory + Send + Sync + 'static,
+    ) -> Self {
+        self.memory = Some(EvalMemory {
+            tenant: tenant.into(),
+            make: Arc::new(make),
+        });
+        self
     }
 
     /// A toolset whose tools are fetched live (an MCP server's: `fetch` connects and lists
@@ -251,11 +309,16 @@ impl EvalRunner {
         for case in &set.cases {
             cases.push(self.run_case(case).await);
         }
+        let memory = self.memory.as_ref().and_then(|settings| {
+            let tenant = Tenant::new(settings.tenant.as_str()).ok()?;
+            Some(((settings.make)(), tenant))
+        });
         let flow = (self.build)(&CaseEnv {
             case_id: String::new(),
             run: 0,
             cassette: None,
             toolsets: Arc::default(),
+            memory,
         });
         Report {
             set: set.name.clone(),
@@ -333,11 +396,32 @@ impl EvalRunner {
             Ok(t) => t,
             Err(e) => return failed(e),
         };
+        let memory =
+            match &self.memory {
+                None if !case.memory.is_empty() => return failed(
+                    "the case starts with memory items, but the runner has no memory: give one \
+                     with EvalRunner::memory"
+                        .into(),
+                ),
+                None => None,
+                Some(settings) => {
+                    let tenant = match Tenant::new(settings.tenant.as_str()) {
+                        Ok(t) => t,
+                        Err(e) => return failed(format!("the runner's memory tenant: {e}")),
+                    };
+                    let memory = (settings.make)();
+                    if let Err(e) = crate::memory::seed(&memory, &tenant, &case.memory).await {
+                        return failed(e);
+                    }
+                    Some((memory, tenant))
+                }
+            };
         let env = CaseEnv {
             case_id: case.id.clone(),
             run,
             cassette: cassette.clone(),
             toolsets: Arc::new(toolsets),
+            memory,
         };
         let flow = (self.build)(&env);
         if let Some(c) = &cassette {
@@ -410,6 +494,7 @@ impl EvalRunner {
                     &resume,
                     &mut conversation,
                     judge.as_ref(),
+                    env.memory.as_ref(),
                 )
                 .await;
             let failed_turn = turn.error.clone();
@@ -440,6 +525,11 @@ impl EvalRunner {
                 metrics: &metrics,
             };
             case_scores = score(&case.expect, &subject, judge.as_ref(), &[]).await;
+            if let Some(m) = &case.expect.memory {
+                let seen: Vec<&EventJson> = turns.iter().flat_map(|t| &t.events).collect();
+                let memory = env.memory.as_ref().map(|(m, t)| (m, t));
+                case_scores.push(crate::memory::check(m, &seen, memory).await);
+            }
         }
 
         if let Some(c) = &cassette {
@@ -473,6 +563,7 @@ impl EvalRunner {
         resume: &[ResumeAnswer],
         conversation: &mut Vec<Exchange>,
         judge: Option<&Judge>,
+        memory: Option<&(Memory, Tenant)>,
     ) -> TurnResult {
         let started = Instant::now();
         let mut events: Vec<EventJson> = Vec::new();
@@ -542,7 +633,12 @@ impl EvalRunner {
             trajectory: &trajectory,
             metrics: &metrics,
         };
-        let scores = score(expect, &subject, judge, &self.criteria).await;
+        let mut scores = score(expect, &subject, judge, &self.criteria).await;
+        if let Some(m) = &expect.memory {
+            let seen: Vec<&EventJson> = events.iter().collect();
+            let memory = memory.map(|(m, t)| (m, t));
+            scores.push(crate::memory::check(m, &seen, memory).await);
+        }
         TurnResult {
             user: user.to_owned(),
             answer,

@@ -87,9 +87,18 @@ pub use tools::kit;
 
 /// Long-term memory (issue 42): the memory store contract and its stores
 /// ([`store::memory_items`]), with the `remember`, `recall` and `forget` tools an agent can be
-/// given. See the guide's "Memory" chapter.
+/// given, recall before a model call ([`MemoryRecall`](memory::MemoryRecall)) and extraction
+/// after a turn ([`MemoryExtraction`](memory::MemoryExtraction)). See the guide's "Memory"
+/// chapter.
 pub mod memory {
     pub use crate::store::memory_items::*;
+    pub use crate::tools::memory_extract::{
+        ExtractionError, MemoryExtraction, EXTRACTION_INSTRUCTION, MAX_CHANGES_PER_CALL,
+        MEMORY_EXTRACTOR_NAME, UPDATE_MEMORY_TOOL_NAME,
+    };
+    pub use crate::tools::memory_recall::{
+        MemoryRecall, Recalled, RecalledItem, MEMORY_RECALL_EVENT, RECALL_HEADER,
+    };
     pub use crate::tools::memory_tools::{
         MemoryTools, FORGET_TOOL_NAME, MAX_RECALL_HITS, RECALL_TOOL_NAME, REMEMBER_TOOL_NAME,
     };

@@ -69,6 +69,9 @@ pub enum ApiError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// No long-term memory item at that address for this caller, or no memory served (404).
+    #[error("{0}")]
+    UnknownItem(String),
     /// No route matches the request (404).
     #[error("no such endpoint; GET /v1/flows lists the served flows, and the guide's chapter \"Runs and the server\" lists the endpoints")]
     NoRoute,
@@ -166,7 +169,7 @@ impl ApiError {
             ApiError::RunEnded(_) => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::NoRoute => StatusCode::NOT_FOUND,
+            ApiError::NoRoute | ApiError::UnknownItem(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
@@ -201,6 +204,7 @@ impl ApiError {
             ApiError::BadRequest(_) => "bad_request",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::NoRoute => "no_route",
+            ApiError::UnknownItem(_) => "unknown_item",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::RequestTimeout { .. } => "request_timeout",

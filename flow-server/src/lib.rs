@@ -54,6 +54,8 @@
 //! | `POST .../runs/{run}/cancel` | `chat` | body `{"mode": "after_tools", "timeout_ms": 5000}` (default `immediate`; `after_model\|after_tools\|recursive` combine) |
 //! | `POST .../runs/{run}/resume` | `chat` (`approve` if it answers) | continues a run cancelled at a safe point as a new run |
 //! | `/v1/assistants/...`, `/v1/threads/...` | as their native twins | the Agent Protocol that LangGraph's clients speak (see "The Agent Protocol" below) |
+//! | `/v1/memory/...` | `read` or `chat` to read, `chat` to write (`admin` for the application's and others' memory) | long-term memory ([`ServerBuilder::memory`]): items of the caller's tenant, listed, read, written, deleted, searched (see [`memory`]) |
+//! | `/v1/store/...` | `read` or `chat` to read, `chat` to write | the Agent Protocol's store (`langgraph-sdk`'s `client.store`) over the caller's own user memory |
 //! | `GET /a2a/{flow}/.well-known/agent-card.json`, `POST /a2a/{flow}` | card: none; JSON-RPC: `chat` (`approve` to answer an input-required) | the flow as an A2A 1.0 agent: its card (no auth), JSON-RPC `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (a context is a thread, a task a turn, an interrupt `input-required`) |
 //! | `POST /agui/{flow}` | `chat` (`approve` to resume) | the flow as an AG-UI agent: AG-UI's `RunAgentInput` in, the turn (or the resume) as AG-UI events out; front-end tools through [`FrontendTool`] |
 //! | `GET /` | none | the web console |
@@ -454,6 +456,7 @@ mod extract;
 mod idempotency;
 mod jwt;
 mod limits;
+pub mod memory;
 pub mod outward;
 mod paging;
 mod principal;
@@ -533,6 +536,7 @@ pub fn app(state: AppState) -> Router {
         .merge(thread_views::routes())
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
+        .merge(memory::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
@@ -574,7 +578,7 @@ pub fn app(state: AppState) -> Router {
         router = router.layer(
             CorsLayer::new()
                 .allow_origin(state.cors_origins().to_vec())
-                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
                 .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]),
         );
     }

@@ -83,6 +83,8 @@ struct Inner {
     outbound: flow_runtime::outbound::OutboundPolicy,
     /// The run queue background runs wait in, if any.
     queue: Option<crate::queue::QueueSettings>,
+    /// The long-term memory the memory and store routes serve, if any.
+    memory: Option<flow_runtime::memory::Memory>,
 }
 
 /// What the router's handlers share: cheap to clone (one `Arc`).
@@ -159,6 +161,11 @@ impl AppState {
 
     pub(crate) fn webhook_secret(&self) -> Option<&[u8]> {
         self.0.webhook_secret.as_deref()
+    }
+
+    /// The long-term memory the memory routes serve ([`ServerBuilder::memory`]), if any.
+    pub fn memory(&self) -> Option<&flow_runtime::memory::Memory> {
+        self.0.memory.as_ref()
     }
 
     /// What webhooks and A2A push notifications may reach ([`ServerBuilder::outbound`]).
@@ -284,6 +291,7 @@ pub struct ServerBuilder {
     webhook_secret: Option<Vec<u8>>,
     outbound: flow_runtime::outbound::OutboundPolicy,
     queue: Option<crate::queue::QueueSettings>,
+    memory: Option<flow_runtime::memory::Memory>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -338,6 +346,7 @@ impl ServerBuilder {
             webhook_secret: None,
             outbound: flow_runtime::outbound::OutboundPolicy::default(),
             queue: None,
+            memory: None,
         }
     }
 
@@ -493,6 +502,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves `memory` (long-term memory, the same the flows' agents use) under the principals:
+    /// the `/v1/memory/...` routes and the Agent Protocol's `/v1/store/...` routes (see the
+    /// `memory` module). Without it those routes answer 404.
+    pub fn memory(mut self, memory: flow_runtime::memory::Memory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
     /// Runs background runs from `queue` (see "The run queue" in the crate's docs):
     /// `POST .../runs` without `stream` enqueues the run and answers its id at once, and every
     /// process serving this state runs [`QueueOptions::workers`](crate::QueueOptions) workers
@@ -596,6 +613,7 @@ impl ServerBuilder {
             webhook_secret: self.webhook_secret,
             outbound: self.outbound,
             queue: self.queue,
+            memory: self.memory,
         })))
     }
 }

@@ -179,6 +179,9 @@ fn short_type_name(full: &str) -> &str {
 #[derive(Clone)]
 pub struct HookContext {
     run: RunContext,
+    /// For a model hook inside a [`ChatModelAgent`](crate::ChatModelAgent): the agent's
+    /// events, where [`surface`](HookContext::surface) shows display-only events.
+    events: Option<super::Context>,
     model: Option<Arc<str>>,
     tool: Option<(Arc<str>, Arc<str>)>,
     /// For a tool hook: whether the tool may run again on recovery.
@@ -189,6 +192,7 @@ impl HookContext {
     pub(crate) fn agent(run: &RunContext) -> Self {
         HookContext {
             run: run.clone(),
+            events: None,
             model: None,
             tool: None,
             idempotent: true,
@@ -207,6 +211,34 @@ impl HookContext {
             tool: Some((call.name.as_str().into(), call.id.as_str().into())),
             ..Self::agent(run)
         }
+    }
+
+    /// This hook's context, able to surface events on `events`.
+    pub(crate) fn with_events(mut self, events: &super::Context) -> Self {
+        self.events = Some(events.clone());
+        self
+    }
+
+    /// Shows `event` to whoever reads the agent's event stream, before the model call's
+    /// reply. Like a tool's [`surface`](crate::ToolContext::surface), the event is for display
+    /// only: it is not recorded in the session or journaled, and never steers the run (its
+    /// action is dropped); it takes the agent's run path if it has none. A recovered run that
+    /// answers a model call from its journal runs no `before_model` hook after the journal's
+    /// own, so it surfaces nothing again. Returns `false` (and drops the event) where the hook
+    /// has no event stream: every hook but the model hooks of a
+    /// [`ChatModelAgent`](crate::ChatModelAgent).
+    pub fn surface(&self, mut event: crate::AgentEvent) -> bool {
+        let Some(events) = &self.events else {
+            return false;
+        };
+        if event.run_path().is_empty() {
+            let name: Arc<str> = self.agent_name().into();
+            event.stamp(&name, self.run_path());
+        }
+        event.action = None;
+        event.recorded = true;
+        events.emit(event);
+        true
     }
 
     /// This tool hook's context, for a tool that is idempotent or not.

@@ -379,7 +379,7 @@ impl ChatModelAgent {
         request: &ChatRequest,
         streaming: bool,
     ) -> Result<(MessageRef, bool), AgentError> {
-        let hcx = HookContext::model(cx.run_context(), self.model.model_name());
+        let hcx = HookContext::model(cx.run_context(), self.model.model_name()).with_events(cx);
         let mut edited = request.clone();
         let (answer, ran) = middleware::before_model(chain, &hcx, &mut edited).await?;
         let (mut reply, streamed) = match answer {

@@ -201,6 +201,7 @@ pub fn adk_evalset_from_json(
             expect: Expectations::default(),
             repeats: None,
             pass_rate: None,
+            memory: Vec::new(),
         };
         match (case.conversation, case.conversation_scenario) {
             (Some(conversation), None) => {

@@ -67,6 +67,64 @@ pub struct EvalCase {
     /// The least pass rate (0 to 1) for the case to pass when repeated (default 1: every run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_rate: Option<f64>,
+    /// Items of long-term memory the case starts with (in the runner's memory, see
+    /// `EvalRunner::memory`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemorySeed>,
+}
+
+/// An item of long-term memory a case starts with, in the runner's tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySeed {
+    /// Whose: `app`, `user:ID`, `thread:ID` or `KIND:ID`.
+    pub scope: String,
+    /// Its namespace, `a/b`.
+    pub namespace: String,
+    /// Its key.
+    pub key: String,
+    /// Its value.
+    pub value: serde_json::Value,
+    /// The text it is found by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// What a turn (or a case) must show of long-term memory: what its recall put before the
+/// model (the `memory_recall` events), and what is kept once it is over.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryExpectation {
+    /// Items (`namespace/key`) the recall must have given the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalled: Vec<String>,
+    /// Items (`namespace/key`) the recall must not have given it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_recalled: Vec<String>,
+    /// Items that must be kept afterwards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stored: Vec<StoredItem>,
+    /// Items that must not be kept afterwards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<StoredItem>,
+}
+
+/// An item of long-term memory a [`MemoryExpectation`] looks for, in the runner's tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoredItem {
+    /// Whose: `app`, `user:ID`, `thread:ID` or `KIND:ID`.
+    pub scope: String,
+    /// Its namespace, `a/b`.
+    pub namespace: String,
+    /// Its key.
+    pub key: String,
+    /// Its text must contain this (ignoring case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_contains: Option<String>,
+    /// Its value must equal this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
 }
 
 /// One user turn and what it must show.
@@ -176,6 +234,9 @@ pub struct Expectations {
     /// Limits on what the turn may cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+    /// What the turn recalled from long-term memory, and what is kept after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryExpectation>,
 }
 
 impl Expectations {

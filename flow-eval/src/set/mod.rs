@@ -15,6 +15,6 @@ pub use adk::{adk_evalset_from_json, read_adk_evalset, AdkOptions};
 pub(crate) use format::StepKind;
 pub use format::{
     json_schema, ArgsMatch, Budget, EvalCase, EvalSet, EvalSetError, Expectations, ExpectedStep,
-    JudgeExpectation, MatchMode, ResponseExpectation, ResumeAnswer, Simulation,
-    TrajectoryExpectation, TurnCase,
+    JudgeExpectation, MatchMode, MemoryExpectation, MemorySeed, ResponseExpectation, ResumeAnswer,
+    Simulation, StoredItem, TrajectoryExpectation, TurnCase,
 };

@@ -82,6 +82,7 @@ impl EvalCase {
             expect: Expectations::default(),
             repeats: None,
             pass_rate: None,
+            memory: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@ mod evalset;
 mod html_browser;
 #[cfg(feature = "openai")]
 mod litellm_record_replay;
+mod memory;
 mod per_case;
 mod toolsets;
 mod trajectory;

@@ -35,6 +35,8 @@ mod mcp_http_bounds;
 mod mcp_outbound;
 #[cfg(feature = "http")]
 mod memory_embedder;
+mod memory_extract;
+mod memory_recall;
 mod memory_store;
 mod memory_tools;
 mod middleware;

@@ -6,12 +6,17 @@
 
 use std::sync::Arc;
 
+use flow_runtime::store::memory_items::{contract, TransientMemoryStore};
+// What the SQL stores' own tests use (through `super::*`).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 use flow_runtime::store::memory_items::{
-    contract, ItemKey, ListQuery, Memory, MemoryError, MemoryStore, Namespace, Partition, PutItem,
-    Scope, Tenant, TransientMemoryStore,
+    ItemKey, ListQuery, Memory, MemoryError, MemoryStore, Namespace, Partition, PutItem, Scope,
+    Tenant,
 };
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 use serde_json::json;
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn temp_dir(name: &str) -> std::path::PathBuf {
     crate::support::dirs::temp_dir("memory", name)
 }

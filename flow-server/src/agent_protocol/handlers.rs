@@ -218,7 +218,7 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
 }
 
 /// Milliseconds since the epoch as an RFC 3339 UTC timestamp.
-pub(super) fn timestamp(ms: u64) -> String {
+pub(crate) fn timestamp(ms: u64) -> String {
     let secs = ms / 1000;
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;

@@ -10,6 +10,8 @@
 //!   the search over threads;
 //! - `convert`: agentflow's messages and records in the protocol's JSON (LangChain message
 //!   dicts, thread state);
+//! - `store`: the `store` routes (items and namespaces of long-term memory, see
+//!   [`crate::memory`]);
 //! - `modes`: the stream modes (`values`, `updates`, `messages`, `messages-tuple`, `events`,
 //!   `debug`, `custom`, `tasks`, `checkpoints`, with or without subgraphs) and their events.
 //!
@@ -21,6 +23,7 @@ mod assistants;
 mod convert;
 mod handlers;
 mod modes;
+mod store;
 mod thread_state;
 
 use std::sync::Arc;
@@ -29,6 +32,8 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 
 use crate::state::AppState;
+
+pub(crate) use handlers::timestamp;
 
 /// The Agent Protocol routes, for the authenticated part of `/v1`.
 pub(crate) fn routes() -> Router<AppState> {
@@ -77,5 +82,13 @@ pub(crate) fn routes() -> Router<AppState> {
             "/threads/{thread}/runs/{run}/cancel",
             post(handlers::cancel_run),
         )
+        .route(
+            "/store/items",
+            get(store::get_item)
+                .put(store::put_item)
+                .delete(store::delete_item),
+        )
+        .route("/store/items/search", post(store::search_items))
+        .route("/store/namespaces", post(store::list_namespaces))
         .layer(Extension(Arc::new(handlers::Threads::default())))
 }

@@ -4,7 +4,8 @@
 //! reads one history state per checkpoint, streams in every mode the SDK offers (and with
 //! subgraphs), sends new input to a thread waiting at an interrupt, updates and searches
 //! threads, joins a background run's stream, cancels a run, exercises every
-//! `multitask_strategy` and has a run's webhook called (checked here, signature included).
+//! `multitask_strategy`, has a run's webhook called (checked here, signature included), and
+//! puts, gets, searches, lists and deletes items of the store (long-term memory).
 //!
 //! Needs a Python with `langgraph-sdk` (`AGENTFLOW_LANGGRAPH_PYTHON`, installed by
 //! `.ci/langgraph.sh`); skips without it unless `AGENTFLOW_REQUIRE_COMPONENTS=1`.
@@ -68,6 +69,9 @@ fn state() -> AppState {
         .outbound(common::loopback_allowed())
         .auth(Auth::bearer(TOKEN))
         .turn_routing(flow_runtime::TurnRouting::Root)
+        .memory(flow_runtime::memory::Memory::new(
+            flow_runtime::memory::TransientMemoryStore::new(),
+        ))
         .build()
         .unwrap()
 }

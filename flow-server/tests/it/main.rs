@@ -24,6 +24,7 @@ mod idempotency;
 mod jwt;
 mod langgraph_letter;
 mod langgraph_sdk;
+mod memory_routes;
 mod outbound;
 mod outward;
 mod queued_runs;

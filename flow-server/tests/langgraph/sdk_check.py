@@ -254,6 +254,41 @@ async def main():
     except httpx.HTTPStatusError as e:
         check(e.response.status_code == 400, f"unknown strategy: {e.response.status_code}")
 
+    # The store: put, get, search, list namespaces and delete items of long-term memory.
+    await client.store.put_item(
+        ["memories", "devices"], key="printer", value={"model": "X200", "note": "a laser printer"}
+    )
+    await client.store.put_item(["memories", "prefs"], key="tone", value={"text": "short answers"}, ttl=60)
+    await client.store.put_item(["notes"], key="quiet", value={"text": "not searched"}, index=False)
+    item = await client.store.get_item(["memories", "devices"], key="printer")
+    check(item["namespace"] == ["memories", "devices"] and item["key"] == "printer", f"get_item: {item}")
+    check(item["value"] == {"model": "X200", "note": "a laser printer"}, f"get_item's value: {item}")
+    check(item["created_at"].endswith("Z") and item["updated_at"].endswith("Z"), f"get_item's times: {item}")
+    found = await client.store.search_items(["memories"], query="laser printer", limit=5)
+    check([i["key"] for i in found["items"]] == ["printer"], f"search_items by query: {found}")
+    check(isinstance(found["items"][0].get("score"), float), f"search_items' score: {found}")
+    listed = await client.store.search_items(["memories"], filter={"model": "X200"})
+    check([i["key"] for i in listed["items"]] == ["printer"], f"search_items by filter: {listed}")
+    quiet = await client.store.search_items([], query="searched")
+    check(quiet["items"] == [], f"an item put with index=False is not searched: {quiet}")
+    spaces = await client.store.list_namespaces()
+    check(spaces["namespaces"] == [["memories", "devices"], ["memories", "prefs"], ["notes"]], f"list_namespaces: {spaces}")
+    spaces = await client.store.list_namespaces(prefix=["memories"], max_depth=1)
+    check(spaces["namespaces"] == [["memories"]], f"list_namespaces with max_depth: {spaces}")
+    await client.store.delete_item(["memories", "devices"], key="printer")
+    try:
+        await client.store.get_item(["memories", "devices"], key="printer")
+        check(False, "a deleted item must be gone")
+    except httpx.HTTPStatusError as e:
+        check(e.response.status_code == 404, f"deleted item: {e.response.status_code}")
+    # The client refuses '.' in labels itself; the server refuses separators and look-alikes.
+    for hostile in (["a/b", "x"], ["m\u0435mories"], ["memories"]):
+        try:
+            await client.store.put_item(hostile, key="k" if hostile != ["memories"] else "../k", value={})
+            check(False, f"a hostile address must be refused: {hostile}")
+        except httpx.HTTPStatusError as e:
+            check(e.response.status_code == 400, f"hostile address {hostile}: {e.response.status_code}")
+
     print("langgraph-sdk: all checks passed")
 
 

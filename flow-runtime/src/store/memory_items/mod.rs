@@ -57,8 +57,9 @@
 //! - `postgres.rs`: `PostgresMemoryStore` (feature `postgres`);
 //! - `contract.rs`: the conformance suite every store passes.
 //!
-//! Not built yet: recall injected before a model call, extraction after a turn, the server's
-//! memory routes.
+//! In a run, memory reaches an agent through the tools (`MemoryTools`), recall before a
+//! model call (`MemoryRecall`) and extraction after a turn (`MemoryExtraction`), all in
+//! `flow_runtime::memory`; `flow-server` serves it (`ServerBuilder::memory`).
 
 mod address;
 pub mod contract;
