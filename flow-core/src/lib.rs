@@ -163,4 +163,4 @@ pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };
 pub use transfer::{transfer_messages, TRANSFER_TOOL_NAME};
-pub use workflow::{DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};
+pub use workflow::{DeterministicTransfer, Loop, Map, Parallel, Sequential, WorkflowError};

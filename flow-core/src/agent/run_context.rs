@@ -25,6 +25,47 @@ pub struct RunContext {
     /// Recorded events under these run paths are not part of this context's history: the
     /// paths of the sibling lanes of the parallel lane(s) this context runs in.
     hidden: Arc<[RunPath]>,
+    /// The map items this context runs in (see [`MapLane`]): their sibling items are hidden
+    /// too. Empty outside a [`Map`](crate::workflow::Map).
+    lanes: Arc<[MapLane]>,
+}
+
+/// One item of a [`Map`](crate::workflow::Map) a context runs in: the events of the map's
+/// other items (run paths `PARENT/STEM[j]/...`, `j` not this item) are hidden from it, without
+/// listing them one by one.
+#[derive(Debug, Clone)]
+pub(crate) struct MapLane {
+    /// The path the map's item steps extend (the map's own path without its last step).
+    pub(crate) parent: RunPath,
+    /// The item steps' common start, `NAME[`.
+    pub(crate) stem: Arc<str>,
+    /// This item's step, `NAME[i]`.
+    pub(crate) own: Arc<str>,
+}
+
+impl MapLane {
+    /// Whether `path` lies in another item of this lane's map.
+    fn hides(&self, path: &RunPath) -> bool {
+        let at = self.parent.len();
+        if path.len() <= at {
+            return false;
+        }
+        match path.iter().nth(at) {
+            Some(step) => {
+                step.starts_with(&*self.stem)
+                    && step != &*self.own
+                    && path.prefix(at) == self.parent
+            }
+            None => false,
+        }
+    }
+}
+
+/// The empty list of map lanes, shared.
+#[inline]
+fn no_lanes() -> Arc<[MapLane]> {
+    static NONE: std::sync::OnceLock<Arc<[MapLane]>> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(|| Arc::from([])))
 }
 
 struct RunShared {
@@ -140,6 +181,7 @@ impl RunContext {
             agent_name,
             node: None,
             hidden: no_hidden_paths(),
+            lanes: no_lanes(),
         }
     }
 
@@ -331,6 +373,7 @@ impl RunContext {
             agent_name: agent_name.into(),
             node: None,
             hidden: Arc::clone(&self.hidden),
+            lanes: Arc::clone(&self.lanes),
         }
     }
 
@@ -358,12 +401,30 @@ impl RunContext {
         &self.hidden
     }
 
+    /// This context, in the map item `lane` (its sibling items hidden from it and from every
+    /// context derived from it).
+    pub(crate) fn in_lane(mut self, lane: MapLane) -> Self {
+        let mut lanes: Vec<MapLane> = self.lanes.to_vec();
+        lanes.push(lane);
+        self.lanes = lanes.into();
+        self
+    }
+
+    /// Whether this context sees every recorded event (it runs in no parallel lane or map
+    /// item): its inputs can then be built incrementally.
+    pub(crate) fn sees_everything(&self) -> bool {
+        self.hidden.is_empty() && self.lanes.is_empty()
+    }
+
     /// The session's recorded events this context may see, in order: all of them, except
     /// those under a [hidden](RunContext::hiding) path. Agents' inputs are built from these.
     pub fn visible_events(&self) -> Vec<Arc<SessionEvent>> {
         let mut events = self.shared.session.events();
         if !self.hidden.is_empty() {
             events.retain(|e| !self.hidden.iter().any(|h| e.run_path().starts_with(h)));
+        }
+        if !self.lanes.is_empty() {
+            events.retain(|e| !self.lanes.iter().any(|l| l.hides(e.run_path())));
         }
         events
     }

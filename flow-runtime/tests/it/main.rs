@@ -27,6 +27,7 @@ mod frontend_tools;
 mod genai_spans;
 mod housekeeping;
 mod journal;
+mod map;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
