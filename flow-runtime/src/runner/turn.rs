@@ -698,8 +698,9 @@ impl Runner {
         }
         let mut first = crate::agent::Middlewares::default();
         if let Some(steps) = &journaled {
-            let past = &steps[restored.min(steps.len())..];
-            let replay = super::replay::Replay::new(past).with_nested(&nested_steps);
+            let from = restored.min(steps.len());
+            let replay =
+                super::replay::Replay::new(&steps[from..], from).with_nested(&nested_steps);
             first = first.with(Arc::new(replay));
         }
         if let Some(nested) = nested {

@@ -802,6 +802,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     crate::ids::fnv1a_extend(crate::ids::FNV_OFFSET, bytes)
 }
 
+/// The map a run-path step `NAME[i]` (an item of a [`Map`](crate::workflow::Map)) stands for:
+/// `NAME`; `None` for any other step.
+pub(crate) fn map_item_step(step: &str) -> Option<&str> {
+    let (name, rest) = step.split_once('[')?;
+    let index = rest.strip_suffix(']')?;
+    (!name.is_empty() && !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -847,13 +856,4 @@ mod tests {
             Err(CheckpointError::Corrupt { .. })
         ));
     }
-}
-
-/// The map a run-path step `NAME[i]` (an item of a [`Map`](crate::workflow::Map)) stands for:
-/// `NAME`; `None` for any other step.
-pub(crate) fn map_item_step(step: &str) -> Option<&str> {
-    let (name, rest) = step.split_once('[')?;
-    let index = rest.strip_suffix(']')?;
-    (!name.is_empty() && !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
-        .then_some(name)
 }

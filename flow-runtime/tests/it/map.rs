@@ -8,13 +8,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use flow_runtime::model::{ChatModel, ChatRequest, ModelError};
 use flow_runtime::workflow::{Map, MapItems, MapOutput, MapPolicy};
 use flow_runtime::{
     AgentError, AgentEvent, AgentInput, FlowAgent, FnAgent, InMemoryStore, Message, ResumeInfo,
     ResumeRequest, RunRequest, Runner, Sequential, WorkflowError,
 };
+use flow_runtime::{ChatModelAgent, Durability, RecoverError, Turn, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
+use std::time::Duration;
 
 /// The item a map gave its agent: the last message of its input.
 fn item_of(input: &AgentInput) -> String {
@@ -409,4 +412,119 @@ async fn an_interrupt_in_one_item_resumes_that_item_alone() {
             Some(json!("c done"))
         ]
     );
+}
+
+/// A model that answers each item's agent `ITEM handled`, item `a` only after the others
+/// (it yields to them first), and counts its calls.
+#[derive(Default)]
+struct ItemModel {
+    calls: AtomicUsize,
+}
+
+#[flow_runtime::async_trait]
+impl ChatModel for ItemModel {
+    fn model_name(&self) -> &str {
+        "items"
+    }
+
+    async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let item = request
+            .last_user_message()
+            .map_or(String::new(), |m| m.content.clone());
+        if item == "a" {
+            for _ in 0..50 {
+                tokio::task::yield_now().await;
+            }
+        }
+        Ok(Message::assistant(format!("{item} handled")))
+    }
+}
+
+fn item_runner(store: &InMemoryStore, model: Arc<ItemModel>) -> Runner {
+    let worker = ChatModelAgent::builder("worker", model).build().unwrap();
+    let map = Map::new("map", MapItems::list(["a", "b", "c", "d"]))
+        .concurrency(3)
+        .with_sub_agents([FlowAgent::new(worker)])
+        .unwrap();
+    Runner::builder(map)
+        .stores(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Sync)
+        .lease(Duration::from_millis(60))
+        .build()
+}
+
+/// Starts a turn of thread `t` and forgets it after `seen` events (its worker "dies").
+async fn die_after(runner: &Runner, seen: usize) -> Vec<AgentEvent> {
+    let mut turn: Turn = runner
+        .turn(TurnRequest::new("t", Message::user("go")))
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    for _ in 0..seen {
+        match turn.next().await {
+            Some(event) => events.push(event),
+            None => break,
+        }
+    }
+    std::mem::forget(turn);
+    events
+}
+
+#[tokio::test]
+async fn a_map_whose_worker_died_is_recovered_without_asking_finished_items_again() {
+    let reference_store = InMemoryStore::new();
+    let model = Arc::new(ItemModel::default());
+    let runner = item_runner(&reference_store, Arc::clone(&model));
+    let events: Vec<AgentEvent> = runner
+        .turn(TurnRequest::new("t", Message::user("go")))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let reference = lines(&events);
+    // Item a's answer comes after the others': the record is not in the items' order.
+    let answers: Vec<&String> = reference
+        .iter()
+        .filter(|l| l.contains("/worker: "))
+        .collect();
+    assert_eq!(answers.len(), 4, "{reference:#?}");
+    assert!(
+        answers[0].starts_with("worker@map[1]/worker"),
+        "{answers:?}"
+    );
+    let mut record = runner.thread("t").records().await.unwrap().remove(0);
+    record.at_ms = 0;
+    for seen in 1..=reference.len() {
+        let store = InMemoryStore::new();
+        let first = Arc::new(ItemModel::default());
+        let dead = die_after(&item_runner(&store, Arc::clone(&first)), seen).await;
+        let answered = dead
+            .iter()
+            .filter(|e| {
+                e.message_output()
+                    .is_some_and(|m| m.content.ends_with("handled"))
+            })
+            .count();
+        let again = Arc::new(ItemModel::default());
+        let other = item_runner(&store, Arc::clone(&again));
+        let turn = loop {
+            match other.recover("t").await {
+                Err(RecoverError::Leased { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                other => break other.unwrap().expect("a dead turn"),
+            }
+        };
+        let events: Vec<AgentEvent> = turn.collect().await;
+        assert_eq!(lines(&events), reference, "point {seen}");
+        let mut recovered = other.thread("t").records().await.unwrap().remove(0);
+        recovered.at_ms = 0;
+        assert_eq!(recovered, record, "point {seen}");
+        assert!(
+            again.calls.load(Ordering::SeqCst) <= 4 - answered,
+            "point {seen}: the {answered} answers seen are not asked for again"
+        );
+    }
 }
