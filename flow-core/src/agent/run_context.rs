@@ -86,6 +86,8 @@ struct RunShared {
     /// The run's cancel request (made when first asked for: a run nobody can cancel allocates
     /// none), and whether this run is nested in another (an agent tool's).
     cancel: (std::sync::OnceLock<CancelSignal>, bool),
+    /// The messages sent to the run while it runs (`None`: nobody can steer it).
+    steer: Option<super::SteerQueue>,
     /// What the run needs of the world: waits, the clock, fresh ids (`None`: the default,
     /// [`StdHost`](crate::host::StdHost); a run given none allocates and counts nothing for it).
     host: Option<Arc<dyn Host>>,
@@ -148,6 +150,7 @@ impl Clone for RunShared {
             ),
             host: self.host.clone(),
             budgets: self.budgets.clone(),
+            steer: self.steer.clone(),
         }
     }
 }
@@ -176,6 +179,7 @@ impl RunContext {
                 cancel: (std::sync::OnceLock::new(), false),
                 host: None,
                 budgets: None,
+                steer: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
@@ -484,6 +488,26 @@ impl RunContext {
             }
         }
         self
+    }
+
+    /// This (new) run steered through `queue`: its LLM agents take the messages sent to it at
+    /// their next safe point (see [`SteerQueue`](super::SteerQueue)). Call it on a new run's
+    /// context, before it is cloned.
+    pub fn with_steering(mut self, queue: super::SteerQueue) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.steer = Some(queue),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.steer = Some(queue);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's steering messages, if it can be steered.
+    pub fn steering(&self) -> Option<&super::SteerQueue> {
+        self.shared.steer.as_ref()
     }
 
     /// The run's cancel request (see [`CancelMode`]).

@@ -55,6 +55,7 @@ mod run_flood;
 mod run_queue;
 mod runs;
 mod sealed_store;
+mod steer;
 mod store_contract;
 mod stream;
 mod streaming_tools;
