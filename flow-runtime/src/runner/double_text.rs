@@ -58,6 +58,17 @@ impl Runner {
             self.registry().remove(&run);
             return Err(ThreadError::Busy { id: thread_id });
         }
+        if let (DoubleText::Steer, TurnInput::Message(message)) = (request.if_busy, &request.input)
+        {
+            // The last run going takes it (one still waiting takes it once it runs); one that
+            // ended meanwhile refuses it, and the message runs after the others.
+            if let Some(target) = earlier.last() {
+                if target.steer(message.clone()).is_ok() {
+                    self.registry().remove(&run);
+                    return Ok(target.clone());
+                }
+            }
+        }
         let going = before(earlier, request.if_busy);
         let runner = self.clone();
         let queued = run.clone();

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use flow_runtime::{
-    tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, Message, Role, RunStatus, Runner,
-    ScriptStep, ScriptedModel, SteerError, TurnRequest,
+    tool_fn, ChatModelAgent, DoubleText, FlowAgent, InMemoryStore, Message, Role, RunStatus,
+    Runner, ScriptStep, ScriptedModel, SteerError, TurnRequest,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -162,4 +162,42 @@ async fn a_steer_to_an_ended_run_is_a_typed_error() {
             "desk@desk: Assistant done",
         ]
     );
+}
+
+#[tokio::test]
+async fn the_steer_strategy_gives_a_new_message_to_the_run_going() {
+    let (started, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (runner, model) = desk(Arc::clone(&started), Arc::clone(&go));
+    let first = runner
+        .start(TurnRequest::new("t", Message::user("refund order 7")))
+        .await
+        .unwrap();
+    started.notified().await;
+    let second = runner
+        .start(
+            TurnRequest::new("t", Message::user("also refund the shipping"))
+                .if_busy(DoubleText::Steer),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.id(), first.id(), "the run going is the answer");
+    go.notify_one();
+    assert_eq!(first.wait().await.status(), RunStatus::Success);
+    assert_eq!(model.calls(), 2);
+    let records = runner.thread("t").records().await.unwrap();
+    assert_eq!(records.len(), 1, "one turn: the message joined it");
+    assert_eq!(
+        record(&runner).await.last().unwrap(),
+        "desk@desk: Assistant heard: also refund the shipping"
+    );
+    assert_eq!("steer".parse::<DoubleText>().unwrap(), DoubleText::Steer);
+
+    // With no run going, the message starts a run of its own.
+    go.notify_one();
+    let third = runner
+        .start(TurnRequest::new("t", Message::user("thanks")).if_busy(DoubleText::Steer))
+        .await
+        .unwrap();
+    assert_ne!(third.id(), first.id());
+    assert_eq!(third.wait().await.status(), RunStatus::Success);
 }
