@@ -48,6 +48,15 @@ impl Runner {
             Some(id) => RunHandle::with_id(id.clone(), &thread_id, input, max_events),
             None => RunHandle::new(&thread_id, input, max_events),
         };
+        if request.is_resume() {
+            // The continuation of an interrupted turn takes the steering messages the turn
+            // stopped without taking in, in order, once.
+            for ended in self.registry().of_thread(&thread_id) {
+                for message in ended.take_undelivered() {
+                    let _ = run.state.steer.push(message);
+                }
+            }
+        }
         // Registered and told what it waits for in one step.
         let earlier = self.registry().add(&run);
         if earlier.is_empty() {

@@ -544,8 +544,10 @@ impl RunHandle {
     /// each once; a run still waiting to start takes them once it runs.
     ///
     /// An error if the run has ended ([`SteerError::Ended`]). A run that ends before any LLM
-    /// agent reaches a safe point (a code agent's turn, an interrupt) does not take them:
-    /// [`undelivered_steers`](RunHandle::undelivered_steers) gives them back.
+    /// agent reaches a safe point does not take them: when it stopped for an interrupt (its
+    /// checkpoint), the run that continues its turn in this runner
+    /// ([`TurnRequest::resume`](crate::TurnRequest::resume)) takes them in; otherwise (a code
+    /// agent's turn) [`undelivered_steers`](RunHandle::undelivered_steers) gives them back.
     pub fn steer(&self, message: Message) -> Result<(), SteerError> {
         let log = self.lock();
         let ended = || SteerError::Ended {
@@ -558,8 +560,15 @@ impl RunHandle {
         self.state.steer.push(message).map_err(|_| ended())
     }
 
+    /// Takes the steering messages the run ended without taking in (the continuation of its
+    /// turn takes them in: each is delivered once).
+    pub(crate) fn take_undelivered(&self) -> Vec<Message> {
+        std::mem::take(&mut self.lock().undelivered)
+    }
+
     /// The steering messages the run ended without taking in (see [`steer`](RunHandle::steer)),
-    /// in the order they were sent; empty while it runs.
+    /// in the order they were sent; empty while it runs, and once the continuation of its
+    /// turn took them.
     pub fn undelivered_steers(&self) -> Vec<Message> {
         self.lock().undelivered.clone()
     }

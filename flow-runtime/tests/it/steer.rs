@@ -1,12 +1,13 @@
 //! Steering a running turn ([`RunHandle::steer`]): the message joins the turn at its next safe
 //! point (after the tool calls, before the model is asked again), recorded there, in order,
-//! once; a steer to an ended run is a typed error.
+//! once, across an interrupt's checkpoint too; a steer to an ended run is a typed error; the
+//! `steer` double-texting strategy.
 
 use std::sync::Arc;
 
 use flow_runtime::{
-    tool_fn, ChatModelAgent, DoubleText, FlowAgent, InMemoryStore, Message, Role, RunStatus,
-    Runner, ScriptStep, ScriptedModel, SteerError, TurnRequest,
+    tool_fn, tool_fn_with_context, ChatModelAgent, DoubleText, FlowAgent, InMemoryStore, Message,
+    Role, RunStatus, Runner, ScriptStep, ScriptedModel, SteerError, ToolContext, TurnRequest,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -200,4 +201,82 @@ async fn the_steer_strategy_gives_a_new_message_to_the_run_going() {
         .unwrap();
     assert_ne!(third.id(), first.id());
     assert_eq!(third.wait().await.status(), RunStatus::Success);
+}
+
+#[tokio::test]
+async fn a_steer_sent_before_an_interrupt_is_taken_in_by_the_resumed_turn() {
+    let started = Arc::new(Notify::new());
+    let go = Arc::new(Notify::new());
+    let (s, g) = (Arc::clone(&started), Arc::clone(&go));
+    // `approve` stops for a human's answer the first time, after the test steered.
+    let approve = tool_fn_with_context(
+        "lookup",
+        "Needs an approval.",
+        move |cx: ToolContext, _: serde_json::Value| {
+            let (s, g) = (Arc::clone(&s), Arc::clone(&g));
+            async move {
+                if let Some(answer) = cx.resume_data() {
+                    return Ok(format!("approved: {answer}"));
+                }
+                s.notify_one();
+                g.notified().await;
+                Err(cx.interrupt(json!("approve?")))
+            }
+        },
+    );
+    let model = ScriptedModel::rules()
+        .when_with(
+            |r| r.messages.iter().any(|m| m.role == Role::Tool),
+            |r| {
+                let last = r.messages.last().unwrap();
+                ScriptStep::text(format!("{:?}: {}", last.role, last.content))
+            },
+        )
+        .otherwise(ScriptStep::tool_call("lookup", json!({})));
+    let agent = ChatModelAgent::builder("desk", model)
+        .tool(approve)
+        .build()
+        .unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(InMemoryStore::new())
+        .build();
+    let first = runner
+        .start(TurnRequest::new("t", Message::user("refund order 7")))
+        .await
+        .unwrap();
+    started.notified().await;
+    first.steer(Message::user("also the shipping")).unwrap();
+    go.notify_one();
+    assert_eq!(first.wait().await.status(), RunStatus::Interrupted);
+    assert_eq!(
+        first.undelivered_steers().len(),
+        1,
+        "not taken before the checkpoint"
+    );
+    let resumed = runner
+        .start(TurnRequest::resume(
+            "t",
+            [("desk".to_owned(), json!("yes"))],
+        ))
+        .await
+        .unwrap();
+    let outcome = resumed.wait().await;
+    assert_eq!(outcome.status(), RunStatus::Success, "{outcome:?}");
+    assert!(first.undelivered_steers().is_empty(), "taken once");
+    let records = runner.thread("t").records().await.unwrap();
+    let last: Vec<String> = records
+        .last()
+        .unwrap()
+        .events
+        .iter()
+        .filter_map(|e| e.message.as_ref())
+        .map(|m| format!("{:?} {}", m.role, m.content))
+        .collect();
+    assert!(
+        last.ends_with(&[
+            "User also the shipping".to_owned(),
+            "Assistant User: also the shipping".to_owned()
+        ]),
+        "{last:#?}"
+    );
 }
