@@ -4,7 +4,7 @@
 //! last (each event has an `id:`), waits for its outcome, cancels it with a mode, steers it
 //! with a message its turn takes in at the next safe point (`POST .../steer`), lists a
 //! thread's runs. A message meeting a running run of its thread follows the request's
-//! `multitask_strategy` (reject, enqueue, interrupt, rollback).
+//! `multitask_strategy` (reject, enqueue, interrupt, rollback, steer).
 //!
 //! - `handlers`: the endpoints and their request bodies;
 //! - `stream`: a run's events as Server-Sent Events with ids, and the `done` data.
