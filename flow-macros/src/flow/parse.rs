@@ -532,6 +532,86 @@ fn workflow(input: ParseStream, mut node: NodeAst, cx: &mut Ctxt) -> syn::Result
     Ok(node)
 }
 
+/// One argument of `map(...)` of the map node `name`, into the slot it sets.
+fn map_arg(
+    content: ParseStream,
+    name: &Ident,
+    items: &mut Option<MapItemsAst>,
+    concurrency: &mut Option<syn::LitInt>,
+    on_failure: &mut Option<MapPolicyAst>,
+    cx: &mut Ctxt,
+) -> syn::Result<()> {
+    let key: Ident = content.call(Ident::parse_any)?;
+    let mut set_items = |found: MapItemsAst, cx: &mut Ctxt| {
+        if items.is_some() {
+            cx.error(
+                key.span(),
+                format!("map workflow `{name}` is given its items twice; keep one source"),
+            );
+        }
+        *items = Some(found);
+    };
+    match key.to_string().as_str() {
+        "value" => {
+            content.parse::<Token![=]>()?;
+            let lit: syn::LitStr = content.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    format!(
+                        "the items of map workflow `{name}` are named by a string: \
+                         `value = \"tickets\"`"
+                    ),
+                )
+            })?;
+            set_items(MapItemsAst::Value(lit), cx);
+        }
+        "last_output" => set_items(MapItemsAst::LastOutput, cx),
+        "concurrency" => {
+            content.parse::<Token![=]>()?;
+            let n: syn::LitInt = content.parse()?;
+            if n.base10_parse::<usize>()? == 0 {
+                cx.error(
+                    n.span(),
+                    format!(
+                        "map workflow `{name}` has `concurrency = 0`, so no item would ever run; \
+                         use 1 or more"
+                    ),
+                );
+            }
+            *concurrency = Some(n);
+        }
+        "on_failure" => {
+            content.parse::<Token![=]>()?;
+            let policy: Ident = content.call(Ident::parse_any)?;
+            *on_failure = Some(match policy.to_string().as_str() {
+                "fail_fast" => MapPolicyAst::FailFast,
+                "collect_errors" => MapPolicyAst::CollectErrors,
+                "at_least" => {
+                    let inner;
+                    parenthesized!(inner in content);
+                    MapPolicyAst::AtLeast(inner.parse()?)
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        policy.span(),
+                        format!(
+                            "unknown failure policy `{other}` for map workflow `{name}`; write \
+                             `fail_fast`, `collect_errors` or `at_least(N)`"
+                        ),
+                    ))
+                }
+            });
+        }
+        other => {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("unknown argument `{other}` of map workflow `{name}`; it takes {MAP_ARGS}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
 const MAP_ARGS: &str = "`value = \"KEY\"` or `last_output` (where the items are), \
                         `concurrency = N`, `on_failure = fail_fast | collect_errors | \
                         at_least(N)`";
@@ -554,75 +634,17 @@ fn map_args(input: ParseStream, kw: &Ident, name: &Ident, cx: &mut Ctxt) -> syn:
     let mut concurrency = None;
     let mut on_failure = None;
     while !content.is_empty() {
-        let key: Ident = content.call(Ident::parse_any)?;
-        let mut set_items = |found: MapItemsAst, cx: &mut Ctxt| {
-            if items.is_some() {
-                cx.error(
-                    key.span(),
-                    format!("map workflow `{name}` is given its items twice; keep one source"),
-                );
-            }
-            items = Some(found);
-        };
-        match key.to_string().as_str() {
-            "value" => {
-                content.parse::<Token![=]>()?;
-                let lit: syn::LitStr = content.parse().map_err(|e| {
-                    syn::Error::new(
-                        e.span(),
-                        format!(
-                            "the items of map workflow `{name}` are named by a string: \
-                             `value = \"tickets\"`"
-                        ),
-                    )
-                })?;
-                set_items(MapItemsAst::Value(lit), cx);
-            }
-            "last_output" => set_items(MapItemsAst::LastOutput, cx),
-            "concurrency" => {
-                content.parse::<Token![=]>()?;
-                let n: syn::LitInt = content.parse()?;
-                if n.base10_parse::<usize>()? == 0 {
-                    cx.error(
-                        n.span(),
-                        format!(
-                            "map workflow `{name}` has `concurrency = 0`, so no item would ever \
-                             run; use 1 or more"
-                        ),
-                    );
-                }
-                concurrency = Some(n);
-            }
-            "on_failure" => {
-                content.parse::<Token![=]>()?;
-                let policy: Ident = content.call(Ident::parse_any)?;
-                on_failure = Some(match policy.to_string().as_str() {
-                    "fail_fast" => MapPolicyAst::FailFast,
-                    "collect_errors" => MapPolicyAst::CollectErrors,
-                    "at_least" => {
-                        let inner;
-                        parenthesized!(inner in content);
-                        MapPolicyAst::AtLeast(inner.parse()?)
-                    }
-                    other => {
-                        return Err(syn::Error::new(
-                            policy.span(),
-                            format!(
-                                "unknown failure policy `{other}` for map workflow `{name}`; \
-                                 write `fail_fast`, `collect_errors` or `at_least(N)`"
-                            ),
-                        ))
-                    }
-                });
-            }
-            other => {
-                return Err(syn::Error::new(
-                    key.span(),
-                    format!(
-                        "unknown argument `{other}` of map workflow `{name}`; it takes {MAP_ARGS}"
-                    ),
-                ))
-            }
+        // A bad argument is recorded and parsing goes on with the next one.
+        if let Err(e) = map_arg(
+            &content,
+            name,
+            &mut items,
+            &mut concurrency,
+            &mut on_failure,
+            cx,
+        ) {
+            cx.push(e);
+            skip_to_comma(&content);
         }
         if !content.is_empty() {
             content.parse::<Token![,]>()?;
