@@ -121,7 +121,8 @@ pub use llm::{instruction, structured, telemetry, tool};
 pub use agent::{
     generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
     CancelSignal, Context, Delegation, EventStream, FlowAgent, HistoryModifier, HookContext,
-    Middleware, NodeOptions, OnSubAgents, Payload, RunContext, RunOptions, SafePoint, TaskResult,
+    Middleware, NodeOptions, OnSubAgents, Payload, RunContext, RunOptions, SafePoint, SteerClosed,
+    SteerQueue, TaskResult,
 };
 
 pub use async_trait::async_trait;
@@ -163,4 +164,4 @@ pub use tool::{
     tool_fn, tool_fn_with_context, FnTool, Tool, ToolContext, ToolError, ToolInterrupt,
 };
 pub use transfer::{transfer_messages, TRANSFER_TOOL_NAME};
-pub use workflow::{DeterministicTransfer, Loop, Parallel, Sequential, WorkflowError};
+pub use workflow::{DeterministicTransfer, Loop, Map, Parallel, Sequential, WorkflowError};

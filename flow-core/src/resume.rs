@@ -151,6 +151,30 @@ impl ResumeInfo {
         out
     }
 
+    /// Like [`children`](ResumeInfo::children), but grouped by the run path the sub-agent
+    /// had as well as its name: a [`Map`](crate::workflow::Map) runs one sub-agent once per
+    /// item, each at its own path, and resumes each interrupted item on its own.
+    pub(crate) fn children_by_path(&self) -> Vec<(RunPath, ResumeInfo)> {
+        let mut out: Vec<(RunPath, ResumeInfo)> = Vec::new();
+        for p in self.points.iter().filter(|p| !p.is_leaf()) {
+            let below = Pending {
+                depth: p.depth + 1,
+                ..p.clone()
+            };
+            let at = below.frame().run_path.clone();
+            match out.iter_mut().find(|(path, _)| *path == at) {
+                Some((_, info)) => info.points.push(below),
+                None => out.push((
+                    at,
+                    ResumeInfo {
+                        points: vec![below],
+                    },
+                )),
+            }
+        }
+        out
+    }
+
     /// For an agent whose tool calls were interrupted (a [`ChatModelAgent`](crate::ChatModelAgent)
     /// calling an [`AgentTool`](crate::AgentTool) whose agent interrupted, or a tool that
     /// interrupted itself with [`ToolContext::interrupt`](crate::ToolContext::interrupt)): the

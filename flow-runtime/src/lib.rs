@@ -123,8 +123,8 @@ pub use runner::{turn_mark_id, RecoverError};
 pub use runner::{AnswerRule, Caller, TurnEvent, TurnItem, TurnStream};
 pub use runner::{
     AttachError, CancelError, DoubleText, RunError, RunEvent, RunFailure, RunHandle, RunInfo,
-    RunItem, RunOutcome, RunRetention, RunStatus, Runner, ThreadMessage, Turn, TurnOutcome,
-    TurnRouting, UnknownStrategy,
+    RunItem, RunOutcome, RunRetention, RunStatus, Runner, SteerError, ThreadMessage, Turn,
+    TurnOutcome, TurnRouting, UnknownStrategy,
 };
 pub use runner::{
     Checkpoints, HeldClaim, ResumeRequest, RunRequest, RunnerBuilder, ThreadHandle, TurnRequest,

@@ -52,6 +52,7 @@
 //! | `GET .../runs/{run}/stream` | `read` | the run's events as SSE, each with `id:`; `Last-Event-ID` gives only what came after |
 //! | `GET .../runs/{run}/wait` | `read` | waits for the end: the outcome (`status`: `success`, `interrupted`, `cancelled`, `error`) |
 //! | `POST .../runs/{run}/cancel` | `chat` | body `{"mode": "after_tools", "timeout_ms": 5000}` (default `immediate`; `after_model\|after_tools\|recursive` combine) |
+//! | `POST .../runs/{run}/steer` | `chat` | body `{"message": "..."}`: taken in by the running turn at its next safe point (after its tool calls, before the model is asked again); 409 `run_ended` once it has ended; a run of this process |
 //! | `POST .../runs/{run}/resume` | `chat` (`approve` if it answers) | continues a run cancelled at a safe point as a new run |
 //! | `/v1/assistants/...`, `/v1/threads/...` | as their native twins | the Agent Protocol that LangGraph's clients speak (see "The Agent Protocol" below) |
 //! | `/v1/memory/...` | `read` or `chat` to read, `chat` to write (`admin` for the application's and others' memory) | long-term memory ([`ServerBuilder::memory`]): items of the caller's tenant, listed, read, written, deleted, searched (see [`memory`]) |

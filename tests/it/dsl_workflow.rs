@@ -166,3 +166,60 @@ async fn same_events_on_the_same_input() {
     );
     assert_eq!(declared.len(), 7);
 }
+
+/// Lists the tickets to answer.
+#[agent]
+async fn lister(cx: &AgentContext) {
+    cx.say(r#"["t1","t2","t3"]"#);
+}
+
+/// Answers one ticket.
+#[agent]
+async fn ticket(cx: &AgentContext, input: AgentInput) {
+    let item = input.messages.last().map(|m| m.content.clone());
+    cx.say(format!("answered {}", item.unwrap_or_default()));
+}
+
+flow! {
+    /// Lists the tickets, then answers each, two at a time.
+    Tickets: desk = sequential [
+        lister,
+        /// Answers every ticket.
+        answers = map(last_output, concurrency = 2, on_failure = collect_errors) [ticket],
+    ]
+}
+
+fn tickets_by_hand() -> FlowAgent {
+    use agentflow::workflow::{Map, MapItems, MapPolicy};
+    let answers = Map::new("answers", MapItems::LastOutput)
+        .concurrency(2)
+        .on_failure(MapPolicy::CollectErrors)
+        .with_description("Answers every ticket.")
+        .with_sub_agents([FlowAgent::new(ticket)])
+        .unwrap();
+    Sequential::new("desk")
+        .with_sub_agents([FlowAgent::new(lister), answers])
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_map_node_is_the_map_built_by_hand() {
+    let declared = Tickets::new().unwrap();
+    let hand = tickets_by_hand();
+    assert_eq!(declared.flow().shape(), hand.shape());
+    assert_eq!(Tickets::FINGERPRINT, hand.fingerprint());
+    let declared = run(declared.flow().clone(), "go").await;
+    assert_eq!(declared, run(hand, "go").await);
+    assert!(
+        declared.iter().any(
+            |e| e.starts_with("ticket @ desk/lister/answers[2]/ticket | Some(\"answered t3\")")
+        ),
+        "{declared:#?}"
+    );
+    assert!(
+        declared.last().unwrap().contains(
+            r#"{\"results\":[\"answered t1\",\"answered t2\",\"answered t3\"],\"errors\":[]}"#
+        ),
+        "{declared:#?}"
+    );
+}

@@ -7,6 +7,7 @@
 //! - `run_context`: [`RunContext`], what an agent knows of its run (session, run path, limits,
 //!   options, middleware, its node);
 //! - `cancel`: cancelling a run at a safe point ([`CancelMode`], [`CancelSignal`]);
+//! - `steer`: messages sent to a running turn, taken in at its next safe point ([`SteerQueue`]);
 //! - `options`: per-run, per-agent options ([`RunOptions`], [`AgentRunOptions`]);
 //! - `middleware`: hooks around agent runs, model calls and tool calls ([`Middleware`],
 //!   [`Middlewares`], [`HookContext`]);
@@ -30,6 +31,7 @@ pub mod middleware;
 pub mod options;
 mod payload;
 mod run_context;
+mod steer;
 pub(crate) mod tree;
 
 pub use cancel::{CancelMode, CancelSignal, SafePoint};
@@ -43,5 +45,7 @@ pub use middleware::{HookContext, Middleware, Middlewares};
 pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use payload::Payload;
 pub(crate) use payload::{payload_key, payload_of_call};
+pub(crate) use run_context::MapLane;
 pub use run_context::RunContext;
+pub use steer::{SteerClosed, SteerQueue};
 pub use tree::{set_sub_agents, FlowAgent, NodeOptions};

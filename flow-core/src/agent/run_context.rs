@@ -25,6 +25,47 @@ pub struct RunContext {
     /// Recorded events under these run paths are not part of this context's history: the
     /// paths of the sibling lanes of the parallel lane(s) this context runs in.
     hidden: Arc<[RunPath]>,
+    /// The map items this context runs in (see [`MapLane`]): their sibling items are hidden
+    /// too. Empty outside a [`Map`](crate::workflow::Map).
+    lanes: Arc<[MapLane]>,
+}
+
+/// One item of a [`Map`](crate::workflow::Map) a context runs in: the events of the map's
+/// other items (run paths `PARENT/STEM[j]/...`, `j` not this item) are hidden from it, without
+/// listing them one by one.
+#[derive(Debug, Clone)]
+pub(crate) struct MapLane {
+    /// The path the map's item steps extend (the map's own path without its last step).
+    pub(crate) parent: RunPath,
+    /// The item steps' common start, `NAME[`.
+    pub(crate) stem: Arc<str>,
+    /// This item's step, `NAME[i]`.
+    pub(crate) own: Arc<str>,
+}
+
+impl MapLane {
+    /// Whether `path` lies in another item of this lane's map.
+    fn hides(&self, path: &RunPath) -> bool {
+        let at = self.parent.len();
+        if path.len() <= at {
+            return false;
+        }
+        match path.iter().nth(at) {
+            Some(step) => {
+                step.starts_with(&*self.stem)
+                    && step != &*self.own
+                    && path.prefix(at) == self.parent
+            }
+            None => false,
+        }
+    }
+}
+
+/// The empty list of map lanes, shared.
+#[inline]
+fn no_lanes() -> Arc<[MapLane]> {
+    static NONE: std::sync::OnceLock<Arc<[MapLane]>> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(|| Arc::from([])))
 }
 
 struct RunShared {
@@ -45,6 +86,8 @@ struct RunShared {
     /// The run's cancel request (made when first asked for: a run nobody can cancel allocates
     /// none), and whether this run is nested in another (an agent tool's).
     cancel: (std::sync::OnceLock<CancelSignal>, bool),
+    /// The messages sent to the run while it runs (`None`: nobody can steer it).
+    steer: Option<super::SteerQueue>,
     /// What the run needs of the world: waits, the clock, fresh ids (`None`: the default,
     /// [`StdHost`](crate::host::StdHost); a run given none allocates and counts nothing for it).
     host: Option<Arc<dyn Host>>,
@@ -107,6 +150,7 @@ impl Clone for RunShared {
             ),
             host: self.host.clone(),
             budgets: self.budgets.clone(),
+            steer: self.steer.clone(),
         }
     }
 }
@@ -135,11 +179,13 @@ impl RunContext {
                 cancel: (std::sync::OnceLock::new(), false),
                 host: None,
                 budgets: None,
+                steer: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
             agent_name,
             node: None,
             hidden: no_hidden_paths(),
+            lanes: no_lanes(),
         }
     }
 
@@ -331,6 +377,7 @@ impl RunContext {
             agent_name: agent_name.into(),
             node: None,
             hidden: Arc::clone(&self.hidden),
+            lanes: Arc::clone(&self.lanes),
         }
     }
 
@@ -358,12 +405,30 @@ impl RunContext {
         &self.hidden
     }
 
+    /// This context, in the map item `lane` (its sibling items hidden from it and from every
+    /// context derived from it).
+    pub(crate) fn in_lane(mut self, lane: MapLane) -> Self {
+        let mut lanes: Vec<MapLane> = self.lanes.to_vec();
+        lanes.push(lane);
+        self.lanes = lanes.into();
+        self
+    }
+
+    /// Whether this context sees every recorded event (it runs in no parallel lane or map
+    /// item): its inputs can then be built incrementally.
+    pub(crate) fn sees_everything(&self) -> bool {
+        self.hidden.is_empty() && self.lanes.is_empty()
+    }
+
     /// The session's recorded events this context may see, in order: all of them, except
     /// those under a [hidden](RunContext::hiding) path. Agents' inputs are built from these.
     pub fn visible_events(&self) -> Vec<Arc<SessionEvent>> {
         let mut events = self.shared.session.events();
         if !self.hidden.is_empty() {
             events.retain(|e| !self.hidden.iter().any(|h| e.run_path().starts_with(h)));
+        }
+        if !self.lanes.is_empty() {
+            events.retain(|e| !self.lanes.iter().any(|l| l.hides(e.run_path())));
         }
         events
     }
@@ -423,6 +488,26 @@ impl RunContext {
             }
         }
         self
+    }
+
+    /// This (new) run steered through `queue`: its LLM agents take the messages sent to it at
+    /// their next safe point (see [`SteerQueue`](super::SteerQueue)). Call it on a new run's
+    /// context, before it is cloned.
+    pub fn with_steering(mut self, queue: super::SteerQueue) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.steer = Some(queue),
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.steer = Some(queue);
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The run's steering messages, if it can be steered.
+    pub fn steering(&self) -> Option<&super::SteerQueue> {
+        self.shared.steer.as_ref()
     }
 
     /// The run's cancel request (see [`CancelMode`]).

@@ -56,7 +56,7 @@ impl Agent for FlowAgent {
 async fn build_input(run: &RunContext, flow: &FlowAgent) -> Result<AgentInput, AgentError> {
     let node = flow.this();
     let skip = node.options.skip_transfer_messages;
-    let incremental = run.hidden_paths().is_empty();
+    let incremental = run.sees_everything();
     let streaming = run.streaming();
     let scope = Scope::of(flow);
     if let Some(scope) = &scope {
@@ -171,7 +171,7 @@ async fn filled_cache(
     skip: bool,
     window: Option<u64>,
 ) -> Result<Box<InputCache>, AgentError> {
-    let incremental = run.hidden_paths().is_empty();
+    let incremental = run.sees_everything();
     let turn = run.turn();
     let cached = incremental
         .then(|| run.session().take_input_cache(key))

@@ -165,6 +165,11 @@ impl ChatModelAgent {
                 );
             }
             if reply.tool_calls.is_empty() {
+                // Messages sent to the run while the model answered: the model is asked
+                // again with them.
+                if self.take_steers(cx, &mut request) {
+                    continue;
+                }
                 let Some(output) = &self.output else {
                     self.store_output(cx, &reply.content);
                     return Ok(());
@@ -197,12 +202,33 @@ impl ChatModelAgent {
                     None,
                 );
             }
+            // The safe point for steering: the tool calls have run, the model is asked next.
+            self.take_steers(cx, &mut request);
         }
         Err(ChatAgentError::MaxIterations {
             agent: Arc::clone(&self.name),
             limit: self.max_iterations,
         }
         .into())
+    }
+
+    /// Takes in the run's steering messages (see [`SteerQueue`](crate::SteerQueue)): each
+    /// becomes a user message of this agent, emitted (so recorded at this point of the run)
+    /// and added to the conversation. Whether there was any.
+    fn take_steers(&self, cx: &Context, request: &mut ChatRequest) -> bool {
+        let Some(queue) = cx.steering() else {
+            return false;
+        };
+        let messages = queue.take();
+        if messages.is_empty() {
+            return false;
+        }
+        for message in messages {
+            let message: MessageRef = Arc::new(message);
+            cx.emit(AgentEvent::message(Arc::clone(&message)));
+            request.messages.push(message);
+        }
+        true
     }
 
     /// Resumes a turn whose tool calls were interrupted: the saved conversation, the results

@@ -29,6 +29,7 @@
 //! | --- | --- |
 //! | `Sequential` with `s1, s2, s3` | `W/s1`, `W/s1/s2`, `W/s1/s2/s3` |
 //! | `Parallel` with lanes `a, b` | `W/a` and `W/b`, concurrently |
+//! | `Map` named `m` at `P/m`, with `a`, over `n` items | `P/m[0]/a` ... `P/m[n-1]/a`, a bounded number at once |
 //! | `Loop` with `a, b` | `W/a`, `W/a/b`, `W/a/b/a`, `W/a/b/a/b`, ... |
 //!
 //! # How sub-agents steer a workflow
@@ -73,6 +74,7 @@
 
 mod deterministic;
 mod loop_agent;
+mod map;
 mod parallel;
 mod sequential;
 
@@ -91,6 +93,7 @@ use crate::run_path::RunPath;
 
 pub use deterministic::DeterministicTransfer;
 pub use loop_agent::Loop;
+pub use map::{Map, MapItemError, MapItems, MapOutput, MapPolicy};
 pub use parallel::Parallel;
 pub use sequential::Sequential;
 
@@ -118,6 +121,51 @@ pub enum WorkflowError {
     ZeroIterations {
         /// The loop's name.
         workflow: Arc<str>,
+    },
+    /// A [`Map`] was built with a concurrency of 0.
+    #[error(
+        "Map workflow '{workflow}' has concurrency 0, so no item would ever run; use at least 1"
+    )]
+    ZeroConcurrency {
+        /// The map's name.
+        workflow: Arc<str>,
+    },
+    /// A [`Map`]'s node has more than one sub-agent (it runs one agent per item).
+    #[error(
+        "Map workflow '{workflow}' has {found} sub-agents, but a map runs one agent per item; \
+         give it exactly one (a Sequential or another workflow node if each item needs several)"
+    )]
+    MapSubAgents {
+        /// The map's name.
+        workflow: Arc<str>,
+        /// How many sub-agents its node has.
+        found: usize,
+    },
+    /// A [`Map`] found no list of items where its [`MapItems`] says.
+    #[error("Map workflow '{workflow}' has no list of items to run over: {message}")]
+    MapItems {
+        /// The map's name.
+        workflow: Arc<str>,
+        /// What was found instead.
+        message: Arc<str>,
+    },
+    /// Too many items of a [`Map`] failed for its [`MapPolicy`]; its output (recorded before
+    /// this error) keeps the results of the items that succeeded.
+    #[error(
+        "Map workflow '{workflow}': {succeeded} of {items} items succeeded, {needed} needed \
+         (first failure: {first}); the results so far are in its output message"
+    )]
+    MapFailed {
+        /// The map's name.
+        workflow: Arc<str>,
+        /// How many items the list had.
+        items: usize,
+        /// How many succeeded.
+        succeeded: usize,
+        /// How many its policy needed.
+        needed: usize,
+        /// The first failure, as text.
+        first: Arc<str>,
     },
     /// The resume info does not fit this workflow (it was not interrupted inside it, the
     /// saved position is missing, or the tree changed since).

@@ -7,6 +7,9 @@
 //! NODE     := ('dyn' IDENT | 'remote' IDENT | PATH) OPTIONS? ('=>' '[' NODE (',' NODE)* ']')?
 //!           | doc-attr* IDENT OPTIONS? '=' WORKFLOW '[' NODE (',' NODE)* ']'
 //! WORKFLOW := 'sequential' | 'parallel' | 'loop' '(' ('max' '=' INT | 'unbounded') ')'
+//!           | 'map' '(' MAP_ARG (',' MAP_ARG)* ')'
+//! MAP_ARG  := 'value' '=' STRING | 'last_output' | 'concurrency' '=' INT
+//!           | 'on_failure' '=' ('fail_fast' | 'collect_errors' | 'at_least' '(' INT ')')
 //! OPTIONS  := '(' OPTION (',' OPTION)* ')'
 //! OPTION   := IDENT ('=' tokens)?
 //! ```
@@ -52,6 +55,34 @@ pub(crate) enum WorkflowKind {
     Parallel,
     /// `loop(max = N)` (`Some`, N >= 1) or `loop(unbounded)` (`None`).
     Loop(Option<syn::LitInt>),
+    /// `map(...)`: one sub-agent run per item.
+    Map(MapAst),
+}
+
+/// The arguments of a `map(...)` workflow.
+#[derive(Clone)]
+pub(crate) struct MapAst {
+    /// Where the items are.
+    pub(crate) items: MapItemsAst,
+    /// `concurrency = N` (N >= 1).
+    pub(crate) concurrency: Option<syn::LitInt>,
+    /// `on_failure = ...`.
+    pub(crate) on_failure: Option<MapPolicyAst>,
+}
+
+/// `value = "KEY"` or `last_output`.
+#[derive(Clone)]
+pub(crate) enum MapItemsAst {
+    Value(syn::LitStr),
+    LastOutput,
+}
+
+/// `fail_fast`, `collect_errors` or `at_least(N)`.
+#[derive(Clone)]
+pub(crate) enum MapPolicyAst {
+    FailFast,
+    CollectErrors,
+    AtLeast(syn::LitInt),
 }
 
 impl WorkflowKind {
@@ -61,6 +92,7 @@ impl WorkflowKind {
             WorkflowKind::Sequential => "sequential",
             WorkflowKind::Parallel => "parallel",
             WorkflowKind::Loop(_) => "loop",
+            WorkflowKind::Map(_) => "map",
         }
     }
 }
@@ -386,8 +418,8 @@ fn parse_node(input: ParseStream, cx: &mut Ctxt) -> syn::Result<NodeAst> {
     Ok(node)
 }
 
-const WORKFLOWS: &str = "`sequential [...]`, `parallel [...]`, `loop(max = N) [...]` or \
-                         `loop(unbounded) [...]`";
+const WORKFLOWS: &str = "`sequential [...]`, `parallel [...]`, `loop(max = N) [...]`, \
+                         `loop(unbounded) [...]` or `map(value = \"KEY\") [agent]`";
 
 /// The rest of a workflow node, from its `=`: `NAME = KIND [children]`.
 fn workflow(input: ParseStream, mut node: NodeAst, cx: &mut Ctxt) -> syn::Result<NodeAst> {
@@ -441,6 +473,7 @@ fn workflow(input: ParseStream, mut node: NodeAst, cx: &mut Ctxt) -> syn::Result
         match kw.to_string().as_str() {
             "sequential" => WorkflowKind::Sequential,
             "parallel" => WorkflowKind::Parallel,
+            "map" => WorkflowKind::Map(map_args(input, &kw, &name, cx)?),
             other => {
                 return Err(syn::Error::new(
                     kw.span(),
@@ -452,7 +485,9 @@ fn workflow(input: ParseStream, mut node: NodeAst, cx: &mut Ctxt) -> syn::Result
             }
         }
     };
-    if !matches!(kind, WorkflowKind::Loop(_)) && input.peek(syn::token::Paren) {
+    if !matches!(kind, WorkflowKind::Loop(_) | WorkflowKind::Map(_))
+        && input.peek(syn::token::Paren)
+    {
         let content;
         let paren = parenthesized!(content in input);
         let _: TokenStream = content.parse()?;
@@ -479,9 +514,157 @@ fn workflow(input: ParseStream, mut node: NodeAst, cx: &mut Ctxt) -> syn::Result
             ),
         ));
     }
+    let is_map = matches!(kind, WorkflowKind::Map(_));
     node.target = Target::Workflow(name.clone(), kind);
-    node.children = Some(children(input, &name.to_string(), cx)?);
+    let children = children(input, &name.to_string(), cx)?;
+    if is_map && children.nodes.len() > 1 {
+        cx.error(
+            children.bracket,
+            format!(
+                "map workflow `{name}` runs one agent per item, but {} sub-agents are listed; \
+                 give it one, as in `{name} = map(value = \"tickets\") [refund]` (a \
+                 `sequential [...]` node if each item needs several agents)",
+                children.nodes.len()
+            ),
+        );
+    }
+    node.children = Some(children);
     Ok(node)
+}
+
+/// One argument of `map(...)` of the map node `name`, into the slot it sets.
+fn map_arg(
+    content: ParseStream,
+    name: &Ident,
+    items: &mut Option<MapItemsAst>,
+    concurrency: &mut Option<syn::LitInt>,
+    on_failure: &mut Option<MapPolicyAst>,
+    cx: &mut Ctxt,
+) -> syn::Result<()> {
+    let key: Ident = content.call(Ident::parse_any)?;
+    let mut set_items = |found: MapItemsAst, cx: &mut Ctxt| {
+        if items.is_some() {
+            cx.error(
+                key.span(),
+                format!("map workflow `{name}` is given its items twice; keep one source"),
+            );
+        }
+        *items = Some(found);
+    };
+    match key.to_string().as_str() {
+        "value" => {
+            content.parse::<Token![=]>()?;
+            let lit: syn::LitStr = content.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    format!(
+                        "the items of map workflow `{name}` are named by a string: \
+                         `value = \"tickets\"`"
+                    ),
+                )
+            })?;
+            set_items(MapItemsAst::Value(lit), cx);
+        }
+        "last_output" => set_items(MapItemsAst::LastOutput, cx),
+        "concurrency" => {
+            content.parse::<Token![=]>()?;
+            let n: syn::LitInt = content.parse()?;
+            if n.base10_parse::<usize>()? == 0 {
+                cx.error(
+                    n.span(),
+                    format!(
+                        "map workflow `{name}` has `concurrency = 0`, so no item would ever run; \
+                         use 1 or more"
+                    ),
+                );
+            }
+            *concurrency = Some(n);
+        }
+        "on_failure" => {
+            content.parse::<Token![=]>()?;
+            let policy: Ident = content.call(Ident::parse_any)?;
+            *on_failure = Some(match policy.to_string().as_str() {
+                "fail_fast" => MapPolicyAst::FailFast,
+                "collect_errors" => MapPolicyAst::CollectErrors,
+                "at_least" => {
+                    let inner;
+                    parenthesized!(inner in content);
+                    MapPolicyAst::AtLeast(inner.parse()?)
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        policy.span(),
+                        format!(
+                            "unknown failure policy `{other}` for map workflow `{name}`; write \
+                             `fail_fast`, `collect_errors` or `at_least(N)`"
+                        ),
+                    ))
+                }
+            });
+        }
+        other => {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("unknown argument `{other}` of map workflow `{name}`; it takes {MAP_ARGS}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+const MAP_ARGS: &str = "`value = \"KEY\"` or `last_output` (where the items are), \
+                        `concurrency = N`, `on_failure = fail_fast | collect_errors | \
+                        at_least(N)`";
+
+/// The arguments of `map(...)`, after the keyword `kw` of the map node `name`.
+fn map_args(input: ParseStream, kw: &Ident, name: &Ident, cx: &mut Ctxt) -> syn::Result<MapAst> {
+    if !input.peek(syn::token::Paren) {
+        return Err(syn::Error::new(
+            kw.span(),
+            format!(
+                "map workflow `{name}` needs to know where its items are: write `{name} = \
+                 map(value = \"KEY\") [agent]` (a session value holding a JSON array) or \
+                 `{name} = map(last_output) [agent]` (the previous agent's answer)"
+            ),
+        ));
+    }
+    let content;
+    let paren = parenthesized!(content in input);
+    let mut items: Option<MapItemsAst> = None;
+    let mut concurrency = None;
+    let mut on_failure = None;
+    while !content.is_empty() {
+        // A bad argument is recorded and parsing goes on with the next one.
+        if let Err(e) = map_arg(
+            &content,
+            name,
+            &mut items,
+            &mut concurrency,
+            &mut on_failure,
+            cx,
+        ) {
+            cx.push(e);
+            skip_to_comma(&content);
+        }
+        if !content.is_empty() {
+            content.parse::<Token![,]>()?;
+        }
+    }
+    let Some(items) = items else {
+        return Err(syn::Error::new(
+            paren.span.join(),
+            format!(
+                "map workflow `{name}` needs to know where its items are: add `value = \
+                 \"KEY\"` (a session value holding a JSON array) or `last_output` (the \
+                 previous agent's answer)"
+            ),
+        ));
+    };
+    Ok(MapAst {
+        items,
+        concurrency,
+        on_failure,
+    })
 }
 
 /// Inside `loop( ... )`: `max = N` (`Some(Some(N))`), `unbounded` (`Some(None)`), or an error

@@ -146,10 +146,10 @@ fn empty_children(ast: &NodeAst, bracket: Span, cx: &mut Ctxt) {
             format!(
                 "{k} workflow `{w}` has an empty list of sub-agents, so it would have nothing \
                  to run; list them, as in `{w} = {k}{} [draft, review]`",
-                if let WorkflowKind::Loop(_) = kind {
-                    "(max = 3)"
-                } else {
-                    ""
+                match kind {
+                    WorkflowKind::Loop(_) => "(max = 3)",
+                    WorkflowKind::Map(_) => "(value = \"tickets\")",
+                    _ => "",
                 }
             ),
         );

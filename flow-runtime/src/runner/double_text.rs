@@ -48,6 +48,15 @@ impl Runner {
             Some(id) => RunHandle::with_id(id.clone(), &thread_id, input, max_events),
             None => RunHandle::new(&thread_id, input, max_events),
         };
+        if request.is_resume() {
+            // The continuation of an interrupted turn takes the steering messages the turn
+            // stopped without taking in, in order, once.
+            for ended in self.registry().of_thread(&thread_id) {
+                for message in ended.take_undelivered() {
+                    let _ = run.state.steer.push(message);
+                }
+            }
+        }
         // Registered and told what it waits for in one step.
         let earlier = self.registry().add(&run);
         if earlier.is_empty() {
@@ -57,6 +66,17 @@ impl Runner {
         if request.if_busy == DoubleText::Reject || request.is_resume() {
             self.registry().remove(&run);
             return Err(ThreadError::Busy { id: thread_id });
+        }
+        if let (DoubleText::Steer, TurnInput::Message(message)) = (request.if_busy, &request.input)
+        {
+            // The last run going takes it (one still waiting takes it once it runs); one that
+            // ended meanwhile refuses it, and the message runs after the others.
+            if let Some(target) = earlier.last() {
+                if target.steer(message.clone()).is_ok() {
+                    self.registry().remove(&run);
+                    return Ok(target.clone());
+                }
+            }
         }
         let going = before(earlier, request.if_busy);
         let runner = self.clone();

@@ -84,7 +84,7 @@ pub use request::{DoubleText, RunError, UnknownStrategy};
 pub use request::{ResumeRequest, RunRequest, TurnRequest};
 pub use run_handle::{
     AttachError, CancelError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem, RunOutcome,
-    RunRetention, RunStatus,
+    RunRetention, RunStatus, SteerError,
 };
 pub use runs::Runner;
 pub use thread_handle::ThreadHandle;

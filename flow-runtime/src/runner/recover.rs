@@ -11,7 +11,8 @@
 //! Recovery runs the turn again from its start, with the same input, scope and starting
 //! agent, and a replay middleware placed before every other middleware:
 //! - a model call whose reply is journaled is answered with that reply (the model is not
-//!   asked again); replies are matched per run path, in order;
+//!   asked again); replies are matched per run path, in order, each given once the record
+//!   holds the steps the journal has before it;
 //! - a tool call whose result is journaled is answered with that result (the tool does not
 //!   run again); results are matched by run path and call id;
 //! - a tool call that the journal shows asked for (its model reply is journaled) but without
@@ -53,8 +54,10 @@
 //! Recovery covers new and resumed turns of threads; a `RunRequest::checkpoint` run restarts
 //! from its last checkpoint. A journaled result of a tool that attaches an action is replayed
 //! as its text only, without its action, so such a turn diverges from its journal on recovery
-//! (an error event, nothing written); so does a parallel workflow whose lanes record their
-//! events in another order than before. An agent tool whose nested run journaled nothing (a
+//! (an error event, nothing written). Branches that run concurrently (a `Map`'s items, a
+//! `Parallel`'s lanes, parallel tool calls) record their replayed answers in the journal's
+//! order: each waits until the record holds the steps before it; branches of code agents
+//! alone (no model or tool call) must record in the same order by themselves. An agent tool whose nested run journaled nothing (a
 //! code agent only) is answered with its journaled result, without its nested events. `Exit`
 //! turns write no journal and cannot be recovered (a new turn replaces them).
 
@@ -612,7 +615,7 @@ impl Runner {
             gate.add(&nested_steps);
         }
         let replay: Arc<dyn Middleware> =
-            Arc::new(Replay::new(&replayed).with_nested(&nested_steps));
+            Arc::new(Replay::new(&replayed, 0).with_nested(&nested_steps));
         let mut first = Middlewares::default().with(replay);
         if let Some(nested) = nested {
             first = first.with(nested);

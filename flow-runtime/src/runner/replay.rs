@@ -15,22 +15,40 @@ use crate::message::{Message, Role, ToolCall};
 use crate::model::ChatRequest;
 use crate::run_path::RunPath;
 
+/// An answer and its position in the run's record (`None`: a nested run's).
+type Placed<T> = (Option<usize>, T);
+
 /// The journal's answers for a recovered run: model replies per run path in order, tool
 /// results by run path and call id, and the calls that were asked for but have no result.
+///
+/// Each answer of the run's own journal keeps its position in the run's record (the
+/// journal's step number): it is given only once the record holds every step before it, so
+/// branches that run concurrently (a [`Map`](crate::workflow::Map)'s items, a
+/// [`Parallel`](crate::Parallel)'s lanes, parallel tool calls) record their replayed events
+/// in the order the journal holds, whatever order their answers would otherwise come in.
 pub(super) struct Replay {
-    replies: Mutex<HashMap<RunPath, VecDeque<Message>>>,
-    results: HashMap<(RunPath, String), String>,
+    replies: Mutex<HashMap<RunPath, VecDeque<Placed<Message>>>>,
+    results: HashMap<(RunPath, String), (Option<usize>, String)>,
     asked: HashSet<(RunPath, String)>,
     /// The run paths of the journaled nested steps (see `journal_nested`).
     nested: HashSet<RunPath>,
 }
 
 impl Replay {
-    pub(super) fn new(steps: &[RecordedEvent]) -> Replay {
-        let mut replies: HashMap<RunPath, VecDeque<Message>> = HashMap::new();
+    /// The answers of `steps`, the run's journal from the step at position `offset` of its
+    /// record on (a resumed run's record starts with its checkpoint's events).
+    pub(super) fn new(steps: &[RecordedEvent], offset: usize) -> Replay {
+        Self::placed(steps, Some(offset))
+    }
+
+    /// The answers of `steps`; at their positions from `offset` on if they are the run's own
+    /// (`None`: a nested run's, in no order of the run's record).
+    fn placed(steps: &[RecordedEvent], offset: Option<usize>) -> Replay {
+        let mut replies: HashMap<RunPath, VecDeque<Placed<Message>>> = HashMap::new();
         let mut results = HashMap::new();
         let mut asked = HashSet::new();
-        for step in steps {
+        for (k, step) in steps.iter().enumerate() {
+            let at = offset.map(|o| o + k);
             let Some(message) = &step.message else {
                 continue;
             };
@@ -53,13 +71,13 @@ impl Replay {
                     replies
                         .entry(step.run_path.clone())
                         .or_default()
-                        .push_back(message.clone());
+                        .push_back((at, message.clone()));
                 }
                 (false, Role::Tool) => {
                     if let Some(call) = &message.tool_call_id {
                         results.insert(
                             (step.run_path.clone(), call.clone()),
-                            message.content.clone(),
+                            (at, message.content.clone()),
                         );
                     }
                 }
@@ -79,7 +97,7 @@ impl Replay {
     /// steps runs again (replaying them, so its events are delivered again) instead of being
     /// answered with its journaled result.
     pub(super) fn with_nested(mut self, nested: &[RecordedEvent]) -> Replay {
-        let more = Replay::new(nested);
+        let more = Replay::placed(nested, None);
         let replies = self.replies.get_mut().expect("replay lock");
         for (path, queue) in more.replies.into_inner().expect("replay lock") {
             replies.entry(path).or_default().extend(queue);
@@ -98,6 +116,24 @@ impl Replay {
         }
         let root = at.child(call.name.as_str());
         self.nested.iter().any(|p| p.starts_with(&root))
+    }
+}
+
+/// How many times an answer waits for the steps before it (yielding to the branches that
+/// record them) before it is given anyway: a run that cannot reach them has diverged, which
+/// the journal's check then reports.
+const WAITS: usize = 100_000;
+
+/// Waits until the run's record holds `at` events (the steps the journal holds before the
+/// answer at position `at`), letting the run's other branches go first.
+async fn in_place(cx: &HookContext, at: Option<usize>) {
+    let Some(at) = at else { return };
+    let session = cx.session();
+    for _ in 0..WAITS {
+        if session.len() >= at {
+            return;
+        }
+        tokio::task::yield_now().await;
     }
 }
 
@@ -121,8 +157,15 @@ impl Middleware for Replay {
         cx: &HookContext,
         _request: &mut ChatRequest,
     ) -> Result<Option<Message>, HookError> {
-        let mut replies = self.replies.lock().expect("replay lock");
-        Ok(replies.get_mut(cx.run_path()).and_then(VecDeque::pop_front))
+        let reply = {
+            let mut replies = self.replies.lock().expect("replay lock");
+            replies.get_mut(cx.run_path()).and_then(VecDeque::pop_front)
+        };
+        let Some((at, reply)) = reply else {
+            return Ok(None);
+        };
+        in_place(cx, at).await;
+        Ok(Some(reply))
     }
 
     async fn before_tool(
@@ -135,7 +178,8 @@ impl Middleware for Replay {
             // An agent tool: it runs again, its nested steps replayed.
             return Ok(None);
         }
-        if let Some(result) = self.results.get(&key) {
+        if let Some((at, result)) = self.results.get(&key) {
+            in_place(cx, *at).await;
             return Ok(Some(result.clone()));
         }
         if self.asked.contains(&key) && !cx.tool_idempotent() {

@@ -435,11 +435,21 @@ pub enum DoubleText {
     Interrupt,
     /// Cancel the current run immediately, record nothing of it, then run the new message.
     Rollback,
+    /// Give the new message to the run going (the last one, if several wait): it takes it in
+    /// at its next safe point ([`RunHandle::steer`](crate::RunHandle::steer)), and
+    /// [`Runner::start`](crate::Runner::start) answers that run's handle; if it ended
+    /// meanwhile, the message runs as a new run. A streamed turn
+    /// ([`Runner::turn`](crate::Runner::turn)) cannot join another turn's stream: it waits, as
+    /// with `Enqueue`.
+    Steer,
 }
 
 /// A strategy name that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{given}' is not a double-texting strategy: use reject, enqueue, interrupt or rollback")]
+#[error(
+    "'{given}' is not a double-texting strategy: use reject, enqueue, interrupt, rollback or \
+     steer"
+)]
 pub struct UnknownStrategy {
     /// What was given.
     pub given: String,
@@ -454,6 +464,7 @@ impl FromStr for DoubleText {
             "enqueue" => Ok(DoubleText::Enqueue),
             "interrupt" => Ok(DoubleText::Interrupt),
             "rollback" => Ok(DoubleText::Rollback),
+            "steer" => Ok(DoubleText::Steer),
             other => Err(UnknownStrategy {
                 given: other.chars().take(40).collect(),
             }),
@@ -469,7 +480,7 @@ impl DoubleText {
                 Some((CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS).recursive())
             }
             DoubleText::Rollback => Some(CancelMode::IMMEDIATE),
-            DoubleText::Reject | DoubleText::Enqueue => None,
+            DoubleText::Reject | DoubleText::Enqueue | DoubleText::Steer => None,
         }
     }
 }

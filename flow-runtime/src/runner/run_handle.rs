@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{watch, Notify};
 
 use crate::agent::cancel::{CancelMode, CancelSignal};
+use crate::agent::SteerQueue;
 use crate::event::json::{ErrorJson, EventJson};
 use crate::event::{Action, AgentError, AgentEvent, InterruptInfo};
 use crate::message::{Message, ToolCall};
@@ -256,6 +257,23 @@ pub enum AttachError {
     },
 }
 
+/// Why a steering message could not be sent to a run ([`RunHandle::steer`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SteerError {
+    /// The run has ended: the message was not queued.
+    #[error(
+        "run '{run}' has already ended ({status}); it takes no steering message: start a new \
+         turn of its thread with the message instead"
+    )]
+    Ended {
+        /// The run.
+        run: String,
+        /// Its status.
+        status: &'static str,
+    },
+}
+
 /// Why a run could not be cancelled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -312,6 +330,8 @@ struct Log {
     ended_at_ms: Option<u64>,
     /// A cancel reached the run while it was pending: it never starts.
     cancelled_before_start: bool,
+    /// The steering messages the run ended without taking in.
+    undelivered: Vec<Message>,
 }
 
 pub(crate) struct RunState {
@@ -324,6 +344,8 @@ pub(crate) struct RunState {
     /// The id of the last event pushed; attached readers wait on it.
     last: watch::Sender<u64>,
     pub(crate) cancel: CancelSignal,
+    /// The messages sent to the run while it runs ([`RunHandle::steer`]).
+    pub(crate) steer: SteerQueue,
     /// Stops the run's task where it is (immediate cancel, or an escalated timeout).
     pub(crate) kill: Notify,
     /// Whether its turn is a dead worker's, recovered from its journal.
@@ -371,9 +393,11 @@ impl RunHandle {
                     ended_at: None,
                     ended_at_ms: None,
                     cancelled_before_start: false,
+                    undelivered: Vec::new(),
                 }),
                 last,
                 cancel: CancelSignal::new(),
+                steer: SteerQueue::new(),
                 kill: Notify::new(),
                 recovered: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -512,6 +536,43 @@ impl RunHandle {
         .boxed())
     }
 
+    /// Sends `message` to the running turn, which takes it in at its next safe point instead
+    /// of waiting for the turn to end or cancelling it: the LLM agent running takes it as a
+    /// user message after the current model call's tool calls have run, before it asks the
+    /// model again (after a final answer, it asks the model once more). The message is
+    /// recorded in the thread at that place. Messages are taken in the order they were sent,
+    /// each once; a run still waiting to start takes them once it runs.
+    ///
+    /// An error if the run has ended ([`SteerError::Ended`]). A run that ends before any LLM
+    /// agent reaches a safe point does not take them: when it stopped for an interrupt (its
+    /// checkpoint), the run that continues its turn in this runner
+    /// ([`TurnRequest::resume`](crate::TurnRequest::resume)) takes them in; otherwise (a code
+    /// agent's turn) [`undelivered_steers`](RunHandle::undelivered_steers) gives them back.
+    pub fn steer(&self, message: Message) -> Result<(), SteerError> {
+        let log = self.lock();
+        let ended = || SteerError::Ended {
+            run: self.state.id.clone(),
+            status: log.status.as_str(),
+        };
+        if log.status.is_final() {
+            return Err(ended());
+        }
+        self.state.steer.push(message).map_err(|_| ended())
+    }
+
+    /// Takes the steering messages the run ended without taking in (the continuation of its
+    /// turn takes them in: each is delivered once).
+    pub(crate) fn take_undelivered(&self) -> Vec<Message> {
+        std::mem::take(&mut self.lock().undelivered)
+    }
+
+    /// The steering messages the run ended without taking in (see [`steer`](RunHandle::steer)),
+    /// in the order they were sent; empty while it runs, and once the continuation of its
+    /// turn took them.
+    pub fn undelivered_steers(&self) -> Vec<Message> {
+        self.lock().undelivered.clone()
+    }
+
     /// Asks the run to stop as `mode` says; with `timeout`, a run that has not stopped by then
     /// is stopped immediately. An error if it has ended already (nothing changes) or the mode
     /// names no stop point.
@@ -573,6 +634,9 @@ impl RunHandle {
                 log.ended_at = Some(Instant::now());
                 log.ended_at_ms = Some(crate::store::now_ms());
                 log.failure = cause.clone();
+                // Under the log's lock, as a steer's check is: a steer is either queued
+                // before this (and taken in, or kept here as undelivered) or refused.
+                log.undelivered = self.state.steer.close();
             }
             log.events.push_back(RunEvent {
                 id,

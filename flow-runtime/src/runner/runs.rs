@@ -166,6 +166,9 @@ impl Runner {
             cx = cx
                 .with_thread(history)
                 .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+            if let Some(steer) = &self.threads.steer {
+                cx = cx.with_steering(steer.clone());
+            }
         }
         cx
     }

@@ -101,6 +101,8 @@ pub(crate) struct ThreadSettings {
     pub(crate) runs: Arc<super::run_handle::RunRegistry>,
     /// The cancel signal of the run a turn started by this (cloned) runner belongs to.
     pub(crate) cancel: Option<crate::agent::cancel::CancelSignal>,
+    /// The steering messages of the run a turn started by this (cloned) runner belongs to.
+    pub(crate) steer: Option<crate::SteerQueue>,
     /// The id of the run a new turn started by this (cloned) runner belongs to (its run
     /// handle's); `None`: a new id per turn.
     pub(crate) run_id: Option<String>,
@@ -341,6 +343,7 @@ impl Runner {
         if let Some(run) = run {
             let threads = &mut runner.to_mut().threads;
             threads.cancel = Some(run.state.cancel.clone());
+            threads.steer = Some(run.state.steer.clone());
             threads.run_id = Some(run.id().to_owned());
         }
         if let Some(id) = run_id {
@@ -661,6 +664,9 @@ impl Runner {
         let mut cx = cx
             .with_thread(Arc::new(history))
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
+        if let Some(steer) = &self.threads.steer {
+            cx = cx.with_steering(steer.clone());
+        }
         // Sync (and a recovery, unless Async): a tool call waits until the reply that asked
         // for it is journaled; the checkpoint's replies are stored already.
         let gated = match &journaled {
@@ -698,8 +704,9 @@ impl Runner {
         }
         let mut first = crate::agent::Middlewares::default();
         if let Some(steps) = &journaled {
-            let past = &steps[restored.min(steps.len())..];
-            let replay = super::replay::Replay::new(past).with_nested(&nested_steps);
+            let from = restored.min(steps.len());
+            let replay =
+                super::replay::Replay::new(&steps[from..], from).with_nested(&nested_steps);
             first = first.with(Arc::new(replay));
         }
         if let Some(nested) = nested {

@@ -331,7 +331,11 @@ impl Checkpoint {
                     {
                         fault = Some(format!("names agent '{agent}', which is not a plain name"));
                     }
-                } else if parent.is_none() && agent != root {
+                    return;
+                }
+                // A map's item step `NAME[i]` stands for the map `NAME`.
+                let agent = map_item_step(agent).unwrap_or(agent);
+                if parent.is_none() && agent != root {
                     fault = Some(format!("does not start at '{root}'"));
                 } else if !known(agent) {
                     fault = Some(format!("names agent '{agent}' that the flow does not have"));
@@ -796,6 +800,15 @@ mod wire {
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     crate::ids::fnv1a_extend(crate::ids::FNV_OFFSET, bytes)
+}
+
+/// The map a run-path step `NAME[i]` (an item of a [`Map`](crate::workflow::Map)) stands for:
+/// `NAME`; `None` for any other step.
+pub(crate) fn map_item_step(step: &str) -> Option<&str> {
+    let (name, rest) = step.split_once('[')?;
+    let index = rest.strip_suffix(']')?;
+    (!name.is_empty() && !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(name)
 }
 
 #[cfg(test)]

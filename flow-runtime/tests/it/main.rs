@@ -27,6 +27,7 @@ mod frontend_tools;
 mod genai_spans;
 mod housekeeping;
 mod journal;
+mod map;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
@@ -56,6 +57,7 @@ mod run_flood;
 mod run_queue;
 mod runs;
 mod sealed_store;
+mod steer;
 mod store_contract;
 mod stream;
 mod streaming_tools;

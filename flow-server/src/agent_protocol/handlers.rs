@@ -889,6 +889,7 @@ fn strategy_name(strategy: DoubleText) -> &'static str {
         DoubleText::Enqueue => "enqueue",
         DoubleText::Interrupt => "interrupt",
         DoubleText::Rollback => "rollback",
+        DoubleText::Steer => "steer",
     }
 }
 

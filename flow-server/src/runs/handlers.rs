@@ -57,6 +57,14 @@ pub(crate) struct CancelRun {
     timeout_ms: Option<u64>,
 }
 
+/// The body of `POST .../runs/{run}/steer`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SteerRun {
+    /// The user's message, taken in by the running turn at its next safe point.
+    message: String,
+}
+
 /// A strategy from its name; a clear 400 for a name that does not exist.
 pub(crate) fn parse_strategy(name: Option<&str>) -> Result<DoubleText, ApiError> {
     match name {
@@ -616,6 +624,37 @@ pub(crate) async fn cancel_run(
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "run_id": run.id(), "cancel_mode": mode })),
+    )
+        .into_response())
+}
+
+/// `POST .../runs/{run}/steer`: sends a message to the running turn, which takes it in at its
+/// next safe point (after its tool calls, before the model is asked again; see
+/// [`RunHandle::steer`](flow_runtime::RunHandle::steer)); 202. The scope is `chat`, as for
+/// cancel; a run that has ended is a 409 `run_ended`. The run must be running in this process.
+pub(crate) async fn steer_run(
+    State(state): State<AppState>,
+    principal: Principal,
+    Extension(tenant): Extension<Tenant>,
+    ApiPath((flow, id, run)): ApiPath<(String, String, String)>,
+    JsonBody(request): JsonBody<SteerRun>,
+) -> Result<Response, ApiError> {
+    principal.require(Scope::Chat)?;
+    let (served, key) = key_of(&state, &flow, &tenant, &id)?;
+    let limit = state.limits().max_message_bytes;
+    if request.message.len() > limit {
+        return Err(ApiError::BadRequest(format!(
+            "the message has {} bytes; this server takes at most {limit} \
+             (Limits::max_message_bytes)",
+            request.message.len()
+        )));
+    }
+    let run = run_of(&served, &key, &run)?;
+    run.steer(Message::user(request.message))
+        .map_err(|e| ApiError::RunEnded(e.to_string()))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "run_id": run.id(), "steered": true })),
     )
         .into_response())
 }

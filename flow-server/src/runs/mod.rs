@@ -1,9 +1,10 @@
 //! Runs over HTTP (`/v1/flows/{flow}/threads/{thread}/runs`): a turn started as a background
 //! run answers its run id at once and runs as a task of the server, not of the request; any
 //! client attaches to its events over SSE, from the start or after the `Last-Event-ID` it saw
-//! last (each event has an `id:`), waits for its outcome, cancels it with a mode, lists a
+//! last (each event has an `id:`), waits for its outcome, cancels it with a mode, steers it
+//! with a message its turn takes in at the next safe point (`POST .../steer`), lists a
 //! thread's runs. A message meeting a running run of its thread follows the request's
-//! `multitask_strategy` (reject, enqueue, interrupt, rollback).
+//! `multitask_strategy` (reject, enqueue, interrupt, rollback, steer).
 //!
 //! - `handlers`: the endpoints and their request bodies;
 //! - `stream`: a run's events as Server-Sent Events with ids, and the `done` data.
@@ -43,6 +44,10 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(
             "/flows/{flow}/threads/{thread}/runs/{run}/cancel",
             post(handlers::cancel_run),
+        )
+        .route(
+            "/flows/{flow}/threads/{thread}/runs/{run}/steer",
+            post(handlers::steer_run),
         )
         .route(
             "/flows/{flow}/threads/{thread}/runs/{run}/resume",

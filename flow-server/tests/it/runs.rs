@@ -565,3 +565,57 @@ async fn bad_input_gets_a_clear_json_error_and_runs_nothing() {
     .await;
     assert_eq!((status, code.as_str()), (404, "unknown_run"));
 }
+
+#[tokio::test]
+async fn steer_over_http_joins_the_running_turn_after_its_tool_call() {
+    let (state, gates, mut heard) = gated_state();
+    gates.closed.store(true, Ordering::SeqCst);
+    let server = spawn(state).await;
+    let base = &server.base;
+    let run = start(base, "gated", "t", json!({ "message": "kettle" })).await;
+    assert_eq!(heard.recv().await, Some("tool running"));
+    let steer = post(
+        base,
+        &format!("/v1/flows/gated/threads/t/runs/{run}/steer"),
+        json!({ "message": "mug" }),
+    )
+    .await;
+    assert_eq!(steer.status(), 202);
+    let body: Value = steer.json().await.unwrap();
+    assert_eq!(body, json!({ "run_id": run, "steered": true }));
+    gates.closed.store(false, Ordering::SeqCst);
+    gates.open.add_permits(1);
+    let outcome = get_json(base, &format!("/v1/flows/gated/threads/t/runs/{run}/wait")).await;
+    assert_eq!(outcome["status"], "success", "{outcome}");
+    // The model, asked again after the kettle's lookup, saw the steer last and looked it up.
+    assert_eq!(outcome["output"], "answer: found mug");
+    assert_eq!(
+        *gates.ledger.lock().unwrap(),
+        ["start kettle", "end kettle", "start mug", "end mug"]
+    );
+
+    // An ended run takes no steer; a body without a message and an unknown run are refused.
+    let late = post(
+        base,
+        &format!("/v1/flows/gated/threads/t/runs/{run}/steer"),
+        json!({ "message": "too late" }),
+    )
+    .await;
+    let (status, code, message) = error_code(late).await;
+    assert_eq!((status, code.as_str()), (409, "run_ended"), "{message}");
+    assert!(message.contains("has already ended (success)"), "{message}");
+    let empty = post(
+        base,
+        &format!("/v1/flows/gated/threads/t/runs/{run}/steer"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(empty.status(), 400);
+    let unknown = post(
+        base,
+        "/v1/flows/gated/threads/t/runs/nope/steer",
+        json!({ "message": "x" }),
+    )
+    .await;
+    assert_eq!(unknown.status(), 404);
+}

@@ -7,7 +7,7 @@ use syn::Ident;
 
 use super::cx::Cx;
 use crate::flow::attr::{ContextOpt, DelegationOpt};
-use crate::flow::parse::WorkflowKind;
+use crate::flow::parse::{MapItemsAst, MapPolicyAst, WorkflowKind};
 use crate::flow::tree::Kind;
 
 /// The local holding a builder slot's agent in `build()`; prefixed so that no agent's unit
@@ -50,6 +50,28 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
                 WorkflowKind::Parallel => quote!(#p::Parallel::new(#name)),
                 WorkflowKind::Loop(Some(n)) => quote!(#p::Loop::new(#name, #n)),
                 WorkflowKind::Loop(None) => quote!(#p::Loop::unbounded(#name)),
+                WorkflowKind::Map(m) => {
+                    let items = match &m.items {
+                        MapItemsAst::Value(key) => quote!(#p::MapItems::value(#key)),
+                        MapItemsAst::LastOutput => quote!(#p::MapItems::LastOutput),
+                    };
+                    let mut map = quote!(#p::Map::new(#name, #items));
+                    if let Some(n) = &m.concurrency {
+                        map.extend(quote!(.concurrency(#n)));
+                    }
+                    let policy = match &m.on_failure {
+                        None => None,
+                        Some(MapPolicyAst::FailFast) => Some(quote!(#p::MapPolicy::FailFast)),
+                        Some(MapPolicyAst::CollectErrors) => {
+                            Some(quote!(#p::MapPolicy::CollectErrors))
+                        }
+                        Some(MapPolicyAst::AtLeast(n)) => Some(quote!(#p::MapPolicy::AtLeast(#n))),
+                    };
+                    if let Some(policy) = policy {
+                        map.extend(quote!(.on_failure(#policy)));
+                    }
+                    map
+                }
             };
             let agent = match &node.description {
                 Some(d) if !d.is_empty() => {
