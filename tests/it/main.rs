@@ -26,4 +26,3 @@ mod otel;
 mod readme;
 mod renamed_dependency;
 mod strict_lints;
-mod ui;
