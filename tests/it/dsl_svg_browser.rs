@@ -91,7 +91,9 @@ fn dump_dom(bin: &str, page: &Path, profile: &Path) -> String {
 }
 
 fn fixtures_target() -> std::path::PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("renamed_dependency/target")
+    // Shared with `tests/it/strict_lints.rs`'s fixture, which depends on agentflow the same way
+    // (without its features): the dependencies are checked once for both.
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures_target")
 }
 
 /// Documents the fixture crate; returns the page of its flow type.
@@ -116,8 +118,6 @@ fn document_fixture() -> std::path::PathBuf {
     let out = Command::new(cargo)
         .args(["doc", "--offline", "--quiet", "--no-deps"])
         .current_dir(&dir)
-        // The target directory of `tests/it/renamed_dependency.rs`'s fixture, which depends on
-        // agentflow the same way: its dependencies are checked once for both.
         .env("CARGO_TARGET_DIR", fixtures_target())
         .env_remove("RUSTFLAGS")
         .env_remove("RUSTDOCFLAGS")

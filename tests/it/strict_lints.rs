@@ -5,7 +5,9 @@
 //! with clippy under `#![deny(warnings, let_underscore_drop, unused_qualifications,
 //! missing_docs, unreachable_pub, clippy::pedantic)]`, as its own crate (lints such as
 //! `missing_docs` only apply to a library's public items), offline, against this workspace and
-//! its lock file, in `target/tmp`.
+//! its lock file, in `target/tmp` (its target directory shared with the fixture of
+//! `tests/it/dsl_svg_browser.rs`, which depends on agentflow the same way: the dependencies are
+//! checked once for both).
 
 use std::path::Path;
 use std::process::Command;
@@ -41,7 +43,10 @@ fn generated_code_passes_strict_lints() {
             "short",
         ])
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures_target"),
+        )
         .env_remove("RUSTFLAGS")
         .output()
         .expect("cargo runs");
