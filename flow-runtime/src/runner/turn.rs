@@ -1344,7 +1344,13 @@ impl Recording {
             .last()
             .map(|e| Arc::from(e.agent_name()))
             .unwrap_or_else(|| Arc::from(self.started_at.last().unwrap_or_default()));
-        let answer = answer_of(&events);
+        let mut answer = answer_of(&events);
+        if answer.is_none() && self.restored > 0 {
+            // A resumed part that added no answer of its own (the part before it stopped at a
+            // safe point right after the final answer): the turn's answer is that part's.
+            let restored = &all[..self.restored.min(all.len())];
+            answer = answer_of(&record_events(&self.thread_id, restored).await?);
+        }
         // A new interrupted part gets a checkpoint of its own (see `turn_checkpoint_id`); a
         // resumed part interrupted again writes the child of the checkpoint it claimed, under
         // that checkpoint's id (the store keeps the lineage).

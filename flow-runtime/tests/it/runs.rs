@@ -361,7 +361,14 @@ async fn after_model_arriving_during_tool_calls_stops_at_the_next_model_calls_en
         .await
         .unwrap();
     let outcome = resumed.wait().await;
-    assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
+    let RunOutcome::Success { answer, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    // The turn's answer is the one the stopped part kept.
+    assert_eq!(
+        answer.as_ref().map(|m| m.content.as_str()),
+        Some("answer: found kettle")
+    );
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, undisturbed("kettle").await);
 }
@@ -718,7 +725,13 @@ async fn a_recursive_cancel_stops_inside_an_agent_tool_and_resumes_to_the_same_r
         .await
         .unwrap();
     let outcome = resumed.wait().await;
-    assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
+    let RunOutcome::Success { answer, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        answer.as_ref().map(|m| m.content.as_str()),
+        Some("boss: answer: found kettle")
+    );
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, boss_undisturbed().await);
 }
@@ -789,7 +802,13 @@ async fn after_model_that_is_not_recursive_lets_the_agent_tool_finish_then_stops
         .await
         .unwrap();
     let outcome = resumed.wait().await;
-    assert!(matches!(outcome, RunOutcome::Success { .. }), "{outcome:?}");
+    let RunOutcome::Success { answer, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        answer.as_ref().map(|m| m.content.as_str()),
+        Some("boss: answer: found kettle")
+    );
     assert_eq!(gates.ledger(), ["start kettle", "end kettle"]);
     assert_eq!(record(&runner, "calm").await, calm);
 }
