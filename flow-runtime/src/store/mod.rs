@@ -84,6 +84,7 @@ pub mod memory_items;
 mod postgres;
 pub(crate) mod queue;
 mod records;
+pub(crate) mod schedule;
 mod sealed;
 mod sealing;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -123,6 +124,7 @@ pub use queue::{
     CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueCap, QueueClaim, QueueError,
     QueueStatus, QueuedEvent, QueuedRun, RunQueue, MAX_QUEUED_INPUT_BYTES,
 };
+pub use schedule::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
 pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;
 pub use sealing::{SealError, SealingKeys};
