@@ -466,6 +466,7 @@ mod recovery;
 mod routes;
 mod run_slots;
 mod runs;
+pub mod schedules;
 mod serve;
 mod sse;
 mod state;
@@ -503,6 +504,7 @@ pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
 pub use queue::{run_workers, QueueOptions, Workers};
 pub use recovery::{recover_dead_turns, RecoveryReport};
+pub use schedules::{fire_due as fire_schedules, ScheduleClock};
 pub use serve::{serve, serve_until};
 pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
 pub use thread::{store_thread_id, valid_thread_id};
@@ -538,6 +540,7 @@ pub fn app(state: AppState) -> Router {
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .merge(memory::routes())
+        .merge(schedules::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
