@@ -21,7 +21,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use common::*;
 use flow_runtime::host::ManualHost;
-use flow_runtime::store::{InMemoryRunQueue, QueueStatus, QueuedRun, RunQueue};
+use flow_runtime::store::{InMemoryRunQueue, QueuedRun, RunQueue};
 use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
 use flow_server::{AppState, Auth, Principal, QueueOptions, ScheduleClock, Scope};
 use serde_json::{json, Value};
@@ -541,6 +541,7 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = (S, Q)>,
 {
+    use flow_runtime::store::QueueStatus;
     const PERIODS: u64 = 50;
     let clock = clock();
     let (store_a, queue) = open().await;
