@@ -4,7 +4,8 @@
 //! proceeds), and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
 //! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
 //! implements the three traits). Beside them, the [`RunQueue`] contract of background runs
-//! waiting for a worker, with a queue for each store (`queue/`), and long-term memory
+//! waiting for a worker, with a queue for each store (`queue/`), the [`ScheduleStore`] contract
+//! of cron schedules kept beside the queue's runs (`schedule/`), and long-term memory
 //! ([`memory_items`]: the [`MemoryStore`](memory_items::MemoryStore) contract of items keyed by
 //! tenant, scope, namespace and key, with an in-memory, a SQLite and a PostgreSQL store).
 //!

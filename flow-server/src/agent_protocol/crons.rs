@@ -190,7 +190,7 @@ pub(crate) async fn search_crons(
     .await?;
     let crons: Vec<Value> = found
         .iter()
-        .filter(|s| search.enabled.is_none_or(|e| e == !s.paused))
+        .filter(|s| search.enabled != Some(s.paused))
         .map(cron_json)
         .collect();
     Ok(Json(Value::Array(crons)))

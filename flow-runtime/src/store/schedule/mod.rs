@@ -117,11 +117,11 @@ pub struct ScheduleFilter {
 impl ScheduleFilter {
     pub(crate) fn matches(&self, s: &Schedule) -> bool {
         s.tenant == self.tenant
-            && self.flow.as_ref().is_none_or(|f| *f == s.flow)
+            && self.flow.as_ref().map_or(true, |f| *f == s.flow)
             && self
                 .thread
                 .as_ref()
-                .is_none_or(|t| s.thread.as_ref() == Some(t))
+                .map_or(true, |t| s.thread.as_ref() == Some(t))
     }
 }
 
