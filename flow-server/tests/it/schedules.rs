@@ -8,12 +8,11 @@
 //! - after a downtime, `catch_up` runs the latest missed firing once and `skip` runs none;
 //! - three servers on one SQLite file (and one PostgreSQL database when `AGENTFLOW_PG_URL` is
 //!   set) fire an hourly schedule for 50 hours of a test clock, one of them restarted mid-way:
-//!   each hour's run is enqueued exactly once.
-//!
-//! The "processes" of the last test are three server states in this test process, each with
-//! its own connection pool to the database (what a process has): the test clock
-//! ([`ManualHost`]) is shared by moving one value, which separate OS processes could not do
-//! without a clock of their own in the shipped binary.
+//!   each hour's run is enqueued exactly once. Twice: as three `flow-server-demo` processes
+//!   reading their clock from a file the test moves (`AGENTFLOW_SCHEDULE_CLOCK`), one killed
+//!   with SIGKILL and started again; and as three server states in this process, each with its
+//!   own connection pool, sharing a [`ManualHost`], whose runs are also awaited to their end
+//!   (each as the schedule's creator) and raced by explicit passes beside the firing loops.
 
 use crate::common;
 
@@ -637,4 +636,150 @@ where
         w.stop().await;
     }
     drop(server);
+}
+
+/// A `flow-server-demo` process on `store` (`--sqlite PATH` or `--postgres URL`) with a run
+/// queue, its schedules read against the clock in the file `clock`: the process and its base
+/// URL.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn demo_process(
+    store: &[String],
+    clock: &std::path::Path,
+) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
+        .args(store)
+        .env("AGENTFLOW_TOKEN", TOKEN)
+        .env("AGENTFLOW_QUEUE", "1")
+        .env("AGENTFLOW_QUEUE_WORKERS", "1")
+        .env("AGENTFLOW_LEASE_MS", "2000")
+        .env("AGENTFLOW_SCHEDULE_CLOCK", clock)
+        .env("AGENTFLOW_SCHEDULE_POLL_MS", "10")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the demo server starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .await
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .trim_end_matches('/')
+        .to_owned();
+    (child, url)
+}
+
+/// Three `flow-server-demo` processes on one SQLite file fire an hourly schedule for 50 hours
+/// of a clock the test moves (a file every process reads); the third is killed (SIGKILL) after
+/// hour 20 and started again after hour 25. Each hour's run is enqueued exactly once.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_server_processes_on_one_sqlite_file_fire_each_period_exactly_once() {
+    let dir = std::env::temp_dir().join(format!(
+        "agentflow-schedule-processes-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.db");
+    let queue = flow_runtime::store::SqliteRunQueue::open(&path)
+        .await
+        .unwrap();
+    let store = ["--sqlite".to_owned(), path.display().to_string()];
+    fifty_periods_in_processes(&store, &queue, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same on one PostgreSQL database (feature `postgres`; `AGENTFLOW_PG_URL`).
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_server_processes_on_one_postgres_database_fire_each_period_exactly_once() {
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("schedule_processes").await
+    else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!(
+        "agentflow-schedule-pg-processes-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let queue = flow_runtime::store::PostgresRunQueue::connect(&url)
+        .await
+        .unwrap();
+    let store = ["--postgres".to_owned(), url];
+    fifty_periods_in_processes(&store, &queue, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Three demo processes on `store` (read by the test through `queue`), their clock a file in
+/// `dir`: 50 hourly firings, the third process killed after hour 20 and started again after
+/// hour 25; each hour's run is enqueued exactly once.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn fifty_periods_in_processes(store: &[String], queue: &dyn RunQueue, dir: &std::path::Path) {
+    const PERIODS: u64 = 50;
+    let clock = dir.join("clock");
+    let set_clock = |ms: u64| {
+        // Written whole, then renamed over: a reader never sees half a number.
+        let next = dir.join("clock.next");
+        std::fs::write(&next, ms.to_string()).unwrap();
+        std::fs::rename(&next, &clock).unwrap();
+    };
+    set_clock(START_MS);
+    let (_a, a) = demo_process(store, &clock).await;
+    let (_b, _) = demo_process(store, &clock).await;
+    let (c, _) = demo_process(store, &clock).await;
+    let mut c = Some(c);
+
+    let created: Value = client()
+        .post(format!("{a}/v1/flows/desk/schedules"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"cron": "0 * * * *", "message": "hello", "thread": "hourly"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+
+    for period in 1..=PERIODS {
+        set_clock(START_MS + period * HOUR_MS);
+        let wanted = run_id(&id, START_MS + period * HOUR_MS);
+        let mut waited = 0;
+        while queue.get(&wanted).await.unwrap().is_none() {
+            assert!(waited < 3_000, "period {period} never fired");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited += 1;
+        }
+        if period == 20 {
+            let mut killed = c.take().unwrap();
+            killed.kill().await.unwrap();
+        }
+        if period == 25 {
+            c = Some(demo_process(store, &clock).await.0);
+        }
+    }
+    // Every process had time to find the last hour due (and be refused).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let runs = queue.thread_runs("desk._.hourly").await.unwrap();
+    let mut per_due = std::collections::BTreeMap::<u64, usize>::new();
+    for run in &runs {
+        *per_due
+            .entry(run.input["schedule"]["due_ms"].as_u64().unwrap())
+            .or_default() += 1;
+    }
+    let expected: std::collections::BTreeMap<u64, usize> =
+        (1..=PERIODS).map(|p| (START_MS + p * HOUR_MS, 1)).collect();
+    assert_eq!(per_due, expected, "each period fired exactly once");
+    drop(c);
 }
