@@ -54,6 +54,8 @@
 //! | `POST .../runs/{run}/cancel` | `chat` | body `{"mode": "after_tools", "timeout_ms": 5000}` (default `immediate`; `after_model\|after_tools\|recursive` combine) |
 //! | `POST .../runs/{run}/steer` | `chat` | body `{"message": "..."}`: taken in by the running turn at its next safe point (after its tool calls, before the model is asked again); 409 `run_ended` once it has ended; a run of this process |
 //! | `POST .../runs/{run}/resume` | `chat` (`approve` if it answers) | continues a run cancelled at a safe point as a new run |
+//! | `POST`, `GET /v1/flows/{flow}/schedules`; `GET`, `PATCH`, `DELETE .../schedules/{id}` | `chat` to create, change and delete; `read` or `chat` to read | cron schedules of the caller's tenant that start runs of the flow (a new thread each firing, or one thread's turns), kept in the run queue's store and fired once across processes (see [`schedules`]) |
+//! | `/v1/runs/crons...`, `/v1/threads/{thread}/runs/crons` | as the schedules | the Agent Protocol's crons over the same schedules |
 //! | `/v1/assistants/...`, `/v1/threads/...` | as their native twins | the Agent Protocol that LangGraph's clients speak (see "The Agent Protocol" below) |
 //! | `/v1/memory/...` | `read` or `chat` to read, `chat` to write (`admin` for the application's and others' memory) | long-term memory ([`ServerBuilder::memory`]): items of the caller's tenant, listed, read, written, deleted, searched (see [`memory`]) |
 //! | `/v1/store/...` | `read` or `chat` to read, `chat` to write | the Agent Protocol's store (`langgraph-sdk`'s `client.store`) over the caller's own user memory |
