@@ -1,5 +1,6 @@
 //! Stores: checkpoints and threads ([`CheckpointStore`], [`ThreadStore`]), the step journal
-//! ([`JournalStore`]) and the run queue ([`RunQueue`]), with their backends: in memory
+//! ([`JournalStore`]), the run queue ([`RunQueue`]) and the schedules kept beside it
+//! ([`ScheduleStore`]), with their backends: in memory
 //! ([`InMemoryStore`]), files ([`FileStore`]), SQLite (`SqliteStore`, cargo feature `sqlite`,
 //! on by default) and PostgreSQL (`PostgresStore`, feature `postgres`); encryption at rest
 //! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
@@ -15,6 +16,7 @@ pub use flow_runtime::store::{
     DEFAULT_CHECKPOINT_DIR, DEFAULT_LEASE, DEFAULT_MAX_CHECKPOINT_BYTES, FORMAT_VERSION,
     MAX_ID_LEN, MAX_QUEUED_INPUT_BYTES, MAX_THREAD_ID_LEN,
 };
+pub use flow_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
 #[cfg(feature = "postgres")]
 pub use flow_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
 #[cfg(feature = "sqlite")]

@@ -54,6 +54,8 @@
 //! | `POST .../runs/{run}/cancel` | `chat` | body `{"mode": "after_tools", "timeout_ms": 5000}` (default `immediate`; `after_model\|after_tools\|recursive` combine) |
 //! | `POST .../runs/{run}/steer` | `chat` | body `{"message": "..."}`: taken in by the running turn at its next safe point (after its tool calls, before the model is asked again); 409 `run_ended` once it has ended; a run of this process |
 //! | `POST .../runs/{run}/resume` | `chat` (`approve` if it answers) | continues a run cancelled at a safe point as a new run |
+//! | `POST`, `GET /v1/flows/{flow}/schedules`; `GET`, `PATCH`, `DELETE .../schedules/{id}` | `chat` to create, change and delete; `read` or `chat` to read | cron schedules of the caller's tenant that start runs of the flow (a new thread each firing, or one thread's turns), kept in the run queue's store and fired once across processes (see [`schedules`]) |
+//! | `/v1/runs/crons...`, `/v1/threads/{thread}/runs/crons` | as the schedules | the Agent Protocol's crons over the same schedules |
 //! | `/v1/assistants/...`, `/v1/threads/...` | as their native twins | the Agent Protocol that LangGraph's clients speak (see "The Agent Protocol" below) |
 //! | `/v1/memory/...` | `read` or `chat` to read, `chat` to write (`admin` for the application's and others' memory) | long-term memory ([`ServerBuilder::memory`]): items of the caller's tenant, listed, read, written, deleted, searched (see [`memory`]) |
 //! | `/v1/store/...` | `read` or `chat` to read, `chat` to write | the Agent Protocol's store (`langgraph-sdk`'s `client.store`) over the caller's own user memory |
@@ -295,9 +297,10 @@
 //! | --- | --- | --- | --- |
 //! | assistants | `search`, `get` (a served flow is an assistant), `get_graph` (a node per agent, conditional edges both ways between an agent and its sub-agents: the transfers), `get_schemas` (input, output and state: the messages) | `create`/`update`/versions, `xray` | one version per flow, no config or context schema |
 //! | threads | `create` (with metadata), `get`, `delete`, `search` (`metadata`, `values`, `status`, `ids`, `limit`/`offset`), `get_state`, `update_state` (the thread's values), `get_history` (one state per checkpoint: each turn, the part before an interrupt, its resume, each state update), `copy` (a fork at the last step, with the metadata) | `patch`, `update_state` with `as_node` or at an earlier checkpoint (422, saying to fork), `messages` in `update_state` (422: runs write the conversation) | `search` lists threads that have had a run; checkpoint ids are the server's (`THREAD-tSEQ` in the history, `THREAD-vVERSION` for the state) |
-//! | runs | `create`, `stream`, `wait`, `join`, `join_stream` (`Last-Event-ID`), `cancel` (`interrupt`, `rollback`), `list`, `get`; `command.resume`; `on_disconnect`; `webhook` (called when the run ends, signed; a 400 on a server without a webhook secret) | crons, `checkpoint` to start from, `interrupt_before/after`, `config`/`context` | a run of another process reports the strategy `reject` (a process remembers the strategies of its own runs) |
+//! | runs | `create`, `stream`, `wait`, `join`, `join_stream` (`Last-Event-ID`), `cancel` (`interrupt`, `rollback`), `list`, `get`; `command.resume`; `on_disconnect`; `webhook` (called when the run ends, signed; a 400 on a server without a webhook secret) | `checkpoint` to start from, `interrupt_before/after`, `config`/`context` | a run of another process reports the strategy `reject` (a process remembers the strategies of its own runs) |
 //! | stream modes | `values`, `updates`, `messages` (`messages/metadata`, `messages/partial`, `messages/complete`), `messages-tuple`, `events`, `debug`, `custom`, `tasks`, `checkpoints`; `stream_subgraphs` | `tools`, `lifecycle` (422, naming the modes served) | a "task" is an agent at a run path; `events` are LangChain's event names for the run's events (no callbacks inside tools); with subgraphs, the namespace is the run path below the root (`updates|refund`), not `node:task_id` |
 //! | double texting | `reject`, `enqueue`, `interrupt` (also while the thread waits at an approval), `rollback` (the rolled-back run is deleted); new input on a thread waiting at an interrupt starts a new run | | giving up the waiting interrupt needs what answering it needs (the flow's approvals) |
+//! | crons | `create` (a new thread each firing), `create_for_thread`, `search` (`assistant_id`, `thread_id`, `enabled`, `limit`/`offset`), `count`, `update` (`schedule`, `input`, `metadata`, `enabled`: pause and resume), `delete`; on a server with a run queue (schedules live in its store, [`schedules`]) | `end_time`, `on_run_completed`, a `config`/`context` per cron, `sort_by`, `select` | UTC only (another `timezone` is a 400); the cron's runs run as the principal that created it; `missed` (`catch_up`, the default, or `skip`) says what a firing missed during downtime does |
 //! | store | | `store.*` (long-term memory is the runtime's `MemoryStore`, not served here yet) | |
 //!
 //! # A2A
@@ -466,6 +469,7 @@ mod recovery;
 mod routes;
 mod run_slots;
 mod runs;
+pub mod schedules;
 mod serve;
 mod sse;
 mod state;
@@ -503,6 +507,7 @@ pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};
 pub use queue::{run_workers, QueueOptions, Workers};
 pub use recovery::{recover_dead_turns, RecoveryReport};
+pub use schedules::{fire_due as fire_schedules, ScheduleClock};
 pub use serve::{serve, serve_until};
 pub use state::{AppState, BuildError, RunnerFn, ServedFlow, ServerBuilder, TenantFn};
 pub use thread::{store_thread_id, valid_thread_id};
@@ -538,6 +543,7 @@ pub fn app(state: AppState) -> Router {
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .merge(memory::routes())
+        .merge(schedules::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,

@@ -4,7 +4,8 @@
 //! proceeds), and the stores that ship with the runtime ([`InMemoryStore`], [`FileStore`],
 //! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
 //! implements the three traits). Beside them, the [`RunQueue`] contract of background runs
-//! waiting for a worker, with a queue for each store (`queue/`), and long-term memory
+//! waiting for a worker, with a queue for each store (`queue/`), the [`ScheduleStore`] contract
+//! of cron schedules kept beside the queue's runs (`schedule/`), and long-term memory
 //! ([`memory_items`]: the [`MemoryStore`](memory_items::MemoryStore) contract of items keyed by
 //! tenant, scope, namespace and key, with an in-memory, a SQLite and a PostgreSQL store).
 //!
@@ -84,6 +85,7 @@ pub mod memory_items;
 mod postgres;
 pub(crate) mod queue;
 mod records;
+pub(crate) mod schedule;
 mod sealed;
 mod sealing;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -123,6 +125,7 @@ pub use queue::{
     CancelState, Enqueue, FileRunQueue, InMemoryRunQueue, NewRun, QueueCap, QueueClaim, QueueError,
     QueueStatus, QueuedEvent, QueuedRun, RunQueue, MAX_QUEUED_INPUT_BYTES,
 };
+pub use schedule::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
 pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;
 pub use sealing::{SealError, SealingKeys};

@@ -56,6 +56,7 @@ mod resume_props;
 mod run_flood;
 mod run_queue;
 mod runs;
+mod schedule_store;
 mod sealed_store;
 mod steer;
 mod store_contract;

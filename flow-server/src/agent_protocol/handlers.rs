@@ -858,7 +858,7 @@ pub(crate) struct RunCreate {
 }
 
 /// The user's message in a run's `input`: the last of `input.messages` (text, or text parts).
-fn message_of(input: &Value) -> Result<String, ApiError> {
+pub(super) fn message_of(input: &Value) -> Result<String, ApiError> {
     let last = input
         .get("messages")
         .and_then(Value::as_array)

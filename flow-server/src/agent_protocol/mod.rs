@@ -10,6 +10,8 @@
 //!   the search over threads;
 //! - `convert`: agentflow's messages and records in the protocol's JSON (LangChain message
 //!   dicts, thread state);
+//! - `crons`: the `runs/crons` routes (LangGraph's crons, over the server's schedules, see
+//!   [`crate::schedules`]);
 //! - `store`: the `store` routes (items and namespaces of long-term memory, see
 //!   [`crate::memory`]);
 //! - `modes`: the stream modes (`values`, `updates`, `messages`, `messages-tuple`, `events`,
@@ -21,6 +23,7 @@
 
 mod assistants;
 mod convert;
+mod crons;
 mod handlers;
 mod modes;
 mod store;
@@ -89,6 +92,17 @@ pub(crate) fn routes() -> Router<AppState> {
                 .delete(store::delete_item),
         )
         .route("/store/items/search", post(store::search_items))
+        .route("/runs/crons", post(crons::create_cron))
+        .route(
+            "/threads/{thread}/runs/crons",
+            post(crons::create_thread_cron),
+        )
+        .route("/runs/crons/search", post(crons::search_crons))
+        .route("/runs/crons/count", post(crons::count_crons))
+        .route(
+            "/runs/crons/{cron}",
+            axum::routing::patch(crons::update_cron).delete(crons::delete_cron),
+        )
         .route("/store/namespaces", post(store::list_namespaces))
         .layer(Extension(Arc::new(handlers::Threads::default())))
 }

@@ -20,6 +20,11 @@
 //! `GET /v1/health`. `AGENTFLOW_LEASE_MS` sets the queue's and the threads' lease (default
 //! 30000), `AGENTFLOW_QUEUE_WORKERS` the workers per process (default 4).
 //!
+//! Schedules fire from the run queue's store on the system clock; `AGENTFLOW_SCHEDULE_CLOCK=PATH`
+//! reads the schedules' clock from a file instead (its text: milliseconds since the Unix epoch,
+//! read at each look; a test moves it for every process at once), and
+//! `AGENTFLOW_SCHEDULE_POLL_MS` sets how often a process looks for due schedules (default 1000).
+//!
 //! `AGENTFLOW_LEDGER=PATH` serves three more flows, `pay`, `approved-pay` (an approval first:
 //! interrupt `teller`) and `noted-pay` (a slow `note` tool first): a message `pay ID` makes
 //! their `pay` tool append `KEY ID PID` to the ledger file, once per idempotency key (a call run again
@@ -123,6 +128,28 @@ async fn sqlite(_: &str, _: bool, _: bool, _: Option<String>) -> Result<(), Fail
     Err("this flow-server-demo was built without SQLite: build it with `--features sqlite`".into())
 }
 
+/// A clock read from a file (`AGENTFLOW_SCHEDULE_CLOCK`): its text is the time in milliseconds
+/// since the Unix epoch; the epoch itself while the file cannot be read.
+struct FileClock(std::path::PathBuf);
+
+impl flow_runtime::host::Host for FileClock {
+    fn sleep(&self, wait: Duration) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(wait))
+    }
+
+    fn now(&self) -> std::time::SystemTime {
+        let ms = std::fs::read_to_string(&self.0)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        std::time::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+
+    fn new_id(&self) -> String {
+        uuid::Uuid::new_v4().simple().to_string()
+    }
+}
+
 fn env_ms(name: &str, default: u64) -> Duration {
     Duration::from_millis(
         std::env::var(name)
@@ -171,6 +198,10 @@ where
                 .and_then(|v| v.parse().ok())
             {
                 options.workers = n;
+            }
+            options.schedule_poll = env_ms("AGENTFLOW_SCHEDULE_POLL_MS", 1_000);
+            if let Ok(path) = std::env::var("AGENTFLOW_SCHEDULE_CLOCK") {
+                options.schedule_clock = flow_server::ScheduleClock::new(FileClock(path.into()));
             }
             options
         });

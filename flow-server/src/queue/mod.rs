@@ -47,6 +47,12 @@ pub struct QueueOptions {
     /// The most events kept for one queued run (default 10,000); past it an `error` event
     /// says so and only the run's `done` event is stored.
     pub max_events: u64,
+    /// How often this process looks for due schedules (default 1 s); each process with
+    /// workers does (see [`crate::schedules`]).
+    pub schedule_poll: Duration,
+    /// The clock schedules are read against (the system clock by default; a test's
+    /// [`ManualHost`](flow_runtime::host::ManualHost) to move it by hand).
+    pub schedule_clock: crate::schedules::ScheduleClock,
 }
 
 impl Default for QueueOptions {
@@ -58,6 +64,8 @@ impl Default for QueueOptions {
             drain: Duration::from_secs(30),
             event_retention: Duration::from_secs(3600),
             max_events: 10_000,
+            schedule_poll: Duration::from_secs(1),
+            schedule_clock: crate::schedules::ScheduleClock::default(),
         }
     }
 }

@@ -46,6 +46,12 @@ impl Workers {
                 ))
             })
             .collect();
+        if settings.queue.schedules().is_some() {
+            tasks.push(tokio::spawn(crate::schedules::fire_loop(
+                state.clone(),
+                watching.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(super::events::trim_loop(
             settings.clone(),
             watching,
@@ -260,8 +266,13 @@ async fn run_claimed(
     // under its id after its worker died, the engine recovers the dead turn from its journal
     // (the tool calls keep their idempotency keys) instead of running it twice.
     let mut request = TurnRequest::new(thread, Message::user(message)).run_id(run_id.to_owned());
+    // A schedule's run has the grants its creator had when it created the schedule.
     if let Some(by) = claim.run.input["by"].as_str() {
-        request = request.by(by);
+        request = match claim.run.input["grants"].as_array() {
+            Some(grants) => request
+                .by(flow_runtime::Caller::new(by).grants(grants.iter().filter_map(|g| g.as_str()))),
+            None => request.by(by),
+        };
     }
     let run = loop {
         if *stop.borrow() {

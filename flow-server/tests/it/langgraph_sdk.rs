@@ -5,7 +5,8 @@
 //! subgraphs), sends new input to a thread waiting at an interrupt, updates and searches
 //! threads, joins a background run's stream, cancels a run, exercises every
 //! `multitask_strategy`, has a run's webhook called (checked here, signature included), and
-//! puts, gets, searches, lists and deletes items of the store (long-term memory).
+//! puts, gets, searches, lists and deletes items of the store (long-term memory); creates,
+//! searches, counts, pauses and deletes crons (on a second server, with a run queue).
 //!
 //! Needs a Python with `langgraph-sdk` (`AGENTFLOW_LANGGRAPH_PYTHON`, installed by
 //! `.ci/langgraph.sh`); skips without it unless `AGENTFLOW_REQUIRE_COMPONENTS=1`.
@@ -89,6 +90,16 @@ async fn the_official_langgraph_sdk_client_works_unchanged() {
         return;
     };
     let server = spawn(state()).await;
+    // Crons need a run queue (schedules live in its store): a second server has one.
+    let queued = spawn(
+        AppState::builder(InMemoryStore::new())
+            .flow("desk", flow_server::demo::desk())
+            .auth(Auth::bearer(TOKEN))
+            .run_queue(flow_runtime::store::InMemoryRunQueue::new())
+            .build()
+            .unwrap(),
+    )
+    .await;
     let (tx, mut hits) = tokio::sync::mpsc::unbounded_channel();
     let hook = axum::Router::new().route(
         "/hook",
@@ -109,6 +120,7 @@ async fn the_official_langgraph_sdk_client_works_unchanged() {
     let run = tokio::process::Command::new(python)
         .arg(script)
         .env("AGENTFLOW_LG_URL", format!("{}/v1", server.base))
+        .env("AGENTFLOW_LG_QUEUE_URL", format!("{}/v1", queued.base))
         .env("AGENTFLOW_LG_TOKEN", TOKEN)
         // `127.1`: the leak check refuses `http://127.0.0.1` in any answer.
         .env("AGENTFLOW_LG_HOOK", format!("http://127.1:{port}/hook"))

@@ -32,6 +32,7 @@ mod run_flood;
 mod runner_config;
 mod runs;
 mod scale_out;
+mod schedules;
 mod thread_views;
 mod time_travel;
 mod tool_approvals;

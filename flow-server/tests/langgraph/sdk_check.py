@@ -1,7 +1,8 @@
 """Talks to agentflow's server with the official `langgraph-sdk` client only, unchanged.
 
 Run by flow-server/tests/it/langgraph_sdk.rs against a real server on a loopback port:
-AGENTFLOW_LG_URL (the server's /v1 base) and AGENTFLOW_LG_TOKEN (its bearer token). The served
+AGENTFLOW_LG_URL (the server's /v1 base), AGENTFLOW_LG_QUEUE_URL (another server's, with a run
+queue: the crons) and AGENTFLOW_LG_TOKEN (their bearer token). The served
 flows: `desk` (the demo customer-service desk, whose refund waits for an approval) and `slow`
 (its tool never finishes, so its runs stay running until cancelled). Exits non-zero on the first
 mismatch, saying what it expected.
@@ -288,6 +289,53 @@ async def main():
             check(False, f"a hostile address must be refused: {hostile}")
         except httpx.HTTPStatusError as e:
             check(e.response.status_code == 400, f"hostile address {hostile}: {e.response.status_code}")
+
+    # Crons, on a server with a run queue (its schedules live in the queue's store).
+    queued = get_client(
+        url=os.environ["AGENTFLOW_LG_QUEUE_URL"],
+        api_key=None,
+        headers={"Authorization": f"Bearer {os.environ['AGENTFLOW_LG_TOKEN']}"},
+    )
+    daily = await queued.crons.create(
+        "desk",
+        schedule="0 9 * * *",
+        input={"messages": [{"role": "user", "content": "the daily report"}]},
+        metadata={"kind": "report"},
+    )
+    check(daily["cron_id"] and daily["assistant_id"] == "desk", f"created cron: {daily}")
+    check(daily["schedule"] == "0 9 * * *" and daily["enabled"] is True, f"created cron: {daily}")
+    check(daily["thread_id"] is None and daily["metadata"] == {"kind": "report"}, f"created cron: {daily}")
+    check(daily["next_run_date"].endswith("T09:00:00.000Z"), f"next run date: {daily}")
+    t5 = (await queued.threads.create())["thread_id"]
+    half_hourly = await queued.crons.create_for_thread(
+        t5, "desk", schedule="*/30 * * * *",
+        input={"messages": [{"role": "user", "content": "any news?"}]},
+    )
+    check(half_hourly["thread_id"] == t5, f"a thread's cron: {half_hourly}")
+    ids = {daily["cron_id"], half_hourly["cron_id"]}
+    found = await queued.crons.search(assistant_id="desk")
+    check({c["cron_id"] for c in found} == ids, f"crons.search: {found}")
+    found = await queued.crons.search(thread_id=t5)
+    check([c["cron_id"] for c in found] == [half_hourly["cron_id"]], f"crons.search by thread: {found}")
+    check(await queued.crons.count(assistant_id="desk") == 2, "crons.count")
+    paused = await queued.crons.update(daily["cron_id"], enabled=False)
+    check(paused["enabled"] is False and paused["next_run_date"] is None, f"a paused cron: {paused}")
+    found = await queued.crons.search(enabled=True)
+    check([c["cron_id"] for c in found] == [half_hourly["cron_id"]], f"enabled crons: {found}")
+    for bad in ({"schedule": "61 * * * *"}, {"schedule": "0 9 * * *", "timezone": "America/New_York"}):
+        try:
+            await queued.crons.create("desk", input={"messages": [{"role": "user", "content": "x"}]}, **bad)
+            check(False, f"a bad cron must be refused: {bad}")
+        except httpx.HTTPStatusError as e:
+            check(e.response.status_code == 400, f"bad cron {bad}: {e.response.status_code}")
+    for cron_id in ids:
+        await queued.crons.delete(cron_id)
+    check(await queued.crons.count() == 0, "crons deleted")
+    try:
+        await queued.crons.delete(daily["cron_id"])
+        check(False, "a deleted cron must be gone")
+    except httpx.HTTPStatusError as e:
+        check(e.response.status_code == 404, f"deleted cron: {e.response.status_code}")
 
     print("langgraph-sdk: all checks passed")
 

@@ -12,12 +12,14 @@ use super::{
     QueueError, QueuedEvent, QueuedRun, RunQueue,
 };
 use crate::store::now_ms;
+use crate::store::schedule::InMemorySchedules;
 
 /// A run queue in memory: shared by the tasks of one process (clones share it); gone when
 /// the process ends.
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryRunQueue {
     rows: Arc<Mutex<Rows>>,
+    schedules: InMemorySchedules,
 }
 
 impl InMemoryRunQueue {
@@ -83,6 +85,10 @@ impl RunQueue for InMemoryRunQueue {
 
     async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError> {
         Ok(self.rows().unfinished_with_prefix(prefix))
+    }
+
+    fn schedules(&self) -> Option<&dyn crate::store::ScheduleStore> {
+        Some(&self.schedules)
     }
 
     async fn claim_among(

@@ -13,6 +13,9 @@
 //!   `FOR UPDATE SKIP LOCKED`);
 //! - this file: the contract, its types and its errors.
 //!
+//! The cron schedules that start runs are kept beside the runs, in the same store
+//! ([`RunQueue::schedules`], `store/schedule/`).
+//!
 //! The contract is [`RunQueue`]'s.
 
 mod file;
@@ -518,6 +521,12 @@ pub trait RunQueue: Send + Sync + 'static {
     /// How many runs not ended (waiting or running) have a thread id starting with `prefix`:
     /// what a service counts to bound one tenant's queued runs (its threads share a prefix).
     async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError>;
+
+    /// The schedules kept in this queue's store, if it keeps them (the in-memory, SQLite and
+    /// PostgreSQL queues do; the file queue does not): see [`ScheduleStore`](crate::store::ScheduleStore).
+    fn schedules(&self) -> Option<&dyn crate::store::ScheduleStore> {
+        None
+    }
 }
 
 /// The group of a thread id, for fair claiming: the id up to and with its last `.` (a

@@ -9,6 +9,7 @@ use super::sql::{
     db, sql_run_queue, QueueStatements, ADDED_COLUMNS, EVENTS_TABLE, INDEXES, TABLE_COLUMNS,
 };
 use super::QueueError;
+use crate::store::schedule::sql::{SCHEDULES_INDEX, SCHEDULES_TABLE};
 
 /// The server's clock in milliseconds: every worker's leases are measured on one clock.
 const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
@@ -27,7 +28,7 @@ const CREATE_LOCK: i64 = 0x6166_7175_6575_6531;
 /// and its insert, so the cap is exact. Leases are measured on the server's clock. The table is created, if missing, when the queue connects.
 #[derive(Debug, Clone)]
 pub struct PostgresRunQueue {
-    pool: PgPool,
+    pub(crate) pool: PgPool,
     sql: Arc<QueueStatements>,
 }
 
@@ -66,6 +67,12 @@ impl PostgresRunQueue {
             .execute(&mut *tx)
             .await
             .map_err(&err)?;
+        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX] {
+            sqlx::query(schedules)
+                .execute(&mut *tx)
+                .await
+                .map_err(&err)?;
+        }
         for index in INDEXES {
             sqlx::query(index).execute(&mut *tx).await.map_err(&err)?;
         }

@@ -696,6 +696,10 @@ macro_rules! sql_run_queue {
                 rows.iter().map(queued_run).collect()
             }
 
+            fn schedules(&self) -> Option<&dyn $crate::store::ScheduleStore> {
+                Some(self)
+            }
+
             async fn unfinished_with_prefix(
                 &self,
                 prefix: &str,

@@ -14,6 +14,7 @@ use super::sql::{
     db, sql_run_queue, QueueStatements, ADDED_COLUMNS, EVENTS_TABLE, INDEXES, TABLE_COLUMNS,
 };
 use super::QueueError;
+use crate::store::schedule::sql::{SCHEDULES_INDEX, SCHEDULES_TABLE};
 
 /// The SQLite clock in milliseconds since the Unix epoch.
 const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
@@ -28,7 +29,7 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// opens.
 #[derive(Debug, Clone)]
 pub struct SqliteRunQueue {
-    pool: SqlitePool,
+    pub(crate) pool: SqlitePool,
     sql: Arc<QueueStatements>,
 }
 
@@ -114,6 +115,12 @@ impl SqliteRunQueue {
             .execute(&mut *tx)
             .await
             .map_err(&err)?;
+        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX] {
+            sqlx::query(schedules)
+                .execute(&mut *tx)
+                .await
+                .map_err(&err)?;
+        }
         for index in INDEXES {
             sqlx::query(index).execute(&mut *tx).await.map_err(&err)?;
         }
