@@ -11,13 +11,15 @@
 //! After each trial: the turn completed; the ledger holds each payment exactly once; the
 //! thread's record equals an uninterrupted run's; the journal reads whole (no torn step) and
 //! equals the record. Counts printed: 0 doubles, 0 losses, 0 corrupt.
-//! `AGENTFLOW_KILL_TRIALS` sets the trials (CI: 200; default 10).
+//! `AGENTFLOW_KILL_TRIALS` sets the trials (CI: 200; default 10), run four at once
+//! (`AGENTFLOW_KILL_LANES`; `AGENTFLOW_KILL_SEED` repeats a run's kill points).
 //!
 //! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
 
 mod support;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::store::ThreadRecord;
@@ -27,7 +29,9 @@ use flow_runtime::{
     turn_journal_id, Durability, InMemoryStore, Message, RecoverError, Runner, TurnOutcome,
 };
 use support::ledger::{paid_once, paying_desk};
-use support::processes::{lines, worker_orders, NamedStore, Orders, Workers};
+use support::processes::{
+    in_lanes, lanes, lines, worker_orders, Dice, NamedStore, Orders, Workers,
+};
 
 /// The lease of the turns that are killed: short, so the recovery waits little.
 const LEASE: Duration = Duration::from_millis(300);
@@ -64,27 +68,6 @@ async fn recover_worker() {
         .unwrap();
     turn.finish().await;
     std::process::exit(0);
-}
-
-/// A small random number generator (xorshift), seeded per test run.
-struct Dice(u64);
-
-impl Dice {
-    fn new() -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos() as u64;
-        Dice(nanos | 1)
-    }
-
-    /// A number in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 /// What the trials found.
@@ -149,67 +132,105 @@ async fn bring_to_end(runner: &Runner, thread: &str, trial: usize) -> Option<Tur
     panic!("trial {trial}: the dead worker's lease never ran out");
 }
 
+/// What one trial saw.
+#[derive(Default)]
+struct Trial {
+    audit: Audit,
+    killed_mid_turn: bool,
+    recovered: bool,
+}
+
 async fn ledger_kills(backend: &str, work: &Path) {
     let trials: usize = std::env::var("AGENTFLOW_KILL_TRIALS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10);
-    let reference = reference(work).await;
-    let mut dice = Dice::new();
+    let reference = Arc::new(reference(work).await);
+    let seed = Dice::seed();
+    println!("{backend}: AGENTFLOW_KILL_SEED={seed}, {} lanes", lanes());
+    let (backend, work) = (backend.to_owned(), work.to_owned());
+    let seen = in_lanes(trials, {
+        let backend = backend.clone();
+        move |trial| {
+            let (backend, work, reference) = (backend.clone(), work.clone(), reference.clone());
+            async move { ledger_trial(&backend, &work, &reference, seed, trial).await }
+        }
+    })
+    .await;
     let mut total = Audit::default();
-    let mut killed_mid_turn = 0;
-    let mut recovered = 0;
-    for trial in 0..trials {
-        let thread = format!("pay-{trial}");
-        let ledger = work.join(format!("{thread}.ledger"));
-        let calls = support::ledger::calls_of(&ledger);
-        let mut worker = Workers::start("recover_worker", &thread, backend, work, 1);
-        // Kill after 0 to 2 tool executions had begun, and a pause of up to 4 ms: before,
-        // inside or after a tool, a model call or a step's append.
-        let started = dice.below(3) as usize;
-        worker.wait_until(|| lines(&calls).len() >= started);
-        std::thread::sleep(Duration::from_micros(dice.below(4000)));
-        if worker.running(0) {
-            killed_mid_turn += 1;
-        }
-        worker.kill(0);
-        let runner = runner_on(backend, &ledger).await;
-        match bring_to_end(&runner, &thread, trial).await {
-            None => {}
-            Some(TurnOutcome::Completed { .. }) => recovered += 1,
-            Some(other) => {
-                println!("trial {trial}: the turn did not complete: {other:?}");
-                total.losses += 1;
-            }
-        }
-        // Each payment exactly once.
-        let (pays, refunds) = paid_once(&ledger);
-        for n in [pays, refunds] {
-            match n {
-                0 => total.losses += 1,
-                1 => {}
-                more => total.doubles += more - 1,
-            }
-        }
-        // The record equals an uninterrupted run's; the journal reads whole and is the record.
-        let records = runner.thread(&thread).records().await.unwrap();
-        let journal = runner.journal(&turn_journal_id(&thread, 0)).await;
-        let whole = records.len() == 1
-            && timeless(records[0].clone()) == reference
-            && journal.is_ok_and(|steps| {
-                steps.into_iter().map(|s| s.event).collect::<Vec<_>>() == reference.events
-            });
-        if !whole {
-            println!("trial {trial}: the record or the journal differs: {records:#?}");
-            total.corrupt += 1;
-        }
+    for t in &seen {
+        total.losses += t.audit.losses;
+        total.doubles += t.audit.doubles;
+        total.corrupt += t.audit.corrupt;
     }
     println!(
-        "{backend}: {trials} trials ({killed_mid_turn} killed mid-turn, {recovered} turns \
-         recovered or retried): {} doubles, {} losses, {} corrupt",
-        total.doubles, total.losses, total.corrupt
+        "{backend}: {trials} trials ({} killed mid-turn, {} turns recovered or retried): {} \
+         doubles, {} losses, {} corrupt",
+        seen.iter().filter(|t| t.killed_mid_turn).count(),
+        seen.iter().filter(|t| t.recovered).count(),
+        total.doubles,
+        total.losses,
+        total.corrupt
     );
     assert_eq!(total, Audit::default());
+}
+
+/// One trial: a worker runs the turn and is killed at a random point; this process brings the
+/// turn to its end and audits the ledger, the record and the journal.
+async fn ledger_trial(
+    backend: &str,
+    work: &Path,
+    reference: &ThreadRecord,
+    seed: u64,
+    trial: usize,
+) -> Trial {
+    let mut dice = Dice::for_trial(seed, trial);
+    let mut seen = Trial::default();
+    let thread = format!("pay-{trial}");
+    let ledger = work.join(format!("{thread}.ledger"));
+    let calls = support::ledger::calls_of(&ledger);
+    let mut worker = Workers::start("recover_worker", &thread, backend, work, 1);
+    // Kill after 0 to 2 tool executions had begun, and a pause of up to 4 ms: before,
+    // inside or after a tool, a model call or a step's append.
+    let started = dice.below(3) as usize;
+    let pause = Duration::from_micros(dice.below(4000));
+    tokio::task::block_in_place(|| {
+        worker.wait_until(|| lines(&calls).len() >= started);
+        std::thread::sleep(pause);
+    });
+    seen.killed_mid_turn = worker.running(0);
+    worker.kill(0);
+    let runner = runner_on(backend, &ledger).await;
+    match bring_to_end(&runner, &thread, trial).await {
+        None => {}
+        Some(TurnOutcome::Completed { .. }) => seen.recovered = true,
+        Some(other) => {
+            println!("trial {trial}: the turn did not complete: {other:?}");
+            seen.audit.losses += 1;
+        }
+    }
+    // Each payment exactly once.
+    let (pays, refunds) = paid_once(&ledger);
+    for n in [pays, refunds] {
+        match n {
+            0 => seen.audit.losses += 1,
+            1 => {}
+            more => seen.audit.doubles += more - 1,
+        }
+    }
+    // The record equals an uninterrupted run's; the journal reads whole and is the record.
+    let records = runner.thread(&thread).records().await.unwrap();
+    let journal = runner.journal(&turn_journal_id(&thread, 0)).await;
+    let whole = records.len() == 1
+        && timeless(records[0].clone()) == *reference
+        && journal.is_ok_and(|steps| {
+            steps.into_iter().map(|s| s.event).collect::<Vec<_>>() == reference.events
+        });
+    if !whole {
+        println!("trial {trial}: the record or the journal differs: {records:#?}");
+        seen.audit.corrupt += 1;
+    }
+    seen
 }
 
 support::processes::on_every_store!("recover": ledger_kills);

@@ -15,7 +15,8 @@
 //!   SIGKILL at a random point (after a random number of the steps' payments, plus a random
 //!   pause); the test process then brings the thread to its end. Every step's result is in the
 //!   thread exactly once and paid with one idempotency key: counts printed, 0 doubles, 0
-//!   losses, 0 corrupt. `AGENTFLOW_KILL_TRIALS` sets the trials (CI: 200; default 20).
+//!   losses, 0 corrupt. `AGENTFLOW_KILL_TRIALS` sets the trials (CI: 200; default 20), run
+//!   four at once (`AGENTFLOW_KILL_LANES`; `AGENTFLOW_KILL_SEED` repeats a run's kill points).
 //!
 //! PostgreSQL tests need `AGENTFLOW_PG_URL` (see `.ci/postgres.sh`).
 
@@ -32,7 +33,9 @@ use flow_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
     TurnOutcome,
 };
-use support::processes::{append, barrier, lines, runner_on, worker_orders, Orders, Workers};
+use support::processes::{
+    append, barrier, in_lanes, lanes, lines, runner_on, worker_orders, Dice, Orders, Workers,
+};
 use support::steps::{audit, drive, step_desk, Audit};
 
 const TRIALS: usize = 10;
@@ -255,78 +258,74 @@ async fn turn_takeover(backend: &str, work: &Path) {
     assert_eq!(input[0].content, "held-2");
 }
 
-/// A small random number generator (xorshift), seeded per test run.
-struct Dice(u64);
-
-impl Dice {
-    fn new() -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos() as u64;
-        Dice(nanos | 1)
-    }
-
-    /// A number in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
 async fn resumed_turn_kills(backend: &str, work: &Path) {
     let trials: usize = std::env::var("AGENTFLOW_KILL_TRIALS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(20);
-    let mut dice = Dice::new();
+    let seed = Dice::seed();
+    println!("{backend}: AGENTFLOW_KILL_SEED={seed}, {} lanes", lanes());
+    let seen = in_lanes(trials, {
+        let (backend, work) = (backend.to_owned(), work.to_owned());
+        move |trial| {
+            let (backend, work) = (backend.clone(), work.clone());
+            async move { resumed_turn_trial(&backend, &work, seed, trial).await }
+        }
+    })
+    .await;
     let mut total = Audit::default();
-    let mut killed_mid_turn = 0;
-    for trial in 0..trials {
-        let thread = format!("steps-{trial}");
-        let ledger = work.join(format!("{thread}.ledger"));
-        let mut worker = start(&thread, backend, work, 1);
-        // Kill after 0 to 3 payments, and a pause of up to 3 ms: before, inside or after a
-        // step's writes.
-        let payments = dice.below(support::steps::STEPS + 1) as usize;
-        worker.wait_until(|| lines(&ledger).len() >= payments);
-        std::thread::sleep(Duration::from_micros(dice.below(3000)));
-        if worker.running(0) {
-            killed_mid_turn += 1;
-        }
-        worker.kill(0);
-        // Another process (this one) brings the thread to its end once the lease ran out.
-        let runner = RunnerBuilder::from(runner_on(backend, step_desk(ledger.clone())).await)
-            .lease(STEPS_LEASE)
-            .build();
-        let mut finished = false;
-        for _ in 0..400 {
-            match drive(&runner, &thread).await {
-                Ok(()) => {
-                    finished = true;
-                    break;
-                }
-                Err(ThreadError::Busy { .. })
-                | Err(ThreadError::Checkpoint(flow_runtime::CheckpointError::Claimed { .. })) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(e) => panic!("trial {trial}: {e}"),
-            }
-        }
-        assert!(finished, "trial {trial}: the thread was never taken over");
-        let found = audit(&runner, &thread, &ledger).await;
+    for (found, _) in &seen {
         total.losses += found.losses;
         total.doubles += found.doubles;
         total.corrupt += found.corrupt;
     }
     println!(
-        "{backend}: {trials} trials ({killed_mid_turn} killed mid-turn): {} doubles, {} losses, \
-         {} corrupt",
-        total.doubles, total.losses, total.corrupt
+        "{backend}: {trials} trials ({} killed mid-turn): {} doubles, {} losses, {} corrupt",
+        seen.iter().filter(|(_, killed)| *killed).count(),
+        total.doubles,
+        total.losses,
+        total.corrupt
     );
     assert_eq!(total, Audit::default());
+}
+
+/// One trial: a worker runs the thread's steps and is killed at a random point; this process
+/// brings the thread to its end and audits it. Whether the worker was killed mid-turn.
+async fn resumed_turn_trial(backend: &str, work: &Path, seed: u64, trial: usize) -> (Audit, bool) {
+    let mut dice = Dice::for_trial(seed, trial);
+    let thread = format!("steps-{trial}");
+    let ledger = work.join(format!("{thread}.ledger"));
+    let mut worker = start(&thread, backend, work, 1);
+    // Kill after 0 to 3 payments, and a pause of up to 3 ms: before, inside or after a
+    // step's writes.
+    let payments = dice.below(support::steps::STEPS + 1) as usize;
+    let pause = Duration::from_micros(dice.below(3000));
+    tokio::task::block_in_place(|| {
+        worker.wait_until(|| lines(&ledger).len() >= payments);
+        std::thread::sleep(pause);
+    });
+    let killed_mid_turn = worker.running(0);
+    worker.kill(0);
+    // Another process (this one) brings the thread to its end once the lease ran out.
+    let runner = RunnerBuilder::from(runner_on(backend, step_desk(ledger.clone())).await)
+        .lease(STEPS_LEASE)
+        .build();
+    let mut finished = false;
+    for _ in 0..400 {
+        match drive(&runner, &thread).await {
+            Ok(()) => {
+                finished = true;
+                break;
+            }
+            Err(ThreadError::Busy { .. })
+            | Err(ThreadError::Checkpoint(flow_runtime::CheckpointError::Claimed { .. })) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Err(e) => panic!("trial {trial}: {e}"),
+        }
+    }
+    assert!(finished, "trial {trial}: the thread was never taken over");
+    (audit(&runner, &thread, &ledger).await, killed_mid_turn)
 }
 
 support::processes::on_every_store!("turns": turn_race, turn_takeover, resumed_turn_kills);

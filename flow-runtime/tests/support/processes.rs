@@ -304,3 +304,85 @@ macro_rules! on_every_store {
 }
 #[allow(unused_imports)]
 pub(crate) use on_every_store;
+
+/// The dice of the kill trials (xorshift): where each trial's worker is killed.
+pub struct Dice(u64);
+
+impl Dice {
+    /// The seed of a test run: `AGENTFLOW_KILL_SEED` if set (to repeat a failed run: the
+    /// tests print theirs), else the clock's nanoseconds.
+    pub fn seed() -> u64 {
+        std::env::var("AGENTFLOW_KILL_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos() as u64
+            })
+    }
+
+    /// The dice of trial `trial` of the run seeded with `seed`: the same whichever lane runs it.
+    pub fn for_trial(seed: u64, trial: usize) -> Self {
+        let mut dice = Dice((seed ^ (trial as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
+        dice.below(2);
+        dice
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// How many kill trials run at once (`AGENTFLOW_KILL_LANES`, default 4; 1 runs them one after
+/// another). A trial mostly waits (for its worker process to start, for a dead worker's lease
+/// to run out), so lanes shorten the wall time of hundreds of trials on a small machine
+/// without changing what any trial does: each has its own thread, ledger and worker.
+pub fn lanes() -> usize {
+    std::env::var("AGENTFLOW_KILL_LANES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4)
+        .max(1)
+}
+
+/// Runs `trial(n)` for `n` in `0..trials`, [`lanes`] at once (trial `n` in lane `n % lanes`,
+/// each lane's trials in order), and gives their results in trial order. A trial's blocking
+/// waits on its worker process go inside `tokio::task::block_in_place` (the tests run on a
+/// multi-thread runtime). A trial's panic fails the test with its message.
+pub async fn in_lanes<T, F, Fut>(trials: usize, trial: F) -> Vec<T>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let trial = Arc::new(trial);
+    let lanes = lanes().min(trials.max(1));
+    let running: Vec<_> = (0..lanes)
+        .map(|lane| {
+            let trial = Arc::clone(&trial);
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                for n in (lane..trials).step_by(lanes) {
+                    done.push((n, trial(n).await));
+                }
+                done
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(trials);
+    for lane in running {
+        match lane.await {
+            Ok(done) => all.extend(done),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("a lane of trials was cancelled: {e}"),
+        }
+    }
+    all.sort_by_key(|(n, _)| *n);
+    all.into_iter().map(|(_, t)| t).collect()
+}
