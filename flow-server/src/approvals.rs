@@ -86,6 +86,28 @@ impl Approvals {
         principal.require_any(&scopes)
     }
 
+    /// `Ok(())` if `principal` may send a resume with `targets` to the thread stored as
+    /// `store_id`: with no answer, the continuation of a fork point (a fork made in the middle
+    /// of a turn asks nobody anything) needs `chat`, as the fork did; anything else needs a
+    /// scope that answers some interrupt ([`require_some_answer`](Self::require_some_answer)).
+    /// The engine then checks each answer.
+    pub(crate) async fn require_resume(
+        &self,
+        state: &crate::AppState,
+        store_id: &str,
+        principal: &Principal,
+        targets: &std::collections::HashMap<String, serde_json::Value>,
+    ) -> Result<(), ApiError> {
+        if targets.is_empty() && principal.allows(Scope::Chat) {
+            if let Some(head) = state.threads().head(store_id).await? {
+                if crate::time_travel::fork_point_step(&head.last.end).is_some() {
+                    return Ok(());
+                }
+            }
+        }
+        self.require_some_answer(principal)
+    }
+
     /// `Ok(())` if `principal` may give `answers` to a turn that `requester` started and that
     /// waits on `pending` (the engine's check, for what answers outside a turn request: a
     /// withdrawal).

@@ -18,6 +18,7 @@ const state = {
   flows: [], // the served flows' names
   // What the signed-in principal may do (GET /v1/me); Approve buttons need `approve`.
   scopes: [],
+  forkStep: null, // the step a fork made inside a turn waits at, until its owner continues it
 };
 
 function el(tag, attrs, ...children) {
@@ -627,7 +628,9 @@ function updateComposer() {
   const closed = state.busy || state.waiting || !may("chat");
   input.disabled = closed;
   $("#send").disabled = closed;
-  input.placeholder = state.waiting
+  input.placeholder = state.forkStep != null && state.waiting
+    ? "Continue the fork (above), or fork at another step"
+    : state.waiting
     ? "Waiting for an approval…"
     : state.busy
       ? "The assistant is answering…"
@@ -743,8 +746,8 @@ async function loadHistory() {
   }
 }
 
-// Forks the thread at `step` into a new thread and opens it; a fork inside a turn goes on
-// from its step at once.
+// Forks the thread at `step` into a new thread and opens it. A fork inside a turn waits at
+// its fork point until its owner continues it (nothing is asked of an approver).
 async function forkAt(step) {
   const to = randomThread();
   const response = await api(threadPath() + "/fork", { method: "POST", json: { at_step: step, thread: to } });
@@ -756,9 +759,24 @@ async function forkAt(step) {
   $("#thread").value = fork.thread;
   await loadThread();
   timeline("turn", null, "forked", "step " + step + " into thread " + fork.thread);
-  if (fork.end === "fork_point") {
-    setWaiting(false);
-    await startRun({ resume: {} }, "re-running from step " + step + "…");
+}
+
+// The thread is a fork made inside a turn: it waits at `step` until its owner continues it
+// (a run with no answer, scope `chat`); the composer stays closed meanwhile.
+function offerForkContinue(step) {
+  state.forkStep = step;
+  setWaiting(true);
+  setStatus("forked at step " + step);
+  const notice = chatMessage("notice", "Forked at step " + step + ": the turn goes on from there when you continue.");
+  if (may("chat")) {
+    const go = el("button", { type: "button", class: "continue fork-continue" }, "Continue");
+    go.addEventListener("click", async () => {
+      go.remove();
+      state.forkStep = null;
+      setWaiting(false);
+      await startRun({ resume: {} }, "re-running from step " + step + "…");
+    });
+    notice.append(go);
   }
 }
 
@@ -787,6 +805,7 @@ function showRecord(record) {
   let answer = null;
   for (const e of record.events) answer = onEvent(e, bubbles) || answer;
   if (record.end.status === "interrupted") timeline("done", null, "waiting for approval");
+  else if (record.end.status === "fork_point") timeline("done", null, "fork point", "step " + record.end.step);
   else if (record.end.status === "stopped") timeline("cancelled", null, "stopped");
   else timeline("done", null, "finished");
   showUsage(record.usage, answer);
@@ -800,6 +819,7 @@ async function loadThread() {
   state.run = null;
   setBusy(false);
   state.waiting = false;
+  state.forkStep = null;
   writeAddress();
   $("#chat").textContent = "";
   $("#timeline").textContent = "";
@@ -844,11 +864,13 @@ async function loadThread() {
   drawTree();
   const last = records[records.length - 1];
   let pending = [];
+  let forkPoint = null;
   if (records.length) {
     const t = await (await api(threadPath())).json();
     if (thread !== currentThread()) return;
     showAnswered(t.approvals);
     pending = t.pending;
+    forkPoint = t.fork_point || null;
   }
   await refreshApprovals(pending);
   const stopped = !!last && last.end.status === "stopped";
@@ -867,6 +889,8 @@ async function loadThread() {
     const ended = await watch(run);
     // Without the user's message (kept by the tab that sent it), show the record instead.
     if (ended && !run.inputShown && thread === currentThread()) await loadThread();
+  } else if (forkPoint) {
+    offerForkContinue(forkPoint.step);
   } else if (stopped) {
     const cancelled = [...runs].reverse().find((r) => r.status === "cancelled");
     if (cancelled && may("chat")) {

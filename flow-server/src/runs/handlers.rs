@@ -206,8 +206,12 @@ async fn start_in_span(
         }
         (None, Some(targets)) => {
             // Scope before existence: a caller who may answer nothing learns nothing of the
-            // thread. The engine checks each answer (the flow's approvals).
-            served.approvals().require_some_answer(principal)?;
+            // thread (a fork point's continuation, which answers nothing, needs `chat`). The
+            // engine checks each answer (the flow's approvals).
+            served
+                .approvals()
+                .require_resume(state, &key.store_id(), principal, &targets)
+                .await?;
             let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()

@@ -992,3 +992,123 @@ async fn a_stream_that_ends_mid_run_is_followed_again_after_its_last_event_id() 
     })
     .await;
 }
+
+const OWNER: &str = "owen-owner-token-0123456789";
+
+/// The demo desk with a thread owner who may chat and read, not approve.
+fn owner_state() -> AppState {
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([(
+            OWNER,
+            Principal::new("owen")
+                .tenant("acme")
+                .scopes([Scope::Chat, Scope::Read]),
+        )]))
+        .turn_routing(flow_runtime::TurnRouting::Root)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_owner_forks_inside_a_turn_and_continues_it_without_an_approver() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(owner_state()).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "fork-owner", |client| async move {
+        sign_in(&client, &base, OWNER).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='refund']").await;
+        send(&client, "I want a refund for order 42").await;
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='waiting for approval']",
+        )
+        .await;
+        let original = thread_shown(&client).await;
+
+        // Fork inside the turn (its second step): the fork waits for its owner, not for an
+        // approver, and nothing runs yet.
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(
+                "//*[@id='history']/li[@data-step='1']//button[contains(@class,'fork')]",
+            ))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(&client, "//*[@id='status' and text()='forked at step 1']").await;
+        let fork = thread_shown(&client).await;
+        assert_ne!(fork, original, "the fork is a new thread");
+        let notice = wait_text(&client, "//div[contains(@class,'notice')]").await;
+        assert!(notice.contains("Forked at step 1"), "{notice}");
+        screenshot(&client, "console-fork-point.png").await;
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for wrong in [
+            "fork_point",
+            "approve` scope",
+            "approve scope",
+            "re-running",
+        ] {
+            assert!(!shown.contains(wrong), "{wrong} on the page: {shown}");
+        }
+        // The queue holds the original's refund only (the fork point asks nobody).
+        let entries = client
+            .find_all(Locator::Css("#approvals .approval"))
+            .await
+            .unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            entries[0].attr("data-thread").await.unwrap().as_deref(),
+            Some(original.as_str())
+        );
+
+        // Continue: the turn goes on from step 1 and the refund asks again, on the fork.
+        client
+            .find(Locator::Css("#chat button.fork-continue"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='waiting for approval']",
+        )
+        .await;
+        wait_text(
+            &client,
+            &format!("//*[@id='approvals']/div[@data-thread='{fork}']"),
+        )
+        .await;
+        assert!(client
+            .find_all(Locator::Css("#chat .msg.error"))
+            .await
+            .unwrap()
+            .is_empty());
+        screenshot(&client, "console-fork-continued.png").await;
+    })
+    .await;
+}
+
+/// The thread the console shows (its Thread field).
+async fn thread_shown(client: &fantoccini::Client) -> String {
+    client
+        .find(Locator::Css("#thread"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap()
+}
