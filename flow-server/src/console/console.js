@@ -212,8 +212,22 @@ function isStop(i) {
   return !!i.info && typeof i.info === "object" && Object.keys(i.info).length === 1 && typeof i.info.cancelled === "string";
 }
 
+// The arguments of the call an approval is about (`info.approval.arguments`, as the
+// application lets approvers see them), one row a field.
+function argumentsList(info) {
+  const args = info && info.approval && info.approval.arguments;
+  if (args === undefined || args === null) return null;
+  const list = el("dl", { class: "arguments" });
+  const entries = typeof args === "object" && !Array.isArray(args) ? Object.entries(args) : [["arguments", args]];
+  for (const [k, v] of entries) {
+    list.append(el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v)));
+  }
+  return list;
+}
+
 function showApprovals(all) {
-  const interrupts = (all || []).filter((i) => !isStop(i));
+  // A fork point asks nobody anything (its owner continues it); a stop neither.
+  const interrupts = (all || []).filter((i) => !isStop(i) && i.id !== "fork_point");
   const host = $("#approvals");
   host.textContent = "";
   const count = $("#approval-count");
@@ -240,11 +254,26 @@ function showApprovals(all) {
       buttons = el("p", { class: "muted" }, "Waiting for an approver.");
     }
     const where = (state.flows.length > 1 ? "flow " + flow + " · " : "") + "thread " + thread;
+    const who = [];
+    if (i.requested_by) who.push(el("span", { class: "requester" }, "asked by " + i.requested_by));
+    const agent = i.agent || (i.address ? lastAgent(i.address) : "");
+    if (agent) {
+      if (who.length) who.push(" · ");
+      who.push(el("span", { class: "agent" }, "agent " + agent));
+    }
     host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread, "data-flow": flow },
       el("p", { class: "question" }, question),
+      argumentsList(i.info),
+      who.length ? el("p", { class: "who" }, ...who) : null,
       el("div", { class: "meta" }, where + " · interrupt " + i.id),
       buttons));
   }
+}
+
+// The innermost agent of an interrupt's address as text (`agent:A;tool:NAME:ID;agent:B`).
+function lastAgent(address) {
+  const agents = String(address).split(";").filter((f) => f.startsWith("agent:"));
+  return agents.length ? agents[agents.length - 1].slice("agent:".length) : "";
 }
 
 // The approvals queue of every served flow when the principal may see it, else what the

@@ -1112,3 +1112,75 @@ async fn thread_shown(client: &fantoccini::Client) -> String {
         .unwrap()
         .unwrap()
 }
+
+#[tokio::test]
+async fn an_approval_card_shows_the_question_redacted_arguments_requester_and_agent() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let (state, called) = crate::tool_approvals::password_desk();
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    let requester_base = base.clone();
+    in_browser(&webdriver, "card-requester", |client| async move {
+        sign_in(&client, &requester_base, crate::tool_approvals::ANA).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='helpdesk']").await;
+        send(&client, "reset kim's password").await;
+        let question = wait_text(
+            &client,
+            "//*[@id='approvals']//*[contains(@class,'question')]",
+        )
+        .await;
+        assert_eq!(question, "Reset the password of kim (reset_password)?");
+        wait_text(
+            &client,
+            "//*[@id='approvals']//dl[@class='arguments']/dd[text()='[redacted]']",
+        )
+        .await;
+    })
+    .await;
+    in_browser(&webdriver, "card-approver", |client| async move {
+        sign_in(&client, &base, crate::tool_approvals::BEN).await;
+        let card = "//*[@id='approvals']/div[@data-thread]";
+        let question = wait_text(&client, &format!("{card}//*[@class='question']")).await;
+        assert_eq!(question, "Reset the password of kim (reset_password)?");
+        let args = texts(
+            &client,
+            "#approvals .approval .arguments dt, #approvals .approval .arguments dd",
+        )
+        .await;
+        // serde_json's objects keep their keys sorted.
+        assert_eq!(
+            args,
+            ["new_password", "[redacted]", "user", "kim"],
+            "{args:?}"
+        );
+        let who = wait_text(&client, &format!("{card}//*[@class='who']")).await;
+        assert_eq!(who, "asked by ana · agent helpdesk");
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        screenshot(&client, "console-approval-card.png").await;
+        client
+            .find(Locator::XPath(&format!(
+                "{card}//button[contains(@class,'approve')]"
+            )))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(
+            &client,
+            "//div[contains(@class,'assistant') and contains(., 'Kim can sign in again.')]",
+        )
+        .await;
+    })
+    .await;
+    assert_eq!(*called.lock().unwrap(), ["hunter2-SECRET"]);
+}
