@@ -574,6 +574,7 @@ async function watch(run, response) {
         loadHistory();
         refreshRuns();
         refreshThreads();
+        refreshMemory();
         if (may("read")) refreshAnswered();
       }
     }
@@ -752,6 +753,69 @@ async function openThread(thread) {
   if (thread === currentThread()) return;
   $("#thread").value = thread;
   await loadThread();
+}
+
+// ---- memory --------------------------------------------------------------------------------
+
+// What the server remembers about the signed-in principal (its `user` memory scope, GET
+// /v1/memory/items), the most recently updated first, each with a Delete button for a principal
+// with `chat`. Hidden when the server keeps no memory (404) or the principal may not read it.
+async function refreshMemory() {
+  const section = $("#memory-section");
+  if (!may("read") && !may("chat")) {
+    section.hidden = true;
+    section.dataset.state = "absent";
+    return;
+  }
+  const items = [];
+  let offset = 0;
+  try {
+    // A page at a time, at most 10 pages (1,000 items) on the page.
+    for (let pages = 0; offset !== null && pages < 10; pages++) {
+      const response = await api("/memory/items?scope=user&offset=" + offset);
+      if (!response.ok) {
+        // 404 `unknown_item`: this server keeps no memory.
+        section.hidden = true;
+        section.dataset.state = "absent";
+        return;
+      }
+      const page = await response.json();
+      items.push(...page.items);
+      offset = page.next_offset == null ? null : page.next_offset;
+    }
+  } catch (_) {
+    return;
+  }
+  items.sort((a, b) => String(b.updated_at).localeCompare(String(a.updated_at)));
+  const host = $("#memory");
+  host.textContent = "";
+  for (const item of items) {
+    const said = item.text || (typeof item.value === "string" ? item.value : JSON.stringify(item.value));
+    let forget = null;
+    if (may("chat")) {
+      forget = el("button", { class: "small forget", type: "button", title: "Forget this" }, "Delete");
+      forget.addEventListener("click", () => forgetItem(item));
+    }
+    host.append(el("li", { "data-namespace": item.namespace, "data-key": item.key },
+      el("span", { class: "address" }, item.namespace + " · " + item.key),
+      el("span", { class: "text" }, said),
+      el("span", { class: "when" }, "updated " + new Date(item.updated_at).toLocaleString()),
+      forget));
+  }
+  if (!items.length) host.append(el("li", { class: "muted" }, "Nothing yet."));
+  section.hidden = false;
+  section.dataset.state = "shown";
+}
+
+// Deletes one item of the principal's memory, then shows what is left.
+async function forgetItem(item) {
+  const query = new URLSearchParams({ scope: "user", namespace: item.namespace, key: item.key });
+  const response = await api("/memory/item?" + query.toString(), { method: "DELETE" });
+  if (!response.ok) {
+    setStatus(await friendlyErrorText(response), "error");
+    return;
+  }
+  await refreshMemory();
 }
 
 // ---- time travel ---------------------------------------------------------------------------
@@ -954,6 +1018,7 @@ async function start() {
     state.scopes = (await me.json()).scopes || [];
     $("#refresh-approvals").hidden = !mayQueue();
     $("#refresh-threads").hidden = !may("read");
+    refreshMemory();
     const response = await api("/flows");
     if (!response.ok) {
       $("#auth").hidden = true;
@@ -992,6 +1057,7 @@ $("#flow").addEventListener("change", (e) => loadFlow(e.target.value, randomThre
 $("#clear-timeline").addEventListener("click", () => { $("#timeline").textContent = ""; });
 $("#refresh-approvals").addEventListener("click", () => refreshApprovals([]));
 $("#refresh-threads").addEventListener("click", () => refreshThreads());
+$("#refresh-memory").addEventListener("click", () => refreshMemory());
 $("#stop").addEventListener("click", () => stop());
 $("#auth-form").addEventListener("submit", (e) => {
   e.preventDefault();

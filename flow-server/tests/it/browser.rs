@@ -1184,3 +1184,136 @@ async fn an_approval_card_shows_the_question_redacted_arguments_requester_and_ag
     .await;
     assert_eq!(*called.lock().unwrap(), ["hunter2-SECRET"]);
 }
+
+const ALICE: &str = "alice-acme-token-0123456789";
+const BOB: &str = "bob-acme-token-0123456789";
+
+/// The demo desk with long-term memory (when `memory`), for alice and bob of one tenant, who
+/// may chat and read.
+fn memory_state(memory: bool) -> AppState {
+    let builder = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([
+            (
+                ALICE,
+                Principal::new("alice")
+                    .tenant("acme")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+            (
+                BOB,
+                Principal::new("bob")
+                    .tenant("acme")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+        ]));
+    let builder = if memory {
+        builder.memory(flow_runtime::memory::Memory::new(
+            flow_runtime::memory::TransientMemoryStore::new(),
+        ))
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+/// Writes one item of `token`'s principal's user memory.
+async fn remember(base: &str, token: &str, namespace: &str, key: &str, text: &str) {
+    let response = client()
+        .put(format!("{base}/v1/memory/item"))
+        .bearer_auth(token)
+        .json(&json!({"namespace": namespace, "key": key, "value": {"fact": text}, "text": text}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn the_console_shows_what_is_remembered_about_the_user_and_deletes_it() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(memory_state(true)).await;
+    let base = server.base.clone();
+    remember(
+        &base,
+        ALICE,
+        "profile",
+        "device",
+        "Alice's printer is an X200",
+    )
+    .await;
+    remember(&base, ALICE, "prefs", "language", "Alice writes in French").await;
+    remember(&base, BOB, "profile", "device", "Bob's router is a R7").await;
+    let page = base.clone();
+    in_browser(&webdriver, "memory", |client| async move {
+        sign_in(&client, &page, ALICE).await;
+        let item = "//*[@id='memory']/li[@data-namespace='profile' and @data-key='device']";
+        let text = wait_text(&client, item).await;
+        assert!(text.contains("profile · device"), "{text}");
+        assert!(text.contains("Alice's printer is an X200"), "{text}");
+        assert!(text.contains("updated "), "{text}");
+        let shown = texts(&client, "#memory li .text").await;
+        assert_eq!(shown.len(), 2, "alice's items only: {shown:?}");
+        assert!(!shown.iter().any(|t| t.contains("Bob")), "{shown:?}");
+        screenshot(&client, "console-memory.png").await;
+
+        client
+            .find(Locator::XPath(&format!(
+                "{item}//button[contains(@class,'forget')]"
+            )))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(
+                "//*[@id='memory' and count(li)=1 and li[@data-key='language']]",
+            ))
+            .await
+            .expect("the deleted item leaves the list");
+    })
+    .await;
+    // Deleted in the server; bob's item of the same address is untouched.
+    let gone = client()
+        .get(format!(
+            "{base}/v1/memory/item?namespace=profile&key=device"
+        ))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    let kept = client()
+        .get(format!(
+            "{base}/v1/memory/item?namespace=profile&key=device"
+        ))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200);
+
+    // A server without memory: no memory panel.
+    let server = spawn(memory_state(false)).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "no-memory", |client| async move {
+        sign_in(&client, &base, ALICE).await;
+        wait_text(&client, "//*[@id='status' and text()='new thread']").await;
+        let section = client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("#memory-section[data-state='absent']"))
+            .await
+            .expect("the console asked for the memory and heard there is none");
+        assert!(
+            !section.is_displayed().await.unwrap(),
+            "hidden without memory"
+        );
+    })
+    .await;
+}
