@@ -820,7 +820,8 @@ async function forgetItem(item) {
 
 // ---- time travel ---------------------------------------------------------------------------
 
-// The thread's steps (GET .../history), each with a Fork button for a principal with `chat`.
+// The thread's steps (GET .../history), each with what it says and when, and a Fork button for
+// a principal with `chat`.
 async function loadHistory() {
   const host = $("#history");
   host.textContent = "";
@@ -832,9 +833,12 @@ async function loadHistory() {
   for (const s of steps) {
     const fork = mayFork ? el("button", { class: "small fork", type: "button", title: "Copy the thread up to this step into a new thread" }, "Fork") : null;
     if (fork) fork.addEventListener("click", () => forkAt(s.id));
-    host.append(el("li", { "data-step": String(s.id) },
+    const at = new Date(s.at_ms);
+    host.append(el("li", { "data-step": String(s.id), "data-kind": s.kind },
       el("span", { class: "kind" }, "turn " + s.turn + " · " + s.kind),
       s.run_path.length ? el("span", { class: "run-path" }, s.run_path.join("/")) : null,
+      el("time", { class: "when", dateTime: at.toISOString(), title: at.toLocaleString() }, at.toLocaleTimeString()),
+      s.text ? el("span", { class: "text" }, s.text) : null,
       fork));
   }
 }
@@ -850,6 +854,7 @@ async function forkAt(step) {
   }
   const fork = await response.json();
   $("#thread").value = fork.thread;
+  refreshThreads();
   await loadThread();
   timeline("turn", null, "forked", "step " + step + " into thread " + fork.thread);
 }

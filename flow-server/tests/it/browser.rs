@@ -1028,6 +1028,18 @@ async fn the_owner_forks_inside_a_turn_and_continues_it_without_an_approver() {
         .await;
         let original = thread_shown(&client).await;
 
+        // The history says what each step said, and when.
+        let first = wait_text(&client, "//*[@id='history']/li[@data-step='0']").await;
+        assert!(first.contains("turn 0 · input"), "{first}");
+        assert!(first.contains("I want a refund for order 42"), "{first}");
+        let when = wait_text(&client, "//*[@id='history']/li[@data-step='0']/time").await;
+        assert!(when.contains(':'), "a time of day: {when}");
+        let asked = wait_text(&client, "//*[@id='history']/li[@data-kind='interrupt']").await;
+        assert!(
+            asked.contains("Approve a refund of 39.00 EUR for order 42?"),
+            "{asked}"
+        );
+
         // Fork inside the turn (its second step): the fork waits for its owner, not for an
         // approver, and nothing runs yet.
         client

@@ -110,6 +110,24 @@ async fn a_thread_is_listed_forked_and_answered_again_over_http() {
         .find(|s| s["kind"] == "interrupt")
         .expect("the approval is a step");
     assert_eq!(at["run_path"], json!(["triage", "refund"]));
+    // Each step says what it is in a line, and when.
+    assert_eq!(steps[0]["text"], "a refund please");
+    assert_eq!(at["text"], "Approve a refund of 39.00 EUR for order 42?");
+    let said: Vec<&str> = steps.iter().map(|s| s["text"].as_str().unwrap()).collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("lookup_order returned: order 42")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|t| t.contains("calls issue_refund(")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|t| t.starts_with("Done: 39 EUR")),
+        "{said:?}"
+    );
+    assert!(steps.iter().all(|s| s["at_ms"].as_u64().unwrap() > 0));
 
     // A reader may not fork.
     let (status, code, _) = error_code(
