@@ -1058,6 +1058,17 @@ $("#new-thread").addEventListener("click", () => {
   loadThread();
 });
 $("#thread").addEventListener("change", () => loadThread());
+// A link or a bookmark naming another flow or thread (`#flow=..&thread=..`) opens it: the page
+// shows that thread and sends the next message to it.
+window.addEventListener("hashchange", () => {
+  const wanted = readAddress();
+  if (wanted.flow && wanted.flow !== state.flow && state.flows.includes(wanted.flow)) {
+    loadFlow(wanted.flow, wanted.thread || randomThread());
+  } else if (wanted.thread && wanted.thread !== currentThread()) {
+    $("#thread").value = wanted.thread;
+    loadThread();
+  }
+});
 $("#flow").addEventListener("change", (e) => loadFlow(e.target.value, randomThread()));
 $("#clear-timeline").addEventListener("click", () => { $("#timeline").textContent = ""; });
 $("#refresh-approvals").addEventListener("click", () => refreshApprovals([]));

@@ -1329,3 +1329,73 @@ async fn the_console_shows_what_is_remembered_about_the_user_and_deletes_it() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_link_naming_a_thread_opens_it_and_messages_go_to_it() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(desk_state()).await;
+    let base = server.base.clone();
+    let page = base.clone();
+    let first = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let out = std::sync::Arc::clone(&first);
+    in_browser(&webdriver, "hash-link", |client| async move {
+        sign_in(&client, &page, TOKEN).await;
+        send(&client, "Hi there").await;
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        *out.lock().unwrap() = thread_shown(&client).await;
+
+        // A link to another thread, followed in the same page (only the hash changes).
+        client
+            .execute(
+                "location.hash = '#flow=desk&thread=t-linked'; return null",
+                vec![],
+            )
+            .await
+            .unwrap();
+        // The Thread field follows the address (it is no attribute a WebDriver waits on).
+        for _ in 0..100 {
+            if thread_shown(&client).await == "t-linked" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(thread_shown(&client).await, "t-linked");
+        wait_text(&client, "//*[@id='status' and text()='new thread']").await;
+        assert!(
+            bubbles(&client, "user").await.is_empty(),
+            "the old thread's chat is gone"
+        );
+        send(&client, "Hello from the link").await;
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+    })
+    .await;
+    let first = first.lock().unwrap().clone();
+    let thread = |id: String| {
+        let base = base.clone();
+        async move {
+            let v: serde_json::Value = client()
+                .get(format!("{base}/v1/flows/desk/threads/{id}"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v
+        }
+    };
+    let linked = thread("t-linked".into()).await;
+    assert_eq!(linked["turns"], 1, "{linked}");
+    assert_eq!(
+        linked["messages"][0]["message"]["content"],
+        "Hello from the link"
+    );
+    let original = thread(first).await;
+    assert_eq!(
+        original["turns"], 1,
+        "the first thread got no second message: {original}"
+    );
+}
