@@ -205,6 +205,38 @@ function timeline(kind, path, label, detail) {
     detail ? el("span", { class: "detail" }, detail) : null);
   $("#timeline").append(item);
   item.scrollIntoView({ block: "end" });
+  return item;
+}
+
+// A tool's progress in words: an MCP server's `{progress, total?, message?}` as "message
+// (progress/total)", anything else as its fields.
+function progressText(p) {
+  if (p && typeof p === "object" && typeof p.progress === "number") {
+    const count = p.total ? p.progress + "/" + p.total : String(p.progress);
+    return p.message ? p.message + " (" + count + ")" : count;
+  }
+  if (p && typeof p === "object") return Object.entries(p).map(([k, v]) => k + ": " + (typeof v === "string" ? v : JSON.stringify(v))).join(", ");
+  return typeof p === "string" ? p : JSON.stringify(p);
+}
+
+// Shows a tool's progress (`{"tool_progress": {tool, call_id, progress}}`, an event at the
+// tool's run path) on the timeline row of its call, made if the page missed the call.
+function showToolProgress(path, tp) {
+  const caller = path.slice(0, -1);
+  let row = null;
+  for (const li of document.querySelectorAll("#timeline li[data-kind='tool-call']")) {
+    if (li.dataset.callId === String(tp.call_id)) row = li;
+  }
+  if (!row) {
+    row = timeline("tool-call", caller, "calls " + tp.tool);
+    row.dataset.callId = String(tp.call_id);
+  }
+  let bar = row.querySelector(".progress");
+  if (!bar) {
+    bar = el("span", { class: "progress" });
+    row.append(bar);
+  }
+  bar.textContent = progressText(tp.progress);
 }
 
 // Whether `i` is the mark of a turn stopped at a safe point (no human is asked anything).
@@ -459,6 +491,13 @@ const CANCEL_WORDS = {
 function onEvent(e, bubbles) {
   const path = e.run_path;
   const key = path.join("/");
+  const tp = e.custom && typeof e.custom === "object" ? e.custom.tool_progress : undefined;
+  if (tp) {
+    // Progress of a tool call: its caller is running; the tool is no agent of the tree.
+    markActive(path.slice(0, -1));
+    showToolProgress(path, tp);
+    return null;
+  }
   markActive(path);
   state.lastAgent = e.agent_name;
   let answer = null;
@@ -476,7 +515,8 @@ function onEvent(e, bubbles) {
       }
       if (m.content) timeline("message", path, "said", m.content);
       for (const call of m.tool_calls || []) {
-        timeline("tool-call", path, "calls " + call.name, call.arguments);
+        const row = timeline("tool-call", path, "calls " + call.name, call.arguments);
+        row.dataset.callId = String(call.id);
       }
     } else if (m.role === "tool") {
       timeline("tool-result", path, (m.tool_name || "tool") + " returned", m.content);

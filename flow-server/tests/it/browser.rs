@@ -1399,3 +1399,87 @@ async fn a_link_naming_a_thread_opens_it_and_messages_go_to_it() {
         "the first thread got no second message: {original}"
     );
 }
+
+/// A flow `forum` whose agent `reader` calls `crawl`, which reports its progress as an MCP
+/// server's tool does (`{progress, total, message}`), then waits until `gate` lets it finish.
+fn crawler_state(gate: std::sync::Arc<tokio::sync::Semaphore>) -> AppState {
+    let model = ScriptedModel::rules()
+        .after_tool("crawl", ScriptStep::text("The forum likes the kettle."))
+        .otherwise(ScriptStep::tool_call("crawl", json!({"forum": "kettles"})));
+    let agent = ChatModelAgent::builder("reader", model)
+        .tool(flow_runtime::tool_fn_with_context(
+            "crawl",
+            "Reads a forum.",
+            move |cx: flow_runtime::ToolContext, _args: serde_json::Value| {
+                let gate = std::sync::Arc::clone(&gate);
+                async move {
+                    cx.progress(json!({"progress": 1, "total": 2, "message": "page 1 read"}))
+                        .await;
+                    gate.acquire().await.unwrap().forget();
+                    Ok::<_, String>("2 pages read".to_owned())
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+    AppState::builder(InMemoryStore::new())
+        .flow("forum", FlowAgent::new(agent))
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_tools_progress_shows_on_its_call_not_as_a_pseudo_agent() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let server = spawn(crawler_state(std::sync::Arc::clone(&gate))).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "progress", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='reader']").await;
+        send(&client, "what does the forum say?").await;
+        let progress = wait_text(
+            &client,
+            "//*[@id='timeline']/li[@data-kind='tool-call' and contains(., 'calls crawl')]/*[@class='progress']",
+        )
+        .await;
+        assert_eq!(progress, "page 1 read (1/2)");
+        // One row for the call; none for a pseudo-agent named after the tool, no raw JSON.
+        let rows = texts(&client, "#timeline li").await;
+        assert_eq!(
+            rows.iter().filter(|r| r.contains("crawl")).count(),
+            1,
+            "{rows:?}"
+        );
+        assert!(
+            !texts(&client, "#timeline .run-path")
+                .await
+                .iter()
+                .any(|p| p.ends_with("crawl")),
+            "{rows:?}"
+        );
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(!shown.contains("tool_progress"), "{shown}");
+        client
+            .find(Locator::Css("#tree .node.active[data-agent='reader']"))
+            .await
+            .expect("the caller is drawn running");
+        screenshot(&client, "console-tool-progress.png").await;
+        gate.add_permits(1);
+        wait_text(
+            &client,
+            "//div[contains(@class,'assistant') and contains(., 'The forum likes the kettle.')]",
+        )
+        .await;
+    })
+    .await;
+}
