@@ -429,6 +429,14 @@ async fn a_model_outage_shows_the_public_message_and_a_correlation_id_and_nothin
             }
         }
         assert!(shown.contains(id), "the reference is shown: {shown}");
+        // One outage, one reference: every place the page shows one (the chat, the timeline)
+        // shows this one.
+        let refs: std::collections::BTreeSet<&str> = shown
+            .split("(ref ")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+            .collect();
+        assert_eq!(refs, std::collections::BTreeSet::from([id]), "{shown}");
     })
     .await;
 }
