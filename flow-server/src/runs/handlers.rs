@@ -693,8 +693,11 @@ pub(crate) async fn resume_run(
         }
         run_id = Some(keyed.run_id);
     }
-    // Scope before existence, as for `/resume`.
-    served.approvals().require_some_answer(&principal)?;
+    // Scope before existence, as for `/resume` (continuing a stop answers nothing: `chat`).
+    served
+        .approvals()
+        .require_continue(&state, &key.store_id(), &principal)
+        .await?;
     let run = run_of(&served, &key, &run)?;
     let permit = state.admit_run(&key.tenant, &key.store_id())?;
     let span = crate::turn::turn_span(
