@@ -11,7 +11,9 @@
 //! `flow_server::demo::desk()` (the `customer_service` example's desk, with a refund that waits
 //! for a human), on scripted models: it needs no network and answers the same every time.
 //! Threads and checkpoints go to `.agentflow/checkpoints` (or `$AGENTFLOW_CHECKPOINT_DIR`),
-//! so a restart loses nothing.
+//! so a restart loses nothing. The server keeps long-term memory too (`/v1/memory/...`, in
+//! `.agentflow/memory.db` or `$AGENTFLOW_MEMORY_DB`): the console's "Remembered about you"
+//! panel lists what it keeps about the signed-in user, each item with Delete.
 //!
 //! With `AGENTFLOW_SERVE_SELF_TEST=1` (CI sets it) the example serves on a free loopback port,
 //! runs one turn and its approval against itself over HTTP, prints them, and exits: 0 if the
@@ -19,6 +21,7 @@
 
 use std::net::SocketAddr;
 
+use agentflow::memory::{Memory, SqliteMemoryStore};
 use agentflow::{run::TurnRouting, store::FileStore};
 use flow_server::{AppState, Auth};
 
@@ -38,8 +41,14 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         _ => "127.0.0.1:8080".parse()?,
     };
     let token = std::env::var("AGENTFLOW_TOKEN").ok();
+    let memory_db = std::env::var_os("AGENTFLOW_MEMORY_DB")
+        .map_or_else(|| ".agentflow/memory.db".into(), std::path::PathBuf::from);
+    if let Some(dir) = memory_db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
     let builder = AppState::builder(FileStore::open_default()?)
         .flow("desk", flow_server::demo::desk())
+        .memory(Memory::new(SqliteMemoryStore::open(&memory_db).await?))
         // The desk's triage routes by keywords, so every turn starts there.
         .turn_routing(TurnRouting::Root);
     let state = match &token {
@@ -110,6 +119,42 @@ async fn self_check(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     let answer = done["output"].as_str().unwrap_or_default();
     if !answer.starts_with("Done: 39 EUR") {
         return Err(format!("the approved refund did not finish: {done}").into());
+    }
+
+    // What the console's memory panel reads and deletes: the caller's own user memory.
+    let item = format!(
+        "{url}v1/memory/item?namespace=self-test&key=run-{}",
+        std::process::id()
+    );
+    println!("\nPUT {url}v1/memory/item, GET {url}v1/memory/items, DELETE it again");
+    client
+        .put(format!("{url}v1/memory/item"))
+        .json(&serde_json::json!({
+            "namespace": "self-test",
+            "key": format!("run-{}", std::process::id()),
+            "value": {"device": "X200"},
+            "text": "the customer's printer is an X200",
+        }))
+        .send()
+        .await?
+        .error_for_status()?;
+    let items: serde_json::Value = client
+        .get(format!("{url}v1/memory/items?prefix=self-test"))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    println!("  remembered: {}", items["items"]);
+    let deleted: serde_json::Value = client
+        .delete(&item)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    if deleted["deleted"] != true {
+        return Err(format!("the memory item was not deleted: {deleted}").into());
     }
     println!("\nself-test passed");
     Ok(())

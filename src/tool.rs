@@ -5,5 +5,6 @@
 
 pub use flow_runtime::tool::*;
 pub use flow_runtime::{
-    ApprovalPredicate, NeedsApproval, ToolApprovals, ToolCallLimits, FRONTEND_TOOL_KEY,
+    ApprovalPredicate, ApprovalQuestion, ApprovalRedaction, NeedsApproval, ToolApprovals,
+    ToolCallLimits, FRONTEND_TOOL_KEY,
 };

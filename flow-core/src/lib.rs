@@ -132,7 +132,10 @@ pub use llm::{
     InstructionFn, ToolCallLimits, TransferInstructionsFn, DEFAULT_MAX_ITERATIONS, EXIT_TOOL_NAME,
     FINISH_TASK_TOOL_NAME, READ_TOOL_RESULT_TOOL_NAME,
 };
-pub use llm::{ApprovalPredicate, NeedsApproval, ToolApprovals, FRONTEND_TOOL_KEY};
+pub use llm::{
+    ApprovalPredicate, ApprovalQuestion, ApprovalRedaction, NeedsApproval, ToolApprovals,
+    FRONTEND_TOOL_KEY,
+};
 
 pub use budget::{BudgetExceeded, Budgets};
 pub use error::FlowError;

@@ -86,6 +86,55 @@ impl Approvals {
         principal.require_any(&scopes)
     }
 
+    /// `Ok(())` if `principal` may send a resume with `targets` to the thread stored as
+    /// `store_id`: with no answer, the continuation of a fork point (a fork made in the middle
+    /// of a turn asks nobody anything) needs `chat`, as the fork did; anything else needs a
+    /// scope that answers some interrupt ([`require_some_answer`](Self::require_some_answer)).
+    /// The engine then checks each answer.
+    pub(crate) async fn require_resume(
+        &self,
+        state: &crate::AppState,
+        store_id: &str,
+        principal: &Principal,
+        targets: &std::collections::HashMap<String, serde_json::Value>,
+    ) -> Result<(), ApiError> {
+        if targets.is_empty() && principal.allows(Scope::Chat) {
+            if let Some(head) = state.threads().head(store_id).await? {
+                if crate::time_travel::fork_point_step(&head.last.end).is_some() {
+                    return Ok(());
+                }
+            }
+        }
+        self.require_some_answer(principal)
+    }
+
+    /// `Ok(())` if `principal` may send a cancelled run of the thread stored as `store_id`
+    /// again (`POST .../runs/{run}/resume`): continuing a turn stopped at a safe point answers
+    /// nobody's question, so `chat` is enough (as for the run it continues); a run that was
+    /// answering an interrupt answers it again and needs a scope that answers some interrupt.
+    pub(crate) async fn require_continue(
+        &self,
+        state: &crate::AppState,
+        store_id: &str,
+        principal: &Principal,
+    ) -> Result<(), ApiError> {
+        if principal.allows(Scope::Chat) {
+            if let Some(head) = state.threads().head(store_id).await? {
+                if let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } =
+                    &head.last.end
+                {
+                    if interrupts
+                        .iter()
+                        .all(flow_runtime::cancel::is_cancel_interrupt)
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.require_some_answer(principal)
+    }
+
     /// `Ok(())` if `principal` may give `answers` to a turn that `requester` started and that
     /// waits on `pending` (the engine's check, for what answers outside a turn request: a
     /// withdrawal).

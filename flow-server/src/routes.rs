@@ -238,11 +238,6 @@ pub async fn post_resume(
     JsonBody(request): JsonBody<ResumeRequest>,
 ) -> Result<Response, ApiError> {
     let key = key(&state, &flow, &tenant, &id)?;
-    // Scope before existence: a caller who may answer nothing learns nothing of the thread.
-    state
-        .flow(&flow)?
-        .approvals()
-        .require_some_answer(&principal)?;
     let mut targets = request.targets;
     match (request.interrupt_id, request.data) {
         (Some(i), data) => {
@@ -255,6 +250,13 @@ pub async fn post_resume(
         }
         (None, None) => {}
     }
+    // Scope before existence: a caller who may answer nothing learns nothing of the thread
+    // (a fork point's continuation, which answers nothing, needs `chat`).
+    state
+        .flow(&flow)?
+        .approvals()
+        .require_resume(&state, &key.store_id(), &principal, &targets)
+        .await?;
     let mut run_id = None;
     if let Some(idem) = crate::idempotency::header_key(&headers)? {
         let keyed = crate::idempotency::keyed(
@@ -300,11 +302,24 @@ pub async fn post_resume(
     Ok(turn::sse(turn, key.flow, key.id, true, state.limits(), permit, span).into_response())
 }
 
-pub(crate) fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
+/// The interrupts `record` ends waiting on, as the queue and the thread show them: each with
+/// its thread, turn, id, info, address, the agent that asked (`agent`, the innermost agent of
+/// its address) and who started the turn (`requested_by`, a principal id, when the server
+/// knew). A fork point is no question for anyone (see [`crate::time_travel::fork_point_step`])
+/// and is left out.
+pub(crate) fn pending_of(
+    thread: &str,
+    record: &ThreadRecord,
+    requested_by: Option<&str>,
+) -> Vec<Value> {
+    if crate::time_travel::fork_point_step(&record.end).is_some() {
+        return Vec::new();
+    }
     match &record.end {
         RecordEnd::Interrupted { interrupts, .. } => interrupts
             .iter()
             .map(|i| {
+                let agent = i.address.last().map(|f| f.agent.clone());
                 let i = OutwardInterrupt::of(i);
                 json!({
                     "thread": thread,
@@ -312,11 +327,34 @@ pub(crate) fn pending_of(thread: &str, record: &ThreadRecord) -> Vec<Value> {
                     "id": i.id,
                     "info": i.info,
                     "address": i.address,
+                    "agent": agent,
+                    "requested_by": requested_by,
                 })
             })
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// [`pending_of`] the head of the thread stored as `store_id` (`thread` in the caller's
+/// words), with who started its last turn (read from the store when the head is a resume).
+pub(crate) async fn pending_of_head(
+    state: &AppState,
+    store_id: &str,
+    thread: &str,
+    head: &ThreadHead,
+) -> Result<Vec<Value>, ApiError> {
+    if !matches!(head.last.end, RecordEnd::Interrupted { .. }) {
+        return Ok(Vec::new());
+    }
+    let requester = if head.last.starts_turn() {
+        head.last.by.clone()
+    } else {
+        let turn = head.last.turn;
+        let records = state.threads().read(store_id, turn..turn + 1).await?;
+        requester_of(&records, turn)
+    };
+    Ok(pending_of(thread, &head.last, requester.as_deref()))
 }
 
 /// `GET /v1/flows/{flow}/threads/{thread}`: the thread's messages and what it waits on.
@@ -357,7 +395,9 @@ pub async fn get_thread(
         "thread": key.id,
         "turns": head.turns,
         "messages": messages,
-        "pending": pending_of(&key.id, &head.last),
+        "pending": pending_of_head(&state, &key.store_id(), &key.id, &head).await?,
+        "fork_point": crate::time_travel::fork_point_step(&head.last.end)
+            .map(|step| json!({ "step": step })),
         "approvals": approvals_of(&records),
     })))
 }
@@ -399,7 +439,8 @@ pub async fn thread_interrupts(
     let page = crate::paging::PageQuery::of(page)?;
     let key = key(&state, &flow, &tenant, &id)?;
     let head = head_of(&state, &key).await?;
-    let (interrupts, next) = page.cut(pending_of(&key.id, &head.last), crate::paging::MAX_PAGE);
+    let pending = pending_of_head(&state, &key.store_id(), &key.id, &head).await?;
+    let (interrupts, next) = page.cut(pending, crate::paging::MAX_PAGE);
     Ok(Json(
         json!({ "interrupts": interrupts, "next_offset": next }),
     ))
@@ -425,7 +466,7 @@ pub async fn flow_interrupts(
             continue;
         };
         if let Some(head) = state.threads().head(&store_id).await? {
-            interrupts.extend(pending_of(thread, &head.last));
+            interrupts.extend(pending_of_head(&state, &store_id, thread, &head).await?);
         }
     }
     let (interrupts, next) = page.cut(interrupts, crate::paging::MAX_PAGE);

@@ -6,7 +6,7 @@
 //! | route | answer |
 //! | --- | --- |
 //! | `GET /v1/flows/{flow}/threads` | `{"threads": [{"thread", "turns", "updated_at_ms", "waiting", "running"}], "next_offset"}`, the newest first, a page at a time (`?limit=N&offset=M`, at most 100) |
-//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` (`?limit=N&offset=M`, at most 100 records) | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}], "next_offset"}`; `end` is `{"status": "completed", "answered_by"}`, `{"status": "interrupted", "interrupts": N}` or `{"status": "stopped"}` (cancelled at a safe point) |
+//! | `GET /v1/flows/{flow}/threads/{thread}/timeline` (`?limit=N&offset=M`, at most 100 records) | `{"thread", "records": [{"turn", "resumed", "at_ms", "started_at", "input", "events", "end", "usage"}], "next_offset"}`; `end` is `{"status": "completed", "answered_by"}`, `{"status": "interrupted", "interrupts": N}`, `{"status": "stopped"}` (cancelled at a safe point) or `{"status": "fork_point", "step"}` (a fork made inside a turn, which its owner continues) |
 //!
 //! Both need `read`; a thread is the caller's tenant's. Events go out in their
 //! [outward form](crate::outward::OutwardEvent); store keys, checkpoint ids and resume data
@@ -62,6 +62,8 @@ async fn list_threads(
             continue;
         };
         let waiting = match &head.last.end {
+            // A fork point asks nobody anything: its owner continues it.
+            end if crate::time_travel::fork_point_step(end).is_some() => 0,
             RecordEnd::Interrupted { interrupts, .. } => interrupts
                 .iter()
                 .filter(|i| !is_cancel_interrupt(i))
@@ -143,6 +145,10 @@ fn record_json(record: &ThreadRecord) -> Value {
         RecordEnd::Completed { answered_by } => {
             json!({ "status": "completed", "answered_by": answered_by })
         }
+        end if crate::time_travel::fork_point_step(end).is_some() => json!({
+            "status": "fork_point",
+            "step": crate::time_travel::fork_point_step(end),
+        }),
         // A turn cancelled at a safe point is recorded with cancel interrupts only.
         RecordEnd::Interrupted { interrupts, .. } if interrupts.iter().all(is_cancel_interrupt) => {
             json!({ "status": "stopped" })

@@ -1,8 +1,11 @@
-//! Time travel over HTTP: a thread's steps (`GET .../threads/{thread}/history`, scope `read`)
+//! Time travel over HTTP: a thread's steps (`GET .../threads/{thread}/history`, scope `read`;
+//! each `{"id", "parent", "turn", "agent", "run_path", "kind", "text", "at_ms"}`, `text` what
+//! the step says in a line: the user's words, the model's, a tool call or result, a question)
 //! and a fork of a thread at a step into a new thread of the same flow and tenant
 //! (`POST .../threads/{thread}/fork`, scope `chat`). The fork is then used like any thread:
 //! `POST .../turns` after a turn's end, `POST .../resume` at an interrupt (answered again) or
-//! at a fork point (`{"targets": {}}`: the turn goes on from the step). A thread's values
+//! at a fork point (`{"targets": {}}`: the turn goes on from the step; it answers nobody's
+//! question, so `chat` is enough, and a fork point is in no approvals queue). A thread's values
 //! (the session values its next turn starts with) are read with `GET .../threads/{thread}/state`
 //! (scope `read`) and changed with `POST .../threads/{thread}/state` (scope `chat`), which
 //! appends a values step to its history.
@@ -11,7 +14,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use flow_runtime::{ForkEnd, TimeTravelError};
+use flow_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
+use flow_runtime::{Action, InterruptInfo, Role};
+use flow_runtime::{ForkEnd, TimeTravelError, FORK_POINT};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -50,6 +55,24 @@ pub struct ForkRequest {
 pub struct StateRequest {
     /// The values to set, by key; a `null` value removes its key.
     pub values: serde_json::Map<String, Value>,
+}
+
+/// The step a fork point waits at, if `end` is one: the end of a fork made in the middle of a
+/// turn ([`FORK_POINT`]), which asks nobody anything; the thread's owner continues it
+/// (`POST .../resume` or `POST .../runs` with no answer, scope `chat`).
+pub(crate) fn fork_point_step(end: &RecordEnd) -> Option<u64> {
+    match end {
+        RecordEnd::Interrupted { interrupts, .. }
+            if interrupts.len() == 1 && interrupts[0].id == FORK_POINT =>
+        {
+            Some(
+                interrupts[0].info["fork_point"]["step"]
+                    .as_u64()
+                    .unwrap_or_default(),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// A time-travel error in the caller's words (never the store's thread key).
@@ -107,9 +130,19 @@ pub async fn history(
         .history()
         .await
         .map_err(|e| api_error(e, &key, None))?;
+    // Steps are the records' parts in order, so the records read after them say each one's
+    // text (a record appended in between only adds texts at the end).
+    let records = state
+        .flow(&flow)?
+        .runner()
+        .thread(&key.store_id())
+        .records()
+        .await?;
+    let texts = step_texts(&records);
     let steps: Vec<Value> = steps
         .into_iter()
         .map(|s| {
+            let text = texts.get(s.id as usize).cloned().unwrap_or_default();
             json!({
                 "id": s.id,
                 "parent": s.parent,
@@ -117,6 +150,7 @@ pub async fn history(
                 "agent": s.agent,
                 "run_path": s.run_path,
                 "kind": s.kind.label(),
+                "text": text,
                 "at_ms": s.at_ms,
             })
         })
@@ -124,6 +158,89 @@ pub async fn history(
     Ok(Json(
         json!({ "flow": key.flow, "thread": key.id, "steps": steps }),
     ))
+}
+
+/// The longest text a history step shows, in characters.
+const STEP_TEXT_CHARS: usize = 200;
+
+/// What each step of a thread whose records are `records` says, in the order of its steps
+/// (the runtime's: a values change, a turn's input, each recorded event, the interrupt a record
+/// ends at): the user's words, the model's, a tool's call or result, a transfer, a question.
+fn step_texts(records: &[ThreadRecord]) -> Vec<String> {
+    let mut out = Vec::new();
+    for record in records {
+        match &record.start {
+            RecordStart::Values { values } => out.push(format!(
+                "values: {}",
+                values.keys().cloned().collect::<Vec<_>>().join(", ")
+            )),
+            RecordStart::Turn { input } => out.push(
+                input
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .map(|m| m.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            RecordStart::Resume { .. } => {}
+        }
+        for event in &record.events {
+            out.push(event_text(event));
+        }
+        if let RecordEnd::Interrupted { interrupts, .. } = &record.end {
+            out.push(match fork_point_step(&record.end) {
+                Some(step) => format!("fork point at step {step}"),
+                None => interrupts.first().map(question_of).unwrap_or_default(),
+            });
+        }
+    }
+    out.into_iter().map(|t| shorten(&t)).collect()
+}
+
+/// What a recorded event says in a line.
+fn event_text(event: &RecordedEvent) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = &event.message {
+        match m.role {
+            Role::Tool => parts.push(format!(
+                "{} returned: {}",
+                m.tool_name.as_deref().unwrap_or("a tool"),
+                m.content
+            )),
+            _ => {
+                if !m.content.is_empty() {
+                    parts.push(m.content.clone());
+                }
+                for call in &m.tool_calls {
+                    parts.push(format!("calls {}({})", call.name, call.arguments));
+                }
+            }
+        }
+    }
+    match &event.action {
+        Some(Action::TransferToAgent(to)) => parts.push(format!("transfer to {to}")),
+        Some(Action::Interrupted(info)) => parts.push(question_of(info)),
+        Some(Action::Exit) => parts.push("exit".into()),
+        Some(Action::BreakLoop(_)) => parts.push("break loop".into()),
+        _ => {}
+    }
+    parts.join(" · ")
+}
+
+/// An interrupt's question (`question` or `message` of its info), or its info as JSON.
+fn question_of(info: &InterruptInfo) -> String {
+    ["question", "message"]
+        .iter()
+        .find_map(|k| info.info.get(*k).and_then(Value::as_str))
+        .map_or_else(|| info.info.to_string(), str::to_owned)
+}
+
+/// `text` cut to [`STEP_TEXT_CHARS`] characters (with `…` when cut).
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(STEP_TEXT_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 /// `POST /v1/flows/{flow}/threads/{thread}/fork`: copies the thread up to `at_step` into the
@@ -150,9 +267,12 @@ pub async fn fork(
         ForkEnd::ForkPoint => "fork_point",
     };
     let records = runner.thread(&to.store_id()).records().await?;
+    let requester = records
+        .last()
+        .and_then(|last| crate::approvals::requester_of(&records, last.turn));
     let pending = records
         .last()
-        .map(|r| pending_of(&to.id, r))
+        .map(|r| pending_of(&to.id, r, requester.as_deref()))
         .unwrap_or_default();
     Ok((
         StatusCode::CREATED,

@@ -135,15 +135,24 @@ fn frames(
         },
         limit,
     );
+    // The last error the turn showed (its agent, its reference): the agent's error event after
+    // its broken stream, and the turn's failure on it, say the same reference, so one failure
+    // shows one.
+    let mut shown_error: Option<(String, PublicCode, String)> = None;
     let rest = turn.map(move |item| {
         let _permit = &permit;
-        item_frames(item, limit)
+        item_frames(item, limit, &mut shown_error)
     });
     futures::stream::once(async move { first }).chain(rest)
 }
 
-/// The frames of one item of a turn.
-fn item_frames(item: TurnItem, limit: usize) -> Vec<u8> {
+/// The frames of one item of a turn; `shown_error` is the last error shown (the agent it was
+/// of, its code, its correlation id), kept here and reused for the same failure.
+fn item_frames(
+    item: TurnItem,
+    limit: usize,
+    shown_error: &mut Option<(String, PublicCode, String)>,
+) -> Vec<u8> {
     match item {
         TurnItem::Chunk {
             agent_name,
@@ -161,21 +170,37 @@ fn item_frames(item: TurnItem, limit: usize) -> Vec<u8> {
         ),
         TurnItem::StreamFailed {
             agent_name, error, ..
-        } => frame(
-            "error",
-            &PublicError::of_stream_error(&error, &agent_name),
-            limit,
-        ),
-        TurnItem::Event(e) => frame(
-            "event",
-            &OutwardEvent::with_message(
+        } => {
+            let error = PublicError::of_stream_error(&error, &agent_name);
+            *shown_error = Some((
+                agent_name.to_string(),
+                error.code,
+                error.correlation_id.clone(),
+            ));
+            frame("error", &error, limit)
+        }
+        TurnItem::Event(e) => {
+            // The error of an agent whose stream broke is that break: the same reference.
+            let same = shown_error
+                .as_ref()
+                .filter(|(agent, _, _)| e.event.error.is_some() && agent == e.event.agent_name())
+                .map(|(_, _, id)| id.clone());
+            let event = OutwardEvent::with_message_as(
                 &e.event,
                 e.message.as_deref(),
                 e.custom.as_deref(),
                 e.streamed,
-            ),
-            limit,
-        ),
+                same,
+            );
+            if let Some(error) = &event.error {
+                *shown_error = Some((
+                    e.event.agent_name().to_owned(),
+                    error.code,
+                    error.correlation_id.clone(),
+                ));
+            }
+            frame("event", &event, limit)
+        }
         TurnItem::End(outcome) => {
             let mut out = Vec::new();
             let done = match &outcome {
@@ -198,7 +223,16 @@ fn item_frames(item: TurnItem, limit: usize) -> Vec<u8> {
                     failed: false,
                 },
                 TurnOutcome::Failed(e) => {
-                    out = frame("error", &PublicError::of_turn_failure(e), limit);
+                    // A turn that failed on the error it showed last (an agent's, or the store's
+                    // an agent met: the same code) says that error's reference.
+                    let code = crate::outward::code_of_thread_error(e);
+                    let error = match shown_error.take() {
+                        Some((_, shown, id)) if shown == code => {
+                            PublicError::of_turn_failure_as(e, id)
+                        }
+                        _ => PublicError::of_turn_failure(e),
+                    };
+                    out = frame("error", &error, limit);
                     DoneData::failed()
                 }
             };

@@ -6,6 +6,11 @@
 //!
 //! The interrupt's info is `{"approval": {"tool", "arguments"}, "question"}`; the answer (the
 //! resume data of its interrupt id) is `true` / `false`, or `{"approve": BOOL, "reason"?}`.
+//! The application writes the question an approver reads ([`NeedsApproval::question`],
+//! [`ToolApprovals::question`]; by default "Allow the call to tool 'NAME'?") and says what of
+//! the arguments an approver may see ([`NeedsApproval::redact`], [`ToolApprovals::redact`]:
+//! a password or a card number is replaced before the interrupt is recorded or shown; the
+//! tool itself still gets the arguments as the model wrote them).
 
 use std::sync::Arc;
 
@@ -17,6 +22,14 @@ use super::tool::{Tool, ToolContext, ToolError};
 /// A predicate over a call's arguments (the model's JSON): `true` when it needs approval.
 pub type ApprovalPredicate = dyn Fn(&Value) -> bool + Send + Sync;
 
+/// The question an approver is asked about a call: given the tool's name and the call's
+/// arguments (as the model wrote them, before any redaction).
+pub type ApprovalQuestion = dyn Fn(&str, &Value) -> String + Send + Sync;
+
+/// What an approver may see of a call's arguments: given the tool's name and the arguments,
+/// the arguments to record and show (a secret replaced, say).
+pub type ApprovalRedaction = dyn Fn(&str, &Value) -> Value + Send + Sync;
+
 /// The marker saved with an approval interrupt, telling a resume apart from one of the inner
 /// tool's own interrupts.
 const MARKER: &str = "agentflow.tool_approval";
@@ -26,6 +39,8 @@ const MARKER: &str = "agentflow.tool_approval";
 pub struct NeedsApproval {
     inner: Arc<dyn Tool>,
     when: Option<Arc<ApprovalPredicate>>,
+    question: Option<Arc<ApprovalQuestion>>,
+    redact: Option<Arc<ApprovalRedaction>>,
 }
 
 impl std::fmt::Debug for NeedsApproval {
@@ -33,6 +48,8 @@ impl std::fmt::Debug for NeedsApproval {
         f.debug_struct("NeedsApproval")
             .field("tool", &self.inner.name())
             .field("conditional", &self.when.is_some())
+            .field("question", &self.question.is_some())
+            .field("redacted", &self.redact.is_some())
             .finish()
     }
 }
@@ -43,6 +60,8 @@ impl NeedsApproval {
         NeedsApproval {
             inner: tool,
             when: None,
+            question: None,
+            redact: None,
         }
     }
 
@@ -52,7 +71,50 @@ impl NeedsApproval {
         NeedsApproval {
             inner: tool,
             when: Some(predicate),
+            question: None,
+            redact: None,
         }
+    }
+
+    /// The question the approver is asked, written from the tool's name and the call's
+    /// arguments (default: "Allow the call to tool 'NAME'?").
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use flow_core::{NeedsApproval, Tool};
+    /// # fn wrap(reset_password: Arc<dyn Tool>) -> NeedsApproval {
+    /// NeedsApproval::always(reset_password).question(|_, args| {
+    ///     format!("Reset the password of {}?", args["user"].as_str().unwrap_or("?"))
+    /// })
+    /// # }
+    /// ```
+    pub fn question(
+        mut self,
+        question: impl Fn(&str, &Value) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.question = Some(Arc::new(question));
+        self
+    }
+
+    /// What the approver sees of the call's arguments (and what the interrupt records): the
+    /// arguments `redact` returns. The tool still runs with the arguments the model wrote.
+    pub fn redact(
+        mut self,
+        redact: impl Fn(&str, &Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.redact = Some(Arc::new(redact));
+        self
+    }
+
+    /// [`question`](Self::question) and [`redact`](Self::redact) as shared hooks.
+    fn hooks(
+        mut self,
+        question: Option<Arc<ApprovalQuestion>>,
+        redact: Option<Arc<ApprovalRedaction>>,
+    ) -> Self {
+        self.question = question.or(self.question);
+        self.redact = redact.or(self.redact);
+        self
     }
 }
 
@@ -108,11 +170,20 @@ impl Tool for NeedsApproval {
         if !ask {
             return self.inner.call(cx, arguments).await;
         }
-        let shown = parsed.unwrap_or_else(|| Value::String(arguments.to_owned()));
+        let name = self.inner.name();
+        let args = parsed.unwrap_or_else(|| Value::String(arguments.to_owned()));
+        let question = match &self.question {
+            Some(question) => question(name, &args),
+            None => format!("Allow the call to tool '{name}'?"),
+        };
+        let shown = match &self.redact {
+            Some(redact) => redact(name, &args),
+            None => args,
+        };
         Err(cx.interrupt_with_state(
             json!({
-                "approval": {"tool": self.inner.name(), "arguments": shown},
-                "question": format!("Allow the call to tool '{}'?", self.inner.name()),
+                "approval": {"tool": name, "arguments": shown},
+                "question": question,
             }),
             json!({ MARKER: true }),
         ))
@@ -136,6 +207,8 @@ impl Tool for NeedsApproval {
 #[derive(Clone, Default)]
 pub struct ToolApprovals {
     rules: Vec<(Arc<str>, Option<Arc<ApprovalPredicate>>)>,
+    question: Option<Arc<ApprovalQuestion>>,
+    redact: Option<Arc<ApprovalRedaction>>,
 }
 
 impl std::fmt::Debug for ToolApprovals {
@@ -168,6 +241,49 @@ impl ToolApprovals {
         self
     }
 
+    /// The question approvers are asked about a call of any tool these rules wrap, written
+    /// from the tool's name and the call's arguments (see [`NeedsApproval::question`]).
+    ///
+    /// ```
+    /// use flow_runtime::ToolApprovals;
+    ///
+    /// let approvals = ToolApprovals::new()
+    ///     .always("reset_password")
+    ///     .question(|tool, args| match tool {
+    ///         "reset_password" => format!(
+    ///             "Reset the password of {}?",
+    ///             args["user"].as_str().unwrap_or("an unnamed user")
+    ///         ),
+    ///         _ => format!("Allow {tool}?"),
+    ///     })
+    ///     // Approvers see who, never the new password.
+    ///     .redact(|_, args| {
+    ///         let mut shown = args.clone();
+    ///         if let Some(p) = shown.get_mut("new_password") {
+    ///             *p = "[redacted]".into();
+    ///         }
+    ///         shown
+    ///     });
+    /// # let _ = approvals;
+    /// ```
+    pub fn question(
+        mut self,
+        question: impl Fn(&str, &Value) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.question = Some(Arc::new(question));
+        self
+    }
+
+    /// What approvers see of a call's arguments, for any tool these rules wrap (see
+    /// [`NeedsApproval::redact`]).
+    pub fn redact(
+        mut self,
+        redact: impl Fn(&str, &Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.redact = Some(Arc::new(redact));
+        self
+    }
+
     /// `tools`, each one the first matching rule names wrapped in [`NeedsApproval`].
     pub fn apply(&self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
         tools
@@ -180,11 +296,12 @@ impl ToolApprovals {
                         Some(prefix) => tool.name().starts_with(prefix),
                         None => **pattern == *tool.name(),
                     });
-                match rule {
-                    None => tool,
-                    Some((_, None)) => Arc::new(NeedsApproval::always(tool)) as Arc<dyn Tool>,
-                    Some((_, Some(p))) => Arc::new(NeedsApproval::when(tool, Arc::clone(p))),
-                }
+                let wrapped = match rule {
+                    None => return tool,
+                    Some((_, None)) => NeedsApproval::always(tool),
+                    Some((_, Some(p))) => NeedsApproval::when(tool, Arc::clone(p)),
+                };
+                Arc::new(wrapped.hooks(self.question.clone(), self.redact.clone())) as Arc<dyn Tool>
             })
             .collect()
     }

@@ -39,7 +39,9 @@ pub use agent::{
     FINISH_TASK_TOOL_NAME,
 };
 pub use agent_tool::AgentTool;
-pub use approval::{ApprovalPredicate, NeedsApproval, ToolApprovals};
+pub use approval::{
+    ApprovalPredicate, ApprovalQuestion, ApprovalRedaction, NeedsApproval, ToolApprovals,
+};
 pub use builtin::{exit_tool_definition, transfer_tool_definition, EXIT_TOOL_NAME};
 pub use context_fit::READ_TOOL_RESULT_TOOL_NAME;
 pub use frontend_call::FRONTEND_TOOL_KEY;

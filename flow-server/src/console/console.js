@@ -18,6 +18,7 @@ const state = {
   flows: [], // the served flows' names
   // What the signed-in principal may do (GET /v1/me); Approve buttons need `approve`.
   scopes: [],
+  forkStep: null, // the step a fork made inside a turn waits at, until its owner continues it
 };
 
 function el(tag, attrs, ...children) {
@@ -204,6 +205,38 @@ function timeline(kind, path, label, detail) {
     detail ? el("span", { class: "detail" }, detail) : null);
   $("#timeline").append(item);
   item.scrollIntoView({ block: "end" });
+  return item;
+}
+
+// A tool's progress in words: an MCP server's `{progress, total?, message?}` as "message
+// (progress/total)", anything else as its fields.
+function progressText(p) {
+  if (p && typeof p === "object" && typeof p.progress === "number") {
+    const count = p.total ? p.progress + "/" + p.total : String(p.progress);
+    return p.message ? p.message + " (" + count + ")" : count;
+  }
+  if (p && typeof p === "object") return Object.entries(p).map(([k, v]) => k + ": " + (typeof v === "string" ? v : JSON.stringify(v))).join(", ");
+  return typeof p === "string" ? p : JSON.stringify(p);
+}
+
+// Shows a tool's progress (`{"tool_progress": {tool, call_id, progress}}`, an event at the
+// tool's run path) on the timeline row of its call, made if the page missed the call.
+function showToolProgress(path, tp) {
+  const caller = path.slice(0, -1);
+  let row = null;
+  for (const li of document.querySelectorAll("#timeline li[data-kind='tool-call']")) {
+    if (li.dataset.callId === String(tp.call_id)) row = li;
+  }
+  if (!row) {
+    row = timeline("tool-call", caller, "calls " + tp.tool);
+    row.dataset.callId = String(tp.call_id);
+  }
+  let bar = row.querySelector(".progress");
+  if (!bar) {
+    bar = el("span", { class: "progress" });
+    row.append(bar);
+  }
+  bar.textContent = progressText(tp.progress);
 }
 
 // Whether `i` is the mark of a turn stopped at a safe point (no human is asked anything).
@@ -211,8 +244,22 @@ function isStop(i) {
   return !!i.info && typeof i.info === "object" && Object.keys(i.info).length === 1 && typeof i.info.cancelled === "string";
 }
 
+// The arguments of the call an approval is about (`info.approval.arguments`, as the
+// application lets approvers see them), one row a field.
+function argumentsList(info) {
+  const args = info && info.approval && info.approval.arguments;
+  if (args === undefined || args === null) return null;
+  const list = el("dl", { class: "arguments" });
+  const entries = typeof args === "object" && !Array.isArray(args) ? Object.entries(args) : [["arguments", args]];
+  for (const [k, v] of entries) {
+    list.append(el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v)));
+  }
+  return list;
+}
+
 function showApprovals(all) {
-  const interrupts = (all || []).filter((i) => !isStop(i));
+  // A fork point asks nobody anything (its owner continues it); a stop neither.
+  const interrupts = (all || []).filter((i) => !isStop(i) && i.id !== "fork_point");
   const host = $("#approvals");
   host.textContent = "";
   const count = $("#approval-count");
@@ -239,11 +286,26 @@ function showApprovals(all) {
       buttons = el("p", { class: "muted" }, "Waiting for an approver.");
     }
     const where = (state.flows.length > 1 ? "flow " + flow + " · " : "") + "thread " + thread;
+    const who = [];
+    if (i.requested_by) who.push(el("span", { class: "requester" }, "asked by " + i.requested_by));
+    const agent = i.agent || (i.address ? lastAgent(i.address) : "");
+    if (agent) {
+      if (who.length) who.push(" · ");
+      who.push(el("span", { class: "agent" }, "agent " + agent));
+    }
     host.append(el("div", { class: "approval", "data-interrupt": i.id, "data-thread": thread, "data-flow": flow },
       el("p", { class: "question" }, question),
+      argumentsList(i.info),
+      who.length ? el("p", { class: "who" }, ...who) : null,
       el("div", { class: "meta" }, where + " · interrupt " + i.id),
       buttons));
   }
+}
+
+// The innermost agent of an interrupt's address as text (`agent:A;tool:NAME:ID;agent:B`).
+function lastAgent(address) {
+  const agents = String(address).split(";").filter((f) => f.startsWith("agent:"));
+  return agents.length ? agents[agents.length - 1].slice("agent:".length) : "";
 }
 
 // The approvals queue of every served flow when the principal may see it, else what the
@@ -429,6 +491,13 @@ const CANCEL_WORDS = {
 function onEvent(e, bubbles) {
   const path = e.run_path;
   const key = path.join("/");
+  const tp = e.custom && typeof e.custom === "object" ? e.custom.tool_progress : undefined;
+  if (tp) {
+    // Progress of a tool call: its caller is running; the tool is no agent of the tree.
+    markActive(path.slice(0, -1));
+    showToolProgress(path, tp);
+    return null;
+  }
   markActive(path);
   state.lastAgent = e.agent_name;
   let answer = null;
@@ -446,7 +515,8 @@ function onEvent(e, bubbles) {
       }
       if (m.content) timeline("message", path, "said", m.content);
       for (const call of m.tool_calls || []) {
-        timeline("tool-call", path, "calls " + call.name, call.arguments);
+        const row = timeline("tool-call", path, "calls " + call.name, call.arguments);
+        row.dataset.callId = String(call.id);
       }
     } else if (m.role === "tool") {
       timeline("tool-result", path, (m.tool_name || "tool") + " returned", m.content);
@@ -544,6 +614,7 @@ async function watch(run, response) {
         loadHistory();
         refreshRuns();
         refreshThreads();
+        refreshMemory();
         if (may("read")) refreshAnswered();
       }
     }
@@ -627,7 +698,9 @@ function updateComposer() {
   const closed = state.busy || state.waiting || !may("chat");
   input.disabled = closed;
   $("#send").disabled = closed;
-  input.placeholder = state.waiting
+  input.placeholder = state.forkStep != null && state.waiting
+    ? "Continue the fork (above), or fork at another step"
+    : state.waiting
     ? "Waiting for an approval…"
     : state.busy
       ? "The assistant is answering…"
@@ -722,9 +795,73 @@ async function openThread(thread) {
   await loadThread();
 }
 
+// ---- memory --------------------------------------------------------------------------------
+
+// What the server remembers about the signed-in principal (its `user` memory scope, GET
+// /v1/memory/items), the most recently updated first, each with a Delete button for a principal
+// with `chat`. Hidden when the server keeps no memory (404) or the principal may not read it.
+async function refreshMemory() {
+  const section = $("#memory-section");
+  if (!may("read") && !may("chat")) {
+    section.hidden = true;
+    section.dataset.state = "absent";
+    return;
+  }
+  const items = [];
+  let offset = 0;
+  try {
+    // A page at a time, at most 10 pages (1,000 items) on the page.
+    for (let pages = 0; offset !== null && pages < 10; pages++) {
+      const response = await api("/memory/items?scope=user&offset=" + offset);
+      if (!response.ok) {
+        // 404 `unknown_item`: this server keeps no memory.
+        section.hidden = true;
+        section.dataset.state = "absent";
+        return;
+      }
+      const page = await response.json();
+      items.push(...page.items);
+      offset = page.next_offset == null ? null : page.next_offset;
+    }
+  } catch (_) {
+    return;
+  }
+  items.sort((a, b) => String(b.updated_at).localeCompare(String(a.updated_at)));
+  const host = $("#memory");
+  host.textContent = "";
+  for (const item of items) {
+    const said = item.text || (typeof item.value === "string" ? item.value : JSON.stringify(item.value));
+    let forget = null;
+    if (may("chat")) {
+      forget = el("button", { class: "small forget", type: "button", title: "Forget this" }, "Delete");
+      forget.addEventListener("click", () => forgetItem(item));
+    }
+    host.append(el("li", { "data-namespace": item.namespace, "data-key": item.key },
+      el("span", { class: "address" }, item.namespace + " · " + item.key),
+      el("span", { class: "text" }, said),
+      el("span", { class: "when" }, "updated " + new Date(item.updated_at).toLocaleString()),
+      forget));
+  }
+  if (!items.length) host.append(el("li", { class: "muted" }, "Nothing yet."));
+  section.hidden = false;
+  section.dataset.state = "shown";
+}
+
+// Deletes one item of the principal's memory, then shows what is left.
+async function forgetItem(item) {
+  const query = new URLSearchParams({ scope: "user", namespace: item.namespace, key: item.key });
+  const response = await api("/memory/item?" + query.toString(), { method: "DELETE" });
+  if (!response.ok) {
+    setStatus(await friendlyErrorText(response), "error");
+    return;
+  }
+  await refreshMemory();
+}
+
 // ---- time travel ---------------------------------------------------------------------------
 
-// The thread's steps (GET .../history), each with a Fork button for a principal with `chat`.
+// The thread's steps (GET .../history), each with what it says and when, and a Fork button for
+// a principal with `chat`.
 async function loadHistory() {
   const host = $("#history");
   host.textContent = "";
@@ -736,15 +873,18 @@ async function loadHistory() {
   for (const s of steps) {
     const fork = mayFork ? el("button", { class: "small fork", type: "button", title: "Copy the thread up to this step into a new thread" }, "Fork") : null;
     if (fork) fork.addEventListener("click", () => forkAt(s.id));
-    host.append(el("li", { "data-step": String(s.id) },
+    const at = new Date(s.at_ms);
+    host.append(el("li", { "data-step": String(s.id), "data-kind": s.kind },
       el("span", { class: "kind" }, "turn " + s.turn + " · " + s.kind),
       s.run_path.length ? el("span", { class: "run-path" }, s.run_path.join("/")) : null,
+      el("time", { class: "when", dateTime: at.toISOString(), title: at.toLocaleString() }, at.toLocaleTimeString()),
+      s.text ? el("span", { class: "text" }, s.text) : null,
       fork));
   }
 }
 
-// Forks the thread at `step` into a new thread and opens it; a fork inside a turn goes on
-// from its step at once.
+// Forks the thread at `step` into a new thread and opens it. A fork inside a turn waits at
+// its fork point until its owner continues it (nothing is asked of an approver).
 async function forkAt(step) {
   const to = randomThread();
   const response = await api(threadPath() + "/fork", { method: "POST", json: { at_step: step, thread: to } });
@@ -754,11 +894,27 @@ async function forkAt(step) {
   }
   const fork = await response.json();
   $("#thread").value = fork.thread;
+  refreshThreads();
   await loadThread();
   timeline("turn", null, "forked", "step " + step + " into thread " + fork.thread);
-  if (fork.end === "fork_point") {
-    setWaiting(false);
-    await startRun({ resume: {} }, "re-running from step " + step + "…");
+}
+
+// The thread is a fork made inside a turn: it waits at `step` until its owner continues it
+// (a run with no answer, scope `chat`); the composer stays closed meanwhile.
+function offerForkContinue(step) {
+  state.forkStep = step;
+  setWaiting(true);
+  setStatus("forked at step " + step);
+  const notice = chatMessage("notice", "Forked at step " + step + ": the turn goes on from there when you continue.");
+  if (may("chat")) {
+    const go = el("button", { type: "button", class: "continue fork-continue" }, "Continue");
+    go.addEventListener("click", async () => {
+      go.remove();
+      state.forkStep = null;
+      setWaiting(false);
+      await startRun({ resume: {} }, "re-running from step " + step + "…");
+    });
+    notice.append(go);
   }
 }
 
@@ -787,6 +943,7 @@ function showRecord(record) {
   let answer = null;
   for (const e of record.events) answer = onEvent(e, bubbles) || answer;
   if (record.end.status === "interrupted") timeline("done", null, "waiting for approval");
+  else if (record.end.status === "fork_point") timeline("done", null, "fork point", "step " + record.end.step);
   else if (record.end.status === "stopped") timeline("cancelled", null, "stopped");
   else timeline("done", null, "finished");
   showUsage(record.usage, answer);
@@ -800,6 +957,7 @@ async function loadThread() {
   state.run = null;
   setBusy(false);
   state.waiting = false;
+  state.forkStep = null;
   writeAddress();
   $("#chat").textContent = "";
   $("#timeline").textContent = "";
@@ -844,11 +1002,13 @@ async function loadThread() {
   drawTree();
   const last = records[records.length - 1];
   let pending = [];
+  let forkPoint = null;
   if (records.length) {
     const t = await (await api(threadPath())).json();
     if (thread !== currentThread()) return;
     showAnswered(t.approvals);
     pending = t.pending;
+    forkPoint = t.fork_point || null;
   }
   await refreshApprovals(pending);
   const stopped = !!last && last.end.status === "stopped";
@@ -867,6 +1027,8 @@ async function loadThread() {
     const ended = await watch(run);
     // Without the user's message (kept by the tab that sent it), show the record instead.
     if (ended && !run.inputShown && thread === currentThread()) await loadThread();
+  } else if (forkPoint) {
+    offerForkContinue(forkPoint.step);
   } else if (stopped) {
     const cancelled = [...runs].reverse().find((r) => r.status === "cancelled");
     if (cancelled && may("chat")) {
@@ -901,6 +1063,7 @@ async function start() {
     state.scopes = (await me.json()).scopes || [];
     $("#refresh-approvals").hidden = !mayQueue();
     $("#refresh-threads").hidden = !may("read");
+    refreshMemory();
     const response = await api("/flows");
     if (!response.ok) {
       $("#auth").hidden = true;
@@ -935,10 +1098,22 @@ $("#new-thread").addEventListener("click", () => {
   loadThread();
 });
 $("#thread").addEventListener("change", () => loadThread());
+// A link or a bookmark naming another flow or thread (`#flow=..&thread=..`) opens it: the page
+// shows that thread and sends the next message to it.
+window.addEventListener("hashchange", () => {
+  const wanted = readAddress();
+  if (wanted.flow && wanted.flow !== state.flow && state.flows.includes(wanted.flow)) {
+    loadFlow(wanted.flow, wanted.thread || randomThread());
+  } else if (wanted.thread && wanted.thread !== currentThread()) {
+    $("#thread").value = wanted.thread;
+    loadThread();
+  }
+});
 $("#flow").addEventListener("change", (e) => loadFlow(e.target.value, randomThread()));
 $("#clear-timeline").addEventListener("click", () => { $("#timeline").textContent = ""; });
 $("#refresh-approvals").addEventListener("click", () => refreshApprovals([]));
 $("#refresh-threads").addEventListener("click", () => refreshThreads());
+$("#refresh-memory").addEventListener("click", () => refreshMemory());
 $("#stop").addEventListener("click", () => stop());
 $("#auth-form").addEventListener("submit", (e) => {
   e.preventDefault();

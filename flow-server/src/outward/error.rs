@@ -179,6 +179,17 @@ impl PublicError {
         PublicError::new(code_of_agent_error(error), error, error.agent().cloned())
     }
 
+    /// [`of_agent_error`](Self::of_agent_error) under `correlation_id` (the reference an
+    /// earlier frame showed for the same failure).
+    pub(crate) fn of_agent_error_as(error: &AgentError, correlation_id: String) -> Self {
+        PublicError::with_id(
+            code_of_agent_error(error),
+            error,
+            error.agent().cloned(),
+            correlation_id,
+        )
+    }
+
     /// The public face of an error a kept run event carries: `failure` is the typed error
     /// behind it ([`RunEvent::failure`](flow_runtime::RunEvent::failure)); `text` is the
     /// error's text as the event holds it, used (logged, never sent) when the typed error is
@@ -212,13 +223,24 @@ impl PublicError {
         PublicError::new(code_of_thread_error(error), error, agent)
     }
 
+    /// [`of_turn_failure`](Self::of_turn_failure) under `correlation_id`: the reference an
+    /// earlier frame of the same turn already showed for the error the turn failed on.
+    pub(crate) fn of_turn_failure_as(error: &ThreadError, correlation_id: String) -> Self {
+        let agent = match error {
+            ThreadError::TurnFailed { error, .. } => error.agent().cloned(),
+            _ => None,
+        };
+        PublicError::with_id(code_of_thread_error(error), error, agent, correlation_id)
+    }
+
     /// An internal failure described by `internal` (logged, not sent).
     pub fn internal(internal: &dyn fmt::Display) -> Self {
         PublicError::new(PublicCode::Internal, internal, None)
     }
 }
 
-fn code_of_thread_error(error: &ThreadError) -> PublicCode {
+/// The public code of a turn's failure.
+pub(crate) fn code_of_thread_error(error: &ThreadError) -> PublicCode {
     match error {
         ThreadError::Store(_) | ThreadError::Checkpoint(_) => PublicCode::StoreUnavailable,
         ThreadError::TurnFailed { error, .. } => code_of_agent_error(error),

@@ -67,6 +67,18 @@ impl<'a> OutwardEvent<'a> {
         custom: Option<&'a serde_json::Value>,
         streamed: bool,
     ) -> Self {
+        Self::with_message_as(event, message, custom, streamed, None)
+    }
+
+    /// [`with_message`](Self::with_message), its error (if any) under `correlation_id` when
+    /// given: the reference a frame before it showed for the same failure.
+    pub(crate) fn with_message_as(
+        event: &'a AgentEvent,
+        message: Option<&'a Message>,
+        custom: Option<&'a serde_json::Value>,
+        streamed: bool,
+        correlation_id: Option<String>,
+    ) -> Self {
         OutwardEvent {
             agent_name: event.agent_name(),
             run_path: event.run_path(),
@@ -74,7 +86,10 @@ impl<'a> OutwardEvent<'a> {
             streamed,
             custom,
             action: event.action.as_ref().map(OutwardAction::of),
-            error: event.error.as_ref().map(PublicError::of_agent_error),
+            error: event.error.as_ref().map(|e| match correlation_id {
+                Some(id) => PublicError::of_agent_error_as(e, id),
+                None => PublicError::of_agent_error(e),
+            }),
         }
     }
 }

@@ -48,7 +48,7 @@ mod message;
 mod values;
 
 pub use action::{OutwardAction, OutwardInterrupt};
-pub(crate) use error::correlation_id;
+pub(crate) use error::{code_of_thread_error, correlation_id};
 pub use error::{PublicCode, PublicError};
 pub use event::OutwardEvent;
 pub use message::{OutwardChunk, OutwardMessage};

@@ -206,8 +206,12 @@ async fn start_in_span(
         }
         (None, Some(targets)) => {
             // Scope before existence: a caller who may answer nothing learns nothing of the
-            // thread. The engine checks each answer (the flow's approvals).
-            served.approvals().require_some_answer(principal)?;
+            // thread (a fork point's continuation, which answers nothing, needs `chat`). The
+            // engine checks each answer (the flow's approvals).
+            served
+                .approvals()
+                .require_resume(state, &key.store_id(), principal, &targets)
+                .await?;
             let permit = state.admit_run(&key.tenant, &key.store_id())?;
             let run = served
                 .runner()
@@ -689,8 +693,11 @@ pub(crate) async fn resume_run(
         }
         run_id = Some(keyed.run_id);
     }
-    // Scope before existence, as for `/resume`.
-    served.approvals().require_some_answer(&principal)?;
+    // Scope before existence, as for `/resume` (continuing a stop answers nothing: `chat`).
+    served
+        .approvals()
+        .require_continue(&state, &key.store_id(), &principal)
+        .await?;
     let run = run_of(&served, &key, &run)?;
     let permit = state.admit_run(&key.tenant, &key.store_id())?;
     let span = crate::turn::turn_span(

@@ -97,8 +97,10 @@ fn event_data<'a>(
             }),
         ),
         RunItem::Event(e) => {
+            // Keyed by the run (event 0), as its outcome's error: the error event and the
+            // failed run's `done` show one reference for one failure.
             let error = e.error.as_ref().map(|error| {
-                PublicError::of_run_failure(event.failure(), &error.message, (run_id, event.id))
+                PublicError::of_run_failure(event.failure(), &error.message, (run_id, 0))
             });
             ("event", EventData::Event(OutwardEvent::of_json(e, error)))
         }

@@ -429,6 +429,14 @@ async fn a_model_outage_shows_the_public_message_and_a_correlation_id_and_nothin
             }
         }
         assert!(shown.contains(id), "the reference is shown: {shown}");
+        // One outage, one reference: every place the page shows one (the chat, the timeline)
+        // shows this one.
+        let refs: std::collections::BTreeSet<&str> = shown
+            .split("(ref ")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+            .collect();
+        assert_eq!(refs, std::collections::BTreeSet::from([id]), "{shown}");
     })
     .await;
 }
@@ -989,6 +997,497 @@ async fn a_stream_that_ends_mid_run_is_followed_again_after_its_last_event_id() 
         assert!(texts(&client, "#timeline li[data-kind='error']")
             .await
             .is_empty());
+    })
+    .await;
+}
+
+const OWNER: &str = "owen-owner-token-0123456789";
+
+/// The demo desk with a thread owner who may chat and read, not approve.
+fn owner_state() -> AppState {
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([(
+            OWNER,
+            Principal::new("owen")
+                .tenant("acme")
+                .scopes([Scope::Chat, Scope::Read]),
+        )]))
+        .turn_routing(flow_runtime::TurnRouting::Root)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_owner_forks_inside_a_turn_and_continues_it_without_an_approver() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(owner_state()).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "fork-owner", |client| async move {
+        sign_in(&client, &base, OWNER).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='refund']").await;
+        send(&client, "I want a refund for order 42").await;
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='waiting for approval']",
+        )
+        .await;
+        let original = thread_shown(&client).await;
+
+        // The history says what each step said, and when.
+        let first = wait_text(&client, "//*[@id='history']/li[@data-step='0']").await;
+        assert!(first.contains("turn 0 · input"), "{first}");
+        assert!(first.contains("I want a refund for order 42"), "{first}");
+        let when = wait_text(&client, "//*[@id='history']/li[@data-step='0']/time").await;
+        assert!(when.contains(':'), "a time of day: {when}");
+        let asked = wait_text(&client, "//*[@id='history']/li[@data-kind='interrupt']").await;
+        assert!(
+            asked.contains("Approve a refund of 39.00 EUR for order 42?"),
+            "{asked}"
+        );
+
+        // Fork inside the turn (its second step): the fork waits for its owner, not for an
+        // approver, and nothing runs yet.
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(
+                "//*[@id='history']/li[@data-step='1']//button[contains(@class,'fork')]",
+            ))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(&client, "//*[@id='status' and text()='forked at step 1']").await;
+        let fork = thread_shown(&client).await;
+        assert_ne!(fork, original, "the fork is a new thread");
+        let notice = wait_text(&client, "//div[contains(@class,'notice')]").await;
+        assert!(notice.contains("Forked at step 1"), "{notice}");
+        screenshot(&client, "console-fork-point.png").await;
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for wrong in [
+            "fork_point",
+            "approve` scope",
+            "approve scope",
+            "re-running",
+        ] {
+            assert!(!shown.contains(wrong), "{wrong} on the page: {shown}");
+        }
+        // The queue holds the original's refund only (the fork point asks nobody).
+        let entries = client
+            .find_all(Locator::Css("#approvals .approval"))
+            .await
+            .unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            entries[0].attr("data-thread").await.unwrap().as_deref(),
+            Some(original.as_str())
+        );
+
+        // Continue: the turn goes on from step 1 and the refund asks again, on the fork.
+        client
+            .find(Locator::Css("#chat button.fork-continue"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(
+            &client,
+            "//*[@id='status' and text()='waiting for approval']",
+        )
+        .await;
+        wait_text(
+            &client,
+            &format!("//*[@id='approvals']/div[@data-thread='{fork}']"),
+        )
+        .await;
+        assert!(client
+            .find_all(Locator::Css("#chat .msg.error"))
+            .await
+            .unwrap()
+            .is_empty());
+        screenshot(&client, "console-fork-continued.png").await;
+    })
+    .await;
+}
+
+/// The thread the console shows (its Thread field).
+async fn thread_shown(client: &fantoccini::Client) -> String {
+    client
+        .find(Locator::Css("#thread"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_approval_card_shows_the_question_redacted_arguments_requester_and_agent() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let (state, called) = crate::tool_approvals::password_desk();
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    let requester_base = base.clone();
+    in_browser(&webdriver, "card-requester", |client| async move {
+        sign_in(&client, &requester_base, crate::tool_approvals::ANA).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='helpdesk']").await;
+        send(&client, "reset kim's password").await;
+        let question = wait_text(
+            &client,
+            "//*[@id='approvals']//*[contains(@class,'question')]",
+        )
+        .await;
+        assert_eq!(question, "Reset the password of kim (reset_password)?");
+        wait_text(
+            &client,
+            "//*[@id='approvals']//dl[@class='arguments']/dd[text()='[redacted]']",
+        )
+        .await;
+    })
+    .await;
+    in_browser(&webdriver, "card-approver", |client| async move {
+        sign_in(&client, &base, crate::tool_approvals::BEN).await;
+        let card = "//*[@id='approvals']/div[@data-thread]";
+        let question = wait_text(&client, &format!("{card}//*[@class='question']")).await;
+        assert_eq!(question, "Reset the password of kim (reset_password)?");
+        let args = texts(
+            &client,
+            "#approvals .approval .arguments dt, #approvals .approval .arguments dd",
+        )
+        .await;
+        // serde_json's objects keep their keys sorted.
+        assert_eq!(
+            args,
+            ["new_password", "[redacted]", "user", "kim"],
+            "{args:?}"
+        );
+        let who = wait_text(&client, &format!("{card}//*[@class='who']")).await;
+        assert_eq!(who, "asked by ana · agent helpdesk");
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        screenshot(&client, "console-approval-card.png").await;
+        client
+            .find(Locator::XPath(&format!(
+                "{card}//button[contains(@class,'approve')]"
+            )))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(
+            &client,
+            "//div[contains(@class,'assistant') and contains(., 'Kim can sign in again.')]",
+        )
+        .await;
+    })
+    .await;
+    assert_eq!(*called.lock().unwrap(), ["hunter2-SECRET"]);
+}
+
+const ALICE: &str = "alice-acme-token-0123456789";
+const BOB: &str = "bob-acme-token-0123456789";
+
+/// The demo desk with long-term memory (when `memory`), for alice and bob of one tenant, who
+/// may chat and read.
+fn memory_state(memory: bool) -> AppState {
+    let builder = AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([
+            (
+                ALICE,
+                Principal::new("alice")
+                    .tenant("acme")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+            (
+                BOB,
+                Principal::new("bob")
+                    .tenant("acme")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+        ]));
+    let builder = if memory {
+        builder.memory(flow_runtime::memory::Memory::new(
+            flow_runtime::memory::TransientMemoryStore::new(),
+        ))
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+/// Writes one item of `token`'s principal's user memory.
+async fn remember(base: &str, token: &str, namespace: &str, key: &str, text: &str) {
+    let response = client()
+        .put(format!("{base}/v1/memory/item"))
+        .bearer_auth(token)
+        .json(&json!({"namespace": namespace, "key": key, "value": {"fact": text}, "text": text}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn the_console_shows_what_is_remembered_about_the_user_and_deletes_it() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(memory_state(true)).await;
+    let base = server.base.clone();
+    remember(
+        &base,
+        ALICE,
+        "profile",
+        "device",
+        "Alice's printer is an X200",
+    )
+    .await;
+    remember(&base, ALICE, "prefs", "language", "Alice writes in French").await;
+    remember(&base, BOB, "profile", "device", "Bob's router is a R7").await;
+    let page = base.clone();
+    in_browser(&webdriver, "memory", |client| async move {
+        sign_in(&client, &page, ALICE).await;
+        let item = "//*[@id='memory']/li[@data-namespace='profile' and @data-key='device']";
+        let text = wait_text(&client, item).await;
+        assert!(text.contains("profile · device"), "{text}");
+        assert!(text.contains("Alice's printer is an X200"), "{text}");
+        assert!(text.contains("updated "), "{text}");
+        let shown = texts(&client, "#memory li .text").await;
+        assert_eq!(shown.len(), 2, "alice's items only: {shown:?}");
+        assert!(!shown.iter().any(|t| t.contains("Bob")), "{shown:?}");
+        screenshot(&client, "console-memory.png").await;
+
+        client
+            .find(Locator::XPath(&format!(
+                "{item}//button[contains(@class,'forget')]"
+            )))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(
+                "//*[@id='memory' and count(li)=1 and li[@data-key='language']]",
+            ))
+            .await
+            .expect("the deleted item leaves the list");
+    })
+    .await;
+    // Deleted in the server; bob's item of the same address is untouched.
+    let gone = client()
+        .get(format!(
+            "{base}/v1/memory/item?namespace=profile&key=device"
+        ))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    let kept = client()
+        .get(format!(
+            "{base}/v1/memory/item?namespace=profile&key=device"
+        ))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200);
+
+    // A server without memory: no memory panel.
+    let server = spawn(memory_state(false)).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "no-memory", |client| async move {
+        sign_in(&client, &base, ALICE).await;
+        wait_text(&client, "//*[@id='status' and text()='new thread']").await;
+        let section = client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("#memory-section[data-state='absent']"))
+            .await
+            .expect("the console asked for the memory and heard there is none");
+        assert!(
+            !section.is_displayed().await.unwrap(),
+            "hidden without memory"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_link_naming_a_thread_opens_it_and_messages_go_to_it() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(desk_state()).await;
+    let base = server.base.clone();
+    let page = base.clone();
+    let first = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let out = std::sync::Arc::clone(&first);
+    in_browser(&webdriver, "hash-link", |client| async move {
+        sign_in(&client, &page, TOKEN).await;
+        send(&client, "Hi there").await;
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        *out.lock().unwrap() = thread_shown(&client).await;
+
+        // A link to another thread, followed in the same page (only the hash changes).
+        client
+            .execute(
+                "location.hash = '#flow=desk&thread=t-linked'; return null",
+                vec![],
+            )
+            .await
+            .unwrap();
+        // The Thread field follows the address (it is no attribute a WebDriver waits on).
+        for _ in 0..100 {
+            if thread_shown(&client).await == "t-linked" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(thread_shown(&client).await, "t-linked");
+        wait_text(&client, "//*[@id='status' and text()='new thread']").await;
+        assert!(
+            bubbles(&client, "user").await.is_empty(),
+            "the old thread's chat is gone"
+        );
+        send(&client, "Hello from the link").await;
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+    })
+    .await;
+    let first = first.lock().unwrap().clone();
+    let thread = |id: String| {
+        let base = base.clone();
+        async move {
+            let v: serde_json::Value = client()
+                .get(format!("{base}/v1/flows/desk/threads/{id}"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v
+        }
+    };
+    let linked = thread("t-linked".into()).await;
+    assert_eq!(linked["turns"], 1, "{linked}");
+    assert_eq!(
+        linked["messages"][0]["message"]["content"],
+        "Hello from the link"
+    );
+    let original = thread(first).await;
+    assert_eq!(
+        original["turns"], 1,
+        "the first thread got no second message: {original}"
+    );
+}
+
+/// A flow `forum` whose agent `reader` calls `crawl`, which reports its progress as an MCP
+/// server's tool does (`{progress, total, message}`), then waits until `gate` lets it finish.
+fn crawler_state(gate: std::sync::Arc<tokio::sync::Semaphore>) -> AppState {
+    let model = ScriptedModel::rules()
+        .after_tool("crawl", ScriptStep::text("The forum likes the kettle."))
+        .otherwise(ScriptStep::tool_call("crawl", json!({"forum": "kettles"})));
+    let agent = ChatModelAgent::builder("reader", model)
+        .tool(flow_runtime::tool_fn_with_context(
+            "crawl",
+            "Reads a forum.",
+            move |cx: flow_runtime::ToolContext, _args: serde_json::Value| {
+                let gate = std::sync::Arc::clone(&gate);
+                async move {
+                    cx.progress(json!({"progress": 1, "total": 2, "message": "page 1 read"}))
+                        .await;
+                    gate.acquire().await.unwrap().forget();
+                    Ok::<_, String>("2 pages read".to_owned())
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+    AppState::builder(InMemoryStore::new())
+        .flow("forum", FlowAgent::new(agent))
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_tools_progress_shows_on_its_call_not_as_a_pseudo_agent() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let server = spawn(crawler_state(std::sync::Arc::clone(&gate))).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "progress", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        wait_text(&client, "//*[@id='tree']//*[@data-agent='reader']").await;
+        send(&client, "what does the forum say?").await;
+        let progress = wait_text(
+            &client,
+            "//*[@id='timeline']/li[@data-kind='tool-call' and contains(., 'calls crawl')]/*[@class='progress']",
+        )
+        .await;
+        assert_eq!(progress, "page 1 read (1/2)");
+        // One row for the call; none for a pseudo-agent named after the tool, no raw JSON.
+        let rows = texts(&client, "#timeline li").await;
+        assert_eq!(
+            rows.iter().filter(|r| r.contains("crawl")).count(),
+            1,
+            "{rows:?}"
+        );
+        assert!(
+            !texts(&client, "#timeline .run-path")
+                .await
+                .iter()
+                .any(|p| p.ends_with("crawl")),
+            "{rows:?}"
+        );
+        let shown: String = client
+            .execute("return document.body.innerText", vec![])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(!shown.contains("tool_progress"), "{shown}");
+        client
+            .find(Locator::Css("#tree .node.active[data-agent='reader']"))
+            .await
+            .expect("the caller is drawn running");
+        screenshot(&client, "console-tool-progress.png").await;
+        gate.add_permits(1);
+        wait_text(
+            &client,
+            "//div[contains(@class,'assistant') and contains(., 'The forum likes the kettle.')]",
+        )
+        .await;
     })
     .await;
 }

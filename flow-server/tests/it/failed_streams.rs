@@ -580,3 +580,71 @@ async fn a_broken_stream_that_is_retried_shows_its_error_and_never_its_partial_m
     assert!(first_end < starts[1], "{kinds:?}");
     assert_eq!(kinds.last(), Some(&"RUN_FINISHED"), "{kinds:?}");
 }
+
+/// Every correlation id in `events`, wherever it is (an event's error, an `error` frame, `done`).
+fn references(events: &[common::Sse]) -> std::collections::BTreeSet<String> {
+    fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match (k.as_str(), v.as_str()) {
+                        ("correlation_id", Some(id)) => {
+                            out.insert(id.to_owned());
+                        }
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for e in events {
+        walk(&e.data, &mut out);
+    }
+    out
+}
+
+#[tokio::test]
+async fn one_failure_shows_one_reference_on_the_turn_and_run_doors() {
+    let server = spawn(state()).await;
+    let base = &server.base;
+    for (flow, _) in FLOWS {
+        // A turn: its error event (or broken stream) and its failure say one reference.
+        let events = read_sse(
+            post(
+                base,
+                &format!("/v1/flows/{flow}/threads/r1/turns"),
+                json!({"message": "help"}),
+            )
+            .await,
+        )
+        .await;
+        let refs = references(&events);
+        assert_eq!(refs.len(), 1, "{flow}: {refs:?} in {events:#?}");
+
+        // A run: its error event, its `done`, and the run read afterwards say one reference.
+        let events = read_sse(
+            post(
+                base,
+                &format!("/v1/flows/{flow}/threads/r2/runs"),
+                json!({"message": "help", "stream": true}),
+            )
+            .await,
+        )
+        .await;
+        let mut refs = references(&events);
+        let run_id = common::done(&events)["run_id"].as_str().unwrap().to_owned();
+        let run: Value = common::get(base, &format!("/v1/flows/{flow}/threads/r2/runs/{run_id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        refs.extend(references(&[common::Sse {
+            name: "run".into(),
+            data: run,
+        }]));
+        assert_eq!(refs.len(), 1, "{flow}: {refs:?} in {events:#?}");
+    }
+}

@@ -72,6 +72,11 @@ struct Lookup {
 /// A server with the flow `gated` (its tool waits at the gate while it is closed) and the
 /// demo `desk`; tenants come from `x-tenant`.
 fn gated_state() -> (AppState, Arc<Gates>, mpsc::UnboundedReceiver<&'static str>) {
+    gated_state_with(Auth::bearer(TOKEN))
+}
+
+/// [`gated_state`] with `auth`.
+fn gated_state_with(auth: Auth) -> (AppState, Arc<Gates>, mpsc::UnboundedReceiver<&'static str>) {
     let (said, heard) = mpsc::unbounded_channel();
     let gates = Arc::new(Gates {
         said,
@@ -103,7 +108,7 @@ fn gated_state() -> (AppState, Arc<Gates>, mpsc::UnboundedReceiver<&'static str>
     let state = AppState::builder(InMemoryStore::new())
         .flow("gated", FlowAgent::new(agent))
         .flow("desk", flow_server::demo::desk())
-        .auth(Auth::bearer(TOKEN))
+        .auth(auth)
         .tenant(|parts| {
             Some(
                 parts
@@ -618,4 +623,77 @@ async fn steer_over_http_joins_the_running_turn_after_its_tool_call() {
     )
     .await;
     assert_eq!(unknown.status(), 404);
+}
+
+#[tokio::test]
+async fn the_owner_continues_a_stopped_run_with_chat_alone() {
+    use flow_server::{Principal, Scope};
+    const OWEN: &str = "owen-chat-reader-token-0123456789";
+    let (state, gates, mut heard) = gated_state_with(Auth::tokens([(
+        OWEN,
+        Principal::new("owen")
+            .tenant("acme")
+            .scopes([Scope::Chat, Scope::Read]),
+    )]));
+    gates.closed.store(true, Ordering::SeqCst);
+    let server = spawn(state).await;
+    let base = &server.base;
+    let http = reqwest::Client::new();
+    let call = |method: reqwest::Method, path: String| {
+        http.request(method, format!("{base}{path}"))
+            .bearer_auth(OWEN)
+            .header("x-tenant", "acme")
+    };
+    let started: Value = call(
+        reqwest::Method::POST,
+        "/v1/flows/gated/threads/t/runs".into(),
+    )
+    .json(&json!({ "message": "kettle" }))
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(heard.recv().await, Some("tool running"));
+    let cancel = call(
+        reqwest::Method::POST,
+        format!("/v1/flows/gated/threads/t/runs/{run}/cancel"),
+    )
+    .json(&json!({ "mode": "after_tools" }))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(cancel.status(), 202);
+    gates.closed.store(false, Ordering::SeqCst);
+    gates.open.add_permits(1);
+    let waited = |run: String| {
+        call(
+            reqwest::Method::GET,
+            format!("/v1/flows/gated/threads/t/runs/{run}/wait"),
+        )
+        .send()
+    };
+    let outcome: Value = waited(run.clone()).await.unwrap().json().await.unwrap();
+    assert_eq!(outcome["at_safe_point"], true, "{outcome}");
+
+    // Continuing the stop answers nobody's question: no `approve` needed.
+    let resumed = call(
+        reqwest::Method::POST,
+        format!("/v1/flows/gated/threads/t/runs/{run}/resume"),
+    )
+    .json(&json!({}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(resumed.status(), 202, "{}", resumed.text().await.unwrap());
+    let next: Value = resumed.json().await.unwrap();
+    let outcome: Value = waited(next["run_id"].as_str().unwrap().to_owned())
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "success", "{outcome}");
 }

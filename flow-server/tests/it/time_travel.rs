@@ -110,6 +110,24 @@ async fn a_thread_is_listed_forked_and_answered_again_over_http() {
         .find(|s| s["kind"] == "interrupt")
         .expect("the approval is a step");
     assert_eq!(at["run_path"], json!(["triage", "refund"]));
+    // Each step says what it is in a line, and when.
+    assert_eq!(steps[0]["text"], "a refund please");
+    assert_eq!(at["text"], "Approve a refund of 39.00 EUR for order 42?");
+    let said: Vec<&str> = steps.iter().map(|s| s["text"].as_str().unwrap()).collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("lookup_order returned: order 42")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|t| t.contains("calls issue_refund(")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|t| t.starts_with("Done: 39 EUR")),
+        "{said:?}"
+    );
+    assert!(steps.iter().all(|s| s["at_ms"].as_u64().unwrap() > 0));
 
     // A reader may not fork.
     let (status, code, _) = error_code(
@@ -372,4 +390,162 @@ async fn a_threads_values_are_updated_listed_and_forked_over_http() {
     assert_eq!((status, code.as_str()), (404, "unknown_thread"));
     let after = get(base, RITA, "/v1/flows/desk/threads/v1/history").await;
     assert_eq!(after, history);
+}
+
+const OWEN: &str = "owen-owner-token-0123456789";
+const BEN: &str = "ben-approver-token-0123456789";
+
+/// The desk with a thread owner who may chat and read (no `approve`) and an approver.
+fn owner_and_approver() -> AppState {
+    AppState::builder(InMemoryStore::new())
+        .flow("desk", flow_server::demo::desk())
+        .auth(Auth::tokens([
+            (
+                OWEN,
+                Principal::new("owen")
+                    .tenant("acme")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+            (
+                BEN,
+                Principal::new("ben")
+                    .tenant("acme")
+                    .scopes([Scope::Approve, Scope::Read]),
+            ),
+        ]))
+        .turn_routing(flow_runtime::TurnRouting::Root)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_fork_inside_a_turn_is_continued_by_its_owner_and_never_queued_for_approvers() {
+    let server = spawn(owner_and_approver()).await;
+    let base = &server.base;
+    let asked = read_sse(
+        post(
+            base,
+            OWEN,
+            "/v1/flows/desk/threads/t1/turns",
+            json!({"message": "I want a refund for order 42"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(done(&asked)["interrupted"], true);
+
+    // The approver's queue: the refund, with who asked for it and which agent asks.
+    let queue = get(base, BEN, "/v1/flows/desk/interrupts").await;
+    let entries = queue["interrupts"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{queue}");
+    assert_eq!(entries[0]["thread"], "t1");
+    assert_eq!(entries[0]["requested_by"], "owen");
+    assert_eq!(entries[0]["agent"], "refund");
+
+    // The owner forks inside the turn: the fork waits at its fork point, for nobody.
+    let fork = post(
+        base,
+        OWEN,
+        "/v1/flows/desk/threads/t1/fork",
+        json!({"at_step": 1, "thread": "f1"}),
+    )
+    .await;
+    assert_eq!(fork.status(), 201);
+    let fork: Value = fork.json().await.unwrap();
+    assert_eq!(fork["end"], "fork_point");
+    assert_eq!(fork["pending"], json!([]), "{fork}");
+    let queue = get(base, BEN, "/v1/flows/desk/interrupts").await;
+    assert_eq!(
+        queue["interrupts"].as_array().unwrap().len(),
+        1,
+        "no fork point in the approver's queue: {queue}"
+    );
+    assert!(!queue.to_string().contains("fork_point"), "{queue}");
+    let thread = get(base, OWEN, "/v1/flows/desk/threads/f1").await;
+    assert_eq!(thread["pending"], json!([]));
+    assert_eq!(thread["fork_point"], json!({"step": 1}));
+    let interrupts = get(base, BEN, "/v1/flows/desk/threads/f1/interrupts").await;
+    assert_eq!(interrupts["interrupts"], json!([]));
+    let threads = get(base, OWEN, "/v1/flows/desk/threads").await;
+    let listed = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["thread"] == "f1")
+        .expect("the fork is listed");
+    assert_eq!(listed["waiting"], 0, "{listed}");
+    let timeline = get(base, OWEN, "/v1/flows/desk/threads/f1/timeline").await;
+    let last = timeline["records"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["end"], json!({"status": "fork_point", "step": 1}));
+
+    // Without `approve`, the owner may not send an empty resume to a real question...
+    let (status, code, _) = error_code(
+        post(
+            base,
+            OWEN,
+            "/v1/flows/desk/threads/t1/resume",
+            json!({"targets": {}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (403, "forbidden"));
+
+    // ...and continues the fork (no answer: `chat` is enough), through both doors: the refund
+    // asks again, on the fork, and that question is the approver's.
+    let again = read_sse(
+        post(
+            base,
+            OWEN,
+            "/v1/flows/desk/threads/f1/resume",
+            json!({"targets": {}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(done(&again)["interrupted"], true, "{again:#?}");
+    let queue = get(base, BEN, "/v1/flows/desk/interrupts").await;
+    let f1: Vec<&Value> = queue["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["thread"] == "f1")
+        .collect();
+    assert_eq!(f1.len(), 1, "{queue}");
+    assert_eq!(f1[0]["requested_by"], "owen");
+    let fork: Value = post(
+        base,
+        OWEN,
+        "/v1/flows/desk/threads/t1/fork",
+        json!({"at_step": 1, "thread": "f2"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(fork["end"], "fork_point");
+    let run = post(
+        base,
+        OWEN,
+        "/v1/flows/desk/threads/f2/runs",
+        json!({"resume": {}}),
+    )
+    .await;
+    assert_eq!(run.status(), 202);
+    let run: Value = run.json().await.unwrap();
+    let waited = get(
+        base,
+        OWEN,
+        &format!(
+            "/v1/flows/desk/threads/f2/runs/{}/wait",
+            run["run_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(waited["status"], "interrupted", "{waited}");
 }

@@ -132,3 +132,161 @@ async fn a_predicate_over_the_arguments_decides_which_calls_ask() {
     assert_eq!(done(&events)["interrupted"], true);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Reset {
+    user: String,
+    new_password: String,
+}
+
+/// The requester of [`password_desk`]: may chat.
+pub(crate) const ANA: &str = "ana-requester-token-0123456789";
+/// The approver of [`password_desk`]: may approve and read.
+pub(crate) const BEN: &str = "ben-approver-token-0123456789";
+
+/// A flow `it` whose agent `helpdesk` calls `reset_password` for kim; the call waits for an
+/// approver, who is asked the application's question and sees the arguments without the
+/// password. Answers the state and the passwords the tool was called with.
+pub(crate) fn password_desk() -> (AppState, Arc<std::sync::Mutex<Vec<String>>>) {
+    use flow_server::{Principal, Scope};
+    let called = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&called);
+    let reset = tool_fn(
+        "reset_password",
+        "Sets a user's new password.",
+        move |a: Reset| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock().unwrap().push(a.new_password);
+                Ok::<_, String>(format!("the password of {} was reset", a.user))
+            }
+        },
+    );
+    let approvals = ToolApprovals::new()
+        .always("reset_password")
+        .question(|tool, args| {
+            format!(
+                "Reset the password of {} ({tool})?",
+                args["user"].as_str().unwrap_or("?")
+            )
+        })
+        .redact(|_, args| {
+            let mut shown = args.clone();
+            if let Some(p) = shown.get_mut("new_password") {
+                *p = json!("[redacted]");
+            }
+            shown
+        });
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(reset)];
+    let model = ScriptedModel::rules()
+        .after_tool("reset_password", ScriptStep::text("Kim can sign in again."))
+        .otherwise(ScriptStep::tool_call(
+            "reset_password",
+            json!({"user": "kim", "new_password": "hunter2-SECRET"}),
+        ));
+    let agent = ChatModelAgent::builder("helpdesk", model)
+        .tools(approvals.apply(tools))
+        .build()
+        .unwrap();
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("it", FlowAgent::new(agent))
+        .auth(Auth::tokens([
+            (
+                ANA,
+                Principal::new("ana").tenant("acme").scopes([Scope::Chat]),
+            ),
+            (
+                BEN,
+                Principal::new("ben")
+                    .tenant("acme")
+                    .scopes([Scope::Approve, Scope::Read]),
+            ),
+        ]))
+        .build()
+        .unwrap();
+    (state, called)
+}
+
+#[tokio::test]
+async fn an_approver_reads_the_applications_question_redacted_arguments_requester_and_agent() {
+    let (state, called) = password_desk();
+    let server = spawn(state).await;
+    let base = &server.base;
+    let http = reqwest::Client::new();
+    let asked = read_sse(
+        http.post(format!("{base}/v1/flows/it/threads/kim/turns"))
+            .bearer_auth(ANA)
+            .json(&json!({"message": "reset kim's password"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(done(&asked)["interrupted"], true);
+    assert!(called.lock().unwrap().is_empty(), "nothing ran yet");
+
+    let queue: Value = http
+        .get(format!("{base}/v1/flows/it/interrupts"))
+        .bearer_auth(BEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entry = &queue["interrupts"][0];
+    assert_eq!(
+        entry["info"]["question"],
+        "Reset the password of kim (reset_password)?"
+    );
+    assert_eq!(
+        entry["info"]["approval"]["arguments"],
+        json!({"user": "kim", "new_password": "[redacted]"})
+    );
+    assert_eq!(entry["requested_by"], "ana");
+    assert_eq!(entry["agent"], "helpdesk");
+    // The password is nowhere an approver reads: the queue, the thread, its timeline.
+    for path in [
+        "/v1/flows/it/interrupts",
+        "/v1/flows/it/threads/kim/interrupts",
+    ] {
+        let text = http
+            .get(format!("{base}{path}"))
+            .bearer_auth(BEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!text.contains("hunter2"), "{path}: {text}");
+    }
+    let thread: Value = http
+        .get(format!("{base}/v1/flows/it/threads/kim"))
+        .bearer_auth(BEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(thread["pending"][0]["requested_by"], "ana");
+    assert!(
+        !thread["pending"].to_string().contains("hunter2"),
+        "{thread}"
+    );
+
+    // Approved, the tool runs with the password the model wrote.
+    let id = entry["id"].as_str().unwrap();
+    let resumed = read_sse(
+        http.post(format!("{base}/v1/flows/it/threads/kim/resume"))
+            .bearer_auth(BEN)
+            .json(&json!({"interrupt_id": id, "data": true}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(done(&resumed)["output"], "Kim can sign in again.");
+    assert_eq!(*called.lock().unwrap(), ["hunter2-SECRET"]);
+}
