@@ -438,7 +438,13 @@ impl ChatModelAgent {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let span = telemetry::model_span(cx, self.model.model_name(), attempt, streaming);
+            let span = telemetry::model_span(
+                cx,
+                self.model.model_name(),
+                self.model.provider_name(),
+                attempt,
+                streaming,
+            );
             if self.record_content {
                 telemetry::record_request(&span, request);
             }

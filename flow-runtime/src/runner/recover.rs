@@ -598,6 +598,7 @@ impl Runner {
                 agent.name(),
                 Some(Arc::new(history)),
             )
+            .with_conversation_id(thread_id)
             .with_idempotency_scope(start.scope.as_str());
         let (nested, nested_steps) = self
             .nested_steps(
