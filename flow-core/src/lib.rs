@@ -122,8 +122,8 @@ pub use llm::{instruction, structured, telemetry, tool};
 pub use agent::{
     generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
     CancelSignal, Context, Delegation, EventStream, FlowAgent, HistoryModifier, HookContext,
-    Middleware, NodeOptions, OnSubAgents, Payload, RunContext, RunOptions, SafePoint, SteerClosed,
-    SteerQueue, TaskResult,
+    Middleware, NodeOptions, OnSubAgents, Payload, ReplayedSteers, RunContext, RunOptions,
+    SafePoint, SteerClosed, SteerQueue, TaskResult,
 };
 
 pub use async_trait::async_trait;

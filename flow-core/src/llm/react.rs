@@ -219,7 +219,7 @@ impl ChatModelAgent {
         let Some(queue) = cx.steering() else {
             return false;
         };
-        let messages = queue.take();
+        let messages = queue.take_at(cx.run_path());
         if messages.is_empty() {
             return false;
         }

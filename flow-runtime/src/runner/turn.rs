@@ -708,9 +708,13 @@ impl Runner {
         let mut first = crate::agent::Middlewares::default();
         if let Some(steps) = &journaled {
             let from = restored.min(steps.len());
-            let replay =
-                super::replay::Replay::new(&steps[from..], from).with_nested(&nested_steps);
-            first = first.with(Arc::new(replay));
+            let replay = Arc::new(
+                super::replay::Replay::new(&steps[from..], from).with_nested(&nested_steps),
+            );
+            // The steers the dead worker took in are taken in again where it took them.
+            let steering = cx.steering().cloned().unwrap_or_default();
+            cx = cx.with_steering(steering.replaying(Arc::clone(&replay) as _));
+            first = first.with(replay);
         }
         if let Some(nested) = nested {
             first = first.with(nested);
