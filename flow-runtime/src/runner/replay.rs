@@ -21,6 +21,10 @@ use crate::run_path::RunPath;
 /// An answer and its position in the run's record (`None`: a nested run's).
 type Placed<T> = (Option<usize>, T);
 
+/// The steering messages an agent took in at one safe point, with the number of its replies
+/// before them.
+type SteerBatch = (usize, Vec<Message>);
+
 /// The journal's answers for a recovered run: model replies per run path in order, tool
 /// results by run path and call id, and the calls that were asked for but have no result.
 ///
@@ -33,7 +37,7 @@ pub(super) struct Replay {
     replies: Mutex<HashMap<RunPath, VecDeque<Placed<Message>>>>,
     /// The steering messages taken in, per run path: each batch (taken at one safe point)
     /// with the number of that path's replies before it.
-    steers: Mutex<HashMap<RunPath, VecDeque<(usize, Vec<Message>)>>>,
+    steers: Mutex<HashMap<RunPath, VecDeque<SteerBatch>>>,
     /// How many replies were given per run path so far.
     given: Mutex<HashMap<RunPath, usize>>,
     results: HashMap<(RunPath, String), (Option<usize>, String)>,
@@ -53,7 +57,7 @@ impl Replay {
     /// (`None`: a nested run's, in no order of the run's record).
     fn placed(steps: &[RecordedEvent], offset: Option<usize>) -> Replay {
         let mut replies: HashMap<RunPath, VecDeque<Placed<Message>>> = HashMap::new();
-        let mut steers: HashMap<RunPath, VecDeque<(usize, Vec<Message>)>> = HashMap::new();
+        let mut steers: HashMap<RunPath, VecDeque<SteerBatch>> = HashMap::new();
         let mut results = HashMap::new();
         let mut asked = HashSet::new();
         // The step before, to gather consecutive steers into one batch.
