@@ -53,21 +53,19 @@ pub(super) async fn ask(
     context: &RequestContext<RoleServer>,
 ) -> Asked {
     if !interrupts.iter().all(is_approval) {
-        return Asked::Waiting(
-            "It asks a question an MCP approval form does not answer.".into(),
-        );
+        return Asked::Waiting("It asks a question an MCP approval form does not answer.".into());
     }
     let all: HashMap<String, Value> = interrupts
         .iter()
         .map(|i| (i.id.clone(), json!({ "approve": true })))
         .collect();
     let who = flow_runtime::Caller::from(&caller.principal);
-    if let Err(refusal) = served.approvals().rule().check(
-        Some(&who),
-        interrupts,
-        &all,
-        Some(caller.principal.id()),
-    ) {
+    if let Err(refusal) =
+        served
+            .approvals()
+            .rule()
+            .check(Some(&who), interrupts, &all, Some(caller.principal.id()))
+    {
         return Asked::Waiting(format!("You may not answer it here: {refusal}."));
     }
     if !context
@@ -111,7 +109,9 @@ pub(super) async fn ask(
 
 /// The form asking one approval.
 fn form(interrupt: &InterruptInfo) -> ElicitRequestParams {
-    let tool = interrupt.info["approval"]["tool"].as_str().unwrap_or_default();
+    let tool = interrupt.info["approval"]["tool"]
+        .as_str()
+        .unwrap_or_default();
     let message = match tool.is_empty() {
         true => question(interrupt),
         false => format!("{} (tool `{tool}`)", question(interrupt)),
@@ -216,11 +216,10 @@ mod tests {
 
     #[test]
     fn the_form_asks_the_question_with_the_approval_schema() {
-        let interrupt = InterruptInfo {
-            id: "i1".into(),
-            info: json!({"question": "Refund 5 EUR?", "approval": {"tool": "refund", "arguments": {}}}),
-            ..InterruptInfo::default()
-        };
+        let mut interrupt = InterruptInfo::default();
+        interrupt.id = "i1".into();
+        interrupt.info =
+            json!({"question": "Refund 5 EUR?", "approval": {"tool": "refund", "arguments": {}}});
         let form = serde_json::to_value(form(&interrupt)).unwrap();
         assert_eq!(form["message"], "Refund 5 EUR? (tool `refund`)");
         assert_eq!(form["requestedSchema"]["required"], json!(["approve"]));

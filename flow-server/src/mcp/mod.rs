@@ -44,7 +44,9 @@ use crate::state::AppState;
 pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// The MCP endpoint's service, to mount at `/v1/mcp` behind the server's authentication.
-pub(crate) fn service(state: &AppState) -> StreamableHttpService<server::FlowTools, LocalSessionManager> {
+pub(crate) fn service(
+    state: &AppState,
+) -> StreamableHttpService<server::FlowTools, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let mut config = StreamableHttpServerConfig::default()

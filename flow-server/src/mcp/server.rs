@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use axum::http::request::Parts;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorCode, ErrorData, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
@@ -191,8 +191,11 @@ impl ServerHandler for FlowTools {
                 Some(json!({ "code": "unknown_tool" })),
             )
         })?;
-        let message = message_of(request.arguments.as_ref(), self.state.limits().max_message_bytes)
-            .map_err(|m| ErrorData::invalid_params(m, Some(json!({ "code": "bad_request" }))))?;
+        let message = message_of(
+            request.arguments.as_ref(),
+            self.state.limits().max_message_bytes,
+        )
+        .map_err(|m| ErrorData::invalid_params(m, Some(json!({ "code": "bad_request" }))))?;
         let result = super::call::call(&self.state, served, &caller, message, &context).await?;
         Ok(result.into())
     }
@@ -246,15 +249,19 @@ mod tests {
         assert!(message_of(Some(&args(json!({"message": 3}))), 10)
             .unwrap_err()
             .contains("not a string"));
-        assert!(message_of(Some(&args(json!({"message": "hi", "x": 1}))), 10)
-            .unwrap_err()
-            .contains("unknown argument 'x'"));
+        assert!(
+            message_of(Some(&args(json!({"message": "hi", "x": 1}))), 10)
+                .unwrap_err()
+                .contains("unknown argument 'x'")
+        );
         assert!(message_of(Some(&args(json!({"message": "  "}))), 10)
             .unwrap_err()
             .contains("empty"));
-        assert!(message_of(Some(&args(json!({"message": "x".repeat(11)}))), 10)
-            .unwrap_err()
-            .contains("at most 10"));
+        assert!(
+            message_of(Some(&args(json!({"message": "x".repeat(11)}))), 10)
+                .unwrap_err()
+                .contains("at most 10")
+        );
     }
 
     #[test]

@@ -148,8 +148,8 @@ impl ClientHandler for Human {
 async fn connect(base: &str, token: &str, human: Human) -> RunningService<RoleClient, Human> {
     // rmcp's HTTP client is built without a crypto provider of its own (as flow-runtime's).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/v1/mcp"))
-        .auth_header(token);
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{base}/v1/mcp")).auth_header(token);
     human
         .serve(StreamableHttpClientTransport::from_config(config))
         .await
@@ -222,10 +222,14 @@ async fn the_tools_are_the_flows_and_a_session_is_one_thread_of_its_tenant() {
         json!(MAX_MESSAGE)
     );
 
-    let first = call(&cara, "echo", json!({"message": "hello"})).await.unwrap();
+    let first = call(&cara, "echo", json!({"message": "hello"}))
+        .await
+        .unwrap();
     assert_eq!(first.is_error, Some(false), "{first:?}");
     assert_eq!(text(&first), "1 user messages; the last: hello");
-    let second = call(&cara, "echo", json!({"message": "again"})).await.unwrap();
+    let second = call(&cara, "echo", json!({"message": "again"}))
+        .await
+        .unwrap();
     assert_eq!(text(&second), "2 user messages; the last: again");
 
     // One thread of the flow, under Cara's tenant; a new session is a new thread.
@@ -234,12 +238,16 @@ async fn the_tools_are_the_flows_and_a_session_is_one_thread_of_its_tenant() {
     let thread = listed[0]["thread"].as_str().unwrap().to_owned();
     assert!(thread.starts_with("mcp-"), "{thread}");
     let other_session = connect(&server.base, CARA, Human::default()).await;
-    let fresh = call(&other_session, "echo", json!({"message": "new"})).await.unwrap();
+    let fresh = call(&other_session, "echo", json!({"message": "new"}))
+        .await
+        .unwrap();
     assert_eq!(text(&fresh), "1 user messages; the last: new");
 
     // Eve, of tenant acme, sees none of Cara's threads, even under the same thread id.
     let eve = connect(&server.base, EVE, Human::default()).await;
-    let own = call(&eve, "echo", json!({"message": "mine"})).await.unwrap();
+    let own = call(&eve, "echo", json!({"message": "mine"}))
+        .await
+        .unwrap();
     assert_eq!(text(&own), "1 user messages; the last: mine");
     let seen = threads(&server.base, EVE, "echo").await;
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -359,7 +367,9 @@ async fn an_approval_is_asked_by_elicitation_and_the_answer_resumes_the_turn() {
     // Approved: the form asks the question with the approval's schema; the tool pays.
     let yes = Human::answering(Some(true));
     let cara = connect(&server.base, CARA, yes.clone()).await;
-    let result = call(&cara, "pay", json!({"message": "pay 5 EUR"})).await.unwrap();
+    let result = call(&cara, "pay", json!({"message": "pay 5 EUR"}))
+        .await
+        .unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert_eq!(text(&result), "Done.");
     assert_eq!(paid.load(Ordering::SeqCst), 1);
@@ -394,10 +404,44 @@ async fn an_approval_is_asked_by_elicitation_and_the_answer_resumes_the_turn() {
     // Denied: asked the same way; nothing is paid, the turn ends.
     let no = Human::answering(Some(false));
     let denier = connect(&server.base, CARA, no.clone()).await;
-    let result = call(&denier, "pay", json!({"message": "pay 5 EUR"})).await.unwrap();
+    let result = call(&denier, "pay", json!({"message": "pay 5 EUR"}))
+        .await
+        .unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert_eq!(no.asked.lock().unwrap().len(), 1);
     assert_eq!(paid.load(Ordering::SeqCst), 1);
+    // The denial is recorded in the second session's thread, with its reason.
+    let mut answers = Vec::new();
+    for listed in threads(&server.base, CARA, "pay").await {
+        let record: Value = common::client()
+            .get(format!(
+                "{}/v1/flows/pay/threads/{}",
+                server.base,
+                listed["thread"].as_str().unwrap()
+            ))
+            .bearer_auth(CARA)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answers.extend(
+            record["approvals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["answered"].clone()),
+        );
+    }
+    answers.sort_by_key(|a| a["approve"].as_bool());
+    assert_eq!(
+        answers,
+        [
+            json!({"approve": false, "reason": "checked"}),
+            json!({"approve": true, "reason": "checked"})
+        ]
+    );
     for client in [cara, denier] {
         client.cancel().await.unwrap();
     }
@@ -426,7 +470,9 @@ async fn an_approval_nobody_here_may_give_is_reported_with_the_route_that_answer
     );
     assert_eq!(paid.load(Ordering::SeqCst), 0);
     // A new message in the session waits for the answer, and says so.
-    let again = call(&dan, "pay", json!({"message": "pay now"})).await.unwrap();
+    let again = call(&dan, "pay", json!({"message": "pay now"}))
+        .await
+        .unwrap();
     assert!(text(&again).contains("was not sent"), "{}", text(&again));
     // Cara answers through the native route; the thread goes on.
     let resumed = common::client()
@@ -445,7 +491,9 @@ async fn an_approval_nobody_here_may_give_is_reported_with_the_route_that_answer
 
     // A client without elicitation: reported, not asked.
     let plain = connect(&server.base, CARA, Human::default()).await;
-    let result = call(&plain, "pay", json!({"message": "pay"})).await.unwrap();
+    let result = call(&plain, "pay", json!({"message": "pay"}))
+        .await
+        .unwrap();
     assert!(
         text(&result).contains("does not take elicitation"),
         "{}",
@@ -453,7 +501,9 @@ async fn an_approval_nobody_here_may_give_is_reported_with_the_route_that_answer
     );
     // A declined form: reported, the thread waits.
     let decliner = connect(&server.base, CARA, Human::answering(None)).await;
-    let result = call(&decliner, "pay", json!({"message": "pay"})).await.unwrap();
+    let result = call(&decliner, "pay", json!({"message": "pay"}))
+        .await
+        .unwrap();
     assert!(text(&result).contains("declined"), "{}", text(&result));
     assert_eq!(result.structured_content.unwrap()["status"], "waiting");
     assert_eq!(paid.load(Ordering::SeqCst), 1);
@@ -469,12 +519,22 @@ async fn hostile_input_gets_typed_errors_and_runs_nothing() {
     let cara = connect(&server.base, CARA, Human::answering(Some(true))).await;
     let unknown = refusal(call(&cara, "nope", json!({"message": "hi"})).await);
     assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
-    assert!(unknown.message.contains("no tool named 'nope'"), "{}", unknown.message);
+    assert!(
+        unknown.message.contains("no tool named 'nope'"),
+        "{}",
+        unknown.message
+    );
     for (arguments, says) in [
         (json!({}), "no `message`"),
         (json!({"message": 5}), "not a string"),
-        (json!({"message": "hi", "sql": "drop"}), "unknown argument 'sql'"),
-        (json!({"message": "x".repeat(MAX_MESSAGE + 1)}), "at most 4096"),
+        (
+            json!({"message": "hi", "sql": "drop"}),
+            "unknown argument 'sql'",
+        ),
+        (
+            json!({"message": "x".repeat(MAX_MESSAGE + 1)}),
+            "at most 4096",
+        ),
     ] {
         let refused = refusal(call(&cara, "pay", arguments).await);
         assert_eq!(refused.code, ErrorCode::INVALID_PARAMS, "{says}");
@@ -510,7 +570,10 @@ async fn the_official_python_sdk_client_calls_a_served_flow() {
     };
     let paid = Arc::new(AtomicUsize::new(0));
     let server = spawn(state(&paid)).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client/serve_check.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mcp_client/serve_check.py"
+    );
     let run = tokio::process::Command::new(python)
         .arg(script)
         .env("AGENTFLOW_MCP_URL", format!("{}/v1/mcp", server.base))
