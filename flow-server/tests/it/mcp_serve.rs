@@ -88,8 +88,10 @@ fn state(paid: &Arc<AtomicUsize>) -> AppState {
         .tools(ToolApprovals::new().always("pay").apply(tools))
         .build()
         .unwrap();
-    let mut limits = Limits::default();
-    limits.max_message_bytes = MAX_MESSAGE;
+    let limits = Limits {
+        max_message_bytes: MAX_MESSAGE,
+        ..Limits::default()
+    };
     AppState::builder(InMemoryStore::new())
         .flow("echo", FlowAgent::new(echo))
         .flow("pay", FlowAgent::new(cashier))
