@@ -566,7 +566,7 @@ pub fn app(state: AppState) -> Router {
         .merge(memory::routes())
         .merge(schedules::routes());
     #[cfg(feature = "mcp")]
-    let api = api.route_service("/mcp", mcp::service(&state));
+    let api = api.merge(mcp::routes(&state));
     let api = api
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -326,14 +326,38 @@ async fn a_session_is_its_principals_and_the_endpoint_needs_credentials() {
     // Eve (another tenant) and Dan (another principal) cannot use Cara's session.
     for token in [EVE, DAN] {
         let (status, body) = raw_request(&server.base, token, &session, echo.clone()).await;
-        assert_eq!(status, 200, "{body}");
-        assert!(body.contains("-32600"), "{body}");
+        assert_eq!(status, 403, "{body}");
         assert!(body.contains("opened by another principal"), "{body}");
         assert!(!body.contains("user messages"), "{body}");
+        // Nor its stream, nor close it.
+        for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+            let response = common::client()
+                .request(method.clone(), format!("{}/v1/mcp", server.base))
+                .bearer_auth(token)
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", "2025-11-25")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 403, "{method}");
+        }
     }
     // Cara can.
-    let (_, body) = raw_request(&server.base, CARA, &session, echo).await;
+    let (_, body) = raw_request(&server.base, CARA, &session, echo.clone()).await;
     assert!(body.contains("1 user messages; the last: hi"), "{body}");
+    // Closed by Cara, the session is gone.
+    let closed = common::client()
+        .delete(format!("{}/v1/mcp", server.base))
+        .bearer_auth(CARA)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let (status, _) = raw_request(&server.base, CARA, &session, echo).await;
+    assert_eq!(status, 404);
     // No credentials: 401, with the scheme.
     let response = common::client()
         .post(format!("{}/v1/mcp", server.base))
