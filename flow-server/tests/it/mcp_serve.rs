@@ -584,6 +584,45 @@ async fn hostile_input_gets_typed_errors_and_runs_nothing() {
     assert_eq!(status, 413);
 }
 
+#[tokio::test]
+async fn a_failed_turn_is_a_tool_error_with_its_public_message_only() {
+    const SECRET: &str = "upstream 10.9.8.7:443 reset by peer";
+    let broken = ScriptStep::text("a partial answer that never ends").fail_mid_stream(
+        2,
+        flow_runtime::model::ModelError::Connection {
+            model: "m".into(),
+            message: SECRET.into(),
+        },
+    );
+    let helper = ChatModelAgent::builder("helper", ScriptedModel::rules().otherwise(broken))
+        .retry(flow_runtime::RetryPolicy::none())
+        .build()
+        .unwrap();
+    let server = spawn(
+        AppState::builder(InMemoryStore::new())
+            .flow("helper", FlowAgent::new(helper))
+            .auth(auth())
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let cara = connect(&server.base, CARA, Human::default()).await;
+    let result = call(&cara, "helper", json!({"message": "help"}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let said = text(&result);
+    assert!(said.contains("(ref "), "{said}");
+    assert!(
+        !said.contains("10.9.8.7") && !said.contains("reset by peer"),
+        "{said}"
+    );
+    // Nothing of the failed turn was recorded.
+    let listed = threads(&server.base, CARA, "helper").await;
+    assert!(listed.iter().all(|t| t["turns"] == json!(0)), "{listed:?}");
+    cara.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_sdk_client_calls_a_served_flow() {
     let Some(python) = std::env::var_os("AGENTFLOW_MCP_PYTHON") else {
