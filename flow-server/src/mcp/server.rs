@@ -10,7 +10,7 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
@@ -157,6 +157,11 @@ impl ServerHandler for FlowTools {
         self.caller(&context)?;
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    /// rmcp logs each session's `initialized` at INFO; the access log has the request already.
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        tracing::debug!(target: "flow_server::mcp", "an MCP session is initialized");
     }
 
     async fn list_tools(
