@@ -108,6 +108,7 @@ struct Human {
     elicitation: bool,
     answer: Option<bool>,
     asked: Arc<Mutex<Vec<Value>>>,
+    progress: Arc<Mutex<Vec<String>>>,
 }
 
 impl Human {
@@ -115,7 +116,7 @@ impl Human {
         Human {
             elicitation: true,
             answer,
-            asked: Arc::default(),
+            ..Human::default()
         }
     }
 }
@@ -128,6 +129,17 @@ impl ClientHandler for Human {
         };
         ClientConfig::new(capabilities, Implementation::new("mcp-serve-test", "0.1"))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
     }
 
     async fn create_elicitation(
@@ -262,7 +274,26 @@ async fn the_tools_are_the_flows_and_a_session_is_one_thread_of_its_tenant() {
         .unwrap()
         .status();
     assert_eq!(status, 404);
-    for client in [cara, other_session, eve] {
+    // With a progress token, what the agents say comes as progress notifications too.
+    let listener = Human::default();
+    let watcher = connect(&server.base, CARA, listener.clone()).await;
+    let mut meta = rmcp::model::RequestMetaObject(Default::default());
+    meta.set_progress_token(serde_json::from_value(json!("p1")).unwrap());
+    let mut params =
+        CallToolRequestParams::new("echo").with_arguments(args(json!({"message": "watch"})));
+    params.meta = Some(meta);
+    watcher.call_tool(params).await.unwrap();
+    for _ in 0..100 {
+        if !listener.progress.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        *listener.progress.lock().unwrap(),
+        ["echo: 1 user messages; the last: watch"]
+    );
+    for client in [cara, other_session, eve, watcher] {
         client.cancel().await.unwrap();
     }
 }
