@@ -115,9 +115,11 @@
 
 use std::time::Duration;
 
+mod auth;
 mod bounded;
 mod config;
 mod connection;
+mod elicitation;
 mod error;
 mod filter;
 mod limits;
@@ -125,8 +127,14 @@ mod result;
 mod tool;
 mod toolset;
 
+pub use auth::{
+    AuthorizationRedirect, CredentialStore, InMemoryCredentialStore, McpAuth, StoredCredentials,
+};
 pub use config::McpServerConfig;
 pub use connection::McpServer;
+pub use elicitation::{
+    DeclineElicitation, ElicitationAnswer, ElicitationHandler, ElicitationRequest,
+};
 pub use error::McpError;
 pub use filter::ToolFilter;
 pub use limits::McpLimits;
@@ -142,3 +150,12 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The separator of the prefix rule: a clashing tool `t` of server `s` is named `s__t`.
 pub const PREFIX_SEPARATOR: &str = "__";
+
+/// The protocol version this client offers in `initialize`: the latest the MCP specification
+/// defines with an `initialize` handshake.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The protocol versions this client speaks, oldest first: a server may answer `initialize`
+/// with any of them; another answer fails with [`McpError::UnsupportedProtocolVersion`].
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
