@@ -31,6 +31,8 @@ mod map;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
+mod mcp_auth;
+#[cfg(feature = "mcp")]
 mod mcp_http_bounds;
 #[cfg(feature = "mcp")]
 mod mcp_outbound;
