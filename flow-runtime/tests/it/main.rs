@@ -33,6 +33,8 @@ mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_auth;
 #[cfg(feature = "mcp")]
+mod mcp_elicitation;
+#[cfg(feature = "mcp")]
 mod mcp_http_bounds;
 #[cfg(feature = "mcp")]
 mod mcp_outbound;

@@ -7,6 +7,7 @@ import sys
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 server = MCPServer("agentflow-test")
 
@@ -58,6 +59,20 @@ async def retire_ephemeral(ctx: Context) -> str:
     except Exception as e:  # the notification is a courtesy; the removal is what matters
         print(f"could not notify: {e}", file=sys.stderr)
     return "removed"
+
+
+class Contact(BaseModel):
+    name: str = Field(description="Your name")
+    city: str = Field(default="Lisbon", description="Your city")
+
+
+@server.tool()
+async def ask_contact(ctx: Context) -> str:
+    """Asks the user for a name and a city (elicitation) and says what came back."""
+    result = await ctx.elicit("Who is asking?", Contact)
+    if result.action == "accept":
+        return f"accept: {result.data.name} from {result.data.city}"
+    return result.action
 
 
 if __name__ == "__main__":
