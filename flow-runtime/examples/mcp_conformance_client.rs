@@ -26,7 +26,7 @@ const REDIRECT_URI: &str = "http://localhost:3000/callback";
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .filter(|a| a.starts_with("http"))
         .ok_or("usage: mcp_conformance_client URL")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

@@ -325,25 +325,26 @@ async fn the_authorization_code_grant_discovers_registers_and_proves_pkce() {
         "scopes: tools:read"
     );
 
-    let fake = fake.lock().unwrap();
-    assert_eq!(fake.registrations, 1, "the client registered dynamically");
-    assert_eq!(fake.grants, ["authorization_code"]);
-    // The scope came from the challenge; the PKCE verifier matched (else no token).
-    assert_eq!(fake.authorizations, ["tools:read"]);
-    assert!(fake.bearer.iter().all(|t| t == "at-1"), "{:?}", fake.bearer);
-    let urls = consent.urls.lock().unwrap();
-    assert_eq!(urls.len(), 1);
-    assert!(
-        urls[0].contains("client_id=registered-client"),
-        "{}",
-        urls[0]
-    );
-    assert!(
-        urls[0].contains("resource="),
-        "the resource indicator is sent: {}",
-        urls[0]
-    );
-    drop((fake, urls));
+    {
+        let fake = fake.lock().unwrap();
+        assert_eq!(fake.registrations, 1, "the client registered dynamically");
+        assert_eq!(fake.grants, ["authorization_code"]);
+        // The scope came from the challenge; the PKCE verifier matched (else no token).
+        assert_eq!(fake.authorizations, ["tools:read"]);
+        assert!(fake.bearer.iter().all(|t| t == "at-1"), "{:?}", fake.bearer);
+        let urls = consent.urls.lock().unwrap();
+        assert_eq!(urls.len(), 1);
+        assert!(
+            urls[0].contains("client_id=registered-client"),
+            "{}",
+            urls[0]
+        );
+        assert!(
+            urls[0].contains("resource="),
+            "the resource indicator is sent: {}",
+            urls[0]
+        );
+    }
     let kept = store
         .load()
         .await
