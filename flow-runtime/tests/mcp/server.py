@@ -44,6 +44,20 @@ def pid() -> str:
     return str(os.getpid())
 
 
+class Contact(BaseModel):
+    name: str = Field(description="Your name")
+    city: str = Field(default="Lisbon", description="Your city")
+
+
+@server.tool()
+async def ask_contact(ctx: Context) -> str:
+    """Asks the user for a name and a city (elicitation) and says what came back."""
+    result = await ctx.elicit("Who is asking?", Contact)
+    if result.action == "accept":
+        return f"accept: {result.data.name} from {result.data.city}"
+    return result.action
+
+
 @server.tool()
 def ephemeral() -> str:
     """A tool that retire_ephemeral removes."""
@@ -59,20 +73,6 @@ async def retire_ephemeral(ctx: Context) -> str:
     except Exception as e:  # the notification is a courtesy; the removal is what matters
         print(f"could not notify: {e}", file=sys.stderr)
     return "removed"
-
-
-class Contact(BaseModel):
-    name: str = Field(description="Your name")
-    city: str = Field(default="Lisbon", description="Your city")
-
-
-@server.tool()
-async def ask_contact(ctx: Context) -> str:
-    """Asks the user for a name and a city (elicitation) and says what came back."""
-    result = await ctx.elicit("Who is asking?", Contact)
-    if result.action == "accept":
-        return f"accept: {result.data.name} from {result.data.city}"
-    return result.action
 
 
 if __name__ == "__main__":
