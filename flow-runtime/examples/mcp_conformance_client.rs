@@ -15,8 +15,8 @@
 //! schema.
 
 use flow_runtime::mcp::{
-    AuthorizationRedirect, ElicitationAnswer, ElicitationHandler, ElicitationRequest, McpAuth,
-    McpServer, McpServerConfig,
+    AuthorizationRedirect, ElicitationAnswer, ElicitationHandler, ElicitationRequest,
+    EnterpriseIdp, McpAuth, McpServer, McpServerConfig,
 };
 
 /// The client ID metadata document the suite expects a client to name.
@@ -37,6 +37,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = |key: &str| context[key].as_str().map(str::to_owned);
 
     let auth = match (text("client_id"), text("client_secret")) {
+        (Some(id), Some(secret)) if text("idp_id_token").is_some() => {
+            let idp = EnterpriseIdp::new(
+                text("idp_issuer").unwrap_or_default(),
+                text("idp_token_endpoint").unwrap_or_default(),
+                text("idp_client_id").unwrap_or_default(),
+            );
+            McpAuth::enterprise_managed(idp, text("idp_id_token").unwrap_or_default(), id, secret)
+        }
         (Some(id), Some(secret)) if scenario.contains("client-credentials") => {
             McpAuth::client_credentials(id, secret)
         }

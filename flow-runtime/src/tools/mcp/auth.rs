@@ -72,6 +72,45 @@ enum Grant {
         client_id: String,
         client_secret: String,
     },
+    EnterpriseManaged {
+        idp: EnterpriseIdp,
+        id_token: String,
+        client_id: String,
+        client_secret: String,
+    },
+}
+
+/// The enterprise identity provider of [`McpAuth::enterprise_managed`]: the one the MCP
+/// server's authorization server trusts, and this client's registration with it.
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    issuer: String,
+    token_endpoint: String,
+    client_id: String,
+    client_secret: Option<String>,
+}
+
+impl EnterpriseIdp {
+    /// The identity provider `issuer` (its exact issuer identifier), its token endpoint, and
+    /// this client's ID there (a public client; see [`client_secret`](Self::client_secret)).
+    pub fn new(
+        issuer: impl Into<String>,
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+    ) -> Self {
+        EnterpriseIdp {
+            issuer: issuer.into(),
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+        }
+    }
+
+    /// The client's secret at the identity provider (sent with HTTP Basic).
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
 }
 
 impl fmt::Debug for McpAuth {
@@ -82,6 +121,12 @@ impl fmt::Debug for McpAuth {
             }
             Grant::ClientCredentials { client_id, .. } => {
                 format!("client_credentials (client {client_id})")
+            }
+            Grant::EnterpriseManaged { idp, client_id, .. } => {
+                format!(
+                    "enterprise_managed (identity provider {}, client {client_id})",
+                    idp.issuer
+                )
             }
         };
         f.debug_struct("McpAuth")
@@ -122,6 +167,31 @@ impl McpAuth {
     ) -> Self {
         McpAuth {
             grant: Grant::ClientCredentials {
+                client_id: client_id.into(),
+                client_secret: client_secret.into(),
+            },
+            scopes: Vec::new(),
+            store: Arc::new(InMemoryCredentialStore::new()),
+        }
+    }
+
+    /// Enterprise-managed authorization (the MCP "cross-app access" extension): the user's ID
+    /// token from the enterprise identity provider `idp` is exchanged there for an identity
+    /// assertion grant (ID-JAG) for the MCP server, which the server's authorization server
+    /// redeems (`jwt-bearer` grant) for an access token; `client_id` and `client_secret` are
+    /// this client's registration with that authorization server (sent with HTTP Basic). No
+    /// user interaction; when the token is refused later, the exchange runs again with the
+    /// same ID token (renew it with a new `McpAuth` when it expires).
+    pub fn enterprise_managed(
+        idp: EnterpriseIdp,
+        id_token: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        McpAuth {
+            grant: Grant::EnterpriseManaged {
+                idp,
+                id_token: id_token.into(),
                 client_id: client_id.into(),
                 client_secret: client_secret.into(),
             },
@@ -291,6 +361,22 @@ impl Authorizer {
                     .map_err(fail)?;
                 Ok(())
             }
+            Grant::EnterpriseManaged {
+                idp,
+                id_token,
+                client_id,
+                client_secret,
+            } => {
+                self.enterprise_managed(
+                    &mut manager,
+                    challenge,
+                    idp,
+                    id_token,
+                    client_id,
+                    client_secret,
+                )
+                .await
+            }
             Grant::AuthorizationCode {
                 redirect_uri,
                 redirect,
@@ -372,6 +458,85 @@ impl Authorizer {
                 exchanged.map(|_| ())
             }
         }
+    }
+
+    /// The enterprise-managed exchange (see [`McpAuth::enterprise_managed`]), its token put in
+    /// the store for the manager to send.
+    async fn enterprise_managed(
+        &self,
+        manager: &mut AuthorizationManager,
+        challenge: &str,
+        idp: &EnterpriseIdp,
+        id_token: &str,
+        client_id: &str,
+        client_secret: &str,
+    ) -> Result<(), McpError> {
+        use oauth2::{ClientSecret, Scope, TokenResponse};
+        use rmcp::transport::auth::enterprise::{
+            EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+        };
+        let fail = |e: AuthError| auth_failed(&self.server, &e);
+        let resolved = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(fail)?;
+        let metadata = resolved.metadata.clone();
+        manager.set_metadata(resolved.metadata);
+        let issuer = metadata.issuer.clone().ok_or_else(|| McpError::Auth {
+            server: Arc::clone(&self.server),
+            message: "the authorization server's metadata names no issuer, which the \
+                      identity assertion must be bound to"
+                .into(),
+        })?;
+        let mut at_idp = EmaAuthorizationServer::new(
+            idp.issuer.clone(),
+            idp.token_endpoint.clone(),
+            idp.client_id.clone(),
+        );
+        if let Some(secret) = &idp.client_secret {
+            at_idp = at_idp.with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+                ClientSecret::new(secret.clone()),
+            ));
+        }
+        let at_server = EmaAuthorizationServer::new(
+            issuer.clone(),
+            metadata.token_endpoint.clone(),
+            client_id.to_owned(),
+        )
+        .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+            ClientSecret::new(client_secret.to_owned()),
+        ));
+        let http = rmcp::transport::auth::default_oauth_http_client().map_err(fail)?;
+        let resource = self.url.to_string();
+        let mut request =
+            EmaExchangeRequest::new_with_id_token(at_idp, at_server, &resource, id_token);
+        if !self.auth.scopes.is_empty() {
+            request = request.with_scopes(self.auth.scopes.iter().cloned());
+        }
+        let token = request
+            .exchange(&http, &http)
+            .await
+            .map_err(|e| McpError::Auth {
+                server: Arc::clone(&self.server),
+                message: format!("the enterprise-managed token exchange failed: {e}").into(),
+            })?;
+        let scopes: Vec<String> = token.scopes.iter().cloned().collect();
+        let mut response = rmcp::transport::auth::OAuthTokenResponse::new(
+            token.access_token.clone(),
+            oauth2::basic::BasicTokenType::Bearer,
+            Default::default(),
+        );
+        response.set_expires_in(token.expires_in.as_ref());
+        response.set_scopes(Some(scopes.iter().cloned().map(Scope::new).collect()));
+        debug_assert!(response.refresh_token().is_none());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let stored =
+            StoredCredentials::new(client_id.to_owned(), Some(response), scopes, Some(now))
+                .with_issuer(Some(issuer));
+        self.auth.store.save(stored).await.map_err(fail)?;
+        manager.configure_client_id(client_id).map_err(fail)
     }
 
     async fn redirect(

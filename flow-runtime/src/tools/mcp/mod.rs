@@ -93,7 +93,9 @@
 //!   registration;
 //! - the grant: the authorization code with PKCE (S256), the user sent to the authorization
 //!   server by the application's [`AuthorizationRedirect`] (which returns the redirect it got
-//!   back), or client credentials ([`McpAuth::client_credentials`]); the `resource` indicator on
+//!   back), client credentials ([`McpAuth::client_credentials`]), or enterprise-managed
+//!   authorization ([`McpAuth::enterprise_managed`]: an ID token exchanged at the enterprise
+//!   identity provider, then the `jwt-bearer` grant); the `resource` indicator on
 //!   every request; scopes from the challenge, else the resource's `scopes_supported`;
 //! - tokens in a [`CredentialStore`] ([`McpAuth::token_store`]; [`InMemoryCredentialStore`] by
 //!   default), refreshed when they expire or when the server rejects one (a `401` on a token:
@@ -178,7 +180,8 @@ mod tool;
 mod toolset;
 
 pub use auth::{
-    AuthorizationRedirect, CredentialStore, InMemoryCredentialStore, McpAuth, StoredCredentials,
+    AuthorizationRedirect, CredentialStore, EnterpriseIdp, InMemoryCredentialStore, McpAuth,
+    StoredCredentials,
 };
 pub use config::McpServerConfig;
 pub use connection::McpServer;
