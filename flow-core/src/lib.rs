@@ -28,7 +28,8 @@
 //!   a fixed pattern; [`DeterministicTransfer`] hands off to fixed agents; an [`AgentTool`]
 //!   lets a model call a whole tree as a tool (see [`workflow`]).
 //! - An [`AgentEvent`] serialises to its documented JSON form, [`EventJson`] (see [`event_json`]).
-//! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
+//! - Each agent run is a `tracing` span named `invoke_agent` (`gen_ai.agent.name`,
+//!   `agentflow.run_path`, and a thread's id as `gen_ai.conversation.id`).
 //!
 //! ```
 //! use flow_core::{set_sub_agents, Agent, AgentInput, FlowAgent, FnAgent, Message, RunContext, Session};
@@ -121,8 +122,8 @@ pub use llm::{instruction, structured, telemetry, tool};
 pub use agent::{
     generate, set_sub_agents, Agent, AgentInfo, AgentInput, AgentRunOptions, CancelMode,
     CancelSignal, Context, Delegation, EventStream, FlowAgent, HistoryModifier, HookContext,
-    Middleware, NodeOptions, OnSubAgents, Payload, RunContext, RunOptions, SafePoint, SteerClosed,
-    SteerQueue, TaskResult,
+    Middleware, NodeOptions, OnSubAgents, Payload, ReplayedSteers, RunContext, RunOptions,
+    SafePoint, SteerClosed, SteerQueue, TaskResult,
 };
 
 pub use async_trait::async_trait;

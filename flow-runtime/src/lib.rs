@@ -23,7 +23,8 @@
 //!   where [`TurnRouting`] says, with the earlier turns reaching each agent through its
 //!   [`ContextPolicy`] (see [`Turn`]).
 //! - An [`AgentEvent`] serialises to its documented JSON form, [`EventJson`] (see [`event_json`]).
-//! - Each agent run is a `tracing` span named `agent` with fields `agent` and `run_path`.
+//! - Each agent run is a `tracing` span named `invoke_agent` (`gen_ai.agent.name`,
+//!   `agentflow.run_path`, and a thread's id as `gen_ai.conversation.id`).
 //!
 //! ```
 //! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};

@@ -61,6 +61,7 @@
 //! | `/v1/store/...` | `read` or `chat` to read, `chat` to write | the Agent Protocol's store (`langgraph-sdk`'s `client.store`) over the caller's own user memory |
 //! | `GET /a2a/{flow}/.well-known/agent-card.json`, `POST /a2a/{flow}` | card: none; JSON-RPC: `chat` (`approve` to answer an input-required) | the flow as an A2A 1.0 agent: its card (no auth), JSON-RPC `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask` (a context is a thread, a task a turn, an interrupt `input-required`) |
 //! | `POST /agui/{flow}` | `chat` (`approve` to resume) | the flow as an AG-UI agent: AG-UI's `RunAgentInput` in, the turn (or the resume) as AG-UI events out; front-end tools through [`FrontendTool`] |
+//! | `POST`, `GET`, `DELETE /v1/mcp` (the `mcp` feature) | `read`, `chat` or `approve` to list the tools, `chat` to call one (`approve` to answer an approval) | every flow as a tool of an MCP server (streamable HTTP): a thread per MCP session, a call a turn, approvals asked by elicitation (see "MCP" below) |
 //! | `GET /` | none | the web console |
 //!
 //! `admin` allows everything. A missing scope is 403 naming it; nothing runs.
@@ -412,6 +413,23 @@
 //! | input | `threadId`, `runId` (idempotent), `messages` (the last user message, or tool results), `state`, `tools`, `resume` | `context`, `forwardedProps` (ignored) | earlier messages are read from the thread, not from the input |
 //! | shared state | both ways: the input's `state` becomes session values, the agents' changes come back as deltas | predictive state updates (`PredictState` custom events) | the server's own member `agentflow` is ignored on input |
 //! | front-end tools | declared per run in `tools` or per agent (`FrontendTool`); the call pauses the thread durably; a `tool` message answers it under the id it went out with | | the run finishes with `success` and `pendingToolCallIds`, then the next run resumes |
+//!
+//! # MCP
+//!
+//! With the `mcp` feature, `/v1/mcp` is an MCP server (streamable HTTP, rmcp's session
+//! handling) under the server's auth and tenants: every served flow is a tool (its name, its
+//! docs as the description, `{"message": TEXT}` as its input), an MCP session is a thread of
+//! each flow (`mcp-HASH` under the caller's tenant; a session belongs to the principal that
+//! opened it), a `tools/call` is a turn through the engine, and an approval the caller may
+//! give is asked with `elicitation/create` (`{"approve": boolean, "reason"?: string}`), the
+//! answer resuming the turn. Checked with the official Python SDK's client
+//! (`flow-server/tests/mcp_client`).
+//!
+//! | | implemented | not implemented | differs from the reference |
+//! | --- | --- | --- | --- |
+//! | transport | streamable HTTP (`POST`, `GET` stream, `DELETE` session), protocol versions 2024-11-05 to 2025-11-25, sessions | `2026-07-28` (sessionless, no server requests), stdio, the old HTTP+SSE transport, resumption of a broken stream | sessions live in the process that opened them (the threads in the store) |
+//! | tools | `tools/list` (a tool per flow), `tools/call` (text result; a failed turn `isError`; a thread left waiting `structuredContent` `{"status": "waiting", ...}`), progress notifications of the agents' messages | typed inputs (a flow takes a user message), `outputSchema`, resources, prompts, completions, tasks | |
+//! | elicitation | form mode, for approvals the caller may answer | URL mode; questions other than approvals (reported in the result) | a declined or cancelled form leaves the thread waiting (answered through `/v1`) |
 #![warn(missing_docs)]
 
 // Layout (one concept per file):
@@ -444,6 +462,7 @@
 // - `serve`: the accept loop with the per-connection limits.
 // - `a2a`: every served flow as an A2A agent (card, JSON-RPC endpoint, tasks).
 // - `agui`: every served flow as an AG-UI agent (a run streamed as AG-UI events).
+// - `mcp` (feature `mcp`): every served flow as a tool of an MCP server at /v1/mcp.
 // - `demo`: the offline customer-service desk the example, tests and bench serve.
 // - `bin/flow-server-demo.rs`: serves the demo.
 
@@ -460,6 +479,8 @@ mod extract;
 mod idempotency;
 mod jwt;
 mod limits;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod memory;
 pub mod outward;
 mod paging;
@@ -543,7 +564,10 @@ pub fn app(state: AppState) -> Router {
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .merge(memory::routes())
-        .merge(schedules::routes())
+        .merge(schedules::routes());
+    #[cfg(feature = "mcp")]
+    let api = api.merge(mcp::routes(&state));
+    let api = api
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,

@@ -110,7 +110,7 @@ fn field<'a>(fields: &'a str, name: &str) -> Option<&'a str> {
     fields[start..].split(' ').next()
 }
 
-/// The ids of the `agent` spans under span `root`.
+/// The ids of the `invoke_agent` spans under span `root`.
 fn agents_under(seen: &Seen, root: u64) -> Vec<u64> {
     let spans = seen.spans.lock().unwrap().clone();
     let under = |mut id: u64| loop {
@@ -122,7 +122,7 @@ fn agents_under(seen: &Seen, root: u64) -> Vec<u64> {
     };
     spans
         .iter()
-        .filter(|(id, (name, _, _))| name == "agent" && under(**id))
+        .filter(|(id, (name, _, _))| name == "invoke_agent" && under(**id))
         .map(|(id, _)| *id)
         .collect()
 }
@@ -246,7 +246,7 @@ async fn every_run_span_sits_under_the_turn_span_and_each_request_logs_one_line(
     };
     let orphans: Vec<&SpanSeen> = spans
         .iter()
-        .filter(|(id, (name, _, _))| name == "agent" && !under_a_turn(**id))
+        .filter(|(id, (name, _, _))| name == "invoke_agent" && !under_a_turn(**id))
         .map(|(_, span)| span)
         .collect();
     assert!(

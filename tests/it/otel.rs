@@ -68,7 +68,7 @@ fn spans_export_with_genai_attributes_nested_under_the_agent() {
             "chat refund-model",
             "execute_tool lookup_order",
             "chat refund-model",
-            "agent"
+            "invoke_agent refund"
         ]
     );
     let agent = &spans[3];

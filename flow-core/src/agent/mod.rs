@@ -47,5 +47,5 @@ pub use payload::Payload;
 pub(crate) use payload::{payload_key, payload_of_call};
 pub(crate) use run_context::MapLane;
 pub use run_context::RunContext;
-pub use steer::{SteerClosed, SteerQueue};
+pub use steer::{ReplayedSteers, SteerClosed, SteerQueue};
 pub use tree::{set_sub_agents, FlowAgent, NodeOptions};

@@ -83,6 +83,8 @@ struct RunShared {
     scope: std::sync::OnceLock<Arc<str>>,
     /// The earlier turns, when the run is a turn of a thread.
     thread: Option<Arc<ThreadHistory>>,
+    /// The conversation (thread) the run is a turn of, as its spans name it.
+    conversation: Option<Arc<str>>,
     /// The run's cancel request (made when first asked for: a run nobody can cancel allocates
     /// none), and whether this run is nested in another (an agent tool's).
     cancel: (std::sync::OnceLock<CancelSignal>, bool),
@@ -143,6 +145,7 @@ impl Clone for RunShared {
             // A copy has the same scope: drawn now if it was not yet.
             scope: std::sync::OnceLock::from(Arc::clone(self.scope())),
             thread: self.thread.clone(),
+            conversation: self.conversation.clone(),
             // A copy shares the same request: made now if it was not yet.
             cancel: (
                 std::sync::OnceLock::from(self.cancel.0.get_or_init(CancelSignal::new).clone()),
@@ -176,6 +179,7 @@ impl RunContext {
                 options: RunOptions::shared_default(),
                 scope: std::sync::OnceLock::new(),
                 thread: None,
+                conversation: None,
                 cancel: (std::sync::OnceLock::new(), false),
                 host: None,
                 budgets: None,
@@ -473,6 +477,30 @@ impl RunContext {
             }
         }
         self
+    }
+
+    /// This (new) run as a turn of the conversation `id` (a thread's id): its agent, model and
+    /// tool spans carry it as `gen_ai.conversation.id` (see the telemetry of
+    /// [`ChatModelAgent`](crate::ChatModelAgent)). The runner sets it on every turn of a
+    /// thread; runs nested in this one (agent tools) keep it. Call it on a new run's context,
+    /// before it is cloned.
+    pub fn with_conversation_id(mut self, id: impl Into<Arc<str>>) -> Self {
+        let id = Some(id.into());
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.conversation = id,
+            None => {
+                let mut shared = RunShared::clone(&self.shared);
+                shared.conversation = id;
+                self.shared = Arc::new(shared);
+            }
+        }
+        self
+    }
+
+    /// The conversation this run is a turn of (see
+    /// [`with_conversation_id`](Self::with_conversation_id)).
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.shared.conversation.as_deref()
     }
 
     /// This (new) run with `signal` as its cancel request; `nested` for the run of an agent

@@ -11,6 +11,18 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use crate::message::Message;
+use crate::run_path::RunPath;
+
+/// The steering messages a recovered run took in before its worker died, given back where its
+/// journal shows them taken. A host that recovers runs from a journal implements it (the
+/// in-process runtime's replay does) and gives it to the run's queue with
+/// [`SteerQueue::replaying`]: at each safe point, the agent at `at` first takes what this
+/// gives, then the messages sent to the run since.
+pub trait ReplayedSteers: Send + Sync {
+    /// The messages the agent at `at` took in at the safe point it has reached (empty: none
+    /// were taken there).
+    fn take(&self, at: &RunPath) -> Vec<Message>;
+}
 
 /// The steering messages of one run (cheap to clone: every clone is the same queue).
 ///
@@ -31,6 +43,8 @@ pub struct SteerQueue(Arc<Mutex<SteerState>>);
 struct SteerState {
     pending: VecDeque<Message>,
     closed: bool,
+    /// A recovered run's steers, given back in place (see [`ReplayedSteers`]).
+    replayed: Option<Arc<dyn ReplayedSteers>>,
 }
 
 /// The run the steer was sent to has ended: the message was not queued.
@@ -74,6 +88,24 @@ impl SteerQueue {
         self.lock().pending.drain(..).collect()
     }
 
+    /// This queue, for a recovered run: at each safe point the agent at a run path first takes
+    /// what `replayed` says it took there before its worker died (so the run records them in
+    /// the same places), then the messages sent since. Set it before the run starts.
+    pub fn replaying(self, replayed: Arc<dyn ReplayedSteers>) -> Self {
+        self.lock().replayed = Some(replayed);
+        self
+    }
+
+    /// What the agent at `at` takes in at the safe point it has reached: a recovered run's
+    /// replayed messages for that point (see [`replaying`](Self::replaying)), then every
+    /// waiting one.
+    pub fn take_at(&self, at: &RunPath) -> Vec<Message> {
+        let replayed = self.lock().replayed.clone();
+        let mut taken = replayed.map(|r| r.take(at)).unwrap_or_default();
+        taken.extend(self.take());
+        taken
+    }
+
     /// Closes the queue (the run has ended): later pushes are refused. Gives back the messages
     /// no agent took.
     pub fn close(&self) -> Vec<Message> {
@@ -89,6 +121,7 @@ impl std::fmt::Debug for SteerQueue {
         f.debug_struct("SteerQueue")
             .field("pending", &state.pending.len())
             .field("closed", &state.closed)
+            .field("replaying", &state.replayed.is_some())
             .finish()
     }
 }

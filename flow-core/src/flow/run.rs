@@ -330,7 +330,12 @@ impl Loop {
     /// its agent starts.
     fn prepared(&mut self, run: RunContext, input: AgentInput) {
         let node = self.current.this();
-        let span = crate::trace::agent_span(&node.name, &self.path);
+        let span = crate::trace::agent_span(
+            &node.name,
+            &node.description,
+            &self.path,
+            run.conversation_id(),
+        );
         let no_hooks = run.run_middleware().is_empty() && node.options.middleware.is_empty();
         let hooks = (!no_hooks)
             .then(|| Middlewares::chain([run.run_middleware(), &node.options.middleware]));

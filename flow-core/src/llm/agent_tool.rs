@@ -303,6 +303,10 @@ impl Tool for AgentTool {
         let run = match caller.shared_host() {
             Some(host) => run.with_host(host),
             None => run,
+        };
+        let run = match caller.conversation_id() {
+            Some(id) => run.with_conversation_id(id),
+            None => run,
         }
         .at(name, path);
         let agent_input = AgentInput {

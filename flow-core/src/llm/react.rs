@@ -219,7 +219,7 @@ impl ChatModelAgent {
         let Some(queue) = cx.steering() else {
             return false;
         };
-        let messages = queue.take();
+        let messages = queue.take_at(cx.run_path());
         if messages.is_empty() {
             return false;
         }
@@ -438,7 +438,13 @@ impl ChatModelAgent {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let span = telemetry::model_span(cx, self.model.model_name(), attempt, streaming);
+            let span = telemetry::model_span(
+                cx,
+                self.model.model_name(),
+                self.model.provider_name(),
+                attempt,
+                streaming,
+            );
             if self.record_content {
                 telemetry::record_request(&span, request);
             }

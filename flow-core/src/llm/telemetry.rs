@@ -1,20 +1,30 @@
 //! Telemetry: the `tracing` spans of model calls and tool calls, named and attributed after the
-//! OpenTelemetry semantic conventions for generative AI.
+//! OpenTelemetry semantic conventions for generative AI (their latest development version:
+//! `gen_ai.provider.name`, `gen_ai.conversation.id`, `invoke_agent` spans, the `cache_read` and
+//! `reasoning` token counts).
 //!
-//! Every agent run is a span named `agent` (fields `agent`, `run_path`). Inside it, a
+//! Every agent run is a span named `invoke_agent` (`otel.name` = `invoke_agent {agent}`,
+//! `gen_ai.operation.name` = `invoke_agent`, `gen_ai.agent.name`, `gen_ai.agent.description`
+//! when the agent has one, `agentflow.run_path`). Inside it, a
 //! [`ChatModelAgent`](crate::ChatModelAgent) opens
 //!
 //! - one span named `chat` per model call (per attempt, when calls are retried), with
-//!   `otel.name` = `chat {model}`, `gen_ai.operation.name` = `chat`,
+//!   `otel.name` = `chat {model}`, `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`
+//!   (the model's [`provider_name`](crate::ChatModel::provider_name)),
 //!   `gen_ai.request.model`, `gen_ai.agent.name`, `agentflow.run_path`, `agentflow.attempt`,
 //!   `agentflow.streaming`, and once the reply is in, `gen_ai.usage.input_tokens` and
-//!   `gen_ai.usage.output_tokens` (if the model reported usage) and
-//!   `gen_ai.response.finish_reasons` (`tool_calls` or `stop`); `gen_ai.response.model` when the
-//!   reply names the model that answered (a `FailoverModel`'s);
+//!   `gen_ai.usage.output_tokens` (if the model reported usage),
+//!   `gen_ai.usage.cache_read.input_tokens` and `gen_ai.usage.reasoning.output_tokens` (if it
+//!   reported them) and `gen_ai.response.finish_reasons` (`tool_calls` or `stop`);
+//!   `gen_ai.response.model` when the reply names the model that answered (a
+//!   `FailoverModel`'s);
 //! - one span named `execute_tool` per call of one of its tools, with `otel.name` =
 //!   `execute_tool {tool}`, `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`,
 //!   `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, `gen_ai.agent.name` and
 //!   `agentflow.run_path`.
+//!
+//! Every one of these spans of a thread's turn carries the thread's id as
+//! `gen_ai.conversation.id` (see [`RunContext::with_conversation_id`](crate::RunContext::with_conversation_id)).
 //!
 //! A failed call sets `error.type` (the error's kind, e.g. `ModelError::Http`),
 //! `otel.status_code` = `ERROR` and `otel.status_description` (the error's text) on its span.
@@ -40,7 +50,13 @@ use crate::model::{ChatRequest, ModelError};
 use crate::trace::spans_wanted;
 
 /// The span of one model call.
-pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: bool) -> Span {
+pub(crate) fn model_span(
+    cx: &RunContext,
+    model: &str,
+    provider: &str,
+    attempt: u32,
+    streaming: bool,
+) -> Span {
     if !spans_wanted() {
         return Span::none();
     }
@@ -49,15 +65,17 @@ pub(crate) fn model_span(cx: &RunContext, model: &str, attempt: u32, streaming: 
         otel.name = %format_args!("chat {model}"),
         otel.kind = "client",
         gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
         gen_ai.request.model = model,
         gen_ai.agent.name = cx.agent_name(),
+        gen_ai.conversation.id = cx.conversation_id(),
         agentflow.run_path = %cx.run_path(),
         agentflow.attempt = i64::from(attempt),
         agentflow.streaming = streaming,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
-        gen_ai.usage.cached_input_tokens = Empty,
-        gen_ai.usage.reasoning_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.reasoning.output_tokens = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.response.model = Empty,
         gen_ai.input.messages = Empty,
@@ -91,10 +109,10 @@ pub(crate) fn record_reply(span: &Span, reply: &Message, content: bool) {
         span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
         span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
         if let Some(cached) = usage.cached_input_tokens {
-            span.record("gen_ai.usage.cached_input_tokens", int(cached));
+            span.record("gen_ai.usage.cache_read.input_tokens", int(cached));
         }
         if let Some(reasoning) = usage.reasoning_tokens {
-            span.record("gen_ai.usage.reasoning_tokens", int(reasoning));
+            span.record("gen_ai.usage.reasoning.output_tokens", int(reasoning));
         }
     }
     let finish = if reply.tool_calls.is_empty() {
@@ -144,6 +162,7 @@ pub(crate) fn tool_span(cx: &RunContext, call: &ToolCall) -> Span {
         gen_ai.tool.call.id = %call.id,
         gen_ai.tool.type = "function",
         gen_ai.agent.name = cx.agent_name(),
+        gen_ai.conversation.id = cx.conversation_id(),
         agentflow.run_path = %cx.run_path(),
         gen_ai.tool.call.arguments = Empty,
         gen_ai.tool.call.result = Empty,

@@ -268,6 +268,14 @@ impl ChatModel for FailoverModel {
         &self.name
     }
 
+    /// The first model's provider (the one asked first); the reply names the model that
+    /// answered.
+    fn provider_name(&self) -> &str {
+        self.models
+            .first()
+            .map_or("_OTHER", |model| model.provider_name())
+    }
+
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         let (k, mut reply) = self
             .first_answer(|model| Box::pin(model.generate(request)))

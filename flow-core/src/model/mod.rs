@@ -132,6 +132,14 @@ pub trait ChatModel: Send + Sync + 'static {
     /// The model's name, as errors and logs report it (for an HTTP model: the model id).
     fn model_name(&self) -> &str;
 
+    /// Who serves the model, as the OpenTelemetry GenAI conventions name providers
+    /// (`gen_ai.provider.name` on each model call's span): `openai`, `anthropic`, ... The
+    /// default, `_OTHER`, is the conventions' value for a provider they do not name (a scripted
+    /// or home-made model).
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
     /// Answers with one whole assistant message.
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError>;
 
@@ -152,6 +160,10 @@ type ModelCall<'a, T> =
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     fn model_name(&self) -> &str {
         (**self).model_name()
+    }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
     }
 
     fn generate<'life0, 'life1, 'async_trait>(

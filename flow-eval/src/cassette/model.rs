@@ -49,6 +49,10 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
         self.inner.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         let recorded = RecordedRequest::of(request);
         let answer = self.inner.generate(request).await;

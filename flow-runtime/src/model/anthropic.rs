@@ -549,6 +549,10 @@ impl ChatModel for AnthropicChatModel {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         http_model::generate(self, request).await
     }

@@ -162,6 +162,10 @@ impl<M: ChatModel> ChatModel for CapacityModel<M> {
         self.inner.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         let _permit = self.permit().await;
         self.admit().await;

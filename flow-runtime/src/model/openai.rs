@@ -442,6 +442,12 @@ impl ChatModel for OpenAiChatModel {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        // The protocol's: an OpenAI-compatible server (a proxy, another vendor) is named by
+        // the base URL, which the conventions leave to `server.address`.
+        "openai"
+    }
+
     async fn generate(&self, request: &ChatRequest) -> Result<Message, ModelError> {
         http_model::generate(self, request).await
     }

@@ -598,6 +598,7 @@ impl Runner {
                 agent.name(),
                 Some(Arc::new(history)),
             )
+            .with_conversation_id(thread_id)
             .with_idempotency_scope(start.scope.as_str());
         let (nested, nested_steps) = self
             .nested_steps(
@@ -614,9 +615,11 @@ impl Runner {
         if let Some(gate) = &gate {
             gate.add(&nested_steps);
         }
-        let replay: Arc<dyn Middleware> =
-            Arc::new(Replay::new(&replayed, 0).with_nested(&nested_steps));
-        let mut first = Middlewares::default().with(replay);
+        let replay = Arc::new(Replay::new(&replayed, 0).with_nested(&nested_steps));
+        // The steers the dead worker took in are taken in again where it took them.
+        let steering = cx.steering().cloned().unwrap_or_default();
+        let cx = cx.with_steering(steering.replaying(Arc::clone(&replay) as _));
+        let mut first = Middlewares::default().with(replay as Arc<dyn Middleware>);
         if let Some(nested) = nested {
             first = first.with(nested);
         }

@@ -3,6 +3,8 @@
 //! middleware. Replies are matched per run path, in order; results by run path and call id; a
 //! call that the journal shows asked for but without a result was in flight (it runs again,
 //! unless its tool is not idempotent: then the model gets an error result it can act on).
+//! Steering messages the run took in are given back where it took them (see
+//! [`ReplayedSteers`]): after as many of the agent's replies as preceded them.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
@@ -10,6 +12,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::agent::middleware::{HookContext, HookError, Middleware};
+use crate::agent::ReplayedSteers;
 use crate::event::{Action, RecordedEvent};
 use crate::message::{Message, Role, ToolCall};
 use crate::model::ChatRequest;
@@ -17,6 +20,10 @@ use crate::run_path::RunPath;
 
 /// An answer and its position in the run's record (`None`: a nested run's).
 type Placed<T> = (Option<usize>, T);
+
+/// The steering messages an agent took in at one safe point, with the number of its replies
+/// before them.
+type SteerBatch = (usize, Vec<Message>);
 
 /// The journal's answers for a recovered run: model replies per run path in order, tool
 /// results by run path and call id, and the calls that were asked for but have no result.
@@ -28,6 +35,11 @@ type Placed<T> = (Option<usize>, T);
 /// in the order the journal holds, whatever order their answers would otherwise come in.
 pub(super) struct Replay {
     replies: Mutex<HashMap<RunPath, VecDeque<Placed<Message>>>>,
+    /// The steering messages taken in, per run path: each batch (taken at one safe point)
+    /// with the number of that path's replies before it.
+    steers: Mutex<HashMap<RunPath, VecDeque<SteerBatch>>>,
+    /// How many replies were given per run path so far.
+    given: Mutex<HashMap<RunPath, usize>>,
     results: HashMap<(RunPath, String), (Option<usize>, String)>,
     asked: HashSet<(RunPath, String)>,
     /// The run paths of the journaled nested steps (see `journal_nested`).
@@ -45,13 +57,32 @@ impl Replay {
     /// (`None`: a nested run's, in no order of the run's record).
     fn placed(steps: &[RecordedEvent], offset: Option<usize>) -> Replay {
         let mut replies: HashMap<RunPath, VecDeque<Placed<Message>>> = HashMap::new();
+        let mut steers: HashMap<RunPath, VecDeque<SteerBatch>> = HashMap::new();
         let mut results = HashMap::new();
         let mut asked = HashSet::new();
+        // The step before, to gather consecutive steers into one batch.
+        let mut last_was_steer = false;
         for (k, step) in steps.iter().enumerate() {
             let at = offset.map(|o| o + k);
             let Some(message) = &step.message else {
+                last_was_steer = false;
                 continue;
             };
+            // A user message an agent recorded after a reply of its own is a steering message
+            // it took in (an item's message of a `Map` comes before its agent's first reply).
+            let replied = replies.get(&step.run_path).map_or(0, VecDeque::len);
+            if step.action.is_none() && message.role == Role::User && replied > 0 {
+                let batches = steers.entry(step.run_path.clone()).or_default();
+                match batches.back_mut() {
+                    Some((before, batch)) if last_was_steer && *before == replied => {
+                        batch.push(message.clone())
+                    }
+                    _ => batches.push_back((replied, vec![message.clone()])),
+                }
+                last_was_steer = true;
+                continue;
+            }
+            last_was_steer = false;
             // A step that ends, transfers or interrupts is not a reply or a result (the
             // journal's step kinds).
             let ends = matches!(
@@ -86,6 +117,8 @@ impl Replay {
         }
         Replay {
             replies: Mutex::new(replies),
+            steers: Mutex::new(steers),
+            given: Mutex::new(HashMap::new()),
             results,
             asked,
             nested: HashSet::new(),
@@ -101,6 +134,10 @@ impl Replay {
         let replies = self.replies.get_mut().expect("replay lock");
         for (path, queue) in more.replies.into_inner().expect("replay lock") {
             replies.entry(path).or_default().extend(queue);
+        }
+        let steers = self.steers.get_mut().expect("replay lock");
+        for (path, batches) in more.steers.into_inner().expect("replay lock") {
+            steers.entry(path).or_default().extend(batches);
         }
         self.results.extend(more.results);
         self.asked.extend(more.asked);
@@ -164,6 +201,12 @@ impl Middleware for Replay {
         let Some((at, reply)) = reply else {
             return Ok(None);
         };
+        *self
+            .given
+            .lock()
+            .expect("replay lock")
+            .entry(cx.run_path().clone())
+            .or_default() += 1;
         in_place(cx, at).await;
         Ok(Some(reply))
     }
@@ -193,5 +236,28 @@ impl Middleware for Replay {
         }
         // In flight (or never started): it runs again, with the same idempotency key.
         Ok(None)
+    }
+}
+
+impl ReplayedSteers for Replay {
+    fn take(&self, at: &RunPath) -> Vec<Message> {
+        let given = self
+            .given
+            .lock()
+            .expect("replay lock")
+            .get(at)
+            .copied()
+            .unwrap_or(0);
+        let mut steers = self.steers.lock().expect("replay lock");
+        let Some(batches) = steers.get_mut(at) else {
+            return Vec::new();
+        };
+        match batches.front() {
+            // Taken after as many replies as this agent has been given again.
+            Some((before, _)) if *before == given => {
+                batches.pop_front().map(|(_, b)| b).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        }
     }
 }

@@ -630,6 +630,7 @@ impl Runner {
                 start.name(),
                 Some(Arc::new(history)),
             )
+            .with_conversation_id(thread_id)
             .with_run_middleware(middleware);
         let agent_input = AgentInput {
             messages: cx.root_messages(),

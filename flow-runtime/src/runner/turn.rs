@@ -484,12 +484,14 @@ impl Runner {
             number,
         );
         // The turn starts with the thread's values (see `thread_values`).
-        let cx = self.run_context(
-            Runner::session_after(head.as_ref().map(|h| &h.last)),
-            vec![Arc::clone(&message)],
-            start.name(),
-            Some(Arc::new(history)),
-        );
+        let cx = self
+            .run_context(
+                Runner::session_after(head.as_ref().map(|h| &h.last)),
+                vec![Arc::clone(&message)],
+                start.name(),
+                Some(Arc::new(history)),
+            )
+            .with_conversation_id(thread_id);
         let cx = match &self.threads.scope {
             Some(scope) => cx.with_idempotency_scope(Arc::clone(scope)),
             None => cx,
@@ -663,6 +665,7 @@ impl Runner {
             ThreadHistory::new(super::earlier::StoreTurns::shared(&store, thread_id), turn);
         let mut cx = cx
             .with_thread(Arc::new(history))
+            .with_conversation_id(thread_id)
             .with_cancel(self.threads.cancel.clone().unwrap_or_default(), false);
         if let Some(steer) = &self.threads.steer {
             cx = cx.with_steering(steer.clone());
@@ -705,9 +708,13 @@ impl Runner {
         let mut first = crate::agent::Middlewares::default();
         if let Some(steps) = &journaled {
             let from = restored.min(steps.len());
-            let replay =
-                super::replay::Replay::new(&steps[from..], from).with_nested(&nested_steps);
-            first = first.with(Arc::new(replay));
+            let replay = Arc::new(
+                super::replay::Replay::new(&steps[from..], from).with_nested(&nested_steps),
+            );
+            // The steers the dead worker took in are taken in again where it took them.
+            let steering = cx.steering().cloned().unwrap_or_default();
+            cx = cx.with_steering(steering.replaying(Arc::clone(&replay) as _));
+            first = first.with(replay);
         }
         if let Some(nested) = nested {
             first = first.with(nested);

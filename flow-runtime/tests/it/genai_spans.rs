@@ -133,26 +133,37 @@ fn model_and_tool_calls_are_spans_under_the_agent_with_genai_attributes() {
             (
                 s.name.clone(),
                 s.parent.clone(),
-                field(s, "agentflow.run_path").or(field(s, "run_path")),
+                field(s, "agentflow.run_path"),
             )
         })
         .collect();
-    let agent = Some("agent".to_owned());
+    let agent = Some("invoke_agent".to_owned());
     assert_eq!(
         tree,
         [
-            ("agent".into(), None, Some("triage")),
+            ("invoke_agent".into(), None, Some("triage")),
             ("chat".into(), agent.clone(), Some("triage")),
-            ("agent".into(), None, Some("triage/refund")),
+            ("invoke_agent".into(), None, Some("triage/refund")),
             ("chat".into(), agent.clone(), Some("triage/refund")),
             ("execute_tool".into(), agent.clone(), Some("triage/refund")),
             ("chat".into(), agent.clone(), Some("triage/refund")),
         ]
     );
 
+    let triage = &spans[0];
+    assert_eq!(field(triage, "otel.name"), Some("invoke_agent triage"));
+    assert_eq!(field(triage, "gen_ai.operation.name"), Some("invoke_agent"));
+    assert_eq!(field(triage, "gen_ai.agent.name"), Some("triage"));
+    // Outside a thread, no conversation.
+    assert!(spans
+        .iter()
+        .all(|s| field(s, "gen_ai.conversation.id").is_none()));
+
     let chat = &spans[1];
     assert_eq!(field(chat, "otel.name"), Some("chat triage-model"));
     assert_eq!(field(chat, "gen_ai.operation.name"), Some("chat"));
+    // A scripted model is no provider the conventions name.
+    assert_eq!(field(chat, "gen_ai.provider.name"), Some("_OTHER"));
     assert_eq!(field(chat, "gen_ai.request.model"), Some("triage-model"));
     assert_eq!(field(chat, "gen_ai.agent.name"), Some("triage"));
     assert_eq!(field(chat, "gen_ai.usage.input_tokens"), Some("100"));
@@ -241,4 +252,67 @@ fn a_failed_model_call_is_recorded_on_its_span() {
     assert!(field(chat, "otel.status_description")
         .unwrap()
         .contains("HTTP 401"));
+}
+
+#[test]
+fn a_threads_turn_names_its_conversation_on_every_span() {
+    use flow_runtime::{InMemoryStore, Message, TurnRequest};
+    let spans = capture(|| {
+        let runner = Runner::builder(desk(false))
+            .thread_store(InMemoryStore::new())
+            .build();
+        futures::executor::block_on(async {
+            let turn = runner
+                .turn(TurnRequest::new("ada-42", Message::user("refund")))
+                .await
+                .unwrap();
+            turn.finish().await;
+        });
+    });
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "invoke_agent",
+            "chat",
+            "invoke_agent",
+            "chat",
+            "execute_tool",
+            "chat"
+        ]
+    );
+    for s in &spans {
+        assert_eq!(
+            field(s, "gen_ai.conversation.id"),
+            Some("ada-42"),
+            "{} names its conversation",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn cached_and_reasoning_tokens_have_the_conventions_names() {
+    let spans = capture(|| {
+        let mut usage = Usage::new(100, 10);
+        usage.cached_input_tokens = Some(80);
+        usage.reasoning_tokens = Some(6);
+        let agent = ChatModelAgent::builder(
+            "bot",
+            ScriptedModel::new([ScriptStep::text("hi").with_usage(usage)]),
+        )
+        .build()
+        .unwrap();
+        let _: Vec<_> =
+            futures::executor::block_on(Runner::new(FlowAgent::new(agent)).run("hi").collect());
+    });
+    let chat = &spans[1];
+    assert_eq!(
+        field(chat, "gen_ai.usage.cache_read.input_tokens"),
+        Some("80")
+    );
+    assert_eq!(
+        field(chat, "gen_ai.usage.reasoning.output_tokens"),
+        Some("6")
+    );
 }

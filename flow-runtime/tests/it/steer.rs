@@ -280,3 +280,135 @@ async fn a_steer_sent_before_an_interrupt_is_taken_in_by_the_resumed_turn() {
         "{last:#?}"
     );
 }
+
+/// A desk for the recovery test: the model calls `lookup`, then (once the steer is in) `ship`,
+/// then answers with the user messages after the first. `ship` blocks forever when `hang`
+/// (the dying worker's), else answers at once (the recovering worker's).
+fn shipping_desk(
+    store: &InMemoryStore,
+    started: Arc<Notify>,
+    go: Arc<Notify>,
+    shipping: Arc<Notify>,
+    hang: bool,
+) -> (Runner, ScriptedModel) {
+    let model = ScriptedModel::rules()
+        .when_with(
+            |r| {
+                r.messages
+                    .iter()
+                    .any(|m| m.tool_name.as_deref() == Some("ship"))
+            },
+            |r| {
+                let users: Vec<&str> = r
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .map(|m| m.content.as_str())
+                    .skip(1)
+                    .collect();
+                ScriptStep::text(format!("heard: {}", users.join(" | ")))
+            },
+        )
+        .when_with(
+            |r| r.messages.iter().any(|m| m.role == Role::Tool),
+            |_| ScriptStep::tool_call("ship", json!({})),
+        )
+        .otherwise(ScriptStep::tool_call("lookup", json!({})));
+    let lookup = tool_fn(
+        "lookup",
+        "Looks the order up.",
+        move |_: serde_json::Value| {
+            let (started, go) = (Arc::clone(&started), Arc::clone(&go));
+            async move {
+                started.notify_one();
+                go.notified().await;
+                Ok::<_, std::io::Error>("order 7: a kettle")
+            }
+        },
+    );
+    let ship = tool_fn("ship", "Ships the order.", move |_: serde_json::Value| {
+        let shipping = Arc::clone(&shipping);
+        async move {
+            shipping.notify_one();
+            if hang {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, std::io::Error>("shipped")
+        }
+    })
+    .with_idempotent(true);
+    let agent = ChatModelAgent::builder("desk", model.clone())
+        .tool(lookup)
+        .tool(ship)
+        .build()
+        .unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(store.clone())
+        .journal_store(store.clone())
+        .durability(flow_runtime::Durability::Sync)
+        .lease(std::time::Duration::from_millis(60))
+        .build();
+    (runner, model)
+}
+
+#[tokio::test]
+async fn a_turn_that_died_after_taking_a_steer_is_recovered_with_it_in_place() {
+    let store = InMemoryStore::new();
+    let (started, go, shipping) = (
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+    );
+    let (dying, _) = shipping_desk(
+        &store,
+        Arc::clone(&started),
+        Arc::clone(&go),
+        Arc::clone(&shipping),
+        true,
+    );
+    let run = dying
+        .start(TurnRequest::new("t", Message::user("refund order 7")))
+        .await
+        .unwrap();
+    started.notified().await;
+    run.steer(Message::user("also refund the shipping"))
+        .unwrap();
+    go.notify_one();
+    // The worker took the steer in, asked the model again and hangs in `ship`: it is as good
+    // as dead (no event flows, so its lease runs out).
+    shipping.notified().await;
+
+    let (other, model) = shipping_desk(
+        &store,
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+        false,
+    );
+    let turn = loop {
+        match other.recover("t").await {
+            Err(flow_runtime::RecoverError::Leased { .. }) => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await
+            }
+            other => break other.unwrap().expect("a dead turn to recover"),
+        }
+    };
+    let outcome = turn.finish().await;
+    assert!(
+        matches!(outcome, flow_runtime::TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        record(&other).await,
+        [
+            "desk@desk: Assistant  [calls lookup]",
+            "desk@desk: Tool order 7: a kettle",
+            "desk@desk: User also refund the shipping",
+            "desk@desk: Assistant  [calls ship]",
+            "desk@desk: Tool shipped",
+            "desk@desk: Assistant heard: also refund the shipping",
+        ]
+    );
+    // The journaled replies were not asked again: only the last answer was.
+    assert_eq!(model.calls(), 1);
+}

@@ -1,4 +1,4 @@
-//! Each agent run is a `tracing` span with the agent and its run path.
+//! Each agent run is a `tracing` span (`invoke_agent`) with the agent and its run path.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,8 +17,8 @@ struct Fields(String, String);
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         match field.name() {
-            "agent" => self.0 = format!("{value:?}"),
-            "run_path" => self.1 = format!("{value:?}"),
+            "gen_ai.agent.name" => self.0 = format!("{value:?}"),
+            "agentflow.run_path" => self.1 = format!("{value:?}"),
             _ => {}
         }
     }
@@ -53,7 +53,7 @@ fn every_agent_run_is_a_span_with_agent_and_run_path() {
         assert_eq!(events.len(), 3);
     });
     let got = spans.0.lock().unwrap().clone();
-    let own = |a: &str, p: &str| ("agent".to_owned(), a.to_owned(), p.to_owned());
+    let own = |a: &str, p: &str| ("invoke_agent".to_owned(), a.to_owned(), p.to_owned());
     assert_eq!(
         got,
         vec![own("triage", "triage"), own("refund", "triage/refund")]

@@ -24,6 +24,8 @@ mod idempotency;
 mod jwt;
 mod langgraph_letter;
 mod langgraph_sdk;
+#[cfg(feature = "mcp")]
+mod mcp_serve;
 mod memory_routes;
 mod outbound;
 mod outward;
