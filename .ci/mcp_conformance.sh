@@ -25,9 +25,10 @@ fi
 
 "$mcp_conformance_node" --version | grep -q "^v$mcp_conformance_node_version\."
 
-# Runs the client suite against BINARY (the built mcp_conformance_client example).
+# Runs the client suite against BINARY (the built mcp_conformance_client example), bounded
+# like .ci/run's other steps (a shell function cannot be run through `bounded`).
 mcp_conformance_client_suite() {
-    PATH="$(dirname "$mcp_conformance_node"):$PATH" \
+    PATH="$(dirname "$mcp_conformance_node"):$PATH" timeout --kill-after=30s 1200 \
         "$mcp_conformance_node" "$mcp_conformance_js" client --suite all --command "$1" \
         --expected-failures .ci/mcp_conformance_expected.yml
 }
