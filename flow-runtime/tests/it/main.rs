@@ -31,6 +31,10 @@ mod map;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
+mod mcp_auth;
+#[cfg(feature = "mcp")]
+mod mcp_elicitation;
+#[cfg(feature = "mcp")]
 mod mcp_http_bounds;
 #[cfg(feature = "mcp")]
 mod mcp_outbound;

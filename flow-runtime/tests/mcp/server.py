@@ -7,6 +7,7 @@ import sys
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 server = MCPServer("agentflow-test")
 
@@ -41,6 +42,20 @@ async def hang() -> str:
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+class Contact(BaseModel):
+    name: str = Field(description="Your name")
+    city: str = Field(default="Lisbon", description="Your city")
+
+
+@server.tool()
+async def ask_contact(ctx: Context) -> str:
+    """Asks the user for a name and a city (elicitation) and says what came back."""
+    result = await ctx.elicit("Who is asking?", Contact)
+    if result.action == "accept":
+        return f"accept: {result.data.name} from {result.data.city}"
+    return result.action
 
 
 @server.tool()

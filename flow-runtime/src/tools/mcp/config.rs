@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{McpError, McpLimits, ToolFilter, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
+use super::{
+    ElicitationHandler, McpAuth, McpError, McpLimits, ToolFilter, DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+};
 
 /// How to reach an MCP server, and the bounds on talking to it.
 #[derive(Clone)]
@@ -18,6 +21,7 @@ pub struct McpServerConfig {
     pub(super) limits: McpLimits,
     pub(super) tools: ToolFilter,
     pub(super) outbound: Option<crate::outbound::OutboundPolicy>,
+    pub(super) elicitation: Option<Arc<dyn ElicitationHandler>>,
 }
 
 #[derive(Clone)]
@@ -33,6 +37,7 @@ pub(super) enum TransportConfig {
     Http {
         url: Arc<str>,
         bearer_token: Option<Arc<str>>,
+        auth: Option<McpAuth>,
     },
 }
 
@@ -76,6 +81,7 @@ impl McpServerConfig {
             TransportConfig::Http {
                 url: url.into(),
                 bearer_token: None,
+                auth: None,
             },
         )
     }
@@ -89,6 +95,7 @@ impl McpServerConfig {
             limits: McpLimits::default(),
             tools: ToolFilter::default(),
             outbound: None,
+            elicitation: None,
         }
     }
 
@@ -178,6 +185,24 @@ impl McpServerConfig {
         if let TransportConfig::Http { bearer_token, .. } = &mut self.transport {
             *bearer_token = Some(token.into());
         }
+        self
+    }
+
+    /// Authorizes with an HTTP server that requires OAuth (ignored for stdio): see
+    /// [`McpAuth`]. Without it, a server that answers `401` fails with
+    /// [`McpError::AuthRequired`].
+    pub fn auth(mut self, oauth: McpAuth) -> Self {
+        if let TransportConfig::Http { auth, .. } = &mut self.transport {
+            *auth = Some(oauth);
+        }
+        self
+    }
+
+    /// Answers the server's elicitation requests (`elicitation/create`: the server asks the
+    /// user for input during a tool call) with `handler`, and tells the server this client
+    /// can. Without it the client does not offer elicitation and declines any request.
+    pub fn elicitation(mut self, handler: impl ElicitationHandler + 'static) -> Self {
+        self.elicitation = Some(Arc::new(handler));
         self
     }
 

@@ -11,15 +11,17 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     ErrorCode, Implementation, PaginatedRequestParams, ResourceContents,
 };
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ProtocolVersion};
 use rmcp::service::PeerRequestOptions;
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
 
+use super::auth::Authorizer;
 use super::config::TransportConfig;
-use super::{McpError, McpServerConfig, McpTool};
+use super::{ElicitationHandler, McpError, McpServerConfig, McpTool};
 use crate::llm::tool::Tool;
 
 /// Receives the server's notifications: remembers that its tool list changed; hands progress
@@ -27,6 +29,10 @@ use crate::llm::tool::Tool;
 pub(super) struct Handler {
     pub(super) tools_changed: Arc<AtomicBool>,
     pub(super) progress: ProgressRoutes,
+    /// The server's name, for elicitation requests.
+    pub(super) server: Arc<str>,
+    /// Answers the server's elicitation requests (none: declined, and not offered).
+    pub(super) elicitation: Option<Arc<dyn ElicitationHandler>>,
 }
 
 impl ClientHandler for Handler {
@@ -42,11 +48,37 @@ impl ClientHandler for Handler {
         self.progress.deliver(params);
     }
 
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let (Some(handler), Some(request)) = (
+            &self.elicitation,
+            super::elicitation::request(&self.server, params),
+        ) else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let answer = handler.elicit(request.clone()).await;
+        Ok(super::elicitation::result(&request, answer))
+    }
+
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation.is_some() {
+            capabilities.elicitation = Some(
+                rmcp::model::ElicitationCapability::default()
+                    .with_form(rmcp::model::FormElicitationCapability::default()),
+            );
+        }
+        let mut config = ClientConfig::new(
+            capabilities,
             Implementation::new("agentflow", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // The latest version the specification defines with an `initialize` handshake (the
+        // SDK's default names a draft past it).
+        config.protocol_version = ProtocolVersion::V_2025_11_25;
+        config
     }
 }
 
@@ -70,6 +102,8 @@ pub(super) struct Inner {
     connections: AtomicU64,
     /// Where progress notifications go, by token (shared by every connection's handler).
     progress: ProgressRoutes,
+    /// The OAuth state of an HTTP server configured with an `McpAuth` (made on first use).
+    authorizer: tokio::sync::OnceCell<Arc<Authorizer>>,
 }
 
 /// The calls waiting for progress notifications, by the token their request carries; a
@@ -158,6 +192,7 @@ impl McpServer {
                 listed: StdMutex::new(Vec::new()),
                 connections: AtomicU64::new(0),
                 progress: ProgressRoutes::default(),
+                authorizer: tokio::sync::OnceCell::new(),
             }),
         };
         let live = server.open().await?;
@@ -232,6 +267,31 @@ impl McpServer {
     /// [`call_tool`](Self::call_tool), sending the progress notifications the server makes
     /// for this call to `progress` while it runs.
     pub(super) async fn call_tool_with_progress(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallToolResult, McpError> {
+        // A call the server refused for want of authorization (401, or 403 for a scope) had
+        // no effect: it is sent again once authorized, at most AUTH_ATTEMPTS times.
+        let mut attempts = 0;
+        loop {
+            let answer = self
+                .call_once(tool, arguments.clone(), progress.clone())
+                .await;
+            match answer {
+                Err(McpError::AuthRequired { challenge, .. })
+                    if attempts < AUTH_ATTEMPTS && self.has_auth() =>
+                {
+                    attempts += 1;
+                    self.authorizer().await?.authorize(&challenge).await?;
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    async fn call_once(
         &self,
         tool: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
@@ -367,6 +427,12 @@ impl McpServer {
                     limit: self.inner.config.limits.max_message_bytes,
                 })
             }
+            Err(ServiceError::TransportSend(e)) if challenge(&e).is_some() => {
+                // The server refused the request for want of authorization: the session
+                // is opened afresh with the new token.
+                self.forget(generation).await;
+                Err(self.auth_required(challenge(&e).unwrap_or_default()))
+            }
             Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 self.forget(generation).await;
                 Err(McpError::Disconnected {
@@ -441,7 +507,80 @@ impl McpServer {
         Ok(live)
     }
 
+    /// Opens a connection; when the server asks for authorization and this client has an
+    /// `McpAuth`, authorizes and opens again (at most AUTH_ATTEMPTS times).
     async fn open_unbounded(&self) -> Result<Live, McpError> {
+        let mut attempts = 0;
+        loop {
+            match self.open_once().await {
+                Err(McpError::AuthRequired { challenge, .. })
+                    if attempts < AUTH_ATTEMPTS && self.has_auth() =>
+                {
+                    attempts += 1;
+                    self.authorizer().await?.authorize(&challenge).await?;
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    /// Whether the server is configured with an `McpAuth`.
+    fn has_auth(&self) -> bool {
+        matches!(
+            &self.inner.config.transport,
+            TransportConfig::Http { auth: Some(_), .. }
+        )
+    }
+
+    /// The server's OAuth state, made on first use (`has_auth` must be true).
+    async fn authorizer(&self) -> Result<&Arc<Authorizer>, McpError> {
+        let config = &self.inner.config;
+        self.inner
+            .authorizer
+            .get_or_try_init(|| async {
+                let TransportConfig::Http {
+                    url,
+                    auth: Some(auth),
+                    ..
+                } = &config.transport
+                else {
+                    return Err(McpError::Config {
+                        server: Arc::clone(&config.name),
+                        message: "OAuth is configured for HTTP servers only".into(),
+                    });
+                };
+                let http = self.http_client()?;
+                Authorizer::new(auth.clone(), Arc::clone(&config.name), url, http)
+                    .await
+                    .map(Arc::new)
+            })
+            .await
+    }
+
+    /// The HTTP client for the server: held to its outbound policy if it has one.
+    fn http_client(&self) -> Result<reqwest013::Client, McpError> {
+        let config = &self.inner.config;
+        match &config.outbound {
+            None => Ok(reqwest013::Client::new()),
+            Some(policy) => guarded_client(policy).map_err(|e| McpError::Connect {
+                server: Arc::clone(&config.name),
+                target: config.target().into(),
+                message: format!("the HTTP client: {e}").into(),
+            }),
+        }
+    }
+
+    /// The error for a server that answered with the authorization `challenge`.
+    fn auth_required(&self, challenge: String) -> McpError {
+        let config = &self.inner.config;
+        McpError::AuthRequired {
+            server: Arc::clone(&config.name),
+            target: config.target().into(),
+            challenge: challenge.into(),
+        }
+    }
+
+    async fn open_once(&self) -> Result<Live, McpError> {
         let config = &self.inner.config;
         let connect_error = |message: String| McpError::Connect {
             server: Arc::clone(&config.name),
@@ -452,6 +591,8 @@ impl McpServer {
         let handler = Handler {
             tools_changed: Arc::clone(&tools_changed),
             progress: self.inner.progress.clone(),
+            server: Arc::clone(&config.name),
+            elicitation: config.elicitation.clone(),
         };
         let (service, process_id) = match &config.transport {
             TransportConfig::Stdio {
@@ -496,7 +637,11 @@ impl McpServer {
                     .map_err(|e| connect_error(format!("the MCP handshake failed: {e}")))?;
                 (service, process_id)
             }
-            TransportConfig::Http { url, bearer_token } => {
+            TransportConfig::Http {
+                url,
+                bearer_token,
+                auth,
+            } => {
                 install_crypto_provider();
                 let mut http = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
                 http.auth_header = bearer_token.as_deref().map(str::to_owned);
@@ -507,6 +652,20 @@ impl McpServer {
                 http.max_json_response_size = max;
                 http.max_sse_event_size = max;
                 let transport = match &self.inner.config.outbound {
+                    _ if auth.is_some() => {
+                        let client = self.authorizer().await?.client();
+                        let transport = StreamableHttpClientTransport::with_client(client, http);
+                        let service = handler.serve(transport).await.map_err(|e| {
+                            match init_challenge(&e) {
+                                Some(challenge) => self.auth_required(challenge),
+                                None => connect_error(format!(
+                                    "the MCP handshake failed: {}",
+                                    with_causes(&e)
+                                )),
+                            }
+                        })?;
+                        return self.finish_open(service, None, tools_changed).await;
+                    }
                     None => StreamableHttpClientTransport::from_config(http),
                     Some(policy) => {
                         let parsed = policy
@@ -525,12 +684,49 @@ impl McpServer {
                         StreamableHttpClientTransport::with_client(client, http)
                     }
                 };
-                let service = handler.serve(transport).await.map_err(|e| {
-                    connect_error(format!("the MCP handshake failed: {}", with_causes(&e)))
-                })?;
+                let service =
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|e| match init_challenge(&e) {
+                            Some(challenge) => self.auth_required(challenge),
+                            None => connect_error(format!(
+                                "the MCP handshake failed: {}",
+                                with_causes(&e)
+                            )),
+                        })?;
                 (service, None)
             }
         };
+        self.finish_open(service, process_id, tools_changed).await
+    }
+
+    /// Checks the protocol version the server answered, reads its tools: the connection.
+    async fn finish_open(
+        &self,
+        service: RunningService<RoleClient, Handler>,
+        process_id: Option<u32>,
+        tools_changed: Arc<AtomicBool>,
+    ) -> Result<Live, McpError> {
+        let config = &self.inner.config;
+        let answered = service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default();
+        if !super::SUPPORTED_PROTOCOL_VERSIONS.contains(&answered.as_str()) {
+            let mut service = service;
+            let _ = service.close().await;
+            return Err(McpError::UnsupportedProtocolVersion {
+                server: Arc::clone(&config.name),
+                offered: super::PROTOCOL_VERSION.into(),
+                answered: answered.into(),
+                supported: super::SUPPORTED_PROTOCOL_VERSIONS
+                    .iter()
+                    .map(|&v| v.into())
+                    .collect(),
+            });
+        }
         // This client keeps its own copy of the tool list and reads it again when it may
         // have changed: the SDK's response cache would only answer with an old one.
         service
@@ -595,9 +791,14 @@ impl McpServer {
                 .peer()
                 .list_tools(params)
                 .await
-                .map_err(|e| McpError::Other {
-                    server: Arc::clone(&config.name),
-                    message: format!("could not list its tools: {e}").into(),
+                .map_err(|e| match &e {
+                    ServiceError::TransportSend(t) if challenge(t).is_some() => {
+                        self.auth_required(challenge(t).unwrap_or_default())
+                    }
+                    _ => McpError::Other {
+                        server: Arc::clone(&config.name),
+                        message: format!("could not list its tools: {e}").into(),
+                    },
                 })?;
             if tools.len() + result.tools.len() > limits.max_tools {
                 return Err(exceeded(
@@ -838,4 +1039,30 @@ fn over_http_limit(e: &ServiceError) -> bool {
         source = current.source();
     }
     false
+}
+
+/// How many times a connection or a call is authorized again after the server refused it.
+const AUTH_ATTEMPTS: u32 = 3;
+
+/// The `WWW-Authenticate` challenge of an HTTP answer `401` or `403`, if that is what failed.
+fn challenge(error: &rmcp::transport::DynamicTransportError) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(current) = source {
+        if let Some(e) = current.downcast_ref::<StreamableHttpError<reqwest013::Error>>() {
+            if let Some(challenge) = e.auth_challenge() {
+                return Some(challenge.to_owned());
+            }
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The challenge of a handshake that failed for want of authorization.
+fn init_challenge(error: &rmcp::service::ClientInitializeError) -> Option<String> {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => challenge(error),
+        _ => None,
+    }
 }

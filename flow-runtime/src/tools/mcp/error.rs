@@ -149,6 +149,48 @@ pub enum McpError {
         /// The limit.
         limit: Duration,
     },
+    /// The server requires authorization (it answered `401` or `403` with a
+    /// `WWW-Authenticate` challenge) and this client has no [`McpAuth`](super::McpAuth)
+    /// for it.
+    #[error(
+        "MCP server '{server}' ({target}) requires authorization (it answered: \
+         {challenge}); give its McpServerConfig an McpAuth (McpServerConfig::auth) or a \
+         bearer_token"
+    )]
+    AuthRequired {
+        /// The server's name.
+        server: Arc<str>,
+        /// The URL.
+        target: Arc<str>,
+        /// The server's `WWW-Authenticate` header.
+        challenge: Arc<str>,
+    },
+    /// Authorizing with the server failed: metadata discovery, client registration, the
+    /// user's consent, the token exchange or refresh, or the server refused the token again.
+    #[error("MCP server '{server}': OAuth authorization failed: {message}")]
+    Auth {
+        /// The server's name.
+        server: Arc<str>,
+        /// What failed.
+        message: Arc<str>,
+    },
+    /// The server answered the handshake with a protocol version this client does not speak.
+    #[error(
+        "MCP server '{server}' answered protocol version '{answered}', which this client does \
+         not support (it offered '{offered}' and supports {}); use a server that speaks one \
+         of them",
+        .supported.join(", ")
+    )]
+    UnsupportedProtocolVersion {
+        /// The server's name.
+        server: Arc<str>,
+        /// The version offered in `initialize`.
+        offered: Arc<str>,
+        /// The version the server answered.
+        answered: Arc<str>,
+        /// The versions this client speaks.
+        supported: Vec<Arc<str>>,
+    },
     /// Any other failure of the MCP client.
     #[error("MCP server '{server}': {message}")]
     Other {

@@ -70,6 +70,57 @@
 //!   (and killed at once if the tokio runtime is shutting down). [`McpServer::shutdown`] does
 //!   it now and waits.
 //!
+//! # Protocol version
+//!
+//! The client offers [`PROTOCOL_VERSION`] (`2025-11-25`, the latest version the MCP
+//! specification defines with an `initialize` handshake) and accepts a server's answer if it is
+//! one of [`SUPPORTED_PROTOCOL_VERSIONS`]; any other answer fails the connection with
+//! [`McpError::UnsupportedProtocolVersion`], naming both.
+//!
+//! # Authorization (OAuth 2.1)
+//!
+//! An HTTP server that answers `401` with a `WWW-Authenticate` challenge needs authorization:
+//! give its config an [`McpAuth`] ([`McpServerConfig::auth`]). The client then does what the
+//! MCP authorization specification asks, on the SDK's implementation (`rmcp`'s `auth`, chosen
+//! over code of our own: it follows the spec's discovery order and registration priority and
+//! is checked by the same conformance suite):
+//!
+//! - discovery: the protected resource metadata the challenge names (`resource_metadata`), else
+//!   the well-known paths of the server's URL; then the authorization server's metadata (OAuth,
+//!   then OpenID Connect discovery), its issuer checked;
+//! - the client: a pre-registered one ([`McpAuth::preregistered_client`]), a client ID metadata
+//!   document ([`McpAuth::client_metadata_url`]) where the server supports them, else dynamic
+//!   registration;
+//! - the grant: the authorization code with PKCE (S256), the user sent to the authorization
+//!   server by the application's [`AuthorizationRedirect`] (which returns the redirect it got
+//!   back), client credentials ([`McpAuth::client_credentials`]), or enterprise-managed
+//!   authorization ([`McpAuth::enterprise_managed`]: an ID token exchanged at the enterprise
+//!   identity provider, then the `jwt-bearer` grant); the `resource` indicator on
+//!   every request; scopes from the challenge, else the resource's `scopes_supported`;
+//! - tokens in a [`CredentialStore`] ([`McpAuth::token_store`]; [`InMemoryCredentialStore`] by
+//!   default), refreshed when they expire or when the server rejects one (a `401` on a token:
+//!   one silent refresh, then a new authorization);
+//! - `403 insufficient_scope` (on the handshake or a call): authorization again for the scopes
+//!   held plus the one asked for, then the call is sent again (a refused call had no effect);
+//!   at most three times.
+//!
+//! A server that asks for authorization when no [`McpAuth`] is configured fails with
+//! [`McpError::AuthRequired`] (its challenge in the message); a failed authorization (discovery,
+//! registration, the user's consent, a token request) with [`McpError::Auth`]. The OAuth
+//! requests themselves go through the SDK's client, which refuses metadata URLs that leave the
+//! server's address class; [`McpServerConfig::outbound`] governs the MCP requests.
+//!
+//! # Elicitation
+//!
+//! A server may ask the user for input while one of its tools runs (`elicitation/create`: a
+//! message and the JSON schema of the answer, or a URL to open). With
+//! [`McpServerConfig::elicitation`] the client declares the capability and hands each request
+//! to the application's [`ElicitationHandler`] as an [`ElicitationRequest`]; its
+//! [`ElicitationAnswer`] (accept with values, decline, cancel) goes back to the server, an
+//! accepted form completed with the schema's `default`s for the properties the user left out.
+//! Without a handler the capability is not declared and every request is declined
+//! ([`DeclineElicitation`]). The call waits for the answer within its `call_timeout`.
+//!
 //! # Several servers: the prefix rule
 //!
 //! A tool keeps the name its server gives it, unless that name is not unique: when two or more
@@ -107,7 +158,8 @@
 //!
 //! One concept a file: the server's configuration (`config`: [`McpServerConfig`], the
 //! transport and its bounds), the errors (`error`: [`McpError`]), one live connection and its
-//! reconnects (`connection`: [`McpServer`]), one server tool as a [`Tool`](crate::llm::tool::Tool)
+//! reconnects (`connection`: [`McpServer`]), OAuth (`auth`: [`McpAuth`]), the server's questions
+//! to the user (`elicitation`: [`ElicitationHandler`]), one server tool as a [`Tool`](crate::llm::tool::Tool)
 //! (`tool`: [`McpTool`]), a call's result as text (`result`: [`result_text`]), and several
 //! servers' tools under the prefix rule (`toolset`: [`McpToolset`]), the bounds on what a
 //! server may send (`limits`: [`McpLimits`]) and which of its tools an agent gets (`filter`:
@@ -115,9 +167,11 @@
 
 use std::time::Duration;
 
+mod auth;
 mod bounded;
 mod config;
 mod connection;
+mod elicitation;
 mod error;
 mod filter;
 mod limits;
@@ -125,8 +179,15 @@ mod result;
 mod tool;
 mod toolset;
 
+pub use auth::{
+    AuthorizationRedirect, CredentialStore, EnterpriseIdp, InMemoryCredentialStore, McpAuth,
+    StoredCredentials,
+};
 pub use config::McpServerConfig;
 pub use connection::McpServer;
+pub use elicitation::{
+    DeclineElicitation, ElicitationAnswer, ElicitationHandler, ElicitationRequest,
+};
 pub use error::McpError;
 pub use filter::ToolFilter;
 pub use limits::McpLimits;
@@ -142,3 +203,12 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The separator of the prefix rule: a clashing tool `t` of server `s` is named `s__t`.
 pub const PREFIX_SEPARATOR: &str = "__";
+
+/// The protocol version this client offers in `initialize`: the latest the MCP specification
+/// defines with an `initialize` handshake.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The protocol versions this client speaks, oldest first: a server may answer `initialize`
+/// with any of them; another answer fails with [`McpError::UnsupportedProtocolVersion`].
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

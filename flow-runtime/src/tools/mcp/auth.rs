@@ -1,0 +1,562 @@
+//! OAuth 2.1 for HTTP MCP servers, as the MCP authorization specification has it, on the SDK's
+//! implementation (`rmcp`'s `auth`): protected resource metadata discovery (the
+//! `resource_metadata` of the server's `WWW-Authenticate` challenge, then the well-known paths),
+//! authorization server metadata (OAuth and OpenID Connect discovery), client registration
+//! (a pre-registered client, a client ID metadata document, or dynamic registration), the
+//! authorization code grant with PKCE, the client credentials grant, token refresh, and scope
+//! step-up on `403 insufficient_scope`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, WWWAuthenticateParams,
+};
+pub use rmcp::transport::auth::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
+
+use super::McpError;
+
+/// Sends the user to the authorization server and brings back where it redirected to: the
+/// application's part of the authorization code grant. A desktop application opens `url` in
+/// the browser and listens on its redirect URI; a server application sends its user there
+/// and receives the redirect on one of its routes.
+///
+/// ```
+/// use flow_runtime::mcp::AuthorizationRedirect;
+///
+/// struct Browser;
+///
+/// #[async_trait::async_trait]
+/// impl AuthorizationRedirect for Browser {
+///     async fn authorize(&self, url: &str) -> Result<String, String> {
+///         // Open `url`, wait for the request to the redirect URI, return its full URL.
+///         Err(format!("open {url} in a browser (not done in this example)"))
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait AuthorizationRedirect: Send + Sync {
+    /// Has the user open `url` (the authorization server's page, with the PKCE challenge and
+    /// a `state`) and returns the URL the authorization server redirected the user's browser
+    /// to (the redirect URI with `code`, `state` and perhaps `iss`), or why not.
+    async fn authorize(&self, url: &str) -> Result<String, String>;
+}
+
+/// How this client authorizes with an HTTP MCP server that requires OAuth
+/// ([`McpServerConfig::auth`](super::McpServerConfig::auth)).
+///
+/// Nothing is asked until the server answers `401` with a `WWW-Authenticate` challenge: then
+/// its metadata is discovered and the grant below runs; the tokens go to the
+/// [token store](Self::token_store) and are sent on every request, refreshed when they
+/// expire (or when the server rejects one), and a `403 insufficient_scope` asks for the
+/// missing scope (the authorization code grant again, at most three times).
+#[derive(Clone)]
+pub struct McpAuth {
+    grant: Grant,
+    scopes: Vec<String>,
+    store: Arc<dyn CredentialStore>,
+}
+
+#[derive(Clone)]
+enum Grant {
+    AuthorizationCode {
+        redirect_uri: String,
+        redirect: Arc<dyn AuthorizationRedirect>,
+        client_name: String,
+        client_id: Option<String>,
+        client_secret: Option<String>,
+        client_metadata_url: Option<String>,
+    },
+    ClientCredentials {
+        client_id: String,
+        client_secret: String,
+    },
+    EnterpriseManaged {
+        idp: EnterpriseIdp,
+        id_token: String,
+        client_id: String,
+        client_secret: String,
+    },
+}
+
+/// The enterprise identity provider of [`McpAuth::enterprise_managed`]: the one the MCP
+/// server's authorization server trusts, and this client's registration with it.
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    issuer: String,
+    token_endpoint: String,
+    client_id: String,
+    client_secret: Option<String>,
+}
+
+impl EnterpriseIdp {
+    /// The identity provider `issuer` (its exact issuer identifier), its token endpoint, and
+    /// this client's ID there (a public client; see [`client_secret`](Self::client_secret)).
+    pub fn new(
+        issuer: impl Into<String>,
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+    ) -> Self {
+        EnterpriseIdp {
+            issuer: issuer.into(),
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+        }
+    }
+
+    /// The client's secret at the identity provider (sent with HTTP Basic).
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+}
+
+impl fmt::Debug for McpAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = match &self.grant {
+            Grant::AuthorizationCode { redirect_uri, .. } => {
+                format!("authorization_code (redirect {redirect_uri})")
+            }
+            Grant::ClientCredentials { client_id, .. } => {
+                format!("client_credentials (client {client_id})")
+            }
+            Grant::EnterpriseManaged { idp, client_id, .. } => {
+                format!(
+                    "enterprise_managed (identity provider {}, client {client_id})",
+                    idp.issuer
+                )
+            }
+        };
+        f.debug_struct("McpAuth")
+            .field("grant", &grant)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpAuth {
+    /// The authorization code grant with PKCE: the user is sent to the authorization server
+    /// through `redirect`, which comes back to `redirect_uri`. The client registers itself
+    /// dynamically unless [`preregistered_client`](Self::preregistered_client) or
+    /// [`client_metadata_url`](Self::client_metadata_url) says otherwise.
+    pub fn authorization_code(
+        redirect_uri: impl Into<String>,
+        redirect: impl AuthorizationRedirect + 'static,
+    ) -> Self {
+        McpAuth {
+            grant: Grant::AuthorizationCode {
+                redirect_uri: redirect_uri.into(),
+                redirect: Arc::new(redirect),
+                client_name: "agentflow".into(),
+                client_id: None,
+                client_secret: None,
+                client_metadata_url: None,
+            },
+            scopes: Vec::new(),
+            store: Arc::new(InMemoryCredentialStore::new()),
+        }
+    }
+
+    /// The client credentials grant (no user): for a service acting as itself, with a client
+    /// registered with the authorization server beforehand.
+    pub fn client_credentials(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        McpAuth {
+            grant: Grant::ClientCredentials {
+                client_id: client_id.into(),
+                client_secret: client_secret.into(),
+            },
+            scopes: Vec::new(),
+            store: Arc::new(InMemoryCredentialStore::new()),
+        }
+    }
+
+    /// Enterprise-managed authorization (the MCP "cross-app access" extension): the user's ID
+    /// token from the enterprise identity provider `idp` is exchanged there for an identity
+    /// assertion grant (ID-JAG) for the MCP server, which the server's authorization server
+    /// redeems (`jwt-bearer` grant) for an access token; `client_id` and `client_secret` are
+    /// this client's registration with that authorization server (sent with HTTP Basic). No
+    /// user interaction; when the token is refused later, the exchange runs again with the
+    /// same ID token (renew it with a new `McpAuth` when it expires).
+    pub fn enterprise_managed(
+        idp: EnterpriseIdp,
+        id_token: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        McpAuth {
+            grant: Grant::EnterpriseManaged {
+                idp,
+                id_token: id_token.into(),
+                client_id: client_id.into(),
+                client_secret: client_secret.into(),
+            },
+            scopes: Vec::new(),
+            store: Arc::new(InMemoryCredentialStore::new()),
+        }
+    }
+
+    /// Uses a client registered with the authorization server beforehand (a confidential
+    /// client gives its secret) instead of registering one (authorization code grant only).
+    pub fn preregistered_client(
+        mut self,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> Self {
+        if let Grant::AuthorizationCode {
+            client_id: id,
+            client_secret: secret,
+            ..
+        } = &mut self.grant
+        {
+            *id = Some(client_id.into());
+            *secret = client_secret;
+        }
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document, used as its client ID where the
+    /// authorization server supports client ID metadata documents (authorization code grant
+    /// only; otherwise the client registers dynamically).
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        if let Grant::AuthorizationCode {
+            client_metadata_url,
+            ..
+        } = &mut self.grant
+        {
+            *client_metadata_url = Some(url.into());
+        }
+        self
+    }
+
+    /// The name this client registers under (default `agentflow`).
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        if let Grant::AuthorizationCode { client_name, .. } = &mut self.grant {
+            *client_name = name.into();
+        }
+        self
+    }
+
+    /// The scopes to ask for. By default the server's challenge says which (its `scope`),
+    /// else its protected resource metadata (`scopes_supported`), else none are named.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Where the client registration and the tokens are kept (default: in memory, for the
+    /// life of the process). Give a store of your own to keep them across restarts (it holds
+    /// secrets: encrypt it at rest).
+    pub fn token_store(mut self, store: impl CredentialStore + 'static) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+}
+
+/// The store given to the SDK's manager: the application's, shared.
+struct SharedStore(Arc<dyn CredentialStore>);
+
+#[async_trait::async_trait]
+impl CredentialStore for SharedStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.0.load().await
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.0.save(credentials).await
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().await
+    }
+}
+
+/// One server's OAuth state: the SDK's authorization manager inside the HTTP client that adds
+/// the bearer token to every request (shared by every connection to the server).
+pub(super) struct Authorizer {
+    auth: McpAuth,
+    server: Arc<str>,
+    url: url::Url,
+    client: AuthClient<reqwest013::Client>,
+}
+
+impl Authorizer {
+    pub(super) async fn new(
+        auth: McpAuth,
+        server: Arc<str>,
+        url: &str,
+        http: reqwest013::Client,
+    ) -> Result<Self, McpError> {
+        let fail = |e: AuthError| auth_failed(&server, &e);
+        let parsed = url::Url::parse(url).map_err(|e| McpError::Config {
+            server: Arc::clone(&server),
+            message: format!("the URL '{url}' does not parse: {e}").into(),
+        })?;
+        let mut manager = AuthorizationManager::new(url).await.map_err(fail)?;
+        manager.set_credential_store(SharedStore(Arc::clone(&auth.store)));
+        // Tokens kept from before are used as they are; the server's first 401 says if not.
+        if auth.store.load().await.map_err(fail)?.is_some() {
+            manager.initialize_from_store().await.map_err(fail)?;
+        }
+        Ok(Authorizer {
+            auth,
+            server,
+            url: parsed,
+            client: AuthClient::new(http, manager),
+        })
+    }
+
+    /// The HTTP client that sends the tokens.
+    pub(super) fn client(&self) -> AuthClient<reqwest013::Client> {
+        self.client.clone()
+    }
+
+    /// Runs the grant after the server answered with `challenge` (its `WWW-Authenticate`).
+    pub(super) async fn authorize(&self, challenge: &str) -> Result<(), McpError> {
+        let fail = |e: AuthError| auth_failed(&self.server, &e);
+        let params = WWWAuthenticateParams::parse(challenge, &self.url);
+        let mut manager = self.client.auth_manager.lock().await;
+        match &self.auth.grant {
+            Grant::ClientCredentials {
+                client_id,
+                client_secret,
+            } => {
+                let resolved = manager
+                    .resolve_metadata_from_challenge(Some(challenge))
+                    .await
+                    .map_err(fail)?;
+                manager.set_metadata(resolved.metadata);
+                let mut scopes = self.auth.scopes.clone();
+                if scopes.is_empty() {
+                    scopes = params
+                        .scope
+                        .iter()
+                        .flat_map(|s| s.split_whitespace())
+                        .map(str::to_owned)
+                        .collect();
+                }
+                let config = ClientCredentialsConfig::ClientSecret {
+                    client_id: client_id.clone(),
+                    client_secret: client_secret.clone(),
+                    scopes,
+                    resource: Some(self.url.to_string()),
+                };
+                manager
+                    .validate_client_credentials_metadata(&config)
+                    .map_err(fail)?;
+                manager
+                    .configure_client_credentials(&config)
+                    .map_err(fail)?;
+                manager
+                    .exchange_client_credentials(&config)
+                    .await
+                    .map_err(fail)?;
+                Ok(())
+            }
+            Grant::EnterpriseManaged {
+                idp,
+                id_token,
+                client_id,
+                client_secret,
+            } => {
+                self.enterprise_managed(
+                    &mut manager,
+                    challenge,
+                    idp,
+                    id_token,
+                    client_id,
+                    client_secret,
+                )
+                .await
+            }
+            Grant::AuthorizationCode {
+                redirect_uri,
+                redirect,
+                client_name,
+                client_id,
+                client_secret,
+                client_metadata_url,
+            } => {
+                let authorized = manager.get_credentials().await.is_ok_and(|c| c.1.is_some());
+                if params.is_insufficient_scope() && authorized {
+                    // Step-up: the same client asks for the scopes it has and the missing one.
+                    let resolved = manager
+                        .resolve_metadata_from_challenge(Some(challenge))
+                        .await
+                        .map_err(fail)?;
+                    manager.set_metadata(resolved.metadata);
+                    let required = params.scope.clone().unwrap_or_default();
+                    let url = manager
+                        .request_scope_upgrade(&required)
+                        .await
+                        .map_err(fail)?;
+                    let back = self.redirect(redirect.as_ref(), &url).await?;
+                    let callback = AuthorizationCallback::from_redirect_url(&back).map_err(fail)?;
+                    manager
+                        .exchange_code_for_token_with_issuer(
+                            &callback.code,
+                            &callback.csrf_token,
+                            callback.issuer.as_deref(),
+                        )
+                        .await
+                        .map_err(fail)?;
+                    return Ok(());
+                }
+                // A new authorization: discovery, registration, the user's consent, tokens.
+                let placeholder = AuthorizationManager::new(self.url.as_str())
+                    .await
+                    .map_err(fail)?;
+                let mut taken = std::mem::replace(&mut *manager, placeholder);
+                let resolved = match taken.resolve_metadata_from_challenge(Some(challenge)).await {
+                    Ok(resolved) => resolved,
+                    Err(e) => {
+                        *manager = taken;
+                        return Err(fail(e));
+                    }
+                };
+                taken.set_metadata(resolved.metadata);
+                let mut request = AuthorizationRequest::new(redirect_uri.clone())
+                    .with_client_name(client_name.clone())
+                    .with_challenge(challenge);
+                if self.auth.scopes.is_empty() {
+                    request = request.with_initial_scope_selection();
+                } else {
+                    request = request.with_scopes(self.auth.scopes.iter().cloned());
+                }
+                if let Some(id) = client_id {
+                    request = request.with_preregistered_client(id.clone());
+                    if let Some(secret) = client_secret {
+                        request = request.with_client_secret(secret.clone());
+                    }
+                }
+                if let Some(url) = client_metadata_url {
+                    request = request.with_client_metadata_url(url.clone());
+                }
+                let session = match AuthorizationSession::new(taken, request).await {
+                    Ok(session) => session,
+                    Err((taken, e)) => {
+                        *manager = taken;
+                        return Err(fail(e));
+                    }
+                };
+                let back = self
+                    .redirect(redirect.as_ref(), session.get_authorization_url())
+                    .await;
+                let exchanged = match back {
+                    Ok(back) => session.handle_callback_url(&back).await.map_err(fail),
+                    Err(e) => Err(e),
+                };
+                *manager = session.auth_manager;
+                exchanged.map(|_| ())
+            }
+        }
+    }
+
+    /// The enterprise-managed exchange (see [`McpAuth::enterprise_managed`]), its token put in
+    /// the store for the manager to send.
+    async fn enterprise_managed(
+        &self,
+        manager: &mut AuthorizationManager,
+        challenge: &str,
+        idp: &EnterpriseIdp,
+        id_token: &str,
+        client_id: &str,
+        client_secret: &str,
+    ) -> Result<(), McpError> {
+        use oauth2::{ClientSecret, Scope, TokenResponse};
+        use rmcp::transport::auth::enterprise::{
+            EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+        };
+        let fail = |e: AuthError| auth_failed(&self.server, &e);
+        let resolved = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(fail)?;
+        let metadata = resolved.metadata.clone();
+        manager.set_metadata(resolved.metadata);
+        let issuer = metadata.issuer.clone().ok_or_else(|| McpError::Auth {
+            server: Arc::clone(&self.server),
+            message: "the authorization server's metadata names no issuer, which the \
+                      identity assertion must be bound to"
+                .into(),
+        })?;
+        let mut at_idp = EmaAuthorizationServer::new(
+            idp.issuer.clone(),
+            idp.token_endpoint.clone(),
+            idp.client_id.clone(),
+        );
+        if let Some(secret) = &idp.client_secret {
+            at_idp = at_idp.with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+                ClientSecret::new(secret.clone()),
+            ));
+        }
+        let at_server = EmaAuthorizationServer::new(
+            issuer.clone(),
+            metadata.token_endpoint.clone(),
+            client_id.to_owned(),
+        )
+        .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+            ClientSecret::new(client_secret.to_owned()),
+        ));
+        let http = rmcp::transport::auth::default_oauth_http_client().map_err(fail)?;
+        let resource = self.url.to_string();
+        let mut request =
+            EmaExchangeRequest::new_with_id_token(at_idp, at_server, &resource, id_token);
+        if !self.auth.scopes.is_empty() {
+            request = request.with_scopes(self.auth.scopes.iter().cloned());
+        }
+        let token = request
+            .exchange(&http, &http)
+            .await
+            .map_err(|e| McpError::Auth {
+                server: Arc::clone(&self.server),
+                message: format!("the enterprise-managed token exchange failed: {e}").into(),
+            })?;
+        let scopes: Vec<String> = token.scopes.iter().cloned().collect();
+        let mut response = rmcp::transport::auth::OAuthTokenResponse::new(
+            token.access_token.clone(),
+            oauth2::basic::BasicTokenType::Bearer,
+            Default::default(),
+        );
+        response.set_expires_in(token.expires_in.as_ref());
+        response.set_scopes(Some(scopes.iter().cloned().map(Scope::new).collect()));
+        debug_assert!(response.refresh_token().is_none());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let stored =
+            StoredCredentials::new(client_id.to_owned(), Some(response), scopes, Some(now))
+                .with_issuer(Some(issuer));
+        self.auth.store.save(stored).await.map_err(fail)?;
+        manager.configure_client_id(client_id).map_err(fail)
+    }
+
+    async fn redirect(
+        &self,
+        redirect: &dyn AuthorizationRedirect,
+        url: &str,
+    ) -> Result<String, McpError> {
+        redirect
+            .authorize(url)
+            .await
+            .map_err(|message| McpError::Auth {
+                server: Arc::clone(&self.server),
+                message: format!("the user's authorization did not come back: {message}").into(),
+            })
+    }
+}
+
+fn auth_failed(server: &Arc<str>, e: &AuthError) -> McpError {
+    McpError::Auth {
+        server: Arc::clone(server),
+        message: e.to_string().into(),
+    }
+}
