@@ -118,6 +118,9 @@ pub use store::{PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteOptions, SqliteStore};
 
+pub use runner::{
+    fork_point_step, Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT,
+};
 pub use runner::{is_withdrawn, WITHDRAWN_KEY};
 pub use runner::{turn_journal_id, Durability, Step, StepKind};
 pub use runner::{turn_mark_id, RecoverError};
@@ -130,6 +133,5 @@ pub use runner::{
 pub use runner::{
     Checkpoints, HeldClaim, ResumeRequest, RunRequest, RunnerBuilder, ThreadHandle, TurnRequest,
 };
-pub use runner::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
 pub use runner::{PurgeReport, Retention};
 pub use runner::{ThreadState, FRAMEWORK_KEY_PREFIX};

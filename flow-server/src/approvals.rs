@@ -100,7 +100,7 @@ impl Approvals {
     ) -> Result<(), ApiError> {
         if targets.is_empty() && principal.allows(Scope::Chat) {
             if let Some(head) = state.threads().head(store_id).await? {
-                if crate::time_travel::fork_point_step(&head.last.end).is_some() {
+                if flow_runtime::fork_point_step(&head.last.end).is_some() {
                     return Ok(());
                 }
             }

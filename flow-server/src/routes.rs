@@ -305,14 +305,14 @@ pub async fn post_resume(
 /// The interrupts `record` ends waiting on, as the queue and the thread show them: each with
 /// its thread, turn, id, info, address, the agent that asked (`agent`, the innermost agent of
 /// its address) and who started the turn (`requested_by`, a principal id, when the server
-/// knew). A fork point is no question for anyone (see [`crate::time_travel::fork_point_step`])
+/// knew). A fork point is no question for anyone (see [`flow_runtime::fork_point_step`])
 /// and is left out.
 pub(crate) fn pending_of(
     thread: &str,
     record: &ThreadRecord,
     requested_by: Option<&str>,
 ) -> Vec<Value> {
-    if crate::time_travel::fork_point_step(&record.end).is_some() {
+    if flow_runtime::fork_point_step(&record.end).is_some() {
         return Vec::new();
     }
     match &record.end {
@@ -396,7 +396,7 @@ pub async fn get_thread(
         "turns": head.turns,
         "messages": messages,
         "pending": pending_of_head(&state, &key.store_id(), &key.id, &head).await?,
-        "fork_point": crate::time_travel::fork_point_step(&head.last.end)
+        "fork_point": flow_runtime::fork_point_step(&head.last.end)
             .map(|step| json!({ "step": step })),
         "approvals": approvals_of(&records),
     })))

@@ -15,8 +15,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use flow_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
+use flow_runtime::{fork_point_step, ForkEnd, TimeTravelError};
 use flow_runtime::{Action, InterruptInfo, Role};
-use flow_runtime::{ForkEnd, TimeTravelError, FORK_POINT};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -55,24 +55,6 @@ pub struct ForkRequest {
 pub struct StateRequest {
     /// The values to set, by key; a `null` value removes its key.
     pub values: serde_json::Map<String, Value>,
-}
-
-/// The step a fork point waits at, if `end` is one: the end of a fork made in the middle of a
-/// turn ([`FORK_POINT`]), which asks nobody anything; the thread's owner continues it
-/// (`POST .../resume` or `POST .../runs` with no answer, scope `chat`).
-pub(crate) fn fork_point_step(end: &RecordEnd) -> Option<u64> {
-    match end {
-        RecordEnd::Interrupted { interrupts, .. }
-            if interrupts.len() == 1 && interrupts[0].id == FORK_POINT =>
-        {
-            Some(
-                interrupts[0].info["fork_point"]["step"]
-                    .as_u64()
-                    .unwrap_or_default(),
-            )
-        }
-        _ => None,
-    }
 }
 
 /// A time-travel error in the caller's words (never the store's thread key).

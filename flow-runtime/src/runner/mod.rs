@@ -89,7 +89,9 @@ pub use run_handle::{
 pub use runs::Runner;
 pub use thread_handle::ThreadHandle;
 pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
-pub use time_travel::{Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT};
+pub use time_travel::{
+    fork_point_step, Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT,
+};
 pub use turn::{ThreadMessage, Turn, TurnOutcome, TurnRouting};
 pub use turn_mark::turn_mark_id;
 pub use turn_stream::{TurnEvent, TurnItem, TurnStream};

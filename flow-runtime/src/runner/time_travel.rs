@@ -41,7 +41,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::fork_point::is_fork_point;
-pub use super::fork_point::FORK_POINT;
+pub use super::fork_point::{fork_point_step, FORK_POINT};
 use super::journal::{turn_journal_id, StepKind};
 use super::runs::Runner;
 use super::turn::{Recording, ThreadClaim, ThreadLease, Turn};
