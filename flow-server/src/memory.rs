@@ -161,7 +161,7 @@ pub(crate) fn millis(at: SystemTime) -> u64 {
 
 /// An RFC 3339 time.
 pub(crate) fn time(at: SystemTime) -> String {
-    crate::agent_protocol::timestamp(millis(at))
+    flow_a2a::wire::rfc3339(millis(at))
 }
 
 fn item_json(at: &Partition, item: &MemoryItem) -> Value {

@@ -4,11 +4,11 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::handlers::timestamp;
 use crate::error::ApiError;
 use crate::extract::ApiPath;
 use crate::principal::{Principal, Scope};
 use crate::state::{AppState, ServedFlow};
+use flow_a2a::wire::rfc3339;
 
 fn assistant_json(flow: &ServedFlow) -> Value {
     json!({
@@ -20,8 +20,8 @@ fn assistant_json(flow: &ServedFlow) -> Value {
         "context": {},
         "metadata": {},
         "version": 1,
-        "created_at": timestamp(0),
-        "updated_at": timestamp(0),
+        "created_at": rfc3339(0),
+        "updated_at": rfc3339(0),
     })
 }
 

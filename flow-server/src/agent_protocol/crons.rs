@@ -13,10 +13,11 @@ use flow_runtime::store::{Schedule, ScheduleFilter};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::handlers::{message_of, timestamp, Caller};
+use super::handlers::{message_of, Caller};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::schedules::{self, Change, NewScheduleSpec};
+use flow_a2a::wire::rfc3339;
 
 /// The body of a cron's creation (other fields are accepted and ignored).
 #[derive(Debug, Default, Deserialize)]
@@ -77,8 +78,8 @@ fn cron_json(s: &Schedule) -> Value {
         "thread_id": s.thread,
         "schedule": s.cron,
         "timezone": "UTC",
-        "created_at": timestamp(s.created_ms),
-        "updated_at": timestamp(s.updated_ms),
+        "created_at": rfc3339(s.created_ms),
+        "updated_at": rfc3339(s.updated_ms),
         "payload": {
             "assistant_id": s.flow,
             "input": {"messages": [{"role": "user", "content": s.input["message"]}]},
@@ -86,7 +87,7 @@ fn cron_json(s: &Schedule) -> Value {
         },
         "user_id": s.by,
         "next_run_date": (!s.paused && s.next_due_ms < i64::MAX as u64)
-            .then(|| timestamp(s.next_due_ms)),
+            .then(|| rfc3339(s.next_due_ms)),
         "end_time": null,
         "on_run_completed": null,
         "metadata": s.metadata,

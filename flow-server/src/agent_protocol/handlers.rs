@@ -8,6 +8,7 @@ use axum::extract::Query;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use flow_a2a::wire::{rfc3339, rfc3339_now};
 use flow_runtime::store::RecordEnd;
 use flow_runtime::{CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus};
 use serde::Deserialize;
@@ -217,37 +218,6 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
     }
 }
 
-/// Milliseconds since the epoch as an RFC 3339 UTC timestamp.
-pub(crate) fn timestamp(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-pub(super) fn now() -> String {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    timestamp(ms)
-}
-
 /// The body of `POST /v1/threads` (other fields are accepted and ignored).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct CreateThread {
@@ -292,7 +262,7 @@ impl Caller {
             (None, Some(flow)) => ThreadMeta {
                 flow: Some(flow.name().to_owned()),
                 metadata: json!({}),
-                created_at: now(),
+                created_at: rfc3339_now(),
             },
             (None, None) => {
                 return Err(ApiError::UnknownThread {
@@ -350,7 +320,7 @@ impl Caller {
         Ok(json!({
             "thread_id": thread,
             "created_at": meta.created_at,
-            "updated_at": now(),
+            "updated_at": rfc3339_now(),
             "metadata": meta.metadata,
             "status": status,
             "values": vals,
@@ -585,7 +555,7 @@ impl Caller {
             .unwrap_or(ThreadMeta {
                 flow: None,
                 metadata: json!({}),
-                created_at: now(),
+                created_at: rfc3339_now(),
             });
         self.threads.set_strategy(run.id(), strategy_name(strategy));
         // Rolled back (cancelled at once, nothing recorded) and deleted, as LangGraph does,
@@ -779,7 +749,7 @@ pub(crate) async fn create_thread(
             let meta = ThreadMeta {
                 flow: flow.as_ref().map(|f| f.name().to_owned()),
                 metadata: request.metadata.unwrap_or_else(|| json!({})),
-                created_at: now(),
+                created_at: rfc3339_now(),
             };
             caller
                 .threads
@@ -905,8 +875,8 @@ fn run_json(thread: &str, assistant: &str, info: &RunInfo, strategy: &str) -> Va
         "run_id": info.run_id,
         "thread_id": thread,
         "assistant_id": assistant,
-        "created_at": timestamp(info.created_at_ms),
-        "updated_at": timestamp(info.ended_at_ms.unwrap_or(info.created_at_ms)),
+        "created_at": rfc3339(info.created_at_ms),
+        "updated_at": rfc3339(info.ended_at_ms.unwrap_or(info.created_at_ms)),
         "status": status,
         "metadata": {},
         "multitask_strategy": strategy,

@@ -36,8 +36,6 @@ use axum::{Extension, Router};
 
 use crate::state::AppState;
 
-pub(crate) use handlers::timestamp;
-
 /// The Agent Protocol routes, for the authenticated part of `/v1`.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()

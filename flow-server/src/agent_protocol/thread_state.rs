@@ -7,11 +7,12 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::handlers::{now, timestamp, Caller, ThreadMeta};
+use super::handlers::{Caller, ThreadMeta};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::principal::Scope;
 use crate::thread::ThreadKey;
+use flow_a2a::wire::{rfc3339, rfc3339_now};
 
 /// `POST /v1/threads/{thread}/copy`: a new thread (a UUID) with the thread's records up to its
 /// last step and its metadata (a fork at the last step: see the guide's "Durable execution").
@@ -23,7 +24,7 @@ pub(crate) async fn copy_thread(
     let (meta, flow) = caller.known(&thread).await?;
     let copy = uuid::Uuid::new_v4().to_string();
     let meta = ThreadMeta {
-        created_at: now(),
+        created_at: rfc3339_now(),
         ..meta
     };
     if let Some(flow) = &flow {
@@ -188,7 +189,7 @@ pub(crate) async fn search_threads(
                 .unwrap_or(ThreadMeta {
                     flow: Some(flow.name().to_owned()),
                     metadata: json!({}),
-                    created_at: now(),
+                    created_at: rfc3339_now(),
                 });
             let t = caller.thread_json(thread, &meta, Some(flow)).await?;
             let matches = |want: &Option<serde_json::Map<String, Value>>, have: &Value| {
@@ -218,7 +219,7 @@ pub(crate) async fn search_threads(
             .skip(offset)
             .take(limit)
             .map(|(at, mut t)| {
-                t["updated_at"] = json!(timestamp(at));
+                t["updated_at"] = json!(rfc3339(at));
                 t
             })
             .collect(),
@@ -316,7 +317,7 @@ pub(crate) async fn thread_history(
         };
         let mut s = super::convert::state(&thread, &messages[..upto[k]], Some(&head));
         s["checkpoint"]["checkpoint_id"] = json!(format!("{thread}-t{}", record.seq));
-        s["created_at"] = json!(timestamp(record.at_ms));
+        s["created_at"] = json!(rfc3339(record.at_ms));
         s["metadata"]["step"] = json!(record.seq);
         s["metadata"]["source"] = json!(match record.start {
             flow_runtime::store::RecordStart::Turn { .. } => "input",
