@@ -198,14 +198,7 @@ impl RunContext {
     /// A run given none uses [`StdHost`](crate::host::StdHost).
     #[inline]
     pub fn with_host(mut self, host: Arc<dyn Host>) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.host = Some(host),
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.host = Some(host);
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).host = Some(host);
         self
     }
 
@@ -228,14 +221,7 @@ impl RunContext {
     /// This (new) run with the given limits. Set them before the run starts: contexts already
     /// derived from this one keep the limits they had.
     pub fn with_limits(mut self, limits: RunLimits) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.limits = limits,
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.limits = limits;
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).limits = limits;
         self
     }
 
@@ -258,14 +244,7 @@ impl RunContext {
     }
 
     fn with_run_budgets(mut self, budgets: Option<Arc<RunBudgets>>) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.budgets = budgets,
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.budgets = budgets;
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).budgets = budgets;
         self
     }
 
@@ -325,14 +304,7 @@ impl RunContext {
     /// This run's context with `options` (see [`RunOptions`]): every context derived from it
     /// shares them.
     pub fn with_options(mut self, options: Arc<RunOptions>) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.options = options,
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.options = options;
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).options = options;
         self
     }
 
@@ -447,14 +419,7 @@ impl RunContext {
     /// This context (and every context derived from it) with the run's middleware set to
     /// `middleware` (see `RunnerBuilder::middleware`).
     pub fn with_run_middleware(mut self, middleware: Middlewares) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.middleware = middleware,
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.middleware = middleware;
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).middleware = middleware;
         self
     }
 
@@ -468,14 +433,7 @@ impl RunContext {
     /// run's context, before it is cloned.
     #[doc(hidden)]
     pub fn with_thread(mut self, thread: Arc<ThreadHistory>) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.thread = Some(thread),
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.thread = Some(thread);
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).thread = Some(thread);
         self
     }
 
@@ -486,14 +444,7 @@ impl RunContext {
     /// before it is cloned.
     pub fn with_conversation_id(mut self, id: impl Into<Arc<str>>) -> Self {
         let id = Some(id.into());
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.conversation = id,
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.conversation = id;
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).conversation = id;
         self
     }
 
@@ -507,14 +458,7 @@ impl RunContext {
     /// tool inside another run, which stops only for [recursive](CancelMode::recursive) modes.
     /// Call it on a new run's context, before it is cloned.
     pub fn with_cancel(mut self, signal: CancelSignal, nested: bool) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.cancel = (std::sync::OnceLock::from(signal), nested),
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.cancel = (std::sync::OnceLock::from(signal), nested);
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).cancel = (std::sync::OnceLock::from(signal), nested);
         self
     }
 
@@ -522,14 +466,7 @@ impl RunContext {
     /// their next safe point (see [`SteerQueue`](super::SteerQueue)). Call it on a new run's
     /// context, before it is cloned.
     pub fn with_steering(mut self, queue: super::SteerQueue) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.steer = Some(queue),
-            None => {
-                let mut shared = RunShared::clone(&self.shared);
-                shared.steer = Some(queue);
-                self.shared = Arc::new(shared);
-            }
-        }
+        Arc::make_mut(&mut self.shared).steer = Some(queue);
         self
     }
 
