@@ -60,29 +60,24 @@ impl Replay {
         let mut steers: HashMap<RunPath, VecDeque<SteerBatch>> = HashMap::new();
         let mut results = HashMap::new();
         let mut asked = HashSet::new();
-        // The step before, to gather consecutive steers into one batch.
-        let mut last_was_steer = false;
         for (k, step) in steps.iter().enumerate() {
             let at = offset.map(|o| o + k);
             let Some(message) = &step.message else {
-                last_was_steer = false;
                 continue;
             };
             // A user message an agent recorded after a reply of its own is a steering message
             // it took in (an item's message of a `Map` comes before its agent's first reply).
+            // Each safe point follows a reply of its own, so the steers taken at one are those
+            // after the same number of replies.
             let replied = replies.get(&step.run_path).map_or(0, VecDeque::len);
             if step.action.is_none() && message.role == Role::User && replied > 0 {
                 let batches = steers.entry(step.run_path.clone()).or_default();
                 match batches.back_mut() {
-                    Some((before, batch)) if last_was_steer && *before == replied => {
-                        batch.push(message.clone())
-                    }
+                    Some((before, batch)) if *before == replied => batch.push(message.clone()),
                     _ => batches.push_back((replied, vec![message.clone()])),
                 }
-                last_was_steer = true;
                 continue;
             }
-            last_was_steer = false;
             // A step that ends, transfers or interrupts is not a reply or a result (the
             // journal's step kinds).
             let ends = matches!(
