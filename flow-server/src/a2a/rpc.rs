@@ -31,9 +31,9 @@ use flow_runtime::store::{RecordEnd, ThreadHead};
 use flow_runtime::Message;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
-use super::tasks::{parse_task_id, task_id, RunningTask, Tasks};
+use super::tasks::{parse_task_id, task_id, RunningTask, Started, Tasks};
 use super::{card, map, validate};
 use crate::auth::Tenant;
 use crate::error::ApiError;
@@ -196,8 +196,8 @@ pub(crate) async fn endpoint(
         method::SUBSCRIBE_TO_TASK => match params::<TaskIdParams>(call.params) {
             Ok(p) => call_ctx.subscribe(&p.id).await.map(|joined| match joined {
                 Joined::Running(running) => call_ctx.stream(id.clone(), running),
-                Joined::Waiting { task, key, starts } => {
-                    call_ctx.stream_waiting(id.clone(), *task, key, starts)
+                Joined::Waiting { task, start } => {
+                    call_ctx.stream_waiting(id.clone(), *task, start)
                 }
             }),
             Err(e) => Err(e),
@@ -866,8 +866,8 @@ impl Call {
     async fn subscribe(&self, id: &str) -> Result<Joined, RpcError> {
         let (key, _, turn) = self.locate(id)?;
         let task_key = Self::task_key(&key, turn);
-        // Listen for the task's resume before looking, so a resume in between is not missed.
-        let starts = self.a2a.tasks.starts();
+        // Wait for the task's resume before looking, so a resume in between is not missed.
+        let start = self.a2a.tasks.next_start(&task_key);
         if let Some(running) = self.a2a.tasks.running(&task_key) {
             if running.snapshot().status.state != TaskState::InputRequired {
                 return Ok(Joined::Running(running));
@@ -877,8 +877,7 @@ impl Call {
         match task.status.state {
             TaskState::InputRequired => Ok(Joined::Waiting {
                 task: Box::new(task),
-                key: task_key,
-                starts,
+                start,
             }),
             state if !state.is_terminal() => match self.a2a.tasks.running(&task_key) {
                 Some(running) => Ok(Joined::Running(running)),
@@ -892,40 +891,15 @@ impl Call {
     /// answer resumes it, its state and each update to the first that ends a stream (a final
     /// state, or input required again). Open until then, or
     /// [`Limits::max_turn_duration`](crate::Limits).
-    fn stream_waiting(
-        &self,
-        id: Value,
-        task: Task,
-        key: String,
-        mut starts: broadcast::Receiver<String>,
-    ) -> Response {
+    fn stream_waiting(&self, id: Value, task: Task, start: oneshot::Receiver<Started>) -> Response {
         let limits = self.a2a.app.limits();
         let limit = limits.max_event_bytes;
-        let tasks = Arc::clone(&self.a2a.tasks);
         let frames = async_stream::stream! {
             let (task_id, context_id) = (task.id.clone(), task.context_id.clone());
             yield frame(&id, &StreamResponse::task(task), limit);
-            let running = loop {
-                match starts.recv().await {
-                    Ok(k) if k != key => continue,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if let Some(running) = tasks.running(&key) {
-                            break Some(running);
-                        }
-                        // Resumed and already ended: its last state ends the stream.
-                        if let Some(last) = tasks.ended(&key) {
-                            if last.status.state != TaskState::InputRequired {
-                                yield frame(&id, &status_of(&last), limit);
-                                break None;
-                            }
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => break None,
-                }
-            };
-            if let Some(running) = running {
-                let (now, mut updates) = running.subscribe();
-                drop(running);
+            // The server going away ends the stream.
+            let running = start.await.ok();
+            if let Some((now, mut updates)) = running {
                 let ended = now.status.state.ends_stream();
                 yield frame(&id, &status_of(&now), limit);
                 if !ended {
@@ -1003,14 +977,13 @@ impl Call {
     }
 }
 
-/// What `SubscribeToTask` joins: a running task, or one waiting for input (its state now, its
-/// key, and the starts from before it was read).
+/// What `SubscribeToTask` joins: a running task, or one waiting for input (its state now, and
+/// its subscription once it resumes, asked for before it was read).
 enum Joined {
     Running(Arc<RunningTask>),
     Waiting {
         task: Box<Task>,
-        key: String,
-        starts: broadcast::Receiver<String>,
+        start: oneshot::Receiver<Started>,
     },
 }
 

@@ -16,7 +16,7 @@ use flow_a2a::wire::{
 };
 use flow_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
 use futures::StreamExt;
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::{broadcast, oneshot, Notify};
 
 use super::map;
 use super::push::PushConfigs;
@@ -99,12 +99,17 @@ impl RunningTask {
     }
 }
 
+/// A task's state when it started (or resumed) and every update of it from then on: what a
+/// subscriber to a task waiting for input is handed when an answer resumes it.
+pub(crate) type Started = (Task, broadcast::Receiver<Arc<StreamResponse>>);
+
 /// The tasks of this process (see the module documentation).
 pub(crate) struct Tasks {
     running: Mutex<HashMap<String, Arc<RunningTask>>>,
-    /// The key of each task started (or resumed) from now on: what a subscriber to a task
-    /// waiting for input waits for.
-    starts: broadcast::Sender<String>,
+    /// Per key, the subscribers waiting for that task to start (or resume): each is handed
+    /// the task's subscription before the task runs, so none of its updates is missed, however
+    /// fast it ends.
+    waiting: Mutex<HashMap<String, Vec<oneshot::Sender<Started>>>>,
     ended: Mutex<VecDeque<(String, Task)>>,
     /// Where each task's push notifications go.
     pub(crate) push: PushConfigs,
@@ -116,7 +121,7 @@ impl Tasks {
     pub(crate) fn new(secret: Option<Vec<u8>>, outbound: OutboundPolicy) -> Self {
         Tasks {
             running: Mutex::default(),
-            starts: broadcast::channel(UPDATES_BUFFER).0,
+            waiting: Mutex::default(),
             ended: Mutex::default(),
             push: PushConfigs::new(secret, outbound),
         }
@@ -127,9 +132,17 @@ impl Tasks {
         self.running.lock().expect("tasks lock").get(key).cloned()
     }
 
-    /// The keys of the tasks started (or resumed) from now on.
-    pub(crate) fn starts(&self) -> broadcast::Receiver<String> {
-        self.starts.subscribe()
+    /// The subscription of the task under `key` when it next starts (or resumes): its state
+    /// then and all its updates. Waiters whose subscriber has gone are dropped here.
+    pub(crate) fn next_start(&self, key: &str) -> oneshot::Receiver<Started> {
+        let (tx, rx) = oneshot::channel();
+        let mut waiting = self.waiting.lock().expect("tasks lock");
+        waiting.retain(|_, senders| {
+            senders.retain(|s| !s.is_closed());
+            !senders.is_empty()
+        });
+        waiting.entry(key.to_owned()).or_default().push(tx);
+        rx
     }
 
     /// The last state of an ended task this process still holds.
@@ -183,8 +196,12 @@ impl Tasks {
             .lock()
             .expect("tasks lock")
             .insert(key.clone(), Arc::clone(&running));
-        // Nobody waiting for a start is fine.
-        let _ = self.starts.send(key.clone());
+        // Each waiting subscriber gets the task before it runs: nothing it does is missed.
+        let waiters = self.waiting.lock().expect("tasks lock").remove(&key);
+        for waiter in waiters.into_iter().flatten() {
+            // A subscriber gone meanwhile is fine.
+            let _ = waiter.send(running.subscribe());
+        }
         let tasks = Arc::clone(self);
         let task = Arc::clone(&running);
         tokio::spawn(async move {
