@@ -4,6 +4,7 @@
 //! `MCP_CONFORMANCE_CONTEXT` (JSON), then checks what its servers saw.
 //!
 //! ```text
+//! cargo build -p flow-runtime --features mcp-jwt --example mcp_conformance_client
 //! npx @modelcontextprotocol/conformance client --suite all \
 //!     --command "target/debug/examples/mcp_conformance_client"
 //! ```
@@ -16,7 +17,7 @@
 
 use flow_runtime::mcp::{
     AuthorizationRedirect, ElicitationAnswer, ElicitationHandler, ElicitationRequest,
-    EnterpriseIdp, McpAuth, McpServer, McpServerConfig,
+    EnterpriseIdp, JwtAlgorithm, McpAuth, McpServer, McpServerConfig,
 };
 
 /// The client ID metadata document the suite expects a client to name.
@@ -47,6 +48,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         (Some(id), Some(secret)) if scenario.contains("client-credentials") => {
             McpAuth::client_credentials(id, secret)
+        }
+        (Some(id), None) if text("private_key_pem").is_some() => {
+            let algorithm = match text("signing_algorithm").as_deref() {
+                Some("RS256") => JwtAlgorithm::Rs256,
+                Some("RS384") => JwtAlgorithm::Rs384,
+                Some("RS512") => JwtAlgorithm::Rs512,
+                Some("ES384") => JwtAlgorithm::Es384,
+                _ => JwtAlgorithm::Es256,
+            };
+            let key = text("private_key_pem").unwrap_or_default();
+            McpAuth::client_credentials_jwt(id, key, algorithm)
         }
         (Some(id), secret) => {
             McpAuth::authorization_code(REDIRECT_URI, Headless).preregistered_client(id, secret)

@@ -29,6 +29,10 @@ use sha2::Digest;
 #[derive(Default)]
 struct Fake {
     base: String,
+    /// The authorization server's base URL, when not `base` (another name for the same port).
+    auth_base: Option<String>,
+    /// How many times the authorization server's metadata was read.
+    metadata_reads: u32,
     /// The scope `tools/call` requires (`None`: any token will do).
     call_scope: Option<String>,
     /// The protocol version `initialize` answers (`None`: the client's).
@@ -75,15 +79,19 @@ impl Fake {
 }
 
 async fn resource_metadata(State(fake): State<Shared>) -> Json<Value> {
-    let base = fake.lock().unwrap().base.clone();
+    let fake = fake.lock().unwrap();
+    let base = fake.base.clone();
+    let auth_base = fake.auth_base.clone().unwrap_or_else(|| base.clone());
     Json(
-        json!({"resource": format!("{base}/mcp"), "authorization_servers": [base],
+        json!({"resource": format!("{base}/mcp"), "authorization_servers": [auth_base],
                 "scopes_supported": ["tools:read", "tools:write"]}),
     )
 }
 
 async fn server_metadata(State(fake): State<Shared>) -> Json<Value> {
-    let base = fake.lock().unwrap().base.clone();
+    let mut fake = fake.lock().unwrap();
+    fake.metadata_reads += 1;
+    let base = fake.auth_base.clone().unwrap_or_else(|| fake.base.clone());
     Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
@@ -448,6 +456,65 @@ async fn wrong_client_credentials_fail_as_an_auth_error() {
     let text = e.to_string();
     assert!(text.contains("OAuth authorization failed"), "{text}");
     assert!(!text.contains("speaks MCP"), "{text}");
+}
+
+/// Every name is 127.0.0.1 (the fake servers' port under the names the test gives them).
+struct Loopback;
+
+impl flow_runtime::outbound::Lookup for Loopback {
+    fn lookup(
+        &self,
+        _host: String,
+    ) -> futures::future::BoxFuture<'static, std::io::Result<Vec<std::net::IpAddr>>> {
+        Box::pin(async { Ok(vec![std::net::IpAddr::from([127, 0, 0, 1])]) })
+    }
+}
+
+#[tokio::test]
+async fn the_oauth_requests_are_held_to_the_servers_outbound_policy() {
+    use flow_runtime::outbound::OutboundPolicy;
+    // The MCP server is `mcp.test`, let through by the operator; its metadata names an
+    // authorization server `auth.test`, which resolves to loopback.
+    let named = || async {
+        let (fake, url) = start(|_| {}).await;
+        {
+            let mut f = fake.lock().unwrap();
+            f.base = f.base.replace("localhost", "mcp.test");
+            f.auth_base = Some(f.base.replace("mcp.test", "auth.test"));
+        }
+        (fake, url.replace("localhost", "mcp.test"))
+    };
+    let policy = OutboundPolicy::default()
+        .lookup(Loopback)
+        .allow_host("mcp.test");
+
+    let (fake, url) = named().await;
+    let config = McpServerConfig::http("secured", url)
+        .outbound(policy.clone())
+        .auth(McpAuth::client_credentials("service", "s3cret"));
+    let e = McpServer::connect(config).await.unwrap_err();
+    assert!(matches!(e, McpError::Auth { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("loopback"),
+        "the refusal names the range: {text}"
+    );
+    {
+        let f = fake.lock().unwrap();
+        assert_eq!(f.metadata_reads, 0, "the refused host was never reached");
+        assert!(f.grants.is_empty());
+    }
+
+    // The authorization server let through too: the same grant goes through.
+    let (fake, url) = named().await;
+    let config = McpServerConfig::http("secured", url)
+        .outbound(policy.allow_host("auth.test"))
+        .auth(McpAuth::client_credentials("service", "s3cret"));
+    let server = McpServer::connect(config).await.unwrap();
+    server.call_tool("whoami", None).await.unwrap();
+    let f = fake.lock().unwrap();
+    assert_eq!(f.metadata_reads, 1);
+    assert_eq!(f.grants, ["client_credentials"]);
 }
 
 #[tokio::test]

@@ -11,11 +11,13 @@ use std::sync::Arc;
 
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, WWWAuthenticateParams,
+    AuthorizationSession, ClientCredentialsConfig, OAuthHttpClient, WWWAuthenticateParams,
 };
 pub use rmcp::transport::auth::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
+use super::oauth_http::PolicyOAuthHttp;
 use super::McpError;
+use crate::outbound::OutboundPolicy;
 
 /// Sends the user to the authorization server and brings back where it redirected to: the
 /// application's part of the authorization code grant. A desktop application opens `url` in
@@ -70,7 +72,7 @@ enum Grant {
     },
     ClientCredentials {
         client_id: String,
-        client_secret: String,
+        proof: ClientProof,
     },
     EnterpriseManaged {
         idp: EnterpriseIdp,
@@ -78,6 +80,52 @@ enum Grant {
         client_id: String,
         client_secret: String,
     },
+}
+
+/// How a client of the client credentials grant proves who it is at the token endpoint.
+#[derive(Clone)]
+enum ClientProof {
+    /// Its secret, in the request's body (`client_secret_post`).
+    Secret(String),
+    /// A JWT it signs with its private key (`private_key_jwt`, RFC 7523).
+    #[cfg(feature = "mcp-jwt")]
+    PrivateKeyJwt {
+        key_pem: Vec<u8>,
+        algorithm: JwtAlgorithm,
+    },
+}
+
+/// The algorithm a client signs its `private_key_jwt` assertion with
+/// ([`McpAuth::client_credentials_jwt`]): the one its key is for, and one the authorization
+/// server lists in `token_endpoint_auth_signing_alg_values_supported`.
+#[cfg(feature = "mcp-jwt")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JwtAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256 (an RSA key).
+    Rs256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384 (an RSA key).
+    Rs384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512 (an RSA key).
+    Rs512,
+    /// ECDSA on P-256 with SHA-256 (an EC key).
+    Es256,
+    /// ECDSA on P-384 with SHA-384 (an EC key).
+    Es384,
+}
+
+#[cfg(feature = "mcp-jwt")]
+impl JwtAlgorithm {
+    fn sdk(self) -> rmcp::transport::auth::JwtSigningAlgorithm {
+        use rmcp::transport::auth::JwtSigningAlgorithm as Sdk;
+        match self {
+            JwtAlgorithm::Rs256 => Sdk::RS256,
+            JwtAlgorithm::Rs384 => Sdk::RS384,
+            JwtAlgorithm::Rs512 => Sdk::RS512,
+            JwtAlgorithm::Es256 => Sdk::ES256,
+            JwtAlgorithm::Es384 => Sdk::ES384,
+        }
+    }
 }
 
 /// The enterprise identity provider of [`McpAuth::enterprise_managed`]: the one the MCP
@@ -168,7 +216,41 @@ impl McpAuth {
         McpAuth {
             grant: Grant::ClientCredentials {
                 client_id: client_id.into(),
-                client_secret: client_secret.into(),
+                proof: ClientProof::Secret(client_secret.into()),
+            },
+            scopes: Vec::new(),
+            store: Arc::new(InMemoryCredentialStore::new()),
+        }
+    }
+
+    /// The client credentials grant with `private_key_jwt` client authentication (RFC 7523,
+    /// the MCP extension SEP-1046): instead of a shared secret, the client signs a short-lived
+    /// JWT (issuer and subject `client_id`, audience the authorization server's issuer, five
+    /// minutes, a fresh `jti`) with its private key, given as PEM (PKCS#8 or the key's own
+    /// form, RSA or EC); the authorization server holds the public key. The key is read when
+    /// the grant runs: a key that does not parse fails the connection with [`McpError::Auth`]
+    /// saying so. Needs the feature `mcp-jwt` (it builds `jsonwebtoken` on `aws-lc-rs`).
+    ///
+    /// ```no_run
+    /// # fn key() -> Vec<u8> { Vec::new() }
+    /// use flow_runtime::mcp::{JwtAlgorithm, McpAuth, McpServerConfig};
+    ///
+    /// let auth = McpAuth::client_credentials_jwt("billing-agent", key(), JwtAlgorithm::Es256);
+    /// let config = McpServerConfig::http("ledger", "https://ledger.example.com/mcp").auth(auth);
+    /// ```
+    #[cfg(feature = "mcp-jwt")]
+    pub fn client_credentials_jwt(
+        client_id: impl Into<String>,
+        private_key_pem: impl Into<Vec<u8>>,
+        algorithm: JwtAlgorithm,
+    ) -> Self {
+        McpAuth {
+            grant: Grant::ClientCredentials {
+                client_id: client_id.into(),
+                proof: ClientProof::PrivateKeyJwt {
+                    key_pem: private_key_pem.into(),
+                    algorithm,
+                },
             },
             scopes: Vec::new(),
             store: Arc::new(InMemoryCredentialStore::new()),
@@ -261,6 +343,66 @@ impl McpAuth {
     }
 }
 
+/// Runs the SDK's client credentials exchange on a thread of its own: with `private_key_jwt`
+/// its future holds a value that is not `Send` across the token request (rmcp 3.11's
+/// `exchange_client_credentials_jwt`), so it cannot run inside a tool call's future. The
+/// manager comes back with the result (`None`: the thread panicked).
+#[cfg(feature = "mcp-jwt")]
+async fn exchange_apart(
+    manager: AuthorizationManager,
+    config: ClientCredentialsConfig,
+) -> (Option<AuthorizationManager>, Result<(), AuthError>) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("mcp-client-jwt".into())
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime
+                    .block_on(manager.exchange_client_credentials(&config))
+                    .map(drop),
+                Err(e) => Err(AuthError::InternalError(format!(
+                    "no runtime to sign the client's JWT on: {e}"
+                ))),
+            };
+            let _ = tx.send((manager, result));
+        });
+    if let Err(e) = spawned {
+        return (
+            None,
+            Err(AuthError::InternalError(format!(
+                "no thread to sign the client's JWT on: {e}"
+            ))),
+        );
+    }
+    match rx.await {
+        Ok((manager, result)) => (Some(manager), result),
+        Err(_) => (
+            None,
+            Err(AuthError::InternalError(
+                "the thread signing the client's JWT stopped".into(),
+            )),
+        ),
+    }
+}
+
+/// The SDK's manager for the server at `url`: its OAuth requests through `held` (the server's
+/// outbound policy), else through the SDK's own client (see the module documentation).
+async fn new_manager(
+    url: &str,
+    held: Option<&Arc<PolicyOAuthHttp>>,
+) -> Result<AuthorizationManager, AuthError> {
+    match held {
+        Some(held) => {
+            let http = Arc::clone(held) as Arc<dyn OAuthHttpClient>;
+            AuthorizationManager::new_with_oauth_http_client(url, http).await
+        }
+        None => AuthorizationManager::new(url).await,
+    }
+}
+
 /// The store given to the SDK's manager: the application's, shared.
 struct SharedStore(Arc<dyn CredentialStore>);
 
@@ -286,6 +428,8 @@ pub(super) struct Authorizer {
     server: Arc<str>,
     url: url::Url,
     client: AuthClient<reqwest013::Client>,
+    /// The OAuth requests' client when the server has an outbound policy.
+    oauth_http: Option<Arc<PolicyOAuthHttp>>,
 }
 
 impl Authorizer {
@@ -294,13 +438,23 @@ impl Authorizer {
         server: Arc<str>,
         url: &str,
         http: reqwest013::Client,
+        outbound: Option<&OutboundPolicy>,
     ) -> Result<Self, McpError> {
         let fail = |e: AuthError| auth_failed(&server, &e);
         let parsed = url::Url::parse(url).map_err(|e| McpError::Config {
             server: Arc::clone(&server),
             message: format!("the URL '{url}' does not parse: {e}").into(),
         })?;
-        let mut manager = AuthorizationManager::new(url).await.map_err(fail)?;
+        let oauth_http = match outbound {
+            None => None,
+            Some(policy) => Some(Arc::new(PolicyOAuthHttp::new(policy).map_err(|e| {
+                McpError::Config {
+                    server: Arc::clone(&server),
+                    message: format!("the OAuth HTTP client: {e}").into(),
+                }
+            })?)),
+        };
+        let mut manager = new_manager(url, oauth_http.as_ref()).await.map_err(fail)?;
         manager.set_credential_store(SharedStore(Arc::clone(&auth.store)));
         // Tokens kept from before are used as they are; the server's first 401 says if not.
         if auth.store.load().await.map_err(fail)?.is_some() {
@@ -311,7 +465,29 @@ impl Authorizer {
             server,
             url: parsed,
             client: AuthClient::new(http, manager),
+            oauth_http,
         })
+    }
+
+    /// The error for a failed authorization: the SDK's, and why the last OAuth request that
+    /// failed failed when the server's outbound policy holds them (a refused address, say).
+    fn failed(&self, e: &AuthError) -> McpError {
+        let why = self
+            .oauth_http
+            .as_ref()
+            .and_then(|held| held.take_failure());
+        match why {
+            None => auth_failed(&self.server, e),
+            Some(why) => McpError::Auth {
+                server: Arc::clone(&self.server),
+                message: format!("{e}; the request to {why}").into(),
+            },
+        }
+    }
+
+    /// A manager for this server (held to its outbound policy if it has one).
+    async fn new_manager(&self) -> Result<AuthorizationManager, AuthError> {
+        new_manager(self.url.as_str(), self.oauth_http.as_ref()).await
     }
 
     /// The HTTP client that sends the tokens.
@@ -321,14 +497,11 @@ impl Authorizer {
 
     /// Runs the grant after the server answered with `challenge` (its `WWW-Authenticate`).
     pub(super) async fn authorize(&self, challenge: &str) -> Result<(), McpError> {
-        let fail = |e: AuthError| auth_failed(&self.server, &e);
+        let fail = |e: AuthError| self.failed(&e);
         let params = WWWAuthenticateParams::parse(challenge, &self.url);
         let mut manager = self.client.auth_manager.lock().await;
         match &self.auth.grant {
-            Grant::ClientCredentials {
-                client_id,
-                client_secret,
-            } => {
+            Grant::ClientCredentials { client_id, proof } => {
                 let resolved = manager
                     .resolve_metadata_from_challenge(Some(challenge))
                     .await
@@ -343,11 +516,25 @@ impl Authorizer {
                         .map(str::to_owned)
                         .collect();
                 }
-                let config = ClientCredentialsConfig::ClientSecret {
-                    client_id: client_id.clone(),
-                    client_secret: client_secret.clone(),
-                    scopes,
-                    resource: Some(self.url.to_string()),
+                let resource = Some(self.url.to_string());
+                let config = match proof {
+                    ClientProof::Secret(secret) => ClientCredentialsConfig::ClientSecret {
+                        client_id: client_id.clone(),
+                        client_secret: secret.clone(),
+                        scopes,
+                        resource,
+                    },
+                    #[cfg(feature = "mcp-jwt")]
+                    ClientProof::PrivateKeyJwt { key_pem, algorithm } => {
+                        ClientCredentialsConfig::PrivateKeyJwt {
+                            client_id: client_id.clone(),
+                            signing_key: key_pem.clone(),
+                            signing_algorithm: algorithm.sdk(),
+                            token_endpoint_audience: None,
+                            scopes,
+                            resource,
+                        }
+                    }
                 };
                 manager
                     .validate_client_credentials_metadata(&config)
@@ -355,6 +542,23 @@ impl Authorizer {
                 manager
                     .configure_client_credentials(&config)
                     .map_err(fail)?;
+                // With `mcp-jwt` the SDK's exchange is not `Send` (whichever proof is used).
+                #[cfg(feature = "mcp-jwt")]
+                {
+                    let placeholder = self.new_manager().await.map_err(fail)?;
+                    let taken = std::mem::replace(&mut *manager, placeholder);
+                    let (back, result) = exchange_apart(taken, config).await;
+                    *manager = back.ok_or_else(|| {
+                        auth_failed(
+                            &self.server,
+                            &AuthError::InternalError(
+                                "the thread signing the client's JWT stopped".into(),
+                            ),
+                        )
+                    })?;
+                    result.map_err(fail)?;
+                }
+                #[cfg(not(feature = "mcp-jwt"))]
                 manager
                     .exchange_client_credentials(&config)
                     .await
@@ -411,9 +615,7 @@ impl Authorizer {
                     return Ok(());
                 }
                 // A new authorization: discovery, registration, the user's consent, tokens.
-                let placeholder = AuthorizationManager::new(self.url.as_str())
-                    .await
-                    .map_err(fail)?;
+                let placeholder = self.new_manager().await.map_err(fail)?;
                 let mut taken = std::mem::replace(&mut *manager, placeholder);
                 let resolved = match taken.resolve_metadata_from_challenge(Some(challenge)).await {
                     Ok(resolved) => resolved,
@@ -475,7 +677,7 @@ impl Authorizer {
         use rmcp::transport::auth::enterprise::{
             EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
         };
-        let fail = |e: AuthError| auth_failed(&self.server, &e);
+        let fail = |e: AuthError| self.failed(&e);
         let resolved = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await
@@ -506,7 +708,10 @@ impl Authorizer {
         .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
             ClientSecret::new(client_secret.to_owned()),
         ));
-        let http = rmcp::transport::auth::default_oauth_http_client().map_err(fail)?;
+        let http: Arc<dyn OAuthHttpClient> = match &self.oauth_http {
+            Some(held) => Arc::clone(held) as Arc<dyn OAuthHttpClient>,
+            None => Arc::new(rmcp::transport::auth::default_oauth_http_client().map_err(fail)?),
+        };
         let resource = self.url.to_string();
         let mut request =
             EmaExchangeRequest::new_with_id_token(at_idp, at_server, &resource, id_token);
@@ -514,7 +719,7 @@ impl Authorizer {
             request = request.with_scopes(self.auth.scopes.iter().cloned());
         }
         let token = request
-            .exchange(&http, &http)
+            .exchange(http.as_ref(), http.as_ref())
             .await
             .map_err(|e| McpError::Auth {
                 server: Arc::clone(&self.server),

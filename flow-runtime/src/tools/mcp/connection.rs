@@ -550,7 +550,8 @@ impl McpServer {
                     });
                 };
                 let http = self.http_client()?;
-                Authorizer::new(auth.clone(), Arc::clone(&config.name), url, http)
+                let outbound = config.outbound.as_ref();
+                Authorizer::new(auth.clone(), Arc::clone(&config.name), url, http, outbound)
                     .await
                     .map(Arc::new)
             })
@@ -909,14 +910,20 @@ fn guarded_client(
             attempt.follow()
         }
     });
+    guarded_builder(policy).redirect(redirects).build()
+}
+
+/// A builder of rmcp's reqwest held to `policy`'s addresses: the guarded resolver on every
+/// connection, no proxy, the policy's connect timeout.
+pub(super) fn guarded_builder(
+    policy: &crate::outbound::OutboundPolicy,
+) -> reqwest013::ClientBuilder {
     reqwest013::Client::builder()
         .dns_resolver(Arc::new(Guarded(crate::outbound::GuardedResolver::new(
             policy.clone(),
         ))))
         .no_proxy()
-        .redirect(redirects)
         .connect_timeout(policy.connect_limit())
-        .build()
 }
 
 /// The outbound policy's guarded resolver, for rmcp's reqwest.
@@ -935,7 +942,7 @@ impl reqwest013::dns::Resolve for Guarded {
 }
 
 /// `error` and the causes under it (a refused address is a cause several levels down).
-fn with_causes(error: &dyn std::error::Error) -> String {
+pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
     let mut out = error.to_string();
     let mut cause = error.source();
     while let Some(c) = cause {

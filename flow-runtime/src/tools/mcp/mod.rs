@@ -93,7 +93,9 @@
 //!   registration;
 //! - the grant: the authorization code with PKCE (S256), the user sent to the authorization
 //!   server by the application's [`AuthorizationRedirect`] (which returns the redirect it got
-//!   back), client credentials ([`McpAuth::client_credentials`]), or enterprise-managed
+//!   back), client credentials with a secret ([`McpAuth::client_credentials`]) or with a JWT
+//!   signed by the client's private key (`McpAuth::client_credentials_jwt`, feature
+//!   `mcp-jwt`), or enterprise-managed
 //!   authorization ([`McpAuth::enterprise_managed`]: an ID token exchanged at the enterprise
 //!   identity provider, then the `jwt-bearer` grant); the `resource` indicator on
 //!   every request; scopes from the challenge, else the resource's `scopes_supported`;
@@ -106,9 +108,20 @@
 //!
 //! A server that asks for authorization when no [`McpAuth`] is configured fails with
 //! [`McpError::AuthRequired`] (its challenge in the message); a failed authorization (discovery,
-//! registration, the user's consent, a token request) with [`McpError::Auth`]. The OAuth
-//! requests themselves go through the SDK's client, which refuses metadata URLs that leave the
-//! server's address class; [`McpServerConfig::outbound`] governs the MCP requests.
+//! registration, the user's consent, a token request) with [`McpError::Auth`]. A server with
+//! an outbound policy ([`McpServerConfig::outbound`]) has its OAuth requests held to it as its
+//! MCP requests are (discovery, registration, tokens, the enterprise-managed exchange: every
+//! name resolved through the policy, refused addresses never connected to, same-origin
+//! redirects, the policy's timeouts); without one, the SDK's own client refuses metadata URLs
+//! that leave the server's address class (a public server's metadata naming a private
+//! address), and the enterprise-managed exchange goes where the application and the metadata
+//! say.
+//!
+//! Metadata whose `issuer` is not the URL it was fetched from is refused (RFC 8414 section
+//! 3.3: the defence against an authorization server mix-up), also from servers of the
+//! 2025-03-26 revision that publish it so at the origin's root: such a server fails with
+//! [`McpError::Auth`] naming the mismatch, by design (the MCP conformance suite's
+//! `auth/2025-03-26-oauth-metadata-backcompat` scenario is such a server).
 //!
 //! # Elicitation
 //!
@@ -175,10 +188,13 @@ mod elicitation;
 mod error;
 mod filter;
 mod limits;
+mod oauth_http;
 mod result;
 mod tool;
 mod toolset;
 
+#[cfg(feature = "mcp-jwt")]
+pub use auth::JwtAlgorithm;
 pub use auth::{
     AuthorizationRedirect, CredentialStore, EnterpriseIdp, InMemoryCredentialStore, McpAuth,
     StoredCredentials,
