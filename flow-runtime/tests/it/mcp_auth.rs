@@ -33,6 +33,10 @@ struct Fake {
     auth_base: Option<String>,
     /// How many times the authorization server's metadata was read.
     metadata_reads: u32,
+    /// The `issuer` the metadata states, when not its base URL.
+    issuer: Option<String>,
+    /// A server of the 2025-03-26 revision: no protected resource metadata.
+    legacy: bool,
     /// The scope `tools/call` requires (`None`: any token will do).
     call_scope: Option<String>,
     /// The protocol version `initialize` answers (`None`: the client's).
@@ -70,6 +74,9 @@ impl Fake {
     }
 
     fn challenge(&self, extra: &str) -> String {
+        if self.legacy {
+            return format!("Bearer scope=\"tools:read\"{extra}");
+        }
         format!(
             "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", \
              scope=\"tools:read\"{extra}",
@@ -78,14 +85,18 @@ impl Fake {
     }
 }
 
-async fn resource_metadata(State(fake): State<Shared>) -> Json<Value> {
+async fn resource_metadata(State(fake): State<Shared>) -> Response {
     let fake = fake.lock().unwrap();
+    if fake.legacy {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let base = fake.base.clone();
     let auth_base = fake.auth_base.clone().unwrap_or_else(|| base.clone());
     Json(
         json!({"resource": format!("{base}/mcp"), "authorization_servers": [auth_base],
                 "scopes_supported": ["tools:read", "tools:write"]}),
     )
+    .into_response()
 }
 
 async fn server_metadata(State(fake): State<Shared>) -> Json<Value> {
@@ -93,7 +104,7 @@ async fn server_metadata(State(fake): State<Shared>) -> Json<Value> {
     fake.metadata_reads += 1;
     let base = fake.auth_base.clone().unwrap_or_else(|| fake.base.clone());
     Json(json!({
-        "issuer": base,
+        "issuer": fake.issuer.clone().unwrap_or_else(|| base.clone()),
         "authorization_endpoint": format!("{base}/authorize"),
         "token_endpoint": format!("{base}/token"),
         "registration_endpoint": format!("{base}/register"),
@@ -515,6 +526,39 @@ async fn the_oauth_requests_are_held_to_the_servers_outbound_policy() {
     let f = fake.lock().unwrap();
     assert_eq!(f.metadata_reads, 1);
     assert_eq!(f.grants, ["client_credentials"]);
+}
+
+#[tokio::test]
+async fn a_2025_03_26_servers_root_metadata_naming_an_issuer_on_its_own_origin_is_taken() {
+    // No protected resource metadata; the metadata at the origin's root states the issuer
+    // `<origin>/oauth` (RFC 8414 would have it at `/.well-known/oauth-authorization-server/oauth`).
+    let (fake, url) = start(|f| f.legacy = true).await;
+    {
+        let mut f = fake.lock().unwrap();
+        f.issuer = Some(format!("{}/oauth", f.base));
+    }
+    let auth = McpAuth::client_credentials("service", "s3cret");
+    let server = McpServer::connect(McpServerConfig::http("legacy", url).auth(auth))
+        .await
+        .unwrap();
+    server.call_tool("whoami", None).await.unwrap();
+    assert_eq!(fake.lock().unwrap().grants, ["client_credentials"]);
+}
+
+#[tokio::test]
+async fn metadata_naming_an_issuer_on_another_origin_is_refused() {
+    let (fake, url) = start(|f| f.legacy = true).await;
+    fake.lock().unwrap().issuer = Some("https://elsewhere.example.com".into());
+    let auth = McpAuth::client_credentials("service", "s3cret");
+    let e = McpServer::connect(McpServerConfig::http("legacy", url).auth(auth))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, McpError::Auth { .. }), "{e:?}");
+    assert!(e.to_string().contains("issuer"), "{e}");
+    assert!(
+        fake.lock().unwrap().grants.is_empty(),
+        "no token was asked for"
+    );
 }
 
 #[tokio::test]

@@ -10,8 +10,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, OAuthHttpClient, WWWAuthenticateParams,
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, OAuthHttpClient,
+    WWWAuthenticateParams,
 };
 pub use rmcp::transport::auth::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 
@@ -485,6 +486,75 @@ impl Authorizer {
         }
     }
 
+    /// The authorization server's metadata, discovered from the server's `challenge` by the
+    /// SDK (protected resource metadata, then the well-known paths), its issuer checked.
+    ///
+    /// One exception to the issuer check (RFC 8414 section 3.3): a server of the 2025-03-26
+    /// revision may publish its metadata at its origin's root with an issuer that adds a path
+    /// on that same origin (`https://mcp.example.com/oauth`). The metadata then comes from the
+    /// MCP server's own origin and names an issuer on it: whoever answers for the server also
+    /// answers for that issuer, so no other authorization server can be mixed up with it, and
+    /// the metadata is taken. An issuer on another origin is refused, as is any mismatch
+    /// outside the root metadata of the server's own origin.
+    async fn discover(
+        &self,
+        manager: &AuthorizationManager,
+        challenge: &str,
+    ) -> Result<AuthorizationMetadata, AuthError> {
+        match manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+        {
+            Ok(resolved) => Ok(resolved.metadata),
+            Err(AuthError::AuthorizationServerMismatch {
+                expected_issuer,
+                received_issuer,
+            }) => {
+                let refused = || AuthError::AuthorizationServerMismatch {
+                    expected_issuer: expected_issuer.clone(),
+                    received_issuer: received_issuer.clone(),
+                };
+                let origin = self.url.origin();
+                let same_origin =
+                    |issuer: &str| url::Url::parse(issuer).is_ok_and(|u| u.origin() == origin);
+                let root =
+                    url::Url::parse(&expected_issuer).is_ok_and(|u| matches!(u.path(), "" | "/"));
+                if !(root && same_origin(&expected_issuer) && same_origin(&received_issuer)) {
+                    return Err(refused());
+                }
+                let metadata = self.root_metadata().await.ok_or_else(refused)?;
+                // The same document the SDK refused, naming the same issuer.
+                if metadata.issuer.as_deref() != Some(received_issuer.as_str()) {
+                    return Err(refused());
+                }
+                Ok(metadata)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The authorization server metadata at the root of the server's origin
+    /// (`/.well-known/oauth-authorization-server`), read through the server's HTTP client (held
+    /// to its outbound policy if it has one), at most 1 MiB; `None` if there is none.
+    async fn root_metadata(&self) -> Option<AuthorizationMetadata> {
+        let mut url = self.url.clone();
+        url.set_path("/.well-known/oauth-authorization-server");
+        url.set_query(None);
+        url.set_fragment(None);
+        let mut response = self.client.http_client.get(url).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.ok()? {
+            if body.len() + chunk.len() > 1024 * 1024 {
+                return None;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).ok()
+    }
+
     /// A manager for this server (held to its outbound policy if it has one).
     async fn new_manager(&self) -> Result<AuthorizationManager, AuthError> {
         new_manager(self.url.as_str(), self.oauth_http.as_ref()).await
@@ -502,11 +572,8 @@ impl Authorizer {
         let mut manager = self.client.auth_manager.lock().await;
         match &self.auth.grant {
             Grant::ClientCredentials { client_id, proof } => {
-                let resolved = manager
-                    .resolve_metadata_from_challenge(Some(challenge))
-                    .await
-                    .map_err(fail)?;
-                manager.set_metadata(resolved.metadata);
+                let metadata = self.discover(&manager, challenge).await.map_err(fail)?;
+                manager.set_metadata(metadata);
                 let mut scopes = self.auth.scopes.clone();
                 if scopes.is_empty() {
                     scopes = params
@@ -592,11 +659,8 @@ impl Authorizer {
                 let authorized = manager.get_credentials().await.is_ok_and(|c| c.1.is_some());
                 if params.is_insufficient_scope() && authorized {
                     // Step-up: the same client asks for the scopes it has and the missing one.
-                    let resolved = manager
-                        .resolve_metadata_from_challenge(Some(challenge))
-                        .await
-                        .map_err(fail)?;
-                    manager.set_metadata(resolved.metadata);
+                    let metadata = self.discover(&manager, challenge).await.map_err(fail)?;
+                    manager.set_metadata(metadata);
                     let required = params.scope.clone().unwrap_or_default();
                     let url = manager
                         .request_scope_upgrade(&required)
@@ -617,14 +681,14 @@ impl Authorizer {
                 // A new authorization: discovery, registration, the user's consent, tokens.
                 let placeholder = self.new_manager().await.map_err(fail)?;
                 let mut taken = std::mem::replace(&mut *manager, placeholder);
-                let resolved = match taken.resolve_metadata_from_challenge(Some(challenge)).await {
-                    Ok(resolved) => resolved,
+                let metadata = match self.discover(&taken, challenge).await {
+                    Ok(metadata) => metadata,
                     Err(e) => {
                         *manager = taken;
                         return Err(fail(e));
                     }
                 };
-                taken.set_metadata(resolved.metadata);
+                taken.set_metadata(metadata);
                 let mut request = AuthorizationRequest::new(redirect_uri.clone())
                     .with_client_name(client_name.clone())
                     .with_challenge(challenge);
@@ -678,12 +742,8 @@ impl Authorizer {
             EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
         };
         let fail = |e: AuthError| self.failed(&e);
-        let resolved = manager
-            .resolve_metadata_from_challenge(Some(challenge))
-            .await
-            .map_err(fail)?;
-        let metadata = resolved.metadata.clone();
-        manager.set_metadata(resolved.metadata);
+        let metadata = self.discover(manager, challenge).await.map_err(fail)?;
+        manager.set_metadata(metadata.clone());
         let issuer = metadata.issuer.clone().ok_or_else(|| McpError::Auth {
             server: Arc::clone(&self.server),
             message: "the authorization server's metadata names no issuer, which the \

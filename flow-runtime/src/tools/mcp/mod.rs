@@ -118,10 +118,11 @@
 //! say.
 //!
 //! Metadata whose `issuer` is not the URL it was fetched from is refused (RFC 8414 section
-//! 3.3: the defence against an authorization server mix-up), also from servers of the
-//! 2025-03-26 revision that publish it so at the origin's root: such a server fails with
-//! [`McpError::Auth`] naming the mismatch, by design (the MCP conformance suite's
-//! `auth/2025-03-26-oauth-metadata-backcompat` scenario is such a server).
+//! 3.3: the defence against an authorization server mix-up), with one exception for servers
+//! of the 2025-03-26 revision: metadata at the root of the MCP server's own origin naming an
+//! issuer on that same origin (`https://mcp.example.com/oauth`) is taken, since whoever answers
+//! for the server answers for that issuer too. An issuer on another origin is refused with
+//! [`McpError::Auth`] naming both.
 //!
 //! # Elicitation
 //!
