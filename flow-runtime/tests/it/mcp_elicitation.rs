@@ -101,3 +101,117 @@ async fn without_a_handler_the_client_does_not_offer_elicitation() {
     // The server asks anyway (the Python SDK does not check the capability): declined.
     assert_eq!(text, "decline");
 }
+
+/// The thread asks the human through its interrupts: the server's question stops the run as
+/// an interrupt (the server told `cancel`), the thread waits in the store, and the answer
+/// given with the resume reaches the server when the call is made again.
+#[tokio::test]
+async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
+    use flow_runtime::model::{ScriptStep, ScriptedModel};
+    use flow_runtime::{
+        ChatModelAgent, FlowAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest,
+    };
+    use std::collections::HashMap;
+
+    let Some(config) = python_server() else {
+        return;
+    };
+    let toolset = flow_runtime::mcp::McpToolset::connect([config.elicitation_by_interrupt()])
+        .await
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("ask_contact", json!({})),
+        ScriptStep::text("Noted."),
+    ]);
+    let agent = ChatModelAgent::builder("desk", model.clone())
+        .tools(toolset.tools().unwrap())
+        .build()
+        .unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(InMemoryStore::new())
+        .build();
+    let first = runner
+        .turn(TurnRequest::new("t", Message::user("add me")))
+        .await
+        .unwrap();
+    let TurnOutcome::Interrupted { interrupts, .. } = first.finish().await else {
+        panic!("the server's question stops the run")
+    };
+    assert_eq!(interrupts.len(), 1);
+    let asked = &interrupts[0].info;
+    assert_eq!(asked["elicitation"]["server"], "py");
+    assert_eq!(asked["elicitation"]["message"], "Who is asking?");
+    assert_eq!(
+        asked["elicitation"]["schema"]["properties"]["city"]["default"],
+        "Lisbon"
+    );
+    assert_eq!(
+        asked["answer"]["action"],
+        json!(["accept", "decline", "cancel"])
+    );
+    assert_eq!(model.requests().len(), 1, "the model waits with the thread");
+
+    let answer = json!({"action": "accept", "content": {"name": "Ann"}});
+    let targets = HashMap::from([(interrupts[0].id.clone(), answer)]);
+    let resumed = runner
+        .turn(TurnRequest::resume("t", targets))
+        .await
+        .unwrap();
+    let output = resumed.final_output().await.unwrap().unwrap();
+    assert_eq!(output.content, "Noted.");
+    let seen = model.requests()[1].clone();
+    let tool_result = seen.messages.last().unwrap();
+    assert_eq!(
+        tool_result.content, "accept: Ann from Lisbon",
+        "the answer reached the server, the schema's default filled in"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_answer_to_a_question_is_a_tool_error_naming_the_form() {
+    use flow_runtime::model::{ScriptStep, ScriptedModel};
+    use flow_runtime::{
+        ChatModelAgent, FlowAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest,
+    };
+    use std::collections::HashMap;
+
+    let Some(config) = python_server() else {
+        return;
+    };
+    let toolset = flow_runtime::mcp::McpToolset::connect([config.elicitation_by_interrupt()])
+        .await
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("ask_contact", json!({})),
+        ScriptStep::text("Sorry."),
+    ]);
+    let agent = ChatModelAgent::builder("desk", model.clone())
+        .tools(toolset.tools().unwrap())
+        .build()
+        .unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(InMemoryStore::new())
+        .build();
+    let first = runner
+        .turn(TurnRequest::new("t", Message::user("add me")))
+        .await
+        .unwrap();
+    let TurnOutcome::Interrupted { interrupts, .. } = first.finish().await else {
+        panic!("the server's question stops the run")
+    };
+    let targets = HashMap::from([(interrupts[0].id.clone(), json!("yes, Ann"))]);
+    let resumed = runner
+        .turn(TurnRequest::resume("t", targets))
+        .await
+        .unwrap();
+    assert_eq!(
+        resumed.final_output().await.unwrap().unwrap().content,
+        "Sorry."
+    );
+    let seen = model.requests()[1].clone();
+    let tool_result = &seen.messages.last().unwrap().content;
+    assert!(
+        tool_result.contains(r#"{"action": "decline"}"#),
+        "{tool_result}"
+    );
+}

@@ -22,6 +22,8 @@ pub struct McpServerConfig {
     pub(super) tools: ToolFilter,
     pub(super) outbound: Option<crate::outbound::OutboundPolicy>,
     pub(super) elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// Set by [`elicitation_by_interrupt`](Self::elicitation_by_interrupt).
+    pub(super) gate: Option<Arc<super::elicitation::ElicitationGate>>,
 }
 
 #[derive(Clone)]
@@ -96,6 +98,7 @@ impl McpServerConfig {
             tools: ToolFilter::default(),
             outbound: None,
             elicitation: None,
+            gate: None,
         }
     }
 
@@ -203,6 +206,36 @@ impl McpServerConfig {
     /// can. Without it the client does not offer elicitation and declines any request.
     pub fn elicitation(mut self, handler: impl ElicitationHandler + 'static) -> Self {
         self.elicitation = Some(Arc::new(handler));
+        self.gate = None;
+        self
+    }
+
+    /// Asks the human the server's elicitation requests through the thread's interrupts,
+    /// durably, as approvals are asked: when the server asks during a call made by an agent's
+    /// tool, the server is answered `cancel` (a server that asks before it acts does nothing)
+    /// and the agent's run stops with an interrupt addressed to the call, its `info`
+    ///
+    /// ```json
+    /// {"elicitation": {"server": "crm", "message": "Who is asking?", "schema": {...}},
+    ///  "answer": {"action": ["accept", "decline", "cancel"], "content": {...}}}
+    /// ```
+    ///
+    /// (`url` instead of `schema` for a page to open). The thread waits, across restarts; the
+    /// answer is the resume data `{"action": "accept", "content": {VALUES}}`,
+    /// `{"action": "decline"}` or `{"action": "cancel"}`. Resumed, the call is made again and
+    /// the server's question (asked again) gets that answer, an accepted form completed with
+    /// the schema's defaults. A second question in the same call is a second interrupt (the
+    /// first answer kept). A malformed answer fails the call with a tool error saying the
+    /// form. Calls made with [`McpServer::call_tool`](super::McpServer::call_tool) directly,
+    /// outside a run, have nobody to ask: their questions are answered `cancel`.
+    ///
+    /// MCP does not say which call an elicitation belongs to, so the calls to this server are
+    /// made one at a time (give each tenant or thread its own connection for parallel calls).
+    /// Replaces an [`elicitation`](Self::elicitation) handler.
+    pub fn elicitation_by_interrupt(mut self) -> Self {
+        let gate = Arc::new(super::elicitation::ElicitationGate::new());
+        self.elicitation = Some(Arc::clone(&gate) as Arc<dyn ElicitationHandler>);
+        self.gate = Some(gate);
         self
     }
 

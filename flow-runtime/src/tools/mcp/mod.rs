@@ -135,6 +135,11 @@
 //! Without a handler the capability is not declared and every request is declined
 //! ([`DeclineElicitation`]). The call waits for the answer within its `call_timeout`.
 //!
+//! Or the thread asks the human, durably, as it asks approvals:
+//! [`McpServerConfig::elicitation_by_interrupt`] turns the server's question into an interrupt
+//! of the agent's run (the server told `cancel`); the answer given as resume data goes to the
+//! server when the resumed call is made again and the server asks again.
+//!
 //! # Several servers: the prefix rule
 //!
 //! A tool keeps the name its server gives it, unless that name is not unique: when two or more

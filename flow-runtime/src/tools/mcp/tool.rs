@@ -97,6 +97,55 @@ impl Tool for McpTool {
                 }
             }
         };
+        let Some(gate) = self.server.config().gate.clone() else {
+            return self.call_server(cx, arguments).await;
+        };
+        // Elicitation through interrupts: the answers this call brings (those kept from its
+        // earlier interrupts, then the one it resumes with), its questions beyond them an
+        // interrupt of the thread.
+        let mut kept: Vec<serde_json::Value> = cx
+            .saved_state()
+            .and_then(|s| s.get("answers"))
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(data) = cx.resume_data() {
+            kept.push(data.clone());
+        }
+        let mut answers = Vec::with_capacity(kept.len());
+        for data in &kept {
+            let answer = super::elicitation::parse_answer(data).map_err(|e| {
+                ToolError::failed(
+                    Arc::clone(&self.name),
+                    format_args!("server '{}': {e}", self.server.name()),
+                )
+            })?;
+            answers.push(answer);
+        }
+        // Kept in the form they parse back from.
+        let kept: Vec<serde_json::Value> = answers
+            .iter()
+            .map(super::elicitation::answer_json)
+            .collect();
+        let guard = gate.enter(answers).await;
+        let result = self.call_server(cx, arguments).await;
+        match guard.finish() {
+            Some(asked) => Err(cx.interrupt_with_state(
+                super::elicitation::interrupt_info(&asked),
+                serde_json::json!({ "answers": kept }),
+            )),
+            None => result,
+        }
+    }
+}
+
+impl McpTool {
+    /// Calls the server's tool, its progress notifications this call's progress events.
+    async fn call_server(
+        &self,
+        cx: &ToolContext,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, ToolError> {
         // The server's progress notifications become this call's progress events
         // (`ToolContext::progress`) while the call runs.
         let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
