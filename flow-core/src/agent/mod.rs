@@ -45,7 +45,7 @@ pub use middleware::{HookContext, Middleware, Middlewares};
 pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use payload::Payload;
 pub(crate) use payload::{payload_key, payload_of_call};
-pub(crate) use run_context::MapLane;
 pub use run_context::RunContext;
+pub(crate) use run_context::{LaneIndex, MapLane};
 pub use steer::{ReplayedSteers, SteerClosed, SteerQueue};
 pub use tree::{set_sub_agents, FlowAgent, NodeOptions};

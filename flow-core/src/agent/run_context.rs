@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::cancel::{CancelMode, CancelSignal, SafePoint};
 use super::{AgentRunOptions, FlowAgent, Middlewares, RunOptions};
@@ -41,22 +41,52 @@ pub(crate) struct MapLane {
     pub(crate) stem: Arc<str>,
     /// This item's step, `NAME[i]`.
     pub(crate) own: Arc<str>,
+    /// The map's events sorted by item, shared by its items (see [`LaneIndex`]).
+    pub(crate) index: Arc<Mutex<LaneIndex>>,
 }
 
 impl MapLane {
     /// Whether `path` lies in another item of this lane's map.
     fn hides(&self, path: &RunPath) -> bool {
+        self.item_step(path).is_some_and(|step| step != &*self.own)
+    }
+
+    /// The item step `path` lies under (`NAME[j]`), if it lies in an item of this lane's map.
+    fn item_step<'p>(&self, path: &'p RunPath) -> Option<&'p str> {
         let at = self.parent.len();
         if path.len() <= at {
-            return false;
+            return None;
         }
-        match path.iter().nth(at) {
-            Some(step) => {
-                step.starts_with(&*self.stem)
-                    && step != &*self.own
-                    && path.prefix(at) == self.parent
-            }
-            None => false,
+        let step = path.iter().nth(at)?;
+        (step.starts_with(&*self.stem) && path.prefix(at) == self.parent).then_some(step)
+    }
+}
+
+/// One run of a map's items: the session's events sorted once by the item they belong to, so
+/// an item's input is built from its own events and the events from before the map, not by
+/// filtering every event of every item (which made a map of n items cost n² checks).
+#[derive(Debug, Default)]
+pub(crate) struct LaneIndex {
+    /// Where the map's items started: the session's length then.
+    from: usize,
+    /// The events before `from` that the map's enclosing map items let through (computed
+    /// once, by the first item to ask; each item then applies its own rule and hidden paths).
+    before: Option<Vec<Arc<SessionEvent>>>,
+    /// How far the session has been sorted.
+    sorted: usize,
+    /// The events from `from` on, by the item step they lie under, with their positions.
+    by_item: std::collections::HashMap<Arc<str>, Vec<(usize, Arc<SessionEvent>)>>,
+    /// The events from `from` on that lie under no item, with their positions.
+    others: Vec<(usize, Arc<SessionEvent>)>,
+}
+
+impl LaneIndex {
+    /// An index for a map whose items start when the session holds `from` events.
+    pub(crate) fn starting_at(from: usize) -> Self {
+        LaneIndex {
+            from,
+            sorted: from,
+            ..LaneIndex::default()
         }
     }
 }
@@ -399,6 +429,9 @@ impl RunContext {
     /// The session's recorded events this context may see, in order: all of them, except
     /// those under a [hidden](RunContext::hiding) path. Agents' inputs are built from these.
     pub fn visible_events(&self) -> Vec<Arc<SessionEvent>> {
+        if let Some((lane, outer)) = self.lanes.split_last() {
+            return self.lane_events(lane, outer);
+        }
         let mut events = self.shared.session.events();
         if !self.hidden.is_empty() {
             events.retain(|e| !self.hidden.iter().any(|h| e.run_path().starts_with(h)));
@@ -407,6 +440,78 @@ impl RunContext {
             events.retain(|e| !self.lanes.iter().any(|l| l.hides(e.run_path())));
         }
         events
+    }
+
+    /// Whether an event at `path` is seen under the hidden paths and the map lanes `lanes`.
+    fn sees(&self, path: &RunPath, lanes: &[MapLane]) -> bool {
+        !self.hidden.iter().any(|h| path.starts_with(h)) && !lanes.iter().any(|l| l.hides(path))
+    }
+
+    /// [`visible_events`](Self::visible_events) in the map item `lane` (inside the map items
+    /// `outer`): the events from before the map that the item may see, then, in order, its own
+    /// events and those under no item of the map, read from the map's [`LaneIndex`].
+    fn lane_events(&self, lane: &MapLane, outer: &[MapLane]) -> Vec<Arc<SessionEvent>> {
+        let mut index = lane.index.lock().expect("map lane index");
+        let index = &mut *index;
+        if index.before.is_none() {
+            let mut before = self.shared.session.events();
+            before.truncate(index.from);
+            before.retain(|e| !outer.iter().any(|l| l.hides(e.run_path())));
+            index.before = Some(before);
+        }
+        let new = self.shared.session.events_since(index.sorted);
+        let start = index.sorted;
+        index.sorted += new.len();
+        for (i, event) in new.into_iter().enumerate() {
+            let at = start + i;
+            match lane.item_step(event.run_path()) {
+                Some(step) => match index.by_item.get_mut(step) {
+                    Some(events) => events.push((at, event)),
+                    None => {
+                        index.by_item.insert(Arc::from(step), vec![(at, event)]);
+                    }
+                },
+                None => index.others.push((at, event)),
+            }
+        }
+        let before = index.before.as_deref().unwrap_or_default();
+        let own = index
+            .by_item
+            .get(&lane.own)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut out: Vec<Arc<SessionEvent>> =
+            Vec::with_capacity(before.len() + own.len() + index.others.len());
+        // The events from before the map: the item's own rule and this context's hidden paths
+        // apply too (a resumed map's items ran before it).
+        out.extend(
+            before
+                .iter()
+                .filter(|e| self.sees(e.run_path(), std::slice::from_ref(lane)))
+                .cloned(),
+        );
+        // Its own events and those under no item, merged in the session's order.
+        let (mut a, mut b) = (own.iter().peekable(), index.others.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => {
+                    if x.0 < y.0 {
+                        a.next()
+                    } else {
+                        b.next()
+                    }
+                }
+                (Some(_), None) => a.next(),
+                (None, Some(_)) => b.next(),
+                (None, None) => break,
+            };
+            if let Some((_, event)) = next {
+                if self.sees(event.run_path(), outer) {
+                    out.push(Arc::clone(event));
+                }
+            }
+        }
+        out
     }
 
     /// The context for running a child `agent_name` one step below this agent.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{check_under, workflow_agent_common, workflow_builders, Header, WorkflowError};
-use crate::agent::{generate, Context, MapLane};
+use crate::agent::{generate, Context, LaneIndex, MapLane};
 use crate::agent::{set_sub_agents, FlowAgent};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
@@ -299,6 +299,10 @@ impl Map {
             stopped: false,
         };
         let mut errors: Vec<(usize, String)> = Vec::new();
+        // The session's events sorted by item, for building the items' inputs.
+        let index = Arc::new(std::sync::Mutex::new(LaneIndex::starting_at(
+            out.session().len(),
+        )));
         // Items running (`running` keeps an ended item's stream until it is polled again).
         let mut active = 0;
         loop {
@@ -323,6 +327,7 @@ impl Map {
                         parent: parent.clone(),
                         stem: Arc::clone(&stem),
                         own,
+                        index: Arc::clone(&index),
                     });
                 let input = AgentInput {
                     messages: Default::default(),
