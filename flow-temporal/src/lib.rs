@@ -43,6 +43,7 @@
 //! An idempotent tool (one that deduplicates on `ToolContext::idempotency_key`, or has no side
 //! effects) is retried; every attempt gets the same key.
 
+pub mod blobs;
 pub mod effects;
 pub mod flows;
 pub mod policy;
@@ -53,12 +54,14 @@ pub mod sdk;
 #[cfg(feature = "sdk")]
 pub use sdk::{
     connect, replayer, run_worker, worker_flows, worker_options, AgentflowActivities,
-    AnswerRequest, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult,
-    APPROVE_GRANT, DEFAULT_ADDRESS,
+    AnswerRequest, Carried, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnEnd,
+    TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
 };
 
+pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};
 pub use effects::{
     Effect, Effects, EffectsMiddleware, ModelCall, Outcome, TemporalHost, ToolCallInput,
     ToolOutcome, ToolResume,
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
+pub use turn::CarriedTurn;
