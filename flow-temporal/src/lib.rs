@@ -54,8 +54,8 @@ pub mod sdk;
 #[cfg(feature = "sdk")]
 pub use sdk::{
     connect, replayer, run_worker, worker_flows, worker_options, AgentflowActivities,
-    AnswerRequest, Carried, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnEnd,
-    TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
+    AnswerRequest, Carried, LocalSteps, TemporalError, Thread, ThreadStart, ThreadWorkflow,
+    TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
 };
 
 pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};

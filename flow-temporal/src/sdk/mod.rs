@@ -19,6 +19,6 @@ pub use activities::AgentflowActivities;
 pub use client::{TemporalError, Thread};
 pub use worker::{connect, replayer, run_worker, worker_flows, worker_options, DEFAULT_ADDRESS};
 pub use workflow::{
-    AnswerRequest, Carried, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest, TurnResult,
-    APPROVE_GRANT,
+    AnswerRequest, Carried, LocalSteps, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,
+    TurnResult, APPROVE_GRANT,
 };

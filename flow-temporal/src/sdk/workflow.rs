@@ -26,7 +26,8 @@ use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityExecutionError, ActivityOptions, ApplicationFailure, ContinueAsNewOptions,
-    SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+    LocalActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView,
+    WorkflowResult, WorkflowTermination,
 };
 use temporalio_workflow::{WaitConditionOptions, WorkflowCancellationToken};
 
@@ -64,6 +65,10 @@ pub struct ThreadStart {
     /// the server suggests it, from about 4,000 events or 4 MB of history).
     #[serde(default)]
     pub continue_as_new_after: Option<u32>,
+    /// Which calls run as local activities (in the worker that runs the workflow task, with no
+    /// round trip through the task queue); default [`LocalSteps::None`].
+    #[serde(default)]
+    pub local_activities: LocalSteps,
     /// What an earlier run of the thread's workflow carried into this one (continue-as-new).
     #[serde(default)]
     pub carried: Option<Carried>,
@@ -78,6 +83,7 @@ impl ThreadStart {
             tool_timeout_ms: None,
             cancel_mode: None,
             continue_as_new_after: None,
+            local_activities: LocalSteps::None,
             carried: None,
         }
     }
@@ -85,6 +91,38 @@ impl ThreadStart {
     /// The mode a workflow cancel stops the running turn with.
     pub fn cancel_mode(&self) -> CancelMode {
         self.cancel_mode.unwrap_or_else(interrupt_mode)
+    }
+}
+
+/// Which of a thread's calls may run as local activities: in the worker that runs the
+/// workflow task, recorded as a marker in history, with no round trip through the task queue
+/// (under a millisecond a call on the dev server, where a remote activity takes tens).
+///
+/// A local activity whose worker dies runs again from the start on the next worker (it has no
+/// server-side timeout or heartbeat), and its retries hold the workflow task: so only calls that
+/// may run twice and end in seconds belong there. Model calls may (a reply asked twice costs
+/// tokens, not correctness); idempotent tools may (they deduplicate on their key, or have no
+/// effects); a non-idempotent tool never does, whatever this says: it stays a remote activity,
+/// at most once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalSteps {
+    /// Every call is a remote activity.
+    #[default]
+    None,
+    /// Model calls are local activities.
+    Models,
+    /// Model calls and idempotent tool calls are local activities.
+    ModelsAndIdempotentTools,
+}
+
+impl LocalSteps {
+    fn model(self) -> bool {
+        self != LocalSteps::None
+    }
+
+    fn tool(self, idempotent: bool) -> bool {
+        idempotent && self == LocalSteps::ModelsAndIdempotentTools
     }
 }
 
@@ -303,7 +341,17 @@ impl ThreadWorkflow {
             let (events, stopped) = drive(
                 events,
                 &effects,
-                |id, effect| start_effect(&c, number, id, effect, tool_timeout, &token),
+                |id, effect| {
+                    start_effect(
+                        &c,
+                        number,
+                        id,
+                        effect,
+                        tool_timeout,
+                        start.local_activities,
+                        &token,
+                    )
+                },
                 || {
                     if let Some(now) = c.workflow_time() {
                         effects.set_now(now);
@@ -496,10 +544,41 @@ fn start_effect<'a>(
     id: u64,
     effect: Effect,
     tool_timeout: Duration,
+    local: LocalSteps,
     token: &WorkflowCancellationToken,
 ) -> Started<'a> {
     let c = c.clone();
     match effect {
+        Effect::Model(call) if local.model() => {
+            let options = local_options(
+                policy::activity_id(turn, id, &call.agent, "model"),
+                policy::model_summary(&call.agent, &call.model),
+                MODEL_TIMEOUT,
+                policy::model_retry(),
+                token,
+            );
+            Box::pin(async move {
+                let result = c
+                    .execute_local_activity(AgentflowActivities::model, call, options)
+                    .await;
+                Outcome::Model(result.map_err(|e| failure_text(&e)))
+            })
+        }
+        Effect::Tool(call) if local.tool(call.idempotent) => {
+            let options = local_options(
+                policy::activity_id(turn, id, &call.agent, &call.call.name),
+                policy::tool_summary(&call.agent, &call.call.name),
+                tool_timeout,
+                policy::tool_retry(call.idempotent),
+                token,
+            );
+            Box::pin(async move {
+                let result = c
+                    .execute_local_activity(AgentflowActivities::tool, call, options)
+                    .await;
+                Outcome::Tool(result.map_err(|e| failure_text(&e)))
+            })
+        }
         Effect::Model(call) => {
             let options = ActivityOptions::with_start_to_close_timeout(MODEL_TIMEOUT)
                 .retry_policy(retry_policy(policy::model_retry()))
@@ -549,6 +628,22 @@ fn start_effect<'a>(
             })
         }
     }
+}
+
+fn local_options(
+    activity_id: String,
+    summary: String,
+    timeout: Duration,
+    retry: Retry,
+    token: &WorkflowCancellationToken,
+) -> LocalActivityOptions {
+    LocalActivityOptions::builder()
+        .activity_id(activity_id)
+        .summary(summary)
+        .start_to_close_timeout(timeout)
+        .retry_policy(retry_policy(retry))
+        .cancellation_token(token.clone())
+        .build()
 }
 
 /// An activity's failure in words: its message, then each cause's (the activity's own error,

@@ -15,8 +15,8 @@ use std::time::Duration;
 use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
 use flow_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
 use flow_temporal::{
-    worker_flows, FileBlobStore, Reference, TemporalError, Thread, ThreadStart, ThreadWorkflow,
-    TurnEnd, TurnRequest, TurnResult,
+    worker_flows, FileBlobStore, LocalSteps, Reference, TemporalError, Thread, ThreadStart,
+    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult,
 };
 use serde_json::json;
 use support::*;
@@ -384,4 +384,82 @@ async fn a_tool_result_over_the_payload_limit_is_stored_by_reference() {
     );
     assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A teller that looks a balance up (an idempotent tool) and wires money (not idempotent).
+fn teller() -> FlowAgent {
+    let lookup = tool_fn(
+        "balance",
+        "Reads the balance.",
+        |_: serde_json::Value| async { Ok::<_, ToolError>("100".to_string()) },
+    );
+    let wire = tool_fn("wire", "Sends a wire.", |_: serde_json::Value| async {
+        Ok::<_, ToolError>("sent".to_string())
+    })
+    .with_idempotent(false);
+    let agent = ChatModelAgent::builder(
+        "teller",
+        stateless(vec![
+            ScriptStep::tool_call("balance", json!({})),
+            ScriptStep::tool_call("wire", json!({})),
+            ScriptStep::text("wired"),
+        ]),
+    )
+    .tool(lookup)
+    .tool(wire)
+    .build()
+    .unwrap();
+    FlowAgent::new(agent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempotent_tool() {
+    let Some(client) = server().await else { return };
+    let name = unique("teller");
+    worker_flows().insert(&name, teller());
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    for (local, remote_activities) in [
+        (LocalSteps::None, 5),
+        (LocalSteps::Models, 2),
+        (LocalSteps::ModelsAndIdempotentTools, 1),
+    ] {
+        let thread = Thread::start_with(
+            &client,
+            &queue,
+            ThreadStart {
+                local_activities: local,
+                ..ThreadStart::new(name.as_str(), unique("thread"))
+            },
+        )
+        .await
+        .unwrap();
+        let result = bounded("the turn", thread.turn("ana", "wire it"))
+            .await
+            .unwrap();
+        assert_eq!(said(&result).last().map(String::as_str), Some("wired"));
+        let history = client
+            .get_workflow_handle::<ThreadWorkflow>(thread.id())
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .into_events()
+            .await
+            .unwrap();
+        let count = |kind: EventType| {
+            history
+                .iter()
+                .filter(|e| e.event_type == kind as i32)
+                .count()
+        };
+        assert_eq!(
+            count(EventType::ActivityTaskScheduled),
+            remote_activities,
+            "{local:?}: 3 model calls, 2 tool calls"
+        );
+        assert_eq!(
+            count(EventType::MarkerRecorded),
+            5 - remote_activities,
+            "{local:?}: the others are local activities' markers"
+        );
+        assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+    }
 }
