@@ -425,6 +425,38 @@ async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
             "w1, {label}: agentflow {:.1} ms per workflow (start, turn, close, result; min {:.1}, max {:.1}, n={})",
             s.median, s.min, s.max, s.n
         );
+        // One request: update-with-start, and the workflow ends after its turn.
+        let mut ms = Vec::new();
+        for i in 0..reps + 2 {
+            let t = Instant::now();
+            let result = bounded(
+                "a one-shot W1 thread",
+                Thread::run_once(
+                    client,
+                    &queue,
+                    ThreadStart {
+                        local_activities: local,
+                        ..ThreadStart::new("w1", format!("bench-w1-once-{run}-{label}-{i}"))
+                    },
+                    TurnRequest::new("ana", "I want a refund"),
+                ),
+            )
+            .await
+            .unwrap();
+            let took = ms_since(t);
+            assert!(result
+                .events
+                .iter()
+                .any(|e| e["message"]["content"] == "Your refund is on its way."));
+            if i >= 2 {
+                ms.push(took);
+            }
+        }
+        let s = stats(ms);
+        println!(
+            "w1, {label}: agentflow one-shot {:.1} ms per workflow (update-with-start; min {:.1}, max {:.1}, n={})",
+            s.median, s.min, s.max, s.n
+        );
     }
 }
 

@@ -5,8 +5,8 @@ use flow_core::event::InterruptInfo;
 use temporalio_client::errors::WorkflowUpdateError;
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowExecuteUpdateOptions, WorkflowFetchHistoryOptions,
-    WorkflowGetResultOptions, WorkflowHandle, WorkflowQueryOptions, WorkflowSignalOptions,
-    WorkflowStartOptions,
+    WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy, WorkflowQueryOptions,
+    WorkflowSignalOptions, WorkflowStartOptions, WorkflowUpdateWithStartOptions,
 };
 
 use super::workflow::{AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult};
@@ -95,6 +95,37 @@ impl Thread {
             .await
             .map_err(|e| failed(&id, "start", e))?;
         Ok(Thread::of(client, &id))
+    }
+
+    /// Starts a one-shot thread (`start` with [`single_turn`](ThreadStart::single_turn) set)
+    /// and runs `request` on it, in one request to Temporal (update-with-start); the workflow
+    /// ends after the turn. With `start.thread` running already, the turn joins it.
+    pub async fn run_once(
+        client: &Client,
+        task_queue: &str,
+        start: ThreadStart,
+        request: TurnRequest,
+    ) -> Result<TurnResult, TemporalError> {
+        let id = start.thread.clone();
+        let start = ThreadStart {
+            single_turn: true,
+            ..start
+        };
+        client
+            .execute_update_with_start_workflow(
+                ThreadWorkflow::run,
+                start,
+                ThreadWorkflow::turn,
+                request,
+                WorkflowUpdateWithStartOptions::new(
+                    task_queue,
+                    id.as_str(),
+                    WorkflowIdConflictPolicy::UseExisting,
+                )
+                .build(),
+            )
+            .await
+            .map_err(|e| failed(&id, "start and turn", e))
     }
 
     /// The handle of a thread started before.

@@ -69,6 +69,10 @@ pub struct ThreadStart {
     /// round trip through the task queue); default [`LocalSteps::None`].
     #[serde(default)]
     pub local_activities: LocalSteps,
+    /// End the workflow after its first turn (a one-shot thread:
+    /// [`Thread::run_once`](super::Thread::run_once) starts it and runs the turn in one request).
+    #[serde(default)]
+    pub single_turn: bool,
     /// What an earlier run of the thread's workflow carried into this one (continue-as-new).
     #[serde(default)]
     pub carried: Option<Carried>,
@@ -84,6 +88,7 @@ impl ThreadStart {
             cancel_mode: None,
             continue_as_new_after: None,
             local_activities: LocalSteps::None,
+            single_turn: false,
             carried: None,
         }
     }
@@ -296,6 +301,11 @@ impl ThreadWorkflow {
                 s.running = next.as_ref().map(|(turn, _)| (*turn, signal.clone()));
                 next
             }) else {
+                // Closing: the turns' callers get their results before the workflow ends.
+                let c = ctx.clone();
+                let _ = ctx
+                    .wait_condition_with_options(move |_| c.all_handlers_finished(), detached())
+                    .await;
                 return Ok(log.len());
             };
             ran_any = true;
@@ -380,6 +390,7 @@ impl ThreadWorkflow {
                 .filter_map(|e| serde_json::to_value(e).ok())
                 .collect();
             ctx.state_mut(|s| {
+                s.closing |= start.single_turn;
                 s.requester = None;
                 s.running = None;
                 s.question = None;

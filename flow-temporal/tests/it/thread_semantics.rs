@@ -463,3 +463,34 @@ async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempo
         assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
+    let Some(client) = server().await else { return };
+    let name = unique("counter");
+    worker_flows().insert(&name, counter());
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    let id = unique("thread");
+    let result = bounded(
+        "a one-shot thread",
+        Thread::run_once(
+            &client,
+            &queue,
+            ThreadStart::new(name.as_str(), id.as_str()),
+            TurnRequest::new("ana", "hello"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(said(&result).last().map(String::as_str), Some("heard 1"));
+    let turns: u64 = bounded(
+        "the workflow's end",
+        client
+            .get_workflow_handle::<ThreadWorkflow>(id.as_str())
+            .get_result(WorkflowGetResultOptions::default()),
+    )
+    .await
+    .expect("the workflow ended by itself after its turn");
+    assert_eq!(turns, 1);
+}
