@@ -164,8 +164,8 @@ pub struct TurnRequest {
     pub by: String,
     /// The user's message.
     pub text: String,
-    /// What to do when another turn of the thread runs or waits (default `enqueue`; see the
-    /// [module docs](self)).
+    /// What to do when another turn of the thread runs or waits (default `enqueue`; see
+    /// [`ThreadWorkflow`]).
     #[serde(default = "enqueue")]
     pub if_busy: DoubleText,
 }
@@ -227,9 +227,14 @@ pub struct AnswerRequest {
 }
 
 /// A thread as a workflow: turns arrive as updates ([`turn`](Self::turn)) and run one after
-/// the other; a question waits for the update [`answer`](Self::answer), refused by its
-/// validator (before it enters history) when the answerer lacks [`APPROVE_GRANT`] or asked the
-/// turn themselves; the signal [`close`](Self::close) ends the thread once its turns are done.
+/// the other, or stop the running one (double texting: a turn's [`TurnRequest::if_busy`] says
+/// `reject`, refused by the update's validator, `enqueue` or `steer`, run after it, `interrupt`,
+/// stopping it at its next safe point, or `rollback`, dropping it); a question waits for the
+/// update [`answer`](Self::answer), refused by its validator (before it enters history) when
+/// the answerer lacks [`APPROVE_GRANT`] or asked the turn themselves; the signal
+/// [`close`](Self::close) ends the thread once its turns are done. A workflow cancel stops the
+/// running turn as [`ThreadStart::cancel_mode`] says; between turns, a long history continues as
+/// new ([`ThreadStart::continue_as_new_after`]).
 #[workflow]
 #[derive(Default)]
 pub struct ThreadWorkflow {
