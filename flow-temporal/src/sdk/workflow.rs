@@ -343,9 +343,11 @@ impl ThreadWorkflow {
                     if workflow_cancelled {
                         signal.request(cancel_mode);
                         if !cancel_mode.is_immediate() {
+                            // A question waiting (or asked later) has no safe point after it:
+                            // the turn stops there.
                             let _ = c
                                 .wait_condition_with_options(
-                                    move |s| s.roll_back == Some(turn),
+                                    move |s| s.roll_back == Some(turn) || s.question.is_some(),
                                     detached(),
                                 )
                                 .await;
@@ -635,7 +637,10 @@ fn start_effect<'a>(
             let key = question.id.clone();
             c.state_mut(|s| s.question = Some(question));
             Box::pin(async move {
-                let _ = c.wait_condition(|s| s.answers.contains_key(&key)).await;
+                // Not ended by a workflow cancel (that stops the turn instead).
+                let _ = c
+                    .wait_condition_with_options(|s| s.answers.contains_key(&key), detached())
+                    .await;
                 let answer = c.state_mut(|s| {
                     s.question = None;
                     s.answers.remove(&key)

@@ -494,3 +494,39 @@ async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
     .expect("the workflow ended by itself after its turn");
     assert_eq!(turns, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_cancel_stops_a_turn_waiting_for_an_answer() {
+    let Some(client) = server().await else { return };
+    let ledger = Ledger::new();
+    let name = unique("clerk");
+    worker_flows().insert(&name, clerk(&ledger));
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
+        .await
+        .unwrap();
+    let running = {
+        let thread = Thread::of(&client, thread.id());
+        tokio::spawn(async move {
+            bounded("the turn", thread.turn("ana", "refund order 7"))
+                .await
+                .unwrap()
+        })
+    };
+    bounded("the question", async {
+        while thread.question().await.unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    bounded("cancel", thread.cancel()).await.unwrap();
+    let turn = running.await.unwrap();
+    assert_eq!(turn.ended, TurnEnd::Cancelled);
+    assert!(
+        ledger.calls().is_empty(),
+        "nothing refunded: {:?}",
+        ledger.calls()
+    );
+    cancelled_workflow(&thread, &client).await;
+}
