@@ -13,9 +13,9 @@
 //! ```
 //!
 //! Examples left out, and why: `a2a`, `serve` and `mcp_tools` serve or call a flow over a
-//! protocol (their flows are other examples' desks or need an MCP server); `chat`,
-//! `deep_research`, `memory` and `eval` build their flows inside `main` or from outside state
-//! (a terminal, a memory store, an eval case).
+//! protocol (their flows are other examples' desks or need an MCP server); `deep_research`
+//! builds its flow inside its `run` (a deep agent over a workspace on disk), `memory` and `eval`
+//! from outside state (a memory store read inside the orchestration, an eval case).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,6 +28,9 @@ use agentflow::FlowAgent;
 #[cfg(feature = "sqlite")]
 #[path = "../../examples/approvals.rs"]
 mod approvals;
+#[allow(dead_code)]
+#[path = "../../examples/chat.rs"]
+mod chat;
 #[allow(dead_code)]
 #[path = "../../examples/crash_recovery.rs"]
 mod crash_recovery;
@@ -63,6 +66,11 @@ fn examples() -> Vec<Example> {
             name: "customer_service",
             flow: crate::customer_service::desk(&EnvModels::offline()),
             says: "I want a refund, please.",
+        },
+        Example {
+            name: "chat",
+            flow: chat::Models::new().desk(),
+            says: "My kettle arrived broken.",
         },
         Example {
             name: "crash_recovery",
@@ -163,7 +171,7 @@ async fn every_example_flow_replays_its_recorded_history_with_no_nondeterminism(
         replayed.push(example.name);
     }
     eprintln!("replayed: {replayed:?}");
-    assert!(replayed.len() >= 8, "{replayed:?}");
+    assert!(replayed.len() >= 9, "{replayed:?}");
 }
 
 #[tokio::test]
