@@ -69,7 +69,7 @@ fn issue_refund() -> FnTool {
 
 /// The refund desk, with a scripted model so the example runs offline: it asks for the refund
 /// of the order the customer names, then confirms what the tool said.
-fn desk() -> Result<FlowAgent, Box<dyn std::error::Error>> {
+pub fn desk() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     let mut rules = ScriptedModel::rules().after_tool("issue_refund", ScriptStep::text("Done."));
     for (order, amount) in ORDERS {
         rules = rules.when_any_user_contains(

@@ -42,14 +42,14 @@ struct IssueRefund {
 }
 
 /// The scripted models: what each agent answers, call after call, over the whole conversation.
-struct Models {
+pub struct Models {
     triage: ScriptedModel,
     refund: ScriptedModel,
     complaint: ScriptedModel,
 }
 
 impl Models {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Models {
             triage: ScriptedModel::new([
                 ScriptStep::transfer("complaint"), // turn 1
@@ -77,7 +77,7 @@ impl Models {
 
     /// The desk, built anew (as each worker would build it); the models keep their place in
     /// their scripts.
-    fn desk(&self) -> FlowAgent {
+    pub fn desk(&self) -> FlowAgent {
         // Each agent is named once, in `flow!`: every `dyn` node hands its builder closure the
         // node (its name and typed transfer targets).
         Desk::builder()

@@ -57,7 +57,7 @@ fn paying(name: &'static str, amount: u32, ledger: PathBuf, hang: bool) -> agent
     )
 }
 
-fn desk(ledger: &Path, hang: bool) -> FlowAgent {
+pub fn desk(ledger: &Path, hang: bool) -> FlowAgent {
     let triage = ChatModelAgent::builder(
         "triage",
         ScriptedModel::rules()

@@ -77,7 +77,7 @@ flow! {
     pub CustomerService: dyn triage => [dyn refund(task), dyn complaint]
 }
 
-fn desk(models: &EnvModels) -> FlowAgent {
+pub fn desk(models: &EnvModels) -> FlowAgent {
     // Each agent is named once, in `flow!` above: the builder hands every `dyn` node its name
     // and its legal transfer targets (typed), and the agent takes its name from the node. A
     // target that is not legal for the node (`CustomerServiceTriageTarget::Escalation`) does

@@ -139,7 +139,7 @@ impl Middleware for OutputGuardrail {
     }
 }
 
-fn support_agent() -> Result<FlowAgent, Box<dyn std::error::Error>> {
+pub fn support_agent() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     let model = ScriptedModel::rules()
         .after_tool(
             "lookup_order",

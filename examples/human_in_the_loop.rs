@@ -89,7 +89,7 @@ fn refund_model() -> ScriptedModel {
         ))
 }
 
-fn desk() -> Result<FlowAgent, Box<dyn std::error::Error>> {
+pub fn desk() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     let triage = FnAgent::new("triage", |cx, _| async move {
         cx.say("A refund request: passing it to the refund desk.");
         cx.transfer("refund");

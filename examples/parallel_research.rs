@@ -25,7 +25,7 @@ struct Crawl {
 }
 
 /// An LLM researcher whose tool reports each page it reads.
-fn crawler() -> ChatModelAgent {
+pub fn crawler() -> ChatModelAgent {
     let model = ScriptedModel::rules()
         .after_tool(
             "crawl",

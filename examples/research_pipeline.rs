@@ -43,7 +43,7 @@ fn librarian() -> FlowAgent {
     FlowAgent::new(librarian)
 }
 
-fn drafter() -> Result<FlowAgent, Box<dyn std::error::Error>> {
+pub fn drafter() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     let model = ScriptedModel::new([
         ScriptStep::tool_call("librarian", json!({ "request": "sea otters" })),
         ScriptStep::text(
@@ -60,7 +60,7 @@ fn drafter() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     Ok(FlowAgent::new(agent))
 }
 
-fn reviewers() -> Result<FlowAgent, agentflow::FlowError> {
+pub fn reviewers() -> Result<FlowAgent, agentflow::FlowError> {
     let style = FnAgent::new("style", |cx, input| async move {
         let sees_other = input.messages.iter().any(|m| m.content.contains("[facts]"));
         cx.say(format!(
@@ -81,7 +81,7 @@ fn reviewers() -> Result<FlowAgent, agentflow::FlowError> {
         .with_sub_agents([FlowAgent::new(style), FlowAgent::new(facts)])
 }
 
-fn revise() -> Result<FlowAgent, agentflow::FlowError> {
+pub fn revise() -> Result<FlowAgent, agentflow::FlowError> {
     let reviser = FnAgent::new("reviser", |cx, input| async move {
         let round = 1 + input
             .messages

@@ -43,7 +43,7 @@ struct Refund {
     amount: u32,
 }
 
-fn desk() -> FlowAgent {
+pub fn desk() -> FlowAgent {
     let lookup = tool_fn(
         "lookup_order",
         "Looks an order up.",

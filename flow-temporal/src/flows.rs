@@ -13,6 +13,7 @@ use flow_core::model::ModelError;
 use flow_core::resume::ResumeInfo;
 use flow_core::{ChatModelAgent, FlowAgent, RunContext, Session, ToolContext, ToolError};
 
+use crate::blobs::{BlobError, BlobStore, LargePayloads};
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
 
 /// Builds a flow's tree (the same tree on every call).
@@ -22,6 +23,7 @@ pub type FlowFactory = dyn Fn() -> FlowAgent + Send + Sync;
 #[derive(Clone, Default)]
 pub struct Flows {
     flows: Arc<RwLock<HashMap<String, Arc<FlowAgent>>>>,
+    payloads: Arc<RwLock<Option<LargePayloads>>>,
 }
 
 impl std::fmt::Debug for Flows {
@@ -34,7 +36,7 @@ impl std::fmt::Debug for Flows {
 }
 
 /// A flow or an agent a call names is not there.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LookupError {
     /// No flow of that name on this worker.
     #[error(
@@ -49,6 +51,15 @@ pub enum LookupError {
         flow: String,
         /// The agent.
         agent: String,
+    },
+    /// A stored payload could not be stored or read.
+    #[error("flow '{flow}': {source}")]
+    Blob {
+        /// The flow.
+        flow: String,
+        /// What the store said.
+        #[source]
+        source: Arc<BlobError>,
     },
     /// The agent has no tool of that name.
     #[error("agent '{agent}' of flow '{flow}' has no tool named '{tool}'")]
@@ -75,6 +86,24 @@ impl Flows {
             .unwrap_or_else(|e| e.into_inner())
             .insert(name.into(), Arc::new(flow));
         self
+    }
+
+    /// Stores every tool result over `threshold` bytes in `store` and puts a reference to it in
+    /// the workflow's history instead (see [`blobs`](crate::blobs)); the model activity reads it
+    /// back. Off until called: then a result over Temporal's 2 MB payload limit fails its
+    /// activity.
+    pub fn store_large_payloads(&self, store: Arc<dyn BlobStore>, threshold: usize) -> &Self {
+        *self.payloads.write().unwrap_or_else(|e| e.into_inner()) =
+            Some(LargePayloads { store, threshold });
+        self
+    }
+
+    /// The large-payload policy, if one is set.
+    pub fn large_payloads(&self) -> Option<LargePayloads> {
+        self.payloads
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Flow `name`.
@@ -120,7 +149,21 @@ pub async fn call_model(
 ) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
     let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
     let model = Arc::clone(chat_agent(&node).model());
-    Ok(model.generate(&call.request()).await)
+    let mut request = call.request();
+    if let Some(payloads) = flows.large_payloads() {
+        for message in request.messages.iter_mut() {
+            let loaded = payloads
+                .load(&message.content)
+                .map_err(|e| LookupError::Blob {
+                    flow: call.flow.clone(),
+                    source: Arc::new(e),
+                })?;
+            if let Some(text) = loaded {
+                Arc::make_mut(message).content = text;
+            }
+        }
+    }
+    Ok(model.generate(&request).await)
 }
 
 /// What a tool activity does: runs the calling agent's tool with the call's arguments, under the
@@ -153,7 +196,15 @@ pub async fn call_tool(flows: &Flows, input: &ToolCallInput) -> Result<ToolOutco
         cx = cx.with_resume(below, resume.interrupt.state.clone());
     }
     Ok(match tool.call(&cx, &input.call.arguments).await {
-        Ok(text) => ToolOutcome::Done(text),
+        Ok(text) => match flows.large_payloads() {
+            Some(payloads) => {
+                ToolOutcome::Done(payloads.store(text).map_err(|e| LookupError::Blob {
+                    flow: input.flow.clone(),
+                    source: Arc::new(e),
+                })?)
+            }
+            None => ToolOutcome::Done(text),
+        },
         Err(ToolError::Interrupted { interrupt, .. }) => {
             let own = interrupt
                 .interrupts

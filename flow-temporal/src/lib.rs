@@ -19,9 +19,22 @@
 //! Every activity's input and result is a Temporal payload stored in the workflow's history: a
 //! model call carries the conversation so far, a tool call its arguments, and each result its
 //! text. Temporal refuses payloads over 2 MB (and warns from 512 KB), and a history is capped at
-//! 50 MB and 51,200 events. Keep tool results small; a tool that produces a large document should
-//! store it (a blob store, a database) and return a reference. Storing large results by reference
-//! automatically, and continue-as-new to keep a long thread's history bounded, are not done yet.
+//! 50 MB and 51,200 events.
+//!
+//! - **Tool results by reference.** With [`Flows::store_large_payloads`], a tool result over
+//!   the threshold is stored in a [`BlobStore`] by the tool activity and only its reference
+//!   enters the history; the model activity reads it back before calling the model, so the model
+//!   sees all of it (see [`blobs`]). Every worker of a task queue must reach the same store.
+//!   The thread's events show the reference.
+//! - **Bounded histories.** Between turns, once the history holds
+//!   `ThreadStart::continue_as_new_after` events (by
+//!   default when the server suggests it), the thread's workflow continues as new with the
+//!   conversation in its input: the history of a long thread stays bounded, its conversation
+//!   whole. The conversation itself is carried as one payload: a thread whose messages pass
+//!   2 MB in all needs its large results stored by reference.
+//! - What stays in history: the user's messages (each turn's update), the model's replies (the
+//!   model activity's result), tool arguments. A model reply or a user message over 2 MB fails
+//!   its activity or its update.
 //!
 //! # What happens when something fails
 //!
@@ -29,6 +42,7 @@
 //! | --- | --- |
 //! | a worker dies during a model call | the activity times out (120 s per attempt) and runs again on another worker |
 //! | a worker dies during a tool call | the activity times out (10 s per attempt, `ThreadStart::tool_timeout_ms`); an idempotent tool runs again under the same key, a non-idempotent one is reported to the model as "may or may not have happened" |
+//! | a worker dies during a local activity (`ThreadStart::local_activities`) | the workflow task times out and another worker runs the call again from its start (so only model calls and idempotent tools may be local) |
 //! | a worker dies between calls | another worker replays the workflow's history through the orchestration (no call runs again) and goes on |
 //! | a model keeps failing | after its retries, the agent's run ends with an error event naming the agent and the failure; the turn ends |
 //! | an answer by the requester, or without `approve` | the update's validator refuses it; nothing enters the history; the question still waits |
@@ -43,6 +57,7 @@
 //! An idempotent tool (one that deduplicates on `ToolContext::idempotency_key`, or has no side
 //! effects) is retried; every attempt gets the same key.
 
+pub mod blobs;
 pub mod effects;
 pub mod flows;
 pub mod policy;
@@ -52,13 +67,15 @@ pub mod turn;
 pub mod sdk;
 #[cfg(feature = "sdk")]
 pub use sdk::{
-    connect, replayer, run_worker, worker_flows, worker_options, AgentflowActivities,
-    AnswerRequest, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult,
-    APPROVE_GRANT, DEFAULT_ADDRESS,
+    connect, replay_history, replayer, run_worker, worker_flows, worker_options,
+    AgentflowActivities, AnswerRequest, Carried, LocalSteps, TemporalError, Thread, ThreadStart,
+    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
 };
 
+pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};
 pub use effects::{
     Effect, Effects, EffectsMiddleware, ModelCall, Outcome, TemporalHost, ToolCallInput,
     ToolOutcome, ToolResume,
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
+pub use turn::CarriedTurn;

@@ -13,9 +13,11 @@ use flow_core::event::RecordedEvent;
 use flow_core::history::{EarlierTurn, EarlierTurns, ThreadHistory};
 use flow_core::middleware::Middlewares;
 use flow_core::{
-    async_trait, Agent, AgentEvent, AgentInput, FlowAgent, Message, RunContext, Session,
+    async_trait, Agent, AgentEvent, AgentInput, CancelSignal, FlowAgent, Message, RunContext,
+    Session,
 };
 use futures::{FutureExt, StreamExt};
+use serde::{Deserialize, Serialize};
 
 use crate::effects::{Effect, Effects, EffectsMiddleware, Outcome, TemporalHost};
 
@@ -34,6 +36,25 @@ impl ThreadLog {
             id: id.into(),
             turns: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The log of thread `id` holding `turns` (a thread's turns carried into a new run of its
+    /// workflow by continue-as-new).
+    pub fn with_turns(id: impl Into<String>, turns: Vec<CarriedTurn>) -> Arc<Self> {
+        Arc::new(ThreadLog {
+            id: id.into(),
+            turns: Mutex::new(turns.into_iter().map(CarriedTurn::into_earlier).collect()),
+        })
+    }
+
+    /// Its turns, to carry into a new run of the thread's workflow.
+    pub fn carried(&self) -> Vec<CarriedTurn> {
+        self.turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(CarriedTurn::of)
+            .collect()
     }
 
     /// How many turns it holds.
@@ -69,6 +90,36 @@ impl ThreadLog {
     }
 }
 
+/// A finished turn as continue-as-new carries it into the thread's next run (the conversation
+/// the thread's agents see): its input and its recorded messages and actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarriedTurn {
+    /// The turn's number in the thread, from 0.
+    pub turn: u64,
+    /// The user's messages.
+    pub input: Vec<Message>,
+    /// The turn's messages and actions, in order.
+    pub events: Vec<RecordedEvent>,
+}
+
+impl CarriedTurn {
+    fn of(turn: &EarlierTurn) -> Self {
+        CarriedTurn {
+            turn: turn.turn,
+            input: turn.input.clone(),
+            events: turn.events.clone(),
+        }
+    }
+
+    fn into_earlier(self) -> EarlierTurn {
+        EarlierTurn {
+            turn: self.turn,
+            input: self.input,
+            events: self.events,
+        }
+    }
+}
+
 #[async_trait]
 impl EarlierTurns for ThreadLog {
     async fn read(&self, turns: Range<u64>) -> Result<Vec<EarlierTurn>, String> {
@@ -87,13 +138,14 @@ impl EarlierTurns for ThreadLog {
 
 /// Starts the turn `input` of flow `flow` (named `flow_name` in the worker's flows) on the
 /// thread `log` holds: its host is the workflow's ([`TemporalHost`]), its model and tool calls
-/// are asked of `effects`.
+/// are asked of `effects`; `cancel` is the turn's cancel signal (its safe points stop it).
 pub fn start_turn(
     flow: &FlowAgent,
     flow_name: &str,
     effects: &Arc<Effects>,
     log: &Arc<ThreadLog>,
     input: Message,
+    cancel: CancelSignal,
 ) -> flow_core::EventStream {
     let message = Arc::new(input);
     let history = ThreadHistory::new(Arc::clone(log) as Arc<dyn EarlierTurns>, log.len());
@@ -103,7 +155,8 @@ pub fn start_turn(
             Arc::clone(effects),
             flow_name,
         ))))
-        .with_thread(Arc::new(history));
+        .with_thread(Arc::new(history))
+        .with_cancel(cancel, false);
     Arc::new(flow.clone()).run(cx, AgentInput::new([message]))
 }
 
@@ -115,24 +168,30 @@ pub type Started<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
 /// order (events, then new effects in the order asked, then the running ones in the order
 /// started), so a replay asks the same effects in the same order. `tick` runs before each
 /// round (the workflow sets the host's clock there). Effects still running when the engine's
-/// events end are dropped.
+/// events end are dropped. When `stop` ends first (a cancel that stops the turn where it is),
+/// the turn is dropped there: the events so far are given, with `true`.
 pub async fn drive<'a>(
     mut events: flow_core::EventStream,
     effects: &Arc<Effects>,
     mut start: impl FnMut(u64, Effect) -> Started<'a>,
     mut tick: impl FnMut(),
-) -> Vec<AgentEvent> {
+    stop: Pin<Box<dyn Future<Output = ()> + 'a>>,
+) -> (Vec<AgentEvent>, bool) {
     let mut running: Vec<(u64, Started<'a>)> = Vec::new();
     let mut out = Vec::new();
-    futures::future::poll_fn(|cx| loop {
+    let mut stop = stop;
+    let stopped = futures::future::poll_fn(|cx| loop {
         tick();
+        if stop.poll_unpin(cx).is_ready() {
+            return Poll::Ready(true);
+        }
         let mut moved = false;
         match events.poll_next_unpin(cx) {
             Poll::Ready(Some(event)) => {
                 out.push(event);
                 moved = true;
             }
-            Poll::Ready(None) => return Poll::Ready(()),
+            Poll::Ready(None) => return Poll::Ready(false),
             Poll::Pending => {}
         }
         for (id, effect) in effects.take_asked() {
@@ -154,5 +213,5 @@ pub async fn drive<'a>(
         }
     })
     .await;
-    out
+    (out, stopped)
 }

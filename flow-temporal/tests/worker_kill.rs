@@ -95,9 +95,8 @@ async fn a_worker_killed_mid_turn_leaves_the_turn_complete_and_each_payment_made
             .start_workflow(
                 ThreadWorkflow::run,
                 ThreadStart {
-                    flow: FLOW.to_owned(),
-                    thread: thread.clone(),
                     tool_timeout_ms: Some(3000),
+                    ..ThreadStart::new(FLOW, thread.as_str())
                 },
                 WorkflowStartOptions::new(queue.as_str(), thread.as_str()).build(),
             )
@@ -109,10 +108,7 @@ async fn a_worker_killed_mid_turn_leaves_the_turn_complete_and_each_payment_made
                 handle
                     .execute_update(
                         ThreadWorkflow::turn,
-                        TurnRequest {
-                            by: "ana".into(),
-                            text: "please pay my bill".into(),
-                        },
+                        TurnRequest::new("ana", "please pay my bill"),
                         WorkflowExecuteUpdateOptions::default(),
                     )
                     .await

@@ -26,3 +26,5 @@ mod otel;
 mod readme;
 mod renamed_dependency;
 mod strict_lints;
+#[cfg(feature = "temporal")]
+mod temporal_replay;

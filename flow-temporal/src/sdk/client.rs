@@ -4,8 +4,9 @@
 use flow_core::event::InterruptInfo;
 use temporalio_client::errors::WorkflowUpdateError;
 use temporalio_client::{
-    Client, WorkflowExecuteUpdateOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
-    WorkflowHandle, WorkflowQueryOptions, WorkflowSignalOptions, WorkflowStartOptions,
+    Client, WorkflowCancelOptions, WorkflowExecuteUpdateOptions, WorkflowFetchHistoryOptions,
+    WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy, WorkflowQueryOptions,
+    WorkflowSignalOptions, WorkflowStartOptions, WorkflowUpdateWithStartOptions,
 };
 
 use super::workflow::{AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult};
@@ -31,6 +32,15 @@ pub enum TemporalError {
         /// The thread.
         thread: String,
         /// Why (no question under that id, no `approve` grant, the turn's own requester).
+        reason: String,
+    },
+    /// A turn asked with `reject` found the thread busy (refused by the update's validator: it
+    /// never entered the history).
+    #[error("thread '{thread}': the turn was refused: {reason}")]
+    Busy {
+        /// The thread.
+        thread: String,
+        /// The validator's reason.
         reason: String,
     },
     /// Another request about the thread failed.
@@ -66,16 +76,7 @@ impl Thread {
         flow: &str,
         id: &str,
     ) -> Result<Thread, TemporalError> {
-        Thread::start_with(
-            client,
-            task_queue,
-            ThreadStart {
-                flow: flow.to_owned(),
-                thread: id.to_owned(),
-                tool_timeout_ms: None,
-            },
-        )
-        .await
+        Thread::start_with(client, task_queue, ThreadStart::new(flow, id)).await
     }
 
     /// Starts a thread as `start` says.
@@ -94,6 +95,37 @@ impl Thread {
             .await
             .map_err(|e| failed(&id, "start", e))?;
         Ok(Thread::of(client, &id))
+    }
+
+    /// Starts a one-shot thread (`start` with [`single_turn`](ThreadStart::single_turn) set)
+    /// and runs `request` on it, in one request to Temporal (update-with-start); the workflow
+    /// ends after the turn. With `start.thread` running already, the turn joins it.
+    pub async fn run_once(
+        client: &Client,
+        task_queue: &str,
+        start: ThreadStart,
+        request: TurnRequest,
+    ) -> Result<TurnResult, TemporalError> {
+        let id = start.thread.clone();
+        let start = ThreadStart {
+            single_turn: true,
+            ..start
+        };
+        client
+            .execute_update_with_start_workflow(
+                ThreadWorkflow::run,
+                start,
+                ThreadWorkflow::turn,
+                request,
+                WorkflowUpdateWithStartOptions::new(
+                    task_queue,
+                    id.as_str(),
+                    WorkflowIdConflictPolicy::UseExisting,
+                )
+                .build(),
+            )
+            .await
+            .map_err(|e| failed(&id, "start and turn", e))
     }
 
     /// The handle of a thread started before.
@@ -116,17 +148,36 @@ impl Thread {
 
     /// Runs a turn (`by` says `text`) after the ones before it, and gives its events.
     pub async fn turn(&self, by: &str, text: &str) -> Result<TurnResult, TemporalError> {
+        self.ask(TurnRequest::new(by, text)).await
+    }
+
+    /// Runs the turn `request` (its [`if_busy`](TurnRequest::if_busy) says what happens to a
+    /// turn running or waiting); [`TemporalError::Busy`] when it said `reject` and the thread
+    /// was busy.
+    pub async fn ask(&self, request: TurnRequest) -> Result<TurnResult, TemporalError> {
         self.handle()
             .execute_update(
                 ThreadWorkflow::turn,
-                TurnRequest {
-                    by: by.to_owned(),
-                    text: text.to_owned(),
-                },
+                request,
                 WorkflowExecuteUpdateOptions::default(),
             )
             .await
-            .map_err(|e| failed(&self.id, "turn", e))
+            .map_err(|e| match e {
+                WorkflowUpdateError::Failed(failure) => TemporalError::Busy {
+                    thread: self.id.clone(),
+                    reason: failure.message,
+                },
+                other => failed(&self.id, "turn", other),
+            })
+    }
+
+    /// Cancels the thread's workflow: its running turn stops as the thread's
+    /// [`cancel_mode`](ThreadStart::cancel_mode) says, then the workflow ends as cancelled.
+    pub async fn cancel(&self) -> Result<(), TemporalError> {
+        self.handle()
+            .cancel(WorkflowCancelOptions::default())
+            .await
+            .map_err(|e| failed(&self.id, "cancel", e))
     }
 
     /// The question the running turn waits on, if any.

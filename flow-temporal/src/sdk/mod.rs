@@ -17,7 +17,10 @@ mod workflow;
 
 pub use activities::AgentflowActivities;
 pub use client::{TemporalError, Thread};
-pub use worker::{connect, replayer, run_worker, worker_flows, worker_options, DEFAULT_ADDRESS};
+pub use worker::{
+    connect, replay_history, replayer, run_worker, worker_flows, worker_options, DEFAULT_ADDRESS,
+};
 pub use workflow::{
-    AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult, APPROVE_GRANT,
+    AnswerRequest, Carried, LocalSteps, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,
+    TurnResult, APPROVE_GRANT,
 };

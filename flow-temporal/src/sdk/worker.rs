@@ -80,3 +80,13 @@ pub fn replayer() -> Result<WorkflowReplayer, Box<dyn std::error::Error + Send +
             .build(),
     )?)
 }
+
+/// Replays one recorded history in its JSON form (as [`Thread::history_json`](super::Thread::history_json)
+/// gives it) with the [`replayer`]; fails, with the replayer's words, when the workflow's code
+/// (the thread workflow and the flows of [`worker_flows`]) no longer gives the commands the
+/// history holds.
+pub async fn replay_history(json: &[u8]) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let history = temporalio_client::WorkflowHistory::from_json(json)?;
+    replayer()?.replay_workflow(history).await?;
+    Ok(())
+}

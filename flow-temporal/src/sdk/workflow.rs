@@ -1,25 +1,41 @@
 //! [`ThreadWorkflow`]: a thread as a workflow (one workflow id per thread), each turn a step
 //! of it, the orchestration running inside it and every effect a Temporal command.
+//!
+//! - **Double texting.** A turn asked while another runs or waits follows its
+//!   [`TurnRequest::if_busy`]: `reject` is refused by the update's validator (it never enters
+//!   history), `enqueue` (and `steer`, as a streamed turn of the in-process runner) runs after
+//!   the turns before it, `interrupt` stops the running turn at its next safe point (after its
+//!   model call or its tool calls, recursively) and keeps what it finished, `rollback` stops it
+//!   where it is and keeps nothing of it.
+//! - **Cancellation.** A workflow cancel stops the running turn as [`ThreadStart::cancel_mode`]
+//!   says (at the engine's safe points by default; activities under way finish, as the turn's
+//!   own cancellation token is not the workflow's), then the workflow ends as cancelled.
+//! - **Continue-as-new.** Between turns, once the history holds
+//!   [`ThreadStart::continue_as_new_after`] events (or the server suggests it), the workflow
+//!   continues as new with the thread's conversation ([`CarriedTurn`]s) in its input, so a long
+//!   thread's history stays bounded.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
 use flow_core::event::InterruptInfo;
-use flow_core::Message;
-use flow_runtime::{AnswerRule, Caller};
+use flow_core::{CancelMode, CancelSignal, Message};
+use flow_runtime::{AnswerRule, Caller, DoubleText};
 use serde::{Deserialize, Serialize};
 use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityExecutionError, ActivityOptions, ApplicationFailure, SyncWorkflowContext,
-    WorkflowContext, WorkflowContextView, WorkflowResult,
+    ActivityExecutionError, ActivityOptions, ApplicationFailure, ContinueAsNewOptions,
+    LocalActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView,
+    WorkflowResult, WorkflowTermination,
 };
+use temporalio_workflow::{WaitConditionOptions, WorkflowCancellationToken};
 
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
 use crate::policy::{self, Retry};
-use crate::turn::{drive, start_turn, Started, ThreadLog};
+use crate::turn::{drive, start_turn, CarriedTurn, Started, ThreadLog};
 
 /// The grant answering a question (an approval) needs.
 pub const APPROVE_GRANT: &str = "approve";
@@ -31,7 +47,7 @@ const MODEL_TIMEOUT: Duration = Duration::from_secs(120);
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a thread workflow is started with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadStart {
     /// The flow, by its name in the workers' [`worker_flows`](super::worker_flows).
     pub flow: String,
@@ -41,6 +57,104 @@ pub struct ThreadStart {
     /// that dies during a call is noticed after it, and an idempotent tool's call is retried.
     #[serde(default)]
     pub tool_timeout_ms: Option<u64>,
+    /// How a workflow cancel stops the running turn (default: at its next safe point, after its
+    /// model call or its tool calls, recursively; `immediate` drops it where it is).
+    #[serde(default)]
+    pub cancel_mode: Option<CancelMode>,
+    /// Continue as new between turns once the history holds this many events (default: when
+    /// the server suggests it, from about 4,000 events or 4 MB of history).
+    #[serde(default)]
+    pub continue_as_new_after: Option<u32>,
+    /// Which calls run as local activities (in the worker that runs the workflow task, with no
+    /// round trip through the task queue); default [`LocalSteps::None`].
+    #[serde(default)]
+    pub local_activities: LocalSteps,
+    /// End the workflow after its first turn (a one-shot thread:
+    /// [`Thread::run_once`](super::Thread::run_once) starts it and runs the turn in one request).
+    #[serde(default)]
+    pub single_turn: bool,
+    /// What an earlier run of the thread's workflow carried into this one (continue-as-new).
+    #[serde(default)]
+    pub carried: Option<Carried>,
+}
+
+impl ThreadStart {
+    /// Thread `thread` of flow `flow`, with the defaults.
+    pub fn new(flow: impl Into<String>, thread: impl Into<String>) -> Self {
+        ThreadStart {
+            flow: flow.into(),
+            thread: thread.into(),
+            tool_timeout_ms: None,
+            cancel_mode: None,
+            continue_as_new_after: None,
+            local_activities: LocalSteps::None,
+            single_turn: false,
+            carried: None,
+        }
+    }
+
+    /// The mode a workflow cancel stops the running turn with.
+    pub fn cancel_mode(&self) -> CancelMode {
+        self.cancel_mode.unwrap_or_else(interrupt_mode)
+    }
+}
+
+/// Which of a thread's calls may run as local activities: in the worker that runs the
+/// workflow task, recorded as a marker in history, with no round trip through the task queue
+/// (under a millisecond a call on the dev server, where a remote activity takes tens).
+///
+/// A local activity whose worker dies runs again from the start on the next worker (it has no
+/// server-side timeout or heartbeat), and its retries hold the workflow task: so only calls that
+/// may run twice and end in seconds belong there. Model calls may (a reply asked twice costs
+/// tokens, not correctness); idempotent tools may (they deduplicate on their key, or have no
+/// effects); a non-idempotent tool never does, whatever this says: it stays a remote activity,
+/// at most once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalSteps {
+    /// Every call is a remote activity.
+    #[default]
+    None,
+    /// Model calls are local activities.
+    Models,
+    /// Model calls and idempotent tool calls are local activities.
+    ModelsAndIdempotentTools,
+}
+
+impl LocalSteps {
+    fn model(self) -> bool {
+        self != LocalSteps::None
+    }
+
+    fn tool(self, idempotent: bool) -> bool {
+        idempotent && self == LocalSteps::ModelsAndIdempotentTools
+    }
+}
+
+/// The thread as one run of its workflow hands it to the next (continue-as-new).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carried {
+    /// The thread's turns so far (its conversation).
+    pub turns: Vec<CarriedTurn>,
+    /// The number the next turn gets.
+    pub next_turn: u64,
+}
+
+/// The stop of `interrupt` double texting and of a workflow cancel by default: the next safe
+/// point, recursively.
+fn interrupt_mode() -> CancelMode {
+    (CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS).recursive()
+}
+
+/// A wait that a workflow cancel does not end.
+fn detached() -> WaitConditionOptions {
+    WaitConditionOptions::builder()
+        .cancellation_token(WorkflowCancellationToken::new())
+        .build()
+}
+
+fn enqueue() -> DoubleText {
+    DoubleText::Enqueue
 }
 
 /// A turn asked of a thread: who asks and what they say.
@@ -50,6 +164,41 @@ pub struct TurnRequest {
     pub by: String,
     /// The user's message.
     pub text: String,
+    /// What to do when another turn of the thread runs or waits (default `enqueue`; see
+    /// [`ThreadWorkflow`]).
+    #[serde(default = "enqueue")]
+    pub if_busy: DoubleText,
+}
+
+impl TurnRequest {
+    /// `text` said by `by`, run after the turns before it.
+    pub fn new(by: impl Into<String>, text: impl Into<String>) -> Self {
+        TurnRequest {
+            by: by.into(),
+            text: text.into(),
+            if_busy: DoubleText::Enqueue,
+        }
+    }
+
+    /// The same request with the double-texting strategy `strategy`.
+    pub fn if_busy(mut self, strategy: DoubleText) -> Self {
+        self.if_busy = strategy;
+        self
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// It ran to its end (an error event included).
+    #[default]
+    Done,
+    /// A cancel stopped it (an `interrupt` double text, a workflow cancel): what it finished is
+    /// kept in the thread.
+    Cancelled,
+    /// A `rollback` double text dropped it: nothing of it is kept in the thread.
+    RolledBack,
 }
 
 /// A finished turn: its number and its events in their documented JSON form.
@@ -59,6 +208,9 @@ pub struct TurnResult {
     pub turn: u64,
     /// The turn's events (`AgentEvent::to_json`).
     pub events: Vec<serde_json::Value>,
+    /// How it ended.
+    #[serde(default)]
+    pub ended: TurnEnd,
 }
 
 /// An answer to the question a turn waits on.
@@ -75,14 +227,23 @@ pub struct AnswerRequest {
 }
 
 /// A thread as a workflow: turns arrive as updates ([`turn`](Self::turn)) and run one after
-/// the other; a question waits for the update [`answer`](Self::answer), refused by its
-/// validator (before it enters history) when the answerer lacks [`APPROVE_GRANT`] or asked the
-/// turn themselves; the signal [`close`](Self::close) ends the thread once its turns are done.
+/// the other, or stop the running one (double texting: a turn's [`TurnRequest::if_busy`] says
+/// `reject`, refused by the update's validator, `enqueue` or `steer`, run after it, `interrupt`,
+/// stopping it at its next safe point, or `rollback`, dropping it); a question waits for the
+/// update [`answer`](Self::answer), refused by its validator (before it enters history) when
+/// the answerer lacks [`APPROVE_GRANT`] or asked the turn themselves; the signal
+/// [`close`](Self::close) ends the thread once its turns are done. A workflow cancel stops the
+/// running turn as [`ThreadStart::cancel_mode`] says; between turns, a long history continues as
+/// new ([`ThreadStart::continue_as_new_after`]).
 #[workflow]
 #[derive(Default)]
 pub struct ThreadWorkflow {
     queued: VecDeque<(u64, TurnRequest)>,
     next_turn: u64,
+    /// The turn running and its cancel signal.
+    running: Option<(u64, CancelSignal)>,
+    /// A turn to drop where it is (rollback).
+    roll_back: Option<u64>,
     results: HashMap<u64, TurnResult>,
     requester: Option<String>,
     question: Option<InterruptInfo>,
@@ -101,66 +262,216 @@ impl ThreadWorkflow {
                 .non_retryable(true)
                 .build()
         })?;
-        let log = ThreadLog::new(start.thread.as_str());
+        let (log, first) = match &start.carried {
+            Some(carried) => (
+                ThreadLog::with_turns(start.thread.as_str(), carried.turns.clone()),
+                carried.next_turn,
+            ),
+            None => (ThreadLog::new(start.thread.as_str()), 0),
+        };
         let seed: u64 = ctx.random();
         let tool_timeout = start
             .tool_timeout_ms
             .map_or(TOOL_TIMEOUT, Duration::from_millis);
+        let cancel_mode = start.cancel_mode();
+        let mut ran_any = false;
         loop {
+            if ran_any && over_history(ctx, &start) {
+                // Between turns: once no handler runs and no turn waits, hand the thread to a
+                // new run of the workflow.
+                let c = ctx.clone();
+                ctx.wait_condition(move |s| {
+                    !s.queued.is_empty() || s.closing || c.all_handlers_finished()
+                })
+                .await?;
+                let idle = ctx.state(|s| s.queued.is_empty() && !s.closing);
+                if idle {
+                    let next_turn = first + ctx.state(|s| s.next_turn);
+                    let next = ThreadStart {
+                        carried: Some(Carried {
+                            turns: log.carried(),
+                            next_turn,
+                        }),
+                        ..start.clone()
+                    };
+                    ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
+                }
+            }
             ctx.wait_condition(|s| !s.queued.is_empty() || s.closing)
                 .await?;
+            let signal = CancelSignal::new();
             let Some((turn, request)) = ctx.state_mut(|s| {
                 let next = s.queued.pop_front();
                 s.requester = next.as_ref().map(|(_, r)| r.by.clone());
+                s.running = next.as_ref().map(|(turn, _)| (*turn, signal.clone()));
                 next
             }) else {
+                // Closing: the turns' callers get their results before the workflow ends.
+                let c = ctx.clone();
+                let _ = ctx
+                    .wait_condition_with_options(move |_| c.all_handlers_finished(), detached())
+                    .await;
                 return Ok(log.len());
             };
+            ran_any = true;
+            let number = first + turn;
             let effects = Effects::new(
                 ctx.workflow_time().unwrap_or(SystemTime::UNIX_EPOCH),
-                seed ^ turn,
+                seed ^ number,
             );
             let input = Message::user(request.text.as_str());
-            let events = start_turn(&flow, &start.flow, &effects, &log, input.clone());
+            let events = start_turn(
+                &flow,
+                &start.flow,
+                &effects,
+                &log,
+                input.clone(),
+                signal.clone(),
+            );
+            // The turn's activities are cancelled with this token, not the workflow's: a
+            // workflow cancel lets the call under way finish and stops at a safe point.
+            let token = WorkflowCancellationToken::new();
             let c: WorkflowContext<Self> = ctx.clone();
-            let events = drive(
+            let stop = {
+                let c = ctx.clone();
+                let signal = signal.clone();
+                Box::pin(async move {
+                    let workflow_cancelled = c
+                        .wait_condition(move |s| s.roll_back == Some(turn))
+                        .await
+                        .is_err();
+                    if workflow_cancelled {
+                        signal.request(cancel_mode);
+                        if !cancel_mode.is_immediate() {
+                            // A question waiting (or asked later) has no safe point after it:
+                            // the turn stops there.
+                            let _ = c
+                                .wait_condition_with_options(
+                                    move |s| s.roll_back == Some(turn) || s.question.is_some(),
+                                    detached(),
+                                )
+                                .await;
+                        }
+                    }
+                })
+            };
+            let (events, stopped) = drive(
                 events,
                 &effects,
-                |id, effect| start_effect(&c, turn, id, effect, tool_timeout),
+                |id, effect| {
+                    start_effect(
+                        &c,
+                        number,
+                        id,
+                        effect,
+                        tool_timeout,
+                        start.local_activities,
+                        &token,
+                    )
+                },
                 || {
                     if let Some(now) = c.workflow_time() {
                         effects.set_now(now);
                     }
                 },
+                stop,
             )
             .await;
-            log.record(input, &events);
+            if stopped {
+                token.cancel();
+            }
+            let rolled_back = ctx.state(|s| s.roll_back == Some(turn));
+            let ended = if rolled_back {
+                TurnEnd::RolledBack
+            } else if signal.requested().is_some() {
+                TurnEnd::Cancelled
+            } else {
+                TurnEnd::Done
+            };
+            if !rolled_back {
+                log.record(input, &events);
+            }
             let json = events
                 .iter()
                 .filter_map(|e| e.to_json().ok())
                 .filter_map(|e| serde_json::to_value(e).ok())
                 .collect();
             ctx.state_mut(|s| {
+                s.closing |= start.single_turn;
                 s.requester = None;
-                s.results.insert(turn, TurnResult { turn, events: json });
+                s.running = None;
+                s.question = None;
+                s.results.insert(
+                    turn,
+                    TurnResult {
+                        turn: number,
+                        events: json,
+                        ended,
+                    },
+                );
             });
+            if ctx.cancellation_token().is_cancelled() {
+                // The turn's caller gets its result before the workflow ends as cancelled.
+                let c = ctx.clone();
+                let _ = ctx
+                    .wait_condition_with_options(move |_| c.all_handlers_finished(), detached())
+                    .await;
+                return Err(WorkflowTermination::cancelled());
+            }
         }
     }
 
-    /// Runs a turn (after the ones before it) and gives its events.
+    /// Refuses a turn asked with `reject` while another turn runs or waits, before it enters
+    /// history.
+    #[update_validator(turn)]
+    fn validate_turn(
+        &self,
+        _ctx: &WorkflowContextView,
+        request: &TurnRequest,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if request.if_busy == DoubleText::Reject
+            && (self.running.is_some() || !self.queued.is_empty())
+        {
+            return Err(format!(
+                "the thread is busy (a turn runs or waits) and the turn asked by '{}' said \
+                 if_busy=reject: send it again when the thread is idle, or ask with enqueue, \
+                 interrupt or rollback",
+                request.by
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Runs a turn (after the ones before it, or stopping the running one: see its
+    /// [`if_busy`](TurnRequest::if_busy)) and gives its events.
     #[update]
     pub async fn turn(ctx: &mut WorkflowContext<Self>, request: TurnRequest) -> TurnResult {
         let turn = ctx.state_mut(|s| {
+            if let Some((running, signal)) = &s.running {
+                match request.if_busy {
+                    DoubleText::Interrupt => signal.request(interrupt_mode()),
+                    DoubleText::Rollback => {
+                        signal.request(CancelMode::IMMEDIATE);
+                        s.roll_back = Some(*running);
+                    }
+                    DoubleText::Reject | DoubleText::Enqueue | DoubleText::Steer => {}
+                }
+            }
             let turn = s.next_turn;
             s.next_turn += 1;
             s.queued.push_back((turn, request));
             turn
         });
-        let _ = ctx.wait_condition(|s| s.results.contains_key(&turn)).await;
+        // Not cancelled with the workflow: the turn's caller gets what it did.
+        let _ = ctx
+            .wait_condition_with_options(|s| s.results.contains_key(&turn), detached())
+            .await;
         ctx.state_mut(|s| s.results.remove(&turn))
             .unwrap_or(TurnResult {
                 turn,
                 events: Vec::new(),
+                ended: TurnEnd::Done,
             })
     }
 
@@ -235,21 +546,63 @@ fn retry_policy(retry: Retry) -> RetryPolicy {
         .build()
 }
 
-/// Starts `effect` (number `id` of turn `turn`) as a Temporal command.
+/// Whether the history is long enough to continue as new (see [`ThreadStart`]).
+fn over_history(ctx: &WorkflowContext<ThreadWorkflow>, start: &ThreadStart) -> bool {
+    match start.continue_as_new_after {
+        Some(events) => ctx.history_length() >= events,
+        None => ctx.continue_as_new_suggested(),
+    }
+}
+
+/// Starts `effect` (number `id` of turn `turn`) as a Temporal command; its activity is
+/// cancelled with `token`.
 fn start_effect<'a>(
     c: &WorkflowContext<ThreadWorkflow>,
     turn: u64,
     id: u64,
     effect: Effect,
     tool_timeout: Duration,
+    local: LocalSteps,
+    token: &WorkflowCancellationToken,
 ) -> Started<'a> {
     let c = c.clone();
     match effect {
+        Effect::Model(call) if local.model() => {
+            let options = local_options(
+                policy::activity_id(turn, id, &call.agent, "model"),
+                policy::model_summary(&call.agent, &call.model),
+                MODEL_TIMEOUT,
+                policy::model_retry(),
+                token,
+            );
+            Box::pin(async move {
+                let result = c
+                    .execute_local_activity(AgentflowActivities::model, call, options)
+                    .await;
+                Outcome::Model(result.map_err(|e| failure_text(&e)))
+            })
+        }
+        Effect::Tool(call) if local.tool(call.idempotent) => {
+            let options = local_options(
+                policy::activity_id(turn, id, &call.agent, &call.call.name),
+                policy::tool_summary(&call.agent, &call.call.name),
+                tool_timeout,
+                policy::tool_retry(call.idempotent),
+                token,
+            );
+            Box::pin(async move {
+                let result = c
+                    .execute_local_activity(AgentflowActivities::tool, call, options)
+                    .await;
+                Outcome::Tool(result.map_err(|e| failure_text(&e)))
+            })
+        }
         Effect::Model(call) => {
             let options = ActivityOptions::with_start_to_close_timeout(MODEL_TIMEOUT)
                 .retry_policy(retry_policy(policy::model_retry()))
                 .summary(policy::model_summary(&call.agent, &call.model))
                 .activity_id(policy::activity_id(turn, id, &call.agent, "model"))
+                .cancellation_token(token.clone())
                 .build();
             Box::pin(async move {
                 let result = c
@@ -263,6 +616,7 @@ fn start_effect<'a>(
                 .retry_policy(retry_policy(policy::tool_retry(call.idempotent)))
                 .summary(policy::tool_summary(&call.agent, &call.call.name))
                 .activity_id(policy::activity_id(turn, id, &call.agent, &call.call.name))
+                .cancellation_token(token.clone())
                 .build();
             Box::pin(async move {
                 let result = c
@@ -283,7 +637,10 @@ fn start_effect<'a>(
             let key = question.id.clone();
             c.state_mut(|s| s.question = Some(question));
             Box::pin(async move {
-                let _ = c.wait_condition(|s| s.answers.contains_key(&key)).await;
+                // Not ended by a workflow cancel (that stops the turn instead).
+                let _ = c
+                    .wait_condition_with_options(|s| s.answers.contains_key(&key), detached())
+                    .await;
                 let answer = c.state_mut(|s| {
                     s.question = None;
                     s.answers.remove(&key)
@@ -292,6 +649,22 @@ fn start_effect<'a>(
             })
         }
     }
+}
+
+fn local_options(
+    activity_id: String,
+    summary: String,
+    timeout: Duration,
+    retry: Retry,
+    token: &WorkflowCancellationToken,
+) -> LocalActivityOptions {
+    LocalActivityOptions::builder()
+        .activity_id(activity_id)
+        .summary(summary)
+        .start_to_close_timeout(timeout)
+        .retry_policy(retry_policy(retry))
+        .cancellation_token(token.clone())
+        .build()
 }
 
 /// An activity's failure in words: its message, then each cause's (the activity's own error,

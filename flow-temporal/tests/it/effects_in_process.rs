@@ -73,8 +73,15 @@ async fn through_effects(flow: FlowAgent, answer: serde_json::Value) -> (Vec<Age
     let effects = Effects::new(SystemTime::UNIX_EPOCH, 7);
     let log = ThreadLog::new("t");
     let asked = Arc::new(AtomicUsize::new(0));
-    let events = start_turn(&flow, "desk", &effects, &log, Message::user("pay my bill"));
-    let events = drive(
+    let events = start_turn(
+        &flow,
+        "desk",
+        &effects,
+        &log,
+        Message::user("pay my bill"),
+        flow_runtime::CancelSignal::new(),
+    );
+    let (events, stopped) = drive(
         events,
         &effects,
         |_, effect| -> Started<'static> {
@@ -101,8 +108,10 @@ async fn through_effects(flow: FlowAgent, answer: serde_json::Value) -> (Vec<Age
             })
         },
         || {},
+        Box::pin(futures::future::pending()),
     )
     .await;
+    assert!(!stopped, "nothing stops the turn");
     (events, asked.load(Ordering::SeqCst))
 }
 

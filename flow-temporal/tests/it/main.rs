@@ -14,3 +14,5 @@ mod effects_in_process;
 mod retries;
 #[cfg(feature = "sdk")]
 mod temporal;
+#[cfg(feature = "sdk")]
+mod thread_semantics;

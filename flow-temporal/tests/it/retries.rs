@@ -53,9 +53,8 @@ async fn one_turn(flow: FlowAgent, tool_timeout_ms: Option<u64>) -> Option<Vec<s
         &client,
         &queue,
         ThreadStart {
-            flow: name,
-            thread: unique("thread"),
             tool_timeout_ms,
+            ..ThreadStart::new(name, unique("thread"))
         },
     )
     .await

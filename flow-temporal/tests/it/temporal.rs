@@ -31,11 +31,7 @@ async fn start_thread(
     client
         .start_workflow(
             ThreadWorkflow::run,
-            ThreadStart {
-                flow: flow.to_owned(),
-                thread: thread.clone(),
-                tool_timeout_ms: None,
-            },
+            ThreadStart::new(flow, thread.as_str()),
             WorkflowStartOptions::new(task_queue, thread.as_str()).build(),
         )
         .await
@@ -51,10 +47,7 @@ async fn turn(
     handle
         .execute_update(
             ThreadWorkflow::turn,
-            TurnRequest {
-                by: by.to_owned(),
-                text: text.to_owned(),
-            },
+            TurnRequest::new(by, text),
             WorkflowExecuteUpdateOptions::default(),
         )
         .await

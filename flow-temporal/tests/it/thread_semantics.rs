@@ -1,0 +1,532 @@
+//! A thread workflow's semantics on the dev server: continue-as-new keeps a long thread's
+//! history bounded and its conversation whole; double texting (reject, enqueue, interrupt,
+//! rollback) while a turn runs; a workflow cancel stops the running turn at the engine's safe
+//! point, or where it is with `immediate`; a tool result over Temporal's 2 MB payload limit is
+//! stored by reference and the model still reads it all.
+//!
+//! Needs a dev server (`AGENTFLOW_TEMPORAL_ADDRESS`): skipped without one, failed in CI
+//! (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
+
+use crate::support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use flow_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
+use flow_temporal::{
+    worker_flows, FileBlobStore, LocalSteps, Reference, TemporalError, Thread, ThreadStart,
+    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult,
+};
+use serde_json::json;
+use support::*;
+use temporalio_client::{
+    WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowHistory, WorkflowStartOptions,
+};
+use temporalio_common::protos::temporal::api::enums::v1::EventType;
+
+/// Every wait of these tests is bounded: a hung workflow fails the test instead of hanging CI.
+const BOUND: Duration = Duration::from_secs(60);
+
+async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not end in {BOUND:?}"))
+}
+
+/// The texts the turn's messages said.
+fn said(result: &TurnResult) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter_map(|e| e["message"]["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// An agent that says how many user messages its model was shown.
+fn counter() -> FlowAgent {
+    let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
+        let heard = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .count();
+        ScriptStep::text(format!("heard {heard}"))
+    });
+    FlowAgent::new(ChatModelAgent::builder("counter", model).build().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_thread_continues_as_new_and_keeps_its_conversation() {
+    let Some(client) = server().await else { return };
+    let name = unique("counter");
+    worker_flows().insert(&name, counter());
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    let id = unique("thread");
+    const LIMIT: u32 = 30;
+    let first_run = client
+        .start_workflow(
+            ThreadWorkflow::run,
+            ThreadStart {
+                continue_as_new_after: Some(LIMIT),
+                ..ThreadStart::new(name.as_str(), id.as_str())
+            },
+            WorkflowStartOptions::new(queue.as_str(), id.as_str()).build(),
+        )
+        .await
+        .unwrap();
+    let thread = Thread::of(&client, &id);
+    const TURNS: u64 = 8;
+    for n in 0..TURNS {
+        let result = bounded("a turn", thread.turn("ana", &format!("message {n}")))
+            .await
+            .unwrap();
+        assert_eq!(result.turn, n, "turns keep their numbers across runs");
+        assert_eq!(
+            said(&result).last().map(String::as_str),
+            Some(format!("heard {}", n + 1).as_str()),
+            "turn {n}'s model saw every earlier user message: {:?}",
+            said(&result)
+        );
+    }
+
+    // The first run ended by continuing as new, and replays with no non-determinism.
+    let first = first_run
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap();
+    assert_eq!(
+        first.last().map(|e| e.event_type),
+        Some(EventType::WorkflowExecutionContinuedAsNew as i32),
+        "the first run continued as new"
+    );
+    let json = first_run
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .to_json()
+        .await
+        .unwrap();
+    flow_temporal::replayer()
+        .unwrap()
+        .replay_workflow(WorkflowHistory::from_json(&json).unwrap())
+        .await
+        .expect("a run that continued as new replays");
+
+    // The run going holds a bounded history: at most the limit and one turn past it.
+    let current = client
+        .get_workflow_handle::<ThreadWorkflow>(id.as_str())
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap();
+    eprintln!(
+        "first run: {} events; the run going: {} events",
+        first.len(),
+        current.len()
+    );
+    assert!(
+        current.len() < 2 * LIMIT as usize,
+        "{} events in the run going",
+        current.len()
+    );
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), TURNS);
+}
+
+/// A thread of the desk whose payment takes `delay`, and a turn started on it that is inside
+/// its paid call when this returns.
+async fn busy_thread(
+    client: &temporalio_client::Client,
+    start: impl FnOnce(ThreadStart) -> ThreadStart,
+) -> (Thread, Ledger, tokio::task::JoinHandle<TurnResult>) {
+    let ledger = Ledger::new();
+    let name = unique("desk-busy");
+    worker_flows().insert(&name, desk(&ledger, 30, Duration::from_secs(2)));
+    let queue = unique("queue");
+    start_worker(client, &queue);
+    let thread = Thread::start_with(
+        client,
+        &queue,
+        start(ThreadStart::new(name, unique("thread"))),
+    )
+    .await
+    .unwrap();
+    let running = {
+        let thread = Thread::of(client, thread.id());
+        tokio::spawn(async move {
+            bounded("the first turn", thread.turn("ana", "please pay my bill"))
+                .await
+                .unwrap()
+        })
+    };
+    bounded("the paid call's start", async {
+        while ledger.starts().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    (thread, ledger, running)
+}
+
+fn stopped_for_a_cancel(result: &TurnResult) -> bool {
+    result
+        .events
+        .iter()
+        .any(|e| e.to_string().contains("\"cancelled\""))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn double_texting_reject_refuses_and_enqueue_runs_after() {
+    let Some(client) = server().await else { return };
+    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
+
+    let refused = bounded(
+        "a rejected turn",
+        thread.ask(TurnRequest::new("ana", "me again").if_busy(DoubleText::Reject)),
+    )
+    .await
+    .expect_err("reject refuses a turn while another runs");
+    assert!(matches!(refused, TemporalError::Busy { .. }), "{refused}");
+    assert!(refused.to_string().contains("busy"), "{refused}");
+
+    let queued = bounded(
+        "an enqueued turn",
+        thread.ask(TurnRequest::new("ana", "and the next one").if_busy(DoubleText::Enqueue)),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Done);
+    assert!(
+        said(&first).iter().any(|s| s == "billing paid 30"),
+        "{:?}",
+        said(&first)
+    );
+    assert_eq!(
+        (first.turn, queued.turn),
+        (0, 1),
+        "the rejected turn took no number"
+    );
+    assert_eq!(queued.ended, TurnEnd::Done);
+    assert!(said(&queued).iter().any(|s| s == "billing paid 30"));
+    assert_eq!(ledger.payments().len(), 2, "{:?}", ledger.calls());
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn double_texting_interrupt_stops_the_turn_at_a_safe_point_and_keeps_it() {
+    let Some(client) = server().await else { return };
+    let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
+    let next = bounded(
+        "the interrupting turn",
+        thread
+            .ask(TurnRequest::new("ana", "stop, pay this instead").if_busy(DoubleText::Interrupt)),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    eprintln!("interrupted turn said {:?}", said(&first));
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(
+        said(&first).iter().any(|s| s == "paid 30"),
+        "the tool call under way finished and its result was kept: {:?}",
+        said(&first)
+    );
+    assert!(
+        !said(&first).iter().any(|s| s == "billing paid 30"),
+        "no model call after the tool calls: {:?}",
+        said(&first)
+    );
+    assert!(stopped_for_a_cancel(&first), "{:#?}", first.events);
+    assert_eq!(next.ended, TurnEnd::Done);
+    assert!(said(&next).iter().any(|s| s == "billing paid 30"));
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn double_texting_rollback_drops_the_running_turn() {
+    let Some(client) = server().await else { return };
+    let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
+    let next = bounded(
+        "the rolling-back turn",
+        thread.ask(TurnRequest::new("ana", "forget that").if_busy(DoubleText::Rollback)),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::RolledBack);
+    assert!(
+        !said(&first).iter().any(|s| s.contains("paid")),
+        "dropped inside its tool call: {:?}",
+        said(&first)
+    );
+    assert_eq!(next.ended, TurnEnd::Done);
+    assert_eq!(next.turn, 1);
+    // The thread kept one turn (the rolled-back one is not in it): the closing count says
+    // how many turns the log holds.
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+}
+
+async fn cancelled_workflow(thread: &Thread, client: &temporalio_client::Client) {
+    let outcome = bounded(
+        "the cancelled workflow's end",
+        client
+            .get_workflow_handle::<ThreadWorkflow>(thread.id())
+            .get_result(WorkflowGetResultOptions::default()),
+    )
+    .await;
+    let error = outcome.expect_err("the workflow ends as cancelled");
+    assert!(
+        error.to_string().to_lowercase().contains("cancel"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_cancel_stops_the_turn_at_its_safe_point() {
+    let Some(client) = server().await else { return };
+    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
+    bounded("cancel", thread.cancel()).await.unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(
+        said(&first).iter().any(|s| s == "paid 30"),
+        "the paid call finished (its activity is not cancelled with the workflow): {:?}",
+        said(&first)
+    );
+    assert!(!said(&first).iter().any(|s| s == "billing paid 30"));
+    assert!(stopped_for_a_cancel(&first), "{:#?}", first.events);
+    assert_eq!(ledger.payments().len(), 1);
+    cancelled_workflow(&thread, &client).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_cancel_with_immediate_drops_the_turn_where_it_is() {
+    let Some(client) = server().await else { return };
+    let (thread, _ledger, running) = busy_thread(&client, |s| ThreadStart {
+        cancel_mode: Some(CancelMode::IMMEDIATE),
+        ..s
+    })
+    .await;
+    bounded("cancel", thread.cancel()).await.unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(
+        !said(&first).iter().any(|s| s.contains("paid")),
+        "stopped inside its tool call: {:?}",
+        said(&first)
+    );
+    cancelled_workflow(&thread, &client).await;
+}
+
+/// An agent whose `fetch` tool returns `size` bytes, and whose model then says how many bytes
+/// of tool result it was shown.
+fn reader(size: usize) -> FlowAgent {
+    let fetch = tool_fn(
+        "fetch",
+        "Fetches a large document.",
+        move |_: serde_json::Value| async move { Ok::<_, ToolError>("y".repeat(size)) },
+    );
+    let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
+        match request.messages.last() {
+            Some(last) if last.role == Role::Tool => {
+                ScriptStep::text(format!("read {} bytes", last.content.len()))
+            }
+            _ => ScriptStep::tool_call("fetch", json!({})),
+        }
+    });
+    FlowAgent::new(
+        ChatModelAgent::builder("reader", model)
+            .tool(fetch)
+            .build()
+            .unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_result_over_the_payload_limit_is_stored_by_reference() {
+    let Some(client) = server().await else { return };
+    const SIZE: usize = 3 * 1024 * 1024;
+    let dir = std::env::temp_dir().join(unique("flow-temporal-blobs"));
+    let store = Arc::new(FileBlobStore::new(&dir).unwrap());
+    worker_flows().store_large_payloads(store, 256 * 1024);
+    let name = unique("reader");
+    worker_flows().insert(&name, reader(SIZE));
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
+        .await
+        .unwrap();
+    let result = bounded("the turn", thread.turn("ana", "read it"))
+        .await
+        .unwrap();
+    let said = said(&result);
+    assert_eq!(
+        said.last().map(String::as_str),
+        Some(format!("read {SIZE} bytes").as_str()),
+        "the model read the whole result: {said:?}"
+    );
+    let reference = said
+        .iter()
+        .find_map(|s| Reference::parse(s))
+        .unwrap_or_else(|| panic!("the thread's events hold a reference: {said:?}"));
+    assert_eq!(reference.bytes, SIZE);
+    assert_eq!(
+        std::fs::metadata(dir.join(&reference.key)).unwrap().len(),
+        SIZE as u64,
+        "the blob is in the store"
+    );
+    let history = bounded("the history", thread.history_json()).await.unwrap();
+    assert!(
+        history.len() < 256 * 1024,
+        "the history holds the reference, not the result: {} bytes",
+        history.len()
+    );
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A teller that looks a balance up (an idempotent tool) and wires money (not idempotent).
+fn teller() -> FlowAgent {
+    let lookup = tool_fn(
+        "balance",
+        "Reads the balance.",
+        |_: serde_json::Value| async { Ok::<_, ToolError>("100".to_string()) },
+    );
+    let wire = tool_fn("wire", "Sends a wire.", |_: serde_json::Value| async {
+        Ok::<_, ToolError>("sent".to_string())
+    })
+    .with_idempotent(false);
+    let agent = ChatModelAgent::builder(
+        "teller",
+        stateless(vec![
+            ScriptStep::tool_call("balance", json!({})),
+            ScriptStep::tool_call("wire", json!({})),
+            ScriptStep::text("wired"),
+        ]),
+    )
+    .tool(lookup)
+    .tool(wire)
+    .build()
+    .unwrap();
+    FlowAgent::new(agent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempotent_tool() {
+    let Some(client) = server().await else { return };
+    let name = unique("teller");
+    worker_flows().insert(&name, teller());
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    for (local, remote_activities) in [
+        (LocalSteps::None, 5),
+        (LocalSteps::Models, 2),
+        (LocalSteps::ModelsAndIdempotentTools, 1),
+    ] {
+        let thread = Thread::start_with(
+            &client,
+            &queue,
+            ThreadStart {
+                local_activities: local,
+                ..ThreadStart::new(name.as_str(), unique("thread"))
+            },
+        )
+        .await
+        .unwrap();
+        let result = bounded("the turn", thread.turn("ana", "wire it"))
+            .await
+            .unwrap();
+        assert_eq!(said(&result).last().map(String::as_str), Some("wired"));
+        let history = client
+            .get_workflow_handle::<ThreadWorkflow>(thread.id())
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .into_events()
+            .await
+            .unwrap();
+        let count = |kind: EventType| {
+            history
+                .iter()
+                .filter(|e| e.event_type == kind as i32)
+                .count()
+        };
+        assert_eq!(
+            count(EventType::ActivityTaskScheduled),
+            remote_activities,
+            "{local:?}: 3 model calls, 2 tool calls"
+        );
+        assert_eq!(
+            count(EventType::MarkerRecorded),
+            5 - remote_activities,
+            "{local:?}: the others are local activities' markers"
+        );
+        assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
+    let Some(client) = server().await else { return };
+    let name = unique("counter");
+    worker_flows().insert(&name, counter());
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    let id = unique("thread");
+    let result = bounded(
+        "a one-shot thread",
+        Thread::run_once(
+            &client,
+            &queue,
+            ThreadStart::new(name.as_str(), id.as_str()),
+            TurnRequest::new("ana", "hello"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(said(&result).last().map(String::as_str), Some("heard 1"));
+    let turns: u64 = bounded(
+        "the workflow's end",
+        client
+            .get_workflow_handle::<ThreadWorkflow>(id.as_str())
+            .get_result(WorkflowGetResultOptions::default()),
+    )
+    .await
+    .expect("the workflow ended by itself after its turn");
+    assert_eq!(turns, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_cancel_stops_a_turn_waiting_for_an_answer() {
+    let Some(client) = server().await else { return };
+    let ledger = Ledger::new();
+    let name = unique("clerk");
+    worker_flows().insert(&name, clerk(&ledger));
+    let queue = unique("queue");
+    start_worker(&client, &queue);
+    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
+        .await
+        .unwrap();
+    let running = {
+        let thread = Thread::of(&client, thread.id());
+        tokio::spawn(async move {
+            bounded("the turn", thread.turn("ana", "refund order 7"))
+                .await
+                .unwrap()
+        })
+    };
+    bounded("the question", async {
+        while thread.question().await.unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    bounded("cancel", thread.cancel()).await.unwrap();
+    let turn = running.await.unwrap();
+    assert_eq!(turn.ended, TurnEnd::Cancelled);
+    assert!(
+        ledger.calls().is_empty(),
+        "nothing refunded: {:?}",
+        ledger.calls()
+    );
+    cancelled_workflow(&thread, &client).await;
+}
