@@ -21,6 +21,7 @@ use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceEx
 
 use super::auth::Authorizer;
 use super::config::TransportConfig;
+use super::guarded::{guarded_client, with_causes};
 use super::{ElicitationHandler, McpError, McpServerConfig, McpTool};
 use crate::llm::tool::Tool;
 
@@ -894,66 +895,6 @@ impl Drop for Unroute<'_> {
     fn drop(&mut self) {
         self.0.unroute(&self.1);
     }
-}
-
-/// A client of rmcp's reqwest held to `policy`: the guarded resolver on every connection, no
-/// proxy, redirects only to the same origin, the policy's connect timeout (calls are bounded
-/// by the server's own timeouts).
-fn guarded_client(
-    policy: &crate::outbound::OutboundPolicy,
-) -> Result<reqwest013::Client, reqwest013::Error> {
-    let redirects = reqwest013::redirect::Policy::custom(|attempt| {
-        let from = attempt.previous().last().map(|u| u.origin());
-        if attempt.previous().len() > 3 || from.as_ref() != Some(&attempt.url().origin()) {
-            attempt.error("a redirect to another origin is not followed")
-        } else {
-            attempt.follow()
-        }
-    });
-    guarded_builder(policy).redirect(redirects).build()
-}
-
-/// A builder of rmcp's reqwest held to `policy`'s addresses: the guarded resolver on every
-/// connection, no proxy, the policy's connect timeout.
-pub(super) fn guarded_builder(
-    policy: &crate::outbound::OutboundPolicy,
-) -> reqwest013::ClientBuilder {
-    reqwest013::Client::builder()
-        .dns_resolver(Arc::new(Guarded(crate::outbound::GuardedResolver::new(
-            policy.clone(),
-        ))))
-        .no_proxy()
-        .connect_timeout(policy.connect_limit())
-}
-
-/// The outbound policy's guarded resolver, for rmcp's reqwest.
-struct Guarded(crate::outbound::GuardedResolver);
-
-impl reqwest013::dns::Resolve for Guarded {
-    fn resolve(&self, name: reqwest013::dns::Name) -> reqwest013::dns::Resolving {
-        let resolver = self.0.clone();
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let kept = resolver.resolve_checked(&host).await?;
-            let addrs: reqwest013::dns::Addrs = Box::new(kept.into_iter());
-            Ok(addrs)
-        })
-    }
-}
-
-/// `error` and the causes under it (a refused address is a cause several levels down).
-pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
 }
 
 /// A stdio server's process and its transport, its output read through

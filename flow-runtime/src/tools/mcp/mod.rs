@@ -193,6 +193,7 @@ mod connection;
 mod elicitation;
 mod error;
 mod filter;
+mod guarded;
 mod limits;
 mod oauth_http;
 mod result;

@@ -36,7 +36,7 @@ pub(super) struct PolicyOAuthHttp {
 impl PolicyOAuthHttp {
     pub(super) fn new(policy: &OutboundPolicy) -> Result<Self, reqwest013::Error> {
         let build = |redirects| {
-            super::connection::guarded_builder(policy)
+            super::guarded::guarded_builder(policy)
                 .redirect(redirects)
                 .timeout(policy.total_limit())
                 .build()
@@ -115,10 +115,7 @@ impl OAuthHttpClient for PolicyOAuthHttp {
             let url = request.request.uri().to_string();
             let sent = self.send(request).await;
             if let Err(e) = &sent {
-                let why = format!(
-                    "{url} failed: {}",
-                    super::connection::with_causes(e.as_ref())
-                );
+                let why = format!("{url} failed: {}", super::guarded::with_causes(e.as_ref()));
                 if let Ok(mut last) = self.last_failure.lock() {
                     *last = Some(why);
                 }
