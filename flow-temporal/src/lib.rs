@@ -45,6 +45,7 @@
 
 pub mod effects;
 pub mod flows;
+pub mod live;
 pub mod policy;
 pub mod turn;
 
@@ -62,3 +63,4 @@ pub use effects::{
     ToolOutcome, ToolResume,
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
+pub use live::{LivePost, LiveSink, Progress};

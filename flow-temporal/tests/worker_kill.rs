@@ -112,6 +112,7 @@ async fn a_worker_killed_mid_turn_leaves_the_turn_complete_and_each_payment_made
                         TurnRequest {
                             by: "ana".into(),
                             text: "please pay my bill".into(),
+                            live: None,
                         },
                         WorkflowExecuteUpdateOptions::default(),
                     )

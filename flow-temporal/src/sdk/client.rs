@@ -122,6 +122,7 @@ impl Thread {
                 TurnRequest {
                     by: by.to_owned(),
                     text: text.to_owned(),
+                    live: None,
                 },
                 WorkflowExecuteUpdateOptions::default(),
             )

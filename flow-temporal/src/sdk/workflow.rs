@@ -2,11 +2,13 @@
 //! of it, the orchestration running inside it and every effect a Temporal command.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use flow_core::event::InterruptInfo;
-use flow_core::Message;
+use flow_core::{EventStream, Message};
 use flow_runtime::{AnswerRule, Caller};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
@@ -18,8 +20,13 @@ use temporalio_sdk::{
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
+use crate::live::{LiveSink, LiveTurn, Progress};
 use crate::policy::{self, Retry};
 use crate::turn::{drive, start_turn, Started, ThreadLog};
+
+fn lock(live: &Mutex<LiveTurn>) -> std::sync::MutexGuard<'_, LiveTurn> {
+    live.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The grant answering a question (an approval) needs.
 pub const APPROVE_GRANT: &str = "approve";
@@ -50,6 +57,10 @@ pub struct TurnRequest {
     pub by: String,
     /// The user's message.
     pub text: String,
+    /// The sink the turn's model calls stream their replies to (an HTTP URL; see
+    /// [`crate::live`]); `None`: nothing is streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
 }
 
 /// A finished turn: its number and its events in their documented JSON form.
@@ -88,6 +99,9 @@ pub struct ThreadWorkflow {
     question: Option<InterruptInfo>,
     answers: HashMap<String, serde_json::Value>,
     closing: bool,
+    /// The running (or last) turn's events as they are made, for the query
+    /// [`progress`](Self::progress) (see [`crate::live`]).
+    live: Arc<Mutex<LiveTurn>>,
 }
 
 #[workflow_methods]
@@ -109,10 +123,10 @@ impl ThreadWorkflow {
         loop {
             ctx.wait_condition(|s| !s.queued.is_empty() || s.closing)
                 .await?;
-            let Some((turn, request)) = ctx.state_mut(|s| {
+            let Some((turn, request, live)) = ctx.state_mut(|s| {
                 let next = s.queued.pop_front();
                 s.requester = next.as_ref().map(|(_, r)| r.by.clone());
-                next
+                next.map(|(turn, request)| (turn, request, Arc::clone(&s.live)))
             }) else {
                 return Ok(log.len());
             };
@@ -121,12 +135,25 @@ impl ThreadWorkflow {
                 seed ^ turn,
             );
             let input = Message::user(request.text.as_str());
-            let events = start_turn(&flow, &start.flow, &effects, &log, input.clone());
+            *lock(&live) = LiveTurn {
+                turn: Some(turn),
+                ..LiveTurn::default()
+            };
+            let shown = Arc::clone(&live);
+            let events = EventStream::new(
+                start_turn(&flow, &start.flow, &effects, &log, input.clone()).inspect(move |e| {
+                    if let Some(json) = e.to_json().ok().and_then(|j| serde_json::to_value(j).ok())
+                    {
+                        lock(&shown).events.push(json);
+                    }
+                }),
+            );
+            let sink = request.live.clone();
             let c: WorkflowContext<Self> = ctx.clone();
             let events = drive(
                 events,
                 &effects,
-                |id, effect| start_effect(&c, turn, id, effect, tool_timeout),
+                |id, effect| start_effect(&c, turn, id, effect, tool_timeout, sink.as_deref()),
                 || {
                     if let Some(now) = c.workflow_time() {
                         effects.set_now(now);
@@ -134,6 +161,7 @@ impl ThreadWorkflow {
                 },
             )
             .await;
+            lock(&live).ended = true;
             log.record(input, &events);
             let json = events
                 .iter()
@@ -219,6 +247,15 @@ impl ThreadWorkflow {
         self.question.clone()
     }
 
+    /// Turn `turn`'s events from number `since` on, whether it has ended, and the question it
+    /// waits on (see [`crate::live`]): a reader polls it to stream a turn's events as they are
+    /// made; answered from the workflow's state, it enters no history.
+    #[query]
+    pub fn progress(&self, _ctx: &WorkflowContextView, at: (u64, u64)) -> Progress {
+        let (turn, since) = at;
+        lock(&self.live).progress(turn, since, self.question.clone())
+    }
+
     /// Ends the thread once the turns asked before are done.
     #[signal]
     pub fn close(&mut self, _ctx: &mut SyncWorkflowContext<Self>) {
@@ -242,10 +279,16 @@ fn start_effect<'a>(
     id: u64,
     effect: Effect,
     tool_timeout: Duration,
+    sink: Option<&str>,
 ) -> Started<'a> {
     let c = c.clone();
     match effect {
-        Effect::Model(call) => {
+        Effect::Model(mut call) => {
+            call.live = sink.map(|url| LiveSink {
+                url: url.to_owned(),
+                turn,
+                effect: id,
+            });
             let options = ActivityOptions::with_start_to_close_timeout(MODEL_TIMEOUT)
                 .retry_policy(retry_policy(policy::model_retry()))
                 .summary(policy::model_summary(&call.agent, &call.model))

@@ -54,6 +54,7 @@ async fn turn(
             TurnRequest {
                 by: by.to_owned(),
                 text: text.to_owned(),
+                live: None,
             },
             WorkflowExecuteUpdateOptions::default(),
         )
