@@ -32,6 +32,10 @@ use flow_core::event::InterruptInfo;
 use flow_core::{Message, RunPath};
 use serde::{Deserialize, Serialize};
 
+/// The turn number that asks [`progress`](crate::ThreadWorkflow::progress) for the last turn
+/// asked (the one a reader just asked for, when it does not know its number yet).
+pub const LAST_TURN: u64 = u64::MAX;
+
 /// Where a model call streams its reply: the sink's URL and the call's number in the turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveSink {
@@ -58,12 +62,15 @@ pub struct LivePost {
     pub run_path: RunPath,
     /// The piece; `None` for the end of the reply.
     pub chunk: Option<Message>,
+    /// At the end: why the call failed, when it did (the pieces posted are not the reply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The running turn as the query [`progress`](crate::ThreadWorkflow::progress) shows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
-    /// The turn shown (the running one, or the last one that ran); `None` before the first.
+    /// The turn shown (the one asked for).
     pub turn: Option<u64>,
     /// Its events from the number asked for on, in their JSON form (`AgentEvent::to_json`).
     pub events: Vec<serde_json::Value>,
@@ -90,8 +97,9 @@ impl LiveTurn {
     /// The progress of turn `turn` from event `since` on (nothing when another turn is shown).
     pub fn progress(&self, turn: u64, since: u64, question: Option<InterruptInfo>) -> Progress {
         if self.turn != Some(turn) {
+            // Asked and not started yet (or an older turn): nothing to show.
             return Progress {
-                turn: self.turn,
+                turn: Some(turn),
                 since,
                 ..Progress::default()
             };
@@ -126,6 +134,6 @@ mod tests {
         assert_eq!((p.since, p.ended), (1, false));
         let other = live.progress(3, 0, None);
         assert!(other.events.is_empty());
-        assert_eq!(other.turn, Some(2));
+        assert_eq!((other.turn, other.ended), (Some(3), false));
     }
 }

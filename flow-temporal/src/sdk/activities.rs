@@ -68,7 +68,7 @@ impl<'a> Sink<'a> {
         }
     }
 
-    async fn post(&self, seq: u64, chunk: Option<Message>) {
+    async fn post(&self, seq: u64, chunk: Option<Message>, error: Option<String>) {
         use std::sync::atomic::Ordering;
         if self.broken.load(Ordering::Relaxed) {
             return;
@@ -81,6 +81,7 @@ impl<'a> Sink<'a> {
             agent: self.agent.to_owned(),
             run_path: self.run_path.clone(),
             chunk,
+            error,
         };
         let sent = self.http.post(&self.sink.url).json(&post).send().await;
         if !matches!(&sent, Ok(r) if r.status().is_success()) {
@@ -88,9 +89,9 @@ impl<'a> Sink<'a> {
         }
     }
 
-    async fn end(&self) {
+    async fn end(&self, error: Option<String>) {
         let seq = self.pieces.load(std::sync::atomic::Ordering::Relaxed);
-        self.post(seq, None).await;
+        self.post(seq, None, error).await;
     }
 }
 
@@ -107,13 +108,12 @@ impl AgentflowActivities {
         let reply = match &call.live {
             Some(sink) => {
                 let sink = Sink::new(&self.http, sink, &call);
-                let reply =
-                    stream_model(&self.flows, &call, |seq, chunk| sink.post(seq, Some(chunk)))
-                        .await
-                        .map_err(lookup_failure)?;
-                if reply.is_ok() {
-                    sink.end().await;
-                }
+                let reply = stream_model(&self.flows, &call, |seq, chunk| {
+                    sink.post(seq, Some(chunk), None)
+                })
+                .await
+                .map_err(lookup_failure)?;
+                sink.end(reply.as_ref().err().map(|e| e.to_string())).await;
                 reply
             }
             None => call_model(&self.flows, &call)

@@ -20,7 +20,7 @@ use temporalio_sdk::{
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
-use crate::live::{LiveSink, LiveTurn, Progress};
+use crate::live::{LiveSink, LiveTurn, Progress, LAST_TURN};
 use crate::policy::{self, Retry};
 use crate::turn::{drive, start_turn, Started, ThreadLog};
 
@@ -247,12 +247,16 @@ impl ThreadWorkflow {
         self.question.clone()
     }
 
-    /// Turn `turn`'s events from number `since` on, whether it has ended, and the question it
+    /// Turn `turn`'s events (of the last turn asked, for [`LAST_TURN`]) from number `since` on, whether it has ended, and the question it
     /// waits on (see [`crate::live`]): a reader polls it to stream a turn's events as they are
     /// made; answered from the workflow's state, it enters no history.
     #[query]
     pub fn progress(&self, _ctx: &WorkflowContextView, at: (u64, u64)) -> Progress {
         let (turn, since) = at;
+        let turn = match turn {
+            LAST_TURN => self.next_turn.saturating_sub(1),
+            turn => turn,
+        };
         lock(&self.live).progress(turn, since, self.question.clone())
     }
 

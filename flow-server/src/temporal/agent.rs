@@ -1,0 +1,307 @@
+//! [`TemporalAgent`]: the root a served flow's runner runs when its turns run on Temporal.
+//!
+//! A turn: the thread's workflow is started if it is not running (its id is the thread's store
+//! id), the turn is sent as an update (its id the turn's idempotency scope, so a resend is the
+//! same turn), and the workflow's events are read as they are made (the query `progress`,
+//! every [`TemporalExecutor::poll_every`], from the count read so far: each event once, a
+//! worker's death included) while the model calls' streamed pieces are pushed to this process
+//! (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
+//! its run with an interrupt of its own, carrying the workflow's question as its info: the
+//! runner records the turn as interrupted, and the flow's approvals decide who may answer. Its
+//! resume sends the answer as the workflow's `answer` update and reads the rest of the turn.
+
+use std::sync::Arc;
+
+use flow_runtime::{
+    Action, Agent, AgentError, AgentEvent, AgentInput, EventStream, InterruptInfo, ResumeInfo,
+    RunContext,
+};
+use flow_temporal::{
+    AnswerRequest, Progress, ThreadStart, ThreadWorkflow, TurnRequest, APPROVE_GRANT, LAST_TURN,
+};
+use futures::Stream;
+use serde_json::json;
+use temporalio_client::{
+    WorkflowExecuteUpdateOptions, WorkflowIdConflictPolicy, WorkflowQueryOptions,
+    WorkflowStartOptions, WorkflowStartUpdateOptions,
+};
+
+use super::live::{self, Sink};
+use super::TemporalExecutor;
+
+/// Who the server says asks a turn and answers a question, to the workflow. The server checks
+/// who may answer itself (the flow's approvals, the runner's answer rule) before an answer
+/// reaches the workflow; the workflow's validator then checks the server's grant.
+const SERVER_REQUESTER: &str = "agentflow-server";
+const SERVER_ANSWERER: &str = "agentflow-server:answers";
+
+/// The root of a flow served on Temporal: see the [module docs](self).
+pub struct TemporalAgent {
+    executor: TemporalExecutor,
+    flow: String,
+    name: String,
+}
+
+impl std::fmt::Debug for TemporalAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemporalAgent")
+            .field("flow", &self.flow)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Where a turn stands in its workflow: what a resume reads on from.
+#[derive(Debug, Clone)]
+struct At {
+    workflow: String,
+    turn: u64,
+    since: u64,
+}
+
+impl TemporalAgent {
+    /// The root of flow `flow` (the workers' name for it), named `name` (its tree's root's).
+    pub fn new(executor: TemporalExecutor, flow: &str, name: &str) -> Self {
+        TemporalAgent {
+            executor,
+            flow: flow.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    fn failed(&self, what: &str, e: impl std::fmt::Display) -> AgentEvent {
+        AgentEvent::error(AgentError::Failed {
+            agent: Arc::from(self.name.as_str()),
+            message: Arc::from(format!(
+                "{what} on Temporal (task queue '{}') failed: {e}",
+                self.executor.task_queue
+            )),
+        })
+    }
+
+    /// Starts the thread's workflow if need be and sends it the turn; gives the turn's place.
+    async fn send_turn(
+        &self,
+        workflow: &str,
+        text: String,
+        update_id: String,
+        sink: &Sink,
+    ) -> Result<At, String> {
+        let exec = &self.executor;
+        exec.client
+            .start_workflow(
+                ThreadWorkflow::run,
+                ThreadStart {
+                    flow: self.flow.clone(),
+                    thread: workflow.to_owned(),
+                    tool_timeout_ms: exec.tool_timeout_ms,
+                },
+                WorkflowStartOptions::new(exec.task_queue.as_ref(), workflow)
+                    .id_conflict_policy(WorkflowIdConflictPolicy::UseExisting)
+                    .build(),
+            )
+            .await
+            .map_err(|e| format!("starting the thread's workflow: {e}"))?;
+        let handle = exec.client.get_workflow_handle::<ThreadWorkflow>(workflow);
+        handle
+            .start_update(
+                ThreadWorkflow::turn,
+                TurnRequest {
+                    by: SERVER_REQUESTER.to_owned(),
+                    text,
+                    live: Some(format!(
+                        "{}/v1/temporal/live/{}",
+                        exec.public_url, sink.token
+                    )),
+                },
+                WorkflowStartUpdateOptions::builder()
+                    .update_id(update_id)
+                    .build(),
+            )
+            .await
+            .map_err(|e| format!("sending the turn: {e}"))?;
+        let progress = self.progress(workflow, LAST_TURN, 0).await?;
+        Ok(At {
+            workflow: workflow.to_owned(),
+            turn: progress.turn.unwrap_or_default(),
+            since: 0,
+        })
+    }
+
+    async fn progress(&self, workflow: &str, turn: u64, since: u64) -> Result<Progress, String> {
+        self.executor
+            .client
+            .get_workflow_handle::<ThreadWorkflow>(workflow)
+            .query(
+                ThreadWorkflow::progress,
+                (turn, since),
+                WorkflowQueryOptions::default(),
+            )
+            .await
+            .map_err(|e| format!("reading the turn's events: {e}"))
+    }
+
+    /// The turn's events from `at` on, as they are made, until it ends or waits on a question.
+    fn follow(
+        self: Arc<Self>,
+        mut at: At,
+        mut sink: Sink,
+    ) -> impl Stream<Item = AgentEvent> + Send {
+        async_stream::stream! {
+            let mut misses = 0u32;
+            loop {
+                tokio::select! {
+                    Some(event) = sink.opened.recv() => {
+                        yield event;
+                        continue;
+                    }
+                    _ = tokio::time::sleep(self.executor.poll) => {}
+                }
+                let progress = match self.progress(&at.workflow, at.turn, at.since).await {
+                    Ok(p) => { misses = 0; p }
+                    Err(e) => {
+                        // A query fails while no worker holds the workflow (one died, another
+                        // has not taken it yet): read again, for a while.
+                        misses += 1;
+                        if misses > 3000 / self.executor.poll.as_millis().max(1) as u32 + 50 {
+                            yield self.failed("following the turn", e);
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                while let Ok(event) = sink.opened.try_recv() {
+                    yield event;
+                }
+                for json in progress.events {
+                    at.since += 1;
+                    if let Some(event) = sink.event_of(json) {
+                        yield event;
+                    }
+                }
+                if progress.ended {
+                    return;
+                }
+                if let Some(question) = progress.question {
+                    let mut info = InterruptInfo::new(question.info.clone());
+                    info.state = Some(json!({
+                        "workflow": at.workflow,
+                        "turn": at.turn,
+                        "since": at.since,
+                        "question": question.id,
+                    }));
+                    yield AgentEvent::action(Action::interrupted(info));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Agent for TemporalAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        "runs the flow's turns as its thread's workflow on Temporal"
+    }
+
+    fn run(self: Arc<Self>, cx: RunContext, _input: AgentInput) -> EventStream {
+        let text = cx
+            .root_input()
+            .iter()
+            .rev()
+            .find(|m| m.role == flow_runtime::Role::User)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        let workflow = cx
+            .conversation_id()
+            .unwrap_or(cx.idempotency_scope())
+            .to_owned();
+        let update_id = format!("turn:{}", cx.idempotency_scope());
+        EventStream::new(async_stream::stream! {
+            let sink = live::open();
+            match self.send_turn(&workflow, text, update_id, &sink).await {
+                Ok(at) => {
+                    for await event in Arc::clone(&self).follow(at, sink) {
+                        yield event;
+                    }
+                }
+                Err(e) => yield self.failed("the turn", e),
+            }
+        })
+    }
+
+    fn resume(
+        self: Arc<Self>,
+        _cx: RunContext,
+        _input: AgentInput,
+        info: ResumeInfo,
+    ) -> EventStream {
+        let state = info.state().cloned().unwrap_or_default();
+        let answer = info.data().cloned().unwrap_or(serde_json::Value::Null);
+        EventStream::new(async_stream::stream! {
+            let (Some(workflow), Some(turn), Some(since), Some(question)) = (
+                state["workflow"].as_str(),
+                state["turn"].as_u64(),
+                state["since"].as_u64(),
+                state["question"].as_str(),
+            ) else {
+                yield self.failed("resuming the turn", "the interrupt carries no place in a workflow");
+                return;
+            };
+            let at = At { workflow: workflow.to_owned(), turn, since };
+            let sink = live::open();
+            let answered = self
+                .executor
+                .client
+                .get_workflow_handle::<ThreadWorkflow>(workflow)
+                .execute_update(
+                    ThreadWorkflow::answer,
+                    AnswerRequest {
+                        by: SERVER_ANSWERER.to_owned(),
+                        grants: vec![APPROVE_GRANT.to_owned()],
+                        interrupt_id: question.to_owned(),
+                        answer,
+                    },
+                    WorkflowExecuteUpdateOptions::default(),
+                )
+                .await;
+            if let Err(e) = answered {
+                yield self.failed("answering the turn's question", e);
+                return;
+            }
+            for await event in Arc::clone(&self).follow(at, sink) {
+                yield event;
+            }
+        })
+    }
+
+    fn runs_agents_of_its_own(&self) -> bool {
+        true
+    }
+}
+
+/// An event of the workflow, in its JSON form, as an engine event again (`None` for an event
+/// left empty, its message already streamed).
+pub(super) fn event_of_json(e: flow_runtime::EventJson) -> Option<AgentEvent> {
+    let mut event = match (&e.message, &e.custom, &e.error) {
+        (_, _, Some(error)) => AgentEvent::error(AgentError::Failed {
+            agent: error
+                .agent
+                .clone()
+                .unwrap_or_else(|| Arc::clone(&e.agent_name)),
+            message: Arc::from(error.message.as_str()),
+        }),
+        (Some(message), _, _) => AgentEvent::message(message.clone()),
+        (None, Some(custom), _) => AgentEvent::custom(custom.clone()),
+        (None, None, None) => AgentEvent::action(e.action.clone()?),
+    };
+    if e.error.is_some() || e.message.is_some() || e.custom.is_some() {
+        if let Some(action) = &e.action {
+            event = event.with_action(action.clone());
+        }
+    }
+    Some(event.stamped(&e.agent_name, &e.run_path))
+}
