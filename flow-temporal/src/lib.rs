@@ -63,4 +63,4 @@ pub use effects::{
     ToolOutcome, ToolResume,
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
-pub use live::{LivePost, LiveSink, Progress, LAST_TURN};
+pub use live::{LivePost, LiveSink, ModelMark, Progress, LAST_TURN};

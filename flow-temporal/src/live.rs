@@ -80,6 +80,25 @@ pub struct Progress {
     pub ended: bool,
     /// The question the turn waits on, if any.
     pub question: Option<InterruptInfo>,
+    /// The turn's model calls so far, each placed among its events.
+    #[serde(default)]
+    pub models: Vec<ModelMark>,
+}
+
+/// A model call of a turn, placed among the turn's events: its reply streams after the events
+/// before `at` and before the ones from `at` on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelMark {
+    /// The call's number in the turn ([`LiveSink::effect`]).
+    pub effect: u64,
+    /// How many of the turn's events were made before it was asked.
+    pub at: u64,
+    /// The calling agent.
+    pub agent: String,
+    /// Its run path.
+    pub run_path: RunPath,
+    /// Whether its activity has ended (its reply, or its failure, is in).
+    pub done: bool,
 }
 
 /// A running turn's events as the workflow keeps them for [`Progress`].
@@ -91,6 +110,8 @@ pub struct LiveTurn {
     pub events: Vec<serde_json::Value>,
     /// Whether it has ended.
     pub ended: bool,
+    /// Its model calls so far.
+    pub models: Vec<ModelMark>,
 }
 
 impl LiveTurn {
@@ -110,6 +131,7 @@ impl LiveTurn {
             since,
             ended: self.ended,
             question,
+            models: self.models.clone(),
         }
     }
 }
@@ -128,6 +150,7 @@ mod tests {
                 serde_json::json!(2),
             ],
             ended: false,
+            models: Vec::new(),
         };
         let p = live.progress(2, 1, None);
         assert_eq!(p.events, [serde_json::json!(1), serde_json::json!(2)]);

@@ -141,60 +141,110 @@ impl TemporalAgent {
             .map_err(|e| format!("reading the turn's events: {e}"))
     }
 
-    /// The turn's events from `at` on, as they are made, until it ends or waits on a question.
+    /// The turn's events from `at` on, as they are made, until it ends or waits on a question:
+    /// read by a task of its own (a reader of a streamed message waits for its end before it
+    /// reads on, while the task goes on reading the workflow).
+    ///
+    /// Every event is passed on recorded (in the run's session, as the tree records its agents'
+    /// events): the agents of the workflow have no node in the tree around this agent to record
+    /// them, and a transfer made on the workflow happened there (the tree, which holds no agent
+    /// to transfer to, must not act on it).
     fn follow(
         self: Arc<Self>,
-        mut at: At,
-        mut sink: Sink,
+        cx: &RunContext,
+        at: At,
+        sink: Sink,
     ) -> impl Stream<Item = AgentEvent> + Send {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let reader = tokio::spawn(self.read(at, sink, tx));
+        let session = Arc::clone(cx.session());
         async_stream::stream! {
-            let mut misses = 0u32;
-            loop {
-                tokio::select! {
-                    Some(event) = sink.opened.recv() => {
-                        yield event;
-                        continue;
-                    }
-                    _ = tokio::time::sleep(self.executor.poll) => {}
-                }
-                let progress = match self.progress(&at.workflow, at.turn, at.since).await {
-                    Ok(p) => { misses = 0; p }
-                    Err(e) => {
-                        // A query fails while no worker holds the workflow (one died, another
-                        // has not taken it yet): read again, for a while.
-                        misses += 1;
-                        if misses > 3000 / self.executor.poll.as_millis().max(1) as u32 + 50 {
-                            yield self.failed("following the turn", e);
-                            return;
-                        }
-                        continue;
-                    }
-                };
-                while let Ok(event) = sink.opened.try_recv() {
-                    yield event;
-                }
-                for json in progress.events {
-                    at.since += 1;
-                    if let Some(event) = sink.event_of(json) {
-                        yield event;
-                    }
-                }
-                if progress.ended {
-                    return;
-                }
-                if let Some(question) = progress.question {
-                    let mut info = InterruptInfo::new(question.info.clone());
-                    info.state = Some(json!({
-                        "workflow": at.workflow,
-                        "turn": at.turn,
-                        "since": at.since,
-                        "question": question.id,
-                    }));
-                    yield AgentEvent::action(Action::interrupted(info));
-                    return;
-                }
+            let _reader = AbortOnDrop(reader);
+            while let Some(mut event) = rx.recv().await {
+                session.record(&event);
+                event.recorded = true;
+                yield event;
             }
         }
+    }
+
+    async fn read(
+        self: Arc<Self>,
+        mut at: At,
+        sink: Sink,
+        out: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
+    ) {
+        let mut opened = std::collections::HashSet::new();
+        let mut misses = 0u32;
+        let patience = 30_000 / self.executor.poll.as_millis().max(1) as u32 + 50;
+        loop {
+            tokio::time::sleep(self.executor.poll).await;
+            let progress = match self.progress(&at.workflow, at.turn, at.since).await {
+                Ok(p) => {
+                    misses = 0;
+                    p
+                }
+                Err(e) => {
+                    // A query fails while no worker holds the workflow (one died, another has
+                    // not taken it yet): read again, for a while.
+                    misses += 1;
+                    if misses > patience {
+                        let _ = out.send(self.failed("following the turn", e));
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let mut marks: Vec<_> = progress
+                .models
+                .iter()
+                .filter(|m| !opened.contains(&m.effect))
+                .collect();
+            marks.sort_by_key(|m| (m.at, m.effect));
+            let mut marks = marks.into_iter().peekable();
+            let count = progress.events.len() as u64;
+            for (i, json) in progress.events.into_iter().enumerate() {
+                let index = at.since + i as u64;
+                while let Some(m) = marks.next_if(|m| m.at <= index) {
+                    opened.insert(m.effect);
+                    let _ = out.send(sink.open(m.effect, &m.agent, &m.run_path));
+                }
+                if let Some(event) = sink.event_of(json) {
+                    let _ = out.send(event);
+                }
+            }
+            at.since += count;
+            for m in marks.filter(|m| m.at <= at.since) {
+                opened.insert(m.effect);
+                let _ = out.send(sink.open(m.effect, &m.agent, &m.run_path));
+            }
+            for m in progress.models.iter().filter(|m| m.done) {
+                sink.cut(m.effect);
+            }
+            if progress.ended {
+                return;
+            }
+            if let Some(question) = progress.question {
+                let mut info = InterruptInfo::new(question.info.clone());
+                info.state = Some(json!({
+                    "workflow": at.workflow,
+                    "turn": at.turn,
+                    "since": at.since,
+                    "question": question.id,
+                }));
+                let _ = out.send(AgentEvent::action(Action::interrupted(info)));
+                return;
+            }
+        }
+    }
+}
+
+/// Stops the reading task when the turn's stream is dropped (the client went away).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -224,7 +274,7 @@ impl Agent for TemporalAgent {
             let sink = live::open();
             match self.send_turn(&workflow, text, update_id, &sink).await {
                 Ok(at) => {
-                    for await event in Arc::clone(&self).follow(at, sink) {
+                    for await event in Arc::clone(&self).follow(&cx, at, sink) {
                         yield event;
                     }
                 }
@@ -235,7 +285,7 @@ impl Agent for TemporalAgent {
 
     fn resume(
         self: Arc<Self>,
-        _cx: RunContext,
+        cx: RunContext,
         _input: AgentInput,
         info: ResumeInfo,
     ) -> EventStream {
@@ -272,7 +322,7 @@ impl Agent for TemporalAgent {
                 yield self.failed("answering the turn's question", e);
                 return;
             }
-            for await event in Arc::clone(&self).follow(at, sink) {
+            for await event in Arc::clone(&self).follow(&cx, at, sink) {
                 yield event;
             }
         })

@@ -5,92 +5,80 @@
 //! turn's reading): the route is outside the API's authentication, as workers hold no API
 //! credential.
 //!
-//! A piece is taken under the sink's lock when it is posted, before the post is answered: a
-//! model call ends (and the workflow makes the reply's event) only after its pieces are in, so
-//! the turn knows the reply was streamed when its event comes, and leaves the message out of
-//! that event (the streamed message is the event's). Pieces are deduplicated by call and
-//! number: a call run again after its worker died posts its pieces again from the first.
+//! A turn opens each model call's streamed message where the workflow placed the call among
+//! its events ([`Sink::open`]); the pieces posted before are kept for it. A piece is taken
+//! under the sink's lock when it is posted, before the post is answered: a model call ends
+//! (and the workflow makes the reply's event) only after its pieces are in, so the turn knows
+//! the reply was streamed when its event comes and leaves the message out of that event (the
+//! streamed message is the event's). Pieces are deduplicated by call and number: a call run
+//! again after its worker died posts its pieces again from the first. A call the workflow says
+//! has ended whose end never came (its sink was unreachable) has its stream failed
+//! ([`Sink::cut`]): nothing of it is recorded, and its event carries the reply whole.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
-use flow_runtime::{AgentEvent, Message, MessageStream, MessageStreamSender, RunPath, StreamError};
+use flow_runtime::{
+    AgentEvent, EventJson, Message, MessageStream, MessageStreamSender, RunPath, StreamError,
+};
 use flow_temporal::LivePost;
-use tokio::sync::mpsc;
 
 use crate::state::AppState;
 
-/// A turn's streamed replies: the open ones, the ended ones, and the whole of each ended one
-/// whose event has not come yet.
-struct LiveState {
-    opened: mpsc::UnboundedSender<AgentEvent>,
-    open: HashMap<u64, Open>,
-    done: HashSet<u64>,
-    streamed: HashMap<(String, String), Message>,
+/// One model call's streamed reply.
+#[derive(Default)]
+struct Call {
+    pieces: Vec<Message>,
+    /// `Some` once its end came: `Err` with the call's failure.
+    ended: Option<Result<(), String>>,
+    tx: Option<MessageStreamSender>,
+    opened: bool,
 }
 
-struct Open {
-    tx: MessageStreamSender,
-    next: u64,
-    agent: String,
-    run_path: RunPath,
-    pieces: Vec<Message>,
+/// A turn's streamed replies, by call number; and for each agent and run path, the call whose
+/// reply streamed last (its event leaves the message out).
+#[derive(Default)]
+struct LiveState {
+    calls: HashMap<u64, Call>,
+    streamed: HashMap<(String, String), u64>,
 }
 
 impl LiveState {
     fn take(&mut self, post: LivePost) {
-        if self.done.contains(&post.effect) {
-            return;
-        }
-        if !self.open.contains_key(&post.effect) {
-            if post.seq != 0 || post.chunk.is_none() {
-                return;
-            }
-            let (tx, stream) = MessageStream::channel();
-            let agent: Arc<str> = Arc::from(post.agent.as_str());
-            let event = AgentEvent::stream(stream).stamped(&agent, &post.run_path);
-            if self.opened.send(event).is_err() {
-                return;
-            }
-            self.open.insert(
-                post.effect,
-                Open {
-                    tx,
-                    next: 0,
-                    agent: post.agent.clone(),
-                    run_path: post.run_path.clone(),
-                    pieces: Vec::new(),
-                },
-            );
-        }
-        let Some(open) = self.open.get_mut(&post.effect) else {
-            return;
-        };
-        if post.seq != open.next {
-            return; // a piece already taken (an attempt after a worker's death), or a gap
+        let call = self.calls.entry(post.effect).or_default();
+        if call.ended.is_some() || post.seq != call.pieces.len() as u64 {
+            return; // ended, or a piece already taken (an attempt after a worker's death)
         }
         match post.chunk {
             Some(chunk) => {
-                open.next += 1;
-                open.tx.send(chunk.clone());
-                open.pieces.push(chunk);
+                if let Some(tx) = &call.tx {
+                    tx.send(chunk.clone());
+                }
+                call.pieces.push(chunk);
             }
             None => {
-                let open = self.open.remove(&post.effect).expect("open");
-                self.done.insert(post.effect);
-                match post.error {
-                    Some(error) => open.tx.fail(StreamError::new(error)),
-                    None => {
-                        let whole = Message::concat(open.pieces.iter());
-                        self.streamed
-                            .insert((open.agent, open.run_path.to_string()), whole);
-                    }
+                call.ended = Some(post.error.map_or(Ok(()), Err));
+                end(call);
+                if matches!(call.ended, Some(Ok(()))) {
+                    self.streamed
+                        .insert((post.agent, post.run_path.to_string()), post.effect);
                 }
             }
+        }
+    }
+}
+
+/// Ends a call's open stream as its end says.
+fn end(call: &mut Call) {
+    if let Some(tx) = call.tx.take() {
+        match &call.ended {
+            Some(Err(error)) => tx.fail(StreamError::new(error.clone())),
+            Some(Ok(())) => drop(tx),
+            None => call.tx = Some(tx),
         }
     }
 }
@@ -106,25 +94,58 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// An open sink: its token, the streamed messages opened by posts (each an event to pass on),
-/// and its state; closed when dropped.
+/// An open sink: its token and its state; closed when dropped.
 pub(crate) struct Sink {
     pub(crate) token: String,
-    pub(crate) opened: mpsc::UnboundedReceiver<AgentEvent>,
     state: Arc<Mutex<LiveState>>,
 }
 
 impl Sink {
+    /// The streamed message of call `effect` of `agent` at `run_path`, as an event: the pieces
+    /// posted so far, then the others as they come.
+    pub(crate) fn open(&self, effect: u64, agent: &str, run_path: &RunPath) -> AgentEvent {
+        let mut state = locked(&self.state);
+        let call = state.calls.entry(effect).or_default();
+        let (tx, stream) = MessageStream::channel();
+        for piece in &call.pieces {
+            tx.send(piece.clone());
+        }
+        call.tx = Some(tx);
+        call.opened = true;
+        end(call);
+        AgentEvent::stream(stream).stamped(&Arc::from(agent), run_path)
+    }
+
+    /// Fails the stream of call `effect` if its end has not come (the workflow says the call
+    /// has ended): its event will carry the reply whole.
+    pub(crate) fn cut(&self, effect: u64) {
+        let mut state = locked(&self.state);
+        let call = state.calls.entry(effect).or_default();
+        if call.ended.is_none() {
+            call.ended = Some(Err(
+                "the streamed reply was cut off (its pieces stopped coming); the reply comes \
+                 whole with its event"
+                    .into(),
+            ));
+            end(call);
+        }
+    }
+
     /// A workflow event, in its JSON form, as the turn passes it on: without its message when
-    /// that message was streamed (it went out as the streamed message's event); `None` when
+    /// that message streamed (it went out as the streamed message's event); `None` when
     /// nothing is left of it.
     pub(crate) fn event_of(&self, json: serde_json::Value) -> Option<AgentEvent> {
-        let mut e: flow_runtime::EventJson = serde_json::from_value(json).ok()?;
+        let mut e: EventJson = serde_json::from_value(json).ok()?;
         if let Some(message) = &e.message {
             let key = (e.agent_name.to_string(), e.run_path.to_string());
             let mut state = locked(&self.state);
-            if let Some(whole) = state.streamed.remove(&key) {
-                if whole.content == message.content && whole.tool_calls == message.tool_calls {
+            if let Some(effect) = state.streamed.remove(&key) {
+                let call = &state.calls[&effect];
+                let whole = Message::concat(call.pieces.iter());
+                if call.opened
+                    && whole.content == message.content
+                    && whole.tool_calls == message.tool_calls
+                {
                     e.message = None;
                 }
             }
@@ -142,19 +163,9 @@ impl Drop for Sink {
 /// Opens a sink for one turn.
 pub(crate) fn open() -> Sink {
     let token = uuid::Uuid::new_v4().simple().to_string();
-    let (tx, opened) = mpsc::unbounded_channel();
-    let state = Arc::new(Mutex::new(LiveState {
-        opened: tx,
-        open: HashMap::new(),
-        done: HashSet::new(),
-        streamed: HashMap::new(),
-    }));
+    let state = Arc::new(Mutex::new(LiveState::default()));
     locked(sinks()).insert(token.clone(), Arc::clone(&state));
-    Sink {
-        token,
-        opened,
-        state,
-    }
+    Sink { token, state }
 }
 
 async fn receive(Path(token): Path<String>, Json(post): Json<LivePost>) -> StatusCode {

@@ -20,7 +20,7 @@ use temporalio_sdk::{
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
-use crate::live::{LiveSink, LiveTurn, Progress, LAST_TURN};
+use crate::live::{LiveSink, LiveTurn, ModelMark, Progress, LAST_TURN};
 use crate::policy::{self, Retry};
 use crate::turn::{drive, start_turn, Started, ThreadLog};
 
@@ -293,6 +293,18 @@ fn start_effect<'a>(
                 turn,
                 effect: id,
             });
+            let live = c.state(|s| Arc::clone(&s.live));
+            {
+                let mut shown = lock(&live);
+                let at = shown.events.len() as u64;
+                shown.models.push(ModelMark {
+                    effect: id,
+                    at,
+                    agent: call.agent.clone(),
+                    run_path: call.run_path.clone().unwrap_or_default(),
+                    done: false,
+                });
+            }
             let options = ActivityOptions::with_start_to_close_timeout(MODEL_TIMEOUT)
                 .retry_policy(retry_policy(policy::model_retry()))
                 .summary(policy::model_summary(&call.agent, &call.model))
@@ -302,6 +314,9 @@ fn start_effect<'a>(
                 let result = c
                     .execute_activity(AgentflowActivities::model, call, options)
                     .await;
+                if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
+                    mark.done = true;
+                }
                 Outcome::Model(result.map_err(|e| failure_text(&e)))
             })
         }
