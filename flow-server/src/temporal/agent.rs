@@ -57,6 +57,8 @@ struct At {
     workflow: String,
     turn: u64,
     since: u64,
+    /// The question this reading answered (the workflow may show it a moment longer).
+    answered: Option<String>,
 }
 
 impl TemporalAgent {
@@ -109,10 +111,7 @@ impl TemporalAgent {
                 TurnRequest {
                     by: SERVER_REQUESTER.to_owned(),
                     text,
-                    live: Some(format!(
-                        "{}/v1/temporal/live/{}",
-                        exec.public_url, sink.token
-                    )),
+                    live: Some(self.sink_url(sink)),
                 },
                 WorkflowStartUpdateOptions::builder()
                     .update_id(update_id)
@@ -125,7 +124,15 @@ impl TemporalAgent {
             workflow: workflow.to_owned(),
             turn: progress.turn.unwrap_or_default(),
             since: 0,
+            answered: None,
         })
+    }
+
+    fn sink_url(&self, sink: &Sink) -> String {
+        format!(
+            "{}/v1/temporal/live/{}",
+            self.executor.public_url, sink.token
+        )
     }
 
     async fn progress(&self, workflow: &str, turn: u64, since: u64) -> Result<Progress, String> {
@@ -161,8 +168,11 @@ impl TemporalAgent {
         async_stream::stream! {
             let _reader = AbortOnDrop(reader);
             while let Some(mut event) = rx.recv().await {
-                session.record(&event);
-                event.recorded = true;
+                // This agent's own interrupt is the tree's to address and record.
+                if !event.is_interrupt() {
+                    session.record(&event);
+                    event.recorded = true;
+                }
                 yield event;
             }
         }
@@ -175,6 +185,9 @@ impl TemporalAgent {
         out: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
     ) {
         let mut opened = std::collections::HashSet::new();
+        // The model calls placed before the first event this reading reads are an earlier
+        // reading's (before the question it answers).
+        let start = at.since;
         let mut misses = 0u32;
         let patience = 30_000 / self.executor.poll.as_millis().max(1) as u32 + 50;
         loop {
@@ -198,7 +211,7 @@ impl TemporalAgent {
             let mut marks: Vec<_> = progress
                 .models
                 .iter()
-                .filter(|m| !opened.contains(&m.effect))
+                .filter(|m| m.at >= start && !opened.contains(&m.effect))
                 .collect();
             marks.sort_by_key(|m| (m.at, m.effect));
             let mut marks = marks.into_iter().peekable();
@@ -218,13 +231,20 @@ impl TemporalAgent {
                 opened.insert(m.effect);
                 let _ = out.send(sink.open(m.effect, &m.agent, &m.run_path));
             }
-            for m in progress.models.iter().filter(|m| m.done) {
+            for m in progress
+                .models
+                .iter()
+                .filter(|m| m.done && opened.contains(&m.effect))
+            {
                 sink.cut(m.effect);
             }
             if progress.ended {
                 return;
             }
-            if let Some(question) = progress.question {
+            if let Some(question) = progress
+                .question
+                .filter(|q| at.answered.as_deref() != Some(q.id.as_str()))
+            {
                 let mut info = InterruptInfo::new(question.info.clone());
                 info.state = Some(json!({
                     "workflow": at.workflow,
@@ -301,7 +321,12 @@ impl Agent for TemporalAgent {
                 yield self.failed("resuming the turn", "the interrupt carries no place in a workflow");
                 return;
             };
-            let at = At { workflow: workflow.to_owned(), turn, since };
+            let at = At {
+                workflow: workflow.to_owned(),
+                turn,
+                since,
+                answered: Some(question.to_owned()),
+            };
             let sink = live::open();
             let answered = self
                 .executor
@@ -314,6 +339,7 @@ impl Agent for TemporalAgent {
                         grants: vec![APPROVE_GRANT.to_owned()],
                         interrupt_id: question.to_owned(),
                         answer,
+                        live: Some(self.sink_url(&sink)),
                     },
                     WorkflowExecuteUpdateOptions::default(),
                 )

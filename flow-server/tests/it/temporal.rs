@@ -20,7 +20,7 @@ use flow_runtime::{
     Role, ToolContext, ToolError, TurnRouting,
 };
 use flow_server::temporal::TemporalExecutor;
-use flow_server::{AppState, Approvals, Auth};
+use flow_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
@@ -194,14 +194,6 @@ async fn serve(
     if let Some((client, queue)) = temporal {
         builder = builder.temporal(TemporalExecutor::new(client.clone(), queue, base.as_str()));
     }
-    if flows.iter().any(|(name, _)| name.starts_with("refunds")) {
-        let name = flows
-            .iter()
-            .find(|(n, _)| n.starts_with("refunds"))
-            .unwrap()
-            .0;
-        builder = builder.approvals(name, Approvals::new().approver_not_requester(true));
-    }
     let state = builder.build().unwrap();
     tokio::spawn(flow_server::serve(listener, state));
     base
@@ -280,4 +272,59 @@ async fn a_turn_through_the_http_api_runs_as_the_threads_workflow_and_streams_as
         .await
         .unwrap();
     assert_eq!(messages["turns"], 2, "{messages:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_the_workflow_waits_on_ends_the_turn_interrupted_and_resume_answers_it() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("clerk");
+    let flow = &flow[..24.min(flow.len())];
+    let ledger = Ledger::new();
+    flow_temporal::worker_flows().insert(flow, clerk(&ledger));
+    start_worker(&client, &queue);
+    let base = serve(&[(flow, clerk(&ledger))], Some((&client, &queue))).await;
+
+    let asked = turn(&base, flow, "t1", "refund order 7").await;
+    let done = &asked.last().unwrap().data;
+    assert_eq!(done["interrupted"], true, "{asked:#?}");
+    let interrupt = &done["interrupts"][0];
+    assert_eq!(
+        interrupt["info"]["approval"]["tool"], "refund",
+        "the workflow's question: {interrupt:#}"
+    );
+    assert!(
+        ledger.lines().is_empty(),
+        "nothing refunded before the answer"
+    );
+
+    let resumed = read_sse(
+        post(
+            &base,
+            &format!("/v1/flows/{flow}/threads/t1/resume"),
+            json!({ "interrupt_id": interrupt["id"], "data": { "approve": true } }),
+        )
+        .await,
+    )
+    .await;
+    let done = &resumed.last().unwrap().data;
+    assert_eq!(done["output"], "the refund is handled", "{resumed:#?}");
+    assert_eq!(ledger.lines().len(), 1, "one refund: {:?}", ledger.lines());
+    let said: Vec<&str> = resumed
+        .iter()
+        .filter(|f| f.name == "event")
+        .filter_map(|f| f.data["message"]["content"].as_str())
+        .collect();
+    assert!(said.contains(&"refunded 5"), "{said:?}");
+
+    // A second resume finds no question.
+    let again = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/resume"),
+        json!({ "interrupt_id": interrupt["id"], "data": { "approve": true } }),
+    )
+    .await;
+    assert_eq!(again.status(), 409, "{:?}", again.text().await);
 }

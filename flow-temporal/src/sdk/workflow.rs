@@ -83,6 +83,10 @@ pub struct AnswerRequest {
     pub interrupt_id: String,
     /// The answer (an approval's: `true`, `false` or `{"approve": BOOL, "reason"?}`).
     pub answer: serde_json::Value,
+    /// The sink the rest of the turn's model calls stream to from now on (the reader of the
+    /// turn after the answer; see [`crate::live`]); `None`: the turn's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
 }
 
 /// A thread as a workflow: turns arrive as updates ([`turn`](Self::turn)) and run one after
@@ -102,6 +106,9 @@ pub struct ThreadWorkflow {
     /// The running (or last) turn's events as they are made, for the query
     /// [`progress`](Self::progress) (see [`crate::live`]).
     live: Arc<Mutex<LiveTurn>>,
+    /// Where the running turn's model calls stream their replies (its request's sink, or the
+    /// one its last answer gave).
+    sink: Option<String>,
 }
 
 #[workflow_methods]
@@ -126,6 +133,7 @@ impl ThreadWorkflow {
             let Some((turn, request, live)) = ctx.state_mut(|s| {
                 let next = s.queued.pop_front();
                 s.requester = next.as_ref().map(|(_, r)| r.by.clone());
+                s.sink = next.as_ref().and_then(|(_, r)| r.live.clone());
                 next.map(|(turn, request)| (turn, request, Arc::clone(&s.live)))
             }) else {
                 return Ok(log.len());
@@ -148,12 +156,11 @@ impl ThreadWorkflow {
                     }
                 }),
             );
-            let sink = request.live.clone();
             let c: WorkflowContext<Self> = ctx.clone();
             let events = drive(
                 events,
                 &effects,
-                |id, effect| start_effect(&c, turn, id, effect, tool_timeout, sink.as_deref()),
+                |id, effect| start_effect(&c, turn, id, effect, tool_timeout),
                 || {
                     if let Some(now) = c.workflow_time() {
                         effects.set_now(now);
@@ -236,6 +243,9 @@ impl ThreadWorkflow {
         _ctx: &mut SyncWorkflowContext<Self>,
         request: AnswerRequest,
     ) -> String {
+        if let Some(sink) = request.live {
+            self.sink = Some(sink);
+        }
         self.answers
             .insert(request.interrupt_id.clone(), request.answer);
         format!("answered '{}'", request.interrupt_id)
@@ -283,13 +293,12 @@ fn start_effect<'a>(
     id: u64,
     effect: Effect,
     tool_timeout: Duration,
-    sink: Option<&str>,
 ) -> Started<'a> {
     let c = c.clone();
     match effect {
         Effect::Model(mut call) => {
-            call.live = sink.map(|url| LiveSink {
-                url: url.to_owned(),
+            call.live = c.state(|s| s.sink.clone()).map(|url| LiveSink {
+                url,
                 turn,
                 effect: id,
             });
