@@ -98,6 +98,7 @@ async fn a_worker_killed_mid_turn_leaves_the_turn_complete_and_each_payment_made
                     flow: FLOW.to_owned(),
                     thread: thread.clone(),
                     tool_timeout_ms: Some(3000),
+                    model_timeout_ms: None,
                 },
                 WorkflowStartOptions::new(queue.as_str(), thread.as_str()).build(),
             )

@@ -35,6 +35,9 @@ use super::TemporalExecutor;
 const SERVER_REQUESTER: &str = "agentflow-server";
 const SERVER_ANSWERER: &str = "agentflow-server:answers";
 
+/// How long a reading of the turn's events waits for a worker to answer (then reads again).
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The root of a flow served on Temporal: see the [module docs](self).
 pub struct TemporalAgent {
     executor: TemporalExecutor,
@@ -97,9 +100,11 @@ impl TemporalAgent {
                     flow: self.flow.clone(),
                     thread: workflow.to_owned(),
                     tool_timeout_ms: exec.tool_timeout_ms,
+                    model_timeout_ms: exec.model_timeout_ms,
                 },
                 WorkflowStartOptions::new(exec.task_queue.as_ref(), workflow)
                     .id_conflict_policy(WorkflowIdConflictPolicy::UseExisting)
+                    .maybe_task_timeout(exec.task_timeout)
                     .build(),
             )
             .await
@@ -136,16 +141,23 @@ impl TemporalAgent {
     }
 
     async fn progress(&self, workflow: &str, turn: u64, since: u64) -> Result<Progress, String> {
-        self.executor
+        let handle = self
+            .executor
             .client
-            .get_workflow_handle::<ThreadWorkflow>(workflow)
-            .query(
-                ThreadWorkflow::progress,
-                (turn, since),
-                WorkflowQueryOptions::default(),
-            )
-            .await
-            .map_err(|e| format!("reading the turn's events: {e}"))
+            .get_workflow_handle::<ThreadWorkflow>(workflow);
+        let query = handle.query(
+            ThreadWorkflow::progress,
+            (turn, since),
+            WorkflowQueryOptions::default(),
+        );
+        // A query waits for a worker to answer it: one that died answers nothing.
+        match tokio::time::timeout(QUERY_TIMEOUT, query).await {
+            Ok(answer) => answer.map_err(|e| format!("reading the turn's events: {e}")),
+            Err(_) => Err(format!(
+                "reading the turn's events: no worker answered in {} s",
+                QUERY_TIMEOUT.as_secs()
+            )),
+        }
     }
 
     /// The turn's events from `at` on, as they are made, until it ends or waits on a question:
@@ -201,6 +213,9 @@ impl TemporalAgent {
                     // A query fails while no worker holds the workflow (one died, another has
                     // not taken it yet): read again, for a while.
                     misses += 1;
+                    if std::env::var_os("AGENTFLOW_TEMPORAL_DEBUG").is_some() {
+                        eprintln!("reading {} turn {}: {e}", at.workflow, at.turn);
+                    }
                     if misses > patience {
                         let _ = out.send(self.failed("following the turn", e));
                         return;

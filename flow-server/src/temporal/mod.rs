@@ -36,6 +36,8 @@ pub struct TemporalExecutor {
     pub(crate) public_url: Arc<str>,
     pub(crate) poll: Duration,
     pub(crate) tool_timeout_ms: Option<u64>,
+    pub(crate) model_timeout_ms: Option<u64>,
+    pub(crate) task_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for TemporalExecutor {
@@ -63,6 +65,8 @@ impl TemporalExecutor {
             public_url: Arc::from(public_url.into().trim_end_matches('/')),
             poll: Duration::from_millis(20),
             tool_timeout_ms: None,
+            model_timeout_ms: None,
+            task_timeout: None,
         }
     }
 
@@ -77,6 +81,21 @@ impl TemporalExecutor {
     /// dies during a call is noticed after it (see `flow_temporal::ThreadStart`).
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout_ms = Some(timeout.as_millis() as u64);
+        self
+    }
+
+    /// How long one attempt of a model call may take on a worker (default 120 s): a worker
+    /// that dies during a call is noticed after it, and the call runs again elsewhere.
+    pub fn model_timeout(mut self, timeout: Duration) -> Self {
+        self.model_timeout_ms = Some(timeout.as_millis() as u64);
+        self
+    }
+
+    /// How long a workflow task may take on a worker before another worker gets it (Temporal's
+    /// workflow task timeout, default 10 s): how soon a thread goes on after its worker died
+    /// between calls. Set on the threads' workflows when this server starts them.
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = Some(timeout);
         self
     }
 

@@ -73,6 +73,7 @@ impl Thread {
                 flow: flow.to_owned(),
                 thread: id.to_owned(),
                 tool_timeout_ms: None,
+                model_timeout_ms: None,
             },
         )
         .await

@@ -48,6 +48,10 @@ pub struct ThreadStart {
     /// that dies during a call is noticed after it, and an idempotent tool's call is retried.
     #[serde(default)]
     pub tool_timeout_ms: Option<u64>,
+    /// How long one attempt of a model call may take, in milliseconds (default 120 s): a
+    /// worker that dies during a call is noticed after it, and the call runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_timeout_ms: Option<u64>,
 }
 
 /// A turn asked of a thread: who asks and what they say.
@@ -127,6 +131,9 @@ impl ThreadWorkflow {
         let tool_timeout = start
             .tool_timeout_ms
             .map_or(TOOL_TIMEOUT, Duration::from_millis);
+        let model_timeout = start
+            .model_timeout_ms
+            .map_or(MODEL_TIMEOUT, Duration::from_millis);
         loop {
             ctx.wait_condition(|s| !s.queued.is_empty() || s.closing)
                 .await?;
@@ -160,7 +167,7 @@ impl ThreadWorkflow {
             let events = drive(
                 events,
                 &effects,
-                |id, effect| start_effect(&c, turn, id, effect, tool_timeout),
+                |id, effect| start_effect(&c, turn, id, effect, (model_timeout, tool_timeout)),
                 || {
                     if let Some(now) = c.workflow_time() {
                         effects.set_now(now);
@@ -292,7 +299,7 @@ fn start_effect<'a>(
     turn: u64,
     id: u64,
     effect: Effect,
-    tool_timeout: Duration,
+    (model_timeout, tool_timeout): (Duration, Duration),
 ) -> Started<'a> {
     let c = c.clone();
     match effect {
@@ -314,7 +321,7 @@ fn start_effect<'a>(
                     done: false,
                 });
             }
-            let options = ActivityOptions::with_start_to_close_timeout(MODEL_TIMEOUT)
+            let options = ActivityOptions::with_start_to_close_timeout(model_timeout)
                 .retry_policy(retry_policy(policy::model_retry()))
                 .summary(policy::model_summary(&call.agent, &call.model))
                 .activity_id(policy::activity_id(turn, id, &call.agent, "model"))

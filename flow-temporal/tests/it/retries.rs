@@ -56,6 +56,7 @@ async fn one_turn(flow: FlowAgent, tool_timeout_ms: Option<u64>) -> Option<Vec<s
             flow: name,
             thread: unique("thread"),
             tool_timeout_ms,
+            model_timeout_ms: None,
         },
     )
     .await

@@ -35,6 +35,7 @@ async fn start_thread(
                 flow: flow.to_owned(),
                 thread: thread.clone(),
                 tool_timeout_ms: None,
+                model_timeout_ms: None,
             },
             WorkflowStartOptions::new(task_queue, thread.as_str()).build(),
         )
