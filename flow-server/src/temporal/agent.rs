@@ -35,6 +35,9 @@ use super::TemporalExecutor;
 const SERVER_REQUESTER: &str = "agentflow-server";
 const SERVER_ANSWERER: &str = "agentflow-server:answers";
 
+/// How long sending a turn is tried again (no worker to accept it: one died, none started yet).
+const SEND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long a reading of the turn's events waits for a worker to answer (then reads again).
 const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -75,6 +78,9 @@ impl TemporalAgent {
     }
 
     fn failed(&self, what: &str, e: impl std::fmt::Display) -> AgentEvent {
+        if std::env::var_os("AGENTFLOW_TEMPORAL_DEBUG").is_some() {
+            eprintln!("{what} failed: {e}");
+        }
         AgentEvent::error(AgentError::Failed {
             agent: Arc::from(self.name.as_str()),
             message: Arc::from(format!(
@@ -213,9 +219,7 @@ impl TemporalAgent {
                     // A query fails while no worker holds the workflow (one died, another has
                     // not taken it yet): read again, for a while.
                     misses += 1;
-                    if std::env::var_os("AGENTFLOW_TEMPORAL_DEBUG").is_some() {
-                        eprintln!("reading {} turn {}: {e}", at.workflow, at.turn);
-                    }
+                    tracing::debug!(workflow = %at.workflow, turn = at.turn, error = %e, "reading again");
                     if misses > patience {
                         let _ = out.send(self.failed("following the turn", e));
                         return;
@@ -307,7 +311,17 @@ impl Agent for TemporalAgent {
         let update_id = format!("turn:{}", cx.idempotency_scope());
         EventStream::new(async_stream::stream! {
             let sink = live::open();
-            match self.send_turn(&workflow, text, update_id, &sink).await {
+            // Sending again is safe (the workflow is started once, the update's id makes it
+            // one turn); a moment without a worker to accept it is waited out, for a while.
+            let mut sent = self.send_turn(&workflow, text.clone(), update_id.clone(), &sink).await;
+            let mut wait = std::time::Duration::from_millis(100);
+            let started = std::time::Instant::now();
+            while sent.is_err() && started.elapsed() < SEND_PATIENCE {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(2));
+                sent = self.send_turn(&workflow, text.clone(), update_id.clone(), &sink).await;
+            }
+            match sent {
                 Ok(at) => {
                     for await event in Arc::clone(&self).follow(&cx, at, sink) {
                         yield event;

@@ -23,7 +23,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
 use flow_runtime::{
-    AgentEvent, EventJson, Message, MessageStream, MessageStreamSender, RunPath, StreamError,
+    AgentEvent, EventJson, Message, MessageStream, MessageStreamSender, Role, RunPath, StreamError,
 };
 use flow_temporal::LivePost;
 
@@ -136,18 +136,21 @@ impl Sink {
     /// nothing is left of it.
     pub(crate) fn event_of(&self, json: serde_json::Value) -> Option<AgentEvent> {
         let mut e: EventJson = serde_json::from_value(json).ok()?;
-        if let Some(message) = &e.message {
+        if let Some(message) = e.message.as_ref().filter(|m| m.role == Role::Assistant) {
+            // The agent's last streamed reply, if this is it (a tool's result of the same agent
+            // may come between: it is not the reply, and leaves it in place).
             let key = (e.agent_name.to_string(), e.run_path.to_string());
             let mut state = locked(&self.state);
-            if let Some(effect) = state.streamed.remove(&key) {
-                let call = &state.calls[&effect];
+            let streamed = state.streamed.get(&key).is_some_and(|effect| {
+                let call = &state.calls[effect];
                 let whole = Message::concat(call.pieces.iter());
-                if call.opened
+                call.opened
                     && whole.content == message.content
                     && whole.tool_calls == message.tool_calls
-                {
-                    e.message = None;
-                }
+            });
+            if streamed {
+                state.streamed.remove(&key);
+                e.message = None;
             }
         }
         super::agent::event_of_json(e)
