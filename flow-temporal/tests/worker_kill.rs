@@ -114,6 +114,7 @@ async fn a_worker_killed_mid_turn_leaves_the_turn_complete_and_each_payment_made
                             by: "ana".into(),
                             text: "please pay my bill".into(),
                             live: None,
+                            key: None,
                         },
                         WorkflowExecuteUpdateOptions::default(),
                     )

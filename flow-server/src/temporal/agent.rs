@@ -61,7 +61,10 @@ impl std::fmt::Debug for TemporalAgent {
 #[derive(Debug, Clone)]
 struct At {
     workflow: String,
-    turn: u64,
+    /// The turn's key (its update's id), read by before its number is known.
+    key: Option<String>,
+    /// The turn's number, once known.
+    turn: Option<u64>,
     since: u64,
     /// The question this reading answered (the workflow may show it a moment longer).
     answered: Option<String>,
@@ -91,13 +94,15 @@ impl TemporalAgent {
     }
 
     /// Starts the thread's workflow if need be and sends it the turn; gives the turn's place.
+    /// Starts the thread's workflow if need be and sends it the turn under `key` (the update's
+    /// id: sending again is the same turn).
     async fn send_turn(
         &self,
         workflow: &str,
-        text: String,
-        update_id: String,
-        sink: &Sink,
-    ) -> Result<At, String> {
+        text: &str,
+        key: &str,
+        sink: &str,
+    ) -> Result<(), String> {
         let exec = &self.executor;
         exec.client
             .start_workflow(
@@ -121,22 +126,40 @@ impl TemporalAgent {
                 ThreadWorkflow::turn,
                 TurnRequest {
                     by: SERVER_REQUESTER.to_owned(),
-                    text,
-                    live: Some(self.sink_url(sink)),
+                    text: text.to_owned(),
+                    live: Some(sink.to_owned()),
+                    key: Some(key.to_owned()),
                 },
                 WorkflowStartUpdateOptions::builder()
-                    .update_id(update_id)
+                    .update_id(key.to_owned())
                     .build(),
             )
             .await
             .map_err(|e| format!("sending the turn: {e}"))?;
-        let progress = self.progress(workflow, LAST_TURN, 0).await?;
-        Ok(At {
-            workflow: workflow.to_owned(),
-            turn: progress.turn.unwrap_or_default(),
-            since: 0,
-            answered: None,
-        })
+        Ok(())
+    }
+
+    /// [`send_turn`](Self::send_turn), sent again while it fails (no worker to accept it: one
+    /// died, none started yet), for [`SEND_PATIENCE`].
+    async fn send_turn_patiently(
+        self: Arc<Self>,
+        workflow: String,
+        text: String,
+        key: String,
+        sink: String,
+    ) -> Result<(), String> {
+        let mut wait = std::time::Duration::from_millis(100);
+        let started = std::time::Instant::now();
+        loop {
+            match self.send_turn(&workflow, &text, &key, &sink).await {
+                Ok(()) => return Ok(()),
+                Err(e) if started.elapsed() >= SEND_PATIENCE => return Err(e),
+                Err(_) => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(std::time::Duration::from_secs(2));
+                }
+            }
+        }
     }
 
     fn sink_url(&self, sink: &Sink) -> String {
@@ -146,16 +169,33 @@ impl TemporalAgent {
         )
     }
 
-    async fn progress(&self, workflow: &str, turn: u64, since: u64) -> Result<Progress, String> {
+    async fn progress(&self, at: &At) -> Result<Progress, String> {
         let handle = self
             .executor
             .client
-            .get_workflow_handle::<ThreadWorkflow>(workflow);
-        let query = handle.query(
-            ThreadWorkflow::progress,
-            (turn, since),
-            WorkflowQueryOptions::default(),
-        );
+            .get_workflow_handle::<ThreadWorkflow>(at.workflow.as_str());
+        let query = async {
+            match (at.turn, &at.key) {
+                (None, Some(key)) => {
+                    handle
+                        .query(
+                            ThreadWorkflow::progress_of,
+                            (key.clone(), at.since),
+                            WorkflowQueryOptions::default(),
+                        )
+                        .await
+                }
+                (turn, _) => {
+                    handle
+                        .query(
+                            ThreadWorkflow::progress,
+                            (turn.unwrap_or(LAST_TURN), at.since),
+                            WorkflowQueryOptions::default(),
+                        )
+                        .await
+                }
+            }
+        };
         // A query waits for a worker to answer it: one that died answers nothing.
         match tokio::time::timeout(QUERY_TIMEOUT, query).await {
             Ok(answer) => answer.map_err(|e| format!("reading the turn's events: {e}")),
@@ -179,9 +219,10 @@ impl TemporalAgent {
         cx: &RunContext,
         at: At,
         sink: Sink,
+        sending: Option<tokio::task::JoinHandle<Result<(), String>>>,
     ) -> impl Stream<Item = AgentEvent> + Send {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let reader = tokio::spawn(self.read(at, sink, tx));
+        let reader = tokio::spawn(self.read(at, sink, sending, tx));
         let session = Arc::clone(cx.session());
         async_stream::stream! {
             let _reader = AbortOnDrop(reader);
@@ -200,6 +241,7 @@ impl TemporalAgent {
         self: Arc<Self>,
         mut at: At,
         sink: Sink,
+        mut sending: Option<tokio::task::JoinHandle<Result<(), String>>>,
         out: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
     ) {
         let mut opened = std::collections::HashSet::new();
@@ -208,18 +250,36 @@ impl TemporalAgent {
         let start = at.since;
         let mut misses = 0u32;
         let patience = 30_000 / self.executor.poll.as_millis().max(1) as u32 + 50;
+        let mut first = true;
         loop {
-            tokio::time::sleep(self.executor.poll).await;
-            let progress = match self.progress(&at.workflow, at.turn, at.since).await {
+            if !first {
+                tokio::time::sleep(self.executor.poll).await;
+            }
+            first = false;
+            // The turn is read while it is being sent: a send that failed for good ends it.
+            if sending.as_ref().is_some_and(|s| s.is_finished()) {
+                let sent = sending.take().expect("checked").await;
+                match sent.map_err(|e| e.to_string()).and_then(|sent| sent) {
+                    Ok(()) => {}
+                    Err(e) => {
+                        let _ = out.send(self.failed("the turn", e));
+                        return;
+                    }
+                }
+            }
+            let progress = match self.progress(&at).await {
                 Ok(p) => {
                     misses = 0;
+                    if p.turn.is_some() {
+                        at.turn = p.turn;
+                    }
                     p
                 }
                 Err(e) => {
                     // A query fails while no worker holds the workflow (one died, another has
                     // not taken it yet): read again, for a while.
                     misses += 1;
-                    tracing::debug!(workflow = %at.workflow, turn = at.turn, error = %e, "reading again");
+                    tracing::debug!(workflow = %at.workflow, turn = ?at.turn, error = %e, "reading again");
                     if misses > patience {
                         let _ = out.send(self.failed("following the turn", e));
                         return;
@@ -267,7 +327,7 @@ impl TemporalAgent {
                 let mut info = InterruptInfo::new(question.info.clone());
                 info.state = Some(json!({
                     "workflow": at.workflow,
-                    "turn": at.turn,
+                    "turn": at.turn.unwrap_or_default(),
                     "since": at.since,
                     "question": question.id,
                 }));
@@ -309,27 +369,21 @@ impl Agent for TemporalAgent {
             .unwrap_or(cx.idempotency_scope())
             .to_owned();
         let update_id = format!("turn:{}", cx.idempotency_scope());
-        EventStream::new(async_stream::stream! {
-            let sink = live::open();
-            // Sending again is safe (the workflow is started once, the update's id makes it
-            // one turn); a moment without a worker to accept it is waited out, for a while.
-            let mut sent = self.send_turn(&workflow, text.clone(), update_id.clone(), &sink).await;
-            let mut wait = std::time::Duration::from_millis(100);
-            let started = std::time::Instant::now();
-            while sent.is_err() && started.elapsed() < SEND_PATIENCE {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(std::time::Duration::from_secs(2));
-                sent = self.send_turn(&workflow, text.clone(), update_id.clone(), &sink).await;
-            }
-            match sent {
-                Ok(at) => {
-                    for await event in Arc::clone(&self).follow(&cx, at, sink) {
-                        yield event;
-                    }
-                }
-                Err(e) => yield self.failed("the turn", e),
-            }
-        })
+        let sink = live::open();
+        let sending = tokio::spawn(Arc::clone(&self).send_turn_patiently(
+            workflow.clone(),
+            text,
+            update_id.clone(),
+            self.sink_url(&sink),
+        ));
+        let at = At {
+            workflow,
+            key: Some(update_id),
+            turn: None,
+            since: 0,
+            answered: None,
+        };
+        EventStream::new(self.follow(&cx, at, sink, Some(sending)))
     }
 
     fn resume(
@@ -352,7 +406,8 @@ impl Agent for TemporalAgent {
             };
             let at = At {
                 workflow: workflow.to_owned(),
-                turn,
+                key: None,
+                turn: Some(turn),
                 since,
                 answered: Some(question.to_owned()),
             };
@@ -377,7 +432,7 @@ impl Agent for TemporalAgent {
                 yield self.failed("answering the turn's question", e);
                 return;
             }
-            for await event in Arc::clone(&self).follow(&cx, at, sink) {
+            for await event in Arc::clone(&self).follow(&cx, at, sink, None) {
                 yield event;
             }
         })

@@ -124,6 +124,7 @@ impl Thread {
                     by: by.to_owned(),
                     text: text.to_owned(),
                     live: None,
+                    key: None,
                 },
                 WorkflowExecuteUpdateOptions::default(),
             )

@@ -65,6 +65,10 @@ pub struct TurnRequest {
     /// [`crate::live`]); `None`: nothing is streamed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<String>,
+    /// The reader's name for the turn, for [`ThreadWorkflow::progress_of`]: a reader can read
+    /// the turn's events by it before it knows the turn's number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// A finished turn: its number and its events in their documented JSON form.
@@ -113,6 +117,8 @@ pub struct ThreadWorkflow {
     /// Where the running turn's model calls stream their replies (its request's sink, or the
     /// one its last answer gave).
     sink: Option<String>,
+    /// The turns asked with a key ([`TurnRequest::key`]), by key.
+    keys: HashMap<String, u64>,
 }
 
 #[workflow_methods]
@@ -195,6 +201,9 @@ impl ThreadWorkflow {
         let turn = ctx.state_mut(|s| {
             let turn = s.next_turn;
             s.next_turn += 1;
+            if let Some(key) = &request.key {
+                s.keys.insert(key.clone(), turn);
+            }
             s.queued.push_back((turn, request));
             turn
         });
@@ -275,6 +284,21 @@ impl ThreadWorkflow {
             turn => turn,
         };
         lock(&self.live).progress(turn, since, self.question.clone())
+    }
+
+    /// As [`progress`](Self::progress), for the turn asked with key `key`
+    /// ([`TurnRequest::key`]); before that turn is asked, an empty progress (no turn, not
+    /// ended).
+    #[query]
+    pub fn progress_of(&self, _ctx: &WorkflowContextView, at: (String, u64)) -> Progress {
+        let (key, since) = at;
+        match self.keys.get(&key) {
+            Some(&turn) => lock(&self.live).progress(turn, since, self.question.clone()),
+            None => Progress {
+                since,
+                ..Progress::default()
+            },
+        }
     }
 
     /// Ends the thread once the turns asked before are done.

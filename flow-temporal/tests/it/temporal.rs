@@ -56,6 +56,7 @@ async fn turn(
                 by: by.to_owned(),
                 text: text.to_owned(),
                 live: None,
+                key: None,
             },
             WorkflowExecuteUpdateOptions::default(),
         )
