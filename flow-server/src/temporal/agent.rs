@@ -41,7 +41,8 @@ const SEND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 /// How long a reading of the turn's events waits for a worker to answer (then reads again).
 const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The root of a flow served on Temporal: see the [module docs](self).
+/// The root of a flow served on Temporal: it sends each turn to the thread's workflow and passes
+/// the workflow's events on as they are made (see [`crate::temporal`]).
 pub struct TemporalAgent {
     executor: TemporalExecutor,
     flow: String,
