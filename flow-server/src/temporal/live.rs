@@ -187,3 +187,105 @@ async fn receive(Path(token): Path<String>, Json(post): Json<LivePost>) -> Statu
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/v1/temporal/live/{token}", post(receive))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    fn piece(effect: u64, seq: u64, text: Option<&str>) -> LivePost {
+        LivePost {
+            turn: 0,
+            effect,
+            seq,
+            agent: "billing".into(),
+            run_path: RunPath::root("desk").child("billing"),
+            chunk: text.map(Message::assistant),
+            error: None,
+        }
+    }
+
+    fn post(sink: &Sink, post: LivePost) {
+        locked(&sink.state).take(post);
+    }
+
+    async fn text_of(event: AgentEvent) -> String {
+        let json = event.materialized().await.unwrap();
+        json.message.unwrap().content
+    }
+
+    #[tokio::test]
+    async fn pieces_posted_again_by_a_second_attempt_are_taken_once() {
+        let sink = open();
+        post(&sink, piece(3, 0, Some("paid")));
+        post(&sink, piece(3, 1, Some(" 30")));
+        // The worker died; the call runs again and posts from the first piece.
+        post(&sink, piece(3, 0, Some("paid")));
+        post(&sink, piece(3, 1, Some(" 30")));
+        post(&sink, piece(3, 2, Some(" euros")));
+        post(&sink, piece(3, 3, None));
+        let path = RunPath::root("desk").child("billing");
+        let streamed = sink.open(3, "billing", &path);
+        assert_eq!(text_of(streamed).await, "paid 30 euros");
+    }
+
+    #[tokio::test]
+    async fn a_stream_opened_before_its_pieces_gets_them_as_they_come() {
+        let sink = open();
+        let path = RunPath::root("desk").child("billing");
+        let streamed = sink.open(1, "billing", &path);
+        post(&sink, piece(1, 0, Some("hello")));
+        post(&sink, piece(1, 1, Some(" there")));
+        post(&sink, piece(1, 2, None));
+        assert_eq!(text_of(streamed).await, "hello there");
+    }
+
+    #[tokio::test]
+    async fn the_reply_event_goes_out_without_its_streamed_message_and_a_tool_result_keeps_its_own()
+    {
+        let sink = open();
+        let path = RunPath::root("desk").child("billing");
+        let streamed = sink.open(5, "billing", &path);
+        post(&sink, piece(5, 0, Some("done")));
+        post(&sink, piece(5, 1, None));
+        drop(streamed);
+        let event = |role_message: Message| {
+            serde_json::to_value(EventJson {
+                agent_name: Arc::from("billing"),
+                run_path: path.clone(),
+                message: Some(role_message),
+                streamed: false,
+                custom: None,
+                action: None,
+                error: None,
+            })
+            .unwrap()
+        };
+        let result = sink.event_of(event(Message::tool("paid 30", "call_1", "pay")));
+        assert_eq!(
+            result
+                .and_then(|e| e.message_output().cloned())
+                .map(|m| m.content),
+            Some("paid 30".to_owned()),
+            "a tool result of the same agent is not the streamed reply"
+        );
+        assert!(
+            sink.event_of(event(Message::assistant("done"))).is_none(),
+            "the streamed reply's event has nothing left"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cut_stream_fails_so_nothing_of_it_is_recorded() {
+        let sink = open();
+        let path = RunPath::root("desk").child("billing");
+        let mut streamed = sink.open(2, "billing", &path);
+        post(&sink, piece(2, 0, Some("half")));
+        sink.cut(2);
+        let Some(flow_runtime::EventOutput::Stream(stream)) = streamed.output.take() else {
+            panic!("a streamed message");
+        };
+        let items: Vec<_> = stream.collect().await;
+        assert!(items.last().unwrap().is_err(), "{items:?}");
+    }
+}
