@@ -82,9 +82,7 @@ impl TemporalAgent {
     }
 
     fn failed(&self, what: &str, e: impl std::fmt::Display) -> AgentEvent {
-        if std::env::var_os("AGENTFLOW_TEMPORAL_DEBUG").is_some() {
-            eprintln!("{what} failed: {e}");
-        }
+        tracing::warn!(agent = %self.name, task_queue = %self.executor.task_queue, error = %e, "{what} on Temporal failed");
         AgentEvent::error(AgentError::Failed {
             agent: Arc::from(self.name.as_str()),
             message: Arc::from(format!(
