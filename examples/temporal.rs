@@ -152,6 +152,7 @@ async fn main() {
         grants: grants.iter().map(|g| g.to_string()).collect(),
         interrupt_id: question.id.clone(),
         answer: json!(true),
+        live: None,
     };
     // Ana asked for the refund: she may not approve it herself (refused by the update's
     // validator, so it never enters the workflow's history).

@@ -494,6 +494,8 @@ pub mod schedules;
 mod serve;
 mod sse;
 mod state;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 mod thread;
 mod thread_views;
 mod time_travel;
@@ -576,13 +578,17 @@ pub fn app(state: AppState) -> Router {
         .route("/ready", get(routes::ready))
         .method_not_allowed_fallback(routes::method_not_allowed);
 
-    let mut router = Router::new()
+    let router = Router::new()
         .route("/", get(console::index))
         .route("/console.js", get(console::script))
         .route("/console.css", get(console::style))
         .nest("/v1", api)
         .merge(a2a::router(&state))
-        .merge(agui::router(&state))
+        .merge(agui::router(&state));
+    // The sink of streamed model output from Temporal workers (its token is its credential).
+    #[cfg(feature = "temporal")]
+    let router = router.merge(temporal::routes());
+    let mut router = router
         .method_not_allowed_fallback(routes::method_not_allowed)
         .fallback(routes::no_route)
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))

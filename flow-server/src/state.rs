@@ -292,6 +292,8 @@ pub struct ServerBuilder {
     outbound: flow_runtime::outbound::OutboundPolicy,
     queue: Option<crate::queue::QueueSettings>,
     memory: Option<flow_runtime::memory::Memory>,
+    #[cfg(feature = "temporal")]
+    temporal: Option<crate::temporal::TemporalExecutor>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -347,6 +349,8 @@ impl ServerBuilder {
             outbound: flow_runtime::outbound::OutboundPolicy::default(),
             queue: None,
             memory: None,
+            #[cfg(feature = "temporal")]
+            temporal: None,
         }
     }
 
@@ -532,6 +536,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Runs every flow served from a tree ([`flow`](Self::flow)) on Temporal: each thread is a
+    /// workflow on the workers of the executor's task queue, which hold the flows' trees under
+    /// the names they are served by (`flow_temporal::worker_flows`); this process runs a
+    /// [`TemporalAgent`](crate::temporal::TemporalAgent) in each tree's place, through the same
+    /// runner, routes and protocols (see [`crate::temporal`]). The thread's records stay in the
+    /// server's store. Without it (the default) turns run in the server's processes, and many
+    /// processes on one PostgreSQL store share the work.
+    #[cfg(feature = "temporal")]
+    pub fn temporal(mut self, executor: crate::temporal::TemporalExecutor) -> Self {
+        self.temporal = Some(executor);
+        self
+    }
+
     /// The state, checked.
     pub fn build(mut self) -> Result<AppState, BuildError> {
         let auth = self.auth.ok_or(BuildError::NoAuth)?;
@@ -575,6 +592,11 @@ impl ServerBuilder {
             let approvals = self.approvals.remove(&name).unwrap_or_default();
             let runner = match source {
                 FlowSource::Agent(agent) => {
+                    #[cfg(feature = "temporal")]
+                    let agent = match &self.temporal {
+                        Some(executor) => FlowAgent::new(executor.agent(&name, agent.name())),
+                        None => agent,
+                    };
                     let runner = (self.runner)(agent)
                         .streaming(self.streaming)
                         .turn_routing(self.routing)

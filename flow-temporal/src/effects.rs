@@ -44,6 +44,13 @@ pub struct ModelCall {
     pub tools: Vec<ToolDefinition>,
     /// Sampling parameters.
     pub params: ModelParams,
+    /// The calling agent's run path (the pieces of a streamed reply carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_path: Option<RunPath>,
+    /// Where the call streams its reply as it comes (see [`crate::live`]); `None`: the reply
+    /// comes whole with the activity's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::live::LiveSink>,
 }
 
 impl ModelCall {
@@ -311,6 +318,8 @@ impl Middleware for EffectsMiddleware {
             messages: request.messages.iter().map(|m| Message::clone(m)).collect(),
             tools: request.tools.to_vec(),
             params: request.params.clone(),
+            run_path: Some(cx.run_context().run_path().clone()),
+            live: None,
         };
         match self.effects.ask(Effect::Model(call)).await {
             Outcome::Model(Ok(reply)) => Ok(Some(reply)),

@@ -166,6 +166,38 @@ pub async fn call_model(
     Ok(model.generate(&request).await)
 }
 
+/// What a model activity does for a call with a sink ([`ModelCall::live`]): streams the calling
+/// agent's model's reply, handing each piece to `piece` as it comes (with its number), and
+/// gives the reply whole (the pieces concatenated, as the engine concatenates a stream).
+pub async fn stream_model<F, Fut>(
+    flows: &Flows,
+    call: &ModelCall,
+    mut piece: F,
+) -> Result<Result<flow_core::Message, ModelError>, LookupError>
+where
+    F: FnMut(u64, flow_core::Message) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    use futures::StreamExt;
+    let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
+    let model = Arc::clone(chat_agent(&node).model());
+    let mut stream = match model.stream(&call.request()).await {
+        Ok(stream) => stream,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut pieces = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(chunk) => {
+                piece(pieces.len() as u64, chunk.clone()).await;
+                pieces.push(chunk);
+            }
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    Ok(Ok(flow_core::Message::concat(pieces.iter())))
+}
+
 /// What a tool activity does: runs the calling agent's tool with the call's arguments, under the
 /// same idempotency key as in the workflow; a tool's error is the text the model gets, a tool's
 /// own interrupt (an approval) is handed back to the workflow, and a call resumed after one

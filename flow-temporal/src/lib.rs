@@ -14,6 +14,15 @@
 //! `cargo test --workspace` must build without them. The guide's chapter "Scaling out on
 //! Temporal" says how to run it.
 //!
+//! # Live events
+//!
+//! A turn's events reach a reader as they are made, streamed model output included, each once
+//! even when a worker dies mid-turn: the workflow answers the query `progress` with the running
+//! turn's events from a count on (numbered by their place in the turn, the same on replay), and
+//! a turn asked with a sink has its model calls post their streamed pieces to it (numbered by
+//! call and piece, posted again from the first by a call run again). See [`live`]; flow-server's
+//! `temporal` feature reads both for every door.
+//!
 //! # Payload sizes
 //!
 //! Every activity's input and result is a Temporal payload stored in the workflow's history: a
@@ -60,6 +69,7 @@
 pub mod blobs;
 pub mod effects;
 pub mod flows;
+pub mod live;
 pub mod policy;
 pub mod turn;
 
@@ -78,4 +88,5 @@ pub use effects::{
     ToolOutcome, ToolResume,
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
+pub use live::{LivePost, LiveSink, ModelMark, Progress, LAST_TURN};
 pub use turn::CarriedTurn;

@@ -186,13 +186,18 @@ pub async fn drive<'a>(
             return Poll::Ready(true);
         }
         let mut moved = false;
-        match events.poll_next_unpin(cx) {
-            Poll::Ready(Some(event)) => {
-                out.push(event);
-                moved = true;
+        // Every event made so far before the effects asked: an effect is asked after the
+        // events made before it (a reader of the live events places a call's streamed reply
+        // by the number of events before it).
+        loop {
+            match events.poll_next_unpin(cx) {
+                Poll::Ready(Some(event)) => {
+                    out.push(event);
+                    moved = true;
+                }
+                Poll::Ready(None) => return Poll::Ready(false),
+                Poll::Pending => break,
             }
-            Poll::Ready(None) => return Poll::Ready(false),
-            Poll::Pending => {}
         }
         for (id, effect) in effects.take_asked() {
             running.push((id, start(id, effect)));

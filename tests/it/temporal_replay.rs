@@ -250,6 +250,7 @@ async fn record() {
                         grants: vec![temporal::APPROVE_GRANT.into()],
                         interrupt_id: question.id.clone(),
                         answer: serde_json::json!({ "approve": true }),
+                        live: None,
                     })
                     .await;
             }

@@ -277,6 +277,14 @@ impl Session {
         self.append(Arc::new(event), usize::MAX);
     }
 
+    /// Records `event` as a tree records its agents' events (a streamed message as its stream
+    /// goes): for an agent that runs agents elsewhere and passes their events on (flow-server's
+    /// Temporal root), which marks each passed event
+    /// [`recorded`](AgentEvent::recorded) so the tree around it does not record it again.
+    pub fn record(&self, event: &AgentEvent) {
+        self.append(Arc::new(SessionEvent::from_event(event)), usize::MAX);
+    }
+
     /// Records `event` unless `max` events are recorded already; the record if it did.
     pub(crate) fn record_within(
         &self,

@@ -35,6 +35,8 @@ mod runner_config;
 mod runs;
 mod scale_out;
 mod schedules;
+#[cfg(feature = "temporal")]
+mod temporal;
 mod thread_views;
 mod time_travel;
 mod tool_approvals;

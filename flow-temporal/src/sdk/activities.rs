@@ -9,19 +9,27 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
-use crate::flows::{call_model, call_tool, Flows, LookupError};
+use crate::flows::{call_model, call_tool, stream_model, Flows, LookupError};
+use crate::live::{LivePost, LiveSink};
 use crate::policy::ModelFailure;
+use flow_core::RunPath;
 
 /// The activities of a worker, over its flows.
 #[derive(Debug, Clone)]
 pub struct AgentflowActivities {
     flows: Flows,
+    /// The client that posts streamed pieces to a turn's sink (see [`crate::live`]).
+    http: reqwest::Client,
 }
 
 impl AgentflowActivities {
     /// The activities of `flows`.
     pub fn new(flows: Flows) -> Self {
-        AgentflowActivities { flows }
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .build()
+            .unwrap_or_default();
+        AgentflowActivities { flows, http }
     }
 }
 
@@ -37,6 +45,56 @@ fn lookup_failure(e: LookupError) -> ActivityError {
 #[error("{0}")]
 struct Text(String);
 
+/// A turn's sink as one model call posts to it: each piece in order, then the end; after a
+/// post that fails (the server went away) nothing more is posted (see [`crate::live`]).
+struct Sink<'a> {
+    http: &'a reqwest::Client,
+    sink: &'a LiveSink,
+    agent: &'a str,
+    run_path: RunPath,
+    pieces: std::sync::atomic::AtomicU64,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+impl<'a> Sink<'a> {
+    fn new(http: &'a reqwest::Client, sink: &'a LiveSink, call: &'a ModelCall) -> Self {
+        Sink {
+            http,
+            sink,
+            agent: &call.agent,
+            run_path: call.run_path.clone().unwrap_or_default(),
+            pieces: Default::default(),
+            broken: Default::default(),
+        }
+    }
+
+    async fn post(&self, seq: u64, chunk: Option<Message>, error: Option<String>) {
+        use std::sync::atomic::Ordering;
+        if self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        self.pieces.store(seq + 1, Ordering::Relaxed);
+        let post = LivePost {
+            turn: self.sink.turn,
+            effect: self.sink.effect,
+            seq,
+            agent: self.agent.to_owned(),
+            run_path: self.run_path.clone(),
+            chunk,
+            error,
+        };
+        let sent = self.http.post(&self.sink.url).json(&post).send().await;
+        if !matches!(&sent, Ok(r) if r.status().is_success()) {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    async fn end(&self, error: Option<String>) {
+        let seq = self.pieces.load(std::sync::atomic::Ordering::Relaxed);
+        self.post(seq, None, error).await;
+    }
+}
+
 #[activities]
 impl AgentflowActivities {
     /// A model call: the calling agent's model answers the request. A failure that another
@@ -47,10 +105,22 @@ impl AgentflowActivities {
         _ctx: ActivityContext,
         call: ModelCall,
     ) -> Result<Message, ActivityError> {
-        match call_model(&self.flows, &call)
-            .await
-            .map_err(lookup_failure)?
-        {
+        let reply = match &call.live {
+            Some(sink) => {
+                let sink = Sink::new(&self.http, sink, &call);
+                let reply = stream_model(&self.flows, &call, |seq, chunk| {
+                    sink.post(seq, Some(chunk), None)
+                })
+                .await
+                .map_err(lookup_failure)?;
+                sink.end(reply.as_ref().err().map(|e| e.to_string())).await;
+                reply
+            }
+            None => call_model(&self.flows, &call)
+                .await
+                .map_err(lookup_failure)?,
+        };
+        match reply {
             Ok(reply) => Ok(reply),
             Err(e) => {
                 let failure = ModelFailure::of(&e);

@@ -16,11 +16,13 @@
 //!   thread's history stays bounded.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use flow_core::event::InterruptInfo;
-use flow_core::{CancelMode, CancelSignal, Message};
+use flow_core::{CancelMode, CancelSignal, EventStream, Message};
 use flow_runtime::{AnswerRule, Caller, DoubleText};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use temporalio_client::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
@@ -34,8 +36,13 @@ use temporalio_workflow::{WaitConditionOptions, WorkflowCancellationToken};
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
+use crate::live::{LiveSink, LiveTurn, ModelMark, Progress, LAST_TURN};
 use crate::policy::{self, Retry};
 use crate::turn::{drive, start_turn, CarriedTurn, Started, ThreadLog};
+
+fn lock(live: &Mutex<LiveTurn>) -> std::sync::MutexGuard<'_, LiveTurn> {
+    live.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The grant answering a question (an approval) needs.
 pub const APPROVE_GRANT: &str = "approve";
@@ -57,6 +64,10 @@ pub struct ThreadStart {
     /// that dies during a call is noticed after it, and an idempotent tool's call is retried.
     #[serde(default)]
     pub tool_timeout_ms: Option<u64>,
+    /// How long one attempt of a model call may take, in milliseconds (default 120 s): a
+    /// worker that dies during a call is noticed after it, and the call runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_timeout_ms: Option<u64>,
     /// How a workflow cancel stops the running turn (default: at its next safe point, after its
     /// model call or its tool calls, recursively; `immediate` drops it where it is).
     #[serde(default)]
@@ -85,6 +96,7 @@ impl ThreadStart {
             flow: flow.into(),
             thread: thread.into(),
             tool_timeout_ms: None,
+            model_timeout_ms: None,
             cancel_mode: None,
             continue_as_new_after: None,
             local_activities: LocalSteps::None,
@@ -164,6 +176,14 @@ pub struct TurnRequest {
     pub by: String,
     /// The user's message.
     pub text: String,
+    /// The sink the turn's model calls stream their replies to (an HTTP URL; see
+    /// [`crate::live`]); `None`: nothing is streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
+    /// The reader's name for the turn, for [`ThreadWorkflow::progress_of`]: a reader can read
+    /// the turn's events by it before it knows the turn's number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// What to do when another turn of the thread runs or waits (default `enqueue`; see
     /// [`ThreadWorkflow`]).
     #[serde(default = "enqueue")]
@@ -177,6 +197,8 @@ impl TurnRequest {
             by: by.into(),
             text: text.into(),
             if_busy: DoubleText::Enqueue,
+            live: None,
+            key: None,
         }
     }
 
@@ -224,6 +246,10 @@ pub struct AnswerRequest {
     pub interrupt_id: String,
     /// The answer (an approval's: `true`, `false` or `{"approve": BOOL, "reason"?}`).
     pub answer: serde_json::Value,
+    /// The sink the rest of the turn's model calls stream to from now on (the reader of the
+    /// turn after the answer; see [`crate::live`]); `None`: the turn's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
 }
 
 /// A thread as a workflow: turns arrive as updates ([`turn`](Self::turn)) and run one after
@@ -249,6 +275,14 @@ pub struct ThreadWorkflow {
     question: Option<InterruptInfo>,
     answers: HashMap<String, serde_json::Value>,
     closing: bool,
+    /// The running (or last) turn's events as they are made, for the query
+    /// [`progress`](Self::progress) (see [`crate::live`]).
+    live: Arc<Mutex<LiveTurn>>,
+    /// Where the running turn's model calls stream their replies (its request's sink, or the
+    /// one its last answer gave).
+    sink: Option<String>,
+    /// The turns asked with a key ([`TurnRequest::key`]), by key.
+    keys: HashMap<String, u64>,
 }
 
 #[workflow_methods]
@@ -275,6 +309,9 @@ impl ThreadWorkflow {
             .map_or(TOOL_TIMEOUT, Duration::from_millis);
         let cancel_mode = start.cancel_mode();
         let mut ran_any = false;
+        let model_timeout = start
+            .model_timeout_ms
+            .map_or(MODEL_TIMEOUT, Duration::from_millis);
         loop {
             if ran_any && over_history(ctx, &start) {
                 // Between turns: once no handler runs and no turn waits, hand the thread to a
@@ -300,11 +337,12 @@ impl ThreadWorkflow {
             ctx.wait_condition(|s| !s.queued.is_empty() || s.closing)
                 .await?;
             let signal = CancelSignal::new();
-            let Some((turn, request)) = ctx.state_mut(|s| {
+            let Some((turn, request, live)) = ctx.state_mut(|s| {
                 let next = s.queued.pop_front();
                 s.requester = next.as_ref().map(|(_, r)| r.by.clone());
                 s.running = next.as_ref().map(|(turn, _)| (*turn, signal.clone()));
-                next
+                s.sink = next.as_ref().and_then(|(_, r)| r.live.clone());
+                next.map(|(turn, request)| (turn, request, Arc::clone(&s.live)))
             }) else {
                 // Closing: the turns' callers get their results before the workflow ends.
                 let c = ctx.clone();
@@ -320,13 +358,26 @@ impl ThreadWorkflow {
                 seed ^ number,
             );
             let input = Message::user(request.text.as_str());
-            let events = start_turn(
-                &flow,
-                &start.flow,
-                &effects,
-                &log,
-                input.clone(),
-                signal.clone(),
+            *lock(&live) = LiveTurn {
+                turn: Some(turn),
+                ..LiveTurn::default()
+            };
+            let shown = Arc::clone(&live);
+            let events = EventStream::new(
+                start_turn(
+                    &flow,
+                    &start.flow,
+                    &effects,
+                    &log,
+                    input.clone(),
+                    signal.clone(),
+                )
+                .inspect(move |e| {
+                    if let Some(json) = e.to_json().ok().and_then(|j| serde_json::to_value(j).ok())
+                    {
+                        lock(&shown).events.push(json);
+                    }
+                }),
             );
             // The turn's activities are cancelled with this token, not the workflow's: a
             // workflow cancel lets the call under way finish and stops at a safe point.
@@ -361,10 +412,10 @@ impl ThreadWorkflow {
                 |id, effect| {
                     start_effect(
                         &c,
-                        number,
+                        (number, turn),
                         id,
                         effect,
-                        tool_timeout,
+                        (model_timeout, tool_timeout),
                         start.local_activities,
                         &token,
                     )
@@ -380,6 +431,7 @@ impl ThreadWorkflow {
             if stopped {
                 token.cancel();
             }
+            lock(&live).ended = true;
             let rolled_back = ctx.state(|s| s.roll_back == Some(turn));
             let ended = if rolled_back {
                 TurnEnd::RolledBack
@@ -460,6 +512,9 @@ impl ThreadWorkflow {
             }
             let turn = s.next_turn;
             s.next_turn += 1;
+            if let Some(key) = &request.key {
+                s.keys.insert(key.clone(), turn);
+            }
             s.queued.push_back((turn, request));
             turn
         });
@@ -519,6 +574,9 @@ impl ThreadWorkflow {
         _ctx: &mut SyncWorkflowContext<Self>,
         request: AnswerRequest,
     ) -> String {
+        if let Some(sink) = request.live {
+            self.sink = Some(sink);
+        }
         self.answers
             .insert(request.interrupt_id.clone(), request.answer);
         format!("answered '{}'", request.interrupt_id)
@@ -528,6 +586,34 @@ impl ThreadWorkflow {
     #[query]
     pub fn question(&self, _ctx: &WorkflowContextView) -> Option<InterruptInfo> {
         self.question.clone()
+    }
+
+    /// Turn `turn`'s events (of the last turn asked, for [`LAST_TURN`]) from number `since` on, whether it has ended, and the question it
+    /// waits on (see [`crate::live`]): a reader polls it to stream a turn's events as they are
+    /// made; answered from the workflow's state, it enters no history.
+    #[query]
+    pub fn progress(&self, _ctx: &WorkflowContextView, at: (u64, u64)) -> Progress {
+        let (turn, since) = at;
+        let turn = match turn {
+            LAST_TURN => self.next_turn.saturating_sub(1),
+            turn => turn,
+        };
+        lock(&self.live).progress(turn, since, self.question.clone())
+    }
+
+    /// As [`progress`](Self::progress), for the turn asked with key `key`
+    /// ([`TurnRequest::key`]); before that turn is asked, an empty progress (no turn, not
+    /// ended).
+    #[query]
+    pub fn progress_of(&self, _ctx: &WorkflowContextView, at: (String, u64)) -> Progress {
+        let (key, since) = at;
+        match self.keys.get(&key) {
+            Some(&turn) => lock(&self.live).progress(turn, since, self.question.clone()),
+            None => Progress {
+                since,
+                ..Progress::default()
+            },
+        }
     }
 
     /// Ends the thread once the turns asked before are done.
@@ -554,31 +640,60 @@ fn over_history(ctx: &WorkflowContext<ThreadWorkflow>, start: &ThreadStart) -> b
     }
 }
 
-/// Starts `effect` (number `id` of turn `turn`) as a Temporal command; its activity is
-/// cancelled with `token`.
+/// Starts `effect` (number `id` of the thread's turn `turn`, the workflow run's turn
+/// `live_turn` for the live readers) as a Temporal command; its activity is cancelled with
+/// `token`.
 fn start_effect<'a>(
     c: &WorkflowContext<ThreadWorkflow>,
-    turn: u64,
+    (turn, live_turn): (u64, u64),
     id: u64,
     effect: Effect,
-    tool_timeout: Duration,
+    (model_timeout, tool_timeout): (Duration, Duration),
     local: LocalSteps,
     token: &WorkflowCancellationToken,
 ) -> Started<'a> {
     let c = c.clone();
+    // A model call streams its reply to the turn's sink, if it has one, and its place among
+    // the turn's events is marked for the live readers (see `crate::live`).
+    let effect = match effect {
+        Effect::Model(mut call) => {
+            call.live = c.state(|s| s.sink.clone()).map(|url| LiveSink {
+                url,
+                turn: live_turn,
+                effect: id,
+            });
+            let live = c.state(|s| Arc::clone(&s.live));
+            let mut shown = lock(&live);
+            let at = shown.events.len() as u64;
+            shown.models.push(ModelMark {
+                effect: id,
+                at,
+                agent: call.agent.clone(),
+                run_path: call.run_path.clone().unwrap_or_default(),
+                done: false,
+            });
+            drop(shown);
+            Effect::Model(call)
+        }
+        other => other,
+    };
     match effect {
         Effect::Model(call) if local.model() => {
             let options = local_options(
                 policy::activity_id(turn, id, &call.agent, "model"),
                 policy::model_summary(&call.agent, &call.model),
-                MODEL_TIMEOUT,
+                model_timeout,
                 policy::model_retry(),
                 token,
             );
+            let live = c.state(|s| Arc::clone(&s.live));
             Box::pin(async move {
                 let result = c
                     .execute_local_activity(AgentflowActivities::model, call, options)
                     .await;
+                if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
+                    mark.done = true;
+                }
                 Outcome::Model(result.map_err(|e| failure_text(&e)))
             })
         }
@@ -598,7 +713,8 @@ fn start_effect<'a>(
             })
         }
         Effect::Model(call) => {
-            let options = ActivityOptions::with_start_to_close_timeout(MODEL_TIMEOUT)
+            let live = c.state(|s| Arc::clone(&s.live));
+            let options = ActivityOptions::with_start_to_close_timeout(model_timeout)
                 .retry_policy(retry_policy(policy::model_retry()))
                 .summary(policy::model_summary(&call.agent, &call.model))
                 .activity_id(policy::activity_id(turn, id, &call.agent, "model"))
@@ -608,6 +724,9 @@ fn start_effect<'a>(
                 let result = c
                     .execute_activity(AgentflowActivities::model, call, options)
                     .await;
+                if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
+                    mark.done = true;
+                }
                 Outcome::Model(result.map_err(|e| failure_text(&e)))
             })
         }

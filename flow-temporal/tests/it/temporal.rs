@@ -161,6 +161,7 @@ async fn an_approval_is_an_update_refused_to_the_requester_and_to_a_caller_witho
         grants: grants.iter().map(|g| g.to_string()).collect(),
         interrupt_id: question.id.clone(),
         answer: json!(true),
+        live: None,
     };
     let refused = |request: AnswerRequest| {
         let handle = &handle;

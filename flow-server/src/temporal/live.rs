@@ -1,0 +1,291 @@
+//! The sink of streamed model output: each streaming turn of this process opens one under a
+//! random token ([`open`]); the workers' model calls POST their pieces to
+//! `/v1/temporal/live/{token}` ([`routes`]), which feeds them to the turn's streamed messages
+//! as they come. The token is the only credential (it is random, and lives as long as its
+//! turn's reading): the route is outside the API's authentication, as workers hold no API
+//! credential.
+//!
+//! A turn opens each model call's streamed message where the workflow placed the call among
+//! its events ([`Sink::open`]); the pieces posted before are kept for it. A piece is taken
+//! under the sink's lock when it is posted, before the post is answered: a model call ends
+//! (and the workflow makes the reply's event) only after its pieces are in, so the turn knows
+//! the reply was streamed when its event comes and leaves the message out of that event (the
+//! streamed message is the event's). Pieces are deduplicated by call and number: a call run
+//! again after its worker died posts its pieces again from the first. A call the workflow says
+//! has ended whose end never came (its sink was unreachable) has its stream failed
+//! ([`Sink::cut`]): nothing of it is recorded, and its event carries the reply whole.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axum::extract::Path;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use flow_runtime::{
+    AgentEvent, EventJson, Message, MessageStream, MessageStreamSender, Role, RunPath, StreamError,
+};
+use flow_temporal::LivePost;
+
+use crate::state::AppState;
+
+/// One model call's streamed reply.
+#[derive(Default)]
+struct Call {
+    pieces: Vec<Message>,
+    /// `Some` once its end came: `Err` with the call's failure.
+    ended: Option<Result<(), String>>,
+    tx: Option<MessageStreamSender>,
+    opened: bool,
+}
+
+/// A turn's streamed replies, by call number; and for each agent and run path, the call whose
+/// reply streamed last (its event leaves the message out).
+#[derive(Default)]
+struct LiveState {
+    calls: HashMap<u64, Call>,
+    streamed: HashMap<(String, String), u64>,
+}
+
+impl LiveState {
+    fn take(&mut self, post: LivePost) {
+        let call = self.calls.entry(post.effect).or_default();
+        if call.ended.is_some() || post.seq != call.pieces.len() as u64 {
+            return; // ended, or a piece already taken (an attempt after a worker's death)
+        }
+        match post.chunk {
+            Some(chunk) => {
+                if let Some(tx) = &call.tx {
+                    tx.send(chunk.clone());
+                }
+                call.pieces.push(chunk);
+            }
+            None => {
+                call.ended = Some(post.error.map_or(Ok(()), Err));
+                end(call);
+                if matches!(call.ended, Some(Ok(()))) {
+                    self.streamed
+                        .insert((post.agent, post.run_path.to_string()), post.effect);
+                }
+            }
+        }
+    }
+}
+
+/// Ends a call's open stream as its end says.
+fn end(call: &mut Call) {
+    if let Some(tx) = call.tx.take() {
+        match &call.ended {
+            Some(Err(error)) => tx.fail(StreamError::new(error.clone())),
+            Some(Ok(())) => drop(tx),
+            None => call.tx = Some(tx),
+        }
+    }
+}
+
+type Sinks = Mutex<HashMap<String, Arc<Mutex<LiveState>>>>;
+
+fn sinks() -> &'static Sinks {
+    static SINKS: OnceLock<Sinks> = OnceLock::new();
+    SINKS.get_or_init(Default::default)
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An open sink: its token and its state; closed when dropped.
+pub(crate) struct Sink {
+    pub(crate) token: String,
+    state: Arc<Mutex<LiveState>>,
+}
+
+impl Sink {
+    /// The streamed message of call `effect` of `agent` at `run_path`, as an event: the pieces
+    /// posted so far, then the others as they come.
+    pub(crate) fn open(&self, effect: u64, agent: &str, run_path: &RunPath) -> AgentEvent {
+        let mut state = locked(&self.state);
+        let call = state.calls.entry(effect).or_default();
+        let (tx, stream) = MessageStream::channel();
+        for piece in &call.pieces {
+            tx.send(piece.clone());
+        }
+        call.tx = Some(tx);
+        call.opened = true;
+        end(call);
+        AgentEvent::stream(stream).stamped(&Arc::from(agent), run_path)
+    }
+
+    /// Fails the stream of call `effect` if its end has not come (the workflow says the call
+    /// has ended): its event will carry the reply whole.
+    pub(crate) fn cut(&self, effect: u64) {
+        let mut state = locked(&self.state);
+        let call = state.calls.entry(effect).or_default();
+        if call.ended.is_none() {
+            call.ended = Some(Err(
+                "the streamed reply was cut off (its pieces stopped coming); the reply comes \
+                 whole with its event"
+                    .into(),
+            ));
+            end(call);
+        }
+    }
+
+    /// A workflow event, in its JSON form, as the turn passes it on: without its message when
+    /// that message streamed (it went out as the streamed message's event); `None` when
+    /// nothing is left of it.
+    pub(crate) fn event_of(&self, json: serde_json::Value) -> Option<AgentEvent> {
+        let mut e: EventJson = serde_json::from_value(json).ok()?;
+        if let Some(message) = e.message.as_ref().filter(|m| m.role == Role::Assistant) {
+            // The agent's last streamed reply, if this is it (a tool's result of the same agent
+            // may come between: it is not the reply, and leaves it in place).
+            let key = (e.agent_name.to_string(), e.run_path.to_string());
+            let mut state = locked(&self.state);
+            let streamed = state.streamed.get(&key).is_some_and(|effect| {
+                let call = &state.calls[effect];
+                let whole = Message::concat(call.pieces.iter());
+                call.opened
+                    && whole.content == message.content
+                    && whole.tool_calls == message.tool_calls
+            });
+            if streamed {
+                state.streamed.remove(&key);
+                e.message = None;
+            }
+        }
+        super::agent::event_of_json(e)
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        locked(sinks()).remove(&self.token);
+    }
+}
+
+/// Opens a sink for one turn.
+pub(crate) fn open() -> Sink {
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let state = Arc::new(Mutex::new(LiveState::default()));
+    locked(sinks()).insert(token.clone(), Arc::clone(&state));
+    Sink { token, state }
+}
+
+async fn receive(Path(token): Path<String>, Json(post): Json<LivePost>) -> StatusCode {
+    let state = locked(sinks()).get(&token).cloned();
+    match state {
+        Some(state) => {
+            locked(&state).take(post);
+            StatusCode::NO_CONTENT
+        }
+        // The turn is no longer read here: the pieces were a preview, its events are the record.
+        None => StatusCode::GONE,
+    }
+}
+
+/// The sink's route.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/v1/temporal/live/{token}", post(receive))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    fn piece(effect: u64, seq: u64, text: Option<&str>) -> LivePost {
+        LivePost {
+            turn: 0,
+            effect,
+            seq,
+            agent: "billing".into(),
+            run_path: RunPath::root("desk").child("billing"),
+            chunk: text.map(Message::assistant),
+            error: None,
+        }
+    }
+
+    fn post(sink: &Sink, post: LivePost) {
+        locked(&sink.state).take(post);
+    }
+
+    async fn text_of(event: AgentEvent) -> String {
+        let json = event.materialized().await.unwrap();
+        json.message.unwrap().content
+    }
+
+    #[tokio::test]
+    async fn pieces_posted_again_by_a_second_attempt_are_taken_once() {
+        let sink = open();
+        post(&sink, piece(3, 0, Some("paid")));
+        post(&sink, piece(3, 1, Some(" 30")));
+        // The worker died; the call runs again and posts from the first piece.
+        post(&sink, piece(3, 0, Some("paid")));
+        post(&sink, piece(3, 1, Some(" 30")));
+        post(&sink, piece(3, 2, Some(" euros")));
+        post(&sink, piece(3, 3, None));
+        let path = RunPath::root("desk").child("billing");
+        let streamed = sink.open(3, "billing", &path);
+        assert_eq!(text_of(streamed).await, "paid 30 euros");
+    }
+
+    #[tokio::test]
+    async fn a_stream_opened_before_its_pieces_gets_them_as_they_come() {
+        let sink = open();
+        let path = RunPath::root("desk").child("billing");
+        let streamed = sink.open(1, "billing", &path);
+        post(&sink, piece(1, 0, Some("hello")));
+        post(&sink, piece(1, 1, Some(" there")));
+        post(&sink, piece(1, 2, None));
+        assert_eq!(text_of(streamed).await, "hello there");
+    }
+
+    #[tokio::test]
+    async fn the_reply_event_goes_out_without_its_streamed_message_and_a_tool_result_keeps_its_own()
+    {
+        let sink = open();
+        let path = RunPath::root("desk").child("billing");
+        let streamed = sink.open(5, "billing", &path);
+        post(&sink, piece(5, 0, Some("done")));
+        post(&sink, piece(5, 1, None));
+        drop(streamed);
+        let event = |role_message: Message| {
+            serde_json::to_value(EventJson {
+                agent_name: Arc::from("billing"),
+                run_path: path.clone(),
+                message: Some(role_message),
+                streamed: false,
+                custom: None,
+                action: None,
+                error: None,
+            })
+            .unwrap()
+        };
+        let result = sink.event_of(event(Message::tool("paid 30", "call_1", "pay")));
+        assert_eq!(
+            result
+                .and_then(|e| e.message_output().cloned())
+                .map(|m| m.content),
+            Some("paid 30".to_owned()),
+            "a tool result of the same agent is not the streamed reply"
+        );
+        assert!(
+            sink.event_of(event(Message::assistant("done"))).is_none(),
+            "the streamed reply's event has nothing left"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cut_stream_fails_so_nothing_of_it_is_recorded() {
+        let sink = open();
+        let path = RunPath::root("desk").child("billing");
+        let mut streamed = sink.open(2, "billing", &path);
+        post(&sink, piece(2, 0, Some("half")));
+        sink.cut(2);
+        let Some(flow_runtime::EventOutput::Stream(stream)) = streamed.output.take() else {
+            panic!("a streamed message");
+        };
+        let items: Vec<_> = stream.collect().await;
+        assert!(items.last().unwrap().is_err(), "{items:?}");
+    }
+}

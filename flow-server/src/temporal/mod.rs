@@ -1,0 +1,106 @@
+//! Temporal as the executor of a server's turns (feature `temporal`): every door (the HTTP
+//! API's turns, runs and resumes, A2A, AG-UI, the Agent Protocol, MCP) runs a thread's turns as
+//! the thread's workflow on Temporal workers, through the same runner, requests and event
+//! stream as without it.
+//!
+//! - [`TemporalExecutor`]: the Temporal client, the task queue the workers poll, and the URL
+//!   workers reach this server process at (for streamed model output).
+//!   [`ServerBuilder::temporal`](crate::ServerBuilder::temporal) serves each flow through it.
+//! - `agent`: [`TemporalAgent`], the root a served flow's runner runs in place of the flow's
+//!   tree. Its run sends the turn to the thread workflow (started if need be) and streams the
+//!   workflow's events back as they are made; its resume answers the workflow's question and
+//!   streams the rest. The runner around it records the thread, leases it, checks who may
+//!   answer, and maps the events to every protocol, as for a tree run in the process.
+//! - `live`: the sink (`POST /v1/temporal/live/{token}`) a turn's model calls post their
+//!   streamed pieces to (see `flow_temporal::live` for the mechanism and its guarantees).
+//!
+//! The workers (any number of processes, on any machines) hold the flows' real trees
+//! (`flow_temporal::worker_flows`) under the names the server serves them by; the server
+//! processes (any number) hold no tree of their own. The thread's records, checkpoints and
+//! journals stay in the server's store, so every read route works as without Temporal.
+
+mod agent;
+mod live;
+
+pub use agent::TemporalAgent;
+pub(crate) use live::routes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where and how a server's turns run on Temporal: see the [module docs](self).
+#[derive(Clone)]
+pub struct TemporalExecutor {
+    pub(crate) client: temporalio_client::Client,
+    pub(crate) task_queue: Arc<str>,
+    pub(crate) public_url: Arc<str>,
+    pub(crate) poll: Duration,
+    pub(crate) tool_timeout_ms: Option<u64>,
+    pub(crate) model_timeout_ms: Option<u64>,
+    pub(crate) task_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for TemporalExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemporalExecutor")
+            .field("task_queue", &self.task_queue)
+            .field("public_url", &self.public_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TemporalExecutor {
+    /// Turns run on the workers of `task_queue`, reached through `client`
+    /// (`flow_temporal::connect`); `public_url` is this server process's base URL as the
+    /// workers reach it (`http://10.0.0.5:8080`): their model calls post streamed pieces to
+    /// `{public_url}/v1/temporal/live/...`.
+    pub fn new(
+        client: temporalio_client::Client,
+        task_queue: impl Into<Arc<str>>,
+        public_url: impl Into<Arc<str>>,
+    ) -> Self {
+        TemporalExecutor {
+            client,
+            task_queue: task_queue.into(),
+            public_url: Arc::from(public_url.into().trim_end_matches('/')),
+            poll: Duration::from_millis(20),
+            tool_timeout_ms: None,
+            model_timeout_ms: None,
+            task_timeout: None,
+        }
+    }
+
+    /// How often a streaming turn reads the workflow's events (default 20 ms; a piece of
+    /// streamed model output does not wait for it, it is pushed).
+    pub fn poll_every(mut self, every: Duration) -> Self {
+        self.poll = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long one attempt of a tool call may take on a worker (default 10 s): a worker that
+    /// dies during a call is noticed after it (see `flow_temporal::ThreadStart`).
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout_ms = Some(timeout.as_millis() as u64);
+        self
+    }
+
+    /// How long one attempt of a model call may take on a worker (default 120 s): a worker
+    /// that dies during a call is noticed after it, and the call runs again elsewhere.
+    pub fn model_timeout(mut self, timeout: Duration) -> Self {
+        self.model_timeout_ms = Some(timeout.as_millis() as u64);
+        self
+    }
+
+    /// How long a workflow task may take on a worker before another worker gets it (Temporal's
+    /// workflow task timeout, default 10 s): how soon a thread goes on after its worker died
+    /// between calls. Set on the threads' workflows when this server starts them.
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = Some(timeout);
+        self
+    }
+
+    /// The root a runner of flow `flow` (its root agent named `root`) runs in its place.
+    pub fn agent(&self, flow: &str, root: &str) -> TemporalAgent {
+        TemporalAgent::new(self.clone(), flow, root)
+    }
+}

@@ -1,0 +1,330 @@
+//! flow-server on Temporal (feature `temporal`): the same routes run a thread's turns as the
+//! thread's workflow on a Temporal worker, and stream them as they run: a multi-agent turn with
+//! a paid tool gives the client the frames the in-process server gives (streamed model output
+//! included), and an approval ends the turn interrupted and is answered through `/resume`.
+//!
+//! Needs a Temporal dev server (`AGENTFLOW_TEMPORAL_ADDRESS`, as `.ci/temporal.sh` exports it):
+//! skipped without one, failed in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
+
+use crate::common::{post, read_sse, Sse, TOKEN};
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use flow_runtime::testing::skip_missing_component;
+use flow_runtime::{
+    set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
+    Role, ToolContext, ToolError, TurnRouting,
+};
+use flow_server::temporal::TemporalExecutor;
+use flow_server::{AppState, Auth};
+use serde_json::{json, Value};
+
+const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
+
+/// A client of the dev server, or `None` (after saying why the test is skipped).
+async fn dev_server() -> Option<temporalio_client::Client> {
+    let address =
+        std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into());
+    match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address)).await {
+        Ok(Ok(client)) => Some(client),
+        Ok(Err(e)) => {
+            skip_missing_component(
+                "the Temporal dev server",
+                &format!("{e}; run .ci/temporal.sh or set {ADDRESS_ENV}"),
+            );
+            None
+        }
+        Err(_) => {
+            skip_missing_component(
+                "the Temporal dev server",
+                &format!("{address} did not answer in 10 s; set {ADDRESS_ENV}"),
+            );
+            None
+        }
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", flow_runtime::ids::unique_token())
+}
+
+/// A worker of `queue` in this process, on a thread of its own, until the process ends.
+fn start_worker(client: &temporalio_client::Client, queue: &str) {
+    let client = client.clone();
+    let queue = queue.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        if let Err(e) = runtime.block_on(flow_temporal::run_worker(client, &queue)) {
+            panic!("the worker of {queue} failed: {e}");
+        }
+    });
+}
+
+/// A model any process answers alike: by how many times it answered since the last user
+/// message of the request.
+fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
+    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
+        let since_user = request
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| m.role != Role::User)
+            .filter(|m| m.role == Role::Assistant)
+            .count();
+        script
+            .get(since_user)
+            .cloned()
+            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
+    })
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PayArgs {
+    amount: u32,
+}
+
+/// One line per payment made: `KEY AMOUNT`.
+#[derive(Clone)]
+struct Ledger(PathBuf);
+
+impl Ledger {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(unique("flow-server-temporal-ledger"));
+        std::fs::write(&path, "").unwrap();
+        Ledger(path)
+    }
+
+    fn append(&self, key: &str, amount: u32) {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.0)
+            .unwrap();
+        writeln!(file, "{key} {amount}").unwrap();
+    }
+
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.0)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// `desk` transfers to `billing`, which pays 30 and says so in several words.
+fn desk(ledger: &Ledger) -> FlowAgent {
+    let ledger = ledger.clone();
+    let pay = tool_fn_with_context(
+        "pay",
+        "Pays an amount.",
+        move |cx: ToolContext, args: PayArgs| {
+            let ledger = ledger.clone();
+            async move {
+                ledger.append(&cx.idempotency_key(), args.amount);
+                Ok::<_, ToolError>(format!("paid {}", args.amount))
+            }
+        },
+    );
+    let billing = ChatModelAgent::builder(
+        "billing",
+        stateless(vec![
+            ScriptStep::tool_call("pay", json!({ "amount": 30 })),
+            ScriptStep::text("billing paid 30 euros for you today"),
+        ]),
+    )
+    .description("Pays bills.")
+    .tool(pay)
+    .build()
+    .unwrap();
+    let desk = ChatModelAgent::builder("desk", stateless(vec![ScriptStep::transfer("billing")]))
+        .description("The front desk.")
+        .build()
+        .unwrap();
+    set_sub_agents(FlowAgent::new(desk), [FlowAgent::new(billing)]).unwrap()
+}
+
+/// A clerk whose `refund` needs a human's approval.
+fn clerk(ledger: &Ledger) -> FlowAgent {
+    let ledger = ledger.clone();
+    let refund = tool_fn_with_context(
+        "refund",
+        "Refunds an amount.",
+        move |cx: ToolContext, args: PayArgs| {
+            let ledger = ledger.clone();
+            async move {
+                ledger.append(&cx.idempotency_key(), args.amount);
+                Ok::<_, ToolError>(format!("refunded {}", args.amount))
+            }
+        },
+    );
+    let clerk = ChatModelAgent::builder(
+        "clerk",
+        stateless(vec![
+            ScriptStep::tool_call("refund", json!({ "amount": 5 })),
+            ScriptStep::text("the refund is handled"),
+        ]),
+    )
+    .tool(NeedsApproval::always(Arc::new(refund)))
+    .build()
+    .unwrap();
+    FlowAgent::new(clerk)
+}
+
+/// A server of `flows` on an address of its own: on Temporal (the workers of `queue`) when
+/// `client` is given, in process otherwise. Gives its base URL.
+async fn serve(
+    flows: &[(&str, FlowAgent)],
+    temporal: Option<(&temporalio_client::Client, &str)>,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let mut builder = AppState::builder(InMemoryStore::new())
+        .auth(Auth::bearer(TOKEN))
+        .turn_routing(TurnRouting::Root);
+    for (name, flow) in flows {
+        builder = builder.flow(*name, flow.clone());
+    }
+    if let Some((client, queue)) = temporal {
+        builder = builder.temporal(TemporalExecutor::new(client.clone(), queue, base.as_str()));
+    }
+    let state = builder.build().unwrap();
+    tokio::spawn(flow_server::serve(listener, state));
+    base
+}
+
+async fn turn(base: &str, flow: &str, thread: &str, text: &str) -> Vec<Sse> {
+    read_sse(
+        post(
+            base,
+            &format!("/v1/flows/{flow}/threads/{thread}/turns"),
+            json!({ "message": text }),
+        )
+        .await,
+    )
+    .await
+}
+
+/// A turn's frames without what differs from run to run (ids, times, the thread's name).
+fn shape(frames: &[Sse]) -> Vec<Value> {
+    frames
+        .iter()
+        .map(|f| match f.name.as_str() {
+            "chunk" => json!(["chunk", f.data["agent_name"], f.data["content"]]),
+            "event" => json!([
+                "event",
+                f.data["agent_name"],
+                f.data["run_path"],
+                f.data["message"]["content"],
+                f.data["action"],
+                f.data["streamed"]
+            ]),
+            "done" => json!(["done", f.data["output"], f.data["interrupted"]]),
+            other => json!([other]),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_through_the_http_api_runs_as_the_threads_workflow_and_streams_as_in_process() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("desk");
+    let flow = &flow[..24.min(flow.len())];
+    let ledger = Ledger::new();
+    flow_temporal::worker_flows().insert(flow, desk(&ledger));
+    start_worker(&client, &queue);
+    let on_temporal = serve(&[(flow, desk(&ledger))], Some((&client, &queue))).await;
+    let in_process_ledger = Ledger::new();
+    let in_process = serve(&[(flow, desk(&in_process_ledger))], None).await;
+
+    let temporal_frames = turn(&on_temporal, flow, "t1", "please pay my bill").await;
+    let local_frames = turn(&in_process, flow, "t1", "please pay my bill").await;
+    assert_eq!(
+        shape(&temporal_frames),
+        shape(&local_frames),
+        "the same frames on Temporal as in process: {temporal_frames:#?}"
+    );
+    assert!(
+        temporal_frames.iter().filter(|f| f.name == "chunk").count() >= 3,
+        "the model's output streamed in pieces: {temporal_frames:#?}"
+    );
+    assert_eq!(
+        temporal_frames.last().unwrap().data["output"],
+        "billing paid 30 euros for you today"
+    );
+    assert_eq!(ledger.lines().len(), 1, "one payment: {:?}", ledger.lines());
+
+    // The thread goes on, and its record is the server's as in process.
+    let second = turn(&on_temporal, flow, "t1", "thanks").await;
+    assert_eq!(second.last().unwrap().name, "done", "{second:#?}");
+    let messages: Value = crate::common::get(&on_temporal, &format!("/v1/flows/{flow}/threads/t1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(messages["turns"], 2, "{messages:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_the_workflow_waits_on_ends_the_turn_interrupted_and_resume_answers_it() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("clerk");
+    let flow = &flow[..24.min(flow.len())];
+    let ledger = Ledger::new();
+    flow_temporal::worker_flows().insert(flow, clerk(&ledger));
+    start_worker(&client, &queue);
+    let base = serve(&[(flow, clerk(&ledger))], Some((&client, &queue))).await;
+
+    let asked = turn(&base, flow, "t1", "refund order 7").await;
+    let done = &asked.last().unwrap().data;
+    assert_eq!(done["interrupted"], true, "{asked:#?}");
+    let interrupt = &done["interrupts"][0];
+    assert_eq!(
+        interrupt["info"]["approval"]["tool"], "refund",
+        "the workflow's question: {interrupt:#}"
+    );
+    assert!(
+        ledger.lines().is_empty(),
+        "nothing refunded before the answer"
+    );
+
+    let resumed = read_sse(
+        post(
+            &base,
+            &format!("/v1/flows/{flow}/threads/t1/resume"),
+            json!({ "interrupt_id": interrupt["id"], "data": { "approve": true } }),
+        )
+        .await,
+    )
+    .await;
+    let done = &resumed.last().unwrap().data;
+    assert_eq!(done["output"], "the refund is handled", "{resumed:#?}");
+    assert_eq!(ledger.lines().len(), 1, "one refund: {:?}", ledger.lines());
+    let said: Vec<&str> = resumed
+        .iter()
+        .filter(|f| f.name == "event")
+        .filter_map(|f| f.data["message"]["content"].as_str())
+        .collect();
+    assert!(said.contains(&"refunded 5"), "{said:?}");
+
+    // A second resume finds no question.
+    let again = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/resume"),
+        json!({ "interrupt_id": interrupt["id"], "data": { "approve": true } }),
+    )
+    .await;
+    assert_eq!(again.status(), 409, "{:?}", again.text().await);
+}
