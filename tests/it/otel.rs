@@ -28,6 +28,9 @@ fn spans_export_with_genai_attributes_nested_under_the_agent() {
     let provider = otel::in_memory_provider(exporter.clone(), "test");
     let subscriber = tracing_subscriber::registry().with(otel::layer(&provider));
     tracing::subscriber::with_default(subscriber, || {
+        // Callsites cached as "never" by other tests' threads while this subscriber was set
+        // are asked again.
+        tracing::callsite::rebuild_interest_cache();
         let agent = ChatModelAgent::builder(
             "refund",
             ScriptedModel::rules()
@@ -164,6 +167,7 @@ fn the_otlp_exporter_posts_spans_to_a_collector_and_takes_an_https_endpoint() {
     let provider = otel::otlp_provider(&format!("http://{addr}/v1/traces"), "refund-desk").unwrap();
     let subscriber = tracing_subscriber::registry().with(otel::layer(&provider));
     tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
         tracing::info_span!("invoke_agent refund").in_scope(|| {});
     });
     provider.shutdown().unwrap();

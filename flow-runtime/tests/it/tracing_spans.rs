@@ -40,6 +40,9 @@ fn every_agent_run_is_a_span_with_agent_and_run_path() {
     let spans = Spans::default();
     let subscriber = tracing_subscriber::registry().with(spans.clone());
     tracing::subscriber::with_default(subscriber, || {
+        // Callsites cached as "never" by other tests' threads while this subscriber was set
+        // are asked again (see genai_spans::capture).
+        tracing::callsite::rebuild_interest_cache();
         let root = FnAgent::new("triage", |cx, _| async move {
             cx.transfer("refund");
             Ok(())
