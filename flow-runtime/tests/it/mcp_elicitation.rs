@@ -102,26 +102,28 @@ async fn without_a_handler_the_client_does_not_offer_elicitation() {
     assert_eq!(text, "decline");
 }
 
-/// The thread asks the human through its interrupts: the server's question stops the run as
-/// an interrupt (the server told `cancel`), the thread waits in the store, and the answer
-/// given with the resume reaches the server when the call is made again.
-#[tokio::test]
-async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
+/// A desk agent whose model calls the server's `ask_contact` then answers `last`, on a runner
+/// with a store, the server's questions asked through the thread's interrupts; its first turn
+/// run to the interrupt. `None` without the Python SDK (skipped).
+async fn interrupted_desk(
+    last: &str,
+) -> Option<(
+    flow_runtime::Runner,
+    flow_runtime::model::ScriptedModel,
+    Vec<flow_runtime::InterruptInfo>,
+)> {
     use flow_runtime::model::{ScriptStep, ScriptedModel};
     use flow_runtime::{
         ChatModelAgent, FlowAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest,
     };
-    use std::collections::HashMap;
 
-    let Some(config) = python_server() else {
-        return;
-    };
+    let config = python_server()?;
     let toolset = flow_runtime::mcp::McpToolset::connect([config.elicitation_by_interrupt()])
         .await
         .unwrap();
     let model = ScriptedModel::new([
         ScriptStep::tool_call("ask_contact", json!({})),
-        ScriptStep::text("Noted."),
+        ScriptStep::text(last),
     ]);
     let agent = ChatModelAgent::builder("desk", model.clone())
         .tools(toolset.tools().unwrap())
@@ -136,6 +138,20 @@ async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
         .unwrap();
     let TurnOutcome::Interrupted { interrupts, .. } = first.finish().await else {
         panic!("the server's question stops the run")
+    };
+    Some((runner, model, interrupts))
+}
+
+/// The thread asks the human through its interrupts: the server's question stops the run as
+/// an interrupt (the server told `cancel`), the thread waits in the store, and the answer
+/// given with the resume reaches the server when the call is made again.
+#[tokio::test]
+async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
+    use flow_runtime::TurnRequest;
+    use std::collections::HashMap;
+
+    let Some((runner, model, interrupts)) = interrupted_desk("Noted.").await else {
+        return;
     };
     assert_eq!(interrupts.len(), 1);
     let asked = &interrupts[0].info;
@@ -169,35 +185,11 @@ async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
 
 #[tokio::test]
 async fn a_malformed_answer_to_a_question_is_a_tool_error_naming_the_form() {
-    use flow_runtime::model::{ScriptStep, ScriptedModel};
-    use flow_runtime::{
-        ChatModelAgent, FlowAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest,
-    };
+    use flow_runtime::TurnRequest;
     use std::collections::HashMap;
 
-    let Some(config) = python_server() else {
+    let Some((runner, model, interrupts)) = interrupted_desk("Sorry.").await else {
         return;
-    };
-    let toolset = flow_runtime::mcp::McpToolset::connect([config.elicitation_by_interrupt()])
-        .await
-        .unwrap();
-    let model = ScriptedModel::new([
-        ScriptStep::tool_call("ask_contact", json!({})),
-        ScriptStep::text("Sorry."),
-    ]);
-    let agent = ChatModelAgent::builder("desk", model.clone())
-        .tools(toolset.tools().unwrap())
-        .build()
-        .unwrap();
-    let runner = Runner::builder(FlowAgent::new(agent))
-        .stores(InMemoryStore::new())
-        .build();
-    let first = runner
-        .turn(TurnRequest::new("t", Message::user("add me")))
-        .await
-        .unwrap();
-    let TurnOutcome::Interrupted { interrupts, .. } = first.finish().await else {
-        panic!("the server's question stops the run")
     };
     let targets = HashMap::from([(interrupts[0].id.clone(), json!("yes, Ann"))]);
     let resumed = runner

@@ -541,17 +541,13 @@ impl Authorizer {
         url.set_path("/.well-known/oauth-authorization-server");
         url.set_query(None);
         url.set_fragment(None);
-        let mut response = self.client.http_client.get(url).send().await.ok()?;
+        let response = self.client.http_client.get(url).send().await.ok()?;
         if !response.status().is_success() {
             return None;
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.ok()? {
-            if body.len() + chunk.len() > 1024 * 1024 {
-                return None;
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = super::guarded::bounded_body(response, 1024 * 1024)
+            .await
+            .ok()?;
         serde_json::from_slice(&body).ok()
     }
 
@@ -615,14 +611,10 @@ impl Authorizer {
                     let placeholder = self.new_manager().await.map_err(fail)?;
                     let taken = std::mem::replace(&mut *manager, placeholder);
                     let (back, result) = exchange_apart(taken, config).await;
-                    *manager = back.ok_or_else(|| {
-                        auth_failed(
-                            &self.server,
-                            &AuthError::InternalError(
-                                "the thread signing the client's JWT stopped".into(),
-                            ),
-                        )
-                    })?;
+                    // Without it (the thread stopped) the result says why.
+                    if let Some(back) = back {
+                        *manager = back;
+                    }
                     result.map_err(fail)?;
                 }
                 #[cfg(not(feature = "mcp-jwt"))]

@@ -9,15 +9,21 @@ use std::sync::Arc;
 pub(super) fn guarded_client(
     policy: &crate::outbound::OutboundPolicy,
 ) -> Result<reqwest013::Client, reqwest013::Error> {
-    let redirects = reqwest013::redirect::Policy::custom(|attempt| {
+    guarded_builder(policy)
+        .redirect(same_origin_redirects())
+        .build()
+}
+
+/// Redirects followed only to the same origin, at most three.
+pub(super) fn same_origin_redirects() -> reqwest013::redirect::Policy {
+    reqwest013::redirect::Policy::custom(|attempt| {
         let from = attempt.previous().last().map(|u| u.origin());
         if attempt.previous().len() > 3 || from.as_ref() != Some(&attempt.url().origin()) {
             attempt.error("a redirect to another origin is not followed")
         } else {
             attempt.follow()
         }
-    });
-    guarded_builder(policy).redirect(redirects).build()
+    })
 }
 
 /// A builder of rmcp's reqwest held to `policy`'s addresses: the guarded resolver on every
@@ -61,4 +67,19 @@ pub(super) fn with_causes(error: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     out
+}
+
+/// `response`'s body, read as it comes to at most `max` bytes (more is an error saying so).
+pub(super) async fn bounded_body(
+    mut response: reqwest013::Response,
+    max: usize,
+) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if chunk.len() > max - body.len() {
+            return Err(format!("an answer of more than {max} bytes was cut off").into());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }

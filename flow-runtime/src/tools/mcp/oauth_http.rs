@@ -7,7 +7,6 @@
 //! the same origin when the SDK asks for them followed, the policy's timeouts, and answers
 //! bounded to 1 MiB as read.
 
-use futures::StreamExt;
 use std::sync::Mutex;
 
 use oauth2::HttpResponse;
@@ -41,19 +40,10 @@ impl PolicyOAuthHttp {
                 .timeout(policy.total_limit())
                 .build()
         };
-        let max = 3;
-        let same_origin = reqwest013::redirect::Policy::custom(move |attempt| {
-            let from = attempt.previous().last().map(|u| u.origin());
-            if attempt.previous().len() > max || from.as_ref() != Some(&attempt.url().origin()) {
-                attempt.error("a redirect to another origin is not followed")
-            } else {
-                attempt.follow()
-            }
-        });
         Ok(PolicyOAuthHttp {
             policy: policy.clone(),
             last_failure: Mutex::new(None),
-            follow: build(same_origin)?,
+            follow: build(super::guarded::same_origin_redirects())?,
             stop: build(reqwest013::redirect::Policy::none())?,
         })
     }
@@ -91,18 +81,7 @@ impl PolicyOAuthHttp {
         for (name, value) in response.headers() {
             answer = answer.header(name, value);
         }
-        let mut body = Vec::new();
-        let mut chunks = response.bytes_stream();
-        while let Some(chunk) = chunks.next().await {
-            let chunk = chunk.map_err(|e| Box::new(e) as OAuthHttpClientError)?;
-            if chunk.len() > MAX_ANSWER_BYTES - body.len() {
-                return Err(format!(
-                    "an OAuth answer of more than {MAX_ANSWER_BYTES} bytes was cut off"
-                )
-                .into());
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = super::guarded::bounded_body(response, MAX_ANSWER_BYTES).await?;
         answer
             .body(body)
             .map_err(|e| Box::new(e) as OAuthHttpClientError)
