@@ -22,15 +22,29 @@ fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
         .map(|kv| &kv.value)
 }
 
+/// Runs `body` with `subscriber` as this thread's default while other tests run on other
+/// threads with none. tracing caches one interest per callsite for the process and, while only
+/// one dispatcher is alive, asks the registering thread's default alone: a callsite first hit
+/// by another test's thread would be cached as "never" (and the global level filter set to
+/// off). A second dispatcher alive for the whole process makes it ask every live one.
+fn with_subscriber<S>(subscriber: S, body: impl FnOnce())
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
+    static KEEPER: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    KEEPER.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        body()
+    });
+}
+
 #[test]
 fn spans_export_with_genai_attributes_nested_under_the_agent() {
     let exporter = InMemorySpanExporter::default();
     let provider = otel::in_memory_provider(exporter.clone(), "test");
     let subscriber = tracing_subscriber::registry().with(otel::layer(&provider));
-    tracing::subscriber::with_default(subscriber, || {
-        // Callsites cached as "never" by other tests' threads while this subscriber was set
-        // are asked again.
-        tracing::callsite::rebuild_interest_cache();
+    with_subscriber(subscriber, || {
         let agent = ChatModelAgent::builder(
             "refund",
             ScriptedModel::rules()
@@ -166,8 +180,7 @@ fn the_otlp_exporter_posts_spans_to_a_collector_and_takes_an_https_endpoint() {
     let collector = std::thread::spawn(move || answer_one_request(listener.accept().unwrap().0));
     let provider = otel::otlp_provider(&format!("http://{addr}/v1/traces"), "refund-desk").unwrap();
     let subscriber = tracing_subscriber::registry().with(otel::layer(&provider));
-    tracing::subscriber::with_default(subscriber, || {
-        tracing::callsite::rebuild_interest_cache();
+    with_subscriber(subscriber, || {
         tracing::info_span!("invoke_agent refund").in_scope(|| {});
     });
     provider.shutdown().unwrap();

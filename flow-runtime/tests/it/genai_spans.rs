@@ -74,13 +74,7 @@ struct Order {
 fn capture(body: impl FnOnce()) -> Vec<Captured> {
     let spans = Spans::default();
     let subscriber = tracing_subscriber::registry().with(spans.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        // Other tests of this binary, on other threads with no subscriber, may have had a
-        // callsite's interest cached as "never" while this subscriber was being set: ask
-        // every callsite again now that it is.
-        tracing::callsite::rebuild_interest_cache();
-        body()
-    });
+    support::with_subscriber(subscriber, body);
     let got = spans
         .0
         .lock()

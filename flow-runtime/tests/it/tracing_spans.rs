@@ -1,5 +1,7 @@
 //! Each agent run is a `tracing` span (`invoke_agent`) with the agent and its run path.
 
+use crate::support;
+
 use std::sync::{Arc, Mutex};
 
 use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
@@ -39,10 +41,7 @@ impl<S: Subscriber> Layer<S> for Spans {
 fn every_agent_run_is_a_span_with_agent_and_run_path() {
     let spans = Spans::default();
     let subscriber = tracing_subscriber::registry().with(spans.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        // Callsites cached as "never" by other tests' threads while this subscriber was set
-        // are asked again (see genai_spans::capture).
-        tracing::callsite::rebuild_interest_cache();
+    support::with_subscriber(subscriber, || {
         let root = FnAgent::new("triage", |cx, _| async move {
             cx.transfer("refund");
             Ok(())
@@ -61,4 +60,28 @@ fn every_agent_run_is_a_span_with_agent_and_run_path() {
         got,
         vec![own("triage", "triage"), own("refund", "triage/refund")]
     );
+}
+
+fn first_hit_elsewhere() {
+    tracing::info_span!("first_hit_elsewhere").in_scope(|| {});
+}
+
+#[test]
+fn a_callsite_first_hit_on_a_thread_with_no_subscriber_still_reaches_this_tests_subscriber() {
+    // The case that made span tests flaky: another test's thread, with no subscriber, is the
+    // first to reach a callsite while this test's subscriber is set.
+    let spans = Spans::default();
+    let subscriber = tracing_subscriber::registry().with(spans.clone());
+    support::with_subscriber(subscriber, || {
+        std::thread::spawn(first_hit_elsewhere).join().unwrap();
+        first_hit_elsewhere();
+    });
+    let names: Vec<String> = spans
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.0.clone())
+        .collect();
+    assert_eq!(names, ["first_hit_elsewhere"]);
 }

@@ -231,3 +231,25 @@ pub fn contents<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<(Role, S
 pub fn user(text: &str) -> (Role, String) {
     (Role::User, text.to_owned())
 }
+
+/// Runs `body` with `subscriber` as this thread's default, so that the spans `body` makes
+/// reach it even while other tests of the binary run on other threads with none.
+///
+/// tracing keeps one interest per callsite for the whole process. While only one dispatcher
+/// is alive, it asks the *registering thread's* default instead of every live dispatcher: a
+/// callsite first hit by another test's thread (no subscriber) is then cached as "never" and
+/// this test's subscriber never sees its spans; a rebuild from such a thread also sets the
+/// global level filter to off. A second dispatcher kept alive for the whole process makes
+/// tracing ask every live dispatcher, this test's included; the cache is then built again
+/// once the subscriber is set, for callsites cached before.
+pub fn with_subscriber<S, R>(subscriber: S, body: impl FnOnce() -> R) -> R
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
+    static KEEPER: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    KEEPER.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        body()
+    })
+}
