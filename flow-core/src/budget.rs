@@ -197,6 +197,10 @@ pub struct Budgets {
     run: BudgetLimits,
     agents: BTreeMap<Arc<str>, BudgetLimits>,
     prices: BTreeMap<Arc<str>, ModelPrice>,
+    /// Whether a limit reads the prompt's estimated tokens (input, total or money).
+    reads_prompt: bool,
+    /// Whether a limit reads the wall time.
+    reads_clock: bool,
 }
 
 impl Budgets {
@@ -206,13 +210,35 @@ impl Budgets {
             run,
             ..Budgets::default()
         }
+        .noting(&run)
+    }
+
+    /// Notes what `limits` read, so that a call skips what no limit reads.
+    fn noting(mut self, limits: &BudgetLimits) -> Self {
+        self.reads_prompt |= limits.max_input_tokens.is_some()
+            || limits.max_total_tokens.is_some()
+            || limits.max_cost_micro_usd.is_some();
+        self.reads_clock |= limits.max_wall_time.is_some();
+        self
+    }
+
+    /// Whether a limit reads a model call's prompt tokens (input, total tokens or money): if
+    /// none does, a check need not estimate them.
+    pub fn reads_prompt_tokens(&self) -> bool {
+        self.reads_prompt
+    }
+
+    /// Whether a limit reads the run's wall time: if none does, a check need not read the
+    /// clock.
+    pub fn reads_wall_time(&self) -> bool {
+        self.reads_clock
     }
 
     /// Adds the limits of the agent named `agent` (over all its runs within the run: each time
     /// it is reached by a transfer, each task it is given).
     pub fn agent(mut self, agent: impl Into<Arc<str>>, limits: BudgetLimits) -> Self {
         self.agents.insert(agent.into(), limits);
-        self
+        self.noting(&limits)
     }
 
     /// Adds the price of the model named `model` (its
@@ -442,11 +468,25 @@ impl BudgetLedger {
             .map(|a| &a.spent)
     }
 
-    /// `agent`'s entry (made the first time it spends).
+    /// `agent`'s entry (made the first time it spends). The same shared name is found by its
+    /// pointer; another name is told apart by its length and its last byte before its text is
+    /// compared (a tree's agents often differ only there, and the list is scanned on every call).
     fn agent_mut(&mut self, agent: &Arc<str>) -> &mut Spent {
-        let k = match self.by_agent.iter().position(|a| a.agent == *agent) {
+        let last = agent.as_bytes().last();
+        let found = self.by_agent.iter().rposition(|a| {
+            Arc::ptr_eq(&a.agent, agent)
+                || (a.agent.len() == agent.len()
+                    && a.agent.as_bytes().last() == last
+                    && *a.agent == **agent)
+        });
+        let k = match found {
             Some(k) => k,
             None => {
+                if self.by_agent.capacity() == 0 {
+                    // One allocation for a tree of up to 8 agents, not one per doubling (and
+                    // small enough for the allocator's fast path: under 1 KiB).
+                    self.by_agent.reserve_exact(8);
+                }
                 self.by_agent.push(AgentSpent {
                     agent: Arc::clone(agent),
                     spent: Spent::default(),

@@ -141,6 +141,16 @@ impl RunBudgets {
         let started = *self.started.get_or_init(|| now);
         now.duration_since(started).unwrap_or_default()
     }
+
+    /// The time since the run's first check, read from `run`'s host clock only when a limit
+    /// reads it (zero otherwise).
+    pub(crate) fn elapsed_if_read(&self, run: &RunContext) -> std::time::Duration {
+        if self.budgets.reads_wall_time() {
+            self.elapsed(run.host().now())
+        } else {
+            std::time::Duration::ZERO
+        }
+    }
 }
 
 /// The empty list of hidden run paths, shared (a new run allocates nothing for it).

@@ -24,10 +24,15 @@ impl ChatModelAgent {
         let Some(run) = cx.run_context().run_budgets() else {
             return Ok(());
         };
-        let input: usize = request.messages.iter().map(|m| estimate_tokens(m)).sum();
+        // The prompt is estimated, and the clock read, only when a limit reads them.
+        let input: usize = if run.budgets.reads_prompt_tokens() {
+            request.messages.iter().map(|m| estimate_tokens(m)).sum()
+        } else {
+            0
+        };
         let output = request.params.max_tokens.map_or(1, u64::from).max(1);
         let estimate = Usage::new(input as u64, output);
-        let elapsed = run.elapsed(cx.run_context().host().now());
+        let elapsed = run.elapsed_if_read(cx.run_context());
         cx.session()
             .with_budget_ledger(|ledger| {
                 run.budgets.check_model_call(
@@ -62,7 +67,7 @@ impl ChatModelAgent {
         if calls == 0 {
             return Ok(());
         }
-        let elapsed = run.elapsed(cx.run_context().host().now());
+        let elapsed = run.elapsed_if_read(cx.run_context());
         cx.session()
             .with_budget_ledger(|ledger| {
                 run.budgets

@@ -453,13 +453,16 @@ impl Session {
         let values = &mut *values;
         let ledger = match &mut values.budget {
             Some(ledger) => ledger,
-            empty => empty.insert(
+            // A saved ledger (a resumed run's) is read once; a new run's map is often empty.
+            empty => empty.insert(if values.map.is_empty() {
+                BudgetLedger::default()
+            } else {
                 values
                     .map
                     .remove(BUDGET_SESSION_KEY)
                     .and_then(|saved| serde_json::from_value(saved).ok())
-                    .unwrap_or_default(),
-            ),
+                    .unwrap_or_default()
+            }),
         };
         use_it(ledger)
     }
