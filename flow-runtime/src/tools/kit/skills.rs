@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::script::{ScriptPolicy, ScriptTool};
+use super::script::{script_tool, ScriptPolicy};
 use super::skill::{Skill, SkillError};
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 use crate::model::ToolDefinition;
@@ -179,7 +179,7 @@ impl Skills {
             }),
         ];
         if let Some(policy) = &self.scripts {
-            tools.push(Arc::new(ScriptTool::new(self.clone(), policy.clone())));
+            tools.push(script_tool(self.clone(), policy.clone()));
         }
         tools
     }
