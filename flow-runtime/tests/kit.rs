@@ -734,6 +734,109 @@ async fn plan_and_files_carry_across_turns_and_a_fork_writes_apart() {
     assert!(last_request.contains("     1\\tone"), "{last_request}");
 }
 
+/// A worker writing its plan and a file dies at each point of its turn in turn; another
+/// worker recovers the turn from the journal. The recovered turn sees exactly what was written
+/// before the crash (its `read_file` returns the file), and the thread ends with the plan and
+/// the file, as a turn that never died would.
+#[tokio::test]
+async fn plan_and_files_survive_a_crash_and_recovery() {
+    use flow_runtime::model::ChatRequest;
+    use flow_runtime::{Durability, RecoverError, Role, Turn};
+
+    let model = || {
+        ScriptedModel::rules()
+            .when_with(
+                |r: &ChatRequest| {
+                    r.messages.last().is_some_and(|m| {
+                        m.role == Role::Tool && m.tool_name.as_deref() == Some("read_file")
+                    })
+                },
+                |r: &ChatRequest| {
+                    let read = &r.messages.last().unwrap().content;
+                    ScriptStep::text(format!("read back: {}", read.trim()))
+                },
+            )
+            .after_tool(
+                "write_file",
+                ScriptStep::tool_call("read_file", json!({"path": "notes.md"})),
+            )
+            .after_tool(
+                "write_plan",
+                ScriptStep::tool_call("write_file", json!({"path": "notes.md", "text": "42"})),
+            )
+            .otherwise(ScriptStep::tool_call(
+                "write_plan",
+                json!({"steps": [{"step": "note", "status": "in_progress"}]}),
+            ))
+    };
+    let runner = |store: &InMemoryStore| {
+        let agent = DeepAgent::new("worker", model()).build().unwrap();
+        Runner::builder(FlowAgent::new(agent))
+            .stores(store.clone())
+            .journal_store(store.clone())
+            .durability(Durability::Sync)
+            .lease(Duration::from_millis(60))
+            .build()
+    };
+    let expected_values = json!({
+        "plan": {"steps": [{"step": "note", "status": "in_progress"}]},
+        "files": {"notes.md": "42"},
+    });
+    async fn answer(events: &[flow_runtime::AgentEvent]) -> Option<String> {
+        for e in events {
+            if let Some(m) = e.read_message().await.unwrap() {
+                if m.content.starts_with("read back") {
+                    return Some(m.content.clone());
+                }
+            }
+        }
+        None
+    }
+
+    // The reference: the turn without a crash.
+    let store = InMemoryStore::new();
+    let reference = runner(&store);
+    let events: Vec<_> = reference
+        .turn(TurnRequest::new("t", Message::user("take a note")))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(answer(&events).await.as_deref(), Some("read back: 1\t42"));
+    let total = events.len();
+
+    for seen in 1..total {
+        let store = InMemoryStore::new();
+        let mut turn: Turn = runner(&store)
+            .turn(TurnRequest::new("t", Message::user("take a note")))
+            .await
+            .unwrap();
+        for _ in 0..seen {
+            turn.next().await.unwrap();
+        }
+        // The worker dies: nothing of its turn runs any more, its lease is never given back.
+        std::mem::forget(turn);
+        let other = runner(&store);
+        let recovered = loop {
+            match other.recover("t").await {
+                Err(RecoverError::Leased { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                other => break other.unwrap().expect("a turn to recover"),
+            }
+        };
+        let events: Vec<_> = recovered.collect().await;
+        assert_eq!(
+            answer(&events).await.as_deref(),
+            Some("read back: 1\t42"),
+            "point {seen}"
+        );
+        let values = other.thread("t").values().await.unwrap();
+        let kept = json!({"plan": values.get("kit.plan"), "files": values.get("kit.files")});
+        assert_eq!(kept, expected_values, "point {seen}");
+    }
+}
+
 #[test]
 fn the_deep_agent_preset_explains_and_gives_its_kit() {
     let searcher = FlowAgent::new(

@@ -344,6 +344,12 @@ impl Tool for SkillTool {
         }
     }
 
+    /// `load_skill` notes the skill as active in the thread's values (and reads its folder,
+    /// which does not change): a recovered run loads it again.
+    fn session_only(&self) -> bool {
+        matches!(self.kind, Kind::Load)
+    }
+
     fn parameters(&self) -> Value {
         match self.kind {
             Kind::Load => schema_for::<LoadArgs>(),
@@ -470,5 +476,9 @@ impl Tool for Guarded {
 
     fn idempotent(&self) -> bool {
         self.inner.idempotent()
+    }
+
+    fn session_only(&self) -> bool {
+        self.inner.session_only()
     }
 }
