@@ -921,4 +921,27 @@ async fn each_level_of_disclosure_costs_what_the_docs_say() {
     let costs = [catalog, tokens(&loaded), tokens(&style)];
     println!("catalog, load_skill, read_skill_resource: {costs:?}");
     assert_eq!(costs, [98, 85, 26]);
+
+    // Level 1 per skill: each skill's catalog line, as text (no message overhead).
+    let counter = TiktokenCounter::o200k();
+    let lines: Vec<(String, usize)> = skills
+        .iter()
+        .map(|s| (s.name.clone(), counter.tokens(&format!("- {s}\n"))))
+        .collect();
+    println!("catalog line per skill: {lines:?}");
+    assert_eq!(
+        lines,
+        [("release-notes".to_owned(), 29), ("report-writer".to_owned(), 20)]
+    );
+    // Against putting every skill's whole folder in the instruction up front.
+    let mut eager = String::new();
+    for skill in skills.iter() {
+        eager.push_str(&std::fs::read_to_string(skill.root.join("SKILL.md")).unwrap());
+        for resource in &skill.resources {
+            eager.push_str(&std::fs::read_to_string(skill.root.join(resource)).unwrap());
+        }
+    }
+    let eager = tokens(&eager);
+    println!("every skill's folder up front: {eager}");
+    assert_eq!(eager, 266);
 }
