@@ -314,8 +314,14 @@ async fn a_script_writing_or_reading_outside_its_folder_is_refused() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(err.contains("`scripts/probe.sh` of skill `probe` failed"), "{err}");
-    assert!(err.contains("wrote mine") && err.contains("Permission denied"), "{err}");
+    assert!(
+        err.contains("`scripts/probe.sh` of skill `probe` failed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("wrote mine") && err.contains("Permission denied"),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join("probe/mine.txt")).unwrap(),
         "ok\n"
@@ -359,7 +365,10 @@ async fn a_script_past_its_memory_limit_is_stopped_and_reported() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(err.contains("`scripts/probe.sh` of skill `probe` failed"), "{err}");
+    assert!(
+        err.contains("`scripts/probe.sh` of skill `probe` failed"),
+        "{err}"
+    );
     assert!(err.contains("its memory is limited to 64 MiB"), "{err}");
     assert!(err.contains("allocating") && !err.contains("held"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -470,7 +479,11 @@ async fn a_script_runs_only_once_a_human_approves_it() {
             assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n", "ran once");
             assert!(last.contains("ran with --fast"), "{last}");
         } else {
-            assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n", "no second run");
+            assert_eq!(
+                std::fs::read_to_string(&runs).unwrap(),
+                "run\n",
+                "no second run"
+            );
             assert!(last.contains("was not approved by a human"), "{last}");
         }
     }
@@ -931,7 +944,10 @@ async fn each_level_of_disclosure_costs_what_the_docs_say() {
     println!("catalog line per skill: {lines:?}");
     assert_eq!(
         lines,
-        [("release-notes".to_owned(), 29), ("report-writer".to_owned(), 20)]
+        [
+            ("release-notes".to_owned(), 29),
+            ("report-writer".to_owned(), 20)
+        ]
     );
     // Against putting every skill's whole folder in the instruction up front.
     let mut eager = String::new();

@@ -129,7 +129,9 @@ impl Skills {
     }
 
     /// The same skills, with `run_skill_script` among their tools, running scripts as
-    /// `policy` allows. Without this, skills' scripts are resources the model may read, not run.
+    /// `policy` allows: by default each run waits for a human's approval, and the script may
+    /// write only in its skill's folder (see [`ScriptPolicy`]). Without this, skills' scripts
+    /// are resources the model may read, not run.
     pub fn with_scripts(mut self, policy: ScriptPolicy) -> Skills {
         self.scripts = Some(policy);
         self
