@@ -234,6 +234,11 @@ async fn while_a_skill_with_allowed_tools_is_active_other_tools_are_refused() {
 
 /// A skill of its own, with one script, in a scratch folder.
 fn script_skill(dir: &Path, script: &str) -> Skills {
+    script_skill_file(dir, "probe.sh", script)
+}
+
+/// A skill of its own, with one script `scripts/{file}`, in a scratch folder.
+fn script_skill_file(dir: &Path, file: &str, script: &str) -> Skills {
     let folder = dir.join("probe");
     std::fs::create_dir_all(folder.join("scripts")).unwrap();
     std::fs::write(
@@ -241,12 +246,20 @@ fn script_skill(dir: &Path, script: &str) -> Skills {
         "---\nname: probe\ndescription: Probes.\n---\nRun it.\n",
     )
     .unwrap();
-    std::fs::write(folder.join("scripts/probe.sh"), script).unwrap();
+    std::fs::write(folder.join("scripts").join(file), script).unwrap();
     Skills::load_dir(dir).unwrap()
 }
 
 async fn run_script(skills: Skills, policy: ScriptPolicy) -> Result<String, ToolError> {
-    let tools = skills.with_scripts(policy).tools();
+    run_script_file(skills, policy, "scripts/probe.sh").await
+}
+
+async fn run_script_file(
+    skills: Skills,
+    policy: ScriptPolicy,
+    script: &str,
+) -> Result<String, ToolError> {
+    let tools = skills.with_scripts(policy.without_approval()).tools();
     let cx = cx();
     call(&tools, &cx, "load_skill", json!({"name": "probe"}))
         .await
@@ -255,22 +268,27 @@ async fn run_script(skills: Skills, policy: ScriptPolicy) -> Result<String, Tool
         &tools,
         &cx,
         "run_skill_script",
-        json!({"skill": "probe", "script": "scripts/probe.sh"}),
+        json!({"skill": "probe", "script": script}),
     )
     .await
 }
 
-#[cfg(unix)]
+/// The parent's environment is out of the script's reach both ways: its variables are not
+/// passed, and `/proc/<parent>/environ` (where they could be read) is outside what it may read.
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_script_runs_in_its_folder_with_an_empty_environment() {
     std::env::set_var("AGENTFLOW_KIT_SECRET", "hunter2");
     let dir = scratch("env");
     let skills = script_skill(
         &dir,
-        "echo \"secret=[$AGENTFLOW_KIT_SECRET] home=[$HOME]\"\npwd\nenv | wc -l\n",
+        "echo \"secret=[$AGENTFLOW_KIT_SECRET] home=[$HOME]\"\npwd\n\
+         cat /proc/$PPID/environ /proc/self/environ 2>&1 | tr '\\0' ' '\necho\nenv | wc -l\n",
     );
     let out = run_script(skills, ScriptPolicy::new()).await.unwrap();
     assert!(out.contains("secret=[] home=[]"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
     let folder = dir.join("probe").canonicalize().unwrap();
     assert!(out.contains(&folder.display().to_string()), "{out}");
     // `sh` itself sets PWD (and may set SHLVL, _): nothing of the parent's.
@@ -279,12 +297,88 @@ async fn a_script_runs_in_its_folder_with_an_empty_environment() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A script writes in its own folder (and in a scratch folder the policy adds); a write
+/// anywhere else, or a read of the application's files, is refused by the kernel, and the
+/// model is told the script failed, with what it printed.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_script_writing_or_reading_outside_its_folder_is_refused() {
+    let dir = scratch("confined");
+    std::fs::write(dir.join("secret.txt"), "api-key-1234").unwrap();
+    let skills = script_skill(
+        &dir,
+        "echo ok > mine.txt && echo wrote mine\n\
+         echo bad > ../outside.txt\n",
+    );
+    let err = run_script(skills, ScriptPolicy::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`scripts/probe.sh` of skill `probe` failed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("wrote mine") && err.contains("Permission denied"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("probe/mine.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(!dir.join("outside.txt").exists());
+
+    let skills = script_skill(&dir, "cat ../secret.txt\n");
+    let err = run_script(skills, ScriptPolicy::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("Permission denied"), "{err}");
+    assert!(!err.contains("api-key-1234"), "{err}");
+
+    // A scratch folder the application names is writable.
+    let scratch_dir = scratch("confined-scratch");
+    let skills = script_skill(
+        &dir,
+        &format!("echo note > {}/note.txt\n", scratch_dir.display()),
+    );
+    run_script(skills, ScriptPolicy::new().write_path(&scratch_dir))
+        .await
+        .unwrap();
+    assert!(scratch_dir.join("note.txt").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&scratch_dir).unwrap();
+}
+
+/// A script that allocates past its memory limit fails to, and the model is told, with the
+/// limit.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_script_past_its_memory_limit_is_stopped_and_reported() {
+    let dir = scratch("memory");
+    // 300 MB held in one shell variable, against a 64 MiB limit.
+    let skills = script_skill(
+        &dir,
+        "echo allocating\nbig=$(head -c 300000000 /dev/zero | tr '\\0' x)\necho \"held ${#big}\"\n",
+    );
+    let err = run_script(skills, ScriptPolicy::new().max_memory(64 * 1024 * 1024))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`scripts/probe.sh` of skill `probe` failed"),
+        "{err}"
+    );
+    assert!(err.contains("its memory is limited to 64 MiB"), "{err}");
+    assert!(err.contains("allocating") && !err.contains("held"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn a_script_past_its_time_or_output_limit_is_stopped_and_reported() {
     let dir = scratch("limits");
     let slow = script_skill(&dir, "echo started\nsleep 30\necho never\n");
-    let started = std::time::Instant::now();
     let err = run_script(
         slow,
         ScriptPolicy::new().timeout(Duration::from_millis(300)),
@@ -292,7 +386,6 @@ async fn a_script_past_its_time_or_output_limit_is_stopped_and_reported() {
     .await
     .unwrap_err()
     .to_string();
-    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(err.contains("ran past its time limit of 0.3 s"), "{err}");
     assert!(err.contains("started") && !err.contains("never"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -312,13 +405,100 @@ async fn a_script_past_its_time_or_output_limit_is_stopped_and_reported() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// By default a run waits for a human: the turn stops with an approval interrupt naming the
+/// skill, the script and its arguments, and the script has not run; approved on resume, it
+/// runs once and the model gets its output. A denied run does not happen, and the model is
+/// told.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_script_runs_only_once_a_human_approves_it() {
+    let dir = scratch("approval");
+    let skills = script_skill(&dir, "echo run >> runs.log\necho \"ran with $1\"\n");
+    let runs = dir.join("probe/runs.log");
+    let run_call = ScriptStep::tool_call(
+        "run_skill_script",
+        json!({"skill": "probe", "script": "scripts/probe.sh", "args": ["--fast"]}),
+    );
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call("load_skill", json!({"name": "probe"})),
+        run_call.clone(),
+        ScriptStep::text("done"),
+        ScriptStep::tool_call("load_skill", json!({"name": "probe"})),
+        run_call,
+        ScriptStep::text("not run"),
+    ])
+    .keep_requests(true);
+    let agent = ChatModelAgent::builder("runner", model.clone())
+        .tools(skills.with_scripts(ScriptPolicy::new()).tools())
+        .build()
+        .unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .thread_store(InMemoryStore::new())
+        .checkpoint_store(InMemoryStore::new())
+        .build();
+
+    for (thread, approve) in [("yes", true), ("no", false)] {
+        let mut turn = runner
+            .turn(TurnRequest::new(thread, Message::user("probe it")))
+            .await
+            .unwrap();
+        let mut interrupts = Vec::new();
+        while let Some(e) = turn.next().await {
+            assert!(e.error.is_none(), "{:?}", e.error);
+            interrupts.extend(e.interrupt().cloned());
+        }
+        assert_eq!(interrupts.len(), 1, "the run stops for approval");
+        let asked = &interrupts[0].info;
+        assert_eq!(asked["approval"]["tool"], "run_skill_script");
+        assert_eq!(
+            asked["approval"]["arguments"],
+            json!({"skill": "probe", "script": "scripts/probe.sh", "args": ["--fast"]})
+        );
+        assert_eq!(
+            asked["question"],
+            "Allow skill 'probe' to run its script 'scripts/probe.sh' with arguments [\"--fast\"]?"
+        );
+        let ran_before = if approve { "" } else { "run\n" };
+        assert_eq!(
+            std::fs::read_to_string(&runs).unwrap_or_default(),
+            ran_before,
+            "nothing ran before the answer"
+        );
+
+        let id = interrupts[0].id.clone();
+        let mut resumed = runner
+            .turn(TurnRequest::resume(thread, [(id, json!(approve))]))
+            .await
+            .unwrap();
+        while let Some(e) = resumed.next().await {
+            assert!(e.error.is_none(), "{:?}", e.error);
+            assert!(e.interrupt().is_none());
+        }
+        let last = serde_json::to_string(&model.requests().last().unwrap().messages).unwrap();
+        if approve {
+            assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n", "ran once");
+            assert!(last.contains("ran with --fast"), "{last}");
+        } else {
+            assert_eq!(
+                std::fs::read_to_string(&runs).unwrap(),
+                "run\n",
+                "no second run"
+            );
+            assert!(last.contains("was not approved by a human"), "{last}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn a_script_runs_only_where_allowed_and_only_from_scripts() {
     let dir = scratch("allowed");
     let skills = script_skill(&dir, "echo hi\n");
     let names: Vec<String> = skills.tools().iter().map(|t| t.name().to_owned()).collect();
     assert_eq!(names, ["load_skill", "read_skill_resource"]);
-    let tools = skills.with_scripts(ScriptPolicy::new()).tools();
+    let tools = skills
+        .with_scripts(ScriptPolicy::new().without_approval())
+        .tools();
     let cx = cx();
     call(&tools, &cx, "load_skill", json!({"name": "probe"}))
         .await
@@ -567,6 +747,109 @@ async fn plan_and_files_carry_across_turns_and_a_fork_writes_apart() {
     assert!(last_request.contains("     1\\tone"), "{last_request}");
 }
 
+/// A worker writing its plan and a file dies at each point of its turn in turn; another
+/// worker recovers the turn from the journal. The recovered turn sees exactly what was written
+/// before the crash (its `read_file` returns the file), and the thread ends with the plan and
+/// the file, as a turn that never died would.
+#[tokio::test]
+async fn plan_and_files_survive_a_crash_and_recovery() {
+    use flow_runtime::model::ChatRequest;
+    use flow_runtime::{Durability, RecoverError, Role, Turn};
+
+    let model = || {
+        ScriptedModel::rules()
+            .when_with(
+                |r: &ChatRequest| {
+                    r.messages.last().is_some_and(|m| {
+                        m.role == Role::Tool && m.tool_name.as_deref() == Some("read_file")
+                    })
+                },
+                |r: &ChatRequest| {
+                    let read = &r.messages.last().unwrap().content;
+                    ScriptStep::text(format!("read back: {}", read.trim()))
+                },
+            )
+            .after_tool(
+                "write_file",
+                ScriptStep::tool_call("read_file", json!({"path": "notes.md"})),
+            )
+            .after_tool(
+                "write_plan",
+                ScriptStep::tool_call("write_file", json!({"path": "notes.md", "text": "42"})),
+            )
+            .otherwise(ScriptStep::tool_call(
+                "write_plan",
+                json!({"steps": [{"step": "note", "status": "in_progress"}]}),
+            ))
+    };
+    let runner = |store: &InMemoryStore| {
+        let agent = DeepAgent::new("worker", model()).build().unwrap();
+        Runner::builder(FlowAgent::new(agent))
+            .stores(store.clone())
+            .journal_store(store.clone())
+            .durability(Durability::Sync)
+            .lease(Duration::from_millis(60))
+            .build()
+    };
+    let expected_values = json!({
+        "plan": {"steps": [{"step": "note", "status": "in_progress"}]},
+        "files": {"notes.md": "42"},
+    });
+    async fn answer(events: &[flow_runtime::AgentEvent]) -> Option<String> {
+        for e in events {
+            if let Some(m) = e.read_message().await.unwrap() {
+                if m.content.starts_with("read back") {
+                    return Some(m.content.clone());
+                }
+            }
+        }
+        None
+    }
+
+    // The reference: the turn without a crash.
+    let store = InMemoryStore::new();
+    let reference = runner(&store);
+    let events: Vec<_> = reference
+        .turn(TurnRequest::new("t", Message::user("take a note")))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(answer(&events).await.as_deref(), Some("read back: 1\t42"));
+    let total = events.len();
+
+    for seen in 1..total {
+        let store = InMemoryStore::new();
+        let mut turn: Turn = runner(&store)
+            .turn(TurnRequest::new("t", Message::user("take a note")))
+            .await
+            .unwrap();
+        for _ in 0..seen {
+            turn.next().await.unwrap();
+        }
+        // The worker dies: nothing of its turn runs any more, its lease is never given back.
+        std::mem::forget(turn);
+        let other = runner(&store);
+        let recovered = loop {
+            match other.recover("t").await {
+                Err(RecoverError::Leased { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                other => break other.unwrap().expect("a turn to recover"),
+            }
+        };
+        let events: Vec<_> = recovered.collect().await;
+        assert_eq!(
+            answer(&events).await.as_deref(),
+            Some("read back: 1\t42"),
+            "point {seen}"
+        );
+        let values = other.thread("t").values().await.unwrap();
+        let kept = json!({"plan": values.get("kit.plan"), "files": values.get("kit.files")});
+        assert_eq!(kept, expected_values, "point {seen}");
+    }
+}
+
 #[test]
 fn the_deep_agent_preset_explains_and_gives_its_kit() {
     let searcher = FlowAgent::new(
@@ -651,4 +934,30 @@ async fn each_level_of_disclosure_costs_what_the_docs_say() {
     let costs = [catalog, tokens(&loaded), tokens(&style)];
     println!("catalog, load_skill, read_skill_resource: {costs:?}");
     assert_eq!(costs, [98, 85, 26]);
+
+    // Level 1 per skill: each skill's catalog line, as text (no message overhead).
+    let counter = TiktokenCounter::o200k();
+    let lines: Vec<(String, usize)> = skills
+        .iter()
+        .map(|s| (s.name.clone(), counter.tokens(&format!("- {s}\n"))))
+        .collect();
+    println!("catalog line per skill: {lines:?}");
+    assert_eq!(
+        lines,
+        [
+            ("release-notes".to_owned(), 29),
+            ("report-writer".to_owned(), 20)
+        ]
+    );
+    // Against putting every skill's whole folder in the instruction up front.
+    let mut eager = String::new();
+    for skill in skills.iter() {
+        eager.push_str(&std::fs::read_to_string(skill.root.join("SKILL.md")).unwrap());
+        for resource in &skill.resources {
+            eager.push_str(&std::fs::read_to_string(skill.root.join(resource)).unwrap());
+        }
+    }
+    let eager = tokens(&eager);
+    println!("every skill's folder up front: {eager}");
+    assert_eq!(eager, 266);
 }

@@ -186,6 +186,8 @@ pub struct HookContext {
     tool: Option<(Arc<str>, Arc<str>)>,
     /// For a tool hook: whether the tool may run again on recovery.
     idempotent: bool,
+    /// For a tool hook: whether the tool's only effect is on the session's values.
+    session_only: bool,
 }
 
 impl HookContext {
@@ -196,6 +198,7 @@ impl HookContext {
             model: None,
             tool: None,
             idempotent: true,
+            session_only: false,
         }
     }
 
@@ -251,6 +254,19 @@ impl HookContext {
     /// [`Tool::idempotent`](crate::Tool::idempotent)); `true` for other hooks.
     pub fn tool_idempotent(&self) -> bool {
         self.idempotent
+    }
+
+    /// This tool hook's context, for a tool whose only effect is on the session's values or
+    /// not.
+    pub(crate) fn with_session_only(mut self, session_only: bool) -> Self {
+        self.session_only = session_only;
+        self
+    }
+
+    /// For a tool hook: whether the tool's only effect is on the run's session values (see
+    /// [`Tool::session_only`](crate::Tool::session_only)); `false` for other hooks.
+    pub fn tool_session_only(&self) -> bool {
+        self.session_only
     }
 
     /// The agent running.

@@ -148,6 +148,11 @@ impl Tool for NeedsApproval {
         self.inner.idempotent()
     }
 
+    fn session_only(&self) -> bool {
+        // Asking a human is an effect outside the session.
+        false
+    }
+
     async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let marked = cx.saved_state().and_then(|s| s.get(MARKER)).is_some();
         if marked {

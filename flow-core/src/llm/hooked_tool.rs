@@ -18,13 +18,15 @@ impl ChatModelAgent {
     /// The job of one tool call: `run` runs the tool on the arguments it is given. The
     /// `before_tool` hooks of `chain` may change the call or answer in the tool's place, the
     /// `after_tool` hooks may change the result text; a hook's error or panic comes out as
-    /// [`ToolError::Middleware`], which ends the agent's run.
+    /// [`ToolError::Middleware`], which ends the agent's run. `(idempotent, session_only)`:
+    /// the tool's [`Tool::idempotent`](crate::Tool::idempotent) and
+    /// [`Tool::session_only`](crate::Tool::session_only), for the hooks to read.
     pub(super) fn hooked_tool_call<F, Fut>(
         &self,
         cx: &Context,
         chain: &Middlewares,
         call: &ToolCall,
-        idempotent: bool,
+        (idempotent, session_only): (bool, bool),
         run: F,
     ) -> BoxFuture<'static, CallOutcome>
     where
@@ -45,7 +47,9 @@ impl ChatModelAgent {
             .instrument(span)
             .boxed();
         }
-        let hcx = HookContext::tool(cx.run_context(), call).with_idempotent(idempotent);
+        let hcx = HookContext::tool(cx.run_context(), call)
+            .with_idempotent(idempotent)
+            .with_session_only(session_only);
         let chain = chain.clone();
         let mut call = call.clone();
         let recorded = span.clone();

@@ -223,6 +223,7 @@ impl ChatModelAgent {
                 {
                     Some(tool) => {
                         let idempotent = tool.idempotent();
+                        let session_only = tool.session_only();
                         let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
                             .with_tool_name(call.name.as_str())
                             .with_shared_history(Arc::clone(shared_history.get_or_insert_with(
@@ -266,7 +267,13 @@ impl ChatModelAgent {
                                 }),
                             }
                         };
-                        Job::Running(self.hooked_tool_call(cx, &chain, call, idempotent, run))
+                        Job::Running(self.hooked_tool_call(
+                            cx,
+                            &chain,
+                            call,
+                            (idempotent, session_only),
+                            run,
+                        ))
                     }
                     None => Job::Ready(Some(Err(ToolError::UnknownTool {
                         tool: name.into(),

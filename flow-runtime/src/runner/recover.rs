@@ -14,7 +14,10 @@
 //!   asked again); replies are matched per run path, in order, each given once the record
 //!   holds the steps the journal has before it;
 //! - a tool call whose result is journaled is answered with that result (the tool does not
-//!   run again); results are matched by run path and call id;
+//!   run again); results are matched by run path and call id. A tool whose only effect is on
+//!   the session's values ([`Tool::session_only`](crate::Tool::session_only): the kit's plan,
+//!   files kept in the thread, `load_skill`) runs again instead, in its place, so the
+//!   recovered turn has the values the dead one wrote;
 //! - a tool call that the journal shows asked for (its model reply is journaled) but without
 //!   a result was in flight: it runs again with the same idempotency key (at-least-once,
 //!   closed by the key), unless its tool is not [idempotent](crate::Tool::idempotent), in

@@ -1,6 +1,8 @@
 //! The journal's replay: the middleware that answers a recovered run's model calls and tool
 //! calls from what its journal holds (see `runner::recover`), placed before every other
-//! middleware. Replies are matched per run path, in order; results by run path and call id; a
+//! middleware. Replies are matched per run path, in order; results by run path and call id (a
+//! tool whose only effect is on the session's values, [`Tool::session_only`](crate::Tool::session_only),
+//! runs again in its place instead, to write them again); a
 //! call that the journal shows asked for but without a result was in flight (it runs again,
 //! unless its tool is not idempotent: then the model gets an error result it can act on).
 //! Steering messages the run took in are given back where it took them (see
@@ -218,6 +220,11 @@ impl Middleware for Replay {
         }
         if let Some((at, result)) = self.results.get(&key) {
             in_place(cx, *at).await;
+            if cx.tool_session_only() {
+                // It runs again, in its place, to write its session values again (the
+                // journal's check compares its result with the journaled one).
+                return Ok(None);
+            }
             return Ok(Some(result.clone()));
         }
         if self.asked.contains(&key) && !cx.tool_idempotent() {

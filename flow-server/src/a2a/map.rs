@@ -24,6 +24,9 @@ pub(crate) use flow_a2a::meta::METADATA_KEY;
 /// The id of the artifact carrying a task's answer.
 pub(crate) const ANSWER_ARTIFACT: &str = "answer";
 
+/// The id of the artifact carrying the agent's plan (the kit's `write_plan`).
+pub(crate) const PLAN_ARTIFACT: &str = "plan";
+
 /// A new message id.
 pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -268,6 +271,24 @@ pub(crate) fn answer_artifact(answer: &Message, agent: &str) -> Artifact {
         description: "The answer of the flow's last agent.".into(),
         parts: vec![Part::text(answer.content.clone())],
         metadata: Some(metadata),
+    }
+}
+
+/// The artifact carrying the agent's plan as it is now (the thread value
+/// [`PLAN_KEY`](flow_runtime::kit::PLAN_KEY) `plan` holds): a data part with the plan itself
+/// (`{"steps": [{"step", "status"}]}`) and a text part with its checklist (`[x] done`,
+/// `[>] in progress`, `[ ] pending`), for clients that show only text.
+pub(crate) fn plan_artifact(plan: &Value) -> Artifact {
+    let mut parts = vec![Part::data(plan.clone())];
+    if let Ok(p) = serde_json::from_value::<flow_runtime::kit::Plan>(plan.clone()) {
+        parts.push(Part::text(p.render()));
+    }
+    Artifact {
+        artifact_id: PLAN_ARTIFACT.into(),
+        name: PLAN_ARTIFACT.into(),
+        description: "The agent's plan: its steps and where each stands.".into(),
+        parts,
+        metadata: None,
     }
 }
 

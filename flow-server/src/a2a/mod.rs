@@ -9,7 +9,9 @@
 //! An A2A `contextId` is an agentflow thread, a task is one turn of it (`CONTEXT.TURN`); an
 //! interrupt is the state `input-required` (its question in the status message) and the
 //! client's next message in the context answers it (the turn resumes); the turn's answer is
-//! the artifact `answer`. An approval (an interrupt whose info has `approval`, as a tool
+//! the artifact `answer`. The agent's plan (the kit's `write_plan`, thread value `kit.plan`) is
+//! the artifact `plan`, sent again each time the agent rewrites it (each version replaces the
+//! one before: a data part `{"steps": [{"step", "status"}]}` and a text checklist). An approval (an interrupt whose info has `approval`, as a tool
 //! approval's has) takes `{"approve": BOOL, "reason"?}` as data, or the text
 //! `approve` or `deny` (also `yes`/`no`); any other text is refused with the accepted answers,
 //! and the input-required message's data part states them (`answer` of each interrupt). Each message's metadata names its agent and run path

@@ -14,6 +14,7 @@ use flow_a2a::wire::{
     Message as A2aMessage, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
+use flow_runtime::kit::PLAN_KEY;
 use flow_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
 use futures::StreamExt;
 use tokio::sync::{broadcast, oneshot, Notify};
@@ -79,7 +80,17 @@ impl RunningTask {
             }
         }
         if let Some(a) = &update.artifact_update {
-            task.artifacts.push(a.artifact.clone());
+            // A new version of an artifact (the plan, rewritten) replaces the old one; an
+            // `append` adds to it.
+            match task
+                .artifacts
+                .iter_mut()
+                .find(|old| old.artifact_id == a.artifact.artifact_id)
+            {
+                Some(old) if a.append => old.parts.extend(a.artifact.parts.iter().cloned()),
+                Some(old) => *old = a.artifact.clone(),
+                None => task.artifacts.push(a.artifact.clone()),
+            }
         }
         // No subscriber is fine: the state keeps what they would have seen.
         let _ = self.updates.send(Arc::new(update));
@@ -244,7 +255,17 @@ async fn drive(turn: Turn, task: &RunningTask, max_duration: Duration) {
     task.status(TaskState::Working, None);
     let run = async {
         let mut items = TurnStream::new(turn);
+        let session = Arc::clone(items.session());
+        // The plan as the turn started: a change of it is sent as the `plan` artifact.
+        let mut plan = session.raw_value(PLAN_KEY);
         while let Some(item) = items.next().await {
+            let now = session.raw_value(PLAN_KEY);
+            if now != plan {
+                if let Some(p) = &now {
+                    publish_plan(task, p, &context_id, &task_id);
+                }
+                plan = now;
+            }
             match item {
                 TurnItem::Event(e) => publish_event(task, &e, &context_id, &task_id),
                 TurnItem::End(outcome) => return Some(outcome),
@@ -313,6 +334,18 @@ async fn drive(turn: Turn, task: &RunningTask, max_duration: Duration) {
             );
         }
     }
+}
+
+/// The agent's plan, rewritten, as the task's `plan` artifact (replacing the one before).
+fn publish_plan(task: &RunningTask, plan: &serde_json::Value, context_id: &str, task_id: &str) {
+    task.publish(StreamResponse::artifact(TaskArtifactUpdateEvent {
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
+        artifact: map::plan_artifact(plan),
+        append: false,
+        last_chunk: true,
+        metadata: None,
+    }));
 }
 
 /// One event of the turn as the task's updates: its message, and its action as metadata.

@@ -19,6 +19,7 @@ const state = {
   // What the signed-in principal may do (GET /v1/me); Approve buttons need `approve`.
   scopes: [],
   forkStep: null, // the step a fork made inside a turn waits at, until its owner continues it
+  planCalls: new Map(), // call id -> the plan a `write_plan` call wrote, until its result says saved
 };
 
 function el(tag, attrs, ...children) {
@@ -206,6 +207,31 @@ function timeline(kind, path, label, detail) {
   $("#timeline").append(item);
   item.scrollIntoView({ block: "end" });
   return item;
+}
+
+// The agent's plan (the kit's `write_plan`, thread value `kit.plan`) beside the timeline: each
+// step with its mark, `[x]` done, `[>]` in progress, `[ ]` pending. Hidden without a plan.
+const PLAN_MARKS = { done: "[x]", in_progress: "[>]", pending: "[ ]" };
+
+function showPlan(plan) {
+  const host = $("#plan");
+  host.textContent = "";
+  const steps = plan && Array.isArray(plan.steps) ? plan.steps : [];
+  $("#plan-section").hidden = steps.length === 0;
+  for (const s of steps) {
+    host.append(el("li", { "data-status": String(s.status) },
+      el("span", { class: "mark" }, PLAN_MARKS[s.status] || "[?]"), " ", String(s.step)));
+  }
+}
+
+// The thread's plan as its values hold it (GET .../state), for a thread opened or a turn ended.
+async function refreshPlan() {
+  if (!may("read")) return;
+  const thread = currentThread();
+  const response = await api(threadPath() + "/state");
+  if (thread !== currentThread() || !response.ok) return;
+  const { values } = await response.json();
+  showPlan(values && values["kit.plan"]);
 }
 
 // A tool's progress in words: an MCP server's `{progress, total?, message?}` as "message
@@ -517,9 +543,16 @@ function onEvent(e, bubbles) {
       for (const call of m.tool_calls || []) {
         const row = timeline("tool-call", path, "calls " + call.name, call.arguments);
         row.dataset.callId = String(call.id);
+        if (call.name === "write_plan") {
+          try { state.planCalls.set(String(call.id), JSON.parse(call.arguments)); } catch (_) { /* not JSON: refused by the tool */ }
+        }
       }
     } else if (m.role === "tool") {
       timeline("tool-result", path, (m.tool_name || "tool") + " returned", m.content);
+      // A plan the tool saved (a refused one leaves the plan as it was).
+      const written = state.planCalls.get(String(m.tool_call_id));
+      if (m.tool_name === "write_plan" && written && (m.content || "").startsWith("Plan saved")) showPlan(written);
+      state.planCalls.delete(String(m.tool_call_id));
     }
   }
   if (e.custom !== undefined) timeline("custom", path, "data", JSON.stringify(e.custom));
@@ -963,6 +996,8 @@ async function loadThread() {
   $("#timeline").textContent = "";
   $("#history").textContent = "";
   $("#runs").textContent = "";
+  state.planCalls.clear();
+  showPlan(null);
   state.shownTurns.clear();
   state.visited.clear();
   state.active = "";
@@ -998,6 +1033,7 @@ async function loadThread() {
     }
   }
   for (const r of records) showRecord(r);
+  refreshPlan();
   state.active = "";
   drawTree();
   const last = records[records.length - 1];

@@ -7,11 +7,38 @@ use crate::common;
 use std::time::Duration;
 
 use common::{spawn, TOKEN};
-use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, TurnRouting};
+use flow_runtime::kit::PlanTool;
+use flow_runtime::{
+    ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, ScriptStep, ScriptedModel, TurnRouting,
+};
 use flow_server::{AppState, Auth};
 use serde_json::{json, Value};
 
-/// The desk, and `slow`: an agent that says it started, then works until it is cancelled.
+/// An agent that writes its plan of two steps, then rewrites it with both done, then answers.
+pub(crate) fn planner() -> FlowAgent {
+    let model = ScriptedModel::new([
+        ScriptStep::tool_call(
+            "write_plan",
+            json!({"steps": [{"step": "gather", "status": "in_progress"},
+                             {"step": "write", "status": "pending"}]}),
+        ),
+        ScriptStep::tool_call(
+            "write_plan",
+            json!({"steps": [{"step": "gather", "status": "done"},
+                             {"step": "write", "status": "done"}]}),
+        ),
+        ScriptStep::text("Report written."),
+    ]);
+    FlowAgent::new(
+        ChatModelAgent::builder("planner", model)
+            .tool(PlanTool)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// The desk, `slow`: an agent that says it started, then works until it is cancelled, and
+/// `planner`.
 fn state() -> AppState {
     let slow = FnAgent::new("slow", |cx, _| async move {
         cx.say("working on it");
@@ -21,6 +48,7 @@ fn state() -> AppState {
     AppState::builder(InMemoryStore::new())
         .flow("desk", flow_server::demo::desk())
         .flow("slow", FlowAgent::new(slow))
+        .flow("planner", planner())
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
         // The test's receivers listen on loopback: let it through, as an operator would.
@@ -301,6 +329,58 @@ async fn a_streamed_task_is_server_sent_jsonrpc_responses() {
         artifact,
         "Your complaint is logged as #1001; we will call you tomorrow."
     );
+}
+
+/// Each version of the agent's plan (`write_plan`) reaches the client as the `plan` artifact
+/// while the task works; the task keeps the last version only, beside the answer.
+#[tokio::test]
+async fn the_plan_is_the_plan_artifact_updated_as_it_changes() {
+    let server = spawn(state()).await;
+    let mut body = send("Write the report", "ctx-p");
+    body["method"] = json!("SendStreamingMessage");
+    let response = reqwest::Client::new()
+        .post(format!("{}/a2a/planner", server.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let text = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .unwrap()
+        .unwrap();
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let plans: Vec<&Value> = events
+        .iter()
+        .map(|e| &e["result"]["artifactUpdate"]["artifact"])
+        .filter(|a| a["artifactId"] == "plan")
+        .collect();
+    assert_eq!(plans.len(), 2, "{text}");
+    assert_eq!(
+        plans[0]["parts"][0]["data"]["steps"],
+        json!([{"step": "gather", "status": "in_progress"},
+               {"step": "write", "status": "pending"}])
+    );
+    assert_eq!(plans[0]["parts"][1]["text"], "[>] gather\n[ ] write\n");
+    assert_eq!(plans[1]["parts"][1]["text"], "[x] gather\n[x] write\n");
+
+    let got = call(
+        &server.base,
+        "planner",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": "ctx-p.0"}}),
+    )
+    .await;
+    let artifacts = got["result"]["artifacts"].as_array().unwrap();
+    let ids: Vec<&str> = artifacts
+        .iter()
+        .map(|a| a["artifactId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["plan", "answer"], "{got}");
+    assert_eq!(artifacts[0]["parts"][1]["text"], "[x] gather\n[x] write\n");
 }
 
 /// The official Python SDK's client against the server (see `tests/a2a/sdk_client.py`).

@@ -96,6 +96,7 @@ fn state_with(shop: ScriptedModel) -> AppState {
         .flow("relay", relay)
         .flow("shop", FlowAgent::new(shop))
         .flow("visits", FlowAgent::new(visits))
+        .flow("planner", crate::a2a::planner())
         .auth(Auth::bearer(TOKEN))
         .turn_routing(TurnRouting::Root)
         .build()
@@ -182,6 +183,39 @@ async fn a_turn_is_agui_events_and_an_interrupt_is_answered_with_resume() {
         last["result"],
         "Sorry: the refund for order 42 was not approved."
     );
+}
+
+/// The agent's plan (`write_plan`) is state: each version a `STATE_DELTA` of `/kit.plan`, the
+/// first an `add`, the next a `replace`, before the run finishes.
+#[tokio::test]
+async fn the_plan_reaches_the_client_as_state() {
+    let server = spawn(state()).await;
+    let (status, events) = run(
+        &server.base,
+        "planner",
+        json!({"threadId": "th-p", "runId": run_id(), "state": {},
+               "messages": [{"id": "1", "role": "user", "content": "Write the report"}]}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let plan_ops: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "STATE_DELTA")
+        .flat_map(|e| e["delta"].as_array().unwrap())
+        .filter(|op| op["path"] == "/kit.plan")
+        .collect();
+    assert_eq!(plan_ops.len(), 2, "{events:?}");
+    assert_eq!(plan_ops[0]["op"], "add");
+    assert_eq!(
+        plan_ops[0]["value"]["steps"][0],
+        json!({"step": "gather", "status": "in_progress"})
+    );
+    assert_eq!(plan_ops[1]["op"], "replace");
+    assert_eq!(
+        plan_ops[1]["value"]["steps"],
+        json!([{"step": "gather", "status": "done"}, {"step": "write", "status": "done"}])
+    );
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
 }
 
 #[tokio::test]

@@ -1491,3 +1491,47 @@ async fn a_tools_progress_shows_on_its_call_not_as_a_pseudo_agent() {
     })
     .await;
 }
+
+/// The agent's plan beside the timeline: each version as the agent writes it, the last one
+/// after the turn (every step done), and again after a reload, from the thread.
+#[tokio::test]
+async fn the_plan_shows_beside_the_timeline_and_after_a_reload() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let state = AppState::builder(InMemoryStore::new())
+        .flow("planner", crate::a2a::planner())
+        .auth(Auth::bearer(TOKEN))
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    let base = server.base.clone();
+    in_browser(&webdriver, "plan", |client| async move {
+        sign_in(&client, &base, TOKEN).await;
+        assert!(
+            texts(&client, "#plan li").await.is_empty(),
+            "no plan before the agent writes one"
+        );
+        send(&client, "Write the report").await;
+        wait_text(&client, "//*[@id='status' and text()='finished']").await;
+        wait_text(&client, "//*[@id='plan-section' and not(@hidden)]//li").await;
+        assert_eq!(
+            texts(&client, "#plan li").await,
+            ["[x] gather", "[x] write"]
+        );
+        let done = client
+            .find_all(Locator::Css("#plan li[data-status='done']"))
+            .await
+            .unwrap();
+        assert_eq!(done.len(), 2);
+        screenshot(&client, "console-plan.png").await;
+
+        client.refresh().await.unwrap();
+        wait_text(&client, "//*[@id='plan-section' and not(@hidden)]//li").await;
+        assert_eq!(
+            texts(&client, "#plan li").await,
+            ["[x] gather", "[x] write"]
+        );
+    })
+    .await;
+}

@@ -161,6 +161,11 @@ impl Tool for FileTool {
         }
     }
 
+    /// A write or an edit of files kept in the thread's values: a recovered run does it again.
+    fn session_only(&self) -> bool {
+        matches!(self.op, Op::Write | Op::Edit) && self.backend.in_session()
+    }
+
     async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let tool = self.name();
         let fail = |e: FileError| ToolError::failed(tool, e);

@@ -54,6 +54,13 @@ pub trait FileBackend: Send + Sync + fmt::Debug + 'static {
     ///
     /// [`FileError`] if the path is refused, the text too large or the write fails.
     fn write(&self, cx: &ToolContext, path: &str, text: &str) -> Result<(), FileError>;
+
+    /// Whether the files live in the run's session values (the thread's), and nowhere else:
+    /// then a recovered run writes them again by running its journaled writes again (see
+    /// [`Tool::session_only`](crate::Tool::session_only)). Default `false`.
+    fn in_session(&self) -> bool {
+        false
+    }
 }
 
 /// `path` as normal components (`a/b.txt`), or why it is refused: empty, absolute, or with
@@ -104,6 +111,10 @@ impl ThreadFiles {
 }
 
 impl FileBackend for ThreadFiles {
+    fn in_session(&self) -> bool {
+        true
+    }
+
     fn list(&self, cx: &ToolContext, dir: &str) -> Result<Vec<String>, FileError> {
         let dir = if dir.is_empty() {
             String::new()

@@ -5,8 +5,9 @@
 //! - `skills.rs`: a set of skills and their progressive disclosure: the catalog for the
 //!   instruction, `load_skill`, `read_skill_resource`, and the guard that enforces a loaded
 //!   skill's `allowed-tools`, [`Skills`].
-//! - `script.rs`: `run_skill_script`, a skill's script in a child process with an empty
-//!   environment and time and output limits, only under a [`ScriptPolicy`].
+//! - `script.rs`: `run_skill_script`, a skill's script in a child process, only under a
+//!   [`ScriptPolicy`]: approved by a human (by default), an empty environment, file access
+//!   confined to its folder (Landlock), limits on time, output and memory.
 //! - `plan.rs`: `write_plan`, the agent's plan kept in the thread's values, [`Plan`].
 //! - `files.rs`: where files live, [`FileBackend`]: the thread's values ([`ThreadFiles`]) or a
 //!   directory jailed to its root ([`JailedDir`]).
@@ -31,7 +32,7 @@ pub use files::{
 pub use plan::{
     Plan, PlanStep, PlanTool, StepStatus, MAX_PLAN_STEPS, PLAN_KEY, WRITE_PLAN_TOOL_NAME,
 };
-pub use script::{ScriptPolicy, RUN_SKILL_SCRIPT_TOOL_NAME};
+pub use script::{ScriptPolicy, DEFAULT_READ_PATHS, RUN_SKILL_SCRIPT_TOOL_NAME};
 pub use skill::{
     Skill, SkillError, MAX_COMPATIBILITY_LEN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, RESOURCE_DIRS,
 };

@@ -93,6 +93,11 @@ impl Tool for PlanTool {
         schema_for::<Plan>()
     }
 
+    /// The plan is a thread value: a recovered run writes it again.
+    fn session_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, cx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let tool = WRITE_PLAN_TOOL_NAME;
         let plan: Plan = parse_arguments(tool, arguments)?;

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::script::{ScriptPolicy, ScriptTool};
+use super::script::{script_tool, ScriptPolicy};
 use super::skill::{Skill, SkillError};
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 use crate::model::ToolDefinition;
@@ -129,7 +129,9 @@ impl Skills {
     }
 
     /// The same skills, with `run_skill_script` among their tools, running scripts as
-    /// `policy` allows. Without this, skills' scripts are resources the model may read, not run.
+    /// `policy` allows: by default each run waits for a human's approval, and the script may
+    /// write only in its skill's folder (see [`ScriptPolicy`]). Without this, skills' scripts
+    /// are resources the model may read, not run.
     pub fn with_scripts(mut self, policy: ScriptPolicy) -> Skills {
         self.scripts = Some(policy);
         self
@@ -179,7 +181,7 @@ impl Skills {
             }),
         ];
         if let Some(policy) = &self.scripts {
-            tools.push(Arc::new(ScriptTool::new(self.clone(), policy.clone())));
+            tools.push(script_tool(self.clone(), policy.clone()));
         }
         tools
     }
@@ -344,6 +346,12 @@ impl Tool for SkillTool {
         }
     }
 
+    /// `load_skill` notes the skill as active in the thread's values (and reads its folder,
+    /// which does not change): a recovered run loads it again.
+    fn session_only(&self) -> bool {
+        matches!(self.kind, Kind::Load)
+    }
+
     fn parameters(&self) -> Value {
         match self.kind {
             Kind::Load => schema_for::<LoadArgs>(),
@@ -470,5 +478,9 @@ impl Tool for Guarded {
 
     fn idempotent(&self) -> bool {
         self.inner.idempotent()
+    }
+
+    fn session_only(&self) -> bool {
+        self.inner.session_only()
     }
 }
