@@ -1,7 +1,9 @@
 //! The agent kit (issue 43): skills, a plan and files an LLM agent can be given as tools.
 //!
 //! - `skill.rs`: one skill, a folder with a `SKILL.md` (YAML front matter validated, then
-//!   instructions) and its resources, [`Skill`].
+//!   instructions) and its resources, [`Skill`], loaded at run time or from the files
+//!   `#[agent(skills = [...])]` and `flow!` embedded ([`EmbeddedSkill`]); the format's rules
+//!   are `flow_skill`'s, shared with the macros.
 //! - `skills.rs`: a set of skills and their progressive disclosure: the catalog for the
 //!   instruction, `load_skill`, `read_skill_resource`, and the guard that enforces a loaded
 //!   skill's `allowed-tools`, [`Skills`].
@@ -32,6 +34,8 @@ pub use plan::{
     Plan, PlanStep, PlanTool, StepStatus, MAX_PLAN_STEPS, PLAN_KEY, WRITE_PLAN_TOOL_NAME,
 };
 pub use script::{ScriptPolicy, RUN_SKILL_SCRIPT_TOOL_NAME};
+/// A skill folder's files as the macros embed them ([`Skills::from_embedded`]).
+pub use flow_skill::EmbeddedSkill;
 pub use skill::{
     Skill, SkillError, MAX_COMPATIBILITY_LEN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, RESOURCE_DIRS,
 };
