@@ -7,6 +7,7 @@
 //! - `doc`: [`SkillDoc`], the text of a `SKILL.md` parsed and validated ([`SkillDoc::parse`]).
 //! - `folder`: a skill folder's resources ([`list_resources`]) and the ones its instructions
 //!   link to that it does not have ([`missing_links`]).
+//! - `tools`: which `allowed-tools` entries name no tool of the agent ([`unknown_tools`]).
 //! - `embedded`: [`EmbeddedSkill`], a skill folder's files as the macros embed them in a binary.
 //!
 //! ```
@@ -23,8 +24,10 @@ mod doc;
 mod embedded;
 mod error;
 mod folder;
+mod tools;
 
 pub use doc::{SkillDoc, MAX_COMPATIBILITY_LEN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN};
 pub use embedded::EmbeddedSkill;
 pub use error::SkillError;
 pub use folder::{linked_resources, list_resources, missing_links, RESOURCE_DIRS};
+pub use tools::{unknown_tools, SKILL_TOOLS};

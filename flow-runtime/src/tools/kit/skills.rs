@@ -240,14 +240,9 @@ impl Skills {
     ///
     /// [`SkillError::Invalid`] naming the skill, the unknown tools and the agent's tools.
     pub fn check_tools(&self, available: &[&str]) -> Result<(), SkillError> {
-        let mut known: Vec<&str> = available.to_vec();
-        known.extend([
-            LOAD_SKILL_TOOL_NAME,
-            READ_SKILL_RESOURCE_TOOL_NAME,
-            super::script::RUN_SKILL_SCRIPT_TOOL_NAME,
-        ]);
         for skill in self.skills.iter() {
-            let unknown = skill.unknown_tools(&known);
+            let unknown =
+                flow_skill::unknown_tools(skill.allowed_tools.as_deref().unwrap_or(&[]), available);
             if !unknown.is_empty() {
                 return Err(SkillError::Invalid {
                     path: skill.root.join("SKILL.md"),
