@@ -160,11 +160,16 @@ fn check_one(
     }
     let skill_md = folder.join("SKILL.md");
     let shown = PathBuf::from(format!("{path}/SKILL.md"));
+    if !skill_md.is_file() {
+        return Err(format!(
+            "skill `{name}` of agent `{agent}`: the folder `{path}` has no `SKILL.md`: add one \
+             that opens with its front matter (`name: {name}`, `description: ...`) between two \
+             `---` lines, then the skill's instructions"
+        ));
+    }
     let text = std::fs::read_to_string(&skill_md).map_err(|e| {
         format!(
-            "skill `{name}` of agent `{agent}`: cannot read `{}` ({e}): every skill folder \
-             holds a `SKILL.md` that opens with front matter (`name: {name}`, \
-             `description: ...`); add one",
+            "skill `{name}` of agent `{agent}`: cannot read `{}`: {e}",
             shown.display()
         )
     })?;

@@ -631,7 +631,8 @@ fn spec_impl(
                 cx.error(
                     *span,
                     format!(
-                        "`tools = [...]` lists the tools the skills of agent `{name}` may allow,                          but it has no `skills = [...]`: add its skills, or remove `tools`"
+                        "`tools = [...]` lists the tools the skills of agent `{name}` may allow, \
+                         but it has no `skills = [...]`: add its skills, or remove `tools`"
                     ),
                 );
             }
