@@ -2,6 +2,7 @@
 
 pub use flow_macros::__flow;
 pub use flow_runtime;
+pub use flow_runtime::kit::EmbeddedSkill;
 pub use flow_runtime::spec::expected::{
     self, FlowAgentOf, FlowNames, FlowPlaces, FlowTransferOf, TrajectorySpec,
 };
@@ -12,7 +13,6 @@ pub use flow_runtime::spec::{
     NoTarget, NodeAgent, NodeMaker, NotGiven, PayloadCheck, RemoteGiven, ResultOf, RuntimeGiven,
     SamePayload, SendsAt, Set, TargetTable, UnknownAgent, Unset, UseTheBuilder,
 };
-pub use flow_runtime::kit::EmbeddedSkill;
 pub use flow_runtime::workflow::{Map, MapItems, MapPolicy};
 pub use flow_runtime::{
     generate, set_sub_agents, Accepts, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,

@@ -205,10 +205,19 @@ mod tests {
             ("---\nname: pdf-forms\n", "no front matter"),
             ("---\ndescription: x\n---\n", "`name` is missing"),
             ("---\nname: PDF\ndescription: x\n---\n", "lowercase letters"),
-            ("---\nname: pdf--forms\ndescription: x\n---\n", "single hyphens"),
-            ("---\nname: other\ndescription: x\n---\n", "folder is `pdf-forms`"),
+            (
+                "---\nname: pdf--forms\ndescription: x\n---\n",
+                "single hyphens",
+            ),
+            (
+                "---\nname: other\ndescription: x\n---\n",
+                "folder is `pdf-forms`",
+            ),
             ("---\nname: pdf-forms\n---\n", "`description` is missing"),
-            ("---\nname: pdf-forms\ndescription: x\nauthor: me\n---\n", "unknown field"),
+            (
+                "---\nname: pdf-forms\ndescription: x\nauthor: me\n---\n",
+                "unknown field",
+            ),
             ("---\nname: pdf-forms\ndescription: [a\n---\n", "not valid"),
         ];
         for (text, expected) in cases {

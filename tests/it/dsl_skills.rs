@@ -65,7 +65,9 @@ async fn compile_time_skills_are_the_run_time_loaders_skills() {
 
     // Level 1, the catalog.
     assert_eq!(compiled.catalog(), loaded.catalog());
-    assert!(compiled.catalog().contains("- csv-report: Summarises a CSV file"));
+    assert!(compiled
+        .catalog()
+        .contains("- csv-report: Summarises a CSV file"));
     // Each skill's fields, instructions and resources (the root is where each came from).
     let names = |s: &Skills| s.iter().map(|k| k.name.clone()).collect::<Vec<_>>();
     assert_eq!(names(&compiled), ["csv-report", "release-notes"]);
@@ -164,7 +166,8 @@ async fn a_flow_node_gives_its_agent_the_embedded_skills_with_the_allowed_tools_
 async fn embedded_resources_are_read_from_the_binary() {
     static SKILLS: [EmbeddedSkill; 1] = [EmbeddedSkill {
         folder: "nowhere/on-disk",
-        text: "---\nname: on-disk\ndescription: Lives in the binary.\n---\nRead `references/a.md`.\n",
+        text:
+            "---\nname: on-disk\ndescription: Lives in the binary.\n---\nRead `references/a.md`.\n",
         resources: &[("references/a.md", b"compiled in")],
     }];
     let skills = Skills::from_embedded(&SKILLS).unwrap();

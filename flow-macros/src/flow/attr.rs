@@ -184,10 +184,7 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
                     "`tools = [read_file, write_file]`"
                 };
                 let Some(v) = &o.value else {
-                    cx.error(
-                        o.key.span(),
-                        format!("`{key}` takes a list: {example}"),
-                    );
+                    cx.error(o.key.span(), format!("`{key}` takes a list: {example}"));
                     continue;
                 };
                 if key == "skills" {

@@ -30,12 +30,12 @@ pub use file_tools::{FileTools, MAX_READ_LINES, MAX_SEARCH_HITS};
 pub use files::{
     normalize, FileBackend, FileError, JailedDir, ThreadFiles, MAX_FILE_BYTES, THREAD_FILES_KEY,
 };
+/// A skill folder's files as the macros embed them ([`Skills::from_embedded`]).
+pub use flow_skill::EmbeddedSkill;
 pub use plan::{
     Plan, PlanStep, PlanTool, StepStatus, MAX_PLAN_STEPS, PLAN_KEY, WRITE_PLAN_TOOL_NAME,
 };
 pub use script::{ScriptPolicy, RUN_SKILL_SCRIPT_TOOL_NAME};
-/// A skill folder's files as the macros embed them ([`Skills::from_embedded`]).
-pub use flow_skill::EmbeddedSkill;
 pub use skill::{
     Skill, SkillError, MAX_COMPATIBILITY_LEN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, RESOURCE_DIRS,
 };

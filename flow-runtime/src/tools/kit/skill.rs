@@ -104,7 +104,11 @@ impl Skill {
     pub fn embedded(skill: &EmbeddedSkill) -> Result<Skill, SkillError> {
         let root = PathBuf::from(skill.folder);
         let mut out = Skill::parse(skill.text, skill.folder_name(), &root.join("SKILL.md"))?;
-        out.resources = skill.resources.iter().map(|(p, _)| (*p).to_owned()).collect();
+        out.resources = skill
+            .resources
+            .iter()
+            .map(|(p, _)| (*p).to_owned())
+            .collect();
         out.resources.sort();
         out.check_links(&root.join("SKILL.md"))?;
         out.root = root;

@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use super::script::{ScriptPolicy, ScriptTool};
 use super::skill::{Skill, SkillError};
-use flow_skill::EmbeddedSkill;
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 use crate::model::ToolDefinition;
+use flow_skill::EmbeddedSkill;
 
 /// The name of the tool that loads a skill's instructions.
 pub const LOAD_SKILL_TOOL_NAME: &str = "load_skill";
