@@ -114,6 +114,8 @@
 /// | `no_parent` | it never transfers to its parent: every node it fills is barred from its parent |
 /// | `returns = T` | the result type of a delegated agent (a `task` or `single_turn` node): it finishes with `Finish(T)` (see the guide's "Delegation" chapter) |
 /// | `accepts = T` | the payload a transfer to it carries; senders declare `transfers = [name(T)]`, the body reads `cx.payload::<name>()` |
+/// | `skills = ["skills/pdf-forms"]` | skill folders (relative to the crate's `Cargo.toml`), read and checked when the crate compiles by the run-time loader's rules and embedded in the binary: `AgentSpec::SKILLS`, made the agent's skills by [`Skills::of`](crate::kit::Skills::of) (the guide's "Skills and the agent kit") |
+/// | `tools = [read_file, write_file]` | the names of the tools the agent will have: each skill's `allowed-tools` must name only these (or the skill tools), or the crate does not compile |
 /// | `crate = path` | the path of the `agentflow` crate, if the dependency is renamed (`#[agent(crate = af)]` for `af = { package = "agentflow", ... }`; without it, `#[agent]` reads the new name from Cargo.toml and fails once, saying what to write). `flow!` needs none: it passes its own path |
 ///
 /// The generated unit struct implements `Agent` and no other trait of yours (name it again for
@@ -227,6 +229,8 @@ pub use flow_macros::agent;
 /// | `runtime` | the agent type holds state: the builder is given its value |
 /// | `task` | a delegated agent that talks with the user over turns, then returns a result to its parent (its agent declares `returns`) |
 /// | `single_turn` | a delegated agent that runs once and returns to its parent |
+/// | `skills = ["skills/pdf-forms"]` | on a `dyn` node: skill folders checked when the crate compiles and embedded; the closure reads them with [`node.skills()`](crate::spec::FlowNode::skills) (an agent type declares its own with `#[agent(skills = [...])]`) |
+/// | `tools = [read_file, write_file]` | on a `dyn` node with `skills`: the tools its agent will have, which the skills' `allowed-tools` are checked against |
 ///
 /// A node written `remote name` is a remote A2A agent given to the builder as a `dyn` node is
 /// (feature `a2a`); it takes no URL in `flow!`.

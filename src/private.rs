@@ -2,6 +2,7 @@
 
 pub use flow_macros::__flow;
 pub use flow_runtime;
+pub use flow_runtime::kit::EmbeddedSkill;
 pub use flow_runtime::spec::expected::{
     self, FlowAgentOf, FlowNames, FlowPlaces, FlowTransferOf, TrajectorySpec,
 };

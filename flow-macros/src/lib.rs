@@ -7,13 +7,14 @@
 //! Layout: [`agent`] expands `#[agent]`; `flow` expands `flow!` in four stages, `parse` (the
 //! syntax) -> `tree` (the nodes, flattened, their options checked by `attr`) -> `validate` (the
 //! tree's rules, errors collected in `ctxt`) -> `lower` (tokens out), with `docs` writing the
-//! generated rustdoc.
+//! generated rustdoc. `skills` checks and embeds the skill folders both macros name.
 
 mod agent;
 mod ctxt;
 mod flow;
 mod manifest;
 mod names;
+mod skills;
 #[cfg(test)]
 mod snapshot_tests;
 mod target;

@@ -89,6 +89,43 @@ fn a_malformed_skill_is_refused_naming_its_file() {
 }
 
 #[test]
+fn a_link_to_a_resource_the_folder_lacks_is_refused_naming_the_file_and_the_link() {
+    let dir = scratch("missing-link");
+    std::fs::create_dir_all(dir.join("notes/references")).unwrap();
+    std::fs::write(
+        dir.join("notes/SKILL.md"),
+        "---\nname: notes\ndescription: x\n---\nRead [it](references/a.md) and `references/b.md`.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes/references/a.md"), "a").unwrap();
+    let err = Skills::load_dir(&dir).unwrap_err().to_string();
+    assert!(err.contains("notes/SKILL.md"), "{err}");
+    assert!(
+        err.contains("`references/b.md`, which is not in the skill's folder"),
+        "{err}"
+    );
+    std::fs::write(dir.join("notes/references/b.md"), "b").unwrap();
+    Skills::load_dir(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_shared_rules_know_the_skill_tools_by_their_runtime_names() {
+    use flow_runtime::kit::{LOAD_SKILL_TOOL_NAME, READ_SKILL_RESOURCE_TOOL_NAME};
+    assert_eq!(
+        flow_skill::SKILL_TOOLS,
+        [
+            LOAD_SKILL_TOOL_NAME,
+            READ_SKILL_RESOURCE_TOOL_NAME,
+            flow_runtime::kit::RUN_SKILL_SCRIPT_TOOL_NAME
+        ]
+    );
+    for name in flow_skill::SKILL_TOOLS {
+        assert!(Skills::is_skill_tool(name), "{name}");
+    }
+}
+
+#[test]
 fn allowed_tools_naming_a_tool_the_agent_lacks_is_refused() {
     let skills = Skills::load_dir(fixtures()).unwrap();
     let err = skills.check_tools(&["read_file"]).unwrap_err().to_string();

@@ -17,6 +17,7 @@ mod dsl_large;
 mod dsl_lowering;
 mod dsl_pedantic;
 mod dsl_resume;
+mod dsl_skills;
 mod dsl_svg_browser;
 mod dsl_workflow;
 #[cfg(feature = "eval")]

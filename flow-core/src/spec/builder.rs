@@ -176,6 +176,7 @@ pub struct FlowNode<T: 'static> {
     flow: &'static str,
     name: &'static str,
     targets: &'static [T],
+    skills: &'static [flow_skill::EmbeddedSkill],
 }
 
 impl<T: TransferTarget> FlowNode<T> {
@@ -187,7 +188,23 @@ impl<T: TransferTarget> FlowNode<T> {
             flow,
             name,
             targets,
+            skills: &[],
         }
+    }
+
+    /// The same node, with the skill folders `flow!` checked and embedded for it
+    /// (`dyn name(skills = [...])`). Made by the builders `flow!` generates.
+    #[doc(hidden)]
+    pub const fn __with_skills(mut self, skills: &'static [flow_skill::EmbeddedSkill]) -> Self {
+        self.skills = skills;
+        self
+    }
+
+    /// The skill folders the node declares (`dyn name(skills = ["skills/pdf-forms"])`),
+    /// checked and embedded when the crate compiled: give them to the agent with
+    /// `agentflow::kit::Skills::from_embedded(node.skills())`.
+    pub fn skills(&self) -> &'static [flow_skill::EmbeddedSkill] {
+        self.skills
     }
 
     /// The node's name: the name its agent must carry.

@@ -28,6 +28,11 @@ pub(crate) struct AgentArgs {
     /// `accepts = T`: the payload it receives with a transfer to it.
     pub(crate) accepts: Option<syn::Type>,
     pub(crate) krate: Option<syn::Path>,
+    /// `skills = ["path", ...]`: skill folders, checked and embedded (`crate::skills`).
+    pub(crate) skills: Option<(Span, Vec<LitStr>)>,
+    /// `tools = [name, ...]`: the tools the agent will have, which its skills' `allowed-tools`
+    /// are checked against.
+    pub(crate) tools: Option<(Span, Vec<String>)>,
 }
 
 impl AgentArgs {
@@ -49,11 +54,14 @@ impl AgentArgs {
             .or(self.no_parent)
             .or(self.returns.as_ref().map(syn::spanned::Spanned::span))
             .or(self.accepts.as_ref().map(syn::spanned::Spanned::span))
+            .or(self.skills.as_ref().map(|s| s.0))
+            .or(self.tools.as_ref().map(|t| t.0))
     }
 }
 
 const OPTIONS: &str = "`name = \"...\"`, `description = \"...\"`, `transfers = [a, b]`, \
-                       `no_parent`, `returns = Type`, `accepts = Type`, `crate = path`";
+                       `no_parent`, `returns = Type`, `accepts = Type`, \
+                       `skills = [\"path/to/skill\"]`, `tools = [tool_a, tool_b]`, `crate = path`";
 
 /// Parses the attribute's tokens, recording every error and going on with the next option.
 pub(crate) fn parse(tokens: TokenStream, cx: &mut Ctxt) -> AgentArgs {
@@ -246,6 +254,22 @@ fn option(input: ParseStream, args: &mut AgentArgs, cx: &mut Ctxt) -> syn::Resul
                 return Err(duplicate(span, "accepts"));
             }
             args.accepts = Some(ty);
+        }
+        "skills" => {
+            input.parse::<Token![=]>()?;
+            let paths = crate::skills::list(input)?;
+            if args.skills.is_some() {
+                return Err(duplicate(span, "skills"));
+            }
+            args.skills = Some((span, paths));
+        }
+        "tools" => {
+            input.parse::<Token![=]>()?;
+            let names = crate::skills::tool_names(input)?;
+            if args.tools.is_some() {
+                return Err(duplicate(span, "tools"));
+            }
+            args.tools = Some((span, names));
         }
         "crate" => {
             input.parse::<Token![=]>()?;

@@ -30,7 +30,7 @@ pub(crate) fn agent_fn(args: &AgentArgs, mut f: ItemFn, cx: &mut Ctxt) -> TokenS
             .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
     }
 
-    let facts = spec_impl(args, &quote!(#ident), &ident, &docs);
+    let facts = spec_impl(args, &quote!(#ident), &ident, &docs, cx);
     let (transfers, targets) = transfer_enum(args, &vis, &quote!(#ident), &ident, cx);
 
     let by_ref = matches!(
@@ -127,7 +127,7 @@ pub(crate) fn agent_struct(args: &AgentArgs, s: ItemStruct, cx: &mut Ctxt) -> To
         );
         return quote!(#s);
     }
-    let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs);
+    let facts = spec_impl(args, &quote!(#ident), &ident, &s.attrs, cx);
     let (transfers, targets) = transfer_enum(args, &s.vis, &quote!(#ident), &ident, cx);
     let p = private_alias();
     let import = import_private(&krate);
@@ -526,6 +526,7 @@ fn spec_impl(
     ty: &TokenStream,
     ident: &Ident,
     attrs: &[syn::Attribute],
+    cx: &mut Ctxt,
 ) -> TokenStream {
     let p = private_alias();
     let ty_self = ty;
@@ -618,6 +619,26 @@ fn spec_impl(
     } else {
         TokenStream::new()
     };
+    let skills = match &args.skills {
+        Some((_, paths)) => {
+            let tools = args.tools.as_ref().map(|(_, t)| t.as_slice());
+            let folders = crate::skills::check(paths, tools, &name, cx);
+            let array = crate::skills::lower(&folders, &p);
+            quote!(const SKILLS: &'static [#p::EmbeddedSkill] = #array;)
+        }
+        None => {
+            if let Some((span, _)) = &args.tools {
+                cx.error(
+                    *span,
+                    format!(
+                        "`tools = [...]` lists the tools the skills of agent `{name}` may allow, \
+                         but it has no `skills = [...]`: add its skills, or remove `tools`"
+                    ),
+                );
+            }
+            TokenStream::new()
+        }
+    };
     quote! {
         #[automatically_derived]
         impl #p::AgentSpec for #ty {
@@ -628,6 +649,7 @@ fn spec_impl(
             #returns
             #accepts
             #payloads
+            #skills
         }
         #returns_impl
         #accepts_impl

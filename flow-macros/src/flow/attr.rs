@@ -1,8 +1,10 @@
 //! A node's attributes as written in `flow!`: its options (`no_parent`, `skip_transfer_messages`,
-//! `context = ...`, `runtime`), checked into [`NodeOpts`], and the doc comments before it (a
+//! `context = ...`, `runtime`, `task`, `single_turn`, `skills = [...]`, `tools = [...]`),
+//! checked into [`NodeOpts`] (a `dyn` node's skill folders read and checked by `crate::skills`), and the doc comments before it (a
 //! workflow node's description). `tree` reads them while it flattens the flow.
 
 use proc_macro2::Span;
+use syn::ext::IdentExt;
 use syn::parse::Parser;
 use syn::{Ident, LitInt};
 
@@ -46,18 +48,23 @@ pub(crate) struct NodeOpts {
     pub(crate) runtime: bool,
     /// `task` or `single_turn`: the node returns its result to its parent.
     pub(crate) delegation: Option<DelegationOpt>,
+    /// `skills = ["path", ...]` on a `dyn` node: its skill folders, checked.
+    pub(crate) skills: Vec<crate::skills::SkillFolder>,
 }
 
 const OPTIONS: &str = "`no_parent`, `skip_transfer_messages`, `context = rewrite`, \
                        `context = user_input_only`, `context = last(N)`, \
                        `context = custom(path::to::rewriter)`, \
-                       `context = compact(path::to::budget)`, `runtime`, `task`, `single_turn`";
+                       `context = compact(path::to::budget)`, `runtime`, `task`, `single_turn`, \
+                       `skills = [\"path/to/skill\"]`, `tools = [tool_a, tool_b]`";
 
 /// Checks the options of one node.
 pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt) -> NodeOpts {
     let mut opts = NodeOpts::default();
     let written = ast.written();
     let mut seen: Vec<String> = Vec::new();
+    let mut skills: Option<(&Ident, Vec<syn::LitStr>)> = None;
+    let mut tools: Option<(&Ident, Vec<String>)> = None;
     for o in &ast.options {
         let key = o.key.to_string();
         if seen.contains(&key) {
@@ -170,6 +177,28 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
                     Err(e) => cx.push(e),
                 },
             },
+            "skills" | "tools" => {
+                let example = if key == "skills" {
+                    "`skills = [\"skills/pdf-forms\"]`"
+                } else {
+                    "`tools = [read_file, write_file]`"
+                };
+                let Some(v) = &o.value else {
+                    cx.error(o.key.span(), format!("`{key}` takes a list: {example}"));
+                    continue;
+                };
+                if key == "skills" {
+                    match crate::skills::list_tokens(v.clone()) {
+                        Ok(paths) => skills = Some((&o.key, paths)),
+                        Err(e) => cx.push(e),
+                    }
+                } else {
+                    match crate::skills::tool_tokens(v.clone()) {
+                        Ok(names) => tools = Some((&o.key, names)),
+                        Err(e) => cx.push(e),
+                    }
+                }
+            }
             other => cx.error(
                 o.key.span(),
                 format!(
@@ -179,7 +208,62 @@ pub(crate) fn options(ast: &NodeAst, is_root: bool, flow: &Ident, cx: &mut Ctxt)
             ),
         }
     }
+    node_skills(ast, skills, tools, &mut opts, cx);
     opts
+}
+
+/// Checks `skills = [...]` and `tools = [...]` of a node: only a `dyn` node takes them (an agent
+/// type declares its skills with `#[agent(skills = [...])]`), and its folders are read and
+/// checked (`crate::skills::check`) against the tools it declares.
+fn node_skills(
+    ast: &NodeAst,
+    skills: Option<(&Ident, Vec<syn::LitStr>)>,
+    tools: Option<(&Ident, Vec<String>)>,
+    opts: &mut NodeOpts,
+    cx: &mut Ctxt,
+) {
+    let written = ast.written();
+    let Some(first) = skills.as_ref().map(|s| s.0).or(tools.as_ref().map(|t| t.0)) else {
+        return;
+    };
+    match &ast.target {
+        Target::Dyn(name, false) => {
+            let Some((_, paths)) = skills else {
+                cx.error(
+                    first.span(),
+                    format!(
+                        "`tools = [...]` lists the tools the skills of node `{written}` may \
+                         allow, but it has no `skills = [...]`: add its skills, or remove `tools`"
+                    ),
+                );
+                return;
+            };
+            let tools = tools.as_ref().map(|(_, t)| t.as_slice());
+            opts.skills = crate::skills::check(&paths, tools, &name.unraw().to_string(), cx);
+        }
+        Target::Dyn(_, true) => cx.error(
+            first.span(),
+            format!(
+                "node `{written}` is a remote agent, which has its own skills where it runs; \
+                 remove `{first}`"
+            ),
+        ),
+        Target::Type(path) => cx.error(
+            first.span(),
+            format!(
+                "node `{written}` names an agent type, which declares its skills itself: write \
+                 `#[agent(skills = [...])]` where `{}` is declared, and remove `{first}` here",
+                quote::quote!(#path).to_string().replace(' ', "")
+            ),
+        ),
+        Target::Workflow(..) => cx.error(
+            first.span(),
+            format!(
+                "node `{written}` is a workflow, which runs its sub-agents and calls no model: \
+                 give the skills to the agents under it instead, and remove `{first}` here"
+            ),
+        ),
+    }
 }
 
 fn context(tokens: proc_macro2::TokenStream) -> syn::Result<ContextOpt> {

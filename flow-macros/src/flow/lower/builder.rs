@@ -191,6 +191,12 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
                 let t = cx.target_enum(i);
                 (quote!(#m::#t), format!("[`{t}`]"))
             };
+            let skills = if node.opts.skills.is_empty() {
+                TokenStream::new()
+            } else {
+                let array = crate::skills::lower(&node.opts.skills, p);
+                quote!(.__with_skills(#array))
+            };
             let doc = format!(
                 "Gives the `{kind}` node `{name}` its agent: the closure is called with the node (its \
                  name and its legal transfer targets, {target}) and returns the agent, which \
@@ -209,7 +215,7 @@ pub(super) fn builder_items(cx: &Cx<'_>, builder: &Ident, vis: &syn::Visibility)
                         #flow_str,
                         #name,
                         <#target_ty as #p::TransferTarget>::ALL,
-                    ));
+                    )#skills);
                     #builder {
                         #field: #p::Set(#p::DynAgent(#p::Arc::new(__agent))),
                         #(#rest: self.#rest,)*

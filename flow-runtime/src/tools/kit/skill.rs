@@ -1,22 +1,17 @@
 //! One skill: a folder holding a `SKILL.md` (YAML front matter, then Markdown instructions)
 //! beside optional `scripts/`, `references/` and `assets/`, as the Agent Skills format lays it
-//! out. [`Skill::load`] reads and validates one; [`SkillError`] says what is wrong and where.
+//! out. [`Skill::load`] reads and validates one from its folder, [`Skill::embedded`] from the
+//! files `#[agent(skills = ...)]` and `flow!` compiled in; [`SkillError`] says what is wrong and
+//! where. The format's rules live in `flow_skill`, which the macros check folders with too.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
-/// The folders of a skill whose files are its resources, read on demand.
-pub const RESOURCE_DIRS: [&str; 3] = ["scripts", "references", "assets"];
-
-/// The longest skill name the format allows.
-pub const MAX_NAME_LEN: usize = 64;
-/// The longest description the format allows.
-pub const MAX_DESCRIPTION_LEN: usize = 1024;
-/// The longest `compatibility` note the format allows.
-pub const MAX_COMPATIBILITY_LEN: usize = 500;
+use flow_skill::{EmbeddedSkill, SkillDoc};
+pub use flow_skill::{
+    SkillError, MAX_COMPATIBILITY_LEN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, RESOURCE_DIRS,
+};
 
 /// A skill loaded from its folder: the front matter's fields, the instructions (the body of
 /// `SKILL.md`) and the paths of its resources.
@@ -44,61 +39,6 @@ pub struct Skill {
     pub root: PathBuf,
 }
 
-/// Why a skill folder could not be loaded. Each names the skill's folder (or `SKILL.md`) and
-/// what to change.
-#[derive(Debug, thiserror::Error)]
-pub enum SkillError {
-    /// The folder or one of its files could not be read.
-    #[error("skill folder `{}`: cannot read `{}`: {source}", folder.display(), path.display())]
-    Io {
-        /// The skill's folder.
-        folder: PathBuf,
-        /// The path that failed.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// `SKILL.md` does not open with a front matter block between two `---` lines.
-    #[error("`{}`: no front matter: the file must open with a `---` line, the YAML fields \
-             (`name`, `description`, ...), and a closing `---` line", path.display())]
-    NoFrontMatter {
-        /// The `SKILL.md` file.
-        path: PathBuf,
-    },
-    /// The front matter is not YAML of the expected shape.
-    #[error("`{}`: the front matter is not valid: {message}", path.display())]
-    FrontMatter {
-        /// The `SKILL.md` file.
-        path: PathBuf,
-        /// What the YAML reader said (the field and line where it stopped).
-        message: String,
-    },
-    /// A field's value breaks the format's rules.
-    #[error("`{}`: `{field}` {problem}", path.display())]
-    Invalid {
-        /// The `SKILL.md` file.
-        path: PathBuf,
-        /// The front matter field.
-        field: &'static str,
-        /// What is wrong and what to write.
-        problem: String,
-    },
-}
-
-/// The front matter's fields as written (`allowed-tools` is one space-separated string).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FrontMatter {
-    name: Option<String>,
-    description: Option<String>,
-    license: Option<String>,
-    compatibility: Option<String>,
-    #[serde(default)]
-    metadata: BTreeMap<String, String>,
-    #[serde(rename = "allowed-tools")]
-    allowed_tools: Option<String>,
-}
-
 impl Skill {
     /// Reads the skill in `folder`: parses the front matter of its `SKILL.md` (a YAML reader,
     /// unknown fields refused), checks each field against the format's rules (the name is the
@@ -107,7 +47,8 @@ impl Skill {
     /// The rules: the name has 1 to 64 lowercase letters, digits and single hyphens and is the
     /// folder's name; the description is not empty and has at most 1,024 characters;
     /// `compatibility` has at most 500; `metadata` maps strings to strings; `allowed-tools` is
-    /// one space-separated string; unknown fields are refused.
+    /// one space-separated string; unknown fields are refused; each resource the instructions
+    /// link to (`references/forms.md` in a Markdown link or a code span) is in the folder.
     ///
     /// # Errors
     ///
@@ -126,7 +67,8 @@ impl Skill {
             .unwrap_or_default();
         let mut skill = Skill::parse(&text, &folder_name, &path)?;
         skill.root = folder.to_owned();
-        skill.resources = list_resources(folder)?;
+        skill.resources = flow_skill::list_resources(folder)?;
+        skill.check_links(&path)?;
         Ok(skill)
     }
 
@@ -137,80 +79,54 @@ impl Skill {
     ///
     /// As [`Skill::load`], for the file's content.
     pub fn parse(text: &str, folder_name: &str, path: &Path) -> Result<Skill, SkillError> {
-        let (yaml, body) = split_front_matter(text).ok_or_else(|| SkillError::NoFrontMatter {
-            path: path.to_owned(),
-        })?;
-        let front: FrontMatter =
-            serde_norway::from_str(yaml).map_err(|e| SkillError::FrontMatter {
-                path: path.to_owned(),
-                message: e.to_string(),
-            })?;
-        let invalid = |field, problem: String| SkillError::Invalid {
-            path: path.to_owned(),
-            field,
-            problem,
-        };
-        let name = front.name.ok_or_else(|| {
-            invalid(
-                "name",
-                format!("is missing: add `name: {folder_name}` (the folder's name)"),
-            )
-        })?;
-        if let Some(problem) = name_problem(&name) {
-            return Err(invalid("name", problem));
-        }
-        if name != folder_name {
-            return Err(invalid(
-                "name",
-                format!(
-                    "is `{name}` but the skill's folder is `{folder_name}`: a skill is named by \
-                     its folder; rename one of the two"
-                ),
-            ));
-        }
-        let description = front.description.unwrap_or_default();
-        if description.trim().is_empty() {
-            return Err(invalid(
-                "description",
-                "is missing or empty: say what the skill does and when to use it (the agent \
-                 chooses skills by it)"
-                    .to_owned(),
-            ));
-        }
-        if description.chars().count() > MAX_DESCRIPTION_LEN {
-            return Err(invalid(
-                "description",
-                format!(
-                    "has {} characters, more than the {MAX_DESCRIPTION_LEN} allowed: shorten \
-                     it and move details into the instructions",
-                    description.chars().count()
-                ),
-            ));
-        }
-        if let Some(c) = &front.compatibility {
-            if c.chars().count() > MAX_COMPATIBILITY_LEN {
-                return Err(invalid(
-                    "compatibility",
-                    format!("is longer than {MAX_COMPATIBILITY_LEN} characters"),
-                ));
-            }
-        }
-        let allowed_tools = front.allowed_tools.map(|s| {
-            s.split_whitespace()
-                .map(str::to_owned)
-                .collect::<Vec<String>>()
-        });
+        let doc = SkillDoc::parse(text, folder_name, path)?;
         Ok(Skill {
-            name,
-            description: description.trim().to_owned(),
-            allowed_tools,
-            license: front.license,
-            compatibility: front.compatibility,
-            metadata: front.metadata,
-            instructions: body.trim_start_matches(['\r', '\n']).to_owned(),
+            name: doc.name,
+            description: doc.description,
+            allowed_tools: doc.allowed_tools,
+            license: doc.license,
+            compatibility: doc.compatibility,
+            metadata: doc.metadata,
+            instructions: doc.instructions,
             resources: Vec::new(),
             root: PathBuf::new(),
         })
+    }
+
+    /// The skill `#[agent(skills = [...])]` or `flow!` embedded: parsed and checked by the same
+    /// rules as [`Skill::load`] (the macros checked them when the crate compiled), its root the
+    /// folder as written in the attribute, its resources the embedded files.
+    ///
+    /// # Errors
+    ///
+    /// As [`Skill::load`].
+    #[doc(hidden)]
+    pub fn embedded(skill: &EmbeddedSkill) -> Result<Skill, SkillError> {
+        let root = PathBuf::from(skill.folder);
+        let mut out = Skill::parse(skill.text, skill.folder_name(), &root.join("SKILL.md"))?;
+        out.resources = skill
+            .resources
+            .iter()
+            .map(|(p, _)| (*p).to_owned())
+            .collect();
+        out.resources.sort();
+        out.check_links(&root.join("SKILL.md"))?;
+        out.root = root;
+        Ok(out)
+    }
+
+    /// Refuses instructions that link to a resource the skill does not have.
+    fn check_links(&self, path: &Path) -> Result<(), SkillError> {
+        match flow_skill::missing_links(&self.instructions, &self.resources)
+            .into_iter()
+            .next()
+        {
+            Some(resource) => Err(SkillError::MissingResource {
+                path: path.to_owned(),
+                resource,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The tools named in `allowed-tools` that are not among `available` (an agent's tool
@@ -230,87 +146,6 @@ impl fmt::Display for Skill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.name, self.description)
     }
-}
-
-/// What is wrong with a skill name, if anything (the format's rules).
-fn name_problem(name: &str) -> Option<String> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN {
-        return Some(format!("`{name}` must have 1 to {MAX_NAME_LEN} characters"));
-    }
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !ok_chars || name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Some(format!(
-            "`{name}` may hold only lowercase letters, digits and single hyphens, not at either \
-             end (as in `pdf-forms`)"
-        ));
-    }
-    None
-}
-
-/// The front matter's YAML and the body after it, if the text opens with a `---` line and has
-/// a closing one.
-fn split_front_matter(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some((&rest[..offset], &rest[offset + line.len()..]));
-        }
-        offset += line.len();
-    }
-    None
-}
-
-/// The files under a skill's resource folders, relative to the skill's folder, sorted.
-/// Symbolic links are left out: a resource is a file of the skill's own.
-fn list_resources(folder: &Path) -> Result<Vec<String>, SkillError> {
-    let mut out = Vec::new();
-    for dir in RESOURCE_DIRS {
-        let mut stack = vec![folder.join(dir)];
-        while let Some(d) = stack.pop() {
-            let entries = match std::fs::read_dir(&d) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => {
-                    return Err(SkillError::Io {
-                        folder: folder.to_owned(),
-                        path: d,
-                        source,
-                    })
-                }
-            };
-            for entry in entries {
-                let entry = entry.map_err(|source| SkillError::Io {
-                    folder: folder.to_owned(),
-                    path: d.clone(),
-                    source,
-                })?;
-                let kind = entry.file_type().map_err(|source| SkillError::Io {
-                    folder: folder.to_owned(),
-                    path: entry.path(),
-                    source,
-                })?;
-                if kind.is_dir() {
-                    stack.push(entry.path());
-                } else if kind.is_file() {
-                    if let Ok(rel) = entry.path().strip_prefix(folder) {
-                        let parts: Vec<String> = rel
-                            .components()
-                            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                            .collect();
-                        out.push(parts.join("/"));
-                    }
-                }
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! tools, wrapped by [`Skills::guard`], refuse calls outside that list with a tool error the
 //! model sees.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use super::script::{script_tool, ScriptPolicy};
 use super::skill::{Skill, SkillError};
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 use crate::model::ToolDefinition;
+use flow_skill::EmbeddedSkill;
 
 /// The name of the tool that loads a skill's instructions.
 pub const LOAD_SKILL_TOOL_NAME: &str = "load_skill";
@@ -69,6 +70,9 @@ pub const MAX_RESOURCE_BYTES: usize = 64 * 1024;
 pub struct Skills {
     skills: Arc<[Skill]>,
     scripts: Option<ScriptPolicy>,
+    /// The files of the skills compiled into the binary, by skill name: their resources are
+    /// read from here, not from the disk.
+    embedded: Arc<BTreeMap<String, EmbeddedSkill>>,
 }
 
 impl Skills {
@@ -94,7 +98,43 @@ impl Skills {
         Ok(Skills {
             skills: skills.into(),
             scripts: None,
+            embedded: Arc::default(),
         })
+    }
+
+    /// The skills `#[agent(skills = [...])]` or a `flow!` node embedded (what
+    /// `AgentSpec::SKILLS` and `FlowNode::skills` give): each made by [`Skill::embedded`], so the
+    /// catalog, the instructions and the resources are those [`Skills::load_dir`] gives for the
+    /// same folders; resources are read from the binary.
+    ///
+    /// # Errors
+    ///
+    /// As [`Skills::new`] and [`Skill::embedded`] (the macros checked the folders when the
+    /// crate compiled, so only two skills of one name in a list fail here).
+    pub fn from_embedded(skills: &[EmbeddedSkill]) -> Result<Skills, SkillError> {
+        let mut out = Skills::new(
+            skills
+                .iter()
+                .map(Skill::embedded)
+                .collect::<Result<Vec<_>, _>>()?,
+        )?;
+        out.embedded = Arc::new(
+            skills
+                .iter()
+                .map(|e| (e.folder_name().to_owned(), *e))
+                .collect(),
+        );
+        Ok(out)
+    }
+
+    /// The skills the agent type `A` declares with `#[agent(skills = [...])]`, checked and
+    /// embedded when the crate compiled ([`Skills::from_embedded`] of `A::SKILLS`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Skills::from_embedded`].
+    pub fn of<A: crate::AgentSpec>() -> Result<Skills, SkillError> {
+        Skills::from_embedded(A::SKILLS)
     }
 
     /// Every skill under `root`: each sub-folder holding a `SKILL.md` (others are skipped).
@@ -202,14 +242,9 @@ impl Skills {
     ///
     /// [`SkillError::Invalid`] naming the skill, the unknown tools and the agent's tools.
     pub fn check_tools(&self, available: &[&str]) -> Result<(), SkillError> {
-        let mut known: Vec<&str> = available.to_vec();
-        known.extend([
-            LOAD_SKILL_TOOL_NAME,
-            READ_SKILL_RESOURCE_TOOL_NAME,
-            super::script::RUN_SKILL_SCRIPT_TOOL_NAME,
-        ]);
         for skill in self.skills.iter() {
-            let unknown = skill.unknown_tools(&known);
+            let unknown =
+                flow_skill::unknown_tools(skill.allowed_tools.as_deref().unwrap_or(&[]), available);
             if !unknown.is_empty() {
                 return Err(SkillError::Invalid {
                     path: skill.root.join("SKILL.md"),
@@ -426,9 +461,12 @@ impl Tool for SkillTool {
                         ),
                     ));
                 }
-                let bytes = std::fs::read(skill.root.join(&args.path)).map_err(|e| {
-                    ToolError::failed(tool, format!("cannot read `{}`: {e}", args.path))
-                })?;
+                let bytes = match self.skills.embedded.get(&skill.name) {
+                    Some(embedded) => embedded.resource(&args.path).unwrap_or_default().to_vec(),
+                    None => std::fs::read(skill.root.join(&args.path)).map_err(|e| {
+                        ToolError::failed(tool, format!("cannot read `{}`: {e}", args.path))
+                    })?,
+                };
                 let cut = bytes.len() > MAX_RESOURCE_BYTES;
                 let mut text =
                     String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_RESOURCE_BYTES)])

@@ -1,0 +1,6 @@
+//! A skill whose `name` is not its folder's name does not compile.
+use agentflow::prelude::*;
+
+flow! { Desk: dyn writer(skills = ["skills/wrong-name"]) }
+
+fn main() {}

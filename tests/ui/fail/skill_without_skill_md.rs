@@ -1,0 +1,7 @@
+//! A skill folder without a `SKILL.md` does not compile.
+use agentflow::prelude::*;
+
+#[agent(skills = ["skills/no-skill-md"])]
+async fn writer(_cx: &AgentContext) {}
+
+fn main() {}

@@ -1,0 +1,2 @@
+import sys
+print(sum(1 for line in sys.stdin if line.startswith("- ")))
