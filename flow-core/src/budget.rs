@@ -419,6 +419,8 @@ impl BudgetLedger {
         match scope {
             BudgetScope::Run => self.total,
             BudgetScope::Agent => self.agent(agent).copied().unwrap_or_default(),
+            // Kept by the shared spending store, not the run's ledger.
+            BudgetScope::Thread | BudgetScope::Tenant { .. } => Spent::default(),
         }
     }
 
@@ -515,7 +517,8 @@ impl BudgetKind {
     }
 }
 
-/// Whose budget: the whole run's, or one agent's.
+/// Whose budget: the whole run's, one agent's, or, shared beyond the run (see
+/// [`crate::spending`]), the thread's or the tenant's for a period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -524,6 +527,13 @@ pub enum BudgetScope {
     Run,
     /// [`Budgets::agent`]'s limits.
     Agent,
+    /// The limits of the thread the run is a turn of, over all its turns.
+    Thread,
+    /// The limits of the tenant the thread belongs to, over one period of all its threads.
+    Tenant {
+        /// The UTC day or month counted.
+        period: crate::spending::BudgetPeriod,
+    },
 }
 
 impl fmt::Display for BudgetScope {
@@ -531,6 +541,13 @@ impl fmt::Display for BudgetScope {
         f.write_str(match self {
             BudgetScope::Run => "the run's",
             BudgetScope::Agent => "the agent's own",
+            BudgetScope::Thread => "the thread's",
+            BudgetScope::Tenant {
+                period: crate::spending::BudgetPeriod::Day,
+            } => "the tenant's daily",
+            BudgetScope::Tenant {
+                period: crate::spending::BudgetPeriod::Month,
+            } => "the tenant's monthly",
         })
     }
 }
@@ -576,5 +593,17 @@ pub enum BudgetError {
         agent: Arc<str>,
         /// The model without a price.
         model: Arc<str>,
+    },
+    /// The store that keeps the spending shared beyond the run (per thread, per tenant)
+    /// could not be read or written; the call was not made.
+    #[error(
+        "agent '{agent}' could not check its thread's and tenant's budgets: {message}; the call \
+         was not made. Check the spending store's database"
+    )]
+    Unavailable {
+        /// The agent.
+        agent: Arc<str>,
+        /// What failed.
+        message: String,
     },
 }

@@ -67,8 +67,9 @@
 // in this list.
 //
 // band 0, words: message, input, usage, stream, run_path, transfer, context_form, limits,
-//   error, ids, trace, event/, resume, host, budget
+//   error, ids, trace, event/, resume, host, budget, spending
 pub mod budget;
+pub mod spending;
 #[doc(hidden)]
 pub mod context_form;
 #[doc(hidden)]
