@@ -20,6 +20,7 @@ use crate::store::schedule::InMemorySchedules;
 pub struct InMemoryRunQueue {
     rows: Arc<Mutex<Rows>>,
     schedules: InMemorySchedules,
+    spending: crate::store::spending::InMemorySpending,
 }
 
 impl InMemoryRunQueue {
@@ -85,6 +86,10 @@ impl RunQueue for InMemoryRunQueue {
 
     async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError> {
         Ok(self.rows().unfinished_with_prefix(prefix))
+    }
+
+    fn spending(&self) -> Option<&dyn crate::store::SpendingStore> {
+        Some(&self.spending)
     }
 
     fn schedules(&self) -> Option<&dyn crate::store::ScheduleStore> {
