@@ -118,6 +118,7 @@ pub use store::{PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteOptions, SqliteStore};
 
+pub use runner::{SpendingBudgets, NO_TENANT};
 pub use runner::{
     fork_point_step, Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT,
 };
