@@ -118,7 +118,6 @@ pub use store::{PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteOptions, SqliteStore};
 
-pub use runner::{SpendingBudgets, NO_TENANT};
 pub use runner::{
     fork_point_step, Fork, ForkEnd, ThreadStep, ThreadStepKind, TimeTravelError, FORK_POINT,
 };
@@ -135,4 +134,5 @@ pub use runner::{
     Checkpoints, HeldClaim, ResumeRequest, RunRequest, RunnerBuilder, ThreadHandle, TurnRequest,
 };
 pub use runner::{PurgeReport, Retention};
+pub use runner::{SpendingBudgets, NO_TENANT};
 pub use runner::{ThreadState, FRAMEWORK_KEY_PREFIX};

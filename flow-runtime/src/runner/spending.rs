@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::budget::{
-    BudgetError, BudgetExceeded, BudgetLimits, BudgetScope, ModelPrice,
-};
+use crate::budget::{BudgetError, BudgetExceeded, BudgetLimits, BudgetScope, ModelPrice};
 use crate::model::Usage;
 use crate::spending::{BudgetPeriod, SpendingCall, SpendingGate, SpendingHold};
 use crate::store::{QueueError, Spending, SpendingScope, SpendingStore, UsageRow};
@@ -186,7 +184,11 @@ fn thread_key(thread: &str) -> String {
 
 /// The key of tenant `tenant`'s row for the `period` holding `at_ms`.
 fn tenant_key(tenant: &str, period: BudgetPeriod, at_ms: u64) -> String {
-    format!("tenant:{tenant}:{}:{}", period.as_str(), period.label(at_ms))
+    format!(
+        "tenant:{tenant}:{}:{}",
+        period.as_str(),
+        period.label(at_ms)
+    )
 }
 
 fn signed(n: u64) -> i64 {
@@ -266,9 +268,9 @@ impl SpendingGate for SpendingGuard {
     }
 
     async fn settle(&self, hold: SpendingHold, spent: Option<(&str, Usage)>) {
-        let scopes = self
-            .budgets
-            .scopes(hold.thread.as_deref(), hold.tenant.as_deref(), hold.at_ms);
+        let scopes =
+            self.budgets
+                .scopes(hold.thread.as_deref(), hold.tenant.as_deref(), hold.at_ms);
         let (actual, usage_row) = match spent {
             Some((model, usage)) => {
                 let actual = Spending {

@@ -29,6 +29,11 @@ impl InMemoryRunQueue {
         Self::default()
     }
 
+    /// Its spending (the store the queue answers [`RunQueue::spending`] with).
+    pub(crate) fn spending_rows(&self) -> &crate::store::spending::InMemorySpending {
+        &self.spending
+    }
+
     fn rows(&self) -> std::sync::MutexGuard<'_, Rows> {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }

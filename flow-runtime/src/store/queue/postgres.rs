@@ -68,7 +68,10 @@ impl PostgresRunQueue {
             .execute(&mut *tx)
             .await
             .map_err(&err)?;
-        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX].into_iter().chain(SPENDING_SCHEMA) {
+        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX]
+            .into_iter()
+            .chain(SPENDING_SCHEMA)
+        {
             sqlx::query(schedules)
                 .execute(&mut *tx)
                 .await

@@ -133,16 +133,64 @@ impl SpendingStore for InMemorySpending {
 
     async fn count_usage(&self, filter: &UsageFilter) -> Result<u64, QueueError> {
         let rows = self.rows();
-        let found = rows.usage.iter().filter(|((day, tenant, flow, agent, model), spent)| {
-            filter.matches(&UsageRow {
-                tenant: tenant.clone(),
-                day: day.clone(),
-                flow: flow.clone(),
-                agent: agent.clone(),
-                model: model.clone(),
-                spent: **spent,
-            })
-        });
+        let found = rows
+            .usage
+            .iter()
+            .filter(|((day, tenant, flow, agent, model), spent)| {
+                filter.matches(&UsageRow {
+                    tenant: tenant.clone(),
+                    day: day.clone(),
+                    flow: flow.clone(),
+                    agent: agent.clone(),
+                    model: model.clone(),
+                    spent: **spent,
+                })
+            });
         Ok(found.count() as u64)
+    }
+}
+
+/// The in-memory queue is its own spending store (its [`RunQueue::spending`]), so a runner
+/// can share it as an `Arc<dyn SpendingStore>`.
+///
+/// [`RunQueue::spending`]: crate::store::RunQueue::spending
+#[async_trait]
+impl SpendingStore for crate::store::InMemoryRunQueue {
+    async fn reserve(
+        &self,
+        scopes: &[SpendingScope],
+        charge: &Spending,
+    ) -> Result<Result<(), Crossed>, QueueError> {
+        self.spending_rows().reserve(scopes, charge).await
+    }
+
+    async fn settle(
+        &self,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<(), QueueError> {
+        self.spending_rows().settle(keys, correction, usage).await
+    }
+
+    async fn spent(&self, key: &str) -> Result<Spending, QueueError> {
+        self.spending_rows().spent(key).await
+    }
+
+    async fn delete_thread(&self, thread: &str) -> Result<u64, QueueError> {
+        self.spending_rows().delete_thread(thread).await
+    }
+
+    async fn usage(
+        &self,
+        filter: &UsageFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<UsageRow>, QueueError> {
+        self.spending_rows().usage(filter, limit, offset).await
+    }
+
+    async fn count_usage(&self, filter: &UsageFilter) -> Result<u64, QueueError> {
+        self.spending_rows().count_usage(filter).await
     }
 }

@@ -79,9 +79,7 @@ pub(crate) fn usage_count() -> String {
 /// row under it.
 macro_rules! sql_spending {
     ($queue:ty, $begin:literal, $lock:literal) => {
-        fn spending_of(
-            row: (i64, i64, i64, i64),
-        ) -> $crate::store::Spending {
+        fn spending_of(row: (i64, i64, i64, i64)) -> $crate::store::Spending {
             $crate::store::Spending {
                 input_tokens: row.0,
                 output_tokens: row.1,
@@ -111,12 +109,11 @@ macro_rules! sql_spending {
                         .execute(&mut *tx)
                         .await
                         .map_err(&err)?;
-                    let row: (i64, i64, i64, i64) =
-                        sqlx::query_as(&format!("{READ}{}", $lock))
-                            .bind(&scopes[k].key)
-                            .fetch_one(&mut *tx)
-                            .await
-                            .map_err(&err)?;
+                    let row: (i64, i64, i64, i64) = sqlx::query_as(&format!("{READ}{}", $lock))
+                        .bind(&scopes[k].key)
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(&err)?;
                     spent[k] = spending_of(row);
                 }
                 for (k, scope) in scopes.iter().enumerate() {
@@ -223,18 +220,27 @@ macro_rules! sql_spending {
             ) -> Result<Vec<$crate::store::UsageRow>, $crate::store::QueueError> {
                 use $crate::store::schedule::sql::i;
                 #[allow(clippy::type_complexity)]
-                let rows: Vec<(String, String, String, String, String, i64, i64, i64, i64)> =
-                    sqlx::query_as(&$crate::store::spending::sql::usage_list())
-                        .bind(&filter.tenant)
-                        .bind(&filter.from)
-                        .bind(&filter.to)
-                        .bind(&filter.flow)
-                        .bind(&filter.agent)
-                        .bind(i(limit as u64))
-                        .bind(i(offset as u64))
-                        .fetch_all(&self.pool)
-                        .await
-                        .map_err($crate::store::queue::sql::db("read the usage report"))?;
+                let rows: Vec<(
+                    String,
+                    String,
+                    String,
+                    String,
+                    String,
+                    i64,
+                    i64,
+                    i64,
+                    i64,
+                )> = sqlx::query_as(&$crate::store::spending::sql::usage_list())
+                    .bind(&filter.tenant)
+                    .bind(&filter.from)
+                    .bind(&filter.to)
+                    .bind(&filter.flow)
+                    .bind(&filter.agent)
+                    .bind(i(limit as u64))
+                    .bind(i(offset as u64))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("read the usage report"))?;
                 Ok(rows
                     .into_iter()
                     .map(|r| $crate::store::UsageRow {
