@@ -501,6 +501,7 @@ mod thread_views;
 mod time_travel;
 mod tree;
 mod turn;
+mod usage;
 pub mod webhooks;
 pub mod wire;
 
@@ -566,7 +567,8 @@ pub fn app(state: AppState) -> Router {
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .merge(memory::routes())
-        .merge(schedules::routes());
+        .merge(schedules::routes())
+        .merge(usage::routes());
     #[cfg(feature = "mcp")]
     let api = api.merge(mcp::routes(&state));
     let api = api
