@@ -1,6 +1,7 @@
 //! Stores: checkpoints and threads ([`CheckpointStore`], [`ThreadStore`]), the step journal
-//! ([`JournalStore`]), the run queue ([`RunQueue`]) and the schedules kept beside it
-//! ([`ScheduleStore`]), with their backends: in memory
+//! ([`JournalStore`]), the run queue ([`RunQueue`]) and the schedules and spending kept beside
+//! it ([`ScheduleStore`], [`SpendingStore`]: what threads and tenants spent, and the usage
+//! report), with their backends: in memory
 //! ([`InMemoryStore`]), files ([`FileStore`]), SQLite (`SqliteStore`, cargo feature `sqlite`,
 //! on by default) and PostgreSQL (`PostgresStore`, feature `postgres`); encryption at rest
 //! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
@@ -17,6 +18,9 @@ pub use flow_runtime::store::{
     MAX_ID_LEN, MAX_QUEUED_INPUT_BYTES, MAX_THREAD_ID_LEN,
 };
 pub use flow_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
+pub use flow_runtime::store::{
+    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
+};
 #[cfg(feature = "postgres")]
 pub use flow_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
 #[cfg(feature = "sqlite")]

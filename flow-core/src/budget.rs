@@ -18,8 +18,11 @@
 //!
 //! A recovered turn answers its already-journaled model calls from the journal: their usage
 //! still counts, once, so the recovered turn's report equals the sum of its model calls.
-//! Per-agent limits hold over all of an agent's runs within the run. Budgets are per run and
-//! per agent; budgets per thread and per tenant per period are not built yet. Parallel lanes
+//! Per-agent limits hold over all of an agent's runs within the run. Budgets per thread and
+//! per tenant per period, shared by every process on one store, are checked beside these
+//! through a [`SpendingGate`] (see [`crate::spending`]; the in-process runtime's
+//! `SpendingBudgets`); their refusals are the same [`BudgetExceeded`], with
+//! [`BudgetScope::Thread`] or [`BudgetScope::Tenant`]. Parallel lanes
 //! are checked independently, so calls in flight at the same moment can together pass a limit
 //! by the calls of one round.
 //!
@@ -46,6 +49,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::usage::Usage;
+
+pub use crate::spending::{BudgetPeriod, SpendingCall, SpendingGate, SpendingHold};
 
 /// The session value under which a run's [`BudgetLedger`] is kept.
 pub const BUDGET_SESSION_KEY: &str = "agentflow.budget";
