@@ -7,6 +7,9 @@
 //! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
 
 pub use flow_runtime::store::{
+    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
+};
+pub use flow_runtime::store::{
     turn_checkpoint_id, validate_id, validate_thread_id, CancelState, Checkpoint, CheckpointCodec,
     CheckpointError, CheckpointMeta, CheckpointState, CheckpointStatus, CheckpointStore, Claim,
     Completion, DeferredStep, DeferredSteps, Enqueue, FileRunQueue, FileStore, InMemoryRunQueue,
@@ -18,9 +21,6 @@ pub use flow_runtime::store::{
     MAX_ID_LEN, MAX_QUEUED_INPUT_BYTES, MAX_THREAD_ID_LEN,
 };
 pub use flow_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
-pub use flow_runtime::store::{
-    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
-};
 #[cfg(feature = "postgres")]
 pub use flow_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
 #[cfg(feature = "sqlite")]

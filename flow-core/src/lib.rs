@@ -69,7 +69,6 @@
 // band 0, words: message, input, usage, stream, run_path, transfer, context_form, limits,
 //   error, ids, trace, event/, resume, host, budget, spending
 pub mod budget;
-pub mod spending;
 #[doc(hidden)]
 pub mod context_form;
 #[doc(hidden)]
@@ -89,6 +88,7 @@ pub mod message;
 pub mod resume;
 #[doc(hidden)]
 pub mod run_path;
+pub mod spending;
 #[doc(hidden)]
 pub mod stream;
 #[doc(hidden)]

@@ -323,8 +323,7 @@ fn chat_span_of(configure: impl FnOnce(flow_runtime::RunnerBuilder) -> Runner) -
     let spans = capture(|| {
         let agent = ChatModelAgent::builder(
             "bot",
-            ScriptedModel::new([ScriptStep::text("hi").with_usage(Usage::new(100, 10))])
-                .named("m"),
+            ScriptedModel::new([ScriptStep::text("hi").with_usage(Usage::new(100, 10))]).named("m"),
         )
         .build()
         .unwrap();

@@ -365,6 +365,37 @@ async fn reservation_is_all_or_nothing(store: &dyn SpendingStore) {
 async fn the_in_memory_store_reserves_all_or_nothing() {
     let queue = InMemoryRunQueue::new();
     reservation_is_all_or_nothing(queue.spending().unwrap()).await;
+    racing_reservations(Arc::new(queue.clone()), Arc::new(queue)).await;
+}
+
+/// Sixteen reservations raced from two handles on one store against a limit of five calls:
+/// exactly five pass.
+async fn racing_reservations(a: Arc<dyn SpendingStore>, b: Arc<dyn SpendingStore>) {
+    let scope = SpendingScope {
+        key: "tenant:race:day:2026-12-07".into(),
+        thread: None,
+        scope: BudgetScope::Tenant {
+            period: BudgetPeriod::Day,
+        },
+        limits: BudgetLimits::default().max_model_calls(5),
+    };
+    let call = Spending {
+        model_calls: 1,
+        ..Spending::default()
+    };
+    let tasks: Vec<_> = (0..16)
+        .map(|k| {
+            let store = Arc::clone(if k % 2 == 0 { &a } else { &b });
+            let (scope, call) = (scope.clone(), call);
+            tokio::spawn(async move { store.reserve(&[scope], &call).await.unwrap().is_ok() })
+        })
+        .collect();
+    let mut passed = 0;
+    for task in tasks {
+        passed += usize::from(task.await.unwrap());
+    }
+    assert_eq!(passed, 5);
+    assert_eq!(a.spent(&scope.key).await.unwrap().model_calls, 5);
 }
 
 /// Two runners, each with its own queue handle on one shared store, run turns of the same
@@ -420,7 +451,9 @@ async fn two_runners_on_one_sqlite_store_stop_together_at_the_tenants_limit() {
     let a = SqliteRunQueue::open(&path).await.unwrap();
     let b = SqliteRunQueue::open(&path).await.unwrap();
     reservation_is_all_or_nothing(&a).await;
-    two_runners_stop_together(Arc::new(a), Arc::new(b)).await;
+    let (a, b): (Arc<dyn SpendingStore>, Arc<dyn SpendingStore>) = (Arc::new(a), Arc::new(b));
+    racing_reservations(Arc::clone(&a), Arc::clone(&b)).await;
+    two_runners_stop_together(a, b).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -434,5 +467,7 @@ async fn two_runners_on_one_postgres_store_stop_together_at_the_tenants_limit() 
     let a = PostgresRunQueue::connect(&url).await.unwrap();
     let b = PostgresRunQueue::connect(&url).await.unwrap();
     reservation_is_all_or_nothing(&a).await;
-    two_runners_stop_together(Arc::new(a), Arc::new(b)).await;
+    let (a, b): (Arc<dyn SpendingStore>, Arc<dyn SpendingStore>) = (Arc::new(a), Arc::new(b));
+    racing_reservations(Arc::clone(&a), Arc::clone(&b)).await;
+    two_runners_stop_together(a, b).await;
 }

@@ -137,7 +137,11 @@ async fn a_principal_sees_its_own_tenants_usage_and_an_administrator_every_tenan
         (&json!(today()), &json!("bot"), &json!("m"))
     );
     assert_eq!(
-        (&desk["input_tokens"], &desk["output_tokens"], &desk["total_tokens"]),
+        (
+            &desk["input_tokens"],
+            &desk["output_tokens"],
+            &desk["total_tokens"]
+        ),
         (&json!(200), &json!(20), &json!(220))
     );
     assert_eq!(desk["cost_usd"], json!(0.00056));
