@@ -471,3 +471,88 @@ async fn two_runners_on_one_postgres_store_stop_together_at_the_tenants_limit() 
     racing_reservations(Arc::clone(&a), Arc::clone(&b)).await;
     two_runners_stop_together(a, b).await;
 }
+
+/// The refund task's result.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Done {
+    ok: bool,
+}
+
+#[tokio::test]
+async fn a_turns_spending_rolls_up_through_an_agent_tool_and_a_task_into_its_thread() {
+    use flow_runtime::{set_sub_agents, AgentTool, Delegation};
+    // triage calls the `researcher` agent tool (two model calls inside), transfers to the
+    // `refund` task (one call), then answers: six calls, 210 + 21 tokens.
+    let lookup = tool_fn(
+        "lookup",
+        "Looks something up.",
+        |_: serde_json::Value| async { Ok::<_, String>("found".to_owned()) },
+    );
+    let researcher = ChatModelAgent::builder(
+        "researcher",
+        ScriptedModel::new([
+            ScriptStep::tool_call("lookup", json!({})).with_usage(Usage::new(30, 3)),
+            ScriptStep::text("prices are up").with_usage(Usage::new(40, 4)),
+        ]),
+    )
+    .tool(lookup)
+    .build()
+    .unwrap();
+    let refund = ChatModelAgent::builder(
+        "refund",
+        ScriptedModel::new([
+            ScriptStep::tool_call("finish_task", json!({"ok": true})).with_usage(Usage::new(50, 5))
+        ]),
+    )
+    .returns::<Done>()
+    .build()
+    .unwrap();
+    let triage = ChatModelAgent::builder(
+        "triage",
+        ScriptedModel::new([
+            ScriptStep::tool_call("researcher", json!({"request": "prices"}))
+                .with_usage(Usage::new(10, 1)),
+            ScriptStep::transfer("refund").with_usage(Usage::new(20, 2)),
+            ScriptStep::text("all done").with_usage(Usage::new(60, 6)),
+        ]),
+    )
+    .tool(AgentTool::new(FlowAgent::new(researcher)))
+    .build()
+    .unwrap();
+    let tree = set_sub_agents(
+        FlowAgent::new(triage),
+        [FlowAgent::new(refund).delegation(Delegation::Task)],
+    )
+    .unwrap();
+    let queue = InMemoryRunQueue::new();
+    let budgets = SpendingBudgets::new(Arc::new(queue.clone()))
+        .thread(BudgetLimits::default().max_model_calls(100))
+        .tenant_of(by_prefix);
+    let runner = Runner::builder(tree)
+        .stores(InMemoryStore::new())
+        .spending(budgets.clone())
+        .build();
+    let events = turn(&runner, "acme.t").await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:#?}");
+    assert_eq!(
+        budgets.thread_spent("acme.t").await.unwrap(),
+        Spending {
+            input_tokens: 210,
+            output_tokens: 21,
+            cost_micro_usd: 0,
+            model_calls: 6
+        }
+    );
+    // The usage report has the same calls, per agent.
+    let rows = queue
+        .spending()
+        .unwrap()
+        .usage(&UsageFilter::default(), 10, 0)
+        .await
+        .unwrap();
+    let by_agent: Vec<(&str, i64)> = rows
+        .iter()
+        .map(|r| (r.agent.as_str(), r.spent.model_calls))
+        .collect();
+    assert_eq!(by_agent, [("refund", 1), ("researcher", 2), ("triage", 3)]);
+}
