@@ -12,11 +12,11 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
-//! | [`run`] | runs, turns and threads: the runner's builder, thread handles, run handles, cancel modes, time travel, limits, options |
+//! | [`run`] | runs, turns and threads: the runner's builder, thread handles, run handles, cancel modes, time travel, limits, options, thread and tenant budgets |
 //! | [`event`] | what an event carries: outputs, interrupt addresses, run steps, its JSON form |
 //! | [`message`] | the parts of a message and of a streamed one |
 //! | [`model`] | the chat-model contract, the scripted model, the HTTP clients, usage, failover |
-//! | [`budget`] | what a run may spend (tokens, money, calls, wall time) and what it spent |
+//! | [`budget`] | what a run may spend (tokens, money, calls, wall time) and what it spent; the periods and gate of thread and tenant budgets (`run::SpendingBudgets`) |
 //! | [`tool`] | tools, function tools, approvals, tool-call limits |
 //! | [`mod@llm`] | the ReAct agent's builder, instruction, built-in tools and errors |
 //! | [`history`] | context policies, rewriting, summaries, the context budget, earlier turns |

@@ -1,10 +1,14 @@
 //! Stores: checkpoints and threads ([`CheckpointStore`], [`ThreadStore`]), the step journal
-//! ([`JournalStore`]), the run queue ([`RunQueue`]) and the schedules kept beside it
-//! ([`ScheduleStore`]), with their backends: in memory
+//! ([`JournalStore`]), the run queue ([`RunQueue`]) and the schedules and spending kept beside
+//! it ([`ScheduleStore`], [`SpendingStore`]: what threads and tenants spent, and the usage
+//! report), with their backends: in memory
 //! ([`InMemoryStore`]), files ([`FileStore`]), SQLite (`SqliteStore`, cargo feature `sqlite`,
 //! on by default) and PostgreSQL (`PostgresStore`, feature `postgres`); encryption at rest
 //! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
 
+pub use flow_runtime::store::{
+    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
+};
 pub use flow_runtime::store::{
     turn_checkpoint_id, validate_id, validate_thread_id, CancelState, Checkpoint, CheckpointCodec,
     CheckpointError, CheckpointMeta, CheckpointState, CheckpointStatus, CheckpointStore, Claim,

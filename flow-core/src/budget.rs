@@ -18,8 +18,11 @@
 //!
 //! A recovered turn answers its already-journaled model calls from the journal: their usage
 //! still counts, once, so the recovered turn's report equals the sum of its model calls.
-//! Per-agent limits hold over all of an agent's runs within the run. Budgets are per run and
-//! per agent; budgets per thread and per tenant per period are not built yet. Parallel lanes
+//! Per-agent limits hold over all of an agent's runs within the run. Budgets per thread and
+//! per tenant per period, shared by every process on one store, are checked beside these
+//! through a [`SpendingGate`] (see [`crate::spending`]; the in-process runtime's
+//! `SpendingBudgets`); their refusals are the same [`BudgetExceeded`], with
+//! [`BudgetScope::Thread`] or [`BudgetScope::Tenant`]. Parallel lanes
 //! are checked independently, so calls in flight at the same moment can together pass a limit
 //! by the calls of one round.
 //!
@@ -46,6 +49,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::usage::Usage;
+
+pub use crate::spending::{BudgetPeriod, SpendingCall, SpendingGate, SpendingHold};
 
 /// The session value under which a run's [`BudgetLedger`] is kept.
 pub const BUDGET_SESSION_KEY: &str = "agentflow.budget";
@@ -445,6 +450,8 @@ impl BudgetLedger {
         match scope {
             BudgetScope::Run => self.total,
             BudgetScope::Agent => self.agent(agent).copied().unwrap_or_default(),
+            // Kept by the shared spending store, not the run's ledger.
+            BudgetScope::Thread | BudgetScope::Tenant { .. } => Spent::default(),
         }
     }
 
@@ -555,7 +562,8 @@ impl BudgetKind {
     }
 }
 
-/// Whose budget: the whole run's, or one agent's.
+/// Whose budget: the whole run's, one agent's, or, shared beyond the run (see
+/// [`crate::spending`]), the thread's or the tenant's for a period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -564,6 +572,13 @@ pub enum BudgetScope {
     Run,
     /// [`Budgets::agent`]'s limits.
     Agent,
+    /// The limits of the thread the run is a turn of, over all its turns.
+    Thread,
+    /// The limits of the tenant the thread belongs to, over one period of all its threads.
+    Tenant {
+        /// The UTC day or month counted.
+        period: crate::spending::BudgetPeriod,
+    },
 }
 
 impl fmt::Display for BudgetScope {
@@ -571,6 +586,13 @@ impl fmt::Display for BudgetScope {
         f.write_str(match self {
             BudgetScope::Run => "the run's",
             BudgetScope::Agent => "the agent's own",
+            BudgetScope::Thread => "the thread's",
+            BudgetScope::Tenant {
+                period: crate::spending::BudgetPeriod::Day,
+            } => "the tenant's daily",
+            BudgetScope::Tenant {
+                period: crate::spending::BudgetPeriod::Month,
+            } => "the tenant's monthly",
         })
     }
 }
@@ -616,5 +638,17 @@ pub enum BudgetError {
         agent: Arc<str>,
         /// The model without a price.
         model: Arc<str>,
+    },
+    /// The store that keeps the spending shared beyond the run (per thread, per tenant)
+    /// could not be read or written; the call was not made.
+    #[error(
+        "agent '{agent}' could not check its thread's and tenant's budgets: {message}; the call \
+         was not made. Check the spending store's database"
+    )]
+    Unavailable {
+        /// The agent.
+        agent: Arc<str>,
+        /// What failed.
+        message: String,
     },
 }

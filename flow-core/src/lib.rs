@@ -67,7 +67,7 @@
 // in this list.
 //
 // band 0, words: message, input, usage, stream, run_path, transfer, context_form, limits,
-//   error, ids, trace, event/, resume, host, budget
+//   error, ids, trace, event/, resume, host, budget, spending
 pub mod budget;
 #[doc(hidden)]
 pub mod context_form;
@@ -88,6 +88,7 @@ pub mod message;
 pub mod resume;
 #[doc(hidden)]
 pub mod run_path;
+pub mod spending;
 #[doc(hidden)]
 pub mod stream;
 #[doc(hidden)]

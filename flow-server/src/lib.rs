@@ -56,6 +56,7 @@
 //! | `POST .../runs/{run}/resume` | `chat` (`approve` if it answers) | continues a run cancelled at a safe point as a new run |
 //! | `POST`, `GET /v1/flows/{flow}/schedules`; `GET`, `PATCH`, `DELETE .../schedules/{id}` | `chat` to create, change and delete; `read` or `chat` to read | cron schedules of the caller's tenant that start runs of the flow (a new thread each firing, or one thread's turns), kept in the run queue's store and fired once across processes (see [`schedules`]) |
 //! | `/v1/runs/crons...`, `/v1/threads/{thread}/runs/crons` | as the schedules | the Agent Protocol's crons over the same schedules |
+//! | `GET /v1/usage?from=&to=&flow=&agent=&tenant=&limit=&offset=` | `read` (every tenant's, or `tenant=`, with `admin`) | the usage report of the caller's tenant: model calls, tokens and cost per UTC day, flow, agent and model, as the flows' runners charged them (on a server with [`ServerBuilder::spending`]; see `usage`) |
 //! | `/v1/assistants/...`, `/v1/threads/...` | as their native twins | the Agent Protocol that LangGraph's clients speak (see "The Agent Protocol" below) |
 //! | `/v1/memory/...` | `read` or `chat` to read, `chat` to write (`admin` for the application's and others' memory) | long-term memory ([`ServerBuilder::memory`]): items of the caller's tenant, listed, read, written, deleted, searched (see [`memory`]) |
 //! | `/v1/store/...` | `read` or `chat` to read, `chat` to write | the Agent Protocol's store (`langgraph-sdk`'s `client.store`) over the caller's own user memory |
@@ -502,6 +503,7 @@ mod thread_views;
 mod time_travel;
 mod tree;
 mod turn;
+mod usage;
 pub mod webhooks;
 pub mod wire;
 
@@ -567,7 +569,8 @@ pub fn app(state: AppState) -> Router {
         .merge(time_travel::routes())
         .merge(agent_protocol::routes())
         .merge(memory::routes())
-        .merge(schedules::routes());
+        .merge(schedules::routes())
+        .merge(usage::routes());
     #[cfg(feature = "mcp")]
     let api = api.merge(mcp::routes(&state));
     let api = api

@@ -399,7 +399,30 @@ pub async fn get_thread(
         "fork_point": flow_runtime::fork_point_step(&head.last.end)
             .map(|step| json!({ "step": step })),
         "approvals": approvals_of(&records),
+        "spent": spent_of(&state, &key.store_id()).await,
     })))
+}
+
+/// What thread `store_id` has spent over all its turns (tokens, dollars, model calls), when
+/// the server counts spending ([`ServerBuilder::spending`](crate::ServerBuilder::spending));
+/// `null` otherwise, or if the store cannot say now.
+async fn spent_of(state: &AppState, store_id: &str) -> Value {
+    let Some(spending) = state.spending() else {
+        return Value::Null;
+    };
+    match spending.thread_spent(store_id).await {
+        Ok(spent) => json!({
+            "input_tokens": spent.input_tokens,
+            "output_tokens": spent.output_tokens,
+            "total_tokens": spent.total_tokens(),
+            "cost_usd": spent.cost_micro_usd as f64 / 1e6,
+            "model_calls": spent.model_calls,
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "a thread's spending could not be read");
+            Value::Null
+        }
+    }
 }
 
 /// `DELETE /v1/flows/{flow}/threads/{thread}`: deletes the thread and the checkpoint it waits

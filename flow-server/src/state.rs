@@ -85,6 +85,8 @@ struct Inner {
     queue: Option<crate::queue::QueueSettings>,
     /// The long-term memory the memory and store routes serve, if any.
     memory: Option<flow_runtime::memory::Memory>,
+    /// The budgets per thread and tenant, and the usage report, if any.
+    spending: Option<flow_runtime::SpendingBudgets>,
 }
 
 /// What the router's handlers share: cheap to clone (one `Arc`).
@@ -166,6 +168,12 @@ impl AppState {
     /// The long-term memory the memory routes serve ([`ServerBuilder::memory`]), if any.
     pub fn memory(&self) -> Option<&flow_runtime::memory::Memory> {
         self.0.memory.as_ref()
+    }
+
+    /// The budgets per thread and tenant and the usage report ([`ServerBuilder::spending`]),
+    /// if any.
+    pub fn spending(&self) -> Option<&flow_runtime::SpendingBudgets> {
+        self.0.spending.as_ref()
     }
 
     /// What webhooks and A2A push notifications may reach ([`ServerBuilder::outbound`]).
@@ -292,6 +300,7 @@ pub struct ServerBuilder {
     outbound: flow_runtime::outbound::OutboundPolicy,
     queue: Option<crate::queue::QueueSettings>,
     memory: Option<flow_runtime::memory::Memory>,
+    spending: Option<flow_runtime::SpendingBudgets>,
     #[cfg(feature = "temporal")]
     temporal: Option<crate::temporal::TemporalExecutor>,
 }
@@ -349,6 +358,7 @@ impl ServerBuilder {
             outbound: flow_runtime::outbound::OutboundPolicy::default(),
             queue: None,
             memory: None,
+            spending: None,
             #[cfg(feature = "temporal")]
             temporal: None,
         }
@@ -514,6 +524,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Budgets per thread and per tenant per UTC day or month, shared by every process on the
+    /// same store, and the usage report `GET /v1/usage` reads (see
+    /// [`SpendingBudgets`](flow_runtime::SpendingBudgets)): every flow's runner gets them,
+    /// with the flow's name and the principal's tenant (a thread's tenant is the one its
+    /// caller had). Give every process the same store (the run queue's: `SqliteRunQueue`,
+    /// `PostgresRunQueue`). Without it (the default) nothing is counted and `/v1/usage`
+    /// answers 404.
+    pub fn spending(mut self, budgets: flow_runtime::SpendingBudgets) -> Self {
+        self.spending = Some(budgets);
+        self
+    }
+
     /// Runs background runs from `queue` (see "The run queue" in the crate's docs):
     /// `POST .../runs` without `stream` enqueues the run and answers its id at once, and every
     /// process serving this state runs [`QueueOptions::workers`](crate::QueueOptions) workers
@@ -601,16 +623,19 @@ impl ServerBuilder {
                         .streaming(self.streaming)
                         .turn_routing(self.routing)
                         .durability(self.durability);
-                    match &self.configure {
+                    let runner = match &self.configure {
                         Some(f) => f(&name, runner),
                         None => runner,
                     }
-                    .answer_rule(approvals.rule())
-                    .build()
+                    .answer_rule(approvals.rule());
+                    with_spending(runner, &name, self.spending.as_ref()).build()
                 }
-                FlowSource::Runner(runner) => (self.attach_stores)(*runner)
-                    .answer_rule(approvals.rule())
-                    .build(),
+                FlowSource::Runner(runner) => with_spending(
+                    (self.attach_stores)(*runner).answer_rule(approvals.rule()),
+                    &name,
+                    self.spending.as_ref(),
+                )
+                .build(),
             };
             flows.insert(
                 name.clone(),
@@ -636,6 +661,25 @@ impl ServerBuilder {
             outbound: self.outbound,
             queue: self.queue,
             memory: self.memory,
+            spending: self.spending,
         })))
+    }
+}
+
+/// `runner` with the server's spending budgets, if it has them: reported as flow `flow`, each
+/// thread's tenant read from its store id (`FLOW.TENANT.THREAD`).
+fn with_spending(
+    runner: RunnerBuilder,
+    flow: &str,
+    spending: Option<&flow_runtime::SpendingBudgets>,
+) -> RunnerBuilder {
+    match spending {
+        None => runner,
+        Some(budgets) => runner.spending(
+            budgets
+                .clone()
+                .flow(flow)
+                .tenant_of(|thread| crate::thread::tenant_of_store_id(thread).map(str::to_owned)),
+        ),
     }
 }

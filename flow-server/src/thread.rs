@@ -43,6 +43,13 @@ pub fn store_thread_id(flow: &str, tenant: &str, thread: &str) -> Option<String>
 
 /// A valid name of a served flow: 1 to 24 characters of `A-Z a-z 0-9 _ -` (no `.`, which
 /// separates the parts of store keys).
+/// The tenant part of a server's store thread id (`FLOW.TENANT.THREAD`), if it is one.
+pub(crate) fn tenant_of_store_id(id: &str) -> Option<&str> {
+    let mut parts = id.splitn(3, '.');
+    let (_, tenant, _) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(tenant)
+}
+
 pub(crate) fn valid_flow_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 24

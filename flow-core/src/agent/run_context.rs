@@ -126,6 +126,9 @@ struct RunShared {
     /// The run's budgets and the start of its wall time (`None`: no budgets, nothing
     /// counted for them); shared with the runs nested in it.
     budgets: Option<Arc<RunBudgets>>,
+    /// The budgets shared beyond the run, per thread and tenant (`None`: none, nothing asked);
+    /// shared with the runs nested in it.
+    spending: Option<Arc<dyn crate::spending::SpendingGate>>,
 }
 
 /// A run's budgets and when its first check was made.
@@ -193,6 +196,7 @@ impl Clone for RunShared {
             ),
             host: self.host.clone(),
             budgets: self.budgets.clone(),
+            spending: self.spending.clone(),
             steer: self.steer.clone(),
         }
     }
@@ -223,6 +227,7 @@ impl RunContext {
                 cancel: (std::sync::OnceLock::new(), false),
                 host: None,
                 budgets: None,
+                spending: None,
                 steer: None,
             }),
             run_path: RunPath::root(Arc::clone(&agent_name)),
@@ -291,10 +296,28 @@ impl RunContext {
     /// This (new) run, nested in `caller`'s (an agent tool's run), with its budgets: what it
     /// spends counts against them, and its wall time is the caller's.
     pub fn with_budgets_of(self, caller: &RunContext) -> Self {
-        match &caller.shared.budgets {
+        let run = match &caller.shared.budgets {
             None => self,
             Some(budgets) => self.with_run_budgets(Some(Arc::clone(budgets))),
+        };
+        match &caller.shared.spending {
+            None => run,
+            Some(gate) => run.with_spending(Arc::clone(gate)),
         }
+    }
+
+    /// This (new) run with `gate` checking and charging its model calls against the budgets
+    /// shared beyond it, per thread and per tenant (see [`crate::spending`]). Set it before
+    /// the run starts.
+    pub fn with_spending(mut self, gate: Arc<dyn crate::spending::SpendingGate>) -> Self {
+        Arc::make_mut(&mut self.shared).spending = Some(gate);
+        self
+    }
+
+    /// The run's shared spending gate, if it has one.
+    #[inline]
+    pub fn spending(&self) -> Option<&Arc<dyn crate::spending::SpendingGate>> {
+        self.shared.spending.as_ref()
     }
 
     /// The run's budgets, if it has any.

@@ -4,7 +4,8 @@
 //!
 //! One concept a file: the agent and its builder (`agent`), the ReAct loop (`react`), where it
 //! stops for a cancel and goes on from there (`cancel_point`), the run's budgets at its safe
-//! points (`budget_check`), running
+//! points (`budget_check`), the budgets shared beyond the run around each model call
+//! (`spending_check`: per thread and tenant, and the call's cost on its span), running
 //! the tool calls of a reply (`tool_calls`), a tool call wrapped in its middleware and span
 //! (`hooked_tool`), keeping requests within a context budget (`context_fit`: compaction, tool
 //! results set aside and the built-in `read_tool_result` tool), the built-in `transfer_to_agent` and `exit` tools (`builtin`), the system
@@ -29,6 +30,7 @@ mod frontend_call;
 mod hooked_tool;
 pub mod instruction;
 mod react;
+mod spending_check;
 pub mod structured;
 pub mod telemetry;
 pub mod tool;

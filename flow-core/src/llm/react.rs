@@ -435,6 +435,21 @@ impl ChatModelAgent {
         request: &ChatRequest,
         streaming: bool,
     ) -> Result<(MessageRef, bool), AgentError> {
+        match cx.run_context().spending() {
+            None => self.model_attempts(cx, request, streaming).await,
+            // Boxed: the shared spending's state stays out of the future of a run without it.
+            Some(gate) => Box::pin(self.spending_call(cx, gate, request, streaming)).await,
+        }
+    }
+
+    /// The model's attempts at one answer, retried per the policy (see
+    /// [`call_model`](Self::call_model)).
+    pub(super) async fn model_attempts(
+        &self,
+        cx: &Context,
+        request: &ChatRequest,
+        streaming: bool,
+    ) -> Result<(MessageRef, bool), AgentError> {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
@@ -467,6 +482,9 @@ impl ChatModelAgent {
             match result {
                 Ok(reply) => {
                     telemetry::record_reply(&span, &reply, self.record_content);
+                    if !span.is_disabled() {
+                        self.record_cost(cx, &span, &reply);
+                    }
                     // Counted as soon as the model answered: a reply a middleware refuses
                     // later has used its tokens all the same.
                     if let Some(usage) = reply.usage.as_deref().copied() {

@@ -14,6 +14,8 @@
 //!   `gen_ai.request.model`, `gen_ai.agent.name`, `agentflow.run_path`, `agentflow.attempt`,
 //!   `agentflow.streaming`, and once the reply is in, `gen_ai.usage.input_tokens` and
 //!   `gen_ai.usage.output_tokens` (if the model reported usage),
+//!   `agentflow.usage.cost_usd` (the call's cost in dollars, when the run's budgets or its
+//!   shared spending gate have a price for the model),
 //!   `gen_ai.usage.cache_read.input_tokens` and `gen_ai.usage.reasoning.output_tokens` (if it
 //!   reported them) and `gen_ai.response.finish_reasons` (`tool_calls` or `stop`);
 //!   `gen_ai.response.model` when the reply names the model that answered (a
@@ -76,6 +78,7 @@ pub(crate) fn model_span(
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
         gen_ai.usage.reasoning.output_tokens = Empty,
+        agentflow.usage.cost_usd = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.response.model = Empty,
         gen_ai.input.messages = Empty,
@@ -95,6 +98,12 @@ pub(crate) fn record_request(span: &Span, request: &ChatRequest) {
     if let Ok(text) = serde_json::to_string(&messages) {
         span.record("gen_ai.input.messages", text);
     }
+}
+
+/// Records a model call's cost, `micro_usd` millionths of a dollar, on its span as
+/// `agentflow.usage.cost_usd` (dollars, a float).
+pub(crate) fn record_cost(span: &Span, micro_usd: u64) {
+    span.record("agentflow.usage.cost_usd", micro_usd as f64 / 1e6);
 }
 
 /// Records the reply's usage and finish reason on a model span, and with `content` the reply.

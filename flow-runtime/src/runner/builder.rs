@@ -67,6 +67,7 @@ impl Runner {
             codec: CheckpointCodec::default(),
             limits: RunLimits::default(),
             budgets: None,
+            spending: None,
             lease: DEFAULT_LEASE,
             threads: super::turn::ThreadSettings::default(),
             journal: None,
@@ -112,6 +113,18 @@ impl RunnerBuilder {
     /// it recorded.
     pub fn budgets(mut self, budgets: crate::budget::Budgets) -> Self {
         self.0.budgets = (!budgets.is_empty()).then(|| Arc::new(budgets));
+        self
+    }
+
+    /// Budgets shared with every runner and server process on the same store: per thread and
+    /// per tenant per UTC day or month (see [`SpendingBudgets`](crate::SpendingBudgets)); default
+    /// none. Each model call of a turn is reserved in the store before it is made and settled
+    /// with its reported usage after, and added to the store's usage report; a call that would
+    /// cross a limit ends the run before it with one
+    /// [`AgentError::BudgetExceeded`](crate::AgentError::BudgetExceeded) event. Deleting a
+    /// thread deletes its spending.
+    pub fn spending(mut self, budgets: crate::SpendingBudgets) -> Self {
+        self.0.spending = Some(budgets.guard(self.0.agent.name()));
         self
     }
 

@@ -33,6 +33,8 @@
 //!   continuation replays the fork's steps;
 //! - `thread_values`: session values that carry across a thread's turns (the inheriting
 //!   rule), [`ThreadHandle::values`](crate::ThreadHandle::values) and [`ThreadHandle::update_state`](crate::ThreadHandle::update_state) (a values step);
+//! - `spending`: budgets per thread and per tenant per period, shared by every runner on one
+//!   store ([`SpendingBudgets`], [`RunnerBuilder::spending`]), and the usage report;
 //! - `housekeeping`: retention ([`Runner::purge`] of old turns' journal steps), a TTL per
 //!   thread ([`RunnerBuilder::thread_ttl`](crate::RunnerBuilder::thread_ttl));
 //! - `withdraw`: [`ThreadHandle::withdraw`](crate::ThreadHandle::withdraw), giving up a turn that waits for input (its
@@ -64,6 +66,7 @@ mod replay;
 mod request;
 mod run_handle;
 mod runs;
+mod spending;
 mod thread_handle;
 mod thread_values;
 pub mod time_travel;
@@ -87,6 +90,7 @@ pub use run_handle::{
     RunRetention, RunStatus, SteerError,
 };
 pub use runs::Runner;
+pub use spending::{SpendingBudgets, NO_TENANT};
 pub use thread_handle::ThreadHandle;
 pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use time_travel::{

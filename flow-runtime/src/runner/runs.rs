@@ -60,6 +60,8 @@ pub struct Runner {
     pub(crate) limits: RunLimits,
     /// What every run may spend (`None`: no budgets).
     pub(crate) budgets: Option<Arc<crate::budget::Budgets>>,
+    /// The budgets shared with other runners, per thread and tenant (`None`: none).
+    pub(crate) spending: Option<Arc<super::spending::SpendingGuard>>,
     pub(crate) lease: Duration,
     /// Where threads are kept, their routing, and the threads with a turn running here.
     pub(crate) threads: super::turn::ThreadSettings,
@@ -161,6 +163,9 @@ impl Runner {
         }
         if let Some(budgets) = &self.budgets {
             cx = cx.with_budgets(Arc::clone(budgets));
+        }
+        if let Some(spending) = &self.spending {
+            cx = cx.with_spending(Arc::clone(spending) as Arc<dyn crate::spending::SpendingGate>);
         }
         if let Some(history) = thread {
             cx = cx

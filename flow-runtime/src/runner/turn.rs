@@ -834,7 +834,21 @@ impl Runner {
                     }
                 }
             }
-            store.delete(thread_id).await
+            let existed = store.delete(thread_id).await?;
+            // Its spending goes with it (the tenant's stays: the tenant spent it).
+            if let Some(spending) = &self.spending {
+                spending
+                    .store()
+                    .delete_thread(thread_id)
+                    .await
+                    .map_err(|e| {
+                        ThreadError::Store(crate::store::StoreError::Other {
+                            id: thread_id.to_owned(),
+                            message: format!("could not delete the thread's spending: {e}"),
+                        })
+                    })?;
+            }
+            Ok(existed)
         }
         .await;
         lease.release().await;

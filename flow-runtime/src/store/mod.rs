@@ -5,7 +5,9 @@
 //! and `SqliteStore` and `PostgresStore` behind the `sqlite` and `postgres` features: each
 //! implements the three traits). Beside them, the [`RunQueue`] contract of background runs
 //! waiting for a worker, with a queue for each store (`queue/`), the [`ScheduleStore`] contract
-//! of cron schedules kept beside the queue's runs (`schedule/`), and long-term memory
+//! of cron schedules kept beside the queue's runs (`schedule/`), the [`SpendingStore`] contract
+//! of what threads and tenants spent and the usage report, kept there too (`spending/`), and
+//! long-term memory
 //! ([`memory_items`]: the [`MemoryStore`](memory_items::MemoryStore) contract of items keyed by
 //! tenant, scope, namespace and key, with an in-memory, a SQLite and a PostgreSQL store).
 //!
@@ -88,6 +90,7 @@ mod records;
 pub(crate) mod schedule;
 mod sealed;
 mod sealing;
+pub(crate) mod spending;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -129,6 +132,9 @@ pub use schedule::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
 pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;
 pub use sealing::{SealError, SealingKeys};
+pub use spending::{
+    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 

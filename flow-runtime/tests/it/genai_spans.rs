@@ -316,3 +316,51 @@ fn cached_and_reasoning_tokens_have_the_conventions_names() {
         Some("6")
     );
 }
+
+/// Runs a one-reply agent (100 prompt and 10 reply tokens) under `runner`'s configuration and
+/// gives its chat span.
+fn chat_span_of(configure: impl FnOnce(flow_runtime::RunnerBuilder) -> Runner) -> Captured {
+    let spans = capture(|| {
+        let agent = ChatModelAgent::builder(
+            "bot",
+            ScriptedModel::new([ScriptStep::text("hi").with_usage(Usage::new(100, 10))]).named("m"),
+        )
+        .build()
+        .unwrap();
+        let runner = configure(Runner::builder(FlowAgent::new(agent)));
+        let _: Vec<_> = futures::executor::block_on(runner.run("hi").collect());
+    });
+    spans
+        .into_iter()
+        .find(|s| s.name == "chat")
+        .expect("a chat span")
+}
+
+#[test]
+fn a_model_calls_cost_is_on_its_span_when_a_price_is_known() {
+    use flow_runtime::budget::{BudgetLimits, Budgets, ModelPrice};
+    // 100 x $2 + 10 x $8 per million tokens: 280 millionths of a dollar.
+    let priced = chat_span_of(|b| {
+        b.budgets(
+            Budgets::new(BudgetLimits::default().max_model_calls(10))
+                .price("m", ModelPrice::per_million_tokens(2.0, 8.0)),
+        )
+        .build()
+    });
+    assert_eq!(field(&priced, "agentflow.usage.cost_usd"), Some("0.00028"));
+    // The shared spending's price table serves as well.
+    let shared = chat_span_of(|b| {
+        b.spending(
+            flow_runtime::SpendingBudgets::new(Arc::new(
+                flow_runtime::store::InMemoryRunQueue::new(),
+            ))
+            .price("m", ModelPrice::per_million_tokens(2.0, 8.0)),
+        )
+        .build()
+    });
+    assert_eq!(field(&shared, "agentflow.usage.cost_usd"), Some("0.00028"));
+    // No price, no cost.
+    let unpriced = chat_span_of(|b| b.build());
+    assert_eq!(field(&unpriced, "agentflow.usage.cost_usd"), None);
+    assert_eq!(field(&unpriced, "gen_ai.usage.input_tokens"), Some("100"));
+}

@@ -62,6 +62,7 @@ mod run_queue;
 mod runs;
 mod schedule_store;
 mod sealed_store;
+mod spending;
 mod steer;
 mod store_contract;
 mod stream;

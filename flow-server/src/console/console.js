@@ -984,6 +984,16 @@ function showRecord(record) {
 
 // Shows the current thread: its timeline rebuilt from the stored records, what it waits on,
 // and, if a run of it is going, that run followed from its first event.
+// What the thread has spent over all its turns (when the server counts spending).
+function showSpent(spent) {
+  const line = $("#thread-spent");
+  line.hidden = !spent;
+  if (!spent) return;
+  const cost = spent.cost_usd > 0 ? ", $" + spent.cost_usd.toFixed(6) : "";
+  line.textContent = "Spent: " + spent.total_tokens + " tokens (" + spent.input_tokens + " in, " +
+    spent.output_tokens + " out) in " + spent.model_calls + " model calls" + cost;
+}
+
 async function loadThread() {
   if (state.abort) state.abort.abort();
   state.abort = null;
@@ -1004,6 +1014,7 @@ async function loadThread() {
   state.failed = "";
   drawTree();
   showAnswered([]);
+  showSpent(null);
   for (const item of document.querySelectorAll("#threads li")) {
     item.classList.toggle("current", item.dataset.thread === currentThread());
   }
@@ -1043,6 +1054,7 @@ async function loadThread() {
     const t = await (await api(threadPath())).json();
     if (thread !== currentThread()) return;
     showAnswered(t.approvals);
+    showSpent(t.spent);
     pending = t.pending;
     forkPoint = t.fork_point || null;
   }

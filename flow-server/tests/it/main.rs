@@ -42,4 +42,5 @@ mod time_travel;
 mod tool_approvals;
 mod tool_progress;
 mod turn_flood;
+mod usage_report;
 mod webhooks;

@@ -20,12 +20,18 @@ use crate::store::schedule::InMemorySchedules;
 pub struct InMemoryRunQueue {
     rows: Arc<Mutex<Rows>>,
     schedules: InMemorySchedules,
+    spending: crate::store::spending::InMemorySpending,
 }
 
 impl InMemoryRunQueue {
     /// An empty queue.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Its spending (the store the queue answers [`RunQueue::spending`] with).
+    pub(crate) fn spending_rows(&self) -> &crate::store::spending::InMemorySpending {
+        &self.spending
     }
 
     fn rows(&self) -> std::sync::MutexGuard<'_, Rows> {
@@ -85,6 +91,10 @@ impl RunQueue for InMemoryRunQueue {
 
     async fn unfinished_with_prefix(&self, prefix: &str) -> Result<usize, QueueError> {
         Ok(self.rows().unfinished_with_prefix(prefix))
+    }
+
+    fn spending(&self) -> Option<&dyn crate::store::SpendingStore> {
+        Some(&self.spending)
     }
 
     fn schedules(&self) -> Option<&dyn crate::store::ScheduleStore> {

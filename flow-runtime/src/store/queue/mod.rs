@@ -527,6 +527,13 @@ pub trait RunQueue: Send + Sync + 'static {
     fn schedules(&self) -> Option<&dyn crate::store::ScheduleStore> {
         None
     }
+
+    /// What threads and tenants have spent, and the usage report, kept in this queue's store
+    /// if it keeps them (the in-memory, SQLite and PostgreSQL queues do; the file queue does
+    /// not): see [`SpendingStore`](crate::store::SpendingStore).
+    fn spending(&self) -> Option<&dyn crate::store::SpendingStore> {
+        None
+    }
 }
 
 /// The group of a thread id, for fair claiming: the id up to and with its last `.` (a

@@ -10,6 +10,7 @@ use super::sql::{
 };
 use super::QueueError;
 use crate::store::schedule::sql::{SCHEDULES_INDEX, SCHEDULES_TABLE};
+use crate::store::spending::sql::SPENDING_SCHEMA;
 
 /// The server's clock in milliseconds: every worker's leases are measured on one clock.
 const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
@@ -67,7 +68,10 @@ impl PostgresRunQueue {
             .execute(&mut *tx)
             .await
             .map_err(&err)?;
-        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX] {
+        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX]
+            .into_iter()
+            .chain(SPENDING_SCHEMA)
+        {
             sqlx::query(schedules)
                 .execute(&mut *tx)
                 .await

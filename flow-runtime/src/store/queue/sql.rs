@@ -700,6 +700,10 @@ macro_rules! sql_run_queue {
                 Some(self)
             }
 
+            fn spending(&self) -> Option<&dyn $crate::store::SpendingStore> {
+                Some(self)
+            }
+
             async fn unfinished_with_prefix(
                 &self,
                 prefix: &str,

@@ -15,6 +15,7 @@ use super::sql::{
 };
 use super::QueueError;
 use crate::store::schedule::sql::{SCHEDULES_INDEX, SCHEDULES_TABLE};
+use crate::store::spending::sql::SPENDING_SCHEMA;
 
 /// The SQLite clock in milliseconds since the Unix epoch.
 const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
@@ -115,7 +116,10 @@ impl SqliteRunQueue {
             .execute(&mut *tx)
             .await
             .map_err(&err)?;
-        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX] {
+        for schedules in [SCHEDULES_TABLE, SCHEDULES_INDEX]
+            .into_iter()
+            .chain(SPENDING_SCHEMA)
+        {
             sqlx::query(schedules)
                 .execute(&mut *tx)
                 .await

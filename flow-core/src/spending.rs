@@ -1,0 +1,133 @@
+//! Shared spending: budgets that outlive one run, per thread and per tenant per period (a UTC
+//! day, a UTC month), held by a store that every runner and server process on it shares.
+//!
+//! The engine knows only the contract, [`SpendingGate`]: before each model call it asks the
+//! gate to **reserve** the call's estimate (its input tokens estimated, its output bounded by
+//! the request's `max_tokens`, one model call, their cost per the gate's price table); the gate
+//! checks and charges in one atomic step, so two processes cannot both pass a limit that only
+//! one call fits under. After the reply the engine **settles** the reservation with the usage
+//! the model reported (or gives it back when the call failed), and the gate records the call
+//! in its usage report. A refused reservation ends the run with the same
+//! [`BudgetExceeded`](crate::budget::BudgetExceeded) as a run budget, its
+//! [`BudgetScope`](crate::budget::BudgetScope) being [`Thread`](crate::budget::BudgetScope::Thread)
+//! or [`Tenant`](crate::budget::BudgetScope::Tenant).
+//!
+//! Only the model's own answers are charged: an answer a middleware gives in the model's
+//! place (the journal's replay of a recovered turn, a cache) was charged when the model gave
+//! it. The in-process runtime implements the gate over its spending stores
+//! (`flow_runtime::store::SpendingStore`); a run with no gate pays one branch per model call.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::{BudgetError, ModelPrice};
+use crate::usage::Usage;
+
+/// The period a tenant's budget is counted over, in UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetPeriod {
+    /// One UTC calendar day (midnight to midnight).
+    Day,
+    /// One UTC calendar month.
+    Month,
+}
+
+impl BudgetPeriod {
+    /// The period's name: `day` or `month`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetPeriod::Day => "day",
+            BudgetPeriod::Month => "month",
+        }
+    }
+
+    /// The period holding `ms` (milliseconds since the Unix epoch), named by its first day:
+    /// `2026-12-07` for a day, `2026-12` for a month.
+    ///
+    /// ```
+    /// use flow_core::spending::BudgetPeriod;
+    /// // 2026-12-07T04:34:00Z
+    /// let at = 1_796_618_040_000;
+    /// assert_eq!(BudgetPeriod::Day.label(at), "2026-12-07");
+    /// assert_eq!(BudgetPeriod::Month.label(at), "2026-12");
+    /// ```
+    pub fn label(self, ms: u64) -> String {
+        let (y, m, d) = civil_date(ms);
+        match self {
+            BudgetPeriod::Day => format!("{y:04}-{m:02}-{d:02}"),
+            BudgetPeriod::Month => format!("{y:04}-{m:02}"),
+        }
+    }
+}
+
+/// The UTC calendar date of `ms` milliseconds since the Unix epoch (the days-from-civil
+/// inverse: proleptic Gregorian calendar).
+pub fn civil_date(ms: u64) -> (i64, u32, u32) {
+    let days = (ms / 86_400_000) as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// One model call asking a [`SpendingGate`] for room.
+#[derive(Debug, Clone, Copy)]
+pub struct SpendingCall<'a> {
+    /// The thread the run is a turn of (its conversation id), if it is one.
+    pub thread: Option<&'a str>,
+    /// The agent making the call.
+    pub agent: &'a str,
+    /// The model it calls.
+    pub model: &'a str,
+    /// Its estimate: input tokens as a context budget counts them, output at most the
+    /// request's `max_tokens`.
+    pub estimate: Usage,
+    /// When it is made, on the run's host clock (ms since the Unix epoch): the periods it
+    /// counts in.
+    pub at_ms: u64,
+}
+
+/// A reservation a [`SpendingGate`] made for one call, given back to
+/// [`settle`](SpendingGate::settle) once the call has answered or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpendingHold {
+    /// The thread charged, if any.
+    pub thread: Option<Arc<str>>,
+    /// The tenant charged, if any.
+    pub tenant: Option<Arc<str>>,
+    /// The agent that made the call.
+    pub agent: Arc<str>,
+    /// The model it called.
+    pub model: Arc<str>,
+    /// The tokens reserved.
+    pub reserved: Usage,
+    /// The money reserved, in millionths of a dollar.
+    pub reserved_cost_micro_usd: u64,
+    /// When the reservation was made (its periods; ms since the Unix epoch).
+    pub at_ms: u64,
+}
+
+/// Budgets shared beyond one run: checks and charges each model call atomically in a store
+/// every process shares (see the [module docs](self)).
+#[async_trait::async_trait]
+pub trait SpendingGate: Send + Sync + std::fmt::Debug {
+    /// Reserves `call`'s estimate in every scope it counts in, or refuses it
+    /// ([`BudgetError::Exceeded`] naming the scope that would be crossed), all or nothing.
+    async fn reserve(&self, call: SpendingCall<'_>) -> Result<SpendingHold, BudgetError>;
+
+    /// Replaces reservation `hold` with what the call spent: `Some(usage)` of the model that
+    /// answered (`model`), or `None` when the call failed (the reservation is given back).
+    /// Never fails the run: a store error is logged.
+    async fn settle(&self, hold: SpendingHold, spent: Option<(&str, Usage)>);
+
+    /// The price of model `model` in the gate's table, if it has one.
+    fn price(&self, model: &str) -> Option<ModelPrice>;
+}
