@@ -13,7 +13,7 @@ import sys
 
 ROOTS = ["flow-core/src", "flow-runtime/src"]
 BANDS = [
-    ("words", "message input usage stream run_path transfer context_form limits error ids trace event resume host budget"),
+    ("words", "message input usage stream run_path transfer context_form limits error ids trace event resume host budget spending"),
     ("contracts", "model store outbound testing"),
     ("core", "history session agent flow workflow fn_agent spec diagram"),
     ("services", "runner"),
