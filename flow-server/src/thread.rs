@@ -41,15 +41,16 @@ pub fn store_thread_id(flow: &str, tenant: &str, thread: &str) -> Option<String>
     )
 }
 
-/// A valid name of a served flow: 1 to 24 characters of `A-Z a-z 0-9 _ -` (no `.`, which
-/// separates the parts of store keys).
-/// The tenant part of a server's store thread id (`FLOW.TENANT.THREAD`), if it is one.
+/// The tenant part of a server's store thread id (`FLOW.TENANT.THREAD`), if it is one. Neither
+/// a flow's name nor a tenant's has a `.`, so the second part is the tenant.
 pub(crate) fn tenant_of_store_id(id: &str) -> Option<&str> {
     let mut parts = id.splitn(3, '.');
     let (_, tenant, _) = (parts.next()?, parts.next()?, parts.next()?);
     Some(tenant)
 }
 
+/// A valid name of a served flow: 1 to 24 characters of `A-Z a-z 0-9 _ -` (no `.`, which
+/// separates the parts of store keys).
 pub(crate) fn valid_flow_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 24
