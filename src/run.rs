@@ -15,7 +15,8 @@
 //! - housekeeping: [`Retention`], [`RunRetention`], [`PurgeReport`];
 //! - what one run may do: [`RunLimits`], and [`RunOptions`] addressed to agents by name;
 //!   what threads and tenants may spend, shared by every runner on one store:
-//!   [`SpendingBudgets`] (with [`NO_TENANT`], the usage report's tenant of a call without one);
+//!   [`SpendingBudgets`] and their [`SpendingLimits`] (with [`NO_TENANT`], the usage report's
+//!   tenant of a call without one);
 //! - who asks: a request's [`Caller`] (an id with grants) and the runner's [`AnswerRule`]
 //!   (who may answer an interrupt);
 //! - a turn as one stream of items for a protocol to map: [`TurnStream`], [`TurnItem`],
@@ -35,4 +36,4 @@ pub use flow_runtime::{
     TurnRouting, UnknownStrategy, FORK_POINT, FRAMEWORK_KEY_PREFIX,
 };
 pub use flow_runtime::{LimitReached, RunLimit, RunLimits};
-pub use flow_runtime::{SpendingBudgets, NO_TENANT};
+pub use flow_runtime::{SpendingBudgets, SpendingLimits, NO_TENANT};

@@ -134,5 +134,5 @@ pub use runner::{
     Checkpoints, HeldClaim, ResumeRequest, RunRequest, RunnerBuilder, ThreadHandle, TurnRequest,
 };
 pub use runner::{PurgeReport, Retention};
-pub use runner::{SpendingBudgets, NO_TENANT};
+pub use runner::{SpendingBudgets, SpendingLimits, NO_TENANT};
 pub use runner::{ThreadState, FRAMEWORK_KEY_PREFIX};

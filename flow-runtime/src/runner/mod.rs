@@ -90,7 +90,7 @@ pub use run_handle::{
     RunRetention, RunStatus, SteerError,
 };
 pub use runs::Runner;
-pub use spending::{SpendingBudgets, NO_TENANT};
+pub use spending::{SpendingBudgets, SpendingLimits, NO_TENANT};
 pub use thread_handle::ThreadHandle;
 pub use thread_values::{ThreadState, FRAMEWORK_KEY_PREFIX};
 pub use time_travel::{

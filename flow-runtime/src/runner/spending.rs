@@ -21,10 +21,57 @@ pub const NO_TENANT: &str = "_";
 /// Maps a thread id to its tenant.
 type TenantOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// The limits of a thread or a tenant's period in [`SpendingBudgets`]: tokens, money and
+/// model calls, counted over every run that spends in the scope. (Tool calls and wall time are
+/// limits of one run, set with [`Budgets`](crate::budget::Budgets); they have no setter here.)
+///
+/// ```
+/// use flow_runtime::SpendingLimits;
+/// let limits = SpendingLimits::default()
+///     .max_total_tokens(1_000_000)
+///     .max_cost_usd(20.0)
+///     .max_model_calls(500);
+/// assert_eq!(limits.limits().max_model_calls, Some(500));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpendingLimits(BudgetLimits);
+
+impl SpendingLimits {
+    /// Sets the most prompt tokens (cached ones included).
+    pub fn max_input_tokens(self, tokens: u64) -> Self {
+        SpendingLimits(self.0.max_input_tokens(tokens))
+    }
+
+    /// Sets the most reply tokens (reasoning ones included).
+    pub fn max_output_tokens(self, tokens: u64) -> Self {
+        SpendingLimits(self.0.max_output_tokens(tokens))
+    }
+
+    /// Sets the most input plus output tokens.
+    pub fn max_total_tokens(self, tokens: u64) -> Self {
+        SpendingLimits(self.0.max_total_tokens(tokens))
+    }
+
+    /// Sets the most money, in US dollars, per the price table (rounded down to a millionth).
+    pub fn max_cost_usd(self, usd: f64) -> Self {
+        SpendingLimits(self.0.max_cost_usd(usd))
+    }
+
+    /// Sets the most model calls.
+    pub fn max_model_calls(self, calls: u64) -> Self {
+        SpendingLimits(self.0.max_model_calls(calls))
+    }
+
+    /// These limits as a run's [`BudgetLimits`] (no tool-call or wall-time limit).
+    pub fn limits(&self) -> &BudgetLimits {
+        &self.0
+    }
+}
+
 /// Budgets shared by every runner on one [`SpendingStore`]: per thread (over all its turns),
 /// per tenant per UTC day and month (over all its threads), with the price table money
-/// budgets read. Only the token, money and model-call limits of a [`BudgetLimits`] apply to
-/// these scopes (tool calls and wall time are a run's). Every model call of a turn is
+/// budgets read. Their limits are [`SpendingLimits`]: tokens, money and model calls (tool
+/// calls and wall time are a run's, set with [`Budgets`](crate::budget::Budgets)). Every model call of a turn is
 /// reserved before it is made and settled after (see [`crate::spending`]); a call that would
 /// cross one ends the run with [`AgentError::BudgetExceeded`](crate::AgentError::BudgetExceeded),
 /// its scope [`BudgetScope::Thread`] or [`BudgetScope::Tenant`]. Each call is also added to the
@@ -32,13 +79,13 @@ type TenantOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::budget::{BudgetLimits, ModelPrice};
+/// use flow_runtime::budget::ModelPrice;
 /// use flow_runtime::spending::BudgetPeriod;
 /// use flow_runtime::store::InMemoryRunQueue;
-/// use flow_runtime::SpendingBudgets;
+/// use flow_runtime::{SpendingBudgets, SpendingLimits};
 /// let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
-///     .thread(BudgetLimits::default().max_total_tokens(200_000))
-///     .tenant(BudgetPeriod::Day, BudgetLimits::default().max_cost_usd(5.0))
+///     .thread(SpendingLimits::default().max_total_tokens(200_000))
+///     .tenant(BudgetPeriod::Day, SpendingLimits::default().max_cost_usd(5.0))
 ///     .price("gpt-4o", ModelPrice::per_million_tokens(2.50, 10.00))
 ///     // Threads named `TENANT/...` belong to TENANT.
 ///     .tenant_of(|thread| thread.split_once('/').map(|(t, _)| t.to_owned()));
@@ -81,14 +128,14 @@ impl SpendingBudgets {
     }
 
     /// Sets the limits of each thread, over all its turns.
-    pub fn thread(mut self, limits: BudgetLimits) -> Self {
-        self.thread = Some(limits);
+    pub fn thread(mut self, limits: SpendingLimits) -> Self {
+        self.thread = Some(limits.0);
         self
     }
 
     /// Sets the limits of each tenant over each `period` (UTC), over all its threads.
-    pub fn tenant(mut self, period: BudgetPeriod, limits: BudgetLimits) -> Self {
-        self.tenant.insert(period, limits);
+    pub fn tenant(mut self, period: BudgetPeriod, limits: SpendingLimits) -> Self {
+        self.tenant.insert(period, limits.0);
         self
     }
 

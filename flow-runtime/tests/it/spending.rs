@@ -16,7 +16,7 @@ use flow_runtime::store::{
 };
 use flow_runtime::{
     tool_fn, AgentError, AgentEvent, BudgetExceeded, ChatModelAgent, FlowAgent, InMemoryStore,
-    Message, Runner, SpendingBudgets, TurnRequest,
+    Message, Runner, SpendingBudgets, SpendingLimits, TurnRequest,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -83,7 +83,7 @@ fn ms(t: SystemTime) -> u64 {
 async fn a_thread_budget_stops_the_turn_at_the_call_past_it_and_not_before() {
     let queue = InMemoryRunQueue::new();
     let budgets = SpendingBudgets::new(Arc::new(queue.clone()))
-        .thread(BudgetLimits::default().max_model_calls(5));
+        .thread(SpendingLimits::default().max_model_calls(5));
     // Each turn makes three calls (two tool turns, then the answer).
     let (agent, model) = looping_agent(2, Usage::new(10, 2));
     let runner = runner(agent, budgets.clone(), None);
@@ -135,7 +135,7 @@ async fn a_tenant_budget_counts_every_thread_of_the_tenant_and_no_other() {
     let budgets = SpendingBudgets::new(Arc::new(queue.clone()))
         .tenant(
             BudgetPeriod::Month,
-            BudgetLimits::default().max_cost_usd(0.000_008),
+            SpendingLimits::default().max_cost_usd(0.000_008),
         )
         .price("m", ModelPrice::per_million_tokens(0.0, 1.0))
         .tenant_of(by_prefix);
@@ -180,11 +180,11 @@ async fn a_tenants_day_rolls_over_at_utc_midnight_on_the_hosts_clock() {
     let budgets = SpendingBudgets::new(Arc::new(queue.clone()))
         .tenant(
             BudgetPeriod::Day,
-            BudgetLimits::default().max_model_calls(4),
+            SpendingLimits::default().max_model_calls(4),
         )
         .tenant(
             BudgetPeriod::Month,
-            BudgetLimits::default().max_model_calls(100),
+            SpendingLimits::default().max_model_calls(100),
         )
         .tenant_of(by_prefix);
     let (agent, model) = looping_agent(10, Usage::new(10, 2));
@@ -240,10 +240,10 @@ async fn a_tenants_day_rolls_over_at_utc_midnight_on_the_hosts_clock() {
 async fn deleting_a_thread_deletes_its_spending_row_and_not_the_tenants() {
     let queue = InMemoryRunQueue::new();
     let budgets = SpendingBudgets::new(Arc::new(queue.clone()))
-        .thread(BudgetLimits::default().max_model_calls(100))
+        .thread(SpendingLimits::default().max_model_calls(100))
         .tenant(
             BudgetPeriod::Day,
-            BudgetLimits::default().max_model_calls(100),
+            SpendingLimits::default().max_model_calls(100),
         )
         .tenant_of(by_prefix);
     let (agent, _) = looping_agent(1, Usage::new(10, 2));
@@ -406,7 +406,7 @@ async fn two_runners_stop_together(a: Arc<dyn SpendingStore>, b: Arc<dyn Spendin
         SpendingBudgets::new(store)
             .tenant(
                 BudgetPeriod::Day,
-                BudgetLimits::default().max_model_calls(limit),
+                SpendingLimits::default().max_model_calls(limit),
             )
             .tenant_of(by_prefix)
     };
@@ -526,7 +526,7 @@ async fn a_turns_spending_rolls_up_through_an_agent_tool_and_a_task_into_its_thr
     .unwrap();
     let queue = InMemoryRunQueue::new();
     let budgets = SpendingBudgets::new(Arc::new(queue.clone()))
-        .thread(BudgetLimits::default().max_model_calls(100))
+        .thread(SpendingLimits::default().max_model_calls(100))
         .tenant_of(by_prefix);
     let runner = Runner::builder(tree)
         .stores(InMemoryStore::new())

@@ -9,11 +9,11 @@ use crate::common::{client, read_sse, spawn};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use flow_runtime::budget::{BudgetLimits, ModelPrice};
+use flow_runtime::budget::ModelPrice;
 use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
 use flow_runtime::spending::BudgetPeriod;
 use flow_runtime::store::InMemoryRunQueue;
-use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, SpendingBudgets};
+use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, SpendingBudgets, SpendingLimits};
 use flow_server::{AppState, Auth, Principal, Scope};
 use serde_json::{json, Value};
 
@@ -215,7 +215,7 @@ async fn bad_usage_queries_are_400s_that_say_what_to_write() {
 #[tokio::test]
 async fn a_threads_view_shows_what_it_spent_and_its_budget_stops_it_with_the_public_code() {
     let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
-        .thread(BudgetLimits::default().max_model_calls(2));
+        .thread(SpendingLimits::default().max_model_calls(2));
     let server = spawn(state(budgets)).await;
     let base = &server.base;
     for _ in 0..2 {
