@@ -33,6 +33,13 @@ type TenantOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 ///     .max_model_calls(500);
 /// assert_eq!(limits.limits().max_model_calls, Some(500));
 /// ```
+///
+/// A limit of one run does not compile here:
+///
+/// ```compile_fail
+/// use flow_runtime::SpendingLimits;
+/// let limits = SpendingLimits::default().max_tool_calls(5);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SpendingLimits(BudgetLimits);
 
