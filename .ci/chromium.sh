@@ -8,6 +8,7 @@ fi
 [[ -n ${ci_install_only:-} ]] && return 0
 
 chromedriver_port=9515
+rm -f /tmp/chromedriver.log
 chromedriver --port="$chromedriver_port" --allowed-ips=127.0.0.1 >/tmp/chromedriver.log 2>&1 &
 chromedriver_pid=$!
 cleanups+=("kill $chromedriver_pid")

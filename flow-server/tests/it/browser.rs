@@ -27,27 +27,45 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(60);
 
 async fn browser(webdriver: &str, profile: &std::path::Path) -> fantoccini::Client {
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1400,900",
-                format!("--user-data-dir={}", profile.display()),
-            ]
-        }),
-    );
     // Two TLS crypto providers are linked into this test (ring through reqwest, aws-lc-rs through
     // fantoccini's hyper-rustls), so rustls cannot pick one by itself: say which.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    ClientBuilder::rustls()
-        .expect("TLS roots for the WebDriver client")
-        .capabilities(caps)
-        .connect(webdriver)
-        .await
-        .expect("a session of the WebDriver")
+    // Starting Chromium can fail on a loaded machine ("Chrome failed to start", "DevToolsActivePort
+    // file doesn't exist") while another test's browser starts or stops: that is the machine, not
+    // the console, so a session is asked for again, each time on a fresh profile, and the last
+    // error is shown in full if none starts.
+    let mut last_error = None;
+    for attempt in 0..4u32 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
+        }
+        let _ = std::fs::remove_dir_all(profile);
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--disable-dev-shm-usage", "--window-size=1400,900",
+                    format!("--user-data-dir={}", profile.display()),
+                ]
+            }),
+        );
+        let connected = ClientBuilder::rustls()
+            .expect("TLS roots for the WebDriver client")
+            .capabilities(caps)
+            .connect(webdriver)
+            .await;
+        match connected {
+            Ok(client) => return client,
+            Err(error) => {
+                eprintln!("WebDriver session, attempt {}: {error}", attempt + 1);
+                last_error = Some(error);
+            }
+        }
+    }
+    panic!("no session of the WebDriver after 4 attempts: {last_error:?}")
 }
 
 async fn screenshot(client: &fantoccini::Client, name: &str) {
