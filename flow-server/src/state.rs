@@ -531,6 +531,23 @@ impl ServerBuilder {
     /// caller had). Give every process the same store (the run queue's: `SqliteRunQueue`,
     /// `PostgresRunQueue`). Without it (the default) nothing is counted and `/v1/usage`
     /// answers 404.
+    ///
+    /// The usage report, `GET /v1/usage` (scope `read`), has one row per tenant, UTC day,
+    /// flow, agent and model, each with `tenant`, `day`, `flow`, `agent`, `model`,
+    /// `input_tokens`, `output_tokens`, `total_tokens`, `cost_usd` (when the price table has
+    /// the model) and `model_calls`; `total` counts the rows the filter selects.
+    ///
+    /// | parameter | means |
+    /// | --- | --- |
+    /// | `from`, `to` | the first and last UTC day, `YYYY-MM-DD`, both included |
+    /// | `flow`, `agent` | only this served flow's, only this agent's |
+    /// | `tenant` | for an `admin` principal, one tenant's (without it, every tenant's); another principal may name only its own |
+    /// | `limit`, `offset` | the page (at most 100 rows; `next_offset` while more follow) |
+    ///
+    /// A day that is not a date, `from` after `to`, or an unknown parameter is a 400 saying
+    /// what to write. A thread's view (`GET /v1/flows/{flow}/threads/{thread}`) has its `spent`
+    /// over all its turns, and each model call's chat span its cost
+    /// (`agentflow.usage.cost_usd`) when a price of its model is known.
     pub fn spending(mut self, budgets: flow_runtime::SpendingBudgets) -> Self {
         self.spending = Some(budgets);
         self
