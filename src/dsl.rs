@@ -118,6 +118,26 @@
 /// | `tools = [read_file, write_file]` | the names of the tools the agent will have: each skill's `allowed-tools` must name only these (or the skill tools), or the crate does not compile |
 /// | `crate = path` | the path of the `agentflow` crate, if the dependency is renamed (`#[agent(crate = af)]` for `af = { package = "agentflow", ... }`; without it, `#[agent]` reads the new name from Cargo.toml and fails once, saying what to write). `flow!` needs none: it passes its own path |
 ///
+/// Each skill folder is checked where its path is written; every problem is a compile error at
+/// the path's literal naming the skill, the agent, the file and the fix (each a case of
+/// `tests/ui/fail/skill_*`), for example:
+///
+/// | problem | the error says |
+/// | --- | --- |
+/// | no such folder | there is no folder `skills/releese-notes` (paths in `skills = [...]` are relative to the crate's Cargo.toml): create it with a `SKILL.md`, or correct the path |
+/// | no `SKILL.md` | the folder `skills/no-skill-md` has no `SKILL.md`: add one that opens with its front matter ... |
+/// | malformed front matter | `skills/bad-front-matter/SKILL.md`: the front matter is not valid: unknown field `author` ... |
+/// | a name that is not the folder's | `name` is `right-name` but the skill's folder is `wrong-name`: a skill is named by its folder; rename one of the two |
+/// | a linked resource that is missing | the instructions link to `references/checklist.md`, which is not in the skill's folder: add the file there or remove the link |
+/// | an `allowed-tools` entry the agent lacks | `allowed-tools` names `fetch_url` that the agent does not have; its tools are: read_file, write_file ... |
+/// | `tools` without `skills` | `tools = [...]` lists the tools the skills of agent `reader` may allow, but it has no `skills = [...]` ... |
+///
+/// A link is a Markdown link target or a code span whose path starts with `scripts/`,
+/// `references/` or `assets/`; the run-time loader refuses a missing one too. An embedded
+/// skill's resources are read from the binary; its scripts, which run in the skill's folder,
+/// run (with `Skills::with_scripts`) only where that folder exists, relative to the program's
+/// working directory.
+///
 /// The generated unit struct implements `Agent` and no other trait of yours (name it again for
 /// another value, as in `FlowAgent::new(triage)`); its transfer enum implements `Debug`,
 /// `Clone`, `Copy`, `PartialEq`, `Eq` and `Display`. Each impl costs compile time per agent

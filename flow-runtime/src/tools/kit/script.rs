@@ -60,6 +60,32 @@ pub const DEFAULT_READ_PATHS: &[&str] = &[
 /// and memory, the folders a script may read and write beyond its own, and the interpreter of
 /// each file extension (a script without a known extension is run as a program).
 ///
+/// A script runs only from a loaded skill's `scripts/`, with an interpreter per extension
+/// (`.py`: `python3`, `.sh`: `sh`), in a child process confined five ways:
+///
+/// | | default | change it with |
+/// | --- | --- | --- |
+/// | approval | a human approves each run: the turn stops with an approval interrupt (`{"approval": {"tool", "arguments"}, "question"}`, naming the skill, the script and its arguments); answered `true` it runs once, `false` it does not run and the model is told | [`without_approval`](Self::without_approval) |
+/// | environment | empty (no keys, no tokens, no `HOME`), no input, the skill's folder as working directory | (fixed) |
+/// | files (Linux, Landlock) | reads only the system's program and library folders ([`DEFAULT_READ_PATHS`]) and its skill's folder; writes only in its skill's folder; the home folder, the application's files and `/proc` are out of reach | [`read_path`](Self::read_path), [`write_path`](Self::write_path) |
+/// | memory | 512 MiB of address space (`RLIMIT_AS`): an allocation past it fails | [`max_memory`](Self::max_memory), [`unlimited_memory`](Self::unlimited_memory) |
+/// | time, output | 30 s, 64 KiB; past either the script and every process it started are killed | [`timeout`](Self::timeout), [`max_output`](Self::max_output) |
+///
+/// Every refusal and every stop is a tool error the model reads, with the reason ("`scripts/x.sh`
+/// of skill `probe` ran past its time limit of 30 s and was stopped; its output so far: ...").
+///
+/// The file rules need Linux 5.13 or later with Landlock enabled. Where the kernel cannot
+/// confine a script's files (no Landlock, or a Unix-like system other than Linux), scripts are
+/// refused unless the application calls
+/// [`allow_unconfined_files`](Self::allow_unconfined_files): then a script reads and writes
+/// whatever this process's user may, while the other limits still hold; choose it only for
+/// scripts you wrote, or inside a container of their own. On a system that is not Unix-like
+/// scripts are refused. The memory limit is on address space, not pages in use: runtimes that
+/// reserve large ranges up front (the JVM, Go) need a higher one. An interpreter installed
+/// outside the system folders (a version manager's shims in the home folder) is not readable by
+/// the script; name one that is ([`interpreter`](Self::interpreter)) or add its folder with
+/// [`read_path`](Self::read_path).
+///
 /// ```
 /// use std::time::Duration;
 /// use flow_runtime::kit::ScriptPolicy;

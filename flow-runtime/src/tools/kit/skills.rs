@@ -45,9 +45,11 @@ pub const MAX_RESOURCE_BYTES: usize = 64 * 1024;
 ///
 /// | level | what the model gets | tokens |
 /// | --- | --- | --- |
+/// | 1, always | one catalog line: `release-notes` / `report-writer` | 29 / 20 |
 /// | 1, always | the catalog: the preamble and one line per skill (2 skills) | 98 |
 /// | 2, on `load_skill` | `release-notes`' instructions and its list of files | 85 |
 /// | 3, on `read_skill_resource` | `references/style.md` | 26 |
+/// | (not disclosed) | both folders whole (every `SKILL.md` and file) up front | 266 |
 ///
 /// While a loaded skill declares `allowed-tools`, the agent may call only those tools (and the
 /// skill tools): tools wrapped with [`Skills::guard`] refuse any other call, and the model reads
