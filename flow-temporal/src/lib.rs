@@ -23,6 +23,30 @@
 //! call and piece, posted again from the first by a call run again). See [`live`]; flow-server's
 //! `temporal` feature reads both for every door.
 //!
+//! # A thread over time
+//!
+//! - **Double texting.** A turn asked while another runs or waits follows its `if_busy`
+//!   (`TurnRequest::if_busy`): `reject` is refused by the update's validator (it never enters
+//!   the history; the client gets `TemporalError::Busy`), `enqueue` (the default) runs after
+//!   the turns before it, `interrupt` stops the running turn at its next safe point (after its
+//!   model call or its tool calls) and keeps what it finished, `rollback` drops it where it is
+//!   and keeps nothing of it. Each turn's result says how it ended (`TurnEnd::Done`,
+//!   `Cancelled`, `RolledBack`).
+//! - **Cancelling.** `Thread::cancel` cancels the workflow: the running turn stops as
+//!   `ThreadStart::cancel_mode` says (by default at the engine's next safe point, the call under
+//!   way finishing; `immediate` drops it), the turn's caller gets what it did, and the workflow
+//!   ends as cancelled.
+//! - **Local activities.** `ThreadStart::local_activities` runs model calls
+//!   (`LocalSteps::Models`), and idempotent tool calls too (`ModelsAndIdempotentTools`), as
+//!   local activities: in the worker that runs the workflow task, with no round trip through
+//!   the task queue (under a millisecond against tens). A local activity whose worker dies runs
+//!   again from its start, so a non-idempotent tool always stays a remote activity.
+//! - **One-shot threads.** `Thread::run_once` starts a thread and runs its one turn in a single
+//!   request (update-with-start); the workflow ends after the turn.
+//! - **Replay in CI.** The histories of the example flows are fixtures of the facade's tests
+//!   (`tests/fixtures/temporal`), replayed by Temporal's replayer: a change to the engine or to
+//!   a flow that would break running threads fails there first.
+//!
 //! # Payload sizes
 //!
 //! Every activity's input and result is a Temporal payload stored in the workflow's history: a

@@ -14,6 +14,22 @@
 //! - `live`: the sink (`POST /v1/temporal/live/{token}`) a turn's model calls post their
 //!   streamed pieces to (see `flow_temporal::live` for the mechanism and its guarantees).
 //!
+//! How a client sees a turn's events as they are made, each once even when a worker dies:
+//! the server reads the workflow's `progress` query every
+//! [`TemporalExecutor::poll_every`] (20 ms by default; a query enters no history), from the
+//! count of events it has passed on, and a worker that takes a dead worker's place replays
+//! the history and makes the same events under the same numbers. A turn's model calls post
+//! their streamed pieces to the turn's sink (its random token its only credential), numbered
+//! by call and piece; a call run again posts them again from the first and the sink drops the
+//! ones it has; the reply's event then goes out without its message, which streamed. A call
+//! whose pieces never arrive (the sink unreachable from the worker) has its stream failed when
+//! the workflow says the call ended. A dead worker's activity is noticed after its
+//! start-to-close timeout ([`TemporalExecutor::model_timeout`], `tool_timeout`), its workflow
+//! task after `task_timeout`; meanwhile the server's reading waits (a query no worker answers
+//! is asked again, for up to 30 s at the default poll). `tests/temporal_kill.rs` SIGKILLs a
+//! worker at random moments of a multi-agent turn with a paid tool and an approval: each
+//! payment once, every client stream the in-process server's frames.
+//!
 //! The workers (any number of processes, on any machines) hold the flows' real trees
 //! (`flow_temporal::worker_flows`) under the names the server serves them by; the server
 //! processes (any number) hold no tree of their own. The thread's records, checkpoints and
