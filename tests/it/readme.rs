@@ -107,3 +107,45 @@ fn the_readme_is_a_front_door_whose_links_resolve() {
         );
     }
 }
+
+/// The words of the guide's chapters (`docs/src/*.md`), counted as `wc -w` counts them, the
+/// longest chapter first.
+fn chapter_words() -> Vec<(String, usize)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src");
+    let mut chapters: Vec<(String, usize)> = std::fs::read_dir(dir)
+        .expect("the guide's folder")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, text.split_whitespace().count())
+        })
+        .collect();
+    chapters.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    chapters
+}
+
+/// The guide is read in an hour: under 12,000 words in all (about 200 a minute). Reference
+/// detail (tables of options, every limit, protocol corner cases) belongs in the rustdoc of
+/// the item it describes, which the chapter names.
+#[test]
+fn the_guide_is_read_in_an_hour() {
+    const MAX_WORDS: usize = 12_000;
+    let chapters = chapter_words();
+    assert!(chapters.len() >= 8, "the guide's chapters are in docs/src");
+    let total: usize = chapters.iter().map(|(_, words)| words).sum();
+    let longest: Vec<String> = chapters
+        .iter()
+        .take(5)
+        .map(|(name, words)| format!("{name} ({words})"))
+        .collect();
+    assert!(
+        total <= MAX_WORDS,
+        "the guide (docs/src/*.md) has {total} words, over {MAX_WORDS}: a newcomer no longer reads \
+         it in an hour. Its longest chapters: {}. Move reference detail (tables of options, every \
+         knob, protocol corner cases) into the rustdoc of the item it describes and name that \
+         item in the chapter, and say each thing in one chapter only",
+        longest.join(", ")
+    );
+}
