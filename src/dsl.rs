@@ -189,12 +189,21 @@ pub use flow_macros::agent;
 /// ```text
 /// flow! { DOCS VIS NAME: NODE }
 /// NODE := AGENT ( '(' OPTION, ... ')' )? ( '=>' '[' NODE, ... ']' )?
-/// AGENT := path::to::agent_type | 'dyn' name
+///       | name ( '(' OPTION, ... ')' )? '=' WORKFLOW '[' NODE, ... ']'
+/// AGENT := path::to::agent_type | 'dyn' name | 'remote' name
+/// WORKFLOW := 'sequential' | 'parallel' | 'loop' '(' ( 'max' '=' N | 'unbounded' ) ')'
+///           | 'map' '(' MAP_ARG, ... ')'
+/// MAP_ARG := 'last_output' | 'value' '=' "key" | 'concurrency' '=' N
+///          | 'on_failure' '=' ( 'fail_fast' | 'collect_errors' | 'at_least' '(' N ')' )
 /// ```
 ///
 /// A node names an `#[agent]` type (by path), or is `dyn name`: an agent built at run time
 /// (a model agent holding a client), named `name`, made by a closure given to the builder.
-/// Children follow `=>` in brackets.
+/// Children follow `=>` in brackets. A workflow node, `name = sequential [...]` (or
+/// `parallel`, `loop(max = N)`), runs its children as the workflow agent of that kind does;
+/// `map(...)` runs its one child once per item of a JSON array (the previous agent's answer,
+/// `last_output`, or a session value), `concurrency` at a time, the failures handled as
+/// `on_failure` says (`fail_fast` by default).
 ///
 /// # Agents built at run time
 ///
