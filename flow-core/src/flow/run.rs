@@ -632,6 +632,11 @@ impl Loop {
         let node = self.current.this();
         let parent = node.parent.filter(|_| node.options.delegation.returns());
         let Some(parent) = parent else {
+            if node.parent.is_none() && self.out.is_map_item_root(&self.path) {
+                // A map item's agent that finishes: its result is the item's result, which
+                // the map reads from the record.
+                return self.end();
+            }
             let why = if node.parent.is_none() {
                 "it is the root of its tree, so there is no parent to return a result to"
             } else {

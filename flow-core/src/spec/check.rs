@@ -438,7 +438,7 @@ pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
     match (f.returns[i], f.parents[i]) {
         (Some(_), None) => false,
         (None, Some(_)) => !f.task[i],
-        (Some(_), Some(_)) => f.delegated[i],
+        (Some(_), Some(p)) => f.delegated[i] || eq(f.workflows[p], "map"),
         (None, None) => true,
     }
 }
@@ -466,7 +466,12 @@ pub const fn node(facts: &FlowFacts<'_>, index: usize) -> Verdict {
     if v.failed() {
         return v;
     }
-    if let (Some(ty), Some(p), false) = (f.returns[i], parent, f.delegated[i]) {
+    // A map's agent may declare a result: each item's `Finish(result)` is that item's result.
+    let under_map = match f.parents[i] {
+        Some(p) => eq(f.workflows[p], "map"),
+        None => false,
+    };
+    if let (Some(ty), Some(p), false, false) = (f.returns[i], parent, f.delegated[i], under_map) {
         return returns_on_chat_node(f.flow, f.agents[i], f.nodes[i], ty, p);
     }
     let v = payloads(f, i);
@@ -700,9 +705,39 @@ pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
             // Not a neighbour: the transfer check says so.
             continue;
         };
+        let map = eq(f.workflows[j], "map");
         match f.accepts[j] {
             // Both declare one: the types are compared by the trait system (`SamePayload`).
             Some(_) if !payload.is_empty() => {}
+            // A `map(payload)` node: its `accepts` is its agent's item type.
+            Some(item) if map => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" transfers to the map ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(" without a payload, but the map takes its items from the transfer's payload (`map(payload)`): send them with `transfers = [")
+                    .push(target)
+                    .push("(Vec<")
+                    .push(item)
+                    .push(">)]`, a list of the items its agent takes, or take the items from elsewhere (`map(last_output)`, `map(value = \"KEY\")`)");
+            }
+            None if map && !payload.is_empty() => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" sends a `")
+                    .push(payload)
+                    .push("` with its transfer to the map ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(", but the map does not take its items from the transfer's payload, so it would never read it: write ")
+                    .code(target)
+                    .push(" as `map(payload) [agent]` (its agent declaring the item type with `#[agent(accepts = Item)]`), or send the transfer without one");
+            }
             Some(expected) => {
                 return Verdict::pass()
                     .push("agent ")

@@ -23,6 +23,7 @@
 //! - `payload.rs`: [`Accepts`], [`AgentContext::payload`] and the payload types `flow!`
 //!   compares: typed transfer payloads.
 //! - `task.rs`: [`Returns`], [`Finish`] and [`AgentContext::task_result`]: typed delegation.
+//! - `map_items.rs`: [`MapAgent`] and [`map_payload`]: the item types of typed `map` nodes.
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
 //! - `paths.rs`: each agent's path from the root, as `flow!`'s `PATHS`, computed at compile time.
@@ -33,6 +34,7 @@ mod agent_spec;
 mod body;
 mod builder;
 mod context;
+mod map_items;
 mod outcome;
 mod payload;
 mod target;
@@ -65,3 +67,6 @@ pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarg
 #[doc(hidden)]
 pub use target::{AgentTargets, AgentTransfer, TargetTable};
 pub use task::{Finish, ResultOf, Returns};
+pub use map_items::{map_payload, MapAgent};
+#[doc(hidden)]
+pub use map_items::MapOver;

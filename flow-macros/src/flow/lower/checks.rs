@@ -121,6 +121,8 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
 
 /// The directed edges between two agent-type nodes (a node and its sub-agent, both ways): the
 /// transfers whose payload types the trait system compares.
+/// Also, from an agent type to its `map(payload)` sub-agent (whose payload is a list of its
+/// agent's items, compared as the `MapOver` of that agent).
 fn payload_edges(cx: &Cx<'_>) -> Vec<(usize, usize)> {
     let nodes = &cx.tree.nodes;
     let mut edges = Vec::new();
@@ -129,10 +131,22 @@ fn payload_edges(cx: &Cx<'_>) -> Vec<(usize, usize)> {
             if node.ty().is_some() && nodes[i].ty().is_some() {
                 edges.push((i, j));
                 edges.push((j, i));
+            } else if nodes[i].ty().is_some() && super::node::map_payload_agent(cx, j).is_some() {
+                edges.push((i, j));
             }
         }
     }
     edges
+}
+
+/// The type node `i` is compared as when it receives a payload: its agent type, or for a
+/// `map(payload)` node the map over its agent.
+fn payload_target(cx: &Cx<'_>, i: usize) -> Option<TokenStream> {
+    let p = &cx.p;
+    match cx.tree.nodes[i].ty() {
+        Some(ty) => Some(quote!(#ty)),
+        None => super::node::map_payload_agent(cx, i).map(|ty| quote!(#p::MapOver<(#ty)>)),
+    }
 }
 
 /// The assertions that, for each edge where both the sender's transfer and its target declare
@@ -150,8 +164,8 @@ pub(super) fn payload_checks(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     let m = &cx.m;
     let nodes = &cx.tree.nodes;
     let calls = edges.iter().enumerate().map(|(e, &(a, b))| {
-        let (Some(from), Some(to)) = (nodes[a].ty(), nodes[b].ty()) else {
-            unreachable!("payload edges join agent types")
+        let (Some(from), Some(to)) = (nodes[a].ty(), payload_target(cx, b)) else {
+            unreachable!("payload edges join agent types, or one and its map")
         };
         let child = if nodes[b].parent == Some(a) { b } else { a };
         let span = nodes[child].span;
