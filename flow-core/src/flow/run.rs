@@ -632,7 +632,7 @@ impl Loop {
         let node = self.current.this();
         let parent = node.parent.filter(|_| node.options.delegation.returns());
         let Some(parent) = parent else {
-            if node.parent.is_none() && self.out.is_map_item_root(&self.path) {
+            if self.out.is_map_item_root(&self.path) {
                 // A map item's agent that finishes: its result is the item's result, which
                 // the map reads from the record.
                 return self.end();

@@ -430,7 +430,11 @@ pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
         // A payload is sent exactly when the target declares one (which type, the trait
         // system compares: see [`payload_positions`]).
         let sends = k < sent.len() && !sent[k].is_empty();
-        if sends != f.accepts[j].is_some() {
+        let untyped_map = match f.accepts[j] {
+            Some(item) => item.is_empty() && eq(f.workflows[j], "map"),
+            None => false,
+        };
+        if sends != f.accepts[j].is_some() && !untyped_map {
             return false;
         }
         k += 1;
@@ -709,6 +713,9 @@ pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
         match f.accepts[j] {
             // Both declare one: the types are compared by the trait system (`SamePayload`).
             Some(_) if !payload.is_empty() => {}
+            // A `map(payload)` node whose agent declares no item type: the map's own check
+            // (`MapAgent`) says what to write.
+            Some(item) if map && item.is_empty() => {}
             // A `map(payload)` node: its `accepts` is its agent's item type.
             Some(item) if map => {
                 return Verdict::pass()
@@ -798,7 +805,12 @@ pub const fn payload_positions<const E: usize>(
         let declared = f.transfers[from];
         let sent = f.payloads[from];
         e += 1;
-        if sent.is_empty() || f.accepts[to].is_none() {
+        let accepts = match f.accepts[to] {
+            // (`""`: a `map(payload)` node whose agent declares no item type.)
+            Some(item) => !item.is_empty(),
+            None => false,
+        };
+        if sent.is_empty() || !accepts {
             // Nothing to compare (the common case, cheap for the compiler: no names compared).
             continue;
         }

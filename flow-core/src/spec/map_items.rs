@@ -74,9 +74,36 @@ pub fn map_payload<A: MapAgent>() -> Payload {
 /// [`same_payload`](super::same_payload)) with the payload the transferring agent declares.
 /// Not a public API.
 #[doc(hidden)]
-pub struct MapOver<A: ?Sized>(PhantomData<A>);
+pub struct MapOver<A: ?Sized>(PhantomData<fn() -> Box<A>>);
 
 impl<A: MapAgent> AgentTargets for MapOver<A> {
     type Targets = NoTarget;
     type Accepts = Vec<A::Item>;
+}
+
+/// Holds when agent `From`'s transfer to a `map(payload)` node over agent `A` sends the list
+/// of items the map takes (`Vec` of `A`'s item type): `flow!` asserts it through
+/// [`same_items`]. Not a public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "agent `{From}` sends a `{Sent}` with its transfer to the map over agent `{A}`, \
+               but the map takes a `{Expected}`, a list of the items `{A}` takes",
+    label = "`{From}` sends `{Sent}` to the map over `{A}`, which takes `{Expected}`",
+    note = "send the items the map's agent takes, as in `#[agent(transfers = [map_name({Expected})])]` \
+            (an alias or an import of a type is that type), or change the item type `{A}` \
+            declares with `#[agent(accepts = ...)]`"
+)]
+pub trait SameItems<From: ?Sized, A: ?Sized, Sent: ?Sized, Expected: ?Sized> {}
+
+#[diagnostic::do_not_recommend]
+impl<F: ?Sized, A: ?Sized, P: ?Sized> SameItems<F, A, P, P> for super::PayloadCheck {}
+
+/// Compiles only if agent `F`'s `K`-th declared transfer, to a `map(payload)` node over agent
+/// `A`, sends a list of `A`'s items: what `flow!` calls for an agent and its `map(payload)`
+/// sub-agent (`K` is `usize::MAX` where there is nothing to compare). Not a public API.
+#[doc(hidden)]
+pub const fn same_items<F: ?Sized + super::SendsAt<K, MapOver<A>>, A: ?Sized, const K: usize>()
+where
+    super::PayloadCheck: SameItems<F, A, F::Sent, F::Expected>,
+{
 }

@@ -69,4 +69,4 @@ pub use target::{AgentTargets, AgentTransfer, TargetTable};
 pub use task::{Finish, ResultOf, Returns};
 pub use map_items::{map_payload, MapAgent};
 #[doc(hidden)]
-pub use map_items::MapOver;
+pub use map_items::{same_items, MapOver, SameItems};

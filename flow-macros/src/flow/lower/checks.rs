@@ -139,16 +139,6 @@ fn payload_edges(cx: &Cx<'_>) -> Vec<(usize, usize)> {
     edges
 }
 
-/// The type node `i` is compared as when it receives a payload: its agent type, or for a
-/// `map(payload)` node the map over its agent.
-fn payload_target(cx: &Cx<'_>, i: usize) -> Option<TokenStream> {
-    let p = &cx.p;
-    match cx.tree.nodes[i].ty() {
-        Some(ty) => Some(quote!(#ty)),
-        None => super::node::map_payload_agent(cx, i).map(|ty| quote!(#p::MapOver<(#ty)>)),
-    }
-}
-
 /// The assertions that, for each edge where both the sender's transfer and its target declare
 /// a payload, they are one type: `same_payload` compiles only when the two types are equal,
 /// whatever their spelling (an alias, an import). A const of the flow's facts impl (whose other
@@ -164,19 +154,23 @@ pub(super) fn payload_checks(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     let m = &cx.m;
     let nodes = &cx.tree.nodes;
     let calls = edges.iter().enumerate().map(|(e, &(a, b))| {
-        let (Some(from), Some(to)) = (nodes[a].ty(), payload_target(cx, b)) else {
-            unreachable!("payload edges join agent types, or one and its map")
+        let Some(from) = nodes[a].ty() else {
+            unreachable!("payload edges start at agent types")
         };
         let child = if nodes[b].parent == Some(a) { b } else { a };
         let span = nodes[child].span;
         // In parentheses, so that a path naming a value (a fn without #[agent]) is read as a
         // type, as everywhere else.
-        respan(
-            quote! {
+        let call = match (nodes[b].ty(), super::node::map_payload_agent(cx, b)) {
+            (Some(to), _) => quote! {
                 #p::same_payload::<(#from), (#to), { #m::__AGENTFLOW_PAYLOAD_AT[#e] }>();
             },
-            span,
-        )
+            (None, Some(agent)) => quote! {
+                #p::same_items::<(#from), (#agent), { #m::__AGENTFLOW_PAYLOAD_AT[#e] }>();
+            },
+            (None, None) => unreachable!("payload edges end at agent types or their maps"),
+        };
+        respan(call, span)
     });
     (
         quote!(

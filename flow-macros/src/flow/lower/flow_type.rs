@@ -117,7 +117,13 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
         .map(|(i, node)| match node.ty() {
             Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::ACCEPTS),
             None => match super::node::map_payload_agent(&cx, i) {
-                Some(ty) => quote_spanned!(node.span=> <(#ty) as #p::AgentSpec>::ACCEPTS),
+                // `Some("")` when the agent declares none: the map's own check says so.
+                Some(ty) => quote_spanned!(node.span=>
+                    match <(#ty) as #p::AgentSpec>::ACCEPTS {
+                        ::core::option::Option::None => ::core::option::Option::Some(""),
+                        some => some,
+                    }
+                ),
                 None => quote!(::core::option::Option::None),
             },
         })
