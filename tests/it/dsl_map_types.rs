@@ -72,7 +72,9 @@ flow! {
 /// Answers one ticket, like `refund`, under its own name.
 #[agent(accepts = Ticket, returns = Answer)]
 async fn lenient_checker(cx: &AgentContext) -> AgentResult<Finish<Answer>> {
-    let ticket = cx.payload::<lenient_checker>().expect("the map hands each item")?;
+    let ticket = cx
+        .payload::<lenient_checker>()
+        .expect("the map hands each item")?;
     Ok(Finish(Answer {
         id: ticket.id,
         refunded: ticket.amount <= 100,
@@ -122,13 +124,21 @@ async fn a_typed_map_hands_each_item_as_its_payload_and_reads_typed_results_in_o
     // Each item ran at its own path, and no event is an error.
     for i in 0..3 {
         let at = format!("intake/answers[{i}]/refund");
-        assert!(events.iter().any(|e| e.run_path().to_string() == at), "{events:#?}");
+        assert!(
+            events.iter().any(|e| e.run_path().to_string() == at),
+            "{events:#?}"
+        );
     }
     assert!(events.iter().all(|e| e.error.is_none()), "{events:#?}");
     // Read as another type, a result says which item does not decode and as what.
     let wrong = out.results_as::<String>().unwrap_err();
     assert_eq!(wrong.item, 0);
-    assert!(wrong.to_string().contains("does not decode as `alloc::string::String`"), "{wrong}");
+    assert!(
+        wrong
+            .to_string()
+            .contains("does not decode as `alloc::string::String`"),
+        "{wrong}"
+    );
 }
 
 #[tokio::test]
@@ -137,7 +147,10 @@ async fn fail_fast_stops_at_an_item_that_is_not_the_agents_item_type() {
     let (out, events) = run_map(Strict::new().unwrap().flow().clone(), items, "checked").await;
     // Item 0 answered; item 1 is not a Ticket, so it never ran and stopped the map; item 2
     // never started.
-    assert_eq!(out.results_of::<checker>().unwrap(), [answer(1, true), None, None]);
+    assert_eq!(
+        out.results_of::<checker>().unwrap(),
+        [answer(1, true), None, None]
+    );
     assert_eq!(out.errors.len(), 1, "{out:?}");
     assert_eq!(out.errors[0].item, 1);
     assert!(
@@ -149,7 +162,9 @@ async fn fail_fast_stops_at_an_item_that_is_not_the_agents_item_type() {
     for i in [1, 2] {
         let item = format!("checked[{i}]/checker");
         assert!(
-            !events.iter().any(|e| e.run_path().to_string().ends_with(&item)),
+            !events
+                .iter()
+                .any(|e| e.run_path().to_string().ends_with(&item)),
             "{events:#?}"
         );
     }
@@ -159,7 +174,14 @@ async fn fail_fast_stops_at_an_item_that_is_not_the_agents_item_type() {
         .find_map(|e| e.downcast_ref::<WorkflowError>())
         .expect("the map fails");
     assert!(
-        matches!(failed, WorkflowError::MapFailed { items: 3, succeeded: 1, .. }),
+        matches!(
+            failed,
+            WorkflowError::MapFailed {
+                items: 3,
+                succeeded: 1,
+                ..
+            }
+        ),
         "{failed:?}"
     );
 }
@@ -174,7 +196,11 @@ async fn collect_errors_runs_every_item_and_lists_the_one_that_is_not_a_ticket()
     );
     assert_eq!(out.errors.len(), 1, "{out:?}");
     assert_eq!(out.errors[0].item, 1);
-    assert!(out.errors[0].error.contains("is not a `Ticket`"), "{:?}", out.errors);
+    assert!(
+        out.errors[0].error.contains("is not a `Ticket`"),
+        "{:?}",
+        out.errors
+    );
     // The map succeeded: no error event.
     assert!(events.iter().all(|e| e.error.is_none()), "{events:#?}");
 }

@@ -59,6 +59,9 @@ pub use builder::{
     RemoteGiven, RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
 };
 pub use context::AgentContext;
+pub use map_items::{map_payload, MapAgent};
+#[doc(hidden)]
+pub use map_items::{same_items, MapOver, SameItems};
 pub use outcome::{AgentResult, Exit, IntoOutcome};
 #[doc(hidden)]
 pub use payload::{same_payload, PayloadCheck, SamePayload, SendsAt};
@@ -67,6 +70,3 @@ pub use target::{transfer, transfer_named, transfer_with, NoTarget, TransferTarg
 #[doc(hidden)]
 pub use target::{AgentTargets, AgentTransfer, TargetTable};
 pub use task::{Finish, ResultOf, Returns};
-pub use map_items::{map_payload, MapAgent};
-#[doc(hidden)]
-pub use map_items::{same_items, MapOver, SameItems};

@@ -31,7 +31,9 @@ pub enum MapItems {
     /// the agent before it answered, a structured output say).
     LastOutput,
     /// The array the transfer that reached the map carried as its payload (the map's node
-    /// declares it with [`FlowAgent::accepts`](crate::FlowAgent::accepts)).
+    /// declares it with [`FlowAgent::accepts`](crate::FlowAgent::accepts); `flow!`'s
+    /// `map(payload)` declares a `Vec` of its agent's item type, see
+    /// [`map_payload`](crate::spec::map_payload)).
     Payload,
     /// A fixed list.
     List(Arc<[Value]>),
@@ -170,6 +172,12 @@ pub struct MapResultError {
 /// - **Results**: once every item has ended, the map records an assistant message at its own
 ///   path whose content is a [`MapOutput`]. Usage, budgets and limits are the run's: every
 ///   item's model calls count in the run's usage and against its budgets.
+/// - **Typed items and results**: when the sub-agent's node declares a payload (an agent
+///   declared `#[agent(accepts = Ticket)]`), each item must decode as it (one that does not
+///   fails as that item, without running) and reaches the agent as its payload
+///   ([`RunContext::transfer_payload`], `cx.payload::<Self>()`). An item whose agent finishes
+///   (`Finish(result)`, `#[agent(returns = T)]`) has that result; [`MapOutput::results_of`]
+///   reads the results typed.
 /// - **Failures** follow [`MapPolicy`] (fail fast by default).
 /// - **Interrupts** are held until every item has ended, then emitted with the state
 ///   `{"items": n, "interrupted": [i, ...], "failed": [...]}`. On resume only the interrupted

@@ -578,7 +578,11 @@ async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
         ..Spending::default()
     };
     for _ in 0..5 {
-        assert!(store.reserve(&[tenant.clone()], &call).await.unwrap().is_ok());
+        assert!(store
+            .reserve(&[tenant.clone()], &call)
+            .await
+            .unwrap()
+            .is_ok());
         let row = UsageRow {
             tenant: "acme".into(),
             day: BudgetPeriod::Day.label(now()),
@@ -587,7 +591,10 @@ async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
             model: "m".into(),
             spent: call,
         };
-        store.settle(&[], &Spending::default(), Some(&row)).await.unwrap();
+        store
+            .settle(&[], &Spending::default(), Some(&row))
+            .await
+            .unwrap();
         host.advance(Duration::from_secs(86_400));
     }
     let days = || async {
@@ -596,7 +603,13 @@ async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
     };
     assert_eq!(
         days().await,
-        ["2026-12-03", "2026-12-04", "2026-12-05", "2026-12-06", "2026-12-07"]
+        [
+            "2026-12-03",
+            "2026-12-04",
+            "2026-12-05",
+            "2026-12-06",
+            "2026-12-07"
+        ]
     );
     // The clock is on the 8th now: three days kept are the 6th, the 7th and the 8th.
     let first_kept = usage_kept_from(now(), 3);
@@ -604,9 +617,15 @@ async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
     assert_eq!(store.trim_usage(&first_kept).await.unwrap(), 3);
     assert_eq!(days().await, ["2026-12-06", "2026-12-07"]);
     // Trimming again the same day removes nothing; a day later, the 6th goes.
-    assert_eq!(store.trim_usage(&usage_kept_from(now(), 3)).await.unwrap(), 0);
+    assert_eq!(
+        store.trim_usage(&usage_kept_from(now(), 3)).await.unwrap(),
+        0
+    );
     host.advance(Duration::from_secs(86_400));
-    assert_eq!(store.trim_usage(&usage_kept_from(now(), 3)).await.unwrap(), 1);
+    assert_eq!(
+        store.trim_usage(&usage_kept_from(now(), 3)).await.unwrap(),
+        1
+    );
     assert_eq!(days().await, ["2026-12-07"]);
     // What the budgets count is not the report: the tenant's month still holds five calls.
     assert_eq!(store.spent(&tenant.key).await.unwrap().model_calls, 5);

@@ -1653,7 +1653,9 @@ async fn the_console_shows_the_tenants_usage_by_day_flow_agent_and_model() {
         send(&client, "hello again").await;
         wait_text(
             &client,
-            &format!("//*[@id='usage']//tr[@data-day='{today}' and @data-flow='desk']/td[6][text()='3']"),
+            &format!(
+                "//*[@id='usage']//tr[@data-day='{today}' and @data-flow='desk']/td[6][text()='3']"
+            ),
         )
         .await;
     })
