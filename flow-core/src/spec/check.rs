@@ -1085,6 +1085,45 @@ mod tests {
         assert!(!node(&facts, 1).failed());
     }
 
+    /// A map's agent may declare a result (each item's `Finish`); a `map(payload)` node accepts
+    /// a list of its agent's items, and the messages say so (`Vec<Item>`, `map(payload)`).
+    #[test]
+    fn a_maps_agent_declares_results_and_a_payload_map_takes_a_list() {
+        let names = ["triage", "answers", "refund"];
+        let index = name_index::<3, 8>(&names);
+        let mut facts = desk(&names, &[&["answers"], &[], &[]], &[false; 3], &index);
+        facts.nodes = &names;
+        facts.parents = &[None, Some(0), Some(1)];
+        facts.children = &[&[1], &[2], &[]];
+        facts.workflows = &["", "map", ""];
+        facts.returns = &[None, None, Some("Answer")];
+        assert!(passes(&facts, 2));
+        assert!(!node(&facts, 2).failed());
+        // `map(payload)` over an agent taking `Ticket`: a transfer without the list fails.
+        facts.accepts = &[None, Some("Ticket"), None];
+        assert!(!passes(&facts, 0));
+        let message = node(&facts, 0);
+        assert!(
+            message
+                .as_str()
+                .contains("transfers = [answers(Vec<Ticket>)]"),
+            "{}",
+            message.as_str()
+        );
+        facts.payloads = &[&["Vec<Ticket>"], &[], &[]];
+        assert!(passes(&facts, 0));
+        assert_eq!(payload_positions::<1>(&facts, &[(0, 1)]), [0]);
+        // A list sent to a map that takes its items elsewhere is never read.
+        facts.accepts = &[None; 3];
+        assert!(!passes(&facts, 0));
+        assert!(node(&facts, 0).as_str().contains("`map(payload) [agent]`"));
+        // An agent without an item type: the trait check reports it, not this one.
+        facts.accepts = &[None, Some(""), None];
+        assert!(passes(&facts, 0));
+        assert!(!node(&facts, 0).failed());
+        assert_eq!(payload_positions::<1>(&facts, &[(0, 1)]), [usize::MAX]);
+    }
+
     #[test]
     fn verdict_cuts_on_char_boundary() {
         let long = "é".repeat(600);

@@ -579,7 +579,7 @@ async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
     };
     for _ in 0..5 {
         assert!(store
-            .reserve(&[tenant.clone()], &call)
+            .reserve(std::slice::from_ref(&tenant), &call)
             .await
             .unwrap()
             .is_ok());
