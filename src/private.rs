@@ -13,6 +13,7 @@ pub use flow_runtime::spec::{
     NoTarget, NodeAgent, NodeMaker, NotGiven, PayloadCheck, RemoteGiven, ResultOf, RuntimeGiven,
     SamePayload, SendsAt, Set, TargetTable, UnknownAgent, Unset, UseTheBuilder,
 };
+pub use flow_runtime::spec::{map_payload, same_items, MapOver};
 pub use flow_runtime::workflow::{Map, MapItems, MapPolicy};
 pub use flow_runtime::{
     generate, set_sub_agents, Accepts, Agent, AgentContext, AgentInput, AgentResult, AgentSpec,

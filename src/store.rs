@@ -7,7 +7,8 @@
 //! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
 
 pub use flow_runtime::store::{
-    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
+    crossed, usage_kept_from, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter,
+    UsageRow,
 };
 pub use flow_runtime::store::{
     turn_checkpoint_id, validate_id, validate_thread_id, CancelState, Checkpoint, CheckpointCodec,

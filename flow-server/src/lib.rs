@@ -231,7 +231,9 @@
 //! - Bounded: at most `QueueOptions::max_events` (10,000) events a run; past them an `error`
 //!   event (`events_over_limit`) says so and only `done` follows. Each process with workers
 //!   removes the events of runs that ended more than `QueueOptions::event_retention` (1 hour)
-//!   ago (`RunQueue::trim_events`); the run's row and outcome stay.
+//!   ago (`RunQueue::trim_events`); the run's row and outcome stay. With
+//!   `QueueOptions::usage_retention_days`, the same sweep deletes the usage report's rows of
+//!   older days (`SpendingStore::trim_usage`).
 //! - `POST .../runs/{run}/cancel` on any process goes through the queue (`RunQueue::cancel`): a
 //!   run still waiting is cancelled at once (`202`, `"status": "cancelled"`; its outcome is its
 //!   one `done` event, `attempt` stays 0, it never runs); a running run gets the request recorded

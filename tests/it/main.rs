@@ -15,6 +15,7 @@ mod dsl_delegation;
 mod dsl_guide_errors;
 mod dsl_large;
 mod dsl_lowering;
+mod dsl_map_types;
 mod dsl_pedantic;
 mod dsl_resume;
 mod dsl_skills;

@@ -43,6 +43,9 @@ pub(crate) struct MapLane {
     pub(crate) own: Arc<str>,
     /// The map's events sorted by item, shared by its items (see [`LaneIndex`]).
     pub(crate) index: Arc<Mutex<LaneIndex>>,
+    /// The item's agent and the item itself, when that agent's node declares a payload: the
+    /// agent reads the item as its transfer payload (see [`RunContext::transfer_payload`]).
+    pub(crate) item: Option<(Arc<str>, serde_json::Value)>,
 }
 
 impl MapLane {
@@ -453,6 +456,23 @@ impl RunContext {
         self
     }
 
+    /// The item of the innermost map item this agent is the agent of, if its node declares a
+    /// payload (other agents inside the item see none).
+    fn map_item(&self) -> Option<&serde_json::Value> {
+        let lane = self.lanes.last()?;
+        let (agent, item) = lane.item.as_ref()?;
+        (**agent == *self.agent_name && self.run_path.len() == lane.parent.len() + 2)
+            .then_some(item)
+    }
+
+    /// Whether `path` is the root of a map item: `PARENT/NAME[i]/AGENT` of the innermost
+    /// map item this context runs in. A task finished there is the item's result.
+    pub(crate) fn is_map_item_root(&self, path: &RunPath) -> bool {
+        self.lanes.last().is_some_and(|lane| {
+            path.len() == lane.parent.len() + 2 && lane.item_step(path) == Some(&*lane.own)
+        })
+    }
+
     /// Whether this context sees every recorded event (it runs in no parallel lane or map
     /// item): its inputs can then be built incrementally.
     pub(crate) fn sees_everything(&self) -> bool {
@@ -643,7 +663,13 @@ impl RunContext {
     /// The payload the transfer that reached this agent in this run carried, if any: kept
     /// only for a node that declares one ([`FlowAgent::accepts`](crate::FlowAgent::accepts)),
     /// so an agent whose node declares none always gets `None`.
+    ///
+    /// A map item's agent whose node declares a payload gets its item here instead (see
+    /// [`Map`](crate::workflow::Map)): `cx.payload::<Self>()` reads it typed.
     pub fn transfer_payload(&self) -> Option<serde_json::Value> {
+        if let Some(item) = self.map_item() {
+            return Some(item.clone());
+        }
         self.session()
             .raw_value(&super::payload_key(self.agent_name()))
             .filter(|v| !v.is_null())

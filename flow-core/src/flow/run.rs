@@ -627,8 +627,13 @@ impl Loop {
     /// The current node (a task or single-turn node) finished with `result`: control goes
     /// back to its parent, which runs again at the run path extended by its name, with the
     /// result kept for [`RunContext::task_result`] (within the run's transfer limit). A node
-    /// in chat mode, or the root, cannot finish: that ends the run with an error event.
+    /// in chat mode, or the root, cannot finish: that ends the run with an error event. The
+    /// agent of a map's item that finishes ends the item: its result is the item's result,
+    /// which the map reads from the record.
     fn give_back(&mut self, result: serde_json::Value) {
+        if self.out.is_map_item_root(&self.path) {
+            return self.end();
+        }
         let node = self.current.this();
         let parent = node.parent.filter(|_| node.options.delegation.returns());
         let Some(parent) = parent else {

@@ -430,7 +430,11 @@ pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
         // A payload is sent exactly when the target declares one (which type, the trait
         // system compares: see [`payload_positions`]).
         let sends = k < sent.len() && !sent[k].is_empty();
-        if sends != f.accepts[j].is_some() {
+        let untyped_map = match f.accepts[j] {
+            Some(item) => item.is_empty() && eq(f.workflows[j], "map"),
+            None => false,
+        };
+        if sends != f.accepts[j].is_some() && !untyped_map {
             return false;
         }
         k += 1;
@@ -438,7 +442,7 @@ pub const fn passes(f: &FlowFacts<'_>, i: usize) -> bool {
     match (f.returns[i], f.parents[i]) {
         (Some(_), None) => false,
         (None, Some(_)) => !f.task[i],
-        (Some(_), Some(_)) => f.delegated[i],
+        (Some(_), Some(p)) => f.delegated[i] || eq(f.workflows[p], "map"),
         (None, None) => true,
     }
 }
@@ -466,7 +470,12 @@ pub const fn node(facts: &FlowFacts<'_>, index: usize) -> Verdict {
     if v.failed() {
         return v;
     }
-    if let (Some(ty), Some(p), false) = (f.returns[i], parent, f.delegated[i]) {
+    // A map's agent may declare a result: each item's `Finish(result)` is that item's result.
+    let under_map = match f.parents[i] {
+        Some(p) => eq(f.workflows[p], "map"),
+        None => false,
+    };
+    if let (Some(ty), Some(p), false, false) = (f.returns[i], parent, f.delegated[i], under_map) {
         return returns_on_chat_node(f.flow, f.agents[i], f.nodes[i], ty, p);
     }
     let v = payloads(f, i);
@@ -700,9 +709,42 @@ pub const fn payloads(f: &FlowFacts<'_>, i: usize) -> Verdict {
             // Not a neighbour: the transfer check says so.
             continue;
         };
+        let map = eq(f.workflows[j], "map");
         match f.accepts[j] {
             // Both declare one: the types are compared by the trait system (`SamePayload`).
             Some(_) if !payload.is_empty() => {}
+            // A `map(payload)` node whose agent declares no item type: the map's own check
+            // (`MapAgent`) says what to write.
+            Some(item) if map && item.is_empty() => {}
+            // A `map(payload)` node: its `accepts` is its agent's item type.
+            Some(item) if map => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" transfers to the map ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(" without a payload, but the map takes its items from the transfer's payload (`map(payload)`): send them with `transfers = [")
+                    .push(target)
+                    .push("(Vec<")
+                    .push(item)
+                    .push(">)]`, a list of the items its agent takes, or take the items from elsewhere (`map(last_output)`, `map(value = \"KEY\")`)");
+            }
+            None if map && !payload.is_empty() => {
+                return Verdict::pass()
+                    .push("agent ")
+                    .code(agent)
+                    .push(" sends a `")
+                    .push(payload)
+                    .push("` with its transfer to the map ")
+                    .code(target)
+                    .push(" in flow ")
+                    .code(flow)
+                    .push(", but the map does not take its items from the transfer's payload, so it would never read it: write ")
+                    .code(target)
+                    .push(" as `map(payload) [agent]` (its agent declaring the item type with `#[agent(accepts = Item)]`), or send the transfer without one");
+            }
             Some(expected) => {
                 return Verdict::pass()
                     .push("agent ")
@@ -763,7 +805,12 @@ pub const fn payload_positions<const E: usize>(
         let declared = f.transfers[from];
         let sent = f.payloads[from];
         e += 1;
-        if sent.is_empty() || f.accepts[to].is_none() {
+        let accepts = match f.accepts[to] {
+            // (`""`: a `map(payload)` node whose agent declares no item type.)
+            Some(item) => !item.is_empty(),
+            None => false,
+        };
+        if sent.is_empty() || !accepts {
             // Nothing to compare (the common case, cheap for the compiler: no names compared).
             continue;
         }
@@ -1036,6 +1083,45 @@ mod tests {
         facts.task = &[false, true, false];
         assert!(passes(&facts, 1));
         assert!(!node(&facts, 1).failed());
+    }
+
+    /// A map's agent may declare a result (each item's `Finish`); a `map(payload)` node accepts
+    /// a list of its agent's items, and the messages say so (`Vec<Item>`, `map(payload)`).
+    #[test]
+    fn a_maps_agent_declares_results_and_a_payload_map_takes_a_list() {
+        let names = ["triage", "answers", "refund"];
+        let index = name_index::<3, 8>(&names);
+        let mut facts = desk(&names, &[&["answers"], &[], &[]], &[false; 3], &index);
+        facts.nodes = &names;
+        facts.parents = &[None, Some(0), Some(1)];
+        facts.children = &[&[1], &[2], &[]];
+        facts.workflows = &["", "map", ""];
+        facts.returns = &[None, None, Some("Answer")];
+        assert!(passes(&facts, 2));
+        assert!(!node(&facts, 2).failed());
+        // `map(payload)` over an agent taking `Ticket`: a transfer without the list fails.
+        facts.accepts = &[None, Some("Ticket"), None];
+        assert!(!passes(&facts, 0));
+        let message = node(&facts, 0);
+        assert!(
+            message
+                .as_str()
+                .contains("transfers = [answers(Vec<Ticket>)]"),
+            "{}",
+            message.as_str()
+        );
+        facts.payloads = &[&["Vec<Ticket>"], &[], &[]];
+        assert!(passes(&facts, 0));
+        assert_eq!(payload_positions::<1>(&facts, &[(0, 1)]), [0]);
+        // A list sent to a map that takes its items elsewhere is never read.
+        facts.accepts = &[None; 3];
+        assert!(!passes(&facts, 0));
+        assert!(node(&facts, 0).as_str().contains("`map(payload) [agent]`"));
+        // An agent without an item type: the trait check reports it, not this one.
+        facts.accepts = &[None, Some(""), None];
+        assert!(passes(&facts, 0));
+        assert!(!node(&facts, 0).failed());
+        assert_eq!(payload_positions::<1>(&facts, &[(0, 1)]), [usize::MAX]);
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! - `payload.rs`: [`Accepts`], [`AgentContext::payload`] and the payload types `flow!`
 //!   compares: typed transfer payloads.
 //! - `task.rs`: [`Returns`], [`Finish`] and [`AgentContext::task_result`]: typed delegation.
+//! - `map_items.rs`: [`MapAgent`] and [`map_payload`]: the item types of typed `map` nodes.
 //! - `render.rs`: text renderings of a flow's tree (Mermaid, SVG, Graphviz).
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
 //! - `paths.rs`: each agent's path from the root, as `flow!`'s `PATHS`, computed at compile time.
@@ -33,6 +34,7 @@ mod agent_spec;
 mod body;
 mod builder;
 mod context;
+mod map_items;
 mod outcome;
 mod payload;
 mod target;
@@ -57,6 +59,9 @@ pub use builder::{
     RemoteGiven, RuntimeGiven, Set, UnknownAgent, Unset, UseTheBuilder,
 };
 pub use context::AgentContext;
+pub use map_items::{map_payload, MapAgent};
+#[doc(hidden)]
+pub use map_items::{same_items, MapOver, SameItems};
 pub use outcome::{AgentResult, Exit, IntoOutcome};
 #[doc(hidden)]
 pub use payload::{same_payload, PayloadCheck, SamePayload, SendsAt};

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -12,10 +13,11 @@ use crate::agent::{generate, Context, LaneIndex, MapLane};
 use crate::agent::{set_sub_agents, FlowAgent};
 use crate::agent::{Agent, AgentInput, EventStream, RunContext};
 use crate::error::FlowError;
-use crate::event::{AgentError, AgentEvent};
+use crate::event::{Action, AgentError, AgentEvent};
 use crate::message::{Message, Role};
 use crate::resume::ResumeInfo;
 use crate::run_path::RunPath;
+use crate::spec::Returns;
 
 /// Where a [`Map`] finds the list it runs over. The list is a JSON array; each element is
 /// one item.
@@ -29,7 +31,9 @@ pub enum MapItems {
     /// the agent before it answered, a structured output say).
     LastOutput,
     /// The array the transfer that reached the map carried as its payload (the map's node
-    /// declares it with [`FlowAgent::accepts`](crate::FlowAgent::accepts)).
+    /// declares it with [`FlowAgent::accepts`](crate::FlowAgent::accepts); `flow!`'s
+    /// `map(payload)` declares a `Vec` of its agent's item type, see
+    /// [`map_payload`](crate::spec::map_payload)).
     Payload,
     /// A fixed list.
     List(Arc<[Value]>),
@@ -92,6 +96,66 @@ pub struct MapOutput {
     pub errors: Vec<MapItemError>,
 }
 
+impl MapOutput {
+    /// The results decoded as `R`, in the items' order (`None` where an item has none): the
+    /// results of a map whose agent declares `#[agent(returns = R)]` and finishes each item
+    /// with `Finish(result)`, or answers with JSON of that shape.
+    ///
+    /// ```
+    /// use flow_runtime::workflow::MapOutput;
+    /// let out: MapOutput = serde_json::from_str(r#"{"results":[3,null,5],"errors":[]}"#).unwrap();
+    /// assert_eq!(out.results_as::<u32>().unwrap(), [Some(3), None, Some(5)]);
+    /// assert!(out.results_as::<String>().unwrap_err().to_string().contains("item 0"));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`MapResultError`] naming the first item whose result does not decode as `R`.
+    pub fn results_as<R: DeserializeOwned>(&self) -> Result<Vec<Option<R>>, MapResultError> {
+        self.results
+            .iter()
+            .enumerate()
+            .map(|(item, result)| {
+                result
+                    .as_ref()
+                    .map(|value| {
+                        R::deserialize(value).map_err(|e| MapResultError {
+                            item,
+                            expected: std::any::type_name::<R>(),
+                            message: e.to_string(),
+                        })
+                    })
+                    .transpose()
+            })
+            .collect()
+    }
+
+    /// The results of a map whose agent is `A`, typed by its declared result
+    /// (`#[agent(returns = T)]`): [`results_as::<A::Output>`](MapOutput::results_as).
+    ///
+    /// # Errors
+    ///
+    /// As [`results_as`](MapOutput::results_as).
+    pub fn results_of<A: Returns>(&self) -> Result<Vec<Option<A::Output>>, MapResultError> {
+        self.results_as::<A::Output>()
+    }
+}
+
+/// A result of a [`MapOutput`] that does not decode as the type asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the result of map item {item} does not decode as `{expected}`: {message}; read the results \
+     as the type the map's agent returns (`#[agent(returns = ...)]`)"
+)]
+pub struct MapResultError {
+    /// The item's index (from 0).
+    pub item: usize,
+    /// The type asked for.
+    pub expected: &'static str,
+    /// Why it does not decode.
+    pub message: String,
+}
+
 /// A workflow agent that runs its one sub-agent once per item of a list (a *fan-out*), at most
 /// [`concurrency`](Map::concurrency) items at a time, and gathers the results in the items'
 /// order.
@@ -108,6 +172,12 @@ pub struct MapOutput {
 /// - **Results**: once every item has ended, the map records an assistant message at its own
 ///   path whose content is a [`MapOutput`]. Usage, budgets and limits are the run's: every
 ///   item's model calls count in the run's usage and against its budgets.
+/// - **Typed items and results**: when the sub-agent's node declares a payload (an agent
+///   declared `#[agent(accepts = Ticket)]`), each item must decode as it (one that does not
+///   fails as that item, without running) and reaches the agent as its payload
+///   ([`RunContext::transfer_payload`], `cx.payload::<Self>()`). An item whose agent finishes
+///   (`Finish(result)`, `#[agent(returns = T)]`) has that result; [`MapOutput::results_of`]
+///   reads the results typed.
 /// - **Failures** follow [`MapPolicy`] (fail fast by default).
 /// - **Interrupts** are held until every item has ended, then emitted with the state
 ///   `{"items": n, "interrupted": [i, ...], "failed": [...]}`. On resume only the interrupted
@@ -244,6 +314,18 @@ impl Map {
     }
 }
 
+/// The item recorded (as a user message) at the item step `at` when the item started: what a
+/// resumed item gets as its payload.
+async fn recorded_item(cx: &RunContext, at: &RunPath) -> Option<Value> {
+    let event = cx
+        .session()
+        .events()
+        .into_iter()
+        .find(|e| e.run_path() == at && e.has_message())?;
+    let message = event.message().await.ok()??;
+    Some(serde_json::from_str(&message.content).unwrap_or(Value::String(message.content.clone())))
+}
+
 fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -299,6 +381,9 @@ impl Map {
             stopped: false,
         };
         let mut errors: Vec<(usize, String)> = Vec::new();
+        // The item type the sub-agent's node declares (`#[agent(accepts = T)]`): each item
+        // must decode as it, and reaches the agent as its payload.
+        let typed = sub.options().payload.clone();
         // The session's events sorted by item, for building the items' inputs.
         let index = Arc::new(std::sync::Mutex::new(LaneIndex::starting_at(
             out.session().len(),
@@ -309,7 +394,30 @@ impl Map {
             while active < self.concurrency && !ended.stopped {
                 let Some(next) = todo.pop_front() else { break };
                 let at = item_path(&base, name, next.index);
-                if let Some(item) = &next.item {
+                let item = match (&next.item, &typed) {
+                    (Some(item), _) => Some(item.clone()),
+                    // Resumed: its item is the one recorded when it started.
+                    (None, Some(_)) => recorded_item(out, &at).await,
+                    (None, None) => None,
+                };
+                if let (Some(item), Some(payload)) = (&item, &typed) {
+                    if let Err(why) = payload.check(item) {
+                        errors.push((
+                            next.index,
+                            format!(
+                                "item {} is not a `{}`, the item type agent '{sub_name}' takes \
+                                 (`#[agent(accepts = ...)]`): {why}; give the map a list of \
+                                 `{}`",
+                                next.index, payload.type_name, payload.type_name
+                            ),
+                        ));
+                        if self.policy == MapPolicy::FailFast {
+                            ended.stopped = true;
+                        }
+                        continue;
+                    }
+                }
+                if let Some(item) = next.item.as_ref().filter(|_| next.resume.is_none()) {
                     let text = match item {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
@@ -328,6 +436,10 @@ impl Map {
                         stem: Arc::clone(&stem),
                         own,
                         index: Arc::clone(&index),
+                        item: typed
+                            .as_ref()
+                            .and(item)
+                            .map(|item| (Arc::clone(&sub_name), item)),
                     });
                 let input = AgentInput {
                     messages: Default::default(),
@@ -344,6 +456,10 @@ impl Map {
                 let ended = futures::stream::iter([None]);
                 running.push(events.map(Some).chain(ended).map(move |e| (index, e)));
                 active += 1;
+            }
+            if ended.stopped {
+                // An item that was not its agent's type stopped the map before it ran.
+                break;
             }
             let Some((i, event)) = running.next().await else {
                 break;
@@ -469,7 +585,8 @@ impl Map {
             else {
                 continue;
             };
-            if index < count && event.has_message() && event.action().is_none() {
+            let finished = matches!(event.action(), Some(Action::Finish(_)));
+            if index < count && (finished || (event.has_message() && event.action().is_none())) {
                 last[index] = Some(event);
             }
         }
@@ -477,6 +594,11 @@ impl Map {
         for (i, event) in last.into_iter().enumerate() {
             if failed.iter().any(|f| f.item == i) {
                 results.push(None);
+                continue;
+            }
+            // An item whose agent finished a task (`Finish(result)`): that result.
+            if let Some(Action::Finish(result)) = event.as_ref().and_then(|e| e.action()) {
+                results.push(Some(Value::clone(result)));
                 continue;
             }
             let message = match event {

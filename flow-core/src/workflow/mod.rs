@@ -93,7 +93,7 @@ use crate::run_path::RunPath;
 
 pub use deterministic::DeterministicTransfer;
 pub use loop_agent::Loop;
-pub use map::{Map, MapItemError, MapItems, MapOutput, MapPolicy};
+pub use map::{Map, MapItemError, MapItems, MapOutput, MapPolicy, MapResultError};
 pub use parallel::Parallel;
 pub use sequential::Sequential;
 

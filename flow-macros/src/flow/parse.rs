@@ -8,7 +8,7 @@
 //!           | doc-attr* IDENT OPTIONS? '=' WORKFLOW '[' NODE (',' NODE)* ']'
 //! WORKFLOW := 'sequential' | 'parallel' | 'loop' '(' ('max' '=' INT | 'unbounded') ')'
 //!           | 'map' '(' MAP_ARG (',' MAP_ARG)* ')'
-//! MAP_ARG  := 'value' '=' STRING | 'last_output' | 'concurrency' '=' INT
+//! MAP_ARG  := 'value' '=' STRING | 'last_output' | 'payload' | 'concurrency' '=' INT
 //!           | 'on_failure' '=' ('fail_fast' | 'collect_errors' | 'at_least' '(' INT ')')
 //! OPTIONS  := '(' OPTION (',' OPTION)* ')'
 //! OPTION   := IDENT ('=' tokens)?
@@ -70,11 +70,13 @@ pub(crate) struct MapAst {
     pub(crate) on_failure: Option<MapPolicyAst>,
 }
 
-/// `value = "KEY"` or `last_output`.
+/// `value = "KEY"`, `last_output` or `payload`.
 #[derive(Clone)]
 pub(crate) enum MapItemsAst {
     Value(syn::LitStr),
     LastOutput,
+    /// `payload`: the transfer's payload, a list of the items the map's agent declares it takes.
+    Payload(Span),
 }
 
 /// `fail_fast`, `collect_errors` or `at_least(N)`.
@@ -566,6 +568,7 @@ fn map_arg(
             set_items(MapItemsAst::Value(lit), cx);
         }
         "last_output" => set_items(MapItemsAst::LastOutput, cx),
+        "payload" => set_items(MapItemsAst::Payload(key.span()), cx),
         "concurrency" => {
             content.parse::<Token![=]>()?;
             let n: syn::LitInt = content.parse()?;
@@ -612,7 +615,7 @@ fn map_arg(
     Ok(())
 }
 
-const MAP_ARGS: &str = "`value = \"KEY\"` or `last_output` (where the items are), \
+const MAP_ARGS: &str = "`value = \"KEY\"`, `last_output` or `payload` (where the items are), \
                         `concurrency = N`, `on_failure = fail_fast | collect_errors | \
                         at_least(N)`";
 
@@ -623,8 +626,9 @@ fn map_args(input: ParseStream, kw: &Ident, name: &Ident, cx: &mut Ctxt) -> syn:
             kw.span(),
             format!(
                 "map workflow `{name}` needs to know where its items are: write `{name} = \
-                 map(value = \"KEY\") [agent]` (a session value holding a JSON array) or \
-                 `{name} = map(last_output) [agent]` (the previous agent's answer)"
+                 map(value = \"KEY\") [agent]` (a session value holding a JSON array), \
+                 `{name} = map(last_output) [agent]` (the previous agent's answer) or \
+                 `{name} = map(payload) [agent]` (the payload of the transfer to it)"
             ),
         ));
     }
@@ -655,8 +659,8 @@ fn map_args(input: ParseStream, kw: &Ident, name: &Ident, cx: &mut Ctxt) -> syn:
             paren.span.join(),
             format!(
                 "map workflow `{name}` needs to know where its items are: add `value = \
-                 \"KEY\"` (a session value holding a JSON array) or `last_output` (the \
-                 previous agent's answer)"
+                 \"KEY\"` (a session value holding a JSON array), `last_output` (the \
+                 previous agent's answer) or `payload` (the payload of the transfer to it)"
             ),
         ));
     };

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use syn::Ident;
 
+use super::parse::{MapItemsAst, WorkflowKind};
 use super::tree::Tree;
 use crate::ctxt::Ctxt;
 use crate::names::{setter, upper_camel};
@@ -74,6 +75,8 @@ pub(crate) fn tree(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
         }
     }
 
+    map_payloads(tree, flow, cx);
+
     // Distinct nodes whose generated items (enum variants, builder setters) would collide.
     let mut labels: HashMap<String, usize> = HashMap::new();
     for (i, node) in tree.nodes.iter().enumerate() {
@@ -95,6 +98,37 @@ pub(crate) fn tree(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
             );
         } else {
             labels.insert(label, i);
+        }
+    }
+}
+
+/// A `map(payload)` node's items are typed by its agent's item type (`#[agent(accepts = T)]`),
+/// so its agent must be an agent type: a `dyn` or `remote` node has none the compiler can see.
+fn map_payloads(tree: &Tree, flow: &Ident, cx: &mut Ctxt) {
+    for node in &tree.nodes {
+        let Some(WorkflowKind::Map(map)) = node.workflow() else {
+            continue;
+        };
+        let MapItemsAst::Payload(span) = map.items else {
+            continue;
+        };
+        let Some(&child) = node.children.first() else {
+            continue;
+        };
+        let agent = &tree.nodes[child];
+        if agent.ty().is_none() {
+            let name = &node.label;
+            cx.error(
+                span,
+                format!(
+                    "map workflow `{name}` of flow `{flow}` takes its items from the transfer's \
+                     payload, a list of the items its agent declares with `#[agent(accepts = \
+                     Item)]`, but its agent `{}` is not an agent type, so it has no declared \
+                     item type: make it an `#[agent(accepts = Item)]` type, or take the items \
+                     from elsewhere (`map(last_output)`, `map(value = \"KEY\")`)",
+                    agent.written
+                ),
+            );
         }
     }
 }

@@ -133,7 +133,8 @@ pub(crate) use sealed::OpenedOnly;
 pub use sealed::SealedStore;
 pub use sealing::{SealError, SealingKeys};
 pub use spending::{
-    crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow,
+    crossed, usage_kept_from, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter,
+    UsageRow,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};

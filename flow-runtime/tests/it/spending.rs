@@ -556,3 +556,103 @@ async fn a_turns_spending_rolls_up_through_an_agent_tool_and_a_task_into_its_thr
         .collect();
     assert_eq!(by_agent, [("refund", 1), ("researcher", 2), ("triage", 3)]);
 }
+
+/// Writes one usage row for each of five days on `host`'s clock (the day it shows, then a day
+/// later each time), then trims the report to a retention of three days, and of three days
+/// again one day later: the older days go, the kept ones and the scopes' spending stay.
+async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
+    use flow_runtime::store::{usage_kept_from, UsageRow};
+    // 2026-12-03T12:00:00Z.
+    let host = ManualHost::starting_at(UNIX_EPOCH + Duration::from_millis(1_796_299_200_000));
+    let now = || ms(flow_runtime::host::Host::now(&host));
+    let tenant = SpendingScope {
+        key: "tenant:acme:month:2026-12".into(),
+        thread: None,
+        scope: BudgetScope::Tenant {
+            period: BudgetPeriod::Month,
+        },
+        limits: Default::default(),
+    };
+    let call = Spending {
+        model_calls: 1,
+        ..Spending::default()
+    };
+    for _ in 0..5 {
+        assert!(store
+            .reserve(std::slice::from_ref(&tenant), &call)
+            .await
+            .unwrap()
+            .is_ok());
+        let row = UsageRow {
+            tenant: "acme".into(),
+            day: BudgetPeriod::Day.label(now()),
+            flow: "desk".into(),
+            agent: "agent".into(),
+            model: "m".into(),
+            spent: call,
+        };
+        store
+            .settle(&[], &Spending::default(), Some(&row))
+            .await
+            .unwrap();
+        host.advance(Duration::from_secs(86_400));
+    }
+    let days = || async {
+        let rows = store.usage(&UsageFilter::default(), 10, 0).await.unwrap();
+        rows.into_iter().map(|r| r.day).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        days().await,
+        [
+            "2026-12-03",
+            "2026-12-04",
+            "2026-12-05",
+            "2026-12-06",
+            "2026-12-07"
+        ]
+    );
+    // The clock is on the 8th now: three days kept are the 6th, the 7th and the 8th.
+    let first_kept = usage_kept_from(now(), 3);
+    assert_eq!(first_kept, "2026-12-06");
+    assert_eq!(store.trim_usage(&first_kept).await.unwrap(), 3);
+    assert_eq!(days().await, ["2026-12-06", "2026-12-07"]);
+    // Trimming again the same day removes nothing; a day later, the 6th goes.
+    assert_eq!(
+        store.trim_usage(&usage_kept_from(now(), 3)).await.unwrap(),
+        0
+    );
+    host.advance(Duration::from_secs(86_400));
+    assert_eq!(
+        store.trim_usage(&usage_kept_from(now(), 3)).await.unwrap(),
+        1
+    );
+    assert_eq!(days().await, ["2026-12-07"]);
+    // What the budgets count is not the report: the tenant's month still holds five calls.
+    assert_eq!(store.spent(&tenant.key).await.unwrap().model_calls, 5);
+}
+
+#[tokio::test]
+async fn usage_rows_past_their_retention_are_deleted_in_memory() {
+    usage_retention_keeps_its_days(&InMemoryRunQueue::new()).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn usage_rows_past_their_retention_are_deleted_on_sqlite() {
+    use flow_runtime::store::SqliteRunQueue;
+    let dir = crate::support::dirs::temp_dir("spending", "retention");
+    let queue = SqliteRunQueue::open(dir.join("store.db")).await.unwrap();
+    usage_retention_keeps_its_days(&queue).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn usage_rows_past_their_retention_are_deleted_on_postgres() {
+    use flow_runtime::store::PostgresRunQueue;
+    let Some(url) = flow_runtime::testing::fresh_postgres_database("retention").await else {
+        return;
+    };
+    let queue = PostgresRunQueue::connect(&url).await.unwrap();
+    usage_retention_keeps_its_days(&queue).await;
+}

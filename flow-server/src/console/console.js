@@ -648,6 +648,7 @@ async function watch(run, response) {
         refreshRuns();
         refreshThreads();
         refreshMemory();
+        refreshUsage();
         if (may("read")) refreshAnswered();
       }
     }
@@ -891,6 +892,60 @@ async function forgetItem(item) {
   await refreshMemory();
 }
 
+// ---- usage ---------------------------------------------------------------------------------
+
+// The signed-in principal's tenant's usage (GET /v1/usage): one row per day, flow, agent and
+// model, the newest day first, and the totals. Hidden when the server counts no spending (404)
+// or the principal may not read.
+async function refreshUsage() {
+  const section = $("#usage-section");
+  if (!may("read")) {
+    section.hidden = true;
+    section.dataset.state = "absent";
+    return;
+  }
+  const rows = [];
+  let offset = 0;
+  try {
+    // A page at a time, at most 10 pages (1,000 rows) on the page.
+    for (let pages = 0; offset !== null && pages < 10; pages++) {
+      const response = await api("/usage?offset=" + offset);
+      if (!response.ok) {
+        // 404: this server counts no spending.
+        section.hidden = true;
+        section.dataset.state = "absent";
+        return;
+      }
+      const page = await response.json();
+      rows.push(...page.usage);
+      offset = page.next_offset == null ? null : page.next_offset;
+    }
+  } catch (_) {
+    return;
+  }
+  rows.sort((a, b) => b.day.localeCompare(a.day) || a.flow.localeCompare(b.flow) ||
+    a.agent.localeCompare(b.agent) || a.model.localeCompare(b.model));
+  const body = $("#usage tbody");
+  body.textContent = "";
+  let tokens = 0, calls = 0, cost = 0;
+  for (const r of rows) {
+    tokens += r.total_tokens;
+    calls += r.model_calls;
+    cost += r.cost_usd;
+    body.append(el("tr", { "data-day": r.day, "data-flow": r.flow, "data-agent": r.agent, "data-model": r.model },
+      el("td", {}, r.day), el("td", {}, r.flow), el("td", {}, r.agent), el("td", {}, r.model),
+      el("td", { class: "number", title: r.input_tokens + " in, " + r.output_tokens + " out" }, String(r.total_tokens)),
+      el("td", { class: "number" }, String(r.model_calls)),
+      el("td", { class: "number" }, r.cost_usd > 0 ? "$" + r.cost_usd.toFixed(6) : "")));
+  }
+  $("#usage").hidden = !rows.length;
+  $("#usage-total").textContent = rows.length
+    ? "In all: " + tokens + " tokens in " + calls + " model calls" + (cost > 0 ? ", $" + cost.toFixed(6) : "")
+    : "Nothing spent yet.";
+  section.hidden = false;
+  section.dataset.state = "shown";
+}
+
 // ---- time travel ---------------------------------------------------------------------------
 
 // The thread's steps (GET .../history), each with what it says and when, and a Fork button for
@@ -1112,6 +1167,7 @@ async function start() {
     $("#refresh-approvals").hidden = !mayQueue();
     $("#refresh-threads").hidden = !may("read");
     refreshMemory();
+    refreshUsage();
     const response = await api("/flows");
     if (!response.ok) {
       $("#auth").hidden = true;
@@ -1162,6 +1218,7 @@ $("#clear-timeline").addEventListener("click", () => { $("#timeline").textConten
 $("#refresh-approvals").addEventListener("click", () => refreshApprovals([]));
 $("#refresh-threads").addEventListener("click", () => refreshThreads());
 $("#refresh-memory").addEventListener("click", () => refreshMemory());
+$("#refresh-usage").addEventListener("click", () => refreshUsage());
 $("#stop").addEventListener("click", () => stop());
 $("#auth-form").addEventListener("submit", (e) => {
   e.preventDefault();

@@ -241,8 +241,28 @@ fn failed(e: &QueueError) -> QueuedEvent {
     }
 }
 
-/// Removes the events of runs that ended more than the retention ago, every so often, until
-/// `stop`.
+/// Deletes the usage report's rows older than [`QueueOptions::usage_retention_days`]
+/// (counted on the queue's clock), if it is set and the queue keeps spending.
+///
+/// [`QueueOptions::usage_retention_days`]: super::QueueOptions::usage_retention_days
+async fn trim_usage(settings: &QueueSettings) {
+    let (Some(days), Some(spending)) = (
+        settings.options.usage_retention_days,
+        settings.queue.spending(),
+    ) else {
+        return;
+    };
+    let now = settings.options.schedule_clock.now_ms();
+    let first_kept = flow_runtime::store::usage_kept_from(now, days);
+    match spending.trim_usage(&first_kept).await {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(rows = n, first_kept, "trimmed the usage report"),
+        Err(e) => tracing::warn!(error = %e, "could not trim the usage report"),
+    }
+}
+
+/// Removes the events of runs that ended more than the retention ago, and the usage rows past
+/// their retention, every so often, until `stop`.
 pub(crate) async fn trim_loop(settings: QueueSettings, mut stop: watch::Receiver<bool>) {
     let retention = settings.options.event_retention;
     let every = (retention / 4).clamp(Duration::from_secs(1), Duration::from_secs(600));
@@ -254,6 +274,7 @@ pub(crate) async fn trim_loop(settings: QueueSettings, mut stop: watch::Receiver
         if let Err(e) = settings.queue.trim_events(before).await {
             tracing::warn!(error = %e, "could not trim the queued runs' events");
         }
+        trim_usage(&settings).await;
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,

@@ -51,8 +51,15 @@ pub struct QueueOptions {
     /// workers does (see [`crate::schedules`]).
     pub schedule_poll: Duration,
     /// The clock schedules are read against (the system clock by default; a test's
-    /// [`ManualHost`](flow_runtime::host::ManualHost) to move it by hand).
+    /// [`ManualHost`](flow_runtime::host::ManualHost) to move it by hand); the usage retention
+    /// counts its days on it too.
     pub schedule_clock: crate::schedules::ScheduleClock,
+    /// How many UTC days of the usage report (`GET /v1/usage`) the store keeps: today and the
+    /// days before it, up to this many in all (`None`, the default: every day). The sweeper
+    /// that removes ended runs' events deletes older rows, every quarter of
+    /// [`event_retention`](QueueOptions::event_retention) (at least every second, at most every
+    /// 10 minutes). Budgets are not affected: a tenant's month counts in its own row.
+    pub usage_retention_days: Option<u32>,
 }
 
 impl Default for QueueOptions {
@@ -66,6 +73,7 @@ impl Default for QueueOptions {
             max_events: 10_000,
             schedule_poll: Duration::from_secs(1),
             schedule_clock: crate::schedules::ScheduleClock::default(),
+            usage_retention_days: None,
         }
     }
 }

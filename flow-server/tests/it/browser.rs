@@ -1553,3 +1553,125 @@ async fn the_plan_shows_beside_the_timeline_and_after_a_reload() {
     })
     .await;
 }
+
+const CAROL: &str = "carol-acme-token-0123456789";
+const DAVE: &str = "dave-globex-token-0123456789";
+
+/// A server counting spending: `desk` and `other`, each answering in one model call of 100 + 10
+/// tokens of model `m` (priced); Carol of tenant acme, Dave of tenant globex.
+fn usage_state(spending: bool) -> AppState {
+    use flow_runtime::budget::ModelPrice;
+    use flow_runtime::store::InMemoryRunQueue;
+    use flow_runtime::{model::Usage, SpendingBudgets};
+    let bot = || {
+        let model = ScriptedModel::rules()
+            .otherwise(ScriptStep::text("hello").with_usage(Usage::new(100, 10)))
+            .named("m");
+        FlowAgent::new(ChatModelAgent::builder("bot", model).build().unwrap())
+    };
+    let builder = AppState::builder(InMemoryStore::new())
+        .flow("desk", bot())
+        .flow("other", bot())
+        .auth(Auth::tokens([
+            (
+                CAROL,
+                Principal::new("carol")
+                    .tenant("acme")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+            (
+                DAVE,
+                Principal::new("dave")
+                    .tenant("globex")
+                    .scopes([Scope::Chat, Scope::Read]),
+            ),
+        ]));
+    let builder = if spending {
+        builder.spending(
+            SpendingBudgets::new(std::sync::Arc::new(InMemoryRunQueue::new()))
+                .price("m", ModelPrice::per_million_tokens(2.0, 8.0)),
+        )
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+/// One turn of `flow`'s thread `thread` as `token`, read to its end.
+async fn take_turn(base: &str, token: &str, flow: &str, thread: &str) {
+    let response = client()
+        .post(format!("{base}/v1/flows/{flow}/threads/{thread}/turns"))
+        .bearer_auth(token)
+        .json(&json!({ "message": "hi" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    read_sse(response).await;
+}
+
+#[tokio::test]
+async fn the_console_shows_the_tenants_usage_by_day_flow_agent_and_model() {
+    let Some(webdriver) = webdriver() else {
+        return;
+    };
+    let server = spawn(usage_state(true)).await;
+    let base = server.base.clone();
+    take_turn(&base, CAROL, "desk", "c1").await;
+    take_turn(&base, CAROL, "desk", "c1").await;
+    take_turn(&base, CAROL, "other", "c2").await;
+    take_turn(&base, DAVE, "desk", "d1").await;
+    let today = {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        flow_runtime::spending::BudgetPeriod::Day.label(ms)
+    };
+    let page = base.clone();
+    in_browser(&webdriver, "usage", |client| async move {
+        sign_in_at(&client, &format!("{page}/#flow=desk&thread=c3"), CAROL).await;
+        let desk = format!(
+            "//*[@id='usage']//tr[@data-day='{today}' and @data-flow='desk' and \
+             @data-agent='bot' and @data-model='m']"
+        );
+        let cells: Vec<String> = wait_text(&client, &desk)
+            .await
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        // Two calls of 110 tokens at $2 and $8 per million: 2 x 280 millionths.
+        assert_eq!(cells, [&today, "desk", "bot", "m", "220", "2", "$0.000560"]);
+        // Carol's tenant only: desk and other, not Dave's globex.
+        let rows = texts(&client, "#usage tbody tr").await;
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert!(rows.iter().any(|r| r.contains("other")), "{rows:?}");
+        let total = wait_text(&client, "//*[@id='usage-total']").await;
+        assert_eq!(total, "In all: 330 tokens in 3 model calls, $0.000840");
+        screenshot(&client, "console-usage.png").await;
+        // A message sent in the console is counted once its run ends.
+        send(&client, "hello again").await;
+        wait_text(
+            &client,
+            &format!(
+                "//*[@id='usage']//tr[@data-day='{today}' and @data-flow='desk']/td[6][text()='3']"
+            ),
+        )
+        .await;
+    })
+    .await;
+
+    // A server that counts no spending shows no usage section.
+    let server = spawn(usage_state(false)).await;
+    let page = server.base.clone();
+    in_browser(&webdriver, "no-usage", |client| async move {
+        sign_in(&client, &page, CAROL).await;
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("#usage-section[data-state='absent'][hidden]"))
+            .await
+            .expect("no usage section without spending");
+    })
+    .await;
+}

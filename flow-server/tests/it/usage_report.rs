@@ -244,3 +244,45 @@ async fn a_threads_view_shows_what_it_spent_and_its_budget_stops_it_with_the_pub
     let events = turn(base, ANA, "desk", "t2").await;
     assert_eq!(events.last().unwrap().name, "done");
 }
+
+#[tokio::test]
+async fn the_queues_sweeper_deletes_usage_rows_past_their_retention_on_the_queues_clock() {
+    use flow_runtime::host::ManualHost;
+    use flow_server::{QueueOptions, ScheduleClock};
+    use std::time::Duration;
+    let clock = ManualHost::starting_at(SystemTime::now());
+    let queue = InMemoryRunQueue::new();
+    let budgets = SpendingBudgets::new(Arc::new(queue.clone()));
+    let mut options = QueueOptions::default();
+    options.poll = Duration::from_millis(10);
+    // The sweeper runs every quarter of the event retention (at least every second).
+    options.event_retention = Duration::from_secs(4);
+    options.usage_retention_days = Some(2);
+    options.schedule_clock = ScheduleClock::new(clock.clone());
+    let state = AppState::builder(InMemoryStore::new())
+        .auth(auth())
+        .flow("desk", bot())
+        .run_queue_with(queue, options)
+        .spending(budgets)
+        .build()
+        .unwrap();
+    let server = spawn(state).await;
+    turn(&server.base, ANA, "desk", "a1").await;
+    let (_, report) = get(&server.base, ANA, "/v1/usage").await;
+    assert_eq!(rows(&report), [("acme".to_owned(), "desk".to_owned(), 1)]);
+    assert_eq!(report["usage"][0]["day"], json!(today()));
+    // Two days later on the queue's clock, a retention of two days keeps yesterday and today:
+    // the next sweep deletes the row (waited for, up to a minute, not timed).
+    clock.advance(Duration::from_secs(2 * 86_400));
+    let mut total = report["total"].clone();
+    for _ in 0..600 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (status, report) = get(&server.base, ANA, "/v1/usage").await;
+        assert_eq!(status, 200, "{report}");
+        total = report["total"].clone();
+        if total == json!(0) {
+            break;
+        }
+    }
+    assert_eq!(total, json!(0), "the sweeper never deleted the row");
+}

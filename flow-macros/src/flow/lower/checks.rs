@@ -121,6 +121,8 @@ pub(super) fn checks(cx: &Cx<'_>) -> TokenStream {
 
 /// The directed edges between two agent-type nodes (a node and its sub-agent, both ways): the
 /// transfers whose payload types the trait system compares.
+/// Also, from an agent type to its `map(payload)` sub-agent (whose payload is a list of its
+/// agent's items, compared as the `MapOver` of that agent).
 fn payload_edges(cx: &Cx<'_>) -> Vec<(usize, usize)> {
     let nodes = &cx.tree.nodes;
     let mut edges = Vec::new();
@@ -129,6 +131,8 @@ fn payload_edges(cx: &Cx<'_>) -> Vec<(usize, usize)> {
             if node.ty().is_some() && nodes[i].ty().is_some() {
                 edges.push((i, j));
                 edges.push((j, i));
+            } else if nodes[i].ty().is_some() && super::node::map_payload_agent(cx, j).is_some() {
+                edges.push((i, j));
             }
         }
     }
@@ -150,19 +154,23 @@ pub(super) fn payload_checks(cx: &Cx<'_>) -> (TokenStream, TokenStream) {
     let m = &cx.m;
     let nodes = &cx.tree.nodes;
     let calls = edges.iter().enumerate().map(|(e, &(a, b))| {
-        let (Some(from), Some(to)) = (nodes[a].ty(), nodes[b].ty()) else {
-            unreachable!("payload edges join agent types")
+        let Some(from) = nodes[a].ty() else {
+            unreachable!("payload edges start at agent types")
         };
         let child = if nodes[b].parent == Some(a) { b } else { a };
         let span = nodes[child].span;
         // In parentheses, so that a path naming a value (a fn without #[agent]) is read as a
         // type, as everywhere else.
-        respan(
-            quote! {
+        let call = match (nodes[b].ty(), super::node::map_payload_agent(cx, b)) {
+            (Some(to), _) => quote! {
                 #p::same_payload::<(#from), (#to), { #m::__AGENTFLOW_PAYLOAD_AT[#e] }>();
             },
-            span,
-        )
+            (None, Some(agent)) => quote! {
+                #p::same_items::<(#from), (#agent), { #m::__AGENTFLOW_PAYLOAD_AT[#e] }>();
+            },
+            (None, None) => unreachable!("payload edges end at agent types or their maps"),
+        };
+        respan(call, span)
     });
     (
         quote!(

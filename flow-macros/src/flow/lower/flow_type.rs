@@ -109,12 +109,23 @@ pub(crate) fn lower(ast: &FlowAst, tree: &Tree, docs: TokenStream) -> TokenStrea
             None => quote!(::core::option::Option::None),
         })
         .collect();
+    // A `map(payload)` node accepts a list of its agent's items: its fact is the item's name.
     let accepts: Vec<TokenStream> = tree
         .nodes
         .iter()
-        .map(|node| match node.ty() {
+        .enumerate()
+        .map(|(i, node)| match node.ty() {
             Some(ty) => quote_spanned!(node.span=> <#ty as #p::AgentSpec>::ACCEPTS),
-            None => quote!(::core::option::Option::None),
+            None => match super::node::map_payload_agent(&cx, i) {
+                // `Some("")` when the agent declares none: the map's own check says so.
+                Some(ty) => quote_spanned!(node.span=>
+                    match <(#ty) as #p::AgentSpec>::ACCEPTS {
+                        ::core::option::Option::None => ::core::option::Option::Some(""),
+                        some => some,
+                    }
+                ),
+                None => quote!(::core::option::Option::None),
+            },
         })
         .collect();
     let sent: Vec<TokenStream> = tree

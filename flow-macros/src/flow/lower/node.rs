@@ -54,6 +54,7 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
                     let items = match &m.items {
                         MapItemsAst::Value(key) => quote!(#p::MapItems::value(#key)),
                         MapItemsAst::LastOutput => quote!(#p::MapItems::LastOutput),
+                        MapItemsAst::Payload(_) => quote!(#p::MapItems::Payload),
                     };
                     let mut map = quote!(#p::Map::new(#name, #items));
                     if let Some(n) = &m.concurrency {
@@ -80,7 +81,20 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
                 _ => quote!(#p::FlowAgent::new(#workflow)),
             };
             let barred = cx.barred(i);
-            quote!(#agent.disallow_transfer_to_parent(#barred))
+            let mut agent = quote!(#agent.disallow_transfer_to_parent(#barred));
+            // `map(payload)`: the node accepts a list of its agent's items (spanned at the
+            // agent, so an agent that declares no item type is reported there).
+            if let (Some(item_agent), WorkflowKind::Map(m)) = (map_payload_agent(cx, i), kind) {
+                if matches!(m.items, MapItemsAst::Payload(_)) {
+                    let span = cx.tree.nodes[node.children[0]].span;
+                    agent.extend(quote_spanned!(span=>
+                        .payload(::core::option::Option::Some(
+                            #p::map_payload::<(#item_agent)>()
+                        ))
+                    ));
+                }
+            }
+            agent
         }
     };
     if node.opts.skip_transfer_messages {
@@ -111,5 +125,17 @@ pub(super) fn lower_node(cx: &Cx<'_>, i: usize, given: &[usize], fields: &[Ident
             .iter()
             .map(|&c| lower_node(cx, c, given, fields));
         quote!(#p::set_sub_agents(#node_expr, [#(#children),*])?)
+    }
+}
+
+/// The agent type of node `i` if it is a `map(payload)` node whose one sub-agent is an agent
+/// type: the type whose declared item a transfer's payload lists.
+pub(super) fn map_payload_agent<'t>(cx: &'t Cx<'_>, i: usize) -> Option<&'t syn::Path> {
+    let node = &cx.tree.nodes[i];
+    match node.workflow() {
+        Some(WorkflowKind::Map(m)) if matches!(m.items, MapItemsAst::Payload(_)) => {
+            cx.tree.nodes[*node.children.first()?].ty()
+        }
+        _ => None,
     }
 }

@@ -148,6 +148,13 @@ impl SpendingStore for InMemorySpending {
             });
         Ok(found.count() as u64)
     }
+
+    async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError> {
+        let mut rows = self.rows();
+        let before = rows.usage.len();
+        rows.usage.retain(|(day, ..), _| day.as_str() >= first_kept);
+        Ok((before - rows.usage.len()) as u64)
+    }
 }
 
 /// The in-memory queue is its own spending store (its [`RunQueue::spending`]), so a runner
@@ -192,5 +199,9 @@ impl SpendingStore for crate::store::InMemoryRunQueue {
 
     async fn count_usage(&self, filter: &UsageFilter) -> Result<u64, QueueError> {
         self.spending_rows().count_usage(filter).await
+    }
+
+    async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError> {
+        self.spending_rows().trim_usage(first_kept).await
     }
 }

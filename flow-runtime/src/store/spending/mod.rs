@@ -229,4 +229,26 @@ pub trait SpendingStore: Send + Sync {
 
     /// How many rows of the usage report `filter` selects.
     async fn count_usage(&self, filter: &UsageFilter) -> Result<u64, QueueError>;
+
+    /// Deletes the usage report's rows of the days before `first_kept` (`YYYY-MM-DD`), every
+    /// tenant's; answers how many there were. The scopes' spending (what budgets count) is not
+    /// touched. [`usage_kept_from`] gives the first day a retention of some days keeps; a
+    /// server's queue sweeper calls this with it
+    /// (`QueueOptions::usage_retention_days` in `flow-server`).
+    async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError>;
+}
+
+/// The first UTC day (`YYYY-MM-DD`) a usage retention of `days` days keeps at `now_ms`
+/// (milliseconds since the Unix epoch): today and the `days - 1` days before it (a retention
+/// of 0 days keeps today's rows too, since they are still being written).
+///
+/// ```
+/// use flow_runtime::store::usage_kept_from;
+/// let dec_7 = 1_796_601_600_000 + 3_600_000; // 2026-12-07 01:00 UTC
+/// assert_eq!(usage_kept_from(dec_7, 1), "2026-12-07");
+/// assert_eq!(usage_kept_from(dec_7, 30), "2026-11-08");
+/// ```
+pub fn usage_kept_from(now_ms: u64, days: u32) -> String {
+    let back = u64::from(days.saturating_sub(1)) * 86_400_000;
+    crate::budget::BudgetPeriod::Day.label(now_ms.saturating_sub(back))
 }

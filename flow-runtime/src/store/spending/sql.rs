@@ -48,6 +48,9 @@ pub(crate) const ADD: &str = "UPDATE agentflow_spending SET input_tokens = input
 
 pub(crate) const DELETE_THREAD: &str = "DELETE FROM agentflow_spending WHERE thread = $1";
 
+/// The usage rows of the days before `$1` (the table's key starts with the day).
+pub(crate) const TRIM_USAGE: &str = "DELETE FROM agentflow_usage WHERE day < $1";
+
 pub(crate) const USAGE_ADD: &str = "INSERT INTO agentflow_usage (day, tenant, flow, agent, \
     model, input_tokens, output_tokens, cost_micro_usd, model_calls) \
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
@@ -268,6 +271,15 @@ macro_rules! sql_spending {
                     .await
                     .map_err($crate::store::queue::sql::db("count the usage report"))?;
                 Ok($crate::store::schedule::sql::u(n))
+            }
+
+            async fn trim_usage(&self, first_kept: &str) -> Result<u64, $crate::store::QueueError> {
+                let done = sqlx::query($crate::store::spending::sql::TRIM_USAGE)
+                    .bind(first_kept)
+                    .execute(&self.pool)
+                    .await
+                    .map_err($crate::store::queue::sql::db("trim the usage report"))?;
+                Ok(done.rows_affected())
             }
         }
     };
