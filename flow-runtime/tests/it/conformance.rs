@@ -71,8 +71,7 @@ async fn transient_memory_store_passes_the_suite() {
 async fn a_store_that_breaks_a_rule_is_told_which() {
     use async_trait::async_trait;
     use flow_runtime::store::{
-        CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode,
-        StoreError,
+        CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode, StoreError,
     };
     use std::time::Duration;
 
@@ -145,7 +144,8 @@ async fn key_value_front_over_the_memory_backend_passes_the_suite() {
     conformance::threads(fresh).await;
     conformance::journals(fresh).await;
     // Sealing is a layer over any store, the front's too.
-    let sealed = || async { SealedStore::new(KeyValueStore::new(MemoryBackend::default()), keys()) };
+    let sealed =
+        || async { SealedStore::new(KeyValueStore::new(MemoryBackend::default()), keys()) };
     conformance::checkpoints(sealed).await;
     conformance::threads(sealed).await;
     conformance::journals(sealed).await;

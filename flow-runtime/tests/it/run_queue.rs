@@ -13,10 +13,6 @@ use flow_runtime::store::{FileRunQueue, InMemoryRunQueue, QueueError, RunQueue};
 
 const LEASE: Duration = Duration::from_secs(60);
 
-fn q0(queues: &[Arc<dyn RunQueue>]) -> &dyn RunQueue {
-    queues[0].as_ref()
-}
-
 #[tokio::test]
 async fn in_memory_queue_keeps_the_contract() {
     let q = InMemoryRunQueue::new();

@@ -1,6 +1,5 @@
 //! The checkpoint store contract's checks: the public conformance suite's.
 
 pub use flow_runtime::store::conformance::{
-    hostile_ids, lifecycle, one_claim_among_tasks, pending_and_purge, refuses_escaping_ids,
-    size_limit,
+    lifecycle, one_claim_among_tasks, pending_and_purge, refuses_escaping_ids, size_limit,
 };

@@ -148,10 +148,12 @@ impl<B: KeyValueBackend> CheckpointStore for KeyValueStore<B> {
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
         self.change("release", &claim.id, |run| {
-            Ok(match run {
-                Some(mut run) if run.records.release(claim) => (Some(run), ()),
-                _ => (None, ()),
-            })
+            let Some(mut run) = run else {
+                return Ok((None, ()));
+            };
+            // A claim no longer held changes nothing.
+            let released = run.records.release(claim);
+            Ok((released.then_some(run), ()))
         })
         .await
     }

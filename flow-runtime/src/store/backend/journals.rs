@@ -139,7 +139,10 @@ impl<B: KeyValueBackend> JournalStore for KeyValueStore<B> {
                 return Ok(());
             }
             journal.truncate(len as usize);
-            if self.put_journal("truncate", run, revision, &journal).await? {
+            if self
+                .put_journal("truncate", run, revision, &journal)
+                .await?
+            {
                 return Ok(());
             }
         }

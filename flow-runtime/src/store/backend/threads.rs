@@ -15,7 +15,9 @@ use super::{Table, MAX_RETRIES};
 use crate::store::memory::lease_end;
 use crate::store::records::check_size;
 use crate::store::thread::check_version;
-use crate::store::{now_ms, validate_thread_id, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
+use crate::store::{
+    now_ms, validate_thread_id, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+};
 
 /// A thread as stored: each record's turn and its encoded bytes.
 struct Thread {

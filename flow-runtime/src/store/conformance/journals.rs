@@ -355,10 +355,9 @@ impl crate::store::DeferredSteps for Batch {
 /// exactly the steps before or after its position.
 pub async fn deferred_batches_read_back_and_cut(store: &impl JournalStore) {
     let run = "journal-batches";
-    let batch =
-        |steps: Vec<(&'static str, &'static str)>| -> Arc<dyn crate::store::DeferredSteps> {
-            Arc::new(Batch(steps))
-        };
+    let batch = |steps: Vec<(&'static str, &'static str)>| -> Arc<dyn crate::store::DeferredSteps> {
+        Arc::new(Batch(steps))
+    };
     store
         .append_steps(run, 0, vec![step("model_reply", "a")])
         .await

@@ -51,8 +51,8 @@ use crate::store::memory_items::MemoryStore;
 use crate::store::{CheckpointStore, JournalStore, RunQueue, ThreadStore};
 
 pub use checkpoints::{
-    batch_claims_are_disjoint, hostile_ids, lifecycle, one_claim_among_tasks,
-    pending_and_purge, refuses_escaping_ids, size_limit, takeover_among_tasks,
+    batch_claims_are_disjoint, hostile_ids, lifecycle, one_claim_among_tasks, pending_and_purge,
+    refuses_escaping_ids, size_limit, takeover_among_tasks,
 };
 pub use journals::{
     append_after_takeover, appends_reads_truncates_deletes, deferred_batches_read_back_and_cut,
@@ -60,8 +60,7 @@ pub use journals::{
     refuses_bad_ids_and_kinds, step, unsynced_appends_keep_the_condition,
 };
 pub use queue::{
-    capped_race, counts, events_cancel_flows, fair, one_claim_each,
-    queue_lifecycle, queue_takeover,
+    capped_race, counts, events_cancel_flows, fair, one_claim_each, queue_lifecycle, queue_takeover,
 };
 pub use threads::{
     appends_reads_list_delete, leases, one_winner_among_tasks, record, refuses_bad_ids,

@@ -5,10 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::store::{
-    CancelState, Enqueue, NewRun, QueueCap, QueueError,
-    QueueStatus, RunQueue,
-};
+use crate::store::{CancelState, Enqueue, NewRun, QueueCap, QueueError, QueueStatus, RunQueue};
 use serde_json::json;
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -191,6 +188,11 @@ pub async fn queue_takeover(q: &dyn RunQueue, p: &str) {
     q.complete(&next, json!({"status": "success"}))
         .await
         .unwrap();
+}
+
+/// The first of `queues`.
+fn q0(queues: &[Arc<dyn RunQueue>]) -> &dyn RunQueue {
+    queues[0].as_ref()
 }
 
 fn now_ms() -> u64 {
