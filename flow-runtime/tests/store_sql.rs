@@ -390,6 +390,18 @@ mod conformance_suite {
             async move { SqliteRunQueue::open(path).await.unwrap() }
         })
         .await;
+        for suite in 0..2 {
+            let mut path = fresh_path(if suite == 0 { "schedules" } else { "spending" });
+            let mut open = || {
+                let path = path();
+                async move { SqliteRunQueue::open(path).await.unwrap() }
+            };
+            if suite == 0 {
+                conformance::schedules(&mut open).await;
+            } else {
+                conformance::spending(&mut open).await;
+            }
+        }
         let mut path = fresh_path("memory");
         conformance::memory(|| {
             let path = path();
@@ -436,6 +448,12 @@ mod conformance_suite {
             PostgresRunQueue::connect(&url).await.unwrap()
         })
         .await;
+        let open = || async {
+            let url = database("conformance_sched").await.unwrap();
+            PostgresRunQueue::connect(&url).await.unwrap()
+        };
+        conformance::schedules(open).await;
+        conformance::spending(open).await;
         conformance::memory(|| async {
             let url = database("conformance_memory").await.unwrap();
             PostgresMemoryStore::connect(&url).await.unwrap()

@@ -159,3 +159,9 @@ async fn key_value_front_keeps_its_size_limit() {
     conformance::size_limit(&open, &open.clone().max_checkpoint_bytes(16), "").await;
     conformance::thread_size_limit(&open, &open.clone().max_checkpoint_bytes(64), "").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_queue_passes_the_schedules_and_spending_suites() {
+    conformance::schedules(|| async { InMemoryRunQueue::new() }).await;
+    conformance::spending(|| async { InMemoryRunQueue::new() }).await;
+}

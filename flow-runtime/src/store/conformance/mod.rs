@@ -9,6 +9,8 @@
 //! | [`ThreadStore`] | [`threads`] | a factory of empty stores |
 //! | [`JournalStore`] | [`journals`] | a factory of empty stores |
 //! | [`RunQueue`] | [`run_queue`] | a factory of empty queues |
+//! | [`ScheduleStore`](crate::store::ScheduleStore) (a queue's schedules) | [`schedules`] | a factory of empty queues |
+//! | [`SpendingStore`] (what threads and tenants spent) | [`spending`] | a factory of empty stores |
 //! | [`MemoryStore`](crate::store::memory_items::MemoryStore) | [`memory`] | a factory of empty stores |
 //!
 //! Each call takes a *factory*: a closure that opens a fresh, empty store (a new temporary
@@ -32,13 +34,16 @@
 //! # });
 //! ```
 //!
-//! One module per contract: `checkpoints.rs`, `threads.rs`, `journals.rs`, `queue.rs`; the
+//! One module per contract: `checkpoints.rs`, `threads.rs`, `journals.rs`, `queue.rs`,
+//! `schedules.rs`, `spending.rs`; the
 //! memory contract's checks live beside the memory stores
 //! ([`memory_items::contract`](crate::store::memory_items::contract)).
 
 mod checkpoints;
 mod journals;
 mod queue;
+mod schedules;
+mod spending;
 mod threads;
 
 use std::future::Future;
@@ -48,7 +53,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 
 use crate::store::memory_items::MemoryStore;
-use crate::store::{CheckpointStore, JournalStore, RunQueue, ThreadStore};
+use crate::store::{CheckpointStore, JournalStore, RunQueue, SpendingStore, ThreadStore};
 
 pub use checkpoints::{
     batch_claims_are_disjoint, hostile_ids, lifecycle, one_claim_among_tasks, pending_and_purge,
@@ -62,6 +67,8 @@ pub use journals::{
 pub use queue::{
     capped_race, counts, events_cancel_flows, fair, one_claim_each, queue_lifecycle, queue_takeover,
 };
+pub use schedules::{one_advance_each, schedule_contract};
+pub use spending::{racing_reservations, reservation_is_all_or_nothing};
 pub use threads::{
     appends_reads_list_delete, leases, one_winner_among_tasks, record, refuses_bad_ids,
     size_limit as thread_size_limit,
@@ -335,6 +342,73 @@ where
         "a cap on a group's runs holds exactly under concurrent enqueuers",
         "count and insert in one atomic step in enqueue_within",
         capped_race(vec![q.clone(), q], ""),
+    )
+    .await;
+}
+
+/// Checks the [`ScheduleStore`](crate::store::ScheduleStore) contract on the schedules kept by
+/// queues made by `fresh` ([`RunQueue::schedules`]): create, read, list and count one
+/// tenant's, change, delete, the due ones, and the compare-and-swap that moves a schedule on,
+/// raced from three tasks (exactly one wins each due time).
+///
+/// # Panics
+///
+/// When the queue keeps no schedules, or breaks a rule: the message names the rule and how
+/// to fix the backend.
+pub async fn schedules<Q, F, Fut>(mut fresh: F)
+where
+    Q: RunQueue,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Q>,
+{
+    let q = fresh().await;
+    assert!(
+        q.schedules().is_some(),
+        "store conformance: this queue keeps no schedules (RunQueue::schedules is None); \
+         return the store that keeps them, or do not run the schedules suite"
+    );
+    rule(
+        "schedules: create, read, list, count, change, delete, due, advance",
+        "follow ScheduleStore's docs: a tenant sees its own schedules only; advance_schedule \
+         moves a schedule on only from the due time it read (a compare-and-swap)",
+        schedule_contract(&q),
+    )
+    .await;
+    let q: Arc<dyn RunQueue> = Arc::new(fresh().await);
+    rule(
+        "of concurrent advances of one due time, exactly one wins",
+        "compare the stored due time and write the next one in one atomic step",
+        one_advance_each(vec![q.clone(), q.clone(), q]),
+    )
+    .await;
+}
+
+/// Checks the [`SpendingStore`] contract on stores made by `fresh` (the run queues that keep
+/// spending implement it): a reservation over several scopes is all or nothing, settlements
+/// correct every row, deleting a thread removes its rows, and of sixteen concurrent
+/// reservations against a limit of five exactly five pass.
+///
+/// # Panics
+///
+/// When a store breaks a rule: the message names the rule and how to fix the backend.
+pub async fn spending<S, F, Fut>(mut fresh: F)
+where
+    S: SpendingStore + 'static,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = S>,
+{
+    let store = fresh().await;
+    rule(
+        "a reservation over several scopes is all or nothing",
+        "check every scope's limit and charge them all in one transaction (or under one lock)",
+        reservation_is_all_or_nothing(&store),
+    )
+    .await;
+    let store: Arc<dyn SpendingStore> = Arc::new(fresh().await);
+    rule(
+        "of concurrent reservations against a limit, exactly the limit's number pass",
+        "check the limit and charge in one atomic step",
+        racing_reservations(store.clone(), store),
     )
     .await;
 }
