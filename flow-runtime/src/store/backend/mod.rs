@@ -138,7 +138,8 @@ pub trait KeyValueBackend: Send + Sync + 'static {
     /// revision is `expected` (`None`: the key is absent), and bumps the revision; returns
     /// whether it wrote. Atomic: of concurrent writers expecting the same revision, at most one
     /// writes. A revision is never given twice to one key, even after the key was removed
-    /// and written again (else a writer that read before the removal could overwrite). This compare-and-swap is the one guarantee the front builds every rule on.
+    /// and written again (else a writer that read before the removal could overwrite). This
+    /// compare-and-swap is the one guarantee the front builds every rule on.
     async fn write(
         &self,
         table: Table,

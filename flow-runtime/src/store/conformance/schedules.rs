@@ -1,5 +1,5 @@
-//! The checks of the [`ScheduleStore`](crate::store::ScheduleStore) contract, the schedules a run queue's store keeps
-//! (through [`RunQueue::schedules`]), each on a queue given (see
+//! The checks of the [`ScheduleStore`](crate::store::ScheduleStore) contract, the schedules a
+//! run queue's store keeps (through [`RunQueue::schedules`]), each on a queue given (see
 //! [`schedules`](super::schedules)).
 
 use std::sync::Arc;

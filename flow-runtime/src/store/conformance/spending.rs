@@ -1,5 +1,6 @@
 //! The checks of the [`SpendingStore`] contract, what threads and tenants spent as a run
-//! queue's store keeps it (through [`RunQueue::spending`](crate::store::RunQueue::spending)), each on a store given (see
+//! queue's store keeps it (through
+//! [`RunQueue::spending`](crate::store::RunQueue::spending)), each on a store given (see
 //! [`spending`](super::spending)).
 
 use std::sync::Arc;
