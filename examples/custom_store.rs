@@ -23,8 +23,11 @@ use agentflow::store::{conformance, CheckpointStore, Completion, SaveMode};
 pub struct MapBackend {
     latency: Duration,
     /// The entries, and the last revision given (never given twice, even after a removal).
-    map: Mutex<(BTreeMap<(Table, String), Entry>, u64)>,
+    map: Mutex<(Entries, u64)>,
 }
+
+/// Entries by table and key.
+type Entries = BTreeMap<(Table, String), Entry>;
 
 impl MapBackend {
     /// An empty map whose every call takes `latency`.

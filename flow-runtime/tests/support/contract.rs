@@ -1,4 +1,6 @@
 //! The checkpoint store contract's checks: the public conformance suite's.
+// Each test crate uses some of them.
+#![allow(unused_imports)]
 
 pub use flow_runtime::store::conformance::{
     lifecycle, one_claim_among_tasks, pending_and_purge, refuses_escaping_ids, size_limit,

@@ -1,4 +1,6 @@
 //! The journal store contract's checks: the public conformance suite's.
+// Each test crate uses some of them.
+#![allow(unused_imports)]
 
 pub use flow_runtime::store::conformance::{
     appends_reads_truncates_deletes, deferred_batches_read_back_and_cut,

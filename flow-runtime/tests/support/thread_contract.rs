@@ -1,4 +1,6 @@
 //! The thread store contract's checks: the public conformance suite's.
+// Each test crate uses some of them.
+#![allow(unused_imports)]
 
 pub use flow_runtime::store::conformance::{
     appends_reads_list_delete, leases, one_winner_among_tasks, refuses_bad_ids,

@@ -249,8 +249,11 @@ fn unpack<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<(T, &[u8])> {
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
     /// The entries, and the last revision given (so none is given twice).
-    entries: Mutex<(BTreeMap<(Table, String), Entry>, u64)>,
+    entries: Mutex<(Entries, u64)>,
 }
+
+/// Entries by table and key.
+type Entries = BTreeMap<(Table, String), Entry>;
 
 #[async_trait]
 impl KeyValueBackend for MemoryBackend {
