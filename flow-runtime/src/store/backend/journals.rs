@@ -6,10 +6,9 @@
 use async_trait::async_trait;
 
 use super::{contended, failed, pack, unpack, KeyValueBackend, KeyValueStore, Table, MAX_RETRIES};
+use crate::store::journal::check_kind;
 use crate::store::records::check_size;
-use crate::store::{
-    journal_check_kind, validate_id, JournalError, JournalStore, JournalSummary, StoredStep,
-};
+use crate::store::{validate_id, JournalError, JournalStore, JournalSummary, StoredStep};
 
 /// A journal's header: each step's time, kind and length.
 type Header = Vec<(u64, String, u64)>;
@@ -92,7 +91,7 @@ impl<B: KeyValueBackend> JournalStore for KeyValueStore<B> {
     ) -> Result<u64, JournalError> {
         validate_id(run)?;
         for step in &steps {
-            journal_check_kind(&step.kind)?;
+            check_kind(&step.kind)?;
             check_size(run, step.bytes.len() as u64, self.max_bytes)?;
         }
         for _ in 0..MAX_RETRIES {
