@@ -11,7 +11,7 @@
 //! | [`RunQueue`] | [`run_queue`] | a factory of empty queues |
 //! | [`ScheduleStore`](crate::store::ScheduleStore) (a queue's schedules) | [`schedules`] | a factory of empty queues |
 //! | [`SpendingStore`] (what threads and tenants spent) | [`spending`] | a factory of empty stores |
-//! | [`MemoryStore`](crate::store::memory_items::MemoryStore) | [`memory`] | a factory of empty stores |
+//! | [`MemoryStore`] | [`memory`] | a factory of empty stores |
 //!
 //! Each call takes a *factory*: a closure that opens a fresh, empty store (a new temporary
 //! directory, a new database) each time it is called, so every check starts clean. A check
