@@ -6,6 +6,12 @@
 //! on by default) and PostgreSQL (`PostgresStore`, feature `postgres`); encryption at rest
 //! ([`SealedStore`]). Long-term memory has its own stores, in [`memory`](crate::memory).
 
+/// A store of your own in three primitives: the `KeyValueBackend` trait and the front
+/// `KeyValueStore` that keeps every rule of the contracts over it.
+pub use flow_runtime::store::backend;
+/// The conformance suite of the store contracts: run it from the tests of a store of your
+/// own (see the module's docs).
+pub use flow_runtime::store::conformance;
 pub use flow_runtime::store::{
     crossed, usage_kept_from, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter,
     UsageRow,

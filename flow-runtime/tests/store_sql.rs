@@ -330,3 +330,134 @@ mod postgres {
         }
     }
 }
+
+/// The public conformance suite (`store::conformance`) on the SQL stores, plain and sealed,
+/// with their run queues and memory stores.
+mod conformance_suite {
+    use flow_runtime::store::conformance;
+    #[cfg(feature = "sqlite")]
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[cfg(feature = "sqlite")]
+    fn fresh_path(area: &'static str) -> impl FnMut() -> std::path::PathBuf {
+        let n = AtomicUsize::new(0);
+        move || {
+            let name = format!("{area}-{}", n.fetch_add(1, Ordering::SeqCst));
+            crate::support::dirs::fresh_dir("sql-conformance", &name).join("store.db")
+        }
+    }
+
+    fn keys() -> flow_runtime::store::SealingKeys {
+        flow_runtime::store::SealingKeys::new("k1", [7; 32]).unwrap()
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_store_passes_the_suite() {
+        use flow_runtime::store::SqliteStore;
+        let mut path = fresh_path("store");
+        let mut open = || {
+            let path = path();
+            async move { SqliteStore::open(path).await.unwrap() }
+        };
+        conformance::checkpoints(&mut open).await;
+        conformance::threads(&mut open).await;
+        conformance::journals(&mut open).await;
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sealed_sqlite_store_passes_the_suite() {
+        use flow_runtime::store::{SealedStore, SqliteStore};
+        let mut path = fresh_path("sealed");
+        let mut open = || {
+            let path = path();
+            async move { SealedStore::new(SqliteStore::open(path).await.unwrap(), keys()) }
+        };
+        conformance::checkpoints(&mut open).await;
+        conformance::threads(&mut open).await;
+        conformance::journals(&mut open).await;
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sqlite_queue_and_memory_store_pass_the_suite() {
+        use flow_runtime::store::memory_items::SqliteMemoryStore;
+        use flow_runtime::store::SqliteRunQueue;
+        let mut path = fresh_path("queue");
+        conformance::run_queue(|| {
+            let path = path();
+            async move { SqliteRunQueue::open(path).await.unwrap() }
+        })
+        .await;
+        for suite in 0..2 {
+            let mut path = fresh_path(if suite == 0 { "schedules" } else { "spending" });
+            let mut open = || {
+                let path = path();
+                async move { SqliteRunQueue::open(path).await.unwrap() }
+            };
+            if suite == 0 {
+                conformance::schedules(&mut open).await;
+            } else {
+                conformance::spending(&mut open).await;
+            }
+        }
+        let mut path = fresh_path("memory");
+        conformance::memory(|| {
+            let path = path();
+            async move { SqliteMemoryStore::open(path).await.unwrap() }
+        })
+        .await;
+    }
+
+    #[cfg(feature = "postgres")]
+    async fn database(prefix: &str) -> Option<String> {
+        flow_runtime::testing::fresh_postgres_database(prefix).await
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_store_passes_the_suite() {
+        use flow_runtime::store::{PostgresStore, SealedStore};
+        if database("conformance_probe").await.is_none() {
+            return;
+        }
+        let open = || async {
+            let url = database("conformance").await.unwrap();
+            PostgresStore::connect(&url).await.unwrap()
+        };
+        conformance::checkpoints(open).await;
+        conformance::threads(open).await;
+        conformance::journals(open).await;
+        let sealed = || async { SealedStore::new(open().await, keys()) };
+        conformance::checkpoints(sealed).await;
+        conformance::threads(sealed).await;
+        conformance::journals(sealed).await;
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_queue_and_memory_store_pass_the_suite() {
+        use flow_runtime::store::memory_items::PostgresMemoryStore;
+        use flow_runtime::store::PostgresRunQueue;
+        if database("conformance_probe").await.is_none() {
+            return;
+        }
+        conformance::run_queue(|| async {
+            let url = database("conformance_queue").await.unwrap();
+            PostgresRunQueue::connect(&url).await.unwrap()
+        })
+        .await;
+        let open = || async {
+            let url = database("conformance_sched").await.unwrap();
+            PostgresRunQueue::connect(&url).await.unwrap()
+        };
+        conformance::schedules(open).await;
+        conformance::spending(open).await;
+        conformance::memory(|| async {
+            let url = database("conformance_memory").await.unwrap();
+            PostgresMemoryStore::connect(&url).await.unwrap()
+        })
+        .await;
+    }
+}

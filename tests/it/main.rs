@@ -10,6 +10,7 @@ mod customer_service;
 
 #[cfg(feature = "a2a")]
 mod a2a_remote;
+mod custom_store;
 mod dsl_api;
 mod dsl_delegation;
 mod dsl_guide_errors;

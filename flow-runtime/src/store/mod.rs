@@ -75,10 +75,17 @@
 //! checkpoints and journal steps with AES-256-GCM ([`SealingKeys`], keys by id so they rotate;
 //! `sealing.rs` the keys and format, `sealed.rs` the wrapper).
 //!
+//! A store of your own needs only three primitives: [`backend`]'s `KeyValueBackend` (read,
+//! compare-and-swap write, scan), under the front `KeyValueStore` that keeps every rule.
+//! Whether a store keeps its contract is checked by [`conformance`], the suite every store
+//! of ours passes and that a store of your own can run from its tests.
+//!
 //! `SqliteStore` is `sqlite.rs`, with `sqlite_journal.rs` (its child module) for its journal
 //! appends: one group writer per store, whose transactions commit every append waiting at once.
 
+pub mod backend;
 mod checkpoint;
+pub mod conformance;
 mod file;
 mod journal;
 mod memory;

@@ -17,6 +17,7 @@ mod budgets;
 mod capacity;
 mod chat_agent;
 mod chat_agent_features;
+mod conformance;
 mod context_budget;
 mod custom_wrapper;
 mod durable_turns;
