@@ -78,7 +78,7 @@ pub mod sdk;
 #[cfg(feature = "sdk")]
 pub use sdk::{
     connect, replay_history, replayer, run_worker, worker_flows, worker_options,
-    AgentflowActivities, AnswerRequest, Carried, LocalSteps, TemporalError, Thread, ThreadStart,
+    AgentflowActivities, AnswerRequest, CancelTurn, Carried, LocalSteps, TemporalError, Thread, ThreadStart,
     ThreadWorkflow, TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
 };
 

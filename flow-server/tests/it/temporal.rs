@@ -328,3 +328,108 @@ async fn an_approval_the_workflow_waits_on_ends_the_turn_interrupted_and_resume_
     .await;
     assert_eq!(again.status(), 409, "{:?}", again.text().await);
 }
+
+/// A clerk whose `wait` tool says it started (on `started`) and then never ends; a user's
+/// `wait` asks for it, anything else is answered with the number of user messages the model
+/// was given (the conversation the thread's workflow keeps).
+fn waiter(started: tokio::sync::mpsc::UnboundedSender<()>) -> FlowAgent {
+    let wait = flow_runtime::tool_fn("wait", "Waits.", move |_args: Value| {
+        let started = started.clone();
+        async move {
+            let _ = started.send(());
+            futures::future::pending::<()>().await;
+            Ok::<_, ToolError>("never".to_owned())
+        }
+    });
+    let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
+        let users: Vec<&str> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .collect();
+        let answered = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role != Role::User);
+        match users.last() {
+            Some(&"wait") if !answered => ScriptStep::tool_call("wait", json!({})),
+            _ => ScriptStep::text(format!("{} user messages", users.len())),
+        }
+    });
+    let clerk = ChatModelAgent::builder("clerk", model)
+        .tool(wait)
+        .build()
+        .unwrap();
+    FlowAgent::new(clerk)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too() {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("waiter");
+    let flow = &flow[..24.min(flow.len())];
+    let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    flow_temporal::worker_flows().insert(flow, waiter(started.clone()));
+    start_worker(&client, &queue);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    // The tool's call would hold the thread for ten minutes if nothing cancelled it.
+    let executor = TemporalExecutor::new(client.clone(), queue.as_str(), base.as_str())
+        .tool_timeout(Duration::from_secs(600));
+    let state = AppState::builder(InMemoryStore::new())
+        .auth(Auth::bearer(TOKEN))
+        .turn_routing(TurnRouting::Root)
+        .flow(flow, waiter(started))
+        .temporal(executor)
+        .build()
+        .unwrap();
+    tokio::spawn(flow_server::serve(listener, state));
+
+    let response = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs"),
+        json!({ "message": "wait", "stream": true, "on_disconnect": "cancel" }),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let mut events = response.bytes_stream().eventsource();
+    let first = events.next().await.unwrap().unwrap();
+    assert_eq!(first.event, "turn");
+    let run: Value = serde_json::from_str(&first.data).unwrap();
+    let run = run["run_id"].as_str().unwrap().to_owned();
+    heard.recv().await.expect("the tool started on the worker");
+    drop(events);
+
+    let outcome: Value = crate::common::get(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/wait"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "cancelled", "{outcome}");
+
+    // The workflow stopped the turn (else the next one would wait behind its tool call) and
+    // kept nothing of it: the model is given one user message.
+    let next = tokio::time::timeout(Duration::from_secs(120), turn(&base, flow, "t1", "hello"))
+        .await
+        .expect("the next turn ran: the cancelled one no longer holds the thread's workflow");
+    assert_eq!(
+        next.last().unwrap().data["output"],
+        "1 user messages",
+        "{next:#?}"
+    );
+    let thread: Value = crate::common::get(&base, &format!("/v1/flows/{flow}/threads/t1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(thread["turns"], 1, "nothing recorded of the cancelled turn: {thread:#}");
+}
