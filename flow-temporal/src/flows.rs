@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use flow_core::model::ModelError;
+use flow_core::model::{ChatRequest, ModelError};
 use flow_core::resume::ResumeInfo;
 use flow_core::{ChatModelAgent, FlowAgent, RunContext, Session, ToolContext, ToolError};
 
@@ -149,11 +149,19 @@ pub async fn call_model(
 ) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
     let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
     let model = Arc::clone(chat_agent(&node).model());
+    let request = loaded_request(flows, call).await?;
+    Ok(model.generate(&request).await)
+}
+
+/// The call's request with every stored payload's reference replaced by its text (see
+/// [`blobs`](crate::blobs)).
+async fn loaded_request(flows: &Flows, call: &ModelCall) -> Result<ChatRequest, LookupError> {
     let mut request = call.request();
     if let Some(payloads) = flows.large_payloads() {
         for message in request.messages.iter_mut() {
             let loaded = payloads
                 .load(&message.content)
+                .await
                 .map_err(|e| LookupError::Blob {
                     flow: call.flow.clone(),
                     source: Arc::new(e),
@@ -163,7 +171,7 @@ pub async fn call_model(
             }
         }
     }
-    Ok(model.generate(&request).await)
+    Ok(request)
 }
 
 /// What a model activity does for a call with a sink ([`ModelCall::live`]): streams the calling
@@ -181,7 +189,8 @@ where
     use futures::StreamExt;
     let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
     let model = Arc::clone(chat_agent(&node).model());
-    let mut stream = match model.stream(&call.request()).await {
+    let request = loaded_request(flows, call).await?;
+    let mut stream = match model.stream(&request).await {
         Ok(stream) => stream,
         Err(e) => return Ok(Err(e)),
     };
@@ -230,7 +239,7 @@ pub async fn call_tool(flows: &Flows, input: &ToolCallInput) -> Result<ToolOutco
     Ok(match tool.call(&cx, &input.call.arguments).await {
         Ok(text) => match flows.large_payloads() {
             Some(payloads) => {
-                ToolOutcome::Done(payloads.store(text).map_err(|e| LookupError::Blob {
+                ToolOutcome::Done(payloads.store(text).await.map_err(|e| LookupError::Blob {
                     flow: input.flow.clone(),
                     source: Arc::new(e),
                 })?)

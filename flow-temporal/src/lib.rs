@@ -83,6 +83,8 @@ pub use sdk::{
 };
 
 pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};
+#[cfg(feature = "sqlite")]
+pub use blobs::SqliteBlobStore;
 pub use effects::{
     Effect, Effects, EffectsMiddleware, ModelCall, Outcome, TemporalHost, ToolCallInput,
     ToolOutcome, ToolResume,

@@ -411,17 +411,31 @@ impl TemporalAgent {
                 .question
                 .filter(|q| at.answered.as_deref() != Some(q.id.as_str()))
             {
-                let mut info = InterruptInfo::new(question.info.clone());
-                info.state = Some(json!({
-                    "workflow": at.workflow,
-                    "turn": at.turn.unwrap_or_default(),
-                    "since": at.since,
-                    "question": question.id,
-                }));
-                let _ = out.send(AgentEvent::action(Action::interrupted(info)));
+                let _ = out.send(interrupt_of(&question, &at));
                 return;
             }
         }
+    }
+}
+
+/// This agent's interrupt for the workflow's `question`, read up to `at`: it carries the
+/// question's id and comes from the agent that asked it (its address's last frame), so the
+/// tree around this agent keeps that id (it names only an interrupt of its own root by its run
+/// path, which is then the same): an approval has the id it has in process, and is answered
+/// by it through every door. Its state is where the workflow stands, for the resume.
+fn interrupt_of(question: &InterruptInfo, at: &At) -> AgentEvent {
+    let mut info = InterruptInfo::new(question.info.clone());
+    info.id = question.id.clone();
+    info.state = Some(json!({
+        "workflow": at.workflow,
+        "turn": at.turn.unwrap_or_default(),
+        "since": at.since,
+        "question": question.id,
+    }));
+    let event = AgentEvent::action(Action::interrupted(info));
+    match question.address.last() {
+        Some(asker) => event.stamped(&asker.agent, &asker.run_path),
+        None => event,
     }
 }
 

@@ -433,3 +433,81 @@ async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too(
         .unwrap();
     assert_eq!(thread["turns"], 1, "nothing recorded of the cancelled turn: {thread:#}");
 }
+
+/// `desk` transfers to `billing`, whose `pay` needs a human's approval.
+fn approving_desk(ledger: &Ledger) -> FlowAgent {
+    let ledger = ledger.clone();
+    let pay = tool_fn_with_context(
+        "pay",
+        "Pays an amount.",
+        move |cx: ToolContext, args: PayArgs| {
+            let ledger = ledger.clone();
+            async move {
+                ledger.append(&cx.idempotency_key(), args.amount);
+                Ok::<_, ToolError>(format!("paid {}", args.amount))
+            }
+        },
+    );
+    let billing = ChatModelAgent::builder(
+        "billing",
+        stateless(vec![
+            ScriptStep::tool_call("pay", json!({ "amount": 12 })),
+            ScriptStep::text("paid"),
+        ]),
+    )
+    .description("Pays bills.")
+    .tool(NeedsApproval::always(Arc::new(pay)))
+    .build()
+    .unwrap();
+    let desk = ChatModelAgent::builder("desk", stateless(vec![ScriptStep::transfer("billing")]))
+        .description("The front desk.")
+        .build()
+        .unwrap();
+    set_sub_agents(FlowAgent::new(desk), [FlowAgent::new(billing)]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_as_in_process() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("approving");
+    let flow = &flow[..24.min(flow.len())];
+    let ledger = Ledger::new();
+    flow_temporal::worker_flows().insert(flow, approving_desk(&ledger));
+    start_worker(&client, &queue);
+    let on_temporal = serve(&[(flow, approving_desk(&ledger))], Some((&client, &queue))).await;
+    let in_process = serve(&[(flow, approving_desk(&Ledger::new()))], None).await;
+
+    // The tree routes show the flow's agents, not the Temporal root that runs its turns.
+    for route in ["", "/mermaid"] {
+        let path = format!("/v1/flows/{flow}{route}");
+        let temporal = crate::common::get(&on_temporal, &path).await.text().await.unwrap();
+        let local = crate::common::get(&in_process, &path).await.text().await.unwrap();
+        assert_eq!(temporal, local, "GET {path}");
+        assert!(temporal.contains("billing"), "GET {path}: {temporal}");
+    }
+
+    let asked = turn(&on_temporal, flow, "t1", "pay my bill").await;
+    let asked_locally = turn(&in_process, flow, "t1", "pay my bill").await;
+    let id = &asked.last().unwrap().data["interrupts"][0]["id"];
+    assert_eq!(
+        id,
+        &asked_locally.last().unwrap().data["interrupts"][0]["id"],
+        "the same interrupt id on Temporal as in process: {asked:#?}"
+    );
+
+    // Answered by that id: through the HTTP API's resume, as in process.
+    let resumed = read_sse(
+        post(
+            &on_temporal,
+            &format!("/v1/flows/{flow}/threads/t1/resume"),
+            json!({ "interrupt_id": id, "data": { "approve": true } }),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(resumed.last().unwrap().data["output"], "paid", "{resumed:#?}");
+    assert_eq!(ledger.lines().len(), 1, "one payment: {:?}", ledger.lines());
+}

@@ -1,8 +1,9 @@
 //! A thread workflow's semantics on the dev server: continue-as-new keeps a long thread's
 //! history bounded and its conversation whole; double texting (reject, enqueue, interrupt,
 //! rollback) while a turn runs; a workflow cancel stops the running turn at the engine's safe
-//! point, or where it is with `immediate`; a tool result over Temporal's 2 MB payload limit is
-//! stored by reference and the model still reads it all.
+//! point, or where it is with `immediate`; `cancel_turn` stops one turn and the thread goes on;
+//! a tool result over Temporal's 2 MB payload limit is stored by reference (in a directory, in
+//! SQLite) and the model still reads it all, and its history replays.
 //!
 //! Needs a dev server (`AGENTFLOW_TEMPORAL_ADDRESS`): skipped without one, failed in CI
 //! (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
@@ -15,8 +16,9 @@ use std::time::Duration;
 use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
 use flow_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
 use flow_temporal::{
-    worker_flows, FileBlobStore, LocalSteps, Reference, TemporalError, Thread, ThreadStart,
-    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult,
+    replay_history, worker_flows, BlobStore, CancelTurn, FileBlobStore, LocalSteps, Reference,
+    SqliteBlobStore, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,
+    TurnResult,
 };
 use serde_json::json;
 use support::*;
@@ -319,6 +321,67 @@ async fn a_workflow_cancel_with_immediate_drops_the_turn_where_it_is() {
     cancelled_workflow(&thread, &client).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
+    let Some(client) = server().await else { return };
+    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(0, CancelMode::AFTER_TOOLS.recursive())),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(
+        said(&first).iter().any(|s| s == "paid 30"),
+        "the paid call finished before the turn stopped: {:?}",
+        said(&first)
+    );
+    assert!(stopped_for_a_cancel(&first), "{:?}", first.events);
+    assert_eq!(ledger.starts().len(), 1);
+    // The thread is not cancelled: its next turn runs to its end.
+    let next = bounded("the next turn", thread.turn("ana", "thanks"))
+        .await
+        .unwrap();
+    assert_eq!(next.ended, TurnEnd::Done, "{:?}", said(&next));
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps_it_from_running()
+{
+    let Some(client) = server().await else { return };
+    let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
+    // A turn asked later under a key cancelled before it arrives never runs.
+    bounded(
+        "cancel_turn by key",
+        thread.cancel_turn(CancelTurn::by_key("later", CancelMode::IMMEDIATE)),
+    )
+    .await
+    .unwrap();
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(0, CancelMode::IMMEDIATE)),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::RolledBack);
+    let later = bounded(
+        "the cancelled turn",
+        thread.ask(TurnRequest {
+            key: Some("later".into()),
+            ..TurnRequest::new("ana", "never mind")
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(later.ended, TurnEnd::Cancelled);
+    assert!(later.events.is_empty(), "{:?}", later.events);
+    bounded("close", thread.close()).await.unwrap();
+}
+
 /// An agent whose `fetch` tool returns `size` bytes, and whose model then says how many bytes
 /// of tool result it was shown.
 fn reader(size: usize) -> FlowAgent {
@@ -343,18 +406,28 @@ fn reader(size: usize) -> FlowAgent {
     )
 }
 
+/// The one test that sets the workers' blob store (it is the process's): a 3 MB tool result
+/// through a directory and through SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_result_over_the_payload_limit_is_stored_by_reference() {
+async fn a_tool_result_over_the_payload_limit_is_stored_by_reference_and_replays() {
     let Some(client) = server().await else { return };
-    const SIZE: usize = 3 * 1024 * 1024;
     let dir = std::env::temp_dir().join(unique("flow-temporal-blobs"));
-    let store = Arc::new(FileBlobStore::new(&dir).unwrap());
-    worker_flows().store_large_payloads(store, 256 * 1024);
+    large_result(&client, Arc::new(FileBlobStore::new(&dir).unwrap())).await;
+    let sqlite = SqliteBlobStore::open(dir.join("blobs.db")).await.unwrap();
+    large_result(&client, Arc::new(sqlite)).await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A turn whose tool returns 3 MB, with `store` as the workers' blob store: the model reads it
+/// all, the history holds its reference, the blob is in the store, and the history replays.
+async fn large_result(client: &temporalio_client::Client, store: Arc<dyn BlobStore>) {
+    const SIZE: usize = 3 * 1024 * 1024;
+    worker_flows().store_large_payloads(Arc::clone(&store), 256 * 1024);
     let name = unique("reader");
     worker_flows().insert(&name, reader(SIZE));
     let queue = unique("queue");
-    start_worker(&client, &queue);
-    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
+    start_worker(client, &queue);
+    let thread = Thread::start(client, &queue, &name, &unique("thread"))
         .await
         .unwrap();
     let result = bounded("the turn", thread.turn("ana", "read it"))
@@ -372,18 +445,20 @@ async fn a_tool_result_over_the_payload_limit_is_stored_by_reference() {
         .unwrap_or_else(|| panic!("the thread's events hold a reference: {said:?}"));
     assert_eq!(reference.bytes, SIZE);
     assert_eq!(
-        std::fs::metadata(dir.join(&reference.key)).unwrap().len(),
-        SIZE as u64,
+        store.get(&reference.key).await.unwrap().len(),
+        SIZE,
         "the blob is in the store"
     );
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
     let history = bounded("the history", thread.history_json()).await.unwrap();
     assert!(
         history.len() < 256 * 1024,
         "the history holds the reference, not the result: {} bytes",
         history.len()
     );
-    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
-    std::fs::remove_dir_all(&dir).unwrap();
+    bounded("the replay", replay_history(&history))
+        .await
+        .unwrap_or_else(|e| panic!("the history replays: {e}"));
 }
 
 /// A teller that looks a balance up (an idempotent tool) and wires money (not idempotent).
