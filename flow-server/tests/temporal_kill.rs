@@ -21,11 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use flow_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
 use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
-    Role, ToolContext, ToolError, TurnRouting,
+    ToolContext, ToolError, TurnRouting,
 };
 use flow_server::temporal::TemporalExecutor;
 use flow_server::{AppState, Auth};
@@ -56,19 +56,7 @@ fn short(prefix: &str) -> String {
 /// A model any process answers alike: by how many times it answered since the request's last
 /// user message.
 fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let since_user = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(since_user)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
-    })
+    ScriptRules::per_turn(script, "nothing more to say").build()
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

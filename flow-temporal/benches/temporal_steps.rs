@@ -23,8 +23,8 @@ use std::future::Future;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, Role, ToolError};
+use flow_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
+use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, ToolError};
 use flow_temporal::{worker_flows, LocalSteps, Thread, ThreadStart, TurnRequest};
 use serde_json::json;
 use temporalio_client::{
@@ -54,19 +54,7 @@ async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
 
 /// A model that answers from its script by the assistant messages since the last user one.
 fn scripted(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let answered = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(answered)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("done"))
-    })
+    ScriptRules::per_turn(script, "done").build()
 }
 
 /// W1: `root` transfers to `refund`, which answers (two model calls).

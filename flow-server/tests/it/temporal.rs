@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use flow_runtime::model::{ChatRequest, ScriptRules, ScriptStep, ScriptedModel};
 use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
@@ -70,19 +70,7 @@ fn start_worker(client: &temporalio_client::Client, queue: &str) {
 /// A model any process answers alike: by how many times it answered since the last user
 /// message of the request.
 fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let since_user = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(since_user)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
-    })
+    ScriptRules::per_turn(script, "nothing more to say").build()
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
