@@ -366,7 +366,8 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn the_sqlite_store_keeps_blobs_by_key_across_openings() {
-        let dir = std::env::temp_dir().join(format!("flow-temporal-blobs-s-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("flow-temporal-blobs-s-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("blobs.db");
         let store = SqliteBlobStore::open(&path).await.unwrap();
@@ -386,7 +387,10 @@ mod tests {
             .await
             .unwrap_err();
         let text = e.to_string();
-        assert!(matches!(e, BlobError::Database { action: "open", .. }), "{text}");
+        assert!(
+            matches!(e, BlobError::Database { action: "open", .. }),
+            "{text}"
+        );
         assert!(text.contains("/proc/no-such-dir/blobs.db"), "{text}");
     }
 }

@@ -78,13 +78,13 @@ pub mod sdk;
 #[cfg(feature = "sdk")]
 pub use sdk::{
     connect, replay_history, replayer, run_worker, worker_flows, worker_options,
-    AgentflowActivities, AnswerRequest, CancelTurn, Carried, LocalSteps, TemporalError, Thread, ThreadStart,
-    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
+    AgentflowActivities, AnswerRequest, CancelTurn, Carried, LocalSteps, TemporalError, Thread,
+    ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
 };
 
-pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};
 #[cfg(feature = "sqlite")]
 pub use blobs::SqliteBlobStore;
+pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};
 pub use effects::{
     Effect, Effects, EffectsMiddleware, ModelCall, Outcome, TemporalHost, ToolCallInput,
     ToolOutcome, ToolResume,

@@ -1,20 +1,22 @@
 //! flow-server on Temporal (feature `temporal`): the same routes run a thread's turns as the
 //! thread's workflow on a Temporal worker, and stream them as they run: a multi-agent turn with
 //! a paid tool gives the client the frames the in-process server gives (streamed model output
-//! included), and an approval ends the turn interrupted and is answered through `/resume`.
+//! included), and an approval ends the turn interrupted and is answered through `/resume`, by
+//! the id it has in process; the tree routes show the flow's own tree; a streamed run whose
+//! client goes away (`on_disconnect: cancel`) is cancelled on the workflow too.
 //!
 //! Needs a Temporal dev server (`AGENTFLOW_TEMPORAL_ADDRESS`, as `.ci/temporal.sh` exports it):
 //! skipped without one, failed in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
 
 use crate::common::{post, read_sse, Sse, TOKEN};
+use crate::temporal_support::{dev_server, stateless, unique, PayArgs};
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ChatRequest, ScriptRules, ScriptStep, ScriptedModel};
-use flow_runtime::testing::skip_missing_component;
+use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
     Role, ToolContext, ToolError, TurnRouting,
@@ -22,35 +24,6 @@ use flow_runtime::{
 use flow_server::temporal::TemporalExecutor;
 use flow_server::{AppState, Auth};
 use serde_json::{json, Value};
-
-const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
-
-/// A client of the dev server, or `None` (after saying why the test is skipped).
-async fn dev_server() -> Option<temporalio_client::Client> {
-    let address =
-        std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into());
-    match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address)).await {
-        Ok(Ok(client)) => Some(client),
-        Ok(Err(e)) => {
-            skip_missing_component(
-                "the Temporal dev server",
-                &format!("{e}; run .ci/temporal.sh or set {ADDRESS_ENV}"),
-            );
-            None
-        }
-        Err(_) => {
-            skip_missing_component(
-                "the Temporal dev server",
-                &format!("{address} did not answer in 10 s; set {ADDRESS_ENV}"),
-            );
-            None
-        }
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", flow_runtime::ids::unique_token())
-}
 
 /// A worker of `queue` in this process, on a thread of its own, until the process ends.
 fn start_worker(client: &temporalio_client::Client, queue: &str) {
@@ -65,17 +38,6 @@ fn start_worker(client: &temporalio_client::Client, queue: &str) {
             panic!("the worker of {queue} failed: {e}");
         }
     });
-}
-
-/// A model any process answers alike: by how many times it answered since the last user
-/// message of the request.
-fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptRules::per_turn(script, "nothing more to say").build()
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct PayArgs {
-    amount: u32,
 }
 
 /// One line per payment made: `KEY AMOUNT`.

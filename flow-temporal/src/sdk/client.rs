@@ -9,7 +9,9 @@ use temporalio_client::{
     WorkflowSignalOptions, WorkflowStartOptions, WorkflowUpdateWithStartOptions,
 };
 
-use super::workflow::{AnswerRequest, CancelTurn, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult};
+use super::workflow::{
+    AnswerRequest, CancelTurn, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult,
+};
 
 /// What went wrong talking to Temporal about a thread.
 #[derive(Debug, thiserror::Error)]

@@ -459,8 +459,7 @@ impl ThreadWorkflow {
                 let c = ctx.clone();
                 let signal = signal.clone();
                 Box::pin(async move {
-                    let stopping =
-                        move |s: &Self| s.stopping.is_some_and(|(t, _)| t == turn);
+                    let stopping = move |s: &Self| s.stopping.is_some_and(|(t, _)| t == turn);
                     let workflow_cancelled = c
                         .wait_condition(move |s| s.roll_back == Some(turn) || stopping(s))
                         .await

@@ -45,6 +45,44 @@ fn said(result: &TurnResult) -> Vec<String> {
         .collect()
 }
 
+/// `flow`, registered under a fresh name made from `prefix`, and a worker of its own on a fresh
+/// queue: gives the name and the queue.
+fn serve_flow(
+    client: &temporalio_client::Client,
+    prefix: &str,
+    flow: FlowAgent,
+) -> (String, String) {
+    let name = unique(prefix);
+    worker_flows().insert(&name, flow);
+    let queue = unique("queue");
+    start_worker(client, &queue);
+    (name, queue)
+}
+
+/// A fresh thread of flow `name` on `queue`, its start as `start` makes it.
+async fn start_thread(
+    client: &temporalio_client::Client,
+    queue: &str,
+    name: &str,
+    start: impl FnOnce(ThreadStart) -> ThreadStart,
+) -> Thread {
+    bounded(
+        "the thread's start",
+        Thread::start_with(
+            client,
+            queue,
+            start(ThreadStart::new(name, unique("thread"))),
+        ),
+    )
+    .await
+    .unwrap()
+}
+
+/// Ana's turn `text` on `thread`, to its end.
+async fn turn(thread: &Thread, text: &str) -> TurnResult {
+    bounded("the turn", thread.turn("ana", text)).await.unwrap()
+}
+
 /// An agent that says how many user messages its model was shown.
 fn counter() -> FlowAgent {
     let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
@@ -61,10 +99,7 @@ fn counter() -> FlowAgent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_thread_continues_as_new_and_keeps_its_conversation() {
     let Some(client) = server().await else { return };
-    let name = unique("counter");
-    worker_flows().insert(&name, counter());
-    let queue = unique("queue");
-    start_worker(&client, &queue);
+    let (name, queue) = serve_flow(&client, "counter", counter());
     let id = unique("thread");
     const LIMIT: u32 = 30;
     let first_run = client
@@ -81,9 +116,7 @@ async fn a_long_thread_continues_as_new_and_keeps_its_conversation() {
     let thread = Thread::of(&client, &id);
     const TURNS: u64 = 8;
     for n in 0..TURNS {
-        let result = bounded("a turn", thread.turn("ana", &format!("message {n}")))
-            .await
-            .unwrap();
+        let result = turn(&thread, &format!("message {n}")).await;
         assert_eq!(result.turn, n, "turns keep their numbers across runs");
         assert_eq!(
             said(&result).last().map(String::as_str),
@@ -142,24 +175,15 @@ async fn busy_thread(
     start: impl FnOnce(ThreadStart) -> ThreadStart,
 ) -> (Thread, Ledger, tokio::task::JoinHandle<TurnResult>) {
     let ledger = Ledger::new();
-    let name = unique("desk-busy");
-    worker_flows().insert(&name, desk(&ledger, 30, Duration::from_secs(2)));
-    let queue = unique("queue");
-    start_worker(client, &queue);
-    let thread = Thread::start_with(
+    let (name, queue) = serve_flow(
         client,
-        &queue,
-        start(ThreadStart::new(name, unique("thread"))),
-    )
-    .await
-    .unwrap();
+        "desk-busy",
+        desk(&ledger, 30, Duration::from_secs(2)),
+    );
+    let thread = start_thread(client, &queue, &name, start).await;
     let running = {
         let thread = Thread::of(client, thread.id());
-        tokio::spawn(async move {
-            bounded("the first turn", thread.turn("ana", "please pay my bill"))
-                .await
-                .unwrap()
-        })
+        tokio::spawn(async move { turn(&thread, "please pay my bill").await })
     };
     bounded("the paid call's start", async {
         while ledger.starts().is_empty() {
@@ -327,7 +351,10 @@ async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
     let (thread, ledger, running) = busy_thread(&client, |s| s).await;
     bounded(
         "cancel_turn",
-        thread.cancel_turn(CancelTurn::by_number(0, CancelMode::AFTER_TOOLS.recursive())),
+        thread.cancel_turn(CancelTurn::by_number(
+            0,
+            CancelMode::AFTER_TOOLS.recursive(),
+        )),
     )
     .await
     .unwrap();
@@ -341,16 +368,13 @@ async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
     assert!(stopped_for_a_cancel(&first), "{:?}", first.events);
     assert_eq!(ledger.starts().len(), 1);
     // The thread is not cancelled: its next turn runs to its end.
-    let next = bounded("the next turn", thread.turn("ana", "thanks"))
-        .await
-        .unwrap();
+    let next = turn(&thread, "thanks").await;
     assert_eq!(next.ended, TurnEnd::Done, "{:?}", said(&next));
     assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps_it_from_running()
-{
+async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps_it_from_running() {
     let Some(client) = server().await else { return };
     let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
     // A turn asked later under a key cancelled before it arrives never runs.
@@ -423,16 +447,9 @@ async fn a_tool_result_over_the_payload_limit_is_stored_by_reference_and_replays
 async fn large_result(client: &temporalio_client::Client, store: Arc<dyn BlobStore>) {
     const SIZE: usize = 3 * 1024 * 1024;
     worker_flows().store_large_payloads(Arc::clone(&store), 256 * 1024);
-    let name = unique("reader");
-    worker_flows().insert(&name, reader(SIZE));
-    let queue = unique("queue");
-    start_worker(client, &queue);
-    let thread = Thread::start(client, &queue, &name, &unique("thread"))
-        .await
-        .unwrap();
-    let result = bounded("the turn", thread.turn("ana", "read it"))
-        .await
-        .unwrap();
+    let (name, queue) = serve_flow(client, "reader", reader(SIZE));
+    let thread = start_thread(client, &queue, &name, |s| s).await;
+    let result = turn(&thread, "read it").await;
     let said = said(&result);
     assert_eq!(
         said.last().map(String::as_str),
@@ -490,28 +507,18 @@ fn teller() -> FlowAgent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempotent_tool() {
     let Some(client) = server().await else { return };
-    let name = unique("teller");
-    worker_flows().insert(&name, teller());
-    let queue = unique("queue");
-    start_worker(&client, &queue);
+    let (name, queue) = serve_flow(&client, "teller", teller());
     for (local, remote_activities) in [
         (LocalSteps::None, 5),
         (LocalSteps::Models, 2),
         (LocalSteps::ModelsAndIdempotentTools, 1),
     ] {
-        let thread = Thread::start_with(
-            &client,
-            &queue,
-            ThreadStart {
-                local_activities: local,
-                ..ThreadStart::new(name.as_str(), unique("thread"))
-            },
-        )
-        .await
-        .unwrap();
-        let result = bounded("the turn", thread.turn("ana", "wire it"))
-            .await
-            .unwrap();
+        let thread = start_thread(&client, &queue, &name, |s| ThreadStart {
+            local_activities: local,
+            ..s
+        })
+        .await;
+        let result = turn(&thread, "wire it").await;
         assert_eq!(said(&result).last().map(String::as_str), Some("wired"));
         let history = client
             .get_workflow_handle::<ThreadWorkflow>(thread.id())
@@ -542,10 +549,7 @@ async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
     let Some(client) = server().await else { return };
-    let name = unique("counter");
-    worker_flows().insert(&name, counter());
-    let queue = unique("queue");
-    start_worker(&client, &queue);
+    let (name, queue) = serve_flow(&client, "counter", counter());
     let id = unique("thread");
     let result = bounded(
         "a one-shot thread",
@@ -574,20 +578,11 @@ async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
 async fn a_workflow_cancel_stops_a_turn_waiting_for_an_answer() {
     let Some(client) = server().await else { return };
     let ledger = Ledger::new();
-    let name = unique("clerk");
-    worker_flows().insert(&name, clerk(&ledger));
-    let queue = unique("queue");
-    start_worker(&client, &queue);
-    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
-        .await
-        .unwrap();
+    let (name, queue) = serve_flow(&client, "clerk", clerk(&ledger));
+    let thread = start_thread(&client, &queue, &name, |s| s).await;
     let running = {
         let thread = Thread::of(&client, thread.id());
-        tokio::spawn(async move {
-            bounded("the turn", thread.turn("ana", "refund order 7"))
-                .await
-                .unwrap()
-        })
+        tokio::spawn(async move { turn(&thread, "refund order 7").await })
     };
     bounded("the question", async {
         while thread.question().await.unwrap().is_none() {
