@@ -33,7 +33,8 @@
 //! - **Tool results by reference.** With [`Flows::store_large_payloads`], a tool result over
 //!   the threshold is stored in a [`BlobStore`] by the tool activity and only its reference
 //!   enters the history; the model activity reads it back before calling the model, so the model
-//!   sees all of it (see [`blobs`]). Every worker of a task queue must reach the same store.
+//!   sees all of it (see [`blobs`]: [`FileBlobStore`], a directory, and `SqliteBlobStore`, one
+//!   SQLite file). Every worker of a task queue must reach the same store.
 //!   The thread's events show the reference.
 //! - **Bounded histories.** Between turns, once the history holds
 //!   `ThreadStart::continue_as_new_after` events (by
