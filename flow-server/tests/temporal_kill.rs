@@ -42,12 +42,10 @@ const FLOW: &str = "desk";
 /// How long the paying call takes: a window the kills can land in.
 const PAY_DELAY: Duration = Duration::from_millis(300);
 
-
 /// A thread name unique to this run, short enough for a thread id.
 fn short(prefix: &str) -> String {
     format!("{prefix}-{}", &flow_runtime::ids::unique_token()[..12])
 }
-
 
 /// A payment service on disk, shared by every process: one line per payment, `KEY AMOUNT`,
 /// and one payment per key (a call run again under its key pays nothing more).

@@ -635,7 +635,10 @@ impl ScriptRules {
                 .take_while(|m| m.role != Role::User)
                 .filter(|m| m.role == Role::Assistant)
                 .count();
-            steps.get(answered).cloned().unwrap_or_else(|| after.clone())
+            steps
+                .get(answered)
+                .cloned()
+                .unwrap_or_else(|| after.clone())
         })));
         rules
     }

@@ -80,13 +80,16 @@ struct Watch {
 }
 
 impl Watch {
+    /// The reading has finished: marked before its last event goes out, so that a stream
+    /// dropped once it has that event does not cancel the turn.
+    fn finish(&self) {
+        self.finished
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     fn stop(&self, mode: CancelMode) -> CancelTurn {
         let (key, turn) = self.place.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        CancelTurn {
-            key,
-            turn,
-            mode,
-        }
+        CancelTurn { key, turn, mode }
     }
 }
 
@@ -291,12 +294,7 @@ impl TemporalAgent {
         let reading = {
             let watch = Arc::clone(&watch);
             let signal = cx.cancel_signal().clone();
-            async move {
-                self.read(at, sink, sending, tx, &watch, signal).await;
-                watch
-                    .finished
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-            }
+            async move { self.read(at, sink, sending, tx, &watch, signal).await }
         };
         let reader = tokio::spawn(reading);
         let session = Arc::clone(cx.session());
@@ -344,6 +342,7 @@ impl TemporalAgent {
                 match sent.map_err(|e| e.to_string()).and_then(|sent| sent) {
                     Ok(()) => {}
                     Err(e) => {
+                        watch.finish();
                         let _ = out.send(self.failed("the turn", e));
                         return;
                     }
@@ -368,6 +367,7 @@ impl TemporalAgent {
                     misses += 1;
                     tracing::debug!(workflow = %at.workflow, turn = ?at.turn, error = %e, "reading again");
                     if misses > patience {
+                        watch.finish();
                         let _ = out.send(self.failed("following the turn", e));
                         return;
                     }
@@ -405,12 +405,14 @@ impl TemporalAgent {
                 sink.cut(m.effect);
             }
             if progress.ended {
+                watch.finish();
                 return;
             }
             if let Some(question) = progress
                 .question
                 .filter(|q| at.answered.as_deref() != Some(q.id.as_str()))
             {
+                watch.finish();
                 let _ = out.send(interrupt_of(&question, &at));
                 return;
             }
@@ -451,7 +453,11 @@ struct CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if self.watch.finished.load(std::sync::atomic::Ordering::SeqCst) {
+        if self
+            .watch
+            .finished
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {

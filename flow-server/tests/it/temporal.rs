@@ -381,7 +381,10 @@ async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too(
         .json()
         .await
         .unwrap();
-    assert_eq!(thread["turns"], 1, "nothing recorded of the cancelled turn: {thread:#}");
+    assert_eq!(
+        thread["turns"], 1,
+        "nothing recorded of the cancelled turn: {thread:#}"
+    );
 }
 
 /// `desk` transfers to `billing`, whose `pay` needs a human's approval.
@@ -433,8 +436,16 @@ async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_a
     // The tree routes show the flow's agents, not the Temporal root that runs its turns.
     for route in ["", "/mermaid"] {
         let path = format!("/v1/flows/{flow}{route}");
-        let temporal = crate::common::get(&on_temporal, &path).await.text().await.unwrap();
-        let local = crate::common::get(&in_process, &path).await.text().await.unwrap();
+        let temporal = crate::common::get(&on_temporal, &path)
+            .await
+            .text()
+            .await
+            .unwrap();
+        let local = crate::common::get(&in_process, &path)
+            .await
+            .text()
+            .await
+            .unwrap();
         assert_eq!(temporal, local, "GET {path}");
         assert!(temporal.contains("billing"), "GET {path}: {temporal}");
     }
@@ -447,6 +458,10 @@ async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_a
         &asked_locally.last().unwrap().data["interrupts"][0]["id"],
         "the same interrupt id on Temporal as in process: {asked:#?}"
     );
+    assert!(
+        id.as_str().is_some_and(|id| id.contains("billing")),
+        "the id names the agent that asked, not the root that stands in for the tree: {id}"
+    );
 
     // Answered by that id: through the HTTP API's resume, as in process.
     let resumed = read_sse(
@@ -458,6 +473,10 @@ async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_a
         .await,
     )
     .await;
-    assert_eq!(resumed.last().unwrap().data["output"], "paid", "{resumed:#?}");
+    assert_eq!(
+        resumed.last().unwrap().data["output"],
+        "paid",
+        "{resumed:#?}"
+    );
     assert_eq!(ledger.lines().len(), 1, "one payment: {:?}", ledger.lines());
 }
