@@ -480,3 +480,115 @@ async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_a
     );
     assert_eq!(ledger.lines().len(), 1, "one payment: {:?}", ledger.lines());
 }
+
+/// Waits until the workflow of the one thread on `queue` has been sent the signal `signal`.
+async fn signalled(client: &temporalio_client::Client, queue: &str, signal: &str) {
+    use futures::StreamExt;
+    let wait = async {
+        loop {
+            let mut ids = Vec::new();
+            let mut listed = client.list_workflows(
+                format!("TaskQueue = '{queue}'"),
+                temporalio_client::WorkflowListOptions::default(),
+            );
+            while let Some(Ok(workflow)) = listed.next().await {
+                ids.push(workflow.id().to_owned());
+            }
+            for id in ids {
+                let history = flow_temporal::Thread::of(client, &id).history_json().await;
+                let history = String::from_utf8_lossy(history.as_deref().unwrap_or_default());
+                if history.contains(&format!("\"{signal}\"")) {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .unwrap_or_else(|_| panic!("the workflow on {queue} was never sent {signal}"));
+}
+
+/// A clerk whose `slow` tool says it started (on `started`), waits for `gate`, and ends; the
+/// model then says `after the tool`.
+fn slow_clerk(
+    started: tokio::sync::mpsc::UnboundedSender<()>,
+    gate: Arc<tokio::sync::Semaphore>,
+) -> FlowAgent {
+    let slow = flow_runtime::tool_fn("slow", "Takes its time.", move |_args: Value| {
+        let (started, gate) = (started.clone(), Arc::clone(&gate));
+        async move {
+            let _ = started.send(());
+            gate.acquire().await.unwrap().forget();
+            Ok::<_, ToolError>("slow done".to_owned())
+        }
+    });
+    let clerk = ChatModelAgent::builder(
+        "clerk",
+        stateless(vec![
+            ScriptStep::tool_call("slow", json!({})),
+            ScriptStep::text("after the tool"),
+        ]),
+    )
+    .tool(slow)
+    .build()
+    .unwrap();
+    FlowAgent::new(clerk)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("slow");
+    let flow = &flow[..24.min(flow.len())];
+    let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    flow_temporal::worker_flows().insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
+    start_worker(&client, &queue);
+    let base = serve(&[(flow, slow_clerk(started, Arc::clone(&gate)))], Some((&client, &queue))).await;
+
+    let created: Value = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs"),
+        json!({ "message": "go" }),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let run = created["run_id"].as_str().unwrap().to_owned();
+    heard.recv().await.expect("the tool started on the worker");
+    let cancel = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/cancel"),
+        json!({ "mode": "after_tools" }),
+    )
+    .await;
+    assert_eq!(cancel.status(), 202);
+    // The workflow hears of the cancel while the tool still runs, then lets it finish.
+    signalled(&client, &queue, "cancel_turn").await;
+    gate.add_permits(1);
+    let outcome: Value = crate::common::get(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/wait"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "cancelled", "{outcome}");
+    assert_eq!(outcome["cancel_mode"], "after_tools", "{outcome}");
+
+    // The thread goes on: its next turn runs (its tool passes the gate at once).
+    gate.add_permits(1);
+    let next = turn(&base, flow, "t1", "again").await;
+    let said: Vec<&str> = next
+        .iter()
+        .filter(|f| f.name == "event")
+        .filter_map(|f| f.data["message"]["content"].as_str())
+        .collect();
+    assert!(said.contains(&"after the tool"), "the next turn runs: {said:?}");
+}
