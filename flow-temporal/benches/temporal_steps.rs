@@ -429,7 +429,6 @@ async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
             s.median, s.min, s.max, s.n
         );
         // One request: update-with-start, and the workflow ends after its turn.
-        let queue: &str = &queue;
         let [s] = timed(2, reps, move |i| async move {
             let t = Instant::now();
             let result = bounded(

@@ -1,8 +1,8 @@
-//! Payloads by reference: a tool result over a threshold is stored in a [`BlobStore`] by the
-//! tool activity, and the workflow's history holds only a reference to it (a line of text,
-//! [`Reference`]); the model activity puts the stored text back in the model's input before it
-//! calls the model. So a result over Temporal's payload limit (2 MB) never enters a history, and
-//! the model still reads all of it.
+//! Payloads by reference: a tool result or a model reply over a threshold is stored in a
+//! [`BlobStore`] by its activity, and the workflow's history holds only a reference to it (a
+//! line of text, [`Reference`]); the model activity puts the stored text back in the model's
+//! input before it calls the model. So a result over Temporal's payload limit (2 MB) never
+//! enters a history, and the model still reads all of it.
 //!
 //! What the thread's events show of such a result is its reference (`agentflow-blob:sha256-…,
 //! N bytes`): a client that wants the text reads it from the store by its key.

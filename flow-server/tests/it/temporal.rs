@@ -548,7 +548,11 @@ async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() 
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     flow_temporal::worker_flows().insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
     start_worker(&client, &queue);
-    let base = serve(&[(flow, slow_clerk(started, Arc::clone(&gate)))], Some((&client, &queue))).await;
+    let base = serve(
+        &[(flow, slow_clerk(started, Arc::clone(&gate)))],
+        Some((&client, &queue)),
+    )
+    .await;
 
     let created: Value = post(
         &base,
@@ -590,5 +594,8 @@ async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() 
         .filter(|f| f.name == "event")
         .filter_map(|f| f.data["message"]["content"].as_str())
         .collect();
-    assert!(said.contains(&"after the tool"), "the next turn runs: {said:?}");
+    assert!(
+        said.contains(&"after the tool"),
+        "the next turn runs: {said:?}"
+    );
 }

@@ -2,7 +2,7 @@
 //! history bounded and its conversation whole; double texting (reject, enqueue, interrupt,
 //! rollback) while a turn runs; a workflow cancel stops the running turn at the engine's safe
 //! point, or where it is with `immediate`; `cancel_turn` stops one turn and the thread goes on;
-//! a tool result over Temporal's 2 MB payload limit is stored by reference (in a directory, in
+//! a tool result or a model reply over Temporal's 2 MB payload limit is stored by reference (in a directory, in
 //! SQLite) and the model still reads it all, and its history replays.
 //!
 //! Needs a dev server (`AGENTFLOW_TEMPORAL_ADDRESS`): skipped without one, failed in CI
@@ -407,17 +407,30 @@ async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps
 }
 
 /// An agent whose `fetch` tool returns `size` bytes, and whose model then says how many bytes
-/// of tool result it was shown.
+/// of tool result it was shown; asked `say it back`, it answers `size` bytes, and asked `how
+/// long`, it says how long its longest earlier reply was.
 fn reader(size: usize) -> FlowAgent {
     let fetch = tool_fn(
         "fetch",
         "Fetches a large document.",
         move |_: serde_json::Value| async move { Ok::<_, ToolError>("y".repeat(size)) },
     );
-    let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
+    let model = ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
+        let said = request.last_user_message().map(|m| m.content.clone());
         match request.messages.last() {
             Some(last) if last.role == Role::Tool => {
                 ScriptStep::text(format!("read {} bytes", last.content.len()))
+            }
+            _ if said.as_deref() == Some("say it back") => ScriptStep::text("z".repeat(size)),
+            _ if said.as_deref() == Some("how long") => {
+                let longest = request
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::Assistant)
+                    .map(|m| m.content.len())
+                    .max()
+                    .unwrap_or(0);
+                ScriptStep::text(format!("you heard {longest} bytes"))
             }
             _ => ScriptStep::tool_call("fetch", json!({})),
         }
@@ -430,10 +443,11 @@ fn reader(size: usize) -> FlowAgent {
     )
 }
 
-/// The one test that sets the workers' blob store (it is the process's): a 3 MB tool result
-/// through a directory and through SQLite.
+/// The one test that sets the workers' blob store (it is the process's): a 3 MB tool result and
+/// a 3 MB model reply, through a directory and through SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_result_over_the_payload_limit_is_stored_by_reference_and_replays() {
+async fn a_tool_result_or_a_model_reply_over_the_payload_limit_is_stored_by_reference_and_replays()
+{
     let Some(client) = server().await else { return };
     let dir = std::env::temp_dir().join(unique("flow-temporal-blobs"));
     large_result(&client, Arc::new(FileBlobStore::new(&dir).unwrap())).await;
@@ -450,23 +464,35 @@ async fn large_result(client: &temporalio_client::Client, store: Arc<dyn BlobSto
     let (name, queue) = serve_flow(client, "reader", reader(SIZE));
     let thread = start_thread(client, &queue, &name, |s| s).await;
     let result = turn(&thread, "read it").await;
-    let said = said(&result);
+    let texts = said(&result);
     assert_eq!(
-        said.last().map(String::as_str),
+        texts.last().map(String::as_str),
         Some(format!("read {SIZE} bytes").as_str()),
-        "the model read the whole result: {said:?}"
+        "the model read the whole result: {texts:?}"
     );
-    let reference = said
+    let reference = texts
         .iter()
         .find_map(|s| Reference::parse(s))
-        .unwrap_or_else(|| panic!("the thread's events hold a reference: {said:?}"));
+        .unwrap_or_else(|| panic!("the thread's events hold a reference: {texts:?}"));
     assert_eq!(reference.bytes, SIZE);
     assert_eq!(
         store.get(&reference.key).await.unwrap().len(),
         SIZE,
         "the blob is in the store"
     );
-    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+    // A reply over the threshold is stored too, and the next call reads it back.
+    let echoed = turn(&thread, "say it back").await;
+    assert!(
+        said(&echoed).iter().any(|s| Reference::parse(s).is_some()),
+        "the reply's reference in the thread's events"
+    );
+    let measured = turn(&thread, "how long").await;
+    assert_eq!(
+        said(&measured).last().map(String::as_str),
+        Some(format!("you heard {SIZE} bytes").as_str()),
+        "the model read its earlier reply whole"
+    );
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 3);
     let history = bounded("the history", thread.history_json()).await.unwrap();
     assert!(
         history.len() < 256 * 1024,
