@@ -2,8 +2,8 @@
 //! history bounded and its conversation whole; double texting (reject, enqueue, interrupt,
 //! rollback) while a turn runs; a workflow cancel stops the running turn at the engine's safe
 //! point, or where it is with `immediate`; `cancel_turn` stops one turn and the thread goes on;
-//! a tool result or a model reply over Temporal's 2 MB payload limit is stored by reference (in a directory, in
-//! SQLite) and the model still reads it all, and its history replays.
+//! a tool result or a model reply over Temporal's 2 MB payload limit is stored by reference (in
+//! a directory, in SQLite) and the model still reads it all, and its history replays.
 //!
 //! Needs a dev server (`AGENTFLOW_TEMPORAL_ADDRESS`): skipped without one, failed in CI
 //! (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
