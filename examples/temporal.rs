@@ -13,28 +13,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentflow::model::{ChatRequest, ScriptStep, ScriptedModel};
+use agentflow::model::{ScriptRules, ScriptStep, ScriptedModel};
 use agentflow::temporal::{self, AnswerRequest, Thread};
 use agentflow::tool::{tool_fn, tool_fn_with_context, NeedsApproval, ToolContext, ToolError};
-use agentflow::{set_sub_agents, ChatModelAgent, FlowAgent, Role};
+use agentflow::{set_sub_agents, ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 /// A scripted model answering by how many times it has answered since the user spoke, so every
 /// worker process gives the same answer to the same request.
 fn scripted(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let answered = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(answered)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("Anything else?"))
-    })
+    ScriptRules::per_turn(script, "Anything else?").build()
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -41,6 +41,9 @@ pub struct ServedFlow {
     name: String,
     runner: Runner,
     approvals: Approvals,
+    /// The flow's own tree when its runner runs another root in its place (a Temporal-served
+    /// flow's runner runs a `TemporalAgent`): what the tree, card and graph routes show.
+    tree: Option<FlowAgent>,
 }
 
 impl ServedFlow {
@@ -59,9 +62,11 @@ impl ServedFlow {
         &self.approvals
     }
 
-    /// The root of its tree.
+    /// The root of its tree: the flow's own, also when its turns run elsewhere (on Temporal,
+    /// where the runner's root stands in for it), so every route that shows a flow's agents
+    /// shows the same tree as for a flow run in process.
     pub fn agent(&self) -> &FlowAgent {
-        self.runner.agent()
+        self.tree.as_ref().unwrap_or_else(|| self.runner.agent())
     }
 }
 
@@ -629,11 +634,17 @@ impl ServerBuilder {
                 return Err(BuildError::DuplicateFlow(name));
             }
             let approvals = self.approvals.remove(&name).unwrap_or_default();
+            #[allow(unused_mut)]
+            let mut tree = None;
             let runner = match source {
                 FlowSource::Agent(agent) => {
                     #[cfg(feature = "temporal")]
                     let agent = match &self.temporal {
-                        Some(executor) => FlowAgent::new(executor.agent(&name, agent.name())),
+                        Some(executor) => {
+                            let root = FlowAgent::new(executor.agent(&name, agent.name()));
+                            tree = Some(agent);
+                            root
+                        }
                         None => agent,
                     };
                     let runner = (self.runner)(agent)
@@ -660,6 +671,7 @@ impl ServerBuilder {
                     name,
                     runner,
                     approvals,
+                    tree,
                 },
             );
         }

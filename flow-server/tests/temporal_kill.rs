@@ -21,59 +21,30 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::testing::skip_missing_component;
+use flow_runtime::model::ScriptStep;
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
-    Role, ToolContext, ToolError, TurnRouting,
+    ToolContext, ToolError, TurnRouting,
 };
 use flow_server::temporal::TemporalExecutor;
 use flow_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+#[path = "common/temporal.rs"]
+mod temporal_support;
+use temporal_support::{address, dev_server, stateless, unique, PayArgs};
+
 const TOKEN: &str = "kill-test-token-0123456789";
-const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
 const QUEUE_ENV: &str = "FLOW_SERVER_TEMPORAL_KILL_QUEUE";
 const LEDGER_ENV: &str = "FLOW_SERVER_TEMPORAL_KILL_LEDGER";
 const FLOW: &str = "desk";
 /// How long the paying call takes: a window the kills can land in.
 const PAY_DELAY: Duration = Duration::from_millis(300);
 
-fn address() -> String {
-    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into())
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", flow_runtime::ids::unique_token())
-}
-
 /// A thread name unique to this run, short enough for a thread id.
 fn short(prefix: &str) -> String {
     format!("{prefix}-{}", &flow_runtime::ids::unique_token()[..12])
-}
-
-/// A model any process answers alike: by how many times it answered since the request's last
-/// user message.
-fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let since_user = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(since_user)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
-    })
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct PayArgs {
-    amount: u32,
 }
 
 /// A payment service on disk, shared by every process: one line per payment, `KEY AMOUNT`,
@@ -269,8 +240,8 @@ fn shape(frames: &[Sse]) -> Vec<Value> {
         .iter()
         .map(|f| match f.name.as_str() {
             "chunk" => json!(["chunk", f.data["agent_name"], f.data["content"]]),
-            // On Temporal the question is the root's own interrupt (the root runs the tree
-            // elsewhere): its address and id are the root's; what it asks is the same.
+            // On Temporal the question's address is the root's (the root runs the tree
+            // elsewhere); its id and what it asks are the same.
             "event" if f.data["action"]["interrupted"].is_object() => {
                 json!(["interrupt", f.data["action"]["interrupted"]["info"]])
             }
@@ -335,23 +306,9 @@ async fn turn_and_approve(base: &str, thread: &str) -> (Vec<Sse>, Vec<Sse>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_mid_turn_leave_each_turn_complete_each_payment_made_once_and_each_event_seen_once(
 ) {
-    let client =
-        match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address()))
-            .await
-        {
-            Ok(Ok(client)) => client,
-            other => {
-                let why = match other {
-                    Ok(Err(e)) => e.to_string(),
-                    _ => "no answer in 10 s".into(),
-                };
-                skip_missing_component(
-                    "the Temporal dev server",
-                    &format!("{why}; run .ci/temporal.sh or set {ADDRESS_ENV}"),
-                );
-                return;
-            }
-        };
+    let Some(client) = dev_server().await else {
+        return;
+    };
     let trials: usize = std::env::var("AGENTFLOW_TEMPORAL_SERVER_KILL_TRIALS")
         .ok()
         .and_then(|t| t.parse().ok())

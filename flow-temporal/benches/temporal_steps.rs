@@ -23,8 +23,8 @@ use std::future::Future;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, Role, ToolError};
+use flow_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
+use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, ToolError};
 use flow_temporal::{worker_flows, LocalSteps, Thread, ThreadStart, TurnRequest};
 use serde_json::json;
 use temporalio_client::{
@@ -54,19 +54,7 @@ async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
 
 /// A model that answers from its script by the assistant messages since the last user one.
 fn scripted(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let answered = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(answered)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("done"))
-    })
+    ScriptRules::per_turn(script, "done").build()
 }
 
 /// W1: `root` transfers to `refund`, which answers (two model calls).
@@ -216,6 +204,26 @@ fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// Runs `one` `warm_up + reps` times (given the iteration's number) and gives the statistics of
+/// the times it reports for its `N` parts, warm-up left out: the parts of one iteration run
+/// one after the other, so what they compare ran in the same moments.
+async fn timed<const N: usize, F, Fut>(warm_up: usize, reps: usize, mut one: F) -> [Stats; N]
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = [f64; N]>,
+{
+    let mut ms: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(reps));
+    for i in 0..warm_up + reps {
+        let took = one(i).await;
+        if i >= warm_up {
+            for (part, t) in ms.iter_mut().zip(took) {
+                part.push(t);
+            }
+        }
+    }
+    ms.map(stats)
+}
+
 async fn steps(client: &Client, reps: usize, run: u32) {
     let bare_queue = format!("bench-bare-{run}");
     spawn_worker(
@@ -258,8 +266,8 @@ async fn steps(client: &Client, reps: usize, run: u32) {
         )
         .await
         .unwrap();
-        let (mut bare_ms, mut flow_ms) = (Vec::new(), Vec::new());
-        for i in 0..reps + 3 {
+        let (bare, thread) = (&bare, &thread);
+        let [b, f] = timed(3, reps, move |_| async move {
             let t = Instant::now();
             let done = bounded(
                 "a bare turn",
@@ -286,12 +294,9 @@ async fn steps(client: &Client, reps: usize, run: u32) {
                 "{:?}",
                 result.events
             );
-            if i >= 3 {
-                bare_ms.push(b);
-                flow_ms.push(f);
-            }
-        }
-        let (b, f) = (stats(bare_ms), stats(flow_ms));
+            [b, f]
+        })
+        .await;
         println!(
             "steps, {label}: bare temporalio {:.2} ms a step ({:.1} ms a turn of {STEPS}, min {:.1}, max {:.1}); \
              agentflow {:.2} ms a step ({:.1} ms a turn, min {:.1}, max {:.1}); ratio {:.2} (n={})",
@@ -391,14 +396,14 @@ async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
         ("remote activities", LocalSteps::None),
         ("local model calls", LocalSteps::Models),
     ] {
-        let mut ms = Vec::new();
-        for i in 0..reps + 2 {
+        let queue: &str = &queue;
+        let [s] = timed(2, reps, move |i| async move {
             let t = Instant::now();
             let thread = bounded(
                 "a thread's start",
                 Thread::start_with(
                     client,
-                    &queue,
+                    queue,
                     ThreadStart {
                         local_activities: local,
                         ..ThreadStart::new("w1", format!("bench-w1-{run}-{label}-{i}"))
@@ -416,24 +421,21 @@ async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
                 .events
                 .iter()
                 .any(|e| e["message"]["content"] == "Your refund is on its way."));
-            if i >= 2 {
-                ms.push(took);
-            }
-        }
-        let s = stats(ms);
+            [took]
+        })
+        .await;
         println!(
             "w1, {label}: agentflow {:.1} ms per workflow (start, turn, close, result; min {:.1}, max {:.1}, n={})",
             s.median, s.min, s.max, s.n
         );
         // One request: update-with-start, and the workflow ends after its turn.
-        let mut ms = Vec::new();
-        for i in 0..reps + 2 {
+        let [s] = timed(2, reps, move |i| async move {
             let t = Instant::now();
             let result = bounded(
                 "a one-shot W1 thread",
                 Thread::run_once(
                     client,
-                    &queue,
+                    queue,
                     ThreadStart {
                         local_activities: local,
                         ..ThreadStart::new("w1", format!("bench-w1-once-{run}-{label}-{i}"))
@@ -448,11 +450,9 @@ async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
                 .events
                 .iter()
                 .any(|e| e["message"]["content"] == "Your refund is on its way."));
-            if i >= 2 {
-                ms.push(took);
-            }
-        }
-        let s = stats(ms);
+            [took]
+        })
+        .await;
         println!(
             "w1, {label}: agentflow one-shot {:.1} ms per workflow (update-with-start; min {:.1}, max {:.1}, n={})",
             s.median, s.min, s.max, s.n

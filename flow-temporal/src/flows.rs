@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use flow_core::model::ModelError;
+use flow_core::model::{ChatRequest, ModelError};
 use flow_core::resume::ResumeInfo;
 use flow_core::{ChatModelAgent, FlowAgent, RunContext, Session, ToolContext, ToolError};
 
@@ -88,10 +88,10 @@ impl Flows {
         self
     }
 
-    /// Stores every tool result over `threshold` bytes in `store` and puts a reference to it in
-    /// the workflow's history instead (see [`blobs`](crate::blobs)); the model activity reads it
-    /// back. Off until called: then a result over Temporal's 2 MB payload limit fails its
-    /// activity.
+    /// Stores every tool result and model reply over `threshold` bytes in `store` and puts a
+    /// reference to it in the workflow's history instead (see [`blobs`](crate::blobs)); the
+    /// model activity reads it back. Off until called: then a result over Temporal's 2 MB
+    /// payload limit fails its activity.
     pub fn store_large_payloads(&self, store: Arc<dyn BlobStore>, threshold: usize) -> &Self {
         *self.payloads.write().unwrap_or_else(|e| e.into_inner()) =
             Some(LargePayloads { store, threshold });
@@ -149,11 +149,42 @@ pub async fn call_model(
 ) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
     let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
     let model = Arc::clone(chat_agent(&node).model());
+    let request = loaded_request(flows, call).await?;
+    let reply = model.generate(&request).await;
+    stored_reply(flows, call, reply).await
+}
+
+/// A model's `reply` as it enters the workflow's history: its text stored by reference when it
+/// is over the large-payload threshold (the next model call reads it back; see
+/// [`blobs`](crate::blobs)).
+async fn stored_reply(
+    flows: &Flows,
+    call: &ModelCall,
+    reply: Result<flow_core::Message, ModelError>,
+) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
+    let (Some(payloads), Ok(mut message)) = (flows.large_payloads(), reply.as_ref().cloned())
+    else {
+        return Ok(reply);
+    };
+    message.content = payloads
+        .store(std::mem::take(&mut message.content))
+        .await
+        .map_err(|e| LookupError::Blob {
+            flow: call.flow.clone(),
+            source: Arc::new(e),
+        })?;
+    Ok(Ok(message))
+}
+
+/// The call's request with every stored payload's reference replaced by its text (see
+/// [`blobs`](crate::blobs)).
+async fn loaded_request(flows: &Flows, call: &ModelCall) -> Result<ChatRequest, LookupError> {
     let mut request = call.request();
     if let Some(payloads) = flows.large_payloads() {
         for message in request.messages.iter_mut() {
             let loaded = payloads
                 .load(&message.content)
+                .await
                 .map_err(|e| LookupError::Blob {
                     flow: call.flow.clone(),
                     source: Arc::new(e),
@@ -163,7 +194,7 @@ pub async fn call_model(
             }
         }
     }
-    Ok(model.generate(&request).await)
+    Ok(request)
 }
 
 /// What a model activity does for a call with a sink ([`ModelCall::live`]): streams the calling
@@ -181,7 +212,8 @@ where
     use futures::StreamExt;
     let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
     let model = Arc::clone(chat_agent(&node).model());
-    let mut stream = match model.stream(&call.request()).await {
+    let request = loaded_request(flows, call).await?;
+    let mut stream = match model.stream(&request).await {
         Ok(stream) => stream,
         Err(e) => return Ok(Err(e)),
     };
@@ -195,7 +227,8 @@ where
             Err(e) => return Ok(Err(e)),
         }
     }
-    Ok(Ok(flow_core::Message::concat(pieces.iter())))
+    let reply = Ok(flow_core::Message::concat(pieces.iter()));
+    stored_reply(flows, call, reply).await
 }
 
 /// What a tool activity does: runs the calling agent's tool with the call's arguments, under the
@@ -230,7 +263,7 @@ pub async fn call_tool(flows: &Flows, input: &ToolCallInput) -> Result<ToolOutco
     Ok(match tool.call(&cx, &input.call.arguments).await {
         Ok(text) => match flows.large_payloads() {
             Some(payloads) => {
-                ToolOutcome::Done(payloads.store(text).map_err(|e| LookupError::Blob {
+                ToolOutcome::Done(payloads.store(text).await.map_err(|e| LookupError::Blob {
                     flow: input.flow.clone(),
                     source: Arc::new(e),
                 })?)

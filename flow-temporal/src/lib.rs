@@ -54,10 +54,11 @@
 //! text. Temporal refuses payloads over 2 MB (and warns from 512 KB), and a history is capped at
 //! 50 MB and 51,200 events.
 //!
-//! - **Tool results by reference.** With [`Flows::store_large_payloads`], a tool result over
-//!   the threshold is stored in a [`BlobStore`] by the tool activity and only its reference
-//!   enters the history; the model activity reads it back before calling the model, so the model
-//!   sees all of it (see [`blobs`]). Every worker of a task queue must reach the same store.
+//! - **Tool results and model replies by reference.** With [`Flows::store_large_payloads`], a
+//!   tool result or a model reply over the threshold is stored in a [`BlobStore`] by its
+//!   activity and only its reference enters the history; the model activity reads every
+//!   reference back before calling the model, so the model sees all of it (see [`blobs`]: [`FileBlobStore`], a directory, and `SqliteBlobStore`, one
+//!   SQLite file). Every worker of a task queue must reach the same store.
 //!   The thread's events show the reference.
 //! - **Bounded histories.** Between turns, once the history holds
 //!   `ThreadStart::continue_as_new_after` events (by
@@ -66,8 +67,9 @@
 //!   whole. The conversation itself is carried as one payload: a thread whose messages pass
 //!   2 MB in all needs its large results stored by reference.
 //! - What stays in history: the user's messages (each turn's update), the model's replies (the
-//!   model activity's result), tool arguments. A model reply or a user message over 2 MB fails
-//!   its activity or its update.
+//!   model activity's result) under the threshold, tool arguments, and the conversation each
+//!   model call is given (its large messages as references). A user message over 2 MB fails its
+//!   update, and so does a model call whose conversation, references and all, passes 2 MB.
 //!
 //! # What happens when something fails
 //!
@@ -102,10 +104,12 @@ pub mod sdk;
 #[cfg(feature = "sdk")]
 pub use sdk::{
     connect, replay_history, replayer, run_worker, worker_flows, worker_options,
-    AgentflowActivities, AnswerRequest, Carried, LocalSteps, TemporalError, Thread, ThreadStart,
-    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
+    AgentflowActivities, AnswerRequest, CancelTurn, Carried, LocalSteps, TemporalError, Thread,
+    ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest, TurnResult, APPROVE_GRANT, DEFAULT_ADDRESS,
 };
 
+#[cfg(feature = "sqlite")]
+pub use blobs::SqliteBlobStore;
 pub use blobs::{BlobError, BlobStore, FileBlobStore, LargePayloads, Reference};
 pub use effects::{
     Effect, Effects, EffectsMiddleware, ModelCall, Outcome, TemporalHost, ToolCallInput,

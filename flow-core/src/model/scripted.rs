@@ -584,6 +584,65 @@ pub struct ScriptRules {
 }
 
 impl ScriptRules {
+    /// Rules whose fallback answers from `steps` by how many times the model has answered
+    /// since the user last spoke (the assistant messages after the request's last user
+    /// message): the first call of a turn gets `steps[0]`, the call after its tool results
+    /// `steps[1]`, and so on; `after` once the steps run out.
+    ///
+    /// The answer depends on the request alone, not on what this handle answered before: a
+    /// turn replayed, resumed in another process, or run by another worker (Temporal, a
+    /// queue's workers) gets the same answers. Add rules before [`build`](Self::build) to
+    /// answer some requests otherwise.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use flow_runtime::model::{ChatModel, ChatRequest, ScriptRules, ScriptStep};
+    /// use flow_runtime::Message;
+    /// use serde_json::json;
+    /// # futures::executor::block_on(async {
+    /// let model = ScriptRules::per_turn(
+    ///     [ScriptStep::tool_call("lookup", json!({})), ScriptStep::text("found it")],
+    ///     "anything else?",
+    /// )
+    /// .build();
+    /// let mut messages = vec![Arc::new(Message::user("find my order"))];
+    /// let call = model.generate(&ChatRequest::new(messages.clone())).await.unwrap();
+    /// assert_eq!(call.tool_calls[0].name, "lookup");
+    /// messages.push(Arc::new(call));
+    /// let reply = model.generate(&ChatRequest::new(messages.clone())).await.unwrap();
+    /// assert_eq!(reply.content, "found it");
+    /// messages.push(Arc::new(reply));
+    /// let more = model.generate(&ChatRequest::new(messages.clone())).await.unwrap();
+    /// assert_eq!(more.content, "anything else?");
+    /// // The user speaks again: the steps start over, whatever was answered before.
+    /// messages.push(Arc::new(Message::user("and another")));
+    /// let again = model.generate(&ChatRequest::new(messages)).await.unwrap();
+    /// assert_eq!(again.tool_calls[0].name, "lookup");
+    /// # });
+    /// ```
+    pub fn per_turn(
+        steps: impl IntoIterator<Item = impl Into<ScriptStep>>,
+        after: impl Into<ScriptStep>,
+    ) -> Self {
+        let steps: Vec<ScriptStep> = steps.into_iter().map(Into::into).collect();
+        let after = after.into();
+        let mut rules = ScriptedModel::rules();
+        rules.otherwise = Some(Then::Computed(Box::new(move |request: &ChatRequest| {
+            let answered = request
+                .messages
+                .iter()
+                .rev()
+                .take_while(|m| m.role != Role::User)
+                .filter(|m| m.role == Role::Assistant)
+                .count();
+            steps
+                .get(answered)
+                .cloned()
+                .unwrap_or_else(|| after.clone())
+        })));
+        rules
+    }
+
     /// Answers `then` when `when` holds for the request.
     pub fn when(
         mut self,

@@ -9,6 +9,14 @@
 //! its run with an interrupt of its own, carrying the workflow's question as its info: the
 //! runner records the turn as interrupted, and the flow's approvals decide who may answer. Its
 //! resume sends the answer as the workflow's `answer` update and reads the rest of the turn.
+//!
+//! A turn the server cancels is cancelled on the workflow too (its signal `cancel_turn`, which
+//! stops that turn and lets the thread go on): a cancel at safe points (`after_model`,
+//! `after_tools`) as it is asked of the run, and a run dropped before its turn ended (the
+//! client of a streamed turn went away, `on_disconnect: cancel`, an `immediate` cancel) as
+//! `immediate`, which keeps nothing of the turn in the workflow's thread, as the server records
+//! nothing of it (the workflow stops waiting for the calls under way and cancels their
+//! activities).
 
 use std::sync::Arc;
 
@@ -16,14 +24,16 @@ use flow_runtime::{
     Action, Agent, AgentError, AgentEvent, AgentInput, EventStream, InterruptInfo, ResumeInfo,
     RunContext,
 };
+use flow_runtime::{CancelMode, CancelSignal};
 use flow_temporal::{
-    AnswerRequest, Progress, ThreadStart, ThreadWorkflow, TurnRequest, APPROVE_GRANT, LAST_TURN,
+    AnswerRequest, CancelTurn, Progress, ThreadStart, ThreadWorkflow, TurnRequest, APPROVE_GRANT,
+    LAST_TURN,
 };
 use futures::Stream;
 use serde_json::json;
 use temporalio_client::{
     WorkflowExecuteUpdateOptions, WorkflowIdConflictPolicy, WorkflowQueryOptions,
-    WorkflowStartOptions, WorkflowStartUpdateOptions,
+    WorkflowSignalOptions, WorkflowStartOptions, WorkflowStartUpdateOptions,
 };
 
 use super::live::{self, Sink};
@@ -37,6 +47,9 @@ const SERVER_ANSWERER: &str = "agentflow-server:answers";
 
 /// How long sending a turn is tried again (no worker to accept it: one died, none started yet).
 const SEND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How many times a cancel is sent while the workflow is not there yet (its turn is being sent).
+const CANCEL_ATTEMPTS: u32 = 20;
 
 /// How long a reading of the turn's events waits for a worker to answer (then reads again).
 const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -55,6 +68,28 @@ impl std::fmt::Debug for TemporalAgent {
             .field("flow", &self.flow)
             .field("name", &self.name)
             .finish()
+    }
+}
+
+/// What a reading shares with the stream that passes its events on: the turn's place as far as
+/// it is known, and whether the reading has finished (the turn ended, or waits on a question).
+#[derive(Debug, Default)]
+struct Watch {
+    place: std::sync::Mutex<(Option<String>, Option<u64>)>,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl Watch {
+    /// The reading has finished: marked before its last event goes out, so that a stream
+    /// dropped once it has that event does not cancel the turn.
+    fn finish(&self) {
+        self.finished
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn stop(&self, mode: CancelMode) -> CancelTurn {
+        let (key, turn) = self.place.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        CancelTurn { key, turn, mode }
     }
 }
 
@@ -167,6 +202,35 @@ impl TemporalAgent {
         )
     }
 
+    /// Asks the workflow to stop the turn as `stop` says (sent again for a while when the
+    /// workflow is not there yet: its turn was still being sent).
+    async fn cancel_turn(&self, workflow: &str, stop: CancelTurn) {
+        let handle = self
+            .executor
+            .client
+            .get_workflow_handle::<ThreadWorkflow>(workflow);
+        let mut wait = std::time::Duration::from_millis(100);
+        for attempt in 1..=CANCEL_ATTEMPTS {
+            let sent = handle
+                .signal(
+                    ThreadWorkflow::cancel_turn,
+                    stop.clone(),
+                    WorkflowSignalOptions::default(),
+                )
+                .await;
+            match sent {
+                Ok(()) => return,
+                Err(e) if attempt == CANCEL_ATTEMPTS => {
+                    tracing::warn!(agent = %self.name, workflow, error = %e, "cancelling the turn on Temporal failed");
+                }
+                Err(_) => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(std::time::Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
     async fn progress(&self, at: &At) -> Result<Progress, String> {
         let handle = self
             .executor
@@ -220,9 +284,22 @@ impl TemporalAgent {
         sending: Option<tokio::task::JoinHandle<Result<(), String>>>,
     ) -> impl Stream<Item = AgentEvent> + Send {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let reader = tokio::spawn(self.read(at, sink, sending, tx));
+        let watch = Arc::new(Watch::default());
+        *watch.place.lock().unwrap_or_else(|e| e.into_inner()) = (at.key.clone(), at.turn);
+        let cancel = CancelOnDrop {
+            agent: Arc::clone(&self),
+            workflow: at.workflow.clone(),
+            watch: Arc::clone(&watch),
+        };
+        let reading = {
+            let watch = Arc::clone(&watch);
+            let signal = cx.cancel_signal().clone();
+            async move { self.read(at, sink, sending, tx, &watch, signal).await }
+        };
+        let reader = tokio::spawn(reading);
         let session = Arc::clone(cx.session());
         async_stream::stream! {
+            let _cancel = cancel;
             let _reader = AbortOnDrop(reader);
             while let Some(mut event) = rx.recv().await {
                 // This agent's own interrupt is the tree's to address and record.
@@ -241,7 +318,12 @@ impl TemporalAgent {
         sink: Sink,
         mut sending: Option<tokio::task::JoinHandle<Result<(), String>>>,
         out: tokio::sync::mpsc::UnboundedSender<AgentEvent>,
+        watch: &Watch,
+        cancel: CancelSignal,
     ) {
+        // The cancel of the run passed on to the workflow (a safe-point mode: an immediate one
+        // drops this reading, and `CancelOnDrop` sends it).
+        let mut cancel_sent: Option<CancelMode> = None;
         let mut opened = std::collections::HashSet::new();
         // The model calls placed before the first event this reading reads are an earlier
         // reading's (before the question it answers).
@@ -260,16 +342,22 @@ impl TemporalAgent {
                 match sent.map_err(|e| e.to_string()).and_then(|sent| sent) {
                     Ok(()) => {}
                     Err(e) => {
+                        watch.finish();
                         let _ = out.send(self.failed("the turn", e));
                         return;
                     }
                 }
+            }
+            if let Some(mode) = cancel.requested().filter(|m| Some(*m) != cancel_sent) {
+                cancel_sent = Some(mode);
+                self.cancel_turn(&at.workflow, watch.stop(mode)).await;
             }
             let progress = match self.progress(&at).await {
                 Ok(p) => {
                     misses = 0;
                     if p.turn.is_some() {
                         at.turn = p.turn;
+                        watch.place.lock().unwrap_or_else(|e| e.into_inner()).1 = p.turn;
                     }
                     p
                 }
@@ -279,6 +367,7 @@ impl TemporalAgent {
                     misses += 1;
                     tracing::debug!(workflow = %at.workflow, turn = ?at.turn, error = %e, "reading again");
                     if misses > patience {
+                        watch.finish();
                         let _ = out.send(self.failed("following the turn", e));
                         return;
                     }
@@ -316,23 +405,69 @@ impl TemporalAgent {
                 sink.cut(m.effect);
             }
             if progress.ended {
+                watch.finish();
                 return;
             }
             if let Some(question) = progress
                 .question
                 .filter(|q| at.answered.as_deref() != Some(q.id.as_str()))
             {
-                let mut info = InterruptInfo::new(question.info.clone());
-                info.state = Some(json!({
-                    "workflow": at.workflow,
-                    "turn": at.turn.unwrap_or_default(),
-                    "since": at.since,
-                    "question": question.id,
-                }));
-                let _ = out.send(AgentEvent::action(Action::interrupted(info)));
+                watch.finish();
+                let _ = out.send(interrupt_of(&question, &at));
                 return;
             }
         }
+    }
+}
+
+/// This agent's interrupt for the workflow's `question`, read up to `at`: it carries the
+/// question's id and comes from the agent that asked it (its address's last frame), so the
+/// tree around this agent keeps that id (it names only an interrupt of its own root by its run
+/// path, which is then the same): an approval has the id it has in process, and is answered
+/// by it through every door. Its state is where the workflow stands, for the resume.
+fn interrupt_of(question: &InterruptInfo, at: &At) -> AgentEvent {
+    let mut info = InterruptInfo::new(question.info.clone());
+    info.id = question.id.clone();
+    info.state = Some(json!({
+        "workflow": at.workflow,
+        "turn": at.turn.unwrap_or_default(),
+        "since": at.since,
+        "question": question.id,
+    }));
+    let event = AgentEvent::action(Action::interrupted(info));
+    match question.address.last() {
+        Some(asker) => event.stamped(&asker.agent, &asker.run_path),
+        None => event,
+    }
+}
+
+/// Cancels the turn on the workflow, `immediate`, when the turn's stream is dropped before its
+/// reading finished (the client of a streamed turn went away, an `immediate` cancel, a turn
+/// over its time): the server records nothing of such a turn, and the workflow's thread keeps
+/// nothing of it either.
+struct CancelOnDrop {
+    agent: Arc<TemporalAgent>,
+    workflow: String,
+    watch: Arc<Watch>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self
+            .watch
+            .finished
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        tracing::debug!(agent = %self.agent.name, workflow = %self.workflow, "the turn's reader went away: cancelling it on Temporal");
+        let stop = self.watch.stop(CancelMode::IMMEDIATE);
+        let agent = Arc::clone(&self.agent);
+        let workflow = std::mem::take(&mut self.workflow);
+        runtime.spawn(async move { agent.cancel_turn(&workflow, stop).await });
     }
 }
 

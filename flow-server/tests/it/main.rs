@@ -37,6 +37,9 @@ mod scale_out;
 mod schedules;
 #[cfg(feature = "temporal")]
 mod temporal;
+#[cfg(feature = "temporal")]
+#[path = "../common/temporal.rs"]
+mod temporal_support;
 mod thread_views;
 mod time_travel;
 mod tool_approvals;

@@ -1,12 +1,15 @@
 //! flow-server on Temporal (feature `temporal`): the same routes run a thread's turns as the
 //! thread's workflow on a Temporal worker, and stream them as they run: a multi-agent turn with
 //! a paid tool gives the client the frames the in-process server gives (streamed model output
-//! included), and an approval ends the turn interrupted and is answered through `/resume`.
+//! included), and an approval ends the turn interrupted and is answered through `/resume`, by
+//! the id it has in process; the tree routes show the flow's own tree; a streamed run whose
+//! client goes away (`on_disconnect: cancel`) is cancelled on the workflow too.
 //!
 //! Needs a Temporal dev server (`AGENTFLOW_TEMPORAL_ADDRESS`, as `.ci/temporal.sh` exports it):
 //! skipped without one, failed in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
 
 use crate::common::{post, read_sse, Sse, TOKEN};
+use crate::temporal_support::{dev_server, stateless, unique, PayArgs};
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::testing::skip_missing_component;
 use flow_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
     Role, ToolContext, ToolError, TurnRouting,
@@ -22,35 +24,6 @@ use flow_runtime::{
 use flow_server::temporal::TemporalExecutor;
 use flow_server::{AppState, Auth};
 use serde_json::{json, Value};
-
-const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
-
-/// A client of the dev server, or `None` (after saying why the test is skipped).
-async fn dev_server() -> Option<temporalio_client::Client> {
-    let address =
-        std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into());
-    match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address)).await {
-        Ok(Ok(client)) => Some(client),
-        Ok(Err(e)) => {
-            skip_missing_component(
-                "the Temporal dev server",
-                &format!("{e}; run .ci/temporal.sh or set {ADDRESS_ENV}"),
-            );
-            None
-        }
-        Err(_) => {
-            skip_missing_component(
-                "the Temporal dev server",
-                &format!("{address} did not answer in 10 s; set {ADDRESS_ENV}"),
-            );
-            None
-        }
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", flow_runtime::ids::unique_token())
-}
 
 /// A worker of `queue` in this process, on a thread of its own, until the process ends.
 fn start_worker(client: &temporalio_client::Client, queue: &str) {
@@ -65,29 +38,6 @@ fn start_worker(client: &temporalio_client::Client, queue: &str) {
             panic!("the worker of {queue} failed: {e}");
         }
     });
-}
-
-/// A model any process answers alike: by how many times it answered since the last user
-/// message of the request.
-fn stateless(script: Vec<ScriptStep>) -> ScriptedModel {
-    ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
-        let since_user = request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role != Role::User)
-            .filter(|m| m.role == Role::Assistant)
-            .count();
-        script
-            .get(since_user)
-            .cloned()
-            .unwrap_or_else(|| ScriptStep::text("nothing more to say"))
-    })
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct PayArgs {
-    amount: u32,
 }
 
 /// One line per payment made: `KEY AMOUNT`.
@@ -327,4 +277,325 @@ async fn an_approval_the_workflow_waits_on_ends_the_turn_interrupted_and_resume_
     )
     .await;
     assert_eq!(again.status(), 409, "{:?}", again.text().await);
+}
+
+/// A clerk whose `wait` tool says it started (on `started`) and then never ends; a user's
+/// `wait` asks for it, anything else is answered with the number of user messages the model
+/// was given (the conversation the thread's workflow keeps).
+fn waiter(started: tokio::sync::mpsc::UnboundedSender<()>) -> FlowAgent {
+    let wait = flow_runtime::tool_fn("wait", "Waits.", move |_args: Value| {
+        let started = started.clone();
+        async move {
+            let _ = started.send(());
+            futures::future::pending::<()>().await;
+            Ok::<_, ToolError>("never".to_owned())
+        }
+    });
+    let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
+        let users: Vec<&str> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .collect();
+        let answered = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role != Role::User);
+        match users.last() {
+            Some(&"wait") if !answered => ScriptStep::tool_call("wait", json!({})),
+            _ => ScriptStep::text(format!("{} user messages", users.len())),
+        }
+    });
+    let clerk = ChatModelAgent::builder("clerk", model)
+        .tool(wait)
+        .build()
+        .unwrap();
+    FlowAgent::new(clerk)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too() {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("waiter");
+    let flow = &flow[..24.min(flow.len())];
+    let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    flow_temporal::worker_flows().insert(flow, waiter(started.clone()));
+    start_worker(&client, &queue);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    // The tool's call would hold the thread for ten minutes if nothing cancelled it.
+    let executor = TemporalExecutor::new(client.clone(), queue.as_str(), base.as_str())
+        .tool_timeout(Duration::from_secs(600));
+    let state = AppState::builder(InMemoryStore::new())
+        .auth(Auth::bearer(TOKEN))
+        .turn_routing(TurnRouting::Root)
+        .flow(flow, waiter(started))
+        .temporal(executor)
+        .build()
+        .unwrap();
+    tokio::spawn(flow_server::serve(listener, state));
+
+    let response = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs"),
+        json!({ "message": "wait", "stream": true, "on_disconnect": "cancel" }),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let mut events = response.bytes_stream().eventsource();
+    let first = events.next().await.unwrap().unwrap();
+    assert_eq!(first.event, "turn");
+    let run: Value = serde_json::from_str(&first.data).unwrap();
+    let run = run["run_id"].as_str().unwrap().to_owned();
+    heard.recv().await.expect("the tool started on the worker");
+    drop(events);
+
+    let outcome: Value = crate::common::get(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/wait"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "cancelled", "{outcome}");
+
+    // The workflow stopped the turn (else the next one would wait behind its tool call) and
+    // kept nothing of it: the model is given one user message.
+    let next = tokio::time::timeout(Duration::from_secs(120), turn(&base, flow, "t1", "hello"))
+        .await
+        .expect("the next turn ran: the cancelled one no longer holds the thread's workflow");
+    assert_eq!(
+        next.last().unwrap().data["output"],
+        "1 user messages",
+        "{next:#?}"
+    );
+    let thread: Value = crate::common::get(&base, &format!("/v1/flows/{flow}/threads/t1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        thread["turns"], 1,
+        "nothing recorded of the cancelled turn: {thread:#}"
+    );
+}
+
+/// `desk` transfers to `billing`, whose `pay` needs a human's approval.
+fn approving_desk(ledger: &Ledger) -> FlowAgent {
+    let ledger = ledger.clone();
+    let pay = tool_fn_with_context(
+        "pay",
+        "Pays an amount.",
+        move |cx: ToolContext, args: PayArgs| {
+            let ledger = ledger.clone();
+            async move {
+                ledger.append(&cx.idempotency_key(), args.amount);
+                Ok::<_, ToolError>(format!("paid {}", args.amount))
+            }
+        },
+    );
+    let billing = ChatModelAgent::builder(
+        "billing",
+        stateless(vec![
+            ScriptStep::tool_call("pay", json!({ "amount": 12 })),
+            ScriptStep::text("paid"),
+        ]),
+    )
+    .description("Pays bills.")
+    .tool(NeedsApproval::always(Arc::new(pay)))
+    .build()
+    .unwrap();
+    let desk = ChatModelAgent::builder("desk", stateless(vec![ScriptStep::transfer("billing")]))
+        .description("The front desk.")
+        .build()
+        .unwrap();
+    set_sub_agents(FlowAgent::new(desk), [FlowAgent::new(billing)]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_as_in_process() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("approving");
+    let flow = &flow[..24.min(flow.len())];
+    let ledger = Ledger::new();
+    flow_temporal::worker_flows().insert(flow, approving_desk(&ledger));
+    start_worker(&client, &queue);
+    let on_temporal = serve(&[(flow, approving_desk(&ledger))], Some((&client, &queue))).await;
+    let in_process = serve(&[(flow, approving_desk(&Ledger::new()))], None).await;
+
+    // The tree routes show the flow's agents, not the Temporal root that runs its turns.
+    for route in ["", "/mermaid"] {
+        let path = format!("/v1/flows/{flow}{route}");
+        let temporal = crate::common::get(&on_temporal, &path)
+            .await
+            .text()
+            .await
+            .unwrap();
+        let local = crate::common::get(&in_process, &path)
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(temporal, local, "GET {path}");
+        assert!(temporal.contains("billing"), "GET {path}: {temporal}");
+    }
+
+    let asked = turn(&on_temporal, flow, "t1", "pay my bill").await;
+    let asked_locally = turn(&in_process, flow, "t1", "pay my bill").await;
+    let id = &asked.last().unwrap().data["interrupts"][0]["id"];
+    assert_eq!(
+        id,
+        &asked_locally.last().unwrap().data["interrupts"][0]["id"],
+        "the same interrupt id on Temporal as in process: {asked:#?}"
+    );
+    assert!(
+        id.as_str().is_some_and(|id| id.contains("billing")),
+        "the id names the agent that asked, not the root that stands in for the tree: {id}"
+    );
+
+    // Answered by that id: through the HTTP API's resume, as in process.
+    let resumed = read_sse(
+        post(
+            &on_temporal,
+            &format!("/v1/flows/{flow}/threads/t1/resume"),
+            json!({ "interrupt_id": id, "data": { "approve": true } }),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        resumed.last().unwrap().data["output"],
+        "paid",
+        "{resumed:#?}"
+    );
+    assert_eq!(ledger.lines().len(), 1, "one payment: {:?}", ledger.lines());
+}
+
+/// Waits until the workflow of the one thread on `queue` has been sent the signal `signal`.
+async fn signalled(client: &temporalio_client::Client, queue: &str, signal: &str) {
+    use futures::StreamExt;
+    let wait = async {
+        loop {
+            let mut ids = Vec::new();
+            let mut listed = client.list_workflows(
+                format!("TaskQueue = '{queue}'"),
+                temporalio_client::WorkflowListOptions::default(),
+            );
+            while let Some(Ok(workflow)) = listed.next().await {
+                ids.push(workflow.id().to_owned());
+            }
+            for id in ids {
+                let history = flow_temporal::Thread::of(client, &id).history_json().await;
+                let history = String::from_utf8_lossy(history.as_deref().unwrap_or_default());
+                if history.contains(&format!("\"{signal}\"")) {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .unwrap_or_else(|_| panic!("the workflow on {queue} was never sent {signal}"));
+}
+
+/// A clerk whose `slow` tool says it started (on `started`), waits for `gate`, and ends; the
+/// model then says `after the tool`.
+fn slow_clerk(
+    started: tokio::sync::mpsc::UnboundedSender<()>,
+    gate: Arc<tokio::sync::Semaphore>,
+) -> FlowAgent {
+    let slow = flow_runtime::tool_fn("slow", "Takes its time.", move |_args: Value| {
+        let (started, gate) = (started.clone(), Arc::clone(&gate));
+        async move {
+            let _ = started.send(());
+            gate.acquire().await.unwrap().forget();
+            Ok::<_, ToolError>("slow done".to_owned())
+        }
+    });
+    let clerk = ChatModelAgent::builder(
+        "clerk",
+        stateless(vec![
+            ScriptStep::tool_call("slow", json!({})),
+            ScriptStep::text("after the tool"),
+        ]),
+    )
+    .tool(slow)
+    .build()
+    .unwrap();
+    FlowAgent::new(clerk)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("slow");
+    let flow = &flow[..24.min(flow.len())];
+    let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    flow_temporal::worker_flows().insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
+    start_worker(&client, &queue);
+    let base = serve(
+        &[(flow, slow_clerk(started, Arc::clone(&gate)))],
+        Some((&client, &queue)),
+    )
+    .await;
+
+    let created: Value = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs"),
+        json!({ "message": "go" }),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let run = created["run_id"].as_str().unwrap().to_owned();
+    heard.recv().await.expect("the tool started on the worker");
+    let cancel = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/cancel"),
+        json!({ "mode": "after_tools" }),
+    )
+    .await;
+    assert_eq!(cancel.status(), 202);
+    // The workflow hears of the cancel while the tool still runs, then lets it finish.
+    signalled(&client, &queue, "cancel_turn").await;
+    gate.add_permits(1);
+    let outcome: Value = crate::common::get(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/wait"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "cancelled", "{outcome}");
+    assert_eq!(outcome["cancel_mode"], "after_tools", "{outcome}");
+
+    // The thread goes on: its next turn runs (its tool passes the gate at once).
+    gate.add_permits(1);
+    let next = turn(&base, flow, "t1", "again").await;
+    let said: Vec<&str> = next
+        .iter()
+        .filter(|f| f.name == "event")
+        .filter_map(|f| f.data["message"]["content"].as_str())
+        .collect();
+    assert!(
+        said.contains(&"after the tool"),
+        "the next turn runs: {said:?}"
+    );
 }

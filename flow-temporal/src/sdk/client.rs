@@ -9,7 +9,9 @@ use temporalio_client::{
     WorkflowSignalOptions, WorkflowStartOptions, WorkflowUpdateWithStartOptions,
 };
 
-use super::workflow::{AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult};
+use super::workflow::{
+    AnswerRequest, CancelTurn, ThreadStart, ThreadWorkflow, TurnRequest, TurnResult,
+};
 
 /// What went wrong talking to Temporal about a thread.
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +180,20 @@ impl Thread {
             .cancel(WorkflowCancelOptions::default())
             .await
             .map_err(|e| failed(&self.id, "cancel", e))
+    }
+
+    /// Stops one turn as `stop` says and lets the thread go on (see
+    /// [`ThreadWorkflow::cancel_turn`]); the turn's caller gets its result, ended
+    /// [`TurnEnd::Cancelled`](super::TurnEnd::Cancelled) (or `RolledBack` for `immediate`).
+    pub async fn cancel_turn(&self, stop: CancelTurn) -> Result<(), TemporalError> {
+        self.handle()
+            .signal(
+                ThreadWorkflow::cancel_turn,
+                stop,
+                WorkflowSignalOptions::default(),
+            )
+            .await
+            .map_err(|e| failed(&self.id, "cancel_turn", e))
     }
 
     /// The question the running turn waits on, if any.

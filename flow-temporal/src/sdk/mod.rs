@@ -21,6 +21,6 @@ pub use worker::{
     connect, replay_history, replayer, run_worker, worker_flows, worker_options, DEFAULT_ADDRESS,
 };
 pub use workflow::{
-    AnswerRequest, Carried, LocalSteps, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,
-    TurnResult, APPROVE_GRANT,
+    AnswerRequest, CancelTurn, Carried, LocalSteps, ThreadStart, ThreadWorkflow, TurnEnd,
+    TurnRequest, TurnResult, APPROVE_GRANT,
 };

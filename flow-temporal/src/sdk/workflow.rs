@@ -10,6 +10,9 @@
 //! - **Cancellation.** A workflow cancel stops the running turn as [`ThreadStart::cancel_mode`]
 //!   says (at the engine's safe points by default; activities under way finish, as the turn's
 //!   own cancellation token is not the workflow's), then the workflow ends as cancelled.
+//! - **Stopping one turn.** The signal [`ThreadWorkflow::cancel_turn`] stops one turn (by its
+//!   key or number) as its [`CancelTurn::mode`] says, and the thread goes on: a server cancels
+//!   the turn of a client that went away this way. A turn not yet running never runs.
 //! - **Continue-as-new.** Between turns, once the history holds
 //!   [`ThreadStart::continue_as_new_after`] events (or the server suggests it), the workflow
 //!   continues as new with the thread's conversation ([`CarriedTurn`]s) in its input, so a long
@@ -235,6 +238,52 @@ pub struct TurnResult {
     pub ended: TurnEnd,
 }
 
+/// A request to stop one turn of a thread ([`ThreadWorkflow::cancel_turn`]): the turn is
+/// named by the key it was asked with ([`TurnRequest::key`]) or by its number in the
+/// workflow's run ([`Progress::turn`]).
+///
+/// ```
+/// use flow_core::CancelMode;
+/// use flow_temporal::CancelTurn;
+///
+/// let stop = CancelTurn::by_key("turn:run-7", CancelMode::IMMEDIATE);
+/// assert_eq!(stop.key.as_deref(), Some("turn:run-7"));
+/// assert_eq!(stop.turn, None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelTurn {
+    /// The turn's key, as it was asked with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The turn's number in this run of the workflow (what [`Progress::turn`] reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    /// How the turn stops: `immediate` where it is, keeping nothing of it; else at the engine's
+    /// safe points, keeping what it finished (a question the turn waits on, having no safe
+    /// point after it, stops it there).
+    pub mode: CancelMode,
+}
+
+impl CancelTurn {
+    /// Stops the turn asked with key `key` as `mode` says.
+    pub fn by_key(key: impl Into<String>, mode: CancelMode) -> Self {
+        CancelTurn {
+            key: Some(key.into()),
+            turn: None,
+            mode,
+        }
+    }
+
+    /// Stops turn `turn` (its number in the workflow's run) as `mode` says.
+    pub fn by_number(turn: u64, mode: CancelMode) -> Self {
+        CancelTurn {
+            key: None,
+            turn: Some(turn),
+            mode,
+        }
+    }
+}
+
 /// An answer to the question a turn waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerRequest {
@@ -283,6 +332,13 @@ pub struct ThreadWorkflow {
     sink: Option<String>,
     /// The turns asked with a key ([`TurnRequest::key`]), by key.
     keys: HashMap<String, u64>,
+    /// The running turn a [`cancel_turn`](Self::cancel_turn) stops, and how (all requests
+    /// combined).
+    stopping: Option<(u64, CancelMode)>,
+    /// Turns cancelled before they ran (they never do).
+    cancelled: std::collections::HashSet<u64>,
+    /// Keys cancelled before their turn was asked (the turn, when it comes, never runs).
+    cancelled_keys: std::collections::HashSet<String>,
 }
 
 #[workflow_methods]
@@ -351,8 +407,24 @@ impl ThreadWorkflow {
                     .await;
                 return Ok(log.len());
             };
-            ran_any = true;
             let number = first + turn;
+            if ctx.state_mut(|s| s.cancelled.remove(&turn)) {
+                // Cancelled before it ran (`cancel_turn`): it never does.
+                ctx.state_mut(|s| {
+                    s.requester = None;
+                    s.running = None;
+                    s.results.insert(
+                        turn,
+                        TurnResult {
+                            turn: number,
+                            events: Vec::new(),
+                            ended: TurnEnd::Cancelled,
+                        },
+                    );
+                });
+                continue;
+            }
+            ran_any = true;
             let effects = Effects::new(
                 ctx.workflow_time().unwrap_or(SystemTime::UNIX_EPOCH),
                 seed ^ number,
@@ -387,22 +459,27 @@ impl ThreadWorkflow {
                 let c = ctx.clone();
                 let signal = signal.clone();
                 Box::pin(async move {
+                    let stopping = move |s: &Self| s.stopping.is_some_and(|(t, _)| t == turn);
                     let workflow_cancelled = c
-                        .wait_condition(move |s| s.roll_back == Some(turn))
+                        .wait_condition(move |s| s.roll_back == Some(turn) || stopping(s))
                         .await
                         .is_err();
-                    if workflow_cancelled {
+                    let mode = if workflow_cancelled {
                         signal.request(cancel_mode);
-                        if !cancel_mode.is_immediate() {
-                            // A question waiting (or asked later) has no safe point after it:
-                            // the turn stops there.
-                            let _ = c
-                                .wait_condition_with_options(
-                                    move |s| s.roll_back == Some(turn) || s.question.is_some(),
-                                    detached(),
-                                )
-                                .await;
-                        }
+                        Some(cancel_mode)
+                    } else {
+                        // A `cancel_turn` (its handler asked the signal already), or a rollback.
+                        c.state(|s| s.stopping.filter(|(t, _)| *t == turn).map(|(_, m)| m))
+                    };
+                    if mode.is_some_and(|m| !m.is_immediate()) {
+                        // A question waiting (or asked later) has no safe point after it:
+                        // the turn stops there (or where it is, once rolled back).
+                        let _ = c
+                            .wait_condition_with_options(
+                                move |s| s.roll_back == Some(turn) || s.question.is_some(),
+                                detached(),
+                            )
+                            .await;
                     }
                 })
             };
@@ -452,6 +529,7 @@ impl ThreadWorkflow {
                 s.closing |= start.single_turn;
                 s.requester = None;
                 s.running = None;
+                s.stopping = None;
                 s.question = None;
                 s.results.insert(
                     turn,
@@ -514,6 +592,9 @@ impl ThreadWorkflow {
             s.next_turn += 1;
             if let Some(key) = &request.key {
                 s.keys.insert(key.clone(), turn);
+                if s.cancelled_keys.remove(key) {
+                    s.cancelled.insert(turn);
+                }
             }
             s.queued.push_back((turn, request));
             turn
@@ -613,6 +694,40 @@ impl ThreadWorkflow {
                 since,
                 ..Progress::default()
             },
+        }
+    }
+
+    /// Stops one turn as `request` says and lets the thread go on (a workflow cancel ends the
+    /// thread): the running turn stops at the engine's safe points and ends
+    /// [`TurnEnd::Cancelled`], keeping what it finished; with `immediate` it stops where it is
+    /// and keeps nothing (as a `rollback`: [`TurnEnd::RolledBack`]), as a server records
+    /// nothing of a turn whose client went away. A turn not yet running (or, by key, not yet
+    /// asked) never runs. A turn that has ended is left alone.
+    #[signal]
+    pub fn cancel_turn(&mut self, _ctx: &mut SyncWorkflowContext<Self>, request: CancelTurn) {
+        let known = request
+            .turn
+            .or_else(|| request.key.as_ref().and_then(|k| self.keys.get(k).copied()));
+        let Some(turn) = known else {
+            if let Some(key) = request.key {
+                self.cancelled_keys.insert(key);
+            }
+            return;
+        };
+        match &self.running {
+            Some((running, signal)) if *running == turn => {
+                signal.request(request.mode);
+                if request.mode.is_immediate() {
+                    // Where it is, keeping nothing of it: as a rollback.
+                    self.roll_back = Some(turn);
+                } else {
+                    self.stopping = Some((turn, request.mode));
+                }
+            }
+            _ if self.queued.iter().any(|(t, _)| *t == turn) => {
+                self.cancelled.insert(turn);
+            }
+            _ => {}
         }
     }
 

@@ -1,8 +1,9 @@
 //! A thread workflow's semantics on the dev server: continue-as-new keeps a long thread's
 //! history bounded and its conversation whole; double texting (reject, enqueue, interrupt,
 //! rollback) while a turn runs; a workflow cancel stops the running turn at the engine's safe
-//! point, or where it is with `immediate`; a tool result over Temporal's 2 MB payload limit is
-//! stored by reference and the model still reads it all.
+//! point, or where it is with `immediate`; `cancel_turn` stops one turn and the thread goes on;
+//! a tool result or a model reply over Temporal's 2 MB payload limit is stored by reference (in
+//! a directory, in SQLite) and the model still reads it all, and its history replays.
 //!
 //! Needs a dev server (`AGENTFLOW_TEMPORAL_ADDRESS`): skipped without one, failed in CI
 //! (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
@@ -15,8 +16,9 @@ use std::time::Duration;
 use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
 use flow_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
 use flow_temporal::{
-    worker_flows, FileBlobStore, LocalSteps, Reference, TemporalError, Thread, ThreadStart,
-    ThreadWorkflow, TurnEnd, TurnRequest, TurnResult,
+    replay_history, worker_flows, BlobStore, CancelTurn, FileBlobStore, LocalSteps, Reference,
+    SqliteBlobStore, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,
+    TurnResult,
 };
 use serde_json::json;
 use support::*;
@@ -43,6 +45,44 @@ fn said(result: &TurnResult) -> Vec<String> {
         .collect()
 }
 
+/// `flow`, registered under a fresh name made from `prefix`, and a worker of its own on a fresh
+/// queue: gives the name and the queue.
+fn serve_flow(
+    client: &temporalio_client::Client,
+    prefix: &str,
+    flow: FlowAgent,
+) -> (String, String) {
+    let name = unique(prefix);
+    worker_flows().insert(&name, flow);
+    let queue = unique("queue");
+    start_worker(client, &queue);
+    (name, queue)
+}
+
+/// A fresh thread of flow `name` on `queue`, its start as `start` makes it.
+async fn start_thread(
+    client: &temporalio_client::Client,
+    queue: &str,
+    name: &str,
+    start: impl FnOnce(ThreadStart) -> ThreadStart,
+) -> Thread {
+    bounded(
+        "the thread's start",
+        Thread::start_with(
+            client,
+            queue,
+            start(ThreadStart::new(name, unique("thread"))),
+        ),
+    )
+    .await
+    .unwrap()
+}
+
+/// Ana's turn `text` on `thread`, to its end.
+async fn turn(thread: &Thread, text: &str) -> TurnResult {
+    bounded("the turn", thread.turn("ana", text)).await.unwrap()
+}
+
 /// An agent that says how many user messages its model was shown.
 fn counter() -> FlowAgent {
     let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
@@ -59,10 +99,7 @@ fn counter() -> FlowAgent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_thread_continues_as_new_and_keeps_its_conversation() {
     let Some(client) = server().await else { return };
-    let name = unique("counter");
-    worker_flows().insert(&name, counter());
-    let queue = unique("queue");
-    start_worker(&client, &queue);
+    let (name, queue) = serve_flow(&client, "counter", counter());
     let id = unique("thread");
     const LIMIT: u32 = 30;
     let first_run = client
@@ -79,9 +116,7 @@ async fn a_long_thread_continues_as_new_and_keeps_its_conversation() {
     let thread = Thread::of(&client, &id);
     const TURNS: u64 = 8;
     for n in 0..TURNS {
-        let result = bounded("a turn", thread.turn("ana", &format!("message {n}")))
-            .await
-            .unwrap();
+        let result = turn(&thread, &format!("message {n}")).await;
         assert_eq!(result.turn, n, "turns keep their numbers across runs");
         assert_eq!(
             said(&result).last().map(String::as_str),
@@ -140,24 +175,15 @@ async fn busy_thread(
     start: impl FnOnce(ThreadStart) -> ThreadStart,
 ) -> (Thread, Ledger, tokio::task::JoinHandle<TurnResult>) {
     let ledger = Ledger::new();
-    let name = unique("desk-busy");
-    worker_flows().insert(&name, desk(&ledger, 30, Duration::from_secs(2)));
-    let queue = unique("queue");
-    start_worker(client, &queue);
-    let thread = Thread::start_with(
+    let (name, queue) = serve_flow(
         client,
-        &queue,
-        start(ThreadStart::new(name, unique("thread"))),
-    )
-    .await
-    .unwrap();
+        "desk-busy",
+        desk(&ledger, 30, Duration::from_secs(2)),
+    );
+    let thread = start_thread(client, &queue, &name, start).await;
     let running = {
         let thread = Thread::of(client, thread.id());
-        tokio::spawn(async move {
-            bounded("the first turn", thread.turn("ana", "please pay my bill"))
-                .await
-                .unwrap()
-        })
+        tokio::spawn(async move { turn(&thread, "please pay my bill").await })
     };
     bounded("the paid call's start", async {
         while ledger.starts().is_empty() {
@@ -319,18 +345,92 @@ async fn a_workflow_cancel_with_immediate_drops_the_turn_where_it_is() {
     cancelled_workflow(&thread, &client).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
+    let Some(client) = server().await else { return };
+    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(
+            0,
+            CancelMode::AFTER_TOOLS.recursive(),
+        )),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(
+        said(&first).iter().any(|s| s == "paid 30"),
+        "the paid call finished before the turn stopped: {:?}",
+        said(&first)
+    );
+    assert!(stopped_for_a_cancel(&first), "{:?}", first.events);
+    assert_eq!(ledger.starts().len(), 1);
+    // The thread is not cancelled: its next turn runs to its end.
+    let next = turn(&thread, "thanks").await;
+    assert_eq!(next.ended, TurnEnd::Done, "{:?}", said(&next));
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps_it_from_running() {
+    let Some(client) = server().await else { return };
+    let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
+    // A turn asked later under a key cancelled before it arrives never runs.
+    bounded(
+        "cancel_turn by key",
+        thread.cancel_turn(CancelTurn::by_key("later", CancelMode::IMMEDIATE)),
+    )
+    .await
+    .unwrap();
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(0, CancelMode::IMMEDIATE)),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::RolledBack);
+    let later = bounded(
+        "the cancelled turn",
+        thread.ask(TurnRequest {
+            key: Some("later".into()),
+            ..TurnRequest::new("ana", "never mind")
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(later.ended, TurnEnd::Cancelled);
+    assert!(later.events.is_empty(), "{:?}", later.events);
+    bounded("close", thread.close()).await.unwrap();
+}
+
 /// An agent whose `fetch` tool returns `size` bytes, and whose model then says how many bytes
-/// of tool result it was shown.
+/// of tool result it was shown; asked `say it back`, it answers `size` bytes, and asked `how
+/// long`, it says how long its longest earlier reply was.
 fn reader(size: usize) -> FlowAgent {
     let fetch = tool_fn(
         "fetch",
         "Fetches a large document.",
         move |_: serde_json::Value| async move { Ok::<_, ToolError>("y".repeat(size)) },
     );
-    let model = ScriptedModel::rules().otherwise_with(|request: &ChatRequest| {
+    let model = ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
+        let said = request.last_user_message().map(|m| m.content.clone());
         match request.messages.last() {
             Some(last) if last.role == Role::Tool => {
                 ScriptStep::text(format!("read {} bytes", last.content.len()))
+            }
+            _ if said.as_deref() == Some("say it back") => ScriptStep::text("z".repeat(size)),
+            _ if said.as_deref() == Some("how long") => {
+                let longest = request
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::Assistant)
+                    .map(|m| m.content.len())
+                    .max()
+                    .unwrap_or(0);
+                ScriptStep::text(format!("you heard {longest} bytes"))
             }
             _ => ScriptStep::tool_call("fetch", json!({})),
         }
@@ -343,47 +443,65 @@ fn reader(size: usize) -> FlowAgent {
     )
 }
 
+/// The one test that sets the workers' blob store (it is the process's): a 3 MB tool result and
+/// a 3 MB model reply, through a directory and through SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_result_over_the_payload_limit_is_stored_by_reference() {
+async fn a_tool_result_or_a_model_reply_over_the_payload_limit_is_stored_by_reference_and_replays()
+{
     let Some(client) = server().await else { return };
-    const SIZE: usize = 3 * 1024 * 1024;
     let dir = std::env::temp_dir().join(unique("flow-temporal-blobs"));
-    let store = Arc::new(FileBlobStore::new(&dir).unwrap());
-    worker_flows().store_large_payloads(store, 256 * 1024);
-    let name = unique("reader");
-    worker_flows().insert(&name, reader(SIZE));
-    let queue = unique("queue");
-    start_worker(&client, &queue);
-    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
-        .await
-        .unwrap();
-    let result = bounded("the turn", thread.turn("ana", "read it"))
-        .await
-        .unwrap();
-    let said = said(&result);
+    large_result(&client, Arc::new(FileBlobStore::new(&dir).unwrap())).await;
+    let sqlite = SqliteBlobStore::open(dir.join("blobs.db")).await.unwrap();
+    large_result(&client, Arc::new(sqlite)).await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A turn whose tool returns 3 MB, with `store` as the workers' blob store: the model reads it
+/// all, the history holds its reference, the blob is in the store, and the history replays.
+async fn large_result(client: &temporalio_client::Client, store: Arc<dyn BlobStore>) {
+    const SIZE: usize = 3 * 1024 * 1024;
+    worker_flows().store_large_payloads(Arc::clone(&store), 256 * 1024);
+    let (name, queue) = serve_flow(client, "reader", reader(SIZE));
+    let thread = start_thread(client, &queue, &name, |s| s).await;
+    let result = turn(&thread, "read it").await;
+    let texts = said(&result);
     assert_eq!(
-        said.last().map(String::as_str),
+        texts.last().map(String::as_str),
         Some(format!("read {SIZE} bytes").as_str()),
-        "the model read the whole result: {said:?}"
+        "the model read the whole result: {texts:?}"
     );
-    let reference = said
+    let reference = texts
         .iter()
         .find_map(|s| Reference::parse(s))
-        .unwrap_or_else(|| panic!("the thread's events hold a reference: {said:?}"));
+        .unwrap_or_else(|| panic!("the thread's events hold a reference: {texts:?}"));
     assert_eq!(reference.bytes, SIZE);
     assert_eq!(
-        std::fs::metadata(dir.join(&reference.key)).unwrap().len(),
-        SIZE as u64,
+        store.get(&reference.key).await.unwrap().len(),
+        SIZE,
         "the blob is in the store"
     );
+    // A reply over the threshold is stored too, and the next call reads it back.
+    let echoed = turn(&thread, "say it back").await;
+    assert!(
+        said(&echoed).iter().any(|s| Reference::parse(s).is_some()),
+        "the reply's reference in the thread's events"
+    );
+    let measured = turn(&thread, "how long").await;
+    assert_eq!(
+        said(&measured).last().map(String::as_str),
+        Some(format!("you heard {SIZE} bytes").as_str()),
+        "the model read its earlier reply whole"
+    );
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 3);
     let history = bounded("the history", thread.history_json()).await.unwrap();
     assert!(
         history.len() < 256 * 1024,
         "the history holds the reference, not the result: {} bytes",
         history.len()
     );
-    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
-    std::fs::remove_dir_all(&dir).unwrap();
+    bounded("the replay", replay_history(&history))
+        .await
+        .unwrap_or_else(|e| panic!("the history replays: {e}"));
 }
 
 /// A teller that looks a balance up (an idempotent tool) and wires money (not idempotent).
@@ -415,28 +533,18 @@ fn teller() -> FlowAgent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempotent_tool() {
     let Some(client) = server().await else { return };
-    let name = unique("teller");
-    worker_flows().insert(&name, teller());
-    let queue = unique("queue");
-    start_worker(&client, &queue);
+    let (name, queue) = serve_flow(&client, "teller", teller());
     for (local, remote_activities) in [
         (LocalSteps::None, 5),
         (LocalSteps::Models, 2),
         (LocalSteps::ModelsAndIdempotentTools, 1),
     ] {
-        let thread = Thread::start_with(
-            &client,
-            &queue,
-            ThreadStart {
-                local_activities: local,
-                ..ThreadStart::new(name.as_str(), unique("thread"))
-            },
-        )
-        .await
-        .unwrap();
-        let result = bounded("the turn", thread.turn("ana", "wire it"))
-            .await
-            .unwrap();
+        let thread = start_thread(&client, &queue, &name, |s| ThreadStart {
+            local_activities: local,
+            ..s
+        })
+        .await;
+        let result = turn(&thread, "wire it").await;
         assert_eq!(said(&result).last().map(String::as_str), Some("wired"));
         let history = client
             .get_workflow_handle::<ThreadWorkflow>(thread.id())
@@ -467,10 +575,7 @@ async fn local_activities_run_models_and_idempotent_tools_but_never_a_non_idempo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
     let Some(client) = server().await else { return };
-    let name = unique("counter");
-    worker_flows().insert(&name, counter());
-    let queue = unique("queue");
-    start_worker(&client, &queue);
+    let (name, queue) = serve_flow(&client, "counter", counter());
     let id = unique("thread");
     let result = bounded(
         "a one-shot thread",
@@ -499,20 +604,11 @@ async fn a_one_shot_thread_starts_runs_its_turn_and_ends_in_one_request() {
 async fn a_workflow_cancel_stops_a_turn_waiting_for_an_answer() {
     let Some(client) = server().await else { return };
     let ledger = Ledger::new();
-    let name = unique("clerk");
-    worker_flows().insert(&name, clerk(&ledger));
-    let queue = unique("queue");
-    start_worker(&client, &queue);
-    let thread = Thread::start(&client, &queue, &name, &unique("thread"))
-        .await
-        .unwrap();
+    let (name, queue) = serve_flow(&client, "clerk", clerk(&ledger));
+    let thread = start_thread(&client, &queue, &name, |s| s).await;
     let running = {
         let thread = Thread::of(&client, thread.id());
-        tokio::spawn(async move {
-            bounded("the turn", thread.turn("ana", "refund order 7"))
-                .await
-                .unwrap()
-        })
+        tokio::spawn(async move { turn(&thread, "refund order 7").await })
     };
     bounded("the question", async {
         while thread.question().await.unwrap().is_none() {
