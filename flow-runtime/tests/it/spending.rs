@@ -473,7 +473,7 @@ async fn a_turns_spending_rolls_up_through_an_agent_tool_and_a_task_into_its_thr
 /// later each time), then trims the report to a retention of three days, and of three days
 /// again one day later: the older days go, the kept ones and the scopes' spending stay.
 async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
-    use flow_runtime::store::{usage_kept_from, UsageRow};
+    use flow_runtime::store::{usage_kept_from, SpendingScope, UsageRow};
     // 2026-12-03T12:00:00Z.
     let host = ManualHost::starting_at(UNIX_EPOCH + Duration::from_millis(1_796_299_200_000));
     let now = || ms(flow_runtime::host::Host::now(&host));
