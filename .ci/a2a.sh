@@ -1,6 +1,6 @@
 # Sourced by .ci/run: installs the official A2A Python SDK (`a2a-sdk` on PyPI, written by the
-# A2A project, not by us) into a virtualenv under $ci_tools (removed on exit). flow-server's `a2a`
-# tests run its client against agentflow's A2A endpoint; flow-a2a's tests run a small server made
+# A2A project, not by us) into a virtualenv under $ci_tools (removed on exit). agentweave-server's `a2a`
+# tests run its client against agentflow's A2A endpoint; agentweave-a2a's tests run a small server made
 # with it as a remote node of a tree. The tests find the interpreter through AGENTFLOW_A2A_PYTHON.
 # Sourced twice: with `ci_install_only` set (in the background) it installs; then it exports.
 a2a_sdk_version="1.3.0"

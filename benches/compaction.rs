@@ -7,10 +7,10 @@
 //! cargo bench --bench compaction
 //! ```
 
-use agentflow::history::ContextBudget;
-use agentflow::message::MessageRef;
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
+use agentweave::history::ContextBudget;
+use agentweave::message::MessageRef;
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use futures::StreamExt;
 
@@ -25,7 +25,7 @@ fn runner(budget: Option<ContextBudget>) -> Runner {
     Runner::new(FlowAgent::new(agent.build().expect("valid agent")))
 }
 
-fn summarizer() -> impl agentflow::history::Summarizer {
+fn summarizer() -> impl agentweave::history::Summarizer {
     |_: &str, older: &[MessageRef]| Ok::<_, String>(format!("{} earlier messages.", older.len()))
 }
 

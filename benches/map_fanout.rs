@@ -15,9 +15,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agentflow::store::InMemoryStore;
-use agentflow::workflow::{Map, MapItems};
-use agentflow::{Durability, FlowAgent, FnAgent, RunRequest, Runner};
+use agentweave::store::InMemoryStore;
+use agentweave::workflow::{Map, MapItems};
+use agentweave::{Durability, FlowAgent, FnAgent, RunRequest, Runner};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
 
@@ -56,7 +56,7 @@ fn time_maps(
     rt.block_on(async {
         let start = Instant::now();
         for _ in 0..iters {
-            let mut request = RunRequest::new([agentflow::Message::user("go")]);
+            let mut request = RunRequest::new([agentweave::Message::user("go")]);
             if checkpointed {
                 let id = format!("map-{}", next.fetch_add(1, Ordering::Relaxed));
                 request = request.checkpoint(&id);

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentflow::memory::{
+use agentweave::memory::{
     HashEmbedder, ItemKey, Memory, MemoryStore, Namespace, Partition, PutItem, Scope, SearchMode,
     SearchQuery, SqliteMemoryStore, Tenant, TransientMemoryStore,
 };
@@ -183,8 +183,8 @@ fn w13(c: &mut Criterion) {
 
 #[cfg(feature = "postgres")]
 fn postgres(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
-    use agentflow::memory::PostgresMemoryStore;
-    let Some(url) = rt.block_on(agentflow::testing::fresh_postgres_database("w13")) else {
+    use agentweave::memory::PostgresMemoryStore;
+    let Some(url) = rt.block_on(agentweave::testing::fresh_postgres_database("w13")) else {
         return;
     };
     let store = rt
@@ -201,9 +201,9 @@ fn postgres(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
 /// over `W13_TURN_ITEMS` items per tenant (1,000 by default) in memory and on SQLite. The
 /// user's message is the query (three words of the vocabulary).
 fn turn_cost(c: &mut Criterion) {
-    use agentflow::memory::MemoryRecall;
-    use agentflow::model::ScriptedModel;
-    use agentflow::{ChatModelAgent, FlowAgent, Runner};
+    use agentweave::memory::MemoryRecall;
+    use agentweave::model::ScriptedModel;
+    use agentweave::{ChatModelAgent, FlowAgent, Runner};
     use futures::StreamExt;
 
     let rt = runtime();

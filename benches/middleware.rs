@@ -8,11 +8,11 @@
 
 use std::time::Instant;
 
-use agentflow::async_trait;
-use agentflow::middleware::Middleware;
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
-use agentflow::run::RunnerBuilder;
+use agentweave::async_trait;
+use agentweave::middleware::Middleware;
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
+use agentweave::run::RunnerBuilder;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures::StreamExt;
 

@@ -14,8 +14,8 @@ mod counting;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use agentflow::RunRequest;
-use agentflow::{
+use agentweave::RunRequest;
+use agentweave::{
     run::RunLimits, set_sub_agents, store::CheckpointStore, store::InMemoryStore, FlowAgent,
     FnAgent, Message, Runner,
 };

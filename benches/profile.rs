@@ -21,9 +21,9 @@ mod common;
 
 use std::time::Instant;
 
-use agentflow::prelude::*;
-use agentflow::RunRequest;
-use agentflow::{store::InMemoryStore, Durability};
+use agentweave::prelude::*;
+use agentweave::RunRequest;
+use agentweave::{store::InMemoryStore, Durability};
 use common::Kind;
 
 fn main() {
@@ -74,8 +74,8 @@ fn main() {
         // W4 with budgets that every run stays within: what checking and charging them costs.
         "w4b" => (
             Runner::builder(common::chain_tree(kind, 10))
-                .budgets(agentflow::budget::Budgets::new(
-                    agentflow::budget::BudgetLimits::default()
+                .budgets(agentweave::budget::Budgets::new(
+                    agentweave::budget::BudgetLimits::default()
                         .max_model_calls(1_000)
                         .max_tool_calls(1_000)
                         .max_total_tokens(1_000_000),
@@ -113,7 +113,7 @@ fn mode_named(workload: &str) -> Durability {
 
 /// W11's case: `runs` checkpointed runs of the chain of 10, journaled in `mode` in memory.
 fn w11(rt: &tokio::runtime::Runtime, workload: &str, mode: Durability, runs: usize) {
-    use agentflow::store::JournalStore;
+    use agentweave::store::JournalStore;
     use futures::StreamExt;
     let store = InMemoryStore::new();
     let runner = Runner::builder(common::chain_tree(Kind::Fn, 10))
@@ -150,7 +150,7 @@ fn w11_sqlite(rt: &tokio::runtime::Runtime, workload: &str, runs: usize) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let store = rt
-        .block_on(agentflow::store::SqliteStore::open(dir.join("w11.db")))
+        .block_on(agentweave::store::SqliteStore::open(dir.join("w11.db")))
         .expect("sqlite store");
     let runner = Runner::builder(common::chain_tree(Kind::Fn, 10))
         .checkpoint_store(store.clone())

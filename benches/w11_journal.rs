@@ -24,9 +24,9 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agentflow::store::JournalStore;
-use agentflow::RunRequest;
-use agentflow::{store::CheckpointStore, Durability, Runner};
+use agentweave::store::JournalStore;
+use agentweave::RunRequest;
+use agentweave::{store::CheckpointStore, Durability, Runner};
 use common::Kind;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
@@ -165,13 +165,13 @@ fn w11_memory(c: &mut Criterion) {
         c,
         "w11_chain_memory",
         &rt,
-        agentflow::store::InMemoryStore::new(),
+        agentweave::store::InMemoryStore::new(),
     );
 }
 
 fn w11_memory_pruned(c: &mut Criterion) {
     let rt = current_thread();
-    let store = agentflow::store::InMemoryStore::new();
+    let store = agentweave::store::InMemoryStore::new();
     let mut group = c.benchmark_group("w11_chain_memory_pruned");
     bench_modes(&mut group, &rt, &store, Some(&store), &AtomicU64::new(0));
     group.finish();
@@ -183,7 +183,7 @@ fn w11_sqlite(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let store = rt
-        .block_on(agentflow::store::SqliteStore::open(dir.join("w11.db")))
+        .block_on(agentweave::store::SqliteStore::open(dir.join("w11.db")))
         .expect("sqlite store");
     modes(c, "w11_chain_sqlite", &rt, store);
     let _ = std::fs::remove_dir_all(&dir);

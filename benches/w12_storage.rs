@@ -19,9 +19,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agentflow::store::JournalStore;
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::store::JournalStore;
+use agentweave::TurnRequest;
+use agentweave::{
     model::ChatRequest, model::ScriptStep, model::ScriptedModel, run::Retention,
     store::CheckpointStore, store::FileStore, store::ThreadStore, tool::tool_fn, ChatModelAgent,
     Durability, FlowAgent, FnAgent, Message, Role, Runner,
@@ -228,10 +228,10 @@ where
 
 fn w12_recovery(c: &mut Criterion) {
     let rt = current_thread();
-    recovery(c, "memory", &rt, agentflow::store::InMemoryStore::new());
+    recovery(c, "memory", &rt, agentweave::store::InMemoryStore::new());
     let dir = temp_dir("sqlite");
     let store = rt
-        .block_on(agentflow::store::SqliteStore::open(dir.join("w12.db")))
+        .block_on(agentweave::store::SqliteStore::open(dir.join("w12.db")))
         .expect("sqlite store");
     recovery(c, "sqlite", &rt, store);
     let _ = std::fs::remove_dir_all(&dir);

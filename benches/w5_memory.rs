@@ -20,9 +20,9 @@ mod counting;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use agentflow::model::{ChatModel, ChatRequest, ModelError, ModelStream, ScriptStep};
-use agentflow::prelude::*;
-use agentflow::{async_trait, Message};
+use agentweave::model::{ChatModel, ChatRequest, ModelError, ModelStream, ScriptStep};
+use agentweave::prelude::*;
+use agentweave::{async_trait, Message};
 use common::Kind;
 use counting::{LIVE, PEAK};
 use tokio::sync::Semaphore;
@@ -51,7 +51,7 @@ impl Gate {
 /// A model that waits at the gate, then answers as the scripted model does.
 struct GatedModel {
     gate: Gate,
-    inner: agentflow::model::ScriptedModel,
+    inner: agentweave::model::ScriptedModel,
 }
 
 #[async_trait]
@@ -105,7 +105,7 @@ fn peak_rss_kib() -> Option<u64> {
 fn measure(rt: &tokio::runtime::Runtime, kind: Kind, n: usize) -> (f64, f64) {
     let gate = Gate::new();
     let runner = Runner::new(common::w1_tree_with_refund(kind, gated_refund(kind, &gate)));
-    let input: Arc<[agentflow::message::MessageRef]> = common::user_input().into();
+    let input: Arc<[agentweave::message::MessageRef]> = common::user_input().into();
     rt.block_on(async {
         // Let the runtime settle, then take the baseline.
         tokio::task::yield_now().await;

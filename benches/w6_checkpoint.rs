@@ -9,12 +9,12 @@
 
 use std::sync::Arc;
 
-use agentflow::store::CheckpointStore;
-use agentflow::{
+use agentweave::store::CheckpointStore;
+use agentweave::{
     message::MessageRef, set_sub_agents, store::FileStore, store::InMemoryStore, FlowAgent,
     FnAgent, Message, Runner,
 };
-use agentflow::{ResumeRequest, RunRequest};
+use agentweave::{ResumeRequest, RunRequest};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use futures::StreamExt;
 
@@ -49,14 +49,14 @@ fn w6(c: &mut Criterion) {
     stores.push((
         "sqlite",
         Arc::new(
-            rt.block_on(agentflow::store::SqliteStore::open(dir.join("w6.db")))
+            rt.block_on(agentweave::store::SqliteStore::open(dir.join("w6.db")))
                 .unwrap(),
         ),
     ));
     #[cfg(feature = "postgres")]
     if let Ok(url) = std::env::var("AGENTFLOW_PG_URL") {
         let store = rt
-            .block_on(agentflow::store::PostgresStore::connect(&url))
+            .block_on(agentweave::store::PostgresStore::connect(&url))
             .unwrap();
         stores.push(("postgres", Arc::new(store)));
     }

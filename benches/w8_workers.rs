@@ -21,9 +21,9 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentflow::store::CheckpointStore;
-use agentflow::{store::CheckpointError, FlowAgent, FnAgent, Message, Runner};
-use agentflow::{ResumeRequest, RunRequest};
+use agentweave::store::CheckpointStore;
+use agentweave::{store::CheckpointError, FlowAgent, FnAgent, Message, Runner};
+use agentweave::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 
 fn desk() -> FlowAgent {
@@ -43,9 +43,9 @@ async fn open(backend: &str) -> Arc<dyn CheckpointStore> {
     let (kind, at) = backend.split_once(':').unwrap();
     match kind {
         #[cfg(feature = "sqlite")]
-        "sqlite" => Arc::new(agentflow::store::SqliteStore::open(at).await.unwrap()),
+        "sqlite" => Arc::new(agentweave::store::SqliteStore::open(at).await.unwrap()),
         #[cfg(feature = "postgres")]
-        "postgres" => Arc::new(agentflow::store::PostgresStore::connect(at).await.unwrap()),
+        "postgres" => Arc::new(agentweave::store::PostgresStore::connect(at).await.unwrap()),
         other => panic!("store {other} is not built in; enable its feature"),
     }
 }

@@ -21,9 +21,9 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use agentflow::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord, ThreadStore};
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord, ThreadStore};
+use agentweave::TurnRequest;
+use agentweave::{
     async_trait, history::ContextPolicy, store::InMemoryStore, store::ThreadError, FlowAgent,
     FnAgent, Message, RunPath, Runner,
 };
@@ -87,7 +87,7 @@ async fn thread_of<S: ThreadStore>(store: S, messages: u64) -> S {
                 input: vec![Message::user(format!("question {turn}"))],
             },
             started_at: RunPath::root("bot"),
-            events: vec![agentflow::event::RecordedEvent {
+            events: vec![agentweave::event::RecordedEvent {
                 agent_name: "bot".into(),
                 run_path: RunPath::root("bot"),
                 message: Some(Message::assistant(format!("answer {turn}"))),
@@ -119,7 +119,7 @@ fn w9_turn_latency_sqlite(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let open = |at: std::path::PathBuf| {
-        rt.block_on(agentflow::store::SqliteStore::open(at))
+        rt.block_on(agentweave::store::SqliteStore::open(at))
             .expect("sqlite store")
     };
     turn_latency(c, "w9_turn_sqlite", |length| {
@@ -132,7 +132,7 @@ fn w9_turn_latency_sqlite(c: &mut Criterion) {
 /// (`.ci/postgres.sh` starts one); skipped with a note without it.
 #[cfg(feature = "postgres")]
 fn w9_turn_latency_postgres(c: &mut Criterion) {
-    if std::env::var_os(flow_runtime::testing::POSTGRES_URL_ENV).is_none() {
+    if std::env::var_os(agentweave_runtime::testing::POSTGRES_URL_ENV).is_none() {
         eprintln!("w9_turn_postgres skipped: set AGENTFLOW_PG_URL to a PostgreSQL server's URL");
         return;
     }
@@ -142,10 +142,10 @@ fn w9_turn_latency_postgres(c: &mut Criterion) {
         .expect("runtime");
     turn_latency(c, "w9_turn_postgres", |length| {
         rt.block_on(async {
-            let url = flow_runtime::testing::fresh_postgres_database(&format!("w9_{length}"))
+            let url = agentweave_runtime::testing::fresh_postgres_database(&format!("w9_{length}"))
                 .await
                 .expect("AGENTFLOW_PG_URL is set");
-            agentflow::store::PostgresStore::connect(&url)
+            agentweave::store::PostgresStore::connect(&url)
                 .await
                 .expect("postgres store")
         })

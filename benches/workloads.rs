@@ -13,7 +13,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 use common::Kind;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -28,7 +28,7 @@ fn current_thread() -> tokio::runtime::Runtime {
 fn time_runs(
     rt: &tokio::runtime::Runtime,
     runner: &Runner,
-    input: &[agentflow::message::MessageRef],
+    input: &[agentweave::message::MessageRef],
     iters: u64,
 ) -> Duration {
     rt.block_on(async {
@@ -137,7 +137,7 @@ fn w5_concurrent(c: &mut Criterion) {
     let mut group = c.benchmark_group("w5_concurrent");
     group.throughput(Throughput::Elements(SESSIONS as u64));
     group.sample_size(10);
-    let input: std::sync::Arc<[agentflow::message::MessageRef]> = common::user_input().into();
+    let input: std::sync::Arc<[agentweave::message::MessageRef]> = common::user_input().into();
     for kind in Kind::ALL {
         let runner = Runner::new(common::w1_tree(kind));
         group.bench_function(BenchmarkId::new(kind.label(), SESSIONS), |b| {

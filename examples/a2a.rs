@@ -5,7 +5,7 @@
 //! cargo run --example a2a --features a2a
 //! ```
 //!
-//! 1. The server serves the desk (`flow_server::demo::desk()`) with a bearer token on a free
+//! 1. The server serves the desk (`agentweave_server::demo::desk()`) with a bearer token on a free
 //!    loopback port: its A2A card is at `/a2a/desk/.well-known/agent-card.json`, its JSON-RPC
 //!    endpoint at `/a2a/desk`.
 //! 2. A local tree `front => [desk]` is built, `desk` being an [`A2aAgent`] made from that card
@@ -17,12 +17,12 @@
 
 use std::collections::HashMap;
 
-use agentflow::a2a::A2aAgent;
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::a2a::A2aAgent;
+use agentweave::TurnRequest;
+use agentweave::{
     run::TurnOutcome, set_sub_agents, store::InMemoryStore, FlowAgent, FnAgent, Message, Runner,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -39,14 +39,14 @@ async fn main() {
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // 1. The desk as an A2A agent.
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
-        .turn_routing(agentflow::run::TurnRouting::Root)
+        .turn_routing(agentweave::run::TurnRouting::Root)
         .build()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(flow_server::serve_until(listener, state, async {
+    let server = tokio::spawn(agentweave_server::serve_until(listener, state, async {
         let _ = stopped.await;
     }));
     println!("serving the desk as an A2A agent: {base}/a2a/desk/.well-known/agent-card.json");
@@ -62,7 +62,7 @@ async fn call_it(base: &str) -> Result<(), Box<dyn std::error::Error>> {
     let desk = A2aAgent::from_card("desk", &format!("{base}/a2a/desk"), Some(TOKEN)).await?;
     println!(
         "remote node 'desk': {}",
-        agentflow::Agent::description(&desk)
+        agentweave::Agent::description(&desk)
     );
     let front = FnAgent::new("front", |cx, input| async move {
         let answer = input
@@ -107,7 +107,7 @@ async fn call_it(base: &str) -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-async fn print_events(turn: &mut agentflow::Turn) {
+async fn print_events(turn: &mut agentweave::Turn) {
     while let Some(event) = turn.next().await {
         if let Some(m) = event.message_output() {
             if !m.content.is_empty() && m.tool_calls.is_empty() && m.tool_call_id.is_none() {

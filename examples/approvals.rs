@@ -16,14 +16,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use agentflow::model::ScriptStep;
-use agentflow::model::ScriptedModel;
-use agentflow::prelude::*;
-use agentflow::store::{CheckpointState, CheckpointStore, SqliteStore};
-use agentflow::tool::tool_fn_with_context;
-use agentflow::tool::ToolContext;
-use agentflow::{store::CheckpointError, tool::FnTool};
-use agentflow::{ResumeRequest, RunRequest};
+use agentweave::model::ScriptStep;
+use agentweave::model::ScriptedModel;
+use agentweave::prelude::*;
+use agentweave::store::{CheckpointState, CheckpointStore, SqliteStore};
+use agentweave::tool::tool_fn_with_context;
+use agentweave::tool::ToolContext;
+use agentweave::{store::CheckpointError, tool::FnTool};
+use agentweave::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 

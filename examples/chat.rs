@@ -11,9 +11,9 @@
 //! serve it: nothing lives in memory between turns. The models are scripted, so it runs offline
 //! and the same every time.
 
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::TurnRequest;
+use agentweave::{
     flow, run::TurnOutcome, run::TurnRouting, store::FileStore, tool::tool_fn, ChatModelAgent,
     FlowAgent, Message, Runner,
 };

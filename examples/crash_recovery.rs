@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use agentflow::model::ScriptStep;
-use agentflow::model::ScriptedModel;
-use agentflow::prelude::*;
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::model::ScriptStep;
+use agentweave::model::ScriptedModel;
+use agentweave::prelude::*;
+use agentweave::TurnRequest;
+use agentweave::{
     run::RecoverError, run::TurnOutcome, set_sub_agents, store::FileStore,
     tool::tool_fn_with_context, tool::ToolContext, Durability,
 };
@@ -32,7 +32,7 @@ const DIR: &str = "CRASH_RECOVERY_DIR";
 
 /// A paying tool: appends `KEY TOOL AMOUNT` to the ledger unless the key is there already.
 /// In the first worker, `issue_refund` then hangs: that worker is killed there.
-fn paying(name: &'static str, amount: u32, ledger: PathBuf, hang: bool) -> agentflow::tool::FnTool {
+fn paying(name: &'static str, amount: u32, ledger: PathBuf, hang: bool) -> agentweave::tool::FnTool {
     tool_fn_with_context(
         name,
         "Pays.",

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agentflow::store::backend::{BackendError, Entry, KeyValueBackend, KeyValueStore, Table};
-use agentflow::store::{conformance, CheckpointStore, Completion, SaveMode};
+use agentweave::store::backend::{BackendError, Entry, KeyValueBackend, KeyValueStore, Table};
+use agentweave::store::{conformance, CheckpointStore, Completion, SaveMode};
 
 /// A map of keys to entries behind a mutex, each call delayed by `latency` as a network
 /// round trip would be.
@@ -39,7 +39,7 @@ impl MapBackend {
     }
 }
 
-#[agentflow::async_trait]
+#[agentweave::async_trait]
 impl KeyValueBackend for MapBackend {
     async fn read(&self, table: Table, key: &str) -> Result<Option<Entry>, BackendError> {
         tokio::time::sleep(self.latency).await;

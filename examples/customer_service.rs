@@ -19,9 +19,9 @@
 //! every time. With `OPENAI_BASE_URL` or `OPENAI_API_KEY` set and the `openai` feature, a real
 //! model decides instead, with the same tools and transfer rules (`EnvModels` chooses).
 
-use agentflow::model::{EnvModels, ScriptStep, ScriptedModel};
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::model::{EnvModels, ScriptStep, ScriptedModel};
+use agentweave::TurnRequest;
+use agentweave::{
     event::EventPrinter, flow, tool::tool_fn, ChatModelAgent, FlowAgent, Message, Runner,
 };
 use futures::StreamExt;
@@ -219,7 +219,7 @@ async fn main() {
     // A refund is a conversation: three turns of one thread. The second and third go to the
     // refund task (the agent that answered last); when it finishes, triage closes.
     let runner = Runner::builder(desk.clone())
-        .thread_store(agentflow::store::InMemoryStore::new())
+        .thread_store(agentweave::store::InMemoryStore::new())
         .build();
     for said in [
         "I want a refund, please.",

@@ -11,9 +11,9 @@
 //! and answers. A real model decides these steps itself, from the instruction the preset
 //! writes (printed first).
 
-use agentflow::kit::{DeepAgent, Plan, ThreadFiles, WRITE_PLAN_TOOL_NAME};
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{FlowAgent, FnAgent, RunRequest, Runner, Session};
+use agentweave::kit::{DeepAgent, Plan, ThreadFiles, WRITE_PLAN_TOOL_NAME};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::{FlowAgent, FnAgent, RunRequest, Runner, Session};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -1,7 +1,7 @@
 //! A tour of `#[agent]` and `flow!`: a customer-service desk declared with the macros, with an
 //! agent given at run time, run on two requests. Runs offline: `cargo run --example dsl_tour`.
 
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 use futures::StreamExt;
 
 /// Decides which desk owns the request.

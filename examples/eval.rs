@@ -11,10 +11,10 @@
 //! `env.tool`): replaying, nothing real is called (no refund is paid); recording, the scripted
 //! models below answer (put a real `ChatModel` there to record a real one).
 
-use agentflow::eval::set::EvalSet;
-use agentflow::eval::{CaseEnv, EvalRunner};
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{flow, tool::tool_fn, ChatModelAgent, FlowAgent};
+use agentweave::eval::set::EvalSet;
+use agentweave::eval::{CaseEnv, EvalRunner};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::{flow, tool::tool_fn, ChatModelAgent, FlowAgent};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;

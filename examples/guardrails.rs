@@ -18,12 +18,12 @@
 
 use std::sync::Arc;
 
-use agentflow::middleware::{HookContext, HookError, Middleware};
-use agentflow::model::{ScriptStep, ScriptedModel, Usage};
-use agentflow::prelude::*;
-use agentflow::RunRequest;
-use agentflow::Session;
-use agentflow::{async_trait, message::ToolCall, model::ChatRequest};
+use agentweave::middleware::{HookContext, HookError, Middleware};
+use agentweave::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave::prelude::*;
+use agentweave::RunRequest;
+use agentweave::Session;
+use agentweave::{async_trait, message::ToolCall, model::ChatRequest};
 use futures::StreamExt;
 use serde::Deserialize;
 

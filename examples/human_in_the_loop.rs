@@ -13,14 +13,14 @@
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agentflow::model::ChatRequest;
-use agentflow::model::ScriptStep;
-use agentflow::model::ScriptedModel;
-use agentflow::prelude::*;
-use agentflow::tool::tool_fn_with_context;
-use agentflow::tool::ToolContext;
-use agentflow::{event::EventPrinter, store::FileStore, tool::FnTool};
-use agentflow::{ResumeRequest, RunRequest};
+use agentweave::model::ChatRequest;
+use agentweave::model::ScriptStep;
+use agentweave::model::ScriptedModel;
+use agentweave::prelude::*;
+use agentweave::tool::tool_fn_with_context;
+use agentweave::tool::ToolContext;
+use agentweave::{event::EventPrinter, store::FileStore, tool::FnTool};
+use agentweave::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 

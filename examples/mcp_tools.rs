@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use agentflow::mcp::{McpServerConfig, McpToolset};
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{event::EventOutput, ChatModelAgent, FlowAgent, Runner};
+use agentweave::mcp::{McpServerConfig, McpToolset};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::{event::EventOutput, ChatModelAgent, FlowAgent, Runner};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -108,7 +108,7 @@ async fn main() {
                 message.content
             );
         }
-        if message.role == agentflow::Role::Tool {
+        if message.role == agentweave::Role::Tool {
             tool_results += 1;
             assert!(
                 !message.content.starts_with("error:"),

@@ -12,12 +12,12 @@
 //! Alice's reaches him, because the tenant is part of every key. The models are scripted, so it
 //! runs offline and the same every time.
 
-use agentflow::memory::{
+use agentweave::memory::{
     ItemKey, Memory, MemoryTools, Namespace, Partition, Scope, SqliteMemoryStore, Tenant,
 };
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::store::FileStore;
-use agentflow::{ChatModelAgent, FlowAgent, Message, Role, Runner, TurnRequest};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::store::FileStore;
+use agentweave::{ChatModelAgent, FlowAgent, Message, Role, Runner, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -14,9 +14,9 @@
 //! `gen_ai.usage.input_tokens`, `gen_ai.tool.name`, ...). With no collector running, the export
 //! fails and the spans are dropped; the run itself is the same.
 
-use agentflow::model::{ScriptStep, ScriptedModel, Usage};
-use agentflow::otel;
-use agentflow::prelude::*;
+use agentweave::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave::otel;
+use agentweave::prelude::*;
 use futures::StreamExt;
 use tracing_subscriber::layer::SubscriberExt;
 

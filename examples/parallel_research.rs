@@ -13,9 +13,9 @@
 //! `crawl` streams its progress: each page it reads reaches the caller as a `tool_progress`
 //! event at the tool's run path while the tool runs; the model gets the whole result.
 
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
-use agentflow::{event::EventOutput, tool::tool_fn_with_context, tool::ToolContext};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
+use agentweave::{event::EventOutput, tool::tool_fn_with_context, tool::ToolContext};
 use futures::StreamExt;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -19,14 +19,14 @@
 //! Runs offline: the two model-driven agents use `ScriptedModel`s, the rest are `FnAgent`s.
 //! Every event is printed with its run path.
 
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
-use agentflow::workflow::AgentTool;
-use agentflow::workflow::Loop;
-use agentflow::workflow::Parallel;
-use agentflow::workflow::Sequential;
-use agentflow::RunRequest;
-use agentflow::Session;
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
+use agentweave::workflow::AgentTool;
+use agentweave::workflow::Loop;
+use agentweave::workflow::Parallel;
+use agentweave::workflow::Sequential;
+use agentweave::RunRequest;
+use agentweave::Session;
 use futures::StreamExt;
 use serde_json::json;
 
@@ -60,7 +60,7 @@ pub fn drafter() -> Result<FlowAgent, Box<dyn std::error::Error>> {
     Ok(FlowAgent::new(agent))
 }
 
-pub fn reviewers() -> Result<FlowAgent, agentflow::FlowError> {
+pub fn reviewers() -> Result<FlowAgent, agentweave::FlowError> {
     let style = FnAgent::new("style", |cx, input| async move {
         let sees_other = input.messages.iter().any(|m| m.content.contains("[facts]"));
         cx.say(format!(
@@ -81,7 +81,7 @@ pub fn reviewers() -> Result<FlowAgent, agentflow::FlowError> {
         .with_sub_agents([FlowAgent::new(style), FlowAgent::new(facts)])
 }
 
-pub fn revise() -> Result<FlowAgent, agentflow::FlowError> {
+pub fn revise() -> Result<FlowAgent, agentweave::FlowError> {
     let reviser = FnAgent::new("reviser", |cx, input| async move {
         let round = 1 + input
             .messages
@@ -129,7 +129,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events = Runner::new(pipeline)
         .run(RunRequest::new([Message::user(question)]).session(std::sync::Arc::clone(&session)));
     let mut errors = 0;
-    let mut printer = agentflow::event::EventPrinter::stdout().indent("");
+    let mut printer = agentweave::event::EventPrinter::stdout().indent("");
     while let Some(event) = events.next().await {
         errors += usize::from(event.error.is_some());
         printer.print(&event).await?;

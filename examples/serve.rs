@@ -8,7 +8,7 @@
 //!
 //! Open the printed URL in a browser: write "I want a refund for order 42", watch `triage` hand
 //! over to `refund`, approve the refund in the Approvals panel. The desk is
-//! `flow_server::demo::desk()` (the `customer_service` example's desk, with a refund that waits
+//! `agentweave_server::demo::desk()` (the `customer_service` example's desk, with a refund that waits
 //! for a human), on scripted models: it needs no network and answers the same every time.
 //! Threads and checkpoints go to `.agentflow/checkpoints` (or `$AGENTFLOW_CHECKPOINT_DIR`),
 //! so a restart loses nothing. The server keeps long-term memory too (`/v1/memory/...`, in
@@ -21,9 +21,9 @@
 
 use std::net::SocketAddr;
 
-use agentflow::memory::{Memory, SqliteMemoryStore};
-use agentflow::{run::TurnRouting, store::FileStore};
-use flow_server::{AppState, Auth};
+use agentweave::memory::{Memory, SqliteMemoryStore};
+use agentweave::{run::TurnRouting, store::FileStore};
+use agentweave_server::{AppState, Auth};
 
 #[tokio::main]
 async fn main() {
@@ -47,7 +47,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(dir)?;
     }
     let builder = AppState::builder(FileStore::open_default()?)
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .memory(Memory::new(SqliteMemoryStore::open(&memory_db).await?))
         // The desk's triage routes by keywords, so every turn starts there.
         .turn_routing(TurnRouting::Root);
@@ -68,7 +68,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     if !self_test {
         println!("stop with Ctrl-C");
-        flow_server::serve_until(listener, state, async {
+        agentweave_server::serve_until(listener, state, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await?;
@@ -76,7 +76,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(flow_server::serve_until(listener, state, async {
+    let server = tokio::spawn(agentweave_server::serve_until(listener, state, async {
         let _ = stopped.await;
     }));
     let result = self_check(&url).await;

@@ -13,10 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentflow::model::{ScriptRules, ScriptStep, ScriptedModel};
-use agentflow::temporal::{self, AnswerRequest, Thread};
-use agentflow::tool::{tool_fn, tool_fn_with_context, NeedsApproval, ToolContext, ToolError};
-use agentflow::{set_sub_agents, ChatModelAgent, FlowAgent};
+use agentweave::model::{ScriptRules, ScriptStep, ScriptedModel};
+use agentweave::temporal::{self, AnswerRequest, Thread};
+use agentweave::tool::{tool_fn, tool_fn_with_context, NeedsApproval, ToolContext, ToolError};
+use agentweave::{set_sub_agents, ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 /// A scripted model answering by how many times it has answered since the user spoke, so every

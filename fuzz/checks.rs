@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::tool::parse_arguments;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::tool::parse_arguments;
+use agentweave_runtime::{
     rewrite_for_context, tool_fn, ChatModelAgent, Checkpoint, ContextPolicy, FlowAgent,
     HistoryEntry, Message, Role, Runner, ToolCall, ToolError,
 };

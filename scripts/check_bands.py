@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Checks that the engine's bands hold, in flow-core and flow-runtime: a module imports only
+"""Checks that the engine's bands hold, in agentweave-core and agentweave-runtime: a module imports only
 modules of its own band or of the bands below it (the guide's "Architecture" chapter,
-docs/src/architecture.md). Prints each upward import and exits 1 if there is one. (flow-core
-cannot import flow-runtime at all: the compiler holds that boundary; flow-runtime's modules sit
-in the same bands as flow-core's.)
+docs/src/architecture.md). Prints each upward import and exits 1 if there is one. (agentweave-core
+cannot import agentweave-runtime at all: the compiler holds that boundary; agentweave-runtime's modules sit
+in the same bands as agentweave-core's.)
 
 usage: python3 scripts/check_bands.py            (from the repository root)
 """

@@ -85,7 +85,7 @@ if [[ $mode == all || $mode == tests ]]; then
     echo "== cargo test --test it -- openai_compat::, against the server"
     log=$work/tests.log
     AGENTFLOW_OPENAI_COMPAT_URL=$url AGENTFLOW_OPENAI_COMPAT_KEY=$key \
-        cargo test -p flow-runtime --features openai --test it -- openai_compat:: 2>&1 | tee "$log"
+        cargo test -p agentweave-runtime --features openai --test it -- openai_compat:: 2>&1 | tee "$log"
     # A filter that matches nothing passes silently.
     grep -q '^test openai_compat::' "$log" || { echo "no openai_compat test ran" >&2; exit 1; }
 fi

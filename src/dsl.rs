@@ -11,7 +11,7 @@
 /// fn's name.
 ///
 /// ```
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 ///
 /// /// Decides which desk owns the request.
 /// #[agent(transfers = [refund, complaint])]
@@ -57,7 +57,7 @@
 /// said before the interrupt.
 ///
 /// ```
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 /// use serde_json::json;
 ///
 /// /// Refunds once a human approves.
@@ -84,7 +84,7 @@
 /// `runtime` and the flow's builder is given the value.
 ///
 /// ```
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 ///
 /// /// Looks orders up.
 /// #[agent(name = "lookup", transfers = [triage])]
@@ -116,7 +116,7 @@
 /// | `accepts = T` | the payload a transfer to it carries; senders declare `transfers = [name(T)]`, the body reads `cx.payload::<name>()` |
 /// | `skills = ["skills/pdf-forms"]` | skill folders (relative to the crate's `Cargo.toml`), read and checked when the crate compiles by the run-time loader's rules and embedded in the binary: `AgentSpec::SKILLS`, made the agent's skills by [`Skills::of`](crate::kit::Skills::of) (the guide's "Skills and the agent kit") |
 /// | `tools = [read_file, write_file]` | the names of the tools the agent will have: each skill's `allowed-tools` must name only these (or the skill tools), or the crate does not compile |
-/// | `crate = path` | the path of the `agentflow` crate, if the dependency is renamed (`#[agent(crate = af)]` for `af = { package = "agentflow", ... }`; without it, `#[agent]` reads the new name from Cargo.toml and fails once, saying what to write). `flow!` needs none: it passes its own path |
+/// | `crate = path` | the path of the `agentweave` crate, if the dependency is renamed (`#[agent(crate = af)]` for `af = { package = "agentweave", ... }`; without it, `#[agent]` reads the new name from Cargo.toml and fails once, saying what to write). `flow!` needs none: it passes its own path |
 ///
 /// Each skill folder is checked where its path is written; every problem is a compile error at
 /// the path's literal naming the skill, the agent, the file and the fix (each a case of
@@ -148,18 +148,18 @@
 /// A body cannot return another agent's transfer enum:
 ///
 /// ```compile_fail
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 /// #[agent(transfers = [refund])]
 /// async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
 /// #[agent]
 /// async fn refund(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
 /// ```
-pub use flow_macros::agent;
+pub use agentweave_macros::agent;
 
 /// Declares a tree of agents that the compiler checks, and generates its types.
 ///
 /// ```
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 /// # /// Routes.
 /// # #[agent(transfers = [refund, complaint])]
 /// # async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
@@ -213,8 +213,8 @@ pub use flow_macros::agent;
 /// (`ChatModelAgent::builder(node, model)`, `FnAgent::new(node, body)`):
 ///
 /// ```
-/// use agentflow::prelude::*;
-/// use agentflow::model::{ScriptStep, ScriptedModel};
+/// use agentweave::prelude::*;
+/// use agentweave::model::{ScriptStep, ScriptedModel};
 ///
 /// flow! { Desk: dyn triage => [dyn refund] }
 ///
@@ -240,7 +240,7 @@ pub use flow_macros::agent;
 /// A target the node does not have is not a variant of its enum, so it does not compile:
 ///
 /// ```compile_fail
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 /// flow! { Desk: dyn triage => [dyn refund] }
 /// let _ = DeskTriageTarget::Complaint;
 /// ```
@@ -308,7 +308,7 @@ pub use flow_macros::agent;
 /// `const` evaluation, one error per offending node.
 ///
 /// ```compile_fail
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 /// #[agent(transfers = [refund, billing])] // `billing` is not a neighbour of `triage` below
 /// async fn triage(_cx: &AgentContext) -> TriageTransfer { TriageTransfer::Refund }
 /// #[agent]
@@ -317,7 +317,7 @@ pub use flow_macros::agent;
 /// ```
 ///
 /// ```compile_fail
-/// use agentflow::prelude::*;
+/// use agentweave::prelude::*;
 /// #[agent]
 /// async fn triage(_cx: &AgentContext) {}
 /// #[agent]
@@ -459,7 +459,7 @@ pub use flow_macros::agent;
 ///
 /// An agent value instead of a closure, `.refund(refund_agent)`:
 /// ```text
-/// error[E0277]: flow `Desk`: `.refund(...)` takes a closure `|node| ...` that returns the node's agent, not a `agentflow::FnAgent`
+/// error[E0277]: flow `Desk`: `.refund(...)` takes a closure `|node| ...` that returns the node's agent, not a `agentweave::FnAgent`
 ///    = note: write `.refund(|node| ...)`, building the agent with the node's name (as in
 ///            `FnAgent::new(node, ...)` or `ChatModelAgent::builder(node, model)`); for an agent
 ///            already built, `.refund(|_| agent)`
@@ -537,9 +537,9 @@ pub use flow_macros::agent;
 ///   "nodes `refund_desk` and `RefundDesk` of flow `Desk` would share the generated name
 ///   `RefundDesk`...", and nothing after it.
 /// - `flow!` in a `no_std` crate compiles: the generated code reaches `std` only through
-///   `agentflow`.
+///   `agentweave`.
 /// - A generic helper over a node, `fn f<T: TransferTarget>(node: FlowNode<T>)`, needs only
-///   `use agentflow::spec::{FlowNode, TransferTarget}`.
+///   `use agentweave::spec::{FlowNode, TransferTarget}`.
 ///
 /// The target enum of a node that may transfer nowhere (a leaf barred from its parent, a leaf under
 /// a workflow, or the root of a one-node flow), `DeskRefundTarget::Triage`: the flow declares a

@@ -5,8 +5,8 @@
 //! the session's record ([`SessionEvent`], [`RecordedEvent`]), an event's documented JSON form
 //! ([`EventJson`]), and a printer for the terminal ([`EventPrinter`]).
 
-pub use flow_runtime::store::RecordedEvent;
-pub use flow_runtime::{
+pub use agentweave_runtime::store::RecordedEvent;
+pub use agentweave_runtime::{
     ErrorJson, EventJson, EventJsonError, EventOutput, EventPrinter, InterruptFrame, InterruptInfo,
     ResumeInfo, RunStep, SessionEvent, ToolFrame,
 };

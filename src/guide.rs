@@ -32,7 +32,7 @@ pub struct SkillsAndTheAgentKit;
 pub struct DurableExecution;
 
 /// The server chapter needs the `server` feature
-/// (`cargo test -p agentflow --features server --doc`).
+/// (`cargo test -p agentweave --features server --doc`).
 #[cfg_attr(feature = "server", doc = include_str!("../docs/src/server.md"))]
 pub struct Server;
 
@@ -58,7 +58,7 @@ pub struct Budgets;
 pub struct Performance;
 
 /// The Temporal chapter needs the `temporal` feature
-/// (`cargo test -p agentflow --features temporal --doc`).
+/// (`cargo test -p agentweave --features temporal --doc`).
 #[cfg_attr(feature = "temporal", doc = include_str!("../docs/src/temporal.md"))]
 pub struct Temporal;
 

@@ -2,4 +2,4 @@
 //! rewriter and summarizer, and the context budget that compacts a long conversation
 //! ([`ContextBudget`]).
 
-pub use flow_runtime::history::*;
+pub use agentweave_runtime::history::*;

@@ -3,4 +3,4 @@
 //! executor, and [`ManualHost`], stepped by hand in deterministic tests (give one to
 //! `Runner::builder(..).host(..)`); [`within`] bounds a piece of work by a host's time.
 
-pub use flow_runtime::host::*;
+pub use agentweave_runtime::host::*;

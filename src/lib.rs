@@ -1,8 +1,8 @@
 //! agentflow: declare and run hierarchies of cooperating AI agents.
 //!
 //! [`macro@agent`] turns an async fn or a struct into an agent type, and [`flow!`] declares a
-//! tree of agents that the compiler checks; a [`Runner`] runs it. Depend on `agentflow` alone;
-//! `use agentflow::prelude::*` brings the names most programs need.
+//! tree of agents that the compiler checks; a [`Runner`] runs it. Depend on `agentweave` alone;
+//! `use agentweave::prelude::*` brings the names most programs need.
 //!
 //! The root holds what a first program uses: the macros, the agent model ([`Agent`],
 //! [`FlowAgent`], [`FnAgent`], [`ChatModelAgent`]), the events a run streams ([`AgentEvent`],
@@ -33,15 +33,15 @@
 //!
 //! See the README for a quick start and the guide for the model.
 
-pub use flow_runtime::async_trait;
-pub use flow_runtime::{
+pub use agentweave_runtime::async_trait;
+pub use agentweave_runtime::{
     generate, set_sub_agents, Action, Agent, AgentContext, AgentError, AgentEvent, AgentInput,
     AgentResult, AgentSpec, ChatModelAgent, Context, Durability, EventStream, Exit, FlowAgent,
     FlowError, FnAgent, Message, MessageStream, ResumeRequest, Role, RunContext, RunPath,
     RunRequest, Runner, Session, Turn, TurnRequest,
 };
 
-// Lets the macros' `::agentflow::...` paths resolve inside this crate (for `dsl::example`).
+// Lets the macros' `::agentweave::...` paths resolve inside this crate (for `dsl::example`).
 extern crate self as agentflow;
 
 pub mod event;
@@ -60,17 +60,17 @@ pub mod workflow;
 /// Budgets: what a run may spend (tokens, money, model calls, tool calls, wall time), per run
 /// and per agent, checked before the call that would cross them; the price table; what a run
 /// spent.
-pub use flow_runtime::budget;
+pub use agentweave_runtime::budget;
 /// Tools from Model Context Protocol servers (cargo feature `mcp`).
 #[cfg(feature = "mcp")]
-pub use flow_runtime::mcp;
+pub use agentweave_runtime::mcp;
 /// The `tracing` spans of agent runs, model calls and tool calls, named and attributed after
 /// the OpenTelemetry semantic conventions for generative AI (exported by the `otel` module,
 /// cargo feature `otel`).
-pub use flow_runtime::telemetry;
+pub use agentweave_runtime::telemetry;
 /// Helpers for tests that need an outside component (PostgreSQL, a browser, an MCP server):
 /// skipping or failing when it is missing, fresh databases.
-pub use flow_runtime::testing;
+pub use agentweave_runtime::testing;
 
 mod dsl;
 /// The guide (`docs/src`) and the README, compiled and run as doctests.
@@ -80,38 +80,38 @@ pub mod guide;
 pub mod otel;
 mod trajectory;
 
-/// The HTTP server and web console: the `flow-server` crate (feature `server`).
+/// The HTTP server and web console: the `agentweave-server` crate (feature `server`).
 #[cfg(feature = "server")]
-pub use flow_server as server;
+pub use agentweave_server as server;
 
 /// Testing and evaluating flows: record and replay, eval sets, criteria, reports (the
-/// `flow-eval` crate, feature `eval`).
+/// `agentweave-eval` crate, feature `eval`).
 #[cfg(feature = "eval")]
-pub use flow_eval as eval;
+pub use agentweave_eval as eval;
 
 /// The Agent2Agent protocol: remote A2A agents as nodes of a tree or as tools (`A2aAgent`),
-/// and the protocol's types (the `flow-a2a` crate, feature `a2a`). Serving a flow as an A2A
-/// agent is the server's (`flow-server`, `/a2a/{flow}`).
+/// and the protocol's types (the `agentweave-a2a` crate, feature `a2a`). Serving a flow as an A2A
+/// agent is the server's (`agentweave-server`, `/a2a/{flow}`).
 #[cfg(feature = "a2a")]
-pub use flow_a2a as a2a;
+pub use agentweave_a2a as a2a;
 
 /// The agent kit: skills loaded from folders and disclosed as tools (`load_skill`,
 /// `read_skill_resource`, `run_skill_script` under a [`ScriptPolicy`](kit::ScriptPolicy)), the
 /// plan tool, the file tools over the thread's values or a jailed directory, and the
 /// [`DeepAgent`](kit::DeepAgent) preset (see the guide's "Skills and the agent kit" chapter).
-pub use flow_runtime::kit;
+pub use agentweave_runtime::kit;
 
 /// Flows on Temporal: a thread is a workflow, each model and tool call an activity, an
-/// approval's answer an update checked by its validator (the `flow-temporal` crate, feature
+/// approval's answer an update checked by its validator (the `agentweave-temporal` crate, feature
 /// `temporal`; see the guide's "Scaling out on Temporal" chapter).
 #[cfg(feature = "temporal")]
-pub use flow_temporal as temporal;
+pub use agentweave_temporal as temporal;
 
 /// Long-term memory: the memory store contract, its stores (in memory, SQLite, PostgreSQL),
 /// [`Memory`](memory::Memory), the `remember`, `recall` and `forget` tools, recall before a
 /// model call ([`MemoryRecall`](memory::MemoryRecall)) and extraction after a turn
 /// ([`MemoryExtraction`](memory::MemoryExtraction)) (see the guide's "Memory" chapter).
-pub use flow_runtime::memory;
+pub use agentweave_runtime::memory;
 
 pub use dsl::agent;
 #[cfg(doc)]

@@ -3,7 +3,7 @@
 //! references ([`MessageRef`]), the sender side of a stream and its errors, and the
 //! [`Messages`] an agent's input holds.
 
-pub use flow_runtime::{
+pub use agentweave_runtime::{
     ContentPart, ImageSource, MessageRef, MessageStreamSender, Messages, StreamError, StreamRecord,
     ToolCall,
 };

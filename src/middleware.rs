@@ -2,4 +2,4 @@
 //! change them, or answer in their place ([`Middleware`], [`HookContext`]), and the errors a
 //! hook reports.
 
-pub use flow_runtime::middleware::*;
+pub use agentweave_runtime::middleware::*;

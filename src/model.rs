@@ -3,4 +3,4 @@
 //! ([`ScriptedModel`]); the OpenAI-compatible and Anthropic clients (cargo features `openai`,
 //! `anthropic`); retries, structured output ([`OutputSchema`]) and token [`Usage`].
 
-pub use flow_runtime::model::*;
+pub use agentweave_runtime::model::*;

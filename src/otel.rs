@@ -9,7 +9,7 @@
 //! kind, and `otel.status_code` / `otel.status_description` its status.
 //!
 //! ```no_run
-//! use agentflow::otel;
+//! use agentweave::otel;
 //! use tracing_subscriber::layer::SubscriberExt;
 //!
 //! let provider = otel::otlp_provider("http://localhost:4318/v1/traces", "support-desk").unwrap();

@@ -1,4 +1,4 @@
-//! The names most programs need: `use agentflow::prelude::*;` (25 names).
+//! The names most programs need: `use agentweave::prelude::*;` (25 names).
 
 pub use crate::model::ChatModel;
 pub use crate::tool::{tool_fn, Tool};

@@ -22,18 +22,18 @@
 //! - a turn as one stream of items for a protocol to map: [`TurnStream`], [`TurnItem`],
 //!   [`TurnEvent`].
 
-pub use flow_runtime::cancel::{
+pub use agentweave_runtime::cancel::{
     cancel_info, is_cancel_interrupt, CancelMode, CancelSignal, SafePoint, UnknownCancelMode,
 };
-pub use flow_runtime::options::{AgentRunOptions, HistoryModifier, RunOptions};
-pub use flow_runtime::{is_withdrawn, turn_journal_id, turn_mark_id, WITHDRAWN_KEY};
-pub use flow_runtime::{AnswerRule, Caller, TurnEvent, TurnItem, TurnStream};
-pub use flow_runtime::{
+pub use agentweave_runtime::options::{AgentRunOptions, HistoryModifier, RunOptions};
+pub use agentweave_runtime::{is_withdrawn, turn_journal_id, turn_mark_id, WITHDRAWN_KEY};
+pub use agentweave_runtime::{AnswerRule, Caller, TurnEvent, TurnItem, TurnStream};
+pub use agentweave_runtime::{
     AttachError, CancelError, Checkpoints, DoubleText, Fork, ForkEnd, HeldClaim, PurgeReport,
     RecoverError, Retention, RunError, RunEvent, RunFailure, RunHandle, RunInfo, RunItem,
     RunOutcome, RunRetention, RunStatus, RunnerBuilder, Step, StepKind, ThreadHandle,
     ThreadMessage, ThreadState, ThreadStep, ThreadStepKind, TimeTravelError, TurnOutcome,
     TurnRouting, UnknownStrategy, FORK_POINT, FRAMEWORK_KEY_PREFIX,
 };
-pub use flow_runtime::{LimitReached, RunLimit, RunLimits};
-pub use flow_runtime::{SpendingBudgets, SpendingLimits, NO_TENANT};
+pub use agentweave_runtime::{LimitReached, RunLimit, RunLimits};
+pub use agentweave_runtime::{SpendingBudgets, SpendingLimits, NO_TENANT};

@@ -5,7 +5,7 @@
 //! ([`Delegation`], [`Returns`], [`Finish`], [`TaskResult`]), a flow's shape fingerprint
 //! ([`fingerprint_of`]), and expected trajectories ([`expected`]).
 
-pub use flow_runtime::{
+pub use agentweave_runtime::{
     fingerprint_of, Accepts, AgentInfo, Delegation, Finish, FlowBuilt, FlowNode, IntoOutcome,
     NoPayload, NoTarget, NodeOptions, OnSubAgents, Payload, Returns, TaskResult, TransferTarget,
     UnknownAgent,
@@ -19,7 +19,7 @@ pub use flow_runtime::{
 ///
 /// [`TrajectorySpec`]: crate::spec::expected::TrajectorySpec
 pub mod expected {
-    pub use flow_runtime::spec::expected::{
+    pub use agentweave_runtime::spec::expected::{
         ExpectedArgs, ExpectedMode, ExpectedStep, FlowAgentOf, FlowTransferOf, TrajectorySpec,
     };
 }

@@ -8,15 +8,15 @@
 
 /// A store of your own in three primitives: the `KeyValueBackend` trait and the front
 /// `KeyValueStore` that keeps every rule of the contracts over it.
-pub use flow_runtime::store::backend;
+pub use agentweave_runtime::store::backend;
 /// The conformance suite of the store contracts: run it from the tests of a store of your
 /// own (see the module's docs).
-pub use flow_runtime::store::conformance;
-pub use flow_runtime::store::{
+pub use agentweave_runtime::store::conformance;
+pub use agentweave_runtime::store::{
     crossed, usage_kept_from, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter,
     UsageRow,
 };
-pub use flow_runtime::store::{
+pub use agentweave_runtime::store::{
     turn_checkpoint_id, validate_id, validate_thread_id, CancelState, Checkpoint, CheckpointCodec,
     CheckpointError, CheckpointMeta, CheckpointState, CheckpointStatus, CheckpointStore, Claim,
     Completion, DeferredStep, DeferredSteps, Enqueue, FileRunQueue, FileStore, InMemoryRunQueue,
@@ -27,8 +27,8 @@ pub use flow_runtime::store::{
     DEFAULT_CHECKPOINT_DIR, DEFAULT_LEASE, DEFAULT_MAX_CHECKPOINT_BYTES, FORMAT_VERSION,
     MAX_ID_LEN, MAX_QUEUED_INPUT_BYTES, MAX_THREAD_ID_LEN,
 };
-pub use flow_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
+pub use agentweave_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
 #[cfg(feature = "postgres")]
-pub use flow_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
+pub use agentweave_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use flow_runtime::store::{SqliteOptions, SqliteRunQueue, SqliteStore, DEFAULT_SQLITE_PATH};
+pub use agentweave_runtime::store::{SqliteOptions, SqliteRunQueue, SqliteStore, DEFAULT_SQLITE_PATH};

@@ -3,8 +3,8 @@
 //! need an approval ([`ToolApprovals`]); limits on a turn's tool calls ([`ToolCallLimits`]).
 //! Tools from MCP servers are in the `mcp` module (cargo feature `mcp`).
 
-pub use flow_runtime::tool::*;
-pub use flow_runtime::{
+pub use agentweave_runtime::tool::*;
+pub use agentweave_runtime::{
     ApprovalPredicate, ApprovalQuestion, ApprovalRedaction, NeedsApproval, ToolApprovals,
     ToolCallLimits, FRONTEND_TOOL_KEY,
 };

@@ -5,7 +5,7 @@
 /// against the flow at compile time: an agent the flow does not have, or a transfer it does not
 /// allow, is a compile error naming it and saying what the flow has. It makes the same
 /// [`TrajectorySpec`](crate::spec::expected::TrajectorySpec) as `Flow::trajectory()` (chain
-/// `.in_order()`, `.args_subset()`, ... on it); `agentflow::eval` turns it into a
+/// `.in_order()`, `.args_subset()`, ... on it); `agentweave::eval` turns it into a
 /// `TrajectoryExpectation`.
 ///
 /// Steps, separated by commas:
@@ -22,8 +22,8 @@
 /// undeclared transfer nor one to a parent the agent is barred from (`no_parent`) compiles.
 ///
 /// ```
-/// use agentflow::{flow, trajectory};
-/// use agentflow::spec::expected::ExpectedStep;
+/// use agentweave::{flow, trajectory};
+/// use agentweave::spec::expected::ExpectedStep;
 ///
 /// flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
 ///
@@ -43,7 +43,7 @@
 /// ```
 ///
 /// ```compile_fail
-/// # use agentflow::{flow, trajectory};
+/// # use agentweave::{flow, trajectory};
 /// # flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
 /// // refund may transfer to triage only: "in flow `Desk`, `refund` cannot transfer to
 /// // `complaint` ... `refund` may transfer to: `triage`"

@@ -2,5 +2,5 @@
 //! fixed pattern, [`DeterministicTransfer`] hands off to fixed agents, and an [`AgentTool`]
 //! lets a model call a whole tree as a tool.
 
-pub use flow_runtime::workflow::*;
-pub use flow_runtime::AgentTool;
+pub use agentweave_runtime::workflow::*;
+pub use agentweave_runtime::AgentTool;

@@ -2,7 +2,7 @@
 # W10 against Google ADK's API server (BENCHMARKS.md, W10): the offline desk of
 # bench/w10/adk_agents/desk (an LlmAgent tree on a model that answers offline), served by
 # `adk api_server` (uvicorn, one process, in-memory sessions created on first use), loaded by
-# the same generator as agentflow's server: `cargo bench -p flow-server --bench w10_server` with
+# the same generator as agentflow's server: `cargo bench -p agentweave-server --bench w10_server` with
 # W10_URL and W10_TARGET=adk.
 #
 #   bench/w10/adk_api_server.sh            # 1,000 clients, 3 rounds
@@ -37,4 +37,4 @@ echo "google-adk $("$VENV/bin/python" -c 'import google.adk as a; print(a.__vers
 # The uvicorn process is the adk command itself (no reload, one worker).
 W10_URL="http://127.0.0.1:$PORT" W10_TARGET=adk W10_SERVER_PID=$SERVER \
     W10_ROUNDS=${W10_ROUNDS:-3} \
-    cargo bench -p flow-server --bench w10_server
+    cargo bench -p agentweave-server --bench w10_server

@@ -8,7 +8,7 @@ the machine may be shared; alternating, because its speed drifts over minutes.
     python3 bench/w7/gen.py macro /tmp/w7/macro
     python3 bench/w7/alternate.py 15 /tmp/w7/hand /tmp/w7/macro
 
-A crate for an earlier commit: generate it the same way, then point its `agentflow`
+A crate for an earlier commit: generate it the same way, then point its `agentweave`
 dependency at a worktree of that commit. `CARGO_TARGET_DIR` defaults to `target/w7`.
 """
 import os

@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR=$ROOT/target/w7
 # Timed builds start from scratch for the generated crate (no incremental cache to reuse).
 export CARGO_INCREMENTAL=0
 for mode in hand macro; do
-    if [ "$mode" = macro ] && ! grep -rqE "pub use flow_macros|macro_rules! flow" src/; then
+    if [ "$mode" = macro ] && ! grep -rqE "pub use agentweave_macros|macro_rules! flow" src/; then
         echo "{\"workload\": \"W7 $mode\", \"value\": null, \"note\": \"TODO: the flow! macro is not in the agentflow facade on this branch\"}"
         continue
     fi

@@ -24,7 +24,7 @@ for k in range(LEAVES):
     parent[leaf] = desk
 assert len(children) == 200
 
-agentflow = os.path.relpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), out)
+agentweave = os.path.relpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), out)
 os.makedirs(os.path.join(out, "src"), exist_ok=True)
 open(os.path.join(out, "Cargo.toml"), "w").write(f"""[package]
 name = "w7-{mode}"
@@ -35,11 +35,11 @@ publish = false
 [workspace]
 
 [dependencies]
-agentflow = {{ path = "{agentflow}" }}
+agentweave = {{ path = "{agentflow}" }}
 """)
 
 src = ["//! W7: a 200-agent flow, " + ("built by hand." if mode == "hand" else "declared with flow!."),
-       "#![allow(clippy::all)]", "use agentflow::prelude::*;", ""]
+       "#![allow(clippy::all)]", "use agentweave::prelude::*;", ""]
 if mode == "hand":
     for i in range(200):
         kids = children[i]

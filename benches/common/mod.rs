@@ -11,12 +11,12 @@
 
 use std::sync::Arc;
 
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
-use agentflow::MessageStream;
-use agentflow::RunRequest;
-use agentflow::Session;
-use agentflow::{event::EventOutput, message::MessageRef, model::ChatModel};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
+use agentweave::MessageStream;
+use agentweave::RunRequest;
+use agentweave::Session;
+use agentweave::{event::EventOutput, message::MessageRef, model::ChatModel};
 use futures::StreamExt;
 
 /// The user's question in every workload.
@@ -209,7 +209,7 @@ pub async fn stream_once(runner: &Runner, input: &[MessageRef]) -> usize {
 /// refund, which answers), so a change to the code `#[agent]` generates around a body is
 /// measured against the `FnAgent` tree.
 pub mod dsl {
-    use agentflow::prelude::*;
+    use agentweave::prelude::*;
 
     #[agent(name = "root", transfers = [refund])]
     async fn w1_root(_cx: &AgentContext) -> W1RootTransfer {

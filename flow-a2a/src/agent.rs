@@ -1,5 +1,5 @@
 //! [`A2aAgent`]: a remote A2A agent as an agent of a tree (or, wrapped in an
-//! [`AgentTool`](flow_runtime::AgentTool), as a tool).
+//! [`AgentTool`](agentweave_runtime::AgentTool), as a tool).
 //!
 //! | agentflow | A2A |
 //! | --- | --- |
@@ -8,11 +8,11 @@
 //! | an interrupt (`info.question`, `info.remote`; the remote task in its saved state) | the task's `input-required` status |
 //! | the resume data | the next message of the same task (a text part for a string, else a data part) |
 //! | the node's answer, then a transfer back to its parent | the task's completion (its artifacts) |
-//! | an error event naming the peer and what went wrong | a failed, rejected or cancelled task, a JSON-RPC error, a bound of [`HttpLimits`](flow_runtime::model::HttpLimits) met |
+//! | an error event naming the peer and what went wrong | a failed, rejected or cancelled task, a JSON-RPC error, a bound of [`HttpLimits`](agentweave_runtime::model::HttpLimits) met |
 
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     generate, Agent, AgentError, AgentInput, Context, EventStream, ResumeInfo, Role, RunContext,
 };
 use futures::StreamExt;
@@ -28,8 +28,8 @@ use crate::wire::{
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use flow_a2a::{A2aAgent, A2aClient};
-/// use flow_runtime::{set_sub_agents, FlowAgent, FnAgent};
+/// use agentweave_a2a::{A2aAgent, A2aClient};
+/// use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent};
 ///
 /// let billing = A2aAgent::from_card("billing", "http://127.0.0.1:9999", None).await?;
 /// let triage = FnAgent::new("triage", |cx, _| async move {
@@ -62,7 +62,7 @@ impl A2aAgent {
     /// JSON-RPC interface it names; the card's description and skills become the node's
     /// description (what a transfer prompt tells the model about it). An interface on another
     /// origin than `base` is the card's choice, not yours: it is held to the strict outbound
-    /// policy (`flow_runtime::outbound::OutboundPolicy::default`), so a card cannot point the
+    /// policy (`agentweave_runtime::outbound::OutboundPolicy::default`), so a card cannot point the
     /// node at a loopback, private or metadata address ([`A2aError::Refused`]).
     pub async fn from_card(
         name: impl Into<Arc<str>>,
@@ -91,7 +91,7 @@ impl A2aAgent {
         };
         let mut client = A2aClient::new(endpoint)?;
         if !same_origin {
-            client = client.outbound(flow_runtime::outbound::OutboundPolicy::default())?;
+            client = client.outbound(agentweave_runtime::outbound::OutboundPolicy::default())?;
         }
         if let Some(t) = token {
             client = client.bearer(t);
@@ -397,7 +397,7 @@ impl Agent for A2aAgent {
 mod tests {
     use super::*;
     use crate::wire::AgentSkill;
-    use flow_runtime::{Message, Session};
+    use agentweave_runtime::{Message, Session};
 
     #[test]
     fn the_node_sends_the_conversation_it_sees_and_the_request_last() {

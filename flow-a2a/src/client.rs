@@ -1,6 +1,6 @@
 //! [`A2aClient`]: a bounded client of one remote A2A agent's JSON-RPC endpoint.
 //!
-//! Every call goes through flow-runtime's bounded HTTP ([`HttpCall`]): a connect timeout, a
+//! Every call goes through agentweave-runtime's bounded HTTP ([`HttpCall`]): a connect timeout, a
 //! time to the first byte, an idle timeout between pieces, one total deadline, and size limits
 //! for a whole reply and for each streamed event. A peer that never answers, streams forever,
 //! sends a 100 MB part or answers something that is not A2A ends the call with an [`A2aError`]
@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use flow_runtime::model::{HttpCall, HttpError, HttpLimits, RetryPolicy};
-use flow_runtime::outbound::{OutboundError, OutboundPolicy};
+use agentweave_runtime::model::{HttpCall, HttpError, HttpLimits, RetryPolicy};
+use agentweave_runtime::outbound::{OutboundError, OutboundPolicy};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
@@ -76,8 +76,8 @@ impl A2aError {
                 source,
                 HttpError::Connection { .. }
                     | HttpError::Timeout {
-                        kind: flow_runtime::model::TimeoutKind::Connect
-                            | flow_runtime::model::TimeoutKind::FirstByte,
+                        kind: agentweave_runtime::model::TimeoutKind::Connect
+                            | agentweave_runtime::model::TimeoutKind::FirstByte,
                         ..
                     }
             ),
@@ -118,7 +118,7 @@ impl A2aClient {
         })
     }
 
-    /// Holds every call to `policy` (see `flow_runtime::outbound`): the endpoint and card URLs
+    /// Holds every call to `policy` (see `agentweave_runtime::outbound`): the endpoint and card URLs
     /// checked, names resolved through its guarded resolver on every connection, redirects
     /// only to the same origin. For an endpoint someone else chose (a card's, a caller's); an
     /// error if the endpoint is refused already.

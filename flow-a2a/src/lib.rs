@@ -14,11 +14,11 @@
 //! - [`rpc`]: the JSON-RPC envelope, the method names and the A2A error codes.
 //!
 //! - [`A2aClient`] and [`A2aAgent`] (feature `client`, on by default): a remote A2A agent
-//!   called with the bounds of flow-runtime's HTTP models, and the same agent as a node of a
+//!   called with the bounds of agentweave-runtime's HTTP models, and the same agent as a node of a
 //!   tree (its events at the node's run path, its `input-required` an interrupt resumed
 //!   through the remote task, its completion the node's end and a transfer back).
 //!
-//! `flow-server` serves any flow as an A2A agent with these types (its `a2a` module).
+//! `agentweave-server` serves any flow as an A2A agent with these types (its `a2a` module).
 #![warn(missing_docs)]
 
 // Layout (one concept per file):

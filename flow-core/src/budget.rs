@@ -28,7 +28,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use flow_core::budget::{Budgets, BudgetLimits, ModelPrice};
+//! use agentweave_core::budget::{Budgets, BudgetLimits, ModelPrice};
 //! let budgets = Budgets::new(
 //!     BudgetLimits::default()
 //!         .max_total_tokens(50_000)
@@ -134,8 +134,8 @@ impl BudgetLimits {
 /// charged at their own price instead of the plain one.
 ///
 /// ```
-/// use flow_core::budget::ModelPrice;
-/// use flow_core::model::Usage;
+/// use agentweave_core::budget::ModelPrice;
+/// use agentweave_core::model::Usage;
 /// let price = ModelPrice::per_million_tokens(2.0, 8.0).cached_input(0.5).reasoning(8.0);
 /// // 1,000 input of which 800 cached, 100 output: 200 x 2 + 800 x 0.5 + 100 x 8.
 /// assert_eq!(price.cost_micro_usd(&Usage::new(1_000, 100).with_cached_input(800)), 1_600);

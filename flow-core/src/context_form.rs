@@ -65,7 +65,7 @@ pub(crate) fn result_message(result: &serde_json::Value) -> Message {
 /// [custom policy](crate::ContextPolicy::Custom) can pass them on).
 ///
 /// ```
-/// use flow_runtime::{rewrite_for_context, Message};
+/// use agentweave_runtime::{rewrite_for_context, Message};
 /// let m = rewrite_for_context("triage", &Message::assistant("it is a refund"));
 /// assert_eq!(m.content, "For context: [triage] said: it is a refund.");
 /// let m = rewrite_for_context(

@@ -1,4 +1,4 @@
-//! A built tree as a picture: [`FlowAgent::to_svg`] draws it with `flow-diagram`, the same
+//! A built tree as a picture: [`FlowAgent::to_svg`] draws it with `agentweave-diagram`, the same
 //! drawing `flow!` inlines into the rustdoc of a generated flow.
 
 use crate::agent::FlowAgent;
@@ -9,7 +9,7 @@ impl FlowAgent {
     /// a sub-agent may transfer back to its parent, a dashed one where it is barred.
     ///
     /// ```
-    /// use flow_runtime::{set_sub_agents, FlowAgent, FnAgent};
+    /// use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent};
     ///
     /// let leaf = |name: &'static str| {
     ///     FlowAgent::new(FnAgent::new(name, |_, _| async move { Ok(()) }))
@@ -24,12 +24,12 @@ impl FlowAgent {
     /// assert!(svg.contains(">escalation</text>"));
     /// ```
     pub fn to_svg(&self) -> String {
-        flow_diagram::svg(self.name(), &diagram_node(self, true))
+        agentweave_diagram::svg(self.name(), &diagram_node(self, true))
     }
 }
 
-fn diagram_node(node: &FlowAgent, root: bool) -> flow_diagram::Node {
-    let mut out = flow_diagram::Node::new(node.name())
+fn diagram_node(node: &FlowAgent, root: bool) -> agentweave_diagram::Node {
+    let mut out = agentweave_diagram::Node::new(node.name())
         .description(node.description())
         .barred(!root && node.options().disallow_transfer_to_parent);
     for child in node.sub_agents() {

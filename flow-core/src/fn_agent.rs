@@ -20,7 +20,7 @@ type Body = dyn Fn(RunContext, AgentInput) -> EventStream + Send + Sync;
 /// with whatever action its last event carries.
 ///
 /// ```
-/// use flow_runtime::{FnAgent, FlowAgent, Runner};
+/// use agentweave_runtime::{FnAgent, FlowAgent, Runner};
 /// use futures::StreamExt;
 ///
 /// # futures::executor::block_on(async {
@@ -60,7 +60,7 @@ impl FnAgent {
     /// (saved state, the caller's resume data) instead of the run body.
     ///
     /// ```
-    /// use flow_runtime::FnAgent;
+    /// use agentweave_runtime::FnAgent;
     /// let approver = FnAgent::new("approver", |cx, _| async move {
     ///     cx.interrupt(serde_json::json!("approve refund of $40?"));
     ///     Ok(())

@@ -10,14 +10,14 @@
 //!
 //! - [`StdHost`], the default: the system clock, random ids, and a runtime-agnostic timer
 //!   (one helper thread), so a run works under any executor;
-//! - the in-process runtime (`flow-runtime`) gives every run it starts its tokio host;
+//! - the in-process runtime (`agentweave-runtime`) gives every run it starts its tokio host;
 //! - [`ManualHost`] is the deterministic host for tests: its clock stands still until the test
 //!   moves it, its ids count from 1, and a wait ends only when the clock passes it, so a run is
 //!   stepped by hand and two runs of the same flow give the same events, bit for bit.
 //!
 //! ```
 //! use std::time::Duration;
-//! use flow_core::host::{Host, ManualHost};
+//! use agentweave_core::host::{Host, ManualHost};
 //! use futures::FutureExt;
 //!
 //! let host = ManualHost::new();

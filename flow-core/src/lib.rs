@@ -2,16 +2,16 @@
 //! the orchestration that runs them, with no async runtime, network, database or process in its
 //! dependencies.
 //!
-//! `flow-core` is the part of agentflow that decides what happens in a run: the flow's
+//! `agentweave-core` is the part of agentflow that decides what happens in a run: the flow's
 //! transfers and history rewriting, the ReAct loop, workflows, delegation, approvals and
 //! limits. What it needs from the world (a timer, the clock, fresh ids, the thread's earlier
 //! turns, the model and the tools) reaches it through contracts it is given ([`host::Host`],
 //! [`history::EarlierTurns`], [`ChatModel`], [`Tool`]), so the same orchestration runs in
-//! one process (`flow-runtime`, on tokio, with the stores and the model clients), under a
+//! one process (`agentweave-runtime`, on tokio, with the stores and the model clients), under a
 //! deterministic test host that steps a run by hand, or on another host. Its dependencies are
-//! checked: `cargo tree -p flow-core -e normal` names no tokio, HTTP or database crate.
+//! checked: `cargo tree -p agentweave-core -e normal` names no tokio, HTTP or database crate.
 //!
-//! Most programs use it through `flow-runtime` or the `agentflow` facade, which re-export
+//! Most programs use it through `agentweave-runtime` or the `agentweave` facade, which re-export
 //! everything here.
 //!
 //! # The model
@@ -32,7 +32,7 @@
 //!   `agentflow.run_path`, and a thread's id as `gen_ai.conversation.id`).
 //!
 //! ```
-//! use flow_core::{set_sub_agents, Agent, AgentInput, FlowAgent, FnAgent, Message, RunContext, Session};
+//! use agentweave_core::{set_sub_agents, Agent, AgentInput, FlowAgent, FnAgent, Message, RunContext, Session};
 //! use futures::StreamExt;
 //! use std::sync::Arc;
 //! # futures::executor::block_on(async {

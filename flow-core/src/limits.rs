@@ -29,7 +29,7 @@ use std::sync::Arc;
 /// | checkpoint size on read | 64 MiB | `RunnerBuilder::checkpoint_codec(CheckpointCodec::default().max_checkpoint_bytes(n))` | `CheckpointError::TooLarge` |
 ///
 /// ```
-/// use flow_runtime::RunLimits;
+/// use agentweave_runtime::RunLimits;
 /// let limits = RunLimits::default().max_transfers(200_000);
 /// assert_eq!(limits.max_transfers, 200_000);
 /// assert_eq!(limits.max_events, RunLimits::DEFAULT_MAX_EVENTS);

@@ -70,7 +70,7 @@ impl ToolCall {
 /// (see [`MessageRef`]), so a transfer between agents never deep-copies history.
 ///
 /// ```
-/// use flow_runtime::{Message, Role};
+/// use agentweave_runtime::{Message, Role};
 /// let m = Message::assistant("Refund approved");
 /// assert_eq!(m.role, Role::Assistant);
 /// assert_eq!(m.content, "Refund approved");
@@ -112,7 +112,7 @@ pub struct Message {
 /// [`Message::parts`]).
 ///
 /// ```
-/// use flow_runtime::{ContentPart, Message};
+/// use agentweave_runtime::{ContentPart, Message};
 /// let m = Message::user("What is on this receipt?")
 ///     .with_image_url("https://example.com/receipt.png")
 ///     .with_image_base64("image/png", "iVBORw0KGgo=");
@@ -281,7 +281,7 @@ impl Message {
     /// they are.
     ///
     /// ```
-    /// use flow_runtime::Message;
+    /// use agentweave_runtime::Message;
     /// let whole = Message::concat([Message::assistant("Hel"), Message::assistant("lo")].iter());
     /// assert_eq!(whole.content, "Hello");
     /// ```

@@ -45,7 +45,7 @@ impl fmt::Display for RunStep {
 /// not `O(n²)`.
 ///
 /// ```
-/// use flow_runtime::RunPath;
+/// use agentweave_runtime::RunPath;
 /// let p = RunPath::root("triage").child("refund");
 /// assert_eq!(p.to_string(), "triage/refund");
 /// assert_eq!(p.len(), 2);

@@ -15,7 +15,7 @@
 //! Only the model's own answers are charged: an answer a middleware gives in the model's
 //! place (the journal's replay of a recovered turn, a cache) was charged when the model gave
 //! it. The in-process runtime implements the gate over its spending stores
-//! (`flow_runtime::store::SpendingStore`); a run with no gate pays one branch per model call.
+//! (`agentweave_runtime::store::SpendingStore`); a run with no gate pays one branch per model call.
 
 use std::sync::Arc;
 
@@ -47,7 +47,7 @@ impl BudgetPeriod {
     /// `2026-12-07` for a day, `2026-12` for a month.
     ///
     /// ```
-    /// use flow_core::spending::BudgetPeriod;
+    /// use agentweave_core::spending::BudgetPeriod;
     /// // 2026-12-07T04:34:00Z
     /// let at = 1_796_618_040_000;
     /// assert_eq!(BudgetPeriod::Day.label(at), "2026-12-07");

@@ -47,7 +47,7 @@ impl StreamError {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::{Message, MessageStream};
+/// use agentweave_runtime::{Message, MessageStream};
 /// use futures::StreamExt;
 ///
 /// let chunks = vec![Message::assistant("Hel"), Message::assistant("lo")];
@@ -326,7 +326,7 @@ impl MessageStream {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// use flow_runtime::{Message, MessageStream};
+    /// use agentweave_runtime::{Message, MessageStream};
     /// use futures::StreamExt;
     ///
     /// let (tx, mut caller) = MessageStream::channel();

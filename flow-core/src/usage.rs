@@ -23,7 +23,7 @@ pub const USAGE_SESSION_KEY: &str = "agentflow.usage";
 /// protocol counts them).
 ///
 /// ```
-/// use flow_runtime::model::Usage;
+/// use agentweave_runtime::model::Usage;
 /// let a = Usage::new(120, 30).with_cached_input(100);
 /// let b = Usage::new(80, 20).with_reasoning(5);
 /// let sum = a + b;
@@ -103,8 +103,8 @@ impl Add for Usage {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-/// use flow_runtime::{ChatModelAgent, FlowAgent, RunRequest, Runner, Session};
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
+/// use agentweave_runtime::{ChatModelAgent, FlowAgent, RunRequest, Runner, Session};
 /// use futures::StreamExt;
 /// use std::sync::Arc;
 ///
@@ -112,7 +112,7 @@ impl Add for Usage {
 /// let agent = ChatModelAgent::builder("greeter", model).build().unwrap();
 /// let session = Session::new();
 /// let events: Vec<_> = Runner::new(FlowAgent::new(agent))
-///     .run(RunRequest::new([flow_runtime::Message::user("hi")]).session(Arc::clone(&session)))
+///     .run(RunRequest::new([agentweave_runtime::Message::user("hi")]).session(Arc::clone(&session)))
 ///     .collect()
 ///     .await;
 /// assert_eq!(events[0].usage(), Some(&Usage::new(12, 3)));

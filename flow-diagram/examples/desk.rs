@@ -1,6 +1,6 @@
-//! Prints the SVG of a small customer-service desk: `cargo run -p flow-diagram --example desk > desk.svg`.
+//! Prints the SVG of a small customer-service desk: `cargo run -p agentweave-diagram --example desk > desk.svg`.
 
-use flow_diagram::{svg, Node};
+use agentweave_diagram::{svg, Node};
 
 fn main() {
     let tree = Node::new("triage")

@@ -17,7 +17,7 @@
 //! A legend under the tree explains the kinds of edge it shows (none for a lone agent).
 //!
 //! ```
-//! use flow_diagram::{svg, Node};
+//! use agentweave_diagram::{svg, Node};
 //!
 //! let tree = Node::new("triage")
 //!     .description("Decides which desk owns the request.")

@@ -1,4 +1,4 @@
-//! Testing and evaluating agentflow flows (the `agentflow::eval` module, cargo feature `eval`).
+//! Testing and evaluating agentflow flows (the `agentweave::eval` module, cargo feature `eval`).
 //!
 //! - [`cassette`]: record the model and tool calls of a run into a readable file, replay them
 //!   offline (`AGENTFLOW_RECORD=1 cargo test` records again).
@@ -16,7 +16,7 @@
 //! An expected trajectory can be written in Rust against a flow's generated types, so that one
 //! naming an agent the flow does not have, or a transfer it does not allow, does not compile.
 //! `flow!` gives each flow `Flow::trajectory()`, a
-//! [`TrajectorySpec`](flow_runtime::spec::expected::TrajectorySpec): agent steps take the
+//! [`TrajectorySpec`](agentweave_runtime::spec::expected::TrajectorySpec): agent steps take the
 //! flow's agent enum, transfer steps a node's target enum (its variants are the agents that
 //! node may transfer to), tool steps a name and arguments. The facade's `trajectory!` writes
 //! the same with names, each checked at compile time. The spec is plain data (no feature
@@ -26,8 +26,8 @@
 //! [`TurnCase::new`](set::TurnCase::new) build a set in Rust:
 //!
 //! ```ignore
-//! // (Needs `flow!`, from the `agentflow` facade; run in its tests/it/eval_typed.rs.)
-//! use agentflow::eval::set::{EvalCase, EvalSet, TurnCase};
+//! // (Needs `flow!`, from the `agentweave` facade; run in its tests/it/eval_typed.rs.)
+//! use agentweave::eval::set::{EvalCase, EvalSet, TurnCase};
 //!
 //! flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
 //!

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use flow_runtime::memory::{
+use agentweave_runtime::memory::{
     ItemKey, Memory, Namespace, Partition, PutItem, Scope, Tenant, MEMORY_RECALL_EVENT,
 };
-use flow_runtime::EventJson;
+use agentweave_runtime::EventJson;
 
 use crate::criteria::Score;
 use crate::set::{MemoryExpectation, MemorySeed, StoredItem};
@@ -28,7 +28,7 @@ pub(crate) struct EvalMemory {
 
 /// The partition `scope` (`app`, `user:ID`, `thread:ID`, `KIND:ID`) names in `tenant`.
 pub(crate) fn partition(tenant: &Tenant, scope: &str) -> Result<Partition, String> {
-    let bad = |e: flow_runtime::memory::MemoryError| format!("memory scope '{scope}': {e}");
+    let bad = |e: agentweave_runtime::memory::MemoryError| format!("memory scope '{scope}': {e}");
     let scope = match scope.split_once(':') {
         None if scope == "app" => Scope::Application,
         Some(("thread", id)) => Scope::thread(id).map_err(bad)?,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use flow_runtime::{
+use agentweave_runtime::{
     ChatModel, EventJson, FlowAgent, InMemoryStore, InterruptInfo, Message, Runner, Tool,
     TurnOutcome,
 };
@@ -21,8 +21,8 @@ use crate::report::{wilson_interval, CaseResult, FlowPicture, Report, RunResult,
 use crate::set::{EvalCase, EvalSet, Expectations, ResumeAnswer};
 use crate::simulate::{next_user_turn, NextTurn};
 use crate::trajectory::{Metrics, Trajectory, TrajectoryRecorder};
-use flow_runtime::memory::{Memory, Tenant};
-use flow_runtime::TurnRequest;
+use agentweave_runtime::memory::{Memory, Tenant};
+use agentweave_runtime::TurnRequest;
 
 /// What the flow builder is given for one run of a case: the case, the cassette its models
 /// and tools record into or replay from (when the runner has a cassette folder), and the
@@ -104,10 +104,10 @@ type FetchFn = dyn Fn() -> BoxFuture<'static, Result<Vec<Arc<dyn Tool>>, String>
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_eval::runner::EvalRunner;
-/// use flow_eval::set::EvalSet;
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
-/// use flow_runtime::{ChatModelAgent, FlowAgent};
+/// use agentweave_eval::runner::EvalRunner;
+/// use agentweave_eval::set::EvalSet;
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_runtime::{ChatModelAgent, FlowAgent};
 ///
 /// let set = EvalSet::from_json("inline.json", r#"{"name": "greeting", "cases": [
 ///     {"id": "hello", "turns": [{"user": "hi", "expect": {"response": [{"contains": "Hello"}]}}]}
@@ -159,11 +159,11 @@ impl EvalRunner {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// use flow_eval::runner::EvalRunner;
-    /// use flow_eval::set::EvalSet;
-    /// use flow_runtime::memory::{Memory, MemoryRecall, Scope, TransientMemoryStore};
-    /// use flow_runtime::model::ScriptedModel;
-    /// use flow_runtime::{ChatModelAgent, FlowAgent};
+    /// use agentweave_eval::runner::EvalRunner;
+    /// use agentweave_eval::set::EvalSet;
+    /// use agentweave_runtime::memory::{Memory, MemoryRecall, Scope, TransientMemoryStore};
+    /// use agentweave_runtime::model::ScriptedModel;
+    /// use agentweave_runtime::{ChatModelAgent, FlowAgent};
     ///
     /// let set = EvalSet::from_json("inline.json", r#"{"name": "desk", "cases": [{"id": "printer",
     ///     "memory": [{"scope": "user:alice", "namespace": "facts", "key": "printer",
@@ -200,9 +200,9 @@ impl EvalRunner {
     /// offline replay needs no MCP server installed.
     ///
     /// ```no_run
-    /// # use flow_eval::EvalRunner;
-    /// # use flow_runtime::{ChatModelAgent, FlowAgent};
-    /// # use flow_runtime::model::ScriptedModel;
+    /// # use agentweave_eval::EvalRunner;
+    /// # use agentweave_runtime::{ChatModelAgent, FlowAgent};
+    /// # use agentweave_runtime::model::ScriptedModel;
     /// let runner = EvalRunner::new(|env| {
     ///     let agent = ChatModelAgent::builder("clerk", env.model(ScriptedModel::new(["ok"])))
     ///         .tools(env.toolset("files"))

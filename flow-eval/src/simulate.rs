@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use flow_runtime::{ChatModel, ChatRequest, Message};
+use agentweave_runtime::{ChatModel, ChatRequest, Message};
 
 use crate::criteria::Exchange;
 use crate::set::Simulation;

@@ -60,7 +60,7 @@ pub async fn assert_case(runner: &EvalRunner, path: impl AsRef<Path>, id: &str) 
 /// expression makes and fails with every failing criterion and reason.
 ///
 /// ```ignore
-/// flow_eval::eval_tests! {
+/// agentweave_eval::eval_tests! {
 ///     runner: EvalRunner::new(desk).cassettes("tests/cassettes"),
 ///     set: "tests/evals/desk.json",          // relative to the crate's manifest
 ///     cases: [refund, broken_kettle],

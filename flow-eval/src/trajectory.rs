@@ -2,7 +2,7 @@
 //! its [`Metrics`] (tokens, calls, time), gathered by a [`TrajectoryRecorder`] middleware.
 //!
 //! The recorder is runner middleware, so it sees every agent of the run, including those
-//! running inside an [`AgentTool`](flow_runtime::AgentTool) (its inner run inherits the
+//! running inside an [`AgentTool`](agentweave_runtime::AgentTool) (its inner run inherits the
 //! runner's middleware) and inside workflows (sequential, parallel, loop): each step carries
 //! the run path where it happened, e.g. `desk/refund` or `assistant/researcher`.
 
@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::middleware::{HookContext, HookError, Middleware};
-use flow_runtime::model::Usage;
-use flow_runtime::{Action, AgentInput, Message, ToolCall};
+use agentweave_runtime::middleware::{HookContext, HookError, Middleware};
+use agentweave_runtime::model::Usage;
+use agentweave_runtime::{Action, AgentInput, Message, ToolCall};
 use serde::{Deserialize, Serialize};
 
 /// One step of a trajectory.
@@ -129,8 +129,8 @@ struct Record {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_eval::trajectory::{Step, TrajectoryRecorder};
-/// use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
+/// use agentweave_eval::trajectory::{Step, TrajectoryRecorder};
+/// use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
 /// use futures::StreamExt;
 ///
 /// let triage = FnAgent::new("triage", |cx, _| async move { cx.transfer("refund"); Ok(()) });

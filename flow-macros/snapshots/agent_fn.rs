@@ -28,7 +28,7 @@ impl TriageTransfer {
     }
 }
 const _: () = {
-    use ::agentflow::__private as __agentflow;
+    use ::agentweave::__private as __agentflow;
     #[automatically_derived]
     impl ::core::clone::Clone for TriageTransfer {
         #[inline]
@@ -63,7 +63,7 @@ const _: () = {
     }
 };
 const _: () = {
-    use ::agentflow::__private as __agentflow;
+    use ::agentweave::__private as __agentflow;
     #[automatically_derived]
     impl __agentflow::AgentSpec for triage {
         const NAME: &'static str = "triage";

@@ -3,7 +3,7 @@ pub struct Lookup {
     endpoint: String,
 }
 const _: () = {
-    use ::agentflow::__private as __agentflow;
+    use ::agentweave::__private as __agentflow;
     #[automatically_derived]
     impl __agentflow::AgentSpec for Lookup {
         const NAME: &'static str = "lookup";
@@ -17,7 +17,7 @@ const _: () = {
         type Accepts = __agentflow::NoPayload;
     }
     const _: () = {
-        use ::agentflow::__private as __agentflow;
+        use ::agentweave::__private as __agentflow;
         const fn __agentflow_is_agent<T: ?::core::marker::Sized + __agentflow::Agent>() {}
         __agentflow_is_agent::<Lookup>()
     };
@@ -27,7 +27,7 @@ impl Lookup {
     async fn run(&self, cx: &AgentContext) {}
 }
 const _: () = {
-    use ::agentflow::__private as __agentflow;
+    use ::agentweave::__private as __agentflow;
     #[automatically_derived]
     impl __agentflow::AgentBody for Lookup {
         fn run_body(

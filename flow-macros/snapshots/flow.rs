@@ -36,7 +36,7 @@ mod desk_flow {
     #[derive(::core::fmt::Debug, ::core::clone::Clone)]
     #[allow(dead_code)]
     pub struct Desk {
-        pub(super) flow: ::agentflow::__private::FlowAgent,
+        pub(super) flow: ::agentweave::__private::FlowAgent,
     }
     /// What the flow's items need to know of its agents' types, which only the call site
     /// can name: given there, by node (depth first from the root).
@@ -72,16 +72,16 @@ mod desk_flow {
         );
         /// For each agent, the names of the agents from the root down to it: the path a
         /// resume follows to reach it.
-        pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &::agentflow::__private::paths::paths::<
+        pub const PATHS: &'static [(&'static str, &'static [&'static str])] = &::agentweave::__private::paths::paths::<
             5usize,
         >(Self::AGENTS, Self::__PARENTS, &Self::__PATH_NAMES);
         #[doc(hidden)]
-        pub const __PATH_NAMES: [&'static str; 10usize] = ::agentflow::__private::paths::path_names::<
+        pub const __PATH_NAMES: [&'static str; 10usize] = ::agentweave::__private::paths::path_names::<
             10usize,
         >(Self::AGENTS, Self::__PARENTS);
         /// The fingerprint of the flow's shape, computed at compile time; equal to
         /// `FlowAgent::fingerprint()` of the built tree.
-        pub const FINGERPRINT: u64 = ::agentflow::__private::check::fingerprint(
+        pub const FINGERPRINT: u64 = ::agentweave::__private::check::fingerprint(
             Self::AGENTS,
             Self::__BARRED,
             Self::__CHILDREN,
@@ -119,10 +119,10 @@ mod desk_flow {
         #[doc(hidden)]
         pub fn new<'__a>() -> ::core::result::Result<
             Self,
-            ::agentflow::__private::FlowError,
+            ::agentweave::__private::FlowError,
         >
         where
-            &'__a ::agentflow::__private::UseTheBuilder: ::agentflow::__private::NewNeedsNoAgents<
+            &'__a ::agentweave::__private::UseTheBuilder: ::agentweave::__private::NewNeedsNoAgents<
                 Self,
             >,
         {
@@ -147,21 +147,21 @@ mod desk_flow {
             ::core::option::Option::None
         }
         /// The built tree, at its root.
-        pub fn flow(&self) -> &::agentflow::__private::FlowAgent {
+        pub fn flow(&self) -> &::agentweave::__private::FlowAgent {
             &self.flow
         }
         /// The built tree, at its root.
-        pub fn into_flow(self) -> ::agentflow::__private::FlowAgent {
+        pub fn into_flow(self) -> ::agentweave::__private::FlowAgent {
             self.flow
         }
         /// A runner for this flow.
-        pub fn runner(&self) -> ::agentflow::__private::Runner {
-            ::agentflow::__private::Runner::new(::core::clone::Clone::clone(&self.flow))
+        pub fn runner(&self) -> ::agentweave::__private::Runner {
+            ::agentweave::__private::Runner::new(::core::clone::Clone::clone(&self.flow))
         }
         /// The tree as a Mermaid flowchart: `<-->` where a sub-agent may transfer back to
         /// its parent, `-->` where it is barred.
-        pub fn mermaid() -> ::agentflow::__private::String {
-            ::agentflow::__private::render::mermaid(
+        pub fn mermaid() -> ::agentweave::__private::String {
+            ::agentweave::__private::render::mermaid(
                 Self::AGENTS,
                 Self::__PARENTS,
                 Self::__BARRED,
@@ -172,8 +172,8 @@ mod desk_flow {
         /// where a sub-agent may transfer back to its parent, a dashed one where it is
         /// barred. A `dyn` node's description is its doc comment in `flow!` (the built tree's
         /// `FlowAgent::to_svg` draws its agent's own).
-        pub fn svg() -> ::agentflow::__private::String {
-            ::agentflow::__private::render::svg(
+        pub fn svg() -> ::agentweave::__private::String {
+            ::agentweave::__private::render::svg(
                 Self::NAME,
                 Self::AGENTS,
                 Self::__DESCRIPTIONS,
@@ -184,8 +184,8 @@ mod desk_flow {
         }
         /// The tree as a Graphviz digraph (`dir=both` where a sub-agent may transfer back
         /// to its parent).
-        pub fn to_dot() -> ::agentflow::__private::String {
-            ::agentflow::__private::render::dot(
+        pub fn to_dot() -> ::agentweave::__private::String {
+            ::agentweave::__private::render::dot(
                 Self::NAME,
                 Self::AGENTS,
                 Self::__PARENTS,
@@ -194,7 +194,7 @@ mod desk_flow {
         }
     }
     #[automatically_derived]
-    impl ::core::convert::From<Desk> for ::agentflow::__private::FlowAgent {
+    impl ::core::convert::From<Desk> for ::agentweave::__private::FlowAgent {
         fn from(Desk { flow: __agentflow_flow }: Desk) -> Self {
             __agentflow_flow
         }
@@ -269,7 +269,7 @@ mod desk_flow {
     }
     #[automatically_derived]
     impl ::core::str::FromStr for DeskAgent {
-        type Err = ::agentflow::__private::UnknownAgent;
+        type Err = ::agentweave::__private::UnknownAgent;
         fn from_str(__s: &str) -> ::core::result::Result<Self, Self::Err> {
             let mut __i = 0;
             while __i < Self::ALL.len() {
@@ -278,7 +278,7 @@ mod desk_flow {
                 }
                 __i += 1;
             }
-            ::core::result::Result::Err(::agentflow::__private::UnknownAgent {
+            ::core::result::Result::Err(::agentweave::__private::UnknownAgent {
                 flow: Desk::NAME,
                 name: ::core::convert::From::from(__s),
                 known: Desk::AGENTS,
@@ -287,13 +287,13 @@ mod desk_flow {
     }
     ///The agents node `triage` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
     #[allow(dead_code, private_interfaces, private_bounds)]
-    pub type DeskTriageTarget = <<Desk as __AgentflowFacts>::__Agent0 as ::agentflow::__private::AgentTargets>::Targets;
+    pub type DeskTriageTarget = <<Desk as __AgentflowFacts>::__Agent0 as ::agentweave::__private::AgentTargets>::Targets;
     ///The agents node `refund` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
     #[allow(dead_code, private_interfaces, private_bounds)]
-    pub type DeskRefundTarget = <<Desk as __AgentflowFacts>::__Agent1 as ::agentflow::__private::AgentTargets>::Targets;
+    pub type DeskRefundTarget = <<Desk as __AgentflowFacts>::__Agent1 as ::agentweave::__private::AgentTargets>::Targets;
     ///The agents node `complaint` of flow [`Desk`] may transfer to: the target type of its agent (its transfer enum, declared with `#[agent(transfers = [...])]`, which the flow checks against the node's sub-agents and parent).
     #[allow(dead_code, private_interfaces, private_bounds)]
-    pub type DeskComplaintTarget = <<Desk as __AgentflowFacts>::__Agent2 as ::agentflow::__private::AgentTargets>::Targets;
+    pub type DeskComplaintTarget = <<Desk as __AgentflowFacts>::__Agent2 as ::agentweave::__private::AgentTargets>::Targets;
     ///node `escalation` of flow `Desk` may transfer nowhere: it is a leaf barred from its parent (`no_parent`), so it has no targets and its builder closure gets `FlowNode<NoTarget>`. To let it transfer, give it sub-agents (`escalation => [...]`) or remove `no_parent`
     #[doc(hidden)]
     #[deprecated(
@@ -336,25 +336,25 @@ mod desk_flow {
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::TransferTarget for DeskBillingTarget {
+    impl ::agentweave::__private::TransferTarget for DeskBillingTarget {
         const ALL: &'static [Self] = DeskBillingTarget::ALL;
         fn agent_name(self) -> &'static str {
             self.as_str()
         }
     }
     #[automatically_derived]
-    impl ::agentflow::__private::AgentTransfer for DeskBillingTarget {
+    impl ::agentweave::__private::AgentTransfer for DeskBillingTarget {
         type Agent = DeskBillingTarget;
     }
     #[automatically_derived]
-    impl ::agentflow::__private::FlowPlaces<DeskBillingTarget> for Desk {
+    impl ::agentweave::__private::FlowPlaces<DeskBillingTarget> for Desk {
         const NODE: usize = 4usize;
     }
     #[allow(dead_code)]
     impl Desk {
-        ///An expected trajectory of this flow, for `agentflow::eval` (which turns it into a `TrajectoryExpectation`): `Desk::trajectory().agent(DeskAgent::Triage).transfer(DeskTriageTarget::Refund)`. Agent steps take [`DeskAgent`], transfer steps a node's target enum, so only the flow's agents and the transfers it allows can be named.
-        pub fn trajectory() -> ::agentflow::__private::TrajectorySpec<Self> {
-            ::agentflow::__private::TrajectorySpec::__new(Self::NAME)
+        ///An expected trajectory of this flow, for `agentweave::eval` (which turns it into a `TrajectoryExpectation`): `Desk::trajectory().agent(DeskAgent::Triage).transfer(DeskTriageTarget::Refund)`. Agent steps take [`DeskAgent`], transfer steps a node's target enum, so only the flow's agents and the transfers it allows can be named.
+        pub fn trajectory() -> ::agentweave::__private::TrajectorySpec<Self> {
+            ::agentweave::__private::TrajectorySpec::__new(Self::NAME)
         }
         /// For each node, the nodes it may transfer to in the tree (its sub-agents, then its
         /// parent unless barred), for the compile-time checks of `trajectory!`.
@@ -385,20 +385,20 @@ mod desk_flow {
         ];
     }
     #[automatically_derived]
-    impl ::agentflow::__private::FlowNames for Desk {
+    impl ::agentweave::__private::FlowNames for Desk {
         const AGENTS: &'static [&'static str] = Desk::AGENTS;
     }
     #[automatically_derived]
-    impl ::agentflow::__private::FlowAgentOf<Desk> for DeskAgent {
+    impl ::agentweave::__private::FlowAgentOf<Desk> for DeskAgent {
         fn agent_name(self) -> &'static str {
             self.name()
         }
     }
     #[automatically_derived]
-    impl<__T: ::agentflow::__private::FlowTransferOf<Desk>> ::core::convert::From<__T>
+    impl<__T: ::agentweave::__private::FlowTransferOf<Desk>> ::core::convert::From<__T>
     for DeskAgent {
         fn from(__target: __T) -> Self {
-            let __name = ::agentflow::__private::FlowTransferOf::<
+            let __name = ::agentweave::__private::FlowTransferOf::<
                 Desk,
             >::target_name(__target);
             let mut __i = 0;
@@ -412,7 +412,7 @@ mod desk_flow {
     #[must_use]
     #[derive(::core::fmt::Debug)]
     #[allow(dead_code)]
-    pub struct DeskBuilder<S0 = ::agentflow::__private::Unset> {
+    pub struct DeskBuilder<S0 = ::agentweave::__private::Unset> {
         pub(super) billing: S0,
     }
     ///Marker types naming the `dyn` and `runtime` nodes of [`Desk`] in the messages of its builder.
@@ -427,18 +427,18 @@ mod desk_flow {
     impl DeskBuilder {
         fn __agentflow_new() -> Self {
             DeskBuilder {
-                billing: ::agentflow::__private::Unset,
+                billing: ::agentweave::__private::Unset,
             }
         }
     }
     #[doc(hidden)]
     #[allow(dead_code)]
     impl Desk {
-        const __NAMES: ::agentflow::__private::check::NameIndex<5usize, 16usize> = ::agentflow::__private::check::name_index::<
+        const __NAMES: ::agentweave::__private::check::NameIndex<5usize, 16usize> = ::agentweave::__private::check::name_index::<
             5usize,
             16usize,
         >(Self::AGENTS);
-        const __CHECKED: ::agentflow::__private::check::FlowFacts<'static> = ::agentflow::__private::check::FlowFacts {
+        const __CHECKED: ::agentweave::__private::check::FlowFacts<'static> = ::agentweave::__private::check::FlowFacts {
             flow: "Desk",
             agents: Self::AGENTS,
             nodes: &["triage", "refund", "complaint", "escalation", "dyn billing"],
@@ -458,12 +458,12 @@ mod desk_flow {
             slots: &Self::__NAMES.slots,
             unique: Self::__NAMES.unique,
         };
-        const __FAILING: [bool; 5usize] = ::agentflow::__private::check::failing::<
+        const __FAILING: [bool; 5usize] = ::agentweave::__private::check::failing::<
             5usize,
         >(&Self::__CHECKED);
     }
     #[doc(hidden)]
-    pub(super) const __AGENTFLOW_PAYLOAD_AT: [usize; 6usize] = ::agentflow::__private::check::payload_positions::<
+    pub(super) const __AGENTFLOW_PAYLOAD_AT: [usize; 6usize] = ::agentweave::__private::check::payload_positions::<
         6usize,
     >(
         &Desk::__CHECKED,
@@ -507,59 +507,59 @@ pub use desk_flow::Desk as Desk;
 #[allow(unused_parens)]
 impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     const AGENTS: &'static [&'static str] = &[
-        <triage as ::agentflow::__private::AgentSpec>::NAME,
-        <refund as ::agentflow::__private::AgentSpec>::NAME,
-        <complaint as ::agentflow::__private::AgentSpec>::NAME,
-        <escalation as ::agentflow::__private::AgentSpec>::NAME,
+        <triage as ::agentweave::__private::AgentSpec>::NAME,
+        <refund as ::agentweave::__private::AgentSpec>::NAME,
+        <complaint as ::agentweave::__private::AgentSpec>::NAME,
+        <escalation as ::agentweave::__private::AgentSpec>::NAME,
         "billing",
     ];
     const BARRED: &'static [bool] = &[
-        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <triage as ::agentweave::__private::AgentSpec>::NO_PARENT,
+        <refund as ::agentweave::__private::AgentSpec>::NO_PARENT,
+        <complaint as ::agentweave::__private::AgentSpec>::NO_PARENT,
         true,
         false,
     ];
     const DESCRIPTIONS: &'static [&'static str] = &[
-        <triage as ::agentflow::__private::AgentSpec>::DESCRIPTION,
-        <refund as ::agentflow::__private::AgentSpec>::DESCRIPTION,
-        <complaint as ::agentflow::__private::AgentSpec>::DESCRIPTION,
-        <escalation as ::agentflow::__private::AgentSpec>::DESCRIPTION,
+        <triage as ::agentweave::__private::AgentSpec>::DESCRIPTION,
+        <refund as ::agentweave::__private::AgentSpec>::DESCRIPTION,
+        <complaint as ::agentweave::__private::AgentSpec>::DESCRIPTION,
+        <escalation as ::agentweave::__private::AgentSpec>::DESCRIPTION,
         "",
     ];
     const TRANSFERS: &'static [&'static [&'static str]] = &[
-        <triage as ::agentflow::__private::AgentSpec>::TRANSFERS,
-        <refund as ::agentflow::__private::AgentSpec>::TRANSFERS,
-        <complaint as ::agentflow::__private::AgentSpec>::TRANSFERS,
-        <escalation as ::agentflow::__private::AgentSpec>::TRANSFERS,
+        <triage as ::agentweave::__private::AgentSpec>::TRANSFERS,
+        <refund as ::agentweave::__private::AgentSpec>::TRANSFERS,
+        <complaint as ::agentweave::__private::AgentSpec>::TRANSFERS,
+        <escalation as ::agentweave::__private::AgentSpec>::TRANSFERS,
         &[],
     ];
     const NO_PARENT: &'static [bool] = &[
-        <triage as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        <refund as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        <complaint as ::agentflow::__private::AgentSpec>::NO_PARENT,
-        <escalation as ::agentflow::__private::AgentSpec>::NO_PARENT,
+        <triage as ::agentweave::__private::AgentSpec>::NO_PARENT,
+        <refund as ::agentweave::__private::AgentSpec>::NO_PARENT,
+        <complaint as ::agentweave::__private::AgentSpec>::NO_PARENT,
+        <escalation as ::agentweave::__private::AgentSpec>::NO_PARENT,
         false,
     ];
     const RETURNS: &'static [::core::option::Option<&'static str>] = &[
-        <triage as ::agentflow::__private::AgentSpec>::RETURNS,
-        <refund as ::agentflow::__private::AgentSpec>::RETURNS,
-        <complaint as ::agentflow::__private::AgentSpec>::RETURNS,
-        <escalation as ::agentflow::__private::AgentSpec>::RETURNS,
+        <triage as ::agentweave::__private::AgentSpec>::RETURNS,
+        <refund as ::agentweave::__private::AgentSpec>::RETURNS,
+        <complaint as ::agentweave::__private::AgentSpec>::RETURNS,
+        <escalation as ::agentweave::__private::AgentSpec>::RETURNS,
         ::core::option::Option::None,
     ];
     const ACCEPTS: &'static [::core::option::Option<&'static str>] = &[
-        <triage as ::agentflow::__private::AgentSpec>::ACCEPTS,
-        <refund as ::agentflow::__private::AgentSpec>::ACCEPTS,
-        <complaint as ::agentflow::__private::AgentSpec>::ACCEPTS,
-        <escalation as ::agentflow::__private::AgentSpec>::ACCEPTS,
+        <triage as ::agentweave::__private::AgentSpec>::ACCEPTS,
+        <refund as ::agentweave::__private::AgentSpec>::ACCEPTS,
+        <complaint as ::agentweave::__private::AgentSpec>::ACCEPTS,
+        <escalation as ::agentweave::__private::AgentSpec>::ACCEPTS,
         ::core::option::Option::None,
     ];
     const TRANSFER_PAYLOADS: &'static [&'static [&'static str]] = &[
-        <triage as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
-        <refund as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
-        <complaint as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
-        <escalation as ::agentflow::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <triage as ::agentweave::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <refund as ::agentweave::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <complaint as ::agentweave::__private::AgentSpec>::TRANSFER_PAYLOADS,
+        <escalation as ::agentweave::__private::AgentSpec>::TRANSFER_PAYLOADS,
         &[],
     ];
     type __Agent0 = (triage);
@@ -567,32 +567,32 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
     type __Agent2 = (complaint);
     #[allow(unused_parens)]
     const __PAYLOADS: () = {
-        ::agentflow::__private::same_payload::<
+        ::agentweave::__private::same_payload::<
             (triage),
             (refund),
             { desk_flow::__AGENTFLOW_PAYLOAD_AT[0usize] },
         >();
-        ::agentflow::__private::same_payload::<
+        ::agentweave::__private::same_payload::<
             (refund),
             (triage),
             { desk_flow::__AGENTFLOW_PAYLOAD_AT[1usize] },
         >();
-        ::agentflow::__private::same_payload::<
+        ::agentweave::__private::same_payload::<
             (triage),
             (complaint),
             { desk_flow::__AGENTFLOW_PAYLOAD_AT[2usize] },
         >();
-        ::agentflow::__private::same_payload::<
+        ::agentweave::__private::same_payload::<
             (complaint),
             (triage),
             { desk_flow::__AGENTFLOW_PAYLOAD_AT[3usize] },
         >();
-        ::agentflow::__private::same_payload::<
+        ::agentweave::__private::same_payload::<
             (complaint),
             (escalation),
             { desk_flow::__AGENTFLOW_PAYLOAD_AT[4usize] },
         >();
-        ::agentflow::__private::same_payload::<
+        ::agentweave::__private::same_payload::<
             (escalation),
             (complaint),
             { desk_flow::__AGENTFLOW_PAYLOAD_AT[5usize] },
@@ -601,17 +601,17 @@ impl desk_flow::__AgentflowFacts for desk_flow::Desk {
 }
 #[automatically_derived]
 #[allow(unused_parens)]
-impl ::agentflow::__private::FlowPlaces<(triage)> for desk_flow::Desk {
+impl ::agentweave::__private::FlowPlaces<(triage)> for desk_flow::Desk {
     const NODE: usize = 0usize;
 }
 #[automatically_derived]
 #[allow(unused_parens)]
-impl ::agentflow::__private::FlowPlaces<(refund)> for desk_flow::Desk {
+impl ::agentweave::__private::FlowPlaces<(refund)> for desk_flow::Desk {
     const NODE: usize = 1usize;
 }
 #[automatically_derived]
 #[allow(unused_parens)]
-impl ::agentflow::__private::FlowPlaces<(complaint)> for desk_flow::Desk {
+impl ::agentweave::__private::FlowPlaces<(complaint)> for desk_flow::Desk {
     const NODE: usize = 2usize;
 }
 #[allow(dead_code)]
@@ -621,35 +621,35 @@ impl<S0> desk_flow::DeskBuilder<S0> {
         self,
         __agentflow_make: __M,
     ) -> desk_flow::DeskBuilder<
-        ::agentflow::__private::Set<::agentflow::__private::DynAgent>,
+        ::agentweave::__private::Set<::agentweave::__private::DynAgent>,
     >
     where
-        S0: ::agentflow::__private::NotGiven<
+        S0: ::agentweave::__private::NotGiven<
             desk_flow::Desk,
             desk_flow::DeskNodes::billing,
         >,
-        __M: ::agentflow::__private::NodeMaker<
+        __M: ::agentweave::__private::NodeMaker<
             desk_flow::Desk,
             desk_flow::DeskNodes::billing,
             desk_flow::DeskBillingTarget,
             __A,
         >,
-        __A: ::agentflow::__private::NodeAgent<
+        __A: ::agentweave::__private::NodeAgent<
             desk_flow::Desk,
             desk_flow::DeskNodes::billing,
         >,
     {
         let __agent = __agentflow_make(
-            ::agentflow::__private::FlowNode::__new(
+            ::agentweave::__private::FlowNode::__new(
                 "Desk",
                 "billing",
-                <desk_flow::DeskBillingTarget as ::agentflow::__private::TransferTarget>::ALL,
+                <desk_flow::DeskBillingTarget as ::agentweave::__private::TransferTarget>::ALL,
             ),
         );
         desk_flow::DeskBuilder {
-            billing: ::agentflow::__private::Set(
-                ::agentflow::__private::DynAgent(
-                    ::agentflow::__private::Arc::new(__agent),
+            billing: ::agentweave::__private::Set(
+                ::agentweave::__private::DynAgent(
+                    ::agentweave::__private::Arc::new(__agent),
                 ),
             ),
         }
@@ -657,28 +657,28 @@ impl<S0> desk_flow::DeskBuilder<S0> {
     #[doc(hidden)]
     pub fn triage<__X>(self, _: __X) -> Self
     where
-        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, triage>,
+        __X: ::agentweave::__private::NoSetter<desk_flow::Desk, triage>,
     {
         self
     }
     #[doc(hidden)]
     pub fn refund<__X>(self, _: __X) -> Self
     where
-        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, refund>,
+        __X: ::agentweave::__private::NoSetter<desk_flow::Desk, refund>,
     {
         self
     }
     #[doc(hidden)]
     pub fn complaint<__X>(self, _: __X) -> Self
     where
-        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, complaint>,
+        __X: ::agentweave::__private::NoSetter<desk_flow::Desk, complaint>,
     {
         self
     }
     #[doc(hidden)]
     pub fn escalation<__X>(self, _: __X) -> Self
     where
-        __X: ::agentflow::__private::NoSetter<desk_flow::Desk, escalation>,
+        __X: ::agentweave::__private::NoSetter<desk_flow::Desk, escalation>,
     {
         self
     }
@@ -693,55 +693,55 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
     #[allow(unused_parens)]
     pub fn build(
         self,
-    ) -> ::core::result::Result<desk_flow::Desk, ::agentflow::__private::FlowError>
+    ) -> ::core::result::Result<desk_flow::Desk, ::agentweave::__private::FlowError>
     where
-        S0: ::agentflow::__private::DynGiven<
+        S0: ::agentweave::__private::DynGiven<
             desk_flow::Desk,
             desk_flow::DeskNodes::billing,
         >,
     {
-        let __agentflow_slot_billing = ::agentflow::__private::DynGiven::<
+        let __agentflow_slot_billing = ::agentweave::__private::DynGiven::<
             desk_flow::Desk,
             desk_flow::DeskNodes::billing,
         >::into_agent(self.billing);
-        if ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
+        if ::agentweave::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
         {
-            return ::core::result::Result::Err(::agentflow::__private::FlowError::NodeNameMismatch {
+            return ::core::result::Result::Err(::agentweave::__private::FlowError::NodeNameMismatch {
                 flow: ::core::convert::From::from("Desk"),
                 node: ::core::convert::From::from("billing"),
                 agent: ::core::convert::From::from(
-                    ::agentflow::__private::Agent::name(&*__agentflow_slot_billing.0),
+                    ::agentweave::__private::Agent::name(&*__agentflow_slot_billing.0),
                 ),
             });
         }
         ::core::result::Result::Ok(desk_flow::Desk {
-            flow: ::agentflow::__private::FlowAgent::with_flow_description(
-                ::agentflow::__private::set_sub_agents(
-                    ::agentflow::__private::flow_built_node(
+            flow: ::agentweave::__private::FlowAgent::with_flow_description(
+                ::agentweave::__private::set_sub_agents(
+                    ::agentweave::__private::flow_built_node(
                         ::core::marker::PhantomData::<(triage)>,
                         false,
                     ),
                     [
-                        ::agentflow::__private::flow_built_node(
+                        ::agentweave::__private::flow_built_node(
                                 ::core::marker::PhantomData::<(refund)>,
                                 false,
                             )
                             .context(
-                                ::agentflow::__private::ContextPolicy::UserInputOnly,
+                                ::agentweave::__private::ContextPolicy::UserInputOnly,
                             ),
-                        ::agentflow::__private::set_sub_agents(
-                            ::agentflow::__private::flow_built_node(
+                        ::agentweave::__private::set_sub_agents(
+                            ::agentweave::__private::flow_built_node(
                                 ::core::marker::PhantomData::<(complaint)>,
                                 false,
                             ),
                             [
-                                ::agentflow::__private::flow_built_node(
+                                ::agentweave::__private::flow_built_node(
                                     ::core::marker::PhantomData::<(escalation)>,
                                     true,
                                 ),
                             ],
                         )?,
-                        ::agentflow::__private::FlowAgent::from_arc(
+                        ::agentweave::__private::FlowAgent::from_arc(
                                 __agentflow_slot_billing.0,
                             )
                             .disallow_transfer_to_parent(false),

@@ -1,7 +1,7 @@
 //! Procedural macros of agentflow: `#[agent]` and `flow!`.
 //!
-//! Use them through the `agentflow` facade (`agentflow::agent`, `agentflow::flow!`), which
-//! documents them with examples; generated code names only `::agentflow::__private` (or the
+//! Use them through the `agentweave` facade (`agentweave::agent`, `agentweave::flow!`), which
+//! documents them with examples; generated code names only `::agentweave::__private` (or the
 //! path the facade passes in), never this crate or the runtime directly.
 //!
 //! Layout: [`agent`] expands `#[agent]`; `flow` expands `flow!` in four stages, `parse` (the
@@ -23,15 +23,15 @@ use proc_macro::TokenStream;
 
 /// Turns an async fn, a struct, or a struct's impl block into an agent type.
 ///
-/// See the `agentflow` facade's documentation of `agent` for the forms, the options and
+/// See the `agentweave` facade's documentation of `agent` for the forms, the options and
 /// examples.
 #[proc_macro_attribute]
 pub fn agent(args: TokenStream, item: TokenStream) -> TokenStream {
     agent::expand(args.into(), item.into()).into()
 }
 
-/// The implementation of `agentflow::flow!`: takes the facade's path, a `;`, then the flow.
-/// Use `agentflow::flow!`, which passes its own path so a renamed dependency still works.
+/// The implementation of `agentweave::flow!`: takes the facade's path, a `;`, then the flow.
+/// Use `agentweave::flow!`, which passes its own path so a renamed dependency still works.
 #[doc(hidden)]
 #[proc_macro]
 pub fn __flow(input: TokenStream) -> TokenStream {

@@ -1,7 +1,7 @@
-//! Which name the `agentflow` facade has in the crate being compiled, read from its
+//! Which name the `agentweave` facade has in the crate being compiled, read from its
 //! `Cargo.toml`, so that `#[agent]` written without `crate = ...` in a crate that renamed the
-//! dependency (`af = { package = "agentflow", ... }`) says what to write instead of failing
-//! with "cannot find `agentflow`".
+//! dependency (`af = { package = "agentweave", ... }`) says what to write instead of failing
+//! with "cannot find `agentweave`".
 //!
 //! Only the dependency tables matter, so this reads them with a small line scanner rather than
 //! a TOML parser: the `toml` crates need a newer compiler than this workspace's
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The facade's package name.
-const FACADE: &str = "agentflow";
+const FACADE: &str = "agentweave";
 
 /// One entry of a dependency table.
 #[derive(Debug, Default, PartialEq)]
@@ -24,12 +24,12 @@ struct Dep {
     workspace: bool,
 }
 
-/// The name (as a Rust identifier) under which the crate being compiled depends on `agentflow`,
-/// if it renamed the dependency and has no dependency called `agentflow`; `None` otherwise, or
+/// The name (as a Rust identifier) under which the crate being compiled depends on `agentweave`,
+/// if it renamed the dependency and has no dependency called `agentweave`; `None` otherwise, or
 /// when the manifest cannot be read.
 pub(crate) fn renamed_facade() -> Option<String> {
     if std::env::var("CARGO_PKG_NAME").ok().as_deref() == Some(FACADE) {
-        return None; // the facade itself, which names itself `agentflow`
+        return None; // the facade itself, which names itself `agentweave`
     }
     let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
     static CACHE: Mutex<BTreeMap<PathBuf, Option<String>>> = Mutex::new(BTreeMap::new());
@@ -73,8 +73,8 @@ fn find(dir: &Path) -> Option<String> {
 
 /// Every entry of every dependency table of a manifest (`[dependencies]`, `[dev-dependencies]`,
 /// `[build-dependencies]`, their `[target.'...'.*]` forms and `[workspace.dependencies]`), by
-/// key, in the inline form (`af = { package = "agentflow" }`), the dotted form
-/// (`af.package = "agentflow"`) and the table form (`[dependencies.af]`).
+/// key, in the inline form (`af = { package = "agentweave" }`), the dotted form
+/// (`af.package = "agentweave"`) and the table form (`[dependencies.af]`).
 fn dependencies(manifest: &str) -> BTreeMap<String, Dep> {
     let mut deps: BTreeMap<String, Dep> = BTreeMap::new();
     // The current table: `Some(None)` a dependency table, `Some(Some(key))` one entry's table.
@@ -211,7 +211,7 @@ mod tests {
         let workspace = "[workspace]\n[workspace.dependencies]\naf = { package = \"agentflow\" }\n";
         assert_eq!(
             dependencies(workspace)["af"].package.as_deref(),
-            Some("agentflow")
+            Some("agentweave")
         );
         let inherited = "[dependencies]\naf = { workspace = true }\nother.workspace = true\n";
         assert!(dependencies(inherited)["af"].workspace);

@@ -1,6 +1,6 @@
 //! Skill folders named in `#[agent(skills = [...])]` and on `flow!` nodes
 //! (`dyn name(skills = [...])`): read and checked when the crate compiles, by the same rules as
-//! the runtime's loader (`flow_skill`), then embedded in the binary.
+//! the runtime's loader (`agentweave_skill`), then embedded in the binary.
 //!
 //! [`list`] parses the bracketed paths, [`check`] reads each folder (relative to the crate's
 //! `CARGO_MANIFEST_DIR`) and reports what is wrong at the path's literal, and [`lower`] emits
@@ -84,7 +84,7 @@ pub(crate) fn tool_tokens(tokens: TokenStream) -> syn::Result<Vec<String>> {
 }
 
 /// Reads and checks each folder of `paths` for agent `agent`: the folder and its `SKILL.md`
-/// exist, the front matter follows the format (the runtime's rules, from `flow_skill`), the
+/// exist, the front matter follows the format (the runtime's rules, from `agentweave_skill`), the
 /// name is the folder's, each resource the instructions link to is there, no two skills share
 /// a name, and, when the agent declares its tools (`tools`), `allowed-tools` names only those
 /// (or the skill tools). Each problem is an error at the path's literal; the folders that pass
@@ -173,21 +173,21 @@ fn check_one(
             shown.display()
         )
     })?;
-    let fail = |e: flow_skill::SkillError| format!("skill `{name}` of agent `{agent}`: {e}");
-    let doc = flow_skill::SkillDoc::parse(&text, &name, &shown).map_err(fail)?;
-    let resources = flow_skill::list_resources(&folder).map_err(fail)?;
-    if let Some(resource) = flow_skill::missing_links(&doc.instructions, &resources)
+    let fail = |e: agentweave_skill::SkillError| format!("skill `{name}` of agent `{agent}`: {e}");
+    let doc = agentweave_skill::SkillDoc::parse(&text, &name, &shown).map_err(fail)?;
+    let resources = agentweave_skill::list_resources(&folder).map_err(fail)?;
+    if let Some(resource) = agentweave_skill::missing_links(&doc.instructions, &resources)
         .into_iter()
         .next()
     {
-        return Err(fail(flow_skill::SkillError::MissingResource {
+        return Err(fail(agentweave_skill::SkillError::MissingResource {
             path: shown,
             resource,
         }));
     }
     if let (Some(tools), Some(allowed)) = (tools, &doc.allowed_tools) {
         let available: Vec<&str> = tools.iter().map(String::as_str).collect();
-        let unknown = flow_skill::unknown_tools(allowed, &available);
+        let unknown = agentweave_skill::unknown_tools(allowed, &available);
         if !unknown.is_empty() {
             return Err(format!(
                 "skill `{name}` of agent `{agent}`: `{}`: `allowed-tools` names {} that the \

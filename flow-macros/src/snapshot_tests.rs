@@ -1,6 +1,6 @@
 //! Expansion snapshots: what `#[agent]` and `flow!` generate for a small flow, pretty-printed.
 //! A change to the generated code shows up as a diff of `snapshots/*.rs`; regenerate them with
-//! `UPDATE_SNAPSHOTS=1 cargo test -p flow-macros` and read the diff.
+//! `UPDATE_SNAPSHOTS=1 cargo test -p agentweave-macros` and read the diff.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -16,7 +16,7 @@ fn check(name: &str, tokens: TokenStream) {
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         expected == pretty,
-        "the expansion of {name} changed; run `UPDATE_SNAPSHOTS=1 cargo test -p flow-macros` \
+        "the expansion of {name} changed; run `UPDATE_SNAPSHOTS=1 cargo test -p agentweave-macros` \
          and review the diff of snapshots/{name}.rs\n--- new expansion ---\n{pretty}"
     );
 }

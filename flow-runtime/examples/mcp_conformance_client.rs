@@ -4,7 +4,7 @@
 //! `MCP_CONFORMANCE_CONTEXT` (JSON), then checks what its servers saw.
 //!
 //! ```text
-//! cargo build -p flow-runtime --features mcp-jwt --example mcp_conformance_client
+//! cargo build -p agentweave-runtime --features mcp-jwt --example mcp_conformance_client
 //! npx @modelcontextprotocol/conformance client --suite all \
 //!     --command "target/debug/examples/mcp_conformance_client"
 //! ```
@@ -15,7 +15,7 @@
 //! defaults; then it lists the tools and calls each one with arguments made from its input
 //! schema.
 
-use flow_runtime::mcp::{
+use agentweave_runtime::mcp::{
     AuthorizationRedirect, ElicitationAnswer, ElicitationHandler, ElicitationRequest,
     EnterpriseIdp, JwtAlgorithm, McpAuth, McpServer, McpServerConfig,
 };
@@ -74,7 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for tool in server.list_tools().await? {
         let arguments = arguments_for(&tool.input_schema);
         let result = server.call_tool(&tool.name, Some(arguments)).await?;
-        println!("{}: {}", tool.name, flow_runtime::mcp::result_text(&result));
+        println!("{}: {}", tool.name, agentweave_runtime::mcp::result_text(&result));
     }
     server.shutdown().await;
     Ok(())

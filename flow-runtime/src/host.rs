@@ -1,5 +1,5 @@
 //! The in-process host: what the engine's runs get from this process (see
-//! [`flow_core::host`]). Every run the [`Runner`](crate::Runner) starts waits on tokio's timer
+//! [`agentweave_core::host`]). Every run the [`Runner`](crate::Runner) starts waits on tokio's timer
 //! ([`TokioHost`]), reads the system clock and draws random ids.
 //!
 //! The engine's other hosts are re-exported here: [`StdHost`] (any executor) and
@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 
-pub use flow_core::host::{within, Host, ManualHost, StdHost};
+pub use agentweave_core::host::{within, Host, ManualHost, StdHost};
 
 /// The host of runs in this process: tokio's timer (so a run honours tokio's paused test clock
 /// and needs a tokio runtime with time enabled when it waits), the system clock and random ids.
@@ -26,7 +26,7 @@ impl Host for TokioHost {
     }
 
     fn new_id(&self) -> String {
-        flow_core::ids::unique_token()
+        agentweave_core::ids::unique_token()
     }
 }
 

@@ -1,8 +1,8 @@
-//! The agentflow runtime: the in-process host of the `flow-core` engine, with the [`Runner`],
+//! The agentflow runtime: the in-process host of the `agentweave-core` engine, with the [`Runner`],
 //! the stores and the model clients.
 //!
 //! This crate has no macros and can be used alone, with trees built at run time by
-//! [`set_sub_agents`]; the `agentflow` facade adds `#[agent]` and `flow!`, which build the
+//! [`set_sub_agents`]; the `agentweave` facade adds `#[agent]` and `flow!`, which build the
 //! same trees from declarations checked at compile time.
 //!
 //! # The model
@@ -27,7 +27,7 @@
 //!   `agentflow.run_path`, and a thread's id as `gen_ai.conversation.id`).
 //!
 //! ```
-//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
+//! use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
 //! use futures::StreamExt;
 //! # futures::executor::block_on(async {
 //! let triage = FnAgent::new("triage", |cx, _| async move {
@@ -54,12 +54,12 @@
 //! ```
 #![warn(missing_docs)]
 
-// Everything of the engine (`flow-core`: messages, events, agents, flows, workflows, the ReAct
+// Everything of the engine (`agentweave-core`: messages, events, agents, flows, workflows, the ReAct
 // agent) is part of this crate's root, as if written here.
-pub use flow_core::*;
+pub use agentweave_core::*;
 
 // The bands (the guide's "Architecture" chapter): each module imports only the bands above it
-// in this list (the engine's bands, in `flow-core`, come first).
+// in this list (the engine's bands, in `agentweave-core`, come first).
 //
 // band 1, contracts: the model clients; the stores
 pub mod model;

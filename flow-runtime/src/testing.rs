@@ -8,7 +8,7 @@
 //! fails the test instead: a skip in CI would prove nothing.
 //!
 //! ```
-//! use flow_runtime::testing::skip_missing_component;
+//! use agentweave_runtime::testing::skip_missing_component;
 //!
 //! fn postgres_url() -> Option<String> {
 //!     std::env::var("AGENTFLOW_PG_URL").ok()

@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     set_sub_agents, Action, AgentEvent, ChatModelAgent, Delegation, FlowAgent, FnAgent,
     InMemoryStore, Message, MessageRef, Role, Runner, TurnOutcome,
 };
@@ -62,7 +62,7 @@ fn refund_task(inputs: &Inputs) -> FlowAgent {
 /// A refund task that asks for the order number, then asks a human to approve the refund (an
 /// interrupt inside the task), and finishes with the answer when resumed.
 fn approving_refund_task(inputs: &Inputs) -> FlowAgent {
-    let order = |input: &flow_runtime::AgentInput| {
+    let order = |input: &agentweave_runtime::AgentInput| {
         input
             .messages
             .iter()
@@ -565,7 +565,7 @@ async fn single_turn_researchers_in_a_parallel_workflow_return_all_their_answers
             Ok(())
         }))
     };
-    let research = flow_runtime::Parallel::new("research")
+    let research = agentweave_runtime::Parallel::new("research")
         .with_sub_agents([
             researcher("prices", "cheapest at 30 EUR"),
             researcher("reviews", "4.5 stars"),

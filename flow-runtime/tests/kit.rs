@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::kit::{
+use agentweave_runtime::kit::{
     DeepAgent, FileTools, JailedDir, Plan, PlanTool, ScriptPolicy, Skill, Skills, StepStatus,
     ThreadFiles, ACTIVE_SKILLS_KEY,
 };
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::store::InMemoryStore;
-use flow_runtime::tool::{Tool, ToolContext, ToolError};
-use flow_runtime::{ChatModelAgent, FlowAgent, Message, Runner, Session, TurnRequest};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::store::InMemoryStore;
+use agentweave_runtime::tool::{Tool, ToolContext, ToolError};
+use agentweave_runtime::{ChatModelAgent, FlowAgent, Message, Runner, Session, TurnRequest};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -25,7 +25,7 @@ fn fixtures() -> PathBuf {
 
 fn cx_in(session: Arc<Session>) -> ToolContext {
     ToolContext::new(
-        flow_runtime::RunContext::new_run(session, [], false, "desk"),
+        agentweave_runtime::RunContext::new_run(session, [], false, "desk"),
         "call-1",
     )
 }
@@ -111,16 +111,16 @@ fn a_link_to_a_resource_the_folder_lacks_is_refused_naming_the_file_and_the_link
 
 #[test]
 fn the_shared_rules_know_the_skill_tools_by_their_runtime_names() {
-    use flow_runtime::kit::{LOAD_SKILL_TOOL_NAME, READ_SKILL_RESOURCE_TOOL_NAME};
+    use agentweave_runtime::kit::{LOAD_SKILL_TOOL_NAME, READ_SKILL_RESOURCE_TOOL_NAME};
     assert_eq!(
-        flow_skill::SKILL_TOOLS,
+        agentweave_skill::SKILL_TOOLS,
         [
             LOAD_SKILL_TOOL_NAME,
             READ_SKILL_RESOURCE_TOOL_NAME,
-            flow_runtime::kit::RUN_SKILL_SCRIPT_TOOL_NAME
+            agentweave_runtime::kit::RUN_SKILL_SCRIPT_TOOL_NAME
         ]
     );
-    for name in flow_skill::SKILL_TOOLS {
+    for name in agentweave_skill::SKILL_TOOLS {
         assert!(Skills::is_skill_tool(name), "{name}");
     }
 }
@@ -790,8 +790,8 @@ async fn plan_and_files_carry_across_turns_and_a_fork_writes_apart() {
 /// the file, as a turn that never died would.
 #[tokio::test]
 async fn plan_and_files_survive_a_crash_and_recovery() {
-    use flow_runtime::model::ChatRequest;
-    use flow_runtime::{Durability, RecoverError, Role, Turn};
+    use agentweave_runtime::model::ChatRequest;
+    use agentweave_runtime::{Durability, RecoverError, Role, Turn};
 
     let model = || {
         ScriptedModel::rules()
@@ -832,7 +832,7 @@ async fn plan_and_files_survive_a_crash_and_recovery() {
         "plan": {"steps": [{"step": "note", "status": "in_progress"}]},
         "files": {"notes.md": "42"},
     });
-    async fn answer(events: &[flow_runtime::AgentEvent]) -> Option<String> {
+    async fn answer(events: &[agentweave_runtime::AgentEvent]) -> Option<String> {
         for e in events {
             if let Some(m) = e.read_message().await.unwrap() {
                 if m.content.starts_with("read back") {
@@ -890,7 +890,7 @@ async fn plan_and_files_survive_a_crash_and_recovery() {
 #[test]
 fn the_deep_agent_preset_explains_and_gives_its_kit() {
     let searcher = FlowAgent::new(
-        flow_runtime::FnAgent::new("searcher", |cx, _| async move {
+        agentweave_runtime::FnAgent::new("searcher", |cx, _| async move {
             cx.say("found");
             Ok(())
         })
@@ -951,7 +951,7 @@ fn the_deep_agent_preset_explains_and_gives_its_kit() {
 #[cfg(feature = "tiktoken")]
 #[tokio::test]
 async fn each_level_of_disclosure_costs_what_the_docs_say() {
-    use flow_runtime::history::{TiktokenCounter, TokenCounter};
+    use agentweave_runtime::history::{TiktokenCounter, TokenCounter};
     let tokens = |text: &str| TiktokenCounter::o200k().count(&Message::user(text));
     let skills = Skills::load_dir(fixtures()).unwrap();
     let tools = skills.tools();

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
-use flow_runtime::testing::skip_missing_component;
-use flow_runtime::tool::{Tool, ToolContext};
+use agentweave_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
+use agentweave_runtime::testing::skip_missing_component;
+use agentweave_runtime::tool::{Tool, ToolContext};
 
 const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/hostile.py");
 
@@ -42,7 +42,7 @@ fn set_secret() {
 
 fn cx() -> ToolContext {
     ToolContext::new(
-        flow_runtime::RunContext::new_run(flow_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
         "call-1",
     )
 }
@@ -62,7 +62,7 @@ async fn a_stdio_server_gets_an_empty_environment_plus_its_allow_list() {
     .await
     .unwrap();
     let result = server.call_tool("env", None).await.unwrap();
-    let text = flow_runtime::mcp::result_text(&result);
+    let text = agentweave_runtime::mcp::result_text(&result);
     let env: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
     assert!(!env.contains_key(SECRET_NAME), "{text}");
     assert!(!text.contains(SECRET), "{text}");
@@ -224,7 +224,7 @@ async fn the_reference_server_never_sees_the_service_secret_and_get_env_can_be_d
     };
     let server = McpServer::connect(config()).await.unwrap();
     let result = server.call_tool("get-env", None).await.unwrap();
-    let text = flow_runtime::mcp::result_text(&result);
+    let text = agentweave_runtime::mcp::result_text(&result);
     assert!(text.contains("PATH"), "{text}");
     assert!(!text.contains(SECRET_NAME), "{text}");
     assert!(!text.contains(SECRET), "{text}");

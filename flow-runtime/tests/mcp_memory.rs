@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use flow_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
+use agentweave_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
 
 #[path = "support/counting.rs"]
 mod counting;

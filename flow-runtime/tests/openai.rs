@@ -3,7 +3,7 @@
 //! `OpenAiChatModel` against a small HTTP/1.1 server on 127.0.0.1 that speaks the
 //! chat-completions protocol, seen as a user sees it: through a `ChatModelAgent` run.
 //!
-//! Run with `cargo test -p flow-runtime --features openai --test openai`.
+//! Run with `cargo test -p agentweave-runtime --features openai --test openai`.
 #![cfg(feature = "openai")]
 
 mod support;
@@ -11,8 +11,8 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
-use flow_runtime::{AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message};
+use agentweave_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
+use agentweave_runtime::{AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use support::model_server::{self, Server, SSE_HEAD};
@@ -512,8 +512,8 @@ async fn a_call_past_the_timeout_says_so() {
         OpenAiConfig::new(&base_url, "test-model").timeout(Duration::from_millis(200)),
     )
     .unwrap();
-    let request = flow_runtime::ChatRequest::new([Arc::new(Message::user("What is order 42?"))]);
-    let error = flow_runtime::ChatModel::generate(&model, &request)
+    let request = agentweave_runtime::ChatRequest::new([Arc::new(Message::user("What is order 42?"))]);
+    let error = agentweave_runtime::ChatModel::generate(&model, &request)
         .await
         .unwrap_err();
     let ModelError::Timeout { kind, limit, .. } = &error else {

@@ -6,7 +6,7 @@
 //! step), journaled in `Sync` mode, and is killed with SIGKILL at a random point (after a
 //! random number of payments and a random pause: during a model call, inside a tool, between
 //! a tool's end and its step's append, during an append). This process then recovers the turn
-//! ([`Runner::recover`](flow_runtime::Runner::recover)) once the lease ran out.
+//! ([`Runner::recover`](agentweave_runtime::Runner::recover)) once the lease ran out.
 //!
 //! After each trial: the turn completed; the ledger holds each payment exactly once; the
 //! thread's record equals an uninterrupted run's; the journal reads whole (no torn step) and
@@ -22,10 +22,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::store::ThreadRecord;
-use flow_runtime::RunnerBuilder;
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::store::ThreadRecord;
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     turn_journal_id, Durability, InMemoryStore, Message, RecoverError, Runner, TurnOutcome,
 };
 use support::ledger::{paid_once, paying_desk};
@@ -120,7 +120,7 @@ async fn bring_to_end(runner: &Runner, thread: &str, trial: usize) -> Option<Tur
                     .await
                 {
                     Ok(turn) => return Some(turn.finish().await),
-                    Err(flow_runtime::ThreadError::Busy { .. }) => {}
+                    Err(agentweave_runtime::ThreadError::Busy { .. }) => {}
                     Err(e) => panic!("trial {trial}: {e}"),
                 }
             }

@@ -6,7 +6,7 @@
 //! bound with a typed error naming the limit, and the memory it used stays bounded (a counting
 //! allocator measures the peak; no wall-clock assertions).
 //!
-//! Run with `cargo test -p flow-runtime --features openai --test reliability_http`.
+//! Run with `cargo test -p agentweave-runtime --features openai --test reliability_http`.
 #![cfg(feature = "openai")]
 
 #[path = "support/counting.rs"]
@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{
+use agentweave_runtime::model::{
     ChatModel, ChatRequest, HttpLimits, ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy,
     SizeLimit, TimeoutKind,
 };
-use flow_runtime::{AgentEvent, Message, Runner};
+use agentweave_runtime::{AgentEvent, Message, Runner};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use support::model_server::{self, SSE_HEAD};

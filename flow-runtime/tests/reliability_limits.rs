@@ -14,15 +14,15 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::store::CheckpointCodec;
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::store::CheckpointCodec;
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, AgentError, AgentEvent, ChatModelAgent, Checkpoint, CheckpointError,
     CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageRef, RunLimit, RunLimits,
     Runner, Session, ToolCallLimits, ToolError,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::{
+use agentweave_runtime::{
     set_sub_agents, Action, AgentEvent, AgentInput, Checkpoint, CheckpointError, CheckpointStore,
     FileStore, FlowAgent, FnAgent, InMemoryStore, Message, Role, Runner, StoreError,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointError, CheckpointStore, FlowAgent, Message,
     Runner, SaveMode, ScriptStep, ScriptedModel, StoreError, ToolContext,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 use support::processes::{append, barrier, lines, worker_orders, NamedStore, Orders, Workers};
@@ -65,7 +65,7 @@ fn desk(work: PathBuf, hang: bool) -> FlowAgent {
     );
     let model = ScriptedModel::rules()
         .when(
-            |r: &flow_runtime::ChatRequest| r.messages.last().is_some_and(|m| m.content == "paid"),
+            |r: &agentweave_runtime::ChatRequest| r.messages.last().is_some_and(|m| m.content == "paid"),
             ScriptStep::text("refunded"),
         )
         .otherwise(ScriptStep::tool_call("refund", json!({})));

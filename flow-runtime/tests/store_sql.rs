@@ -13,7 +13,7 @@ use support::{contract, journal_contract, thread_contract};
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;
-    use flow_runtime::store::{CheckpointStore, SqliteStore, StoreError};
+    use agentweave_runtime::store::{CheckpointStore, SqliteStore, StoreError};
 
     fn path(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("agentflow-sql-{name}-{}", std::process::id()));
@@ -70,7 +70,7 @@ mod sqlite {
         journal_contract::deferred_steps_are_encoded_when_read(&store).await;
         journal_contract::deferred_batches_read_back_and_cut(&store).await;
         journal_contract::unsynced_appends_keep_the_condition(&store).await;
-        let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
+        let handles: Vec<Arc<dyn agentweave_runtime::store::JournalStore>> =
             vec![Arc::new(store), Arc::new(other)];
         journal_contract::one_append_among_tasks(handles.clone(), "").await;
         journal_contract::many_runs_append_at_once(handles, "").await;
@@ -83,7 +83,7 @@ mod sqlite {
     /// returned.
     #[tokio::test]
     async fn a_group_commit_checks_each_append_in_order() {
-        use flow_runtime::store::{JournalError, JournalStore};
+        use agentweave_runtime::store::{JournalError, JournalStore};
         let path = path("group");
         let store = SqliteStore::open(&path).await.unwrap();
         let other = SqliteStore::open(&path).await.unwrap();
@@ -141,8 +141,8 @@ mod sqlite {
     /// step is committed, as another handle on the file reads it.
     #[tokio::test]
     async fn sync_runs_sharing_a_file_see_each_step_committed_before_its_event() {
-        use flow_runtime::store::JournalStore;
-        use flow_runtime::{Durability, FlowAgent, FnAgent, Message, RunRequest, Runner, Session};
+        use agentweave_runtime::store::JournalStore;
+        use agentweave_runtime::{Durability, FlowAgent, FnAgent, Message, RunRequest, Runner, Session};
         use futures::StreamExt;
         let path = path("sync-runs");
         let store = SqliteStore::open(&path).await.unwrap();
@@ -189,7 +189,7 @@ mod sqlite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn sqlite_store_gives_one_append_and_one_lease_among_tasks() {
         let path = path("thread-race");
-        let mut handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = Vec::new();
+        let mut handles: Vec<Arc<dyn agentweave_runtime::ThreadStore>> = Vec::new();
         for _ in 0..3 {
             handles.push(Arc::new(SqliteStore::open(&path).await.unwrap()));
         }
@@ -204,13 +204,13 @@ mod sqlite {
         assert_eq!(store.schema_version().await.unwrap(), 3);
         // Opening again migrates nothing and keeps the data.
         store
-            .save("kept", b"x".to_vec(), flow_runtime::SaveMode::Create)
+            .save("kept", b"x".to_vec(), agentweave_runtime::SaveMode::Create)
             .await
             .unwrap();
         let again = SqliteStore::open(&path).await.unwrap();
         assert_eq!(again.get("kept").await.unwrap().unwrap(), b"x");
         // A database from a newer build is refused, not misread.
-        flow_runtime::testing::set_sqlite_schema_version(&path, 99).await;
+        agentweave_runtime::testing::set_sqlite_schema_version(&path, 99).await;
         match SqliteStore::open(&path).await {
             Err(StoreError::Schema {
                 found: 99,
@@ -235,8 +235,8 @@ mod sqlite {
 #[cfg(feature = "postgres")]
 mod postgres {
     use super::*;
-    use flow_runtime::store::PostgresStore;
-    use flow_runtime::testing::fresh_postgres_database;
+    use agentweave_runtime::store::PostgresStore;
+    use agentweave_runtime::testing::fresh_postgres_database;
 
     #[tokio::test]
     async fn postgres_store_keeps_the_contract() {
@@ -276,7 +276,7 @@ mod postgres {
         journal_contract::deferred_steps_are_encoded_when_read(&store).await;
         journal_contract::deferred_batches_read_back_and_cut(&store).await;
         journal_contract::unsynced_appends_keep_the_condition(&store).await;
-        let handles: Vec<Arc<dyn flow_runtime::store::JournalStore>> =
+        let handles: Vec<Arc<dyn agentweave_runtime::store::JournalStore>> =
             vec![Arc::new(store), Arc::new(other)];
         journal_contract::one_append_among_tasks(handles.clone(), "").await;
         journal_contract::many_runs_append_at_once(handles, "").await;
@@ -304,7 +304,7 @@ mod postgres {
         let Some(url) = fresh_postgres_database("thread_race").await else {
             return;
         };
-        let mut handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = Vec::new();
+        let mut handles: Vec<Arc<dyn agentweave_runtime::ThreadStore>> = Vec::new();
         for _ in 0..3 {
             handles.push(Arc::new(PostgresStore::connect(&url).await.unwrap()));
         }
@@ -334,7 +334,7 @@ mod postgres {
 /// The public conformance suite (`store::conformance`) on the SQL stores, plain and sealed,
 /// with their run queues and memory stores.
 mod conformance_suite {
-    use flow_runtime::store::conformance;
+    use agentweave_runtime::store::conformance;
     #[cfg(feature = "sqlite")]
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -347,14 +347,14 @@ mod conformance_suite {
         }
     }
 
-    fn keys() -> flow_runtime::store::SealingKeys {
-        flow_runtime::store::SealingKeys::new("k1", [7; 32]).unwrap()
+    fn keys() -> agentweave_runtime::store::SealingKeys {
+        agentweave_runtime::store::SealingKeys::new("k1", [7; 32]).unwrap()
     }
 
     #[cfg(feature = "sqlite")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn sqlite_store_passes_the_suite() {
-        use flow_runtime::store::SqliteStore;
+        use agentweave_runtime::store::SqliteStore;
         let mut path = fresh_path("store");
         let mut open = || {
             let path = path();
@@ -368,7 +368,7 @@ mod conformance_suite {
     #[cfg(feature = "sqlite")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn sealed_sqlite_store_passes_the_suite() {
-        use flow_runtime::store::{SealedStore, SqliteStore};
+        use agentweave_runtime::store::{SealedStore, SqliteStore};
         let mut path = fresh_path("sealed");
         let mut open = || {
             let path = path();
@@ -382,8 +382,8 @@ mod conformance_suite {
     #[cfg(feature = "sqlite")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn sqlite_queue_and_memory_store_pass_the_suite() {
-        use flow_runtime::store::memory_items::SqliteMemoryStore;
-        use flow_runtime::store::SqliteRunQueue;
+        use agentweave_runtime::store::memory_items::SqliteMemoryStore;
+        use agentweave_runtime::store::SqliteRunQueue;
         let mut path = fresh_path("queue");
         conformance::run_queue(|| {
             let path = path();
@@ -412,13 +412,13 @@ mod conformance_suite {
 
     #[cfg(feature = "postgres")]
     async fn database(prefix: &str) -> Option<String> {
-        flow_runtime::testing::fresh_postgres_database(prefix).await
+        agentweave_runtime::testing::fresh_postgres_database(prefix).await
     }
 
     #[cfg(feature = "postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn postgres_store_passes_the_suite() {
-        use flow_runtime::store::{PostgresStore, SealedStore};
+        use agentweave_runtime::store::{PostgresStore, SealedStore};
         if database("conformance_probe").await.is_none() {
             return;
         }
@@ -438,8 +438,8 @@ mod conformance_suite {
     #[cfg(feature = "postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn postgres_queue_and_memory_store_pass_the_suite() {
-        use flow_runtime::store::memory_items::PostgresMemoryStore;
-        use flow_runtime::store::PostgresRunQueue;
+        use agentweave_runtime::store::memory_items::PostgresMemoryStore;
+        use agentweave_runtime::store::PostgresRunQueue;
         if database("conformance_probe").await.is_none() {
             return;
         }

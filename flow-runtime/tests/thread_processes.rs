@@ -26,10 +26,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::store::RecordStart;
-use flow_runtime::RunnerBuilder;
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::store::RecordStart;
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, Message, ScriptStep, ScriptedModel, ThreadError,
     TurnOutcome,
 };
@@ -318,7 +318,7 @@ async fn resumed_turn_trial(backend: &str, work: &Path, seed: u64, trial: usize)
                 break;
             }
             Err(ThreadError::Busy { .. })
-            | Err(ThreadError::Checkpoint(flow_runtime::CheckpointError::Claimed { .. })) => {
+            | Err(ThreadError::Checkpoint(agentweave_runtime::CheckpointError::Claimed { .. })) => {
                 tokio::time::sleep(Duration::from_millis(20)).await
             }
             Err(e) => panic!("trial {trial}: {e}"),

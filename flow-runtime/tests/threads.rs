@@ -10,15 +10,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::store::{RecordEnd, RecordStart, ThreadStore};
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::store::{RecordEnd, RecordStart, ThreadStore};
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, AgentEvent, ChatModelAgent, ContextPolicy, FileStore, FlowAgent,
     FnAgent, HistoryEntry, InMemoryStore, Message, MessageRef, Role, Runner, Sequential,
     ThreadError, ToolCall, ToolError, TurnOutcome, TurnRouting,
 };
-use flow_runtime::{ResumeRequest, TurnRequest};
+use agentweave_runtime::{ResumeRequest, TurnRequest};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -695,7 +695,7 @@ async fn sqlite_restart_between_turns_loses_nothing() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn postgres_restart_between_turns_loses_nothing() {
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("restart").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("restart").await else {
         return;
     };
     restart_between_turns_loses_nothing(&format!("postgres:{url}")).await;
@@ -936,7 +936,7 @@ async fn a_failed_turn_records_nothing_and_says_why() {
     let bot = FnAgent::new("bot", |cx, input| async move {
         cx.say("partial answer");
         if input.messages.last().unwrap().content == "fail" {
-            return Err(flow_runtime::AgentError::failed(
+            return Err(agentweave_runtime::AgentError::failed(
                 "bot",
                 "the backend is down",
             ));
@@ -1073,7 +1073,7 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
         panic!("the first resume interrupted again")
     };
     assert_eq!(*second, checkpoint_id);
-    let history = flow_runtime::CheckpointStore::history(&store, &checkpoint_id)
+    let history = agentweave_runtime::CheckpointStore::history(&store, &checkpoint_id)
         .await
         .unwrap();
     // The first part, its continuation interrupted again, and the finished continuation.
@@ -1083,9 +1083,9 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
             .map(|m| (m.version, m.parent, m.state))
             .collect::<Vec<_>>(),
         [
-            (1, None, flow_runtime::store::CheckpointState::Resumed),
-            (2, Some(1), flow_runtime::store::CheckpointState::Resumed),
-            (3, Some(2), flow_runtime::store::CheckpointState::Finished),
+            (1, None, agentweave_runtime::store::CheckpointState::Resumed),
+            (2, Some(1), agentweave_runtime::store::CheckpointState::Resumed),
+            (3, Some(2), agentweave_runtime::store::CheckpointState::Finished),
         ],
         "{history:?}"
     );
@@ -1098,7 +1098,7 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
     // The resumed checkpoint is spent: resuming it directly runs nothing.
     assert!(matches!(
         runner.resume(ResumeRequest::new(second, [])).await,
-        Err(flow_runtime::CheckpointError::AlreadyResumed { .. })
+        Err(agentweave_runtime::CheckpointError::AlreadyResumed { .. })
     ));
     let texts: Vec<String> = runner
         .thread("h")
@@ -1173,14 +1173,14 @@ async fn file_store_appends_are_compare_and_swap_across_handles() {
     let _ = std::fs::remove_dir_all(&dir);
     let a = FileStore::new(&dir).unwrap();
     let b = FileStore::new(&dir).unwrap();
-    let record = |turn| flow_runtime::store::ThreadRecord {
+    let record = |turn| agentweave_runtime::store::ThreadRecord {
         seq: 0,
         turn,
         at_ms: 0,
         start: RecordStart::Turn {
             input: vec![Message::user(format!("turn {turn}"))],
         },
-        started_at: flow_runtime::RunPath::root("bot"),
+        started_at: agentweave_runtime::RunPath::root("bot"),
         events: vec![],
         end: RecordEnd::Completed {
             answered_by: "bot".into(),

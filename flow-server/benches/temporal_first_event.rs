@@ -1,19 +1,19 @@
-//! First-event latency of a streamed turn through flow-server on Temporal (BENCHMARKS.md): a
+//! First-event latency of a streamed turn through agentweave-server on Temporal (BENCHMARKS.md): a
 //! server (in this process) runs a one-agent flow on a Temporal worker (a thread of this
 //! process) against the dev server at `AGENTFLOW_TEMPORAL_ADDRESS`; each sample is a new
 //! thread's turn over HTTP, timed from the request to the first frame of the model's streamed
 //! reply (`chunk`) and to the first event, and to the turn's end. `SAMPLES` sets the count
 //! (default 50). Prints the machine's load before and after.
 //!
-//! `cargo bench -p flow-server --features temporal --bench temporal_first_event`
+//! `cargo bench -p agentweave-server --features temporal --bench temporal_first_event`
 
 use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore};
-use flow_server::temporal::TemporalExecutor;
-use flow_server::{AppState, Auth};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore};
+use agentweave_server::temporal::TemporalExecutor;
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
@@ -39,7 +39,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 fn main() {
     let address = std::env::var("AGENTFLOW_TEMPORAL_ADDRESS")
-        .unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into());
+        .unwrap_or_else(|_| agentweave_temporal::DEFAULT_ADDRESS.into());
     let samples: usize = std::env::var("SAMPLES")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -50,16 +50,16 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let client = match flow_temporal::connect(&address).await {
+        let client = match agentweave_temporal::connect(&address).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("skipped: no Temporal dev server ({e}); run .ci/temporal.sh");
                 return;
             }
         };
-        let queue = format!("bench-{}", flow_runtime::ids::unique_token());
-        let name = format!("b{}", &flow_runtime::ids::unique_token()[..10]);
-        flow_temporal::worker_flows().insert(name.clone(), flow());
+        let queue = format!("bench-{}", agentweave_runtime::ids::unique_token());
+        let name = format!("b{}", &agentweave_runtime::ids::unique_token()[..10]);
+        agentweave_temporal::worker_flows().insert(name.clone(), flow());
         {
             let client = client.clone();
             let queue = queue.clone();
@@ -68,7 +68,7 @@ fn main() {
                     .enable_all()
                     .build()
                     .unwrap();
-                rt.block_on(flow_temporal::run_worker(client, &queue))
+                rt.block_on(agentweave_temporal::run_worker(client, &queue))
                     .unwrap();
             });
         }
@@ -80,12 +80,12 @@ fn main() {
             .temporal(TemporalExecutor::new(client, queue, base.as_str()))
             .build()
             .unwrap();
-        tokio::spawn(flow_server::serve(listener, state));
+        tokio::spawn(agentweave_server::serve(listener, state));
         let http = reqwest::Client::new();
         println!("load before: {}", load());
         let (mut chunk, mut event, mut end) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..samples + 3 {
-            let thread = format!("s{i}-{}", &flow_runtime::ids::unique_token()[..8]);
+            let thread = format!("s{i}-{}", &agentweave_runtime::ids::unique_token()[..8]);
             let started = Instant::now();
             let response = http
                 .post(format!("{base}/v1/flows/{name}/threads/{thread}/turns"))

@@ -1,4 +1,4 @@
-//! W10: the server. `cargo bench -p flow-server --bench w10_server` (BENCHMARKS.md, W10).
+//! W10: the server. `cargo bench -p agentweave-server --bench w10_server` (BENCHMARKS.md, W10).
 //!
 //! 1. Events per second over SSE to one client: one turn whose agent streams a reply of 10,000
 //!    words, each word one `chunk` event; timed from sending the request to reading `done`.
@@ -19,13 +19,13 @@
 //!    reconnect.
 //!
 //! Against another server (bench/w10/adk_api_server.sh): `W10_URL=http://HOST:PORT` and
-//! `W10_TARGET=adk` (Google ADK's `/run_sse`) or `agentflow`; `W10_SERVER_PID` to read the
+//! `W10_TARGET=adk` (Google ADK's `/run_sse`) or `agentweave`; `W10_SERVER_PID` to read the
 //! server's CPU time; `W10_ROUNDS`, `W10_CLIENTS` to change the load.
 
 use std::time::{Duration, Instant};
 
-use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, ScriptedModel, TurnRouting};
-use flow_server::{AppState, Auth};
+use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, ScriptedModel, TurnRouting};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -46,7 +46,7 @@ fn streamer(words: usize) -> FlowAgent {
     let text = vec!["x"; words].join(" ");
     let agent = ChatModelAgent::builder(
         "streamer",
-        ScriptedModel::rules().otherwise(flow_runtime::ScriptStep::text(text)),
+        ScriptedModel::rules().otherwise(agentweave_runtime::ScriptStep::text(text)),
     )
     .build()
     .unwrap();
@@ -58,7 +58,7 @@ const FAN_OUT_WORDS: usize = 1_000;
 
 fn desk_state() -> AppState {
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("fanout", streamer(FAN_OUT_WORDS))
         .auth(Auth::bearer(TOKEN))
         .turn_routing(TurnRouting::Root)
@@ -69,7 +69,7 @@ fn desk_state() -> AppState {
 async fn serve(state: AppState) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(flow_server::serve(listener, state));
+    tokio::spawn(agentweave_server::serve(listener, state));
     format!("http://{addr}")
 }
 
@@ -509,7 +509,7 @@ fn main() {
         runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             println!("http://{}", listener.local_addr().unwrap());
-            flow_server::serve_until(listener, desk_state(), async {
+            agentweave_server::serve_until(listener, desk_state(), async {
                 let _ = tokio::task::spawn_blocking(|| {
                     std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new())
                 })

@@ -1,4 +1,4 @@
-//! One access-log line per request, at INFO (target `flow_server::access`): a request id
+//! One access-log line per request, at INFO (target `agentweave_server::access`): a request id
 //! (also sent back as `x-request-id`), the method, the path (no query string), the status,
 //! the time taken and the principal's id. Never a body, a header or a token.
 
@@ -46,7 +46,7 @@ pub(crate) async fn access_log(mut request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let principal = slot.0.lock().expect("principal slot").clone();
     tracing::info!(
-        target: "flow_server::access",
+        target: "agentweave_server::access",
         request_id = %id,
         method = %method,
         path = %path,

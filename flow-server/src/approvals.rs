@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use flow_runtime::store::{RecordEnd, RecordStart, ThreadRecord};
-use flow_runtime::{AnswerRule, InterruptInfo, ThreadError};
+use agentweave_runtime::store::{RecordEnd, RecordStart, ThreadRecord};
+use agentweave_runtime::{AnswerRule, InterruptInfo, ThreadError};
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -17,7 +17,7 @@ use crate::principal::{Principal, Scope};
 /// including the one who started the turn.
 ///
 /// ```
-/// use flow_server::{Approvals, Scope};
+/// use agentweave_server::{Approvals, Scope};
 /// let approvals = Approvals::new()
 ///     .tool_scope("issue_refund", Scope::Admin) // refunds need an admin
 ///     .approver_not_requester(true); // nobody approves their own request
@@ -100,7 +100,7 @@ impl Approvals {
     ) -> Result<(), ApiError> {
         if targets.is_empty() && principal.allows(Scope::Chat) {
             if let Some(head) = state.threads().head(store_id).await? {
-                if flow_runtime::fork_point_step(&head.last.end).is_some() {
+                if agentweave_runtime::fork_point_step(&head.last.end).is_some() {
                     return Ok(());
                 }
             }
@@ -120,12 +120,12 @@ impl Approvals {
     ) -> Result<(), ApiError> {
         if principal.allows(Scope::Chat) {
             if let Some(head) = state.threads().head(store_id).await? {
-                if let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } =
+                if let agentweave_runtime::store::RecordEnd::Interrupted { interrupts, .. } =
                     &head.last.end
                 {
                     if interrupts
                         .iter()
-                        .all(flow_runtime::cancel::is_cancel_interrupt)
+                        .all(agentweave_runtime::cancel::is_cancel_interrupt)
                     {
                         return Ok(());
                     }

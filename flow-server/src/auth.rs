@@ -47,7 +47,7 @@ impl Auth {
     /// Bearer authentication with one token.
     ///
     /// ```
-    /// let auth = flow_server::Auth::bearer("s3cret-token");
+    /// let auth = agentweave_server::Auth::bearer("s3cret-token");
     /// # let _ = auth;
     /// ```
     pub fn bearer(token: impl Into<String>) -> Self {
@@ -63,7 +63,7 @@ impl Auth {
     /// and approvals it makes), its tenant and its scopes.
     ///
     /// ```
-    /// use flow_server::{Auth, Principal, Scope};
+    /// use agentweave_server::{Auth, Principal, Scope};
     /// let auth = Auth::tokens([
     ///     ("token-of-ana-0123456789", Principal::new("ana").scopes([Scope::Chat, Scope::Read])),
     ///     ("token-of-ben-0123456789", Principal::new("ben").scopes([Scope::Approve, Scope::Read])),

@@ -6,7 +6,7 @@
 //! the caller's threads and the current thread's runs, a Stop button with the cancel modes, and
 //! the approvals queue with approve and deny buttons: each card says the question the tool or
 //! the application wrote, the call's arguments as the application lets approvers see them
-//! ([`ToolApprovals::redact`](flow_runtime::ToolApprovals::redact)), who asked and which agent.
+//! ([`ToolApprovals::redact`](agentweave_runtime::ToolApprovals::redact)), who asked and which agent.
 //! A tool's progress shows on its call's timeline row. The history lists each step with what it
 //! said and when, and forks at it; a fork inside a turn waits until its owner continues it. When
 //! the server keeps long-term memory ([`ServerBuilder::memory`](crate::ServerBuilder::memory)),

@@ -9,8 +9,8 @@
 //! | a message containing `broken` | `triage` transfers to `complaint`, which logs the complaint and exits with its number |
 //! | anything else | `triage` answers itself |
 
-use flow_runtime::model::ChatRequest;
-use flow_runtime::{
+use agentweave_runtime::model::ChatRequest;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, ChatModelAgent, FlowAgent, Role, ScriptStep,
     ScriptedModel, ToolContext,
 };
@@ -41,7 +41,7 @@ struct Complaint {
 /// The desk's tree: `triage => [refund, complaint]`.
 ///
 /// ```
-/// let desk = flow_server::demo::desk();
+/// let desk = agentweave_server::demo::desk();
 /// assert_eq!(desk.shape(), "triage(refund,complaint)");
 /// ```
 pub fn desk() -> FlowAgent {

@@ -3,8 +3,8 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use flow_runtime::store::Refusal;
-use flow_runtime::{CheckpointError, StoreError, ThreadError};
+use agentweave_runtime::store::Refusal;
+use agentweave_runtime::{CheckpointError, StoreError, ThreadError};
 use serde_json::json;
 
 use crate::outward::{PublicCode, PublicError};

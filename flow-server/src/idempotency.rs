@@ -4,7 +4,7 @@
 //! ran. It sends the request again with the same key: the IETF draft's `Idempotency-Key` header
 //! on the native routes that start a turn or a run, A2A's `messageId` on `SendMessage` and
 //! `SendStreamingMessage`, AG-UI's `runId`. The key becomes the run's id
-//! ([`TurnRequest::run_id`](flow_runtime::TurnRequest::run_id)), scoped to the caller: a hash of
+//! ([`TurnRequest::run_id`](agentweave_runtime::TurnRequest::run_id)), scoped to the caller: a hash of
 //! the principal, the thread (its flow and tenant included) and the key, so one caller's key
 //! never reaches another caller's run. The engine then does the rest:
 //!
@@ -15,7 +15,7 @@
 //! - a resend meeting its turn still running is refused (409 `busy`, as the draft says of a
 //!   request still being processed): attach to the run, or send again later;
 //! - a resend after the turn was recorded finds it in the thread by its run id
-//!   ([`ThreadRecord::run_id`](flow_runtime::store::ThreadRecord::run_id)) and answers it
+//!   ([`ThreadRecord::run_id`](agentweave_runtime::store::ThreadRecord::run_id)) and answers it
 //!   again, without running anything.
 //!
 //! The server keeps each key's first request (a fingerprint of its route and body) in the
@@ -26,7 +26,7 @@
 //! started stays in its thread).
 
 use axum::http::HeaderMap;
-use flow_runtime::store::{JournalError, StoredStep, ThreadRecord};
+use agentweave_runtime::store::{JournalError, StoredStep, ThreadRecord};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -191,7 +191,7 @@ pub(crate) async fn dead_turn_pending(state: &AppState, thread: &ThreadKey) -> b
     let next = head.as_ref().map_or(0, |h| h.turns);
     let turn = head.as_ref().map(|h| h.last.turn);
     let marks = [
-        flow_runtime::turn_mark_id(&store_id, next),
+        agentweave_runtime::turn_mark_id(&store_id, next),
         // A resumed part of the waiting turn.
         turn.map(|t| format!("{store_id}.turn-{t}.resume"))
             .unwrap_or_default(),
@@ -235,8 +235,8 @@ pub(crate) fn recorded_turn_sse(
                 frames.push(frame("event", &crate::thread_views::outward(event), limit));
             }
         }
-        let done = match flow_runtime::RunOutcome::of_record(last) {
-            Some(flow_runtime::RunOutcome::Success {
+        let done = match agentweave_runtime::RunOutcome::of_record(last) {
+            Some(agentweave_runtime::RunOutcome::Success {
                 answered_by,
                 answer,
             }) => serde_json::json!({
@@ -245,7 +245,7 @@ pub(crate) fn recorded_turn_sse(
                 "interrupted": false,
                 "interrupts": [],
             }),
-            Some(flow_runtime::RunOutcome::Interrupted { interrupts }) => serde_json::json!({
+            Some(agentweave_runtime::RunOutcome::Interrupted { interrupts }) => serde_json::json!({
                 "output": null,
                 "interrupted": true,
                 "interrupts": interrupts

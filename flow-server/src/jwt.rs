@@ -55,12 +55,12 @@ struct Key {
 /// in with [`Auth::jwt`](crate::Auth::jwt).
 ///
 /// ```no_run
-/// use flow_server::{Auth, JwtAuth};
+/// use agentweave_server::{Auth, JwtAuth};
 /// let jwt = JwtAuth::from_jwks_file("/etc/helpdesk/jwks.json", "https://id.example", "helpdesk")?
 ///     .tenant_claim("org");
 /// let auth = Auth::jwt(jwt);
 /// # let _ = auth;
-/// # Ok::<(), flow_server::JwtConfigError>(())
+/// # Ok::<(), agentweave_server::JwtConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct JwtAuth {
@@ -173,7 +173,7 @@ impl JwtAuth {
     /// The principal a token names, or why it is refused (logged at DEBUG, not sent).
     pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
         let refuse = |why: &dyn std::fmt::Display| {
-            tracing::debug!(target: "flow_server::jwt", reason = %why, "JWT refused");
+            tracing::debug!(target: "agentweave_server::jwt", reason = %why, "JWT refused");
             ApiError::Unauthorized
         };
         let header = jsonwebtoken::decode_header(token).map_err(|e| refuse(&e))?;

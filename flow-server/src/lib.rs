@@ -6,8 +6,8 @@
 //! talk to it with a real HTTP client.
 //!
 //! ```no_run
-//! use flow_runtime::{FileStore, FlowAgent, FnAgent};
-//! use flow_server::{AppState, Auth};
+//! use agentweave_runtime::{FileStore, FlowAgent, FnAgent};
+//! use agentweave_server::{AppState, Auth};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let bot = FnAgent::new("bot", |cx, input| async move {
@@ -19,7 +19,7 @@
 //!     .auth(Auth::bearer(std::env::var("AGENTFLOW_TOKEN")?))
 //!     .build()?;
 //! let listener = tokio::net::TcpListener::bind("0.0.0.0:8080").await?;
-//! flow_server::serve(listener, state).await?;
+//! agentweave_server::serve(listener, state).await?;
 //! # Ok(())
 //! # }
 //! ```
@@ -142,17 +142,17 @@
 //!
 //! # What is logged
 //!
-//! - One access-log line per request at INFO (target `flow_server::access`): request id (also
+//! - One access-log line per request at INFO (target `agentweave_server::access`): request id (also
 //!   the `x-request-id` response header), method, path without query, status, milliseconds,
 //!   principal id. Never a body, a header or a token.
-//! - Internal errors at ERROR (WARN for refusals and limits), target `flow_server::outward`, with
+//! - Internal errors at ERROR (WARN for refusals and limits), target `agentweave_server::outward`, with
 //!   their correlation id.
 //! - A `turn` span (flow, thread, turn, resumed, run id, request id, principal) is the root of
 //!   every served run: every agent, model and tool span is its child. The run id is
 //!   `Turn::run_id`: a resume keeps the id of the turn it continues (the id its checkpoints
 //!   carry), and a background run of the runs API has its run handle's id (its task runs in the
 //!   span of the request that started it).
-//! - Refused JWTs at DEBUG (target `flow_server::jwt`), with the reason.
+//! - Refused JWTs at DEBUG (target `agentweave_server::jwt`), with the reason.
 //! - The HTTP layer's `request` span (DEBUG) names the method and the path, never the query
 //!   string (a client may have put a token there).
 //! - The MCP SDK (`rmcp`) logs a server's instructions at INFO: filter it in production
@@ -212,8 +212,8 @@
 //!   contract (enqueue, claim with a lease, renew, note, release, complete, get, a thread's
 //!   runs, claims among flows, events, cancel), checked on all four by
 //!   `flow-runtime/tests/it/run_queue.rs`.
-//! - A process that serves no API runs the workers with `flow_server::run_workers(state,
-//!   shutdown)`; `flow-server-demo --worker` does so and answers only `GET /v1/health`.
+//! - A process that serves no API runs the workers with `agentweave_server::run_workers(state,
+//!   shutdown)`; `agentweave-server-demo --worker` does so and answers only `GET /v1/health`.
 //!
 //! A queued run's events are kept in the queue, so **any** process streams it, not only the one
 //! running it:
@@ -324,7 +324,7 @@
 //! | the resume data | the client's next message in the context: a data part (keyed by interrupt id to answer several apart), or its text as a JSON string; an approval (an interrupt whose info has `approval`) takes the text `approve` or `deny` (also `yes`/`no`, `approved`/`denied`, any case, a final full stop allowed), and any other text is refused (`-32602`, naming the answers taken; the task still waits): a client that answers in prose, often an LLM agent, is told the rule instead of being asked again |
 //! | the turn's answer | the artifact `answer`, then `TASK_STATE_COMPLETED` |
 //! | the agent's plan (the kit's `write_plan`, thread value `kit.plan`) | the artifact `plan`, sent each time the agent rewrites it (each version replaces the one before in the task): a data part `{"steps": [{"step", "status"}]}` and a text checklist (`[x]` done, `[>]` in progress, `[ ]` pending) |
-//! | a failed turn | `TASK_STATE_FAILED`; the status message's text is the public message and its correlation id (`The assistant is unavailable right now; try again. (ref 2df4b7bc25b44110)`), its metadata `{"agentflow": {"error": {"code", "message", "correlation_id"}}}` (the outward form, `flow_server::outward`: the internal error is only in the server's log, under the same id) |
+//! | a failed turn | `TASK_STATE_FAILED`; the status message's text is the public message and its correlation id (`The assistant is unavailable right now; try again. (ref 2df4b7bc25b44110)`), its metadata `{"agentflow": {"error": {"code", "message", "correlation_id"}}}` (the outward form, `agentweave_server::outward`: the internal error is only in the server's log, under the same id) |
 //! | a cancelled turn | `TASK_STATE_CANCELED` (nothing of it is recorded) |
 //! | a turn given up while it waits for input (`ThreadHandle::withdraw`) | `CancelTask` of an `input-required` task: `TASK_STATE_CANCELED`; the interrupts are dropped, the checkpoint released, and the context's next message starts a new task |
 //! | the server's errors | JSON-RPC errors with A2A's codes (a failure inside the server, of its store or a model, says only the public message and correlation id; invalid parameters say what is wrong): `-32700` parse, `-32600` invalid request (a busy thread; a scope or an approval refused is sent with HTTP `403` and `data.code` `"forbidden"`, the native API's public code), `-32601` method, `-32602` params (also a message without `messageId` or with a role other than `ROLE_USER`), `-32001` task not found, `-32002` not cancelable, `-32003` push notifications, `-32004` unsupported (a message to an ended task, `SubscribeToTask` of an ended task), `-32009` version |
@@ -377,12 +377,12 @@
 //! | AG-UI | agentflow |
 //! | --- | --- |
 //! | `threadId` | the thread (1 to 40 characters of `A-Z a-z 0-9 _ -`; a UUID is fine) |
-//! | `state` (an object) | session values of the run, set before its first agent starts; the member `agentflow` (the server's own) is ignored, a key `agentflow.*` (the framework's values) or more than `Limits::max_message_bytes` is refused (400) |
+//! | `state` (an object) | session values of the run, set before its first agent starts; the member `agentweave` (the server's own) is ignored, a key `agentflow.*` (the framework's values) or more than `Limits::max_message_bytes` is refused (400) |
 //! | `tools` | front-end tools: added to every LLM agent of the run (see below) |
 //! | the input's last `user` message | the turn's message (earlier messages are in the thread already) |
 //! | `resume` entries (`resolved` with a `payload`, or `cancelled` = `null`) | the resume data of every interrupt the thread waits on |
 //! | `RUN_STARTED`, `RUN_FINISHED` (`result` = the answer) | the turn |
-//! | `STATE_SNAPSHOT`: the session values, and `agentflow: {"agent", "runPath", "turn"}` | the run's session values in their outward form (`flow_server::outward::OutwardValues`: the application's values, never the framework's `agentflow.*` ones such as token usage, nor any agent's saved state), and the agent in charge |
+//! | `STATE_SNAPSHOT`: the session values, and `agentflow: {"agent", "runPath", "turn"}` | the run's session values in their outward form (`agentweave_server::outward::OutwardValues`: the application's values, never the framework's `agentflow.*` ones such as token usage, nor any agent's saved state), and the agent in charge |
 //! | `STATE_DELTA` (JSON Patch: `add`/`replace`/`remove` of `/KEY`, `replace` of `/agentflow/agent` and `/agentflow/runPath`) | a session value an agent set, changed or removed (sent before the next event), or another agent taking over |
 //! | `TEXT_MESSAGE_START/CONTENT/END` | what an agent says (one `CONTENT` per streamed chunk) |
 //! | `TOOL_CALL_START/ARGS/END`, `TOOL_CALL_RESULT` | an agent's tool calls and their results (transfers included); a `toolCallId` is unique within the run whatever the models send (a model id seen before in the run goes out as `ID~2`, `ID~3`...), and a front-end tool's result is matched back under the id its call went out with |
@@ -415,7 +415,7 @@
 //! | --- | --- | --- | --- |
 //! | events | `RUN_STARTED`/`FINISHED`/`ERROR`, `TEXT_MESSAGE_*`, `TOOL_CALL_*` (ids unique within a run), `TOOL_CALL_RESULT`, `STATE_SNAPSHOT`, `STATE_DELTA`, `CUSTOM` (`agentflow.transfer`, `agentflow.interrupt`) | `STEP_*`, `MESSAGES_SNAPSHOT`, `REASONING_*`, `RAW` | an agent's change is a `STATE_DELTA` of `/agentflow/agent`, not a step |
 //! | input | `threadId`, `runId` (idempotent), `messages` (the last user message, or tool results), `state`, `tools`, `resume` | `context`, `forwardedProps` (ignored) | earlier messages are read from the thread, not from the input |
-//! | shared state | both ways: the input's `state` becomes session values, the agents' changes come back as deltas | predictive state updates (`PredictState` custom events) | the server's own member `agentflow` is ignored on input |
+//! | shared state | both ways: the input's `state` becomes session values, the agents' changes come back as deltas | predictive state updates (`PredictState` custom events) | the server's own member `agentweave` is ignored on input |
 //! | front-end tools | declared per run in `tools` or per agent (`FrontendTool`); the call pauses the thread durably; a `tool` message answers it under the id it went out with | | the run finishes with `success` and `pendingToolCallIds`, then the next run resumes |
 //!
 //! # MCP
@@ -528,8 +528,8 @@ pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
 /// The policy every request to a URL a caller chose is held to (webhooks, A2A push, MCP over
-/// HTTP): [`ServerBuilder::outbound`] takes one; see `flow_runtime::outbound` for its rules.
-pub use flow_runtime::outbound::OutboundPolicy;
+/// HTTP): [`ServerBuilder::outbound`] takes one; see `agentweave_runtime::outbound` for its rules.
+pub use agentweave_runtime::outbound::OutboundPolicy;
 pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};

@@ -39,7 +39,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_server::Limits;
+/// use agentweave_server::Limits;
 ///
 /// let limits = Limits {
 ///     max_concurrent_turns: 64,
@@ -91,7 +91,7 @@ pub struct Limits {
     /// Runs of one tenant and flow waiting or running in the run queue (a server with
     /// [`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)) at once (default 1,000). One
     /// more gets `429 too_many_runs` with `Retry-After` and is not queued. Counted and queued
-    /// in one step of the store ([`RunQueue::enqueue_within`](flow_runtime::store::RunQueue::enqueue_within)),
+    /// in one step of the store ([`RunQueue::enqueue_within`](agentweave_runtime::store::RunQueue::enqueue_within)),
     /// so the limit is exact across every process on one queue. Workers claim
     /// fairly across tenants: a tenant's thousand queued runs do not hold another's back.
     pub max_queued_runs_per_tenant: usize,

@@ -38,7 +38,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use flow_runtime::memory::{
+use agentweave_runtime::memory::{
     Expect, ItemKey, ListQuery, Memory, MemoryError, MemoryItem, Namespace, Partition, PutItem,
     Scope as MemoryScope, SearchQuery, Tenant as MemoryTenant,
 };
@@ -161,7 +161,7 @@ pub(crate) fn millis(at: SystemTime) -> u64 {
 
 /// An RFC 3339 time.
 pub(crate) fn time(at: SystemTime) -> String {
-    flow_a2a::wire::rfc3339(millis(at))
+    agentweave_a2a::wire::rfc3339(millis(at))
 }
 
 fn item_json(at: &Partition, item: &MemoryItem) -> Value {

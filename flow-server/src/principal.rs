@@ -192,15 +192,15 @@ impl Principal {
     }
 }
 
-/// The principal as the engine's [`Caller`](flow_runtime::Caller): its id, and its scopes'
+/// The principal as the engine's [`Caller`](agentweave_runtime::Caller): its id, and its scopes'
 /// names as grants (`admin` gives every scope), which the flow's approvals rule checks.
-impl From<&Principal> for flow_runtime::Caller {
+impl From<&Principal> for agentweave_runtime::Caller {
     fn from(principal: &Principal) -> Self {
         let grants = Scope::ALL
             .into_iter()
             .filter(|s| principal.allows(*s))
             .map(Scope::as_str);
-        flow_runtime::Caller::new(principal.id()).grants(grants)
+        agentweave_runtime::Caller::new(principal.id()).grants(grants)
     }
 }
 

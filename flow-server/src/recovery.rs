@@ -4,7 +4,7 @@
 //! `THREAD.turn-N.resume` for the continuation of an interrupted turn), and the mark stays
 //! open until the turn is recorded, fails or is cancelled. [`recover_dead_turns`] lists the
 //! open marks of the served flows' threads in the journal store and recovers each thread
-//! with its flow's runner ([`Runner::recover`](flow_runtime::Runner::recover)): the turn
+//! with its flow's runner ([`Runner::recover`](agentweave_runtime::Runner::recover)): the turn
 //! runs again from its journal (model replies and tool results journaled are not asked or
 //! run again; a tool call in flight runs again under the same idempotency key) and is
 //! recorded as the uninterrupted turn would have been. A client that never comes back still
@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use flow_runtime::RecoverError;
+use agentweave_runtime::RecoverError;
 
 use crate::state::AppState;
 
@@ -103,8 +103,8 @@ async fn recover_one(served: &crate::state::ServedFlow, thread: &str) -> Option<
                 tracing::info!(thread, outcome = ?outcome_name(&outcome), "a dead turn was recovered");
                 return Some(matches!(
                     outcome,
-                    flow_runtime::TurnOutcome::Completed { .. }
-                        | flow_runtime::TurnOutcome::Interrupted { .. }
+                    agentweave_runtime::TurnOutcome::Completed { .. }
+                        | agentweave_runtime::TurnOutcome::Interrupted { .. }
                 ));
             }
             Ok(None) => return Some(false),
@@ -120,11 +120,11 @@ async fn recover_one(served: &crate::state::ServedFlow, thread: &str) -> Option<
     }
 }
 
-fn outcome_name(outcome: &flow_runtime::TurnOutcome) -> &'static str {
+fn outcome_name(outcome: &agentweave_runtime::TurnOutcome) -> &'static str {
     match outcome {
-        flow_runtime::TurnOutcome::Completed { .. } => "completed",
-        flow_runtime::TurnOutcome::Interrupted { .. } => "interrupted",
-        flow_runtime::TurnOutcome::Failed(_) => "failed",
+        agentweave_runtime::TurnOutcome::Completed { .. } => "completed",
+        agentweave_runtime::TurnOutcome::Interrupted { .. } => "interrupted",
+        agentweave_runtime::TurnOutcome::Failed(_) => "failed",
     }
 }
 

@@ -7,8 +7,8 @@ use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use flow_runtime::store::{RecordEnd, ThreadHead, ThreadRecord};
-use flow_runtime::{InterruptInfo, Message};
+use agentweave_runtime::store::{RecordEnd, ThreadHead, ThreadRecord};
+use agentweave_runtime::{InterruptInfo, Message};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -187,7 +187,7 @@ pub async fn post_turn(
     }
     let served = state.flow(&flow)?;
     let mut turn_request =
-        flow_runtime::TurnRequest::new(key.store_id(), Message::user(request.message.clone()))
+        agentweave_runtime::TurnRequest::new(key.store_id(), Message::user(request.message.clone()))
             .by(&principal);
     if let Some(idem) = crate::idempotency::header_key(&headers)? {
         let keyed = crate::idempotency::keyed(
@@ -285,7 +285,7 @@ pub async fn post_resume(
     let served = state.flow(&flow)?;
     let permit = state.admit_run(&key.tenant, &key.store_id())?;
     // Who may answer is the engine's to check (the flow's approvals, as its runner's rule).
-    let mut resume = flow_runtime::TurnRequest::resume(key.store_id(), targets).by(&principal);
+    let mut resume = agentweave_runtime::TurnRequest::resume(key.store_id(), targets).by(&principal);
     if let Some(run_id) = run_id {
         resume = resume.run_id(run_id);
     }
@@ -305,14 +305,14 @@ pub async fn post_resume(
 /// The interrupts `record` ends waiting on, as the queue and the thread show them: each with
 /// its thread, turn, id, info, address, the agent that asked (`agent`, the innermost agent of
 /// its address) and who started the turn (`requested_by`, a principal id, when the server
-/// knew). A fork point is no question for anyone (see [`flow_runtime::fork_point_step`])
+/// knew). A fork point is no question for anyone (see [`agentweave_runtime::fork_point_step`])
 /// and is left out.
 pub(crate) fn pending_of(
     thread: &str,
     record: &ThreadRecord,
     requested_by: Option<&str>,
 ) -> Vec<Value> {
-    if flow_runtime::fork_point_step(&record.end).is_some() {
+    if agentweave_runtime::fork_point_step(&record.end).is_some() {
         return Vec::new();
     }
     match &record.end {
@@ -396,7 +396,7 @@ pub async fn get_thread(
         "turns": head.turns,
         "messages": messages,
         "pending": pending_of_head(&state, &key.store_id(), &key.id, &head).await?,
-        "fork_point": flow_runtime::fork_point_step(&head.last.end)
+        "fork_point": agentweave_runtime::fork_point_step(&head.last.end)
             .map(|step| json!({ "step": step })),
         "approvals": approvals_of(&records),
         "spent": spent_of(&state, &key.store_id()).await,

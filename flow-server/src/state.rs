@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
-use flow_runtime::store::JournalStore;
-use flow_runtime::{
+use agentweave_runtime::store::JournalStore;
+use agentweave_runtime::{
     CheckpointStore, Durability, FlowAgent, Runner, RunnerBuilder, ThreadStore, TurnRouting,
 };
 use tokio::sync::Semaphore;
@@ -85,13 +85,13 @@ struct Inner {
     /// The key webhooks are signed with.
     webhook_secret: Option<Vec<u8>>,
     /// What webhooks and A2A push notifications may reach.
-    outbound: flow_runtime::outbound::OutboundPolicy,
+    outbound: agentweave_runtime::outbound::OutboundPolicy,
     /// The run queue background runs wait in, if any.
     queue: Option<crate::queue::QueueSettings>,
     /// The long-term memory the memory and store routes serve, if any.
-    memory: Option<flow_runtime::memory::Memory>,
+    memory: Option<agentweave_runtime::memory::Memory>,
     /// The budgets per thread and tenant, and the usage report, if any.
-    spending: Option<flow_runtime::SpendingBudgets>,
+    spending: Option<agentweave_runtime::SpendingBudgets>,
 }
 
 /// What the router's handlers share: cheap to clone (one `Arc`).
@@ -171,18 +171,18 @@ impl AppState {
     }
 
     /// The long-term memory the memory routes serve ([`ServerBuilder::memory`]), if any.
-    pub fn memory(&self) -> Option<&flow_runtime::memory::Memory> {
+    pub fn memory(&self) -> Option<&agentweave_runtime::memory::Memory> {
         self.0.memory.as_ref()
     }
 
     /// The budgets per thread and tenant and the usage report ([`ServerBuilder::spending`]),
     /// if any.
-    pub fn spending(&self) -> Option<&flow_runtime::SpendingBudgets> {
+    pub fn spending(&self) -> Option<&agentweave_runtime::SpendingBudgets> {
         self.0.spending.as_ref()
     }
 
     /// What webhooks and A2A push notifications may reach ([`ServerBuilder::outbound`]).
-    pub fn outbound(&self) -> &flow_runtime::outbound::OutboundPolicy {
+    pub fn outbound(&self) -> &agentweave_runtime::outbound::OutboundPolicy {
         &self.0.outbound
     }
 
@@ -269,8 +269,8 @@ pub enum BuildError {
 /// Builds an [`AppState`].
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore};
-/// use flow_server::{AppState, Auth};
+/// use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore};
+/// use agentweave_server::{AppState, Auth};
 ///
 /// let bot = FnAgent::new("bot", |cx, _| async move {
 ///     cx.say("hello");
@@ -281,7 +281,7 @@ pub enum BuildError {
 ///     .auth(Auth::bearer("a-long-random-token-0123456789"))
 ///     .build()
 ///     .unwrap();
-/// let router = flow_server::app(state);
+/// let router = agentweave_server::app(state);
 /// # let _ = router;
 /// ```
 pub struct ServerBuilder {
@@ -302,10 +302,10 @@ pub struct ServerBuilder {
     streaming: bool,
     approvals: BTreeMap<String, Approvals>,
     webhook_secret: Option<Vec<u8>>,
-    outbound: flow_runtime::outbound::OutboundPolicy,
+    outbound: agentweave_runtime::outbound::OutboundPolicy,
     queue: Option<crate::queue::QueueSettings>,
-    memory: Option<flow_runtime::memory::Memory>,
-    spending: Option<flow_runtime::SpendingBudgets>,
+    memory: Option<agentweave_runtime::memory::Memory>,
+    spending: Option<agentweave_runtime::SpendingBudgets>,
     #[cfg(feature = "temporal")]
     temporal: Option<crate::temporal::TemporalExecutor>,
 }
@@ -323,8 +323,8 @@ impl fmt::Debug for ServerBuilder {
 }
 
 impl ServerBuilder {
-    /// A builder over `store` (checkpoints and threads: [`InMemoryStore`](flow_runtime::InMemoryStore),
-    /// [`FileStore`](flow_runtime::FileStore), `SqliteStore`, `PostgresStore` (with the
+    /// A builder over `store` (checkpoints and threads: [`InMemoryStore`](agentweave_runtime::InMemoryStore),
+    /// [`FileStore`](agentweave_runtime::FileStore), `SqliteStore`, `PostgresStore` (with the
     /// `postgres` feature, for several server processes on several machines), or a store of
     /// your own).
     ///
@@ -360,7 +360,7 @@ impl ServerBuilder {
             streaming: true,
             approvals: BTreeMap::new(),
             webhook_secret: None,
-            outbound: flow_runtime::outbound::OutboundPolicy::default(),
+            outbound: agentweave_runtime::outbound::OutboundPolicy::default(),
             queue: None,
             memory: None,
             spending: None,
@@ -383,8 +383,8 @@ impl ServerBuilder {
     /// it (set them on the runner).
     ///
     /// ```
-    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Runner, RunLimits};
-    /// use flow_server::{AppState, Auth};
+    /// use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Runner, RunLimits};
+    /// use agentweave_server::{AppState, Auth};
     ///
     /// let bot = FnAgent::new("bot", |cx, _| async move {
     ///     cx.say("hello");
@@ -501,14 +501,14 @@ impl ServerBuilder {
     }
 
     /// What webhooks and A2A push notifications may reach (default
-    /// [`OutboundPolicy::default`](flow_runtime::outbound::OutboundPolicy::default): strict,
+    /// [`OutboundPolicy::default`](agentweave_runtime::outbound::OutboundPolicy::default): strict,
     /// no loopback, private, link-local, multicast or unspecified address, after DNS, on every
     /// connection; see the guide's security chapter). An operator whose receivers live on an
     /// internal network lets them through here:
     ///
     /// ```
-    /// use flow_runtime::outbound::OutboundPolicy;
-    /// # let builder = flow_server::AppState::builder(flow_runtime::InMemoryStore::new());
+    /// use agentweave_runtime::outbound::OutboundPolicy;
+    /// # let builder = agentweave_server::AppState::builder(agentweave_runtime::InMemoryStore::new());
     /// let builder = builder.outbound(
     ///     OutboundPolicy::default()
     ///         .allow_host("hooks.internal")
@@ -516,7 +516,7 @@ impl ServerBuilder {
     ///         .unwrap(),
     /// );
     /// ```
-    pub fn outbound(mut self, policy: flow_runtime::outbound::OutboundPolicy) -> Self {
+    pub fn outbound(mut self, policy: agentweave_runtime::outbound::OutboundPolicy) -> Self {
         self.outbound = policy;
         self
     }
@@ -524,14 +524,14 @@ impl ServerBuilder {
     /// Serves `memory` (long-term memory, the same the flows' agents use) under the principals:
     /// the `/v1/memory/...` routes and the Agent Protocol's `/v1/store/...` routes (see the
     /// `memory` module). Without it those routes answer 404.
-    pub fn memory(mut self, memory: flow_runtime::memory::Memory) -> Self {
+    pub fn memory(mut self, memory: agentweave_runtime::memory::Memory) -> Self {
         self.memory = Some(memory);
         self
     }
 
     /// Budgets per thread and per tenant per UTC day or month, shared by every process on the
     /// same store, and the usage report `GET /v1/usage` reads (see
-    /// [`SpendingBudgets`](flow_runtime::SpendingBudgets)): every flow's runner gets them,
+    /// [`SpendingBudgets`](agentweave_runtime::SpendingBudgets)): every flow's runner gets them,
     /// with the flow's name and the principal's tenant (a thread's tenant is the one its
     /// caller had). Give every process the same store (the run queue's: `SqliteRunQueue`,
     /// `PostgresRunQueue`). Without it (the default) nothing is counted and `/v1/usage`
@@ -553,7 +553,7 @@ impl ServerBuilder {
     /// what to write. A thread's view (`GET /v1/flows/{flow}/threads/{thread}`) has its `spent`
     /// over all its turns, and each model call's chat span its cost
     /// (`agentflow.usage.cost_usd`) when a price of its model is known.
-    pub fn spending(mut self, budgets: flow_runtime::SpendingBudgets) -> Self {
+    pub fn spending(mut self, budgets: agentweave_runtime::SpendingBudgets) -> Self {
         self.spending = Some(budgets);
         self
     }
@@ -566,14 +566,14 @@ impl ServerBuilder {
     /// of one service the same queue (e.g. `PostgresRunQueue` on their PostgreSQL database)
     /// and the same flows. Without a queue (the default), background runs are tasks of the
     /// process that took the request.
-    pub fn run_queue(self, queue: impl flow_runtime::store::RunQueue) -> Self {
+    pub fn run_queue(self, queue: impl agentweave_runtime::store::RunQueue) -> Self {
         self.run_queue_with(queue, crate::queue::QueueOptions::default())
     }
 
     /// [`run_queue`](Self::run_queue) with options (workers, lease, poll, drain).
     pub fn run_queue_with(
         mut self,
-        queue: impl flow_runtime::store::RunQueue,
+        queue: impl agentweave_runtime::store::RunQueue,
         options: crate::queue::QueueOptions,
     ) -> Self {
         self.queue = Some(crate::queue::QueueSettings::new(Arc::new(queue), options));
@@ -582,7 +582,7 @@ impl ServerBuilder {
 
     /// Runs every flow served from a tree ([`flow`](Self::flow)) on Temporal: each thread is a
     /// workflow on the workers of the executor's task queue, which hold the flows' trees under
-    /// the names they are served by (`flow_temporal::worker_flows`); this process runs a
+    /// the names they are served by (`agentweave_temporal::worker_flows`); this process runs a
     /// [`TemporalAgent`](crate::temporal::TemporalAgent) in each tree's place, through the same
     /// runner, routes and protocols (see [`crate::temporal`]). The thread's records stay in the
     /// server's store. Without it (the default) turns run in the server's processes, and many
@@ -700,7 +700,7 @@ impl ServerBuilder {
 fn with_spending(
     runner: RunnerBuilder,
     flow: &str,
-    spending: Option<&flow_runtime::SpendingBudgets>,
+    spending: Option<&agentweave_runtime::SpendingBudgets>,
 ) -> RunnerBuilder {
     match spending {
         None => runner,

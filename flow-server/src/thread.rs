@@ -1,5 +1,5 @@
 //! Where a caller's thread lives in the store: the runtime's threads
-//! ([`Runner::turn`](flow_runtime::Runner::turn)) under an id that carries the flow and the
+//! ([`Runner::turn`](agentweave_runtime::Runner::turn)) under an id that carries the flow and the
 //! caller's tenant, `FLOW.TENANT.THREAD`. None of the three parts may contain `.`, so one
 //! tenant's thread id never names another tenant's thread.
 
@@ -17,16 +17,16 @@ pub fn valid_thread_id(id: &str) -> bool {
 /// The runtime thread id under which a server stores the thread `thread` of `tenant` on the
 /// served flow `flow`: `FLOW.TENANT.THREAD` (the tenant is [`SHARED_TENANT`](crate::SHARED_TENANT),
 /// `_`, on a server without tenants). Another process on the same store reaches the server's
-/// threads with it (through its own [`Runner`](flow_runtime::Runner) of the same flow).
+/// threads with it (through its own [`Runner`](agentweave_runtime::Runner) of the same flow).
 /// `None` if one of the parts breaks the server's rules (flow 1 to 24, tenant 1 to 32, thread 1
 /// to 40 characters of `A-Z a-z 0-9 _ -`).
 ///
 /// ```
 /// assert_eq!(
-///     flow_server::store_thread_id("desk", flow_server::SHARED_TENANT, "bob-1").as_deref(),
+///     agentweave_server::store_thread_id("desk", agentweave_server::SHARED_TENANT, "bob-1").as_deref(),
 ///     Some("desk._.bob-1"),
 /// );
-/// assert_eq!(flow_server::store_thread_id("desk", "acme", "a.b"), None);
+/// assert_eq!(agentweave_server::store_thread_id("desk", "acme", "a.b"), None);
 /// ```
 pub fn store_thread_id(flow: &str, tenant: &str, thread: &str) -> Option<String> {
     (valid_flow_name(flow) && crate::auth::valid_tenant(tenant) && valid_thread_id(thread)).then(

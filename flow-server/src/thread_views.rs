@@ -15,9 +15,9 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use flow_runtime::cancel::is_cancel_interrupt;
-use flow_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
-use flow_runtime::{Role, Usage};
+use agentweave_runtime::cancel::is_cancel_interrupt;
+use agentweave_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
+use agentweave_runtime::{Role, Usage};
 use serde_json::{json, Value};
 
 use crate::auth::Tenant;
@@ -63,7 +63,7 @@ async fn list_threads(
         };
         let waiting = match &head.last.end {
             // A fork point asks nobody anything: its owner continues it.
-            end if flow_runtime::fork_point_step(end).is_some() => 0,
+            end if agentweave_runtime::fork_point_step(end).is_some() => 0,
             RecordEnd::Interrupted { interrupts, .. } => interrupts
                 .iter()
                 .filter(|i| !is_cancel_interrupt(i))
@@ -145,9 +145,9 @@ fn record_json(record: &ThreadRecord) -> Value {
         RecordEnd::Completed { answered_by } => {
             json!({ "status": "completed", "answered_by": answered_by })
         }
-        end if flow_runtime::fork_point_step(end).is_some() => json!({
+        end if agentweave_runtime::fork_point_step(end).is_some() => json!({
             "status": "fork_point",
-            "step": flow_runtime::fork_point_step(end),
+            "step": agentweave_runtime::fork_point_step(end),
         }),
         // A turn cancelled at a safe point is recorded with cancel interrupts only.
         RecordEnd::Interrupted { interrupts, .. } if interrupts.iter().all(is_cancel_interrupt) => {

@@ -14,9 +14,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use flow_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
-use flow_runtime::{fork_point_step, ForkEnd, TimeTravelError};
-use flow_runtime::{Action, InterruptInfo, Role};
+use agentweave_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
+use agentweave_runtime::{fork_point_step, ForkEnd, TimeTravelError};
+use agentweave_runtime::{Action, InterruptInfo, Role};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

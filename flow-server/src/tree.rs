@@ -1,6 +1,6 @@
 //! A served flow's tree as JSON, as a Mermaid flowchart and as an SVG picture.
 
-use flow_runtime::FlowAgent;
+use agentweave_runtime::FlowAgent;
 use serde::Serialize;
 
 /// One agent of a tree, with its sub-agents.
@@ -56,14 +56,14 @@ pub fn mermaid(agent: &FlowAgent) -> String {
     let tree = TreeNode::of(agent);
     let (mut names, mut parents, mut barred) = (Vec::new(), Vec::new(), Vec::new());
     walk(&tree, None, &mut names, &mut parents, &mut barred);
-    flow_runtime::spec::render::mermaid(&names, &parents, &barred)
+    agentweave_runtime::spec::render::mermaid(&names, &parents, &barred)
 }
 
-/// The tree `agent` heads as a standalone SVG picture (drawn by `flow-diagram`), titled
+/// The tree `agent` heads as a standalone SVG picture (drawn by `agentweave-diagram`), titled
 /// `title`.
 pub fn svg(title: &str, agent: &FlowAgent) -> String {
-    fn node(t: &TreeNode) -> flow_diagram::Node {
-        let mut n = flow_diagram::Node::new(&t.name)
+    fn node(t: &TreeNode) -> agentweave_diagram::Node {
+        let mut n = agentweave_diagram::Node::new(&t.name)
             .description(&t.description)
             .barred(t.no_parent);
         for child in &t.children {
@@ -71,5 +71,5 @@ pub fn svg(title: &str, agent: &FlowAgent) -> String {
         }
         n
     }
-    flow_diagram::svg(title, &node(&TreeNode::of(agent)))
+    agentweave_diagram::svg(title, &node(&TreeNode::of(agent)))
 }

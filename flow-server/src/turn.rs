@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::{RunPath, Turn, TurnItem, TurnOutcome, TurnStream};
+use agentweave_runtime::{RunPath, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 

@@ -10,7 +10,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use flow_runtime::store::{UsageFilter, UsageRow};
+use agentweave_runtime::store::{UsageFilter, UsageRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -157,7 +157,7 @@ async fn usage(
     let limit = query.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
     let offset = query.offset.unwrap_or(0);
     let store = spending.store();
-    let unavailable = |e: flow_runtime::store::QueueError| {
+    let unavailable = |e: agentweave_runtime::store::QueueError| {
         tracing::error!(error = %e, "the usage report could not be read");
         ApiError::StoreUnavailable
     };

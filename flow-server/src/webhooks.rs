@@ -6,7 +6,7 @@
 //!
 //! Delivery follows the server's outbound policy
 //! ([`ServerBuilder::outbound`](crate::ServerBuilder::outbound), strict by default; see
-//! `flow_runtime::outbound`): only
+//! `agentweave_runtime::outbound`): only
 //! `http(s)` URLs without userinfo, never to a loopback, private, link-local, multicast or
 //! unspecified address (checked when the run is created for address literals, and after DNS on
 //! every connection), redirects only to the same origin, headers from an allow-list, a connect
@@ -16,8 +16,8 @@
 
 use std::time::Duration;
 
-use flow_runtime::outbound::OutboundPolicy;
-use flow_runtime::RunHandle;
+use agentweave_runtime::outbound::OutboundPolicy;
+use agentweave_runtime::RunHandle;
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -181,7 +181,7 @@ pub(crate) async fn deliver(
             Err(e) => {
                 let refused = std::error::Error::source(&e).and_then(|mut cause| loop {
                     if let Some(refused) =
-                        cause.downcast_ref::<flow_runtime::outbound::OutboundError>()
+                        cause.downcast_ref::<agentweave_runtime::outbound::OutboundError>()
                     {
                         break Some(refused.to_string());
                     }

@@ -1,10 +1,10 @@
-// Its own test binary, not a module of tests/it: a kill harness: it starts `flow-server-demo`
+// Its own test binary, not a module of tests/it: a kill harness: it starts `agentweave-server-demo`
 // processes and SIGKILLs one mid-way, with trial counts CI sets for this binary alone.
 //! Every door durable after a crash: for each door that starts or continues a turn (15:
 //! `/turns`, background and streamed `/runs`, `/resume`, `/runs` with `resume`,
 //! `/runs/{run}/resume` of a cancelled run, the Agent Protocol's background, waited and
 //! streamed runs and its `command.resume`, A2A `SendMessage` and `SendStreamingMessage`, an
-//! A2A answer to a task waiting for input, AG-UI runs and resumes), a `flow-server-demo`
+//! A2A answer to a task waiting for input, AG-UI runs and resumes), a `agentweave-server-demo`
 //! process on a SQLite file (turns journaled in `Sync`, the server's default) is SIGKILLed
 //! mid-way through a paid tool, at a random point (inside the tool, before or after it wrote
 //! its payment, or just after it returned), and started again on the same file. The client
@@ -143,7 +143,7 @@ impl Dice {
     }
 }
 
-/// Starts `flow-server-demo` on the store `store` names (`--sqlite PATH`, `--postgres URL`),
+/// Starts `agentweave-server-demo` on the store `store` names (`--sqlite PATH`, `--postgres URL`),
 /// paying into `ledger`.
 async fn server(store: &[String], ledger: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
@@ -492,7 +492,7 @@ async fn trial(door: Door, backend: Backend, n: usize) -> Option<(Duration, bool
 /// A fresh PostgreSQL database for one trial (`None`: no server, the test is skipped).
 #[cfg(feature = "postgres")]
 async fn postgres_database() -> Option<String> {
-    flow_runtime::testing::fresh_postgres_database("door_kill").await
+    agentweave_runtime::testing::fresh_postgres_database("door_kill").await
 }
 
 #[cfg(not(feature = "postgres"))]

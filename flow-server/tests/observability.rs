@@ -68,7 +68,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Seen {
     fn on_event(&self, event: &Event<'_>, _cx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
-        if event.metadata().target() == "flow_server::access" {
+        if event.metadata().target() == "agentweave_server::access" {
             self.access.lock().unwrap().push(fields.0.clone());
         }
         self.events.lock().unwrap().push(fields.0);

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{spawn, TOKEN};
-use flow_runtime::model::{ChatModel, ChatRequest};
-use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError, RetryPolicy};
-use flow_server::{AppState, Auth};
+use agentweave_runtime::model::{ChatModel, ChatRequest};
+use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError, RetryPolicy};
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 /// The public message of a model outage.
@@ -61,7 +61,7 @@ fn state() -> AppState {
         .unwrap()
 }
 
-/// What the server logged at target `flow_server::outward`, one line per event.
+/// What the server logged at target `agentweave_server::outward`, one line per event.
 fn log() -> &'static Mutex<Vec<String>> {
     static LOG: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     LOG.get_or_init(|| {
@@ -83,7 +83,7 @@ impl tracing::field::Visit for Fields {
 
 impl tracing::Subscriber for Capture {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.target().starts_with("flow_server::outward")
+        metadata.target().starts_with("agentweave_server::outward")
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)

@@ -5,7 +5,7 @@
 //! retains, not what glibc has yet to give back). Each flood's thread is deleted once its runs
 //! ended, so what a round leaves is only what the server keeps by design (bounded). One test
 //! in its own binary, so nothing else runs in the process; run it alone:
-//! `cargo test -p flow-server --test rss_after_floods -- --ignored --nocapture`.
+//! `cargo test -p agentweave-server --test rss_after_floods -- --ignored --nocapture`.
 
 mod common;
 
@@ -15,8 +15,8 @@ use std::sync::Arc;
 struct Served {
     base: String,
 }
-use flow_runtime::{FlowAgent, FnAgent};
-use flow_server::{AppState, Auth, Limits};
+use agentweave_runtime::{FlowAgent, FnAgent};
+use agentweave_server::{AppState, Auth, Limits};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
@@ -132,8 +132,8 @@ async fn rss_after_the_floods_is_within_20_percent_of_before() {
             Ok(())
         }
     });
-    let state = AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+    let state = AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("slow", FlowAgent::new(slow))
         .auth(Auth::bearer(common::TOKEN))
         .limits(Limits::default())
@@ -143,7 +143,7 @@ async fn rss_after_the_floods_is_within_20_percent_of_before() {
     // server's memory.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(flow_server::serve(listener, state));
+    tokio::spawn(agentweave_server::serve(listener, state));
     let server = Served { base };
     // A thread of 100 turns for the history readers, and one round of every flood first, so
     // what is allocated once (pools, caches) is in the baseline.

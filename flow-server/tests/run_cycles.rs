@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
-use flow_runtime::{InMemoryStore, RunRetention};
-use flow_server::{AppState, Auth};
+use agentweave_runtime::{InMemoryStore, RunRetention};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -129,7 +129,7 @@ async fn cycle(client: &reqwest::Client, base: &str, thread: &str, first: usize)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_disconnect_reconnect_cycles_leave_no_task_and_no_growth() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         // Ended runs are forgotten beyond the last four.
         .runners(|_, runner| {
@@ -145,7 +145,7 @@ async fn two_hundred_disconnect_reconnect_cycles_leave_no_task_and_no_growth() {
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        flow_server::serve_until(listener, state, async {
+        agentweave_server::serve_until(listener, state, async {
             let _ = stopped.await;
         })
         .await

@@ -1,4 +1,4 @@
-// Its own test binary, not a module of tests/it: a kill harness: it starts `flow-server-demo`
+// Its own test binary, not a module of tests/it: a kill harness: it starts `agentweave-server-demo`
 // processes and SIGKILLs one mid-way, with trial counts CI sets for this binary alone.
 //! Many servers, one queue: background runs wait in the store's run queue and any server
 //! process runs them.
@@ -6,7 +6,7 @@
 //! - In one process (an in-memory queue): `POST .../runs` answers a queued run at once;
 //!   status, wait and list read the queue; a busy thread is refused or queued behind, as the
 //!   strategy says.
-//! - The kill test: two `flow-server-demo` processes on one store (SQLite file, and PostgreSQL
+//! - The kill test: two `agentweave-server-demo` processes on one store (SQLite file, and PostgreSQL
 //!   with the `postgres` feature); runs queued through HTTP to both; one process SIGKILLed
 //!   mid-way. Every run ends once, successfully; the ledger its tool writes holds each payment
 //!   once; no payment ran in two live processes at once. `AGENTFLOW_QUEUE_KILL_RUNS` sets the
@@ -22,17 +22,17 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
-use flow_runtime::store::InMemoryRunQueue;
-use flow_server::AppState;
+use agentweave_runtime::store::InMemoryRunQueue;
+use agentweave_server::AppState;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 fn queued_desk() -> AppState {
-    AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
-        .auth(flow_server::Auth::bearer(TOKEN))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+    AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
+        .auth(agentweave_server::Auth::bearer(TOKEN))
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .run_queue(InMemoryRunQueue::new())
         .build()
         .unwrap()
@@ -131,12 +131,12 @@ async fn queued_runs_refuse_bad_input() {
     let _ = get(base, &format!("{runs}/{id}/wait")).await;
     // With `reject` (the default), a thread with a queued run refuses the next one: on a
     // process with no workers, the first run stays queued.
-    let mut options = flow_server::QueueOptions::default();
+    let mut options = agentweave_server::QueueOptions::default();
     options.workers = 0;
     let idle = spawn(
-        AppState::builder(flow_runtime::InMemoryStore::new())
-            .flow("desk", flow_server::demo::desk())
-            .auth(flow_server::Auth::bearer(TOKEN))
+        AppState::builder(agentweave_runtime::InMemoryStore::new())
+            .flow("desk", agentweave_server::demo::desk())
+            .auth(agentweave_server::Auth::bearer(TOKEN))
             .run_queue_with(InMemoryRunQueue::new(), options)
             .build()
             .unwrap(),
@@ -160,7 +160,7 @@ async fn queued_runs_refuse_bad_input() {
     assert!(message.contains("thread 'q3'"), "{message}");
 }
 
-/// Starts `flow-server-demo` with `args` and the queue on; returns it and its base URL.
+/// Starts `agentweave-server-demo` with `args` and the queue on; returns it and its base URL.
 async fn server_process(args: &[String], ledger: &str, lease_ms: u64) -> (Child, String) {
     server_process_with(args, ledger, lease_ms, 4).await
 }
@@ -433,7 +433,7 @@ async fn two_servers_on_one_sqlite_file_run_every_queued_run_once_when_one_is_ki
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_postgres_database_run_every_queued_run_once_when_one_is_killed() {
     for trial in 0..env_count("AGENTFLOW_QUEUE_KILL_TRIALS", 1) {
-        let Some(url) = flow_runtime::testing::fresh_postgres_database("queue_kill").await else {
+        let Some(url) = agentweave_runtime::testing::fresh_postgres_database("queue_kill").await else {
             return;
         };
         let dir = std::env::temp_dir().join(format!(
@@ -601,7 +601,7 @@ async fn a_queued_run_is_streamed_and_cancelled_from_another_process_on_one_sqli
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_run_is_streamed_and_cancelled_from_another_process_on_one_postgres_database() {
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("queue_cancel").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("queue_cancel").await else {
         return;
     };
     let dir =

@@ -1,6 +1,6 @@
 // Its own test binary, not a module of tests/it: a kill harness: it starts copies of this test
 // binary as Temporal worker processes and SIGKILLs them mid-turn (`--exact` entries by name).
-//! flow-server on Temporal with workers dying: one server process (this one) serves a
+//! agentweave-server on Temporal with workers dying: one server process (this one) serves a
 //! multi-agent flow on Temporal; two worker processes serve its task queue. In each trial a
 //! client asks a turn over HTTP (streamed: `desk` transfers to `billing`, whose `pay` tool needs
 //! an approval), approves the payment through `/resume` (streamed), and one of the two workers
@@ -21,13 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
-use flow_runtime::model::ScriptStep;
-use flow_runtime::{
+use agentweave_runtime::model::ScriptStep;
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
     ToolContext, ToolError, TurnRouting,
 };
-use flow_server::temporal::TemporalExecutor;
-use flow_server::{AppState, Auth};
+use agentweave_server::temporal::TemporalExecutor;
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -44,7 +44,7 @@ const PAY_DELAY: Duration = Duration::from_millis(300);
 
 /// A thread name unique to this run, short enough for a thread id.
 fn short(prefix: &str) -> String {
-    format!("{prefix}-{}", &flow_runtime::ids::unique_token()[..12])
+    format!("{prefix}-{}", &agentweave_runtime::ids::unique_token()[..12])
 }
 
 /// A payment service on disk, shared by every process: one line per payment, `KEY AMOUNT`,
@@ -54,7 +54,7 @@ struct Ledger(PathBuf);
 
 impl Ledger {
     fn new() -> Self {
-        let path = std::env::temp_dir().join(unique("flow-server-kill-ledger"));
+        let path = std::env::temp_dir().join(unique("agentweave-server-kill-ledger"));
         std::fs::write(&path, "").unwrap();
         Ledger(path)
     }
@@ -134,14 +134,14 @@ fn worker_process() {
         return;
     };
     let ledger = Ledger(PathBuf::from(std::env::var(LEDGER_ENV).unwrap()));
-    flow_temporal::worker_flows().insert(FLOW, desk(&ledger));
+    agentweave_temporal::worker_flows().insert(FLOW, desk(&ledger));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let client = flow_temporal::connect(&address()).await.unwrap();
-        flow_temporal::run_worker(client, &queue).await.unwrap();
+        let client = agentweave_temporal::connect(&address()).await.unwrap();
+        agentweave_temporal::run_worker(client, &queue).await.unwrap();
     });
 }
 
@@ -277,7 +277,7 @@ async fn serve(ledger: &Ledger, temporal: Option<(&temporalio_client::Client, &s
                 .task_timeout(Duration::from_secs(2)),
         );
     }
-    tokio::spawn(flow_server::serve(listener, builder.build().unwrap()));
+    tokio::spawn(agentweave_server::serve(listener, builder.build().unwrap()));
     base
 }
 

@@ -4,7 +4,7 @@
 /// attribute, the text of its `SKILL.md` and each resource's bytes. The macros check the folder
 /// when the crate compiles and emit one of these with `include_str!` and `include_bytes!`, so
 /// cargo rebuilds the crate when a file changes; the runtime makes a skill of it
-/// (`agentflow::kit::Skill::embedded`) exactly as it would load the folder.
+/// (`agentweave::kit::Skill::embedded`) exactly as it would load the folder.
 #[derive(Debug, Clone, Copy)]
 pub struct EmbeddedSkill {
     /// The folder as written in the attribute, relative to the crate's `Cargo.toml`

@@ -61,7 +61,7 @@ pub fn list_resources(folder: &Path) -> Result<Vec<String>, SkillError> {
 /// ```
 /// let body = "Read [the guide](./references/guide.md#setup), then run `scripts/fill.py --all`.";
 /// assert_eq!(
-///     flow_skill::linked_resources(body),
+///     agentweave_skill::linked_resources(body),
 ///     ["references/guide.md", "scripts/fill.py"]
 /// );
 /// ```

@@ -1,5 +1,5 @@
 //! The Agent Skills format as agentflow reads it, in one place for both of its readers: the
-//! runtime's loader (`agentflow::kit::Skill::load`, at run time) and the `#[agent(skills = ...)]`
+//! runtime's loader (`agentweave::kit::Skill::load`, at run time) and the `#[agent(skills = ...)]`
 //! and `flow!` macros (at compile time). A rule written here holds on both routes, so a folder
 //! the compiler accepts is one the runtime loads, and the other way round.
 //!
@@ -11,13 +11,13 @@
 //! - `embedded`: [`EmbeddedSkill`], a skill folder's files as the macros embed them in a binary.
 //!
 //! ```
-//! use flow_skill::SkillDoc;
+//! use agentweave_skill::SkillDoc;
 //! use std::path::Path;
 //!
 //! let text = "---\nname: pdf-forms\ndescription: Fills PDF forms.\n---\nRead `references/forms.md`.\n";
 //! let doc = SkillDoc::parse(text, "pdf-forms", Path::new("pdf-forms/SKILL.md")).unwrap();
 //! assert_eq!(doc.name, "pdf-forms");
-//! assert_eq!(flow_skill::linked_resources(&doc.instructions), ["references/forms.md"]);
+//! assert_eq!(agentweave_skill::linked_resources(&doc.instructions), ["references/forms.md"]);
 //! ```
 
 mod doc;

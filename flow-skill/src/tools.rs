@@ -13,7 +13,7 @@ pub const SKILL_TOOLS: [&str; 3] = ["load_skill", "read_skill_resource", "run_sk
 ///
 /// ```
 /// let allowed = ["read_file".to_owned(), "load_skill".to_owned(), "fetch_url".to_owned()];
-/// assert_eq!(flow_skill::unknown_tools(&allowed, &["read_file"]), ["fetch_url"]);
+/// assert_eq!(agentweave_skill::unknown_tools(&allowed, &["read_file"]), ["fetch_url"]);
 /// ```
 pub fn unknown_tools<'a>(allowed: &'a [String], available: &[&str]) -> Vec<&'a str> {
     allowed

@@ -16,16 +16,16 @@
 //!
 //! ```text
 //! AGENTFLOW_TEMPORAL_ADDRESS=http://127.0.0.1:7233 \
-//!     cargo bench -p flow-temporal --features sdk --bench temporal_steps -- [steps|workers|w1] [REPS]
+//!     cargo bench -p agentweave-temporal --features sdk --bench temporal_steps -- [steps|workers|w1] [REPS]
 //! ```
 
 use std::future::Future;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use flow_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
-use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, ToolError};
-use flow_temporal::{worker_flows, LocalSteps, Thread, ThreadStart, TurnRequest};
+use agentweave_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
+use agentweave_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent, ToolError};
+use agentweave_temporal::{worker_flows, LocalSteps, Thread, ThreadStart, TurnRequest};
 use serde_json::json;
 use temporalio_client::{
     Client, WorkflowExecuteUpdateOptions, WorkflowSignalOptions, WorkflowStartOptions,
@@ -235,7 +235,7 @@ async fn steps(client: &Client, reps: usize, run: u32) {
             .build(),
     );
     let queue = format!("bench-agentflow-{run}");
-    spawn_worker(client.clone(), flow_temporal::worker_options(&queue));
+    spawn_worker(client.clone(), agentweave_temporal::worker_options(&queue));
 
     for (label, local) in [
         ("remote activities", LocalSteps::None),
@@ -391,7 +391,7 @@ async fn workers(client: &Client, reps: usize, run: u32) {
 
 async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
     let queue = format!("bench-w1-{run}");
-    spawn_worker(client.clone(), flow_temporal::worker_options(&queue));
+    spawn_worker(client.clone(), agentweave_temporal::worker_options(&queue));
     for (label, local) in [
         ("remote activities", LocalSteps::None),
         ("local model calls", LocalSteps::Models),
@@ -464,8 +464,8 @@ async fn w1_per_workflow(client: &Client, reps: usize, run: u32) {
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let address = std::env::var("AGENTFLOW_TEMPORAL_ADDRESS")
-        .unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.to_owned());
-    let client = match bounded("the dev server", flow_temporal::connect(&address)).await {
+        .unwrap_or_else(|_| agentweave_temporal::DEFAULT_ADDRESS.to_owned());
+    let client = match bounded("the dev server", agentweave_temporal::connect(&address)).await {
         Ok(client) => client,
         Err(e) => {
             eprintln!("temporal_steps: {e}");
@@ -475,7 +475,7 @@ async fn main() {
     register_flows();
     if args.first().map(String::as_str) == Some("worker") {
         let queue = args.get(1).expect("worker QUEUE");
-        if let Err(e) = flow_temporal::run_worker(client, queue).await {
+        if let Err(e) = agentweave_temporal::run_worker(client, queue).await {
             eprintln!("temporal_steps worker: {e}");
             std::process::exit(3);
         }

@@ -18,7 +18,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use flow_core::async_trait;
+use agentweave_core::async_trait;
 use sha2::{Digest, Sha256};
 
 /// Where large payloads are kept, by key.
@@ -158,8 +158,8 @@ impl BlobStore for FileBlobStore {
 /// locking works on) share it. Feature `sqlite` (part of `sdk`).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), flow_temporal::BlobError> {
-/// use flow_temporal::{BlobStore, SqliteBlobStore};
+/// # async fn demo() -> Result<(), agentweave_temporal::BlobError> {
+/// use agentweave_temporal::{BlobStore, SqliteBlobStore};
 ///
 /// let store = SqliteBlobStore::open("blobs.db").await?;
 /// let key = store.put(b"a long tool result").await?;
@@ -349,7 +349,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_large_text_is_stored_by_reference_and_read_back() {
-        let dir = std::env::temp_dir().join(format!("flow-temporal-blobs-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("agentweave-temporal-blobs-{}", std::process::id()));
         round_trip(Arc::new(FileBlobStore::new(&dir).unwrap())).await;
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -357,7 +357,7 @@ mod tests {
     #[tokio::test]
     async fn a_missing_or_bad_key_says_so() {
         let dir =
-            std::env::temp_dir().join(format!("flow-temporal-blobs-m-{}", std::process::id()));
+            std::env::temp_dir().join(format!("agentweave-temporal-blobs-m-{}", std::process::id()));
         refusals(&FileBlobStore::new(&dir).unwrap()).await;
         assert!(Reference::parse("agentflow-blob:../x, 3 bytes").is_none());
         std::fs::remove_dir_all(&dir).unwrap();
@@ -367,7 +367,7 @@ mod tests {
     #[tokio::test]
     async fn the_sqlite_store_keeps_blobs_by_key_across_openings() {
         let dir =
-            std::env::temp_dir().join(format!("flow-temporal-blobs-s-{}", std::process::id()));
+            std::env::temp_dir().join(format!("agentweave-temporal-blobs-s-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("blobs.db");
         let store = SqliteBlobStore::open(&path).await.unwrap();

@@ -21,11 +21,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
-use flow_core::event::{InterruptFrame, InterruptInfo, ToolFrame};
-use flow_core::host::Host;
-use flow_core::middleware::{HookContext, HookError, Middleware};
-use flow_core::model::{ChatRequest, ModelParams, ToolDefinition};
-use flow_core::{async_trait, Message, RunPath, ToolCall};
+use agentweave_core::event::{InterruptFrame, InterruptInfo, ToolFrame};
+use agentweave_core::host::Host;
+use agentweave_core::middleware::{HookContext, HookError, Middleware};
+use agentweave_core::model::{ChatRequest, ModelParams, ToolDefinition};
+use agentweave_core::{async_trait, Message, RunPath, ToolCall};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -85,7 +85,7 @@ pub struct ToolCallInput {
 
 impl ToolCallInput {
     /// The call's idempotency key, `SCOPE:RUN/PATH:CALL_ID`, as
-    /// [`ToolContext::idempotency_key`](flow_core::ToolContext::idempotency_key) gives it.
+    /// [`ToolContext::idempotency_key`](agentweave_core::ToolContext::idempotency_key) gives it.
     pub fn idempotency_key(&self) -> String {
         format!("{}:{}:{}", self.scope, self.run_path, self.call.id)
     }
@@ -372,7 +372,7 @@ impl Middleware for EffectsMiddleware {
 fn unexpected(outcome: &Outcome) -> HookError {
     HookError::failed(format!(
         "the workflow answered an effect with the wrong kind of outcome ({outcome:?}); this is \
-         a bug of flow-temporal"
+         a bug of agentweave-temporal"
     ))
 }
 

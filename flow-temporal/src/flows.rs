@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use flow_core::model::{ChatRequest, ModelError};
-use flow_core::resume::ResumeInfo;
-use flow_core::{ChatModelAgent, FlowAgent, RunContext, Session, ToolContext, ToolError};
+use agentweave_core::model::{ChatRequest, ModelError};
+use agentweave_core::resume::ResumeInfo;
+use agentweave_core::{ChatModelAgent, FlowAgent, RunContext, Session, ToolContext, ToolError};
 
 use crate::blobs::{BlobError, BlobStore, LargePayloads};
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
@@ -146,7 +146,7 @@ fn chat_agent(node: &FlowAgent) -> &ChatModelAgent {
 pub async fn call_model(
     flows: &Flows,
     call: &ModelCall,
-) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
+) -> Result<Result<agentweave_core::Message, ModelError>, LookupError> {
     let (_tree, node) = flows.llm_agent(&call.flow, &call.agent)?;
     let model = Arc::clone(chat_agent(&node).model());
     let request = loaded_request(flows, call).await?;
@@ -160,8 +160,8 @@ pub async fn call_model(
 async fn stored_reply(
     flows: &Flows,
     call: &ModelCall,
-    reply: Result<flow_core::Message, ModelError>,
-) -> Result<Result<flow_core::Message, ModelError>, LookupError> {
+    reply: Result<agentweave_core::Message, ModelError>,
+) -> Result<Result<agentweave_core::Message, ModelError>, LookupError> {
     let (Some(payloads), Ok(mut message)) = (flows.large_payloads(), reply.as_ref().cloned())
     else {
         return Ok(reply);
@@ -204,9 +204,9 @@ pub async fn stream_model<F, Fut>(
     flows: &Flows,
     call: &ModelCall,
     mut piece: F,
-) -> Result<Result<flow_core::Message, ModelError>, LookupError>
+) -> Result<Result<agentweave_core::Message, ModelError>, LookupError>
 where
-    F: FnMut(u64, flow_core::Message) -> Fut,
+    F: FnMut(u64, agentweave_core::Message) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     use futures::StreamExt;
@@ -227,7 +227,7 @@ where
             Err(e) => return Ok(Err(e)),
         }
     }
-    let reply = Ok(flow_core::Message::concat(pieces.iter()));
+    let reply = Ok(agentweave_core::Message::concat(pieces.iter()));
     stored_reply(flows, call, reply).await
 }
 

@@ -20,7 +20,7 @@
 //! even when a worker dies mid-turn: the workflow answers the query `progress` with the running
 //! turn's events from a count on (numbered by their place in the turn, the same on replay), and
 //! a turn asked with a sink has its model calls post their streamed pieces to it (numbered by
-//! call and piece, posted again from the first by a call run again). See [`live`]; flow-server's
+//! call and piece, posted again from the first by a call run again). See [`live`]; agentweave-server's
 //! `temporal` feature reads both for every door.
 //!
 //! # A thread over time

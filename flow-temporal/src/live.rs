@@ -28,8 +28,8 @@
 //! Nothing here is needed for a turn to run: a turn asked without a sink streams nothing and
 //! its events come with its result, as before.
 
-use flow_core::event::InterruptInfo;
-use flow_core::{Message, RunPath};
+use agentweave_core::event::InterruptInfo;
+use agentweave_core::{Message, RunPath};
 use serde::{Deserialize, Serialize};
 
 /// The turn number that asks [`progress`](crate::ThreadWorkflow::progress) for the last turn

@@ -9,13 +9,13 @@
 //!   retrying cannot help (a 400, a refused request) is not retried
 //!   ([`ModelFailure::retryable`]).
 //! - **Tool calls** retry only if the tool is idempotent (it deduplicates on its idempotency
-//!   key, or has no side effects: [`Tool::idempotent`](flow_core::Tool::idempotent)); a tool
+//!   key, or has no side effects: [`Tool::idempotent`](agentweave_core::Tool::idempotent)); a tool
 //!   that declared itself non-idempotent runs at most once ([`tool_retry`]): if its worker dies
 //!   during the call, the model is told the call may or may not have happened.
 
 use std::time::Duration;
 
-use flow_core::model::ModelError;
+use agentweave_core::model::ModelError;
 use serde::{Deserialize, Serialize};
 
 /// The activity type of every model call.

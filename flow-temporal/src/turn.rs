@@ -9,10 +9,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
-use flow_core::event::RecordedEvent;
-use flow_core::history::{EarlierTurn, EarlierTurns, ThreadHistory};
-use flow_core::middleware::Middlewares;
-use flow_core::{
+use agentweave_core::event::RecordedEvent;
+use agentweave_core::history::{EarlierTurn, EarlierTurns, ThreadHistory};
+use agentweave_core::middleware::Middlewares;
+use agentweave_core::{
     async_trait, Agent, AgentEvent, AgentInput, CancelSignal, FlowAgent, Message, RunContext,
     Session,
 };
@@ -146,7 +146,7 @@ pub fn start_turn(
     log: &Arc<ThreadLog>,
     input: Message,
     cancel: CancelSignal,
-) -> flow_core::EventStream {
+) -> agentweave_core::EventStream {
     let message = Arc::new(input);
     let history = ThreadHistory::new(Arc::clone(log) as Arc<dyn EarlierTurns>, log.len());
     let cx = RunContext::new_run(Session::new(), [Arc::clone(&message)], false, flow.name())
@@ -171,7 +171,7 @@ pub type Started<'a> = Pin<Box<dyn Future<Output = Outcome> + 'a>>;
 /// events end are dropped. When `stop` ends first (a cancel that stops the turn where it is),
 /// the turn is dropped there: the events so far are given, with `true`.
 pub async fn drive<'a>(
-    mut events: flow_core::EventStream,
+    mut events: agentweave_core::EventStream,
     effects: &Arc<Effects>,
     mut start: impl FnMut(u64, Effect) -> Started<'a>,
     mut tick: impl FnMut(),

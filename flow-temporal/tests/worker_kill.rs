@@ -15,7 +15,7 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use flow_temporal::{worker_flows, ThreadStart, ThreadWorkflow, TurnRequest};
+use agentweave_temporal::{worker_flows, ThreadStart, ThreadWorkflow, TurnRequest};
 use support::*;
 use temporalio_client::{WorkflowExecuteUpdateOptions, WorkflowStartOptions};
 
@@ -39,8 +39,8 @@ fn worker_process() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let client = flow_temporal::connect(&address()).await.unwrap();
-        flow_temporal::run_worker(client, &queue).await.unwrap();
+        let client = agentweave_temporal::connect(&address()).await.unwrap();
+        agentweave_temporal::run_worker(client, &queue).await.unwrap();
     });
 }
 
@@ -61,7 +61,7 @@ fn spawn_worker(queue: &str, ledger: &Ledger) -> Child {
 
 /// A number in `0..n`, from the OS's randomness (through the random token of `ids`).
 fn random_below(n: u64) -> u64 {
-    let token = flow_runtime::ids::unique_token();
+    let token = agentweave_runtime::ids::unique_token();
     u64::from_str_radix(&token[..16], 16).unwrap_or(0) % n.max(1)
 }
 

@@ -4,14 +4,14 @@
 
 use std::collections::HashMap;
 
-use agentflow::a2a::{A2aAgent, A2aClient};
-use agentflow::prelude::*;
-use agentflow::TurnRequest;
-use agentflow::{
+use agentweave::a2a::{A2aAgent, A2aClient};
+use agentweave::prelude::*;
+use agentweave::TurnRequest;
+use agentweave::{
     model::ScriptStep, model::ScriptedModel, run::TurnOutcome, store::InMemoryStore,
     workflow::AgentTool, ChatModelAgent, Runner,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -20,14 +20,14 @@ const TOKEN: &str = "remote-node-token-0123456789";
 /// The desk served over A2A on a loopback port; the server stops when the runtime ends.
 async fn serve_desk() -> String {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
-        .turn_routing(agentflow::run::TurnRouting::Root)
+        .turn_routing(agentweave::run::TurnRouting::Root)
         .build()
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(flow_server::serve(listener, state));
+    tokio::spawn(agentweave_server::serve(listener, state));
     base
 }
 
@@ -82,7 +82,7 @@ async fn a_remote_node_of_a_flow_interrupts_resumes_and_hands_back() {
     assert!(paths.iter().any(|p| p == "front/desk"), "{paths:?}");
     let head = runner.thread("t").records().await.unwrap();
     let interrupts = match &head.last().unwrap().end {
-        agentflow::store::RecordEnd::Interrupted { interrupts, .. } => interrupts.clone(),
+        agentweave::store::RecordEnd::Interrupted { interrupts, .. } => interrupts.clone(),
         other => panic!("the remote approval interrupts the turn: {other:?}"),
     };
     assert_eq!(

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use agentflow::prelude::*;
-use agentflow::{history::HistoryEntry, message::MessageRef, spec::TransferTarget};
+use agentweave::prelude::*;
+use agentweave::{history::HistoryEntry, message::MessageRef, spec::TransferTarget};
 use futures::StreamExt;
 
 /// Decides which desk owns the request.
@@ -119,7 +119,7 @@ fn flow_consts() {
     // `#[agent(no_parent)]` bars the node even though the flow does not say so.
     assert_eq!(
         Desk::FINGERPRINT,
-        agentflow::spec::fingerprint_of("triage(refund,complaint(escalation^))")
+        agentweave::spec::fingerprint_of("triage(refund,complaint(escalation^))")
     );
     let flow = Desk::new().unwrap();
     assert_eq!(flow.flow().shape(), "triage(refund,complaint(escalation^))");
@@ -173,7 +173,7 @@ fn node_target_enums() {
 
 /// Agents declared in another module, and their target types through the flow's aliases.
 mod desks {
-    use agentflow::prelude::*;
+    use agentweave::prelude::*;
 
     /// Routes orders.
     #[agent(transfers = [billing, "shipping"])]
@@ -211,7 +211,7 @@ fn target_aliases_of_agents_in_another_module() {
         Shop::trajectory()
             .transfer(ShopShippingTarget::Orders)
             .steps()[0],
-        agentflow::spec::expected::ExpectedStep::Transfer {
+        agentweave::spec::expected::ExpectedStep::Transfer {
             from: "shipping",
             to: "orders"
         }
@@ -500,7 +500,7 @@ impl TransferTarget for Forged {
 /// target naming its sibling `complaint`.
 #[agent(name = "triage", transfers = [refund])]
 async fn forger(cx: &AgentContext) -> AgentResult {
-    agentflow::__private::transfer(cx, Forged)
+    agentweave::__private::transfer(cx, Forged)
 }
 
 flow! {
@@ -532,8 +532,8 @@ async fn chatter(cx: &AgentContext) -> ChatterTransfer {
 }
 
 /// The budget of the clerk node: 400 tokens, summarised by a function.
-fn clerk_budget() -> agentflow::history::ContextBudget {
-    agentflow::history::ContextBudget::new(400, |_: &str, older: &[MessageRef]| {
+fn clerk_budget() -> agentweave::history::ContextBudget {
+    agentweave::history::ContextBudget::new(400, |_: &str, older: &[MessageRef]| {
         Ok::<_, String>(format!("{} messages of preamble.", older.len()))
     })
 }
@@ -544,12 +544,12 @@ flow! {
 
 #[tokio::test]
 async fn a_compact_node_option_keeps_the_agent_within_its_budget() {
-    use agentflow::history::{estimate_tokens, CompactionRecord};
-    use agentflow::model::{ScriptStep, ScriptedModel};
+    use agentweave::history::{estimate_tokens, CompactionRecord};
+    use agentweave::model::{ScriptStep, ScriptedModel};
     let model = std::sync::Arc::new(ScriptedModel::new([ScriptStep::text("Noted.")]));
     let clerk = ChatModelAgent::builder_with_arc(
         "clerk",
-        model.clone() as Arc<dyn agentflow::model::ChatModel>,
+        model.clone() as Arc<dyn agentweave::model::ChatModel>,
     )
     .build()
     .unwrap();
@@ -573,7 +573,7 @@ async fn a_compact_node_option_keeps_the_agent_within_its_budget() {
     assert_eq!(requests.len(), 1);
     let sent = &requests[0].messages;
     // (after the instruction: the transfer instructions of a node with a parent)
-    assert_eq!(sent[0].role, agentflow::Role::System);
+    assert_eq!(sent[0].role, agentweave::Role::System);
     assert!(sent[1]
         .content
         .starts_with("Summary of the earlier conversation"));

@@ -2,11 +2,11 @@
 //! `Finish(outcome)`) read typed by its parent (`cx.task_result::<refund>()`), over three
 //! turns of a thread; a `single_turn` node.
 
-use agentflow::prelude::*;
-use agentflow::spec::Delegation;
-use agentflow::spec::Finish;
-use agentflow::TurnRequest;
-use agentflow::{store::InMemoryStore, Role};
+use agentweave::prelude::*;
+use agentweave::spec::Delegation;
+use agentweave::spec::Finish;
+use agentweave::TurnRequest;
+use agentweave::{store::InMemoryStore, Role};
 use serde::{Deserialize, Serialize};
 
 /// What the refund desk decided.

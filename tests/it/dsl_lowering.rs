@@ -1,8 +1,8 @@
 //! A tree declared with `flow!` behaves exactly like the same tree built by hand with
 //! `set_sub_agents`: same shape, same fingerprint, same events.
 
-use agentflow::history::ContextPolicy;
-use agentflow::prelude::*;
+use agentweave::history::ContextPolicy;
+use agentweave::prelude::*;
 use futures::StreamExt;
 
 /// Decides which desk owns the request.
@@ -97,7 +97,7 @@ async fn same_shape_and_fingerprint() {
     assert_eq!(CustomerService::FINGERPRINT, hand.fingerprint());
     assert_eq!(
         CustomerService::FINGERPRINT,
-        agentflow::spec::fingerprint_of("triage(refund,complaint(escalation^))")
+        agentweave::spec::fingerprint_of("triage(refund,complaint(escalation^))")
     );
     for (d, h) in ["triage", "refund", "complaint", "escalation"]
         .iter()

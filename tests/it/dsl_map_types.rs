@@ -3,9 +3,9 @@
 //! result, and the results read back typed, in the items' order. An item that is not the
 //! agent's item type fails as that item, under the map's failure policy.
 
-use agentflow::prelude::*;
-use agentflow::spec::Finish;
-use agentflow::workflow::{MapOutput, WorkflowError};
+use agentweave::prelude::*;
+use agentweave::spec::Finish;
+use agentweave::workflow::{MapOutput, WorkflowError};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 //! `async` that `#[agent]` requires).
 #![deny(clippy::pedantic)]
 
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Routes without awaiting anything.
 #[agent(transfers = [refund])]

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentflow::prelude::*;
-use agentflow::store::InMemoryStore;
-use agentflow::{ResumeRequest, RunRequest};
+use agentweave::prelude::*;
+use agentweave::store::InMemoryStore;
+use agentweave::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use agentflow::kit::{EmbeddedSkill, FileTools, Skills};
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
+use agentweave::kit::{EmbeddedSkill, FileTools, Skills};
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
 use futures::StreamExt;
 use serde_json::json;
 

@@ -23,7 +23,7 @@ fn chromium() -> Option<&'static str> {
 #[test]
 fn chromium_loads_and_renders_the_flow_svg() {
     let Some(bin) = chromium() else {
-        agentflow::testing::skip_missing_component("Chromium", "install the `chromium` package");
+        agentweave::testing::skip_missing_component("Chromium", "install the `chromium` package");
         return;
     };
     let dir = std::env::temp_dir().join(format!("agentflow-svg-{}", std::process::id()));
@@ -104,7 +104,7 @@ fn document_fixture() -> std::path::PathBuf {
     let manifest = format!(
         "[package]\nname = \"docs-picture-fixture\"\nversion = \"0.0.0\"\n\
          edition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\n\
-         agentflow = {{ path = {:?}, default-features = false }}\n",
+         agentweave = {{ path = {:?}, default-features = false }}\n",
         root.display().to_string()
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
@@ -137,7 +137,7 @@ fn document_fixture() -> std::path::PathBuf {
 #[test]
 fn chromium_shows_the_rustdoc_picture_with_real_names_and_descriptions() {
     let Some(bin) = chromium() else {
-        agentflow::testing::skip_missing_component("Chromium", "install the `chromium` package");
+        agentweave::testing::skip_missing_component("Chromium", "install the `chromium` package");
         return;
     };
     let page = document_fixture();

@@ -1,11 +1,11 @@
 //! A workflow tree declared with `flow!` behaves exactly like the same tree built by hand with
 //! `Sequential`, `Parallel` and `Loop`: same shape, same fingerprint, same events.
 
-use agentflow::history::ContextPolicy;
-use agentflow::prelude::*;
-use agentflow::workflow::Loop;
-use agentflow::workflow::Parallel;
-use agentflow::workflow::Sequential;
+use agentweave::history::ContextPolicy;
+use agentweave::prelude::*;
+use agentweave::workflow::Loop;
+use agentweave::workflow::Parallel;
+use agentweave::workflow::Sequential;
 use futures::StreamExt;
 
 /// Writes the first draft.
@@ -99,7 +99,7 @@ fn same_shape_and_fingerprint() {
     assert_eq!(Research::FINGERPRINT, hand.fingerprint());
     assert_eq!(
         Research::FINGERPRINT,
-        agentflow::spec::fingerprint_of(SHAPE)
+        agentweave::spec::fingerprint_of(SHAPE)
     );
     assert_eq!(
         Research::AGENTS,
@@ -190,7 +190,7 @@ flow! {
 }
 
 fn tickets_by_hand() -> FlowAgent {
-    use agentflow::workflow::{Map, MapItems, MapPolicy};
+    use agentweave::workflow::{Map, MapItems, MapPolicy};
     let answers = Map::new("answers", MapItems::LastOutput)
         .concurrency(2)
         .on_failure(MapPolicy::CollectErrors)

@@ -5,13 +5,13 @@
 //! (That one naming an agent or a transfer the flow lacks does not compile is in
 //! `tests/ui/fail/trajectory_*.rs`.)
 
-use agentflow::eval::criteria::match_trajectory;
-use agentflow::eval::set::{
+use agentweave::eval::criteria::match_trajectory;
+use agentweave::eval::set::{
     ArgsMatch, EvalCase, EvalSet, ExpectedStep, MatchMode, TrajectoryExpectation, TurnCase,
 };
-use agentflow::eval::EvalRunner;
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::{flow, tool::tool_fn, trajectory, ChatModelAgent, FlowAgent};
+use agentweave::eval::EvalRunner;
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::{flow, tool::tool_fn, trajectory, ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

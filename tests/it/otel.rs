@@ -1,9 +1,9 @@
 //! The `otel` feature: agentflow's spans reach OpenTelemetry with their GenAI attributes, their
 //! names and status, nested as agent > chat / execute_tool (in-memory exporter).
 
-use agentflow::model::{ScriptStep, ScriptedModel, Usage};
-use agentflow::otel::{self, InMemorySpanExporter, SpanData};
-use agentflow::prelude::*;
+use agentweave::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave::otel::{self, InMemorySpanExporter, SpanData};
+use agentweave::prelude::*;
 use futures::StreamExt;
 use opentelemetry::trace::Status;
 use opentelemetry::Value;

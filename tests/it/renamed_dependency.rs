@@ -1,6 +1,6 @@
-//! `#[agent]` in a crate that renamed the `agentflow` dependency
-//! (`af = { package = "agentflow", ... }`) and did not say `crate = af`: one error, on the
-//! attribute, saying what to write; nothing about a missing `agentflow`. trybuild's test crate
+//! `#[agent]` in a crate that renamed the `agentweave` dependency
+//! (`af = { package = "agentweave", ... }`) and did not say `crate = af`: one error, on the
+//! attribute, saying what to write; nothing about a missing `agentweave`. trybuild's test crate
 //! cannot rename its dependency, so this compiles a small crate of its own
 //! (`tests/fixtures/renamed_dependency.rs`) the way cargo compiles a renamed dependency:
 //! `rustc --extern af=<the facade's rlib>`, with `CARGO_MANIFEST_DIR` pointing at a manifest
@@ -19,11 +19,11 @@ fn facade_rlib(deps: &Path) -> PathBuf {
         .filter(|e| {
             let name = e.file_name();
             let name = name.to_string_lossy();
-            name.starts_with("libagentflow-") && name.ends_with(".rlib")
+            name.starts_with("libagentweave-") && name.ends_with(".rlib")
         })
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())
-        .expect("libagentflow-*.rlib is next to the test binary (cargo built it for this test)")
+        .expect("libagentweave-*.rlib is next to the test binary (cargo built it for this test)")
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn agent_without_crate_in_a_crate_that_renamed_agentflow_says_what_to_write() {
         "the error points at `#[agent(transfers = [refund])]` on `triage`: {error}"
     );
     assert!(
-        error.contains("renames the `agentflow` dependency to `af`")
+        error.contains("renames the `agentweave` dependency to `af`")
             && error.contains("`#[agent(crate = af)]`"),
         "the error says what to write: {error}"
     );

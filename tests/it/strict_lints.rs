@@ -20,7 +20,7 @@ fn generated_code_passes_strict_lints() {
     let manifest = format!(
         "[package]\nname = \"strict-lints-fixture\"\nversion = \"0.0.0\"\n\
          edition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\n\
-         agentflow = {{ path = {:?}, default-features = false }}\n\
+         agentweave = {{ path = {:?}, default-features = false }}\n\
          serde = {{ version = \"1\", features = [\"derive\"] }}\n\
          schemars = \"1\"\n",
         root.display().to_string()

@@ -20,9 +20,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentflow::model::EnvModels;
-use agentflow::temporal::{self, worker_flows, AnswerRequest, Thread};
-use agentflow::FlowAgent;
+use agentweave::model::EnvModels;
+use agentweave::temporal::{self, worker_flows, AnswerRequest, Thread};
+use agentweave::FlowAgent;
 
 #[allow(dead_code)]
 #[cfg(feature = "sqlite")]
@@ -84,7 +84,7 @@ fn examples() -> Vec<Example> {
             name: "dsl_tour",
             flow: dsl_tour::CustomerService::builder()
                 .refund(|node| {
-                    agentflow::FnAgent::new(node, |cx, _| async move {
+                    agentweave::FnAgent::new(node, |cx, _| async move {
                         cx.say("Your refund is on its way.");
                         Ok(())
                     })
@@ -115,7 +115,7 @@ fn examples() -> Vec<Example> {
         },
         Example {
             name: "research_pipeline",
-            flow: agentflow::workflow::Sequential::new("research")
+            flow: agentweave::workflow::Sequential::new("research")
                 .with_sub_agents([
                     research_pipeline::drafter().unwrap(),
                     research_pipeline::reviewers().unwrap(),

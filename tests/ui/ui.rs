@@ -1,7 +1,7 @@
 //! Compile-time behaviour of `#[agent]` and `flow!`: every misuse fails with its message
 //! (`fail/*.stderr`), every supported form compiles (`pass`).
 //!
-//! Regenerate the expected messages with `TRYBUILD=overwrite cargo test -p agentflow-ui-tests`,
+//! Regenerate the expected messages with `TRYBUILD=overwrite cargo test -p agentweave-ui-tests`,
 //! then read the diff.
 //!
 //! The cases build against the facade without its features (this package depends on it with
@@ -23,7 +23,7 @@ fn ui() {
     t.pass("pass/*.rs");
 }
 
-/// Copies `skills/` into trybuild's project (`<target>/tests/trybuild/agentflow-ui-tests`),
+/// Copies `skills/` into trybuild's project (`<target>/tests/trybuild/agentweave-ui-tests`),
 /// replacing an earlier copy.
 fn copy_skill_fixtures() {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -13,11 +13,11 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use flow_a2a::rpc::RpcError;
-use flow_a2a::wire::{Message, Part, Role, SendMessageRequest};
-use flow_a2a::{A2aAgent, A2aClient, A2aError};
-use flow_runtime::model::{HttpError, HttpLimits, RetryPolicy, SizeLimit, TimeoutKind};
-use flow_runtime::{FlowAgent, Runner};
+use agentweave_a2a::rpc::RpcError;
+use agentweave_a2a::wire::{Message, Part, Role, SendMessageRequest};
+use agentweave_a2a::{A2aAgent, A2aClient, A2aError};
+use agentweave_runtime::model::{HttpError, HttpLimits, RetryPolicy, SizeLimit, TimeoutKind};
+use agentweave_runtime::{FlowAgent, Runner};
 use futures::StreamExt;
 
 fn sse(body: impl futures::Stream<Item = Bytes> + Send + 'static) -> Response {
@@ -315,7 +315,7 @@ async fn a_card_cannot_point_the_node_at_an_internal_address() {
 
 #[tokio::test]
 async fn a_client_held_to_the_policy_refuses_internal_endpoints_unless_allowed() {
-    use flow_runtime::outbound::OutboundPolicy;
+    use agentweave_runtime::outbound::OutboundPolicy;
     let (base, _) = peers().await;
     let strict = A2aClient::new(format!("{base}/refuses"))
         .unwrap()

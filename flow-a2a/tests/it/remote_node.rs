@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use flow_a2a::A2aAgent;
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_a2a::A2aAgent;
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome,
 };
 use futures::StreamExt;
@@ -58,7 +58,7 @@ async fn start_server(python: &str) -> PythonServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
     let Ok(python) = std::env::var("AGENTFLOW_A2A_PYTHON") else {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "the A2A Python SDK (a2a-sdk)",
             "source .ci/a2a.sh to install it and set AGENTFLOW_A2A_PYTHON",
         );
@@ -70,7 +70,7 @@ async fn a_python_sdk_agent_is_a_remote_node_of_the_tree() {
         .unwrap();
     // The card's description and skills are the node's description.
     assert_eq!(
-        flow_runtime::Agent::description(&billing),
+        agentweave_runtime::Agent::description(&billing),
         "Sends invoices. Skills: invoices: Sends an invoice by email."
     );
     let triage = FnAgent::new("triage", |cx, input| async move {

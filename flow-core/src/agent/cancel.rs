@@ -29,7 +29,7 @@ use crate::event::InterruptInfo;
 /// stops at whichever comes first.
 ///
 /// ```
-/// use flow_runtime::CancelMode;
+/// use agentweave_runtime::CancelMode;
 /// let mode: CancelMode = "after_model|after_tools".parse().unwrap();
 /// assert_eq!(mode, CancelMode::AFTER_MODEL | CancelMode::AFTER_TOOLS);
 /// assert!(mode.recursive().is_recursive());

@@ -20,12 +20,12 @@ pub struct AgentInfo {
 /// Something that runs on an input and streams events.
 ///
 /// Implement it for agents with their own control flow; most agents are written with
-/// `#[agent]` (from the `agentflow` facade) or [`FnAgent`](crate::FnAgent) instead.
+/// `#[agent]` (from the `agentweave` facade) or [`FnAgent`](crate::FnAgent) instead.
 /// The event stream must own what it needs (it is `'static`): take `self: Arc<Self>` into it.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::{Agent, AgentEvent, AgentInput, EventStream, Message, RunContext};
+/// use agentweave_runtime::{Agent, AgentEvent, AgentInput, EventStream, Message, RunContext};
 ///
 /// struct Echo;
 /// impl Agent for Echo {
@@ -88,7 +88,7 @@ pub trait Agent: Send + Sync + 'static {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use flow_runtime::{Agent, AgentInput, EventStream, FlowAgent, ResumeInfo, RunContext};
+    /// use agentweave_runtime::{Agent, AgentInput, EventStream, FlowAgent, ResumeInfo, RunContext};
     ///
     /// /// Wraps a whole tree; the runner's root.
     /// struct Wrapper(FlowAgent);

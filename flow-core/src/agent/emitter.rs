@@ -222,7 +222,7 @@ impl Deref for Context {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::{generate, RunContext, Session};
+/// use agentweave_runtime::{generate, RunContext, Session};
 /// use futures::StreamExt;
 /// let cx = RunContext::new_run(Session::new(), [], false, "bot");
 /// let events: Vec<_> = generate(cx, |cx| async move {

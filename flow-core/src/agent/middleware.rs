@@ -48,9 +48,9 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use flow_runtime::middleware::{HookContext, HookError, Middleware};
-//! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::{async_trait, AgentError, ChatModelAgent, ChatRequest, FlowAgent, Runner};
+//! use agentweave_runtime::middleware::{HookContext, HookError, Middleware};
+//! use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+//! use agentweave_runtime::{async_trait, AgentError, ChatModelAgent, ChatRequest, FlowAgent, Runner};
 //! use futures::StreamExt;
 //!
 //! /// Refuses requests that mention a password.
@@ -62,7 +62,7 @@
 //!         &self,
 //!         _cx: &HookContext,
 //!         request: &mut ChatRequest,
-//!     ) -> Result<Option<flow_runtime::Message>, HookError> {
+//!     ) -> Result<Option<agentweave_runtime::Message>, HookError> {
 //!         match request.last_user_message() {
 //!             Some(m) if m.content.contains("password") => {
 //!                 Err(HookError::refuse("the request asks for a password"))

@@ -15,8 +15,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::{AgentRunOptions, ChatModelAgent, FlowAgent, RunOptions, Runner};
+//! use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+//! use agentweave_runtime::{AgentRunOptions, ChatModelAgent, FlowAgent, RunOptions, Runner};
 //! use futures::StreamExt;
 //!
 //! let model = ScriptedModel::new([ScriptStep::text("Ahoy.")]);
@@ -106,7 +106,7 @@ impl AgentRunOptions {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use flow_runtime::{AgentRunOptions, Message, Role, RunOptions};
+    /// use agentweave_runtime::{AgentRunOptions, Message, Role, RunOptions};
     /// let options = RunOptions::new().agent(
     ///     "refund",
     ///     AgentRunOptions::new().history_modifier(|mut history| {
@@ -193,8 +193,8 @@ impl RunOptions {
     /// ones it answers), since options are not stored in the checkpoint.
     ///
     /// ```
-    /// use flow_runtime::model::ToolDefinition;
-    /// use flow_runtime::RunOptions;
+    /// use agentweave_runtime::model::ToolDefinition;
+    /// use agentweave_runtime::RunOptions;
     /// let options = RunOptions::new().frontend_tools([ToolDefinition {
     ///     name: "pick_date".into(),
     ///     description: "Lets the user pick a date in the calendar; returns it.".into(),

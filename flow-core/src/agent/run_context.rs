@@ -429,7 +429,7 @@ impl RunContext {
     /// while they run; what runs after the parallel sees every lane.
     ///
     /// ```
-    /// use flow_runtime::{RunContext, RunPath, Session};
+    /// use agentweave_runtime::{RunContext, RunPath, Session};
     /// let cx = RunContext::new_run(Session::new(), [], false, "p");
     /// let lane_a = RunPath::root("p").child("a");
     /// let lane_b = cx.at("b", RunPath::root("p").child("b")).hiding([lane_a]);

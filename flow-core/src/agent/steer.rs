@@ -27,7 +27,7 @@ pub trait ReplayedSteers: Send + Sync {
 /// The steering messages of one run (cheap to clone: every clone is the same queue).
 ///
 /// ```
-/// use flow_runtime::{Message, SteerQueue};
+/// use agentweave_runtime::{Message, SteerQueue};
 /// let queue = SteerQueue::new();
 /// queue.push(Message::user("also check the invoice")).unwrap();
 /// assert_eq!(queue.take().len(), 1);

@@ -109,7 +109,7 @@ impl Tree {
 /// path extended by the target, anything else ends the run.
 ///
 /// ```
-/// use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
+/// use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let triage = FnAgent::new("triage", |cx, _| async move { cx.transfer("refund"); Ok(()) });
@@ -174,7 +174,7 @@ impl FlowAgent {
     /// agent card shows. `flow!` sets it from the flow's doc comment (its first paragraph).
     ///
     /// ```
-    /// use flow_runtime::{FlowAgent, FnAgent};
+    /// use agentweave_runtime::{FlowAgent, FnAgent};
     /// let desk = FlowAgent::new(FnAgent::new("triage", |_, _| async { Ok(()) }));
     /// assert_eq!(desk.flow_description(), "");
     /// let desk = desk.with_flow_description("The customer-service desk.");

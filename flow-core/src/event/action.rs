@@ -138,7 +138,7 @@ impl Action {
     /// An interrupt: the run stops for outside input (see [`InterruptInfo`]).
     ///
     /// ```
-    /// use flow_runtime::{Action, InterruptInfo};
+    /// use agentweave_runtime::{Action, InterruptInfo};
     /// let action = Action::interrupted(InterruptInfo::new(serde_json::json!("approve?")));
     /// assert!(matches!(action, Action::Interrupted(info) if info.info == "approve?"));
     /// ```

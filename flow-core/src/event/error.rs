@@ -20,7 +20,7 @@ use crate::stream::StreamError;
 /// finds nothing: `ChatAgentError` was once under `Custom` and is under `ChatAgent` now.
 ///
 /// ```
-/// use flow_runtime::{AgentError, ChatAgentError};
+/// use agentweave_runtime::{AgentError, ChatAgentError};
 /// let error: AgentError = ChatAgentError::MaxIterations { agent: "clerk".into(), limit: 3 }.into();
 /// assert!(matches!(
 ///     error.downcast_ref::<ChatAgentError>(),

@@ -157,7 +157,7 @@ impl AgentEvent {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// use flow_runtime::{AgentEvent, Message, MessageStream};
+    /// use agentweave_runtime::{AgentEvent, Message, MessageStream};
     /// let stream = MessageStream::from_messages([Message::assistant("Hel"), Message::assistant("lo")]);
     /// let json = AgentEvent::stream(stream).materialized().await.unwrap();
     /// assert_eq!(

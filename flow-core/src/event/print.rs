@@ -25,7 +25,7 @@ use crate::message::Message;
 /// whoever reads it next (and the run's record is not affected).
 ///
 /// ```
-/// use flow_runtime::{AgentEvent, EventPrinter, Message};
+/// use agentweave_runtime::{AgentEvent, EventPrinter, Message};
 /// # futures::executor::block_on(async {
 /// let mut printer = EventPrinter::new(Vec::new()).indent("");
 /// printer.print(&AgentEvent::message(Message::assistant("Hello."))).await.unwrap();

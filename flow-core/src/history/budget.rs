@@ -51,8 +51,8 @@ impl TokenCounter for EstimatedTokens {
 /// so leave room or give a [`TokenCounter`] of your own.
 ///
 /// ```
-/// use flow_runtime::history::estimate_tokens;
-/// use flow_runtime::Message;
+/// use agentweave_runtime::history::estimate_tokens;
+/// use agentweave_runtime::Message;
 /// assert_eq!(estimate_tokens(&Message::user("")), 4);
 /// assert_eq!(estimate_tokens(&Message::user("twelve bytes")), 4 + 3);
 /// ```
@@ -82,7 +82,7 @@ pub fn estimate_tokens(message: &Message) -> usize {
 /// last reply in its history (see [`ContextBudget::calibrate_from_usage`]).
 ///
 /// ```
-/// use flow_runtime::history::UsageCalibration;
+/// use agentweave_runtime::history::UsageCalibration;
 /// let calibration = UsageCalibration::new();
 /// assert_eq!(calibration.to_model(100), 100);
 /// // The model counted 300 tokens where the estimate said 200.
@@ -188,8 +188,8 @@ earlier summary kept. Write plain sentences, no preamble, as short as the facts 
 /// model's answer.
 ///
 /// ```
-/// use flow_runtime::history::ModelSummarizer;
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_runtime::history::ModelSummarizer;
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
 /// let summarizer = ModelSummarizer::new(ScriptedModel::new([ScriptStep::text("The user is Ada.")]))
 ///     .prompt("Summarise in one line.");
 /// # let _ = summarizer;
@@ -301,8 +301,8 @@ impl Summarizer for ModelSummarizer {
 /// record keeps the whole result: the stub is only what the model is sent.
 ///
 /// ```
-/// use flow_runtime::history::ContextBudget;
-/// let budget = ContextBudget::new(8_000, |_agent: &str, older: &[flow_runtime::MessageRef]| {
+/// use agentweave_runtime::history::ContextBudget;
+/// let budget = ContextBudget::new(8_000, |_agent: &str, older: &[agentweave_runtime::MessageRef]| {
 ///     Ok::<_, String>(format!("{} earlier messages about the order.", older.len()))
 /// })
 /// .keep_tokens(2_000)
@@ -425,8 +425,8 @@ impl fmt::Debug for ContextBudget {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::history::{plan_compaction, ContextBudget};
-/// use flow_runtime::{Message, MessageRef};
+/// use agentweave_runtime::history::{plan_compaction, ContextBudget};
+/// use agentweave_runtime::{Message, MessageRef};
 /// let budget = ContextBudget::new(100, |_: &str, _: &[MessageRef]| Ok::<_, String>(String::new()));
 /// let conversation: Vec<MessageRef> = (0..10).map(|i| Arc::new(Message::user(format!("message {i}")))).collect();
 /// // Each message is 4 + 3 tokens: three fit in 21.
@@ -482,7 +482,7 @@ impl CompactionRecord {
     /// The compaction an action marks, if it marks one.
     ///
     /// ```
-    /// use flow_runtime::history::CompactionRecord;
+    /// use agentweave_runtime::history::CompactionRecord;
     /// let record = CompactionRecord { kept: 3 };
     /// assert_eq!(CompactionRecord::of(&record.to_action()), Some(record));
     /// ```

@@ -30,7 +30,7 @@ pub struct HistoryEntry {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::{ContextPolicy, HistoryEntry, Message, MessageRef};
+/// use agentweave_runtime::{ContextPolicy, HistoryEntry, Message, MessageRef};
 /// // Keep only what the user said, as the agent would receive it.
 /// let policy = ContextPolicy::custom(|_agent: &str, entries: &[HistoryEntry]| {
 ///     Ok(entries

@@ -20,8 +20,8 @@ const PER_MESSAGE: usize = 3;
 /// [`ContextBudget::counter`](super::ContextBudget::counter).
 ///
 /// ```
-/// use flow_runtime::history::{TiktokenCounter, TokenCounter};
-/// use flow_runtime::Message;
+/// use agentweave_runtime::history::{TiktokenCounter, TokenCounter};
+/// use agentweave_runtime::Message;
 /// let counter = TiktokenCounter::for_model("gpt-4o").unwrap();
 /// assert_eq!(counter.encoding(), "o200k_base");
 /// // "hello world" is two tokens, and the chat format adds three.

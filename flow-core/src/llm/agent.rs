@@ -172,7 +172,7 @@ impl AgentError {
     /// ([`AgentError::ChatAgent`]).
     ///
     /// ```
-    /// use flow_runtime::{AgentError, ChatAgentError};
+    /// use agentweave_runtime::{AgentError, ChatAgentError};
     /// let error: AgentError = ChatAgentError::MaxIterations { agent: "clerk".into(), limit: 3 }.into();
     /// assert!(matches!(error.chat_agent_error(), Some(ChatAgentError::MaxIterations { limit: 3, .. })));
     /// assert_eq!(error.kind(), "chat_agent");
@@ -223,8 +223,8 @@ impl AgentError {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
-/// use flow_runtime::{tool_fn, ChatModelAgent, FlowAgent, Runner};
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_runtime::{tool_fn, ChatModelAgent, FlowAgent, Runner};
 /// use futures::StreamExt;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -555,8 +555,8 @@ impl ChatModelAgentBuilder {
     /// ([`InstructionError::Function`]) naming the agent.
     ///
     /// ```
-    /// use flow_runtime::model::ScriptedModel;
-    /// use flow_runtime::ChatModelAgent;
+    /// use agentweave_runtime::model::ScriptedModel;
+    /// use agentweave_runtime::ChatModelAgent;
     /// let agent = ChatModelAgent::builder("greeter", ScriptedModel::new(["Hi."]))
     ///     .instruction_fn(|cx| {
     ///         let vip: bool = cx.session().value("vip").ok().flatten().unwrap_or(false);
@@ -592,8 +592,8 @@ impl ChatModelAgentBuilder {
     /// Replaces the transfer instructions with `f(targets)` (an empty text adds nothing).
     ///
     /// ```
-    /// use flow_runtime::model::ScriptedModel;
-    /// use flow_runtime::ChatModelAgent;
+    /// use agentweave_runtime::model::ScriptedModel;
+    /// use agentweave_runtime::ChatModelAgent;
     /// let agent = ChatModelAgent::builder("triage", ScriptedModel::new(["Hi."]))
     ///     .transfer_instructions_with(|targets| {
     ///         let names: Vec<&str> = targets.iter().map(|t| &*t.name).collect();

@@ -59,8 +59,8 @@ struct RequestArgs {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
-/// use flow_runtime::{AgentTool, ChatModelAgent, FlowAgent, FnAgent, Runner};
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_runtime::{AgentTool, ChatModelAgent, FlowAgent, FnAgent, Runner};
 /// use futures::StreamExt;
 ///
 /// let researcher = FnAgent::new("researcher", |cx, input| async move {
@@ -138,8 +138,8 @@ impl AgentTool {
     ///
     /// ```
     /// # futures::executor::block_on(async {
-    /// use flow_runtime::model::{ScriptStep, ScriptedModel};
-    /// use flow_runtime::{AgentTool, ChatModelAgent, FlowAgent, FnAgent, Runner};
+    /// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+    /// use agentweave_runtime::{AgentTool, ChatModelAgent, FlowAgent, FnAgent, Runner};
     /// use futures::StreamExt;
     ///
     /// /// A search in the paper index.
@@ -157,7 +157,7 @@ impl AgentTool {
     ///     Ok(())
     /// });
     /// let tool = AgentTool::new(FlowAgent::new(researcher)).with_input_schema::<Search>();
-    /// assert_eq!(flow_runtime::Tool::parameters(&tool)["required"], serde_json::json!(["topic", "since"]));
+    /// assert_eq!(agentweave_runtime::Tool::parameters(&tool)["required"], serde_json::json!(["topic", "since"]));
     /// let model = ScriptedModel::new([
     ///     ScriptStep::tool_call("researcher", serde_json::json!({"topic": "otters", "since": 2020})),
     ///     ScriptStep::text("Three."),

@@ -81,7 +81,7 @@ impl NeedsApproval {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use flow_core::{NeedsApproval, Tool};
+    /// # use agentweave_core::{NeedsApproval, Tool};
     /// # fn wrap(reset_password: Arc<dyn Tool>) -> NeedsApproval {
     /// NeedsApproval::always(reset_password).question(|_, args| {
     ///     format!("Reset the password of {}?", args["user"].as_str().unwrap_or("?"))
@@ -200,12 +200,12 @@ impl Tool for NeedsApproval {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::ToolApprovals;
+/// use agentweave_runtime::ToolApprovals;
 ///
 /// let approvals = ToolApprovals::new()
 ///     .always("delete_*")
 ///     .when("transfer_money", |args| args["amount"].as_f64().unwrap_or(0.0) > 100.0);
-/// # let tools: Vec<Arc<dyn flow_runtime::Tool>> = Vec::new();
+/// # let tools: Vec<Arc<dyn agentweave_runtime::Tool>> = Vec::new();
 /// let tools = approvals.apply(tools);
 /// # let _ = tools;
 /// ```
@@ -250,7 +250,7 @@ impl ToolApprovals {
     /// from the tool's name and the call's arguments (see [`NeedsApproval::question`]).
     ///
     /// ```
-    /// use flow_runtime::ToolApprovals;
+    /// use agentweave_runtime::ToolApprovals;
     ///
     /// let approvals = ToolApprovals::new()
     ///     .always("reset_password")

@@ -29,7 +29,7 @@ pub(super) struct ExitArgs {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::{transfer_tool_definition, AgentInfo};
+/// use agentweave_runtime::{transfer_tool_definition, AgentInfo};
 /// let targets = [AgentInfo { name: Arc::from("refund"), description: Arc::from("Refunds orders.") }];
 /// let tool = transfer_tool_definition(&targets);
 /// assert_eq!(tool.name, "transfer_to_agent");

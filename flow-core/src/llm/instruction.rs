@@ -13,8 +13,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::{ChatModelAgent, FlowAgent, Message, RunRequest, Runner, Session};
+//! use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+//! use agentweave_runtime::{ChatModelAgent, FlowAgent, Message, RunRequest, Runner, Session};
 //! use futures::StreamExt;
 //! use std::sync::Arc;
 //!
@@ -293,7 +293,7 @@ impl TransferInstructions {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::{default_transfer_instructions, AgentInfo};
+/// use agentweave_runtime::{default_transfer_instructions, AgentInfo};
 /// let targets = [
 ///     AgentInfo { name: Arc::from("refund"), description: Arc::from("Refunds orders.") },
 ///     AgentInfo { name: Arc::from("triage"), description: Arc::from("") },

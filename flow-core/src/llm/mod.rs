@@ -14,7 +14,7 @@
 //! [`structured`] output, the chat and tool [`telemetry`] spans, declarative approvals for
 //! tools ([`NeedsApproval`], [`ToolApprovals`], `approval`). Tools that need a process, a
 //! network or a store (MCP servers, the long-term memory tools) live in the in-process
-//! runtime, `flow-runtime`.
+//! runtime, `agentweave-runtime`.
 //!
 //! `agent` and `tool_calls` are one knot (the agent's builder holds the tool-call limits and
 //! tool set; running the calls needs the agent): they stay side by side here.

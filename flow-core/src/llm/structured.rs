@@ -17,8 +17,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::{ChatModelAgent, FlowAgent, Message, RunRequest, Runner, Session};
+//! use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+//! use agentweave_runtime::{ChatModelAgent, FlowAgent, Message, RunRequest, Runner, Session};
 //! use futures::StreamExt;
 //! use std::sync::Arc;
 //!

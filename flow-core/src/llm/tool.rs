@@ -80,7 +80,7 @@ impl ToolContext {
     ///   [`interrupt`](ToolContext::interrupt) instead (it is dropped).
     ///
     /// ```
-    /// use flow_runtime::{tool_fn_with_context, Action, ToolContext};
+    /// use agentweave_runtime::{tool_fn_with_context, Action, ToolContext};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Verdict {
@@ -165,7 +165,7 @@ impl ToolContext {
     /// not recomputed.
     ///
     /// ```
-    /// use flow_runtime::{tool_fn_with_context, ToolContext, ToolError};
+    /// use agentweave_runtime::{tool_fn_with_context, ToolContext, ToolError};
     /// use serde_json::json;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -273,7 +273,7 @@ impl ToolContext {
     /// [`ChatModelAgent`](crate::ChatModelAgent) always does).
     ///
     /// ```
-    /// use flow_runtime::{tool_fn_with_context, ToolContext};
+    /// use agentweave_runtime::{tool_fn_with_context, ToolContext};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Crawl {
@@ -330,7 +330,7 @@ impl ToolContext {
     /// the model gives in the new attempt.)
     ///
     /// ```
-    /// use flow_runtime::{RunContext, Session, ToolContext};
+    /// use agentweave_runtime::{RunContext, Session, ToolContext};
     /// let run = RunContext::new_run(Session::new(), [], false, "desk")
     ///     .with_idempotency_scope("run-7.1");
     /// let cx = ToolContext::new(run, "call_1");
@@ -524,7 +524,7 @@ impl ToolError {
 ///
 /// ```
 /// use async_trait::async_trait;
-/// use flow_runtime::{Tool, ToolContext, ToolError};
+/// use agentweave_runtime::{Tool, ToolContext, ToolError};
 ///
 /// struct Clock;
 ///
@@ -602,7 +602,7 @@ pub trait Tool: Send + Sync + 'static {
 ///     order_id: u64,
 /// }
 ///
-/// let schema = flow_runtime::tool::schema_for::<Lookup>();
+/// let schema = agentweave_runtime::tool::schema_for::<Lookup>();
 /// assert_eq!(schema["type"], "object");
 /// assert_eq!(schema["required"], serde_json::json!(["order_id"]));
 /// assert_eq!(schema["properties"]["order_id"]["description"], "The order number.");
@@ -670,7 +670,7 @@ impl FnTool {
     /// flight when its worker died is answered with an error instead of being run again.
     ///
     /// ```
-    /// use flow_runtime::{tool_fn, Tool};
+    /// use agentweave_runtime::{tool_fn, Tool};
     /// let wire = tool_fn("wire_money", "Sends a wire.", |_: serde_json::Value| async {
     ///     Ok::<_, String>("sent".to_string())
     /// })
@@ -702,7 +702,7 @@ impl fmt::Debug for FnTool {
 /// is, anything else becomes [`ToolError::Failed`]).
 ///
 /// ```
-/// use flow_runtime::tool_fn;
+/// use agentweave_runtime::tool_fn;
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///

@@ -65,9 +65,9 @@ pub enum BreakerState {
 /// ```
 /// # futures::executor::block_on(async {
 /// use std::sync::Arc;
-/// use flow_core::host::ManualHost;
-/// use flow_core::model::{ChatModel, ChatRequest, FailoverModel, ModelError, ScriptStep, ScriptedModel};
-/// use flow_core::Message;
+/// use agentweave_core::host::ManualHost;
+/// use agentweave_core::model::{ChatModel, ChatRequest, FailoverModel, ModelError, ScriptStep, ScriptedModel};
+/// use agentweave_core::Message;
 ///
 /// let primary = ScriptedModel::new([ScriptStep::fail(ModelError::http("primary", 503, "busy"))])
 ///     .named("primary");

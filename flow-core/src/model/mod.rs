@@ -110,8 +110,8 @@ pub type ModelStream = BoxStream<'static, Result<Message, ModelError>>;
 ///
 /// ```
 /// use async_trait::async_trait;
-/// use flow_runtime::model::{ChatModel, ChatRequest, ModelError};
-/// use flow_runtime::Message;
+/// use agentweave_runtime::model::{ChatModel, ChatRequest, ModelError};
+/// use agentweave_runtime::Message;
 ///
 /// /// Repeats the last user message.
 /// struct Parrot;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// the [run options](crate::AgentRunOptions) addressed to it.
 ///
 /// ```
-/// use flow_runtime::model::ModelParams;
+/// use agentweave_runtime::model::ModelParams;
 /// let agent = ModelParams { temperature: Some(0.2), max_tokens: Some(500), ..Default::default() };
 /// let run = ModelParams { temperature: Some(0.0), ..Default::default() };
 /// let sent = agent.overridden_by(&run);

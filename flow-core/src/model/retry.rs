@@ -16,7 +16,7 @@ use super::ModelError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_runtime::model::{ModelError, RetryPolicy};
+/// use agentweave_runtime::model::{ModelError, RetryPolicy};
 ///
 /// let policy = RetryPolicy::new(4).initial_backoff(Duration::from_millis(100));
 /// let busy = ModelError::http("gpt", 429, "slow down");
@@ -98,7 +98,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use flow_runtime::model::RetryPolicy;
+    /// use agentweave_runtime::model::RetryPolicy;
     /// let policy = RetryPolicy::default().jitter(0.5);
     /// let wait = Duration::from_secs(2);
     /// assert_eq!(policy.jittered(wait, 0), wait);

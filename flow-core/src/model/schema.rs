@@ -30,7 +30,7 @@ impl OutputSchema {
     /// The schema of `T`, decoding answers into `T`.
     ///
     /// ```
-    /// use flow_runtime::model::OutputSchema;
+    /// use agentweave_runtime::model::OutputSchema;
     /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
     /// struct Answer { city: String }
     /// let schema = OutputSchema::of::<Answer>();

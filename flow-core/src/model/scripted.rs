@@ -18,7 +18,7 @@ use crate::transfer::TRANSFER_TOOL_NAME;
 /// ids are unique in a conversation and the same on every run.
 ///
 /// ```
-/// use flow_runtime::model::ScriptStep;
+/// use agentweave_runtime::model::ScriptStep;
 /// use serde_json::json;
 /// let step = ScriptStep::tool_call("lookup_order", json!({"order_id": 42}));
 /// # let _ = step;
@@ -88,7 +88,7 @@ impl ScriptStep {
     /// send it). A failure reports none, so it is left as it is.
     ///
     /// ```
-    /// use flow_runtime::model::{ScriptStep, Usage};
+    /// use agentweave_runtime::model::{ScriptStep, Usage};
     /// let step = ScriptStep::text("Done.").with_usage(Usage::new(40, 2));
     /// # let _ = step;
     /// ```
@@ -207,8 +207,8 @@ struct Inner {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::model::{ChatModel, ChatRequest, ScriptStep, ScriptedModel};
-/// use flow_runtime::Message;
+/// use agentweave_runtime::model::{ChatModel, ChatRequest, ScriptStep, ScriptedModel};
+/// use agentweave_runtime::Message;
 /// use std::sync::Arc;
 ///
 /// let model = ScriptedModel::rules()
@@ -596,8 +596,8 @@ impl ScriptRules {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use flow_runtime::model::{ChatModel, ChatRequest, ScriptRules, ScriptStep};
-    /// use flow_runtime::Message;
+    /// use agentweave_runtime::model::{ChatModel, ChatRequest, ScriptRules, ScriptStep};
+    /// use agentweave_runtime::Message;
     /// use serde_json::json;
     /// # futures::executor::block_on(async {
     /// let model = ScriptRules::per_turn(
@@ -660,8 +660,8 @@ impl ScriptRules {
     /// offline script that echoes what the user said, or counts the turns.
     ///
     /// ```
-    /// use flow_runtime::model::{ChatModel, ChatRequest, ScriptStep, ScriptedModel};
-    /// use flow_runtime::Message;
+    /// use agentweave_runtime::model::{ChatModel, ChatRequest, ScriptStep, ScriptedModel};
+    /// use agentweave_runtime::Message;
     /// # futures::executor::block_on(async {
     /// let echo = ScriptedModel::rules()
     ///     .when_with(

@@ -218,7 +218,7 @@ impl Values {
 /// session values every agent of the run can read and write. Each run has its own.
 ///
 /// ```
-/// use flow_runtime::Session;
+/// use agentweave_runtime::Session;
 /// let session = Session::new();
 /// session.set_value("customer", "ada").unwrap();
 /// assert_eq!(session.value::<String>("customer").unwrap().as_deref(), Some("ada"));
@@ -255,7 +255,7 @@ impl Session {
     /// stay out of the caller's record while session values stay common to the whole run.
     ///
     /// ```
-    /// use flow_runtime::Session;
+    /// use agentweave_runtime::Session;
     /// let run = Session::new();
     /// let inner = run.scoped();
     /// inner.set_value("seen", true).unwrap();
@@ -278,7 +278,7 @@ impl Session {
     }
 
     /// Records `event` as a tree records its agents' events (a streamed message as its stream
-    /// goes): for an agent that runs agents elsewhere and passes their events on (flow-server's
+    /// goes): for an agent that runs agents elsewhere and passes their events on (agentweave-server's
     /// Temporal root), which marks each passed event
     /// [`recorded`](AgentEvent::recorded) so the tree around it does not record it again.
     pub fn record(&self, event: &AgentEvent) {

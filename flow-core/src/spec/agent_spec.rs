@@ -41,9 +41,9 @@ pub trait AgentSpec {
     /// carries one.
     const TRANSFER_PAYLOADS: &'static [&'static str] = &[];
     /// The skill folders the agent declares (`#[agent(skills = ["skills/pdf-forms"])]`),
-    /// checked and embedded when the crate compiled; `agentflow::kit::Skills::of::<A>()` makes
+    /// checked and embedded when the crate compiled; `agentweave::kit::Skills::of::<A>()` makes
     /// them the agent's skills.
-    const SKILLS: &'static [flow_skill::EmbeddedSkill] = &[];
+    const SKILLS: &'static [agentweave_skill::EmbeddedSkill] = &[];
 }
 
 /// An agent a flow can build on its own: a node of `flow!` that names the type gets

@@ -171,12 +171,12 @@ pub trait NoSetter<F, N> {}
 /// `T` is the node's target enum (`{Flow}{Node}Target`), or [`NoTarget`](super::NoTarget) for a node that may
 /// transfer nowhere. A `FlowNode` converts into the agent's name, so it goes where a name goes
 /// (`ChatModelAgent::builder(node, model)`, `FnAgent::new(node, body)`); the `flow!`
-/// documentation of the `agentflow` facade has an example.
+/// documentation of the `agentweave` facade has an example.
 pub struct FlowNode<T: 'static> {
     flow: &'static str,
     name: &'static str,
     targets: &'static [T],
-    skills: &'static [flow_skill::EmbeddedSkill],
+    skills: &'static [agentweave_skill::EmbeddedSkill],
 }
 
 impl<T: TransferTarget> FlowNode<T> {
@@ -195,15 +195,15 @@ impl<T: TransferTarget> FlowNode<T> {
     /// The same node, with the skill folders `flow!` checked and embedded for it
     /// (`dyn name(skills = [...])`). Made by the builders `flow!` generates.
     #[doc(hidden)]
-    pub const fn __with_skills(mut self, skills: &'static [flow_skill::EmbeddedSkill]) -> Self {
+    pub const fn __with_skills(mut self, skills: &'static [agentweave_skill::EmbeddedSkill]) -> Self {
         self.skills = skills;
         self
     }
 
     /// The skill folders the node declares (`dyn name(skills = ["skills/pdf-forms"])`),
     /// checked and embedded when the crate compiled: give them to the agent with
-    /// `agentflow::kit::Skills::from_embedded(node.skills())`.
-    pub fn skills(&self) -> &'static [flow_skill::EmbeddedSkill] {
+    /// `agentweave::kit::Skills::from_embedded(node.skills())`.
+    pub fn skills(&self) -> &'static [agentweave_skill::EmbeddedSkill] {
         self.skills
     }
 

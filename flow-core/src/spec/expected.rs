@@ -4,12 +4,12 @@
 //! agent steps take the flow's agent enum (`DeskAgent::Triage`) and its transfer steps take a
 //! node's target enum (`DeskTriageTarget::Refund`: triage transfers to refund), so an
 //! expectation naming an agent the flow does not have, or a transfer the flow does not allow,
-//! does not compile. The spec is plain data: the `flow-eval` crate turns it into its
+//! does not compile. The spec is plain data: the `agentweave-eval` crate turns it into its
 //! trajectory expectation (`TrajectoryExpectation::from`) and scores runs against it.
 //!
 //! ```
-//! use flow_runtime::spec::expected::{ExpectedArgs, ExpectedMode, ExpectedStep, TrajectorySpec};
-//! use flow_runtime::spec::expected::{FlowAgentOf, FlowTransferOf};
+//! use agentweave_runtime::spec::expected::{ExpectedArgs, ExpectedMode, ExpectedStep, TrajectorySpec};
+//! use agentweave_runtime::spec::expected::{FlowAgentOf, FlowTransferOf};
 //!
 //! // What `flow!` generates for `Desk: triage => [refund]`, written by hand.
 //! struct Desk;
@@ -112,7 +112,7 @@ impl<F: FlowPlaces<T::Agent>, T: AgentTransfer> FlowTransferOf<F> for T {
     }
 }
 
-/// How the actual steps must line up with the expected ones (see `flow-eval`'s `MatchMode`).
+/// How the actual steps must line up with the expected ones (see `agentweave-eval`'s `MatchMode`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ExpectedMode {
     /// The same steps in the same order, nothing else (of the kinds the spec lists).
@@ -124,7 +124,7 @@ pub enum ExpectedMode {
     AnyOrder,
 }
 
-/// How a tool call's arguments are compared (see `flow-eval`'s `ArgsMatch`).
+/// How a tool call's arguments are compared (see `agentweave-eval`'s `ArgsMatch`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ExpectedArgs {
     /// Equal JSON (key order aside).
@@ -186,7 +186,7 @@ impl fmt::Display for ExpectedStep {
 ///
 /// Agent steps take `F`'s agent enum, transfer steps a node's target enum (only the agents
 /// that node may transfer to are its variants), tool steps a tool's name and arguments. Which
-/// kinds of step are compared, and how, follows `flow-eval`: only the kinds the spec lists;
+/// kinds of step are compared, and how, follows `agentweave-eval`: only the kinds the spec lists;
 /// mode [`exact`](Self::exact) unless set; arguments compared exactly unless set.
 pub struct TrajectorySpec<F> {
     flow: &'static str,

@@ -52,7 +52,7 @@ where
 /// `FlowAgent::accepts::<Vec<Item>>()`).
 ///
 /// ```
-/// # use flow_runtime::spec::{AgentSpec, Accepts};
+/// # use agentweave_runtime::spec::{AgentSpec, Accepts};
 /// # struct Refund;
 /// # impl AgentSpec for Refund {
 /// #     const NAME: &'static str = "refund";
@@ -61,7 +61,7 @@ where
 /// #     const NO_PARENT: bool = false;
 /// # }
 /// # impl Accepts for Refund { type Payload = u32; }
-/// let payload = flow_runtime::spec::map_payload::<Refund>();
+/// let payload = agentweave_runtime::spec::map_payload::<Refund>();
 /// assert!(payload.check(&serde_json::json!([1, 2])).is_ok());
 /// assert!(payload.check(&serde_json::json!(["one"])).is_err());
 /// ```

@@ -1,6 +1,6 @@
 //! Static facts of agents and what agent bodies written with `#[agent]` use.
 //!
-//! The `agentflow` facade's `#[agent]` and `flow!` macros build on the items here:
+//! The `agentweave` facade's `#[agent]` and `flow!` macros build on the items here:
 //!
 //! - [`AgentSpec`]: an agent type's name, description, declared transfer targets and whether it
 //!   is barred from its parent, as associated consts, so a tree can be checked by the compiler.
@@ -28,7 +28,7 @@
 //! - `check.rs`: the compile-time checks `flow!` evaluates, with their messages.
 //! - `paths.rs`: each agent's path from the root, as `flow!`'s `PATHS`, computed at compile time.
 //! - `expected.rs`: [`TrajectorySpec`](expected::TrajectorySpec), an expected trajectory
-//!   written against a flow's generated types (`Flow::trajectory()`), for `flow-eval`.
+//!   written against a flow's generated types (`Flow::trajectory()`), for `agentweave-eval`.
 
 mod agent_spec;
 mod body;

@@ -18,7 +18,7 @@ pub fn mermaid(names: &[&str], parents: &[Option<usize>], barred: &[bool]) -> St
     out
 }
 
-/// A standalone SVG of the tree (see `flow-diagram`): `descriptions` and `notes` per
+/// A standalone SVG of the tree (see `agentweave-diagram`): `descriptions` and `notes` per
 /// agent, in the order of `names`.
 pub fn svg(
     flow: &str,
@@ -35,8 +35,8 @@ pub fn svg(
         notes: &[&str],
         parents: &[Option<usize>],
         barred: &[bool],
-    ) -> flow_diagram::Node {
-        let mut out = flow_diagram::Node::new(names[i])
+    ) -> agentweave_diagram::Node {
+        let mut out = agentweave_diagram::Node::new(names[i])
             .description(descriptions[i])
             .note(notes[i])
             .barred(barred[i]);
@@ -48,9 +48,9 @@ pub fn svg(
         out
     }
     if names.is_empty() {
-        return flow_diagram::svg(flow, &flow_diagram::Node::new(flow));
+        return agentweave_diagram::svg(flow, &agentweave_diagram::Node::new(flow));
     }
-    flow_diagram::svg(flow, &node(0, names, descriptions, notes, parents, barred))
+    agentweave_diagram::svg(flow, &node(0, names, descriptions, notes, parents, barred))
 }
 
 /// A Graphviz digraph: one edge per parent and sub-agent, `dir=both` where the sub-agent

@@ -29,7 +29,7 @@ use crate::transfer::transfer_messages;
 /// - [`resume`](Agent::resume) resumes the wrapped agent, then transfers the same way.
 ///
 /// ```
-/// use flow_runtime::{DeterministicTransfer, FlowAgent, FnAgent, Runner};
+/// use agentweave_runtime::{DeterministicTransfer, FlowAgent, FnAgent, Runner};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let writer = FnAgent::new("writer", |cx, _| async move { cx.say("Draft ready."); Ok(()) });

@@ -25,7 +25,7 @@ use crate::resume::ResumeInfo;
 /// (`{"iteration": i, "child": k}`).
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, Loop, Runner};
+/// use agentweave_runtime::{FlowAgent, FnAgent, Loop, Runner};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let writer = FnAgent::new("writer", |cx, input| async move {

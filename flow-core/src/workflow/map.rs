@@ -81,7 +81,7 @@ pub struct MapItemError {
 /// path once its items have ended (JSON), so the agent after it reads it.
 ///
 /// ```
-/// use flow_runtime::workflow::MapOutput;
+/// use agentweave_runtime::workflow::MapOutput;
 /// let out: MapOutput = serde_json::from_str(r#"{"results":["a",null],"errors":[{"item":1,"error":"boom"}]}"#).unwrap();
 /// assert_eq!(out.results.len(), 2);
 /// assert_eq!(out.errors[0].item, 1);
@@ -102,7 +102,7 @@ impl MapOutput {
     /// with `Finish(result)`, or answers with JSON of that shape.
     ///
     /// ```
-    /// use flow_runtime::workflow::MapOutput;
+    /// use agentweave_runtime::workflow::MapOutput;
     /// let out: MapOutput = serde_json::from_str(r#"{"results":[3,null,5],"errors":[]}"#).unwrap();
     /// assert_eq!(out.results_as::<u32>().unwrap(), [Some(3), None, Some(5)]);
     /// assert!(out.results_as::<String>().unwrap_err().to_string().contains("item 0"));
@@ -185,8 +185,8 @@ pub struct MapResultError {
 ///   their results read from the record.
 ///
 /// ```
-/// use flow_runtime::workflow::{Map, MapItems, MapOutput};
-/// use flow_runtime::{FlowAgent, FnAgent, Runner};
+/// use agentweave_runtime::workflow::{Map, MapItems, MapOutput};
+/// use agentweave_runtime::{FlowAgent, FnAgent, Runner};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let shout = FlowAgent::new(FnAgent::new("shout", |cx, input| async move {

@@ -7,7 +7,7 @@
 //! sub-agents, read when it runs. Either form builds the same tree:
 //!
 //! ```
-//! use flow_runtime::{FlowAgent, FnAgent, Sequential};
+//! use agentweave_runtime::{FlowAgent, FnAgent, Sequential};
 //! let draft = FlowAgent::new(FnAgent::new("draft", |cx, _| async move { cx.say("v1"); Ok(()) }));
 //! let edit = FlowAgent::new(FnAgent::new("edit", |cx, _| async move { cx.say("v2"); Ok(()) }));
 //! let pipeline = Sequential::new("pipeline").with_sub_agents([draft, edit]).unwrap();

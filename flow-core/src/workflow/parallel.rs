@@ -32,7 +32,7 @@ use crate::run_path::RunPath;
 ///   finished are not run again.
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, Parallel, Runner};
+/// use agentweave_runtime::{FlowAgent, FnAgent, Parallel, Runner};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let lane = |name: &'static str| {

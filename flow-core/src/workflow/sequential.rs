@@ -20,7 +20,7 @@ use crate::resume::ResumeInfo;
 /// [module docs](crate::workflow) for the rules and the resume state (`{"child": k}`).
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, Runner, Sequential};
+/// use agentweave_runtime::{FlowAgent, FnAgent, Runner, Sequential};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let draft = FnAgent::new("draft", |cx, _| async move { cx.say("a first draft"); Ok(()) });

@@ -1,4 +1,4 @@
-//! The integration tests of flow-core: one test binary, a module per area. Each test binary
+//! The integration tests of agentweave-core: one test binary, a module per area. Each test binary
 //! links the whole dependency graph, so one per crate keeps `cargo test` from spending its
 //! time linking.
 

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_core::host::ManualHost;
-use flow_core::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
-use flow_core::{
+use agentweave_core::host::ManualHost;
+use agentweave_core::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+use agentweave_core::{
     tool_fn, Agent, AgentEvent, AgentInput, ChatModelAgent, FlowAgent, Message, RunContext,
     Session, ToolError,
 };

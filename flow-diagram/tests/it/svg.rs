@@ -1,6 +1,6 @@
 //! The SVG is a well-formed XML document that holds every agent, with the edges it promises.
 
-use flow_diagram::{svg, Node};
+use agentweave_diagram::{svg, Node};
 
 fn desk() -> Node {
     Node::new("triage")

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use flow_runtime::model::{ModelParams, ToolDefinition};
-use flow_runtime::{ChatRequest, Message, ModelError};
+use agentweave_runtime::model::{ModelParams, ToolDefinition};
+use agentweave_runtime::{ChatRequest, Message, ModelError};
 use serde::{Deserialize, Serialize};
 
 /// The format version this crate writes and reads (the file's `agentflow_cassette` field).
@@ -56,7 +56,7 @@ impl Default for CassetteFile {
 }
 
 /// Which flow a cassette belongs to: the tree's shape and its fingerprint
-/// ([`FlowAgent::shape`](flow_runtime::FlowAgent::shape)).
+/// ([`FlowAgent::shape`](agentweave_runtime::FlowAgent::shape)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowStamp {
@@ -80,7 +80,7 @@ pub enum Interaction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelInteraction {
-    /// The model's name ([`ChatModel::model_name`](flow_runtime::ChatModel::model_name)).
+    /// The model's name ([`ChatModel::model_name`](agentweave_runtime::ChatModel::model_name)).
     pub name: String,
     /// What it was asked.
     pub request: RecordedRequest,
@@ -138,9 +138,9 @@ pub struct RecordedSchema {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordedResponse {
-    /// A whole message ([`ChatModel::generate`](flow_runtime::ChatModel::generate)).
+    /// A whole message ([`ChatModel::generate`](agentweave_runtime::ChatModel::generate)).
     Message(Message),
-    /// Streamed chunks ([`ChatModel::stream`](flow_runtime::ChatModel::stream)), and the
+    /// Streamed chunks ([`ChatModel::stream`](agentweave_runtime::ChatModel::stream)), and the
     /// error that broke the stream off, if one did.
     Stream {
         /// The chunks, in order.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use flow_runtime::{ChatModel, FlowAgent, Tool};
+use agentweave_runtime::{ChatModel, FlowAgent, Tool};
 
 use super::file::{
     CassetteError, CassetteFile, FlowStamp, Interaction, RecordedRequest, RecordedResponse,
@@ -146,9 +146,9 @@ fn others_text(others: &[String]) -> String {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_eval::cassette::{Cassette, Mode};
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
-/// use flow_runtime::{ChatModel, ChatRequest, Message};
+/// use agentweave_eval::cassette::{Cassette, Mode};
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_runtime::{ChatModel, ChatRequest, Message};
 /// use std::sync::Arc;
 ///
 /// let path = std::env::temp_dir().join(format!("doc-cassette-{}.json", std::process::id()));
@@ -286,7 +286,7 @@ impl Cassette {
         }
         let definitions = tools
             .iter()
-            .map(|t| flow_runtime::model::ToolDefinition {
+            .map(|t| agentweave_runtime::model::ToolDefinition {
                 name: t.name().to_owned(),
                 description: t.description().to_owned(),
                 parameters: t.parameters(),
@@ -554,7 +554,7 @@ impl Drop for Inner {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if state.dirty {
             if let Err(e) = state.file.write(&self.path) {
-                eprintln!("flow-eval: {e}");
+                eprintln!("agentweave-eval: {e}");
             }
         }
     }

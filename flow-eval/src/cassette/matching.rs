@@ -20,7 +20,7 @@ use serde_json::Value;
 ///   message (keeping roles and tool calls), `messages.usage` the usage recorded on replies.
 ///
 /// ```
-/// use flow_eval::cassette::MatchPolicy;
+/// use agentweave_eval::cassette::MatchPolicy;
 /// use serde_json::json;
 ///
 /// let policy = MatchPolicy::ignoring(["params.temperature", "tools.description"]);

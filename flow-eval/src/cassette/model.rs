@@ -5,8 +5,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use async_trait::async_trait;
-use flow_runtime::model::ModelStream;
-use flow_runtime::{ChatModel, ChatRequest, Message, ModelError};
+use agentweave_runtime::model::ModelStream;
+use agentweave_runtime::{ChatModel, ChatRequest, Message, ModelError};
 use futures::{Stream, StreamExt};
 
 use super::file::{

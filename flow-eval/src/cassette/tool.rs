@@ -2,7 +2,7 @@
 //! one, so a replayed test never runs the tool (never pays a refund).
 
 use async_trait::async_trait;
-use flow_runtime::{Tool, ToolContext, ToolError};
+use agentweave_runtime::{Tool, ToolContext, ToolError};
 
 use super::file::{arguments_value, Interaction, ToolInteraction, ToolResult};
 use super::handle::Cassette;
@@ -13,7 +13,7 @@ use super::handle::Cassette;
 /// [`ToolError::InvalidArguments`], a timeout or a panic, recorded as failed) are recorded; an
 /// interrupt or a middleware refusal is passed on unrecorded (it is not an answer).
 ///
-/// Wrap leaf tools, not an [`AgentTool`](flow_runtime::AgentTool): wrapping an agent tool
+/// Wrap leaf tools, not an [`AgentTool`](agentweave_runtime::AgentTool): wrapping an agent tool
 /// would replay its answer without running the agents inside it, so their steps would be
 /// missing from the trajectory. Record the models and tools inside it instead.
 pub struct RecordingTool<T: Tool> {
@@ -115,7 +115,7 @@ impl<T: Tool> Tool for ReplayTool<T> {
 
 /// A tool known only by its recorded definition (a replayed toolset's, see
 /// [`Cassette::replay_toolset`]): [`ReplayTool`] answers its calls, so it never runs.
-pub(crate) struct RecordedTool(pub(crate) flow_runtime::model::ToolDefinition);
+pub(crate) struct RecordedTool(pub(crate) agentweave_runtime::model::ToolDefinition);
 
 #[async_trait]
 impl Tool for RecordedTool {

@@ -8,9 +8,9 @@ use crate::trajectory::Metrics;
 /// failed, scored by the share of limits that held, the reason naming each one exceeded.
 ///
 /// ```
-/// use flow_eval::criteria::check_budget;
-/// use flow_eval::set::Budget;
-/// use flow_eval::trajectory::Metrics;
+/// use agentweave_eval::criteria::check_budget;
+/// use agentweave_eval::set::Budget;
+/// use agentweave_eval::trajectory::Metrics;
 /// let spent = Metrics { model_calls: 4, tool_calls: 1, ..Default::default() };
 /// let budget = Budget { max_model_calls: Some(3), max_tool_calls: Some(2), ..Default::default() };
 /// let score = check_budget(&budget, &spent);

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use flow_runtime::{ChatModel, ChatRequest, Message};
+use agentweave_runtime::{ChatModel, ChatRequest, Message};
 
 use super::{Score, Subject};
 
@@ -36,9 +36,9 @@ rubric point equal weight. Reply with one JSON object and nothing else: \
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_eval::criteria::{Exchange, Judge, Subject};
-/// use flow_eval::trajectory::{Metrics, Trajectory};
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_eval::criteria::{Exchange, Judge, Subject};
+/// use agentweave_eval::trajectory::{Metrics, Trajectory};
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
 ///
 /// let model = ScriptedModel::new([ScriptStep::text(
 ///     r#"{"score": 0.9, "reason": "Polite and names the amount."}"#,

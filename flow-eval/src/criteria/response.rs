@@ -16,7 +16,7 @@ fn words(text: &str) -> Vec<String> {
 /// lists, 0 when nothing is shared.
 ///
 /// ```
-/// use flow_eval::criteria::rouge_l;
+/// use agentweave_eval::criteria::rouge_l;
 /// assert_eq!(rouge_l("The refund is on its way.", "the refund is on its way"), 1.0);
 /// let f = rouge_l("Your refund of 39 EUR is on its way", "39 EUR are on their way back");
 /// assert!(f > 0.4 && f < 0.6, "{f}");
@@ -75,8 +75,8 @@ fn answer_json(text: &str) -> Result<serde_json::Value, serde_json::Error> {
 /// expectation.
 ///
 /// ```
-/// use flow_eval::criteria::check_response;
-/// use flow_eval::set::ResponseExpectation;
+/// use agentweave_eval::criteria::check_response;
+/// use agentweave_eval::set::ResponseExpectation;
 /// let score = check_response(&ResponseExpectation::Contains("39 EUR".into()), Some("Done: 39 EUR back."));
 /// assert!(score.passed);
 /// let score = check_response(&ResponseExpectation::Regex(r"#\d{4}".into()), Some("logged"));

@@ -13,7 +13,7 @@ use crate::trajectory::{Step, Trajectory};
 /// are equal as numbers (`39` and `39.0`), other values are equal.
 ///
 /// ```
-/// use flow_eval::criteria::json_subset;
+/// use agentweave_eval::criteria::json_subset;
 /// use serde_json::json;
 /// assert!(json_subset(&json!({"order_id": 42}), &json!({"order_id": 42, "amount_eur": 39.0})));
 /// assert!(!json_subset(&json!({"order_id": 43}), &json!({"order_id": 42})));

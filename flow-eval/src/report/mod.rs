@@ -11,7 +11,7 @@ mod html;
 mod junit;
 mod table;
 
-use flow_runtime::EventJson;
+use agentweave_runtime::EventJson;
 use serde::{Deserialize, Serialize};
 
 use crate::criteria::Score;
@@ -86,7 +86,7 @@ pub struct CaseResult {
 pub struct FlowPicture {
     /// The tree's shape, e.g. `triage(refund,complaint)`.
     pub shape: String,
-    /// Its SVG drawing ([`FlowAgent::to_svg`](flow_runtime::FlowAgent::to_svg)).
+    /// Its SVG drawing ([`FlowAgent::to_svg`](agentweave_runtime::FlowAgent::to_svg)).
     pub svg: String,
 }
 
@@ -121,7 +121,7 @@ impl Report {
 /// The 95% Wilson score interval of `passes` successes in `runs` trials.
 ///
 /// ```
-/// use flow_eval::report::wilson_interval;
+/// use agentweave_eval::report::wilson_interval;
 /// let (low, high) = wilson_interval(8, 10);
 /// assert!((low - 0.490).abs() < 0.001 && (high - 0.943).abs() < 0.001);
 /// assert_eq!(wilson_interval(0, 0), (0.0, 1.0));

@@ -7,8 +7,8 @@
 //! refund): a typo or a transfer the tree does not allow is a compile error, not a case that
 //! can never pass.
 
-use flow_runtime::spec::expected::TrajectorySpec;
-use flow_runtime::spec::expected::{ExpectedArgs, ExpectedMode, ExpectedStep as Typed};
+use agentweave_runtime::spec::expected::TrajectorySpec;
+use agentweave_runtime::spec::expected::{ExpectedArgs, ExpectedMode, ExpectedStep as Typed};
 
 use super::format::{
     ArgsMatch, EvalCase, EvalSet, Expectations, ExpectedStep, MatchMode, ResponseExpectation,

@@ -3,9 +3,9 @@
 
 #![allow(dead_code)]
 
-use flow_eval::CaseEnv;
-use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-use flow_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent};
+use agentweave_eval::CaseEnv;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave_runtime::{set_sub_agents, tool_fn, ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

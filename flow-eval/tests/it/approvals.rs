@@ -5,10 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use flow_eval::set::{EvalCase, EvalSet, ResponseExpectation, ResumeAnswer, TurnCase};
-use flow_eval::{CaseEnv, EvalRunner};
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{tool_fn, ChatModelAgent, FlowAgent, NeedsApproval};
+use agentweave_eval::set::{EvalCase, EvalSet, ResponseExpectation, ResumeAnswer, TurnCase};
+use agentweave_eval::{CaseEnv, EvalRunner};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{tool_fn, ChatModelAgent, FlowAgent, NeedsApproval};
 use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -69,7 +69,7 @@ async fn an_approved_call_runs_and_the_case_scores_the_continued_turn() {
     let interrupted = turn
         .events
         .iter()
-        .position(|e| matches!(e.action, Some(flow_runtime::Action::Interrupted(_))))
+        .position(|e| matches!(e.action, Some(agentweave_runtime::Action::Interrupted(_))))
         .expect("the turn stopped for the approval");
     assert!(turn.events[interrupted..].iter().any(|e| e
         .message

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_eval::cassette::{
+use agentweave_eval::cassette::{
     Cassette, CassetteError, CassetteFile, Interaction, MatchPolicy, Mode, RecordedResponse,
     ReplayError,
 };
-use flow_runtime::model::{ModelError, ScriptStep, ScriptedModel, Usage};
-use flow_runtime::{
+use agentweave_runtime::model::{ModelError, ScriptStep, ScriptedModel, Usage};
+use agentweave_runtime::{
     set_sub_agents, tool_fn, ChatModel, ChatModelAgent, ChatRequest, EventJson, FlowAgent, Message,
     Runner,
 };
@@ -18,7 +18,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("flow-eval-{}-{name}.json", std::process::id()))
+    std::env::temp_dir().join(format!("agentweave-eval-{}-{name}.json", std::process::id()))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

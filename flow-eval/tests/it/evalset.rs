@@ -3,16 +3,16 @@
 
 use crate::common;
 
-use flow_eval::criteria::{Exchange, Judge, Subject};
-use flow_eval::report::Report;
-use flow_eval::set::{
+use agentweave_eval::criteria::{Exchange, Judge, Subject};
+use agentweave_eval::report::Report;
+use agentweave_eval::set::{
     adk_evalset_from_json, json_schema, read_adk_evalset, AdkOptions, EvalSet, EvalSetError,
     ResponseExpectation,
 };
-use flow_eval::trajectory::{Metrics, Trajectory};
-use flow_eval::EvalRunner;
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{ChatModelAgent, FlowAgent};
+use agentweave_eval::trajectory::{Metrics, Trajectory};
+use agentweave_eval::EvalRunner;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{ChatModelAgent, FlowAgent};
 
 fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -197,7 +197,7 @@ fn the_committed_json_schema_is_up_to_date() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == fresh,
-        "flow-eval/evalset.schema.json is stale: run AGENTFLOW_WRITE_SCHEMA=1 cargo test -p flow-eval --test it -- evalset::"
+        "flow-eval/evalset.schema.json is stale: run AGENTFLOW_WRITE_SCHEMA=1 cargo test -p agentweave-eval --test it -- evalset::"
     );
     // The fixture follows it.
     let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();

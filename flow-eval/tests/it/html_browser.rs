@@ -6,9 +6,9 @@ use crate::common;
 
 use std::process::Command;
 
-use flow_eval::set::EvalSet;
-use flow_eval::EvalRunner;
-use flow_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_eval::set::EvalSet;
+use agentweave_eval::EvalRunner;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
 
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
@@ -24,7 +24,7 @@ fn chromium() -> Option<&'static str> {
 #[tokio::test]
 async fn chromium_renders_the_html_report() {
     let Some(bin) = chromium() else {
-        flow_runtime::testing::skip_missing_component("Chromium", "install the `chromium` package");
+        agentweave_runtime::testing::skip_missing_component("Chromium", "install the `chromium` package");
         return;
     };
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/desk.json");

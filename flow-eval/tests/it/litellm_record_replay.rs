@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_eval::cassette::{Cassette, Mode};
-use flow_runtime::model::{OpenAiChatModel, OpenAiConfig};
-use flow_runtime::testing::skip_missing_component;
-use flow_runtime::{
+use agentweave_eval::cassette::{Cassette, Mode};
+use agentweave_runtime::model::{OpenAiChatModel, OpenAiConfig};
+use agentweave_runtime::testing::skip_missing_component;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, ChatModel, ChatModelAgent, EventJson, FlowAgent, Runner,
 };
 use futures::StreamExt;

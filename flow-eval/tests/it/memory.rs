@@ -2,13 +2,13 @@
 //! expectation checks what its recall gave the model and what is kept after it (an
 //! extraction's consolidation included); a wrong expectation fails with a reason.
 
-use flow_eval::runner::{CaseEnv, EvalRunner};
-use flow_eval::set::EvalSet;
-use flow_runtime::memory::{
+use agentweave_eval::runner::{CaseEnv, EvalRunner};
+use agentweave_eval::set::EvalSet;
+use agentweave_runtime::memory::{
     Memory, MemoryExtraction, MemoryRecall, Namespace, Partition, Scope, TransientMemoryStore,
 };
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{ChatModelAgent, FlowAgent};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{ChatModelAgent, FlowAgent};
 use serde_json::json;
 
 /// A desk that recalls Alice's facts, and an extractor that replaces her printer.

@@ -2,8 +2,8 @@
 
 use crate::common;
 
-use flow_eval::EvalRunner;
-use flow_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_eval::EvalRunner;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
 
 fn runner() -> EvalRunner {
     EvalRunner::new(common::desk).judge(
@@ -13,7 +13,7 @@ fn runner() -> EvalRunner {
     )
 }
 
-flow_eval::eval_tests! {
+agentweave_eval::eval_tests! {
     runner: runner(),
     set: "tests/fixtures/desk.json",
     cases: [refund, complaint_then_thanks, greeting],
@@ -23,5 +23,5 @@ flow_eval::eval_tests! {
 #[should_panic(expected = "eval set")]
 async fn a_case_the_set_lacks_fails_its_test() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/desk.json");
-    flow_eval::testing::assert_case(&runner(), path, "no_such_case").await;
+    agentweave_eval::testing::assert_case(&runner(), path, "no_such_case").await;
 }

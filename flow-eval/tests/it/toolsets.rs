@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_eval::cassette::{CassetteFile, Mode};
-use flow_eval::set::{EvalCase, EvalSet, ResponseExpectation, TurnCase};
-use flow_eval::EvalRunner;
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{tool_fn, ChatModelAgent, FlowAgent, Tool};
+use agentweave_eval::cassette::{CassetteFile, Mode};
+use agentweave_eval::set::{EvalCase, EvalSet, ResponseExpectation, TurnCase};
+use agentweave_eval::EvalRunner;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{tool_fn, ChatModelAgent, FlowAgent, Tool};
 use serde_json::json;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -21,7 +21,7 @@ struct ReadFile {
 
 fn dir(name: &str) -> PathBuf {
     let dir =
-        std::env::temp_dir().join(format!("flow-eval-toolsets-{name}-{}", std::process::id()));
+        std::env::temp_dir().join(format!("agentweave-eval-toolsets-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

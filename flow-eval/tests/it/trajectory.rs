@@ -1,11 +1,11 @@
 //! A trajectory through an agent tool and a parallel workflow: recorded with run paths, and
 //! matched in each mode and with each kind of argument matching.
 
-use flow_eval::criteria::match_trajectory;
-use flow_eval::set::{ArgsMatch, ExpectedStep, MatchMode, TrajectoryExpectation};
-use flow_eval::trajectory::{Trajectory, TrajectoryRecorder};
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{tool_fn, AgentTool, ChatModelAgent, FlowAgent, Parallel, Runner};
+use agentweave_eval::criteria::match_trajectory;
+use agentweave_eval::set::{ArgsMatch, ExpectedStep, MatchMode, TrajectoryExpectation};
+use agentweave_eval::trajectory::{Trajectory, TrajectoryRecorder};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{tool_fn, AgentTool, ChatModelAgent, FlowAgent, Parallel, Runner};
 use futures::StreamExt;
 use serde_json::json;
 

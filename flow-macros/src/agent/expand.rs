@@ -419,7 +419,7 @@ fn body_call(
 
 /// The facade's `__private` as the generated items name it: `__agentflow`, which
 /// [`import_private`] brings into each `const _: () = { .. }` block that holds them. A short
-/// path instead of `::agentflow::__private` in every item: fewer tokens for the compiler to
+/// path instead of `::agentweave::__private` in every item: fewer tokens for the compiler to
 /// take from the macro and parse, 200 times over in a 200-agent flow.
 fn private_alias() -> TokenStream {
     quote!(__agentflow)

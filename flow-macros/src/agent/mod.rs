@@ -22,7 +22,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             cx.error(
                 proc_macro2::Span::call_site(),
                 format!(
-                    "this crate's Cargo.toml renames the `agentflow` dependency to `{name}`, \
+                    "this crate's Cargo.toml renames the `agentweave` dependency to `{name}`, \
                      and `#[agent]` cannot see the new name: write `crate = {name}` in its \
                      arguments, as in `#[agent(crate = {name})]`"
                 ),

@@ -47,7 +47,7 @@ pub(crate) fn docs(ast: &FlowAst, tree: &Tree) -> TokenStream {
     lines.push(" <div class=\"agentflow-diagram\">".into());
     lines.push(format!(
         " {}",
-        flow_diagram::svg(&flow, &diagram(tree, 0, &local))
+        agentweave_diagram::svg(&flow, &diagram(tree, 0, &local))
     ));
     lines.push(" </div>".into());
     lines.push(String::new());
@@ -171,9 +171,9 @@ pub(crate) fn note(node: &Node) -> String {
     }
 }
 
-/// The tree below node `i`, for `flow-diagram`: an agent declared in this file is drawn with
+/// The tree below node `i`, for `agentweave-diagram`: an agent declared in this file is drawn with
 /// its real name and description (`local`).
-fn diagram(tree: &Tree, i: usize, local: &HashMap<String, LocalAgent>) -> flow_diagram::Node {
+fn diagram(tree: &Tree, i: usize, local: &HashMap<String, LocalAgent>) -> agentweave_diagram::Node {
     let node = &tree.nodes[i];
     let found = match node.kind {
         Kind::Static(_) | Kind::Given(_) => local.get(&node.label.to_string()),
@@ -186,7 +186,7 @@ fn diagram(tree: &Tree, i: usize, local: &HashMap<String, LocalAgent>) -> flow_d
         Some(a) => a.description.clone(),
         None => node.description.clone().unwrap_or_default(),
     };
-    let mut out = flow_diagram::Node::new(name)
+    let mut out = agentweave_diagram::Node::new(name)
         .note(note(node))
         .description(description)
         .barred(tree.barred(i));

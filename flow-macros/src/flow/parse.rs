@@ -24,7 +24,7 @@ use crate::ctxt::Ctxt;
 
 /// A parsed flow.
 pub(crate) struct FlowAst {
-    /// The facade's path, as passed by `agentflow::flow!`.
+    /// The facade's path, as passed by `agentweave::flow!`.
     pub(crate) krate: TokenStream,
     /// The doc comments (and other attributes) on the flow.
     pub(crate) attrs: Vec<Attribute>,

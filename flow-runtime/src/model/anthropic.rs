@@ -20,7 +20,7 @@ use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 /// LiteLLM's proxy).
 ///
 /// ```
-/// use flow_runtime::model::AnthropicConfig;
+/// use agentweave_runtime::model::AnthropicConfig;
 /// let config = AnthropicConfig::new("https://api.anthropic.com", "claude-sonnet-4-5")
 ///     .max_tokens(1024);
 /// assert_eq!(config.endpoint(), "https://api.anthropic.com/v1/messages");
@@ -185,8 +185,8 @@ impl UsageCounters {
 /// [`ModelError::LimitExceeded`].
 ///
 /// ```no_run
-/// use flow_runtime::model::{AnthropicChatModel, AnthropicConfig};
-/// use flow_runtime::ChatModelAgent;
+/// use agentweave_runtime::model::{AnthropicChatModel, AnthropicConfig};
+/// use agentweave_runtime::ChatModelAgent;
 /// let model = AnthropicChatModel::new(AnthropicConfig::from_env()).unwrap();
 /// let agent = ChatModelAgent::builder("assistant", model).build().unwrap();
 /// # let _ = agent;

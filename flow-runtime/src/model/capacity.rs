@@ -47,8 +47,8 @@ type Limiter = RateLimiter<NotKeyed, InMemoryState, HostClock, NoOpMiddleware<Sy
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::num::NonZeroU32;
 /// use std::sync::Arc;
-/// use flow_runtime::model::{CapacityModel, ChatModel, ChatRequest, ScriptStep, ScriptedModel};
-/// use flow_runtime::Message;
+/// use agentweave_runtime::model::{CapacityModel, ChatModel, ChatRequest, ScriptStep, ScriptedModel};
+/// use agentweave_runtime::Message;
 ///
 /// let model = Arc::new(
 ///     CapacityModel::new(ScriptedModel::new([ScriptStep::text("hi")]))

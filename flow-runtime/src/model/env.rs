@@ -15,7 +15,7 @@ use super::{ChatModel, ModelError, ScriptedModel};
 /// deterministically.
 ///
 /// ```
-/// use flow_runtime::model::{EnvModels, ScriptStep, ScriptedModel};
+/// use agentweave_runtime::model::{EnvModels, ScriptStep, ScriptedModel};
 ///
 /// // Offline (no OPENAI_* variable set in this test): the script answers.
 /// let models = EnvModels::offline();

@@ -24,9 +24,9 @@
 //! limits before anything is buffered further.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), flow_runtime::model::HttpError> {
+//! # async fn demo() -> Result<(), agentweave_runtime::model::HttpError> {
 //! use futures::StreamExt;
-//! use flow_runtime::model::{HttpCall, HttpLimits};
+//! use agentweave_runtime::model::{HttpCall, HttpLimits};
 //!
 //! let limits = HttpLimits::default();
 //! let client = limits.client()?;
@@ -48,14 +48,14 @@ use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
 pub use eventsource_stream::Event as SseEvent;
-pub use flow_core::model::{SizeLimit, TimeoutKind};
+pub use agentweave_core::model::{SizeLimit, TimeoutKind};
 
 /// The bounds of one HTTP model call. Every default is finite and far above what a healthy
 /// server needs; raise one when a slow but healthy server or a very long reply meets it.
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_runtime::model::HttpLimits;
+/// use agentweave_runtime::model::HttpLimits;
 ///
 /// let limits = HttpLimits::default()
 ///     .total_timeout(Duration::from_secs(30))

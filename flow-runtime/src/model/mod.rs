@@ -1,4 +1,4 @@
-//! Chat models: the contract ([`ChatModel`], [`ChatRequest`], [`ModelError`], from `flow-core`)
+//! Chat models: the contract ([`ChatModel`], [`ChatRequest`], [`ModelError`], from `agentweave-core`)
 //! and the clients this runtime ships for it.
 //!
 //! - [`ScriptedModel`]: deterministic, offline, answers from a script or from rules;
@@ -15,7 +15,7 @@
 //! [`EnvModels`] picks each agent's model from the environment (`OPENAI_MODEL_<AGENT>` over
 //! `OPENAI_MODEL`) and falls back to the agent's script offline.
 
-pub use flow_core::model::*;
+pub use agentweave_core::model::*;
 
 #[cfg(feature = "anthropic")]
 mod anthropic;

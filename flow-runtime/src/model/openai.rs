@@ -20,7 +20,7 @@ use crate::message::{ContentPart, ImageSource, Message, Role, ToolCall};
 /// `http://localhost:8080/v1` for llama.cpp's server.
 ///
 /// ```
-/// use flow_runtime::model::OpenAiConfig;
+/// use agentweave_runtime::model::OpenAiConfig;
 /// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2");
 /// assert_eq!(config.endpoint(), "http://localhost:11434/v1/chat/completions");
 /// ```
@@ -122,8 +122,8 @@ impl fmt::Debug for OpenAiConfig {
 /// size limit [`ModelError::LimitExceeded`] (see [`OpenAiConfig::limits`]).
 ///
 /// ```no_run
-/// use flow_runtime::model::{OpenAiChatModel, OpenAiConfig};
-/// use flow_runtime::ChatModelAgent;
+/// use agentweave_runtime::model::{OpenAiChatModel, OpenAiConfig};
+/// use agentweave_runtime::ChatModelAgent;
 /// let model = OpenAiChatModel::new(OpenAiConfig::from_env()).unwrap();
 /// let agent = ChatModelAgent::builder("assistant", model).build().unwrap();
 /// # let _ = agent;

@@ -30,7 +30,7 @@ pub const DEFAULT_HEADERS: &[&str] = &[
 /// through.
 ///
 /// ```
-/// use flow_runtime::outbound::{OutboundError, OutboundPolicy};
+/// use agentweave_runtime::outbound::{OutboundError, OutboundPolicy};
 ///
 /// let strict = OutboundPolicy::default();
 /// for url in ["http://localhost/", "http://127.1/", "http://2130706433/", "http://0x7f000001/",

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// `2002::/16`) is judged by the IPv4 address it carries.
 ///
 /// ```
-/// use flow_runtime::outbound::refused_range;
+/// use agentweave_runtime::outbound::refused_range;
 ///
 /// assert_eq!(refused_range("127.0.0.1".parse().unwrap()), Some("loopback"));
 /// assert_eq!(refused_range("169.254.169.254".parse().unwrap()), Some("link-local"));

@@ -35,7 +35,7 @@ use crate::store::{RecordEnd, RecordStart, Refusal, ThreadError, ThreadHead, Thr
 /// turn stopped by a cancel answers no question and needs no grant.
 ///
 /// ```
-/// use flow_runtime::AnswerRule;
+/// use agentweave_runtime::AnswerRule;
 /// let rule = AnswerRule::new("approve")
 ///     .tool_grant("issue_*", "admin") // refunds need an admin
 ///     .approver_not_requester(true); // nobody approves their own request

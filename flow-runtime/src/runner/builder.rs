@@ -22,7 +22,7 @@ use crate::store::{CheckpointCodec, CheckpointStore, JournalStore, ThreadStore, 
 /// [`build`](RunnerBuilder::build).
 ///
 /// ```
-/// use flow_runtime::{Durability, FlowAgent, FnAgent, InMemoryStore, Runner};
+/// use agentweave_runtime::{Durability, FlowAgent, FnAgent, InMemoryStore, Runner};
 /// let bot = FnAgent::new("bot", |cx, _| async move { cx.say("hi"); Ok(()) });
 /// let store = InMemoryStore::new();
 /// let runner = Runner::builder(FlowAgent::new(bot))
@@ -158,7 +158,7 @@ impl RunnerBuilder {
     /// [`TurnRequest::options`](super::TurnRequest::options)).
     ///
     /// ```
-    /// # use flow_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
+    /// # use agentweave_runtime::{FlowAgent, FnAgent, Runner, RunOptions, AgentRunOptions};
     /// let cold = RunOptions::new().agent("a", AgentRunOptions::new().temperature(0.0));
     /// let runner = Runner::builder(FlowAgent::new(FnAgent::new("a", |_, _| async { Ok(()) })))
     ///     .run_options(cold)

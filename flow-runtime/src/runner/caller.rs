@@ -8,7 +8,7 @@ use std::sync::Arc;
 /// [`AnswerRule`](crate::AnswerRule) checks.
 ///
 /// ```
-/// use flow_runtime::Caller;
+/// use agentweave_runtime::Caller;
 /// let ben = Caller::new("ben").grants(["approve", "read"]);
 /// assert!(ben.has("approve") && !ben.has("admin"));
 /// // An id alone is a caller with no grant.

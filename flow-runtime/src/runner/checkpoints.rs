@@ -60,7 +60,7 @@ impl Checkpoints<'_> {
     /// ```
     /// use std::collections::HashMap;
     /// use std::sync::Arc;
-    /// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, ResumeRequest, RunRequest, Runner, Session};
+    /// use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, ResumeRequest, RunRequest, Runner, Session};
     /// use futures::StreamExt;
     /// # futures::executor::block_on(async {
     /// let desk = FlowAgent::new(

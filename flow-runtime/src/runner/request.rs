@@ -37,7 +37,7 @@ use crate::store::ThreadError;
 /// text); so is a `Vec` or array of messages.
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, Message, RunRequest, Runner, Session};
+/// use agentweave_runtime::{FlowAgent, FnAgent, Message, RunRequest, Runner, Session};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let bot = FnAgent::new("bot", |cx, input| async move {
@@ -160,8 +160,8 @@ impl std::fmt::Debug for RunRequest {
 /// answered or not (one that is not answered may interrupt again).
 ///
 /// ```no_run
-/// # use flow_runtime::{ResumeRequest, Runner};
-/// # async fn approve(runner: &Runner) -> Result<(), flow_runtime::CheckpointError> {
+/// # use agentweave_runtime::{ResumeRequest, Runner};
+/// # async fn approve(runner: &Runner) -> Result<(), agentweave_runtime::CheckpointError> {
 /// let request = ResumeRequest::new("refund-42", [("desk/refund".to_owned(), serde_json::json!(true))]);
 /// let events = runner.resume(request).await?;
 /// # drop(events);
@@ -240,7 +240,7 @@ impl std::fmt::Debug for ResumeRequest {
 /// that continue the thread's interrupted turn; who asks; and how it runs.
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnRequest};
+/// use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnRequest};
 /// # futures::executor::block_on(async {
 /// let bot = FnAgent::new("bot", |cx, _| async move { cx.say("hello"); Ok(()) });
 /// let runner = Runner::builder(FlowAgent::new(bot)).stores(InMemoryStore::new()).build();

@@ -27,7 +27,7 @@ use crate::store::{
 /// Runs a tree: each call starts a new run with its own [`Session`].
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, Runner};
+/// use agentweave_runtime::{FlowAgent, FnAgent, Runner};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let bot = FnAgent::new("bot", |cx, input| async move {

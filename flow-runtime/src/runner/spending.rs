@@ -26,7 +26,7 @@ type TenantOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// limits of one run, set with [`Budgets`](crate::budget::Budgets); they have no setter here.)
 ///
 /// ```
-/// use flow_runtime::SpendingLimits;
+/// use agentweave_runtime::SpendingLimits;
 /// let limits = SpendingLimits::default()
 ///     .max_total_tokens(1_000_000)
 ///     .max_cost_usd(20.0)
@@ -37,7 +37,7 @@ type TenantOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// A limit of one run does not compile here:
 ///
 /// ```compile_fail
-/// use flow_runtime::SpendingLimits;
+/// use agentweave_runtime::SpendingLimits;
 /// let limits = SpendingLimits::default().max_tool_calls(5);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -86,10 +86,10 @@ impl SpendingLimits {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::budget::ModelPrice;
-/// use flow_runtime::spending::BudgetPeriod;
-/// use flow_runtime::store::InMemoryRunQueue;
-/// use flow_runtime::{SpendingBudgets, SpendingLimits};
+/// use agentweave_runtime::budget::ModelPrice;
+/// use agentweave_runtime::spending::BudgetPeriod;
+/// use agentweave_runtime::store::InMemoryRunQueue;
+/// use agentweave_runtime::{SpendingBudgets, SpendingLimits};
 /// let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
 ///     .thread(SpendingLimits::default().max_total_tokens(200_000))
 ///     .tenant(BudgetPeriod::Day, SpendingLimits::default().max_cost_usd(5.0))

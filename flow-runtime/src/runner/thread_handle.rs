@@ -18,7 +18,7 @@ use crate::store::{ThreadError, ThreadRecord};
 /// forks, re-runs from a step, withdrawing, deleting).
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnRequest};
+/// use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnRequest};
 /// # futures::executor::block_on(async {
 /// let bot = FnAgent::new("bot", |cx, _| async move { cx.say("hello"); Ok(()) });
 /// let runner = Runner::builder(FlowAgent::new(bot)).stores(InMemoryStore::new()).build();

@@ -17,7 +17,7 @@
 //! on the same store, is refused with [`ThreadError::Busy`] before any model or tool call.
 //!
 //! ```
-//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnRequest};
+//! use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnRequest};
 //! # futures::executor::block_on(async {
 //! let triage = FnAgent::new("triage", |cx, _| async move { cx.transfer("refund"); Ok(()) });
 //! let refund = FnAgent::new("refund", |cx, input| async move {

@@ -89,7 +89,7 @@ pub struct TurnEvent {
 /// drops the turn: the run is cancelled and nothing is recorded.
 ///
 /// ```
-/// use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnItem, TurnOutcome, TurnRequest, TurnStream};
+/// use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnItem, TurnOutcome, TurnRequest, TurnStream};
 /// use futures::StreamExt;
 /// # futures::executor::block_on(async {
 /// let bot = FnAgent::new("bot", |cx, _| async move { cx.say("hello"); Ok(()) });

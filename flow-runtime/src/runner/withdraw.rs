@@ -4,7 +4,7 @@
 //! question).
 //!
 //! ```
-//! use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest};
+//! use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest};
 //! use serde_json::json;
 //! # futures::executor::block_on(async {
 //! let asker = FnAgent::new("asker", |cx, _| async move {
@@ -18,7 +18,7 @@
 //! let dropped = runner.thread("t").withdraw(Some("ada")).await.unwrap();
 //! assert_eq!(dropped[0].info["question"], "Sure?");
 //! let records = runner.thread("t").records().await.unwrap();
-//! assert!(flow_runtime::is_withdrawn(records.last().unwrap()));
+//! assert!(agentweave_runtime::is_withdrawn(records.last().unwrap()));
 //! // The thread takes a new message again.
 //! let next = runner.turn(TurnRequest::new("t", Message::user("never mind"))).await.unwrap();
 //! assert!(matches!(next.finish().await, TurnOutcome::Interrupted { .. }));

@@ -404,8 +404,8 @@ impl Checkpoint {
 /// store's: every store backend gets it through [`RunnerBuilder::checkpoint_key`](crate::RunnerBuilder::checkpoint_key).
 ///
 /// ```
-/// use flow_runtime::store::{Checkpoint, CheckpointCodec, CheckpointError};
-/// # let checkpoint = flow_runtime::store::CheckpointCodec::sample();
+/// use agentweave_runtime::store::{Checkpoint, CheckpointCodec, CheckpointError};
+/// # let checkpoint = agentweave_runtime::store::CheckpointCodec::sample();
 /// let codec = CheckpointCodec::default().key(b"a secret of at least 32 bytes, please!".to_vec());
 /// let bytes = codec.encode(&checkpoint);
 /// assert_eq!(codec.decode("run-1", &bytes).unwrap(), checkpoint);

@@ -176,7 +176,7 @@ pub(crate) fn check_kind(kind: &str) -> Result<(), JournalError> {
 /// that write to it: [`Durability`](crate::Durability)).
 ///
 /// ```
-/// use flow_runtime::store::{InMemoryStore, JournalError, JournalStore, StoredStep};
+/// use agentweave_runtime::store::{InMemoryStore, JournalError, JournalStore, StoredStep};
 /// # futures::executor::block_on(async {
 /// let store = InMemoryStore::new();
 /// let step = |seq| StoredStep { seq, at_ms: 0, kind: "model_reply".into(), bytes: b"{}".to_vec() };

@@ -399,7 +399,7 @@ pub enum StoreError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_runtime::store::{CheckpointStore, Completion, InMemoryStore, SaveMode, StoreError};
+/// use agentweave_runtime::store::{CheckpointStore, Completion, InMemoryStore, SaveMode, StoreError};
 /// # futures::executor::block_on(async {
 /// let store = InMemoryStore::new();
 /// store.save("order-7", b"waiting".to_vec(), SaveMode::Create).await.unwrap();
@@ -475,7 +475,7 @@ pub trait CheckpointStore: Send + Sync + 'static {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use flow_runtime::store::{CheckpointStore, Completion, InMemoryStore, SaveMode};
+    /// use agentweave_runtime::store::{CheckpointStore, Completion, InMemoryStore, SaveMode};
     /// # futures::executor::block_on(async {
     /// let store = InMemoryStore::new();
     /// for id in ["a", "b", "c"] {

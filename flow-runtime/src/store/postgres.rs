@@ -24,7 +24,7 @@ const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 /// How errors name the database (never its URL, which may hold a password).
 const DATABASE: &str = "the PostgreSQL database";
 
-/// The advisory lock key under which the schema is migrated (`agentflow` in ASCII, folded).
+/// The advisory lock key under which the schema is migrated (`agentweave` in ASCII, folded).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 
 /// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
@@ -41,8 +41,8 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), flow_runtime::StoreError> {
-/// use flow_runtime::store::PostgresStore;
+/// # async fn demo() -> Result<(), agentweave_runtime::StoreError> {
+/// use agentweave_runtime::store::PostgresStore;
 /// let store = PostgresStore::connect("postgres://agentflow@localhost/agentflow").await?;
 /// # let _ = store;
 /// # Ok(())

@@ -23,9 +23,9 @@ use crate::RunPath;
 /// it reads with the key the bytes name. Wrap the store before giving it to the runner:
 ///
 /// ```
-/// # async fn demo(flow: flow_runtime::FlowAgent) -> Result<(), Box<dyn std::error::Error>> {
-/// use flow_runtime::store::{FileStore, SealedStore, SealingKeys};
-/// use flow_runtime::Runner;
+/// # async fn demo(flow: agentweave_runtime::FlowAgent) -> Result<(), Box<dyn std::error::Error>> {
+/// use agentweave_runtime::store::{FileStore, SealedStore, SealingKeys};
+/// use agentweave_runtime::Runner;
 /// # let key = [7u8; 32]; // 32 bytes from your secret manager
 /// let keys = SealingKeys::new("2026-06", key)?;
 /// let store = SealedStore::new(FileStore::new("state")?, keys);

@@ -89,7 +89,7 @@ pub enum SealError {
 /// until nothing sealed with them is left.
 ///
 /// ```
-/// use flow_runtime::store::SealingKeys;
+/// use agentweave_runtime::store::SealingKeys;
 /// let old = SealingKeys::new("2026-01", [7u8; 32]).unwrap();
 /// let sealed = old.seal("thread t1 record 0", b"hello");
 /// let keys = SealingKeys::new("2026-06", [9u8; 32]).unwrap().with_old_key("2026-01", [7u8; 32]).unwrap();

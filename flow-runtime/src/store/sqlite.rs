@@ -45,8 +45,8 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), flow_runtime::StoreError> {
-/// use flow_runtime::store::{CheckpointStore, SaveMode, SqliteStore};
+/// # async fn main() -> Result<(), agentweave_runtime::StoreError> {
+/// use agentweave_runtime::store::{CheckpointStore, SaveMode, SqliteStore};
 /// # let dir = std::env::temp_dir().join(format!("agentflow-doc-{}", std::process::id()));
 /// let store = SqliteStore::open(dir.join("checkpoints.db")).await?;
 /// store.save("order-7", b"...".to_vec(), SaveMode::Create).await?;

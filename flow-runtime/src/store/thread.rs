@@ -36,7 +36,7 @@ use crate::event::InterruptInfo;
 use crate::message::Message;
 use crate::run_path::RunPath;
 
-/// The longest thread id: room for flow-server's `FLOW.TENANT.THREAD` (24 + 32 + 40 characters
+/// The longest thread id: room for agentweave-server's `FLOW.TENANT.THREAD` (24 + 32 + 40 characters
 /// and two dots, so every id its documented limits allow fits), while an interrupted turn's
 /// checkpoint id `THREAD.turn-N.NONCE` (see [`turn_checkpoint_id`]) stays a valid checkpoint id
 /// (at most [`MAX_ID_LEN`](crate::store::MAX_ID_LEN) characters).
@@ -46,7 +46,7 @@ pub const MAX_THREAD_ID_LEN: usize = 100;
 /// `A-Z a-z 0-9 . _ -`, not starting with `.` (the rules of checkpoint ids, shorter).
 ///
 /// ```
-/// use flow_runtime::store::validate_thread_id;
+/// use agentweave_runtime::store::validate_thread_id;
 /// assert!(validate_thread_id("customer-42").is_ok());
 /// assert!(validate_thread_id("../etc").is_err());
 /// ```
@@ -384,8 +384,8 @@ pub struct ThreadHead {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::store::{RecordEnd, RecordStart, ThreadRecord, ThreadStore, ThreadError};
-/// use flow_runtime::{InMemoryStore, Message, RunPath};
+/// use agentweave_runtime::store::{RecordEnd, RecordStart, ThreadRecord, ThreadStore, ThreadError};
+/// use agentweave_runtime::{InMemoryStore, Message, RunPath};
 /// let store = InMemoryStore::new();
 /// let record = |seq| ThreadRecord {
 ///     seq,

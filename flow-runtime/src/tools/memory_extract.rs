@@ -67,12 +67,12 @@ done.";
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::memory::{
+/// use agentweave_runtime::memory::{
 ///     ListQuery, Memory, MemoryExtraction, Namespace, Partition, Scope, Tenant,
 ///     TransientMemoryStore,
 /// };
-/// use flow_runtime::model::{ScriptStep, ScriptedModel};
-/// use flow_runtime::{ChatModelAgent, FlowAgent, Runner};
+/// use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+/// use agentweave_runtime::{ChatModelAgent, FlowAgent, Runner};
 /// use futures::StreamExt;
 ///
 /// let memory = Memory::new(TransientMemoryStore::new());

@@ -62,12 +62,12 @@ const KEPT_RUNS: usize = 256;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use flow_runtime::memory::{
+/// use agentweave_runtime::memory::{
 ///     ItemKey, Memory, MemoryRecall, Namespace, Partition, PutItem, Scope, Tenant,
 ///     TransientMemoryStore,
 /// };
-/// use flow_runtime::model::ScriptedModel;
-/// use flow_runtime::{ChatModelAgent, EventOutput, FlowAgent, Runner};
+/// use agentweave_runtime::model::ScriptedModel;
+/// use agentweave_runtime::{ChatModelAgent, EventOutput, FlowAgent, Runner};
 /// use futures::StreamExt;
 ///
 /// let memory = Memory::new(TransientMemoryStore::new());

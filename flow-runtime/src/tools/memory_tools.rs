@@ -32,7 +32,7 @@ pub const MAX_RECALL_HITS: usize = 20;
 /// (the tenant and scope come from it, never from the model), and give them to an agent.
 ///
 /// ```
-/// use flow_runtime::memory::{
+/// use agentweave_runtime::memory::{
 ///     Memory, MemoryTools, Namespace, Partition, Scope, Tenant, TransientMemoryStore,
 /// };
 /// let memory = Memory::new(TransientMemoryStore::new());

@@ -3,7 +3,7 @@
 //! over a long-term memory store (`memory_tools`), recall before a model call
 //! (`memory_recall`), extraction after a turn (`memory_extract`), and the agent kit (`kit`: skills, the plan
 //! tool, the file tools). The ReAct agent, the tool contract and the
-//! rest of the LLM layer are the engine's (`flow-core`, re-exported at this crate's root).
+//! rest of the LLM layer are the engine's (`agentweave-core`, re-exported at this crate's root).
 
 pub mod kit;
 #[cfg(feature = "mcp")]

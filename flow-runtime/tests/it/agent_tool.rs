@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     Agent, AgentEvent, AgentInput, AgentTool, ChatModelAgent, FlowAgent, FnAgent, InterruptInfo,
     Message, MessageRef, ResumeInfo, Role, RunContext, Runner, Sequential, Session, Tool, ToolCall,
 };
@@ -248,7 +248,7 @@ async fn the_callers_earlier_turns_reach_the_tool_agent_as_context() {
             Ok(())
         }
     });
-    let clock = flow_runtime::tool_fn("clock", "The time.", |_: NoArgs| async move {
+    let clock = agentweave_runtime::tool_fn("clock", "The time.", |_: NoArgs| async move {
         Ok::<_, String>("12:00")
     });
     let model = ScriptedModel::new([
@@ -307,7 +307,7 @@ async fn failures_inside_the_tool_are_answered_to_the_callers_model() {
     );
 
     let broken = FnAgent::new("broken", |_, _| async move {
-        Err(flow_runtime::AgentError::failed("broken", "index missing"))
+        Err(agentweave_runtime::AgentError::failed("broken", "index missing"))
     });
     assert_eq!(
         tool_result(AgentTool::new(FlowAgent::new(broken)), r#"{"request":"x"}"#).await,
@@ -515,7 +515,7 @@ async fn a_later_call_of_the_same_reply_is_not_run_again_and_results_keep_call_o
     let (tree, _) = approval_tree();
     let clock_runs = Arc::new(AtomicUsize::new(0));
     let n = Arc::clone(&clock_runs);
-    let clock = flow_runtime::tool_fn("clock", "The time.", move |_: NoArgs| {
+    let clock = agentweave_runtime::tool_fn("clock", "The time.", move |_: NoArgs| {
         n.fetch_add(1, Ordering::SeqCst);
         async move { Ok::<_, String>("12:00") }
     });

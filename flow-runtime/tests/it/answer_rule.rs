@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::store::Refusal;
-use flow_runtime::{
+use agentweave_runtime::store::Refusal;
+use agentweave_runtime::{
     tool_fn, AnswerRule, Caller, ChatModelAgent, FlowAgent, InMemoryStore, Message, Runner,
     RunnerBuilder, ScriptStep, ScriptedModel, ThreadError, Tool, ToolApprovals, TurnOutcome,
     TurnRequest,

@@ -1,7 +1,7 @@
 //! `AnthropicChatModel` against a small HTTP/1.1 server on 127.0.0.1 that speaks the Messages
 //! API, seen through a `ChatModelAgent` run as a user sees it.
 //!
-//! Run with `cargo test -p flow-runtime --features anthropic --test it -- anthropic::`.
+//! Run with `cargo test -p agentweave-runtime --features anthropic --test it -- anthropic::`.
 #![cfg(feature = "anthropic")]
 
 use crate::support;
@@ -9,11 +9,11 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{
+use agentweave_runtime::model::{
     AnthropicChatModel, AnthropicConfig, AnthropicUsage, ChatModel, ChatRequest, HttpLimits,
     ModelError, RetryPolicy, SizeLimit, Usage,
 };
-use flow_runtime::{AgentEvent, EventOutput, Message, Session};
+use agentweave_runtime::{AgentEvent, EventOutput, Message, Session};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use support::model_server::{self, Server, SSE_HEAD};
@@ -239,7 +239,7 @@ async fn streaming_text_and_tool_use_events() {
 async fn usage_of_run(
     model: AnthropicChatModel,
     streaming: bool,
-) -> (Vec<Option<Usage>>, flow_runtime::model::UsageReport) {
+) -> (Vec<Option<Usage>>, agentweave_runtime::model::UsageReport) {
     let (session, events) = run_clerk(model, fast(0), streaming).await;
     for e in &events {
         assert!(e.error.is_none(), "{:?}", e.error);
@@ -470,7 +470,7 @@ async fn litellm_proxy_messages_endpoint() {
         .ok()
         .filter(|u| !u.is_empty())
     else {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "the LiteLLM proxy",
             "set AGENTFLOW_ANTHROPIC_COMPAT_URL, or run scripts/openai_compat.sh",
         );

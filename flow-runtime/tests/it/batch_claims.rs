@@ -9,14 +9,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::store::{
+use agentweave_runtime::store::{
     CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode, StoreError,
 };
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     CheckpointError, FileStore, FlowAgent, FnAgent, InMemoryStore, Message, Runner,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -326,8 +326,8 @@ async fn file_store_gives_disjoint_batches_and_resumes_each_once() {
 
 #[tokio::test]
 async fn a_sealed_store_claims_in_batches() {
-    let keys = flow_runtime::store::SealingKeys::new("k1", [7u8; 32]).unwrap();
-    let store = flow_runtime::store::SealedStore::new(InMemoryStore::new(), keys);
+    let keys = agentweave_runtime::store::SealingKeys::new("k1", [7u8; 32]).unwrap();
+    let store = agentweave_runtime::store::SealedStore::new(InMemoryStore::new(), keys);
     batch_contract(&store).await;
 }
 
@@ -336,7 +336,7 @@ async fn a_sealed_store_claims_in_batches() {
 #[derive(Clone, Default)]
 struct OwnStore(InMemoryStore);
 
-#[flow_runtime::async_trait]
+#[agentweave_runtime::async_trait]
 impl CheckpointStore for OwnStore {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.0.get(id).await
@@ -381,7 +381,7 @@ async fn a_store_without_batch_claims_falls_back_to_one_claim_each() {
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;
-    use flow_runtime::store::SqliteStore;
+    use agentweave_runtime::store::SqliteStore;
 
     async fn open(name: &str) -> (SqliteStore, std::path::PathBuf) {
         let dir = temp_dir(name);
@@ -412,8 +412,8 @@ mod sqlite {
 #[cfg(feature = "postgres")]
 mod postgres {
     use super::*;
-    use flow_runtime::store::PostgresStore;
-    use flow_runtime::testing::fresh_postgres_database;
+    use agentweave_runtime::store::PostgresStore;
+    use agentweave_runtime::testing::fresh_postgres_database;
 
     async fn connect(prefix: &str) -> Option<PostgresStore> {
         let url = fresh_postgres_database(prefix).await?;

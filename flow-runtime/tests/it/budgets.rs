@@ -5,11 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::budget::{BudgetKind, BudgetLimits, BudgetScope, Budgets, ModelPrice};
-use flow_runtime::host::ManualHost;
-use flow_runtime::middleware::{HookContext, HookError, Middleware};
-use flow_runtime::model::{ModelParams, ScriptStep, ScriptedModel, Usage, UsageReport};
-use flow_runtime::{
+use agentweave_runtime::budget::{BudgetKind, BudgetLimits, BudgetScope, Budgets, ModelPrice};
+use agentweave_runtime::host::ManualHost;
+use agentweave_runtime::middleware::{HookContext, HookError, Middleware};
+use agentweave_runtime::model::{ModelParams, ScriptStep, ScriptedModel, Usage, UsageReport};
+use agentweave_runtime::{
     set_sub_agents, tool_fn, AgentError, AgentEvent, AgentTool, BudgetExceeded, ChatModelAgent,
     Delegation, Durability, FlowAgent, InMemoryStore, Message, RecoverError, RunRequest, Runner,
     Session, Turn, TurnRequest,
@@ -18,7 +18,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 /// A tool that counts its runs.
-fn counted_tool(name: &'static str, runs: &Arc<Mutex<u32>>) -> flow_runtime::FnTool {
+fn counted_tool(name: &'static str, runs: &Arc<Mutex<u32>>) -> agentweave_runtime::FnTool {
     let runs = Arc::clone(runs);
     tool_fn(name, "Looks something up.", move |_: serde_json::Value| {
         let runs = Arc::clone(&runs);

@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::host::{Host, ManualHost};
-use flow_runtime::model::{
+use agentweave_runtime::host::{Host, ManualHost};
+use agentweave_runtime::model::{
     BreakerPolicy, BreakerState, CapacityModel, ChatModel, ChatRequest, FailoverModel, ModelError,
     Quota, RetryPolicy, ScriptStep, ScriptedModel,
 };
-use flow_runtime::store::JournalStore;
-use flow_runtime::{
+use agentweave_runtime::store::JournalStore;
+use agentweave_runtime::{
     tool_fn, turn_journal_id, AgentEvent, ChatModelAgent, Durability, FlowAgent, InMemoryStore,
     Message, RunRequest, Runner, Session, TurnRequest,
 };
@@ -263,7 +263,7 @@ async fn the_model_that_answered_is_in_the_event_the_usage_and_the_journal() {
         .named("primary");
     let backup = ScriptedModel::rules()
         .otherwise(
-            ScriptStep::text("from the backup").with_usage(flow_runtime::model::Usage::new(7, 3)),
+            ScriptStep::text("from the backup").with_usage(agentweave_runtime::model::Usage::new(7, 3)),
         )
         .named("backup");
     let model = FailoverModel::new(
@@ -304,7 +304,7 @@ async fn the_model_that_answered_is_in_the_event_the_usage_and_the_journal() {
     let primary = ScriptedModel::new([ScriptStep::fail(ModelError::http("primary", 503, ""))])
         .named("primary");
     let backup = ScriptedModel::new([
-        ScriptStep::text("ok").with_usage(flow_runtime::model::Usage::new(7, 3))
+        ScriptStep::text("ok").with_usage(agentweave_runtime::model::Usage::new(7, 3))
     ])
     .named("backup");
     let model = FailoverModel::new(

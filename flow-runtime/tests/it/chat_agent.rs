@@ -4,10 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, AgentEvent, ChatModelAgent, ChatModelAgentBuilder, EventOutput,
     FlowAgent, IllegalTransfer, Message, Role, Runner, Session, ToolError,
 };
@@ -23,7 +23,7 @@ struct LookupOrder {
     order_id: u64,
 }
 
-fn lookup_tool() -> flow_runtime::FnTool {
+fn lookup_tool() -> agentweave_runtime::FnTool {
     tool_fn(
         "lookup_order",
         "Finds an order by its number.",
@@ -506,14 +506,14 @@ async fn a_chat_agents_error_is_found_by_downcast_whichever_variant_carries_it()
         .error
         .as_ref()
         .expect("an error event");
-    assert!(!matches!(error, flow_runtime::AgentError::Custom(_)));
+    assert!(!matches!(error, agentweave_runtime::AgentError::Custom(_)));
     assert!(matches!(
-        error.downcast_ref::<flow_runtime::ChatAgentError>(),
-        Some(flow_runtime::ChatAgentError::MaxIterations { limit: 1, .. })
+        error.downcast_ref::<agentweave_runtime::ChatAgentError>(),
+        Some(agentweave_runtime::ChatAgentError::MaxIterations { limit: 1, .. })
     ));
     assert!(std::ptr::eq(
         error
-            .downcast_ref::<flow_runtime::ChatAgentError>()
+            .downcast_ref::<agentweave_runtime::ChatAgentError>()
             .unwrap(),
         error.chat_agent_error().unwrap()
     ));
@@ -524,11 +524,11 @@ async fn a_chat_agents_error_is_found_by_downcast_whichever_variant_carries_it()
     #[derive(Debug, thiserror::Error)]
     #[error("could not pay")]
     struct PayFailed(#[source] TillClosed);
-    let mine = flow_runtime::AgentError::custom(PayFailed(TillClosed));
+    let mine = agentweave_runtime::AgentError::custom(PayFailed(TillClosed));
     assert!(mine.downcast_ref::<PayFailed>().is_some());
     assert!(mine.downcast_ref::<TillClosed>().is_some());
     assert!(mine
-        .downcast_ref::<flow_runtime::ChatAgentError>()
+        .downcast_ref::<agentweave_runtime::ChatAgentError>()
         .is_none());
 }
 

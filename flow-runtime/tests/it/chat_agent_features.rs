@@ -7,14 +7,14 @@ use crate::support;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use flow_runtime::model::{ChatRequest, ModelParams, ScriptStep, ScriptedModel};
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::model::{ChatRequest, ModelParams, ScriptStep, ScriptedModel};
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, Action, AgentEvent, AgentRunOptions,
     ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, InMemoryStore, InstructionError, Loop,
     Message, MessageRef, Role, RunOptions, Runner, Session, ToolContext,
 };
-use flow_runtime::{ResumeRequest, RunRequest, TurnRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -29,7 +29,7 @@ async fn line(e: AgentEvent) -> String {
     support::line_with(&e, message.as_ref())
 }
 
-async fn collect(events: flow_runtime::EventStream) -> Vec<String> {
+async fn collect(events: agentweave_runtime::EventStream) -> Vec<String> {
     let events: Vec<AgentEvent> = events.collect().await;
     let mut out = Vec::new();
     for e in events {
@@ -63,7 +63,7 @@ const RULE: &str = "If you can answer the request yourself, answer it. If one of
 
 /// triage => [refund, complaint], all ChatModelAgents; `triage` is built by `f`.
 fn desk(
-    triage: impl FnOnce(flow_runtime::ChatModelAgentBuilder) -> flow_runtime::ChatModelAgentBuilder,
+    triage: impl FnOnce(agentweave_runtime::ChatModelAgentBuilder) -> agentweave_runtime::ChatModelAgentBuilder,
     triage_model: &ScriptedModel,
     refund_model: &ScriptedModel,
 ) -> FlowAgent {
@@ -283,7 +283,7 @@ struct Item {
     item: String,
 }
 
-fn lookup() -> flow_runtime::FnTool {
+fn lookup() -> agentweave_runtime::FnTool {
     tool_fn("lookup", "Looks an item up.", |a: Item| async move {
         if a.item == "bad" {
             return Err("no such item".to_owned());
@@ -433,7 +433,7 @@ async fn a_return_directly_result_is_a_turns_final_output_and_an_agent_tools_res
         ScriptStep::text("The clerk found it."),
     ]);
     let caller = ChatModelAgent::builder("desk", caller_model.clone())
-        .tool(flow_runtime::AgentTool::new(FlowAgent::new(direct_clerk())))
+        .tool(agentweave_runtime::AgentTool::new(FlowAgent::new(direct_clerk())))
         .build()
         .unwrap();
     let events = collect(Runner::new(FlowAgent::new(caller)).run("go")).await;
@@ -545,7 +545,7 @@ async fn concurrent_calls_of_one_tool_each_attach_their_own_action() {
 }
 
 /// A tool that attaches `action` and answers `done`.
-fn acting(action: Action) -> flow_runtime::FnTool {
+fn acting(action: Action) -> agentweave_runtime::FnTool {
     tool_fn_with_context("act", "Acts.", move |cx: ToolContext, _: NoArgs| {
         cx.attach_action(action.clone());
         async move { Ok::<_, String>("done") }
@@ -709,7 +709,7 @@ async fn a_history_modifier_given_with_a_resumed_turn_edits_the_conversation() {
         .turn(TurnRequest::new("t", Message::user("kettle")))
         .await
         .unwrap();
-    let flow_runtime::TurnOutcome::Interrupted { .. } = first.finish().await else {
+    let agentweave_runtime::TurnOutcome::Interrupted { .. } = first.finish().await else {
         panic!("the tool asked for approval")
     };
     let options = RunOptions::new().agent(

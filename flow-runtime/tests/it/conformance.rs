@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use flow_runtime::store::conformance;
-use flow_runtime::store::memory_items::TransientMemoryStore;
-use flow_runtime::store::{
+use agentweave_runtime::store::conformance;
+use agentweave_runtime::store::memory_items::TransientMemoryStore;
+use agentweave_runtime::store::{
     FileRunQueue, FileStore, InMemoryRunQueue, InMemoryStore, SealedStore, SealingKeys,
 };
 
@@ -70,7 +70,7 @@ async fn transient_memory_store_passes_the_suite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_store_that_breaks_a_rule_is_told_which() {
     use async_trait::async_trait;
-    use flow_runtime::store::{
+    use agentweave_runtime::store::{
         CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode, StoreError,
     };
     use std::time::Duration;
@@ -138,7 +138,7 @@ async fn a_store_that_breaks_a_rule_is_told_which() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn key_value_front_over_the_memory_backend_passes_the_suite() {
-    use flow_runtime::store::backend::{KeyValueStore, MemoryBackend};
+    use agentweave_runtime::store::backend::{KeyValueStore, MemoryBackend};
     let fresh = || async { KeyValueStore::new(MemoryBackend::default()) };
     conformance::checkpoints(fresh).await;
     conformance::threads(fresh).await;
@@ -154,7 +154,7 @@ async fn key_value_front_over_the_memory_backend_passes_the_suite() {
 /// The front's size limit holds for checkpoints and thread records, written and read.
 #[tokio::test]
 async fn key_value_front_keeps_its_size_limit() {
-    use flow_runtime::store::backend::{KeyValueStore, MemoryBackend};
+    use agentweave_runtime::store::backend::{KeyValueStore, MemoryBackend};
     let open = KeyValueStore::new(MemoryBackend::default());
     conformance::size_limit(&open, &open.clone().max_checkpoint_bytes(16), "").await;
     conformance::thread_size_limit(&open, &open.clone().max_checkpoint_bytes(64), "").await;

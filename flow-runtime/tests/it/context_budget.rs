@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use flow_runtime::history::{estimate_tokens, CompactionRecord, ContextBudget};
-use flow_runtime::model::{ChatModel, ChatRequest, ModelError};
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::history::{estimate_tokens, CompactionRecord, ContextBudget};
+use agentweave_runtime::model::{ChatModel, ChatRequest, ModelError};
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     tool_fn, AgentError, ChatAgentError, ChatModelAgent, FlowAgent, InMemoryStore, Message,
     MessageRef, Role, Runner, ThreadStore, ToolCall, Usage,
 };
@@ -333,7 +333,7 @@ impl ChatModel for Reader {
             Role::User => call("c1", "report", "{}".into()),
             Role::Tool if last.content.starts_with("[tool result set aside") => call(
                 "c2",
-                flow_runtime::READ_TOOL_RESULT_TOOL_NAME,
+                agentweave_runtime::READ_TOOL_RESULT_TOOL_NAME,
                 serde_json::json!({"handle": "c1", "offset": 1000}).to_string(),
             ),
             _ => Message::assistant(last.content.lines().nth(1).unwrap_or("").to_owned()),
@@ -489,7 +489,7 @@ async fn usage_larger_than_the_estimate_makes_compaction_start_earlier_and_holds
 #[cfg(feature = "tiktoken")]
 #[tokio::test]
 async fn a_tiktoken_counter_holds_the_budget_without_any_reported_usage() {
-    use flow_runtime::history::{TiktokenCounter, TokenCounter};
+    use agentweave_runtime::history::{TiktokenCounter, TokenCounter};
 
     struct Counted {
         counter: TiktokenCounter,

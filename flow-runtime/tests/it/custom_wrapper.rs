@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     set_sub_agents, Agent, AgentError, AgentEvent, AgentInput, EventStream, FlowAgent, FnAgent,
     InMemoryStore, ResumeInfo, RunContext, Runner,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -106,7 +106,7 @@ async fn a_resumable_wrapper_of_a_tree_resumes_the_interrupt_raised_inside_it() 
         .checkpoint_store(InMemoryStore::new())
         .build();
     let first: Vec<AgentEvent> = runner
-        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("w"))
+        .run(RunRequest::new([agentweave_runtime::Message::user("hi")]).checkpoint("w"))
         .collect()
         .await;
     let first = lines(&first);
@@ -133,7 +133,7 @@ async fn a_wrapper_without_resume_gets_the_typed_not_resumable_error() {
         .checkpoint_store(InMemoryStore::new())
         .build();
     let first: Vec<AgentEvent> = runner
-        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("w"))
+        .run(RunRequest::new([agentweave_runtime::Message::user("hi")]).checkpoint("w"))
         .collect()
         .await;
     let id = first
@@ -172,7 +172,7 @@ async fn a_resumable_wrapper_of_a_tree_as_the_runners_root_resumes_inside_it() {
         .checkpoint_store(InMemoryStore::new())
         .build();
     let first: Vec<AgentEvent> = runner
-        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("root"))
+        .run(RunRequest::new([agentweave_runtime::Message::user("hi")]).checkpoint("root"))
         .collect()
         .await;
     let first = lines(&first);
@@ -201,7 +201,7 @@ async fn a_root_wrapper_that_does_not_say_so_is_refused_with_what_to_do() {
         .checkpoint_store(InMemoryStore::new())
         .build();
     let first: Vec<AgentEvent> = runner
-        .run(RunRequest::new([flow_runtime::Message::user("hi")]).checkpoint("root"))
+        .run(RunRequest::new([agentweave_runtime::Message::user("hi")]).checkpoint("root"))
         .collect()
         .await;
     let id = first
@@ -220,7 +220,7 @@ async fn a_root_wrapper_that_does_not_say_so_is_refused_with_what_to_do() {
     else {
         panic!("the checkpoint was not refused")
     };
-    let flow_runtime::store::CheckpointError::NotInFlow { reason, .. } = &error else {
+    let agentweave_runtime::store::CheckpointError::NotInFlow { reason, .. } = &error else {
         panic!("{error}")
     };
     assert!(reason.contains("agent 'inner'"), "{reason}");

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord};
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord};
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     Checkpoint, CheckpointStore, Durability, InMemoryStore, Message, RecoverError, Runner,
     StoreError, ThreadError, ThreadStore, TurnOutcome,
 };

@@ -1,6 +1,6 @@
 //! The JSON form of events (what the server streams): every part of an event, exactly.
 
-use flow_runtime::{
+use agentweave_runtime::{
     set_sub_agents, AgentEvent, EventJson, EventJsonError, FlowAgent, FnAgent, Message,
     MessageStream, Runner,
 };
@@ -39,7 +39,7 @@ async fn every_part_of_an_event_has_its_documented_json_form() {
         let json = event.materialized().await.unwrap();
         lines.push(serde_json::to_string(&json).unwrap());
         // Read through the event's own reader afterwards: it still sees every chunk.
-        if let Some(flow_runtime::EventOutput::Stream(s)) = event.output {
+        if let Some(agentweave_runtime::EventOutput::Stream(s)) = event.output {
             assert_eq!(s.collect_message().await.unwrap().content, "Refund sent.");
         }
     }

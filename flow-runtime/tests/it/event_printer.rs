@@ -1,8 +1,8 @@
 //! `EventPrinter`: one line format for every kind of event, streamed messages chunk by chunk,
 //! and the event stays readable after it was printed.
 
-use flow_runtime::usage::Usage;
-use flow_runtime::{
+use agentweave_runtime::usage::Usage;
+use agentweave_runtime::{
     set_sub_agents, Action, AgentError, AgentEvent, EventOutput, EventPrinter, FlowAgent, FnAgent,
     Message, MessageStream, Runner,
 };

@@ -7,8 +7,8 @@ use support::{contents, user};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     set_sub_agents, Action, AgentError, AgentEvent, AgentInfo, AgentInput, ContextPolicy,
     EventOutput, FlowAgent, FlowError, FnAgent, HistoryEntry, Message, MessageRef, OnSubAgents,
     Role, Runner, Session, ToolCall,
@@ -462,16 +462,16 @@ struct Hooked {
     refuse_parent: bool,
 }
 
-impl flow_runtime::Agent for Hooked {
+impl agentweave_runtime::Agent for Hooked {
     fn name(&self) -> &str {
         self.name
     }
     fn run(
         self: Arc<Self>,
-        _cx: flow_runtime::RunContext,
+        _cx: agentweave_runtime::RunContext,
         _input: AgentInput,
-    ) -> flow_runtime::EventStream {
-        flow_runtime::EventStream::empty()
+    ) -> agentweave_runtime::EventStream {
+        agentweave_runtime::EventStream::empty()
     }
     fn on_sub_agents(&self) -> Option<&dyn OnSubAgents> {
         Some(self)
@@ -651,15 +651,15 @@ async fn a_panicking_agent_yields_one_error_event_and_the_runtime_carries_on() {
 #[tokio::test]
 async fn a_panic_while_starting_an_agent_is_reported_too() {
     struct Bad;
-    impl flow_runtime::Agent for Bad {
+    impl agentweave_runtime::Agent for Bad {
         fn name(&self) -> &str {
             "bad"
         }
         fn run(
             self: Arc<Self>,
-            _: flow_runtime::RunContext,
+            _: agentweave_runtime::RunContext,
             _: AgentInput,
-        ) -> flow_runtime::EventStream {
+        ) -> agentweave_runtime::EventStream {
             panic!("no stream for you")
         }
     }
@@ -674,7 +674,7 @@ async fn a_panic_while_starting_an_agent_is_reported_too() {
 #[tokio::test]
 async fn streamed_messages_are_recorded_and_rewritten_whole() {
     let root = FlowAgent::new(FnAgent::new("root", |cx, _| async move {
-        let (tx, stream) = flow_runtime::MessageStream::channel();
+        let (tx, stream) = agentweave_runtime::MessageStream::channel();
         cx.send_stream(stream);
         for word in ["refund ", "it ", "is"] {
             tx.send(Message::assistant(word));

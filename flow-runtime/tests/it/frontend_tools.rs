@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel, ToolDefinition};
-use flow_runtime::{
+use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel, ToolDefinition};
+use agentweave_runtime::{
     ChatModelAgent, FlowAgent, InMemoryStore, Message, Role, RunOptions, Runner, TurnOutcome,
     TurnRequest, FRONTEND_TOOL_KEY,
 };

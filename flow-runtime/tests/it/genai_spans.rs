@@ -6,8 +6,8 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-use flow_runtime::{tool_fn, ChatModelAgent, FlowAgent, ModelError, Runner};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave_runtime::{tool_fn, ChatModelAgent, FlowAgent, ModelError, Runner};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -256,7 +256,7 @@ fn a_failed_model_call_is_recorded_on_its_span() {
 
 #[test]
 fn a_threads_turn_names_its_conversation_on_every_span() {
-    use flow_runtime::{InMemoryStore, Message, TurnRequest};
+    use agentweave_runtime::{InMemoryStore, Message, TurnRequest};
     let spans = capture(|| {
         let runner = Runner::builder(desk(false))
             .thread_store(InMemoryStore::new())
@@ -319,7 +319,7 @@ fn cached_and_reasoning_tokens_have_the_conventions_names() {
 
 /// Runs a one-reply agent (100 prompt and 10 reply tokens) under `runner`'s configuration and
 /// gives its chat span.
-fn chat_span_of(configure: impl FnOnce(flow_runtime::RunnerBuilder) -> Runner) -> Captured {
+fn chat_span_of(configure: impl FnOnce(agentweave_runtime::RunnerBuilder) -> Runner) -> Captured {
     let spans = capture(|| {
         let agent = ChatModelAgent::builder(
             "bot",
@@ -338,7 +338,7 @@ fn chat_span_of(configure: impl FnOnce(flow_runtime::RunnerBuilder) -> Runner) -
 
 #[test]
 fn a_model_calls_cost_is_on_its_span_when_a_price_is_known() {
-    use flow_runtime::budget::{BudgetLimits, Budgets, ModelPrice};
+    use agentweave_runtime::budget::{BudgetLimits, Budgets, ModelPrice};
     // 100 x $2 + 10 x $8 per million tokens: 280 millionths of a dollar.
     let priced = chat_span_of(|b| {
         b.budgets(
@@ -351,8 +351,8 @@ fn a_model_calls_cost_is_on_its_span_when_a_price_is_known() {
     // The shared spending's price table serves as well.
     let shared = chat_span_of(|b| {
         b.spending(
-            flow_runtime::SpendingBudgets::new(Arc::new(
-                flow_runtime::store::InMemoryRunQueue::new(),
+            agentweave_runtime::SpendingBudgets::new(Arc::new(
+                agentweave_runtime::store::InMemoryRunQueue::new(),
             ))
             .price("m", ModelPrice::per_million_tokens(2.0, 8.0)),
         )

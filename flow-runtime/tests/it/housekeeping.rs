@@ -7,14 +7,14 @@ use crate::support;
 
 use std::time::Duration;
 
-use flow_runtime::store::JournalStore;
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::store::JournalStore;
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     turn_journal_id, turn_mark_id, CheckpointStore, Durability, FileStore, FlowAgent, FnAgent,
     InMemoryStore, Message, Retention, Runner, ThreadError, ThreadStore, TimeTravelError,
     TurnOutcome,
 };
-use flow_runtime::{ResumeRequest, RunRequest, TurnRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest, TurnRequest};
 use futures::StreamExt;
 
 /// Two messages a turn.
@@ -182,7 +182,7 @@ where
     let other = self::runner(&store);
     let deleted = loop {
         match other.thread("gone").delete().await {
-            Err(flow_runtime::ThreadError::Busy { .. }) => {
+            Err(agentweave_runtime::ThreadError::Busy { .. }) => {
                 tokio::time::sleep(Duration::from_millis(10)).await
             }
             other => break other.unwrap(),
@@ -357,7 +357,7 @@ async fn file_housekeeping() {
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_housekeeping() {
-    use flow_runtime::store::SqliteStore;
+    use agentweave_runtime::store::SqliteStore;
     let dir = temp_dir("sqlite");
     journal_stays_bounded_with_retention(SqliteStore::open(dir.join("a.db")).await.unwrap()).await;
     expired_threads_are_gone(SqliteStore::open(dir.join("b.db")).await.unwrap()).await;
@@ -370,8 +370,8 @@ async fn sqlite_housekeeping() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn postgres_housekeeping() {
-    use flow_runtime::store::PostgresStore;
-    use flow_runtime::testing::fresh_postgres_database;
+    use agentweave_runtime::store::PostgresStore;
+    use agentweave_runtime::testing::fresh_postgres_database;
     let dir = temp_dir("postgres");
     for (name, part) in [
         ("hk_bounded", 0),

@@ -6,13 +6,13 @@ use crate::support;
 
 use std::sync::Arc;
 
-use flow_runtime::store::{JournalStore, StoredStep};
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::store::{JournalStore, StoredStep};
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     turn_journal_id, Durability, FlowAgent, FnAgent, InMemoryStore, JournalError, Message, Runner,
     Session, StepKind,
 };
-use flow_runtime::{ResumeRequest, RunRequest, TurnRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest, TurnRequest};
 use futures::StreamExt;
 use support::steps::{drive, step_desk};
 
@@ -34,7 +34,7 @@ fn runner(ledger: &std::path::Path, store: &InMemoryStore, mode: Durability) -> 
 
 /// Starts run `id` of `runner` on a new session with the user's "go"; returns the session
 /// and the run's events.
-fn start(runner: &Runner, id: &str) -> (Arc<Session>, flow_runtime::EventStream) {
+fn start(runner: &Runner, id: &str) -> (Arc<Session>, agentweave_runtime::EventStream) {
     let session = Session::new();
     let events = runner.run(
         RunRequest::new([Message::user("go")])
@@ -295,7 +295,7 @@ async fn a_streaming_sync_run_reaches_its_tool_as_a_background_and_as_a_queued_r
         .await
         .expect("a Sync background run ends");
     assert!(
-        matches!(outcome, flow_runtime::RunOutcome::Interrupted { .. }),
+        matches!(outcome, agentweave_runtime::RunOutcome::Interrupted { .. }),
         "{outcome:?}"
     );
     let run = runner
@@ -306,7 +306,7 @@ async fn a_streaming_sync_run_reaches_its_tool_as_a_background_and_as_a_queued_r
         .await
         .expect("a Sync queued run ends");
     assert!(
-        matches!(outcome, flow_runtime::RunOutcome::Interrupted { .. }),
+        matches!(outcome, agentweave_runtime::RunOutcome::Interrupted { .. }),
         "{outcome:?}"
     );
 }

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::model::{ChatModel, ChatRequest, ModelError};
-use flow_runtime::workflow::{Map, MapItems, MapOutput, MapPolicy};
-use flow_runtime::{
+use agentweave_runtime::model::{ChatModel, ChatRequest, ModelError};
+use agentweave_runtime::workflow::{Map, MapItems, MapOutput, MapPolicy};
+use agentweave_runtime::{
     AgentError, AgentEvent, AgentInput, FlowAgent, FnAgent, InMemoryStore, Message, ResumeInfo,
     ResumeRequest, RunRequest, Runner, Sequential, WorkflowError,
 };
-use flow_runtime::{ChatModelAgent, Durability, RecoverError, Turn, TurnRequest};
+use agentweave_runtime::{ChatModelAgent, Durability, RecoverError, Turn, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
 use std::time::Duration;
@@ -90,7 +90,7 @@ async fn an_item_sees_its_item_and_not_the_other_items() {
         .with_sub_agents([look])
         .unwrap();
     let desk = Sequential::new("desk").with_sub_agents([map]).unwrap();
-    let session = flow_runtime::Session::new();
+    let session = agentweave_runtime::Session::new();
     session
         .set_value("tickets", json!(["refund #1", {"id": 2}, "refund #3"]))
         .unwrap();
@@ -288,7 +288,7 @@ async fn bad_settings_and_items_are_typed_errors() {
     let not_a_list = Map::new("map", MapItems::value("tickets"))
         .with_sub_agents([check])
         .unwrap();
-    let session = flow_runtime::Session::new();
+    let session = agentweave_runtime::Session::new();
     session.set_value("tickets", json!({"a": 1})).unwrap();
     let events: Vec<AgentEvent> = Runner::new(not_a_list)
         .run(RunRequest::new([Message::user("go")]).session(session))
@@ -421,7 +421,7 @@ struct ItemModel {
     calls: AtomicUsize,
 }
 
-#[flow_runtime::async_trait]
+#[agentweave_runtime::async_trait]
 impl ChatModel for ItemModel {
     fn model_name(&self) -> &str {
         "items"

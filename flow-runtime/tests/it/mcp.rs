@@ -7,16 +7,16 @@
 //! `index.js`) and `AGENTFLOW_MCP_PYTHON` (a Python with the `mcp` package); without them the
 //! tests skip locally and fail in CI.
 //!
-//! Run with `cargo test -p flow-runtime --features mcp --test it -- mcp::`.
+//! Run with `cargo test -p agentweave-runtime --features mcp --test it -- mcp::`.
 #![cfg(feature = "mcp")]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::mcp::{McpError, McpServer, McpServerConfig, McpToolset};
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::testing::skip_missing_component;
-use flow_runtime::{ChatModelAgent, FlowAgent, Runner, Tool, ToolContext};
+use agentweave_runtime::mcp::{McpError, McpServer, McpServerConfig, McpToolset};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::testing::skip_missing_component;
+use agentweave_runtime::{ChatModelAgent, FlowAgent, Runner, Tool, ToolContext};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -85,7 +85,7 @@ fn find<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
 
 fn cx() -> ToolContext {
     ToolContext::new(
-        flow_runtime::RunContext::new_run(flow_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
         "call-1",
     )
 }
@@ -295,7 +295,7 @@ async fn a_hanging_call_is_bounded_by_the_server_call_timeout() {
     args.insert("a".into(), json!(5));
     args.insert("b".into(), json!(6));
     let sum = server.call_tool("add", Some(args)).await.unwrap();
-    assert_eq!(flow_runtime::mcp::result_text(&sum), "11");
+    assert_eq!(agentweave_runtime::mcp::result_text(&sum), "11");
     server.shutdown().await;
 }
 
@@ -538,14 +538,14 @@ async fn mcp_progress_notifications_become_progress_events() {
         .tool_timeout(Duration::from_secs(60))
         .build()
         .unwrap();
-    let events: Vec<flow_runtime::AgentEvent> = Runner::new(FlowAgent::new(agent))
+    let events: Vec<agentweave_runtime::AgentEvent> = Runner::new(FlowAgent::new(agent))
         .run("Run it")
         .collect()
         .await;
     let mut progress = Vec::new();
     let mut result_at = None;
     for (i, e) in events.iter().enumerate() {
-        if let Some(flow_runtime::EventOutput::Custom(v)) = &e.output {
+        if let Some(agentweave_runtime::EventOutput::Custom(v)) = &e.output {
             if let Some(p) = v.get("tool_progress") {
                 assert_eq!(
                     e.run_path().to_string(),
@@ -556,7 +556,7 @@ async fn mcp_progress_notifications_become_progress_events() {
             }
         }
         if e.message_output()
-            .is_some_and(|m| m.role == flow_runtime::Role::Tool)
+            .is_some_and(|m| m.role == agentweave_runtime::Role::Tool)
         {
             result_at = Some(i);
         }

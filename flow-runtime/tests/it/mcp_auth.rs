@@ -7,7 +7,7 @@
 //! The official conformance suite covers the same ground against servers nobody here wrote
 //! (`.ci/mcp_conformance.sh`).
 //!
-//! Run with `cargo test -p flow-runtime --features mcp --test it -- mcp_auth::`.
+//! Run with `cargo test -p agentweave-runtime --features mcp --test it -- mcp_auth::`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use flow_runtime::mcp::{
+use agentweave_runtime::mcp::{
     AuthorizationRedirect, CredentialStore, InMemoryCredentialStore, McpAuth, McpError, McpServer,
     McpServerConfig,
 };
@@ -340,7 +340,7 @@ async fn the_authorization_code_grant_discovers_registers_and_proves_pkce() {
         .unwrap();
     let result = server.call_tool("whoami", None).await.unwrap();
     assert_eq!(
-        flow_runtime::mcp::result_text(&result),
+        agentweave_runtime::mcp::result_text(&result),
         "scopes: tools:read"
     );
 
@@ -405,7 +405,7 @@ async fn a_rejected_token_is_refreshed_silently() {
     fake.lock().unwrap().revoked.insert("at-1".into());
     let result = server.call_tool("whoami", None).await.unwrap();
     assert_eq!(
-        flow_runtime::mcp::result_text(&result),
+        agentweave_runtime::mcp::result_text(&result),
         "scopes: tools:read"
     );
     let fake = fake.lock().unwrap();
@@ -427,7 +427,7 @@ async fn a_403_insufficient_scope_steps_up_and_the_call_goes_through() {
         .await
         .unwrap();
     let result = server.call_tool("whoami", None).await.unwrap();
-    let text = flow_runtime::mcp::result_text(&result);
+    let text = agentweave_runtime::mcp::result_text(&result);
     assert!(
         text.contains("tools:write") && text.contains("tools:read"),
         "{text}"
@@ -472,7 +472,7 @@ async fn wrong_client_credentials_fail_as_an_auth_error() {
 /// Every name is 127.0.0.1 (the fake servers' port under the names the test gives them).
 struct Loopback;
 
-impl flow_runtime::outbound::Lookup for Loopback {
+impl agentweave_runtime::outbound::Lookup for Loopback {
     fn lookup(
         &self,
         _host: String,
@@ -483,7 +483,7 @@ impl flow_runtime::outbound::Lookup for Loopback {
 
 #[tokio::test]
 async fn the_oauth_requests_are_held_to_the_servers_outbound_policy() {
-    use flow_runtime::outbound::OutboundPolicy;
+    use agentweave_runtime::outbound::OutboundPolicy;
     // The MCP server is `mcp.test`, let through by the operator; its metadata names an
     // authorization server `auth.test`, which resolves to loopback.
     let named = || async {
@@ -600,9 +600,9 @@ async fn the_client_offers_the_latest_specified_version() {
         .unwrap();
     assert_eq!(
         fake.lock().unwrap().offered,
-        [flow_runtime::mcp::PROTOCOL_VERSION]
+        [agentweave_runtime::mcp::PROTOCOL_VERSION]
     );
-    assert_eq!(flow_runtime::mcp::PROTOCOL_VERSION, "2025-11-25");
+    assert_eq!(agentweave_runtime::mcp::PROTOCOL_VERSION, "2025-11-25");
 }
 
 #[tokio::test]

@@ -4,14 +4,14 @@
 //! SDK's MCPServer (`tests/mcp/server.py`, `ask_contact`), which `.ci/mcp.sh` installs
 //! (`AGENTFLOW_MCP_PYTHON`); without it the tests skip locally and fail in CI.
 //!
-//! Run with `cargo test -p flow-runtime --features mcp --test it -- mcp_elicitation::`.
+//! Run with `cargo test -p agentweave-runtime --features mcp --test it -- mcp_elicitation::`.
 
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::mcp::{
+use agentweave_runtime::mcp::{
     ElicitationAnswer, ElicitationHandler, ElicitationRequest, McpServer, McpServerConfig,
 };
-use flow_runtime::testing::skip_missing_component;
+use agentweave_runtime::testing::skip_missing_component;
 use serde_json::json;
 
 const PYTHON_SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/server.py");
@@ -55,7 +55,7 @@ async fn ask(config: McpServerConfig) -> String {
     let server = McpServer::connect(config).await.unwrap();
     let result = server.call_tool("ask_contact", None).await.unwrap();
     server.shutdown().await;
-    flow_runtime::mcp::result_text(&result)
+    agentweave_runtime::mcp::result_text(&result)
 }
 
 #[tokio::test]
@@ -108,17 +108,17 @@ async fn without_a_handler_the_client_does_not_offer_elicitation() {
 async fn interrupted_desk(
     last: &str,
 ) -> Option<(
-    flow_runtime::Runner,
-    flow_runtime::model::ScriptedModel,
-    Vec<flow_runtime::InterruptInfo>,
+    agentweave_runtime::Runner,
+    agentweave_runtime::model::ScriptedModel,
+    Vec<agentweave_runtime::InterruptInfo>,
 )> {
-    use flow_runtime::model::{ScriptStep, ScriptedModel};
-    use flow_runtime::{
+    use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+    use agentweave_runtime::{
         ChatModelAgent, FlowAgent, InMemoryStore, Message, Runner, TurnOutcome, TurnRequest,
     };
 
     let config = python_server()?;
-    let toolset = flow_runtime::mcp::McpToolset::connect([config.elicitation_by_interrupt()])
+    let toolset = agentweave_runtime::mcp::McpToolset::connect([config.elicitation_by_interrupt()])
         .await
         .unwrap();
     let model = ScriptedModel::new([
@@ -147,7 +147,7 @@ async fn interrupted_desk(
 /// given with the resume reaches the server when the call is made again.
 #[tokio::test]
 async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
-    use flow_runtime::TurnRequest;
+    use agentweave_runtime::TurnRequest;
     use std::collections::HashMap;
 
     let Some((runner, model, interrupts)) = interrupted_desk("Noted.").await else {
@@ -185,7 +185,7 @@ async fn a_question_through_the_threads_interrupts_is_answered_on_resume() {
 
 #[tokio::test]
 async fn a_malformed_answer_to_a_question_is_a_tool_error_naming_the_form() {
-    use flow_runtime::TurnRequest;
+    use agentweave_runtime::TurnRequest;
     use std::collections::HashMap;
 
     let Some((runner, model, interrupts)) = interrupted_desk("Sorry.").await else {

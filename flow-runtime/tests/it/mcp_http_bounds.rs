@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use flow_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
+use agentweave_runtime::mcp::{McpError, McpLimits, McpServer, McpServerConfig};
 
 const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/hostile.py");
 

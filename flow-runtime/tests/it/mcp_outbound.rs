@@ -2,7 +2,7 @@
 //! that resolves to loopback, is refused before any connection; the same server let through
 //! by the operator is connected to.
 //!
-//! Run with `cargo test -p flow-runtime --features mcp --test it -- mcp_outbound::`.
+//! Run with `cargo test -p agentweave-runtime --features mcp --test it -- mcp_outbound::`.
 #![cfg(feature = "mcp")]
 
 use std::net::IpAddr;
@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::mcp::{McpError, McpServer, McpServerConfig};
-use flow_runtime::outbound::{Lookup, OutboundPolicy};
+use agentweave_runtime::mcp::{McpError, McpServer, McpServerConfig};
+use agentweave_runtime::outbound::{Lookup, OutboundPolicy};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 

@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use flow_runtime::memory::{
+use agentweave_runtime::memory::{
     EmbedError, Embedder, ItemKey, Memory, MemoryError, Namespace, OpenAiEmbedder, Partition,
     PutItem, Scope, SearchMode, SearchQuery, Tenant, TransientMemoryStore,
 };

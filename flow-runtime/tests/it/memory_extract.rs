@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::memory::{
+use agentweave_runtime::memory::{
     Hit, ItemKey, ListQuery, Memory, MemoryError, MemoryExtraction, MemoryItem, MemoryStore,
     Namespace, Partition, PutItem, Scope, Tenant, TransientMemoryStore,
 };
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     AgentEvent, ChatModelAgent, Durability, FlowAgent, InMemoryStore, Message, RecoverError,
     Runner, Turn, TurnRequest,
 };
@@ -210,8 +210,8 @@ async fn hostile_keys_and_missing_facts_are_refused_and_nothing_is_written() {
         facts_ns(),
     );
     let tool = extraction.update_tool();
-    let cx = flow_runtime::tool::ToolContext::new(
-        flow_runtime::RunContext::new_run(flow_runtime::Session::new(), [], false, "test"),
+    let cx = agentweave_runtime::tool::ToolContext::new(
+        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
         "call-1",
     );
     for changes in [

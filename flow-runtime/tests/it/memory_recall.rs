@@ -1,13 +1,13 @@
 //! Recall before a model call ([`MemoryRecall`]): what is injected (under the token bound),
 //! what the events show, once per turn, and never another tenant's items.
 
-use flow_runtime::history::estimate_tokens;
-use flow_runtime::memory::{
+use agentweave_runtime::history::estimate_tokens;
+use agentweave_runtime::memory::{
     ItemKey, Memory, MemoryRecall, Namespace, Partition, PutItem, Scope, Tenant,
     TransientMemoryStore, MEMORY_RECALL_EVENT, RECALL_HEADER,
 };
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, EventOutput, FlowAgent, InMemoryStore,
     Message, Runner, TurnRequest,
 };
@@ -254,7 +254,7 @@ async fn the_query_is_the_turns_user_message_not_another_agents_words() {
     let alice = user("acme", "alice");
     keep(&memory, &alice, "printer", "Alice's printer is an X200").await;
     keep(&memory, &alice, "coffee", "Alice's coffee machine is a C5").await;
-    let triage = flow_runtime::FnAgent::new("triage", |cx, _| async move {
+    let triage = agentweave_runtime::FnAgent::new("triage", |cx, _| async move {
         cx.say("Routing this coffee machine question.");
         Ok(())
     });
@@ -266,7 +266,7 @@ async fn the_query_is_the_turns_user_message_not_another_agents_words() {
     )
     .per_scope(1);
     let model = ScriptedModel::new(["The X200?"]);
-    let tree = flow_runtime::Sequential::new("desk_line")
+    let tree = agentweave_runtime::Sequential::new("desk_line")
         .with_sub_agents([FlowAgent::new(triage), desk(&model, recall)])
         .unwrap();
     let events: Vec<_> = Runner::new(tree).run("my printer jams").collect().await;

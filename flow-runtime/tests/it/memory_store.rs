@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use flow_runtime::store::memory_items::{contract, TransientMemoryStore};
+use agentweave_runtime::store::memory_items::{contract, TransientMemoryStore};
 // What the SQL stores' own tests use (through `super::*`).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-use flow_runtime::store::memory_items::{
+use agentweave_runtime::store::memory_items::{
     ItemKey, ListQuery, Memory, MemoryError, MemoryStore, Namespace, Partition, PutItem, Scope,
     Tenant,
 };
@@ -29,8 +29,8 @@ async fn transient_store_meets_the_contract() {
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;
-    use flow_runtime::store::memory_items::SqliteMemoryStore;
-    use flow_runtime::store::SqliteStore;
+    use agentweave_runtime::store::memory_items::SqliteMemoryStore;
+    use agentweave_runtime::store::SqliteStore;
 
     #[tokio::test]
     async fn sqlite_store_meets_the_contract() {
@@ -128,9 +128,9 @@ mod sqlite {
 #[cfg(feature = "postgres")]
 mod postgres {
     use super::*;
-    use flow_runtime::store::memory_items::PostgresMemoryStore;
-    use flow_runtime::store::PostgresStore;
-    use flow_runtime::testing::fresh_postgres_database;
+    use agentweave_runtime::store::memory_items::PostgresMemoryStore;
+    use agentweave_runtime::store::PostgresStore;
+    use agentweave_runtime::testing::fresh_postgres_database;
 
     #[tokio::test]
     async fn postgres_store_meets_the_contract() {

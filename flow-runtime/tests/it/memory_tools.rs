@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use flow_runtime::memory::{
+use agentweave_runtime::memory::{
     HashEmbedder, ItemKey, ListQuery, Memory, MemoryTools, Namespace, Partition, Scope, Tenant,
     TransientMemoryStore,
 };
-use flow_runtime::tool::{Tool, ToolContext, ToolError};
+use agentweave_runtime::tool::{Tool, ToolContext, ToolError};
 use serde_json::{json, Value};
 
 fn cx() -> ToolContext {
     ToolContext::new(
-        flow_runtime::RunContext::new_run(flow_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
         "call-1",
     )
 }

@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::middleware::{Hook, HookContext, HookError, Middleware, MiddlewareError};
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::middleware::{Hook, HookContext, HookError, Middleware, MiddlewareError};
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     async_trait, set_sub_agents, tool_fn, AgentError, AgentEvent, AgentInput, ChatModelAgent,
     ChatRequest, FlowAgent, FnAgent, Message, Role, RunLimit, RunLimits, Runner, Session, ToolCall,
 };
@@ -83,7 +83,7 @@ struct Order {
 }
 
 /// An agent that looks up an order, then answers; `ran` counts the tool's runs.
-fn clerk(model: ScriptedModel, ran: Arc<Mutex<Vec<u32>>>) -> flow_runtime::ChatModelAgentBuilder {
+fn clerk(model: ScriptedModel, ran: Arc<Mutex<Vec<u32>>>) -> agentweave_runtime::ChatModelAgentBuilder {
     ChatModelAgent::builder("clerk", model.named("clerk-model")).tool(tool_fn(
         "lookup_order",
         "Looks up an order.",
@@ -294,7 +294,7 @@ fn after_model_edits_a_streamed_reply_in_the_record_while_the_caller_saw_the_chu
             runner.run(RunRequest::new([Message::user("ok?")]).session(Arc::clone(&session)));
         let mut seen = Vec::new();
         while let Some(e) = events.next().await {
-            if let Some(flow_runtime::EventOutput::Stream(s)) = e.output {
+            if let Some(agentweave_runtime::EventOutput::Stream(s)) = e.output {
                 let whole = s.collect_message().await.unwrap();
                 seen.push(whole.content.clone());
             }

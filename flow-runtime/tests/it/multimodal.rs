@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     rewrite_for_context, ContentPart, ContextPolicy, HistoryEntry, Message, MessageStream,
 };
 

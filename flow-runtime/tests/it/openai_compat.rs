@@ -3,7 +3,7 @@
 //! no weights, no network).
 //!
 //! `.ci/run` (through `.ci/litellm.sh`) and `scripts/openai_compat.sh` install and start the
-//! server, then run `cargo test -p flow-runtime --features openai --test it -- openai_compat::` with
+//! server, then run `cargo test -p agentweave-runtime --features openai --test it -- openai_compat::` with
 //! `AGENTFLOW_OPENAI_COMPAT_URL` (the base URL, `…/v1`) and `AGENTFLOW_OPENAI_COMPAT_KEY` (the
 //! proxy's key) set. Without the URL each test is skipped with a message
 //! ([`skip_missing_component`]), or fails in CI (`AGENTFLOW_REQUIRE_COMPONENTS=1`).
@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{
+use agentweave_runtime::model::{
     ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind, Usage,
 };
-use flow_runtime::testing::skip_missing_component;
-use flow_runtime::{
+use agentweave_runtime::testing::skip_missing_component;
+use agentweave_runtime::{
     AgentEvent, ChatAgentError, ChatModel, ChatModelAgent, ChatRequest, EventOutput, FlowAgent,
     Message, Role, Runner, Session,
 };

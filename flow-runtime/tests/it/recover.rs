@@ -7,10 +7,10 @@ use crate::support;
 use std::path::Path;
 use std::time::Duration;
 
-use flow_runtime::store::{JournalStore, StoredStep, ThreadRecord};
-use flow_runtime::RunnerBuilder;
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::store::{JournalStore, StoredStep, ThreadRecord};
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     turn_journal_id, turn_mark_id, AgentEvent, Durability, FlowAgent, FnAgent, InMemoryStore,
     JournalError, Message, RecoverError, Runner, Turn, TurnOutcome,
 };
@@ -363,7 +363,7 @@ async fn bad_journals_are_typed_errors() {
 
 #[tokio::test]
 async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
-    use flow_runtime::{
+    use agentweave_runtime::{
         tool_fn_with_context, ChatModelAgent, ScriptStep, ScriptedModel, ToolContext,
     };
     let store = InMemoryStore::new();
@@ -423,7 +423,7 @@ async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
 /// A resumed record without its time and the nonce of the checkpoint it resumed.
 fn resumed_timeless(record: ThreadRecord) -> ThreadRecord {
     let mut record = timeless(record);
-    if let flow_runtime::store::RecordStart::Resume { checkpoint_id, .. } = &mut record.start {
+    if let agentweave_runtime::store::RecordStart::Resume { checkpoint_id, .. } = &mut record.start {
         checkpoint_id.clear();
     }
     record
@@ -568,7 +568,7 @@ async fn a_resumed_turn_replays_its_journaled_payments() {
         if event
             .action
             .as_ref()
-            .is_some_and(|a| matches!(a, flow_runtime::Action::TransferToAgent(_)))
+            .is_some_and(|a| matches!(a, agentweave_runtime::Action::TransferToAgent(_)))
         {
             break;
         }
@@ -681,8 +681,8 @@ async fn a_dead_turn_whose_thread_moved_on_is_reported_superseded_not_corrupt() 
     let mut updated = None;
     for _ in 0..500 {
         match other.thread("t").update_state(values.clone()).await {
-            Err(flow_runtime::TimeTravelError::Thread(
-                flow_runtime::store::ThreadError::Busy { .. },
+            Err(agentweave_runtime::TimeTravelError::Thread(
+                agentweave_runtime::store::ThreadError::Busy { .. },
             )) => tokio::time::sleep(Duration::from_millis(10)).await,
             done => {
                 updated = Some(done.unwrap());
@@ -754,7 +754,7 @@ async fn die_after_request(runner: &Runner, request: TurnRequest, seen: usize) {
 async fn turn_when_free(runner: &Runner, request: TurnRequest) -> Turn {
     for _ in 0..500 {
         match runner.turn(request.clone()).await {
-            Err(flow_runtime::ThreadError::Busy { .. }) => {
+            Err(agentweave_runtime::ThreadError::Busy { .. }) => {
                 tokio::time::sleep(Duration::from_millis(10)).await
             }
             other => return other.unwrap(),

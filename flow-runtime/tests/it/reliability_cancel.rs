@@ -10,10 +10,10 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::model::{ChatRequest, ModelError, ModelStream, ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{
+use agentweave_runtime::model::{ChatRequest, ModelError, ModelStream, ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, Action, AgentEvent, ChatModel, ChatModelAgent, CheckpointMeta,
     CheckpointStore, Claim, Completion, EventOutput, EventStream, FlowAgent, FnAgent,
     InMemoryStore, Message, MessageStream, PendingCheckpoint, Runner, SaveMode, StoreError,
@@ -404,7 +404,7 @@ fn counting_store(live: &Live) -> CountingStore {
 /// Whether two encoded checkpoints are equal but for their random run ids.
 fn same_run(a: &[u8], b: &[u8]) -> bool {
     let decode = |bytes: &[u8]| {
-        let mut c = flow_runtime::Checkpoint::decode("c1", bytes).unwrap();
+        let mut c = agentweave_runtime::Checkpoint::decode("c1", bytes).unwrap();
         c.run_id.clear();
         c
     };

@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ModelError, RetryPolicy, ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     set_sub_agents, tool_fn, AgentEvent, ChatModelAgent, Checkpoint, CheckpointError,
     CheckpointStore, FlowAgent, FnAgent, InMemoryStore, Message, MessageStream, Runner, Session,
     StreamError, ToolError,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -34,7 +34,7 @@ async fn line(e: &AgentEvent) -> String {
             s.push_str(&format!(" [{} {}]", c.name, c.arguments));
         }
     }
-    if let Some(flow_runtime::EventOutput::Stream(stream)) = &e.output {
+    if let Some(agentweave_runtime::EventOutput::Stream(stream)) = &e.output {
         match stream.fork().collect_message().await {
             Ok(m) => s.push_str(&format!(" stream {}: {}", m.role, m.content)),
             Err(err) => s.push_str(&format!(" stream failed: {}", err.message)),

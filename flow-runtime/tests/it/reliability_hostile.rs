@@ -5,7 +5,7 @@
 #[path = "../../../fuzz/checks.rs"]
 mod checks;
 
-use flow_runtime::{Checkpoint, CheckpointError};
+use agentweave_runtime::{Checkpoint, CheckpointError};
 use proptest::prelude::*;
 
 proptest! {

@@ -9,9 +9,9 @@ use support::Held;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, AgentEvent, ChatModelAgent, FlowAgent, FnAgent, Message,
     Runner, Session, ToolContext, ToolError,
 };

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, AgentEvent, ChatModelAgent, FlowAgent, FnAgent,
     IllegalTransfer, Message, Runner, Session, Tool, ToolContext, ToolError,
 };
@@ -235,7 +235,7 @@ async fn arguments_that_do_not_fit_the_schema_never_reach_the_tool() {
     });
     assert_eq!(tool.parameters()["additionalProperties"], json!(false));
     let cx = ToolContext::new(
-        flow_runtime::RunContext::new_run(Session::new(), [], false, "bank"),
+        agentweave_runtime::RunContext::new_run(Session::new(), [], false, "bank"),
         "c1",
     );
     for bad in [

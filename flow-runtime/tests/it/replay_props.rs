@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::host::ManualHost;
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::store::{RecordEnd, ThreadRecord};
-use flow_runtime::{
+use agentweave_runtime::host::ManualHost;
+use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use agentweave_runtime::store::{RecordEnd, ThreadRecord};
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, AgentEvent, AgentTool, ChatModelAgent, Durability,
     FlowAgent, InMemoryStore, Loop, Message, Parallel, RecoverError, Role, Runner, Sequential,
     ToolContext, ToolError, Turn, TurnRequest,

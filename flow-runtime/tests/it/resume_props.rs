@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     set_sub_agents, Action, Checkpoint, CheckpointStore, FlowAgent, FnAgent, InMemoryStore,
     Message, Runner, Session,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::executor::block_on;
 use futures::StreamExt;
 use proptest::prelude::*;

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::{
+use agentweave_runtime::{
     CancelMode, DoubleText, FlowAgent, FnAgent, InMemoryStore, Message, RunOutcome, RunStatus,
     Runner, TurnRequest,
 };

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::store::conformance::{
+use agentweave_runtime::store::conformance::{
     capped_race, counts, events_cancel_flows, fair, one_claim_each, queue_lifecycle as lifecycle,
     queue_takeover as takeover,
 };
-use flow_runtime::store::{FileRunQueue, InMemoryRunQueue, QueueError, RunQueue};
+use agentweave_runtime::store::{FileRunQueue, InMemoryRunQueue, QueueError, RunQueue};
 
 const LEASE: Duration = Duration::from_secs(60);
 
@@ -91,7 +91,7 @@ async fn file_queue_reports_a_corrupt_file() {
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;
-    use flow_runtime::store::{SqliteRunQueue, SqliteStore};
+    use agentweave_runtime::store::{SqliteRunQueue, SqliteStore};
 
     #[tokio::test]
     async fn sqlite_queue_keeps_the_contract() {
@@ -139,8 +139,8 @@ mod sqlite {
 #[cfg(feature = "postgres")]
 mod postgres {
     use super::*;
-    use flow_runtime::store::PostgresRunQueue;
-    use flow_runtime::testing::fresh_postgres_database;
+    use agentweave_runtime::store::PostgresRunQueue;
+    use agentweave_runtime::testing::fresh_postgres_database;
 
     #[tokio::test]
     async fn postgres_queue_keeps_the_contract() {

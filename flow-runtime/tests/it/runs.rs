@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::model::{ChatRequest, ModelError, ModelStream};
-use flow_runtime::RunnerBuilder;
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{ChatRequest, ModelError, ModelStream};
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     tool_fn, AttachError, CancelError, CancelMode, ChatModel, ChatModelAgent, DoubleText,
     FlowAgent, InMemoryStore, Message, Role, RunItem, RunOutcome, RunStatus, Runner, ThreadError,
     ToolCall,
@@ -672,7 +672,7 @@ impl ChatModel for BossModel {
 fn boss(gates: &Arc<Gates>) -> Runner {
     let desk = desk(gates).agent().clone();
     let boss = ChatModelAgent::builder("boss", BossModel)
-        .tool(flow_runtime::AgentTool::new(desk))
+        .tool(agentweave_runtime::AgentTool::new(desk))
         .build()
         .unwrap();
     Runner::builder(FlowAgent::new(boss))
@@ -817,7 +817,7 @@ async fn after_model_that_is_not_recursive_lets_the_agent_tool_finish_then_stops
 async fn events_past_the_bound_are_trimmed_and_attaching_before_them_says_so() {
     let (gates, _heard) = Gates::new();
     let runner = RunnerBuilder::from(desk(&gates))
-        .run_retention(flow_runtime::RunRetention {
+        .run_retention(agentweave_runtime::RunRetention {
             max_events: 3,
             ..Default::default()
         })
@@ -847,7 +847,7 @@ async fn events_past_the_bound_are_trimmed_and_attaching_before_them_says_so() {
 async fn a_thread_with_runs_going_is_not_deleted_and_deletes_once_they_ended() {
     let gate = Arc::new(Semaphore::new(0));
     let held = Arc::clone(&gate);
-    let slow = flow_runtime::FnAgent::new("slow", move |cx, _| {
+    let slow = agentweave_runtime::FnAgent::new("slow", move |cx, _| {
         let gate = Arc::clone(&held);
         async move {
             gate.acquire().await.unwrap().forget();
@@ -898,7 +898,7 @@ async fn a_safe_point_cancel_of_a_run_not_started_ends_it_before_start() {
     let gate = Arc::new(Semaphore::new(0));
     let calls = Arc::new(Mutex::new(Vec::<String>::new()));
     let (held, seen) = (Arc::clone(&gate), Arc::clone(&calls));
-    let slow = flow_runtime::FnAgent::new("slow", move |cx, input: flow_runtime::AgentInput| {
+    let slow = agentweave_runtime::FnAgent::new("slow", move |cx, input: agentweave_runtime::AgentInput| {
         let (gate, seen) = (Arc::clone(&held), Arc::clone(&seen));
         async move {
             let said = input.messages.last().map(|m| m.content.clone());

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use flow_runtime::store::conformance::{one_advance_each, schedule_contract};
-use flow_runtime::store::{FileRunQueue, InMemoryRunQueue, RunQueue};
+use agentweave_runtime::store::conformance::{one_advance_each, schedule_contract};
+use agentweave_runtime::store::{FileRunQueue, InMemoryRunQueue, RunQueue};
 
 #[tokio::test]
 async fn in_memory_queue_keeps_schedules() {
@@ -27,7 +27,7 @@ async fn the_file_queue_keeps_none() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_queue_keeps_schedules() {
-    use flow_runtime::store::SqliteRunQueue;
+    use agentweave_runtime::store::SqliteRunQueue;
     let dir = crate::support::dirs::temp_dir("schedules", "sqlite");
     let path = dir.join("store.db");
     schedule_contract(&SqliteRunQueue::open(&path).await.unwrap()).await;
@@ -43,12 +43,12 @@ async fn sqlite_queue_keeps_schedules() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_queue_keeps_schedules() {
-    use flow_runtime::store::PostgresRunQueue;
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("schedules").await else {
+    use agentweave_runtime::store::PostgresRunQueue;
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("schedules").await else {
         return;
     };
     schedule_contract(&PostgresRunQueue::connect(&url).await.unwrap()).await;
-    let Some(race) = flow_runtime::testing::fresh_postgres_database("schedules_race").await else {
+    let Some(race) = agentweave_runtime::testing::fresh_postgres_database("schedules_race").await else {
         return;
     };
     let mut queues: Vec<Arc<dyn RunQueue>> = Vec::new();

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine as _;
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::store::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::store::{
     JournalStore, SealError, SealedStore, SealingKeys, StoreError, ThreadStore,
 };
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointStore, Durability, FileStore, FlowAgent,
     Message, Runner, ThreadError, ToolContext, TurnOutcome,
 };
@@ -52,7 +52,7 @@ fn desk() -> FlowAgent {
             "Wires money once a human approves.",
             |cx: ToolContext, _args: Value| async move {
                 match cx.resume_data() {
-                    Some(_) => Ok::<_, flow_runtime::ToolError>("wired".to_owned()),
+                    Some(_) => Ok::<_, agentweave_runtime::ToolError>("wired".to_owned()),
                     None => Err(cx.interrupt(json!({ "question": SECRET_QUESTION }))),
                 }
             },
@@ -151,7 +151,7 @@ where
     // The journal's steps were written, sealed.
     let steps = store
         .inner()
-        .read_steps(&flow_runtime::turn_journal_id("t1", 0), 0)
+        .read_steps(&agentweave_runtime::turn_journal_id("t1", 0), 0)
         .await
         .unwrap();
     for step in &steps {
@@ -185,7 +185,7 @@ async fn a_sealed_file_store_keeps_no_plaintext_on_disk() {
 #[tokio::test]
 async fn a_sealed_sqlite_store_keeps_no_plaintext_on_disk() {
     let dir = temp("sqlite");
-    let sqlite = flow_runtime::store::SqliteStore::open(dir.join("store.db"))
+    let sqlite = agentweave_runtime::store::SqliteStore::open(dir.join("store.db"))
         .await
         .unwrap();
     let store = SealedStore::new(sqlite, keys("k1", 1));
@@ -307,7 +307,7 @@ async fn the_wrong_key_or_altered_bytes_are_typed_errors_and_change_nothing() {
     // Put back, everything opens and the turn resumes: nothing was lost.
     std::fs::write(&record_file, original).unwrap();
     let head = sealed.head("t1").await.unwrap().unwrap();
-    let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end else {
+    let agentweave_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end else {
         panic!("the thread waits");
     };
     assert_eq!(interrupts[0].info["question"], SECRET_QUESTION);
@@ -392,13 +392,13 @@ async fn a_runner_without_the_keys_gets_a_typed_error_not_an_empty_thread() {
         .await
         .unwrap()
         .unwrap();
-    let err = flow_runtime::store::CheckpointCodec::default()
+    let err = agentweave_runtime::store::CheckpointCodec::default()
         .decode(&checkpoint_id, &bytes)
         .unwrap_err();
     assert!(
         matches!(
             err,
-            flow_runtime::CheckpointError::Store(StoreError::Sealed(SealError::NoKeys { .. }))
+            agentweave_runtime::CheckpointError::Store(StoreError::Sealed(SealError::NoKeys { .. }))
         ),
         "{err:?}"
     );

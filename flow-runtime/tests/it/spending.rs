@@ -7,13 +7,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use flow_runtime::budget::{BudgetKind, BudgetScope, ModelPrice};
-use flow_runtime::host::ManualHost;
-use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-use flow_runtime::spending::BudgetPeriod;
-use flow_runtime::store::conformance::{racing_reservations, reservation_is_all_or_nothing};
-use flow_runtime::store::{InMemoryRunQueue, RunQueue, Spending, SpendingStore, UsageFilter};
-use flow_runtime::{
+use agentweave_runtime::budget::{BudgetKind, BudgetScope, ModelPrice};
+use agentweave_runtime::host::ManualHost;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave_runtime::spending::BudgetPeriod;
+use agentweave_runtime::store::conformance::{racing_reservations, reservation_is_all_or_nothing};
+use agentweave_runtime::store::{InMemoryRunQueue, RunQueue, Spending, SpendingStore, UsageFilter};
+use agentweave_runtime::{
     tool_fn, AgentError, AgentEvent, BudgetExceeded, ChatModelAgent, FlowAgent, InMemoryStore,
     Message, Runner, SpendingBudgets, SpendingLimits, TurnRequest,
 };
@@ -220,7 +220,7 @@ async fn a_tenants_day_rolls_over_at_utc_midnight_on_the_hosts_clock() {
     };
     assert_eq!(spent(BudgetPeriod::Day, ms(start)).await, 4);
     assert_eq!(
-        spent(BudgetPeriod::Day, ms(flow_runtime::host::Host::now(&host))).await,
+        spent(BudgetPeriod::Day, ms(agentweave_runtime::host::Host::now(&host))).await,
         4
     );
     // Both days are in December: the month counts all eight.
@@ -357,7 +357,7 @@ async fn two_runners_stop_together(a: Arc<dyn SpendingStore>, b: Arc<dyn Spendin
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_runners_on_one_sqlite_store_stop_together_at_the_tenants_limit() {
-    use flow_runtime::store::SqliteRunQueue;
+    use agentweave_runtime::store::SqliteRunQueue;
     let dir = crate::support::dirs::temp_dir("spending", "sqlite");
     let path = dir.join("store.db");
     let a = SqliteRunQueue::open(&path).await.unwrap();
@@ -372,8 +372,8 @@ async fn two_runners_on_one_sqlite_store_stop_together_at_the_tenants_limit() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_runners_on_one_postgres_store_stop_together_at_the_tenants_limit() {
-    use flow_runtime::store::PostgresRunQueue;
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("spending").await else {
+    use agentweave_runtime::store::PostgresRunQueue;
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("spending").await else {
         return;
     };
     let a = PostgresRunQueue::connect(&url).await.unwrap();
@@ -392,7 +392,7 @@ struct Done {
 
 #[tokio::test]
 async fn a_turns_spending_rolls_up_through_an_agent_tool_and_a_task_into_its_thread() {
-    use flow_runtime::{set_sub_agents, AgentTool, Delegation};
+    use agentweave_runtime::{set_sub_agents, AgentTool, Delegation};
     // triage calls the `researcher` agent tool (two model calls inside), transfers to the
     // `refund` task (one call), then answers: six calls, 210 + 21 tokens.
     let lookup = tool_fn(
@@ -473,10 +473,10 @@ async fn a_turns_spending_rolls_up_through_an_agent_tool_and_a_task_into_its_thr
 /// later each time), then trims the report to a retention of three days, and of three days
 /// again one day later: the older days go, the kept ones and the scopes' spending stay.
 async fn usage_retention_keeps_its_days(store: &dyn SpendingStore) {
-    use flow_runtime::store::{usage_kept_from, SpendingScope, UsageRow};
+    use agentweave_runtime::store::{usage_kept_from, SpendingScope, UsageRow};
     // 2026-12-03T12:00:00Z.
     let host = ManualHost::starting_at(UNIX_EPOCH + Duration::from_millis(1_796_299_200_000));
-    let now = || ms(flow_runtime::host::Host::now(&host));
+    let now = || ms(agentweave_runtime::host::Host::now(&host));
     let tenant = SpendingScope {
         key: "tenant:acme:month:2026-12".into(),
         thread: None,
@@ -551,7 +551,7 @@ async fn usage_rows_past_their_retention_are_deleted_in_memory() {
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn usage_rows_past_their_retention_are_deleted_on_sqlite() {
-    use flow_runtime::store::SqliteRunQueue;
+    use agentweave_runtime::store::SqliteRunQueue;
     let dir = crate::support::dirs::temp_dir("spending", "retention");
     let queue = SqliteRunQueue::open(dir.join("store.db")).await.unwrap();
     usage_retention_keeps_its_days(&queue).await;
@@ -561,8 +561,8 @@ async fn usage_rows_past_their_retention_are_deleted_on_sqlite() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn usage_rows_past_their_retention_are_deleted_on_postgres() {
-    use flow_runtime::store::PostgresRunQueue;
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("retention").await else {
+    use agentweave_runtime::store::PostgresRunQueue;
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("retention").await else {
         return;
     };
     let queue = PostgresRunQueue::connect(&url).await.unwrap();

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn, tool_fn_with_context, ChatModelAgent, DoubleText, FlowAgent, InMemoryStore, Message,
     Role, RunStatus, Runner, ScriptStep, ScriptedModel, SteerError, ToolContext, TurnRequest,
 };
@@ -345,7 +345,7 @@ fn shipping_desk(
     let runner = Runner::builder(FlowAgent::new(agent))
         .stores(store.clone())
         .journal_store(store.clone())
-        .durability(flow_runtime::Durability::Sync)
+        .durability(agentweave_runtime::Durability::Sync)
         .lease(std::time::Duration::from_millis(60))
         .build();
     (runner, model)
@@ -387,7 +387,7 @@ async fn a_turn_that_died_after_taking_a_steer_is_recovered_with_it_in_place() {
     );
     let turn = loop {
         match other.recover("t").await {
-            Err(flow_runtime::RecoverError::Leased { .. }) => {
+            Err(agentweave_runtime::RecoverError::Leased { .. }) => {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await
             }
             other => break other.unwrap().expect("a dead turn to recover"),
@@ -395,7 +395,7 @@ async fn a_turn_that_died_after_taking_a_steer_is_recovered_with_it_in_place() {
     };
     let outcome = turn.finish().await;
     assert!(
-        matches!(outcome, flow_runtime::TurnOutcome::Completed { .. }),
+        matches!(outcome, agentweave_runtime::TurnOutcome::Completed { .. }),
         "{outcome:?}"
     );
     assert_eq!(

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::store::JournalStore;
-use flow_runtime::{
+use agentweave_runtime::store::JournalStore;
+use agentweave_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, CheckpointError, CheckpointState,
     CheckpointStore, FileStore, FlowAgent, InMemoryStore, Message, Runner, ScriptStep,
     ScriptedModel, ToolContext,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 use support::{contract, journal_contract, thread_contract};
@@ -96,7 +96,7 @@ async fn file_store_keeps_the_thread_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn file_store_gives_one_append_and_one_lease_among_tasks() {
     let dir = temp_dir("thread-race");
-    let handles: Vec<Arc<dyn flow_runtime::ThreadStore>> = (0..4)
+    let handles: Vec<Arc<dyn agentweave_runtime::ThreadStore>> = (0..4)
         .map(|_| Arc::new(FileStore::new(&dir).unwrap()) as _)
         .collect();
     thread_contract::one_winner_among_tasks(handles, "").await;
@@ -106,7 +106,7 @@ async fn file_store_gives_one_append_and_one_lease_among_tasks() {
 #[cfg(unix)]
 #[tokio::test]
 async fn file_store_files_are_private_and_temps_are_cleaned_and_symlinks_refused() {
-    use flow_runtime::SaveMode;
+    use agentweave_runtime::SaveMode;
     use std::os::unix::fs::PermissionsExt;
     let dir = temp_dir("files");
     let store = FileStore::new(&dir).unwrap();
@@ -155,7 +155,7 @@ fn desk(paid: Arc<Mutex<Vec<String>>>) -> FlowAgent {
     );
     let model = ScriptedModel::rules()
         .when(
-            |r: &flow_runtime::ChatRequest| r.messages.last().is_some_and(|m| m.content == "paid"),
+            |r: &agentweave_runtime::ChatRequest| r.messages.last().is_some_and(|m| m.content == "paid"),
             ScriptStep::text("refunded"),
         )
         .otherwise(ScriptStep::tool_call("refund", json!({})));
@@ -379,7 +379,7 @@ async fn file_store_keeps_the_journal_contract() {
 /// was.
 #[tokio::test]
 async fn file_journal_ignores_a_torn_tail_and_refuses_a_damaged_step() {
-    use flow_runtime::store::JournalError;
+    use agentweave_runtime::store::JournalError;
     use journal_contract::step;
     let dir = temp_dir("journal-torn");
     let store = FileStore::new(&dir).unwrap();

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::RunRequest;
-use flow_runtime::{EventOutput, Message, MessageStream, StreamError};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{EventOutput, Message, MessageStream, StreamError};
 use futures::StreamExt;
 
 fn text(chunk: &Result<Arc<Message>, StreamError>) -> String {
@@ -101,7 +101,7 @@ async fn collect_message_reports_the_error() {
 /// session's record of it, and the caller's own reader still sees every chunk.
 #[tokio::test]
 async fn read_message_is_one_accessor_for_whole_and_streamed_events_live_and_recorded() {
-    use flow_runtime::{AgentEvent, FlowAgent, FnAgent, Runner, Session};
+    use agentweave_runtime::{AgentEvent, FlowAgent, FnAgent, Runner, Session};
     let agent = FnAgent::new("talker", |cx, _| async move {
         cx.say("whole");
         cx.emit(AgentEvent::stream(MessageStream::from_messages([

@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, EventOutput, FlowAgent, Runner, ToolContext,
 };
 use futures::StreamExt;

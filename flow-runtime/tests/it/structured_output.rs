@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use flow_runtime::model::{OutputSchema, ScriptStep, ScriptedModel};
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{OutputSchema, ScriptStep, ScriptedModel};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     AgentEvent, ChatAgentError, ChatModelAgent, FlowAgent, Message, Role, Runner, Session,
 };
 use futures::executor::block_on;

@@ -3,8 +3,8 @@
 //! starts with, history lists it, forks carry it, a resumed turn inherits it; bad input is a
 //! typed error with nothing written. On InMemory and File.
 
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     FileStore, FlowAgent, FnAgent, ForkEnd, InMemoryStore, Message, Runner, ThreadStepKind,
     TimeTravelError,
 };
@@ -219,7 +219,7 @@ async fn a_resumed_turn_inherits_the_values_and_bad_updates_write_nothing() {
         ));
         assert_eq!(runner.thread("t").records().await.unwrap(), records);
 
-        let flow_runtime::store::RecordEnd::Interrupted { interrupts, .. } =
+        let agentweave_runtime::store::RecordEnd::Interrupted { interrupts, .. } =
             &records.last().unwrap().end
         else {
             panic!("the turn waits for its answer");

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::store::{JournalStore, RecordEnd, ThreadRecord};
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::store::{JournalStore, RecordEnd, ThreadRecord};
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, AgentTool, ChatModelAgent, ChatRequest,
     CheckpointStore, FileStore, FlowAgent, ForkEnd, InMemoryStore, Message, Parallel, Role, Runner,
     ScriptStep, ScriptedModel, StepKind, ThreadStepKind, ThreadStore, TimeTravelError, ToolContext,
@@ -324,8 +324,8 @@ where
 fn event_of<'a>(
     records: &'a [ThreadRecord],
     id: u64,
-    history: &[flow_runtime::ThreadStep],
-) -> &'a flow_runtime::store::RecordedEvent {
+    history: &[agentweave_runtime::ThreadStep],
+) -> &'a agentweave_runtime::store::RecordedEvent {
     let step = &history[id as usize];
     let record = records.iter().find(|r| r.seq == step.record).unwrap();
     let first = history
@@ -486,7 +486,7 @@ async fn file_forks_go_on_from_exactly_their_step() {
 #[tokio::test]
 async fn sqlite_forks_go_on_from_exactly_their_step() {
     let dir = temp_dir("sqlite");
-    let store = flow_runtime::store::SqliteStore::open(dir.join("store.db"))
+    let store = agentweave_runtime::store::SqliteStore::open(dir.join("store.db"))
         .await
         .unwrap();
     forks_go_on_from_exactly_their_step(store.clone(), "").await;
@@ -497,10 +497,10 @@ async fn sqlite_forks_go_on_from_exactly_their_step() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn postgres_forks_go_on_from_exactly_their_step() {
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("time_travel").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("time_travel").await else {
         return;
     };
-    let store = flow_runtime::store::PostgresStore::connect(&url)
+    let store = agentweave_runtime::store::PostgresStore::connect(&url)
         .await
         .unwrap();
     forks_go_on_from_exactly_their_step(store.clone(), "").await;

@@ -9,13 +9,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::model::{ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, AgentEvent, AgentTool, ChatModelAgent, Checkpoint,
     CheckpointStore, FileStore, FlowAgent, FnAgent, FnTool, InMemoryStore, InterruptInfo, Message,
     MessageRef, Role, Runner, Session, ToolContext, ToolError, ToolInterrupt,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -346,7 +346,7 @@ async fn two_calls_of_one_reply_that_interrupt_get_their_own_ids_and_answers() {
     let calls = Calls::default();
     let clock_runs = Arc::new(AtomicUsize::new(0));
     let n = Arc::clone(&clock_runs);
-    let clock = flow_runtime::tool_fn("clock", "The time.", move |_: NoArgs| {
+    let clock = agentweave_runtime::tool_fn("clock", "The time.", move |_: NoArgs| {
         n.fetch_add(1, Ordering::SeqCst);
         async move { Ok::<_, String>("12:00") }
     });
@@ -525,11 +525,11 @@ async fn a_tool_interrupt_without_any_interrupt_in_it_is_a_clear_error_and_keeps
 async fn outside_a_chat_agent_the_interrupt_is_an_error_that_says_why() {
     let tool = issue_refund(Calls::default());
     let cx = ToolContext::new(
-        flow_runtime::RunContext::new_run(Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(Session::new(), [], false, "test"),
         "c1",
     )
     .with_tool_name("issue_refund");
-    let err = flow_runtime::Tool::call(&tool, &cx, r#"{"amount": 5}"#)
+    let err = agentweave_runtime::Tool::call(&tool, &cx, r#"{"amount": 5}"#)
         .await
         .unwrap_err();
     let ToolError::Interrupted { tool, interrupt } = &err else {
@@ -559,7 +559,7 @@ async fn tool_interrupts_in_two_parallel_lanes_resume_each_lane_with_its_answer(
                 .unwrap(),
         )
     };
-    let desks = flow_runtime::Parallel::new("desks")
+    let desks = agentweave_runtime::Parallel::new("desks")
         .with_sub_agents([lane("north"), lane("south")])
         .unwrap();
     let runner = Runner::builder(desks)

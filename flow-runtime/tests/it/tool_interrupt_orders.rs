@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     tool_fn, tool_fn_with_context, AgentEvent, ChatModelAgent, Checkpoint, CheckpointStore,
     FlowAgent, InMemoryStore, InterruptInfo, Message, MessageRef, Role, Runner, Session,
     ToolContext,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -523,7 +523,7 @@ async fn two_calls_of_an_agent_tool_that_interrupts_keep_their_ids_when_answered
         ScriptStep::text("Both paid."),
     ]);
     let assistant = ChatModelAgent::builder("assistant", outer.clone())
-        .tool(flow_runtime::AgentTool::new(FlowAgent::new(payments)))
+        .tool(agentweave_runtime::AgentTool::new(FlowAgent::new(payments)))
         .build()
         .unwrap();
     let runner = Runner::builder(FlowAgent::new(assistant))

@@ -4,7 +4,7 @@ use crate::support;
 
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
+use agentweave_runtime::{set_sub_agents, FlowAgent, FnAgent, Runner};
 use futures::StreamExt;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id};

@@ -5,14 +5,14 @@ use crate::support;
 
 use std::sync::Arc;
 
-use flow_runtime::model::{
+use agentweave_runtime::model::{
     ScriptStep, ScriptedModel, Usage, UsageReport, UsageTotal, USAGE_SESSION_KEY,
 };
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn_with_context, AgentEvent, ChatModelAgent, Checkpoint, CheckpointStore, EventOutput,
     FlowAgent, InMemoryStore, Message, Runner, Session, ToolContext,
 };
-use flow_runtime::{ResumeRequest, RunRequest};
+use agentweave_runtime::{ResumeRequest, RunRequest};
 use futures::executor::block_on;
 use futures::StreamExt;
 use schemars::JsonSchema;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     Agent, AgentEvent, AgentInput, DeterministicTransfer, FlowAgent, FnAgent, InterruptInfo, Loop,
     Message, MessageRef, Parallel, ResumeInfo, Role, RunContext, Runner, Sequential, Session,
 };
@@ -289,7 +289,7 @@ async fn an_error_ends_the_sequence() {
         .with_sub_agents([
             FlowAgent::new(FnAgent::new("s1", |cx, _| async move {
                 cx.say("trying");
-                Err(flow_runtime::AgentError::failed(
+                Err(agentweave_runtime::AgentError::failed(
                     "s1",
                     "the database is down",
                 ))
@@ -891,7 +891,7 @@ async fn exit_and_errors_end_a_loop() {
             let turn = n.fetch_add(1, Ordering::SeqCst) + 1;
             async move {
                 if turn == 2 {
-                    return Err(flow_runtime::AgentError::failed("a", "out of ideas"));
+                    return Err(agentweave_runtime::AgentError::failed("a", "out of ideas"));
                 }
                 cx.say(format!("idea {turn}"));
                 Ok(())
@@ -1073,7 +1073,7 @@ async fn deterministic_transfer_does_not_hand_off_after_exit_or_an_error() {
     let (reviewer, runs2) = counted("reviewer", "never");
     let fails = FlowAgent::new(DeterministicTransfer::new(
         FnAgent::new("writer", |_, _| async move {
-            Err(flow_runtime::AgentError::failed("writer", "no ink"))
+            Err(agentweave_runtime::AgentError::failed("writer", "no ink"))
         }),
         ["reviewer"],
     ))

@@ -2,6 +2,6 @@
 // Each test crate uses some of them.
 #![allow(unused_imports)]
 
-pub use flow_runtime::store::conformance::{
+pub use agentweave_runtime::store::conformance::{
     lifecycle, one_claim_among_tasks, pending_and_purge, refuses_escaping_ids, size_limit,
 };

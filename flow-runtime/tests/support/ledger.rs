@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use flow_runtime::{
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, FnAgent, ScriptStep,
     ScriptedModel, Sequential, ToolContext,
 };
@@ -25,7 +25,7 @@ pub fn payments(ledger: &Path) -> Vec<String> {
 /// A paying tool `name`: pays `amount` once per idempotency key (a retried call with the
 /// same key finds its line and does not pay again), pausing `pause` before and after the
 /// payment (so that a kill can land inside the tool).
-fn paying_tool(name: &'static str, ledger: PathBuf, pause: Duration) -> flow_runtime::FnTool {
+fn paying_tool(name: &'static str, ledger: PathBuf, pause: Duration) -> agentweave_runtime::FnTool {
     tool_fn_with_context(
         name,
         "Pays an amount.",
@@ -158,7 +158,7 @@ pub fn clerk_desk(ledger: PathBuf, pause: Duration) -> FlowAgent {
             json!({ "request": "refund 5" }),
         ));
     let desk = ChatModelAgent::builder("desk", desk_model)
-        .tool(flow_runtime::AgentTool::new(FlowAgent::new(clerk)).surface_events(true))
+        .tool(agentweave_runtime::AgentTool::new(FlowAgent::new(clerk)).surface_events(true))
         .tool(paying_tool("pay", ledger, pause))
         .build()
         .unwrap();

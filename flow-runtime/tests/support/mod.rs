@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flow_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
-use flow_runtime::RunRequest;
-use flow_runtime::{
+use agentweave_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
+use agentweave_runtime::RunRequest;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, Action, AgentEvent, ChatModelAgent, CheckpointMeta, CheckpointStore,
     Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, Runner,
     SaveMode, Session, StoreError, ToolError,

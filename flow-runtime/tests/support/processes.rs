@@ -9,17 +9,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::RunnerBuilder;
-use flow_runtime::{CheckpointStore, FileStore, FlowAgent, Runner};
+use agentweave_runtime::RunnerBuilder;
+use agentweave_runtime::{CheckpointStore, FileStore, FlowAgent, Runner};
 
 /// A store named by a string (a worker process gets its store this way): `file:DIR`,
 /// `sqlite:PATH` (feature `sqlite`) or `postgres:URL` (feature `postgres`).
 pub enum NamedStore {
     File(FileStore),
     #[cfg(feature = "sqlite")]
-    Sqlite(flow_runtime::store::SqliteStore),
+    Sqlite(agentweave_runtime::store::SqliteStore),
     #[cfg(feature = "postgres")]
-    Postgres(flow_runtime::store::PostgresStore),
+    Postgres(agentweave_runtime::store::PostgresStore),
 }
 
 impl NamedStore {
@@ -30,11 +30,11 @@ impl NamedStore {
             "file" => NamedStore::File(FileStore::new(at).unwrap()),
             #[cfg(feature = "sqlite")]
             "sqlite" => {
-                NamedStore::Sqlite(flow_runtime::store::SqliteStore::open(at).await.unwrap())
+                NamedStore::Sqlite(agentweave_runtime::store::SqliteStore::open(at).await.unwrap())
             }
             #[cfg(feature = "postgres")]
             "postgres" => NamedStore::Postgres(
-                flow_runtime::store::PostgresStore::connect(at)
+                agentweave_runtime::store::PostgresStore::connect(at)
                     .await
                     .unwrap(),
             ),
@@ -260,7 +260,7 @@ where
         StoreKind::Sqlite => format!("sqlite:{}", work.join("store.db").display()),
         #[cfg(feature = "postgres")]
         StoreKind::Postgres => {
-            let Some(url) = flow_runtime::testing::fresh_postgres_database(name).await else {
+            let Some(url) = agentweave_runtime::testing::fresh_postgres_database(name).await else {
                 return;
             };
             format!("postgres:{url}")

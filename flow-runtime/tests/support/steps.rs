@@ -6,15 +6,15 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use flow_runtime::store::RecordEnd;
-use flow_runtime::{
+use agentweave_runtime::store::RecordEnd;
+use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, ChatRequest, CheckpointError, FlowAgent, Message, Role,
     Runner, ScriptStep, ScriptedModel, ThreadError, ToolContext, TurnOutcome,
 };
 use serde_json::json;
 
 use super::processes::{append, lines};
-use flow_runtime::TurnRequest;
+use agentweave_runtime::TurnRequest;
 
 /// The steps of the turn.
 pub const STEPS: u64 = 3;

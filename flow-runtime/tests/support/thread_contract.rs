@@ -2,7 +2,7 @@
 // Each test crate uses some of them.
 #![allow(unused_imports)]
 
-pub use flow_runtime::store::conformance::{
+pub use agentweave_runtime::store::conformance::{
     appends_reads_list_delete, leases, one_winner_among_tasks, refuses_bad_ids,
     thread_size_limit as size_limit,
 };

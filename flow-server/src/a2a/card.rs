@@ -3,11 +3,11 @@
 //! the endpoint's URL.
 
 use axum::http::{header, HeaderMap};
-use flow_a2a::wire::{
+use agentweave_a2a::wire::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme,
     SecurityRequirement, SecurityScheme, StringList,
 };
-use flow_runtime::FlowAgent;
+use agentweave_runtime::FlowAgent;
 
 use crate::auth::Auth;
 use crate::state::ServedFlow;
@@ -32,7 +32,7 @@ pub(crate) fn card(flow: &ServedFlow, auth: &Auth, endpoint: String) -> AgentCar
             url: endpoint,
             protocol_binding: "JSONRPC".into(),
             tenant: String::new(),
-            protocol_version: flow_a2a::PROTOCOL_VERSION.into(),
+            protocol_version: agentweave_a2a::PROTOCOL_VERSION.into(),
         }],
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
@@ -107,7 +107,7 @@ pub(crate) fn base_url(headers: &HeaderMap) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flow_runtime::InMemoryStore;
+    use agentweave_runtime::InMemoryStore;
 
     #[test]
     fn the_desk_card_has_a_skill_per_agent_and_the_bearer_scheme() {

@@ -10,16 +10,16 @@
 
 use std::collections::HashMap;
 
-use flow_a2a::rpc::RpcError;
-use flow_a2a::wire::{self, Artifact, Part, Role, TaskState, TaskStatus};
-use flow_runtime::store::{RecordEnd, RecordStart, ThreadRecord};
-use flow_runtime::{Action, InterruptInfo, Message, RunPath};
+use agentweave_a2a::rpc::RpcError;
+use agentweave_a2a::wire::{self, Artifact, Part, Role, TaskState, TaskStatus};
+use agentweave_runtime::store::{RecordEnd, RecordStart, ThreadRecord};
+use agentweave_runtime::{Action, InterruptInfo, Message, RunPath};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::outward::{OutwardInterrupt, PublicError};
 
-pub(crate) use flow_a2a::meta::METADATA_KEY;
+pub(crate) use agentweave_a2a::meta::METADATA_KEY;
 
 /// The id of the artifact carrying a task's answer.
 pub(crate) const ANSWER_ARTIFACT: &str = "answer";
@@ -35,7 +35,7 @@ pub(crate) fn new_id() -> String {
 /// The metadata naming where an event came from:
 /// `{"agentflow": {"agent": NAME, "runPath": "triage/refund"}}`.
 pub(crate) fn path_metadata(agent: &str, run_path: &RunPath) -> Map<String, Value> {
-    flow_a2a::meta::path_metadata(agent, &run_path.to_string())
+    agentweave_a2a::meta::path_metadata(agent, &run_path.to_string())
 }
 
 /// The A2A form of an agent's message, or `None` for one with nothing to show (an empty
@@ -275,12 +275,12 @@ pub(crate) fn answer_artifact(answer: &Message, agent: &str) -> Artifact {
 }
 
 /// The artifact carrying the agent's plan as it is now (the thread value
-/// [`PLAN_KEY`](flow_runtime::kit::PLAN_KEY) `plan` holds): a data part with the plan itself
+/// [`PLAN_KEY`](agentweave_runtime::kit::PLAN_KEY) `plan` holds): a data part with the plan itself
 /// (`{"steps": [{"step", "status"}]}`) and a text part with its checklist (`[x] done`,
 /// `[>] in progress`, `[ ] pending`), for clients that show only text.
 pub(crate) fn plan_artifact(plan: &Value) -> Artifact {
     let mut parts = vec![Part::data(plan.clone())];
-    if let Ok(p) = serde_json::from_value::<flow_runtime::kit::Plan>(plan.clone()) {
+    if let Ok(p) = serde_json::from_value::<agentweave_runtime::kit::Plan>(plan.clone()) {
         parts.push(Part::text(p.render()));
     }
     Artifact {
@@ -365,7 +365,7 @@ pub(crate) fn task_from_records(
     let at = Some(wire::rfc3339(last.at_ms));
     task.status = match &last.end {
         // Cancelled while it waited for input (`ThreadHandle::withdraw`).
-        RecordEnd::Completed { .. } if flow_runtime::is_withdrawn(last) => TaskStatus {
+        RecordEnd::Completed { .. } if agentweave_runtime::is_withdrawn(last) => TaskStatus {
             state: TaskState::Canceled,
             message: None,
             timestamp: at,
@@ -409,8 +409,8 @@ fn user_message(text: &str, context_id: &str, task_id: &str) -> wire::Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flow_a2a::meta::run_path_of;
-    use flow_a2a::wire::Message as A2aMessage;
+    use agentweave_a2a::meta::run_path_of;
+    use agentweave_a2a::wire::Message as A2aMessage;
 
     fn interrupt(id: &str, info: Value) -> InterruptInfo {
         let mut i = InterruptInfo::new(info).with_state(json!({"secret": "saved state"}));
@@ -578,13 +578,13 @@ mod tests {
             "{wire}"
         );
 
-        let store = flow_runtime::StoreError::Other {
+        let store = agentweave_runtime::StoreError::Other {
             id: "desk.acme.t-1".into(),
             message: "disk full (os error 28)".into(),
         };
         let e = rpc_error(ApiError::from(store));
         assert_eq!(e.code(), -32603);
-        let wire = serde_json::to_string(&flow_a2a::rpc::Response::err(json!(1), &e)).unwrap();
+        let wire = serde_json::to_string(&agentweave_a2a::rpc::Response::err(json!(1), &e)).unwrap();
         assert!(wire.contains("could not be saved or read"), "{wire}");
         assert!(
             !wire.contains("desk.acme.t-1") && !wire.contains("os error"),

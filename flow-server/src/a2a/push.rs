@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use flow_a2a::rpc::RpcError;
-use flow_a2a::wire::{StreamResponse, Task, TaskPushNotificationConfig};
-use flow_runtime::outbound::OutboundPolicy;
+use agentweave_a2a::rpc::RpcError;
+use agentweave_a2a::wire::{StreamResponse, Task, TaskPushNotificationConfig};
+use agentweave_runtime::outbound::OutboundPolicy;
 
 /// The most webhook configurations one task keeps.
 pub(crate) const MAX_PER_TASK: usize = 8;

@@ -19,16 +19,16 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use flow_a2a::rpc::{
+use agentweave_a2a::rpc::{
     method, ErrorObject, Request as RpcRequest, Response as RpcResponse, RpcError,
 };
-use flow_a2a::wire::{
+use agentweave_a2a::wire::{
     AgentCard, ListPushConfigsResponse, ListTasksRequest, ListTasksResponse, PushConfigParams,
     Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdParams,
     TaskPushNotificationConfig, TaskState, TaskStatusUpdateEvent,
 };
-use flow_runtime::store::{RecordEnd, ThreadHead};
-use flow_runtime::Message;
+use agentweave_runtime::store::{RecordEnd, ThreadHead};
+use agentweave_runtime::Message;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
@@ -41,7 +41,7 @@ use crate::extract::{read_body, refuse_announced_past, ApiPath};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
-use flow_runtime::TurnRequest;
+use agentweave_runtime::TurnRequest;
 
 /// What the A2A routes share: the server's state and this process's tasks.
 #[derive(Clone)]
@@ -100,7 +100,7 @@ pub(crate) async fn endpoint(
     }
     let version = request
         .headers()
-        .get(flow_a2a::VERSION_HEADER)
+        .get(agentweave_a2a::VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let limits = a2a.app.limits();
@@ -501,7 +501,7 @@ impl Call {
     async fn keyed_message(
         &self,
         key: &ThreadKey,
-        message: &flow_a2a::wire::Message,
+        message: &agentweave_a2a::wire::Message,
     ) -> Result<String, RpcError> {
         let app = &self.a2a.app;
         let request = serde_json::json!({
@@ -540,7 +540,7 @@ impl Call {
     /// if its first send's turn is recorded. Another message under the id is refused.
     async fn recorded_task(
         &self,
-        message: &flow_a2a::wire::Message,
+        message: &agentweave_a2a::wire::Message,
     ) -> Result<Option<Task>, RpcError> {
         if message.message_id.is_empty() || message.context_id.is_empty() {
             return Ok(None);
@@ -658,7 +658,7 @@ impl Call {
     }
 
     /// `CancelTask` of a task waiting for input: the thread gives the turn up
-    /// ([`ThreadHandle::withdraw`](flow_runtime::ThreadHandle::withdraw)). Giving up refuses
+    /// ([`ThreadHandle::withdraw`](agentweave_runtime::ThreadHandle::withdraw)). Giving up refuses
     /// what the task waits on, so the caller needs what answering it needs (the flow's
     /// approvals).
     async fn withdraw(&self, key: &ThreadKey, turn: u64, id: &str) -> Result<Task, RpcError> {

@@ -10,19 +10,19 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_a2a::wire::{
+use agentweave_a2a::wire::{
     Message as A2aMessage, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
-use flow_runtime::kit::PLAN_KEY;
-use flow_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
+use agentweave_runtime::kit::PLAN_KEY;
+use agentweave_runtime::{Turn, TurnEvent, TurnItem, TurnOutcome, TurnStream};
 use futures::StreamExt;
 use tokio::sync::{broadcast, oneshot, Notify};
 
 use super::map;
 use super::push::PushConfigs;
 use crate::outward::{PublicCode, PublicError};
-use flow_runtime::outbound::OutboundPolicy;
+use agentweave_runtime::outbound::OutboundPolicy;
 
 /// How many ended tasks a process keeps in memory (older ones are rebuilt from the store; a
 /// cancelled or failed one, which the store does not record, is then unknown).

@@ -9,7 +9,7 @@
 //! | `GetTask` | `historyLength` below 0 |
 
 use chrono::{DateTime, FixedOffset};
-use flow_a2a::rpc::RpcError;
+use agentweave_a2a::rpc::RpcError;
 use serde_json::Value;
 
 /// The largest `ListTasks` page.

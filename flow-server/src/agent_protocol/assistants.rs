@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::extract::ApiPath;
 use crate::principal::{Principal, Scope};
 use crate::state::{AppState, ServedFlow};
-use flow_a2a::wire::rfc3339;
+use agentweave_a2a::wire::rfc3339;
 
 fn assistant_json(flow: &ServedFlow) -> Value {
     json!({
@@ -62,7 +62,7 @@ pub(crate) async fn assistant_graph(
     let mut nodes = vec![node("__start__")];
     let mut edges = vec![json!({ "source": "__start__", "target": flow.agent().name() })];
     fn walk(
-        agent: &flow_runtime::FlowAgent,
+        agent: &agentweave_runtime::FlowAgent,
         nodes: &mut Vec<Value>,
         edges: &mut Vec<Value>,
         node: &dyn Fn(&str) -> Value,

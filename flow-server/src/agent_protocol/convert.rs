@@ -1,7 +1,7 @@
 //! agentflow's messages, thread records and run events in the Agent Protocol's JSON.
 
-use flow_runtime::store::{RecordEnd, ThreadHead};
-use flow_runtime::{Message, Role, ThreadMessage};
+use agentweave_runtime::store::{RecordEnd, ThreadHead};
+use agentweave_runtime::{Message, Role, ThreadMessage};
 use serde_json::{json, Value};
 
 /// A message as a LangChain message dict (`type`: `human`, `ai`, `tool`, `system`).

@@ -9,7 +9,7 @@
 
 use axum::http::StatusCode;
 use axum::Json;
-use flow_runtime::store::{Schedule, ScheduleFilter};
+use agentweave_runtime::store::{Schedule, ScheduleFilter};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -17,7 +17,7 @@ use super::handlers::{message_of, Caller};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::schedules::{self, Change, NewScheduleSpec};
-use flow_a2a::wire::rfc3339;
+use agentweave_a2a::wire::rfc3339;
 
 /// The body of a cron's creation (other fields are accepted and ignored).
 #[derive(Debug, Default, Deserialize)]

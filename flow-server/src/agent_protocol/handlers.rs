@@ -8,9 +8,9 @@ use axum::extract::Query;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use flow_a2a::wire::{rfc3339, rfc3339_now};
-use flow_runtime::store::RecordEnd;
-use flow_runtime::{CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus};
+use agentweave_a2a::wire::{rfc3339, rfc3339_now};
+use agentweave_runtime::store::RecordEnd;
+use agentweave_runtime::{CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -126,7 +126,7 @@ impl Threads {
         // Two writers at once: the later one appends after the earlier (the last step wins).
         for _ in 0..3 {
             let len = journal.journal_len(&key).await.map_err(meta_error)?;
-            let step = flow_runtime::store::StoredStep {
+            let step = agentweave_runtime::store::StoredStep {
                 seq: len,
                 at_ms: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -136,7 +136,7 @@ impl Threads {
             };
             match journal.append_steps(&key, len, vec![step]).await {
                 Ok(_) => return Ok(()),
-                Err(flow_runtime::store::JournalError::Conflict { .. }) => continue,
+                Err(agentweave_runtime::store::JournalError::Conflict { .. }) => continue,
                 Err(e) => return Err(meta_error(e)),
             }
         }
@@ -160,7 +160,7 @@ impl Threads {
     }
 }
 
-fn meta_error(e: flow_runtime::store::JournalError) -> ApiError {
+fn meta_error(e: agentweave_runtime::store::JournalError) -> ApiError {
     tracing::error!(error = %e, "the journal store failed on an Agent Protocol thread");
     ApiError::StoreUnavailable
 }
@@ -364,7 +364,7 @@ impl Caller {
         let (Some(first), Some(last)) = (records.first(), records.last()) else {
             return Ok(None);
         };
-        let Some(outcome) = flow_runtime::RunOutcome::of_record(last) else {
+        let Some(outcome) = agentweave_runtime::RunOutcome::of_record(last) else {
             return Ok(None);
         };
         Ok(Some(RunInfo {
@@ -608,7 +608,7 @@ impl Caller {
 
     /// LangGraph's rule for new input on a thread waiting at an interrupt: a new run starts
     /// (the interrupt is dropped, as if the answer never came). The turn the thread waits on
-    /// is given up first ([`ThreadHandle::withdraw`](flow_runtime::ThreadHandle::withdraw)),
+    /// is given up first ([`ThreadHandle::withdraw`](agentweave_runtime::ThreadHandle::withdraw)),
     /// which refuses what it waits on: the caller needs what answering it needs (the flow's
     /// approvals). Nothing happens while a run of the thread is going (its strategy decides).
     async fn give_up_waiting_turn(
@@ -642,7 +642,7 @@ impl Caller {
         .await?;
         match handle.withdraw(Some(self.principal.id())).await {
             // Answered or given up meanwhile: the new input starts a turn all the same.
-            Ok(_) | Err(flow_runtime::ThreadError::NotInterrupted { .. }) => Ok(()),
+            Ok(_) | Err(agentweave_runtime::ThreadError::NotInterrupted { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -665,7 +665,7 @@ impl Caller {
         run: &RunHandle,
     ) -> Result<Value, ApiError> {
         let outcome = run.wait().await;
-        if let flow_runtime::RunOutcome::Error { message } = &outcome {
+        if let agentweave_runtime::RunOutcome::Error { message } = &outcome {
             // The public face only; the error's text is logged under the correlation id.
             let failure = run.failure();
             let e = crate::outward::PublicError::of_run_failure(
@@ -684,7 +684,7 @@ impl Caller {
 }
 
 /// The thread's values (set by its agents, or by `update_state`) beside its `messages`.
-fn with_thread_values(values: &mut Value, head: Option<&flow_runtime::store::ThreadHead>) {
+fn with_thread_values(values: &mut Value, head: Option<&agentweave_runtime::store::ThreadHead>) {
     if let Some(set) = head.and_then(|h| h.last.values.as_ref()) {
         for (k, v) in set {
             if k != "messages" {
@@ -917,7 +917,7 @@ fn protocol_sse(
     cancel_on_disconnect: bool,
 ) -> Result<Response, ApiError> {
     let events = run.attach(after).map_err(|e| match e {
-        flow_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
+        agentweave_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
         _ => ApiError::EventExpired(e.to_string()),
     })?;
     let limits = caller.state.limits().clone();

@@ -1,7 +1,7 @@
 //! The Agent Protocol shape of threads and runs that LangGraph's clients speak
 //! (`langgraph-sdk`), served under `/v1` beside the native API: a served flow is an
 //! "assistant" (its `assistant_id` is the flow's name), a thread is the flow's thread, a run is
-//! a [`RunHandle`](flow_runtime::RunHandle) of the flow's runner.
+//! a [`RunHandle`](agentweave_runtime::RunHandle) of the flow's runner.
 //!
 //! - `assistants`: the served flows as assistants (search, get, graph, schemas);
 //! - `handlers`: the callers, the threads' own facts, and the endpoints of threads (create,

@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use flow_runtime::{Action, EventJson, Message, Role, RunEvent, RunItem, RunOutcome, RunPath};
+use agentweave_runtime::{Action, EventJson, Message, Role, RunEvent, RunItem, RunOutcome, RunPath};
 use serde_json::{json, Value};
 
 use super::convert::lc_message;
@@ -379,7 +379,7 @@ impl ModeStream {
     fn debug(&self, kind: &str, payload: Value) -> Value {
         json!({
             "type": kind,
-            "timestamp": flow_a2a::wire::rfc3339_now(),
+            "timestamp": agentweave_a2a::wire::rfc3339_now(),
             "step": self.step,
             "payload": payload,
         })

@@ -30,7 +30,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use flow_runtime::memory::{
+use agentweave_runtime::memory::{
     Filter, ItemKey, ListQuery, MemoryItem, Namespace, PutItem, SearchQuery, MAX_TEXT_BYTES,
 };
 use serde::Deserialize;

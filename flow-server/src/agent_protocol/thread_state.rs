@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::extract::{ApiPath, JsonBody};
 use crate::principal::Scope;
 use crate::thread::ThreadKey;
-use flow_a2a::wire::{rfc3339, rfc3339_now};
+use agentweave_a2a::wire::{rfc3339, rfc3339_now};
 
 /// `POST /v1/threads/{thread}/copy`: a new thread (a UUID) with the thread's records up to its
 /// last step and its metadata (a fork at the last step: see the guide's "Durable execution").
@@ -282,16 +282,16 @@ pub(crate) async fn thread_history(
     let mut messages = Vec::new();
     let mut upto = Vec::with_capacity(records.len());
     for record in &records {
-        if let flow_runtime::store::RecordStart::Turn { input } = &record.start {
-            messages.extend(input.iter().map(|m| flow_runtime::ThreadMessage {
+        if let agentweave_runtime::store::RecordStart::Turn { input } = &record.start {
+            messages.extend(input.iter().map(|m| agentweave_runtime::ThreadMessage {
                 turn: record.turn,
                 agent_name: Arc::from(""),
-                run_path: flow_runtime::RunPath::default(),
+                run_path: agentweave_runtime::RunPath::default(),
                 message: m.clone(),
             }));
         }
         messages.extend(record.events.iter().filter_map(|e| {
-            Some(flow_runtime::ThreadMessage {
+            Some(agentweave_runtime::ThreadMessage {
                 turn: record.turn,
                 agent_name: e.agent_name.clone(),
                 run_path: e.run_path.clone(),
@@ -309,7 +309,7 @@ pub(crate) async fn thread_history(
         if out.len() == limit {
             break;
         }
-        let head = flow_runtime::store::ThreadHead {
+        let head = agentweave_runtime::store::ThreadHead {
             id: key.store_id(),
             version: record.seq + 1,
             turns: record.turn + 1,
@@ -320,9 +320,9 @@ pub(crate) async fn thread_history(
         s["created_at"] = json!(rfc3339(record.at_ms));
         s["metadata"]["step"] = json!(record.seq);
         s["metadata"]["source"] = json!(match record.start {
-            flow_runtime::store::RecordStart::Turn { .. } => "input",
-            flow_runtime::store::RecordStart::Resume { .. } => "loop",
-            flow_runtime::store::RecordStart::Values { .. } => "update",
+            agentweave_runtime::store::RecordStart::Turn { .. } => "input",
+            agentweave_runtime::store::RecordStart::Resume { .. } => "loop",
+            agentweave_runtime::store::RecordStart::Values { .. } => "update",
         });
         if let Some(parent) = k.checked_sub(1).map(|p| records[p].seq) {
             s["parent_checkpoint"] = json!({

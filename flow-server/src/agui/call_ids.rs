@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use flow_runtime::RunPath;
+use agentweave_runtime::RunPath;
 use serde_json::Value;
 
 /// The tool call ids of one run.

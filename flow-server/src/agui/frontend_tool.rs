@@ -10,17 +10,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use flow_runtime::{Tool, ToolContext, ToolError};
+use agentweave_runtime::{Tool, ToolContext, ToolError};
 use serde_json::{json, Value};
 
 /// The key of a front-end tool's interrupt info (the same as for the front-end tools a run
-/// is given, [`RunOptions::frontend_tools`](flow_runtime::RunOptions::frontend_tools)).
-pub(crate) const FRONTEND_TOOL: &str = flow_runtime::FRONTEND_TOOL_KEY;
+/// is given, [`RunOptions::frontend_tools`](agentweave_runtime::RunOptions::frontend_tools)).
+pub(crate) const FRONTEND_TOOL: &str = agentweave_runtime::FRONTEND_TOOL_KEY;
 
 /// A tool the front end runs (see the module documentation).
 ///
 /// ```
-/// use flow_server::FrontendTool;
+/// use agentweave_server::FrontendTool;
 /// let tool = FrontendTool::new(
 ///     "confirm_address",
 ///     "Asks the customer to confirm their delivery address; returns it.",

@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 
-use flow_runtime::model::ToolDefinition;
-use flow_runtime::{Action, InterruptInfo, Message, Role, RunPath};
+use agentweave_runtime::model::ToolDefinition;
+use agentweave_runtime::{Action, InterruptInfo, Message, Role, RunPath};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -38,7 +38,7 @@ pub(crate) struct RunAgentInput {
     /// The front end's answers to the interrupts of the previous run.
     #[serde(default)]
     pub resume: Vec<ResumeEntry>,
-    /// The shared state as the client has it: its members (but `agentflow`) become session
+    /// The shared state as the client has it: its members (but `agentweave`) become session
     /// values of the run.
     #[serde(default)]
     pub state: Value,
@@ -328,7 +328,7 @@ fn public_interrupt(info: &InterruptInfo) -> Value {
     json!(OutwardInterrupt::of(info))
 }
 
-/// The state the run starts with: the session values, and under `agentflow` the agent in
+/// The state the run starts with: the session values, and under `agentweave` the agent in
 /// charge, where, and the turn.
 pub(crate) fn state_snapshot(
     agent: &str,
@@ -376,7 +376,7 @@ pub(crate) fn values_delta(old: &OutwardValues, new: &OutwardValues) -> Option<V
     (!ops.is_empty()).then(|| json!({"type": "STATE_DELTA", "delta": ops}))
 }
 
-/// The session values the client's `state` gives the run: its members but `agentflow` (the
+/// The session values the client's `state` gives the run: its members but `agentweave` (the
 /// server's own, sent back as the client got it). `null` gives none; anything but an object,
 /// a framework value's key (`agentflow.*`) or more than `limit` bytes is refused.
 pub(crate) fn state_values(state: &Value, limit: usize) -> Result<Vec<(String, Value)>, String> {
@@ -479,7 +479,7 @@ pub(crate) fn run_failed(error: &PublicError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flow_runtime::ToolCall;
+    use agentweave_runtime::ToolCall;
 
     fn interrupt(id: &str) -> InterruptInfo {
         let mut i = InterruptInfo::new(json!({"question": "Approve?"})).with_state(json!("secret"));

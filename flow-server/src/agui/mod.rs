@@ -6,7 +6,7 @@
 //! | `POST /agui/{flow}` | body AG-UI's `RunAgentInput`: runs one turn of thread `threadId` from the last user message, or resumes the thread's interrupts with the `resume` entries; answers the run as AG-UI events (SSE) |
 //!
 //! The run's events: `RUN_STARTED`; `STATE_SNAPSHOT` (the run's session values in their
-//! [outward form](crate::outward::OutwardValues), and under `agentflow` the agent in charge,
+//! [outward form](crate::outward::OutwardValues), and under `agentweave` the agent in charge,
 //! its run path and the turn) and a `STATE_DELTA` (JSON Patch) whenever the agents change a
 //! value or another agent takes over; `TEXT_MESSAGE_START/CONTENT/END` for what
 //! agents say (one `CONTENT` per streamed chunk); `TOOL_CALL_START/ARGS/END` for their tool
@@ -16,12 +16,12 @@
 //! its agent and run path (`{"agentflow": {"agent", "runPath"}}`). Same auth, tenants and
 //! limits as `/v1`.
 //!
-//! The shared state goes both ways: the members of the input's `state` (but `agentflow`)
+//! The shared state goes both ways: the members of the input's `state` (but `agentweave`)
 //! become session values of the run before its first agent starts, so a client that sends
 //! back the state it got (as `HttpAgent` does) carries the values from one run to the next.
 //!
 //! Front-end tools: the input's `tools` join every LLM agent's tools for the run
-//! ([`RunOptions::frontend_tools`](flow_runtime::RunOptions::frontend_tools)), and an agent
+//! ([`RunOptions::frontend_tools`](agentweave_runtime::RunOptions::frontend_tools)), and an agent
 //! may be given a [`FrontendTool`] at build time; either way an agent calls it like any tool; the call goes to
 //! the client (`TOOL_CALL_*`, then `RUN_FINISHED` with the call in `pendingToolCallIds`), and
 //! the client's next run answers it with a `tool` message for that call id. Tool call ids are

@@ -8,8 +8,8 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use flow_runtime::store::RecordEnd;
-use flow_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
+use agentweave_runtime::store::RecordEnd;
+use agentweave_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ use crate::outward::{OutwardValues, PublicCode, PublicError};
 use crate::sse::SseBody;
 use crate::state::AppState;
 use crate::thread::ThreadKey;
-use flow_runtime::TurnRequest;
+use agentweave_runtime::TurnRequest;
 
 /// Runs a turn of thread `threadId` from the input's last user message, or, when the thread
 /// waits on interrupts, resumes it with the input's `resume` entries.

@@ -1,11 +1,11 @@
-//! Serves the offline demo desk ([`flow_server::demo`]) from a store: the process the
+//! Serves the offline demo desk ([`agentweave_server::demo`]) from a store: the process the
 //! scale-out and run-queue tests start several times on one store, and a quick way to try the
 //! server.
 //!
 //! ```text
-//! flow-server-demo [--worker] STORE_DIR [ADDR]          # a FileStore directory
-//! flow-server-demo [--worker] --postgres URL [ADDR]     # a PostgreSQL database (feature `postgres`)
-//! flow-server-demo [--worker] --sqlite PATH [ADDR]      # a SQLite database file (feature `sqlite`)
+//! agentweave-server-demo [--worker] STORE_DIR [ADDR]          # a FileStore directory
+//! agentweave-server-demo [--worker] --postgres URL [ADDR]     # a PostgreSQL database (feature `postgres`)
+//! agentweave-server-demo [--worker] --sqlite PATH [ADDR]      # a SQLite database file (feature `sqlite`)
 //! ```
 //!
 //! ADDR defaults to 127.0.0.1:0 (a free port). With `AGENTFLOW_TOKEN` set it requires that
@@ -35,17 +35,17 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::store::{FileRunQueue, JournalStore, RunQueue};
-use flow_runtime::{
+use agentweave_runtime::store::{FileRunQueue, JournalStore, RunQueue};
+use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointStore, FileStore, FlowAgent, Role, ScriptStep,
     ScriptedModel, ThreadStore, ToolContext, TurnRouting,
 };
-use flow_server::{AppState, Auth, QueueOptions};
+use agentweave_server::{AppState, Auth, QueueOptions};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
-const USAGE: &str = "usage: flow-server-demo [--worker] STORE_DIR [ADDR] | flow-server-demo \
-                     [--worker] --postgres URL [ADDR] | flow-server-demo [--worker] --sqlite PATH [ADDR]";
+const USAGE: &str = "usage: agentweave-server-demo [--worker] STORE_DIR [ADDR] | agentweave-server-demo \
+                     [--worker] --postgres URL [ADDR] | agentweave-server-demo [--worker] --sqlite PATH [ADDR]";
 
 #[tokio::main]
 async fn main() {
@@ -90,7 +90,7 @@ async fn postgres(
     worker: bool,
     addr: Option<String>,
 ) -> Result<(), Failure> {
-    use flow_runtime::store::{PostgresRunQueue, PostgresStore};
+    use agentweave_runtime::store::{PostgresRunQueue, PostgresStore};
     let store = PostgresStore::connect(url).await?;
     let queue = match queued {
         true => Some(PostgresRunQueue::connect(url).await?),
@@ -102,7 +102,7 @@ async fn postgres(
 #[cfg(not(feature = "postgres"))]
 async fn postgres(_: &str, _: bool, _: bool, _: Option<String>) -> Result<(), Failure> {
     Err(
-        "this flow-server-demo was built without PostgreSQL: build it with `--features postgres`"
+        "this agentweave-server-demo was built without PostgreSQL: build it with `--features postgres`"
             .into(),
     )
 }
@@ -114,7 +114,7 @@ async fn sqlite(
     worker: bool,
     addr: Option<String>,
 ) -> Result<(), Failure> {
-    use flow_runtime::store::{SqliteRunQueue, SqliteStore};
+    use agentweave_runtime::store::{SqliteRunQueue, SqliteStore};
     let store = SqliteStore::open(path).await?;
     let queue = match queued {
         true => Some(SqliteRunQueue::open(path).await?),
@@ -125,14 +125,14 @@ async fn sqlite(
 
 #[cfg(not(feature = "sqlite"))]
 async fn sqlite(_: &str, _: bool, _: bool, _: Option<String>) -> Result<(), Failure> {
-    Err("this flow-server-demo was built without SQLite: build it with `--features sqlite`".into())
+    Err("this agentweave-server-demo was built without SQLite: build it with `--features sqlite`".into())
 }
 
 /// A clock read from a file (`AGENTFLOW_SCHEDULE_CLOCK`): its text is the time in milliseconds
 /// since the Unix epoch; the epoch itself while the file cannot be read.
 struct FileClock(std::path::PathBuf);
 
-impl flow_runtime::host::Host for FileClock {
+impl agentweave_runtime::host::Host for FileClock {
     fn sleep(&self, wait: Duration) -> futures::future::BoxFuture<'static, ()> {
         Box::pin(tokio::time::sleep(wait))
     }
@@ -174,7 +174,7 @@ where
     let addr = addr.unwrap_or_else(|| "127.0.0.1:0".to_owned());
     let lease = env_ms("AGENTFLOW_LEASE_MS", 30_000);
     let mut builder = AppState::builder(store.clone())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .turn_routing(TurnRouting::Root);
     if let Ok(ledger) = std::env::var("AGENTFLOW_LEDGER") {
         let delay = env_ms("AGENTFLOW_PAY_DELAY_MS", 0);
@@ -201,7 +201,7 @@ where
             }
             options.schedule_poll = env_ms("AGENTFLOW_SCHEDULE_POLL_MS", 1_000);
             if let Ok(path) = std::env::var("AGENTFLOW_SCHEDULE_CLOCK") {
-                options.schedule_clock = flow_server::ScheduleClock::new(FileClock(path.into()));
+                options.schedule_clock = agentweave_server::ScheduleClock::new(FileClock(path.into()));
             }
             options
         });
@@ -224,11 +224,11 @@ where
             axum::routing::get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         );
         let http = tokio::spawn(async move { axum::serve(listener, health).await });
-        flow_server::run_workers(state, stdin_closed).await;
+        agentweave_server::run_workers(state, stdin_closed).await;
         http.abort();
         return Ok(());
     }
-    flow_server::serve_until(listener, state, stdin_closed).await?;
+    agentweave_server::serve_until(listener, state, stdin_closed).await?;
     Ok(())
 }
 
@@ -239,7 +239,7 @@ struct Payment {
 }
 
 /// The payment a request's last user message names (`pay ID`).
-fn payment_of(r: &flow_runtime::ChatRequest) -> ScriptStep {
+fn payment_of(r: &agentweave_runtime::ChatRequest) -> ScriptStep {
     let id = r
         .messages
         .iter()
@@ -253,7 +253,7 @@ fn payment_of(r: &flow_runtime::ChatRequest) -> ScriptStep {
 }
 
 /// Whether the request's last message is the result of tool `name`.
-fn after(r: &flow_runtime::ChatRequest, name: &str) -> bool {
+fn after(r: &agentweave_runtime::ChatRequest, name: &str) -> bool {
     r.messages
         .last()
         .is_some_and(|m| m.role == Role::Tool && m.tool_name.as_deref() == Some(name))

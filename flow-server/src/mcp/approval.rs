@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use flow_runtime::InterruptInfo;
+use agentweave_runtime::InterruptInfo;
 use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction};
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::RoleServer;
@@ -59,7 +59,7 @@ pub(super) async fn ask(
         .iter()
         .map(|i| (i.id.clone(), json!({ "approve": true })))
         .collect();
-    let who = flow_runtime::Caller::from(&caller.principal);
+    let who = agentweave_runtime::Caller::from(&caller.principal);
     if let Err(refusal) =
         served
             .approvals()
@@ -84,7 +84,7 @@ pub(super) async fn ask(
         let result = match asked {
             Ok(result) => result,
             Err(e) => {
-                tracing::warn!(target: "flow_server::mcp", error = %e, "an approval form got no answer");
+                tracing::warn!(target: "agentweave_server::mcp", error = %e, "an approval form got no answer");
                 return Asked::Waiting("The client gave no answer to the approval form.".into());
             }
         };

@@ -161,7 +161,7 @@ impl ServerHandler for FlowTools {
 
     /// rmcp logs each session's `initialized` at INFO; the access log has the request already.
     async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
-        tracing::debug!(target: "flow_server::mcp", "an MCP session is initialized");
+        tracing::debug!(target: "agentweave_server::mcp", "an MCP session is initialized");
     }
 
     async fn list_tools(

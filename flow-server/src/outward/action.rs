@@ -1,6 +1,6 @@
 //! An event's action as a client sees it; an interrupt without its saved state.
 
-use flow_runtime::{Action, InterruptInfo};
+use agentweave_runtime::{Action, InterruptInfo};
 use serde::Serialize;
 
 /// What an agent asked to happen next: `"exit"`, `{"transfer_to_agent": NAME}`,

@@ -6,7 +6,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     AgentError, ChatAgentError, CheckpointError, MiddlewareError, ModelError, RunFailure,
     StoreError, StreamError, ThreadError, ToolError,
 };
@@ -149,7 +149,7 @@ impl PublicError {
             | PublicCode::BudgetExceeded
             | PublicCode::Conflict => {
                 tracing::warn!(
-                    target: "flow_server::outward",
+                    target: "agentweave_server::outward",
                     correlation_id = %correlation_id,
                     code = code.as_str(),
                     agent = agent.as_deref().unwrap_or(""),
@@ -158,7 +158,7 @@ impl PublicError {
                 )
             }
             _ => tracing::error!(
-                target: "flow_server::outward",
+                target: "agentweave_server::outward",
                 correlation_id = %correlation_id,
                 code = code.as_str(),
                 agent = agent.as_deref().unwrap_or(""),
@@ -191,7 +191,7 @@ impl PublicError {
     }
 
     /// The public face of an error a kept run event carries: `failure` is the typed error
-    /// behind it ([`RunEvent::failure`](flow_runtime::RunEvent::failure)); `text` is the
+    /// behind it ([`RunEvent::failure`](agentweave_runtime::RunEvent::failure)); `text` is the
     /// error's text as the event holds it, used (logged, never sent) when the typed error is
     /// not known. `key` names the event (run id and event id) so that every reader of the same
     /// event gets the same correlation id.

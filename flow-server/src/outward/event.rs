@@ -1,6 +1,6 @@
 //! One event of a run as a client sees it.
 
-use flow_runtime::{AgentEvent, EventJson, EventOutput, Message, RunPath};
+use agentweave_runtime::{AgentEvent, EventJson, EventOutput, Message, RunPath};
 use serde::Serialize;
 
 use super::{OutwardAction, OutwardMessage, PublicError};

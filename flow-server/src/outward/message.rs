@@ -1,6 +1,6 @@
 //! A message as a client sees it.
 
-use flow_runtime::{ContentPart, Message, Role, RunPath, ToolCall, Usage};
+use agentweave_runtime::{ContentPart, Message, Role, RunPath, ToolCall, Usage};
 use serde::Serialize;
 
 /// A message, field by field: role, content, tool calls, the tool call it answers and the

@@ -9,7 +9,7 @@
 //! bookkeeping), checkpoint internals, store keys (`FLOW.TENANT.THREAD`), the text of internal
 //! errors (URLs of model endpoints, OS error text, store messages). An internal error goes out
 //! as a [`PublicError`]: a stable code, a short message for an end user and a correlation id;
-//! the internal error is logged (`tracing`, target `flow_server::outward`) with the same id.
+//! the internal error is logged (`tracing`, target `agentweave_server::outward`) with the same id.
 //!
 //! # Files
 //!
@@ -17,7 +17,7 @@
 //!   name, parts, usage) and [`OutwardChunk`] (a piece of a streamed message).
 //! - `action`: [`OutwardAction`] and [`OutwardInterrupt`] (`{id, info, address}`: the address
 //!   as text, no saved state).
-//! - `event`: [`OutwardEvent`], one [`AgentEvent`](flow_runtime::AgentEvent) as a client sees it.
+//! - `event`: [`OutwardEvent`], one [`AgentEvent`](agentweave_runtime::AgentEvent) as a client sees it.
 //! - `error`: [`PublicError`] and [`PublicCode`]: errors in two faces joined by a correlation id.
 //! - `values`: [`OutwardValues`], a run's session values without the framework's own.
 //!
@@ -27,8 +27,8 @@
 //! runtime's events through these types and nothing else:
 //!
 //! ```
-//! use flow_runtime::{AgentEvent, Message};
-//! use flow_server::outward::OutwardEvent;
+//! use agentweave_runtime::{AgentEvent, Message};
+//! use agentweave_server::outward::OutwardEvent;
 //!
 //! let event = AgentEvent::message(Message::assistant("hello"));
 //! let json = serde_json::to_value(OutwardEvent::of(&event)).unwrap();

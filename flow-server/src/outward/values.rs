@@ -7,17 +7,17 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// The key prefix of the framework's own session values (token usage, transfer payloads,
-/// task results): `agentflow` itself and every key starting with `agentflow.`.
+/// task results): `agentweave` itself and every key starting with `agentflow.`.
 const RESERVED: &str = "agentflow";
 
 /// The session values a client may see: every value the application's agents and tools set
-/// (and a client gave), ordered by key. The framework's own values (keys `agentflow` and
+/// (and a client gave), ordered by key. The framework's own values (keys `agentweave` and
 /// `agentflow.*`: token usage, transfer payloads, task results) stay inside, and so does
 /// everything that is not a session value (agents' saved state, checkpoints).
 ///
 /// ```
 /// use std::collections::HashMap;
-/// use flow_server::outward::OutwardValues;
+/// use agentweave_server::outward::OutwardValues;
 /// let values = HashMap::from([
 ///     ("cart".to_owned(), serde_json::json!(["kettle"])),
 ///     ("agentflow.usage".to_owned(), serde_json::json!({"total": 12})),

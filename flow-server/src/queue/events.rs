@@ -12,8 +12,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use flow_runtime::store::{QueueClaim, QueueError, QueueStatus, QueuedEvent, QueuedRun};
-use flow_runtime::{RunHandle, RunItem};
+use agentweave_runtime::store::{QueueClaim, QueueError, QueueStatus, QueuedEvent, QueuedRun};
+use agentweave_runtime::{RunHandle, RunItem};
 use futures::{Stream, StreamExt};
 use serde_json::json;
 use tokio::sync::watch;
@@ -253,7 +253,7 @@ async fn trim_usage(settings: &QueueSettings) {
         return;
     };
     let now = settings.options.schedule_clock.now_ms();
-    let first_kept = flow_runtime::store::usage_kept_from(now, days);
+    let first_kept = agentweave_runtime::store::usage_kept_from(now, days);
     match spending.trim_usage(&first_kept).await {
         Ok(0) => {}
         Ok(n) => tracing::debug!(rows = n, first_kept, "trimmed the usage report"),

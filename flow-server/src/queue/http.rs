@@ -4,10 +4,10 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use flow_runtime::store::{
+use agentweave_runtime::store::{
     CancelState, Enqueue, NewRun, QueueCap, QueueError, QueueStatus, QueuedRun,
 };
-use flow_runtime::{CancelMode, DoubleText};
+use agentweave_runtime::{CancelMode, DoubleText};
 use serde_json::{json, Value};
 
 use super::QueueSettings;
@@ -136,7 +136,7 @@ async fn row_of(
     key: &ThreadKey,
     run_id: &str,
 ) -> Result<Option<QueuedRun>, ApiError> {
-    if flow_runtime::store::validate_id(run_id).is_ok() {
+    if agentweave_runtime::store::validate_id(run_id).is_ok() {
         let row = settings.queue.get(run_id).await.map_err(api_error)?;
         Ok(row.filter(|r| r.thread == key.store_id() && r.flow == served.name()))
     } else {

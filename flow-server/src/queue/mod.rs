@@ -1,6 +1,6 @@
 //! Many servers, one queue: with a run queue ([`ServerBuilder::run_queue`](crate::ServerBuilder::run_queue)),
 //! a background run (`POST .../runs` without `stream`) waits in the store's
-//! [`RunQueue`](flow_runtime::store::RunQueue) and answers its id at once; every server process
+//! [`RunQueue`](agentweave_runtime::store::RunQueue) and answers its id at once; every server process
 //! (and every `worker` process) runs workers that claim queued runs and run them with the
 //! flow's runner. Status, wait and list read the queue, so any process answers for any run.
 //!
@@ -19,7 +19,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::store::RunQueue;
+use agentweave_runtime::store::RunQueue;
 use tokio::sync::watch;
 
 pub(crate) use http::{
@@ -51,7 +51,7 @@ pub struct QueueOptions {
     /// workers does (see [`crate::schedules`]).
     pub schedule_poll: Duration,
     /// The clock schedules are read against (the system clock by default; a test's
-    /// [`ManualHost`](flow_runtime::host::ManualHost) to move it by hand); the usage retention
+    /// [`ManualHost`](agentweave_runtime::host::ManualHost) to move it by hand); the usage retention
     /// counts its days on it too.
     pub schedule_clock: crate::schedules::ScheduleClock,
     /// How many UTC days of the usage report (`GET /v1/usage`) the store keeps: today and the

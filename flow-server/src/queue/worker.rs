@@ -2,7 +2,7 @@
 //! flow's runner, keep their lease, and record their outcome.
 //!
 //! A run taken from a worker that died (its lease ran out) is recovered from its turn's
-//! journal when the turn was journaled ([`start`](flow_runtime::Runner::start));
+//! journal when the turn was journaled ([`start`](agentweave_runtime::Runner::start));
 //! if its turn was already recorded it is only reported; otherwise it runs again from its
 //! start. Its outcome says which (`recovery`: `journal`, `recorded`, `rerun`), and its tool
 //! calls keep their idempotency keys (the run id is their scope).
@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::store::{QueueClaim, QueueError};
-use flow_runtime::{CancelMode, Message, RunHandle, ThreadError, TurnRequest};
+use agentweave_runtime::store::{QueueClaim, QueueError};
+use agentweave_runtime::{CancelMode, Message, RunHandle, ThreadError, TurnRequest};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -270,7 +270,7 @@ async fn run_claimed(
     if let Some(by) = claim.run.input["by"].as_str() {
         request = match claim.run.input["grants"].as_array() {
             Some(grants) => request
-                .by(flow_runtime::Caller::new(by).grants(grants.iter().filter_map(|g| g.as_str()))),
+                .by(agentweave_runtime::Caller::new(by).grants(grants.iter().filter_map(|g| g.as_str()))),
             None => request.by(by),
         };
     }

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use flow_runtime::{CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo};
+use agentweave_runtime::{CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -20,7 +20,7 @@ use crate::extract::{ApiPath, JsonBody};
 use crate::principal::{Principal, Scope};
 use crate::state::{AppState, ServedFlow};
 use crate::thread::ThreadKey;
-use flow_runtime::TurnRequest;
+use agentweave_runtime::TurnRequest;
 
 /// The body of `POST .../runs`: a `message` (a new turn) or `resume` (interrupt id -> data,
 /// continuing the turn the thread waits on).
@@ -71,7 +71,7 @@ pub(crate) fn parse_strategy(name: Option<&str>) -> Result<DoubleText, ApiError>
         None => Ok(DoubleText::Reject),
         Some(s) => s
             .parse()
-            .map_err(|e: flow_runtime::UnknownStrategy| ApiError::BadRequest(e.to_string())),
+            .map_err(|e: agentweave_runtime::UnknownStrategy| ApiError::BadRequest(e.to_string())),
     }
 }
 
@@ -430,13 +430,13 @@ async fn recorded_outcome(
     state: &AppState,
     key: &ThreadKey,
     run_id: &str,
-) -> Result<Option<flow_runtime::RunOutcome>, ApiError> {
+) -> Result<Option<agentweave_runtime::RunOutcome>, ApiError> {
     let records = crate::idempotency::recorded(state, key, run_id).await?;
-    Ok(records.last().and_then(flow_runtime::RunOutcome::of_record))
+    Ok(records.last().and_then(agentweave_runtime::RunOutcome::of_record))
 }
 
 /// The status of a run known from its record.
-fn recorded_info(thread: &str, run_id: &str, outcome: &flow_runtime::RunOutcome) -> Value {
+fn recorded_info(thread: &str, run_id: &str, outcome: &agentweave_runtime::RunOutcome) -> Value {
     json!({
         "run_id": run_id,
         "thread": thread,
@@ -477,7 +477,7 @@ async fn existing_run(
         ));
     }
     let records = crate::idempotency::recorded(state, key, run_id).await?;
-    let Some(outcome) = records.last().and_then(flow_runtime::RunOutcome::of_record) else {
+    let Some(outcome) = records.last().and_then(agentweave_runtime::RunOutcome::of_record) else {
         return Ok(None);
     };
     if stream {
@@ -595,7 +595,7 @@ pub(crate) async fn cancel_run(
         None => CancelMode::IMMEDIATE,
         Some(m) => m
             .parse()
-            .map_err(|e: flow_runtime::cancel::UnknownCancelMode| {
+            .map_err(|e: agentweave_runtime::cancel::UnknownCancelMode| {
                 ApiError::BadRequest(e.to_string())
             })?,
     };
@@ -634,7 +634,7 @@ pub(crate) async fn cancel_run(
 
 /// `POST .../runs/{run}/steer`: sends a message to the running turn, which takes it in at its
 /// next safe point (after its tool calls, before the model is asked again; see
-/// [`RunHandle::steer`](flow_runtime::RunHandle::steer)); 202. The scope is `chat`, as for
+/// [`RunHandle::steer`](agentweave_runtime::RunHandle::steer)); 202. The scope is `chat`, as for
 /// cancel; a run that has ended is a 409 `run_ended`. The run must be running in this process.
 pub(crate) async fn steer_run(
     State(state): State<AppState>,

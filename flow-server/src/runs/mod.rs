@@ -9,7 +9,7 @@
 //! - `handlers`: the endpoints and their request bodies;
 //! - `stream`: a run's events as Server-Sent Events with ids, and the `done` data.
 //!
-//! The library side is [`flow_runtime::RunHandle`]; the runs live in the flow's runner in this
+//! The library side is [`agentweave_runtime::RunHandle`]; the runs live in the flow's runner in this
 //! process (several processes on one store share threads, not runs), unless the server has a
 //! run queue: then a background run is queued, its events and cancel requests go through the
 //! queue, and every process answers for it (see [`crate::queue`]).

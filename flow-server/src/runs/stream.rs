@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use flow_runtime::{RunEvent, RunFailure, RunHandle, RunItem, RunOutcome};
+use agentweave_runtime::{RunEvent, RunFailure, RunHandle, RunItem, RunOutcome};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(run) = self.0.take() {
             if !run.status().is_final() {
-                let _ = run.cancel(flow_runtime::CancelMode::IMMEDIATE, None);
+                let _ = run.cancel(agentweave_runtime::CancelMode::IMMEDIATE, None);
             }
         }
     }
@@ -149,7 +149,7 @@ pub(crate) fn run_sse(
     on_disconnect: OnDisconnect,
 ) -> Result<SseBody<impl Stream<Item = Vec<u8>> + Send + 'static>, ApiError> {
     let events = run.attach(after).map_err(|e| match e {
-        flow_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
+        agentweave_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
         _ => ApiError::EventExpired(e.to_string()),
     })?;
     let guard = CancelOnDrop((on_disconnect == OnDisconnect::Cancel).then(|| run.clone()));

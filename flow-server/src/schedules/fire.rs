@@ -11,7 +11,7 @@
 //! enqueues it. Then the schedule is moved on to its next due time after now by a
 //! compare-and-swap on the due time it was read with. Nothing is coordinated in memory.
 
-use flow_runtime::store::{Enqueue, MissedPolicy, NewRun, QueueError, Schedule};
+use agentweave_runtime::store::{Enqueue, MissedPolicy, NewRun, QueueError, Schedule};
 use serde_json::json;
 use tokio::sync::watch;
 

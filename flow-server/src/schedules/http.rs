@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use flow_runtime::store::ScheduleFilter;
+use agentweave_runtime::store::ScheduleFilter;
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@
 //! the `chat` scope (as starting a run does). A schedule's runs run as the principal that
 //! created it, with the scopes it had then.
 
-use flow_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
+use agentweave_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
 use serde_json::{json, Value};
 
 use super::cron::When;
@@ -72,7 +72,7 @@ fn store(state: &AppState) -> Result<(&QueueSettings, &dyn ScheduleStore), ApiEr
     Ok((settings, schedules))
 }
 
-fn store_error(e: flow_runtime::store::QueueError) -> ApiError {
+fn store_error(e: agentweave_runtime::store::QueueError) -> ApiError {
     tracing::error!(error = %e, "the schedule store failed");
     ApiError::StoreUnavailable
 }
@@ -201,7 +201,7 @@ pub(crate) async fn get(
 ) -> Result<Schedule, ApiError> {
     principal.require_any(&[Scope::Read, Scope::Chat])?;
     let (_, schedules) = store(state)?;
-    if flow_runtime::store::validate_id(id).is_err() {
+    if agentweave_runtime::store::validate_id(id).is_err() {
         return Err(unknown(id));
     }
     match schedules.schedule(id).await.map_err(store_error)? {

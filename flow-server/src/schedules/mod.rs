@@ -1,6 +1,6 @@
 //! Schedules: cron schedules that start runs of a served flow, on a new thread each firing or
 //! on one thread, kept in the run queue's store
-//! ([`RunQueue::schedules`](flow_runtime::store::RunQueue::schedules)) so they survive
+//! ([`RunQueue::schedules`](agentweave_runtime::store::RunQueue::schedules)) so they survive
 //! restarts and every process of a service shares them.
 //!
 //! - `cron`: a cron expression parsed and checked (UTC only), and its due times;
@@ -49,7 +49,7 @@
 //!   minute late counts as on time. Resuming a paused schedule, or changing its expression,
 //!   starts from the next due time after now.
 //! - **Testing**: [`QueueOptions::schedule_clock`](crate::QueueOptions::schedule_clock) takes a
-//!   [`ManualHost`](flow_runtime::host::ManualHost) moved by hand, and
+//!   [`ManualHost`](agentweave_runtime::host::ManualHost) moved by hand, and
 //!   [`fire_schedules`](crate::fire_schedules) runs one pass, so a test fires a year of
 //!   schedules in milliseconds.
 
@@ -61,7 +61,7 @@ mod manage;
 use std::fmt;
 use std::sync::Arc;
 
-use flow_runtime::host::{Host, StdHost};
+use agentweave_runtime::host::{Host, StdHost};
 
 pub use fire::fire_due;
 pub(crate) use fire::fire_loop;
@@ -69,7 +69,7 @@ pub(crate) use http::routes;
 pub(crate) use manage::{count, create, delete, list, update, Change, NewScheduleSpec};
 
 /// The clock schedules are read against (which firings are due): the system clock by default
-/// ([`StdHost`]); a test gives a [`ManualHost`](flow_runtime::host::ManualHost) it moves by hand
+/// ([`StdHost`]); a test gives a [`ManualHost`](agentweave_runtime::host::ManualHost) it moves by hand
 /// through [`QueueOptions::schedule_clock`](crate::QueueOptions::schedule_clock).
 #[derive(Clone)]
 pub struct ScheduleClock(Arc<dyn Host>);

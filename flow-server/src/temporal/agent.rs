@@ -20,12 +20,12 @@
 
 use std::sync::Arc;
 
-use flow_runtime::{
+use agentweave_runtime::{
     Action, Agent, AgentError, AgentEvent, AgentInput, EventStream, InterruptInfo, ResumeInfo,
     RunContext,
 };
-use flow_runtime::{CancelMode, CancelSignal};
-use flow_temporal::{
+use agentweave_runtime::{CancelMode, CancelSignal};
+use agentweave_temporal::{
     AnswerRequest, CancelTurn, Progress, ThreadStart, ThreadWorkflow, TurnRequest, APPROVE_GRANT,
     LAST_TURN,
 };
@@ -494,7 +494,7 @@ impl Agent for TemporalAgent {
             .root_input()
             .iter()
             .rev()
-            .find(|m| m.role == flow_runtime::Role::User)
+            .find(|m| m.role == agentweave_runtime::Role::User)
             .map(|m| m.content.clone())
             .unwrap_or_default();
         let workflow = cx
@@ -578,7 +578,7 @@ impl Agent for TemporalAgent {
 
 /// An event of the workflow, in its JSON form, as an engine event again (`None` for an event
 /// left empty, its message already streamed).
-pub(super) fn event_of_json(e: flow_runtime::EventJson) -> Option<AgentEvent> {
+pub(super) fn event_of_json(e: agentweave_runtime::EventJson) -> Option<AgentEvent> {
     let mut event = match (&e.message, &e.custom, &e.error) {
         (_, _, Some(error)) => AgentEvent::error(AgentError::Failed {
             agent: error

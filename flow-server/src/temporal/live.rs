@@ -22,10 +22,10 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
-use flow_runtime::{
+use agentweave_runtime::{
     AgentEvent, EventJson, Message, MessageStream, MessageStreamSender, Role, RunPath, StreamError,
 };
-use flow_temporal::LivePost;
+use agentweave_temporal::LivePost;
 
 use crate::state::AppState;
 
@@ -282,7 +282,7 @@ mod tests {
         let mut streamed = sink.open(2, "billing", &path);
         post(&sink, piece(2, 0, Some("half")));
         sink.cut(2);
-        let Some(flow_runtime::EventOutput::Stream(stream)) = streamed.output.take() else {
+        let Some(agentweave_runtime::EventOutput::Stream(stream)) = streamed.output.take() else {
             panic!("a streamed message");
         };
         let items: Vec<_> = stream.collect().await;

@@ -12,7 +12,7 @@
 //!   streams the rest. The runner around it records the thread, leases it, checks who may
 //!   answer, and maps the events to every protocol, as for a tree run in the process.
 //! - `live`: the sink (`POST /v1/temporal/live/{token}`) a turn's model calls post their
-//!   streamed pieces to (see `flow_temporal::live` for the mechanism and its guarantees).
+//!   streamed pieces to (see `agentweave_temporal::live` for the mechanism and its guarantees).
 //!
 //! How a client sees a turn's events as they are made, each once even when a worker dies:
 //! the server reads the workflow's `progress` query every
@@ -31,7 +31,7 @@
 //! payment once, every client stream the in-process server's frames.
 //!
 //! The workers (any number of processes, on any machines) hold the flows' real trees
-//! (`flow_temporal::worker_flows`) under the names the server serves them by; the server
+//! (`agentweave_temporal::worker_flows`) under the names the server serves them by; the server
 //! processes (any number) hold no tree of their own. The thread's records, checkpoints and
 //! journals stay in the server's store, so every read route works as without Temporal.
 
@@ -67,7 +67,7 @@ impl std::fmt::Debug for TemporalExecutor {
 
 impl TemporalExecutor {
     /// Turns run on the workers of `task_queue`, reached through `client`
-    /// (`flow_temporal::connect`); `public_url` is this server process's base URL as the
+    /// (`agentweave_temporal::connect`); `public_url` is this server process's base URL as the
     /// workers reach it (`http://10.0.0.5:8080`): their model calls post streamed pieces to
     /// `{public_url}/v1/temporal/live/...`.
     pub fn new(
@@ -94,7 +94,7 @@ impl TemporalExecutor {
     }
 
     /// How long one attempt of a tool call may take on a worker (default 10 s): a worker that
-    /// dies during a call is noticed after it (see `flow_temporal::ThreadStart`).
+    /// dies during a call is noticed after it (see `agentweave_temporal::ThreadStart`).
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout_ms = Some(timeout.as_millis() as u64);
         self

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use eventsource_stream::Eventsource;
-use flow_server::AppState;
+use agentweave_server::AppState;
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -51,7 +51,7 @@ pub async fn spawn(state: AppState) -> TestServer {
     let upstream = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
-        flow_server::serve_until(listener, state, async {
+        agentweave_server::serve_until(listener, state, async {
             let _ = stopped.await;
         })
         .await
@@ -204,10 +204,10 @@ fn excerpt(text: &str, needle: &str) -> String {
 
 /// The demo desk with the test token.
 pub fn desk_state() -> AppState {
-    AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
-        .auth(flow_server::Auth::bearer(TOKEN))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+    AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
+        .auth(agentweave_server::Auth::bearer(TOKEN))
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }
@@ -303,8 +303,8 @@ pub async fn error_code(response: reqwest::Response) -> (u16, String, String) {
 
 /// The strict outbound policy with loopback let through (`127.0.0.0/8`): the tests'
 /// webhook receivers listen there.
-pub fn loopback_allowed() -> flow_runtime::outbound::OutboundPolicy {
-    flow_runtime::outbound::OutboundPolicy::default()
+pub fn loopback_allowed() -> agentweave_runtime::outbound::OutboundPolicy {
+    agentweave_runtime::outbound::OutboundPolicy::default()
         .allow_net("127.0.0.0/8")
         .expect("a CIDR range")
 }

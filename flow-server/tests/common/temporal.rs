@@ -5,22 +5,22 @@
 
 use std::time::Duration;
 
-use flow_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
-use flow_runtime::testing::skip_missing_component;
+use agentweave_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
+use agentweave_runtime::testing::skip_missing_component;
 
 /// Where the dev server is (as `.ci/temporal.sh` exports it).
 pub const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
 
 /// The dev server's address: `AGENTFLOW_TEMPORAL_ADDRESS`, else the default port.
 pub fn address() -> String {
-    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into())
+    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| agentweave_temporal::DEFAULT_ADDRESS.into())
 }
 
 /// A client of the dev server, or `None` after saying why the test is skipped (a failure in CI,
 /// `AGENTFLOW_REQUIRE_COMPONENTS=1`).
 pub async fn dev_server() -> Option<temporalio_client::Client> {
     let address = address();
-    let why = match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address))
+    let why = match tokio::time::timeout(Duration::from_secs(10), agentweave_temporal::connect(&address))
         .await
     {
         Ok(Ok(client)) => return Some(client),
@@ -36,7 +36,7 @@ pub async fn dev_server() -> Option<temporalio_client::Client> {
 
 /// `prefix` and a token unique to this run.
 pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", flow_runtime::ids::unique_token())
+    format!("{prefix}-{}", agentweave_runtime::ids::unique_token())
 }
 
 /// A model any process answers alike: by how many times it answered since the request's last

@@ -7,11 +7,11 @@ use crate::common;
 use std::time::Duration;
 
 use common::{spawn, TOKEN};
-use flow_runtime::kit::PlanTool;
-use flow_runtime::{
+use agentweave_runtime::kit::PlanTool;
+use agentweave_runtime::{
     ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, ScriptStep, ScriptedModel, TurnRouting,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 /// An agent that writes its plan of two steps, then rewrites it with both done, then answers.
@@ -46,7 +46,7 @@ fn state() -> AppState {
         Ok(())
     });
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("slow", FlowAgent::new(slow))
         .flow("planner", planner())
         .auth(Auth::bearer(TOKEN))
@@ -165,7 +165,7 @@ async fn jsonrpc_errors_have_a2a_codes() {
     // Without a webhook secret, a server sends no push notifications (and its card says so).
     let plain = spawn(
         AppState::builder(InMemoryStore::new())
-            .flow("desk", flow_server::demo::desk())
+            .flow("desk", agentweave_server::demo::desk())
             .auth(Auth::bearer(TOKEN))
             .build()
             .unwrap(),
@@ -387,7 +387,7 @@ async fn the_plan_is_the_plan_artifact_updated_as_it_changes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_sdk_client_talks_to_the_server() {
     let Ok(python) = std::env::var("AGENTFLOW_A2A_PYTHON") else {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "the A2A Python SDK (a2a-sdk)",
             "source .ci/a2a.sh to install it and set AGENTFLOW_A2A_PYTHON",
         );
@@ -433,6 +433,6 @@ async fn the_official_python_sdk_client_talks_to_the_server() {
         .unwrap();
     assert_eq!(
         headers["x-agentflow-signature"].to_str().unwrap(),
-        flow_server::webhooks::signature(SECRET, timestamp, &body)
+        agentweave_server::webhooks::signature(SECRET, timestamp, &body)
     );
 }

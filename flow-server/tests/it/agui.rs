@@ -7,11 +7,11 @@ use crate::common;
 use std::time::Duration;
 
 use common::{spawn, TOKEN};
-use flow_runtime::model::ChatRequest;
-use flow_runtime::{
+use agentweave_runtime::model::ChatRequest;
+use agentweave_runtime::{
     ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, Role, ScriptStep, ScriptedModel, TurnRouting,
 };
-use flow_server::{AppState, Auth, FrontendTool};
+use agentweave_server::{AppState, Auth, FrontendTool};
 use serde_json::{json, Value};
 
 /// `shop`'s model: calls the front-end tool `confirm_address` when the request offers it (it
@@ -75,7 +75,7 @@ fn state_with(shop: ScriptedModel) -> AppState {
     .build()
     .unwrap();
     let relay =
-        flow_runtime::set_sub_agents(FlowAgent::new(front), [FlowAgent::new(shipper())]).unwrap();
+        agentweave_runtime::set_sub_agents(FlowAgent::new(front), [FlowAgent::new(shipper())]).unwrap();
     // `visits`: greets `name` (a value the client's state gives) and counts the visits.
     let visits = FnAgent::new("counter", |cx, _| async move {
         let name: String = cx
@@ -91,7 +91,7 @@ fn state_with(shop: ScriptedModel) -> AppState {
     });
     let shop = ChatModelAgent::builder("shop", shop).build().unwrap();
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("ui", FlowAgent::new(shipper()))
         .flow("relay", relay)
         .flow("shop", FlowAgent::new(shop))
@@ -334,7 +334,7 @@ async fn the_front_ends_tools_are_offered_to_the_model_and_answered_by_the_clien
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_agui_client_drives_the_desk_and_a_front_end_tool() {
     let Ok(modules) = std::env::var("AGENTFLOW_AGUI_NODE_MODULES") else {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "the AG-UI client (@ag-ui/client)",
             "source .ci/agui.sh to install it and set AGENTFLOW_AGUI_NODE_MODULES",
         );

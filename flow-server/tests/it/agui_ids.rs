@@ -5,10 +5,10 @@
 use crate::common;
 
 use common::{post, spawn, TOKEN};
-use flow_runtime::model::ChatRequest;
-use flow_runtime::{set_sub_agents, ChatModelAgent, FlowAgent, InMemoryStore, Role};
-use flow_runtime::{ScriptStep, ScriptedModel, TurnRouting};
-use flow_server::{AppState, Auth, FrontendTool};
+use agentweave_runtime::model::ChatRequest;
+use agentweave_runtime::{set_sub_agents, ChatModelAgent, FlowAgent, InMemoryStore, Role};
+use agentweave_runtime::{ScriptStep, ScriptedModel, TurnRouting};
+use agentweave_server::{AppState, Auth, FrontendTool};
 use serde_json::{json, Value};
 
 /// `relay`: `front` hands over to `shipper`, which asks the front end to confirm the address.
@@ -47,7 +47,7 @@ fn state() -> AppState {
     let relay = set_sub_agents(FlowAgent::new(front), [FlowAgent::new(shipper)]).unwrap();
     AppState::builder(InMemoryStore::new())
         .flow("relay", relay)
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .turn_routing(TurnRouting::Root)
         .build()

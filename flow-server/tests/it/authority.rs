@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::{done, read_sse, spawn};
-use flow_runtime::InMemoryStore;
-use flow_server::{AppState, Approvals, Auth, Principal, Scope};
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Approvals, Auth, Principal, Scope};
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-requester-token-0123456789";
@@ -66,10 +66,10 @@ fn auth() -> Auth {
 
 fn state(approvals: Approvals) -> AppState {
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(auth())
         .approvals("desk", approvals)
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }

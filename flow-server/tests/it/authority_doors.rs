@@ -17,12 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::spawn;
-use flow_runtime::store::InMemoryRunQueue;
-use flow_runtime::{
+use agentweave_runtime::store::InMemoryRunQueue;
+use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, ScriptStep, ScriptedModel, Tool,
     ToolApprovals,
 };
-use flow_server::{AppState, Approvals, Auth, Principal, QueueOptions, Scope};
+use agentweave_server::{AppState, Approvals, Auth, Principal, QueueOptions, Scope};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 

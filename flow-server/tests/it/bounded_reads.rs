@@ -6,20 +6,20 @@
 use crate::common;
 
 use common::{get, post, spawn};
-use flow_server::AppState;
+use agentweave_server::AppState;
 use serde_json::{json, Value};
 
-fn state(store: &flow_runtime::InMemoryStore) -> AppState {
+fn state(store: &agentweave_runtime::InMemoryStore) -> AppState {
     AppState::builder(store.clone())
-        .flow("desk", flow_server::demo::desk())
-        .auth(flow_server::Auth::bearer(common::TOKEN))
+        .flow("desk", agentweave_server::demo::desk())
+        .auth(agentweave_server::Auth::bearer(common::TOKEN))
         .build()
         .unwrap()
 }
 
 #[tokio::test]
 async fn thread_metadata_lives_in_the_store_with_a_size_limit() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let a = spawn(state(&store)).await;
     let b = spawn(state(&store)).await;
     let metadata = json!({"customer": "c-17", "notes": "x".repeat(1000)});
@@ -61,7 +61,7 @@ fn flow_server_metadata_limit() -> usize {
 
 #[tokio::test]
 async fn history_is_paged_whatever_limit_is_asked() {
-    let server = spawn(state(&flow_runtime::InMemoryStore::new())).await;
+    let server = spawn(state(&agentweave_runtime::InMemoryStore::new())).await;
     for i in 0..30 {
         let r = post(
             &server.base,
@@ -114,7 +114,7 @@ async fn history_is_paged_whatever_limit_is_asked() {
 
 #[tokio::test]
 async fn thread_and_run_lists_are_paged() {
-    let server = spawn(state(&flow_runtime::InMemoryStore::new())).await;
+    let server = spawn(state(&agentweave_runtime::InMemoryStore::new())).await;
     for i in 0..120 {
         common::turn(&server.base, "desk", &format!("t{i}"), "hello").await;
     }
@@ -138,7 +138,7 @@ async fn thread_and_run_lists_are_paged() {
 
 #[tokio::test]
 async fn the_timeline_and_the_interrupt_lists_are_paged() {
-    let server = spawn(state(&flow_runtime::InMemoryStore::new())).await;
+    let server = spawn(state(&agentweave_runtime::InMemoryStore::new())).await;
     for i in 0..105 {
         common::turn(&server.base, "desk", "long", &format!("hello {i}")).await;
     }

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use common::*;
 use fantoccini::{ClientBuilder, Locator};
-use flow_runtime::testing::skip_missing_component;
-use flow_runtime::{
+use agentweave_runtime::testing::skip_missing_component;
+use agentweave_runtime::{
     ChatModelAgent, FlowAgent, InMemoryStore, ModelError, RetryPolicy, ScriptStep, ScriptedModel,
 };
-use flow_server::{AppState, Auth, Principal, Scope};
+use agentweave_server::{AppState, Auth, Principal, Scope};
 use futures::FutureExt;
 use serde_json::json;
 
@@ -469,7 +469,7 @@ fn two_principals_state() -> AppState {
         .build()
         .unwrap();
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("notes", FlowAgent::new(notes))
         .auth(Auth::tokens([
             (
@@ -483,7 +483,7 @@ fn two_principals_state() -> AppState {
                     .scopes([Scope::Approve, Scope::Read]),
             ),
         ]))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }
@@ -656,17 +656,17 @@ struct Gate {
 /// reports its tokens (11 + 20 in, 2 + 5 out: 31 in and 7 out per turn).
 struct LookupModel;
 
-#[flow_runtime::async_trait]
-impl flow_runtime::ChatModel for LookupModel {
+#[agentweave_runtime::async_trait]
+impl agentweave_runtime::ChatModel for LookupModel {
     fn model_name(&self) -> &str {
         "lookup"
     }
 
     async fn generate(
         &self,
-        request: &flow_runtime::model::ChatRequest,
-    ) -> Result<flow_runtime::Message, ModelError> {
-        use flow_runtime::{Message, Role, ToolCall, Usage};
+        request: &agentweave_runtime::model::ChatRequest,
+    ) -> Result<agentweave_runtime::Message, ModelError> {
+        use agentweave_runtime::{Message, Role, ToolCall, Usage};
         let last_user = request
             .messages
             .iter()
@@ -707,12 +707,12 @@ fn gated_state() -> (
     std::sync::Arc<Gate>,
     tokio::sync::mpsc::UnboundedReceiver<()>,
 ) {
-    gated_state_with(flow_server::Limits::default())
+    gated_state_with(agentweave_server::Limits::default())
 }
 
 /// [`gated_state`] with `limits`.
 fn gated_state_with(
-    limits: flow_server::Limits,
+    limits: agentweave_server::Limits,
 ) -> (
     AppState,
     std::sync::Arc<Gate>,
@@ -725,7 +725,7 @@ fn gated_state_with(
         ledger: std::sync::Mutex::new(Vec::new()),
     });
     let tool_gate = std::sync::Arc::clone(&gate);
-    let lookup = flow_runtime::tool_fn("lookup", "Looks a question up.", move |args: Lookup| {
+    let lookup = agentweave_runtime::tool_fn("lookup", "Looks a question up.", move |args: Lookup| {
         let gate = std::sync::Arc::clone(&tool_gate);
         async move {
             gate.ledger
@@ -983,9 +983,9 @@ async fn a_stream_that_ends_mid_run_is_followed_again_after_its_last_event_id() 
     };
     // Every stream of the server ends after 300 ms while the run goes on: the page must
     // attach again, after the last event it saw, until the run ends.
-    let (state, gate, mut running) = gated_state_with(flow_server::Limits {
+    let (state, gate, mut running) = gated_state_with(agentweave_server::Limits {
         max_turn_duration: Duration::from_millis(300),
-        ..flow_server::Limits::default()
+        ..agentweave_server::Limits::default()
     });
     let server = spawn(state).await;
     let base = server.base.clone();
@@ -1024,14 +1024,14 @@ const OWNER: &str = "owen-owner-token-0123456789";
 /// The demo desk with a thread owner who may chat and read, not approve.
 fn owner_state() -> AppState {
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::tokens([(
             OWNER,
             Principal::new("owen")
                 .tenant("acme")
                 .scopes([Scope::Chat, Scope::Read]),
         )]))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }
@@ -1230,7 +1230,7 @@ const BOB: &str = "bob-acme-token-0123456789";
 /// may chat and read.
 fn memory_state(memory: bool) -> AppState {
     let builder = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::tokens([
             (
                 ALICE,
@@ -1246,8 +1246,8 @@ fn memory_state(memory: bool) -> AppState {
             ),
         ]));
     let builder = if memory {
-        builder.memory(flow_runtime::memory::Memory::new(
-            flow_runtime::memory::TransientMemoryStore::new(),
+        builder.memory(agentweave_runtime::memory::Memory::new(
+            agentweave_runtime::memory::TransientMemoryStore::new(),
         ))
     } else {
         builder
@@ -1433,10 +1433,10 @@ fn crawler_state(gate: std::sync::Arc<tokio::sync::Semaphore>) -> AppState {
         .after_tool("crawl", ScriptStep::text("The forum likes the kettle."))
         .otherwise(ScriptStep::tool_call("crawl", json!({"forum": "kettles"})));
     let agent = ChatModelAgent::builder("reader", model)
-        .tool(flow_runtime::tool_fn_with_context(
+        .tool(agentweave_runtime::tool_fn_with_context(
             "crawl",
             "Reads a forum.",
-            move |cx: flow_runtime::ToolContext, _args: serde_json::Value| {
+            move |cx: agentweave_runtime::ToolContext, _args: serde_json::Value| {
                 let gate = std::sync::Arc::clone(&gate);
                 async move {
                     cx.progress(json!({"progress": 1, "total": 2, "message": "page 1 read"}))
@@ -1560,9 +1560,9 @@ const DAVE: &str = "dave-globex-token-0123456789";
 /// A server counting spending: `desk` and `other`, each answering in one model call of 100 + 10
 /// tokens of model `m` (priced); Carol of tenant acme, Dave of tenant globex.
 fn usage_state(spending: bool) -> AppState {
-    use flow_runtime::budget::ModelPrice;
-    use flow_runtime::store::InMemoryRunQueue;
-    use flow_runtime::{model::Usage, SpendingBudgets};
+    use agentweave_runtime::budget::ModelPrice;
+    use agentweave_runtime::store::InMemoryRunQueue;
+    use agentweave_runtime::{model::Usage, SpendingBudgets};
     let bot = || {
         let model = ScriptedModel::rules()
             .otherwise(ScriptStep::text("hello").with_usage(Usage::new(100, 10)))
@@ -1626,7 +1626,7 @@ async fn the_console_shows_the_tenants_usage_by_day_flow_agent_and_model() {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis() as u64;
-        flow_runtime::spending::BudgetPeriod::Day.label(ms)
+        agentweave_runtime::spending::BudgetPeriod::Day.label(ms)
     };
     let page = base.clone();
     in_browser(&webdriver, "usage", |client| async move {

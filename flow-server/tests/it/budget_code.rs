@@ -2,14 +2,14 @@
 //! public message, never the internal text.
 
 use crate::common::{spawn, turn, TOKEN};
-use flow_runtime::budget::{BudgetLimits, Budgets};
-use flow_runtime::InMemoryStore;
-use flow_server::{AppState, Auth};
+use agentweave_runtime::budget::{BudgetLimits, Budgets};
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Auth};
 
 #[tokio::test]
 async fn a_budget_stop_has_its_public_code_over_the_native_api() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .runners(|_, runner| {
             runner.budgets(Budgets::new(BudgetLimits::default().max_model_calls(1)))

@@ -94,8 +94,8 @@ async fn an_agent_protocol_thread_deletes_right_after_a_flood_of_its_runs_ended(
 }
 
 /// Tenant-less server with the desk and `slow`, whose runs wait for `gate`.
-fn gated(gate: std::sync::Arc<tokio::sync::Semaphore>) -> flow_server::AppState {
-    let slow = flow_runtime::FnAgent::new("slow", move |cx, _| {
+fn gated(gate: std::sync::Arc<tokio::sync::Semaphore>) -> agentweave_server::AppState {
+    let slow = agentweave_runtime::FnAgent::new("slow", move |cx, _| {
         let gate = std::sync::Arc::clone(&gate);
         async move {
             gate.acquire().await.unwrap().forget();
@@ -103,10 +103,10 @@ fn gated(gate: std::sync::Arc<tokio::sync::Semaphore>) -> flow_server::AppState 
             Ok(())
         }
     });
-    flow_server::AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
-        .flow("slow", flow_runtime::FlowAgent::new(slow))
-        .auth(flow_server::Auth::bearer(common::TOKEN))
+    agentweave_server::AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
+        .flow("slow", agentweave_runtime::FlowAgent::new(slow))
+        .auth(agentweave_server::Auth::bearer(common::TOKEN))
         .build()
         .unwrap()
 }

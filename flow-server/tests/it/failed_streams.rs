@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{read_sse, spawn, TOKEN};
-use flow_runtime::model::ModelError;
-use flow_runtime::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
-use flow_runtime::{
+use agentweave_runtime::model::ModelError;
+use agentweave_runtime::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
+use agentweave_runtime::{
     ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, RetryPolicy, ScriptStep, ScriptedModel,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 /// Internal text of the failures: never sent.

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use common::*;
 use std::ops::Range;
 
-use flow_runtime::store::{StoreError, ThreadHead, ThreadRecord};
-use flow_runtime::{
+use agentweave_runtime::store::{StoreError, ThreadHead, ThreadRecord};
+use agentweave_runtime::{
     async_trait, CheckpointStore, FlowAgent, FnAgent, InMemoryStore, ThreadError, ThreadStore,
 };
-use flow_server::{AppState, Auth, Limits};
+use agentweave_server::{AppState, Auth, Limits};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -63,21 +63,21 @@ async fn the_api_refuses_a_missing_or_wrong_token() {
 #[tokio::test]
 async fn weak_tokens_and_missing_auth_do_not_build() {
     let weak = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer("short"))
         .build();
-    assert!(matches!(weak, Err(flow_server::BuildError::WeakToken)));
+    assert!(matches!(weak, Err(agentweave_server::BuildError::WeakToken)));
     let none = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .build();
-    assert!(matches!(none, Err(flow_server::BuildError::NoAuth)));
+    assert!(matches!(none, Err(agentweave_server::BuildError::NoAuth)));
     let bad_name = AppState::builder(InMemoryStore::new())
-        .flow("my desk", flow_server::demo::desk())
+        .flow("my desk", agentweave_server::demo::desk())
         .dev_mode()
         .build();
     assert!(matches!(
         bad_name,
-        Err(flow_server::BuildError::InvalidFlowName(_))
+        Err(agentweave_server::BuildError::InvalidFlowName(_))
     ));
 }
 
@@ -426,7 +426,7 @@ async fn threads_are_read_and_deleted() {
 #[tokio::test]
 async fn bodies_and_messages_over_the_limits_are_refused() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .limits(Limits {
             max_body_bytes: 2048,
@@ -479,7 +479,7 @@ async fn bodies_and_messages_over_the_limits_are_refused() {
 #[tokio::test]
 async fn an_event_over_the_size_limit_becomes_an_error_event() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .limits(Limits {
             // The whole answer's `event` (146 bytes) is over; chunks, `turn` and `done` are not.
@@ -571,7 +571,7 @@ impl CheckpointStore for BrokenStore {
         &self,
         id: &str,
         _: Vec<u8>,
-        _: flow_runtime::SaveMode,
+        _: agentweave_runtime::SaveMode,
     ) -> Result<u64, StoreError> {
         Err(broken(id))
     }
@@ -579,30 +579,30 @@ impl CheckpointStore for BrokenStore {
         &self,
         id: &str,
         _: std::time::Duration,
-    ) -> Result<flow_runtime::Claim, StoreError> {
+    ) -> Result<agentweave_runtime::Claim, StoreError> {
         Err(broken(id))
     }
     async fn renew(
         &self,
-        claim: &flow_runtime::Claim,
+        claim: &agentweave_runtime::Claim,
         _: std::time::Duration,
     ) -> Result<(), StoreError> {
         Err(broken(&claim.id))
     }
-    async fn release(&self, claim: &flow_runtime::Claim) -> Result<(), StoreError> {
+    async fn release(&self, claim: &agentweave_runtime::Claim) -> Result<(), StoreError> {
         Err(broken(&claim.id))
     }
     async fn complete(
         &self,
-        claim: &flow_runtime::Claim,
-        _: flow_runtime::Completion,
+        claim: &agentweave_runtime::Claim,
+        _: agentweave_runtime::Completion,
     ) -> Result<u64, StoreError> {
         Err(broken(&claim.id))
     }
-    async fn history(&self, id: &str) -> Result<Vec<flow_runtime::CheckpointMeta>, StoreError> {
+    async fn history(&self, id: &str) -> Result<Vec<agentweave_runtime::CheckpointMeta>, StoreError> {
         Err(broken(id))
     }
-    async fn pending(&self, _: usize) -> Result<Vec<flow_runtime::PendingCheckpoint>, StoreError> {
+    async fn pending(&self, _: usize) -> Result<Vec<agentweave_runtime::PendingCheckpoint>, StoreError> {
         Err(broken("pending"))
     }
     async fn purge_finished(&self, _: std::time::Duration) -> Result<usize, StoreError> {
@@ -614,39 +614,39 @@ impl CheckpointStore for BrokenStore {
 }
 
 #[async_trait]
-impl flow_runtime::store::JournalStore for BrokenStore {
+impl agentweave_runtime::store::JournalStore for BrokenStore {
     async fn append_steps(
         &self,
         run: &str,
         _: u64,
-        _: Vec<flow_runtime::store::StoredStep>,
-    ) -> Result<u64, flow_runtime::store::JournalError> {
+        _: Vec<agentweave_runtime::store::StoredStep>,
+    ) -> Result<u64, agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
     async fn read_steps(
         &self,
         run: &str,
         _: u64,
-    ) -> Result<Vec<flow_runtime::store::StoredStep>, flow_runtime::store::JournalError> {
+    ) -> Result<Vec<agentweave_runtime::store::StoredStep>, agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
-    async fn journal_len(&self, run: &str) -> Result<u64, flow_runtime::store::JournalError> {
+    async fn journal_len(&self, run: &str) -> Result<u64, agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
     async fn truncate_steps(
         &self,
         run: &str,
         _: u64,
-    ) -> Result<(), flow_runtime::store::JournalError> {
+    ) -> Result<(), agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
-    async fn delete_journal(&self, run: &str) -> Result<bool, flow_runtime::store::JournalError> {
+    async fn delete_journal(&self, run: &str) -> Result<bool, agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
     async fn idle_journals(
         &self,
         _: u64,
-    ) -> Result<Vec<flow_runtime::store::JournalSummary>, flow_runtime::store::JournalError> {
+    ) -> Result<Vec<agentweave_runtime::store::JournalSummary>, agentweave_runtime::store::JournalError> {
         Err(broken("journals").into())
     }
 }
@@ -664,7 +664,7 @@ fn broken(id: &str) -> StoreError {
 #[tokio::test]
 async fn store_failures_reveal_no_internal_paths() {
     let state = AppState::builder(BrokenStore)
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .build()
         .unwrap();
@@ -716,7 +716,7 @@ async fn cors_is_closed_unless_origins_are_listed() {
     assert!(r.headers().get("access-control-allow-origin").is_none());
 
     let open = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .cors_origins(["https://app.example".parse().unwrap()])
         .build()
@@ -743,13 +743,13 @@ async fn cors_is_closed_unless_origins_are_listed() {
 #[tokio::test]
 async fn one_tenant_cannot_read_or_resume_another_tenants_thread() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer_any([
             "alice-token-0123456789".to_owned(),
             "bob-token-0123456789ab".to_owned(),
         ]))
         .tenant(|parts| {
-            let token = flow_server::bearer_token(parts)?;
+            let token = agentweave_server::bearer_token(parts)?;
             Some(token.split('-').next()?.to_owned())
         })
         .build()
@@ -838,7 +838,7 @@ async fn one_tenant_cannot_read_or_resume_another_tenants_thread() {
 #[tokio::test]
 async fn a_request_the_tenant_function_refuses_is_forbidden() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .tenant(|parts| {
             parts
@@ -911,15 +911,15 @@ async fn a_refused_request_with_an_unread_body_is_told_connection_close() {
 #[tokio::test]
 async fn resume_checks_the_scope_before_whether_the_thread_exists() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::tokens([
             (
                 "chatter-token-0123456789",
-                flow_server::Principal::new("chet").scopes([flow_server::Scope::Chat]),
+                agentweave_server::Principal::new("chet").scopes([agentweave_server::Scope::Chat]),
             ),
             (
                 "approver-token-012345678",
-                flow_server::Principal::new("abe").scopes([flow_server::Scope::Approve]),
+                agentweave_server::Principal::new("abe").scopes([agentweave_server::Scope::Approve]),
             ),
         ]))
         .build()
@@ -1013,17 +1013,17 @@ async fn resume_checks_the_scope_before_whether_the_thread_exists() {
 async fn dev_mode_serves_loopback_only() {
     let dev = || {
         AppState::builder(InMemoryStore::new())
-            .flow("desk", flow_server::demo::desk())
+            .flow("desk", agentweave_server::demo::desk())
             .dev_mode()
             .build()
             .unwrap()
     };
     let everywhere = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let refused = flow_server::serve(everywhere, dev()).await;
+    let refused = agentweave_server::serve(everywhere, dev()).await;
     assert!(
         matches!(
             refused,
-            Err(flow_server::ServeError::DevModeNotLoopback { .. })
+            Err(agentweave_server::ServeError::DevModeNotLoopback { .. })
         ),
         "{refused:?}"
     );
@@ -1143,10 +1143,10 @@ fn hostile_state(limits: Limits) -> AppState {
         Ok(())
     });
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("stuck", FlowAgent::new(stuck))
         .auth(Auth::bearer(TOKEN))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .limits(limits)
         .build()
         .unwrap()
@@ -1781,13 +1781,13 @@ async fn other_authorization_schemes_are_refused_with_a_bearer_challenge() {
 #[tokio::test]
 async fn another_tenants_pending_interrupts_are_out_of_reach() {
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer_any([
             "alice-token-0123456789".to_owned(),
             "bob-token-0123456789ab".to_owned(),
         ]))
         .tenant(|parts| {
-            let token = flow_server::bearer_token(parts)?;
+            let token = agentweave_server::bearer_token(parts)?;
             Some(token.split('-').next()?.to_owned())
         })
         .build()
@@ -1873,19 +1873,19 @@ async fn the_longest_thread_id_of_the_longest_tenant_and_flow_is_a_thread() {
     let thread = "h".repeat(40);
     let dir = std::env::temp_dir().join(format!("af-long-ids-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let state = AppState::builder(flow_runtime::FileStore::new(&dir).unwrap())
-        .flow(&flow, flow_server::demo::desk())
+    let state = AppState::builder(agentweave_runtime::FileStore::new(&dir).unwrap())
+        .flow(&flow, agentweave_server::demo::desk())
         .auth(Auth::tokens([(
             TOKEN,
-            flow_server::Principal::new("ana")
+            agentweave_server::Principal::new("ana")
                 .tenant(tenant.as_str())
                 .scopes([
-                    flow_server::Scope::Chat,
-                    flow_server::Scope::Approve,
-                    flow_server::Scope::Read,
+                    agentweave_server::Scope::Chat,
+                    agentweave_server::Scope::Approve,
+                    agentweave_server::Scope::Read,
                 ]),
         )]))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap();
     let server = spawn(state).await;
@@ -1917,12 +1917,12 @@ async fn the_longest_thread_id_of_the_longest_tenant_and_flow_is_a_thread() {
 /// the flow's page and its A2A agent card show; without one, the root agent's.
 #[tokio::test]
 async fn the_flow_description_is_shown_in_the_list_the_flow_and_the_agent_card() {
-    let state = AppState::builder(flow_runtime::InMemoryStore::new())
+    let state = AppState::builder(agentweave_runtime::InMemoryStore::new())
         .flow(
             "desk",
-            flow_server::demo::desk().with_flow_description("The shop's customer-service desk."),
+            agentweave_server::demo::desk().with_flow_description("The shop's customer-service desk."),
         )
-        .flow("plain", flow_server::demo::desk())
+        .flow("plain", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .build()
         .unwrap();

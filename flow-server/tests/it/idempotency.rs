@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, Role, ScriptStep, ScriptedModel,
 };
-use flow_server::{AppState, Auth, Principal, Scope};
+use agentweave_server::{AppState, Auth, Principal, Scope};
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-chat-token-0123456789";
@@ -348,7 +348,7 @@ async fn a_queued_run_sent_again_is_queued_once() {
             ANA,
             Principal::new("ana").scopes([Scope::Chat, Scope::Read]),
         )]))
-        .run_queue(flow_runtime::store::InMemoryRunQueue::new())
+        .run_queue(agentweave_runtime::store::InMemoryRunQueue::new())
         .build()
         .unwrap();
     let server = spawn(state).await;

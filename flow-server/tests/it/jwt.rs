@@ -6,8 +6,8 @@ use crate::common;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use common::spawn;
-use flow_runtime::InMemoryStore;
-use flow_server::{AppState, Auth, JwtAuth};
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Auth, JwtAuth};
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 
@@ -93,7 +93,7 @@ fn state(jwks: &str) -> AppState {
         .unwrap()
         .tenant_claim("org");
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::jwt(jwt))
         .build()
         .unwrap()
@@ -191,7 +191,7 @@ async fn es256_and_rs256_keys_of_the_jwks_verify_their_tokens() {
     let (ec_key, ec_jwk) = es256_pair();
     let rsa = rs256_pair();
     if rsa.is_none() {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "the openssl command",
             "install openssl to make an RSA key for the RS256 case",
         );

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{post, read_sse, spawn, Sse, TOKEN};
-use flow_runtime::{AgentEvent, FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
-use flow_server::{AppState, Auth};
+use agentweave_runtime::{AgentEvent, FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 const SECRET: &[u8] = b"langgraph-webhook-secret";
@@ -32,11 +32,11 @@ fn chatty() -> FlowAgent {
 
 fn state(secret: bool) -> AppState {
     let builder = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("chatty", chatty())
         .auth(Auth::bearer(TOKEN))
         .outbound(common::loopback_allowed())
-        .turn_routing(flow_runtime::TurnRouting::Root);
+        .turn_routing(agentweave_runtime::TurnRouting::Root);
     let builder = if secret {
         builder.webhook_secret(SECRET)
     } else {
@@ -535,7 +535,7 @@ async fn a_runs_webhook_is_called_or_refused() {
         .unwrap();
     assert_eq!(
         headers["x-agentflow-signature"].to_str().unwrap(),
-        flow_server::webhooks::signature(SECRET, timestamp, &body)
+        agentweave_server::webhooks::signature(SECRET, timestamp, &body)
     );
 }
 

@@ -16,13 +16,13 @@ use crate::common;
 use std::time::Duration;
 
 use common::{spawn, TOKEN};
-use flow_runtime::async_trait;
-use flow_runtime::model::{ChatRequest, ModelError};
-use flow_runtime::{
+use agentweave_runtime::async_trait;
+use agentweave_runtime::model::{ChatRequest, ModelError};
+use agentweave_runtime::{
     tool_fn, AgentEvent, ChatModel, ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, Message,
     MessageStream, ToolCall,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 
 /// Calls its never-ending tool.
 struct Patient;
@@ -63,15 +63,15 @@ fn state() -> AppState {
         Ok(())
     });
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("slow", FlowAgent::new(slow))
         .flow("chatty", FlowAgent::new(chatty))
         .webhook_secret(SECRET)
         .outbound(common::loopback_allowed())
         .auth(Auth::bearer(TOKEN))
-        .turn_routing(flow_runtime::TurnRouting::Root)
-        .memory(flow_runtime::memory::Memory::new(
-            flow_runtime::memory::TransientMemoryStore::new(),
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
+        .memory(agentweave_runtime::memory::Memory::new(
+            agentweave_runtime::memory::TransientMemoryStore::new(),
         ))
         .build()
         .unwrap()
@@ -82,7 +82,7 @@ const SECRET: &[u8] = b"langgraph-sdk-webhook-secret";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_langgraph_sdk_client_works_unchanged() {
     let Some(python) = std::env::var_os("AGENTFLOW_LANGGRAPH_PYTHON") else {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "a Python with langgraph-sdk",
             "set AGENTFLOW_LANGGRAPH_PYTHON to a virtualenv's python with `pip install \
              langgraph-sdk` (.ci/langgraph.sh does it)",
@@ -93,9 +93,9 @@ async fn the_official_langgraph_sdk_client_works_unchanged() {
     // Crons need a run queue (schedules live in its store): a second server has one.
     let queued = spawn(
         AppState::builder(InMemoryStore::new())
-            .flow("desk", flow_server::demo::desk())
+            .flow("desk", agentweave_server::demo::desk())
             .auth(Auth::bearer(TOKEN))
-            .run_queue(flow_runtime::store::InMemoryRunQueue::new())
+            .run_queue(agentweave_runtime::store::InMemoryRunQueue::new())
             .build()
             .unwrap(),
     )
@@ -157,6 +157,6 @@ async fn the_official_langgraph_sdk_client_works_unchanged() {
         .unwrap();
     assert_eq!(
         headers["x-agentflow-signature"].to_str().unwrap(),
-        flow_server::webhooks::signature(SECRET, timestamp, &body)
+        agentweave_server::webhooks::signature(SECRET, timestamp, &body)
     );
 }

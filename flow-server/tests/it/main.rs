@@ -1,4 +1,4 @@
-//! The integration tests of flow-server: one test binary, a module per area. Each test binary
+//! The integration tests of agentweave-server: one test binary, a module per area. Each test binary
 //! links the whole dependency graph, so one per crate keeps `cargo test` from spending its
 //! time linking.
 //! The files left in `tests/` are binaries of their own, each saying why at its top.

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::spawn;
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, Role, ScriptStep, ScriptedModel,
     Tool, ToolApprovals,
 };
-use flow_server::{AppState, Auth, Limits, Principal, Scope};
+use agentweave_server::{AppState, Auth, Limits, Principal, Scope};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, JsonObject,
@@ -160,7 +160,7 @@ impl ClientHandler for Human {
 }
 
 async fn connect(base: &str, token: &str, human: Human) -> RunningService<RoleClient, Human> {
-    // rmcp's HTTP client is built without a crypto provider of its own (as flow-runtime's).
+    // rmcp's HTTP client is built without a crypto provider of its own (as agentweave-runtime's).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config =
         StreamableHttpClientTransportConfig::with_uri(format!("{base}/v1/mcp")).auth_header(token);
@@ -620,13 +620,13 @@ async fn a_failed_turn_is_a_tool_error_with_its_public_message_only() {
     const SECRET: &str = "upstream 10.9.8.7:443 reset by peer";
     let broken = ScriptStep::text("a partial answer that never ends").fail_mid_stream(
         2,
-        flow_runtime::model::ModelError::Connection {
+        agentweave_runtime::model::ModelError::Connection {
             model: "m".into(),
             message: SECRET.into(),
         },
     );
     let helper = ChatModelAgent::builder("helper", ScriptedModel::rules().otherwise(broken))
-        .retry(flow_runtime::RetryPolicy::none())
+        .retry(agentweave_runtime::RetryPolicy::none())
         .build()
         .unwrap();
     let server = spawn(
@@ -657,7 +657,7 @@ async fn a_failed_turn_is_a_tool_error_with_its_public_message_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_sdk_client_calls_a_served_flow() {
     let Some(python) = std::env::var_os("AGENTFLOW_MCP_PYTHON") else {
-        flow_runtime::testing::skip_missing_component(
+        agentweave_runtime::testing::skip_missing_component(
             "a Python with the MCP SDK",
             "set AGENTFLOW_MCP_PYTHON to a virtualenv's python with `pip install mcp` \
              (.ci/mcp.sh does it)",

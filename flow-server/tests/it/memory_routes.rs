@@ -6,9 +6,9 @@
 use crate::common;
 
 use common::{client, error_code, spawn};
-use flow_runtime::memory::{Memory, TransientMemoryStore};
-use flow_runtime::InMemoryStore;
-use flow_server::{AppState, Auth, Principal, Scope};
+use agentweave_runtime::memory::{Memory, TransientMemoryStore};
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Auth, Principal, Scope};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -53,7 +53,7 @@ fn state(memory: Option<Memory>) -> AppState {
         ),
     ]);
     let mut builder = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(auth);
     if let Some(memory) = memory {
         builder = builder.memory(memory);

@@ -14,8 +14,8 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use common::{error_code, post as post_json, spawn, TOKEN};
-use flow_runtime::outbound::{Lookup, OutboundPolicy};
-use flow_server::{AppState, Auth};
+use agentweave_runtime::outbound::{Lookup, OutboundPolicy};
+use agentweave_server::{AppState, Auth};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::{json, Value};
@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 const SECRET: &[u8] = b"outbound-webhook-secret";
 
 fn state(policy: OutboundPolicy) -> AppState {
-    AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+    AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
         .outbound(policy)
@@ -218,7 +218,7 @@ async fn a_307_to_another_port_of_the_same_host_is_not_followed() {
         run_with_webhook(&server.base, "t", &url).await.status(),
         202
     );
-    for _ in 0..flow_server::webhooks::ATTEMPTS {
+    for _ in 0..agentweave_server::webhooks::ATTEMPTS {
         hits.recv().await.unwrap();
     }
     assert!(

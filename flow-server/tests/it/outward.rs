@@ -6,12 +6,12 @@
 use crate::common;
 
 use common::{done, get, post, spawn, turn, TOKEN};
-use flow_runtime::TurnRequest;
-use flow_runtime::{
+use agentweave_runtime::TurnRequest;
+use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError,
     RetryPolicy, Runner, ScriptStep, ScriptedModel, ToolContext,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -37,7 +37,7 @@ fn approvals_flow() -> FlowAgent {
             "Resets a user's password; a human approves.",
             |cx: ToolContext, _args: Value| async move {
                 match cx.resume_data() {
-                    Some(_) => Ok::<_, flow_runtime::ToolError>("reset done".to_owned()),
+                    Some(_) => Ok::<_, agentweave_runtime::ToolError>("reset done".to_owned()),
                     None => Err(cx.interrupt(json!({"question": "Reset ana's password?"}))),
                 }
             },
@@ -214,11 +214,11 @@ async fn a_model_outage_reaches_the_client_as_a_public_error_with_a_correlation_
 /// no internal text, a stable code for each failure.
 #[test]
 fn every_kind_of_event_and_error_goes_out_allow_listed() {
-    use flow_runtime::{
+    use agentweave_runtime::{
         Action, AgentError, AgentEvent, ChatAgentError, InterruptFrame, InterruptInfo,
         MiddlewareError, StoreError, StreamError,
     };
-    use flow_server::outward::OutwardEvent;
+    use agentweave_server::outward::OutwardEvent;
 
     let secret = format!("{CANARY} {OUTAGE} desk._.t-93dc");
     let mut interrupt = InterruptInfo::new(json!({"question": "ok?"})).with_state(json!(secret));
@@ -264,7 +264,7 @@ fn every_kind_of_event_and_error_goes_out_allow_listed() {
             Some("store_unavailable"),
         ),
         (
-            AgentEvent::error(AgentError::custom(flow_runtime::ToolError::failed(
+            AgentEvent::error(AgentError::custom(agentweave_runtime::ToolError::failed(
                 "t",
                 secret.clone(),
             ))),
@@ -284,7 +284,7 @@ fn every_kind_of_event_and_error_goes_out_allow_listed() {
         (
             AgentEvent::error(AgentError::from(MiddlewareError::Refused {
                 middleware: "guard".into(),
-                hook: flow_runtime::middleware::Hook::BeforeModel,
+                hook: agentweave_runtime::middleware::Hook::BeforeModel,
                 agent: "a".into(),
                 run_path: Default::default(),
                 reason: secret.clone().into(),

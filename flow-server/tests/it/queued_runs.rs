@@ -14,8 +14,8 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use common::*;
 use eventsource_stream::Eventsource;
-use flow_runtime::store::{InMemoryRunQueue, RunQueue};
-use flow_server::{AppState, Auth, QueueOptions};
+use agentweave_runtime::store::{InMemoryRunQueue, RunQueue};
+use agentweave_server::{AppState, Auth, QueueOptions};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -39,7 +39,7 @@ async fn get_json(url: &str, tenant: &str) -> Value {
 /// A server over `store` and `queue` serving `flows` (each the demo desk) with `workers`
 /// workers; the tenant is the `x-tenant` header's.
 fn state(
-    store: &flow_runtime::InMemoryStore,
+    store: &agentweave_runtime::InMemoryStore,
     queue: &InMemoryRunQueue,
     flows: &[&str],
     workers: usize,
@@ -53,7 +53,7 @@ fn state(
         .webhook_secret(SECRET)
         // The test's receivers listen on loopback: let it through, as an operator would.
         .outbound(common::loopback_allowed())
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .tenant(|parts| {
             parts
                 .headers
@@ -62,7 +62,7 @@ fn state(
                 .map(str::to_owned)
         });
     for flow in flows {
-        builder = builder.flow(*flow, flow_server::demo::desk());
+        builder = builder.flow(*flow, agentweave_server::demo::desk());
     }
     builder
         .run_queue_with(queue.clone(), options)
@@ -124,7 +124,7 @@ async fn post_as(base: &str, path: &str, body: Value, tenant: &str) -> reqwest::
 
 #[tokio::test]
 async fn a_queued_run_streams_from_any_process_each_event_once_in_order() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let queue = InMemoryRunQueue::new();
     // A runs the queue's runs; B has no workers: what it streams comes from the queue.
     let a = spawn(state(&store, &queue, &["desk"], 2, HOUR)).await;
@@ -221,7 +221,7 @@ async fn a_queued_run_streams_from_any_process_each_event_once_in_order() {
 
 #[tokio::test]
 async fn a_queued_runs_events_expire_after_the_retention() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let queue = InMemoryRunQueue::new();
     let a = spawn(state(
         &store,
@@ -286,7 +286,7 @@ fn signed_body(headers: &HeaderMap, body: &[u8]) -> Value {
         .unwrap();
     assert_eq!(
         headers["x-agentflow-signature"].to_str().unwrap(),
-        flow_server::webhooks::signature(SECRET, timestamp, body),
+        agentweave_server::webhooks::signature(SECRET, timestamp, body),
         "signed with the server's secret over TIMESTAMP.BODY"
     );
     serde_json::from_slice(body).unwrap()
@@ -294,7 +294,7 @@ fn signed_body(headers: &HeaderMap, body: &[u8]) -> Value {
 
 #[tokio::test]
 async fn a_queued_runs_end_is_posted_signed_by_the_process_that_ended_it() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let queue = InMemoryRunQueue::new();
     let _a = spawn(state(&store, &queue, &["desk"], 1, HOUR)).await;
     let b = spawn(state(&store, &queue, &["desk"], 0, HOUR)).await;
@@ -336,7 +336,7 @@ async fn a_queued_runs_end_is_posted_signed_by_the_process_that_ended_it() {
 
 #[tokio::test]
 async fn a_waiting_queued_run_is_cancelled_at_once_and_never_runs() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let queue = InMemoryRunQueue::new();
     // No process runs anything: the run waits.
     let b = spawn(state(&store, &queue, &["desk"], 0, HOUR)).await;
@@ -428,7 +428,7 @@ async fn a_waiting_queued_run_is_cancelled_at_once_and_never_runs() {
 
 #[tokio::test]
 async fn a_worker_claims_only_runs_of_the_flows_it_serves() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let queue = InMemoryRunQueue::new();
     // The API process serves both flows and runs nothing; one worker process serves only
     // `desk`, another only `help`.
@@ -437,10 +437,10 @@ async fn a_worker_claims_only_runs_of_the_flows_it_serves() {
     let help_only = state(&store, &queue, &["help"], 2, HOUR);
     let (stop_desk, desk_stopped) = tokio::sync::oneshot::channel::<()>();
     let (stop_help, help_stopped) = tokio::sync::oneshot::channel::<()>();
-    let desk_workers = tokio::spawn(flow_server::run_workers(desk_only, async {
+    let desk_workers = tokio::spawn(agentweave_server::run_workers(desk_only, async {
         let _ = desk_stopped.await;
     }));
-    let help_workers = tokio::spawn(flow_server::run_workers(help_only, async {
+    let help_workers = tokio::spawn(agentweave_server::run_workers(help_only, async {
         let _ = help_stopped.await;
     }));
     let mut made = Vec::new();
@@ -495,14 +495,14 @@ async fn a_worker_claims_only_runs_of_the_flows_it_serves() {
 /// has room again (a queued run cancelled) the first tenant queues again.
 #[tokio::test]
 async fn a_tenant_past_its_queued_runs_gets_429_and_another_still_queues() {
-    let store = flow_runtime::InMemoryStore::new();
+    let store = agentweave_runtime::InMemoryStore::new();
     let queue = InMemoryRunQueue::new();
     let mut options = QueueOptions::default();
     options.workers = 0;
     let server = spawn(
         AppState::builder(store.clone())
             .auth(Auth::bearer(TOKEN))
-            .flow("desk", flow_server::demo::desk())
+            .flow("desk", agentweave_server::demo::desk())
             .tenant(|parts| {
                 parts
                     .headers
@@ -510,9 +510,9 @@ async fn a_tenant_past_its_queued_runs_gets_429_and_another_still_queues() {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned)
             })
-            .limits(flow_server::Limits {
+            .limits(agentweave_server::Limits {
                 max_queued_runs_per_tenant: 5,
-                ..flow_server::Limits::default()
+                ..agentweave_server::Limits::default()
             })
             .run_queue_with(queue.clone(), options)
             .build()
@@ -580,9 +580,9 @@ async fn a_tenant_past_its_queued_runs_gets_429_and_another_still_queues() {
 fn capped(queue: impl RunQueue) -> AppState {
     let mut options = QueueOptions::default();
     options.workers = 0;
-    AppState::builder(flow_runtime::InMemoryStore::new())
+    AppState::builder(agentweave_runtime::InMemoryStore::new())
         .auth(Auth::bearer(TOKEN))
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .tenant(|parts| {
             parts
                 .headers
@@ -590,9 +590,9 @@ fn capped(queue: impl RunQueue) -> AppState {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         })
-        .limits(flow_server::Limits {
+        .limits(agentweave_server::Limits {
             max_queued_runs_per_tenant: 5,
-            ..flow_server::Limits::default()
+            ..agentweave_server::Limits::default()
         })
         .run_queue_with(queue, options)
         .build()
@@ -664,7 +664,7 @@ async fn two_servers_on_one_queue_keep_a_tenants_cap_exactly() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_on_one_sqlite_file_keep_a_tenants_cap_exactly() {
-    use flow_runtime::store::SqliteRunQueue;
+    use agentweave_runtime::store::SqliteRunQueue;
     let dir = std::env::temp_dir().join(format!("af-queue-cap-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("queue.db");
@@ -680,8 +680,8 @@ async fn two_servers_on_one_sqlite_file_keep_a_tenants_cap_exactly() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_on_one_postgres_database_keep_a_tenants_cap_exactly() {
-    use flow_runtime::store::PostgresRunQueue;
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("server_queue_cap").await else {
+    use agentweave_runtime::store::PostgresRunQueue;
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("server_queue_cap").await else {
         return;
     };
     let (a, b) = (

@@ -9,8 +9,8 @@ use crate::common;
 use std::sync::Arc;
 
 use common::spawn;
-use flow_runtime::{FlowAgent, FnAgent};
-use flow_server::{AppState, Auth, Limits, Principal, Scope};
+use agentweave_runtime::{FlowAgent, FnAgent};
+use agentweave_server::{AppState, Auth, Limits, Principal, Scope};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
@@ -28,8 +28,8 @@ pub(super) fn state(gate: Arc<Semaphore>) -> AppState {
             Ok(())
         }
     });
-    AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+    AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
         .flow("slow", FlowAgent::new(slow))
         .auth(Auth::tokens([
             (

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::{done, post, read_sse, spawn, turn, TOKEN};
-use flow_runtime::middleware::{HookContext, HookError};
-use flow_runtime::{
+use agentweave_runtime::middleware::{HookContext, HookError};
+use agentweave_runtime::{
     async_trait, AgentInput, InMemoryStore, Message, Middleware, RunLimits, Runner,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use serde_json::json;
 
 /// Counts the agent runs it sees.
@@ -31,10 +31,10 @@ impl Middleware for Count {
 }
 
 fn signed_state(store: InMemoryStore, key: &[u8], runs: Arc<AtomicUsize>) -> AppState {
-    let runner = Runner::builder(flow_server::demo::desk())
+    let runner = Runner::builder(agentweave_server::demo::desk())
         .middleware(Count(runs))
         .checkpoint_key(key.to_vec())
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .streaming(true);
     AppState::builder(store)
         .flow_runner("desk", runner)
@@ -102,7 +102,7 @@ async fn a_runner_function_configures_each_flow() {
     let named = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&named);
     let state = AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .runners(move |flow, runner| {
             seen.lock().unwrap().push(flow.to_owned());

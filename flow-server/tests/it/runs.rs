@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use common::{error_code, spawn, TOKEN};
 use eventsource_stream::Eventsource;
-use flow_runtime::async_trait;
-use flow_runtime::model::{ChatRequest, ModelError};
-use flow_runtime::{
+use agentweave_runtime::async_trait;
+use agentweave_runtime::model::{ChatRequest, ModelError};
+use agentweave_runtime::{
     tool_fn, ChatModel, ChatModelAgent, FlowAgent, InMemoryStore, Message, Role, ToolCall,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
@@ -107,7 +107,7 @@ fn gated_state_with(auth: Auth) -> (AppState, Arc<Gates>, mpsc::UnboundedReceive
         .unwrap();
     let state = AppState::builder(InMemoryStore::new())
         .flow("gated", FlowAgent::new(agent))
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(auth)
         .tenant(|parts| {
             Some(
@@ -627,7 +627,7 @@ async fn steer_over_http_joins_the_running_turn_after_its_tool_call() {
 
 #[tokio::test]
 async fn the_owner_continues_a_stopped_run_with_chat_alone() {
-    use flow_server::{Principal, Scope};
+    use agentweave_server::{Principal, Scope};
     const OWEN: &str = "owen-chat-reader-token-0123456789";
     let (state, gates, mut heard) = gated_state_with(Auth::tokens([(
         OWEN,

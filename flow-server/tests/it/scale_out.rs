@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// Starts `flow-server-demo` with `store` (a store directory, or `--postgres URL`); returns
+/// Starts `agentweave-server-demo` with `store` (a store directory, or `--postgres URL`); returns
 /// the process and its base URL.
 async fn server_process(store: &[String]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flow-server-demo"))
@@ -46,7 +46,7 @@ async fn two_processes_on_one_store_serve_one_conversation() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn two_processes_on_one_postgres_database_serve_one_conversation() {
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("scale_out").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("scale_out").await else {
         return;
     };
     one_conversation_on_two_processes(&["--postgres".to_owned(), url]).await;

@@ -8,7 +8,7 @@
 //! - after a downtime, `catch_up` runs the latest missed firing once and `skip` runs none;
 //! - three servers on one SQLite file (and one PostgreSQL database when `AGENTFLOW_PG_URL` is
 //!   set) fire an hourly schedule for 50 hours of a test clock, one of them restarted mid-way:
-//!   each hour's run is enqueued exactly once. Twice: as three `flow-server-demo` processes
+//!   each hour's run is enqueued exactly once. Twice: as three `agentweave-server-demo` processes
 //!   reading their clock from a file the test moves (`AGENTFLOW_SCHEDULE_CLOCK`), one killed
 //!   with SIGKILL and started again; and as three server states in this process, each with its
 //!   own connection pool, sharing a [`ManualHost`], whose runs are also awaited to their end
@@ -19,10 +19,10 @@ use crate::common;
 use std::time::{Duration, UNIX_EPOCH};
 
 use common::*;
-use flow_runtime::host::ManualHost;
-use flow_runtime::store::{InMemoryRunQueue, QueuedRun, RunQueue};
-use flow_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
-use flow_server::{AppState, Auth, Principal, QueueOptions, ScheduleClock, Scope};
+use agentweave_runtime::host::ManualHost;
+use agentweave_runtime::store::{InMemoryRunQueue, QueuedRun, RunQueue};
+use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
+use agentweave_server::{AppState, Auth, Principal, QueueOptions, ScheduleClock, Scope};
 use serde_json::{json, Value};
 
 const HOUR_MS: u64 = 3_600_000;
@@ -79,9 +79,9 @@ fn options(clock: &ManualHost, workers: usize) -> QueueOptions {
 /// A server serving `echo` over `store` and `queue` on `clock`.
 fn state<S>(store: S, queue: impl RunQueue, clock: &ManualHost, workers: usize) -> AppState
 where
-    S: flow_runtime::store::ThreadStore
-        + flow_runtime::store::CheckpointStore
-        + flow_runtime::store::JournalStore
+    S: agentweave_runtime::store::ThreadStore
+        + agentweave_runtime::store::CheckpointStore
+        + agentweave_runtime::store::JournalStore
         + Clone,
 {
     AppState::builder(store)
@@ -209,7 +209,7 @@ async fn a_principal_sees_and_changes_only_its_tenants_schedules() {
 
     // Bob's change did nothing: the schedule still fires, as Ana with Ana's scopes.
     clock.advance(Duration::from_millis(HOUR_MS));
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 1);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 1);
     let run = queue
         .get(&run_id(&id, START_MS + HOUR_MS))
         .await
@@ -233,7 +233,7 @@ async fn a_principal_sees_and_changes_only_its_tenants_schedules() {
     assert_eq!(status, 201, "{threaded}");
     let threaded = threaded["id"].as_str().unwrap().to_owned();
     clock.advance(Duration::from_millis(HOUR_MS / 2));
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 1);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 1);
     let runs = queue.thread_runs("echo.acme.desk-1").await.unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(
@@ -349,9 +349,9 @@ async fn pausing_stops_the_firings_resuming_starts_them_from_now_deleting_ends_t
     };
 
     clock.advance(hour);
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 1);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 1);
     // Fired once: a second pass at the same time finds nothing due.
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 0);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 0);
 
     let (status, paused) = call(
         reqwest::Method::PATCH,
@@ -367,7 +367,7 @@ async fn pausing_stops_the_firings_resuming_starts_them_from_now_deleting_ends_t
     for _ in 0..3 {
         clock.advance(hour);
         assert_eq!(
-            flow_server::fire_schedules(&state).await.unwrap(),
+            agentweave_server::fire_schedules(&state).await.unwrap(),
             0,
             "paused"
         );
@@ -385,9 +385,9 @@ async fn pausing_stops_the_firings_resuming_starts_them_from_now_deleting_ends_t
     )
     .await;
     assert_eq!(resumed["next_due_at_ms"], due(5));
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 0);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 0);
     clock.advance(hour / 2);
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 1);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 1);
     assert_eq!(
         fired(queue.clone()).await,
         [run_id(&id, due(1)), run_id(&id, due(5))]
@@ -400,7 +400,7 @@ async fn pausing_stops_the_firings_resuming_starts_them_from_now_deleting_ends_t
     for _ in 0..3 {
         clock.advance(hour);
         assert_eq!(
-            flow_server::fire_schedules(&state).await.unwrap(),
+            agentweave_server::fire_schedules(&state).await.unwrap(),
             0,
             "deleted"
         );
@@ -439,7 +439,7 @@ async fn after_a_downtime_catch_up_runs_the_latest_missed_firing_once_and_skip_r
 
     // Nothing fired for 5 hours and a half (every process was down): hours 1 to 5 missed.
     clock.advance(Duration::from_millis(5 * HOUR_MS + HOUR_MS / 2));
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 1);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 1);
     assert_eq!(
         ids(queue.clone(), "caught").await,
         [run_id(&caught, START_MS + 5 * HOUR_MS)],
@@ -449,16 +449,16 @@ async fn after_a_downtime_catch_up_runs_the_latest_missed_firing_once_and_skip_r
         ids(queue.clone(), "skipped").await.is_empty(),
         "skip runs none"
     );
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 0);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 0);
 
     // Both go on with hour 6, on time.
     clock.advance(Duration::from_millis(HOUR_MS / 2));
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 2);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 2);
     assert_eq!(ids(queue.clone(), "caught").await.len(), 2);
     assert_eq!(ids(queue.clone(), "skipped").await.len(), 1);
     // A firing found less than a minute late is on time, for skip too.
     clock.advance(Duration::from_millis(HOUR_MS + 30_000));
-    assert_eq!(flow_server::fire_schedules(&state).await.unwrap(), 2);
+    assert_eq!(agentweave_server::fire_schedules(&state).await.unwrap(), 2);
 }
 
 #[tokio::test]
@@ -496,8 +496,8 @@ async fn three_servers_on_one_sqlite_file_fire_each_period_exactly_once() {
     let open = || {
         let path = path.clone();
         async move {
-            let store = flow_runtime::store::SqliteStore::open(&path).await.unwrap();
-            let queue = flow_runtime::store::SqliteRunQueue::open(&path)
+            let store = agentweave_runtime::store::SqliteStore::open(&path).await.unwrap();
+            let queue = agentweave_runtime::store::SqliteRunQueue::open(&path)
                 .await
                 .unwrap();
             (store, queue)
@@ -511,16 +511,16 @@ async fn three_servers_on_one_sqlite_file_fire_each_period_exactly_once() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_servers_on_one_postgres_database_fire_each_period_exactly_once() {
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("schedules").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("schedules").await else {
         return;
     };
     let open = || {
         let url = url.clone();
         async move {
-            let store = flow_runtime::store::PostgresStore::connect(&url)
+            let store = agentweave_runtime::store::PostgresStore::connect(&url)
                 .await
                 .unwrap();
-            let queue = flow_runtime::store::PostgresRunQueue::connect(&url)
+            let queue = agentweave_runtime::store::PostgresRunQueue::connect(&url)
                 .await
                 .unwrap();
             (store, queue)
@@ -532,15 +532,15 @@ async fn three_servers_on_one_postgres_database_fire_each_period_exactly_once() 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 async fn fifty_periods<S, Q, F, Fut>(open: F)
 where
-    S: flow_runtime::store::ThreadStore
-        + flow_runtime::store::CheckpointStore
-        + flow_runtime::store::JournalStore
+    S: agentweave_runtime::store::ThreadStore
+        + agentweave_runtime::store::CheckpointStore
+        + agentweave_runtime::store::JournalStore
         + Clone,
     Q: RunQueue + Clone,
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = (S, Q)>,
 {
-    use flow_runtime::store::QueueStatus;
+    use agentweave_runtime::store::QueueStatus;
     const PERIODS: u64 = 50;
     let clock = clock();
     let (store_a, queue) = open().await;
@@ -548,10 +548,10 @@ where
     let server = spawn(a.clone()).await;
     let (store_b, queue_b) = open().await;
     let b = state(store_b, queue_b, &clock, 1);
-    let workers_b = flow_server::Workers::start(&b).unwrap();
+    let workers_b = agentweave_server::Workers::start(&b).unwrap();
     let (store_c, queue_c) = open().await;
     let mut c = Some(state(store_c, queue_c, &clock, 1));
-    let mut workers_c = flow_server::Workers::start(c.as_ref().unwrap());
+    let mut workers_c = agentweave_server::Workers::start(c.as_ref().unwrap());
 
     let (status, created) = create(
         &server.base,
@@ -567,13 +567,13 @@ where
         // The three fire loops race; so do three explicit passes.
         let c_pass = async {
             match &c {
-                Some(c) => flow_server::fire_schedules(c).await.unwrap(),
+                Some(c) => agentweave_server::fire_schedules(c).await.unwrap(),
                 None => 0,
             }
         };
         let (x, y, z) = tokio::join!(
-            flow_server::fire_schedules(&a),
-            flow_server::fire_schedules(&b),
+            agentweave_server::fire_schedules(&a),
+            agentweave_server::fire_schedules(&b),
             c_pass
         );
         let (x, y) = (x.unwrap(), y.unwrap());
@@ -597,7 +597,7 @@ where
             // ... and starts again on the same store, with new connections.
             let (store_c, queue_c) = open().await;
             let restarted = state(store_c, queue_c, &clock, 1);
-            workers_c = flow_server::Workers::start(&restarted);
+            workers_c = agentweave_server::Workers::start(&restarted);
             c = Some(restarted);
         }
     }
@@ -638,7 +638,7 @@ where
     drop(server);
 }
 
-/// A `flow-server-demo` process on `store` (`--sqlite PATH` or `--postgres URL`) with a run
+/// A `agentweave-server-demo` process on `store` (`--sqlite PATH` or `--postgres URL`) with a run
 /// queue, its schedules read against the clock in the file `clock`: the process and its base
 /// URL.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -675,7 +675,7 @@ async fn demo_process(
     (child, url)
 }
 
-/// Three `flow-server-demo` processes on one SQLite file fire an hourly schedule for 50 hours
+/// Three `agentweave-server-demo` processes on one SQLite file fire an hourly schedule for 50 hours
 /// of a clock the test moves (a file every process reads); the third is killed (SIGKILL) after
 /// hour 20 and started again after hour 25. Each hour's run is enqueued exactly once.
 #[cfg(feature = "sqlite")]
@@ -688,7 +688,7 @@ async fn three_server_processes_on_one_sqlite_file_fire_each_period_exactly_once
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("store.db");
-    let queue = flow_runtime::store::SqliteRunQueue::open(&path)
+    let queue = agentweave_runtime::store::SqliteRunQueue::open(&path)
         .await
         .unwrap();
     let store = ["--sqlite".to_owned(), path.display().to_string()];
@@ -700,7 +700,7 @@ async fn three_server_processes_on_one_sqlite_file_fire_each_period_exactly_once
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_server_processes_on_one_postgres_database_fire_each_period_exactly_once() {
-    let Some(url) = flow_runtime::testing::fresh_postgres_database("schedule_processes").await
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("schedule_processes").await
     else {
         return;
     };
@@ -710,7 +710,7 @@ async fn three_server_processes_on_one_postgres_database_fire_each_period_exactl
         uuid::Uuid::new_v4().simple()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let queue = flow_runtime::store::PostgresRunQueue::connect(&url)
+    let queue = agentweave_runtime::store::PostgresRunQueue::connect(&url)
         .await
         .unwrap();
     let store = ["--postgres".to_owned(), url];

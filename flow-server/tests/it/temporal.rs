@@ -1,4 +1,4 @@
-//! flow-server on Temporal (feature `temporal`): the same routes run a thread's turns as the
+//! agentweave-server on Temporal (feature `temporal`): the same routes run a thread's turns as the
 //! thread's workflow on a Temporal worker, and stream them as they run: a multi-agent turn with
 //! a paid tool gives the client the frames the in-process server gives (streamed model output
 //! included), and an approval ends the turn interrupted and is answered through `/resume`, by
@@ -16,13 +16,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::{
+use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
     Role, ToolContext, ToolError, TurnRouting,
 };
-use flow_server::temporal::TemporalExecutor;
-use flow_server::{AppState, Auth};
+use agentweave_server::temporal::TemporalExecutor;
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 /// A worker of `queue` in this process, on a thread of its own, until the process ends.
@@ -34,7 +34,7 @@ fn start_worker(client: &temporalio_client::Client, queue: &str) {
             .enable_all()
             .build()
             .unwrap();
-        if let Err(e) = runtime.block_on(flow_temporal::run_worker(client, &queue)) {
+        if let Err(e) = runtime.block_on(agentweave_temporal::run_worker(client, &queue)) {
             panic!("the worker of {queue} failed: {e}");
         }
     });
@@ -46,7 +46,7 @@ struct Ledger(PathBuf);
 
 impl Ledger {
     fn new() -> Self {
-        let path = std::env::temp_dir().join(unique("flow-server-temporal-ledger"));
+        let path = std::env::temp_dir().join(unique("agentweave-server-temporal-ledger"));
         std::fs::write(&path, "").unwrap();
         Ledger(path)
     }
@@ -145,7 +145,7 @@ async fn serve(
         builder = builder.temporal(TemporalExecutor::new(client.clone(), queue, base.as_str()));
     }
     let state = builder.build().unwrap();
-    tokio::spawn(flow_server::serve(listener, state));
+    tokio::spawn(agentweave_server::serve(listener, state));
     base
 }
 
@@ -190,7 +190,7 @@ async fn a_turn_through_the_http_api_runs_as_the_threads_workflow_and_streams_as
     let flow = unique("desk");
     let flow = &flow[..24.min(flow.len())];
     let ledger = Ledger::new();
-    flow_temporal::worker_flows().insert(flow, desk(&ledger));
+    agentweave_temporal::worker_flows().insert(flow, desk(&ledger));
     start_worker(&client, &queue);
     let on_temporal = serve(&[(flow, desk(&ledger))], Some((&client, &queue))).await;
     let in_process_ledger = Ledger::new();
@@ -233,7 +233,7 @@ async fn an_approval_the_workflow_waits_on_ends_the_turn_interrupted_and_resume_
     let flow = unique("clerk");
     let flow = &flow[..24.min(flow.len())];
     let ledger = Ledger::new();
-    flow_temporal::worker_flows().insert(flow, clerk(&ledger));
+    agentweave_temporal::worker_flows().insert(flow, clerk(&ledger));
     start_worker(&client, &queue);
     let base = serve(&[(flow, clerk(&ledger))], Some((&client, &queue))).await;
 
@@ -283,7 +283,7 @@ async fn an_approval_the_workflow_waits_on_ends_the_turn_interrupted_and_resume_
 /// `wait` asks for it, anything else is answered with the number of user messages the model
 /// was given (the conversation the thread's workflow keeps).
 fn waiter(started: tokio::sync::mpsc::UnboundedSender<()>) -> FlowAgent {
-    let wait = flow_runtime::tool_fn("wait", "Waits.", move |_args: Value| {
+    let wait = agentweave_runtime::tool_fn("wait", "Waits.", move |_args: Value| {
         let started = started.clone();
         async move {
             let _ = started.send(());
@@ -325,7 +325,7 @@ async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too(
     let flow = unique("waiter");
     let flow = &flow[..24.min(flow.len())];
     let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
-    flow_temporal::worker_flows().insert(flow, waiter(started.clone()));
+    agentweave_temporal::worker_flows().insert(flow, waiter(started.clone()));
     start_worker(&client, &queue);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -339,7 +339,7 @@ async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too(
         .temporal(executor)
         .build()
         .unwrap();
-    tokio::spawn(flow_server::serve(listener, state));
+    tokio::spawn(agentweave_server::serve(listener, state));
 
     let response = post(
         &base,
@@ -428,7 +428,7 @@ async fn an_approval_below_the_root_has_the_same_id_and_the_flow_the_same_tree_a
     let flow = unique("approving");
     let flow = &flow[..24.min(flow.len())];
     let ledger = Ledger::new();
-    flow_temporal::worker_flows().insert(flow, approving_desk(&ledger));
+    agentweave_temporal::worker_flows().insert(flow, approving_desk(&ledger));
     start_worker(&client, &queue);
     let on_temporal = serve(&[(flow, approving_desk(&ledger))], Some((&client, &queue))).await;
     let in_process = serve(&[(flow, approving_desk(&Ledger::new()))], None).await;
@@ -495,7 +495,7 @@ async fn signalled(client: &temporalio_client::Client, queue: &str, signal: &str
                 ids.push(workflow.id().to_owned());
             }
             for id in ids {
-                let history = flow_temporal::Thread::of(client, &id).history_json().await;
+                let history = agentweave_temporal::Thread::of(client, &id).history_json().await;
                 let history = String::from_utf8_lossy(history.as_deref().unwrap_or_default());
                 if history.contains(&format!("\"{signal}\"")) {
                     return;
@@ -515,7 +515,7 @@ fn slow_clerk(
     started: tokio::sync::mpsc::UnboundedSender<()>,
     gate: Arc<tokio::sync::Semaphore>,
 ) -> FlowAgent {
-    let slow = flow_runtime::tool_fn("slow", "Takes its time.", move |_args: Value| {
+    let slow = agentweave_runtime::tool_fn("slow", "Takes its time.", move |_args: Value| {
         let (started, gate) = (started.clone(), Arc::clone(&gate));
         async move {
             let _ = started.send(());
@@ -546,7 +546,7 @@ async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() 
     let flow = &flow[..24.min(flow.len())];
     let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    flow_temporal::worker_flows().insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
+    agentweave_temporal::worker_flows().insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
     start_worker(&client, &queue);
     let base = serve(
         &[(flow, slow_clerk(started, Arc::clone(&gate)))],

@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::{client, error_code, spawn};
-use flow_runtime::InMemoryStore;
-use flow_server::{AppState, Auth, Principal, Scope};
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Auth, Principal, Scope};
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-token-0123456789abcdef";
@@ -19,7 +19,7 @@ const CHATTER: &str = "chatter-token-0123456789ab";
 /// chats in another tenant; a chatter may only chat.
 fn state() -> AppState {
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::tokens([
             (
                 ANA,
@@ -44,7 +44,7 @@ fn state() -> AppState {
                 Principal::new("cy").tenant("acme").scopes([Scope::Chat]),
             ),
         ]))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }

@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::{done, error_code, read_sse, spawn};
-use flow_runtime::InMemoryStore;
-use flow_server::{AppState, Auth, Principal, Scope};
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Auth, Principal, Scope};
 use serde_json::{json, Value};
 
 const CARA: &str = "cara-does-all-token-0123456789";
@@ -14,7 +14,7 @@ const RITA: &str = "rita-reader-token-0123456789";
 
 fn state() -> AppState {
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::tokens([
             (
                 CARA,
@@ -29,7 +29,7 @@ fn state() -> AppState {
                 Principal::new("rita").tenant("acme").scopes([Scope::Read]),
             ),
         ]))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }
@@ -398,7 +398,7 @@ const BEN: &str = "ben-approver-token-0123456789";
 /// The desk with a thread owner who may chat and read (no `approve`) and an approver.
 fn owner_and_approver() -> AppState {
     AppState::builder(InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::tokens([
             (
                 OWEN,
@@ -413,7 +413,7 @@ fn owner_and_approver() -> AppState {
                     .scopes([Scope::Approve, Scope::Read]),
             ),
         ]))
-        .turn_routing(flow_runtime::TurnRouting::Root)
+        .turn_routing(agentweave_runtime::TurnRouting::Root)
         .build()
         .unwrap()
 }

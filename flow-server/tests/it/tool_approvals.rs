@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::{done, get, post, read_sse, spawn, turn, TOKEN};
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, ScriptStep, ScriptedModel, Tool,
     ToolApprovals,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -148,7 +148,7 @@ pub(crate) const BEN: &str = "ben-approver-token-0123456789";
 /// approver, who is asked the application's question and sees the arguments without the
 /// password. Answers the state and the passwords the tool was called with.
 pub(crate) fn password_desk() -> (AppState, Arc<std::sync::Mutex<Vec<String>>>) {
-    use flow_server::{Principal, Scope};
+    use agentweave_server::{Principal, Scope};
     let called = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&called);
     let reset = tool_fn(

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use common::{post, spawn, TOKEN};
 use eventsource_stream::Eventsource;
-use flow_runtime::{
+use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, ScriptStep, ScriptedModel,
     ToolContext,
 };
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;

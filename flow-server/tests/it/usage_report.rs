@@ -9,12 +9,12 @@ use crate::common::{client, read_sse, spawn};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use flow_runtime::budget::ModelPrice;
-use flow_runtime::model::{ScriptStep, ScriptedModel, Usage};
-use flow_runtime::spending::BudgetPeriod;
-use flow_runtime::store::InMemoryRunQueue;
-use flow_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, SpendingBudgets, SpendingLimits};
-use flow_server::{AppState, Auth, Principal, Scope};
+use agentweave_runtime::budget::ModelPrice;
+use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
+use agentweave_runtime::spending::BudgetPeriod;
+use agentweave_runtime::store::InMemoryRunQueue;
+use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, SpendingBudgets, SpendingLimits};
+use agentweave_server::{AppState, Auth, Principal, Scope};
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-token-0123456789";
@@ -247,8 +247,8 @@ async fn a_threads_view_shows_what_it_spent_and_its_budget_stops_it_with_the_pub
 
 #[tokio::test]
 async fn the_queues_sweeper_deletes_usage_rows_past_their_retention_on_the_queues_clock() {
-    use flow_runtime::host::ManualHost;
-    use flow_server::{QueueOptions, ScheduleClock};
+    use agentweave_runtime::host::ManualHost;
+    use agentweave_server::{QueueOptions, ScheduleClock};
     use std::time::Duration;
     let clock = ManualHost::starting_at(SystemTime::now());
     let queue = InMemoryRunQueue::new();

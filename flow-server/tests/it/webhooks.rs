@@ -11,15 +11,15 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
 use common::{error_code, post as post_json, spawn, TOKEN};
-use flow_server::{AppState, Auth};
+use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Mutex};
 
 const SECRET: &[u8] = b"webhook-secret-for-tests";
 
 fn state() -> AppState {
-    AppState::builder(flow_runtime::InMemoryStore::new())
-        .flow("desk", flow_server::demo::desk())
+    AppState::builder(agentweave_runtime::InMemoryStore::new())
+        .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))
         .webhook_secret(SECRET)
         // The test's receivers listen on loopback: let it through, as an operator would.
@@ -85,11 +85,11 @@ async fn a_run_end_is_posted_signed_and_retried_after_a_refusal() {
         .unwrap();
     assert_eq!(
         headers["x-agentflow-signature"].to_str().unwrap(),
-        flow_server::webhooks::signature(SECRET, timestamp, &body)
+        agentweave_server::webhooks::signature(SECRET, timestamp, &body)
     );
     assert_ne!(
         first_headers["x-agentflow-signature"].to_str().unwrap(),
-        flow_server::webhooks::signature(b"another secret", timestamp, &body)
+        agentweave_server::webhooks::signature(b"another secret", timestamp, &body)
     );
     let body: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(body["run_id"], run["run_id"]);
@@ -108,7 +108,7 @@ async fn a_redirect_to_another_host_is_not_followed() {
     )
         .into_response();
     // Redirected at every attempt: the other host is never called.
-    let answers = (0..flow_server::webhooks::ATTEMPTS)
+    let answers = (0..agentweave_server::webhooks::ATTEMPTS)
         .map(|_| redirect_clone(&redirect))
         .collect();
     let (url, mut hits) = receiver("127.0.0.1", answers).await;
@@ -118,7 +118,7 @@ async fn a_redirect_to_another_host_is_not_followed() {
         json!({ "message": "hello", "webhook": url }),
     )
     .await;
-    for _ in 0..flow_server::webhooks::ATTEMPTS {
+    for _ in 0..agentweave_server::webhooks::ATTEMPTS {
         hits.recv().await.unwrap();
     }
     assert!(elsewhere_hits.try_recv().is_err());

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use flow_core::Message;
+use agentweave_core::Message;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
@@ -12,7 +12,7 @@ use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
 use crate::flows::{call_model, call_tool, stream_model, Flows, LookupError};
 use crate::live::{LivePost, LiveSink};
 use crate::policy::ModelFailure;
-use flow_core::RunPath;
+use agentweave_core::RunPath;
 
 /// The activities of a worker, over its flows.
 #[derive(Debug, Clone)]

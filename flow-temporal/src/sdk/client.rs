@@ -1,7 +1,7 @@
 //! [`Thread`]: a client's handle on a thread workflow (start it, run turns, read and answer its
 //! question, close it), with errors that say what failed ([`TemporalError`]).
 
-use flow_core::event::InterruptInfo;
+use agentweave_core::event::InterruptInfo;
 use temporalio_client::errors::WorkflowUpdateError;
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowExecuteUpdateOptions, WorkflowFetchHistoryOptions,

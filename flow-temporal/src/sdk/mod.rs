@@ -4,7 +4,7 @@
 //! - `workflow`: [`ThreadWorkflow`], one per thread: each turn (the update
 //!   [`ThreadWorkflow::turn`]) runs the engine with every effect a Temporal command; a
 //!   question (an approval) waits for the update [`ThreadWorkflow::answer`], whose validator
-//!   checks the answerer's authority with the engine's [`AnswerRule`](flow_runtime::AnswerRule).
+//!   checks the answerer's authority with the engine's [`AnswerRule`](agentweave_runtime::AnswerRule).
 //! - `activities`: [`AgentflowActivities`], the model and tool activities.
 //! - `worker`: [`worker_options`] and [`run_worker`] (the workflow and the activities on a
 //!   task queue), [`worker_flows`] (the process's flows), [`replayer`], [`connect`].

@@ -22,9 +22,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use flow_core::event::InterruptInfo;
-use flow_core::{CancelMode, CancelSignal, EventStream, Message};
-use flow_runtime::{AnswerRule, Caller, DoubleText};
+use agentweave_core::event::InterruptInfo;
+use agentweave_core::{CancelMode, CancelSignal, EventStream, Message};
+use agentweave_runtime::{AnswerRule, Caller, DoubleText};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use temporalio_client::RetryPolicy;
@@ -243,8 +243,8 @@ pub struct TurnResult {
 /// workflow's run ([`Progress::turn`]).
 ///
 /// ```
-/// use flow_core::CancelMode;
-/// use flow_temporal::CancelTurn;
+/// use agentweave_core::CancelMode;
+/// use agentweave_temporal::CancelTurn;
 ///
 /// let stop = CancelTurn::by_key("turn:run-7", CancelMode::IMMEDIATE);
 /// assert_eq!(stop.key.as_deref(), Some("turn:run-7"));

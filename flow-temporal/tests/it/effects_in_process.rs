@@ -8,14 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use flow_runtime::host::ManualHost;
-use flow_runtime::model::ScriptStep;
-use flow_runtime::{
+use agentweave_runtime::host::ManualHost;
+use agentweave_runtime::model::ScriptStep;
+use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, AgentEvent, ChatModelAgent, FlowAgent, InMemoryStore,
     Message, NeedsApproval, Runner, ToolContext, ToolError, TurnRequest,
 };
-use flow_temporal::turn::{drive, start_turn, Started, ThreadLog};
-use flow_temporal::{call_model, call_tool, Effect, Effects, Flows, Outcome};
+use agentweave_temporal::turn::{drive, start_turn, Started, ThreadLog};
+use agentweave_temporal::{call_model, call_tool, Effect, Effects, Flows, Outcome};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -79,7 +79,7 @@ async fn through_effects(flow: FlowAgent, answer: serde_json::Value) -> (Vec<Age
         &effects,
         &log,
         Message::user("pay my bill"),
-        flow_runtime::CancelSignal::new(),
+        agentweave_runtime::CancelSignal::new(),
     );
     let (events, stopped) = drive(
         events,

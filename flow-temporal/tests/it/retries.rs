@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flow_runtime::model::{ChatModel, ChatRequest, ModelError, ScriptStep};
-use flow_runtime::{
+use agentweave_runtime::model::{ChatModel, ChatRequest, ModelError, ScriptStep};
+use agentweave_runtime::{
     async_trait, tool_fn_with_context, ChatModelAgent, FlowAgent, Message, ToolContext, ToolError,
 };
-use flow_temporal::{worker_flows, Thread, ThreadStart};
+use agentweave_temporal::{worker_flows, Thread, ThreadStart};
 use serde_json::json;
 use support::*;
 

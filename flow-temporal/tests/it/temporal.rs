@@ -11,9 +11,9 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::host::ManualHost;
-use flow_runtime::{AgentEvent, InMemoryStore, Message, Runner};
-use flow_temporal::{worker_flows, AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest};
+use agentweave_runtime::host::ManualHost;
+use agentweave_runtime::{AgentEvent, InMemoryStore, Message, Runner};
+use agentweave_temporal::{worker_flows, AnswerRequest, ThreadStart, ThreadWorkflow, TurnRequest};
 use futures::StreamExt;
 use serde_json::json;
 use support::*;
@@ -56,14 +56,14 @@ async fn turn(
 }
 
 /// The same flow's turn, run by the in-process runner.
-async fn in_process(flow: flow_runtime::FlowAgent, text: &str) -> Vec<serde_json::Value> {
+async fn in_process(flow: agentweave_runtime::FlowAgent, text: &str) -> Vec<serde_json::Value> {
     let store = InMemoryStore::new();
     let runner = Runner::builder(flow)
         .stores(store.clone())
         .host(Arc::new(ManualHost::new()))
         .build();
     let events: Vec<AgentEvent> = runner
-        .turn(flow_runtime::TurnRequest::new("t", Message::user(text)))
+        .turn(agentweave_runtime::TurnRequest::new("t", Message::user(text)))
         .await
         .unwrap()
         .collect()
@@ -230,7 +230,7 @@ async fn an_approval_is_an_update_refused_to_the_requester_and_to_a_caller_witho
         .to_json()
         .await
         .unwrap();
-    flow_temporal::replayer()
+    agentweave_temporal::replayer()
         .unwrap()
         .replay_workflow(temporalio_client::WorkflowHistory::from_json(&json).unwrap())
         .await
@@ -251,7 +251,7 @@ async fn the_replayer_replays_a_recorded_history_and_catches_a_changed_flow() {
 
     let history = || handle.fetch_history(WorkflowFetchHistoryOptions::default());
     let json = history().to_json().await.unwrap();
-    let replayer = flow_temporal::replayer().unwrap();
+    let replayer = agentweave_temporal::replayer().unwrap();
     replayer
         .replay_workflow(temporalio_client::WorkflowHistory::from_json(&json).unwrap())
         .await
@@ -262,8 +262,8 @@ async fn the_replayer_replays_a_recorded_history_and_catches_a_changed_flow() {
     // again in a replay), so the changed workflow schedules no billing model call where the
     // history has one: Temporal's replayer must fail.
     let changed = {
-        use flow_runtime::model::ScriptStep;
-        use flow_runtime::{set_sub_agents, ChatModelAgent, FlowAgent};
+        use agentweave_runtime::model::ScriptStep;
+        use agentweave_runtime::{set_sub_agents, ChatModelAgent, FlowAgent};
         let accounts = ChatModelAgent::builder(
             "accounts",
             stateless(vec![ScriptStep::text("no payment today")]),

@@ -13,9 +13,9 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use flow_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
-use flow_temporal::{
+use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
+use agentweave_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
+use agentweave_temporal::{
     replay_history, worker_flows, BlobStore, CancelTurn, FileBlobStore, LocalSteps, Reference,
     SqliteBlobStore, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,
     TurnResult,
@@ -142,7 +142,7 @@ async fn a_long_thread_continues_as_new_and_keeps_its_conversation() {
         .to_json()
         .await
         .unwrap();
-    flow_temporal::replayer()
+    agentweave_temporal::replayer()
         .unwrap()
         .replay_workflow(WorkflowHistory::from_json(&json).unwrap())
         .await
@@ -449,7 +449,7 @@ fn reader(size: usize) -> FlowAgent {
 async fn a_tool_result_or_a_model_reply_over_the_payload_limit_is_stored_by_reference_and_replays()
 {
     let Some(client) = server().await else { return };
-    let dir = std::env::temp_dir().join(unique("flow-temporal-blobs"));
+    let dir = std::env::temp_dir().join(unique("agentweave-temporal-blobs"));
     large_result(&client, Arc::new(FileBlobStore::new(&dir).unwrap())).await;
     let sqlite = SqliteBlobStore::open(dir.join("blobs.db")).await.unwrap();
     large_result(&client, Arc::new(sqlite)).await;

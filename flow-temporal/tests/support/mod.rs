@@ -10,9 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use flow_runtime::model::ScriptStep;
-use flow_runtime::testing::skip_missing_component;
-use flow_runtime::{
+use agentweave_runtime::model::ScriptStep;
+use agentweave_runtime::testing::skip_missing_component;
+use agentweave_runtime::{
     set_sub_agents, tool_fn, tool_fn_with_context, ChatModelAgent, FlowAgent, NeedsApproval,
     ToolContext, ToolError,
 };
@@ -25,13 +25,13 @@ use temporalio_client::Client;
 pub const ADDRESS_ENV: &str = "AGENTFLOW_TEMPORAL_ADDRESS";
 
 pub fn address() -> String {
-    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| flow_temporal::DEFAULT_ADDRESS.into())
+    std::env::var(ADDRESS_ENV).unwrap_or_else(|_| agentweave_temporal::DEFAULT_ADDRESS.into())
 }
 
 /// A client of the dev server, or `None` (after saying why the test is skipped).
 pub async fn server() -> Option<Client> {
     let address = address();
-    match tokio::time::timeout(Duration::from_secs(10), flow_temporal::connect(&address)).await {
+    match tokio::time::timeout(Duration::from_secs(10), agentweave_temporal::connect(&address)).await {
         Ok(Ok(client)) => Some(client),
         Ok(Err(e)) => {
             skip_missing_component(
@@ -55,7 +55,7 @@ pub async fn server() -> Option<Client> {
 
 /// A name unique to this test run (task queues, workflow ids, flow names).
 pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", flow_runtime::ids::unique_token())
+    format!("{prefix}-{}", agentweave_runtime::ids::unique_token())
 }
 
 /// Starts a worker of `task_queue` in this process, on a thread of its own (the SDK's worker
@@ -68,7 +68,7 @@ pub fn start_worker(client: &Client, task_queue: &str) {
             .enable_all()
             .build()
             .unwrap();
-        if let Err(e) = runtime.block_on(flow_temporal::run_worker(client, &queue)) {
+        if let Err(e) = runtime.block_on(agentweave_temporal::run_worker(client, &queue)) {
             panic!("the worker of {queue} failed: {e}");
         }
     });
@@ -88,7 +88,7 @@ pub struct Ledger(pub PathBuf);
 
 impl Ledger {
     pub fn new() -> Self {
-        let path = std::env::temp_dir().join(unique("flow-temporal-ledger"));
+        let path = std::env::temp_dir().join(unique("agentweave-temporal-ledger"));
         std::fs::write(&path, "").unwrap();
         Ledger(path)
     }

@@ -1,7 +1,7 @@
 //! A scripted model any process answers alike (shared by the tests with and without the SDK:
 //! `effects_in_process.rs` includes this file alone).
 
-use flow_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
+use agentweave_runtime::model::{ScriptRules, ScriptStep, ScriptedModel};
 
 /// A model that answers from its script by how many times it has answered in this request's
 /// conversation (its assistant messages since the conversation's last user message), so that

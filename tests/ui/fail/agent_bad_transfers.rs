@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 // A target listed twice, and a transfer to itself.
 #[agent(transfers = [refund, refund, triage])]

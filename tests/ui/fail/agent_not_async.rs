@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! `#[agent]` on the `run` method of a struct agent's impl block: one error, at the method.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 struct Lookup;

@@ -1,5 +1,5 @@
 //! `#[agent]` on a method inside an impl of a type that is not an agent.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 struct Helper;
 

@@ -1,5 +1,5 @@
 //! A body returning a transfer enum its agent does not declare: one error, at the type.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {

@@ -1,5 +1,5 @@
 //! An agent value given to a `dyn` node's setter instead of a closure.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! The closure of a `dyn` node takes no argument.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

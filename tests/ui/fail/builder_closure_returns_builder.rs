@@ -1,7 +1,7 @@
 //! The closure of a `dyn` node returns the agent's builder instead of the agent.
-use agentflow::prelude::*;
-use agentflow::model::ScriptStep;
-use agentflow::model::ScriptedModel;
+use agentweave::prelude::*;
+use agentweave::model::ScriptStep;
+use agentweave::model::ScriptedModel;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

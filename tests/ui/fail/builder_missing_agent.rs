@@ -1,6 +1,6 @@
 //! `build()` before every `dyn` and `runtime` node was given: one error per missing node, each
 //! naming the node and the setter to call.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

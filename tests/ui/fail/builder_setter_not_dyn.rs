@@ -1,5 +1,5 @@
 //! A setter for a node the flow builds itself (an `#[agent]` fn): it has no setter.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! A `dyn` node's setter called twice: the second call names the node and says it was given.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! A setter for a node the flow does not have.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! Two agents whose names differ only in case style: one error, no cascade.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}
@@ -17,7 +17,7 @@ flow! {
 fn main() {}
 
 mod second {
-    use agentflow::prelude::*;
+    use agentweave::prelude::*;
 
     #[agent]
     async fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! `context = last(-1)`: a count is a positive number.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

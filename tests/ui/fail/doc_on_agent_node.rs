@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Decides which desk owns the request.
 #[agent]

@@ -1,5 +1,5 @@
 //! Two `dyn` nodes whose names differ only in case style: one error, nothing after it.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 flow! { Desk: dyn triage => [dyn refund_desk, dyn RefundDesk] }
 

@@ -1,5 +1,5 @@
 //! `flow!` inside a generic function, naming the function's type parameter as a node.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Looks orders up.
 #[agent]

@@ -1,7 +1,7 @@
 //! An LLM agent of a `dyn` node takes its name and targets from the flow: a target the node
 //! does not have, or a node the flow does not have, does not compile.
-use agentflow::model::{ScriptStep, ScriptedModel};
-use agentflow::prelude::*;
+use agentweave::model::{ScriptStep, ScriptedModel};
+use agentweave::prelude::*;
 
 flow! { Desk: dyn triage => [dyn refund, dyn complaint => [dyn escalation(no_parent)]] }
 

@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [answers])]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {

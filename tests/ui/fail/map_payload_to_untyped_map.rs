@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Sends a list to a map that takes its items from a session value.
 #[agent(transfers = [answers(Vec<u64>)])]

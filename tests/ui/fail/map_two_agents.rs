@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn answer(_cx: &AgentContext) {}

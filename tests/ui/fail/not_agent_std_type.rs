@@ -1,5 +1,5 @@
 //! A standard-library type as a node: two errors at it (not an agent; the flow cannot build it).
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

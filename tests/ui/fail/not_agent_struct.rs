@@ -1,5 +1,5 @@
 //! A plain struct as a node: two errors at it (not an agent; the flow cannot build it), with what to write.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct RefundRequest {

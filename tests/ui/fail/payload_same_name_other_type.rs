@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 mod intake {
     #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]

@@ -1,6 +1,6 @@
 //! A payload variant returned without its payload: rustc's type mismatch at the value, with
 //! its fix (construct the variant with the payload).
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct RefundRequest {

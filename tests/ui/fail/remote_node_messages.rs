@@ -1,6 +1,6 @@
 //! A `remote` node is named as remote in every message: a builder missing it, and `runtime`
 //! on it.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [billing])]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {
@@ -10,7 +10,7 @@ async fn triage(_cx: &AgentContext) -> TriageTransfer {
 flow! { Desk: triage => [remote billing] }
 
 mod second {
-    use agentflow::prelude::*;
+    use agentweave::prelude::*;
     flow! { Shop: dyn cart => [remote payments(runtime)] }
 }
 

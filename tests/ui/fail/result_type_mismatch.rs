@@ -1,5 +1,5 @@
-use agentflow::prelude::*;
-use agentflow::spec::Finish;
+use agentweave::prelude::*;
+use agentweave::spec::Finish;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct RefundOutcome {

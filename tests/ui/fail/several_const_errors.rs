@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [refund, billing])]
 async fn triage(_cx: &AgentContext) {}

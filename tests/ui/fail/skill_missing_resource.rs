@@ -1,6 +1,6 @@
 //! A `SKILL.md` whose instructions link to a resource the folder does not have
 //! (`references/checklist.md`) does not compile.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(skills = ["skills/release-notes", "skills/missing-link"])]
 async fn writer(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! A skill whose `name` is not its folder's name does not compile.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 flow! { Desk: dyn writer(skills = ["skills/wrong-name"]) }
 

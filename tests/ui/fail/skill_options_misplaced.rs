@@ -1,6 +1,6 @@
 //! `skills` and `tools` where they cannot work: on a node naming an agent type (which declares
 //! its skills itself), on a workflow, `tools` without `skills`, and one skill listed twice.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn writer(_cx: &AgentContext) {}

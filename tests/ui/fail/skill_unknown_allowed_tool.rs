@@ -1,6 +1,6 @@
 //! A skill whose `allowed-tools` names a tool the agent does not declare (`fetch_url`) does not
 //! compile, on `#[agent]` and on a `flow!` node.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(skills = ["skills/web-fetch"], tools = [read_file, write_file])]
 async fn browser(_cx: &AgentContext) {}

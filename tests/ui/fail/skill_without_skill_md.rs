@@ -1,5 +1,5 @@
 //! A skill folder without a `SKILL.md` does not compile.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(skills = ["skills/no-skill-md"])]
 async fn writer(_cx: &AgentContext) {}

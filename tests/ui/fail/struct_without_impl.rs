@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Looks orders up; its `#[agent] impl` block with `async fn run` is missing.
 #[agent]

@@ -1,5 +1,5 @@
 //! The target enum of a node that may transfer nowhere (a leaf barred from its parent).
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,5 +1,5 @@
 //! A target variant that is not legal for the node: `billing` is not its neighbour.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

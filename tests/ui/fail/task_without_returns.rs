@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [refund])]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {

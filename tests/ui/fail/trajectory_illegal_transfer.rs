@@ -2,8 +2,8 @@
 //! by its source node's target enum (refund's has no `Complaint`: siblings do not transfer),
 //! and another flow's agents or targets are not steps of this one; with `trajectory!`, the
 //! transfer is checked at compile time and the error says where the agent may transfer.
-use agentflow::prelude::*;
-use agentflow::trajectory;
+use agentweave::prelude::*;
+use agentweave::trajectory;
 
 flow! { Desk: dyn triage => [dyn refund, dyn complaint(no_parent)] }
 flow! { Shop: dyn cart => [dyn checkout] }

@@ -1,7 +1,7 @@
 //! `trajectory!` holds a node filled by an agent type to the transfers its agent declares: a
 //! sibling it never declared, and the parent of an agent declared `no_parent`, do not compile.
-use agentflow::prelude::*;
-use agentflow::trajectory;
+use agentweave::prelude::*;
+use agentweave::trajectory;
 
 #[agent(transfers = [refund])]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {

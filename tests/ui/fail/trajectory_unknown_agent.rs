@@ -1,8 +1,8 @@
 //! An expected trajectory names only agents the flow has: with the typed builder, an agent
 //! enum has no variant for another; with `trajectory!`, the name is checked at compile time
 //! and the error lists the flow's agents.
-use agentflow::prelude::*;
-use agentflow::trajectory;
+use agentweave::prelude::*;
+use agentweave::trajectory;
 
 flow! { Desk: dyn triage => [dyn refund, dyn complaint] }
 

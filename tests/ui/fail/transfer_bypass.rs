@@ -1,6 +1,6 @@
 //! An agent body cannot transfer anywhere it did not declare: there is no method for it, and
 //! the one transfer function (what a returned variant uses) takes a typed target, not a name.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [refund])]
 async fn triage(cx: &AgentContext) -> TriageTransfer {
@@ -11,7 +11,7 @@ async fn triage(cx: &AgentContext) -> TriageTransfer {
 
 #[agent(transfers = [refund])]
 async fn router(cx: &AgentContext) -> AgentResult {
-    agentflow::__private::transfer(cx, "complaint")
+    agentweave::__private::transfer(cx, "complaint")
 }
 
 fn main() {}

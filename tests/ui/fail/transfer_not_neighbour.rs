@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Routes requests.
 #[agent(transfers = [refund, billing])]

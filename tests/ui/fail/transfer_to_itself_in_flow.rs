@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 // A transfer to itself: reported once, by #[agent], not again by the flow.
 #[agent(transfers = [triage, refund])]

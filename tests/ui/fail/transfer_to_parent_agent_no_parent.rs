@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [escalation])]
 async fn complaint(_cx: &AgentContext) {}

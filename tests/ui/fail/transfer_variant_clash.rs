@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 // `refund_desk` and `refund-desk` would both be the variant `RefundDesk`.
 #[agent(transfers = [refund_desk, "refund-desk"])]

@@ -1,4 +1,4 @@
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfer = [refund], name = 7)]
 async fn triage(_cx: &AgentContext) {}

@@ -2,7 +2,7 @@
 #![deny(warnings, missing_docs, unused, nonstandard_style, rust_2018_idioms, unreachable_pub)]
 #![deny(missing_debug_implementations)]
 
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Routes.
 #[agent(transfers = [refund, lookup])]

@@ -1,5 +1,5 @@
 //! Doc comments become descriptions and flow docs; `description` overrides a doc comment.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Decides which desk owns the request.
 ///

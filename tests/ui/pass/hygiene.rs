@@ -1,6 +1,6 @@
 //! Agents named like the locals and parameters of generated code still work: the generated
 //! code's own names cannot collide with an agent's unit struct.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [f, h, v, s, a, cx, agent, flow, name, path, target, outcome, node_agent, make, node])]
 async fn root(_cx: &AgentContext) {}

@@ -2,8 +2,8 @@
 //! (`returns`); `map(payload)` takes the items from the transfer to it, which must be a list of
 //! that item (a `Vec` through an alias is that `Vec`); `map(last_output)` and `map(value = ..)`
 //! take an agent with or without declared types.
-use agentflow::prelude::*;
-use agentflow::spec::Finish;
+use agentweave::prelude::*;
+use agentweave::spec::Finish;
 
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Ticket {

@@ -1,7 +1,7 @@
 //! Names that collide with Rust keywords or with generated items still work: an agent fn
 //! `r#match` is the agent `match`, a `dyn build` node gets the setter `build_agent` (the
 //! builder's `build()` keeps its name), and a flow may be named like one of its agents.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 /// Matches a customer to a desk.
 #[agent(transfers = [r#type, build])]
@@ -17,7 +17,7 @@ flow! {
 }
 
 mod agents {
-    use agentflow::prelude::*;
+    use agentweave::prelude::*;
 
     /// The refund desk.
     #[agent(name = "refund-desk")]

@@ -1,5 +1,5 @@
 //! A deeper tree: nodes with sub-agents at several levels, options on inner nodes.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [sales, support])]
 async fn root(_cx: &AgentContext) -> Option<RootTransfer> {

@@ -2,32 +2,32 @@
 //! everything by its full path.
 #[no_implicit_prelude]
 mod desk {
-    use ::agentflow::{AgentContext, AgentInput, AgentResult, Exit};
+    use ::agentweave::{AgentContext, AgentInput, AgentResult, Exit};
 
     /// Routes.
-    #[::agentflow::agent(transfers = [refund, billing])]
+    #[::agentweave::agent(transfers = [refund, billing])]
     pub async fn triage(_cx: &AgentContext, _input: AgentInput) -> AgentResult<TriageTransfer> {
         ::core::result::Result::Ok(TriageTransfer::Refund)
     }
 
     /// Refunds.
-    #[::agentflow::agent(no_parent)]
+    #[::agentweave::agent(no_parent)]
     pub async fn refund(_cx: &AgentContext) -> Exit {
         Exit
     }
 
     /// Looks orders up.
-    #[::agentflow::agent(name = "lookup")]
+    #[::agentweave::agent(name = "lookup")]
     pub struct Lookup {
         pub endpoint: ::std::string::String,
     }
 
-    #[::agentflow::agent]
+    #[::agentweave::agent]
     impl Lookup {
         async fn run(&self, _cx: &AgentContext) {}
     }
 
-    ::agentflow::flow! {
+    ::agentweave::flow! {
         /// The desk.
         pub Desk: triage => [refund, dyn billing, Lookup(runtime, context = last(2)), checks = sequential [dyn audit]]
     }
@@ -35,11 +35,11 @@ mod desk {
 
 fn main() {
     let desk = desk::Desk::builder()
-        .billing(|node| agentflow::FnAgent::new(node, |_, _| async move { Ok(()) }))
+        .billing(|node| agentweave::FnAgent::new(node, |_, _| async move { Ok(()) }))
         .lookup(desk::Lookup {
             endpoint: "orders".into(),
         })
-        .audit(|node| agentflow::FnAgent::new(node, |_, _| async move { Ok(()) }))
+        .audit(|node| agentweave::FnAgent::new(node, |_, _| async move { Ok(()) }))
         .build()
         .unwrap();
     assert_eq!(desk.flow().shape(), "triage(refund^,billing,lookup,checks(audit^))");

@@ -1,8 +1,8 @@
 //! `#[agent]` and `flow!` in a `no_std` crate: the generated code names `std` only through
-//! `agentflow`, which brings it.
+//! `agentweave`, which brings it.
 #![no_std]
 
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

@@ -1,7 +1,7 @@
 //! Payload and result types are compared as types: a type written through an import, an alias
 //! or a full path is that type; a body reads its payload typed by its own `accepts`.
-use agentflow::prelude::*;
-use agentflow::spec::Finish;
+use agentweave::prelude::*;
+use agentweave::spec::Finish;
 
 mod types {
     #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]

@@ -1,5 +1,5 @@
 //! One agent type placed in two flows, at different places.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [refund])]
 async fn triage(_cx: &AgentContext) {}

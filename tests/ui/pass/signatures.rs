@@ -1,5 +1,5 @@
 //! Every supported agent fn signature and return type.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[derive(Debug)]
 struct MyError;

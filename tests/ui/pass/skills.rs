@@ -1,7 +1,7 @@
 //! Skill folders named in `#[agent(skills = [...])]` and on a `flow!` node compile; the agent
 //! type and the node carry them, embedded, and they become the agent's skills.
-use agentflow::kit::Skills;
-use agentflow::prelude::*;
+use agentweave::kit::Skills;
+use agentweave::prelude::*;
 
 /// Writes release notes.
 #[agent(skills = ["skills/release-notes"], tools = [read_file, write_file])]

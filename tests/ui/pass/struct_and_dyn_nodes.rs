@@ -1,5 +1,5 @@
 //! Agents given at run time: a struct agent holding state (`runtime`) and any agent (`dyn`).
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [lookup, billing])]
 async fn triage(_cx: &AgentContext) {}

@@ -1,8 +1,8 @@
 //! `trajectory!` names an agent by its name, a name that is no identifier as a string, or its
 //! node's identifier; the steps hold the agents' names, as the typed builder's do.
-use agentflow::prelude::*;
-use agentflow::spec::expected::ExpectedStep;
-use agentflow::trajectory;
+use agentweave::prelude::*;
+use agentweave::spec::expected::ExpectedStep;
+use agentweave::trajectory;
 
 #[agent(transfers = ["refund-desk", billing])]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {

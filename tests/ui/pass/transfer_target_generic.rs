@@ -1,6 +1,6 @@
-//! A generic helper over `FlowNode<T>` with the prelude and `agentflow::spec`'s two names in scope.
-use agentflow::prelude::*;
-use agentflow::spec::{FlowNode, TransferTarget};
+//! A generic helper over `FlowNode<T>` with the prelude and `agentweave::spec`'s two names in scope.
+use agentweave::prelude::*;
+use agentweave::spec::{FlowNode, TransferTarget};
 
 #[agent]
 async fn triage(_cx: &AgentContext) {}

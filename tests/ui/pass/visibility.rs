@@ -1,6 +1,6 @@
 //! Flows and agents in modules, with `pub`, `pub(crate)` and private visibility, named by path.
 mod agents {
-    use agentflow::prelude::*;
+    use agentweave::prelude::*;
 
     /// The entry point.
     #[agent(transfers = [refund])]
@@ -12,7 +12,7 @@ mod agents {
 }
 
 mod flows {
-    use agentflow::flow;
+    use agentweave::flow;
 
     flow! {
         /// Public.
@@ -35,7 +35,7 @@ mod flows {
 }
 
 fn main() {
-    let desk: agentflow::FlowAgent = flows::Desk::new().unwrap().into();
+    let desk: agentweave::FlowAgent = flows::Desk::new().unwrap().into();
     assert_eq!(desk.shape(), "triage(refund)");
     assert_eq!(flows::CrateDesk::AGENTS, ["triage", "refund"]);
     assert_eq!(flows::DeskAgent::Refund.to_string(), "refund");

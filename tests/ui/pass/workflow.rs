@@ -1,5 +1,5 @@
 //! Workflow nodes anywhere in a tree: the root, a transfer target, inside another workflow.
-use agentflow::prelude::*;
+use agentweave::prelude::*;
 
 #[agent(transfers = [research])]
 async fn triage(_cx: &AgentContext) -> TriageTransfer {
@@ -44,7 +44,7 @@ flow! {
 fn main() {
     assert_eq!(
         Desk::FINGERPRINT,
-        agentflow::spec::fingerprint_of(
+        agentweave::spec::fingerprint_of(
             "triage(research(draft^,checks^(review^(fact_check))),billing)"
         )
     );

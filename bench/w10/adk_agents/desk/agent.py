@@ -1,6 +1,6 @@
 """The offline desk of W10 for Google ADK's API server (BENCHMARKS.md, W10).
 
-The same tree as agentflow's `flow_server::demo::desk()`: `triage` with sub-agents `refund` and
+The same tree as agentflow's `agentweave_server::demo::desk()`: `triage` with sub-agents `refund` and
 `complaint`, each an LlmAgent on an offline model. For the benchmark's message (`Hi`) triage
 answers itself, streaming `Hello! I can help with refunds and complaints.` word by word (8
 partial responses, then the whole text), as agentflow's scripted model does. Nothing reaches

@@ -38,7 +38,7 @@ pub(super) fn expected_items(cx: &Cx<'_>, agent_enum: &Ident) -> TokenStream {
     let typed = cx.tree.nodes.iter().map(|n| n.ty().is_some());
     let labels = cx.tree.nodes.iter().map(|n| n.label.to_string());
     let doc = format!(
-        "An expected trajectory of this flow, for `agentflow::eval` (which turns it into a \
+        "An expected trajectory of this flow, for `agentweave::eval` (which turns it into a \
          `TrajectoryExpectation`): {example}. Agent steps take [`{agent_enum}`], transfer steps \
          a node's target enum, so only the flow's agents and the transfers it allows can be \
          named."

@@ -12,8 +12,8 @@
 //! expressions, etcd transactions).
 //!
 //! ```
-//! use flow_runtime::store::backend::{KeyValueStore, MemoryBackend};
-//! use flow_runtime::store::{CheckpointStore, SaveMode};
+//! use agentweave_runtime::store::backend::{KeyValueStore, MemoryBackend};
+//! use agentweave_runtime::store::{CheckpointStore, SaveMode};
 //! # futures::executor::block_on(async {
 //! let store = KeyValueStore::new(MemoryBackend::default());
 //! store.save("order-7", b"waiting".to_vec(), SaveMode::Create).await.unwrap();
@@ -83,7 +83,7 @@ pub type BackendError = Box<dyn StdError + Send + Sync>;
 /// Every rule of the contracts is the front's; a backend keeps bytes.
 ///
 /// ```
-/// use flow_runtime::store::backend::{BackendError, Entry, KeyValueBackend, Table};
+/// use agentweave_runtime::store::backend::{BackendError, Entry, KeyValueBackend, Table};
 /// use std::collections::BTreeMap;
 /// use std::sync::Mutex;
 ///

@@ -27,7 +27,7 @@
 //! ```
 //!
 //! ```
-//! use flow_runtime::store::{conformance, InMemoryStore};
+//! use agentweave_runtime::store::{conformance, InMemoryStore};
 //! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
 //! conformance::checkpoints(|| async { InMemoryStore::new() }).await;
 //! conformance::journals(|| async { InMemoryStore::new() }).await;

@@ -47,7 +47,7 @@ use locks::{remove_stale_temps, RUNS};
 /// is opened on the directory.
 ///
 /// ```no_run
-/// use flow_runtime::FileStore;
+/// use agentweave_runtime::FileStore;
 /// let store = FileStore::new("checkpoints").unwrap();
 /// # let _ = store;
 /// ```

@@ -102,7 +102,7 @@ fn shown(given: &str) -> String {
 /// is no call that reads or writes across tenants.
 ///
 /// ```
-/// use flow_runtime::store::memory_items::Tenant;
+/// use agentweave_runtime::store::memory_items::Tenant;
 /// assert!(Tenant::new("acme").is_ok());
 /// assert!(Tenant::new("../acme").is_err());
 /// assert!(Tenant::new("аcme").is_err()); // a Cyrillic 'а'
@@ -230,7 +230,7 @@ impl fmt::Display for Partition {
 /// `a/b/c`; a namespace is the prefix of those below it ([`Namespace::starts_with`]).
 ///
 /// ```
-/// use flow_runtime::store::memory_items::Namespace;
+/// use agentweave_runtime::store::memory_items::Namespace;
 /// let devices = Namespace::parse("profile/devices").unwrap();
 /// assert!(devices.starts_with(&Namespace::parse("profile").unwrap()));
 /// assert!(!devices.starts_with(&Namespace::parse("prof").unwrap()));

@@ -55,7 +55,7 @@ pub trait Embedder: Send + Sync + 'static {
 /// are close; it knows no synonyms. For tests and benchmarks of search by meaning, offline.
 ///
 /// ```
-/// use flow_runtime::store::memory_items::{Embedder, HashEmbedder};
+/// use agentweave_runtime::store::memory_items::{Embedder, HashEmbedder};
 /// # futures::executor::block_on(async {
 /// let e = HashEmbedder::new(64);
 /// let v = e.embed(&["printer jam".into(), "printer jam".into()]).await.unwrap();
@@ -121,7 +121,7 @@ mod openai {
     /// ([`HttpLimits`]). Feature `http`.
     ///
     /// ```no_run
-    /// use flow_runtime::store::memory_items::OpenAiEmbedder;
+    /// use agentweave_runtime::store::memory_items::OpenAiEmbedder;
     /// let embedder = OpenAiEmbedder::new("https://api.openai.com/v1", "text-embedding-3-small")
     ///     .unwrap()
     ///     .api_key(std::env::var("OPENAI_API_KEY").unwrap());

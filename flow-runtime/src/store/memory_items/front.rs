@@ -19,7 +19,7 @@ use super::{
 /// Cheap to clone (shared).
 ///
 /// ```
-/// use flow_runtime::store::memory_items::{
+/// use agentweave_runtime::store::memory_items::{
 ///     HashEmbedder, Memory, Namespace, Partition, PutItem, Scope, SearchQuery, Tenant,
 ///     TransientMemoryStore, ItemKey,
 /// };
@@ -221,7 +221,7 @@ async fn embed_one(embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>, Memo
 /// `T` (a value of another shape is a [`MemoryError::WrongType`], never a panic or a default).
 ///
 /// ```
-/// use flow_runtime::store::memory_items::{
+/// use agentweave_runtime::store::memory_items::{
 ///     ItemKey, Memory, MemoryError, Namespace, Partition, Scope, Tenant, TransientMemoryStore,
 /// };
 /// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]

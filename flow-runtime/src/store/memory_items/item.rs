@@ -51,7 +51,7 @@ pub enum Expect {
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_runtime::store::memory_items::{Expect, PutItem};
+/// use agentweave_runtime::store::memory_items::{Expect, PutItem};
 /// let put = PutItem::new(serde_json::json!({"device": "X200"}))
 ///     .text("The customer's printer is an X200")
 ///     .ttl(Duration::from_secs(90 * 24 * 3600))
@@ -133,7 +133,7 @@ impl PutItem {
 /// ones) equals `value`.
 ///
 /// ```
-/// use flow_runtime::store::memory_items::Filter;
+/// use agentweave_runtime::store::memory_items::Filter;
 /// let f = Filter::eq(["device", "brand"], "acme");
 /// assert!(f.matches(&serde_json::json!({"device": {"brand": "acme"}})));
 /// assert!(!f.matches(&serde_json::json!({"device": {"brand": "other"}})));

@@ -59,7 +59,7 @@
 //!
 //! In a run, memory reaches an agent through the tools (`MemoryTools`), recall before a
 //! model call (`MemoryRecall`) and extraction after a turn (`MemoryExtraction`), all in
-//! `flow_runtime::memory`; `flow-server` serves it (`ServerBuilder::memory`).
+//! `agentweave_runtime::memory`; `agentweave-server` serves it (`ServerBuilder::memory`).
 
 mod address;
 pub mod contract;

@@ -45,8 +45,8 @@ const SCHEMA: &[&str] = &[
 /// newer build is refused ([`MemoryError::Schema`]).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), flow_runtime::store::memory_items::MemoryError> {
-/// use flow_runtime::store::memory_items::{Memory, PostgresMemoryStore};
+/// # async fn demo() -> Result<(), agentweave_runtime::store::memory_items::MemoryError> {
+/// use agentweave_runtime::store::memory_items::{Memory, PostgresMemoryStore};
 /// let store = PostgresMemoryStore::connect("postgres://agentflow@localhost/agentflow").await?;
 /// let memory = Memory::new(store);
 /// # let _ = memory;

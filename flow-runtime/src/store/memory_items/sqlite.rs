@@ -66,8 +66,8 @@ const SCHEMA: &[&str] = &[
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), flow_runtime::store::memory_items::MemoryError> {
-/// use flow_runtime::store::memory_items::{Memory, SqliteMemoryStore};
+/// # async fn main() -> Result<(), agentweave_runtime::store::memory_items::MemoryError> {
+/// use agentweave_runtime::store::memory_items::{Memory, SqliteMemoryStore};
 /// # let dir = std::env::temp_dir().join(format!("agentflow-memdoc-{}", std::process::id()));
 /// let memory = Memory::new(SqliteMemoryStore::open(dir.join("memory.db")).await?);
 /// # let _ = memory;

@@ -78,7 +78,7 @@ pub enum Enqueue {
 /// advisory lock on the prefix).
 ///
 /// ```
-/// use flow_runtime::store::{Enqueue, InMemoryRunQueue, NewRun, QueueCap, QueueError, RunQueue};
+/// use agentweave_runtime::store::{Enqueue, InMemoryRunQueue, NewRun, QueueCap, QueueError, RunQueue};
 /// # futures::executor::block_on(async {
 /// let queue = InMemoryRunQueue::new();
 /// let cap = QueueCap { prefix: "desk.acme.".into(), limit: 1 };
@@ -400,7 +400,7 @@ pub enum QueueError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_runtime::store::{Enqueue, InMemoryRunQueue, NewRun, QueueStatus, RunQueue};
+/// use agentweave_runtime::store::{Enqueue, InMemoryRunQueue, NewRun, QueueStatus, RunQueue};
 /// # futures::executor::block_on(async {
 /// let queue = InMemoryRunQueue::new();
 /// let run = |id: &str| NewRun {

@@ -129,7 +129,7 @@ impl ScheduleFilter {
 /// exactly once).
 ///
 /// ```
-/// use flow_runtime::store::{InMemoryRunQueue, MissedPolicy, RunQueue, Schedule};
+/// use agentweave_runtime::store::{InMemoryRunQueue, MissedPolicy, RunQueue, Schedule};
 /// # futures::executor::block_on(async {
 /// let queue = InMemoryRunQueue::new();
 /// let schedules = queue.schedules().expect("the in-memory queue keeps schedules");

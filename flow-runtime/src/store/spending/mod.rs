@@ -175,8 +175,8 @@ impl UsageFilter {
 /// Spending shared by every process on one store (see the module's guide).
 ///
 /// ```
-/// use flow_runtime::budget::{BudgetLimits, BudgetScope};
-/// use flow_runtime::store::{InMemoryRunQueue, RunQueue, Spending, SpendingScope};
+/// use agentweave_runtime::budget::{BudgetLimits, BudgetScope};
+/// use agentweave_runtime::store::{InMemoryRunQueue, RunQueue, Spending, SpendingScope};
 /// # futures::executor::block_on(async {
 /// let queue = InMemoryRunQueue::new();
 /// let spending = queue.spending().expect("the in-memory queue keeps spending");
@@ -234,7 +234,7 @@ pub trait SpendingStore: Send + Sync {
     /// tenant's; answers how many there were. The scopes' spending (what budgets count) is not
     /// touched. [`usage_kept_from`] gives the first day a retention of some days keeps; a
     /// server's queue sweeper calls this with it
-    /// (`QueueOptions::usage_retention_days` in `flow-server`).
+    /// (`QueueOptions::usage_retention_days` in `agentweave-server`).
     async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError>;
 }
 
@@ -243,7 +243,7 @@ pub trait SpendingStore: Send + Sync {
 /// of 0 days keeps today's rows too, since they are still being written).
 ///
 /// ```
-/// use flow_runtime::store::usage_kept_from;
+/// use agentweave_runtime::store::usage_kept_from;
 /// let dec_7 = 1_796_601_600_000 + 3_600_000; // 2026-12-07 01:00 UTC
 /// assert_eq!(usage_kept_from(dec_7, 1), "2026-12-07");
 /// assert_eq!(usage_kept_from(dec_7, 30), "2026-11-08");

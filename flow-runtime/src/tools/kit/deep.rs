@@ -29,9 +29,9 @@ pub enum DeepAgentError {
 /// hands tasks to sub-agents (one tool per sub-agent, named after it).
 ///
 /// ```
-/// use flow_runtime::kit::DeepAgent;
-/// use flow_runtime::model::ScriptedModel;
-/// use flow_runtime::{FlowAgent, FnAgent};
+/// use agentweave_runtime::kit::DeepAgent;
+/// use agentweave_runtime::model::ScriptedModel;
+/// use agentweave_runtime::{FlowAgent, FnAgent};
 ///
 /// let searcher = FlowAgent::new(FnAgent::new("searcher", |cx, _| async move {
 ///     cx.say("3 sources found");

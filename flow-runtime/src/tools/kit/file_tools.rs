@@ -20,7 +20,7 @@ pub const MAX_SEARCH_HITS: usize = 100;
 /// The file tools over one backend.
 ///
 /// ```
-/// use flow_runtime::kit::FileTools;
+/// use agentweave_runtime::kit::FileTools;
 /// let names: Vec<String> = FileTools::in_thread().all().iter().map(|t| t.name().to_owned()).collect();
 /// assert_eq!(names, ["list_files", "read_file", "write_file", "edit_file", "search_files"]);
 /// ```

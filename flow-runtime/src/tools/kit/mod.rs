@@ -3,7 +3,7 @@
 //! - `skill.rs`: one skill, a folder with a `SKILL.md` (YAML front matter validated, then
 //!   instructions) and its resources, [`Skill`], loaded at run time or from the files
 //!   `#[agent(skills = [...])]` and `flow!` embedded ([`EmbeddedSkill`]); the format's rules
-//!   are `flow_skill`'s, shared with the macros.
+//!   are `agentweave_skill`'s, shared with the macros.
 //! - `skills.rs`: a set of skills and their progressive disclosure: the catalog for the
 //!   instruction, `load_skill`, `read_skill_resource`, and the guard that enforces a loaded
 //!   skill's `allowed-tools`, [`Skills`].
@@ -32,7 +32,7 @@ pub use files::{
     normalize, FileBackend, FileError, JailedDir, ThreadFiles, MAX_FILE_BYTES, THREAD_FILES_KEY,
 };
 /// A skill folder's files as the macros embed them ([`Skills::from_embedded`]).
-pub use flow_skill::EmbeddedSkill;
+pub use agentweave_skill::EmbeddedSkill;
 pub use plan::{
     Plan, PlanStep, PlanTool, StepStatus, MAX_PLAN_STEPS, PLAN_KEY, WRITE_PLAN_TOOL_NAME,
 };

@@ -88,7 +88,7 @@ pub const DEFAULT_READ_PATHS: &[&str] = &[
 ///
 /// ```
 /// use std::time::Duration;
-/// use flow_runtime::kit::ScriptPolicy;
+/// use agentweave_runtime::kit::ScriptPolicy;
 ///
 /// // Approved by a human each time (the default), 10 s, 256 MiB, and a scratch folder.
 /// let policy = ScriptPolicy::new()

@@ -2,14 +2,14 @@
 //! beside optional `scripts/`, `references/` and `assets/`, as the Agent Skills format lays it
 //! out. [`Skill::load`] reads and validates one from its folder, [`Skill::embedded`] from the
 //! files `#[agent(skills = ...)]` and `flow!` compiled in; [`SkillError`] says what is wrong and
-//! where. The format's rules live in `flow_skill`, which the macros check folders with too.
+//! where. The format's rules live in `agentweave_skill`, which the macros check folders with too.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use flow_skill::{EmbeddedSkill, SkillDoc};
-pub use flow_skill::{
+use agentweave_skill::{EmbeddedSkill, SkillDoc};
+pub use agentweave_skill::{
     SkillError, MAX_COMPATIBILITY_LEN, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, RESOURCE_DIRS,
 };
 
@@ -67,7 +67,7 @@ impl Skill {
             .unwrap_or_default();
         let mut skill = Skill::parse(&text, &folder_name, &path)?;
         skill.root = folder.to_owned();
-        skill.resources = flow_skill::list_resources(folder)?;
+        skill.resources = agentweave_skill::list_resources(folder)?;
         skill.check_links(&path)?;
         Ok(skill)
     }
@@ -117,7 +117,7 @@ impl Skill {
 
     /// Refuses instructions that link to a resource the skill does not have.
     fn check_links(&self, path: &Path) -> Result<(), SkillError> {
-        match flow_skill::missing_links(&self.instructions, &self.resources)
+        match agentweave_skill::missing_links(&self.instructions, &self.resources)
             .into_iter()
             .next()
         {

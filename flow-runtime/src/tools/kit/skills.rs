@@ -19,7 +19,7 @@ use super::script::{script_tool, ScriptPolicy};
 use super::skill::{Skill, SkillError};
 use crate::llm::tool::{parse_arguments, schema_for, Tool, ToolContext, ToolError};
 use crate::model::ToolDefinition;
-use flow_skill::EmbeddedSkill;
+use agentweave_skill::EmbeddedSkill;
 
 /// The name of the tool that loads a skill's instructions.
 pub const LOAD_SKILL_TOOL_NAME: &str = "load_skill";
@@ -40,7 +40,7 @@ pub const MAX_RESOURCE_BYTES: usize = 64 * 1024;
 /// listed path of a loaded skill (up to 64 KiB; `..`, absolute paths and links out of the
 /// folder reach nothing). What each level costs, for the two skills of
 /// `flow-runtime/tests/fixtures/skills` in OpenAI's o200k tokenizer (each text counted as one
-/// message; `cargo test -p flow-runtime --features tiktoken --test kit each_level` holds these
+/// message; `cargo test -p agentweave-runtime --features tiktoken --test kit each_level` holds these
 /// numbers):
 ///
 /// | level | what the model gets | tokens |
@@ -56,7 +56,7 @@ pub const MAX_RESOURCE_BYTES: usize = 64 * 1024;
 /// why. With several restricting skills loaded, a tool any of them allows may be called.
 ///
 /// ```
-/// use flow_runtime::kit::Skills;
+/// use agentweave_runtime::kit::Skills;
 /// let dir = std::env::temp_dir().join(format!("skills-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(dir.join("release-notes")).unwrap();
 /// std::fs::write(
@@ -246,7 +246,7 @@ impl Skills {
     pub fn check_tools(&self, available: &[&str]) -> Result<(), SkillError> {
         for skill in self.skills.iter() {
             let unknown =
-                flow_skill::unknown_tools(skill.allowed_tools.as_deref().unwrap_or(&[]), available);
+                agentweave_skill::unknown_tools(skill.allowed_tools.as_deref().unwrap_or(&[]), available);
             if !unknown.is_empty() {
                 return Err(SkillError::Invalid {
                     path: skill.root.join("SKILL.md"),

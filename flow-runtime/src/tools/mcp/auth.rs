@@ -26,7 +26,7 @@ use crate::outbound::OutboundPolicy;
 /// and receives the redirect on one of its routes.
 ///
 /// ```
-/// use flow_runtime::mcp::AuthorizationRedirect;
+/// use agentweave_runtime::mcp::AuthorizationRedirect;
 ///
 /// struct Browser;
 ///
@@ -234,7 +234,7 @@ impl McpAuth {
     ///
     /// ```no_run
     /// # fn key() -> Vec<u8> { Vec::new() }
-    /// use flow_runtime::mcp::{JwtAlgorithm, McpAuth, McpServerConfig};
+    /// use agentweave_runtime::mcp::{JwtAlgorithm, McpAuth, McpServerConfig};
     ///
     /// let auth = McpAuth::client_credentials_jwt("billing-agent", key(), JwtAlgorithm::Es256);
     /// let config = McpServerConfig::http("ledger", "https://ledger.example.com/mcp").auth(auth);
@@ -316,7 +316,7 @@ impl McpAuth {
         self
     }
 
-    /// The name this client registers under (default `agentflow`).
+    /// The name this client registers under (default `agentweave`).
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
         if let Grant::AuthorizationCode { client_name, .. } = &mut self.grant {
             *client_name = name.into();

@@ -43,7 +43,7 @@ pub enum ElicitationAnswer {
 /// waits for the answer; the tool call it belongs to is bounded by its `call_timeout` as usual.
 ///
 /// ```
-/// use flow_runtime::mcp::{ElicitationAnswer, ElicitationHandler, ElicitationRequest};
+/// use agentweave_runtime::mcp::{ElicitationAnswer, ElicitationHandler, ElicitationRequest};
 ///
 /// struct AlwaysDefaults;
 ///

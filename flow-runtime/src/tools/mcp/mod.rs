@@ -151,11 +151,11 @@
 //! always called with the tool's own name.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), flow_runtime::mcp::McpError> {
+//! # async fn demo() -> Result<(), agentweave_runtime::mcp::McpError> {
 //! use std::time::Duration;
-//! use flow_runtime::mcp::{McpServerConfig, McpToolset};
-//! use flow_runtime::model::{ScriptStep, ScriptedModel};
-//! use flow_runtime::ChatModelAgent;
+//! use agentweave_runtime::mcp::{McpServerConfig, McpToolset};
+//! use agentweave_runtime::model::{ScriptStep, ScriptedModel};
+//! use agentweave_runtime::ChatModelAgent;
 //!
 //! let toolset = McpToolset::connect([
 //!     McpServerConfig::stdio("files", "npx")
