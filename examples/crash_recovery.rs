@@ -32,7 +32,12 @@ const DIR: &str = "CRASH_RECOVERY_DIR";
 
 /// A paying tool: appends `KEY TOOL AMOUNT` to the ledger unless the key is there already.
 /// In the first worker, `issue_refund` then hangs: that worker is killed there.
-fn paying(name: &'static str, amount: u32, ledger: PathBuf, hang: bool) -> agentweave::tool::FnTool {
+fn paying(
+    name: &'static str,
+    amount: u32,
+    ledger: PathBuf,
+    hang: bool,
+) -> agentweave::tool::FnTool {
     tool_fn_with_context(
         name,
         "Pays.",

@@ -42,7 +42,7 @@ pub use agentweave_runtime::{
 };
 
 // Lets the macros' `::agentweave::...` paths resolve inside this crate (for `dsl::example`).
-extern crate self as agentflow;
+extern crate self as agentweave;
 
 pub mod event;
 pub mod history;

@@ -31,4 +31,6 @@ pub use agentweave_runtime::store::{MissedPolicy, Schedule, ScheduleFilter, Sche
 #[cfg(feature = "postgres")]
 pub use agentweave_runtime::store::{PostgresOptions, PostgresRunQueue, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use agentweave_runtime::store::{SqliteOptions, SqliteRunQueue, SqliteStore, DEFAULT_SQLITE_PATH};
+pub use agentweave_runtime::store::{
+    SqliteOptions, SqliteRunQueue, SqliteStore, DEFAULT_SQLITE_PATH,
+};

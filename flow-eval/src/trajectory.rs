@@ -9,10 +9,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::middleware::{HookContext, HookError, Middleware};
 use agentweave_runtime::model::Usage;
 use agentweave_runtime::{Action, AgentInput, Message, ToolCall};
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 /// One step of a trajectory.

@@ -6,7 +6,7 @@
 //! Only the dependency tables matter, so this reads them with a small line scanner rather than
 //! a TOML parser: the `toml` crates need a newer compiler than this workspace's
 //! `rust-version` and would be compiled into every user's build of the macros. A manifest it
-//! cannot read only means no hint (the generated code then names `::agentflow`, as before).
+//! cannot read only means no hint (the generated code then names `::agentweave`, as before).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -200,15 +200,16 @@ mod tests {
 
     #[test]
     fn finds_a_renamed_facade_in_every_form() {
-        let inline = "[package]\nname = \"x\"\n\n[dependencies]\nserde = \"1\"\naf = { package = \"agentflow\", path = \"../agentflow\" } # renamed\n";
+        let inline = "[package]\nname = \"x\"\n\n[dependencies]\nserde = \"1\"\naf = { package = \"agentweave\", path = \"../agentweave\" } # renamed\n";
         assert_eq!(renamed(inline).as_deref(), Some("af"));
         let dotted =
-            "[dev-dependencies]\nmy-flow.package = \"agentflow\"\nmy-flow.version = \"0.1\"\n";
+            "[dev-dependencies]\nmy-flow.package = \"agentweave\"\nmy-flow.version = \"0.1\"\n";
         assert_eq!(renamed(dotted).as_deref(), Some("my_flow"));
         let table =
-            "[target.'cfg(unix)'.dependencies.af]\nversion = \"0.1\"\npackage = 'agentflow'\n";
+            "[target.'cfg(unix)'.dependencies.af]\nversion = \"0.1\"\npackage = 'agentweave'\n";
         assert_eq!(renamed(table).as_deref(), Some("af"));
-        let workspace = "[workspace]\n[workspace.dependencies]\naf = { package = \"agentflow\" }\n";
+        let workspace =
+            "[workspace]\n[workspace.dependencies]\naf = { package = \"agentweave\" }\n";
         assert_eq!(
             dependencies(workspace)["af"].package.as_deref(),
             Some("agentweave")
@@ -222,17 +223,17 @@ mod tests {
     fn no_hint_when_the_facade_keeps_its_name() {
         assert_eq!(renamed("[dependencies]\nagentflow = \"0.1\"\n"), None);
         assert_eq!(
-            renamed("[dependencies]\nagentflow = { path = \"..\" }\naf = { package = \"agentflow\", path = \"..\" }\n"),
+            renamed("[dependencies]\nagentflow = { path = \"..\" }\naf = { package = \"agentweave\", path = \"..\" }\n"),
             None
         );
         assert_eq!(renamed("[dependencies]\nserde = \"1\"\n"), None);
         // A `package` key outside the dependency tables is not a rename.
         assert_eq!(
-            renamed("[package]\nname = \"af\"\n[features]\npackage = \"agentflow\"\n"),
+            renamed("[package]\nname = \"af\"\n[features]\npackage = \"agentweave\"\n"),
             None
         );
         assert_eq!(
-            renamed("# af = { package = \"agentflow\" }\n[dependencies]\n"),
+            renamed("# af = { package = \"agentweave\" }\n[dependencies]\n"),
             None
         );
     }

@@ -58,7 +58,7 @@ fn agent_struct_and_impl() {
 #[test]
 fn flow() {
     let out = crate::flow::expand(quote! {
-        ::agentflow;
+        ::agentweave;
         /// The desk.
         pub Desk: triage => [refund(context = user_input_only), complaint => [escalation(no_parent)], dyn billing]
     });
@@ -69,7 +69,7 @@ fn flow() {
 #[test]
 fn doc_svg_is_well_formed_and_holds_every_agent() {
     let out = crate::flow::expand(quote! {
-        ::agentflow;
+        ::agentweave;
         /// The desk.
         pub Desk: triage => [agents::refund_desk, complaint => [escalation(no_parent)], dyn billing, checks = sequential [audit]]
     });

@@ -74,7 +74,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for tool in server.list_tools().await? {
         let arguments = arguments_for(&tool.input_schema);
         let result = server.call_tool(&tool.name, Some(arguments)).await?;
-        println!("{}: {}", tool.name, agentweave_runtime::mcp::result_text(&result));
+        println!(
+            "{}: {}",
+            tool.name,
+            agentweave_runtime::mcp::result_text(&result)
+        );
     }
     server.shutdown().await;
     Ok(())

@@ -42,7 +42,12 @@ fn set_secret() {
 
 fn cx() -> ToolContext {
     ToolContext::new(
-        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(
+            agentweave_runtime::Session::new(),
+            [],
+            false,
+            "test",
+        ),
         "call-1",
     )
 }

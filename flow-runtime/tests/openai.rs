@@ -11,8 +11,12 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentweave_runtime::model::{ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind};
-use agentweave_runtime::{AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message};
+use agentweave_runtime::model::{
+    ModelError, OpenAiChatModel, OpenAiConfig, RetryPolicy, TimeoutKind,
+};
+use agentweave_runtime::{
+    AgentEvent, ChatAgentError, ChatModelAgent, EventOutput, FlowAgent, Message,
+};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use support::model_server::{self, Server, SSE_HEAD};
@@ -512,7 +516,8 @@ async fn a_call_past_the_timeout_says_so() {
         OpenAiConfig::new(&base_url, "test-model").timeout(Duration::from_millis(200)),
     )
     .unwrap();
-    let request = agentweave_runtime::ChatRequest::new([Arc::new(Message::user("What is order 42?"))]);
+    let request =
+        agentweave_runtime::ChatRequest::new([Arc::new(Message::user("What is order 42?"))]);
     let error = agentweave_runtime::ChatModel::generate(&model, &request)
         .await
         .unwrap_err();

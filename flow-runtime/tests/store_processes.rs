@@ -65,7 +65,9 @@ fn desk(work: PathBuf, hang: bool) -> FlowAgent {
     );
     let model = ScriptedModel::rules()
         .when(
-            |r: &agentweave_runtime::ChatRequest| r.messages.last().is_some_and(|m| m.content == "paid"),
+            |r: &agentweave_runtime::ChatRequest| {
+                r.messages.last().is_some_and(|m| m.content == "paid")
+            },
             ScriptStep::text("refunded"),
         )
         .otherwise(ScriptStep::tool_call("refund", json!({})));

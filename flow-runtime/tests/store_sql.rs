@@ -142,7 +142,9 @@ mod sqlite {
     #[tokio::test]
     async fn sync_runs_sharing_a_file_see_each_step_committed_before_its_event() {
         use agentweave_runtime::store::JournalStore;
-        use agentweave_runtime::{Durability, FlowAgent, FnAgent, Message, RunRequest, Runner, Session};
+        use agentweave_runtime::{
+            Durability, FlowAgent, FnAgent, Message, RunRequest, Runner, Session,
+        };
         use futures::StreamExt;
         let path = path("sync-runs");
         let store = SqliteStore::open(&path).await.unwrap();

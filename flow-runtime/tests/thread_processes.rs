@@ -318,9 +318,9 @@ async fn resumed_turn_trial(backend: &str, work: &Path, seed: u64, trial: usize)
                 break;
             }
             Err(ThreadError::Busy { .. })
-            | Err(ThreadError::Checkpoint(agentweave_runtime::CheckpointError::Claimed { .. })) => {
-                tokio::time::sleep(Duration::from_millis(20)).await
-            }
+            | Err(ThreadError::Checkpoint(agentweave_runtime::CheckpointError::Claimed {
+                ..
+            })) => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(e) => panic!("trial {trial}: {e}"),
         }
     }

@@ -1084,8 +1084,16 @@ async fn an_interrupt_inside_a_turn_is_resumed_through_the_thread() {
             .collect::<Vec<_>>(),
         [
             (1, None, agentweave_runtime::store::CheckpointState::Resumed),
-            (2, Some(1), agentweave_runtime::store::CheckpointState::Resumed),
-            (3, Some(2), agentweave_runtime::store::CheckpointState::Finished),
+            (
+                2,
+                Some(1),
+                agentweave_runtime::store::CheckpointState::Resumed
+            ),
+            (
+                3,
+                Some(2),
+                agentweave_runtime::store::CheckpointState::Finished
+            ),
         ],
         "{history:?}"
     );

@@ -9,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use eventsource_stream::Eventsource;
 use agentweave_runtime::model::{ScriptStep, ScriptedModel};
 use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore};
 use agentweave_server::temporal::TemporalExecutor;
 use agentweave_server::{AppState, Auth};
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 
 const TOKEN: &str = "bench-token-0123456789abcdef";

@@ -1,10 +1,10 @@
 //! [`ApiError`]: every way a request can fail, as one JSON response.
 
+use agentweave_runtime::store::Refusal;
+use agentweave_runtime::{CheckpointError, StoreError, ThreadError};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use agentweave_runtime::store::Refusal;
-use agentweave_runtime::{CheckpointError, StoreError, ThreadError};
 use serde_json::json;
 
 use crate::outward::{PublicCode, PublicError};

@@ -25,8 +25,8 @@
 //! `Retention::max_age` removes journals idle that long (a key is then new again; the turn it
 //! started stays in its thread).
 
-use axum::http::HeaderMap;
 use agentweave_runtime::store::{JournalError, StoredStep, ThreadRecord};
+use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

@@ -523,13 +523,13 @@ use tower_http::cors::CorsLayer;
 use tower_http::trace::TraceLayer;
 
 pub use access::RequestId;
+/// The policy every request to a URL a caller chose is held to (webhooks, A2A push, MCP over
+/// HTTP): [`ServerBuilder::outbound`] takes one; see `agentweave_runtime::outbound` for its rules.
+pub use agentweave_runtime::outbound::OutboundPolicy;
 pub use agui::FrontendTool;
 pub use approvals::{ApprovalRecord, Approvals};
 pub use auth::{bearer_token, Auth, Authenticator, Tenant, SHARED_TENANT};
 pub use error::ApiError;
-/// The policy every request to a URL a caller chose is held to (webhooks, A2A push, MCP over
-/// HTTP): [`ServerBuilder::outbound`] takes one; see `agentweave_runtime::outbound` for its rules.
-pub use agentweave_runtime::outbound::OutboundPolicy;
 pub use jwt::{JwtAuth, JwtConfigError};
 pub use limits::Limits;
 pub use principal::{Principal, Scope, Scopes};

@@ -34,14 +34,14 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
 use agentweave_runtime::memory::{
     Expect, ItemKey, ListQuery, Memory, MemoryError, MemoryItem, Namespace, Partition, PutItem,
     Scope as MemoryScope, SearchQuery, Tenant as MemoryTenant,
 };
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 
+use agentweave_runtime::store::{RecordEnd, ThreadHead, ThreadRecord};
+use agentweave_runtime::{InterruptInfo, Message};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use agentweave_runtime::store::{RecordEnd, ThreadHead, ThreadRecord};
-use agentweave_runtime::{InterruptInfo, Message};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -186,9 +186,11 @@ pub async fn post_turn(
         return Err(ApiError::BadRequest("the message is empty".into()));
     }
     let served = state.flow(&flow)?;
-    let mut turn_request =
-        agentweave_runtime::TurnRequest::new(key.store_id(), Message::user(request.message.clone()))
-            .by(&principal);
+    let mut turn_request = agentweave_runtime::TurnRequest::new(
+        key.store_id(),
+        Message::user(request.message.clone()),
+    )
+    .by(&principal);
     if let Some(idem) = crate::idempotency::header_key(&headers)? {
         let keyed = crate::idempotency::keyed(
             &state,
@@ -285,7 +287,8 @@ pub async fn post_resume(
     let served = state.flow(&flow)?;
     let permit = state.admit_run(&key.tenant, &key.store_id())?;
     // Who may answer is the engine's to check (the flow's approvals, as its runner's rule).
-    let mut resume = agentweave_runtime::TurnRequest::resume(key.store_id(), targets).by(&principal);
+    let mut resume =
+        agentweave_runtime::TurnRequest::resume(key.store_id(), targets).by(&principal);
     if let Some(run_id) = run_id {
         resume = resume.run_id(run_id);
     }

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use axum::http::request::Parts;
-use axum::http::HeaderValue;
 use agentweave_runtime::store::JournalStore;
 use agentweave_runtime::{
     CheckpointStore, Durability, FlowAgent, Runner, RunnerBuilder, ThreadStore, TurnRouting,
 };
+use axum::http::request::Parts;
+use axum::http::HeaderValue;
 use tokio::sync::Semaphore;
 
 use crate::approvals::Approvals;

@@ -12,12 +12,12 @@
 //! [outward form](crate::outward::OutwardEvent); store keys, checkpoint ids and resume data
 //! stay inside.
 
-use axum::extract::State;
-use axum::routing::get;
-use axum::{Extension, Json, Router};
 use agentweave_runtime::cancel::is_cancel_interrupt;
 use agentweave_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
 use agentweave_runtime::{Role, Usage};
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Extension, Json, Router};
 use serde_json::{json, Value};
 
 use crate::auth::Tenant;

@@ -10,13 +10,13 @@
 //! (scope `read`) and changed with `POST .../threads/{thread}/state` (scope `chat`), which
 //! appends a values step to its history.
 
+use agentweave_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
+use agentweave_runtime::{fork_point_step, ForkEnd, TimeTravelError};
+use agentweave_runtime::{Action, InterruptInfo, Role};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use agentweave_runtime::store::{RecordEnd, RecordStart, RecordedEvent, ThreadRecord};
-use agentweave_runtime::{fork_point_step, ForkEnd, TimeTravelError};
-use agentweave_runtime::{Action, InterruptInfo, Role};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -6,11 +6,11 @@
 //! day, tenant, flow, agent and model, a page at a time (`next_offset` while more follow), with
 //! `total`, how many rows the filter selects.
 
+use agentweave_runtime::store::{UsageFilter, UsageRow};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use agentweave_runtime::store::{UsageFilter, UsageRow};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -11,11 +11,13 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use agentweave_runtime::model::{ChatModel, ChatRequest};
+use agentweave_runtime::{
+    ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError, RetryPolicy,
+};
+use agentweave_server::{AppState, Auth};
 use async_trait::async_trait;
 use common::{spawn, TOKEN};
-use agentweave_runtime::model::{ChatModel, ChatRequest};
-use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError, RetryPolicy};
-use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 
 /// The public message of a model outage.

@@ -12,9 +12,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use agentweave_runtime::{InMemoryStore, RunRetention};
 use agentweave_server::{AppState, Auth};
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
 

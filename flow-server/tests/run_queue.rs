@@ -21,9 +21,9 @@ use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
 use agentweave_runtime::store::InMemoryRunQueue;
 use agentweave_server::AppState;
+use common::*;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -433,7 +433,8 @@ async fn two_servers_on_one_sqlite_file_run_every_queued_run_once_when_one_is_ki
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_postgres_database_run_every_queued_run_once_when_one_is_killed() {
     for trial in 0..env_count("AGENTFLOW_QUEUE_KILL_TRIALS", 1) {
-        let Some(url) = agentweave_runtime::testing::fresh_postgres_database("queue_kill").await else {
+        let Some(url) = agentweave_runtime::testing::fresh_postgres_database("queue_kill").await
+        else {
             return;
         };
         let dir = std::env::temp_dir().join(format!(
@@ -601,7 +602,8 @@ async fn a_queued_run_is_streamed_and_cancelled_from_another_process_on_one_sqli
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_run_is_streamed_and_cancelled_from_another_process_on_one_postgres_database() {
-    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("queue_cancel").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("queue_cancel").await
+    else {
         return;
     };
     let dir =

@@ -20,7 +20,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eventsource_stream::Eventsource;
 use agentweave_runtime::model::ScriptStep;
 use agentweave_runtime::{
     set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
@@ -28,6 +27,7 @@ use agentweave_runtime::{
 };
 use agentweave_server::temporal::TemporalExecutor;
 use agentweave_server::{AppState, Auth};
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -44,7 +44,10 @@ const PAY_DELAY: Duration = Duration::from_millis(300);
 
 /// A thread name unique to this run, short enough for a thread id.
 fn short(prefix: &str) -> String {
-    format!("{prefix}-{}", &agentweave_runtime::ids::unique_token()[..12])
+    format!(
+        "{prefix}-{}",
+        &agentweave_runtime::ids::unique_token()[..12]
+    )
 }
 
 /// A payment service on disk, shared by every process: one line per payment, `KEY AMOUNT`,
@@ -141,7 +144,9 @@ fn worker_process() {
         .unwrap();
     runtime.block_on(async {
         let client = agentweave_temporal::connect(&address()).await.unwrap();
-        agentweave_temporal::run_worker(client, &queue).await.unwrap();
+        agentweave_temporal::run_worker(client, &queue)
+            .await
+            .unwrap();
     });
 }
 

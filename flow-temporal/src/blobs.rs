@@ -349,15 +349,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_large_text_is_stored_by_reference_and_read_back() {
-        let dir = std::env::temp_dir().join(format!("agentweave-temporal-blobs-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("agentweave-temporal-blobs-{}", std::process::id()));
         round_trip(Arc::new(FileBlobStore::new(&dir).unwrap())).await;
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[tokio::test]
     async fn a_missing_or_bad_key_says_so() {
-        let dir =
-            std::env::temp_dir().join(format!("agentweave-temporal-blobs-m-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "agentweave-temporal-blobs-m-{}",
+            std::process::id()
+        ));
         refusals(&FileBlobStore::new(&dir).unwrap()).await;
         assert!(Reference::parse("agentflow-blob:../x, 3 bytes").is_none());
         std::fs::remove_dir_all(&dir).unwrap();
@@ -366,8 +369,10 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn the_sqlite_store_keeps_blobs_by_key_across_openings() {
-        let dir =
-            std::env::temp_dir().join(format!("agentweave-temporal-blobs-s-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "agentweave-temporal-blobs-s-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("blobs.db");
         let store = SqliteBlobStore::open(&path).await.unwrap();

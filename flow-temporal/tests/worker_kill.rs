@@ -40,7 +40,9 @@ fn worker_process() {
         .unwrap();
     runtime.block_on(async {
         let client = agentweave_temporal::connect(&address()).await.unwrap();
-        agentweave_temporal::run_worker(client, &queue).await.unwrap();
+        agentweave_temporal::run_worker(client, &queue)
+            .await
+            .unwrap();
     });
 }
 

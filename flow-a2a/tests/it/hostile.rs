@@ -8,16 +8,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Router;
 use agentweave_a2a::rpc::RpcError;
 use agentweave_a2a::wire::{Message, Part, Role, SendMessageRequest};
 use agentweave_a2a::{A2aAgent, A2aClient, A2aError};
 use agentweave_runtime::model::{HttpError, HttpLimits, RetryPolicy, SizeLimit, TimeoutKind};
 use agentweave_runtime::{FlowAgent, Runner};
+use axum::body::{Body, Bytes};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
 use futures::StreamExt;
 
 fn sse(body: impl futures::Stream<Item = Bytes> + Send + 'static) -> Response {

@@ -195,7 +195,10 @@ impl<T: TransferTarget> FlowNode<T> {
     /// The same node, with the skill folders `flow!` checked and embedded for it
     /// (`dyn name(skills = [...])`). Made by the builders `flow!` generates.
     #[doc(hidden)]
-    pub const fn __with_skills(mut self, skills: &'static [agentweave_skill::EmbeddedSkill]) -> Self {
+    pub const fn __with_skills(
+        mut self,
+        skills: &'static [agentweave_skill::EmbeddedSkill],
+    ) -> Self {
         self.skills = skills;
         self
     }

@@ -4,9 +4,9 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use async_trait::async_trait;
 use agentweave_runtime::model::ModelStream;
 use agentweave_runtime::{ChatModel, ChatRequest, Message, ModelError};
+use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 
 use super::file::{

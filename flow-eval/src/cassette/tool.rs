@@ -1,8 +1,8 @@
 //! [`RecordingTool`] records a tool's calls into a [`Cassette`]; [`ReplayTool`] answers from
 //! one, so a replayed test never runs the tool (never pays a refund).
 
-use async_trait::async_trait;
 use agentweave_runtime::{Tool, ToolContext, ToolError};
+use async_trait::async_trait;
 
 use super::file::{arguments_value, Interaction, ToolInteraction, ToolResult};
 use super::handle::Cassette;

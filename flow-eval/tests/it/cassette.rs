@@ -18,7 +18,10 @@ use futures::StreamExt;
 use serde_json::json;
 
 fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("agentweave-eval-{}-{name}.json", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "agentweave-eval-{}-{name}.json",
+        std::process::id()
+    ))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

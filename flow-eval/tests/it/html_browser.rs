@@ -24,7 +24,10 @@ fn chromium() -> Option<&'static str> {
 #[tokio::test]
 async fn chromium_renders_the_html_report() {
     let Some(bin) = chromium() else {
-        agentweave_runtime::testing::skip_missing_component("Chromium", "install the `chromium` package");
+        agentweave_runtime::testing::skip_missing_component(
+            "Chromium",
+            "install the `chromium` package",
+        );
         return;
     };
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/desk.json");

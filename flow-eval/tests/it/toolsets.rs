@@ -20,8 +20,10 @@ struct ReadFile {
 }
 
 fn dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("agentweave-eval-toolsets-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "agentweave-eval-toolsets-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -40,7 +40,7 @@ impl AgentArgs {
     pub(crate) fn krate(&self) -> TokenStream {
         match &self.krate {
             Some(p) => quote!(#p),
-            None => quote!(::agentflow),
+            None => quote!(::agentweave),
         }
     }
 

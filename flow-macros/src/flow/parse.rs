@@ -776,7 +776,7 @@ mod tests {
     fn a_remote_node_is_given_at_run_time() {
         let mut cx = Ctxt::default();
         let ast = parse(
-            quote::quote!(agentflow; Remote: front => [remote desk, dyn audit]),
+            quote::quote!(agentweave; Remote: front => [remote desk, dyn audit]),
             &mut cx,
         )
         .expect("parses");
@@ -792,8 +792,8 @@ mod tests {
     #[test]
     fn a_url_on_a_remote_node_is_one_error() {
         for flow in [
-            quote::quote!(agentflow; Remote: front => [remote desk = "http://desk", dyn audit]),
-            quote::quote!(agentflow; Remote: front => [remote desk("http://desk"), dyn audit]),
+            quote::quote!(agentweave; Remote: front => [remote desk = "http://desk", dyn audit]),
+            quote::quote!(agentweave; Remote: front => [remote desk("http://desk"), dyn audit]),
         ] {
             let mut cx = Ctxt::default();
             let ast = parse(flow, &mut cx).expect("parses");

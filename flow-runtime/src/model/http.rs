@@ -47,8 +47,8 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 
-pub use eventsource_stream::Event as SseEvent;
 pub use agentweave_core::model::{SizeLimit, TimeoutKind};
+pub use eventsource_stream::Event as SseEvent;
 
 /// The bounds of one HTTP model call. Every default is finite and far above what a healthy
 /// server needs; raise one when a slow but healthy server or a very long reply meets it.

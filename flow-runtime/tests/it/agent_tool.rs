@@ -307,7 +307,10 @@ async fn failures_inside_the_tool_are_answered_to_the_callers_model() {
     );
 
     let broken = FnAgent::new("broken", |_, _| async move {
-        Err(agentweave_runtime::AgentError::failed("broken", "index missing"))
+        Err(agentweave_runtime::AgentError::failed(
+            "broken",
+            "index missing",
+        ))
     });
     assert_eq!(
         tool_result(AgentTool::new(FlowAgent::new(broken)), r#"{"request":"x"}"#).await,

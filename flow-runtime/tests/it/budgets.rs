@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::budget::{BudgetKind, BudgetLimits, BudgetScope, Budgets, ModelPrice};
 use agentweave_runtime::host::ManualHost;
 use agentweave_runtime::middleware::{HookContext, HookError, Middleware};
@@ -14,6 +13,7 @@ use agentweave_runtime::{
     Delegation, Durability, FlowAgent, InMemoryStore, Message, RecoverError, RunRequest, Runner,
     Session, Turn, TurnRequest,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::json;
 

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::host::{Host, ManualHost};
 use agentweave_runtime::model::{
     BreakerPolicy, BreakerState, CapacityModel, ChatModel, ChatRequest, FailoverModel, ModelError,
@@ -18,6 +17,7 @@ use agentweave_runtime::{
     tool_fn, turn_journal_id, AgentEvent, ChatModelAgent, Durability, FlowAgent, InMemoryStore,
     Message, RunRequest, Runner, Session, TurnRequest,
 };
+use async_trait::async_trait;
 use futures::{FutureExt, StreamExt};
 use serde_json::json;
 
@@ -263,7 +263,8 @@ async fn the_model_that_answered_is_in_the_event_the_usage_and_the_journal() {
         .named("primary");
     let backup = ScriptedModel::rules()
         .otherwise(
-            ScriptStep::text("from the backup").with_usage(agentweave_runtime::model::Usage::new(7, 3)),
+            ScriptStep::text("from the backup")
+                .with_usage(agentweave_runtime::model::Usage::new(7, 3)),
         )
         .named("backup");
     let model = FailoverModel::new(

@@ -63,7 +63,9 @@ const RULE: &str = "If you can answer the request yourself, answer it. If one of
 
 /// triage => [refund, complaint], all ChatModelAgents; `triage` is built by `f`.
 fn desk(
-    triage: impl FnOnce(agentweave_runtime::ChatModelAgentBuilder) -> agentweave_runtime::ChatModelAgentBuilder,
+    triage: impl FnOnce(
+        agentweave_runtime::ChatModelAgentBuilder,
+    ) -> agentweave_runtime::ChatModelAgentBuilder,
     triage_model: &ScriptedModel,
     refund_model: &ScriptedModel,
 ) -> FlowAgent {
@@ -433,7 +435,9 @@ async fn a_return_directly_result_is_a_turns_final_output_and_an_agent_tools_res
         ScriptStep::text("The clerk found it."),
     ]);
     let caller = ChatModelAgent::builder("desk", caller_model.clone())
-        .tool(agentweave_runtime::AgentTool::new(FlowAgent::new(direct_clerk())))
+        .tool(agentweave_runtime::AgentTool::new(FlowAgent::new(
+            direct_clerk(),
+        )))
         .build()
         .unwrap();
     let events = collect(Runner::new(FlowAgent::new(caller)).run("go")).await;

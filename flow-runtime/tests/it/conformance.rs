@@ -69,10 +69,10 @@ async fn transient_memory_store_passes_the_suite() {
 /// naming the rule and how to fix the backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_store_that_breaks_a_rule_is_told_which() {
-    use async_trait::async_trait;
     use agentweave_runtime::store::{
         CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode, StoreError,
     };
+    use async_trait::async_trait;
     use std::time::Duration;
 
     /// Claims without checking the head's state: two claimants both win.

@@ -7,7 +7,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use agentweave_runtime::history::{estimate_tokens, CompactionRecord, ContextBudget};
 use agentweave_runtime::model::{ChatModel, ChatRequest, ModelError};
 use agentweave_runtime::TurnRequest;
@@ -15,6 +14,7 @@ use agentweave_runtime::{
     tool_fn, AgentError, ChatAgentError, ChatModelAgent, FlowAgent, InMemoryStore, Message,
     MessageRef, Role, Runner, ThreadStore, ToolCall, Usage,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 
 const BUDGET: usize = 400;

@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::store::{RecordEnd, RecordStart, ThreadHead, ThreadRecord};
 use agentweave_runtime::TurnRequest;
 use agentweave_runtime::{
     Checkpoint, CheckpointStore, Durability, InMemoryStore, Message, RecoverError, Runner,
     StoreError, ThreadError, ThreadStore, TurnOutcome,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 use support::processes::lines;
 use support::steps::{audit, drive, step_desk, Audit};

@@ -85,7 +85,12 @@ fn find<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
 
 fn cx() -> ToolContext {
     ToolContext::new(
-        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(
+            agentweave_runtime::Session::new(),
+            [],
+            false,
+            "test",
+        ),
         "call-1",
     )
 }

@@ -12,16 +12,16 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use agentweave_runtime::mcp::{
+    AuthorizationRedirect, CredentialStore, InMemoryCredentialStore, McpAuth, McpError, McpServer,
+    McpServerConfig,
+};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use agentweave_runtime::mcp::{
-    AuthorizationRedirect, CredentialStore, InMemoryCredentialStore, McpAuth, McpError, McpServer,
-    McpServerConfig,
-};
 use serde_json::{json, Value};
 use sha2::Digest;
 

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::memory::{
     Hit, ItemKey, ListQuery, Memory, MemoryError, MemoryExtraction, MemoryItem, MemoryStore,
     Namespace, Partition, PutItem, Scope, Tenant, TransientMemoryStore,
@@ -16,6 +15,7 @@ use agentweave_runtime::{
     AgentEvent, ChatModelAgent, Durability, FlowAgent, InMemoryStore, Message, RecoverError,
     Runner, Turn, TurnRequest,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::json;
 
@@ -211,7 +211,12 @@ async fn hostile_keys_and_missing_facts_are_refused_and_nothing_is_written() {
     );
     let tool = extraction.update_tool();
     let cx = agentweave_runtime::tool::ToolContext::new(
-        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(
+            agentweave_runtime::Session::new(),
+            [],
+            false,
+            "test",
+        ),
         "call-1",
     );
     for changes in [

@@ -13,7 +13,12 @@ use serde_json::{json, Value};
 
 fn cx() -> ToolContext {
     ToolContext::new(
-        agentweave_runtime::RunContext::new_run(agentweave_runtime::Session::new(), [], false, "test"),
+        agentweave_runtime::RunContext::new_run(
+            agentweave_runtime::Session::new(),
+            [],
+            false,
+            "test",
+        ),
         "call-1",
     )
 }

@@ -83,7 +83,10 @@ struct Order {
 }
 
 /// An agent that looks up an order, then answers; `ran` counts the tool's runs.
-fn clerk(model: ScriptedModel, ran: Arc<Mutex<Vec<u32>>>) -> agentweave_runtime::ChatModelAgentBuilder {
+fn clerk(
+    model: ScriptedModel,
+    ran: Arc<Mutex<Vec<u32>>>,
+) -> agentweave_runtime::ChatModelAgentBuilder {
     ChatModelAgent::builder("clerk", model.named("clerk-model")).tool(tool_fn(
         "lookup_order",
         "Looks up an order.",

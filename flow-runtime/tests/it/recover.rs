@@ -423,7 +423,8 @@ async fn in_sync_mode_a_tool_runs_only_once_its_asking_reply_is_journaled() {
 /// A resumed record without its time and the nonce of the checkpoint it resumed.
 fn resumed_timeless(record: ThreadRecord) -> ThreadRecord {
     let mut record = timeless(record);
-    if let agentweave_runtime::store::RecordStart::Resume { checkpoint_id, .. } = &mut record.start {
+    if let agentweave_runtime::store::RecordStart::Resume { checkpoint_id, .. } = &mut record.start
+    {
         checkpoint_id.clear();
     }
     record

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::model::{ChatRequest, ModelError, ModelStream, ScriptStep, ScriptedModel};
 use agentweave_runtime::RunRequest;
 use agentweave_runtime::RunnerBuilder;
@@ -19,6 +18,7 @@ use agentweave_runtime::{
     InMemoryStore, Message, MessageStream, PendingCheckpoint, Runner, SaveMode, StoreError,
     ToolCall, ToolError,
 };
+use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 use serde_json::json;
 

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use agentweave_runtime::RunRequest;
-use agentweave_runtime::{set_sub_agents, AgentEvent, FlowAgent, FnAgent, Message, Runner, Session};
+use agentweave_runtime::{
+    set_sub_agents, AgentEvent, FlowAgent, FnAgent, Message, Runner, Session,
+};
 use futures::executor::block_on;
 use futures::StreamExt;
 use proptest::prelude::*;

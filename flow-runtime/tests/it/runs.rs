@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::model::{ChatRequest, ModelError, ModelStream};
 use agentweave_runtime::RunnerBuilder;
 use agentweave_runtime::TurnRequest;
@@ -19,6 +18,7 @@ use agentweave_runtime::{
     FlowAgent, InMemoryStore, Message, Role, RunItem, RunOutcome, RunStatus, Runner, ThreadError,
     ToolCall,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 use tokio::sync::{mpsc, Mutex as AsyncMutex, Semaphore};
 
@@ -898,16 +898,19 @@ async fn a_safe_point_cancel_of_a_run_not_started_ends_it_before_start() {
     let gate = Arc::new(Semaphore::new(0));
     let calls = Arc::new(Mutex::new(Vec::<String>::new()));
     let (held, seen) = (Arc::clone(&gate), Arc::clone(&calls));
-    let slow = agentweave_runtime::FnAgent::new("slow", move |cx, input: agentweave_runtime::AgentInput| {
-        let (gate, seen) = (Arc::clone(&held), Arc::clone(&seen));
-        async move {
-            let said = input.messages.last().map(|m| m.content.clone());
-            seen.lock().unwrap().push(said.unwrap_or_default());
-            gate.acquire().await.unwrap().forget();
-            cx.say("done");
-            Ok(())
-        }
-    });
+    let slow = agentweave_runtime::FnAgent::new(
+        "slow",
+        move |cx, input: agentweave_runtime::AgentInput| {
+            let (gate, seen) = (Arc::clone(&held), Arc::clone(&seen));
+            async move {
+                let said = input.messages.last().map(|m| m.content.clone());
+                seen.lock().unwrap().push(said.unwrap_or_default());
+                gate.acquire().await.unwrap().forget();
+                cx.say("done");
+                Ok(())
+            }
+        },
+    );
     let runner = Runner::builder(FlowAgent::new(slow))
         .stores(InMemoryStore::new())
         .build();

@@ -48,7 +48,8 @@ async fn postgres_queue_keeps_schedules() {
         return;
     };
     schedule_contract(&PostgresRunQueue::connect(&url).await.unwrap()).await;
-    let Some(race) = agentweave_runtime::testing::fresh_postgres_database("schedules_race").await else {
+    let Some(race) = agentweave_runtime::testing::fresh_postgres_database("schedules_race").await
+    else {
         return;
     };
     let mut queues: Vec<Arc<dyn RunQueue>> = Vec::new();

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use base64::Engine as _;
 use agentweave_runtime::model::{ScriptStep, ScriptedModel};
 use agentweave_runtime::store::{
     JournalStore, SealError, SealedStore, SealingKeys, StoreError, ThreadStore,
@@ -20,6 +19,7 @@ use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, CheckpointStore, Durability, FileStore, FlowAgent,
     Message, Runner, ThreadError, ToolContext, TurnOutcome,
 };
+use base64::Engine as _;
 use serde_json::{json, Value};
 use support::{journal_contract, thread_contract};
 
@@ -307,7 +307,8 @@ async fn the_wrong_key_or_altered_bytes_are_typed_errors_and_change_nothing() {
     // Put back, everything opens and the turn resumes: nothing was lost.
     std::fs::write(&record_file, original).unwrap();
     let head = sealed.head("t1").await.unwrap().unwrap();
-    let agentweave_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end else {
+    let agentweave_runtime::store::RecordEnd::Interrupted { interrupts, .. } = &head.last.end
+    else {
         panic!("the thread waits");
     };
     assert_eq!(interrupts[0].info["question"], SECRET_QUESTION);
@@ -398,7 +399,9 @@ async fn a_runner_without_the_keys_gets_a_typed_error_not_an_empty_thread() {
     assert!(
         matches!(
             err,
-            agentweave_runtime::CheckpointError::Store(StoreError::Sealed(SealError::NoKeys { .. }))
+            agentweave_runtime::CheckpointError::Store(StoreError::Sealed(
+                SealError::NoKeys { .. }
+            ))
         ),
         "{err:?}"
     );

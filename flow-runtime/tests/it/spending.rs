@@ -220,7 +220,11 @@ async fn a_tenants_day_rolls_over_at_utc_midnight_on_the_hosts_clock() {
     };
     assert_eq!(spent(BudgetPeriod::Day, ms(start)).await, 4);
     assert_eq!(
-        spent(BudgetPeriod::Day, ms(agentweave_runtime::host::Host::now(&host))).await,
+        spent(
+            BudgetPeriod::Day,
+            ms(agentweave_runtime::host::Host::now(&host))
+        )
+        .await,
         4
     );
     // Both days are in December: the month counts all eight.

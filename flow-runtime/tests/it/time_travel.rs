@@ -497,7 +497,8 @@ async fn sqlite_forks_go_on_from_exactly_their_step() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn postgres_forks_go_on_from_exactly_their_step() {
-    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("time_travel").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("time_travel").await
+    else {
         return;
     };
     let store = agentweave_runtime::store::PostgresStore::connect(&url)

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use agentweave_runtime::model::{ChatModel, RetryPolicy, ScriptStep, ScriptedModel, Usage};
 use agentweave_runtime::RunRequest;
 use agentweave_runtime::{
@@ -22,6 +21,7 @@ use agentweave_runtime::{
     Claim, Completion, FlowAgent, InMemoryStore, Message, PendingCheckpoint, Role, Runner,
     SaveMode, Session, StoreError, ToolError,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;

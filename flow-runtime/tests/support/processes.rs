@@ -29,9 +29,11 @@ impl NamedStore {
         match kind {
             "file" => NamedStore::File(FileStore::new(at).unwrap()),
             #[cfg(feature = "sqlite")]
-            "sqlite" => {
-                NamedStore::Sqlite(agentweave_runtime::store::SqliteStore::open(at).await.unwrap())
-            }
+            "sqlite" => NamedStore::Sqlite(
+                agentweave_runtime::store::SqliteStore::open(at)
+                    .await
+                    .unwrap(),
+            ),
             #[cfg(feature = "postgres")]
             "postgres" => NamedStore::Postgres(
                 agentweave_runtime::store::PostgresStore::connect(at)

@@ -2,12 +2,12 @@
 //! else its root agent's), one skill per agent of its tree, the server's authentication, and
 //! the endpoint's URL.
 
-use axum::http::{header, HeaderMap};
 use agentweave_a2a::wire::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme,
     SecurityRequirement, SecurityScheme, StringList,
 };
 use agentweave_runtime::FlowAgent;
+use axum::http::{header, HeaderMap};
 
 use crate::auth::Auth;
 use crate::state::ServedFlow;

@@ -584,7 +584,8 @@ mod tests {
         };
         let e = rpc_error(ApiError::from(store));
         assert_eq!(e.code(), -32603);
-        let wire = serde_json::to_string(&agentweave_a2a::rpc::Response::err(json!(1), &e)).unwrap();
+        let wire =
+            serde_json::to_string(&agentweave_a2a::rpc::Response::err(json!(1), &e)).unwrap();
         assert!(wire.contains("could not be saved or read"), "{wire}");
         assert!(
             !wire.contains("desk.acme.t-1") && !wire.contains("os error"),

@@ -15,10 +15,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use agentweave_a2a::rpc::{
     method, ErrorObject, Request as RpcRequest, Response as RpcResponse, RpcError,
 };
@@ -29,6 +25,10 @@ use agentweave_a2a::wire::{
 };
 use agentweave_runtime::store::{RecordEnd, ThreadHead};
 use agentweave_runtime::Message;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};

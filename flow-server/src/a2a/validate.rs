@@ -8,8 +8,8 @@
 //! | `ListTasks` | `pageSize` outside 1 to 100; `historyLength` below 0; a `status` that is not a task state; a `statusTimestampAfter` that is not RFC 3339 |
 //! | `GetTask` | `historyLength` below 0 |
 
-use chrono::{DateTime, FixedOffset};
 use agentweave_a2a::rpc::RpcError;
+use chrono::{DateTime, FixedOffset};
 use serde_json::Value;
 
 /// The largest `ListTasks` page.

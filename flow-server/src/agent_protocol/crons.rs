@@ -7,9 +7,9 @@
 //! `skip`) is the missed-firing policy. Fields the SDK sends that change nothing here
 //! (`config`, `context`, stream options, `end_time`, ...) are accepted and ignored.
 
+use agentweave_runtime::store::{Schedule, ScheduleFilter};
 use axum::http::StatusCode;
 use axum::Json;
-use agentweave_runtime::store::{Schedule, ScheduleFilter};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

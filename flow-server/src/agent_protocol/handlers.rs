@@ -4,13 +4,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentweave_a2a::wire::{rfc3339, rfc3339_now};
+use agentweave_runtime::store::RecordEnd;
+use agentweave_runtime::{
+    CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus,
+};
 use axum::extract::Query;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use agentweave_a2a::wire::{rfc3339, rfc3339_now};
-use agentweave_runtime::store::RecordEnd;
-use agentweave_runtime::{CancelError, CancelMode, DoubleText, RunHandle, RunInfo, RunItem, RunStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -917,7 +919,9 @@ fn protocol_sse(
     cancel_on_disconnect: bool,
 ) -> Result<Response, ApiError> {
     let events = run.attach(after).map_err(|e| match e {
-        agentweave_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
+        agentweave_runtime::AttachError::UnknownEvent { .. } => {
+            ApiError::UnknownEvent(e.to_string())
+        }
         _ => ApiError::EventExpired(e.to_string()),
     })?;
     let limits = caller.state.limits().clone();

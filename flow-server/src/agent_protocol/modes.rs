@@ -20,7 +20,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use agentweave_runtime::{Action, EventJson, Message, Role, RunEvent, RunItem, RunOutcome, RunPath};
+use agentweave_runtime::{
+    Action, EventJson, Message, Role, RunEvent, RunItem, RunOutcome, RunPath,
+};
 use serde_json::{json, Value};
 
 use super::convert::lc_message;

@@ -26,13 +26,13 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use agentweave_runtime::memory::{
+    Filter, ItemKey, ListQuery, MemoryItem, Namespace, PutItem, SearchQuery, MAX_TEXT_BYTES,
+};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use agentweave_runtime::memory::{
-    Filter, ItemKey, ListQuery, MemoryItem, Namespace, PutItem, SearchQuery, MAX_TEXT_BYTES,
-};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use agentweave_runtime::{Tool, ToolContext, ToolError};
+use async_trait::async_trait;
 use serde_json::{json, Value};
 
 /// The key of a front-end tool's interrupt info (the same as for the front-end tools a run

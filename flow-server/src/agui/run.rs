@@ -5,11 +5,11 @@ use crate::principal::{Principal, Scope};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentweave_runtime::store::RecordEnd;
+use agentweave_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use agentweave_runtime::store::RecordEnd;
-use agentweave_runtime::{Message, Turn, TurnItem, TurnOutcome, TurnStream};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 

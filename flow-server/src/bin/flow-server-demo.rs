@@ -125,7 +125,10 @@ async fn sqlite(
 
 #[cfg(not(feature = "sqlite"))]
 async fn sqlite(_: &str, _: bool, _: bool, _: Option<String>) -> Result<(), Failure> {
-    Err("this agentweave-server-demo was built without SQLite: build it with `--features sqlite`".into())
+    Err(
+        "this agentweave-server-demo was built without SQLite: build it with `--features sqlite`"
+            .into(),
+    )
 }
 
 /// A clock read from a file (`AGENTFLOW_SCHEDULE_CLOCK`): its text is the time in milliseconds
@@ -201,7 +204,8 @@ where
             }
             options.schedule_poll = env_ms("AGENTFLOW_SCHEDULE_POLL_MS", 1_000);
             if let Ok(path) = std::env::var("AGENTFLOW_SCHEDULE_CLOCK") {
-                options.schedule_clock = agentweave_server::ScheduleClock::new(FileClock(path.into()));
+                options.schedule_clock =
+                    agentweave_server::ScheduleClock::new(FileClock(path.into()));
             }
             options
         });

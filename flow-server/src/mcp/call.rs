@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use agentweave_runtime::store::RecordEnd;
-use agentweave_runtime::{InterruptInfo, Message, Role, TurnItem, TurnOutcome, TurnRequest, TurnStream};
+use agentweave_runtime::{
+    InterruptInfo, Message, Role, TurnItem, TurnOutcome, TurnRequest, TurnStream,
+};
 use futures::StreamExt;
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData, ProgressNotificationParam};
 use rmcp::service::RequestContext;

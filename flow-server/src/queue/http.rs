@@ -1,13 +1,13 @@
 //! The run endpoints with a run queue: enqueue a background run, a run's status and outcome
 //! from its queue row, wait for it, list a thread's queued runs.
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use agentweave_runtime::store::{
     CancelState, Enqueue, NewRun, QueueCap, QueueError, QueueStatus, QueuedRun,
 };
 use agentweave_runtime::{CancelMode, DoubleText};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 use serde_json::{json, Value};
 
 use super::QueueSettings;

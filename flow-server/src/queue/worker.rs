@@ -269,8 +269,8 @@ async fn run_claimed(
     // A schedule's run has the grants its creator had when it created the schedule.
     if let Some(by) = claim.run.input["by"].as_str() {
         request = match claim.run.input["grants"].as_array() {
-            Some(grants) => request
-                .by(agentweave_runtime::Caller::new(by).grants(grants.iter().filter_map(|g| g.as_str()))),
+            Some(grants) => request.by(agentweave_runtime::Caller::new(by)
+                .grants(grants.iter().filter_map(|g| g.as_str()))),
             None => request.by(by),
         };
     }

@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use agentweave_runtime::{
+    CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo,
+};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use agentweave_runtime::{CancelError, CancelMode, DoubleText, Message, RunError, RunHandle, RunInfo};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -432,7 +434,9 @@ async fn recorded_outcome(
     run_id: &str,
 ) -> Result<Option<agentweave_runtime::RunOutcome>, ApiError> {
     let records = crate::idempotency::recorded(state, key, run_id).await?;
-    Ok(records.last().and_then(agentweave_runtime::RunOutcome::of_record))
+    Ok(records
+        .last()
+        .and_then(agentweave_runtime::RunOutcome::of_record))
 }
 
 /// The status of a run known from its record.
@@ -477,7 +481,10 @@ async fn existing_run(
         ));
     }
     let records = crate::idempotency::recorded(state, key, run_id).await?;
-    let Some(outcome) = records.last().and_then(agentweave_runtime::RunOutcome::of_record) else {
+    let Some(outcome) = records
+        .last()
+        .and_then(agentweave_runtime::RunOutcome::of_record)
+    else {
         return Ok(None);
     };
     if stream {

@@ -149,7 +149,9 @@ pub(crate) fn run_sse(
     on_disconnect: OnDisconnect,
 ) -> Result<SseBody<impl Stream<Item = Vec<u8>> + Send + 'static>, ApiError> {
     let events = run.attach(after).map_err(|e| match e {
-        agentweave_runtime::AttachError::UnknownEvent { .. } => ApiError::UnknownEvent(e.to_string()),
+        agentweave_runtime::AttachError::UnknownEvent { .. } => {
+            ApiError::UnknownEvent(e.to_string())
+        }
         _ => ApiError::EventExpired(e.to_string()),
     })?;
     let guard = CancelOnDrop((on_disconnect == OnDisconnect::Cancel).then(|| run.clone()));

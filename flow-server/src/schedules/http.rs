@@ -8,13 +8,13 @@
 //! | `PATCH /schedules/{id}` | `chat` | changes it (`paused: true` pauses, `false` resumes) |
 //! | `DELETE /schedules/{id}` | `chat` | deletes it (204) |
 
+use agentweave_runtime::store::ScheduleFilter;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use agentweave_runtime::store::ScheduleFilter;
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -18,14 +18,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use axum::extract::Path;
-use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
 use agentweave_runtime::{
     AgentEvent, EventJson, Message, MessageStream, MessageStreamSender, Role, RunPath, StreamError,
 };
 use agentweave_temporal::LivePost;
+use axum::extract::Path;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
 
 use crate::state::AppState;
 

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use eventsource_stream::Eventsource;
 use agentweave_server::AppState;
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::oneshot;

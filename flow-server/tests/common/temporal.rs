@@ -20,8 +20,11 @@ pub fn address() -> String {
 /// `AGENTFLOW_REQUIRE_COMPONENTS=1`).
 pub async fn dev_server() -> Option<temporalio_client::Client> {
     let address = address();
-    let why = match tokio::time::timeout(Duration::from_secs(10), agentweave_temporal::connect(&address))
-        .await
+    let why = match tokio::time::timeout(
+        Duration::from_secs(10),
+        agentweave_temporal::connect(&address),
+    )
+    .await
     {
         Ok(Ok(client)) => return Some(client),
         Ok(Err(e)) => e.to_string(),

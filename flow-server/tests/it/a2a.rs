@@ -6,12 +6,12 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{spawn, TOKEN};
 use agentweave_runtime::kit::PlanTool;
 use agentweave_runtime::{
     ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, ScriptStep, ScriptedModel, TurnRouting,
 };
 use agentweave_server::{AppState, Auth};
+use common::{spawn, TOKEN};
 use serde_json::{json, Value};
 
 /// An agent that writes its plan of two steps, then rewrites it with both done, then answers.

@@ -6,12 +6,12 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{spawn, TOKEN};
 use agentweave_runtime::model::ChatRequest;
 use agentweave_runtime::{
     ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, Role, ScriptStep, ScriptedModel, TurnRouting,
 };
 use agentweave_server::{AppState, Auth, FrontendTool};
+use common::{spawn, TOKEN};
 use serde_json::{json, Value};
 
 /// `shop`'s model: calls the front-end tool `confirm_address` when the request offers it (it
@@ -75,7 +75,8 @@ fn state_with(shop: ScriptedModel) -> AppState {
     .build()
     .unwrap();
     let relay =
-        agentweave_runtime::set_sub_agents(FlowAgent::new(front), [FlowAgent::new(shipper())]).unwrap();
+        agentweave_runtime::set_sub_agents(FlowAgent::new(front), [FlowAgent::new(shipper())])
+            .unwrap();
     // `visits`: greets `name` (a value the client's state gives) and counts the visits.
     let visits = FnAgent::new("counter", |cx, _| async move {
         let name: String = cx

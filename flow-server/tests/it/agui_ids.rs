@@ -4,11 +4,11 @@
 
 use crate::common;
 
-use common::{post, spawn, TOKEN};
 use agentweave_runtime::model::ChatRequest;
 use agentweave_runtime::{set_sub_agents, ChatModelAgent, FlowAgent, InMemoryStore, Role};
 use agentweave_runtime::{ScriptStep, ScriptedModel, TurnRouting};
 use agentweave_server::{AppState, Auth, FrontendTool};
+use common::{post, spawn, TOKEN};
 use serde_json::{json, Value};
 
 /// `relay`: `front` hands over to `shipper`, which asks the front end to confirm the address.

@@ -4,9 +4,9 @@
 
 use crate::common;
 
-use common::{done, read_sse, spawn};
 use agentweave_runtime::InMemoryStore;
 use agentweave_server::{AppState, Approvals, Auth, Principal, Scope};
+use common::{done, read_sse, spawn};
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-requester-token-0123456789";

@@ -16,13 +16,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::spawn;
 use agentweave_runtime::store::InMemoryRunQueue;
 use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, ScriptStep, ScriptedModel, Tool,
     ToolApprovals,
 };
 use agentweave_server::{AppState, Approvals, Auth, Principal, QueueOptions, Scope};
+use common::spawn;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 

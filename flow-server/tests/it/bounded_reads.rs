@@ -5,8 +5,8 @@
 
 use crate::common;
 
-use common::{get, post, spawn};
 use agentweave_server::AppState;
+use common::{get, post, spawn};
 use serde_json::{json, Value};
 
 fn state(store: &agentweave_runtime::InMemoryStore) -> AppState {

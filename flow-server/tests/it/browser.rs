@@ -14,13 +14,13 @@ use crate::common;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use common::*;
-use fantoccini::{ClientBuilder, Locator};
 use agentweave_runtime::testing::skip_missing_component;
 use agentweave_runtime::{
     ChatModelAgent, FlowAgent, InMemoryStore, ModelError, RetryPolicy, ScriptStep, ScriptedModel,
 };
 use agentweave_server::{AppState, Auth, Principal, Scope};
+use common::*;
+use fantoccini::{ClientBuilder, Locator};
 use futures::FutureExt;
 use serde_json::json;
 
@@ -725,19 +725,20 @@ fn gated_state_with(
         ledger: std::sync::Mutex::new(Vec::new()),
     });
     let tool_gate = std::sync::Arc::clone(&gate);
-    let lookup = agentweave_runtime::tool_fn("lookup", "Looks a question up.", move |args: Lookup| {
-        let gate = std::sync::Arc::clone(&tool_gate);
-        async move {
-            gate.ledger
-                .lock()
-                .unwrap()
-                .push(format!("start {}", args.q));
-            let _ = gate.running.send(());
-            gate.open.acquire().await.unwrap().forget();
-            gate.ledger.lock().unwrap().push(format!("end {}", args.q));
-            Ok::<_, std::convert::Infallible>(format!("found {}", args.q))
-        }
-    });
+    let lookup =
+        agentweave_runtime::tool_fn("lookup", "Looks a question up.", move |args: Lookup| {
+            let gate = std::sync::Arc::clone(&tool_gate);
+            async move {
+                gate.ledger
+                    .lock()
+                    .unwrap()
+                    .push(format!("start {}", args.q));
+                let _ = gate.running.send(());
+                gate.open.acquire().await.unwrap().forget();
+                gate.ledger.lock().unwrap().push(format!("end {}", args.q));
+                Ok::<_, std::convert::Infallible>(format!("found {}", args.q))
+            }
+        });
     let agent = ChatModelAgent::builder("clerk", LookupModel)
         .tool(lookup)
         .build()

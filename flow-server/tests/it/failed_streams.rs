@@ -11,14 +11,14 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::{read_sse, spawn, TOKEN};
 use agentweave_runtime::model::ModelError;
 use agentweave_runtime::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
 use agentweave_runtime::{
     ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, RetryPolicy, ScriptStep, ScriptedModel,
 };
 use agentweave_server::{AppState, Auth};
+use async_trait::async_trait;
+use common::{read_sse, spawn, TOKEN};
 use serde_json::{json, Value};
 
 /// Internal text of the failures: never sent.

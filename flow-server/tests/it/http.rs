@@ -66,7 +66,10 @@ async fn weak_tokens_and_missing_auth_do_not_build() {
         .flow("desk", agentweave_server::demo::desk())
         .auth(Auth::bearer("short"))
         .build();
-    assert!(matches!(weak, Err(agentweave_server::BuildError::WeakToken)));
+    assert!(matches!(
+        weak,
+        Err(agentweave_server::BuildError::WeakToken)
+    ));
     let none = AppState::builder(InMemoryStore::new())
         .flow("desk", agentweave_server::demo::desk())
         .build();
@@ -599,10 +602,16 @@ impl CheckpointStore for BrokenStore {
     ) -> Result<u64, StoreError> {
         Err(broken(&claim.id))
     }
-    async fn history(&self, id: &str) -> Result<Vec<agentweave_runtime::CheckpointMeta>, StoreError> {
+    async fn history(
+        &self,
+        id: &str,
+    ) -> Result<Vec<agentweave_runtime::CheckpointMeta>, StoreError> {
         Err(broken(id))
     }
-    async fn pending(&self, _: usize) -> Result<Vec<agentweave_runtime::PendingCheckpoint>, StoreError> {
+    async fn pending(
+        &self,
+        _: usize,
+    ) -> Result<Vec<agentweave_runtime::PendingCheckpoint>, StoreError> {
         Err(broken("pending"))
     }
     async fn purge_finished(&self, _: std::time::Duration) -> Result<usize, StoreError> {
@@ -627,7 +636,8 @@ impl agentweave_runtime::store::JournalStore for BrokenStore {
         &self,
         run: &str,
         _: u64,
-    ) -> Result<Vec<agentweave_runtime::store::StoredStep>, agentweave_runtime::store::JournalError> {
+    ) -> Result<Vec<agentweave_runtime::store::StoredStep>, agentweave_runtime::store::JournalError>
+    {
         Err(broken(run).into())
     }
     async fn journal_len(&self, run: &str) -> Result<u64, agentweave_runtime::store::JournalError> {
@@ -640,13 +650,19 @@ impl agentweave_runtime::store::JournalStore for BrokenStore {
     ) -> Result<(), agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
-    async fn delete_journal(&self, run: &str) -> Result<bool, agentweave_runtime::store::JournalError> {
+    async fn delete_journal(
+        &self,
+        run: &str,
+    ) -> Result<bool, agentweave_runtime::store::JournalError> {
         Err(broken(run).into())
     }
     async fn idle_journals(
         &self,
         _: u64,
-    ) -> Result<Vec<agentweave_runtime::store::JournalSummary>, agentweave_runtime::store::JournalError> {
+    ) -> Result<
+        Vec<agentweave_runtime::store::JournalSummary>,
+        agentweave_runtime::store::JournalError,
+    > {
         Err(broken("journals").into())
     }
 }
@@ -919,7 +935,8 @@ async fn resume_checks_the_scope_before_whether_the_thread_exists() {
             ),
             (
                 "approver-token-012345678",
-                agentweave_server::Principal::new("abe").scopes([agentweave_server::Scope::Approve]),
+                agentweave_server::Principal::new("abe")
+                    .scopes([agentweave_server::Scope::Approve]),
             ),
         ]))
         .build()
@@ -1920,7 +1937,8 @@ async fn the_flow_description_is_shown_in_the_list_the_flow_and_the_agent_card()
     let state = AppState::builder(agentweave_runtime::InMemoryStore::new())
         .flow(
             "desk",
-            agentweave_server::demo::desk().with_flow_description("The shop's customer-service desk."),
+            agentweave_server::demo::desk()
+                .with_flow_description("The shop's customer-service desk."),
         )
         .flow("plain", agentweave_server::demo::desk())
         .auth(Auth::bearer(TOKEN))

@@ -9,11 +9,11 @@ use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::*;
 use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, Role, ScriptStep, ScriptedModel,
 };
 use agentweave_server::{AppState, Auth, Principal, Scope};
+use common::*;
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-chat-token-0123456789";

@@ -3,11 +3,11 @@
 
 use crate::common;
 
+use agentweave_runtime::InMemoryStore;
+use agentweave_server::{AppState, Auth, JwtAuth};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use common::spawn;
-use agentweave_runtime::InMemoryStore;
-use agentweave_server::{AppState, Auth, JwtAuth};
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 

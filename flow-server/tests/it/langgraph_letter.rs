@@ -10,9 +10,9 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{post, read_sse, spawn, Sse, TOKEN};
 use agentweave_runtime::{AgentEvent, FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
 use agentweave_server::{AppState, Auth};
+use common::{post, read_sse, spawn, Sse, TOKEN};
 use serde_json::{json, Value};
 
 const SECRET: &[u8] = b"langgraph-webhook-secret";

@@ -15,7 +15,6 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{spawn, TOKEN};
 use agentweave_runtime::async_trait;
 use agentweave_runtime::model::{ChatRequest, ModelError};
 use agentweave_runtime::{
@@ -23,6 +22,7 @@ use agentweave_runtime::{
     MessageStream, ToolCall,
 };
 use agentweave_server::{AppState, Auth};
+use common::{spawn, TOKEN};
 
 /// Calls its never-ending tool.
 struct Patient;

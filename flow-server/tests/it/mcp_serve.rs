@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::spawn;
 use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, FnAgent, InMemoryStore, Role, ScriptStep, ScriptedModel,
     Tool, ToolApprovals,
 };
 use agentweave_server::{AppState, Auth, Limits, Principal, Scope};
+use common::spawn;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, JsonObject,

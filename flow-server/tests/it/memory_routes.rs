@@ -5,10 +5,10 @@
 
 use crate::common;
 
-use common::{client, error_code, spawn};
 use agentweave_runtime::memory::{Memory, TransientMemoryStore};
 use agentweave_runtime::InMemoryStore;
 use agentweave_server::{AppState, Auth, Principal, Scope};
+use common::{client, error_code, spawn};
 use reqwest::Method;
 use serde_json::{json, Value};
 

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentweave_runtime::outbound::{Lookup, OutboundPolicy};
+use agentweave_server::{AppState, Auth};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use common::{error_code, post as post_json, spawn, TOKEN};
-use agentweave_runtime::outbound::{Lookup, OutboundPolicy};
-use agentweave_server::{AppState, Auth};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::{json, Value};

@@ -5,13 +5,13 @@
 
 use crate::common;
 
-use common::{done, get, post, spawn, turn, TOKEN};
 use agentweave_runtime::TurnRequest;
 use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, Message, ModelError,
     RetryPolicy, Runner, ScriptStep, ScriptedModel, ToolContext,
 };
 use agentweave_server::{AppState, Auth};
+use common::{done, get, post, spawn, turn, TOKEN};
 use futures::StreamExt;
 use serde_json::{json, Value};
 

@@ -11,11 +11,11 @@ use crate::common;
 
 use std::sync::Arc;
 
+use agentweave_runtime::store::{InMemoryRunQueue, RunQueue};
+use agentweave_server::{AppState, Auth, QueueOptions};
 use axum::http::HeaderMap;
 use common::*;
 use eventsource_stream::Eventsource;
-use agentweave_runtime::store::{InMemoryRunQueue, RunQueue};
-use agentweave_server::{AppState, Auth, QueueOptions};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -681,7 +681,8 @@ async fn two_servers_on_one_sqlite_file_keep_a_tenants_cap_exactly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_on_one_postgres_database_keep_a_tenants_cap_exactly() {
     use agentweave_runtime::store::PostgresRunQueue;
-    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("server_queue_cap").await else {
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("server_queue_cap").await
+    else {
         return;
     };
     let (a, b) = (

@@ -8,9 +8,9 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::spawn;
 use agentweave_runtime::{FlowAgent, FnAgent};
 use agentweave_server::{AppState, Auth, Limits, Principal, Scope};
+use common::spawn;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 

@@ -7,12 +7,12 @@ use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::{done, post, read_sse, spawn, turn, TOKEN};
 use agentweave_runtime::middleware::{HookContext, HookError};
 use agentweave_runtime::{
     async_trait, AgentInput, InMemoryStore, Message, Middleware, RunLimits, Runner,
 };
 use agentweave_server::{AppState, Auth};
+use common::{done, post, read_sse, spawn, turn, TOKEN};
 use serde_json::json;
 
 /// Counts the agent runs it sees.

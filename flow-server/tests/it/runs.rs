@@ -10,14 +10,14 @@ use crate::common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{error_code, spawn, TOKEN};
-use eventsource_stream::Eventsource;
 use agentweave_runtime::async_trait;
 use agentweave_runtime::model::{ChatRequest, ModelError};
 use agentweave_runtime::{
     tool_fn, ChatModel, ChatModelAgent, FlowAgent, InMemoryStore, Message, Role, ToolCall,
 };
 use agentweave_server::{AppState, Auth};
+use common::{error_code, spawn, TOKEN};
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};

@@ -18,11 +18,11 @@ use crate::common;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::*;
 use agentweave_runtime::host::ManualHost;
 use agentweave_runtime::store::{InMemoryRunQueue, QueuedRun, RunQueue};
 use agentweave_runtime::{FlowAgent, FnAgent, InMemoryStore, Message, MessageStream};
 use agentweave_server::{AppState, Auth, Principal, QueueOptions, ScheduleClock, Scope};
+use common::*;
 use serde_json::{json, Value};
 
 const HOUR_MS: u64 = 3_600_000;
@@ -496,7 +496,9 @@ async fn three_servers_on_one_sqlite_file_fire_each_period_exactly_once() {
     let open = || {
         let path = path.clone();
         async move {
-            let store = agentweave_runtime::store::SqliteStore::open(&path).await.unwrap();
+            let store = agentweave_runtime::store::SqliteStore::open(&path)
+                .await
+                .unwrap();
             let queue = agentweave_runtime::store::SqliteRunQueue::open(&path)
                 .await
                 .unwrap();
@@ -700,7 +702,8 @@ async fn three_server_processes_on_one_sqlite_file_fire_each_period_exactly_once
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_server_processes_on_one_postgres_database_fire_each_period_exactly_once() {
-    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("schedule_processes").await
+    let Some(url) =
+        agentweave_runtime::testing::fresh_postgres_database("schedule_processes").await
     else {
         return;
     };

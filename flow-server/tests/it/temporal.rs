@@ -495,7 +495,9 @@ async fn signalled(client: &temporalio_client::Client, queue: &str, signal: &str
                 ids.push(workflow.id().to_owned());
             }
             for id in ids {
-                let history = agentweave_temporal::Thread::of(client, &id).history_json().await;
+                let history = agentweave_temporal::Thread::of(client, &id)
+                    .history_json()
+                    .await;
                 let history = String::from_utf8_lossy(history.as_deref().unwrap_or_default());
                 if history.contains(&format!("\"{signal}\"")) {
                     return;
@@ -546,7 +548,8 @@ async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() 
     let flow = &flow[..24.min(flow.len())];
     let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    agentweave_temporal::worker_flows().insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
+    agentweave_temporal::worker_flows()
+        .insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
     start_worker(&client, &queue);
     let base = serve(
         &[(flow, slow_clerk(started, Arc::clone(&gate)))],

@@ -5,9 +5,9 @@
 
 use crate::common;
 
-use common::{client, error_code, spawn};
 use agentweave_runtime::InMemoryStore;
 use agentweave_server::{AppState, Auth, Principal, Scope};
+use common::{client, error_code, spawn};
 use serde_json::{json, Value};
 
 const ANA: &str = "ana-token-0123456789abcdef";

@@ -4,9 +4,9 @@
 
 use crate::common;
 
-use common::{done, error_code, read_sse, spawn};
 use agentweave_runtime::InMemoryStore;
 use agentweave_server::{AppState, Auth, Principal, Scope};
+use common::{done, error_code, read_sse, spawn};
 use serde_json::{json, Value};
 
 const CARA: &str = "cara-does-all-token-0123456789";

@@ -7,12 +7,12 @@ use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::{done, get, post, read_sse, spawn, turn, TOKEN};
 use agentweave_runtime::{
     tool_fn, ChatModelAgent, FlowAgent, InMemoryStore, ScriptStep, ScriptedModel, Tool,
     ToolApprovals,
 };
 use agentweave_server::{AppState, Auth};
+use common::{done, get, post, read_sse, spawn, turn, TOKEN};
 use serde_json::{json, Value};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

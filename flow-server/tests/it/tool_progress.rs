@@ -5,13 +5,13 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{post, spawn, TOKEN};
-use eventsource_stream::Eventsource;
 use agentweave_runtime::{
     tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, ScriptStep, ScriptedModel,
     ToolContext,
 };
 use agentweave_server::{AppState, Auth};
+use common::{post, spawn, TOKEN};
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;

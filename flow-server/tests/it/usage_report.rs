@@ -13,7 +13,9 @@ use agentweave_runtime::budget::ModelPrice;
 use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
 use agentweave_runtime::spending::BudgetPeriod;
 use agentweave_runtime::store::InMemoryRunQueue;
-use agentweave_runtime::{ChatModelAgent, FlowAgent, InMemoryStore, SpendingBudgets, SpendingLimits};
+use agentweave_runtime::{
+    ChatModelAgent, FlowAgent, InMemoryStore, SpendingBudgets, SpendingLimits,
+};
 use agentweave_server::{AppState, Auth, Principal, Scope};
 use serde_json::{json, Value};
 

@@ -6,12 +6,12 @@ use crate::common;
 
 use std::sync::Arc;
 
+use agentweave_server::{AppState, Auth};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
 use common::{error_code, post as post_json, spawn, TOKEN};
-use agentweave_server::{AppState, Auth};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Mutex};
 

@@ -63,7 +63,10 @@ async fn in_process(flow: agentweave_runtime::FlowAgent, text: &str) -> Vec<serd
         .host(Arc::new(ManualHost::new()))
         .build();
     let events: Vec<AgentEvent> = runner
-        .turn(agentweave_runtime::TurnRequest::new("t", Message::user(text)))
+        .turn(agentweave_runtime::TurnRequest::new(
+            "t",
+            Message::user(text),
+        ))
         .await
         .unwrap()
         .collect()

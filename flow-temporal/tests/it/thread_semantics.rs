@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
-use agentweave_runtime::{tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError};
+use agentweave_runtime::{
+    tool_fn, CancelMode, ChatModelAgent, DoubleText, FlowAgent, Role, ToolError,
+};
 use agentweave_temporal::{
     replay_history, worker_flows, BlobStore, CancelTurn, FileBlobStore, LocalSteps, Reference,
     SqliteBlobStore, TemporalError, Thread, ThreadStart, ThreadWorkflow, TurnEnd, TurnRequest,

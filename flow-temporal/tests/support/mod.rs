@@ -31,7 +31,12 @@ pub fn address() -> String {
 /// A client of the dev server, or `None` (after saying why the test is skipped).
 pub async fn server() -> Option<Client> {
     let address = address();
-    match tokio::time::timeout(Duration::from_secs(10), agentweave_temporal::connect(&address)).await {
+    match tokio::time::timeout(
+        Duration::from_secs(10),
+        agentweave_temporal::connect(&address),
+    )
+    .await
+    {
         Ok(Ok(client)) => Some(client),
         Ok(Err(e)) => {
             skip_missing_component(

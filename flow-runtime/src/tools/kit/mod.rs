@@ -26,13 +26,13 @@ mod script;
 mod skill;
 mod skills;
 
+/// A skill folder's files as the macros embed them ([`Skills::from_embedded`]).
+pub use agentweave_skill::EmbeddedSkill;
 pub use deep::{DeepAgent, DeepAgentError};
 pub use file_tools::{FileTools, MAX_READ_LINES, MAX_SEARCH_HITS};
 pub use files::{
     normalize, FileBackend, FileError, JailedDir, ThreadFiles, MAX_FILE_BYTES, THREAD_FILES_KEY,
 };
-/// A skill folder's files as the macros embed them ([`Skills::from_embedded`]).
-pub use agentweave_skill::EmbeddedSkill;
 pub use plan::{
     Plan, PlanStep, PlanTool, StepStatus, MAX_PLAN_STEPS, PLAN_KEY, WRITE_PLAN_TOOL_NAME,
 };

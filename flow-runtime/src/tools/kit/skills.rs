@@ -245,8 +245,10 @@ impl Skills {
     /// [`SkillError::Invalid`] naming the skill, the unknown tools and the agent's tools.
     pub fn check_tools(&self, available: &[&str]) -> Result<(), SkillError> {
         for skill in self.skills.iter() {
-            let unknown =
-                agentweave_skill::unknown_tools(skill.allowed_tools.as_deref().unwrap_or(&[]), available);
+            let unknown = agentweave_skill::unknown_tools(
+                skill.allowed_tools.as_deref().unwrap_or(&[]),
+                available,
+            );
             if !unknown.is_empty() {
                 return Err(SkillError::Invalid {
                     path: skill.root.join("SKILL.md"),
