@@ -221,9 +221,9 @@ mod tests {
 
     #[test]
     fn no_hint_when_the_facade_keeps_its_name() {
-        assert_eq!(renamed("[dependencies]\nagentflow = \"0.1\"\n"), None);
+        assert_eq!(renamed("[dependencies]\nagentweave = \"0.1\"\n"), None);
         assert_eq!(
-            renamed("[dependencies]\nagentflow = { path = \"..\" }\naf = { package = \"agentweave\", path = \"..\" }\n"),
+            renamed("[dependencies]\nagentweave = { path = \"..\" }\naf = { package = \"agentweave\", path = \"..\" }\n"),
             None
         );
         assert_eq!(renamed("[dependencies]\nserde = \"1\"\n"), None);

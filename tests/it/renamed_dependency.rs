@@ -27,7 +27,7 @@ fn facade_rlib(deps: &Path) -> PathBuf {
 }
 
 #[test]
-fn agent_without_crate_in_a_crate_that_renamed_agentflow_says_what_to_write() {
+fn agent_without_crate_in_a_crate_that_renamed_the_facade_says_what_to_write() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::current_exe().expect("the test binary's path");
     let deps = exe.parent().expect("target/debug/deps");
@@ -36,7 +36,7 @@ fn agent_without_crate_in_a_crate_that_renamed_agentflow_says_what_to_write() {
     let manifest = format!(
         "[package]\nname = \"renamed-dependency-fixture\"\nversion = \"0.0.0\"\n\
          edition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\n\
-         af = {{ package = \"agentflow\", path = {:?}, default-features = false }}\n",
+         af = {{ package = \"agentweave\", path = {:?}, default-features = false }}\n",
         root.display().to_string()
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
