@@ -704,7 +704,8 @@ If a `dyn` node's agent has another name than the node, or an agent's `OnSubAgen
             desk_flow::Desk,
             desk_flow::DeskNodes::billing,
         >::into_agent(self.billing);
-        if ::agentweave::__private::Agent::name(&*__agentflow_slot_billing.0) != "billing"
+        if ::agentweave::__private::Agent::name(&*__agentflow_slot_billing.0)
+            != "billing"
         {
             return ::core::result::Result::Err(::agentweave::__private::FlowError::NodeNameMismatch {
                 flow: ::core::convert::From::from("Desk"),
