@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use agentweave_runtime::model::{ChatRequest, ScriptStep, ScriptedModel};
 use agentweave_runtime::{
-    set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, InMemoryStore, NeedsApproval,
-    Role, ToolContext, ToolError, TurnRouting,
+    set_sub_agents, tool_fn_with_context, ChatModelAgent, FlowAgent, FnTool, InMemoryStore,
+    NeedsApproval, Role, ToolContext, ToolError, TurnRouting,
 };
 use agentweave_server::temporal::TemporalExecutor;
 use agentweave_server::{AppState, Auth};
@@ -68,10 +68,10 @@ impl Ledger {
     }
 }
 
-/// `desk` transfers to `billing`, which pays 30 and says so in several words.
-fn desk(ledger: &Ledger) -> FlowAgent {
+/// The tool `pay`: writes its amount into `ledger` under its call's idempotency key.
+fn pay_tool(ledger: &Ledger) -> FnTool {
     let ledger = ledger.clone();
-    let pay = tool_fn_with_context(
+    tool_fn_with_context(
         "pay",
         "Pays an amount.",
         move |cx: ToolContext, args: PayArgs| {
@@ -81,7 +81,12 @@ fn desk(ledger: &Ledger) -> FlowAgent {
                 Ok::<_, ToolError>(format!("paid {}", args.amount))
             }
         },
-    );
+    )
+}
+
+/// `desk` transfers to `billing`, which pays 30 and says so in several words.
+fn desk(ledger: &Ledger) -> FlowAgent {
+    let pay = pay_tool(ledger);
     let billing = ChatModelAgent::builder(
         "billing",
         stateless(vec![
@@ -389,18 +394,7 @@ async fn a_streamed_run_whose_client_goes_away_is_cancelled_on_the_workflow_too(
 
 /// `desk` transfers to `billing`, whose `pay` needs a human's approval.
 fn approving_desk(ledger: &Ledger) -> FlowAgent {
-    let ledger = ledger.clone();
-    let pay = tool_fn_with_context(
-        "pay",
-        "Pays an amount.",
-        move |cx: ToolContext, args: PayArgs| {
-            let ledger = ledger.clone();
-            async move {
-                ledger.append(&cx.idempotency_key(), args.amount);
-                Ok::<_, ToolError>(format!("paid {}", args.amount))
-            }
-        },
-    );
+    let pay = pay_tool(ledger);
     let billing = ChatModelAgent::builder(
         "billing",
         stateless(vec![
