@@ -645,33 +645,15 @@ pub fn rfc3339_now() -> String {
     rfc3339(since.as_millis() as u64)
 }
 
-/// `ms` milliseconds after the Unix epoch as RFC 3339 text in UTC.
+/// `ms` milliseconds after the Unix epoch as RFC 3339 text in UTC, with milliseconds
+/// (`1970-01-01T00:00:00.000Z`). A time past chrono's range (year 262,143) is written as its
+/// last representable instant.
 pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_date(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (the "days from civil" inverse,
-/// counted in 400-year eras of 146,097 days).
-fn civil_date(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let at = i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]

@@ -62,20 +62,21 @@ impl BudgetPeriod {
     }
 }
 
-/// The UTC calendar date of `ms` milliseconds since the Unix epoch (the days-from-civil
-/// inverse: proleptic Gregorian calendar).
+/// The UTC calendar date (year, month, day) of `ms` milliseconds since the Unix epoch, in the
+/// proleptic Gregorian calendar. A time past chrono's range (year 262,143) is read as its last
+/// representable day.
+///
+/// ```
+/// assert_eq!(agentweave_core::spending::civil_date(0), (1970, 1, 1));
+/// assert_eq!(agentweave_core::spending::civil_date(951_782_400_000), (2000, 2, 29));
+/// ```
 pub fn civil_date(ms: u64) -> (i64, u32, u32) {
-    let days = (ms / 86_400_000) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    use chrono::Datelike;
+    let at = i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+    (i64::from(at.year()), at.month(), at.day())
 }
 
 /// One model call asking a [`SpendingGate`] for room.
