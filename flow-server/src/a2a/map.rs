@@ -280,7 +280,7 @@ pub(crate) fn answer_artifact(answer: &Message, agent: &str) -> Artifact {
 /// `[>] in progress`, `[ ] pending`), for clients that show only text.
 pub(crate) fn plan_artifact(plan: &Value) -> Artifact {
     let mut parts = vec![Part::data(plan.clone())];
-    if let Ok(p) = serde_json::from_value::<agentweave_runtime::kit::Plan>(plan.clone()) {
+    if let Ok(p) = <agentweave_runtime::kit::Plan as serde::Deserialize>::deserialize(plan) {
         parts.push(Part::text(p.render()));
     }
     Artifact {
