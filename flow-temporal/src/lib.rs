@@ -117,4 +117,4 @@ pub use effects::{
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
 pub use live::{LivePost, LiveSink, ModelMark, Progress, LAST_TURN};
-pub use turn::CarriedTurn;
+pub use turn::{CarriedTurn, StoppedTurn};

@@ -13,6 +13,10 @@
 //! - **Stopping one turn.** The signal [`ThreadWorkflow::cancel_turn`] stops one turn (by its
 //!   key or number) as its [`CancelTurn::mode`] says, and the thread goes on: a server cancels
 //!   the turn of a client that went away this way. A turn not yet running never runs.
+//! - **Resuming a stopped turn.** A turn a cancel stopped at a safe point (`interrupt` double
+//!   texting, [`ThreadWorkflow::cancel_turn`] in a safe-point mode) keeps what it finished and
+//!   its place: a turn asked with [`TurnRequest::resume`] goes on from there, its paid calls not
+//!   run again, its events added to that turn; a new message instead leaves it as it stopped.
 //! - **Continue-as-new.** Between turns, once the history holds
 //!   [`ThreadStart::continue_as_new_after`] events (or the server suggests it), the workflow
 //!   continues as new with the thread's conversation ([`CarriedTurn`]s) in its input, so a long
@@ -41,11 +45,15 @@ use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, Outcome};
 use crate::live::{LiveSink, LiveTurn, ModelMark, Progress, LAST_TURN};
 use crate::policy::{self, Retry};
-use crate::turn::{drive, start_turn, CarriedTurn, Started, ThreadLog};
+use crate::turn::{drive, resume_turn, start_turn, CarriedTurn, Started, StoppedTurn, ThreadLog};
 
 fn lock(live: &Mutex<LiveTurn>) -> std::sync::MutexGuard<'_, LiveTurn> {
     live.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// How the turn update's validator begins its refusal of a resume with nothing to resume (the
+/// client tells it from a busy thread's by it).
+pub(crate) const NOTHING_TO_RESUME: &str = "no turn of the thread is stopped at a safe point";
 
 /// The grant answering a question (an approval) needs.
 pub const APPROVE_GRANT: &str = "approve";
@@ -153,6 +161,9 @@ pub struct Carried {
     pub turns: Vec<CarriedTurn>,
     /// The number the next turn gets.
     pub next_turn: u64,
+    /// The last turn, when a cancel stopped it at a safe point (a resume goes on from there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedTurn>,
 }
 
 /// The stop of `interrupt` double texting and of a workflow cancel by default: the next safe
@@ -191,6 +202,10 @@ pub struct TurnRequest {
     /// [`ThreadWorkflow`]).
     #[serde(default = "enqueue")]
     pub if_busy: DoubleText,
+    /// Continue the thread's last turn, stopped at a safe point by a cancel, from where it
+    /// stopped, instead of saying `text` (see [`TurnRequest::resume`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
 }
 
 impl TurnRequest {
@@ -202,6 +217,28 @@ impl TurnRequest {
             if_busy: DoubleText::Enqueue,
             live: None,
             key: None,
+            resume: false,
+        }
+    }
+
+    /// `by` continues the thread's last turn, which a cancel stopped at a safe point
+    /// (`after_model`, `after_tools`: [`TurnEnd::Cancelled`] with a `{"cancelled": MODE}`
+    /// interrupt), from where it stopped, as the in-process runner's resume of such a turn: the
+    /// calls it finished are not made again, and the continuation's events join that turn in
+    /// the thread. Refused by the update's validator when the thread is idle with no such turn
+    /// ([`TemporalError::NothingToResume`](super::TemporalError::NothingToResume)); behind a
+    /// running turn, its result is an error event when that turn did not stop so.
+    ///
+    /// ```
+    /// use agentweave_temporal::TurnRequest;
+    ///
+    /// let again = TurnRequest::resume("ana");
+    /// assert!(again.resume && again.text.is_empty());
+    /// ```
+    pub fn resume(by: impl Into<String>) -> Self {
+        TurnRequest {
+            resume: true,
+            ..TurnRequest::new(by, "")
         }
     }
 
@@ -339,13 +376,32 @@ pub struct ThreadWorkflow {
     cancelled: std::collections::HashSet<u64>,
     /// Keys cancelled before their turn was asked (the turn, when it comes, never runs).
     cancelled_keys: std::collections::HashSet<String>,
+    /// The last turn, when a cancel stopped it at a safe point: what a resume goes on from.
+    stopped: Option<StoppedTurn>,
+    /// What the workflow was started with (its input, kept by [`new`](Self::new)).
+    start: Option<ThreadStart>,
 }
 
 #[workflow_methods]
 impl ThreadWorkflow {
+    /// The workflow's state from its input: a turn stopped at a safe point, carried from the
+    /// thread's previous run, is there before any handler runs (a resume sent as this run
+    /// begins is validated against it).
+    #[init]
+    pub fn new(_ctx: &WorkflowContextView, start: ThreadStart) -> Self {
+        ThreadWorkflow {
+            stopped: start.carried.as_ref().and_then(|c| c.stopped.clone()),
+            start: Some(start),
+            ..ThreadWorkflow::default()
+        }
+    }
+
     /// Runs the thread's turns as they arrive, until it is closed; gives the number of turns.
     #[run]
-    pub async fn run(ctx: &mut WorkflowContext<Self>, start: ThreadStart) -> WorkflowResult<u64> {
+    pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<u64> {
+        let start = ctx
+            .state(|s| s.start.clone())
+            .unwrap_or_else(|| ThreadStart::new("", ""));
         let flow = worker_flows().get(&start.flow).map_err(|e| {
             ApplicationFailure::builder(e)
                 .type_name("AgentflowLookup".to_owned())
@@ -384,6 +440,7 @@ impl ThreadWorkflow {
                         carried: Some(Carried {
                             turns: log.carried(),
                             next_turn,
+                            stopped: ctx.state(|s| s.stopped.clone()),
                         }),
                         ..start.clone()
                     };
@@ -425,32 +482,69 @@ impl ThreadWorkflow {
                 continue;
             }
             ran_any = true;
+            // A resume goes on from the turn a cancel stopped at a safe point; a new message
+            // leaves that turn as it stopped (what it finished stays in the thread).
+            let resumed = match (request.resume, ctx.state_mut(|s| s.stopped.take())) {
+                (true, Some(stopped)) => Some(stopped),
+                (true, None) => {
+                    let json = nothing_to_resume(flow.name(), number);
+                    *lock(&live) = LiveTurn {
+                        turn: Some(turn),
+                        events: vec![json.clone()],
+                        ended: true,
+                        ..LiveTurn::default()
+                    };
+                    ctx.state_mut(|s| {
+                        s.requester = None;
+                        s.running = None;
+                        s.results.insert(
+                            turn,
+                            TurnResult {
+                                turn: number,
+                                events: vec![json],
+                                ended: TurnEnd::Done,
+                            },
+                        );
+                    });
+                    continue;
+                }
+                (false, _) => None,
+            };
             let effects = Effects::new(
                 ctx.workflow_time().unwrap_or(SystemTime::UNIX_EPOCH),
                 seed ^ number,
             );
-            let input = Message::user(request.text.as_str());
+            let input = match &resumed {
+                Some(stopped) => stopped.input.clone(),
+                None => Message::user(request.text.as_str()),
+            };
             *lock(&live) = LiveTurn {
                 turn: Some(turn),
                 ..LiveTurn::default()
             };
             let shown = Arc::clone(&live);
-            let events = EventStream::new(
-                start_turn(
+            let (run, run_cx) = match &resumed {
+                Some(stopped) => resume_turn(
+                    (&flow, &start.flow),
+                    &effects,
+                    &log,
+                    stopped,
+                    signal.clone(),
+                ),
+                None => start_turn(
                     &flow,
                     &start.flow,
                     &effects,
                     &log,
                     input.clone(),
                     signal.clone(),
-                )
-                .inspect(move |e| {
-                    if let Some(json) = e.to_json().ok().and_then(|j| serde_json::to_value(j).ok())
-                    {
-                        lock(&shown).events.push(json);
-                    }
-                }),
-            );
+                ),
+            };
+            let events = EventStream::new(run.inspect(move |e| {
+                if let Some(json) = e.to_json().ok().and_then(|j| serde_json::to_value(j).ok()) {
+                    lock(&shown).events.push(json);
+                }
+            }));
             // The turn's activities are cancelled with this token, not the workflow's: a
             // workflow cancel lets the call under way finish and stops at a safe point.
             let token = WorkflowCancellationToken::new();
@@ -517,9 +611,20 @@ impl ThreadWorkflow {
             } else {
                 TurnEnd::Done
             };
-            if !rolled_back {
-                log.record(input, &events);
-            }
+            let stopped_turn = match (&resumed, rolled_back) {
+                // Dropped where it was: nothing of it is kept, and a resumed turn stays
+                // stopped where it was before.
+                (_, true) => resumed,
+                (Some(before), false) => {
+                    log.extend(before.turn, &events);
+                    StoppedTurn::of(before.turn, &input, &run_cx, &events).await
+                }
+                (None, false) => {
+                    let at = log.record(input.clone(), &events);
+                    StoppedTurn::of(at, &input, &run_cx, &events).await
+                }
+            };
+            ctx.state_mut(|s| s.stopped = stopped_turn);
             let json = events
                 .iter()
                 .filter_map(|e| e.to_json().ok())
@@ -551,14 +656,28 @@ impl ThreadWorkflow {
         }
     }
 
-    /// Refuses a turn asked with `reject` while another turn runs or waits, before it enters
-    /// history.
+    /// Refuses, before it enters history, a turn asked with `reject` while another turn runs
+    /// or waits, and a resume ([`TurnRequest::resume`]) while the thread is idle with no turn
+    /// stopped at a safe point.
     #[update_validator(turn)]
     fn validate_turn(
         &self,
         _ctx: &WorkflowContextView,
         request: &TurnRequest,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if request.resume
+            && self.stopped.is_none()
+            && self.running.is_none()
+            && self.queued.is_empty()
+        {
+            return Err(format!(
+                "{NOTHING_TO_RESUME}: '{}' asked to resume the thread's last turn, but it \
+                 ended, failed or was rolled back, or a new message followed it; ask a new turn \
+                 instead",
+                request.by
+            )
+            .into());
+        }
         if request.if_busy == DoubleText::Reject
             && (self.running.is_some() || !self.queued.is_empty())
         {
@@ -736,6 +855,25 @@ impl ThreadWorkflow {
     pub fn close(&mut self, _ctx: &mut SyncWorkflowContext<Self>) {
         self.closing = true;
     }
+}
+
+/// The event a resume gets when the thread has no turn stopped at a safe point: an error of the
+/// flow's root `agent`, in its JSON form.
+fn nothing_to_resume(agent: &str, turn: u64) -> serde_json::Value {
+    let event = agentweave_core::AgentEvent::error(agentweave_core::AgentError::Failed {
+        agent: Arc::from(agent),
+        message: Arc::from(format!(
+            "turn {turn} asked to resume the thread's last turn, but no turn of the thread is \
+             stopped at a safe point (the last one ended, failed, was rolled back, or a new \
+             message followed it): ask a new turn instead"
+        )),
+    })
+    .stamped(&Arc::from(agent), &agentweave_core::RunPath::root(agent));
+    event
+        .to_json()
+        .ok()
+        .and_then(|j| serde_json::to_value(j).ok())
+        .unwrap_or_default()
 }
 
 fn retry_policy(retry: Retry) -> RetryPolicy {

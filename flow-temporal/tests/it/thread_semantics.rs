@@ -376,6 +376,106 @@ async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_stopped_at_a_safe_point_resumes_where_it_stopped_and_replays() {
+    let Some(client) = server().await else { return };
+    stop_then_resume(&client, |s| s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_turn_is_carried_across_continue_as_new_and_resumes() {
+    let Some(client) = server().await else { return };
+    // The workflow continues as new after the stopped turn, before the resume arrives.
+    stop_then_resume(&client, |s| ThreadStart {
+        continue_as_new_after: Some(1),
+        ..s
+    })
+    .await;
+}
+
+/// A turn of the desk stopped by `cancel_turn` after its paid call, then resumed; the thread
+/// as `start` makes it.
+async fn stop_then_resume(
+    client: &temporalio_client::Client,
+    start: impl FnOnce(ThreadStart) -> ThreadStart,
+) {
+    let (thread, ledger, running) = busy_thread(client, start).await;
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(
+            0,
+            CancelMode::AFTER_TOOLS.recursive(),
+        )),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(stopped_for_a_cancel(&first), "{:?}", first.events);
+    assert!(!said(&first).iter().any(|s| s == "billing paid 30"));
+
+    // As the in-process runner resumes a turn cancelled at a safe point: the agent that
+    // stopped goes on from there (its model is asked with the paid call's result), and the
+    // call it finished is not made again.
+    let resumed = bounded("the resume", thread.ask(TurnRequest::resume("ana")))
+        .await
+        .unwrap();
+    assert_eq!(resumed.ended, TurnEnd::Done, "{:?}", resumed.events);
+    assert_eq!(
+        said(&resumed),
+        ["billing paid 30"],
+        "the continuation starts where the turn stopped: {:?}",
+        resumed.events
+    );
+    assert_eq!(resumed.events[0]["agent_name"], "billing");
+    assert_eq!(ledger.starts().len(), 1, "{:?}", ledger.calls());
+    assert_eq!(ledger.payments().len(), 1, "{:?}", ledger.calls());
+
+    // Nothing is stopped any more: a resume of the idle thread is refused before it enters
+    // the history.
+    let refused = bounded("a second resume", thread.ask(TurnRequest::resume("ana")))
+        .await
+        .expect_err("nothing left to resume");
+    assert!(
+        matches!(refused, TemporalError::NothingToResume { .. }),
+        "{refused}"
+    );
+    // The continuation joined the stopped turn: the thread holds one turn, which the next
+    // one hears as a whole.
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+    let history = bounded("the history", thread.history_json()).await.unwrap();
+    bounded("the replay", replay_history(&history))
+        .await
+        .unwrap_or_else(|e| panic!("the history replays: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_message_after_a_stopped_turn_leaves_it_and_a_resume_then_has_nothing_to_resume() {
+    let Some(client) = server().await else { return };
+    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(
+            0,
+            CancelMode::AFTER_TOOLS.recursive(),
+        )),
+    )
+    .await
+    .unwrap();
+    assert_eq!(running.await.unwrap().ended, TurnEnd::Cancelled);
+    let next = turn(&thread, "thanks").await;
+    assert_eq!(next.ended, TurnEnd::Done, "{:?}", said(&next));
+    let refused = bounded("the resume", thread.ask(TurnRequest::resume("ana")))
+        .await
+        .expect_err("the new message dropped the stopped turn's place");
+    assert!(
+        refused.to_string().contains("nothing to resume"),
+        "{refused}"
+    );
+    assert_eq!(ledger.payments().len(), 2, "{:?}", ledger.calls());
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps_it_from_running() {
     let Some(client) = server().await else { return };
     let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
