@@ -96,6 +96,7 @@ pub mod blobs;
 pub mod effects;
 pub mod flows;
 pub mod live;
+pub mod parts;
 pub mod policy;
 pub mod turn;
 

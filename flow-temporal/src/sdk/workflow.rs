@@ -42,8 +42,9 @@ use temporalio_workflow::{WaitConditionOptions, WorkflowCancellationToken};
 
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
-use crate::effects::{Effect, Effects, Outcome};
+use crate::effects::{Effect, Effects, ModelCall, Outcome};
 use crate::live::{LiveSink, LiveTurn, ModelMark, Progress, LAST_TURN};
+use crate::parts::{LoadPart, StorePart};
 use crate::policy::{self, Retry};
 use crate::turn::{drive, resume_turn, start_turn, CarriedTurn, Started, StoppedTurn, ThreadLog};
 
@@ -57,6 +58,9 @@ pub(crate) const NOTHING_TO_RESUME: &str = "no turn of the thread is stopped at 
 
 /// The grant answering a question (an approval) needs.
 pub const APPROVE_GRANT: &str = "approve";
+
+/// How long storing one part of a long conversation may take, per attempt.
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long one model call may take, per attempt.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -157,7 +161,12 @@ impl LocalSteps {
 /// The thread as one run of its workflow hands it to the next (continue-as-new).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Carried {
-    /// The thread's turns so far (its conversation).
+    /// The keys of the thread's first turns, stored by parts in the workers' blob store when
+    /// its conversation was too long to carry whole (see [`crate::parts`]); read back, in
+    /// order, before [`turns`](Self::turns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_turns: Vec<String>,
+    /// The thread's turns so far (its conversation), after the stored ones.
     pub turns: Vec<CarriedTurn>,
     /// The number the next turn gets.
     pub next_turn: u64,
@@ -380,6 +389,8 @@ pub struct ThreadWorkflow {
     stopped: Option<StoppedTurn>,
     /// What the workflow was started with (its input, kept by [`new`](Self::new)).
     start: Option<ThreadStart>,
+    /// The keys of the conversation parts this run has stored (see [`crate::parts`]).
+    stored_parts: std::collections::HashSet<String>,
 }
 
 #[workflow_methods]
@@ -409,10 +420,14 @@ impl ThreadWorkflow {
                 .build()
         })?;
         let (log, first) = match &start.carried {
-            Some(carried) => (
-                ThreadLog::with_turns(start.thread.as_str(), carried.turns.clone()),
-                carried.next_turn,
-            ),
+            Some(carried) => {
+                let mut turns = load_turns(ctx, &start.flow, &carried.earlier_turns).await?;
+                turns.extend(carried.turns.iter().cloned());
+                (
+                    ThreadLog::with_turns(start.thread.as_str(), turns),
+                    carried.next_turn,
+                )
+            }
             None => (ThreadLog::new(start.thread.as_str()), 0),
         };
         let seed: u64 = ctx.random();
@@ -436,9 +451,17 @@ impl ThreadWorkflow {
                 let idle = ctx.state(|s| s.queued.is_empty() && !s.closing);
                 if idle {
                     let next_turn = first + ctx.state(|s| s.next_turn);
+                    let (earlier_turns, turns) = store_turns(ctx, &start.flow, log.carried())
+                        .await
+                        .map_err(|e| {
+                            ApplicationFailure::builder(e)
+                                .type_name("AgentflowBlob".to_owned())
+                                .build()
+                        })?;
                     let next = ThreadStart {
                         carried: Some(Carried {
-                            turns: log.carried(),
+                            earlier_turns,
+                            turns,
                             next_turn,
                             stopped: ctx.state(|s| s.stopped.clone()),
                         }),
@@ -940,7 +963,12 @@ fn start_effect<'a>(
                 token,
             );
             let live = c.state(|s| Arc::clone(&s.live));
+            let token = token.clone();
             Box::pin(async move {
+                let call = match by_parts(&c, (turn, id), call, &token).await {
+                    Ok(call) => call,
+                    Err(why) => return Outcome::Model(Err(why)),
+                };
                 let result = c
                     .execute_local_activity(AgentflowActivities::model, call, options)
                     .await;
@@ -973,7 +1001,12 @@ fn start_effect<'a>(
                 .activity_id(policy::activity_id(turn, id, &call.agent, "model"))
                 .cancellation_token(token.clone())
                 .build();
+            let token = token.clone();
             Box::pin(async move {
+                let call = match by_parts(&c, (turn, id), call, &token).await {
+                    Ok(call) => call,
+                    Err(why) => return Outcome::Model(Err(why)),
+                };
                 let result = c
                     .execute_activity(AgentflowActivities::model, call, options)
                     .await;
@@ -1022,6 +1055,132 @@ fn start_effect<'a>(
         }
     }
 }
+
+/// `call` with its conversation sent by parts when it is too long to send whole and the
+/// workers have a blob store (see [`crate::parts`]): each part this run has not stored yet is
+/// stored by a local activity first (its text never enters the history).
+async fn by_parts(
+    c: &WorkflowContext<ThreadWorkflow>,
+    (turn, id): (u64, u64),
+    mut call: ModelCall,
+    token: &WorkflowCancellationToken,
+) -> Result<ModelCall, String> {
+    if worker_flows().large_payloads().is_none() {
+        return Ok(call);
+    }
+    let Some((parts, rest)) = crate::parts::split(&call.messages, crate::parts::PART_BYTES) else {
+        return Ok(call);
+    };
+    let mut keys = Vec::with_capacity(parts.len());
+    for (n, json) in parts.into_iter().enumerate() {
+        let part = StorePart {
+            flow: call.flow.clone(),
+            json,
+        };
+        let key = part.key();
+        if !c.state(|s| s.stored_parts.contains(&key)) {
+            let options = local_options(
+                format!(
+                    "{}.part{n}",
+                    policy::activity_id(turn, id, &call.agent, "model")
+                ),
+                format!("{} → conversation part {n}", call.agent),
+                STORE_TIMEOUT,
+                policy::tool_retry(true),
+                token,
+            );
+            let stored = c
+                .execute_local_activity(AgentflowActivities::store_part, part, options)
+                .await
+                .map_err(|e| failure_text(&e))?;
+            c.state_mut(|s| s.stored_parts.insert(stored));
+        }
+        keys.push(key);
+    }
+    call.earlier = keys;
+    call.messages = rest;
+    Ok(call)
+}
+
+/// A thread's `turns` as continue-as-new carries them: the first ones stored by parts (their
+/// keys) when the conversation is too long to carry whole and the workers have a blob store,
+/// the rest as they are (see [`crate::parts`]).
+async fn store_turns(
+    c: &WorkflowContext<ThreadWorkflow>,
+    flow: &str,
+    turns: Vec<CarriedTurn>,
+) -> Result<(Vec<String>, Vec<CarriedTurn>), String> {
+    if worker_flows().large_payloads().is_none() {
+        return Ok((Vec::new(), turns));
+    }
+    let Some((parts, rest)) = crate::parts::split(&turns, crate::parts::PART_BYTES) else {
+        return Ok((Vec::new(), turns));
+    };
+    let mut keys = Vec::with_capacity(parts.len());
+    for (n, json) in parts.into_iter().enumerate() {
+        let part = StorePart {
+            flow: flow.to_owned(),
+            json,
+        };
+        keys.push(part.key());
+        let options = local_options(
+            format!("carry.part{n}"),
+            format!("thread → conversation part {n}"),
+            STORE_TIMEOUT,
+            policy::tool_retry(true),
+            &WorkflowCancellationToken::new(),
+        );
+        c.execute_local_activity(AgentflowActivities::store_part, part, options)
+            .await
+            .map_err(|e| failure_text(&e))?;
+    }
+    Ok((keys, rest))
+}
+
+/// The turns stored under `keys` by the thread's previous run ([`store_turns`]), read back
+/// in order (each part by a local activity).
+async fn load_turns(
+    c: &WorkflowContext<ThreadWorkflow>,
+    flow: &str,
+    keys: &[String],
+) -> WorkflowResult<Vec<CarriedTurn>> {
+    let mut turns = Vec::new();
+    for (n, key) in keys.iter().enumerate() {
+        let part = LoadPart {
+            flow: flow.to_owned(),
+            key: key.clone(),
+        };
+        let options = local_options(
+            format!("carried.part{n}"),
+            format!("thread ← conversation part {n}"),
+            STORE_TIMEOUT,
+            policy::tool_retry(true),
+            &WorkflowCancellationToken::new(),
+        );
+        let json = c
+            .execute_local_activity(AgentflowActivities::load_part, part, options)
+            .await
+            .map_err(|e| blob_failure(failure_text(&e)))?;
+        let part: Vec<CarriedTurn> = serde_json::from_str(&json).map_err(|e| {
+            blob_failure(format!(
+                "the thread's carried turns under '{key}' do not decode: {e}"
+            ))
+        })?;
+        turns.extend(part);
+    }
+    Ok(turns)
+}
+
+fn blob_failure(message: String) -> ApplicationFailure {
+    ApplicationFailure::builder(Text(message))
+        .type_name("AgentflowBlob".to_owned())
+        .non_retryable(true)
+        .build()
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Text(String);
 
 fn local_options(
     activity_id: String,

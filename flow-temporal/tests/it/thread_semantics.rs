@@ -545,12 +545,102 @@ fn reader(size: usize) -> FlowAgent {
     )
 }
 
-/// The one test that sets the workers' blob store (it is the process's): a 3 MB tool result and
+/// The tests that set the workers' blob store (it is the process's) take turns.
+static BLOB_STORE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A writer whose model answers `next page` with a page of `page` bytes (under the
+/// large-payload threshold: each stays in history) and `how much` with how many bytes of
+/// pages it was shown.
+fn writer(page: usize) -> FlowAgent {
+    let model = ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
+        let pages: Vec<&str> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant && m.content.starts_with("page "))
+            .map(|m| m.content.as_str())
+            .collect();
+        match request.last_user_message().map(|m| m.content.as_str()) {
+            Some("how much") => {
+                let bytes: usize = pages.iter().map(|p| p.len()).sum();
+                ScriptStep::text(format!("shown {} pages, {bytes} bytes", pages.len()))
+            }
+            _ => ScriptStep::text(format!("page {}:{}", pages.len(), "p".repeat(page))),
+        }
+    });
+    FlowAgent::new(ChatModelAgent::builder("writer", model).build().unwrap())
+}
+
+/// Many medium messages (each under the large-payload threshold) pass Temporal's 2 MB payload
+/// limit in sum: each model call's conversation goes by parts in the blob store, the thread's
+/// conversation is carried by parts through continue-as-new, the model still reads all of it,
+/// and the history replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_of_many_medium_messages_past_2_mb_goes_by_parts_and_replays() {
+    let Some(client) = server().await else { return };
+    let _store = BLOB_STORE.lock().await;
+    const PAGE: usize = 200 * 1024;
+    const PAGES: usize = 14;
+    let dir = std::env::temp_dir().join(unique("agentweave-temporal-parts"));
+    worker_flows().store_large_payloads(Arc::new(FileBlobStore::new(&dir).unwrap()), 256 * 1024);
+    let (name, queue) = serve_flow(&client, "writer", writer(PAGE));
+    // Continue-as-new every few turns: the carried conversation passes 2 MB too.
+    let thread = start_thread(&client, &queue, &name, |s| ThreadStart {
+        continue_as_new_after: Some(60),
+        ..s
+    })
+    .await;
+    let mut bytes = 0;
+    for n in 0..PAGES {
+        let page = turn(&thread, "next page").await;
+        let text = said(&page).pop().unwrap_or_default();
+        assert!(
+            text.starts_with(&format!("page {n}:")),
+            "{}",
+            &text[..40.min(text.len())]
+        );
+        bytes += text.len();
+    }
+    assert!(bytes > 2 * 1024 * 1024, "{bytes} bytes of pages");
+    let told = turn(&thread, "how much").await;
+    assert_eq!(
+        said(&told).last().map(String::as_str),
+        Some(format!("shown {PAGES} pages, {bytes} bytes").as_str()),
+        "the model read the whole conversation"
+    );
+    assert_eq!(
+        bounded("close", thread.close()).await.unwrap(),
+        PAGES as u64 + 1
+    );
+    let history = bounded("the history", thread.history_json()).await.unwrap();
+    // The last run began by reading the carried conversation back: one local activity (a
+    // marker) a part, the 2.8 MB never one payload.
+    let events = client
+        .get_workflow_handle::<ThreadWorkflow>(thread.id())
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap();
+    let markers = events
+        .iter()
+        .filter(|e| e.event_type == EventType::MarkerRecorded as i32)
+        .count();
+    assert!(
+        markers * agentweave_temporal::parts::PART_BYTES >= bytes,
+        "the carried conversation read back by parts: {markers} markers"
+    );
+    bounded("the replay", replay_history(&history))
+        .await
+        .unwrap_or_else(|e| panic!("the history replays: {e}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A test that sets the workers' blob store (it is the process's): a 3 MB tool result and
 /// a 3 MB model reply, through a directory and through SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_result_or_a_model_reply_over_the_payload_limit_is_stored_by_reference_and_replays()
 {
     let Some(client) = server().await else { return };
+    let _store = BLOB_STORE.lock().await;
     let dir = std::env::temp_dir().join(unique("agentweave-temporal-blobs"));
     large_result(&client, Arc::new(FileBlobStore::new(&dir).unwrap())).await;
     let sqlite = SqliteBlobStore::open(dir.join("blobs.db")).await.unwrap();
