@@ -38,8 +38,13 @@ pub struct ModelCall {
     pub agent: String,
     /// The model's name, as the agent's model reports it (for the activity's summary).
     pub model: String,
-    /// The conversation, oldest first.
+    /// The conversation, oldest first (after the [`earlier`](Self::earlier) parts').
     pub messages: Vec<Message>,
+    /// The keys of the conversation's first parts in the workers' blob store, in order, when
+    /// it was too long to send whole (see [`crate::parts`]); the activity reads them back
+    /// before [`messages`](Self::messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<String>,
     /// The tools the model may call.
     pub tools: Vec<ToolDefinition>,
     /// Sampling parameters.
@@ -54,7 +59,8 @@ pub struct ModelCall {
 }
 
 impl ModelCall {
-    /// The request the activity gives the agent's model.
+    /// The request the activity gives the agent's model (its [`earlier`](Self::earlier)
+    /// parts left out: the activity reads them from the store first).
     pub fn request(&self) -> ChatRequest {
         let mut request = ChatRequest::new(self.messages.iter().cloned().map(Arc::new));
         request.tools = self.tools.clone().into();
@@ -316,6 +322,7 @@ impl Middleware for EffectsMiddleware {
             agent: cx.agent_name().to_owned(),
             model: cx.model_name().unwrap_or_default().to_owned(),
             messages: request.messages.iter().map(|m| Message::clone(m)).collect(),
+            earlier: Vec::new(),
             tools: request.tools.to_vec(),
             params: request.params.clone(),
             run_path: Some(cx.run_context().run_path().clone()),

@@ -52,6 +52,17 @@ pub enum LookupError {
         /// The agent.
         agent: String,
     },
+    /// A call's conversation came by parts (see [`parts`](crate::parts)) to a worker with no
+    /// blob store.
+    #[error(
+        "flow '{flow}': the call's conversation was sent by parts in the blob store, but this \
+         worker has none: call Flows::store_large_payloads with the same store on every worker \
+         of the task queue"
+    )]
+    NoStore {
+        /// The flow.
+        flow: String,
+    },
     /// A stored payload could not be stored or read.
     #[error("flow '{flow}': {source}")]
     Blob {
@@ -176,10 +187,25 @@ async fn stored_reply(
     Ok(Ok(message))
 }
 
-/// The call's request with every stored payload's reference replaced by its text (see
+/// The call's request with its conversation's stored parts read back (see
+/// [`parts`](crate::parts)) and every stored payload's reference replaced by its text (see
 /// [`blobs`](crate::blobs)).
 async fn loaded_request(flows: &Flows, call: &ModelCall) -> Result<ChatRequest, LookupError> {
     let mut request = call.request();
+    if !call.earlier.is_empty() {
+        let payloads = flows.large_payloads().ok_or_else(|| LookupError::NoStore {
+            flow: call.flow.clone(),
+        })?;
+        let earlier = crate::parts::load(payloads.store.as_ref(), &call.earlier)
+            .await
+            .map_err(|e| LookupError::Blob {
+                flow: call.flow.clone(),
+                source: Arc::new(e),
+            })?;
+        let mut messages: Vec<_> = earlier.into_iter().map(Arc::new).collect();
+        messages.append(&mut request.messages);
+        request.messages = messages;
+    }
     if let Some(payloads) = flows.large_payloads() {
         for message in request.messages.iter_mut() {
             let loaded = payloads
@@ -229,6 +255,43 @@ where
     }
     let reply = Ok(agentweave_core::Message::concat(pieces.iter()));
     stored_reply(flows, call, reply).await
+}
+
+/// What the store activity does: writes a part of a long conversation to the workers' blob
+/// store (see [`parts`](crate::parts)); gives its key.
+pub async fn store_part(
+    flows: &Flows,
+    part: &crate::parts::StorePart,
+) -> Result<String, LookupError> {
+    let payloads = flows.large_payloads().ok_or_else(|| LookupError::NoStore {
+        flow: part.flow.clone(),
+    })?;
+    crate::parts::store(payloads.store.as_ref(), part)
+        .await
+        .map_err(|e| LookupError::Blob {
+            flow: part.flow.clone(),
+            source: Arc::new(e),
+        })
+}
+
+/// What the load activity does: reads a stored part back, as its JSON (a thread's earlier
+/// turns carried by continue-as-new; see [`parts`](crate::parts)).
+pub async fn load_part(
+    flows: &Flows,
+    part: &crate::parts::LoadPart,
+) -> Result<String, LookupError> {
+    let payloads = flows.large_payloads().ok_or_else(|| LookupError::NoStore {
+        flow: part.flow.clone(),
+    })?;
+    let bytes = payloads
+        .store
+        .get(&part.key)
+        .await
+        .map_err(|e| LookupError::Blob {
+            flow: part.flow.clone(),
+            source: Arc::new(e),
+        })?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// What a tool activity does: runs the calling agent's tool with the call's arguments, under the

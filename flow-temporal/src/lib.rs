@@ -32,6 +32,12 @@
 //!   model call or its tool calls) and keeps what it finished, `rollback` drops it where it is
 //!   and keeps nothing of it. Each turn's result says how it ended (`TurnEnd::Done`,
 //!   `Cancelled`, `RolledBack`).
+//! - **Resuming a stopped turn.** A turn stopped at a safe point (`interrupt`, `cancel_turn`
+//!   in a safe-point mode) is kept with its place ([`StoppedTurn`], the in-process runner's
+//!   checkpoint of such a turn): `TurnRequest::resume` goes on from there, as the runner's
+//!   resume does (the calls it finished are not made again; its events join that turn), and a
+//!   new message instead leaves it as it stopped. agentweave-server's `/resume` of a run
+//!   stopped so on Temporal sends that resume.
 //! - **Cancelling.** `Thread::cancel` cancels the workflow: the running turn stops as
 //!   `ThreadStart::cancel_mode` says (by default at the engine's next safe point, the call under
 //!   way finishing; `immediate` drops it), the turn's caller gets what it did, and the workflow
@@ -64,12 +70,18 @@
 //!   `ThreadStart::continue_as_new_after` events (by
 //!   default when the server suggests it), the thread's workflow continues as new with the
 //!   conversation in its input: the history of a long thread stays bounded, its conversation
-//!   whole. The conversation itself is carried as one payload: a thread whose messages pass
-//!   2 MB in all needs its large results stored by reference.
+//!   whole.
+//! - **Long conversations by parts.** Many medium messages (each under the threshold) pass 2 MB
+//!   in sum. With a blob store, a model call whose conversation passes [`parts::PART_BYTES`]
+//!   (256 KB of JSON) gets it by parts: the workflow has each part it has not stored yet written
+//!   to the store by a local activity (`agentflow.store_part`; the part's text never enters the
+//!   history) and sends the parts' keys and the last messages; the model activity reads them
+//!   back. Continue-as-new carries a long conversation the same way, and the next run reads
+//!   its parts back by local activities (`agentflow.load_part`, a marker each in its history).
 //! - What stays in history: the user's messages (each turn's update), the model's replies (the
-//!   model activity's result) under the threshold, tool arguments, and the conversation each
-//!   model call is given (its large messages as references). A user message over 2 MB fails its
-//!   update, and so does a model call whose conversation, references and all, passes 2 MB.
+//!   model activity's result) under the threshold, tool arguments, and each model call's last
+//!   messages (up to a part). A user message over 2 MB fails its update, and so does a single
+//!   turn (or a stopped turn's record) whose messages pass 2 MB when continue-as-new carries it.
 //!
 //! # What happens when something fails
 //!
@@ -96,6 +108,7 @@ pub mod blobs;
 pub mod effects;
 pub mod flows;
 pub mod live;
+pub mod parts;
 pub mod policy;
 pub mod turn;
 
@@ -117,4 +130,4 @@ pub use effects::{
 };
 pub use flows::{call_model, call_tool, Flows, LookupError};
 pub use live::{LivePost, LiveSink, ModelMark, Progress, LAST_TURN};
-pub use turn::CarriedTurn;
+pub use turn::{CarriedTurn, StoppedTurn};

@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 pub const MODEL_ACTIVITY: &str = "agentflow.model";
 /// The activity type of every tool call.
 pub const TOOL_ACTIVITY: &str = "agentflow.tool";
+/// The activity type that stores a part of a long conversation (see [`crate::parts`]).
+pub const STORE_ACTIVITY: &str = "agentflow.store_part";
+/// The activity type that reads a stored part back (see [`crate::parts`]).
+pub const LOAD_ACTIVITY: &str = "agentflow.load_part";
 
 /// How an activity is retried.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,10 +16,13 @@
 //! client of a streamed turn went away, `on_disconnect: cancel`, an `immediate` cancel) as
 //! `immediate`, which keeps nothing of the turn in the workflow's thread, as the server records
 //! nothing of it (the workflow stops waiting for the calls under way and cancels their
-//! activities).
+//! activities). A turn stopped at a safe point is continued (`POST .../runs/{run}/resume`) as
+//! the workflow's resume of its stopped turn ([`TurnRequest::resume`]): it goes on from where
+//! it stopped, as in process.
 
 use std::sync::Arc;
 
+use agentweave_runtime::cancel::is_cancel_interrupt;
 use agentweave_runtime::{
     Action, Agent, AgentError, AgentEvent, AgentInput, EventStream, InterruptInfo, ResumeInfo,
     RunContext,
@@ -133,7 +136,7 @@ impl TemporalAgent {
     async fn send_turn(
         &self,
         workflow: &str,
-        text: &str,
+        request: &TurnRequest,
         key: &str,
         sink: &str,
     ) -> Result<(), String> {
@@ -160,8 +163,7 @@ impl TemporalAgent {
                 TurnRequest {
                     live: Some(sink.to_owned()),
                     key: Some(key.to_owned()),
-                    // The server's own double texting runs before a turn is sent.
-                    ..TurnRequest::new(SERVER_REQUESTER, text)
+                    ..request.clone()
                 },
                 WorkflowStartUpdateOptions::builder()
                     .update_id(key.to_owned())
@@ -177,14 +179,14 @@ impl TemporalAgent {
     async fn send_turn_patiently(
         self: Arc<Self>,
         workflow: String,
-        text: String,
+        request: TurnRequest,
         key: String,
         sink: String,
     ) -> Result<(), String> {
         let mut wait = std::time::Duration::from_millis(100);
         let started = std::time::Instant::now();
         loop {
-            match self.send_turn(&workflow, &text, &key, &sink).await {
+            match self.send_turn(&workflow, &request, &key, &sink).await {
                 Ok(()) => return Ok(()),
                 Err(e) if started.elapsed() >= SEND_PATIENCE => return Err(e),
                 Err(_) => {
@@ -497,6 +499,27 @@ impl Agent for TemporalAgent {
             .find(|m| m.role == agentweave_runtime::Role::User)
             .map(|m| m.content.clone())
             .unwrap_or_default();
+        // The server's own double texting runs before a turn is sent.
+        self.start(&cx, TurnRequest::new(SERVER_REQUESTER, text))
+    }
+
+    fn resume(self: Arc<Self>, cx: RunContext, input: AgentInput, info: ResumeInfo) -> EventStream {
+        if info.interrupts().any(is_cancel_interrupt) {
+            // A turn the workflow stopped at a safe point: it goes on there, as in process.
+            return self.start(&cx, TurnRequest::resume(SERVER_REQUESTER));
+        }
+        self.answer(cx, input, info)
+    }
+
+    fn runs_agents_of_its_own(&self) -> bool {
+        true
+    }
+}
+
+impl TemporalAgent {
+    /// Sends `request` to the thread's workflow (started if need be) as a turn of its own and
+    /// reads it.
+    fn start(self: Arc<Self>, cx: &RunContext, request: TurnRequest) -> EventStream {
         let workflow = cx
             .conversation_id()
             .unwrap_or(cx.idempotency_scope())
@@ -505,7 +528,7 @@ impl Agent for TemporalAgent {
         let sink = live::open();
         let sending = tokio::spawn(Arc::clone(&self).send_turn_patiently(
             workflow.clone(),
-            text,
+            request,
             update_id.clone(),
             self.sink_url(&sink),
         ));
@@ -516,10 +539,12 @@ impl Agent for TemporalAgent {
             since: 0,
             answered: None,
         };
-        EventStream::new(self.follow(&cx, at, sink, Some(sending)))
+        EventStream::new(self.follow(cx, at, sink, Some(sending)))
     }
 
-    fn resume(
+    /// Answers the question the workflow waits on with the resume's data, and reads the rest
+    /// of the turn.
+    fn answer(
         self: Arc<Self>,
         cx: RunContext,
         _input: AgentInput,
@@ -569,10 +594,6 @@ impl Agent for TemporalAgent {
                 yield event;
             }
         })
-    }
-
-    fn runs_agents_of_its_own(&self) -> bool {
-        true
     }
 }
 

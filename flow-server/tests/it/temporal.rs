@@ -533,6 +533,85 @@ fn slow_clerk(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_after_tools_on_the_workflow_resumes_where_it_stopped() {
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("slowr");
+    let flow = &flow[..24.min(flow.len())];
+    let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    agentweave_temporal::worker_flows()
+        .insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
+    start_worker(&client, &queue);
+    let base = serve(
+        &[(flow, slow_clerk(started, Arc::clone(&gate)))],
+        Some((&client, &queue)),
+    )
+    .await;
+    let created: Value = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs"),
+        json!({ "message": "go" }),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let run = created["run_id"].as_str().unwrap().to_owned();
+    heard.recv().await.expect("the tool started on the worker");
+    let cancel = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/cancel"),
+        json!({ "mode": "after_tools" }),
+    )
+    .await;
+    assert_eq!(cancel.status(), 202);
+    signalled(&client, &queue, "cancel_turn").await;
+    gate.add_permits(1);
+    let outcome: Value = crate::common::get(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/wait"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "cancelled", "{outcome}");
+    assert_eq!(outcome["at_safe_point"], true, "{outcome}");
+
+    // As in process: the run goes on from its safe point, the tool it finished not run again.
+    let resumed = post(
+        &base,
+        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/resume"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(resumed.status(), 202);
+    let resumed: Value = resumed.json().await.unwrap();
+    let next = resumed["run_id"].as_str().unwrap().to_owned();
+    let outcome: Value = tokio::time::timeout(
+        Duration::from_secs(60),
+        crate::common::get(
+            &base,
+            &format!("/v1/flows/{flow}/threads/t1/runs/{next}/wait"),
+        ),
+    )
+    .await
+    .expect("the resumed run ends")
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(outcome["status"], "success", "{outcome}");
+    assert_eq!(outcome["output"], "after the tool", "{outcome}");
+    assert!(
+        heard.try_recv().is_err(),
+        "the tool the stopped turn finished did not run again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() {
     let Some(client) = dev_server().await else {
         return;

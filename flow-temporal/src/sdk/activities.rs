@@ -9,8 +9,11 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
-use crate::flows::{call_model, call_tool, stream_model, Flows, LookupError};
+use crate::flows::{
+    call_model, call_tool, load_part, store_part, stream_model, Flows, LookupError,
+};
 use crate::live::{LivePost, LiveSink};
+use crate::parts::{LoadPart, StorePart};
 use crate::policy::ModelFailure;
 use agentweave_core::RunPath;
 
@@ -131,6 +134,28 @@ impl AgentflowActivities {
                     .into())
             }
         }
+    }
+
+    /// A part of a long conversation written to the workers' blob store (a local activity:
+    /// see [`crate::parts`]); gives its key.
+    #[activity(name = crate::policy::STORE_ACTIVITY)]
+    pub async fn store_part(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        part: StorePart,
+    ) -> Result<String, ActivityError> {
+        store_part(&self.flows, &part).await.map_err(lookup_failure)
+    }
+
+    /// A stored part read back, as its JSON (a thread's earlier turns, carried by
+    /// continue-as-new: a local activity; see [`crate::parts`]).
+    #[activity(name = crate::policy::LOAD_ACTIVITY)]
+    pub async fn load_part(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        part: LoadPart,
+    ) -> Result<String, ActivityError> {
+        load_part(&self.flows, &part).await.map_err(lookup_failure)
     }
 
     /// A tool call: the calling agent's tool runs, under the call's idempotency key.

@@ -45,6 +45,16 @@ pub enum TemporalError {
         /// The validator's reason.
         reason: String,
     },
+    /// A resume ([`TurnRequest::resume`]) found no turn of the thread stopped at a safe point
+    /// to go on from, the thread being idle (refused by the update's validator: it never
+    /// entered the history).
+    #[error("thread '{thread}': nothing to resume: {reason}")]
+    NothingToResume {
+        /// The thread.
+        thread: String,
+        /// The validator's reason.
+        reason: String,
+    },
     /// Another request about the thread failed.
     #[error("thread '{thread}': {action} failed: {reason}")]
     Thread {
@@ -155,7 +165,8 @@ impl Thread {
 
     /// Runs the turn `request` (its [`if_busy`](TurnRequest::if_busy) says what happens to a
     /// turn running or waiting); [`TemporalError::Busy`] when it said `reject` and the thread
-    /// was busy.
+    /// was busy, [`TemporalError::NothingToResume`] when it was a resume
+    /// ([`TurnRequest::resume`]) and the idle thread had no turn stopped at a safe point.
     pub async fn ask(&self, request: TurnRequest) -> Result<TurnResult, TemporalError> {
         self.handle()
             .execute_update(
@@ -165,6 +176,14 @@ impl Thread {
             )
             .await
             .map_err(|e| match e {
+                WorkflowUpdateError::Failed(failure)
+                    if failure.message.contains(super::workflow::NOTHING_TO_RESUME) =>
+                {
+                    TemporalError::NothingToResume {
+                        thread: self.id.clone(),
+                        reason: failure.message,
+                    }
+                }
                 WorkflowUpdateError::Failed(failure) => TemporalError::Busy {
                     thread: self.id.clone(),
                     reason: failure.message,

@@ -13,6 +13,10 @@
 //! - **Stopping one turn.** The signal [`ThreadWorkflow::cancel_turn`] stops one turn (by its
 //!   key or number) as its [`CancelTurn::mode`] says, and the thread goes on: a server cancels
 //!   the turn of a client that went away this way. A turn not yet running never runs.
+//! - **Resuming a stopped turn.** A turn a cancel stopped at a safe point (`interrupt` double
+//!   texting, [`ThreadWorkflow::cancel_turn`] in a safe-point mode) keeps what it finished and
+//!   its place: a turn asked with [`TurnRequest::resume`] goes on from there, its paid calls not
+//!   run again, its events added to that turn; a new message instead leaves it as it stopped.
 //! - **Continue-as-new.** Between turns, once the history holds
 //!   [`ThreadStart::continue_as_new_after`] events (or the server suggests it), the workflow
 //!   continues as new with the thread's conversation ([`CarriedTurn`]s) in its input, so a long
@@ -38,17 +42,25 @@ use temporalio_workflow::{WaitConditionOptions, WorkflowCancellationToken};
 
 use super::activities::AgentflowActivities;
 use super::worker::worker_flows;
-use crate::effects::{Effect, Effects, Outcome};
+use crate::effects::{Effect, Effects, ModelCall, Outcome};
 use crate::live::{LiveSink, LiveTurn, ModelMark, Progress, LAST_TURN};
+use crate::parts::{LoadPart, StorePart};
 use crate::policy::{self, Retry};
-use crate::turn::{drive, start_turn, CarriedTurn, Started, ThreadLog};
+use crate::turn::{drive, resume_turn, start_turn, CarriedTurn, Started, StoppedTurn, ThreadLog};
 
 fn lock(live: &Mutex<LiveTurn>) -> std::sync::MutexGuard<'_, LiveTurn> {
     live.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How the turn update's validator begins its refusal of a resume with nothing to resume (the
+/// client tells it from a busy thread's by it).
+pub(crate) const NOTHING_TO_RESUME: &str = "no turn of the thread is stopped at a safe point";
+
 /// The grant answering a question (an approval) needs.
 pub const APPROVE_GRANT: &str = "approve";
+
+/// How long storing one part of a long conversation may take, per attempt.
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long one model call may take, per attempt.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -149,10 +161,18 @@ impl LocalSteps {
 /// The thread as one run of its workflow hands it to the next (continue-as-new).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Carried {
-    /// The thread's turns so far (its conversation).
+    /// The keys of the thread's first turns, stored by parts in the workers' blob store when
+    /// its conversation was too long to carry whole (see [`crate::parts`]); read back, in
+    /// order, before [`turns`](Self::turns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_turns: Vec<String>,
+    /// The thread's turns so far (its conversation), after the stored ones.
     pub turns: Vec<CarriedTurn>,
     /// The number the next turn gets.
     pub next_turn: u64,
+    /// The last turn, when a cancel stopped it at a safe point (a resume goes on from there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedTurn>,
 }
 
 /// The stop of `interrupt` double texting and of a workflow cancel by default: the next safe
@@ -191,6 +211,10 @@ pub struct TurnRequest {
     /// [`ThreadWorkflow`]).
     #[serde(default = "enqueue")]
     pub if_busy: DoubleText,
+    /// Continue the thread's last turn, stopped at a safe point by a cancel, from where it
+    /// stopped, instead of saying `text` (see [`TurnRequest::resume`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
 }
 
 impl TurnRequest {
@@ -202,6 +226,28 @@ impl TurnRequest {
             if_busy: DoubleText::Enqueue,
             live: None,
             key: None,
+            resume: false,
+        }
+    }
+
+    /// `by` continues the thread's last turn, which a cancel stopped at a safe point
+    /// (`after_model`, `after_tools`: [`TurnEnd::Cancelled`] with a `{"cancelled": MODE}`
+    /// interrupt), from where it stopped, as the in-process runner's resume of such a turn: the
+    /// calls it finished are not made again, and the continuation's events join that turn in
+    /// the thread. Refused by the update's validator when the thread is idle with no such turn
+    /// ([`TemporalError::NothingToResume`](super::TemporalError::NothingToResume)); behind a
+    /// running turn, its result is an error event when that turn did not stop so.
+    ///
+    /// ```
+    /// use agentweave_temporal::TurnRequest;
+    ///
+    /// let again = TurnRequest::resume("ana");
+    /// assert!(again.resume && again.text.is_empty());
+    /// ```
+    pub fn resume(by: impl Into<String>) -> Self {
+        TurnRequest {
+            resume: true,
+            ..TurnRequest::new(by, "")
         }
     }
 
@@ -339,13 +385,34 @@ pub struct ThreadWorkflow {
     cancelled: std::collections::HashSet<u64>,
     /// Keys cancelled before their turn was asked (the turn, when it comes, never runs).
     cancelled_keys: std::collections::HashSet<String>,
+    /// The last turn, when a cancel stopped it at a safe point: what a resume goes on from.
+    stopped: Option<StoppedTurn>,
+    /// What the workflow was started with (its input, kept by [`new`](Self::new)).
+    start: Option<ThreadStart>,
+    /// The keys of the conversation parts this run has stored (see [`crate::parts`]).
+    stored_parts: std::collections::HashSet<String>,
 }
 
 #[workflow_methods]
 impl ThreadWorkflow {
+    /// The workflow's state from its input: a turn stopped at a safe point, carried from the
+    /// thread's previous run, is there before any handler runs (a resume sent as this run
+    /// begins is validated against it).
+    #[init]
+    pub fn new(_ctx: &WorkflowContextView, start: ThreadStart) -> Self {
+        ThreadWorkflow {
+            stopped: start.carried.as_ref().and_then(|c| c.stopped.clone()),
+            start: Some(start),
+            ..ThreadWorkflow::default()
+        }
+    }
+
     /// Runs the thread's turns as they arrive, until it is closed; gives the number of turns.
     #[run]
-    pub async fn run(ctx: &mut WorkflowContext<Self>, start: ThreadStart) -> WorkflowResult<u64> {
+    pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<u64> {
+        let start = ctx
+            .state(|s| s.start.clone())
+            .unwrap_or_else(|| ThreadStart::new("", ""));
         let flow = worker_flows().get(&start.flow).map_err(|e| {
             ApplicationFailure::builder(e)
                 .type_name("AgentflowLookup".to_owned())
@@ -353,10 +420,14 @@ impl ThreadWorkflow {
                 .build()
         })?;
         let (log, first) = match &start.carried {
-            Some(carried) => (
-                ThreadLog::with_turns(start.thread.as_str(), carried.turns.clone()),
-                carried.next_turn,
-            ),
+            Some(carried) => {
+                let mut turns = load_turns(ctx, &start.flow, &carried.earlier_turns).await?;
+                turns.extend(carried.turns.iter().cloned());
+                (
+                    ThreadLog::with_turns(start.thread.as_str(), turns),
+                    carried.next_turn,
+                )
+            }
             None => (ThreadLog::new(start.thread.as_str()), 0),
         };
         let seed: u64 = ctx.random();
@@ -380,10 +451,19 @@ impl ThreadWorkflow {
                 let idle = ctx.state(|s| s.queued.is_empty() && !s.closing);
                 if idle {
                     let next_turn = first + ctx.state(|s| s.next_turn);
+                    let (earlier_turns, turns) = store_turns(ctx, &start.flow, log.carried())
+                        .await
+                        .map_err(|e| {
+                            ApplicationFailure::builder(e)
+                                .type_name("AgentflowBlob".to_owned())
+                                .build()
+                        })?;
                     let next = ThreadStart {
                         carried: Some(Carried {
-                            turns: log.carried(),
+                            earlier_turns,
+                            turns,
                             next_turn,
+                            stopped: ctx.state(|s| s.stopped.clone()),
                         }),
                         ..start.clone()
                     };
@@ -425,32 +505,69 @@ impl ThreadWorkflow {
                 continue;
             }
             ran_any = true;
+            // A resume goes on from the turn a cancel stopped at a safe point; a new message
+            // leaves that turn as it stopped (what it finished stays in the thread).
+            let resumed = match (request.resume, ctx.state_mut(|s| s.stopped.take())) {
+                (true, Some(stopped)) => Some(stopped),
+                (true, None) => {
+                    let json = nothing_to_resume(flow.name(), number);
+                    *lock(&live) = LiveTurn {
+                        turn: Some(turn),
+                        events: vec![json.clone()],
+                        ended: true,
+                        ..LiveTurn::default()
+                    };
+                    ctx.state_mut(|s| {
+                        s.requester = None;
+                        s.running = None;
+                        s.results.insert(
+                            turn,
+                            TurnResult {
+                                turn: number,
+                                events: vec![json],
+                                ended: TurnEnd::Done,
+                            },
+                        );
+                    });
+                    continue;
+                }
+                (false, _) => None,
+            };
             let effects = Effects::new(
                 ctx.workflow_time().unwrap_or(SystemTime::UNIX_EPOCH),
                 seed ^ number,
             );
-            let input = Message::user(request.text.as_str());
+            let input = match &resumed {
+                Some(stopped) => stopped.input.clone(),
+                None => Message::user(request.text.as_str()),
+            };
             *lock(&live) = LiveTurn {
                 turn: Some(turn),
                 ..LiveTurn::default()
             };
             let shown = Arc::clone(&live);
-            let events = EventStream::new(
-                start_turn(
+            let (run, run_cx) = match &resumed {
+                Some(stopped) => resume_turn(
+                    (&flow, &start.flow),
+                    &effects,
+                    &log,
+                    stopped,
+                    signal.clone(),
+                ),
+                None => start_turn(
                     &flow,
                     &start.flow,
                     &effects,
                     &log,
                     input.clone(),
                     signal.clone(),
-                )
-                .inspect(move |e| {
-                    if let Some(json) = e.to_json().ok().and_then(|j| serde_json::to_value(j).ok())
-                    {
-                        lock(&shown).events.push(json);
-                    }
-                }),
-            );
+                ),
+            };
+            let events = EventStream::new(run.inspect(move |e| {
+                if let Some(json) = e.to_json().ok().and_then(|j| serde_json::to_value(j).ok()) {
+                    lock(&shown).events.push(json);
+                }
+            }));
             // The turn's activities are cancelled with this token, not the workflow's: a
             // workflow cancel lets the call under way finish and stops at a safe point.
             let token = WorkflowCancellationToken::new();
@@ -517,9 +634,20 @@ impl ThreadWorkflow {
             } else {
                 TurnEnd::Done
             };
-            if !rolled_back {
-                log.record(input, &events);
-            }
+            let stopped_turn = match (&resumed, rolled_back) {
+                // Dropped where it was: nothing of it is kept, and a resumed turn stays
+                // stopped where it was before.
+                (_, true) => resumed,
+                (Some(before), false) => {
+                    log.extend(before.turn, &events);
+                    StoppedTurn::of(before.turn, &input, &run_cx, &events).await
+                }
+                (None, false) => {
+                    let at = log.record(input.clone(), &events);
+                    StoppedTurn::of(at, &input, &run_cx, &events).await
+                }
+            };
+            ctx.state_mut(|s| s.stopped = stopped_turn);
             let json = events
                 .iter()
                 .filter_map(|e| e.to_json().ok())
@@ -551,14 +679,28 @@ impl ThreadWorkflow {
         }
     }
 
-    /// Refuses a turn asked with `reject` while another turn runs or waits, before it enters
-    /// history.
+    /// Refuses, before it enters history, a turn asked with `reject` while another turn runs
+    /// or waits, and a resume ([`TurnRequest::resume`]) while the thread is idle with no turn
+    /// stopped at a safe point.
     #[update_validator(turn)]
     fn validate_turn(
         &self,
         _ctx: &WorkflowContextView,
         request: &TurnRequest,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if request.resume
+            && self.stopped.is_none()
+            && self.running.is_none()
+            && self.queued.is_empty()
+        {
+            return Err(format!(
+                "{NOTHING_TO_RESUME}: '{}' asked to resume the thread's last turn, but it \
+                 ended, failed or was rolled back, or a new message followed it; ask a new turn \
+                 instead",
+                request.by
+            )
+            .into());
+        }
         if request.if_busy == DoubleText::Reject
             && (self.running.is_some() || !self.queued.is_empty())
         {
@@ -738,6 +880,25 @@ impl ThreadWorkflow {
     }
 }
 
+/// The event a resume gets when the thread has no turn stopped at a safe point: an error of the
+/// flow's root `agent`, in its JSON form.
+fn nothing_to_resume(agent: &str, turn: u64) -> serde_json::Value {
+    let event = agentweave_core::AgentEvent::error(agentweave_core::AgentError::Failed {
+        agent: Arc::from(agent),
+        message: Arc::from(format!(
+            "turn {turn} asked to resume the thread's last turn, but no turn of the thread is \
+             stopped at a safe point (the last one ended, failed, was rolled back, or a new \
+             message followed it): ask a new turn instead"
+        )),
+    })
+    .stamped(&Arc::from(agent), &agentweave_core::RunPath::root(agent));
+    event
+        .to_json()
+        .ok()
+        .and_then(|j| serde_json::to_value(j).ok())
+        .unwrap_or_default()
+}
+
 fn retry_policy(retry: Retry) -> RetryPolicy {
     RetryPolicy::builder()
         .initial_interval(retry.initial)
@@ -802,7 +963,12 @@ fn start_effect<'a>(
                 token,
             );
             let live = c.state(|s| Arc::clone(&s.live));
+            let token = token.clone();
             Box::pin(async move {
+                let call = match by_parts(&c, (turn, id), call, &token).await {
+                    Ok(call) => call,
+                    Err(why) => return Outcome::Model(Err(why)),
+                };
                 let result = c
                     .execute_local_activity(AgentflowActivities::model, call, options)
                     .await;
@@ -835,7 +1001,12 @@ fn start_effect<'a>(
                 .activity_id(policy::activity_id(turn, id, &call.agent, "model"))
                 .cancellation_token(token.clone())
                 .build();
+            let token = token.clone();
             Box::pin(async move {
+                let call = match by_parts(&c, (turn, id), call, &token).await {
+                    Ok(call) => call,
+                    Err(why) => return Outcome::Model(Err(why)),
+                };
                 let result = c
                     .execute_activity(AgentflowActivities::model, call, options)
                     .await;
@@ -884,6 +1055,132 @@ fn start_effect<'a>(
         }
     }
 }
+
+/// `call` with its conversation sent by parts when it is too long to send whole and the
+/// workers have a blob store (see [`crate::parts`]): each part this run has not stored yet is
+/// stored by a local activity first (its text never enters the history).
+async fn by_parts(
+    c: &WorkflowContext<ThreadWorkflow>,
+    (turn, id): (u64, u64),
+    mut call: ModelCall,
+    token: &WorkflowCancellationToken,
+) -> Result<ModelCall, String> {
+    if worker_flows().large_payloads().is_none() {
+        return Ok(call);
+    }
+    let Some((parts, rest)) = crate::parts::split(&call.messages, crate::parts::PART_BYTES) else {
+        return Ok(call);
+    };
+    let mut keys = Vec::with_capacity(parts.len());
+    for (n, json) in parts.into_iter().enumerate() {
+        let part = StorePart {
+            flow: call.flow.clone(),
+            json,
+        };
+        let key = part.key();
+        if !c.state(|s| s.stored_parts.contains(&key)) {
+            let options = local_options(
+                format!(
+                    "{}.part{n}",
+                    policy::activity_id(turn, id, &call.agent, "model")
+                ),
+                format!("{} → conversation part {n}", call.agent),
+                STORE_TIMEOUT,
+                policy::tool_retry(true),
+                token,
+            );
+            let stored = c
+                .execute_local_activity(AgentflowActivities::store_part, part, options)
+                .await
+                .map_err(|e| failure_text(&e))?;
+            c.state_mut(|s| s.stored_parts.insert(stored));
+        }
+        keys.push(key);
+    }
+    call.earlier = keys;
+    call.messages = rest;
+    Ok(call)
+}
+
+/// A thread's `turns` as continue-as-new carries them: the first ones stored by parts (their
+/// keys) when the conversation is too long to carry whole and the workers have a blob store,
+/// the rest as they are (see [`crate::parts`]).
+async fn store_turns(
+    c: &WorkflowContext<ThreadWorkflow>,
+    flow: &str,
+    turns: Vec<CarriedTurn>,
+) -> Result<(Vec<String>, Vec<CarriedTurn>), String> {
+    if worker_flows().large_payloads().is_none() {
+        return Ok((Vec::new(), turns));
+    }
+    let Some((parts, rest)) = crate::parts::split(&turns, crate::parts::PART_BYTES) else {
+        return Ok((Vec::new(), turns));
+    };
+    let mut keys = Vec::with_capacity(parts.len());
+    for (n, json) in parts.into_iter().enumerate() {
+        let part = StorePart {
+            flow: flow.to_owned(),
+            json,
+        };
+        keys.push(part.key());
+        let options = local_options(
+            format!("carry.part{n}"),
+            format!("thread → conversation part {n}"),
+            STORE_TIMEOUT,
+            policy::tool_retry(true),
+            &WorkflowCancellationToken::new(),
+        );
+        c.execute_local_activity(AgentflowActivities::store_part, part, options)
+            .await
+            .map_err(|e| failure_text(&e))?;
+    }
+    Ok((keys, rest))
+}
+
+/// The turns stored under `keys` by the thread's previous run ([`store_turns`]), read back
+/// in order (each part by a local activity).
+async fn load_turns(
+    c: &WorkflowContext<ThreadWorkflow>,
+    flow: &str,
+    keys: &[String],
+) -> WorkflowResult<Vec<CarriedTurn>> {
+    let mut turns = Vec::new();
+    for (n, key) in keys.iter().enumerate() {
+        let part = LoadPart {
+            flow: flow.to_owned(),
+            key: key.clone(),
+        };
+        let options = local_options(
+            format!("carried.part{n}"),
+            format!("thread ← conversation part {n}"),
+            STORE_TIMEOUT,
+            policy::tool_retry(true),
+            &WorkflowCancellationToken::new(),
+        );
+        let json = c
+            .execute_local_activity(AgentflowActivities::load_part, part, options)
+            .await
+            .map_err(|e| blob_failure(failure_text(&e)))?;
+        let part: Vec<CarriedTurn> = serde_json::from_str(&json).map_err(|e| {
+            blob_failure(format!(
+                "the thread's carried turns under '{key}' do not decode: {e}"
+            ))
+        })?;
+        turns.extend(part);
+    }
+    Ok(turns)
+}
+
+fn blob_failure(message: String) -> ApplicationFailure {
+    ApplicationFailure::builder(Text(message))
+        .type_name("AgentflowBlob".to_owned())
+        .non_retryable(true)
+        .build()
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Text(String);
 
 fn local_options(
     activity_id: String,

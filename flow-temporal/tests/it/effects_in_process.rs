@@ -73,7 +73,7 @@ async fn through_effects(flow: FlowAgent, answer: serde_json::Value) -> (Vec<Age
     let effects = Effects::new(SystemTime::UNIX_EPOCH, 7);
     let log = ThreadLog::new("t");
     let asked = Arc::new(AtomicUsize::new(0));
-    let events = start_turn(
+    let (events, _) = start_turn(
         &flow,
         "desk",
         &effects,

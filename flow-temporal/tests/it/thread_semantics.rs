@@ -376,6 +376,106 @@ async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_stopped_at_a_safe_point_resumes_where_it_stopped_and_replays() {
+    let Some(client) = server().await else { return };
+    stop_then_resume(&client, |s| s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_turn_is_carried_across_continue_as_new_and_resumes() {
+    let Some(client) = server().await else { return };
+    // The workflow continues as new after the stopped turn, before the resume arrives.
+    stop_then_resume(&client, |s| ThreadStart {
+        continue_as_new_after: Some(1),
+        ..s
+    })
+    .await;
+}
+
+/// A turn of the desk stopped by `cancel_turn` after its paid call, then resumed; the thread
+/// as `start` makes it.
+async fn stop_then_resume(
+    client: &temporalio_client::Client,
+    start: impl FnOnce(ThreadStart) -> ThreadStart,
+) {
+    let (thread, ledger, running) = busy_thread(client, start).await;
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(
+            0,
+            CancelMode::AFTER_TOOLS.recursive(),
+        )),
+    )
+    .await
+    .unwrap();
+    let first = running.await.unwrap();
+    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert!(stopped_for_a_cancel(&first), "{:?}", first.events);
+    assert!(!said(&first).iter().any(|s| s == "billing paid 30"));
+
+    // As the in-process runner resumes a turn cancelled at a safe point: the agent that
+    // stopped goes on from there (its model is asked with the paid call's result), and the
+    // call it finished is not made again.
+    let resumed = bounded("the resume", thread.ask(TurnRequest::resume("ana")))
+        .await
+        .unwrap();
+    assert_eq!(resumed.ended, TurnEnd::Done, "{:?}", resumed.events);
+    assert_eq!(
+        said(&resumed),
+        ["billing paid 30"],
+        "the continuation starts where the turn stopped: {:?}",
+        resumed.events
+    );
+    assert_eq!(resumed.events[0]["agent_name"], "billing");
+    assert_eq!(ledger.starts().len(), 1, "{:?}", ledger.calls());
+    assert_eq!(ledger.payments().len(), 1, "{:?}", ledger.calls());
+
+    // Nothing is stopped any more: a resume of the idle thread is refused before it enters
+    // the history.
+    let refused = bounded("a second resume", thread.ask(TurnRequest::resume("ana")))
+        .await
+        .expect_err("nothing left to resume");
+    assert!(
+        matches!(refused, TemporalError::NothingToResume { .. }),
+        "{refused}"
+    );
+    // The continuation joined the stopped turn: the thread holds one turn, which the next
+    // one hears as a whole.
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 1);
+    let history = bounded("the history", thread.history_json()).await.unwrap();
+    bounded("the replay", replay_history(&history))
+        .await
+        .unwrap_or_else(|e| panic!("the history replays: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_message_after_a_stopped_turn_leaves_it_and_a_resume_then_has_nothing_to_resume() {
+    let Some(client) = server().await else { return };
+    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
+    bounded(
+        "cancel_turn",
+        thread.cancel_turn(CancelTurn::by_number(
+            0,
+            CancelMode::AFTER_TOOLS.recursive(),
+        )),
+    )
+    .await
+    .unwrap();
+    assert_eq!(running.await.unwrap().ended, TurnEnd::Cancelled);
+    let next = turn(&thread, "thanks").await;
+    assert_eq!(next.ended, TurnEnd::Done, "{:?}", said(&next));
+    let refused = bounded("the resume", thread.ask(TurnRequest::resume("ana")))
+        .await
+        .expect_err("the new message dropped the stopped turn's place");
+    assert!(
+        refused.to_string().contains("nothing to resume"),
+        "{refused}"
+    );
+    assert_eq!(ledger.payments().len(), 2, "{:?}", ledger.calls());
+    assert_eq!(bounded("close", thread.close()).await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_turn_immediate_drops_the_turn_and_a_cancel_before_the_turn_keeps_it_from_running() {
     let Some(client) = server().await else { return };
     let (thread, _ledger, running) = busy_thread(&client, |s| s).await;
@@ -445,12 +545,102 @@ fn reader(size: usize) -> FlowAgent {
     )
 }
 
-/// The one test that sets the workers' blob store (it is the process's): a 3 MB tool result and
+/// The tests that set the workers' blob store (it is the process's) take turns.
+static BLOB_STORE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A writer whose model answers `next page` with a page of `page` bytes (under the
+/// large-payload threshold: each stays in history) and `how much` with how many bytes of
+/// pages it was shown.
+fn writer(page: usize) -> FlowAgent {
+    let model = ScriptedModel::rules().otherwise_with(move |request: &ChatRequest| {
+        let pages: Vec<&str> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant && m.content.starts_with("page "))
+            .map(|m| m.content.as_str())
+            .collect();
+        match request.last_user_message().map(|m| m.content.as_str()) {
+            Some("how much") => {
+                let bytes: usize = pages.iter().map(|p| p.len()).sum();
+                ScriptStep::text(format!("shown {} pages, {bytes} bytes", pages.len()))
+            }
+            _ => ScriptStep::text(format!("page {}:{}", pages.len(), "p".repeat(page))),
+        }
+    });
+    FlowAgent::new(ChatModelAgent::builder("writer", model).build().unwrap())
+}
+
+/// Many medium messages (each under the large-payload threshold) pass Temporal's 2 MB payload
+/// limit in sum: each model call's conversation goes by parts in the blob store, the thread's
+/// conversation is carried by parts through continue-as-new, the model still reads all of it,
+/// and the history replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_of_many_medium_messages_past_2_mb_goes_by_parts_and_replays() {
+    let Some(client) = server().await else { return };
+    let _store = BLOB_STORE.lock().await;
+    const PAGE: usize = 200 * 1024;
+    const PAGES: usize = 14;
+    let dir = std::env::temp_dir().join(unique("agentweave-temporal-parts"));
+    worker_flows().store_large_payloads(Arc::new(FileBlobStore::new(&dir).unwrap()), 256 * 1024);
+    let (name, queue) = serve_flow(&client, "writer", writer(PAGE));
+    // Continue-as-new every few turns: the carried conversation passes 2 MB too.
+    let thread = start_thread(&client, &queue, &name, |s| ThreadStart {
+        continue_as_new_after: Some(60),
+        ..s
+    })
+    .await;
+    let mut bytes = 0;
+    for n in 0..PAGES {
+        let page = turn(&thread, "next page").await;
+        let text = said(&page).pop().unwrap_or_default();
+        assert!(
+            text.starts_with(&format!("page {n}:")),
+            "{}",
+            &text[..40.min(text.len())]
+        );
+        bytes += text.len();
+    }
+    assert!(bytes > 2 * 1024 * 1024, "{bytes} bytes of pages");
+    let told = turn(&thread, "how much").await;
+    assert_eq!(
+        said(&told).last().map(String::as_str),
+        Some(format!("shown {PAGES} pages, {bytes} bytes").as_str()),
+        "the model read the whole conversation"
+    );
+    assert_eq!(
+        bounded("close", thread.close()).await.unwrap(),
+        PAGES as u64 + 1
+    );
+    let history = bounded("the history", thread.history_json()).await.unwrap();
+    // The last run began by reading the carried conversation back: one local activity (a
+    // marker) a part, the 2.8 MB never one payload.
+    let events = client
+        .get_workflow_handle::<ThreadWorkflow>(thread.id())
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap();
+    let markers = events
+        .iter()
+        .filter(|e| e.event_type == EventType::MarkerRecorded as i32)
+        .count();
+    assert!(
+        markers * agentweave_temporal::parts::PART_BYTES >= bytes,
+        "the carried conversation read back by parts: {markers} markers"
+    );
+    bounded("the replay", replay_history(&history))
+        .await
+        .unwrap_or_else(|e| panic!("the history replays: {e}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A test that sets the workers' blob store (it is the process's): a 3 MB tool result and
 /// a 3 MB model reply, through a directory and through SQLite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_result_or_a_model_reply_over_the_payload_limit_is_stored_by_reference_and_replays()
 {
     let Some(client) = server().await else { return };
+    let _store = BLOB_STORE.lock().await;
     let dir = std::env::temp_dir().join(unique("agentweave-temporal-blobs"));
     large_result(&client, Arc::new(FileBlobStore::new(&dir).unwrap())).await;
     let sqlite = SqliteBlobStore::open(dir.join("blobs.db")).await.unwrap();
