@@ -129,6 +129,8 @@ pub use memory::InMemoryStore;
 pub use postgres::{PostgresOptions, PostgresStore};
 #[cfg(feature = "postgres")]
 pub use queue::PostgresRunQueue;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use queue::SqlRunQueue;
 #[cfg(feature = "sqlite")]
 pub use queue::SqliteRunQueue;
 pub use queue::{
@@ -143,8 +145,10 @@ pub use spending::{
     crossed, usage_kept_from, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter,
     UsageRow,
 };
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql::{Dialect, SqlDatabase, SqlStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
+pub use sqlite::{SqliteFile, SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 
 /// How long a claim lasts when the caller does not say (see [`RunnerBuilder::lease`](crate::RunnerBuilder::lease)).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);

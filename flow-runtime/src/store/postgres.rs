@@ -49,9 +49,16 @@ impl SqlDatabase for Postgres {
         skip_locked: "FOR UPDATE SKIP LOCKED",
         int: "BIGINT",
         blob: "BYTEA",
+        for_update: "FOR UPDATE",
         begin: "BEGIN",
-        lock: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
+        lock: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))"),
+        lock_key: Some("SELECT pg_advisory_xact_lock($1)"),
         complete_in_one: true,
+        queue_seq: "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        queue_columns: "SELECT column_name::text AS name FROM information_schema.columns \
+            WHERE table_name = 'agentflow_run_queue' AND table_schema = current_schema()",
+        json_texts: "SELECT jsonb_array_elements_text($3::text::jsonb)",
+        memory: &super::memory_items::sql::POSTGRES,
     };
     type Extra = ();
 

@@ -65,9 +65,15 @@ impl SqlDatabase for Sqlite {
         skip_locked: "",
         int: "INTEGER",
         blob: "BLOB",
+        for_update: "",
         begin: "BEGIN IMMEDIATE",
         lock: None,
+        lock_key: None,
         complete_in_one: false,
+        queue_seq: "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        queue_columns: "SELECT name FROM pragma_table_info('agentflow_run_queue')",
+        json_texts: "SELECT value FROM json_each($3)",
+        memory: &super::memory_items::sql::SQLITE,
     };
     type Extra = SqliteFile;
 

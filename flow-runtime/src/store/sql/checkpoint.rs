@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Transaction, Type};
 
-use super::{db_error, int, millis_i64, SqlDatabase, SqlStore};
+use super::{db_error, int, millis_i64, write_tx, Lock, SqlDatabase, SqlStore};
 use crate::store::records::{check_size, Record, State};
 use crate::store::{
     from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
@@ -161,17 +161,8 @@ where
     /// A write transaction holding the lock of `name` (SQLite: the database's write lock;
     /// PostgreSQL: an advisory lock on the name).
     pub(crate) async fn begin(&self, name: &str) -> Result<Transaction<'static, DB>, StoreError> {
-        let err = db_error("lock", name);
-        let mut tx = self
-            .pool
-            .begin_with(DB::DIALECT.begin)
-            .await
-            .map_err(&err)?;
-        if let Some(lock) = &self.sql.lock {
-            let locked = sqlx::query(lock).bind(name).execute(&mut *tx).await;
-            locked.map_err(&err)?;
-        }
-        Ok(tx)
+        let tx = write_tx(&self.pool, &[Lock::Name(name, 0)]).await;
+        tx.map_err(db_error("lock", name))
     }
 
     /// Appends a record to `id`'s run in `tx` (which holds the run's lock).

@@ -46,28 +46,43 @@ mod thread;
 
 use std::sync::Arc;
 
-use sqlx::{Database, Pool};
+use sqlx::{Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
 
 use super::{JournalError, StoreError, StoredStep, DEFAULT_MAX_CHECKPOINT_BYTES};
 pub(crate) use schema::migrate_in;
 
-/// What differs between the SQL databases, as data.
+/// What differs between the SQL databases, as data: every SQL store (checkpoints, threads,
+/// journals, the run queue with its schedules and spending, memory items) reads its
+/// differences from here.
 #[derive(Debug, Clone, Copy)]
 pub struct Dialect {
     /// The database's clock in milliseconds since the Unix epoch, as an SQL expression.
     pub(crate) now: &'static str,
-    /// What follows the batch claim's choice of rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+    /// What follows a claim's choice of rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
     pub(crate) skip_locked: &'static str,
-    /// The schema's 64-bit integer and byte string column types.
+    /// What follows a read of rows a transaction then changes (PostgreSQL: `FOR UPDATE`).
+    pub(crate) for_update: &'static str,
+    /// The schema's 64-bit integer column type.
     pub(crate) int: &'static str,
     /// The schema's byte string column type.
     pub(crate) blob: &'static str,
     /// The statement that opens a write transaction.
     pub(crate) begin: &'static str,
-    /// Run after `begin` with the lock's name as `$1`, if the database locks by name.
+    /// Takes a named lock for the transaction (`$1` the name, `$2` a seed), if the database
+    /// locks by name; without it `begin` holds the database's one write lock.
     pub(crate) lock: Option<&'static str>,
+    /// Takes a lock by number (`$1`) for the transaction, if the database locks by name.
+    pub(crate) lock_key: Option<&'static str>,
     /// Whether a completion is one statement (`COMPLETE_ONE`: data-modifying `WITH`).
     pub(crate) complete_in_one: bool,
+    /// The run queue's `seq` column: its place, numbered by the database.
+    pub(crate) queue_seq: &'static str,
+    /// The names (`name`) of the run queue table's columns.
+    pub(crate) queue_columns: &'static str,
+    /// The texts of the JSON array of strings in `$3`, as a subquery.
+    pub(crate) json_texts: &'static str,
+    /// The memory items' tables and full-text search.
+    pub(crate) memory: &'static super::memory_items::sql::MemoryDialect,
 }
 
 impl Dialect {
@@ -76,9 +91,48 @@ impl Dialect {
         statement
             .replace("{NOW}", self.now)
             .replace("{SKIP_LOCKED}", self.skip_locked)
+            .replace("{FOR_UPDATE}", self.for_update)
             .replace("{INT}", self.int)
             .replace("{BLOB}", self.blob)
+            .replace("{FLOWS}", self.json_texts)
     }
+}
+
+/// A lock a write transaction holds until it ends (PostgreSQL's advisory locks; on SQLite
+/// the transaction's `BEGIN IMMEDIATE` holds the database's one write lock, which covers
+/// every lock).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lock<'a> {
+    /// A name, hashed with a seed (each kind of name its own seed).
+    Name(&'a str, i64),
+    /// A fixed number.
+    Key(i64),
+}
+
+/// A write transaction on `pool` holding `locks`, taken in order.
+pub(crate) async fn write_tx<DB: SqlDatabase>(
+    pool: &Pool<DB>,
+    locks: &[Lock<'_>],
+) -> Result<Transaction<'static, DB>, sqlx::Error>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+{
+    let dialect = DB::DIALECT;
+    let mut tx = pool.begin_with(dialect.begin).await?;
+    for lock in locks {
+        let take = match (lock, dialect.lock, dialect.lock_key) {
+            (Lock::Name(name, seed), Some(statement), _) => {
+                sqlx::query(statement).bind(*name).bind(*seed)
+            }
+            (Lock::Key(key), _, Some(statement)) => sqlx::query(statement).bind(*key),
+            _ => continue,
+        };
+        take.execute(&mut *tx).await?;
+    }
+    Ok(tx)
 }
 
 /// A database the SQL stores run on: SQLite or PostgreSQL (implemented for sqlx's
@@ -222,8 +276,6 @@ pub(crate) struct Statements {
     pub journal_truncate: String,
     pub journal_delete: String,
     pub journal_idle: String,
-    /// The `lock` of the dialect, if any.
-    pub lock: Option<String>,
 }
 
 impl Statements {
@@ -264,7 +316,6 @@ impl Statements {
             journal_truncate: f(JOURNAL_TRUNCATE),
             journal_delete: f(JOURNAL_DELETE),
             journal_idle: f(JOURNAL_IDLE),
-            lock: dialect.lock.map(f),
         }
     }
 
@@ -303,7 +354,6 @@ impl Statements {
             ("journal_idle", &self.journal_idle),
         ];
         all.extend(self.complete_one.as_deref().map(|s| ("complete_one", s)));
-        all.extend(self.lock.as_deref().map(|s| ("lock", s)));
         all
     }
 }
