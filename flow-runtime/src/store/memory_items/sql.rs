@@ -208,6 +208,24 @@ pub(crate) fn scan(prefixed: bool, vectors: bool) -> String {
     )
 }
 
+/// A full-text search (`$1` the query, `$2` tenant, `$3` scope, `$4` now, then the prefix's
+/// three bounds when `prefixed`, then the limit), best first.
+pub(crate) fn search(memory: &MemoryDialect, prefixed: bool) -> String {
+    format!(
+        "SELECT {COLUMNS}, {} WHERE {} AND m.tenant = $2 AND m.scope = $3 \
+         AND (m.expires_ms IS NULL OR m.expires_ms > $4){} \
+         ORDER BY rank DESC, m.namespace, m.key LIMIT {}",
+        memory.search_from,
+        memory.search_match,
+        if prefixed {
+            prefix_condition(5)
+        } else {
+            String::new()
+        },
+        if prefixed { "$8" } else { "$5" },
+    )
+}
+
 /// Deletes the expired items (`$1`: now).
 pub(crate) const PURGE: &str =
     "DELETE FROM agentflow_memory_items WHERE expires_ms IS NOT NULL AND expires_ms <= $1";
@@ -557,15 +575,7 @@ where
         limit: Option<usize>,
     ) -> Result<Vec<Hit>, MemoryError> {
         let memory = DB::DIALECT.memory;
-        let statement = format!(
-            "SELECT {COLUMNS}, {} WHERE {} AND m.tenant = $2 AND m.scope = $3 \
-             AND (m.expires_ms IS NULL OR m.expires_ms > $4){} \
-             ORDER BY rank DESC, m.namespace, m.key LIMIT {}",
-            memory.search_from,
-            memory.search_match,
-            prefix.map_or(String::new(), |_| prefix_condition(5)),
-            if prefix.is_some() { "$8" } else { "$5" },
-        );
+        let statement = search(memory, prefix.is_some());
         let (query, scope) = ((memory.search_terms)(terms), at.scope.encode());
         let bounds = prefix.map(bounds);
         let search = sqlx::query(&statement)

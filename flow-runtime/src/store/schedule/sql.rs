@@ -2,8 +2,9 @@
 //! [`PostgresRunQueue`](crate::store::PostgresRunQueue)): the table `agentflow_schedules`
 //! beside the queue's, created with it, one row per schedule (`input`, `grants` and `metadata`
 //! as JSON text, `paused` 0 or 1), and [`ScheduleStore`] with its statements, written once for
-//! both databases (`$n` parameters, which both drivers take). Every change is one statement: [`advance_schedule`] is an `UPDATE ... WHERE
-//! next_due_ms = $2`, the compare-and-swap the database serialises.
+//! both databases (`$n` parameters, which both drivers take). Every change is one statement:
+//! [`advance_schedule`] is an `UPDATE ... WHERE next_due_ms = $2`, the compare-and-swap the
+//! database serialises.
 //!
 //! [`advance_schedule`]: super::ScheduleStore::advance_schedule
 
@@ -53,13 +54,14 @@ pub(crate) fn get() -> String {
 pub(crate) fn list() -> String {
     format!(
         "SELECT {COLUMNS} FROM agentflow_schedules WHERE tenant = $1 \
-         AND ($2 IS NULL OR flow = $2) AND ($3 IS NULL OR thread = $3) \
+         AND (CAST($2 AS TEXT) IS NULL OR flow = $2) \
+         AND (CAST($3 AS TEXT) IS NULL OR thread = $3) \
          ORDER BY created_ms, id LIMIT $4 OFFSET $5"
     )
 }
 
 pub(crate) const COUNT: &str = "SELECT COUNT(*) AS n FROM agentflow_schedules WHERE tenant = $1 \
-    AND ($2 IS NULL OR flow = $2) AND ($3 IS NULL OR thread = $3)";
+    AND (CAST($2 AS TEXT) IS NULL OR flow = $2) AND (CAST($3 AS TEXT) IS NULL OR thread = $3)";
 
 pub(crate) const UPDATE: &str = "UPDATE agentflow_schedules SET cron = $2, input = $3, \
     missed = $4, paused = $5, next_due_ms = $6, metadata = $7, updated_ms = $8 WHERE id = $1";

@@ -1,10 +1,10 @@
 //! The spending of the SQL queues ([`SqliteRunQueue`](crate::store::SqliteRunQueue),
 //! [`PostgresRunQueue`](crate::store::PostgresRunQueue)): the tables `agentflow_spending` and
 //! `agentflow_usage` beside the queue's, created with it, and [`SpendingStore`] with their
-//! statements, written once for both databases (`$n` parameters, which both drivers take). A reservation is one transaction holding the scopes' rows locked
-//! (`BEGIN IMMEDIATE` on SQLite: the database's one write lock; `SELECT ... FOR UPDATE`, in key
-//! order, on PostgreSQL): it reads them, applies [`crossed`](super::crossed), and charges all
-//! or none.
+//! statements, written once for both databases (`$n` parameters, which both drivers take). A
+//! reservation is one transaction holding the scopes' rows locked (`BEGIN IMMEDIATE` on
+//! SQLite: the database's one write lock; `SELECT ... FOR UPDATE`, in key order, on
+//! PostgreSQL): it reads them, applies [`crossed`], and charges all or none.
 
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
 
@@ -67,8 +67,9 @@ pub(crate) const USAGE_ADD: &str = "INSERT INTO agentflow_usage (day, tenant, fl
     cost_micro_usd = agentflow_usage.cost_micro_usd + excluded.cost_micro_usd, \
     model_calls = agentflow_usage.model_calls + excluded.model_calls";
 
-const USAGE_WHERE: &str = "($1 IS NULL OR tenant = $1) AND ($2 IS NULL OR day >= $2) \
-    AND ($3 IS NULL OR day <= $3) AND ($4 IS NULL OR flow = $4) AND ($5 IS NULL OR agent = $5)";
+const USAGE_WHERE: &str = "(CAST($1 AS TEXT) IS NULL OR tenant = $1) \
+    AND (CAST($2 AS TEXT) IS NULL OR day >= $2) AND (CAST($3 AS TEXT) IS NULL OR day <= $3) \
+    AND (CAST($4 AS TEXT) IS NULL OR flow = $4) AND (CAST($5 AS TEXT) IS NULL OR agent = $5)";
 
 /// `$1` tenant, `$2` from, `$3` to, `$4` flow, `$5` agent (each NULL for any), `$6` limit,
 /// `$7` offset.

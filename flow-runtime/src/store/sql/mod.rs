@@ -42,6 +42,8 @@
 mod checkpoint;
 mod journal;
 mod schema;
+#[cfg(test)]
+mod tests;
 mod thread;
 
 use std::sync::Arc;
