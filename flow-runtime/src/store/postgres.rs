@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgQueryResult, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult, Postgres};
 
 use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
 use super::{JournalError, StoreError, StoredStep};
@@ -14,9 +14,6 @@ const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 /// How errors name the database (never its URL, which may hold a password).
 const DATABASE: &str = "the PostgreSQL database";
-
-/// The advisory lock key under which the schema is migrated (`agentweave` in ASCII, folded).
-const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 
 /// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
 /// store.
@@ -114,7 +111,7 @@ impl PostgresStore {
             .connect_with(connect)
             .await
             .map_err(|e| database("connect to", e))?;
-        migrate(&pool).await?;
+        super::sql::migrate(&pool, DATABASE).await?;
         Ok(SqlStore::new(pool.clone(), pool, DATABASE, ()))
     }
 }
@@ -125,17 +122,4 @@ fn database(operation: &'static str, e: sqlx::Error) -> StoreError {
         id: DATABASE.to_owned(),
         source: Arc::new(e),
     }
-}
-
-/// Creates or migrates the schema in one transaction, under an advisory lock.
-async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-    let err = |e| database("migrate", e);
-    let mut tx = pool.begin().await.map_err(err)?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(MIGRATION_LOCK)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    super::sql::migrate_in(&mut tx, DATABASE).await?;
-    tx.commit().await.map_err(err)
 }

@@ -138,9 +138,14 @@ impl SqliteStore {
                 Err(e) => return Err(e),
             }
         };
-        // Leases need no fsync of their own (see `lease_pool`): one or two connections
-        // that commit without syncing, opened when first used (the file is in WAL mode by
-        // now, with its schema).
+        // Claims of checkpoints, their renewals and releases, and threads' turn leases commit
+        // on one or two connections that do not sync (`synchronous=NORMAL` in WAL mode),
+        // opened when first used (the file is in WAL mode by now, with its schema). Each
+        // reaches the disk with the next synced commit of the file (the WAL is written in
+        // order), and other connections see it at once. A power loss can thus forget a lease
+        // taken since the last synced commit, never a record; every worker that could hold it
+        // died with the machine, so a forgotten lease only lets the run be claimed again, as a
+        // lease that ran out does. A checkpoint round trip pays two syncs, not three.
         let leases = SqlitePoolOptions::new()
             .max_connections(options.max_connections.clamp(1, 2))
             .connect_lazy_with(connect.clone().synchronous(SqliteSynchronous::Normal));
@@ -185,9 +190,8 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Creates or migrates the schema, in one write transaction (so two processes opening a new
-/// database at once migrate it once).
-/// A pool on the database of `connect`, with its schema created or migrated.
+/// A pool on the database of `connect`, with its schema created or migrated (in one write
+/// transaction, so two processes opening a new database at once migrate it once).
 async fn connect_and_migrate(
     connect: &SqliteConnectOptions,
     max_connections: u32,
@@ -202,7 +206,7 @@ async fn connect_and_migrate(
             id: shown.to_owned(),
             source: Arc::new(e),
         })?;
-    match migrate(&pool, shown).await {
+    match super::sql::migrate(&pool, shown).await {
         Ok(()) => Ok(pool),
         Err(e) => {
             pool.close().await;
@@ -223,15 +227,4 @@ fn is_busy(error: &StoreError) -> bool {
     db.code()
         .and_then(|code| code.parse::<i32>().ok())
         .is_some_and(|code| matches!(code & 0xff, 5 | 6))
-}
-
-async fn migrate(pool: &SqlitePool, shown: &str) -> Result<(), StoreError> {
-    let err = |e| StoreError::Database {
-        operation: "migrate",
-        id: shown.to_owned(),
-        source: Arc::new(e),
-    };
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-    super::sql::migrate_in(&mut tx, shown).await?;
-    tx.commit().await.map_err(err)
 }

@@ -230,43 +230,6 @@ pub(crate) fn search(memory: &MemoryDialect, prefixed: bool) -> String {
 pub(crate) const PURGE: &str =
     "DELETE FROM agentflow_memory_items WHERE expires_ms IS NOT NULL AND expires_ms <= $1";
 
-/// The bound values of a write.
-pub(crate) struct Write {
-    pub tenant: String,
-    pub scope: String,
-    pub namespace: String,
-    pub key: String,
-    pub value: String,
-    pub text: Option<String>,
-    pub embedding: Option<Vec<u8>>,
-    pub now: i64,
-    pub expires: Option<i64>,
-}
-
-impl Write {
-    /// The values of `item` written at `key` now.
-    pub fn new(
-        at: &Partition,
-        namespace: &Namespace,
-        key: &ItemKey,
-        item: &PutItem,
-    ) -> Result<Self, MemoryError> {
-        let value = item.checked_json()?;
-        let now = millis(SystemTime::now());
-        Ok(Write {
-            tenant: at.tenant.as_str().to_owned(),
-            scope: at.scope.encode(),
-            namespace: namespace.as_str().to_owned(),
-            key: key.as_str().to_owned(),
-            value,
-            text: item.text.clone(),
-            embedding: item.embedding.as_deref().map(super::text::vector_bytes),
-            now: now as i64,
-            expires: expiry_ms(now, item).map(|ms| ms.min(i64::MAX as u64) as i64),
-        })
-    }
-}
-
 /// Now, as the SQL stores bind it.
 pub(crate) fn now_ms() -> i64 {
     millis(SystemTime::now()).min(i64::MAX as u64) as i64
@@ -276,34 +239,6 @@ pub(crate) fn now_ms() -> i64 {
 pub(crate) fn bounds(prefix: &Namespace) -> (String, String, String) {
     let (low, high) = prefix.below_bounds();
     (prefix.as_str().to_owned(), low, high)
-}
-
-/// An item from its stored columns.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn item(
-    namespace: String,
-    key: String,
-    value: String,
-    text: Option<String>,
-    created_ms: i64,
-    updated_ms: i64,
-    expires_ms: Option<i64>,
-    version: i64,
-) -> Result<MemoryItem, MemoryError> {
-    let corrupt = |message: String| MemoryError::Corrupt { message };
-    let time = |ms: i64| from_millis(ms.max(0) as u64);
-    Ok(MemoryItem {
-        namespace: Namespace::from_stored(&namespace)
-            .map_err(|e| corrupt(format!("namespace: {e}")))?,
-        key: ItemKey::new(key).map_err(|e| corrupt(format!("key: {e}")))?,
-        value: serde_json::from_str(&value)
-            .map_err(|e| corrupt(format!("a value that is not JSON: {e}")))?,
-        text,
-        created_at: time(created_ms),
-        updated_at: time(updated_ms),
-        expires_at: expires_ms.map(time),
-        version: u64::try_from(version).map_err(|_| corrupt(format!("version {version}")))?,
-    })
 }
 
 /// Reads the vector of a row read by a `scan(_, true)`.
@@ -321,16 +256,25 @@ where
     usize: ColumnIndex<R>,
 {
     let err = database("read an item");
-    item(
-        row.try_get(0).map_err(&err)?,
-        row.try_get(1).map_err(&err)?,
-        row.try_get(2).map_err(&err)?,
-        row.try_get(3).map_err(&err)?,
-        row.try_get(4).map_err(&err)?,
-        row.try_get(5).map_err(&err)?,
-        row.try_get(6).map_err(&err)?,
-        row.try_get(7).map_err(&err)?,
-    )
+    let corrupt = |message: String| MemoryError::Corrupt { message };
+    let time = |ms: i64| from_millis(ms.max(0) as u64);
+    let (namespace, key): (String, String) =
+        (row.try_get(0).map_err(&err)?, row.try_get(1).map_err(&err)?);
+    let (value, version): (String, i64) =
+        (row.try_get(2).map_err(&err)?, row.try_get(7).map_err(&err)?);
+    let expires_ms: Option<i64> = row.try_get(6).map_err(&err)?;
+    Ok(MemoryItem {
+        namespace: Namespace::from_stored(&namespace)
+            .map_err(|e| corrupt(format!("namespace: {e}")))?,
+        key: ItemKey::new(key).map_err(|e| corrupt(format!("key: {e}")))?,
+        value: serde_json::from_str(&value)
+            .map_err(|e| corrupt(format!("a value that is not JSON: {e}")))?,
+        text: row.try_get(3).map_err(&err)?,
+        created_at: time(row.try_get(4).map_err(&err)?),
+        updated_at: time(row.try_get(5).map_err(&err)?),
+        expires_at: expires_ms.map(time),
+        version: u64::try_from(version).map_err(|_| corrupt(format!("version {version}")))?,
+    })
 }
 
 /// Memory items in a SQL database: see [`SqliteMemoryStore`](super::SqliteMemoryStore) and
@@ -485,21 +429,25 @@ where
         key: &ItemKey,
         item: PutItem,
     ) -> Result<u64, MemoryError> {
-        let w = Write::new(at, namespace, key, &item)?;
+        let value = item.checked_json()?;
+        let now = millis(SystemTime::now());
+        let expires = expiry_ms(now, &item).map(|ms| ms.min(i64::MAX as u64) as i64);
+        let embedding = item.embedding.as_deref().map(super::text::vector_bytes);
         let statement = match item.expect {
             Expect::Any => UPSERT.replace("{WHERE}", ""),
             Expect::Absent => UPSERT.replace("{WHERE}", ONLY_EXPIRED),
             Expect::Version(_) => UPDATE_VERSION.to_owned(),
         };
+        let scope = at.scope.encode();
         let put = sqlx::query(&statement)
-            .bind(&w.tenant[..])
-            .bind(&w.scope[..]);
+            .bind(at.tenant.as_str())
+            .bind(&scope[..]);
         let put = put
-            .bind(&w.namespace[..])
-            .bind(&w.key[..])
-            .bind(&w.value[..]);
-        let put = put.bind(w.text.as_deref()).bind(w.embedding.as_deref());
-        let mut put = put.bind(w.now).bind(w.expires);
+            .bind(namespace.as_str())
+            .bind(key.as_str())
+            .bind(&value[..]);
+        let put = put.bind(item.text.as_deref()).bind(embedding.as_deref());
+        let mut put = put.bind(now as i64).bind(expires);
         if let Expect::Version(v) = item.expect {
             put = put.bind(i64::try_from(v).unwrap_or(i64::MAX));
         }

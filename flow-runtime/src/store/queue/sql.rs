@@ -148,8 +148,9 @@ const THREAD: &str = "SELECT {COLUMNS} FROM agentflow_run_queue WHERE thread = $
 const UNFINISHED_WITH_PREFIX: &str = "SELECT COUNT(*) AS n FROM agentflow_run_queue \
     WHERE status <> 'done' AND substr(thread, 1, CAST($2 AS INTEGER)) = $1";
 
-/// The statements of one database, its dialect filled in.
-#[derive(Debug)]
+/// The statements of one database, its dialect filled in (serialised, a map of names to
+/// statements: what the tests prepare on each database).
+#[derive(Debug, serde::Serialize)]
 pub(crate) struct QueueStatements {
     pub busy: String,
     pub insert: String,
@@ -197,32 +198,6 @@ impl QueueStatements {
             cancel_running: f(CANCEL_RUNNING),
             cancel_requested: f(CANCEL_REQUESTED),
         }
-    }
-
-    /// Every statement, named (what the tests prepare on each database).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> Vec<(&'static str, &str)> {
-        vec![
-            ("busy", &self.busy[..]),
-            ("insert", &self.insert),
-            ("claim", &self.claim),
-            ("claim_among", &self.claim_among),
-            ("renew", &self.renew),
-            ("note", &self.note),
-            ("release", &self.release),
-            ("complete", &self.complete),
-            ("get", &self.get),
-            ("thread", &self.thread),
-            ("unfinished_with_prefix", &self.unfinished_with_prefix),
-            ("reserve_events", &self.reserve_events),
-            ("insert_event", &self.insert_event),
-            ("events_after", &self.events_after),
-            ("trim_events", &self.trim_events),
-            ("trim_mark", &self.trim_mark),
-            ("cancel_pending", &self.cancel_pending),
-            ("cancel_running", &self.cancel_running),
-            ("cancel_requested", &self.cancel_requested),
-        ]
     }
 }
 

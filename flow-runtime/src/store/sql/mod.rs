@@ -51,7 +51,7 @@ use std::sync::Arc;
 use sqlx::{Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
 
 use super::{JournalError, StoreError, StoredStep, DEFAULT_MAX_CHECKPOINT_BYTES};
-pub(crate) use schema::migrate_in;
+pub(crate) use schema::migrate;
 
 /// What differs between the SQL databases, as data: every SQL store (checkpoints, threads,
 /// journals, the run queue with its schedules and spending, memory items) reads its
@@ -244,8 +244,9 @@ pub(crate) fn int(n: u64) -> i64 {
     n.min(i64::MAX as u64) as i64
 }
 
-/// Every statement of the SQL stores, with a dialect filled in.
-#[derive(Debug)]
+/// Every statement of the SQL stores, with a dialect filled in (serialised, a map of names to
+/// statements: what the tests prepare on each database).
+#[derive(Debug, serde::Serialize)]
 pub(crate) struct Statements {
     pub get: String,
     pub head: String,
@@ -319,43 +320,5 @@ impl Statements {
             journal_delete: f(JOURNAL_DELETE),
             journal_idle: f(JOURNAL_IDLE),
         }
-    }
-
-    /// Every statement, named (what the tests prepare on each database).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn all(&self) -> Vec<(&'static str, &str)> {
-        let mut all = vec![
-            ("get", &self.get[..]),
-            ("head", &self.head),
-            ("retire_head", &self.retire_head),
-            ("insert", &self.insert),
-            ("claim", &self.claim),
-            ("claim_refused", &self.claim_refused),
-            ("claim_batch", &self.claim_batch),
-            ("renew", &self.renew),
-            ("release", &self.release),
-            ("end_claim", &self.end_claim),
-            ("history", &self.history),
-            ("pending", &self.pending),
-            ("purge", &self.purge),
-            ("delete", &self.delete),
-            ("thread_version", &self.thread_version),
-            ("thread_head", &self.thread_head),
-            ("thread_read", &self.thread_read),
-            ("thread_insert", &self.thread_insert),
-            ("thread_list", &self.thread_list),
-            ("thread_delete", &self.thread_delete),
-            ("lease_take", &self.lease_take),
-            ("lease_renew", &self.lease_renew),
-            ("lease_release", &self.lease_release),
-            ("journal_len", &self.journal_len),
-            ("journal_insert", &self.journal_insert),
-            ("journal_read", &self.journal_read),
-            ("journal_truncate", &self.journal_truncate),
-            ("journal_delete", &self.journal_delete),
-            ("journal_idle", &self.journal_idle),
-        ];
-        all.extend(self.complete_one.as_deref().map(|s| ("complete_one", s)));
-        all
     }
 }

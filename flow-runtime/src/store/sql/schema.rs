@@ -1,11 +1,9 @@
 //! The SQL stores' schema: its tables, their migrations (oldest first, never changed once
 //! shipped), and the code that applies them when a store opens.
 
-use sqlx::{
-    ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Transaction, Type,
-};
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
-use super::{db_error, SqlDatabase, SqlStore};
+use super::{db_error, write_tx, Lock, SqlDatabase, SqlStore};
 use crate::store::StoreError;
 
 /// One step of the schema, applied in order on open.
@@ -97,25 +95,30 @@ pub(crate) const SET_SCHEMA_VERSION: &str =
     "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
     ON CONFLICT (id) DO UPDATE SET version = excluded.version";
 
-/// Creates or migrates the schema in `tx`, which holds the migration lock (so many processes
-/// opening one database at once migrate it once); `shown` names the database in errors. A
-/// schema newer than this build is refused.
-pub(crate) async fn migrate_in<DB: SqlDatabase>(
-    tx: &mut Transaction<'static, DB>,
-    shown: &str,
-) -> Result<(), StoreError>
+/// The lock under which the schema is migrated (`agentweave` in ASCII, folded), so many
+/// processes opening one database at once migrate it once.
+const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
+
+/// Creates or migrates the schema of `pool`'s database in one transaction holding the
+/// migration lock; `shown` names the database in errors. A schema newer than this build is
+/// refused.
+pub(crate) async fn migrate<DB: SqlDatabase>(pool: &Pool<DB>, shown: &str) -> Result<(), StoreError>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
     for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'a> &'a str: ColumnIndex<DB::Row>,
 {
     let err = db_error("migrate", shown);
-    sqlx::query(SCHEMA_TABLE)
-        .execute(&mut **tx)
+    let mut tx = write_tx(pool, &[Lock::Key(MIGRATION_LOCK)])
         .await
         .map_err(&err)?;
-    let found = read_version(&mut **tx).await.map_err(&err)?;
+    sqlx::query(SCHEMA_TABLE)
+        .execute(&mut *tx)
+        .await
+        .map_err(&err)?;
+    let found = read_version(&mut *tx).await.map_err(&err)?;
     let latest = latest_version();
     if found > latest {
         return Err(StoreError::Schema {
@@ -126,7 +129,7 @@ where
     for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
         for statement in migration.statements {
             let statement = DB::DIALECT.fill(statement);
-            let done = sqlx::query(&statement).execute(&mut **tx).await;
+            let done = sqlx::query(&statement).execute(&mut *tx).await;
             let (version, name) = (migration.version, migration.name);
             let at = format!("{shown} (migration {version}: {name})");
             done.map_err(db_error("migrate", &at))?;
@@ -134,9 +137,9 @@ where
     }
     if found < latest {
         let set = sqlx::query(SET_SCHEMA_VERSION).bind(latest);
-        set.execute(&mut **tx).await.map_err(&err)?;
+        set.execute(&mut *tx).await.map_err(&err)?;
     }
-    Ok(())
+    tx.commit().await.map_err(&err)
 }
 
 /// The schema version `db` holds (0 for none).

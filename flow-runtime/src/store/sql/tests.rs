@@ -10,12 +10,21 @@ use crate::store::queue::sql::QueueStatements;
 use crate::store::schedule::sql as schedules;
 use crate::store::spending::sql as spending;
 
+/// The statements of a struct of them, by field name (a field that is `None` is left out).
+fn named(statements: &impl serde::Serialize) -> Vec<(String, String)> {
+    let serde_json::Value::Object(fields) = serde_json::to_value(statements).unwrap() else {
+        panic!("statements serialise as a map");
+    };
+    let text = |(name, sql): (String, serde_json::Value)| Some((name, sql.as_str()?.to_owned()));
+    fields.into_iter().filter_map(text).collect()
+}
+
 /// Every statement the SQL stores run on a database of `dialect`, named.
 fn statements(dialect: &Dialect) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = Vec::new();
     let mut add = |area: &str, name: &str, sql: String| all.push((format!("{area}.{name}"), sql));
-    for (name, sql) in Statements::new(dialect).all() {
-        add("store", name, sql.to_owned());
+    for (name, sql) in named(&Statements::new(dialect)) {
+        add("store", &name, sql);
     }
     add("store", "schema_version", schema::SCHEMA_VERSION.to_owned());
     add(
@@ -29,8 +38,8 @@ fn statements(dialect: &Dialect) -> Vec<(String, String)> {
         }
     }
     add("dialect", "queue_columns", dialect.queue_columns.to_owned());
-    for (name, sql) in QueueStatements::new(dialect).all() {
-        add("queue", name, sql.to_owned());
+    for (name, sql) in named(&QueueStatements::new(dialect)) {
+        add("queue", &name, sql);
     }
     let schedule = [
         ("insert", schedules::INSERT.to_owned()),
