@@ -23,7 +23,7 @@ const DATABASE: &str = "the PostgreSQL database";
 /// Appending a record (a save, a completion) runs in a transaction holding a transaction-level
 /// advisory lock on the checkpoint id (a completion in one statement: one round trip). A
 /// worker claims batches with one `UPDATE` whose rows are picked `FOR UPDATE SKIP LOCKED`
-/// ([`CheckpointStore::claim_pending`]): concurrent workers take disjoint batches without
+/// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)): concurrent workers take disjoint batches without
 /// waiting for each other. The schema is created or migrated when the store opens
 /// (under an advisory lock, so many workers starting at once migrate it once), and a database
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
