@@ -80,8 +80,12 @@
 //! Whether a store keeps its contract is checked by [`conformance`], the suite every store
 //! of ours passes and that a store of your own can run from its tests.
 //!
-//! `SqliteStore` is `sqlite.rs`, with `sqlite_journal.rs` (its child module) for its journal
-//! appends: one group writer per store, whose transactions commit every append waiting at once.
+//! `SqliteStore` and `PostgresStore` are one implementation, `SqlStore<DB>` (`sql/`), as are
+//! their run queues (`queue/sql.rs`, with `schedule/sql.rs` and `spending/sql.rs`) and memory
+//! stores (`memory_items/sql.rs`): what differs between the two databases is data, a `Dialect`
+//! (in `sqlite.rs` and `postgres.rs`), and a test prepares every statement on both.
+//! `sqlite_journal.rs` (a child module of `sqlite.rs`) holds SQLite's journal appends: one group
+//! writer per store, whose transactions commit every append waiting at once.
 
 pub mod backend;
 mod checkpoint;
@@ -129,6 +133,8 @@ pub use memory::InMemoryStore;
 pub use postgres::{PostgresOptions, PostgresStore};
 #[cfg(feature = "postgres")]
 pub use queue::PostgresRunQueue;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use queue::SqlRunQueue;
 #[cfg(feature = "sqlite")]
 pub use queue::SqliteRunQueue;
 pub use queue::{
@@ -143,8 +149,10 @@ pub use spending::{
     crossed, usage_kept_from, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter,
     UsageRow,
 };
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql::{Dialect, SqlDatabase, SqlStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
+pub use sqlite::{SqliteFile, SqliteOptions, SqliteStore, DEFAULT_SQLITE_PATH};
 
 /// How long a claim lasts when the caller does not say (see [`RunnerBuilder::lease`](crate::RunnerBuilder::lease)).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);

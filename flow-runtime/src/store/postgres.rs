@@ -3,19 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult, Postgres};
 
-use super::memory::lost;
-use super::records::{check_size, Record};
-use super::sql::{sql_checkpoint_store, sql_journal_store, sql_thread_store, Backend, Statements};
-use super::{
-    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
-    PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
-};
-use super::{
-    thread::{check_version, validate_thread_id},
-    ThreadError, ThreadHead, ThreadRecord, ThreadStore,
-};
+use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
+use super::{JournalError, StoreError, StoredStep};
 
 /// The server's clock in milliseconds since the Unix epoch: every worker's leases are measured
 /// on one clock, whatever the workers' own clocks say.
@@ -23,9 +14,6 @@ const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 /// How errors name the database (never its URL, which may hold a password).
 const DATABASE: &str = "the PostgreSQL database";
-
-/// The advisory lock key under which the schema is migrated (`agentweave` in ASCII, folded).
-const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 
 /// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
 /// store.
@@ -35,7 +23,7 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 /// Appending a record (a save, a completion) runs in a transaction holding a transaction-level
 /// advisory lock on the checkpoint id (a completion in one statement: one round trip). A
 /// worker claims batches with one `UPDATE` whose rows are picked `FOR UPDATE SKIP LOCKED`
-/// ([`CheckpointStore::claim_pending`]): concurrent workers take disjoint batches without
+/// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)): concurrent workers take disjoint batches without
 /// waiting for each other. The schema is created or migrated when the store opens
 /// (under an advisory lock, so many workers starting at once migrate it once), and a database
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
@@ -48,11 +36,43 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
-pub struct PostgresStore {
-    pool: PgPool,
-    sql: Arc<Statements>,
-    max_bytes: u64,
+pub type PostgresStore = SqlStore<Postgres>;
+
+impl Sealed for Postgres {}
+
+impl SqlDatabase for Postgres {
+    const DIALECT: Dialect = Dialect {
+        now: NOW,
+        skip_locked: "FOR UPDATE SKIP LOCKED",
+        int: "BIGINT",
+        blob: "BYTEA",
+        for_update: "FOR UPDATE",
+        begin: "BEGIN",
+        lock: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))"),
+        lock_key: Some("SELECT pg_advisory_xact_lock($1)"),
+        complete_in_one: true,
+        queue_seq: "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        queue_columns: "SELECT column_name::text AS name FROM information_schema.columns \
+            WHERE table_name = 'agentflow_run_queue' AND table_schema = current_schema()",
+        json_texts: "SELECT jsonb_array_elements_text($3::text::jsonb)",
+        memory: &super::memory_items::sql::POSTGRES,
+    };
+    type Extra = ();
+
+    fn rows_affected(result: &PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    async fn append_journal(
+        store: &PostgresStore,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+        _synced: bool,
+    ) -> Result<u64, JournalError> {
+        // Every commit is durable: an unsynced append is a synced one.
+        store.append_in_tx(run, expected, steps).await
+    }
 }
 
 /// How a [`PostgresStore`] connects.
@@ -91,66 +111,8 @@ impl PostgresStore {
             .connect_with(connect)
             .await
             .map_err(|e| database("connect to", e))?;
-        migrate(&pool).await?;
-        Ok(PostgresStore {
-            pool,
-            sql: Arc::new(Statements::with_clock(NOW).for_postgres(NOW)),
-            max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
-        })
-    }
-
-    /// The same store, refusing checkpoints over `limit` bytes ([`StoreError::TooLarge`]);
-    /// the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
-    pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
-        self.max_bytes = limit;
-        self
-    }
-
-    /// The store's connections (the memory store shares them: `memory_items`).
-    pub(crate) fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
-    /// How errors name the database.
-    fn shown(&self) -> String {
-        DATABASE.to_owned()
-    }
-
-    /// Where claims and leases are written: the pool (every commit is durable).
-    fn lease_pool(&self) -> &sqlx::PgPool {
-        &self.pool
-    }
-
-    /// Appends to a journal in a transaction of its own (every commit is durable).
-    async fn append_journal_unsynced(
-        &self,
-        run: &str,
-        expected: u64,
-        steps: Vec<super::StoredStep>,
-    ) -> Result<u64, super::JournalError> {
-        self.append_in_tx(run, expected, steps).await
-    }
-
-    /// Appends to a journal in a transaction of its own.
-    async fn append_journal(
-        &self,
-        run: &str,
-        expected: u64,
-        steps: Vec<super::StoredStep>,
-    ) -> Result<u64, super::JournalError> {
-        self.append_in_tx(run, expected, steps).await
-    }
-
-    /// A transaction holding the advisory lock of run `id`.
-    async fn begin(&self, id: &str) -> Result<sqlx::Transaction<'static, Postgres>, StoreError> {
-        let err = Self::db_error("lock", id);
-        let mut tx = self.pool.begin().await.map_err(&err)?;
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(&err)?;
-        Ok(tx)
+        super::sql::migrate(&pool, DATABASE).await?;
+        Ok(SqlStore::new(pool.clone(), pool, DATABASE, ()))
     }
 }
 
@@ -161,20 +123,3 @@ fn database(operation: &'static str, e: sqlx::Error) -> StoreError {
         source: Arc::new(e),
     }
 }
-
-/// Creates or migrates the schema in one transaction, under an advisory lock.
-async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-    let err = |e| database("migrate", e);
-    let mut tx = pool.begin().await.map_err(err)?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(MIGRATION_LOCK)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    PostgresStore::migrate_in(&mut tx, Backend::Postgres, DATABASE).await?;
-    tx.commit().await.map_err(err)
-}
-
-sql_checkpoint_store!(PostgresStore, Postgres);
-sql_thread_store!(PostgresStore, sqlx::postgres::PgRow);
-sql_journal_store!(PostgresStore, sqlx::postgres::PgRow);

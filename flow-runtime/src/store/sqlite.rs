@@ -5,24 +5,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
+    SqliteSynchronous,
 };
 use sqlx::Sqlite;
 
 #[path = "sqlite_journal.rs"]
 mod group_commit;
 
-use super::memory::lost;
-use super::records::{check_size, Record};
-use super::sql::{sql_checkpoint_store, sql_journal_store, sql_thread_store, Backend, Statements};
-use super::{
-    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
-    PendingCheckpoint, SaveMode, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES,
-};
-use super::{
-    thread::{check_version, validate_thread_id},
-    ThreadError, ThreadHead, ThreadRecord, ThreadStore,
-};
+use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
+use super::{JournalError, StoreError, StoredStep};
 
 /// The database file [`SqliteStore::open_default`] uses when `AGENTFLOW_DB` is not set.
 pub const DEFAULT_SQLITE_PATH: &str = ".agentflow/agentflow.db";
@@ -55,17 +47,52 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// # Ok(())
 /// # }
 /// ```
+pub type SqliteStore = SqlStore<Sqlite>;
+
+/// What a [`SqliteStore`] keeps beside its pools.
 #[derive(Debug, Clone)]
-pub struct SqliteStore {
-    pool: SqlitePool,
-    /// Where leases are written (claims, renewals, releases, threads' turn leases): with
-    /// `synchronous=NORMAL`, so a lease costs no `fsync` of its own (see `lease_pool`).
-    leases: SqlitePool,
-    sql: Arc<Statements>,
-    max_bytes: u64,
+pub struct SqliteFile {
     path: Arc<PathBuf>,
     /// The journal's group writer, shared by the store's clones (`sqlite_journal.rs`).
     group: Arc<group_commit::GroupCommit>,
+}
+
+impl Sealed for Sqlite {}
+
+impl SqlDatabase for Sqlite {
+    const DIALECT: Dialect = Dialect {
+        now: NOW,
+        skip_locked: "",
+        int: "INTEGER",
+        blob: "BLOB",
+        for_update: "",
+        begin: "BEGIN IMMEDIATE",
+        lock: None,
+        lock_key: None,
+        complete_in_one: false,
+        queue_seq: "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        queue_columns: "SELECT name FROM pragma_table_info('agentflow_run_queue')",
+        json_texts: "SELECT value FROM json_each($3)",
+        memory: &super::memory_items::sql::SQLITE,
+    };
+    type Extra = SqliteFile;
+
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    async fn append_journal(
+        store: &SqliteStore,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+        synced: bool,
+    ) -> Result<u64, JournalError> {
+        match synced {
+            true => store.append_grouped(run, expected, steps).await,
+            false => store.append_unsynced(run, expected, steps).await,
+        }
+    }
 }
 
 impl SqliteStore {
@@ -111,20 +138,22 @@ impl SqliteStore {
                 Err(e) => return Err(e),
             }
         };
-        // Leases need no fsync of their own (see `lease_pool`): one or two connections
-        // that commit without syncing, opened when first used (the file is in WAL mode by
-        // now, with its schema).
+        // Claims of checkpoints, their renewals and releases, and threads' turn leases commit
+        // on one or two connections that do not sync (`synchronous=NORMAL` in WAL mode),
+        // opened when first used (the file is in WAL mode by now, with its schema). Each
+        // reaches the disk with the next synced commit of the file (the WAL is written in
+        // order), and other connections see it at once. A power loss can thus forget a lease
+        // taken since the last synced commit, never a record; every worker that could hold it
+        // died with the machine, so a forgotten lease only lets the run be claimed again, as a
+        // lease that ran out does. A checkpoint round trip pays two syncs, not three.
         let leases = SqlitePoolOptions::new()
             .max_connections(options.max_connections.clamp(1, 2))
             .connect_lazy_with(connect.clone().synchronous(SqliteSynchronous::Normal));
-        Ok(SqliteStore {
-            pool,
-            leases,
-            sql: Arc::new(Statements::with_clock(NOW)),
-            max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
+        let extra = SqliteFile {
             path: Arc::new(path),
             group: Arc::default(),
-        })
+        };
+        Ok(SqlStore::new(pool, leases, &shown, extra))
     }
 
     /// The store in `$AGENTFLOW_DB`, or in [`DEFAULT_SQLITE_PATH`] under the current
@@ -136,66 +165,9 @@ impl SqliteStore {
         }
     }
 
-    /// The same store, refusing checkpoints over `limit` bytes ([`StoreError::TooLarge`]);
-    /// the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
-    pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
-        self.max_bytes = limit;
-        self
-    }
-
-    /// The store's connections (the memory store shares them: `memory_items`).
-    pub(crate) fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// How errors name the database: its path.
-    fn shown(&self) -> String {
-        self.path.display().to_string()
-    }
-
-    /// Where leases are written: claims of checkpoints, their renewals and releases, and
-    /// threads' turn leases. Their commits are not synced on their own (`synchronous=NORMAL`
-    /// in WAL mode): each reaches the disk with the next synced commit of the file (the WAL is
-    /// written in order), and other connections see it at once. A power loss can thus forget
-    /// a lease taken since the last synced commit, never a record; every worker that could
-    /// hold it died with the machine (one SQLite file is shared by one machine's processes),
-    /// so a forgotten lease only lets the run be claimed again, as a lease that ran out
-    /// does. A checkpoint round trip (save, claim, resume, complete) pays two syncs, not three.
-    fn lease_pool(&self) -> &SqlitePool {
-        &self.leases
-    }
-
-    /// Appends to a journal without an `fsync` of its own (see `append_unsynced`).
-    async fn append_journal_unsynced(
-        &self,
-        run: &str,
-        expected: u64,
-        steps: Vec<super::StoredStep>,
-    ) -> Result<u64, super::JournalError> {
-        self.append_unsynced(run, expected, steps).await
-    }
-
-    /// Appends to a journal: in a group commit with the appends waiting meanwhile.
-    async fn append_journal(
-        &self,
-        run: &str,
-        expected: u64,
-        steps: Vec<super::StoredStep>,
-    ) -> Result<u64, super::JournalError> {
-        self.append_grouped(run, expected, steps).await
-    }
-
-    /// A write transaction: SQLite has one writer at a time, so it holds every run's lock.
-    async fn begin(&self, id: &str) -> Result<sqlx::Transaction<'static, Sqlite>, StoreError> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(Self::db_error("lock", id))
+        &self.extra.path
     }
 }
 
@@ -218,9 +190,8 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Creates or migrates the schema, in one write transaction (so two processes opening a new
-/// database at once migrate it once).
-/// A pool on the database of `connect`, with its schema created or migrated.
+/// A pool on the database of `connect`, with its schema created or migrated (in one write
+/// transaction, so two processes opening a new database at once migrate it once).
 async fn connect_and_migrate(
     connect: &SqliteConnectOptions,
     max_connections: u32,
@@ -235,7 +206,7 @@ async fn connect_and_migrate(
             id: shown.to_owned(),
             source: Arc::new(e),
         })?;
-    match migrate(&pool, shown).await {
+    match super::sql::migrate(&pool, shown).await {
         Ok(()) => Ok(pool),
         Err(e) => {
             pool.close().await;
@@ -257,18 +228,3 @@ fn is_busy(error: &StoreError) -> bool {
         .and_then(|code| code.parse::<i32>().ok())
         .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
-
-async fn migrate(pool: &SqlitePool, shown: &str) -> Result<(), StoreError> {
-    let err = |e| StoreError::Database {
-        operation: "migrate",
-        id: shown.to_owned(),
-        source: Arc::new(e),
-    };
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-    SqliteStore::migrate_in(&mut tx, Backend::Sqlite, shown).await?;
-    tx.commit().await.map_err(err)
-}
-
-sql_checkpoint_store!(SqliteStore, Sqlite);
-sql_thread_store!(SqliteStore, sqlx::sqlite::SqliteRow);
-sql_journal_store!(SqliteStore, sqlx::sqlite::SqliteRow);

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use crate::store::sql::db_error;
 use crate::store::{JournalError, StoreError, StoredStep};
 
 /// Rows per `INSERT` statement (6 parameters a row, under SQLite's 999-parameter floor).
@@ -111,7 +112,7 @@ impl super::SqliteStore {
             steps,
             done,
         };
-        if self.group.push(append) {
+        if self.extra.group.push(append) {
             tokio::spawn(self.clone().write_groups());
         }
         result.await.unwrap_or_else(|_| Err(stopped(run)))
@@ -119,8 +120,8 @@ impl super::SqliteStore {
 
     /// The writer: commits the waiting appends, a group per transaction, until none wait.
     async fn write_groups(self) {
-        let mut guard = WriterGuard(Arc::clone(&self.group), true);
-        while let Some(group) = self.group.take() {
+        let mut guard = WriterGuard(Arc::clone(&self.extra.group), true);
+        while let Some(group) = self.extra.group.take() {
             let results = self.write_group(&group).await;
             for (append, result) in group.into_iter().zip(results) {
                 let _ = append.done.send(result);
@@ -162,7 +163,7 @@ impl super::SqliteStore {
             };
             if result.is_ok() {
                 if let Err(e) = tx.commit().await {
-                    let e = Self::db_error("append to the journal of", first)(e);
+                    let e = db_error("append to the journal of", first)(e);
                     return everyone(&e);
                 }
             }
@@ -170,7 +171,7 @@ impl super::SqliteStore {
         }
         let mut lens = match journal_lens(&mut tx, group).await {
             Ok(lens) => lens,
-            Err(e) => return everyone(&Self::db_error("append to the journal of", first)(e)),
+            Err(e) => return everyone(&db_error("append to the journal of", first)(e)),
         };
         let mut results = Vec::with_capacity(group.len());
         // The rows to insert: each accepted append's steps, numbered from its `expected`.
@@ -194,11 +195,11 @@ impl super::SqliteStore {
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             if let Err(e) = insert_rows(&mut tx, chunk).await {
                 // The transaction is in an unknown state: nobody's steps are committed.
-                return everyone(&Self::db_error("append to the journal of", chunk[0].0)(e));
+                return everyone(&db_error("append to the journal of", chunk[0].0)(e));
             }
         }
         if let Err(e) = tx.commit().await {
-            let e = Self::db_error("append to the journal of", first)(e);
+            let e = db_error("append to the journal of", first)(e);
             return everyone(&e);
         }
         results
@@ -214,9 +215,9 @@ impl super::SqliteStore {
         expected: u64,
         steps: Vec<StoredStep>,
     ) -> Result<u64, JournalError> {
-        let err = Self::db_error("append to the journal of", run);
+        let err = db_error("append to the journal of", run);
         let mut tx = self
-            .lease_pool()
+            .leases
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(&err)?;
@@ -238,7 +239,7 @@ impl super::SqliteStore {
         steps: &[StoredStep],
     ) -> Result<Result<u64, JournalError>, StoreError> {
         use sqlx::Row;
-        let err = Self::db_error("append to the journal of", run);
+        let err = db_error("append to the journal of", run);
         let mut seq = expected;
         for rows in steps.chunks(ROWS_PER_INSERT) {
             // `$1` the run, `$2` the first row's seq: the journal's length it must have.

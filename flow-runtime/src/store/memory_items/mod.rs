@@ -69,7 +69,7 @@ mod item;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod sql;
+pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod text;
@@ -94,6 +94,8 @@ pub use item::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresMemoryStore;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql::SqlMemoryStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteMemoryStore;
 pub use text::MAX_QUERY_TERMS;

@@ -1,5 +1,8 @@
-//! What the SQL memory stores share: their statements (parameters are always bound; `{T}` in
-//! a statement stands for the items table) and how a row becomes an item.
+//! The SQL memory store, [`SqlMemoryStore<DB>`] ([`SqliteMemoryStore`](super::SqliteMemoryStore)
+//! is `SqlMemoryStore<Sqlite>`, [`PostgresMemoryStore`](super::PostgresMemoryStore)
+//! `SqlMemoryStore<Postgres>`): its statements (parameters are always bound), written once for
+//! both databases, and each database's own: the tables and the full-text search
+//! ([`MemoryDialect`]: SQLite's FTS5, PostgreSQL's `tsvector`).
 //!
 //! One row per item, keyed by `(tenant, scope, namespace, key)`: every statement names the
 //! tenant and the scope in its `WHERE` (or its key), so no statement reaches another
@@ -9,10 +12,127 @@
 
 use std::time::SystemTime;
 
-use super::{expiry_ms, ItemKey, MemoryError, MemoryItem, Namespace, Partition, PutItem};
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+
+use super::{database, expiry_ms, Expect, Hit, ItemKey, MemoryError, MemoryItem, MemoryStore};
+use super::{Namespace, Partition, PutItem};
+use crate::store::sql::{write_tx, Lock, SqlDatabase, SqlStore};
 use crate::store::{from_millis, millis};
 
-/// The columns of an item, in the order `read_item!` reads them.
+/// What differs between the databases for memory items.
+#[derive(Debug)]
+pub(crate) struct MemoryDialect {
+    /// The tables, made in this order (`{INT}` a 64-bit integer column).
+    pub schema: &'static [&'static str],
+    /// What follows the item's columns in a search: a `rank` (the higher the better) and the
+    /// tables searched (items as `m`).
+    pub search_from: &'static str,
+    /// The search's condition on `$1`, the query.
+    pub search_match: &'static str,
+    /// The query of terms bound as `$1`.
+    pub search_terms: fn(&[String]) -> String,
+    /// The bytes the memory tables take, as `bytes`.
+    pub size: &'static str,
+}
+
+/// SQLite's: FTS5 (BM25 ranking, the `unicode61` tokenizer), an external-content index of the
+/// items' texts kept by triggers (the text is stored once, in the items table).
+#[cfg(feature = "sqlite")]
+pub(crate) const SQLITE: MemoryDialect = MemoryDialect {
+    schema: &[
+        "CREATE TABLE IF NOT EXISTS agentflow_memory_items (
+        id INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        text TEXT,
+        embedding BLOB,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        expires_ms INTEGER,
+        version INTEGER NOT NULL,
+        UNIQUE (tenant, scope, namespace, key)
+    )",
+        "CREATE INDEX IF NOT EXISTS agentflow_memory_expiry
+        ON agentflow_memory_items (expires_ms) WHERE expires_ms IS NOT NULL",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS agentflow_memory_fts USING fts5(
+        text, content = 'agentflow_memory_items', content_rowid = 'id')",
+        "CREATE TRIGGER IF NOT EXISTS agentflow_memory_fts_insert
+        AFTER INSERT ON agentflow_memory_items BEGIN
+        INSERT INTO agentflow_memory_fts (rowid, text)
+            SELECT new.id, new.text WHERE new.text IS NOT NULL;
+     END",
+        "CREATE TRIGGER IF NOT EXISTS agentflow_memory_fts_delete
+        AFTER DELETE ON agentflow_memory_items BEGIN
+        INSERT INTO agentflow_memory_fts (agentflow_memory_fts, rowid, text)
+            SELECT 'delete', old.id, old.text WHERE old.text IS NOT NULL;
+     END",
+        "CREATE TRIGGER IF NOT EXISTS agentflow_memory_fts_update
+        AFTER UPDATE ON agentflow_memory_items BEGIN
+        INSERT INTO agentflow_memory_fts (agentflow_memory_fts, rowid, text)
+            SELECT 'delete', old.id, old.text WHERE old.text IS NOT NULL;
+        INSERT INTO agentflow_memory_fts (rowid, text)
+            SELECT new.id, new.text WHERE new.text IS NOT NULL;
+     END",
+    ],
+    search_from: "-bm25(agentflow_memory_fts) AS rank FROM agentflow_memory_fts \
+        JOIN agentflow_memory_items m ON m.id = agentflow_memory_fts.rowid",
+    search_match: "agentflow_memory_fts MATCH $1",
+    search_terms: super::text::fts5_query,
+    size: "SELECT COALESCE(SUM(pgsize), 0) AS bytes FROM dbstat \
+        WHERE name LIKE 'agentflow_memory%' OR name LIKE 'sqlite_autoindex_agentflow_memory%'",
+};
+
+/// PostgreSQL's: a stored `tsvector` with a GIN index, ranked by `ts_rank`. The namespace
+/// sorts by bytes (`COLLATE "C"`), so a prefix is a range of the key whatever the database's
+/// locale; the text is indexed with the `simple` configuration (lowercased words, no
+/// stemming: the words SQLite's FTS5 indexes).
+#[cfg(feature = "postgres")]
+pub(crate) const POSTGRES: MemoryDialect = MemoryDialect {
+    schema: &[
+        r#"CREATE TABLE IF NOT EXISTS agentflow_memory_items (
+        tenant TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        namespace TEXT COLLATE "C" NOT NULL,
+        key TEXT COLLATE "C" NOT NULL,
+        value TEXT NOT NULL,
+        text TEXT,
+        embedding BYTEA,
+        created_ms BIGINT NOT NULL,
+        updated_ms BIGINT NOT NULL,
+        expires_ms BIGINT,
+        version BIGINT NOT NULL,
+        tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', coalesce(text, ''))) STORED,
+        PRIMARY KEY (tenant, scope, namespace, key)
+    )"#,
+        "CREATE INDEX IF NOT EXISTS agentflow_memory_tsv ON agentflow_memory_items USING GIN (tsv)",
+        "CREATE INDEX IF NOT EXISTS agentflow_memory_expiry
+        ON agentflow_memory_items (expires_ms) WHERE expires_ms IS NOT NULL",
+    ],
+    search_from: "ts_rank(m.tsv, q)::float8 AS rank \
+        FROM agentflow_memory_items m, to_tsquery('simple', $1) q",
+    search_match: "m.tsv @@ q",
+    search_terms: super::text::tsquery,
+    size: "SELECT pg_total_relation_size('agentflow_memory_items') AS bytes",
+};
+
+/// The memory schema version this build writes.
+const SCHEMA_VERSION: i64 = 1;
+
+/// The advisory lock under which the memory tables are created (`agmemory` in ASCII).
+const MIGRATION_LOCK: i64 = 0x6167_6d65_6d6f_7279;
+
+const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_memory_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1), version {INT} NOT NULL)";
+
+const SCHEMA_READ: &str = "SELECT version FROM agentflow_memory_schema WHERE id = 1";
+
+const SCHEMA_WRITE: &str = "INSERT INTO agentflow_memory_schema (id, version) VALUES (1, $1) \
+    ON CONFLICT (id) DO NOTHING";
+
+/// The columns of an item, in the order [`read_item`] reads them.
 pub(crate) const COLUMNS: &str =
     "m.namespace, m.key, m.value, m.text, m.created_ms, m.updated_ms, m.expires_ms, m.version";
 
@@ -88,46 +208,27 @@ pub(crate) fn scan(prefixed: bool, vectors: bool) -> String {
     )
 }
 
+/// A full-text search (`$1` the query, `$2` tenant, `$3` scope, `$4` now, then the prefix's
+/// three bounds when `prefixed`, then the limit), best first.
+pub(crate) fn search(memory: &MemoryDialect, prefixed: bool) -> String {
+    format!(
+        "SELECT {COLUMNS}, {} WHERE {} AND m.tenant = $2 AND m.scope = $3 \
+         AND (m.expires_ms IS NULL OR m.expires_ms > $4){} \
+         ORDER BY rank DESC, m.namespace, m.key LIMIT {}",
+        memory.search_from,
+        memory.search_match,
+        if prefixed {
+            prefix_condition(5)
+        } else {
+            String::new()
+        },
+        if prefixed { "$8" } else { "$5" },
+    )
+}
+
 /// Deletes the expired items (`$1`: now).
 pub(crate) const PURGE: &str =
     "DELETE FROM agentflow_memory_items WHERE expires_ms IS NOT NULL AND expires_ms <= $1";
-
-/// The bound values of a write.
-pub(crate) struct Write {
-    pub tenant: String,
-    pub scope: String,
-    pub namespace: String,
-    pub key: String,
-    pub value: String,
-    pub text: Option<String>,
-    pub embedding: Option<Vec<u8>>,
-    pub now: i64,
-    pub expires: Option<i64>,
-}
-
-impl Write {
-    /// The values of `item` written at `key` now.
-    pub fn new(
-        at: &Partition,
-        namespace: &Namespace,
-        key: &ItemKey,
-        item: &PutItem,
-    ) -> Result<Self, MemoryError> {
-        let value = item.checked_json()?;
-        let now = millis(SystemTime::now());
-        Ok(Write {
-            tenant: at.tenant.as_str().to_owned(),
-            scope: at.scope.encode(),
-            namespace: namespace.as_str().to_owned(),
-            key: key.as_str().to_owned(),
-            value,
-            text: item.text.clone(),
-            embedding: item.embedding.as_deref().map(super::text::vector_bytes),
-            now: now as i64,
-            expires: expiry_ms(now, item).map(|ms| ms.min(i64::MAX as u64) as i64),
-        })
-    }
-}
 
 /// Now, as the SQL stores bind it.
 pub(crate) fn now_ms() -> i64 {
@@ -140,54 +241,6 @@ pub(crate) fn bounds(prefix: &Namespace) -> (String, String, String) {
     (prefix.as_str().to_owned(), low, high)
 }
 
-/// An item from its stored columns.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn item(
-    namespace: String,
-    key: String,
-    value: String,
-    text: Option<String>,
-    created_ms: i64,
-    updated_ms: i64,
-    expires_ms: Option<i64>,
-    version: i64,
-) -> Result<MemoryItem, MemoryError> {
-    let corrupt = |message: String| MemoryError::Corrupt { message };
-    let time = |ms: i64| from_millis(ms.max(0) as u64);
-    Ok(MemoryItem {
-        namespace: Namespace::from_stored(&namespace)
-            .map_err(|e| corrupt(format!("namespace: {e}")))?,
-        key: ItemKey::new(key).map_err(|e| corrupt(format!("key: {e}")))?,
-        value: serde_json::from_str(&value)
-            .map_err(|e| corrupt(format!("a value that is not JSON: {e}")))?,
-        text,
-        created_at: time(created_ms),
-        updated_at: time(updated_ms),
-        expires_at: expires_ms.map(time),
-        version: u64::try_from(version).map_err(|_| corrupt(format!("version {version}")))?,
-    })
-}
-
-/// Reads an item from a row whose first columns are [`COLUMNS`].
-macro_rules! read_item {
-    ($row:expr) => {{
-        use sqlx::Row;
-        let row = $row;
-        let err = super::database("read an item");
-        super::sql::item(
-            row.try_get(0).map_err(&err)?,
-            row.try_get(1).map_err(&err)?,
-            row.try_get(2).map_err(&err)?,
-            row.try_get(3).map_err(&err)?,
-            row.try_get(4).map_err(&err)?,
-            row.try_get(5).map_err(&err)?,
-            row.try_get(6).map_err(&err)?,
-            row.try_get(7).map_err(&err)?,
-        )
-    }};
-}
-pub(crate) use read_item;
-
 /// Reads the vector of a row read by a `scan(_, true)`.
 pub(crate) fn vector(bytes: Vec<u8>) -> Result<Vec<f32>, MemoryError> {
     super::text::vector_from_bytes(&bytes).ok_or_else(|| MemoryError::Corrupt {
@@ -195,192 +248,334 @@ pub(crate) fn vector(bytes: Vec<u8>) -> Result<Vec<f32>, MemoryError> {
     })
 }
 
-/// Implements [`MemoryStore`](super::MemoryStore) for a store type with a `pool` field and a
-/// `search_text_in` method of its own (full text search is each database's own).
-macro_rules! sql_memory_store {
-    ($store:ty) => {
-        #[async_trait::async_trait]
-        impl super::MemoryStore for $store {
-            async fn get(
-                &self,
-                at: &super::Partition,
-                namespace: &super::Namespace,
-                key: &super::ItemKey,
-            ) -> Result<Option<super::MemoryItem>, super::MemoryError> {
-                let row = sqlx::query(&super::sql::get())
-                    .bind(at.tenant.as_str())
-                    .bind(at.scope.encode())
-                    .bind(namespace.as_str())
-                    .bind(key.as_str())
-                    .bind(super::sql::now_ms())
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(super::database("read an item"))?;
-                match row {
-                    Some(row) => Ok(Some(super::sql::read_item!(&row)?)),
-                    None => Ok(None),
-                }
-            }
+/// An item from a row whose first columns are [`COLUMNS`].
+fn read_item<R: Row>(row: &R) -> Result<MemoryItem, MemoryError>
+where
+    for<'q> i64: Decode<'q, R::Database> + Type<R::Database>,
+    for<'q> String: Decode<'q, R::Database> + Type<R::Database>,
+    usize: ColumnIndex<R>,
+{
+    let err = database("read an item");
+    let corrupt = |message: String| MemoryError::Corrupt { message };
+    let time = |ms: i64| from_millis(ms.max(0) as u64);
+    let (namespace, key): (String, String) =
+        (row.try_get(0).map_err(&err)?, row.try_get(1).map_err(&err)?);
+    let (value, version): (String, i64) =
+        (row.try_get(2).map_err(&err)?, row.try_get(7).map_err(&err)?);
+    let expires_ms: Option<i64> = row.try_get(6).map_err(&err)?;
+    Ok(MemoryItem {
+        namespace: Namespace::from_stored(&namespace)
+            .map_err(|e| corrupt(format!("namespace: {e}")))?,
+        key: ItemKey::new(key).map_err(|e| corrupt(format!("key: {e}")))?,
+        value: serde_json::from_str(&value)
+            .map_err(|e| corrupt(format!("a value that is not JSON: {e}")))?,
+        text: row.try_get(3).map_err(&err)?,
+        created_at: time(row.try_get(4).map_err(&err)?),
+        updated_at: time(row.try_get(5).map_err(&err)?),
+        expires_at: expires_ms.map(time),
+        version: u64::try_from(version).map_err(|_| corrupt(format!("version {version}")))?,
+    })
+}
 
-            async fn put(
-                &self,
-                at: &super::Partition,
-                namespace: &super::Namespace,
-                key: &super::ItemKey,
-                item: super::PutItem,
-            ) -> Result<u64, super::MemoryError> {
-                let w = super::sql::Write::new(at, namespace, key, &item)?;
-                let statement = match item.expect {
-                    super::Expect::Any => super::sql::UPSERT.replace("{WHERE}", ""),
-                    super::Expect::Absent => {
-                        super::sql::UPSERT.replace("{WHERE}", super::sql::ONLY_EXPIRED)
-                    }
-                    super::Expect::Version(_) => super::sql::UPDATE_VERSION.to_owned(),
-                };
-                let mut query = sqlx::query_scalar::<_, i64>(&statement)
-                    .bind(&w.tenant)
-                    .bind(&w.scope)
-                    .bind(&w.namespace)
-                    .bind(&w.key)
-                    .bind(&w.value)
-                    .bind(&w.text)
-                    .bind(&w.embedding)
-                    .bind(w.now)
-                    .bind(w.expires);
-                if let super::Expect::Version(v) = item.expect {
-                    query = query.bind(i64::try_from(v).unwrap_or(i64::MAX));
-                }
-                let written = query
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(super::database("write an item"))?;
-                match written {
-                    Some(version) => Ok(version as u64),
-                    None => {
-                        let found = super::MemoryStore::get(self, at, namespace, key).await?;
-                        Err(super::MemoryError::VersionConflict {
-                            namespace: namespace.to_string(),
-                            key: key.to_string(),
-                            expected: item.expect,
-                            found: found.map(|i| i.version),
-                        })
-                    }
-                }
-            }
+/// Memory items in a SQL database: see [`SqliteMemoryStore`](super::SqliteMemoryStore) and
+/// [`PostgresMemoryStore`](super::PostgresMemoryStore) for how each opens and searches.
+#[derive(Debug)]
+pub struct SqlMemoryStore<DB: SqlDatabase> {
+    pool: Pool<DB>,
+}
 
-            async fn delete(
-                &self,
-                at: &super::Partition,
-                namespace: &super::Namespace,
-                key: &super::ItemKey,
-                expect: Option<u64>,
-            ) -> Result<bool, super::MemoryError> {
-                let statement = super::sql::delete(expect.is_some());
-                let mut query = sqlx::query_scalar::<_, i64>(&statement)
-                    .bind(at.tenant.as_str())
-                    .bind(at.scope.encode())
-                    .bind(namespace.as_str())
-                    .bind(key.as_str())
-                    .bind(super::sql::now_ms());
-                if let Some(v) = expect {
-                    query = query.bind(i64::try_from(v).unwrap_or(i64::MAX));
-                }
-                let deleted = query
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(super::database("delete an item"))?;
-                match (deleted, expect) {
-                    (Some(_), _) => Ok(true),
-                    (None, None) => Ok(false),
-                    (None, Some(v)) => {
-                        let found = super::MemoryStore::get(self, at, namespace, key).await?;
-                        Err(super::transient::conflict(
-                            namespace,
-                            key,
-                            v,
-                            found.map(|i| i.version),
-                        ))
-                    }
-                }
-            }
+impl<DB: SqlDatabase> Clone for SqlMemoryStore<DB> {
+    fn clone(&self) -> Self {
+        SqlMemoryStore {
+            pool: self.pool.clone(),
+        }
+    }
+}
 
-            async fn scan(
-                &self,
-                at: &super::Partition,
-                prefix: Option<&super::Namespace>,
-            ) -> Result<Vec<super::MemoryItem>, super::MemoryError> {
-                let statement = super::sql::scan(prefix.is_some(), false);
-                let mut query = sqlx::query(&statement)
-                    .bind(at.tenant.as_str())
-                    .bind(at.scope.encode())
-                    .bind(super::sql::now_ms());
-                if let Some(prefix) = prefix {
-                    let (p, low, high) = super::sql::bounds(prefix);
-                    query = query.bind(p).bind(low).bind(high);
-                }
-                let rows = query
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(super::database("list items"))?;
-                rows.iter().map(|row| super::sql::read_item!(row)).collect()
-            }
+impl<DB: SqlDatabase> SqlMemoryStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB>,
+    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q [u8]>: Encode<'q, DB>,
+    for<'q> String: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Decode<'q, DB> + Type<DB>,
+    for<'q> f64: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// The memory tables in the database of `store`, on its connections.
+    pub async fn beside(store: &SqlStore<DB>) -> Result<Self, MemoryError> {
+        Self::on_pool(store.pool().clone()).await
+    }
 
-            async fn search_text(
-                &self,
-                at: &super::Partition,
-                prefix: Option<&super::Namespace>,
-                terms: &[String],
-                limit: Option<usize>,
-            ) -> Result<Vec<super::Hit>, super::MemoryError> {
-                self.search_text_in(at, prefix, terms, limit).await
-            }
+    /// The memory tables on `pool`, created (in one transaction holding the creation lock)
+    /// unless a newer build made them.
+    pub(crate) async fn on_pool(pool: Pool<DB>) -> Result<Self, MemoryError> {
+        let err = database("create the memory tables");
+        let mut tx = write_tx(&pool, &[Lock::Key(MIGRATION_LOCK)])
+            .await
+            .map_err(&err)?;
+        let dialect = DB::DIALECT;
+        let table = dialect.fill(SCHEMA_TABLE);
+        sqlx::query(&table).execute(&mut *tx).await.map_err(&err)?;
+        let found = sqlx::query(SCHEMA_READ)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(&err)?;
+        let found: Option<i64> = found
+            .map(|row| row.try_get("version"))
+            .transpose()
+            .map_err(&err)?;
+        if let Some(found) = found.filter(|v| *v > SCHEMA_VERSION) {
+            return Err(MemoryError::Schema {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for statement in dialect.memory.schema {
+            sqlx::query(statement)
+                .execute(&mut *tx)
+                .await
+                .map_err(&err)?;
+        }
+        let write = sqlx::query(SCHEMA_WRITE).bind(SCHEMA_VERSION);
+        write.execute(&mut *tx).await.map_err(&err)?;
+        tx.commit().await.map_err(&err)?;
+        Ok(SqlMemoryStore { pool })
+    }
 
-            async fn scan_vectors(
-                &self,
-                at: &super::Partition,
-                prefix: Option<&super::Namespace>,
-            ) -> Result<Vec<(super::Namespace, super::ItemKey, Vec<f32>)>, super::MemoryError> {
-                use sqlx::Row;
-                let statement = super::sql::scan(prefix.is_some(), true);
-                let mut query = sqlx::query(&statement)
-                    .bind(at.tenant.as_str())
-                    .bind(at.scope.encode())
-                    .bind(super::sql::now_ms());
-                if let Some(prefix) = prefix {
-                    let (p, low, high) = super::sql::bounds(prefix);
-                    query = query.bind(p).bind(low).bind(high);
-                }
-                let rows = query
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(super::database("list vectors"))?;
-                let err = super::database("read a vector");
-                rows.iter()
-                    .map(|row| {
-                        let namespace: String = row.try_get(0).map_err(&err)?;
-                        let key: String = row.try_get(1).map_err(&err)?;
-                        let bytes: Vec<u8> = row.try_get(2).map_err(&err)?;
-                        let corrupt = |e: super::MemoryError| super::MemoryError::Corrupt {
-                            message: e.to_string(),
-                        };
-                        Ok((
-                            super::Namespace::from_stored(&namespace).map_err(corrupt)?,
-                            super::ItemKey::new(key).map_err(corrupt)?,
-                            super::sql::vector(bytes)?,
-                        ))
-                    })
-                    .collect()
-            }
+    /// The bytes the memory tables take in the database (SQLite: the items, their indexes
+    /// and the FTS5 index, from `dbstat`; PostgreSQL: the table, its indexes and TOAST,
+    /// `pg_total_relation_size`), every tenant's together.
+    pub async fn size_bytes(&self) -> Result<u64, MemoryError> {
+        let size = sqlx::query(DB::DIALECT.memory.size)
+            .fetch_one(&self.pool)
+            .await;
+        let bytes: i64 = size
+            .and_then(|row| row.try_get("bytes"))
+            .map_err(database("measure the memory tables"))?;
+        Ok(bytes.max(0) as u64)
+    }
 
-            async fn purge_expired(&self) -> Result<usize, super::MemoryError> {
-                let done = sqlx::query(super::sql::PURGE)
-                    .bind(super::sql::now_ms())
-                    .execute(&self.pool)
-                    .await
-                    .map_err(super::database("purge expired items"))?;
-                Ok(done.rows_affected() as usize)
+    /// The live items of a partition (under `prefix`): whole, or only namespace, key and
+    /// vector when `vectors`.
+    async fn scan_rows(
+        &self,
+        at: &Partition,
+        prefix: Option<&Namespace>,
+        vectors: bool,
+    ) -> Result<Vec<DB::Row>, sqlx::Error> {
+        let statement = scan(prefix.is_some(), vectors);
+        let scope = at.scope.encode();
+        let bounds = prefix.map(bounds);
+        let mut query = sqlx::query(&statement)
+            .bind(at.tenant.as_str())
+            .bind(&scope[..]);
+        query = query.bind(now_ms());
+        if let Some((p, low, high)) = &bounds {
+            query = query.bind(&p[..]).bind(&low[..]).bind(&high[..]);
+        }
+        query.fetch_all(&self.pool).await
+    }
+}
+
+#[async_trait::async_trait]
+impl<DB: SqlDatabase> MemoryStore for SqlMemoryStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB>,
+    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q [u8]>: Encode<'q, DB>,
+    for<'q> String: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Decode<'q, DB> + Type<DB>,
+    for<'q> f64: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn get(
+        &self,
+        at: &Partition,
+        namespace: &Namespace,
+        key: &ItemKey,
+    ) -> Result<Option<MemoryItem>, MemoryError> {
+        let (statement, scope) = (get(), at.scope.encode());
+        let get = sqlx::query(&statement)
+            .bind(at.tenant.as_str())
+            .bind(&scope[..]);
+        let get = get
+            .bind(namespace.as_str())
+            .bind(key.as_str())
+            .bind(now_ms());
+        let row = get
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database("read an item"))?;
+        row.as_ref().map(read_item).transpose()
+    }
+
+    async fn put(
+        &self,
+        at: &Partition,
+        namespace: &Namespace,
+        key: &ItemKey,
+        item: PutItem,
+    ) -> Result<u64, MemoryError> {
+        let value = item.checked_json()?;
+        let now = millis(SystemTime::now());
+        let expires = expiry_ms(now, &item).map(|ms| ms.min(i64::MAX as u64) as i64);
+        let embedding = item.embedding.as_deref().map(super::text::vector_bytes);
+        let statement = match item.expect {
+            Expect::Any => UPSERT.replace("{WHERE}", ""),
+            Expect::Absent => UPSERT.replace("{WHERE}", ONLY_EXPIRED),
+            Expect::Version(_) => UPDATE_VERSION.to_owned(),
+        };
+        let scope = at.scope.encode();
+        let put = sqlx::query(&statement)
+            .bind(at.tenant.as_str())
+            .bind(&scope[..]);
+        let put = put
+            .bind(namespace.as_str())
+            .bind(key.as_str())
+            .bind(&value[..]);
+        let put = put.bind(item.text.as_deref()).bind(embedding.as_deref());
+        let mut put = put.bind(now as i64).bind(expires);
+        if let Expect::Version(v) = item.expect {
+            put = put.bind(i64::try_from(v).unwrap_or(i64::MAX));
+        }
+        let err = database("write an item");
+        match put.fetch_optional(&self.pool).await.map_err(&err)? {
+            Some(row) => Ok(row.try_get::<i64, _>("version").map_err(&err)? as u64),
+            None => {
+                let found = MemoryStore::get(self, at, namespace, key).await?;
+                Err(MemoryError::VersionConflict {
+                    namespace: namespace.to_string(),
+                    key: key.to_string(),
+                    expected: item.expect,
+                    found: found.map(|i| i.version),
+                })
             }
         }
-    };
+    }
+
+    async fn delete(
+        &self,
+        at: &Partition,
+        namespace: &Namespace,
+        key: &ItemKey,
+        expect: Option<u64>,
+    ) -> Result<bool, MemoryError> {
+        let (statement, scope) = (delete(expect.is_some()), at.scope.encode());
+        let delete = sqlx::query(&statement)
+            .bind(at.tenant.as_str())
+            .bind(&scope[..]);
+        let mut delete = delete
+            .bind(namespace.as_str())
+            .bind(key.as_str())
+            .bind(now_ms());
+        if let Some(v) = expect {
+            delete = delete.bind(i64::try_from(v).unwrap_or(i64::MAX));
+        }
+        let deleted = delete
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(database("delete an item"))?;
+        match (deleted, expect) {
+            (Some(_), _) => Ok(true),
+            (None, None) => Ok(false),
+            (None, Some(v)) => {
+                let found = MemoryStore::get(self, at, namespace, key).await?;
+                Err(super::transient::conflict(
+                    namespace,
+                    key,
+                    v,
+                    found.map(|i| i.version),
+                ))
+            }
+        }
+    }
+
+    async fn scan(
+        &self,
+        at: &Partition,
+        prefix: Option<&Namespace>,
+    ) -> Result<Vec<MemoryItem>, MemoryError> {
+        let rows = self
+            .scan_rows(at, prefix, false)
+            .await
+            .map_err(database("list items"))?;
+        rows.iter().map(read_item).collect()
+    }
+
+    async fn search_text(
+        &self,
+        at: &Partition,
+        prefix: Option<&Namespace>,
+        terms: &[String],
+        limit: Option<usize>,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        let memory = DB::DIALECT.memory;
+        let statement = search(memory, prefix.is_some());
+        let (query, scope) = ((memory.search_terms)(terms), at.scope.encode());
+        let bounds = prefix.map(bounds);
+        let search = sqlx::query(&statement)
+            .bind(&query[..])
+            .bind(at.tenant.as_str());
+        let mut search = search.bind(&scope[..]).bind(now_ms());
+        if let Some((p, low, high)) = &bounds {
+            search = search.bind(&p[..]).bind(&low[..]).bind(&high[..]);
+        }
+        let limit = limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows = search
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(database("search items"))?;
+        let hit = |row: &DB::Row| -> Result<Hit, MemoryError> {
+            let rank: f64 = row.try_get("rank").map_err(database("read a rank"))?;
+            Ok(Hit {
+                item: read_item(row)?,
+                score: rank as f32,
+            })
+        };
+        rows.iter().map(hit).collect()
+    }
+
+    async fn scan_vectors(
+        &self,
+        at: &Partition,
+        prefix: Option<&Namespace>,
+    ) -> Result<Vec<(Namespace, ItemKey, Vec<f32>)>, MemoryError> {
+        let rows = self
+            .scan_rows(at, prefix, true)
+            .await
+            .map_err(database("list vectors"))?;
+        let err = database("read a vector");
+        let corrupt = |e: MemoryError| MemoryError::Corrupt {
+            message: e.to_string(),
+        };
+        let entry = |row: &DB::Row| -> Result<(Namespace, ItemKey, Vec<f32>), MemoryError> {
+            let namespace: String = row.try_get(0).map_err(&err)?;
+            let key: String = row.try_get(1).map_err(&err)?;
+            Ok((
+                Namespace::from_stored(&namespace).map_err(corrupt)?,
+                ItemKey::new(key).map_err(corrupt)?,
+                vector(row.try_get(2).map_err(&err)?)?,
+            ))
+        };
+        rows.iter().map(entry).collect()
+    }
+
+    async fn purge_expired(&self) -> Result<usize, MemoryError> {
+        let done = sqlx::query(PURGE).bind(now_ms()).execute(&self.pool).await;
+        Ok(DB::rows_affected(&done.map_err(database("purge expired items"))?) as usize)
+    }
 }
-pub(crate) use sql_memory_store;

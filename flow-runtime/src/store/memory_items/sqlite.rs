@@ -5,57 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Sqlite;
 
-use super::sql::{self, sql_memory_store};
-use super::text::fts5_query;
-use super::{database, Hit, MemoryError, Namespace, Partition};
-
-/// The memory schema version this build writes.
-const SCHEMA_VERSION: i64 = 1;
-
-/// The schema: the items, an FTS5 index of their texts kept by triggers (external content:
-/// the text is stored once, in the items table).
-const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS agentflow_memory_items (
-        id INTEGER PRIMARY KEY,
-        tenant TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        namespace TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        text TEXT,
-        embedding BLOB,
-        created_ms INTEGER NOT NULL,
-        updated_ms INTEGER NOT NULL,
-        expires_ms INTEGER,
-        version INTEGER NOT NULL,
-        UNIQUE (tenant, scope, namespace, key)
-    )",
-    "CREATE INDEX IF NOT EXISTS agentflow_memory_expiry
-        ON agentflow_memory_items (expires_ms) WHERE expires_ms IS NOT NULL",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS agentflow_memory_fts USING fts5(
-        text, content = 'agentflow_memory_items', content_rowid = 'id')",
-    "CREATE TRIGGER IF NOT EXISTS agentflow_memory_fts_insert
-        AFTER INSERT ON agentflow_memory_items BEGIN
-        INSERT INTO agentflow_memory_fts (rowid, text)
-            SELECT new.id, new.text WHERE new.text IS NOT NULL;
-     END",
-    "CREATE TRIGGER IF NOT EXISTS agentflow_memory_fts_delete
-        AFTER DELETE ON agentflow_memory_items BEGIN
-        INSERT INTO agentflow_memory_fts (agentflow_memory_fts, rowid, text)
-            SELECT 'delete', old.id, old.text WHERE old.text IS NOT NULL;
-     END",
-    "CREATE TRIGGER IF NOT EXISTS agentflow_memory_fts_update
-        AFTER UPDATE ON agentflow_memory_items BEGIN
-        INSERT INTO agentflow_memory_fts (agentflow_memory_fts, rowid, text)
-            SELECT 'delete', old.id, old.text WHERE old.text IS NOT NULL;
-        INSERT INTO agentflow_memory_fts (rowid, text)
-            SELECT new.id, new.text WHERE new.text IS NOT NULL;
-     END",
-];
+use super::sql::SqlMemoryStore;
+use super::{database, MemoryError};
 
 /// Memory items in a SQLite database: the embedded default. Full text search is FTS5's (BM25
 /// ranking, the `unicode61` tokenizer), vectors are kept in the item's row and compared
@@ -75,10 +29,7 @@ const SCHEMA: &[&str] = &[
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
-pub struct SqliteMemoryStore {
-    pool: SqlitePool,
-}
+pub type SqliteMemoryStore = SqlMemoryStore<Sqlite>;
 
 impl SqliteMemoryStore {
     /// Opens (or creates, with its directory) the database at `path` and its memory tables.
@@ -103,114 +54,4 @@ impl SqliteMemoryStore {
             .map_err(database("open the database"))?;
         Self::on_pool(pool).await
     }
-
-    /// The memory tables in the database of `store`, on its connections.
-    pub async fn beside(store: &crate::store::SqliteStore) -> Result<Self, MemoryError> {
-        Self::on_pool(store.pool().clone()).await
-    }
-
-    /// The bytes the memory tables take in the database (items, their indexes and the FTS5
-    /// index; SQLite's `dbstat`), every tenant's together.
-    pub async fn size_bytes(&self) -> Result<u64, MemoryError> {
-        let bytes: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'agentflow_memory%' \
-             OR name LIKE 'sqlite_autoindex_agentflow_memory%'",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(database("measure the memory tables"))?;
-        Ok(bytes.max(0) as u64)
-    }
-
-    async fn on_pool(pool: SqlitePool) -> Result<Self, MemoryError> {
-        migrate(&pool).await?;
-        Ok(SqliteMemoryStore { pool })
-    }
-
-    async fn search_text_in(
-        &self,
-        at: &Partition,
-        prefix: Option<&Namespace>,
-        terms: &[String],
-        limit: Option<usize>,
-    ) -> Result<Vec<Hit>, MemoryError> {
-        let statement = format!(
-            "SELECT {}, bm25(agentflow_memory_fts) AS rank FROM agentflow_memory_fts \
-             JOIN agentflow_memory_items m ON m.id = agentflow_memory_fts.rowid \
-             WHERE agentflow_memory_fts MATCH $1 AND m.tenant = $2 AND m.scope = $3 \
-             AND (m.expires_ms IS NULL OR m.expires_ms > $4){} \
-             ORDER BY rank, m.namespace, m.key LIMIT {}",
-            sql::COLUMNS,
-            if prefix.is_some() {
-                sql::prefix_condition(5)
-            } else {
-                String::new()
-            },
-            if prefix.is_some() { "$8" } else { "$5" },
-        );
-        let mut query = sqlx::query(&statement)
-            .bind(fts5_query(terms))
-            .bind(at.tenant.as_str())
-            .bind(at.scope.encode())
-            .bind(sql::now_ms());
-        if let Some(prefix) = prefix {
-            let (p, low, high) = sql::bounds(prefix);
-            query = query.bind(p).bind(low).bind(high);
-        }
-        let limit = limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let rows = query
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(database("search items"))?;
-        rows.iter()
-            .map(|row| {
-                use sqlx::Row;
-                let item = sql::read_item!(row)?;
-                let rank: f64 = row.try_get(8).map_err(database("read a rank"))?;
-                Ok(Hit {
-                    item,
-                    score: -rank as f32,
-                })
-            })
-            .collect()
-    }
 }
-
-/// Creates the memory tables, in one transaction, unless a newer build made them.
-async fn migrate(pool: &SqlitePool) -> Result<(), MemoryError> {
-    let err = database("create the memory tables");
-    let mut tx = pool.begin().await.map_err(&err)?;
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS agentflow_memory_schema (
-            id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
-    )
-    .execute(&mut *tx)
-    .await
-    .map_err(&err)?;
-    let found: Option<i64> =
-        sqlx::query_scalar("SELECT version FROM agentflow_memory_schema WHERE id = 1")
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(&err)?;
-    if let Some(found) = found.filter(|v| *v > SCHEMA_VERSION) {
-        return Err(MemoryError::Schema {
-            found,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    for statement in SCHEMA {
-        sqlx::query(statement)
-            .execute(&mut *tx)
-            .await
-            .map_err(&err)?;
-    }
-    sqlx::query("INSERT INTO agentflow_memory_schema (id, version) VALUES (1, $1) ON CONFLICT (id) DO NOTHING")
-        .bind(SCHEMA_VERSION)
-        .execute(&mut *tx)
-        .await
-        .map_err(&err)?;
-    tx.commit().await.map_err(&err)
-}
-
-sql_memory_store!(SqliteMemoryStore);

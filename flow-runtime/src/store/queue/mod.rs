@@ -41,6 +41,8 @@ pub use file::FileRunQueue;
 pub use memory::InMemoryRunQueue;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRunQueue;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql::SqlRunQueue;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRunQueue;
 

@@ -1,12 +1,20 @@
 //! The schedules of the SQL queues ([`SqliteRunQueue`](crate::store::SqliteRunQueue),
 //! [`PostgresRunQueue`](crate::store::PostgresRunQueue)): the table `agentflow_schedules`
 //! beside the queue's, created with it, one row per schedule (`input`, `grants` and `metadata`
-//! as JSON text, `paused` 0 or 1), and the macro that implements
-//! [`ScheduleStore`](super::ScheduleStore) with its statements (`$n` parameters, which both
-//! drivers take). Every change is one statement: [`advance_schedule`] is an `UPDATE ... WHERE
-//! next_due_ms = $2`, the compare-and-swap the database serialises.
+//! as JSON text, `paused` 0 or 1), and [`ScheduleStore`] with its statements, written once for
+//! both databases (`$n` parameters, which both drivers take). Every change is one statement:
+//! [`advance_schedule`] is an `UPDATE ... WHERE next_due_ms = $2`, the compare-and-swap the
+//! database serialises.
 //!
 //! [`advance_schedule`]: super::ScheduleStore::advance_schedule
+
+use serde_json::Value;
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
+
+use super::{check_schedule, MissedPolicy, Schedule, ScheduleFilter, ScheduleStore};
+use crate::store::queue::sql::{db, is_unique_violation, u, SqlRunQueue};
+use crate::store::sql::{int, SqlDatabase};
+use crate::store::QueueError;
 
 /// The schedules' table (the same on both backends).
 pub(crate) const SCHEDULES_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_schedules (
@@ -46,13 +54,14 @@ pub(crate) fn get() -> String {
 pub(crate) fn list() -> String {
     format!(
         "SELECT {COLUMNS} FROM agentflow_schedules WHERE tenant = $1 \
-         AND ($2 IS NULL OR flow = $2) AND ($3 IS NULL OR thread = $3) \
+         AND (CAST($2 AS TEXT) IS NULL OR flow = $2) \
+         AND (CAST($3 AS TEXT) IS NULL OR thread = $3) \
          ORDER BY created_ms, id LIMIT $4 OFFSET $5"
     )
 }
 
-pub(crate) const COUNT: &str = "SELECT COUNT(*) FROM agentflow_schedules WHERE tenant = $1 \
-    AND ($2 IS NULL OR flow = $2) AND ($3 IS NULL OR thread = $3)";
+pub(crate) const COUNT: &str = "SELECT COUNT(*) AS n FROM agentflow_schedules WHERE tenant = $1 \
+    AND (CAST($2 AS TEXT) IS NULL OR flow = $2) AND (CAST($3 AS TEXT) IS NULL OR thread = $3)";
 
 pub(crate) const UPDATE: &str = "UPDATE agentflow_schedules SET cron = $2, input = $3, \
     missed = $4, paused = $5, next_due_ms = $6, metadata = $7, updated_ms = $8 WHERE id = $1";
@@ -69,222 +78,190 @@ pub(crate) fn due() -> String {
 pub(crate) const ADVANCE: &str = "UPDATE agentflow_schedules SET next_due_ms = $3, \
     last_due_ms = COALESCE($4, last_due_ms) WHERE id = $1 AND next_due_ms = $2";
 
-/// A stored number as a `u64` (negative ones, written by hand, as 0).
-pub(crate) fn u(v: i64) -> u64 {
-    v.max(0) as u64
-}
-
-/// A `u64` as a stored number (saturating).
-pub(crate) fn i(v: u64) -> i64 {
-    v.min(i64::MAX as u64) as i64
-}
-
-/// Implements [`ScheduleStore`](super::ScheduleStore) for a SQL queue type with a field
-/// `pool`, whose rows are `$row`.
-macro_rules! sql_schedules {
-    ($queue:ty, $row:ty) => {
-        fn schedule_of(row: &$row) -> Result<$crate::store::Schedule, $crate::store::QueueError> {
-            use sqlx::Row;
-            use $crate::store::schedule::sql::u;
-            let id: String = row
-                .try_get("id")
-                .map_err($crate::store::queue::sql::db("read a schedule"))?;
-            let corrupt = |message: String| $crate::store::QueueError::Corrupt {
-                run_id: format!("schedule {id}"),
-                message,
-            };
-            let s = |name: &str| -> Result<String, $crate::store::QueueError> {
-                row.try_get::<String, _>(name)
-                    .map_err(|e| corrupt(format!("{name}: {e}")))
-            };
-            let n = |name: &str| -> Result<i64, $crate::store::QueueError> {
-                row.try_get::<i64, _>(name)
-                    .map_err(|e| corrupt(format!("{name}: {e}")))
-            };
-            let json = |name: &str| -> Result<serde_json::Value, $crate::store::QueueError> {
-                serde_json::from_str(&s(name)?).map_err(|e| corrupt(format!("{name}: {e}")))
-            };
-            let missed = s("missed")?;
-            Ok($crate::store::Schedule {
-                flow: s("flow")?,
-                tenant: s("tenant")?,
-                thread: row
-                    .try_get::<Option<String>, _>("thread")
-                    .map_err(|e| corrupt(format!("thread: {e}")))?,
-                cron: s("cron")?,
-                input: json("input")?,
-                by: s("owner")?,
-                grants: serde_json::from_value(json("grants")?)
-                    .map_err(|e| corrupt(format!("grants: {e}")))?,
-                missed: $crate::store::MissedPolicy::parse(&missed)
-                    .ok_or_else(|| corrupt(format!("unknown missed policy '{missed}'")))?,
-                paused: n("paused")? != 0,
-                next_due_ms: u(n("next_due_ms")?),
-                last_due_ms: row
-                    .try_get::<Option<i64>, _>("last_due_ms")
-                    .map_err(|e| corrupt(format!("last_due_ms: {e}")))?
-                    .map(u),
-                created_ms: u(n("created_ms")?),
-                updated_ms: u(n("updated_ms")?),
-                metadata: json("metadata")?,
-                id: id.clone(),
-            })
-        }
-
-        #[async_trait::async_trait]
-        impl $crate::store::ScheduleStore for $queue {
-            async fn create_schedule(
-                &self,
-                schedule: &$crate::store::Schedule,
-            ) -> Result<(), $crate::store::QueueError> {
-                use $crate::store::schedule::sql::{i, INSERT};
-                $crate::store::schedule::check_schedule(schedule)?;
-                sqlx::query(INSERT)
-                    .bind(&schedule.id)
-                    .bind(&schedule.flow)
-                    .bind(&schedule.tenant)
-                    .bind(&schedule.thread)
-                    .bind(&schedule.cron)
-                    .bind(schedule.input.to_string())
-                    .bind(&schedule.by)
-                    .bind(serde_json::json!(schedule.grants).to_string())
-                    .bind(schedule.missed.as_str())
-                    .bind(i64::from(schedule.paused))
-                    .bind(i(schedule.next_due_ms))
-                    .bind(schedule.last_due_ms.map(i))
-                    .bind(i(schedule.created_ms))
-                    .bind(i(schedule.updated_ms))
-                    .bind(schedule.metadata.to_string())
-                    .execute(&self.pool)
-                    .await
-                    .map_err(|e| {
-                        if $crate::store::queue::sql::is_unique_violation(&e) {
-                            $crate::store::QueueError::Duplicate {
-                                run_id: schedule.id.clone(),
-                            }
-                        } else {
-                            $crate::store::queue::sql::db("store a schedule")(e)
-                        }
-                    })?;
-                Ok(())
-            }
-
-            async fn schedule(
-                &self,
-                id: &str,
-            ) -> Result<Option<$crate::store::Schedule>, $crate::store::QueueError> {
-                let row = sqlx::query(&$crate::store::schedule::sql::get())
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("read a schedule"))?;
-                row.as_ref().map(schedule_of).transpose()
-            }
-
-            async fn list_schedules(
-                &self,
-                filter: &$crate::store::ScheduleFilter,
-                limit: usize,
-                offset: usize,
-            ) -> Result<Vec<$crate::store::Schedule>, $crate::store::QueueError> {
-                use $crate::store::schedule::sql::i;
-                let rows = sqlx::query(&$crate::store::schedule::sql::list())
-                    .bind(&filter.tenant)
-                    .bind(&filter.flow)
-                    .bind(&filter.thread)
-                    .bind(i(limit as u64))
-                    .bind(i(offset as u64))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("list schedules"))?;
-                rows.iter().map(schedule_of).collect()
-            }
-
-            async fn count_schedules(
-                &self,
-                filter: &$crate::store::ScheduleFilter,
-            ) -> Result<u64, $crate::store::QueueError> {
-                let (n,): (i64,) = sqlx::query_as($crate::store::schedule::sql::COUNT)
-                    .bind(&filter.tenant)
-                    .bind(&filter.flow)
-                    .bind(&filter.thread)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("count schedules"))?;
-                Ok($crate::store::schedule::sql::u(n))
-            }
-
-            async fn update_schedule(
-                &self,
-                schedule: &$crate::store::Schedule,
-            ) -> Result<bool, $crate::store::QueueError> {
-                use $crate::store::schedule::sql::{i, UPDATE};
-                let done = sqlx::query(UPDATE)
-                    .bind(&schedule.id)
-                    .bind(&schedule.cron)
-                    .bind(schedule.input.to_string())
-                    .bind(schedule.missed.as_str())
-                    .bind(i64::from(schedule.paused))
-                    .bind(i(schedule.next_due_ms))
-                    .bind(schedule.metadata.to_string())
-                    .bind(i(schedule.updated_ms))
-                    .execute(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("change a schedule"))?;
-                Ok(done.rows_affected() > 0)
-            }
-
-            async fn delete_schedule(&self, id: &str) -> Result<bool, $crate::store::QueueError> {
-                let done = sqlx::query($crate::store::schedule::sql::DELETE)
-                    .bind(id)
-                    .execute(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("delete a schedule"))?;
-                Ok(done.rows_affected() > 0)
-            }
-
-            async fn due_schedules(
-                &self,
-                now_ms: u64,
-                limit: usize,
-            ) -> Result<Vec<$crate::store::Schedule>, $crate::store::QueueError> {
-                use $crate::store::schedule::sql::i;
-                let rows = sqlx::query(&$crate::store::schedule::sql::due())
-                    .bind(i(now_ms))
-                    .bind(i(limit as u64))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("read the due schedules"))?;
-                rows.iter().map(schedule_of).collect()
-            }
-
-            async fn advance_schedule(
-                &self,
-                id: &str,
-                from_due_ms: u64,
-                next_due_ms: u64,
-                fired_due_ms: Option<u64>,
-            ) -> Result<bool, $crate::store::QueueError> {
-                use $crate::store::schedule::sql::{i, ADVANCE};
-                let done = sqlx::query(ADVANCE)
-                    .bind(id)
-                    .bind(i(from_due_ms))
-                    .bind(i(next_due_ms))
-                    .bind(fired_due_ms.map(i))
-                    .execute(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("move a schedule on"))?;
-                Ok(done.rows_affected() > 0)
-            }
-        }
+/// A schedule from a row of its columns.
+fn schedule_of<R: Row>(row: &R) -> Result<Schedule, QueueError>
+where
+    for<'q> i64: Decode<'q, R::Database> + Type<R::Database>,
+    for<'q> String: Decode<'q, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    let id: String = row.try_get("id").map_err(db("read a schedule"))?;
+    let corrupt = |name: &str, e: &dyn std::fmt::Display| QueueError::Corrupt {
+        run_id: format!("schedule {id}"),
+        message: format!("{name}: {e}"),
     };
+    let text = |name: &str| {
+        row.try_get::<String, _>(name)
+            .map_err(|e| corrupt(name, &e))
+    };
+    let n = |name: &str| row.try_get::<i64, _>(name).map_err(|e| corrupt(name, &e));
+    let json = |name: &str| -> Result<Value, QueueError> {
+        serde_json::from_str(&text(name)?).map_err(|e| corrupt(name, &e))
+    };
+    let missed = text("missed")?;
+    Ok(Schedule {
+        flow: text("flow")?,
+        tenant: text("tenant")?,
+        thread: row.try_get("thread").map_err(|e| corrupt("thread", &e))?,
+        cron: text("cron")?,
+        input: json("input")?,
+        by: text("owner")?,
+        grants: serde_json::from_value(json("grants")?).map_err(|e| corrupt("grants", &e))?,
+        missed: MissedPolicy::parse(&missed)
+            .ok_or_else(|| corrupt("missed", &format!("unknown policy '{missed}'")))?,
+        paused: n("paused")? != 0,
+        next_due_ms: u(n("next_due_ms")?),
+        last_due_ms: row
+            .try_get::<Option<i64>, _>("last_due_ms")
+            .map_err(|e| corrupt("last_due_ms", &e))?
+            .map(u),
+        created_ms: u(n("created_ms")?),
+        updated_ms: u(n("updated_ms")?),
+        metadata: json("metadata")?,
+        id: id.clone(),
+    })
 }
 
-#[cfg(feature = "sqlite")]
-mod sqlite {
-    sql_schedules!(crate::store::SqliteRunQueue, sqlx::sqlite::SqliteRow);
-}
-#[cfg(feature = "postgres")]
-mod postgres {
-    sql_schedules!(crate::store::PostgresRunQueue, sqlx::postgres::PgRow);
+#[async_trait::async_trait]
+impl<DB: SqlDatabase> ScheduleStore for SqlRunQueue<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB>,
+    for<'q> String: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    async fn create_schedule(&self, schedule: &Schedule) -> Result<(), QueueError> {
+        check_schedule(schedule)?;
+        let (input, metadata) = (schedule.input.to_string(), schedule.metadata.to_string());
+        let grants = serde_json::json!(schedule.grants).to_string();
+        let insert = sqlx::query(INSERT)
+            .bind(&schedule.id[..])
+            .bind(&schedule.flow[..]);
+        let insert = insert
+            .bind(&schedule.tenant[..])
+            .bind(schedule.thread.as_deref());
+        let insert = insert
+            .bind(&schedule.cron[..])
+            .bind(&input[..])
+            .bind(&schedule.by[..]);
+        let insert = insert.bind(&grants[..]).bind(schedule.missed.as_str());
+        let insert = insert
+            .bind(i64::from(schedule.paused))
+            .bind(int(schedule.next_due_ms));
+        let insert = insert
+            .bind(schedule.last_due_ms.map(int))
+            .bind(int(schedule.created_ms));
+        let insert = insert.bind(int(schedule.updated_ms)).bind(&metadata[..]);
+        insert
+            .execute(&self.pool)
+            .await
+            .map_err(|e| match is_unique_violation(&e) {
+                true => QueueError::Duplicate {
+                    run_id: schedule.id.clone(),
+                },
+                false => db("store a schedule")(e),
+            })?;
+        Ok(())
+    }
+
+    async fn schedule(&self, id: &str) -> Result<Option<Schedule>, QueueError> {
+        let statement = get();
+        let row = sqlx::query(&statement)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await;
+        row.map_err(db("read a schedule"))?
+            .as_ref()
+            .map(schedule_of)
+            .transpose()
+    }
+
+    async fn list_schedules(
+        &self,
+        filter: &ScheduleFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<Schedule>, QueueError> {
+        let statement = list();
+        let list = sqlx::query(&statement)
+            .bind(&filter.tenant[..])
+            .bind(filter.flow.as_deref());
+        let list = list
+            .bind(filter.thread.as_deref())
+            .bind(int(limit as u64))
+            .bind(int(offset as u64));
+        let rows = list
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("list schedules"))?;
+        rows.iter().map(schedule_of).collect()
+    }
+
+    async fn count_schedules(&self, filter: &ScheduleFilter) -> Result<u64, QueueError> {
+        let count = sqlx::query(COUNT)
+            .bind(&filter.tenant[..])
+            .bind(filter.flow.as_deref());
+        let row = count
+            .bind(filter.thread.as_deref())
+            .fetch_one(&self.pool)
+            .await;
+        let n: i64 = row
+            .and_then(|row| row.try_get("n"))
+            .map_err(db("count schedules"))?;
+        Ok(u(n))
+    }
+
+    async fn update_schedule(&self, schedule: &Schedule) -> Result<bool, QueueError> {
+        let (input, metadata) = (schedule.input.to_string(), schedule.metadata.to_string());
+        let update = sqlx::query(UPDATE)
+            .bind(&schedule.id[..])
+            .bind(&schedule.cron[..]);
+        let update = update.bind(&input[..]).bind(schedule.missed.as_str());
+        let update = update
+            .bind(i64::from(schedule.paused))
+            .bind(int(schedule.next_due_ms));
+        let update = update.bind(&metadata[..]).bind(int(schedule.updated_ms));
+        let done = update
+            .execute(&self.pool)
+            .await
+            .map_err(db("change a schedule"))?;
+        Ok(DB::rows_affected(&done) > 0)
+    }
+
+    async fn delete_schedule(&self, id: &str) -> Result<bool, QueueError> {
+        let done = sqlx::query(DELETE).bind(id).execute(&self.pool).await;
+        Ok(DB::rows_affected(&done.map_err(db("delete a schedule"))?) > 0)
+    }
+
+    async fn due_schedules(&self, now_ms: u64, limit: usize) -> Result<Vec<Schedule>, QueueError> {
+        let statement = due();
+        let due = sqlx::query(&statement)
+            .bind(int(now_ms))
+            .bind(int(limit as u64));
+        let rows = due
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("read the due schedules"))?;
+        rows.iter().map(schedule_of).collect()
+    }
+
+    async fn advance_schedule(
+        &self,
+        id: &str,
+        from_due_ms: u64,
+        next_due_ms: u64,
+        fired_due_ms: Option<u64>,
+    ) -> Result<bool, QueueError> {
+        let advance = sqlx::query(ADVANCE).bind(id).bind(int(from_due_ms));
+        let advance = advance.bind(int(next_due_ms)).bind(fired_due_ms.map(int));
+        let done = advance
+            .execute(&self.pool)
+            .await
+            .map_err(db("move a schedule on"))?;
+        Ok(DB::rows_affected(&done) > 0)
+    }
 }

@@ -1,11 +1,17 @@
 //! The spending of the SQL queues ([`SqliteRunQueue`](crate::store::SqliteRunQueue),
 //! [`PostgresRunQueue`](crate::store::PostgresRunQueue)): the tables `agentflow_spending` and
-//! `agentflow_usage` beside the queue's, created with it, and the macro that implements
-//! [`SpendingStore`](super::SpendingStore) with their statements (`$n` parameters, which both
-//! drivers take). A reservation is one transaction holding the scopes' rows locked
-//! (`BEGIN IMMEDIATE` on SQLite: the database's one write lock; `SELECT ... FOR UPDATE`, in key
-//! order, on PostgreSQL): it reads them, applies [`crossed`](super::crossed), and charges all
-//! or none.
+//! `agentflow_usage` beside the queue's, created with it, and [`SpendingStore`] with their
+//! statements, written once for both databases (`$n` parameters, which both drivers take). A
+//! reservation is one transaction holding the scopes' rows locked (`BEGIN IMMEDIATE` on
+//! SQLite: the database's one write lock; `SELECT ... FOR UPDATE`, in key order, on
+//! PostgreSQL): it reads them, applies [`crossed`], and charges all or none.
+
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Row, Type};
+
+use super::{crossed, Crossed, Spending, SpendingScope, SpendingStore, UsageFilter, UsageRow};
+use crate::store::queue::sql::{db, u, SqlRunQueue};
+use crate::store::sql::{int, write_tx, SqlDatabase};
+use crate::store::QueueError;
 
 /// What each scope (a thread, a tenant's day or month) has spent.
 pub(crate) const SPENDING_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_spending (
@@ -39,8 +45,9 @@ pub(crate) const SPENDING_SCHEMA: [&str; 3] = [SPENDING_TABLE, SPENDING_INDEX, U
 pub(crate) const ENSURE: &str = "INSERT INTO agentflow_spending (scope, thread) VALUES ($1, $2) \
     ON CONFLICT (scope) DO NOTHING";
 
+/// A scope's spending (`{FOR_UPDATE}`: locked until the transaction ends, where rows lock).
 pub(crate) const READ: &str = "SELECT input_tokens, output_tokens, cost_micro_usd, model_calls \
-    FROM agentflow_spending WHERE scope = $1";
+    FROM agentflow_spending WHERE scope = $1 {FOR_UPDATE}";
 
 pub(crate) const ADD: &str = "UPDATE agentflow_spending SET input_tokens = input_tokens + $2, \
     output_tokens = output_tokens + $3, cost_micro_usd = cost_micro_usd + $4, \
@@ -60,8 +67,9 @@ pub(crate) const USAGE_ADD: &str = "INSERT INTO agentflow_usage (day, tenant, fl
     cost_micro_usd = agentflow_usage.cost_micro_usd + excluded.cost_micro_usd, \
     model_calls = agentflow_usage.model_calls + excluded.model_calls";
 
-const USAGE_WHERE: &str = "($1 IS NULL OR tenant = $1) AND ($2 IS NULL OR day >= $2) \
-    AND ($3 IS NULL OR day <= $3) AND ($4 IS NULL OR flow = $4) AND ($5 IS NULL OR agent = $5)";
+const USAGE_WHERE: &str = "(CAST($1 AS TEXT) IS NULL OR tenant = $1) \
+    AND (CAST($2 AS TEXT) IS NULL OR day >= $2) AND (CAST($3 AS TEXT) IS NULL OR day <= $3) \
+    AND (CAST($4 AS TEXT) IS NULL OR flow = $4) AND (CAST($5 AS TEXT) IS NULL OR agent = $5)";
 
 /// `$1` tenant, `$2` from, `$3` to, `$4` flow, `$5` agent (each NULL for any), `$6` limit,
 /// `$7` offset.
@@ -74,222 +82,225 @@ pub(crate) fn usage_list() -> String {
 }
 
 pub(crate) fn usage_count() -> String {
-    format!("SELECT COUNT(*) FROM agentflow_usage WHERE {USAGE_WHERE}")
+    format!("SELECT COUNT(*) AS n FROM agentflow_usage WHERE {USAGE_WHERE}")
 }
 
-/// Implements [`SpendingStore`](super::SpendingStore) for a SQL queue type with a field
-/// `pool`: `$begin` opens a write transaction, `$lock` ends the statement that reads a scope's
-/// row under it.
-macro_rules! sql_spending {
-    ($queue:ty, $begin:literal, $lock:literal) => {
-        fn spending_of(row: (i64, i64, i64, i64)) -> $crate::store::Spending {
-            $crate::store::Spending {
-                input_tokens: row.0,
-                output_tokens: row.1,
-                cost_micro_usd: row.2,
-                model_calls: row.3,
+/// The spending in a row of `input_tokens`, `output_tokens`, `cost_micro_usd`, `model_calls`.
+fn spending_of<R: Row>(row: &R) -> Result<Spending, sqlx::Error>
+where
+    for<'q> i64: Decode<'q, R::Database> + Type<R::Database>,
+    for<'a> &'a str: ColumnIndex<R>,
+{
+    Ok(Spending {
+        input_tokens: row.try_get("input_tokens")?,
+        output_tokens: row.try_get("output_tokens")?,
+        cost_micro_usd: row.try_get("cost_micro_usd")?,
+        model_calls: row.try_get("model_calls")?,
+    })
+}
+
+impl<DB: SqlDatabase> SqlRunQueue<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB>,
+    for<'q> String: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    /// Adds `charge` to scope `key` in `tx` (its row made first if missing).
+    async fn charge(
+        &self,
+        tx: &mut sqlx::Transaction<'static, DB>,
+        (key, thread): (&str, Option<&str>),
+        charge: &Spending,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(ENSURE)
+            .bind(key)
+            .bind(thread)
+            .execute(&mut **tx)
+            .await?;
+        let add = sqlx::query(ADD).bind(key).bind(charge.input_tokens);
+        let add = add.bind(charge.output_tokens).bind(charge.cost_micro_usd);
+        add.bind(charge.model_calls).execute(&mut **tx).await?;
+        Ok(())
+    }
+
+    /// The usage report's filter bound as `$1` to `$5`.
+    fn usage_query<'q>(
+        statement: &'q str,
+        filter: &'q UsageFilter,
+    ) -> sqlx::query::Query<'q, DB, DB::Arguments<'q>> {
+        let query = sqlx::query(statement).bind(filter.tenant.as_deref());
+        let query = query
+            .bind(filter.from.as_deref())
+            .bind(filter.to.as_deref());
+        query
+            .bind(filter.flow.as_deref())
+            .bind(filter.agent.as_deref())
+    }
+}
+
+#[async_trait::async_trait]
+impl<DB: SqlDatabase> SpendingStore for SqlRunQueue<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB>,
+    for<'q> String: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    async fn reserve(
+        &self,
+        scopes: &[SpendingScope],
+        charge: &Spending,
+    ) -> Result<Result<(), Crossed>, QueueError> {
+        let err = db("reserve a model call's spending");
+        // Rows are locked in key order, so two reservations never wait on each other.
+        let mut order: Vec<usize> = (0..scopes.len()).collect();
+        order.sort_by(|a, b| scopes[*a].key.cmp(&scopes[*b].key));
+        let read = DB::DIALECT.fill(READ);
+        let mut tx = write_tx(&self.pool, &[]).await.map_err(&err)?;
+        let mut spent = vec![Spending::default(); scopes.len()];
+        for &k in &order {
+            let ensure = sqlx::query(ENSURE)
+                .bind(&scopes[k].key[..])
+                .bind(scopes[k].thread.as_deref());
+            ensure.execute(&mut *tx).await.map_err(&err)?;
+            let row = sqlx::query(&read)
+                .bind(&scopes[k].key[..])
+                .fetch_one(&mut *tx)
+                .await;
+            spent[k] = spending_of(&row.map_err(&err)?).map_err(&err)?;
+        }
+        for (k, scope) in scopes.iter().enumerate() {
+            if let Some((budget, limit, would_reach)) = crossed(&spent[k], charge, &scope.limits) {
+                tx.rollback().await.map_err(&err)?;
+                return Ok(Err(Crossed {
+                    scope: k,
+                    budget,
+                    limit,
+                    would_reach,
+                }));
             }
         }
-
-        #[async_trait::async_trait]
-        impl $crate::store::SpendingStore for $queue {
-            async fn reserve(
-                &self,
-                scopes: &[$crate::store::SpendingScope],
-                charge: &$crate::store::Spending,
-            ) -> Result<Result<(), $crate::store::Crossed>, $crate::store::QueueError> {
-                use $crate::store::spending::sql::{ADD, ENSURE, READ};
-                let err = $crate::store::queue::sql::db("reserve a model call's spending");
-                // Rows are locked in key order, so two reservations never wait on each other.
-                let mut order: Vec<usize> = (0..scopes.len()).collect();
-                order.sort_by(|a, b| scopes[*a].key.cmp(&scopes[*b].key));
-                let mut tx = self.pool.begin_with($begin).await.map_err(&err)?;
-                let mut spent = vec![$crate::store::Spending::default(); scopes.len()];
-                for &k in &order {
-                    sqlx::query(ENSURE)
-                        .bind(&scopes[k].key)
-                        .bind(&scopes[k].thread)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(&err)?;
-                    let row: (i64, i64, i64, i64) = sqlx::query_as(&format!("{READ}{}", $lock))
-                        .bind(&scopes[k].key)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(&err)?;
-                    spent[k] = spending_of(row);
-                }
-                for (k, scope) in scopes.iter().enumerate() {
-                    if let Some((budget, limit, would_reach)) =
-                        $crate::store::spending::crossed(&spent[k], charge, &scope.limits)
-                    {
-                        tx.rollback().await.map_err(&err)?;
-                        return Ok(Err($crate::store::Crossed {
-                            scope: k,
-                            budget,
-                            limit,
-                            would_reach,
-                        }));
-                    }
-                }
-                for &k in &order {
-                    sqlx::query(ADD)
-                        .bind(&scopes[k].key)
-                        .bind(charge.input_tokens)
-                        .bind(charge.output_tokens)
-                        .bind(charge.cost_micro_usd)
-                        .bind(charge.model_calls)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(&err)?;
-                }
-                tx.commit().await.map_err(&err)?;
-                Ok(Ok(()))
-            }
-
-            async fn settle(
-                &self,
-                keys: &[(String, Option<String>)],
-                correction: &$crate::store::Spending,
-                usage: Option<&$crate::store::UsageRow>,
-            ) -> Result<(), $crate::store::QueueError> {
-                use $crate::store::spending::sql::{ADD, ENSURE, USAGE_ADD};
-                let err = $crate::store::queue::sql::db("settle a model call's spending");
-                let mut sorted: Vec<&(String, Option<String>)> = keys.iter().collect();
-                sorted.sort();
-                let mut tx = self.pool.begin_with($begin).await.map_err(&err)?;
-                for (key, thread) in sorted {
-                    sqlx::query(ENSURE)
-                        .bind(key)
-                        .bind(thread)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(&err)?;
-                    sqlx::query(ADD)
-                        .bind(key)
-                        .bind(correction.input_tokens)
-                        .bind(correction.output_tokens)
-                        .bind(correction.cost_micro_usd)
-                        .bind(correction.model_calls)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(&err)?;
-                }
-                if let Some(row) = usage {
-                    sqlx::query(USAGE_ADD)
-                        .bind(&row.day)
-                        .bind(&row.tenant)
-                        .bind(&row.flow)
-                        .bind(&row.agent)
-                        .bind(&row.model)
-                        .bind(row.spent.input_tokens)
-                        .bind(row.spent.output_tokens)
-                        .bind(row.spent.cost_micro_usd)
-                        .bind(row.spent.model_calls)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(&err)?;
-                }
-                tx.commit().await.map_err(&err)
-            }
-
-            async fn spent(
-                &self,
-                key: &str,
-            ) -> Result<$crate::store::Spending, $crate::store::QueueError> {
-                let row: Option<(i64, i64, i64, i64)> =
-                    sqlx::query_as($crate::store::spending::sql::READ)
-                        .bind(key)
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err($crate::store::queue::sql::db("read a scope's spending"))?;
-                Ok(row.map(spending_of).unwrap_or_default())
-            }
-
-            async fn delete_thread(&self, thread: &str) -> Result<u64, $crate::store::QueueError> {
-                let done = sqlx::query($crate::store::spending::sql::DELETE_THREAD)
-                    .bind(thread)
-                    .execute(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("delete a thread's spending"))?;
-                Ok(done.rows_affected())
-            }
-
-            async fn usage(
-                &self,
-                filter: &$crate::store::UsageFilter,
-                limit: usize,
-                offset: usize,
-            ) -> Result<Vec<$crate::store::UsageRow>, $crate::store::QueueError> {
-                use $crate::store::schedule::sql::i;
-                #[allow(clippy::type_complexity)]
-                let rows: Vec<(
-                    String,
-                    String,
-                    String,
-                    String,
-                    String,
-                    i64,
-                    i64,
-                    i64,
-                    i64,
-                )> = sqlx::query_as(&$crate::store::spending::sql::usage_list())
-                    .bind(&filter.tenant)
-                    .bind(&filter.from)
-                    .bind(&filter.to)
-                    .bind(&filter.flow)
-                    .bind(&filter.agent)
-                    .bind(i(limit as u64))
-                    .bind(i(offset as u64))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("read the usage report"))?;
-                Ok(rows
-                    .into_iter()
-                    .map(|r| $crate::store::UsageRow {
-                        day: r.0,
-                        tenant: r.1,
-                        flow: r.2,
-                        agent: r.3,
-                        model: r.4,
-                        spent: spending_of((r.5, r.6, r.7, r.8)),
-                    })
-                    .collect())
-            }
-
-            async fn count_usage(
-                &self,
-                filter: &$crate::store::UsageFilter,
-            ) -> Result<u64, $crate::store::QueueError> {
-                let (n,): (i64,) = sqlx::query_as(&$crate::store::spending::sql::usage_count())
-                    .bind(&filter.tenant)
-                    .bind(&filter.from)
-                    .bind(&filter.to)
-                    .bind(&filter.flow)
-                    .bind(&filter.agent)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("count the usage report"))?;
-                Ok($crate::store::schedule::sql::u(n))
-            }
-
-            async fn trim_usage(&self, first_kept: &str) -> Result<u64, $crate::store::QueueError> {
-                let done = sqlx::query($crate::store::spending::sql::TRIM_USAGE)
-                    .bind(first_kept)
-                    .execute(&self.pool)
-                    .await
-                    .map_err($crate::store::queue::sql::db("trim the usage report"))?;
-                Ok(done.rows_affected())
-            }
+        for &k in &order {
+            let scope = (&scopes[k].key[..], scopes[k].thread.as_deref());
+            self.charge(&mut tx, scope, charge).await.map_err(&err)?;
         }
-    };
-}
+        tx.commit().await.map_err(&err)?;
+        Ok(Ok(()))
+    }
 
-#[cfg(feature = "sqlite")]
-mod sqlite {
-    sql_spending!(crate::store::SqliteRunQueue, "BEGIN IMMEDIATE", "");
-}
-#[cfg(feature = "postgres")]
-mod postgres {
-    sql_spending!(crate::store::PostgresRunQueue, "BEGIN", " FOR UPDATE");
+    async fn settle(
+        &self,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<(), QueueError> {
+        let err = db("settle a model call's spending");
+        let mut sorted: Vec<&(String, Option<String>)> = keys.iter().collect();
+        sorted.sort();
+        let mut tx = write_tx(&self.pool, &[]).await.map_err(&err)?;
+        for (key, thread) in sorted {
+            self.charge(&mut tx, (key, thread.as_deref()), correction)
+                .await
+                .map_err(&err)?;
+        }
+        if let Some(row) = usage {
+            let add = sqlx::query(USAGE_ADD)
+                .bind(&row.day[..])
+                .bind(&row.tenant[..]);
+            let add = add
+                .bind(&row.flow[..])
+                .bind(&row.agent[..])
+                .bind(&row.model[..]);
+            let add = add
+                .bind(row.spent.input_tokens)
+                .bind(row.spent.output_tokens);
+            let add = add
+                .bind(row.spent.cost_micro_usd)
+                .bind(row.spent.model_calls);
+            add.execute(&mut *tx).await.map_err(&err)?;
+        }
+        tx.commit().await.map_err(&err)
+    }
+
+    async fn spent(&self, key: &str) -> Result<Spending, QueueError> {
+        let err = db("read a scope's spending");
+        let read = READ.replace("{FOR_UPDATE}", "");
+        let row = sqlx::query(&read)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(&err)?;
+        Ok(row
+            .map(|row| spending_of(&row))
+            .transpose()
+            .map_err(&err)?
+            .unwrap_or_default())
+    }
+
+    async fn delete_thread(&self, thread: &str) -> Result<u64, QueueError> {
+        let done = sqlx::query(DELETE_THREAD)
+            .bind(thread)
+            .execute(&self.pool)
+            .await;
+        Ok(DB::rows_affected(
+            &done.map_err(db("delete a thread's spending"))?,
+        ))
+    }
+
+    async fn usage(
+        &self,
+        filter: &UsageFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<UsageRow>, QueueError> {
+        let err = db("read the usage report");
+        let statement = usage_list();
+        let list = Self::usage_query(&statement, filter)
+            .bind(int(limit as u64))
+            .bind(int(offset as u64));
+        let rows = list.fetch_all(&self.pool).await.map_err(&err)?;
+        let usage_row = |row: &DB::Row| -> Result<UsageRow, sqlx::Error> {
+            Ok(UsageRow {
+                day: row.try_get("day")?,
+                tenant: row.try_get("tenant")?,
+                flow: row.try_get("flow")?,
+                agent: row.try_get("agent")?,
+                model: row.try_get("model")?,
+                spent: spending_of(row)?,
+            })
+        };
+        rows.iter()
+            .map(|row| usage_row(row).map_err(&err))
+            .collect()
+    }
+
+    async fn count_usage(&self, filter: &UsageFilter) -> Result<u64, QueueError> {
+        let statement = usage_count();
+        let row = Self::usage_query(&statement, filter)
+            .fetch_one(&self.pool)
+            .await;
+        let n: i64 = row
+            .and_then(|row| row.try_get("n"))
+            .map_err(db("count the usage report"))?;
+        Ok(u(n))
+    }
+
+    async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError> {
+        let done = sqlx::query(TRIM_USAGE)
+            .bind(first_kept)
+            .execute(&self.pool)
+            .await;
+        Ok(DB::rows_affected(
+            &done.map_err(db("trim the usage report"))?,
+        ))
+    }
 }

@@ -1,39 +1,20 @@
 //! The SQL stores' schema: its tables, their migrations (oldest first, never changed once
 //! shipped), and the code that applies them when a store opens.
 
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+
+use super::{db_error, write_tx, Lock, SqlDatabase, SqlStore};
+use crate::store::StoreError;
+
 /// One step of the schema, applied in order on open.
 pub(crate) struct Migration {
     /// The schema version it leads to (1, 2, ...).
     pub version: i64,
     /// What it does.
     pub name: &'static str,
-    /// Its statements, written once for both backends: `{INT}` stands for a 64-bit integer
-    /// column type and `{BLOB}` for a byte string (see [`Backend`]).
+    /// Its statements, written once for both databases: `{INT}` stands for a 64-bit integer
+    /// column type and `{BLOB}` for a byte string (see [`Dialect`](super::Dialect)).
     pub statements: &'static [&'static str],
-}
-
-/// The column types that differ between the SQL backends.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Backend {
-    /// SQLite: `INTEGER`, `BLOB`.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-    Sqlite,
-    /// PostgreSQL: `BIGINT`, `BYTEA`.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    Postgres,
-}
-
-impl Migration {
-    /// Its statements for `backend`.
-    pub fn statements_for(&self, backend: Backend) -> impl Iterator<Item = String> + '_ {
-        let (int, blob) = match backend {
-            Backend::Sqlite => ("INTEGER", "BLOB"),
-            Backend::Postgres => ("BIGINT", "BYTEA"),
-        };
-        self.statements
-            .iter()
-            .map(move |s| s.replace("{INT}", int).replace("{BLOB}", blob))
-    }
 }
 
 /// The schema's migrations, oldest first. Append new ones at the end with the next version;
@@ -114,93 +95,76 @@ pub(crate) const SET_SCHEMA_VERSION: &str =
     "INSERT INTO agentflow_schema (id, version) VALUES (1, $1)
     ON CONFLICT (id) DO UPDATE SET version = excluded.version";
 
-/// Implements `migrate_in` and `schema_version` for a SQL store type with fields `pool` and a
-/// `fn shown(&self)` naming the database.
-macro_rules! sql_schema {
-    ($store:ty, $db:ty) => {
-        impl $store {
-            /// Creates or migrates the schema in `tx`, which holds the migration lock (so
-            /// many processes opening one database at once migrate it once); `shown` names
-            /// the database in errors. A schema newer than this build is refused.
-            async fn migrate_in(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                backend: $crate::store::sql::Backend,
-                shown: &str,
-            ) -> Result<(), StoreError> {
-                use sqlx::Row;
-                let err = |e| StoreError::Database {
-                    operation: "migrate",
-                    id: shown.to_owned(),
-                    source: std::sync::Arc::new(e),
-                };
-                sqlx::query($crate::store::sql::SCHEMA_TABLE)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(err)?;
-                let found: Option<i64> = sqlx::query($crate::store::sql::SCHEMA_VERSION)
-                    .fetch_optional(&mut **tx)
-                    .await
-                    .map_err(err)?
-                    .map(|row| row.try_get("version"))
-                    .transpose()
-                    .map_err(err)?;
-                let found = found.unwrap_or(0);
-                let latest = $crate::store::sql::latest_version();
-                if found > latest {
-                    return Err(StoreError::Schema {
-                        found,
-                        supported: latest,
-                    });
-                }
-                let pending = $crate::store::sql::MIGRATIONS
-                    .iter()
-                    .filter(|m| m.version > found);
-                for migration in pending {
-                    for statement in migration.statements_for(backend) {
-                        sqlx::query(&statement)
-                            .execute(&mut **tx)
-                            .await
-                            .map_err(|e| StoreError::Database {
-                                operation: "migrate",
-                                id: format!(
-                                    "{shown} (migration {}: {})",
-                                    migration.version, migration.name
-                                ),
-                                source: std::sync::Arc::new(e),
-                            })?;
-                    }
-                }
-                if found < latest {
-                    sqlx::query($crate::store::sql::SET_SCHEMA_VERSION)
-                        .bind(latest)
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(err)?;
-                }
-                Ok(())
-            }
+/// The lock under which the schema is migrated (`agentweave` in ASCII, folded), so many
+/// processes opening one database at once migrate it once.
+const MIGRATION_LOCK: i64 = 0x6167_656e_7466_6c6f;
 
-            /// The schema version of the database (the newest this build knows, once it is
-            /// open).
-            pub async fn schema_version(&self) -> Result<i64, StoreError> {
-                use sqlx::Row;
-                let shown = self.shown();
-                let err = |e| StoreError::Database {
-                    operation: "read the schema of",
-                    id: shown.clone(),
-                    source: std::sync::Arc::new(e),
-                };
-                let row = sqlx::query($crate::store::sql::SCHEMA_VERSION)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(err)?;
-                match row {
-                    Some(row) => row.try_get("version").map_err(err),
-                    None => Ok(0),
-                }
-            }
+/// Creates or migrates the schema of `pool`'s database in one transaction holding the
+/// migration lock; `shown` names the database in errors. A schema newer than this build is
+/// refused.
+pub(crate) async fn migrate<DB: SqlDatabase>(pool: &Pool<DB>, shown: &str) -> Result<(), StoreError>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    let err = db_error("migrate", shown);
+    let mut tx = write_tx(pool, &[Lock::Key(MIGRATION_LOCK)])
+        .await
+        .map_err(&err)?;
+    sqlx::query(SCHEMA_TABLE)
+        .execute(&mut *tx)
+        .await
+        .map_err(&err)?;
+    let found = read_version(&mut *tx).await.map_err(&err)?;
+    let latest = latest_version();
+    if found > latest {
+        return Err(StoreError::Schema {
+            found,
+            supported: latest,
+        });
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+        for statement in migration.statements {
+            let statement = DB::DIALECT.fill(statement);
+            let done = sqlx::query(&statement).execute(&mut *tx).await;
+            let (version, name) = (migration.version, migration.name);
+            let at = format!("{shown} (migration {version}: {name})");
+            done.map_err(db_error("migrate", &at))?;
         }
-    };
+    }
+    if found < latest {
+        let set = sqlx::query(SET_SCHEMA_VERSION).bind(latest);
+        set.execute(&mut *tx).await.map_err(&err)?;
+    }
+    tx.commit().await.map_err(&err)
 }
 
-pub(crate) use sql_schema;
+/// The schema version `db` holds (0 for none).
+async fn read_version<'c, DB: Database, E: Executor<'c, Database = DB>>(
+    db: E,
+) -> Result<i64, sqlx::Error>
+where
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    let row = sqlx::query(SCHEMA_VERSION).fetch_optional(db).await?;
+    row.map_or(Ok(0), |row| row.try_get("version"))
+}
+
+impl<DB: SqlDatabase> SqlStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    /// The schema version of the database (the newest this build knows, once it is open).
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        let read = read_version(&self.pool).await;
+        read.map_err(db_error("read the schema of", &self.shown))
+    }
+}
