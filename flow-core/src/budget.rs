@@ -598,8 +598,9 @@ impl fmt::Display for BudgetScope {
 }
 
 /// The next call of a run would have crossed one of its [`Budgets`]; the run stopped before
-/// making it, keeping what it had recorded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// making it, keeping what it had recorded. Serializable: a refusal made where the call runs (a
+/// Temporal worker's model activity) reaches the run that asked as this same value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error(
     "budget exceeded: {scope} {} budget is {limit} {}, and the next call of agent '{agent}' would \
      reach {would_reach}; the run stopped before making it and kept what it recorded. Raise \

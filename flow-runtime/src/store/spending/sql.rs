@@ -2,7 +2,8 @@
 //! [`PostgresRunQueue`](crate::store::PostgresRunQueue)): the tables `agentflow_spending` and
 //! `agentflow_usage` beside the queue's, created with it, and the macro that implements
 //! [`SpendingStore`](super::SpendingStore) with their statements (`$n` parameters, which both
-//! drivers take). A reservation is one transaction holding the scopes' rows locked
+//! drivers take), and `agentflow_spending_charges`, the charge keys of calls reserved once per
+//! key. A reservation is one transaction holding the scopes' rows locked
 //! (`BEGIN IMMEDIATE` on SQLite: the database's one write lock; `SELECT ... FOR UPDATE`, in key
 //! order, on PostgreSQL): it reads them, applies [`crossed`](super::crossed), and charges all
 //! or none.
@@ -33,8 +34,32 @@ pub(crate) const USAGE_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_usage
     model_calls BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (day, tenant, flow, agent, model))";
 
+/// The charge keys of calls reserved once per key (`SpendingStore::reserve_once`): a key is
+/// inserted in the transaction that charges, `settled` set by the one settlement applied, and
+/// the row deleted when a failed call gives its reservation back.
+pub(crate) const CHARGES_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_spending_charges (
+    charge TEXT PRIMARY KEY,
+    day TEXT NOT NULL,
+    settled BIGINT NOT NULL DEFAULT 0)";
+
 /// The tables and index, in the order they are made.
-pub(crate) const SPENDING_SCHEMA: [&str; 3] = [SPENDING_TABLE, SPENDING_INDEX, USAGE_TABLE];
+pub(crate) const SPENDING_SCHEMA: [&str; 4] =
+    [SPENDING_TABLE, SPENDING_INDEX, USAGE_TABLE, CHARGES_TABLE];
+
+/// Records a charge key; affects no row when the key was recorded before.
+pub(crate) const CHARGE_NEW: &str = "INSERT INTO agentflow_spending_charges (charge, day) \
+    VALUES ($1, $2) ON CONFLICT (charge) DO NOTHING";
+
+/// Marks an open reservation settled; affects no row when it is not open.
+pub(crate) const CHARGE_SETTLED: &str =
+    "UPDATE agentflow_spending_charges SET settled = 1 WHERE charge = $1 AND settled = 0";
+
+/// Forgets an open reservation given back; affects no row when it is not open.
+pub(crate) const CHARGE_RELEASED: &str =
+    "DELETE FROM agentflow_spending_charges WHERE charge = $1 AND settled = 0";
+
+/// The charge keys of the days before `$1`.
+pub(crate) const TRIM_CHARGES: &str = "DELETE FROM agentflow_spending_charges WHERE day < $1";
 
 pub(crate) const ENSURE: &str = "INSERT INTO agentflow_spending (scope, thread) VALUES ($1, $2) \
     ON CONFLICT (scope) DO NOTHING";
@@ -91,19 +116,36 @@ macro_rules! sql_spending {
             }
         }
 
-        #[async_trait::async_trait]
-        impl $crate::store::SpendingStore for $queue {
-            async fn reserve(
+        impl $queue {
+            /// Reserves `charge` in `scopes` in one transaction; with `once` (a charge key and
+            /// its day), only when the key was not recorded before (`Ok(false)` then), the key
+            /// recorded in the same transaction.
+            async fn reserve_in_tx(
                 &self,
+                once: Option<(&str, &str)>,
                 scopes: &[$crate::store::SpendingScope],
                 charge: &$crate::store::Spending,
-            ) -> Result<Result<(), $crate::store::Crossed>, $crate::store::QueueError> {
-                use $crate::store::spending::sql::{ADD, ENSURE, READ};
+            ) -> Result<Result<bool, $crate::store::Crossed>, $crate::store::QueueError> {
+                use $crate::store::spending::sql::{ADD, CHARGE_NEW, ENSURE, READ};
                 let err = $crate::store::queue::sql::db("reserve a model call's spending");
                 // Rows are locked in key order, so two reservations never wait on each other.
                 let mut order: Vec<usize> = (0..scopes.len()).collect();
                 order.sort_by(|a, b| scopes[*a].key.cmp(&scopes[*b].key));
                 let mut tx = self.pool.begin_with($begin).await.map_err(&err)?;
+                if let Some((key, day)) = once {
+                    // The key's row is written first: another attempt under the same key waits
+                    // for this transaction, then finds it.
+                    let new = sqlx::query(CHARGE_NEW)
+                        .bind(key)
+                        .bind(day)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(&err)?;
+                    if new.rows_affected() == 0 {
+                        tx.rollback().await.map_err(&err)?;
+                        return Ok(Ok(false));
+                    }
+                }
                 let mut spent = vec![$crate::store::Spending::default(); scopes.len()];
                 for &k in &order {
                     sqlx::query(ENSURE)
@@ -144,20 +186,42 @@ macro_rules! sql_spending {
                         .map_err(&err)?;
                 }
                 tx.commit().await.map_err(&err)?;
-                Ok(Ok(()))
+                Ok(Ok(true))
             }
 
-            async fn settle(
+            /// Adds `correction` to the rows `keys` and `usage` to the report in one
+            /// transaction; with `once` (a charge key), only while its reservation is open,
+            /// which the same transaction closes (settled with `usage`, forgotten without).
+            async fn settle_in_tx(
                 &self,
+                once: Option<&str>,
                 keys: &[(String, Option<String>)],
                 correction: &$crate::store::Spending,
                 usage: Option<&$crate::store::UsageRow>,
-            ) -> Result<(), $crate::store::QueueError> {
-                use $crate::store::spending::sql::{ADD, ENSURE, USAGE_ADD};
+            ) -> Result<bool, $crate::store::QueueError> {
+                use $crate::store::spending::sql::{
+                    ADD, CHARGE_RELEASED, CHARGE_SETTLED, ENSURE, USAGE_ADD,
+                };
                 let err = $crate::store::queue::sql::db("settle a model call's spending");
                 let mut sorted: Vec<&(String, Option<String>)> = keys.iter().collect();
                 sorted.sort();
                 let mut tx = self.pool.begin_with($begin).await.map_err(&err)?;
+                if let Some(key) = once {
+                    let close = if usage.is_some() {
+                        CHARGE_SETTLED
+                    } else {
+                        CHARGE_RELEASED
+                    };
+                    let open = sqlx::query(close)
+                        .bind(key)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(&err)?;
+                    if open.rows_affected() == 0 {
+                        tx.rollback().await.map_err(&err)?;
+                        return Ok(false);
+                    }
+                }
                 for (key, thread) in sorted {
                     sqlx::query(ENSURE)
                         .bind(key)
@@ -190,7 +254,52 @@ macro_rules! sql_spending {
                         .await
                         .map_err(&err)?;
                 }
-                tx.commit().await.map_err(&err)
+                tx.commit().await.map_err(&err)?;
+                Ok(true)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::SpendingStore for $queue {
+            async fn reserve(
+                &self,
+                scopes: &[$crate::store::SpendingScope],
+                charge: &$crate::store::Spending,
+            ) -> Result<Result<(), $crate::store::Crossed>, $crate::store::QueueError> {
+                Ok(self.reserve_in_tx(None, scopes, charge).await?.map(|_| ()))
+            }
+
+            async fn settle(
+                &self,
+                keys: &[(String, Option<String>)],
+                correction: &$crate::store::Spending,
+                usage: Option<&$crate::store::UsageRow>,
+            ) -> Result<(), $crate::store::QueueError> {
+                self.settle_in_tx(None, keys, correction, usage)
+                    .await
+                    .map(|_| ())
+            }
+
+            async fn reserve_once(
+                &self,
+                charge: &str,
+                day: &str,
+                scopes: &[$crate::store::SpendingScope],
+                spending: &$crate::store::Spending,
+            ) -> Result<Result<bool, $crate::store::Crossed>, $crate::store::QueueError> {
+                self.reserve_in_tx(Some((charge, day)), scopes, spending)
+                    .await
+            }
+
+            async fn settle_once(
+                &self,
+                charge: &str,
+                keys: &[(String, Option<String>)],
+                correction: &$crate::store::Spending,
+                usage: Option<&$crate::store::UsageRow>,
+            ) -> Result<bool, $crate::store::QueueError> {
+                self.settle_in_tx(Some(charge), keys, correction, usage)
+                    .await
             }
 
             async fn spent(
@@ -274,11 +383,17 @@ macro_rules! sql_spending {
             }
 
             async fn trim_usage(&self, first_kept: &str) -> Result<u64, $crate::store::QueueError> {
+                let err = $crate::store::queue::sql::db("trim the usage report");
                 let done = sqlx::query($crate::store::spending::sql::TRIM_USAGE)
                     .bind(first_kept)
                     .execute(&self.pool)
                     .await
-                    .map_err($crate::store::queue::sql::db("trim the usage report"))?;
+                    .map_err(&err)?;
+                sqlx::query($crate::store::spending::sql::TRIM_CHARGES)
+                    .bind(first_kept)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(&err)?;
                 Ok(done.rows_affected())
             }
         }
