@@ -24,6 +24,7 @@ pub type FlowFactory = dyn Fn() -> FlowAgent + Send + Sync;
 pub struct Flows {
     flows: Arc<RwLock<HashMap<String, Arc<FlowAgent>>>>,
     payloads: Arc<RwLock<Option<LargePayloads>>>,
+    spending: Arc<RwLock<Option<agentweave_runtime::SpendingBudgets>>>,
 }
 
 impl std::fmt::Debug for Flows {
@@ -106,6 +107,26 @@ impl Flows {
             .clone()
     }
 
+    /// Reserves every model call of these flows in `budgets` (per thread, per tenant per
+    /// period) before the model activity calls the model, and settles it after: a call that
+    /// would cross a limit is not made, and the agent's run ends with
+    /// `AgentError::BudgetExceeded`, as in process (see [`spending`](crate::spending)). A
+    /// retried activity charges once. The thread is the workflow's id; give every worker of a
+    /// task queue the same budgets on the same store (a server's run queue's: SQLite,
+    /// PostgreSQL). Off until called.
+    pub fn spending(&self, budgets: agentweave_runtime::SpendingBudgets) -> &Self {
+        *self.spending.write().unwrap_or_else(|e| e.into_inner()) = Some(budgets);
+        self
+    }
+
+    /// The spending budgets the model activity reserves in, if set ([`spending`](Self::spending)).
+    pub fn spending_budgets(&self) -> Option<agentweave_runtime::SpendingBudgets> {
+        self.spending
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Flow `name`.
     pub fn get(&self, name: &str) -> Result<Arc<FlowAgent>, LookupError> {
         self.flows
@@ -178,7 +199,10 @@ async fn stored_reply(
 
 /// The call's request with every stored payload's reference replaced by its text (see
 /// [`blobs`](crate::blobs)).
-async fn loaded_request(flows: &Flows, call: &ModelCall) -> Result<ChatRequest, LookupError> {
+pub(crate) async fn loaded_request(
+    flows: &Flows,
+    call: &ModelCall,
+) -> Result<ChatRequest, LookupError> {
     let mut request = call.request();
     if let Some(payloads) = flows.large_payloads() {
         for message in request.messages.iter_mut() {

@@ -97,6 +97,7 @@ pub mod effects;
 pub mod flows;
 pub mod live;
 pub mod policy;
+pub mod spending;
 pub mod turn;
 
 #[cfg(feature = "sdk")]
