@@ -24,7 +24,7 @@ pub type FlowFactory = dyn Fn() -> FlowAgent + Send + Sync;
 pub struct Flows {
     flows: Arc<RwLock<HashMap<String, Arc<FlowAgent>>>>,
     payloads: Arc<RwLock<Option<LargePayloads>>>,
-    spending: Arc<RwLock<Option<agentweave_runtime::SpendingBudgets>>>,
+    spending: Arc<RwLock<HashMap<String, agentweave_runtime::SpendingBudgets>>>,
 }
 
 impl std::fmt::Debug for Flows {
@@ -107,24 +107,34 @@ impl Flows {
             .clone()
     }
 
-    /// Reserves every model call of these flows in `budgets` (per thread, per tenant per
+    /// Reserves every model call of flow `flow` in `budgets` (per thread, per tenant per
     /// period) before the model activity calls the model, and settles it after: a call that
     /// would cross a limit is not made, and the agent's run ends with
     /// `AgentError::BudgetExceeded`, as in process (see [`spending`](crate::spending)). A
-    /// retried activity charges once. The thread is the workflow's id; give every worker of a
-    /// task queue the same budgets on the same store (a server's run queue's: SQLite,
-    /// PostgreSQL). Off until called.
-    pub fn spending(&self, budgets: agentweave_runtime::SpendingBudgets) -> &Self {
-        *self.spending.write().unwrap_or_else(|e| e.into_inner()) = Some(budgets);
+    /// retried activity charges once. The thread is the workflow's id; the usage report names
+    /// the flow `flow` unless the budgets name another. Give every worker of a task queue the
+    /// same budgets on the same store (a server's run queue's: SQLite, PostgreSQL). Off until
+    /// called.
+    pub fn spending(
+        &self,
+        flow: impl Into<String>,
+        budgets: agentweave_runtime::SpendingBudgets,
+    ) -> &Self {
+        self.spending
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(flow.into(), budgets);
         self
     }
 
-    /// The spending budgets the model activity reserves in, if set ([`spending`](Self::spending)).
-    pub fn spending_budgets(&self) -> Option<agentweave_runtime::SpendingBudgets> {
+    /// The spending budgets the model activity reserves flow `flow`'s calls in, if set
+    /// ([`spending`](Self::spending)).
+    pub fn spending_budgets(&self, flow: &str) -> Option<agentweave_runtime::SpendingBudgets> {
         self.spending
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .get(flow)
+            .cloned()
     }
 
     /// Flow `name`.

@@ -1,5 +1,5 @@
 //! Budgets per thread and per tenant per period on Temporal: the model activity reserves each
-//! call in the worker's spending budgets ([`Flows::spending`]) before calling the model, and
+//! call in its flow's spending budgets ([`Flows::spending`]) before calling the model, and
 //! settles it after, as a runner does around a call in process (see
 //! `agentweave_runtime::SpendingBudgets`).
 //!
@@ -67,8 +67,8 @@ pub struct Reserved {
     model: String,
 }
 
-/// Reserves model call `call` of thread `thread` under `charge` in the worker's spending
-/// budgets, if it has them (`Ok(None)` otherwise). Its estimate is the one a call in process
+/// Reserves model call `call` of thread `thread` under `charge` in the spending budgets of its
+/// flow, if it has them (`Ok(None)` otherwise). Its estimate is the one a call in process
 /// gets: the conversation's tokens as a context budget counts them (messages stored by
 /// reference read back), the output at most the request's `max_tokens`.
 pub async fn reserve(
@@ -77,7 +77,7 @@ pub async fn reserve(
     thread: &str,
     charge: &Charge,
 ) -> Result<Option<Reserved>, BudgetError> {
-    let Some(budgets) = flows.spending_budgets() else {
+    let Some(budgets) = flows.spending_budgets(&call.flow) else {
         return Ok(None);
     };
     // A request that cannot be read back fails the call after this; it is estimated as it is.
@@ -163,7 +163,7 @@ mod tests {
     /// A worker's flows with `budgets` (a reservation needs no tree: only the call).
     fn flows(budgets: SpendingBudgets) -> Flows {
         let flows = Flows::new();
-        flows.spending(budgets);
+        flows.spending("desk", budgets);
         flows
     }
 
