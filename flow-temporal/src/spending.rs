@@ -190,7 +190,10 @@ mod tests {
     async fn a_retried_attempt_under_the_same_charge_charges_once() {
         let queue = Arc::new(InMemoryRunQueue::new());
         let budgets = SpendingBudgets::new(queue)
-            .tenant(BudgetPeriod::Day, SpendingLimits::default().max_model_calls(5))
+            .tenant(
+                BudgetPeriod::Day,
+                SpendingLimits::default().max_model_calls(5),
+            )
             .tenant_of(|thread| thread.split('.').nth(1).map(str::to_owned));
         let flows = flows(budgets.clone());
         let charge = Charge::new("desk.acme.t1", "r1", "t0.0 clerk.model", 0);

@@ -136,7 +136,9 @@ impl From<MiddlewareError> for AgentError {
     /// run's [`AgentError::BudgetExceeded`], as if the engine had refused the call.
     fn from(error: MiddlewareError) -> Self {
         match error {
-            MiddlewareError::BudgetExceeded { exceeded, .. } => AgentError::BudgetExceeded(exceeded),
+            MiddlewareError::BudgetExceeded { exceeded, .. } => {
+                AgentError::BudgetExceeded(exceeded)
+            }
             other => AgentError::Middleware(Box::new(other)),
         }
     }

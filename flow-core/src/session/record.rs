@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::InputCache;
 use super::prompt_tokens::PromptTokens;
+use super::InputCache;
 use crate::budget::{BudgetLedger, BUDGET_SESSION_KEY};
 use crate::context_form::rewrite_for_context;
 use crate::event::{Action, AgentEvent, EventOutput};
@@ -471,10 +471,12 @@ impl Session {
         input_tokens: u64,
     ) {
         let mut values = self.shared_values().lock().expect("session lock");
-        values
-            .prompts
-            .get_or_insert_with(Box::default)
-            .seed(agent, messages, input_len, input_tokens);
+        values.prompts.get_or_insert_with(Box::default).seed(
+            agent,
+            messages,
+            input_len,
+            input_tokens,
+        );
     }
 
     /// [`with_budget_ledger`](Self::with_budget_ledger), with the agents' prompt counts too

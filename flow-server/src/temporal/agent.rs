@@ -590,10 +590,14 @@ pub(super) fn event_of_json(e: agentweave_runtime::EventJson) -> Option<AgentEve
     let mut event = match (&e.message, &e.custom, &e.error) {
         // A budget's refusal (a model activity's reservation refused): the same typed error,
         // so every door gives it the public code it has in process.
-        (_, _, Some(agentweave_runtime::ErrorJson {
-            budget: Some(exceeded),
-            ..
-        })) => AgentEvent::error(AgentError::BudgetExceeded(exceeded.clone())),
+        (
+            _,
+            _,
+            Some(agentweave_runtime::ErrorJson {
+                budget: Some(exceeded),
+                ..
+            }),
+        ) => AgentEvent::error(AgentError::BudgetExceeded(exceeded.clone())),
         (_, _, Some(error)) => AgentEvent::error(AgentError::Failed {
             agent: error
                 .agent

@@ -11,10 +11,10 @@ use temporalio_sdk::ApplicationFailure;
 use agentweave_core::budget::BudgetError;
 
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
-use crate::spending::{self, Charge};
 use crate::flows::{call_model, call_tool, stream_model, Flows, LookupError};
 use crate::live::{LivePost, LiveSink};
 use crate::policy::ModelFailure;
+use crate::spending::{self, Charge};
 use agentweave_core::RunPath;
 
 /// The activities of a worker, over its flows.
@@ -135,7 +135,9 @@ impl AgentflowActivities {
         // every attempt of this activity shares (see `crate::spending`).
         let info = ctx.info();
         let thread = info.workflow_id.clone().unwrap_or_default();
-        let at = info.scheduled_time.unwrap_or_else(std::time::SystemTime::now);
+        let at = info
+            .scheduled_time
+            .unwrap_or_else(std::time::SystemTime::now);
         let charge = Charge::new(
             &thread,
             info.workflow_run_id.as_deref().unwrap_or_default(),

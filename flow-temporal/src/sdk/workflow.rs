@@ -810,7 +810,7 @@ fn start_effect<'a>(
                 if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
                     mark.done = true;
                 }
-model_outcome(result)
+                model_outcome(result)
             })
         }
         Effect::Tool(call) if local.tool(call.idempotent) => {
@@ -843,7 +843,7 @@ model_outcome(result)
                 if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
                     mark.done = true;
                 }
-model_outcome(result)
+                model_outcome(result)
             })
         }
         Effect::Tool(call) => {

@@ -87,8 +87,10 @@ async fn a_tenant_limit_refuses_the_model_call_that_would_cross_it_and_the_turn_
         panics: 0,
         calls: AtomicUsize::new(0),
     });
-    let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
-        .tenant(BudgetPeriod::Day, SpendingLimits::default().max_model_calls(2));
+    let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new())).tenant(
+        BudgetPeriod::Day,
+        SpendingLimits::default().max_model_calls(2),
+    );
     let Some((client, queue, flow)) = serve(model.clone(), budgets.clone()).await else {
         return;
     };

@@ -117,8 +117,14 @@ pub async fn charge_keys_charge_once(store: &dyn SpendingStore) {
         ..Spending::default()
     };
     let day = "2026-12-07";
-    assert_eq!(store.reserve_once("c1", day, &scopes, &call).await.unwrap(), Ok(true));
-    assert_eq!(store.reserve_once("c1", day, &scopes, &call).await.unwrap(), Ok(false));
+    assert_eq!(
+        store.reserve_once("c1", day, &scopes, &call).await.unwrap(),
+        Ok(true)
+    );
+    assert_eq!(
+        store.reserve_once("c1", day, &scopes, &call).await.unwrap(),
+        Ok(false)
+    );
     assert_eq!(store.spent(&thread.key).await.unwrap().model_calls, 1);
     let correction = Spending {
         input_tokens: -10,
@@ -147,14 +153,23 @@ pub async fn charge_keys_charge_once(store: &dyn SpendingStore) {
         .await
         .unwrap());
     let spent = store.spent(&thread.key).await.unwrap();
-    assert_eq!((spent.model_calls, spent.input_tokens, spent.output_tokens), (1, 40, 3));
+    assert_eq!(
+        (spent.model_calls, spent.input_tokens, spent.output_tokens),
+        (1, 40, 3)
+    );
     assert_eq!(store.count_usage(&UsageFilter::default()).await.unwrap(), 1);
     let report = store.usage(&UsageFilter::default(), 10, 0).await.unwrap();
     assert_eq!(report[0].spent.model_calls, 1);
     // After its settlement the key charges nothing either.
-    assert_eq!(store.reserve_once("c1", day, &scopes, &call).await.unwrap(), Ok(false));
+    assert_eq!(
+        store.reserve_once("c1", day, &scopes, &call).await.unwrap(),
+        Ok(false)
+    );
     // A failed call gives its reservation back; another attempt reserves again.
-    assert_eq!(store.reserve_once("c2", day, &scopes, &call).await.unwrap(), Ok(true));
+    assert_eq!(
+        store.reserve_once("c2", day, &scopes, &call).await.unwrap(),
+        Ok(true)
+    );
     let back = Spending {
         input_tokens: -50,
         output_tokens: -1,
@@ -163,10 +178,16 @@ pub async fn charge_keys_charge_once(store: &dyn SpendingStore) {
     };
     assert!(store.settle_once("c2", &keys, &back, None).await.unwrap());
     assert_eq!(store.spent(&thread.key).await.unwrap().model_calls, 1);
-    assert_eq!(store.reserve_once("c2", day, &scopes, &call).await.unwrap(), Ok(true));
+    assert_eq!(
+        store.reserve_once("c2", day, &scopes, &call).await.unwrap(),
+        Ok(true)
+    );
     // The thread's limit of two calls is reached: a third key is refused and not recorded.
     let refused = store.reserve_once("c3", day, &scopes, &call).await.unwrap();
-    assert_eq!(refused.map_err(|c| (c.budget, c.limit, c.would_reach)), Err((BudgetKind::ModelCalls, 2, 3)));
+    assert_eq!(
+        refused.map_err(|c| (c.budget, c.limit, c.would_reach)),
+        Err((BudgetKind::ModelCalls, 2, 3))
+    );
     assert!(!store.settle_once("c3", &keys, &back, None).await.unwrap());
     // Trimming the report's days before the next one drops the keys of that day.
     store.trim_usage("2026-12-08").await.unwrap();

@@ -215,7 +215,8 @@ impl SpendingStore for InMemorySpending {
         let mut rows = self.rows();
         let before = rows.usage.len();
         rows.usage.retain(|(day, ..), _| day.as_str() >= first_kept);
-        rows.charges.retain(|_, (day, _)| day.as_str() >= first_kept);
+        rows.charges
+            .retain(|_, (day, _)| day.as_str() >= first_kept);
         Ok((before - rows.usage.len()) as u64)
     }
 }
