@@ -351,16 +351,14 @@ impl SpendingGate for SpendingGuard {
                     .map_err(unavailable)?,
             ),
         };
-        if let Some(reserved) = reserved {
-            if let Err(crossed) = reserved {
-                return Err(BudgetError::Exceeded(BudgetExceeded {
-                    budget: crossed.budget,
-                    scope: scopes[crossed.scope].scope,
-                    agent: call.agent.into(),
-                    limit: crossed.limit,
-                    would_reach: crossed.would_reach,
-                }));
-            }
+        if let Some(Err(crossed)) = reserved {
+            return Err(BudgetError::Exceeded(BudgetExceeded {
+                budget: crossed.budget,
+                scope: scopes[crossed.scope].scope,
+                agent: call.agent.into(),
+                limit: crossed.limit,
+                would_reach: crossed.would_reach,
+            }));
         }
         Ok(SpendingHold {
             thread: call.thread.map(Arc::from),
