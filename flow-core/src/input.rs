@@ -16,7 +16,7 @@ use crate::message::MessageRef;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use flow_runtime::{Message, Messages};
+/// use agentweave_runtime::{Message, Messages};
 /// let m: Messages = vec![Arc::new(Message::user("hi"))].into();
 /// assert_eq!(m.len(), 1);
 /// assert_eq!(m[0].content, "hi");
