@@ -263,6 +263,11 @@ impl Budgets {
         self.agents.get(agent)
     }
 
+    /// Whether the price table has any model.
+    pub fn has_prices(&self) -> bool {
+        !self.prices.is_empty()
+    }
+
     /// The price of model `model`, if the table has it.
     pub fn model_price(&self, model: &str) -> Option<&ModelPrice> {
         self.prices.get(model)
@@ -304,7 +309,12 @@ impl Budgets {
         estimate: Usage,
         elapsed: Duration,
     ) -> Result<(), BudgetError> {
-        let price = self.model_price(model);
+        // Most runs have no price table and no agent of their own limits: no lookup then.
+        let price = if self.prices.is_empty() {
+            None
+        } else {
+            self.model_price(model)
+        };
         if price.is_none() && self.needs_price(agent) {
             return Err(BudgetError::Unpriced {
                 agent: agent.into(),
@@ -312,38 +322,26 @@ impl Budgets {
             });
         }
         let cost = price.map_or(0, |p| p.cost_micro_usd(&estimate));
-        for (scope, limits) in self.scopes(agent) {
-            let spent = ledger.spent(scope, agent);
-            let checks = [
-                (
-                    BudgetKind::ModelCalls,
-                    limits.max_model_calls,
-                    spent.model_calls + 1,
-                ),
-                (
-                    BudgetKind::InputTokens,
-                    limits.max_input_tokens,
-                    spent.usage.input_tokens + estimate.input_tokens,
-                ),
-                (
-                    BudgetKind::OutputTokens,
-                    limits.max_output_tokens,
-                    spent.usage.output_tokens + estimate.output_tokens,
-                ),
-                (
-                    BudgetKind::TotalTokens,
-                    limits.max_total_tokens,
-                    spent.usage.total_tokens() + estimate.total_tokens(),
-                ),
-                (
-                    BudgetKind::Cost,
-                    limits.max_cost_micro_usd,
-                    spent.cost_micro_usd + cost,
-                ),
-            ];
-            check_all(scope, agent, limits, &checks, elapsed)?;
+        let call = Call {
+            agent,
+            estimate: &estimate,
+            cost,
+            elapsed,
+        };
+        call.within(BudgetScope::Run, &self.run, &ledger.total)?;
+        if let Some(limits) = self.own_limits(agent) {
+            call.within(BudgetScope::Agent, limits, &ledger.agent_total(agent))?;
         }
         Ok(())
+    }
+
+    /// The limits of `agent`, if it has its own (no lookup when no agent has).
+    fn own_limits(&self, agent: &str) -> Option<&BudgetLimits> {
+        if self.agents.is_empty() {
+            None
+        } else {
+            self.agents.get(agent)
+        }
     }
 
     /// Whether `calls` more tool calls of `agent` stay within every budget.
@@ -368,8 +366,70 @@ impl Budgets {
 
     /// The cost of `usage` on `model`, per the price table (0 for a model it does not have).
     pub fn cost_micro_usd(&self, model: &str, usage: &Usage) -> u64 {
+        if self.prices.is_empty() {
+            return 0;
+        }
         self.model_price(model)
             .map_or(0, |price| price.cost_micro_usd(usage))
+    }
+}
+
+/// One model call being checked: who makes it, its estimate and cost, and the run's time.
+struct Call<'a> {
+    agent: &'a str,
+    estimate: &'a Usage,
+    cost: u64,
+    elapsed: Duration,
+}
+
+impl Call<'_> {
+    /// Whether the call stays within `limits` of `scope`, which has `spent`: each limit that
+    /// is set is compared, the wall time first.
+    fn within(
+        &self,
+        scope: BudgetScope,
+        limits: &BudgetLimits,
+        spent: &Spent,
+    ) -> Result<(), BudgetError> {
+        let exceeded = |budget, limit, would_reach| {
+            Err(BudgetError::Exceeded(BudgetExceeded {
+                budget,
+                scope,
+                agent: self.agent.into(),
+                limit,
+                would_reach,
+            }))
+        };
+        if let Some(max) = limits.max_wall_time {
+            if self.elapsed >= max {
+                return exceeded(
+                    BudgetKind::WallTime,
+                    max.as_millis() as u64,
+                    self.elapsed.as_millis() as u64,
+                );
+            }
+        }
+        let e = self.estimate;
+        let over = |limit: Option<u64>, would_reach: u64| limit.filter(|l| would_reach > *l);
+        if let Some(l) = over(limits.max_model_calls, spent.model_calls + 1) {
+            return exceeded(BudgetKind::ModelCalls, l, spent.model_calls + 1);
+        }
+        let input = spent.usage.input_tokens + e.input_tokens;
+        if let Some(l) = over(limits.max_input_tokens, input) {
+            return exceeded(BudgetKind::InputTokens, l, input);
+        }
+        let output = spent.usage.output_tokens + e.output_tokens;
+        if let Some(l) = over(limits.max_output_tokens, output) {
+            return exceeded(BudgetKind::OutputTokens, l, output);
+        }
+        if let Some(l) = over(limits.max_total_tokens, input + output) {
+            return exceeded(BudgetKind::TotalTokens, l, input + output);
+        }
+        let cost = spent.cost_micro_usd + self.cost;
+        if let Some(l) = over(limits.max_cost_micro_usd, cost) {
+            return exceeded(BudgetKind::Cost, l, cost);
+        }
+        Ok(())
     }
 }
 
@@ -428,8 +488,10 @@ pub struct BudgetLedger {
     /// The whole run (with the runs nested in it).
     pub total: Spent,
     /// Per agent, in the order they first spent (read one with [`agent`](Self::agent)). A
-    /// list, not a map: a run has few agents, and a call finds its own without hashing or
-    /// copying the name.
+    /// list, not a map: a call adds to the last entry when it is its agent's, else starts an
+    /// entry, with no search; a ledger read out of a run
+    /// ([`Session::budget_ledger`](crate::Session::budget_ledger), the saved values) has
+    /// each agent once ([`merge`](Self::merge)).
     #[serde(default)]
     pub by_agent: Vec<AgentSpent>,
 }
@@ -449,7 +511,7 @@ impl BudgetLedger {
     pub fn spent(&self, scope: BudgetScope, agent: &str) -> Spent {
         match scope {
             BudgetScope::Run => self.total,
-            BudgetScope::Agent => self.agent(agent).copied().unwrap_or_default(),
+            BudgetScope::Agent => self.agent_total(agent),
             // Kept by the shared spending store, not the run's ledger.
             BudgetScope::Thread | BudgetScope::Tenant { .. } => Spent::default(),
         }
@@ -467,7 +529,8 @@ impl BudgetLedger {
         self.agent_mut(agent).tool_calls += calls;
     }
 
-    /// What agent `agent` has spent, if it has.
+    /// What agent `agent` has spent, if it has (in a [merged](Self::merge) ledger, as one
+    /// read out of a run is).
     pub fn agent(&self, agent: &str) -> Option<&Spent> {
         self.by_agent
             .iter()
@@ -475,37 +538,79 @@ impl BudgetLedger {
             .map(|a| &a.spent)
     }
 
-    /// `agent`'s entry (made the first time it spends). The same shared name is found by its
-    /// pointer; another name is told apart by its length and its last byte before its text is
-    /// compared (a tree's agents often differ only there, and the list is scanned on every call).
-    fn agent_mut(&mut self, agent: &Arc<str>) -> &mut Spent {
-        let last = agent.as_bytes().last();
-        let found = self.by_agent.iter().rposition(|a| {
-            Arc::ptr_eq(&a.agent, agent)
-                || (a.agent.len() == agent.len()
-                    && a.agent.as_bytes().last() == last
-                    && *a.agent == **agent)
-        });
-        let k = match found {
-            Some(k) => k,
-            None => {
-                if self.by_agent.capacity() == 0 {
-                    // One allocation for a tree of up to 8 agents, not one per doubling (and
-                    // small enough for the allocator's fast path: under 1 KiB).
-                    self.by_agent.reserve_exact(8);
-                }
-                self.by_agent.push(AgentSpent {
-                    agent: Arc::clone(agent),
-                    spent: Spent::default(),
-                });
-                self.by_agent.len() - 1
+    /// What agent `agent` has spent, over all its entries.
+    fn agent_total(&self, agent: &str) -> Spent {
+        let mut total = Spent::default();
+        for a in self.by_agent.iter().filter(|a| &*a.agent == agent) {
+            total.add(&a.spent);
+        }
+        total
+    }
+
+    /// Merges the entries of each agent into its first one, keeping the order in which the
+    /// agents first spent.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agentweave_core::budget::BudgetLedger;
+    /// use agentweave_core::model::Usage;
+    /// let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+    /// let mut ledger = BudgetLedger::default();
+    /// ledger.add_model_call(&a, Usage::new(10, 1), 0);
+    /// ledger.add_model_call(&b, Usage::new(20, 2), 0);
+    /// ledger.add_model_call(&a, Usage::new(30, 3), 0);
+    /// ledger.merge();
+    /// assert_eq!(ledger.by_agent.len(), 2);
+    /// assert_eq!(ledger.agent("a").unwrap().usage.input_tokens, 40);
+    /// assert_eq!(ledger.agent("a").unwrap().model_calls, 2);
+    /// ```
+    pub fn merge(&mut self) {
+        let mut merged: Vec<AgentSpent> = Vec::with_capacity(self.by_agent.len());
+        for entry in self.by_agent.drain(..) {
+            match merged.iter_mut().find(|m| m.agent == entry.agent) {
+                Some(m) => m.spent.add(&entry.spent),
+                None => merged.push(entry),
             }
-        };
-        &mut self.by_agent[k].spent
+        }
+        self.by_agent = merged;
+    }
+
+    /// The entry `agent` spends in: the last one if it is `agent`'s (found by its shared
+    /// name's pointer: no search, no text compared), else a new one. Entries are merged
+    /// when a run alternates between agents often enough to make many.
+    fn agent_mut(&mut self, agent: &Arc<str>) -> &mut Spent {
+        let last = self.by_agent.len().wrapping_sub(1);
+        if !self
+            .by_agent
+            .get(last)
+            .is_some_and(|a| Arc::ptr_eq(&a.agent, agent))
+        {
+            if self.by_agent.len() >= 64 {
+                self.merge();
+            }
+            if self.by_agent.capacity() == 0 {
+                // One allocation for a tree of up to 8 agents, not one per doubling (and
+                // small enough for the allocator's fast path: under 1 KiB).
+                self.by_agent.reserve_exact(8);
+            }
+            self.by_agent.push(AgentSpent {
+                agent: Arc::clone(agent),
+                spent: Spent::default(),
+            });
+        }
+        let last = self.by_agent.len() - 1;
+        &mut self.by_agent[last].spent
     }
 }
 
 impl Spent {
+    fn add(&mut self, other: &Spent) {
+        self.usage += other.usage;
+        self.model_calls += other.model_calls;
+        self.tool_calls += other.tool_calls;
+        self.cost_micro_usd += other.cost_micro_usd;
+    }
+
     fn add_model_call(&mut self, usage: Usage, cost_micro_usd: u64) {
         self.usage += usage;
         self.model_calls += 1;
@@ -598,8 +703,9 @@ impl fmt::Display for BudgetScope {
 }
 
 /// The next call of a run would have crossed one of its [`Budgets`]; the run stopped before
-/// making it, keeping what it had recorded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// making it, keeping what it had recorded. Serializable: a refusal made where the call runs (a
+/// Temporal worker's model activity) reaches the run that asked as this same value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error(
     "budget exceeded: {scope} {} budget is {limit} {}, and the next call of agent '{agent}' would \
      reach {would_reach}; the run stopped before making it and kept what it recorded. Raise \

@@ -25,23 +25,50 @@ use crate::message::MessageRef;
 #[derive(Clone, Default)]
 pub struct Messages {
     all: Arc<Vec<MessageRef>>,
-    len: usize,
+    // Both halves of one word, so that `Messages` stays two words: an agent's input moves
+    // through every hop of a run.
+    len: u32,
+    /// The estimated tokens of these messages (see
+    /// [`estimate_tokens`](crate::history::estimate_tokens)) when whoever made them kept the
+    /// count as they grew (the input cache, in a run whose budgets read the prompt's size);
+    /// `NOT_COUNTED` otherwise.
+    tokens: u32,
 }
+
+const NOT_COUNTED: u32 = u32::MAX;
 
 impl Messages {
     /// The first `len` messages of `all` (all of them if it is shorter).
     pub(crate) fn prefix_of(all: &Arc<Vec<MessageRef>>, len: usize) -> Self {
         Messages {
             all: Arc::clone(all),
-            len: len.min(all.len()),
+            len: short(len.min(all.len())),
+            tokens: NOT_COUNTED,
         }
     }
+
+    /// These messages, known to estimate at `tokens` tokens.
+    pub(crate) fn with_estimated_tokens(mut self, tokens: u64) -> Self {
+        // A count too large to keep is left unknown: whoever needs it counts again.
+        self.tokens = u32::try_from(tokens).unwrap_or(NOT_COUNTED);
+        self
+    }
+
+    /// The estimated tokens of these messages, if their maker kept the count.
+    pub(crate) fn estimated_tokens(&self) -> Option<u64> {
+        (self.tokens != NOT_COUNTED).then_some(u64::from(self.tokens))
+    }
+}
+
+/// A conversation's length as kept (no conversation held in memory has 2^32 messages).
+fn short(len: usize) -> u32 {
+    u32::try_from(len).expect("a conversation of fewer than 2^32 messages")
 }
 
 impl Deref for Messages {
     type Target = [MessageRef];
     fn deref(&self) -> &[MessageRef] {
-        &self.all[..self.len]
+        &self.all[..self.len as usize]
     }
 }
 
@@ -49,8 +76,9 @@ impl From<Vec<MessageRef>> for Messages {
     #[inline]
     fn from(all: Vec<MessageRef>) -> Self {
         Messages {
-            len: all.len(),
+            len: short(all.len()),
             all: Arc::new(all),
+            tokens: NOT_COUNTED,
         }
     }
 }

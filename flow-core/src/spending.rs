@@ -12,6 +12,11 @@
 //! [`BudgetScope`](crate::budget::BudgetScope) being [`Thread`](crate::budget::BudgetScope::Thread)
 //! or [`Tenant`](crate::budget::BudgetScope::Tenant).
 //!
+//! **Once per call, where the call may run again.** A call made in a Temporal worker's model
+//! activity carries a charge key ([`SpendingCall::charge`]: the workflow's and the activity's
+//! ids, the same on every attempt): the store records the key in the transaction that charges,
+//! so a retried attempt finds its reservation already made and the call is charged once.
+//!
 //! Only the model's own answers are charged: an answer a middleware gives in the model's
 //! place (the journal's replay of a recovered turn, a cache) was charged when the model gave
 //! it. The in-process runtime implements the gate over its spending stores
@@ -94,6 +99,11 @@ pub struct SpendingCall<'a> {
     /// When it is made, on the run's host clock (ms since the Unix epoch): the periods it
     /// counts in.
     pub at_ms: u64,
+    /// The call's charge key, when the call may be made again for the same charge (a Temporal
+    /// model activity retried: its workflow and activity ids): the store records it with the
+    /// charge, so a reservation under a key already charged charges nothing again and its
+    /// settlement is applied once. `None` (a call in process): every reservation charges.
+    pub charge: Option<&'a str>,
 }
 
 /// A reservation a [`SpendingGate`] made for one call, given back to
@@ -114,6 +124,8 @@ pub struct SpendingHold {
     pub reserved_cost_micro_usd: u64,
     /// When the reservation was made (its periods; ms since the Unix epoch).
     pub at_ms: u64,
+    /// The call's charge key ([`SpendingCall::charge`]), if it has one.
+    pub charge: Option<Arc<str>>,
 }
 
 /// Budgets shared beyond one run: checks and charges each model call atomically in a store

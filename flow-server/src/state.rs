@@ -587,6 +587,13 @@ impl ServerBuilder {
     /// runner, routes and protocols (see [`crate::temporal`]). The thread's records stay in the
     /// server's store. Without it (the default) turns run in the server's processes, and many
     /// processes on one PostgreSQL store share the work.
+    ///
+    /// With [`spending`](Self::spending), the model calls of a flow on Temporal are reserved
+    /// in the same budgets by the workers' model activities, once per call however often an
+    /// activity is retried, and a refusal ends the turn with the same `budget_exceeded` code:
+    /// this process registers them on its own workers' flows
+    /// (`agentweave_temporal::worker_flows`); a worker in another process calls
+    /// [`worker_spending`](crate::temporal::worker_spending) with the same budgets and store.
     #[cfg(feature = "temporal")]
     pub fn temporal(mut self, executor: crate::temporal::TemporalExecutor) -> Self {
         self.temporal = Some(executor);
@@ -641,6 +648,16 @@ impl ServerBuilder {
                     #[cfg(feature = "temporal")]
                     let agent = match &self.temporal {
                         Some(executor) => {
+                            // The model calls run in the workers' activities: the workers of
+                            // this process reserve them in the same budgets (another worker
+                            // process sets its own: `temporal::worker_spending`).
+                            if let Some(budgets) = &self.spending {
+                                crate::temporal::worker_spending(
+                                    agentweave_temporal::worker_flows(),
+                                    &name,
+                                    budgets,
+                                );
+                            }
                             let root = FlowAgent::new(executor.agent(&name, agent.name()));
                             tree = Some(agent);
                             root
@@ -695,8 +712,7 @@ impl ServerBuilder {
     }
 }
 
-/// `runner` with the server's spending budgets, if it has them: reported as flow `flow`, each
-/// thread's tenant read from its store id (`FLOW.TENANT.THREAD`).
+/// `runner` with the server's spending budgets, if it has them (see [`flow_spending`]).
 fn with_spending(
     runner: RunnerBuilder,
     flow: &str,
@@ -704,11 +720,19 @@ fn with_spending(
 ) -> RunnerBuilder {
     match spending {
         None => runner,
-        Some(budgets) => runner.spending(
-            budgets
-                .clone()
-                .flow(flow)
-                .tenant_of(|thread| crate::thread::tenant_of_store_id(thread).map(str::to_owned)),
-        ),
+        Some(budgets) => runner.spending(flow_spending(flow, budgets)),
     }
+}
+
+/// The server's spending `budgets` as flow `flow`'s calls count in them: reported as flow
+/// `flow`, each thread's tenant read from its store id (`FLOW.TENANT.THREAD`), which is also
+/// the id of the thread's workflow on Temporal.
+pub(crate) fn flow_spending(
+    flow: &str,
+    budgets: &agentweave_runtime::SpendingBudgets,
+) -> agentweave_runtime::SpendingBudgets {
+    budgets
+        .clone()
+        .flow(flow)
+        .tenant_of(|thread| crate::thread::tenant_of_store_id(thread).map(str::to_owned))
 }

@@ -24,6 +24,7 @@ pub type FlowFactory = dyn Fn() -> FlowAgent + Send + Sync;
 pub struct Flows {
     flows: Arc<RwLock<HashMap<String, Arc<FlowAgent>>>>,
     payloads: Arc<RwLock<Option<LargePayloads>>>,
+    spending: Arc<RwLock<HashMap<String, agentweave_runtime::SpendingBudgets>>>,
 }
 
 impl std::fmt::Debug for Flows {
@@ -117,6 +118,36 @@ impl Flows {
             .clone()
     }
 
+    /// Reserves every model call of flow `flow` in `budgets` (per thread, per tenant per
+    /// period) before the model activity calls the model, and settles it after: a call that
+    /// would cross a limit is not made, and the agent's run ends with
+    /// `AgentError::BudgetExceeded`, as in process (see [`spending`](crate::spending)). A
+    /// retried activity charges once. The thread is the workflow's id; the usage report names
+    /// the flow `flow` unless the budgets name another. Give every worker of a task queue the
+    /// same budgets on the same store (a server's run queue's: SQLite, PostgreSQL). Off until
+    /// called.
+    pub fn spending(
+        &self,
+        flow: impl Into<String>,
+        budgets: agentweave_runtime::SpendingBudgets,
+    ) -> &Self {
+        self.spending
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(flow.into(), budgets);
+        self
+    }
+
+    /// The spending budgets the model activity reserves flow `flow`'s calls in, if set
+    /// ([`spending`](Self::spending)).
+    pub fn spending_budgets(&self, flow: &str) -> Option<agentweave_runtime::SpendingBudgets> {
+        self.spending
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(flow)
+            .cloned()
+    }
+
     /// Flow `name`.
     pub fn get(&self, name: &str) -> Result<Arc<FlowAgent>, LookupError> {
         self.flows
@@ -190,7 +221,10 @@ async fn stored_reply(
 /// The call's request with its conversation's stored parts read back (see
 /// [`parts`](crate::parts)) and every stored payload's reference replaced by its text (see
 /// [`blobs`](crate::blobs)).
-async fn loaded_request(flows: &Flows, call: &ModelCall) -> Result<ChatRequest, LookupError> {
+pub(crate) async fn loaded_request(
+    flows: &Flows,
+    call: &ModelCall,
+) -> Result<ChatRequest, LookupError> {
     let mut request = call.request();
     if !call.earlier.is_empty() {
         let payloads = flows.large_payloads().ok_or_else(|| LookupError::NoStore {

@@ -110,6 +110,7 @@ pub mod flows;
 pub mod live;
 pub mod parts;
 pub mod policy;
+pub mod spending;
 pub mod turn;
 
 #[cfg(feature = "sdk")]

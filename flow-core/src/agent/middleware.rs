@@ -379,7 +379,15 @@ pub(crate) async fn guard<T>(
     let agent = || Arc::<str>::from(cx.agent_name());
     match AssertUnwindSafe(run).catch_unwind().await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(HookError { kind, message })) => Err(match kind {
+        Ok(Err(HookError {
+            exceeded: Some(exceeded),
+            ..
+        })) => Err(MiddlewareError::BudgetExceeded {
+            middleware: name(),
+            hook,
+            exceeded: *exceeded,
+        }),
+        Ok(Err(HookError { kind, message, .. })) => Err(match kind {
             HookErrorKind::Refused => MiddlewareError::Refused {
                 middleware: name(),
                 hook,

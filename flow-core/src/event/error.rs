@@ -131,8 +131,16 @@ pub enum AgentError {
 }
 
 impl From<MiddlewareError> for AgentError {
+    /// A middleware's error; a hook's budget refusal
+    /// ([`HookError::budget_exceeded`](crate::middleware::HookError::budget_exceeded)) is the
+    /// run's [`AgentError::BudgetExceeded`], as if the engine had refused the call.
     fn from(error: MiddlewareError) -> Self {
-        AgentError::Middleware(Box::new(error))
+        match error {
+            MiddlewareError::BudgetExceeded { exceeded, .. } => {
+                AgentError::BudgetExceeded(exceeded)
+            }
+            other => AgentError::Middleware(Box::new(other)),
+        }
     }
 }
 
@@ -211,6 +219,7 @@ impl AgentError {
                 MiddlewareError::Refused { agent, .. }
                 | MiddlewareError::Failed { agent, .. }
                 | MiddlewareError::Panicked { agent, .. } => Some(agent),
+                MiddlewareError::BudgetExceeded { exceeded, .. } => Some(&exceeded.agent),
             },
             _ => None,
         }

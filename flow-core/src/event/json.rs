@@ -75,6 +75,10 @@ pub struct ErrorJson {
     /// The agent the error names, if it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<Arc<str>>,
+    /// For `budget_exceeded`: the refusal itself (which budget, whose, the limit), so a host
+    /// that reads events in this form (a Temporal workflow's) gives the same typed error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::BudgetExceeded>,
 }
 
 impl From<&AgentError> for ErrorJson {
@@ -83,6 +87,10 @@ impl From<&AgentError> for ErrorJson {
             kind: error.kind().to_owned(),
             message: error.to_string(),
             agent: error.agent().cloned(),
+            budget: match error {
+                AgentError::BudgetExceeded(exceeded) => Some(exceeded.clone()),
+                _ => None,
+            },
         }
     }
 }

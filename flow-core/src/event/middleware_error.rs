@@ -6,15 +6,20 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::budget::BudgetExceeded;
 use crate::run_path::RunPath;
 
-/// Why a hook stopped the agent: a refusal (a guardrail said no) or a failure.
+/// Why a hook stopped the agent: a refusal (a guardrail said no) or a failure; or a budget
+/// the call would cross, checked where the hook has the call made
+/// ([`HookError::budget_exceeded`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookError {
     /// Refusal or failure.
     pub kind: HookErrorKind,
     /// Why, in words (the error event says it).
     pub message: Arc<str>,
+    /// The budget refusal this error carries ([`HookError::budget_exceeded`]).
+    pub(crate) exceeded: Option<Box<BudgetExceeded>>,
 }
 
 /// Whether a [`HookError`] is a refusal or a failure.
@@ -32,6 +37,7 @@ impl HookError {
         HookError {
             kind: HookErrorKind::Refused,
             message: reason.into(),
+            exceeded: None,
         }
     }
 
@@ -40,7 +46,39 @@ impl HookError {
         HookError {
             kind: HookErrorKind::Failed,
             message: message.to_string().into(),
+            exceeded: None,
         }
+    }
+
+    /// A budget the call would cross, found by a hook that has the call made elsewhere (a
+    /// Temporal worker's model activity, which reserves the call's spending there): the
+    /// agent's run ends with [`AgentError::BudgetExceeded`](crate::AgentError::BudgetExceeded),
+    /// as when the engine refuses the call itself, not with a middleware error.
+    ///
+    /// ```
+    /// use agentweave_core::budget::{BudgetExceeded, BudgetKind, BudgetScope};
+    /// use agentweave_core::middleware::HookError;
+    /// let refusal = BudgetExceeded {
+    ///     budget: BudgetKind::ModelCalls,
+    ///     scope: BudgetScope::Thread,
+    ///     agent: "clerk".into(),
+    ///     limit: 3,
+    ///     would_reach: 4,
+    /// };
+    /// let error = HookError::budget_exceeded(refusal.clone());
+    /// assert_eq!(error.exceeded(), Some(&refusal));
+    /// ```
+    pub fn budget_exceeded(exceeded: BudgetExceeded) -> Self {
+        HookError {
+            kind: HookErrorKind::Refused,
+            message: exceeded.to_string().into(),
+            exceeded: Some(Box::new(exceeded)),
+        }
+    }
+
+    /// The budget refusal this error carries, if it is one ([`HookError::budget_exceeded`]).
+    pub fn exceeded(&self) -> Option<&BudgetExceeded> {
+        self.exceeded.as_deref()
     }
 }
 
@@ -111,6 +149,18 @@ pub enum MiddlewareError {
         /// What went wrong.
         message: Arc<str>,
     },
+    /// A hook found that the call would cross a budget ([`HookError::budget_exceeded`]); as
+    /// an agent's error it is [`AgentError::BudgetExceeded`](crate::AgentError::BudgetExceeded).
+    #[error("{exceeded}")]
+    BudgetExceeded {
+        /// The middleware.
+        middleware: Arc<str>,
+        /// The hook.
+        hook: Hook,
+        /// The refusal.
+        #[source]
+        exceeded: BudgetExceeded,
+    },
     /// A middleware panicked.
     #[error(
         "middleware '{middleware}' panicked in {hook} of agent '{agent}' (at {run_path}): \
@@ -136,6 +186,7 @@ impl MiddlewareError {
         match self {
             MiddlewareError::Refused { hook, .. }
             | MiddlewareError::Failed { hook, .. }
+            | MiddlewareError::BudgetExceeded { hook, .. }
             | MiddlewareError::Panicked { hook, .. } => *hook,
         }
     }

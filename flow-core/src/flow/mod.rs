@@ -207,6 +207,13 @@ async fn filled_cache(
             cache
         }
     };
+    // A run whose budgets read the prompt's size keeps its estimate as the input grows.
+    if run
+        .budgets()
+        .is_some_and(crate::budget::Budgets::reads_prompt_tokens)
+    {
+        cache.count_tokens();
+    }
     // Outside a parallel lane, the session's events from the first one not seen yet, read
     // one at a time (no snapshot); in a lane, the events it may see.
     let visible = (!incremental).then(|| run.visible_events());

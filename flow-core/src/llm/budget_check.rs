@@ -8,8 +8,7 @@ use super::agent::ChatModelAgent;
 use crate::agent::Context;
 use crate::budget::BudgetError;
 use crate::event::AgentError;
-use crate::history::estimate_tokens;
-use crate::message::Message;
+use crate::message::{Message, MessageRef};
 use crate::model::{ChatRequest, Usage};
 
 impl ChatModelAgent {
@@ -24,26 +23,46 @@ impl ChatModelAgent {
         let Some(run) = cx.run_context().run_budgets() else {
             return Ok(());
         };
-        // The prompt is estimated, and the clock read, only when a limit reads them.
-        let input: usize = if run.budgets.reads_prompt_tokens() {
-            request.messages.iter().map(|m| estimate_tokens(m)).sum()
-        } else {
-            0
-        };
         let output = request.params.max_tokens.map_or(1, u64::from).max(1);
-        let estimate = Usage::new(input as u64, output);
+        // The clock is read only when a limit reads it; the prompt is counted only when a
+        // limit reads it, and then only its messages added since this agent's last count.
         let elapsed = run.elapsed_if_read(cx.run_context());
+        let reads_prompt = run.budgets.reads_prompt_tokens();
         cx.session()
-            .with_budget_ledger(|ledger| {
+            .with_budget(|ledger, prompts| {
+                let input = if reads_prompt {
+                    prompts.of(&self.name, &request.messages)
+                } else {
+                    0
+                };
                 run.budgets.check_model_call(
                     ledger,
                     cx.agent_name(),
                     self.model.model_name(),
-                    estimate,
+                    Usage::new(input, output),
                     elapsed,
                 )
             })
             .map_err(|e| self.budget_error(e))
+    }
+
+    /// Notes the prompt tokens of a run's first request `messages` (its system message, then
+    /// `input`) when the run's budgets read them and the input came counted (see
+    /// `Messages::estimated_tokens`): the first check then estimates only the system message.
+    pub(super) fn seed_prompt_tokens(
+        &self,
+        cx: &Context,
+        messages: &[MessageRef],
+        input: &crate::input::Messages,
+    ) {
+        let reads = cx
+            .run_context()
+            .budgets()
+            .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
+        if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
+            cx.session()
+                .seed_prompt_tokens(&self.name, messages, input.len(), tokens);
+        }
     }
 
     /// Charges the run's budgets with the model call that answered `reply` (its reported
@@ -53,20 +72,25 @@ impl ChatModelAgent {
             return;
         };
         let usage = reply.usage.as_deref().copied().unwrap_or_default();
-        let model = reply.model.as_deref().unwrap_or(self.model.model_name());
-        let cost = budgets.cost_micro_usd(model, &usage);
+        // Priced only when the run has a price table (the model's name read only then).
+        let cost = if budgets.has_prices() {
+            let model = reply.model.as_deref().unwrap_or(self.model.model_name());
+            budgets.cost_micro_usd(model, &usage)
+        } else {
+            0
+        };
         cx.session()
             .with_budget_ledger(|ledger| ledger.add_model_call(&self.name, usage, cost));
     }
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
     pub(super) fn take_tool_budget(&self, cx: &Context, calls: u64) -> Result<(), AgentError> {
-        let Some(run) = cx.run_context().run_budgets() else {
-            return Ok(());
-        };
         if calls == 0 {
             return Ok(());
         }
+        let Some(run) = cx.run_context().run_budgets() else {
+            return Ok(());
+        };
         let elapsed = run.elapsed_if_read(cx.run_context());
         cx.session()
             .with_budget_ledger(|ledger| {

@@ -41,6 +41,7 @@ impl ChatModelAgent {
             model: self.model.model_name(),
             estimate: Usage::new(input as u64, output),
             at_ms,
+            charge: None,
         };
         let hold = gate.reserve(call).await.map_err(|e| match e {
             BudgetError::Exceeded(exceeded) => AgentError::BudgetExceeded(exceeded),

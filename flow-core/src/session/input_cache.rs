@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::SessionEvent;
 use crate::context_form::rewrite_for_context;
 use crate::event::AgentError;
-use crate::history::{ContextPolicy, HistoryEntry};
+use crate::history::{estimate_tokens, ContextPolicy, HistoryEntry};
 use crate::input::Messages;
 use crate::message::{Message, MessageRef, Role};
 
@@ -38,6 +38,9 @@ pub(crate) struct InputCache {
     /// `entries[..done]` rewritten by [`ContextPolicy::Rewrite`] for this node.
     rewritten: Arc<Vec<MessageRef>>,
     done: usize,
+    /// The estimated tokens of `rewritten[..done]`, kept as it grows when the run's budgets
+    /// read the prompt's size (each message is estimated once a run, not once a model call).
+    rewritten_tokens: Option<u64>,
     /// The summaries agents recorded when their context budget compacted their conversation
     /// (never entries: no other agent sees them), in order.
     compactions: Vec<Compacted>,
@@ -132,7 +135,17 @@ impl InputCache {
             authors: Authors::default(),
             rewritten: Arc::new(Vec::with_capacity(room)),
             done: 0,
+            rewritten_tokens: None,
             compactions: Vec::new(),
+        }
+    }
+
+    /// Keeps the estimated tokens of the rewritten input from now on (see
+    /// [`Messages::estimated_tokens`]).
+    pub(crate) fn count_tokens(&mut self) {
+        if self.rewritten_tokens.is_none() {
+            let all = &self.rewritten[..self.done];
+            self.rewritten_tokens = Some(all.iter().map(|m| estimate_tokens(m) as u64).sum());
         }
     }
 
@@ -240,7 +253,10 @@ impl InputCache {
             self.results.pop();
         }
         if self.done > self.entries.len() {
-            Arc::make_mut(&mut self.rewritten).pop();
+            let popped = Arc::make_mut(&mut self.rewritten).pop();
+            if let (Some(tokens), Some(popped)) = (&mut self.rewritten_tokens, popped) {
+                *tokens -= estimate_tokens(&popped) as u64;
+            }
             self.done -= 1;
         }
     }
@@ -336,6 +352,7 @@ impl InputCache {
             let new = self.entries[self.done..]
                 .iter()
                 .zip(&self.sources[self.done..]);
+            let from = all.len();
             all.extend(new.map(|(e, source)| {
                 if e.is_user_input || Some(&*e.agent_name) == agent_name {
                     Arc::clone(&e.message)
@@ -345,9 +362,19 @@ impl InputCache {
                     Arc::new(rewrite_for_context(&e.agent_name, &e.message))
                 }
             }));
+            if let Some(tokens) = &mut self.rewritten_tokens {
+                *tokens += all[from..]
+                    .iter()
+                    .map(|m| estimate_tokens(m) as u64)
+                    .sum::<u64>();
+            }
             self.done = self.entries.len();
         }
-        Messages::prefix_of(&self.rewritten, self.done)
+        let messages = Messages::prefix_of(&self.rewritten, self.done);
+        match self.rewritten_tokens {
+            Some(tokens) => messages.with_estimated_tokens(tokens),
+            None => messages,
+        }
     }
 }
 

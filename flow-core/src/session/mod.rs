@@ -5,12 +5,15 @@
 //!   with its message's context form written once);
 //! - `input_cache`: what each node's input was built from last time, so a transfer extends it
 //!   instead of rebuilding (kept in the session, read by the tree's run);
+//! - `prompt_tokens`: each agent's prompt tokens as its budget checks last counted them (kept
+//!   beside the budget ledger, only when a budget reads them);
 //! - `usage`: the run's token usage, kept among the values.
 //!
 //! The session sits below the agent model: it knows events and messages, and the history
 //! policies an input is shaped by, not agents or trees.
 
 mod input_cache;
+mod prompt_tokens;
 mod record;
 mod usage;
 

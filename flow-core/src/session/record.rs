@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::prompt_tokens::PromptTokens;
 use super::InputCache;
 use crate::budget::{BudgetLedger, BUDGET_SESSION_KEY};
 use crate::context_form::rewrite_for_context;
@@ -197,6 +198,9 @@ struct Values {
     /// `None` until the run first uses it (then read from `map`, where a resumed run's saved
     /// values put it).
     budget: Option<BudgetLedger>,
+    /// The agents' prompt tokens as last counted, once a budget read them (never saved: a
+    /// resumed run counts again).
+    prompts: Option<Box<PromptTokens>>,
 }
 
 impl Values {
@@ -207,10 +211,13 @@ impl Values {
         self.map.insert(key, value);
     }
 
+    /// The ledger's JSON, each agent once.
     fn budget_json(&self) -> Option<serde_json::Value> {
-        self.budget
-            .as_ref()
-            .and_then(|ledger| serde_json::to_value(ledger).ok())
+        self.budget.as_ref().and_then(|ledger| {
+            let mut ledger = ledger.clone();
+            ledger.merge();
+            serde_json::to_value(ledger).ok()
+        })
     }
 }
 
@@ -450,27 +457,67 @@ impl Session {
     /// values the first time).
     pub(crate) fn with_budget_ledger<R>(&self, use_it: impl FnOnce(&mut BudgetLedger) -> R) -> R {
         let mut values = self.shared_values().lock().expect("session lock");
-        let values = &mut *values;
-        let ledger = match &mut values.budget {
-            Some(ledger) => ledger,
-            // A saved ledger (a resumed run's) is read once; a new run's map is often empty.
-            empty => empty.insert(if values.map.is_empty() {
-                BudgetLedger::default()
-            } else {
-                values
-                    .map
-                    .remove(BUDGET_SESSION_KEY)
-                    .and_then(|saved| serde_json::from_value(saved).ok())
-                    .unwrap_or_default()
-            }),
-        };
-        use_it(ledger)
+        let Values { map, budget, .. } = &mut *values;
+        use_it(ledger_in(budget, map))
+    }
+
+    /// Notes the prompt tokens of `agent`'s new conversation `messages`, which ends with an
+    /// input of `input_len` messages estimated at `input_tokens` (see [`PromptTokens::seed`]).
+    pub(crate) fn seed_prompt_tokens(
+        &self,
+        agent: &Arc<str>,
+        messages: &[MessageRef],
+        input_len: usize,
+        input_tokens: u64,
+    ) {
+        let mut values = self.shared_values().lock().expect("session lock");
+        values.prompts.get_or_insert_with(Box::default).seed(
+            agent,
+            messages,
+            input_len,
+            input_tokens,
+        );
+    }
+
+    /// [`with_budget_ledger`](Self::with_budget_ledger), with the agents' prompt counts too
+    /// (made on first use): one lock for a model call's check.
+    pub(crate) fn with_budget<R>(
+        &self,
+        use_it: impl FnOnce(&mut BudgetLedger, &mut PromptTokens) -> R,
+    ) -> R {
+        let mut values = self.shared_values().lock().expect("session lock");
+        let Values {
+            map,
+            budget,
+            prompts,
+        } = &mut *values;
+        use_it(
+            ledger_in(budget, map),
+            prompts.get_or_insert_with(Box::default),
+        )
     }
 
     /// The values, made on first use.
     fn shared_values(&self) -> &SharedValues {
         self.values.get_or_init(SharedValues::default)
     }
+}
+
+/// The run's budget ledger in `budget`, read from the saved values `map` the first time (a
+/// resumed run's; a new run's map is often empty).
+fn ledger_in<'a>(
+    budget: &'a mut Option<BudgetLedger>,
+    map: &mut HashMap<String, serde_json::Value>,
+) -> &'a mut BudgetLedger {
+    budget.get_or_insert_with(|| {
+        if map.is_empty() {
+            BudgetLedger::default()
+        } else {
+            map.remove(BUDGET_SESSION_KEY)
+                .and_then(|saved| serde_json::from_value(saved).ok())
+                .unwrap_or_default()
+        }
+    })
 }
 
 impl fmt::Debug for Session {

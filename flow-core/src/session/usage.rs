@@ -28,6 +28,9 @@ impl Session {
     /// What this run has spent against its budgets (empty if it has none; see
     /// [`crate::budget`]).
     pub fn budget_ledger(&self) -> BudgetLedger {
-        self.with_budget_ledger(|ledger| ledger.clone())
+        self.with_budget_ledger(|ledger| {
+            ledger.merge();
+            ledger.clone()
+        })
     }
 }

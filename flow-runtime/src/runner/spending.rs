@@ -191,6 +191,42 @@ impl SpendingBudgets {
         self.store.spent(&tenant_key(tenant, period, at_ms)).await
     }
 
+    /// The [`SpendingGate`] over these budgets for the calls of flow `flow` (reported under
+    /// this name unless [`flow`](Self::flow) set another): what a host that makes model calls
+    /// outside a runner asks around each one, e.g. a Temporal worker's model activity, which
+    /// reserves with a charge key ([`SpendingCall::charge`]) so a retried attempt charges once.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agentweave_runtime::model::Usage;
+    /// use agentweave_runtime::spending::SpendingCall;
+    /// use agentweave_runtime::store::InMemoryRunQueue;
+    /// use agentweave_runtime::{SpendingBudgets, SpendingLimits};
+    /// # futures::executor::block_on(async {
+    /// let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
+    ///     .thread(SpendingLimits::default().max_model_calls(1));
+    /// let gate = budgets.gate("desk");
+    /// let call = SpendingCall {
+    ///     thread: Some("t1"),
+    ///     agent: "clerk",
+    ///     model: "m",
+    ///     estimate: Usage::new(10, 1),
+    ///     at_ms: 0,
+    ///     charge: Some("wf-1/run-1/t0.0 clerk.model"),
+    /// };
+    /// let hold = gate.reserve(call).await.expect("the thread's one call");
+    /// // The same call again (a retried attempt): nothing more is charged.
+    /// let again = gate.reserve(call).await.expect("already reserved");
+    /// gate.settle(hold, Some(("m", Usage::new(8, 1)))).await;
+    /// gate.settle(again, Some(("m", Usage::new(8, 1)))).await;
+    /// assert_eq!(budgets.thread_spent("t1").await.unwrap().model_calls, 1);
+    /// assert_eq!(budgets.thread_spent("t1").await.unwrap().input_tokens, 8);
+    /// # });
+    /// ```
+    pub fn gate(&self, flow: &str) -> Arc<dyn SpendingGate> {
+        self.guard(flow)
+    }
+
     /// The gate a runner of the flow `flow` gives its runs.
     pub(crate) fn guard(&self, flow: &str) -> Arc<SpendingGuard> {
         let flow = self.flow.clone().unwrap_or_else(|| flow.into());
@@ -290,25 +326,39 @@ impl SpendingGate for SpendingGuard {
             cost_micro_usd: cost,
             model_calls: 1,
         };
-        if !scopes.is_empty() {
-            let unavailable = |e: QueueError| BudgetError::Unavailable {
-                agent: call.agent.into(),
-                message: e.to_string(),
-            };
-            if let Err(crossed) = self
-                .store()
-                .reserve(&scopes, &charge)
-                .await
-                .map_err(unavailable)?
-            {
-                return Err(BudgetError::Exceeded(BudgetExceeded {
-                    budget: crossed.budget,
-                    scope: scopes[crossed.scope].scope,
-                    agent: call.agent.into(),
-                    limit: crossed.limit,
-                    would_reach: crossed.would_reach,
-                }));
+        let unavailable = |e: QueueError| BudgetError::Unavailable {
+            agent: call.agent.into(),
+            message: e.to_string(),
+        };
+        let reserved = match call.charge {
+            // Recorded even with no limit: the key makes the settlement (and the usage
+            // report's row) happen once.
+            Some(key) => {
+                let day = BudgetPeriod::Day.label(call.at_ms);
+                Some(
+                    self.store()
+                        .reserve_once(key, &day, &scopes, &charge)
+                        .await
+                        .map_err(unavailable)?
+                        .map(|_| ()),
+                )
             }
+            None if scopes.is_empty() => None,
+            None => Some(
+                self.store()
+                    .reserve(&scopes, &charge)
+                    .await
+                    .map_err(unavailable)?,
+            ),
+        };
+        if let Some(Err(crossed)) = reserved {
+            return Err(BudgetError::Exceeded(BudgetExceeded {
+                budget: crossed.budget,
+                scope: scopes[crossed.scope].scope,
+                agent: call.agent.into(),
+                limit: crossed.limit,
+                would_reach: crossed.would_reach,
+            }));
         }
         Ok(SpendingHold {
             thread: call.thread.map(Arc::from),
@@ -318,6 +368,7 @@ impl SpendingGate for SpendingGuard {
             reserved: call.estimate,
             reserved_cost_micro_usd: cost.max(0) as u64,
             at_ms: call.at_ms,
+            charge: call.charge.map(Arc::from),
         })
     }
 
@@ -353,11 +404,19 @@ impl SpendingGate for SpendingGuard {
         };
         let keys: Vec<(String, Option<String>)> =
             scopes.into_iter().map(|s| (s.key, s.thread)).collect();
-        if let Err(error) = self
-            .store()
-            .settle(&keys, &correction, usage_row.as_ref())
-            .await
-        {
+        let settled = match &hold.charge {
+            Some(key) => self
+                .store()
+                .settle_once(key, &keys, &correction, usage_row.as_ref())
+                .await
+                .map(|_| ()),
+            None => {
+                self.store()
+                    .settle(&keys, &correction, usage_row.as_ref())
+                    .await
+            }
+        };
+        if let Err(error) = settled {
             tracing::warn!(
                 agent = %hold.agent,
                 %error,

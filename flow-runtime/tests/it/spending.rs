@@ -11,7 +11,9 @@ use agentweave_runtime::budget::{BudgetKind, BudgetScope, ModelPrice};
 use agentweave_runtime::host::ManualHost;
 use agentweave_runtime::model::{ScriptStep, ScriptedModel, Usage};
 use agentweave_runtime::spending::BudgetPeriod;
-use agentweave_runtime::store::conformance::{racing_reservations, reservation_is_all_or_nothing};
+use agentweave_runtime::store::conformance::{
+    charge_keys_charge_once, racing_reservations, reservation_is_all_or_nothing,
+};
 use agentweave_runtime::store::{InMemoryRunQueue, RunQueue, Spending, SpendingStore, UsageFilter};
 use agentweave_runtime::{
     tool_fn, AgentError, AgentEvent, BudgetExceeded, ChatModelAgent, FlowAgent, InMemoryStore,
@@ -571,4 +573,30 @@ async fn usage_rows_past_their_retention_are_deleted_on_postgres() {
     };
     let queue = PostgresRunQueue::connect(&url).await.unwrap();
     usage_retention_keeps_its_days(&queue).await;
+}
+
+#[tokio::test]
+async fn a_charge_key_charges_once_in_memory() {
+    charge_keys_charge_once(&InMemoryRunQueue::new()).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_charge_key_charges_once_on_sqlite() {
+    use agentweave_runtime::store::SqliteRunQueue;
+    let dir = crate::support::dirs::temp_dir("spending", "charges");
+    let queue = SqliteRunQueue::open(dir.join("store.db")).await.unwrap();
+    charge_keys_charge_once(&queue).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_charge_key_charges_once_on_postgres() {
+    use agentweave_runtime::store::PostgresRunQueue;
+    let Some(url) = agentweave_runtime::testing::fresh_postgres_database("charges").await else {
+        return;
+    };
+    let queue = PostgresRunQueue::connect(&url).await.unwrap();
+    charge_keys_charge_once(&queue).await;
 }

@@ -387,15 +387,23 @@ impl TemporalAgent {
             for (i, json) in progress.events.into_iter().enumerate() {
                 let index = at.since + i as u64;
                 while let Some(m) = marks.next_if(|m| m.at <= index) {
-                    opened.insert(m.effect);
-                    let _ = out.send(sink.open(m.effect, &m.agent, &m.run_path));
+                    // A call opens with its first piece. One that ended having streamed
+                    // nothing (its reply did not stream, or no call was made: a budget
+                    // refused it on the worker) is never opened: its event says what
+                    // happened. One under way with nothing yet waits for a later reading.
+                    if sink.started(m.effect) {
+                        opened.insert(m.effect);
+                        let _ = out.send(sink.open(m.effect, &m.agent, &m.run_path));
+                    } else if m.done {
+                        opened.insert(m.effect);
+                    }
                 }
                 if let Some(event) = sink.event_of(json) {
                     let _ = out.send(event);
                 }
             }
             at.since += count;
-            for m in marks.filter(|m| m.at <= at.since) {
+            for m in marks.filter(|m| m.at <= at.since && sink.started(m.effect)) {
                 opened.insert(m.effect);
                 let _ = out.send(sink.open(m.effect, &m.agent, &m.run_path));
             }
@@ -601,6 +609,16 @@ impl TemporalAgent {
 /// left empty, its message already streamed).
 pub(super) fn event_of_json(e: agentweave_runtime::EventJson) -> Option<AgentEvent> {
     let mut event = match (&e.message, &e.custom, &e.error) {
+        // A budget's refusal (a model activity's reservation refused): the same typed error,
+        // so every door gives it the public code it has in process.
+        (
+            _,
+            _,
+            Some(agentweave_runtime::ErrorJson {
+                budget: Some(exceeded),
+                ..
+            }),
+        ) => AgentEvent::error(AgentError::BudgetExceeded(exceeded.clone())),
         (_, _, Some(error)) => AgentEvent::error(AgentError::Failed {
             agent: error
                 .agent

@@ -6,7 +6,9 @@
 //! credential.
 //!
 //! A turn opens each model call's streamed message where the workflow placed the call among
-//! its events ([`Sink::open`]); the pieces posted before are kept for it. A piece is taken
+//! its events, once its first piece has come ([`Sink::open`]); the pieces posted before are
+//! kept for it. A call that posts no piece (a budget refused it before the model was called)
+//! is never opened. A piece is taken
 //! under the sink's lock when it is posted, before the post is answered: a model call ends
 //! (and the workflow makes the reply's event) only after its pieces are in, so the turn knows
 //! the reply was streamed when its event comes and leaves the message out of that event (the
@@ -114,6 +116,16 @@ impl Sink {
         call.opened = true;
         end(call);
         AgentEvent::stream(stream).stamped(&Arc::from(agent), run_path)
+    }
+
+    /// Whether call `effect` has posted a piece: its streamed message is opened from then on
+    /// (a call that posts none, because its reply did not stream or because no call was made,
+    /// is never opened and its event carries what happened).
+    pub(crate) fn started(&self, effect: u64) -> bool {
+        locked(&self.state)
+            .calls
+            .get(&effect)
+            .is_some_and(|call| !call.pieces.is_empty())
     }
 
     /// Fails the stream of call `effect` if its end has not come (the workflow says the call

@@ -120,3 +120,30 @@ impl TemporalExecutor {
         TemporalAgent::new(self.clone(), flow, root)
     }
 }
+
+/// Has the model activities of `flows` (a worker's, `agentweave_temporal::worker_flows()`)
+/// reserve flow `flow`'s calls in a server's spending `budgets` as the server counts them: the
+/// thread is the workflow's id (the thread's store id), its tenant the one the server gave it,
+/// the usage report's flow `flow` (see `agentweave_temporal::spending`). A server built with
+/// [`ServerBuilder::spending`](crate::ServerBuilder::spending) and
+/// [`temporal`](crate::ServerBuilder::temporal) does it for the workers of its own process;
+/// a worker process of its own calls it for each flow, with budgets on the server's store.
+///
+/// ```no_run
+/// # fn flow() -> agentweave_runtime::FlowAgent { unimplemented!() }
+/// use std::sync::Arc;
+/// use agentweave_runtime::store::InMemoryRunQueue;
+/// use agentweave_runtime::{SpendingBudgets, SpendingLimits};
+/// let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
+///     .thread(SpendingLimits::default().max_model_calls(50));
+/// let flows = agentweave_temporal::worker_flows();
+/// flows.insert("desk", flow());
+/// agentweave_server::temporal::worker_spending(flows, "desk", &budgets);
+/// ```
+pub fn worker_spending(
+    flows: &agentweave_temporal::Flows,
+    flow: &str,
+    budgets: &agentweave_runtime::SpendingBudgets,
+) {
+    flows.spending(flow, crate::state::flow_spending(flow, budgets));
+}

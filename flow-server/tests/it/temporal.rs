@@ -675,3 +675,62 @@ async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() 
         "the next turn runs: {said:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_threads_budget_on_temporal_refuses_the_crossing_model_call_with_the_public_code() {
+    use agentweave_runtime::model::Usage;
+    use agentweave_runtime::store::InMemoryRunQueue;
+    use agentweave_runtime::{SpendingBudgets, SpendingLimits};
+    let Some(client) = dev_server().await else {
+        return;
+    };
+    let queue = unique("server");
+    let flow = unique("bot");
+    let flow = &flow[..24.min(flow.len())];
+    let model = ScriptedModel::rules()
+        .otherwise(ScriptStep::text("hello").with_usage(Usage::new(100, 10)))
+        .named("m");
+    let bot = FlowAgent::new(ChatModelAgent::builder("bot", model).build().unwrap());
+    agentweave_temporal::worker_flows().insert(flow, bot.clone());
+    start_worker(&client, &queue);
+    // The server's budgets: its workers' model activities reserve in them (the server
+    // registers them on this process's workers when it is built).
+    let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new()))
+        .thread(SpendingLimits::default().max_model_calls(1));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = AppState::builder(InMemoryStore::new())
+        .auth(Auth::bearer(TOKEN))
+        .flow(flow, bot)
+        .spending(budgets)
+        .temporal(TemporalExecutor::new(
+            client.clone(),
+            queue.as_str(),
+            base.as_str(),
+        ))
+        .build()
+        .unwrap();
+    tokio::spawn(agentweave_server::serve(listener, state));
+
+    let first = turn(&base, flow, "t1", "hi").await;
+    assert_eq!(first.last().unwrap().data["output"], "hello", "{first:#?}");
+    // The thread's second model call would cross its limit of one: refused on the worker,
+    // and the client gets the code a refusal in process gets.
+    let second = turn(&base, flow, "t1", "hi again").await;
+    let error = second
+        .iter()
+        .filter_map(|f| f.data.get("error"))
+        .find(|e| e["code"] == "budget_exceeded")
+        .unwrap_or_else(|| panic!("a budget error: {second:#?}"));
+    assert_eq!(
+        error["message"],
+        "This request reached the assistant's budget and was stopped."
+    );
+    let view: Value = crate::common::get(&base, &format!("/v1/flows/{flow}/threads/t1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["spent"]["model_calls"], 1, "{view:#}");
+    assert_eq!(view["spent"]["input_tokens"], 100, "{view:#}");
+}

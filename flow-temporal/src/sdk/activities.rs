@@ -8,6 +8,8 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
+use agentweave_core::budget::BudgetError;
+
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
 use crate::flows::{
     call_model, call_tool, load_part, store_part, stream_model, Flows, LookupError,
@@ -15,6 +17,7 @@ use crate::flows::{
 use crate::live::{LivePost, LiveSink};
 use crate::parts::{LoadPart, StorePart};
 use crate::policy::ModelFailure;
+use crate::spending::{self, Charge};
 use agentweave_core::RunPath;
 
 /// The activities of a worker, over its flows.
@@ -42,6 +45,29 @@ fn lookup_failure(e: LookupError) -> ActivityError {
         .non_retryable(true)
         .build()
         .into()
+}
+
+/// A reservation refused ([`crate::spending`]): a budget refusal ends the turn, not retried
+/// (the workflow reads it back as `AgentError::BudgetExceeded`); a model without a price under
+/// a money budget is not retried either; a spending store out of reach is.
+fn budget_failure(e: BudgetError) -> ActivityError {
+    match e {
+        BudgetError::Exceeded(exceeded) => {
+            ApplicationFailure::builder(Text(spending::refusal_text(&exceeded)))
+                .type_name(spending::BUDGET_FAILURE.to_owned())
+                .non_retryable(true)
+                .build()
+                .into()
+        }
+        other => {
+            let retryable = matches!(other, BudgetError::Unavailable { .. });
+            ApplicationFailure::builder(Text(other.to_string()))
+                .type_name("AgentflowBudget".to_owned())
+                .non_retryable(!retryable)
+                .build()
+                .into()
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,25 +131,29 @@ impl AgentflowActivities {
     #[activity(name = crate::policy::MODEL_ACTIVITY)]
     pub async fn model(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         call: ModelCall,
     ) -> Result<Message, ActivityError> {
-        let reply = match &call.live {
-            Some(sink) => {
-                let sink = Sink::new(&self.http, sink, &call);
-                let reply = stream_model(&self.flows, &call, |seq, chunk| {
-                    sink.post(seq, Some(chunk), None)
-                })
-                .await
-                .map_err(lookup_failure)?;
-                sink.end(reply.as_ref().err().map(|e| e.to_string())).await;
-                reply
-            }
-            None => call_model(&self.flows, &call)
-                .await
-                .map_err(lookup_failure)?,
-        };
-        match reply {
+        // With spending budgets (`Flows::spending`), the call is reserved first, under a key
+        // every attempt of this activity shares (see `crate::spending`).
+        let info = ctx.info();
+        let thread = info.workflow_id.clone().unwrap_or_default();
+        let at = info
+            .scheduled_time
+            .unwrap_or_else(std::time::SystemTime::now);
+        let charge = Charge::new(
+            &thread,
+            info.workflow_run_id.as_deref().unwrap_or_default(),
+            &info.activity_id,
+            at.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        );
+        let reserved = spending::reserve(&self.flows, &call, &thread, &charge)
+            .await
+            .map_err(budget_failure)?;
+        let reply = self.answer(&call).await;
+        spending::settle(reserved, &reply).await;
+        match reply.map_err(lookup_failure)? {
             Ok(reply) => Ok(reply),
             Err(e) => {
                 let failure = ModelFailure::of(&e);
@@ -166,5 +196,26 @@ impl AgentflowActivities {
         call: ToolCallInput,
     ) -> Result<ToolOutcome, ActivityError> {
         call_tool(&self.flows, &call).await.map_err(lookup_failure)
+    }
+}
+
+impl AgentflowActivities {
+    /// The model's answer to `call`: streamed to the turn's sink when it has one.
+    async fn answer(
+        &self,
+        call: &ModelCall,
+    ) -> Result<Result<Message, agentweave_core::model::ModelError>, LookupError> {
+        match &call.live {
+            Some(sink) => {
+                let sink = Sink::new(&self.http, sink, call);
+                let reply = stream_model(&self.flows, call, |seq, chunk| {
+                    sink.post(seq, Some(chunk), None)
+                })
+                .await?;
+                sink.end(reply.as_ref().err().map(|e| e.to_string())).await;
+                Ok(reply)
+            }
+            None => call_model(&self.flows, call).await,
+        }
     }
 }

@@ -32,6 +32,7 @@ use agentweave_runtime::{AnswerRule, Caller, DoubleText};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use temporalio_client::RetryPolicy;
+use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityExecutionError, ActivityOptions, ApplicationFailure, ContinueAsNewOptions,
@@ -975,7 +976,7 @@ fn start_effect<'a>(
                 if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
                     mark.done = true;
                 }
-                Outcome::Model(result.map_err(|e| failure_text(&e)))
+                model_outcome(result)
             })
         }
         Effect::Tool(call) if local.tool(call.idempotent) => {
@@ -1013,7 +1014,7 @@ fn start_effect<'a>(
                 if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
                     mark.done = true;
                 }
-                Outcome::Model(result.map_err(|e| failure_text(&e)))
+                model_outcome(result)
             })
         }
         Effect::Tool(call) => {
@@ -1196,6 +1197,25 @@ fn local_options(
         .retry_policy(retry_policy(retry))
         .cancellation_token(token.clone())
         .build()
+}
+
+/// A model activity's outcome: its reply, the budget refusal it failed with (see
+/// [`crate::spending`]), or its failure in words.
+fn model_outcome(result: Result<Message, ActivityExecutionError>) -> Outcome {
+    let error = match result {
+        Ok(reply) => return Outcome::Model(Ok(reply)),
+        Err(error) => error,
+    };
+    let mut cause = error.failure();
+    while let Some(failure) = cause {
+        if let Some(FailureInfo::ApplicationFailureInfo(info)) = &failure.failure_info {
+            if let Some(exceeded) = crate::spending::refusal_of(&info.r#type, &failure.message) {
+                return Outcome::BudgetExceeded(exceeded);
+            }
+        }
+        cause = failure.cause.as_deref();
+    }
+    Outcome::Model(Err(failure_text(&error)))
 }
 
 /// An activity's failure in words: its message, then each cause's (the activity's own error,

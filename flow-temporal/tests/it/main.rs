@@ -13,6 +13,8 @@ mod effects_in_process;
 #[cfg(feature = "sdk")]
 mod retries;
 #[cfg(feature = "sdk")]
+mod spending;
+#[cfg(feature = "sdk")]
 mod temporal;
 #[cfg(feature = "sdk")]
 mod thread_semantics;

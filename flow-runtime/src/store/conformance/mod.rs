@@ -68,7 +68,7 @@ pub use queue::{
     capped_race, counts, events_cancel_flows, fair, one_claim_each, queue_lifecycle, queue_takeover,
 };
 pub use schedules::{one_advance_each, schedule_contract};
-pub use spending::{racing_reservations, reservation_is_all_or_nothing};
+pub use spending::{charge_keys_charge_once, racing_reservations, reservation_is_all_or_nothing};
 pub use threads::{
     appends_reads_list_delete, leases, one_winner_among_tasks, record, refuses_bad_ids,
     size_limit as thread_size_limit,
@@ -385,8 +385,9 @@ where
 
 /// Checks the [`SpendingStore`] contract on stores made by `fresh` (the run queues that keep
 /// spending implement it): a reservation over several scopes is all or nothing, settlements
-/// correct every row, deleting a thread removes its rows, and of sixteen concurrent
-/// reservations against a limit of five exactly five pass.
+/// correct every row, deleting a thread removes its rows, of sixteen concurrent reservations
+/// against a limit of five exactly five pass, and a call reserved under a charge key is
+/// charged and settled once.
 ///
 /// # Panics
 ///
@@ -409,6 +410,14 @@ where
         "of concurrent reservations against a limit, exactly the limit's number pass",
         "check the limit and charge in one atomic step",
         racing_reservations(store.clone(), store),
+    )
+    .await;
+    let store = fresh().await;
+    rule(
+        "a call reserved under a charge key is charged and settled once",
+        "record the key in the transaction that charges (SpendingStore::reserve_once) and \
+         apply a settlement only while its reservation is open",
+        charge_keys_charge_once(&store),
     )
     .await;
 }

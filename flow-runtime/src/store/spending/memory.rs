@@ -17,6 +17,47 @@ struct Rows {
     /// Per scope key: the thread it belongs to, and what it spent.
     scopes: BTreeMap<String, (Option<String>, Spending)>,
     usage: BTreeMap<UsageKey, Spending>,
+    /// Per charge key: its day, and whether its reservation was settled.
+    charges: BTreeMap<String, (String, bool)>,
+}
+
+impl Rows {
+    fn crossed(&self, scopes: &[SpendingScope], charge: &Spending) -> Option<Crossed> {
+        scopes.iter().enumerate().find_map(|(k, scope)| {
+            let spent = self
+                .scopes
+                .get(&scope.key)
+                .map(|(_, s)| *s)
+                .unwrap_or_default();
+            crossed(&spent, charge, &scope.limits).map(|(budget, limit, would_reach)| Crossed {
+                scope: k,
+                budget,
+                limit,
+                would_reach,
+            })
+        })
+    }
+
+    fn add(&mut self, keys: impl Iterator<Item = (String, Option<String>)>, change: &Spending) {
+        for (key, thread) in keys {
+            self.scopes
+                .entry(key)
+                .or_insert_with(|| (thread, Spending::default()))
+                .1
+                .add(change);
+        }
+    }
+
+    fn report(&mut self, row: &UsageRow) {
+        let key = (
+            row.day.clone(),
+            row.tenant.clone(),
+            row.flow.clone(),
+            row.agent.clone(),
+            row.model.clone(),
+        );
+        self.usage.entry(key).or_default().add(&row.spent);
+    }
 }
 
 /// Spending in memory; clones share it.
@@ -39,28 +80,13 @@ impl SpendingStore for InMemorySpending {
         charge: &Spending,
     ) -> Result<Result<(), Crossed>, QueueError> {
         let mut rows = self.rows();
-        for (k, scope) in scopes.iter().enumerate() {
-            let spent = rows
-                .scopes
-                .get(&scope.key)
-                .map(|(_, s)| *s)
-                .unwrap_or_default();
-            if let Some((budget, limit, would_reach)) = crossed(&spent, charge, &scope.limits) {
-                return Ok(Err(Crossed {
-                    scope: k,
-                    budget,
-                    limit,
-                    would_reach,
-                }));
-            }
+        if let Some(crossed) = rows.crossed(scopes, charge) {
+            return Ok(Err(crossed));
         }
-        for scope in scopes {
-            rows.scopes
-                .entry(scope.key.clone())
-                .or_insert_with(|| (scope.thread.clone(), Spending::default()))
-                .1
-                .add(charge);
-        }
+        rows.add(
+            scopes.iter().map(|s| (s.key.clone(), s.thread.clone())),
+            charge,
+        );
         Ok(Ok(()))
     }
 
@@ -71,24 +97,60 @@ impl SpendingStore for InMemorySpending {
         usage: Option<&UsageRow>,
     ) -> Result<(), QueueError> {
         let mut rows = self.rows();
-        for (key, thread) in keys {
-            rows.scopes
-                .entry(key.clone())
-                .or_insert_with(|| (thread.clone(), Spending::default()))
-                .1
-                .add(correction);
-        }
+        rows.add(keys.iter().cloned(), correction);
         if let Some(row) = usage {
-            let key = (
-                row.day.clone(),
-                row.tenant.clone(),
-                row.flow.clone(),
-                row.agent.clone(),
-                row.model.clone(),
-            );
-            rows.usage.entry(key).or_default().add(&row.spent);
+            rows.report(row);
         }
         Ok(())
+    }
+
+    async fn reserve_once(
+        &self,
+        charge: &str,
+        day: &str,
+        scopes: &[SpendingScope],
+        spending: &Spending,
+    ) -> Result<Result<bool, Crossed>, QueueError> {
+        let mut rows = self.rows();
+        if rows.charges.contains_key(charge) {
+            return Ok(Ok(false));
+        }
+        if let Some(crossed) = rows.crossed(scopes, spending) {
+            return Ok(Err(crossed));
+        }
+        rows.add(
+            scopes.iter().map(|s| (s.key.clone(), s.thread.clone())),
+            spending,
+        );
+        rows.charges
+            .insert(charge.to_owned(), (day.to_owned(), false));
+        Ok(Ok(true))
+    }
+
+    async fn settle_once(
+        &self,
+        charge: &str,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<bool, QueueError> {
+        let mut rows = self.rows();
+        if !matches!(rows.charges.get(charge), Some((_, false))) {
+            return Ok(false);
+        }
+        rows.add(keys.iter().cloned(), correction);
+        match usage {
+            Some(row) => {
+                rows.report(row);
+                if let Some(open) = rows.charges.get_mut(charge) {
+                    open.1 = true;
+                }
+            }
+            None => {
+                rows.charges.remove(charge);
+            }
+        }
+        Ok(true)
     }
 
     async fn spent(&self, key: &str) -> Result<Spending, QueueError> {
@@ -153,6 +215,8 @@ impl SpendingStore for InMemorySpending {
         let mut rows = self.rows();
         let before = rows.usage.len();
         rows.usage.retain(|(day, ..), _| day.as_str() >= first_kept);
+        rows.charges
+            .retain(|_, (day, _)| day.as_str() >= first_kept);
         Ok((before - rows.usage.len()) as u64)
     }
 }
@@ -178,6 +242,30 @@ impl SpendingStore for crate::store::InMemoryRunQueue {
         usage: Option<&UsageRow>,
     ) -> Result<(), QueueError> {
         self.spending_rows().settle(keys, correction, usage).await
+    }
+
+    async fn reserve_once(
+        &self,
+        charge: &str,
+        day: &str,
+        scopes: &[SpendingScope],
+        spending: &Spending,
+    ) -> Result<Result<bool, Crossed>, QueueError> {
+        self.spending_rows()
+            .reserve_once(charge, day, scopes, spending)
+            .await
+    }
+
+    async fn settle_once(
+        &self,
+        charge: &str,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<bool, QueueError> {
+        self.spending_rows()
+            .settle_once(charge, keys, correction, usage)
+            .await
     }
 
     async fn spent(&self, key: &str) -> Result<Spending, QueueError> {

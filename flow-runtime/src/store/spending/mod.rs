@@ -17,6 +17,12 @@
 //! call's estimate to all of them or to none: of two processes whose calls fit under a limit
 //! only one at a time, one passes. [`settle`](SpendingStore::settle) then replaces the estimate
 //! with what the model reported (a signed correction) and adds the call to the usage report.
+//!
+//! **Once per charge key.** A call that may be made again for the same charge (a Temporal
+//! model activity, retried) reserves with [`reserve_once`](SpendingStore::reserve_once): the
+//! store records the call's key in the step that charges (the table `agentflow_spending_charges`
+//! on SQL), so another attempt under the same key charges nothing and
+//! [`settle_once`](SpendingStore::settle_once) applies one settlement.
 
 mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -212,6 +218,35 @@ pub trait SpendingStore: Send + Sync {
         usage: Option<&UsageRow>,
     ) -> Result<(), QueueError>;
 
+    /// [`reserve`](Self::reserve) once per charge key `charge` (a call that may be made again
+    /// for the same charge: a Temporal model activity retried; see
+    /// [`SpendingCall::charge`](crate::spending::SpendingCall::charge)): the key is recorded
+    /// in the same atomic step as the charge, with `day` (`YYYY-MM-DD`, for
+    /// [`trim_usage`](Self::trim_usage)). Answers `Ok(true)` when it charged now, `Ok(false)`
+    /// when the key was charged before (nothing is charged again, nothing is checked), or the
+    /// first limit crossed (nothing charged, the key not recorded).
+    async fn reserve_once(
+        &self,
+        charge: &str,
+        day: &str,
+        scopes: &[SpendingScope],
+        spending: &Spending,
+    ) -> Result<Result<bool, Crossed>, QueueError>;
+
+    /// [`settle`](Self::settle) once per charge key `charge` reserved with
+    /// [`reserve_once`](Self::reserve_once): applied only while the key's reservation is
+    /// open. With `usage` (the call answered) the key is then marked settled, so a later
+    /// attempt of the same call charges nothing; without it (the call failed) the reservation
+    /// is given back and the key forgotten, so another attempt reserves again. Answers whether
+    /// it was applied.
+    async fn settle_once(
+        &self,
+        charge: &str,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<bool, QueueError>;
+
     /// What the scope keyed `key` has spent (zero if it has no row).
     async fn spent(&self, key: &str) -> Result<Spending, QueueError>;
 
@@ -231,8 +266,9 @@ pub trait SpendingStore: Send + Sync {
     async fn count_usage(&self, filter: &UsageFilter) -> Result<u64, QueueError>;
 
     /// Deletes the usage report's rows of the days before `first_kept` (`YYYY-MM-DD`), every
-    /// tenant's; answers how many there were. The scopes' spending (what budgets count) is not
-    /// touched. [`usage_kept_from`] gives the first day a retention of some days keeps; a
+    /// tenant's, and the charge keys of those days ([`reserve_once`](Self::reserve_once));
+    /// answers how many report rows there were. The scopes' spending (what budgets count) is
+    /// not touched. [`usage_kept_from`] gives the first day a retention of some days keeps; a
     /// server's queue sweeper calls this with it
     /// (`QueueOptions::usage_retention_days` in `agentweave-server`).
     async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError>;

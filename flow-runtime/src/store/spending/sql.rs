@@ -1,7 +1,8 @@
 //! The spending of the SQL queues ([`SqliteRunQueue`](crate::store::SqliteRunQueue),
 //! [`PostgresRunQueue`](crate::store::PostgresRunQueue)): the tables `agentflow_spending` and
 //! `agentflow_usage` beside the queue's, created with it, and [`SpendingStore`] with their
-//! statements, written once for both databases (`$n` parameters, which both drivers take). A
+//! statements, written once for both databases (`$n` parameters, which both drivers take), and
+//! `agentflow_spending_charges`, the charge keys of calls reserved once per key. A
 //! reservation is one transaction holding the scopes' rows locked (`BEGIN IMMEDIATE` on
 //! SQLite: the database's one write lock; `SELECT ... FOR UPDATE`, in key order, on
 //! PostgreSQL): it reads them, applies [`crossed`], and charges all or none.
@@ -39,8 +40,32 @@ pub(crate) const USAGE_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_usage
     model_calls BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (day, tenant, flow, agent, model))";
 
+/// The charge keys of calls reserved once per key (`SpendingStore::reserve_once`): a key is
+/// inserted in the transaction that charges, `settled` set by the one settlement applied, and
+/// the row deleted when a failed call gives its reservation back.
+pub(crate) const CHARGES_TABLE: &str = "CREATE TABLE IF NOT EXISTS agentflow_spending_charges (
+    charge TEXT PRIMARY KEY,
+    day TEXT NOT NULL,
+    settled BIGINT NOT NULL DEFAULT 0)";
+
 /// The tables and index, in the order they are made.
-pub(crate) const SPENDING_SCHEMA: [&str; 3] = [SPENDING_TABLE, SPENDING_INDEX, USAGE_TABLE];
+pub(crate) const SPENDING_SCHEMA: [&str; 4] =
+    [SPENDING_TABLE, SPENDING_INDEX, USAGE_TABLE, CHARGES_TABLE];
+
+/// Records a charge key; affects no row when the key was recorded before.
+pub(crate) const CHARGE_NEW: &str = "INSERT INTO agentflow_spending_charges (charge, day) \
+    VALUES ($1, $2) ON CONFLICT (charge) DO NOTHING";
+
+/// Marks an open reservation settled; affects no row when it is not open.
+pub(crate) const CHARGE_SETTLED: &str =
+    "UPDATE agentflow_spending_charges SET settled = 1 WHERE charge = $1 AND settled = 0";
+
+/// Forgets an open reservation given back; affects no row when it is not open.
+pub(crate) const CHARGE_RELEASED: &str =
+    "DELETE FROM agentflow_spending_charges WHERE charge = $1 AND settled = 0";
+
+/// The charge keys of the days before `$1`.
+pub(crate) const TRIM_CHARGES: &str = "DELETE FROM agentflow_spending_charges WHERE day < $1";
 
 pub(crate) const ENSURE: &str = "INSERT INTO agentflow_spending (scope, thread) VALUES ($1, $2) \
     ON CONFLICT (scope) DO NOTHING";
@@ -128,6 +153,113 @@ where
         Ok(())
     }
 
+    /// Reserves `charge` in `scopes` in one transaction; with `once` (a charge key and its
+    /// day), only when the key was not recorded before (`Ok(false)` then), the key recorded in
+    /// the same transaction.
+    async fn reserve_in_tx(
+        &self,
+        once: Option<(&str, &str)>,
+        scopes: &[SpendingScope],
+        charge: &Spending,
+    ) -> Result<Result<bool, Crossed>, QueueError> {
+        let err = db("reserve a model call's spending");
+        // Rows are locked in key order, so two reservations never wait on each other.
+        let mut order: Vec<usize> = (0..scopes.len()).collect();
+        order.sort_by(|a, b| scopes[*a].key.cmp(&scopes[*b].key));
+        let read = DB::DIALECT.fill(READ);
+        let mut tx = write_tx(&self.pool, &[]).await.map_err(&err)?;
+        if let Some((key, day)) = once {
+            // The key's row is written first: another attempt under the same key waits for
+            // this transaction, then finds it.
+            let new = sqlx::query(CHARGE_NEW).bind(key).bind(day);
+            let new = new.execute(&mut *tx).await.map_err(&err)?;
+            if DB::rows_affected(&new) == 0 {
+                tx.rollback().await.map_err(&err)?;
+                return Ok(Ok(false));
+            }
+        }
+        let mut spent = vec![Spending::default(); scopes.len()];
+        for &k in &order {
+            let ensure = sqlx::query(ENSURE)
+                .bind(&scopes[k].key[..])
+                .bind(scopes[k].thread.as_deref());
+            ensure.execute(&mut *tx).await.map_err(&err)?;
+            let row = sqlx::query(&read)
+                .bind(&scopes[k].key[..])
+                .fetch_one(&mut *tx)
+                .await;
+            spent[k] = spending_of(&row.map_err(&err)?).map_err(&err)?;
+        }
+        for (k, scope) in scopes.iter().enumerate() {
+            if let Some((budget, limit, would_reach)) = crossed(&spent[k], charge, &scope.limits) {
+                tx.rollback().await.map_err(&err)?;
+                return Ok(Err(Crossed {
+                    scope: k,
+                    budget,
+                    limit,
+                    would_reach,
+                }));
+            }
+        }
+        for &k in &order {
+            let scope = (&scopes[k].key[..], scopes[k].thread.as_deref());
+            self.charge(&mut tx, scope, charge).await.map_err(&err)?;
+        }
+        tx.commit().await.map_err(&err)?;
+        Ok(Ok(true))
+    }
+
+    /// Adds `correction` to the rows `keys` and `usage` to the report in one transaction; with
+    /// `once` (a charge key), only while its reservation is open, which the same transaction
+    /// closes (settled with `usage`, forgotten without).
+    async fn settle_in_tx(
+        &self,
+        once: Option<&str>,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<bool, QueueError> {
+        let err = db("settle a model call's spending");
+        let mut sorted: Vec<&(String, Option<String>)> = keys.iter().collect();
+        sorted.sort();
+        let mut tx = write_tx(&self.pool, &[]).await.map_err(&err)?;
+        if let Some(key) = once {
+            let close = if usage.is_some() {
+                CHARGE_SETTLED
+            } else {
+                CHARGE_RELEASED
+            };
+            let open = sqlx::query(close).bind(key).execute(&mut *tx).await;
+            if DB::rows_affected(&open.map_err(&err)?) == 0 {
+                tx.rollback().await.map_err(&err)?;
+                return Ok(false);
+            }
+        }
+        for (key, thread) in sorted {
+            self.charge(&mut tx, (key, thread.as_deref()), correction)
+                .await
+                .map_err(&err)?;
+        }
+        if let Some(row) = usage {
+            let add = sqlx::query(USAGE_ADD)
+                .bind(&row.day[..])
+                .bind(&row.tenant[..]);
+            let add = add
+                .bind(&row.flow[..])
+                .bind(&row.agent[..])
+                .bind(&row.model[..]);
+            let add = add
+                .bind(row.spent.input_tokens)
+                .bind(row.spent.output_tokens);
+            let add = add
+                .bind(row.spent.cost_micro_usd)
+                .bind(row.spent.model_calls);
+            add.execute(&mut *tx).await.map_err(&err)?;
+        }
+        tx.commit().await.map_err(&err)?;
+        Ok(true)
+    }
+
     /// The usage report's filter bound as `$1` to `$5`.
     fn usage_query<'q>(
         statement: &'q str,
@@ -160,41 +292,7 @@ where
         scopes: &[SpendingScope],
         charge: &Spending,
     ) -> Result<Result<(), Crossed>, QueueError> {
-        let err = db("reserve a model call's spending");
-        // Rows are locked in key order, so two reservations never wait on each other.
-        let mut order: Vec<usize> = (0..scopes.len()).collect();
-        order.sort_by(|a, b| scopes[*a].key.cmp(&scopes[*b].key));
-        let read = DB::DIALECT.fill(READ);
-        let mut tx = write_tx(&self.pool, &[]).await.map_err(&err)?;
-        let mut spent = vec![Spending::default(); scopes.len()];
-        for &k in &order {
-            let ensure = sqlx::query(ENSURE)
-                .bind(&scopes[k].key[..])
-                .bind(scopes[k].thread.as_deref());
-            ensure.execute(&mut *tx).await.map_err(&err)?;
-            let row = sqlx::query(&read)
-                .bind(&scopes[k].key[..])
-                .fetch_one(&mut *tx)
-                .await;
-            spent[k] = spending_of(&row.map_err(&err)?).map_err(&err)?;
-        }
-        for (k, scope) in scopes.iter().enumerate() {
-            if let Some((budget, limit, would_reach)) = crossed(&spent[k], charge, &scope.limits) {
-                tx.rollback().await.map_err(&err)?;
-                return Ok(Err(Crossed {
-                    scope: k,
-                    budget,
-                    limit,
-                    would_reach,
-                }));
-            }
-        }
-        for &k in &order {
-            let scope = (&scopes[k].key[..], scopes[k].thread.as_deref());
-            self.charge(&mut tx, scope, charge).await.map_err(&err)?;
-        }
-        tx.commit().await.map_err(&err)?;
-        Ok(Ok(()))
+        Ok(self.reserve_in_tx(None, scopes, charge).await?.map(|_| ()))
     }
 
     async fn settle(
@@ -203,32 +301,31 @@ where
         correction: &Spending,
         usage: Option<&UsageRow>,
     ) -> Result<(), QueueError> {
-        let err = db("settle a model call's spending");
-        let mut sorted: Vec<&(String, Option<String>)> = keys.iter().collect();
-        sorted.sort();
-        let mut tx = write_tx(&self.pool, &[]).await.map_err(&err)?;
-        for (key, thread) in sorted {
-            self.charge(&mut tx, (key, thread.as_deref()), correction)
-                .await
-                .map_err(&err)?;
-        }
-        if let Some(row) = usage {
-            let add = sqlx::query(USAGE_ADD)
-                .bind(&row.day[..])
-                .bind(&row.tenant[..]);
-            let add = add
-                .bind(&row.flow[..])
-                .bind(&row.agent[..])
-                .bind(&row.model[..]);
-            let add = add
-                .bind(row.spent.input_tokens)
-                .bind(row.spent.output_tokens);
-            let add = add
-                .bind(row.spent.cost_micro_usd)
-                .bind(row.spent.model_calls);
-            add.execute(&mut *tx).await.map_err(&err)?;
-        }
-        tx.commit().await.map_err(&err)
+        self.settle_in_tx(None, keys, correction, usage)
+            .await
+            .map(|_| ())
+    }
+
+    async fn reserve_once(
+        &self,
+        charge: &str,
+        day: &str,
+        scopes: &[SpendingScope],
+        spending: &Spending,
+    ) -> Result<Result<bool, Crossed>, QueueError> {
+        self.reserve_in_tx(Some((charge, day)), scopes, spending)
+            .await
+    }
+
+    async fn settle_once(
+        &self,
+        charge: &str,
+        keys: &[(String, Option<String>)],
+        correction: &Spending,
+        usage: Option<&UsageRow>,
+    ) -> Result<bool, QueueError> {
+        self.settle_in_tx(Some(charge), keys, correction, usage)
+            .await
     }
 
     async fn spent(&self, key: &str) -> Result<Spending, QueueError> {
@@ -295,12 +392,17 @@ where
     }
 
     async fn trim_usage(&self, first_kept: &str) -> Result<u64, QueueError> {
+        let err = db("trim the usage report");
         let done = sqlx::query(TRIM_USAGE)
             .bind(first_kept)
             .execute(&self.pool)
-            .await;
-        Ok(DB::rows_affected(
-            &done.map_err(db("trim the usage report"))?,
-        ))
+            .await
+            .map_err(&err)?;
+        sqlx::query(TRIM_CHARGES)
+            .bind(first_kept)
+            .execute(&self.pool)
+            .await
+            .map_err(&err)?;
+        Ok(DB::rows_affected(&done))
     }
 }

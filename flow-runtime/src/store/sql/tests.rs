@@ -64,6 +64,10 @@ fn statements(dialect: &Dialect) -> Vec<(String, String)> {
         ("usage_add", spending::USAGE_ADD.to_owned()),
         ("usage_list", spending::usage_list()),
         ("usage_count", spending::usage_count()),
+        ("charge_new", spending::CHARGE_NEW.to_owned()),
+        ("charge_settled", spending::CHARGE_SETTLED.to_owned()),
+        ("charge_released", spending::CHARGE_RELEASED.to_owned()),
+        ("trim_charges", spending::TRIM_CHARGES.to_owned()),
     ];
     for (name, sql) in spent {
         add("spending", name, sql);
