@@ -172,6 +172,7 @@ mod tests {
             flow: "desk".into(),
             agent: "clerk".into(),
             model: "m".into(),
+            earlier: Vec::new(),
             messages: vec![Message::user(text)],
             tools: Vec::new(),
             params: ModelParams::default(),
