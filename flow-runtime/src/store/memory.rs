@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::backend::{InMemory, KeyValueStore};
-pub(crate) use super::backend::{lease_end, lost};
+pub(crate) use super::backend::lost;
 use super::{
     CheckpointMeta, CheckpointStore, Claim, Completion, DeferredSteps, JournalError,
     JournalStore, JournalSummary, PendingCheckpoint, PendingStep, SaveMode, StoreError,

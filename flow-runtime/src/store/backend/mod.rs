@@ -47,6 +47,7 @@ use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
 pub use keep::{Changed, Keep, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
+pub(crate) use threads::Lease;
 
 /// The tables a [`KeyValueStore`] keeps its data in, each a map of keys to bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

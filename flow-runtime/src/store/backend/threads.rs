@@ -66,6 +66,58 @@ pub struct Lease {
     until_ms: u64,
 }
 
+/// The rules of a thread's turn lease, on the lease `held` (if any): every store that keeps
+/// leases applies these (the front, and the File store under its lock file).
+impl Lease {
+    /// `owner` takes the lease for `lease` from now, unless another owner holds it unexpired
+    /// ([`ThreadError::Busy`]); the same owner takes it again.
+    pub(crate) fn take(
+        held: &mut Option<Lease>,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<((), bool), ThreadError> {
+        let now = now_ms();
+        if held
+            .as_ref()
+            .is_some_and(|h| h.owner != owner && h.until_ms > now)
+        {
+            return Err(ThreadError::Busy { id: id.to_owned() });
+        }
+        *held = Some(Lease {
+            owner: owner.to_owned(),
+            until_ms: lease_end(now, lease),
+        });
+        Ok(((), true))
+    }
+
+    /// Extends `owner`'s lease to `lease` from now; [`ThreadError::LeaseLost`] if another
+    /// owner holds it or none does.
+    pub(crate) fn renew(
+        held: &mut Option<Lease>,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<((), bool), ThreadError> {
+        match held {
+            Some(h) if h.owner == owner => {
+                h.until_ms = lease_end(now_ms(), lease);
+                Ok(((), true))
+            }
+            _ => Err(ThreadError::LeaseLost { id: id.to_owned() }),
+        }
+    }
+
+    /// Drops `owner`'s lease; whether it held one (another owner's is left).
+    pub(crate) fn release(held: &mut Option<Lease>, owner: &str) -> bool {
+        let mine = held.as_ref().is_some_and(|h| h.owner == owner);
+        if mine {
+            *held = None;
+        }
+        mine
+    }
+}
+
 impl Value for Lease {
     const TABLE: Table = Table::ThreadLeases;
 
@@ -196,21 +248,8 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        self.change_lease("lease", id, |held| {
-            let now = now_ms();
-            if held
-                .as_ref()
-                .is_some_and(|h| h.owner != owner && h.until_ms > now)
-            {
-                return Err(ThreadError::Busy { id: id.to_owned() });
-            }
-            *held = Some(Lease {
-                owner: owner.to_owned(),
-                until_ms: lease_end(now, lease),
-            });
-            Ok(((), true))
-        })
-        .await
+        self.change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
+            .await
     }
 
     async fn renew_thread_lease(
@@ -219,23 +258,15 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        self.change_lease("renew the lease of", id, |held| match held {
-            Some(h) if h.owner == owner => {
-                h.until_ms = lease_end(now_ms(), lease);
-                Ok(((), true))
-            }
-            _ => Err(ThreadError::LeaseLost { id: id.to_owned() }),
+        self.change_lease("renew the lease of", id, |held| {
+            Lease::renew(held, id, owner, lease)
         })
         .await
     }
 
     async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
         self.change_lease("release the lease of", id, |held| {
-            let mine = held.as_ref().is_some_and(|h| h.owner == owner);
-            if mine {
-                *held = None;
-            }
-            Ok(((), mine))
+            Ok(((), Lease::release(held, owner)))
         })
         .await
     }
