@@ -43,36 +43,6 @@ impl Value for Run {
     }
 }
 
-impl<B: Keep> KeyValueStore<B> {
-    /// Claims the head of `run` if a claim at `now` would take it (and it is within the size
-    /// limit): what [`CheckpointStore::claim_pending`] does to each run it listed.
-    fn claim_listed(
-        &self,
-        id: &str,
-        run: &mut Option<Run>,
-        now: u64,
-        lease: Duration,
-    ) -> Result<Option<Claim>, StoreError> {
-        let Some(run) = run.as_mut() else {
-            return Ok(None);
-        };
-        if !run
-            .records
-            .claimable_head(now)
-            .is_some_and(|h| h.size <= self.max_bytes)
-        {
-            return Ok(None);
-        }
-        let (version, attempt) = run.records.claim(id, now, lease)?;
-        Ok(Some(Claim {
-            id: id.to_owned(),
-            version,
-            attempt,
-            bytes: run.head.to_vec(),
-        }))
-    }
-}
-
 #[async_trait]
 impl<B: Keep> CheckpointStore for KeyValueStore<B> {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -111,11 +81,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
                 let Some(run) = run.as_mut() else {
                     return Err(StoreError::NotFound { id: id.to_owned() });
                 };
-                if run.records.waiting_head().is_some() {
-                    // Refuse an oversized record before claiming it.
-                    check_size(id, run.head.len() as u64, max)?;
-                }
-                let (version, attempt) = run.records.claim(id, now_ms(), lease)?;
+                let (version, attempt) = run.records.claim_within(id, now_ms(), lease, max)?;
                 let bytes = run.head.to_vec();
                 Ok((
                     Claim {
@@ -221,7 +187,16 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
             let claim = self
                 .backend
                 .update("claim", &id, |run: &mut Option<Run>| {
-                    let claim = self.claim_listed(&id, run, now, lease)?;
+                    let Some(run) = run.as_mut() else {
+                        return Ok((None, false));
+                    };
+                    let claimed = run.records.claim_listed(&id, now, lease, max)?;
+                    let claim = claimed.map(|(version, attempt)| Claim {
+                        id: id.clone(),
+                        version,
+                        attempt,
+                        bytes: run.head.to_vec(),
+                    });
                     let changed = claim.is_some();
                     Ok::<_, StoreError>((claim, changed))
                 })

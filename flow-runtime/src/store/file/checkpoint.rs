@@ -62,10 +62,7 @@ impl CheckpointStore for FileStore {
                 return Err(StoreError::NotFound { id: id.to_owned() });
             };
             let mut records = run.read_index().map_err(&err)?;
-            if let Some(head) = records.waiting_head() {
-                check_size(id, head.size, limit)?;
-            }
-            let (version, attempt) = records.claim(id, now_ms(), lease)?;
+            let (version, attempt) = records.claim_within(id, now_ms(), lease, limit)?;
             let bytes = run.read_record(id, version, limit)?;
             run.write_index(&records).map_err(&err)?;
             Ok(Claim {
@@ -214,13 +211,10 @@ impl CheckpointStore for FileStore {
                     continue;
                 };
                 let mut records = run.read_index().map_err(&err)?;
-                if !records
-                    .claimable_head(now_ms())
-                    .is_some_and(|h| h.size <= max)
-                {
+                let Some((version, attempt)) = records.claim_listed(&id, now_ms(), lease, max)?
+                else {
                     continue;
-                }
-                let (version, attempt) = records.claim(&id, now_ms(), lease)?;
+                };
                 let bytes = run.read_record(&id, version, max)?;
                 run.write_index(&records).map_err(&err)?;
                 drop(err);
