@@ -94,6 +94,7 @@ pub mod memory_items;
 mod postgres;
 pub(crate) mod queue;
 mod records;
+mod rules;
 pub(crate) mod schedule;
 mod sealed;
 mod sealing;

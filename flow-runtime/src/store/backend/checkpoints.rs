@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use super::keep::{Keep, Value};
 use super::{corrupt, lost, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::records::{check_size, Records};
+use crate::store::rules::checkpoint_write;
 use crate::store::{
     from_millis, now_ms, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError,
@@ -60,8 +61,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
     }
 
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
-        validate_id(id)?;
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
+        checkpoint_write(id, bytes.len(), self.max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
         self.backend
             .update("save", id, |run: &mut Option<Run>| {
@@ -121,7 +121,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
             Completion::Finished(b) => (true, b),
             Completion::Interrupted(b) => (false, b),
         };
-        check_size(&claim.id, bytes.len() as u64, self.max_bytes)?;
+        checkpoint_write(&claim.id, bytes.len(), self.max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
         self.backend
             .update("complete", &claim.id, |run: &mut Option<Run>| {

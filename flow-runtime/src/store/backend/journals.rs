@@ -14,6 +14,7 @@ use super::keep::{Keep, Value};
 use super::{corrupt, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::journal::check_kind;
 use crate::store::records::check_size;
+use crate::store::rules::{journal_append, journal_expected};
 use crate::store::{
     validate_id, DeferredSteps, JournalError, JournalStore, JournalSummary, PendingStep,
     StoreError, StoredStep,
@@ -201,13 +202,7 @@ impl<B: Keep> KeyValueStore<B> {
         self.backend
             .update("append to the journal of", run, |journal: &mut Option<Journal>| {
                 let found = journal.as_ref().map_or(0, |j| j.len as u64);
-                if found != expected {
-                    return Err(JournalError::Conflict {
-                        run: run.to_owned(),
-                        expected,
-                        found,
-                    });
-                }
+                journal_expected(run, expected, found)?;
                 if count == 0 {
                     return Ok((found, false));
                 }
@@ -238,11 +233,7 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
         expected: u64,
         steps: Vec<StoredStep>,
     ) -> Result<u64, JournalError> {
-        validate_id(run)?;
-        for step in &steps {
-            check_kind(&step.kind)?;
-            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
-        }
+        journal_append(run, &steps, self.max_bytes)?;
         let count = steps.len();
         self.append_batch(run, expected, count, Batch::Stored(steps.into()))
             .await

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::keep::{Keep, Value};
 use super::{corrupt, lease_end, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::records::check_size;
+use crate::store::rules::thread_append;
 use crate::store::thread::check_version;
 use crate::store::{
     now_ms, validate_thread_id, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
@@ -207,10 +208,8 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         expected_version: u64,
         mut record: ThreadRecord,
     ) -> Result<u64, ThreadError> {
-        validate_thread_id(id)?;
-        record.seq = expected_version;
-        let bytes: Arc<[u8]> = record.encode().into();
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
+        let bytes: Arc<[u8]> =
+            thread_append(id, expected_version, &mut record, self.max_bytes)?.into();
         self.backend
             .update("append to", id, |thread: &mut Option<Thread>| {
                 let found = thread.as_ref().map_or(0, |t| t.records.len() as u64);

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use super::disk::{read_limited, thread_io};
 use crate::store::backend::Lease;
 use super::FileStore;
-use crate::store::records::check_size;
+use crate::store::rules::thread_append;
 use crate::store::thread::validate_thread_id;
 use crate::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
 
@@ -123,10 +123,8 @@ impl ThreadStore for FileStore {
         expected_version: u64,
         mut record: ThreadRecord,
     ) -> Result<u64, ThreadError> {
+        let bytes = thread_append(id, expected_version, &mut record, self.max_bytes)?;
         let dir = self.thread_dir(id)?;
-        record.seq = expected_version;
-        let bytes = record.encode();
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
         let id = id.to_owned();
         Self::thread_blocking("write", &id.clone(), move || {
             let io_err = |e| thread_io("write", &id, e);
