@@ -20,7 +20,7 @@ pub(super) const MAX_RETRIES: usize = 10_000;
 
 /// A kind of value the front keeps (a run's checkpoints, a thread, a turn lease, a journal):
 /// its table, its encoding for byte backends, and its map in memory.
-pub trait Value: Default + Send + Sync + 'static {
+pub trait Value: Default + Send + Sync + 'static + sealed::Sealed {
     /// The table it is kept in.
     const TABLE: Table;
 
@@ -39,7 +39,7 @@ pub type Changed<T> = (T, bool);
 
 /// How the front reaches what it keeps: implemented for every [`KeyValueBackend`] and for the
 /// in-memory keeper; not for implementing elsewhere (write a [`KeyValueBackend`]).
-pub trait Keep: Send + Sync + 'static {
+pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     /// Whether journal steps handed over unencoded are kept so, to be encoded when read.
     const KEEPS_DEFERRED: bool;
 
@@ -69,6 +69,17 @@ pub trait Keep: Send + Sync + 'static {
 }
 
 use super::sealed::from_backend as failed;
+
+/// What keeps [`Keep`] and [`Value`] to this crate's implementations.
+mod sealed {
+    pub trait Sealed {}
+    impl<B: super::KeyValueBackend> Sealed for B {}
+    impl Sealed for super::super::InMemory {}
+    impl Sealed for super::super::checkpoints::Run {}
+    impl Sealed for super::super::threads::Thread {}
+    impl Sealed for super::super::threads::Lease {}
+    impl Sealed for super::super::journals::Journal {}
+}
 
 /// The error of a change that lost its compare-and-swap [`MAX_RETRIES`] times.
 fn contended(operation: &'static str, id: &str) -> StoreError {

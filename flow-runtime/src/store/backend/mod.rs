@@ -25,8 +25,17 @@
 //! `conformance::checkpoints(|| async { KeyValueStore::new(MyBackend::new()) })`, and the
 //! same for `threads` and `journals`.
 //!
-//! `checkpoints.rs`, `threads.rs` and `journals.rs` hold the front's implementation of each
-//! contract; `mod.rs` the trait, the front and the in-memory backend.
+//! Encryption at rest is a layer any backend gets: [`SealedBackend`] wraps a backend and seals
+//! every value it keeps (`KeyValueStore::new(SealedBackend::new(backend, keys))`).
+//!
+//! - `mod.rs`: the trait, the front and [`MemoryBackend`] (bytes in a `BTreeMap`);
+//! - `keep.rs`: [`Keep`], the three typed operations the front's rules are written over, for
+//!   any backend (encoded, with compare-and-swap) and for [`InMemory`];
+//! - `memory.rs`: [`InMemory`], values kept as they are, what
+//!   [`InMemoryStore`](super::InMemoryStore) is the front over;
+//! - `checkpoints.rs`, `threads.rs`, `journals.rs`: the front's rules of each contract and the
+//!   values it keeps for them;
+//! - `sealed.rs`: [`SealedBackend`].
 
 mod checkpoints;
 mod journals;
