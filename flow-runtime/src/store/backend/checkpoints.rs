@@ -9,7 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::keep::{Keep, Value};
-use super::{corrupt, lost, pack, unpack, InMemory, KeyValueStore, Table};
+use super::Front;
+use super::{corrupt, lost, pack, unpack, InMemory, Table};
 use crate::store::records::{check_size, Records};
 use crate::store::rules::checkpoint_write;
 use crate::store::{
@@ -45,11 +46,11 @@ impl Value for Run {
 }
 
 #[async_trait]
-impl<B: Keep> CheckpointStore for KeyValueStore<B> {
+impl<F: Front> CheckpointStore for F {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         validate_id(id)?;
-        let max = self.max_bytes;
-        self.backend
+        let max = self.front().max_bytes;
+        self.front().backend
             .view(id, |run: Option<&Run>| match run {
                 Some(run) if run.records.head().is_some() => {
                     check_size(id, run.head.len() as u64, max)?;
@@ -61,9 +62,9 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
     }
 
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
-        checkpoint_write(id, bytes.len(), self.max_bytes)?;
+        checkpoint_write(id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
-        self.backend
+        self.front().backend
             .update("save", id, |run: &mut Option<Run>| {
                 let run = run.get_or_insert_with(Run::default);
                 let version = run.records.save(id, mode, now_ms(), size)?;
@@ -75,8 +76,8 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
 
     async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
         validate_id(id)?;
-        let max = self.max_bytes;
-        self.backend
+        let max = self.front().max_bytes;
+        self.front().backend
             .update("claim", id, |run: &mut Option<Run>| {
                 let Some(run) = run.as_mut() else {
                     return Err(StoreError::NotFound { id: id.to_owned() });
@@ -97,7 +98,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
     }
 
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
-        self.backend
+        self.front().backend
             .update("renew", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
                 run.records.renew(claim, now_ms(), lease)?;
@@ -107,7 +108,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
     }
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
-        self.backend
+        self.front().backend
             .update("release", &claim.id, |run: &mut Option<Run>| {
                 // A claim no longer held changes nothing.
                 let released = run.as_mut().is_some_and(|r| r.records.release(claim));
@@ -121,9 +122,9 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
             Completion::Finished(b) => (true, b),
             Completion::Interrupted(b) => (false, b),
         };
-        checkpoint_write(&claim.id, bytes.len(), self.max_bytes)?;
+        checkpoint_write(&claim.id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
-        self.backend
+        self.front().backend
             .update("complete", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
                 let version = run.records.complete(claim, finished, now_ms(), size)?;
@@ -135,7 +136,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
 
     async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
         validate_id(id)?;
-        self.backend
+        self.front().backend
             .view(id, |run: Option<&Run>| {
                 Ok(run.map(|r| r.records.meta(id)).unwrap_or_default())
             })
@@ -144,6 +145,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
 
     async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError> {
         let mut waiting = self
+            .front()
             .backend
             .each(|id, run: &Run| {
                 let head = run.records.waiting_head();
@@ -155,7 +157,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
             .into_iter()
             .take(limit)
             .map(|(created, id, version, head)| {
-                check_size(&id, head.len() as u64, self.max_bytes)?;
+                check_size(&id, head.len() as u64, self.front().max_bytes)?;
                 Ok(PendingCheckpoint {
                     bytes: head.to_vec(),
                     id,
@@ -168,10 +170,11 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
 
     async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
         let now = now_ms();
-        let max = self.max_bytes;
+        let max = self.front().max_bytes;
         // The claimable heads, oldest first; then each claimed in turn (one another worker
         // took meanwhile is passed over).
         let mut claimable = self
+            .front()
             .backend
             .each(|id, run: &Run| {
                 let head = run.records.claimable_head(now).filter(|h| h.size <= max);
@@ -185,6 +188,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
                 break;
             }
             let claim = self
+                .front()
                 .backend
                 .update("claim", &id, |run: &mut Option<Run>| {
                     let Some(run) = run.as_mut() else {
@@ -209,6 +213,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
         let finished = self
+            .front()
             .backend
             .each(|id, run: &Run| Ok(run.records.finished_by(cutoff).then(|| id.to_owned())))
             .await?;
@@ -216,6 +221,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
         for id in finished {
             // Only if still finished: a run continued since it was listed is kept.
             let removed = self
+                .front()
                 .backend
                 .update("purge", &id, |run: &mut Option<Run>| {
                     let finished = run.as_ref().is_some_and(|r| r.records.finished_by(cutoff));
@@ -232,7 +238,7 @@ impl<B: Keep> CheckpointStore for KeyValueStore<B> {
 
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
         validate_id(id)?;
-        self.backend
+        self.front().backend
             .update("delete", id, |run: &mut Option<Run>| {
                 Ok(((), run.take().is_some()))
             })

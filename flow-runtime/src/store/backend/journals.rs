@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::keep::{Keep, Value};
+use super::Front;
 use super::{corrupt, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::journal::check_kind;
 use crate::store::records::check_size;
@@ -226,23 +227,23 @@ impl<B: Keep> KeyValueStore<B> {
 }
 
 #[async_trait]
-impl<B: Keep> JournalStore for KeyValueStore<B> {
+impl<F: Front> JournalStore for F {
     async fn append_steps(
         &self,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,
     ) -> Result<u64, JournalError> {
-        journal_append(run, &steps, self.max_bytes)?;
+        journal_append(run, &steps, self.front().max_bytes)?;
         let count = steps.len();
-        self.append_batch(run, expected, count, Batch::Stored(steps.into()))
+        self.front().append_batch(run, expected, count, Batch::Stored(steps.into()))
             .await
     }
 
     /// Kept as handed over by the in-memory keeper (encoded, and its kind and size checked,
     /// when read); encoded now for a byte backend.
     fn keeps_deferred(&self) -> bool {
-        B::KEEPS_DEFERRED
+        <F::Keep as Keep>::KEEPS_DEFERRED
     }
 
     async fn append_deferred(
@@ -253,11 +254,11 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
     ) -> Result<u64, JournalError> {
         let count = steps.len();
         let part = Part::whole(Batch::Pending(steps.into()), count);
-        if !B::KEEPS_DEFERRED {
-            let steps = self.encoded(run, part, expected)?;
+        if !<F::Keep as Keep>::KEEPS_DEFERRED {
+            let steps = self.front().encoded(run, part, expected)?;
             return self.append_steps(run, expected, steps).await;
         }
-        self.append_batch(run, expected, count, part.batch).await
+        self.front().append_batch(run, expected, count, part.batch).await
     }
 
     async fn append_deferred_batch(
@@ -269,17 +270,18 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
     ) -> Result<u64, JournalError> {
         let count = steps.len();
         let part = Part::whole(Batch::Deferred { at_ms, steps }, count);
-        if !B::KEEPS_DEFERRED {
-            let steps = self.encoded(run, part, expected)?;
+        if !<F::Keep as Keep>::KEEPS_DEFERRED {
+            let steps = self.front().encoded(run, part, expected)?;
             return self.append_steps(run, expected, steps).await;
         }
-        self.append_batch(run, expected, count, part.batch).await
+        self.front().append_batch(run, expected, count, part.batch).await
     }
 
     async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
         validate_id(run)?;
         let from = from.min(usize::MAX as u64) as usize;
         let parts = self
+            .front()
             .backend
             .view(run, |journal: Option<&Journal>| {
                 Ok(journal.map(|j| j.from(from)).unwrap_or_default())
@@ -291,7 +293,7 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
             part.read((from + steps.len()) as u64, &mut steps)?;
         }
         for step in &steps {
-            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+            check_size(run, step.bytes.len() as u64, self.front().max_bytes)?;
         }
         Ok(steps)
     }
@@ -299,6 +301,7 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
     async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {
         validate_id(run)?;
         let len = self
+            .front()
             .backend
             .view(run, |journal: Option<&Journal>| Ok(journal.map_or(0, |j| j.len)))
             .await?;
@@ -308,7 +311,7 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
     async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
         validate_id(run)?;
         let len = len.min(usize::MAX as u64) as usize;
-        self.backend
+        self.front().backend
             .update("truncate the journal of", run, |journal: &mut Option<Journal>| {
                 let Some(journal) = journal.as_mut().filter(|j| j.len > len) else {
                     return Ok::<_, JournalError>(((), false));
@@ -321,7 +324,7 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
 
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
         validate_id(run)?;
-        self.backend
+        self.front().backend
             .update("delete the journal of", run, |journal: &mut Option<Journal>| {
                 let removed = journal.take();
                 let had = removed.as_ref().is_some_and(|j| j.len > 0);
@@ -332,6 +335,7 @@ impl<B: Keep> JournalStore for KeyValueStore<B> {
 
     async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
         let mut idle = self
+            .front()
             .backend
             .each(|run, journal: &Journal| {
                 let last = journal.parts.last().map(Part::last_at_ms);

@@ -81,6 +81,11 @@ mod sealed {
     impl Sealed for super::super::journals::Journal {}
 }
 
+/// What keeps [`Front`](super::Front) to this crate's stores.
+pub trait FrontOnly {}
+impl<B> FrontOnly for super::KeyValueStore<B> {}
+impl FrontOnly for crate::store::InMemoryStore {}
+
 /// The error of a change that lost its compare-and-swap [`MAX_RETRIES`] times.
 fn contended(operation: &'static str, id: &str) -> StoreError {
     StoreError::Other {

@@ -230,6 +230,27 @@ impl<B> KeyValueStore<B> {
     }
 }
 
+/// A store that is the key-value front over a [`Keep`]: [`KeyValueStore`] itself, and
+/// [`InMemoryStore`](super::InMemoryStore). Each is a [`CheckpointStore`](super::CheckpointStore),
+/// a [`ThreadStore`](super::ThreadStore) and a [`JournalStore`](super::JournalStore) by the
+/// front's rules alone.
+pub trait Front: Send + Sync + 'static + keep::FrontOnly {
+    /// What it keeps its data in.
+    type Keep: Keep;
+
+    /// The front.
+    fn front(&self) -> &KeyValueStore<Self::Keep>;
+}
+
+impl<B: Keep> Front for KeyValueStore<B> {
+    type Keep = B;
+
+    #[inline]
+    fn front(&self) -> &KeyValueStore<B> {
+        self
+    }
+}
+
 /// The error of a claim no longer held.
 pub(crate) fn lost(claim: &Claim) -> StoreError {
     StoreError::ClaimLost {

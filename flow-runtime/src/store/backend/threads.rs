@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::keep::{Keep, Value};
+use super::Front;
 use super::{corrupt, lease_end, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::records::check_size;
 use crate::store::rules::thread_append;
@@ -155,10 +156,11 @@ impl<B: Keep> KeyValueStore<B> {
 }
 
 #[async_trait]
-impl<B: Keep> ThreadStore for KeyValueStore<B> {
+impl<F: Front> ThreadStore for F {
     async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
         validate_thread_id(id)?;
         let last = self
+            .front()
             .backend
             .view(id, |thread: Option<&Thread>| {
                 let records = thread.map_or(&[][..], |t| &t.records[..]);
@@ -174,13 +176,14 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
             id: id.to_owned(),
             version: version as u64,
             turns: turn + 1,
-            last: self.record(id, version - 1, &bytes)?,
+            last: self.front().record(id, version - 1, &bytes)?,
         }))
     }
 
     async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(id)?;
         let (first, picked) = self
+            .front()
             .backend
             .view(id, |thread: Option<&Thread>| {
                 let records = thread.map_or(&[][..], |t| &t.records[..]);
@@ -198,7 +201,7 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         picked
             .iter()
             .enumerate()
-            .map(|(i, bytes)| self.record(id, first + i, bytes))
+            .map(|(i, bytes)| self.front().record(id, first + i, bytes))
             .collect()
     }
 
@@ -209,8 +212,8 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         mut record: ThreadRecord,
     ) -> Result<u64, ThreadError> {
         let bytes: Arc<[u8]> =
-            thread_append(id, expected_version, &mut record, self.max_bytes)?.into();
-        self.backend
+            thread_append(id, expected_version, &mut record, self.front().max_bytes)?.into();
+        self.front().backend
             .update("append to", id, |thread: &mut Option<Thread>| {
                 let found = thread.as_ref().map_or(0, |t| t.records.len() as u64);
                 check_version(id, expected_version, found)?;
@@ -223,6 +226,7 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
 
     async fn list(&self) -> Result<Vec<String>, ThreadError> {
         let mut ids = self
+            .front()
             .backend
             .each(|id, thread: &Thread| Ok((!thread.records.is_empty()).then(|| id.to_owned())))
             .await?;
@@ -232,7 +236,7 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
 
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(id)?;
-        self.backend
+        self.front().backend
             .update("delete", id, |thread: &mut Option<Thread>| {
                 let removed = thread.take();
                 let had = removed.as_ref().is_some_and(|t| !t.records.is_empty());
@@ -247,7 +251,7 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        self.change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
+        self.front().change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
             .await
     }
 
@@ -257,14 +261,14 @@ impl<B: Keep> ThreadStore for KeyValueStore<B> {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        self.change_lease("renew the lease of", id, |held| {
+        self.front().change_lease("renew the lease of", id, |held| {
             Lease::renew(held, id, owner, lease)
         })
         .await
     }
 
     async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
-        self.change_lease("release the lease of", id, |held| {
+        self.front().change_lease("release the lease of", id, |held| {
             Ok(((), Lease::release(held, owner)))
         })
         .await
