@@ -85,3 +85,38 @@ impl Keep for InMemory {
         Ok(picked)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::backend::threads::Lease;
+    use std::time::Duration;
+
+    /// The owner of the lease kept under `t`, if any.
+    fn owner(memory: &InMemory) -> Option<String> {
+        let map = lock(&memory.leases);
+        let json: serde_json::Value = serde_json::from_slice(&map.get("t")?.encode()).unwrap();
+        Some(json["owner"].as_str().unwrap().to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_change_that_fails_is_not_kept_and_none_removes_the_key() {
+        let memory = InMemory::default();
+        let take = |held: &mut Option<Lease>| Lease::take(held, "t", "a", Duration::from_secs(60));
+        memory.update("lease", "t", take).await.unwrap();
+        assert_eq!(owner(&memory).as_deref(), Some("a"));
+
+        // Another owner is refused while "a" holds it: the value is as it was.
+        let other = |held: &mut Option<Lease>| Lease::take(held, "t", "b", Duration::from_secs(60));
+        let refused = memory.update("lease", "t", other).await;
+        assert!(matches!(refused, Err(crate::store::ThreadError::Busy { .. })));
+        assert_eq!(owner(&memory).as_deref(), Some("a"));
+
+        // Setting `None` removes the key, and the table is empty.
+        let release = |held: &mut Option<Lease>| Ok::<_, StoreError>(((), Lease::release(held, "a")));
+        memory.update("release", "t", release).await.unwrap();
+        assert_eq!(owner(&memory), None);
+        let left = memory.each(|key, _: &Lease| Ok(Some(key.to_owned()))).await;
+        assert!(left.unwrap().is_empty());
+    }
+}
