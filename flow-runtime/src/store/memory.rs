@@ -2,8 +2,8 @@
 //! ([`InMemory`]), for tests and runs that need not survive the process. Every method of its
 //! contracts is the front's ([`Front`]); this file only names the store.
 
-use super::backend::{Front, InMemory, KeyValueStore};
 pub(crate) use super::backend::lost;
+use super::backend::{Front, InMemory, KeyValueStore};
 
 /// A store in memory: for tests, and for runs that need not survive the process. Clones share
 /// the same checkpoints, threads and journals; claims are atomic across the tasks and threads

@@ -30,7 +30,11 @@ pub(crate) fn thread_append(
 
 /// `steps` may be appended to run `run`'s journal: a valid run id, each step's kind valid and
 /// its bytes within `max`.
-pub(crate) fn journal_append(run: &str, steps: &[StoredStep], max: u64) -> Result<(), JournalError> {
+pub(crate) fn journal_append(
+    run: &str,
+    steps: &[StoredStep],
+    max: u64,
+) -> Result<(), JournalError> {
     validate_id(run)?;
     for step in steps {
         check_kind(&step.kind)?;

@@ -2,8 +2,8 @@
 //! files, and each sealed (encrypted at rest); the SQL stores run it in `tests/store_sql.rs`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use agentweave_runtime::store::conformance;
 use agentweave_runtime::store::memory_items::TransientMemoryStore;
@@ -159,8 +159,11 @@ async fn sealed_backend_under_the_front_passes_the_suite_and_keeps_nothing_plain
     use agentweave_runtime::store::backend::{
         KeyValueBackend, KeyValueStore, MemoryBackend, SealedBackend, Table,
     };
-    use agentweave_runtime::store::{CheckpointStore, JournalStore, SaveMode, StoreError, StoredStep};
-    let fresh = || async { KeyValueStore::new(SealedBackend::new(MemoryBackend::default(), keys())) };
+    use agentweave_runtime::store::{
+        CheckpointStore, JournalStore, SaveMode, StoreError, StoredStep,
+    };
+    let fresh =
+        || async { KeyValueStore::new(SealedBackend::new(MemoryBackend::default(), keys())) };
     conformance::checkpoints(fresh).await;
     conformance::threads(fresh).await;
     conformance::journals(fresh).await;
@@ -205,7 +208,10 @@ impl agentweave_runtime::store::backend::KeyValueBackend for Shared {
         &self,
         table: agentweave_runtime::store::backend::Table,
         key: &str,
-    ) -> Result<Option<agentweave_runtime::store::backend::Entry>, agentweave_runtime::store::backend::BackendError> {
+    ) -> Result<
+        Option<agentweave_runtime::store::backend::Entry>,
+        agentweave_runtime::store::backend::BackendError,
+    > {
         self.0.read(table, key).await
     }
     async fn write(
@@ -220,7 +226,10 @@ impl agentweave_runtime::store::backend::KeyValueBackend for Shared {
     async fn scan(
         &self,
         table: agentweave_runtime::store::backend::Table,
-    ) -> Result<Vec<(String, agentweave_runtime::store::backend::Entry)>, agentweave_runtime::store::backend::BackendError> {
+    ) -> Result<
+        Vec<(String, agentweave_runtime::store::backend::Entry)>,
+        agentweave_runtime::store::backend::BackendError,
+    > {
         self.0.scan(table).await
     }
 }

@@ -50,7 +50,8 @@ impl<F: Front> CheckpointStore for F {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         validate_id(id)?;
         let max = self.front().max_bytes;
-        self.front().backend
+        self.front()
+            .backend
             .view(id, |run: Option<&Run>| match run {
                 Some(run) if run.records.head().is_some() => {
                     check_size(id, run.head.len() as u64, max)?;
@@ -64,7 +65,8 @@ impl<F: Front> CheckpointStore for F {
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
         checkpoint_write(id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
-        self.front().backend
+        self.front()
+            .backend
             .update("save", id, |run: &mut Option<Run>| {
                 let run = run.get_or_insert_with(Run::default);
                 let version = run.records.save(id, mode, now_ms(), size)?;
@@ -77,7 +79,8 @@ impl<F: Front> CheckpointStore for F {
     async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
         validate_id(id)?;
         let max = self.front().max_bytes;
-        self.front().backend
+        self.front()
+            .backend
             .update("claim", id, |run: &mut Option<Run>| {
                 let Some(run) = run.as_mut() else {
                     return Err(StoreError::NotFound { id: id.to_owned() });
@@ -98,7 +101,8 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
-        self.front().backend
+        self.front()
+            .backend
             .update("renew", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
                 run.records.renew(claim, now_ms(), lease)?;
@@ -108,7 +112,8 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
-        self.front().backend
+        self.front()
+            .backend
             .update("release", &claim.id, |run: &mut Option<Run>| {
                 // A claim no longer held changes nothing.
                 let released = run.as_mut().is_some_and(|r| r.records.release(claim));
@@ -124,7 +129,8 @@ impl<F: Front> CheckpointStore for F {
         };
         checkpoint_write(&claim.id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
-        self.front().backend
+        self.front()
+            .backend
             .update("complete", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
                 let version = run.records.complete(claim, finished, now_ms(), size)?;
@@ -136,7 +142,8 @@ impl<F: Front> CheckpointStore for F {
 
     async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
         validate_id(id)?;
-        self.front().backend
+        self.front()
+            .backend
             .view(id, |run: Option<&Run>| {
                 Ok(run.map(|r| r.records.meta(id)).unwrap_or_default())
             })
@@ -149,7 +156,14 @@ impl<F: Front> CheckpointStore for F {
             .backend
             .each(|id, run: &Run| {
                 let head = run.records.waiting_head();
-                Ok(head.map(|h| (h.created_ms, id.to_owned(), h.version, Arc::clone(&run.head))))
+                Ok(head.map(|h| {
+                    (
+                        h.created_ms,
+                        id.to_owned(),
+                        h.version,
+                        Arc::clone(&run.head),
+                    )
+                }))
             })
             .await?;
         waiting.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -238,7 +252,8 @@ impl<F: Front> CheckpointStore for F {
 
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
         validate_id(id)?;
-        self.front().backend
+        self.front()
+            .backend
             .update("delete", id, |run: &mut Option<Run>| {
                 Ok(((), run.take().is_some()))
             })

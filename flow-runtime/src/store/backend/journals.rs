@@ -201,22 +201,31 @@ impl<B: Keep> KeyValueStore<B> {
     ) -> Result<u64, JournalError> {
         validate_id(run)?;
         self.backend
-            .update("append to the journal of", run, |journal: &mut Option<Journal>| {
-                let found = journal.as_ref().map_or(0, |j| j.len as u64);
-                journal_expected(run, expected, found)?;
-                if count == 0 {
-                    return Ok((found, false));
-                }
-                let journal = journal.get_or_insert_with(Journal::default);
-                journal.parts.push(Part::whole(batch.clone(), count));
-                journal.len += count;
-                Ok((journal.len as u64, true))
-            })
+            .update(
+                "append to the journal of",
+                run,
+                |journal: &mut Option<Journal>| {
+                    let found = journal.as_ref().map_or(0, |j| j.len as u64);
+                    journal_expected(run, expected, found)?;
+                    if count == 0 {
+                        return Ok((found, false));
+                    }
+                    let journal = journal.get_or_insert_with(Journal::default);
+                    journal.parts.push(Part::whole(batch.clone(), count));
+                    journal.len += count;
+                    Ok((journal.len as u64, true))
+                },
+            )
             .await
     }
 
     /// `steps` encoded now, for a keeper that keeps bytes.
-    fn encoded(&self, run: &str, part: Part, expected: u64) -> Result<Vec<StoredStep>, JournalError> {
+    fn encoded(
+        &self,
+        run: &str,
+        part: Part,
+        expected: u64,
+    ) -> Result<Vec<StoredStep>, JournalError> {
         let mut steps = Vec::with_capacity(part.len());
         part.read(expected, &mut steps)?;
         for step in &steps {
@@ -236,7 +245,8 @@ impl<F: Front> JournalStore for F {
     ) -> Result<u64, JournalError> {
         journal_append(run, &steps, self.front().max_bytes)?;
         let count = steps.len();
-        self.front().append_batch(run, expected, count, Batch::Stored(steps.into()))
+        self.front()
+            .append_batch(run, expected, count, Batch::Stored(steps.into()))
             .await
     }
 
@@ -258,7 +268,9 @@ impl<F: Front> JournalStore for F {
             let steps = self.front().encoded(run, part, expected)?;
             return self.append_steps(run, expected, steps).await;
         }
-        self.front().append_batch(run, expected, count, part.batch).await
+        self.front()
+            .append_batch(run, expected, count, part.batch)
+            .await
     }
 
     async fn append_deferred_batch(
@@ -274,7 +286,9 @@ impl<F: Front> JournalStore for F {
             let steps = self.front().encoded(run, part, expected)?;
             return self.append_steps(run, expected, steps).await;
         }
-        self.front().append_batch(run, expected, count, part.batch).await
+        self.front()
+            .append_batch(run, expected, count, part.batch)
+            .await
     }
 
     async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
@@ -303,7 +317,9 @@ impl<F: Front> JournalStore for F {
         let len = self
             .front()
             .backend
-            .view(run, |journal: Option<&Journal>| Ok(journal.map_or(0, |j| j.len)))
+            .view(run, |journal: Option<&Journal>| {
+                Ok(journal.map_or(0, |j| j.len))
+            })
             .await?;
         Ok(len as u64)
     }
@@ -311,25 +327,35 @@ impl<F: Front> JournalStore for F {
     async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
         validate_id(run)?;
         let len = len.min(usize::MAX as u64) as usize;
-        self.front().backend
-            .update("truncate the journal of", run, |journal: &mut Option<Journal>| {
-                let Some(journal) = journal.as_mut().filter(|j| j.len > len) else {
-                    return Ok::<_, JournalError>(((), false));
-                };
-                journal.truncate(len);
-                Ok(((), true))
-            })
+        self.front()
+            .backend
+            .update(
+                "truncate the journal of",
+                run,
+                |journal: &mut Option<Journal>| {
+                    let Some(journal) = journal.as_mut().filter(|j| j.len > len) else {
+                        return Ok::<_, JournalError>(((), false));
+                    };
+                    journal.truncate(len);
+                    Ok(((), true))
+                },
+            )
             .await
     }
 
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
         validate_id(run)?;
-        self.front().backend
-            .update("delete the journal of", run, |journal: &mut Option<Journal>| {
-                let removed = journal.take();
-                let had = removed.as_ref().is_some_and(|j| j.len > 0);
-                Ok::<_, JournalError>((had, removed.is_some()))
-            })
+        self.front()
+            .backend
+            .update(
+                "delete the journal of",
+                run,
+                |journal: &mut Option<Journal>| {
+                    let removed = journal.take();
+                    let had = removed.as_ref().is_some_and(|j| j.len > 0);
+                    Ok::<_, JournalError>((had, removed.is_some()))
+                },
+            )
             .await
     }
 
@@ -339,11 +365,13 @@ impl<F: Front> JournalStore for F {
             .backend
             .each(|run, journal: &Journal| {
                 let last = journal.parts.last().map(Part::last_at_ms);
-                Ok(last.filter(|&t| t <= at_ms).map(|last_at_ms| JournalSummary {
-                    run: run.to_owned(),
-                    steps: journal.len as u64,
-                    last_at_ms,
-                }))
+                Ok(last
+                    .filter(|&t| t <= at_ms)
+                    .map(|last_at_ms| JournalSummary {
+                        run: run.to_owned(),
+                        steps: journal.len as u64,
+                        last_at_ms,
+                    }))
             })
             .await?;
         idle.sort_by(|a, b| a.run.cmp(&b.run));

@@ -109,11 +109,15 @@ mod tests {
         // Another owner is refused while "a" holds it: the value is as it was.
         let other = |held: &mut Option<Lease>| Lease::take(held, "t", "b", Duration::from_secs(60));
         let refused = memory.update("lease", "t", other).await;
-        assert!(matches!(refused, Err(crate::store::ThreadError::Busy { .. })));
+        assert!(matches!(
+            refused,
+            Err(crate::store::ThreadError::Busy { .. })
+        ));
         assert_eq!(owner(&memory).as_deref(), Some("a"));
 
         // Setting `None` removes the key, and the table is empty.
-        let release = |held: &mut Option<Lease>| Ok::<_, StoreError>(((), Lease::release(held, "a")));
+        let release =
+            |held: &mut Option<Lease>| Ok::<_, StoreError>(((), Lease::release(held, "a")));
         memory.update("release", "t", release).await.unwrap();
         assert_eq!(owner(&memory), None);
         let left = memory.each(|key, _: &Lease| Ok(Some(key.to_owned()))).await;

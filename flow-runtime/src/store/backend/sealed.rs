@@ -92,11 +92,7 @@ impl<B: KeyValueBackend> KeyValueBackend for SealedBackend<B> {
 
 /// A backend's error as the front reports it: a seal that does not open is
 /// [`StoreError::Sealed`]; anything else the backend's failure.
-pub(super) fn from_backend(
-    operation: &'static str,
-    id: &str,
-    source: BackendError,
-) -> StoreError {
+pub(super) fn from_backend(operation: &'static str, id: &str, source: BackendError) -> StoreError {
     match source.downcast::<crate::store::SealError>() {
         Ok(sealed) => StoreError::Sealed(*sealed),
         Err(source) => StoreError::Database {

@@ -213,7 +213,8 @@ impl<F: Front> ThreadStore for F {
     ) -> Result<u64, ThreadError> {
         let bytes: Arc<[u8]> =
             thread_append(id, expected_version, &mut record, self.front().max_bytes)?.into();
-        self.front().backend
+        self.front()
+            .backend
             .update("append to", id, |thread: &mut Option<Thread>| {
                 let found = thread.as_ref().map_or(0, |t| t.records.len() as u64);
                 check_version(id, expected_version, found)?;
@@ -236,7 +237,8 @@ impl<F: Front> ThreadStore for F {
 
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(id)?;
-        self.front().backend
+        self.front()
+            .backend
             .update("delete", id, |thread: &mut Option<Thread>| {
                 let removed = thread.take();
                 let had = removed.as_ref().is_some_and(|t| !t.records.is_empty());
@@ -251,7 +253,8 @@ impl<F: Front> ThreadStore for F {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        self.front().change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
+        self.front()
+            .change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
             .await
     }
 
@@ -261,16 +264,18 @@ impl<F: Front> ThreadStore for F {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        self.front().change_lease("renew the lease of", id, |held| {
-            Lease::renew(held, id, owner, lease)
-        })
-        .await
+        self.front()
+            .change_lease("renew the lease of", id, |held| {
+                Lease::renew(held, id, owner, lease)
+            })
+            .await
     }
 
     async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
-        self.front().change_lease("release the lease of", id, |held| {
-            Ok(((), Lease::release(held, owner)))
-        })
-        .await
+        self.front()
+            .change_lease("release the lease of", id, |held| {
+                Ok(((), Lease::release(held, owner)))
+            })
+            .await
     }
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::disk::{read_limited, thread_io};
-use crate::store::backend::Lease;
 use super::FileStore;
+use crate::store::backend::Lease;
 use crate::store::rules::thread_append;
 use crate::store::thread::validate_thread_id;
 use crate::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
