@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use super::{Entry, KeyValueBackend, Table};
+use super::{BackendError, Entry, KeyValueBackend, Table};
 use crate::store::StoreError;
 
 /// How many times a change whose compare-and-swap lost to another writer is tried before the
@@ -68,7 +68,19 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send;
 }
 
-use super::sealed::from_backend as failed;
+/// A backend's error as the front reports it: a seal that does not open
+/// ([`SealedBackend`](super::SealedBackend)) is [`StoreError::Sealed`]; anything else the
+/// backend's failure while doing `operation` on `id`.
+pub(super) fn failed(operation: &'static str, id: &str, source: BackendError) -> StoreError {
+    match source.downcast::<crate::store::SealError>() {
+        Ok(sealed) => StoreError::Sealed(*sealed),
+        Err(source) => StoreError::Database {
+            operation,
+            id: id.to_owned(),
+            source: std::sync::Arc::from(source),
+        },
+    }
+}
 
 /// What keeps [`Keep`] and [`Value`] to this crate's implementations.
 mod sealed {
@@ -80,11 +92,6 @@ mod sealed {
     impl Sealed for super::super::threads::Lease {}
     impl Sealed for super::super::journals::Journal {}
 }
-
-/// What keeps [`Front`](super::Front) to this crate's stores.
-pub trait FrontOnly {}
-impl<B> FrontOnly for super::KeyValueStore<B> {}
-impl FrontOnly for crate::store::InMemoryStore {}
 
 /// The error of a change that lost its compare-and-swap [`MAX_RETRIES`] times.
 fn contended(operation: &'static str, id: &str) -> StoreError {

@@ -31,6 +31,8 @@
 //! - `mod.rs`: the trait, the front and [`MemoryBackend`] (bytes in a `BTreeMap`);
 //! - `keep.rs`: [`Keep`], the three typed operations the front's rules are written over, for
 //!   any backend (encoded, with compare-and-swap) and for [`InMemory`];
+//! - `front.rs`: [`Front`], the stores whose contracts are the front's alone (the front itself
+//!   and [`InMemoryStore`](super::InMemoryStore)): each contract is implemented once, for them;
 //! - `memory.rs`: [`InMemory`], values kept as they are, what
 //!   [`InMemoryStore`](super::InMemoryStore) is the front over;
 //! - `checkpoints.rs`, `threads.rs`, `journals.rs`: the front's rules of each contract and the
@@ -38,6 +40,7 @@
 //! - `sealed.rs`: [`SealedBackend`].
 
 mod checkpoints;
+mod front;
 mod journals;
 mod keep;
 mod memory;
@@ -53,6 +56,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
+pub use front::Front;
 pub use keep::{Changed, Keep, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
@@ -227,27 +231,6 @@ impl<B> KeyValueStore<B> {
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend
-    }
-}
-
-/// A store that is the key-value front over a [`Keep`]: [`KeyValueStore`] itself, and
-/// [`InMemoryStore`](super::InMemoryStore). Each is a [`CheckpointStore`](super::CheckpointStore),
-/// a [`ThreadStore`](super::ThreadStore) and a [`JournalStore`](super::JournalStore) by the
-/// front's rules alone.
-pub trait Front: Send + Sync + 'static + keep::FrontOnly {
-    /// What it keeps its data in.
-    type Keep: Keep;
-
-    /// The front.
-    fn front(&self) -> &KeyValueStore<Self::Keep>;
-}
-
-impl<B: Keep> Front for KeyValueStore<B> {
-    type Keep = B;
-
-    #[inline]
-    fn front(&self) -> &KeyValueStore<B> {
-        self
     }
 }
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::{BackendError, Entry, KeyValueBackend, Table};
-use crate::store::{SealingKeys, StoreError};
+use crate::store::SealingKeys;
 
 /// A [`KeyValueBackend`] that seals every value it writes to `inner` with [`SealingKeys`]
 /// (AES-256-GCM, bound to its table and key, so sealed bytes moved elsewhere do not open) and
@@ -87,18 +87,5 @@ impl<B: KeyValueBackend> KeyValueBackend for SealedBackend<B> {
                 Ok((key, entry))
             })
             .collect()
-    }
-}
-
-/// A backend's error as the front reports it: a seal that does not open is
-/// [`StoreError::Sealed`]; anything else the backend's failure.
-pub(super) fn from_backend(operation: &'static str, id: &str, source: BackendError) -> StoreError {
-    match source.downcast::<crate::store::SealError>() {
-        Ok(sealed) => StoreError::Sealed(*sealed),
-        Err(source) => StoreError::Database {
-            operation,
-            id: id.to_owned(),
-            source: std::sync::Arc::from(source),
-        },
     }
 }
