@@ -21,11 +21,13 @@ use crate::store::{
     StoreError, StoredStep,
 };
 
-/// One append's steps, as handed over.
+/// One append's steps, as handed over (one step handed over unencoded is kept without a
+/// shared slice: the `Sync` path appends them one by one).
 #[derive(Clone)]
 enum Batch {
     Stored(Arc<[StoredStep]>),
     Pending(Arc<[PendingStep]>),
+    OnePending(PendingStep),
     /// Steps handed over as one batch at `at_ms`.
     Deferred {
         at_ms: u64,
@@ -59,6 +61,7 @@ impl Part {
         match &self.batch {
             Batch::Stored(steps) => steps[self.end - 1].at_ms,
             Batch::Pending(steps) => steps[self.end - 1].at_ms,
+            Batch::OnePending(step) => step.at_ms,
             Batch::Deferred { at_ms, .. } => *at_ms,
         }
     }
@@ -74,6 +77,7 @@ impl Part {
                     ..steps[index].clone()
                 },
                 Batch::Pending(steps) => steps[index].stored(seq),
+                Batch::OnePending(step) => step.stored(seq),
                 Batch::Deferred { at_ms, steps } => StoredStep {
                     seq,
                     at_ms: *at_ms,
@@ -263,7 +267,11 @@ impl<F: Front> JournalStore for F {
         steps: Vec<PendingStep>,
     ) -> Result<u64, JournalError> {
         let count = steps.len();
-        let part = Part::whole(Batch::Pending(steps.into()), count);
+        let batch = match <[PendingStep; 1]>::try_from(steps) {
+            Ok([one]) => Batch::OnePending(one),
+            Err(steps) => Batch::Pending(steps.into()),
+        };
+        let part = Part::whole(batch, count);
         if !<F::Keep as Keep>::KEEPS_DEFERRED {
             let steps = self.front().encoded(run, part, expected)?;
             return self.append_steps(run, expected, steps).await;
