@@ -73,10 +73,16 @@
 //!
 //! Any of them can be sealed at rest: [`SealedStore`] wraps a store and seals thread records,
 //! checkpoints and journal steps with AES-256-GCM ([`SealingKeys`], keys by id so they rotate;
-//! `sealing.rs` the keys and format, `sealed.rs` the wrapper).
+//! `sealing.rs` the keys and format, `sealed.rs` the wrapper); under the key-value front,
+//! [`backend::SealedBackend`] seals every value a backend keeps.
+//!
+//! `rules.rs` holds the checks every store makes before it writes (ids, sizes, step kinds,
+//! the journal's expected length), called by the front and the File store (and there for the
+//! SQL stores); `records.rs` the state machine of a run's checkpoint history.
 //!
 //! A store of your own needs only three primitives: [`backend`]'s `KeyValueBackend` (read,
-//! compare-and-swap write, scan), under the front `KeyValueStore` that keeps every rule.
+//! compare-and-swap write, scan), under the front `KeyValueStore` that keeps every rule;
+//! [`InMemoryStore`] is that same front over values kept in memory.
 //! Whether a store keeps its contract is checked by [`conformance`], the suite every store
 //! of ours passes and that a store of your own can run from its tests.
 //!
@@ -98,6 +104,7 @@ pub mod memory_items;
 mod postgres;
 pub(crate) mod queue;
 mod records;
+mod rules;
 pub(crate) mod schedule;
 mod sealed;
 mod sealing;

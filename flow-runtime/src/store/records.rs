@@ -1,6 +1,7 @@
-//! The state machine of one run's history, shared by the stores that keep it themselves
-//! ([`InMemoryStore`](super::InMemoryStore) under a mutex, [`FileStore`](super::FileStore)
-//! under a lock file). The SQL stores do the same transitions in SQL.
+//! The state machine of one run's history, shared by the stores that keep it themselves (the
+//! key-value front, so [`InMemoryStore`](super::InMemoryStore) and every backend of your own,
+//! under its compare-and-swap; [`FileStore`](super::FileStore) under a lock file). The SQL
+//! stores do the same transitions in SQL.
 
 use std::time::Duration;
 
@@ -121,6 +122,36 @@ impl Records {
         head.attempt += 1;
         head.lease_until_ms = now_ms.saturating_add(lease.as_millis() as u64);
         Ok((head.version, head.attempt))
+    }
+
+    /// [`claim`](Self::claim), refusing a waiting head over `max` bytes before claiming it
+    /// ([`StoreError::TooLarge`]).
+    pub fn claim_within(
+        &mut self,
+        id: &str,
+        now_ms: u64,
+        lease: Duration,
+        max: u64,
+    ) -> Result<(u64, u64), StoreError> {
+        if let Some(head) = self.waiting_head() {
+            check_size(id, head.size, max)?;
+        }
+        self.claim(id, now_ms, lease)
+    }
+
+    /// Claims the head if a claim at `now_ms` would take it and it is within `max` bytes
+    /// (what a batch claim does to each run it listed: one taken meanwhile is passed over).
+    pub fn claim_listed(
+        &mut self,
+        id: &str,
+        now_ms: u64,
+        lease: Duration,
+        max: u64,
+    ) -> Result<Option<(u64, u64)>, StoreError> {
+        if !self.claimable_head(now_ms).is_some_and(|h| h.size <= max) {
+            return Ok(None);
+        }
+        self.claim(id, now_ms, lease).map(Some)
     }
 
     /// The head, if `claim` still holds it.

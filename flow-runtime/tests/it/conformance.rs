@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use agentweave_runtime::store::conformance;
 use agentweave_runtime::store::memory_items::TransientMemoryStore;
@@ -149,6 +150,88 @@ async fn key_value_front_over_the_memory_backend_passes_the_suite() {
     conformance::checkpoints(sealed).await;
     conformance::threads(sealed).await;
     conformance::journals(sealed).await;
+}
+
+/// Sealing as a layer under the front: any backend wrapped in `SealedBackend` passes the suite
+/// and keeps no value in the clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sealed_backend_under_the_front_passes_the_suite_and_keeps_nothing_plain() {
+    use agentweave_runtime::store::backend::{
+        KeyValueBackend, KeyValueStore, MemoryBackend, SealedBackend, Table,
+    };
+    use agentweave_runtime::store::{
+        CheckpointStore, JournalStore, SaveMode, StoreError, StoredStep,
+    };
+    let fresh =
+        || async { KeyValueStore::new(SealedBackend::new(MemoryBackend::default(), keys())) };
+    conformance::checkpoints(fresh).await;
+    conformance::threads(fresh).await;
+    conformance::journals(fresh).await;
+
+    let kept = Arc::new(MemoryBackend::default());
+    let store = KeyValueStore::new(SealedBackend::new(Shared(kept.clone()), keys()));
+    store
+        .save("order-7", b"card 4242".to_vec(), SaveMode::Create)
+        .await
+        .unwrap();
+    let step = StoredStep {
+        seq: 0,
+        at_ms: 1,
+        kind: "tool_result".into(),
+        bytes: b"paid 4242".to_vec(),
+    };
+    store.append_steps("order-7", 0, vec![step]).await.unwrap();
+    for table in [Table::Checkpoints, Table::Journals] {
+        let entry = kept.read(table, "order-7").await.unwrap().unwrap();
+        assert!(SealingKeys::is_sealed(&entry.value), "{table:?} is sealed");
+        assert!(
+            !entry.value.windows(4).any(|w| w == b"4242"),
+            "{table:?} holds the plain text"
+        );
+    }
+    assert_eq!(store.get("order-7").await.unwrap().unwrap(), b"card 4242");
+
+    // Another key does not open it: a typed error, and the value stays for the right key.
+    let other = SealingKeys::new("k1", [9u8; 32]).unwrap();
+    let wrong = KeyValueStore::new(SealedBackend::new(Shared(kept.clone()), other));
+    let err = wrong.get("order-7").await.unwrap_err();
+    assert!(matches!(err, StoreError::Sealed(_)), "{err:?}");
+    assert_eq!(store.get("order-7").await.unwrap().unwrap(), b"card 4242");
+}
+
+/// One backend's entries read by two fronts (what two processes on one database see).
+struct Shared(Arc<agentweave_runtime::store::backend::MemoryBackend>);
+
+#[async_trait::async_trait]
+impl agentweave_runtime::store::backend::KeyValueBackend for Shared {
+    async fn read(
+        &self,
+        table: agentweave_runtime::store::backend::Table,
+        key: &str,
+    ) -> Result<
+        Option<agentweave_runtime::store::backend::Entry>,
+        agentweave_runtime::store::backend::BackendError,
+    > {
+        self.0.read(table, key).await
+    }
+    async fn write(
+        &self,
+        table: agentweave_runtime::store::backend::Table,
+        key: &str,
+        expected: Option<u64>,
+        value: Option<Vec<u8>>,
+    ) -> Result<bool, agentweave_runtime::store::backend::BackendError> {
+        self.0.write(table, key, expected, value).await
+    }
+    async fn scan(
+        &self,
+        table: agentweave_runtime::store::backend::Table,
+    ) -> Result<
+        Vec<(String, agentweave_runtime::store::backend::Entry)>,
+        agentweave_runtime::store::backend::BackendError,
+    > {
+        self.0.scan(table).await
+    }
 }
 
 /// The front's size limit holds for checkpoints and thread records, written and read.

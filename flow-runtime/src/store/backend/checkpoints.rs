@@ -1,161 +1,125 @@
-//! [`KeyValueStore`] as a [`CheckpointStore`]: each run is one entry of
-//! [`Table::Checkpoints`], its history ([`Records`], the state machine the in-memory and file
-//! stores share) and its head's bytes; every change is a read, a transition, and a
-//! compare-and-swap write, retried when another writer changed the run in between.
+//! [`KeyValueStore`] as a [`CheckpointStore`]: each run is one value of
+//! [`Table::Checkpoints`], its history ([`Records`], the state machine the File store shares)
+//! and its head's bytes; every change is one atomic [`Keep::update`] of the run.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{contended, corrupt, failed, pack, unpack, Entry, KeyValueBackend, KeyValueStore};
-use super::{Table, MAX_RETRIES};
+use super::keep::{Keep, Value};
+use super::Front;
+use super::{corrupt, lost, pack, unpack, InMemory, Table};
 use crate::store::records::{check_size, Records};
+use crate::store::rules::checkpoint_write;
 use crate::store::{
     from_millis, now_ms, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError,
 };
 
-/// One run as stored: its history, and the bytes of its head.
-struct Run {
+/// One run as kept: its history, and the bytes of its head.
+#[derive(Debug, Default)]
+pub struct Run {
     records: Records,
-    head: Vec<u8>,
+    head: Arc<Vec<u8>>,
 }
 
-impl Run {
-    fn decode(id: &str, entry: &Entry) -> Result<Run, StoreError> {
-        let (records, head) = unpack::<Records>(&entry.value).ok_or_else(|| corrupt(id, "run"))?;
-        Ok(Run {
-            records,
-            head: head.to_vec(),
-        })
-    }
+impl Value for Run {
+    const TABLE: Table = Table::Checkpoints;
 
     fn encode(&self) -> Vec<u8> {
         pack(&self.records, &[&self.head])
     }
-}
 
-/// What a transition of a run decided: write the run (`Some`) or leave it, and answer `T`.
-type Step<T> = Result<(Option<Run>, T), StoreError>;
-
-impl<B: KeyValueBackend> KeyValueStore<B> {
-    /// The run under `id` and its revision.
-    async fn run(&self, id: &str) -> Result<Option<(Run, u64)>, StoreError> {
-        let entry = self
-            .backend
-            .read(Table::Checkpoints, id)
-            .await
-            .map_err(|e| failed("read", id, e))?;
-        entry
-            .map(|e| Ok((Run::decode(id, &e)?, e.revision)))
-            .transpose()
+    fn decode(id: &str, bytes: &[u8]) -> Result<Run, StoreError> {
+        let (records, head) = unpack::<Records>(bytes).ok_or_else(|| corrupt(id, "run"))?;
+        Ok(Run {
+            records,
+            head: Arc::new(head.to_vec()),
+        })
     }
 
-    /// Applies `transition` to the run under `id` (`None` if there is none) and writes what
-    /// it decided, if nothing changed the run in between; else reads again and retries.
-    async fn change<T>(
-        &self,
-        operation: &'static str,
-        id: &str,
-        mut transition: impl FnMut(Option<Run>) -> Step<T>,
-    ) -> Result<T, StoreError> {
-        for _ in 0..MAX_RETRIES {
-            let (run, revision) = match self.run(id).await? {
-                Some((run, revision)) => (Some(run), Some(revision)),
-                None => (None, None),
-            };
-            let (write, answer) = transition(run)?;
-            let Some(write) = write else {
-                return Ok(answer);
-            };
-            let written = self
-                .backend
-                .write(Table::Checkpoints, id, revision, Some(write.encode()))
-                .await
-                .map_err(|e| failed(operation, id, e))?;
-            if written {
-                return Ok(answer);
-            }
-        }
-        Err(contended(operation, id))
+    fn map(memory: &InMemory) -> &Mutex<HashMap<String, Run>> {
+        &memory.runs
     }
-
-    /// The bytes of `run`'s head, within the size limit.
-    fn head_bytes(&self, id: &str, run: &Run) -> Result<Vec<u8>, StoreError> {
-        check_size(id, run.head.len() as u64, self.max_bytes)?;
-        Ok(run.head.clone())
-    }
-}
-
-fn lost(claim: &Claim) -> StoreError {
-    crate::store::memory::lost(claim)
 }
 
 #[async_trait]
-impl<B: KeyValueBackend> CheckpointStore for KeyValueStore<B> {
+impl<F: Front> CheckpointStore for F {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         validate_id(id)?;
-        match self.run(id).await? {
-            Some((run, _)) if run.records.head().is_some() => self.head_bytes(id, &run).map(Some),
-            _ => Ok(None),
-        }
+        let max = self.front().max_bytes;
+        self.front()
+            .backend
+            .view(id, |run: Option<&Run>| match run {
+                Some(run) if run.records.head().is_some() => {
+                    check_size(id, run.head.len() as u64, max)?;
+                    Ok(Some(run.head.to_vec()))
+                }
+                _ => Ok(None),
+            })
+            .await
     }
 
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
-        validate_id(id)?;
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
-        self.change("save", id, |run| {
-            let mut records = run.map(|r| r.records).unwrap_or_default();
-            let version = records.save(id, mode, now_ms(), bytes.len() as u64)?;
-            let head = bytes.clone();
-            Ok((Some(Run { records, head }), version))
-        })
-        .await
+        checkpoint_write(id, bytes.len(), self.front().max_bytes)?;
+        let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
+        self.front()
+            .backend
+            .update("save", id, |run: &mut Option<Run>| {
+                let run = run.get_or_insert_with(Run::default);
+                let version = run.records.save(id, mode, now_ms(), size)?;
+                run.head = Arc::clone(&bytes);
+                Ok((version, true))
+            })
+            .await
     }
 
     async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
         validate_id(id)?;
-        let max = self.max_bytes;
-        self.change("claim", id, |run| {
-            let Some(mut run) = run else {
-                return Err(StoreError::NotFound { id: id.to_owned() });
-            };
-            if run.records.waiting_head().is_some() {
-                // Refuse an oversized record before claiming it.
-                check_size(id, run.head.len() as u64, max)?;
-            }
-            let (version, attempt) = run.records.claim(id, now_ms(), lease)?;
-            let bytes = run.head.clone();
-            let claim = Claim {
-                id: id.to_owned(),
-                version,
-                attempt,
-                bytes,
-            };
-            Ok((Some(run), claim))
-        })
-        .await
+        let max = self.front().max_bytes;
+        self.front()
+            .backend
+            .update("claim", id, |run: &mut Option<Run>| {
+                let Some(run) = run.as_mut() else {
+                    return Err(StoreError::NotFound { id: id.to_owned() });
+                };
+                let (version, attempt) = run.records.claim_within(id, now_ms(), lease, max)?;
+                let bytes = run.head.to_vec();
+                Ok((
+                    Claim {
+                        id: id.to_owned(),
+                        version,
+                        attempt,
+                        bytes,
+                    },
+                    true,
+                ))
+            })
+            .await
     }
 
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
-        self.change("renew", &claim.id, |run| {
-            let mut run = run.ok_or_else(|| lost(claim))?;
-            run.records.renew(claim, now_ms(), lease)?;
-            Ok((Some(run), ()))
-        })
-        .await
+        self.front()
+            .backend
+            .update("renew", &claim.id, |run: &mut Option<Run>| {
+                let run = run.as_mut().ok_or_else(|| lost(claim))?;
+                run.records.renew(claim, now_ms(), lease)?;
+                Ok(((), true))
+            })
+            .await
     }
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
-        self.change("release", &claim.id, |run| {
-            let Some(mut run) = run else {
-                return Ok((None, ()));
-            };
-            // A claim no longer held changes nothing.
-            let released = run.records.release(claim);
-            Ok((released.then_some(run), ()))
-        })
-        .await
+        self.front()
+            .backend
+            .update("release", &claim.id, |run: &mut Option<Run>| {
+                // A claim no longer held changes nothing.
+                let released = run.as_mut().is_some_and(|r| r.records.release(claim));
+                Ok(((), released))
+            })
+            .await
     }
 
     async fn complete(&self, claim: &Claim, completion: Completion) -> Result<u64, StoreError> {
@@ -163,47 +127,53 @@ impl<B: KeyValueBackend> CheckpointStore for KeyValueStore<B> {
             Completion::Finished(b) => (true, b),
             Completion::Interrupted(b) => (false, b),
         };
-        check_size(&claim.id, bytes.len() as u64, self.max_bytes)?;
-        self.change("complete", &claim.id, |run| {
-            let mut run = run.ok_or_else(|| lost(claim))?;
-            let version = run
-                .records
-                .complete(claim, finished, now_ms(), bytes.len() as u64)?;
-            run.head = bytes.clone();
-            Ok((Some(run), version))
-        })
-        .await
+        checkpoint_write(&claim.id, bytes.len(), self.front().max_bytes)?;
+        let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
+        self.front()
+            .backend
+            .update("complete", &claim.id, |run: &mut Option<Run>| {
+                let run = run.as_mut().ok_or_else(|| lost(claim))?;
+                let version = run.records.complete(claim, finished, now_ms(), size)?;
+                run.head = Arc::clone(&bytes);
+                Ok((version, true))
+            })
+            .await
     }
 
     async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
         validate_id(id)?;
-        Ok(self
-            .run(id)
-            .await?
-            .map(|(run, _)| run.records.meta(id))
-            .unwrap_or_default())
+        self.front()
+            .backend
+            .view(id, |run: Option<&Run>| {
+                Ok(run.map(|r| r.records.meta(id)).unwrap_or_default())
+            })
+            .await
     }
 
     async fn pending(&self, limit: usize) -> Result<Vec<PendingCheckpoint>, StoreError> {
-        let entries = self
+        let mut waiting = self
+            .front()
             .backend
-            .scan(Table::Checkpoints)
-            .await
-            .map_err(|e| failed("list", "pending", e))?;
-        let mut waiting = Vec::new();
-        for (id, entry) in entries {
-            let run = Run::decode(&id, &entry)?;
-            if let Some(head) = run.records.waiting_head() {
-                waiting.push((head.created_ms, id, head.version, run));
-            }
-        }
+            .each(|id, run: &Run| {
+                let head = run.records.waiting_head();
+                Ok(head.map(|h| {
+                    (
+                        h.created_ms,
+                        id.to_owned(),
+                        h.version,
+                        Arc::clone(&run.head),
+                    )
+                }))
+            })
+            .await?;
         waiting.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         waiting
             .into_iter()
             .take(limit)
-            .map(|(created, id, version, run)| {
+            .map(|(created, id, version, head)| {
+                check_size(&id, head.len() as u64, self.front().max_bytes)?;
                 Ok(PendingCheckpoint {
-                    bytes: self.head_bytes(&id, &run)?,
+                    bytes: head.to_vec(),
                     id,
                     version,
                     created_at: from_millis(created),
@@ -212,24 +182,69 @@ impl<B: KeyValueBackend> CheckpointStore for KeyValueStore<B> {
             .collect()
     }
 
+    async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
+        let now = now_ms();
+        let max = self.front().max_bytes;
+        // The claimable heads, oldest first; then each claimed in turn (one another worker
+        // took meanwhile is passed over).
+        let mut claimable = self
+            .front()
+            .backend
+            .each(|id, run: &Run| {
+                let head = run.records.claimable_head(now).filter(|h| h.size <= max);
+                Ok(head.map(|h| (h.created_ms, id.to_owned())))
+            })
+            .await?;
+        claimable.sort();
+        let mut claims = Vec::new();
+        for (_, id) in claimable {
+            if claims.len() == limit {
+                break;
+            }
+            let claim = self
+                .front()
+                .backend
+                .update("claim", &id, |run: &mut Option<Run>| {
+                    let Some(run) = run.as_mut() else {
+                        return Ok((None, false));
+                    };
+                    let claimed = run.records.claim_listed(&id, now, lease, max)?;
+                    let claim = claimed.map(|(version, attempt)| Claim {
+                        id: id.clone(),
+                        version,
+                        attempt,
+                        bytes: run.head.to_vec(),
+                    });
+                    let changed = claim.is_some();
+                    Ok::<_, StoreError>((claim, changed))
+                })
+                .await?;
+            claims.extend(claim);
+        }
+        Ok(claims)
+    }
+
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
-        let entries = self
+        let finished = self
+            .front()
             .backend
-            .scan(Table::Checkpoints)
-            .await
-            .map_err(|e| failed("list", "finished", e))?;
+            .each(|id, run: &Run| Ok(run.records.finished_by(cutoff).then(|| id.to_owned())))
+            .await?;
         let mut purged = 0;
-        for (id, entry) in entries {
-            if !Run::decode(&id, &entry)?.records.finished_by(cutoff) {
-                continue;
-            }
-            // Only the run as read: one continued since then is kept.
+        for id in finished {
+            // Only if still finished: a run continued since it was listed is kept.
             let removed = self
+                .front()
                 .backend
-                .write(Table::Checkpoints, &id, Some(entry.revision), None)
-                .await
-                .map_err(|e| failed("purge", &id, e))?;
+                .update("purge", &id, |run: &mut Option<Run>| {
+                    let finished = run.as_ref().is_some_and(|r| r.records.finished_by(cutoff));
+                    if finished {
+                        *run = None;
+                    }
+                    Ok::<_, StoreError>((finished, finished))
+                })
+                .await?;
             purged += usize::from(removed);
         }
         Ok(purged)
@@ -237,24 +252,11 @@ impl<B: KeyValueBackend> CheckpointStore for KeyValueStore<B> {
 
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
         validate_id(id)?;
-        for _ in 0..MAX_RETRIES {
-            let Some(entry) = self
-                .backend
-                .read(Table::Checkpoints, id)
-                .await
-                .map_err(|e| failed("read", id, e))?
-            else {
-                return Ok(());
-            };
-            let removed = self
-                .backend
-                .write(Table::Checkpoints, id, Some(entry.revision), None)
-                .await
-                .map_err(|e| failed("delete", id, e))?;
-            if removed {
-                return Ok(());
-            }
-        }
-        Err(contended("delete", id))
+        self.front()
+            .backend
+            .update("delete", id, |run: &mut Option<Run>| {
+                Ok(((), run.take().is_some()))
+            })
+            .await
     }
 }

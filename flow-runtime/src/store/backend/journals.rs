@@ -1,184 +1,387 @@
-//! [`KeyValueStore`] as a [`JournalStore`]: each run's journal is one entry of
-//! [`Table::Journals`] (a header of each step's time, kind and length, then the steps'
-//! bytes); an append checks the journal's length and writes with the backend's
-//! compare-and-swap, so a writer whose run was taken over is refused.
+//! [`KeyValueStore`] as a [`JournalStore`]: each run's journal is one value of
+//! [`Table::Journals`], its steps in parts (each a range of one append's steps); an append
+//! checks the journal's length and extends it in one atomic [`Keep::update`], so a writer
+//! whose run was taken over is refused. Byte backends keep it as a header of each step's
+//! time, kind and length, then the steps' bytes; the in-memory keeper keeps the parts as
+//! handed over, so steps handed over unencoded are encoded only when read.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{contended, failed, pack, unpack, KeyValueBackend, KeyValueStore, Table, MAX_RETRIES};
+use super::keep::{Keep, Value};
+use super::Front;
+use super::{corrupt, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::journal::check_kind;
 use crate::store::records::check_size;
-use crate::store::{validate_id, JournalError, JournalStore, JournalSummary, StoredStep};
+use crate::store::rules::{journal_append, journal_expected};
+use crate::store::{
+    validate_id, DeferredSteps, JournalError, JournalStore, JournalSummary, PendingStep,
+    StoreError, StoredStep,
+};
 
-/// A journal's header: each step's time, kind and length.
+/// One append's steps, as handed over (one step handed over unencoded is kept without a
+/// shared slice: the `Sync` path appends them one by one).
+#[derive(Clone)]
+enum Batch {
+    Stored(Arc<[StoredStep]>),
+    Pending(Arc<[PendingStep]>),
+    OnePending(PendingStep),
+    /// Steps handed over as one batch at `at_ms`.
+    Deferred {
+        at_ms: u64,
+        steps: Arc<dyn DeferredSteps>,
+    },
+}
+
+/// Steps `start..end` of a batch.
+#[derive(Clone)]
+struct Part {
+    batch: Batch,
+    start: usize,
+    end: usize,
+}
+
+impl Part {
+    fn whole(batch: Batch, len: usize) -> Part {
+        Part {
+            batch,
+            start: 0,
+            end: len,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// When its last step was appended.
+    fn last_at_ms(&self) -> u64 {
+        match &self.batch {
+            Batch::Stored(steps) => steps[self.end - 1].at_ms,
+            Batch::Pending(steps) => steps[self.end - 1].at_ms,
+            Batch::OnePending(step) => step.at_ms,
+            Batch::Deferred { at_ms, .. } => *at_ms,
+        }
+    }
+
+    /// Its steps as a read returns them, numbered from `seq`, appended to `out`; a step
+    /// handed over unencoded is encoded now, and its kind checked.
+    fn read(&self, seq: u64, out: &mut Vec<StoredStep>) -> Result<(), JournalError> {
+        for (k, index) in (self.start..self.end).enumerate() {
+            let seq = seq + k as u64;
+            let step = match &self.batch {
+                Batch::Stored(steps) => StoredStep {
+                    seq,
+                    ..steps[index].clone()
+                },
+                Batch::Pending(steps) => steps[index].stored(seq),
+                Batch::OnePending(step) => step.stored(seq),
+                Batch::Deferred { at_ms, steps } => StoredStep {
+                    seq,
+                    at_ms: *at_ms,
+                    kind: steps.kind(index).to_owned(),
+                    bytes: steps.encode(index),
+                },
+            };
+            if !matches!(self.batch, Batch::Stored(_)) {
+                check_kind(&step.kind)?;
+            }
+            out.push(step);
+        }
+        Ok(())
+    }
+}
+
+/// A run's journal as kept: its parts in order, and how many steps they hold.
+#[derive(Clone, Default)]
+pub struct Journal {
+    len: usize,
+    parts: Vec<Part>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").field("steps", &self.len).finish()
+    }
+}
+
+impl Journal {
+    /// Drops the steps from position `len` on.
+    fn truncate(&mut self, len: usize) {
+        let mut seen = 0;
+        self.parts.retain_mut(|part| {
+            let keep = seen < len;
+            if keep && seen + part.len() > len {
+                part.end = part.start + (len - seen);
+            }
+            seen += part.len();
+            keep
+        });
+        self.len = self.len.min(len);
+    }
+
+    /// The parts that hold the steps from position `from` on (the first cut to start there).
+    fn from(&self, from: usize) -> Vec<Part> {
+        let mut seen = 0;
+        let mut out = Vec::new();
+        for part in &self.parts {
+            let n = part.len();
+            if seen + n > from {
+                let mut part = part.clone();
+                part.start += from.saturating_sub(seen);
+                out.push(part);
+            }
+            seen += n;
+        }
+        out
+    }
+
+    /// Every step, as read.
+    fn steps(&self) -> Result<Vec<StoredStep>, JournalError> {
+        let mut out = Vec::with_capacity(self.len);
+        for part in &self.parts {
+            part.read(out.len() as u64, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// A journal's header as byte backends keep it: each step's time, kind and length.
 type Header = Vec<(u64, String, u64)>;
 
-fn decode(run: &str, value: &[u8]) -> Result<Vec<StoredStep>, JournalError> {
-    let corrupt = |seq: u64| JournalError::Corrupt {
-        run: run.to_owned(),
-        seq,
-        reason: "the stored journal does not read back".into(),
-    };
-    let (header, mut body) = unpack::<Header>(value).ok_or_else(|| corrupt(0))?;
-    let mut steps = Vec::with_capacity(header.len());
-    for (seq, (at_ms, kind, len)) in header.into_iter().enumerate() {
-        let len = usize::try_from(len).map_err(|_| corrupt(seq as u64))?;
-        if body.len() < len {
-            return Err(corrupt(seq as u64));
-        }
-        let (bytes, rest) = body.split_at(len);
-        body = rest;
-        steps.push(StoredStep {
-            seq: seq as u64,
-            at_ms,
-            kind,
-            bytes: bytes.to_vec(),
-        });
-    }
-    Ok(steps)
-}
+impl Value for Journal {
+    const TABLE: Table = Table::Journals;
 
-fn encode(steps: &[StoredStep]) -> Vec<u8> {
-    let header: Header = steps
-        .iter()
-        .map(|s| (s.at_ms, s.kind.clone(), s.bytes.len() as u64))
-        .collect();
-    let bodies: Vec<&[u8]> = steps.iter().map(|s| &s.bytes[..]).collect();
-    pack(&header, &bodies)
-}
-
-impl<B: KeyValueBackend> KeyValueStore<B> {
-    /// `run`'s steps and the entry's revision (`None`: no journal).
-    async fn journal(&self, run: &str) -> Result<(Vec<StoredStep>, Option<u64>), JournalError> {
-        let entry = self
-            .backend
-            .read(Table::Journals, run)
-            .await
-            .map_err(|e| failed("read", run, e))?;
-        match entry {
-            Some(entry) => Ok((decode(run, &entry.value)?, Some(entry.revision))),
-            None => Ok((Vec::new(), None)),
-        }
+    fn encode(&self) -> Vec<u8> {
+        let steps = self.steps().expect("steps of byte backends are stored");
+        let header: Header = steps
+            .iter()
+            .map(|s| (s.at_ms, s.kind.clone(), s.bytes.len() as u64))
+            .collect();
+        let bodies: Vec<&[u8]> = steps.iter().map(|s| &s.bytes[..]).collect();
+        pack(&header, &bodies)
     }
 
-    /// Writes `steps` as `run`'s journal if its revision is still `revision`.
-    async fn put_journal(
+    fn decode(run: &str, value: &[u8]) -> Result<Journal, StoreError> {
+        let (header, mut body) = unpack::<Header>(value).ok_or_else(|| corrupt(run, "journal"))?;
+        let mut steps = Vec::with_capacity(header.len());
+        for (seq, (at_ms, kind, len)) in header.into_iter().enumerate() {
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&len| len <= body.len())
+                .ok_or_else(|| corrupt(run, "journal"))?;
+            let (bytes, rest) = body.split_at(len);
+            body = rest;
+            steps.push(StoredStep {
+                seq: seq as u64,
+                at_ms,
+                kind,
+                bytes: bytes.to_vec(),
+            });
+        }
+        let len = steps.len();
+        let parts = (len > 0)
+            .then(|| Part::whole(Batch::Stored(steps.into()), len))
+            .into_iter()
+            .collect();
+        Ok(Journal { len, parts })
+    }
+
+    fn map(memory: &InMemory) -> &Mutex<HashMap<String, Journal>> {
+        &memory.journals
+    }
+}
+
+impl<B: Keep> KeyValueStore<B> {
+    /// Appends `batch` (`count` steps) to `run`'s journal if it holds `expected` steps.
+    async fn append_batch(
         &self,
-        operation: &'static str,
         run: &str,
-        revision: Option<u64>,
-        steps: &[StoredStep],
-    ) -> Result<bool, JournalError> {
-        let value = (!steps.is_empty()).then(|| encode(steps));
-        if value.is_none() && revision.is_none() {
-            return Ok(true);
-        }
-        Ok(self
-            .backend
-            .write(Table::Journals, run, revision, value)
+        expected: u64,
+        count: usize,
+        batch: Batch,
+    ) -> Result<u64, JournalError> {
+        validate_id(run)?;
+        self.backend
+            .update(
+                "append to the journal of",
+                run,
+                |journal: &mut Option<Journal>| {
+                    let found = journal.as_ref().map_or(0, |j| j.len as u64);
+                    journal_expected(run, expected, found)?;
+                    if count == 0 {
+                        return Ok((found, false));
+                    }
+                    let journal = journal.get_or_insert_with(Journal::default);
+                    journal.parts.push(Part::whole(batch.clone(), count));
+                    journal.len += count;
+                    Ok((journal.len as u64, true))
+                },
+            )
             .await
-            .map_err(|e| failed(operation, run, e))?)
+    }
+
+    /// `steps` encoded now, for a keeper that keeps bytes.
+    fn encoded(
+        &self,
+        run: &str,
+        part: Part,
+        expected: u64,
+    ) -> Result<Vec<StoredStep>, JournalError> {
+        let mut steps = Vec::with_capacity(part.len());
+        part.read(expected, &mut steps)?;
+        for step in &steps {
+            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+        }
+        Ok(steps)
     }
 }
 
 #[async_trait]
-impl<B: KeyValueBackend> JournalStore for KeyValueStore<B> {
+impl<F: Front> JournalStore for F {
     async fn append_steps(
         &self,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,
     ) -> Result<u64, JournalError> {
-        validate_id(run)?;
-        for step in &steps {
-            check_kind(&step.kind)?;
-            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+        journal_append(run, &steps, self.front().max_bytes)?;
+        let count = steps.len();
+        self.front()
+            .append_batch(run, expected, count, Batch::Stored(steps.into()))
+            .await
+    }
+
+    /// Kept as handed over by the in-memory keeper (encoded, and its kind and size checked,
+    /// when read); encoded now for a byte backend.
+    fn keeps_deferred(&self) -> bool {
+        <F::Keep as Keep>::KEEPS_DEFERRED
+    }
+
+    async fn append_deferred(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<PendingStep>,
+    ) -> Result<u64, JournalError> {
+        let count = steps.len();
+        let batch = match <[PendingStep; 1]>::try_from(steps) {
+            Ok([one]) => Batch::OnePending(one),
+            Err(steps) => Batch::Pending(steps.into()),
+        };
+        let part = Part::whole(batch, count);
+        if !<F::Keep as Keep>::KEEPS_DEFERRED {
+            let steps = self.front().encoded(run, part, expected)?;
+            return self.append_steps(run, expected, steps).await;
         }
-        for _ in 0..MAX_RETRIES {
-            let (mut journal, revision) = self.journal(run).await?;
-            let found = journal.len() as u64;
-            if found != expected {
-                return Err(JournalError::Conflict {
-                    run: run.to_owned(),
-                    expected,
-                    found,
-                });
-            }
-            if steps.is_empty() {
-                return Ok(found);
-            }
-            journal.extend(steps.iter().cloned());
-            if self.put_journal("append", run, revision, &journal).await? {
-                return Ok(journal.len() as u64);
-            }
+        self.front()
+            .append_batch(run, expected, count, part.batch)
+            .await
+    }
+
+    async fn append_deferred_batch(
+        &self,
+        run: &str,
+        expected: u64,
+        at_ms: u64,
+        steps: Arc<dyn DeferredSteps>,
+    ) -> Result<u64, JournalError> {
+        let count = steps.len();
+        let part = Part::whole(Batch::Deferred { at_ms, steps }, count);
+        if !<F::Keep as Keep>::KEEPS_DEFERRED {
+            let steps = self.front().encoded(run, part, expected)?;
+            return self.append_steps(run, expected, steps).await;
         }
-        Err(contended("append to the journal", run).into())
+        self.front()
+            .append_batch(run, expected, count, part.batch)
+            .await
     }
 
     async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
         validate_id(run)?;
-        let (journal, _) = self.journal(run).await?;
-        let steps: Vec<StoredStep> = journal.into_iter().skip(from as usize).collect();
+        let from = from.min(usize::MAX as u64) as usize;
+        let parts = self
+            .front()
+            .backend
+            .view(run, |journal: Option<&Journal>| {
+                Ok(journal.map(|j| j.from(from)).unwrap_or_default())
+            })
+            .await?;
+        // Steps handed over unencoded are encoded outside the lock.
+        let mut steps = Vec::new();
+        for part in &parts {
+            part.read((from + steps.len()) as u64, &mut steps)?;
+        }
         for step in &steps {
-            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
+            check_size(run, step.bytes.len() as u64, self.front().max_bytes)?;
         }
         Ok(steps)
     }
 
     async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {
         validate_id(run)?;
-        Ok(self.journal(run).await?.0.len() as u64)
+        let len = self
+            .front()
+            .backend
+            .view(run, |journal: Option<&Journal>| {
+                Ok(journal.map_or(0, |j| j.len))
+            })
+            .await?;
+        Ok(len as u64)
     }
 
     async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
         validate_id(run)?;
-        for _ in 0..MAX_RETRIES {
-            let (mut journal, revision) = self.journal(run).await?;
-            if journal.len() as u64 <= len {
-                return Ok(());
-            }
-            journal.truncate(len as usize);
-            if self
-                .put_journal("truncate", run, revision, &journal)
-                .await?
-            {
-                return Ok(());
-            }
-        }
-        Err(contended("truncate the journal", run).into())
+        let len = len.min(usize::MAX as u64) as usize;
+        self.front()
+            .backend
+            .update(
+                "truncate the journal of",
+                run,
+                |journal: &mut Option<Journal>| {
+                    let Some(journal) = journal.as_mut().filter(|j| j.len > len) else {
+                        return Ok::<_, JournalError>(((), false));
+                    };
+                    journal.truncate(len);
+                    Ok(((), true))
+                },
+            )
+            .await
     }
 
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
         validate_id(run)?;
-        for _ in 0..MAX_RETRIES {
-            let (journal, revision) = self.journal(run).await?;
-            if revision.is_none() {
-                return Ok(false);
-            }
-            if self.put_journal("delete", run, revision, &[]).await? {
-                return Ok(!journal.is_empty());
-            }
-        }
-        Err(contended("delete the journal", run).into())
+        self.front()
+            .backend
+            .update(
+                "delete the journal of",
+                run,
+                |journal: &mut Option<Journal>| {
+                    let removed = journal.take();
+                    let had = removed.as_ref().is_some_and(|j| j.len > 0);
+                    Ok::<_, JournalError>((had, removed.is_some()))
+                },
+            )
+            .await
     }
 
     async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
-        let entries = self
+        let mut idle = self
+            .front()
             .backend
-            .scan(Table::Journals)
-            .await
-            .map_err(|e| failed("list", "journals", e))?;
-        let mut idle = Vec::new();
-        for (run, entry) in entries {
-            let steps = decode(&run, &entry.value)?;
-            if let Some(last) = steps.last().filter(|s| s.at_ms <= at_ms) {
-                idle.push(JournalSummary {
-                    last_at_ms: last.at_ms,
-                    steps: steps.len() as u64,
-                    run,
-                });
-            }
-        }
+            .each(|run, journal: &Journal| {
+                let last = journal.parts.last().map(Part::last_at_ms);
+                Ok(last
+                    .filter(|&t| t <= at_ms)
+                    .map(|last_at_ms| JournalSummary {
+                        run: run.to_owned(),
+                        steps: journal.len as u64,
+                        last_at_ms,
+                    }))
+            })
+            .await?;
         idle.sort_by(|a, b| a.run.cmp(&b.run));
         Ok(idle)
     }

@@ -25,20 +25,42 @@
 //! `conformance::checkpoints(|| async { KeyValueStore::new(MyBackend::new()) })`, and the
 //! same for `threads` and `journals`.
 //!
-//! `checkpoints.rs`, `threads.rs` and `journals.rs` hold the front's implementation of each
-//! contract; `mod.rs` the trait, the front and the in-memory backend.
+//! Encryption at rest is a layer any backend gets: [`SealedBackend`] wraps a backend and seals
+//! every value it keeps (`KeyValueStore::new(SealedBackend::new(backend, keys))`).
+//!
+//! - `mod.rs`: the trait, the front and [`MemoryBackend`] (bytes in a `BTreeMap`);
+//! - `keep.rs`: [`Keep`], the three typed operations the front's rules are written over, for
+//!   any backend (encoded, with compare-and-swap) and for [`InMemory`];
+//! - `front.rs`: [`Front`], the stores whose contracts are the front's alone (the front itself
+//!   and [`InMemoryStore`](super::InMemoryStore)): each contract is implemented once, for them;
+//! - `memory.rs`: [`InMemory`], values kept as they are, what
+//!   [`InMemoryStore`](super::InMemoryStore) is the front over;
+//! - `checkpoints.rs`, `threads.rs`, `journals.rs`: the front's rules of each contract and the
+//!   values it keeps for them;
+//! - `sealed.rs`: [`SealedBackend`].
 
 mod checkpoints;
+mod front;
 mod journals;
+mod keep;
+mod memory;
+mod sealed;
 mod threads;
 
 use std::collections::BTreeMap;
 use std::error::Error as StdError;
+use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
+use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
+pub use front::Front;
+pub use keep::{Changed, Keep, Value};
+pub use memory::InMemory;
+pub use sealed::SealedBackend;
+pub(crate) use threads::Lease;
 
 /// The tables a [`KeyValueStore`] keeps its data in, each a map of keys to bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -157,6 +179,9 @@ pub trait KeyValueBackend: Send + Sync + 'static {
 /// [`ThreadStore`](super::ThreadStore) and a [`JournalStore`](super::JournalStore) that keep
 /// every rule of their contracts, with the backend's compare-and-swap for what must be
 /// atomic. Cheap to clone (shared).
+///
+/// [`InMemoryStore`](super::InMemoryStore) is this front over values kept in memory as they
+/// are ([`InMemory`]); every other `B` is a [`KeyValueBackend`].
 pub struct KeyValueStore<B> {
     backend: Arc<B>,
     max_bytes: u64,
@@ -171,10 +196,25 @@ impl<B> Clone for KeyValueStore<B> {
     }
 }
 
+impl<B> fmt::Debug for KeyValueStore<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyValueStore")
+            .field("backend", &std::any::type_name::<B>())
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
+}
+
 impl<B: KeyValueBackend> KeyValueStore<B> {
     /// The front over `backend`, reading checkpoints, records and steps up to
     /// [`DEFAULT_MAX_CHECKPOINT_BYTES`].
     pub fn new(backend: B) -> Self {
+        KeyValueStore::over(backend)
+    }
+}
+
+impl<B> KeyValueStore<B> {
+    pub(super) fn over(backend: B) -> Self {
         KeyValueStore {
             backend: Arc::new(backend),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
@@ -182,7 +222,7 @@ impl<B: KeyValueBackend> KeyValueStore<B> {
     }
 
     /// Refuses checkpoints, thread records and steps larger than `limit` bytes, written or
-    /// read ([`StoreError::TooLarge`]).
+    /// read ([`StoreError::TooLarge`]); the default is [`DEFAULT_MAX_CHECKPOINT_BYTES`].
     pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
         self.max_bytes = limit;
         self
@@ -194,29 +234,18 @@ impl<B: KeyValueBackend> KeyValueStore<B> {
     }
 }
 
-/// How many times the front retries an operation whose compare-and-swap lost to another
-/// writer before it reports the contention.
-const MAX_RETRIES: usize = 10_000;
-
-/// The error of a backend's failure while doing `operation` on `id`.
-fn failed(operation: &'static str, id: &str, source: BackendError) -> StoreError {
-    StoreError::Database {
-        operation,
-        id: id.to_owned(),
-        source: Arc::from(source),
+/// The error of a claim no longer held.
+pub(crate) fn lost(claim: &Claim) -> StoreError {
+    StoreError::ClaimLost {
+        id: claim.id.clone(),
+        version: claim.version,
+        attempt: claim.attempt,
     }
 }
 
-/// The error of an operation that lost its compare-and-swap [`MAX_RETRIES`] times.
-fn contended(operation: &'static str, id: &str) -> StoreError {
-    StoreError::Other {
-        id: id.to_owned(),
-        message: format!(
-            "could not {operation}: {MAX_RETRIES} writes in a row lost to other writers; the \
-             backend's conditional write may never succeed (check that write bumps the \
-             revision it compares)"
-        ),
-    }
+/// When a lease of `lease` taken at `now` (ms) runs out.
+pub(crate) fn lease_end(now: u64, lease: Duration) -> u64 {
+    now.saturating_add(lease.as_millis().min(u64::MAX as u128) as u64)
 }
 
 /// The error of a stored value that does not read back.

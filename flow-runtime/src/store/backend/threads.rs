@@ -1,45 +1,34 @@
-//! [`KeyValueStore`] as a [`ThreadStore`]: each thread's records are one entry of
-//! [`Table::Threads`] (a header of each record's turn and length, then the encoded records),
-//! appended with the backend's compare-and-swap on the thread's version; each thread's turn
-//! lease is one entry of [`Table::ThreadLeases`] (owner and end), taken and renewed the same
-//! way.
+//! [`KeyValueStore`] as a [`ThreadStore`]: each thread's records are one value of
+//! [`Table::Threads`] (each record's turn and encoded bytes), appended with one atomic
+//! [`Keep::update`] that checks the thread's version; each thread's turn lease is one value
+//! of [`Table::ThreadLeases`] (owner and end), taken and renewed the same way.
 
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{contended, corrupt, failed, pack, unpack, KeyValueBackend, KeyValueStore};
-use super::{Table, MAX_RETRIES};
-use crate::store::memory::lease_end;
+use super::keep::{Keep, Value};
+use super::Front;
+use super::{corrupt, lease_end, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::records::check_size;
+use crate::store::rules::thread_append;
 use crate::store::thread::check_version;
 use crate::store::{
-    now_ms, validate_thread_id, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+    now_ms, validate_thread_id, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
 };
 
-/// A thread as stored: each record's turn and its encoded bytes.
-struct Thread {
-    records: Vec<(u64, Vec<u8>)>,
+/// A thread as kept: each record's turn and its encoded bytes, in order.
+#[derive(Debug, Default)]
+pub struct Thread {
+    records: Vec<(u64, Arc<[u8]>)>,
 }
 
-impl Thread {
-    fn decode(id: &str, value: &[u8]) -> Result<Thread, ThreadError> {
-        let (header, mut body) =
-            unpack::<Vec<(u64, u64)>>(value).ok_or_else(|| corrupt(id, "thread"))?;
-        let mut records = Vec::with_capacity(header.len());
-        for (turn, len) in header {
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|&len| len <= body.len())
-                .ok_or_else(|| corrupt(id, "thread"))?;
-            let (bytes, rest) = body.split_at(len);
-            body = rest;
-            records.push((turn, bytes.to_vec()));
-        }
-        Ok(Thread { records })
-    }
+impl Value for Thread {
+    const TABLE: Table = Table::Threads;
 
     fn encode(&self) -> Vec<u8> {
         let header: Vec<(u64, u64)> = self
@@ -50,93 +39,169 @@ impl Thread {
         let bodies: Vec<&[u8]> = self.records.iter().map(|(_, b)| &b[..]).collect();
         pack(&header, &bodies)
     }
+
+    fn decode(id: &str, value: &[u8]) -> Result<Thread, StoreError> {
+        let (header, mut body) =
+            unpack::<Vec<(u64, u64)>>(value).ok_or_else(|| corrupt(id, "thread"))?;
+        let mut records = Vec::with_capacity(header.len());
+        for (turn, len) in header {
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&len| len <= body.len())
+                .ok_or_else(|| corrupt(id, "thread"))?;
+            let (bytes, rest) = body.split_at(len);
+            body = rest;
+            records.push((turn, Arc::from(bytes)));
+        }
+        Ok(Thread { records })
+    }
+
+    fn map(memory: &InMemory) -> &Mutex<HashMap<String, Thread>> {
+        &memory.threads
+    }
 }
 
-/// A turn lease as stored.
-#[derive(Serialize, Deserialize)]
-struct Lease {
+/// A turn lease as kept.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Lease {
     owner: String,
     until_ms: u64,
 }
 
-impl<B: KeyValueBackend> KeyValueStore<B> {
-    /// The thread `id` and its revision.
-    async fn thread(&self, id: &str) -> Result<(Thread, Option<u64>), ThreadError> {
-        let entry = self
-            .backend
-            .read(Table::Threads, id)
-            .await
-            .map_err(|e| failed("read", id, e))?;
-        match entry {
-            Some(entry) => Ok((Thread::decode(id, &entry.value)?, Some(entry.revision))),
-            None => Ok((Thread { records: vec![] }, None)),
-        }
-    }
-
-    /// The lease on thread `id` and its revision.
-    async fn lease(&self, id: &str) -> Result<(Option<Lease>, Option<u64>), ThreadError> {
-        let entry = self
-            .backend
-            .read(Table::ThreadLeases, id)
-            .await
-            .map_err(|e| failed("read the lease of", id, e))?;
-        match entry {
-            Some(entry) => {
-                let lease = serde_json::from_slice(&entry.value)
-                    .map_err(|_| corrupt(id, "thread lease"))?;
-                Ok((Some(lease), Some(entry.revision)))
-            }
-            None => Ok((None, None)),
-        }
-    }
-
-    /// Writes (or, with `None`, removes) the lease on `id` if its revision is `revision`.
-    async fn put_lease(
-        &self,
+/// The rules of a thread's turn lease, on the lease `held` (if any): every store that keeps
+/// leases applies these (the front, and the File store under its lock file).
+impl Lease {
+    /// `owner` takes the lease for `lease` from now, unless another owner holds it unexpired
+    /// ([`ThreadError::Busy`]); the same owner takes it again.
+    pub(crate) fn take(
+        held: &mut Option<Lease>,
         id: &str,
-        revision: Option<u64>,
-        lease: Option<&Lease>,
-    ) -> Result<bool, ThreadError> {
-        let value = lease.map(|l| serde_json::to_vec(l).expect("leases serialize"));
-        Ok(self
-            .backend
-            .write(Table::ThreadLeases, id, revision, value)
-            .await
-            .map_err(|e| failed("lease", id, e))?)
+        owner: &str,
+        lease: Duration,
+    ) -> Result<((), bool), ThreadError> {
+        let now = now_ms();
+        if held
+            .as_ref()
+            .is_some_and(|h| h.owner != owner && h.until_ms > now)
+        {
+            return Err(ThreadError::Busy { id: id.to_owned() });
+        }
+        *held = Some(Lease {
+            owner: owner.to_owned(),
+            until_ms: lease_end(now, lease),
+        });
+        Ok(((), true))
     }
 
+    /// Extends `owner`'s lease to `lease` from now; [`ThreadError::LeaseLost`] if another
+    /// owner holds it or none does.
+    pub(crate) fn renew(
+        held: &mut Option<Lease>,
+        id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<((), bool), ThreadError> {
+        match held {
+            Some(h) if h.owner == owner => {
+                h.until_ms = lease_end(now_ms(), lease);
+                Ok(((), true))
+            }
+            _ => Err(ThreadError::LeaseLost { id: id.to_owned() }),
+        }
+    }
+
+    /// Drops `owner`'s lease; whether it held one (another owner's is left).
+    pub(crate) fn release(held: &mut Option<Lease>, owner: &str) -> bool {
+        let mine = held.as_ref().is_some_and(|h| h.owner == owner);
+        if mine {
+            *held = None;
+        }
+        mine
+    }
+}
+
+impl Value for Lease {
+    const TABLE: Table = Table::ThreadLeases;
+
+    fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("leases serialize")
+    }
+
+    fn decode(id: &str, bytes: &[u8]) -> Result<Lease, StoreError> {
+        serde_json::from_slice(bytes).map_err(|_| corrupt(id, "thread lease"))
+    }
+
+    fn map(memory: &InMemory) -> &Mutex<HashMap<String, Lease>> {
+        &memory.leases
+    }
+}
+
+impl<B: Keep> KeyValueStore<B> {
+    /// Decodes record `seq` of thread `id`, within the size limit.
     fn record(&self, id: &str, seq: usize, bytes: &[u8]) -> Result<ThreadRecord, ThreadError> {
         check_size(id, bytes.len() as u64, self.max_bytes)?;
         ThreadRecord::decode(id, seq as u64, bytes)
     }
+
+    /// Changes the turn lease on thread `id` with `f`.
+    async fn change_lease<T: Send>(
+        &self,
+        operation: &'static str,
+        id: &str,
+        f: impl FnMut(&mut Option<Lease>) -> Result<(T, bool), ThreadError> + Send,
+    ) -> Result<T, ThreadError> {
+        validate_thread_id(id)?;
+        self.backend.update(operation, id, f).await
+    }
 }
 
 #[async_trait]
-impl<B: KeyValueBackend> ThreadStore for KeyValueStore<B> {
+impl<F: Front> ThreadStore for F {
     async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
         validate_thread_id(id)?;
-        let (thread, _) = self.thread(id).await?;
-        let Some((turn, bytes)) = thread.records.last() else {
+        let last = self
+            .front()
+            .backend
+            .view(id, |thread: Option<&Thread>| {
+                let records = thread.map_or(&[][..], |t| &t.records[..]);
+                Ok(records
+                    .last()
+                    .map(|(turn, bytes)| (records.len(), *turn, Arc::clone(bytes))))
+            })
+            .await?;
+        let Some((version, turn, bytes)) = last else {
             return Ok(None);
         };
-        let version = thread.records.len();
         Ok(Some(ThreadHead {
             id: id.to_owned(),
             version: version as u64,
             turns: turn + 1,
-            last: self.record(id, version - 1, bytes)?,
+            last: self.front().record(id, version - 1, &bytes)?,
         }))
     }
 
     async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(id)?;
-        let (thread, _) = self.thread(id).await?;
-        thread
-            .records
+        let (first, picked) = self
+            .front()
+            .backend
+            .view(id, |thread: Option<&Thread>| {
+                let records = thread.map_or(&[][..], |t| &t.records[..]);
+                // Records are in turn order: find the window by binary search.
+                let from = records.partition_point(|(turn, _)| *turn < turns.start);
+                let to = records.partition_point(|(turn, _)| *turn < turns.end);
+                let picked: Vec<Arc<[u8]>> = records[from..to.max(from)]
+                    .iter()
+                    .map(|(_, bytes)| Arc::clone(bytes))
+                    .collect();
+                Ok((from, picked))
+            })
+            .await?;
+        // Decoded outside the lock.
+        picked
             .iter()
             .enumerate()
-            .filter(|(_, (turn, _))| turns.contains(turn))
-            .map(|(seq, (_, bytes))| self.record(id, seq, bytes))
+            .map(|(i, bytes)| self.front().record(id, first + i, bytes))
             .collect()
     }
 
@@ -146,59 +211,40 @@ impl<B: KeyValueBackend> ThreadStore for KeyValueStore<B> {
         expected_version: u64,
         mut record: ThreadRecord,
     ) -> Result<u64, ThreadError> {
-        validate_thread_id(id)?;
-        record.seq = expected_version;
-        let bytes = record.encode();
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
-        for _ in 0..MAX_RETRIES {
-            let (mut thread, revision) = self.thread(id).await?;
-            check_version(id, expected_version, thread.records.len() as u64)?;
-            thread.records.push((record.turn, bytes.clone()));
-            let written = self
-                .backend
-                .write(Table::Threads, id, revision, Some(thread.encode()))
-                .await
-                .map_err(|e| failed("append to", id, e))?;
-            if written {
-                return Ok(thread.records.len() as u64);
-            }
-        }
-        Err(contended("append to the thread", id).into())
+        let bytes: Arc<[u8]> =
+            thread_append(id, expected_version, &mut record, self.front().max_bytes)?.into();
+        self.front()
+            .backend
+            .update("append to", id, |thread: &mut Option<Thread>| {
+                let found = thread.as_ref().map_or(0, |t| t.records.len() as u64);
+                check_version(id, expected_version, found)?;
+                let thread = thread.get_or_insert_with(Thread::default);
+                thread.records.push((record.turn, Arc::clone(&bytes)));
+                Ok((thread.records.len() as u64, true))
+            })
+            .await
     }
 
     async fn list(&self) -> Result<Vec<String>, ThreadError> {
-        let entries = self
+        let mut ids = self
+            .front()
             .backend
-            .scan(Table::Threads)
-            .await
-            .map_err(|e| failed("list", "threads", e))?;
-        let mut ids = Vec::new();
-        for (id, entry) in entries {
-            if !Thread::decode(&id, &entry.value)?.records.is_empty() {
-                ids.push(id);
-            }
-        }
+            .each(|id, thread: &Thread| Ok((!thread.records.is_empty()).then(|| id.to_owned())))
+            .await?;
         ids.sort();
         Ok(ids)
     }
 
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(id)?;
-        for _ in 0..MAX_RETRIES {
-            let (thread, revision) = self.thread(id).await?;
-            if revision.is_none() {
-                return Ok(false);
-            }
-            let removed = self
-                .backend
-                .write(Table::Threads, id, revision, None)
-                .await
-                .map_err(|e| failed("delete", id, e))?;
-            if removed {
-                return Ok(!thread.records.is_empty());
-            }
-        }
-        Err(contended("delete the thread", id).into())
+        self.front()
+            .backend
+            .update("delete", id, |thread: &mut Option<Thread>| {
+                let removed = thread.take();
+                let had = removed.as_ref().is_some_and(|t| !t.records.is_empty());
+                Ok::<_, ThreadError>((had, removed.is_some()))
+            })
+            .await
     }
 
     async fn lease_thread(
@@ -207,22 +253,9 @@ impl<B: KeyValueBackend> ThreadStore for KeyValueStore<B> {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        validate_thread_id(id)?;
-        for _ in 0..MAX_RETRIES {
-            let (held, revision) = self.lease(id).await?;
-            let now = now_ms();
-            if held.is_some_and(|h| h.owner != owner && h.until_ms > now) {
-                return Err(ThreadError::Busy { id: id.to_owned() });
-            }
-            let mine = Lease {
-                owner: owner.to_owned(),
-                until_ms: lease_end(now, lease),
-            };
-            if self.put_lease(id, revision, Some(&mine)).await? {
-                return Ok(());
-            }
-        }
-        Err(contended("lease the thread", id).into())
+        self.front()
+            .change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
+            .await
     }
 
     async fn renew_thread_lease(
@@ -231,34 +264,18 @@ impl<B: KeyValueBackend> ThreadStore for KeyValueStore<B> {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        validate_thread_id(id)?;
-        for _ in 0..MAX_RETRIES {
-            let (held, revision) = self.lease(id).await?;
-            if !held.is_some_and(|h| h.owner == owner) {
-                return Err(ThreadError::LeaseLost { id: id.to_owned() });
-            }
-            let mine = Lease {
-                owner: owner.to_owned(),
-                until_ms: lease_end(now_ms(), lease),
-            };
-            if self.put_lease(id, revision, Some(&mine)).await? {
-                return Ok(());
-            }
-        }
-        Err(contended("renew the thread's lease", id).into())
+        self.front()
+            .change_lease("renew the lease of", id, |held| {
+                Lease::renew(held, id, owner, lease)
+            })
+            .await
     }
 
     async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
-        validate_thread_id(id)?;
-        for _ in 0..MAX_RETRIES {
-            let (held, revision) = self.lease(id).await?;
-            if !held.is_some_and(|h| h.owner == owner) {
-                return Ok(());
-            }
-            if self.put_lease(id, revision, None).await? {
-                return Ok(());
-            }
-        }
-        Err(contended("release the thread's lease", id).into())
+        self.front()
+            .change_lease("release the lease of", id, |held| {
+                Ok(((), Lease::release(held, owner)))
+            })
+            .await
     }
 }

@@ -11,7 +11,7 @@ use super::disk::{io_error, now_ms, write_atomically};
 use super::locks::{for_each_run, lock_run, remove_run, RUNS};
 use super::FileStore;
 use crate::store::memory::lost;
-use crate::store::records::check_size;
+use crate::store::rules::checkpoint_write;
 use crate::store::{
     from_millis, CheckpointMeta, CheckpointStore, Claim, Completion, PendingCheckpoint, SaveMode,
     StoreError,
@@ -36,7 +36,7 @@ impl CheckpointStore for FileStore {
     }
 
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
+        checkpoint_write(id, bytes.len(), self.max_bytes)?;
         let owned = id.to_owned();
         self.blocking("write", id, move |run_dir, _| {
             let id = &owned[..];
@@ -62,10 +62,7 @@ impl CheckpointStore for FileStore {
                 return Err(StoreError::NotFound { id: id.to_owned() });
             };
             let mut records = run.read_index().map_err(&err)?;
-            if let Some(head) = records.waiting_head() {
-                check_size(id, head.size, limit)?;
-            }
-            let (version, attempt) = records.claim(id, now_ms(), lease)?;
+            let (version, attempt) = records.claim_within(id, now_ms(), lease, limit)?;
             let bytes = run.read_record(id, version, limit)?;
             run.write_index(&records).map_err(&err)?;
             Ok(Claim {
@@ -113,7 +110,7 @@ impl CheckpointStore for FileStore {
             Completion::Finished(b) => (true, b),
             Completion::Interrupted(b) => (false, b),
         };
-        check_size(&claim.id, bytes.len() as u64, self.max_bytes)?;
+        checkpoint_write(&claim.id, bytes.len(), self.max_bytes)?;
         let claim = claim.clone();
         self.blocking("complete", &claim.id.clone(), move |run_dir, _| {
             let err = io_error("complete", &claim.id);
@@ -214,13 +211,10 @@ impl CheckpointStore for FileStore {
                     continue;
                 };
                 let mut records = run.read_index().map_err(&err)?;
-                if !records
-                    .claimable_head(now_ms())
-                    .is_some_and(|h| h.size <= max)
-                {
+                let Some((version, attempt)) = records.claim_listed(&id, now_ms(), lease, max)?
+                else {
                     continue;
-                }
-                let (version, attempt) = records.claim(&id, now_ms(), lease)?;
+                };
                 let bytes = run.read_record(&id, version, max)?;
                 run.write_index(&records).map_err(&err)?;
                 drop(err);

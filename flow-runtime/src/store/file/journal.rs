@@ -24,8 +24,7 @@ use async_trait::async_trait;
 use super::disk::sync_dir;
 use super::locks::{for_each_run, lock_run, remove_run};
 use super::FileStore;
-use crate::store::journal::check_kind;
-use crate::store::records::check_size;
+use crate::store::rules::{journal_append, journal_expected};
 use crate::store::{
     validate_id, JournalError, JournalStore, JournalSummary, StoreError, StoredStep,
 };
@@ -231,11 +230,8 @@ impl JournalStore for FileStore {
         expected: u64,
         steps: Vec<StoredStep>,
     ) -> Result<u64, JournalError> {
+        journal_append(run, &steps, self.max_bytes)?;
         let dir = self.journal_dir(run)?;
-        for step in &steps {
-            check_kind(&step.kind)?;
-            check_size(run, step.bytes.len() as u64, self.max_bytes)?;
-        }
         let run = run.to_owned();
         Self::journal_blocking("append to the journal of", &run.clone(), move || {
             let err = io("append to the journal of", &run);
@@ -252,13 +248,7 @@ impl JournalStore for FileStore {
                 .map_err(&err)?
                 .expect("created");
             let (found, end, _) = tail(&run, &mut file)?;
-            if found != expected {
-                return Err(JournalError::Conflict {
-                    run: run.clone(),
-                    expected,
-                    found,
-                });
-            }
+            journal_expected(&run, expected, found)?;
             // A torn frame a crash left is cut off first (it was never acknowledged).
             if file.metadata().map_err(&err)?.len() != end {
                 file.set_len(end).map_err(&err)?;

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::disk::{now_ms, read_limited, remove_if_present, sync_dir, thread_io};
-use super::lease::{write_lease, LEASE};
+use super::disk::{read_limited, thread_io};
 use super::FileStore;
-use crate::store::records::check_size;
+use crate::store::backend::Lease;
+use crate::store::rules::thread_append;
 use crate::store::thread::validate_thread_id;
 use crate::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
 
@@ -123,10 +123,8 @@ impl ThreadStore for FileStore {
         expected_version: u64,
         mut record: ThreadRecord,
     ) -> Result<u64, ThreadError> {
+        let bytes = thread_append(id, expected_version, &mut record, self.max_bytes)?;
         let dir = self.thread_dir(id)?;
-        record.seq = expected_version;
-        let bytes = record.encode();
-        check_size(id, bytes.len() as u64, self.max_bytes)?;
         let id = id.to_owned();
         Self::thread_blocking("write", &id.clone(), move || {
             let io_err = |e| thread_io("write", &id, e);
@@ -228,13 +226,9 @@ impl ThreadStore for FileStore {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        let owner = owner.to_owned();
-        let shown = id.to_owned();
-        self.with_lease("lease", id, move |dir, current| match current {
-            Some(held) if held.owner != owner && held.until_ms > now_ms() => {
-                Err(ThreadError::Busy { id: shown })
-            }
-            _ => write_lease(&shown, dir, &owner, lease),
+        let (owner, shown) = (owner.to_owned(), id.to_owned());
+        self.change_lease("lease", id, move |held| {
+            Lease::take(held, &shown, &owner, lease)
         })
         .await
     }
@@ -245,29 +239,17 @@ impl ThreadStore for FileStore {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
-        let owner = owner.to_owned();
-        let shown = id.to_owned();
-        self.with_lease(
-            "renew the lease of",
-            id,
-            move |dir, current| match current {
-                Some(held) if held.owner == owner => write_lease(&shown, dir, &owner, lease),
-                _ => Err(ThreadError::LeaseLost { id: shown }),
-            },
-        )
+        let (owner, shown) = (owner.to_owned(), id.to_owned());
+        self.change_lease("renew the lease of", id, move |held| {
+            Lease::renew(held, &shown, &owner, lease)
+        })
         .await
     }
 
     async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
         let owner = owner.to_owned();
-        let shown = id.to_owned();
-        self.with_lease("release the lease of", id, move |dir, current| {
-            if current.is_some_and(|held| held.owner == owner) {
-                remove_if_present(&dir.join(LEASE))
-                    .and_then(|()| sync_dir(dir))
-                    .map_err(|e| thread_io("release the lease of", &shown, e))?;
-            }
-            Ok(())
+        self.change_lease("release the lease of", id, move |held| {
+            Ok(((), Lease::release(held, &owner)))
         })
         .await
     }
