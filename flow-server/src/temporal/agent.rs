@@ -36,7 +36,7 @@ use futures::Stream;
 use serde_json::json;
 use temporalio_client::{
     WorkflowExecuteUpdateOptions, WorkflowIdConflictPolicy, WorkflowQueryOptions,
-    WorkflowSignalOptions, WorkflowStartOptions, WorkflowStartUpdateOptions,
+    WorkflowSignalOptions, WorkflowUpdateWithStartOptions,
 };
 
 use super::live::{self, Sink};
@@ -130,7 +130,6 @@ impl TemporalAgent {
         })
     }
 
-    /// Starts the thread's workflow if need be and sends it the turn; gives the turn's place.
     /// Starts the thread's workflow if need be and sends it the turn under `key` (the update's
     /// id: sending again is the same turn).
     async fn send_turn(
@@ -141,33 +140,31 @@ impl TemporalAgent {
         sink: &str,
     ) -> Result<(), String> {
         let exec = &self.executor;
+        // One RPC (update-with-start): the workflow is started if it is not running and the
+        // turn rides in its first workflow task, rather than a start and then an update that
+        // waits for a second task.
         exec.client
-            .start_workflow(
+            .start_update_with_start_workflow(
                 ThreadWorkflow::run,
                 ThreadStart {
                     tool_timeout_ms: exec.tool_timeout_ms,
                     model_timeout_ms: exec.model_timeout_ms,
                     ..ThreadStart::new(self.flow.clone(), workflow)
                 },
-                WorkflowStartOptions::new(exec.task_queue.as_ref(), workflow)
-                    .id_conflict_policy(WorkflowIdConflictPolicy::UseExisting)
-                    .maybe_task_timeout(exec.task_timeout)
-                    .build(),
-            )
-            .await
-            .map_err(|e| format!("starting the thread's workflow: {e}"))?;
-        let handle = exec.client.get_workflow_handle::<ThreadWorkflow>(workflow);
-        handle
-            .start_update(
                 ThreadWorkflow::turn,
                 TurnRequest {
                     live: Some(sink.to_owned()),
                     key: Some(key.to_owned()),
                     ..request.clone()
                 },
-                WorkflowStartUpdateOptions::builder()
-                    .update_id(key.to_owned())
-                    .build(),
+                WorkflowUpdateWithStartOptions::new(
+                    exec.task_queue.as_ref(),
+                    workflow,
+                    WorkflowIdConflictPolicy::UseExisting,
+                )
+                .maybe_task_timeout(exec.task_timeout)
+                .update_id(key.to_owned())
+                .build(),
             )
             .await
             .map_err(|e| format!("sending the turn: {e}"))?;
@@ -335,7 +332,13 @@ impl TemporalAgent {
         let mut first = true;
         loop {
             if !first {
-                tokio::time::sleep(self.executor.poll).await;
+                // The next reading comes at the poll, or at once when a model call this
+                // reading has not placed yet posts its first piece (its streamed message then
+                // goes out without waiting for the tick).
+                tokio::select! {
+                    () = tokio::time::sleep(self.executor.poll) => {}
+                    () = sink.posted() => {}
+                }
             }
             first = false;
             // The turn is read while it is being sent: a send that failed for good ends it.
