@@ -303,6 +303,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn only_the_first_piece_of_a_call_not_yet_placed_wakes_the_reader() {
+        use futures::FutureExt;
+        let sink = open();
+        assert!(sink.posted().now_or_never().is_none(), "nothing posted yet");
+        post(&sink, piece(4, 0, Some("hel")));
+        assert!(
+            sink.posted().now_or_never().is_some(),
+            "the first piece of a call the turn has not placed wakes its reader"
+        );
+        post(&sink, piece(4, 1, Some("lo")));
+        assert!(
+            sink.posted().now_or_never().is_none(),
+            "a later piece of the same call does not"
+        );
+        let path = RunPath::root("desk").child("billing");
+        let _streamed = sink.open(6, "billing", &path);
+        post(&sink, piece(6, 0, Some("placed")));
+        assert!(
+            sink.posted().now_or_never().is_none(),
+            "a call already placed gets its pieces pushed, with no reading"
+        );
+    }
+
+    #[tokio::test]
     async fn a_cut_stream_fails_so_nothing_of_it_is_recorded() {
         let sink = open();
         let path = RunPath::root("desk").child("billing");
