@@ -1,11 +1,12 @@
 //! [`TemporalAgent`]: the root a served flow's runner runs when its turns run on Temporal.
 //!
 //! A turn: the thread's workflow is started if it is not running (its id is the thread's store
-//! id), the turn is sent as an update (its id the turn's idempotency scope, so a resend is the
-//! same turn), and the workflow's events are read as they are made (the query `progress`,
-//! every [`TemporalExecutor::poll_every`], from the count read so far: each event once, a
-//! worker's death included) while the model calls' streamed pieces are pushed to this process
-//! (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
+//! id) and the turn is sent as an update, both in one request (update-with-start; the update's
+//! id is the turn's idempotency scope, so a resend is the same turn), and the workflow's events
+//! are read as they are made (the query `progress`, every [`TemporalExecutor::poll_every`],
+//! and at once when a model call not yet placed posts its first piece, from the count read so
+//! far: each event once, a worker's death included) while the model calls' streamed pieces
+//! are pushed to this process (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
 //! its run with an interrupt of its own, carrying the workflow's question as its info: the
 //! runner records the turn as interrupted, and the flow's approvals decide who may answer. Its
 //! resume sends the answer as the workflow's `answer` update and reads the rest of the turn.
