@@ -1,11 +1,12 @@
 //! [`TemporalAgent`]: the root a served flow's runner runs when its turns run on Temporal.
 //!
 //! A turn: the thread's workflow is started if it is not running (its id is the thread's store
-//! id), the turn is sent as an update (its id the turn's idempotency scope, so a resend is the
-//! same turn), and the workflow's events are read as they are made (the query `progress`,
-//! every [`TemporalExecutor::poll_every`], from the count read so far: each event once, a
-//! worker's death included) while the model calls' streamed pieces are pushed to this process
-//! (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
+//! id) and the turn is sent as an update, both in one request (update-with-start; the update's
+//! id is the turn's idempotency scope, so a resend is the same turn), and the workflow's events
+//! are read as they are made (the query `progress`, every [`TemporalExecutor::poll_every`],
+//! and at once when a model call not yet placed posts its first piece, from the count read so
+//! far: each event once, a worker's death included) while the model calls' streamed pieces
+//! are pushed to this process (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
 //! its run with an interrupt of its own, carrying the workflow's question as its info: the
 //! runner records the turn as interrupted, and the flow's approvals decide who may answer. Its
 //! resume sends the answer as the workflow's `answer` update and reads the rest of the turn.
@@ -36,7 +37,7 @@ use futures::Stream;
 use serde_json::json;
 use temporalio_client::{
     WorkflowExecuteUpdateOptions, WorkflowIdConflictPolicy, WorkflowQueryOptions,
-    WorkflowSignalOptions, WorkflowStartOptions, WorkflowStartUpdateOptions,
+    WorkflowSignalOptions, WorkflowUpdateWithStartOptions,
 };
 
 use super::live::{self, Sink};
@@ -130,7 +131,6 @@ impl TemporalAgent {
         })
     }
 
-    /// Starts the thread's workflow if need be and sends it the turn; gives the turn's place.
     /// Starts the thread's workflow if need be and sends it the turn under `key` (the update's
     /// id: sending again is the same turn).
     async fn send_turn(
@@ -141,33 +141,31 @@ impl TemporalAgent {
         sink: &str,
     ) -> Result<(), String> {
         let exec = &self.executor;
+        // One RPC (update-with-start): the workflow is started if it is not running and the
+        // turn rides in its first workflow task, rather than a start and then an update that
+        // waits for a second task.
         exec.client
-            .start_workflow(
+            .start_update_with_start_workflow(
                 ThreadWorkflow::run,
                 ThreadStart {
                     tool_timeout_ms: exec.tool_timeout_ms,
                     model_timeout_ms: exec.model_timeout_ms,
                     ..ThreadStart::new(self.flow.clone(), workflow)
                 },
-                WorkflowStartOptions::new(exec.task_queue.as_ref(), workflow)
-                    .id_conflict_policy(WorkflowIdConflictPolicy::UseExisting)
-                    .maybe_task_timeout(exec.task_timeout)
-                    .build(),
-            )
-            .await
-            .map_err(|e| format!("starting the thread's workflow: {e}"))?;
-        let handle = exec.client.get_workflow_handle::<ThreadWorkflow>(workflow);
-        handle
-            .start_update(
                 ThreadWorkflow::turn,
                 TurnRequest {
                     live: Some(sink.to_owned()),
                     key: Some(key.to_owned()),
                     ..request.clone()
                 },
-                WorkflowStartUpdateOptions::builder()
-                    .update_id(key.to_owned())
-                    .build(),
+                WorkflowUpdateWithStartOptions::new(
+                    exec.task_queue.as_ref(),
+                    workflow,
+                    WorkflowIdConflictPolicy::UseExisting,
+                )
+                .maybe_task_timeout(exec.task_timeout)
+                .update_id(key.to_owned())
+                .build(),
             )
             .await
             .map_err(|e| format!("sending the turn: {e}"))?;
@@ -335,7 +333,13 @@ impl TemporalAgent {
         let mut first = true;
         loop {
             if !first {
-                tokio::time::sleep(self.executor.poll).await;
+                // The next reading comes at the poll, or at once when a model call this
+                // reading has not placed yet posts its first piece (its streamed message then
+                // goes out without waiting for the tick).
+                tokio::select! {
+                    () = tokio::time::sleep(self.executor.poll) => {}
+                    () = sink.posted() => {}
+                }
             }
             first = false;
             // The turn is read while it is being sent: a send that failed for good ends it.

@@ -50,11 +50,14 @@ struct LiveState {
 }
 
 impl LiveState {
-    fn take(&mut self, post: LivePost) {
+    /// Takes one posted piece; `true` when it is the first piece of a call whose streamed
+    /// message the turn has not opened yet (the turn's reader should read the workflow now).
+    fn take(&mut self, post: LivePost) -> bool {
         let call = self.calls.entry(post.effect).or_default();
         if call.ended.is_some() || post.seq != call.pieces.len() as u64 {
-            return; // ended, or a piece already taken (an attempt after a worker's death)
+            return false; // ended, or a piece already taken (an attempt after a worker's death)
         }
+        let unplaced = !call.opened && post.seq == 0;
         match post.chunk {
             Some(chunk) => {
                 if let Some(tx) = &call.tx {
@@ -71,6 +74,24 @@ impl LiveState {
                 }
             }
         }
+        unplaced
+    }
+}
+
+/// A turn's sink as the route and the turn share it: its state, and the wake-up of the turn's
+/// reader when a call it has not placed yet starts streaming.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<LiveState>,
+    posted: tokio::sync::Notify,
+}
+
+impl Shared {
+    fn take(&self, post: LivePost) {
+        if locked(&self.state).take(post) {
+            // A stored permit if the reader is not waiting yet: its next wait ends at once.
+            self.posted.notify_one();
+        }
     }
 }
 
@@ -85,7 +106,7 @@ fn end(call: &mut Call) {
     }
 }
 
-type Sinks = Mutex<HashMap<String, Arc<Mutex<LiveState>>>>;
+type Sinks = Mutex<HashMap<String, Arc<Shared>>>;
 
 fn sinks() -> &'static Sinks {
     static SINKS: OnceLock<Sinks> = OnceLock::new();
@@ -99,14 +120,20 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// An open sink: its token and its state; closed when dropped.
 pub(crate) struct Sink {
     pub(crate) token: String,
-    state: Arc<Mutex<LiveState>>,
+    shared: Arc<Shared>,
 }
 
 impl Sink {
+    /// Waits until a model call the turn has not opened posts its first piece (at once if one
+    /// did since the last wait).
+    pub(crate) async fn posted(&self) {
+        self.shared.posted.notified().await;
+    }
+
     /// The streamed message of call `effect` of `agent` at `run_path`, as an event: the pieces
     /// posted so far, then the others as they come.
     pub(crate) fn open(&self, effect: u64, agent: &str, run_path: &RunPath) -> AgentEvent {
-        let mut state = locked(&self.state);
+        let mut state = locked(&self.shared.state);
         let call = state.calls.entry(effect).or_default();
         let (tx, stream) = MessageStream::channel();
         for piece in &call.pieces {
@@ -122,7 +149,7 @@ impl Sink {
     /// (a call that posts none, because its reply did not stream or because no call was made,
     /// is never opened and its event carries what happened).
     pub(crate) fn started(&self, effect: u64) -> bool {
-        locked(&self.state)
+        locked(&self.shared.state)
             .calls
             .get(&effect)
             .is_some_and(|call| !call.pieces.is_empty())
@@ -131,7 +158,7 @@ impl Sink {
     /// Fails the stream of call `effect` if its end has not come (the workflow says the call
     /// has ended): its event will carry the reply whole.
     pub(crate) fn cut(&self, effect: u64) {
-        let mut state = locked(&self.state);
+        let mut state = locked(&self.shared.state);
         let call = state.calls.entry(effect).or_default();
         if call.ended.is_none() {
             call.ended = Some(Err(
@@ -152,7 +179,7 @@ impl Sink {
             // The agent's last streamed reply, if this is it (a tool's result of the same agent
             // may come between: it is not the reply, and leaves it in place).
             let key = (e.agent_name.to_string(), e.run_path.to_string());
-            let mut state = locked(&self.state);
+            let mut state = locked(&self.shared.state);
             let streamed = state.streamed.get(&key).is_some_and(|effect| {
                 let call = &state.calls[effect];
                 let whole = Message::concat(call.pieces.iter());
@@ -178,16 +205,16 @@ impl Drop for Sink {
 /// Opens a sink for one turn.
 pub(crate) fn open() -> Sink {
     let token = uuid::Uuid::new_v4().simple().to_string();
-    let state = Arc::new(Mutex::new(LiveState::default()));
-    locked(sinks()).insert(token.clone(), Arc::clone(&state));
-    Sink { token, state }
+    let shared = Arc::new(Shared::default());
+    locked(sinks()).insert(token.clone(), Arc::clone(&shared));
+    Sink { token, shared }
 }
 
 async fn receive(Path(token): Path<String>, Json(post): Json<LivePost>) -> StatusCode {
-    let state = locked(sinks()).get(&token).cloned();
-    match state {
-        Some(state) => {
-            locked(&state).take(post);
+    let shared = locked(sinks()).get(&token).cloned();
+    match shared {
+        Some(shared) => {
+            shared.take(post);
             StatusCode::NO_CONTENT
         }
         // The turn is no longer read here: the pieces were a preview, its events are the record.
@@ -218,7 +245,7 @@ mod tests {
     }
 
     fn post(sink: &Sink, post: LivePost) {
-        locked(&sink.state).take(post);
+        sink.shared.take(post);
     }
 
     async fn text_of(event: AgentEvent) -> String {
@@ -284,6 +311,30 @@ mod tests {
         assert!(
             sink.event_of(event(Message::assistant("done"))).is_none(),
             "the streamed reply's event has nothing left"
+        );
+    }
+
+    #[tokio::test]
+    async fn only_the_first_piece_of_a_call_not_yet_placed_wakes_the_reader() {
+        use futures::FutureExt;
+        let sink = open();
+        assert!(sink.posted().now_or_never().is_none(), "nothing posted yet");
+        post(&sink, piece(4, 0, Some("hel")));
+        assert!(
+            sink.posted().now_or_never().is_some(),
+            "the first piece of a call the turn has not placed wakes its reader"
+        );
+        post(&sink, piece(4, 1, Some("lo")));
+        assert!(
+            sink.posted().now_or_never().is_none(),
+            "a later piece of the same call does not"
+        );
+        let path = RunPath::root("desk").child("billing");
+        let _streamed = sink.open(6, "billing", &path);
+        post(&sink, piece(6, 0, Some("placed")));
+        assert!(
+            sink.posted().now_or_never().is_none(),
+            "a call already placed gets its pieces pushed, with no reading"
         );
     }
 

@@ -87,7 +87,8 @@ impl TemporalExecutor {
     }
 
     /// How often a streaming turn reads the workflow's events (default 20 ms; a piece of
-    /// streamed model output does not wait for it, it is pushed).
+    /// streamed model output does not wait for it, it is pushed, and the first piece of a call
+    /// the turn has not placed yet makes it read at once).
     pub fn poll_every(mut self, every: Duration) -> Self {
         self.poll = every.max(Duration::from_millis(1));
         self
