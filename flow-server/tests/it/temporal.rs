@@ -532,21 +532,30 @@ fn slow_clerk(
     FlowAgent::new(clerk)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_cancelled_after_tools_on_the_workflow_resumes_where_it_stopped() {
-    let Some(client) = dev_server().await else {
-        return;
-    };
+/// A run of the slow clerk on Temporal (flow named from `prefix`) cancelled `after_tools` while
+/// its tool runs: the server, the flow, the run id, the channel that hears the tool start, the
+/// tool's gate, and the run's outcome once the tool has finished.
+struct CancelledRun {
+    base: String,
+    flow: String,
+    run: String,
+    heard: tokio::sync::mpsc::UnboundedReceiver<()>,
+    gate: Arc<tokio::sync::Semaphore>,
+    outcome: Value,
+}
+
+async fn cancelled_after_tools(prefix: &str) -> Option<CancelledRun> {
+    let client = dev_server().await?;
     let queue = unique("server");
-    let flow = unique("slowr");
-    let flow = &flow[..24.min(flow.len())];
+    let flow = unique(prefix);
+    let flow = flow[..24.min(flow.len())].to_owned();
     let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     agentweave_temporal::worker_flows()
-        .insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
+        .insert(&flow, slow_clerk(started.clone(), Arc::clone(&gate)));
     start_worker(&client, &queue);
     let base = serve(
-        &[(flow, slow_clerk(started, Arc::clone(&gate)))],
+        &[(&flow, slow_clerk(started, Arc::clone(&gate)))],
         Some((&client, &queue)),
     )
     .await;
@@ -568,6 +577,7 @@ async fn a_run_cancelled_after_tools_on_the_workflow_resumes_where_it_stopped() 
     )
     .await;
     assert_eq!(cancel.status(), 202);
+    // The workflow hears of the cancel while the tool still runs, then lets it finish.
     signalled(&client, &queue, "cancel_turn").await;
     gate.add_permits(1);
     let outcome: Value = crate::common::get(
@@ -579,6 +589,29 @@ async fn a_run_cancelled_after_tools_on_the_workflow_resumes_where_it_stopped() 
     .await
     .unwrap();
     assert_eq!(outcome["status"], "cancelled", "{outcome}");
+    Some(CancelledRun {
+        base,
+        flow,
+        run,
+        heard,
+        gate,
+        outcome,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_after_tools_on_the_workflow_resumes_where_it_stopped() {
+    let Some(CancelledRun {
+        base,
+        flow,
+        run,
+        mut heard,
+        outcome,
+        ..
+    }) = cancelled_after_tools("slowr").await
+    else {
+        return;
+    };
     assert_eq!(outcome["at_safe_point"], true, "{outcome}");
 
     // As in process: the run goes on from its safe point, the tool it finished not run again.
@@ -613,58 +646,21 @@ async fn a_run_cancelled_after_tools_on_the_workflow_resumes_where_it_stopped() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_cancelled_after_tools_stops_on_the_workflow_at_that_safe_point() {
-    let Some(client) = dev_server().await else {
+    let Some(CancelledRun {
+        base,
+        flow,
+        gate,
+        outcome,
+        ..
+    }) = cancelled_after_tools("slow").await
+    else {
         return;
     };
-    let queue = unique("server");
-    let flow = unique("slow");
-    let flow = &flow[..24.min(flow.len())];
-    let (started, mut heard) = tokio::sync::mpsc::unbounded_channel();
-    let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    agentweave_temporal::worker_flows()
-        .insert(flow, slow_clerk(started.clone(), Arc::clone(&gate)));
-    start_worker(&client, &queue);
-    let base = serve(
-        &[(flow, slow_clerk(started, Arc::clone(&gate)))],
-        Some((&client, &queue)),
-    )
-    .await;
-
-    let created: Value = post(
-        &base,
-        &format!("/v1/flows/{flow}/threads/t1/runs"),
-        json!({ "message": "go" }),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
-    let run = created["run_id"].as_str().unwrap().to_owned();
-    heard.recv().await.expect("the tool started on the worker");
-    let cancel = post(
-        &base,
-        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/cancel"),
-        json!({ "mode": "after_tools" }),
-    )
-    .await;
-    assert_eq!(cancel.status(), 202);
-    // The workflow hears of the cancel while the tool still runs, then lets it finish.
-    signalled(&client, &queue, "cancel_turn").await;
-    gate.add_permits(1);
-    let outcome: Value = crate::common::get(
-        &base,
-        &format!("/v1/flows/{flow}/threads/t1/runs/{run}/wait"),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
-    assert_eq!(outcome["status"], "cancelled", "{outcome}");
     assert_eq!(outcome["cancel_mode"], "after_tools", "{outcome}");
 
     // The thread goes on: its next turn runs (its tool passes the gate at once).
     gate.add_permits(1);
-    let next = turn(&base, flow, "t1", "again").await;
+    let next = turn(&base, &flow, "t1", "again").await;
     let said: Vec<&str> = next
         .iter()
         .filter(|f| f.name == "event")
