@@ -350,18 +350,7 @@ async fn a_workflow_cancel_with_immediate_drops_the_turn_where_it_is() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_turn_stops_one_turn_at_its_safe_point_and_the_thread_goes_on() {
     let Some(client) = server().await else { return };
-    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
-    bounded(
-        "cancel_turn",
-        thread.cancel_turn(CancelTurn::by_number(
-            0,
-            CancelMode::AFTER_TOOLS.recursive(),
-        )),
-    )
-    .await
-    .unwrap();
-    let first = running.await.unwrap();
-    assert_eq!(first.ended, TurnEnd::Cancelled);
+    let (thread, ledger, first) = stopped_after_tools(&client, |s| s).await;
     assert!(
         said(&first).iter().any(|s| s == "paid 30"),
         "the paid call finished before the turn stopped: {:?}",
@@ -392,12 +381,12 @@ async fn a_stopped_turn_is_carried_across_continue_as_new_and_resumes() {
     .await;
 }
 
-/// A turn of the desk stopped by `cancel_turn` after its paid call, then resumed; the thread
-/// as `start` makes it.
-async fn stop_then_resume(
+/// A busy thread (as `start` makes it) whose first turn `cancel_turn` stopped at the safe point
+/// after its tool calls: the thread, its ledger and that turn, which ended cancelled.
+async fn stopped_after_tools(
     client: &temporalio_client::Client,
     start: impl FnOnce(ThreadStart) -> ThreadStart,
-) {
+) -> (Thread, Ledger, TurnResult) {
     let (thread, ledger, running) = busy_thread(client, start).await;
     bounded(
         "cancel_turn",
@@ -409,7 +398,17 @@ async fn stop_then_resume(
     .await
     .unwrap();
     let first = running.await.unwrap();
-    assert_eq!(first.ended, TurnEnd::Cancelled);
+    assert_eq!(first.ended, TurnEnd::Cancelled, "{:?}", first.events);
+    (thread, ledger, first)
+}
+
+/// A turn of the desk stopped by `cancel_turn` after its paid call, then resumed; the thread
+/// as `start` makes it.
+async fn stop_then_resume(
+    client: &temporalio_client::Client,
+    start: impl FnOnce(ThreadStart) -> ThreadStart,
+) {
+    let (thread, ledger, first) = stopped_after_tools(client, start).await;
     assert!(stopped_for_a_cancel(&first), "{:?}", first.events);
     assert!(!said(&first).iter().any(|s| s == "billing paid 30"));
 
@@ -451,17 +450,7 @@ async fn stop_then_resume(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_message_after_a_stopped_turn_leaves_it_and_a_resume_then_has_nothing_to_resume() {
     let Some(client) = server().await else { return };
-    let (thread, ledger, running) = busy_thread(&client, |s| s).await;
-    bounded(
-        "cancel_turn",
-        thread.cancel_turn(CancelTurn::by_number(
-            0,
-            CancelMode::AFTER_TOOLS.recursive(),
-        )),
-    )
-    .await
-    .unwrap();
-    assert_eq!(running.await.unwrap().ended, TurnEnd::Cancelled);
+    let (thread, ledger, _first) = stopped_after_tools(&client, |s| s).await;
     let next = turn(&thread, "thanks").await;
     assert_eq!(next.ended, TurnEnd::Done, "{:?}", said(&next));
     let refused = bounded("the resume", thread.ask(TurnRequest::resume("ana")))
