@@ -286,24 +286,29 @@ impl Budgets {
                 .is_some_and(|l| l.max_cost_micro_usd.is_some())
     }
 
-    /// The scopes `agent`'s calls are checked in: the run's, then the agent's own.
-    fn scopes<'a>(
-        &'a self,
-        agent: &'a str,
-    ) -> impl Iterator<Item = (BudgetScope, &'a BudgetLimits)> + 'a {
-        std::iter::once((BudgetScope::Run, &self.run)).chain(
-            self.agents
-                .get(agent)
-                .map(|limits| (BudgetScope::Agent, limits)),
-        )
-    }
-
     /// Whether a model call of `agent` to `model`, estimated at `input` prompt tokens and at
     /// most `output` reply tokens, stays within every budget, given what `ledger` says was spent
     /// and `elapsed` since the run's first check.
     pub fn check_model_call(
         &self,
         ledger: &BudgetLedger,
+        agent: &str,
+        model: &str,
+        estimate: Usage,
+        elapsed: Duration,
+    ) -> Result<(), BudgetError> {
+        let own = self
+            .own_limits(agent)
+            .map(|limits| (limits, ledger.agent_total(agent)));
+        self.check_call(&ledger.total, own, agent, model, estimate, elapsed)
+    }
+
+    /// [`check_model_call`](Self::check_model_call) given what the run has spent (`run`) and,
+    /// when `agent` has its own limits, those limits and what it has spent (`own`).
+    pub(crate) fn check_call(
+        &self,
+        run: &Spent,
+        own: Option<(&BudgetLimits, Spent)>,
         agent: &str,
         model: &str,
         estimate: Usage,
@@ -328,15 +333,15 @@ impl Budgets {
             cost,
             elapsed,
         };
-        call.within(BudgetScope::Run, &self.run, &ledger.total)?;
-        if let Some(limits) = self.own_limits(agent) {
-            call.within(BudgetScope::Agent, limits, &ledger.agent_total(agent))?;
+        call.within(BudgetScope::Run, &self.run, run)?;
+        if let Some((limits, spent)) = own {
+            call.within(BudgetScope::Agent, limits, &spent)?;
         }
         Ok(())
     }
 
     /// The limits of `agent`, if it has its own (no lookup when no agent has).
-    fn own_limits(&self, agent: &str) -> Option<&BudgetLimits> {
+    pub(crate) fn own_limits(&self, agent: &str) -> Option<&BudgetLimits> {
         if self.agents.is_empty() {
             None
         } else {
@@ -352,8 +357,25 @@ impl Budgets {
         calls: u64,
         elapsed: Duration,
     ) -> Result<(), BudgetError> {
-        for (scope, limits) in self.scopes(agent) {
-            let spent = ledger.spent(scope, agent);
+        let own = self
+            .own_limits(agent)
+            .map(|limits| (limits, ledger.agent_total(agent)));
+        self.check_tools(&ledger.total, own, agent, calls, elapsed)
+    }
+
+    /// [`check_tool_calls`](Self::check_tool_calls) given what the run has spent and, when
+    /// `agent` has its own limits, those limits and what it has spent.
+    pub(crate) fn check_tools(
+        &self,
+        run: &Spent,
+        own: Option<(&BudgetLimits, Spent)>,
+        agent: &str,
+        calls: u64,
+        elapsed: Duration,
+    ) -> Result<(), BudgetError> {
+        let scopes = std::iter::once((BudgetScope::Run, &self.run, *run))
+            .chain(own.map(|(limits, spent)| (BudgetScope::Agent, limits, spent)));
+        for (scope, limits, spent) in scopes {
             let checks = [(
                 BudgetKind::ToolCalls,
                 limits.max_tool_calls,
@@ -539,7 +561,7 @@ impl BudgetLedger {
     }
 
     /// What agent `agent` has spent, over all its entries.
-    fn agent_total(&self, agent: &str) -> Spent {
+    pub(crate) fn agent_total(&self, agent: &str) -> Spent {
         let mut total = Spent::default();
         for a in self.by_agent.iter().filter(|a| &*a.agent == agent) {
             total.add(&a.spent);

@@ -21,6 +21,9 @@ struct Queue {
     events: VecDeque<AgentEvent>,
     /// The consumer's waker, stored when it found nothing to read.
     consumer: Option<Waker>,
+    /// The run's prompt tokens as its budget checks last counted them (untouched by a run
+    /// without budgets that read them).
+    prompt: crate::session::PromptCount,
 }
 
 /// The event queue of a generated stream, taken from this thread's pool of queues of finished
@@ -59,6 +62,7 @@ impl Drop for Pooled {
             return;
         };
         q.consumer = None;
+        q.prompt = crate::session::PromptCount::default();
         if q.events.capacity() > POOLED_ROOM {
             q.events = VecDeque::new();
         } else {
@@ -85,6 +89,15 @@ pub struct Context {
 }
 
 impl Context {
+    /// Runs `use_it` on this agent run's prompt count (see [`crate::session::PromptCount`]),
+    /// under the run's queue lock: one agent run's, never the session's.
+    pub(crate) fn with_prompt_count<R>(
+        &self,
+        use_it: impl FnOnce(&mut crate::session::PromptCount) -> R,
+    ) -> R {
+        use_it(&mut self.queue.lock().expect("event queue lock").prompt)
+    }
+
     /// Emits an event.
     pub fn emit(&self, event: AgentEvent) {
         let mut q = self.queue.lock().expect("event queue lock");
