@@ -611,9 +611,9 @@ impl BudgetLedger {
                 self.merge();
             }
             if self.by_agent.capacity() == 0 {
-                // One allocation for a tree of up to 8 agents, not one per doubling (and
-                // small enough for the allocator's fast path: under 1 KiB).
-                self.by_agent.reserve_exact(8);
+                // One allocation for as many agents as fit in the allocator's small requests,
+                // not one per doubling (see `FIRST_AGENTS`).
+                self.by_agent.reserve_exact(FIRST_AGENTS);
             }
             self.by_agent.push(AgentSpent {
                 agent: Arc::clone(agent),
@@ -624,6 +624,12 @@ impl BudgetLedger {
         &mut self.by_agent[last].spent
     }
 }
+
+/// The room a ledger's first allocation makes for agents: as many entries as fit in 1,008
+/// bytes, glibc's largest small request (11 of 88 bytes). A larger request (or a regrowth past
+/// it) makes the allocator consolidate its fast bins, which costs every allocation of the run
+/// after it; a tree of more agents regrows once.
+const FIRST_AGENTS: usize = 1_008 / std::mem::size_of::<AgentSpent>();
 
 impl Spent {
     fn add(&mut self, other: &Spent) {
@@ -779,4 +785,18 @@ pub enum BudgetError {
         /// What failed.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledgers_first_allocation_stays_a_small_request() {
+        assert!(FIRST_AGENTS >= 8, "{FIRST_AGENTS} agents");
+        assert!(FIRST_AGENTS * std::mem::size_of::<AgentSpent>() <= 1_008);
+        let mut ledger = BudgetLedger::default();
+        ledger.add_model_call(&"a".into(), Usage::new(1, 1), 0);
+        assert_eq!(ledger.by_agent.capacity(), FIRST_AGENTS);
+    }
 }
