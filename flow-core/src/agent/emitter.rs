@@ -21,8 +21,13 @@ struct Queue {
     events: VecDeque<AgentEvent>,
     /// The consumer's waker, stored when it found nothing to read.
     consumer: Option<Waker>,
-    /// The run's prompt tokens as its budget checks last counted them (untouched by a run
-    /// without budgets that read them).
+}
+
+/// A generated stream's queue, and the run's prompt tokens as its budget checks last counted
+/// them (untouched by a run without budgets that read them; read without the queue's lock).
+#[derive(Default)]
+struct Shared {
+    q: Mutex<Queue>,
     prompt: crate::session::PromptCount,
 }
 
@@ -30,7 +35,7 @@ struct Queue {
 /// runs (an agent run would otherwise allocate a queue and its buffer) and given back to it
 /// when the stream is dropped, if nothing else holds it. The pool keeps at most
 /// [`POOLED`] queues, each with room for at most [`POOLED_ROOM`] events.
-struct Pooled(Option<Arc<Mutex<Queue>>>);
+struct Pooled(Option<Arc<Shared>>);
 
 /// How many queues a thread keeps for reuse.
 const POOLED: usize = 16;
@@ -38,7 +43,7 @@ const POOLED: usize = 16;
 const POOLED_ROOM: usize = 8;
 
 thread_local! {
-    static QUEUES: RefCell<Vec<Arc<Mutex<Queue>>>> = const { RefCell::new(Vec::new()) };
+    static QUEUES: RefCell<Vec<Arc<Shared>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Pooled {
@@ -47,7 +52,7 @@ impl Pooled {
         Pooled(Some(pooled.unwrap_or_default()))
     }
 
-    fn get(&self) -> &Arc<Mutex<Queue>> {
+    fn get(&self) -> &Arc<Shared> {
         self.0.as_ref().expect("a queue until dropped")
     }
 }
@@ -58,11 +63,13 @@ impl Drop for Pooled {
             return;
         };
         // Only a queue no context holds any more, whose lock never saw a panic.
-        let Some(Ok(q)) = Arc::get_mut(&mut queue).map(Mutex::get_mut) else {
+        let Some(Ok(q)) = Arc::get_mut(&mut queue).map(|shared| {
+            shared.prompt = crate::session::PromptCount::default();
+            shared.q.get_mut()
+        }) else {
             return;
         };
         q.consumer = None;
-        q.prompt = crate::session::PromptCount::default();
         if q.events.capacity() > POOLED_ROOM {
             q.events = VecDeque::new();
         } else {
@@ -85,22 +92,19 @@ impl Drop for Pooled {
 #[derive(Clone)]
 pub struct Context {
     run: RunContext,
-    queue: Arc<Mutex<Queue>>,
+    queue: Arc<Shared>,
 }
 
 impl Context {
-    /// Runs `use_it` on this agent run's prompt count (see [`crate::session::PromptCount`]),
-    /// under the run's queue lock: one agent run's, never the session's.
-    pub(crate) fn with_prompt_count<R>(
-        &self,
-        use_it: impl FnOnce(&mut crate::session::PromptCount) -> R,
-    ) -> R {
-        use_it(&mut self.queue.lock().expect("event queue lock").prompt)
+    /// This agent run's prompt count (see [`crate::session::PromptCount`]): one agent run's,
+    /// never the session's, read without a lock.
+    pub(crate) fn prompt_count(&self) -> &crate::session::PromptCount {
+        &self.queue.prompt
     }
 
     /// Emits an event.
     pub fn emit(&self, event: AgentEvent) {
-        let mut q = self.queue.lock().expect("event queue lock");
+        let mut q = self.queue.q.lock().expect("event queue lock");
         q.events.push_back(event);
         if let Some(w) = q.consumer.take() {
             w.wake();
@@ -307,6 +311,7 @@ where
         if let Some(ev) = this
             .queue
             .get()
+            .q
             .lock()
             .expect("event queue lock")
             .events
@@ -318,7 +323,7 @@ where
             return Poll::Ready(None);
         };
         let done = fut.poll(cx);
-        let mut q = this.queue.get().lock().expect("event queue lock");
+        let mut q = this.queue.get().q.lock().expect("event queue lock");
         match done {
             Poll::Ready(result) => {
                 if let Err(e) = result {
@@ -350,7 +355,7 @@ mod tests {
         RunContext::new_run(Session::new(), [], false, "bot")
     }
 
-    fn pooled() -> Vec<Arc<Mutex<Queue>>> {
+    fn pooled() -> Vec<Arc<Shared>> {
         QUEUES.with(|q| q.borrow().clone())
     }
 
@@ -408,7 +413,7 @@ mod tests {
         assert_eq!(futures::executor::block_on(busy.count()), 100);
         let back = pooled();
         assert_eq!(back.len(), 1);
-        let room = back[0].lock().unwrap().events.capacity();
+        let room = back[0].q.lock().unwrap().events.capacity();
         assert!(room <= POOLED_ROOM, "kept room for {room} events");
         drop(back);
 

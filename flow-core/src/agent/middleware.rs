@@ -392,7 +392,7 @@ pub(crate) async fn guard<T>(
                 middleware: name(),
                 hook,
                 agent: agent(),
-                error,
+                error: Box::new(error),
             },
         }),
         Ok(Err(HookError { kind, message, .. })) => Err(match kind {

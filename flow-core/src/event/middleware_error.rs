@@ -200,9 +200,10 @@ pub enum MiddlewareError {
         hook: Hook,
         /// The agent whose call was checked.
         agent: Arc<str>,
-        /// What the check said.
+        /// What the check said (boxed: a middleware error is carried in the futures of
+        /// every hooked call, so its size is kept to its other variants').
         #[source]
-        error: BudgetError,
+        error: Box<BudgetError>,
     },
     /// A middleware panicked.
     #[error(

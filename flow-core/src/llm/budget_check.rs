@@ -29,7 +29,7 @@ impl ChatModelAgent {
         // with the agent run, not in the session).
         let elapsed = run.elapsed_if_read(cx.run_context());
         let input = if run.budgets.reads_prompt_tokens() {
-            cx.with_prompt_count(|count| count.of(&request.messages))
+            cx.prompt_count().of(&request.messages)
         } else {
             0
         };
@@ -67,7 +67,7 @@ impl ChatModelAgent {
             .budgets()
             .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
-            cx.with_prompt_count(|count| count.seed(messages, input.len(), tokens));
+            cx.prompt_count().seed(messages, input.len(), tokens);
         }
     }
 

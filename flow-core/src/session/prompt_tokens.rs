@@ -1,9 +1,12 @@
-//! The estimated prompt tokens of one agent run's conversation, kept with the run's event
+//! The estimated prompt tokens of one agent run's conversation, kept beside the run's event
 //! queue (see `Context`) when a budget reads them (input, total tokens, money): a model call's
 //! check estimates only the messages added since the run's last check, not the whole prompt
-//! again. It lives on the heap beside the queue, not in the agent run's future, and is taken
-//! without the session's lock: a run without budgets never touches it.
+//! again. It lives on the heap beside the queue, not in the agent run's future, and is read
+//! without a lock: a run without budgets never touches it.
 
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use crate::history::estimate_tokens;
@@ -16,13 +19,15 @@ pub(crate) fn estimated(messages: &[MessageRef]) -> u64 {
 
 /// One agent run's conversation as last counted: how many of its first messages were counted,
 /// the first and last of them (to tell that a conversation is still the one counted: the loop
-/// only appends), and their tokens.
-#[derive(Debug, Default, Clone, Copy)]
+/// only appends), and their tokens. In atomics, read and written without a lock: an agent
+/// run's model calls are made one after another, so nothing else writes it meanwhile (and a
+/// count that does not match its conversation is made again).
+#[derive(Debug, Default)]
 pub(crate) struct PromptCount {
-    counted: usize,
-    first: usize,
-    last: usize,
-    tokens: u64,
+    counted: AtomicUsize,
+    first: AtomicUsize,
+    last: AtomicUsize,
+    tokens: AtomicU64,
 }
 
 fn address(message: &MessageRef) -> usize {
@@ -33,33 +38,37 @@ impl PromptCount {
     /// Notes that the run's first conversation `messages` ends with its input of `input_len`
     /// messages estimated at `input_tokens` (the input cache counted them as the run grew):
     /// the messages before the input (the system message) are estimated here.
-    pub(crate) fn seed(&mut self, messages: &[MessageRef], input_len: usize, input_tokens: u64) {
+    pub(crate) fn seed(&self, messages: &[MessageRef], input_len: usize, input_tokens: u64) {
         let Some(head) = messages.len().checked_sub(input_len) else {
             return;
         };
-        *self = PromptCount {
-            counted: messages.len(),
-            first: messages.first().map_or(0, address),
-            last: messages.last().map_or(0, address),
-            tokens: estimated(&messages[..head]) + input_tokens,
-        };
+        self.note(messages, estimated(&messages[..head]) + input_tokens);
     }
 
     /// The estimated tokens of the conversation `messages`: only the messages added since the
     /// last count are estimated; a conversation that is not the one counted is counted whole.
-    pub(crate) fn of(&mut self, messages: &[MessageRef]) -> u64 {
-        let intact = self.counted <= messages.len()
-            && (self.counted == 0
-                || (address(&messages[0]) == self.first
-                    && address(&messages[self.counted - 1]) == self.last));
-        if !intact {
-            *self = PromptCount::default();
-        }
-        self.tokens += estimated(&messages[self.counted..]);
-        self.counted = messages.len();
-        self.first = messages.first().map_or(0, address);
-        self.last = messages.last().map_or(0, address);
-        self.tokens
+    pub(crate) fn of(&self, messages: &[MessageRef]) -> u64 {
+        let counted = self.counted.load(Relaxed);
+        let intact = counted <= messages.len()
+            && (counted == 0
+                || (address(&messages[0]) == self.first.load(Relaxed)
+                    && address(&messages[counted - 1]) == self.last.load(Relaxed)));
+        let (counted, tokens) = if intact {
+            (counted, self.tokens.load(Relaxed))
+        } else {
+            (0, 0)
+        };
+        let tokens = tokens + estimated(&messages[counted..]);
+        self.note(messages, tokens);
+        tokens
+    }
+
+    /// Notes `messages`, estimated at `tokens`, as the conversation counted.
+    fn note(&self, messages: &[MessageRef], tokens: u64) {
+        self.counted.store(messages.len(), Relaxed);
+        self.first.store(messages.first().map_or(0, address), Relaxed);
+        self.last.store(messages.last().map_or(0, address), Relaxed);
+        self.tokens.store(tokens, Relaxed);
     }
 }
 
@@ -75,7 +84,7 @@ mod tests {
     #[test]
     fn a_growing_conversation_is_counted_as_a_whole_each_time() {
         let mut all = messages(&["twelve bytes", "x"]);
-        let mut prompt = PromptCount::default();
+        let prompt = PromptCount::default();
         assert_eq!(prompt.of(&all), estimated(&all));
         all.extend(messages(&["a longer message of forty bytes, or so!!"]));
         assert_eq!(prompt.of(&all), estimated(&all));
@@ -84,7 +93,7 @@ mod tests {
     #[test]
     fn a_replaced_or_shortened_conversation_is_counted_again() {
         let all = messages(&["one", "two", "three"]);
-        let mut prompt = PromptCount::default();
+        let prompt = PromptCount::default();
         prompt.of(&all);
         let other = messages(&["another", "conversation", "entirely, and longer"]);
         assert_eq!(prompt.of(&other), estimated(&other));
@@ -100,7 +109,7 @@ mod tests {
         let input = messages(&["the user asks", "an agent said"]);
         let mut all = messages(&["you are the refund agent"]);
         all.extend(input.iter().cloned());
-        let mut prompt = PromptCount::default();
+        let prompt = PromptCount::default();
         prompt.seed(&all, input.len(), estimated(&input));
         assert_eq!(prompt.of(&all), estimated(&all));
         // A seed is trusted (the input cache's count is tested there): a wrong one shows.
