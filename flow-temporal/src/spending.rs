@@ -193,12 +193,14 @@ pub fn budget_error_of(type_name: &str, message: &str) -> Option<BudgetError> {
     }
     match type_name {
         BUDGET_FAILURE => refusal_of(type_name, message).map(BudgetError::Exceeded),
-        UNPRICED_FAILURE => serde_json::from_str::<Unpriced>(message)
-            .ok()
-            .map(|u| BudgetError::Unpriced {
-                agent: u.agent,
-                model: u.model,
-            }),
+        UNPRICED_FAILURE => {
+            serde_json::from_str::<Unpriced>(message)
+                .ok()
+                .map(|u| BudgetError::Unpriced {
+                    agent: u.agent,
+                    model: u.model,
+                })
+        }
         _ => None,
     }
 }

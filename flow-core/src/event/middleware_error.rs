@@ -241,3 +241,35 @@ impl MiddlewareError {
         matches!(self, MiddlewareError::Refused { .. })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AgentError;
+
+    #[test]
+    fn a_hooks_unpriced_model_ends_the_run_as_the_engines_own_check_does() {
+        let unpriced = BudgetError::Unpriced {
+            agent: "clerk".into(),
+            model: "gpt-x".into(),
+        };
+        let error = AgentError::from(MiddlewareError::BudgetFailed {
+            middleware: "temporal".into(),
+            hook: Hook::BeforeModel,
+            agent: "clerk".into(),
+            error: Box::new(unpriced.clone()),
+        });
+        let AgentError::Failed { agent, message } = &error else {
+            panic!("not a failure: {error:?}");
+        };
+        assert_eq!((&**agent, &**message), ("clerk", &*unpriced.to_string()));
+        assert_eq!(error.kind(), "failed");
+    }
+
+    #[test]
+    fn a_middleware_error_stays_small() {
+        // Carried in the future of every hooked call: a larger error grows those futures (and
+        // an agent run's allocation past the allocator's small requests).
+        assert!(std::mem::size_of::<MiddlewareError>() <= 64);
+    }
+}

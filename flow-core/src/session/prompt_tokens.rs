@@ -66,7 +66,8 @@ impl PromptCount {
     /// Notes `messages`, estimated at `tokens`, as the conversation counted.
     fn note(&self, messages: &[MessageRef], tokens: u64) {
         self.counted.store(messages.len(), Relaxed);
-        self.first.store(messages.first().map_or(0, address), Relaxed);
+        self.first
+            .store(messages.first().map_or(0, address), Relaxed);
         self.last.store(messages.last().map_or(0, address), Relaxed);
         self.tokens.store(tokens, Relaxed);
     }

@@ -181,9 +181,7 @@ async fn a_model_without_a_price_under_a_money_budget_fails_the_turn_as_in_proce
         .unwrap();
     let runner = Runner::builder(FlowAgent::new(agent))
         .stores(InMemoryStore::new())
-        .spending(
-            SpendingBudgets::new(Arc::new(InMemoryRunQueue::new())).thread(limits),
-        )
+        .spending(SpendingBudgets::new(Arc::new(InMemoryRunQueue::new())).thread(limits))
         .build();
     let events: Vec<_> = runner
         .turn(TurnRequest::new("acme.t", Message::user("hi")))
@@ -218,10 +216,16 @@ async fn a_model_without_a_price_under_a_money_budget_fails_the_turn_as_in_proce
     assert_eq!(on_temporal, ErrorJson::from(in_process), "{error}");
     assert_eq!(on_temporal.kind, "failed");
     assert!(
-        on_temporal.message.contains("model 'counting', which has no price"),
+        on_temporal
+            .message
+            .contains("model 'counting', which has no price"),
         "{error}"
     );
-    assert_eq!(model.calls.load(Ordering::SeqCst), 0, "the model was not called");
+    assert_eq!(
+        model.calls.load(Ordering::SeqCst),
+        0,
+        "the model was not called"
+    );
 }
 
 fn now_ms() -> u64 {
