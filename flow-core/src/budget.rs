@@ -793,8 +793,8 @@ mod tests {
 
     #[test]
     fn a_ledgers_first_allocation_stays_a_small_request() {
-        assert!(FIRST_AGENTS >= 8, "{FIRST_AGENTS} agents");
-        assert!(FIRST_AGENTS * std::mem::size_of::<AgentSpent>() <= 1_008);
+        const { assert!(FIRST_AGENTS >= 8) };
+        const { assert!(FIRST_AGENTS * std::mem::size_of::<AgentSpent>() <= 1_008) };
         let mut ledger = BudgetLedger::default();
         ledger.add_model_call(&"a".into(), Usage::new(1, 1), 0);
         assert_eq!(ledger.by_agent.capacity(), FIRST_AGENTS);

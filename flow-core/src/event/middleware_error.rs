@@ -270,6 +270,6 @@ mod tests {
     fn a_middleware_error_stays_small() {
         // Carried in the future of every hooked call: a larger error grows those futures (and
         // an agent run's allocation past the allocator's small requests).
-        assert!(std::mem::size_of::<MiddlewareError>() <= 64);
+        const { assert!(std::mem::size_of::<MiddlewareError>() <= 64) };
     }
 }
