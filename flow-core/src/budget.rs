@@ -340,6 +340,26 @@ impl Budgets {
         Ok(())
     }
 
+    /// Whether a model call estimated at `estimate` is within the run's limits given what the
+    /// run has spent (`run`) and `elapsed`, when that alone decides it: no price table, no
+    /// money limit, no agent with limits of its own (`false` otherwise, and when a limit would
+    /// be crossed: [`check_call`](Self::check_call) then says which). The common path of a
+    /// check: straight comparisons, no error built.
+    pub(crate) fn run_call_clear(&self, run: &Spent, estimate: &Usage, elapsed: Duration) -> bool {
+        let l = &self.run;
+        if !self.prices.is_empty() || l.max_cost_micro_usd.is_some() || !self.agents.is_empty() {
+            return false;
+        }
+        let cap = |limit: Option<u64>| limit.unwrap_or(u64::MAX);
+        let input = run.usage.input_tokens + estimate.input_tokens;
+        let output = run.usage.output_tokens + estimate.output_tokens;
+        l.max_wall_time.map_or(true, |max| elapsed < max)
+            && run.model_calls < cap(l.max_model_calls)
+            && input <= cap(l.max_input_tokens)
+            && output <= cap(l.max_output_tokens)
+            && input + output <= cap(l.max_total_tokens)
+    }
+
     /// The limits of `agent`, if it has its own (no lookup when no agent has).
     pub(crate) fn own_limits(&self, agent: &str) -> Option<&BudgetLimits> {
         if self.agents.is_empty() {
@@ -798,5 +818,50 @@ mod tests {
         let mut ledger = BudgetLedger::default();
         ledger.add_model_call(&"a".into(), Usage::new(1, 1), 0);
         assert_eq!(ledger.by_agent.capacity(), FIRST_AGENTS);
+    }
+
+    #[test]
+    fn the_checks_common_path_passes_a_call_only_when_the_full_check_does() {
+        let limits = [
+            BudgetLimits::default().max_model_calls(3),
+            BudgetLimits::default().max_input_tokens(100),
+            BudgetLimits::default().max_output_tokens(10),
+            BudgetLimits::default().max_total_tokens(105),
+            BudgetLimits::default().max_wall_time(Duration::from_secs(5)),
+            BudgetLimits::default()
+                .max_model_calls(2)
+                .max_total_tokens(60),
+            BudgetLimits::default().max_tool_calls(1),
+        ];
+        for limits in limits {
+            let budgets = Budgets::new(limits);
+            for calls in 0..5 {
+                for tokens in [0, 40, 60, 95, 100, 120] {
+                    for secs in [0, 4, 5, 6] {
+                        let mut ledger = BudgetLedger::default();
+                        for _ in 0..calls {
+                            ledger.add_model_call(&"a".into(), Usage::new(tokens / 4, 1), 0);
+                        }
+                        let estimate = Usage::new(tokens / 2, 5);
+                        let elapsed = Duration::from_secs(secs);
+                        let full = budgets
+                            .check_model_call(&ledger, "a", "m", estimate, elapsed)
+                            .is_ok();
+                        let clear = budgets.run_call_clear(&ledger.total, &estimate, elapsed);
+                        assert_eq!(clear, full, "{limits:?}, {calls} calls, {tokens}, {secs}s");
+                    }
+                }
+            }
+        }
+        // With a price table, a money limit or an agent's own limits it does not decide.
+        let priced = Budgets::new(BudgetLimits::default().max_model_calls(9))
+            .price("m", ModelPrice::per_million_tokens(1.0, 1.0));
+        let money = Budgets::new(BudgetLimits::default().max_cost_usd(1.0));
+        let own = Budgets::new(BudgetLimits::default().max_model_calls(9))
+            .agent("a", BudgetLimits::default().max_model_calls(1));
+        for budgets in [priced, money, own] {
+            let spent = Spent::default();
+            assert!(!budgets.run_call_clear(&spent, &Usage::new(1, 1), Duration::ZERO));
+        }
     }
 }

@@ -34,9 +34,13 @@ impl ChatModelAgent {
             0
         };
         let agent = cx.agent_name();
-        // The run's totals are read without the session's lock; an agent with limits of its
-        // own reads its entries in the ledger.
+        // The run's totals are read without the session's lock; most checks end at the first
+        // comparison of them. An agent with limits of its own reads its entries in the ledger.
         let spent = run.spent(cx.session());
+        let estimate = Usage::new(input, output);
+        if run.budgets.run_call_clear(&spent, &estimate, elapsed) {
+            return Ok(());
+        }
         let own = run.budgets.own_limits(agent).map(|limits| {
             let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
             (limits, mine)
@@ -47,7 +51,7 @@ impl ChatModelAgent {
                 own,
                 agent,
                 self.model.model_name(),
-                Usage::new(input, output),
+                estimate,
                 elapsed,
             )
             .map_err(|e| self.budget_error(e))
