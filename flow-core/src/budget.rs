@@ -286,24 +286,29 @@ impl Budgets {
                 .is_some_and(|l| l.max_cost_micro_usd.is_some())
     }
 
-    /// The scopes `agent`'s calls are checked in: the run's, then the agent's own.
-    fn scopes<'a>(
-        &'a self,
-        agent: &'a str,
-    ) -> impl Iterator<Item = (BudgetScope, &'a BudgetLimits)> + 'a {
-        std::iter::once((BudgetScope::Run, &self.run)).chain(
-            self.agents
-                .get(agent)
-                .map(|limits| (BudgetScope::Agent, limits)),
-        )
-    }
-
     /// Whether a model call of `agent` to `model`, estimated at `input` prompt tokens and at
     /// most `output` reply tokens, stays within every budget, given what `ledger` says was spent
     /// and `elapsed` since the run's first check.
     pub fn check_model_call(
         &self,
         ledger: &BudgetLedger,
+        agent: &str,
+        model: &str,
+        estimate: Usage,
+        elapsed: Duration,
+    ) -> Result<(), BudgetError> {
+        let own = self
+            .own_limits(agent)
+            .map(|limits| (limits, ledger.agent_total(agent)));
+        self.check_call(&ledger.total, own, agent, model, estimate, elapsed)
+    }
+
+    /// [`check_model_call`](Self::check_model_call) given what the run has spent (`run`) and,
+    /// when `agent` has its own limits, those limits and what it has spent (`own`).
+    pub(crate) fn check_call(
+        &self,
+        run: &Spent,
+        own: Option<(&BudgetLimits, Spent)>,
         agent: &str,
         model: &str,
         estimate: Usage,
@@ -328,15 +333,35 @@ impl Budgets {
             cost,
             elapsed,
         };
-        call.within(BudgetScope::Run, &self.run, &ledger.total)?;
-        if let Some(limits) = self.own_limits(agent) {
-            call.within(BudgetScope::Agent, limits, &ledger.agent_total(agent))?;
+        call.within(BudgetScope::Run, &self.run, run)?;
+        if let Some((limits, spent)) = own {
+            call.within(BudgetScope::Agent, limits, &spent)?;
         }
         Ok(())
     }
 
+    /// Whether a model call estimated at `estimate` is within the run's limits given what the
+    /// run has spent (`run`) and `elapsed`, when that alone decides it: no price table, no
+    /// money limit, no agent with limits of its own (`false` otherwise, and when a limit would
+    /// be crossed: [`check_call`](Self::check_call) then says which). The common path of a
+    /// check: straight comparisons, no error built.
+    pub(crate) fn run_call_clear(&self, run: &Spent, estimate: &Usage, elapsed: Duration) -> bool {
+        let l = &self.run;
+        if !self.prices.is_empty() || l.max_cost_micro_usd.is_some() || !self.agents.is_empty() {
+            return false;
+        }
+        let cap = |limit: Option<u64>| limit.unwrap_or(u64::MAX);
+        let input = run.usage.input_tokens + estimate.input_tokens;
+        let output = run.usage.output_tokens + estimate.output_tokens;
+        l.max_wall_time.map_or(true, |max| elapsed < max)
+            && run.model_calls < cap(l.max_model_calls)
+            && input <= cap(l.max_input_tokens)
+            && output <= cap(l.max_output_tokens)
+            && input + output <= cap(l.max_total_tokens)
+    }
+
     /// The limits of `agent`, if it has its own (no lookup when no agent has).
-    fn own_limits(&self, agent: &str) -> Option<&BudgetLimits> {
+    pub(crate) fn own_limits(&self, agent: &str) -> Option<&BudgetLimits> {
         if self.agents.is_empty() {
             None
         } else {
@@ -352,8 +377,25 @@ impl Budgets {
         calls: u64,
         elapsed: Duration,
     ) -> Result<(), BudgetError> {
-        for (scope, limits) in self.scopes(agent) {
-            let spent = ledger.spent(scope, agent);
+        let own = self
+            .own_limits(agent)
+            .map(|limits| (limits, ledger.agent_total(agent)));
+        self.check_tools(&ledger.total, own, agent, calls, elapsed)
+    }
+
+    /// [`check_tool_calls`](Self::check_tool_calls) given what the run has spent and, when
+    /// `agent` has its own limits, those limits and what it has spent.
+    pub(crate) fn check_tools(
+        &self,
+        run: &Spent,
+        own: Option<(&BudgetLimits, Spent)>,
+        agent: &str,
+        calls: u64,
+        elapsed: Duration,
+    ) -> Result<(), BudgetError> {
+        let scopes = std::iter::once((BudgetScope::Run, &self.run, *run))
+            .chain(own.map(|(limits, spent)| (BudgetScope::Agent, limits, spent)));
+        for (scope, limits, spent) in scopes {
             let checks = [(
                 BudgetKind::ToolCalls,
                 limits.max_tool_calls,
@@ -539,7 +581,7 @@ impl BudgetLedger {
     }
 
     /// What agent `agent` has spent, over all its entries.
-    fn agent_total(&self, agent: &str) -> Spent {
+    pub(crate) fn agent_total(&self, agent: &str) -> Spent {
         let mut total = Spent::default();
         for a in self.by_agent.iter().filter(|a| &*a.agent == agent) {
             total.add(&a.spent);
@@ -589,9 +631,9 @@ impl BudgetLedger {
                 self.merge();
             }
             if self.by_agent.capacity() == 0 {
-                // One allocation for a tree of up to 8 agents, not one per doubling (and
-                // small enough for the allocator's fast path: under 1 KiB).
-                self.by_agent.reserve_exact(8);
+                // One allocation for as many agents as fit in the allocator's small requests,
+                // not one per doubling (see `FIRST_AGENTS`).
+                self.by_agent.reserve_exact(FIRST_AGENTS);
             }
             self.by_agent.push(AgentSpent {
                 agent: Arc::clone(agent),
@@ -602,6 +644,12 @@ impl BudgetLedger {
         &mut self.by_agent[last].spent
     }
 }
+
+/// The room a ledger's first allocation makes for agents: as many entries as fit in 1,008
+/// bytes, glibc's largest small request (11 of 88 bytes). A larger request (or a regrowth past
+/// it) makes the allocator consolidate its fast bins, which costs every allocation of the run
+/// after it; a tree of more agents regrows once.
+const FIRST_AGENTS: usize = 1_008 / std::mem::size_of::<AgentSpent>();
 
 impl Spent {
     fn add(&mut self, other: &Spent) {
@@ -757,4 +805,63 @@ pub enum BudgetError {
         /// What failed.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledgers_first_allocation_stays_a_small_request() {
+        const { assert!(FIRST_AGENTS >= 8) };
+        const { assert!(FIRST_AGENTS * std::mem::size_of::<AgentSpent>() <= 1_008) };
+        let mut ledger = BudgetLedger::default();
+        ledger.add_model_call(&"a".into(), Usage::new(1, 1), 0);
+        assert_eq!(ledger.by_agent.capacity(), FIRST_AGENTS);
+    }
+
+    #[test]
+    fn the_checks_common_path_passes_a_call_only_when_the_full_check_does() {
+        let limits = [
+            BudgetLimits::default().max_model_calls(3),
+            BudgetLimits::default().max_input_tokens(100),
+            BudgetLimits::default().max_output_tokens(10),
+            BudgetLimits::default().max_total_tokens(105),
+            BudgetLimits::default().max_wall_time(Duration::from_secs(5)),
+            BudgetLimits::default()
+                .max_model_calls(2)
+                .max_total_tokens(60),
+            BudgetLimits::default().max_tool_calls(1),
+        ];
+        for limits in limits {
+            let budgets = Budgets::new(limits);
+            for calls in 0..5 {
+                for tokens in [0, 40, 60, 95, 100, 120] {
+                    for secs in [0, 4, 5, 6] {
+                        let mut ledger = BudgetLedger::default();
+                        for _ in 0..calls {
+                            ledger.add_model_call(&"a".into(), Usage::new(tokens / 4, 1), 0);
+                        }
+                        let estimate = Usage::new(tokens / 2, 5);
+                        let elapsed = Duration::from_secs(secs);
+                        let full = budgets
+                            .check_model_call(&ledger, "a", "m", estimate, elapsed)
+                            .is_ok();
+                        let clear = budgets.run_call_clear(&ledger.total, &estimate, elapsed);
+                        assert_eq!(clear, full, "{limits:?}, {calls} calls, {tokens}, {secs}s");
+                    }
+                }
+            }
+        }
+        // With a price table, a money limit or an agent's own limits it does not decide.
+        let priced = Budgets::new(BudgetLimits::default().max_model_calls(9))
+            .price("m", ModelPrice::per_million_tokens(1.0, 1.0));
+        let money = Budgets::new(BudgetLimits::default().max_cost_usd(1.0));
+        let own = Budgets::new(BudgetLimits::default().max_model_calls(9))
+            .agent("a", BudgetLimits::default().max_model_calls(1));
+        for budgets in [priced, money, own] {
+            let spent = Spent::default();
+            assert!(!budgets.run_call_clear(&spent, &Usage::new(1, 1), Duration::ZERO));
+        }
+    }
 }

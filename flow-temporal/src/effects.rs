@@ -160,9 +160,10 @@ pub enum Effect {
 pub enum Outcome {
     /// The model's reply, or why the call failed for good (its retries spent).
     Model(Result<Message, String>),
-    /// The model call was not made: it would have crossed a budget per thread or per tenant
-    /// (the model activity's reservation was refused; see [`crate::spending`]).
-    BudgetExceeded(agentweave_core::budget::BudgetExceeded),
+    /// The model call was not made: it would have crossed a budget per thread or per tenant,
+    /// or its model has no price under a money budget (the model activity's reservation was
+    /// refused; see [`crate::spending`]).
+    Budget(agentweave_core::budget::BudgetError),
     /// The tool's outcome, or why the call failed for good.
     Tool(Result<ToolOutcome, String>),
     /// The wait is over.
@@ -333,8 +334,9 @@ impl Middleware for EffectsMiddleware {
         };
         match self.effects.ask(Effect::Model(call)).await {
             Outcome::Model(Ok(reply)) => Ok(Some(reply)),
-            // The run ends as a run refused in process does (`AgentError::BudgetExceeded`).
-            Outcome::BudgetExceeded(exceeded) => Err(HookError::budget_exceeded(exceeded)),
+            // The run ends as a run refused in process does (`AgentError::BudgetExceeded`, or
+            // `AgentError::Failed` for a model without a price).
+            Outcome::Budget(error) => Err(HookError::budget_error(error)),
             Outcome::Model(Err(why)) => Err(HookError::failed(format!(
                 "the model call of agent '{}' failed on Temporal after its retries: {why}",
                 cx.agent_name()

@@ -14,6 +14,9 @@
 //!   ([`refusal_text`]); the workflow reads it back ([`refusal_of`]) and the agent's run ends
 //!   with [`AgentError::BudgetExceeded`](agentweave_core::AgentError::BudgetExceeded), the
 //!   outcome and public code of the same refusal in process.
+//! - **A model without a price** under a money budget fails the activity for good too
+//!   ([`UNPRICED_FAILURE`], read back by [`budget_error_of`]): the agent's run ends with the
+//!   [`AgentError::Failed`](agentweave_core::AgentError::Failed) the same check gives in process.
 //! - **Whose.** The thread is the workflow's id (a server's workflows are named by the
 //!   thread's store id, `FLOW.TENANT.THREAD`); the tenant is what the budgets' `tenant_of`
 //!   says of it; the flow in the usage report is the call's flow.
@@ -31,6 +34,10 @@ use crate::flows::{Flows, LookupError};
 
 /// The failure type of a model activity refused by a budget.
 pub const BUDGET_FAILURE: &str = "AgentflowBudgetExceeded";
+
+/// The failure type of a model activity whose model has no price while a budget of its call
+/// counts money (its message: `{"agent": ..., "model": ...}`).
+pub const UNPRICED_FAILURE: &str = "AgentflowBudgetUnpriced";
 
 /// One model call's charge: its key, the same on every attempt of the activity, and when it
 /// counts (the periods of a tenant's budgets).
@@ -150,6 +157,52 @@ pub fn refusal_of(type_name: &str, message: &str) -> Option<BudgetExceeded> {
         return None;
     }
     serde_json::from_str(message).ok()
+}
+
+/// A budget check's error as a model activity's failure that is not retried: its type and
+/// message ([`BUDGET_FAILURE`] with [`refusal_text`] for a crossed budget, [`UNPRICED_FAILURE`]
+/// for a model without a price); `None` for an error another attempt may get past (the
+/// spending store out of reach).
+pub fn failure_of(error: &BudgetError) -> Option<(&'static str, String)> {
+    match error {
+        BudgetError::Exceeded(exceeded) => Some((BUDGET_FAILURE, refusal_text(exceeded))),
+        BudgetError::Unpriced { agent, model } => Some((
+            UNPRICED_FAILURE,
+            serde_json::json!({ "agent": agent, "model": model }).to_string(),
+        )),
+        _ => None,
+    }
+}
+
+/// The budget check's error a model activity failure of type `type_name` with message
+/// `message` carries, if it is one ([`failure_of`]).
+///
+/// ```
+/// use agentweave_core::budget::BudgetError;
+/// use agentweave_temporal::spending::{budget_error_of, failure_of};
+/// let unpriced = BudgetError::Unpriced { agent: "clerk".into(), model: "gpt-x".into() };
+/// let (type_name, text) = failure_of(&unpriced).unwrap();
+/// assert_eq!(budget_error_of(type_name, &text), Some(unpriced));
+/// assert_eq!(budget_error_of("ModelError", &text), None);
+/// ```
+pub fn budget_error_of(type_name: &str, message: &str) -> Option<BudgetError> {
+    #[derive(serde::Deserialize)]
+    struct Unpriced {
+        agent: Arc<str>,
+        model: Arc<str>,
+    }
+    match type_name {
+        BUDGET_FAILURE => refusal_of(type_name, message).map(BudgetError::Exceeded),
+        UNPRICED_FAILURE => {
+            serde_json::from_str::<Unpriced>(message)
+                .ok()
+                .map(|u| BudgetError::Unpriced {
+                    agent: u.agent,
+                    model: u.model,
+                })
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -23,11 +23,19 @@ struct Queue {
     consumer: Option<Waker>,
 }
 
+/// A generated stream's queue, and the run's prompt tokens as its budget checks last counted
+/// them (untouched by a run without budgets that read them; read without the queue's lock).
+#[derive(Default)]
+struct Shared {
+    q: Mutex<Queue>,
+    prompt: crate::session::PromptCount,
+}
+
 /// The event queue of a generated stream, taken from this thread's pool of queues of finished
 /// runs (an agent run would otherwise allocate a queue and its buffer) and given back to it
 /// when the stream is dropped, if nothing else holds it. The pool keeps at most
 /// [`POOLED`] queues, each with room for at most [`POOLED_ROOM`] events.
-struct Pooled(Option<Arc<Mutex<Queue>>>);
+struct Pooled(Option<Arc<Shared>>);
 
 /// How many queues a thread keeps for reuse.
 const POOLED: usize = 16;
@@ -35,7 +43,7 @@ const POOLED: usize = 16;
 const POOLED_ROOM: usize = 8;
 
 thread_local! {
-    static QUEUES: RefCell<Vec<Arc<Mutex<Queue>>>> = const { RefCell::new(Vec::new()) };
+    static QUEUES: RefCell<Vec<Arc<Shared>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Pooled {
@@ -44,7 +52,7 @@ impl Pooled {
         Pooled(Some(pooled.unwrap_or_default()))
     }
 
-    fn get(&self) -> &Arc<Mutex<Queue>> {
+    fn get(&self) -> &Arc<Shared> {
         self.0.as_ref().expect("a queue until dropped")
     }
 }
@@ -55,7 +63,10 @@ impl Drop for Pooled {
             return;
         };
         // Only a queue no context holds any more, whose lock never saw a panic.
-        let Some(Ok(q)) = Arc::get_mut(&mut queue).map(Mutex::get_mut) else {
+        let Some(Ok(q)) = Arc::get_mut(&mut queue).map(|shared| {
+            shared.prompt = crate::session::PromptCount::default();
+            shared.q.get_mut()
+        }) else {
             return;
         };
         q.consumer = None;
@@ -81,13 +92,19 @@ impl Drop for Pooled {
 #[derive(Clone)]
 pub struct Context {
     run: RunContext,
-    queue: Arc<Mutex<Queue>>,
+    queue: Arc<Shared>,
 }
 
 impl Context {
+    /// This agent run's prompt count (see [`crate::session::PromptCount`]): one agent run's,
+    /// never the session's, read without a lock.
+    pub(crate) fn prompt_count(&self) -> &crate::session::PromptCount {
+        &self.queue.prompt
+    }
+
     /// Emits an event.
     pub fn emit(&self, event: AgentEvent) {
-        let mut q = self.queue.lock().expect("event queue lock");
+        let mut q = self.queue.q.lock().expect("event queue lock");
         q.events.push_back(event);
         if let Some(w) = q.consumer.take() {
             w.wake();
@@ -294,6 +311,7 @@ where
         if let Some(ev) = this
             .queue
             .get()
+            .q
             .lock()
             .expect("event queue lock")
             .events
@@ -305,7 +323,7 @@ where
             return Poll::Ready(None);
         };
         let done = fut.poll(cx);
-        let mut q = this.queue.get().lock().expect("event queue lock");
+        let mut q = this.queue.get().q.lock().expect("event queue lock");
         match done {
             Poll::Ready(result) => {
                 if let Err(e) = result {
@@ -337,7 +355,7 @@ mod tests {
         RunContext::new_run(Session::new(), [], false, "bot")
     }
 
-    fn pooled() -> Vec<Arc<Mutex<Queue>>> {
+    fn pooled() -> Vec<Arc<Shared>> {
         QUEUES.with(|q| q.borrow().clone())
     }
 
@@ -395,7 +413,7 @@ mod tests {
         assert_eq!(futures::executor::block_on(busy.count()), 100);
         let back = pooled();
         assert_eq!(back.len(), 1);
-        let room = back[0].lock().unwrap().events.capacity();
+        let room = back[0].q.lock().unwrap().events.capacity();
         assert!(room <= POOLED_ROOM, "kept room for {room} events");
         drop(back);
 

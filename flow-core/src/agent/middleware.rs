@@ -380,12 +380,20 @@ pub(crate) async fn guard<T>(
     match AssertUnwindSafe(run).catch_unwind().await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(HookError {
-            exceeded: Some(exceeded),
+            budget: Some(budget),
             ..
-        })) => Err(MiddlewareError::BudgetExceeded {
-            middleware: name(),
-            hook,
-            exceeded: *exceeded,
+        })) => Err(match *budget {
+            crate::budget::BudgetError::Exceeded(exceeded) => MiddlewareError::BudgetExceeded {
+                middleware: name(),
+                hook,
+                exceeded,
+            },
+            error => MiddlewareError::BudgetFailed {
+                middleware: name(),
+                hook,
+                agent: agent(),
+                error: Box::new(error),
+            },
         }),
         Ok(Err(HookError { kind, message, .. })) => Err(match kind {
             HookErrorKind::Refused => MiddlewareError::Refused {

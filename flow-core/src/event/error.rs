@@ -133,12 +133,15 @@ pub enum AgentError {
 impl From<MiddlewareError> for AgentError {
     /// A middleware's error; a hook's budget refusal
     /// ([`HookError::budget_exceeded`](crate::middleware::HookError::budget_exceeded)) is the
-    /// run's [`AgentError::BudgetExceeded`], as if the engine had refused the call.
+    /// run's [`AgentError::BudgetExceeded`], as if the engine had refused the call; a hook's
+    /// other budget error ([`MiddlewareError::BudgetFailed`]) is [`AgentError::Failed`] of the
+    /// agent, as the engine's own check fails.
     fn from(error: MiddlewareError) -> Self {
         match error {
             MiddlewareError::BudgetExceeded { exceeded, .. } => {
                 AgentError::BudgetExceeded(exceeded)
             }
+            MiddlewareError::BudgetFailed { agent, error, .. } => AgentError::failed(agent, error),
             other => AgentError::Middleware(Box::new(other)),
         }
     }
@@ -218,7 +221,8 @@ impl AgentError {
             AgentError::Middleware(error) => match &**error {
                 MiddlewareError::Refused { agent, .. }
                 | MiddlewareError::Failed { agent, .. }
-                | MiddlewareError::Panicked { agent, .. } => Some(agent),
+                | MiddlewareError::Panicked { agent, .. }
+                | MiddlewareError::BudgetFailed { agent, .. } => Some(agent),
                 MiddlewareError::BudgetExceeded { exceeded, .. } => Some(&exceeded.agent),
             },
             _ => None,

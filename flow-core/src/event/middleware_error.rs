@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::budget::BudgetExceeded;
+use crate::budget::{BudgetError, BudgetExceeded};
 use crate::run_path::RunPath;
 
 /// Why a hook stopped the agent: a refusal (a guardrail said no) or a failure; or a budget
@@ -18,8 +18,9 @@ pub struct HookError {
     pub kind: HookErrorKind,
     /// Why, in words (the error event says it).
     pub message: Arc<str>,
-    /// The budget refusal this error carries ([`HookError::budget_exceeded`]).
-    pub(crate) exceeded: Option<Box<BudgetExceeded>>,
+    /// The budget check's error this error carries ([`HookError::budget_exceeded`],
+    /// [`HookError::budget_error`]).
+    pub(crate) budget: Option<Box<BudgetError>>,
 }
 
 /// Whether a [`HookError`] is a refusal or a failure.
@@ -37,7 +38,7 @@ impl HookError {
         HookError {
             kind: HookErrorKind::Refused,
             message: reason.into(),
-            exceeded: None,
+            budget: None,
         }
     }
 
@@ -46,7 +47,7 @@ impl HookError {
         HookError {
             kind: HookErrorKind::Failed,
             message: message.to_string().into(),
-            exceeded: None,
+            budget: None,
         }
     }
 
@@ -69,16 +70,42 @@ impl HookError {
     /// assert_eq!(error.exceeded(), Some(&refusal));
     /// ```
     pub fn budget_exceeded(exceeded: BudgetExceeded) -> Self {
+        HookError::budget_error(BudgetError::Exceeded(exceeded))
+    }
+
+    /// A budget check made by a hook that has the call made elsewhere, which did not pass the
+    /// call: the agent's run ends as when the engine checks the call itself. A crossed budget
+    /// ([`BudgetError::Exceeded`]) is [`budget_exceeded`](Self::budget_exceeded); another
+    /// error (a model without a price under a money budget) ends the run with
+    /// [`AgentError::Failed`](crate::AgentError::Failed) of the agent, with the check's message.
+    ///
+    /// ```
+    /// use agentweave_core::budget::BudgetError;
+    /// use agentweave_core::middleware::HookError;
+    /// let error = HookError::budget_error(BudgetError::Unpriced {
+    ///     agent: "clerk".into(),
+    ///     model: "gpt-x".into(),
+    /// });
+    /// assert_eq!(error.exceeded(), None);
+    /// assert!(error.message.contains("no price"));
+    /// ```
+    pub fn budget_error(error: BudgetError) -> Self {
         HookError {
-            kind: HookErrorKind::Refused,
-            message: exceeded.to_string().into(),
-            exceeded: Some(Box::new(exceeded)),
+            kind: match error {
+                BudgetError::Exceeded(_) => HookErrorKind::Refused,
+                _ => HookErrorKind::Failed,
+            },
+            message: error.to_string().into(),
+            budget: Some(Box::new(error)),
         }
     }
 
     /// The budget refusal this error carries, if it is one ([`HookError::budget_exceeded`]).
     pub fn exceeded(&self) -> Option<&BudgetExceeded> {
-        self.exceeded.as_deref()
+        match self.budget.as_deref() {
+            Some(BudgetError::Exceeded(exceeded)) => Some(exceeded),
+            _ => None,
+        }
     }
 }
 
@@ -161,6 +188,23 @@ pub enum MiddlewareError {
         #[source]
         exceeded: BudgetExceeded,
     },
+    /// A hook's budget check did not pass the call for another reason than a crossed budget
+    /// ([`HookError::budget_error`]: a model without a price under a money budget); as an
+    /// agent's error it is [`AgentError::Failed`](crate::AgentError::Failed) of `agent` with
+    /// the check's message, the error of the same check in process.
+    #[error("{error}")]
+    BudgetFailed {
+        /// The middleware.
+        middleware: Arc<str>,
+        /// The hook.
+        hook: Hook,
+        /// The agent whose call was checked.
+        agent: Arc<str>,
+        /// What the check said (boxed: a middleware error is carried in the futures of
+        /// every hooked call, so its size is kept to its other variants').
+        #[source]
+        error: Box<BudgetError>,
+    },
     /// A middleware panicked.
     #[error(
         "middleware '{middleware}' panicked in {hook} of agent '{agent}' (at {run_path}): \
@@ -187,6 +231,7 @@ impl MiddlewareError {
             MiddlewareError::Refused { hook, .. }
             | MiddlewareError::Failed { hook, .. }
             | MiddlewareError::BudgetExceeded { hook, .. }
+            | MiddlewareError::BudgetFailed { hook, .. }
             | MiddlewareError::Panicked { hook, .. } => *hook,
         }
     }
@@ -194,5 +239,37 @@ impl MiddlewareError {
     /// Whether a guardrail refused (rather than a middleware failing).
     pub fn is_refusal(&self) -> bool {
         matches!(self, MiddlewareError::Refused { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AgentError;
+
+    #[test]
+    fn a_hooks_unpriced_model_ends_the_run_as_the_engines_own_check_does() {
+        let unpriced = BudgetError::Unpriced {
+            agent: "clerk".into(),
+            model: "gpt-x".into(),
+        };
+        let error = AgentError::from(MiddlewareError::BudgetFailed {
+            middleware: "temporal".into(),
+            hook: Hook::BeforeModel,
+            agent: "clerk".into(),
+            error: Box::new(unpriced.clone()),
+        });
+        let AgentError::Failed { agent, message } = &error else {
+            panic!("not a failure: {error:?}");
+        };
+        assert_eq!((&**agent, &**message), ("clerk", &*unpriced.to_string()));
+        assert_eq!(error.kind(), "failed");
+    }
+
+    #[test]
+    fn a_middleware_error_stays_small() {
+        // Carried in the future of every hooked call: a larger error grows those futures (and
+        // an agent run's allocation past the allocator's small requests).
+        const { assert!(std::mem::size_of::<MiddlewareError>() <= 64) };
     }
 }

@@ -25,24 +25,35 @@ impl ChatModelAgent {
         };
         let output = request.params.max_tokens.map_or(1, u64::from).max(1);
         // The clock is read only when a limit reads it; the prompt is counted only when a
-        // limit reads it, and then only its messages added since this agent's last count.
+        // limit reads it, and then only its messages added since this run's last count (kept
+        // with the agent run, not in the session).
         let elapsed = run.elapsed_if_read(cx.run_context());
-        let reads_prompt = run.budgets.reads_prompt_tokens();
-        cx.session()
-            .with_budget(|ledger, prompts| {
-                let input = if reads_prompt {
-                    prompts.of(&self.name, &request.messages)
-                } else {
-                    0
-                };
-                run.budgets.check_model_call(
-                    ledger,
-                    cx.agent_name(),
-                    self.model.model_name(),
-                    Usage::new(input, output),
-                    elapsed,
-                )
-            })
+        let input = if run.budgets.reads_prompt_tokens() {
+            cx.prompt_count().of(&request.messages)
+        } else {
+            0
+        };
+        let agent = cx.agent_name();
+        // The run's totals are read without the session's lock; most checks end at the first
+        // comparison of them. An agent with limits of its own reads its entries in the ledger.
+        let spent = run.spent(cx.session());
+        let estimate = Usage::new(input, output);
+        if run.budgets.run_call_clear(&spent, &estimate, elapsed) {
+            return Ok(());
+        }
+        let own = run.budgets.own_limits(agent).map(|limits| {
+            let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
+            (limits, mine)
+        });
+        run.budgets
+            .check_call(
+                &spent,
+                own,
+                agent,
+                self.model.model_name(),
+                estimate,
+                elapsed,
+            )
             .map_err(|e| self.budget_error(e))
     }
 
@@ -60,17 +71,17 @@ impl ChatModelAgent {
             .budgets()
             .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
-            cx.session()
-                .seed_prompt_tokens(&self.name, messages, input.len(), tokens);
+            cx.prompt_count().seed(messages, input.len(), tokens);
         }
     }
 
     /// Charges the run's budgets with the model call that answered `reply` (its reported
     /// usage, or none).
     pub(super) fn charge_model_call(&self, cx: &Context, reply: &Message) {
-        let Some(budgets) = cx.run_context().budgets() else {
+        let Some(run) = cx.run_context().run_budgets() else {
             return;
         };
+        let budgets = &run.budgets;
         let usage = reply.usage.as_deref().copied().unwrap_or_default();
         // Priced only when the run has a price table (the model's name read only then).
         let cost = if budgets.has_prices() {
@@ -79,8 +90,7 @@ impl ChatModelAgent {
         } else {
             0
         };
-        cx.session()
-            .with_budget_ledger(|ledger| ledger.add_model_call(&self.name, usage, cost));
+        run.charge_model_call(cx.session(), &self.name, usage, cost);
     }
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
@@ -92,14 +102,17 @@ impl ChatModelAgent {
             return Ok(());
         };
         let elapsed = run.elapsed_if_read(cx.run_context());
-        cx.session()
-            .with_budget_ledger(|ledger| {
-                run.budgets
-                    .check_tool_calls(ledger, cx.agent_name(), calls, elapsed)?;
-                ledger.add_tool_calls(&self.name, calls);
-                Ok(())
-            })
-            .map_err(|e| self.budget_error(e))
+        let agent = cx.agent_name();
+        let spent = run.spent(cx.session());
+        let own = run.budgets.own_limits(agent).map(|limits| {
+            let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
+            (limits, mine)
+        });
+        run.budgets
+            .check_tools(&spent, own, agent, calls, elapsed)
+            .map_err(|e| self.budget_error(e))?;
+        run.charge_tool_calls(cx.session(), &self.name, calls);
+        Ok(())
     }
 
     fn budget_error(&self, error: BudgetError) -> AgentError {

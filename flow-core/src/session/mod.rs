@@ -5,8 +5,8 @@
 //!   with its message's context form written once);
 //! - `input_cache`: what each node's input was built from last time, so a transfer extends it
 //!   instead of rebuilding (kept in the session, read by the tree's run);
-//! - `prompt_tokens`: each agent's prompt tokens as its budget checks last counted them (kept
-//!   beside the budget ledger, only when a budget reads them);
+//! - `prompt_tokens`: an agent run's prompt tokens as its budget checks last counted them (kept
+//!   with the run's event queue, only when a budget reads them);
 //! - `usage`: the run's token usage, kept among the values.
 //!
 //! The session sits below the agent model: it knows events and messages, and the history
@@ -18,5 +18,6 @@ mod record;
 mod usage;
 
 pub(crate) use input_cache::InputCache;
+pub(crate) use prompt_tokens::PromptCount;
 pub(crate) use record::InputKey;
 pub use record::{Session, SessionEvent};

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::prompt_tokens::PromptTokens;
 use super::InputCache;
 use crate::budget::{BudgetLedger, BUDGET_SESSION_KEY};
 use crate::context_form::rewrite_for_context;
@@ -198,9 +197,6 @@ struct Values {
     /// `None` until the run first uses it (then read from `map`, where a resumed run's saved
     /// values put it).
     budget: Option<BudgetLedger>,
-    /// The agents' prompt tokens as last counted, once a budget read them (never saved: a
-    /// resumed run counts again).
-    prompts: Option<Box<PromptTokens>>,
 }
 
 impl Values {
@@ -459,42 +455,6 @@ impl Session {
         let mut values = self.shared_values().lock().expect("session lock");
         let Values { map, budget, .. } = &mut *values;
         use_it(ledger_in(budget, map))
-    }
-
-    /// Notes the prompt tokens of `agent`'s new conversation `messages`, which ends with an
-    /// input of `input_len` messages estimated at `input_tokens` (see [`PromptTokens::seed`]).
-    pub(crate) fn seed_prompt_tokens(
-        &self,
-        agent: &Arc<str>,
-        messages: &[MessageRef],
-        input_len: usize,
-        input_tokens: u64,
-    ) {
-        let mut values = self.shared_values().lock().expect("session lock");
-        values.prompts.get_or_insert_with(Box::default).seed(
-            agent,
-            messages,
-            input_len,
-            input_tokens,
-        );
-    }
-
-    /// [`with_budget_ledger`](Self::with_budget_ledger), with the agents' prompt counts too
-    /// (made on first use): one lock for a model call's check.
-    pub(crate) fn with_budget<R>(
-        &self,
-        use_it: impl FnOnce(&mut BudgetLedger, &mut PromptTokens) -> R,
-    ) -> R {
-        let mut values = self.shared_values().lock().expect("session lock");
-        let Values {
-            map,
-            budget,
-            prompts,
-        } = &mut *values;
-        use_it(
-            ledger_in(budget, map),
-            prompts.get_or_insert_with(Box::default),
-        )
     }
 
     /// The values, made on first use.

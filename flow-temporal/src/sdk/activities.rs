@@ -49,24 +49,20 @@ fn lookup_failure(e: LookupError) -> ActivityError {
 
 /// A reservation refused ([`crate::spending`]): a budget refusal ends the turn, not retried
 /// (the workflow reads it back as `AgentError::BudgetExceeded`); a model without a price under
-/// a money budget is not retried either; a spending store out of reach is.
+/// a money budget is not retried either (read back as the `AgentError::Failed` of the same
+/// check in process); a spending store out of reach is retried.
 fn budget_failure(e: BudgetError) -> ActivityError {
-    match e {
-        BudgetError::Exceeded(exceeded) => {
-            ApplicationFailure::builder(Text(spending::refusal_text(&exceeded)))
-                .type_name(spending::BUDGET_FAILURE.to_owned())
-                .non_retryable(true)
-                .build()
-                .into()
-        }
-        other => {
-            let retryable = matches!(other, BudgetError::Unavailable { .. });
-            ApplicationFailure::builder(Text(other.to_string()))
-                .type_name("AgentflowBudget".to_owned())
-                .non_retryable(!retryable)
-                .build()
-                .into()
-        }
+    match spending::failure_of(&e) {
+        Some((type_name, text)) => ApplicationFailure::builder(Text(text))
+            .type_name(type_name.to_owned())
+            .non_retryable(true)
+            .build()
+            .into(),
+        None => ApplicationFailure::builder(Text(e.to_string()))
+            .type_name("AgentflowBudget".to_owned())
+            .non_retryable(false)
+            .build()
+            .into(),
     }
 }
 

@@ -1199,7 +1199,7 @@ fn local_options(
         .build()
 }
 
-/// A model activity's outcome: its reply, the budget refusal it failed with (see
+/// A model activity's outcome: its reply, the budget check's error it failed with (see
 /// [`crate::spending`]), or its failure in words.
 fn model_outcome(result: Result<Message, ActivityExecutionError>) -> Outcome {
     let error = match result {
@@ -1209,8 +1209,8 @@ fn model_outcome(result: Result<Message, ActivityExecutionError>) -> Outcome {
     let mut cause = error.failure();
     while let Some(failure) = cause {
         if let Some(FailureInfo::ApplicationFailureInfo(info)) = &failure.failure_info {
-            if let Some(exceeded) = crate::spending::refusal_of(&info.r#type, &failure.message) {
-                return Outcome::BudgetExceeded(exceeded);
+            if let Some(error) = crate::spending::budget_error_of(&info.r#type, &failure.message) {
+                return Outcome::Budget(error);
             }
         }
         cause = failure.cause.as_deref();

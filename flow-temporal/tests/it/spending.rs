@@ -6,6 +6,9 @@
 //! is retried under the same charge key and the call is charged once, with the usage the
 //! model reported.
 //!
+//! A model without a price under a money budget fails the turn at once (not retried) with the
+//! error of the same check in process: `AgentError::Failed` of the agent, the same message.
+//!
 //! Needs the dev server (see tests/it/temporal.rs).
 
 use crate::support;
@@ -158,6 +161,70 @@ async fn an_activity_retried_after_its_charge_charges_the_call_once() {
         (spent.input_tokens, spent.output_tokens),
         (7, 3),
         "settled once, with the usage the model reported"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_without_a_price_under_a_money_budget_fails_the_turn_as_in_process() {
+    use agentweave_runtime::store::InMemoryStore;
+    use agentweave_runtime::{AgentError, ErrorJson, Runner, TurnRequest};
+    use futures::StreamExt;
+
+    let limits = SpendingLimits::default().max_cost_usd(1.0);
+    // In process: the runner's own check of the same budgets.
+    let local = Arc::new(Counting {
+        panics: 0,
+        calls: AtomicUsize::new(0),
+    });
+    let agent = ChatModelAgent::builder_with_arc("bot", local.clone())
+        .build()
+        .unwrap();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(InMemoryStore::new())
+        .spending(SpendingBudgets::new(Arc::new(InMemoryRunQueue::new())).thread(limits))
+        .build();
+    let events: Vec<_> = runner
+        .turn(TurnRequest::new("acme.t", Message::user("hi")))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let in_process = events
+        .iter()
+        .find_map(|e| e.error.as_ref())
+        .expect("an error in process");
+    assert!(
+        matches!(in_process, AgentError::Failed { agent, .. } if &**agent == "bot"),
+        "{in_process:?}"
+    );
+    assert_eq!(local.calls.load(Ordering::SeqCst), 0);
+
+    // On Temporal: the model activity's reservation fails for good, and the turn ends with
+    // the same error.
+    let model = Arc::new(Counting {
+        panics: 0,
+        calls: AtomicUsize::new(0),
+    });
+    let budgets = SpendingBudgets::new(Arc::new(InMemoryRunQueue::new())).thread(limits);
+    let Some((client, queue, flow)) = serve(model.clone(), budgets).await else {
+        return;
+    };
+    let thread = thread(&client, &queue, &flow, &format!("{flow}.acme.a")).await;
+    let events = thread.turn("ana", "hi").await.unwrap().events;
+    let error = error_of(&events).unwrap_or_else(|| panic!("an error: {events:#?}"));
+    let on_temporal: ErrorJson = serde_json::from_value(error.clone()).unwrap();
+    assert_eq!(on_temporal, ErrorJson::from(in_process), "{error}");
+    assert_eq!(on_temporal.kind, "failed");
+    assert!(
+        on_temporal
+            .message
+            .contains("model 'counting', which has no price"),
+        "{error}"
+    );
+    assert_eq!(
+        model.calls.load(Ordering::SeqCst),
+        0,
+        "the model was not called"
     );
 }
 
