@@ -32,5 +32,6 @@ mod only {
     pub trait FrontOnly {}
     impl<B> FrontOnly for super::KeyValueStore<B> {}
     impl FrontOnly for crate::store::InMemoryStore {}
+    impl FrontOnly for crate::store::FileStore {}
 }
 use only::FrontOnly;

@@ -5,10 +5,17 @@
 //! - any [`KeyValueBackend`]: each value is encoded to bytes ([`Value::encode`]), and a change
 //!   is a read, the change, and a compare-and-swap write, retried when another writer won;
 //! - [`InMemory`](super::InMemory): the values themselves in maps under a lock, changed in
-//!   place (nothing is encoded, and journal steps handed over unencoded stay so until read).
+//!   place (nothing is encoded, and journal steps handed over unencoded stay so until read);
+//! - the [`FileStore`](crate::store::FileStore)'s directory: each value in its files.
+//!
+//! A thread's records and a run's journal are logs ([`Log`]): the front appends to them,
+//! reads a window, cuts and removes them with [`Keep`]'s log operations, which a keeper that
+//! writes one entry at a time (the File store: a file per record, a frame per step) answers
+//! without touching the rest of the log; the others get them from `view` and `update`.
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::ops::Range;
 use std::sync::Mutex;
 
 use super::{BackendError, Entry, KeyValueBackend, Table};
@@ -36,6 +43,42 @@ pub trait Value: Default + Send + Sync + 'static + sealed::Sealed {
 
 /// What a change decided: its answer, and whether the value changed (and must be written).
 pub type Changed<T> = (T, bool);
+
+/// A value that is a log: entries appended at its end, each at its position (a thread's
+/// records, a run's journal steps).
+pub trait Log: Value {
+    /// One entry as a keeper that writes entries one at a time keeps it (a record's bytes, a
+    /// step).
+    type Entry: Send + 'static;
+    /// What one append hands over.
+    type Batch: Clone + Send + Sync + 'static;
+    /// A window of entries, as a read hands it back.
+    type Part: Default + Send + 'static;
+
+    /// How many entries it holds.
+    fn len(&self) -> usize;
+
+    /// Appends `batch`, which holds `count` entries.
+    fn push(&mut self, batch: Self::Batch, count: usize);
+
+    /// The entries of `window` (within its length).
+    fn part(&self, window: Range<usize>) -> Self::Part;
+
+    /// Keeps its first `len` entries.
+    fn cut(&mut self, len: usize);
+
+    /// The entries of `batch`, for a keeper that writes them one at a time.
+    fn entries(batch: &Self::Batch) -> Vec<Self::Entry>;
+
+    /// A window made of `entries`, read back by such a keeper.
+    fn part_of(entries: Vec<Self::Entry>) -> Self::Part;
+}
+
+/// `window` within a log of `len` entries.
+pub(crate) fn clamp(window: Range<usize>, len: usize) -> Range<usize> {
+    let end = window.end.min(len);
+    window.start.min(end)..end
+}
 
 /// How the front reaches what it keeps: implemented for every [`KeyValueBackend`] and for the
 /// in-memory keeper; not for implementing elsewhere (write a [`KeyValueBackend`]).
@@ -66,6 +109,88 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         &self,
         f: impl FnMut(&str, &V) -> Result<Option<T>, StoreError> + Send,
     ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send;
+
+    /// Appends `batch` (`count` entries) to the log under `key` if it holds `expected`
+    /// entries: `Ok(len)` after the append, or `Err(found)` and nothing appended when it
+    /// holds another number (the compare-and-swap of thread and journal appends).
+    fn append<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        expected: u64,
+        count: usize,
+        batch: L::Batch,
+    ) -> impl Future<Output = Result<Result<u64, u64>, StoreError>> + Send {
+        self.update(operation, key, move |log: &mut Option<L>| {
+            let found = log.as_ref().map_or(0, |l| l.len() as u64);
+            if found != expected {
+                return Ok((Err(found), false));
+            }
+            if count == 0 {
+                return Ok((Ok(found), false));
+            }
+            let log = log.get_or_insert_with(L::default);
+            log.push(batch.clone(), count);
+            Ok::<_, StoreError>((Ok(log.len() as u64), true))
+        })
+    }
+
+    /// How many entries the log under `key` holds, and the entries of the window `window`
+    /// picks from that number (clamped to it), as one consistent read.
+    fn read<L: Log>(
+        &self,
+        key: &str,
+        window: impl FnOnce(usize) -> Range<usize> + Send,
+    ) -> impl Future<Output = Result<(usize, L::Part), StoreError>> + Send {
+        self.view(key, |log: Option<&L>| {
+            Ok(match log {
+                Some(log) => (log.len(), log.part(clamp(window(log.len()), log.len()))),
+                None => (0, L::Part::default()),
+            })
+        })
+    }
+
+    /// Cuts the log under `key` to its first `len` entries (nothing if it holds no more).
+    fn cut<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        len: usize,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.update(operation, key, move |log: &mut Option<L>| {
+            let Some(log) = log.as_mut().filter(|l| l.len() > len) else {
+                return Ok(((), false));
+            };
+            log.cut(len);
+            Ok::<_, StoreError>(((), true))
+        })
+    }
+
+    /// Removes the log under `key`; how many entries it held.
+    fn remove<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        self.update(operation, key, |log: &mut Option<L>| {
+            let removed = log.take();
+            Ok::<_, StoreError>((removed.as_ref().map_or(0, L::len), removed.is_some()))
+        })
+    }
+
+    /// Every log of its table: its key, how many entries it holds, and its last entry.
+    fn logs<L: Log>(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(String, usize, L::Part)>, StoreError>> + Send {
+        self.each(|key, log: &L| {
+            let len = log.len();
+            Ok(Some((
+                key.to_owned(),
+                len,
+                log.part(len.saturating_sub(1)..len),
+            )))
+        })
+    }
 }
 
 /// A backend's error as the front reports it: a seal that does not open
@@ -87,6 +212,7 @@ mod sealed {
     pub trait Sealed {}
     impl<B: super::KeyValueBackend> Sealed for B {}
     impl Sealed for super::super::InMemory {}
+    impl Sealed for crate::store::file::FileDir {}
     impl Sealed for super::super::checkpoints::Run {}
     impl Sealed for super::super::threads::Thread {}
     impl Sealed for super::super::threads::Lease {}

@@ -55,9 +55,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub use super::file::FileDir;
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
+pub(crate) use checkpoints::{Head, Run};
 pub use front::Front;
-pub use keep::{Changed, Keep, Value};
+pub(crate) use keep::clamp;
+pub use keep::{Changed, Keep, Log, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
 pub(crate) use threads::Lease;
@@ -214,7 +217,7 @@ impl<B: KeyValueBackend> KeyValueStore<B> {
 }
 
 impl<B> KeyValueStore<B> {
-    pub(super) fn over(backend: B) -> Self {
+    pub(crate) fn over(backend: B) -> Self {
         KeyValueStore {
             backend: Arc::new(backend),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
