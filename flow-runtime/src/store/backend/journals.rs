@@ -123,6 +123,7 @@ impl Log for Journal {
     type Entry = StoredStep;
     type Batch = Batch;
     type Part = Vec<Part>;
+    type Error = JournalError;
 
     fn len(&self) -> usize {
         self.len

@@ -54,6 +54,8 @@ pub trait Log: Value {
     type Batch: Clone + Send + Sync + 'static;
     /// A window of entries, as a read hands it back.
     type Part: Default + Send + 'static;
+    /// The error of its contract.
+    type Error: From<StoreError> + Send + 'static;
 
     /// How many entries it holds.
     fn len(&self) -> usize;
@@ -80,8 +82,10 @@ pub(crate) fn clamp(window: Range<usize>, len: usize) -> Range<usize> {
     window.start.min(end)..end
 }
 
-/// How the front reaches what it keeps: implemented for every [`KeyValueBackend`] and for the
-/// in-memory keeper; not for implementing elsewhere (write a [`KeyValueBackend`]).
+/// How the front reaches what it keeps: implemented for every [`KeyValueBackend`], for the
+/// in-memory keeper and for the File store's directory; not for implementing elsewhere (write
+/// a [`KeyValueBackend`]). The log operations have their meaning written once here, over
+/// `view` and `update`; a keeper that writes one entry at a time answers them itself.
 pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     /// Whether journal steps handed over unencoded are kept so, to be encoded when read.
     const KEEPS_DEFERRED: bool;
@@ -120,7 +124,7 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         expected: u64,
         count: usize,
         batch: L::Batch,
-    ) -> impl Future<Output = Result<Result<u64, u64>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Result<u64, u64>, L::Error>> + Send {
         self.update(operation, key, move |log: &mut Option<L>| {
             let found = log.as_ref().map_or(0, |l| l.len() as u64);
             if found != expected {
@@ -131,7 +135,7 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
             }
             let log = log.get_or_insert_with(L::default);
             log.push(batch.clone(), count);
-            Ok::<_, StoreError>((Ok(log.len() as u64), true))
+            Ok::<_, L::Error>((Ok(log.len() as u64), true))
         })
     }
 
@@ -141,13 +145,16 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         &self,
         key: &str,
         window: impl FnOnce(usize) -> Range<usize> + Send,
-    ) -> impl Future<Output = Result<(usize, L::Part), StoreError>> + Send {
-        self.view(key, |log: Option<&L>| {
-            Ok(match log {
-                Some(log) => (log.len(), log.part(clamp(window(log.len()), log.len()))),
-                None => (0, L::Part::default()),
-            })
-        })
+    ) -> impl Future<Output = Result<(usize, L::Part), L::Error>> + Send {
+        async move {
+            let read = self.view(key, |log: Option<&L>| {
+                Ok(match log {
+                    Some(log) => (log.len(), log.part(clamp(window(log.len()), log.len()))),
+                    None => (0, L::Part::default()),
+                })
+            });
+            Ok(read.await?)
+        }
     }
 
     /// Cuts the log under `key` to its first `len` entries (nothing if it holds no more).
@@ -156,13 +163,13 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         operation: &'static str,
         key: &str,
         len: usize,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+    ) -> impl Future<Output = Result<(), L::Error>> + Send {
         self.update(operation, key, move |log: &mut Option<L>| {
             let Some(log) = log.as_mut().filter(|l| l.len() > len) else {
                 return Ok(((), false));
             };
             log.cut(len);
-            Ok::<_, StoreError>(((), true))
+            Ok::<_, L::Error>(((), true))
         })
     }
 
@@ -171,25 +178,25 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         &self,
         operation: &'static str,
         key: &str,
-    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+    ) -> impl Future<Output = Result<usize, L::Error>> + Send {
         self.update(operation, key, |log: &mut Option<L>| {
             let removed = log.take();
-            Ok::<_, StoreError>((removed.as_ref().map_or(0, L::len), removed.is_some()))
+            Ok::<_, L::Error>((removed.as_ref().map_or(0, L::len), removed.is_some()))
         })
     }
 
     /// Every log of its table: its key, how many entries it holds, and its last entry.
     fn logs<L: Log>(
         &self,
-    ) -> impl Future<Output = Result<Vec<(String, usize, L::Part)>, StoreError>> + Send {
-        self.each(|key, log: &L| {
-            let len = log.len();
-            Ok(Some((
-                key.to_owned(),
-                len,
-                log.part(len.saturating_sub(1)..len),
-            )))
-        })
+    ) -> impl Future<Output = Result<Vec<(String, usize, L::Part)>, L::Error>> + Send {
+        async move {
+            let logs = self.each(|key, log: &L| {
+                let len = log.len();
+                let last = log.part(len.saturating_sub(1)..len);
+                Ok(Some((key.to_owned(), len, last)))
+            });
+            Ok(logs.await?)
+        }
     }
 }
 

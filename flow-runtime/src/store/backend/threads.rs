@@ -65,6 +65,7 @@ impl Log for Thread {
     type Entry = Arc<[u8]>;
     type Batch = (u64, Arc<[u8]>);
     type Part = Vec<Arc<[u8]>>;
+    type Error = ThreadError;
 
     fn len(&self) -> usize {
         self.records.len()

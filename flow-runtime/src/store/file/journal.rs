@@ -13,9 +13,9 @@
 //! an append costs the same however long the journal is. A crash during an append leaves a
 //! torn last frame (it runs past the end of the file, or its checksum fails with nothing after
 //! it): it was never acknowledged, reads ignore it, and the next append cuts it off. A frame
-//! that fails its checks with whole frames after it is an error (the file was damaged).
+//! that fails its checks with whole frames after it is [`JournalError::Corrupt`].
 
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::Path;
@@ -24,7 +24,7 @@ use super::disk::{io_error, sync_dir};
 use super::keeper::FileDir;
 use super::locks::{for_each_run, lock_run, remove_run, Locked};
 use crate::store::backend::{clamp, Table};
-use crate::store::{StoreError, StoredStep};
+use crate::store::{JournalError, StoredStep};
 
 const MAGIC: &[u8; 4] = b"AFJ1";
 const STEPS: &str = "steps.log";
@@ -34,14 +34,11 @@ const HEAD: usize = 4 + 8 + 8 + 1 + 4;
 const TAIL: usize = 8 + 4;
 
 /// The error of a frame that fails its checks with whole frames after it.
-fn damaged(run: &str, seq: u64, reason: &str) -> StoreError {
-    StoreError::Other {
-        id: run.to_owned(),
-        message: format!(
-            "step {seq} of the journal file is damaged ({reason}) and steps follow it: the file \
-             was changed by something other than this store; restore it from a backup or \
-             delete the journal"
-        ),
+fn damaged(run: &str, seq: u64, reason: String) -> JournalError {
+    JournalError::Corrupt {
+        run: run.to_owned(),
+        seq,
+        reason,
     }
 }
 
@@ -113,7 +110,7 @@ fn parse(bytes: &[u8]) -> Parsed {
 
 /// The whole steps of a journal file's bytes from `from` on, and where the whole steps end (a
 /// torn last frame is left out).
-fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usize), StoreError> {
+fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usize), JournalError> {
     let mut at = 0;
     let mut count = 0u64;
     let mut out = Vec::new();
@@ -122,7 +119,7 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
             Parsed::Step(step, len) => {
                 if step.seq != count {
                     let reason = format!("it says it is step {}", step.seq);
-                    return Err(damaged(run, count, &reason));
+                    return Err(damaged(run, count, reason));
                 }
                 if count >= from {
                     out.push(step);
@@ -138,7 +135,7 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
                     rest[k..].starts_with(MAGIC) && matches!(parse(&rest[k..]), Parsed::Step(..))
                 });
                 if whole_after {
-                    return Err(damaged(run, count, &reason));
+                    return Err(damaged(run, count, reason));
                 }
                 break;
             }
@@ -149,7 +146,7 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
 
 /// The number of whole steps of the journal file, where they end, and its last step: from its
 /// last frame if it checks (constant time), else by a scan.
-fn tail(run: &str, file: &mut File) -> Result<(u64, u64, Option<StoredStep>), StoreError> {
+fn tail(run: &str, file: &mut File) -> Result<(u64, u64, Option<StoredStep>), JournalError> {
     let err = io_error("read the journal of", run);
     let size = file.metadata().map_err(&err)?.len();
     if size == 0 {
@@ -201,8 +198,13 @@ pub(super) fn append(
     run: &str,
     expected: u64,
     steps: Vec<StoredStep>,
-) -> Result<Result<u64, u64>, StoreError> {
+) -> Result<Result<u64, u64>, JournalError> {
     let err = io_error(operation, run);
+    let root = files.root(Table::Journals);
+    if !root.is_dir() {
+        fs::create_dir_all(&root).map_err(&err)?;
+        sync_dir(files.dir()).map_err(&err)?;
+    }
     let locked = lock_run(&files.path(Table::Journals, run), true, true)
         .map_err(&err)?
         .ok_or_else(|| err(io::Error::other("the journal directory vanished")))?;
@@ -235,7 +237,7 @@ fn read_all(
     files: &FileDir,
     run: &str,
     exclusive: bool,
-) -> Result<Option<(Locked, File, Vec<u8>)>, StoreError> {
+) -> Result<Option<(Locked, File, Vec<u8>)>, JournalError> {
     let err = io_error("read the journal of", run);
     let Some(locked) =
         lock_run(&files.path(Table::Journals, run), false, exclusive).map_err(&err)?
@@ -255,7 +257,7 @@ pub(super) fn read(
     files: &FileDir,
     run: &str,
     window: impl FnOnce(usize) -> Range<usize>,
-) -> Result<(usize, Vec<StoredStep>), StoreError> {
+) -> Result<(usize, Vec<StoredStep>), JournalError> {
     let Some((_locked, _, bytes)) = read_all(files, run, false)? else {
         return Ok((0, Vec::new()));
     };
@@ -273,7 +275,7 @@ pub(super) fn cut(
     operation: &'static str,
     run: &str,
     len: usize,
-) -> Result<(), StoreError> {
+) -> Result<(), JournalError> {
     let err = io_error(operation, run);
     let Some((_locked, file, bytes)) = read_all(files, run, true)? else {
         return Ok(());
@@ -300,7 +302,7 @@ pub(super) fn remove(
     files: &FileDir,
     operation: &'static str,
     run: &str,
-) -> Result<usize, StoreError> {
+) -> Result<usize, JournalError> {
     let err = io_error(operation, run);
     let Some(locked) = lock_run(&files.path(Table::Journals, run), false, true).map_err(&err)?
     else {
@@ -315,9 +317,12 @@ pub(super) fn remove(
 }
 
 /// Every journal: its run, how many steps it holds, and its last step.
-pub(super) fn logs(files: &FileDir) -> Result<Vec<(String, usize, Vec<StoredStep>)>, StoreError> {
-    let err = io_error("list the journals of", "*");
+pub(super) fn logs(files: &FileDir) -> Result<Vec<(String, usize, Vec<StoredStep>)>, JournalError> {
+    let err = |e| JournalError::from(io_error("list the journals of", "*")(e));
     let mut journals = Vec::new();
+    if !files.root(Table::Journals).is_dir() {
+        return Ok(journals);
+    }
     for_each_run(&files.root(Table::Journals), false, &err, |run, locked| {
         let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
             return Ok(());

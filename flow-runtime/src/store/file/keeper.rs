@@ -39,19 +39,13 @@ fn root(table: Table) -> &'static str {
 }
 
 impl FileDir {
-    /// The directory `dir` (created, mode 0700, with a directory per table), its temporary
-    /// files left by a crashed writer removed.
+    /// The directory `dir` (created, mode 0700, with its `runs/`; the other tables' are made
+    /// when first written), its temporary files left by a crashed writer removed.
     pub(super) fn open(dir: &Path, limit: u64) -> io::Result<FileDir> {
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true).mode(0o700);
-        for table in [
-            Table::Checkpoints,
-            Table::Threads,
-            Table::ThreadLeases,
-            Table::Journals,
-        ] {
-            builder.create(dir.join(root(table)))?;
-        }
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir.join(RUNS))?;
         remove_stale_temps(dir)?;
         Ok(FileDir {
             dir: Arc::new(dir.to_path_buf()),
@@ -188,6 +182,13 @@ fn entries<A: 'static, B: 'static>(entries: Vec<A>) -> Vec<B> {
         .expect("each log keeps one kind of entry")
 }
 
+/// `error` as the error of the log's contract.
+fn error<A: 'static, B: 'static>(error: A) -> B {
+    *(Box::new(error) as Box<dyn Any>)
+        .downcast()
+        .expect("each log has one contract")
+}
+
 /// The error of a value asked for whole in a table of logs.
 fn logs_only(table: Table, key: &str) -> StoreError {
     StoreError::Other {
@@ -231,6 +232,7 @@ impl FileDir {
                 if !changed || value.is_none() {
                     return Ok(answer);
                 }
+                fs::create_dir_all(self.root(table)).map_err(&err)?;
                 create = true;
                 continue;
             };
@@ -253,6 +255,9 @@ impl FileDir {
         let shown = root.display().to_string();
         let err = io_error("list", &shown);
         let mut picked = Vec::new();
+        if !root.is_dir() {
+            return Ok(picked);
+        }
         for_each_run(&root, false, &err, |key, locked| {
             if let Some(value) = W::load(&locked, self.limit).map_err(&err)? {
                 picked.extend(f(&key, &value)?);
@@ -313,12 +318,20 @@ impl Keep for FileDir {
         expected: u64,
         _count: usize,
         batch: L::Batch,
-    ) -> Result<Result<u64, u64>, StoreError> {
+    ) -> Result<Result<u64, u64>, L::Error> {
         let new = L::entries(&batch);
         blocking(|| match L::TABLE {
-            Table::Threads => thread::append(self, operation, key, expected, entries(new)),
-            Table::Journals => journal::append(self, operation, key, expected, entries(new)),
-            t => Err(logs_only(t, key)),
+            Table::Threads => Ok(thread::append(
+                self,
+                operation,
+                key,
+                expected,
+                entries(new),
+            )?),
+            Table::Journals => {
+                journal::append(self, operation, key, expected, entries(new)).map_err(error)
+            }
+            t => Err(logs_only(t, key).into()),
         })
     }
 
@@ -326,11 +339,19 @@ impl Keep for FileDir {
         &self,
         key: &str,
         window: impl FnOnce(usize) -> Range<usize> + Send,
-    ) -> Result<(usize, L::Part), StoreError> {
-        let (len, read) = blocking(|| match L::TABLE {
-            Table::Threads => thread::read(self, key, window).map(|(n, e)| (n, entries(e))),
-            Table::Journals => journal::read(self, key, window).map(|(n, e)| (n, entries(e))),
-            t => Err(logs_only(t, key)),
+    ) -> Result<(usize, L::Part), L::Error> {
+        let (len, read) = blocking(|| -> Result<_, L::Error> {
+            match L::TABLE {
+                Table::Threads => match thread::read(self, key, window) {
+                    Ok((n, read)) => Ok((n, entries(read))),
+                    Err(e) => Err(e.into()),
+                },
+                Table::Journals => match journal::read(self, key, window) {
+                    Ok((n, read)) => Ok((n, entries(read))),
+                    Err(e) => Err(error(e)),
+                },
+                t => Err(logs_only(t, key).into()),
+            }
         })?;
         Ok((len, L::part_of(read)))
     }
@@ -340,30 +361,28 @@ impl Keep for FileDir {
         operation: &'static str,
         key: &str,
         len: usize,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), L::Error> {
         blocking(|| match L::TABLE {
-            Table::Journals => journal::cut(self, operation, key, len),
-            t => Err(logs_only(t, key)),
+            Table::Journals => journal::cut(self, operation, key, len).map_err(error),
+            t => Err(logs_only(t, key).into()),
         })
     }
 
-    async fn remove<L: Log>(
-        &self,
-        operation: &'static str,
-        key: &str,
-    ) -> Result<usize, StoreError> {
+    async fn remove<L: Log>(&self, operation: &'static str, key: &str) -> Result<usize, L::Error> {
         blocking(|| match L::TABLE {
-            Table::Threads => thread::remove(self, operation, key),
-            Table::Journals => journal::remove(self, operation, key),
-            t => Err(logs_only(t, key)),
+            Table::Threads => Ok(thread::remove(self, operation, key)?),
+            Table::Journals => journal::remove(self, operation, key).map_err(error),
+            t => Err(logs_only(t, key).into()),
         })
     }
 
-    async fn logs<L: Log>(&self) -> Result<Vec<(String, usize, L::Part)>, StoreError> {
-        let logs = blocking(|| match L::TABLE {
-            Table::Threads => thread::logs(self).map(typed),
-            Table::Journals => journal::logs(self).map(typed),
-            t => Err(logs_only(t, t.name())),
+    async fn logs<L: Log>(&self) -> Result<Vec<(String, usize, L::Part)>, L::Error> {
+        let logs = blocking(|| -> Result<_, L::Error> {
+            match L::TABLE {
+                Table::Threads => Ok(typed(thread::logs(self)?)),
+                Table::Journals => journal::logs(self).map(typed).map_err(error),
+                t => Err(logs_only(t, t.name()).into()),
+            }
         })?;
         Ok(logs
             .into_iter()

@@ -144,7 +144,11 @@ pub(super) fn logs(files: &FileDir) -> Result<Vec<(String, usize, Vec<Arc<[u8]>>
     let root = files.root(Table::Threads);
     let err = io_error("read", "threads");
     let mut threads = Vec::new();
-    for entry in fs::read_dir(&root).map_err(&err)? {
+    let entries = match fs::read_dir(&root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(threads),
+        entries => entries.map_err(&err)?,
+    };
+    for entry in entries {
         let entry = entry.map_err(&err)?;
         let id = entry.file_name().to_string_lossy().into_owned();
         if validate_thread_id(&id).is_err() {
