@@ -382,7 +382,7 @@ impl<F: Front> JournalStore for F {
             .into_iter()
             .filter_map(|(run, steps, last)| {
                 let last_at_ms = last.last().map(Part::last_at_ms)?;
-                (last_at_ms <= at_ms).then(|| JournalSummary {
+                (last_at_ms <= at_ms).then_some(JournalSummary {
                     run,
                     steps: steps as u64,
                     last_at_ms,

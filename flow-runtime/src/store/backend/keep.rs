@@ -60,6 +60,11 @@ pub trait Log: Value {
     /// How many entries it holds.
     fn len(&self) -> usize;
 
+    /// Whether it holds none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Appends `batch`, which holds `count` entries.
     fn push(&mut self, batch: Self::Batch, count: usize);
 
@@ -75,6 +80,9 @@ pub trait Log: Value {
     /// A window made of `entries`, read back by such a keeper.
     fn part_of(entries: Vec<Self::Entry>) -> Self::Part;
 }
+
+/// A log as listed: its key, how many entries it holds, and its last entry.
+pub type Listed<P> = (String, usize, P);
 
 /// `window` within a log of `len` entries.
 pub(crate) fn clamp(window: Range<usize>, len: usize) -> Range<usize> {
@@ -186,9 +194,7 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     }
 
     /// Every log of its table: its key, how many entries it holds, and its last entry.
-    fn logs<L: Log>(
-        &self,
-    ) -> impl Future<Output = Result<Vec<(String, usize, L::Part)>, L::Error>> + Send {
+    fn logs<L: Log>(&self) -> impl Future<Output = Result<Vec<Listed<L::Part>>, L::Error>> + Send {
         async move {
             let logs = self.each(|key, log: &L| {
                 let len = log.len();

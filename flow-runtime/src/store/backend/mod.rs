@@ -63,7 +63,7 @@ use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
 pub(crate) use checkpoints::{Head, Run};
 pub use front::Front;
 pub(crate) use keep::clamp;
-pub use keep::{Changed, Keep, Log, Value};
+pub use keep::{Changed, Keep, Listed, Log, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
 pub(crate) use threads::Lease;

@@ -23,7 +23,7 @@ use std::path::Path;
 use super::disk::{io_error, sync_dir};
 use super::keeper::FileDir;
 use super::locks::{for_each_run, lock_run, remove_run, Locked};
-use crate::store::backend::{clamp, Table};
+use crate::store::backend::{clamp, Listed, Table};
 use crate::store::{JournalError, StoredStep};
 
 const MAGIC: &[u8; 4] = b"AFJ1";
@@ -317,13 +317,13 @@ pub(super) fn remove(
 }
 
 /// Every journal: its run, how many steps it holds, and its last step.
-pub(super) fn logs(files: &FileDir) -> Result<Vec<(String, usize, Vec<StoredStep>)>, JournalError> {
+pub(super) fn logs(files: &FileDir) -> Result<Vec<Listed<Vec<StoredStep>>>, JournalError> {
     let err = |e| JournalError::from(io_error("list the journals of", "*")(e));
     let mut journals = Vec::new();
     if !files.root(Table::Journals).is_dir() {
         return Ok(journals);
     }
-    for_each_run(&files.root(Table::Journals), false, &err, |run, locked| {
+    for_each_run(&files.root(Table::Journals), false, err, |run, locked| {
         let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
             return Ok(());
         };

@@ -16,7 +16,7 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use super::disk::{io_error, read_limited, remove_if_present, sync_dir, write_atomically};
 use super::locks::{for_each_run, lock_run, remove_run, remove_stale_temps, Locked, RUNS};
 use super::{journal, thread};
-use crate::store::backend::{Changed, Head, Keep, Lease, Log, Run, Table, Value};
+use crate::store::backend::{Changed, Head, Keep, Lease, Listed, Log, Run, Table, Value};
 use crate::store::StoreError;
 
 /// Where a [`FileStore`](super::FileStore) keeps its data: a directory (`runs/`, `threads/`,
@@ -167,26 +167,15 @@ fn kind<A: 'static, B: 'static>(value: &A) -> &B {
 }
 
 /// `logs` with their entries as the type they are.
-fn typed<A: 'static, B: 'static>(
-    logs: Vec<(String, usize, Vec<A>)>,
-) -> Vec<(String, usize, Vec<B>)> {
-    logs.into_iter()
-        .map(|(k, n, e)| (k, n, entries(e)))
-        .collect()
+fn typed<A: 'static, B: 'static>(logs: Vec<Listed<Vec<A>>>) -> Vec<Listed<Vec<B>>> {
+    logs.into_iter().map(|(k, n, e)| (k, n, same(e))).collect()
 }
 
-/// `entries` as the type they are.
-fn entries<A: 'static, B: 'static>(entries: Vec<A>) -> Vec<B> {
-    *(Box::new(entries) as Box<dyn Any>)
+/// `value` as the type it is (a log's entries, or its contract's error: one type per log).
+fn same<A: 'static, B: 'static>(value: A) -> B {
+    *(Box::new(value) as Box<dyn Any>)
         .downcast()
-        .expect("each log keeps one kind of entry")
-}
-
-/// `error` as the error of the log's contract.
-fn error<A: 'static, B: 'static>(error: A) -> B {
-    *(Box::new(error) as Box<dyn Any>)
-        .downcast()
-        .expect("each log has one contract")
+        .expect("each log keeps one kind of entry and has one contract")
 }
 
 /// The error of a value asked for whole in a table of logs.
@@ -321,15 +310,9 @@ impl Keep for FileDir {
     ) -> Result<Result<u64, u64>, L::Error> {
         let new = L::entries(&batch);
         blocking(|| match L::TABLE {
-            Table::Threads => Ok(thread::append(
-                self,
-                operation,
-                key,
-                expected,
-                entries(new),
-            )?),
+            Table::Threads => Ok(thread::append(self, operation, key, expected, same(new))?),
             Table::Journals => {
-                journal::append(self, operation, key, expected, entries(new)).map_err(error)
+                journal::append(self, operation, key, expected, same(new)).map_err(same)
             }
             t => Err(logs_only(t, key).into()),
         })
@@ -343,12 +326,12 @@ impl Keep for FileDir {
         let (len, read) = blocking(|| -> Result<_, L::Error> {
             match L::TABLE {
                 Table::Threads => match thread::read(self, key, window) {
-                    Ok((n, read)) => Ok((n, entries(read))),
+                    Ok((n, read)) => Ok((n, same(read))),
                     Err(e) => Err(e.into()),
                 },
                 Table::Journals => match journal::read(self, key, window) {
-                    Ok((n, read)) => Ok((n, entries(read))),
-                    Err(e) => Err(error(e)),
+                    Ok((n, read)) => Ok((n, same(read))),
+                    Err(e) => Err(same(e)),
                 },
                 t => Err(logs_only(t, key).into()),
             }
@@ -363,7 +346,7 @@ impl Keep for FileDir {
         len: usize,
     ) -> Result<(), L::Error> {
         blocking(|| match L::TABLE {
-            Table::Journals => journal::cut(self, operation, key, len).map_err(error),
+            Table::Journals => journal::cut(self, operation, key, len).map_err(same),
             t => Err(logs_only(t, key).into()),
         })
     }
@@ -371,16 +354,16 @@ impl Keep for FileDir {
     async fn remove<L: Log>(&self, operation: &'static str, key: &str) -> Result<usize, L::Error> {
         blocking(|| match L::TABLE {
             Table::Threads => Ok(thread::remove(self, operation, key)?),
-            Table::Journals => journal::remove(self, operation, key).map_err(error),
+            Table::Journals => journal::remove(self, operation, key).map_err(same),
             t => Err(logs_only(t, key).into()),
         })
     }
 
-    async fn logs<L: Log>(&self) -> Result<Vec<(String, usize, L::Part)>, L::Error> {
+    async fn logs<L: Log>(&self) -> Result<Vec<Listed<L::Part>>, L::Error> {
         let logs = blocking(|| -> Result<_, L::Error> {
             match L::TABLE {
                 Table::Threads => Ok(typed(thread::logs(self)?)),
-                Table::Journals => journal::logs(self).map(typed).map_err(error),
+                Table::Journals => journal::logs(self).map(typed).map_err(same),
                 t => Err(logs_only(t, t.name()).into()),
             }
         })?;

@@ -13,11 +13,14 @@ use std::sync::Arc;
 
 use super::disk::{io_error, read_limited, sync_dir, TMP_PREFIX};
 use super::keeper::FileDir;
-use crate::store::backend::{clamp, Table};
+use crate::store::backend::{clamp, Listed, Table};
 use crate::store::thread::validate_thread_id;
 use crate::store::StoreError;
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Records' bytes, in order.
+type Records = Vec<Arc<[u8]>>;
 
 fn record_name(seq: usize) -> String {
     format!("{seq:020}.json")
@@ -111,7 +114,7 @@ pub(super) fn read(
     files: &FileDir,
     id: &str,
     window: impl FnOnce(usize) -> Range<usize>,
-) -> Result<(usize, Vec<Arc<[u8]>>), StoreError> {
+) -> Result<(usize, Records), StoreError> {
     let dir = files.path(Table::Threads, id);
     let len = record_count(&dir).map_err(io_error("read", id))?;
     let records = clamp(window(len), len)
@@ -140,7 +143,7 @@ pub(super) fn remove(
 }
 
 /// Every thread: its id, how many records it holds, and its last record.
-pub(super) fn logs(files: &FileDir) -> Result<Vec<(String, usize, Vec<Arc<[u8]>>)>, StoreError> {
+pub(super) fn logs(files: &FileDir) -> Result<Vec<Listed<Records>>, StoreError> {
     let root = files.root(Table::Threads);
     let err = io_error("read", "threads");
     let mut threads = Vec::new();
