@@ -213,9 +213,10 @@ impl<F: Front> ThreadStore for F {
     async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(id)?;
         // Records are in turn order: read back from the end, a window twice as long each
-        // time, until a record before the turns asked for (or the first) is reached.
+        // time, until a record before the turns asked for (or the first) is reached (the
+        // last turn's one record and the one before it, at first).
         let mut out = Vec::new();
-        let (mut end, mut size) = (None, if turns.start == 0 { usize::MAX } else { 8 });
+        let (mut end, mut size) = (None, if turns.start == 0 { usize::MAX } else { 2 });
         loop {
             let (len, window) = self
                 .front()

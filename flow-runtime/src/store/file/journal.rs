@@ -232,40 +232,45 @@ pub(super) fn append(
     Ok(Ok(expected + steps.len() as u64))
 }
 
-/// The whole bytes of run `run`'s journal file, read under its shared lock (`None`: none).
-fn read_all(
+/// Run `run`'s journal file, opened under its directory's lock (shared, or exclusive).
+fn open_locked(
     files: &FileDir,
     run: &str,
     exclusive: bool,
-) -> Result<Option<(Locked, File, Vec<u8>)>, JournalError> {
+) -> Result<Option<(Locked, File)>, JournalError> {
     let err = io_error("read the journal of", run);
-    let Some(locked) =
-        lock_run(&files.path(Table::Journals, run), false, exclusive).map_err(&err)?
-    else {
+    let dir = files.path(Table::Journals, run);
+    let Some(locked) = lock_run(&dir, false, exclusive).map_err(&err)? else {
         return Ok(None);
     };
-    let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
-        return Ok(None);
-    };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(&err)?;
-    Ok(Some((locked, file, bytes)))
+    let file = open_steps(&locked.dir, false).map_err(&err)?;
+    Ok(file.map(|file| (locked, file)))
 }
 
-/// How many steps run `run`'s journal holds, and the steps of the window `window` picks.
+/// How many steps run `run`'s journal holds, and the steps of the window `window` picks: the
+/// length and the last step from the last frame (constant time), others by a scan.
 pub(super) fn read(
     files: &FileDir,
     run: &str,
     window: impl FnOnce(usize) -> Range<usize>,
 ) -> Result<(usize, Vec<StoredStep>), JournalError> {
-    let Some((_locked, _, bytes)) = read_all(files, run, false)? else {
+    let Some((_locked, mut file)) = open_locked(files, run, false)? else {
         return Ok((0, Vec::new()));
     };
-    let (mut steps, count, _) = scan(run, &bytes, 0)?;
+    let (count, _, last) = tail(run, &mut file)?;
     let len = count as usize;
     let window = clamp(window(len), len);
-    steps.truncate(window.end);
-    steps.drain(..window.start);
+    match last {
+        _ if window.is_empty() => return Ok((len, Vec::new())),
+        Some(last) if window.start + 1 == len => return Ok((len, vec![last])),
+        _ => {}
+    }
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(io_error("read the journal of", run))?;
+    let (mut steps, _, _) = scan(run, &bytes, window.start as u64)?;
+    steps.truncate(window.len());
     Ok((len, steps))
 }
 
@@ -277,9 +282,11 @@ pub(super) fn cut(
     len: usize,
 ) -> Result<(), JournalError> {
     let err = io_error(operation, run);
-    let Some((_locked, file, bytes)) = read_all(files, run, true)? else {
+    let Some((_locked, mut file)) = open_locked(files, run, true)? else {
         return Ok(());
     };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(&err)?;
     let (mut at, mut count) = (0, 0);
     while count < len {
         match parse(&bytes[at..]) {
