@@ -250,6 +250,7 @@ impl<B: Keep> KeyValueStore<B> {
             .backend
             .append::<Journal>("append to the journal of", run, expected, count, batch)
             .await?;
+        // Refused: `found` is not `expected`, so `journal_expected` reports the conflict.
         appended.or_else(|found| {
             journal_expected(run, expected, found)?;
             Ok(found)

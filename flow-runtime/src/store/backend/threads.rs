@@ -260,6 +260,7 @@ impl<F: Front> ThreadStore for F {
             .backend
             .append::<Thread>("append to", id, expected_version, 1, (record.turn, bytes))
             .await?;
+        // Refused: `found` is not `expected_version`, so `check_version` reports the conflict.
         appended.or_else(|found| {
             check_version(id, expected_version, found)?;
             Ok(found)
