@@ -134,21 +134,26 @@ impl Log for Journal {
         self.len += count;
     }
 
-    /// The parts that hold the steps of `window` (the first and last cut to it).
+    /// The parts that hold the steps of `window` (the first and last cut to it), found from
+    /// the end (reads are mostly of the last steps).
     fn part(&self, window: Range<usize>) -> Vec<Part> {
-        let mut seen = 0;
         let mut out = Vec::new();
-        for part in &self.parts {
-            let n = part.len();
-            let (from, to) = (window.start.max(seen), window.end.min(seen + n));
+        let mut end = self.len;
+        for part in self.parts.iter().rev() {
+            if end <= window.start {
+                break;
+            }
+            let start = end - part.len();
+            let (from, to) = (window.start.max(start), window.end.min(end));
             if from < to {
                 let mut part = part.clone();
-                part.start += from - seen;
+                part.start += from - start;
                 part.end = part.start + (to - from);
                 out.push(part);
             }
-            seen += n;
+            end = start;
         }
+        out.reverse();
         out
     }
 

@@ -61,10 +61,14 @@ impl Value for Thread {
     }
 }
 
+/// Records as read: each one's turn when the keeper keeps it apart (a keeper of record files
+/// does not: the front learns it by decoding), and its bytes.
+type Records = Vec<(Option<u64>, Arc<[u8]>)>;
+
 impl Log for Thread {
     type Entry = Arc<[u8]>;
     type Batch = (u64, Arc<[u8]>);
-    type Part = Vec<Arc<[u8]>>;
+    type Part = Records;
     type Error = ThreadError;
 
     fn len(&self) -> usize {
@@ -75,11 +79,9 @@ impl Log for Thread {
         self.records.push(record);
     }
 
-    fn part(&self, window: Range<usize>) -> Vec<Arc<[u8]>> {
-        self.records[window]
-            .iter()
-            .map(|(_, b)| Arc::clone(b))
-            .collect()
+    fn part(&self, window: Range<usize>) -> Records {
+        let records = self.records[window].iter();
+        records.map(|(t, b)| (Some(*t), Arc::clone(b))).collect()
     }
 
     fn cut(&mut self, len: usize) {
@@ -90,8 +92,8 @@ impl Log for Thread {
         vec![Arc::clone(bytes)]
     }
 
-    fn part_of(records: Vec<Arc<[u8]>>) -> Vec<Arc<[u8]>> {
-        records
+    fn part_of(records: Vec<Arc<[u8]>>) -> Records {
+        records.into_iter().map(|bytes| (None, bytes)).collect()
     }
 }
 
@@ -198,7 +200,7 @@ impl<F: Front> ThreadStore for F {
             .backend
             .read::<Thread>(id, |len| len.saturating_sub(1)..len)
             .await?;
-        let Some(bytes) = last.first() else {
+        let Some((_, bytes)) = last.first() else {
             return Ok(None);
         };
         let last = self.front().record(id, version - 1, bytes)?;
@@ -229,7 +231,15 @@ impl<F: Front> ThreadStore for F {
             let to = end.unwrap_or(len).min(len);
             let from = to - window.len();
             let mut before = from == 0;
-            for (k, bytes) in window.iter().enumerate().rev() {
+            for (k, (turn, bytes)) in window.iter().enumerate().rev() {
+                // Decoded only if in the window (or if its turn is not known apart).
+                if turn.is_some_and(|t| t >= turns.end) {
+                    continue;
+                }
+                if turn.is_some_and(|t| t < turns.start) {
+                    before = true;
+                    break;
+                }
                 let record = self.front().record(id, from + k, bytes)?;
                 if record.turn < turns.start {
                     before = true;
