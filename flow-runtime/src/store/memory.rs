@@ -2,7 +2,6 @@
 //! ([`InMemory`]), for tests and runs that need not survive the process. Every method of its
 //! contracts is the front's ([`Front`]); this file only names the store.
 
-pub(crate) use super::backend::lost;
 use super::backend::{Front, InMemory, KeyValueStore};
 
 /// A store in memory: for tests, and for runs that need not survive the process. Clones share

@@ -77,12 +77,13 @@
 //! [`backend::SealedBackend`] seals every value a backend keeps.
 //!
 //! `rules.rs` holds the checks every store makes before it writes (ids, sizes, step kinds,
-//! the journal's expected length), called by the front and the File store (and there for the
-//! SQL stores); `records.rs` the state machine of a run's checkpoint history.
+//! the journal's expected length), called by the front (and there for the SQL stores);
+//! `records.rs` the state machine of a run's checkpoint history.
 //!
 //! A store of your own needs only three primitives: [`backend`]'s `KeyValueBackend` (read,
 //! compare-and-swap write, scan), under the front `KeyValueStore` that keeps every rule;
-//! [`InMemoryStore`] is that same front over values kept in memory.
+//! [`InMemoryStore`] is that same front over values kept in memory, and [`FileStore`] over a
+//! directory (`file/` is its disk layer only: paths, atomic writes, locks, journal frames).
 //! Whether a store keeps its contract is checked by [`conformance`], the suite every store
 //! of ours passes and that a store of your own can run from its tests.
 //!

@@ -1,7 +1,7 @@
-//! The state machine of one run's history, shared by the stores that keep it themselves (the
-//! key-value front, so [`InMemoryStore`](super::InMemoryStore) and every backend of your own,
-//! under its compare-and-swap; [`FileStore`](super::FileStore) under a lock file). The SQL
-//! stores do the same transitions in SQL.
+//! The state machine of one run's history, applied by the key-value front (so by
+//! [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore) under its lock
+//! files, and every backend of your own under its compare-and-swap). The SQL stores do the
+//! same transitions in SQL.
 
 use std::time::Duration;
 

@@ -23,6 +23,7 @@ mod custom_wrapper;
 mod durable_turns;
 mod event_json;
 mod event_printer;
+mod file_store_format;
 mod flow;
 mod frontend_tools;
 mod genai_spans;

@@ -21,22 +21,71 @@ use crate::store::{
 /// One run as kept: its history, and the bytes of its head.
 #[derive(Debug, Default)]
 pub struct Run {
-    records: Records,
-    head: Arc<Vec<u8>>,
+    pub(crate) records: Records,
+    pub(crate) head: Head,
+}
+
+/// The bytes of a run's head: in hand, or in a file not read yet (the File store reads a
+/// head only when a rule asks for its bytes).
+#[derive(Debug, Clone)]
+pub(crate) enum Head {
+    Bytes(Arc<Vec<u8>>),
+    /// A file written once (renamed into place), read within `limit` bytes.
+    File {
+        path: Arc<std::path::Path>,
+        limit: u64,
+    },
+}
+
+impl Default for Head {
+    fn default() -> Self {
+        Head::Bytes(Arc::default())
+    }
+}
+
+impl Head {
+    /// The bytes of run `id`'s head, within `max` bytes; `None` if its file is gone (the run
+    /// was deleted or purged since it was listed).
+    fn bytes(&self, id: &str, max: u64) -> Result<Option<Arc<Vec<u8>>>, StoreError> {
+        let bytes = match self {
+            Head::Bytes(bytes) => Arc::clone(bytes),
+            Head::File { path, limit } => match crate::store::file::read_head(id, path, *limit)? {
+                Some(bytes) => Arc::new(bytes),
+                None => return Ok(None),
+            },
+        };
+        check_size(id, bytes.len() as u64, max)?;
+        Ok(Some(bytes))
+    }
+
+    /// The bytes of the head of run `id`, which must be there (read under the run's lock).
+    fn present(&self, id: &str, max: u64) -> Result<Vec<u8>, StoreError> {
+        let bytes = self.bytes(id, max)?.ok_or_else(|| StoreError::Other {
+            id: id.to_owned(),
+            message: "the file of the run's head is missing; the run's directory was changed \
+                      by hand: delete the run"
+                .into(),
+        })?;
+        Ok(Arc::unwrap_or_clone(bytes))
+    }
 }
 
 impl Value for Run {
     const TABLE: Table = Table::Checkpoints;
 
     fn encode(&self) -> Vec<u8> {
-        pack(&self.records, &[&self.head])
+        let head = match &self.head {
+            Head::Bytes(bytes) => &bytes[..],
+            Head::File { .. } => unreachable!("only the File store reads heads from files"),
+        };
+        pack(&self.records, &[head])
     }
 
     fn decode(id: &str, bytes: &[u8]) -> Result<Run, StoreError> {
         let (records, head) = unpack::<Records>(bytes).ok_or_else(|| corrupt(id, "run"))?;
         Ok(Run {
             records,
-            head: Arc::new(head.to_vec()),
+            head: Head::Bytes(Arc::new(head.to_vec())),
         })
     }
 
@@ -53,10 +102,7 @@ impl<F: Front> CheckpointStore for F {
         self.front()
             .backend
             .view(id, |run: Option<&Run>| match run {
-                Some(run) if run.records.head().is_some() => {
-                    check_size(id, run.head.len() as u64, max)?;
-                    Ok(Some(run.head.to_vec()))
-                }
+                Some(run) if run.records.head().is_some() => run.head.present(id, max).map(Some),
                 _ => Ok(None),
             })
             .await
@@ -70,7 +116,7 @@ impl<F: Front> CheckpointStore for F {
             .update("save", id, |run: &mut Option<Run>| {
                 let run = run.get_or_insert_with(Run::default);
                 let version = run.records.save(id, mode, now_ms(), size)?;
-                run.head = Arc::clone(&bytes);
+                run.head = Head::Bytes(Arc::clone(&bytes));
                 Ok((version, true))
             })
             .await
@@ -86,7 +132,7 @@ impl<F: Front> CheckpointStore for F {
                     return Err(StoreError::NotFound { id: id.to_owned() });
                 };
                 let (version, attempt) = run.records.claim_within(id, now_ms(), lease, max)?;
-                let bytes = run.head.to_vec();
+                let bytes = run.head.present(id, max)?;
                 Ok((
                     Claim {
                         id: id.to_owned(),
@@ -134,7 +180,7 @@ impl<F: Front> CheckpointStore for F {
             .update("complete", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
                 let version = run.records.complete(claim, finished, now_ms(), size)?;
-                run.head = Arc::clone(&bytes);
+                run.head = Head::Bytes(Arc::clone(&bytes));
                 Ok((version, true))
             })
             .await
@@ -156,30 +202,23 @@ impl<F: Front> CheckpointStore for F {
             .backend
             .each(|id, run: &Run| {
                 let head = run.records.waiting_head();
-                Ok(head.map(|h| {
-                    (
-                        h.created_ms,
-                        id.to_owned(),
-                        h.version,
-                        Arc::clone(&run.head),
-                    )
-                }))
+                Ok(head.map(|h| (h.created_ms, id.to_owned(), h.version, run.head.clone())))
             })
             .await?;
         waiting.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        waiting
-            .into_iter()
-            .take(limit)
-            .map(|(created, id, version, head)| {
-                check_size(&id, head.len() as u64, self.front().max_bytes)?;
-                Ok(PendingCheckpoint {
-                    bytes: head.to_vec(),
+        let mut pending = Vec::new();
+        for (created, id, version, head) in waiting.into_iter().take(limit) {
+            // A head whose file is gone was resumed or deleted since it was listed.
+            if let Some(bytes) = head.bytes(&id, self.front().max_bytes)? {
+                pending.push(PendingCheckpoint {
+                    bytes: Arc::unwrap_or_clone(bytes),
                     id,
                     version,
                     created_at: from_millis(created),
-                })
-            })
-            .collect()
+                });
+            }
+        }
+        Ok(pending)
     }
 
     async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
@@ -209,12 +248,15 @@ impl<F: Front> CheckpointStore for F {
                         return Ok((None, false));
                     };
                     let claimed = run.records.claim_listed(&id, now, lease, max)?;
-                    let claim = claimed.map(|(version, attempt)| Claim {
-                        id: id.clone(),
-                        version,
-                        attempt,
-                        bytes: run.head.to_vec(),
-                    });
+                    let claim = match claimed {
+                        Some((version, attempt)) => Some(Claim {
+                            id: id.clone(),
+                            version,
+                            attempt,
+                            bytes: run.head.present(&id, max)?,
+                        }),
+                        None => None,
+                    };
                     let changed = claim.is_some();
                     Ok::<_, StoreError>((claim, changed))
                 })

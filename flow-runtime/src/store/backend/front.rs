@@ -1,12 +1,13 @@
-//! [`Front`]: the stores whose contracts are the front's alone ([`KeyValueStore`] and
-//! [`InMemoryStore`](crate::store::InMemoryStore)), so the contracts are implemented once, for
-//! every such store.
+//! [`Front`]: the stores whose contracts are the front's alone ([`KeyValueStore`],
+//! [`InMemoryStore`](crate::store::InMemoryStore) and [`FileStore`](crate::store::FileStore)),
+//! so the contracts are implemented once, for every such store.
 
 use super::keep::Keep;
 use super::KeyValueStore;
 
-/// A store that is the key-value front over a [`Keep`]: [`KeyValueStore`] itself, and
-/// [`InMemoryStore`](crate::store::InMemoryStore). Each is a
+/// A store that is the key-value front over a [`Keep`]: [`KeyValueStore`] itself,
+/// [`InMemoryStore`](crate::store::InMemoryStore) and [`FileStore`](crate::store::FileStore).
+/// Each is a
 /// [`CheckpointStore`](crate::store::CheckpointStore), a
 /// [`ThreadStore`](crate::store::ThreadStore) and a
 /// [`JournalStore`](crate::store::JournalStore) by the front's rules alone.
@@ -32,5 +33,6 @@ mod only {
     pub trait FrontOnly {}
     impl<B> FrontOnly for super::KeyValueStore<B> {}
     impl FrontOnly for crate::store::InMemoryStore {}
+    impl FrontOnly for crate::store::FileStore {}
 }
 use only::FrontOnly;

@@ -6,11 +6,12 @@
 //! handed over, so steps handed over unencoded are encoded only when read.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::keep::{Keep, Value};
+use super::keep::{Keep, Log, Value};
 use super::Front;
 use super::{corrupt, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::journal::check_kind;
@@ -24,7 +25,7 @@ use crate::store::{
 /// One append's steps, as handed over (one step handed over unencoded is kept without a
 /// shared slice: the `Sync` path appends them one by one).
 #[derive(Clone)]
-enum Batch {
+pub enum Batch {
     Stored(Arc<[StoredStep]>),
     Pending(Arc<[PendingStep]>),
     OnePending(PendingStep),
@@ -37,7 +38,7 @@ enum Batch {
 
 /// Steps `start..end` of a batch.
 #[derive(Clone)]
-struct Part {
+pub struct Part {
     batch: Batch,
     start: usize,
     end: usize,
@@ -108,8 +109,55 @@ impl std::fmt::Debug for Journal {
 }
 
 impl Journal {
-    /// Drops the steps from position `len` on.
-    fn truncate(&mut self, len: usize) {
+    /// Every step, as read.
+    fn steps(&self) -> Result<Vec<StoredStep>, JournalError> {
+        let mut out = Vec::with_capacity(self.len);
+        for part in &self.parts {
+            part.read(out.len() as u64, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+impl Log for Journal {
+    type Entry = StoredStep;
+    type Batch = Batch;
+    type Part = Vec<Part>;
+    type Error = JournalError;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, batch: Batch, count: usize) {
+        self.parts.push(Part::whole(batch, count));
+        self.len += count;
+    }
+
+    /// The parts that hold the steps of `window` (the first and last cut to it), found from
+    /// the end (reads are mostly of the last steps).
+    fn part(&self, window: Range<usize>) -> Vec<Part> {
+        let mut out = Vec::new();
+        let mut end = self.len;
+        for part in self.parts.iter().rev() {
+            if end <= window.start {
+                break;
+            }
+            let start = end - part.len();
+            let (from, to) = (window.start.max(start), window.end.min(end));
+            if from < to {
+                let mut part = part.clone();
+                part.start += from - start;
+                part.end = part.start + (to - from);
+                out.push(part);
+            }
+            end = start;
+        }
+        out.reverse();
+        out
+    }
+
+    fn cut(&mut self, len: usize) {
         let mut seen = 0;
         self.parts.retain_mut(|part| {
             let keep = seen < len;
@@ -122,29 +170,28 @@ impl Journal {
         self.len = self.len.min(len);
     }
 
-    /// The parts that hold the steps from position `from` on (the first cut to start there).
-    fn from(&self, from: usize) -> Vec<Part> {
-        let mut seen = 0;
-        let mut out = Vec::new();
-        for part in &self.parts {
-            let n = part.len();
-            if seen + n > from {
-                let mut part = part.clone();
-                part.start += from.saturating_sub(seen);
-                out.push(part);
-            }
-            seen += n;
-        }
-        out
+    /// Its steps encoded (the front hands a keeper that writes steps one at a time only
+    /// stored steps: it keeps nothing deferred).
+    fn entries(batch: &Batch) -> Vec<StoredStep> {
+        let mut steps = Vec::new();
+        let count = match batch {
+            Batch::Stored(steps) => steps.len(),
+            Batch::Pending(steps) => steps.len(),
+            Batch::OnePending(_) => 1,
+            Batch::Deferred { steps, .. } => steps.len(),
+        };
+        // Only a deferred step's kind can fail its check, and deferred steps reach a keeper
+        // that writes them only once checked (`encoded`).
+        let _ = Part::whole(batch.clone(), count).read(0, &mut steps);
+        steps
     }
 
-    /// Every step, as read.
-    fn steps(&self) -> Result<Vec<StoredStep>, JournalError> {
-        let mut out = Vec::with_capacity(self.len);
-        for part in &self.parts {
-            part.read(out.len() as u64, &mut out)?;
-        }
-        Ok(out)
+    fn part_of(steps: Vec<StoredStep>) -> Vec<Part> {
+        let len = steps.len();
+        (len > 0)
+            .then(|| Part::whole(Batch::Stored(steps.into()), len))
+            .into_iter()
+            .collect()
     }
 }
 
@@ -204,23 +251,15 @@ impl<B: Keep> KeyValueStore<B> {
         batch: Batch,
     ) -> Result<u64, JournalError> {
         validate_id(run)?;
-        self.backend
-            .update(
-                "append to the journal of",
-                run,
-                |journal: &mut Option<Journal>| {
-                    let found = journal.as_ref().map_or(0, |j| j.len as u64);
-                    journal_expected(run, expected, found)?;
-                    if count == 0 {
-                        return Ok((found, false));
-                    }
-                    let journal = journal.get_or_insert_with(Journal::default);
-                    journal.parts.push(Part::whole(batch.clone(), count));
-                    journal.len += count;
-                    Ok((journal.len as u64, true))
-                },
-            )
-            .await
+        let appended = self
+            .backend
+            .append::<Journal>("append to the journal of", run, expected, count, batch)
+            .await?;
+        // Refused: `found` is not `expected`, so `journal_expected` reports the conflict.
+        appended.or_else(|found| {
+            journal_expected(run, expected, found)?;
+            Ok(found)
+        })
     }
 
     /// `steps` encoded now, for a keeper that keeps bytes.
@@ -302,12 +341,10 @@ impl<F: Front> JournalStore for F {
     async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
         validate_id(run)?;
         let from = from.min(usize::MAX as u64) as usize;
-        let parts = self
+        let (_, parts) = self
             .front()
             .backend
-            .view(run, |journal: Option<&Journal>| {
-                Ok(journal.map(|j| j.from(from)).unwrap_or_default())
-            })
+            .read::<Journal>(run, |len| from..len)
             .await?;
         // Steps handed over unencoded are encoded outside the lock.
         let mut steps = Vec::new();
@@ -322,66 +359,42 @@ impl<F: Front> JournalStore for F {
 
     async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {
         validate_id(run)?;
-        let len = self
-            .front()
-            .backend
-            .view(run, |journal: Option<&Journal>| {
-                Ok(journal.map_or(0, |j| j.len))
-            })
-            .await?;
+        let backend = &self.front().backend;
+        let (len, _) = backend.read::<Journal>(run, |len| len..len).await?;
         Ok(len as u64)
     }
 
     async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
         validate_id(run)?;
         let len = len.min(usize::MAX as u64) as usize;
-        self.front()
-            .backend
-            .update(
-                "truncate the journal of",
-                run,
-                |journal: &mut Option<Journal>| {
-                    let Some(journal) = journal.as_mut().filter(|j| j.len > len) else {
-                        return Ok::<_, JournalError>(((), false));
-                    };
-                    journal.truncate(len);
-                    Ok(((), true))
-                },
-            )
-            .await
+        let backend = &self.front().backend;
+        Ok(backend
+            .cut::<Journal>("truncate the journal of", run, len)
+            .await?)
     }
 
     async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
         validate_id(run)?;
-        self.front()
-            .backend
-            .update(
-                "delete the journal of",
-                run,
-                |journal: &mut Option<Journal>| {
-                    let removed = journal.take();
-                    let had = removed.as_ref().is_some_and(|j| j.len > 0);
-                    Ok::<_, JournalError>((had, removed.is_some()))
-                },
-            )
-            .await
+        let backend = &self.front().backend;
+        let had = backend
+            .remove::<Journal>("delete the journal of", run)
+            .await?;
+        Ok(had > 0)
     }
 
     async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
-        let mut idle = self
-            .front()
-            .backend
-            .each(|run, journal: &Journal| {
-                let last = journal.parts.last().map(Part::last_at_ms);
-                Ok(last
-                    .filter(|&t| t <= at_ms)
-                    .map(|last_at_ms| JournalSummary {
-                        run: run.to_owned(),
-                        steps: journal.len as u64,
-                        last_at_ms,
-                    }))
+        let journals = self.front().backend.logs::<Journal>().await?;
+        let mut idle: Vec<JournalSummary> = journals
+            .into_iter()
+            .filter_map(|(run, steps, last)| {
+                let last_at_ms = last.last().map(Part::last_at_ms)?;
+                (last_at_ms <= at_ms).then_some(JournalSummary {
+                    run,
+                    steps: steps as u64,
+                    last_at_ms,
+                })
             })
-            .await?;
+            .collect();
         idle.sort_by(|a, b| a.run.cmp(&b.run));
         Ok(idle)
     }

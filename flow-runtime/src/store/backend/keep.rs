@@ -5,10 +5,17 @@
 //! - any [`KeyValueBackend`]: each value is encoded to bytes ([`Value::encode`]), and a change
 //!   is a read, the change, and a compare-and-swap write, retried when another writer won;
 //! - [`InMemory`](super::InMemory): the values themselves in maps under a lock, changed in
-//!   place (nothing is encoded, and journal steps handed over unencoded stay so until read).
+//!   place (nothing is encoded, and journal steps handed over unencoded stay so until read);
+//! - the [`FileStore`](crate::store::FileStore)'s directory: each value in its files.
+//!
+//! A thread's records and a run's journal are logs ([`Log`]): the front appends to them,
+//! reads a window, cuts and removes them with [`Keep`]'s log operations, which a keeper that
+//! writes one entry at a time (the File store: a file per record, a frame per step) answers
+//! without touching the rest of the log; the others get them from `view` and `update`.
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::ops::Range;
 use std::sync::Mutex;
 
 use super::{BackendError, Entry, KeyValueBackend, Table};
@@ -37,8 +44,56 @@ pub trait Value: Default + Send + Sync + 'static + sealed::Sealed {
 /// What a change decided: its answer, and whether the value changed (and must be written).
 pub type Changed<T> = (T, bool);
 
-/// How the front reaches what it keeps: implemented for every [`KeyValueBackend`] and for the
-/// in-memory keeper; not for implementing elsewhere (write a [`KeyValueBackend`]).
+/// A value that is a log: entries appended at its end, each at its position (a thread's
+/// records, a run's journal steps).
+pub trait Log: Value {
+    /// One entry as a keeper that writes entries one at a time keeps it (a record's bytes, a
+    /// step).
+    type Entry: Send + 'static;
+    /// What one append hands over.
+    type Batch: Clone + Send + Sync + 'static;
+    /// A window of entries, as a read hands it back.
+    type Part: Default + Send + 'static;
+    /// The error of its contract.
+    type Error: From<StoreError> + Send + 'static;
+
+    /// How many entries it holds.
+    fn len(&self) -> usize;
+
+    /// Whether it holds none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `batch`, which holds `count` entries.
+    fn push(&mut self, batch: Self::Batch, count: usize);
+
+    /// The entries of `window` (within its length).
+    fn part(&self, window: Range<usize>) -> Self::Part;
+
+    /// Keeps its first `len` entries.
+    fn cut(&mut self, len: usize);
+
+    /// The entries of `batch`, for a keeper that writes them one at a time.
+    fn entries(batch: &Self::Batch) -> Vec<Self::Entry>;
+
+    /// A window made of `entries`, read back by such a keeper.
+    fn part_of(entries: Vec<Self::Entry>) -> Self::Part;
+}
+
+/// A log as listed: its key, how many entries it holds, and its last entry.
+pub type Listed<P> = (String, usize, P);
+
+/// `window` within a log of `len` entries.
+pub(crate) fn clamp(window: Range<usize>, len: usize) -> Range<usize> {
+    let end = window.end.min(len);
+    window.start.min(end)..end
+}
+
+/// How the front reaches what it keeps: implemented for every [`KeyValueBackend`], for the
+/// in-memory keeper and for the File store's directory; not for implementing elsewhere (write
+/// a [`KeyValueBackend`]). The log operations have their meaning written once here, over
+/// `view` and `update`; a keeper that writes one entry at a time answers them itself.
 pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     /// Whether journal steps handed over unencoded are kept so, to be encoded when read.
     const KEEPS_DEFERRED: bool;
@@ -66,6 +121,89 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         &self,
         f: impl FnMut(&str, &V) -> Result<Option<T>, StoreError> + Send,
     ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send;
+
+    /// Appends `batch` (`count` entries) to the log under `key` if it holds `expected`
+    /// entries: `Ok(len)` after the append, or `Err(found)` and nothing appended when it
+    /// holds another number (the compare-and-swap of thread and journal appends).
+    fn append<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        expected: u64,
+        count: usize,
+        batch: L::Batch,
+    ) -> impl Future<Output = Result<Result<u64, u64>, L::Error>> + Send {
+        self.update(operation, key, move |log: &mut Option<L>| {
+            let found = log.as_ref().map_or(0, |l| l.len() as u64);
+            if found != expected {
+                return Ok((Err(found), false));
+            }
+            if count == 0 {
+                return Ok((Ok(found), false));
+            }
+            let log = log.get_or_insert_with(L::default);
+            log.push(batch.clone(), count);
+            Ok::<_, L::Error>((Ok(log.len() as u64), true))
+        })
+    }
+
+    /// How many entries the log under `key` holds, and the entries of the window `window`
+    /// picks from that number (clamped to it), as one consistent read.
+    fn read<L: Log>(
+        &self,
+        key: &str,
+        window: impl FnOnce(usize) -> Range<usize> + Send,
+    ) -> impl Future<Output = Result<(usize, L::Part), L::Error>> + Send {
+        async move {
+            let read = self.view(key, |log: Option<&L>| {
+                Ok(match log {
+                    Some(log) => (log.len(), log.part(clamp(window(log.len()), log.len()))),
+                    None => (0, L::Part::default()),
+                })
+            });
+            Ok(read.await?)
+        }
+    }
+
+    /// Cuts the log under `key` to its first `len` entries (nothing if it holds no more).
+    fn cut<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        len: usize,
+    ) -> impl Future<Output = Result<(), L::Error>> + Send {
+        self.update(operation, key, move |log: &mut Option<L>| {
+            let Some(log) = log.as_mut().filter(|l| l.len() > len) else {
+                return Ok(((), false));
+            };
+            log.cut(len);
+            Ok::<_, L::Error>(((), true))
+        })
+    }
+
+    /// Removes the log under `key`; how many entries it held.
+    fn remove<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+    ) -> impl Future<Output = Result<usize, L::Error>> + Send {
+        self.update(operation, key, |log: &mut Option<L>| {
+            let removed = log.take();
+            Ok::<_, L::Error>((removed.as_ref().map_or(0, L::len), removed.is_some()))
+        })
+    }
+
+    /// Every log of its table: its key, how many entries it holds, and its last entry.
+    fn logs<L: Log>(&self) -> impl Future<Output = Result<Vec<Listed<L::Part>>, L::Error>> + Send {
+        async move {
+            let logs = self.each(|key, log: &L| {
+                let len = log.len();
+                let last = log.part(len.saturating_sub(1)..len);
+                Ok(Some((key.to_owned(), len, last)))
+            });
+            Ok(logs.await?)
+        }
+    }
 }
 
 /// A backend's error as the front reports it: a seal that does not open
@@ -87,6 +225,7 @@ mod sealed {
     pub trait Sealed {}
     impl<B: super::KeyValueBackend> Sealed for B {}
     impl Sealed for super::super::InMemory {}
+    impl Sealed for crate::store::file::FileDir {}
     impl Sealed for super::super::checkpoints::Run {}
     impl Sealed for super::super::threads::Thread {}
     impl Sealed for super::super::threads::Lease {}

@@ -29,10 +29,13 @@
 //! every value it keeps (`KeyValueStore::new(SealedBackend::new(backend, keys))`).
 //!
 //! - `mod.rs`: the trait, the front and [`MemoryBackend`] (bytes in a `BTreeMap`);
-//! - `keep.rs`: [`Keep`], the three typed operations the front's rules are written over, for
-//!   any backend (encoded, with compare-and-swap) and for [`InMemory`];
-//! - `front.rs`: [`Front`], the stores whose contracts are the front's alone (the front itself
-//!   and [`InMemoryStore`](super::InMemoryStore)): each contract is implemented once, for them;
+//! - `keep.rs`: [`Keep`], the typed operations the front's rules are written over (view,
+//!   change atomically, go through a table; and for a [`Log`], append under a
+//!   compare-and-swap on its length, read a window, cut, remove), for any backend (encoded,
+//!   with compare-and-swap), for [`InMemory`] and for the File store's [`FileDir`];
+//! - `front.rs`: [`Front`], the stores whose contracts are the front's alone (the front itself,
+//!   [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore)): each contract
+//!   is implemented once, for them;
 //! - `memory.rs`: [`InMemory`], values kept as they are, what
 //!   [`InMemoryStore`](super::InMemoryStore) is the front over;
 //! - `checkpoints.rs`, `threads.rs`, `journals.rs`: the front's rules of each contract and the
@@ -55,9 +58,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub use super::file::FileDir;
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
+pub(crate) use checkpoints::{Head, Run};
 pub use front::Front;
-pub use keep::{Changed, Keep, Value};
+pub(crate) use keep::clamp;
+pub use keep::{Changed, Keep, Listed, Log, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
 pub(crate) use threads::Lease;
@@ -214,7 +220,7 @@ impl<B: KeyValueBackend> KeyValueStore<B> {
 }
 
 impl<B> KeyValueStore<B> {
-    pub(super) fn over(backend: B) -> Self {
+    pub(crate) fn over(backend: B) -> Self {
         KeyValueStore {
             backend: Arc::new(backend),
             max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::keep::{Keep, Value};
+use super::keep::{Keep, Log, Value};
 use super::Front;
 use super::{corrupt, lease_end, pack, unpack, InMemory, KeyValueStore, Table};
 use crate::store::records::check_size;
@@ -58,6 +58,42 @@ impl Value for Thread {
 
     fn map(memory: &InMemory) -> &Mutex<HashMap<String, Thread>> {
         &memory.threads
+    }
+}
+
+/// Records as read: each one's turn when the keeper keeps it apart (a keeper of record files
+/// does not: the front learns it by decoding), and its bytes.
+type Records = Vec<(Option<u64>, Arc<[u8]>)>;
+
+impl Log for Thread {
+    type Entry = Arc<[u8]>;
+    type Batch = (u64, Arc<[u8]>);
+    type Part = Records;
+    type Error = ThreadError;
+
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn push(&mut self, record: (u64, Arc<[u8]>), _count: usize) {
+        self.records.push(record);
+    }
+
+    fn part(&self, window: Range<usize>) -> Records {
+        let records = self.records[window].iter();
+        records.map(|(t, b)| (Some(*t), Arc::clone(b))).collect()
+    }
+
+    fn cut(&mut self, len: usize) {
+        self.records.truncate(len);
+    }
+
+    fn entries((_, bytes): &(u64, Arc<[u8]>)) -> Vec<Arc<[u8]>> {
+        vec![Arc::clone(bytes)]
+    }
+
+    fn part_of(records: Vec<Arc<[u8]>>) -> Records {
+        records.into_iter().map(|bytes| (None, bytes)).collect()
     }
 }
 
@@ -159,50 +195,66 @@ impl<B: Keep> KeyValueStore<B> {
 impl<F: Front> ThreadStore for F {
     async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
         validate_thread_id(id)?;
-        let last = self
+        let (version, last) = self
             .front()
             .backend
-            .view(id, |thread: Option<&Thread>| {
-                let records = thread.map_or(&[][..], |t| &t.records[..]);
-                Ok(records
-                    .last()
-                    .map(|(turn, bytes)| (records.len(), *turn, Arc::clone(bytes))))
-            })
+            .read::<Thread>(id, |len| len.saturating_sub(1)..len)
             .await?;
-        let Some((version, turn, bytes)) = last else {
+        let Some((_, bytes)) = last.first() else {
             return Ok(None);
         };
+        let last = self.front().record(id, version - 1, bytes)?;
         Ok(Some(ThreadHead {
             id: id.to_owned(),
             version: version as u64,
-            turns: turn + 1,
-            last: self.front().record(id, version - 1, &bytes)?,
+            turns: last.turn + 1,
+            last,
         }))
     }
 
     async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
         validate_thread_id(id)?;
-        let (first, picked) = self
-            .front()
-            .backend
-            .view(id, |thread: Option<&Thread>| {
-                let records = thread.map_or(&[][..], |t| &t.records[..]);
-                // Records are in turn order: find the window by binary search.
-                let from = records.partition_point(|(turn, _)| *turn < turns.start);
-                let to = records.partition_point(|(turn, _)| *turn < turns.end);
-                let picked: Vec<Arc<[u8]>> = records[from..to.max(from)]
-                    .iter()
-                    .map(|(_, bytes)| Arc::clone(bytes))
-                    .collect();
-                Ok((from, picked))
-            })
-            .await?;
-        // Decoded outside the lock.
-        picked
-            .iter()
-            .enumerate()
-            .map(|(i, bytes)| self.front().record(id, first + i, bytes))
-            .collect()
+        // Records are in turn order: read back from the end, a window twice as long each
+        // time, until a record before the turns asked for (or the first) is reached (the
+        // last turn's one record and the one before it, at first).
+        let mut out = Vec::new();
+        let (mut end, mut size) = (None, if turns.start == 0 { usize::MAX } else { 2 });
+        loop {
+            let (len, window) = self
+                .front()
+                .backend
+                .read::<Thread>(id, |len| {
+                    let end = end.unwrap_or(len).min(len);
+                    end.saturating_sub(size)..end
+                })
+                .await?;
+            let to = end.unwrap_or(len).min(len);
+            let from = to - window.len();
+            let mut before = from == 0;
+            for (k, (turn, bytes)) in window.iter().enumerate().rev() {
+                // Decoded only if in the window (or if its turn is not known apart).
+                if turn.is_some_and(|t| t >= turns.end) {
+                    continue;
+                }
+                if turn.is_some_and(|t| t < turns.start) {
+                    before = true;
+                    break;
+                }
+                let record = self.front().record(id, from + k, bytes)?;
+                if record.turn < turns.start {
+                    before = true;
+                    break;
+                }
+                if record.turn < turns.end {
+                    out.push(record);
+                }
+            }
+            if before {
+                out.reverse();
+                return Ok(out);
+            }
+            (end, size) = (Some(from), size.saturating_mul(2));
+        }
     }
 
     async fn append(
@@ -213,38 +265,33 @@ impl<F: Front> ThreadStore for F {
     ) -> Result<u64, ThreadError> {
         let bytes: Arc<[u8]> =
             thread_append(id, expected_version, &mut record, self.front().max_bytes)?.into();
-        self.front()
+        let appended = self
+            .front()
             .backend
-            .update("append to", id, |thread: &mut Option<Thread>| {
-                let found = thread.as_ref().map_or(0, |t| t.records.len() as u64);
-                check_version(id, expected_version, found)?;
-                let thread = thread.get_or_insert_with(Thread::default);
-                thread.records.push((record.turn, Arc::clone(&bytes)));
-                Ok((thread.records.len() as u64, true))
-            })
-            .await
+            .append::<Thread>("append to", id, expected_version, 1, (record.turn, bytes))
+            .await?;
+        // Refused: `found` is not `expected_version`, so `check_version` reports the conflict.
+        appended.or_else(|found| {
+            check_version(id, expected_version, found)?;
+            Ok(found)
+        })
     }
 
     async fn list(&self) -> Result<Vec<String>, ThreadError> {
-        let mut ids = self
-            .front()
-            .backend
-            .each(|id, thread: &Thread| Ok((!thread.records.is_empty()).then(|| id.to_owned())))
-            .await?;
+        let threads = self.front().backend.logs::<Thread>().await?;
+        let mut ids: Vec<String> = threads
+            .into_iter()
+            .filter(|(_, len, _)| *len > 0)
+            .map(|(id, _, _)| id)
+            .collect();
         ids.sort();
         Ok(ids)
     }
 
     async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
         validate_thread_id(id)?;
-        self.front()
-            .backend
-            .update("delete", id, |thread: &mut Option<Thread>| {
-                let removed = thread.take();
-                let had = removed.as_ref().is_some_and(|t| !t.records.is_empty());
-                Ok::<_, ThreadError>((had, removed.is_some()))
-            })
-            .await
+        let had = self.front().backend.remove::<Thread>("delete", id).await?;
+        Ok(had > 0)
     }
 
     async fn lease_thread(

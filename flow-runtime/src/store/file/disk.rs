@@ -7,9 +7,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
 
-use crate::store::{millis, unique_token, StoreError, ThreadError};
+use crate::store::{unique_token, StoreError};
 
 /// The prefix of temporary files (removed when a store opens, if a crash left them).
 pub(super) const TMP_PREFIX: &str = ".tmp-";
@@ -94,15 +93,17 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-pub(super) fn now_ms() -> u64 {
-    millis(SystemTime::now())
-}
-
-/// An I/O failure of a thread operation.
-pub(super) fn thread_io(operation: &'static str, id: &str, source: io::Error) -> ThreadError {
-    ThreadError::Store(StoreError::Io {
-        operation,
-        id: id.to_owned(),
-        source: Arc::new(source),
-    })
+/// The bytes of run `id`'s head, in the file `path` (written once, renamed into place), within
+/// `limit` bytes; `None` if the file is gone (the run was deleted or purged).
+pub(crate) fn read_head(id: &str, path: &Path, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    match read_limited(path, limit) {
+        Ok(Ok(bytes)) => Ok(Some(bytes)),
+        Ok(Err(size)) => Err(StoreError::TooLarge {
+            id: id.to_owned(),
+            size,
+            limit,
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error("read", id)(e)),
+    }
 }

@@ -1,5 +1,5 @@
-//! The [`JournalStore`] contract of the [`FileStore`]: each run's journal is one append-only
-//! file, `journals/RUN/steps.log`, changed under the directory's `flock`.
+//! A run's journal in the [`FileStore`](super::FileStore): one append-only file,
+//! `journals/RUN/steps.log`, changed under the directory's `flock`.
 //!
 //! A step is one frame:
 //!
@@ -17,17 +17,14 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::ops::Range;
+use std::path::Path;
 
-use async_trait::async_trait;
-
-use super::disk::sync_dir;
-use super::locks::{for_each_run, lock_run, remove_run};
-use super::FileStore;
-use crate::store::rules::{journal_append, journal_expected};
-use crate::store::{
-    validate_id, JournalError, JournalStore, JournalSummary, StoreError, StoredStep,
-};
+use super::disk::{io_error, sync_dir};
+use super::keeper::FileDir;
+use super::locks::{for_each_run, lock_run, remove_run, Locked};
+use crate::store::backend::{clamp, Listed, Table};
+use crate::store::{JournalError, StoredStep};
 
 const MAGIC: &[u8; 4] = b"AFJ1";
 const STEPS: &str = "steps.log";
@@ -36,13 +33,12 @@ const HEAD: usize = 4 + 8 + 8 + 1 + 4;
 /// Checksum and frame length.
 const TAIL: usize = 8 + 4;
 
-fn io<'a>(operation: &'static str, run: &'a str) -> impl Fn(io::Error) -> JournalError + 'a {
-    move |source| {
-        JournalError::Store(StoreError::Io {
-            operation,
-            id: run.to_owned(),
-            source: std::sync::Arc::new(source),
-        })
+/// The error of a frame that fails its checks with whole frames after it.
+fn damaged(run: &str, seq: u64, reason: String) -> JournalError {
+    JournalError::Corrupt {
+        run: run.to_owned(),
+        seq,
+        reason,
     }
 }
 
@@ -122,11 +118,8 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
         match parse(&bytes[at..]) {
             Parsed::Step(step, len) => {
                 if step.seq != count {
-                    return Err(JournalError::Corrupt {
-                        run: run.to_owned(),
-                        seq: count,
-                        reason: format!("it says it is step {}", step.seq),
-                    });
+                    let reason = format!("it says it is step {}", step.seq);
+                    return Err(damaged(run, count, reason));
                 }
                 if count >= from {
                     out.push(step);
@@ -142,11 +135,7 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
                     rest[k..].starts_with(MAGIC) && matches!(parse(&rest[k..]), Parsed::Step(..))
                 });
                 if whole_after {
-                    return Err(JournalError::Corrupt {
-                        run: run.to_owned(),
-                        seq: count,
-                        reason,
-                    });
+                    return Err(damaged(run, count, reason));
                 }
                 break;
             }
@@ -155,13 +144,13 @@ fn scan(run: &str, bytes: &[u8], from: u64) -> Result<(Vec<StoredStep>, u64, usi
     Ok((out, count, at))
 }
 
-/// The number of whole steps of the journal file, where they end, and when the last was
-/// appended: from its last frame if it checks (constant time), else by a scan.
-fn tail(run: &str, file: &mut File) -> Result<(u64, u64, u64), JournalError> {
-    let err = io("read the journal of", run);
+/// The number of whole steps of the journal file, where they end, and its last step: from its
+/// last frame if it checks (constant time), else by a scan.
+fn tail(run: &str, file: &mut File) -> Result<(u64, u64, Option<StoredStep>), JournalError> {
+    let err = io_error("read the journal of", run);
     let size = file.metadata().map_err(&err)?.len();
     if size == 0 {
-        return Ok((0, 0, 0));
+        return Ok((0, 0, None));
     }
     if size >= 4 {
         let mut len = [0u8; 4];
@@ -174,7 +163,7 @@ fn tail(run: &str, file: &mut File) -> Result<(u64, u64, u64), JournalError> {
             file.read_exact(&mut last).map_err(&err)?;
             if let Parsed::Step(step, n) = parse(&last) {
                 if n as u64 == len {
-                    return Ok((step.seq + 1, size, step.at_ms));
+                    return Ok((step.seq + 1, size, Some(step)));
                 }
             }
         }
@@ -182,28 +171,8 @@ fn tail(run: &str, file: &mut File) -> Result<(u64, u64, u64), JournalError> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0)).map_err(&err)?;
     file.read_to_end(&mut bytes).map_err(&err)?;
-    let (steps, count, end) = scan(run, &bytes, 0)?;
-    let last_at_ms = steps.last().map_or(0, |s| s.at_ms);
-    Ok((count, end as u64, last_at_ms))
-}
-
-impl FileStore {
-    fn journal_dir(&self, run: &str) -> Result<PathBuf, JournalError> {
-        validate_id(run)?;
-        Ok(self.dir().join("journals").join(run))
-    }
-
-    /// Runs `f` on a blocking thread.
-    async fn journal_blocking<T: Send + 'static>(
-        operation: &'static str,
-        run: &str,
-        f: impl FnOnce() -> Result<T, JournalError> + Send + 'static,
-    ) -> Result<T, JournalError> {
-        match tokio::task::spawn_blocking(f).await {
-            Ok(result) => result,
-            Err(join) => Err(io(operation, run)(io::Error::other(join.to_string()))),
-        }
-    }
+    let (mut steps, count, end) = scan(run, &bytes, 0)?;
+    Ok((count, end as u64, steps.pop()))
 }
 
 /// Opens the journal file of the locked directory `dir` for reading and writing (`None` if it
@@ -222,159 +191,152 @@ fn open_steps(dir: &Path, create: bool) -> io::Result<Option<File>> {
     }
 }
 
-#[async_trait]
-impl JournalStore for FileStore {
-    async fn append_steps(
-        &self,
-        run: &str,
-        expected: u64,
-        steps: Vec<StoredStep>,
-    ) -> Result<u64, JournalError> {
-        journal_append(run, &steps, self.max_bytes)?;
-        let dir = self.journal_dir(run)?;
-        let run = run.to_owned();
-        Self::journal_blocking("append to the journal of", &run.clone(), move || {
-            let err = io("append to the journal of", &run);
-            let root = dir.parent().expect("journals/RUN");
-            let new_root = !root.exists();
-            fs::create_dir_all(root).map_err(&err)?;
-            if new_root {
-                sync_dir(root.parent().expect("the store")).map_err(&err)?;
-            }
-            let locked = lock_run(&dir, true, true)
-                .map_err(&err)?
-                .ok_or_else(|| err(io::Error::other("the journal directory vanished")))?;
-            let mut file = open_steps(&locked.dir, true)
-                .map_err(&err)?
-                .expect("created");
-            let (found, end, _) = tail(&run, &mut file)?;
-            journal_expected(&run, expected, found)?;
-            // A torn frame a crash left is cut off first (it was never acknowledged).
-            if file.metadata().map_err(&err)?.len() != end {
-                file.set_len(end).map_err(&err)?;
-            }
-            let mut bytes = Vec::new();
-            for (k, step) in steps.iter().enumerate() {
-                bytes.extend_from_slice(&frame(expected + k as u64, step));
-            }
-            file.seek(SeekFrom::Start(end)).map_err(&err)?;
-            file.write_all(&bytes).map_err(&err)?;
-            file.sync_data().map_err(&err)?;
-            if end == 0 {
-                sync_dir(&locked.dir).map_err(&err)?;
-            }
-            Ok(expected + steps.len() as u64)
-        })
-        .await
+/// Appends `steps` to run `run`'s journal if it holds `expected` steps (`Err(found)` if not).
+pub(super) fn append(
+    files: &FileDir,
+    operation: &'static str,
+    run: &str,
+    expected: u64,
+    steps: Vec<StoredStep>,
+) -> Result<Result<u64, u64>, JournalError> {
+    let err = io_error(operation, run);
+    let root = files.root(Table::Journals);
+    if !root.is_dir() {
+        fs::create_dir_all(&root).map_err(&err)?;
+        sync_dir(files.dir()).map_err(&err)?;
     }
+    let locked = lock_run(&files.path(Table::Journals, run), true, true)
+        .map_err(&err)?
+        .ok_or_else(|| err(io::Error::other("the journal directory vanished")))?;
+    let mut file = open_steps(&locked.dir, true)
+        .map_err(&err)?
+        .expect("created");
+    let (found, end, _) = tail(run, &mut file)?;
+    if found != expected {
+        return Ok(Err(found));
+    }
+    // A torn frame a crash left is cut off first (it was never acknowledged).
+    if file.metadata().map_err(&err)?.len() != end {
+        file.set_len(end).map_err(&err)?;
+    }
+    let mut bytes = Vec::new();
+    for (k, step) in steps.iter().enumerate() {
+        bytes.extend_from_slice(&frame(expected + k as u64, step));
+    }
+    file.seek(SeekFrom::Start(end)).map_err(&err)?;
+    file.write_all(&bytes).map_err(&err)?;
+    file.sync_data().map_err(&err)?;
+    if end == 0 {
+        sync_dir(&locked.dir).map_err(&err)?;
+    }
+    Ok(Ok(expected + steps.len() as u64))
+}
 
-    async fn read_steps(&self, run: &str, from: u64) -> Result<Vec<StoredStep>, JournalError> {
-        let dir = self.journal_dir(run)?;
-        let run = run.to_owned();
-        Self::journal_blocking("read the journal of", &run.clone(), move || {
-            let err = io("read the journal of", &run);
-            let Some(locked) = lock_run(&dir, false, false).map_err(&err)? else {
-                return Ok(Vec::new());
-            };
-            let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
-                return Ok(Vec::new());
-            };
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).map_err(&err)?;
-            Ok(scan(&run, &bytes, from)?.0)
-        })
-        .await
-    }
+/// Run `run`'s journal file, opened under its directory's lock (shared, or exclusive).
+fn open_locked(
+    files: &FileDir,
+    run: &str,
+    exclusive: bool,
+) -> Result<Option<(Locked, File)>, JournalError> {
+    let err = io_error("read the journal of", run);
+    let dir = files.path(Table::Journals, run);
+    let Some(locked) = lock_run(&dir, false, exclusive).map_err(&err)? else {
+        return Ok(None);
+    };
+    let file = open_steps(&locked.dir, false).map_err(&err)?;
+    Ok(file.map(|file| (locked, file)))
+}
 
-    async fn journal_len(&self, run: &str) -> Result<u64, JournalError> {
-        let dir = self.journal_dir(run)?;
-        let run = run.to_owned();
-        Self::journal_blocking("read the journal of", &run.clone(), move || {
-            let err = io("read the journal of", &run);
-            let Some(locked) = lock_run(&dir, false, false).map_err(&err)? else {
-                return Ok(0);
-            };
-            let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
-                return Ok(0);
-            };
-            Ok(tail(&run, &mut file)?.0)
-        })
-        .await
+/// How many steps run `run`'s journal holds, and the steps of the window `window` picks: the
+/// length and the last step from the last frame (constant time), others by a scan.
+pub(super) fn read(
+    files: &FileDir,
+    run: &str,
+    window: impl FnOnce(usize) -> Range<usize>,
+) -> Result<(usize, Vec<StoredStep>), JournalError> {
+    let Some((_locked, mut file)) = open_locked(files, run, false)? else {
+        return Ok((0, Vec::new()));
+    };
+    let (count, _, last) = tail(run, &mut file)?;
+    let len = count as usize;
+    let window = clamp(window(len), len);
+    match last {
+        _ if window.is_empty() => return Ok((len, Vec::new())),
+        Some(last) if window.start + 1 == len => return Ok((len, vec![last])),
+        _ => {}
     }
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(io_error("read the journal of", run))?;
+    let (mut steps, _, _) = scan(run, &bytes, window.start as u64)?;
+    steps.truncate(window.len());
+    Ok((len, steps))
+}
 
-    async fn truncate_steps(&self, run: &str, len: u64) -> Result<(), JournalError> {
-        let dir = self.journal_dir(run)?;
-        let run = run.to_owned();
-        Self::journal_blocking("truncate the journal of", &run.clone(), move || {
-            let err = io("truncate the journal of", &run);
-            let Some(locked) = lock_run(&dir, false, true).map_err(&err)? else {
-                return Ok(());
-            };
-            let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
-                return Ok(());
-            };
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).map_err(&err)?;
-            let mut at = 0usize;
-            let mut count = 0u64;
-            while count < len {
-                match parse(&bytes[at..]) {
-                    Parsed::Step(_, n) => {
-                        at += n;
-                        count += 1;
-                    }
-                    _ => break,
-                }
+/// Cuts run `run`'s journal to its first `len` steps.
+pub(super) fn cut(
+    files: &FileDir,
+    operation: &'static str,
+    run: &str,
+    len: usize,
+) -> Result<(), JournalError> {
+    let err = io_error(operation, run);
+    let Some((_locked, mut file)) = open_locked(files, run, true)? else {
+        return Ok(());
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(&err)?;
+    let (mut at, mut count) = (0, 0);
+    while count < len {
+        match parse(&bytes[at..]) {
+            Parsed::Step(_, n) => {
+                at += n;
+                count += 1;
             }
-            if (at as u64) < bytes.len() as u64 {
-                file.set_len(at as u64).map_err(&err)?;
-                file.sync_data().map_err(&err)?;
-            }
-            Ok(())
-        })
-        .await
+            _ => break,
+        }
     }
+    if at < bytes.len() {
+        file.set_len(at as u64).map_err(&err)?;
+        file.sync_data().map_err(&err)?;
+    }
+    Ok(())
+}
 
-    async fn delete_journal(&self, run: &str) -> Result<bool, JournalError> {
-        let dir = self.journal_dir(run)?;
-        let run = run.to_owned();
-        Self::journal_blocking("delete the journal of", &run.clone(), move || {
-            let err = io("delete the journal of", &run);
-            let Some(locked) = lock_run(&dir, false, true).map_err(&err)? else {
-                return Ok(false);
-            };
-            let had = fs::metadata(locked.dir.join(STEPS)).is_ok_and(|m| m.len() > 0);
-            remove_run(&locked).map_err(&err)?;
-            Ok(had)
-        })
-        .await
-    }
+/// Removes run `run`'s journal; how many steps it held.
+pub(super) fn remove(
+    files: &FileDir,
+    operation: &'static str,
+    run: &str,
+) -> Result<usize, JournalError> {
+    let err = io_error(operation, run);
+    let Some(locked) = lock_run(&files.path(Table::Journals, run), false, true).map_err(&err)?
+    else {
+        return Ok(0);
+    };
+    let held = match open_steps(&locked.dir, false).map_err(&err)? {
+        Some(mut file) => tail(run, &mut file)?.0 as usize,
+        None => 0,
+    };
+    remove_run(&locked).map_err(&err)?;
+    Ok(held)
+}
 
-    async fn idle_journals(&self, at_ms: u64) -> Result<Vec<JournalSummary>, JournalError> {
-        let root = self.dir().join("journals");
-        Self::journal_blocking("list the journals of", "*", move || {
-            let err = io("list the journals of", "*");
-            let mut idle = Vec::new();
-            if !root.is_dir() {
-                return Ok(idle);
-            }
-            for_each_run(&root, false, &err, |run, locked| {
-                let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
-                    return Ok(());
-                };
-                let (steps, _, last_at_ms) = tail(&run, &mut file)?;
-                if steps > 0 && last_at_ms <= at_ms {
-                    idle.push(JournalSummary {
-                        run,
-                        steps,
-                        last_at_ms,
-                    });
-                }
-                Ok(())
-            })?;
-            idle.sort_by(|a, b| a.run.cmp(&b.run));
-            Ok(idle)
-        })
-        .await
+/// Every journal: its run, how many steps it holds, and its last step.
+pub(super) fn logs(files: &FileDir) -> Result<Vec<Listed<Vec<StoredStep>>>, JournalError> {
+    let err = |e| JournalError::from(io_error("list the journals of", "*")(e));
+    let mut journals = Vec::new();
+    if !files.root(Table::Journals).is_dir() {
+        return Ok(journals);
     }
+    for_each_run(&files.root(Table::Journals), false, err, |run, locked| {
+        let Some(mut file) = open_steps(&locked.dir, false).map_err(&err)? else {
+            return Ok(());
+        };
+        let (steps, _, last) = tail(&run, &mut file)?;
+        journals.push((run, steps as usize, last.into_iter().collect()));
+        Ok(())
+    })?;
+    Ok(journals)
 }

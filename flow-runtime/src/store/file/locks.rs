@@ -9,11 +9,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{flock, FlockOperation};
 
 use super::disk::TMP_PREFIX;
-use super::disk::{
-    io_error, open_nofollow, read_limited, remove_if_present, sync_dir, write_atomically,
-};
+use super::disk::{open_nofollow, read_limited, remove_if_present, sync_dir, write_atomically};
 use crate::store::records::Records;
-use crate::store::{validate_id, StoreError};
+use crate::store::validate_id;
 
 /// The directory of the runs' checkpoint histories, under the store's directory.
 pub(super) const RUNS: &str = "runs";
@@ -162,24 +160,6 @@ impl Locked {
 
     pub(super) fn record_path(&self, version: u64) -> PathBuf {
         self.dir.join(format!("{version}.ckpt"))
-    }
-
-    /// Reads record `version`, refusing more than `limit` bytes.
-    pub(super) fn read_record(
-        &self,
-        id: &str,
-        version: u64,
-        limit: u64,
-    ) -> Result<Vec<u8>, StoreError> {
-        match read_limited(&self.record_path(version), limit) {
-            Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(size)) => Err(StoreError::TooLarge {
-                id: id.to_owned(),
-                size,
-                limit,
-            }),
-            Err(e) => Err(io_error("read", id)(e)),
-        }
     }
 }
 

@@ -1,42 +1,42 @@
-//! The [`ThreadStore`] contract of the [`FileStore`]: one directory per thread, one file per
-//! record, published with a hard link.
+//! A thread's records in the [`FileStore`](super::FileStore): `threads/ID/`, one file per
+//! record named by its position (`00000000000000000007.json`). A record is written to a
+//! temporary file, synced, then published with a hard link, which fails if the name exists:
+//! of two writers of one position exactly one wins (the compare-and-swap of an append), and a
+//! reader never sees a half-written record.
 
 use std::fs;
 use std::io::{self, Write};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Arc;
 
-use async_trait::async_trait;
-
-use super::disk::{read_limited, thread_io};
-use super::FileStore;
-use crate::store::backend::Lease;
-use crate::store::rules::thread_append;
+use super::disk::{io_error, read_limited, sync_dir, TMP_PREFIX};
+use super::keeper::FileDir;
+use crate::store::backend::{clamp, Listed, Table};
 use crate::store::thread::validate_thread_id;
-use crate::store::{StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore};
+use crate::store::StoreError;
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Threads live under `DIR/threads/THREAD/`, one file per record named by its position
-/// (`00000000000000000007.json`). A record is written to a temporary file, synced, then
-/// published with a hard link, which fails if the name exists: of two writers of one position
-/// exactly one wins (the compare-and-swap of [`ThreadStore::append`]), and a reader never sees
-/// a half-written record.
-impl FileStore {
-    pub(super) fn thread_dir(&self, id: &str) -> Result<PathBuf, ThreadError> {
-        validate_thread_id(id)?;
-        Ok(self.dir.join("threads").join(id))
-    }
-}
+/// Records' bytes, in order.
+type Records = Vec<Arc<[u8]>>;
 
-pub(super) fn record_name(seq: u64) -> String {
+fn record_name(seq: usize) -> String {
     format!("{seq:020}.json")
 }
 
+/// A name no other writer (thread or process) uses at the same time.
+fn unique(prefix: &str) -> String {
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{prefix}{}-{nanos}-{n}", std::process::id())
+}
+
 /// The number of records in a thread directory (0 if it does not exist).
-pub(super) fn record_count(dir: &Path) -> io::Result<u64> {
+fn record_count(dir: &Path) -> io::Result<usize> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
@@ -55,202 +55,114 @@ pub(super) fn record_count(dir: &Path) -> io::Result<u64> {
     Ok(count)
 }
 
-/// Reads record `seq`, refusing more than `limit` bytes.
-pub(super) fn read_record(
-    id: &str,
-    dir: &Path,
-    seq: u64,
-    limit: u64,
-) -> Result<ThreadRecord, ThreadError> {
-    let bytes = read_limited(&dir.join(record_name(seq)), limit)
-        .map_err(|e| thread_io("read", id, e))?
-        .map_err(|size| StoreError::TooLarge {
+/// Reads record `seq` of thread `id`, refusing more than `limit` bytes.
+fn read_record(id: &str, dir: &Path, seq: usize, limit: u64) -> Result<Arc<[u8]>, StoreError> {
+    match read_limited(&dir.join(record_name(seq)), limit).map_err(io_error("read", id))? {
+        Ok(bytes) => Ok(bytes.into()),
+        Err(size) => Err(StoreError::TooLarge {
             id: id.to_owned(),
             size,
             limit,
-        })?;
-    ThreadRecord::decode(id, seq, &bytes)
+        }),
+    }
 }
 
-#[async_trait]
-impl ThreadStore for FileStore {
-    async fn head(&self, id: &str) -> Result<Option<ThreadHead>, ThreadError> {
-        let dir = self.thread_dir(id)?;
-        let id = id.to_owned();
-        let limit = self.max_bytes;
-        Self::thread_blocking("read", &id.clone(), move || {
-            let version = record_count(&dir).map_err(|e| thread_io("read", &id, e))?;
-            if version == 0 {
-                return Ok(None);
-            }
-            let last = read_record(&id, &dir, version - 1, limit)?;
-            Ok(Some(ThreadHead {
-                turns: last.turn + 1,
-                id,
-                version,
-                last,
-            }))
-        })
-        .await
+/// Appends `records` to thread `id` at position `expected`: `Err(found)` if the thread does
+/// not hold `expected` records (the record before is missing, or another writer published
+/// this position first).
+pub(super) fn append(
+    files: &FileDir,
+    operation: &'static str,
+    id: &str,
+    expected: u64,
+    records: Vec<Arc<[u8]>>,
+) -> Result<Result<u64, u64>, StoreError> {
+    let err = io_error(operation, id);
+    let dir = files.path(Table::Threads, id);
+    fs::create_dir_all(&dir).map_err(&err)?;
+    let found = || record_count(&dir).map(|n| Err(n as u64)).map_err(&err);
+    let expected = expected as usize;
+    // No gap: the record before this one must exist.
+    if expected > 0 && !dir.join(record_name(expected - 1)).exists() {
+        return found();
     }
+    for (k, bytes) in records.iter().enumerate() {
+        let tmp = dir.join(unique(TMP_PREFIX));
+        let written = (|| {
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            drop(file);
+            fs::hard_link(&tmp, dir.join(record_name(expected + k)))
+        })();
+        let _ = fs::remove_file(&tmp);
+        match written {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return found(),
+            Err(e) => return Err(err(e)),
+        }
+    }
+    sync_dir(&dir).map_err(&err)?;
+    Ok(Ok((expected + records.len()) as u64))
+}
 
-    async fn read(&self, id: &str, turns: Range<u64>) -> Result<Vec<ThreadRecord>, ThreadError> {
-        let dir = self.thread_dir(id)?;
-        let id = id.to_owned();
-        let limit = self.max_bytes;
-        Self::thread_blocking("read", &id.clone(), move || {
-            let version = record_count(&dir).map_err(|e| thread_io("read", &id, e))?;
-            // Records are in turn order: read back from the end until the window starts.
-            let mut out = Vec::new();
-            for seq in (0..version).rev() {
-                let record = read_record(&id, &dir, seq, limit)?;
-                if record.turn < turns.start {
-                    break;
-                }
-                if record.turn < turns.end {
-                    out.push(record);
-                }
-            }
-            out.reverse();
-            Ok(out)
-        })
-        .await
-    }
+/// How many records thread `id` holds, and the records of the window `window` picks.
+pub(super) fn read(
+    files: &FileDir,
+    id: &str,
+    window: impl FnOnce(usize) -> Range<usize>,
+) -> Result<(usize, Records), StoreError> {
+    let dir = files.path(Table::Threads, id);
+    let len = record_count(&dir).map_err(io_error("read", id))?;
+    let records = clamp(window(len), len)
+        .map(|seq| read_record(id, &dir, seq, files.limit()))
+        .collect::<Result<_, _>>()?;
+    Ok((len, records))
+}
 
-    async fn append(
-        &self,
-        id: &str,
-        expected_version: u64,
-        mut record: ThreadRecord,
-    ) -> Result<u64, ThreadError> {
-        let bytes = thread_append(id, expected_version, &mut record, self.max_bytes)?;
-        let dir = self.thread_dir(id)?;
-        let id = id.to_owned();
-        Self::thread_blocking("write", &id.clone(), move || {
-            let io_err = |e| thread_io("write", &id, e);
-            fs::create_dir_all(&dir).map_err(io_err)?;
-            // No gap: the record before this one must exist.
-            if expected_version > 0 && !dir.join(record_name(expected_version - 1)).exists() {
-                let found = record_count(&dir).map_err(io_err)?;
-                return Err(ThreadError::Conflict {
-                    id: id.clone(),
-                    expected: expected_version,
-                    found,
-                });
-            }
-            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            let tmp = dir.join(format!(".tmp-{}-{nanos}-{n}", std::process::id()));
-            let target = dir.join(record_name(expected_version));
-            let written = (|| {
-                let mut file = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)?;
-                file.write_all(&bytes)?;
-                file.sync_all()?;
-                drop(file);
-                fs::hard_link(&tmp, &target)
-            })();
-            let _ = fs::remove_file(&tmp);
-            match written {
-                Ok(()) => {
-                    fs::File::open(&dir)
-                        .and_then(|d| d.sync_all())
-                        .map_err(io_err)?;
-                    Ok(expected_version + 1)
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let found = record_count(&dir).map_err(io_err)?;
-                    Err(ThreadError::Conflict {
-                        id: id.clone(),
-                        expected: expected_version,
-                        found,
-                    })
-                }
-                Err(e) => Err(io_err(e)),
-            }
-        })
-        .await
+/// Removes thread `id`; how many records it held. Renamed away first, so readers see the
+/// whole thread or none of it.
+pub(super) fn remove(
+    files: &FileDir,
+    operation: &'static str,
+    id: &str,
+) -> Result<usize, StoreError> {
+    let err = io_error(operation, id);
+    let gone = files.root(Table::Threads).join(unique(".deleted-"));
+    match fs::rename(files.path(Table::Threads, id), &gone) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(err(e)),
     }
+    let held = record_count(&gone).unwrap_or(0);
+    fs::remove_dir_all(&gone).map_err(&err)?;
+    Ok(held)
+}
 
-    async fn list(&self) -> Result<Vec<String>, ThreadError> {
-        let root = self.dir.join("threads");
-        Self::thread_blocking("read", "threads", move || {
-            let entries = match fs::read_dir(&root) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-                Err(e) => return Err(thread_io("read", "threads", e)),
-            };
-            let mut ids = Vec::new();
-            for entry in entries {
-                let entry = entry.map_err(|e| thread_io("read", "threads", e))?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if validate_thread_id(&name).is_ok()
-                    && record_count(&entry.path()).is_ok_and(|n| n > 0)
-                {
-                    ids.push(name);
-                }
-            }
-            ids.sort();
-            Ok(ids)
-        })
-        .await
+/// Every thread: its id, how many records it holds, and its last record.
+pub(super) fn logs(files: &FileDir) -> Result<Vec<Listed<Records>>, StoreError> {
+    let root = files.root(Table::Threads);
+    let err = io_error("read", "threads");
+    let mut threads = Vec::new();
+    let entries = match fs::read_dir(&root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(threads),
+        entries => entries.map_err(&err)?,
+    };
+    for entry in entries {
+        let entry = entry.map_err(&err)?;
+        let id = entry.file_name().to_string_lossy().into_owned();
+        if validate_thread_id(&id).is_err() {
+            continue;
+        }
+        match read(files, &id, |len| len.saturating_sub(1)..len) {
+            Ok((len, last)) => threads.push((id, len, last)),
+            // Deleted meanwhile.
+            Err(_) if !entry.path().exists() => {}
+            Err(e) => return Err(e),
+        }
     }
-
-    async fn delete(&self, id: &str) -> Result<bool, ThreadError> {
-        let dir = self.thread_dir(id)?;
-        let root = self.dir.join("threads");
-        let id = id.to_owned();
-        Self::thread_blocking("delete", &id.clone(), move || {
-            // Renamed away first, so readers see the whole thread or none of it.
-            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let gone = root.join(format!(".deleted-{}-{n}-{id}", std::process::id()));
-            match fs::rename(&dir, &gone) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-                Err(e) => return Err(thread_io("delete", &id, e)),
-            }
-            let existed = record_count(&gone).is_ok_and(|n| n > 0);
-            fs::remove_dir_all(&gone).map_err(|e| thread_io("delete", &id, e))?;
-            Ok(existed)
-        })
-        .await
-    }
-
-    async fn lease_thread(
-        &self,
-        id: &str,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<(), ThreadError> {
-        let (owner, shown) = (owner.to_owned(), id.to_owned());
-        self.change_lease("lease", id, move |held| {
-            Lease::take(held, &shown, &owner, lease)
-        })
-        .await
-    }
-
-    async fn renew_thread_lease(
-        &self,
-        id: &str,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<(), ThreadError> {
-        let (owner, shown) = (owner.to_owned(), id.to_owned());
-        self.change_lease("renew the lease of", id, move |held| {
-            Lease::renew(held, &shown, &owner, lease)
-        })
-        .await
-    }
-
-    async fn release_thread_lease(&self, id: &str, owner: &str) -> Result<(), ThreadError> {
-        let owner = owner.to_owned();
-        self.change_lease("release the lease of", id, move |held| {
-            Ok(((), Lease::release(held, &owner)))
-        })
-        .await
-    }
+    Ok(threads)
 }
