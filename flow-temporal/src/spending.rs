@@ -178,6 +178,7 @@ mod tests {
             params: ModelParams::default(),
             run_path: None,
             live: None,
+            held: false,
         }
     }
 
