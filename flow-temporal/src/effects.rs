@@ -56,6 +56,11 @@ pub struct ModelCall {
     /// comes whole with the activity's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<crate::live::LiveSink>,
+    /// Set on a local model activity's input: a stub, the call itself (its conversation and
+    /// tools) handed to the activity in the worker's memory by the workflow that scheduled it,
+    /// not serialised (a local activity runs in that worker).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 impl ModelCall {
@@ -331,6 +336,7 @@ impl Middleware for EffectsMiddleware {
             params: request.params.clone(),
             run_path: Some(cx.run_context().run_path().clone()),
             live: None,
+            held: false,
         };
         match self.effects.ask(Effect::Model(call)).await {
             Outcome::Model(Ok(reply)) => Ok(Some(reply)),

@@ -46,7 +46,11 @@
 //!   (`LocalSteps::Models`), and idempotent tool calls too (`ModelsAndIdempotentTools`), as
 //!   local activities: in the worker that runs the workflow task, with no round trip through
 //!   the task queue (under a millisecond against tens). A local activity whose worker dies runs
-//!   again from its start, so a non-idempotent tool always stays a remote activity.
+//!   again from its start, so a non-idempotent tool always stays a remote activity. A local
+//!   model call's conversation and tools stay in the worker's memory; its activity's input
+//!   is a stub naming them (never in the history either way). A remote activity on the
+//!   worker's own task queue is executed eagerly (temporalio-sdk's default, kept: the server
+//!   hands it back with the workflow task's completion, saving a poll).
 //! - **One-shot threads.** `Thread::run_once` starts a thread and runs its one turn in a single
 //!   request (update-with-start); the workflow ends after the turn.
 //! - **Replay in CI.** The histories of the example flows are fixtures of the facade's tests

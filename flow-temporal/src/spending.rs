@@ -231,6 +231,7 @@ mod tests {
             params: ModelParams::default(),
             run_path: None,
             live: None,
+            held: false,
         }
     }
 

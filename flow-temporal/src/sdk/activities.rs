@@ -10,6 +10,7 @@ use temporalio_sdk::ApplicationFailure;
 
 use agentweave_core::budget::BudgetError;
 
+use super::held;
 use crate::effects::{ModelCall, ToolCallInput, ToolOutcome};
 use crate::flows::{
     call_model, call_tool, load_part, store_part, stream_model, Flows, LookupError,
@@ -69,6 +70,17 @@ fn budget_failure(e: BudgetError) -> ActivityError {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Text(String);
+
+/// A local model call whose workflow no longer holds its input in this worker (see
+/// [`held`]): retried; the workflow, replayed, schedules the call again where it runs.
+fn not_held(activity: &str) -> ActivityError {
+    ApplicationFailure::builder(Text(format!(
+        "local model call '{activity}': its workflow no longer holds the call in this worker          (it was evicted from the worker's cache or moved to another worker, which schedules          the call again)"
+    )))
+    .type_name("AgentflowHeld".to_owned())
+    .build()
+    .into()
+}
 
 /// A turn's sink as one model call posts to it: each piece in order, then the end; after a
 /// post that fails (the server went away) nothing more is posted (see [`crate::live`]).
@@ -133,6 +145,10 @@ impl AgentflowActivities {
         // With spending budgets (`Flows::spending`), the call is reserved first, under a key
         // every attempt of this activity shares (see `crate::spending`).
         let info = ctx.info();
+        let run = info.workflow_run_id.as_deref().unwrap_or_default();
+        let Some(call) = held::resolve(run, &info.activity_id, call) else {
+            return Err(not_held(&info.activity_id));
+        };
         let thread = info.workflow_id.clone().unwrap_or_default();
         let at = info
             .scheduled_time

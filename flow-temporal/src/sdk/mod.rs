@@ -12,6 +12,7 @@
 
 mod activities;
 mod client;
+mod held;
 mod worker;
 mod workflow;
 

@@ -42,6 +42,7 @@ use temporalio_sdk::{
 use temporalio_workflow::{WaitConditionOptions, WorkflowCancellationToken};
 
 use super::activities::AgentflowActivities;
+use super::held::Held;
 use super::worker::worker_flows;
 use crate::effects::{Effect, Effects, ModelCall, Outcome};
 use crate::live::{LiveSink, LiveTurn, ModelMark, Progress, LAST_TURN};
@@ -956,8 +957,9 @@ fn start_effect<'a>(
     };
     match effect {
         Effect::Model(call) if local.model() => {
+            let activity = policy::activity_id(turn, id, &call.agent, "model");
             let options = local_options(
-                policy::activity_id(turn, id, &call.agent, "model"),
+                activity.clone(),
                 policy::model_summary(&call.agent, &call.model),
                 model_timeout,
                 policy::model_retry(),
@@ -970,9 +972,13 @@ fn start_effect<'a>(
                     Ok(call) => call,
                     Err(why) => return Outcome::Model(Err(why)),
                 };
+                // The call stays in this worker's memory, its activity gets a stub naming it
+                // (see `held`); held until the activity's outcome is in.
+                let (held, stub) = Held::put(c.run_id(), &activity, call);
                 let result = c
-                    .execute_local_activity(AgentflowActivities::model, call, options)
+                    .execute_local_activity(AgentflowActivities::model, stub, options)
                     .await;
+                drop(held);
                 if let Some(mark) = lock(&live).models.iter_mut().find(|m| m.effect == id) {
                     mark.done = true;
                 }
