@@ -75,7 +75,9 @@ struct Text(String);
 /// [`held`]): retried; the workflow, replayed, schedules the call again where it runs.
 fn not_held(activity: &str) -> ActivityError {
     ApplicationFailure::builder(Text(format!(
-        "local model call '{activity}': its workflow no longer holds the call in this worker          (it was evicted from the worker's cache or moved to another worker, which schedules          the call again)"
+        "local model call '{activity}': its workflow no longer holds the call in this worker \
+         (it was evicted from the worker's cache or moved to another worker, which schedules \
+         the call again)"
     )))
     .type_name("AgentflowHeld".to_owned())
     .build()

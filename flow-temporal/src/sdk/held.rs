@@ -38,14 +38,19 @@ pub(crate) struct Held {
 impl Held {
     /// Holds `call` for that activity; gives the guard and the stub to send in its place (the
     /// call without its conversation and tools, marked [`ModelCall::held`]).
-    pub(crate) fn put(run: &str, activity: &str, call: ModelCall) -> (Held, ModelCall) {
+    pub(crate) fn put(run: &str, activity: &str, mut call: ModelCall) -> (Held, ModelCall) {
+        // The stub copies the call's small fields only: the conversation and the tools are
+        // taken out while it is made, then put back.
+        let messages = std::mem::take(&mut call.messages);
+        let earlier = std::mem::take(&mut call.earlier);
+        let tools = std::mem::take(&mut call.tools);
         let stub = ModelCall {
-            messages: Vec::new(),
-            earlier: Vec::new(),
-            tools: Vec::new(),
             held: true,
             ..call.clone()
         };
+        call.messages = messages;
+        call.earlier = earlier;
+        call.tools = tools;
         let key = key(run, activity);
         table().insert(key.clone(), Arc::new(call));
         (Held { key }, stub)
