@@ -45,6 +45,11 @@ pub struct LiveSink {
     pub turn: u64,
     /// The call's number among the turn's effects (the same on every worker and attempt).
     pub effect: u64,
+    /// The call's place among the turn's events: how many were made before it was asked (as
+    /// [`ModelMark::at`]; the same on every worker and attempt). `None` from a workflow of an
+    /// earlier version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 /// What a model activity POSTs to a sink: one piece of the reply, or its end.
@@ -56,6 +61,12 @@ pub struct LivePost {
     pub effect: u64,
     /// The piece's number in the call's reply, from 0 (the end's is the number of pieces).
     pub seq: u64,
+    /// The call's place among the turn's events ([`LiveSink::at`]): a reader that has passed
+    /// on that many events opens the call's streamed message with its first piece, without
+    /// asking the workflow where it goes. `None` from a worker of an earlier version (the
+    /// reader then asks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
     /// The agent whose model streams.
     pub agent: String,
     /// Its run path.

@@ -935,14 +935,15 @@ fn start_effect<'a>(
     // the turn's events is marked for the live readers (see `crate::live`).
     let effect = match effect {
         Effect::Model(mut call) => {
-            call.live = c.state(|s| s.sink.clone()).map(|url| LiveSink {
+            let (live, sink) = c.state(|s| (Arc::clone(&s.live), s.sink.clone()));
+            let mut shown = lock(&live);
+            let at = shown.events.len() as u64;
+            call.live = sink.map(|url| LiveSink {
                 url,
                 turn: live_turn,
                 effect: id,
+                at: Some(at),
             });
-            let live = c.state(|s| Arc::clone(&s.live));
-            let mut shown = lock(&live);
-            let at = shown.events.len() as u64;
             shown.models.push(ModelMark {
                 effect: id,
                 at,
