@@ -650,11 +650,9 @@ impl ThreadWorkflow {
                 }
             };
             ctx.state_mut(|s| s.stopped = stopped_turn);
-            let json = events
-                .iter()
-                .filter_map(|e| e.to_json().ok())
-                .filter_map(|e| serde_json::to_value(e).ok())
-                .collect();
+            // The turn's events in their JSON form, as the live readers were shown them (each
+            // event serialised once, as it was made).
+            let json = lock(&live).events.clone();
             ctx.state_mut(|s| {
                 s.closing |= start.single_turn;
                 s.requester = None;
