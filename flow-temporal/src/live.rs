@@ -17,7 +17,9 @@
 //!   activity ends. A turn asked with a *sink* (an HTTP URL of the server process that streams
 //!   the turn to its client: [`TurnRequest::live`](crate::TurnRequest)) has each model call
 //!   stream its model's reply and POST each piece to the sink as it comes ([`LivePost`]), keyed
-//!   by the call's number in the turn ([`LiveSink::effect`]) and the piece's number. An
+//!   by the call's number in the turn ([`LiveSink::effect`]) and the piece's number, with the
+//!   call's place among the turn's events ([`LiveSink::at`]: a reader that has passed it opens
+//!   the streamed reply with its first piece, without asking the workflow). An
 //!   activity that runs again after its worker died posts its pieces again from the first:
 //!   the sink drops the pieces it has (by call and number), so a scripted or otherwise
 //!   deterministic model's pieces reach the client once; a model that answers differently on

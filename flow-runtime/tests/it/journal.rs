@@ -347,7 +347,11 @@ async fn in_async_mode_in_memory_a_streamed_reply_reaches_the_caller_before_it_e
         panic!("expected a streamed message: {first:?}");
     };
     assert_eq!(stream.next().await.unwrap().unwrap().content, "refund ");
-    let tx = sender.lock().unwrap().take().expect("the agent holds the stream");
+    let tx = sender
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the agent holds the stream");
     tx.send(Message::assistant("sent"));
     drop(tx);
     assert_eq!(stream.next().await.unwrap().unwrap().content, "sent");

@@ -6,7 +6,9 @@
 //! are read as they are made (the query `progress`, every [`TemporalExecutor::poll_every`],
 //! and at once when a model call not yet placed posts its first piece, from the count read so
 //! far: each event once, a worker's death included) while the model calls' streamed pieces
-//! are pushed to this process (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
+//! are pushed to this process (the sink of `live`); a call's first piece, which says its
+//! place among the turn's events, opens its streamed message without a reading once the
+//! reading has passed that place. When the workflow waits on a question (an approval), the agent ends
 //! its run with an interrupt of its own, carrying the workflow's question as its info: the
 //! runner records the turn as interrupted, and the flow's approvals decide who may answer. Its
 //! resume sends the answer as the workflow's `answer` update and reads the rest of the turn.

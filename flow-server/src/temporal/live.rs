@@ -178,12 +178,14 @@ impl Sink {
                 continue;
             }
             match &call.place {
-                Some((at, agent, run_path)) if (start..=since).contains(at) => placed.push(Placed {
-                    at: *at,
-                    effect: *effect,
-                    agent: agent.clone(),
-                    run_path: run_path.clone(),
-                }),
+                Some((at, agent, run_path)) if (start..=since).contains(at) => {
+                    placed.push(Placed {
+                        at: *at,
+                        effect: *effect,
+                        agent: agent.clone(),
+                        run_path: run_path.clone(),
+                    })
+                }
                 _ => unplaced = true,
             }
         }
@@ -408,12 +410,19 @@ mod tests {
             [(0, 3), (2, 1)],
             "in their places' order"
         );
-        assert!(unplaced, "a piece that does not say its place is left to a reading");
+        assert!(
+            unplaced,
+            "a piece that does not say its place is left to a reading"
+        );
         assert_eq!(now[0].agent, "billing");
         let path = RunPath::root("desk").child("billing");
         let _opened = sink.open(3, "billing", &path);
         assert_eq!(
-            sink.placed(0, 2).0.iter().map(|p| p.effect).collect::<Vec<_>>(),
+            sink.placed(0, 2)
+                .0
+                .iter()
+                .map(|p| p.effect)
+                .collect::<Vec<_>>(),
             [1],
             "an opened call is not placed again"
         );
