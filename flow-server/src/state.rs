@@ -478,6 +478,10 @@ impl ServerBuilder {
     /// queued in the process for latency; [`Durability::Exit`] turns journaling off (a turn
     /// whose process died is then lost, and sent again it runs again).
     ///
+    /// A flow on [`temporal`](Self::temporal) is journaled `Async` where this says `Sync`: its
+    /// steps are in the workflow's history before they reach this process and its paid calls
+    /// run there, once, so `Sync` would only hold each streamed reply until it ends.
+    ///
     /// A runner given with [`flow_runner`](Self::flow_runner) keeps the mode it was built
     /// with (the server gives it the journal store); [`runners`](Self::runners) may change
     /// the mode per flow.
@@ -664,10 +668,19 @@ impl ServerBuilder {
                         }
                         None => agent,
                     };
+                    #[allow(unused_mut)]
+                    let mut durability = self.durability;
+                    #[cfg(feature = "temporal")]
+                    if self.temporal.is_some() && durability == Durability::Sync {
+                        // On Temporal every step is in the workflow's history before this
+                        // process sees it, and a paid call runs in the workflow, once: `Sync`
+                        // would buy nothing but hold each streamed reply until it ends.
+                        durability = Durability::Async;
+                    }
                     let runner = (self.runner)(agent)
                         .streaming(self.streaming)
                         .turn_routing(self.routing)
-                        .durability(self.durability);
+                        .durability(durability);
                     let runner = match &self.configure {
                         Some(f) => f(&name, runner),
                         None => runner,

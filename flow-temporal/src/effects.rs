@@ -25,7 +25,7 @@ use agentweave_core::event::{InterruptFrame, InterruptInfo, ToolFrame};
 use agentweave_core::host::Host;
 use agentweave_core::middleware::{HookContext, HookError, Middleware};
 use agentweave_core::model::{ChatRequest, ModelParams, ToolDefinition};
-use agentweave_core::{async_trait, Message, RunPath, ToolCall};
+use agentweave_core::{async_trait, Message, MessageRef, RunPath, ToolCall};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -38,15 +38,16 @@ pub struct ModelCall {
     pub agent: String,
     /// The model's name, as the agent's model reports it (for the activity's summary).
     pub model: String,
-    /// The conversation, oldest first (after the [`earlier`](Self::earlier) parts').
-    pub messages: Vec<Message>,
+    /// The conversation, oldest first (after the [`earlier`](Self::earlier) parts'), shared
+    /// with the run that asked it (serialised as the messages themselves).
+    pub messages: Vec<MessageRef>,
     /// The keys of the conversation's first parts in the workers' blob store, in order, when
     /// it was too long to send whole (see [`crate::parts`]); the activity reads them back
     /// before [`messages`](Self::messages).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<String>,
-    /// The tools the model may call.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools the model may call, shared with the calling agent (serialised as a list).
+    pub tools: Arc<[ToolDefinition]>,
     /// Sampling parameters.
     pub params: ModelParams,
     /// The calling agent's run path (the pieces of a streamed reply carry it).
@@ -67,8 +68,8 @@ impl ModelCall {
     /// The request the activity gives the agent's model (its [`earlier`](Self::earlier)
     /// parts left out: the activity reads them from the store first).
     pub fn request(&self) -> ChatRequest {
-        let mut request = ChatRequest::new(self.messages.iter().cloned().map(Arc::new));
-        request.tools = self.tools.clone().into();
+        let mut request = ChatRequest::new(self.messages.iter().cloned());
+        request.tools = Arc::clone(&self.tools);
         request.params = self.params.clone();
         request
     }
@@ -330,9 +331,9 @@ impl Middleware for EffectsMiddleware {
             flow: self.flow.clone(),
             agent: cx.agent_name().to_owned(),
             model: cx.model_name().unwrap_or_default().to_owned(),
-            messages: request.messages.iter().map(|m| Message::clone(m)).collect(),
+            messages: request.messages.clone(),
             earlier: Vec::new(),
-            tools: request.tools.to_vec(),
+            tools: Arc::clone(&request.tools),
             params: request.params.clone(),
             run_path: Some(cx.run_context().run_path().clone()),
             live: None,

@@ -17,7 +17,9 @@
 //!   activity ends. A turn asked with a *sink* (an HTTP URL of the server process that streams
 //!   the turn to its client: [`TurnRequest::live`](crate::TurnRequest)) has each model call
 //!   stream its model's reply and POST each piece to the sink as it comes ([`LivePost`]), keyed
-//!   by the call's number in the turn ([`LiveSink::effect`]) and the piece's number. An
+//!   by the call's number in the turn ([`LiveSink::effect`]) and the piece's number, with the
+//!   call's place among the turn's events ([`LiveSink::at`]: a reader that has passed it opens
+//!   the streamed reply with its first piece, without asking the workflow). An
 //!   activity that runs again after its worker died posts its pieces again from the first:
 //!   the sink drops the pieces it has (by call and number), so a scripted or otherwise
 //!   deterministic model's pieces reach the client once; a model that answers differently on
@@ -45,6 +47,11 @@ pub struct LiveSink {
     pub turn: u64,
     /// The call's number among the turn's effects (the same on every worker and attempt).
     pub effect: u64,
+    /// The call's place among the turn's events: how many were made before it was asked (as
+    /// [`ModelMark::at`]; the same on every worker and attempt). `None` from a workflow of an
+    /// earlier version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 /// What a model activity POSTs to a sink: one piece of the reply, or its end.
@@ -56,6 +63,12 @@ pub struct LivePost {
     pub effect: u64,
     /// The piece's number in the call's reply, from 0 (the end's is the number of pieces).
     pub seq: u64,
+    /// The call's place among the turn's events ([`LiveSink::at`]): a reader that has passed
+    /// on that many events opens the call's streamed message with its first piece, without
+    /// asking the workflow where it goes. `None` from a worker of an earlier version (the
+    /// reader then asks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
     /// The agent whose model streams.
     pub agent: String,
     /// Its run path.

@@ -180,7 +180,8 @@ impl DeferredStep for SessionStep {
 /// Steps kept as their session events until a store needs their bytes (a store that
 /// [keeps deferred steps](JournalStore::keeps_deferred), in memory): no copy of a message, no
 /// encoding, one allocation per batch, until the journal is read. Each event's message is
-/// whole (a streamed one was read to its end before its step was kept).
+/// whole (a streamed one was read to its end before its batch was handed over; in a run
+/// dropped midway, one cut off is read as far as it came).
 struct SessionSteps {
     events: Vec<Arc<SessionEvent>>,
     flow: Arc<str>,
@@ -285,7 +286,7 @@ pub(crate) struct JournalWriter {
     /// handed over (each message whole), in order.
     kept: Vec<Arc<SessionEvent>>,
     /// Where the kept steps that [`step_in_line`](JournalWriter::step_in_line) left to
-    /// [`step`](JournalWriter::step) start (a streamed message, an interrupt or a batch due).
+    /// [`step`](JournalWriter::step) start (an interrupt or a batch due).
     due_from: Option<usize>,
 }
 
@@ -397,32 +398,26 @@ impl JournalWriter {
     }
 
     /// `Async`, a store that keeps deferred steps: keeps the session's new events; returns
-    /// where they start among the kept steps if one has a streamed message, or is an
-    /// interrupt, or a batch is due (what [`keep_batch`](JournalWriter::keep_batch) does).
+    /// where they start among the kept steps if one is an interrupt or a batch is due (what
+    /// [`keep_batch`](JournalWriter::keep_batch) does). A streamed message does not wait here:
+    /// its event goes on to the caller at once, and its chunks as they come; it is read whole
+    /// when its batch is handed over ([`store_kept`](JournalWriter::store_kept)).
     fn keep_new(&mut self, session: &Session) -> Option<usize> {
         let from = self.kept.len();
         self.written += session.events_since_into(self.written, &mut self.kept);
         let due = self.kept.len() >= BATCH_STEPS
             || self.kept[from..]
                 .iter()
-                .any(|e| e.is_streamed() || matches!(e.action(), Some(Action::Interrupted(_))));
+                .any(|e| matches!(e.action(), Some(Action::Interrupted(_))));
         due.then_some(from)
     }
 
-    /// `Async`, a store that keeps deferred steps: reads the streamed messages of the steps
-    /// kept from position `from` on to their end, and hands the kept steps over if there are
-    /// [`BATCH_STEPS`] or an interrupt among them.
+    /// `Async`, a store that keeps deferred steps: hands the kept steps over if there are
+    /// [`BATCH_STEPS`] or an interrupt among those from position `from` on.
     async fn keep_batch(&mut self, from: usize) -> Result<(), JournalError> {
-        let mut interrupt = false;
-        for event in &self.kept[from..] {
-            if event.is_streamed() {
-                event
-                    .message()
-                    .await
-                    .map_err(|e| stream_error(&self.run, e))?;
-            }
-            interrupt |= matches!(event.action(), Some(Action::Interrupted(_)));
-        }
+        let interrupt = self.kept[from..]
+            .iter()
+            .any(|e| matches!(e.action(), Some(Action::Interrupted(_))));
         if interrupt || self.kept.len() >= BATCH_STEPS {
             self.store_kept().await?;
         }
@@ -431,8 +426,23 @@ impl JournalWriter {
 
     /// Hands the steps an `Async` writer kept to the store, as one batch (nothing for the
     /// other writers, which keep none): at an interrupt, before its checkpoint is saved, so a
-    /// resume continues a journal that holds every step up to it.
+    /// resume continues a journal that holds every step up to it. Each streamed message among
+    /// them is read to its end first (a store reads each step's message whole).
     pub(crate) async fn store_kept(&mut self) -> Result<(), JournalError> {
+        for event in &self.kept {
+            if event.is_streamed() {
+                event
+                    .message()
+                    .await
+                    .map_err(|e| stream_error(&self.run, e))?;
+            }
+        }
+        self.hand_kept().await
+    }
+
+    /// Hands the kept steps over as they are (a streamed message not ended yet is read when
+    /// the journal is: see [`store_kept`](JournalWriter::store_kept)).
+    async fn hand_kept(&mut self) -> Result<(), JournalError> {
         if self.kept.is_empty() {
             return Ok(());
         }
@@ -450,7 +460,7 @@ impl JournalWriter {
 
     /// Does what [`step`](JournalWriter::step) would, without a future, where nothing has to
     /// wait: returns `true` if the session's new events are handled (`Exit`: nothing to do;
-    /// `Async` on a store that keeps deferred steps: kept, with no streamed message, no
+    /// `Async` on a store that keeps deferred steps: kept, with no
     /// interrupt and no batch due), `false` if `step` must run (and finish what this began).
     pub(crate) fn step_in_line(&mut self, session: &Session) -> bool {
         if self.mode == Durability::Exit {
@@ -616,7 +626,7 @@ impl Drop for JournalWriter {
             return;
         }
         use futures::FutureExt;
-        if let Some(Err(e)) = self.store_kept().now_or_never() {
+        if let Some(Err(e)) = self.hand_kept().now_or_never() {
             tracing::warn!(run = %self.run, error = %e, "the journal's last kept steps could not be stored");
         }
     }

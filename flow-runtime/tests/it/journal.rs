@@ -310,3 +310,54 @@ async fn a_streaming_sync_run_reaches_its_tool_as_a_background_and_as_a_queued_r
         "{outcome:?}"
     );
 }
+
+#[tokio::test]
+async fn in_async_mode_in_memory_a_streamed_reply_reaches_the_caller_before_it_ends() {
+    use agentweave_runtime::{EventOutput, MessageStreamSender};
+    // The test holds the stream's sender: the reply ends only when the test says so.
+    let sender: Arc<std::sync::Mutex<Option<MessageStreamSender>>> = Arc::default();
+    let held = Arc::clone(&sender);
+    let agent = FnAgent::new("desk", move |cx, _| {
+        let held = Arc::clone(&held);
+        async move {
+            let (tx, stream) = agentweave_runtime::MessageStream::channel();
+            tx.send(Message::assistant("refund "));
+            *held.lock().unwrap() = Some(tx);
+            cx.send_stream(stream);
+            Ok(())
+        }
+    });
+    let store = InMemoryStore::new();
+    let runner = Runner::builder(FlowAgent::new(agent))
+        .stores(store.clone())
+        .journal_store(store.clone())
+        .durability(Durability::Async)
+        .streaming(true)
+        .build();
+    let mut turn = runner
+        .turn(TurnRequest::new("t", Message::user("go")))
+        .await
+        .unwrap();
+    // Bounded only so that a regression fails instead of hanging: the reply has not ended.
+    let first = tokio::time::timeout(std::time::Duration::from_secs(20), turn.next())
+        .await
+        .expect("the streamed reply's event comes while the reply is still streaming")
+        .unwrap();
+    let Some(EventOutput::Stream(mut stream)) = first.output.clone() else {
+        panic!("expected a streamed message: {first:?}");
+    };
+    assert_eq!(stream.next().await.unwrap().unwrap().content, "refund ");
+    let tx = sender
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the agent holds the stream");
+    tx.send(Message::assistant("sent"));
+    drop(tx);
+    assert_eq!(stream.next().await.unwrap().unwrap().content, "sent");
+    assert!(turn.next().await.is_none());
+    // The journal keeps the reply whole.
+    let steps = runner.journal(&turn_journal_id("t", 0)).await.unwrap();
+    let reply = steps.last().unwrap().event.message.as_ref().unwrap();
+    assert_eq!(reply.content, "refund sent");
+}

@@ -6,7 +6,9 @@
 //! are read as they are made (the query `progress`, every [`TemporalExecutor::poll_every`],
 //! and at once when a model call not yet placed posts its first piece, from the count read so
 //! far: each event once, a worker's death included) while the model calls' streamed pieces
-//! are pushed to this process (the sink of `live`). When the workflow waits on a question (an approval), the agent ends
+//! are pushed to this process (the sink of `live`); a call's first piece, which says its
+//! place among the turn's events, opens its streamed message without a reading once the
+//! reading has passed that place. When the workflow waits on a question (an approval), the agent ends
 //! its run with an interrupt of its own, carrying the workflow's question as its info: the
 //! runner records the turn as interrupted, and the flow's approvals decide who may answer. Its
 //! resume sends the answer as the workflow's `answer` update and reads the rest of the turn.
@@ -330,18 +332,20 @@ impl TemporalAgent {
         let start = at.since;
         let mut misses = 0u32;
         let patience = 30_000 / self.executor.poll.as_millis().max(1) as u32 + 50;
-        let mut first = true;
+        // Whether the next reading comes at once (a model call this reading could not place
+        // started streaming).
+        let mut read_now = true;
         loop {
-            if !first {
-                // The next reading comes at the poll, or at once when a model call this
-                // reading has not placed yet posts its first piece (its streamed message then
-                // goes out without waiting for the tick).
+            // The next reading comes at the poll, or when a model call this reading has not
+            // opened posts its first piece: one that says its place, passed already, opens at
+            // once with no reading (see `Sink::placed`); another is placed by a reading at once.
+            while !read_now {
                 tokio::select! {
-                    () = tokio::time::sleep(self.executor.poll) => {}
-                    () = sink.posted() => {}
+                    () = tokio::time::sleep(self.executor.poll) => read_now = true,
+                    () = sink.posted() => read_now = open_placed(&sink, start, at.since, &mut opened, &out),
                 }
             }
-            first = false;
+            read_now = false;
             // The turn is read while it is being sent: a send that failed for good ends it.
             if sending.as_ref().is_some_and(|s| s.is_finished()) {
                 let sent = sending.take().expect("checked").await;
@@ -358,7 +362,21 @@ impl TemporalAgent {
                 cancel_sent = Some(mode);
                 self.cancel_turn(&at.workflow, watch.stop(mode)).await;
             }
-            let progress = match self.progress(&at).await {
+            // While the workflow is read (a query waits for the workflow task under way to end),
+            // a model call that starts streaming in its place opens at once.
+            let answer = {
+                let query = self.progress(&at);
+                tokio::pin!(query);
+                loop {
+                    tokio::select! {
+                        answer = &mut query => break answer,
+                        () = sink.posted() => {
+                            read_now |= open_placed(&sink, start, at.since, &mut opened, &out);
+                        }
+                    }
+                }
+            };
+            let progress = match answer {
                 Ok(p) => {
                     misses = 0;
                     if p.turn.is_some() {
@@ -432,6 +450,24 @@ impl TemporalAgent {
             }
         }
     }
+}
+
+/// Opens the streamed messages of the model calls `sink` places by itself among the `since`
+/// events this reading has passed on (from `start`, its first): see [`Sink::placed`]. Gives
+/// whether a call that started is left for a reading of the workflow to place.
+fn open_placed(
+    sink: &Sink,
+    start: u64,
+    since: u64,
+    opened: &mut std::collections::HashSet<u64>,
+    out: &tokio::sync::mpsc::UnboundedSender<AgentEvent>,
+) -> bool {
+    let (placed, unplaced) = sink.placed(start, since);
+    for call in placed {
+        opened.insert(call.effect);
+        let _ = out.send(sink.open(call.effect, &call.agent, &call.run_path));
+    }
+    unplaced
 }
 
 /// This agent's interrupt for the workflow's `question`, read up to `at`: it carries the

@@ -39,6 +39,9 @@ struct Call {
     ended: Option<Result<(), String>>,
     tx: Option<MessageStreamSender>,
     opened: bool,
+    /// Where the workflow placed the call, as its pieces say ([`LivePost::at`]): its place
+    /// among the turn's events, its agent and run path.
+    place: Option<(u64, String, RunPath)>,
 }
 
 /// A turn's streamed replies, by call number; and for each agent and run path, the call whose
@@ -58,6 +61,9 @@ impl LiveState {
             return false; // ended, or a piece already taken (an attempt after a worker's death)
         }
         let unplaced = !call.opened && post.seq == 0;
+        if let (None, Some(at)) = (&call.place, post.at) {
+            call.place = Some((at, post.agent.clone(), post.run_path.clone()));
+        }
         match post.chunk {
             Some(chunk) => {
                 if let Some(tx) = &call.tx {
@@ -93,6 +99,18 @@ impl Shared {
             self.posted.notify_one();
         }
     }
+}
+
+/// A call the sink places by itself ([`Sink::placed`]).
+pub(crate) struct Placed {
+    /// Its place among the turn's events.
+    pub(crate) at: u64,
+    /// Its number in the turn.
+    pub(crate) effect: u64,
+    /// The calling agent.
+    pub(crate) agent: String,
+    /// Its run path.
+    pub(crate) run_path: RunPath,
 }
 
 /// Ends a call's open stream as its end says.
@@ -143,6 +161,36 @@ impl Sink {
         call.opened = true;
         end(call);
         AgentEvent::stream(stream).stamped(&Arc::from(agent), run_path)
+    }
+
+    /// The calls that have started streaming, are not opened yet and say their place (a
+    /// worker of this version: [`LivePost::at`]), placed from event `start` to event `since`
+    /// (a reader that has passed on `since` events opens them now, with no reading of the
+    /// workflow): `(at, effect, agent, run path)`, in the order they go out.
+    /// With them, whether another call has started that only a reading can place (its place is
+    /// past `since`, or its worker did not say it).
+    pub(crate) fn placed(&self, start: u64, since: u64) -> (Vec<Placed>, bool) {
+        let state = locked(&self.shared.state);
+        let mut unplaced = false;
+        let mut placed = Vec::new();
+        for (effect, call) in &state.calls {
+            if call.opened || call.pieces.is_empty() {
+                continue;
+            }
+            match &call.place {
+                Some((at, agent, run_path)) if (start..=since).contains(at) => {
+                    placed.push(Placed {
+                        at: *at,
+                        effect: *effect,
+                        agent: agent.clone(),
+                        run_path: run_path.clone(),
+                    })
+                }
+                _ => unplaced = true,
+            }
+        }
+        placed.sort_by_key(|p| (p.at, p.effect));
+        (placed, unplaced)
     }
 
     /// Whether call `effect` has posted a piece: its streamed message is opened from then on
@@ -237,6 +285,7 @@ mod tests {
             turn: 0,
             effect,
             seq,
+            at: None,
             agent: "billing".into(),
             run_path: RunPath::root("desk").child("billing"),
             chunk: text.map(Message::assistant),
@@ -335,6 +384,51 @@ mod tests {
         assert!(
             sink.posted().now_or_never().is_none(),
             "a call already placed gets its pieces pushed, with no reading"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_that_says_its_place_is_placed_by_the_sink_once_the_reader_has_passed_it() {
+        let sink = open();
+        let placed = |effect, seq, at| LivePost {
+            at: Some(at),
+            ..piece(effect, seq, Some("hi"))
+        };
+        assert!(sink.placed(0, 5).0.is_empty(), "nothing posted yet");
+        post(&sink, placed(1, 0, 2));
+        post(&sink, placed(1, 1, 2));
+        let (early, unplaced) = sink.placed(0, 1);
+        assert!(
+            early.is_empty() && unplaced,
+            "placed after 2 events, and the reader has passed 1: a reading places it"
+        );
+        post(&sink, placed(3, 0, 0));
+        post(&sink, piece(4, 0, Some("old worker")));
+        let (now, unplaced) = sink.placed(0, 2);
+        assert_eq!(
+            now.iter().map(|p| (p.at, p.effect)).collect::<Vec<_>>(),
+            [(0, 3), (2, 1)],
+            "in their places' order"
+        );
+        assert!(
+            unplaced,
+            "a piece that does not say its place is left to a reading"
+        );
+        assert_eq!(now[0].agent, "billing");
+        let path = RunPath::root("desk").child("billing");
+        let _opened = sink.open(3, "billing", &path);
+        assert_eq!(
+            sink.placed(0, 2)
+                .0
+                .iter()
+                .map(|p| p.effect)
+                .collect::<Vec<_>>(),
+            [1],
+            "an opened call is not placed again"
+        );
+        assert!(
+            sink.placed(3, 9).0.is_empty(),
+            "nor a call placed before the reading's first event"
         );
     }
 

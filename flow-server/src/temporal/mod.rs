@@ -21,7 +21,9 @@
 //! the history and makes the same events under the same numbers. A turn's model calls post
 //! their streamed pieces to the turn's sink (its random token its only credential), numbered
 //! by call and piece; a call run again posts them again from the first and the sink drops the
-//! ones it has; the reply's event then goes out without its message, which streamed. A call
+//! ones it has; each piece says its call's place among the turn's events, so the first opens
+//! the call's streamed message with no reading of the workflow; the reply's event then goes
+//! out without its message, which streamed. A call
 //! whose pieces never arrive (the sink unreachable from the worker) has its stream failed when
 //! the workflow says the call ended. A dead worker's activity is noticed after its
 //! start-to-close timeout ([`TemporalExecutor::model_timeout`], `tool_timeout`), its workflow
@@ -87,8 +89,9 @@ impl TemporalExecutor {
     }
 
     /// How often a streaming turn reads the workflow's events (default 20 ms; a piece of
-    /// streamed model output does not wait for it, it is pushed, and the first piece of a call
-    /// the turn has not placed yet makes it read at once).
+    /// streamed model output does not wait for it, it is pushed; the first piece of a call
+    /// says the call's place among the turn's events, and opens its streamed message at once
+    /// when the turn has passed that place, or else makes it read at once).
     pub fn poll_every(mut self, every: Duration) -> Self {
         self.poll = every.max(Duration::from_millis(1));
         self

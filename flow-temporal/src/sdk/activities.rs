@@ -117,6 +117,7 @@ impl<'a> Sink<'a> {
             turn: self.sink.turn,
             effect: self.sink.effect,
             seq,
+            at: self.sink.at,
             agent: self.agent.to_owned(),
             run_path: self.run_path.clone(),
             chunk,

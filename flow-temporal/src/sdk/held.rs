@@ -85,9 +85,9 @@ mod tests {
             flow: "desk".into(),
             agent: "clerk".into(),
             model: "m".into(),
-            messages: vec![Message::user(text)],
+            messages: vec![std::sync::Arc::new(Message::user(text))],
             earlier: Vec::new(),
-            tools: Vec::new(),
+            tools: Default::default(),
             params: ModelParams::default(),
             run_path: None,
             live: None,
@@ -101,7 +101,10 @@ mod tests {
         assert!(stub.held && stub.messages.is_empty(), "{stub:?}");
         assert_eq!(stub.agent, "clerk");
         let found = resolve("run-1", "t0.e1.clerk.model", stub.clone()).expect("held");
-        assert_eq!(found.messages, vec![Message::user("a long conversation")]);
+        assert_eq!(
+            found.messages,
+            vec![std::sync::Arc::new(Message::user("a long conversation"))]
+        );
         assert!(!found.held);
         assert!(resolve("run-2", "t0.e1.clerk.model", stub.clone()).is_none());
         drop(guard);

@@ -650,11 +650,9 @@ impl ThreadWorkflow {
                 }
             };
             ctx.state_mut(|s| s.stopped = stopped_turn);
-            let json = events
-                .iter()
-                .filter_map(|e| e.to_json().ok())
-                .filter_map(|e| serde_json::to_value(e).ok())
-                .collect();
+            // The turn's events in their JSON form, as the live readers were shown them (each
+            // event serialised once, as it was made).
+            let json = lock(&live).events.clone();
             ctx.state_mut(|s| {
                 s.closing |= start.single_turn;
                 s.requester = None;
@@ -935,14 +933,15 @@ fn start_effect<'a>(
     // the turn's events is marked for the live readers (see `crate::live`).
     let effect = match effect {
         Effect::Model(mut call) => {
-            call.live = c.state(|s| s.sink.clone()).map(|url| LiveSink {
+            let (live, sink) = c.state(|s| (Arc::clone(&s.live), s.sink.clone()));
+            let mut shown = lock(&live);
+            let at = shown.events.len() as u64;
+            call.live = sink.map(|url| LiveSink {
                 url,
                 turn: live_turn,
                 effect: id,
+                at: Some(at),
             });
-            let live = c.state(|s| Arc::clone(&s.live));
-            let mut shown = lock(&live);
-            let at = shown.events.len() as u64;
             shown.models.push(ModelMark {
                 effect: id,
                 at,
