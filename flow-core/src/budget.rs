@@ -571,6 +571,24 @@ impl BudgetLedger {
         self.agent_mut(agent).tool_calls += calls;
     }
 
+    /// Adds `spent` of `agent` (folded from a run's tally): to the total, and to the agent's
+    /// entry (its first, found by name), or a new one.
+    pub(crate) fn add_spent(&mut self, agent: &Arc<str>, spent: &Spent) {
+        self.total.add(spent);
+        match self.by_agent.iter_mut().find(|a| a.agent == *agent) {
+            Some(entry) => entry.spent.add(spent),
+            None => {
+                if self.by_agent.capacity() == 0 {
+                    self.by_agent.reserve_exact(FIRST_AGENTS);
+                }
+                self.by_agent.push(AgentSpent {
+                    agent: Arc::clone(agent),
+                    spent: *spent,
+                });
+            }
+        }
+    }
+
     /// What agent `agent` has spent, if it has (in a [merged](Self::merge) ledger, as one
     /// read out of a run is).
     pub fn agent(&self, agent: &str) -> Option<&Spent> {

@@ -1,0 +1,334 @@
+//! A run's budgets while it runs ([`RunBudgets`]): its limits, when its wall time started, what
+//! it has spent in all ([`RunTotals`], read by every check) and per agent ([`AgentTally`], slots
+//! charged without the session's lock and folded into the session's
+//! [`BudgetLedger`](crate::budget::BudgetLedger) whenever the ledger is read or saved).
+//!
+//! A model call's charge is a few atomic additions: no lock, no ledger entry. The session's
+//! ledger stays the record that is saved, resumed and read out ([`Session::budget_ledger`],
+//! the session values, a checkpoint): every reader of it folds the slots in first, under the
+//! session's lock (see `Session::with_budget_ledger`).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::budget::{BudgetLedger, Budgets, Spent};
+use crate::session::Session;
+use crate::usage::Usage;
+
+/// A run's budgets, when its first check was made, and what the run has spent, in all and per
+/// agent. Shared with the runs nested in it (as the session's values are).
+#[derive(Debug)]
+pub(crate) struct RunBudgets {
+    pub(crate) budgets: Arc<Budgets>,
+    started: OnceLock<std::time::SystemTime>,
+    /// The run's totals, as in the session's ledger: read by a check without the session's
+    /// lock.
+    totals: RunTotals,
+    /// What each agent spent since the session's ledger last folded it in.
+    agents: AgentTally,
+}
+
+/// The run scope's spending: read from the session's [`BudgetLedger`] once, at the first use
+/// (a resumed run's saved spending), and then added to at every charge. The ledger's `total`
+/// holds the same sums once the [`AgentTally`] is folded into it.
+#[derive(Debug, Default)]
+struct RunTotals {
+    /// Set at the first use: the address of the session values the run charges (its home; a
+    /// session that does not share them is charged under its lock, as before the tally).
+    home: OnceLock<usize>,
+    input: AtomicU64,
+    output: AtomicU64,
+    model_calls: AtomicU64,
+    tool_calls: AtomicU64,
+    cost: AtomicU64,
+}
+
+/// How many agents a run's tally holds; a run with more charges the others in the session's
+/// ledger, under its lock. Twelve slots keep a run's budgets within one small allocation (see
+/// the size test).
+const SLOTS: usize = 12;
+
+/// Per-agent spending not yet folded into the session's ledger: one slot per agent (found by
+/// its shared name's pointer; an agent whose name was made twice may take two slots, and the
+/// fold adds them up by name).
+#[derive(Debug, Default)]
+struct AgentTally {
+    /// How many slots were claimed (can pass [`SLOTS`]: the claims that found none).
+    claimed: AtomicUsize,
+    slots: [Slot; SLOTS],
+}
+
+/// One agent's spending since the last fold.
+#[derive(Debug, Default)]
+struct Slot {
+    agent: OnceLock<Arc<str>>,
+    input: AtomicU64,
+    output: AtomicU64,
+    model_calls: AtomicU64,
+    tool_calls: AtomicU64,
+    cost: AtomicU64,
+}
+
+impl Slot {
+    /// What was added since the last take, taken (each figure swapped for zero: a charge
+    /// made at the same moment is taken whole at this take or the next).
+    fn take(&self) -> Spent {
+        let take = |n: &AtomicU64| {
+            if n.load(Ordering::Relaxed) == 0 {
+                0
+            } else {
+                n.swap(0, Ordering::Relaxed)
+            }
+        };
+        Spent {
+            usage: Usage::new(take(&self.input), take(&self.output)),
+            model_calls: take(&self.model_calls),
+            tool_calls: take(&self.tool_calls),
+            cost_micro_usd: take(&self.cost),
+        }
+    }
+}
+
+impl AgentTally {
+    /// `agent`'s slot: the one it claimed (the last claimed looked at first), else a new one;
+    /// `None` when every slot is taken.
+    fn slot(&self, agent: &Arc<str>) -> Option<&Slot> {
+        let claimed = self.claimed.load(Ordering::Acquire).min(SLOTS);
+        for slot in self.slots[..claimed].iter().rev() {
+            if slot.agent.get().is_some_and(|a| Arc::ptr_eq(a, agent)) {
+                return Some(slot);
+            }
+        }
+        let k = self.claimed.fetch_add(1, Ordering::AcqRel);
+        let slot = self.slots.get(k)?;
+        // Claimed by this call alone: set before anything is added to it.
+        let _ = slot.agent.set(Arc::clone(agent));
+        Some(slot)
+    }
+
+    /// Adds what each agent spent since the last fold to `ledger` (its total and the agent's
+    /// entry), and empties the slots.
+    fn fold_into(&self, ledger: &mut BudgetLedger) {
+        let claimed = self.claimed.load(Ordering::Acquire).min(SLOTS);
+        for slot in &self.slots[..claimed] {
+            // A slot being claimed has nothing in it yet.
+            let Some(agent) = slot.agent.get() else {
+                continue;
+            };
+            let spent = slot.take();
+            if spent != Spent::default() {
+                ledger.add_spent(agent, &spent);
+            }
+        }
+    }
+}
+
+impl RunBudgets {
+    pub(crate) fn new(budgets: Arc<Budgets>) -> Self {
+        RunBudgets {
+            budgets,
+            started: OnceLock::new(),
+            totals: RunTotals::default(),
+            agents: AgentTally::default(),
+        }
+    }
+
+    /// The time since the run's first check (which this is, if it is the first).
+    pub(crate) fn elapsed(&self, now: std::time::SystemTime) -> std::time::Duration {
+        let started = *self.started.get_or_init(|| now);
+        now.duration_since(started).unwrap_or_default()
+    }
+
+    /// The time since the run's first check, read from `run`'s host clock only when a limit
+    /// reads it (zero otherwise).
+    pub(crate) fn elapsed_if_read(&self, run: &super::RunContext) -> std::time::Duration {
+        if self.budgets.reads_wall_time() {
+            self.elapsed(run.host().now())
+        } else {
+            std::time::Duration::ZERO
+        }
+    }
+
+    /// The totals, read from `session`'s ledger the first time (when the run's tally is also
+    /// given to the session, to fold into its ledger whenever the ledger is read).
+    fn totals(self: &Arc<Self>, session: &Session) -> &RunTotals {
+        let t = &self.totals;
+        t.home.get_or_init(|| {
+            let (spent, home) = session.join_budget_ledger(self);
+            t.input.store(spent.usage.input_tokens, Ordering::Relaxed);
+            t.output.store(spent.usage.output_tokens, Ordering::Relaxed);
+            t.model_calls.store(spent.model_calls, Ordering::Relaxed);
+            t.tool_calls.store(spent.tool_calls, Ordering::Relaxed);
+            t.cost.store(spent.cost_micro_usd, Ordering::Relaxed);
+            home
+        });
+        t
+    }
+
+    /// The slot `agent` is charged in: `None` when `session` does not share the values the
+    /// run's tally folds into, or the tally is full (then the charge goes to the ledger).
+    fn slot(&self, session: &Session, agent: &Arc<str>) -> Option<&Slot> {
+        if self.totals.home.get() != Some(&session.values_address()) {
+            return None;
+        }
+        self.agents.slot(agent)
+    }
+
+    /// Adds what the run's agents spent since the last fold to `ledger` (called by the session,
+    /// under its lock, before the ledger is read).
+    pub(crate) fn fold_into(&self, ledger: &mut BudgetLedger) {
+        self.agents.fold_into(ledger);
+    }
+
+    /// Empties the run's tally without adding it anywhere (the session's ledger was replaced).
+    pub(crate) fn discard(&self) {
+        self.agents.fold_into(&mut BudgetLedger::default());
+    }
+
+    /// What the run has spent in all (the figures its limits read: input and output tokens,
+    /// model and tool calls, money), without the session's lock.
+    pub(crate) fn spent(self: &Arc<Self>, session: &Session) -> Spent {
+        let t = self.totals(session);
+        Spent {
+            usage: Usage::new(
+                t.input.load(Ordering::Relaxed),
+                t.output.load(Ordering::Relaxed),
+            ),
+            model_calls: t.model_calls.load(Ordering::Relaxed),
+            tool_calls: t.tool_calls.load(Ordering::Relaxed),
+            cost_micro_usd: t.cost.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Charges one model call of `agent` to the run's totals and the agent's slot (or, with
+    /// no slot, `session`'s ledger).
+    pub(crate) fn charge_model_call(
+        self: &Arc<Self>,
+        session: &Session,
+        agent: &Arc<str>,
+        usage: Usage,
+        cost: u64,
+    ) {
+        let t = self.totals(session);
+        match self.slot(session, agent) {
+            Some(slot) => {
+                slot.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
+                slot.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
+                slot.model_calls.fetch_add(1, Ordering::Relaxed);
+                if cost != 0 {
+                    slot.cost.fetch_add(cost, Ordering::Relaxed);
+                }
+            }
+            None => session.with_budget_ledger(|ledger| ledger.add_model_call(agent, usage, cost)),
+        }
+        t.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
+        t.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
+        t.model_calls.fetch_add(1, Ordering::Relaxed);
+        if cost != 0 {
+            t.cost.fetch_add(cost, Ordering::Relaxed);
+        }
+    }
+
+    /// Charges `calls` tool calls of `agent` to the run's totals and the agent's slot (or,
+    /// with no slot, `session`'s ledger).
+    pub(crate) fn charge_tool_calls(self: &Arc<Self>, session: &Session, agent: &Arc<str>, calls: u64) {
+        let t = self.totals(session);
+        match self.slot(session, agent) {
+            Some(slot) => {
+                slot.tool_calls.fetch_add(calls, Ordering::Relaxed);
+            }
+            None => session.with_budget_ledger(|ledger| ledger.add_tool_calls(agent, calls)),
+        }
+        t.tool_calls.fetch_add(calls, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::BudgetLimits;
+
+    fn run_budgets() -> Arc<RunBudgets> {
+        Arc::new(RunBudgets::new(Arc::new(Budgets::new(
+            BudgetLimits::default().max_model_calls(1_000),
+        ))))
+    }
+
+    #[test]
+    fn a_runs_budgets_stay_one_small_allocation() {
+        // An `Arc`'s block (two counts, then the value) within glibc's largest small request:
+        // a larger one makes the allocator consolidate, which every later allocation pays.
+        const { assert!(2 * std::mem::size_of::<usize>() + std::mem::size_of::<RunBudgets>() <= 1_008) };
+    }
+
+    #[test]
+    fn charges_reach_the_sessions_ledger_when_it_is_read_and_only_once() {
+        let session = Session::new();
+        let run = run_budgets();
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        run.charge_model_call(&session, &a, Usage::new(10, 1), 5);
+        run.charge_model_call(&session, &b, Usage::new(20, 2), 0);
+        run.charge_tool_calls(&session, &a, 3);
+        let ledger = session.budget_ledger();
+        assert_eq!(ledger.total.model_calls, 2);
+        assert_eq!(ledger.total.tool_calls, 3);
+        assert_eq!(ledger.total.cost_micro_usd, 5);
+        assert_eq!(ledger.agent("a").unwrap().usage, Usage::new(10, 1));
+        assert_eq!(ledger.agent("b").unwrap().usage, Usage::new(20, 2));
+        // Read again: nothing folded twice; a later charge folds in at the next read.
+        assert_eq!(session.budget_ledger(), ledger);
+        run.charge_model_call(&session, &a, Usage::new(1, 1), 0);
+        let ledger = session.budget_ledger();
+        assert_eq!(ledger.agent("a").unwrap().model_calls, 2);
+        assert_eq!(ledger.total, run.spent(&session));
+        // The saved values hold the same ledger.
+        let saved: BudgetLedger =
+            serde_json::from_value(session.values()[crate::budget::BUDGET_SESSION_KEY].clone())
+                .unwrap();
+        assert_eq!(saved, ledger);
+    }
+
+    #[test]
+    fn a_second_run_on_the_session_starts_from_the_firsts_spending() {
+        let session = Session::new();
+        let first = run_budgets();
+        let agent: Arc<str> = "a".into();
+        first.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        let second = run_budgets();
+        assert_eq!(second.spent(&session).model_calls, 1);
+        second.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        assert_eq!(session.budget_ledger().agent("a").unwrap().model_calls, 2);
+    }
+
+    #[test]
+    fn agents_past_the_tallys_slots_are_charged_in_the_ledger_in_order() {
+        let session = Session::new();
+        let run = run_budgets();
+        let names: Vec<Arc<str>> = (0..SLOTS + 3).map(|i| format!("agent{i}").into()).collect();
+        for name in &names {
+            run.charge_model_call(&session, name, Usage::new(1, 1), 0);
+        }
+        // An agent made under the same name twice is one agent in the ledger.
+        run.charge_model_call(&session, &"agent0".into(), Usage::new(1, 1), 0);
+        let ledger = session.budget_ledger();
+        assert_eq!(ledger.total.model_calls, SLOTS as u64 + 4);
+        let order: Vec<&str> = ledger.by_agent.iter().map(|a| &*a.agent).collect();
+        let expected: Vec<&str> = names.iter().map(|n| &**n).collect();
+        assert_eq!(order, expected);
+        assert_eq!(ledger.agent("agent0").unwrap().model_calls, 2);
+    }
+
+    #[test]
+    fn a_ledger_written_by_hand_replaces_what_was_not_yet_folded() {
+        let session = Session::new();
+        let run = run_budgets();
+        let agent: Arc<str> = "a".into();
+        run.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        session
+            .set_value(crate::budget::BUDGET_SESSION_KEY, BudgetLedger::default())
+            .unwrap();
+        assert_eq!(session.budget_ledger(), BudgetLedger::default());
+        run.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        assert_eq!(session.budget_ledger().total.model_calls, 1);
+    }
+}
