@@ -44,9 +44,13 @@ struct RunTotals {
 }
 
 /// How many agents a run's tally holds; a run with more charges the others in the session's
-/// ledger, under its lock. Twelve slots keep a run's budgets within one small allocation (see
+/// ledger, under its lock. Eleven slots keep a run's budgets within one small allocation (see
 /// the size test).
-const SLOTS: usize = 12;
+const SLOTS: usize = 11;
+
+/// The bit of a slot's cached or reasoning tokens that says a call reported them (a sum of
+/// them never reaches it): a usage that reported none stays `None` in the ledger.
+const REPORTED: u64 = 1 << 63;
 
 /// Per-agent spending not yet folded into the session's ledger: one slot per agent (found by
 /// its shared name's pointer; an agent whose name was made twice may take two slots, and the
@@ -64,12 +68,35 @@ struct Slot {
     agent: OnceLock<Arc<str>>,
     input: AtomicU64,
     output: AtomicU64,
+    /// Cached input tokens, with [`REPORTED`] once a call reported them.
+    cached: AtomicU64,
+    /// Reasoning tokens, with [`REPORTED`] once a call reported them.
+    reasoning: AtomicU64,
     model_calls: AtomicU64,
     tool_calls: AtomicU64,
     cost: AtomicU64,
 }
 
 impl Slot {
+    /// Adds one model call's usage and cost.
+    fn add_model_call(&self, usage: &Usage, cost: u64) {
+        self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
+        for (reported, sum) in [
+            (usage.cached_input_tokens, &self.cached),
+            (usage.reasoning_tokens, &self.reasoning),
+        ] {
+            if let Some(n) = reported {
+                sum.fetch_add(n, Ordering::Relaxed);
+                sum.fetch_or(REPORTED, Ordering::Relaxed);
+            }
+        }
+        self.model_calls.fetch_add(1, Ordering::Relaxed);
+        if cost != 0 {
+            self.cost.fetch_add(cost, Ordering::Relaxed);
+        }
+    }
+
     /// What was added since the last take, taken (each figure swapped for zero: a charge
     /// made at the same moment is taken whole at this take or the next).
     fn take(&self) -> Spent {
@@ -80,8 +107,12 @@ impl Slot {
                 n.swap(0, Ordering::Relaxed)
             }
         };
+        let reported = |n: u64| (n & REPORTED != 0).then_some(n & !REPORTED);
+        let mut usage = Usage::new(take(&self.input), take(&self.output));
+        usage.cached_input_tokens = reported(take(&self.cached));
+        usage.reasoning_tokens = reported(take(&self.reasoning));
         Spent {
-            usage: Usage::new(take(&self.input), take(&self.output)),
+            usage,
             model_calls: take(&self.model_calls),
             tool_calls: take(&self.tool_calls),
             cost_micro_usd: take(&self.cost),
@@ -211,14 +242,7 @@ impl RunBudgets {
     ) {
         let t = self.totals(session);
         match self.slot(session, agent) {
-            Some(slot) => {
-                slot.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
-                slot.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
-                slot.model_calls.fetch_add(1, Ordering::Relaxed);
-                if cost != 0 {
-                    slot.cost.fetch_add(cost, Ordering::Relaxed);
-                }
-            }
+            Some(slot) => slot.add_model_call(&usage, cost),
             None => session.with_budget_ledger(|ledger| ledger.add_model_call(agent, usage, cost)),
         }
         t.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
@@ -286,6 +310,25 @@ mod tests {
             serde_json::from_value(session.values()[crate::budget::BUDGET_SESSION_KEY].clone())
                 .unwrap();
         assert_eq!(saved, ledger);
+    }
+
+    #[test]
+    fn cached_and_reasoning_tokens_stay_unreported_until_a_call_reports_them() {
+        let session = Session::new();
+        let run = run_budgets();
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        run.charge_model_call(&session, &a, Usage::new(10, 1), 0);
+        let mut reported = Usage::new(10, 2);
+        reported.cached_input_tokens = Some(0);
+        reported.reasoning_tokens = Some(2);
+        run.charge_model_call(&session, &b, reported, 0);
+        run.charge_model_call(&session, &b, reported, 0);
+        let ledger = session.budget_ledger();
+        assert_eq!(ledger.agent("a").unwrap().usage, Usage::new(10, 1));
+        let b = ledger.agent("b").unwrap().usage;
+        assert_eq!((b.cached_input_tokens, b.reasoning_tokens), (Some(0), Some(4)));
+        let total = ledger.total.usage;
+        assert_eq!((total.cached_input_tokens, total.reasoning_tokens), (Some(0), Some(4)));
     }
 
     #[test]

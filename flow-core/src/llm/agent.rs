@@ -468,6 +468,10 @@ impl ChatModelAgent {
             system_text(&instruction, transfer_text.as_deref())
                 .map(|t| Arc::new(Message::system(t)))
         });
+        let fixed_system_tokens = match &fixed_system {
+            Some(Some(message)) => crate::history::estimate_tokens(message) as u64,
+            _ => 0,
+        };
         let transfer_args = targets
             .iter()
             .map(|t| crate::transfer::transfer_arguments(&t.name).into())
@@ -479,6 +483,7 @@ impl ChatModelAgent {
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
+            fixed_system_tokens,
             read_back: read_back_tool,
             read_back_page: read_back,
             frontend: Vec::new(),

@@ -59,19 +59,27 @@ impl ChatModelAgent {
 
     /// Notes the prompt tokens of a run's first request `messages` (its system message, then
     /// `input`) when the run's budgets read them and the input came counted (see
-    /// `Messages::estimated_tokens`): the first check then estimates only the system message.
+    /// `Messages::estimated_tokens`): the system message's estimate is `toolset`'s when it is
+    /// the tool set's fixed one, so the first check estimates nothing again.
     pub(super) fn seed_prompt_tokens(
         &self,
         cx: &Context,
         messages: &[MessageRef],
         input: &crate::input::Messages,
+        toolset: &super::tool_calls::Toolset,
     ) {
         let reads = cx
             .run_context()
             .budgets()
             .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
-            cx.prompt_count().seed(messages, input.len(), tokens);
+            let fixed = match (&toolset.fixed_system, messages.first()) {
+                (Some(Some(fixed)), Some(first)) if Arc::ptr_eq(fixed, first) => {
+                    Some(toolset.fixed_system_tokens)
+                }
+                _ => None,
+            };
+            cx.prompt_count().seed(messages, input.len(), tokens, fixed);
         }
     }
 

@@ -35,6 +35,9 @@ pub(super) struct Toolset {
     /// The system message, when it does not depend on the run (the instruction has no
     /// session value in it).
     pub(super) fixed_system: Option<Option<MessageRef>>,
+    /// The estimated tokens of `fixed_system`'s message (zero without one): a run's first
+    /// budget check adds them to its input's count instead of estimating the message again.
+    pub(super) fixed_system_tokens: u64,
     /// The built-in `read_tool_result`, when the agent's budget sets tool results aside.
     pub(super) read_back: Option<Arc<dyn Tool>>,
     /// The limit `read_back` was made for.
@@ -60,6 +63,7 @@ impl Toolset {
             definitions: self.definitions.iter().chain(&frontend).cloned().collect(),
             transfer_text: self.transfer_text.clone(),
             fixed_system: self.fixed_system.clone(),
+            fixed_system_tokens: self.fixed_system_tokens,
             read_back: self.read_back.clone(),
             read_back_page: self.read_back_page,
             frontend,
