@@ -9,7 +9,7 @@
 //! session's lock (see `Session::with_budget_ledger`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::budget::{BudgetLedger, Budgets, Spent};
 use crate::session::Session;
@@ -44,28 +44,31 @@ struct RunTotals {
 }
 
 /// How many agents a run's tally holds; a run with more charges the others in the session's
-/// ledger, under its lock. Eleven slots keep a run's budgets within one small allocation (see
-/// the size test).
-const SLOTS: usize = 11;
+/// ledger, under its lock. Ten slots keep a run's budgets within one small allocation (see the
+/// size test).
+const SLOTS: usize = 10;
 
 /// The bit of a slot's cached or reasoning tokens that says a call reported them (a sum of
 /// them never reaches it): a usage that reported none stays `None` in the ledger.
 const REPORTED: u64 = 1 << 63;
 
-/// Per-agent spending not yet folded into the session's ledger: one slot per agent (found by
-/// its shared name's pointer; an agent whose name was made twice may take two slots, and the
-/// fold adds them up by name).
+/// Per-agent spending not yet folded into the session's ledger: one slot per agent, found by
+/// its shared name's address among the claimed slots' keys (an agent whose name was made twice
+/// may take two slots, and the fold adds them up by name).
 #[derive(Debug, Default)]
 struct AgentTally {
-    /// How many slots were claimed (can pass [`SLOTS`]: the claims that found none).
+    /// How many slots are claimed (at most [`SLOTS`]); written under `names`' lock.
     claimed: AtomicUsize,
-    slots: [Slot; SLOTS],
+    /// The claimed slots' agents, by the address of their names' text.
+    keys: [AtomicUsize; SLOTS],
+    /// The claimed slots' agents' names (claims and folds only: a charge reads `keys`).
+    names: Mutex<[Option<Arc<str>>; SLOTS]>,
+    sums: [Sums; SLOTS],
 }
 
 /// One agent's spending since the last fold.
 #[derive(Debug, Default)]
-struct Slot {
-    agent: OnceLock<Arc<str>>,
+struct Sums {
     input: AtomicU64,
     output: AtomicU64,
     /// Cached input tokens, with [`REPORTED`] once a call reported them.
@@ -77,7 +80,7 @@ struct Slot {
     cost: AtomicU64,
 }
 
-impl Slot {
+impl Sums {
     /// Adds one model call's usage and cost.
     fn add_model_call(&self, usage: &Usage, cost: u64) {
         self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
@@ -120,34 +123,50 @@ impl Slot {
     }
 }
 
+/// The key of an agent's slot: the address of its shared name's text.
+fn key_of(agent: &Arc<str>) -> usize {
+    Arc::as_ptr(agent) as *const u8 as usize
+}
+
 impl AgentTally {
-    /// `agent`'s slot: the one it claimed (the last claimed looked at first), else a new one;
+    /// `agent`'s sums: its slot's (the last claimed looked at first), else a new slot's;
     /// `None` when every slot is taken.
-    fn slot(&self, agent: &Arc<str>) -> Option<&Slot> {
-        let claimed = self.claimed.load(Ordering::Acquire).min(SLOTS);
-        for slot in self.slots[..claimed].iter().rev() {
-            if slot.agent.get().is_some_and(|a| Arc::ptr_eq(a, agent)) {
-                return Some(slot);
+    #[inline]
+    fn sums(&self, agent: &Arc<str>) -> Option<&Sums> {
+        let key = key_of(agent);
+        let claimed = self.claimed.load(Ordering::Acquire);
+        for i in (0..claimed.min(SLOTS)).rev() {
+            if self.keys[i].load(Ordering::Relaxed) == key {
+                return Some(&self.sums[i]);
             }
         }
-        let k = self.claimed.fetch_add(1, Ordering::AcqRel);
-        let slot = self.slots.get(k)?;
-        // Claimed by this call alone: set before anything is added to it.
-        let _ = slot.agent.set(Arc::clone(agent));
-        Some(slot)
+        self.claim(agent, key)
+    }
+
+    /// Claims a slot for `agent` (the name kept, so its address is not taken by another).
+    #[cold]
+    fn claim(&self, agent: &Arc<str>, key: usize) -> Option<&Sums> {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        let claimed = self.claimed.load(Ordering::Relaxed);
+        // Another lane of the agent may have claimed one meanwhile.
+        if let Some(i) = (0..claimed).find(|&i| self.keys[i].load(Ordering::Relaxed) == key) {
+            return Some(&self.sums[i]);
+        }
+        let name = names.get_mut(claimed)?;
+        *name = Some(Arc::clone(agent));
+        self.keys[claimed].store(key, Ordering::Relaxed);
+        self.claimed.store(claimed + 1, Ordering::Release);
+        Some(&self.sums[claimed])
     }
 
     /// Adds what each agent spent since the last fold to `ledger` (its total and the agent's
     /// entry), and empties the slots.
     fn fold_into(&self, ledger: &mut BudgetLedger) {
-        let claimed = self.claimed.load(Ordering::Acquire).min(SLOTS);
-        for slot in &self.slots[..claimed] {
-            // A slot being claimed has nothing in it yet.
-            let Some(agent) = slot.agent.get() else {
-                continue;
-            };
-            let spent = slot.take();
-            if spent != Spent::default() {
+        let names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        let claimed = self.claimed.load(Ordering::Acquire);
+        for (name, sums) in names[..claimed].iter().zip(&self.sums) {
+            let spent = sums.take();
+            if let (Some(agent), true) = (name, spent != Spent::default()) {
                 ledger.add_spent(agent, &spent);
             }
         }
@@ -196,13 +215,14 @@ impl RunBudgets {
         t
     }
 
-    /// The slot `agent` is charged in: `None` when `session` does not share the values the
+    /// The sums `agent` is charged in: `None` when `session` does not share the values the
     /// run's tally folds into, or the tally is full (then the charge goes to the ledger).
-    fn slot(&self, session: &Session, agent: &Arc<str>) -> Option<&Slot> {
+    #[inline]
+    fn sums(&self, session: &Session, agent: &Arc<str>) -> Option<&Sums> {
         if self.totals.home.get() != Some(&session.values_address()) {
             return None;
         }
-        self.agents.slot(agent)
+        self.agents.sums(agent)
     }
 
     /// Adds what the run's agents spent since the last fold to `ledger` (called by the session,
@@ -241,8 +261,8 @@ impl RunBudgets {
         cost: u64,
     ) {
         let t = self.totals(session);
-        match self.slot(session, agent) {
-            Some(slot) => slot.add_model_call(&usage, cost),
+        match self.sums(session, agent) {
+            Some(sums) => sums.add_model_call(&usage, cost),
             None => session.with_budget_ledger(|ledger| ledger.add_model_call(agent, usage, cost)),
         }
         t.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
@@ -257,9 +277,9 @@ impl RunBudgets {
     /// with no slot, `session`'s ledger).
     pub(crate) fn charge_tool_calls(self: &Arc<Self>, session: &Session, agent: &Arc<str>, calls: u64) {
         let t = self.totals(session);
-        match self.slot(session, agent) {
-            Some(slot) => {
-                slot.tool_calls.fetch_add(calls, Ordering::Relaxed);
+        match self.sums(session, agent) {
+            Some(sums) => {
+                sums.tool_calls.fetch_add(calls, Ordering::Relaxed);
             }
             None => session.with_budget_ledger(|ledger| ledger.add_tool_calls(agent, calls)),
         }
