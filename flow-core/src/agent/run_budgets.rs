@@ -28,14 +28,14 @@ pub(crate) struct RunBudgets {
     agents: AgentTally,
 }
 
-/// The run scope's spending: read from the session's [`BudgetLedger`] once, at the first use
+/// The run scope's spending: read from the session's [`BudgetLedger`] once, when the run starts
 /// (a resumed run's saved spending), and then added to at every charge. The ledger's `total`
 /// holds the same sums once the [`AgentTally`] is folded into it.
 #[derive(Debug, Default)]
 struct RunTotals {
-    /// Set at the first use: the address of the session values the run charges (its home; a
-    /// session that does not share them is charged under its lock, as before the tally).
-    home: OnceLock<usize>,
+    /// The address of the session values the run charges (its home; a session that does not
+    /// share them, which a run's context never has, is charged in its ledger under its lock).
+    home: usize,
     input: AtomicU64,
     output: AtomicU64,
     model_calls: AtomicU64,
@@ -147,11 +147,9 @@ impl AgentTally {
     #[cold]
     fn claim(&self, agent: &Arc<str>, key: usize) -> Option<&Sums> {
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        // (Another lane of the agent may have claimed one meanwhile: then it has two, which
+        // the fold adds up.)
         let claimed = self.claimed.load(Ordering::Relaxed);
-        // Another lane of the agent may have claimed one meanwhile.
-        if let Some(i) = (0..claimed).find(|&i| self.keys[i].load(Ordering::Relaxed) == key) {
-            return Some(&self.sums[i]);
-        }
         let name = names.get_mut(claimed)?;
         *name = Some(Arc::clone(agent));
         self.keys[claimed].store(key, Ordering::Relaxed);
@@ -174,13 +172,27 @@ impl AgentTally {
 }
 
 impl RunBudgets {
-    pub(crate) fn new(budgets: Arc<Budgets>) -> Self {
-        RunBudgets {
+    /// The budgets of a run starting on `session`: its totals read from the session's ledger
+    /// (a resumed run's saved spending, an earlier run's), its tally given to the session to
+    /// fold into the ledger whenever the ledger is read.
+    pub(crate) fn start(budgets: Arc<Budgets>, session: &Session) -> Arc<Self> {
+        let run = Arc::new(RunBudgets {
             budgets,
             started: OnceLock::new(),
-            totals: RunTotals::default(),
+            totals: RunTotals {
+                home: session.values_home(),
+                ..RunTotals::default()
+            },
             agents: AgentTally::default(),
-        }
+        });
+        let spent = session.join_budget_ledger(&run);
+        let t = &run.totals;
+        t.input.store(spent.usage.input_tokens, Ordering::Relaxed);
+        t.output.store(spent.usage.output_tokens, Ordering::Relaxed);
+        t.model_calls.store(spent.model_calls, Ordering::Relaxed);
+        t.tool_calls.store(spent.tool_calls, Ordering::Relaxed);
+        t.cost.store(spent.cost_micro_usd, Ordering::Relaxed);
+        run
     }
 
     /// The time since the run's first check (which this is, if it is the first).
@@ -199,27 +211,11 @@ impl RunBudgets {
         }
     }
 
-    /// The totals, read from `session`'s ledger the first time (when the run's tally is also
-    /// given to the session, to fold into its ledger whenever the ledger is read).
-    fn totals(self: &Arc<Self>, session: &Session) -> &RunTotals {
-        let t = &self.totals;
-        t.home.get_or_init(|| {
-            let (spent, home) = session.join_budget_ledger(self);
-            t.input.store(spent.usage.input_tokens, Ordering::Relaxed);
-            t.output.store(spent.usage.output_tokens, Ordering::Relaxed);
-            t.model_calls.store(spent.model_calls, Ordering::Relaxed);
-            t.tool_calls.store(spent.tool_calls, Ordering::Relaxed);
-            t.cost.store(spent.cost_micro_usd, Ordering::Relaxed);
-            home
-        });
-        t
-    }
-
     /// The sums `agent` is charged in: `None` when `session` does not share the values the
     /// run's tally folds into, or the tally is full (then the charge goes to the ledger).
     #[inline]
     fn sums(&self, session: &Session, agent: &Arc<str>) -> Option<&Sums> {
-        if self.totals.home.get() != Some(&session.values_address()) {
+        if self.totals.home != session.values_address() {
             return None;
         }
         self.agents.sums(agent)
@@ -238,8 +234,8 @@ impl RunBudgets {
 
     /// What the run has spent in all (the figures its limits read: input and output tokens,
     /// model and tool calls, money), without the session's lock.
-    pub(crate) fn spent(self: &Arc<Self>, session: &Session) -> Spent {
-        let t = self.totals(session);
+    pub(crate) fn spent(&self) -> Spent {
+        let t = &self.totals;
         Spent {
             usage: Usage::new(
                 t.input.load(Ordering::Relaxed),
@@ -254,13 +250,13 @@ impl RunBudgets {
     /// Charges one model call of `agent` to the run's totals and the agent's slot (or, with
     /// no slot, `session`'s ledger).
     pub(crate) fn charge_model_call(
-        self: &Arc<Self>,
+        &self,
         session: &Session,
         agent: &Arc<str>,
         usage: Usage,
         cost: u64,
     ) {
-        let t = self.totals(session);
+        let t = &self.totals;
         match self.sums(session, agent) {
             Some(sums) => sums.add_model_call(&usage, cost),
             None => session.with_budget_ledger(|ledger| ledger.add_model_call(agent, usage, cost)),
@@ -275,8 +271,8 @@ impl RunBudgets {
 
     /// Charges `calls` tool calls of `agent` to the run's totals and the agent's slot (or,
     /// with no slot, `session`'s ledger).
-    pub(crate) fn charge_tool_calls(self: &Arc<Self>, session: &Session, agent: &Arc<str>, calls: u64) {
-        let t = self.totals(session);
+    pub(crate) fn charge_tool_calls(&self, session: &Session, agent: &Arc<str>, calls: u64) {
+        let t = &self.totals;
         match self.sums(session, agent) {
             Some(sums) => {
                 sums.tool_calls.fetch_add(calls, Ordering::Relaxed);
@@ -292,10 +288,9 @@ mod tests {
     use super::*;
     use crate::budget::BudgetLimits;
 
-    fn run_budgets() -> Arc<RunBudgets> {
-        Arc::new(RunBudgets::new(Arc::new(Budgets::new(
-            BudgetLimits::default().max_model_calls(1_000),
-        ))))
+    fn run_budgets(session: &Session) -> Arc<RunBudgets> {
+        let budgets = Budgets::new(BudgetLimits::default().max_model_calls(1_000));
+        RunBudgets::start(Arc::new(budgets), session)
     }
 
     #[test]
@@ -308,7 +303,7 @@ mod tests {
     #[test]
     fn charges_reach_the_sessions_ledger_when_it_is_read_and_only_once() {
         let session = Session::new();
-        let run = run_budgets();
+        let run = run_budgets(&session);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         run.charge_model_call(&session, &a, Usage::new(10, 1), 5);
         run.charge_model_call(&session, &b, Usage::new(20, 2), 0);
@@ -324,7 +319,7 @@ mod tests {
         run.charge_model_call(&session, &a, Usage::new(1, 1), 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.agent("a").unwrap().model_calls, 2);
-        assert_eq!(ledger.total, run.spent(&session));
+        assert_eq!(ledger.total, run.spent());
         // The saved values hold the same ledger.
         let saved: BudgetLedger =
             serde_json::from_value(session.values()[crate::budget::BUDGET_SESSION_KEY].clone())
@@ -335,7 +330,7 @@ mod tests {
     #[test]
     fn cached_and_reasoning_tokens_stay_unreported_until_a_call_reports_them() {
         let session = Session::new();
-        let run = run_budgets();
+        let run = run_budgets(&session);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         run.charge_model_call(&session, &a, Usage::new(10, 1), 0);
         let mut reported = Usage::new(10, 2);
@@ -354,11 +349,11 @@ mod tests {
     #[test]
     fn a_second_run_on_the_session_starts_from_the_firsts_spending() {
         let session = Session::new();
-        let first = run_budgets();
+        let first = run_budgets(&session);
         let agent: Arc<str> = "a".into();
         first.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
-        let second = run_budgets();
-        assert_eq!(second.spent(&session).model_calls, 1);
+        let second = run_budgets(&session);
+        assert_eq!(second.spent().model_calls, 1);
         second.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
         assert_eq!(session.budget_ledger().agent("a").unwrap().model_calls, 2);
     }
@@ -366,7 +361,7 @@ mod tests {
     #[test]
     fn agents_past_the_tallys_slots_are_charged_in_the_ledger_in_order() {
         let session = Session::new();
-        let run = run_budgets();
+        let run = run_budgets(&session);
         let names: Vec<Arc<str>> = (0..SLOTS + 3).map(|i| format!("agent{i}").into()).collect();
         for name in &names {
             run.charge_model_call(&session, name, Usage::new(1, 1), 0);
@@ -384,7 +379,7 @@ mod tests {
     #[test]
     fn a_ledger_written_by_hand_replaces_what_was_not_yet_folded() {
         let session = Session::new();
-        let run = run_budgets();
+        let run = run_budgets(&session);
         let agent: Arc<str> = "a".into();
         run.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
         session

@@ -36,7 +36,7 @@ impl ChatModelAgent {
         let agent = cx.agent_name();
         // The run's totals are read without the session's lock; most checks end at the first
         // comparison of them. An agent with limits of its own reads its entries in the ledger.
-        let spent = run.spent(cx.session());
+        let spent = run.spent();
         let estimate = Usage::new(input, output);
         if run.budgets.run_call_clear(&spent, &estimate, elapsed) {
             return Ok(());
@@ -103,15 +103,12 @@ impl ChatModelAgent {
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
     pub(super) fn take_tool_budget(&self, cx: &Context, calls: u64) -> Result<(), AgentError> {
-        if calls == 0 {
-            return Ok(());
-        }
         let Some(run) = cx.run_context().run_budgets() else {
             return Ok(());
         };
         let elapsed = run.elapsed_if_read(cx.run_context());
         let agent = cx.agent_name();
-        let spent = run.spent(cx.session());
+        let spent = run.spent();
         let own = run.budgets.own_limits(agent).map(|limits| {
             let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
             (limits, mine)

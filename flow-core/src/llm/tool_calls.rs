@@ -147,6 +147,25 @@ impl SavedTurn {
     }
 }
 
+/// How many of a reply's `calls` from `start` start a tool (for the run's tool-call budgets):
+/// not those past `max_per_reply` (refused), not the built-in transfer and exit, not those a
+/// resume has `saved` results for.
+fn starting_calls<A, B>(
+    calls: &[crate::message::ToolCall],
+    start: usize,
+    max_per_reply: usize,
+    saved: &[(String, A, B)],
+) -> u64 {
+    let Some(calls) = calls.get(start..calls.len().min(max_per_reply)) else {
+        return 0;
+    };
+    let builtin = |name: &str| name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME;
+    calls
+        .iter()
+        .filter(|call| !builtin(&call.name) && !saved.iter().any(|(id, _, _)| *id == call.id))
+        .count() as u64
+}
+
 impl ChatModelAgent {
     /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
     /// of a resumed turn follow it); emits their results in call order and appends them to
@@ -184,18 +203,10 @@ impl ChatModelAgent {
         if cx.run_context().budgets().is_some() {
             // The calls this reply starts (not those a resume has results for): within the
             // run's budgets, or none of them.
-            let starting = calls
-                .iter()
-                .enumerate()
-                .skip(start)
-                .filter(|(k, call)| {
-                    *k < limits.max_per_reply
-                        && call.name != TRANSFER_TOOL_NAME
-                        && call.name != EXIT_TOOL_NAME
-                        && !saved_results.iter().any(|(id, _, _)| *id == call.id)
-                })
-                .count();
-            self.take_tool_budget(cx, starting as u64)?;
+            let starting = starting_calls(calls, start, limits.max_per_reply, &saved_results);
+            if starting != 0 {
+                self.take_tool_budget(cx, starting)?;
+            }
         }
         for (k, call) in calls.iter().enumerate().skip(start) {
             if k >= limits.max_per_reply {

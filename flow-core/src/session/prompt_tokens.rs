@@ -55,7 +55,25 @@ impl PromptCount {
 
     /// The estimated tokens of the conversation `messages`: only the messages added since the
     /// last count are estimated; a conversation that is not the one counted is counted whole.
+    #[inline]
     pub(crate) fn of(&self, messages: &[MessageRef]) -> u64 {
+        // The common case, a conversation counted as it is (a run's first request, seeded):
+        // nothing to estimate, nothing to note.
+        let counted = self.counted.load(Relaxed);
+        if let (true, Some(first), Some(last)) =
+            (counted == messages.len(), messages.first(), messages.last())
+        {
+            if address(first) == self.first.load(Relaxed)
+                && address(last) == self.last.load(Relaxed)
+            {
+                return self.tokens.load(Relaxed);
+            }
+        }
+        self.of_grown(messages)
+    }
+
+    /// [`of`](Self::of) for a conversation that grew since its last count, or another one.
+    fn of_grown(&self, messages: &[MessageRef]) -> u64 {
         let counted = self.counted.load(Relaxed);
         let intact = counted <= messages.len()
             && (counted == 0

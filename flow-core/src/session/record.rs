@@ -503,9 +503,8 @@ impl Session {
 
     /// Gives the session `run`'s budgets, whose agents' spending its ledger folds in whenever
     /// it is read. Returns what the ledger holds in all (a resumed run's saved spending, an
-    /// earlier run's) and the address of the values the run's spending folds into (see
-    /// [`values_address`](Self::values_address)). Runs that ended are folded in and let go.
-    pub(crate) fn join_budget_ledger(&self, run: &Arc<RunBudgets>) -> (Spent, usize) {
+    /// earlier run's). Runs that ended are folded in and let go.
+    pub(crate) fn join_budget_ledger(&self, run: &Arc<RunBudgets>) -> Spent {
         let shared = self.shared_values();
         let mut values = shared.lock().expect("session lock");
         values.fold();
@@ -522,7 +521,13 @@ impl Session {
                 Some(_) => runs.more.push(Arc::clone(run)),
             }
         }
-        (total, Arc::as_ptr(shared) as usize)
+        total
+    }
+
+    /// The address of the values this session shares, made now if they were not yet (see
+    /// [`values_address`](Self::values_address)).
+    pub(crate) fn values_home(&self) -> usize {
+        Arc::as_ptr(self.shared_values()) as usize
     }
 
     /// The address of the values this session shares (with its [scoped](Session::scoped)
