@@ -150,8 +150,9 @@ impl SavedTurn {
 /// How many of a reply's `calls` from `start` start a tool (for the run's tool-call budgets):
 /// not those past `max_per_reply` (refused), not the built-in transfer and exit, not those a
 /// resume has `saved` results for.
+#[inline]
 fn starting_calls<A, B>(
-    calls: &[crate::message::ToolCall],
+    calls: &[ToolCall],
     start: usize,
     max_per_reply: usize,
     saved: &[(String, A, B)],
@@ -159,11 +160,25 @@ fn starting_calls<A, B>(
     let Some(calls) = calls.get(start..calls.len().min(max_per_reply)) else {
         return 0;
     };
-    let builtin = |name: &str| name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME;
+    if !saved.is_empty() {
+        return resumed_starting_calls(calls, saved);
+    }
+    calls.iter().filter(|call| !is_builtin(&call.name)).count() as u64
+}
+
+/// [`starting_calls`] of a resumed reply: those with no saved result.
+#[cold]
+fn resumed_starting_calls<A, B>(calls: &[ToolCall], saved: &[(String, A, B)]) -> u64 {
     calls
         .iter()
-        .filter(|call| !builtin(&call.name) && !saved.iter().any(|(id, _, _)| *id == call.id))
+        .filter(|call| !is_builtin(&call.name) && !saved.iter().any(|(id, _, _)| *id == call.id))
         .count() as u64
+}
+
+/// Whether `name` is the built-in transfer or exit tool's.
+#[inline]
+fn is_builtin(name: &str) -> bool {
+    name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME
 }
 
 impl ChatModelAgent {
