@@ -206,6 +206,48 @@ pub struct Budgets {
     reads_prompt: bool,
     /// Whether a limit reads the wall time.
     reads_clock: bool,
+    /// The agents that spent in earlier runs under these budgets.
+    pub(crate) seen: SeenAgents,
+}
+
+/// The agents that spent in the runs under one set of [`Budgets`] (a runner's), in the order
+/// they first did, up to a run's tally's slots: a run starts with a slot for each, so the
+/// agents of a runner's later runs charge without claiming one. Not part of the budgets' value:
+/// compared, printed and cloned as if absent (a clone learns again).
+#[derive(Default)]
+pub(crate) struct SeenAgents(std::sync::Mutex<Arc<[Arc<str>]>>);
+
+impl SeenAgents {
+    /// The agents seen so far.
+    pub(crate) fn agents(&self) -> Arc<[Arc<str>]> {
+        Arc::clone(&self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Notes `agent` (by name), if there is room.
+    pub(crate) fn learn(&self, agent: &Arc<str>) {
+        let mut seen = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.len() < crate::agent::TALLY_SLOTS && seen.iter().all(|a| a != agent) {
+            *seen = seen.iter().chain([agent]).cloned().collect();
+        }
+    }
+}
+
+impl Clone for SeenAgents {
+    fn clone(&self) -> Self {
+        SeenAgents::default()
+    }
+}
+
+impl PartialEq for SeenAgents {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for SeenAgents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SeenAgents")
+    }
 }
 
 impl Budgets {

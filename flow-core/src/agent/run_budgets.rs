@@ -46,29 +46,39 @@ struct RunTotals {
 /// How many agents a run's tally holds; a run with more charges the others in the session's
 /// ledger, under its lock. Ten slots keep a run's budgets within one small allocation (see the
 /// size test).
-const SLOTS: usize = 10;
+pub(crate) const SLOTS: usize = 10;
 
 /// The bit of a slot's cached or reasoning tokens that says a call reported them (a sum of
 /// them never reaches it): a usage that reported none stays `None` in the ledger.
 const REPORTED: u64 = 1 << 63;
 
 /// Per-agent spending not yet folded into the session's ledger: one slot per agent, found by
-/// its shared name's address among the claimed slots' keys (an agent whose name was made twice
-/// may take two slots, and the fold adds them up by name).
-#[derive(Debug, Default)]
+/// its shared name's address among the slots' keys (an agent whose name was made twice may take
+/// two slots, and the fold adds them up by name).
+///
+/// A run starts with a slot for each agent that spent under the same [`Budgets`] before (see
+/// [`SeenAgents`](crate::budget::SeenAgents)): a runner's agents claim nothing after its first
+/// runs, and a charge is a search of the keys and a few atomic additions.
+#[derive(Debug)]
 struct AgentTally {
     /// How many slots are claimed (at most [`SLOTS`]); written under `names`' lock.
     claimed: AtomicUsize,
+    /// The stamp of the next agent to spend since the last fold (its place in the ledger).
+    order: AtomicU64,
     /// The claimed slots' agents, by the address of their names' text.
     keys: [AtomicUsize; SLOTS],
-    /// The claimed slots' agents' names (claims and folds only: a charge reads `keys`).
-    names: Mutex<[Option<Arc<str>>; SLOTS]>,
+    /// The names of the first slots: the agents seen in earlier runs.
+    seen: Arc<[Arc<str>]>,
+    /// The names of the slots claimed in this run, after `seen`'s.
+    names: Mutex<Vec<Arc<str>>>,
     sums: [Sums; SLOTS],
 }
 
 /// One agent's spending since the last fold.
 #[derive(Debug, Default)]
 struct Sums {
+    /// When it first spent since the last fold (an `order` stamp; zero: not yet).
+    first: AtomicU64,
     input: AtomicU64,
     output: AtomicU64,
     /// Cached input tokens, with [`REPORTED`] once a call reported them.
@@ -129,43 +139,87 @@ fn key_of(agent: &Arc<str>) -> usize {
 }
 
 impl AgentTally {
-    /// `agent`'s sums: its slot's (the last claimed looked at first), else a new slot's;
-    /// `None` when every slot is taken.
-    #[inline]
-    fn sums(&self, agent: &Arc<str>) -> Option<&Sums> {
-        let key = key_of(agent);
-        let claimed = self.claimed.load(Ordering::Acquire);
-        for i in (0..claimed.min(SLOTS)).rev() {
-            if self.keys[i].load(Ordering::Relaxed) == key {
-                return Some(&self.sums[i]);
-            }
+    /// A tally with a slot claimed for each of `seen` (at most [`SLOTS`]).
+    fn new(seen: Arc<[Arc<str>]>) -> Self {
+        let tally = AgentTally {
+            claimed: AtomicUsize::new(seen.len().min(SLOTS)),
+            order: AtomicU64::new(0),
+            keys: Default::default(),
+            seen,
+            names: Mutex::new(Vec::new()),
+            sums: Default::default(),
+        };
+        for (key, agent) in tally.keys.iter().zip(tally.seen.iter()) {
+            key.store(key_of(agent), Ordering::Relaxed);
         }
-        self.claim(agent, key)
+        tally
+    }
+
+    /// `agent`'s sums: its slot's, else a new slot's (and `seen` learns the agent); `None`
+    /// when every slot is taken.
+    #[inline]
+    fn sums(&self, agent: &Arc<str>, seen: &crate::budget::SeenAgents) -> Option<&Sums> {
+        let key = key_of(agent);
+        let claimed = self.claimed.load(Ordering::Acquire).min(SLOTS);
+        let found = match self.keys[..claimed]
+            .iter()
+            .position(|k| k.load(Ordering::Relaxed) == key)
+        {
+            Some(i) => &self.sums[i],
+            None => self.claim(agent, key, seen)?,
+        };
+        if found.first.load(Ordering::Relaxed) == 0 {
+            let stamp = self.order.fetch_add(1, Ordering::Relaxed) + 1;
+            found.first.store(stamp, Ordering::Relaxed);
+        }
+        Some(found)
     }
 
     /// Claims a slot for `agent` (the name kept, so its address is not taken by another).
     #[cold]
-    fn claim(&self, agent: &Arc<str>, key: usize) -> Option<&Sums> {
+    fn claim(
+        &self,
+        agent: &Arc<str>,
+        key: usize,
+        seen: &crate::budget::SeenAgents,
+    ) -> Option<&Sums> {
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         // (Another lane of the agent may have claimed one meanwhile: then it has two, which
         // the fold adds up.)
         let claimed = self.claimed.load(Ordering::Relaxed);
-        let name = names.get_mut(claimed)?;
-        *name = Some(Arc::clone(agent));
+        if claimed >= SLOTS {
+            return None;
+        }
+        names.push(Arc::clone(agent));
         self.keys[claimed].store(key, Ordering::Relaxed);
         self.claimed.store(claimed + 1, Ordering::Release);
+        seen.learn(agent);
         Some(&self.sums[claimed])
     }
 
     /// Adds what each agent spent since the last fold to `ledger` (its total and the agent's
-    /// entry), and empties the slots.
+    /// entry, new agents in the order they first spent), and empties the slots.
     fn fold_into(&self, ledger: &mut BudgetLedger) {
         let names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         let claimed = self.claimed.load(Ordering::Acquire);
-        for (name, sums) in names[..claimed].iter().zip(&self.sums) {
-            let spent = sums.take();
-            if let (Some(agent), true) = (name, spent != Spent::default()) {
-                ledger.add_spent(agent, &spent);
+        let mut spent_in: [(u64, usize); SLOTS] = [(0, 0); SLOTS];
+        let mut n = 0;
+        for (i, sums) in self.sums[..claimed].iter().enumerate() {
+            let first = sums.first.swap(0, Ordering::Relaxed);
+            if first != 0 {
+                spent_in[n] = (first, i);
+                n += 1;
+            }
+        }
+        spent_in[..n].sort_unstable();
+        for &(_, i) in &spent_in[..n] {
+            let name = match self.seen.get(i) {
+                Some(name) => name,
+                None => &names[i - self.seen.len()],
+            };
+            let spent = self.sums[i].take();
+            if spent != Spent::default() {
+                ledger.add_spent(name, &spent);
             }
         }
     }
@@ -177,13 +231,13 @@ impl RunBudgets {
     /// fold into the ledger whenever the ledger is read.
     pub(crate) fn start(budgets: Arc<Budgets>, session: &Session) -> Arc<Self> {
         let run = Arc::new(RunBudgets {
-            budgets,
             started: OnceLock::new(),
             totals: RunTotals {
                 home: session.values_home(),
                 ..RunTotals::default()
             },
-            agents: AgentTally::default(),
+            agents: AgentTally::new(budgets.seen.agents()),
+            budgets,
         });
         let spent = session.join_budget_ledger(&run);
         let t = &run.totals;
@@ -218,7 +272,7 @@ impl RunBudgets {
         if self.totals.home != session.values_address() {
             return None;
         }
-        self.agents.sums(agent)
+        self.agents.sums(agent, &self.budgets.seen)
     }
 
     /// Adds what the run's agents spent since the last fold to `ledger` (called by the session,
@@ -344,6 +398,33 @@ mod tests {
         assert_eq!((b.cached_input_tokens, b.reasoning_tokens), (Some(0), Some(4)));
         let total = ledger.total.usage;
         assert_eq!((total.cached_input_tokens, total.reasoning_tokens), (Some(0), Some(4)));
+    }
+
+    #[test]
+    fn a_later_run_under_the_same_budgets_claims_nothing_and_keeps_the_order_of_spending() {
+        let budgets = Arc::new(Budgets::new(BudgetLimits::default().max_model_calls(100)));
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let earlier = Session::new();
+        let first = RunBudgets::start(Arc::clone(&budgets), &earlier);
+        first.charge_model_call(&earlier, &a, Usage::new(1, 1), 0);
+        first.charge_model_call(&earlier, &b, Usage::new(2, 2), 0);
+        assert_eq!(budgets.seen.agents().len(), 2);
+        let session = Session::new();
+        let run = RunBudgets::start(Arc::clone(&budgets), &session);
+        assert_eq!(run.agents.claimed.load(Ordering::Relaxed), 2);
+        // This run's `b` spends first: it comes first in this run's ledger.
+        run.charge_model_call(&session, &b, Usage::new(2, 2), 0);
+        run.charge_model_call(&session, &a, Usage::new(1, 1), 0);
+        run.charge_tool_calls(&session, &a, 1);
+        assert!(run.agents.names.lock().unwrap().is_empty());
+        let ledger = session.budget_ledger();
+        let order: Vec<&str> = ledger.by_agent.iter().map(|e| &*e.agent).collect();
+        assert_eq!(order, ["b", "a"]);
+        assert_eq!(ledger.agent("a").unwrap().tool_calls, 1);
+        assert_eq!(ledger.total.model_calls, 2);
+        // The earlier run's ledger is its own.
+        assert_eq!(earlier.budget_ledger().total.model_calls, 2);
+        assert_eq!(earlier.budget_ledger().agent("a").unwrap().tool_calls, 0);
     }
 
     #[test]
