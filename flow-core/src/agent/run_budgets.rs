@@ -133,40 +133,59 @@ impl Sums {
     }
 }
 
+/// An agent charged: its shared name, and where it keeps the slot it was charged in last (a
+/// hint, looked at first).
+pub(crate) type Charged<'a> = (&'a Arc<str>, &'a AtomicUsize);
+
 /// The key of an agent's slot: the address of its shared name's text.
 fn key_of(agent: &Arc<str>) -> usize {
     Arc::as_ptr(agent) as *const u8 as usize
 }
 
 impl AgentTally {
-    /// A tally with a slot claimed for each of `seen` (at most [`SLOTS`]).
+    /// A tally with a slot for each of `seen` (at most [`SLOTS`]), claimed by
+    /// [`key_seen`](Self::key_seen).
     fn new(seen: Arc<[Arc<str>]>) -> Self {
-        let tally = AgentTally {
-            claimed: AtomicUsize::new(seen.len().min(SLOTS)),
+        AgentTally {
+            claimed: AtomicUsize::new(0),
             order: AtomicU64::new(0),
             keys: Default::default(),
             seen,
             names: Mutex::new(Vec::new()),
             sums: Default::default(),
-        };
-        for (key, agent) in tally.keys.iter().zip(tally.seen.iter()) {
+        }
+    }
+
+    /// Claims the slots of the agents seen in earlier runs (done in place, once the run's
+    /// budgets are on the heap: the tally is not copied again).
+    fn key_seen(&self) {
+        let seen = &self.seen[..self.seen.len().min(SLOTS)];
+        for (key, agent) in self.keys.iter().zip(seen) {
             key.store(key_of(agent), Ordering::Relaxed);
         }
-        tally
+        self.claimed.store(seen.len(), Ordering::Release);
     }
 
     /// `agent`'s sums: its slot's, else a new slot's (and `seen` learns the agent); `None`
     /// when every slot is taken.
     #[inline]
-    fn sums(&self, agent: &Arc<str>, seen: &crate::budget::SeenAgents) -> Option<&Sums> {
-        let key = key_of(agent);
+    fn sums(&self, agent: Charged<'_>, seen: &crate::budget::SeenAgents) -> Option<&Sums> {
+        let (name, hint) = agent;
+        let key = key_of(name);
         let claimed = self.claimed.load(Ordering::Acquire).min(SLOTS);
-        let found = match self.keys[..claimed]
-            .iter()
-            .position(|k| k.load(Ordering::Relaxed) == key)
-        {
-            Some(i) => &self.sums[i],
-            None => self.claim(agent, key, seen)?,
+        let at = hint.load(Ordering::Relaxed);
+        let found = if at < claimed && self.keys[at].load(Ordering::Relaxed) == key {
+            &self.sums[at]
+        } else {
+            let (at, found) = match self.keys[..claimed]
+                .iter()
+                .position(|k| k.load(Ordering::Relaxed) == key)
+            {
+                Some(i) => (i, &self.sums[i]),
+                None => self.claim(name, key, seen)?,
+            };
+            hint.store(at, Ordering::Relaxed);
+            found
         };
         if found.first.load(Ordering::Relaxed) == 0 {
             let stamp = self.order.fetch_add(1, Ordering::Relaxed) + 1;
@@ -182,7 +201,7 @@ impl AgentTally {
         agent: &Arc<str>,
         key: usize,
         seen: &crate::budget::SeenAgents,
-    ) -> Option<&Sums> {
+    ) -> Option<(usize, &Sums)> {
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         // (Another lane of the agent may have claimed one meanwhile: then it has two, which
         // the fold adds up.)
@@ -194,7 +213,7 @@ impl AgentTally {
         self.keys[claimed].store(key, Ordering::Relaxed);
         self.claimed.store(claimed + 1, Ordering::Release);
         seen.learn(agent);
-        Some(&self.sums[claimed])
+        Some((claimed, &self.sums[claimed]))
     }
 
     /// Adds what each agent spent since the last fold to `ledger` (its total and the agent's
@@ -239,6 +258,7 @@ impl RunBudgets {
             agents: AgentTally::new(budgets.seen.agents()),
             budgets,
         });
+        run.agents.key_seen();
         let spent = session.join_budget_ledger(&run);
         let t = &run.totals;
         t.input.store(spent.usage.input_tokens, Ordering::Relaxed);
@@ -268,7 +288,7 @@ impl RunBudgets {
     /// The sums `agent` is charged in: `None` when `session` does not share the values the
     /// run's tally folds into, or the tally is full (then the charge goes to the ledger).
     #[inline]
-    fn sums(&self, session: &Session, agent: &Arc<str>) -> Option<&Sums> {
+    fn sums(&self, session: &Session, agent: Charged<'_>) -> Option<&Sums> {
         if self.totals.home != session.values_address() {
             return None;
         }
@@ -306,14 +326,16 @@ impl RunBudgets {
     pub(crate) fn charge_model_call(
         &self,
         session: &Session,
-        agent: &Arc<str>,
+        agent: Charged<'_>,
         usage: Usage,
         cost: u64,
     ) {
         let t = &self.totals;
         match self.sums(session, agent) {
             Some(sums) => sums.add_model_call(&usage, cost),
-            None => session.with_budget_ledger(|ledger| ledger.add_model_call(agent, usage, cost)),
+            None => {
+                session.with_budget_ledger(|ledger| ledger.add_model_call(agent.0, usage, cost))
+            }
         }
         t.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
         t.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
@@ -325,13 +347,13 @@ impl RunBudgets {
 
     /// Charges `calls` tool calls of `agent` to the run's totals and the agent's slot (or,
     /// with no slot, `session`'s ledger).
-    pub(crate) fn charge_tool_calls(&self, session: &Session, agent: &Arc<str>, calls: u64) {
+    pub(crate) fn charge_tool_calls(&self, session: &Session, agent: Charged<'_>, calls: u64) {
         let t = &self.totals;
         match self.sums(session, agent) {
             Some(sums) => {
                 sums.tool_calls.fetch_add(calls, Ordering::Relaxed);
             }
-            None => session.with_budget_ledger(|ledger| ledger.add_tool_calls(agent, calls)),
+            None => session.with_budget_ledger(|ledger| ledger.add_tool_calls(agent.0, calls)),
         }
         t.tool_calls.fetch_add(calls, Ordering::Relaxed);
     }
@@ -341,6 +363,9 @@ impl RunBudgets {
 mod tests {
     use super::*;
     use crate::budget::BudgetLimits;
+
+    /// The tests' agents' slot hint (a hint only: any value finds the right slot).
+    static HINT: AtomicUsize = AtomicUsize::new(0);
 
     fn run_budgets(session: &Session) -> Arc<RunBudgets> {
         let budgets = Budgets::new(BudgetLimits::default().max_model_calls(1_000));
@@ -359,9 +384,9 @@ mod tests {
         let session = Session::new();
         let run = run_budgets(&session);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        run.charge_model_call(&session, &a, Usage::new(10, 1), 5);
-        run.charge_model_call(&session, &b, Usage::new(20, 2), 0);
-        run.charge_tool_calls(&session, &a, 3);
+        run.charge_model_call(&session, (&a, &HINT), Usage::new(10, 1), 5);
+        run.charge_model_call(&session, (&b, &HINT), Usage::new(20, 2), 0);
+        run.charge_tool_calls(&session, (&a, &HINT), 3);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.total.model_calls, 2);
         assert_eq!(ledger.total.tool_calls, 3);
@@ -370,7 +395,7 @@ mod tests {
         assert_eq!(ledger.agent("b").unwrap().usage, Usage::new(20, 2));
         // Read again: nothing folded twice; a later charge folds in at the next read.
         assert_eq!(session.budget_ledger(), ledger);
-        run.charge_model_call(&session, &a, Usage::new(1, 1), 0);
+        run.charge_model_call(&session, (&a, &HINT), Usage::new(1, 1), 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.agent("a").unwrap().model_calls, 2);
         assert_eq!(ledger.total, run.spent());
@@ -386,12 +411,12 @@ mod tests {
         let session = Session::new();
         let run = run_budgets(&session);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        run.charge_model_call(&session, &a, Usage::new(10, 1), 0);
+        run.charge_model_call(&session, (&a, &HINT), Usage::new(10, 1), 0);
         let mut reported = Usage::new(10, 2);
         reported.cached_input_tokens = Some(0);
         reported.reasoning_tokens = Some(2);
-        run.charge_model_call(&session, &b, reported, 0);
-        run.charge_model_call(&session, &b, reported, 0);
+        run.charge_model_call(&session, (&b, &HINT), reported, 0);
+        run.charge_model_call(&session, (&b, &HINT), reported, 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.agent("a").unwrap().usage, Usage::new(10, 1));
         let b = ledger.agent("b").unwrap().usage;
@@ -406,16 +431,16 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         let earlier = Session::new();
         let first = RunBudgets::start(Arc::clone(&budgets), &earlier);
-        first.charge_model_call(&earlier, &a, Usage::new(1, 1), 0);
-        first.charge_model_call(&earlier, &b, Usage::new(2, 2), 0);
+        first.charge_model_call(&earlier, (&a, &HINT), Usage::new(1, 1), 0);
+        first.charge_model_call(&earlier, (&b, &HINT), Usage::new(2, 2), 0);
         assert_eq!(budgets.seen.agents().len(), 2);
         let session = Session::new();
         let run = RunBudgets::start(Arc::clone(&budgets), &session);
         assert_eq!(run.agents.claimed.load(Ordering::Relaxed), 2);
         // This run's `b` spends first: it comes first in this run's ledger.
-        run.charge_model_call(&session, &b, Usage::new(2, 2), 0);
-        run.charge_model_call(&session, &a, Usage::new(1, 1), 0);
-        run.charge_tool_calls(&session, &a, 1);
+        run.charge_model_call(&session, (&b, &HINT), Usage::new(2, 2), 0);
+        run.charge_model_call(&session, (&a, &HINT), Usage::new(1, 1), 0);
+        run.charge_tool_calls(&session, (&a, &HINT), 1);
         assert!(run.agents.names.lock().unwrap().is_empty());
         let ledger = session.budget_ledger();
         let order: Vec<&str> = ledger.by_agent.iter().map(|e| &*e.agent).collect();
@@ -432,10 +457,10 @@ mod tests {
         let session = Session::new();
         let first = run_budgets(&session);
         let agent: Arc<str> = "a".into();
-        first.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        first.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
         let second = run_budgets(&session);
         assert_eq!(second.spent().model_calls, 1);
-        second.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        second.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
         assert_eq!(session.budget_ledger().agent("a").unwrap().model_calls, 2);
     }
 
@@ -445,10 +470,10 @@ mod tests {
         let run = run_budgets(&session);
         let names: Vec<Arc<str>> = (0..SLOTS + 3).map(|i| format!("agent{i}").into()).collect();
         for name in &names {
-            run.charge_model_call(&session, name, Usage::new(1, 1), 0);
+            run.charge_model_call(&session, (name, &HINT), Usage::new(1, 1), 0);
         }
         // An agent made under the same name twice is one agent in the ledger.
-        run.charge_model_call(&session, &"agent0".into(), Usage::new(1, 1), 0);
+        run.charge_model_call(&session, (&"agent0".into(), &HINT), Usage::new(1, 1), 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.total.model_calls, SLOTS as u64 + 4);
         let order: Vec<&str> = ledger.by_agent.iter().map(|a| &*a.agent).collect();
@@ -462,12 +487,12 @@ mod tests {
         let session = Session::new();
         let run = run_budgets(&session);
         let agent: Arc<str> = "a".into();
-        run.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        run.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
         session
             .set_value(crate::budget::BUDGET_SESSION_KEY, BudgetLedger::default())
             .unwrap();
         assert_eq!(session.budget_ledger(), BudgetLedger::default());
-        run.charge_model_call(&session, &agent, Usage::new(10, 1), 0);
+        run.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
         assert_eq!(session.budget_ledger().total.model_calls, 1);
     }
 }

@@ -295,6 +295,9 @@ pub struct ChatModelAgent {
     pub(super) definition_tokens: Mutex<Option<(usize, usize)>>,
     /// The model's reported prompt tokens against the budget's count of the same request.
     pub(super) calibration: UsageCalibration,
+    /// The slot of a run's budget tally this agent was charged in last (a hint: looked at
+    /// first, as a runner's runs give an agent the same slot).
+    pub(super) tally_slot: std::sync::atomic::AtomicUsize,
 }
 
 /// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
@@ -341,6 +344,7 @@ impl ChatModelAgent {
                 budget: None,
                 definition_tokens: Mutex::new(None),
                 calibration: UsageCalibration::new(),
+                tally_slot: std::sync::atomic::AtomicUsize::new(0),
             },
         }
     }

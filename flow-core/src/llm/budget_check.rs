@@ -98,7 +98,7 @@ impl ChatModelAgent {
         } else {
             0
         };
-        run.charge_model_call(cx.session(), &self.name, usage, cost);
+        run.charge_model_call(cx.session(), (&self.name, &self.tally_slot), usage, cost);
     }
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
@@ -116,7 +116,7 @@ impl ChatModelAgent {
         run.budgets
             .check_tools(&spent, own, agent, calls, elapsed)
             .map_err(|e| self.budget_error(e))?;
-        run.charge_tool_calls(cx.session(), &self.name, calls);
+        run.charge_tool_calls(cx.session(), (&self.name, &self.tally_slot), calls);
         Ok(())
     }
 
