@@ -387,6 +387,7 @@ impl Budgets {
     /// money limit, no agent with limits of its own (`false` otherwise, and when a limit would
     /// be crossed: [`check_call`](Self::check_call) then says which). The common path of a
     /// check: straight comparisons, no error built.
+    #[inline]
     pub(crate) fn run_call_clear(&self, run: &Spent, estimate: &Usage, elapsed: Duration) -> bool {
         let l = &self.run;
         if !self.prices.is_empty() || l.max_cost_micro_usd.is_some() || !self.agents.is_empty() {

@@ -306,6 +306,23 @@ impl RunBudgets {
         self.agents.fold_into(&mut BudgetLedger::default());
     }
 
+    /// Whether a model call estimated at `estimate` is within the run's limits when they
+    /// alone decide it (see [`Budgets::run_call_clear`]): the common path of a check, reading
+    /// only the totals it compares.
+    #[inline]
+    pub(crate) fn call_clear(&self, estimate: &Usage, elapsed: std::time::Duration) -> bool {
+        let t = &self.totals;
+        let run = Spent {
+            usage: Usage::new(
+                t.input.load(Ordering::Relaxed),
+                t.output.load(Ordering::Relaxed),
+            ),
+            model_calls: t.model_calls.load(Ordering::Relaxed),
+            ..Spent::default()
+        };
+        self.budgets.run_call_clear(&run, estimate, elapsed)
+    }
+
     /// What the run has spent in all (the figures its limits read: input and output tokens,
     /// model and tool calls, money), without the session's lock.
     pub(crate) fn spent(&self) -> Spent {

@@ -33,14 +33,14 @@ impl ChatModelAgent {
         } else {
             0
         };
-        let agent = cx.agent_name();
         // The run's totals are read without the session's lock; most checks end at the first
         // comparison of them. An agent with limits of its own reads its entries in the ledger.
-        let spent = run.spent();
         let estimate = Usage::new(input, output);
-        if run.budgets.run_call_clear(&spent, &estimate, elapsed) {
+        if run.call_clear(&estimate, elapsed) {
             return Ok(());
         }
+        let agent = cx.agent_name();
+        let spent = run.spent();
         let own = run.budgets.own_limits(agent).map(|limits| {
             let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
             (limits, mine)

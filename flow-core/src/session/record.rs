@@ -509,7 +509,13 @@ impl Session {
         let mut values = shared.lock().expect("session lock");
         values.fold();
         let Values { map, budget, runs } = &mut *values;
-        let total = ledger_in(budget, map).total;
+        // A new session's first run: nothing spent, no ledger to make yet (the first read
+        // makes it).
+        let total = if budget.is_none() && map.is_empty() {
+            Spent::default()
+        } else {
+            ledger_in(budget, map).total
+        };
         // Folded just now, and held by nothing else: nothing can charge them any more.
         runs.more.retain(|r| Arc::strong_count(r) > 1);
         if runs.first.as_ref().is_some_and(|r| Arc::strong_count(r) == 1) {
