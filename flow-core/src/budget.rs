@@ -220,12 +220,20 @@ pub(crate) struct SeenAgents(std::sync::Mutex<Arc<[Arc<str>]>>);
 impl SeenAgents {
     /// The agents seen so far.
     pub(crate) fn agents(&self) -> Arc<[Arc<str>]> {
-        Arc::clone(&self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Arc::clone(
+            &self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Notes `agent` (by name), if there is room.
     pub(crate) fn learn(&self, agent: &Arc<str>) {
-        let mut seen = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if seen.len() < crate::agent::TALLY_SLOTS && seen.iter().all(|a| a != agent) {
             *seen = seen.iter().chain([agent]).cloned().collect();
         }

@@ -94,7 +94,8 @@ impl Sums {
     /// Adds one model call's usage and cost.
     fn add_model_call(&self, usage: &Usage, cost: u64) {
         self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
-        self.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
+        self.output
+            .fetch_add(usage.output_tokens, Ordering::Relaxed);
         for (reported, sum) in [
             (usage.cached_input_tokens, &self.cached),
             (usage.reasoning_tokens, &self.reasoning),
@@ -437,9 +438,15 @@ mod tests {
         let ledger = session.budget_ledger();
         assert_eq!(ledger.agent("a").unwrap().usage, Usage::new(10, 1));
         let b = ledger.agent("b").unwrap().usage;
-        assert_eq!((b.cached_input_tokens, b.reasoning_tokens), (Some(0), Some(4)));
+        assert_eq!(
+            (b.cached_input_tokens, b.reasoning_tokens),
+            (Some(0), Some(4))
+        );
         let total = ledger.total.usage;
-        assert_eq!((total.cached_input_tokens, total.reasoning_tokens), (Some(0), Some(4)));
+        assert_eq!(
+            (total.cached_input_tokens, total.reasoning_tokens),
+            (Some(0), Some(4))
+        );
     }
 
     #[test]

@@ -258,7 +258,8 @@ impl RunContext {
     /// Set them before the run starts: contexts already derived from this one keep what they
     /// had.
     pub fn with_budgets(self, budgets: Arc<crate::budget::Budgets>) -> Self {
-        let shared = (!budgets.is_empty()).then(|| RunBudgets::start(budgets, &self.shared.session));
+        let shared =
+            (!budgets.is_empty()).then(|| RunBudgets::start(budgets, &self.shared.session));
         self.with_run_budgets(shared)
     }
 

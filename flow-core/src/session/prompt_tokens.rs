@@ -140,7 +140,12 @@ mod tests {
         prompt.seed(&all, input.len(), estimated(&input), None);
         assert_eq!(prompt.of(&all), estimated(&all));
         // The system message's estimate given (a tool set's, made once) is the same.
-        prompt.seed(&all, input.len(), estimated(&input), Some(estimated(&all[..1])));
+        prompt.seed(
+            &all,
+            input.len(),
+            estimated(&input),
+            Some(estimated(&all[..1])),
+        );
         assert_eq!(prompt.of(&all), estimated(&all));
         // A seed is trusted (the input cache's count is tested there): a wrong one shows.
         prompt.seed(&all, input.len(), 1, None);

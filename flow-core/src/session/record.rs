@@ -518,7 +518,11 @@ impl Session {
         };
         // Folded just now, and held by nothing else: nothing can charge them any more.
         runs.more.retain(|r| Arc::strong_count(r) > 1);
-        if runs.first.as_ref().is_some_and(|r| Arc::strong_count(r) == 1) {
+        if runs
+            .first
+            .as_ref()
+            .is_some_and(|r| Arc::strong_count(r) == 1)
+        {
             runs.first = runs.more.pop();
         }
         if runs.iter().all(|r| !Arc::ptr_eq(r, run)) {
