@@ -12,9 +12,11 @@
 //! What a run spent is kept among its session values under [`BUDGET_SESSION_KEY`] (only when
 //! the run has budgets), so it is saved in checkpoints, carried through an interrupt and
 //! resume, and shared with the runs nested in it (an [`AgentTool`](crate::AgentTool)'s, a task
-//! sub-agent's): their spending counts against the run's budgets. Wall time is read from the
-//! run's [`Host`](crate::host::Host) clock, from the run's first check (a resumed run starts
-//! its clock again: the time it waited for an answer is not counted).
+//! sub-agent's): their spending counts against the run's budgets. A call is charged to the
+//! run's own totals and per-agent tally (atomics, no lock), which every read or save of the
+//! ledger folds in first. Wall time is read from the run's [`Host`](crate::host::Host) clock,
+//! from the run's first check (a resumed run starts its clock again: the time it waited for an
+//! answer is not counted).
 //!
 //! A recovered turn answers its already-journaled model calls from the journal: their usage
 //! still counts, once, so the recovered turn's report equals the sum of its model calls.
@@ -581,8 +583,8 @@ pub struct BudgetLedger {
     /// The whole run (with the runs nested in it).
     pub total: Spent,
     /// Per agent, in the order they first spent (read one with [`agent`](Self::agent)). A
-    /// list, not a map: a call adds to the last entry when it is its agent's, else starts an
-    /// entry, with no search; a ledger read out of a run
+    /// list, not a map: [`add_model_call`](Self::add_model_call) adds to the last entry when it
+    /// is its agent's, else starts an entry, with no search; a ledger read out of a run
     /// ([`Session::budget_ledger`](crate::Session::budget_ledger), the saved values) has
     /// each agent once ([`merge`](Self::merge)).
     #[serde(default)]
