@@ -212,6 +212,11 @@ pub struct Budgets {
     pub(crate) seen: SeenAgents,
 }
 
+/// How many agents a run's tally holds (its per-agent spending between reads of the ledger); a
+/// run with more charges the others in the session's ledger, under its lock. Ten slots keep a
+/// run's budgets within one small allocation (see the size test in `agent::run_budgets`).
+pub(crate) const TALLY_SLOTS: usize = 10;
+
 /// The agents that spent in the runs under one set of [`Budgets`] (a runner's), in the order
 /// they first did, up to a run's tally's slots: a run starts with a slot for each, so the
 /// agents of a runner's later runs charge without claiming one. Not part of the budgets' value:
@@ -236,7 +241,7 @@ impl SeenAgents {
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if seen.len() < crate::agent::TALLY_SLOTS && seen.iter().all(|a| a != agent) {
+        if seen.len() < TALLY_SLOTS && seen.iter().all(|a| a != agent) {
             *seen = seen.iter().chain([agent]).cloned().collect();
         }
     }

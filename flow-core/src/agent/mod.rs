@@ -48,7 +48,7 @@ pub use middleware::{HookContext, Middleware, Middlewares};
 pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use payload::Payload;
 pub(crate) use payload::{payload_key, payload_of_call};
-pub(crate) use run_budgets::{RunBudgets, SLOTS as TALLY_SLOTS};
+pub(crate) use run_budgets::RunBudgets;
 pub use run_context::RunContext;
 pub(crate) use run_context::{LaneIndex, MapLane};
 pub use steer::{ReplayedSteers, SteerClosed, SteerQueue};

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::budget::{BudgetLedger, Budgets, Spent};
+use crate::budget::{BudgetLedger, Budgets, Spent, TALLY_SLOTS as SLOTS};
 use crate::session::Session;
 use crate::usage::Usage;
 
@@ -42,11 +42,6 @@ struct RunTotals {
     tool_calls: AtomicU64,
     cost: AtomicU64,
 }
-
-/// How many agents a run's tally holds; a run with more charges the others in the session's
-/// ledger, under its lock. Ten slots keep a run's budgets within one small allocation (see the
-/// size test).
-pub(crate) const SLOTS: usize = 10;
 
 /// The bit of a slot's cached or reasoning tokens that says a call reported them (a sum of
 /// them never reaches it): a usage that reported none stays `None` in the ledger.
