@@ -12,9 +12,11 @@
 //! What a run spent is kept among its session values under [`BUDGET_SESSION_KEY`] (only when
 //! the run has budgets), so it is saved in checkpoints, carried through an interrupt and
 //! resume, and shared with the runs nested in it (an [`AgentTool`](crate::AgentTool)'s, a task
-//! sub-agent's): their spending counts against the run's budgets. Wall time is read from the
-//! run's [`Host`](crate::host::Host) clock, from the run's first check (a resumed run starts
-//! its clock again: the time it waited for an answer is not counted).
+//! sub-agent's): their spending counts against the run's budgets. A call is charged to the
+//! run's own totals and per-agent tally (atomics, no lock), which every read or save of the
+//! ledger folds in first. Wall time is read from the run's [`Host`](crate::host::Host) clock,
+//! from the run's first check (a resumed run starts its clock again: the time it waited for an
+//! answer is not counted).
 //!
 //! A recovered turn answers its already-journaled model calls from the journal: their usage
 //! still counts, once, so the recovered turn's report equals the sum of its model calls.
@@ -206,6 +208,61 @@ pub struct Budgets {
     reads_prompt: bool,
     /// Whether a limit reads the wall time.
     reads_clock: bool,
+    /// The agents that spent in earlier runs under these budgets.
+    pub(crate) seen: SeenAgents,
+}
+
+/// How many agents a run's tally holds (its per-agent spending between reads of the ledger); a
+/// run with more charges the others in the session's ledger, under its lock. Ten slots keep a
+/// run's budgets within one small allocation (see the size test in `agent::run_budgets`).
+pub(crate) const TALLY_SLOTS: usize = 10;
+
+/// The agents that spent in the runs under one set of [`Budgets`] (a runner's), in the order
+/// they first did, up to a run's tally's slots: a run starts with a slot for each, so the
+/// agents of a runner's later runs charge without claiming one. Not part of the budgets' value:
+/// compared, printed and cloned as if absent (a clone learns again).
+#[derive(Default)]
+pub(crate) struct SeenAgents(std::sync::Mutex<Arc<[Arc<str>]>>);
+
+impl SeenAgents {
+    /// The agents seen so far.
+    pub(crate) fn agents(&self) -> Arc<[Arc<str>]> {
+        Arc::clone(
+            &self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Notes `agent` (by name), if there is room.
+    pub(crate) fn learn(&self, agent: &Arc<str>) {
+        let mut seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.len() < TALLY_SLOTS && seen.iter().all(|a| a != agent) {
+            *seen = seen.iter().chain([agent]).cloned().collect();
+        }
+    }
+}
+
+impl Clone for SeenAgents {
+    fn clone(&self) -> Self {
+        SeenAgents::default()
+    }
+}
+
+impl PartialEq for SeenAgents {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for SeenAgents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SeenAgents")
+    }
 }
 
 impl Budgets {
@@ -345,6 +402,7 @@ impl Budgets {
     /// money limit, no agent with limits of its own (`false` otherwise, and when a limit would
     /// be crossed: [`check_call`](Self::check_call) then says which). The common path of a
     /// check: straight comparisons, no error built.
+    #[inline]
     pub(crate) fn run_call_clear(&self, run: &Spent, estimate: &Usage, elapsed: Duration) -> bool {
         let l = &self.run;
         if !self.prices.is_empty() || l.max_cost_micro_usd.is_some() || !self.agents.is_empty() {
@@ -530,8 +588,8 @@ pub struct BudgetLedger {
     /// The whole run (with the runs nested in it).
     pub total: Spent,
     /// Per agent, in the order they first spent (read one with [`agent`](Self::agent)). A
-    /// list, not a map: a call adds to the last entry when it is its agent's, else starts an
-    /// entry, with no search; a ledger read out of a run
+    /// list, not a map: [`add_model_call`](Self::add_model_call) adds to the last entry when it
+    /// is its agent's, else starts an entry, with no search; a ledger read out of a run
     /// ([`Session::budget_ledger`](crate::Session::budget_ledger), the saved values) has
     /// each agent once ([`merge`](Self::merge)).
     #[serde(default)]
@@ -569,6 +627,24 @@ impl BudgetLedger {
     pub fn add_tool_calls(&mut self, agent: &Arc<str>, calls: u64) {
         self.total.tool_calls += calls;
         self.agent_mut(agent).tool_calls += calls;
+    }
+
+    /// Adds `spent` of `agent` (folded from a run's tally): to the total, and to the agent's
+    /// entry (its first, found by name), or a new one.
+    pub(crate) fn add_spent(&mut self, agent: &Arc<str>, spent: &Spent) {
+        self.total.add(spent);
+        match self.by_agent.iter_mut().find(|a| a.agent == *agent) {
+            Some(entry) => entry.spent.add(spent),
+            None => {
+                if self.by_agent.capacity() == 0 {
+                    self.by_agent.reserve_exact(FIRST_AGENTS);
+                }
+                self.by_agent.push(AgentSpent {
+                    agent: Arc::clone(agent),
+                    spent: *spent,
+                });
+            }
+        }
     }
 
     /// What agent `agent` has spent, if it has (in a [merged](Self::merge) ledger, as one

@@ -6,6 +6,8 @@
 //! - `event_stream`: [`EventStream`], what running an agent produces;
 //! - `run_context`: [`RunContext`], what an agent knows of its run (session, run path, limits,
 //!   options, middleware, its node);
+//! - `run_budgets`: a run's budgets while it runs: its totals and each agent's spending,
+//!   charged without the session's lock and folded into the session's ledger when it is read;
 //! - `cancel`: cancelling a run at a safe point ([`CancelMode`], [`CancelSignal`]);
 //! - `steer`: messages sent to a running turn, taken in at its next safe point ([`SteerQueue`]);
 //! - `options`: per-run, per-agent options ([`RunOptions`], [`AgentRunOptions`]);
@@ -30,6 +32,7 @@ mod input;
 pub mod middleware;
 pub mod options;
 mod payload;
+mod run_budgets;
 mod run_context;
 mod steer;
 pub(crate) mod tree;
@@ -45,6 +48,7 @@ pub use middleware::{HookContext, Middleware, Middlewares};
 pub use options::{AgentRunOptions, HistoryModifier, RunOptions};
 pub use payload::Payload;
 pub(crate) use payload::{payload_key, payload_of_call};
+pub(crate) use run_budgets::RunBudgets;
 pub use run_context::RunContext;
 pub(crate) use run_context::{LaneIndex, MapLane};
 pub use steer::{ReplayedSteers, SteerClosed, SteerQueue};

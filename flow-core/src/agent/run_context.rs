@@ -1,10 +1,11 @@
 //! [`RunContext`]: what an agent knows about the run it is part of.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::cancel::{CancelMode, CancelSignal, SafePoint};
+use super::run_budgets::RunBudgets;
 use super::{AgentRunOptions, FlowAgent, Middlewares, RunOptions};
 use crate::event::AgentEvent;
 use crate::history::ThreadHistory;
@@ -134,108 +135,6 @@ struct RunShared {
     spending: Option<Arc<dyn crate::spending::SpendingGate>>,
 }
 
-/// A run's budgets, when its first check was made, and what the run has spent in all.
-#[derive(Debug)]
-pub(crate) struct RunBudgets {
-    pub(crate) budgets: Arc<crate::budget::Budgets>,
-    started: std::sync::OnceLock<std::time::SystemTime>,
-    /// The run's totals, as in the session's ledger: read by a check without the session's
-    /// lock (shared, like the ledger, with the runs nested in this one).
-    totals: RunTotals,
-}
-
-/// The run scope's spending, mirrored from the session's [`BudgetLedger`] (read from it once,
-/// at the first use: a resumed run's saved spending) and then added to beside it.
-///
-/// [`BudgetLedger`]: crate::budget::BudgetLedger
-#[derive(Debug, Default)]
-struct RunTotals {
-    read: std::sync::OnceLock<()>,
-    input: AtomicU64,
-    output: AtomicU64,
-    model_calls: AtomicU64,
-    tool_calls: AtomicU64,
-    cost: AtomicU64,
-}
-
-impl RunBudgets {
-    fn new(budgets: Arc<crate::budget::Budgets>) -> Self {
-        RunBudgets {
-            budgets,
-            started: std::sync::OnceLock::new(),
-            totals: RunTotals::default(),
-        }
-    }
-
-    /// The time since the run's first check (which this is, if it is the first).
-    pub(crate) fn elapsed(&self, now: std::time::SystemTime) -> std::time::Duration {
-        let started = *self.started.get_or_init(|| now);
-        now.duration_since(started).unwrap_or_default()
-    }
-
-    /// The time since the run's first check, read from `run`'s host clock only when a limit
-    /// reads it (zero otherwise).
-    pub(crate) fn elapsed_if_read(&self, run: &RunContext) -> std::time::Duration {
-        if self.budgets.reads_wall_time() {
-            self.elapsed(run.host().now())
-        } else {
-            std::time::Duration::ZERO
-        }
-    }
-
-    /// The totals, read from `session`'s ledger the first time.
-    fn totals(&self, session: &Session) -> &RunTotals {
-        let t = &self.totals;
-        t.read.get_or_init(|| {
-            let spent = session.with_budget_ledger(|ledger| ledger.total);
-            t.input.store(spent.usage.input_tokens, Ordering::Relaxed);
-            t.output.store(spent.usage.output_tokens, Ordering::Relaxed);
-            t.model_calls.store(spent.model_calls, Ordering::Relaxed);
-            t.tool_calls.store(spent.tool_calls, Ordering::Relaxed);
-            t.cost.store(spent.cost_micro_usd, Ordering::Relaxed);
-        });
-        t
-    }
-
-    /// What the run has spent in all (the figures its limits read: input and output tokens,
-    /// model and tool calls, money), without the session's lock.
-    pub(crate) fn spent(&self, session: &Session) -> crate::budget::Spent {
-        let t = self.totals(session);
-        crate::budget::Spent {
-            usage: crate::usage::Usage::new(
-                t.input.load(Ordering::Relaxed),
-                t.output.load(Ordering::Relaxed),
-            ),
-            model_calls: t.model_calls.load(Ordering::Relaxed),
-            tool_calls: t.tool_calls.load(Ordering::Relaxed),
-            cost_micro_usd: t.cost.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Charges one model call of `agent` to `session`'s ledger and the run's totals.
-    pub(crate) fn charge_model_call(
-        &self,
-        session: &Session,
-        agent: &Arc<str>,
-        usage: crate::usage::Usage,
-        cost: u64,
-    ) {
-        let t = self.totals(session);
-        session.with_budget_ledger(|ledger| ledger.add_model_call(agent, usage, cost));
-        t.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
-        t.output.fetch_add(usage.output_tokens, Ordering::Relaxed);
-        t.model_calls.fetch_add(1, Ordering::Relaxed);
-        t.cost.fetch_add(cost, Ordering::Relaxed);
-    }
-
-    /// Charges `calls` tool calls of `agent` to `session`'s ledger and the run's totals.
-    pub(crate) fn charge_tool_calls(&self, session: &Session, agent: &Arc<str>, calls: u64) {
-        let t = self.totals(session);
-        session.with_budget_ledger(|ledger| ledger.add_tool_calls(agent, calls));
-        t.tool_calls.fetch_add(calls, Ordering::Relaxed);
-    }
-}
-
 /// The empty list of hidden run paths, shared (a new run allocates nothing for it).
 #[inline]
 fn no_hidden_paths() -> Arc<[RunPath]> {
@@ -359,7 +258,8 @@ impl RunContext {
     /// Set them before the run starts: contexts already derived from this one keep what they
     /// had.
     pub fn with_budgets(self, budgets: Arc<crate::budget::Budgets>) -> Self {
-        let shared = (!budgets.is_empty()).then(|| Arc::new(RunBudgets::new(budgets)));
+        let shared =
+            (!budgets.is_empty()).then(|| RunBudgets::start(budgets, &self.shared.session));
         self.with_run_budgets(shared)
     }
 
@@ -401,8 +301,8 @@ impl RunContext {
     }
 
     /// The run's budgets and the start of its wall time.
-    pub(crate) fn run_budgets(&self) -> Option<&RunBudgets> {
-        self.shared.budgets.as_deref()
+    pub(crate) fn run_budgets(&self) -> Option<&Arc<RunBudgets>> {
+        self.shared.budgets.as_ref()
     }
 
     /// Counts one transfer of this run, asked for by `agent`; an error once the run's

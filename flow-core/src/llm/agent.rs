@@ -295,6 +295,9 @@ pub struct ChatModelAgent {
     pub(super) definition_tokens: Mutex<Option<(usize, usize)>>,
     /// The model's reported prompt tokens against the budget's count of the same request.
     pub(super) calibration: UsageCalibration,
+    /// The slot of a run's budget tally this agent was charged in last (a hint: looked at
+    /// first, as a runner's runs give an agent the same slot).
+    pub(super) tally_slot: std::sync::atomic::AtomicUsize,
 }
 
 /// The name of the tool [`ChatModelAgentBuilder::returns`] adds.
@@ -341,6 +344,7 @@ impl ChatModelAgent {
                 budget: None,
                 definition_tokens: Mutex::new(None),
                 calibration: UsageCalibration::new(),
+                tally_slot: std::sync::atomic::AtomicUsize::new(0),
             },
         }
     }
@@ -468,6 +472,10 @@ impl ChatModelAgent {
             system_text(&instruction, transfer_text.as_deref())
                 .map(|t| Arc::new(Message::system(t)))
         });
+        let fixed_system_tokens = match &fixed_system {
+            Some(Some(message)) => crate::history::estimate_tokens(message) as u64,
+            _ => 0,
+        };
         let transfer_args = targets
             .iter()
             .map(|t| crate::transfer::transfer_arguments(&t.name).into())
@@ -479,6 +487,7 @@ impl ChatModelAgent {
             definitions: definitions.into(),
             transfer_text,
             fixed_system,
+            fixed_system_tokens,
             read_back: read_back_tool,
             read_back_page: read_back,
             frontend: Vec::new(),

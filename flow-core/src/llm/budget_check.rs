@@ -33,14 +33,14 @@ impl ChatModelAgent {
         } else {
             0
         };
-        let agent = cx.agent_name();
         // The run's totals are read without the session's lock; most checks end at the first
         // comparison of them. An agent with limits of its own reads its entries in the ledger.
-        let spent = run.spent(cx.session());
         let estimate = Usage::new(input, output);
-        if run.budgets.run_call_clear(&spent, &estimate, elapsed) {
+        if run.call_clear(&estimate, elapsed) {
             return Ok(());
         }
+        let agent = cx.agent_name();
+        let spent = run.spent();
         let own = run.budgets.own_limits(agent).map(|limits| {
             let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
             (limits, mine)
@@ -59,19 +59,27 @@ impl ChatModelAgent {
 
     /// Notes the prompt tokens of a run's first request `messages` (its system message, then
     /// `input`) when the run's budgets read them and the input came counted (see
-    /// `Messages::estimated_tokens`): the first check then estimates only the system message.
+    /// `Messages::estimated_tokens`): the system message's estimate is `toolset`'s when it is
+    /// the tool set's fixed one, so the first check estimates nothing again.
     pub(super) fn seed_prompt_tokens(
         &self,
         cx: &Context,
         messages: &[MessageRef],
         input: &crate::input::Messages,
+        toolset: &super::tool_calls::Toolset,
     ) {
         let reads = cx
             .run_context()
             .budgets()
             .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
-            cx.prompt_count().seed(messages, input.len(), tokens);
+            let fixed = match (&toolset.fixed_system, messages.first()) {
+                (Some(Some(fixed)), Some(first)) if Arc::ptr_eq(fixed, first) => {
+                    Some(toolset.fixed_system_tokens)
+                }
+                _ => None,
+            };
+            cx.prompt_count().seed(messages, input.len(), tokens, fixed);
         }
     }
 
@@ -90,20 +98,17 @@ impl ChatModelAgent {
         } else {
             0
         };
-        run.charge_model_call(cx.session(), &self.name, usage, cost);
+        run.charge_model_call(cx.session(), (&self.name, &self.tally_slot), usage, cost);
     }
 
     /// Whether `calls` tool calls stay within the run's budgets; charges them if so.
     pub(super) fn take_tool_budget(&self, cx: &Context, calls: u64) -> Result<(), AgentError> {
-        if calls == 0 {
-            return Ok(());
-        }
         let Some(run) = cx.run_context().run_budgets() else {
             return Ok(());
         };
         let elapsed = run.elapsed_if_read(cx.run_context());
         let agent = cx.agent_name();
-        let spent = run.spent(cx.session());
+        let spent = run.spent();
         let own = run.budgets.own_limits(agent).map(|limits| {
             let mine = cx.session().with_budget_ledger(|l| l.agent_total(agent));
             (limits, mine)
@@ -111,7 +116,7 @@ impl ChatModelAgent {
         run.budgets
             .check_tools(&spent, own, agent, calls, elapsed)
             .map_err(|e| self.budget_error(e))?;
-        run.charge_tool_calls(cx.session(), &self.name, calls);
+        run.charge_tool_calls(cx.session(), (&self.name, &self.tally_slot), calls);
         Ok(())
     }
 

@@ -81,7 +81,7 @@ impl ChatModelAgent {
         let mut messages = Vec::with_capacity(input.messages.len() + 3);
         messages.extend(system);
         messages.extend(input.messages.iter().cloned());
-        self.seed_prompt_tokens(cx, &messages, &input.messages);
+        self.seed_prompt_tokens(cx, &messages, &input.messages, toolset);
         Ok(ChatRequest {
             messages,
             tools: toolset.definitions.clone(),

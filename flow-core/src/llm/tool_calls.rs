@@ -35,6 +35,9 @@ pub(super) struct Toolset {
     /// The system message, when it does not depend on the run (the instruction has no
     /// session value in it).
     pub(super) fixed_system: Option<Option<MessageRef>>,
+    /// The estimated tokens of `fixed_system`'s message (zero without one): a run's first
+    /// budget check adds them to its input's count instead of estimating the message again.
+    pub(super) fixed_system_tokens: u64,
     /// The built-in `read_tool_result`, when the agent's budget sets tool results aside.
     pub(super) read_back: Option<Arc<dyn Tool>>,
     /// The limit `read_back` was made for.
@@ -60,6 +63,7 @@ impl Toolset {
             definitions: self.definitions.iter().chain(&frontend).cloned().collect(),
             transfer_text: self.transfer_text.clone(),
             fixed_system: self.fixed_system.clone(),
+            fixed_system_tokens: self.fixed_system_tokens,
             read_back: self.read_back.clone(),
             read_back_page: self.read_back_page,
             frontend,
@@ -143,6 +147,40 @@ impl SavedTurn {
     }
 }
 
+/// How many of a reply's `calls` from `start` start a tool (for the run's tool-call budgets):
+/// not those past `max_per_reply` (refused), not the built-in transfer and exit, not those a
+/// resume has `saved` results for.
+#[inline]
+fn starting_calls<A, B>(
+    calls: &[ToolCall],
+    start: usize,
+    max_per_reply: usize,
+    saved: &[(String, A, B)],
+) -> u64 {
+    let Some(calls) = calls.get(start..calls.len().min(max_per_reply)) else {
+        return 0;
+    };
+    if !saved.is_empty() {
+        return resumed_starting_calls(calls, saved);
+    }
+    calls.iter().filter(|call| !is_builtin(&call.name)).count() as u64
+}
+
+/// [`starting_calls`] of a resumed reply: those with no saved result.
+#[cold]
+fn resumed_starting_calls<A, B>(calls: &[ToolCall], saved: &[(String, A, B)]) -> u64 {
+    calls
+        .iter()
+        .filter(|call| !is_builtin(&call.name) && !saved.iter().any(|(id, _, _)| *id == call.id))
+        .count() as u64
+}
+
+/// Whether `name` is the built-in transfer or exit tool's.
+#[inline]
+fn is_builtin(name: &str) -> bool {
+    name == TRANSFER_TOOL_NAME || name == EXIT_TOOL_NAME
+}
+
 impl ChatModelAgent {
     /// Runs the calls of the reply at `history[reply_at]` (the last message, unless results
     /// of a resumed turn follow it); emits their results in call order and appends them to
@@ -180,18 +218,10 @@ impl ChatModelAgent {
         if cx.run_context().budgets().is_some() {
             // The calls this reply starts (not those a resume has results for): within the
             // run's budgets, or none of them.
-            let starting = calls
-                .iter()
-                .enumerate()
-                .skip(start)
-                .filter(|(k, call)| {
-                    *k < limits.max_per_reply
-                        && call.name != TRANSFER_TOOL_NAME
-                        && call.name != EXIT_TOOL_NAME
-                        && !saved_results.iter().any(|(id, _, _)| *id == call.id)
-                })
-                .count();
-            self.take_tool_budget(cx, starting as u64)?;
+            let starting = starting_calls(calls, start, limits.max_per_reply, &saved_results);
+            if starting != 0 {
+                self.take_tool_budget(cx, starting)?;
+            }
         }
         for (k, call) in calls.iter().enumerate().skip(start) {
             if k >= limits.max_per_reply {

@@ -37,17 +37,43 @@ fn address(message: &MessageRef) -> usize {
 impl PromptCount {
     /// Notes that the run's first conversation `messages` ends with its input of `input_len`
     /// messages estimated at `input_tokens` (the input cache counted them as the run grew):
-    /// the messages before the input (the system message) are estimated here.
-    pub(crate) fn seed(&self, messages: &[MessageRef], input_len: usize, input_tokens: u64) {
+    /// the messages before the input (the system message) are estimated here, unless
+    /// `head_tokens` gives their estimate (the agent's fixed system message, estimated once).
+    pub(crate) fn seed(
+        &self,
+        messages: &[MessageRef],
+        input_len: usize,
+        input_tokens: u64,
+        head_tokens: Option<u64>,
+    ) {
         let Some(head) = messages.len().checked_sub(input_len) else {
             return;
         };
-        self.note(messages, estimated(&messages[..head]) + input_tokens);
+        let head_tokens = head_tokens.unwrap_or_else(|| estimated(&messages[..head]));
+        self.note(messages, head_tokens + input_tokens);
     }
 
     /// The estimated tokens of the conversation `messages`: only the messages added since the
     /// last count are estimated; a conversation that is not the one counted is counted whole.
+    #[inline]
     pub(crate) fn of(&self, messages: &[MessageRef]) -> u64 {
+        // The common case, a conversation counted as it is (a run's first request, seeded):
+        // nothing to estimate, nothing to note.
+        let counted = self.counted.load(Relaxed);
+        if let (true, Some(first), Some(last)) =
+            (counted == messages.len(), messages.first(), messages.last())
+        {
+            if address(first) == self.first.load(Relaxed)
+                && address(last) == self.last.load(Relaxed)
+            {
+                return self.tokens.load(Relaxed);
+            }
+        }
+        self.of_grown(messages)
+    }
+
+    /// [`of`](Self::of) for a conversation that grew since its last count, or another one.
+    fn of_grown(&self, messages: &[MessageRef]) -> u64 {
         let counted = self.counted.load(Relaxed);
         let intact = counted <= messages.len()
             && (counted == 0
@@ -111,10 +137,18 @@ mod tests {
         let mut all = messages(&["you are the refund agent"]);
         all.extend(input.iter().cloned());
         let prompt = PromptCount::default();
-        prompt.seed(&all, input.len(), estimated(&input));
+        prompt.seed(&all, input.len(), estimated(&input), None);
+        assert_eq!(prompt.of(&all), estimated(&all));
+        // The system message's estimate given (a tool set's, made once) is the same.
+        prompt.seed(
+            &all,
+            input.len(),
+            estimated(&input),
+            Some(estimated(&all[..1])),
+        );
         assert_eq!(prompt.of(&all), estimated(&all));
         // A seed is trusted (the input cache's count is tested there): a wrong one shows.
-        prompt.seed(&all, input.len(), 1);
+        prompt.seed(&all, input.len(), 1, None);
         assert_ne!(prompt.of(&all), estimated(&all));
     }
 }

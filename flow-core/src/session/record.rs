@@ -9,7 +9,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::InputCache;
-use crate::budget::{BudgetLedger, BUDGET_SESSION_KEY};
+use crate::agent::RunBudgets;
+use crate::budget::{BudgetLedger, Spent, BUDGET_SESSION_KEY};
 use crate::context_form::rewrite_for_context;
 use crate::event::{Action, AgentEvent, EventOutput};
 use crate::message::MessageRef;
@@ -197,19 +198,58 @@ struct Values {
     /// `None` until the run first uses it (then read from `map`, where a resumed run's saved
     /// values put it).
     budget: Option<BudgetLedger>,
+    /// The budgets of the runs charging this ledger: what their agents spent is kept in them,
+    /// without this lock, and folded into `budget` whenever it is read (see [`Values::fold`]).
+    runs: Tallies,
+}
+
+/// The runs whose spending a session's ledger folds in: most sessions have one run with
+/// budgets (kept inline, no allocation), a session run again has more.
+#[derive(Default)]
+struct Tallies {
+    first: Option<Arc<RunBudgets>>,
+    more: Vec<Arc<RunBudgets>>,
+}
+
+impl Tallies {
+    fn iter(&self) -> impl Iterator<Item = &Arc<RunBudgets>> {
+        self.first.iter().chain(&self.more)
+    }
 }
 
 impl Values {
     fn insert(&mut self, key: String, value: serde_json::Value) {
         if key == BUDGET_SESSION_KEY {
-            self.budget = None;
+            self.drop_ledger();
         }
         self.map.insert(key, value);
     }
 
+    /// Forgets the typed ledger and what the runs spent that is not yet in it (the ledger's
+    /// value was replaced or removed).
+    fn drop_ledger(&mut self) {
+        self.budget = None;
+        for run in self.runs.iter() {
+            run.discard();
+        }
+    }
+
+    /// The ledger, with what the runs spent since the last read folded in (`None`: no run
+    /// has budgets, and no ledger was read).
+    fn fold(&mut self) -> Option<&mut BudgetLedger> {
+        if self.runs.first.is_some() {
+            let Values { map, budget, runs } = self;
+            let ledger = ledger_in(budget, map);
+            for run in runs.iter() {
+                run.fold_into(ledger);
+            }
+        }
+        self.budget.as_mut()
+    }
+
     /// The ledger's JSON, each agent once.
-    fn budget_json(&self) -> Option<serde_json::Value> {
-        self.budget.as_ref().and_then(|ledger| {
+    fn budget_json(&mut self) -> Option<serde_json::Value> {
+        self.fold().and_then(|ledger| {
             let mut ledger = ledger.clone();
             ledger.merge();
             serde_json::to_value(ledger).ok()
@@ -406,9 +446,11 @@ impl Session {
 
     /// A session value as JSON.
     pub fn raw_value(&self, key: &str) -> Option<serde_json::Value> {
-        let values = self.values.get()?.lock().expect("session lock");
-        if key == BUDGET_SESSION_KEY && values.budget.is_some() {
-            return values.budget_json();
+        let mut values = self.values.get()?.lock().expect("session lock");
+        if key == BUDGET_SESSION_KEY {
+            if let Some(ledger) = values.budget_json() {
+                return Some(ledger);
+            }
         }
         values.map.get(key).cloned()
     }
@@ -430,7 +472,7 @@ impl Session {
         if let Some(values) = self.values.get() {
             let mut values = values.lock().expect("session lock");
             if key == BUDGET_SESSION_KEY {
-                values.budget = None;
+                values.drop_ledger();
             }
             values.map.remove(key);
         }
@@ -441,20 +483,68 @@ impl Session {
         let Some(values) = self.values.get() else {
             return HashMap::new();
         };
-        let values = values.lock().expect("session lock");
+        let mut values = values.lock().expect("session lock");
+        let ledger = values.budget_json();
         let mut all = values.map.clone();
-        if let Some(ledger) = values.budget_json() {
+        if let Some(ledger) = ledger {
             all.insert(BUDGET_SESSION_KEY.to_owned(), ledger);
         }
         all
     }
 
     /// Runs `use_it` on the run's budget ledger, under the session's lock (read from the saved
-    /// values the first time).
+    /// values the first time), with what the runs' agents spent since the last read folded in.
     pub(crate) fn with_budget_ledger<R>(&self, use_it: impl FnOnce(&mut BudgetLedger) -> R) -> R {
         let mut values = self.shared_values().lock().expect("session lock");
+        values.fold();
         let Values { map, budget, .. } = &mut *values;
         use_it(ledger_in(budget, map))
+    }
+
+    /// Gives the session `run`'s budgets, whose agents' spending its ledger folds in whenever
+    /// it is read. Returns what the ledger holds in all (a resumed run's saved spending, an
+    /// earlier run's). Runs that ended are folded in and let go.
+    pub(crate) fn join_budget_ledger(&self, run: &Arc<RunBudgets>) -> Spent {
+        let shared = self.shared_values();
+        let mut values = shared.lock().expect("session lock");
+        values.fold();
+        let Values { map, budget, runs } = &mut *values;
+        // A new session's first run: nothing spent, no ledger to make yet (the first read
+        // makes it).
+        let total = if budget.is_none() && map.is_empty() {
+            Spent::default()
+        } else {
+            ledger_in(budget, map).total
+        };
+        // Folded just now, and held by nothing else: nothing can charge them any more.
+        runs.more.retain(|r| Arc::strong_count(r) > 1);
+        if runs
+            .first
+            .as_ref()
+            .is_some_and(|r| Arc::strong_count(r) == 1)
+        {
+            runs.first = runs.more.pop();
+        }
+        if runs.iter().all(|r| !Arc::ptr_eq(r, run)) {
+            match runs.first {
+                None => runs.first = Some(Arc::clone(run)),
+                Some(_) => runs.more.push(Arc::clone(run)),
+            }
+        }
+        total
+    }
+
+    /// The address of the values this session shares, made now if they were not yet (see
+    /// [`values_address`](Self::values_address)).
+    pub(crate) fn values_home(&self) -> usize {
+        Arc::as_ptr(self.shared_values()) as usize
+    }
+
+    /// The address of the values this session shares (with its [scoped](Session::scoped)
+    /// sessions), zero before they are made: two sessions share a ledger when these are equal.
+    #[inline]
+    pub(crate) fn values_address(&self) -> usize {
+        self.values.get().map_or(0, |v| Arc::as_ptr(v) as usize)
     }
 
     /// The values, made on first use.
