@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::budget::{BudgetLedger, Budgets, Spent, TALLY_SLOTS as SLOTS};
+use crate::budget::{BudgetLedger, Budgets, ClearCaps, Spent, TALLY_SLOTS as SLOTS};
 use crate::session::Session;
 use crate::usage::Usage;
 
@@ -20,6 +20,8 @@ use crate::usage::Usage;
 #[derive(Debug)]
 pub(crate) struct RunBudgets {
     pub(crate) budgets: Arc<Budgets>,
+    /// The run's limits as a check's common path compares them.
+    pub(crate) caps: ClearCaps,
     started: OnceLock<std::time::SystemTime>,
     /// The run's totals, as in the session's ledger: read by a check without the session's
     /// lock.
@@ -252,6 +254,7 @@ impl RunBudgets {
                 ..RunTotals::default()
             },
             agents: AgentTally::new(budgets.seen.agents()),
+            caps: budgets.clear_caps(),
             budgets,
         });
         run.agents.key_seen();
@@ -274,7 +277,7 @@ impl RunBudgets {
     /// The time since the run's first check, read from `run`'s host clock only when a limit
     /// reads it (zero otherwise).
     pub(crate) fn elapsed_if_read(&self, run: &super::RunContext) -> std::time::Duration {
-        if self.budgets.reads_wall_time() {
+        if self.caps.reads_clock {
             self.elapsed(run.host().now())
         } else {
             std::time::Duration::ZERO
@@ -302,21 +305,21 @@ impl RunBudgets {
         self.agents.fold_into(&mut BudgetLedger::default());
     }
 
-    /// Whether a model call estimated at `estimate` is within the run's limits when they
-    /// alone decide it (see [`Budgets::run_call_clear`]): the common path of a check, reading
-    /// only the totals it compares.
+    /// Whether a model call estimated at `input` and `output` tokens is within the run's
+    /// limits when they alone decide it (see [`ClearCaps::clear`]): the common path of a
+    /// check, reading only the totals it compares.
     #[inline]
-    pub(crate) fn call_clear(&self, estimate: &Usage, elapsed: std::time::Duration) -> bool {
+    pub(crate) fn call_clear(&self, input: u64, output: u64, elapsed: std::time::Duration) -> bool {
         let t = &self.totals;
-        let run = Spent {
-            usage: Usage::new(
+        self.caps.clear(
+            (
                 t.input.load(Ordering::Relaxed),
                 t.output.load(Ordering::Relaxed),
+                t.model_calls.load(Ordering::Relaxed),
             ),
-            model_calls: t.model_calls.load(Ordering::Relaxed),
-            ..Spent::default()
-        };
-        self.budgets.run_call_clear(&run, estimate, elapsed)
+            (input, output),
+            elapsed,
+        )
     }
 
     /// What the run has spent in all (the figures its limits read: input and output tokens,

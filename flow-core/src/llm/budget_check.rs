@@ -28,17 +28,17 @@ impl ChatModelAgent {
         // limit reads it, and then only its messages added since this run's last count (kept
         // with the agent run, not in the session).
         let elapsed = run.elapsed_if_read(cx.run_context());
-        let input = if run.budgets.reads_prompt_tokens() {
+        let input = if run.caps.reads_prompt {
             cx.prompt_count().of(&request.messages)
         } else {
             0
         };
         // The run's totals are read without the session's lock; most checks end at the first
         // comparison of them. An agent with limits of its own reads its entries in the ledger.
-        let estimate = Usage::new(input, output);
-        if run.call_clear(&estimate, elapsed) {
+        if run.call_clear(input, output, elapsed) {
             return Ok(());
         }
+        let estimate = Usage::new(input, output);
         let agent = cx.agent_name();
         let spent = run.spent();
         let own = run.budgets.own_limits(agent).map(|limits| {
@@ -70,8 +70,8 @@ impl ChatModelAgent {
     ) {
         let reads = cx
             .run_context()
-            .budgets()
-            .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
+            .run_budgets()
+            .is_some_and(|run| run.caps.reads_prompt);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
             let fixed = match (&toolset.fixed_system, messages.first()) {
                 (Some(Some(fixed)), Some(first)) if Arc::ptr_eq(fixed, first) => {
