@@ -224,6 +224,8 @@ pub(crate) struct ClearCaps {
     pub(crate) reads_prompt: bool,
     /// [`Budgets::reads_wall_time`].
     pub(crate) reads_clock: bool,
+    /// [`Budgets::has_prices`].
+    pub(crate) priced: bool,
     model_calls: u64,
     input: u64,
     output: u64,
@@ -451,6 +453,7 @@ impl Budgets {
                 && self.agents.is_empty(),
             reads_prompt: self.reads_prompt,
             reads_clock: self.reads_clock,
+            priced: !self.prices.is_empty(),
             model_calls: cap(l.max_model_calls),
             input: cap(l.max_input_tokens),
             output: cap(l.max_output_tokens),

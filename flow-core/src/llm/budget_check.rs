@@ -70,8 +70,8 @@ impl ChatModelAgent {
     ) {
         let reads = cx
             .run_context()
-            .run_budgets()
-            .is_some_and(|run| run.caps.reads_prompt);
+            .budgets()
+            .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
             let fixed = match (&toolset.fixed_system, messages.first()) {
                 (Some(Some(fixed)), Some(first)) if Arc::ptr_eq(fixed, first) => {
@@ -89,12 +89,12 @@ impl ChatModelAgent {
         let Some(run) = cx.run_context().run_budgets() else {
             return;
         };
-        let budgets = &run.budgets;
-        let usage = reply.usage.as_deref().copied().unwrap_or_default();
+        let unreported = Usage::default();
+        let usage = reply.usage.as_deref().unwrap_or(&unreported);
         // Priced only when the run has a price table (the model's name read only then).
-        let cost = if budgets.has_prices() {
+        let cost = if run.caps.priced {
             let model = reply.model.as_deref().unwrap_or(self.model.model_name());
-            budgets.cost_micro_usd(model, &usage)
+            run.budgets.cost_micro_usd(model, usage)
         } else {
             0
         };
