@@ -212,6 +212,51 @@ pub struct Budgets {
     pub(crate) seen: SeenAgents,
 }
 
+/// A run's limits as the common path of a model call's check compares them (see
+/// [`Budgets::clear_caps`]): each limit a number (the largest when unset), with the flags a
+/// check reads first, so a check is a few loads and comparisons in one place.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClearCaps {
+    /// Whether these caps alone decide a check: no price table, money limit, or agent with
+    /// limits of its own (else [`Budgets::check_call`] does).
+    decide: bool,
+    /// [`Budgets::reads_prompt_tokens`].
+    pub(crate) reads_prompt: bool,
+    /// [`Budgets::reads_wall_time`].
+    pub(crate) reads_clock: bool,
+    /// [`Budgets::has_prices`].
+    pub(crate) priced: bool,
+    model_calls: u64,
+    input: u64,
+    output: u64,
+    total: u64,
+    wall: Duration,
+}
+
+impl ClearCaps {
+    /// Whether a model call estimated at `input` and `output` tokens is within the run's
+    /// limits, given what the run has spent (`run_input` and `run_output` tokens in
+    /// `run_calls` model calls) and `elapsed`, when these caps alone decide it (`false`
+    /// otherwise, and when a limit would be crossed: [`Budgets::check_call`] then says which).
+    /// Straight comparisons, no error built.
+    #[inline]
+    pub(crate) fn clear(
+        &self,
+        (run_input, run_output, run_calls): (u64, u64, u64),
+        (input, output): (u64, u64),
+        elapsed: Duration,
+    ) -> bool {
+        let input = run_input.saturating_add(input);
+        let output = run_output.saturating_add(output);
+        self.decide
+            && run_calls < self.model_calls
+            && input <= self.input
+            && output <= self.output
+            && input.saturating_add(output) <= self.total
+            && elapsed < self.wall
+    }
+}
+
 /// How many agents a run's tally holds (its per-agent spending between reads of the ledger); a
 /// run with more charges the others in the session's ledger, under its lock. Ten slots keep a
 /// run's budgets within one small allocation (see the size test in `agent::run_budgets`).
@@ -397,25 +442,24 @@ impl Budgets {
         Ok(())
     }
 
-    /// Whether a model call estimated at `estimate` is within the run's limits given what the
-    /// run has spent (`run`) and `elapsed`, when that alone decides it: no price table, no
-    /// money limit, no agent with limits of its own (`false` otherwise, and when a limit would
-    /// be crossed: [`check_call`](Self::check_call) then says which). The common path of a
-    /// check: straight comparisons, no error built.
-    #[inline]
-    pub(crate) fn run_call_clear(&self, run: &Spent, estimate: &Usage, elapsed: Duration) -> bool {
+    /// The run's limits as a check's common path compares them ([`ClearCaps`]), made once
+    /// when a run starts.
+    pub(crate) fn clear_caps(&self) -> ClearCaps {
         let l = &self.run;
-        if !self.prices.is_empty() || l.max_cost_micro_usd.is_some() || !self.agents.is_empty() {
-            return false;
-        }
         let cap = |limit: Option<u64>| limit.unwrap_or(u64::MAX);
-        let input = run.usage.input_tokens + estimate.input_tokens;
-        let output = run.usage.output_tokens + estimate.output_tokens;
-        l.max_wall_time.map_or(true, |max| elapsed < max)
-            && run.model_calls < cap(l.max_model_calls)
-            && input <= cap(l.max_input_tokens)
-            && output <= cap(l.max_output_tokens)
-            && input + output <= cap(l.max_total_tokens)
+        ClearCaps {
+            decide: self.prices.is_empty()
+                && l.max_cost_micro_usd.is_none()
+                && self.agents.is_empty(),
+            reads_prompt: self.reads_prompt,
+            reads_clock: self.reads_clock,
+            priced: !self.prices.is_empty(),
+            model_calls: cap(l.max_model_calls),
+            input: cap(l.max_input_tokens),
+            output: cap(l.max_output_tokens),
+            total: cap(l.max_total_tokens),
+            wall: l.max_wall_time.unwrap_or(Duration::MAX),
+        }
     }
 
     /// The limits of `agent`, if it has its own (no lookup when no agent has).
@@ -923,7 +967,12 @@ mod tests {
                         let full = budgets
                             .check_model_call(&ledger, "a", "m", estimate, elapsed)
                             .is_ok();
-                        let clear = budgets.run_call_clear(&ledger.total, &estimate, elapsed);
+                        let t = &ledger.total;
+                        let clear = budgets.clear_caps().clear(
+                            (t.usage.input_tokens, t.usage.output_tokens, t.model_calls),
+                            (estimate.input_tokens, estimate.output_tokens),
+                            elapsed,
+                        );
                         assert_eq!(clear, full, "{limits:?}, {calls} calls, {tokens}, {secs}s");
                     }
                 }
@@ -936,8 +985,8 @@ mod tests {
         let own = Budgets::new(BudgetLimits::default().max_model_calls(9))
             .agent("a", BudgetLimits::default().max_model_calls(1));
         for budgets in [priced, money, own] {
-            let spent = Spent::default();
-            assert!(!budgets.run_call_clear(&spent, &Usage::new(1, 1), Duration::ZERO));
+            let caps = budgets.clear_caps();
+            assert!(!caps.clear((0, 0, 0), (1, 1), Duration::ZERO));
         }
     }
 }

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::budget::{BudgetLedger, Budgets, Spent, TALLY_SLOTS as SLOTS};
+use crate::budget::{BudgetLedger, Budgets, ClearCaps, Spent, TALLY_SLOTS as SLOTS};
 use crate::session::Session;
 use crate::usage::Usage;
 
@@ -20,6 +20,8 @@ use crate::usage::Usage;
 #[derive(Debug)]
 pub(crate) struct RunBudgets {
     pub(crate) budgets: Arc<Budgets>,
+    /// The run's limits as a check's common path compares them.
+    pub(crate) caps: ClearCaps,
     started: OnceLock<std::time::SystemTime>,
     /// The run's totals, as in the session's ledger: read by a check without the session's
     /// lock.
@@ -91,19 +93,23 @@ impl Sums {
         self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
         self.output
             .fetch_add(usage.output_tokens, Ordering::Relaxed);
-        for (reported, sum) in [
-            (usage.cached_input_tokens, &self.cached),
-            (usage.reasoning_tokens, &self.reasoning),
-        ] {
-            if let Some(n) = reported {
-                sum.fetch_add(n, Ordering::Relaxed);
-                sum.fetch_or(REPORTED, Ordering::Relaxed);
-            }
+        // (Two tests, not a loop over a pair: most replies report neither.)
+        if let Some(n) = usage.cached_input_tokens {
+            Self::add_reported(&self.cached, n);
+        }
+        if let Some(n) = usage.reasoning_tokens {
+            Self::add_reported(&self.reasoning, n);
         }
         self.model_calls.fetch_add(1, Ordering::Relaxed);
         if cost != 0 {
             self.cost.fetch_add(cost, Ordering::Relaxed);
         }
+    }
+
+    /// Adds `n` reported tokens to `sum`, marked [`REPORTED`].
+    fn add_reported(sum: &AtomicU64, n: u64) {
+        sum.fetch_add(n, Ordering::Relaxed);
+        sum.fetch_or(REPORTED, Ordering::Relaxed);
     }
 
     /// What was added since the last take, taken (each figure swapped for zero: a charge
@@ -252,6 +258,7 @@ impl RunBudgets {
                 ..RunTotals::default()
             },
             agents: AgentTally::new(budgets.seen.agents()),
+            caps: budgets.clear_caps(),
             budgets,
         });
         run.agents.key_seen();
@@ -274,7 +281,7 @@ impl RunBudgets {
     /// The time since the run's first check, read from `run`'s host clock only when a limit
     /// reads it (zero otherwise).
     pub(crate) fn elapsed_if_read(&self, run: &super::RunContext) -> std::time::Duration {
-        if self.budgets.reads_wall_time() {
+        if self.caps.reads_clock {
             self.elapsed(run.host().now())
         } else {
             std::time::Duration::ZERO
@@ -302,21 +309,21 @@ impl RunBudgets {
         self.agents.fold_into(&mut BudgetLedger::default());
     }
 
-    /// Whether a model call estimated at `estimate` is within the run's limits when they
-    /// alone decide it (see [`Budgets::run_call_clear`]): the common path of a check, reading
-    /// only the totals it compares.
+    /// Whether a model call estimated at `input` and `output` tokens is within the run's
+    /// limits when they alone decide it (see [`ClearCaps::clear`]): the common path of a
+    /// check, reading only the totals it compares.
     #[inline]
-    pub(crate) fn call_clear(&self, estimate: &Usage, elapsed: std::time::Duration) -> bool {
+    pub(crate) fn call_clear(&self, input: u64, output: u64, elapsed: std::time::Duration) -> bool {
         let t = &self.totals;
-        let run = Spent {
-            usage: Usage::new(
+        self.caps.clear(
+            (
                 t.input.load(Ordering::Relaxed),
                 t.output.load(Ordering::Relaxed),
+                t.model_calls.load(Ordering::Relaxed),
             ),
-            model_calls: t.model_calls.load(Ordering::Relaxed),
-            ..Spent::default()
-        };
-        self.budgets.run_call_clear(&run, estimate, elapsed)
+            (input, output),
+            elapsed,
+        )
     }
 
     /// What the run has spent in all (the figures its limits read: input and output tokens,
@@ -340,14 +347,14 @@ impl RunBudgets {
         &self,
         session: &Session,
         agent: Charged<'_>,
-        usage: Usage,
+        usage: &Usage,
         cost: u64,
     ) {
         let t = &self.totals;
         match self.sums(session, agent) {
-            Some(sums) => sums.add_model_call(&usage, cost),
+            Some(sums) => sums.add_model_call(usage, cost),
             None => {
-                session.with_budget_ledger(|ledger| ledger.add_model_call(agent.0, usage, cost))
+                session.with_budget_ledger(|ledger| ledger.add_model_call(agent.0, *usage, cost))
             }
         }
         t.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
@@ -397,8 +404,8 @@ mod tests {
         let session = Session::new();
         let run = run_budgets(&session);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        run.charge_model_call(&session, (&a, &HINT), Usage::new(10, 1), 5);
-        run.charge_model_call(&session, (&b, &HINT), Usage::new(20, 2), 0);
+        run.charge_model_call(&session, (&a, &HINT), &Usage::new(10, 1), 5);
+        run.charge_model_call(&session, (&b, &HINT), &Usage::new(20, 2), 0);
         run.charge_tool_calls(&session, (&a, &HINT), 3);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.total.model_calls, 2);
@@ -408,7 +415,7 @@ mod tests {
         assert_eq!(ledger.agent("b").unwrap().usage, Usage::new(20, 2));
         // Read again: nothing folded twice; a later charge folds in at the next read.
         assert_eq!(session.budget_ledger(), ledger);
-        run.charge_model_call(&session, (&a, &HINT), Usage::new(1, 1), 0);
+        run.charge_model_call(&session, (&a, &HINT), &Usage::new(1, 1), 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.agent("a").unwrap().model_calls, 2);
         assert_eq!(ledger.total, run.spent());
@@ -424,12 +431,12 @@ mod tests {
         let session = Session::new();
         let run = run_budgets(&session);
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        run.charge_model_call(&session, (&a, &HINT), Usage::new(10, 1), 0);
+        run.charge_model_call(&session, (&a, &HINT), &Usage::new(10, 1), 0);
         let mut reported = Usage::new(10, 2);
         reported.cached_input_tokens = Some(0);
         reported.reasoning_tokens = Some(2);
-        run.charge_model_call(&session, (&b, &HINT), reported, 0);
-        run.charge_model_call(&session, (&b, &HINT), reported, 0);
+        run.charge_model_call(&session, (&b, &HINT), &reported, 0);
+        run.charge_model_call(&session, (&b, &HINT), &reported, 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.agent("a").unwrap().usage, Usage::new(10, 1));
         let b = ledger.agent("b").unwrap().usage;
@@ -450,15 +457,15 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         let earlier = Session::new();
         let first = RunBudgets::start(Arc::clone(&budgets), &earlier);
-        first.charge_model_call(&earlier, (&a, &HINT), Usage::new(1, 1), 0);
-        first.charge_model_call(&earlier, (&b, &HINT), Usage::new(2, 2), 0);
+        first.charge_model_call(&earlier, (&a, &HINT), &Usage::new(1, 1), 0);
+        first.charge_model_call(&earlier, (&b, &HINT), &Usage::new(2, 2), 0);
         assert_eq!(budgets.seen.agents().len(), 2);
         let session = Session::new();
         let run = RunBudgets::start(Arc::clone(&budgets), &session);
         assert_eq!(run.agents.claimed.load(Ordering::Relaxed), 2);
         // This run's `b` spends first: it comes first in this run's ledger.
-        run.charge_model_call(&session, (&b, &HINT), Usage::new(2, 2), 0);
-        run.charge_model_call(&session, (&a, &HINT), Usage::new(1, 1), 0);
+        run.charge_model_call(&session, (&b, &HINT), &Usage::new(2, 2), 0);
+        run.charge_model_call(&session, (&a, &HINT), &Usage::new(1, 1), 0);
         run.charge_tool_calls(&session, (&a, &HINT), 1);
         assert!(run.agents.names.lock().unwrap().is_empty());
         let ledger = session.budget_ledger();
@@ -476,10 +483,10 @@ mod tests {
         let session = Session::new();
         let first = run_budgets(&session);
         let agent: Arc<str> = "a".into();
-        first.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
+        first.charge_model_call(&session, (&agent, &HINT), &Usage::new(10, 1), 0);
         let second = run_budgets(&session);
         assert_eq!(second.spent().model_calls, 1);
-        second.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
+        second.charge_model_call(&session, (&agent, &HINT), &Usage::new(10, 1), 0);
         assert_eq!(session.budget_ledger().agent("a").unwrap().model_calls, 2);
     }
 
@@ -489,10 +496,10 @@ mod tests {
         let run = run_budgets(&session);
         let names: Vec<Arc<str>> = (0..SLOTS + 3).map(|i| format!("agent{i}").into()).collect();
         for name in &names {
-            run.charge_model_call(&session, (name, &HINT), Usage::new(1, 1), 0);
+            run.charge_model_call(&session, (name, &HINT), &Usage::new(1, 1), 0);
         }
         // An agent made under the same name twice is one agent in the ledger.
-        run.charge_model_call(&session, (&"agent0".into(), &HINT), Usage::new(1, 1), 0);
+        run.charge_model_call(&session, (&"agent0".into(), &HINT), &Usage::new(1, 1), 0);
         let ledger = session.budget_ledger();
         assert_eq!(ledger.total.model_calls, SLOTS as u64 + 4);
         let order: Vec<&str> = ledger.by_agent.iter().map(|a| &*a.agent).collect();
@@ -506,12 +513,12 @@ mod tests {
         let session = Session::new();
         let run = run_budgets(&session);
         let agent: Arc<str> = "a".into();
-        run.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
+        run.charge_model_call(&session, (&agent, &HINT), &Usage::new(10, 1), 0);
         session
             .set_value(crate::budget::BUDGET_SESSION_KEY, BudgetLedger::default())
             .unwrap();
         assert_eq!(session.budget_ledger(), BudgetLedger::default());
-        run.charge_model_call(&session, (&agent, &HINT), Usage::new(10, 1), 0);
+        run.charge_model_call(&session, (&agent, &HINT), &Usage::new(10, 1), 0);
         assert_eq!(session.budget_ledger().total.model_calls, 1);
     }
 }

@@ -28,17 +28,17 @@ impl ChatModelAgent {
         // limit reads it, and then only its messages added since this run's last count (kept
         // with the agent run, not in the session).
         let elapsed = run.elapsed_if_read(cx.run_context());
-        let input = if run.budgets.reads_prompt_tokens() {
+        let input = if run.caps.reads_prompt {
             cx.prompt_count().of(&request.messages)
         } else {
             0
         };
         // The run's totals are read without the session's lock; most checks end at the first
         // comparison of them. An agent with limits of its own reads its entries in the ledger.
-        let estimate = Usage::new(input, output);
-        if run.call_clear(&estimate, elapsed) {
+        if run.call_clear(input, output, elapsed) {
             return Ok(());
         }
+        let estimate = Usage::new(input, output);
         let agent = cx.agent_name();
         let spent = run.spent();
         let own = run.budgets.own_limits(agent).map(|limits| {
@@ -89,12 +89,12 @@ impl ChatModelAgent {
         let Some(run) = cx.run_context().run_budgets() else {
             return;
         };
-        let budgets = &run.budgets;
-        let usage = reply.usage.as_deref().copied().unwrap_or_default();
+        let unreported = Usage::default();
+        let usage = reply.usage.as_deref().unwrap_or(&unreported);
         // Priced only when the run has a price table (the model's name read only then).
-        let cost = if budgets.has_prices() {
+        let cost = if run.caps.priced {
             let model = reply.model.as_deref().unwrap_or(self.model.model_name());
-            budgets.cost_micro_usd(model, &usage)
+            run.budgets.cost_micro_usd(model, usage)
         } else {
             0
         };

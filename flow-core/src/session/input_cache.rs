@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::SessionEvent;
-use crate::context_form::rewrite_for_context;
+use crate::context_form::{context_form_tokens, rewrite_for_context};
 use crate::event::AgentError;
 use crate::history::{estimate_tokens, ContextPolicy, HistoryEntry};
 use crate::input::Messages;
@@ -141,12 +141,20 @@ impl InputCache {
     }
 
     /// Keeps the estimated tokens of the rewritten input from now on (see
-    /// [`Messages::estimated_tokens`]).
+    /// [`Messages::estimated_tokens`]): asked at every hop of a run whose budgets read the
+    /// prompt's size, so the common case (counting already) is a test where it is asked.
+    #[inline]
     pub(crate) fn count_tokens(&mut self) {
         if self.rewritten_tokens.is_none() {
-            let all = &self.rewritten[..self.done];
-            self.rewritten_tokens = Some(all.iter().map(|m| estimate_tokens(m) as u64).sum());
+            self.start_counting();
         }
+    }
+
+    /// [`count_tokens`](Self::count_tokens)'s first time: what was rewritten so far, estimated.
+    #[cold]
+    fn start_counting(&mut self) {
+        let all = &self.rewritten[..self.done];
+        self.rewritten_tokens = Some(all.iter().map(|m| estimate_tokens(m) as u64).sum());
     }
 
     /// Whether this cache was built on `root`.
@@ -352,21 +360,13 @@ impl InputCache {
             let new = self.entries[self.done..]
                 .iter()
                 .zip(&self.sources[self.done..]);
-            let from = all.len();
-            all.extend(new.map(|(e, source)| {
-                if e.is_user_input || Some(&*e.agent_name) == agent_name {
-                    Arc::clone(&e.message)
-                } else if let Some(event) = source {
-                    event.context_form(&e.message)
-                } else {
-                    Arc::new(rewrite_for_context(&e.agent_name, &e.message))
+            // Counted as they are rewritten when the run's budgets read the prompt's size: a
+            // context form's estimate is read off its text (it has nothing else).
+            match &mut self.rewritten_tokens {
+                Some(tokens) => *tokens += extend_rewritten::<true>(all, new, agent_name),
+                None => {
+                    extend_rewritten::<false>(all, new, agent_name);
                 }
-            }));
-            if let Some(tokens) = &mut self.rewritten_tokens {
-                *tokens += all[from..]
-                    .iter()
-                    .map(|m| estimate_tokens(m) as u64)
-                    .sum::<u64>();
             }
             self.done = self.entries.len();
         }
@@ -376,6 +376,36 @@ impl InputCache {
             None => messages,
         }
     }
+}
+
+/// Appends the entries `new` to `all` as `agent_name` reads them (its own and the user's as
+/// they are, every other agent's in their context form); with `COUNT`, returns their
+/// estimated tokens (zero without).
+#[inline]
+fn extend_rewritten<'a, const COUNT: bool>(
+    all: &mut Vec<MessageRef>,
+    new: impl Iterator<Item = (&'a HistoryEntry, &'a Option<Arc<SessionEvent>>)>,
+    agent_name: Option<&str>,
+) -> u64 {
+    let mut tokens = 0u64;
+    all.extend(new.map(|(e, source)| {
+        if e.is_user_input || Some(&*e.agent_name) == agent_name {
+            if COUNT {
+                tokens += estimate_tokens(&e.message) as u64;
+            }
+            Arc::clone(&e.message)
+        } else {
+            let form = match source {
+                Some(event) => event.context_form(&e.message),
+                None => Arc::new(rewrite_for_context(&e.agent_name, &e.message)),
+            };
+            if COUNT {
+                tokens += context_form_tokens(&form);
+            }
+            form
+        }
+    }));
+    tokens
 }
 
 #[cfg(test)]

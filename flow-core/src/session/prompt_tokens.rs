@@ -39,6 +39,7 @@ impl PromptCount {
     /// messages estimated at `input_tokens` (the input cache counted them as the run grew):
     /// the messages before the input (the system message) are estimated here, unless
     /// `head_tokens` gives their estimate (the agent's fixed system message, estimated once).
+    #[inline]
     pub(crate) fn seed(
         &self,
         messages: &[MessageRef],
@@ -90,6 +91,7 @@ impl PromptCount {
     }
 
     /// Notes `messages`, estimated at `tokens`, as the conversation counted.
+    #[inline]
     fn note(&self, messages: &[MessageRef], tokens: u64) {
         self.counted.store(messages.len(), Relaxed);
         self.first

@@ -187,6 +187,81 @@ async fn an_input_token_budget_counts_the_next_prompt_before_sending_it() {
     assert_eq!(session.usage().calls, 0);
 }
 
+/// `front` looks something up and transfers to `back`, which answers; neither reports usage,
+/// so what a check counts of a prompt is its estimate alone. Returns the runner and the models.
+fn front_and_back(budgets: Budgets) -> (Runner, ScriptedModel, ScriptedModel) {
+    let runs = Arc::default();
+    let front_model = ScriptedModel::new(vec![
+        ScriptStep::tool_call(
+            "lookup",
+            json!({"order": "A-1234", "note": "x".repeat(120)}),
+        ),
+        ScriptStep::transfer("back"),
+    ]);
+    let back_model = ScriptedModel::new(vec![ScriptStep::text("done")]);
+    let front = ChatModelAgent::builder("front", front_model.clone())
+        .tool(counted_tool("lookup", &runs))
+        .build()
+        .unwrap();
+    let back = ChatModelAgent::builder("back", back_model.clone())
+        .build()
+        .unwrap();
+    let tree = set_sub_agents(FlowAgent::new(front), [FlowAgent::new(back)]).unwrap();
+    let runner = Runner::builder(tree).budgets(budgets).build();
+    (runner, front_model, back_model)
+}
+
+/// A request's prompt tokens as the budgets estimate them.
+fn estimated(request: &agentweave_runtime::model::ChatRequest) -> u64 {
+    request
+        .messages
+        .iter()
+        .map(|m| agentweave_runtime::history::estimate_tokens(m) as u64)
+        .sum()
+}
+
+#[tokio::test]
+async fn a_transferred_agents_prompt_counts_the_others_messages_in_their_context_form() {
+    // Within budget: the prompts as sent, and their estimates.
+    let (runner, front_model, back_model) = front_and_back(Budgets::new(
+        BudgetLimits::default().max_input_tokens(1_000_000),
+    ));
+    let (events, _) = run(&runner, "where is my order?").await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:#?}");
+    let back_prompt = &back_model.requests()[0];
+    assert!(
+        back_prompt
+            .messages
+            .iter()
+            .any(|m| m.content.starts_with("For context: [front]")),
+        "{back_prompt:?}"
+    );
+    let back_tokens = estimated(back_prompt);
+    let front_tokens = front_model.requests().iter().map(estimated).max().unwrap();
+    assert!(front_tokens < back_tokens, "{front_tokens} {back_tokens}");
+
+    // One token short of the back agent's prompt: it is refused before the call, with the
+    // prompt's whole estimate (the front agent's calls, smaller, are made).
+    let (runner, front_model, back_model) = front_and_back(Budgets::new(
+        BudgetLimits::default().max_input_tokens(back_tokens - 1),
+    ));
+    let (events, _) = run(&runner, "where is my order?").await;
+    let error = exceeded(&events);
+    assert_eq!(
+        (error.budget, &*error.agent, error.would_reach),
+        (BudgetKind::InputTokens, "back", back_tokens)
+    );
+    assert_eq!((front_model.calls(), back_model.calls()), (2, 0));
+
+    // Exactly the back agent's prompt: the call is made.
+    let (runner, _, back_model) = front_and_back(Budgets::new(
+        BudgetLimits::default().max_input_tokens(back_tokens),
+    ));
+    let (events, _) = run(&runner, "where is my order?").await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:#?}");
+    assert_eq!(back_model.calls(), 1);
+}
+
 #[tokio::test]
 async fn output_and_total_token_budgets_use_the_requests_max_tokens() {
     // max_tokens 50: the next reply may be 50 tokens long, so with 120 spent-or-promised the
