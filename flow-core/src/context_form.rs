@@ -154,21 +154,6 @@ pub fn rewrite_for_context(agent_name: &str, message: &Message) -> Message {
     Message::user(text)
 }
 
-/// The estimated tokens ([`estimate_tokens`](crate::history::estimate_tokens)) of `form`, a
-/// message [`rewrite_for_context`] made: its text alone (a context form has no tool calls,
-/// tool name or other parts), read off its length without looking at the rest.
-#[inline]
-pub(crate) fn context_form_tokens(form: &Message) -> u64 {
-    debug_assert!(
-        form.tool_calls.is_empty()
-            && form.parts.is_empty()
-            && form.tool_name.is_none()
-            && form.tool_call_id.is_none(),
-        "a context form is text alone"
-    );
-    4 + form.content.len().div_ceil(4) as u64
-}
-
 /// Whether [`rewrite_for_context`] makes the same form of `a` and `b` (for one agent): they
 /// agree on all it reads (call ids aside).
 pub(crate) fn reads_the_same(a: &Message, b: &Message) -> bool {
@@ -186,40 +171,5 @@ pub(crate) fn reads_the_same(a: &Message, b: &Message) -> bool {
 fn push_all(text: &mut String, pieces: &[&str]) {
     for piece in pieces {
         text.push_str(piece);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::history::estimate_tokens;
-    use crate::message::{ContentPart, ToolCall};
-
-    #[test]
-    fn a_context_forms_tokens_read_off_its_text_are_its_estimate() {
-        let call = ToolCall::new("call_7", "lookup_order", r#"{"order":"A-1234"}"#);
-        let messages = [
-            Message::assistant("the order shipped on Monday"),
-            Message::assistant(""),
-            Message::assistant_tool_calls("let me look", vec![call.clone(), call]),
-            Message::assistant("see the photo")
-                .with_image_url("https://example.com/a.png")
-                .with_part(ContentPart::Text {
-                    text: "and a caption".into(),
-                }),
-            Message::tool("{\"status\":\"shipped\"}", "call_7", "lookup_order"),
-            Message::tool("", "call_8", "empty").with_image_url("https://example.com/b.png"),
-            Message::user("a user's words, as another agent reads them"),
-        ];
-        for message in &messages {
-            for agent in ["refund", "a much longer agent name than most"] {
-                let form = rewrite_for_context(agent, message);
-                assert_eq!(
-                    context_form_tokens(&form),
-                    estimate_tokens(&form) as u64,
-                    "{form:?}"
-                );
-            }
-        }
     }
 }

@@ -63,7 +63,30 @@ pub fn estimate_tokens(message: &Message) -> usize {
     }
     bytes += message.tool_name.as_deref().map_or(0, str::len);
     bytes += message.tool_call_id.as_deref().map_or(0, str::len);
-    4 + bytes.div_ceil(4) + 85 * message.parts.len()
+    text_tokens(bytes) + 85 * message.parts.len()
+}
+
+/// [`estimate_tokens`] of a message of `bytes` bytes of text and nothing else.
+#[inline]
+fn text_tokens(bytes: usize) -> usize {
+    4 + bytes.div_ceil(4)
+}
+
+/// [`estimate_tokens`] of `form`, a message [`rewrite_for_context`] made, read off its text's
+/// length without looking at the rest (a context form has no tool calls, tool name or other
+/// parts): what the input cache counts as it rewrites another agent's message.
+///
+/// [`rewrite_for_context`]: crate::context_form::rewrite_for_context
+#[inline]
+pub(crate) fn context_form_tokens(form: &Message) -> u64 {
+    debug_assert!(
+        form.tool_calls.is_empty()
+            && form.parts.is_empty()
+            && form.tool_name.is_none()
+            && form.tool_call_id.is_none(),
+        "a context form is text alone"
+    );
+    text_tokens(form.content.len()) as u64
 }
 
 /// How the prompt tokens a model reports compare with a budget's count of the same request.
@@ -503,4 +526,39 @@ pub fn summary_message(summary: &str) -> Message {
         "Summary of the earlier conversation (it stands for the messages before this one): \
          {summary}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context_form::rewrite_for_context;
+    use crate::message::{ContentPart, ToolCall};
+
+    #[test]
+    fn a_context_forms_tokens_read_off_its_text_are_its_estimate() {
+        let call = ToolCall::new("call_7", "lookup_order", r#"{"order":"A-1234"}"#);
+        let messages = [
+            Message::assistant("the order shipped on Monday"),
+            Message::assistant(""),
+            Message::assistant_tool_calls("let me look", vec![call.clone(), call]),
+            Message::assistant("see the photo")
+                .with_image_url("https://example.com/a.png")
+                .with_part(ContentPart::Text {
+                    text: "and a caption".into(),
+                }),
+            Message::tool("{\"status\":\"shipped\"}", "call_7", "lookup_order"),
+            Message::tool("", "call_8", "empty").with_image_url("https://example.com/b.png"),
+            Message::user("a user's words, as another agent reads them"),
+        ];
+        for message in &messages {
+            for agent in ["refund", "a much longer agent name than most"] {
+                let form = rewrite_for_context(agent, message);
+                assert_eq!(
+                    context_form_tokens(&form),
+                    estimate_tokens(&form) as u64,
+                    "{form:?}"
+                );
+            }
+        }
+    }
 }

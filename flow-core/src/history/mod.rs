@@ -21,6 +21,7 @@ mod policy;
 mod tiktoken;
 
 pub use crate::context_form::rewrite_for_context;
+pub(crate) use budget::context_form_tokens;
 pub use budget::{
     estimate_tokens, plan_compaction, summary_message, CompactionRecord, ContextBudget,
     EstimatedTokens, ModelSummarizer, Summarizer, TokenCounter, UsageCalibration,

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::SessionEvent;
-use crate::context_form::{context_form_tokens, rewrite_for_context};
+use crate::context_form::rewrite_for_context;
 use crate::event::AgentError;
-use crate::history::{estimate_tokens, ContextPolicy, HistoryEntry};
+use crate::history::{context_form_tokens, estimate_tokens, ContextPolicy, HistoryEntry};
 use crate::input::Messages;
 use crate::message::{Message, MessageRef, Role};
 
