@@ -416,6 +416,7 @@ impl RunBudgets {
 
     /// Charges one model call of `agent` to the run's totals and the agent's slot (or, with
     /// no slot, `session`'s ledger).
+    #[inline]
     pub(crate) fn charge_model_call(
         &self,
         session: &Session,
