@@ -79,7 +79,7 @@ impl ChatModelAgent {
                 }
                 _ => None,
             };
-            cx.prompt_count().seed(messages, input.len(), tokens, fixed);
+            cx.prompt_count().seed(messages, input.count(), tokens, fixed);
         }
     }
 
