@@ -79,7 +79,8 @@ impl ChatModelAgent {
                 }
                 _ => None,
             };
-            cx.prompt_count().seed(messages, input.count(), tokens, fixed);
+            cx.prompt_count()
+                .seed(messages, input.count(), tokens, fixed);
         }
     }
 
