@@ -7,6 +7,9 @@
 //! ledger stays the record that is saved, resumed and read out ([`Session::budget_ledger`],
 //! the session values, a checkpoint): every reader of it folds the slots in first, under the
 //! session's lock (see `Session::with_budget_ledger`).
+//!
+//! A run's block is reused: [`RunBudgets::start`] takes one from its thread's small pool once
+//! nothing else holds it, and resets it in place.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
