@@ -58,6 +58,12 @@ impl Messages {
     pub(crate) fn estimated_tokens(&self) -> Option<u64> {
         (self.tokens != NOT_COUNTED).then_some(u64::from(self.tokens))
     }
+
+    /// How many messages these are: the slice's length, read without making the slice.
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        self.len as usize
+    }
 }
 
 /// A conversation's length as kept (no conversation held in memory has 2^32 messages).

@@ -7,7 +7,11 @@
 //! ledger stays the record that is saved, resumed and read out ([`Session::budget_ledger`],
 //! the session values, a checkpoint): every reader of it folds the slots in first, under the
 //! session's lock (see `Session::with_budget_ledger`).
+//!
+//! A run's block is reused: [`RunBudgets::start`] takes one from its thread's small pool once
+//! nothing else holds it, and resets it in place.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -246,22 +250,34 @@ impl AgentTally {
     }
 }
 
+/// How many runs' budgets a thread keeps for reuse (see [`RunBudgets::start`]).
+const POOLED: usize = 4;
+
+thread_local! {
+    /// The budgets of runs started on this thread: one that nothing else holds any more (its
+    /// run's contexts and its session let it go) is the next run's, reset in place.
+    static POOL: RefCell<Vec<Arc<RunBudgets>>> = const { RefCell::new(Vec::new()) };
+}
+
 impl RunBudgets {
     /// The budgets of a run starting on `session`: its totals read from the session's ledger
     /// (a resumed run's saved spending, an earlier run's), its tally given to the session to
     /// fold into the ledger whenever the ledger is read.
+    ///
+    /// The block (about 900 bytes) is one of this thread's pool when one is free: a runner's
+    /// runs one after another reuse one block, with its slots already keyed, instead of
+    /// building, copying and zeroing a new one. A thread keeps at most [`POOLED`] blocks (with
+    /// the budgets and agent names they last held) until it starts runs again.
     pub(crate) fn start(budgets: Arc<Budgets>, session: &Session) -> Arc<Self> {
-        let run = Arc::new(RunBudgets {
-            started: OnceLock::new(),
-            totals: RunTotals {
-                home: session.values_home(),
-                ..RunTotals::default()
-            },
-            agents: AgentTally::new(budgets.seen.agents()),
-            caps: budgets.clear_caps(),
-            budgets,
-        });
-        run.agents.key_seen();
+        let home = session.values_home();
+        let run = POOL
+            .try_with(|pool| {
+                let mut pool = pool.try_borrow_mut().ok()?;
+                Self::pooled(&mut pool, &budgets, home)
+            })
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Self::fresh(budgets, home));
         let spent = session.join_budget_ledger(&run);
         let t = &run.totals;
         t.input.store(spent.usage.input_tokens, Ordering::Relaxed);
@@ -270,6 +286,66 @@ impl RunBudgets {
         t.tool_calls.store(spent.tool_calls, Ordering::Relaxed);
         t.cost.store(spent.cost_micro_usd, Ordering::Relaxed);
         run
+    }
+
+    /// A new block for a run of `budgets` charging the session values at `home`.
+    fn fresh(budgets: Arc<Budgets>, home: usize) -> Arc<Self> {
+        let run = Arc::new(RunBudgets {
+            started: OnceLock::new(),
+            totals: RunTotals {
+                home,
+                ..RunTotals::default()
+            },
+            agents: AgentTally::new(budgets.seen.agents()),
+            caps: budgets.clear_caps(),
+            budgets,
+        });
+        run.agents.key_seen();
+        run
+    }
+
+    /// A block of `pool` that nothing else holds, reset for a new run (a new one, pooled,
+    /// when none is free and the pool has room; `None` when it has none).
+    fn pooled(
+        pool: &mut Vec<Arc<RunBudgets>>,
+        budgets: &Arc<Budgets>,
+        home: usize,
+    ) -> Option<Arc<Self>> {
+        for block in pool.iter_mut() {
+            if let Some(run) = Arc::get_mut(block) {
+                run.reset(budgets, home);
+                return Some(Arc::clone(block));
+            }
+        }
+        if pool.len() >= POOLED {
+            return None;
+        }
+        let run = Self::fresh(Arc::clone(budgets), home);
+        pool.push(Arc::clone(&run));
+        Some(run)
+    }
+
+    /// Readies a block nothing else holds for a new run of `budgets` at `home`: under the
+    /// same budgets its slots keep their agents and are emptied (what they held was folded,
+    /// or its session was dropped unread); under others it is made anew.
+    fn reset(&mut self, budgets: &Arc<Budgets>, home: usize) {
+        if !Arc::ptr_eq(&self.budgets, budgets) {
+            *self = RunBudgets {
+                started: OnceLock::new(),
+                totals: RunTotals::default(),
+                agents: AgentTally::new(budgets.seen.agents()),
+                caps: budgets.clear_caps(),
+                budgets: Arc::clone(budgets),
+            };
+            self.agents.key_seen();
+        }
+        self.started = OnceLock::new();
+        // (The totals are set by `start`.)
+        self.totals.home = home;
+        let claimed = (*self.agents.claimed.get_mut()).min(SLOTS);
+        for sums in &mut self.agents.sums[..claimed] {
+            *sums = Sums::default();
+        }
     }
 
     /// The time since the run's first check (which this is, if it is the first).
@@ -343,6 +419,7 @@ impl RunBudgets {
 
     /// Charges one model call of `agent` to the run's totals and the agent's slot (or, with
     /// no slot, `session`'s ledger).
+    #[inline]
     pub(crate) fn charge_model_call(
         &self,
         session: &Session,
@@ -506,6 +583,63 @@ mod tests {
         let expected: Vec<&str> = names.iter().map(|n| &**n).collect();
         assert_eq!(order, expected);
         assert_eq!(ledger.agent("agent0").unwrap().model_calls, 2);
+    }
+
+    #[test]
+    fn a_block_nothing_holds_is_the_next_runs_with_its_slots_emptied() {
+        let budgets = Arc::new(Budgets::new(BudgetLimits::default().max_model_calls(100)));
+        let agent: Arc<str> = "a".into();
+        let earlier = Session::new();
+        let first = RunBudgets::start(Arc::clone(&budgets), &earlier);
+        first.charge_model_call(&earlier, (&agent, &HINT), &Usage::new(5, 5), 0);
+        let block = Arc::as_ptr(&first);
+        // The run and its session end with the charge never folded: the slot still holds it.
+        drop((first, earlier));
+        let session = Session::new();
+        let run = RunBudgets::start(Arc::clone(&budgets), &session);
+        assert_eq!(Arc::as_ptr(&run), block, "the free block is reused");
+        assert_eq!(run.spent(), Spent::default());
+        run.charge_model_call(&session, (&agent, &HINT), &Usage::new(1, 2), 0);
+        let ledger = session.budget_ledger();
+        assert_eq!(ledger.agent("a").unwrap().usage, Usage::new(1, 2));
+        assert_eq!(ledger.agent("a").unwrap().model_calls, 1);
+        assert_eq!(ledger.total, run.spent());
+        // Its slot kept its agent: nothing was claimed again.
+        assert_eq!(run.agents.claimed.load(Ordering::Relaxed), 1);
+        // Under other budgets, a free block is made anew (their limits, no slots).
+        drop((run, session));
+        let other = Arc::new(Budgets::new(BudgetLimits::default().max_model_calls(7)));
+        let session = Session::new();
+        let run = RunBudgets::start(other, &session);
+        assert_eq!(Arc::as_ptr(&run), block);
+        assert_eq!(run.agents.claimed.load(Ordering::Relaxed), 0);
+        assert!(run.call_clear(0, 1, std::time::Duration::ZERO));
+        run.totals.model_calls.store(7, Ordering::Relaxed);
+        assert!(!run.call_clear(0, 1, std::time::Duration::ZERO));
+    }
+
+    #[test]
+    fn a_block_its_session_still_holds_is_not_reused() {
+        let budgets = Arc::new(Budgets::new(BudgetLimits::default().max_model_calls(100)));
+        let agent: Arc<str> = "a".into();
+        let kept = Session::new();
+        let first = RunBudgets::start(Arc::clone(&budgets), &kept);
+        first.charge_model_call(&kept, (&agent, &HINT), &Usage::new(5, 5), 0);
+        let block = Arc::as_ptr(&first);
+        drop(first);
+        let session = Session::new();
+        let run = RunBudgets::start(Arc::clone(&budgets), &session);
+        assert_ne!(Arc::as_ptr(&run), block);
+        run.charge_model_call(&session, (&agent, &HINT), &Usage::new(1, 1), 0);
+        // Each session's ledger holds its own run's spending.
+        assert_eq!(kept.budget_ledger().total.usage, Usage::new(5, 5));
+        assert_eq!(session.budget_ledger().total.usage, Usage::new(1, 1));
+        // The kept session's next run starts from its first's spending, in either block.
+        let next = RunBudgets::start(Arc::clone(&budgets), &kept);
+        assert_eq!(next.spent().model_calls, 1);
+        next.charge_model_call(&kept, (&agent, &HINT), &Usage::new(1, 1), 0);
+        assert_eq!(kept.budget_ledger().total, next.spent());
+        assert_eq!(kept.budget_ledger().agent("a").unwrap().model_calls, 2);
     }
 
     #[test]

@@ -257,12 +257,14 @@ impl RunContext {
     /// This (new) run with `budgets` (see [`crate::budget`]); an empty set of budgets is none.
     /// Set them before the run starts: contexts already derived from this one keep what they
     /// had.
+    #[inline]
     pub fn with_budgets(self, budgets: Arc<crate::budget::Budgets>) -> Self {
         let shared =
             (!budgets.is_empty()).then(|| RunBudgets::start(budgets, &self.shared.session));
         self.with_run_budgets(shared)
     }
 
+    #[inline]
     fn with_run_budgets(mut self, budgets: Option<Arc<RunBudgets>>) -> Self {
         Arc::make_mut(&mut self.shared).budgets = budgets;
         self

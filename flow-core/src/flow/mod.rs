@@ -208,10 +208,7 @@ async fn filled_cache(
         }
     };
     // A run whose budgets read the prompt's size keeps its estimate as the input grows.
-    if run
-        .budgets()
-        .is_some_and(crate::budget::Budgets::reads_prompt_tokens)
-    {
+    if run.run_budgets().is_some_and(|b| b.caps.reads_prompt) {
         cache.count_tokens();
     }
     // Outside a parallel lane, the session's events from the first one not seen yet, read

@@ -70,8 +70,8 @@ impl ChatModelAgent {
     ) {
         let reads = cx
             .run_context()
-            .budgets()
-            .is_some_and(crate::budget::Budgets::reads_prompt_tokens);
+            .run_budgets()
+            .is_some_and(|run| run.caps.reads_prompt);
         if let (true, Some(tokens)) = (reads, input.estimated_tokens()) {
             let fixed = match (&toolset.fixed_system, messages.first()) {
                 (Some(Some(fixed)), Some(first)) if Arc::ptr_eq(fixed, first) => {
@@ -79,7 +79,8 @@ impl ChatModelAgent {
                 }
                 _ => None,
             };
-            cx.prompt_count().seed(messages, input.len(), tokens, fixed);
+            cx.prompt_count()
+                .seed(messages, input.count(), tokens, fixed);
         }
     }
 
@@ -89,8 +90,9 @@ impl ChatModelAgent {
         let Some(run) = cx.run_context().run_budgets() else {
             return;
         };
-        let unreported = Usage::default();
-        let usage = reply.usage.as_deref().unwrap_or(&unreported);
+        /// A reply's usage when it reported none.
+        static UNREPORTED: Usage = Usage::new(0, 0);
+        let usage = reply.usage.as_deref().unwrap_or(&UNREPORTED);
         // Priced only when the run has a price table (the model's name read only then).
         let cost = if run.caps.priced {
             let model = reply.model.as_deref().unwrap_or(self.model.model_name());

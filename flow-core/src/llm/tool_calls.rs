@@ -150,7 +150,6 @@ impl SavedTurn {
 /// How many of a reply's `calls` from `start` start a tool (for the run's tool-call budgets):
 /// not those past `max_per_reply` (refused), not the built-in transfer and exit, not those a
 /// resume has `saved` results for.
-#[inline]
 fn starting_calls<A, B>(
     calls: &[ToolCall],
     start: usize,
@@ -215,14 +214,10 @@ impl ChatModelAgent {
         // made them (made when the first call of a tool of the agent's needs it).
         let mut shared_history: Option<Arc<[MessageRef]>> = None;
         let limits = self.tool_limits;
-        if cx.run_context().budgets().is_some() {
-            // The calls this reply starts (not those a resume has results for): within the
-            // run's budgets, or none of them.
-            let starting = starting_calls(calls, start, limits.max_per_reply, &saved_results);
-            if starting != 0 {
-                self.take_tool_budget(cx, starting)?;
-            }
-        }
+        // Whether the calls this reply starts were counted for the run's tool-call budgets:
+        // at the first call that is not a built-in's or a saved result's (a reply of transfers
+        // alone counts nothing), before any tool's job is made.
+        let mut budgeted = false;
         for (k, call) in calls.iter().enumerate().skip(start) {
             if k >= limits.max_per_reply {
                 jobs.push(Job::Ready(Some(Err(limits.refuse(call, calls.len())))));
@@ -243,77 +238,95 @@ impl ChatModelAgent {
                     Job::Ready(Some(self.transfer(toolset, call, &mut ending)))
                 }
                 EXIT_TOOL_NAME if self.exit_tool => Job::Ready(Some(exit(call, &mut ending))),
-                name => match self
-                    .tools
-                    .iter()
-                    .chain(&toolset.read_back)
-                    .find(|t| t.name() == name)
-                    .cloned()
-                    .or_else(|| toolset.frontend_call(name))
-                {
-                    Some(tool) => {
-                        let idempotent = tool.idempotent();
-                        let session_only = tool.session_only();
-                        let mut tcx = ToolContext::new(cx.run_context().clone(), call.id.as_str())
-                            .with_tool_name(call.name.as_str())
-                            .with_shared_history(Arc::clone(shared_history.get_or_insert_with(
-                                || history[..=reply_at].iter().cloned().collect(),
-                            )))
-                            .with_events(cx.clone());
-                        if let Some((_, info, state)) = resume {
-                            tcx = tcx.with_resume(info, state);
+                name => {
+                    if !budgeted {
+                        budgeted = true;
+                        if cx.run_context().budgets().is_some() {
+                            // The calls this reply starts from here on (those before it start
+                            // no tool): within the run's budgets, or none of them.
+                            let starting =
+                                starting_calls(calls, k, limits.max_per_reply, &saved_results);
+                            if starting != 0 {
+                                self.take_tool_budget(cx, starting)?;
+                            }
                         }
-                        let limit = self.tool_timeout;
-                        let host = cx.run_context().shared_host();
-                        let run = move |arguments: String| async move {
-                            let run = AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
-                                .catch_unwind();
-                            let finished = match limit {
-                                None => run.await,
-                                Some(limit) => {
-                                    let on = host.as_deref().unwrap_or(&crate::host::StdHost);
-                                    match crate::host::within(on, limit, run).await {
-                                        Some(finished) => finished,
-                                        None => {
-                                            return Err(ToolError::TimedOut {
-                                                tool: tool.name().into(),
-                                                limit,
-                                            })
+                    }
+                    match self
+                        .tools
+                        .iter()
+                        .chain(&toolset.read_back)
+                        .find(|t| t.name() == name)
+                        .cloned()
+                        .or_else(|| toolset.frontend_call(name))
+                    {
+                        Some(tool) => {
+                            let idempotent = tool.idempotent();
+                            let session_only = tool.session_only();
+                            let mut tcx =
+                                ToolContext::new(cx.run_context().clone(), call.id.as_str())
+                                    .with_tool_name(call.name.as_str())
+                                    .with_shared_history(Arc::clone(
+                                        shared_history.get_or_insert_with(|| {
+                                            history[..=reply_at].iter().cloned().collect()
+                                        }),
+                                    ))
+                                    .with_events(cx.clone());
+                            if let Some((_, info, state)) = resume {
+                                tcx = tcx.with_resume(info, state);
+                            }
+                            let limit = self.tool_timeout;
+                            let host = cx.run_context().shared_host();
+                            let run = move |arguments: String| async move {
+                                let run =
+                                    AssertUnwindSafe(async { tool.call(&tcx, &arguments).await })
+                                        .catch_unwind();
+                                let finished = match limit {
+                                    None => run.await,
+                                    Some(limit) => {
+                                        let on = host.as_deref().unwrap_or(&crate::host::StdHost);
+                                        match crate::host::within(on, limit, run).await {
+                                            Some(finished) => finished,
+                                            None => {
+                                                return Err(ToolError::TimedOut {
+                                                    tool: tool.name().into(),
+                                                    limit,
+                                                })
+                                            }
                                         }
                                     }
+                                };
+                                match finished {
+                                    Ok(result) => result.map(|text| {
+                                        // The action the call attached to its own result.
+                                        let action = tcx
+                                            .attached_action()
+                                            .filter(|a| !matches!(a, Action::Interrupted(_)));
+                                        (text, action)
+                                    }),
+                                    Err(payload) => Err(ToolError::Panicked {
+                                        tool: tool.name().into(),
+                                        message: panic_message(&*payload).into(),
+                                    }),
                                 }
                             };
-                            match finished {
-                                Ok(result) => result.map(|text| {
-                                    // The action the call attached to its own result.
-                                    let action = tcx
-                                        .attached_action()
-                                        .filter(|a| !matches!(a, Action::Interrupted(_)));
-                                    (text, action)
-                                }),
-                                Err(payload) => Err(ToolError::Panicked {
-                                    tool: tool.name().into(),
-                                    message: panic_message(&*payload).into(),
-                                }),
-                            }
-                        };
-                        Job::Running(self.hooked_tool_call(
-                            cx,
-                            &chain,
-                            call,
-                            (idempotent, session_only),
-                            run,
-                        ))
+                            Job::Running(self.hooked_tool_call(
+                                cx,
+                                &chain,
+                                call,
+                                (idempotent, session_only),
+                                run,
+                            ))
+                        }
+                        None => Job::Ready(Some(Err(ToolError::UnknownTool {
+                            tool: name.into(),
+                            available: toolset
+                                .definitions
+                                .iter()
+                                .map(|d| Arc::from(d.name.as_str()))
+                                .collect(),
+                        }))),
                     }
-                    None => Job::Ready(Some(Err(ToolError::UnknownTool {
-                        tool: name.into(),
-                        available: toolset
-                            .definitions
-                            .iter()
-                            .map(|d| Arc::from(d.name.as_str()))
-                            .collect(),
-                    }))),
-                },
+                }
             };
             jobs.push(job);
         }

@@ -507,10 +507,16 @@ impl Session {
     pub(crate) fn join_budget_ledger(&self, run: &Arc<RunBudgets>) -> Spent {
         let shared = self.shared_values();
         let mut values = shared.lock().expect("session lock");
+        let Values { map, budget, runs } = &mut *values;
+        // A new session's first run: nothing spent, nothing to fold, no ledger to make yet
+        // (the first read makes it).
+        if runs.first.is_none() && budget.is_none() && map.is_empty() {
+            runs.first = Some(Arc::clone(run));
+            return Spent::default();
+        }
         values.fold();
         let Values { map, budget, runs } = &mut *values;
-        // A new session's first run: nothing spent, no ledger to make yet (the first read
-        // makes it).
+        // No ledger and none saved (values set, no run's tally yet): nothing spent.
         let total = if budget.is_none() && map.is_empty() {
             Spent::default()
         } else {

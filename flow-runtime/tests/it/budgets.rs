@@ -157,6 +157,53 @@ async fn a_tool_call_budget_refuses_the_batch_that_would_cross_it() {
     assert_eq!(*runs.lock().unwrap(), 4);
 }
 
+/// `front` answers with a transfer to `back` and then two `lookup` calls in one reply; `back`
+/// answers. Returns the runner, the lookups' run count and back's model.
+fn transfer_then_tools(budgets: Budgets) -> (Runner, Arc<Mutex<u32>>, ScriptedModel) {
+    let runs = Arc::default();
+    let front_model = ScriptedModel::new([ScriptStep::tool_calls([
+        ("transfer_to_agent", json!({"agent_name": "back"})),
+        ("lookup", json!({"q": 1})),
+        ("lookup", json!({"q": 2})),
+    ])]);
+    let back_model = ScriptedModel::new([ScriptStep::text("done")]);
+    let front = ChatModelAgent::builder("front", front_model)
+        .tool(counted_tool("lookup", &runs))
+        .build()
+        .unwrap();
+    let back = ChatModelAgent::builder("back", back_model.clone())
+        .build()
+        .unwrap();
+    let tree = set_sub_agents(FlowAgent::new(front), [FlowAgent::new(back)]).unwrap();
+    let runner = Runner::builder(tree).budgets(budgets).build();
+    (runner, runs, back_model)
+}
+
+#[tokio::test]
+async fn a_tool_call_budget_counts_the_tools_after_a_transfer_in_a_reply_and_not_the_transfer() {
+    // One tool call allowed: the reply's two lookups are refused whole, before either runs
+    // and before the transfer is made.
+    let (runner, runs, back_model) =
+        transfer_then_tools(Budgets::new(BudgetLimits::default().max_tool_calls(1)));
+    let (events, session) = run(&runner, "go").await;
+    let error = exceeded(&events);
+    assert_eq!(
+        (error.budget, &*error.agent, error.limit, error.would_reach),
+        (BudgetKind::ToolCalls, "front", 1, 2)
+    );
+    assert_eq!(*runs.lock().unwrap(), 0);
+    assert_eq!(back_model.calls(), 0);
+    assert_eq!(session.budget_ledger().total.tool_calls, 0);
+
+    // Two: the lookups are charged, the transfer is not.
+    let (runner, _, back_model) =
+        transfer_then_tools(Budgets::new(BudgetLimits::default().max_tool_calls(2)));
+    let (events, session) = run(&runner, "go").await;
+    assert!(events.iter().all(|e| e.error.is_none()), "{events:#?}");
+    assert_eq!(session.budget_ledger().total.tool_calls, 2);
+    assert_eq!(back_model.calls(), 1);
+}
+
 #[tokio::test]
 async fn an_input_token_budget_counts_the_next_prompt_before_sending_it() {
     // Each reply reports 100 prompt tokens. With 250: after two calls (200 spent) the third
