@@ -130,8 +130,6 @@ pub use checkpoint::{
     Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, ThreadPart, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) use journal::check_kind as journal_check_kind;
 pub use journal::{
     DeferredStep, DeferredSteps, JournalError, JournalStore, JournalSummary, PendingStep,
     StoredStep,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult, Postgres};
 
-use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
+use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlRows, SqlStore};
 use super::{JournalError, StoreError, StoredStep};
 
 /// The server's clock in milliseconds since the Unix epoch: every worker's leases are measured
@@ -50,7 +50,6 @@ impl SqlDatabase for Postgres {
         begin: "BEGIN",
         lock: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))"),
         lock_key: Some("SELECT pg_advisory_xact_lock($1)"),
-        complete_in_one: true,
         queue_seq: "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
         queue_columns: "SELECT column_name::text AS name FROM information_schema.columns \
             WHERE table_name = 'agentflow_run_queue' AND table_schema = current_schema()",
@@ -64,7 +63,7 @@ impl SqlDatabase for Postgres {
     }
 
     async fn append_journal(
-        store: &PostgresStore,
+        store: &SqlRows<Postgres>,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,

@@ -13,7 +13,7 @@ use sqlx::Sqlite;
 #[path = "sqlite_journal.rs"]
 mod group_commit;
 
-use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
+use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlRows, SqlStore};
 use super::{JournalError, StoreError, StoredStep};
 
 /// The database file [`SqliteStore::open_default`] uses when `AGENTFLOW_DB` is not set.
@@ -69,7 +69,6 @@ impl SqlDatabase for Sqlite {
         begin: "BEGIN IMMEDIATE",
         lock: None,
         lock_key: None,
-        complete_in_one: false,
         queue_seq: "seq INTEGER PRIMARY KEY AUTOINCREMENT",
         queue_columns: "SELECT name FROM pragma_table_info('agentflow_run_queue')",
         json_texts: "SELECT value FROM json_each($3)",
@@ -82,7 +81,7 @@ impl SqlDatabase for Sqlite {
     }
 
     async fn append_journal(
-        store: &SqliteStore,
+        store: &SqlRows<Sqlite>,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,
@@ -167,7 +166,7 @@ impl SqliteStore {
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.extra.path
+        &self.rows().extra.path
     }
 }
 

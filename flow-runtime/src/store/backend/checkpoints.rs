@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::keep::{Keep, Value};
+use super::keep::{Heads, Keep, Value};
 use super::Front;
 use super::{corrupt, lost, pack, unpack, InMemory, Table};
 use crate::store::records::{check_size, Records};
@@ -35,6 +35,9 @@ pub(crate) enum Head {
         path: Arc<std::path::Path>,
         limit: u64,
     },
+    /// Bytes left unread by a keeper that reads within a limit: the head holds `size` bytes,
+    /// more than that limit.
+    Unread { size: u64 },
 }
 
 impl Default for Head {
@@ -53,6 +56,13 @@ impl Head {
                 Some(bytes) => Arc::new(bytes),
                 None => return Ok(None),
             },
+            Head::Unread { size } => {
+                return Err(StoreError::TooLarge {
+                    id: id.to_owned(),
+                    size: *size,
+                    limit: max,
+                })
+            }
         };
         check_size(id, bytes.len() as u64, max)?;
         Ok(Some(bytes))
@@ -76,7 +86,9 @@ impl Value for Run {
     fn encode(&self) -> Vec<u8> {
         let head = match &self.head {
             Head::Bytes(bytes) => &bytes[..],
-            Head::File { .. } => unreachable!("only the File store reads heads from files"),
+            Head::File { .. } | Head::Unread { .. } => {
+                unreachable!("only the File and SQL stores read heads elsewhere")
+            }
         };
         pack(&self.records, &[head])
     }
@@ -200,7 +212,7 @@ impl<F: Front> CheckpointStore for F {
         let mut waiting = self
             .front()
             .backend
-            .each(|id, run: &Run| {
+            .heads(Heads::Waiting, limit, |id, run: &Run| {
                 let head = run.records.waiting_head();
                 Ok(head.map(|h| (h.created_ms, id.to_owned(), h.version, run.head.clone())))
             })
@@ -226,10 +238,11 @@ impl<F: Front> CheckpointStore for F {
         let max = self.front().max_bytes;
         // The claimable heads, oldest first; then each claimed in turn (one another worker
         // took meanwhile is passed over).
+        let claimable = Heads::Claimable { now_ms: now, max };
         let mut claimable = self
             .front()
             .backend
-            .each(|id, run: &Run| {
+            .heads(claimable, limit, |id, run: &Run| {
                 let head = run.records.claimable_head(now).filter(|h| h.size <= max);
                 Ok(head.map(|h| (h.created_ms, id.to_owned())))
             })
@@ -271,7 +284,9 @@ impl<F: Front> CheckpointStore for F {
         let finished = self
             .front()
             .backend
-            .each(|id, run: &Run| Ok(run.records.finished_by(cutoff).then(|| id.to_owned())))
+            .heads(Heads::FinishedBy(cutoff), usize::MAX, |id, run: &Run| {
+                Ok(run.records.finished_by(cutoff).then(|| id.to_owned()))
+            })
             .await?;
         let mut purged = 0;
         for id in finished {

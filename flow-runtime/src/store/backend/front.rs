@@ -34,5 +34,7 @@ mod only {
     impl<B> FrontOnly for super::KeyValueStore<B> {}
     impl FrontOnly for crate::store::InMemoryStore {}
     impl FrontOnly for crate::store::FileStore {}
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    impl<DB: crate::store::SqlDatabase> FrontOnly for crate::store::SqlStore<DB> {}
 }
 use only::FrontOnly;

@@ -293,6 +293,31 @@ impl<F: Front> JournalStore for F {
             .await
     }
 
+    async fn append_steps_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        journal_append(run, &steps, self.front().max_bytes)?;
+        let count = steps.len();
+        let appended = self
+            .front()
+            .backend
+            .append_unsynced::<Journal>(
+                "append to the journal of",
+                run,
+                expected,
+                count,
+                Batch::Stored(steps.into()),
+            )
+            .await?;
+        appended.or_else(|found| {
+            journal_expected(run, expected, found)?;
+            Ok(found)
+        })
+    }
+
     /// Kept as handed over by the in-memory keeper (encoded, and its kind and size checked,
     /// when read); encoded now for a byte backend.
     fn keeps_deferred(&self) -> bool {

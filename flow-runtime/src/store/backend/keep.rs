@@ -81,6 +81,24 @@ pub trait Log: Value {
     fn part_of(entries: Vec<Self::Entry>) -> Self::Part;
 }
 
+/// Which runs a listing of runs wants ([`Keep::heads`]), by their head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Heads {
+    /// Those whose head waits for its resume (pending, or claimed).
+    Waiting,
+    /// Those whose head a claim at `now_ms` would take (pending, or claimed with its lease
+    /// run out) and holds at most `max` bytes.
+    Claimable {
+        /// The time of the claim, in ms since the Unix epoch.
+        now_ms: u64,
+        /// The largest head wanted, in bytes.
+        max: u64,
+    },
+    /// Those whose head finished at or before this time (ms since the Unix epoch).
+    FinishedBy(u64),
+}
+
 /// A log as listed: its key, how many entries it holds, and its last entry.
 pub type Listed<P> = (String, usize, P);
 
@@ -145,6 +163,35 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
             log.push(batch.clone(), count);
             Ok::<_, L::Error>((Ok(log.len() as u64), true))
         })
+    }
+
+    /// [`append`](Keep::append), committed without a sync of its own where the keeper can
+    /// (SQLite: the write-ahead log makes it durable with the next synced commit; a power
+    /// loss may lose it, a crash of the process does not); the others sync as `append` does.
+    fn append_unsynced<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        expected: u64,
+        count: usize,
+        batch: L::Batch,
+    ) -> impl Future<Output = Result<Result<u64, u64>, L::Error>> + Send {
+        self.append::<L>(operation, key, expected, count, batch)
+    }
+
+    /// What `f` picks from the runs a listing of `heads` wants, the oldest first where the
+    /// keeper keeps an order, at least the `limit` oldest of them: `f` is given every run the
+    /// listing wants (and may be given others: it checks each one itself). A keeper with an
+    /// index on its runs' heads (the SQL stores) reads only those; the others go through
+    /// every run ([`each`](Keep::each)).
+    fn heads<V: Value, T: Send>(
+        &self,
+        heads: Heads,
+        limit: usize,
+        f: impl FnMut(&str, &V) -> Result<Option<T>, StoreError> + Send,
+    ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send {
+        let _ = (heads, limit);
+        self.each(f)
     }
 
     /// How many entries the log under `key` holds, and the entries of the window `window`
@@ -226,6 +273,8 @@ mod sealed {
     impl<B: super::KeyValueBackend> Sealed for B {}
     impl Sealed for super::super::InMemory {}
     impl Sealed for crate::store::file::FileDir {}
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    impl<DB: crate::store::SqlDatabase> Sealed for crate::store::sql::SqlRows<DB> {}
     impl Sealed for super::super::checkpoints::Run {}
     impl Sealed for super::super::threads::Thread {}
     impl Sealed for super::super::threads::Lease {}

@@ -59,11 +59,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use super::file::FileDir;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use super::sql::SqlRows;
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
 pub(crate) use checkpoints::{Head, Run};
 pub use front::Front;
 pub(crate) use keep::clamp;
-pub use keep::{Changed, Keep, Listed, Log, Value};
+pub use keep::{Changed, Heads, Keep, Listed, Log, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
 pub(crate) use threads::Lease;

@@ -100,8 +100,8 @@ impl Log for Thread {
 /// A turn lease as kept.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Lease {
-    owner: String,
-    until_ms: u64,
+    pub(crate) owner: String,
+    pub(crate) until_ms: u64,
 }
 
 /// The rules of a thread's turn lease, on the lease `held` (if any): every store that keeps

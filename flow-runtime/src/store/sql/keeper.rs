@@ -1,0 +1,551 @@
+//! [`SqlRows`]: the front's keeper for a SQL store. Every rule is the front's
+//! ([`KeyValueStore`](crate::store::backend::KeyValueStore)); this file keeps what it decides
+//! in the tables of `schema.rs`, row by row:
+//!
+//! - a run is its rows of `agentflow_checkpoints`, one per record; a change runs in a write
+//!   transaction holding the run's lock (SQLite: `BEGIN IMMEDIATE`, the file's write lock;
+//!   PostgreSQL: an advisory lock on the id), reads the head row, applies the front's rule,
+//!   and writes the rows it changed (the head updated, a new head inserted, or every row
+//!   deleted). The rules of a change touch only the head and what follows it, so a change
+//!   reads the head alone; a view (`get`, `history`) reads every record, with the head's
+//!   bytes. Claims, renewals and releases commit on the lease connections (SQLite's do not
+//!   sync each commit: see [`SqliteStore`](crate::store::SqliteStore));
+//! - a thread's turn lease is its row of `agentflow_thread_leases`, changed the same way;
+//! - a thread's records and a run's journal are logs, one row per entry (`logs.rs`);
+//! - the listings of runs ([`Keep::heads`]) read the waiting and finished heads through the
+//!   partial indexes of the schema, oldest first, never every run.
+//!
+//! The keeper is generic over the value kinds the front asks for; each table keeps one kind,
+//! found by its [`Table`] and taken as the type it is with an `Any` downcast that cannot fail.
+
+use std::any::Any;
+use std::ops::Range;
+use std::sync::Arc;
+
+use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Transaction, Type};
+
+use super::{db_error, int, write_tx, Lock, SqlDatabase, Statements};
+use crate::store::backend::{Changed, Head, Heads, Keep, Lease, Listed, Log, Run, Table, Value};
+use crate::store::records::{Record, Records, State};
+use crate::store::StoreError;
+
+/// Where a SQL store keeps its data: its connections, statements and read limit. The front's
+/// keeper for [`SqlStore`](super::SqlStore); not for use on its own.
+#[derive(Debug)]
+pub struct SqlRows<DB: SqlDatabase> {
+    pub(crate) pool: Pool<DB>,
+    /// Where claims, renewals, releases and turn leases are written: SQLite's connections
+    /// that do not sync each commit; PostgreSQL's pool.
+    pub(crate) leases: Pool<DB>,
+    pub(crate) sql: Arc<Statements>,
+    /// The largest checkpoint, record or step read; a larger one is
+    /// [`StoreError::TooLarge`].
+    pub(crate) limit: u64,
+    /// How errors name the database (never a URL, which may hold a password).
+    pub(crate) shown: Arc<str>,
+    pub(crate) extra: DB::Extra,
+}
+
+impl<DB: SqlDatabase> Clone for SqlRows<DB> {
+    fn clone(&self) -> Self {
+        SqlRows {
+            pool: self.pool.clone(),
+            leases: self.leases.clone(),
+            sql: Arc::clone(&self.sql),
+            limit: self.limit,
+            shown: Arc::clone(&self.shown),
+            extra: self.extra.clone(),
+        }
+    }
+}
+
+/// Every record of run `$1`, oldest first, with the head's bytes if at most `$2` bytes.
+pub(crate) const RUN_ROWS: &str = "SELECT version, parent, state, created_ms, ended_ms, attempt,
+    lease_until_ms, size, CASE WHEN is_head = 1 AND size <= $2 THEN bytes END AS bytes
+    FROM agentflow_checkpoints WHERE id = $1 ORDER BY version";
+
+/// The head record of run `$1`, with its bytes if at most `$2` bytes.
+pub(crate) const RUN_HEAD: &str = "SELECT version, parent, state, created_ms, ended_ms, attempt,
+    lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
+    FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1";
+
+/// The `$1` oldest waiting heads (pending or claimed), with their bytes if at most `$2` bytes:
+/// the waiting rows' partial index, in its order.
+pub(crate) const HEADS_WAITING: &str = "SELECT id, version, parent, state, created_ms, ended_ms,
+    attempt, lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
+    FROM agentflow_checkpoints WHERE is_head = 1 AND state IN ('pending', 'claimed')
+    ORDER BY created_ms, id LIMIT $1";
+
+/// The `$1` oldest heads a claim at `$3` would take, of at most `$2` bytes (the waiting rows'
+/// partial index; its `WHERE` is repeated so both databases use it).
+pub(crate) const HEADS_CLAIMABLE: &str = "SELECT id, version, parent, state, created_ms,
+    ended_ms, attempt, lease_until_ms, size
+    FROM agentflow_checkpoints WHERE is_head = 1 AND state IN ('pending', 'claimed')
+      AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
+    ORDER BY created_ms, id LIMIT $1";
+
+/// The heads finished at or before `$1` (the finished rows' partial index).
+pub(crate) const HEADS_FINISHED: &str = "SELECT id, version, parent, state, created_ms,
+    ended_ms, attempt, lease_until_ms, size
+    FROM agentflow_checkpoints WHERE is_head = 1 AND state = 'finished' AND ended_ms <= $1";
+
+/// Every run's head.
+pub(crate) const HEADS_ALL: &str = "SELECT id, version, parent, state, created_ms, ended_ms,
+    attempt, lease_until_ms, size FROM agentflow_checkpoints WHERE is_head = 1";
+
+/// Writes what a change made of an existing record (`$1` the run, `$2` its version).
+pub(crate) const RUN_UPDATE: &str = "UPDATE agentflow_checkpoints
+    SET state = $3, ended_ms = $4, attempt = $5, lease_until_ms = $6, is_head = $7
+    WHERE id = $1 AND version = $2";
+
+pub(crate) const RUN_INSERT: &str = "INSERT INTO agentflow_checkpoints
+    (id, version, parent, state, created_ms, ended_ms, attempt, lease_until_ms, size, is_head, bytes)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)";
+
+pub(crate) const RUN_DELETE: &str = "DELETE FROM agentflow_checkpoints WHERE id = $1";
+
+pub(crate) const LEASE_READ: &str =
+    "SELECT owner, lease_until_ms FROM agentflow_thread_leases WHERE thread = $1";
+
+pub(crate) const LEASES_ALL: &str =
+    "SELECT thread, owner, lease_until_ms FROM agentflow_thread_leases";
+
+pub(crate) const LEASE_WRITE: &str =
+    "INSERT INTO agentflow_thread_leases (thread, owner, lease_until_ms) VALUES ($1, $2, $3)
+    ON CONFLICT (thread) DO UPDATE
+    SET owner = excluded.owner, lease_until_ms = excluded.lease_until_ms";
+
+pub(crate) const LEASE_DELETE: &str = "DELETE FROM agentflow_thread_leases WHERE thread = $1";
+
+/// The changes a claimant makes: committed on the lease connections.
+const LEASE_CHANGES: [&str; 3] = ["claim", "renew", "release"];
+
+/// A stored state name as a state.
+fn parse_state(name: &str) -> Option<State> {
+    Some(match name {
+        "pending" => State::Pending,
+        "claimed" => State::Claimed,
+        "resumed" => State::Resumed,
+        "finished" => State::Finished,
+        "replaced" => State::Replaced,
+        _ => return None,
+    })
+}
+
+/// A state as stored.
+fn state_name(state: State) -> &'static str {
+    match state {
+        State::Pending => "pending",
+        State::Claimed => "claimed",
+        State::Resumed => "resumed",
+        State::Finished => "finished",
+        State::Replaced => "replaced",
+    }
+}
+
+/// `value` as the type it is (the value kept in its table is of one type).
+pub(super) fn cast<A: 'static, B: 'static>(value: &mut Option<A>) -> &mut Option<B> {
+    (value as &mut dyn Any)
+        .downcast_mut()
+        .expect("each table keeps one kind of value")
+}
+
+/// `value` as the type it is.
+pub(super) fn kind<A: 'static, B: 'static>(value: &A) -> &B {
+    (value as &dyn Any)
+        .downcast_ref()
+        .expect("each table keeps one kind of value")
+}
+
+/// `value` as the type it is (a log's batch, window or error: one type per log).
+pub(super) fn same<A: 'static, B: 'static>(value: A) -> B {
+    *(Box::new(value) as Box<dyn Any>)
+        .downcast()
+        .expect("each log keeps one kind of entry and has one contract")
+}
+
+/// The error of an operation the keeper has no rows for.
+pub(super) fn unkept(table: Table, key: &str) -> StoreError {
+    StoreError::Other {
+        id: key.to_owned(),
+        message: format!(
+            "the SQL stores keep {} in rows that this operation does not change",
+            table.name()
+        ),
+    }
+}
+
+/// The error of a row that does not read back.
+fn corrupt(id: &str, what: &str) -> StoreError {
+    StoreError::Other {
+        id: id.to_owned(),
+        message: format!("the checkpoint table holds {what}"),
+    }
+}
+
+impl<DB: SqlDatabase> SqlRows<DB> {
+    /// The same rows, read within `limit` bytes.
+    pub(crate) fn with_limit(&self, limit: u64) -> Self {
+        SqlRows {
+            limit,
+            ..self.clone()
+        }
+    }
+}
+
+impl<DB: SqlDatabase> SqlRows<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Decode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
+    for<'q> String: Decode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    /// A write transaction holding the lock of `name` (SQLite: the database's write lock;
+    /// PostgreSQL: an advisory lock on the name), on the lease connections if `leases`.
+    pub(crate) async fn begin(
+        &self,
+        name: &str,
+        leases: bool,
+    ) -> Result<Transaction<'static, DB>, StoreError> {
+        let pool = if leases { &self.leases } else { &self.pool };
+        let tx = write_tx(pool, &[Lock::Name(name, 0)]).await;
+        tx.map_err(db_error("lock", name))
+    }
+
+    /// The record a row of run `id` holds (`RUN_COLUMNS`), and its bytes if the row has them.
+    fn record(&self, id: &str, row: &DB::Row) -> Result<(Record, Option<Vec<u8>>), StoreError> {
+        let err = db_error("read", id);
+        let number = |name: &str| row.try_get::<i64, _>(name).map(|n| n as u64);
+        let state: String = row.try_get("state").map_err(&err)?;
+        let parent: Option<i64> = row.try_get("parent").map_err(&err)?;
+        let ended: Option<i64> = row.try_get("ended_ms").map_err(&err)?;
+        let record = Record {
+            version: number("version").map_err(&err)?,
+            parent: parent.map(|p| p as u64),
+            state: parse_state(&state)
+                .ok_or_else(|| corrupt(id, &format!("an unknown state '{state}'")))?,
+            created_ms: number("created_ms").map_err(&err)?,
+            ended_ms: ended.map(|t| t as u64),
+            attempt: number("attempt").map_err(&err)?,
+            lease_until_ms: number("lease_until_ms").map_err(&err)?,
+            size: number("size").map_err(&err)?,
+        };
+        let bytes = match row.try_get::<Option<Vec<u8>>, _>("bytes") {
+            Ok(bytes) => bytes,
+            // A listing that does not read bytes has no such column.
+            Err(sqlx::Error::ColumnNotFound(_)) => None,
+            Err(e) => return Err(err(e)),
+        };
+        Ok((record, bytes))
+    }
+
+    /// The run `id` its rows make (oldest first, the head last), if any.
+    fn run(&self, id: &str, rows: &[DB::Row]) -> Result<Option<Run>, StoreError> {
+        let mut records = Vec::with_capacity(rows.len());
+        let mut head = Head::Unread { size: 0 };
+        for row in rows {
+            let (record, bytes) = self.record(id, row)?;
+            head = match bytes {
+                Some(bytes) => Head::Bytes(Arc::new(bytes)),
+                None => Head::Unread { size: record.size },
+            };
+            records.push(record);
+        }
+        Ok((!records.is_empty()).then(|| Run {
+            records: Records { records },
+            head,
+        }))
+    }
+
+    /// Writes what a change made of run `id`, whose head was `before` (`None`: it had no
+    /// rows), in `tx`.
+    async fn write_run(
+        &self,
+        tx: &mut Transaction<'static, DB>,
+        id: &str,
+        before: Option<Record>,
+        run: Option<&Run>,
+    ) -> Result<(), StoreError> {
+        let err = db_error("write", id);
+        let Some(run) = run else {
+            let delete = sqlx::query(&self.sql.run_delete).bind(id);
+            delete.execute(&mut **tx).await.map_err(&err)?;
+            return Ok(());
+        };
+        let records = &run.records.records;
+        let kept = usize::from(before.is_some());
+        let last = records.len().saturating_sub(1);
+        for (k, record) in records.iter().enumerate() {
+            let new = k >= kept;
+            if !new && Some(record) == before.as_ref() && k == last {
+                continue;
+            }
+            let numbers = (int(record.version), record.ended_ms.map(int));
+            if !new {
+                let update = sqlx::query(&self.sql.run_update).bind(id).bind(numbers.0);
+                let update = update.bind(state_name(record.state)).bind(numbers.1);
+                let update = update.bind(int(record.attempt));
+                let update = update.bind(int(record.lease_until_ms));
+                let update = update.bind(i64::from(k == last));
+                update.execute(&mut **tx).await.map_err(&err)?;
+                continue;
+            }
+            // Only the head's bytes are in hand: a change adds one record, the new head.
+            let Head::Bytes(bytes) = run.head.clone() else {
+                return Err(corrupt(id, "a new record without its bytes"));
+            };
+            if k != last {
+                return Err(corrupt(id, "a new record without its bytes"));
+            }
+            let insert = sqlx::query(&self.sql.run_insert).bind(id).bind(numbers.0);
+            let insert = insert.bind(record.parent.map(int));
+            let insert = insert.bind(state_name(record.state));
+            let insert = insert.bind(int(record.created_ms)).bind(numbers.1);
+            let insert = insert.bind(int(record.attempt));
+            let insert = insert.bind(int(record.lease_until_ms));
+            let insert = insert.bind(int(record.size)).bind(&bytes[..]);
+            insert.execute(&mut **tx).await.map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// Changes run `id` with `f` in a transaction holding its lock.
+    async fn update_run<T, E: From<StoreError>>(
+        &self,
+        operation: &'static str,
+        id: &str,
+        f: impl FnOnce(&mut Option<Run>) -> Result<Changed<T>, E>,
+    ) -> Result<T, E> {
+        let err = db_error(operation, id);
+        let mut tx = self.begin(id, LEASE_CHANGES.contains(&operation)).await?;
+        let head = sqlx::query(&self.sql.run_head).bind(id).bind(int(self.limit));
+        let rows = head.fetch_all(&mut *tx).await.map_err(&err)?;
+        let mut run = self.run(id, &rows)?;
+        let before = run.as_ref().and_then(|r| r.records.head().cloned());
+        let (answer, changed) = f(&mut run)?;
+        if changed && (before.is_some() || run.is_some()) {
+            self.write_run(&mut tx, id, before, run.as_ref()).await?;
+            tx.commit().await.map_err(&err)?;
+        }
+        Ok(answer)
+    }
+
+    /// The turn lease on thread `id`, if any, read in `db`.
+    async fn lease<'c, X: Executor<'c, Database = DB>>(
+        &self,
+        db: X,
+        id: &str,
+    ) -> Result<Option<Lease>, StoreError> {
+        let err = db_error("read the lease of", id);
+        let read = sqlx::query(&self.sql.lease_read).bind(id);
+        let Some(row) = read.fetch_optional(db).await.map_err(&err)? else {
+            return Ok(None);
+        };
+        Ok(Some(Lease {
+            owner: row.try_get("owner").map_err(&err)?,
+            until_ms: row.try_get::<i64, _>("lease_until_ms").map_err(&err)? as u64,
+        }))
+    }
+
+    /// Changes the turn lease on thread `id` with `f` in a transaction holding its lock, on
+    /// the lease connections.
+    async fn update_lease<T, E: From<StoreError>>(
+        &self,
+        operation: &'static str,
+        id: &str,
+        f: impl FnOnce(&mut Option<Lease>) -> Result<Changed<T>, E>,
+    ) -> Result<T, E> {
+        let err = db_error(operation, id);
+        let mut tx = self.begin(&format!("lease:{id}"), true).await?;
+        let mut lease = self.lease(&mut *tx, id).await?;
+        let held = lease.is_some();
+        let (answer, changed) = f(&mut lease)?;
+        if !changed {
+            return Ok(answer);
+        }
+        let write = match &lease {
+            Some(lease) => sqlx::query(&self.sql.lease_write)
+                .bind(id)
+                .bind(&lease.owner[..])
+                .bind(int(lease.until_ms)),
+            None if held => sqlx::query(&self.sql.lease_delete).bind(id),
+            None => return Ok(answer),
+        };
+        write.execute(&mut *tx).await.map_err(&err)?;
+        tx.commit().await.map_err(&err)?;
+        Ok(answer)
+    }
+
+    /// The runs whose head `rows` are (one row each), each given to `f`.
+    fn each_head<T>(
+        &self,
+        rows: &[DB::Row],
+        mut f: impl FnMut(&str, &Run) -> Result<Option<T>, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut picked = Vec::new();
+        for row in rows {
+            let id: String = row.try_get("id").map_err(db_error("list", "runs"))?;
+            if let Some(run) = self.run(&id, std::slice::from_ref(row))? {
+                picked.extend(f(&id, &run)?);
+            }
+        }
+        Ok(picked)
+    }
+}
+
+impl<DB: SqlDatabase> Keep for SqlRows<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Decode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
+    for<'q> String: Decode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    const KEEPS_DEFERRED: bool = false;
+
+    async fn view<V: Value, T: Send>(
+        &self,
+        key: &str,
+        f: impl FnOnce(Option<&V>) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        match V::TABLE {
+            Table::Checkpoints => {
+                let rows = sqlx::query(&self.sql.run_rows).bind(key).bind(int(self.limit));
+                let rows = rows.fetch_all(&self.pool).await;
+                let run = self.run(key, &rows.map_err(db_error("read", key))?)?;
+                f(run.as_ref().map(kind))
+            }
+            Table::ThreadLeases => f(self.lease(&self.pool, key).await?.as_ref().map(kind)),
+            t => Err(unkept(t, key)),
+        }
+    }
+
+    async fn update<V: Value, T: Send, E: From<StoreError> + Send>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        mut f: impl FnMut(&mut Option<V>) -> Result<Changed<T>, E> + Send,
+    ) -> Result<T, E> {
+        match V::TABLE {
+            Table::Checkpoints => {
+                self.update_run(operation, key, |run| f(cast(run)))
+                    .await
+            }
+            Table::ThreadLeases => {
+                self.update_lease(operation, key, |lease| f(cast(lease)))
+                    .await
+            }
+            t => Err(unkept(t, key).into()),
+        }
+    }
+
+    async fn each<V: Value, T: Send>(
+        &self,
+        mut f: impl FnMut(&str, &V) -> Result<Option<T>, StoreError> + Send,
+    ) -> Result<Vec<T>, StoreError> {
+        let err = db_error("list", V::TABLE.name());
+        match V::TABLE {
+            Table::Checkpoints => {
+                let rows = sqlx::query(&self.sql.heads_all).fetch_all(&self.pool).await;
+                self.each_head(&rows.map_err(&err)?, |id, run| f(id, kind(run)))
+            }
+            Table::ThreadLeases => {
+                let rows = sqlx::query(&self.sql.leases_all).fetch_all(&self.pool).await;
+                let mut picked = Vec::new();
+                for row in rows.map_err(&err)? {
+                    let id: String = row.try_get("thread").map_err(&err)?;
+                    let lease = Lease {
+                        owner: row.try_get("owner").map_err(&err)?,
+                        until_ms: row.try_get::<i64, _>("lease_until_ms").map_err(&err)? as u64,
+                    };
+                    picked.extend(f(&id, kind(&lease))?);
+                }
+                Ok(picked)
+            }
+            t => Err(unkept(t, t.name())),
+        }
+    }
+
+    async fn heads<V: Value, T: Send>(
+        &self,
+        heads: Heads,
+        limit: usize,
+        mut f: impl FnMut(&str, &V) -> Result<Option<T>, StoreError> + Send,
+    ) -> Result<Vec<T>, StoreError> {
+        if V::TABLE != Table::Checkpoints {
+            return self.each(f).await;
+        }
+        let limit = int(limit as u64);
+        let query = match heads {
+            Heads::Waiting => sqlx::query(&self.sql.heads_waiting)
+                .bind(limit)
+                .bind(int(self.limit)),
+            Heads::Claimable { now_ms, max } => sqlx::query(&self.sql.heads_claimable)
+                .bind(limit)
+                .bind(int(max))
+                .bind(int(now_ms)),
+            Heads::FinishedBy(cutoff) => sqlx::query(&self.sql.heads_finished).bind(int(cutoff)),
+        };
+        let rows = query.fetch_all(&self.pool).await;
+        let rows = rows.map_err(db_error("list", "runs"))?;
+        self.each_head(&rows, |id, run| f(id, kind(run)))
+    }
+
+    async fn append<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        expected: u64,
+        _count: usize,
+        batch: L::Batch,
+    ) -> Result<Result<u64, u64>, L::Error> {
+        self.append_log::<L>(operation, key, expected, batch, true)
+            .await
+    }
+
+    async fn append_unsynced<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        expected: u64,
+        _count: usize,
+        batch: L::Batch,
+    ) -> Result<Result<u64, u64>, L::Error> {
+        self.append_log::<L>(operation, key, expected, batch, false)
+            .await
+    }
+
+    async fn read<L: Log>(
+        &self,
+        key: &str,
+        window: impl FnOnce(usize) -> Range<usize> + Send,
+    ) -> Result<(usize, L::Part), L::Error> {
+        self.read_log::<L>(key, window).await
+    }
+
+    async fn cut<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        len: usize,
+    ) -> Result<(), L::Error> {
+        self.cut_log::<L>(operation, key, len).await
+    }
+
+    async fn remove<L: Log>(&self, operation: &'static str, key: &str) -> Result<usize, L::Error> {
+        self.remove_log::<L>(operation, key).await
+    }
+
+    async fn logs<L: Log>(&self) -> Result<Vec<Listed<L::Part>>, L::Error> {
+        self.list_logs::<L>().await
+    }
+}
