@@ -18,13 +18,15 @@ const DATABASE: &str = "the PostgreSQL database";
 /// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
 /// store.
 ///
-/// A claim is a single `UPDATE` of the run's head row: PostgreSQL's row lock makes exactly one
-/// of any number of concurrent claimants match it. Leases are measured on the server's clock.
-/// Appending a record (a save, a completion) runs in a transaction holding a transaction-level
-/// advisory lock on the checkpoint id (a completion in one statement: one round trip). A
-/// worker claims batches with one `UPDATE` whose rows are picked `FOR UPDATE SKIP LOCKED`
-/// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)): concurrent workers take disjoint batches without
-/// waiting for each other. The schema is created or migrated when the store opens
+/// Every rule is the key-value front's ([`SqlStore`]): each change of a run (a save, a claim,
+/// a completion) runs in a transaction holding a transaction-level advisory lock on the
+/// checkpoint id, from its read of the run's head to its commit, so of any number of
+/// concurrent claimants exactly one wins. Claims and leases are measured on the server's
+/// clock (this machine's, corrected by the difference measured when the store connects), so
+/// workers whose clocks differ agree on when a lease runs out. A worker's batch claim
+/// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)) lists the
+/// oldest claimable heads through their index and claims each in turn; one another worker
+/// took meanwhile is passed over, so concurrent workers get disjoint batches. The schema is created or migrated when the store opens
 /// (under an advisory lock, so many workers starting at once migrate it once), and a database
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
 ///
@@ -111,7 +113,10 @@ impl PostgresStore {
             .await
             .map_err(|e| database("connect to", e))?;
         super::sql::migrate(&pool, DATABASE).await?;
-        Ok(SqlStore::new(pool.clone(), pool, DATABASE, ()))
+        let store = SqlStore::new(pool.clone(), pool, DATABASE, ());
+        // Claims and leases are measured on the server's clock, whatever this machine's says.
+        let skew = store.rows().clock_skew().await?;
+        Ok(store.with_skew(skew))
     }
 }
 

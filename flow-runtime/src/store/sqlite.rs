@@ -30,9 +30,11 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// (a commit is on disk when it returns; journal appends that wait at the same time share one
 /// commit) and waits up to the busy timeout for another
 /// process's write (opening, too: processes that open one new file at the same moment each
-/// wait for the one that switches it to WAL and creates the schema). A claim is a single
-/// `UPDATE` of the run's head row, so of any number of processes claiming one checkpoint
-/// exactly one wins. The schema is created or migrated when the store opens, and a database
+/// wait for the one that switches it to WAL and creates the schema). Every rule is the
+/// key-value front's ([`SqlStore`]); each change of a run (a save, a claim, a completion)
+/// runs in a `BEGIN IMMEDIATE` transaction, which holds the file's one write lock from its
+/// read of the run's head to its commit, so of any number of processes claiming one
+/// checkpoint exactly one wins. The schema is created or migrated when the store opens, and a database
 /// written by a newer build is refused ([`StoreError::Schema`]).
 ///
 /// ```

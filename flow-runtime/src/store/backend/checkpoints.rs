@@ -14,7 +14,7 @@ use super::{corrupt, lost, pack, unpack, InMemory, Table};
 use crate::store::records::{check_size, Records};
 use crate::store::rules::checkpoint_write;
 use crate::store::{
-    from_millis, now_ms, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
+    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError,
 };
 
@@ -123,11 +123,12 @@ impl<F: Front> CheckpointStore for F {
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
         checkpoint_write(id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
+        let keep = &*self.front().backend;
         self.front()
             .backend
             .update("save", id, |run: &mut Option<Run>| {
                 let run = run.get_or_insert_with(Run::default);
-                let version = run.records.save(id, mode, now_ms(), size)?;
+                let version = run.records.save(id, mode, keep.now_ms(), size)?;
                 run.head = Head::Bytes(Arc::clone(&bytes));
                 Ok((version, true))
             })
@@ -137,13 +138,14 @@ impl<F: Front> CheckpointStore for F {
     async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
         validate_id(id)?;
         let max = self.front().max_bytes;
+        let keep = &*self.front().backend;
         self.front()
             .backend
             .update("claim", id, |run: &mut Option<Run>| {
                 let Some(run) = run.as_mut() else {
                     return Err(StoreError::NotFound { id: id.to_owned() });
                 };
-                let (version, attempt) = run.records.claim_within(id, now_ms(), lease, max)?;
+                let (version, attempt) = run.records.claim_within(id, keep.now_ms(), lease, max)?;
                 let bytes = run.head.present(id, max)?;
                 Ok((
                     Claim {
@@ -159,11 +161,12 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
+        let keep = &*self.front().backend;
         self.front()
             .backend
             .update("renew", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
-                run.records.renew(claim, now_ms(), lease)?;
+                run.records.renew(claim, keep.now_ms(), lease)?;
                 Ok(((), true))
             })
             .await
@@ -187,11 +190,12 @@ impl<F: Front> CheckpointStore for F {
         };
         checkpoint_write(&claim.id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
+        let keep = &*self.front().backend;
         self.front()
             .backend
             .update("complete", &claim.id, |run: &mut Option<Run>| {
                 let run = run.as_mut().ok_or_else(|| lost(claim))?;
-                let version = run.records.complete(claim, finished, now_ms(), size)?;
+                let version = run.records.complete(claim, finished, keep.now_ms(), size)?;
                 run.head = Head::Bytes(Arc::clone(&bytes));
                 Ok((version, true))
             })
@@ -234,7 +238,7 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
-        let now = now_ms();
+        let now = self.front().backend.now_ms();
         let max = self.front().max_bytes;
         // The claimable heads, oldest first; then each claimed in turn (one another worker
         // took meanwhile is passed over).
@@ -280,7 +284,7 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
-        let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
+        let cutoff = self.front().backend.now_ms().saturating_sub(age.as_millis() as u64);
         let finished = self
             .front()
             .backend

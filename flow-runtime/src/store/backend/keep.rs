@@ -116,6 +116,13 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     /// Whether journal steps handed over unencoded are kept so, to be encoded when read.
     const KEEPS_DEFERRED: bool;
 
+    /// The time the rules measure claims, leases and ages on, in milliseconds since the Unix
+    /// epoch: this machine's clock, unless the keeper keeps one clock for every process that
+    /// shares it (PostgreSQL: the server's).
+    fn now_ms(&self) -> u64 {
+        crate::store::now_ms()
+    }
+
     /// Calls `f` with the value under `key` (`None`: there is none), as one consistent read.
     fn view<V: Value, T: Send>(
         &self,

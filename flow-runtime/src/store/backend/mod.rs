@@ -236,6 +236,11 @@ impl<B> KeyValueStore<B> {
         self
     }
 
+    /// The largest checkpoint, record or step written or read, in bytes.
+    pub(crate) fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend

@@ -43,6 +43,9 @@ pub struct SqlRows<DB: SqlDatabase> {
     pub(crate) limit: u64,
     /// How errors name the database (never a URL, which may hold a password).
     pub(crate) shown: Arc<str>,
+    /// How far the database's clock is ahead of this machine's, in ms (measured when a
+    /// PostgreSQL store connects; 0 for SQLite, on this machine).
+    pub(crate) skew_ms: i64,
     pub(crate) extra: DB::Extra,
 }
 
@@ -54,6 +57,7 @@ impl<DB: SqlDatabase> Clone for SqlRows<DB> {
             sql: Arc::clone(&self.sql),
             limit: self.limit,
             shown: Arc::clone(&self.shown),
+            skew_ms: self.skew_ms,
             extra: self.extra.clone(),
         }
     }
@@ -205,6 +209,18 @@ where
     for<'q> Vec<u8>: Decode<'q, DB> + Type<DB>,
     for<'a> &'a str: ColumnIndex<DB::Row>,
 {
+    /// How far the database's clock is ahead of this machine's, in ms: its clock read once,
+    /// against the middle of this machine's times before and after the read.
+    pub(crate) async fn clock_skew(&self) -> Result<i64, StoreError> {
+        let err = db_error("read the clock of", &self.shown);
+        let before = crate::store::now_ms() as i64;
+        let now = DB::DIALECT.fill("SELECT {NOW} AS now");
+        let row = sqlx::query(&now).fetch_one(&self.pool).await.map_err(&err)?;
+        let after = crate::store::now_ms() as i64;
+        let theirs: i64 = row.try_get("now").map_err(&err)?;
+        Ok(theirs - (before + (after - before) / 2))
+    }
+
     /// A write transaction holding the lock of `name` (SQLite: the database's write lock;
     /// PostgreSQL: an advisory lock on the name), on the lease connections if `leases`.
     pub(crate) async fn begin(
@@ -411,6 +427,12 @@ where
     for<'a> &'a str: ColumnIndex<DB::Row>,
 {
     const KEEPS_DEFERRED: bool = false;
+
+    /// The database's clock, as this machine's corrected by the skew measured on connecting:
+    /// every worker sharing the database measures claims and leases on one clock.
+    fn now_ms(&self) -> u64 {
+        (crate::store::now_ms() as i64).saturating_add(self.skew_ms).max(0) as u64
+    }
 
     async fn view<V: Value, T: Send>(
         &self,

@@ -189,6 +189,7 @@ impl<DB: SqlDatabase> SqlStore<DB> {
             sql: Arc::new(Statements::new(&DB::DIALECT)),
             limit: DEFAULT_MAX_CHECKPOINT_BYTES,
             shown: shown.into(),
+            skew_ms: 0,
             extra,
         }))
     }
@@ -199,6 +200,17 @@ impl<DB: SqlDatabase> SqlStore<DB> {
     pub fn max_checkpoint_bytes(self, limit: u64) -> Self {
         let rows = self.0.backend().with_limit(limit);
         SqlStore(KeyValueStore::over(rows).max_checkpoint_bytes(limit))
+    }
+
+    /// The same store, its rules measuring time on the database's clock: this machine's,
+    /// corrected by `skew_ms`.
+    pub(crate) fn with_skew(self, skew_ms: i64) -> Self {
+        let rows = SqlRows {
+            skew_ms,
+            ..self.rows().clone()
+        };
+        let max = self.0.max_bytes();
+        SqlStore(KeyValueStore::over(rows).max_checkpoint_bytes(max))
     }
 
     /// The store's rows.

@@ -371,3 +371,29 @@ async fn postgres_rows_written_before_the_front_read_back() {
     drop(store);
     rows_written_before_read_back(PostgresStore::connect(&url).await.unwrap()).await;
 }
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_store_measures_leases_on_the_database_clock() {
+    use crate::store::{CheckpointState, CheckpointStore, SaveMode, SqliteStore, StoreError};
+    use std::time::{Duration, SystemTime};
+    let dir = std::env::temp_dir().join(format!("agentflow-clock-{}", crate::ids::unique_token()));
+    let store = SqliteStore::open(dir.join("clock.db")).await.unwrap();
+    // A database whose clock is an hour ahead of this machine's.
+    let ahead = store.clone().with_skew(3_600_000);
+    ahead.save("r", b"x".to_vec(), SaveMode::Create).await.unwrap();
+    ahead.claim("r", Duration::from_secs(60)).await.unwrap();
+    let history = store.history("r").await.unwrap();
+    let CheckpointState::Claimed { lease_until, .. } = history[0].state else {
+        panic!("{history:?}");
+    };
+    let left = lease_until.duration_since(SystemTime::now()).unwrap();
+    assert!(left > Duration::from_secs(3_600), "{left:?}");
+    // On the database's clock the lease has a minute left, whoever asks.
+    let refused = ahead.claim("r", Duration::from_secs(60)).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Claimed { remaining, .. }) if *remaining <= Duration::from_secs(60)),
+        "{refused:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
