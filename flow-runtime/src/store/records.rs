@@ -1,7 +1,7 @@
 //! The state machine of one run's history, applied by the key-value front (so by
 //! [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore) under its lock
-//! files, and every backend of your own under its compare-and-swap). The SQL stores do the
-//! same transitions in SQL.
+//! files, the SQL stores under a row lock, and every backend of your own under its
+//! compare-and-swap).
 
 use std::time::Duration;
 

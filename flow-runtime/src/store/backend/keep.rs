@@ -1,17 +1,23 @@
 //! [`Keep`]: how the front reaches what it keeps. Every rule of the front is written once over
-//! three typed operations (view a value, change it atomically, go through a table); two kinds
-//! of keeper answer them:
+//! three typed operations (view a value, change it atomically, go through a table); these
+//! keepers answer them:
 //!
 //! - any [`KeyValueBackend`]: each value is encoded to bytes ([`Value::encode`]), and a change
 //!   is a read, the change, and a compare-and-swap write, retried when another writer won;
 //! - [`InMemory`](super::InMemory): the values themselves in maps under a lock, changed in
 //!   place (nothing is encoded, and journal steps handed over unencoded stay so until read);
-//! - the [`FileStore`](crate::store::FileStore)'s directory: each value in its files.
+//! - the [`FileStore`](crate::store::FileStore)'s directory: each value in its files;
+//! - the SQL stores' rows (`SqlRows`): each value in its rows, changed in a transaction
+//!   holding its lock.
 //!
 //! A thread's records and a run's journal are logs ([`Log`]): the front appends to them,
 //! reads a window, cuts and removes them with [`Keep`]'s log operations, which a keeper that
-//! writes one entry at a time (the File store: a file per record, a frame per step) answers
-//! without touching the rest of the log; the others get them from `view` and `update`.
+//! writes one entry at a time (the File store: a file per record, a frame per step; the SQL
+//! stores: a row per entry) answers without touching the rest of the log; the others get
+//! them from `view` and `update`. Three more have defaults every keeper may keep: the clock
+//! the rules read (`now_ms`), an append without a sync of its own (`append_unsynced`), and
+//! the listings of runs by their heads (`heads`, which an indexed keeper answers without
+//! reading every run).
 
 use std::collections::HashMap;
 use std::future::Future;

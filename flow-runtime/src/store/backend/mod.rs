@@ -32,10 +32,11 @@
 //! - `keep.rs`: [`Keep`], the typed operations the front's rules are written over (view,
 //!   change atomically, go through a table; and for a [`Log`], append under a
 //!   compare-and-swap on its length, read a window, cut, remove), for any backend (encoded,
-//!   with compare-and-swap), for [`InMemory`] and for the File store's [`FileDir`];
+//!   with compare-and-swap), for [`InMemory`], for the File store's [`FileDir`] and for the
+//!   SQL stores' rows (`SqlRows`);
 //! - `front.rs`: [`Front`], the stores whose contracts are the front's alone (the front itself,
-//!   [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore)): each contract
-//!   is implemented once, for them;
+//!   [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore), the SQL
+//!   stores): each contract is implemented once, for them;
 //! - `memory.rs`: [`InMemory`], values kept as they are, what
 //!   [`InMemoryStore`](super::InMemoryStore) is the front over;
 //! - `checkpoints.rs`, `threads.rs`, `journals.rs`: the front's rules of each contract and the
