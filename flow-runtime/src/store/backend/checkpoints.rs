@@ -37,7 +37,9 @@ pub(crate) enum Head {
     },
     /// Bytes left unread by a keeper that reads within a limit: the head holds `size` bytes,
     /// more than that limit.
-    Unread { size: u64 },
+    Unread {
+        size: u64,
+    },
 }
 
 impl Default for Head {
@@ -284,7 +286,11 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
-        let cutoff = self.front().backend.now_ms().saturating_sub(age.as_millis() as u64);
+        let cutoff = self
+            .front()
+            .backend
+            .now_ms()
+            .saturating_sub(age.as_millis() as u64);
         let finished = self
             .front()
             .backend

@@ -215,7 +215,10 @@ where
         let err = db_error("read the clock of", &self.shown);
         let before = crate::store::now_ms() as i64;
         let now = DB::DIALECT.fill("SELECT {NOW} AS now");
-        let row = sqlx::query(&now).fetch_one(&self.pool).await.map_err(&err)?;
+        let row = sqlx::query(&now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(&err)?;
         let after = crate::store::now_ms() as i64;
         let theirs: i64 = row.try_get("now").map_err(&err)?;
         Ok(theirs - (before + (after - before) / 2))
@@ -339,7 +342,9 @@ where
     ) -> Result<T, E> {
         let err = db_error(operation, id);
         let mut tx = self.begin(id, LEASE_CHANGES.contains(&operation)).await?;
-        let head = sqlx::query(&self.sql.run_head).bind(id).bind(int(self.limit));
+        let head = sqlx::query(&self.sql.run_head)
+            .bind(id)
+            .bind(int(self.limit));
         let rows = head.fetch_all(&mut *tx).await.map_err(&err)?;
         let mut run = self.run(id, &rows)?;
         let before = run.as_ref().and_then(|r| r.records.head().cloned());
@@ -431,7 +436,9 @@ where
     /// The database's clock, as this machine's corrected by the skew measured on connecting:
     /// every worker sharing the database measures claims and leases on one clock.
     fn now_ms(&self) -> u64 {
-        (crate::store::now_ms() as i64).saturating_add(self.skew_ms).max(0) as u64
+        (crate::store::now_ms() as i64)
+            .saturating_add(self.skew_ms)
+            .max(0) as u64
     }
 
     async fn view<V: Value, T: Send>(
@@ -441,7 +448,9 @@ where
     ) -> Result<T, StoreError> {
         match V::TABLE {
             Table::Checkpoints => {
-                let rows = sqlx::query(&self.sql.run_rows).bind(key).bind(int(self.limit));
+                let rows = sqlx::query(&self.sql.run_rows)
+                    .bind(key)
+                    .bind(int(self.limit));
                 let rows = rows.fetch_all(&self.pool).await;
                 let run = self.run(key, &rows.map_err(db_error("read", key))?)?;
                 f(run.as_ref().map(kind))
@@ -458,10 +467,7 @@ where
         mut f: impl FnMut(&mut Option<V>) -> Result<Changed<T>, E> + Send,
     ) -> Result<T, E> {
         match V::TABLE {
-            Table::Checkpoints => {
-                self.update_run(operation, key, |run| f(cast(run)))
-                    .await
-            }
+            Table::Checkpoints => self.update_run(operation, key, |run| f(cast(run))).await,
             Table::ThreadLeases => {
                 self.update_lease(operation, key, |lease| f(cast(lease)))
                     .await
@@ -481,7 +487,9 @@ where
                 self.each_head(&rows.map_err(&err)?, |id, run| f(id, kind(run)))
             }
             Table::ThreadLeases => {
-                let rows = sqlx::query(&self.sql.leases_all).fetch_all(&self.pool).await;
+                let rows = sqlx::query(&self.sql.leases_all)
+                    .fetch_all(&self.pool)
+                    .await;
                 let mut picked = Vec::new();
                 for row in rows.map_err(&err)? {
                     let id: String = row.try_get("thread").map_err(&err)?;

@@ -238,8 +238,10 @@ where
     fn part<L: Log>(&self, key: &str, rows: &[DB::Row]) -> Result<L::Part, StoreError> {
         Ok(match L::TABLE {
             Table::Threads => {
-                let records: Result<Records, StoreError> =
-                    rows.iter().map(|row| self.thread_record(key, row)).collect();
+                let records: Result<Records, StoreError> = rows
+                    .iter()
+                    .map(|row| self.thread_record(key, row))
+                    .collect();
                 same(records?)
             }
             _ => {

@@ -223,8 +223,15 @@ where
 {
     use written_before::*;
     let fill = |s: &str| DB::DIALECT.fill(s);
-    let [insert_sql, claim_sql, end_sql, thread_sql, lease_sql, journal_sql] =
-        [INSERT, CLAIM, END_CLAIM, THREAD_INSERT, LEASE_TAKE, JOURNAL_INSERT].map(fill);
+    let [insert_sql, claim_sql, end_sql, thread_sql, lease_sql, journal_sql] = [
+        INSERT,
+        CLAIM,
+        END_CLAIM,
+        THREAD_INSERT,
+        LEASE_TAKE,
+        JOURNAL_INSERT,
+    ]
+    .map(fill);
     let insert = |id: &'static str, version: i64, parent: Option<i64>, state: &'static str| {
         let bytes: &'static [u8] = match (id, version) {
             ("done", 2) => b"the final session",
@@ -274,14 +281,16 @@ async fn rows_written_before_read_back(
     store: impl crate::store::CheckpointStore + crate::store::ThreadStore + crate::store::JournalStore,
 ) {
     use crate::store::{
-        CheckpointState, CheckpointStore, Completion, StoreError, ThreadError,
-        ThreadStore,
+        CheckpointState, CheckpointStore, Completion, StoreError, ThreadError, ThreadStore,
     };
     use std::time::Duration;
     let get = CheckpointStore::get(&store, "waiting").await.unwrap();
     assert_eq!(get.as_deref(), Some(&b"a waiting session"[..]));
     let done = CheckpointStore::history(&store, "done").await.unwrap();
-    let states: Vec<_> = done.iter().map(|m| (m.version, m.parent, m.state)).collect();
+    let states: Vec<_> = done
+        .iter()
+        .map(|m| (m.version, m.parent, m.state))
+        .collect();
     assert_eq!(
         states,
         [
@@ -303,7 +312,10 @@ async fn rows_written_before_read_back(
         matches!(refused, Err(StoreError::Claimed { attempt: 1, .. })),
         "{refused:?}"
     );
-    let claims = store.claim_pending(5, Duration::from_secs(60)).await.unwrap();
+    let claims = store
+        .claim_pending(5, Duration::from_secs(60))
+        .await
+        .unwrap();
     assert_eq!(claims.len(), 1, "only the waiting run is claimable");
     assert_eq!(
         (claims[0].id.as_str(), claims[0].version, claims[0].attempt),
@@ -316,7 +328,10 @@ async fn rows_written_before_read_back(
         .unwrap();
     assert_eq!(next, 2);
     assert_eq!(store.purge_finished(Duration::ZERO).await.unwrap(), 2);
-    assert!(CheckpointStore::history(&store, "done").await.unwrap().is_empty());
+    assert!(CheckpointStore::history(&store, "done")
+        .await
+        .unwrap()
+        .is_empty());
 
     let head = store.head("talk").await.unwrap().unwrap();
     assert_eq!((head.version, head.turns), (2, 2));
@@ -335,14 +350,23 @@ async fn rows_written_before_read_back(
 
     assert_eq!(store.journal_len("steps").await.unwrap(), 3);
     let steps = store.read_steps("steps", 1).await.unwrap();
-    let read: Vec<_> = steps.iter().map(|s| (s.seq, s.at_ms, &s.bytes[..])).collect();
-    assert_eq!(read, [(1, 1_001, &b"step 1"[..]), (2, 1_002, &b"step 2"[..])]);
+    let read: Vec<_> = steps
+        .iter()
+        .map(|s| (s.seq, s.at_ms, &s.bytes[..]))
+        .collect();
+    assert_eq!(
+        read,
+        [(1, 1_001, &b"step 1"[..]), (2, 1_002, &b"step 2"[..])]
+    );
     let idle = store.idle_journals(1_002).await.unwrap();
     assert_eq!(idle.len(), 1);
     assert_eq!((idle[0].run.as_str(), idle[0].steps), ("steps", 3));
     let step = crate::store::conformance::step("tool", "step 3");
     assert_eq!(store.append_steps("steps", 3, vec![step]).await.unwrap(), 4);
-    assert_eq!(store.read_steps("steps", 3).await.unwrap()[0].bytes, b"step 3");
+    assert_eq!(
+        store.read_steps("steps", 3).await.unwrap()[0].bytes,
+        b"step 3"
+    );
 }
 
 #[cfg(feature = "sqlite")]
@@ -381,7 +405,10 @@ async fn a_store_measures_leases_on_the_database_clock() {
     let store = SqliteStore::open(dir.join("clock.db")).await.unwrap();
     // A database whose clock is an hour ahead of this machine's.
     let ahead = store.clone().with_skew(3_600_000);
-    ahead.save("r", b"x".to_vec(), SaveMode::Create).await.unwrap();
+    ahead
+        .save("r", b"x".to_vec(), SaveMode::Create)
+        .await
+        .unwrap();
     ahead.claim("r", Duration::from_secs(60)).await.unwrap();
     let history = store.history("r").await.unwrap();
     let CheckpointState::Claimed { lease_until, .. } = history[0].state else {
