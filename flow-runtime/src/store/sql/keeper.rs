@@ -73,6 +73,19 @@ pub(crate) const RUN_HEAD: &str = "SELECT version, parent, state, created_ms, en
     lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
     FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1";
 
+/// The head record of run `$1` (as [`RUN_HEAD`]), locked until the transaction ends where
+/// the database locks rows.
+pub(crate) const RUN_HEAD_LOCKED: &str = "SELECT version, parent, state, created_ms, ended_ms,
+    attempt, lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
+    FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1 {FOR_UPDATE}";
+
+/// A claimant's change of the head (`$2` its version) if it still holds the values read
+/// (`$7` to `$9`): a compare-and-swap on the row.
+pub(crate) const RUN_SWAP: &str = "UPDATE agentflow_checkpoints
+    SET state = $3, ended_ms = $4, attempt = $5, lease_until_ms = $6
+    WHERE id = $1 AND version = $2 AND is_head = 1
+      AND state = $7 AND attempt = $8 AND lease_until_ms = $9";
+
 /// The `$1` oldest waiting heads (pending or claimed), with their bytes if at most `$2` bytes:
 /// the waiting rows' partial index, in its order.
 pub(crate) const HEADS_WAITING: &str = "SELECT id, version, parent, state, created_ms, ended_ms,
@@ -121,8 +134,12 @@ pub(crate) const LEASE_WRITE: &str =
 
 pub(crate) const LEASE_DELETE: &str = "DELETE FROM agentflow_thread_leases WHERE thread = $1";
 
-/// The changes a claimant makes: committed on the lease connections.
+/// The changes a claimant makes: each one conditional `UPDATE` of the head row, on the lease
+/// connections.
 const LEASE_CHANGES: [&str; 3] = ["claim", "renew", "release"];
+
+/// How many times a claimant's change is tried when other writers change the head first.
+const MAX_SWAPS: usize = 1_000;
 
 /// A stored state name as a state.
 fn parse_state(name: &str) -> Option<State> {
@@ -333,16 +350,52 @@ where
         Ok(())
     }
 
-    /// Changes run `id` with `f` in a transaction holding its lock.
+    /// Changes run `id` with `f`: a claim, a renewal or a release (which rewrite the head
+    /// alone) as one conditional `UPDATE` of the head row on the values read, retried when
+    /// another writer changed them first; any other change in a transaction holding the
+    /// run's lock, its head row locked (`FOR UPDATE` on PostgreSQL, where a conditional
+    /// `UPDATE` takes no advisory lock).
     async fn update_run<T, E: From<StoreError>>(
         &self,
         operation: &'static str,
         id: &str,
-        f: impl FnOnce(&mut Option<Run>) -> Result<Changed<T>, E>,
+        mut f: impl FnMut(&mut Option<Run>) -> Result<Changed<T>, E>,
     ) -> Result<T, E> {
         let err = db_error(operation, id);
-        let mut tx = self.begin(id, LEASE_CHANGES.contains(&operation)).await?;
-        let head = sqlx::query(&self.sql.run_head)
+        if LEASE_CHANGES.contains(&operation) {
+            for _ in 0..MAX_SWAPS {
+                let head = sqlx::query(&self.sql.run_head).bind(id);
+                let head = head.bind(int(self.limit)).fetch_all(&self.leases).await;
+                let mut run = self.run(id, &head.map_err(&err)?)?;
+                let before = run.as_ref().and_then(|r| r.records.head().cloned());
+                let (answer, changed) = f(&mut run)?;
+                let (Some(old), Some(new)) = (&before, run.as_ref()) else {
+                    return Ok(answer);
+                };
+                let new = match &new.records.records[..] {
+                    [new] if changed => new,
+                    _ => return Ok(answer),
+                };
+                let swap = sqlx::query(&self.sql.run_swap).bind(id).bind(int(new.version));
+                let swap = swap.bind(state_name(new.state)).bind(new.ended_ms.map(int));
+                let swap = swap.bind(int(new.attempt)).bind(int(new.lease_until_ms));
+                let swap = swap.bind(state_name(old.state)).bind(int(old.attempt));
+                let swap = swap.bind(int(old.lease_until_ms));
+                let done = swap.execute(&self.leases).await.map_err(&err)?;
+                if DB::rows_affected(&done) == 1 {
+                    return Ok(answer);
+                }
+            }
+            return Err(StoreError::Other {
+                id: id.to_owned(),
+                message: format!(
+                    "could not {operation}: the run kept changing while it was written; try again"
+                ),
+            }
+            .into());
+        }
+        let mut tx = self.begin(id, false).await?;
+        let head = sqlx::query(&self.sql.run_head_locked)
             .bind(id)
             .bind(int(self.limit));
         let rows = head.fetch_all(&mut *tx).await.map_err(&err)?;

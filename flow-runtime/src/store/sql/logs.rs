@@ -20,6 +20,12 @@ use crate::store::{JournalError, StoreError, StoredStep};
 pub(crate) const THREAD_VERSION: &str = "SELECT COALESCE(MAX(seq) + 1, 0) AS len
     FROM agentflow_thread_records WHERE thread = $1";
 
+/// A thread's last two records (bytes only if at most `$2` bytes), the last first: its length,
+/// and what a read of its head or of its last turn wants, in one statement.
+pub(crate) const THREAD_LAST: &str =
+    "SELECT seq, turn, size, CASE WHEN size <= $2 THEN bytes END AS bytes
+    FROM agentflow_thread_records WHERE thread = $1 ORDER BY seq DESC LIMIT 2";
+
 /// The records `$2 <= seq < $3` (bytes only if at most `$4` bytes).
 pub(crate) const THREAD_WINDOW: &str =
     "SELECT seq, turn, size, CASE WHEN size <= $4 THEN bytes END AS bytes
@@ -217,13 +223,33 @@ where
         key: &str,
         window: impl FnOnce(usize) -> Range<usize>,
     ) -> Result<(usize, L::Part), L::Error> {
-        let len = self.log_len(L::TABLE, key).await?;
-        let window = clamp(window(len), len);
+        let err = db_error("read", key);
+        let (len, window) = if L::TABLE == Table::Threads {
+            // The last two records tell the length, and are the window when it is within them.
+            let last = sqlx::query(&self.sql.thread_last).bind(key);
+            let last = last.bind(int(self.limit)).fetch_all(&self.pool).await;
+            let last = last.map_err(&err)?;
+            let seq = |row: &DB::Row| row.try_get::<i64, _>("seq").map(|s| s as usize);
+            let len = match last.first() {
+                Some(row) => seq(row).map_err(&err)? + 1,
+                None => 0,
+            };
+            let window = clamp(window(len), len);
+            if window.start >= len - last.len() {
+                let mut rows: Vec<_> = last.into_iter().rev().collect();
+                rows.drain(..window.start - (len - rows.len()));
+                rows.truncate(window.len());
+                return Ok((len, self.part::<L>(key, &rows)?));
+            }
+            (len, window)
+        } else {
+            let len = self.log_len(L::TABLE, key).await?;
+            (len, clamp(window(len), len))
+        };
         if window.is_empty() {
             return Ok((len, L::Part::default()));
         }
-        let (table, err) = (L::TABLE, db_error("read", key));
-        let sql = match table {
+        let sql = match L::TABLE {
             Table::Threads => &self.sql.thread_window,
             Table::Journals => &self.sql.journal_window,
             t => return Err(unkept(t, key).into()),

@@ -269,6 +269,8 @@ pub(crate) fn int(n: u64) -> i64 {
 pub(crate) struct Statements {
     pub run_rows: String,
     pub run_head: String,
+    pub run_head_locked: String,
+    pub run_swap: String,
     pub heads_waiting: String,
     pub heads_claimable: String,
     pub heads_finished: String,
@@ -281,6 +283,7 @@ pub(crate) struct Statements {
     pub lease_write: String,
     pub lease_delete: String,
     pub thread_version: String,
+    pub thread_last: String,
     pub thread_window: String,
     pub thread_insert: String,
     pub thread_delete: String,
@@ -302,6 +305,8 @@ impl Statements {
         Statements {
             run_rows: f(RUN_ROWS),
             run_head: f(RUN_HEAD),
+            run_head_locked: f(RUN_HEAD_LOCKED),
+            run_swap: f(RUN_SWAP),
             heads_waiting: f(HEADS_WAITING),
             heads_claimable: f(HEADS_CLAIMABLE),
             heads_finished: f(HEADS_FINISHED),
@@ -314,6 +319,7 @@ impl Statements {
             lease_write: f(LEASE_WRITE),
             lease_delete: f(LEASE_DELETE),
             thread_version: f(THREAD_VERSION),
+            thread_last: f(THREAD_LAST),
             thread_window: f(THREAD_WINDOW),
             thread_insert: f(THREAD_INSERT),
             thread_delete: f(THREAD_DELETE),
