@@ -363,9 +363,11 @@ where
     ) -> Result<T, E> {
         let err = db_error(operation, id);
         if LEASE_CHANGES.contains(&operation) {
+            // One connection for the read and the write (each taken from the pool costs one).
+            let mut db = self.leases.acquire().await.map_err(&err)?;
             for _ in 0..MAX_SWAPS {
                 let head = sqlx::query(&self.sql.run_head).bind(id);
-                let head = head.bind(int(self.limit)).fetch_all(&self.leases).await;
+                let head = head.bind(int(self.limit)).fetch_all(&mut *db).await;
                 let mut run = self.run(id, &head.map_err(&err)?)?;
                 let before = run.as_ref().and_then(|r| r.records.head().cloned());
                 let (answer, changed) = f(&mut run)?;
@@ -381,7 +383,7 @@ where
                 let swap = swap.bind(int(new.attempt)).bind(int(new.lease_until_ms));
                 let swap = swap.bind(state_name(old.state)).bind(int(old.attempt));
                 let swap = swap.bind(int(old.lease_until_ms));
-                let done = swap.execute(&self.leases).await.map_err(&err)?;
+                let done = swap.execute(&mut *db).await.map_err(&err)?;
                 if DB::rows_affected(&done) == 1 {
                     return Ok(answer);
                 }
