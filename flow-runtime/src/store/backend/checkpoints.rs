@@ -242,47 +242,34 @@ impl<F: Front> CheckpointStore for F {
     async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
         let now = self.front().backend.now_ms();
         let max = self.front().max_bytes;
-        // The claimable heads, oldest first; then each claimed in turn (one another worker
-        // took meanwhile is passed over).
+        // The claimable heads, oldest first, each claimed in turn (one another worker took
+        // meanwhile is passed over).
         let claimable = Heads::Claimable { now_ms: now, max };
-        let mut claimable = self
-            .front()
-            .backend
-            .heads(claimable, limit, |id, run: &Run| {
-                let head = run.records.claimable_head(now).filter(|h| h.size <= max);
-                Ok(head.map(|h| (h.created_ms, id.to_owned())))
-            })
-            .await?;
-        claimable.sort();
-        let mut claims = Vec::new();
-        for (_, id) in claimable {
-            if claims.len() == limit {
-                break;
-            }
-            let claim = self
-                .front()
-                .backend
-                .update("claim", &id, |run: &mut Option<Run>| {
-                    let Some(run) = run.as_mut() else {
-                        return Ok((None, false));
-                    };
-                    let claimed = run.records.claim_listed(&id, now, lease, max)?;
-                    let claim = match claimed {
-                        Some((version, attempt)) => Some(Claim {
-                            id: id.clone(),
-                            version,
-                            attempt,
-                            bytes: run.head.present(&id, max)?,
-                        }),
-                        None => None,
-                    };
-                    let changed = claim.is_some();
-                    Ok::<_, StoreError>((claim, changed))
-                })
-                .await?;
-            claims.extend(claim);
-        }
-        Ok(claims)
+        let pick = |id: &str, run: &Run| {
+            let head = run.records.claimable_head(now).filter(|h| h.size <= max);
+            Ok(head.map(|h| (h.created_ms, id.to_owned())))
+        };
+        let claim = |id: &str, run: &mut Option<Run>| {
+            let Some(run) = run.as_mut() else {
+                return Ok((None, false));
+            };
+            let claimed = run.records.claim_listed(id, now, lease, max)?;
+            let claim = match claimed {
+                Some((version, attempt)) => Some(Claim {
+                    id: id.to_owned(),
+                    version,
+                    attempt,
+                    bytes: run.head.present(id, max)?,
+                }),
+                None => None,
+            };
+            let changed = claim.is_some();
+            Ok((claim, changed))
+        };
+        let backend = &self.front().backend;
+        backend
+            .update_heads("claim", claimable, limit, pick, claim)
+            .await
     }
 
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {

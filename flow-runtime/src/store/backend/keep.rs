@@ -207,6 +207,23 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         self.each(f)
     }
 
+    /// Changes with `change` the runs a listing of `heads` wants, the oldest first (by what
+    /// `pick` says of each: `None` for one it does not want), until `limit` of them changed;
+    /// what `change` made of each one it changed. Each change is atomic; a run another writer
+    /// changed meanwhile is seen as it is now (`change` passes it over), and a keeper that
+    /// locks rows passes over those another batch holds (PostgreSQL: `SKIP LOCKED`), so
+    /// concurrent batches are disjoint.
+    fn update_heads<V: Value, K: Ord + Send, T: Send>(
+        &self,
+        operation: &'static str,
+        heads: Heads,
+        limit: usize,
+        pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
+        change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError> + Send,
+    ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send {
+        update_each(self, operation, heads, limit, pick, change)
+    }
+
     /// How many entries the log under `key` holds, and the entries of the window `window`
     /// picks from that number (clamped to it), as one consistent read.
     fn read<L: Log>(
@@ -264,6 +281,32 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
             Ok(logs.await?)
         }
     }
+}
+
+/// [`Keep::update_heads`] over [`Keep::heads`] and [`Keep::update`]: the runs listed, sorted
+/// by `pick`, then each changed in turn.
+pub(crate) async fn update_each<S: Keep + ?Sized, V: Value, K: Ord + Send, T: Send>(
+    keep: &S,
+    operation: &'static str,
+    heads: Heads,
+    limit: usize,
+    mut pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
+    mut change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError> + Send,
+) -> Result<Vec<T>, StoreError> {
+    let listed = keep.heads(heads, limit, |key, value: &V| {
+        Ok(pick(key, value)?.map(|k| (k, key.to_owned())))
+    });
+    let mut listed = listed.await?;
+    listed.sort();
+    let mut changed = Vec::new();
+    for (_, key) in listed {
+        if changed.len() == limit {
+            break;
+        }
+        let one = keep.update(operation, &key, |value| change(&key, value));
+        changed.extend(one.await?);
+    }
+    Ok(changed)
 }
 
 /// A backend's error as the front reports it: a seal that does not open

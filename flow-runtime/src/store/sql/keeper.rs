@@ -25,7 +25,9 @@ use std::sync::Arc;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Transaction, Type};
 
 use super::{db_error, int, write_tx, Lock, SqlDatabase, Statements};
-use crate::store::backend::{Changed, Head, Heads, Keep, Lease, Listed, Log, Run, Table, Value};
+use crate::store::backend::{
+    update_each, Changed, Head, Heads, Keep, Lease, Listed, Log, Run, Table, Value,
+};
 use crate::store::records::{Record, Records, State};
 use crate::store::StoreError;
 
@@ -100,6 +102,15 @@ pub(crate) const HEADS_CLAIMABLE: &str = "SELECT id, version, parent, state, cre
     FROM agentflow_checkpoints WHERE is_head = 1 AND state IN ('pending', 'claimed')
       AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
     ORDER BY created_ms, id LIMIT $1";
+
+/// [`HEADS_CLAIMABLE`] with the bytes of each head, its rows locked until the transaction
+/// ends; rows another transaction locked are passed over (PostgreSQL: `SKIP LOCKED`; SQLite's
+/// transaction holds the file's write lock).
+pub(crate) const HEADS_CLAIM: &str = "SELECT id, version, parent, state, created_ms,
+    ended_ms, attempt, lease_until_ms, size, bytes
+    FROM agentflow_checkpoints WHERE is_head = 1 AND state IN ('pending', 'claimed')
+      AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
+    ORDER BY created_ms, id LIMIT $1 {SKIP_LOCKED}";
 
 /// The heads finished at or before `$1` (the finished rows' partial index).
 pub(crate) const HEADS_FINISHED: &str = "SELECT id, version, parent, state, created_ms,
@@ -583,6 +594,46 @@ where
         let rows = query.fetch_all(&self.pool).await;
         let rows = rows.map_err(db_error("list", "runs"))?;
         self.each_head(&rows, |id, run| f(id, kind(run)))
+    }
+
+    /// The claimable heads in one transaction on the lease connections: read (and locked)
+    /// with one statement, each changed by the front's rule and written back.
+    async fn update_heads<V: Value, K: Ord + Send, T: Send>(
+        &self,
+        operation: &'static str,
+        heads: Heads,
+        limit: usize,
+        pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
+        mut change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError>
+            + Send,
+    ) -> Result<Vec<T>, StoreError> {
+        let Heads::Claimable { now_ms, max } = heads else {
+            return update_each(self, operation, heads, limit, pick, change).await;
+        };
+        if V::TABLE != Table::Checkpoints || limit == 0 {
+            return update_each(self, operation, heads, limit, pick, change).await;
+        }
+        let err = db_error(operation, "runs");
+        let mut tx = write_tx(&self.leases, &[]).await.map_err(&err)?;
+        let listed = sqlx::query(&self.sql.heads_claim).bind(int(limit as u64));
+        let listed = listed.bind(int(max)).bind(int(now_ms));
+        let rows = listed.fetch_all(&mut *tx).await.map_err(&err)?;
+        let mut changed = Vec::new();
+        for row in &rows {
+            let id: String = row.try_get("id").map_err(&err)?;
+            let mut run = self.run(&id, std::slice::from_ref(row))?;
+            let (picked, wrote) = change(&id, cast(&mut run))?;
+            if let (true, Some(head)) = (wrote, run.as_ref().and_then(|r| r.records.head())) {
+                let update = sqlx::query(&self.sql.run_update).bind(&id[..]);
+                let update = update.bind(int(head.version)).bind(state_name(head.state));
+                let update = update.bind(head.ended_ms.map(int)).bind(int(head.attempt));
+                let update = update.bind(int(head.lease_until_ms)).bind(1_i64);
+                update.execute(&mut *tx).await.map_err(&err)?;
+            }
+            changed.extend(picked);
+        }
+        tx.commit().await.map_err(&err)?;
+        Ok(changed)
     }
 
     async fn append<L: Log>(
