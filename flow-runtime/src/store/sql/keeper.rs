@@ -303,7 +303,7 @@ where
             };
             records.push(record);
         }
-        Ok((!records.is_empty()).then(|| Run {
+        Ok((!records.is_empty()).then_some(Run {
             records: Records { records },
             head,
         }))
