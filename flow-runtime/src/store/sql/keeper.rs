@@ -389,7 +389,9 @@ where
                     [new] if changed => new,
                     _ => return Ok(answer),
                 };
-                let swap = sqlx::query(&self.sql.run_swap).bind(id).bind(int(new.version));
+                let swap = sqlx::query(&self.sql.run_swap)
+                    .bind(id)
+                    .bind(int(new.version));
                 let swap = swap.bind(state_name(new.state)).bind(new.ended_ms.map(int));
                 let swap = swap.bind(int(new.attempt)).bind(int(new.lease_until_ms));
                 let swap = swap.bind(state_name(old.state)).bind(int(old.attempt));
@@ -604,8 +606,7 @@ where
         heads: Heads,
         limit: usize,
         pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
-        mut change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError>
-            + Send,
+        mut change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError> + Send,
     ) -> Result<Vec<T>, StoreError> {
         let Heads::Claimable { now_ms, max } = heads else {
             return update_each(self, operation, heads, limit, pick, change).await;
