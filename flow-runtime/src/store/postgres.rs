@@ -50,6 +50,7 @@ impl SqlDatabase for Postgres {
         blob: "BYTEA",
         for_update: "FOR UPDATE",
         begin: "BEGIN",
+        swap_append_in_one: true,
         lock: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))"),
         lock_key: Some("SELECT pg_advisory_xact_lock($1)"),
         queue_seq: "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",

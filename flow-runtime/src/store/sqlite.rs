@@ -69,6 +69,7 @@ impl SqlDatabase for Sqlite {
         blob: "BLOB",
         for_update: "",
         begin: "BEGIN IMMEDIATE",
+        swap_append_in_one: false,
         lock: None,
         lock_key: None,
         queue_seq: "seq INTEGER PRIMARY KEY AUTOINCREMENT",

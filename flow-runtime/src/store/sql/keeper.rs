@@ -88,6 +88,20 @@ pub(crate) const RUN_SWAP: &str = "UPDATE agentflow_checkpoints
     WHERE id = $1 AND version = $2 AND is_head = 1
       AND state = $7 AND attempt = $8 AND lease_until_ms = $9";
 
+/// A change that adds a record, in one statement where the database runs data-modifying
+/// `WITH` (PostgreSQL): the head (`$2` its version) rewritten and retired if it still holds
+/// the values read (`$7` to `$9`), and the new head inserted (`$10` on) only then; no row
+/// written means another writer was first.
+pub(crate) const RUN_SWAP_APPEND: &str = "WITH swapped AS (
+        UPDATE agentflow_checkpoints
+        SET state = $3, ended_ms = $4, attempt = $5, lease_until_ms = $6, is_head = 0
+        WHERE id = $1 AND version = $2 AND is_head = 1
+          AND state = $7 AND attempt = $8 AND lease_until_ms = $9
+        RETURNING version)
+    INSERT INTO agentflow_checkpoints
+    (id, version, parent, state, created_ms, ended_ms, attempt, lease_until_ms, size, is_head, bytes)
+    SELECT $1, $10, $11, $12, $13, $14, $15, $16, $17, 1, $18 FROM swapped";
+
 /// The `$1` oldest waiting heads (pending or claimed), with their bytes if at most `$2` bytes:
 /// the waiting rows' partial index, in its order.
 pub(crate) const HEADS_WAITING: &str = "SELECT id, version, parent, state, created_ms, ended_ms,
@@ -409,6 +423,11 @@ where
             }
             .into());
         }
+        if let Some(swap_append) = &self.sql.run_swap_append {
+            if let Some(answer) = self.swap_append(swap_append, operation, id, &mut f).await? {
+                return Ok(answer);
+            }
+        }
         let mut tx = self.begin(id, false).await?;
         let head = sqlx::query(&self.sql.run_head_locked)
             .bind(id)
@@ -422,6 +441,75 @@ where
             tx.commit().await.map_err(&err)?;
         }
         Ok(answer)
+    }
+
+    /// A change that adds a record after the head, where the database runs it in one
+    /// statement (`RUN_SWAP_APPEND`, PostgreSQL): the head read (without its bytes), the
+    /// front's rule, then the head rewritten if it still holds the values read and the new
+    /// record inserted, at once (or the first record inserted, the key refusing a second);
+    /// tried again when another writer was first. `None`: the change is of another shape
+    /// (a removal), for the locked transaction.
+    async fn swap_append<T, E: From<StoreError>>(
+        &self,
+        swap_append: &str,
+        operation: &'static str,
+        id: &str,
+        f: &mut impl FnMut(&mut Option<Run>) -> Result<Changed<T>, E>,
+    ) -> Result<Option<T>, E> {
+        let err = db_error(operation, id);
+        for _ in 0..MAX_SWAPS {
+            let head = sqlx::query(&self.sql.run_head).bind(id).bind(0_i64);
+            let head = head.fetch_all(&self.pool).await.map_err(&err)?;
+            let mut run = self.run(id, &head)?;
+            let before = run.as_ref().and_then(|r| r.records.head().cloned());
+            let (answer, changed) = f(&mut run)?;
+            if !changed {
+                return Ok(Some(answer));
+            }
+            let Some((new, Head::Bytes(bytes))) = run.as_ref().and_then(|r| {
+                let records = &r.records.records;
+                let kept = usize::from(before.is_some());
+                (records.len() == kept + 1).then(|| (records, r.head.clone()))
+            }) else {
+                return Ok(None);
+            };
+            let child = &new[new.len() - 1];
+            let (query, old) = match (&before, new.first()) {
+                (Some(old), Some(head)) => {
+                    let swap = sqlx::query(swap_append).bind(id).bind(int(head.version));
+                    let swap = swap
+                        .bind(state_name(head.state))
+                        .bind(head.ended_ms.map(int));
+                    let swap = swap.bind(int(head.attempt)).bind(int(head.lease_until_ms));
+                    let swap = swap.bind(state_name(old.state)).bind(int(old.attempt));
+                    (swap.bind(int(old.lease_until_ms)), true)
+                }
+                _ => (sqlx::query(&self.sql.run_insert).bind(id), false),
+            };
+            let insert = query.bind(int(child.version)).bind(child.parent.map(int));
+            let insert = insert
+                .bind(state_name(child.state))
+                .bind(int(child.created_ms));
+            let insert = insert
+                .bind(child.ended_ms.map(int))
+                .bind(int(child.attempt));
+            let insert = insert.bind(int(child.lease_until_ms)).bind(int(child.size));
+            match insert.bind(&bytes[..]).execute(&self.pool).await {
+                Ok(done) if DB::rows_affected(&done) == 1 => return Ok(Some(answer)),
+                // The head changed since it was read: read it again.
+                Ok(_) if old => {}
+                Ok(_) => return Err(StoreError::from(corrupt(id, "no row after an insert")).into()),
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {}
+                Err(e) => return Err(StoreError::from(err(e)).into()),
+            }
+        }
+        Err(StoreError::Other {
+            id: id.to_owned(),
+            message: format!(
+                "could not {operation}: the run kept changing while it was written; try again"
+            ),
+        }
+        .into())
     }
 
     /// The turn lease on thread `id`, if any, read in `db`.

@@ -68,6 +68,9 @@ pub struct Dialect {
     pub(crate) int: &'static str,
     /// The schema's byte string column type.
     pub(crate) blob: &'static str,
+    /// Whether a change that adds a record is one statement (`RUN_SWAP_APPEND`: data-modifying
+    /// `WITH`).
+    pub(crate) swap_append_in_one: bool,
     /// The statement that opens a write transaction.
     pub(crate) begin: &'static str,
     /// Takes a named lock for the transaction (`$1` the name, `$2` a seed), if the database
@@ -271,6 +274,8 @@ pub(crate) struct Statements {
     pub run_head: String,
     pub run_head_locked: String,
     pub run_swap: String,
+    /// A change that adds a record in one statement, where the dialect runs one.
+    pub run_swap_append: Option<String>,
     pub heads_waiting: String,
     pub heads_claimable: String,
     pub heads_claim: String,
@@ -308,6 +313,7 @@ impl Statements {
             run_head: f(RUN_HEAD),
             run_head_locked: f(RUN_HEAD_LOCKED),
             run_swap: f(RUN_SWAP),
+            run_swap_append: dialect.swap_append_in_one.then(|| f(RUN_SWAP_APPEND)),
             heads_waiting: f(HEADS_WAITING),
             heads_claimable: f(HEADS_CLAIMABLE),
             heads_claim: f(HEADS_CLAIM),
