@@ -498,9 +498,9 @@ where
                 Ok(done) if DB::rows_affected(&done) == 1 => return Ok(Some(answer)),
                 // The head changed since it was read: read it again.
                 Ok(_) if old => {}
-                Ok(_) => return Err(StoreError::from(corrupt(id, "no row after an insert")).into()),
+                Ok(_) => return Err(corrupt(id, "no row after an insert").into()),
                 Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {}
-                Err(e) => return Err(StoreError::from(err(e)).into()),
+                Err(e) => return Err(err(e).into()),
             }
         }
         Err(StoreError::Other {
