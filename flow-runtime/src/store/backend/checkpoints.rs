@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use super::keep::{Heads, Keep, Value};
 use super::Front;
 use super::{corrupt, lost, pack, unpack, InMemory, Table};
-use crate::store::records::{check_size, Records};
+use crate::store::records::{check_size, HeadIs, HeadSwap, Records};
 use crate::store::rules::checkpoint_write;
 use crate::store::{
     from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
@@ -82,6 +82,32 @@ impl Head {
     }
 }
 
+impl Run {
+    /// Applies `swap` to run `id`'s head if it is as the swap says: the claim the head is under
+    /// after it (its bytes when the swap claims it), or `None` and nothing changed.
+    pub(crate) fn swap(&mut self, id: &str, swap: &HeadSwap) -> Result<Option<Claim>, StoreError> {
+        if !self.records.head().is_some_and(|h| swap.is.holds(h)) {
+            return Ok(None);
+        }
+        let bytes = match swap.is {
+            HeadIs::Claimable { max, .. } => self.head.present(id, max)?,
+            HeadIs::Held { .. } => Vec::new(),
+        };
+        let Some((version, attempt)) = self.records.swap(swap) else {
+            return Ok(None);
+        };
+        if let Some((_, child)) = &swap.child {
+            self.head = Head::Bytes(Arc::clone(child));
+        }
+        Ok(Some(Claim {
+            id: id.to_owned(),
+            version,
+            attempt,
+            bytes,
+        }))
+    }
+}
+
 impl Value for Run {
     const TABLE: Table = Table::Checkpoints;
 
@@ -139,50 +165,44 @@ impl<F: Front> CheckpointStore for F {
 
     async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
         validate_id(id)?;
-        let max = self.front().max_bytes;
-        let keep = &*self.front().backend;
-        self.front()
-            .backend
-            .update("claim", id, |run: &mut Option<Run>| {
-                let Some(run) = run.as_mut() else {
-                    return Err(StoreError::NotFound { id: id.to_owned() });
-                };
-                let (version, attempt) = run.records.claim_within(id, keep.now_ms(), lease, max)?;
-                let bytes = run.head.present(id, max)?;
-                Ok((
-                    Claim {
-                        id: id.to_owned(),
-                        version,
-                        attempt,
-                        bytes,
-                    },
-                    true,
-                ))
+        let (keep, max) = (&*self.front().backend, self.front().max_bytes);
+        // A claim refused is looked into; if the head changed meanwhile (a claim released,
+        // a lease run out), it is tried again.
+        for _ in 0..8 {
+            let now = keep.now_ms();
+            let swap = HeadSwap::claim(now, lease, max);
+            if let Some(claim) = keep.swap_head("claim", id, &swap).await? {
+                return Ok(claim);
+            }
+            keep.view(id, |run: Option<&Run>| match run {
+                Some(run) => run.records.refuse_claim(id, now, max),
+                None => Err(StoreError::NotFound { id: id.to_owned() }),
             })
-            .await
+            .await?;
+        }
+        Err(StoreError::Other {
+            id: id.to_owned(),
+            message: "the checkpoint kept changing while it was claimed; try again".into(),
+        })
     }
 
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
         let keep = &*self.front().backend;
-        self.front()
-            .backend
-            .update("renew", &claim.id, |run: &mut Option<Run>| {
-                let run = run.as_mut().ok_or_else(|| lost(claim))?;
-                run.records.renew(claim, keep.now_ms(), lease)?;
-                Ok(((), true))
-            })
-            .await
+        let swap = HeadSwap::renew(claim, keep.now_ms(), lease);
+        match keep.swap_head("renew", &claim.id, &swap).await? {
+            Some(_) => Ok(()),
+            None => Err(lost(claim)),
+        }
     }
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        // A claim no longer held changes nothing.
+        let swap = HeadSwap::release(claim);
         self.front()
             .backend
-            .update("release", &claim.id, |run: &mut Option<Run>| {
-                // A claim no longer held changes nothing.
-                let released = run.as_mut().is_some_and(|r| r.records.release(claim));
-                Ok(((), released))
-            })
-            .await
+            .swap_head("release", &claim.id, &swap)
+            .await?;
+        Ok(())
     }
 
     async fn complete(&self, claim: &Claim, completion: Completion) -> Result<u64, StoreError> {
@@ -191,17 +211,12 @@ impl<F: Front> CheckpointStore for F {
             Completion::Interrupted(b) => (false, b),
         };
         checkpoint_write(&claim.id, bytes.len(), self.front().max_bytes)?;
-        let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
         let keep = &*self.front().backend;
-        self.front()
-            .backend
-            .update("complete", &claim.id, |run: &mut Option<Run>| {
-                let run = run.as_mut().ok_or_else(|| lost(claim))?;
-                let version = run.records.complete(claim, finished, keep.now_ms(), size)?;
-                run.head = Head::Bytes(Arc::clone(&bytes));
-                Ok((version, true))
-            })
-            .await
+        let swap = HeadSwap::complete(claim, finished, keep.now_ms(), Arc::new(bytes));
+        match keep.swap_head("complete", &claim.id, &swap).await? {
+            Some(_) => Ok(claim.version + 1),
+            None => Err(lost(claim)),
+        }
     }
 
     async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
@@ -240,36 +255,12 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
-        let now = self.front().backend.now_ms();
-        let max = self.front().max_bytes;
-        // The claimable heads, oldest first, each claimed in turn (one another worker took
-        // meanwhile is passed over).
-        let claimable = Heads::Claimable { now_ms: now, max };
-        let pick = |id: &str, run: &Run| {
-            let head = run.records.claimable_head(now).filter(|h| h.size <= max);
-            Ok(head.map(|h| (h.created_ms, id.to_owned())))
-        };
-        let claim = |id: &str, run: &mut Option<Run>| {
-            let Some(run) = run.as_mut() else {
-                return Ok((None, false));
-            };
-            let claimed = run.records.claim_listed(id, now, lease, max)?;
-            let claim = match claimed {
-                Some((version, attempt)) => Some(Claim {
-                    id: id.to_owned(),
-                    version,
-                    attempt,
-                    bytes: run.head.present(id, max)?,
-                }),
-                None => None,
-            };
-            let changed = claim.is_some();
-            Ok((claim, changed))
-        };
-        let backend = &self.front().backend;
-        backend
-            .update_heads("claim", claimable, limit, pick, claim)
-            .await
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keep = &*self.front().backend;
+        let swap = HeadSwap::claim(keep.now_ms(), lease, self.front().max_bytes);
+        keep.swap_heads("claim", &swap, limit).await
     }
 
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {

@@ -14,18 +14,21 @@
 //! reads a window, cuts and removes them with [`Keep`]'s log operations, which a keeper that
 //! writes one entry at a time (the File store: a file per record, a frame per step; the SQL
 //! stores: a row per entry) answers without touching the rest of the log; the others get
-//! them from `view` and `update`. Three more have defaults every keeper may keep: the clock
-//! the rules read (`now_ms`), an append without a sync of its own (`append_unsynced`), and
-//! the listings of runs by their heads (`heads`, which an indexed keeper answers without
-//! reading every run).
+//! them from `view` and `update`. More have defaults every keeper may keep: the clock the
+//! rules read (`now_ms`), an append without a sync of its own (`append_unsynced`), the
+//! listings of runs by their heads (`heads`, which an indexed keeper answers without reading
+//! every run), and the changes of a run's head the rules decide without reading it (a claim,
+//! a renewal, a release, a completion: `swap_head`, `swap_heads`, which a SQL keeper writes
+//! as one conditional statement).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use super::{BackendError, Entry, KeyValueBackend, Table};
-use crate::store::StoreError;
+use super::{BackendError, Entry, KeyValueBackend, Run, Table};
+use crate::store::records::{HeadIs, HeadSwap};
+use crate::store::{Claim, StoreError};
 
 /// How many times a change whose compare-and-swap lost to another writer is tried before the
 /// contention is reported.
@@ -207,21 +210,58 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         self.each(f)
     }
 
-    /// Changes with `change` the runs a listing of `heads` wants, the oldest first (by what
-    /// `pick` says of each: `None` for one it does not want), until `limit` of them changed;
-    /// what `change` made of each one it changed. Each change is atomic; a run another writer
-    /// changed meanwhile is seen as it is now (`change` passes it over), and a keeper that
-    /// locks rows passes over those another batch holds (PostgreSQL: `SKIP LOCKED`), so
-    /// concurrent batches are disjoint.
-    fn update_heads<V: Value, K: Ord + Send, T: Send>(
+    /// Applies `swap` (a change the rules decided without reading the run) to the head of run
+    /// `id` if it still is as the swap says: the claim the head is under after it (with the
+    /// head's bytes when the swap claims it; empty for a claim already held), or `None` and
+    /// nothing written. The SQL stores write it without reading the run first (one
+    /// conditional `UPDATE`, and the insert of the record it adds); the others through
+    /// [`update`](Keep::update).
+    fn swap_head(
         &self,
         operation: &'static str,
-        heads: Heads,
+        id: &str,
+        swap: &HeadSwap,
+    ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
+        self.update(operation, id, move |run: &mut Option<Run>| {
+            let swapped = match run.as_mut() {
+                Some(run) => run.swap(id, swap)?,
+                None => None,
+            };
+            let changed = swapped.is_some();
+            Ok((swapped, changed))
+        })
+    }
+
+    /// Applies `swap` to up to `limit` runs whose head it applies to, the oldest heads first
+    /// (a batch claim); the claims. Each head is swapped once among concurrent batches (a
+    /// keeper that locks rows passes over those another batch holds: PostgreSQL's
+    /// `SKIP LOCKED`).
+    fn swap_heads(
+        &self,
+        operation: &'static str,
+        swap: &HeadSwap,
         limit: usize,
-        pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
-        change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError> + Send,
-    ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send {
-        update_each(self, operation, heads, limit, pick, change)
+    ) -> impl Future<Output = Result<Vec<Claim>, StoreError>> + Send {
+        async move {
+            let listing = match swap.is {
+                HeadIs::Claimable { now_ms, max } => Heads::Claimable { now_ms, max },
+                HeadIs::Held { .. } => Heads::Waiting,
+            };
+            let listed = self.heads(listing, limit, |id, run: &Run| {
+                let head = run.records.head().filter(|h| swap.is.holds(h));
+                Ok(head.map(|h| (h.created_ms, id.to_owned())))
+            });
+            let mut listed = listed.await?;
+            listed.sort();
+            let mut claims = Vec::new();
+            for (_, id) in listed {
+                if claims.len() == limit {
+                    break;
+                }
+                claims.extend(self.swap_head(operation, &id, swap).await?);
+            }
+            Ok(claims)
+        }
     }
 
     /// How many entries the log under `key` holds, and the entries of the window `window`
@@ -281,32 +321,6 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
             Ok(logs.await?)
         }
     }
-}
-
-/// [`Keep::update_heads`] over [`Keep::heads`] and [`Keep::update`]: the runs listed, sorted
-/// by `pick`, then each changed in turn.
-pub(crate) async fn update_each<S: Keep + ?Sized, V: Value, K: Ord + Send, T: Send>(
-    keep: &S,
-    operation: &'static str,
-    heads: Heads,
-    limit: usize,
-    mut pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
-    mut change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError> + Send,
-) -> Result<Vec<T>, StoreError> {
-    let listed = keep.heads(heads, limit, |key, value: &V| {
-        Ok(pick(key, value)?.map(|k| (k, key.to_owned())))
-    });
-    let mut listed = listed.await?;
-    listed.sort();
-    let mut changed = Vec::new();
-    for (_, key) in listed {
-        if changed.len() == limit {
-            break;
-        }
-        let one = keep.update(operation, &key, |value| change(&key, value));
-        changed.extend(one.await?);
-    }
-    Ok(changed)
 }
 
 /// A backend's error as the front reports it: a seal that does not open

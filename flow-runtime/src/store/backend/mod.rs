@@ -65,7 +65,7 @@ pub use super::sql::SqlRows;
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
 pub(crate) use checkpoints::{Head, Run};
 pub use front::Front;
-pub(crate) use keep::{clamp, update_each};
+pub(crate) use keep::clamp;
 pub use keep::{Changed, Heads, Keep, Listed, Log, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;

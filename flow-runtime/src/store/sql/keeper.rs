@@ -24,12 +24,13 @@ use std::sync::Arc;
 
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Transaction, Type};
 
+/// A statement of `DB` with its arguments.
+type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
+
 use super::{db_error, int, write_tx, Lock, SqlDatabase, Statements};
-use crate::store::backend::{
-    update_each, Changed, Head, Heads, Keep, Lease, Listed, Log, Run, Table, Value,
-};
-use crate::store::records::{Record, Records, State};
-use crate::store::StoreError;
+use crate::store::backend::{Changed, Head, Heads, Keep, Lease, Listed, Log, Run, Table, Value};
+use crate::store::records::{HeadIs, HeadSwap, Record, Records, State};
+use crate::store::{Claim, StoreError};
 
 /// Where a SQL store keeps its data: its connections, statements and read limit. The front's
 /// keeper for [`SqlStore`](super::SqlStore); not for use on its own.
@@ -81,12 +82,50 @@ pub(crate) const RUN_HEAD_LOCKED: &str = "SELECT version, parent, state, created
     attempt, lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
     FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1 {FOR_UPDATE}";
 
-/// A claimant's change of the head (`$2` its version) if it still holds the values read
-/// (`$7` to `$9`): a compare-and-swap on the row.
-pub(crate) const RUN_SWAP: &str = "UPDATE agentflow_checkpoints
-    SET state = $3, ended_ms = $4, attempt = $5, lease_until_ms = $6
-    WHERE id = $1 AND version = $2 AND is_head = 1
-      AND state = $7 AND attempt = $8 AND lease_until_ms = $9";
+/// A claim ([`HeadSwap`], `$4` on: the state, the end and lease end where not null, the
+/// attempt counted on by `$7`, whether it stays the head) of run `$1`'s head if a claim at
+/// `$3` takes it and it holds at most `$2` bytes; the head's version, attempt and bytes after.
+pub(crate) const HEAD_CLAIM: &str = "UPDATE agentflow_checkpoints
+    SET state = $4, ended_ms = COALESCE($5, ended_ms), lease_until_ms = COALESCE($6, lease_until_ms),
+        attempt = attempt + $7, is_head = $8
+    WHERE id = $1 AND is_head = 1 AND size <= $2
+      AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= $3))
+    RETURNING version, attempt, bytes";
+
+/// A change of run `$1`'s head (set as in [`HEAD_CLAIM`]) if claim `($2, $3)` holds it.
+pub(crate) const HEAD_HELD: &str = "UPDATE agentflow_checkpoints
+    SET state = $4, ended_ms = COALESCE($5, ended_ms), lease_until_ms = COALESCE($6, lease_until_ms),
+        attempt = attempt + $7, is_head = $8
+    WHERE id = $1 AND is_head = 1 AND version = $2 AND attempt = $3 AND state = 'claimed'";
+
+/// [`HEAD_HELD`] and the record it adds (`$9` on) inserted only if it matched, in one
+/// statement where the database runs data-modifying `WITH` (PostgreSQL).
+pub(crate) const HEAD_HELD_APPEND: &str = "WITH swapped AS (
+        UPDATE agentflow_checkpoints
+        SET state = $4, ended_ms = COALESCE($5, ended_ms),
+            lease_until_ms = COALESCE($6, lease_until_ms), attempt = attempt + $7, is_head = $8
+        WHERE id = $1 AND is_head = 1 AND version = $2 AND attempt = $3 AND state = 'claimed'
+        RETURNING version)
+    INSERT INTO agentflow_checkpoints
+    (id, version, parent, state, created_ms, ended_ms, attempt, lease_until_ms, size, is_head, bytes)
+    SELECT $1, $9, $10, $11, $12, $13, $14, $15, $16, 1, $17 FROM swapped";
+
+/// A batch claim (set as in [`HEAD_CLAIM`]) of the `$1` oldest heads a claim at `$3` takes,
+/// of at most `$2` bytes, in one statement: the waiting rows' partial index read in order
+/// (its `WHERE` repeated so both databases use it), rows another batch is claiming passed
+/// over (PostgreSQL: `SKIP LOCKED`; SQLite's statement holds the write lock); each claimed
+/// head's id, version, attempt and bytes.
+pub(crate) const HEADS_CLAIM: &str = "WITH picked AS (
+        SELECT id, version FROM agentflow_checkpoints
+        WHERE is_head = 1 AND state IN ('pending', 'claimed')
+          AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
+        ORDER BY created_ms, id LIMIT $1 {SKIP_LOCKED})
+    UPDATE agentflow_checkpoints
+    SET state = $4, ended_ms = COALESCE($5, ended_ms), lease_until_ms = COALESCE($6, lease_until_ms),
+        attempt = attempt + $7, is_head = $8
+    WHERE is_head = 1 AND (id, version) IN (SELECT id, version FROM picked)
+      AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= $3))
+    RETURNING id, version, attempt, bytes";
 
 /// A change that adds a record, in one statement where the database runs data-modifying
 /// `WITH` (PostgreSQL): the head (`$2` its version) rewritten and retired if it still holds
@@ -116,15 +155,6 @@ pub(crate) const HEADS_CLAIMABLE: &str = "SELECT id, version, parent, state, cre
     FROM agentflow_checkpoints WHERE is_head = 1 AND state IN ('pending', 'claimed')
       AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
     ORDER BY created_ms, id LIMIT $1";
-
-/// [`HEADS_CLAIMABLE`] with the bytes of each head, its rows locked until the transaction
-/// ends; rows another transaction locked are passed over (PostgreSQL: `SKIP LOCKED`; SQLite's
-/// transaction holds the file's write lock).
-pub(crate) const HEADS_CLAIM: &str = "SELECT id, version, parent, state, created_ms,
-    ended_ms, attempt, lease_until_ms, size, bytes
-    FROM agentflow_checkpoints WHERE is_head = 1 AND state IN ('pending', 'claimed')
-      AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
-    ORDER BY created_ms, id LIMIT $1 {SKIP_LOCKED}";
 
 /// The heads finished at or before `$1` (the finished rows' partial index).
 pub(crate) const HEADS_FINISHED: &str = "SELECT id, version, parent, state, created_ms,
@@ -159,11 +189,7 @@ pub(crate) const LEASE_WRITE: &str =
 
 pub(crate) const LEASE_DELETE: &str = "DELETE FROM agentflow_thread_leases WHERE thread = $1";
 
-/// The changes a claimant makes: each one conditional `UPDATE` of the head row, on the lease
-/// connections.
-const LEASE_CHANGES: [&str; 3] = ["claim", "renew", "release"];
-
-/// How many times a claimant's change is tried when other writers change the head first.
+/// How many times a change is tried when other writers change the head first.
 const MAX_SWAPS: usize = 1_000;
 
 /// A stored state name as a state.
@@ -363,23 +389,19 @@ where
             if k != last {
                 return Err(corrupt(id, "a new record without its bytes"));
             }
-            let insert = sqlx::query(&self.sql.run_insert).bind(id).bind(numbers.0);
-            let insert = insert.bind(record.parent.map(int));
-            let insert = insert.bind(state_name(record.state));
-            let insert = insert.bind(int(record.created_ms)).bind(numbers.1);
-            let insert = insert.bind(int(record.attempt));
-            let insert = insert.bind(int(record.lease_until_ms));
-            let insert = insert.bind(int(record.size)).bind(&bytes[..]);
+            let insert = sqlx::query(&self.sql.run_insert).bind(id);
+            let insert = Self::bind_record(insert, record, &bytes[..]);
             insert.execute(&mut **tx).await.map_err(&err)?;
         }
         Ok(())
     }
 
-    /// Changes run `id` with `f`: a claim, a renewal or a release (which rewrite the head
-    /// alone) as one conditional `UPDATE` of the head row on the values read, retried when
-    /// another writer changed them first; any other change in a transaction holding the
-    /// run's lock, its head row locked (`FOR UPDATE` on PostgreSQL, where a conditional
-    /// `UPDATE` takes no advisory lock).
+    /// Changes run `id` with `f` (a save, a purge, a deletion; the changes of a head a claim
+    /// names are [`swap_head`](Keep::swap_head)'s): on PostgreSQL a save is one statement
+    /// after a read of the head; any other change runs in a transaction holding the run's
+    /// lock, its head row locked (`FOR UPDATE` on PostgreSQL, where a conditional `UPDATE`
+    /// takes no advisory lock) and read without its bytes (no rule of these changes reads
+    /// them).
     async fn update_run<T, E: From<StoreError>>(
         &self,
         operation: &'static str,
@@ -387,51 +409,13 @@ where
         mut f: impl FnMut(&mut Option<Run>) -> Result<Changed<T>, E>,
     ) -> Result<T, E> {
         let err = db_error(operation, id);
-        if LEASE_CHANGES.contains(&operation) {
-            // One connection for the read and the write (each taken from the pool costs one).
-            let mut db = self.leases.acquire().await.map_err(&err)?;
-            for _ in 0..MAX_SWAPS {
-                let head = sqlx::query(&self.sql.run_head).bind(id);
-                let head = head.bind(int(self.limit)).fetch_all(&mut *db).await;
-                let mut run = self.run(id, &head.map_err(&err)?)?;
-                let before = run.as_ref().and_then(|r| r.records.head().cloned());
-                let (answer, changed) = f(&mut run)?;
-                let (Some(old), Some(new)) = (&before, run.as_ref()) else {
-                    return Ok(answer);
-                };
-                let new = match &new.records.records[..] {
-                    [new] if changed => new,
-                    _ => return Ok(answer),
-                };
-                let swap = sqlx::query(&self.sql.run_swap)
-                    .bind(id)
-                    .bind(int(new.version));
-                let swap = swap.bind(state_name(new.state)).bind(new.ended_ms.map(int));
-                let swap = swap.bind(int(new.attempt)).bind(int(new.lease_until_ms));
-                let swap = swap.bind(state_name(old.state)).bind(int(old.attempt));
-                let swap = swap.bind(int(old.lease_until_ms));
-                let done = swap.execute(&mut *db).await.map_err(&err)?;
-                if DB::rows_affected(&done) == 1 {
-                    return Ok(answer);
-                }
-            }
-            return Err(StoreError::Other {
-                id: id.to_owned(),
-                message: format!(
-                    "could not {operation}: the run kept changing while it was written; try again"
-                ),
-            }
-            .into());
-        }
         if let Some(swap_append) = &self.sql.run_swap_append {
             if let Some(answer) = self.swap_append(swap_append, operation, id, &mut f).await? {
                 return Ok(answer);
             }
         }
         let mut tx = self.begin(id, false).await?;
-        let head = sqlx::query(&self.sql.run_head_locked)
-            .bind(id)
-            .bind(int(self.limit));
+        let head = sqlx::query(&self.sql.run_head_locked).bind(id).bind(0_i64);
         let rows = head.fetch_all(&mut *tx).await.map_err(&err)?;
         let mut run = self.run(id, &rows)?;
         let before = run.as_ref().and_then(|r| r.records.head().cloned());
@@ -486,15 +470,10 @@ where
                 }
                 _ => (sqlx::query(&self.sql.run_insert).bind(id), false),
             };
-            let insert = query.bind(int(child.version)).bind(child.parent.map(int));
-            let insert = insert
-                .bind(state_name(child.state))
-                .bind(int(child.created_ms));
-            let insert = insert
-                .bind(child.ended_ms.map(int))
-                .bind(int(child.attempt));
-            let insert = insert.bind(int(child.lease_until_ms)).bind(int(child.size));
-            match insert.bind(&bytes[..]).execute(&self.pool).await {
+            match Self::bind_record(query, child, &bytes[..])
+                .execute(&self.pool)
+                .await
+            {
                 Ok(done) if DB::rows_affected(&done) == 1 => return Ok(Some(answer)),
                 // The head changed since it was read: read it again.
                 Ok(_) if old => {}
@@ -510,6 +489,87 @@ where
             ),
         }
         .into())
+    }
+
+    /// `query` with `record`'s columns bound next (version, parent, state, created, ended,
+    /// attempt, lease end, size), then `bytes`: the values of a new record's row.
+    fn bind_record<'q>(query: Query<'q, DB>, record: &Record, bytes: &'q [u8]) -> Query<'q, DB> {
+        let query = query.bind(int(record.version)).bind(record.parent.map(int));
+        let query = query
+            .bind(state_name(record.state))
+            .bind(int(record.created_ms));
+        let query = query
+            .bind(record.ended_ms.map(int))
+            .bind(int(record.attempt));
+        let query = query
+            .bind(int(record.lease_until_ms))
+            .bind(int(record.size));
+        query.bind(bytes)
+    }
+
+    /// `query` with what `swap` makes of the head bound next (its state, end, lease end,
+    /// attempt step, and whether it stays the head).
+    fn bind_swap<'q>(query: Query<'q, DB>, swap: &HeadSwap) -> Query<'q, DB> {
+        let query = query
+            .bind(state_name(swap.state))
+            .bind(swap.ended_ms.map(int));
+        let query = query.bind(swap.lease_until_ms.map(int));
+        let query = query.bind(i64::from(swap.next_attempt));
+        query.bind(i64::from(swap.child.is_none()))
+    }
+
+    /// The claim a row a claim returned (`id` if the row does not name its run) holds.
+    fn claimed(&self, id: Option<&str>, row: &DB::Row) -> Result<Claim, StoreError> {
+        let err = db_error("claim", id.unwrap_or("runs"));
+        let id = match id {
+            Some(id) => id.to_owned(),
+            None => row.try_get("id").map_err(&err)?,
+        };
+        let number = |name: &str| row.try_get::<i64, _>(name).map(|n| n as u64);
+        Ok(Claim {
+            version: number("version").map_err(&err)?,
+            attempt: number("attempt").map_err(&err)?,
+            bytes: row.try_get("bytes").map_err(&err)?,
+            id,
+        })
+    }
+
+    /// Writes `swap` to the head claim `(version, attempt)` holds of run `id`: one
+    /// conditional `UPDATE` (on the lease connections), or with the record it adds: one
+    /// statement where the dialect has it (PostgreSQL), else the `UPDATE` and the insert in a
+    /// transaction holding the run's lock. Whether the claim held the head.
+    async fn swap_held(
+        &self,
+        operation: &'static str,
+        id: &str,
+        (version, attempt): (u64, u64),
+        swap: &HeadSwap,
+    ) -> Result<bool, StoreError> {
+        let err = db_error(operation, id);
+        let held = |statement| {
+            let query = sqlx::query(statement).bind(id).bind(int(version));
+            Self::bind_swap(query.bind(int(attempt)), swap)
+        };
+        let done = match (&swap.child, &self.sql.head_held_append) {
+            (None, _) => held(&self.sql.head_held).execute(&self.leases).await,
+            (Some((child, bytes)), Some(one)) => {
+                let query = Self::bind_record(held(one), child, bytes);
+                query.execute(&self.pool).await
+            }
+            (Some((child, bytes)), None) => {
+                let mut tx = self.begin(id, false).await?;
+                let done = held(&self.sql.head_held).execute(&mut *tx).await;
+                if DB::rows_affected(&done.map_err(&err)?) == 0 {
+                    return Ok(false);
+                }
+                let insert = sqlx::query(&self.sql.run_insert).bind(id);
+                let insert = Self::bind_record(insert, child, bytes);
+                insert.execute(&mut *tx).await.map_err(&err)?;
+                tx.commit().await.map_err(&err)?;
+                return Ok(true);
+            }
+        };
+        Ok(DB::rows_affected(&done.map_err(&err)?) == 1)
     }
 
     /// The turn lease on thread `id`, if any, read in `db`.
@@ -686,43 +746,49 @@ where
         self.each_head(&rows, |id, run| f(id, kind(run)))
     }
 
-    /// The claimable heads in one transaction on the lease connections: read (and locked)
-    /// with one statement, each changed by the front's rule and written back.
-    async fn update_heads<V: Value, K: Ord + Send, T: Send>(
+    /// A claim in one `UPDATE ... RETURNING`; a change of a held head in one conditional
+    /// `UPDATE` (a completion: and its child's insert); never a read first.
+    async fn swap_head(
         &self,
         operation: &'static str,
-        heads: Heads,
-        limit: usize,
-        pick: impl FnMut(&str, &V) -> Result<Option<K>, StoreError> + Send,
-        mut change: impl FnMut(&str, &mut Option<V>) -> Result<Changed<Option<T>>, StoreError> + Send,
-    ) -> Result<Vec<T>, StoreError> {
-        let Heads::Claimable { now_ms, max } = heads else {
-            return update_each(self, operation, heads, limit, pick, change).await;
-        };
-        if V::TABLE != Table::Checkpoints || limit == 0 {
-            return update_each(self, operation, heads, limit, pick, change).await;
-        }
-        let err = db_error(operation, "runs");
-        let mut tx = write_tx(&self.leases, &[]).await.map_err(&err)?;
-        let listed = sqlx::query(&self.sql.heads_claim).bind(int(limit as u64));
-        let listed = listed.bind(int(max)).bind(int(now_ms));
-        let rows = listed.fetch_all(&mut *tx).await.map_err(&err)?;
-        let mut changed = Vec::new();
-        for row in &rows {
-            let id: String = row.try_get("id").map_err(&err)?;
-            let mut run = self.run(&id, std::slice::from_ref(row))?;
-            let (picked, wrote) = change(&id, cast(&mut run))?;
-            if let (true, Some(head)) = (wrote, run.as_ref().and_then(|r| r.records.head())) {
-                let update = sqlx::query(&self.sql.run_update).bind(&id[..]);
-                let update = update.bind(int(head.version)).bind(state_name(head.state));
-                let update = update.bind(head.ended_ms.map(int)).bind(int(head.attempt));
-                let update = update.bind(int(head.lease_until_ms)).bind(1_i64);
-                update.execute(&mut *tx).await.map_err(&err)?;
+        id: &str,
+        swap: &HeadSwap,
+    ) -> Result<Option<Claim>, StoreError> {
+        match swap.is {
+            HeadIs::Claimable { now_ms, max } => {
+                let claim = sqlx::query(&self.sql.head_claim).bind(id).bind(int(max));
+                let claim = Self::bind_swap(claim.bind(int(now_ms)), swap);
+                let row = claim.fetch_optional(&self.leases).await;
+                let row = row.map_err(db_error(operation, id))?;
+                row.map(|row| self.claimed(Some(id), &row)).transpose()
             }
-            changed.extend(picked);
+            HeadIs::Held { version, attempt } => {
+                let held = self.swap_held(operation, id, (version, attempt), swap);
+                Ok(held.await?.then(|| Claim {
+                    id: id.to_owned(),
+                    version,
+                    attempt,
+                    bytes: Vec::new(),
+                }))
+            }
         }
-        tx.commit().await.map_err(&err)?;
-        Ok(changed)
+    }
+
+    /// A batch claim in one statement on the lease connections.
+    async fn swap_heads(
+        &self,
+        operation: &'static str,
+        swap: &HeadSwap,
+        limit: usize,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let HeadIs::Claimable { now_ms, max } = swap.is else {
+            return Ok(Vec::new());
+        };
+        let claim = sqlx::query(&self.sql.heads_claim).bind(int(limit as u64));
+        let claim = claim.bind(int(max)).bind(int(now_ms));
+        let rows = Self::bind_swap(claim, swap).fetch_all(&self.leases).await;
+        let rows = rows.map_err(db_error(operation, "runs"))?;
+        rows.iter().map(|row| self.claimed(None, row)).collect()
     }
 
     async fn append<L: Log>(

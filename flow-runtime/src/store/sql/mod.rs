@@ -273,7 +273,11 @@ pub(crate) struct Statements {
     pub run_rows: String,
     pub run_head: String,
     pub run_head_locked: String,
-    pub run_swap: String,
+    pub head_claim: String,
+    pub head_held: String,
+    /// A held head's change and the record it adds in one statement, where the dialect runs
+    /// one.
+    pub head_held_append: Option<String>,
     /// A change that adds a record in one statement, where the dialect runs one.
     pub run_swap_append: Option<String>,
     pub heads_waiting: String,
@@ -312,7 +316,9 @@ impl Statements {
             run_rows: f(RUN_ROWS),
             run_head: f(RUN_HEAD),
             run_head_locked: f(RUN_HEAD_LOCKED),
-            run_swap: f(RUN_SWAP),
+            head_claim: f(HEAD_CLAIM),
+            head_held: f(HEAD_HELD),
+            head_held_append: dialect.swap_append_in_one.then(|| f(HEAD_HELD_APPEND)),
             run_swap_append: dialect.swap_append_in_one.then(|| f(RUN_SWAP_APPEND)),
             heads_waiting: f(HEADS_WAITING),
             heads_claimable: f(HEADS_CLAIMABLE),
