@@ -141,7 +141,7 @@ impl<F: Front> CheckpointStore for F {
         let max = self.front().max_bytes;
         self.front()
             .backend
-            .view(id, |run: Option<&Run>| match run {
+            .view_head(id, |run| match run {
                 Some(run) if run.records.head().is_some() => run.head.present(id, max).map(Some),
                 _ => Ok(None),
             })
@@ -174,7 +174,7 @@ impl<F: Front> CheckpointStore for F {
             if let Some(claim) = keep.swap_head("claim", id, &swap).await? {
                 return Ok(claim);
             }
-            keep.view(id, |run: Option<&Run>| match run {
+            keep.view_head(id, |run| match run {
                 Some(run) => run.records.refuse_claim(id, now, max),
                 None => Err(StoreError::NotFound { id: id.to_owned() }),
             })

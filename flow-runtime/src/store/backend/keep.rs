@@ -210,6 +210,17 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         self.each(f)
     }
 
+    /// Calls `f` with run `id` as far as a rule that reads its head alone needs it (at least
+    /// its last record, with its bytes), as one consistent read. A keeper that keeps a run in
+    /// rows reads the head's row alone; the others read the run ([`view`](Keep::view)).
+    fn view_head<T: Send>(
+        &self,
+        id: &str,
+        f: impl FnOnce(Option<&Run>) -> Result<T, StoreError> + Send,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        self.view(id, f)
+    }
+
     /// Applies `swap` (a change the rules decided without reading the run) to the head of run
     /// `id` if it still is as the swap says: the claim the head is under after it (with the
     /// head's bytes when the swap claims it; empty for a claim already held), or `None` and

@@ -82,33 +82,27 @@ pub(crate) const RUN_HEAD_LOCKED: &str = "SELECT version, parent, state, created
     attempt, lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
     FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1 {FOR_UPDATE}";
 
-/// A claim ([`HeadSwap`], `$4` on: the state, the end and lease end where not null, the
-/// attempt counted on by `$7`, whether it stays the head) of run `$1`'s head if a claim at
-/// `$3` takes it and it holds at most `$2` bytes; the head's version, attempt and bytes after.
-pub(crate) const HEAD_CLAIM: &str = "UPDATE agentflow_checkpoints
-    SET state = $4, ended_ms = COALESCE($5, ended_ms), lease_until_ms = COALESCE($6, lease_until_ms),
-        attempt = attempt + $7, is_head = $8
+/// A claim ([`HeadSwap`]; its `SET` list `{SET}`, [`swap_sql`]) of run `$1`'s head if a
+/// claim at `$3` takes it and it holds at most `$2` bytes; the head's version, attempt and
+/// bytes after.
+pub(crate) const HEAD_CLAIM: &str = "UPDATE agentflow_checkpoints SET {SET}
     WHERE id = $1 AND is_head = 1 AND size <= $2
       AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= $3))
     RETURNING version, attempt, bytes";
 
 /// A change of run `$1`'s head (set as in [`HEAD_CLAIM`]) if claim `($2, $3)` holds it.
-pub(crate) const HEAD_HELD: &str = "UPDATE agentflow_checkpoints
-    SET state = $4, ended_ms = COALESCE($5, ended_ms), lease_until_ms = COALESCE($6, lease_until_ms),
-        attempt = attempt + $7, is_head = $8
+pub(crate) const HEAD_HELD: &str = "UPDATE agentflow_checkpoints SET {SET}
     WHERE id = $1 AND is_head = 1 AND version = $2 AND attempt = $3 AND state = 'claimed'";
 
-/// [`HEAD_HELD`] and the record it adds (`$9` on) inserted only if it matched, in one
+/// [`HEAD_HELD`] and the record it adds (its values after the `SET` list's) inserted only if it matched, in one
 /// statement where the database runs data-modifying `WITH` (PostgreSQL).
 pub(crate) const HEAD_HELD_APPEND: &str = "WITH swapped AS (
-        UPDATE agentflow_checkpoints
-        SET state = $4, ended_ms = COALESCE($5, ended_ms),
-            lease_until_ms = COALESCE($6, lease_until_ms), attempt = attempt + $7, is_head = $8
+        UPDATE agentflow_checkpoints SET {SET}
         WHERE id = $1 AND is_head = 1 AND version = $2 AND attempt = $3 AND state = 'claimed'
         RETURNING version)
     INSERT INTO agentflow_checkpoints
     (id, version, parent, state, created_ms, ended_ms, attempt, lease_until_ms, size, is_head, bytes)
-    SELECT $1, $9, $10, $11, $12, $13, $14, $15, $16, 1, $17 FROM swapped";
+    SELECT $1, {CHILD}, 1, {CHILD_BYTES} FROM swapped";
 
 /// A batch claim (set as in [`HEAD_CLAIM`]) of the `$1` oldest heads a claim at `$3` takes,
 /// of at most `$2` bytes, in one statement: the waiting rows' partial index read in order
@@ -120,12 +114,65 @@ pub(crate) const HEADS_CLAIM: &str = "WITH picked AS (
         WHERE is_head = 1 AND state IN ('pending', 'claimed')
           AND (state = 'pending' OR lease_until_ms <= $3) AND size <= $2
         ORDER BY created_ms, id LIMIT $1 {SKIP_LOCKED})
-    UPDATE agentflow_checkpoints
-    SET state = $4, ended_ms = COALESCE($5, ended_ms), lease_until_ms = COALESCE($6, lease_until_ms),
-        attempt = attempt + $7, is_head = $8
+    UPDATE agentflow_checkpoints SET {SET}
     WHERE is_head = 1 AND (id, version) IN (SELECT id, version FROM picked)
       AND (state = 'pending' OR (state = 'claimed' AND lease_until_ms <= $3))
     RETURNING id, version, attempt, bytes";
+
+/// A swap's `SET` list that writes its state.
+pub(crate) const SETS_STATE: usize = 1;
+/// ... its end.
+pub(crate) const SETS_END: usize = 2;
+/// ... whether the row stays the head (a swap that adds a record).
+pub(crate) const SETS_HEAD: usize = 4;
+/// How many `SET` lists there are.
+pub(crate) const SETS: usize = 8;
+
+/// `template` (a head swap: [`HEAD_CLAIM`], [`HEAD_HELD`], [`HEAD_HELD_APPEND`],
+/// [`HEADS_CLAIM`]) with its `SET` list for `sets`, numbered from `$4`: the lease end and
+/// the attempt step always (each left as it was when null or 0), then the state, the end
+/// and the head flag only where `sets` says (an indexed column written, even unchanged,
+/// costs an index write on SQLite and PostgreSQL's update in place); the values of a record
+/// added follow.
+pub(crate) fn swap_sql(template: &str, sets: usize) -> String {
+    let mut set =
+        String::from("lease_until_ms = COALESCE($4, lease_until_ms), attempt = attempt + $5");
+    let mut next = 6;
+    for (bit, column) in [
+        (SETS_STATE, "state = $"),
+        (SETS_END, "ended_ms = COALESCE($"),
+        (SETS_HEAD, "is_head = $"),
+    ] {
+        if sets & bit != 0 {
+            set.push_str(&format!(", {column}{next}"));
+            set.push_str(if bit == SETS_END { ", ended_ms)" } else { "" });
+            next += 1;
+        }
+    }
+    let child: Vec<String> = (next..next + 8).map(|n| format!("${n}")).collect();
+    template
+        .replace("{SET}", &set)
+        .replace("{CHILD}", &child.join(", "))
+        .replace("{CHILD_BYTES}", &format!("${}", next + 8))
+}
+
+/// Which columns `swap` writes beyond the lease end and attempt ([`swap_sql`]): its state
+/// unless it keeps the claimed state a held head has, its end if it sets one, the head flag
+/// if it adds a record.
+fn sets(swap: &HeadSwap) -> usize {
+    let keeps_state = matches!(swap.is, HeadIs::Held { .. }) && swap.state == State::Claimed;
+    let mut sets = 0;
+    if !keeps_state {
+        sets |= SETS_STATE;
+    }
+    if swap.ended_ms.is_some() {
+        sets |= SETS_END;
+    }
+    if swap.child.is_some() {
+        sets |= SETS_HEAD;
+    }
+    sets
+}
 
 /// A change that adds a record, in one statement where the database runs data-modifying
 /// `WITH` (PostgreSQL): the head (`$2` its version) rewritten and retired if it still holds
@@ -507,15 +554,22 @@ where
         query.bind(bytes)
     }
 
-    /// `query` with what `swap` makes of the head bound next (its state, end, lease end,
-    /// attempt step, and whether it stays the head).
+    /// `query` with what `swap` makes of the head bound next, as [`swap_sql`] numbers it
+    /// for the columns `swap` writes ([`sets`]).
     fn bind_swap<'q>(query: Query<'q, DB>, swap: &HeadSwap) -> Query<'q, DB> {
-        let query = query
-            .bind(state_name(swap.state))
-            .bind(swap.ended_ms.map(int));
-        let query = query.bind(swap.lease_until_ms.map(int));
-        let query = query.bind(i64::from(swap.next_attempt));
-        query.bind(i64::from(swap.child.is_none()))
+        let sets = sets(swap);
+        let mut query = query.bind(swap.lease_until_ms.map(int));
+        query = query.bind(i64::from(swap.next_attempt));
+        if sets & SETS_STATE != 0 {
+            query = query.bind(state_name(swap.state));
+        }
+        if sets & SETS_END != 0 {
+            query = query.bind(swap.ended_ms.map(int));
+        }
+        if sets & SETS_HEAD != 0 {
+            query = query.bind(i64::from(swap.child.is_none()));
+        }
+        query
     }
 
     /// The claim a row a claim returned (`id` if the row does not name its run) holds.
@@ -538,22 +592,24 @@ where
     /// conditional `UPDATE` (on the lease connections), or with the record it adds: one
     /// statement where the dialect has it (PostgreSQL), else the `UPDATE` and the insert in a
     /// transaction holding the run's lock. Whether the claim held the head.
-    async fn swap_held(
-        &self,
+    async fn swap_held<'q>(
+        &'q self,
         operation: &'static str,
-        id: &str,
+        id: &'q str,
         (version, attempt): (u64, u64),
-        swap: &HeadSwap,
+        swap: &'q HeadSwap,
     ) -> Result<bool, StoreError> {
         let err = db_error(operation, id);
-        let held = |statement| {
-            let query = sqlx::query(statement).bind(id).bind(int(version));
+        let held = |statement: &'q [String]| {
+            let query = sqlx::query(&statement[sets(swap)])
+                .bind(id)
+                .bind(int(version));
             Self::bind_swap(query.bind(int(attempt)), swap)
         };
         let done = match (&swap.child, &self.sql.head_held_append) {
             (None, _) => held(&self.sql.head_held).execute(&self.leases).await,
             (Some((child, bytes)), Some(one)) => {
-                let query = Self::bind_record(held(one), child, bytes);
+                let query = Self::bind_record(held(&one[..]), child, bytes);
                 query.execute(&self.pool).await
             }
             (Some((child, bytes)), None) => {
@@ -746,6 +802,19 @@ where
         self.each_head(&rows, |id, run| f(id, kind(run)))
     }
 
+    /// The head's row alone.
+    async fn view_head<T: Send>(
+        &self,
+        id: &str,
+        f: impl FnOnce(Option<&Run>) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        let head = sqlx::query(&self.sql.run_head)
+            .bind(id)
+            .bind(int(self.limit));
+        let head = head.fetch_all(&self.pool).await;
+        f(self.run(id, &head.map_err(db_error("read", id))?)?.as_ref())
+    }
+
     /// A claim in one `UPDATE ... RETURNING`; a change of a held head in one conditional
     /// `UPDATE` (a completion: and its child's insert); never a read first.
     async fn swap_head(
@@ -756,7 +825,8 @@ where
     ) -> Result<Option<Claim>, StoreError> {
         match swap.is {
             HeadIs::Claimable { now_ms, max } => {
-                let claim = sqlx::query(&self.sql.head_claim).bind(id).bind(int(max));
+                let claim = sqlx::query(&self.sql.head_claim[sets(swap)]);
+                let claim = claim.bind(id).bind(int(max));
                 let claim = Self::bind_swap(claim.bind(int(now_ms)), swap);
                 let row = claim.fetch_optional(&self.leases).await;
                 let row = row.map_err(db_error(operation, id))?;
@@ -784,7 +854,8 @@ where
         let HeadIs::Claimable { now_ms, max } = swap.is else {
             return Ok(Vec::new());
         };
-        let claim = sqlx::query(&self.sql.heads_claim).bind(int(limit as u64));
+        let claim = sqlx::query(&self.sql.heads_claim[sets(swap)]);
+        let claim = claim.bind(int(limit as u64));
         let claim = claim.bind(int(max)).bind(int(now_ms));
         let rows = Self::bind_swap(claim, swap).fetch_all(&self.leases).await;
         let rows = rows.map_err(db_error(operation, "runs"))?;

@@ -273,16 +273,17 @@ pub(crate) struct Statements {
     pub run_rows: String,
     pub run_head: String,
     pub run_head_locked: String,
-    pub head_claim: String,
-    pub head_held: String,
+    /// The swaps of a head, each by the columns it writes ([`keeper::swap_sql`]).
+    pub head_claim: Vec<String>,
+    pub head_held: Vec<String>,
     /// A held head's change and the record it adds in one statement, where the dialect runs
     /// one.
-    pub head_held_append: Option<String>,
+    pub head_held_append: Option<Vec<String>>,
     /// A change that adds a record in one statement, where the dialect runs one.
     pub run_swap_append: Option<String>,
     pub heads_waiting: String,
     pub heads_claimable: String,
-    pub heads_claim: String,
+    pub heads_claim: Vec<String>,
     pub heads_finished: String,
     pub heads_all: String,
     pub run_update: String,
@@ -312,17 +313,18 @@ impl Statements {
         use keeper::*;
         use logs::*;
         let f = |s: &str| dialect.fill(s);
+        let swaps = |s: &str| (0..SETS).map(|n| f(&swap_sql(s, n))).collect();
         Statements {
             run_rows: f(RUN_ROWS),
             run_head: f(RUN_HEAD),
             run_head_locked: f(RUN_HEAD_LOCKED),
-            head_claim: f(HEAD_CLAIM),
-            head_held: f(HEAD_HELD),
-            head_held_append: dialect.swap_append_in_one.then(|| f(HEAD_HELD_APPEND)),
+            head_claim: swaps(HEAD_CLAIM),
+            head_held: swaps(HEAD_HELD),
+            head_held_append: dialect.swap_append_in_one.then(|| swaps(HEAD_HELD_APPEND)),
             run_swap_append: dialect.swap_append_in_one.then(|| f(RUN_SWAP_APPEND)),
             heads_waiting: f(HEADS_WAITING),
             heads_claimable: f(HEADS_CLAIMABLE),
-            heads_claim: f(HEADS_CLAIM),
+            heads_claim: swaps(HEADS_CLAIM),
             heads_finished: f(HEADS_FINISHED),
             heads_all: f(HEADS_ALL),
             run_update: f(RUN_UPDATE),

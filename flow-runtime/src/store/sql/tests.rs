@@ -10,13 +10,25 @@ use crate::store::queue::sql::QueueStatements;
 use crate::store::schedule::sql as schedules;
 use crate::store::spending::sql as spending;
 
-/// The statements of a struct of them, by field name (a field that is `None` is left out).
+/// The statements of a struct of them, by field name (a field that is `None` is left out; a
+/// list of them named by field and position).
 fn named(statements: &impl serde::Serialize) -> Vec<(String, String)> {
     let serde_json::Value::Object(fields) = serde_json::to_value(statements).unwrap() else {
         panic!("statements serialise as a map");
     };
-    let text = |(name, sql): (String, serde_json::Value)| Some((name, sql.as_str()?.to_owned()));
-    fields.into_iter().filter_map(text).collect()
+    let mut named = Vec::new();
+    for (name, sql) in fields {
+        match sql {
+            serde_json::Value::String(sql) => named.push((name, sql)),
+            serde_json::Value::Array(list) => {
+                for (n, sql) in list.into_iter().enumerate() {
+                    named.push((format!("{name}[{n}]"), sql.as_str().unwrap().to_owned()));
+                }
+            }
+            _ => {}
+        }
+    }
+    named
 }
 
 /// Every statement the SQL stores run on a database of `dialect`, named.
