@@ -191,7 +191,7 @@ impl<DB: SqlDatabase> SqlStore<DB> {
         SqlStore(KeyValueStore::over(SqlRows {
             pool,
             leases,
-            sql: Arc::new(Statements::new(&DB::DIALECT)),
+            sql: Statements::of::<DB>(),
             limit: DEFAULT_MAX_CHECKPOINT_BYTES,
             shown: shown.into(),
             skew_ms: 0,
@@ -308,6 +308,18 @@ pub(crate) struct Statements {
 }
 
 impl Statements {
+    /// The statements of `DB`, made once a process.
+    fn of<DB: SqlDatabase>() -> Arc<Statements> {
+        use std::any::TypeId;
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        static MADE: OnceLock<Mutex<HashMap<TypeId, Arc<Statements>>>> = OnceLock::new();
+        let made = MADE.get_or_init(Mutex::default).lock();
+        let mut made = made.unwrap_or_else(|poisoned| poisoned.into_inner());
+        let statements = made.entry(TypeId::of::<DB>());
+        Arc::clone(statements.or_insert_with(|| Arc::new(Statements::new(&DB::DIALECT))))
+    }
+
     /// The statements of `dialect`.
     pub fn new(dialect: &Dialect) -> Self {
         use keeper::*;
