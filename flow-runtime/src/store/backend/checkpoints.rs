@@ -82,6 +82,15 @@ impl Head {
     }
 }
 
+/// What a rule reads of a run ([`Keep::view_run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPart {
+    /// Its head (at least its last record), with the head's bytes.
+    Head,
+    /// Every record, without the head's bytes.
+    Records,
+}
+
 impl Run {
     /// Applies `swap` to run `id`'s head if it is as the swap says: the claim the head is under
     /// after it (its bytes when the swap claims it), or `None` and nothing changed.
@@ -141,7 +150,7 @@ impl<F: Front> CheckpointStore for F {
         let max = self.front().max_bytes;
         self.front()
             .backend
-            .view_head(id, |run| match run {
+            .view_run(id, RunPart::Head, |run| match run {
                 Some(run) if run.records.head().is_some() => run.head.present(id, max).map(Some),
                 _ => Ok(None),
             })
@@ -174,7 +183,7 @@ impl<F: Front> CheckpointStore for F {
             if let Some(claim) = keep.swap_head("claim", id, &swap).await? {
                 return Ok(claim);
             }
-            keep.view_head(id, |run| match run {
+            keep.view_run(id, RunPart::Head, |run| match run {
                 Some(run) => run.records.refuse_claim(id, now, max),
                 None => Err(StoreError::NotFound { id: id.to_owned() }),
             })
@@ -223,7 +232,7 @@ impl<F: Front> CheckpointStore for F {
         validate_id(id)?;
         self.front()
             .backend
-            .view(id, |run: Option<&Run>| {
+            .view_run(id, RunPart::Records, |run| {
                 Ok(run.map(|r| r.records.meta(id)).unwrap_or_default())
             })
             .await

@@ -26,7 +26,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use super::{BackendError, Entry, KeyValueBackend, Run, Table};
+use super::{BackendError, Entry, KeyValueBackend, Run, RunPart, Table};
 use crate::store::records::{HeadIs, HeadSwap};
 use crate::store::{Claim, StoreError};
 
@@ -210,14 +210,16 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
         self.each(f)
     }
 
-    /// Calls `f` with run `id` as far as a rule that reads its head alone needs it (at least
-    /// its last record, with its bytes), as one consistent read. A keeper that keeps a run in
-    /// rows reads the head's row alone; the others read the run ([`view`](Keep::view)).
-    fn view_head<T: Send>(
+    /// Calls `f` with run `id` as far as `part` asks (at least that), as one consistent
+    /// read. A keeper that keeps a run in rows reads only those (the head's row; or every
+    /// row without the head's bytes); the others read the run ([`view`](Keep::view)).
+    fn view_run<T: Send>(
         &self,
         id: &str,
+        part: RunPart,
         f: impl FnOnce(Option<&Run>) -> Result<T, StoreError> + Send,
     ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        let _ = part;
         self.view(id, f)
     }
 

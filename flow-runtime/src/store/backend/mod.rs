@@ -63,7 +63,7 @@ pub use super::file::FileDir;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use super::sql::SqlRows;
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
-pub(crate) use checkpoints::{Head, Run};
+pub(crate) use checkpoints::{Head, Run, RunPart};
 pub use front::Front;
 pub(crate) use keep::clamp;
 pub use keep::{Changed, Heads, Keep, Listed, Log, Value};

@@ -28,7 +28,9 @@ use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Tran
 type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
 
 use super::{db_error, int, write_tx, Lock, SqlDatabase, Statements};
-use crate::store::backend::{Changed, Head, Heads, Keep, Lease, Listed, Log, Run, Table, Value};
+use crate::store::backend::{
+    Changed, Head, Heads, Keep, Lease, Listed, Log, Run, RunPart, Table, Value,
+};
 use crate::store::records::{HeadIs, HeadSwap, Record, Records, State};
 use crate::store::{Claim, StoreError};
 
@@ -463,8 +465,8 @@ where
         }
         let mut tx = self.begin(id, false).await?;
         let head = sqlx::query(&self.sql.run_head_locked).bind(id).bind(0_i64);
-        let rows = head.fetch_all(&mut *tx).await.map_err(&err)?;
-        let mut run = self.run(id, &rows)?;
+        let head = head.fetch_optional(&mut *tx).await.map_err(&err)?;
+        let mut run = self.run(id, head.as_slice())?;
         let before = run.as_ref().and_then(|r| r.records.head().cloned());
         let (answer, changed) = f(&mut run)?;
         if changed && (before.is_some() || run.is_some()) {
@@ -490,8 +492,8 @@ where
         let err = db_error(operation, id);
         for _ in 0..MAX_SWAPS {
             let head = sqlx::query(&self.sql.run_head).bind(id).bind(0_i64);
-            let head = head.fetch_all(&self.pool).await.map_err(&err)?;
-            let mut run = self.run(id, &head)?;
+            let head = head.fetch_optional(&self.pool).await.map_err(&err)?;
+            let mut run = self.run(id, head.as_slice())?;
             let before = run.as_ref().and_then(|r| r.records.head().cloned());
             let (answer, changed) = f(&mut run)?;
             if !changed {
@@ -802,17 +804,27 @@ where
         self.each_head(&rows, |id, run| f(id, kind(run)))
     }
 
-    /// The head's row alone.
-    async fn view_head<T: Send>(
+    /// The head's row alone, or every row without the head's bytes.
+    async fn view_run<T: Send>(
         &self,
         id: &str,
+        part: RunPart,
         f: impl FnOnce(Option<&Run>) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
-        let head = sqlx::query(&self.sql.run_head)
-            .bind(id)
-            .bind(int(self.limit));
-        let head = head.fetch_all(&self.pool).await;
-        f(self.run(id, &head.map_err(db_error("read", id))?)?.as_ref())
+        let err = db_error("read", id);
+        let run = match part {
+            RunPart::Head => {
+                let head = sqlx::query(&self.sql.run_head).bind(id);
+                let head = head.bind(int(self.limit)).fetch_optional(&self.pool).await;
+                self.run(id, head.map_err(&err)?.as_slice())?
+            }
+            RunPart::Records => {
+                // No head is at most -1 bytes: none of its bytes are read.
+                let rows = sqlx::query(&self.sql.run_rows).bind(id).bind(-1_i64);
+                self.run(id, &rows.fetch_all(&self.pool).await.map_err(&err)?)?
+            }
+        };
+        f(run.as_ref())
     }
 
     /// A claim in one `UPDATE ... RETURNING`; a change of a held head in one conditional
