@@ -18,15 +18,19 @@ const DATABASE: &str = "the PostgreSQL database";
 /// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
 /// store.
 ///
-/// Every rule is the key-value front's ([`SqlStore`]): each change of a run (a save, a claim,
-/// a completion) runs in a transaction holding a transaction-level advisory lock on the
-/// checkpoint id, from its read of the run's head to its commit, so of any number of
-/// concurrent claimants exactly one wins. Claims and leases are measured on the server's
+/// Every rule is the key-value front's ([`SqlStore`]): a claim is one `UPDATE ... RETURNING`
+/// of the run's head on the values the front's claim rule decides, which only a claimable
+/// head matches (the row lock makes concurrent claimants wait, then see the claim), so of
+/// any number of concurrent claimants exactly one wins; a renewal, a release or a completion
+/// changes the head only while the claim still holds it (a completion in one statement with
+/// the insert of its child); a save is a read of the head and one statement that swaps it
+/// only if it is still as read. Claims and leases are measured on the server's
 /// clock (this machine's, corrected by the difference measured when the store connects), so
 /// workers whose clocks differ agree on when a lease runs out. A worker's batch claim
 /// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)) lists the
-/// oldest claimable heads through their index and claims each in turn; one another worker
-/// took meanwhile is passed over, so concurrent workers get disjoint batches. The schema is created or migrated when the store opens
+/// oldest claimable heads through their index and claims them in one statement; rows
+/// another worker's batch is claiming are passed over (`SKIP LOCKED`), so concurrent
+/// workers get disjoint batches. The schema is created or migrated when the store opens
 /// (under an advisory lock, so many workers starting at once migrate it once), and a database
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
 ///

@@ -31,10 +31,13 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// commit) and waits up to the busy timeout for another
 /// process's write (opening, too: processes that open one new file at the same moment each
 /// wait for the one that switches it to WAL and creates the schema). Every rule is the
-/// key-value front's ([`SqlStore`]); each change of a run (a save, a claim, a completion)
-/// runs in a `BEGIN IMMEDIATE` transaction, which holds the file's one write lock from its
-/// read of the run's head to its commit, so of any number of processes claiming one
-/// checkpoint exactly one wins. The schema is created or migrated when the store opens, and a database
+/// key-value front's ([`SqlStore`]). A claim is one `UPDATE ... RETURNING` of the run's head
+/// on the values the front's claim rule decides, which only a claimable head matches, so of
+/// any number of processes claiming one checkpoint exactly one wins; a renewal, a release or
+/// a completion changes the head only while the claim still holds it (a completion in a
+/// `BEGIN IMMEDIATE` transaction with the insert of its child), and a save runs in a
+/// `BEGIN IMMEDIATE` transaction, which holds the file's one write lock from its read of the
+/// run's head to its commit. The schema is created or migrated when the store opens, and a database
 /// written by a newer build is refused ([`StoreError::Schema`]).
 ///
 /// ```

@@ -2,14 +2,20 @@
 //! ([`KeyValueStore`](crate::store::backend::KeyValueStore)); this file keeps what it decides
 //! in the tables of `schema.rs`, row by row:
 //!
-//! - a run is its rows of `agentflow_checkpoints`, one per record; a change runs in a write
-//!   transaction holding the run's lock (SQLite: `BEGIN IMMEDIATE`, the file's write lock;
-//!   PostgreSQL: an advisory lock on the id), reads the head row, applies the front's rule,
-//!   and writes the rows it changed (the head updated, a new head inserted, or every row
-//!   deleted). The rules of a change touch only the head and what follows it, so a change
-//!   reads the head alone; a view (`get`, `history`) reads every record, with the head's
-//!   bytes. Claims, renewals and releases commit on the lease connections (SQLite's do not
-//!   sync each commit: see [`SqliteStore`](crate::store::SqliteStore));
+//! - a run is its rows of `agentflow_checkpoints`, one per record. A claim, a renewal, a
+//!   release and a completion are head swaps ([`HeadSwap`]: what the front's rule decided
+//!   without reading the run), each written as one conditional `UPDATE` of the head row that
+//!   matches only the head the swap names (a claim returns its row; a batch claim is one
+//!   statement; a completion also inserts its child: in the same statement on PostgreSQL, in
+//!   one `BEGIN IMMEDIATE` transaction on SQLite). Any other change (a save, a purge, a
+//!   deletion) runs in a write transaction holding the run's lock (SQLite: `BEGIN
+//!   IMMEDIATE`, the file's write lock; PostgreSQL: an advisory lock on the id), reads the
+//!   head row, applies the front's rule, and writes the rows it changed (PostgreSQL's save:
+//!   one statement after the read, swapping the head only if it is still as read). A view
+//!   reads the head's row alone ([`RunPart::Head`]) or every record without the head's
+//!   bytes ([`RunPart::Records`]). Claims, renewals and releases commit on the lease
+//!   connections (SQLite's do not sync each commit: see
+//!   [`SqliteStore`](crate::store::SqliteStore));
 //! - a thread's turn lease is its row of `agentflow_thread_leases`, changed the same way;
 //! - a thread's records and a run's journal are logs, one row per entry (`logs.rs`);
 //! - the listings of runs ([`Keep::heads`]) read the waiting and finished heads through the

@@ -5,7 +5,7 @@
 //! The code is written once, generic over sqlx's [`Database`]; what differs between the two
 //! databases is data, a [`Dialect`]: the clock (`{NOW}` in the statements), the batch claim's
 //! `FOR UPDATE SKIP LOCKED`, the column types of the schema, how a write takes a run's lock,
-//! and PostgreSQL's one-statement completion. Ids and bytes are always bound parameters
+//! and PostgreSQL's one-statement save and completion. Ids and bytes are always bound parameters
 //! (`$1`, `$2`, ... on both databases). The test `sql_statements_prepare_on_both` prepares every
 //! statement of [`Statements`] on both.
 //!
@@ -23,8 +23,10 @@
 //! Every rule of the three contracts is the front's
 //! ([`KeyValueStore`](super::backend::KeyValueStore)), as for the in-memory and File stores:
 //! a [`SqlStore`] is the front over [`SqlRows`], the keeper that keeps what the rules decide
-//! in rows (`keeper.rs`: a change of a run or a turn lease runs in a write transaction
-//! holding its lock, SQLite's `BEGIN IMMEDIATE` or a PostgreSQL advisory lock on the id;
+//! in rows (`keeper.rs`: a claim, renewal, release or completion is one conditional
+//! `UPDATE` of the head on what the front's rule decided, as [`SqlRows`] describes; any
+//! other change of a run or a turn lease runs in a write transaction holding its lock,
+//! SQLite's `BEGIN IMMEDIATE` or a PostgreSQL advisory lock on the id;
 //! `logs.rs`: threads and journals, appended under a compare-and-swap on their length). The
 //! listings of runs (pending, claimable, finished) read the partial indexes of the heads.
 //!
