@@ -28,7 +28,7 @@ pub struct Run {
 /// The bytes of a run's head: in hand, or in a file not read yet (the File store reads a
 /// head only when a rule asks for its bytes).
 #[derive(Debug, Clone)]
-pub(crate) enum Head {
+pub enum Head {
     Bytes(Arc<Vec<u8>>),
     /// A file written once (renamed into place), read within `limit` bytes.
     File {
@@ -147,14 +147,10 @@ impl Value for Run {
 impl<F: Front> CheckpointStore for F {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         validate_id(id)?;
-        let max = self.front().max_bytes;
-        self.front()
-            .backend
-            .view_run(id, RunPart::Head, |run| match run {
-                Some(run) if run.records.head().is_some() => run.head.present(id, max).map(Some),
-                _ => Ok(None),
-            })
-            .await
+        match self.front().backend.head_bytes(id).await? {
+            Some(head) => head.present(id, self.front().max_bytes).map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {

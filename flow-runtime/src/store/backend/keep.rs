@@ -26,7 +26,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use super::{BackendError, Entry, KeyValueBackend, Run, RunPart, Table};
+use super::{BackendError, Entry, Head, KeyValueBackend, Run, RunPart, Table};
 use crate::store::records::{HeadIs, HeadSwap};
 use crate::store::{Claim, StoreError};
 
@@ -221,6 +221,18 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     ) -> impl Future<Output = Result<T, StoreError>> + Send {
         let _ = part;
         self.view(id, f)
+    }
+
+    /// The bytes of run `id`'s head (`None`: there is no run), read alone where the keeper
+    /// can (the SQL stores read the head row's size and bytes, not its record).
+    fn head_bytes(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Head>, StoreError>> + Send {
+        self.view(id, |run: Option<&Run>| {
+            let run = run.filter(|r| r.records.head().is_some());
+            Ok(run.map(|r| r.head.clone()))
+        })
     }
 
     /// Applies `swap` (a change the rules decided without reading the run) to the head of run

@@ -12,8 +12,8 @@
 //!   IMMEDIATE`, the file's write lock; PostgreSQL: an advisory lock on the id), reads the
 //!   head row, applies the front's rule, and writes the rows it changed (PostgreSQL's save:
 //!   one statement after the read, swapping the head only if it is still as read). A view
-//!   reads the head's row alone ([`RunPart::Head`]) or every record without the head's
-//!   bytes ([`RunPart::Records`]). Claims, renewals and releases commit on the lease
+//!   reads the head's row alone ([`RunPart::Head`]), every record without the head's bytes
+//!   ([`RunPart::Records`]), or the head's size and bytes alone (`get`: `head_bytes`). Claims, renewals and releases commit on the lease
 //!   connections (SQLite's do not sync each commit: see
 //!   [`SqliteStore`](crate::store::SqliteStore));
 //! - a thread's turn lease is its row of `agentflow_thread_leases`, changed the same way;
@@ -82,6 +82,10 @@ pub(crate) const RUN_ROWS: &str = "SELECT version, parent, state, created_ms, en
 /// The head record of run `$1`, with its bytes if at most `$2` bytes.
 pub(crate) const RUN_HEAD: &str = "SELECT version, parent, state, created_ms, ended_ms, attempt,
     lease_until_ms, size, CASE WHEN size <= $2 THEN bytes END AS bytes
+    FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1";
+
+/// The size of run `$1`'s head, and its bytes if at most `$2` bytes.
+pub(crate) const RUN_BYTES: &str = "SELECT size, CASE WHEN size <= $2 THEN bytes END AS bytes
     FROM agentflow_checkpoints WHERE id = $1 AND is_head = 1";
 
 /// The head record of run `$1` (as [`RUN_HEAD`]), locked until the transaction ends where
@@ -831,6 +835,24 @@ where
             }
         };
         f(run.as_ref())
+    }
+
+    /// The head row's size and bytes alone.
+    async fn head_bytes(&self, id: &str) -> Result<Option<Head>, StoreError> {
+        let err = db_error("read", id);
+        let read = sqlx::query(&self.sql.run_bytes)
+            .bind(id)
+            .bind(int(self.limit));
+        let Some(row) = read.fetch_optional(&self.pool).await.map_err(&err)? else {
+            return Ok(None);
+        };
+        let size = row.try_get::<i64, _>("size").map_err(&err)? as u64;
+        Ok(Some(
+            match row.try_get::<Option<Vec<u8>>, _>("bytes").map_err(&err)? {
+                Some(bytes) => Head::Bytes(Arc::new(bytes)),
+                None => Head::Unread { size },
+            },
+        ))
     }
 
     /// A claim in one `UPDATE ... RETURNING`; a change of a held head in one conditional

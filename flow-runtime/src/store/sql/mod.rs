@@ -274,6 +274,7 @@ pub(crate) fn int(n: u64) -> i64 {
 pub(crate) struct Statements {
     pub run_rows: String,
     pub run_head: String,
+    pub run_bytes: String,
     pub run_head_locked: String,
     /// The swaps of a head, each by the columns it writes ([`keeper::swap_sql`]).
     pub head_claim: Vec<String>,
@@ -331,6 +332,7 @@ impl Statements {
         Statements {
             run_rows: f(RUN_ROWS),
             run_head: f(RUN_HEAD),
+            run_bytes: f(RUN_BYTES),
             run_head_locked: f(RUN_HEAD_LOCKED),
             head_claim: swaps(HEAD_CLAIM),
             head_held: swaps(HEAD_HELD),
