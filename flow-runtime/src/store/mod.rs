@@ -77,17 +77,18 @@
 //! [`backend::SealedBackend`] seals every value a backend keeps.
 //!
 //! `rules.rs` holds the checks every store makes before it writes (ids, sizes, step kinds,
-//! the journal's expected length), called by the front (and there for the SQL stores);
+//! the journal's expected length), called by the front;
 //! `records.rs` the state machine of a run's checkpoint history.
 //!
 //! A store of your own needs only three primitives: [`backend`]'s `KeyValueBackend` (read,
 //! compare-and-swap write, scan), under the front `KeyValueStore` that keeps every rule;
-//! [`InMemoryStore`] is that same front over values kept in memory, and [`FileStore`] over a
-//! directory (`file/` is its disk layer only: paths, atomic writes, locks, journal frames).
+//! [`InMemoryStore`] is that same front over values kept in memory, [`FileStore`] over a
+//! directory (`file/` is its disk layer only: paths, atomic writes, locks, journal frames),
+//! and the SQL stores over their tables' rows (`sql/`: the keeper's rows and statements).
 //! Whether a store keeps its contract is checked by [`conformance`], the suite every store
 //! of ours passes and that a store of your own can run from its tests.
 //!
-//! `SqliteStore` and `PostgresStore` are one implementation, `SqlStore<DB>` (`sql/`), as are
+//! `SqliteStore` and `PostgresStore` are one store, `SqlStore<DB>` (`sql/`), as are
 //! their run queues (`queue/sql.rs`, with `schedule/sql.rs` and `spending/sql.rs`) and memory
 //! stores (`memory_items/sql.rs`): what differs between the two databases is data, a `Dialect`
 //! (in `sqlite.rs` and `postgres.rs`), and a test prepares every statement on both.
@@ -130,8 +131,6 @@ pub use checkpoint::{
     Checkpoint, CheckpointCodec, CheckpointError, CheckpointStatus, ThreadPart, FORMAT_VERSION,
 };
 pub use file::{FileStore, DEFAULT_CHECKPOINT_DIR};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) use journal::check_kind as journal_check_kind;
 pub use journal::{
     DeferredStep, DeferredSteps, JournalError, JournalStore, JournalSummary, PendingStep,
     StoredStep,

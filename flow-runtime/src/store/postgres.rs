@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult, Postgres};
 
-use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
+use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlRows, SqlStore};
 use super::{JournalError, StoreError, StoredStep};
 
 /// The server's clock in milliseconds since the Unix epoch: every worker's leases are measured
@@ -18,13 +18,19 @@ const DATABASE: &str = "the PostgreSQL database";
 /// Checkpoints in a PostgreSQL database: for many workers, on many machines, sharing one
 /// store.
 ///
-/// A claim is a single `UPDATE` of the run's head row: PostgreSQL's row lock makes exactly one
-/// of any number of concurrent claimants match it. Leases are measured on the server's clock.
-/// Appending a record (a save, a completion) runs in a transaction holding a transaction-level
-/// advisory lock on the checkpoint id (a completion in one statement: one round trip). A
-/// worker claims batches with one `UPDATE` whose rows are picked `FOR UPDATE SKIP LOCKED`
-/// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)): concurrent workers take disjoint batches without
-/// waiting for each other. The schema is created or migrated when the store opens
+/// Every rule is the key-value front's ([`SqlStore`]): a claim is one `UPDATE ... RETURNING`
+/// of the run's head on the values the front's claim rule decides, which only a claimable
+/// head matches (the row lock makes concurrent claimants wait, then see the claim), so of
+/// any number of concurrent claimants exactly one wins; a renewal, a release or a completion
+/// changes the head only while the claim still holds it (a completion in one statement with
+/// the insert of its child); a save is a read of the head and one statement that swaps it
+/// only if it is still as read. Claims and leases are measured on the server's
+/// clock (this machine's, corrected by the difference measured when the store connects), so
+/// workers whose clocks differ agree on when a lease runs out. A worker's batch claim
+/// ([`CheckpointStore::claim_pending`](super::CheckpointStore::claim_pending)) lists the
+/// oldest claimable heads through their index and claims them in one statement; rows
+/// another worker's batch is claiming are passed over (`SKIP LOCKED`), so concurrent
+/// workers get disjoint batches. The schema is created or migrated when the store opens
 /// (under an advisory lock, so many workers starting at once migrate it once), and a database
 /// migrated by a newer build is refused ([`StoreError::Schema`]).
 ///
@@ -48,9 +54,9 @@ impl SqlDatabase for Postgres {
         blob: "BYTEA",
         for_update: "FOR UPDATE",
         begin: "BEGIN",
+        swap_append_in_one: true,
         lock: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))"),
         lock_key: Some("SELECT pg_advisory_xact_lock($1)"),
-        complete_in_one: true,
         queue_seq: "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
         queue_columns: "SELECT column_name::text AS name FROM information_schema.columns \
             WHERE table_name = 'agentflow_run_queue' AND table_schema = current_schema()",
@@ -64,7 +70,7 @@ impl SqlDatabase for Postgres {
     }
 
     async fn append_journal(
-        store: &PostgresStore,
+        store: &SqlRows<Postgres>,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,
@@ -112,7 +118,10 @@ impl PostgresStore {
             .await
             .map_err(|e| database("connect to", e))?;
         super::sql::migrate(&pool, DATABASE).await?;
-        Ok(SqlStore::new(pool.clone(), pool, DATABASE, ()))
+        let store = SqlStore::new(pool.clone(), pool, DATABASE, ());
+        // Claims and leases are measured on the server's clock, whatever this machine's says.
+        let skew = store.rows().clock_skew().await?;
+        Ok(store.with_skew(skew))
     }
 }
 

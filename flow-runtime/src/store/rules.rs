@@ -1,7 +1,6 @@
 //! The checks every checkpoint, thread and journal store makes before it writes, written
-//! once: the key-value front calls them (for every store under it: in memory, files, your
-//! backend), and so can the SQL stores (each returns the contract's typed error, naming the
-//! id and the fix).
+//! once: the key-value front calls them (for every store under it: in memory, files, SQL,
+//! your backend; each returns the contract's typed error, naming the id and the fix).
 
 use super::journal::check_kind;
 use super::records::check_size;

@@ -13,7 +13,7 @@ use sqlx::Sqlite;
 #[path = "sqlite_journal.rs"]
 mod group_commit;
 
-use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlStore};
+use super::sql::{sealed::Sealed, Dialect, SqlDatabase, SqlRows, SqlStore};
 use super::{JournalError, StoreError, StoredStep};
 
 /// The database file [`SqliteStore::open_default`] uses when `AGENTFLOW_DB` is not set.
@@ -30,9 +30,14 @@ const NOW: &str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 /// (a commit is on disk when it returns; journal appends that wait at the same time share one
 /// commit) and waits up to the busy timeout for another
 /// process's write (opening, too: processes that open one new file at the same moment each
-/// wait for the one that switches it to WAL and creates the schema). A claim is a single
-/// `UPDATE` of the run's head row, so of any number of processes claiming one checkpoint
-/// exactly one wins. The schema is created or migrated when the store opens, and a database
+/// wait for the one that switches it to WAL and creates the schema). Every rule is the
+/// key-value front's ([`SqlStore`]). A claim is one `UPDATE ... RETURNING` of the run's head
+/// on the values the front's claim rule decides, which only a claimable head matches, so of
+/// any number of processes claiming one checkpoint exactly one wins; a renewal, a release or
+/// a completion changes the head only while the claim still holds it (a completion in a
+/// `BEGIN IMMEDIATE` transaction with the insert of its child), and a save runs in a
+/// `BEGIN IMMEDIATE` transaction, which holds the file's one write lock from its read of the
+/// run's head to its commit. The schema is created or migrated when the store opens, and a database
 /// written by a newer build is refused ([`StoreError::Schema`]).
 ///
 /// ```
@@ -67,9 +72,9 @@ impl SqlDatabase for Sqlite {
         blob: "BLOB",
         for_update: "",
         begin: "BEGIN IMMEDIATE",
+        swap_append_in_one: false,
         lock: None,
         lock_key: None,
-        complete_in_one: false,
         queue_seq: "seq INTEGER PRIMARY KEY AUTOINCREMENT",
         queue_columns: "SELECT name FROM pragma_table_info('agentflow_run_queue')",
         json_texts: "SELECT value FROM json_each($3)",
@@ -82,7 +87,7 @@ impl SqlDatabase for Sqlite {
     }
 
     async fn append_journal(
-        store: &SqliteStore,
+        store: &SqlRows<Sqlite>,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,
@@ -167,7 +172,7 @@ impl SqliteStore {
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.extra.path
+        &self.rows().extra.path
     }
 }
 

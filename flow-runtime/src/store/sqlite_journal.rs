@@ -97,7 +97,7 @@ fn stopped(run: &str) -> JournalError {
     })
 }
 
-impl super::SqliteStore {
+impl crate::store::sql::SqlRows<sqlx::Sqlite> {
     /// Appends `steps` to `run`'s journal through the store's group writer.
     pub(crate) async fn append_grouped(
         &self,
@@ -148,7 +148,7 @@ impl super::SqliteStore {
                 .collect()
         };
         let first = group.first().map_or("journal", |a| a.run.as_str());
-        let mut tx = match self.begin(first).await {
+        let mut tx = match self.begin(first, false).await {
             Ok(tx) => tx,
             Err(e) => return everyone(&e),
         };

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::keep::{Keep, Value};
+use super::keep::{Heads, Keep, Value};
 use super::Front;
 use super::{corrupt, lost, pack, unpack, InMemory, Table};
-use crate::store::records::{check_size, Records};
+use crate::store::records::{check_size, HeadIs, HeadSwap, Records};
 use crate::store::rules::checkpoint_write;
 use crate::store::{
-    from_millis, now_ms, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
+    from_millis, validate_id, CheckpointMeta, CheckpointStore, Claim, Completion,
     PendingCheckpoint, SaveMode, StoreError,
 };
 
@@ -28,12 +28,17 @@ pub struct Run {
 /// The bytes of a run's head: in hand, or in a file not read yet (the File store reads a
 /// head only when a rule asks for its bytes).
 #[derive(Debug, Clone)]
-pub(crate) enum Head {
+pub enum Head {
     Bytes(Arc<Vec<u8>>),
     /// A file written once (renamed into place), read within `limit` bytes.
     File {
         path: Arc<std::path::Path>,
         limit: u64,
+    },
+    /// Bytes left unread by a keeper that reads within a limit: the head holds `size` bytes,
+    /// more than that limit.
+    Unread {
+        size: u64,
     },
 }
 
@@ -53,6 +58,13 @@ impl Head {
                 Some(bytes) => Arc::new(bytes),
                 None => return Ok(None),
             },
+            Head::Unread { size } => {
+                return Err(StoreError::TooLarge {
+                    id: id.to_owned(),
+                    size: *size,
+                    limit: max,
+                })
+            }
         };
         check_size(id, bytes.len() as u64, max)?;
         Ok(Some(bytes))
@@ -70,13 +82,50 @@ impl Head {
     }
 }
 
+/// What a rule reads of a run ([`Keep::view_run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPart {
+    /// Its head (at least its last record), with the head's bytes.
+    Head,
+    /// Every record, without the head's bytes.
+    Records,
+}
+
+impl Run {
+    /// Applies `swap` to run `id`'s head if it is as the swap says: the claim the head is under
+    /// after it (its bytes when the swap claims it), or `None` and nothing changed.
+    pub(crate) fn swap(&mut self, id: &str, swap: &HeadSwap) -> Result<Option<Claim>, StoreError> {
+        if !self.records.head().is_some_and(|h| swap.is.holds(h)) {
+            return Ok(None);
+        }
+        let bytes = match swap.is {
+            HeadIs::Claimable { max, .. } => self.head.present(id, max)?,
+            HeadIs::Held { .. } => Vec::new(),
+        };
+        let Some((version, attempt)) = self.records.swap(swap) else {
+            return Ok(None);
+        };
+        if let Some((_, child)) = &swap.child {
+            self.head = Head::Bytes(Arc::clone(child));
+        }
+        Ok(Some(Claim {
+            id: id.to_owned(),
+            version,
+            attempt,
+            bytes,
+        }))
+    }
+}
+
 impl Value for Run {
     const TABLE: Table = Table::Checkpoints;
 
     fn encode(&self) -> Vec<u8> {
         let head = match &self.head {
             Head::Bytes(bytes) => &bytes[..],
-            Head::File { .. } => unreachable!("only the File store reads heads from files"),
+            Head::File { .. } | Head::Unread { .. } => {
+                unreachable!("only the File and SQL stores read heads elsewhere")
+            }
         };
         pack(&self.records, &[head])
     }
@@ -98,24 +147,21 @@ impl Value for Run {
 impl<F: Front> CheckpointStore for F {
     async fn get(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         validate_id(id)?;
-        let max = self.front().max_bytes;
-        self.front()
-            .backend
-            .view(id, |run: Option<&Run>| match run {
-                Some(run) if run.records.head().is_some() => run.head.present(id, max).map(Some),
-                _ => Ok(None),
-            })
-            .await
+        match self.front().backend.head_bytes(id).await? {
+            Some(head) => head.present(id, self.front().max_bytes).map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn save(&self, id: &str, bytes: Vec<u8>, mode: SaveMode) -> Result<u64, StoreError> {
         checkpoint_write(id, bytes.len(), self.front().max_bytes)?;
         let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
+        let keep = &*self.front().backend;
         self.front()
             .backend
             .update("save", id, |run: &mut Option<Run>| {
                 let run = run.get_or_insert_with(Run::default);
-                let version = run.records.save(id, mode, now_ms(), size)?;
+                let version = run.records.save(id, mode, keep.now_ms(), size)?;
                 run.head = Head::Bytes(Arc::clone(&bytes));
                 Ok((version, true))
             })
@@ -124,48 +170,44 @@ impl<F: Front> CheckpointStore for F {
 
     async fn claim(&self, id: &str, lease: Duration) -> Result<Claim, StoreError> {
         validate_id(id)?;
-        let max = self.front().max_bytes;
-        self.front()
-            .backend
-            .update("claim", id, |run: &mut Option<Run>| {
-                let Some(run) = run.as_mut() else {
-                    return Err(StoreError::NotFound { id: id.to_owned() });
-                };
-                let (version, attempt) = run.records.claim_within(id, now_ms(), lease, max)?;
-                let bytes = run.head.present(id, max)?;
-                Ok((
-                    Claim {
-                        id: id.to_owned(),
-                        version,
-                        attempt,
-                        bytes,
-                    },
-                    true,
-                ))
+        let (keep, max) = (&*self.front().backend, self.front().max_bytes);
+        // A claim refused is looked into; if the head changed meanwhile (a claim released,
+        // a lease run out), it is tried again.
+        for _ in 0..8 {
+            let now = keep.now_ms();
+            let swap = HeadSwap::claim(now, lease, max);
+            if let Some(claim) = keep.swap_head("claim", id, &swap).await? {
+                return Ok(claim);
+            }
+            keep.view_run(id, RunPart::Head, |run| match run {
+                Some(run) => run.records.refuse_claim(id, now, max),
+                None => Err(StoreError::NotFound { id: id.to_owned() }),
             })
-            .await
+            .await?;
+        }
+        Err(StoreError::Other {
+            id: id.to_owned(),
+            message: "the checkpoint kept changing while it was claimed; try again".into(),
+        })
     }
 
     async fn renew(&self, claim: &Claim, lease: Duration) -> Result<(), StoreError> {
-        self.front()
-            .backend
-            .update("renew", &claim.id, |run: &mut Option<Run>| {
-                let run = run.as_mut().ok_or_else(|| lost(claim))?;
-                run.records.renew(claim, now_ms(), lease)?;
-                Ok(((), true))
-            })
-            .await
+        let keep = &*self.front().backend;
+        let swap = HeadSwap::renew(claim, keep.now_ms(), lease);
+        match keep.swap_head("renew", &claim.id, &swap).await? {
+            Some(_) => Ok(()),
+            None => Err(lost(claim)),
+        }
     }
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        // A claim no longer held changes nothing.
+        let swap = HeadSwap::release(claim);
         self.front()
             .backend
-            .update("release", &claim.id, |run: &mut Option<Run>| {
-                // A claim no longer held changes nothing.
-                let released = run.as_mut().is_some_and(|r| r.records.release(claim));
-                Ok(((), released))
-            })
-            .await
+            .swap_head("release", &claim.id, &swap)
+            .await?;
+        Ok(())
     }
 
     async fn complete(&self, claim: &Claim, completion: Completion) -> Result<u64, StoreError> {
@@ -174,23 +216,19 @@ impl<F: Front> CheckpointStore for F {
             Completion::Interrupted(b) => (false, b),
         };
         checkpoint_write(&claim.id, bytes.len(), self.front().max_bytes)?;
-        let (size, bytes) = (bytes.len() as u64, Arc::new(bytes));
-        self.front()
-            .backend
-            .update("complete", &claim.id, |run: &mut Option<Run>| {
-                let run = run.as_mut().ok_or_else(|| lost(claim))?;
-                let version = run.records.complete(claim, finished, now_ms(), size)?;
-                run.head = Head::Bytes(Arc::clone(&bytes));
-                Ok((version, true))
-            })
-            .await
+        let keep = &*self.front().backend;
+        let swap = HeadSwap::complete(claim, finished, keep.now_ms(), Arc::new(bytes));
+        match keep.swap_head("complete", &claim.id, &swap).await? {
+            Some(_) => Ok(claim.version + 1),
+            None => Err(lost(claim)),
+        }
     }
 
     async fn history(&self, id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
         validate_id(id)?;
         self.front()
             .backend
-            .view(id, |run: Option<&Run>| {
+            .view_run(id, RunPart::Records, |run| {
                 Ok(run.map(|r| r.records.meta(id)).unwrap_or_default())
             })
             .await
@@ -200,7 +238,7 @@ impl<F: Front> CheckpointStore for F {
         let mut waiting = self
             .front()
             .backend
-            .each(|id, run: &Run| {
+            .heads(Heads::Waiting, limit, |id, run: &Run| {
                 let head = run.records.waiting_head();
                 Ok(head.map(|h| (h.created_ms, id.to_owned(), h.version, run.head.clone())))
             })
@@ -222,56 +260,26 @@ impl<F: Front> CheckpointStore for F {
     }
 
     async fn claim_pending(&self, limit: usize, lease: Duration) -> Result<Vec<Claim>, StoreError> {
-        let now = now_ms();
-        let max = self.front().max_bytes;
-        // The claimable heads, oldest first; then each claimed in turn (one another worker
-        // took meanwhile is passed over).
-        let mut claimable = self
-            .front()
-            .backend
-            .each(|id, run: &Run| {
-                let head = run.records.claimable_head(now).filter(|h| h.size <= max);
-                Ok(head.map(|h| (h.created_ms, id.to_owned())))
-            })
-            .await?;
-        claimable.sort();
-        let mut claims = Vec::new();
-        for (_, id) in claimable {
-            if claims.len() == limit {
-                break;
-            }
-            let claim = self
-                .front()
-                .backend
-                .update("claim", &id, |run: &mut Option<Run>| {
-                    let Some(run) = run.as_mut() else {
-                        return Ok((None, false));
-                    };
-                    let claimed = run.records.claim_listed(&id, now, lease, max)?;
-                    let claim = match claimed {
-                        Some((version, attempt)) => Some(Claim {
-                            id: id.clone(),
-                            version,
-                            attempt,
-                            bytes: run.head.present(&id, max)?,
-                        }),
-                        None => None,
-                    };
-                    let changed = claim.is_some();
-                    Ok::<_, StoreError>((claim, changed))
-                })
-                .await?;
-            claims.extend(claim);
+        if limit == 0 {
+            return Ok(Vec::new());
         }
-        Ok(claims)
+        let keep = &*self.front().backend;
+        let swap = HeadSwap::claim(keep.now_ms(), lease, self.front().max_bytes);
+        keep.swap_heads("claim", &swap, limit).await
     }
 
     async fn purge_finished(&self, age: Duration) -> Result<usize, StoreError> {
-        let cutoff = now_ms().saturating_sub(age.as_millis() as u64);
+        let cutoff = self
+            .front()
+            .backend
+            .now_ms()
+            .saturating_sub(age.as_millis() as u64);
         let finished = self
             .front()
             .backend
-            .each(|id, run: &Run| Ok(run.records.finished_by(cutoff).then(|| id.to_owned())))
+            .heads(Heads::FinishedBy(cutoff), usize::MAX, |id, run: &Run| {
+                Ok(run.records.finished_by(cutoff).then(|| id.to_owned()))
+            })
             .await?;
         let mut purged = 0;
         for id in finished {

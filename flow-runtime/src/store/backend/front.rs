@@ -1,12 +1,13 @@
 //! [`Front`]: the stores whose contracts are the front's alone ([`KeyValueStore`],
-//! [`InMemoryStore`](crate::store::InMemoryStore) and [`FileStore`](crate::store::FileStore)),
-//! so the contracts are implemented once, for every such store.
+//! [`InMemoryStore`](crate::store::InMemoryStore), [`FileStore`](crate::store::FileStore) and
+//! the SQL stores), so the contracts are implemented once, for every such store.
 
 use super::keep::Keep;
 use super::KeyValueStore;
 
 /// A store that is the key-value front over a [`Keep`]: [`KeyValueStore`] itself,
-/// [`InMemoryStore`](crate::store::InMemoryStore) and [`FileStore`](crate::store::FileStore).
+/// [`InMemoryStore`](crate::store::InMemoryStore), [`FileStore`](crate::store::FileStore) and
+/// the SQL stores (`SqliteStore`, `PostgresStore`).
 /// Each is a
 /// [`CheckpointStore`](crate::store::CheckpointStore), a
 /// [`ThreadStore`](crate::store::ThreadStore) and a
@@ -34,5 +35,7 @@ mod only {
     impl<B> FrontOnly for super::KeyValueStore<B> {}
     impl FrontOnly for crate::store::InMemoryStore {}
     impl FrontOnly for crate::store::FileStore {}
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    impl<DB: crate::store::SqlDatabase> FrontOnly for crate::store::SqlStore<DB> {}
 }
 use only::FrontOnly;

@@ -242,19 +242,24 @@ impl Value for Journal {
 }
 
 impl<B: Keep> KeyValueStore<B> {
-    /// Appends `batch` (`count` steps) to `run`'s journal if it holds `expected` steps.
+    /// Appends `batch` (`count` steps) to `run`'s journal if it holds `expected` steps
+    /// (`synced`: durable when it returns, else as the keeper's unsynced appends are).
     async fn append_batch(
         &self,
         run: &str,
-        expected: u64,
-        count: usize,
+        (expected, count): (u64, usize),
         batch: Batch,
+        synced: bool,
     ) -> Result<u64, JournalError> {
         validate_id(run)?;
-        let appended = self
-            .backend
-            .append::<Journal>("append to the journal of", run, expected, count, batch)
-            .await?;
+        let (keep, operation) = (&self.backend, "append to the journal of");
+        let appended = if synced {
+            keep.append::<Journal>(operation, run, expected, count, batch)
+                .await?
+        } else {
+            keep.append_unsynced::<Journal>(operation, run, expected, count, batch)
+                .await?
+        };
         // Refused: `found` is not `expected`, so `journal_expected` reports the conflict.
         appended.or_else(|found| {
             journal_expected(run, expected, found)?;
@@ -287,10 +292,21 @@ impl<F: Front> JournalStore for F {
         steps: Vec<StoredStep>,
     ) -> Result<u64, JournalError> {
         journal_append(run, &steps, self.front().max_bytes)?;
-        let count = steps.len();
-        self.front()
-            .append_batch(run, expected, count, Batch::Stored(steps.into()))
-            .await
+        let count = (expected, steps.len());
+        let batch = Batch::Stored(steps.into());
+        self.front().append_batch(run, count, batch, true).await
+    }
+
+    async fn append_steps_unsynced(
+        &self,
+        run: &str,
+        expected: u64,
+        steps: Vec<StoredStep>,
+    ) -> Result<u64, JournalError> {
+        journal_append(run, &steps, self.front().max_bytes)?;
+        let count = (expected, steps.len());
+        let batch = Batch::Stored(steps.into());
+        self.front().append_batch(run, count, batch, false).await
     }
 
     /// Kept as handed over by the in-memory keeper (encoded, and its kind and size checked,
@@ -316,7 +332,7 @@ impl<F: Front> JournalStore for F {
             return self.append_steps(run, expected, steps).await;
         }
         self.front()
-            .append_batch(run, expected, count, part.batch)
+            .append_batch(run, (expected, count), part.batch, true)
             .await
     }
 
@@ -334,7 +350,7 @@ impl<F: Front> JournalStore for F {
             return self.append_steps(run, expected, steps).await;
         }
         self.front()
-            .append_batch(run, expected, count, part.batch)
+            .append_batch(run, (expected, count), part.batch, true)
             .await
     }
 

@@ -1,25 +1,34 @@
 //! [`Keep`]: how the front reaches what it keeps. Every rule of the front is written once over
-//! three typed operations (view a value, change it atomically, go through a table); two kinds
-//! of keeper answer them:
+//! three typed operations (view a value, change it atomically, go through a table); these
+//! keepers answer them:
 //!
 //! - any [`KeyValueBackend`]: each value is encoded to bytes ([`Value::encode`]), and a change
 //!   is a read, the change, and a compare-and-swap write, retried when another writer won;
 //! - [`InMemory`](super::InMemory): the values themselves in maps under a lock, changed in
 //!   place (nothing is encoded, and journal steps handed over unencoded stay so until read);
-//! - the [`FileStore`](crate::store::FileStore)'s directory: each value in its files.
+//! - the [`FileStore`](crate::store::FileStore)'s directory: each value in its files;
+//! - the SQL stores' rows (`SqlRows`): each value in its rows, changed in a transaction
+//!   holding its lock.
 //!
 //! A thread's records and a run's journal are logs ([`Log`]): the front appends to them,
 //! reads a window, cuts and removes them with [`Keep`]'s log operations, which a keeper that
-//! writes one entry at a time (the File store: a file per record, a frame per step) answers
-//! without touching the rest of the log; the others get them from `view` and `update`.
+//! writes one entry at a time (the File store: a file per record, a frame per step; the SQL
+//! stores: a row per entry) answers without touching the rest of the log; the others get
+//! them from `view` and `update`. More have defaults every keeper may keep: the clock the
+//! rules read (`now_ms`), an append without a sync of its own (`append_unsynced`), the
+//! listings of runs by their heads (`heads`, which an indexed keeper answers without reading
+//! every run), and the changes of a run's head the rules decide without reading it (a claim,
+//! a renewal, a release, a completion: `swap_head`, `swap_heads`, which a SQL keeper writes
+//! as one conditional statement).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use super::{BackendError, Entry, KeyValueBackend, Table};
-use crate::store::StoreError;
+use super::{BackendError, Entry, Head, KeyValueBackend, Run, RunPart, Table};
+use crate::store::records::{HeadIs, HeadSwap};
+use crate::store::{Claim, StoreError};
 
 /// How many times a change whose compare-and-swap lost to another writer is tried before the
 /// contention is reported.
@@ -81,6 +90,24 @@ pub trait Log: Value {
     fn part_of(entries: Vec<Self::Entry>) -> Self::Part;
 }
 
+/// Which runs a listing of runs wants ([`Keep::heads`]), by their head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Heads {
+    /// Those whose head waits for its resume (pending, or claimed).
+    Waiting,
+    /// Those whose head a claim at `now_ms` would take (pending, or claimed with its lease
+    /// run out) and holds at most `max` bytes.
+    Claimable {
+        /// The time of the claim, in ms since the Unix epoch.
+        now_ms: u64,
+        /// The largest head wanted, in bytes.
+        max: u64,
+    },
+    /// Those whose head finished at or before this time (ms since the Unix epoch).
+    FinishedBy(u64),
+}
+
 /// A log as listed: its key, how many entries it holds, and its last entry.
 pub type Listed<P> = (String, usize, P);
 
@@ -97,6 +124,13 @@ pub(crate) fn clamp(window: Range<usize>, len: usize) -> Range<usize> {
 pub trait Keep: Send + Sync + 'static + sealed::Sealed {
     /// Whether journal steps handed over unencoded are kept so, to be encoded when read.
     const KEEPS_DEFERRED: bool;
+
+    /// The time the rules measure claims, leases and ages on, in milliseconds since the Unix
+    /// epoch: this machine's clock, unless the keeper keeps one clock for every process that
+    /// shares it (PostgreSQL: the server's).
+    fn now_ms(&self) -> u64 {
+        crate::store::now_ms()
+    }
 
     /// Calls `f` with the value under `key` (`None`: there is none), as one consistent read.
     fn view<V: Value, T: Send>(
@@ -145,6 +179,114 @@ pub trait Keep: Send + Sync + 'static + sealed::Sealed {
             log.push(batch.clone(), count);
             Ok::<_, L::Error>((Ok(log.len() as u64), true))
         })
+    }
+
+    /// [`append`](Keep::append), committed without a sync of its own where the keeper can
+    /// (SQLite: the write-ahead log makes it durable with the next synced commit; a power
+    /// loss may lose it, a crash of the process does not); the others sync as `append` does.
+    fn append_unsynced<L: Log>(
+        &self,
+        operation: &'static str,
+        key: &str,
+        expected: u64,
+        count: usize,
+        batch: L::Batch,
+    ) -> impl Future<Output = Result<Result<u64, u64>, L::Error>> + Send {
+        self.append::<L>(operation, key, expected, count, batch)
+    }
+
+    /// What `f` picks from the runs a listing of `heads` wants, the oldest first where the
+    /// keeper keeps an order, at least the `limit` oldest of them: `f` is given every run the
+    /// listing wants (and may be given others: it checks each one itself). A keeper with an
+    /// index on its runs' heads (the SQL stores) reads only those; the others go through
+    /// every run ([`each`](Keep::each)).
+    fn heads<V: Value, T: Send>(
+        &self,
+        heads: Heads,
+        limit: usize,
+        f: impl FnMut(&str, &V) -> Result<Option<T>, StoreError> + Send,
+    ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send {
+        let _ = (heads, limit);
+        self.each(f)
+    }
+
+    /// Calls `f` with run `id` as far as `part` asks (at least that), as one consistent
+    /// read. A keeper that keeps a run in rows reads only those (the head's row; or every
+    /// row without the head's bytes); the others read the run ([`view`](Keep::view)).
+    fn view_run<T: Send>(
+        &self,
+        id: &str,
+        part: RunPart,
+        f: impl FnOnce(Option<&Run>) -> Result<T, StoreError> + Send,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        let _ = part;
+        self.view(id, f)
+    }
+
+    /// The bytes of run `id`'s head (`None`: there is no run), read alone where the keeper
+    /// can (the SQL stores read the head row's size and bytes, not its record).
+    fn head_bytes(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Head>, StoreError>> + Send {
+        self.view(id, |run: Option<&Run>| {
+            let run = run.filter(|r| r.records.head().is_some());
+            Ok(run.map(|r| r.head.clone()))
+        })
+    }
+
+    /// Applies `swap` (a change the rules decided without reading the run) to the head of run
+    /// `id` if it still is as the swap says: the claim the head is under after it (with the
+    /// head's bytes when the swap claims it; empty for a claim already held), or `None` and
+    /// nothing written. The SQL stores write it without reading the run first (one
+    /// conditional `UPDATE`, and the insert of the record it adds); the others through
+    /// [`update`](Keep::update).
+    fn swap_head(
+        &self,
+        operation: &'static str,
+        id: &str,
+        swap: &HeadSwap,
+    ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
+        self.update(operation, id, move |run: &mut Option<Run>| {
+            let swapped = match run.as_mut() {
+                Some(run) => run.swap(id, swap)?,
+                None => None,
+            };
+            let changed = swapped.is_some();
+            Ok((swapped, changed))
+        })
+    }
+
+    /// Applies `swap` to up to `limit` runs whose head it applies to, the oldest heads first
+    /// (a batch claim); the claims. Each head is swapped once among concurrent batches (a
+    /// keeper that locks rows passes over those another batch holds: PostgreSQL's
+    /// `SKIP LOCKED`).
+    fn swap_heads(
+        &self,
+        operation: &'static str,
+        swap: &HeadSwap,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Claim>, StoreError>> + Send {
+        async move {
+            let listing = match swap.is {
+                HeadIs::Claimable { now_ms, max } => Heads::Claimable { now_ms, max },
+                HeadIs::Held { .. } => Heads::Waiting,
+            };
+            let listed = self.heads(listing, limit, |id, run: &Run| {
+                let head = run.records.head().filter(|h| swap.is.holds(h));
+                Ok(head.map(|h| (h.created_ms, id.to_owned())))
+            });
+            let mut listed = listed.await?;
+            listed.sort();
+            let mut claims = Vec::new();
+            for (_, id) in listed {
+                if claims.len() == limit {
+                    break;
+                }
+                claims.extend(self.swap_head(operation, &id, swap).await?);
+            }
+            Ok(claims)
+        }
     }
 
     /// How many entries the log under `key` holds, and the entries of the window `window`
@@ -226,6 +368,8 @@ mod sealed {
     impl<B: super::KeyValueBackend> Sealed for B {}
     impl Sealed for super::super::InMemory {}
     impl Sealed for crate::store::file::FileDir {}
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    impl<DB: crate::store::SqlDatabase> Sealed for crate::store::sql::SqlRows<DB> {}
     impl Sealed for super::super::checkpoints::Run {}
     impl Sealed for super::super::threads::Thread {}
     impl Sealed for super::super::threads::Lease {}

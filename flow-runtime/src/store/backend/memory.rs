@@ -102,12 +102,16 @@ mod tests {
     #[tokio::test]
     async fn a_change_that_fails_is_not_kept_and_none_removes_the_key() {
         let memory = InMemory::default();
-        let take = |held: &mut Option<Lease>| Lease::take(held, "t", "a", Duration::from_secs(60));
+        let take = |held: &mut Option<Lease>| {
+            Lease::take(held, "t", "a", Duration::from_secs(60), memory.now_ms())
+        };
         memory.update("lease", "t", take).await.unwrap();
         assert_eq!(owner(&memory).as_deref(), Some("a"));
 
         // Another owner is refused while "a" holds it: the value is as it was.
-        let other = |held: &mut Option<Lease>| Lease::take(held, "t", "b", Duration::from_secs(60));
+        let other = |held: &mut Option<Lease>| {
+            Lease::take(held, "t", "b", Duration::from_secs(60), memory.now_ms())
+        };
         let refused = memory.update("lease", "t", other).await;
         assert!(matches!(
             refused,

@@ -32,10 +32,11 @@
 //! - `keep.rs`: [`Keep`], the typed operations the front's rules are written over (view,
 //!   change atomically, go through a table; and for a [`Log`], append under a
 //!   compare-and-swap on its length, read a window, cut, remove), for any backend (encoded,
-//!   with compare-and-swap), for [`InMemory`] and for the File store's [`FileDir`];
+//!   with compare-and-swap), for [`InMemory`], for the File store's [`FileDir`] and for the
+//!   SQL stores' rows (`SqlRows`);
 //! - `front.rs`: [`Front`], the stores whose contracts are the front's alone (the front itself,
-//!   [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore)): each contract
-//!   is implemented once, for them;
+//!   [`InMemoryStore`](super::InMemoryStore), [`FileStore`](super::FileStore), the SQL
+//!   stores): each contract is implemented once, for them;
 //! - `memory.rs`: [`InMemory`], values kept as they are, what
 //!   [`InMemoryStore`](super::InMemoryStore) is the front over;
 //! - `checkpoints.rs`, `threads.rs`, `journals.rs`: the front's rules of each contract and the
@@ -59,11 +60,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use super::file::FileDir;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use super::sql::SqlRows;
 use super::{Claim, StoreError, DEFAULT_MAX_CHECKPOINT_BYTES};
-pub(crate) use checkpoints::{Head, Run};
+pub(crate) use checkpoints::{Head, Run, RunPart};
 pub use front::Front;
 pub(crate) use keep::clamp;
-pub use keep::{Changed, Keep, Listed, Log, Value};
+pub use keep::{Changed, Heads, Keep, Listed, Log, Value};
 pub use memory::InMemory;
 pub use sealed::SealedBackend;
 pub(crate) use threads::Lease;
@@ -232,6 +235,11 @@ impl<B> KeyValueStore<B> {
     pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
         self.max_bytes = limit;
         self
+    }
+
+    /// The largest checkpoint, record or step written or read, in bytes.
+    pub(crate) fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The backend.

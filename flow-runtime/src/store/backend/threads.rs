@@ -18,7 +18,7 @@ use crate::store::records::check_size;
 use crate::store::rules::thread_append;
 use crate::store::thread::check_version;
 use crate::store::{
-    now_ms, validate_thread_id, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
+    validate_thread_id, StoreError, ThreadError, ThreadHead, ThreadRecord, ThreadStore,
 };
 
 /// A thread as kept: each record's turn and its encoded bytes, in order.
@@ -100,8 +100,8 @@ impl Log for Thread {
 /// A turn lease as kept.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Lease {
-    owner: String,
-    until_ms: u64,
+    pub(crate) owner: String,
+    pub(crate) until_ms: u64,
 }
 
 /// The rules of a thread's turn lease, on the lease `held` (if any): every store that keeps
@@ -114,8 +114,8 @@ impl Lease {
         id: &str,
         owner: &str,
         lease: Duration,
+        now: u64,
     ) -> Result<((), bool), ThreadError> {
-        let now = now_ms();
         if held
             .as_ref()
             .is_some_and(|h| h.owner != owner && h.until_ms > now)
@@ -136,10 +136,11 @@ impl Lease {
         id: &str,
         owner: &str,
         lease: Duration,
+        now: u64,
     ) -> Result<((), bool), ThreadError> {
         match held {
             Some(h) if h.owner == owner => {
-                h.until_ms = lease_end(now_ms(), lease);
+                h.until_ms = lease_end(now, lease);
                 Ok(((), true))
             }
             _ => Err(ThreadError::LeaseLost { id: id.to_owned() }),
@@ -300,8 +301,11 @@ impl<F: Front> ThreadStore for F {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
+        let keep = &*self.front().backend;
         self.front()
-            .change_lease("lease", id, |held| Lease::take(held, id, owner, lease))
+            .change_lease("lease", id, |held| {
+                Lease::take(held, id, owner, lease, keep.now_ms())
+            })
             .await
     }
 
@@ -311,9 +315,10 @@ impl<F: Front> ThreadStore for F {
         owner: &str,
         lease: Duration,
     ) -> Result<(), ThreadError> {
+        let keep = &*self.front().backend;
         self.front()
             .change_lease("renew the lease of", id, |held| {
-                Lease::renew(held, id, owner, lease)
+                Lease::renew(held, id, owner, lease, keep.now_ms())
             })
             .await
     }

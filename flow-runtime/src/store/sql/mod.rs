@@ -5,7 +5,7 @@
 //! The code is written once, generic over sqlx's [`Database`]; what differs between the two
 //! databases is data, a [`Dialect`]: the clock (`{NOW}` in the statements), the batch claim's
 //! `FOR UPDATE SKIP LOCKED`, the column types of the schema, how a write takes a run's lock,
-//! and PostgreSQL's one-statement completion. Ids and bytes are always bound parameters
+//! and PostgreSQL's one-statement save and completion. Ids and bytes are always bound parameters
 //! (`$1`, `$2`, ... on both databases). The test `sql_statements_prepare_on_both` prepares every
 //! statement of [`Statements`] on both.
 //!
@@ -18,39 +18,41 @@
 //! `agentflow_thread_records` and `agentflow_thread_leases` hold threads and their turn leases;
 //! `agentflow_journal` one row per step of a run's journal, keyed by `(run, seq)`.
 //!
-//! # Claims
+//! # Rules
 //!
-//! A claim is one `UPDATE ... WHERE state = 'pending' OR (state = 'claimed' AND the lease ran
-//! out) RETURNING ...` on the head row: the database's row lock makes exactly one of any
-//! number of concurrent claimants see the row match. Renewing, releasing and completing match
-//! the claim's `(version, attempt)`, so a claim that was taken over changes nothing. A batch
-//! claim (`claim_pending`) is one `UPDATE ... WHERE (id, version) IN (SELECT ... ORDER BY
-//! created_ms, id LIMIT n)` over the waiting rows' partial index; on PostgreSQL the select is
-//! `FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint batches without waiting for
-//! each other. Changes that append a record run in a transaction that holds the run's lock
-//! (SQLite: the database's write lock, `BEGIN IMMEDIATE`; PostgreSQL: an advisory lock on the
-//! id).
+//! Every rule of the three contracts is the front's
+//! ([`KeyValueStore`](super::backend::KeyValueStore)), as for the in-memory and File stores:
+//! a [`SqlStore`] is the front over [`SqlRows`], the keeper that keeps what the rules decide
+//! in rows (`keeper.rs`: a claim, renewal, release or completion is one conditional
+//! `UPDATE` of the head on what the front's rule decided, as [`SqlRows`] describes; any
+//! other change of a run or a turn lease runs in a write transaction holding its lock,
+//! SQLite's `BEGIN IMMEDIATE` or a PostgreSQL advisory lock on the id;
+//! `logs.rs`: threads and journals, appended under a compare-and-swap on their length). The
+//! listings of runs (pending, claimable, finished) read the partial indexes of the heads.
 //!
 //! # Files
 //!
 //! - this file: [`SqlStore`], [`SqlDatabase`] (what a database brings: its [`Dialect`]) and
 //!   [`Statements`];
 //! - `schema.rs`: the tables, their migrations, and the code that applies them on open;
-//! - `checkpoint.rs`, `thread.rs`, `journal.rs`: each contract's statements and its
-//!   implementation.
+//! - `keeper.rs`: [`SqlRows`], runs and turn leases as rows; `logs.rs`: threads' records and
+//!   journals' steps as rows.
 
-mod checkpoint;
-mod journal;
+mod keeper;
+mod logs;
 mod schema;
 #[cfg(test)]
 mod tests;
-mod thread;
 
 use std::sync::Arc;
 
-use sqlx::{Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
+use sqlx::{
+    ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Transaction, Type,
+};
 
+use super::backend::{Front, KeyValueStore};
 use super::{JournalError, StoreError, StoredStep, DEFAULT_MAX_CHECKPOINT_BYTES};
+pub use keeper::SqlRows;
 pub(crate) use schema::migrate;
 
 /// What differs between the SQL databases, as data: every SQL store (checkpoints, threads,
@@ -68,6 +70,9 @@ pub struct Dialect {
     pub(crate) int: &'static str,
     /// The schema's byte string column type.
     pub(crate) blob: &'static str,
+    /// Whether a change that adds a record is one statement (`RUN_SWAP_APPEND`: data-modifying
+    /// `WITH`).
+    pub(crate) swap_append_in_one: bool,
     /// The statement that opens a write transaction.
     pub(crate) begin: &'static str,
     /// Takes a named lock for the transaction (`$1` the name, `$2` a seed), if the database
@@ -75,8 +80,6 @@ pub struct Dialect {
     pub(crate) lock: Option<&'static str>,
     /// Takes a lock by number (`$1`) for the transaction, if the database locks by name.
     pub(crate) lock_key: Option<&'static str>,
-    /// Whether a completion is one statement (`COMPLETE_ONE`: data-modifying `WITH`).
-    pub(crate) complete_in_one: bool,
     /// The run queue's `seq` column: its place, numbered by the database.
     pub(crate) queue_seq: &'static str,
     /// The names (`name`) of the run queue table's columns.
@@ -153,7 +156,7 @@ pub trait SqlDatabase: Database + sealed::Sealed {
     /// appends waiting at once together; PostgreSQL in a transaction of their own.
     #[doc(hidden)]
     fn append_journal(
-        store: &SqlStore<Self>,
+        store: &SqlRows<Self>,
         run: &str,
         expected: u64,
         steps: Vec<StoredStep>,
@@ -168,57 +171,83 @@ pub(crate) mod sealed {
 
 /// A SQL store of checkpoints, threads and journals on database `DB`: use it as
 /// [`SqliteStore`](super::SqliteStore) or [`PostgresStore`](super::PostgresStore), whose pages
-/// say how each opens and what it guarantees.
-#[derive(Debug)]
-pub struct SqlStore<DB: SqlDatabase> {
-    pub(crate) pool: Pool<DB>,
-    /// Where claims, renewals, releases and turn leases are written: SQLite's connections that
-    /// do not sync each commit; PostgreSQL's pool.
-    pub(crate) leases: Pool<DB>,
-    pub(crate) sql: Arc<Statements>,
-    pub(crate) max_bytes: u64,
-    /// How errors name the database (never a URL, which may hold a password).
-    pub(crate) shown: Arc<str>,
-    pub(crate) extra: DB::Extra,
-}
+/// say how each opens and what it guarantees. Every rule is the key-value front's, over
+/// the rows of [`SqlRows`].
+pub struct SqlStore<DB: SqlDatabase>(KeyValueStore<SqlRows<DB>>);
 
 impl<DB: SqlDatabase> Clone for SqlStore<DB> {
     fn clone(&self) -> Self {
-        SqlStore {
-            pool: self.pool.clone(),
-            leases: self.leases.clone(),
-            sql: Arc::clone(&self.sql),
-            max_bytes: self.max_bytes,
-            shown: Arc::clone(&self.shown),
-            extra: self.extra.clone(),
-        }
+        SqlStore(self.0.clone())
+    }
+}
+
+impl<DB: SqlDatabase> std::fmt::Debug for SqlStore<DB> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SqlStore").field(self.0.backend()).finish()
     }
 }
 
 impl<DB: SqlDatabase> SqlStore<DB> {
     /// A store over `pool` (migrated), with `leases` for its leases.
     pub(crate) fn new(pool: Pool<DB>, leases: Pool<DB>, shown: &str, extra: DB::Extra) -> Self {
-        SqlStore {
+        SqlStore(KeyValueStore::over(SqlRows {
             pool,
             leases,
-            sql: Arc::new(Statements::new(&DB::DIALECT)),
-            max_bytes: DEFAULT_MAX_CHECKPOINT_BYTES,
+            sql: Statements::of::<DB>(),
+            limit: DEFAULT_MAX_CHECKPOINT_BYTES,
             shown: shown.into(),
+            skew_ms: 0,
             extra,
-        }
+        }))
     }
 
     /// The same store, refusing checkpoints (and threads' records and journal steps) over
-    /// `limit` bytes ([`StoreError::TooLarge`]); the default is
+    /// `limit` bytes, written or read ([`StoreError::TooLarge`]); the default is
     /// [`DEFAULT_MAX_CHECKPOINT_BYTES`].
-    pub fn max_checkpoint_bytes(mut self, limit: u64) -> Self {
-        self.max_bytes = limit;
-        self
+    pub fn max_checkpoint_bytes(self, limit: u64) -> Self {
+        let rows = self.0.backend().with_limit(limit);
+        SqlStore(KeyValueStore::over(rows).max_checkpoint_bytes(limit))
+    }
+
+    /// The same store, its rules measuring time on the database's clock: this machine's,
+    /// corrected by `skew_ms`.
+    pub(crate) fn with_skew(self, skew_ms: i64) -> Self {
+        let rows = SqlRows {
+            skew_ms,
+            ..self.rows().clone()
+        };
+        let max = self.0.max_bytes();
+        SqlStore(KeyValueStore::over(rows).max_checkpoint_bytes(max))
+    }
+
+    /// The store's rows.
+    pub(crate) fn rows(&self) -> &SqlRows<DB> {
+        self.0.backend()
     }
 
     /// The store's connections (the memory store shares them: `memory_items`).
     pub(crate) fn pool(&self) -> &Pool<DB> {
-        &self.pool
+        &self.rows().pool
+    }
+}
+
+impl<DB: SqlDatabase> Front for SqlStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Decode<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
+    for<'q> String: Decode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Decode<'q, DB> + Type<DB>,
+    for<'a> &'a str: ColumnIndex<DB::Row>,
+{
+    type Keep = SqlRows<DB>;
+
+    #[inline]
+    fn front(&self) -> &KeyValueStore<SqlRows<DB>> {
+        &self.0
     }
 }
 
@@ -234,91 +263,105 @@ pub(crate) fn db_error<'a>(
     }
 }
 
-/// A duration in milliseconds, as the SQL stores bind it (saturating).
-pub(crate) fn millis_i64(d: std::time::Duration) -> i64 {
-    d.as_millis().min(i64::MAX as u128) as i64
-}
-
 /// A count or position as the SQL stores bind it (saturating).
 pub(crate) fn int(n: u64) -> i64 {
     n.min(i64::MAX as u64) as i64
 }
 
-/// Every statement of the SQL stores, with a dialect filled in (serialised, a map of names to
-/// statements: what the tests prepare on each database).
+/// Every statement of the SQL stores' rows, with a dialect filled in (serialised, a map of
+/// names to statements: what the tests prepare on each database).
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Statements {
-    pub get: String,
-    pub head: String,
-    pub retire_head: String,
-    pub insert: String,
-    pub claim: String,
-    pub claim_refused: String,
-    pub claim_batch: String,
-    /// A completion in one statement, where the dialect runs one (see `COMPLETE_ONE`).
-    pub complete_one: Option<String>,
-    pub renew: String,
-    pub release: String,
-    pub end_claim: String,
-    pub history: String,
-    pub pending: String,
-    pub purge: String,
-    pub delete: String,
+    pub run_rows: String,
+    pub run_head: String,
+    pub run_bytes: String,
+    pub run_head_locked: String,
+    /// The swaps of a head, each by the columns it writes ([`keeper::swap_sql`]).
+    pub head_claim: Vec<String>,
+    pub head_held: Vec<String>,
+    /// A held head's change and the record it adds in one statement, where the dialect runs
+    /// one.
+    pub head_held_append: Option<Vec<String>>,
+    /// A change that adds a record in one statement, where the dialect runs one.
+    pub run_swap_append: Option<String>,
+    pub heads_waiting: String,
+    pub heads_claimable: String,
+    pub heads_claim: Vec<String>,
+    pub heads_finished: String,
+    pub heads_all: String,
+    pub run_update: String,
+    pub run_insert: String,
+    pub run_delete: String,
+    pub lease_read: String,
+    pub leases_all: String,
+    pub lease_write: String,
+    pub lease_delete: String,
     pub thread_version: String,
-    pub thread_head: String,
-    pub thread_read: String,
+    pub thread_last: String,
+    pub thread_window: String,
     pub thread_insert: String,
-    pub thread_list: String,
     pub thread_delete: String,
-    pub lease_take: String,
-    pub lease_renew: String,
-    pub lease_release: String,
+    pub thread_logs: String,
     pub journal_len: String,
     pub journal_insert: String,
-    pub journal_read: String,
+    pub journal_window: String,
     pub journal_truncate: String,
     pub journal_delete: String,
-    pub journal_idle: String,
+    pub journal_logs: String,
 }
 
 impl Statements {
+    /// The statements of `DB`, made once a process.
+    fn of<DB: SqlDatabase>() -> Arc<Statements> {
+        use std::any::TypeId;
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        static MADE: OnceLock<Mutex<HashMap<TypeId, Arc<Statements>>>> = OnceLock::new();
+        let made = MADE.get_or_init(Mutex::default).lock();
+        let mut made = made.unwrap_or_else(|poisoned| poisoned.into_inner());
+        let statements = made.entry(TypeId::of::<DB>());
+        Arc::clone(statements.or_insert_with(|| Arc::new(Statements::new(&DB::DIALECT))))
+    }
+
     /// The statements of `dialect`.
     pub fn new(dialect: &Dialect) -> Self {
-        use checkpoint::*;
-        use journal::*;
-        use thread::*;
+        use keeper::*;
+        use logs::*;
         let f = |s: &str| dialect.fill(s);
+        let swaps = |s: &str| (0..SETS).map(|n| f(&swap_sql(s, n))).collect();
         Statements {
-            get: f(GET),
-            head: f(HEAD),
-            retire_head: f(RETIRE_HEAD),
-            insert: f(INSERT),
-            claim: f(CLAIM),
-            claim_refused: f(CLAIM_REFUSED),
-            claim_batch: f(CLAIM_BATCH),
-            complete_one: dialect.complete_in_one.then(|| f(COMPLETE_ONE)),
-            renew: f(RENEW),
-            release: f(RELEASE),
-            end_claim: f(END_CLAIM),
-            history: f(HISTORY),
-            pending: f(PENDING),
-            purge: f(PURGE),
-            delete: f(DELETE),
+            run_rows: f(RUN_ROWS),
+            run_head: f(RUN_HEAD),
+            run_bytes: f(RUN_BYTES),
+            run_head_locked: f(RUN_HEAD_LOCKED),
+            head_claim: swaps(HEAD_CLAIM),
+            head_held: swaps(HEAD_HELD),
+            head_held_append: dialect.swap_append_in_one.then(|| swaps(HEAD_HELD_APPEND)),
+            run_swap_append: dialect.swap_append_in_one.then(|| f(RUN_SWAP_APPEND)),
+            heads_waiting: f(HEADS_WAITING),
+            heads_claimable: f(HEADS_CLAIMABLE),
+            heads_claim: swaps(HEADS_CLAIM),
+            heads_finished: f(HEADS_FINISHED),
+            heads_all: f(HEADS_ALL),
+            run_update: f(RUN_UPDATE),
+            run_insert: f(RUN_INSERT),
+            run_delete: f(RUN_DELETE),
+            lease_read: f(LEASE_READ),
+            leases_all: f(LEASES_ALL),
+            lease_write: f(LEASE_WRITE),
+            lease_delete: f(LEASE_DELETE),
             thread_version: f(THREAD_VERSION),
-            thread_head: f(THREAD_HEAD),
-            thread_read: f(THREAD_READ),
+            thread_last: f(THREAD_LAST),
+            thread_window: f(THREAD_WINDOW),
             thread_insert: f(THREAD_INSERT),
-            thread_list: f(THREAD_LIST),
             thread_delete: f(THREAD_DELETE),
-            lease_take: f(LEASE_TAKE),
-            lease_renew: f(LEASE_RENEW),
-            lease_release: f(LEASE_RELEASE),
+            thread_logs: f(THREAD_LOGS),
             journal_len: f(JOURNAL_LEN),
             journal_insert: f(JOURNAL_INSERT),
-            journal_read: f(JOURNAL_READ),
+            journal_window: f(JOURNAL_WINDOW),
             journal_truncate: f(JOURNAL_TRUNCATE),
             journal_delete: f(JOURNAL_DELETE),
-            journal_idle: f(JOURNAL_IDLE),
+            journal_logs: f(JOURNAL_LOGS),
         }
     }
 }

@@ -164,7 +164,7 @@ where
 {
     /// The schema version of the database (the newest this build knows, once it is open).
     pub async fn schema_version(&self) -> Result<i64, StoreError> {
-        let read = read_version(&self.pool).await;
-        read.map_err(db_error("read the schema of", &self.shown))
+        let read = read_version(self.pool()).await;
+        read.map_err(db_error("read the schema of", &self.rows().shown))
     }
 }
