@@ -238,6 +238,7 @@ impl<B> KeyValueStore<B> {
     }
 
     /// The largest checkpoint, record or step written or read, in bytes.
+    #[cfg(any(feature = "postgres", test))]
     pub(crate) fn max_bytes(&self) -> u64 {
         self.max_bytes
     }

@@ -338,6 +338,7 @@ where
 {
     /// How far the database's clock is ahead of this machine's, in ms: its clock read once,
     /// against the middle of this machine's times before and after the read.
+    #[cfg(feature = "postgres")]
     pub(crate) async fn clock_skew(&self) -> Result<i64, StoreError> {
         let err = db_error("read the clock of", &self.shown);
         let before = crate::store::now_ms() as i64;

@@ -211,6 +211,7 @@ impl<DB: SqlDatabase> SqlStore<DB> {
 
     /// The same store, its rules measuring time on the database's clock: this machine's,
     /// corrected by `skew_ms`.
+    #[cfg(any(feature = "postgres", test))]
     pub(crate) fn with_skew(self, skew_ms: i64) -> Self {
         let rows = SqlRows {
             skew_ms,
