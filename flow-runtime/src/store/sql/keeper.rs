@@ -652,10 +652,15 @@ where
         let Some(row) = read.fetch_optional(db).await.map_err(&err)? else {
             return Ok(None);
         };
-        Ok(Some(Lease {
-            owner: row.try_get("owner").map_err(&err)?,
-            until_ms: row.try_get::<i64, _>("lease_until_ms").map_err(&err)? as u64,
-        }))
+        Self::lease_of(&row).map(Some).map_err(err)
+    }
+
+    /// A turn lease from its row (`owner`, `lease_until_ms`).
+    fn lease_of(row: &DB::Row) -> Result<Lease, sqlx::Error> {
+        Ok(Lease {
+            owner: row.try_get("owner")?,
+            until_ms: row.try_get::<i64, _>("lease_until_ms")? as u64,
+        })
     }
 
     /// Changes the turn lease on thread `id` with `f` in a transaction holding its lock, on
@@ -778,10 +783,7 @@ where
                 let mut picked = Vec::new();
                 for row in rows.map_err(&err)? {
                     let id: String = row.try_get("thread").map_err(&err)?;
-                    let lease = Lease {
-                        owner: row.try_get("owner").map_err(&err)?,
-                        until_ms: row.try_get::<i64, _>("lease_until_ms").map_err(&err)? as u64,
-                    };
+                    let lease = Self::lease_of(&row).map_err(&err)?;
                     picked.extend(f(&id, kind(&lease))?);
                 }
                 Ok(picked)
