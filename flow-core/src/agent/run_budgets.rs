@@ -290,7 +290,13 @@ impl RunBudgets {
 
     /// A new block for a run of `budgets` charging the session values at `home`.
     fn fresh(budgets: Arc<Budgets>, home: usize) -> Arc<Self> {
-        let run = Arc::new(RunBudgets {
+        Arc::new(Self::new(budgets, home))
+    }
+
+    /// A block for a run of `budgets` charging the session values at `home`: nothing spent,
+    /// its slots keyed for the agents seen under `budgets` before.
+    fn new(budgets: Arc<Budgets>, home: usize) -> Self {
+        let run = RunBudgets {
             started: OnceLock::new(),
             totals: RunTotals {
                 home,
@@ -299,7 +305,7 @@ impl RunBudgets {
             agents: AgentTally::new(budgets.seen.agents()),
             caps: budgets.clear_caps(),
             budgets,
-        });
+        };
         run.agents.key_seen();
         run
     }
@@ -330,14 +336,8 @@ impl RunBudgets {
     /// or its session was dropped unread); under others it is made anew.
     fn reset(&mut self, budgets: &Arc<Budgets>, home: usize) {
         if !Arc::ptr_eq(&self.budgets, budgets) {
-            *self = RunBudgets {
-                started: OnceLock::new(),
-                totals: RunTotals::default(),
-                agents: AgentTally::new(budgets.seen.agents()),
-                caps: budgets.clear_caps(),
-                budgets: Arc::clone(budgets),
-            };
-            self.agents.key_seen();
+            *self = Self::new(Arc::clone(budgets), home);
+            return;
         }
         self.started = OnceLock::new();
         // (The totals are set by `start`.)
